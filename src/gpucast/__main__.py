@@ -1,0 +1,3 @@
+from gpucast.cli.app import main
+
+main()

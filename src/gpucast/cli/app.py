@@ -1,0 +1,105 @@
+"""The ``gpucast`` command: a thin shell over the Python API, one module per verb.
+
+Errors from gpucast (``GpucastError``) become one red line on stderr and exit code 2 for bad
+input or 1 for runtime failures; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from typer import _click as click
+from typer.core import TyperGroup
+
+from gpucast import __version__
+from gpucast.cli._common import CliState, err_console
+from gpucast.domain.errors import GpucastError
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+class GpucastGroup(TyperGroup):
+    """Root command group that turns every error into one clear line and an exit code."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D401 - click API
+        kwargs["standalone_mode"] = False
+        argv = kwargs.get("args")
+        if argv is None:
+            argv = args[0] if args else sys.argv[1:]
+        debug = "--debug" in list(argv)
+        try:
+            rv = super().main(*args, **kwargs)
+        except GpucastError as exc:
+            if debug:
+                raise
+            err_console.print(f"[red]error:[/red] {_one_line(str(exc))}", highlight=False, soft_wrap=True)
+            sys.exit(exc.exit_code)
+        except click.exceptions.ClickException as exc:
+            if debug:
+                raise
+            message = _one_line(exc.format_message())
+            if message:  # `gpucast` alone prints help and raises an empty usage error
+                hint = "; see --help" if isinstance(exc, click.exceptions.UsageError) else ""
+                err_console.print(
+                    f"[red]error:[/red] {message}{hint}", highlight=False, soft_wrap=True
+                )
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            err_console.print("[red]aborted[/red]")
+            sys.exit(1)
+        except KeyboardInterrupt:
+            err_console.print("[red]interrupted[/red]")
+            sys.exit(130)
+        if isinstance(rv, int) and rv:
+            sys.exit(rv)
+        sys.exit(0)
+
+
+app = typer.Typer(
+    name="gpucast",
+    cls=GpucastGroup,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    help="Measure, model, predict and plan deep-learning workloads: speed, time and cost.",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"gpucast {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    db: Path | None = typer.Option(
+        None, "--db", envvar="GPUCAST_DB",
+        help="Measurement store (SQLite). Default: $XDG_DATA_HOME/gpucast/gpucast.db.",
+    ),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    ctx.obj = CliState(db_path=db, debug=debug)
+
+
+def _register() -> None:
+    """Attach the verbs. Each module owns its verb; this is the only place that lists them."""
+    from gpucast.cli import verbs
+
+    verbs.register(app)
+
+
+_register()
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,115 @@
+"""The one exception family of gpucast.
+
+Every error a user can cause is an :class:`InvalidInputError` (exit code 2); failures of the
+run itself (a crashed measurement, a store that cannot be written) are :class:`GpucastError`
+(exit code 1). Messages name the field, the constraint and a fix, in one line.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class GpucastError(Exception):
+    """Base of all gpucast errors: a runtime failure (exit code 1)."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        self.message = message
+        self.fix = fix
+        super().__init__(message if fix is None else f"{message}; {fix}")
+
+
+class InvalidInputError(GpucastError):
+    """Bad input from the user: a spec, a flag, a file (exit code 2)."""
+
+    exit_code = 2
+
+
+class InvalidSpecError(InvalidInputError):
+    """A field of a spec violates its constraint."""
+
+    def __init__(self, field: str, constraint: str, *, got: object = None, fix: str | None = None):
+        got_text = "" if got is None else f" (got {got!r})"
+        super().__init__(f"{field}: {constraint}{got_text}", fix=fix)
+        self.field = field
+
+
+class DataFormatError(InvalidInputError):
+    """A malformed row or cell in an input file; names file, line and column."""
+
+    def __init__(
+        self,
+        path: str,
+        problem: str,
+        *,
+        line: int | None = None,
+        column: str | None = None,
+        fix: str | None = None,
+    ) -> None:
+        where = path
+        if line is not None:
+            where += f", line {line}"
+        if column is not None:
+            where += f", column {column!r}"
+        super().__init__(f"{where}: {problem}", fix=fix)
+        self.path = path
+        self.line = line
+        self.column = column
+
+
+class UnknownNameError(InvalidInputError):
+    """A name (GPU, region, workload...) that is not known; lists the close matches."""
+
+    kind: str = "name"
+
+    def __init__(self, name: str, choices: Iterable[str], *, fix: str | None = None) -> None:
+        choices = sorted(set(choices))
+        close = difflib.get_close_matches(name, choices, n=4, cutoff=0.4)
+        if not close:
+            lowered = name.lower()
+            close = [c for c in choices if lowered in c.lower() or c.lower() in lowered][:4]
+        hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(choices[:12])}"
+        if len(choices) > 12 and not close:
+            hint += ", ..."
+        super().__init__(f"unknown {self.kind} {name!r}: {hint}", fix=fix)
+        self.name = name
+        self.close_matches = close
+
+
+class UnknownGpuError(UnknownNameError):
+    kind = "GPU"
+
+
+class UnknownRegionError(UnknownNameError):
+    kind = "region"
+
+
+class UnknownProviderError(UnknownNameError):
+    kind = "provider"
+
+
+class UnknownWorkloadError(UnknownNameError):
+    kind = "workload"
+
+
+class DeviceUnavailableError(InvalidInputError):
+    """A device was asked for that this machine does not have (e.g. CUDA on a CPU host)."""
+
+
+class NotFittedError(GpucastError):
+    """A model was used for prediction before it was fitted or loaded."""
+
+
+class NoFeasiblePlanError(InvalidInputError):
+    """No configuration meets the constraints."""
+
+
+class MeasurementError(GpucastError):
+    """A measurement failed while running (crash, out of memory, timeout)."""
+
+
+class StoreError(GpucastError):
+    """The measurement store could not be read or written."""

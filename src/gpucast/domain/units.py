@@ -1,0 +1,36 @@
+"""Unit conversions and parsing of human quantities ("24h", "90m")."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from gpucast.domain.errors import InvalidSpecError
+
+GIB = 1024**3
+MIB = 1024**2
+TERA = 1e12
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr|d)?\s*$", re.IGNORECASE)
+_SECONDS_PER = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "hr": 3600.0, "d": 86400.0}
+
+
+def parse_duration_s(text: str, *, field: str = "duration") -> float:
+    """Parse ``"90"``, ``"90s"``, ``"15m"``, ``"24h"`` or ``"2d"`` into seconds (> 0)."""
+    match = _DURATION.match(text)
+    if match is None:
+        raise InvalidSpecError(
+            field, "must be a positive duration like 90s, 15m, 24h or 2d", got=text
+        )
+    value = float(match.group(1)) * _SECONDS_PER[(match.group(2) or "s").lower()]
+    if not math.isfinite(value) or value <= 0:
+        raise InvalidSpecError(field, "must be > 0", got=text)
+    return value
+
+
+def require_positive(field: str, value: float, *, allow_zero: bool = False) -> float:
+    """Return ``value`` if it is finite and > 0 (or >= 0), else raise naming ``field``."""
+    ok = math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
+    if not ok:
+        raise InvalidSpecError(field, "must be >= 0" if allow_zero else "must be > 0", got=value)
+    return value
