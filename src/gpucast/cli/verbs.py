@@ -1,4 +1,4 @@
-"""The list of verbs, in the order ``gpucast --help`` shows them."""
+"""The list of verbs, in the order ``gpucast --help`` shows them. The only place that lists them."""
 
 from __future__ import annotations
 
@@ -6,6 +6,12 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    # Each verb module exposes either ``app`` (a group) or ``command`` (a single verb).
-    # Imported here, not at module top, so `gpucast --version` stays fast.
-    pass
+    from gpucast.cli import catalog, fit, measure, predict, profile, runs, validate
+
+    app.add_typer(catalog.app, name="catalog", help="GPU specs and cloud offers with prices.")
+    app.command("profile")(profile.command)
+    app.add_typer(measure.app, name="measure", help="Time training or inference steps.")
+    app.add_typer(runs.app, name="runs", help="List, show and export stored measurements.")
+    app.add_typer(fit.app, name="fit", help="Fit performance models from data.")
+    app.add_typer(predict.app, name="predict", help="Predict step time, cluster speed, overheads.")
+    app.command("validate")(validate.command)

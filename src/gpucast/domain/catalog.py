@@ -1,0 +1,132 @@
+"""Facts about hardware and cloud offerings, as frozen values. Loaded by :mod:`gpucast.catalog`.
+
+Every figure carries its unit in its name. Peak FLOP/s are *dense* (no sparsity), in TFLOP/s.
+``None`` means the GPU has no such mode (e.g. no TF32 on a V100), never "unknown and zero".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date
+
+from gpucast.domain.errors import InvalidSpecError
+
+
+def _check_positive(owner: str, name: str, value: float | None, *, allow_none: bool) -> None:
+    if value is None:
+        if not allow_none:
+            raise InvalidSpecError(f"{owner}.{name}", "is required")
+        return
+    if not math.isfinite(value) or value <= 0:
+        raise InvalidSpecError(f"{owner}.{name}", "must be a finite number > 0", got=value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MigProfile:
+    """A Multi-Instance GPU profile such as ``1g.10gb``."""
+
+    name: str
+    compute_slices: int  # of the GPU's 7 compute slices
+    memory_gib: float
+    max_instances: int
+
+    def __post_init__(self) -> None:
+        if self.compute_slices < 1 or self.max_instances < 1:
+            raise InvalidSpecError(f"mig {self.name}", "slices and instances must be >= 1")
+        _check_positive(f"mig {self.name}", "memory_gib", self.memory_gib, allow_none=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuSpec:
+    """Datasheet figures of one GPU (for K80: one GK210 die, as clouds expose it)."""
+
+    name: str  # canonical, e.g. "V100-16GB", "H100-SXM", "K80"
+    vendor: str  # "nvidia" | "amd"
+    architecture: str  # "Kepler", "Volta", "Hopper", "CDNA3", ...
+    fp32_tflops: float
+    tf32_tflops: float | None
+    fp16_tflops: float | None  # dense tensor-core FP16 (or FP16 ALU rate where no tensor cores)
+    bf16_tflops: float | None
+    fp8_tflops: float | None
+    memory_gib: float
+    memory_bandwidth_gbps: float  # GB/s (10^9 bytes per second)
+    interconnect_gbps: float | None  # GB/s per GPU over NVLink / Infinity Fabric; None: PCIe only
+    pcie_generation: int
+    tdp_w: float
+    sm_count: int  # SMs (NVIDIA) or compute units (AMD)
+    mig_profiles: tuple[MigProfile, ...] = ()
+    aliases: tuple[str, ...] = ()
+    source_url: str
+    as_of: date
+
+    def __post_init__(self) -> None:
+        owner = f"gpu {self.name}"
+        _check_positive(owner, "fp32_tflops", self.fp32_tflops, allow_none=False)
+        for name in ("tf32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops",
+                     "interconnect_gbps"):
+            _check_positive(owner, name, getattr(self, name), allow_none=True)
+        for name in ("memory_gib", "memory_bandwidth_gbps", "tdp_w"):
+            _check_positive(owner, name, getattr(self, name), allow_none=False)
+        if self.sm_count < 1:
+            raise InvalidSpecError(f"{owner}.sm_count", "must be >= 1", got=self.sm_count)
+
+    def peak_tflops(self, precision: str) -> float:
+        """Peak dense TFLOP/s for a training precision (``fp32``, ``tf32``, ``bf16``, ``fp16``,
+        ``fp8``), falling back to the fastest mode the GPU does have below it."""
+        order = {
+            "fp8": ("fp8_tflops", "fp16_tflops", "bf16_tflops", "fp32_tflops"),
+            "bf16": ("bf16_tflops", "fp16_tflops", "fp32_tflops"),
+            "fp16": ("fp16_tflops", "bf16_tflops", "fp32_tflops"),
+            "tf32": ("tf32_tflops", "fp32_tflops"),
+            "fp32": ("fp32_tflops",),
+        }
+        if precision not in order:
+            raise InvalidSpecError("precision", f"must be one of {', '.join(order)}", got=precision)
+        for attr in order[precision]:
+            value = getattr(self, attr)
+            if value is not None:
+                return float(value)
+        return self.fp32_tflops  # pragma: no cover - fp32 is always present
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Offer:
+    """One instance type in one region of one provider, with its prices.
+
+    CPU-only instances (parameter servers, CPU inference) have ``gpu=None`` and ``gpus=0``.
+    ``spot_usd_per_hour`` is ``None`` where the provider offers no spot/preemptible market.
+    """
+
+    provider: str  # "aws" | "gcp" | "azure"
+    region: str
+    instance_type: str
+    gpu: str | None  # canonical GpuSpec.name
+    gpus: int
+    vcpus: int
+    memory_gib: float
+    network_gbps: float  # Gbit/s
+    on_demand_usd_per_hour: float
+    spot_usd_per_hour: float | None
+    source_url: str
+    as_of: date
+
+    def __post_init__(self) -> None:
+        owner = f"offer {self.provider}/{self.region}/{self.instance_type}"
+        if (self.gpu is None) != (self.gpus == 0):
+            raise InvalidSpecError(f"{owner}.gpus", "must be 0 exactly when gpu is empty")
+        if self.gpus < 0 or self.vcpus < 1:
+            raise InvalidSpecError(f"{owner}", "gpus must be >= 0 and vcpus >= 1")
+        for name in ("memory_gib", "network_gbps", "on_demand_usd_per_hour"):
+            _check_positive(owner, name, getattr(self, name), allow_none=False)
+        _check_positive(owner, "spot_usd_per_hour", self.spot_usd_per_hour, allow_none=True)
+
+    def price_usd_per_hour(self, *, spot: bool) -> float:
+        if spot:
+            if self.spot_usd_per_hour is None:
+                raise InvalidSpecError(
+                    "market", f"{self.instance_type} in {self.region} has no spot price",
+                    fix="drop --spot or pick another offer",
+                )
+            return self.spot_usd_per_hour
+        return self.on_demand_usd_per_hour
