@@ -1,0 +1,41 @@
+# Two commands for a fresh clone (see README):
+#   make run    install into .venv and run the main job on the built-in defaults
+#   make test   install into .venv and run lint, format check, type check and the tests
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# CPU build of torch by default; a GPU user sets TORCH_CONSTRAINTS= after installing CUDA torch.
+TORCH_CONSTRAINTS ?= -c constraints/cpu.txt
+PYTEST_WORKERS ?= 2
+
+.PHONY: install run test lint typecheck unit bench clean
+
+$(BIN)/.installed: pyproject.toml constraints/cpu.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINTS) -e '.[dev,nvml,survival]'
+	touch $@
+
+install: $(BIN)/.installed
+
+run: install
+	$(BIN)/gpucast profile resnet50 --batch-size 32
+	$(BIN)/gpucast measure train cifar-resnet32 --device auto --batch-size 128 --max-time-s 20
+
+lint: install
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: install
+	$(BIN)/mypy
+
+unit: install
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) -p no:cacheprovider
+
+test: lint typecheck unit
+
+bench: install
+	for f in benchmarks/*.py; do $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

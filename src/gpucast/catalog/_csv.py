@@ -1,0 +1,113 @@
+"""Strict CSV reading for catalog files: every bad cell names its file, line and column."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterator, Sequence
+from datetime import date
+
+from gpucast.domain.errors import DataFormatError
+
+
+def read_rows(
+    text: str, path: str, required: Sequence[str]
+) -> Iterator[tuple[int, dict[str, str]]]:
+    """Yield ``(line_number, row)`` for each data row; line numbers are 1-based file lines.
+
+    Raises :class:`DataFormatError` when the header lacks a required column or a row has the
+    wrong number of cells.
+    """
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise DataFormatError(path, "file is empty", fix="expected a CSV header line") from None
+    header = [h.strip() for h in header]
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise DataFormatError(
+            path,
+            f"missing column(s) {', '.join(missing)}",
+            line=1,
+            column=missing[0],
+            fix=f"the header must contain: {', '.join(required)}",
+        )
+    for cells in reader:
+        line = reader.line_num
+        if not cells or all(not c.strip() for c in cells):
+            continue
+        if len(cells) != len(header):
+            raise DataFormatError(
+                path,
+                f"expected {len(header)} cells, got {len(cells)}",
+                line=line,
+                fix="check for unquoted commas or a missing cell",
+            )
+        yield line, {h: c.strip() for h, c in zip(header, cells, strict=True)}
+
+
+def parse_float(
+    value: str,
+    *,
+    path: str,
+    line: int,
+    column: str,
+    optional: bool = False,
+    positive: bool = True,
+) -> float | None:
+    """A finite number (> 0 when ``positive``); empty gives ``None`` only when ``optional``."""
+    if value == "":
+        if optional:
+            return None
+        raise DataFormatError(path, "value is required", line=line, column=column)
+    try:
+        number = float(value)
+    except ValueError:
+        raise DataFormatError(path, f"not a number: {value!r}", line=line, column=column) from None
+    if not math.isfinite(number):
+        raise DataFormatError(path, f"not a finite number: {value!r}", line=line, column=column)
+    if number < 0 or (positive and number == 0):
+        raise DataFormatError(
+            path,
+            f"must be {'> 0' if positive else '>= 0'}, got {value!r}",
+            line=line,
+            column=column,
+        )
+    return number
+
+
+def require_float(value: str, *, path: str, line: int, column: str, positive: bool = True) -> float:
+    number = parse_float(value, path=path, line=line, column=column, positive=positive)
+    assert number is not None  # optional=False never gives None
+    return number
+
+
+def parse_int(value: str, *, path: str, line: int, column: str, minimum: int = 0) -> int:
+    """A whole number >= ``minimum`` (``"8.0"`` is accepted as 8)."""
+    number = require_float(value, path=path, line=line, column=column, positive=False)
+    if number != int(number):
+        raise DataFormatError(
+            path, f"must be a whole number, got {value!r}", line=line, column=column
+        )
+    if number < minimum:
+        raise DataFormatError(
+            path, f"must be >= {minimum}, got {value!r}", line=line, column=column
+        )
+    return int(number)
+
+
+def parse_date(value: str, *, path: str, line: int, column: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise DataFormatError(
+            path, f"not a date: {value!r}", line=line, column=column, fix="use YYYY-MM-DD"
+        ) from None
+
+
+def require_text(value: str, *, path: str, line: int, column: str) -> str:
+    if not value:
+        raise DataFormatError(path, "value is required", line=line, column=column)
+    return value

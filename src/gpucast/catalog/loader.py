@@ -1,0 +1,443 @@
+"""Load the catalog: GPU specs, MIG profiles and cloud offers from versioned CSV files.
+
+The built-in files live in ``gpucast/catalog/data`` (read with :mod:`importlib.resources`);
+an extra offers CSV (same format, e.g. written by the SkyPilot importer) can add to or
+override the built-in offers. Parsing of the built-in files is cached per process.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from importlib import resources
+from pathlib import Path
+
+from gpucast.catalog._csv import (
+    parse_date,
+    parse_float,
+    parse_int,
+    read_rows,
+    require_float,
+    require_text,
+)
+from gpucast.domain.catalog import GpuSpec, MigProfile, Offer
+from gpucast.domain.errors import (
+    DataFormatError,
+    InvalidSpecError,
+    UnknownGpuError,
+    UnknownProviderError,
+    UnknownRegionError,
+)
+
+GPU_COLUMNS = (
+    "name",
+    "vendor",
+    "architecture",
+    "fp32_tflops",
+    "tf32_tflops",
+    "fp16_tflops",
+    "bf16_tflops",
+    "fp8_tflops",
+    "memory_gib",
+    "memory_bandwidth_gbps",
+    "interconnect_gbps",
+    "pcie_generation",
+    "tdp_w",
+    "sm_count",
+    "aliases",
+    "source_url",
+    "as_of",
+)
+MIG_COLUMNS = (
+    "gpu",
+    "name",
+    "compute_slices",
+    "memory_gib",
+    "max_instances",
+    "source_url",
+    "as_of",
+)
+OFFER_COLUMNS = (
+    "provider",
+    "region",
+    "instance_type",
+    "gpu",
+    "gpus",
+    "vcpus",
+    "memory_gib",
+    "network_gbps",
+    "on_demand_usd_per_hour",
+    "spot_usd_per_hour",
+    "source_url",
+    "as_of",
+)
+PROVIDERS = ("aws", "gcp", "azure")
+
+
+def _key(name: str) -> str:
+    """Normalised lookup key: case-, space-, dash- and underscore-insensitive."""
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Catalog:
+    """GPU specs and cloud offers, with lookups by (alias-tolerant) name."""
+
+    gpus: tuple[GpuSpec, ...]
+    offers: tuple[Offer, ...]
+    _by_key: dict[str, GpuSpec] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        index: dict[str, GpuSpec] = {}
+        for spec in self.gpus:
+            for label in (spec.name, *spec.aliases):
+                key = _key(label)
+                other = index.get(key)
+                if other is not None and other.name != spec.name:
+                    raise InvalidSpecError(
+                        f"gpu {spec.name}.aliases",
+                        f"{label!r} is already a name or alias of {other.name}",
+                    )
+                index[key] = spec
+        object.__setattr__(self, "_by_key", index)
+
+    # -- GPUs -------------------------------------------------------------------------------
+    def gpu(self, name: str) -> GpuSpec:
+        """The GPU called ``name`` or one of its aliases (case-insensitive)."""
+        spec = self._by_key.get(_key(name))
+        if spec is None:
+            choices = [s.name for s in self.gpus] + [a for s in self.gpus for a in s.aliases]
+            raise UnknownGpuError(name, choices, fix="see `gpucast catalog gpus`")
+        return spec
+
+    def gpu_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.gpus)
+
+    # -- offers -----------------------------------------------------------------------------
+    def providers(self) -> tuple[str, ...]:
+        return tuple(sorted({o.provider for o in self.offers}))
+
+    def regions(self, provider: str | None = None) -> tuple[str, ...]:
+        """Regions with at least one offer (of ``provider``, when given), sorted."""
+        if provider is not None:
+            provider = self._provider(provider)
+        return tuple(
+            sorted({o.region for o in self.offers if provider is None or o.provider == provider})
+        )
+
+    def find_offers(
+        self,
+        provider: str | None = None,
+        region: str | None = None,
+        gpu: str | None = None,
+        spot: bool | None = None,
+        cpu_only: bool | None = None,
+    ) -> tuple[Offer, ...]:
+        """Offers matching every given filter.
+
+        ``spot=True`` keeps offers that have a spot price (``False``/``None``: no filter);
+        ``cpu_only=True`` keeps CPU-only offers, ``False`` only GPU offers. Unknown provider,
+        region or GPU names raise the matching ``Unknown*Error`` listing close matches.
+        """
+        if provider is not None:
+            provider = self._provider(provider)
+        if region is not None:
+            known = self.regions(provider)
+            if region not in known:
+                lowered = {r.lower(): r for r in known}
+                if region.lower() not in lowered:
+                    flag = f" --provider {provider}" if provider else ""
+                    raise UnknownRegionError(
+                        region, known, fix=f"see `gpucast catalog offers{flag}` for regions"
+                    )
+                region = lowered[region.lower()]
+        gpu_name = self.gpu(gpu).name if gpu is not None else None
+        if gpu_name is not None and cpu_only:
+            raise InvalidSpecError(
+                "cpu_only", "cannot be combined with a GPU filter", fix="drop --cpu-only or --gpu"
+            )
+        found = []
+        for offer in self.offers:
+            if provider is not None and offer.provider != provider:
+                continue
+            if region is not None and offer.region != region:
+                continue
+            if gpu_name is not None and offer.gpu != gpu_name:
+                continue
+            if spot and offer.spot_usd_per_hour is None:
+                continue
+            if cpu_only is True and offer.gpu is not None:
+                continue
+            if cpu_only is False and offer.gpu is None:
+                continue
+            found.append(offer)
+        return tuple(found)
+
+    @property
+    def snapshot_date(self) -> date:
+        """The latest ``as_of`` of any offer (or GPU row when there are no offers)."""
+        dates = [o.as_of for o in self.offers] or [g.as_of for g in self.gpus]
+        return max(dates)
+
+    def _provider(self, provider: str) -> str:
+        known = self.providers() or PROVIDERS
+        if provider.lower() not in known:
+            raise UnknownProviderError(provider, known)
+        return provider.lower()
+
+
+# -- parsing -----------------------------------------------------------------------------------
+
+
+def parse_mig_profiles(text: str, path: str) -> dict[str, list[MigProfile]]:
+    """MIG profiles keyed by the GPU name given in the file."""
+    out: dict[str, list[MigProfile]] = {}
+    for line, row in read_rows(text, path, MIG_COLUMNS):
+        gpu = require_text(row["gpu"], path=path, line=line, column="gpu")
+        name = require_text(row["name"], path=path, line=line, column="name")
+        slices = parse_int(
+            row["compute_slices"], path=path, line=line, column="compute_slices", minimum=1
+        )
+        if slices > 7:
+            raise DataFormatError(
+                path,
+                f"a GPU has at most 7 compute slices, got {slices}",
+                line=line,
+                column="compute_slices",
+            )
+        require_text(row["source_url"], path=path, line=line, column="source_url")
+        parse_date(row["as_of"], path=path, line=line, column="as_of")
+        out.setdefault(gpu, []).append(
+            MigProfile(
+                name=name,
+                compute_slices=slices,
+                memory_gib=require_float(
+                    row["memory_gib"], path=path, line=line, column="memory_gib"
+                ),
+                max_instances=parse_int(
+                    row["max_instances"], path=path, line=line, column="max_instances", minimum=1
+                ),
+            )
+        )
+    return out
+
+
+def parse_gpus(
+    text: str,
+    path: str,
+    mig: dict[str, list[MigProfile]] | None = None,
+    mig_path: str = "mig_profiles.csv",
+) -> tuple[GpuSpec, ...]:
+    mig = dict(mig or {})
+    specs: list[GpuSpec] = []
+    for line, row in read_rows(text, path, GPU_COLUMNS):
+
+        def num(
+            column: str, *, optional: bool = False, _row: dict[str, str] = row, _line: int = line
+        ) -> float | None:
+            return parse_float(
+                _row[column], path=path, line=_line, column=column, optional=optional
+            )
+
+        def req(column: str, _row: dict[str, str] = row, _line: int = line) -> float:
+            return require_float(_row[column], path=path, line=_line, column=column)
+
+        name = require_text(row["name"], path=path, line=line, column="name")
+        memory_gib = req("memory_gib")
+        profiles = tuple(mig.pop(name, []))
+        for profile in profiles:
+            if profile.memory_gib > memory_gib:
+                raise DataFormatError(
+                    mig_path,
+                    f"profile {profile.name} has {profile.memory_gib} GiB, more "
+                    f"than the {memory_gib} GiB of {name}",
+                    column="memory_gib",
+                )
+        try:
+            spec = GpuSpec(
+                name=name,
+                vendor=require_text(row["vendor"], path=path, line=line, column="vendor"),
+                architecture=require_text(
+                    row["architecture"], path=path, line=line, column="architecture"
+                ),
+                fp32_tflops=req("fp32_tflops"),
+                tf32_tflops=num("tf32_tflops", optional=True),
+                fp16_tflops=num("fp16_tflops", optional=True),
+                bf16_tflops=num("bf16_tflops", optional=True),
+                fp8_tflops=num("fp8_tflops", optional=True),
+                memory_gib=memory_gib,
+                memory_bandwidth_gbps=req("memory_bandwidth_gbps"),
+                interconnect_gbps=num("interconnect_gbps", optional=True),
+                pcie_generation=parse_int(
+                    row["pcie_generation"],
+                    path=path,
+                    line=line,
+                    column="pcie_generation",
+                    minimum=1,
+                ),
+                tdp_w=req("tdp_w"),
+                sm_count=parse_int(
+                    row["sm_count"], path=path, line=line, column="sm_count", minimum=1
+                ),
+                mig_profiles=profiles,
+                aliases=tuple(a.strip() for a in row["aliases"].split("|") if a.strip()),
+                source_url=require_text(
+                    row["source_url"], path=path, line=line, column="source_url"
+                ),
+                as_of=parse_date(row["as_of"], path=path, line=line, column="as_of"),
+            )
+        except InvalidSpecError as exc:
+            raise DataFormatError(path, exc.message, line=line) from exc
+        specs.append(spec)
+    if mig:
+        raise DataFormatError(
+            mig_path,
+            f"MIG profiles for unknown GPU(s): {', '.join(mig)}",
+            column="gpu",
+            fix="use a name from gpus.csv",
+        )
+    return tuple(specs)
+
+
+def parse_offers(text: str, path: str, gpus: Sequence[GpuSpec]) -> tuple[Offer, ...]:
+    """Offers from CSV text; the ``gpu`` column may use any alias (stored canonical)."""
+    lookup = Catalog(gpus=tuple(gpus), offers=())
+    offers: list[Offer] = []
+    for line, row in read_rows(text, path, OFFER_COLUMNS):
+        gpu_text = row["gpu"]
+        gpu_name: str | None = None
+        if gpu_text:
+            try:
+                gpu_name = lookup.gpu(gpu_text).name
+            except UnknownGpuError as exc:
+                raise DataFormatError(path, exc.message, line=line, column="gpu") from exc
+        provider = require_text(row["provider"], path=path, line=line, column="provider")
+        if provider not in PROVIDERS:
+            raise DataFormatError(
+                path,
+                f"provider must be one of {', '.join(PROVIDERS)}, got {provider!r}",
+                line=line,
+                column="provider",
+            )
+        gpus_count = parse_int(row["gpus"], path=path, line=line, column="gpus")
+        if (gpu_name is None) != (gpus_count == 0):
+            raise DataFormatError(
+                path, "gpus must be 0 exactly when gpu is empty", line=line, column="gpus"
+            )
+        od = require_float(
+            row["on_demand_usd_per_hour"], path=path, line=line, column="on_demand_usd_per_hour"
+        )
+        spot = parse_float(
+            row["spot_usd_per_hour"],
+            path=path,
+            line=line,
+            column="spot_usd_per_hour",
+            optional=True,
+        )
+        try:
+            offers.append(
+                Offer(
+                    provider=provider,
+                    region=require_text(row["region"], path=path, line=line, column="region"),
+                    instance_type=require_text(
+                        row["instance_type"], path=path, line=line, column="instance_type"
+                    ),
+                    gpu=gpu_name,
+                    gpus=gpus_count,
+                    vcpus=parse_int(row["vcpus"], path=path, line=line, column="vcpus", minimum=1),
+                    memory_gib=require_float(
+                        row["memory_gib"], path=path, line=line, column="memory_gib"
+                    ),
+                    network_gbps=require_float(
+                        row["network_gbps"], path=path, line=line, column="network_gbps"
+                    ),
+                    on_demand_usd_per_hour=od,
+                    spot_usd_per_hour=spot,
+                    source_url=require_text(
+                        row["source_url"], path=path, line=line, column="source_url"
+                    ),
+                    as_of=parse_date(row["as_of"], path=path, line=line, column="as_of"),
+                )
+            )
+        except InvalidSpecError as exc:
+            raise DataFormatError(path, exc.message, line=line) from exc
+    return tuple(offers)
+
+
+def _data_text(name: str) -> str:
+    return resources.files("gpucast.catalog").joinpath("data", name).read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=1)
+def _builtin() -> Catalog:
+    mig = parse_mig_profiles(_data_text("mig_profiles.csv"), "mig_profiles.csv")
+    gpus = parse_gpus(_data_text("gpus.csv"), "gpus.csv", mig)
+    offers = parse_offers(_data_text("offers.csv"), "offers.csv", gpus)
+    return Catalog(gpus=gpus, offers=offers)
+
+
+def merge_offers(base: Iterable[Offer], extra: Iterable[Offer]) -> tuple[Offer, ...]:
+    """``base`` with ``extra`` added; an extra offer replaces a base offer with the same
+    (provider, region, instance_type)."""
+    merged = {(o.provider, o.region, o.instance_type): o for o in base}
+    for offer in extra:
+        merged[(offer.provider, offer.region, offer.instance_type)] = offer
+    return tuple(merged.values())
+
+
+def load_catalog(offers_path: Path | None = None) -> Catalog:
+    """The built-in catalog, plus (and overridden by) the offers in ``offers_path``."""
+    builtin = _builtin()
+    if offers_path is None:
+        return builtin
+    path = Path(offers_path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DataFormatError(
+            str(path),
+            f"cannot read offers file ({exc.strerror})",
+            fix="check the path given to --offers",
+        ) from exc
+    extra = parse_offers(text, str(path), builtin.gpus)
+    return Catalog(gpus=builtin.gpus, offers=merge_offers(builtin.offers, extra))
+
+
+def offers_to_csv(offers: Iterable[Offer], notes: Sequence[str] | None = None) -> str:
+    """Offers as CSV text in the format :func:`load_catalog` reads (plus a ``note`` column)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([*OFFER_COLUMNS, "note"])
+    for i, o in enumerate(offers):
+        writer.writerow(
+            [
+                o.provider,
+                o.region,
+                o.instance_type,
+                o.gpu or "",
+                o.gpus,
+                o.vcpus,
+                f"{o.memory_gib:g}",
+                f"{o.network_gbps:g}",
+                f"{o.on_demand_usd_per_hour:.6g}",
+                "" if o.spot_usd_per_hour is None else f"{o.spot_usd_per_hour:.6g}",
+                o.source_url,
+                o.as_of.isoformat(),
+                notes[i] if notes else "",
+            ]
+        )
+    return buffer.getvalue()
+
+
+def write_offers_csv(
+    offers: Iterable[Offer], path: Path, notes: Sequence[str] | None = None
+) -> None:
+    """Write offers to ``path`` atomically (temp file + rename)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(offers_to_csv(offers, notes), encoding="utf-8")
+    tmp.replace(path)

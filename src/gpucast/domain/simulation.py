@@ -1,0 +1,273 @@
+"""Frozen values of the transient-training simulator: the cluster, its prices, the result.
+
+A :class:`ClusterScenario` describes *what* is run (a job of ``steps`` global steps on groups of
+GPU workers plus CPU parameter servers); how fast and how often servers die are the
+simulator's arguments (speed function, lifetime distributions), so the planner can vary them.
+A :class:`SimulationResult` keeps the raw per-run arrays and the summaries computed from them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+import numpy.typing as npt
+
+from gpucast.domain.errors import InvalidSpecError
+
+#: The price-table name of a CPU parameter server.
+CPU_PS = "cpu-ps"
+MARKETS = ("spot", "on-demand")
+
+
+def _market(spot: bool) -> str:
+    return "spot" if spot else "on-demand"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerGroup:
+    """``count`` workers with one ``gpu`` each, in one region and one market."""
+
+    gpu: str
+    count: int
+    region: str
+    spot: bool
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise InvalidSpecError(
+                f"workers ({self.gpu})", "must be >= 1", got=self.count,
+                fix="give at least one worker, e.g. --workers 4",
+            )
+        if not self.gpu:
+            raise InvalidSpecError("gpu", "must not be empty", fix="e.g. --gpu K80")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterScenario:
+    """A training job of ``steps`` global steps on ``workers`` plus ``ps_count`` parameter servers.
+
+    The first worker of the first group starts as the chief (it checkpoints; losing it, or a
+    parameter server, rolls the job back to the last checkpoint). ``checkpoint_every_steps``
+    ``None`` means no periodic checkpoint (a chief or PS loss restarts from step 0).
+    ``include_startup``: the clock (duration and billing) starts when the servers are requested,
+    so the first start-up delay is part of the job; ``False`` starts it when they are up (how
+    the published runs measured ``Duration``), the servers' lifetimes still counting that age.
+    ``horizon_s``: runs not finished by then are reported as unfinished (duration ``inf``).
+    """
+
+    workers: tuple[WorkerGroup, ...]
+    ps_count: int = 1
+    ps_spot: bool = False
+    ps_region: str | None = None
+    steps: int
+    checkpoint_every_steps: int | None = None
+    replace_revoked: bool = False
+    deadline_s: float | None = None
+    include_startup: bool = True
+    horizon_s: float = 30 * 86400.0
+
+    def __post_init__(self) -> None:
+        if not self.workers:
+            raise InvalidSpecError("workers", "must be >= 1", got=0,
+                                   fix="give at least one worker, e.g. --workers 4")
+        if self.ps_count < 0:
+            raise InvalidSpecError("ps", "must be >= 0", got=self.ps_count, fix="e.g. --ps 1")
+        if self.steps < 1:
+            raise InvalidSpecError("steps", "must be >= 1", got=self.steps,
+                                   fix="e.g. --steps 64000")
+        every = self.checkpoint_every_steps
+        if every is not None and (every < 1 or every > self.steps):
+            raise InvalidSpecError(
+                "checkpoint-every", f"must be between 1 and the job's {self.steps} steps",
+                got=every, fix="checkpoint at most every --steps steps, or drop --checkpoint-every",
+            )
+        if self.deadline_s is not None and not (
+            math.isfinite(self.deadline_s) and self.deadline_s > 0
+        ):
+            raise InvalidSpecError("deadline", "must be a positive duration", got=self.deadline_s,
+                                   fix="e.g. --deadline 6h")
+        if not (math.isfinite(self.horizon_s) and self.horizon_s > 0):
+            raise InvalidSpecError("horizon_s", "must be > 0", got=self.horizon_s)
+
+    @property
+    def worker_count(self) -> int:
+        return sum(g.count for g in self.workers)
+
+    @property
+    def region(self) -> str:
+        """Region of the parameter servers (default: the chief's region)."""
+        return self.ps_region or self.workers[0].region
+
+    def on_demand(self) -> ClusterScenario:
+        """The same cluster with every server on demand (the comparison baseline)."""
+        groups = tuple(
+            WorkerGroup(gpu=g.gpu, count=g.count, region=g.region, spot=False)
+            for g in self.workers
+        )
+        return ClusterScenario(
+            workers=groups, ps_count=self.ps_count, ps_spot=False, ps_region=self.ps_region,
+            steps=self.steps, checkpoint_every_steps=self.checkpoint_every_steps,
+            replace_revoked=self.replace_revoked, deadline_s=self.deadline_s,
+            include_startup=self.include_startup, horizon_s=self.horizon_s,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PriceTable:
+    """US$ per server-hour keyed by ``(server, market)``: server is a GPU name or ``cpu-ps``."""
+
+    usd_per_hour: Mapping[tuple[str, str], float]
+    source: str = "price table"
+
+    def __post_init__(self) -> None:
+        clean: dict[tuple[str, str], float] = {}
+        for (server, market), price in self.usd_per_hour.items():
+            if market not in MARKETS:
+                raise InvalidSpecError(
+                    "market", f"must be one of {', '.join(MARKETS)}", got=market
+                )
+            if not (math.isfinite(price) and price >= 0):
+                raise InvalidSpecError(f"price of {server} ({market})", "must be >= 0", got=price)
+            clean[(server, market)] = float(price)
+        object.__setattr__(self, "usd_per_hour", MappingProxyType(clean))
+
+    def price(self, server: str, *, spot: bool) -> float:
+        """US$/h of ``server`` in the spot or on-demand market; a missing row is bad input."""
+        market = _market(spot)
+        key = (server, market)
+        if key in self.usd_per_hour:
+            return self.usd_per_hour[key]
+        lowered = {(s.lower(), m): p for (s, m), p in self.usd_per_hour.items()}
+        if (server.lower(), market) in lowered:
+            return lowered[(server.lower(), market)]
+        raise InvalidSpecError(
+            "price table", f"has no {market} price for {server}", got=self.source,
+            fix=f"add a row '{server},{market},<usd_per_hour>' or use catalog prices",
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Summary:
+    """Mean, median and the 10th/90th percentiles of a sample (``inf`` where runs never end)."""
+
+    mean: float
+    median: float
+    p10: float
+    p90: float
+
+    @staticmethod
+    def of(values: npt.NDArray[np.float64]) -> Summary:
+        x = np.sort(np.asarray(values, dtype=np.float64))
+        if x.size == 0:
+            nan = float("nan")
+            return Summary(mean=nan, median=nan, p10=nan, p90=nan)
+        return Summary(
+            mean=float(np.mean(x)) if np.all(np.isfinite(x)) else math.inf,
+            median=_quantile_sorted(x, 0.5),
+            p10=_quantile_sorted(x, 0.1),
+            p90=_quantile_sorted(x, 0.9),
+        )
+
+    def to_dict(self) -> dict[str, float]:
+        return {"mean": self.mean, "median": self.median, "p10": self.p10, "p90": self.p90}
+
+
+def _quantile_sorted(x: npt.NDArray[np.float64], q: float) -> float:
+    """Linear-interpolation quantile (numpy's default) that returns ``inf`` next to an ``inf``."""
+    pos = q * (x.size - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, x.size - 1)
+    a, b = float(x[lo]), float(x[hi])
+    if math.isinf(a) or math.isinf(b):
+        return b if pos > lo else a
+    return a + (b - a) * (pos - lo)
+
+
+def _frozen(values: npt.ArrayLike, dtype: type) -> npt.NDArray[np.generic]:
+    arr = np.array(values, dtype=dtype, copy=True)
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStatistics:
+    """Per-run arrays of one simulated scenario and their summaries."""
+
+    duration_s: npt.NDArray[np.float64]
+    cost_usd: npt.NDArray[np.float64]
+    revocations: npt.NDArray[np.int64]
+    deadline_s: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "duration_s", _frozen(self.duration_s, np.float64))
+        object.__setattr__(self, "cost_usd", _frozen(self.cost_usd, np.float64))
+        object.__setattr__(self, "revocations", _frozen(self.revocations, np.int64))
+        n = self.duration_s.shape
+        if self.cost_usd.shape != n or self.revocations.shape != n or len(n) != 1:
+            raise InvalidSpecError("run arrays", "must be 1-D and of equal length")
+
+    @property
+    def runs(self) -> int:
+        return int(self.duration_s.size)
+
+    @property
+    def finished(self) -> npt.NDArray[np.bool_]:
+        return np.isfinite(self.duration_s)
+
+    @property
+    def p_unfinished(self) -> float:
+        return float(np.mean(~self.finished)) if self.runs else math.nan
+
+    @property
+    def p_miss_deadline(self) -> float | None:
+        if self.deadline_s is None:
+            return None
+        return float(np.mean(self.duration_s > self.deadline_s)) if self.runs else math.nan
+
+    def summary(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "runs": self.runs,
+            "duration_s": Summary.of(self.duration_s).to_dict(),
+            "cost_usd": Summary.of(self.cost_usd).to_dict(),
+            "revocations": Summary.of(self.revocations.astype(np.float64)).to_dict(),
+            "p_unfinished": self.p_unfinished,
+        }
+        if self.deadline_s is not None:
+            out["p_miss_deadline"] = self.p_miss_deadline
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimulationResult:
+    """The scenario's Monte Carlo runs and the same job on on-demand servers.
+
+    ``sources`` says where each input came from (lifetime fit, hazard band, speed model, prices).
+    """
+
+    scenario: ClusterScenario
+    transient: RunStatistics
+    on_demand: RunStatistics
+    seed: int | None = None
+    sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+
+    def to_dict(self) -> dict[str, object]:
+        """The CLI's ``--json`` object: summaries of the scenario, plus ``on_demand``."""
+        out = self.transient.summary()
+        out["on_demand"] = self.on_demand.summary()
+        od_cost = Summary.of(self.on_demand.cost_usd).mean
+        tr_cost = Summary.of(self.transient.cost_usd).mean
+        out["saving_vs_on_demand"] = (
+            1.0 - tr_cost / od_cost if math.isfinite(tr_cost) and od_cost > 0 else None
+        )
+        out["seed"] = self.seed
+        out["sources"] = dict(self.sources)
+        out["notes"] = list(self.notes)
+        return out

@@ -1,0 +1,195 @@
+"""Pure communication and queueing formulas for distributed data-parallel training.
+
+Numbers in, numbers out; every function accepts floats or numpy arrays (broadcast).
+Times are seconds, sizes bytes, bandwidths Gbit/s (10**9 bit/s).
+
+Parameter server (PS)
+    Each worker cycles: compute (its *think time* ``Z``) then push gradients / pull
+    parameters, during which a PS shard serves it for ``D`` seconds (its *service demand*:
+    bytes over the shard's NIC plus a CPU cost per tensor). Asynchronous training is a closed
+    queueing network -- the machine-repairman model -- solved exactly by mean value analysis
+    (MVA): it is linear in the worker count while the PS is idle and flattens smoothly to the
+    bound ``1 / D_max`` of the busiest shard, which is what the CM-DARE P100 data shows.
+    Synchronous training waits for the slowest worker, then the busiest shard serves all
+    ``n`` updates.
+
+Collectives
+    Ring all-reduce moves ``2 (n-1)/n`` times the gradient bytes over the slowest link and
+    pays ``2 (n-1)`` hop latencies; FSDP does an all-gather of the parameters in forward, one
+    in backward and a reduce-scatter of the gradients: ``3 (n-1)/n`` times the bytes and
+    ``3 (n-1)`` hops. Part of that time hides under the backward pass (``exposed_comm_s``).
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float64]
+ArrayOrFloat = TypeVar("ArrayOrFloat", float, FloatArray)
+
+#: Bits per byte; bandwidths are in Gbit/s, sizes in bytes.
+_BITS_PER_BYTE = 8.0
+
+#: Default share of communication that can overlap the backward pass. Bucketed gradient
+#: reduction (PyTorch DDP, Horovod) starts reducing early buckets while later layers still
+#: run backward, but the last bucket and the optimizer step cannot overlap. 0.7 is an
+#: uncalibrated prior, not a measured value; pass your own ``overlap_fraction`` when a
+#: measured run says otherwise.
+DEFAULT_OVERLAP_FRACTION = 0.7
+#: Backward takes about twice the forward FLOPs, so ~2/3 of a step's compute.
+DEFAULT_BACKWARD_FRACTION = 2.0 / 3.0
+
+
+def transfer_time_s(n_bytes: ArrayOrFloat, bandwidth_gbps: ArrayOrFloat) -> ArrayOrFloat:
+    """Seconds to move ``n_bytes`` over a link of ``bandwidth_gbps``."""
+    return n_bytes * _BITS_PER_BYTE / (bandwidth_gbps * 1e9)  # type: ignore[no-any-return]
+
+
+def ps_service_demand_s(
+    param_bytes: ArrayOrFloat,
+    n_tensors: ArrayOrFloat,
+    *,
+    ps_network_gbps: float,
+    network_efficiency: float,
+    per_tensor_cost_s: float,
+) -> tuple[ArrayOrFloat, ArrayOrFloat]:
+    """Seconds one PS (all shards together) spends on one worker update: (network, cpu).
+
+    The gradient arrives and the parameters leave in opposite directions of a full-duplex
+    NIC, so the network term is ``param_bytes`` over the achieved bandwidth
+    (``network_efficiency`` x nominal). The CPU term is a fixed cost per tensor (one RPC and
+    one apply op per variable in TensorFlow's PS).
+    """
+    network_s = transfer_time_s(param_bytes, ps_network_gbps * network_efficiency)
+    cpu_s = per_tensor_cost_s * n_tensors
+    return network_s, cpu_s
+
+
+def shard_demands_s(
+    total_demand_s: FloatArray,
+    shards: FloatArray,
+    largest_tensor_fraction: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """Split a PS demand over ``shards``: (busiest shard's demand, each other shard's).
+
+    Variables are placed whole, so the busiest shard holds at least the largest tensor
+    (``largest_tensor_fraction`` of the bytes, 0 when unknown); the rest is spread evenly.
+    The demands always add up to ``total_demand_s``.
+    """
+    busiest = np.maximum(total_demand_s / shards, total_demand_s * largest_tensor_fraction)
+    busiest = np.minimum(busiest, total_demand_s)
+    others = np.where(shards > 1, (total_demand_s - busiest) / np.maximum(shards - 1, 1), 0.0)
+    return busiest, others
+
+
+def mva_async_throughput(
+    think_s: FloatArray,
+    busiest_demand_s: FloatArray,
+    other_demand_s: FloatArray,
+    shards: FloatArray,
+    workers: NDArray[np.int64],
+) -> tuple[FloatArray, FloatArray]:
+    """Exact MVA of ``workers`` identical workers and ``shards`` PS stations, per row.
+
+    Returns (cluster updates per second, utilisation of the busiest shard). Vectorised over
+    rows; the loop runs over the worker count only (``max(workers)`` iterations).
+    """
+    n_rows = think_s.shape[0]
+    q_busy = np.zeros(n_rows)
+    q_other = np.zeros(n_rows)
+    out = np.zeros(n_rows)
+    n_max = int(workers.max()) if n_rows else 0
+    m_other = shards - 1.0
+    for n in range(1, n_max + 1):
+        r_busy = busiest_demand_s * (1.0 + q_busy)
+        r_other = other_demand_s * (1.0 + q_other)
+        x = n / (think_s + r_busy + m_other * r_other)
+        q_busy = x * r_busy
+        q_other = x * r_other
+        out = np.where(workers == n, x, out)
+    return out, out * busiest_demand_s
+
+
+def amva_async_heterogeneous(
+    think_s: FloatArray,
+    busiest_demand_s: float,
+    other_demand_s: float,
+    shards: int,
+    *,
+    tolerance: float = 1e-12,
+    max_iterations: int = 10_000,
+) -> tuple[FloatArray, float]:
+    """Asynchronous PS with workers of different speeds (one think time each).
+
+    Bard-Schweitzer approximate MVA with one class per worker: a worker arriving at a shard
+    finds the other workers' mean queue there. Returns (per-worker update rates, busiest
+    shard utilisation). For identical workers it is within a few percent of exact MVA.
+    """
+    demands = np.array([busiest_demand_s] + [other_demand_s] * (shards - 1))
+    rates = 1.0 / (think_s + demands.sum())
+    queues = np.outer(rates, demands)
+    for _ in range(max_iterations):
+        others = queues.sum(axis=0)[None, :] - queues
+        residence = demands[None, :] * (1.0 + others)
+        new_rates = 1.0 / (think_s + residence.sum(axis=1))
+        queues = new_rates[:, None] * residence
+        done = np.max(np.abs(new_rates - rates)) <= tolerance * np.max(new_rates)
+        rates = new_rates
+        if done:
+            break
+    return rates, float(rates.sum() * busiest_demand_s)
+
+
+def sync_ps_step_time_s(
+    think_s: FloatArray, busiest_demand_s: FloatArray, workers: FloatArray
+) -> FloatArray:
+    """Synchronous PS step: the slowest worker's compute, then the busiest shard serves all."""
+    return think_s + workers * busiest_demand_s  # type: ignore[no-any-return]
+
+
+def slowest_link_gbps(
+    workers: int, gpus_per_node: int, intra_node_gbps: float, network_gbps: float
+) -> float:
+    """The link a ring is limited by: NVLink/PCIe inside one node, else the network NIC."""
+    if workers <= gpus_per_node:
+        return intra_node_gbps
+    return min(intra_node_gbps, network_gbps)
+
+
+def ring_allreduce_time_s(
+    grad_bytes: float, workers: int, link_gbps: float, hop_latency_s: float
+) -> float:
+    """Ring all-reduce: ``2 (n-1)/n`` x bytes over the slowest link plus ``2 (n-1)`` hops."""
+    if workers <= 1:
+        return 0.0
+    share = 2.0 * (workers - 1) / workers
+    return transfer_time_s(share * grad_bytes, link_gbps) + 2.0 * (workers - 1) * hop_latency_s
+
+
+def fsdp_comm_time_s(
+    param_bytes: float, workers: int, link_gbps: float, hop_latency_s: float
+) -> float:
+    """FSDP: all-gather params (forward), again (backward), reduce-scatter grads."""
+    if workers <= 1:
+        return 0.0
+    share = 3.0 * (workers - 1) / workers
+    return transfer_time_s(share * param_bytes, link_gbps) + 3.0 * (workers - 1) * hop_latency_s
+
+
+def exposed_comm_s(
+    comm_s: float,
+    compute_s: float,
+    *,
+    overlap_fraction: float = DEFAULT_OVERLAP_FRACTION,
+    backward_fraction: float = DEFAULT_BACKWARD_FRACTION,
+) -> float:
+    """Communication left on the critical path after overlapping it with backward compute.
+
+    At most ``overlap_fraction`` of the communication can hide, and never more than the
+    backward pass lasts (``backward_fraction`` of the compute time).
+    """
+    hidden = min(overlap_fraction * comm_s, backward_fraction * compute_s)
+    return comm_s - hidden

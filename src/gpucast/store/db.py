@@ -1,0 +1,465 @@
+"""The embedded measurement store: one SQLite file in WAL mode with a versioned schema.
+
+Crash safety and concurrency
+    * WAL journal, ``synchronous=NORMAL``: a committed transaction survives the writer being
+      killed (SIGKILL) at any point; on power loss the last few commits may roll back, but the
+      file is never corrupted.
+    * Every write is one ``BEGIN IMMEDIATE`` transaction: it takes the write lock up front, so
+      concurrent writers queue on ``busy_timeout`` instead of failing with "database is locked".
+    * Opening never overwrites: a file that is not an SQLite database, or an SQLite database
+      that is not a gpucast store, is refused with :class:`InvalidInputError`.
+
+Nothing happens at import or in the constructor; :meth:`Store.open` (or ``with Store(path)``)
+creates the parent folder, connects and migrates.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import sqlite3
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from gpucast import __version__
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError, StoreError
+from gpucast.domain.measurement import Measurement
+from gpucast.domain.workload import WorkloadSpec
+from gpucast.store.records import RunSummary, StoredRun
+from gpucast.store.schema import apply_migrations, latest_version
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+DEFAULT_BUSY_TIMEOUT_S = 60.0
+ExportFormat = Literal["csv", "parquet"]
+EXPORT_FORMATS: tuple[str, ...] = ("csv", "parquet")
+
+_SUMMARY_COLUMNS = (
+    "id, kind, workload, batch_size, precision, mode, device, created_at, median_s, mean_s, "
+    "p5_s, p95_s, ci_halfwidth_rel, samples_per_s, n_samples, stop_reason, host, gpu_name, "
+    "gpucast_version"
+)
+_NOT_A_STORE_FIX = "pass --db with a new file or an existing gpucast store; the file was not changed"
+
+
+def _json_safe(value: Any) -> Any:
+    """Plain JSON types only: NaN/inf become null, tuples become lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return json.dumps(_json_safe(value), allow_nan=False, separators=(",", ":"))
+    except TypeError as exc:
+        raise InvalidInputError(
+            f"cannot store a result that is not plain JSON data ({exc})",
+            fix="pass the output of to_dict()",
+        ) from None
+
+
+def _spec_dict(spec: WorkloadSpec) -> dict[str, Any]:
+    return {"name": spec.name, "batch_size": spec.batch_size, "precision": spec.precision}
+
+
+def _is_locked(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+class Store:
+    """The measurement store at ``path`` (see the module docstring).
+
+    Use as ``with Store(path) as store: ...`` or call :meth:`open` / :meth:`close`. One
+    ``Store`` belongs to one thread; open another in each process or thread that writes.
+    """
+
+    def __init__(self, path: Path | str, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S):
+        self.path = Path(path).expanduser()
+        self.busy_timeout_s = busy_timeout_s
+        self._conn: sqlite3.Connection | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def open(self) -> Store:
+        """Create the folder, connect, and bring the schema up to date. Returns ``self``."""
+        if self._conn is not None:
+            return self
+        self._check_file()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the store's folder {self.path.parent}: {exc.strerror}",
+                fix="pass --db with a writable path",
+            ) from None
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=self.busy_timeout_s, isolation_level=None
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the store {self.path}: {exc}") from None
+        try:
+            self._configure(conn)
+            self._migrate(conn)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if isinstance(exc, sqlite3.OperationalError) and _is_locked(exc):
+                raise self._locked_error() from None
+            raise InvalidInputError(
+                f"--db {self.path}: not a readable gpucast store ({exc})", fix=_NOT_A_STORE_FIX
+            ) from None
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return self
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Store:
+        return self.open()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _check_file(self) -> None:
+        path = self.path
+        if path.is_dir():
+            raise InvalidInputError(
+                f"--db {path}: is a folder, not a file", fix="pass a file path such as runs.db"
+            )
+        if not path.exists():
+            return
+        try:
+            with path.open("rb") as handle:
+                header = handle.read(len(SQLITE_MAGIC))
+        except OSError as exc:
+            raise StoreError(f"cannot read the store {path}: {exc.strerror}") from None
+        # An empty file (or one being created right now by another process) is fine.
+        if header and not SQLITE_MAGIC.startswith(header) and header != SQLITE_MAGIC:
+            raise InvalidInputError(
+                f"--db {path}: is not an SQLite database", fix=_NOT_A_STORE_FIX
+            )
+
+    def _configure(self, conn: sqlite3.Connection) -> None:
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+        # Switching to WAL needs a brief exclusive lock; when many processes open a new store
+        # at once, SQLite may report "locked" without consulting busy_timeout, so retry.
+        deadline = time.monotonic() + self.busy_timeout_s
+        delay = 0.005
+        while True:
+            try:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                break
+            except sqlite3.OperationalError as exc:
+                if not _is_locked(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+        if str(mode).lower() != "wal":
+            raise StoreError(
+                f"the store {self.path} cannot use write-ahead logging (journal mode {mode})",
+                fix="put --db on a local file system",
+            )
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if current == latest_version():
+            return
+        if current > latest_version():
+            raise StoreError(
+                f"the store {self.path} has schema version {current}; this gpucast reads up to "
+                f"{latest_version()}",
+                fix="upgrade gpucast, or pass --db with another file",
+            )
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            current = int(conn.execute("PRAGMA user_version").fetchone()[0])  # may have moved
+            if current == 0:
+                foreign = [
+                    row[0]
+                    for row in conn.execute(
+                        "SELECT name FROM sqlite_schema WHERE type = 'table' "
+                        "AND name NOT LIKE 'sqlite_%'"
+                    )
+                ]
+                if foreign:
+                    raise InvalidInputError(
+                        f"--db {self.path}: is an SQLite database but not a gpucast store "
+                        f"(it has tables {', '.join(sorted(foreign)[:5])})",
+                        fix=_NOT_A_STORE_FIX,
+                    )
+            if current < latest_version():
+                apply_migrations(conn, current)
+            conn.execute("COMMIT")
+        except BaseException:
+            with suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+
+    def _locked_error(self) -> StoreError:
+        return StoreError(
+            f"the store {self.path} stayed locked by another process for over "
+            f"{self.busy_timeout_s:g} s",
+            fix="wait for the other gpucast process to finish, or pass another --db",
+        )
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(
+                f"the store {self.path} is not open", fix="use `with Store(path) as store:`"
+            )
+        return self._conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``); rolls back on error."""
+        conn = self.connection
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if _is_locked(exc):
+                raise self._locked_error() from None
+            raise StoreError(f"cannot write the store {self.path}: {exc}") from None
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            with suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"cannot write the store {self.path}: {exc}") from None
+            raise
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.connection.execute("PRAGMA user_version").fetchone()[0])
+
+    def integrity_check(self) -> list[str]:
+        """SQLite's integrity check: ``[]`` when the file is sound, else the problems."""
+        rows = [str(row[0]) for row in self.connection.execute("PRAGMA integrity_check")]
+        return [] if rows == ["ok"] else rows
+
+    # -- writes ----------------------------------------------------------------------------
+    def _insert_run(self, row: dict[str, Any]) -> int:
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        with self.transaction() as conn:
+            cursor = conn.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", tuple(row.values()))
+            run_id = cursor.lastrowid
+        assert run_id is not None
+        return int(run_id)
+
+    def save_measurement(self, measurement: Measurement) -> int:
+        """Store a measurement (one transaction); returns its run id."""
+        m = measurement
+        return self._insert_run(
+            {
+                "kind": "measurement",
+                "workload": m.spec.name,
+                "batch_size": m.spec.batch_size,
+                "precision": m.spec.precision,
+                "mode": m.mode,
+                "device": m.device,
+                "created_at": m.created_at.astimezone(UTC).isoformat(),
+                "spec_json": _dumps(_spec_dict(m.spec)),
+                "result_json": _dumps(m.to_dict()),
+                "median_s": m.median_s,
+                "mean_s": m.mean_s,
+                "p5_s": m.p5_s,
+                "p95_s": m.p95_s,
+                "ci_halfwidth_rel": m.ci_halfwidth_rel,
+                "samples_per_s": m.samples_per_s,
+                "n_samples": m.n_samples,
+                "stop_reason": m.stop_reason,
+                "host": m.environment.host,
+                "gpu_name": m.environment.gpu_name,
+                "gpucast_version": __version__,
+            }
+        )
+
+    def save_profile(
+        self, spec: WorkloadSpec, profile: Mapping[str, Any], *, created_at: datetime | None = None
+    ) -> int:
+        """Store a workload profile (``WorkloadProfile.to_dict()``); returns its run id."""
+        if not isinstance(profile, Mapping):
+            raise InvalidInputError(
+                "profile must be a dict", fix="pass WorkloadProfile.to_dict()"
+            )
+        when = created_at or datetime.now(UTC)
+        return self._insert_run(
+            {
+                "kind": "profile",
+                "workload": spec.name,
+                "batch_size": spec.batch_size,
+                "precision": spec.precision,
+                "mode": None,
+                "device": None,
+                "created_at": when.astimezone(UTC).isoformat(),
+                "spec_json": _dumps(_spec_dict(spec)),
+                "result_json": _dumps(dict(profile)),
+                "host": socket.gethostname(),
+                "gpucast_version": __version__,
+            }
+        )
+
+    # -- reads -----------------------------------------------------------------------------
+    @staticmethod
+    def _filters(kind: str | None, workload: str | None) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if kind is not None:
+            clauses.append("kind = ?")
+            params.append(kind)
+        if workload is not None:
+            clauses.append("workload = ?")
+            params.append(workload)
+        return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+    @staticmethod
+    def _summary(row: tuple[Any, ...]) -> RunSummary:
+        (run_id, kind, workload, batch_size, precision, mode, device, created_at, median_s,
+         mean_s, p5_s, p95_s, ci_rel, samples_per_s, n_samples, stop_reason, host, gpu_name,
+         version) = row  # fmt: skip
+        return RunSummary(
+            id=int(run_id),
+            kind=kind,
+            workload=workload,
+            batch_size=int(batch_size),
+            precision=precision,
+            mode=mode,
+            device=device,
+            created_at=datetime.fromisoformat(created_at),
+            median_s=median_s,
+            mean_s=mean_s,
+            p5_s=p5_s,
+            p95_s=p95_s,
+            ci_halfwidth_rel=ci_rel,
+            samples_per_s=samples_per_s,
+            n_samples=n_samples,
+            stop_reason=stop_reason,
+            host=host,
+            gpu_name=gpu_name,
+            gpucast_version=version,
+        )
+
+    def list_runs(
+        self, *, kind: str | None = None, workload: str | None = None, limit: int | None = 100
+    ) -> list[RunSummary]:
+        """Runs, newest first, optionally of one kind and/or workload; ``limit=None``: all."""
+        if limit is not None and (isinstance(limit, bool) or limit < 1):
+            raise InvalidSpecError("limit", "must be >= 1", got=limit)
+        where, params = self._filters(kind, workload)
+        sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs{where} ORDER BY id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return [self._summary(row) for row in self.connection.execute(sql, params)]
+
+    def count_runs(self, *, kind: str | None = None, workload: str | None = None) -> int:
+        where, params = self._filters(kind, workload)
+        return int(self.connection.execute(f"SELECT COUNT(*) FROM runs{where}", params).fetchone()[0])
+
+    def get_run(self, run_id: int) -> StoredRun:
+        """One run in full; an unknown id raises :class:`InvalidInputError`."""
+        row = self.connection.execute(
+            f"SELECT {_SUMMARY_COLUMNS}, spec_json, result_json FROM runs WHERE id = ?",
+            (int(run_id),),
+        ).fetchone()
+        if row is None:
+            newest = self.connection.execute("SELECT MAX(id) FROM runs").fetchone()[0]
+            hint = "the store is empty" if newest is None else f"ids go up to {newest}"
+            raise InvalidInputError(
+                f"no run with id {run_id} in {self.path} ({hint})",
+                fix="see `gpucast runs list` for the ids",
+            )
+        return StoredRun(
+            summary=self._summary(row[:-2]), spec=json.loads(row[-2]), result=json.loads(row[-1])
+        )
+
+    def get_measurement(self, run_id: int) -> Measurement:
+        return self.get_run(run_id).measurement()
+
+    # -- export ----------------------------------------------------------------------------
+    def export(
+        self,
+        path: Path | str,
+        format: str = "csv",
+        *,
+        kind: str | None = None,
+        workload: str | None = None,
+    ) -> int:
+        """Write the runs table (every column, JSON kept as text) to CSV or Parquet.
+
+        Written to a temporary file in the same folder and renamed into place, so a failed
+        export never leaves a half-written file. Returns the number of rows written.
+        """
+        import pandas as pd
+
+        if format not in EXPORT_FORMATS:
+            raise InvalidSpecError(
+                "format", f"must be one of {', '.join(EXPORT_FORMATS)}", got=format
+            )
+        out = Path(path).expanduser()
+        if not out.parent.is_dir():
+            raise InvalidInputError(
+                f"--out {out}: folder {out.parent} does not exist", fix="create it first"
+            )
+        if out.is_dir():
+            raise InvalidInputError(f"--out {out}: is a folder", fix="pass a file path")
+        where, params = self._filters(kind, workload)
+        frame = pd.read_sql_query(f"SELECT * FROM runs{where} ORDER BY id", self.connection, params=params)
+        handle, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+        os.close(handle)
+        tmp = Path(tmp_name)
+        try:
+            if format == "csv":
+                frame.to_csv(tmp, index=False)
+            else:
+                frame.to_parquet(tmp, index=False, engine="pyarrow")
+            os.replace(tmp, out)
+        except OSError as exc:
+            raise StoreError(f"cannot write {out}: {exc.strerror or exc}") from None
+        finally:
+            with suppress(FileNotFoundError):
+                tmp.unlink()
+        return len(frame)
+
+
+def default_db_path() -> Path:
+    """``$GPUCAST_DB``, else ``$XDG_DATA_HOME/gpucast/gpucast.db``, else
+    ``~/.local/share/gpucast/gpucast.db``. Creates nothing."""
+    explicit = os.environ.get("GPUCAST_DB")
+    if explicit:
+        return Path(explicit).expanduser()
+    data_home = os.environ.get("XDG_DATA_HOME")
+    base = Path(data_home).expanduser() if data_home else Path.home() / ".local" / "share"
+    return base / "gpucast" / "gpucast.db"
+
+
+def open_store(path: Path | str | None = None) -> Store:
+    """Open the store at ``path`` (default :func:`default_db_path`); close it when done."""
+    return Store(path if path is not None else default_db_path()).open()

@@ -1,0 +1,166 @@
+"""User models given as ``module:factory`` or ``path/to/file.py:factory``.
+
+The factory is called with the workload options as keyword arguments and returns
+``(model, example_batch)`` or ``(model, example_batch, loss_fn)``:
+
+* ``example_batch``: a tensor or a tuple of tensors passed as ``model(*example_batch)``; every
+  tensor's first dimension is the batch. Batches of any size are made by repeating or slicing
+  the example along dimension 0.
+* ``loss_fn(output) -> scalar`` (optional): the training loss. Without it the loss is the mean
+  of the (first) floating-point output, which is enough to drive a real backward pass.
+
+The module is imported with :mod:`importlib` — only an explicit import of the path given;
+nothing is evaluated or unpickled.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import importlib.util
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.workloads.base import Batch, Workload
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+FIX = "give module.path:factory (importable) or path/to/file.py:factory"
+
+
+def is_user_spec(name: str) -> bool:
+    """Whether ``name`` names a user model (``module:factory``) rather than a built-in."""
+    return ":" in name
+
+
+def _import(module_part: str) -> Any:
+    if module_part.endswith(".py"):
+        path = Path(module_part).expanduser().resolve()
+        if not path.is_file():
+            raise InvalidSpecError("workload", f"module file {module_part} does not exist",
+                                   fix=FIX)
+        module_name = f"gpucast_user_{path.stem}_{abs(hash(str(path)))}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise InvalidSpecError("workload", f"cannot load {module_part} as Python", fix=FIX)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception:
+            del sys.modules[module_name]
+            raise
+        return module
+    if not _MODULE_PATH.match(module_part):
+        raise InvalidSpecError("workload", "module must be a dotted Python module path",
+                               got=module_part, fix=FIX)
+    try:
+        return importlib.import_module(module_part)
+    except ModuleNotFoundError as exc:
+        raise InvalidSpecError(
+            "workload", f"cannot import module {module_part!r} ({exc.msg})",
+            fix="check the spelling and that its folder is on PYTHONPATH; " + FIX,
+        ) from None
+
+
+def _as_batch_tuple(example: Any) -> tuple[torch.Tensor, ...]:
+    tensors = (example,) if isinstance(example, torch.Tensor) else example
+    if (
+        not isinstance(tensors, tuple | list)
+        or not tensors
+        or not all(isinstance(t, torch.Tensor) and t.dim() >= 1 for t in tensors)
+    ):
+        raise InvalidSpecError(
+            "workload factory", "example batch must be a tensor or a tuple of tensors with a "
+            "batch dimension", got=type(example).__name__,
+            fix="return (model, torch.randn(batch, ...)) from the factory",
+        )
+    sizes = {t.shape[0] for t in tensors}
+    if len(sizes) != 1:
+        raise InvalidSpecError(
+            "workload factory", "example tensors must share the first (batch) dimension",
+            got=sorted(sizes),
+        )
+    return tuple(tensors)
+
+
+def resize_batch(tensor: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """Repeat or slice ``tensor`` along dimension 0 to ``batch_size`` rows."""
+    rows = tensor.shape[0]
+    if rows >= batch_size:
+        return tensor[:batch_size]
+    repeats = -(-batch_size // rows)
+    return tensor.repeat(repeats, *([1] * (tensor.dim() - 1)))[:batch_size]
+
+
+def _default_loss(output: Any, _target: Any) -> torch.Tensor:
+    candidates = [output] if isinstance(output, torch.Tensor) else list(
+        output.values() if isinstance(output, dict) else output
+    )
+    for value in candidates:
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            return value.float().mean()
+    raise InvalidSpecError(
+        "workload factory", "model output has no floating-point tensor to train on",
+        fix="return (model, batch, loss_fn) with loss_fn(output) -> scalar tensor",
+    )
+
+
+def load_user_workload(name: str, **options: Any) -> Workload:
+    """Import ``module:factory``, call ``factory(**options)`` and adapt it to a Workload."""
+    module_part, _, factory_name = name.rpartition(":")
+    if not module_part or not _IDENTIFIER.match(factory_name):
+        raise InvalidSpecError("workload", "must be module:factory", got=name, fix=FIX)
+    module = _import(module_part)
+    factory = module.__dict__.get(factory_name)
+    if not callable(factory):
+        public = sorted(
+            k for k, v in module.__dict__.items() if callable(v) and not k.startswith("_")
+        )
+        raise InvalidSpecError(
+            "workload", f"module {module_part!r} has no callable {factory_name!r}",
+            fix=f"callables there: {', '.join(public[:8]) or 'none'}",
+        )
+    result = factory(**options)
+    if not isinstance(result, tuple) or len(result) not in (2, 3):
+        raise InvalidSpecError(
+            "workload factory", "must return (model, example_batch) or "
+            "(model, example_batch, loss_fn)", got=type(result).__name__,
+        )
+    model, example = result[0], _as_batch_tuple(result[1])
+    if not isinstance(model, nn.Module):
+        raise InvalidSpecError("workload factory", "first return value must be an nn.Module",
+                               got=type(model).__name__)
+    user_loss: Callable[[Any], torch.Tensor] | None = result[2] if len(result) == 3 else None
+    if user_loss is not None and not callable(user_loss):
+        raise InvalidSpecError("workload factory", "loss_fn must be callable",
+                               got=type(user_loss).__name__)
+
+    def build_model(device: torch.device) -> nn.Module:
+        # A deep copy, so that moving it (to a GPU, to ``meta``) never alters the factory's model
+        # and every step runner starts from the same weights.
+        return copy.deepcopy(model).to(device)
+
+    def make_batch(batch_size: int, device: torch.device) -> Batch:
+        inputs = tuple(resize_batch(t, batch_size).to(device) for t in example)
+        return inputs, None
+
+    def loss(output: Any, target: Any) -> torch.Tensor:
+        return user_loss(output) if user_loss is not None else _default_loss(output, target)
+
+    return Workload(
+        name=name,
+        family="user",
+        sample_unit="samples",
+        build_model=build_model,
+        make_batch=make_batch,
+        loss=loss,
+        description=f"user model {name}",
+    )

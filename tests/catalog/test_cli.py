@@ -1,0 +1,120 @@
+"""`gpucast catalog ...` exit codes and JSON shape."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from gpucast.cli.app import app
+
+FIX = Path(__file__).resolve().parent / "fixtures"
+runner = CliRunner()
+
+
+def test_gpus_json() -> None:
+    result = runner.invoke(app, ["catalog", "gpus", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    names = {g["name"] for g in data["gpus"]}
+    assert {"K80", "H100-SXM", "MI300X"} <= names
+    a100 = next(g for g in data["gpus"] if g["name"] == "A100-40GB")
+    assert a100["mig_profiles"][0]["compute_slices"] == 1 and a100["as_of"]
+
+
+def test_gpus_table() -> None:
+    result = runner.invoke(app, ["catalog", "gpus"])
+    assert result.exit_code == 0 and "H200" in result.stdout
+
+
+def test_offers_json_filters() -> None:
+    result = runner.invoke(
+        app, ["catalog", "offers", "--provider", "gcp", "--gpu", "k80", "--spot", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["count"] == len(data["offers"]) > 0
+    assert all(o["gpu"] == "K80" and o["spot_usd_per_hour"] for o in data["offers"])
+    cpu = json.loads(runner.invoke(app, ["catalog", "offers", "--cpu-only", "--json"]).stdout)
+    assert cpu["count"] > 0 and all(o["gpus"] == 0 for o in cpu["offers"])
+
+
+def test_unknown_names_exit_2_with_one_line() -> None:
+    for args in (["--gpu", "V10"], ["--region", "us-east-9"], ["--provider", "ibm"]):
+        result = runner.invoke(app, ["catalog", "offers", *args])
+        assert result.exit_code == 2, (args, result.output)
+        lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+        assert len(lines) == 1 and "unknown" in lines[0]
+    result = runner.invoke(app, ["catalog", "offers", "--gpu", "V10"])
+    assert "V100" in result.stderr
+
+
+def test_import_then_use_offers(tmp_path: Path) -> None:
+    out = tmp_path / "offers.csv"
+    result = runner.invoke(
+        app,
+        [
+            "catalog",
+            "import-skypilot",
+            str(FIX / "gcp_vms.csv"),
+            "--cloud",
+            "gcp",
+            "--out",
+            str(out),
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["imported"] == 8 and data["skipped"] == 4
+    result = runner.invoke(
+        app,
+        [
+            "catalog",
+            "offers",
+            "--offers",
+            str(out),
+            "--gpu",
+            "T4",
+            "--region",
+            "us-central1",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    types = {o["instance_type"] for o in json.loads(result.stdout)["offers"]}
+    assert "n1-standard-8+4xT4" in types
+    plain = runner.invoke(
+        app,
+        [
+            "catalog",
+            "import-skypilot",
+            str(FIX / "aws_vms.csv"),
+            "--cloud",
+            "aws",
+            "--out",
+            str(tmp_path / "a.csv"),
+        ],
+    )
+    assert plain.exit_code == 0 and "imported 5 offers, skipped 3" in plain.stdout
+
+
+def test_import_bad_cloud_and_bad_offers_file(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        [
+            "catalog",
+            "import-skypilot",
+            str(FIX / "aws_vms.csv"),
+            "--cloud",
+            "ibm",
+            "--out",
+            str(tmp_path / "o.csv"),
+        ],
+    )
+    assert result.exit_code == 2
+    bad = tmp_path / "bad.csv"
+    bad.write_text("provider,region\n")
+    result = runner.invoke(app, ["catalog", "offers", "--offers", str(bad)])
+    assert result.exit_code == 2 and "bad.csv" in result.stderr

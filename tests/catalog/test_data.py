@@ -1,0 +1,104 @@
+"""Integrity of the built-in catalog data files."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import pytest
+
+from gpucast.catalog import load_catalog
+
+REQUIRED_GPUS = (
+    "K80",
+    "P4",
+    "P100",
+    "V100-16GB",
+    "V100-32GB",
+    "T4",
+    "A10G",
+    "L4",
+    "L40S",
+    "A100-40GB",
+    "A100-80GB",
+    "H100-SXM",
+    "H100-PCIe",
+    "H200",
+    "B200",
+    "MI300X",
+)
+
+
+def test_every_required_gpu_is_present() -> None:
+    names = set(load_catalog().gpu_names())
+    assert set(REQUIRED_GPUS) <= names
+
+
+def test_gpu_rows_have_source_and_date_and_dense_ordering() -> None:
+    for g in load_catalog().gpus:
+        assert g.source_url.startswith("https://"), g.name
+        assert g.as_of.year >= 2019
+        # dense tensor rates never below the FP32 ALU rate; FP8 >= FP16 >= TF32 where present
+        for low, high in (
+            (g.fp32_tflops, g.tf32_tflops),
+            (g.tf32_tflops, g.fp16_tflops),
+            (g.fp16_tflops, g.fp8_tflops),
+        ):
+            if low is not None and high is not None:
+                assert high >= low, g.name
+
+
+def test_k80_is_per_die() -> None:
+    k80 = load_catalog().gpu("K80")
+    assert k80.memory_gib == 12 and 4.0 < k80.fp32_tflops < 4.5
+
+
+def test_mig_profiles_are_sane() -> None:
+    catalog = load_catalog()
+    with_mig = {g.name for g in catalog.gpus if g.mig_profiles}
+    assert {"A100-40GB", "A100-80GB", "H100-SXM", "H200", "B200"} <= with_mig
+    for g in catalog.gpus:
+        for p in g.mig_profiles:
+            assert 1 <= p.compute_slices <= 7
+            assert p.memory_gib <= g.memory_gib
+            assert p.compute_slices * p.max_instances <= 7
+            assert p.name.startswith(f"{p.compute_slices}g.")
+
+
+def test_offers_reference_known_gpus_and_are_dated() -> None:
+    catalog = load_catalog()
+    names = set(catalog.gpu_names())
+    for o in catalog.offers:
+        assert o.gpu is None or o.gpu in names
+        assert o.source_url.startswith("https://")
+        assert o.on_demand_usd_per_hour > 0 and math.isfinite(o.on_demand_usd_per_hour)
+        if o.spot_usd_per_hour is not None:
+            assert o.spot_usd_per_hour < o.on_demand_usd_per_hour, o
+
+
+def test_offer_keys_are_unique() -> None:
+    keys = [(o.provider, o.region, o.instance_type) for o in load_catalog().offers]
+    assert len(keys) == len(set(keys))
+
+
+MAJOR = {
+    "aws": ("K80", "V100-16GB", "T4", "A10G", "L4", "A100-40GB", "A100-80GB", "H100-SXM"),
+    "gcp": ("K80", "P100", "V100-16GB", "T4", "L4", "A100-40GB", "H100-SXM"),
+    "azure": ("K80", "V100-16GB", "T4", "A100-80GB", "H100-SXM"),
+}
+
+
+@pytest.mark.parametrize("provider", sorted(MAJOR))
+def test_major_gpus_in_three_regions(provider: str) -> None:
+    regions: dict[str | None, set[str]] = defaultdict(set)
+    for o in load_catalog().find_offers(provider=provider):
+        regions[o.gpu].add(o.region)
+    for gpu in MAJOR[provider]:
+        assert len(regions[gpu]) >= 3, (provider, gpu, regions[gpu])
+    assert len(regions[None]) >= 3  # CPU-only (parameter servers, CPU inference)
+
+
+def test_catalog_is_cached_and_snapshot_date() -> None:
+    a, b = load_catalog(), load_catalog()
+    assert a is b
+    assert a.snapshot_date == max(o.as_of for o in a.offers)

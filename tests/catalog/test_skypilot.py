@@ -1,0 +1,90 @@
+"""The SkyPilot catalog importer on small fixtures in SkyPilot's v8 format."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from gpucast.catalog import load_catalog, write_offers_csv
+from gpucast.catalog.skypilot import import_skypilot
+from gpucast.domain.errors import DataFormatError, InvalidSpecError
+
+FIX = Path(__file__).resolve().parent / "fixtures"
+DAY = date(2026, 1, 2)
+
+
+def _by(offers, region, it):  # type: ignore[no-untyped-def]
+    return next(o for o in offers if o.region == region and o.instance_type == it)
+
+
+def test_aws_collapses_zones_and_skips_odd_rows() -> None:
+    offers, skipped = import_skypilot(FIX / "aws_vms.csv", "aws", as_of=DAY)
+    p3 = _by(offers, "us-east-1", "p3.2xlarge")
+    assert (p3.gpu, p3.gpus, p3.on_demand_usd_per_hour, p3.spot_usd_per_hour) == (
+        "V100-16GB",
+        1,
+        3.06,
+        0.88,
+    )
+    assert p3.network_gbps == 10 and p3.as_of == DAY  # network from the built-in offer
+    assert _by(offers, "us-east-1", "p3dn.24xlarge").gpu == "V100-32GB"  # from GpuInfo memory
+    assert _by(offers, "us-west-1", "p5.48xlarge").spot_usd_per_hour is None
+    c5 = _by(offers, "us-east-1", "c5.2xlarge")
+    assert c5.gpu is None and c5.spot_usd_per_hour == 0.132
+    assert len(offers) == 5
+    text = "\n".join(skipped)
+    assert "fractional GPU" in text and "Radeon Pro V520" in text and "'Price'" in text
+
+
+def test_gcp_adds_accelerator_rows_and_honours_700_sentinel() -> None:
+    offers, skipped = import_skypilot(FIX / "gcp_vms.csv", "gcp", as_of=DAY)
+    a2 = _by(offers, "us-central1", "a2-highgpu-1g")
+    assert a2.gpu == "A100-40GB" and a2.gpus == 1
+    assert a2.on_demand_usd_per_hour == pytest.approx(0.73948 + 2.933908)
+    assert a2.spot_usd_per_hour == pytest.approx(0.36975 + 0.8802)
+    t4 = _by(offers, "us-central1", "n1-standard-8+1xT4")
+    assert t4.on_demand_usd_per_hour == pytest.approx(0.379998 + 0.35)
+    assert t4.spot_usd_per_hour == pytest.approx(0.08 + 0.10)  # cheapest zone
+    assert _by(offers, "us-central1", "n1-standard-8+4xT4").gpus == 4
+    eu_t4 = _by(offers, "europe-west4", "n1-standard-8+1xT4")
+    assert eu_t4.spot_usd_per_hour is None  # 700.0 = no preemptible offer
+    assert not [o for o in offers if o.region == "europe-west4" and o.gpu == "A100-40GB"]
+    assert _by(offers, "us-central1", "n1-standard-4").gpu is None
+    text = "\n".join(skipped)
+    assert "no 1xA100 accelerator price in europe-west4" in text
+    assert "TPU" in text and "asia-east1" in text
+
+
+def test_azure_rows_per_region() -> None:
+    offers, skipped = import_skypilot(FIX / "azure_vms.csv", "azure", as_of=DAY)
+    assert {(o.region, o.instance_type) for o in offers} == {
+        ("eastus", "Standard_NC6s_v3"),
+        ("westeurope", "Standard_NC6s_v3"),
+        ("eastus", "Standard_NC24ads_A100_v4"),
+        ("eastus", "Standard_D8s_v3"),
+    }
+    assert _by(offers, "eastus", "Standard_NC24ads_A100_v4").gpu == "A100-80GB"
+    assert any("M60" in s for s in skipped)
+
+
+def test_round_trip_through_loader(tmp_path: Path) -> None:
+    offers, _ = import_skypilot(FIX / "gcp_vms.csv", "gcp", as_of=DAY)
+    out = tmp_path / "offers.csv"
+    write_offers_csv(offers, out)
+    merged = load_catalog(out)
+    got = merged.find_offers(provider="gcp", region="us-central1", gpu="T4")
+    assert any(o.instance_type == "n1-standard-8+4xT4" and o.as_of == DAY for o in got)
+
+
+def test_bad_inputs(tmp_path: Path) -> None:
+    with pytest.raises(InvalidSpecError):
+        import_skypilot(FIX / "aws_vms.csv", "ibm")
+    with pytest.raises(DataFormatError):
+        import_skypilot(tmp_path / "missing.csv", "aws")
+    broken = tmp_path / "vms.csv"
+    broken.write_text("InstanceType,Price\nx,1\n")
+    with pytest.raises(DataFormatError) as info:
+        import_skypilot(broken, "aws")
+    assert info.value.line == 1

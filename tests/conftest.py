@@ -1,0 +1,42 @@
+"""Shared test fixtures: the published data folder, the GPU marker, an isolated store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = (REPO_ROOT / ".." / "shared" / "data").resolve()
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _cuda_available():
+        return
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA device; none on this machine")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip_gpu)
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The published measurements in ../shared/data; skips the test when absent."""
+    if not (SHARED_DATA / "README.md").is_file():
+        pytest.skip(f"published data not found at {SHARED_DATA} (clone with ../shared beside it)")
+    return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def _isolated_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never let a test write the user's real store."""
+    monkeypatch.setenv("GPUCAST_DB", str(tmp_path / "gpucast-test.db"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpucast.domain.errors import (
+    DataFormatError,
+    InvalidInputError,
+    InvalidSpecError,
+    UnknownGpuError,
+)
+from gpucast.domain.prediction import Estimate
+from gpucast.domain.units import parse_duration_s
+from gpucast.domain.workload import WorkloadSpec
+
+
+def test_unknown_gpu_lists_close_matches() -> None:
+    err = UnknownGpuError("V10O", ["V100-16GB", "V100-32GB", "T4", "A100-40GB"])
+    assert err.exit_code == 2
+    assert "V100-16GB" in str(err)
+    assert "unknown GPU 'V10O'" in str(err)
+
+
+def test_data_format_error_names_file_line_column() -> None:
+    err = DataFormatError("rows.csv", "not a number", line=7, column="Step Time (s)", fix="fix it")
+    text = str(err)
+    assert "rows.csv, line 7, column 'Step Time (s)'" in text
+    assert isinstance(err, InvalidInputError)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90", 90), ("90s", 90), ("15m", 900), ("24h", 86400), ("2d", 172800)]
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration_s(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "-5h", "abc", "0", "1y"])
+def test_parse_duration_rejects(text: str) -> None:
+    with pytest.raises(InvalidSpecError, match="deadline"):
+        parse_duration_s(text, field="deadline")
+
+
+def test_workload_spec_validates() -> None:
+    with pytest.raises(InvalidSpecError, match="batch_size"):
+        WorkloadSpec(name="mlp", batch_size=0)
+    with pytest.raises(InvalidSpecError, match="precision"):
+        WorkloadSpec(name="mlp", batch_size=8, precision="int4")  # type: ignore[arg-type]
+
+
+@given(
+    st.floats(min_value=1e-6, max_value=1e6),
+    st.floats(min_value=0, max_value=0.9),
+    st.floats(min_value=0, max_value=5),
+)
+def test_estimate_interval_invariant(value: float, down: float, up: float) -> None:
+    est = Estimate(
+        value=value, lower=value * (1 - down), upper=value * (1 + up), unit="s",
+        bottleneck="compute", source="fitted", breakdown={"compute": value},
+    )
+    assert est.lower <= est.value <= est.upper
+    assert est.relative_halfwidth >= 0
+    assert est.to_dict()["breakdown"] == {"compute": value}
+
+
+def test_estimate_rejects_nan_and_bad_interval() -> None:
+    with pytest.raises(InvalidSpecError):
+        Estimate(value=math.nan, lower=0, upper=1, unit="s", bottleneck="x", source="fitted")
+    with pytest.raises(InvalidSpecError):
+        Estimate(value=2, lower=3, upper=4, unit="s", bottleneck="x", source="fitted")
