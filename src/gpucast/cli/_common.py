@@ -12,8 +12,9 @@ from typing import Any
 import typer
 from rich.console import Console
 
-console = Console()
-err_console = Console(stderr=True)
+# Piped output (CI logs, `| less`) gets wide tables instead of Rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 200)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from typer import _click as click
+from typer import _click as click  # typer >= 0.29 vendors click
 from typer.core import TyperGroup
+from typer.exceptions import Abort
 
 from gpucast import __version__
 from gpucast.cli._common import CliState, err_console
@@ -49,7 +50,7 @@ class GpucastGroup(TyperGroup):
                     f"[red]error:[/red] {message}{hint}", highlight=False, soft_wrap=True
                 )
             sys.exit(exc.exit_code)
-        except click.exceptions.Abort:
+        except Abort:
             err_console.print("[red]aborted[/red]")
             sys.exit(1)
         except KeyboardInterrupt:

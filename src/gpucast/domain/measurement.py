@@ -159,9 +159,7 @@ def t_critical(n_samples: int, confidence: float) -> float:
     return float(stats.t.ppf(0.5 + confidence / 2.0, n_samples - 1))
 
 
-def ci_relative_halfwidth(
-    mean_s: float, std_s: float, n_samples: int, confidence: float
-) -> float:
+def ci_relative_halfwidth(mean_s: float, std_s: float, n_samples: int, confidence: float) -> float:
     """Half-width of the ``confidence`` Student-t interval of the mean, relative to the mean."""
     if n_samples < 2 or mean_s <= 0:
         return math.inf
@@ -230,9 +228,7 @@ class Measurement:
         if not 0 < self.confidence < 1:
             raise InvalidSpecError("confidence", "must be in (0, 1)", got=self.confidence)
         if self.samples_per_step < 1:
-            raise InvalidSpecError(
-                "samples_per_step", "must be >= 1", got=self.samples_per_step
-            )
+            raise InvalidSpecError("samples_per_step", "must be >= 1", got=self.samples_per_step)
         if self.created_at.tzinfo is None:
             raise InvalidSpecError(
                 "created_at", "must be timezone-aware", fix="use datetime.now(UTC)"
@@ -242,7 +238,9 @@ class Measurement:
         warmup = np.asarray(self.warmup_step_times_s, dtype=np.float64)
         if times.ndim != 1 or times.size < 2:
             raise InvalidSpecError(
-                "step_times_s", "needs at least 2 measured steps", got=int(times.size),
+                "step_times_s",
+                "needs at least 2 measured steps",
+                got=int(times.size),
                 fix="raise --max-time-s or measure a smaller batch",
             )
         for name, array in (("step_times_s", times), ("warmup_step_times_s", warmup)):

@@ -39,7 +39,9 @@ class WorkerGroup:
     def __post_init__(self) -> None:
         if self.count < 1:
             raise InvalidSpecError(
-                f"workers ({self.gpu})", "must be >= 1", got=self.count,
+                f"workers ({self.gpu})",
+                "must be >= 1",
+                got=self.count,
                 fix="give at least one worker, e.g. --workers 4",
             )
         if not self.gpu:
@@ -72,24 +74,32 @@ class ClusterScenario:
 
     def __post_init__(self) -> None:
         if not self.workers:
-            raise InvalidSpecError("workers", "must be >= 1", got=0,
-                                   fix="give at least one worker, e.g. --workers 4")
+            raise InvalidSpecError(
+                "workers", "must be >= 1", got=0, fix="give at least one worker, e.g. --workers 4"
+            )
         if self.ps_count < 0:
             raise InvalidSpecError("ps", "must be >= 0", got=self.ps_count, fix="e.g. --ps 1")
         if self.steps < 1:
-            raise InvalidSpecError("steps", "must be >= 1", got=self.steps,
-                                   fix="e.g. --steps 64000")
+            raise InvalidSpecError(
+                "steps", "must be >= 1", got=self.steps, fix="e.g. --steps 64000"
+            )
         every = self.checkpoint_every_steps
         if every is not None and (every < 1 or every > self.steps):
             raise InvalidSpecError(
-                "checkpoint-every", f"must be between 1 and the job's {self.steps} steps",
-                got=every, fix="checkpoint at most every --steps steps, or drop --checkpoint-every",
+                "checkpoint-every",
+                f"must be between 1 and the job's {self.steps} steps",
+                got=every,
+                fix="checkpoint at most every --steps steps, or drop --checkpoint-every",
             )
         if self.deadline_s is not None and not (
             math.isfinite(self.deadline_s) and self.deadline_s > 0
         ):
-            raise InvalidSpecError("deadline", "must be a positive duration", got=self.deadline_s,
-                                   fix="e.g. --deadline 6h")
+            raise InvalidSpecError(
+                "deadline",
+                "must be a positive duration",
+                got=self.deadline_s,
+                fix="e.g. --deadline 6h",
+            )
         if not (math.isfinite(self.horizon_s) and self.horizon_s > 0):
             raise InvalidSpecError("horizon_s", "must be > 0", got=self.horizon_s)
 
@@ -105,14 +115,19 @@ class ClusterScenario:
     def on_demand(self) -> ClusterScenario:
         """The same cluster with every server on demand (the comparison baseline)."""
         groups = tuple(
-            WorkerGroup(gpu=g.gpu, count=g.count, region=g.region, spot=False)
-            for g in self.workers
+            WorkerGroup(gpu=g.gpu, count=g.count, region=g.region, spot=False) for g in self.workers
         )
         return ClusterScenario(
-            workers=groups, ps_count=self.ps_count, ps_spot=False, ps_region=self.ps_region,
-            steps=self.steps, checkpoint_every_steps=self.checkpoint_every_steps,
-            replace_revoked=self.replace_revoked, deadline_s=self.deadline_s,
-            include_startup=self.include_startup, horizon_s=self.horizon_s,
+            workers=groups,
+            ps_count=self.ps_count,
+            ps_spot=False,
+            ps_region=self.ps_region,
+            steps=self.steps,
+            checkpoint_every_steps=self.checkpoint_every_steps,
+            replace_revoked=self.replace_revoked,
+            deadline_s=self.deadline_s,
+            include_startup=self.include_startup,
+            horizon_s=self.horizon_s,
         )
 
 
@@ -127,9 +142,7 @@ class PriceTable:
         clean: dict[tuple[str, str], float] = {}
         for (server, market), price in self.usd_per_hour.items():
             if market not in MARKETS:
-                raise InvalidSpecError(
-                    "market", f"must be one of {', '.join(MARKETS)}", got=market
-                )
+                raise InvalidSpecError("market", f"must be one of {', '.join(MARKETS)}", got=market)
             if not (math.isfinite(price) and price >= 0):
                 raise InvalidSpecError(f"price of {server} ({market})", "must be >= 0", got=price)
             clean[(server, market)] = float(price)
@@ -145,7 +158,9 @@ class PriceTable:
         if (server.lower(), market) in lowered:
             return lowered[(server.lower(), market)]
         raise InvalidSpecError(
-            "price table", f"has no {market} price for {server}", got=self.source,
+            "price table",
+            f"has no {market} price for {server}",
+            got=self.source,
             fix=f"add a row '{server},{market},<usd_per_hour>' or use catalog prices",
         )
 
@@ -179,7 +194,7 @@ class Summary:
 def _quantile_sorted(x: npt.NDArray[np.float64], q: float) -> float:
     """Linear-interpolation quantile (numpy's default) that returns ``inf`` next to an ``inf``."""
     pos = q * (x.size - 1)
-    lo = int(math.floor(pos))
+    lo = math.floor(pos)
     hi = min(lo + 1, x.size - 1)
     a, b = float(x[lo]), float(x[hi])
     if math.isinf(a) or math.isinf(b):
@@ -188,7 +203,7 @@ def _quantile_sorted(x: npt.NDArray[np.float64], q: float) -> float:
 
 
 def _frozen(values: npt.ArrayLike, dtype: type) -> npt.NDArray[np.generic]:
-    arr = np.array(values, dtype=dtype, copy=True)
+    arr: npt.NDArray[np.generic] = np.array(values, dtype=dtype, copy=True)
     arr.setflags(write=False)
     return arr
 

@@ -22,13 +22,12 @@ Collectives
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 import numpy as np
 from numpy.typing import NDArray
 
 FloatArray = NDArray[np.float64]
-ArrayOrFloat = TypeVar("ArrayOrFloat", float, FloatArray)
+#: A scalar or an array of them; the formulas broadcast.
+Numeric = float | FloatArray
 
 #: Bits per byte; bandwidths are in Gbit/s, sizes in bytes.
 _BITS_PER_BYTE = 8.0
@@ -43,19 +42,22 @@ DEFAULT_OVERLAP_FRACTION = 0.7
 DEFAULT_BACKWARD_FRACTION = 2.0 / 3.0
 
 
-def transfer_time_s(n_bytes: ArrayOrFloat, bandwidth_gbps: ArrayOrFloat) -> ArrayOrFloat:
-    """Seconds to move ``n_bytes`` over a link of ``bandwidth_gbps``."""
-    return n_bytes * _BITS_PER_BYTE / (bandwidth_gbps * 1e9)  # type: ignore[no-any-return]
+def transfer_time_s(n_bytes: Numeric, bandwidth_gbps: Numeric) -> FloatArray:
+    """Seconds to move ``n_bytes`` over a link of ``bandwidth_gbps`` (as an array)."""
+    return np.asarray(
+        np.asarray(n_bytes, dtype=np.float64) * _BITS_PER_BYTE / (np.asarray(bandwidth_gbps) * 1e9),
+        dtype=np.float64,
+    )
 
 
 def ps_service_demand_s(
-    param_bytes: ArrayOrFloat,
-    n_tensors: ArrayOrFloat,
+    param_bytes: Numeric,
+    n_tensors: Numeric,
     *,
     ps_network_gbps: float,
     network_efficiency: float,
     per_tensor_cost_s: float,
-) -> tuple[ArrayOrFloat, ArrayOrFloat]:
+) -> tuple[FloatArray, FloatArray]:
     """Seconds one PS (all shards together) spends on one worker update: (network, cpu).
 
     The gradient arrives and the parameters leave in opposite directions of a full-duplex
@@ -64,7 +66,7 @@ def ps_service_demand_s(
     one apply op per variable in TensorFlow's PS).
     """
     network_s = transfer_time_s(param_bytes, ps_network_gbps * network_efficiency)
-    cpu_s = per_tensor_cost_s * n_tensors
+    cpu_s = np.asarray(per_tensor_cost_s * np.asarray(n_tensors, dtype=np.float64))
     return network_s, cpu_s
 
 
@@ -113,41 +115,25 @@ def mva_async_throughput(
     return out, out * busiest_demand_s
 
 
-def amva_async_heterogeneous(
-    think_s: FloatArray,
-    busiest_demand_s: float,
-    other_demand_s: float,
-    shards: int,
-    *,
-    tolerance: float = 1e-12,
-    max_iterations: int = 10_000,
-) -> tuple[FloatArray, float]:
-    """Asynchronous PS with workers of different speeds (one think time each).
+def equivalent_think_time_s(think_s: FloatArray, demand_s: float) -> float:
+    """One think time standing for workers of different speeds (heterogeneous async PS).
 
-    Bard-Schweitzer approximate MVA with one class per worker: a worker arriving at a shard
-    finds the other workers' mean queue there. Returns (per-worker update rates, busiest
-    shard utilisation). For identical workers it is within a few percent of exact MVA.
+    Chosen so that ``n`` identical workers would reach the same summed rate as the real
+    ones on an idle PS (``n / (Z_eq + D) = sum 1 / (Z_i + D)``). Solving exact MVA with it
+    is exact for identical workers, exact at light load (rates add) and at saturation (the
+    PS bound), and continuous in between -- unlike a per-worker approximate MVA.
     """
-    demands = np.array([busiest_demand_s] + [other_demand_s] * (shards - 1))
-    rates = 1.0 / (think_s + demands.sum())
-    queues = np.outer(rates, demands)
-    for _ in range(max_iterations):
-        others = queues.sum(axis=0)[None, :] - queues
-        residence = demands[None, :] * (1.0 + others)
-        new_rates = 1.0 / (think_s + residence.sum(axis=1))
-        queues = new_rates[:, None] * residence
-        done = np.max(np.abs(new_rates - rates)) <= tolerance * np.max(new_rates)
-        rates = new_rates
-        if done:
-            break
-    return rates, float(rates.sum() * busiest_demand_s)
+    idle_rate = float(np.sum(1.0 / (think_s + demand_s)))
+    return max(len(think_s) / idle_rate - demand_s, 0.0)
 
 
 def sync_ps_step_time_s(
-    think_s: FloatArray, busiest_demand_s: FloatArray, workers: FloatArray
+    think_s: Numeric, busiest_demand_s: Numeric, workers: Numeric
 ) -> FloatArray:
     """Synchronous PS step: the slowest worker's compute, then the busiest shard serves all."""
-    return think_s + workers * busiest_demand_s  # type: ignore[no-any-return]
+    return np.asarray(
+        np.asarray(think_s) + np.asarray(workers) * np.asarray(busiest_demand_s), dtype=np.float64
+    )
 
 
 def slowest_link_gbps(
@@ -166,7 +152,9 @@ def ring_allreduce_time_s(
     if workers <= 1:
         return 0.0
     share = 2.0 * (workers - 1) / workers
-    return transfer_time_s(share * grad_bytes, link_gbps) + 2.0 * (workers - 1) * hop_latency_s
+    return (
+        float(transfer_time_s(share * grad_bytes, link_gbps)) + 2.0 * (workers - 1) * hop_latency_s
+    )
 
 
 def fsdp_comm_time_s(
@@ -176,7 +164,9 @@ def fsdp_comm_time_s(
     if workers <= 1:
         return 0.0
     share = 3.0 * (workers - 1) / workers
-    return transfer_time_s(share * param_bytes, link_gbps) + 3.0 * (workers - 1) * hop_latency_s
+    return (
+        float(transfer_time_s(share * param_bytes, link_gbps)) + 3.0 * (workers - 1) * hop_latency_s
+    )
 
 
 def exposed_comm_s(

@@ -46,7 +46,9 @@ _SUMMARY_COLUMNS = (
     "p5_s, p95_s, ci_halfwidth_rel, samples_per_s, n_samples, stop_reason, host, gpu_name, "
     "gpucast_version"
 )
-_NOT_A_STORE_FIX = "pass --db with a new file or an existing gpucast store; the file was not changed"
+_NOT_A_STORE_FIX = (
+    "pass --db with a new file or an existing gpucast store; the file was not changed"
+)
 
 
 def _json_safe(value: Any) -> Any:
@@ -92,10 +94,18 @@ class Store:
         self._conn: sqlite3.Connection | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
-    def open(self) -> Store:
-        """Create the folder, connect, and bring the schema up to date. Returns ``self``."""
+    def open(self, *, create: bool = True) -> Store:
+        """Create the folder, connect, and bring the schema up to date. Returns ``self``.
+
+        With ``create=False`` a missing file is an error instead of a new, empty store.
+        """
         if self._conn is not None:
             return self
+        if not create and not self.path.exists():
+            raise InvalidInputError(
+                f"--db {self.path}: no store there yet",
+                fix="measure something first (gpucast measure train WORKLOAD) or pass --db",
+            )
         self._check_file()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -105,12 +115,12 @@ class Store:
                 fix="pass --db with a writable path",
             ) from None
         try:
-            conn = sqlite3.connect(
-                self.path, timeout=self.busy_timeout_s, isolation_level=None
-            )
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the store {self.path}: {exc}") from None
         try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            self._inspect(conn)  # read-only: refuse a foreign or newer file before changing it
             self._configure(conn)
             self._migrate(conn)
         except sqlite3.DatabaseError as exc:
@@ -156,13 +166,34 @@ class Store:
         except OSError as exc:
             raise StoreError(f"cannot read the store {path}: {exc.strerror}") from None
         # An empty file (or one being created right now by another process) is fine.
-        if header and not SQLITE_MAGIC.startswith(header) and header != SQLITE_MAGIC:
-            raise InvalidInputError(
-                f"--db {path}: is not an SQLite database", fix=_NOT_A_STORE_FIX
+        if header and not SQLITE_MAGIC.startswith(header):
+            raise InvalidInputError(f"--db {path}: is not an SQLite database", fix=_NOT_A_STORE_FIX)
+
+    def _inspect(self, conn: sqlite3.Connection) -> None:
+        """Refuse, without writing a byte, a database that is not a gpucast store we can read."""
+        current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if current > latest_version():
+            raise StoreError(
+                f"the store {self.path} has schema version {current}; this gpucast reads up to "
+                f"{latest_version()}",
+                fix="upgrade gpucast, or pass --db with another file",
             )
+        if current == 0:
+            foreign = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT name FROM sqlite_schema WHERE type = 'table' "
+                    "AND name NOT LIKE 'sqlite_%'"
+                )
+            ]
+            if foreign:
+                raise InvalidInputError(
+                    f"--db {self.path}: is an SQLite database but not a gpucast store "
+                    f"(it has tables {', '.join(sorted(foreign)[:5])})",
+                    fix=_NOT_A_STORE_FIX,
+                )
 
     def _configure(self, conn: sqlite3.Connection) -> None:
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
         # Switching to WAL needs a brief exclusive lock; when many processes open a new store
         # at once, SQLite may report "locked" without consulting busy_timeout, so retry.
         deadline = time.monotonic() + self.busy_timeout_s
@@ -185,32 +216,13 @@ class Store:
         conn.execute("PRAGMA foreign_keys = ON")
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
-        current = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        if current == latest_version():
+        if int(conn.execute("PRAGMA user_version").fetchone()[0]) == latest_version():
             return
-        if current > latest_version():
-            raise StoreError(
-                f"the store {self.path} has schema version {current}; this gpucast reads up to "
-                f"{latest_version()}",
-                fix="upgrade gpucast, or pass --db with another file",
-            )
         conn.execute("BEGIN IMMEDIATE")
         try:
-            current = int(conn.execute("PRAGMA user_version").fetchone()[0])  # may have moved
-            if current == 0:
-                foreign = [
-                    row[0]
-                    for row in conn.execute(
-                        "SELECT name FROM sqlite_schema WHERE type = 'table' "
-                        "AND name NOT LIKE 'sqlite_%'"
-                    )
-                ]
-                if foreign:
-                    raise InvalidInputError(
-                        f"--db {self.path}: is an SQLite database but not a gpucast store "
-                        f"(it has tables {', '.join(sorted(foreign)[:5])})",
-                        fix=_NOT_A_STORE_FIX,
-                    )
+            # Another process may have migrated (or a foreign writer created tables) meanwhile.
+            self._inspect(conn)
+            current = int(conn.execute("PRAGMA user_version").fetchone()[0])
             if current < latest_version():
                 apply_migrations(conn, current)
             conn.execute("COMMIT")
@@ -268,7 +280,9 @@ class Store:
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         with self.transaction() as conn:
-            cursor = conn.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", tuple(row.values()))
+            cursor = conn.execute(
+                f"INSERT INTO runs ({columns}) VALUES ({marks})", tuple(row.values())
+            )
             run_id = cursor.lastrowid
         assert run_id is not None
         return int(run_id)
@@ -306,9 +320,7 @@ class Store:
     ) -> int:
         """Store a workload profile (``WorkloadProfile.to_dict()``); returns its run id."""
         if not isinstance(profile, Mapping):
-            raise InvalidInputError(
-                "profile must be a dict", fix="pass WorkloadProfile.to_dict()"
-            )
+            raise InvalidInputError("profile must be a dict", fix="pass WorkloadProfile.to_dict()")
         when = created_at or datetime.now(UTC)
         return self._insert_run(
             {
@@ -381,7 +393,9 @@ class Store:
 
     def count_runs(self, *, kind: str | None = None, workload: str | None = None) -> int:
         where, params = self._filters(kind, workload)
-        return int(self.connection.execute(f"SELECT COUNT(*) FROM runs{where}", params).fetchone()[0])
+        return int(
+            self.connection.execute(f"SELECT COUNT(*) FROM runs{where}", params).fetchone()[0]
+        )
 
     def get_run(self, run_id: int) -> StoredRun:
         """One run in full; an unknown id raises :class:`InvalidInputError`."""
@@ -431,7 +445,9 @@ class Store:
         if out.is_dir():
             raise InvalidInputError(f"--out {out}: is a folder", fix="pass a file path")
         where, params = self._filters(kind, workload)
-        frame = pd.read_sql_query(f"SELECT * FROM runs{where} ORDER BY id", self.connection, params=params)
+        frame = pd.read_sql_query(
+            f"SELECT * FROM runs{where} ORDER BY id", self.connection, params=params
+        )
         handle, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
         os.close(handle)
         tmp = Path(tmp_name)

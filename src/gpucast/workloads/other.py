@@ -133,8 +133,11 @@ class GCN(nn.Module):
 
     @staticmethod
     def _propagate(adjacency: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
-        # Sparse kernels are fp32-only on some devices: aggregate in the adjacency's dtype.
-        return torch.sparse.mm(adjacency, h.to(adjacency.dtype))
+        # Sparse kernels are fp32-only on some devices, and autocast's cast around
+        # ``sparse.mm`` breaks its backward on CPU: aggregate in the adjacency's dtype, outside
+        # autocast.
+        with torch.autocast(h.device.type, enabled=False):
+            return torch.sparse.mm(adjacency, h.to(adjacency.dtype))
 
     def forward(self, features: torch.Tensor, adjacency: torch.Tensor) -> torch.Tensor:
         h = self._propagate(adjacency, self.linear1(self.dropout(features)))

@@ -1,0 +1,155 @@
+"""Speed of the vectorised transient-training simulator against a plain per-event Python loop.
+
+Both simulate the same model (one GPU group, spot workers with Weibull lifetimes, an on-demand
+PS, checkpoints, chief rollback, optional replacement). Prints runs/s and the ratio.
+Run: ``python benchmarks/transient_speed.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import numpy as np
+
+from gpucast.domain.simulation import ClusterScenario, PriceTable, WorkerGroup
+from gpucast.predict.revocation import WeibullLifetime
+from gpucast.simulate.transient import SpeedTable, simulate_runs
+
+PRICES = PriceTable(
+    usd_per_hour={
+        ("K80", "spot"): 0.2556,
+        ("K80", "on-demand"): 0.722988,
+        ("cpu-ps", "on-demand"): 0.14292,
+    }
+)
+LIFETIME = WeibullLifetime(scale_s=30 * 3600.0, shape=0.6)
+STARTUP_S = 80.0
+CHECKPOINT_S = 3.4
+PENALTY_S = 100.0
+
+
+def scenario(workers: int = 4, *, replace: bool = False) -> ClusterScenario:
+    return ClusterScenario(
+        workers=(WorkerGroup(gpu="K80", count=workers, region="us-east1", spot=True),),
+        ps_count=1,
+        steps=64_000,
+        checkpoint_every_steps=4_000,
+        replace_revoked=replace,
+    )
+
+
+def loop_simulate(
+    sc: ClusterScenario, speed: SpeedTable, runs: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The same model, one run and one event at a time (the baseline)."""
+    rng = np.random.default_rng(seed)
+    n = sc.workers[0].count
+    spot_price = PRICES.price("K80", spot=True) / 3600
+    ps_price = PRICES.price("cpu-ps", spot=False) / 3600
+    every = sc.checkpoint_every_steps or sc.steps
+    dur, cost, revs = np.empty(runs), np.empty(runs), np.zeros(runs, dtype=np.int64)
+    for r in range(runs):
+        req = [0.0] * n
+        up = [STARTUP_S] * n
+        down = [float(x) for x in LIFETIME.sample(rng, n)]
+        gone = [False] * n
+        ps_up = STARTUP_S
+        t = prog = ckpt = pause = 0.0
+        chief, spent, count = 0, 0.0, 0
+        while True:
+            for w in range(n):  # revocations due now
+                if not gone[w] and down[w] <= t:
+                    count += 1
+                    spent += (down[w] - req[w]) * spot_price
+                    if sc.replace_revoked:
+                        req[w], up[w] = t, t + STARTUP_S
+                        down[w] = t + float(LIFETIME.sample(rng, 1)[0])
+                    else:
+                        gone[w], up[w], down[w] = True, math.inf, math.inf
+                    if w == chief:
+                        prog = ckpt
+                        if gone[w]:
+                            cands = [
+                                (-math.inf if up[k] <= t else up[k], k)
+                                for k in range(n)
+                                if not gone[k]
+                            ]
+                            chief = min(cands)[1] if cands else chief
+                        pause = max(t, up[chief], ps_up) + PENALTY_S
+            if all(gone):
+                dur[r], cost[r], revs[r] = math.inf, spent + t * ps_price, count
+                break
+            alive = sum(1 for w in range(n) if not gone[w] and up[w] <= t)
+            running = up[chief] <= t and not gone[chief] and ps_up <= t and pause <= t
+            spd = float(speed.table[alive]) if running else 0.0
+            target = min(float(sc.steps), ckpt + every)
+            events = [x for x in up if x > t] + [x for w, x in enumerate(down) if not gone[w]]
+            if ps_up > t:
+                events.append(ps_up)
+            if pause > t:
+                events.append(pause)
+            t_prog = t + (target - prog) / spd if spd > 0 else math.inf
+            t_next = min([t_prog, *events])
+            if running:
+                prog += spd * (t_next - t)
+            t = t_next
+            if running and t_prog <= t_next:
+                prog = target
+                if target >= sc.steps:
+                    live = sum((t - req[w]) * spot_price for w in range(n) if not gone[w])
+                    dur[r], cost[r], revs[r] = t, spent + live + t * ps_price, count
+                    break
+                ckpt = target
+                pause = t + CHECKPOINT_S
+    return dur, cost, revs
+
+
+def vector_simulate(
+    sc: ClusterScenario, speed: SpeedTable, runs: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    res = simulate_runs(
+        sc,
+        speed=speed,
+        prices=PRICES,
+        lifetimes=[LIFETIME],
+        startup_spot_s=STARTUP_S,
+        startup_on_demand_s=STARTUP_S,
+        checkpoint_s=CHECKPOINT_S,
+        restart_penalty_s=PENALTY_S,
+        runs=runs,
+        rng=seed,
+    )
+    return np.asarray(res.duration_s), np.asarray(res.cost_usd), np.asarray(res.revocations)
+
+
+def main() -> int:
+    sc = scenario(4)
+    speed = SpeedTable.linear([4.5], [4])
+    vector_simulate(sc, speed, 1000, 0)  # warm-up
+    runs = 20_000
+    t0 = time.perf_counter()
+    d_vec, c_vec, r_vec = vector_simulate(sc, speed, runs, 1)
+    vec_s = time.perf_counter() - t0
+    loop_runs = 2_000
+    t0 = time.perf_counter()
+    d_loop, c_loop, r_loop = loop_simulate(sc, speed, loop_runs, 2)
+    loop_s = time.perf_counter() - t0
+    vec_rate, loop_rate = runs / vec_s, loop_runs / loop_s
+    print(f"vectorised: {runs} runs of a 4-worker job in {vec_s:.3f} s = {vec_rate:,.0f} runs/s")
+    print(f"python loop: {loop_runs} runs in {loop_s:.3f} s = {loop_rate:,.0f} runs/s")
+    print(
+        f"speed-up: {vec_rate / loop_rate:.1f}x (target >= 10,000 runs/s: "
+        f"{'met' if vec_rate >= 10_000 else 'MISSED'})"
+    )
+    print(
+        f"agreement: median duration {np.median(d_vec):.0f} vs {np.median(d_loop):.0f} s, "
+        f"mean cost {c_vec.mean():.3f} vs {c_loop.mean():.3f} US$, "
+        f"mean revocations {r_vec.mean():.3f} vs {r_loop.mean():.3f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

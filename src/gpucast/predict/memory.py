@@ -1,0 +1,269 @@
+"""Will a training job fit in GPU memory, and with what?
+
+For one GPU type and ``workers`` GPUs, each strategy's per-GPU bytes are computed from the
+workload's memory needs (:class:`MemoryNeeds`):
+
+==============================  ==========================================================
+``data-parallel``               weights + gradients + optimizer state + activations
+``data-parallel+checkpointing`` activations cut to ``checkpoint_fraction`` (below)
+``fsdp``                        (weights + gradients + optimizer) / N, plus the gathered
+                                parameters of the largest layer (twice: prefetch), plus
+                                activations (ZeRO-3 / PyTorch FSDP ``FULL_SHARD``)
+``fsdp+checkpointing``          both
+``cpu-offload``                 optimizer state in host memory (ZeRO-Offload): weights +
+                                gradients + activations on the GPU
+``fsdp+checkpointing+cpu-offload``  (weights + gradients) / N + gather buffer + checkpointed
+                                activations
+==============================  ==========================================================
+
+Activation checkpointing keeps the activations at segment boundaries and recomputes one
+segment at a time in backward. With ``L`` layers cut into ``sqrt(L)`` segments (Chen et al.
+2016, "Training deep nets with sublinear memory cost"), the peak is about ``2 / sqrt(L)`` of
+the full activations (boundaries plus one live segment), never more than all of them; it costs
+one extra forward pass (~ +33% compute).
+
+Every GPU loses ``reserved_bytes`` to the CUDA context, cuDNN/cuBLAS workspaces and allocator
+fragmentation (default 1 GiB plus 5% of memory). Strategies are tried in order of expected
+slow-down (``slowdown`` is a documented prior, not a measurement) and the first that fits is
+``best``. FSDP needs ``workers >= 2``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from gpucast.domain.catalog import GpuSpec
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.units import GIB
+
+#: Bytes per parameter of weights / gradients / optimizer state for common setups.
+#: fp32 + Adam: 4 / 4 / 8 (m and v). Mixed precision (bf16/fp16) + Adam: 2 / 2 / 12
+#: (fp32 master weights, m and v), as in the ZeRO paper's 16 bytes per parameter.
+BYTES_PER_PARAM: Mapping[str, tuple[float, float, float]] = MappingProxyType(
+    {
+        "fp32-adam": (4.0, 4.0, 8.0),
+        "fp32-sgd-momentum": (4.0, 4.0, 4.0),
+        "fp32-sgd": (4.0, 4.0, 0.0),
+        "mixed-adam": (2.0, 2.0, 12.0),
+        "mixed-sgd-momentum": (2.0, 2.0, 8.0),
+    }
+)
+
+#: Expected slow-down of each strategy relative to plain data parallel (priors, in order).
+SLOWDOWN: Mapping[str, float] = MappingProxyType(
+    {
+        "data-parallel": 1.0,
+        "data-parallel+checkpointing": 1.33,  # one extra forward pass
+        "fsdp": 1.15,  # all-gathers / reduce-scatter partly hidden under compute
+        "fsdp+checkpointing": 1.5,
+        "cpu-offload": 1.6,  # optimizer step on the CPU, gradients over PCIe
+        "fsdp+checkpointing+cpu-offload": 2.0,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryNeeds:
+    """Bytes a training step holds, for one GPU with the whole model and its micro-batch."""
+
+    weights_bytes: float
+    gradients_bytes: float
+    optimizer_bytes: float
+    activations_bytes: float
+    n_layers: int  # layers whose activations are kept (for checkpointing); >= 1
+    largest_layer_bytes: float = 0.0  # weights of the largest layer (FSDP gathers it whole)
+
+    def __post_init__(self) -> None:
+        for name in (
+            "weights_bytes",
+            "gradients_bytes",
+            "optimizer_bytes",
+            "activations_bytes",
+            "largest_layer_bytes",
+        ):
+            value = float(getattr(self, name))
+            if not math.isfinite(value) or value < 0:
+                raise InvalidSpecError(name, "must be a finite number >= 0", got=value)
+        if isinstance(self.n_layers, bool) or int(self.n_layers) < 1:
+            raise InvalidSpecError("n_layers", "must be an integer >= 1", got=self.n_layers)
+
+    @classmethod
+    def from_parameters(
+        cls,
+        *,
+        n_params: float,
+        activations_bytes: float,
+        n_layers: int,
+        setup: str = "fp32-adam",
+        largest_layer_params: float | None = None,
+    ) -> MemoryNeeds:
+        """Needs of a model of ``n_params`` parameters trained with ``setup`` (a key of
+        :data:`BYTES_PER_PARAM`)."""
+        if setup not in BYTES_PER_PARAM:
+            raise InvalidSpecError(
+                "setup", f"must be one of {', '.join(BYTES_PER_PARAM)}", got=setup
+            )
+        w, g, o = BYTES_PER_PARAM[setup]
+        largest = n_params / n_layers if largest_layer_params is None else largest_layer_params
+        return cls(
+            weights_bytes=n_params * w,
+            gradients_bytes=n_params * g,
+            optimizer_bytes=n_params * o,
+            activations_bytes=activations_bytes,
+            n_layers=n_layers,
+            largest_layer_bytes=largest * w,
+        )
+
+    @property
+    def checkpoint_fraction(self) -> float:
+        """Share of activations kept with sqrt(L) checkpointing: ``min(1, 2 / sqrt(L))``."""
+        return min(1.0, 2.0 / math.sqrt(self.n_layers))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryOption:
+    """One strategy: bytes it needs per GPU, by component, and whether that fits."""
+
+    strategy: str
+    bytes_needed: float
+    bytes_available: float
+    fits: bool
+    slowdown: float
+    components: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    host_bytes: float = 0.0  # bytes moved to CPU memory (offload), per GPU
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "components", MappingProxyType(dict(self.components)))
+
+    @property
+    def headroom_bytes(self) -> float:
+        return self.bytes_available - self.bytes_needed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryFit:
+    """Every strategy for one GPU type and worker count; ``best`` is the fastest that fits."""
+
+    gpu: str
+    workers: int
+    bytes_available: float
+    options: tuple[MemoryOption, ...]
+    best: MemoryOption | None
+    reason: str  # why ``best`` was chosen, or why nothing fits (ready for NoFeasiblePlanError)
+
+    @property
+    def fits(self) -> bool:
+        return self.best is not None
+
+
+def usable_bytes(
+    gpu: GpuSpec, *, reserved_gib: float = 1.0, reserved_fraction: float = 0.05
+) -> float:
+    """GPU memory a training process can use: total minus context, workspaces, fragmentation."""
+    total = gpu.memory_gib * GIB
+    return max(0.0, total * (1.0 - reserved_fraction) - reserved_gib * GIB)
+
+
+def fit_memory(
+    needs: MemoryNeeds,
+    gpu: GpuSpec,
+    workers: int = 1,
+    *,
+    reserved_gib: float = 1.0,
+    reserved_fraction: float = 0.05,
+) -> MemoryFit:
+    """Per-GPU memory of each strategy on ``workers`` GPUs of type ``gpu``; see module doc."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidSpecError("workers", "must be an integer >= 1", got=workers)
+    available = usable_bytes(gpu, reserved_gib=reserved_gib, reserved_fraction=reserved_fraction)
+    n = workers
+    acts = needs.activations_bytes
+    acts_ckpt = acts * needs.checkpoint_fraction
+    w, g, o = needs.weights_bytes, needs.gradients_bytes, needs.optimizer_bytes
+    gather = 2.0 * needs.largest_layer_bytes if n > 1 else 0.0
+    plans: list[tuple[str, dict[str, float], float]] = [
+        ("data-parallel", {"weights": w, "gradients": g, "optimizer": o, "activations": acts}, 0),
+        (
+            "data-parallel+checkpointing",
+            {"weights": w, "gradients": g, "optimizer": o, "activations": acts_ckpt},
+            0,
+        ),
+    ]
+    if n > 1:
+        plans += [
+            (
+                "fsdp",
+                {
+                    "weights": w / n,
+                    "gradients": g / n,
+                    "optimizer": o / n,
+                    "gather_buffer": gather,
+                    "activations": acts,
+                },
+                0,
+            ),
+            (
+                "fsdp+checkpointing",
+                {
+                    "weights": w / n,
+                    "gradients": g / n,
+                    "optimizer": o / n,
+                    "gather_buffer": gather,
+                    "activations": acts_ckpt,
+                },
+                0,
+            ),
+        ]
+    plans.append(("cpu-offload", {"weights": w, "gradients": g, "activations": acts}, o))
+    if n > 1:
+        plans.append(
+            (
+                "fsdp+checkpointing+cpu-offload",
+                {
+                    "weights": w / n,
+                    "gradients": g / n,
+                    "gather_buffer": gather,
+                    "activations": acts_ckpt,
+                },
+                o / n,
+            )
+        )
+    options = tuple(
+        MemoryOption(
+            strategy=name,
+            bytes_needed=sum(parts.values()),
+            bytes_available=available,
+            fits=sum(parts.values()) <= available,
+            slowdown=SLOWDOWN[name],
+            components=parts,
+            host_bytes=host,
+        )
+        for name, parts, host in plans
+    )
+    feasible = sorted((opt for opt in options if opt.fits), key=lambda opt: opt.slowdown)
+    best = feasible[0] if feasible else None
+    avail_gib = available / GIB
+    if best is not None:
+        reason = (
+            f"{best.strategy} needs {best.bytes_needed / GIB:.1f} GiB of {avail_gib:.1f} GiB "
+            f"usable per {gpu.name} (x{n}); expected slow-down x{best.slowdown:g}"
+        )
+    else:
+        smallest = min(options, key=lambda opt: opt.bytes_needed)
+        more = "" if n > 1 else "; FSDP needs --workers >= 2"
+        reason = (
+            f"no strategy fits {n} x {gpu.name} ({avail_gib:.1f} GiB usable each): the smallest, "
+            f"{smallest.strategy}, needs {smallest.bytes_needed / GIB:.1f} GiB per GPU"
+            f"{more}; use more workers, a larger GPU or a smaller batch"
+        )
+    return MemoryFit(
+        gpu=gpu.name,
+        workers=n,
+        bytes_available=available,
+        options=options,
+        best=best,
+        reason=reason,
+    )

@@ -1,0 +1,213 @@
+"""Roofline step time of a profiled workload on any catalog GPU, calibrated by measurements.
+
+Per operator class the time is bounded by the GPU's peak (``compute``: matmul / convolution
+FLOPs at the training precision) or by its memory bandwidth (``memory_bandwidth``: bytes read
+and written by element-wise, normalisation, reduction and copy kernels), plus a fixed launch
+and dispatch cost per kernel (``overhead``)::
+
+    step_time_s = matmul_flops / (compute_efficiency * peak_flops(precision))
+                + memory_bytes / (bandwidth_efficiency * memory_bandwidth)
+                + n_kernels * kernel_overhead_s
+
+Default efficiencies (:class:`RooflineEfficiency`) are documented priors, not fits:
+
+* ``compute_efficiency`` 0.55 in FP32 and 0.40 with tensor cores (TF32/BF16/FP16/FP8):
+  cuDNN/cuBLAS reach 50-80% of FP32 peak on large convolutions and GEMMs, less on small
+  layers; tensor-core peaks are harder to approach. The CM-DARE fit (:mod:`.speed`) finds
+  51% (K80) and 76% (P100) for FP32 CIFAR nets with batch 128.
+* ``bandwidth_efficiency`` 0.70: element-wise kernels typically stream at 60-80% of the
+  datasheet bandwidth.
+* ``kernel_overhead_s`` 10 us: CUDA launch plus PyTorch eager dispatch per kernel.
+
+Calibration (:func:`calibrate`): a measured step time of the *same* workload on any device
+(this GPU, another GPU, or the CPU given as a :class:`DeviceRoofline`) gives one scale factor
+``measured / predicted_on_that_device`` applied to every term. With one measurement only one
+factor is identifiable. The interval then narrows: +-10% on the same device, +-25% across
+devices of one kind, +-40% from a CPU to a GPU, against +-50% uncalibrated.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpucast.domain.catalog import GpuSpec
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.prediction import Estimate
+
+_TERA = 1e12
+_GIGA = 1e9
+
+
+def _positive(name: str, value: float, *, allow_zero: bool = False) -> None:
+    ok = math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
+    if not ok:
+        raise InvalidSpecError(name, "must be >= 0" if allow_zero else "must be > 0", got=value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RooflineWorkload:
+    """Per-step totals of one training step (forward + backward + optimizer)."""
+
+    name: str
+    batch_size: int
+    matmul_flops: float  # FLOPs of matmul / convolution kernels
+    memory_bytes: float  # bytes moved by memory-bound kernels
+    n_kernels: int  # kernels launched per step
+
+    def __post_init__(self) -> None:
+        _positive("matmul_flops", self.matmul_flops, allow_zero=True)
+        _positive("memory_bytes", self.memory_bytes, allow_zero=True)
+        if self.batch_size < 1:
+            raise InvalidSpecError("batch_size", "must be >= 1", got=self.batch_size)
+        if self.n_kernels < 0:
+            raise InvalidSpecError("n_kernels", "must be >= 0", got=self.n_kernels)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RooflineEfficiency:
+    """Achieved fractions of peak; see the module docstring for the defaults' basis."""
+
+    compute_efficiency_fp32: float = 0.55
+    compute_efficiency_tensor_core: float = 0.40
+    bandwidth_efficiency: float = 0.70
+    kernel_overhead_s: float = 10e-6
+
+    def __post_init__(self) -> None:
+        for name in (
+            "compute_efficiency_fp32",
+            "compute_efficiency_tensor_core",
+            "bandwidth_efficiency",
+        ):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0 < value <= 1):
+                raise InvalidSpecError(name, "must be in (0, 1]", got=value)
+        _positive("kernel_overhead_s", self.kernel_overhead_s, allow_zero=True)
+
+    def compute_efficiency(self, precision: str) -> float:
+        return (
+            self.compute_efficiency_fp32
+            if precision == "fp32"
+            else (self.compute_efficiency_tensor_core)
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceRoofline:
+    """A device that is not a catalog GPU (e.g. the host CPU): peak FLOP/s and bandwidth."""
+
+    name: str
+    kind: str  # "cpu" | "gpu"
+    peak_tflops: float
+    memory_bandwidth_gbps: float
+
+    def __post_init__(self) -> None:
+        _positive("peak_tflops", self.peak_tflops)
+        _positive("memory_bandwidth_gbps", self.memory_bandwidth_gbps)
+
+    @classmethod
+    def of_gpu(cls, gpu: GpuSpec, precision: str) -> DeviceRoofline:
+        return cls(
+            name=gpu.name,
+            kind="gpu",
+            peak_tflops=gpu.peak_tflops(precision),
+            memory_bandwidth_gbps=gpu.memory_bandwidth_gbps,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Calibration:
+    """One scale factor from a measurement: ``measured / roofline`` on ``device``."""
+
+    scale: float
+    device: str
+    device_kind: str
+    measured_step_time_s: float
+
+    def __post_init__(self) -> None:
+        _positive("scale", self.scale)
+
+
+def _terms(
+    workload: RooflineWorkload, device: DeviceRoofline, precision: str, eff: RooflineEfficiency
+) -> dict[str, float]:
+    compute_eff = (
+        eff.compute_efficiency(precision) if device.kind == "gpu" else (eff.compute_efficiency_fp32)
+    )
+    return {
+        "compute": workload.matmul_flops / (compute_eff * device.peak_tflops * _TERA),
+        "memory_bandwidth": workload.memory_bytes
+        / (eff.bandwidth_efficiency * device.memory_bandwidth_gbps * _GIGA),
+        "overhead": workload.n_kernels * eff.kernel_overhead_s,
+    }
+
+
+def calibrate(
+    workload: RooflineWorkload,
+    measured_step_time_s: float,
+    device: GpuSpec | DeviceRoofline,
+    precision: str = "fp32",
+    *,
+    efficiency: RooflineEfficiency | None = None,
+) -> Calibration:
+    """Scale factor that makes the roofline match a measured step time on ``device``."""
+    _positive("measured_step_time_s", measured_step_time_s)
+    eff = efficiency or RooflineEfficiency()
+    dev = DeviceRoofline.of_gpu(device, precision) if isinstance(device, GpuSpec) else device
+    predicted = sum(_terms(workload, dev, precision, eff).values())
+    if predicted <= 0:
+        raise InvalidSpecError("workload", "has no FLOPs, bytes or kernels to calibrate")
+    return Calibration(
+        scale=measured_step_time_s / predicted,
+        device=dev.name,
+        device_kind=dev.kind,
+        measured_step_time_s=measured_step_time_s,
+    )
+
+
+def predict_step_time(
+    workload: RooflineWorkload,
+    gpu: GpuSpec,
+    precision: str = "fp32",
+    *,
+    calibration: Calibration | None = None,
+    efficiency: RooflineEfficiency | None = None,
+) -> Estimate:
+    """Roofline step time (s) of ``workload`` on ``gpu``; see the module docstring."""
+    eff = efficiency or RooflineEfficiency()
+    device = DeviceRoofline.of_gpu(gpu, precision)
+    terms = _terms(workload, device, precision, eff)
+    notes: list[str] = []
+    if calibration is None:
+        scale, halfwidth, source = 1.0, 0.5, "catalog"
+        notes.append(
+            f"uncalibrated roofline from {gpu.name} specs with default efficiencies "
+            "(no measurement of this workload)"
+        )
+    else:
+        scale = calibration.scale
+        if calibration.device == gpu.name:
+            halfwidth, source = 0.10, "measured"
+        elif calibration.device_kind == "gpu":
+            halfwidth, source = 0.25, "catalog"
+        else:
+            halfwidth, source = 0.40, "catalog"
+        notes.append(
+            f"calibrated by a measurement on {calibration.device} "
+            f"({calibration.measured_step_time_s:.4g} s/step, scale x{scale:.3g})"
+        )
+    breakdown = {k: v * scale for k, v in terms.items()}
+    value = sum(breakdown.values())
+    if value <= 0:
+        raise InvalidSpecError("workload", "has no FLOPs, bytes or kernels to predict")
+    bottleneck = max(breakdown, key=lambda k: breakdown[k])
+    return Estimate(
+        value=value,
+        lower=value / (1.0 + halfwidth),
+        upper=value * (1.0 + halfwidth),
+        unit="s",
+        bottleneck=bottleneck,
+        source=source,
+        breakdown=breakdown,
+        notes=tuple(notes),
+    )

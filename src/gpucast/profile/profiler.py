@@ -1,0 +1,327 @@
+"""Profile a workload without running it: shapes only, on fake tensors.
+
+The model and batch are built under ``FakeTensorMode`` on a fake CPU device (no memory is
+allocated for weights or data, so ResNet-50 at batch 64 takes about as long as at batch 1),
+and one training step (forward with loss, backward, optimizer step) and one inference
+forward run under two dispatch modes:
+
+* ``torch.utils.flop_counter.FlopCounterMode`` (with our extra formulas for sparse matmul and
+  CPU attention) gives the headline FLOPs per phase;
+* :class:`_OpRecorder`, a ``TorchDispatchMode``, sees every aten op and records, per operator
+  class, the FLOPs (same formulas), an estimate of the arithmetic flop_counter does not count,
+  and the bytes of the tensors read and written. It also collects the names of the ops that do
+  arithmetic flop_counter does not count (``uncounted_ops``).
+
+Saved-tensor hooks measure what autograd keeps for the backward pass (activation memory), and
+the optimizer's real state after one step gives its memory. Precision follows
+:mod:`gpucast.workloads.steps`: fp32, or mixed precision with ``torch.autocast`` (here CPU
+autocast's operator lists, which differ from CUDA's in a few ops).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+from torch.utils.flop_counter import FlopCounterMode
+
+from gpucast.domain.errors import GpucastError, InvalidSpecError
+from gpucast.domain.profile import (
+    OPERATOR_CLASSES,
+    MemoryEstimate,
+    OperatorClassCost,
+    PhaseCost,
+    WorkloadProfile,
+)
+from gpucast.domain.units import MIB
+from gpucast.domain.workload import WorkloadSpec
+from gpucast.profile import flops as flop_formulas
+from gpucast.profile.opclasses import NO_TRAFFIC, classify, does_arithmetic, is_pointwise
+from gpucast.workloads.base import Workload
+from gpucast.workloads.registry import get_workload
+from gpucast.workloads.steps import OPTIMIZERS, autocast_for, make_optimizer
+
+_FAKE_DEVICE = torch.device("cpu")
+
+
+def tensor_bytes(t: torch.Tensor) -> int:
+    """Bytes a tensor occupies: distinct elements (broadcast dimensions count once)."""
+    if t.layout == torch.sparse_coo:
+        nnz = int(t._nnz())
+        dense_elements = math.prod(t.shape[t.sparse_dim():])
+        return nnz * (t.sparse_dim() * t._indices().element_size()
+                      + dense_elements * t.element_size())
+    if t.layout != torch.strided or t.numel() == 0:
+        return 0
+    elements = 1
+    for size, stride in zip(t.shape, t.stride(), strict=True):
+        if stride != 0:
+            elements *= size
+    return elements * t.element_size()
+
+
+def _tensor_key(t: torch.Tensor) -> tuple[Any, ...]:
+    if t.layout != torch.strided:
+        return ("id", id(t))
+    return (t.untyped_storage()._cdata, t.storage_offset(), tuple(t.shape), tuple(t.stride()))
+
+
+def _storage_key(t: torch.Tensor) -> Any:
+    return ("id", id(t)) if t.layout != torch.strided else t.untyped_storage()._cdata
+
+
+def _tensors(tree: Any) -> list[torch.Tensor]:
+    leaves, _ = tree_flatten(tree)
+    return [x for x in leaves if isinstance(x, torch.Tensor)]
+
+
+def _unique(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    seen: dict[tuple[Any, ...], torch.Tensor] = {}
+    for t in tensors:
+        seen.setdefault(_tensor_key(t), t)
+    return list(seen.values())
+
+
+class _ClassTotals:
+    __slots__ = ("approx", "calls", "flops", "read", "written")
+
+    def __init__(self) -> None:
+        self.calls = self.flops = self.approx = self.read = self.written = 0
+
+
+class _OpRecorder(TorchDispatchMode):
+    """Records FLOPs and bytes of every aten op, by phase and operator class."""
+
+    def __init__(self, formulas: dict[Any, Callable[..., int]]) -> None:
+        super().__init__()
+        self.formulas = formulas
+        self.phase = "forward"
+        self.totals: dict[str, dict[str, _ClassTotals]] = defaultdict(
+            lambda: {c: _ClassTotals() for c in OPERATOR_CLASSES}
+        )
+        self.uncounted: set[str] = set()
+        self.largest_op_bytes: dict[str, int] = defaultdict(int)
+
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if not isinstance(func, torch._ops.OpOverload) or func.namespace != "aten":
+            return out
+        packet = func._overloadpacket
+        name = packet.__name__
+        if func.is_view or name in NO_TRAFFIC:
+            return out
+        formula = self.formulas.get(packet)
+        op_class = "matmul_conv" if formula is not None else classify(name, is_pointwise(func))
+        inputs = _unique(_tensors((args, {k: v for k, v in kwargs.items() if k != "out"})))
+        written = _tensors(out)
+        for index, argument in enumerate(func._schema.arguments):
+            if argument.alias_info is not None and argument.alias_info.is_write:
+                value = args[index] if index < len(args) else kwargs.get(argument.name)
+                written.extend(_tensors(value))
+        written = _unique(written)
+        bytes_read = sum(tensor_bytes(t) for t in inputs)
+        bytes_written = sum(tensor_bytes(t) for t in written)
+        totals = self.totals[self.phase][op_class]
+        totals.calls += 1
+        totals.read += bytes_read
+        totals.written += bytes_written
+        self.largest_op_bytes[self.phase] = max(
+            self.largest_op_bytes[self.phase], bytes_read + bytes_written
+        )
+        if formula is not None:
+            totals.flops += int(formula(*args, **kwargs, out_val=out))
+        elif does_arithmetic(name, op_class):
+            self.uncounted.add(f"aten.{name}")
+            largest_input = max((t.numel() for t in inputs), default=0)
+            totals.approx += max(sum(t.numel() for t in written), largest_input)
+        return out
+
+    def phase_cost(self, phase: str) -> PhaseCost:
+        by_class = self.totals[phase]
+        return PhaseCost(
+            phase=phase,
+            by_class=tuple(
+                OperatorClassCost(
+                    op_class=c, calls=t.calls, flops=t.flops, approx_uncounted_flops=t.approx,
+                    bytes_read=t.read, bytes_written=t.written,
+                )
+                for c, t in by_class.items()
+            ),
+        )
+
+
+class _SavedTensors:
+    """Saved-tensor hooks summing the distinct storages autograd keeps for backward."""
+
+    def __init__(self, exclude: set[Any]) -> None:
+        self.exclude = exclude
+        self.storages: dict[Any, int] = {}
+        self._keep: list[torch.Tensor] = []  # keep storages alive so their ids stay unique
+
+    def pack(self, t: torch.Tensor) -> torch.Tensor:
+        key = _storage_key(t)
+        if key not in self.exclude and key not in self.storages:
+            self.storages[key] = (
+                t.untyped_storage().nbytes() if t.layout == torch.strided else tensor_bytes(t)
+            )
+            self._keep.append(t)
+        return t
+
+    @staticmethod
+    def unpack(t: torch.Tensor) -> torch.Tensor:
+        return t
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.storages.values())
+
+
+def profile_workload(
+    spec: WorkloadSpec, *, optimizer: str = "sgd", **workload_options: Any
+) -> WorkloadProfile:
+    """Profile the workload ``spec.name`` (built with ``workload_options``) at ``spec``."""
+    return profile(get_workload(spec.name, **workload_options), spec, optimizer=optimizer)
+
+
+@contextlib.contextmanager
+def _phase(
+    recorder: _OpRecorder, name: str, counts: dict[str, int], formulas: dict[Any, Any]
+) -> Iterator[None]:
+    recorder.phase = name
+    counter = FlopCounterMode(display=False, custom_mapping=formulas)
+    with counter, recorder:
+        yield
+    counts[name] = counter.get_total_flops()
+
+
+def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -> WorkloadProfile:
+    """Profile an already-built :class:`Workload` at ``spec``'s batch size and precision."""
+    if optimizer not in OPTIMIZERS:
+        raise InvalidSpecError("optimizer", f"must be one of {', '.join(OPTIMIZERS)}",
+                               got=optimizer)
+    autocast_for(_FAKE_DEVICE, spec.precision)  # raises for a precision CPU autocast lacks
+    formulas = flop_formulas.extra_formulas()
+    recorder = _OpRecorder(flop_formulas.registry())
+    counts: dict[str, int] = {}
+    notes: list[str] = []
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        try:
+            model = workload.build_model(_FAKE_DEVICE)
+            inputs, target = workload.make_batch(spec.batch_size, _FAKE_DEVICE)
+        except GpucastError:
+            raise
+        except Exception as exc:
+            raise GpucastError(
+                f"profile: building {workload.name} on fake tensors failed: {exc}",
+                fix="check that the model builds on the meta device",
+            ) from exc
+        params = list(model.parameters())
+        trainable = [p for p in params if p.requires_grad]
+        buffers = list(model.buffers())
+        batch_tensors = _unique(_tensors((inputs, target)))
+        exclude = {_storage_key(t) for t in [*params, *buffers, *batch_tensors]}
+        saved = _SavedTensors(exclude)
+        try:
+            model.train()
+            with (
+                _phase(recorder, "forward", counts, formulas),
+                torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack),
+                autocast_for(_FAKE_DEVICE, spec.precision),
+            ):
+                loss = workload.loss(model(*inputs), target)
+            activations_bytes = saved.total_bytes
+            with _phase(recorder, "backward", counts, formulas):
+                if loss.requires_grad:
+                    loss.backward()
+            optimizer_state_bytes = 0
+            if trainable:
+                opt = make_optimizer(optimizer, trainable)
+                with _phase(recorder, "optimizer", counts, formulas):
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+                state = _unique([t for s in opt.state.values() for t in _tensors(dict(s))])
+                optimizer_state_bytes = sum(tensor_bytes(t) for t in state)
+            model.eval()
+            with (
+                torch.no_grad(),
+                _phase(recorder, "inference", counts, formulas),
+                autocast_for(_FAKE_DEVICE, spec.precision),
+            ):
+                model(*inputs)
+        except GpucastError:
+            raise
+        except Exception as exc:
+            raise GpucastError(
+                f"profile: running {workload.name} on fake tensors failed: "
+                f"{type(exc).__name__}: {exc}",
+                fix="models with data-dependent shapes cannot be profiled statically; "
+                "measure them with gpucast measure",
+            ) from exc
+
+        weights_bytes = sum(tensor_bytes(t) for t in _unique([*params, *buffers]))
+        gradient_bytes = sum(tensor_bytes(p) for p in trainable)
+        inputs_bytes = sum(tensor_bytes(t) for t in batch_tensors)
+        tensor_sizes = [tensor_bytes(p) for p in trainable]
+
+    phases = tuple(recorder.phase_cost(p) for p in ("forward", "backward", "optimizer",
+                                                     "inference"))
+    for phase in phases:
+        if phase.phase in counts and phase.flops != counts[phase.phase]:
+            notes.append(
+                f"{phase.phase}: per-op FLOPs {phase.flops} differ from FlopCounterMode's "
+                f"{counts[phase.phase]} (an op decomposed differently); headline uses the latter"
+            )
+    if spec.precision != "fp32":
+        notes.append(
+            f"{spec.precision} profiled as torch.autocast mixed precision with CPU autocast's "
+            "operator lists; CUDA's cast a few more ops"
+        )
+    if recorder.uncounted:
+        notes.append(
+            "uncounted_ops do arithmetic that flop_counter does not count; "
+            "approx_uncounted_flops estimates it at one FLOP per element"
+        )
+    return WorkloadProfile(
+        workload=workload.name,
+        batch_size=spec.batch_size,
+        precision=spec.precision,
+        parameters_total=sum(p.numel() for p in params),
+        parameters_trainable=sum(p.numel() for p in trainable),
+        parameter_tensors=len(trainable),
+        parameter_tensor_mean_mib=(sum(tensor_sizes) / len(tensor_sizes) / MIB
+                                   if tensor_sizes else 0.0),
+        parameter_tensor_max_mib=max(tensor_sizes, default=0) / MIB,
+        gradient_bytes=gradient_bytes,
+        forward_flops=counts.get("forward", 0),
+        backward_flops=counts.get("backward", 0),
+        inference_flops=counts.get("inference", 0),
+        phases=phases,
+        uncounted_ops=tuple(sorted(recorder.uncounted)),
+        memory=MemoryEstimate(
+            optimizer=optimizer,
+            weights_bytes=weights_bytes,
+            gradients_bytes=gradient_bytes,
+            optimizer_state_bytes=optimizer_state_bytes,
+            activations_bytes=activations_bytes,
+            inputs_bytes=inputs_bytes,
+            inference_working_bytes=recorder.largest_op_bytes["inference"],
+        ),
+        notes=tuple(notes),
+    )
+
+
+def _module_is_fake(model: nn.Module) -> bool:  # pragma: no cover - debugging aid
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return all(isinstance(p, FakeTensor) for p in model.parameters())

@@ -1,0 +1,1 @@
+"""Importers of published datasets in ../shared/data (one module per source)."""

@@ -1,0 +1,172 @@
+"""``measure()`` end to end: real PyTorch steps on the CPU (GPU tests when CUDA is present)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from gpucast.domain.errors import (
+    DeviceUnavailableError,
+    InvalidSpecError,
+    MeasurementError,
+    UnknownWorkloadError,
+)
+from gpucast.domain.measurement import Measurement
+from gpucast.domain.workload import WorkloadSpec
+from gpucast.measure import StoppingRule, measure, measure_runner
+from gpucast.workloads.base import Batch, Workload
+
+QUICK: dict[str, Any] = {"max_time_s": 0.5, "min_samples": 5, "telemetry": False}
+
+
+def tiny_workload(*, fail: bool = False) -> Workload:
+    """A two-layer perceptron built directly from the Workload interface."""
+
+    def build_model(device: torch.device) -> nn.Module:
+        return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)).to(device)
+
+    def make_batch(batch_size: int, device: torch.device) -> Batch:
+        width = 17 if fail else 16  # a shape mismatch makes every step raise
+        x = torch.randn(batch_size, width, device=device)
+        return (x,), torch.randint(0, 4, (batch_size,), device=device)
+
+    def loss(output: Any, target: Any) -> torch.Tensor:
+        return nn.functional.cross_entropy(output, target)
+
+    return Workload(
+        name="tiny",
+        family="mlp",
+        sample_unit="samples",
+        build_model=build_model,
+        make_batch=make_batch,
+        loss=loss,
+    )
+
+
+def test_measures_a_custom_workload_on_cpu() -> None:
+    spec = WorkloadSpec(name="tiny", batch_size=8)
+    m = measure(spec, mode="train", device="cpu", workload=tiny_workload(), **QUICK)
+    assert isinstance(m, Measurement)
+    assert m.spec == spec and m.mode == "train" and m.device == "cpu"
+    assert m.n_samples >= 5 and m.n_warmup >= 1
+    assert m.samples_per_step == 8
+    assert m.stop_reason in ("ci_reached", "time_budget")
+    assert all(t > 0 for t in m.step_times_s)
+    assert m.telemetry is None
+    env = m.environment
+    assert env.torch_version == torch.__version__ and env.cpu_cores >= 1 and env.host
+    assert env.gpu_name is None
+
+
+def test_measures_the_registered_mlp_in_both_modes() -> None:
+    spec = WorkloadSpec(name="mlp", batch_size=4)
+    train = measure(spec, mode="train", device="cpu", **QUICK)
+    infer = measure(spec, mode="infer", device="cpu", **QUICK)
+    assert train.workload == infer.workload == "mlp"
+    # a training step (forward + backward + update) costs more than a forward pass
+    assert train.median_s > infer.median_s
+
+
+def test_injected_clock_drives_the_whole_run() -> None:
+    ticks = itertools.count(start=0.0, step=0.25)
+    m = measure(
+        WorkloadSpec(name="tiny", batch_size=2),
+        workload=tiny_workload(),
+        clock=lambda: next(ticks),
+        min_samples=6,
+        max_time_s=1e6,
+        telemetry=False,
+    )
+    # every step spans exactly one tick of the fake clock: zero variance, stop at min_samples
+    assert m.step_times_s == (0.25,) * 6
+    assert m.stop_reason == "ci_reached"
+    assert m.samples_per_s == pytest.approx(2 / 0.25)
+
+
+def test_measure_runner_accepts_any_step() -> None:
+    calls = []
+
+    class Runner:
+        samples_per_step = 3
+
+        def __call__(self) -> None:
+            calls.append(1)
+            torch.ones(64, 64) @ torch.ones(64, 64)
+
+    m = measure_runner(
+        Runner(),
+        spec=WorkloadSpec(name="matmul", batch_size=3),
+        mode="infer",
+        device="cpu",
+        rule=StoppingRule(max_time_s=0.3, min_samples=4),
+    )
+    assert len(calls) == m.n_samples + m.n_warmup
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "text"),
+    [
+        ({"target_ci": -1.0}, InvalidSpecError, "target_ci"),
+        ({"max_time_s": 0.0}, InvalidSpecError, "max_time_s"),
+        ({"min_samples": 1}, InvalidSpecError, "min_samples"),
+        ({"mode": "serve"}, InvalidSpecError, "mode"),
+        ({"device": "tpu"}, InvalidSpecError, "device"),
+    ],
+)
+def test_bad_input_fails_before_any_model_is_built(
+    kwargs: dict[str, Any], error: type[Exception], text: str
+) -> None:
+    built = []
+
+    def build_model(device: torch.device) -> nn.Module:
+        built.append(device)
+        raise AssertionError("must not build")
+
+    workload = Workload(
+        name="never", family="mlp", sample_unit="samples", build_model=build_model,
+        make_batch=tiny_workload().make_batch, loss=tiny_workload().loss,
+    )  # fmt: skip
+    with pytest.raises(error, match=text):
+        measure(WorkloadSpec(name="never", batch_size=1), workload=workload, **kwargs)
+    assert built == []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_on_a_cpu_machine() -> None:
+    with pytest.raises(DeviceUnavailableError, match="--device cpu"):
+        measure(WorkloadSpec(name="mlp", batch_size=1), device="cuda", **QUICK)
+
+
+def test_unknown_workload_lists_close_matches() -> None:
+    with pytest.raises(UnknownWorkloadError, match="mlp"):
+        measure(WorkloadSpec(name="mpl", batch_size=1), **QUICK)
+
+
+def test_a_crashing_step_becomes_one_measurement_error() -> None:
+    with pytest.raises(MeasurementError, match=r"train step of tiny at batch size 2 on cpu failed"):
+        measure(WorkloadSpec(name="tiny", batch_size=2), workload=tiny_workload(fail=True), **QUICK)
+
+
+@pytest.mark.gpu
+def test_measures_on_the_gpu_with_telemetry() -> None:
+    spec = WorkloadSpec(name="mlp", batch_size=64)
+    m = measure(spec, mode="train", device="cuda", max_time_s=3.0)
+    assert m.device == "cuda:0"
+    assert m.environment.gpu_name
+    assert m.environment.cuda_version
+    assert m.n_samples >= 10
+    if m.telemetry is not None:  # NVML present
+        assert m.telemetry.n_samples >= 1
+        assert m.telemetry.memory_used_max_bytes and m.telemetry.memory_used_max_bytes > 0
+
+
+@pytest.mark.gpu
+def test_gpu_precisions_run() -> None:
+    for precision in ("bf16", "fp16"):
+        spec = WorkloadSpec(name="mlp", batch_size=64, precision=precision)  # type: ignore[arg-type]
+        m = measure(spec, mode="train", device="cuda", max_time_s=1.0, telemetry=False)
+        assert m.spec.precision == precision

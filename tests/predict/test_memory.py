@@ -1,0 +1,124 @@
+"""Memory fit: strategies, their bytes, and a clear "no"."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpucast.domain.catalog import GpuSpec
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.units import GIB
+from gpucast.predict.memory import MemoryNeeds, fit_memory, usable_bytes
+
+
+def gpu(name: str, memory_gib: float) -> GpuSpec:
+    return GpuSpec(
+        name=name,
+        vendor="nvidia",
+        architecture="test",
+        fp32_tflops=60.0,
+        tf32_tflops=None,
+        fp16_tflops=900.0,
+        bf16_tflops=900.0,
+        fp8_tflops=None,
+        memory_gib=memory_gib,
+        memory_bandwidth_gbps=3000,
+        interconnect_gbps=900,
+        pcie_generation=5,
+        tdp_w=700,
+        sm_count=132,
+        source_url="https://example.org",
+        as_of=date(2024, 1, 1),
+    )
+
+
+H100 = gpu("H100-80GB", 80)
+T4 = gpu("T4", 16)
+
+
+def llama70b() -> MemoryNeeds:
+    # 70B parameters, mixed precision + Adam (16 B/param); activations of one 4096-token
+    # sequence, ~34 * s * h bytes per layer (Korthikanti et al. 2022) over 80 layers.
+    acts = 34 * 4096 * 8192 * 80
+    return MemoryNeeds.from_parameters(
+        n_params=70e9,
+        activations_bytes=acts,
+        n_layers=80,
+        setup="mixed-adam",
+        largest_layer_params=70e9 / 80,
+    )
+
+
+def test_small_model_fits_plain_data_parallel() -> None:
+    needs = MemoryNeeds.from_parameters(n_params=25e6, activations_bytes=5 * GIB, n_layers=50)
+    fit = fit_memory(needs, T4, 1)
+    assert fit.best is not None and fit.best.strategy == "data-parallel"
+    assert fit.best.bytes_needed == pytest.approx(25e6 * 16 + 5 * GIB)
+
+
+def test_70b_fits_no_single_gpu() -> None:
+    fit = fit_memory(llama70b(), H100, 1)
+    assert not fit.fits
+    assert "no strategy fits" in fit.reason and "FSDP needs" in fit.reason
+
+
+def test_70b_on_8_h100_needs_fsdp_checkpointing_and_offload() -> None:
+    fit = fit_memory(llama70b(), H100, 8)
+    by_name = {o.strategy: o for o in fit.options}
+    # 16 B/param * 70e9 / 8 = 140 GB of sharded state alone: FSDP without offload cannot fit.
+    assert not by_name["fsdp"].fits and not by_name["fsdp+checkpointing"].fits
+    best = fit.best
+    assert best is not None and best.strategy == "fsdp+checkpointing+cpu-offload"
+    # (2 + 2) B/param sharded over 8 = 35 GB, plus a 2-layer gather buffer and checkpointed
+    # activations (2 / sqrt(80) of the full 91 GB).
+    expected = 4 * 70e9 / 8 + 2 * (70e9 / 80) * 2 + 34 * 4096 * 8192 * 80 * 2 / 80**0.5
+    assert best.bytes_needed == pytest.approx(expected)
+    assert best.host_bytes == pytest.approx(12 * 70e9 / 8)
+    assert best.bytes_needed <= usable_bytes(H100)
+
+
+def test_checkpoint_fraction() -> None:
+    assert (
+        MemoryNeeds.from_parameters(n_params=1, activations_bytes=1, n_layers=1).checkpoint_fraction
+        == 1.0
+    )
+    assert MemoryNeeds.from_parameters(
+        n_params=1, activations_bytes=1, n_layers=100
+    ).checkpoint_fraction == pytest.approx(0.2)
+
+
+def test_bad_inputs() -> None:
+    with pytest.raises(InvalidSpecError, match="workers"):
+        fit_memory(llama70b(), H100, 0)
+    with pytest.raises(InvalidSpecError, match="setup"):
+        MemoryNeeds.from_parameters(n_params=1, activations_bytes=1, n_layers=1, setup="x")
+    with pytest.raises(InvalidSpecError, match="activations_bytes"):
+        MemoryNeeds(
+            weights_bytes=1, gradients_bytes=1, optimizer_bytes=1, activations_bytes=-1, n_layers=1
+        )
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    params=st.floats(1e6, 2e11),
+    acts=st.floats(1e6, 1e12),
+    layers=st.integers(1, 200),
+    workers=st.integers(1, 64),
+)
+def test_more_workers_never_hurt_and_best_is_fastest_feasible(
+    params: float, acts: float, layers: int, workers: int
+) -> None:
+    needs = MemoryNeeds.from_parameters(n_params=params, activations_bytes=acts, n_layers=layers)
+    fit = fit_memory(needs, H100, workers)
+    more = fit_memory(needs, H100, workers * 2)
+    if fit.fits:
+        assert more.fits
+    feasible = [o for o in fit.options if o.fits]
+    if fit.best is not None:
+        assert fit.best.slowdown == min(o.slowdown for o in feasible)
+        assert fit.best.bytes_needed <= fit.bytes_available
+    for option in fit.options:
+        assert option.bytes_needed == pytest.approx(sum(option.components.values()))

@@ -1,0 +1,92 @@
+"""Roofline predictor for profiled workloads: terms, precision, calibration."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from gpucast.domain.catalog import GpuSpec
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.predict.roofline import (
+    DeviceRoofline,
+    RooflineEfficiency,
+    RooflineWorkload,
+    calibrate,
+    predict_step_time,
+)
+
+
+def gpu(name: str, fp32: float, bf16: float | None, bw: float) -> GpuSpec:
+    return GpuSpec(
+        name=name,
+        vendor="nvidia",
+        architecture="test",
+        fp32_tflops=fp32,
+        tf32_tflops=None,
+        fp16_tflops=bf16,
+        bf16_tflops=bf16,
+        fp8_tflops=None,
+        memory_gib=40,
+        memory_bandwidth_gbps=bw,
+        interconnect_gbps=None,
+        pcie_generation=4,
+        tdp_w=300,
+        sm_count=80,
+        source_url="https://example.org",
+        as_of=date(2024, 1, 1),
+    )
+
+
+V100 = gpu("V100", 15.7, 125.0, 900.0)
+A100 = gpu("A100", 19.5, 312.0, 1555.0)
+RESNET = RooflineWorkload(
+    name="resnet50",
+    batch_size=64,
+    matmul_flops=64 * 3 * 8.2e9,
+    memory_bytes=64 * 1.2e9,
+    n_kernels=1500,
+)
+
+
+def test_terms_follow_the_roofline() -> None:
+    eff = RooflineEfficiency()
+    est = predict_step_time(RESNET, V100, "fp32")
+    assert est.breakdown["compute"] == pytest.approx(RESNET.matmul_flops / (0.55 * 15.7e12))
+    assert est.breakdown["memory_bandwidth"] == pytest.approx(RESNET.memory_bytes / (0.7 * 900e9))
+    assert est.breakdown["overhead"] == pytest.approx(1500 * eff.kernel_overhead_s)
+    assert est.bottleneck == "compute" and est.source == "catalog"
+    assert est.lower < est.value < est.upper
+
+
+def test_tensor_cores_make_memory_the_bottleneck() -> None:
+    est = predict_step_time(RESNET, A100, "bf16")
+    assert est.bottleneck == "memory_bandwidth"
+    assert est.value < predict_step_time(RESNET, A100, "fp32").value
+
+
+def test_calibration_same_device_reproduces_measurement() -> None:
+    cal = calibrate(RESNET, 0.25, V100, "fp32")
+    est = predict_step_time(RESNET, V100, "fp32", calibration=cal)
+    assert est.value == pytest.approx(0.25)
+    assert est.source == "measured" and est.relative_halfwidth < 0.11
+
+
+def test_calibration_from_cpu_transfers_with_wider_interval() -> None:
+    cpu = DeviceRoofline(name="cpu", kind="cpu", peak_tflops=1.0, memory_bandwidth_gbps=50)
+    uncal = predict_step_time(RESNET, A100, "fp32")
+    cal = calibrate(RESNET, 20.0, cpu, "fp32")
+    est = predict_step_time(RESNET, A100, "fp32", calibration=cal)
+    assert est.value == pytest.approx(uncal.value * cal.scale)
+    assert any("calibrated by a measurement on cpu" in n for n in est.notes)
+    same = predict_step_time(RESNET, A100, "fp32", calibration=calibrate(RESNET, 0.2, A100))
+    assert est.relative_halfwidth > same.relative_halfwidth
+
+
+def test_invalid_inputs() -> None:
+    with pytest.raises(InvalidSpecError, match="matmul_flops"):
+        RooflineWorkload(name="x", batch_size=1, matmul_flops=-1, memory_bytes=0, n_kernels=0)
+    with pytest.raises(InvalidSpecError, match="bandwidth_efficiency"):
+        RooflineEfficiency(bandwidth_efficiency=1.5)
+    with pytest.raises(InvalidSpecError, match="measured_step_time_s"):
+        calibrate(RESNET, 0.0, V100)

@@ -1,0 +1,338 @@
+"""The vectorised transient-training simulator: exact small cases, invariants, loop agreement."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.simulation import ClusterScenario, PriceTable, Summary, WorkerGroup
+from gpucast.predict.revocation import ExponentialLifetime, WeibullLifetime
+from gpucast.simulate.transient import (
+    SpeedTable,
+    empirical_sampler,
+    simulate_runs,
+    simulate_scenario,
+)
+
+PRICES = PriceTable(
+    usd_per_hour={
+        ("K80", "spot"): 0.25,
+        ("K80", "on-demand"): 0.75,
+        ("cpu-ps", "on-demand"): 0.15,
+        ("cpu-ps", "spot"): 0.05,
+    }
+)
+NEVER = ExponentialLifetime(hazard_per_hour=0.0)
+
+
+def _scenario(
+    n: int = 4,
+    *,
+    spot: bool = True,
+    replace: bool = False,
+    every: int | None = None,
+    steps: int = 10_000,
+    ps: int = 1,
+    deadline: float | None = None,
+) -> ClusterScenario:
+    return ClusterScenario(
+        workers=(WorkerGroup(gpu="K80", count=n, region="us-east1", spot=spot),),
+        ps_count=ps,
+        steps=steps,
+        checkpoint_every_steps=every,
+        replace_revoked=replace,
+        deadline_s=deadline,
+    )
+
+
+class _Always:
+    """A lifetime distribution that revokes every server at once."""
+
+    source = "test: revoked at once"
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.zeros(n)
+
+    def survival(self, t_s: object) -> np.ndarray:
+        return np.zeros(np.shape(t_s))
+
+
+def test_no_revocations_gives_exact_duration_and_cost() -> None:
+    sc = _scenario(4, steps=10_000)
+    res = simulate_runs(
+        sc, speed=SpeedTable.linear([5.0], [4]), prices=PRICES, lifetimes=[NEVER], runs=50, rng=1
+    )
+    expected_s = 10_000 / 20.0
+    assert np.all(res.duration_s == expected_s)
+    uptime_h = expected_s / 3600
+    assert np.allclose(res.cost_usd, uptime_h * (4 * 0.25 + 0.15))
+    assert np.all(res.revocations == 0)
+
+
+def test_checkpoints_and_startup_add_their_time() -> None:
+    sc = _scenario(2, steps=1000, every=250)
+    res = simulate_runs(
+        sc,
+        speed=SpeedTable.linear([1.0], [2]),
+        prices=PRICES,
+        lifetimes=[NEVER],
+        startup_spot_s=30.0,
+        startup_on_demand_s=10.0,
+        checkpoint_s=2.0,
+        runs=3,
+    )
+    # 30 s start-up (spot workers) + 500 s of steps + 3 checkpoints (250, 500, 750) of 2 s
+    assert np.allclose(res.duration_s, 30 + 500 + 3 * 2)
+
+
+def test_always_revoked_never_finishes() -> None:
+    sc = _scenario(3, steps=1000)
+    res = simulate_runs(
+        sc,
+        speed=SpeedTable.linear([1.0], [3]),
+        prices=PRICES,
+        lifetimes=[_Always()],
+        runs=20,
+        rng=0,
+    )
+    assert np.all(np.isinf(res.duration_s))
+    assert res.p_unfinished == 1.0
+    assert np.all(res.revocations == 3)
+    summary = Summary.of(res.duration_s)
+    assert math.isinf(summary.median) and math.isinf(summary.mean)
+
+
+def test_always_revoked_with_replacement_stops_at_the_round_cap() -> None:
+    sc = _scenario(2, steps=1000, replace=True)
+    res = simulate_runs(
+        sc,
+        speed=SpeedTable.linear([1.0], [2]),
+        prices=PRICES,
+        lifetimes=[_Always()],
+        startup_spot_s=5.0,
+        runs=4,
+        rng=0,
+        max_rounds=50,
+    )
+    assert np.all(np.isinf(res.duration_s))
+    assert np.all(res.revocations > 0)
+
+
+def test_losing_a_worker_slows_the_job_without_rollback() -> None:
+    class _SecondDiesAt100:
+        source = "test"
+
+        def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+            out = np.full(n, np.inf)
+            out[1::2] = 100.0  # worker 1 of each 2-worker run (not the chief)
+            return out
+
+        def survival(self, t_s: object) -> np.ndarray:
+            return np.ones(np.shape(t_s))
+
+    sc = _scenario(2, steps=1000)
+    res = simulate_runs(
+        sc,
+        speed=SpeedTable.linear([1.0], [2]),
+        prices=PRICES,
+        lifetimes=[_SecondDiesAt100()],
+        runs=2,
+        rng=0,
+    )
+    # 100 s at 2 steps/s, then 800 steps at 1 step/s
+    assert np.allclose(res.duration_s, 900.0)
+    assert np.all(res.revocations == 1)
+    assert np.allclose(res.cost_usd, (900 + 100) / 3600 * 0.25 + 900 / 3600 * 0.15)
+
+
+def test_chief_loss_rolls_back_to_the_checkpoint() -> None:
+    class _ChiefDiesAt150:
+        source = "test"
+
+        def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+            out = np.full(n, np.inf)
+            out[0::2] = 150.0
+            return out
+
+        def survival(self, t_s: object) -> np.ndarray:
+            return np.ones(np.shape(t_s))
+
+    sc = _scenario(2, steps=1000, every=200)
+    res = simulate_runs(
+        sc,
+        speed=SpeedTable.linear([1.0], [2]),
+        prices=PRICES,
+        lifetimes=[_ChiefDiesAt150()],
+        restart_penalty_s=50.0,
+        runs=1,
+        rng=0,
+    )
+    # t=100: checkpoint at 200 steps; t=150: chief lost at 300 steps -> back to 200,
+    # restart at 200 s on one worker: 800 steps at 1 step/s (checkpoints at 400, 600, 800)
+    assert res.duration_s[0] == pytest.approx(200 + 800)
+
+
+def test_same_seed_same_result_bit_for_bit() -> None:
+    sc = _scenario(4, replace=True, every=1000)
+    kwargs = dict(
+        speed=SpeedTable.linear([5.0], [4]),
+        prices=PRICES,
+        lifetimes=[WeibullLifetime(scale_s=3000.0, shape=0.7, cap_s=86400.0)],
+        startup_spot_s=empirical_sampler([60.0, 80.0, 90.0]),
+        checkpoint_s=3.0,
+        restart_penalty_s=100.0,
+        runs=500,
+    )
+    a = simulate_scenario(sc, seed=7, **kwargs)  # type: ignore[arg-type]
+    b = simulate_scenario(sc, seed=7, **kwargs)  # type: ignore[arg-type]
+    assert a.transient.duration_s.tobytes() == b.transient.duration_s.tobytes()
+    assert a.transient.cost_usd.tobytes() == b.transient.cost_usd.tobytes()
+    assert np.array_equal(a.transient.revocations, b.transient.revocations)
+    c = simulate_scenario(sc, seed=8, **kwargs)  # type: ignore[arg-type]
+    assert c.transient.duration_s.tobytes() != a.transient.duration_s.tobytes()
+
+
+def test_result_json_shape_with_deadline() -> None:
+    sc = _scenario(2, deadline=1000.0)
+    res = simulate_scenario(
+        sc,
+        speed=SpeedTable.linear([5.0], [2]),
+        prices=PRICES,
+        lifetimes=[ExponentialLifetime(hazard_per_hour=1.0)],
+        runs=200,
+    )
+    out = res.to_dict()
+    for key in ("duration_s", "cost_usd", "revocations"):
+        assert set(out[key]) == {"mean", "median", "p10", "p90"}  # type: ignore[arg-type]
+        assert set(out["on_demand"][key]) == {"mean", "median", "p10", "p90"}  # type: ignore[index]
+    assert 0.0 <= out["p_miss_deadline"] <= 1.0  # type: ignore[operator]
+    assert out["on_demand"]["revocations"]["mean"] == 0.0  # type: ignore[index]
+
+
+def test_mixed_gpu_groups_use_the_alive_vector() -> None:
+    sc = ClusterScenario(
+        workers=(
+            WorkerGroup(gpu="K80", count=2, region="us-east1", spot=True),
+            WorkerGroup(gpu="P100", count=1, region="us-west1", spot=False),
+        ),
+        ps_count=1,
+        steps=1200,
+    )
+    prices = PriceTable(usd_per_hour={**PRICES.usd_per_hour, ("P100", "on-demand"): 1.5})
+    table = SpeedTable.linear([1.0, 4.0], [2, 1])
+    assert table.table.shape == (3, 2)
+    res = simulate_runs(sc, speed=table, prices=prices, lifetimes=[NEVER, None], runs=2)
+    assert np.allclose(res.duration_s, 1200 / 6.0)
+
+
+def test_spot_group_without_lifetimes_is_rejected() -> None:
+    with pytest.raises(InvalidSpecError, match="spot group needs"):
+        simulate_runs(
+            _scenario(2),
+            speed=SpeedTable.linear([1.0], [2]),
+            prices=PRICES,
+            lifetimes=[None],
+            runs=2,
+        )
+
+
+def test_bad_scenarios_raise_one_line_errors() -> None:
+    with pytest.raises(InvalidSpecError, match="workers"):
+        WorkerGroup(gpu="K80", count=0, region="us-east1", spot=True)
+    with pytest.raises(InvalidSpecError, match="checkpoint-every"):
+        _scenario(2, steps=100, every=200)
+    with pytest.raises(InvalidSpecError, match="deadline"):
+        _scenario(2, deadline=-1.0)
+    with pytest.raises(InvalidSpecError, match="no spot price for P100"):
+        PRICES.price("P100", spot=True)
+
+
+@settings(max_examples=25, deadline=None)
+@given(scale=st.floats(1.01, 5.0), seed=st.integers(0, 2**16))
+def test_cost_is_monotone_in_price(scale: float, seed: int) -> None:
+    sc = _scenario(3, every=2000)
+    dist = WeibullLifetime(scale_s=5000.0, shape=0.8, cap_s=86400.0)
+    cheap = simulate_runs(
+        sc, speed=SpeedTable.linear([5.0], [3]), prices=PRICES, lifetimes=[dist], runs=64, rng=seed
+    )
+    dear_prices = PriceTable(usd_per_hour={k: v * scale for k, v in PRICES.usd_per_hour.items()})
+    dear = simulate_runs(
+        sc,
+        speed=SpeedTable.linear([5.0], [3]),
+        prices=dear_prices,
+        lifetimes=[dist],
+        runs=64,
+        rng=seed,
+    )
+    assert np.array_equal(cheap.duration_s, dear.duration_s)
+    assert np.all(dear.cost_usd >= cheap.cost_usd)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 7), per_worker=st.floats(0.1, 50.0), steps=st.integers(1, 100_000))
+def test_more_workers_never_slower_without_revocations(
+    n: int, per_worker: float, steps: int
+) -> None:
+    def duration(k: int) -> float:
+        res = simulate_runs(
+            _scenario(k, steps=steps),
+            speed=SpeedTable.linear([per_worker], [k]),
+            prices=PRICES,
+            lifetimes=[NEVER],
+            runs=2,
+        )
+        return float(res.duration_s[0])
+
+    assert duration(n + 1) <= duration(n) * (1 + 1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(hazard=st.floats(0.0, 20.0), replace=st.booleans(), seed=st.integers(0, 1000))
+def test_revocations_are_non_negative_and_costs_finite(
+    hazard: float, replace: bool, seed: int
+) -> None:
+    res = simulate_runs(
+        _scenario(3, replace=replace, every=500, steps=3000),
+        speed=SpeedTable.linear([2.0], [3]),
+        prices=PRICES,
+        lifetimes=[ExponentialLifetime(hazard_per_hour=hazard)],
+        startup_spot_s=30.0,
+        runs=32,
+        rng=seed,
+        max_rounds=5000,
+    )
+    assert np.all(res.revocations >= 0)
+    assert np.all(np.isfinite(res.cost_usd)) and np.all(res.cost_usd >= 0)
+    finished = np.isfinite(res.duration_s)
+    assert np.all(res.duration_s[finished] >= 3000 / 6.0)
+
+
+def _benchmark_module() -> object:
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "transient_speed.py"
+    spec = importlib.util.spec_from_file_location("transient_speed_bench", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_vectorised_agrees_with_the_python_loop(replace: bool) -> None:
+    bench = _benchmark_module()
+    sc = bench.scenario(4, replace=replace)  # type: ignore[attr-defined]
+    speed = SpeedTable.linear([4.5], [4])
+    d_v, c_v, r_v = bench.vector_simulate(sc, speed, 3000, 11)  # type: ignore[attr-defined]
+    d_l, c_l, r_l = bench.loop_simulate(sc, speed, 1500, 12)  # type: ignore[attr-defined]
+    # same model, independent streams: revocation means within 5 standard errors
+    se = math.sqrt(r_v.var() / r_v.size + r_l.var() / r_l.size) + 1e-9
+    assert abs(r_v.mean() - r_l.mean()) < 5 * se
+    fin_v, fin_l = np.isfinite(d_v), np.isfinite(d_l)
+    assert abs(np.median(d_v[fin_v]) - np.median(d_l[fin_l])) < 0.01 * np.median(d_l[fin_l])
+    assert abs(c_v.mean() - c_l.mean()) < 0.03 * c_l.mean()
