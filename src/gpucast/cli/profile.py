@@ -105,8 +105,10 @@ def render(profile: WorkloadProfile) -> None:
 
 
 def command(
-    workload: str = typer.Argument(..., help="Built-in name (see `gpucast profile --list`... ) "
-                                   "or module:factory."),
+    workload: str = typer.Argument(
+        ..., help="resnet50, cifar-resnetN (N = 15 or 6n+2), shake-shake, bert-base, "
+        "gpt2-small, dlrm, gcn, mlp, or a user model as module:factory."
+    ),
     batch_size: int = typer.Option(32, "--batch-size", "-b", help="Samples per step."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, bf16 or fp16."),
     optimizer: str = typer.Option("sgd", "--optimizer", help="sgd (momentum) or adam."),

@@ -6,7 +6,7 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from gpucast.cli import catalog, fit, measure, predict, profile, runs, validate
+    from gpucast.cli import catalog, fit, measure, predict, profile, runs, simulate, validate
 
     app.add_typer(catalog.app, name="catalog", help="GPU specs and cloud offers with prices.")
     app.command("profile")(profile.command)
@@ -15,3 +15,4 @@ def register(app: typer.Typer) -> None:
     app.add_typer(fit.app, name="fit", help="Fit performance models from data.")
     app.add_typer(predict.app, name="predict", help="Predict step time, cluster speed, overheads.")
     app.command("validate")(validate.command)
+    app.add_typer(simulate.app, name="simulate", help="Simulate training on transient clusters.")

@@ -247,9 +247,10 @@ def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -
             optimizer_state_bytes = 0
             if trainable:
                 opt = make_optimizer(optimizer, trainable)
+                # The first step creates the state (clones, zeros); record a steady-state one.
+                opt.step()
                 with _phase(recorder, "optimizer", counts, formulas):
                     opt.step()
-                    opt.zero_grad(set_to_none=True)
                 state = _unique([t for s in opt.state.values() for t in _tensors(dict(s))])
                 optimizer_state_bytes = sum(tensor_bytes(t) for t in state)
             model.eval()
