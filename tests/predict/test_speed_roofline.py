@@ -90,3 +90,45 @@ def test_invalid_inputs() -> None:
         RooflineEfficiency(bandwidth_efficiency=1.5)
     with pytest.raises(InvalidSpecError, match="measured_step_time_s"):
         calibrate(RESNET, 0.0, V100)
+
+
+def test_adapters_from_a_real_profile() -> None:
+    from gpucast.domain.workload import WorkloadSpec
+    from gpucast.predict.memory import MemoryNeeds, fit_memory
+    from gpucast.profile import profile_workload
+
+    profile = profile_workload(WorkloadSpec(name="cifar-resnet20", batch_size=32))
+    work = RooflineWorkload.from_profile(profile)
+    assert 0 < work.matmul_flops <= profile.forward_backward_flops
+    assert work.memory_bytes > 0 and work.n_kernels > 0
+    slow = predict_step_time(work, gpu("P100", 9.3, 18.7, 732.0), "fp32")
+    fast = predict_step_time(work, A100, "fp32")
+    assert fast.value < slow.value
+    needs = MemoryNeeds.from_profile(profile)
+    assert needs.weights_bytes == profile.memory.weights_bytes
+    assert fit_memory(needs, A100, 1).best is not None
+
+
+def test_predict_train_json() -> None:
+    import json
+
+    import typer
+    from typer.testing import CliRunner
+
+    from gpucast.cli.app import GpucastGroup
+    from gpucast.cli.speed_cmds import predict_train_command
+
+    app = typer.Typer(cls=GpucastGroup, pretty_exceptions_enable=False)
+    verbs = typer.Typer()
+    verbs.command("train")(predict_train_command)
+    app.add_typer(verbs, name="predict")
+    args = ["predict", "train", "--workload", "cifar-resnet20", "--batch-size", "32"]
+    result = CliRunner().invoke(app, [*args, "--gpu", "V100", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    step = out["step_time_s"]
+    assert step["lower"] <= step["value"] <= step["upper"]
+    assert out["samples_per_s"] == pytest.approx(32 / step["value"])
+    assert out["bottleneck"] in ("compute", "memory_bandwidth", "overhead")
+    bad = CliRunner().invoke(app, [*args, "--gpu", "Voodoo5"])
+    assert bad.exit_code == 2 and "Voodoo5" in bad.output

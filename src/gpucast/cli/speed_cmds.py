@@ -17,7 +17,7 @@ import typer
 
 from gpucast.cli._common import console, emit_json
 from gpucast.domain.catalog import GpuSpec
-from gpucast.domain.errors import DataFormatError, GpucastError, InvalidInputError
+from gpucast.domain.errors import DataFormatError, InvalidInputError
 from gpucast.domain.prediction import Estimate
 
 PREDICTED_COL = "Predicted Step Time (s)"
@@ -216,30 +216,18 @@ def _host_cpu_roofline() -> Any:
 
 
 def _roofline_workload(name: str, batch_size: int, precision: str) -> Any:
-    """The profiler's per-step FLOPs / bytes / kernels of a built-in workload.
-
-    TODO(lead): adapt to the final :class:`gpucast.domain.profile.WorkloadProfile` field
-    names once the profiler lands (FLOPs of matmul/conv, bytes of memory-bound ops, kernels).
-    """
-    try:
-        from gpucast.profile import profile_workload  # type: ignore[attr-defined]
-    except ImportError as exc:
-        raise GpucastError(
-            "the workload profiler is not available in this build",
-            fix="install a gpucast with gpucast.profile.profile_workload",
-        ) from exc
-    from gpucast.domain.workload import WorkloadSpec
+    """The profiler's per-step FLOPs / bytes / kernels of a built-in workload."""
+    from gpucast.domain.workload import PRECISIONS, WorkloadSpec
     from gpucast.predict.roofline import RooflineWorkload
+    from gpucast.profile import profile_workload
 
+    if precision not in PRECISIONS:
+        raise InvalidInputError(
+            f"--precision: must be one of {', '.join(PRECISIONS)} (got {precision!r})",
+            fix="e.g. --precision bf16",
+        )
     spec = WorkloadSpec(name=name, batch_size=batch_size, precision=precision)  # type: ignore[arg-type]
-    profile = profile_workload(spec)
-    return RooflineWorkload(
-        name=name,
-        batch_size=batch_size,
-        matmul_flops=float(profile.matmul_flops_per_step),
-        memory_bytes=float(profile.memory_bound_bytes_per_step),
-        n_kernels=int(profile.kernels_per_step),
-    )
+    return RooflineWorkload.from_profile(profile_workload(spec))
 
 
 def predict_train_command(

@@ -37,7 +37,8 @@ from types import MappingProxyType
 
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.units import GIB
+from gpucast.domain.profile import WorkloadProfile
+from gpucast.domain.units import GIB, MIB
 
 #: Bytes per parameter of weights / gradients / optimizer state for common setups.
 #: fp32 + Adam: 4 / 4 / 8 (m and v). Mixed precision (bf16/fp16) + Adam: 2 / 2 / 12
@@ -115,6 +116,21 @@ class MemoryNeeds:
             activations_bytes=activations_bytes,
             n_layers=n_layers,
             largest_layer_bytes=largest * w,
+        )
+
+    @classmethod
+    def from_profile(cls, profile: WorkloadProfile, *, n_layers: int | None = None) -> MemoryNeeds:
+        """Needs from the profiler's memory estimate. ``n_layers`` defaults to half the
+        parameter tensors (a weight and a bias or norm scale per layer), at least 1."""
+        mem = profile.memory
+        layers = n_layers if n_layers is not None else max(1, profile.parameter_tensors // 2)
+        return cls(
+            weights_bytes=float(mem.weights_bytes),
+            gradients_bytes=float(mem.gradients_bytes),
+            optimizer_bytes=float(mem.optimizer_state_bytes),
+            activations_bytes=float(mem.activations_bytes + mem.inputs_bytes),
+            n_layers=layers,
+            largest_layer_bytes=profile.parameter_tensor_max_mib * MIB,
         )
 
     @property

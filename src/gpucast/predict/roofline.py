@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.prediction import Estimate
+from gpucast.domain.profile import WorkloadProfile
 
 _TERA = 1e12
 _GIGA = 1e9
@@ -62,6 +63,20 @@ class RooflineWorkload:
             raise InvalidSpecError("batch_size", "must be >= 1", got=self.batch_size)
         if self.n_kernels < 0:
             raise InvalidSpecError("n_kernels", "must be >= 0", got=self.n_kernels)
+
+    @classmethod
+    def from_profile(cls, profile: WorkloadProfile) -> RooflineWorkload:
+        """Train-step totals of a profile: ``matmul_conv`` FLOPs are compute-bound; the bytes
+        of every other class (element-wise, normalisation, reduction, embedding, other) are
+        memory-bound; every operator call is one kernel."""
+        by_class = profile.train_step_by_class()
+        return cls(
+            name=profile.workload,
+            batch_size=profile.batch_size,
+            matmul_flops=float(sum(c.flops for c in by_class if c.op_class == "matmul_conv")),
+            memory_bytes=float(sum(c.bytes_moved for c in by_class if c.op_class != "matmul_conv")),
+            n_kernels=int(sum(c.calls for c in by_class)),
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,70 @@
+"""User models given as module:factory or file.py:factory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.workload import WorkloadSpec
+from gpucast.workloads import get_workload
+from gpucast.workloads.steps import make_step
+from gpucast.workloads.user import resize_batch
+
+HERE = Path(__file__).resolve().parent
+FILE = HERE / "example_user_model.py"
+CPU = torch.device("cpu")
+
+
+def test_file_path_spec_builds_and_trains() -> None:
+    workload = get_workload(f"{FILE}:build", hidden=5)
+    assert workload.family == "user"
+    step = make_step(workload, WorkloadSpec(name=workload.name, batch_size=5), "train", CPU)
+    assert [t.shape[0] for t in step.inputs] == [5, 5]
+    weights = step.model.out.weight.detach().clone()
+    step()
+    assert not torch.equal(weights, step.model.out.weight)
+
+
+def test_dotted_module_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(HERE))
+    workload = get_workload("example_user_model:build_with_loss")
+    step = make_step(workload, WorkloadSpec(name=workload.name, batch_size=3), "train", CPU)
+    step()
+    inputs, _ = workload.make_batch(1, CPU)
+    assert inputs[0].shape == (1, 6)
+
+
+def test_tied_weights_stay_tied() -> None:
+    workload = get_workload(f"{FILE}:tied")
+    model = workload.build_model(CPU)
+    assert sum(p.numel() for p in model.parameters()) == 50 * 16
+    make_step(workload, WorkloadSpec(name="t", batch_size=7), "train", CPU)()
+
+
+def test_resize_batch_repeats_and_slices() -> None:
+    example = torch.arange(6).view(3, 2)
+    assert resize_batch(example, 2).tolist() == [[0, 1], [2, 3]]
+    grown = resize_batch(example, 7)
+    assert grown.shape == (7, 2)
+    assert grown[3:6].tolist() == example.tolist()
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ("no_such_module_xyz:build", "cannot import module"),
+        (f"{HERE / 'missing.py'}:build", "does not exist"),
+        (f"{FILE}:nothing_here", "has no callable 'nothing_here'"),
+        (f"{FILE}:not_a_pair", "must return"),
+        (f"{FILE}:no_batch_dim", "batch dimension"),
+        (f"{FILE}:", "module:factory"),
+        ("bad module:build", "dotted Python module path"),
+    ],
+)
+def test_bad_specs_are_invalid_input(spec: str, match: str) -> None:
+    with pytest.raises(InvalidSpecError, match=match) as info:
+        get_workload(spec)
+    assert info.value.exit_code == 2
