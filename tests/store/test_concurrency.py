@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import queue
 import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +40,15 @@ def test_four_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     procs = [ctx.Process(target=_writer, args=(path, w, barrier, results)) for w in range(WRITERS)]
     for p in procs:
         p.start()
-    reported = dict(results.get(timeout=180) for _ in procs)
+    reported: dict[int, list[int]] = {}
+    deadline = time.monotonic() + 180
+    while len(reported) < WRITERS and time.monotonic() < deadline:
+        try:
+            worker, ids = results.get(timeout=0.5)
+            reported[worker] = ids
+        except queue.Empty:
+            failed = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            assert not failed, f"a writer failed (exit codes {failed}); see its traceback above"
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0, "a writer failed (e.g. 'database is locked')"

@@ -23,8 +23,10 @@ class TwoInputNet(nn.Module):
 
 def build(features: int = 6, hidden: int = 8) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     generator = torch.Generator().manual_seed(0)
-    example = (torch.randn(2, features, generator=generator),
-               torch.randn(2, features, generator=generator))
+    example = (
+        torch.randn(2, features, generator=generator),
+        torch.randn(2, features, generator=generator),
+    )
     return TwoInputNet(features, hidden), example
 
 

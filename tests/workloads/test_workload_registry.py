@@ -21,8 +21,18 @@ def params(name: str, **options: object) -> int:
 
 def test_list_workloads_names_every_family() -> None:
     names = list_workloads()
-    for expected in ("cifar-resnet20", "cifar-resnet110", "cifar-resnet15", "shake-shake",
-                     "resnet50", "bert-base", "gpt2-small", "dlrm", "gcn", "mlp"):
+    for expected in (
+        "cifar-resnet20",
+        "cifar-resnet110",
+        "cifar-resnet15",
+        "shake-shake",
+        "resnet50",
+        "bert-base",
+        "gpt2-small",
+        "dlrm",
+        "gcn",
+        "mlp",
+    ):
         assert expected in names
     assert names == sorted(names)
 
@@ -92,8 +102,9 @@ def test_gpt2_embeddings_are_tied() -> None:
 
 
 def test_dlrm_tables_follow_options() -> None:
-    model = get_workload("dlrm", table_sizes=(10, 20, 30), embedding_dim=4,
-                         bottom_mlp=(8, 4), top_mlp=(8,)).build_model(META)
+    model = get_workload(
+        "dlrm", table_sizes=(10, 20, 30), embedding_dim=4, bottom_mlp=(8, 4), top_mlp=(8,)
+    ).build_model(META)
     tables = [m for m in model.modules() if isinstance(m, nn.EmbeddingBag)]
     assert [t.num_embeddings for t in tables] == [10, 20, 30]
     with pytest.raises(InvalidSpecError, match="bottom_mlp"):

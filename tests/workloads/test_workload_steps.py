@@ -75,8 +75,9 @@ def test_same_seed_same_weights_and_batch() -> None:
     spec = WorkloadSpec(name="mlp", batch_size=3)
     a, b = make_step(workload, spec, "infer", CPU), make_step(workload, spec, "infer", CPU)
     assert torch.equal(a.inputs[0], b.inputs[0])
-    assert all(torch.equal(x, y) for x, y in zip(a.model.parameters(), b.model.parameters(),
-                                                 strict=True))
+    assert all(
+        torch.equal(x, y) for x, y in zip(a.model.parameters(), b.model.parameters(), strict=True)
+    )
 
 
 def test_bad_mode_and_optimizer() -> None:
@@ -90,8 +91,12 @@ def test_bad_mode_and_optimizer() -> None:
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_cuda_on_a_cpu_machine_is_a_clear_error() -> None:
     with pytest.raises(DeviceUnavailableError, match="cuda"):
-        make_step(get_workload("mlp"), WorkloadSpec(name="mlp", batch_size=2), "train",
-                  torch.device("cuda"))
+        make_step(
+            get_workload("mlp"),
+            WorkloadSpec(name="mlp", batch_size=2),
+            "train",
+            torch.device("cuda"),
+        )
 
 
 def test_unsupported_autocast_names_precision(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -121,3 +126,17 @@ def test_cuda_steps(precision: str) -> None:
             step()
             step()
         torch.cuda.synchronize()
+
+
+def test_gcn_sparse_backward_matches_dense_autograd() -> None:
+    from gpucast.workloads.other import GCN, normalized_random_adjacency
+
+    torch.manual_seed(0)
+    adjacency = normalized_random_adjacency(12, 3, CPU)
+    dense = adjacency.to_dense()
+    assert torch.allclose(dense, dense.t())
+    assert adjacency._nnz() == 2 * (12 * 3 // 2) + 12
+    h = torch.randn(12, 5, requires_grad=True)
+    GCN._propagate(adjacency, h).pow(2).sum().backward()
+    expected = torch.autograd.grad((dense @ h).pow(2).sum(), h)[0]
+    assert h.grad is not None and torch.allclose(h.grad, expected, atol=1e-6)

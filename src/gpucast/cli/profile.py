@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import typer
 from rich.table import Table
@@ -11,7 +11,7 @@ from gpucast.cli._common import console, emit_json
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.units import GIB, MIB
-from gpucast.domain.workload import WorkloadSpec
+from gpucast.domain.workload import Precision, WorkloadSpec
 
 
 def parse_option(text: str) -> tuple[str, Any]:
@@ -19,8 +19,9 @@ def parse_option(text: str) -> tuple[str, Any]:
     key, sep, raw = text.partition("=")
     key = key.strip().replace("-", "_")
     if not sep or not key.isidentifier():
-        raise InvalidSpecError("--option", "must be KEY=VALUE", got=text,
-                               fix="e.g. --option seq_len=128")
+        raise InvalidSpecError(
+            "--option", "must be KEY=VALUE", got=text, fix="e.g. --option seq_len=128"
+        )
     raw = raw.strip()
     value: Any = raw
     try:
@@ -52,16 +53,20 @@ def _bytes(value: float) -> str:
 
 def render(profile: WorkloadProfile) -> None:
     """Print the profile as Rich tables."""
-    summary = Table(title=f"{profile.workload}  batch {profile.batch_size}  {profile.precision}",
-                    show_header=False)
+    summary = Table(
+        title=f"{profile.workload}  batch {profile.batch_size}  {profile.precision}",
+        show_header=False,
+    )
     summary.add_column("what")
     summary.add_column("value", justify="right")
-    summary.add_row("parameters (trainable)",
-                    f"{profile.parameters_total:,} ({profile.parameters_trainable:,})")
+    summary.add_row(
+        "parameters (trainable)", f"{profile.parameters_total:,} ({profile.parameters_trainable:,})"
+    )
     summary.add_row("parameter tensors", f"{profile.parameter_tensors}")
-    summary.add_row("tensor size mean / max",
-                    f"{profile.parameter_tensor_mean_mib:.3f} / "
-                    f"{profile.parameter_tensor_max_mib:.3f} MiB")
+    summary.add_row(
+        "tensor size mean / max",
+        f"{profile.parameter_tensor_mean_mib:.3f} / {profile.parameter_tensor_max_mib:.3f} MiB",
+    )
     summary.add_row("FLOPs forward", _flops(profile.forward_flops))
     summary.add_row("FLOPs forward+backward", _flops(profile.forward_backward_flops))
     summary.add_row("FLOPs inference", _flops(profile.inference_flops))
@@ -69,16 +74,19 @@ def render(profile: WorkloadProfile) -> None:
     console.print(summary)
 
     classes = Table(title="training step by operator class (forward + backward + optimizer)")
-    for column in ("class", "calls", "FLOPs", "~uncounted FLOPs", "read", "written",
-                   "FLOP/byte"):
+    for column in ("class", "calls", "FLOPs", "~uncounted FLOPs", "read", "written", "FLOP/byte"):
         classes.add_column(column, justify="left" if column == "class" else "right")
     for cost in profile.train_step_by_class():
         if cost.calls == 0:
             continue
         classes.add_row(
-            cost.op_class, f"{cost.calls}", _flops(cost.flops),
-            _flops(cost.approx_uncounted_flops), _bytes(cost.bytes_read),
-            _bytes(cost.bytes_written), f"{cost.arithmetic_intensity_flop_per_byte:.2f}",
+            cost.op_class,
+            f"{cost.calls}",
+            _flops(cost.flops),
+            _flops(cost.approx_uncounted_flops),
+            _bytes(cost.bytes_read),
+            _bytes(cost.bytes_written),
+            f"{cost.arithmetic_intensity_flop_per_byte:.2f}",
         )
     console.print(classes)
 
@@ -98,16 +106,20 @@ def render(profile: WorkloadProfile) -> None:
         mem.add_row(label, _bytes(value))
     console.print(mem)
     if profile.uncounted_ops:
-        console.print("uncounted ops (arithmetic flop_counter does not count): "
-                      + ", ".join(profile.uncounted_ops), highlight=False)
+        console.print(
+            "uncounted ops (arithmetic flop_counter does not count): "
+            + ", ".join(profile.uncounted_ops),
+            highlight=False,
+        )
     for note in profile.notes:
         console.print(f"note: {note}", highlight=False)
 
 
 def command(
     workload: str = typer.Argument(
-        ..., help="resnet50, cifar-resnetN (N = 15 or 6n+2), shake-shake, bert-base, "
-        "gpt2-small, dlrm, gcn, mlp, or a user model as module:factory."
+        ...,
+        help="resnet50, cifar-resnetN (N = 15 or 6n+2), shake-shake, bert-base, "
+        "gpt2-small, dlrm, gcn, mlp, or a user model as module:factory.",
     ),
     batch_size: int = typer.Option(32, "--batch-size", "-b", help="Samples per step."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, bf16 or fp16."),
@@ -121,7 +133,8 @@ def command(
     from gpucast.profile import profile_workload
 
     options = dict(parse_option(text) for text in option)
-    spec = WorkloadSpec(name=workload, batch_size=batch_size, precision=precision)  # type: ignore[arg-type]
+    # WorkloadSpec validates the precision and names the choices.
+    spec = WorkloadSpec(name=workload, batch_size=batch_size, precision=cast(Precision, precision))
     result = profile_workload(spec, optimizer=optimizer, **options)
     if as_json:
         emit_json(result.to_dict())

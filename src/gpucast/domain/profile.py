@@ -77,7 +77,11 @@ class OperatorClassCost:
     @staticmethod
     def empty(op_class: str) -> OperatorClassCost:
         return OperatorClassCost(
-            op_class=op_class, calls=0, flops=0, approx_uncounted_flops=0, bytes_read=0,
+            op_class=op_class,
+            calls=0,
+            flops=0,
+            approx_uncounted_flops=0,
+            bytes_read=0,
             bytes_written=0,
         )
 
@@ -130,8 +134,11 @@ class MemoryEstimate:
     @property
     def train_peak_bytes(self) -> int:
         return (
-            self.weights_bytes + self.gradients_bytes + self.optimizer_state_bytes
-            + self.activations_bytes + self.inputs_bytes
+            self.weights_bytes
+            + self.gradients_bytes
+            + self.optimizer_state_bytes
+            + self.activations_bytes
+            + self.inputs_bytes
         )
 
     @property
@@ -227,7 +234,8 @@ class WorkloadProfile:
         version = data.get("schema_version")
         if version != PROFILE_SCHEMA_VERSION:
             raise DataFormatError(
-                "profile", f"schema_version {version!r} is not {PROFILE_SCHEMA_VERSION}",
+                "profile",
+                f"schema_version {version!r} is not {PROFILE_SCHEMA_VERSION}",
                 fix="re-run gpucast profile with this version",
             )
         try:
@@ -253,7 +261,8 @@ class WorkloadProfile:
                         by_class=tuple(
                             OperatorClassCost(
                                 **{
-                                    k: v for k, v in c.items()
+                                    k: v
+                                    for k, v in c.items()
                                     if k != "arithmetic_intensity_flop_per_byte"
                                 }
                             )

@@ -32,22 +32,35 @@ def _mm(a: torch.Tensor, b: torch.Tensor, *args: Any, out_val: Any = None, **kwa
 
 
 def _sparse_addmm(
-    bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor, *args: Any, out_val: Any = None,
+    bias: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    *args: Any,
+    out_val: Any = None,
     **kwargs: Any,
 ) -> int:
     return _mm(a, b)
 
 
 def _cpu_flash(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *args: Any, out_val: Any = None,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *args: Any,
+    out_val: Any = None,
     **kwargs: Any,
 ) -> int:
     return int(flop_counter.sdpa_flop_count(q.shape, k.shape, v.shape))
 
 
 def _cpu_flash_backward(
-    grad_out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *args: Any,
-    out_val: Any = None, **kwargs: Any,
+    grad_out: torch.Tensor,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *args: Any,
+    out_val: Any = None,
+    **kwargs: Any,
 ) -> int:
     return int(flop_counter.sdpa_backward_flop_count(grad_out.shape, q.shape, k.shape, v.shape))
 

@@ -15,53 +15,169 @@ from functools import cache
 
 import torch
 
-NORMALIZATION = frozenset({
-    "native_batch_norm", "native_batch_norm_backward", "_native_batch_norm_legit",
-    "_native_batch_norm_legit_functional", "_native_batch_norm_legit_no_training",
-    "_batch_norm_with_update", "_batch_norm_with_update_functional", "_batch_norm_no_update",
-    "batch_norm_backward", "cudnn_batch_norm", "cudnn_batch_norm_backward",
-    "miopen_batch_norm", "miopen_batch_norm_backward", "native_layer_norm",
-    "native_layer_norm_backward", "native_group_norm", "native_group_norm_backward",
-    "_fused_rms_norm", "_fused_rms_norm_backward", "_softmax", "_softmax_backward_data",
-    "_log_softmax", "_log_softmax_backward_data", "_safe_softmax",
-})
-REDUCTION = frozenset({
-    "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "prod", "var", "std",
-    "var_mean", "std_mean", "norm", "linalg_vector_norm", "logsumexp", "cumsum", "all", "any",
-    "nll_loss_forward", "nll_loss_backward", "nll_loss2d_forward", "nll_loss2d_backward",
-    "mse_loss", "mse_loss_backward", "binary_cross_entropy", "binary_cross_entropy_backward",
-    "binary_cross_entropy_with_logits", "max_pool2d_with_indices",
-    "max_pool2d_with_indices_backward", "avg_pool2d", "avg_pool2d_backward",
-    "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward", "adaptive_max_pool2d",
-    "adaptive_max_pool2d_backward", "_sparse_sum", "_sparse_sum_backward",
-})
-EMBEDDING = frozenset({
-    "embedding", "embedding_dense_backward", "embedding_backward", "_embedding_bag",
-    "_embedding_bag_forward_only", "_embedding_bag_backward", "_embedding_bag_dense_backward",
-    "_embedding_bag_sparse_backward", "_embedding_bag_per_sample_weights_backward",
-})
-ELEMENTWISE_EXTRA = frozenset({
-    "native_dropout", "native_dropout_backward", "bernoulli", "bernoulli_", "rand", "rand_like",
-    "randn", "randn_like", "uniform_", "normal_", "_fused_sgd_", "_fused_adam_",
-    "_fused_adamw_", "threshold_backward", "gelu_backward", "silu_backward",
-})
+NORMALIZATION = frozenset(
+    {
+        "native_batch_norm",
+        "native_batch_norm_backward",
+        "_native_batch_norm_legit",
+        "_native_batch_norm_legit_functional",
+        "_native_batch_norm_legit_no_training",
+        "_batch_norm_with_update",
+        "_batch_norm_with_update_functional",
+        "_batch_norm_no_update",
+        "batch_norm_backward",
+        "cudnn_batch_norm",
+        "cudnn_batch_norm_backward",
+        "miopen_batch_norm",
+        "miopen_batch_norm_backward",
+        "native_layer_norm",
+        "native_layer_norm_backward",
+        "native_group_norm",
+        "native_group_norm_backward",
+        "_fused_rms_norm",
+        "_fused_rms_norm_backward",
+        "_softmax",
+        "_softmax_backward_data",
+        "_log_softmax",
+        "_log_softmax_backward_data",
+        "_safe_softmax",
+    }
+)
+REDUCTION = frozenset(
+    {
+        "sum",
+        "mean",
+        "amax",
+        "amin",
+        "max",
+        "min",
+        "argmax",
+        "argmin",
+        "prod",
+        "var",
+        "std",
+        "var_mean",
+        "std_mean",
+        "norm",
+        "linalg_vector_norm",
+        "logsumexp",
+        "cumsum",
+        "all",
+        "any",
+        "nll_loss_forward",
+        "nll_loss_backward",
+        "nll_loss2d_forward",
+        "nll_loss2d_backward",
+        "mse_loss",
+        "mse_loss_backward",
+        "binary_cross_entropy",
+        "binary_cross_entropy_backward",
+        "binary_cross_entropy_with_logits",
+        "max_pool2d_with_indices",
+        "max_pool2d_with_indices_backward",
+        "avg_pool2d",
+        "avg_pool2d_backward",
+        "_adaptive_avg_pool2d",
+        "_adaptive_avg_pool2d_backward",
+        "adaptive_max_pool2d",
+        "adaptive_max_pool2d_backward",
+        "_sparse_sum",
+        "_sparse_sum_backward",
+    }
+)
+EMBEDDING = frozenset(
+    {
+        "embedding",
+        "embedding_dense_backward",
+        "embedding_backward",
+        "_embedding_bag",
+        "_embedding_bag_forward_only",
+        "_embedding_bag_backward",
+        "_embedding_bag_dense_backward",
+        "_embedding_bag_sparse_backward",
+        "_embedding_bag_per_sample_weights_backward",
+    }
+)
+ELEMENTWISE_EXTRA = frozenset(
+    {
+        "native_dropout",
+        "native_dropout_backward",
+        "bernoulli",
+        "bernoulli_",
+        "rand",
+        "rand_like",
+        "randn",
+        "randn_like",
+        "uniform_",
+        "normal_",
+        "_fused_sgd_",
+        "_fused_adam_",
+        "_fused_adamw_",
+        "threshold_backward",
+        "gelu_backward",
+        "silu_backward",
+    }
+)
 # Movement or creation that pointwise tags would otherwise put among the arithmetic.
-_MOVEMENT = frozenset({
-    "copy_", "copy", "_to_copy", "clone", "fill_", "fill", "zero_", "zeros", "zeros_like",
-    "ones", "ones_like", "full", "full_like", "lift_fresh_copy", "where", "masked_fill",
-    "masked_fill_", "_foreach_copy_", "_foreach_zero_",
-})
-_ARITHMETIC_OTHER = frozenset({
-    "index_add", "index_add_", "scatter_add", "scatter_add_", "scatter_reduce",
-    "scatter_reduce_", "index_put", "index_put_", "_index_put_impl_",
-})
+_MOVEMENT = frozenset(
+    {
+        "copy_",
+        "copy",
+        "_to_copy",
+        "clone",
+        "fill_",
+        "fill",
+        "zero_",
+        "zeros",
+        "zeros_like",
+        "ones",
+        "ones_like",
+        "full",
+        "full_like",
+        "lift_fresh_copy",
+        "where",
+        "masked_fill",
+        "masked_fill_",
+        "_foreach_copy_",
+        "_foreach_zero_",
+    }
+)
+_ARITHMETIC_OTHER = frozenset(
+    {
+        "index_add",
+        "index_add_",
+        "scatter_add",
+        "scatter_add_",
+        "scatter_reduce",
+        "scatter_reduce_",
+        "index_put",
+        "index_put_",
+        "_index_put_impl_",
+    }
+)
 # Allocation and metadata: no bytes move.
-NO_TRAFFIC = frozenset({
-    "empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "detach",
-    "alias", "_unsafe_view", "lift_fresh", "_local_scalar_dense", "set_", "resize_", "sym_size",
-    "sym_stride", "sym_numel", "sym_storage_offset", "is_same_size",
-    "_has_compatible_shallow_copy_type",
-})
+NO_TRAFFIC = frozenset(
+    {
+        "empty",
+        "empty_strided",
+        "empty_like",
+        "new_empty",
+        "new_empty_strided",
+        "detach",
+        "alias",
+        "_unsafe_view",
+        "lift_fresh",
+        "_local_scalar_dense",
+        "set_",
+        "resize_",
+        "sym_size",
+        "sym_stride",
+        "sym_numel",
+        "sym_storage_offset",
+        "is_same_size",
+        "_has_compatible_shallow_copy_type",
+    }
+)
 
 
 @cache

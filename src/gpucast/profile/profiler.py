@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
-from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
@@ -56,9 +55,10 @@ def tensor_bytes(t: torch.Tensor) -> int:
     """Bytes a tensor occupies: distinct elements (broadcast dimensions count once)."""
     if t.layout == torch.sparse_coo:
         nnz = int(t._nnz())
-        dense_elements = math.prod(t.shape[t.sparse_dim():])
-        return nnz * (t.sparse_dim() * t._indices().element_size()
-                      + dense_elements * t.element_size())
+        dense_elements = math.prod(t.shape[t.sparse_dim() :])
+        return nnz * (
+            t.sparse_dim() * t._indices().element_size() + dense_elements * t.element_size()
+        )
     if t.layout != torch.strided or t.numel() == 0:
         return 0
     elements = 1
@@ -153,8 +153,12 @@ class _OpRecorder(TorchDispatchMode):
             phase=phase,
             by_class=tuple(
                 OperatorClassCost(
-                    op_class=c, calls=t.calls, flops=t.flops, approx_uncounted_flops=t.approx,
-                    bytes_read=t.read, bytes_written=t.written,
+                    op_class=c,
+                    calls=t.calls,
+                    flops=t.flops,
+                    approx_uncounted_flops=t.approx,
+                    bytes_read=t.read,
+                    bytes_written=t.written,
                 )
                 for c, t in by_class.items()
             ),
@@ -208,8 +212,9 @@ def _phase(
 def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -> WorkloadProfile:
     """Profile an already-built :class:`Workload` at ``spec``'s batch size and precision."""
     if optimizer not in OPTIMIZERS:
-        raise InvalidSpecError("optimizer", f"must be one of {', '.join(OPTIMIZERS)}",
-                               got=optimizer)
+        raise InvalidSpecError(
+            "optimizer", f"must be one of {', '.join(OPTIMIZERS)}", got=optimizer
+        )
     autocast_for(_FAKE_DEVICE, spec.precision)  # raises for a precision CPU autocast lacks
     formulas = flop_formulas.extra_formulas()
     recorder = _OpRecorder(flop_formulas.registry())
@@ -275,8 +280,9 @@ def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -
         inputs_bytes = sum(tensor_bytes(t) for t in batch_tensors)
         tensor_sizes = [tensor_bytes(p) for p in trainable]
 
-    phases = tuple(recorder.phase_cost(p) for p in ("forward", "backward", "optimizer",
-                                                     "inference"))
+    phases = tuple(
+        recorder.phase_cost(p) for p in ("forward", "backward", "optimizer", "inference")
+    )
     for phase in phases:
         if phase.phase in counts and phase.flops != counts[phase.phase]:
             notes.append(
@@ -300,8 +306,9 @@ def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -
         parameters_total=sum(p.numel() for p in params),
         parameters_trainable=sum(p.numel() for p in trainable),
         parameter_tensors=len(trainable),
-        parameter_tensor_mean_mib=(sum(tensor_sizes) / len(tensor_sizes) / MIB
-                                   if tensor_sizes else 0.0),
+        parameter_tensor_mean_mib=(
+            sum(tensor_sizes) / len(tensor_sizes) / MIB if tensor_sizes else 0.0
+        ),
         parameter_tensor_max_mib=max(tensor_sizes, default=0) / MIB,
         gradient_bytes=gradient_bytes,
         forward_flops=counts.get("forward", 0),
@@ -320,9 +327,3 @@ def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -
         ),
         notes=tuple(notes),
     )
-
-
-def _module_is_fake(model: nn.Module) -> bool:  # pragma: no cover - debugging aid
-    from torch._subclasses.fake_tensor import FakeTensor
-
-    return all(isinstance(p, FakeTensor) for p in model.parameters())

@@ -120,7 +120,13 @@ class Store:
             raise StoreError(f"cannot open the store {self.path}: {exc}") from None
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-            self._inspect(conn)  # read-only: refuse a foreign or newer file before changing it
+            # Read-only, in one snapshot (another process may be migrating right now): refuse a
+            # foreign or newer file before changing a byte of it.
+            conn.execute("BEGIN")
+            try:
+                self._inspect(conn)
+            finally:
+                conn.execute("ROLLBACK")
             self._configure(conn)
             self._migrate(conn)
         except sqlite3.DatabaseError as exc:

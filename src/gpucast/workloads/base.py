@@ -2,8 +2,8 @@
 
 A :class:`Workload` knows how to build its model, make a synthetic batch of any size on any
 device (including ``meta`` for profiling without memory), and compute a training loss.
-:func:`gpucast.workloads.steps.make_train_step` / ``make_infer_step`` turn it into the
-zero-argument callables the measurement harness times.
+:func:`gpucast.workloads.steps.make_step` turns it into the
+zero-argument callable the measurement harness times.
 """
 
 from __future__ import annotations

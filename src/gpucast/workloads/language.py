@@ -52,8 +52,10 @@ class _SelfAttention(nn.Module):
 class _MLP(nn.Sequential):
     def __init__(self, hidden: int, inner: int, dropout: float, approximate: str) -> None:
         super().__init__(
-            nn.Linear(hidden, inner), nn.GELU(approximate=approximate),
-            nn.Linear(inner, hidden), nn.Dropout(dropout),
+            nn.Linear(hidden, inner),
+            nn.GELU(approximate=approximate),
+            nn.Linear(inner, hidden),
+            nn.Dropout(dropout),
         )
 
 
@@ -154,14 +156,16 @@ def _token_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
 
 
-def _common_options(name: str, options: dict[str, Any], default_seq: int, max_seq: int) -> tuple[
-    int, int, float
-]:
+def _common_options(
+    name: str, options: dict[str, Any], default_seq: int, max_seq: int
+) -> tuple[int, int, float]:
     reject_unknown(name, options, ("seq_len", "layers", "dropout"))
     seq_len = positive_int("seq_len", options.get("seq_len", default_seq))
     if seq_len > max_seq:
         raise InvalidSpecError(
-            "seq_len", f"must be <= {max_seq} (the model's positions)", got=seq_len,
+            "seq_len",
+            f"must be <= {max_seq} (the model's positions)",
+            got=seq_len,
             fix=f"choose --seq-len up to {max_seq}",
         )
     layers = positive_int("layers", options.get("layers", 12))
@@ -180,7 +184,11 @@ def bert_base(**options: Any) -> Workload:
     def build_model(device: torch.device) -> nn.Module:
         with torch.device(device):
             return BertForMaskedLM(
-                vocab=BERT_VOCAB, positions=512, hidden=768, layers=layers, heads=12,
+                vocab=BERT_VOCAB,
+                positions=512,
+                hidden=768,
+                layers=layers,
+                heads=12,
                 dropout=dropout,
             )
 
@@ -211,7 +219,11 @@ def gpt2_small(**options: Any) -> Workload:
     def build_model(device: torch.device) -> nn.Module:
         with torch.device(device):
             return GPT2LMHead(
-                vocab=GPT2_VOCAB, context=1024, hidden=768, layers=layers, heads=12,
+                vocab=GPT2_VOCAB,
+                context=1024,
+                hidden=768,
+                layers=layers,
+                heads=12,
                 dropout=dropout,
             )
 

@@ -7,15 +7,16 @@
   Criteo layout: 13 dense features, 26 tables (10,000 rows each here, ``table_sizes`` to
   change), embedding dimension 64, bottom 512-256-64, top 512-256-1. Dense gradients.
 * ``gcn`` (Kipf & Welling 2017): two graph convolutions ``A_hat @ (X @ W)`` with ReLU and
-  dropout between, on a synthetic random graph whose node count is the batch size; ``A_hat``
-  is the symmetrically normalised adjacency with self loops, a sparse COO tensor multiplied
-  with ``torch.sparse.mm``. Defaults are Cora's shapes: 1433 features, 16 hidden, 7 classes,
-  average degree 4. Every node is labelled (full-batch training).
+  dropout between, on a synthetic random undirected graph whose node count is the batch size;
+  ``A_hat`` is the symmetrically normalised adjacency with self loops, a sparse COO tensor
+  multiplied with ``torch.sparse.mm``. Defaults are Cora's shapes: 1433 features, 16 hidden,
+  7 classes, average degree 4. Every node is labelled (full-batch training).
 * ``mlp``: a ReLU multi-layer perceptron; defaults 784-1024-1024-10, cross-entropy.
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import torch
@@ -29,7 +30,7 @@ from gpucast.workloads.base import Batch, Workload
 
 def _mlp_layers(sizes: tuple[int, ...], final_activation: bool) -> list[nn.Module]:
     layers: list[nn.Module] = []
-    for index, (fan_in, fan_out) in enumerate(zip(sizes, sizes[1:], strict=False)):
+    for index, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
         layers.append(nn.Linear(fan_in, fan_out))
         if final_activation or index < len(sizes) - 2:
             layers.append(nn.ReLU())
@@ -76,7 +77,8 @@ def dlrm(**options: Any) -> Workload:
     """``dlrm``; options ``table_sizes``, ``embedding_dim``, ``bottom_mlp``, ``top_mlp``,
     ``dense_features``, ``lookups`` (rows summed per table per sample)."""
     reject_unknown(
-        "dlrm", options,
+        "dlrm",
+        options,
         ("table_sizes", "embedding_dim", "bottom_mlp", "top_mlp", "dense_features", "lookups"),
     )
     table_sizes = positive_ints("table_sizes", options.get("table_sizes", (10_000,) * 26))
@@ -87,15 +89,20 @@ def dlrm(**options: Any) -> Workload:
     lookups = positive_int("lookups", options.get("lookups", 1))
     if bottom_mlp[-1] != embedding_dim:
         raise InvalidSpecError(
-            "bottom_mlp", "must end in embedding_dim for the dot interaction",
-            got=bottom_mlp, fix=f"end bottom_mlp with {embedding_dim}",
+            "bottom_mlp",
+            "must end in embedding_dim for the dot interaction",
+            got=bottom_mlp,
+            fix=f"end bottom_mlp with {embedding_dim}",
         )
 
     def build_model(device: torch.device) -> nn.Module:
         with torch.device(device):
             return DLRM(
-                dense_features=dense_features, table_sizes=table_sizes,
-                embedding_dim=embedding_dim, bottom_mlp=bottom_mlp, top_mlp=top_mlp,
+                dense_features=dense_features,
+                table_sizes=table_sizes,
+                embedding_dim=embedding_dim,
+                bottom_mlp=bottom_mlp,
+                top_mlp=top_mlp,
             )
 
     def make_batch(batch_size: int, device: torch.device) -> Batch:
@@ -124,6 +131,25 @@ def dlrm(**options: Any) -> Workload:
 # GCN
 
 
+class _SymmetricSparseMatmul(torch.autograd.Function):
+    """``A @ h`` for a symmetric sparse ``A``, whose input gradient is ``A @ grad`` again.
+
+    Spelling the backward out (instead of autograd's ``A.t() @ grad``) keeps it one sparse
+    matmul with the same non-zeros, which fake-tensor profiling can also see (a fake sparse
+    transpose loses its non-zero count).
+    """
+
+    @staticmethod
+    def forward(ctx: Any, adjacency: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(adjacency)
+        return torch.sparse.mm(adjacency, h)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
+        (adjacency,) = ctx.saved_tensors
+        return None, torch.sparse.mm(adjacency, grad.to(adjacency.dtype))
+
+
 class GCN(nn.Module):
     def __init__(self, in_features: int, hidden: int, num_classes: int, dropout: float) -> None:
         super().__init__()
@@ -137,7 +163,8 @@ class GCN(nn.Module):
         # ``sparse.mm`` breaks its backward on CPU: aggregate in the adjacency's dtype, outside
         # autocast.
         with torch.autocast(h.device.type, enabled=False):
-            return torch.sparse.mm(adjacency, h.to(adjacency.dtype))
+            out: torch.Tensor = _SymmetricSparseMatmul.apply(adjacency, h.to(adjacency.dtype))
+            return out
 
     def forward(self, features: torch.Tensor, adjacency: torch.Tensor) -> torch.Tensor:
         h = self._propagate(adjacency, self.linear1(self.dropout(features)))
@@ -148,15 +175,17 @@ class GCN(nn.Module):
 def normalized_random_adjacency(
     num_nodes: int, avg_degree: int, device: torch.device
 ) -> torch.Tensor:
-    """``D^-1/2 (A + I) D^-1/2`` of a random directed graph, as a sparse COO tensor.
+    """``D^-1/2 (A + I) D^-1/2`` of a random undirected graph, as a sparse COO tensor.
 
-    Built only with shape-static operations so that it also works on ``meta`` devices.
+    ``num_nodes * avg_degree // 2`` random edges, each stored in both directions, plus self
+    loops: ``2 * (num_nodes * avg_degree // 2) + num_nodes`` non-zeros, symmetric. Built only
+    with shape-static operations so that it also works on ``meta`` and fake devices.
     """
-    edges = num_nodes * avg_degree
+    edges = num_nodes * avg_degree // 2
     src = torch.randint(0, num_nodes, (edges,), device=device)
     dst = torch.randint(0, num_nodes, (edges,), device=device)
     loops = torch.arange(num_nodes, device=device)
-    rows, cols = torch.cat([dst, loops]), torch.cat([src, loops])
+    rows, cols = torch.cat([dst, src, loops]), torch.cat([src, dst, loops])
     degree = torch.zeros(num_nodes, device=device).index_add_(
         0, rows, torch.ones(rows.shape[0], device=device)
     )
@@ -170,8 +199,9 @@ def normalized_random_adjacency(
 def gcn(**options: Any) -> Workload:
     """``gcn``: batch size = nodes; options ``in_features``, ``hidden``, ``num_classes``,
     ``avg_degree``, ``dropout``."""
-    reject_unknown("gcn", options, ("in_features", "hidden", "num_classes", "avg_degree",
-                                     "dropout"))
+    reject_unknown(
+        "gcn", options, ("in_features", "hidden", "num_classes", "avg_degree", "dropout")
+    )
     in_features = positive_int("in_features", options.get("in_features", 1433))
     hidden = positive_int("hidden", options.get("hidden", 16))
     num_classes = positive_int("num_classes", options.get("num_classes", 7))

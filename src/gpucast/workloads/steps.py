@@ -58,7 +58,8 @@ def autocast_for(device: torch.device, precision: str) -> contextlib.AbstractCon
         return contextlib.nullcontext()
     dtype = _DTYPES[precision]
     unsupported = InvalidSpecError(
-        "precision", f"{precision} autocast is not supported on {device.type}",
+        "precision",
+        f"{precision} autocast is not supported on {device.type}",
         fix="use --precision fp32 (or bf16 on CPU), or a device that supports it",
     )
     if not torch.amp.is_autocast_available(device.type):
@@ -116,7 +117,8 @@ class StepRunner:
             trainable = [p for p in self.model.parameters() if p.requires_grad]
             if not trainable:
                 raise InvalidSpecError(
-                    "mode", f"train needs trainable parameters; {workload.name} has none",
+                    "mode",
+                    f"train needs trainable parameters; {workload.name} has none",
                     fix="use --mode infer",
                 )
             self.optimizer = make_optimizer(optimizer, trainable)
@@ -170,8 +172,9 @@ def make_step(
     if mode not in ("train", "infer"):
         raise InvalidSpecError("mode", "must be train or infer", got=mode)
     if optimizer not in OPTIMIZERS:
-        raise InvalidSpecError("optimizer", f"must be one of {', '.join(OPTIMIZERS)}",
-                               got=optimizer)
+        raise InvalidSpecError(
+            "optimizer", f"must be one of {', '.join(OPTIMIZERS)}", got=optimizer
+        )
     device = torch.device(device)
     check_device(device)
     return StepRunner(workload=workload, spec=spec, mode=mode, device=device, optimizer=optimizer)

@@ -44,8 +44,7 @@ def _import(module_part: str) -> Any:
     if module_part.endswith(".py"):
         path = Path(module_part).expanduser().resolve()
         if not path.is_file():
-            raise InvalidSpecError("workload", f"module file {module_part} does not exist",
-                                   fix=FIX)
+            raise InvalidSpecError("workload", f"module file {module_part} does not exist", fix=FIX)
         module_name = f"gpucast_user_{path.stem}_{abs(hash(str(path)))}"
         spec = importlib.util.spec_from_file_location(module_name, path)
         if spec is None or spec.loader is None:
@@ -59,13 +58,15 @@ def _import(module_part: str) -> Any:
             raise
         return module
     if not _MODULE_PATH.match(module_part):
-        raise InvalidSpecError("workload", "module must be a dotted Python module path",
-                               got=module_part, fix=FIX)
+        raise InvalidSpecError(
+            "workload", "module must be a dotted Python module path", got=module_part, fix=FIX
+        )
     try:
         return importlib.import_module(module_part)
     except ModuleNotFoundError as exc:
         raise InvalidSpecError(
-            "workload", f"cannot import module {module_part!r} ({exc.msg})",
+            "workload",
+            f"cannot import module {module_part!r} ({exc.msg})",
             fix="check the spelling and that its folder is on PYTHONPATH; " + FIX,
         ) from None
 
@@ -78,14 +79,16 @@ def _as_batch_tuple(example: Any) -> tuple[torch.Tensor, ...]:
         or not all(isinstance(t, torch.Tensor) and t.dim() >= 1 for t in tensors)
     ):
         raise InvalidSpecError(
-            "workload factory", "example batch must be a tensor or a tuple of tensors with a "
-            "batch dimension", got=type(example).__name__,
+            "workload factory",
+            "example batch must be a tensor or a tuple of tensors with a batch dimension",
+            got=type(example).__name__,
             fix="return (model, torch.randn(batch, ...)) from the factory",
         )
     sizes = {t.shape[0] for t in tensors}
     if len(sizes) != 1:
         raise InvalidSpecError(
-            "workload factory", "example tensors must share the first (batch) dimension",
+            "workload factory",
+            "example tensors must share the first (batch) dimension",
             got=sorted(sizes),
         )
     return tuple(tensors)
@@ -101,14 +104,17 @@ def resize_batch(tensor: torch.Tensor, batch_size: int) -> torch.Tensor:
 
 
 def _default_loss(output: Any, _target: Any) -> torch.Tensor:
-    candidates = [output] if isinstance(output, torch.Tensor) else list(
-        output.values() if isinstance(output, dict) else output
+    candidates = (
+        [output]
+        if isinstance(output, torch.Tensor)
+        else list(output.values() if isinstance(output, dict) else output)
     )
     for value in candidates:
         if isinstance(value, torch.Tensor) and value.is_floating_point():
             return value.float().mean()
     raise InvalidSpecError(
-        "workload factory", "model output has no floating-point tensor to train on",
+        "workload factory",
+        "model output has no floating-point tensor to train on",
         fix="return (model, batch, loss_fn) with loss_fn(output) -> scalar tensor",
     )
 
@@ -125,28 +131,36 @@ def load_user_workload(name: str, **options: Any) -> Workload:
             k for k, v in module.__dict__.items() if callable(v) and not k.startswith("_")
         )
         raise InvalidSpecError(
-            "workload", f"module {module_part!r} has no callable {factory_name!r}",
+            "workload",
+            f"module {module_part!r} has no callable {factory_name!r}",
             fix=f"callables there: {', '.join(public[:8]) or 'none'}",
         )
     result = factory(**options)
     if not isinstance(result, tuple) or len(result) not in (2, 3):
         raise InvalidSpecError(
-            "workload factory", "must return (model, example_batch) or "
-            "(model, example_batch, loss_fn)", got=type(result).__name__,
+            "workload factory",
+            "must return (model, example_batch) or (model, example_batch, loss_fn)",
+            got=type(result).__name__,
         )
     model, example = result[0], _as_batch_tuple(result[1])
     if not isinstance(model, nn.Module):
-        raise InvalidSpecError("workload factory", "first return value must be an nn.Module",
-                               got=type(model).__name__)
+        raise InvalidSpecError(
+            "workload factory", "first return value must be an nn.Module", got=type(model).__name__
+        )
     user_loss: Callable[[Any], torch.Tensor] | None = result[2] if len(result) == 3 else None
     if user_loss is not None and not callable(user_loss):
-        raise InvalidSpecError("workload factory", "loss_fn must be callable",
-                               got=type(user_loss).__name__)
+        raise InvalidSpecError(
+            "workload factory", "loss_fn must be callable", got=type(user_loss).__name__
+        )
 
     def build_model(device: torch.device) -> nn.Module:
         # A deep copy, so that moving it (to a GPU, to ``meta``) never alters the factory's model
         # and every step runner starts from the same weights.
-        return copy.deepcopy(model).to(device)
+        instance = copy.deepcopy(model)
+        tensors = [*instance.parameters(), *instance.buffers()]
+        if any(t.device != device for t in tensors):
+            instance = instance.to(device)
+        return instance
 
     def make_batch(batch_size: int, device: torch.device) -> Batch:
         inputs = tuple(resize_batch(t, batch_size).to(device) for t in example)

@@ -39,9 +39,7 @@ def _classification_loss(output: torch.Tensor, target: torch.Tensor) -> torch.Te
     return F.cross_entropy(output, target)
 
 
-def _image_batch_maker(
-    channels: int, resolution: int, num_classes: int
-) -> Any:
+def _image_batch_maker(channels: int, resolution: int, num_classes: int) -> Any:
     def make_batch(batch_size: int, device: torch.device) -> Batch:
         images = torch.randn(batch_size, channels, resolution, resolution, device=device)
         labels = torch.randint(0, num_classes, (batch_size,), device=device)
@@ -145,8 +143,9 @@ def cifar_resnet(depth: int, **options: Any) -> Workload:
         shortcut = "A"
         description = f"He et al. CIFAR ResNet-{depth}: 3 stages of {n} basic blocks, option A"
     else:
-        raise InvalidSpecError("cifar-resnet depth", "must be 15 or 6n+2 with n >= 1", got=depth,
-                               fix=CIFAR_DEPTHS_HINT)
+        raise InvalidSpecError(
+            "cifar-resnet depth", "must be 15 or 6n+2 with n >= 1", got=depth, fix=CIFAR_DEPTHS_HINT
+        )
 
     def build_model(device: torch.device) -> nn.Module:
         with torch.device(device):

@@ -1,0 +1,358 @@
+"""Frozen values of inference serving: latency curves, batching, deployments, keep-alive.
+
+A :class:`LatencyCurve` is the time one model instance takes to run a batch of ``b``
+requests on one device when it has the device to itself (measured or predicted). A
+:class:`ModelDeployment` puts ``instances`` copies of a model on a :class:`ServerSpec` (a whole
+GPU, a MIG slice or a CPU server) with a :class:`BatchingPolicy`; a :class:`Deployment` is
+groups of identical servers. The simulator (:mod:`gpucast.simulate.serving`) runs traffic
+through them; the planner (:mod:`gpucast.plan.serve`) searches over them.
+
+Units are in the names: seconds (``_s``), GiB, US$ per hour.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from gpucast.domain.errors import InvalidSpecError
+
+ServerKind = Literal["gpu", "mig", "cpu"]
+SERVER_KINDS: tuple[str, ...] = get_args(ServerKind)
+LoadBalancing = Literal["round_robin", "random"]
+LOAD_BALANCING: tuple[str, ...] = get_args(LoadBalancing)
+
+
+def _finite(field: str, value: float, *, low: float = 0.0, strict: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidSpecError(field, "must be a number", got=value)
+    ok = math.isfinite(value) and (value > low if strict else value >= low)
+    if not ok:
+        raise InvalidSpecError(field, f"must be a finite number {'>' if strict else '>='} {low:g}",
+                               got=value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LatencyCurve:
+    """Seconds to run one batch, by batch size, on one device used by this instance alone.
+
+    ``batch_sizes`` are strictly increasing; between them the latency is interpolated
+    linearly and beyond them extrapolated with the last segment's slope (a single point
+    extrapolates proportionally). ``shared_fraction`` is the part of a batch's time that is
+    device work shared with batches running at the same time on the same device (the rest,
+    e.g. launch and host overheads, overlaps): the simulator's default co-location slowdown
+    for ``n`` concurrent batches is ``1 + shared_fraction * (n - 1)``.
+    """
+
+    batch_sizes: tuple[int, ...]
+    latency_s: tuple[float, ...]
+    shared_fraction: float = 1.0
+    source: str = "given"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "batch_sizes", tuple(int(b) for b in self.batch_sizes))
+        object.__setattr__(self, "latency_s", tuple(float(t) for t in self.latency_s))
+        if not self.batch_sizes or len(self.batch_sizes) != len(self.latency_s):
+            raise InvalidSpecError(
+                "latency curve", "needs one latency per batch size and at least one point",
+                fix="give rows batch_size,latency_s",
+            )
+        if self.batch_sizes[0] < 1 or any(
+            b >= c for b, c in zip(self.batch_sizes, self.batch_sizes[1:], strict=False)
+        ):
+            raise InvalidSpecError(
+                "latency curve batch_size", "must be >= 1 and strictly increasing",
+                got=list(self.batch_sizes),
+            )
+        for t in self.latency_s:
+            _finite("latency curve latency_s", t, strict=True)
+        if not (math.isfinite(self.shared_fraction) and 0.0 <= self.shared_fraction <= 1.0):
+            raise InvalidSpecError("shared_fraction", "must be in [0, 1]",
+                                   got=self.shared_fraction)
+
+    @staticmethod
+    def affine(fixed_s: float, per_sample_s: float, *, max_batch: int = 128,
+               shared_fraction: float = 1.0, source: str = "a + b*batch") -> LatencyCurve:
+        """``fixed_s + per_sample_s * batch`` for batch sizes 1..max_batch."""
+        _finite("fixed_s", fixed_s)
+        _finite("per_sample_s", per_sample_s)
+        if fixed_s + per_sample_s <= 0:
+            raise InvalidSpecError("latency curve", "must give a batch of 1 a positive time")
+        sizes = (1, max(2, max_batch))
+        return LatencyCurve(
+            batch_sizes=sizes,
+            latency_s=tuple(fixed_s + per_sample_s * b for b in sizes),
+            shared_fraction=shared_fraction,
+            source=source,
+        )
+
+    def latency(self, batch_size: int) -> float:
+        """Seconds for a batch of ``batch_size`` (>= 1)."""
+        if batch_size < 1:
+            raise InvalidSpecError("batch_size", "must be >= 1", got=batch_size)
+        xs, ys = self.batch_sizes, self.latency_s
+        if len(xs) == 1:
+            return ys[0] * batch_size / xs[0]
+        if batch_size <= xs[0]:
+            slope = (ys[1] - ys[0]) / (xs[1] - xs[0])
+            return max(ys[0] + slope * (batch_size - xs[0]), ys[0] * batch_size / xs[0], 1e-12)
+        for i in range(1, len(xs)):
+            if batch_size <= xs[i]:
+                w = (batch_size - xs[i - 1]) / (xs[i] - xs[i - 1])
+                return ys[i - 1] + w * (ys[i] - ys[i - 1])
+        slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+        return ys[-1] + max(slope, 0.0) * (batch_size - xs[-1])
+
+    def table(self, max_batch: int) -> tuple[float, ...]:
+        """``(0.0, latency(1), ..., latency(max_batch))``: index by batch size."""
+        return (0.0, *(self.latency(b) for b in range(1, max_batch + 1)))
+
+    def scaled(self, factor: float, *, source: str | None = None) -> LatencyCurve:
+        _finite("scale", factor, strict=True)
+        return LatencyCurve(
+            batch_sizes=self.batch_sizes,
+            latency_s=tuple(t * factor for t in self.latency_s),
+            shared_fraction=self.shared_fraction,
+            source=source or f"{self.source} x{factor:.3g}",
+        )
+
+    def throughput_rps(self, batch_size: int) -> float:
+        """Requests/s of one instance running back-to-back batches of ``batch_size``."""
+        return batch_size / self.latency(batch_size)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "batch_sizes": list(self.batch_sizes),
+            "latency_s": list(self.latency_s),
+            "shared_fraction": self.shared_fraction,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchingPolicy:
+    """Dynamic batching as in Triton / TensorRT Inference Server.
+
+    An idle instance takes a batch as soon as the queue holds the smallest preferred batch
+    size (or ``max_batch_size`` when none is preferred), or when the oldest queued request has
+    waited ``max_queue_delay_s``; the batch is then the largest preferred size the queue can
+    fill (at most the largest preferred size), else every queued request up to
+    ``max_batch_size``. ``max_queue_delay_s = 0`` sends whatever is queued at once.
+    """
+
+    max_batch_size: int = 1
+    max_queue_delay_s: float = 0.0
+    preferred_batch_sizes: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_batch_size, bool) or not isinstance(self.max_batch_size, int):
+            raise InvalidSpecError("max-batch", "must be an integer", got=self.max_batch_size)
+        if self.max_batch_size < 1:
+            raise InvalidSpecError("max-batch", "must be >= 1", got=self.max_batch_size,
+                                   fix="e.g. --max-batch 8")
+        _finite("max-delay", self.max_queue_delay_s)
+        prefs = tuple(sorted(set(int(p) for p in self.preferred_batch_sizes)))
+        if prefs and (prefs[0] < 1 or prefs[-1] > self.max_batch_size):
+            raise InvalidSpecError(
+                "preferred batch sizes", f"must be between 1 and max-batch {self.max_batch_size}",
+                got=list(prefs),
+            )
+        object.__setattr__(self, "preferred_batch_sizes", prefs)
+
+    @property
+    def largest_batch(self) -> int:
+        """The largest batch this policy ever forms."""
+        return self.preferred_batch_sizes[-1] if self.preferred_batch_sizes else (
+            self.max_batch_size)
+
+    @property
+    def trigger_size(self) -> int:
+        """Queued requests that make an idle instance start a batch without waiting."""
+        if self.max_queue_delay_s == 0:
+            return 1
+        return self.preferred_batch_sizes[0] if self.preferred_batch_sizes else (
+            self.max_batch_size)
+
+    def batch_for_queue(self, queued: int) -> int:
+        """Batch size taken from a queue of ``queued`` (>= 1) requests once a batch is due."""
+        q = min(queued, self.largest_batch)
+        best = 0
+        for p in self.preferred_batch_sizes:
+            if p <= q:
+                best = p
+        return best or q
+
+    def describe(self) -> str:
+        pref = ("/".join(str(p) for p in self.preferred_batch_sizes)
+                if self.preferred_batch_sizes else "-")
+        return (f"max batch {self.max_batch_size}, delay {self.max_queue_delay_s * 1e3:g} ms, "
+                f"preferred {pref}")
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "max_batch_size": self.max_batch_size,
+            "max_queue_delay_s": self.max_queue_delay_s,
+            "preferred_batch_sizes": list(self.preferred_batch_sizes),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelDeployment:
+    """``instances`` copies of one model on a server, sharing one queue.
+
+    ``request_overhead_s`` is added to every request's latency (network transfer of the
+    input, (de)serialisation at client and server) and does not occupy the instance.
+    ``cold_start_s``: instances become ready that long after the simulation starts (model
+    load, framework warm-up); 0 means already warm.
+    """
+
+    model: str
+    latency: LatencyCurve
+    batching: BatchingPolicy = BatchingPolicy()
+    instances: int = 1
+    memory_gib: float = 0.0
+    request_overhead_s: float = 0.0
+    cold_start_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise InvalidSpecError("model", "must not be empty", fix="e.g. --model resnet50")
+        if self.instances < 1:
+            raise InvalidSpecError("instances", "must be >= 1", got=self.instances,
+                                   fix="e.g. --instances 2")
+        _finite("memory_gib", self.memory_gib)
+        _finite("request_overhead_s", self.request_overhead_s)
+        _finite("cold_start_s", self.cold_start_s)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerSpec:
+    """One device that runs model instances: a whole GPU, one MIG slice, or a CPU server.
+
+    ``colocation_slowdown[n - 1]`` multiplies a batch's time when it starts while ``n``
+    batches (itself included) run on this device; ``()`` uses each curve's
+    ``shared_fraction`` (see :class:`LatencyCurve`). Beyond the table the last step repeats.
+    ``price_usd_per_hour`` is this device's share of what the server costs.
+    """
+
+    name: str
+    kind: ServerKind = "gpu"
+    memory_gib: float
+    price_usd_per_hour: float
+    models: tuple[ModelDeployment, ...]
+    colocation_slowdown: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in SERVER_KINDS:
+            raise InvalidSpecError("server kind", f"must be one of {', '.join(SERVER_KINDS)}",
+                                   got=self.kind)
+        _finite(f"server {self.name} memory_gib", self.memory_gib, strict=True)
+        _finite(f"server {self.name} price_usd_per_hour", self.price_usd_per_hour)
+        if not self.models:
+            raise InvalidSpecError(f"server {self.name}", "hosts no model",
+                                   fix="give at least one model")
+        names = [m.model for m in self.models]
+        if len(set(names)) != len(names):
+            raise InvalidSpecError(f"server {self.name}", "lists a model twice",
+                                   fix="raise that model's instances instead")
+        slow = tuple(float(s) for s in self.colocation_slowdown)
+        if any(not math.isfinite(s) or s < 1.0 for s in slow):
+            raise InvalidSpecError("colocation_slowdown", "factors must be >= 1", got=list(slow))
+        object.__setattr__(self, "colocation_slowdown", slow)
+        need = sum(m.memory_gib * m.instances for m in self.models)
+        if need > self.memory_gib + 1e-9:
+            detail = ", ".join(f"{m.instances}x {m.model} {m.memory_gib:.2f} GiB"
+                               for m in self.models)
+            raise InvalidSpecError(
+                f"server {self.name} memory",
+                f"models need {need:.2f} GiB ({detail}) but it has {self.memory_gib:g} GiB",
+                fix="use fewer instances, a bigger GPU or MIG slice, or spread the models",
+            )
+
+    @property
+    def instances(self) -> int:
+        return sum(m.instances for m in self.models)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerGroup:
+    """``count`` identical servers."""
+
+    server: ServerSpec
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise InvalidSpecError("server count", "must be >= 1", got=self.count)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Deployment:
+    """Groups of servers; each model's requests are spread over every server that hosts it."""
+
+    groups: tuple[ServerGroup, ...]
+    load_balancing: LoadBalancing = "round_robin"
+
+    def __post_init__(self) -> None:
+        if not self.groups:
+            raise InvalidSpecError("deployment", "has no servers")
+        if self.load_balancing not in LOAD_BALANCING:
+            raise InvalidSpecError("load balancing",
+                                   f"must be one of {', '.join(LOAD_BALANCING)}",
+                                   got=self.load_balancing)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for g in self.groups:
+            for m in g.server.models:
+                seen.setdefault(m.model, None)
+        return tuple(seen)
+
+    @property
+    def price_usd_per_hour(self) -> float:
+        return sum(g.server.price_usd_per_hour * g.count for g in self.groups)
+
+    def describe(self) -> str:
+        parts = []
+        for g in self.groups:
+            models = "+".join(f"{m.model}x{m.instances}" for m in g.server.models)
+            parts.append(f"{g.count}x {g.server.name} [{models}]")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeepAlivePolicy:
+    """Serverless keep-alive: how long an idle instance stays loaded after it ran.
+
+    ``fixed``: ``keep_alive_s`` after each execution (the common 10-20 min policy).
+    ``histogram``: the hybrid histogram policy of Shahrad et al. (ATC'20): per function, a
+    histogram of idle times (``bin_s`` bins up to ``range_s``); after an execution the
+    instance is unloaded, pre-warmed ``head_percentile`` of the idle times later (times
+    ``1 - margin``) and kept ``tail_percentile`` (times ``1 + margin``) after the end of
+    execution. Until ``min_samples`` idle times are seen, or when more than
+    ``max_out_of_range_fraction`` of them exceed the range, it keeps instances for
+    ``range_s`` (the paper's generous fallback; its ARIMA branch is not modelled).
+    """
+
+    kind: Literal["fixed", "histogram"] = "fixed"
+    keep_alive_s: float = 600.0
+    bin_s: float = 60.0
+    range_s: float = 4 * 3600.0
+    head_percentile: float = 5.0
+    tail_percentile: float = 99.0
+    margin: float = 0.10
+    min_samples: int = 10
+    max_out_of_range_fraction: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("fixed", "histogram"):
+            raise InvalidSpecError("keep-alive", "must be fixed or histogram", got=self.kind)
+        _finite("keep_alive_s", self.keep_alive_s)
+        _finite("bin_s", self.bin_s, strict=True)
+        _finite("range_s", self.range_s, strict=True)
+        if not 0 <= self.head_percentile < self.tail_percentile <= 100:
+            raise InvalidSpecError("keep-alive percentiles", "need 0 <= head < tail <= 100")
+        if not 0 <= self.margin < 1:
+            raise InvalidSpecError("keep-alive margin", "must be in [0, 1)", got=self.margin)

@@ -1,0 +1,157 @@
+"""Request arrival times as sorted float64 arrays of seconds from 0, vectorised.
+
+Pure: the RNG is passed in. Every generator returns arrivals in ``[0, duration_s)``.
+
+* :func:`poisson` — exponential gaps at ``rate_rps``;
+* :func:`constant` — one request every ``1 / rate_rps`` (the PERSEUS load generator);
+* :func:`bursty` — a Markov-modulated Poisson process: exponential sojourns alternate
+  between states with their own rates (two states: calm and burst);
+* :func:`from_timestamps` — replay of a trace's arrival times (e.g. the Azure LLM trace),
+  optionally sped up to a target mean rate;
+* :func:`from_counts` — per-interval counts (the Azure Functions per-minute format) spread
+  uniformly at random inside each interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from gpucast.domain.errors import InvalidSpecError
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def _rate(rate_rps: float, field: str = "rate") -> float:
+    if isinstance(rate_rps, bool) or not isinstance(rate_rps, int | float) or not (
+        math.isfinite(rate_rps) and rate_rps > 0
+    ):
+        raise InvalidSpecError(field, "must be a request rate > 0 per second", got=rate_rps,
+                               fix="e.g. --rate 150")
+    return float(rate_rps)
+
+
+def _duration(duration_s: float) -> float:
+    if not (math.isfinite(duration_s) and duration_s > 0):
+        raise InvalidSpecError("duration", "must be > 0 seconds", got=duration_s,
+                               fix="e.g. --duration-s 60")
+    return float(duration_s)
+
+
+def poisson(rate_rps: float, duration_s: float, rng: np.random.Generator) -> FloatArray:
+    """Poisson arrivals at ``rate_rps`` over ``duration_s``."""
+    rate, duration = _rate(rate_rps), _duration(duration_s)
+    expected = rate * duration
+    n = int(expected + 6.0 * math.sqrt(expected) + 16)
+    times = np.cumsum(rng.exponential(1.0 / rate, size=n))
+    while times[-1] < duration:  # pragma: no cover - six sigma short
+        more = times[-1] + np.cumsum(rng.exponential(1.0 / rate, size=n))
+        times = np.concatenate([times, more])
+    return times[: np.searchsorted(times, duration, side="left")]
+
+
+def constant(rate_rps: float, duration_s: float, *, offset_s: float = 0.0) -> FloatArray:
+    """One request every ``1 / rate_rps`` seconds, the first at ``offset_s``."""
+    rate, duration = _rate(rate_rps), _duration(duration_s)
+    n = int(math.ceil((duration - offset_s) * rate))
+    times = offset_s + np.arange(max(n, 0), dtype=np.float64) / rate
+    return times[times < duration]
+
+
+def constant_count(rate_rps: float, count: int) -> FloatArray:
+    """``count`` requests one every ``1 / rate_rps`` seconds (a load-generator pass)."""
+    rate = _rate(rate_rps)
+    if count < 1:
+        raise InvalidSpecError("requests", "must be >= 1", got=count)
+    return np.arange(count, dtype=np.float64) / rate
+
+
+def bursty(
+    rates_rps: Sequence[float],
+    mean_sojourn_s: Sequence[float],
+    duration_s: float,
+    rng: np.random.Generator,
+) -> FloatArray:
+    """Markov-modulated Poisson arrivals cycling through the states in order.
+
+    State ``i`` lasts an exponential time of mean ``mean_sojourn_s[i]`` and emits Poisson
+    arrivals at ``rates_rps[i]`` (0 allowed for an off state, but not every state may be 0).
+    The first state is drawn from the stationary distribution.
+    """
+    duration = _duration(duration_s)
+    if len(rates_rps) < 2 or len(rates_rps) != len(mean_sojourn_s):
+        raise InvalidSpecError("bursty", "needs >= 2 states with one rate and sojourn each")
+    rates = np.asarray(rates_rps, dtype=np.float64)
+    sojourn = np.asarray(mean_sojourn_s, dtype=np.float64)
+    if np.any(~np.isfinite(rates)) or np.any(rates < 0) or not np.any(rates > 0):
+        raise InvalidSpecError("bursty rates", "must be >= 0 with at least one > 0",
+                               got=list(rates_rps))
+    if np.any(~np.isfinite(sojourn)) or np.any(sojourn <= 0):
+        raise InvalidSpecError("bursty sojourns", "must be > 0 s", got=list(mean_sojourn_s))
+    k = len(rates)
+    state = int(rng.choice(k, p=sojourn / sojourn.sum()))
+    t = 0.0
+    chunks: list[FloatArray] = []
+    while t < duration:
+        end = min(duration, t + float(rng.exponential(sojourn[state])))
+        if rates[state] > 0:
+            n = int(rng.poisson(rates[state] * (end - t)))
+            if n:
+                chunks.append(np.sort(rng.uniform(t, end, size=n)))
+        t, state = end, (state + 1) % k
+    return np.concatenate(chunks) if chunks else np.zeros(0)
+
+
+def bursty_mean_rate(rates_rps: Sequence[float], mean_sojourn_s: Sequence[float]) -> float:
+    """Long-run mean rate of :func:`bursty`."""
+    r = np.asarray(rates_rps, dtype=np.float64)
+    s = np.asarray(mean_sojourn_s, dtype=np.float64)
+    return float((r * s).sum() / s.sum())
+
+
+def from_timestamps(
+    timestamps_s: npt.ArrayLike,
+    *,
+    duration_s: float | None = None,
+    target_rate_rps: float | None = None,
+) -> FloatArray:
+    """A trace's arrival times shifted to start at 0 (sorted); optionally time-scaled so the
+    mean rate is ``target_rate_rps``, and cut at ``duration_s``."""
+    times = np.sort(np.asarray(timestamps_s, dtype=np.float64))
+    if times.size == 0:
+        raise InvalidSpecError("trace", "has no arrivals", fix="check the trace file")
+    if not np.all(np.isfinite(times)):
+        raise InvalidSpecError("trace", "has non-finite timestamps")
+    times = times - times[0]
+    if target_rate_rps is not None:
+        rate = _rate(target_rate_rps)
+        span = times[-1]
+        if times.size < 2 or span <= 0:
+            raise InvalidSpecError("trace", "needs two distinct timestamps to rescale")
+        times = times * ((times.size - 1) / span / rate)
+    if duration_s is not None:
+        times = times[times < _duration(duration_s)]
+    return times
+
+
+def from_counts(
+    counts: npt.ArrayLike,
+    interval_s: float,
+    rng: np.random.Generator,
+    *,
+    scale: float = 1.0,
+) -> FloatArray:
+    """Arrivals from per-interval counts (e.g. invocations per minute), uniform inside each
+    interval; ``scale`` multiplies the counts (rounded stochastically)."""
+    c = np.asarray(counts, dtype=np.float64) * scale
+    if c.ndim != 1 or np.any(~np.isfinite(c)) or np.any(c < 0):
+        raise InvalidSpecError("counts", "must be a 1-D array of counts >= 0")
+    if not (math.isfinite(interval_s) and interval_s > 0):
+        raise InvalidSpecError("interval_s", "must be > 0", got=interval_s)
+    whole = np.floor(c)
+    n = (whole + (rng.random(c.size) < (c - whole))).astype(np.int64)
+    starts = np.repeat(np.arange(c.size, dtype=np.float64) * interval_s, n)
+    return np.sort(starts + rng.uniform(0.0, interval_s, size=starts.size))

@@ -1,0 +1,105 @@
+"""`gpucast measure` through Typer's CliRunner, on the CPU with the small mlp workload."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from gpucast.cli.app import app
+from gpucast.store import open_store
+
+runner = CliRunner()
+QUICK = ["--device", "cpu", "--batch-size", "4", "--max-time-s", "0.5", "--min-samples", "5"]
+
+
+def test_json_output_is_saved_and_complete(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    result = runner.invoke(app, ["--db", str(db), "measure", "train", "mlp", *QUICK, "--json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["workload"] == "mlp" and data["mode"] == "train" and data["device"] == "cpu"
+    assert data["batch_size"] == 4 and data["n_samples"] == len(data["step_times_s"]) >= 5
+    assert data["median_s"] > 0 and data["ci_low_s"] <= data["mean_s"] <= data["ci_high_s"]
+    assert data["environment"]["torch_version"] == torch.__version__
+    with open_store(db) as store:
+        stored = store.get_measurement(data["run_id"])
+    assert stored.step_times_s == tuple(data["step_times_s"])
+
+
+def test_table_output_and_default_store(tmp_path: Path) -> None:
+    # no --db: the autouse fixture points $GPUCAST_DB into tmp_path
+    result = runner.invoke(app, ["measure", "infer", "mlp", *QUICK, "--precision", "bf16"])
+    assert result.exit_code == 0, result.stderr
+    for label in ("median step", "mean step", "CI of mean", "p5 / p95", "IQR", "samples/s"):
+        assert label in result.stdout
+    assert "saved as run 1" in result.stderr
+    with open_store(tmp_path / "gpucast-test.db") as store:
+        [run] = store.list_runs()
+    assert (run.mode, run.precision) == ("infer", "bf16")
+
+
+def test_no_save_writes_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    args = ["--db", str(db), "measure", "train", "mlp", *QUICK, "--no-save", "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["run_id"] is None
+    assert not db.exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_on_a_cpu_machine_is_one_clear_line() -> None:
+    result = runner.invoke(app, ["measure", "train", "mlp", "--device", "cuda"])
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1
+    assert "no CUDA device" in lines[0] and "--device cpu" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (["--batch-size", "abc"], "batch-size"),
+        (["--batch-size", "0"], "batch_size"),
+        (["--batch-size", "-3"], "batch_size"),
+        (["--target-ci", "-1"], "target_ci"),
+        (["--max-time-s", "0"], "max_time_s"),
+        (["--max-time-s", "soon"], "max-time-s"),
+        (["--min-samples", "1"], "min_samples"),
+        (["--precision", "fp8"], "precision"),
+        (["--device", "tpu"], "device"),
+    ],
+)
+def test_malformed_options_exit_2_naming_the_field(
+    tmp_path: Path, args: list[str], text: str
+) -> None:
+    db = tmp_path / "runs.db"
+    result = runner.invoke(app, ["--db", str(db), "measure", "train", "mlp", *args])
+    assert result.exit_code == 2
+    assert text in result.stderr
+    assert not db.exists()  # bad input is rejected before the store is touched
+
+
+def test_unknown_workload_suggests_close_matches(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["measure", "train", "mpl", *QUICK])
+    assert result.exit_code == 2
+    assert "unknown workload 'mpl'" in result.stderr and "mlp" in result.stderr
+
+
+def test_a_corrupt_db_is_refused_before_measuring_and_left_alone(tmp_path: Path) -> None:
+    db = tmp_path / "notes.txt"
+    db.write_text("not a database\n")
+    result = runner.invoke(app, ["--db", str(db), "measure", "train", "mlp", *QUICK])
+    assert result.exit_code == 2
+    assert "not an SQLite database" in result.stderr
+    assert db.read_text() == "not a database\n"
+
+
+def test_help_lists_both_modes() -> None:
+    result = runner.invoke(app, ["measure", "--help"])
+    assert result.exit_code == 0
+    assert "train" in result.stdout and "infer" in result.stdout
