@@ -58,8 +58,13 @@ def test_workload_spec_validates() -> None:
 )
 def test_estimate_interval_invariant(value: float, down: float, up: float) -> None:
     est = Estimate(
-        value=value, lower=value * (1 - down), upper=value * (1 + up), unit="s",
-        bottleneck="compute", source="fitted", breakdown={"compute": value},
+        value=value,
+        lower=value * (1 - down),
+        upper=value * (1 + up),
+        unit="s",
+        bottleneck="compute",
+        source="fitted",
+        breakdown={"compute": value},
     )
     assert est.lower <= est.value <= est.upper
     assert est.relative_halfwidth >= 0

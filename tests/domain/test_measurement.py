@@ -133,7 +133,7 @@ def test_round_trip_through_json_is_exact() -> None:
         ({"stop_reason": "bored"}, "stop_reason"),
         ({"target_ci": 0.0}, "target_ci"),
         ({"samples_per_step": 0}, "samples_per_step"),
-        ({"created_at": datetime(2025, 1, 1)}, "created_at"),  # noqa: DTZ001 - naive on purpose
+        ({"created_at": datetime(2025, 1, 1)}, "created_at"),  # naive on purpose
         ({"device": ""}, "device"),
     ],
 )

@@ -85,9 +85,11 @@ def test_malformed_options_exit_2_naming_the_field(
 
 
 def test_unknown_workload_suggests_close_matches(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["measure", "train", "mpl", *QUICK])
+    db = tmp_path / "runs.db"
+    result = runner.invoke(app, ["--db", str(db), "measure", "train", "mpl", *QUICK])
     assert result.exit_code == 2
     assert "unknown workload 'mpl'" in result.stderr and "mlp" in result.stderr
+    assert not db.exists()
 
 
 def test_a_corrupt_db_is_refused_before_measuring_and_left_alone(tmp_path: Path) -> None:

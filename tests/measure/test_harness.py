@@ -119,6 +119,7 @@ def test_warmup_time_cap_is_a_fraction_of_the_budget() -> None:
     # 1 + 1.5 + 2 = 4.5 < 5; + 2.5 = 7 >= 5 -> 4 warm-up steps
     assert len(raw.warmup_step_times_s) == 4
     assert not raw.warmup_settled
+    assert any("warm-up cut short after 4 steps by its time cap" in w for w in raw.warnings)
 
 
 def test_progress_reports_every_phase() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
 import pytest
@@ -17,7 +18,8 @@ from gpucast.domain.errors import (
 )
 from gpucast.domain.measurement import Measurement
 from gpucast.domain.workload import WorkloadSpec
-from gpucast.measure import StoppingRule, measure, measure_runner
+from gpucast.measure import Progress, StoppingRule, measure, measure_runner
+from gpucast.measure.telemetry import TelemetrySample
 from gpucast.workloads.base import Batch, Workload
 
 QUICK: dict[str, Any] = {"max_time_s": 0.5, "min_samples": 5, "telemetry": False}
@@ -170,3 +172,47 @@ def test_gpu_precisions_run() -> None:
         spec = WorkloadSpec(name="mlp", batch_size=64, precision=precision)  # type: ignore[arg-type]
         m = measure(spec, mode="train", device="cuda", max_time_s=1.0, telemetry=False)
         assert m.spec.precision == precision
+
+
+def test_telemetry_covers_the_measured_steps_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The NVML wiring, with a fake reader standing in for the GPU."""
+    phase = {"now": "warmup"}
+    read_during: list[str] = []
+
+    class FakeReader:
+        closed = False
+
+        def __call__(self) -> TelemetrySample:
+            read_during.append(phase["now"])
+            return TelemetrySample(gpu_util_pct=90.0, power_w=300.0)
+
+        def close(self) -> None:
+            FakeReader.closed = True
+
+    import gpucast.measure.api as api
+
+    monkeypatch.setattr(api, "open_nvml_reader", lambda device: FakeReader())
+
+    class Runner:
+        samples_per_step = 1
+
+        def __call__(self) -> None:
+            time.sleep(0.002)
+
+    def track(p: Progress) -> None:
+        phase["now"] = p.phase
+
+    m = measure_runner(
+        Runner(),
+        spec=WorkloadSpec(name="sleep", batch_size=1),
+        mode="infer",
+        device="cpu",
+        rule=StoppingRule(max_time_s=0.3, target_ci=1e-6),
+        telemetry_interval_s=0.01,
+        on_progress=track,
+    )
+    assert m.telemetry is not None
+    assert m.telemetry.n_samples >= 3
+    assert m.telemetry.gpu_util_mean_pct == 90.0 and m.telemetry.power_max_w == 300.0
+    assert "warmup" not in read_during
+    assert FakeReader.closed

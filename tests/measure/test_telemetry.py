@@ -41,6 +41,8 @@ def test_sampler_reads_in_the_background_until_stopped() -> None:
 
     sampler = TelemetrySampler(read, interval_s=0.005)
     with sampler:
+        sampler.start()
+        assert sampler.running
         assert enough.wait(5.0), "the sampler thread never ran"
         summary = sampler.stop()
     assert summary is not None
@@ -48,7 +50,16 @@ def test_sampler_reads_in_the_background_until_stopped() -> None:
     assert n >= 5  # one at start, several from the thread, one at stop
     assert summary.gpu_util_max_pct == float(n - 1)
     assert summary.gpu_util_mean_pct == pytest.approx((n - 1) / 2)
+    assert not sampler.running
     assert not any(t.name == "gpucast-telemetry" for t in threading.enumerate())
+
+
+def test_leaving_the_block_stops_the_thread_even_on_error() -> None:
+    sampler = TelemetrySampler(lambda: TelemetrySample(power_w=1.0), interval_s=0.001)
+    with pytest.raises(RuntimeError), sampler:
+        sampler.start()
+        raise RuntimeError("step failed")
+    assert not sampler.running
 
 
 def test_a_failing_reader_never_breaks_the_run() -> None:

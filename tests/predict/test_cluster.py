@@ -289,8 +289,9 @@ def test_leave_one_model_out_accuracy_on_cmdare(shared_data: Path) -> None:
     table = cluster_fit_table(shared_data / "cmdare" / "cluster_scaling")
     res = bench.leave_one_model_out(table.frame)
     assert len(res) == 48
-    # Measured: 6.8% (naive n x single: 23.7%); K80 2.4%. Thresholds a little above.
-    assert res["ape_pct"].mean() < 7.5
+    # Measured with the changepoint steady state: 5.7% (naive n x single: 21.8%); K80 2.3%.
+    # (6.8% with the earlier 10%-warm-up estimator.) Thresholds a little above.
+    assert res["ape_pct"].mean() < 6.2
     assert res.loc[res["gpu"] == "K80", "ape_pct"].mean() < 3.0
     assert res["ape_pct"].mean() < 0.4 * res["naive_ape_pct"].mean()
     p100 = res[(res["gpu"] == "P100") & (res["workers"] == 8)]

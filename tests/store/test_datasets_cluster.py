@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from gpucast.domain.errors import DataFormatError
+from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.store.datasets.cmdare_checkpoint import read_checkpoint_csv
 from gpucast.store.datasets.cmdare_cluster import (
     SAMPLE_COLUMNS,
     cluster_fit_table,
     read_cluster_scaling,
     steady_state_speeds,
+    steady_state_start,
 )
 from gpucast.store.datasets.cmdare_startup import read_startup_times
 
@@ -66,6 +68,58 @@ def test_steady_state_drops_warmup_and_takes_median() -> None:
     runs = steady_state_speeds(samples)
     assert runs["speed_steps_per_s"].iloc[0] == 10.0
     assert runs["n_samples"].iloc[0] == 9
+
+
+def _noisy(levels: list[tuple[float, int]], seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    values = np.concatenate([np.full(n, level) for level, n in levels])
+    return values * (1 + 0.01 * rng.standard_normal(len(values)))
+
+
+def test_steady_state_skips_workers_joining() -> None:
+    # Workers join one by one (20 -> 40 -> 60 steps/s), then the run settles at 80.
+    values = _noisy([(20.0, 6), (40.0, 10), (60.0, 10), (80.0, 30)])
+    # Segments are >= 10 samples, so the optimum may start a little after the last join,
+    # never before it.
+    assert 26 <= steady_state_start(values) <= 36
+    assert steady_state_start(values, min_segment_samples=5) == 26
+    # A late regime (35 samples at 4.4, then 12 at 6.1) is the level the run settled at.
+    assert steady_state_start(_noisy([(4.4, 35), (6.1, 12)], seed=1)) == 35
+
+
+def test_steady_state_ignores_short_excursions_and_flat_runs() -> None:
+    flat = _noisy([(10.0, 48)], seed=2)
+    assert steady_state_start(flat) == 5  # only the first 10% of warm-up
+    dip = _noisy([(10.0, 42), (9.0, 5)], seed=3)  # a 5-sample dip at the end is transient
+    assert steady_state_start(dip) == 5
+    spike = flat.copy()
+    spike[20:23] *= 1.5  # a short spike may open a segment; the median absorbs it
+    assert np.median(spike[steady_state_start(spike) :]) == pytest.approx(10.0, rel=0.01)
+
+
+def test_steady_state_methods_and_validation() -> None:
+    values = _noisy([(20.0, 10), (80.0, 30)], seed=4)
+    samples = pd.DataFrame(
+        {
+            "gpu": "P100",
+            "model": "m",
+            "workers": 4,
+            "ps_shards": 1,
+            "step": range(len(values)),
+            "speed_steps_per_s": values,
+            "wall_time_s": range(len(values)),
+        }
+    )
+    cp = steady_state_speeds(samples)
+    frac = steady_state_speeds(samples, method="fraction")
+    assert cp["speed_steps_per_s"].iloc[0] == pytest.approx(80.0, rel=0.01)
+    assert cp["warmup_samples"].iloc[0] == 10
+    assert frac["warmup_samples"].iloc[0] == 4
+    assert frac["speed_steps_per_s"].iloc[0] == pytest.approx(80.0, rel=0.02)
+    with pytest.raises(InvalidSpecError, match="method"):
+        steady_state_speeds(samples, method="mean")
+    with pytest.raises(InvalidSpecError, match="warmup_fraction"):
+        steady_state_speeds(samples, warmup_fraction=1.5)
 
 
 def test_checkpoint_reader_skips_malformed(tmp_path: Path) -> None:

@@ -8,14 +8,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from store_factories import make_measurement
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError, StoreError
 from gpucast.domain.workload import WorkloadSpec
 from gpucast.store import Store, default_db_path, open_store
 from gpucast.store import schema as schema_module
 from gpucast.store.schema import latest_version, split_statements
-
-from store_factories import make_measurement
 
 
 def test_import_does_no_work(tmp_path: Path) -> None:
@@ -93,7 +92,9 @@ def test_unknown_id_says_how_to_fix(tmp_path: Path) -> None:
         with pytest.raises(InvalidInputError, match="store is empty"):
             store.get_run(1)
         store.save_measurement(make_measurement())
-        with pytest.raises(InvalidInputError, match=r"no run with id 42 .*ids go up to 1.*runs list"):
+        with pytest.raises(
+            InvalidInputError, match=r"no run with id 42 .*ids go up to 1.*runs list"
+        ):
             store.get_run(42)
 
 
@@ -169,7 +170,7 @@ def test_another_apps_sqlite_database_is_refused(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     before = path.read_bytes()
-    with pytest.raises(InvalidInputError, match="not a gpucast store .*invoices"):
+    with pytest.raises(InvalidInputError, match=r"not a gpucast store .*invoices"):
         Store(path).open()
     assert path.read_bytes() == before
 

@@ -27,7 +27,7 @@ def _one_line(text: str) -> str:
 class GpucastGroup(TyperGroup):
     """Root command group that turns every error into one clear line and an exit code."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D401 - click API
+    def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
         argv = kwargs.get("args")
         if argv is None:
@@ -38,7 +38,9 @@ class GpucastGroup(TyperGroup):
         except GpucastError as exc:
             if debug:
                 raise
-            err_console.print(f"[red]error:[/red] {_one_line(str(exc))}", highlight=False, soft_wrap=True)
+            err_console.print(
+                f"[red]error:[/red] {_one_line(str(exc))}", highlight=False, soft_wrap=True
+            )
             sys.exit(exc.exit_code)
         except click.exceptions.ClickException as exc:
             if debug:
@@ -81,10 +83,14 @@ def _version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     db: Path | None = typer.Option(
-        None, "--db", envvar="GPUCAST_DB",
+        None,
+        "--db",
+        envvar="GPUCAST_DB",
         help="Measurement store (SQLite). Default: $XDG_DATA_HOME/gpucast/gpucast.db.",
     ),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
+    debug: bool = typer.Option(
+        False, "--debug", help="Show tracebacks instead of one-line errors."
+    ),
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -13,6 +14,9 @@ from rich.table import Table
 from gpucast.cli._common import console, emit_json, err_console, state
 from gpucast.domain.measurement import Measurement
 from gpucast.domain.workload import WorkloadSpec
+
+if TYPE_CHECKING:
+    from gpucast.workloads.base import Workload
 
 app = typer.Typer(no_args_is_help=True, help="Time training or inference steps.")
 
@@ -103,16 +107,20 @@ def _run(
 ) -> None:
     from gpucast.measure import StoppingRule, resolve_device
     from gpucast.store import Store
+    from gpucast.workloads import get_workload
 
     # Check every input before building a model or touching the store.
     spec = WorkloadSpec(name=workload, batch_size=batch_size, precision=precision)  # type: ignore[arg-type]
     StoppingRule(target_ci=target_ci, max_time_s=max_time_s, min_samples=min_samples)
     resolve_device(device)
+    chosen = get_workload(workload)
     db_path = db_path_for(ctx)
     store = None if no_save else Store(db_path).open()  # a bad --db fails before measuring
 
     try:
-        result = _measure_with_progress(spec, mode, device, target_ci, max_time_s, min_samples)
+        result = _measure_with_progress(
+            spec, chosen, mode, device, target_ci, max_time_s, min_samples
+        )
         run_id = None if store is None else store.save_measurement(result)
     finally:
         if store is not None:
@@ -129,6 +137,7 @@ def _run(
 
 def _measure_with_progress(
     spec: WorkloadSpec,
+    workload_obj: Workload,
     mode: str,
     device: str,
     target_ci: float,
@@ -165,6 +174,7 @@ def _measure_with_progress(
             target_ci=target_ci,
             max_time_s=max_time_s,
             min_samples=min_samples,
+            workload=workload_obj,
             on_progress=show,
         )
 
@@ -175,7 +185,11 @@ _PRECISION = typer.Option("fp32", "--precision", help="fp32, bf16 or fp16.")
 _TARGET_CI = typer.Option(
     0.02, "--target-ci", help="Stop when the 95% CI half-width is within this share of the mean."
 )
-_MAX_TIME = typer.Option(60.0, "--max-time-s", help="Wall-clock budget, warm-up included.")
+_MAX_TIME = typer.Option(
+    60.0,
+    "--max-time-s",
+    help="Wall-clock budget, warm-up included (at least --min-samples steps always run).",
+)
 _MIN_SAMPLES = typer.Option(10, "--min-samples", help="Measured steps before stopping (>= 2).")
 _NO_SAVE = typer.Option(False, "--no-save", help="Do not write the result to the store.")
 _JSON = typer.Option(False, "--json", help="Print one JSON object instead of a table.")

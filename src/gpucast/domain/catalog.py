@@ -63,8 +63,13 @@ class GpuSpec:
     def __post_init__(self) -> None:
         owner = f"gpu {self.name}"
         _check_positive(owner, "fp32_tflops", self.fp32_tflops, allow_none=False)
-        for name in ("tf32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops",
-                     "interconnect_gbps"):
+        for name in (
+            "tf32_tflops",
+            "fp16_tflops",
+            "bf16_tflops",
+            "fp8_tflops",
+            "interconnect_gbps",
+        ):
             _check_positive(owner, name, getattr(self, name), allow_none=True)
         for name in ("memory_gib", "memory_bandwidth_gbps", "tdp_w"):
             _check_positive(owner, name, getattr(self, name), allow_none=False)
@@ -125,7 +130,8 @@ class Offer:
         if spot:
             if self.spot_usd_per_hour is None:
                 raise InvalidSpecError(
-                    "market", f"{self.instance_type} in {self.region} has no spot price",
+                    "market",
+                    f"{self.instance_type} in {self.region} has no spot price",
                     fix="drop --spot or pick another offer",
                 )
             return self.spot_usd_per_hour

@@ -39,7 +39,8 @@ class Estimate:
                 raise InvalidSpecError(name, "must be a finite number", got=v)
         if not self.lower <= self.value <= self.upper:
             raise InvalidSpecError(
-                "interval", "must satisfy lower <= value <= upper",
+                "interval",
+                "must satisfy lower <= value <= upper",
                 got=(self.lower, self.value, self.upper),
             )
         object.__setattr__(self, "breakdown", MappingProxyType(dict(self.breakdown)))

@@ -29,8 +29,9 @@ def _finite(field: str, value: float, *, low: float = 0.0, strict: bool = False)
         raise InvalidSpecError(field, "must be a number", got=value)
     ok = math.isfinite(value) and (value > low if strict else value >= low)
     if not ok:
-        raise InvalidSpecError(field, f"must be a finite number {'>' if strict else '>='} {low:g}",
-                               got=value)
+        raise InvalidSpecError(
+            field, f"must be a finite number {'>' if strict else '>='} {low:g}", got=value
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,15 +40,15 @@ class LatencyCurve:
 
     ``batch_sizes`` are strictly increasing; between them the latency is interpolated
     linearly and beyond them extrapolated with the last segment's slope (a single point
-    extrapolates proportionally). ``shared_fraction`` is the part of a batch's time that is
-    device work shared with batches running at the same time on the same device (the rest,
-    e.g. launch and host overheads, overlaps): the simulator's default co-location slowdown
-    for ``n`` concurrent batches is ``1 + shared_fraction * (n - 1)``.
+    extrapolates proportionally). ``host_s`` is the part of every batch's time spent off the
+    device (host-side dispatch, framework and copy overheads): batches running at the same
+    time on one device overlap it, while the rest of a batch's time, its device work, is
+    shared with them (see :mod:`gpucast.simulate.serving`). 0 means all of it is device work.
     """
 
     batch_sizes: tuple[int, ...]
     latency_s: tuple[float, ...]
-    shared_fraction: float = 1.0
+    host_s: float = 0.0
     source: str = "given"
 
     def __post_init__(self) -> None:
@@ -55,25 +56,35 @@ class LatencyCurve:
         object.__setattr__(self, "latency_s", tuple(float(t) for t in self.latency_s))
         if not self.batch_sizes or len(self.batch_sizes) != len(self.latency_s):
             raise InvalidSpecError(
-                "latency curve", "needs one latency per batch size and at least one point",
+                "latency curve",
+                "needs one latency per batch size and at least one point",
                 fix="give rows batch_size,latency_s",
             )
         if self.batch_sizes[0] < 1 or any(
             b >= c for b, c in zip(self.batch_sizes, self.batch_sizes[1:], strict=False)
         ):
             raise InvalidSpecError(
-                "latency curve batch_size", "must be >= 1 and strictly increasing",
+                "latency curve batch_size",
+                "must be >= 1 and strictly increasing",
                 got=list(self.batch_sizes),
             )
         for t in self.latency_s:
             _finite("latency curve latency_s", t, strict=True)
-        if not (math.isfinite(self.shared_fraction) and 0.0 <= self.shared_fraction <= 1.0):
-            raise InvalidSpecError("shared_fraction", "must be in [0, 1]",
-                                   got=self.shared_fraction)
+        _finite("host_s", self.host_s)
+        if self.host_s > self.latency_s[0] * (1 + 1e-9) and self.batch_sizes[0] == 1:
+            raise InvalidSpecError(
+                "host_s", "must not exceed the latency of a batch of 1", got=self.host_s
+            )
 
     @staticmethod
-    def affine(fixed_s: float, per_sample_s: float, *, max_batch: int = 128,
-               shared_fraction: float = 1.0, source: str = "a + b*batch") -> LatencyCurve:
+    def affine(
+        fixed_s: float,
+        per_sample_s: float,
+        *,
+        max_batch: int = 128,
+        host_s: float = 0.0,
+        source: str = "a + b*batch",
+    ) -> LatencyCurve:
         """``fixed_s + per_sample_s * batch`` for batch sizes 1..max_batch."""
         _finite("fixed_s", fixed_s)
         _finite("per_sample_s", per_sample_s)
@@ -83,7 +94,7 @@ class LatencyCurve:
         return LatencyCurve(
             batch_sizes=sizes,
             latency_s=tuple(fixed_s + per_sample_s * b for b in sizes),
-            shared_fraction=shared_fraction,
+            host_s=host_s,
             source=source,
         )
 
@@ -104,6 +115,10 @@ class LatencyCurve:
         slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
         return ys[-1] + max(slope, 0.0) * (batch_size - xs[-1])
 
+    def device_s(self, batch_size: int) -> float:
+        """Device-work seconds of a batch (its latency less ``host_s``, at least 0)."""
+        return max(self.latency(batch_size) - self.host_s, 0.0)
+
     def table(self, max_batch: int) -> tuple[float, ...]:
         """``(0.0, latency(1), ..., latency(max_batch))``: index by batch size."""
         return (0.0, *(self.latency(b) for b in range(1, max_batch + 1)))
@@ -113,7 +128,7 @@ class LatencyCurve:
         return LatencyCurve(
             batch_sizes=self.batch_sizes,
             latency_s=tuple(t * factor for t in self.latency_s),
-            shared_fraction=self.shared_fraction,
+            host_s=self.host_s * factor,
             source=source or f"{self.source} x{factor:.3g}",
         )
 
@@ -125,7 +140,7 @@ class LatencyCurve:
         return {
             "batch_sizes": list(self.batch_sizes),
             "latency_s": list(self.latency_s),
-            "shared_fraction": self.shared_fraction,
+            "host_s": self.host_s,
             "source": self.source,
         }
 
@@ -149,13 +164,15 @@ class BatchingPolicy:
         if isinstance(self.max_batch_size, bool) or not isinstance(self.max_batch_size, int):
             raise InvalidSpecError("max-batch", "must be an integer", got=self.max_batch_size)
         if self.max_batch_size < 1:
-            raise InvalidSpecError("max-batch", "must be >= 1", got=self.max_batch_size,
-                                   fix="e.g. --max-batch 8")
+            raise InvalidSpecError(
+                "max-batch", "must be >= 1", got=self.max_batch_size, fix="e.g. --max-batch 8"
+            )
         _finite("max-delay", self.max_queue_delay_s)
         prefs = tuple(sorted(set(int(p) for p in self.preferred_batch_sizes)))
         if prefs and (prefs[0] < 1 or prefs[-1] > self.max_batch_size):
             raise InvalidSpecError(
-                "preferred batch sizes", f"must be between 1 and max-batch {self.max_batch_size}",
+                "preferred batch sizes",
+                f"must be between 1 and max-batch {self.max_batch_size}",
                 got=list(prefs),
             )
         object.__setattr__(self, "preferred_batch_sizes", prefs)
@@ -163,16 +180,18 @@ class BatchingPolicy:
     @property
     def largest_batch(self) -> int:
         """The largest batch this policy ever forms."""
-        return self.preferred_batch_sizes[-1] if self.preferred_batch_sizes else (
-            self.max_batch_size)
+        return (
+            self.preferred_batch_sizes[-1] if self.preferred_batch_sizes else (self.max_batch_size)
+        )
 
     @property
     def trigger_size(self) -> int:
         """Queued requests that make an idle instance start a batch without waiting."""
         if self.max_queue_delay_s == 0:
             return 1
-        return self.preferred_batch_sizes[0] if self.preferred_batch_sizes else (
-            self.max_batch_size)
+        return (
+            self.preferred_batch_sizes[0] if self.preferred_batch_sizes else (self.max_batch_size)
+        )
 
     def batch_for_queue(self, queued: int) -> int:
         """Batch size taken from a queue of ``queued`` (>= 1) requests once a batch is due."""
@@ -184,10 +203,15 @@ class BatchingPolicy:
         return best or q
 
     def describe(self) -> str:
-        pref = ("/".join(str(p) for p in self.preferred_batch_sizes)
-                if self.preferred_batch_sizes else "-")
-        return (f"max batch {self.max_batch_size}, delay {self.max_queue_delay_s * 1e3:g} ms, "
-                f"preferred {pref}")
+        pref = (
+            "/".join(str(p) for p in self.preferred_batch_sizes)
+            if self.preferred_batch_sizes
+            else "-"
+        )
+        return (
+            f"max batch {self.max_batch_size}, delay {self.max_queue_delay_s * 1e3:g} ms, "
+            f"preferred {pref}"
+        )
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -219,8 +243,9 @@ class ModelDeployment:
         if not self.model:
             raise InvalidSpecError("model", "must not be empty", fix="e.g. --model resnet50")
         if self.instances < 1:
-            raise InvalidSpecError("instances", "must be >= 1", got=self.instances,
-                                   fix="e.g. --instances 2")
+            raise InvalidSpecError(
+                "instances", "must be >= 1", got=self.instances, fix="e.g. --instances 2"
+            )
         _finite("memory_gib", self.memory_gib)
         _finite("request_overhead_s", self.request_overhead_s)
         _finite("cold_start_s", self.cold_start_s)
@@ -230,9 +255,10 @@ class ModelDeployment:
 class ServerSpec:
     """One device that runs model instances: a whole GPU, one MIG slice, or a CPU server.
 
-    ``colocation_slowdown[n - 1]`` multiplies a batch's time when it starts while ``n``
-    batches (itself included) run on this device; ``()`` uses each curve's
-    ``shared_fraction`` (see :class:`LatencyCurve`). Beyond the table the last step repeats.
+    ``colocation_slowdown[n - 1]`` is how much slower each of ``n`` batches runs while they
+    share the device (measured by running ``n`` copies at once); ``()`` means pure sharing of
+    the device work (``n``), the host part overlapping (see :class:`LatencyCurve`). Beyond
+    the table the last step repeats.
     ``price_usd_per_hour`` is this device's share of what the server costs.
     """
 
@@ -245,25 +271,31 @@ class ServerSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in SERVER_KINDS:
-            raise InvalidSpecError("server kind", f"must be one of {', '.join(SERVER_KINDS)}",
-                                   got=self.kind)
+            raise InvalidSpecError(
+                "server kind", f"must be one of {', '.join(SERVER_KINDS)}", got=self.kind
+            )
         _finite(f"server {self.name} memory_gib", self.memory_gib, strict=True)
         _finite(f"server {self.name} price_usd_per_hour", self.price_usd_per_hour)
         if not self.models:
-            raise InvalidSpecError(f"server {self.name}", "hosts no model",
-                                   fix="give at least one model")
+            raise InvalidSpecError(
+                f"server {self.name}", "hosts no model", fix="give at least one model"
+            )
         names = [m.model for m in self.models]
         if len(set(names)) != len(names):
-            raise InvalidSpecError(f"server {self.name}", "lists a model twice",
-                                   fix="raise that model's instances instead")
+            raise InvalidSpecError(
+                f"server {self.name}",
+                "lists a model twice",
+                fix="raise that model's instances instead",
+            )
         slow = tuple(float(s) for s in self.colocation_slowdown)
         if any(not math.isfinite(s) or s < 1.0 for s in slow):
             raise InvalidSpecError("colocation_slowdown", "factors must be >= 1", got=list(slow))
         object.__setattr__(self, "colocation_slowdown", slow)
         need = sum(m.memory_gib * m.instances for m in self.models)
         if need > self.memory_gib + 1e-9:
-            detail = ", ".join(f"{m.instances}x {m.model} {m.memory_gib:.2f} GiB"
-                               for m in self.models)
+            detail = ", ".join(
+                f"{m.instances}x {m.model} {m.memory_gib:.2f} GiB" for m in self.models
+            )
             raise InvalidSpecError(
                 f"server {self.name} memory",
                 f"models need {need:.2f} GiB ({detail}) but it has {self.memory_gib:g} GiB",
@@ -298,9 +330,11 @@ class Deployment:
         if not self.groups:
             raise InvalidSpecError("deployment", "has no servers")
         if self.load_balancing not in LOAD_BALANCING:
-            raise InvalidSpecError("load balancing",
-                                   f"must be one of {', '.join(LOAD_BALANCING)}",
-                                   got=self.load_balancing)
+            raise InvalidSpecError(
+                "load balancing",
+                f"must be one of {', '.join(LOAD_BALANCING)}",
+                got=self.load_balancing,
+            )
 
     @property
     def models(self) -> tuple[str, ...]:

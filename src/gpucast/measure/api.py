@@ -80,17 +80,29 @@ def measure_runner(
 
     reader = open_nvml_reader(torch_device) if telemetry else None
     summary: TelemetrySummary | None = None
+    # Make the measured GPU the current one, so events, streams and stray allocations agree.
+    on_device = (
+        torch.cuda.device(torch_device) if torch_device.type == "cuda" else contextlib.nullcontext()
+    )
     try:
-        with _translate_failures(spec, mode, label):
+        with on_device, _translate_failures(spec, mode, label):
             if reader is None:
                 raw = run_adaptive(
                     runner, rule, timer=step_timer, clock=clock, on_progress=on_progress
                 )
             else:
                 sampler = TelemetrySampler(reader, interval_s=telemetry_interval_s)
+
+                def progress(p: Progress) -> None:
+                    # sample the measured steps only, not the warm-up
+                    if p.phase == "measure" and not sampler.running:
+                        sampler.start()
+                    if on_progress is not None:
+                        on_progress(p)
+
                 with sampler:
                     raw = run_adaptive(
-                        runner, rule, timer=step_timer, clock=clock, on_progress=on_progress
+                        runner, rule, timer=step_timer, clock=clock, on_progress=progress
                     )
                     summary = sampler.stop()
     finally:

@@ -167,6 +167,7 @@ def run_adaptive(
     window = rule.warmup_window
     previous_median: float | None = None
     settled = False
+    cut_by = ""
     report("warmup", 0, 0, None, None)
     while True:
         warmup.append(timer(step))
@@ -179,12 +180,22 @@ def run_adaptive(
                 settled = True
                 break
             previous_median = median
-        if len(warmup) >= rule.max_warmup_steps or clock() >= warmup_deadline:
+        if len(warmup) >= rule.max_warmup_steps:
+            cut_by = "steps"
             break
-    if not settled:
+        if clock() >= warmup_deadline:
+            cut_by = "time"
+            break
+    if not settled and cut_by == "steps":
         notes.append(
             f"warm-up did not settle within {len(warmup)} steps "
             f"(window medians kept moving by more than {rule.warmup_tolerance:.0%}); "
+            "early samples may still include warm-up effects"
+        )
+    elif not settled:
+        notes.append(
+            f"warm-up cut short after {len(warmup)} steps by its time cap "
+            f"({rule.max_warmup_fraction:.0%} of the time budget) before step times settled; "
             "early samples may still include warm-up effects"
         )
 

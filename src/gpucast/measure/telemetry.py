@@ -119,12 +119,19 @@ class TelemetrySampler:
         except Exception:  # a failing read must never break the measurement
             return
 
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
     def start(self) -> None:
+        if self._thread is not None:
+            return
         self._take()
         self._thread = threading.Thread(target=self._loop, name="gpucast-telemetry", daemon=True)
         self._thread.start()
 
     def stop(self) -> TelemetrySummary | None:
+        """Stop the thread (taking one last sample) and summarise; ``None`` if never started."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -133,7 +140,7 @@ class TelemetrySampler:
         return summarize(self._samples, self.interval_s)
 
     def __enter__(self) -> TelemetrySampler:
-        self.start()
+        """Leaving the block stops the thread; entering starts nothing (call :meth:`start`)."""
         return self
 
     def __exit__(

@@ -2,7 +2,9 @@
 
 * :class:`CheckpointModel` (kind ``"checkpoint"``): duration = fixed + size / throughput
   (+ a cost per MB of the checkpoint's ``.index`` file, a proxy for the tensor count, when
-  given), fitted by non-negative least squares on relative error.
+  given). When the data splits the save into its local write and the upload (CM-DARE's
+  ``Local duration``), each part is fitted on its own; coefficients are non-negative and
+  minimise the summed absolute relative error (the loss that matches MAPE).
 * :class:`StartupModel` (kind ``"startup"``): VM start-up as a sum of three lognormal
   components (provisioning, staging, booting) per GPU, market (spot / on-demand) and region,
   fitted with ``scipy.stats``. The total's percentiles come from Monte Carlo with a fixed
@@ -22,7 +24,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
-from scipy.optimize import nnls
+from scipy.optimize import linprog, nnls
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.prediction import Estimate
@@ -51,23 +53,48 @@ def _positive_column(data: pd.DataFrame, column: str, what: str) -> FloatArray:
 
 
 # ---------------------------------------------------------------------- checkpoint
+#: Losses :class:`CheckpointModel` can minimise (relative errors: the scale of a save is
+#: seconds, its noise a few percent).
+CHECKPOINT_LOSSES: tuple[str, ...] = ("l1_relative", "l2_relative")
+
+
 @register
 class CheckpointModel(Estimator):
     """Checkpoint duration (s) from checkpoint size (MB) and optionally index size (MB).
 
-    Fit columns: ``checkpoint_mb``, ``duration_s`` and, optionally, ``index_mb``. Two
-    coefficient sets are kept: one with the index term (used when a row gives it), one from
-    size alone. Interval: 10th..90th percentile of relative residuals (leave-one-model-out
-    when a ``model`` column names at least 3 models).
+    Fit columns: ``checkpoint_mb``, ``duration_s`` and, optionally, ``index_mb`` and
+    ``local_s`` (the local write; the rest of the duration is the upload). Two coefficient
+    sets are kept: one with the index term (used when a row gives it), one from size alone.
+    With ``local_s`` the local write and the upload are fitted separately (both linear in
+    the same features, so the duration's coefficients are their sums, and the prediction's
+    breakdown names both); the upload is the noisy part. Coefficients are non-negative and
+    minimise the summed absolute relative error (``loss="l1_relative"``, the loss MAPE
+    scores) or its square (``"l2_relative"``). Interval: 10th..90th percentile of relative
+    residuals (leave-one-model-out when a ``model`` column names at least 3 models).
     """
 
     kind = "checkpoint"
     schema_version = 1
 
-    def __init__(self, *, use_index_size: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        use_index_size: bool = True,
+        split_local_write: bool = True,
+        loss: str = "l1_relative",
+    ) -> None:
+        if loss not in CHECKPOINT_LOSSES:
+            raise InvalidSpecError(
+                "loss", f"must be one of {', '.join(CHECKPOINT_LOSSES)}", got=loss
+            )
         self.use_index_size = use_index_size
+        self.split_local_write = split_local_write
+        self.loss = loss
         self.coef_size_: list[float] | None = None
         self.coef_index_: list[float] | None = None
+        #: Local-write share of the coefficients (None when fitted without ``local_s``).
+        self.local_coef_size_: list[float] | None = None
+        self.local_coef_index_: list[float] | None = None
         self.rel_q10_: float = 0.0
         self.rel_q90_: float = 0.0
         self.cv_mape_pct_: float | None = None
@@ -76,11 +103,20 @@ class CheckpointModel(Estimator):
     def is_fitted(self) -> bool:
         return self.coef_size_ is not None
 
+    def _params(self) -> dict[str, Any]:
+        return {
+            "use_index_size": self.use_index_size,
+            "split_local_write": self.split_local_write,
+            "loss": self.loss,
+        }
+
     def _state(self) -> dict[str, Any]:
         return {
-            "params": {"use_index_size": self.use_index_size},
+            "params": self._params(),
             "coef_size": self.coef_size_,
             "coef_index": self.coef_index_,
+            "local_coef_size": self.local_coef_size_,
+            "local_coef_index": self.local_coef_index_,
             "rel_q10": self.rel_q10_,
             "rel_q90": self.rel_q90_,
             "cv_mape_pct": self.cv_mape_pct_,
@@ -93,6 +129,10 @@ class CheckpointModel(Estimator):
             model.coef_size_ = [float(v) for v in state["coef_size"]]
             ci = state["coef_index"]
             model.coef_index_ = None if ci is None else [float(v) for v in ci]
+            lcs = state.get("local_coef_size")
+            model.local_coef_size_ = None if lcs is None else [float(v) for v in lcs]
+            lci = state.get("local_coef_index")
+            model.local_coef_index_ = None if lci is None else [float(v) for v in lci]
             model.rel_q10_ = float(state["rel_q10"])
             model.rel_q90_ = float(state["rel_q90"])
             cv = state["cv_mape_pct"]
@@ -103,14 +143,31 @@ class CheckpointModel(Estimator):
             ) from exc
         return model
 
-    @staticmethod
-    def _solve(x: FloatArray, y: FloatArray) -> list[float]:
+    def _solve(self, x: FloatArray, y: FloatArray) -> list[float]:
+        """Non-negative ``c`` of ``y ~ c0 + x @ c[1:]`` under the relative-error loss."""
         design = np.column_stack([np.ones(len(y)), x]) / y[:, None]
-        coef, _ = nnls(design, np.ones(len(y)))
-        return [float(c) for c in coef]
+        if self.loss == "l2_relative":
+            coef, _ = nnls(design, np.ones(len(y)))
+            return [float(c) for c in coef]
+        # min sum |design c - 1| with c >= 0, as a linear programme over (c, u): u >= |r|.
+        n, p = design.shape
+        eye = np.eye(n)
+        result = linprog(
+            np.concatenate([np.zeros(p), np.ones(n)]),
+            A_ub=np.block([[design, -eye], [-design, -eye]]),
+            b_ub=np.concatenate([np.ones(n), -np.ones(n)]),
+            bounds=[(0.0, None)] * (p + n),
+            method="highs",
+        )
+        if result.status != 0:  # pragma: no cover - the LP is always feasible and bounded
+            raise InvalidInputError(
+                f"checkpoint fit did not converge ({result.message})", fix="check the data"
+            )
+        return [float(c) for c in result.x[:p]]
 
-    def _coefs(self, data: pd.DataFrame) -> tuple[list[float], list[float] | None]:
-        y = _positive_column(data, "duration_s", "checkpoint")
+    def _coefs_for(
+        self, data: pd.DataFrame, y: FloatArray
+    ) -> tuple[list[float], list[float] | None]:
         size = _positive_column(data, "checkpoint_mb", "checkpoint")
         coef_size = self._solve(size[:, None], y)
         coef_index = None
@@ -121,18 +178,45 @@ class CheckpointModel(Estimator):
                 coef_index = self._solve(np.column_stack([size[ok], index[ok]]), y[ok])
         return coef_size, coef_index
 
+    def _coefs(
+        self, data: pd.DataFrame
+    ) -> tuple[list[float], list[float] | None, list[float] | None, list[float] | None]:
+        """(size coefs, index coefs, local-write size coefs, local-write index coefs)."""
+        y = _positive_column(data, "duration_s", "checkpoint")
+        local = None
+        if self.split_local_write and "local_s" in data.columns:
+            local = pd.to_numeric(data["local_s"], errors="coerce").to_numpy(dtype=np.float64)
+            usable = np.isfinite(local) & (local > 0) & (local < y)
+            if not usable.all():
+                local = None  # a row lacks a usable local time: fit the duration whole
+        if local is None:
+            size_c, index_c = self._coefs_for(data, y)
+            return size_c, index_c, None, None
+        local_size, local_index = self._coefs_for(data, local)
+        upload_size, upload_index = self._coefs_for(data, y - local)
+        size_c = [a + b for a, b in zip(local_size, upload_size, strict=True)]
+        index_c = None
+        if local_index is not None and upload_index is not None:
+            index_c = [a + b for a, b in zip(local_index, upload_index, strict=True)]
+        return size_c, index_c, local_size, local_index
+
     def fit(self, data: pd.DataFrame) -> Self:
         _require_columns(data, ("checkpoint_mb", "duration_s"), "checkpoint")
         if len(data) < 3:
             raise InvalidInputError("checkpoint data needs at least 3 rows", fix="add rows")
-        self.coef_size_, self.coef_index_ = self._coefs(data)
+        (
+            self.coef_size_,
+            self.coef_index_,
+            self.local_coef_size_,
+            self.local_coef_index_,
+        ) = self._coefs(data)
         y = _positive_column(data, "duration_s", "checkpoint")
         if "model" in data.columns and data["model"].nunique() >= 3:
             pred = np.empty(len(data))
             for m in data["model"].unique():
                 held = (data["model"] == m).to_numpy()
-                fold = CheckpointModel(use_index_size=self.use_index_size)
-                fold.coef_size_, fold.coef_index_ = fold._coefs(data.loc[~held])
+                fold = CheckpointModel(**self._params())
+                fold.coef_size_, fold.coef_index_, *_ = fold._coefs(data.loc[~held])
                 pred[held] = fold._predict_array(data.loc[held])
             self.cv_mape_pct_ = float(np.mean(np.abs(pred / y - 1)) * 100)
         else:
@@ -177,6 +261,16 @@ class CheckpointModel(Estimator):
             if index_mb is None or self.coef_index_ is None
             else self.coef_index_[0]
         )
+        breakdown = {"fixed_s": fixed, "size_dependent_s": value - fixed}
+        local_coef = (
+            self.local_coef_size_
+            if index_mb is None or self.coef_index_ is None
+            else self.local_coef_index_
+        )
+        if local_coef is not None:
+            features = [1.0, checkpoint_mb] + ([] if len(local_coef) == 2 else [index_mb or 0.0])
+            local = float(np.dot(local_coef, features))
+            breakdown |= {"local_write_s": local, "upload_s": value - local}
         notes = []
         if self.cv_mape_pct_ is not None:
             notes.append(f"leave-one-model-out MAPE of the fit: {self.cv_mape_pct_:.1f}%")
@@ -187,7 +281,7 @@ class CheckpointModel(Estimator):
             unit="s",
             bottleneck="checkpoint",
             source="fitted",
-            breakdown={"fixed_s": fixed, "size_dependent_s": value - fixed},
+            breakdown=breakdown,
             notes=tuple(notes),
         )
 

@@ -12,21 +12,25 @@ Store format of the samples (:func:`read_cluster_scaling`), one row per TensorBo
 ``wall_time_s``        Unix time of the sample
 =====================  ==========================================================
 
-:func:`steady_state_speeds` reduces samples to one row per run (median after warm-up);
+:func:`steady_state_speeds` reduces samples to one row per run: the median of the level the
+run settled at, after the warm-up in which workers join (changepoint segmentation, the same
+rule for every run; see :func:`steady_state_start`);
 :func:`cluster_fit_table` joins runs with model features from ``single_gpu_speed.csv``
 into the frame :meth:`gpucast.predict.cluster.ClusterModel.fit` takes.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
-from gpucast.domain.errors import DataFormatError
+from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.store.datasets._import import ImportResult
 
 SAMPLE_COLUMNS: tuple[str, ...] = (
@@ -109,22 +113,110 @@ def _read_run(path: Path) -> tuple[pd.DataFrame, list[str]]:
     return frame, bad
 
 
-def steady_state_speeds(samples: pd.DataFrame, *, warmup_fraction: float = 0.1) -> pd.DataFrame:
-    """One row per run: median speed after dropping the first ``warmup_fraction`` of samples.
+#: How :func:`steady_state_speeds` finds the steady state of a run.
+STEADY_METHODS: tuple[str, ...] = ("changepoint", "fraction")
+#: Shortest regime the changepoint segmentation accepts: 10 TensorBoard samples, ~1,000
+#: global steps. Shorter excursions (a late dip of a few samples) are transients, not regimes.
+MIN_SEGMENT_SAMPLES = 10
+#: Penalty per changepoint in units of ``noise variance x ln(samples)`` (BIC is 2; 3 is a
+#: little more conservative so that ordinary sample noise never opens a segment).
+CHANGEPOINT_PENALTY = 3.0
 
-    Columns: gpu, model, workers, ps_shards, speed_steps_per_s, n_samples, iqr_pct (the
-    inter-quartile range as a percentage of the median: the run's noise).
+
+def steady_state_start(
+    speeds: NDArray[np.float64],
+    *,
+    warmup_fraction: float = 0.1,
+    min_segment_samples: int = MIN_SEGMENT_SAMPLES,
+    penalty: float = CHANGEPOINT_PENALTY,
+) -> int:
+    """Index of the first steady-state sample of one run (samples in step order).
+
+    A CM-DARE run starts with its workers joining one by one and warming up, so its speed
+    climbs through levels before it settles (e.g. P100 res15, 7 workers: 16 samples near 82
+    steps/s, then ~97). The log speeds are split into constant-mean segments by exact
+    optimal partitioning (least squares, each changepoint penalised by ``penalty x sigma^2 x
+    ln n`` with ``sigma`` the robust noise from the median absolute first difference; no
+    segment shorter than ``min_segment_samples``). Warm-up only ever raises the speed, so
+    the steady state starts at the last *upward* level shift; later downward shifts (a dip,
+    interference) stay in and the median absorbs them. The first ``warmup_fraction`` of the
+    samples is always dropped; runs too short to hold two segments only drop that.
     """
+    n = len(speeds)
+    floor = min(math.ceil(warmup_fraction * n), max(n - 1, 0))
+    if n < 2 * min_segment_samples:
+        return floor
+    x = np.log(np.asarray(speeds, dtype=np.float64))
+    sigma = float(np.median(np.abs(np.diff(x)))) / 0.6745 / math.sqrt(2.0)
+    beta = penalty * max(sigma, 1e-4) ** 2 * math.log(n)
+    csum = np.concatenate([[0.0], np.cumsum(x)])
+    csq = np.concatenate([[0.0], np.cumsum(x * x)])
+    best = np.full(n + 1, np.inf)
+    best[0] = -beta
+    last = np.zeros(n + 1, dtype=np.int64)
+    for t in range(min_segment_samples, n + 1):
+        starts = np.concatenate(
+            [[0], np.arange(min_segment_samples, t - min_segment_samples + 1)]
+        ).astype(np.int64)
+        length = t - starts
+        total = csum[t] - csum[starts]
+        cost = (csq[t] - csq[starts]) - total * total / length
+        value = best[starts] + cost + beta
+        i = int(np.argmin(value))
+        best[t] = value[i]
+        last[t] = starts[i]
+    bounds = [n]
+    while bounds[-1] > 0:
+        bounds.append(int(last[bounds[-1]]))
+    bounds.reverse()  # 0 = b_0 < b_1 < ... < b_k = n
+    means = [(csum[b] - csum[a]) / (b - a) for a, b in itertools.pairwise(bounds)]
+    start = 0
+    for i in range(1, len(means)):
+        if means[i] > means[i - 1]:
+            start = bounds[i]
+    return max(start, floor)
+
+
+def steady_state_speeds(
+    samples: pd.DataFrame,
+    *,
+    method: str = "changepoint",
+    warmup_fraction: float = 0.1,
+    min_segment_samples: int = MIN_SEGMENT_SAMPLES,
+) -> pd.DataFrame:
+    """One row per run: the median speed of its steady state.
+
+    ``method="changepoint"`` (default) takes the last regime found by
+    :func:`steady_state_start`; ``method="fraction"`` only drops the first
+    ``warmup_fraction`` of the samples. The same rule is applied to every run.
+
+    Columns: gpu, model, workers, ps_shards, speed_steps_per_s, n_samples (samples in the
+    steady state), warmup_samples (samples dropped before it) and iqr_pct (the steady
+    state's inter-quartile range as a percentage of its median: the run's noise).
+    """
+    if method not in STEADY_METHODS:
+        raise InvalidSpecError("method", f"must be one of {', '.join(STEADY_METHODS)}", got=method)
+    if not 0.0 <= warmup_fraction < 1.0:
+        raise InvalidSpecError("warmup_fraction", "must be in [0, 1)", got=warmup_fraction)
+    if min_segment_samples < 2:
+        raise InvalidSpecError("min_segment_samples", "must be >= 2", got=min_segment_samples)
     rows = []
     keys = ["gpu", "model", "workers", "ps_shards"]
     for key, run in samples.sort_values("step").groupby(keys, sort=True):
         values = run["speed_steps_per_s"].to_numpy(dtype=np.float64)
-        drop = min(math.ceil(warmup_fraction * len(values)), len(values) - 1)
+        if method == "changepoint":
+            drop = steady_state_start(
+                values, warmup_fraction=warmup_fraction, min_segment_samples=min_segment_samples
+            )
+        else:
+            drop = min(math.ceil(warmup_fraction * len(values)), len(values) - 1)
         steady = values[drop:]
         median = float(np.median(steady))
         q75, q25 = np.percentile(steady, [75, 25])
-        rows.append((*key, median, len(steady), float(100 * (q75 - q25) / median)))
-    return pd.DataFrame(rows, columns=[*keys, "speed_steps_per_s", "n_samples", "iqr_pct"])
+        rows.append((*key, median, len(steady), drop, float(100 * (q75 - q25) / median)))
+    return pd.DataFrame(
+        rows, columns=[*keys, "speed_steps_per_s", "n_samples", "warmup_samples", "iqr_pct"]
+    )
 
 
 def read_model_features(speed_csv: Path) -> ImportResult:
@@ -178,8 +270,13 @@ def default_features_csv(cluster_root: Path) -> Path:
     return cluster_root.resolve().parent / "speed" / "single_gpu_speed.csv"
 
 
-def cluster_fit_table(cluster_root: Path, features_csv: Path | None = None) -> ImportResult:
-    """Runs of ``cluster_root`` joined with model features: the cluster model's fit frame."""
+def cluster_fit_table(
+    cluster_root: Path, features_csv: Path | None = None, *, steady_method: str = "changepoint"
+) -> ImportResult:
+    """Runs of ``cluster_root`` joined with model features: the cluster model's fit frame.
+
+    Each run is reduced by :func:`steady_state_speeds` with ``steady_method``.
+    """
     samples = read_cluster_scaling(cluster_root)
     feats_path = features_csv or default_features_csv(cluster_root)
     if not feats_path.is_file():
@@ -189,7 +286,7 @@ def cluster_fit_table(cluster_root: Path, features_csv: Path | None = None) -> I
             fix="pass --features single_gpu_speed.csv",
         )
     feats = read_model_features(feats_path)
-    runs = steady_state_speeds(samples.frame)
+    runs = steady_state_speeds(samples.frame, method=steady_method)
     runs["model_key"] = runs["model"].map(model_key)
     joined = runs.merge(
         feats.frame.drop(columns=["model"]), on="model_key", how="left", validate="many_to_one"

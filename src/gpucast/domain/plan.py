@@ -1,0 +1,434 @@
+"""What a training plan is, as frozen values: the request, its candidates, the chosen plan.
+
+:class:`TrainRequest` is what the user asks (workload, amount of work, constraints);
+:class:`PlanCandidate` is one evaluated cluster configuration (where, what, how, how long, how
+much, what bounds it, what would help); :class:`TrainPlan` is the planner's answer (the shown
+candidates, the Pareto front, the recommended pick, why the rest were dropped, and the
+assumptions behind the numbers). Every type round-trips through ``to_dict`` / ``from_dict``
+as plain JSON types, so a saved plan renders as a report later.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from types import MappingProxyType
+from typing import Any
+
+from gpucast.domain.errors import DataFormatError, InvalidSpecError
+
+#: Data-parallel strategies the planner searches: ring all-reduce DDP, fully sharded data
+#: parallel, asynchronous parameter server with CPU shards.
+STRATEGIES: tuple[str, ...] = ("ddp", "fsdp", "ps")
+OBJECTIVES: tuple[str, ...] = ("cheapest", "fastest")
+MARKETS: tuple[str, ...] = ("on-demand", "spot")
+PLAN_SCHEMA_VERSION = 1
+
+
+def _finite_positive(field_name: str, value: float | None, *, fix: str | None = None) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidSpecError(field_name, "must be a number", got=value, fix=fix)
+    if not (math.isfinite(value) and value > 0):
+        raise InvalidSpecError(field_name, "must be a finite number > 0", got=value, fix=fix)
+
+
+def _positive_int(field_name: str, value: int | None, *, fix: str | None = None) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidSpecError(field_name, "must be an integer >= 1", got=value, fix=fix)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainRequest:
+    """A training job to plan, with its constraints.
+
+    The work is ``epochs`` passes over ``dataset_size`` samples at the ``reference_batch``
+    (the batch the epoch count was tuned for; larger global batches need more epochs, see
+    :mod:`gpucast.plan.efficiency`), or ``steps`` global steps at ``reference_batch``.
+    ``batch_size`` fixes the per-worker batch, ``global_batch`` the global one; with neither,
+    the per-worker batch is searched over ``batch_sizes``. ``None`` means "no constraint"
+    for ``deadline_s``, ``budget_usd``; empty tuples mean "any" for the filters.
+    """
+
+    workload: str
+    precision: str = "fp32"
+    epochs: float | None = None
+    dataset_size: int | None = None
+    steps: int | None = None
+    reference_batch: int | None = None
+    deadline_s: float | None = None
+    budget_usd: float | None = None
+    providers: tuple[str, ...] = ()
+    regions: tuple[str, ...] = ()
+    gpus: tuple[str, ...] = ()
+    exclude_gpus: tuple[str, ...] = ()
+    allow_spot: bool = True
+    max_gpus: int = 64
+    min_p_meet: float = 0.9
+    batch_size: int | None = None
+    global_batch: int | None = None
+    batch_sizes: tuple[int, ...] = (32, 64, 128, 256)
+    allow_mixed: bool = False
+    objective: str = "cheapest"
+    critical_batch: float | None = None
+    strategies: tuple[str, ...] = STRATEGIES
+    max_ps_shards: int = 4
+    mc_runs: int = 1000
+    max_simulated: int = 12
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.workload:
+            raise InvalidSpecError("workload", "must not be empty", fix="e.g. --workload resnet50")
+        if self.epochs is not None and self.steps is not None:
+            raise InvalidSpecError(
+                "epochs/steps",
+                "give the work as epochs or as steps, not both",
+                fix="drop --steps or --epochs",
+            )
+        if self.epochs is None and self.steps is None:
+            raise InvalidSpecError("epochs", "is required (or steps)", fix="e.g. --epochs 90")
+        _finite_positive("epochs", self.epochs, fix="e.g. --epochs 90")
+        _positive_int("dataset_size", self.dataset_size, fix="e.g. --dataset-size 1281167")
+        if self.epochs is not None and self.dataset_size is None:
+            raise InvalidSpecError(
+                "dataset-size", "is required with --epochs", fix="e.g. --dataset-size 1281167"
+            )
+        _positive_int("steps", self.steps, fix="e.g. --steps 100000")
+        _positive_int("reference_batch", self.reference_batch, fix="e.g. --reference-batch 256")
+        _finite_positive("deadline", self.deadline_s, fix="e.g. --deadline 24h")
+        _finite_positive("budget", self.budget_usd, fix="e.g. --budget 500")
+        _positive_int("max-gpus", self.max_gpus, fix="e.g. --max-gpus 64")
+        if not (isinstance(self.min_p_meet, int | float) and 0.0 <= self.min_p_meet <= 1.0):
+            raise InvalidSpecError(
+                "min-p-meet",
+                "must be a probability in [0, 1]",
+                got=self.min_p_meet,
+                fix="e.g. --min-p-meet 0.9",
+            )
+        if self.batch_size is not None and self.global_batch is not None:
+            raise InvalidSpecError(
+                "batch-size/global-batch",
+                "give a per-worker batch or a global batch, not both",
+                fix="drop --batch-size or --global-batch",
+            )
+        _positive_int("batch-size", self.batch_size, fix="e.g. --batch-size 64")
+        _positive_int("global-batch", self.global_batch, fix="e.g. --global-batch 1024")
+        if not self.batch_sizes:
+            raise InvalidSpecError("batch_sizes", "must list at least one batch size")
+        for b in self.batch_sizes:
+            _positive_int("batch_sizes", b)
+        if self.objective not in OBJECTIVES:
+            raise InvalidSpecError(
+                "objective", f"must be one of {', '.join(OBJECTIVES)}", got=self.objective
+            )
+        _finite_positive("critical-batch", self.critical_batch, fix="e.g. --critical-batch 8192")
+        if not self.strategies:
+            raise InvalidSpecError("strategies", "must list at least one strategy")
+        bad = [s for s in self.strategies if s not in STRATEGIES]
+        if bad:
+            raise InvalidSpecError(
+                "strategy", f"must be one of {', '.join(STRATEGIES)}", got=bad[0]
+            )
+        _positive_int("max_ps_shards", self.max_ps_shards)
+        if isinstance(self.mc_runs, bool) or not isinstance(self.mc_runs, int) or self.mc_runs < 1:
+            raise InvalidSpecError("mc_runs", "must be an integer >= 1", got=self.mc_runs)
+        _positive_int("max_simulated", self.max_simulated)
+        both = {g.lower() for g in self.gpus} & {g.lower() for g in self.exclude_gpus}
+        if both:
+            raise InvalidSpecError(
+                "gpu/exclude-gpu",
+                f"{sorted(both)[0]} is both required and excluded",
+                fix="drop it from --gpu or from --exclude-gpu",
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload,
+            "precision": self.precision,
+            "epochs": self.epochs,
+            "dataset_size": self.dataset_size,
+            "steps": self.steps,
+            "reference_batch": self.reference_batch,
+            "deadline_s": self.deadline_s,
+            "budget_usd": self.budget_usd,
+            "providers": list(self.providers),
+            "regions": list(self.regions),
+            "gpus": list(self.gpus),
+            "exclude_gpus": list(self.exclude_gpus),
+            "allow_spot": self.allow_spot,
+            "max_gpus": self.max_gpus,
+            "min_p_meet": self.min_p_meet,
+            "batch_size": self.batch_size,
+            "global_batch": self.global_batch,
+            "batch_sizes": list(self.batch_sizes),
+            "allow_mixed": self.allow_mixed,
+            "objective": self.objective,
+            "critical_batch": self.critical_batch,
+            "strategies": list(self.strategies),
+            "max_ps_shards": self.max_ps_shards,
+            "mc_runs": self.mc_runs,
+            "max_simulated": self.max_simulated,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TrainRequest:
+        tuples = ("providers", "regions", "gpus", "exclude_gpus", "batch_sizes", "strategies")
+        kwargs = {k: (tuple(v) if k in tuples else v) for k, v in data.items()}
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerPart:
+    """One GPU type of a (possibly mixed) cluster: ``gpus`` GPUs on ``nodes`` instances."""
+
+    gpu: str
+    instance_type: str
+    nodes: int
+    gpus: int
+    per_worker_batch: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu,
+            "instance_type": self.instance_type,
+            "nodes": self.nodes,
+            "gpus": self.gpus,
+            "per_worker_batch": self.per_worker_batch,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanCandidate:
+    """One evaluated configuration. Times in seconds, money in US$.
+
+    ``time_s`` is the predicted wall-clock time to the target (start-up included): for
+    on-demand the model's value with ``time_lower_s``..``time_upper_s``; for spot the Monte
+    Carlo mean, with ``time_p90_s`` and ``p_meet_deadline`` from the simulated runs.
+    ``breakdown_s`` holds one step's terms (compute, exposed communication...).
+    """
+
+    provider: str
+    region: str
+    instance_type: str
+    gpu: str
+    gpus: int
+    nodes: int
+    market: str
+    strategy: str
+    ps_shards: int
+    per_worker_batch: int
+    global_batch: int
+    epochs: float
+    steps: int
+    step_time_s: float
+    time_s: float
+    time_lower_s: float
+    time_upper_s: float
+    cost_usd: float
+    usd_per_hour: float
+    gpu_hours: float
+    bottleneck: str
+    breakdown_s: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    time_p90_s: float | None = None
+    cost_p90_usd: float | None = None
+    p_meet_deadline: float | None = None
+    mc_runs: int = 0
+    activation_checkpointing: bool = False
+    parts: tuple[WorkerPart, ...] = ()
+    help: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "breakdown_s", MappingProxyType(dict(self.breakdown_s)))
+
+    @property
+    def mixed(self) -> bool:
+        return len(self.parts) > 1
+
+    @property
+    def risk(self) -> float:
+        """Probability of missing the deadline (0 for on-demand plans that meet it)."""
+        return 0.0 if self.p_meet_deadline is None else 1.0 - self.p_meet_deadline
+
+    def label(self) -> str:
+        shards = f" x{self.ps_shards}" if self.strategy == "ps" else ""
+        return (
+            f"{self.provider}/{self.region} {self.nodes}x {self.instance_type} "
+            f"({self.gpus} {self.gpu}) {self.market} {self.strategy}{shards}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "region": self.region,
+            "instance_type": self.instance_type,
+            "gpu": self.gpu,
+            "gpus": self.gpus,
+            "nodes": self.nodes,
+            "market": self.market,
+            "strategy": self.strategy,
+            "ps_shards": self.ps_shards,
+            "per_worker_batch": self.per_worker_batch,
+            "global_batch": self.global_batch,
+            "epochs": self.epochs,
+            "steps": self.steps,
+            "step_time_s": self.step_time_s,
+            "time_s": self.time_s,
+            "time_lower_s": self.time_lower_s,
+            "time_upper_s": self.time_upper_s,
+            "cost_usd": self.cost_usd,
+            "usd_per_hour": self.usd_per_hour,
+            "gpu_hours": self.gpu_hours,
+            "bottleneck": self.bottleneck,
+            "breakdown_s": dict(self.breakdown_s),
+            "time_p90_s": self.time_p90_s,
+            "cost_p90_usd": self.cost_p90_usd,
+            "p_meet_deadline": self.p_meet_deadline,
+            "mc_runs": self.mc_runs,
+            "activation_checkpointing": self.activation_checkpointing,
+            "parts": [p.to_dict() for p in self.parts],
+            "help": list(self.help),
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PlanCandidate:
+        kwargs = dict(data)
+        kwargs["parts"] = tuple(WorkerPart(**p) for p in data.get("parts", ()))
+        kwargs["help"] = tuple(data.get("help", ()))
+        kwargs["notes"] = tuple(data.get("notes", ()))
+        kwargs["breakdown_s"] = dict(data.get("breakdown_s", {}))
+        for key in ("time_p90_s", "cost_p90_usd"):  # JSON has no inf: null stands for it
+            if kwargs.get(key) is None and data.get("market") == "spot" and key in data:
+                kwargs[key] = math.inf
+        for key in ("time_s", "time_upper_s", "cost_usd"):
+            if kwargs.get(key) is None:
+                kwargs[key] = math.inf
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelInfo:
+    """A model behind the plan's numbers: what it is, what it was fitted on, how it validated."""
+
+    name: str
+    version: str
+    fitted_on: str
+    validation: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "fitted_on": self.fitted_on,
+            "validation": self.validation,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainPlan:
+    """The planner's answer.
+
+    ``candidates`` are the configurations worth showing (the Pareto front, the picks, the best
+    of each GPU type and market), sorted by cost; ``pareto`` and ``recommended`` index into it.
+    ``infeasible`` counts dropped configurations by the first constraint they broke;
+    ``pruned`` counts feasible spot configurations not simulated because others dominated them.
+    """
+
+    request: TrainRequest
+    candidates: tuple[PlanCandidate, ...]
+    pareto: tuple[int, ...]
+    recommended: int | None
+    picks: Mapping[str, int | None]
+    infeasible: Mapping[str, int]
+    evaluated: int
+    feasible: int
+    simulated: int
+    pruned: int
+    catalog_snapshot: date
+    workload_family: str
+    critical_batch: float
+    reference_batch: int
+    assumptions: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    models: tuple[ModelInfo, ...] = ()
+    notes: tuple[str, ...] = ()
+    schema_version: int = PLAN_SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        n = len(self.candidates)
+        if any(not 0 <= i < n for i in self.pareto):
+            raise InvalidSpecError("pareto", "indices must point into candidates")
+        if self.recommended is not None and not 0 <= self.recommended < n:
+            raise InvalidSpecError("recommended", "index must point into candidates")
+        for name in ("picks", "infeasible", "assumptions"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+
+    @property
+    def best(self) -> PlanCandidate | None:
+        return None if self.recommended is None else self.candidates[self.recommended]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "request": self.request.to_dict(),
+            "candidates": [c.to_dict() for c in self.candidates],
+            "pareto": list(self.pareto),
+            "recommended": self.recommended,
+            "picks": dict(self.picks),
+            "infeasible": dict(self.infeasible),
+            "evaluated": self.evaluated,
+            "feasible": self.feasible,
+            "simulated": self.simulated,
+            "pruned": self.pruned,
+            "catalog_snapshot": self.catalog_snapshot.isoformat(),
+            "workload_family": self.workload_family,
+            "critical_batch": self.critical_batch,
+            "reference_batch": self.reference_batch,
+            "assumptions": dict(self.assumptions),
+            "models": [m.to_dict() for m in self.models],
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, path: str = "plan") -> TrainPlan:
+        """Rebuild a plan saved with :meth:`to_dict` (e.g. ``gpucast plan train --save``)."""
+        version = data.get("schema_version")
+        if version != PLAN_SCHEMA_VERSION:
+            raise DataFormatError(
+                path,
+                f"plan schema_version {version!r} is not {PLAN_SCHEMA_VERSION}",
+                fix="re-run gpucast plan train --save with this version",
+            )
+        try:
+            return cls(
+                request=TrainRequest.from_dict(data["request"]),
+                candidates=tuple(PlanCandidate.from_dict(c) for c in data["candidates"]),
+                pareto=tuple(int(i) for i in data["pareto"]),
+                recommended=None if data["recommended"] is None else int(data["recommended"]),
+                picks={str(k): (None if v is None else int(v)) for k, v in data["picks"].items()},
+                infeasible={str(k): int(v) for k, v in data["infeasible"].items()},
+                evaluated=int(data["evaluated"]),
+                feasible=int(data["feasible"]),
+                simulated=int(data["simulated"]),
+                pruned=int(data["pruned"]),
+                catalog_snapshot=date.fromisoformat(str(data["catalog_snapshot"])),
+                workload_family=str(data["workload_family"]),
+                critical_batch=float(data["critical_batch"]),
+                reference_batch=int(data["reference_batch"]),
+                assumptions={str(k): str(v) for k, v in data.get("assumptions", {}).items()},
+                models=tuple(ModelInfo(**m) for m in data.get("models", ())),
+                notes=tuple(str(n) for n in data.get("notes", ())),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataFormatError(
+                path,
+                f"not a saved plan ({type(exc).__name__}: {exc})",
+                fix="pass a file written by gpucast plan train --save",
+            ) from None

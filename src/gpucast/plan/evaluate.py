@@ -1,0 +1,290 @@
+"""Vectorised evaluation of candidate rows: step time, time to target, cost, bottleneck, fit.
+
+Everything is an array over candidates; there is no per-candidate Python loop. Per row:
+
+* **compute**: the roofline step time of one worker at its per-worker batch
+  (:class:`~gpucast.plan.inputs.GpuTable`, linear in the batch), times 1.33 when the batch
+  only fits with activation checkpointing.
+* **memory** (per GPU, as :func:`gpucast.predict.memory.fit_memory` counts it): DDP holds
+  weights + gradients + optimizer state + activations; FSDP shards the first three over the
+  workers and adds a gather buffer of twice the largest tensor; a PS worker keeps no optimizer
+  state (the PS applies the update). Usable memory is :func:`~gpucast.predict.memory.usable_bytes`.
+* **DDP / FSDP** (synchronous): ring all-reduce moves ``2 (n-1)/n`` x gradient bytes and pays
+  ``2 (n-1)`` hop latencies; FSDP ``3 (n-1)/n`` and ``3 (n-1)`` (the formulas of
+  :mod:`gpucast.predict.comm`, vectorised). The ring's slowest link is NVLink/PCIe inside a
+  node and the instance NIC across nodes. Up to ``overlap_fraction`` of it hides under the
+  backward pass.
+* **PS** (asynchronous, CM-DARE style): exact mean value analysis of the closed network of
+  ``n`` workers and ``k`` CPU shards (:func:`mva_table`, the recurrence of
+  :func:`gpucast.predict.comm.mva_async_throughput` recorded at every ``n``), each worker
+  moving the gradient bytes through its node's NIC too (a node-NIC bound).
+* **statistical efficiency**: the global batch (``n x b`` synchronous, ``b`` asynchronous)
+  sets the samples needed (:func:`gpucast.plan.efficiency.epochs_needed`).
+* **time** = start-up + samples needed / samples per second; **cost** = time x (instances x
+  US$/h + PS shards x CPU US$/h).
+
+Pure: numbers in, numbers out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from gpucast.plan.efficiency import epochs_needed
+from gpucast.plan.inputs import CHECKPOINTING_SLOWDOWN, TERMS, GpuTable, PerfParams, WorkloadFacts
+from gpucast.plan.space import DDP, FSDP, PS, Space
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Bottleneck labels; a row's ``bottleneck`` is an index into this tuple.
+BOTTLENECKS: tuple[str, ...] = (
+    *TERMS,  # compute, memory_bandwidth, overhead (the roofline's terms)
+    "allreduce",
+    "fsdp_comm",
+    "ps_network",
+    "ps_cpu",
+    "worker_network",
+)
+_B = {name: i for i, name in enumerate(BOTTLENECKS)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Work:
+    """The amount of work: samples to the target at the reference batch, and the
+    statistical-efficiency constants."""
+
+    samples_at_reference: float
+    reference_batch: float
+    critical_batch: float
+    dataset_size: float | None
+
+    def samples_needed(self, global_batch: FloatArray) -> FloatArray:
+        return epochs_needed(
+            global_batch,
+            epochs_at_reference=self.samples_at_reference,
+            reference_batch=self.reference_batch,
+            critical_batch=self.critical_batch,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Evaluation:
+    """Per-row results (arrays aligned with the evaluated :class:`Space`)."""
+
+    workers: IntArray
+    batch: IntArray  # per-worker batch actually used
+    global_batch: IntArray  # the batch that sets statistical efficiency
+    valid_batch: BoolArray  # False: global batch smaller than the worker count
+    mem_bytes: FloatArray
+    fits: BoolArray
+    checkpointing: BoolArray
+    compute_s: FloatArray  # one worker's step compute (with checkpointing)
+    comm_s: FloatArray  # collective time per step (sync) or PS service demand (async)
+    exposed_s: FloatArray  # communication not hidden (sync), queueing + service (async)
+    step_s: FloatArray  # time of one global step (sync) / one worker step (async)
+    samples_per_s: FloatArray
+    samples_needed: FloatArray
+    steps: IntArray
+    train_s: FloatArray
+    time_s: FloatArray
+    time_lower_s: FloatArray
+    time_upper_s: FloatArray
+    usd_per_hour: FloatArray
+    cost_usd: FloatArray
+    bottleneck: IntArray
+    ps_utilization: FloatArray
+    has_cpu: BoolArray
+    has_market: BoolArray
+
+
+def mva_table(
+    think_s: FloatArray,
+    busiest_s: FloatArray,
+    other_s: FloatArray,
+    shards: FloatArray,
+    n_max: int,
+) -> FloatArray:
+    """(rows, n_max) async-PS throughput (worker steps/s) for 1..n_max workers.
+
+    The exact MVA recurrence of :func:`gpucast.predict.comm.mva_async_throughput`, keeping
+    the throughput at every population instead of only at one.
+    """
+    rows = think_s.shape[0]
+    out = np.zeros((rows, max(n_max, 1)))
+    q_busy = np.zeros(rows)
+    q_other = np.zeros(rows)
+    m_other = shards - 1.0
+    for n in range(1, n_max + 1):
+        r_busy = busiest_s * (1.0 + q_busy)
+        r_other = other_s * (1.0 + q_other)
+        x = n / (think_s + r_busy + m_other * r_other)
+        q_busy = x * r_busy
+        q_other = x * r_other
+        out[:, n - 1] = x
+    return out
+
+
+def ps_demands(
+    facts: WorkloadFacts, ps_network_gbps: FloatArray, shards: FloatArray, params: PerfParams
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """(network demand, cpu demand, busiest shard's demand, each other shard's) per update."""
+    net = facts.gradient_bytes * 8.0 / (ps_network_gbps * params.ps_network_efficiency * 1e9)
+    cpu = np.full_like(net, params.ps_per_tensor_cost_s * facts.n_tensors)
+    total = net + cpu
+    largest = min(facts.max_tensor_bytes / facts.gradient_bytes, 1.0)
+    busiest = np.minimum(np.maximum(total / shards, total * largest), total)
+    other = np.where(shards > 1, (total - busiest) / np.maximum(shards - 1, 1), 0.0)
+    return net, cpu, busiest, other
+
+
+def evaluate(
+    space: Space,
+    *,
+    facts: WorkloadFacts,
+    gpus: GpuTable,
+    params: PerfParams,
+    work: Work,
+    startup_s: float,
+) -> Evaluation:
+    """Evaluate every row of ``space`` (see the module docstring)."""
+    off = space.offers
+    o = space.offer
+    gpn = off.gpus_per_node[o]
+    n = space.nodes * gpn
+    nf = n.astype(np.float64)
+    g = off.gpu[o]
+    sync = space.strategy != PS
+    if space.global_batch is not None:
+        per_worker = np.where(space.batch > 0, space.batch, space.global_batch // n)
+    else:
+        per_worker = space.batch.copy()
+    valid_batch = per_worker >= 1
+    b = np.maximum(per_worker, 1).astype(np.float64)
+
+    # -- memory ----------------------------------------------------------------------------
+    state = np.where(
+        space.strategy == DDP,
+        facts.weights_bytes + facts.gradient_bytes + facts.optimizer_bytes,
+        np.where(
+            space.strategy == FSDP,
+            (facts.weights_bytes + facts.gradient_bytes + facts.optimizer_bytes) / nf
+            + 2.0 * facts.max_tensor_bytes,
+            facts.weights_bytes + facts.gradient_bytes,
+        ),
+    )
+    acts = facts.activation_bytes_per_sample * b
+    usable = gpus.usable_bytes[g]
+    plain_fits = state + acts <= usable
+    ckpt_fits = state + acts * facts.checkpoint_fraction <= usable
+    checkpointing = ~plain_fits & ckpt_fits
+    fits = plain_fits | ckpt_fits
+    mem_bytes = np.where(checkpointing, state + acts * facts.checkpoint_fraction, state + acts)
+
+    # -- compute ---------------------------------------------------------------------------
+    terms = gpus.step_terms(g, b)
+    slow = np.where(checkpointing, CHECKPOINTING_SLOWDOWN, 1.0)
+    compute = terms.sum(axis=1) * slow
+    roof_bottleneck = np.argmax(terms, axis=1).astype(np.int64)
+
+    # -- synchronous collectives -----------------------------------------------------------
+    intra = gpus.intra_node_gbps[g]
+    link = np.where(n <= gpn, intra, np.minimum(intra, off.network_gbps[o]))
+    factor = np.where(space.strategy == FSDP, 3.0, 2.0)
+    share = factor * (nf - 1.0) / nf
+    coll = share * facts.gradient_bytes * 8.0 / (link * 1e9) + factor * (nf - 1.0) * (
+        params.hop_latency_s
+    )
+    hidden = np.minimum(params.overlap_fraction * coll, params.backward_fraction * compute)
+    exposed_sync = coll - hidden
+    step_sync = compute + exposed_sync
+
+    # -- asynchronous parameter server -----------------------------------------------------
+    has_cpu = ~np.isnan(off.cpu_usd_per_hour[o])
+    shards = np.maximum(space.shards, 1).astype(np.float64)
+    ps_gbps = np.where(has_cpu, off.cpu_network_gbps[o], 1.0)
+    net_d, cpu_d, busiest, other = ps_demands(facts, ps_gbps, shards, params)
+    x_ps = np.zeros(len(space))
+    util = np.zeros(len(space))
+    nic_bound = np.zeros(len(space), dtype=bool)
+    is_ps = ~sync
+    if is_ps.any():
+        sel = np.flatnonzero(is_ps)
+        key = np.stack([compute[sel], busiest[sel], other[sel], shards[sel]], axis=1)
+        uniq, inverse = np.unique(key, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        table = mva_table(uniq[:, 0], uniq[:, 1], uniq[:, 2], uniq[:, 3], int(n[sel].max()))
+        x_mva = table[inverse, n[sel] - 1]
+        nic_rate = (
+            space.nodes[sel]
+            * off.network_gbps[o[sel]]
+            * params.ps_network_efficiency
+            * 1e9
+            / (8.0 * facts.gradient_bytes)
+        )
+        x_ps[sel] = np.minimum(x_mva, nic_rate)
+        nic_bound[sel] = nic_rate < x_mva
+        util[sel] = x_ps[sel] * busiest[sel]
+    step_async = np.where(x_ps > 0, nf / np.where(x_ps > 0, x_ps, 1.0), np.inf)
+
+    # -- throughput, work, time, cost ------------------------------------------------------
+    samples_per_s = np.where(sync, nf * b / step_sync, x_ps * b)
+    global_batch = np.where(sync, nf * b, b)
+    samples = work.samples_needed(global_batch)
+    steps = np.ceil(samples / global_batch).astype(np.int64)
+    train_s = samples / samples_per_s
+    time_s = startup_s + train_s
+    unc = params.collective_uncertainty
+    lo_ratio = gpus.lower_ratio[g]
+    hi_ratio = gpus.upper_ratio[g]
+    lo_sync = (compute * lo_ratio + exposed_sync * (1.0 - unc)) / step_sync
+    hi_sync = (compute * hi_ratio + exposed_sync * (1.0 + unc)) / step_sync
+    ps_bound = util >= params.ps_bottleneck_utilization
+    lo_async = np.where(ps_bound | nic_bound, np.exp(-params.ps_log_residual_q90), lo_ratio)
+    hi_async = np.where(ps_bound | nic_bound, np.exp(-params.ps_log_residual_q10), hi_ratio)
+    time_lower = startup_s + train_s * np.where(sync, lo_sync, lo_async)
+    time_upper = startup_s + train_s * np.where(sync, hi_sync, hi_async)
+
+    price = np.where(space.spot, off.spot_usd_per_hour[o], off.on_demand_usd_per_hour[o])
+    has_market = ~np.isnan(price)
+    cpu_price = np.where(is_ps & has_cpu, off.cpu_usd_per_hour[o] * space.shards, 0.0)
+    usd_per_hour = space.nodes * np.nan_to_num(price, nan=0.0) + cpu_price
+    cost = time_s / 3600.0 * usd_per_hour
+
+    comm_term = np.where(space.strategy == FSDP, _B["fsdp_comm"], _B["allreduce"])
+    sync_bn = np.where(exposed_sync > compute, comm_term, roof_bottleneck)
+    ps_term = np.where(net_d >= cpu_d, _B["ps_network"], _B["ps_cpu"])
+    async_bn = np.where(nic_bound, _B["worker_network"], np.where(ps_bound, ps_term, roof_bottleneck))
+    bottleneck = np.where(sync, sync_bn, async_bn).astype(np.int64)
+
+    exposed_async = np.where(x_ps > 0, step_async - compute, 0.0)
+    return Evaluation(
+        workers=n,
+        batch=per_worker,
+        global_batch=global_batch.astype(np.int64),
+        valid_batch=valid_batch,
+        mem_bytes=mem_bytes,
+        fits=fits,
+        checkpointing=checkpointing,
+        compute_s=compute,
+        comm_s=np.where(sync, coll, net_d + cpu_d),
+        exposed_s=np.where(sync, exposed_sync, np.maximum(exposed_async, 0.0)),
+        step_s=np.where(sync, step_sync, step_async),
+        samples_per_s=samples_per_s,
+        samples_needed=samples,
+        steps=steps,
+        train_s=train_s,
+        time_s=time_s,
+        time_lower_s=time_lower,
+        time_upper_s=time_upper,
+        usd_per_hour=usd_per_hour,
+        cost_usd=cost,
+        bottleneck=bottleneck,
+        ps_utilization=util,
+        has_cpu=has_cpu,
+        has_market=has_market,
+    )

@@ -1,0 +1,253 @@
+"""What the planner needs besides the request: workload facts, per-GPU speed, model constants.
+
+* :class:`WorkloadFacts` -- the profiler's static features split into a per-sample part and a
+  fixed part, so any per-worker batch is priced without profiling again (forward and backward
+  FLOPs, bytes and activations scale with the batch; the optimizer step and the weights do
+  not).
+* :class:`GpuTable` -- for each GPU type, the roofline step time's terms as ``a + c * batch``.
+  The roofline (:func:`gpucast.predict.roofline.predict_step_time`) is linear in the batch, so
+  two calls per GPU (batch 1 and 2) give the exact coefficients; its interval ratios and any
+  calibration come along.
+* :class:`PerfParams` -- constants of the communication and PS models, with their sources.
+* :class:`RiskInputs` -- what the spot Monte Carlo needs: lifetimes, start-up, restart.
+
+Pure: numbers in, numbers out (the CLI reads files and the store).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from gpucast.domain.catalog import GpuSpec
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.profile import WorkloadProfile
+from gpucast.domain.units import MIB
+from gpucast.predict import comm
+from gpucast.predict.memory import usable_bytes
+from gpucast.predict.revocation import LifetimeDistribution
+from gpucast.predict.roofline import Calibration, RooflineWorkload, predict_step_time
+from gpucast.simulate.transient import Delay
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Compute slow-down of activation checkpointing: one extra forward pass (see predict.memory).
+CHECKPOINTING_SLOWDOWN = 1.33
+#: PCIe x16 bandwidth per GPU by generation, Gbit/s (~16/32/64 GB/s).
+PCIE_GBPS = {3: 128.0, 4: 256.0, 5: 512.0}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkloadFacts:
+    """Per-sample and fixed costs of one training step of a workload."""
+
+    name: str
+    precision: str
+    profile_batch: int
+    matmul_flops_per_sample: float
+    matmul_flops_fixed: float
+    memory_bytes_per_sample: float
+    memory_bytes_fixed: float
+    n_kernels: int
+    gradient_bytes: float
+    n_tensors: int
+    max_tensor_bytes: float
+    weights_bytes: float
+    optimizer_bytes: float
+    activation_bytes_per_sample: float
+    n_layers: int
+
+    def __post_init__(self) -> None:
+        for name in ("gradient_bytes", "weights_bytes"):
+            if not getattr(self, name) > 0:
+                raise InvalidSpecError(f"workload {self.name}.{name}", "must be > 0")
+        if self.n_tensors < 1:
+            raise InvalidSpecError(f"workload {self.name}.n_tensors", "must be >= 1")
+
+    @classmethod
+    def from_profile(cls, profile: WorkloadProfile) -> WorkloadFacts:
+        """Split a profile: forward + backward scale with the batch, the optimizer is fixed."""
+        b = float(profile.batch_size)
+        per_sample_flops = 0.0
+        per_sample_bytes = 0.0
+        fixed_flops = 0.0
+        fixed_bytes = 0.0
+        for phase in profile.phases:
+            if phase.phase == "inference":
+                continue
+            mm = float(sum(c.flops for c in phase.by_class if c.op_class == "matmul_conv"))
+            mem = float(sum(c.bytes_moved for c in phase.by_class if c.op_class != "matmul_conv"))
+            if phase.phase == "optimizer":
+                fixed_flops += mm
+                fixed_bytes += mem
+            else:
+                per_sample_flops += mm / b
+                per_sample_bytes += mem / b
+        whole = RooflineWorkload.from_profile(profile)
+        mem = profile.memory
+        return cls(
+            name=profile.workload,
+            precision=profile.precision,
+            profile_batch=profile.batch_size,
+            matmul_flops_per_sample=per_sample_flops,
+            matmul_flops_fixed=fixed_flops,
+            memory_bytes_per_sample=per_sample_bytes,
+            memory_bytes_fixed=fixed_bytes,
+            n_kernels=whole.n_kernels,
+            gradient_bytes=float(profile.gradient_bytes),
+            n_tensors=max(1, profile.parameter_tensors),
+            max_tensor_bytes=float(profile.parameter_tensor_max_mib * MIB),
+            weights_bytes=float(mem.weights_bytes),
+            optimizer_bytes=float(mem.optimizer_state_bytes),
+            activation_bytes_per_sample=float(mem.activations_bytes + mem.inputs_bytes) / b,
+            n_layers=max(1, profile.parameter_tensors // 2),
+        )
+
+    def roofline_workload(self, batch: int) -> RooflineWorkload:
+        return RooflineWorkload(
+            name=self.name,
+            batch_size=batch,
+            matmul_flops=self.matmul_flops_fixed + self.matmul_flops_per_sample * batch,
+            memory_bytes=self.memory_bytes_fixed + self.memory_bytes_per_sample * batch,
+            n_kernels=self.n_kernels,
+        )
+
+    @property
+    def checkpoint_fraction(self) -> float:
+        """Share of activations kept with sqrt(L) checkpointing (as in predict.memory)."""
+        return min(1.0, 2.0 / math.sqrt(self.n_layers))
+
+
+#: Roofline terms, in the order of the GpuTable's coefficient columns.
+TERMS: tuple[str, ...] = ("compute", "memory_bandwidth", "overhead")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuTable:
+    """Per GPU type (rows, in ``names`` order): step-time coefficients and hardware facts.
+
+    ``fixed_s[g, t] + per_sample_s[g, t] * batch`` is term ``t`` (:data:`TERMS`) of one
+    worker's step; ``lower_ratio`` / ``upper_ratio`` turn the step time into its interval.
+    """
+
+    names: tuple[str, ...]
+    fixed_s: FloatArray
+    per_sample_s: FloatArray
+    lower_ratio: FloatArray
+    upper_ratio: FloatArray
+    usable_bytes: FloatArray
+    intra_node_gbps: FloatArray
+    nvlink: npt.NDArray[np.bool_]
+    source: tuple[str, ...]
+
+    def index(self, name: str) -> int:
+        return self.names.index(name)
+
+    def step_terms(self, gpu: npt.NDArray[np.int64], batch: FloatArray) -> FloatArray:
+        """(rows, 3) roofline terms for GPU indices and per-worker batches."""
+        return np.asarray(
+            self.fixed_s[gpu] + self.per_sample_s[gpu] * np.asarray(batch)[:, None],
+            dtype=np.float64,
+        )
+
+
+def build_gpu_table(
+    facts: WorkloadFacts,
+    gpus: list[GpuSpec],
+    *,
+    calibration: Calibration | None = None,
+) -> GpuTable:
+    """Two roofline predictions per GPU (batch 1 and 2) give each term's ``a + c * b``."""
+    n = len(gpus)
+    fixed = np.zeros((n, len(TERMS)))
+    per = np.zeros((n, len(TERMS)))
+    lower = np.ones(n)
+    upper = np.ones(n)
+    usable = np.zeros(n)
+    intra = np.zeros(n)
+    nvlink = np.zeros(n, dtype=bool)
+    sources: list[str] = []
+    for i, gpu in enumerate(gpus):
+        one = predict_step_time(
+            facts.roofline_workload(1), gpu, facts.precision, calibration=calibration
+        )
+        two = predict_step_time(
+            facts.roofline_workload(2), gpu, facts.precision, calibration=calibration
+        )
+        for t, term in enumerate(TERMS):
+            c = two.breakdown.get(term, 0.0) - one.breakdown.get(term, 0.0)
+            per[i, t] = max(c, 0.0)
+            fixed[i, t] = max(one.breakdown.get(term, 0.0) - c, 0.0)
+        lower[i] = one.lower / one.value
+        upper[i] = one.upper / one.value
+        usable[i] = usable_bytes(gpu)
+        if gpu.interconnect_gbps is not None:
+            intra[i] = gpu.interconnect_gbps * 8.0  # GB/s per GPU -> Gbit/s
+            nvlink[i] = True
+        else:
+            intra[i] = PCIE_GBPS.get(gpu.pcie_generation, 128.0)
+        sources.append(one.source)
+    return GpuTable(
+        names=tuple(g.name for g in gpus),
+        fixed_s=fixed,
+        per_sample_s=per,
+        lower_ratio=lower,
+        upper_ratio=upper,
+        usable_bytes=usable,
+        intra_node_gbps=intra,
+        nvlink=nvlink,
+        source=tuple(sources),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PerfParams:
+    """Constants of the communication and PS models.
+
+    PS defaults are :class:`gpucast.predict.cluster.ClusterModel` fitted on CM-DARE's
+    cluster_scaling runs (K80/P100/V100, ResNet-15 / Shake-Shake, 1-8 workers, 1 PS):
+    achieved NIC share 0.713, CPU cost 84.4 us per tensor per update, leave-one-model-out
+    MAPE 6.8%, log-residual 10th/90th percentiles -0.124 / +0.096. Collective constants are
+    the cluster model's defaults (25 us per ring hop, 70% of communication can hide under
+    backward, ``comm.DEFAULT_OVERLAP_FRACTION``), not validated on measured data.
+    """
+
+    ps_network_efficiency: float = 0.713
+    ps_per_tensor_cost_s: float = 8.44e-5
+    ps_log_residual_q10: float = -0.124
+    ps_log_residual_q90: float = 0.096
+    ps_cv_mape_pct: float | None = 6.8
+    ps_bottleneck_utilization: float = 0.8
+    hop_latency_s: float = 25e-6
+    overlap_fraction: float = comm.DEFAULT_OVERLAP_FRACTION
+    backward_fraction: float = comm.DEFAULT_BACKWARD_FRACTION
+    collective_uncertainty: float = 0.25
+    source: str = "ClusterModel fitted on CM-DARE cluster_scaling (built-in constants)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RiskInputs:
+    """What the spot Monte Carlo needs.
+
+    ``lifetime(gpu, region, provider)`` returns a node's lifetime distribution (fitted data or
+    a hazard band, its ``source`` says which). Start-up delays are a number of seconds or a
+    sampler; ``startup_mean_s`` is used where one number is needed (on-demand time, pruning).
+    A checkpoint takes ``checkpoint_fixed_s + bytes / checkpoint_gbps``.
+    """
+
+    lifetime: Callable[[str, str, str], LifetimeDistribution]
+    startup_spot_s: Delay = 120.0
+    startup_on_demand_s: Delay = 120.0
+    startup_mean_s: float = 120.0
+    restart_penalty_s: float = 100.0
+    checkpoint_fixed_s: float = 3.0
+    checkpoint_gbps: float = 1.0
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def checkpoint_s(self, facts: WorkloadFacts) -> float:
+        size = facts.weights_bytes + facts.optimizer_bytes
+        return self.checkpoint_fixed_s + size * 8.0 / (self.checkpoint_gbps * 1e9)

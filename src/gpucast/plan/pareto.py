@@ -1,0 +1,52 @@
+"""Pareto fronts (minimise every objective). Pure and vectorised.
+
+A point is dominated when another is no worse in every objective and strictly better in one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+def pareto_front_2d(x: npt.ArrayLike, y: npt.ArrayLike) -> IntArray:
+    """Indices of the non-dominated points of (x, y), sorted by x. O(n log n).
+
+    Sort by x then y; a point is on the front when its y is below every y before it. Exact
+    duplicates keep their first index only (one representative per point).
+    """
+    xa = np.asarray(x, dtype=np.float64)
+    ya = np.asarray(y, dtype=np.float64)
+    if xa.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.lexsort((ya, xa))
+    ys = ya[order]
+    best_before = np.concatenate([[np.inf], np.minimum.accumulate(ys)[:-1]])
+    keep = ys < best_before
+    return np.asarray(order[keep], dtype=np.int64)
+
+
+def nondominated(points: npt.ArrayLike) -> IntArray:
+    """Indices of the non-dominated rows of an (n, k) array, in input order. O(n^2 k) in
+    numpy blocks: meant for the few hundred points that survive a 2-D front."""
+    p = np.asarray(points, dtype=np.float64)
+    if p.ndim != 2:
+        raise ValueError("points must be a 2-D array")
+    n = p.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    dominated = np.zeros(n, dtype=bool)
+    block = max(1, 2_000_000 // max(n * p.shape[1], 1))
+    for start in range(0, n, block):
+        q = p[start : start + block]  # candidates that might dominate
+        le = np.all(q[:, None, :] <= p[None, :, :], axis=2)
+        lt = np.any(q[:, None, :] < p[None, :, :], axis=2)
+        dominated |= np.any(le & lt, axis=0)
+    # exact duplicates: keep the first of each
+    _, first = np.unique(p, axis=0, return_index=True)
+    unique_mask = np.zeros(n, dtype=bool)
+    unique_mask[first] = True
+    return np.asarray(np.flatnonzero(~dominated & unique_mask), dtype=np.int64)

@@ -1,0 +1,569 @@
+"""`plan train`: the cheapest (or fastest) cluster that meets the constraints, explained.
+
+:func:`plan_training` runs the whole search:
+
+1. filter the catalog's offers (provider, region, GPU; unknown names fail with close matches);
+2. build every candidate row (:mod:`.space`) and evaluate all of them at once (:mod:`.evaluate`);
+3. drop the infeasible ones, counting each by the first constraint it breaks (spot market,
+   global batch, PS server, memory, deadline, budget);
+4. spot candidates: a first-order revocation estimate ranks them, the Pareto front of
+   (estimated time, estimated cost) survives pruning (at most ``max_simulated``, spread along
+   the front) and each survivor gets ``mc_runs`` Monte Carlo runs (:mod:`.risk`); the
+   budget and ``min_p_meet`` are then checked on the simulated mean cost and P(meet deadline);
+5. the Pareto front of (time, cost, risk) over the feasible plans, the pick for each
+   objective, and "what would help" for every shown candidate (:mod:`.explain`).
+
+No feasible plan raises :class:`NoFeasiblePlanError` naming the constraint that cut the most
+candidates and how to relax it. Pure: the catalog, workload facts and risk inputs come in as
+values; nothing here reads files, the clock or the terminal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from gpucast.catalog import Catalog
+from gpucast.domain.errors import (
+    InvalidSpecError,
+    NoFeasiblePlanError,
+    UnknownRegionError,
+)
+from gpucast.domain.plan import STRATEGIES, ModelInfo, PlanCandidate, TrainPlan, TrainRequest
+from gpucast.domain.units import GIB
+from gpucast.plan.efficiency import workload_family
+from gpucast.plan.evaluate import BOTTLENECKS, Evaluation, Work, evaluate
+from gpucast.plan.explain import explain
+from gpucast.plan.inputs import GpuTable, PerfParams, RiskInputs, WorkloadFacts, build_gpu_table
+from gpucast.plan.pareto import nondominated, pareto_front_2d
+from gpucast.plan.risk import (
+    SpotJob,
+    SpotOutcome,
+    approx_spot_time_s,
+    mean_lifetime_s,
+    simulate_spot,
+)
+from gpucast.plan.space import PS, OfferTable, Space, build_space
+from gpucast.predict.roofline import Calibration
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+R_SPOT = "not offered: no spot market for this instance"
+R_BATCH = "global batch smaller than the number of workers"
+R_CPU = "no CPU server for a parameter server in this region"
+R_MEMORY = "does not fit in GPU memory"
+R_DEADLINE = "misses the deadline"
+R_BUDGET = "over budget"
+R_RISK = "spot: P(meet deadline) below --min-p-meet"
+R_UNFINISHED = "spot: runs that never finish"
+
+RELAX = {
+    R_SPOT: "drop spot (--no-spot) or pick instances with a spot market",
+    R_BATCH: "raise --global-batch or lower --max-gpus",
+    R_CPU: "use --strategy ddp/fsdp or a region with CPU servers",
+    R_MEMORY: "pick GPUs with more memory (--gpu), allow FSDP with more GPUs (--max-gpus) or "
+    "use a smaller --batch-size",
+    R_DEADLINE: "relax --deadline or raise --max-gpus",
+    R_BUDGET: "raise --budget",
+    R_RISK: "lower --min-p-meet or use on-demand (--no-spot)",
+    R_UNFINISHED: "use on-demand (--no-spot)",
+}
+
+#: How many shown candidates at most (the front is thinned evenly beyond this).
+MAX_SHOWN_FRONT = 24
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanContext:
+    """Everything the planner needs besides the request."""
+
+    catalog: Catalog
+    facts: WorkloadFacts
+    perf: PerfParams
+    risk: RiskInputs
+    calibration: Calibration | None = None
+    models: tuple[ModelInfo, ...] = ()
+    assumptions: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchResult:
+    """The raw arrays of a search (for benchmarks and tests); :func:`plan_training` uses it."""
+
+    space: Space
+    evaluation: Evaluation
+    gpus: GpuTable
+    work: Work
+    reason: npt.NDArray[np.object_]  # first failing reason per row, "" when none
+    dropped: dict[str, int]
+
+
+def _resolve_names(
+    request: TrainRequest, catalog: Catalog
+) -> tuple[set[str], set[str], set[str], set[str]]:
+    """Canonical (providers, regions, wanted GPUs, excluded GPUs); unknown names raise."""
+    providers = {p.lower() for p in request.providers}
+    for p in providers:
+        catalog.find_offers(provider=p)  # raises UnknownProviderError with close matches
+    known_regions = set(catalog.regions())
+    lowered = {k.lower(): k for k in known_regions}
+    regions = set()
+    for r in request.regions:
+        if r.lower() not in lowered:
+            raise UnknownRegionError(r, known_regions, fix="see `gpucast catalog offers`")
+        regions.add(lowered[r.lower()])
+    wanted = {catalog.gpu(g).name for g in request.gpus}
+    excluded = {catalog.gpu(g).name for g in request.exclude_gpus}
+    if wanted & excluded:
+        raise InvalidSpecError(
+            "gpu/exclude-gpu", f"{sorted(wanted & excluded)[0]} is both required and excluded",
+            fix="drop it from --gpu or from --exclude-gpu",
+        )
+    return providers, regions, wanted, excluded
+
+
+def _offers(request: TrainRequest, catalog: Catalog) -> OfferTable:
+    providers, regions, wanted, excluded = _resolve_names(request, catalog)
+    gpu_offers = []
+    cpu_offers = []
+    for o in catalog.offers:
+        if providers and o.provider not in providers:
+            continue
+        if regions and o.region not in regions:
+            continue
+        if o.gpu is None:
+            cpu_offers.append(o)
+            continue
+        if (wanted and o.gpu not in wanted) or o.gpu in excluded:
+            continue
+        gpu_offers.append(o)
+    if not gpu_offers:
+        what = []
+        if providers:
+            what.append(f"--provider {','.join(sorted(providers))}")
+        if regions:
+            what.append(f"--region {','.join(sorted(regions))}")
+        if wanted:
+            what.append(f"--gpu {','.join(sorted(wanted))}")
+        if excluded:
+            what.append(f"--exclude-gpu {','.join(sorted(excluded))}")
+        raise NoFeasiblePlanError(
+            f"no GPU offer in the catalog matches {' '.join(what) or 'the filters'}",
+            fix="relax the filters; see `gpucast catalog offers` for what is offered where",
+        )
+    names = sorted({str(o.gpu) for o in gpu_offers})
+    return OfferTable.build(gpu_offers, cpu_offers, {n: i for i, n in enumerate(names)})
+
+
+def make_work(request: TrainRequest, facts: WorkloadFacts) -> Work:
+    fam = workload_family(request.workload)
+    ref = float(request.reference_batch or fam.reference_batch)
+    crit = float(request.critical_batch or fam.critical_batch)
+    if request.steps is not None:
+        samples = float(request.steps) * ref
+    else:
+        assert request.epochs is not None and request.dataset_size is not None
+        samples = float(request.epochs) * float(request.dataset_size)
+    return Work(
+        samples_at_reference=samples,
+        reference_batch=ref,
+        critical_batch=crit,
+        dataset_size=None if request.dataset_size is None else float(request.dataset_size),
+    )
+
+
+def search(request: TrainRequest, ctx: PlanContext) -> SearchResult:
+    """Build and evaluate the whole space; label each row with its first failing reason."""
+    offers = _offers(request, ctx.catalog)
+    specs = [ctx.catalog.gpu(n) for n in sorted(set(offers.gpu_name))]
+    gpus = build_gpu_table(ctx.facts, specs, calibration=ctx.calibration)
+    space, dropped = build_space(request, offers)
+    work = make_work(request, ctx.facts)
+    ev = evaluate(
+        space, facts=ctx.facts, gpus=gpus, params=ctx.perf, work=work,
+        startup_s=ctx.risk.startup_mean_s,
+    )
+    reason = np.full(len(space), "", dtype=object)
+
+    def mark(mask: npt.NDArray[np.bool_], why: str) -> None:
+        reason[(reason == "") & mask] = why
+
+    mark(~ev.has_market, R_SPOT)
+    mark(~ev.valid_batch, R_BATCH)
+    mark((space.strategy == PS) & ~ev.has_cpu, R_CPU)
+    mark(~ev.fits, R_MEMORY)
+    if request.deadline_s is not None:
+        late = ev.time_s > request.deadline_s
+        # a spot plan can never beat its revocation-free time; with min_p_meet == 0 any
+        # risk is accepted, so only on-demand plans must meet the deadline then
+        mark(late & (~space.spot | (request.min_p_meet > 0)), R_DEADLINE)
+    if request.budget_usd is not None:
+        mark(~space.spot & (ev.cost_usd > request.budget_usd), R_BUDGET)
+    return SearchResult(
+        space=space, evaluation=ev, gpus=gpus, work=work, reason=reason, dropped=dropped
+    )
+
+
+def _spread(order: IntArray, cap: int) -> IntArray:
+    """At most ``cap`` entries of ``order`` spread evenly, both ends kept."""
+    if order.size <= cap:
+        return order
+    pick = np.unique(np.round(np.linspace(0, order.size - 1, cap)).astype(np.int64))
+    return np.asarray(order[pick], dtype=np.int64)
+
+
+def _row_key(space: Space, i: int, ev: Evaluation) -> str:
+    off = space.offers
+    o = int(space.offer[i])
+    return (
+        f"{off.provider[o]}|{off.region[o]}|{off.instance_type[o]}|{int(space.nodes[i])}|"
+        f"{'spot' if space.spot[i] else 'od'}|{STRATEGIES[int(space.strategy[i])]}|"
+        f"{int(space.shards[i])}|{int(ev.batch[i])}"
+    )
+
+
+def speed_by_live_nodes(
+    res: SearchResult, ctx: PlanContext, i: int
+) -> tuple[float, ...]:
+    """Progress rate with 0..nodes live nodes: global steps/s (sync, full cluster only) or
+    worker steps/s (async PS, every count) -- from the same vectorised model."""
+    space, ev = res.space, res.evaluation
+    nodes = int(space.nodes[i])
+    if space.strategy[i] != PS:
+        return (0.0, float(1.0 / ev.step_s[i]))
+    idx = np.full(nodes, i, dtype=np.int64)
+    sub = space.take(idx).replace(nodes=np.arange(1, nodes + 1, dtype=np.int64))
+    sub_ev = evaluate(
+        sub, facts=ctx.facts, gpus=res.gpus, params=ctx.perf, work=res.work,
+        startup_s=ctx.risk.startup_mean_s,
+    )
+    rates = sub_ev.samples_per_s / np.maximum(sub_ev.batch, 1)
+    return (0.0, *(float(r) for r in rates))
+
+
+def _spot_job(
+    res: SearchResult, ctx: PlanContext, request: TrainRequest, i: int, lifetimes: dict[
+        tuple[str, str, str], object]
+) -> SpotJob:
+    space, ev = res.space, res.evaluation
+    off = space.offers
+    o = int(space.offer[i])
+    key3 = (off.gpu_name[o], off.region[o], off.provider[o])
+    dist = lifetimes.get(key3)
+    if dist is None:
+        dist = ctx.risk.lifetime(*key3)
+        lifetimes[key3] = dist
+    return SpotJob(
+        key=_row_key(space, i, ev),
+        region=off.region[o],
+        instance_type=off.instance_type[o],
+        nodes=int(space.nodes[i]),
+        synchronous=bool(space.strategy[i] != PS),
+        steps=int(ev.steps[i]),
+        speed_by_live_nodes=speed_by_live_nodes(res, ctx, i),
+        spot_usd_per_hour=float(off.spot_usd_per_hour[o]),
+        on_demand_usd_per_hour=float(off.on_demand_usd_per_hour[o]),
+        ps_shards=int(space.shards[i]) if space.strategy[i] == PS else 0,
+        cpu_usd_per_hour=float(np.nan_to_num(off.cpu_usd_per_hour[o])),
+        lifetime=dist,  # type: ignore[arg-type]
+        deadline_s=request.deadline_s,
+        expected_time_s=float(ev.time_s[i]),
+    )
+
+
+def _simulate(
+    res: SearchResult, ctx: PlanContext, request: TrainRequest, rows: Sequence[int],
+    lifetimes: dict[tuple[str, str, str], object],
+) -> dict[int, SpotOutcome]:
+    checkpoint_s = ctx.risk.checkpoint_s(ctx.facts)
+    out: dict[int, SpotOutcome] = {}
+    for i in rows:
+        job = _spot_job(res, ctx, request, int(i), lifetimes)
+        out[int(i)] = simulate_spot(
+            job,
+            runs=request.mc_runs,
+            seed=request.seed,
+            checkpoint_s=checkpoint_s,
+            restart_penalty_s=ctx.risk.restart_penalty_s,
+            startup_spot_s=ctx.risk.startup_spot_s,
+            startup_on_demand_s=ctx.risk.startup_on_demand_s,
+        )
+    return out
+
+
+def _hazards(
+    res: SearchResult, ctx: PlanContext, rows: IntArray,
+    lifetimes: dict[tuple[str, str, str], object],
+) -> FloatArray:
+    """Revocations per second of what rolls a job back: any node (sync), the chief (PS)."""
+    off = res.space.offers
+    per_offer: dict[int, float] = {}
+    for o in np.unique(res.space.offer[rows]):
+        key3 = (off.gpu_name[o], off.region[o], off.provider[o])
+        dist = lifetimes.get(key3)
+        if dist is None:
+            dist = ctx.risk.lifetime(*key3)
+            lifetimes[key3] = dist
+        per_offer[int(o)] = 1.0 / max(mean_lifetime_s(dist), 1.0)  # type: ignore[arg-type]
+    node_h = np.array([per_offer[int(o)] for o in res.space.offer[rows]])
+    sync = res.space.strategy[rows] != PS
+    return np.where(sync, node_h * res.space.nodes[rows], node_h)
+
+
+def _no_plan(
+    request: TrainRequest, res: SearchResult, counts: dict[str, int],
+    spot_out: dict[int, SpotOutcome],
+) -> NoFeasiblePlanError:
+    total = sum(counts.values())
+    worst = max(counts, key=lambda k: counts[k])
+    ev, reason = res.evaluation, res.reason
+    fix = RELAX.get(worst, "relax the constraints")
+    physical = np.isin(reason, ["", R_DEADLINE, R_BUDGET])
+    if worst == R_MEMORY and not (ev.fits & ev.has_market).any():
+        need = float(np.min(ev.mem_bytes)) / GIB
+        most = float(np.max(res.gpus.usable_bytes)) / GIB
+        return NoFeasiblePlanError(
+            f"{request.workload} fits no GPU with any strategy: the smallest need is "
+            f"{need:.1f} GiB per GPU, the largest usable is {most:.1f} GiB",
+            fix="use a smaller --batch-size, more GPUs for FSDP (--max-gpus) or larger GPUs",
+        )
+    if worst == R_DEADLINE and physical.any():
+        fastest = float(np.min(ev.time_s[physical]))
+        fix = (
+            f"the fastest plan takes {fastest / 3600:.1f} h: relax --deadline to at least "
+            f"{math.ceil(fastest / 3600)}h or raise --max-gpus"
+        )
+    elif worst == R_BUDGET:
+        ok = physical & (reason != R_DEADLINE)
+        if ok.any():
+            cheapest = float(np.min(ev.cost_usd[ok]))
+            fix = f"the cheapest plan costs ${cheapest:,.0f}: raise --budget to at least that"
+    elif worst == R_RISK and spot_out:
+        best = max((s.p_meet_deadline or 0.0) for s in spot_out.values())
+        fix = f"the best spot plan meets the deadline with p={best:.2f}: lower --min-p-meet"
+        fix += " or use on-demand (--no-spot)"
+    return NoFeasiblePlanError(
+        f"no feasible plan: '{worst}' cut the most candidates ({counts[worst]:,} of {total:,})",
+        fix=fix,
+    )
+
+
+def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
+    """Search, simulate the surviving spot plans, pick and explain (module docstring)."""
+    res = search(request, ctx)
+    space, ev, reason = res.space, res.evaluation, res.reason
+    counts: dict[str, int] = dict(res.dropped)
+    lifetimes: dict[tuple[str, str, str], object] = {}
+
+    od_ok = np.flatnonzero((reason == "") & ~space.spot)
+    spot_pre = np.flatnonzero((reason == "") & space.spot)
+    spot_out: dict[int, SpotOutcome] = {}
+    pruned = 0
+    if spot_pre.size:
+        hz = _hazards(res, ctx, spot_pre, lifetimes)
+        ck = ctx.risk.checkpoint_s(ctx.facts)
+        approx_t = approx_spot_time_s(
+            ev.train_s[spot_pre], hz, checkpoint_s=ck, restart_s=ctx.risk.restart_penalty_s,
+            startup_s=ctx.risk.startup_mean_s,
+        )
+        approx_c = approx_t / 3600.0 * ev.usd_per_hour[spot_pre]
+        front = pareto_front_2d(approx_t, approx_c)
+        chosen = spot_pre[_spread(front, request.max_simulated)]
+        pruned = int(spot_pre.size - chosen.size)
+        spot_out = _simulate(res, ctx, request, chosen.tolist(), lifetimes)
+
+    # feasibility of the simulated spot plans
+    spot_ok: list[int] = []
+    for i, out in spot_out.items():
+        if not math.isfinite(out.time_mean_s) and request.deadline_s is None:
+            why = R_UNFINISHED
+        elif (
+            request.deadline_s is not None
+            and out.p_meet_deadline is not None
+            and out.p_meet_deadline < request.min_p_meet
+        ):
+            why = R_RISK
+        elif request.budget_usd is not None and out.cost_mean_usd > request.budget_usd:
+            why = R_BUDGET
+        elif not math.isfinite(out.time_mean_s) and request.min_p_meet > 0:
+            why = R_UNFINISHED
+        else:
+            spot_ok.append(i)
+            continue
+        reason[i] = why
+    for why in reason[reason != ""]:
+        counts[str(why)] = counts.get(str(why), 0) + 1
+
+    feasible = int(od_ok.size + len(spot_ok))
+    if feasible == 0:
+        raise _no_plan(request, res, counts, spot_out)
+
+    # time / cost / risk of every feasible plan
+    rows = np.concatenate([od_ok, np.asarray(spot_ok, dtype=np.int64)])
+    t = ev.time_s[rows].copy()
+    c = ev.cost_usd[rows].copy()
+    risk = np.zeros(rows.size)
+    for j, i in enumerate(spot_ok, start=od_ok.size):
+        out = spot_out[i]
+        t[j], c[j] = out.time_mean_s, out.cost_mean_usd
+        risk[j] = 0.0 if out.p_meet_deadline is None else 1.0 - out.p_meet_deadline
+    cheapest = int(np.lexsort((t, c))[0])
+    fastest = int(np.lexsort((c, t))[0])
+
+    # what to show: the (time, cost) front of on-demand plans (thinned), every feasible
+    # simulated spot plan, the picks, and the cheapest plan of each GPU type and market
+    od_front = pareto_front_2d(t[: od_ok.size], c[: od_ok.size])
+    shown = set(_spread(od_front, MAX_SHOWN_FRONT).tolist())
+    shown |= set(range(od_ok.size, rows.size))
+    shown |= {cheapest, fastest}
+    gpu_of = np.array([space.offers.gpu[space.offer[r]] for r in rows])
+    mkt = space.spot[rows]
+    for g in np.unique(gpu_of):
+        for m in (False, True):
+            sel = np.flatnonzero((gpu_of == g) & (mkt == m))
+            if sel.size:
+                shown.add(int(sel[np.argmin(c[sel])]))
+    order = sorted(shown, key=lambda j: (c[j], t[j]))
+    objectives = np.stack([t[order], c[order], risk[order]], axis=1)
+    pareto = tuple(int(k) for k in nondominated(objectives))
+
+    twins = _od_twins(res, [int(rows[j]) for j in order])
+    # spot twins of the two picks (a few more simulations, only for "spot saves ..."; they
+    # do not join the candidates, so what is feasible never depends on which were picked)
+    pick_rows = sorted({int(rows[cheapest]), int(rows[fastest])})
+    extra = []
+    for r in pick_rows:
+        tw = twins.get(r)
+        if tw is not None and tw not in spot_out and ev.has_market[tw] and ev.fits[tw]:
+            extra.append(tw)
+    twin_out = dict(spot_out)
+    if extra:
+        twin_out.update(_simulate(res, ctx, request, extra, lifetimes))
+
+    candidates = []
+    for j in order:
+        i = int(rows[j])
+        candidates.append(
+            _candidate(res, ctx, request, i, spot_out.get(i), twins, twin_out)
+        )
+    picks = {"cheapest": order.index(cheapest), "fastest": order.index(fastest)}
+    fam = workload_family(request.workload)
+    assumptions = dict(ctx.assumptions)
+    assumptions.setdefault(
+        "statistical efficiency",
+        f"epochs(B) = E0 (1 + B/{res.work.critical_batch:g}) / (1 + "
+        f"{res.work.reference_batch:g}/{res.work.critical_batch:g}); {fam.source}",
+    )
+    assumptions.setdefault(
+        "spot simulation",
+        f"{request.mc_runs} Monte Carlo runs per spot plan that survived pruning "
+        f"({len(spot_out)} simulated, {pruned} pruned as dominated)",
+    )
+    return TrainPlan(
+        request=request,
+        candidates=tuple(candidates),
+        pareto=pareto,
+        recommended=picks[request.objective],
+        picks=picks,
+        infeasible=counts,
+        evaluated=len(space) + sum(res.dropped.values()),
+        feasible=feasible,
+        simulated=len(spot_out),
+        pruned=pruned,
+        catalog_snapshot=ctx.catalog.snapshot_date,
+        workload_family=fam.family,
+        critical_batch=res.work.critical_batch,
+        reference_batch=int(res.work.reference_batch),
+        assumptions=assumptions,
+        models=ctx.models,
+    )
+
+
+def _od_twins(res: SearchResult, rows: list[int]) -> dict[int, int | None]:
+    """For each of ``rows``, the index of the same configuration in the other market."""
+    space = res.space
+    out: dict[int, int | None] = {}
+    for r in rows:
+        same = np.flatnonzero(
+            (space.offer == space.offer[r])
+            & (space.nodes == space.nodes[r])
+            & (space.strategy == space.strategy[r])
+            & (space.shards == space.shards[r])
+            & (space.batch == space.batch[r])
+            & (space.spot != space.spot[r])
+        )
+        out[r] = int(same[0]) if same.size else None
+    return out
+
+
+def _candidate(
+    res: SearchResult,
+    ctx: PlanContext,
+    request: TrainRequest,
+    i: int,
+    spot: SpotOutcome | None,
+    twins: dict[int, int | None],
+    twin_out: dict[int, SpotOutcome],
+) -> PlanCandidate:
+    space, ev = res.space, res.evaluation
+    off = space.offers
+    o = int(space.offer[i])
+    gpus = int(ev.workers[i])
+    time_s = float(ev.time_s[i])
+    cost = float(ev.cost_usd[i])
+    notes: list[str] = []
+    if spot is not None:
+        time_s, cost = spot.time_mean_s, spot.cost_mean_usd
+        notes.append(
+            f"spot: {spot.runs} simulated runs, {spot.revocations_mean:.2f} revocations on "
+            f"average, checkpoint every {spot.checkpoint_every_steps:,} steps"
+        )
+    epochs = float(ev.samples_needed[i]) / (res.work.dataset_size or float(ev.samples_needed[i]))
+    breakdown = {
+        "compute_s": float(ev.compute_s[i]),
+        "communication_s": float(ev.comm_s[i]),
+        "exposed_communication_s": float(ev.exposed_s[i]),
+        "step_s": float(ev.step_s[i]),
+        "startup_s": float(ev.time_s[i] - ev.train_s[i]),
+        "train_s": float(ev.train_s[i]),
+    }
+    if space.strategy[i] == PS:
+        breakdown["ps_utilization"] = float(ev.ps_utilization[i])
+    helps = explain(res, ctx, request, i, spot, twins, twin_out)
+    return PlanCandidate(
+        provider=off.provider[o],
+        region=off.region[o],
+        instance_type=off.instance_type[o],
+        gpu=off.gpu_name[o],
+        gpus=gpus,
+        nodes=int(space.nodes[i]),
+        market="spot" if space.spot[i] else "on-demand",
+        strategy=STRATEGIES[int(space.strategy[i])],
+        ps_shards=int(space.shards[i]) if space.strategy[i] == PS else 0,
+        per_worker_batch=int(ev.batch[i]),
+        global_batch=int(ev.global_batch[i]),
+        epochs=epochs if res.work.dataset_size else float(ev.samples_needed[i]),
+        steps=int(ev.steps[i]),
+        step_time_s=float(ev.step_s[i]),
+        time_s=time_s,
+        time_lower_s=float(ev.time_lower_s[i]),
+        time_upper_s=float(ev.time_upper_s[i]) if spot is None else max(
+            float(ev.time_upper_s[i]), spot.time_p90_s),
+        cost_usd=cost,
+        usd_per_hour=float(ev.usd_per_hour[i]),
+        gpu_hours=gpus * time_s / 3600.0,
+        bottleneck=BOTTLENECKS[int(ev.bottleneck[i])],
+        breakdown_s=breakdown,
+        time_p90_s=None if spot is None else spot.time_p90_s,
+        cost_p90_usd=None if spot is None else spot.cost_p90_usd,
+        p_meet_deadline=None if spot is None else spot.p_meet_deadline,
+        mc_runs=0 if spot is None else spot.runs,
+        activation_checkpointing=bool(ev.checkpointing[i]),
+        help=tuple(helps),
+        notes=tuple(notes),
+    )

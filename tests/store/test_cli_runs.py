@@ -1,0 +1,112 @@
+"""`gpucast runs list|show|export` through Typer's CliRunner, on a store filled directly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from store_factories import make_measurement
+from typer.testing import CliRunner
+
+from gpucast.cli.app import app
+from gpucast.domain.measurement import Measurement
+from gpucast.domain.workload import WorkloadSpec
+from gpucast.store import open_store
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "runs.db"
+    with open_store(path) as store:
+        for i in range(3):
+            store.save_measurement(make_measurement(i))
+        store.save_profile(WorkloadSpec(name="resnet50", batch_size=32), {"parameters": 25557032})
+    return path
+
+
+def test_list_json_newest_first_with_filters(db: Path) -> None:
+    result = runner.invoke(app, ["--db", str(db), "runs", "list", "--json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert [r["id"] for r in data["runs"]] == [4, 3, 2, 1] and data["total"] == 4
+    args = ["--db", str(db), "runs", "list", "--kind", "measurement", "--workload", "mlp", "--json"]
+    data = json.loads(runner.invoke(app, args).stdout)
+    assert [r["id"] for r in data["runs"]] == [3, 1]
+    limited = runner.invoke(app, ["--db", str(db), "runs", "list", "--limit", "1", "--json"])
+    assert [r["id"] for r in json.loads(limited.stdout)["runs"]] == [4]
+
+
+def test_list_table(db: Path) -> None:
+    result = runner.invoke(app, ["--db", str(db), "runs", "list"])
+    assert result.exit_code == 0
+    assert "4 of 4 runs" in result.stdout
+    assert "resnet50" in result.stdout and "profile" in result.stdout
+
+
+def test_list_on_a_missing_store_is_empty_and_creates_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "none.db"
+    result = runner.invoke(app, ["--db", str(db), "runs", "list", "--json"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == {"runs": [], "total": 0}
+    assert not db.exists()
+    assert runner.invoke(app, ["--db", str(db), "runs", "list", "--limit", "0"]).exit_code == 2
+
+
+def test_show_round_trips_the_measurement(db: Path) -> None:
+    result = runner.invoke(app, ["--db", str(db), "runs", "show", "2", "--json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["id"] == 2 and data["kind"] == "measurement"
+    assert Measurement.from_dict(data["result"]) == make_measurement(1)
+    table = runner.invoke(app, ["--db", str(db), "runs", "show", "2"])
+    assert table.exit_code == 0
+    assert "run 2: train resnet50" in table.stdout and "median step" in table.stdout
+    profile = runner.invoke(app, ["--db", str(db), "runs", "show", "4"])
+    assert profile.exit_code == 0 and "25557032" in profile.stdout
+
+
+@pytest.mark.parametrize("run_id", ["99", "0", "abc"])
+def test_unknown_or_malformed_id_exits_2(db: Path, run_id: str) -> None:
+    result = runner.invoke(app, ["--db", str(db), "runs", "show", run_id])
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1
+
+
+def test_unknown_id_names_the_fix(db: Path) -> None:
+    result = runner.invoke(app, ["--db", str(db), "runs", "show", "99"])
+    assert "no run with id 99" in result.stderr and "gpucast runs list" in result.stderr
+
+
+@pytest.mark.parametrize(("fmt", "suffix"), [("csv", ".csv"), ("parquet", ".parquet")])
+def test_export_round_trip(db: Path, tmp_path: Path, fmt: str, suffix: str) -> None:
+    out = tmp_path / f"export{suffix}"
+    result = runner.invoke(
+        app, ["--db", str(db), "runs", "export", "--format", fmt, "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert f"wrote 4 runs to {out}" in result.stderr.replace("\n", "")
+    frame = pd.read_csv(out) if fmt == "csv" else pd.read_parquet(out)
+    assert list(frame["id"]) == [1, 2, 3, 4]
+    assert Measurement.from_dict(json.loads(frame["result_json"][0])) == make_measurement(0)
+
+
+def test_export_format_from_suffix_and_bad_format(db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "runs.parquet"
+    assert runner.invoke(app, ["--db", str(db), "runs", "export", "--out", str(out)]).exit_code == 0
+    assert len(pd.read_parquet(out)) == 4
+    bad = runner.invoke(
+        app, ["--db", str(db), "runs", "export", "--format", "xlsx", "--out", str(tmp_path / "x")]
+    )
+    assert bad.exit_code == 2 and "format" in bad.stderr
+
+
+def test_show_and_export_on_a_missing_store(tmp_path: Path) -> None:
+    db = tmp_path / "none.db"
+    result = runner.invoke(app, ["--db", str(db), "runs", "show", "1"])
+    assert result.exit_code == 2 and "no store there yet" in result.stderr
+    assert not db.exists()
