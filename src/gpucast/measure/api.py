@@ -94,11 +94,11 @@ def measure_runner(
                 sampler = TelemetrySampler(reader, interval_s=telemetry_interval_s)
 
                 def progress(p: Progress) -> None:
+                    if on_progress is not None:
+                        on_progress(p)
                     # sample the measured steps only, not the warm-up
                     if p.phase == "measure" and not sampler.running:
                         sampler.start()
-                    if on_progress is not None:
-                        on_progress(p)
 
                 with sampler:
                     raw = run_adaptive(

@@ -72,8 +72,14 @@ class InferenceWork:
     activation_bytes_per_sample: float
 
     def __post_init__(self) -> None:
-        for attr in ("matmul_flops_per_sample", "other_bytes_fixed", "other_bytes_per_sample",
-                     "weights_bytes", "input_bytes_per_sample", "activation_bytes_per_sample"):
+        for attr in (
+            "matmul_flops_per_sample",
+            "other_bytes_fixed",
+            "other_bytes_per_sample",
+            "weights_bytes",
+            "input_bytes_per_sample",
+            "activation_bytes_per_sample",
+        ):
             value = getattr(self, attr)
             if not (math.isfinite(value) and value >= 0):
                 raise InvalidSpecError(attr, "must be >= 0", got=value)
@@ -112,7 +118,8 @@ class InferenceWork:
         """GiB one instance needs: weights plus inputs and working set of its largest batch,
         with 20% for framework workspace."""
         need = self.weights_bytes + max_batch * (
-            self.input_bytes_per_sample + self.activation_bytes_per_sample)
+            self.input_bytes_per_sample + self.activation_bytes_per_sample
+        )
         return 1.2 * need / 2**30
 
 
@@ -122,8 +129,9 @@ def cpu_device(offer: Offer) -> DeviceRoofline:
         name=f"{offer.instance_type} ({offer.vcpus} vCPU)",
         kind="cpu",
         peak_tflops=offer.vcpus * CPU_GFLOPS_PER_VCPU / 1000.0,
-        memory_bandwidth_gbps=min(offer.vcpus * CPU_BANDWIDTH_GBPS_PER_VCPU,
-                                  CPU_BANDWIDTH_CAP_GBPS),
+        memory_bandwidth_gbps=min(
+            offer.vcpus * CPU_BANDWIDTH_GBPS_PER_VCPU, CPU_BANDWIDTH_CAP_GBPS
+        ),
     )
 
 
@@ -150,14 +158,18 @@ def _terms(
     compute_slowdown: float,
     bandwidth_slowdown: float,
 ) -> dict[str, float]:
-    compute_eff = (eff.compute_efficiency(precision) if device.kind == "gpu"
-                   else eff.compute_efficiency_fp32)
+    compute_eff = (
+        eff.compute_efficiency(precision) if device.kind == "gpu" else eff.compute_efficiency_fp32
+    )
     return {
         "overhead": work.n_kernels * eff.kernel_overhead_s,
-        "compute": work.matmul_flops_per_sample * batch_size * compute_slowdown
+        "compute": work.matmul_flops_per_sample
+        * batch_size
+        * compute_slowdown
         / (compute_eff * device.peak_tflops * _TERA),
         "memory_bandwidth": (work.other_bytes_fixed + work.other_bytes_per_sample * batch_size)
-        * bandwidth_slowdown / (eff.bandwidth_efficiency * device.memory_bandwidth_gbps * _GIGA),
+        * bandwidth_slowdown
+        / (eff.bandwidth_efficiency * device.memory_bandwidth_gbps * _GIGA),
     }
 
 
@@ -187,8 +199,9 @@ def predict_latency_curve(
         c_slow = 7.0 / mig.compute_slices
         b_slow = device.memory_gib / mig.memory_gib
         label = f"{device.name}/{mig.name}"
-    sizes = tuple(sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, max_batch} & set(
-        range(1, max_batch + 1))))
+    sizes = tuple(
+        sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, max_batch} & set(range(1, max_batch + 1)))
+    )
     lat = []
     for b in sizes:
         t = _terms(work, b, dev, precision, eff, c_slow, b_slow)
@@ -198,9 +211,11 @@ def predict_latency_curve(
         batch_sizes=sizes,
         latency_s=tuple(lat),
         host_s=host,
-        source=source or (f"roofline {work.name} on {label} ({precision})"
-                          + ("" if calibration_scale == 1.0 else
-                             f", calibrated x{calibration_scale:.3g}")),
+        source=source
+        or (
+            f"roofline {work.name} on {label} ({precision})"
+            + ("" if calibration_scale == 1.0 else f", calibrated x{calibration_scale:.3g}")
+        ),
     )
 
 
@@ -220,13 +235,16 @@ def curve_estimate(curve: LatencyCurve, batch_size: int, *, rel_halfwidth: float
 
 def calibration_scale(measured: LatencyCurve, predicted: LatencyCurve) -> float:
     """Median of measured / predicted over the measured batch sizes (one scale factor)."""
-    ratios = [t / predicted.latency(b) for b, t in
-              zip(measured.batch_sizes, measured.latency_s, strict=True)]
+    ratios = [
+        t / predicted.latency(b)
+        for b, t in zip(measured.batch_sizes, measured.latency_s, strict=True)
+    ]
     return float(np.median(ratios))
 
 
-def request_overhead_s(input_bytes: float, network_gbps: float, *,
-                       rtt_s: float = ZONE_RTT_S) -> float:
+def request_overhead_s(
+    input_bytes: float, network_gbps: float, *, rtt_s: float = ZONE_RTT_S
+) -> float:
     """Time to ship one request's input over a ``network_gbps`` (Gbit/s) link, plus an RTT."""
     if not (math.isfinite(network_gbps) and network_gbps > 0):
         raise InvalidSpecError("network_gbps", "must be > 0", got=network_gbps)
@@ -265,8 +283,9 @@ class BatchLatencyModel(Estimator):
     def is_fitted(self) -> bool:
         return self._coef is not None
 
-    def fit(self, batch_sizes: Sequence[int], latency_s: Sequence[float], *,
-            source: str = "measured") -> Self:
+    def fit(
+        self, batch_sizes: Sequence[int], latency_s: Sequence[float], *, source: str = "measured"
+    ) -> Self:
         b = np.asarray(batch_sizes, dtype=np.float64)
         t = np.asarray(latency_s, dtype=np.float64)
         if b.size == 0 or b.size != t.size:
@@ -298,23 +317,36 @@ class BatchLatencyModel(Estimator):
         value = fixed + per * batch_size
         h = self._rel_halfwidth * (1.0 if batch_size <= self._max_batch else 2.0)
         return Estimate(
-            value=value, lower=value / (1 + h), upper=value * (1 + h), unit="s",
-            bottleneck="batch_latency", source="measured",
+            value=value,
+            lower=value / (1 + h),
+            upper=value * (1 + h),
+            unit="s",
+            bottleneck="batch_latency",
+            source="measured",
             breakdown={"fixed": fixed, "per_sample": per * batch_size},
             notes=(f"fitted a + b*batch on {self._source}",),
         )
 
     def curve(self, max_batch: int = 128) -> LatencyCurve:
         fixed, per = self.coefficients
-        return LatencyCurve.affine(fixed, per, max_batch=max_batch,
-                                   host_s=self.host_fraction * fixed,
-                                   source=f"measured: {self._source} (a + b*batch fit)")
+        return LatencyCurve.affine(
+            fixed,
+            per,
+            max_batch=max_batch,
+            host_s=self.host_fraction * fixed,
+            source=f"measured: {self._source} (a + b*batch fit)",
+        )
 
     def _state(self) -> dict[str, Any]:
         fixed, per = self.coefficients
-        return {"fixed_s": fixed, "per_sample_s": per, "rel_halfwidth": self._rel_halfwidth,
-                "host_fraction": self.host_fraction, "source": self._source,
-                "max_batch": self._max_batch}
+        return {
+            "fixed_s": fixed,
+            "per_sample_s": per,
+            "rel_halfwidth": self._rel_halfwidth,
+            "host_fraction": self.host_fraction,
+            "source": self._source,
+            "max_batch": self._max_batch,
+        }
 
     @classmethod
     def _from_state(cls, state: dict[str, Any]) -> Self:

@@ -37,6 +37,18 @@ the overheads scale with memory bandwidth and 40-80% when they are held fixed):
   fitted GPU, ``h = 0``;
 * the PS term is unchanged.
 
+Which peak. A GPU's reference peak is the ``GPU TFLOPS`` of its rows when they give one, else
+its catalog FP32 peak; the same rule holds for a GPU predicted without rows (a row's figure,
+else the catalog's at the requested precision). CM-DARE assigns 4.113 (K80 die) and 9.526
+(P100) TFLOP/s; the catalog's datasheet figures are 4.37 and 9.3. Both are cores x 2 x a
+clock (the study's K80 clock is 824 MHz against the 875 MHz boost, its P100 clock 1329 against
+1303 MHz), so the bases differ by at most 6% per GPU. Leave-one-GPU-out favours the data's
+own figures (K80 9.8% / P100 11.1% MAPE, against 16.0% / 18.6% with the datasheet peaks:
+the measured K80/P100 step-time ratio, median 2.48, is nearer 9.526/4.113 = 2.32 than
+9.3/4.37 = 2.13). For a catalog GPU such as V100 the compute term is scaled from the
+geometric mean of ``compute * peak`` over the fitted GPUs; using the study's peaks there
+rather than the datasheet's changes it by 1.8% (``sqrt(4.113 * 9.526 / (4.37 * 9.3))``).
+
 Intervals are empirical: the 5th-95th percentiles of ``log(actual / predicted)`` from
 leave-one-model-out cross-validation inside ``fit`` (per GPU), and, for a GPU the fit never
 saw, from leave-one-GPU-out (or ``unseen_gpu_rel_error`` when the fit had one GPU), widened to
@@ -304,10 +316,9 @@ class SpeedModel(Estimator):
     def fit(self, rows: pd.DataFrame, specs: Mapping[str, GpuSpec] | None = None) -> Self:
         """Fit from CM-DARE-format rows (extra columns ignored; ``rows`` is not modified).
 
-        ``specs`` maps a GPU name used in ``GPU (temp)`` to its catalog entry; when given, that
-        entry's FP32 peak is the GPU's reference peak for cross-GPU scaling (so fitted and
-        unseen GPUs are compared on the same datasheet basis). Otherwise the median of the
-        rows' ``GPU TFLOPS`` is used.
+        A GPU's reference peak for cross-GPU scaling is the median of its rows' ``GPU TFLOPS``
+        when they give it, else the FP32 peak of its catalog entry in ``specs`` (a map from the
+        names used in ``GPU (temp)``); see "Which peak" in the module docstring.
         """
         clean, data = self._prepare(rows, with_target=True)
         spec_by_key = {gpu_key(k): v for k, v in (specs or {}).items()}
@@ -318,22 +329,22 @@ class SpeedModel(Estimator):
         for key in keys:
             mask = data.gpu == key
             display[key] = str(names[mask][0])
+            row_tflops = (
+                pd.to_numeric(clean.loc[mask, TFLOPS_COL], errors="coerce")
+                if TFLOPS_COL in clean.columns
+                else pd.Series(dtype=np.float64)
+            )
+            row_tflops = row_tflops[np.isfinite(row_tflops) & (row_tflops > 0)]
             spec = spec_by_key.get(key)
-            if spec is not None:
+            if not row_tflops.empty:  # the data's own peak wins (see the module docstring)
+                peaks[key] = float(row_tflops.median())
+            elif spec is not None:
                 peaks[key] = spec.peak_tflops(_FIT_PRECISION)
-            elif TFLOPS_COL in clean.columns:
-                tflops = pd.to_numeric(clean.loc[mask, TFLOPS_COL], errors="coerce")
-                tflops = tflops[np.isfinite(tflops) & (tflops > 0)]
-                if tflops.empty:
-                    raise InvalidSpecError(
-                        f"{TFLOPS_COL} for GPU {display[key]!r}",
-                        "is needed (no catalog spec was given)",
-                        fix="fill the column or fit through the CLI, which uses the catalog",
-                    )
-                peaks[key] = float(tflops.median())
             else:
                 raise InvalidSpecError(
-                    f"{TFLOPS_COL} for GPU {display[key]!r}", "is needed (no catalog spec)"
+                    f"{TFLOPS_COL} for GPU {display[key]!r}",
+                    "is needed (the rows have none and no catalog spec was given)",
+                    fix="fill the column or fit through the CLI, which uses the catalog",
                 )
 
         per_gpu, ps = _fit_coefficients(data, keys, with_ps=self.fit_ps_term)
@@ -515,11 +526,14 @@ class SpeedModel(Estimator):
                 notes=notes,
             )
             return terms, scale
-        # A GPU with no rows: scale by its peak FLOP/s.
-        if spec is not None:
-            peak = spec.peak_tflops(precision)
-        elif peak_tflops is not None and math.isfinite(peak_tflops) and peak_tflops > 0:
+        # A GPU with no rows: scale by its peak FLOP/s -- the rows' own FP32 figure when they
+        # give one (the basis the fit used), else the catalog's at ``precision``.
+        given = peak_tflops is not None and math.isfinite(peak_tflops) and peak_tflops > 0
+        if given and (precision == _FIT_PRECISION or spec is None):
+            assert peak_tflops is not None
             peak = float(peak_tflops)
+        elif spec is not None:
+            peak = spec.peak_tflops(precision)
         else:
             raise InvalidSpecError(
                 "gpu",
@@ -681,15 +695,27 @@ class SpeedModel(Estimator):
                 result[f"{term}_s"][idx] = out["parts"][term]
         return pd.DataFrame(result, index=rows.index)
 
-    def achieved_efficiency(self, batch_size: int) -> dict[str, float]:
-        """Achieved fraction of each fitted GPU's peak, if ``Model FLOPs`` is per sample and
-        one step is ``batch_size`` samples (CM-DARE: 128). A diagnostic, not a model input."""
+    def achieved_efficiency(
+        self, batch_size: int, peak_tflops: Mapping[str, float] | None = None
+    ) -> dict[str, float]:
+        """Achieved fraction of peak FP32 FLOP/s of each fitted GPU's *marginal* compute cost
+        (the compute term, without fixed and per-tensor costs), if ``Model FLOPs`` counts one
+        sample and one step is ``batch_size`` samples (CM-DARE: 128).
+
+        The fraction is of each GPU's reference peak, or of ``peak_tflops[name]`` where given
+        (e.g. the catalog's datasheet figure). It is the basis of the roofline's default FP32
+        compute efficiency (:mod:`gpucast.predict.roofline`); not a model input.
+        """
         self._require_fitted()
         assert self._gpus is not None
+        if batch_size < 1:
+            raise InvalidSpecError("batch_size", "must be >= 1", got=batch_size)
+        given = {gpu_key(k): float(v) for k, v in (peak_tflops or {}).items()}
         out: dict[str, float] = {}
-        for g in self._gpus.values():
+        for key, g in self._gpus.items():
             c = g["compute_s_per_flop"]
-            out[g["name"]] = batch_size / (c * g["peak_tflops"] * 1e12) if c > 0 else float("nan")
+            peak = given.get(key, g["peak_tflops"])
+            out[g["name"]] = batch_size / (c * peak * 1e12) if c > 0 else float("nan")
         return out
 
     # -- persistence ------------------------------------------------------------------------
@@ -743,20 +769,43 @@ class SpeedModel(Estimator):
 
 
 # -- cross-validation -----------------------------------------------------------------------
-def _cv_frame(rows: pd.DataFrame, pred: pd.DataFrame, fold: str, held: str) -> pd.DataFrame:
-    actual = pd.to_numeric(rows[STEP_TIME_COL], errors="coerce")
-    return pd.DataFrame(
+def _cross_validate(
+    rows: pd.DataFrame,
+    specs: Mapping[str, GpuSpec] | None,
+    *,
+    group: str,
+    coverage: float,
+) -> pd.DataFrame:
+    from gpucast.predict.validation import leave_one_group_out, speed_fit_predict
+
+    _require_columns(rows, [GPU_COL, STEP_TIME_COL])
+    rows = impute_model_properties(rows)  # model properties, not targets: no leakage
+    frame = pd.DataFrame(
         {
             "gpu": rows[GPU_COL].astype(str).str.strip(),
             "model": rows[MODEL_COL].astype(str) if MODEL_COL in rows.columns else "",
-            "fold": fold,
-            "held_out": held,
-            "actual_s": actual,
-            "predicted_s": pred["step_time_s"],
-            "lower_s": pred["lower_s"],
-            "upper_s": pred["upper_s"],
-            "source": pred["source"],
-            "bottleneck": pred["bottleneck"],
+        },
+        index=rows.index,
+    )
+    frame["_gpu_key"] = frame["gpu"].map(gpu_key)
+    group_col = "model" if group == "model" else "_gpu_key"
+    rows = rows.assign(**{"__group": frame[group_col]})
+    cv = leave_one_group_out(
+        speed_fit_predict(specs, coverage=coverage), rows, "__group", target_col=STEP_TIME_COL
+    )
+    return pd.DataFrame(
+        {
+            "gpu": frame["gpu"],
+            "model": frame["model"],
+            "fold": group,
+            "held_out": cv["held_out"],
+            "actual_s": cv["actual"],
+            "predicted_s": cv["predicted"],
+            "lower_s": cv["lower"],
+            "upper_s": cv["upper"],
+            "source": cv["source"],
+            "bottleneck": cv["bottleneck"],
+            "ape_pct": cv["ape_pct"],
         },
         index=rows.index,
     )
@@ -769,20 +818,11 @@ def leave_one_model_out(
     coverage: float = 0.9,
 ) -> pd.DataFrame:
     """Honest leave-one-model-out: each model's rows (on every GPU) are predicted by a model
-    fitted without any of them. One row per input row: ``gpu``, ``model``, ``actual_s``,
-    ``predicted_s``, ``lower_s``, ``upper_s``, ``ape_pct``."""
-    _require_columns(rows, [MODEL_COL, STEP_TIME_COL])
-    rows = impute_model_properties(rows)  # model properties, not targets: no leakage
-    parts: list[pd.DataFrame] = []
-    models = rows[MODEL_COL].astype(str)
-    for held in sorted(set(models)):
-        test = models == held
-        fitted = SpeedModel(coverage=coverage).fit(rows.loc[~test], specs)
-        pred = fitted.predict_frame(rows.loc[test], specs)
-        parts.append(_cv_frame(rows.loc[test], pred, "model", held))
-    out = pd.concat(parts).loc[rows.index]
-    out["ape_pct"] = (out["predicted_s"] / out["actual_s"] - 1.0).abs() * 100.0
-    return out
+    fitted without any of them (:func:`gpucast.predict.validation.leave_one_group_out`).
+    One row per input row: ``gpu``, ``model``, ``fold``, ``held_out``, ``actual_s``,
+    ``predicted_s``, ``lower_s``, ``upper_s``, ``source``, ``bottleneck``, ``ape_pct``."""
+    _require_columns(rows, [MODEL_COL])
+    return _cross_validate(rows, specs, group="model", coverage=coverage)
 
 
 def leave_one_gpu_out(
@@ -792,19 +832,9 @@ def leave_one_gpu_out(
     coverage: float = 0.9,
 ) -> pd.DataFrame:
     """Cross-GPU check: each GPU's rows are predicted by a model fitted on the other GPUs
-    only, i.e. from its catalog spec (``specs``) or its ``GPU TFLOPS`` column."""
-    _require_columns(rows, [GPU_COL, STEP_TIME_COL])
-    rows = impute_model_properties(rows)  # model properties, not targets: no leakage
-    parts: list[pd.DataFrame] = []
-    keys = rows[GPU_COL].astype(str).str.strip().map(gpu_key)
-    for held in sorted(set(keys)):
-        test = keys == held
-        fitted = SpeedModel(coverage=coverage).fit(rows.loc[~test], specs)
-        pred = fitted.predict_frame(rows.loc[test], specs)
-        parts.append(_cv_frame(rows.loc[test], pred, "gpu", held))
-    out = pd.concat(parts).loc[rows.index]
-    out["ape_pct"] = (out["predicted_s"] / out["actual_s"] - 1.0).abs() * 100.0
-    return out
+    only, i.e. from the held-out GPU's peak FLOP/s (its ``GPU TFLOPS`` column, else its
+    catalog spec in ``specs``). Same columns as :func:`leave_one_model_out`."""
+    return _cross_validate(rows, specs, group="gpu", coverage=coverage)
 
 
 def error_table(cv: pd.DataFrame) -> pd.DataFrame:

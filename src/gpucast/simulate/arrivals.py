@@ -26,18 +26,22 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def _rate(rate_rps: float, field: str = "rate") -> float:
-    if isinstance(rate_rps, bool) or not isinstance(rate_rps, int | float) or not (
-        math.isfinite(rate_rps) and rate_rps > 0
+    if (
+        isinstance(rate_rps, bool)
+        or not isinstance(rate_rps, int | float)
+        or not (math.isfinite(rate_rps) and rate_rps > 0)
     ):
-        raise InvalidSpecError(field, "must be a request rate > 0 per second", got=rate_rps,
-                               fix="e.g. --rate 150")
+        raise InvalidSpecError(
+            field, "must be a request rate > 0 per second", got=rate_rps, fix="e.g. --rate 150"
+        )
     return float(rate_rps)
 
 
 def _duration(duration_s: float) -> float:
     if not (math.isfinite(duration_s) and duration_s > 0):
-        raise InvalidSpecError("duration", "must be > 0 seconds", got=duration_s,
-                               fix="e.g. --duration-s 60")
+        raise InvalidSpecError(
+            "duration", "must be > 0 seconds", got=duration_s, fix="e.g. --duration-s 60"
+        )
     return float(duration_s)
 
 
@@ -56,7 +60,7 @@ def poisson(rate_rps: float, duration_s: float, rng: np.random.Generator) -> Flo
 def constant(rate_rps: float, duration_s: float, *, offset_s: float = 0.0) -> FloatArray:
     """One request every ``1 / rate_rps`` seconds, the first at ``offset_s``."""
     rate, duration = _rate(rate_rps), _duration(duration_s)
-    n = int(math.ceil((duration - offset_s) * rate))
+    n = math.ceil((duration - offset_s) * rate)
     times = offset_s + np.arange(max(n, 0), dtype=np.float64) / rate
     return times[times < duration]
 
@@ -87,8 +91,9 @@ def bursty(
     rates = np.asarray(rates_rps, dtype=np.float64)
     sojourn = np.asarray(mean_sojourn_s, dtype=np.float64)
     if np.any(~np.isfinite(rates)) or np.any(rates < 0) or not np.any(rates > 0):
-        raise InvalidSpecError("bursty rates", "must be >= 0 with at least one > 0",
-                               got=list(rates_rps))
+        raise InvalidSpecError(
+            "bursty rates", "must be >= 0 with at least one > 0", got=list(rates_rps)
+        )
     if np.any(~np.isfinite(sojourn)) or np.any(sojourn <= 0):
         raise InvalidSpecError("bursty sojourns", "must be > 0 s", got=list(mean_sojourn_s))
     k = len(rates)
@@ -120,7 +125,7 @@ def from_timestamps(
 ) -> FloatArray:
     """A trace's arrival times shifted to start at 0 (sorted); optionally time-scaled so the
     mean rate is ``target_rate_rps``, and cut at ``duration_s``."""
-    times = np.sort(np.asarray(timestamps_s, dtype=np.float64))
+    times: FloatArray = np.sort(np.asarray(timestamps_s, dtype=np.float64))
     if times.size == 0:
         raise InvalidSpecError("trace", "has no arrivals", fix="check the trace file")
     if not np.all(np.isfinite(times)):

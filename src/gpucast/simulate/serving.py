@@ -354,8 +354,7 @@ def _run_shared(queues: list[_Queue], slowdown: list[float]) -> None:
     heappush, heappop = heapq.heappush, heapq.heappop
     n_models = len(queues)
     while True:
-        t_done = (now + (finishing[0][0] - virtual) * slowdown[on_device]
-                  if finishing else inf)
+        t_done = now + (finishing[0][0] - virtual) * slowdown[on_device] if finishing else inf
         t_host = hosting[0][0] if hosting else inf
         m = 0
         t_start = cand[0]
@@ -417,9 +416,7 @@ def _union_length(starts: FloatArray, ends: FloatArray) -> float:
     return float(np.sum(np.maximum(reach - gap_start, 0.0)))
 
 
-def _split(
-    arrivals: FloatArray, parts: int, how: str, rng: np.random.Generator
-) -> list[IntArray]:
+def _split(arrivals: FloatArray, parts: int, how: str, rng: np.random.Generator) -> list[IntArray]:
     """Indices of the requests each of ``parts`` servers receives."""
     idx = np.arange(arrivals.size, dtype=np.int64)
     if parts == 1:
@@ -468,7 +465,8 @@ def simulate_serving(
     extra = [m for m in arrivals if m not in models]
     if extra:
         raise InvalidSpecError(
-            "arrivals", f"model(s) {', '.join(extra)} are not deployed on any server",
+            "arrivals",
+            f"model(s) {', '.join(extra)} are not deployed on any server",
             fix="add a server that hosts them",
         )
 
@@ -483,20 +481,23 @@ def simulate_serving(
     for m in models:
         a = _check_arrivals(m, arrivals[m])
         checked[m] = a
-        for d, idx in zip(hosts[m], _split(a, len(hosts[m]), deployment.load_balancing,
-                                           generator), strict=True):
+        for d, idx in zip(
+            hosts[m], _split(a, len(hosts[m]), deployment.load_balancing, generator), strict=True
+        ):
             per_device[d][m] = idx
 
     completion: dict[str, FloatArray] = {m: np.empty(checked[m].size) for m in models}
-    batch_of: dict[str, IntArray] = {m: np.empty(checked[m].size, dtype=np.int64)
-                                     for m in models}
-    overhead = {dep.model: dep.request_overhead_s
-                for g in deployment.groups for dep in g.server.models}
+    batch_of: dict[str, IntArray] = {m: np.empty(checked[m].size, dtype=np.int64) for m in models}
+    overhead = {
+        dep.model: dep.request_overhead_s for g in deployment.groups for dep in g.server.models
+    }
     device_out: list[tuple[int, int, list[_Queue], dict[str, IntArray]]] = []
     for d, (g, r) in enumerate(devices):
         server = deployment.groups[g].server
-        queues = [_prepare(dep, checked[dep.model][per_device[d][dep.model]], server)
-                  for dep in server.models]
+        queues = [
+            _prepare(dep, checked[dep.model][per_device[d][dep.model]], server)
+            for dep in server.models
+        ]
         slowdown = device_slowdown(server)
         if server.instances == 1:
             for q in queues:
@@ -512,14 +513,19 @@ def simulate_serving(
         device_out.append((g, r, queues, per_device[d]))
 
     arrival_all = np.concatenate([checked[m] for m in models]) if models else np.zeros(0)
-    latency_all = np.concatenate(
-        [completion[m] - checked[m] + overhead[m] for m in models]) if models else np.zeros(0)
+    latency_all = (
+        np.concatenate([completion[m] - checked[m] + overhead[m] for m in models])
+        if models
+        else np.zeros(0)
+    )
     model_index = np.concatenate(
-        [np.full(checked[m].size, i, dtype=np.int64) for i, m in enumerate(models)])
+        [np.full(checked[m].size, i, dtype=np.int64) for i, m in enumerate(models)]
+    )
     batch_all = np.concatenate([batch_of[m] for m in models])
 
-    last_end = max((max(q.ends) for _g, _r, qs, _i in device_out for q in qs if q.ends),
-                   default=0.0)
+    last_end = max(
+        (max(q.ends) for _g, _r, qs, _i in device_out for q in qs if q.ends), default=0.0
+    )
     horizon = horizon_s if horizon_s is not None else last_end
     stats = []
     for g, r, queues, idx_by_model in device_out:
@@ -529,20 +535,24 @@ def simulate_serving(
         n_req = int(sum(i.size for i in idx_by_model.values()))
         n_batches = int(starts.size)
         busy = _union_length(starts, ends)
-        stats.append(ServerStats(
-            name=server.name,
-            group=g,
-            replica=r,
-            kind=server.kind,
-            price_usd_per_hour=server.price_usd_per_hour,
-            requests=n_req,
-            batches=n_batches,
-            busy_fraction=min(1.0, busy / horizon) if horizon > 0 else 0.0,
-            instance_utilisation=(
-                min(1.0, float(np.sum(ends - starts)) / (server.instances * horizon))
-                if horizon > 0 else 0.0),
-            mean_batch_size=n_req / n_batches if n_batches else 0.0,
-        ))
+        stats.append(
+            ServerStats(
+                name=server.name,
+                group=g,
+                replica=r,
+                kind=server.kind,
+                price_usd_per_hour=server.price_usd_per_hour,
+                requests=n_req,
+                batches=n_batches,
+                busy_fraction=min(1.0, busy / horizon) if horizon > 0 else 0.0,
+                instance_utilisation=(
+                    min(1.0, float(np.sum(ends - starts)) / (server.instances * horizon))
+                    if horizon > 0
+                    else 0.0
+                ),
+                mean_batch_size=n_req / n_batches if n_batches else 0.0,
+            )
+        )
     return ServingResult(
         models=models,
         arrival_s=arrival_all,
@@ -608,7 +618,8 @@ def _windows(idle_s: list[float], policy: KeepAlivePolicy) -> tuple[float, float
     binned = np.floor(np.minimum(arr, policy.range_s) / policy.bin_s) * policy.bin_s
     head = float(np.percentile(binned, policy.head_percentile)) * (1.0 - policy.margin)
     tail = (float(np.percentile(binned, policy.tail_percentile)) + policy.bin_s) * (
-        1.0 + policy.margin)
+        1.0 + policy.margin
+    )
     return head, max(tail, head)
 
 
@@ -631,13 +642,19 @@ def simulate_serverless(
     arrival of any function).
     """
     names = tuple(arrivals)
-    horizon = horizon_s if horizon_s is not None else max(
-        (float(a[-1]) for a in arrivals.values() if len(a)), default=0.0)
+    horizon = (
+        horizon_s
+        if horizon_s is not None
+        else max((float(a[-1]) for a in arrivals.values() if len(a)), default=0.0)
+    )
     inv, cold, wasted, lat_parts = [], [], [], []
     for name in names:
         a = _check_arrivals(name, arrivals[name])
-        for label, table in (("exec_time_s", exec_time_s), ("cold_start_s", cold_start_s),
-                             ("memory_gib", memory_gib)):
+        for label, table in (
+            ("exec_time_s", exec_time_s),
+            ("cold_start_s", cold_start_s),
+            ("memory_gib", memory_gib),
+        ):
             if name not in table or not (math.isfinite(table[name]) and table[name] >= 0):
                 raise InvalidSpecError(f"{label} of {name}", "must be given and >= 0")
         run_s, cold_s, mem = exec_time_s[name], cold_start_s[name], memory_gib[name]

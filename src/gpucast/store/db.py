@@ -126,7 +126,8 @@ class Store:
             try:
                 self._inspect(conn)
             finally:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
             self._configure(conn)
             self._migrate(conn)
         except sqlite3.DatabaseError as exc:

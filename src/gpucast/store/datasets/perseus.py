@@ -53,8 +53,9 @@ def read_perseus_output(path: Path) -> ImportResult:
         try:
             value = float(match["value"])
         except ValueError:
-            problems.setdefault(k, f"{path.name}, line {number}: {match['what']} "
-                                   f"{match['value']!r} is not a number")
+            problems.setdefault(
+                k, f"{path.name}, line {number}: {match['what']} {match['value']!r} is not a number"
+            )
             continue
         if not math.isfinite(value) or value <= 0:
             problems.setdefault(k, f"{path.name}, line {number}: {match['what']} must be > 0")
@@ -72,8 +73,11 @@ def read_perseus_output(path: Path) -> ImportResult:
             continue
         rows.append({"pass": k, **values})
     if not rows:
-        raise DataFormatError(str(path), "has no complete PERSEUS pass",
-                              fix="give a test_N_output.txt written by the PERSEUS client")
+        raise DataFormatError(
+            str(path),
+            "has no complete PERSEUS pass",
+            fix="give a test_N_output.txt written by the PERSEUS client",
+        )
     frame = pd.DataFrame(rows)
     frame["requests"] = frame["requests"].astype(int)
     return ImportResult(frame=frame, skipped=tuple(skipped))

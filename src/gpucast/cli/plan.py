@@ -1,0 +1,579 @@
+"""`gpucast plan train`: the cheapest (or fastest) cluster for a training job, explained.
+
+A thin shell over :func:`gpucast.plan.train.plan_training`: it merges a YAML config with the
+flags (flags win; an unknown YAML key is an error naming it), profiles the workload (cached
+per workload/precision/version under ``$XDG_CACHE_HOME/gpucast/profiles``), finds the
+published data for lifetimes / start-up / restart when it is at hand (else documented
+defaults), calibrates the roofline with a stored measurement when there is one, and prints
+a Rich table, JSON, an HTML report and/or a saved plan. ``app`` is the ``plan`` group;
+``plan serve`` is added to it by another module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+
+from gpucast import __version__
+from gpucast.cli._common import console, emit_json, state
+from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.domain.plan import OBJECTIVES, ModelInfo, TrainPlan, TrainRequest
+from gpucast.domain.units import parse_duration_s
+
+app = typer.Typer(no_args_is_help=True, help="Plan training (and serving) clusters.")
+
+#: Keys a plan YAML file may hold (the flags' long names, dashes or underscores).
+CONFIG_KEYS: tuple[str, ...] = (
+    "workload", "precision", "epochs", "dataset_size", "steps", "reference_batch", "deadline",
+    "budget", "provider", "region", "gpu", "exclude_gpu", "spot", "max_gpus", "min_p_meet",
+    "batch_size", "global_batch", "batch_sizes", "allow_mixed", "objective", "critical_batch",
+    "strategy", "max_ps_shards", "runs", "max_simulated", "seed", "interruption_band",
+    "data_dir", "profile",
+)
+DEFAULT_DEADLINE = "24h"
+DEFAULT_BAND = "5-10%"
+#: Per-worker batch the workload is profiled at (FLOPs and bytes are scaled from it).
+PROFILE_BATCH = 16
+
+
+# -- config -----------------------------------------------------------------------------------
+def load_config(path: Path) -> dict[str, Any]:
+    """A plan YAML file as a dict with underscore keys; unknown keys are errors."""
+    if not path.is_file():
+        raise InvalidSpecError("config", "file not found", got=str(path), fix="check the path")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise DataFormatError(
+            str(path), f"not valid YAML ({getattr(exc, 'problem', exc)})",
+            line=None if mark is None else mark.line + 1,
+        ) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise DataFormatError(str(path), "must be a mapping of option: value")
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        norm = str(key).strip().replace("-", "_")
+        if norm not in CONFIG_KEYS:
+            import difflib
+
+            close = difflib.get_close_matches(norm, CONFIG_KEYS, n=1)
+            raise DataFormatError(
+                str(path), f"unknown key {key!r}",
+                fix=f"did you mean {close[0]!r}?" if close else f"known: {', '.join(CONFIG_KEYS)}",
+            )
+        out[norm] = value
+    return out
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    items = value if isinstance(value, list | tuple) else [value]
+    out: list[str] = []
+    for item in items:
+        out += [p.strip() for p in str(item).split(",") if p.strip()]
+    return out
+
+
+def _merge(flags: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(config)
+    for key, value in flags.items():
+        if value is None or (isinstance(value, list) and not value):
+            continue
+        merged[key] = value
+    return merged
+
+
+def _number(opts: dict[str, Any], key: str, kind: type) -> Any:
+    value = opts.get(key)
+    if value is None:
+        return None
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise InvalidSpecError(key.replace("_", "-"), f"must be a {kind.__name__}", got=value) from None
+
+
+def _duration(value: Any, field: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    text = str(value).strip().lower()
+    if text in ("none", "no", "off"):
+        return None
+    return parse_duration_s(text, field=field)
+
+
+def build_request(opts: dict[str, Any]) -> TrainRequest:
+    """The merged options as a validated :class:`TrainRequest`, with family defaults."""
+    from gpucast.plan.efficiency import workload_family
+
+    workload = opts.get("workload")
+    if not workload:
+        raise InvalidSpecError("workload", "is required", fix="e.g. --workload resnet50")
+    fam = workload_family(str(workload))
+    epochs = _number(opts, "epochs", float)
+    steps = _number(opts, "steps", int)
+    dataset = _number(opts, "dataset_size", int)
+    if epochs is None and steps is None:
+        epochs = fam.default_epochs
+        if epochs is None:
+            raise InvalidSpecError(
+                "epochs", f"has no default for {workload}", fix="give --epochs N --dataset-size M"
+            )
+    if epochs is not None and dataset is None:
+        dataset = fam.default_dataset_size
+        if dataset is None:
+            raise InvalidSpecError(
+                "dataset-size", f"has no default for {workload}", fix="e.g. --dataset-size 1000000"
+            )
+    deadline_raw = opts.get("deadline", DEFAULT_DEADLINE)
+    batch_sizes = opts.get("batch_sizes")
+    spot = opts.get("spot")
+    kwargs: dict[str, Any] = {
+        "workload": str(workload),
+        "precision": str(opts.get("precision") or "fp32"),
+        "epochs": epochs,
+        "dataset_size": dataset,
+        "steps": steps,
+        "reference_batch": _number(opts, "reference_batch", int),
+        "deadline_s": _duration(deadline_raw, "deadline"),
+        "budget_usd": _number(opts, "budget", float),
+        "providers": tuple(_as_list(opts.get("provider"))),
+        "regions": tuple(_as_list(opts.get("region"))),
+        "gpus": tuple(_as_list(opts.get("gpu"))),
+        "exclude_gpus": tuple(_as_list(opts.get("exclude_gpu"))),
+        "allow_spot": True if spot is None else bool(spot),
+        "max_gpus": _number(opts, "max_gpus", int) or 64,
+        "min_p_meet": 0.9 if opts.get("min_p_meet") is None else _number(opts, "min_p_meet", float),
+        "batch_size": _number(opts, "batch_size", int),
+        "global_batch": _number(opts, "global_batch", int),
+        "allow_mixed": bool(opts.get("allow_mixed") or False),
+        "objective": str(opts.get("objective") or "cheapest"),
+        "critical_batch": _number(opts, "critical_batch", float),
+        "max_ps_shards": _number(opts, "max_ps_shards", int) or 4,
+        "mc_runs": _number(opts, "runs", int) or 1000,
+        "max_simulated": _number(opts, "max_simulated", int) or 12,
+        "seed": _number(opts, "seed", int) or 0,
+    }
+    if batch_sizes is not None:
+        kwargs["batch_sizes"] = tuple(int(b) for b in _as_list(batch_sizes))
+    strategies = _as_list(opts.get("strategy"))
+    if strategies:
+        kwargs["strategies"] = tuple(s.lower() for s in strategies)
+    if kwargs["allow_mixed"]:
+        raise InvalidSpecError(
+            "allow-mixed", "mixed-GPU clusters are not planned yet",
+            fix="drop --allow-mixed (see the report's notes)",
+        )
+    return TrainRequest(**kwargs)
+
+
+# -- inputs ---------------------------------------------------------------------------------
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "gpucast" / "profiles"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    directory = path.resolve().parent
+    if not directory.is_dir():
+        raise InvalidSpecError(
+            "output", f"folder {directory} does not exist", got=str(path), fix="create it first"
+        )
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def workload_profile(workload: str, precision: str, profile_file: Path | None) -> Any:
+    """The workload's profile: from ``--profile FILE``, the cache, or the profiler."""
+    from gpucast.domain.profile import WorkloadProfile
+
+    if profile_file is not None:
+        try:
+            data = json.loads(Path(profile_file).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise DataFormatError(str(profile_file), f"cannot read a profile ({exc})") from None
+        return WorkloadProfile.from_dict(data)
+    import torch
+
+    key = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in workload)
+    cached = (
+        _cache_dir() / f"{key}-{precision}-b{PROFILE_BATCH}-{__version__}-{torch.__version__}.json"
+    )
+    user_model = ":" in workload
+    if cached.is_file() and not user_model:
+        try:
+            return WorkloadProfile.from_dict(json.loads(cached.read_text(encoding="utf-8")))
+        except (OSError, ValueError, DataFormatError):
+            pass  # a stale or broken cache entry is re-made below
+    from gpucast.domain.workload import WorkloadSpec
+    from gpucast.profile import profile_workload
+
+    spec = WorkloadSpec(name=workload, batch_size=PROFILE_BATCH, precision=precision)  # type: ignore[arg-type]
+    prof = profile_workload(spec)
+    if not user_model:
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomic(cached, json.dumps(prof.to_dict()))
+        except OSError:
+            pass  # caching is an optimisation; a read-only home must not fail the plan
+    return prof
+
+
+def _data_dir(given: Path | None) -> Path | None:
+    candidates = [given] if given is not None else []
+    env = os.environ.get("GPUCAST_SHARED_DATA")
+    if given is None and env:
+        candidates.append(Path(env))
+    if given is None:
+        candidates += [Path.cwd() / ".." / "shared" / "data", Path.cwd() / "shared" / "data"]
+    for c in candidates:
+        if (c / "transient").is_dir() or (c / "cmdare").is_dir():
+            return c.resolve()
+    if given is not None:
+        raise InvalidSpecError(
+            "data-dir", "has no transient/ or cmdare/ folder", got=str(given),
+            fix="point --data-dir at the published data (../shared/data)",
+        )
+    return None
+
+
+class _Lifetimes:
+    """Node lifetimes: fitted on the published lifetime data where it covers the GPU (fitted
+    lazily, on the first spot plan), else the AWS Spot Advisor band (constant hazard)."""
+
+    def __init__(self, data_dir: Path | None, band: str, catalog: Any) -> None:
+        from gpucast.predict.revocation import hazard_from_interruption_band
+
+        self.fallback = hazard_from_interruption_band(band)
+        self.data_dir = data_dir
+        self.catalog = catalog
+        self.model: Any = None
+        self.fitted_on = "not used"
+        self._tried = False
+
+    def _fit(self) -> None:
+        self._tried = True
+        path = None if self.data_dir is None else self.data_dir / "transient" / "lifetime"
+        csv = None if path is None else path / "lifetime.csv"
+        if csv is None or not csv.is_file():
+            return
+        try:
+            from gpucast.predict.revocation import RevocationModel
+            from gpucast.store.datasets.transient import lifetimes_frame, read_lifetimes
+
+            stat = csv.stat()
+            cache = _cache_dir().parent / (
+                f"revocation-{stat.st_size}-{stat.st_mtime_ns}-{__version__}.json"
+            )
+            if cache.is_file():
+                try:
+                    saved = json.loads(cache.read_text(encoding="utf-8"))
+                    self.model = RevocationModel.from_dict(saved["model"])
+                    self.fitted_on = str(saved["fitted_on"])
+                    return
+                except (OSError, ValueError, KeyError, TypeError):
+                    pass  # re-fit below
+            parsed = read_lifetimes(csv)
+            frame = lifetimes_frame(parsed.records)
+            self.model = RevocationModel().fit(frame)
+            self.fitted_on = f"{csv} ({len(frame)} lifetimes)"
+            try:
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                _write_atomic(
+                    cache,
+                    json.dumps({"model": self.model.to_dict(), "fitted_on": self.fitted_on}),
+                )
+            except OSError:
+                pass
+        except Exception as exc:  # noqa: BLE001 - lifelines missing or data malformed
+            self.fitted_on = f"not fitted ({type(exc).__name__}: {exc})"
+
+    def __call__(self, gpu: str, region: str, provider: str) -> Any:
+        if not self._tried:
+            self._fit()
+        if self.model is not None:
+            by_name = {self.catalog.gpu(g).name: g for g in self._known()}
+            if gpu in by_name:
+                return self.model.distribution(by_name[gpu], region, fallback=self.fallback)
+        return self.fallback
+
+    def _known(self) -> list[str]:
+        from gpucast.domain.errors import UnknownGpuError
+
+        out = []
+        for g in self.model.gpus():
+            try:
+                self.catalog.gpu(g)
+                out.append(g)
+            except UnknownGpuError:
+                continue
+        return out
+
+
+def _risk_inputs(data_dir: Path | None, band: str, catalog: Any) -> tuple[Any, _Lifetimes]:
+    from gpucast.plan.inputs import RiskInputs
+
+    lifetimes = _Lifetimes(data_dir, band, catalog)
+    sources = {"lifetimes": f"fallback: {lifetimes.fallback.source}"}
+    startup_spot: Any = 120.0
+    startup_od: Any = 120.0
+    startup_mean = 120.0
+    sources["startup"] = "default 120 s per VM start (no cmdare/startup_time data found)"
+    restart = 100.0
+    sources["restart"] = "default 100 s (CM-DARE chief_rejoining median)"
+    if data_dir is not None and (data_dir / "cmdare" / "startup_time").is_dir():
+        from gpucast.simulate.transient import empirical_sampler
+        from gpucast.store.datasets.transient import read_startup_times
+
+        frame = read_startup_times(data_dir / "cmdare" / "startup_time")
+        spot_rows = frame[frame["market"] == "spot"]["total_s"].to_numpy()
+        od_rows = frame[frame["market"] == "on-demand"]["total_s"].to_numpy()
+        if len(spot_rows) and len(od_rows):
+            startup_spot = empirical_sampler(spot_rows)
+            startup_od = empirical_sampler(od_rows)
+            startup_mean = float(od_rows.mean())
+            sources["startup"] = (
+                f"cmdare/startup_time, all GPUs pooled ({len(spot_rows)} spot, "
+                f"{len(od_rows)} on-demand launches; on-demand mean {startup_mean:.0f} s)"
+            )
+    if data_dir is not None and (data_dir / "cmdare" / "chief_rejoining").is_dir():
+        from gpucast.predict.revocation import estimate_restart_penalty
+        from gpucast.store.datasets.transient import read_chief_rejoining
+
+        est = estimate_restart_penalty(read_chief_rejoining(data_dir / "cmdare" / "chief_rejoining"))
+        restart = est.value
+        sources["restart"] = f"{est.source}: median {est.value:.0f} s"
+    risk = RiskInputs(
+        lifetime=lifetimes,
+        startup_spot_s=startup_spot,
+        startup_on_demand_s=startup_od,
+        startup_mean_s=startup_mean,
+        restart_penalty_s=restart,
+        sources=sources,
+    )
+    return risk, lifetimes
+
+
+def _store_calibration(db_path: Path | None, workload: str, precision: str, facts: Any,
+                       catalog: Any) -> tuple[Any, str] | None:
+    """Calibrate the roofline with the newest stored training measurement of the workload."""
+    if db_path is None or not Path(db_path).exists():
+        return None
+    from gpucast.domain.errors import UnknownGpuError
+    from gpucast.predict.roofline import DeviceRoofline, calibrate
+    from gpucast.store.db import open_store
+
+    with open_store(db_path) as store:
+        for run in store.list_runs(workload=workload, limit=50):
+            if run.precision != precision or run.median_s is None or run.mode not in (None, "train"):
+                continue
+            try:
+                device: Any = catalog.gpu(run.gpu_name or "")
+            except UnknownGpuError:
+                cores = os.cpu_count() or 1
+                device = DeviceRoofline(
+                    name="cpu", kind="cpu", peak_tflops=cores * 32 * 2.5e9 / 1e12,
+                    memory_bandwidth_gbps=min(200.0, 10.0 * cores),
+                )
+            cal = calibrate(facts.roofline_workload(run.batch_size), run.median_s, device, precision)
+            return cal, f"store run #{run.id} ({run.device}, batch {run.batch_size})"
+    return None
+
+
+def _models(calibrated: str | None, lifetimes: _Lifetimes, perf: Any, risk: Any) -> tuple[
+        ModelInfo, ...]:
+    roofline_fit = calibrated or "catalog specs only (uncalibrated; no measurement in the store)"
+    roofline_val = (
+        "interval +-10% same GPU / +-25% other GPU / +-40% from CPU (calibrated priors)"
+        if calibrated
+        else "interval +-50% (uncalibrated prior); CM-DARE fit of the speed model reaches "
+        "~10% MAPE leave-one-GPU-out (K80/P100)"
+    )
+    return (
+        ModelInfo(
+            name="roofline step time (predict.roofline)", version=__version__,
+            fitted_on=roofline_fit, validation=roofline_val,
+        ),
+        ModelInfo(
+            name="async parameter server, MVA (predict.cluster)", version=__version__,
+            fitted_on="CM-DARE cluster_scaling (K80/P100/V100, 1-8 workers, 1 PS)",
+            validation=f"leave-one-model-out MAPE {perf.ps_cv_mape_pct}% "
+            f"(log residual q10 {perf.ps_log_residual_q10:+.3f}, q90 {perf.ps_log_residual_q90:+.3f})",
+        ),
+        ModelInfo(
+            name="ring all-reduce / FSDP (predict.comm)", version=__version__,
+            fitted_on="not fitted: physics with default link speeds and 70% overlap",
+            validation="not validated on measured data; exposed communication given +-25%",
+        ),
+        ModelInfo(
+            name="spot lifetimes (predict.revocation)", version=__version__,
+            fitted_on=lifetimes.fitted_on,
+            validation=f"fallback when a GPU has no data: {lifetimes.fallback.source}",
+        ),
+        ModelInfo(
+            name="transient Monte Carlo (simulate.transient)", version=__version__,
+            fitted_on=f"start-up: {risk.sources.get('startup')}; restart: "
+            f"{risk.sources.get('restart')}",
+            validation="see benchmarks/transient_validation.py (published spot training runs)",
+        ),
+    )
+
+
+def run_plan(opts: dict[str, Any], db_path: Path | None) -> TrainPlan:
+    """Everything between merged options and a plan (used by the CLI and the tests)."""
+    from gpucast.catalog import load_catalog
+    from gpucast.plan.inputs import PerfParams, WorkloadFacts
+    from gpucast.plan.train import PlanContext, plan_training
+
+    request = build_request(opts)
+    catalog = load_catalog()
+    data_dir = _data_dir(None if opts.get("data_dir") is None else Path(opts["data_dir"]))
+    profile_file = None if opts.get("profile") is None else Path(opts["profile"])
+    prof = workload_profile(request.workload, request.precision, profile_file)
+    facts = WorkloadFacts.from_profile(prof)
+    found = _store_calibration(db_path, request.workload, request.precision, facts, catalog)
+    calibration, calibrated = (None, None) if found is None else found
+    band = str(opts.get("interruption_band") or DEFAULT_BAND)
+    risk, lifetimes = _risk_inputs(data_dir, band, catalog)
+    perf = PerfParams()
+    assumptions = (
+        ("catalog", f"built-in offers, snapshot {catalog.snapshot_date.isoformat()}"),
+        ("workload profile", f"{prof.workload} profiled at batch {prof.batch_size}, "
+         f"{prof.precision}; FLOPs, bytes and activations scaled linearly with the batch"),
+        ("start-up", str(risk.sources.get("startup"))),
+        ("restart penalty", str(risk.sources.get("restart"))),
+        ("checkpoint", f"{risk.checkpoint_s(facts):.1f} s per checkpoint (3 s + weights and "
+         "optimizer state at 1 Gbit/s); interval by Young's formula"),
+        ("DDP/FSDP on spot", "losing any node rolls the job back to its last checkpoint"),
+        ("parameter server", "asynchronous; PS shards are on-demand CPU servers (>= 4 vCPUs) "
+         "of the same region; gradient staleness is not modelled"),
+        ("spot lifetimes", f"fitted where published data covers the GPU, else {band}/month "
+         "(AWS Spot Advisor band) as a constant hazard"),
+        ("performance constants", perf.source),
+    )
+    ctx = PlanContext(
+        catalog=catalog, facts=facts, perf=perf, risk=risk, calibration=calibration,
+        assumptions=assumptions,
+    )
+    plan = plan_training(request, ctx)
+    from dataclasses import replace
+
+    return replace(plan, models=_models(calibrated, lifetimes, perf, risk))
+
+
+def plan_json(plan: TrainPlan) -> dict[str, Any]:
+    return plan.to_dict()
+
+
+@app.command("train")
+def train(
+    ctx: typer.Context,
+    workload: str | None = typer.Option(None, "--workload", help="Built-in name or module:factory."),
+    epochs: float | None = typer.Option(None, "--epochs", help="Epochs at the reference batch."),
+    dataset_size: int | None = typer.Option(None, "--dataset-size", help="Samples per epoch."),
+    steps: int | None = typer.Option(None, "--steps", help="Or: global steps at the reference batch."),
+    deadline: str | None = typer.Option(
+        None, "--deadline", help=f"e.g. 24h, 3d or 'none' (default {DEFAULT_DEADLINE})."
+    ),
+    budget: float | None = typer.Option(None, "--budget", help="US$ at most."),
+    provider: list[str] | None = typer.Option(None, "--provider", help="aws, gcp, azure (repeat)."),
+    region: list[str] | None = typer.Option(None, "--region", help="Region(s) allowed (repeat)."),
+    gpu: list[str] | None = typer.Option(None, "--gpu", help="GPU type(s) allowed (repeat)."),
+    exclude_gpu: list[str] | None = typer.Option(None, "--exclude-gpu", help="GPU types to skip."),
+    spot: bool | None = typer.Option(None, "--spot/--no-spot", help="Allow spot (default yes)."),
+    max_gpus: int | None = typer.Option(None, "--max-gpus", help="At most this many GPUs (64)."),
+    min_p_meet: float | None = typer.Option(
+        None, "--min-p-meet", help="Spot plans must meet the deadline with this probability (0.9)."
+    ),
+    batch_size: int | None = typer.Option(None, "--batch-size", help="Per-worker batch (fixed)."),
+    global_batch: int | None = typer.Option(None, "--global-batch", help="Global batch (fixed)."),
+    allow_mixed: bool | None = typer.Option(None, "--allow-mixed", help="Mixed GPU types."),
+    objective: str | None = typer.Option(
+        None, "--objective", help=f"{' | '.join(OBJECTIVES)} (default cheapest)."
+    ),
+    critical_batch: float | None = typer.Option(
+        None, "--critical-batch", help="Critical batch B_crit of the statistical-efficiency model."
+    ),
+    reference_batch: int | None = typer.Option(
+        None, "--reference-batch", help="Batch the epoch count was tuned for."
+    ),
+    strategy: list[str] | None = typer.Option(None, "--strategy", help="ddp, fsdp, ps (repeat)."),
+    max_ps_shards: int | None = typer.Option(None, "--max-ps-shards", help="PS shards tried (4)."),
+    precision: str | None = typer.Option(None, "--precision", help="fp32, bf16 or fp16."),
+    runs: int | None = typer.Option(None, "--runs", help="Monte Carlo runs per spot plan (1000)."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the Monte Carlo."),
+    interruption_band: str | None = typer.Option(
+        None, "--interruption-band", help=f"Spot band where no lifetimes are fitted ({DEFAULT_BAND})."
+    ),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="Published data (../shared/data)."),
+    profile: Path | None = typer.Option(None, "--profile", help="Profile JSON (gpucast profile --json)."),
+    config: Path | None = typer.Option(None, "--config", help="YAML file with any of these options."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    report: Path | None = typer.Option(None, "--report", help="Write a self-contained HTML report."),
+    save: Path | None = typer.Option(None, "--save", help="Save the plan as JSON (for gpucast report)."),
+) -> None:
+    """The cheapest cluster that meets the deadline (or the fastest within budget), explained."""
+    file_opts = load_config(config) if config is not None else {}
+    flags = {
+        "workload": workload, "epochs": epochs, "dataset_size": dataset_size, "steps": steps,
+        "deadline": deadline, "budget": budget, "provider": provider, "region": region,
+        "gpu": gpu, "exclude_gpu": exclude_gpu, "spot": spot, "max_gpus": max_gpus,
+        "min_p_meet": min_p_meet, "batch_size": batch_size, "global_batch": global_batch,
+        "allow_mixed": allow_mixed, "objective": objective, "critical_batch": critical_batch,
+        "reference_batch": reference_batch, "strategy": strategy, "max_ps_shards": max_ps_shards,
+        "precision": precision, "runs": runs, "seed": seed,
+        "interruption_band": interruption_band, "data_dir": data_dir, "profile": profile,
+    }
+    opts = _merge(flags, file_opts)
+    plan = run_plan(opts, state(ctx).db_path)
+    if save is not None:
+        _write_atomic(save, plan_file_text(plan))
+    if report is not None:
+        from gpucast.report.html import plan_html
+
+        _write_atomic(report, plan_html(plan))
+    if json_out:
+        emit_json(plan_json(plan))
+        return
+    from gpucast.report.tables import print_plan
+
+    print_plan(plan, console)
+    for path, what in ((report, "report"), (save, "plan")):
+        if path is not None:
+            console.print(f"{what} -> {path}", highlight=False)
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no inf/NaN: they become null (``PlanCandidate.from_dict`` reads them back)."""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def plan_file_text(plan: TrainPlan) -> str:
+    """A saved plan: strict JSON of :meth:`TrainPlan.to_dict`."""
+    return json.dumps(_finite(plan.to_dict()), indent=2, allow_nan=False) + "\n"

@@ -1,0 +1,214 @@
+"""Leave-one-group-out cross-validation shared by every performance model.
+
+:func:`leave_one_group_out` is the one loop behind ``gpucast validate`` and the accuracy
+scripts in ``benchmarks/``: for each value of ``group_col`` (a model name, a GPU...) a fresh
+estimator is fitted on the *other* groups' rows only and predicts the held-out group's rows.
+The held-out rows never reach the fit, so no target of the held-out group can leak.
+
+:func:`error_summary` turns its output into MAPE (%) per group. The ``*_fit_predict``
+factories adapt the speed, cluster and checkpoint estimators to the ``(train, test) ->
+predictions`` signature the loop takes. Pure: frames in, frames out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gpucast.domain.catalog import GpuSpec
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+
+#: ``fit_predict(train, test)``: fit on ``train``, predict every row of ``test``. Returns the
+#: predictions in ``test``'s row order: an array / Series, or a frame with a ``predicted``
+#: column, optionally ``lower`` and ``upper`` (the prediction interval) and any further
+#: columns to carry into the result (e.g. the bottleneck).
+FitPredict = Callable[[pd.DataFrame, pd.DataFrame], Any]
+
+#: Columns :func:`leave_one_group_out` adds to the rows it returns.
+CV_COLUMNS: tuple[str, ...] = ("held_out", "actual", "predicted", "lower", "upper", "ape_pct")
+
+
+def _as_prediction_frame(out: Any, test: pd.DataFrame, group: str) -> pd.DataFrame:
+    if isinstance(out, pd.DataFrame):
+        if "predicted" not in out.columns:
+            raise InvalidInputError(
+                "fit_predict returned a frame without a 'predicted' column",
+                fix="name the prediction column 'predicted'",
+            )
+        frame = pd.DataFrame({c: out[c].to_numpy() for c in out.columns})
+        for column in ("predicted", "lower", "upper"):
+            if column in frame.columns:
+                frame[column] = frame[column].astype(np.float64)
+    else:
+        frame = pd.DataFrame({"predicted": np.asarray(out, dtype=np.float64).reshape(-1)})
+    if len(frame) != len(test):
+        raise InvalidInputError(
+            f"fit_predict returned {len(frame)} predictions for the {len(test)} rows of "
+            f"held-out group {group!r}",
+            fix="return one prediction per test row, in the test frame's order",
+        )
+    for column in ("lower", "upper"):
+        if column not in frame.columns:
+            frame[column] = np.nan
+    frame.index = test.index
+    return frame
+
+
+def leave_one_group_out(
+    fit_predict: FitPredict,
+    frame: pd.DataFrame,
+    group_col: str,
+    *,
+    target_col: str,
+) -> pd.DataFrame:
+    """Cross-validate ``fit_predict`` by holding out one ``group_col`` value at a time.
+
+    Returns a copy of ``frame`` (same index and row order) with the :data:`CV_COLUMNS`:
+    ``held_out`` (the group whose fold predicted the row), ``actual`` (``target_col``),
+    ``predicted``, ``lower`` / ``upper`` (NaN when ``fit_predict`` gives no interval) and
+    ``ape_pct`` (``|predicted / actual - 1|`` in %). ``frame`` is not modified.
+    """
+    for column in (group_col, target_col):
+        if column not in frame.columns:
+            raise InvalidInputError(
+                f"cross-validation frame lacks column {column!r}",
+                fix=f"give a frame with {group_col!r} and {target_col!r}",
+            )
+    groups = frame[group_col].astype(str)
+    names = sorted(set(groups))
+    if len(names) < 2:
+        raise InvalidSpecError(
+            group_col,
+            "needs at least 2 distinct values to hold one out",
+            got=len(names),
+            fix="add rows of another group",
+        )
+    actual = pd.to_numeric(frame[target_col], errors="coerce").to_numpy(dtype=np.float64)
+    if not np.all(np.isfinite(actual) & (actual > 0)):
+        raise InvalidSpecError(target_col, "must be a finite number > 0 on every row")
+    parts: list[pd.DataFrame] = []
+    for held in names:
+        test_mask = (groups == held).to_numpy()
+        train, test = frame.loc[~test_mask], frame.loc[test_mask]
+        pred = _as_prediction_frame(fit_predict(train, test), test, held)
+        pred.insert(0, "held_out", held)
+        parts.append(pred)
+    preds = pd.concat(parts).loc[frame.index]
+    out = frame.copy()
+    out["held_out"] = preds["held_out"].to_numpy()
+    out["actual"] = actual
+    for column in preds.columns:
+        if column != "held_out":
+            out[column] = preds[column].to_numpy()
+    out["ape_pct"] = np.abs(out["predicted"].to_numpy() / actual - 1.0) * 100.0
+    return out
+
+
+def error_summary(cv: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """MAPE (%) per ``by`` group of a :func:`leave_one_group_out` frame.
+
+    One row per group with ``rows``, mean ``actual`` and ``predicted``, ``mape_pct``,
+    ``max_ape_pct`` and ``coverage`` (share of actuals inside ``[lower, upper]``; NaN when the
+    predictions had no interval). With ``by=[]`` one row for all of ``cv``.
+    """
+    has_interval = cv["lower"].notna() & cv["upper"].notna()
+    inside = (cv["actual"] >= cv["lower"]) & (cv["actual"] <= cv["upper"])
+    frame = cv.assign(_inside=np.where(has_interval, inside.astype(float), np.nan))
+    aggregations: dict[str, Any] = {
+        "rows": ("actual", "size"),
+        "actual": ("actual", "mean"),
+        "predicted": ("predicted", "mean"),
+        "mape_pct": ("ape_pct", "mean"),
+        "max_ape_pct": ("ape_pct", "max"),
+        "coverage": ("_inside", "mean"),
+    }
+    if not by:
+        return frame.assign(_all="all").groupby("_all").agg(**aggregations).reset_index(drop=True)
+    return frame.groupby(list(by), sort=True).agg(**aggregations).reset_index()
+
+
+# -- adapters of the estimators ---------------------------------------------------------------
+def speed_fit_predict(
+    specs: Mapping[str, GpuSpec] | None = None, *, coverage: float = 0.9
+) -> FitPredict:
+    """``fit_predict`` of :class:`~gpucast.predict.speed.SpeedModel` on CM-DARE-format rows."""
+    from gpucast.predict.speed import SpeedModel
+
+    def fit_predict(train: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:
+        model = SpeedModel(coverage=coverage).fit(train, specs)
+        pred = model.predict_frame(test, specs)
+        return pd.DataFrame(
+            {
+                "predicted": pred["step_time_s"],
+                "lower": pred["lower_s"],
+                "upper": pred["upper_s"],
+                "source": pred["source"],
+                "bottleneck": pred["bottleneck"],
+            }
+        )
+
+    return fit_predict
+
+
+def cluster_fit_predict(**params: Any) -> FitPredict:
+    """``fit_predict`` of :class:`~gpucast.predict.cluster.ClusterModel` on the rows of
+    :func:`gpucast.store.datasets.cmdare_cluster.cluster_fit_table` (one row per run).
+
+    The fold is fitted on the training rows; each held-out run is predicted from the held-out
+    model's own measured 1-worker step time on the same GPU and its static features
+    (parameters, tensors), as a user predicting cluster speed from one single-GPU measurement
+    would. (Its N = 1 row is therefore near-trivial; the N > 1 rows are the test.)
+    """
+    from gpucast.predict.cluster import ClusterModel
+
+    def fit_predict(train: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:
+        model = ClusterModel(**params).fit(train)
+        single = test[test["workers"] == 1].groupby("gpu")["speed_steps_per_s"].median()
+        missing = sorted(set(test["gpu"]) - set(single.index))
+        if missing:
+            raise InvalidInputError(
+                f"held-out model has no 1-worker run on {', '.join(map(str, missing))}",
+                fix="include the 1-worker runs: they are the held-out model's input",
+            )
+        frame = pd.DataFrame(
+            {
+                "single_worker_step_time_s": 1.0 / test["gpu"].map(single).to_numpy(),
+                "workers": test["workers"].to_numpy(),
+                "param_bytes": test["n_parameters"].to_numpy(dtype=np.float64)
+                * model.bytes_per_parameter,
+                "n_tensors": test["n_tensors"].to_numpy(dtype=np.float64),
+            },
+            index=test.index,
+        )
+        pred = model.predict_frame(frame)
+        return pd.DataFrame(
+            {
+                "predicted": pred["speed_steps_per_s"].to_numpy(),
+                "lower": pred["lower"].to_numpy(),
+                "upper": pred["upper"].to_numpy(),
+            }
+        )
+
+    return fit_predict
+
+
+def checkpoint_fit_predict(**params: Any) -> FitPredict:
+    """``fit_predict`` of :class:`~gpucast.predict.overheads.CheckpointModel` on the rows of
+    :func:`gpucast.store.datasets.cmdare_checkpoint.read_checkpoint_csv`."""
+    from gpucast.predict.overheads import CheckpointModel
+
+    def fit_predict(train: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:
+        model = CheckpointModel(**params).fit(train)
+        pred = model.predict_frame(test)
+        return pd.DataFrame(
+            {
+                "predicted": pred["duration_s"].to_numpy(),
+                "lower": pred["lower"].to_numpy(),
+                "upper": pred["upper"].to_numpy(),
+            }
+        )
+
+    return fit_predict

@@ -1,0 +1,184 @@
+"""Hand-written inline SVG charts: no plotting library, no network, every label escaped.
+
+:func:`pareto_svg` draws time (hours, log axis) against cost (US$, log axis) for a plan's
+candidates: on-demand plans as circles, spot plans as diamonds, the Pareto front joined by a
+line, the recommended pick ringed, the deadline and budget as dashed lines. Each point has a
+``<title>`` tooltip. :func:`bar_svg` draws a horizontal bar chart (e.g. measured step times).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from html import escape
+
+from gpucast.domain.plan import TrainPlan
+
+WIDTH = 760
+HEIGHT = 440
+PAD_L, PAD_R, PAD_T, PAD_B = 72, 24, 20, 56
+OD_COLOUR = "#1f77b4"
+SPOT_COLOUR = "#d62728"
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """1-2-5 ticks covering [lo, hi] (both > 0)."""
+    ticks: list[float] = []
+    e = math.floor(math.log10(lo))
+    while 10**e <= hi * 10:
+        for m in (1, 2, 5):
+            v = m * 10.0**e
+            if lo <= v <= hi:
+                ticks.append(v)
+        e += 1
+    return ticks or [lo, hi]
+
+
+def _fmt(v: float) -> str:
+    if v >= 1000:
+        return f"{v:,.0f}"
+    if v >= 1:
+        return f"{v:g}"
+    return f"{v:.2g}"
+
+
+def pareto_svg(plan: TrainPlan) -> str:
+    """The time-cost chart of a plan as an ``<svg>`` element (a string)."""
+    pts = [
+        (c.time_s / 3600.0, c.cost_usd, c, k)
+        for k, c in enumerate(plan.candidates)
+        if math.isfinite(c.time_s) and math.isfinite(c.cost_usd) and c.time_s > 0 and c.cost_usd > 0
+    ]
+    req = plan.request
+    xs = [p[0] for p in pts] or [1.0]
+    ys = [p[1] for p in pts] or [1.0]
+    if req.deadline_s is not None:
+        xs.append(req.deadline_s / 3600.0)
+    if req.budget_usd is not None:
+        ys.append(req.budget_usd)
+    x_lo, x_hi = min(xs) / 1.3, max(xs) * 1.3
+    y_lo, y_hi = min(ys) / 1.3, max(ys) * 1.3
+    pw = WIDTH - PAD_L - PAD_R
+    ph = HEIGHT - PAD_T - PAD_B
+
+    def sx(v: float) -> float:
+        return PAD_L + pw * (math.log(v) - math.log(x_lo)) / (math.log(x_hi) - math.log(x_lo))
+
+    def sy(v: float) -> float:
+        return PAD_T + ph * (1 - (math.log(v) - math.log(y_lo)) / (math.log(y_hi) - math.log(y_lo)))
+
+    out = [
+        f'<svg id="pareto-plot" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" '
+        f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+        'aria-label="Pareto front of time against cost">',
+        f'<rect x="{PAD_L}" y="{PAD_T}" width="{pw}" height="{ph}" fill="#fafafa" '
+        'stroke="#999"/>',
+    ]
+    for v in _log_ticks(x_lo, x_hi):
+        x = sx(v)
+        out.append(
+            f'<line x1="{x:.1f}" y1="{PAD_T}" x2="{x:.1f}" y2="{PAD_T + ph}" stroke="#e3e3e3"/>'
+            f'<text x="{x:.1f}" y="{PAD_T + ph + 16}" font-size="11" text-anchor="middle">'
+            f"{_fmt(v)}</text>"
+        )
+    for v in _log_ticks(y_lo, y_hi):
+        y = sy(v)
+        out.append(
+            f'<line x1="{PAD_L}" y1="{y:.1f}" x2="{PAD_L + pw}" y2="{y:.1f}" stroke="#e3e3e3"/>'
+            f'<text x="{PAD_L - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end">'
+            f"${_fmt(v)}</text>"
+        )
+    out.append(
+        f'<text x="{PAD_L + pw / 2}" y="{HEIGHT - 14}" font-size="12" text-anchor="middle">'
+        "time to target (hours, log scale)</text>"
+        f'<text x="16" y="{PAD_T + ph / 2}" font-size="12" text-anchor="middle" '
+        f'transform="rotate(-90 16 {PAD_T + ph / 2})">cost (US$, log scale)</text>'
+    )
+    if req.deadline_s is not None:
+        x = sx(req.deadline_s / 3600.0)
+        out.append(
+            f'<line x1="{x:.1f}" y1="{PAD_T}" x2="{x:.1f}" y2="{PAD_T + ph}" stroke="#555" '
+            f'stroke-dasharray="6 4"/><text x="{x + 4:.1f}" y="{PAD_T + 12}" font-size="11">'
+            "deadline</text>"
+        )
+    if req.budget_usd is not None:
+        y = sy(req.budget_usd)
+        out.append(
+            f'<line x1="{PAD_L}" y1="{y:.1f}" x2="{PAD_L + pw}" y2="{y:.1f}" stroke="#555" '
+            f'stroke-dasharray="6 4"/><text x="{PAD_L + 4}" y="{y - 4:.1f}" font-size="11">'
+            "budget</text>"
+        )
+    front = sorted((p for p in pts if p[3] in set(plan.pareto)), key=lambda p: p[0])
+    if len(front) > 1:
+        path = " ".join(f"{sx(p[0]):.1f},{sy(p[1]):.1f}" for p in front)
+        out.append(
+            f'<polyline class="front" points="{path}" fill="none" stroke="#2ca02c" '
+            'stroke-width="1.5"/>'
+        )
+    for t_h, cost, c, k in pts:
+        x, y = sx(t_h), sy(cost)
+        colour = SPOT_COLOUR if c.market == "spot" else OD_COLOUR
+        on_front = k in plan.pareto
+        tip = escape(
+            f"#{k} {c.label()}: {t_h:.2f} h, ${cost:,.0f}"
+            + ("" if c.p_meet_deadline is None else f", P(meet) {c.p_meet_deadline:.0%}")
+        )
+        fill = colour if on_front else "white"
+        if c.market == "spot":
+            shape = (
+                f'<polygon points="{x:.1f},{y - 5:.1f} {x + 5:.1f},{y:.1f} {x:.1f},{y + 5:.1f} '
+                f'{x - 5:.1f},{y:.1f}" fill="{fill}" stroke="{colour}" stroke-width="1.5">'
+            )
+            out.append(f'<g class="point spot">{shape}<title>{tip}</title></polygon></g>')
+        else:
+            out.append(
+                f'<g class="point on-demand"><circle cx="{x:.1f}" cy="{y:.1f}" r="4.5" '
+                f'fill="{fill}" stroke="{colour}" stroke-width="1.5"><title>{tip}</title>'
+                "</circle></g>"
+            )
+        if k == plan.recommended:
+            out.append(
+                f'<circle class="recommended" cx="{x:.1f}" cy="{y:.1f}" r="10" fill="none" '
+                'stroke="#000" stroke-width="2"/>'
+            )
+    lx = PAD_L + pw - 190
+    out.append(
+        f'<g font-size="11"><rect x="{lx}" y="{PAD_T + 6}" width="182" height="62" '
+        'fill="white" stroke="#ccc"/>'
+        f'<circle cx="{lx + 12}" cy="{PAD_T + 20}" r="4.5" fill="{OD_COLOUR}"/>'
+        f'<text x="{lx + 22}" y="{PAD_T + 24}">on demand (filled: Pareto)</text>'
+        f'<polygon points="{lx + 12},{PAD_T + 33} {lx + 17},{PAD_T + 38} {lx + 12},'
+        f'{PAD_T + 43} {lx + 7},{PAD_T + 38}" fill="{SPOT_COLOUR}"/>'
+        f'<text x="{lx + 22}" y="{PAD_T + 42}">spot (Monte Carlo mean)</text>'
+        f'<circle cx="{lx + 12}" cy="{PAD_T + 56}" r="6" fill="none" stroke="#000" '
+        f'stroke-width="2"/><text x="{lx + 22}" y="{PAD_T + 60}">recommended</text></g>'
+    )
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def bar_svg(labels: Sequence[str], values: Sequence[float], *, unit: str, svg_id: str) -> str:
+    """A horizontal bar chart (one bar per label) as an ``<svg>`` element."""
+    n = max(len(values), 1)
+    row = 22
+    height = PAD_T + n * row + 30
+    label_w = 300
+    bar_w = WIDTH - label_w - 90
+    top = max([v for v in values if math.isfinite(v)] or [1.0]) or 1.0
+    out = [
+        f'<svg id="{escape(svg_id)}" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" '
+        f'height="{height}" viewBox="0 0 {WIDTH} {height}" role="img">'
+    ]
+    for k, (label, v) in enumerate(zip(labels, values, strict=True)):
+        y = PAD_T + k * row
+        w = 0.0 if not math.isfinite(v) else bar_w * v / top
+        out.append(
+            f'<text x="{label_w - 6}" y="{y + 14}" font-size="11" text-anchor="end">'
+            f"{escape(label)}</text>"
+            f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" fill="{OD_COLOUR}">'
+            f"<title>{escape(label)}: {v:.4g} {escape(unit)}</title></rect>"
+            f'<text x="{label_w + w + 4:.1f}" y="{y + 14}" font-size="11">{v:.4g} '
+            f"{escape(unit)}</text>"
+        )
+    out.append("</svg>")
+    return "\n".join(out)

@@ -1,0 +1,97 @@
+"""Rich renderings of plans for the terminal (presentation only; the numbers come from plan/)."""
+
+from __future__ import annotations
+
+import math
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from gpucast.domain.plan import TrainPlan
+
+
+def _hours(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return "never" if not math.isfinite(seconds) else f"{seconds / 3600:.1f}h"
+
+
+def plan_table(plan: TrainPlan, *, limit: int | None = 20) -> Table:
+    """The shown candidates, Pareto points marked with *, the pick with >."""
+    req = plan.request
+    table = Table(
+        title=(
+            f"{req.workload}: {plan.feasible:,} feasible of {plan.evaluated:,} configurations "
+            f"({plan.simulated} spot plans simulated)"
+        ),
+        show_lines=False,
+    )
+    for col, justify in (
+        ("#", "right"), ("where", "left"), ("instance", "left"), ("GPUs", "right"),
+        ("market", "left"), ("strategy", "left"), ("batch", "right"), ("time [interval]", "right"),
+        ("p90", "right"), ("P(meet)", "right"), ("cost", "right"), ("GPU-h", "right"),
+        ("bound by", "left"), ("what would help", "left"),
+    ):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    pareto = set(plan.pareto)
+    order = list(range(len(plan.candidates)))
+    if limit is not None and len(order) > limit:
+        keep = set(plan.pareto) | {plan.recommended} if plan.recommended is not None else set()
+        keep |= set(order[:limit])
+        order = sorted(keep)[: max(limit, len(pareto) + 1)]
+    for k in order:
+        c = plan.candidates[k]
+        mark = (">" if k == plan.recommended else "") + ("*" if k in pareto else "")
+        strat = c.strategy + (f"x{c.ps_shards}" if c.strategy == "ps" else "")
+        if c.activation_checkpointing:
+            strat += "+ckpt"
+        p_meet = "" if c.p_meet_deadline is None else f"{c.p_meet_deadline:.0%}"
+        style = "bold green" if k == plan.recommended else None
+        table.add_row(
+            Text(f"{mark}{k}"),
+            Text(f"{c.provider}/{c.region}"),
+            Text(f"{c.nodes}x {c.instance_type}"),
+            Text(f"{c.gpus} {c.gpu}"),
+            Text(c.market),
+            Text(strat),
+            Text(f"{c.per_worker_batch} ({c.global_batch:,})"),
+            Text(f"{_hours(c.time_s)} [{_hours(c.time_lower_s)}, {_hours(c.time_upper_s)}]"),
+            Text(_hours(c.time_p90_s)),
+            Text(p_meet),
+            Text(f"${c.cost_usd:,.0f}" if math.isfinite(c.cost_usd) else "n/a"),
+            Text(f"{c.gpu_hours:,.0f}"),
+            Text(c.bottleneck),
+            Text("; ".join(c.help)),
+            style=style,
+        )
+    return table
+
+
+def print_plan(plan: TrainPlan, console: Console) -> None:
+    """The table, the pick in one sentence, and why the rest were dropped."""
+    console.print(plan_table(plan))
+    best = plan.best
+    if best is not None:
+        extra = (
+            ""
+            if best.p_meet_deadline is None
+            else f", P(meet deadline) {best.p_meet_deadline:.0%}"
+        )
+        console.print(
+            Text.assemble(
+                ("recommended", "bold green"),
+                f" ({plan.request.objective}): {best.label()} -- {_hours(best.time_s)}, "
+                f"${best.cost_usd:,.0f}, bound by {best.bottleneck}{extra}",
+            )
+        )
+    if plan.infeasible:
+        parts = ", ".join(f"{k}: {v:,}" for k, v in sorted(plan.infeasible.items()))
+        console.print(Text(f"dropped: {parts}", style="dim"))
+    console.print(
+        Text(
+            f"catalog {plan.catalog_snapshot.isoformat()}; critical batch "
+            f"{plan.critical_batch:,.0f} ({plan.workload_family}); * Pareto front, > pick",
+            style="dim",
+        )
+    )

@@ -1,0 +1,91 @@
+"""Arrival traces: the Azure LLM inference trace 2023 and plain ``arrival_s`` CSV files.
+
+The Azure LLM trace (``AzureLLMInferenceTrace_{code,conv}.csv``) has columns ``TIMESTAMP``
+(``YYYY-MM-DD HH:MM:SS.fffffff``), ``ContextTokens`` and ``GeneratedTokens``. A simpler trace
+is a CSV with an ``arrival_s`` column (seconds). Malformed rows (unparseable timestamp, a
+negative or non-integer token count) are skipped and reported with their line numbers;
+``ImportResult.skipped`` holds one line per skipped row.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gpucast.domain.errors import DataFormatError
+from gpucast.store.datasets._import import ImportResult
+
+AZURE_LLM_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+
+
+def _parse_timestamp(text: str) -> float:
+    """Seconds since the epoch of ``YYYY-MM-DD HH:MM:SS[.fraction]`` (any number of digits)."""
+    text = text.strip()
+    head, _, frac = text.partition(".")
+    base = datetime.strptime(head, "%Y-%m-%d %H:%M:%S")
+    if frac and not frac.isdigit():
+        raise ValueError(f"bad fraction {frac!r}")
+    return base.timestamp() + (float("0." + frac) if frac else 0.0)
+
+
+def read_arrival_trace(path: Path) -> ImportResult:
+    """Read an Azure LLM trace or an ``arrival_s`` CSV into a frame with ``arrival_s``
+    (seconds from the first request, sorted) plus the token columns when present."""
+    path = Path(path)
+    try:
+        handle = path.open(encoding="utf-8", newline="")
+    except OSError as exc:
+        raise DataFormatError(
+            str(path), f"cannot read trace ({exc.strerror})", fix="check the path after trace:"
+        ) from exc
+    with handle:
+        reader = csv.DictReader(handle)
+        columns = tuple(c.strip() for c in (reader.fieldnames or ()))
+        azure = all(c in columns for c in AZURE_LLM_COLUMNS)
+        if not azure and "arrival_s" not in columns:
+            raise DataFormatError(
+                str(path),
+                f"has columns {', '.join(columns) or '(none)'}",
+                fix="give an Azure LLM trace (TIMESTAMP,ContextTokens,GeneratedTokens) "
+                "or a CSV with an arrival_s column",
+            )
+        times: list[float] = []
+        context: list[int] = []
+        generated: list[int] = []
+        skipped: list[str] = []
+        for line, raw in enumerate(reader, start=2):
+            row = {(k or "").strip(): (v or "") for k, v in raw.items()}
+            try:
+                if azure:
+                    t = _parse_timestamp(row["TIMESTAMP"])
+                    c, g = int(row["ContextTokens"]), int(row["GeneratedTokens"])
+                    if c < 0 or g < 0:
+                        raise ValueError("negative token count")
+                    context.append(c)
+                    generated.append(g)
+                else:
+                    t = float(row["arrival_s"])
+                    if not math.isfinite(t) or t < 0:
+                        raise ValueError("arrival_s must be a finite number >= 0")
+            except (ValueError, KeyError, TypeError) as exc:
+                skipped.append(f"{path.name}, line {line}: {exc}")
+                continue
+            times.append(t)
+    if not times:
+        raise DataFormatError(
+            str(path),
+            f"has no valid rows ({len(skipped)} malformed)",
+            fix="check the file's format",
+        )
+    arrival = np.asarray(times, dtype=np.float64)
+    order = np.argsort(arrival, kind="stable")
+    data: dict[str, object] = {"arrival_s": arrival[order] - arrival[order][0]}
+    if azure:
+        data["context_tokens"] = np.asarray(context, dtype=np.int64)[order]
+        data["generated_tokens"] = np.asarray(generated, dtype=np.int64)[order]
+    return ImportResult(frame=pd.DataFrame(data), skipped=tuple(skipped))

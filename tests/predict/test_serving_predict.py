@@ -1,0 +1,82 @@
+"""Batch-latency models: fit, catalog roofline, MIG, co-location, estimator contract."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from gpucast.catalog import load_catalog
+from gpucast.domain.errors import InvalidSpecError, NotFittedError
+from gpucast.predict.base import estimator_from_dict
+from gpucast.predict.serving import (
+    BatchLatencyModel,
+    InferenceWork,
+    colocation_slowdown,
+    mig_profile,
+    predict_latency_curve,
+    request_overhead_s,
+)
+
+WORK = InferenceWork(
+    name="toy",
+    matmul_flops_per_sample=8e9,
+    other_bytes_fixed=1e6,
+    other_bytes_per_sample=2e8,
+    n_kernels=170,
+    weights_bytes=1e8,
+    input_bytes_per_sample=6e5,
+    activation_bytes_per_sample=1e7,
+)
+
+
+def test_fit_recovers_affine_latency_and_round_trips() -> None:
+    sizes = [1, 2, 4, 8]
+    lat = [0.005 + 0.002 * b for b in sizes]
+    given = copy.deepcopy(lat)
+    model = BatchLatencyModel().fit(sizes, lat, source="unit test")
+    assert lat == given  # fit does not mutate its input
+    fixed, per = model.coefficients
+    assert fixed == pytest.approx(0.005) and per == pytest.approx(0.002)
+    est = model.predict(16)
+    assert est.value == pytest.approx(0.037)
+    assert est.lower < est.value < est.upper
+    again = estimator_from_dict(model.to_dict())
+    assert isinstance(again, BatchLatencyModel)
+    assert again.predict(3).value == model.predict(3).value
+    assert model.curve(32).latency(32) == pytest.approx(0.069)
+
+
+def test_predict_before_fit_raises() -> None:
+    with pytest.raises(NotFittedError):
+        BatchLatencyModel().predict(1)
+
+
+def test_catalog_curve_grows_with_batch_and_faster_gpu_is_faster() -> None:
+    cat = load_catalog()
+    p4 = predict_latency_curve(WORK, cat.gpu("P4"), max_batch=16)
+    a100 = predict_latency_curve(WORK, cat.gpu("A100-40GB"), max_batch=16)
+    assert all(x < y for x, y in zip(p4.latency_s, p4.latency_s[1:], strict=False))
+    assert a100.latency(8) < p4.latency(8)
+    assert 0 < p4.host_s < p4.latency(1)
+    half = predict_latency_curve(WORK, cat.gpu("P4"), max_batch=16, calibration_scale=2.0)
+    assert half.latency(4) == pytest.approx(2 * p4.latency(4))
+
+
+def test_mig_slice_is_slower_than_the_whole_gpu_and_bad_profile_is_one_line() -> None:
+    gpu = load_catalog().gpu("A100-40GB")
+    whole = predict_latency_curve(WORK, gpu, max_batch=8)
+    small = predict_latency_curve(WORK, gpu, max_batch=8, mig=mig_profile(gpu, "1g.5gb"))
+    big = predict_latency_curve(WORK, gpu, max_batch=8, mig=mig_profile(gpu, "3g.20gb"))
+    assert whole.latency(8) < big.latency(8) < small.latency(8)
+    with pytest.raises(InvalidSpecError, match=r"'2g\.99gb' does not exist on A100-40GB"):
+        mig_profile(gpu, "2g.99gb")
+    with pytest.raises(InvalidSpecError, match="does not support MIG"):
+        mig_profile(load_catalog().gpu("P4"), "1g.5gb")
+
+
+def test_colocation_table_and_overhead() -> None:
+    assert colocation_slowdown(0.010, [0.016, 0.021]) == pytest.approx((1.0, 1.6, 2.1))
+    assert request_overhead_s(1.25e6, 10.0, rtt_s=0.0) == pytest.approx(0.001)
+    with pytest.raises(InvalidSpecError):
+        request_overhead_s(1.0, 0.0)

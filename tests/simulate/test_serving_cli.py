@@ -1,0 +1,100 @@
+"""`gpucast simulate serve`: JSON keys, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpucast.cli import serve_cmds, simulate
+from gpucast.cli.app import app
+
+if "serve" not in [c.name for c in simulate.app.registered_commands]:
+    simulate.app.command("serve")(serve_cmds.serve)
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> Path:
+    path = tmp_path / "lat.csv"
+    path.write_text("batch_size,latency_s\n1,0.010\n4,0.016\n8,0.024\n")
+    return path
+
+
+def test_json_has_the_documented_keys(table: Path) -> None:
+    result = runner.invoke(
+        app,
+        [
+            "simulate",
+            "serve",
+            "--model",
+            "resnet50",
+            "--gpu",
+            "P4",
+            "--rate",
+            "150",
+            "--latency-table",
+            str(table),
+            "--duration-s",
+            "20",
+            "--slo-ms",
+            "100",
+            "--instances",
+            "2",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert set(out["latency_s"]) >= {"p50", "p95", "p99"}
+    for key in ("throughput_rps", "slo_attainment", "cost_usd_per_hour", "cost_usd_per_million"):
+        assert isinstance(out[key], float)
+    assert out["throughput_rps"] == pytest.approx(150, rel=0.1)
+    assert 0 <= out["slo_attainment"] <= 1
+
+
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (["--rate", "0"], "rate: must be > 0"),
+        (["--rate", "-3"], "rate: must be > 0"),
+        (["--rate", "10", "--gpu", "A100-40GB", "--mig", "9g.9gb"], "does not exist on A100-40GB"),
+        (["--rate", "10", "--arrivals", "zipf"], "arrivals: must be poisson"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(table: Path, args: list[str], text: str) -> None:
+    base = ["simulate", "serve", "--model", "resnet50", "--latency-table", str(table)]
+    if "--gpu" not in args:
+        base += ["--gpu", "P4"]
+    result = runner.invoke(app, base + args)
+    assert result.exit_code == 2, result.output
+    assert text in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_trace_with_malformed_rows_is_reported(table: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s\n" + "\n".join(str(i * 0.01) for i in range(500)) + "\nbad\n")
+    result = runner.invoke(
+        app,
+        [
+            "simulate",
+            "serve",
+            "--model",
+            "resnet50",
+            "--gpu",
+            "P4",
+            "--rate",
+            "100",
+            "--latency-table",
+            str(table),
+            "--arrivals",
+            f"trace:{trace}",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "skipped 1 malformed row" in result.output
