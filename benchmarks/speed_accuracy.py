@@ -146,8 +146,9 @@ ALTERNATIVES: dict[str, tuple[int, Form]] = {
     ),
     "+ family: per-family fixed and per-tensor": _per_gpu(
         5,
-        lambda t, x: t[0] * x["S"] + t[1] * x["R"] + (t[2] * x["S"] + t[3] * x["R"]) * x["T"]
-        + t[4] * x["F"],
+        lambda t, x: (
+            t[0] * x["S"] + t[1] * x["R"] + (t[2] * x["S"] + t[3] * x["R"]) * x["T"] + t[4] * x["F"]
+        ),
     ),
     "+ family: per-family compute": _per_gpu(
         4, lambda t, x: t[0] + t[1] * x["T"] + (t[2] * x["S"] + t[3] * x["R"]) * x["F"]
@@ -157,16 +158,18 @@ ALTERNATIVES: dict[str, tuple[int, Form]] = {
     ),
     "+ activation bytes per family": _per_gpu(
         5,
-        lambda t, x: t[0] + t[1] * x["T"] + t[2] * x["F"]
-        + (t[3] * x["S"] + t[4] * x["R"]) * x["A"],
+        lambda t, x: (
+            t[0] + t[1] * x["T"] + t[2] * x["F"] + (t[3] * x["S"] + t[4] * x["R"]) * x["A"]
+        ),
     ),
     "family fixed + compute + activation (no per-tensor)": _per_gpu(
         4, lambda t, x: t[0] * x["S"] + t[1] * x["R"] + t[2] * x["F"] + t[3] * x["A"]
     ),
     "overlap: fixed + max(dispatch, compute + activation)": _per_gpu(
         5,
-        lambda t, x: t[0] * x["S"] + t[1] * x["R"]
-        + np.maximum(t[4] * x["T"], t[2] * x["F"] + t[3] * x["A"]),
+        lambda t, x: (
+            t[0] * x["S"] + t[1] * x["R"] + np.maximum(t[4] * x["T"], t[2] * x["F"] + t[3] * x["A"])
+        ),
     ),
     "log-space power law a * F^b * T^c": _per_gpu(
         3, lambda t, x: t[0] * x["F"] ** (t[1] - 1) * x["T"] ** (t[2] - 1)
@@ -177,8 +180,11 @@ ALTERNATIVES: dict[str, tuple[int, Form]] = {
     ),
     "joint: per-GPU terms x shared family factor on per-tensor": (
         7,
-        lambda t, x: t[0:2][x["G"]] + t[2:4][x["G"]] * x["T"] * (x["R"] + t[6] * x["S"])
-        + t[4:6][x["G"]] * x["F"],
+        lambda t, x: (
+            t[0:2][x["G"]]
+            + t[2:4][x["G"]] * x["T"] * (x["R"] + t[6] * x["S"])
+            + t[4:6][x["G"]] * x["F"]
+        ),
     ),
 }
 
@@ -320,8 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     ratio = (med["K80"] / med["P100"]).sort_values()
     print(
         "K80/P100 step-time ratio per model (a smooth model of GPU-independent features "
-        "predicts a smooth ratio):\n  "
-        + ", ".join(f"{m} {r:.2f}" for m, r in ratio.items())
+        "predicts a smooth ratio):\n  " + ", ".join(f"{m} {r:.2f}" for m, r in ratio.items())
     )
     spread = np.abs(np.log(ratio / ratio.median())) / 2
     print(

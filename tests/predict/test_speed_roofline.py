@@ -52,7 +52,9 @@ RESNET = RooflineWorkload(
 def test_terms_follow_the_roofline() -> None:
     eff = RooflineEfficiency()
     est = predict_step_time(RESNET, V100, "fp32")
-    assert est.breakdown["compute"] == pytest.approx(RESNET.matmul_flops / (eff.compute_efficiency_fp32 * 15.7e12))
+    assert est.breakdown["compute"] == pytest.approx(
+        RESNET.matmul_flops / (eff.compute_efficiency_fp32 * 15.7e12)
+    )
     assert est.breakdown["memory_bandwidth"] == pytest.approx(RESNET.memory_bytes / (0.7 * 900e9))
     assert est.breakdown["overhead"] == pytest.approx(1500 * eff.kernel_overhead_s)
     assert est.bottleneck == "compute" and est.source == "catalog"

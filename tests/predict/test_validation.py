@@ -89,9 +89,7 @@ def test_every_row_is_predicted_once_by_its_own_fold(groups: list[str], scale: f
     if len(set(groups)) < 2:
         return
     frame = _frame(groups, [1.0 + i for i in range(len(groups))])
-    cv = leave_one_group_out(
-        lambda tr, te: te["y"].to_numpy() * scale, frame, "g", target_col="y"
-    )
+    cv = leave_one_group_out(lambda tr, te: te["y"].to_numpy() * scale, frame, "g", target_col="y")
     assert len(cv) == len(frame)
     assert (cv["held_out"] == cv["g"]).all()
     assert np.allclose(cv["ape_pct"], abs(scale - 1) * 100)

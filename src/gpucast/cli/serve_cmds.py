@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import typer
@@ -183,12 +184,17 @@ def serve(
     if latency_table is not None:
         curve = read_latency_table(latency_table)
     else:
-        from gpucast.domain.workload import WorkloadSpec
+        from gpucast.domain.workload import PRECISIONS, Precision, WorkloadSpec
         from gpucast.profile import profile_workload
 
+        if precision not in PRECISIONS:
+            raise InvalidSpecError(
+                "precision", f"must be one of {', '.join(PRECISIONS)}", got=precision
+            )
+        prec = cast(Precision, precision)
         work = pserve.InferenceWork.from_profiles(
-            profile_workload(WorkloadSpec(name=model, batch_size=1, precision=precision)  # type: ignore[arg-type]),
-            profile_workload(WorkloadSpec(name=model, batch_size=2, precision=precision)  # type: ignore[arg-type]),
+            profile_workload(WorkloadSpec(name=model, batch_size=1, precision=prec)),
+            profile_workload(WorkloadSpec(name=model, batch_size=2, precision=prec)),
         )
         curve = pserve.predict_latency_curve(
             work, spec, precision, max_batch=policy.largest_batch, mig=mig_profile

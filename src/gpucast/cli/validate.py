@@ -8,7 +8,7 @@ prints MAPE per model and per GPU, plus the mean (Rich tables, or one JSON objec
 from __future__ import annotations
 
 import os
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,7 +22,7 @@ from gpucast.domain.errors import InvalidSpecError
 ENV_VAR = "GPUCAST_SHARED_DATA"
 
 
-class What(str, Enum):
+class What(StrEnum):
     speed = "speed"
     cluster = "cluster"
     checkpoint = "checkpoint"
@@ -120,7 +120,7 @@ def validate(cmdare: Path, what: str) -> dict[str, Any]:
         per_gpu = error_summary(cv, extra) if extra else None
         overall = error_summary(cv, [])
         target = TARGETS_PCT[name]
-        worst = per_model.loc[per_model["mape_pct"].idxmax()]
+        worst = per_model.iloc[int(per_model["mape_pct"].to_numpy().argmax())]
         if name == "speed":
             assert per_gpu is not None
             met = bool((per_gpu["mape_pct"] <= target).all() and per_model["mape_pct"].max() <= 8)
@@ -212,9 +212,7 @@ def command(
             show_default=False,
         ),
     ] = None,
-    what: Annotated[
-        What, typer.Option("--what", help="Which model to cross-validate.")
-    ] = What.all,
+    what: Annotated[What, typer.Option("--what", help="Which model to cross-validate.")] = What.all,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Leave-one-model-out cross-validation: MAPE per model and per GPU, plus the mean."""

@@ -20,3 +20,9 @@ __all__ = [
     "resolve_device",
     "run_adaptive",
 ]
+
+# `gpucast.measure(...)` calls gpucast.api.measure.
+from gpucast.api import make_callable as _make_callable  # noqa: E402
+from gpucast.api import measure as _api_measure  # noqa: E402
+
+_make_callable(__name__, _api_measure)

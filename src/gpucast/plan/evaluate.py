@@ -214,11 +214,19 @@ def evaluate(
     is_ps = ~sync
     if is_ps.any():
         sel = np.flatnonzero(is_ps)
-        key = np.stack([compute[sel], busiest[sel], other[sel], shards[sel]], axis=1)
-        uniq, inverse = np.unique(key, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        table = mva_table(uniq[:, 0], uniq[:, 1], uniq[:, 2], uniq[:, 3], int(n[sel].max()))
-        x_mva = table[inverse, n[sel] - 1]
+        # rows share an MVA solution when GPU, batch, checkpointing, shards and PS NIC agree:
+        # solve each distinct one once, for every population up to the largest
+        _, net_idx = np.unique(ps_gbps[sel], return_inverse=True)
+        n_gpus = len(gpus.names)
+        key = (
+            ((b[sel].astype(np.int64) * n_gpus + g[sel]) * 2 + checkpointing[sel])
+            * (int(shards[sel].max()) + 1)
+            + shards[sel].astype(np.int64)
+        ) * (int(net_idx.max()) + 1) + net_idx.reshape(-1)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        u = sel[first]
+        table = mva_table(compute[u], busiest[u], other[u], shards[u], int(n[sel].max()))
+        x_mva = table[inverse.reshape(-1), n[sel] - 1]
         nic_rate = (
             space.nodes[sel]
             * off.network_gbps[o[sel]]

@@ -101,7 +101,7 @@ def explain(
         if request.deadline_s is not None and out.p_meet_deadline is not None:
             risk = 1.0 - out.p_meet_deadline
             hints.append(
-                f"spot saves {saving:.0%} at {risk:.0%} risk of missing the deadline "
+                f"spot saves {saving:.0%} at {risk:.1%} risk of missing the deadline "
                 f"(p90 {out.time_p90_s / 3600:.1f} h)"
             )
         else:
@@ -111,7 +111,7 @@ def explain(
         extra_cost = od_cost / spot.cost_mean_usd - 1.0
         line = f"on demand costs {extra_cost:+.0%}"
         if spot.p_meet_deadline is not None and spot.p_meet_deadline < 1.0:
-            line += f" and removes the {1.0 - spot.p_meet_deadline:.0%} risk of missing the deadline"
+            line += f" and removes the {1.0 - spot.p_meet_deadline:.1%} risk of missing the deadline"
         elif spot.p_meet_deadline is not None:
             line += " (spot met the deadline in every simulated run)"
         hints.append(line)

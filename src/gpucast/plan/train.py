@@ -421,7 +421,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     shown = set(_spread(od_front, MAX_SHOWN_FRONT).tolist())
     shown |= set(range(od_ok.size, rows.size))
     shown |= {cheapest, fastest}
-    gpu_of = np.array([space.offers.gpu[space.offer[r]] for r in rows])
+    gpu_of = space.offers.gpu[space.offer[rows]]
     mkt = space.spot[rows]
     for g in np.unique(gpu_of):
         for m in (False, True):

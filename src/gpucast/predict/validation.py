@@ -126,8 +126,9 @@ def error_summary(cv: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
         "coverage": ("_inside", "mean"),
     }
     if not by:
-        return frame.assign(_all="all").groupby("_all").agg(**aggregations).reset_index(drop=True)
-    return frame.groupby(list(by), sort=True).agg(**aggregations).reset_index()
+        table = frame.assign(_all="all").groupby("_all").agg(**aggregations)
+        return pd.DataFrame(table.reset_index(drop=True))
+    return pd.DataFrame(frame.groupby(list(by), sort=True).agg(**aggregations).reset_index())
 
 
 # -- adapters of the estimators ---------------------------------------------------------------
