@@ -15,4 +15,4 @@ def register(app: typer.Typer) -> None:
     app.add_typer(fit.app, name="fit", help="Fit performance models from data.")
     app.add_typer(predict.app, name="predict", help="Predict step time, cluster speed, overheads.")
     app.command("validate")(validate.command)
-    app.add_typer(simulate.app, name="simulate", help="Simulate training on transient clusters.")
+    app.add_typer(simulate.app, name="simulate", help="Simulate training on transient clusters and inference serving.")
