@@ -1,0 +1,125 @@
+"""The planner's pieces: Pareto, statistical efficiency, the vectorised model vs scalar formulas."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from plan_factories import context, request
+
+from gpucast.plan.efficiency import epochs_needed, workload_family
+from gpucast.plan.evaluate import mva_table
+from gpucast.plan.pareto import nondominated, pareto_front_2d
+from gpucast.plan.risk import MinLifetime, approx_spot_time_s
+from gpucast.plan.space import FSDP, PS
+from gpucast.plan.train import search
+from gpucast.predict import comm
+from gpucast.predict.revocation import ExponentialLifetime
+
+points = st.lists(
+    st.tuples(st.integers(0, 20), st.integers(0, 20)), min_size=0, max_size=40
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(points)
+def test_pareto_2d_matches_brute_force(pts: list[tuple[int, int]]) -> None:
+    x = np.array([p[0] for p in pts], dtype=float)
+    y = np.array([p[1] for p in pts], dtype=float)
+    front = pareto_front_2d(x, y)
+    on = {(x[i], y[i]) for i in front}
+    for i in range(len(pts)):
+        dominated = any(
+            x[j] <= x[i] and y[j] <= y[i] and (x[j], y[j]) != (x[i], y[i]) for j in range(len(pts))
+        )
+        assert ((x[i], y[i]) in on) == (not dominated)
+    assert len(front) == len(on)  # one representative per point
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(*[st.integers(0, 6)] * 3), min_size=1, max_size=30))
+def test_nondominated_3d(pts: list[tuple[int, int, int]]) -> None:
+    p = np.array(pts, dtype=float)
+    keep = nondominated(p)
+    for i in keep:
+        assert not any(np.all(p[j] <= p[i]) and np.any(p[j] < p[i]) for j in range(len(p)))
+    for i in set(range(len(p))) - set(keep.tolist()):
+        dominated = any(np.all(p[j] <= p[i]) and np.any(p[j] < p[i]) for j in range(len(p)))
+        duplicate = any(np.array_equal(p[j], p[i]) for j in keep)
+        assert dominated or duplicate
+
+
+@given(st.floats(1, 1e6), st.floats(1, 1e6))
+def test_epochs_grow_with_global_batch(b1: float, b2: float) -> None:
+    e = epochs_needed(np.array([b1, b2]), epochs_at_reference=90, reference_batch=256,
+                      critical_batch=32768)
+    assert (e[0] <= e[1]) == (b1 <= b2) or math.isclose(b1, b2)
+    at_ref = epochs_needed(np.array([256.0]), epochs_at_reference=90, reference_batch=256,
+                           critical_batch=32768)
+    assert at_ref[0] == pytest.approx(90)
+
+
+def test_families_have_sources() -> None:
+    assert workload_family("resnet50").critical_batch == 32768
+    assert workload_family("cifar-resnet32").family == "cifar-cnn"
+    assert workload_family("pkg.mod:factory").family == "other"
+    assert "McCandlish" in workload_family("resnet50").source
+
+
+def test_mva_table_matches_comm() -> None:
+    think = np.array([0.1, 0.3, 0.05])
+    busy = np.array([0.02, 0.01, 0.04])
+    other = np.array([0.0, 0.005, 0.01])
+    shards = np.array([1.0, 2.0, 3.0])
+    table = mva_table(think, busy, other, shards, 8)
+    for n in range(1, 9):
+        x, _ = comm.mva_async_throughput(think, busy, other, shards, np.full(3, n))
+        np.testing.assert_allclose(table[:, n - 1], x, rtol=1e-12)
+
+
+def test_vectorised_collectives_match_comm_formulas() -> None:
+    ctx = context()
+    res = search(request(allow_spot=False, deadline_s=None), ctx)
+    space, ev = res.space, res.evaluation
+    rng = np.random.default_rng(1)
+    rows = rng.choice(np.flatnonzero((space.strategy != PS) & ev.fits & ~ev.checkpointing), 60)
+    for i in rows:
+        o = space.offer[i]
+        g = space.offers.gpu[o]
+        n = int(ev.workers[i])
+        link = comm.slowest_link_gbps(
+            n, int(space.offers.gpus_per_node[o]), float(res.gpus.intra_node_gbps[g]),
+            float(space.offers.network_gbps[o]),
+        )
+        fn = comm.fsdp_comm_time_s if space.strategy[i] == FSDP else comm.ring_allreduce_time_s
+        total = fn(ctx.facts.gradient_bytes, n, link, ctx.perf.hop_latency_s)
+        assert ev.comm_s[i] == pytest.approx(total, rel=1e-12, abs=1e-15)
+        step = ev.compute_s[i] + comm.exposed_comm_s(total, float(ev.compute_s[i]))
+        assert ev.step_s[i] == pytest.approx(step, rel=1e-12)
+
+
+def test_gpu_table_reproduces_the_roofline() -> None:
+    from gpucast.predict.roofline import predict_step_time
+
+    ctx = context()
+    res = search(request(allow_spot=False), ctx)
+    for name in res.gpus.names:
+        spec = ctx.catalog.gpu(name)
+        for b in (1, 7, 64):
+            est = predict_step_time(ctx.facts.roofline_workload(b), spec, "fp32")
+            terms = res.gpus.step_terms(np.array([res.gpus.index(name)]), np.array([float(b)]))
+            assert terms.sum() == pytest.approx(est.value, rel=1e-9)
+
+
+def test_min_lifetime_and_approximation() -> None:
+    base = ExponentialLifetime(hazard_per_hour=0.5)
+    group = MinLifetime(base=base, count=4)
+    draws = group.sample(np.random.default_rng(0), 20000)
+    assert np.mean(draws) == pytest.approx(3600 / 2.0, rel=0.05)  # 4 x 0.5 per hour
+    assert group.survival(3600.0) == pytest.approx(math.exp(-2.0))
+    t = approx_spot_time_s(np.array([3600.0, 3600.0]), np.array([0.0, 1e-3]),
+                           checkpoint_s=10, restart_s=60, startup_s=60)
+    assert t[1] > t[0] >= 3600.0
