@@ -18,9 +18,13 @@ $(BIN)/.installed: pyproject.toml constraints/cpu.txt
 
 install: $(BIN)/.installed
 
+# Published measurements beside the clone calibrate spot lifetimes and start-up times.
+DATA_DIR ?= ../shared/data
+DATA_FLAG := $(if $(wildcard $(DATA_DIR)/transient),--data-dir $(DATA_DIR),)
+
 run: install
-	$(BIN)/gpucast profile resnet50 --batch-size 32
-	$(BIN)/gpucast measure train cifar-resnet32 --device auto --batch-size 128 --max-time-s 20
+	$(BIN)/gpucast plan train --workload resnet50 --epochs 90 --dataset-size 1281167 \
+		--deadline 24h $(DATA_FLAG) --report plan-report.html
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks

@@ -36,8 +36,13 @@ from gpucast.profile import profile_workload
 
 
 def loop_time_s(
-    space: Space, rows: np.ndarray, facts: WorkloadFacts, gpus: GpuTable, perf: PerfParams,
-    work: Work, startup_s: float,
+    space: Space,
+    rows: np.ndarray,
+    facts: WorkloadFacts,
+    gpus: GpuTable,
+    perf: PerfParams,
+    work: Work,
+    startup_s: float,
 ) -> list[float]:
     """Time to target of each row, one row at a time, with scalar formulas."""
     off = space.offers
@@ -63,9 +68,9 @@ def loop_time_s(
                 out.append(math.nan)
                 continue
             slow = 1.33
-        compute = sum(
-            float(gpus.fixed_s[g, t] + gpus.per_sample_s[g, t] * b) for t in range(3)
-        ) * slow
+        compute = (
+            sum(float(gpus.fixed_s[g, t] + gpus.per_sample_s[g, t] * b) for t in range(3)) * slow
+        )
         if strategy != PS:
             link = comm.slowest_link_gbps(
                 n, gpn, float(gpus.intra_node_gbps[g]), float(off.network_gbps[o])
@@ -81,7 +86,9 @@ def loop_time_s(
                 continue
             k = float(space.shards[i])
             net, cpu = comm.ps_service_demand_s(
-                gr, facts.n_tensors, ps_network_gbps=float(off.cpu_network_gbps[o]),
+                gr,
+                facts.n_tensors,
+                ps_network_gbps=float(off.cpu_network_gbps[o]),
                 network_efficiency=perf.ps_network_efficiency,
                 per_tensor_cost_s=perf.ps_per_tensor_cost_s,
             )
@@ -92,8 +99,8 @@ def loop_time_s(
             x, _ = comm.mva_async_throughput(
                 np.array([compute]), busiest, other, np.array([k]), np.array([n])
             )
-            nic = space.nodes[i] * off.network_gbps[o] * perf.ps_network_efficiency * 1e9 / (
-                8.0 * gr
+            nic = (
+                space.nodes[i] * off.network_gbps[o] * perf.ps_network_efficiency * 1e9 / (8.0 * gr)
             )
             samples_per_s = min(float(x[0]), float(nic)) * b
             global_batch = b
@@ -112,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     facts = WorkloadFacts.from_profile(prof)
     band = hazard_from_interruption_band("5-10%")
     ctx = PlanContext(
-        catalog=load_catalog(), facts=facts, perf=PerfParams(),
+        catalog=load_catalog(),
+        facts=facts,
+        perf=PerfParams(),
         risk=RiskInputs(lifetime=lambda g, r, p: band),
     )
     request = TrainRequest(
@@ -143,8 +152,10 @@ def main(argv: list[str] | None = None) -> int:
         f"full plan (+ pruning, {plan.simulated} spot plans x {request.mc_runs} MC runs, "
         f"Pareto, explanations): {best_plan:.3f} s"
     )
-    print(f"python loop: {per_row * 1e6:.1f} us/candidate on {rows.size:,} sampled rows "
-          f"-> {per_row * n:.2f} s for the space")
+    print(
+        f"python loop: {per_row * 1e6:.1f} us/candidate on {rows.size:,} sampled rows "
+        f"-> {per_row * n:.2f} s for the space"
+    )
     print(f"ratio loop / vectorised evaluation: {per_row * n / best_search:.0f}x")
     print(f"max relative difference loop vs vectorised time: {diff:.2e}")
     return 0

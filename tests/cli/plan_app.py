@@ -1,4 +1,4 @@
-"""The `gpucast` app with the plan and report verbs (wired locally until cli/verbs.py lists them)."""
+"""The `gpucast` app with the plan and report verbs (wired here until cli/verbs.py has them)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,12 @@ def cli_app() -> typer.Typer:
         return root.app
     from gpucast.cli import plan, report
 
-    local = typer.Typer(cls=root.GpucastGroup, no_args_is_help=True, add_completion=False,
-                        pretty_exceptions_enable=False)
+    local = typer.Typer(
+        cls=root.GpucastGroup,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
     local.callback()(root.root)
     local.add_typer(plan.app, name="plan")
     local.command("report")(report.command)

@@ -19,19 +19,49 @@ URL = "https://example.com"
 
 def gpu(name: str, tflops: float, mem_gib: float, bw: float, nvlink: float | None) -> GpuSpec:
     return GpuSpec(
-        name=name, vendor="nvidia", architecture="Test", fp32_tflops=tflops, tf32_tflops=None,
-        fp16_tflops=None, bf16_tflops=None, fp8_tflops=None, memory_gib=mem_gib,
-        memory_bandwidth_gbps=bw, interconnect_gbps=nvlink, pcie_generation=3, tdp_w=300,
-        sm_count=80, source_url=URL, as_of=DAY,
+        name=name,
+        vendor="nvidia",
+        architecture="Test",
+        fp32_tflops=tflops,
+        tf32_tflops=None,
+        fp16_tflops=None,
+        bf16_tflops=None,
+        fp8_tflops=None,
+        memory_gib=mem_gib,
+        memory_bandwidth_gbps=bw,
+        interconnect_gbps=nvlink,
+        pcie_generation=3,
+        tdp_w=300,
+        sm_count=80,
+        source_url=URL,
+        as_of=DAY,
     )
 
 
-def offer(provider: str, region: str, itype: str, g: str | None, n: int, od: float,
-          spot: float | None, net: float = 10.0, vcpus: int = 8) -> Offer:
+def offer(
+    provider: str,
+    region: str,
+    itype: str,
+    g: str | None,
+    n: int,
+    od: float,
+    spot: float | None,
+    net: float = 10.0,
+    vcpus: int = 8,
+) -> Offer:
     return Offer(
-        provider=provider, region=region, instance_type=itype, gpu=g, gpus=n, vcpus=vcpus,
-        memory_gib=64, network_gbps=net, on_demand_usd_per_hour=od, spot_usd_per_hour=spot,
-        source_url=URL, as_of=DAY,
+        provider=provider,
+        region=region,
+        instance_type=itype,
+        gpu=g,
+        gpus=n,
+        vcpus=vcpus,
+        memory_gib=64,
+        network_gbps=net,
+        on_demand_usd_per_hour=od,
+        spot_usd_per_hour=spot,
+        source_url=URL,
+        as_of=DAY,
     )
 
 
@@ -79,8 +109,12 @@ def context(hazard_per_hour: float = 0.05, **fact_changes: Any) -> PlanContext:
         catalog=catalog(),
         facts=facts(**fact_changes),
         perf=PerfParams(),
-        risk=RiskInputs(lifetime=lambda g, r, p: life, startup_mean_s=60.0,
-                        startup_spot_s=60.0, startup_on_demand_s=60.0),
+        risk=RiskInputs(
+            lifetime=lambda g, r, p: life,
+            startup_mean_s=60.0,
+            startup_spot_s=60.0,
+            startup_on_demand_s=60.0,
+        ),
     )
 
 

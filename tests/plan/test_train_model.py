@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,9 +20,7 @@ from gpucast.plan.train import search
 from gpucast.predict import comm
 from gpucast.predict.revocation import ExponentialLifetime
 
-points = st.lists(
-    st.tuples(st.integers(0, 20), st.integers(0, 20)), min_size=0, max_size=40
-)
+points = st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)), min_size=0, max_size=40)
 
 
 @settings(max_examples=200, deadline=None)
@@ -54,11 +53,13 @@ def test_nondominated_3d(pts: list[tuple[int, int, int]]) -> None:
 
 @given(st.floats(1, 1e6), st.floats(1, 1e6))
 def test_epochs_grow_with_global_batch(b1: float, b2: float) -> None:
-    e = epochs_needed(np.array([b1, b2]), epochs_at_reference=90, reference_batch=256,
-                      critical_batch=32768)
+    e = epochs_needed(
+        np.array([b1, b2]), epochs_at_reference=90, reference_batch=256, critical_batch=32768
+    )
     assert (e[0] <= e[1]) == (b1 <= b2) or math.isclose(b1, b2)
-    at_ref = epochs_needed(np.array([256.0]), epochs_at_reference=90, reference_batch=256,
-                           critical_batch=32768)
+    at_ref = epochs_needed(
+        np.array([256.0]), epochs_at_reference=90, reference_batch=256, critical_batch=32768
+    )
     assert at_ref[0] == pytest.approx(90)
 
 
@@ -91,7 +92,9 @@ def test_vectorised_collectives_match_comm_formulas() -> None:
         g = space.offers.gpu[o]
         n = int(ev.workers[i])
         link = comm.slowest_link_gbps(
-            n, int(space.offers.gpus_per_node[o]), float(res.gpus.intra_node_gbps[g]),
+            n,
+            int(space.offers.gpus_per_node[o]),
+            float(res.gpus.intra_node_gbps[g]),
             float(space.offers.network_gbps[o]),
         )
         fn = comm.fsdp_comm_time_s if space.strategy[i] == FSDP else comm.ring_allreduce_time_s
@@ -120,6 +123,29 @@ def test_min_lifetime_and_approximation() -> None:
     draws = group.sample(np.random.default_rng(0), 20000)
     assert np.mean(draws) == pytest.approx(3600 / 2.0, rel=0.05)  # 4 x 0.5 per hour
     assert group.survival(3600.0) == pytest.approx(math.exp(-2.0))
-    t = approx_spot_time_s(np.array([3600.0, 3600.0]), np.array([0.0, 1e-3]),
-                           checkpoint_s=10, restart_s=60, startup_s=60)
+    t = approx_spot_time_s(
+        np.array([3600.0, 3600.0]),
+        np.array([0.0, 1e-3]),
+        checkpoint_s=10,
+        restart_s=60,
+        startup_s=60,
+    )
     assert t[1] > t[0] >= 3600.0
+
+
+@pytest.mark.shared_data
+def test_ps_constants_come_from_a_fit_on_the_published_cluster_data(shared_data: Path) -> None:
+    from gpucast.plan.inputs import PerfParams
+    from gpucast.predict.cluster import ClusterModel
+    from gpucast.store.datasets.cmdare_cluster import cluster_fit_table
+
+    table = cluster_fit_table(shared_data / "cmdare" / "cluster_scaling")
+    model = ClusterModel().fit(table.frame)
+    perf = PerfParams.from_cluster_model(model, fitted_on="cluster_scaling")
+    assert perf.ps_network_efficiency == model.network_efficiency_
+    assert perf.ps_per_tensor_cost_s == model.per_tensor_cost_s_
+    assert perf.ps_cv_mape_pct == model.cv_mape_pct_
+    # the built-in defaults (used without the data) stay close to a fit on it
+    defaults = PerfParams()
+    assert defaults.ps_network_efficiency == pytest.approx(perf.ps_network_efficiency, abs=0.1)
+    assert defaults.ps_per_tensor_cost_s == pytest.approx(perf.ps_per_tensor_cost_s, rel=0.25)

@@ -20,9 +20,7 @@ from gpucast.domain.errors import (
 from gpucast.domain.plan import PlanCandidate, TrainPlan
 from gpucast.plan.train import plan_training, search
 
-SETTINGS = settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _dominates(a: PlanCandidate, b: PlanCandidate) -> bool:
@@ -62,12 +60,20 @@ def test_fastest_objective_picks_the_fastest() -> None:
     provider=st.sampled_from([(), ("aws",), ("gcp",)]),
 )
 def test_constraints_are_respected(
-    budget: float, deadline_h: float, max_gpus: int, spot: bool, min_p: float,
+    budget: float,
+    deadline_h: float,
+    max_gpus: int,
+    spot: bool,
+    min_p: float,
     provider: tuple[str, ...],
 ) -> None:
     req = request(
-        budget_usd=budget, deadline_s=deadline_h * 3600, max_gpus=max_gpus, allow_spot=spot,
-        min_p_meet=min_p, providers=provider,
+        budget_usd=budget,
+        deadline_s=deadline_h * 3600,
+        max_gpus=max_gpus,
+        allow_spot=spot,
+        min_p_meet=min_p,
+        providers=provider,
     )
     try:
         plan = plan_training(req, context())
@@ -90,7 +96,9 @@ def test_constraints_are_respected(
 
 @SETTINGS
 @given(
-    low=st.floats(0.1, 3.0), extra=st.floats(0.0, 5.0), spot=st.booleans(),
+    low=st.floats(0.1, 3.0),
+    extra=st.floats(0.0, 5.0),
+    spot=st.booleans(),
     deadline_h=st.floats(0.05, 4.0),
 )
 def test_higher_budget_never_gives_a_slower_best_plan(
@@ -98,7 +106,9 @@ def test_higher_budget_never_gives_a_slower_best_plan(
 ) -> None:
     def best_time(budget: float) -> float:
         req = request(
-            budget_usd=budget, objective="fastest", allow_spot=spot,
+            budget_usd=budget,
+            objective="fastest",
+            allow_spot=spot,
             deadline_s=deadline_h * 3600,
         )
         try:
@@ -131,8 +141,9 @@ def test_critical_batch_override_is_used() -> None:
 
 def test_parameter_server_bound_plans_suggest_a_shard() -> None:
     # a huge model on a slow PS NIC: the PS is the bottleneck and another shard helps
-    req = request(strategies=("ps",), allow_spot=False, providers=("aws",), max_ps_shards=1,
-                  deadline_s=None)
+    req = request(
+        strategies=("ps",), allow_spot=False, providers=("aws",), max_ps_shards=1, deadline_s=None
+    )
     res = search(req, context(gradient_bytes=2e9, weights_bytes=2e8))
     assert (res.reason == "").any()
     plan = plan_training(req, context(gradient_bytes=2e9, weights_bytes=2e8))

@@ -21,7 +21,7 @@ import typer
 import yaml
 
 from gpucast import __version__
-from gpucast.cli._common import console, emit_json, state
+from gpucast.cli._common import console, emit_json, published_data_dir, state
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.plan import OBJECTIVES, ModelInfo, TrainPlan, TrainRequest
 from gpucast.domain.units import parse_duration_s
@@ -30,11 +30,35 @@ app = typer.Typer(no_args_is_help=True, help="Plan training (and serving) cluste
 
 #: Keys a plan YAML file may hold (the flags' long names, dashes or underscores).
 CONFIG_KEYS: tuple[str, ...] = (
-    "workload", "precision", "epochs", "dataset_size", "steps", "reference_batch", "deadline",
-    "budget", "provider", "region", "gpu", "exclude_gpu", "spot", "max_gpus", "min_p_meet",
-    "batch_size", "global_batch", "batch_sizes", "allow_mixed", "objective", "critical_batch",
-    "strategy", "max_ps_shards", "runs", "max_simulated", "seed", "interruption_band",
-    "data_dir", "profile",
+    "workload",
+    "precision",
+    "epochs",
+    "dataset_size",
+    "steps",
+    "reference_batch",
+    "deadline",
+    "budget",
+    "provider",
+    "region",
+    "gpu",
+    "exclude_gpu",
+    "spot",
+    "max_gpus",
+    "min_p_meet",
+    "batch_size",
+    "global_batch",
+    "batch_sizes",
+    "allow_mixed",
+    "objective",
+    "critical_batch",
+    "strategy",
+    "max_ps_shards",
+    "runs",
+    "max_simulated",
+    "seed",
+    "interruption_band",
+    "data_dir",
+    "profile",
 )
 DEFAULT_DEADLINE = "24h"
 DEFAULT_BAND = "5-10%"
@@ -52,7 +76,8 @@ def load_config(path: Path) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise DataFormatError(
-            str(path), f"not valid YAML ({getattr(exc, 'problem', exc)})",
+            str(path),
+            f"not valid YAML ({getattr(exc, 'problem', exc)})",
             line=None if mark is None else mark.line + 1,
         ) from None
     if data is None:
@@ -67,7 +92,8 @@ def load_config(path: Path) -> dict[str, Any]:
 
             close = difflib.get_close_matches(norm, CONFIG_KEYS, n=1)
             raise DataFormatError(
-                str(path), f"unknown key {key!r}",
+                str(path),
+                f"unknown key {key!r}",
                 fix=f"did you mean {close[0]!r}?" if close else f"known: {', '.join(CONFIG_KEYS)}",
             )
         out[norm] = value
@@ -100,7 +126,9 @@ def _number(opts: dict[str, Any], key: str, kind: type) -> Any:
     try:
         return kind(value)
     except (TypeError, ValueError):
-        raise InvalidSpecError(key.replace("_", "-"), f"must be a {kind.__name__}", got=value) from None
+        raise InvalidSpecError(
+            key.replace("_", "-"), f"must be a {kind.__name__}", got=value
+        ) from None
 
 
 def _duration(value: Any, field: str) -> float | None:
@@ -173,7 +201,8 @@ def build_request(opts: dict[str, Any]) -> TrainRequest:
         kwargs["strategies"] = tuple(s.lower() for s in strategies)
     if kwargs["allow_mixed"]:
         raise InvalidSpecError(
-            "allow-mixed", "mixed-GPU clusters are not planned yet",
+            "allow-mixed",
+            "mixed-GPU clusters are not planned yet",
             fix="drop --allow-mixed (see the report's notes)",
         )
     return TrainRequest(**kwargs)
@@ -240,21 +269,7 @@ def workload_profile(workload: str, precision: str, profile_file: Path | None) -
 
 
 def _data_dir(given: Path | None) -> Path | None:
-    candidates = [given] if given is not None else []
-    env = os.environ.get("GPUCAST_SHARED_DATA")
-    if given is None and env:
-        candidates.append(Path(env))
-    if given is None:
-        candidates += [Path.cwd() / ".." / "shared" / "data", Path.cwd() / "shared" / "data"]
-    for c in candidates:
-        if (c / "transient").is_dir() or (c / "cmdare").is_dir():
-            return c.resolve()
-    if given is not None:
-        raise InvalidSpecError(
-            "data-dir", "has no transient/ or cmdare/ folder", got=str(given),
-            fix="point --data-dir at the published data (../shared/data)",
-        )
-    return None
+    return published_data_dir(given)
 
 
 class _Lifetimes:
@@ -305,7 +320,7 @@ class _Lifetimes:
                 )
             except OSError:
                 pass
-        except Exception as exc:  # noqa: BLE001 - lifelines missing or data malformed
+        except Exception as exc:
             self.fitted_on = f"not fitted ({type(exc).__name__}: {exc})"
 
     def __call__(self, gpu: str, region: str, provider: str) -> Any:
@@ -360,7 +375,9 @@ def _risk_inputs(data_dir: Path | None, band: str, catalog: Any) -> tuple[Any, _
         from gpucast.predict.revocation import estimate_restart_penalty
         from gpucast.store.datasets.transient import read_chief_rejoining
 
-        est = estimate_restart_penalty(read_chief_rejoining(data_dir / "cmdare" / "chief_rejoining"))
+        est = estimate_restart_penalty(
+            read_chief_rejoining(data_dir / "cmdare" / "chief_rejoining")
+        )
         restart = est.value
         sources["restart"] = f"{est.source}: median {est.value:.0f} s"
     risk = RiskInputs(
@@ -374,8 +391,9 @@ def _risk_inputs(data_dir: Path | None, band: str, catalog: Any) -> tuple[Any, _
     return risk, lifetimes
 
 
-def _store_calibration(db_path: Path | None, workload: str, precision: str, facts: Any,
-                       catalog: Any) -> tuple[Any, str] | None:
+def _store_calibration(
+    db_path: Path | None, workload: str, precision: str, facts: Any, catalog: Any
+) -> tuple[Any, str] | None:
     """Calibrate the roofline with the newest stored training measurement of the workload."""
     if db_path is None or not Path(db_path).exists():
         return None
@@ -385,23 +403,32 @@ def _store_calibration(db_path: Path | None, workload: str, precision: str, fact
 
     with open_store(db_path) as store:
         for run in store.list_runs(workload=workload, limit=50):
-            if run.precision != precision or run.median_s is None or run.mode not in (None, "train"):
+            if (
+                run.precision != precision
+                or run.median_s is None
+                or run.mode not in (None, "train")
+            ):
                 continue
             try:
                 device: Any = catalog.gpu(run.gpu_name or "")
             except UnknownGpuError:
                 cores = os.cpu_count() or 1
                 device = DeviceRoofline(
-                    name="cpu", kind="cpu", peak_tflops=cores * 32 * 2.5e9 / 1e12,
+                    name="cpu",
+                    kind="cpu",
+                    peak_tflops=cores * 32 * 2.5e9 / 1e12,
                     memory_bandwidth_gbps=min(200.0, 10.0 * cores),
                 )
-            cal = calibrate(facts.roofline_workload(run.batch_size), run.median_s, device, precision)
+            cal = calibrate(
+                facts.roofline_workload(run.batch_size), run.median_s, device, precision
+            )
             return cal, f"store run #{run.id} ({run.device}, batch {run.batch_size})"
     return None
 
 
-def _models(calibrated: str | None, lifetimes: _Lifetimes, perf: Any, risk: Any) -> tuple[
-        ModelInfo, ...]:
+def _models(
+    calibrated: str | None, lifetimes: _Lifetimes, perf: Any, risk: Any
+) -> tuple[ModelInfo, ...]:
     roofline_fit = calibrated or "catalog specs only (uncalibrated; no measurement in the store)"
     roofline_val = (
         "interval +-10% same GPU / +-25% other GPU / +-40% from CPU (calibrated priors)"
@@ -411,27 +438,34 @@ def _models(calibrated: str | None, lifetimes: _Lifetimes, perf: Any, risk: Any)
     )
     return (
         ModelInfo(
-            name="roofline step time (predict.roofline)", version=__version__,
-            fitted_on=roofline_fit, validation=roofline_val,
+            name="roofline step time (predict.roofline)",
+            version=__version__,
+            fitted_on=roofline_fit,
+            validation=roofline_val,
         ),
         ModelInfo(
-            name="async parameter server, MVA (predict.cluster)", version=__version__,
-            fitted_on="CM-DARE cluster_scaling (K80/P100/V100, 1-8 workers, 1 PS)",
+            name="async parameter server, MVA (predict.cluster)",
+            version=__version__,
+            fitted_on=perf.source,
             validation=f"leave-one-model-out MAPE {perf.ps_cv_mape_pct}% "
-            f"(log residual q10 {perf.ps_log_residual_q10:+.3f}, q90 {perf.ps_log_residual_q90:+.3f})",
+            f"(log residual q10 {perf.ps_log_residual_q10:+.3f}, "
+            f"q90 {perf.ps_log_residual_q90:+.3f})",
         ),
         ModelInfo(
-            name="ring all-reduce / FSDP (predict.comm)", version=__version__,
+            name="ring all-reduce / FSDP (predict.comm)",
+            version=__version__,
             fitted_on="not fitted: physics with default link speeds and 70% overlap",
             validation="not validated on measured data; exposed communication given +-25%",
         ),
         ModelInfo(
-            name="spot lifetimes (predict.revocation)", version=__version__,
+            name="spot lifetimes (predict.revocation)",
+            version=__version__,
             fitted_on=lifetimes.fitted_on,
             validation=f"fallback when a GPU has no data: {lifetimes.fallback.source}",
         ),
         ModelInfo(
-            name="transient Monte Carlo (simulate.transient)", version=__version__,
+            name="transient Monte Carlo (simulate.transient)",
+            version=__version__,
             fitted_on=f"start-up: {risk.sources.get('startup')}; restart: "
             f"{risk.sources.get('restart')}",
             validation="see benchmarks/transient_validation.py (published spot training runs)",
@@ -439,10 +473,25 @@ def _models(calibrated: str | None, lifetimes: _Lifetimes, perf: Any, risk: Any)
     )
 
 
+def _perf_params(data_dir: Path | None) -> Any:
+    """PS constants fitted on the published cluster runs when at hand, else the built-ins."""
+    from gpucast.plan.inputs import PerfParams
+
+    folder = None if data_dir is None else data_dir / "cmdare" / "cluster_scaling"
+    if folder is None or not folder.is_dir():
+        return PerfParams()
+    from gpucast.predict.cluster import ClusterModel
+    from gpucast.store.datasets.cmdare_cluster import cluster_fit_table
+
+    table = cluster_fit_table(folder)
+    model = ClusterModel().fit(table.frame)
+    return PerfParams.from_cluster_model(model, fitted_on=f"{folder} ({len(table.frame)} rows)")
+
+
 def run_plan(opts: dict[str, Any], db_path: Path | None) -> TrainPlan:
     """Everything between merged options and a plan (used by the CLI and the tests)."""
     from gpucast.catalog import load_catalog
-    from gpucast.plan.inputs import PerfParams, WorkloadFacts
+    from gpucast.plan.inputs import WorkloadFacts
     from gpucast.plan.train import PlanContext, plan_training
 
     request = build_request(opts)
@@ -455,24 +504,40 @@ def run_plan(opts: dict[str, Any], db_path: Path | None) -> TrainPlan:
     calibration, calibrated = (None, None) if found is None else found
     band = str(opts.get("interruption_band") or DEFAULT_BAND)
     risk, lifetimes = _risk_inputs(data_dir, band, catalog)
-    perf = PerfParams()
+    perf = _perf_params(data_dir)
     assumptions = (
         ("catalog", f"built-in offers, snapshot {catalog.snapshot_date.isoformat()}"),
-        ("workload profile", f"{prof.workload} profiled at batch {prof.batch_size}, "
-         f"{prof.precision}; FLOPs, bytes and activations scaled linearly with the batch"),
+        (
+            "workload profile",
+            f"{prof.workload} profiled at batch {prof.batch_size}, "
+            f"{prof.precision}; FLOPs, bytes and activations scaled linearly with the batch",
+        ),
         ("start-up", str(risk.sources.get("startup"))),
         ("restart penalty", str(risk.sources.get("restart"))),
-        ("checkpoint", f"{risk.checkpoint_s(facts):.1f} s per checkpoint (3 s + weights and "
-         "optimizer state at 1 Gbit/s); interval by Young's formula"),
+        (
+            "checkpoint",
+            f"{risk.checkpoint_s(facts):.1f} s per checkpoint (3 s + weights and "
+            "optimizer state at 1 Gbit/s); interval by Young's formula",
+        ),
         ("DDP/FSDP on spot", "losing any node rolls the job back to its last checkpoint"),
-        ("parameter server", "asynchronous; PS shards are on-demand CPU servers (>= 4 vCPUs) "
-         "of the same region; gradient staleness is not modelled"),
-        ("spot lifetimes", f"fitted where published data covers the GPU, else {band}/month "
-         "(AWS Spot Advisor band) as a constant hazard"),
+        (
+            "parameter server",
+            "asynchronous; PS shards are on-demand CPU servers (>= 4 vCPUs) "
+            "of the same region; gradient staleness is not modelled",
+        ),
+        (
+            "spot lifetimes",
+            f"fitted where published data covers the GPU, else {band}/month "
+            "(AWS Spot Advisor band) as a constant hazard",
+        ),
         ("performance constants", perf.source),
     )
     ctx = PlanContext(
-        catalog=catalog, facts=facts, perf=perf, risk=risk, calibration=calibration,
+        catalog=catalog,
+        facts=facts,
+        perf=perf,
+        risk=risk,
+        calibration=calibration,
         assumptions=assumptions,
     )
     plan = plan_training(request, ctx)
@@ -488,10 +553,14 @@ def plan_json(plan: TrainPlan) -> dict[str, Any]:
 @app.command("train")
 def train(
     ctx: typer.Context,
-    workload: str | None = typer.Option(None, "--workload", help="Built-in name or module:factory."),
+    workload: str | None = typer.Option(
+        None, "--workload", help="Built-in name or module:factory."
+    ),
     epochs: float | None = typer.Option(None, "--epochs", help="Epochs at the reference batch."),
     dataset_size: int | None = typer.Option(None, "--dataset-size", help="Samples per epoch."),
-    steps: int | None = typer.Option(None, "--steps", help="Or: global steps at the reference batch."),
+    steps: int | None = typer.Option(
+        None, "--steps", help="Or: global steps at the reference batch."
+    ),
     deadline: str | None = typer.Option(
         None, "--deadline", help=f"e.g. 24h, 3d or 'none' (default {DEFAULT_DEADLINE})."
     ),
@@ -523,26 +592,59 @@ def train(
     runs: int | None = typer.Option(None, "--runs", help="Monte Carlo runs per spot plan (1000)."),
     seed: int | None = typer.Option(None, "--seed", help="Seed of the Monte Carlo."),
     interruption_band: str | None = typer.Option(
-        None, "--interruption-band", help=f"Spot band where no lifetimes are fitted ({DEFAULT_BAND})."
+        None,
+        "--interruption-band",
+        help=f"Spot band where no lifetimes are fitted ({DEFAULT_BAND}).",
     ),
-    data_dir: Path | None = typer.Option(None, "--data-dir", help="Published data (../shared/data)."),
-    profile: Path | None = typer.Option(None, "--profile", help="Profile JSON (gpucast profile --json)."),
-    config: Path | None = typer.Option(None, "--config", help="YAML file with any of these options."),
+    data_dir: Path | None = typer.Option(
+        None,
+        "--data-dir",
+        help="Published data folder, e.g. ../shared/data (default: $GPUCAST_SHARED_DATA).",
+    ),
+    profile: Path | None = typer.Option(
+        None, "--profile", help="Profile JSON (gpucast profile --json)."
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", help="YAML file with any of these options."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    report: Path | None = typer.Option(None, "--report", help="Write a self-contained HTML report."),
-    save: Path | None = typer.Option(None, "--save", help="Save the plan as JSON (for gpucast report)."),
+    report: Path | None = typer.Option(
+        None, "--report", help="Write a self-contained HTML report."
+    ),
+    save: Path | None = typer.Option(
+        None, "--save", help="Save the plan as JSON (for gpucast report)."
+    ),
 ) -> None:
     """The cheapest cluster that meets the deadline (or the fastest within budget), explained."""
     file_opts = load_config(config) if config is not None else {}
     flags = {
-        "workload": workload, "epochs": epochs, "dataset_size": dataset_size, "steps": steps,
-        "deadline": deadline, "budget": budget, "provider": provider, "region": region,
-        "gpu": gpu, "exclude_gpu": exclude_gpu, "spot": spot, "max_gpus": max_gpus,
-        "min_p_meet": min_p_meet, "batch_size": batch_size, "global_batch": global_batch,
-        "allow_mixed": allow_mixed, "objective": objective, "critical_batch": critical_batch,
-        "reference_batch": reference_batch, "strategy": strategy, "max_ps_shards": max_ps_shards,
-        "precision": precision, "runs": runs, "seed": seed,
-        "interruption_band": interruption_band, "data_dir": data_dir, "profile": profile,
+        "workload": workload,
+        "epochs": epochs,
+        "dataset_size": dataset_size,
+        "steps": steps,
+        "deadline": deadline,
+        "budget": budget,
+        "provider": provider,
+        "region": region,
+        "gpu": gpu,
+        "exclude_gpu": exclude_gpu,
+        "spot": spot,
+        "max_gpus": max_gpus,
+        "min_p_meet": min_p_meet,
+        "batch_size": batch_size,
+        "global_batch": global_batch,
+        "allow_mixed": allow_mixed,
+        "objective": objective,
+        "critical_batch": critical_batch,
+        "reference_batch": reference_batch,
+        "strategy": strategy,
+        "max_ps_shards": max_ps_shards,
+        "precision": precision,
+        "runs": runs,
+        "seed": seed,
+        "interruption_band": interruption_band,
+        "data_dir": data_dir,
+        "profile": profile,
     }
     opts = _merge(flags, file_opts)
     plan = run_plan(opts, state(ctx).db_path)

@@ -18,7 +18,9 @@ from gpucast.domain.errors import DataFormatError, InvalidSpecError
 
 def command(
     ctx: typer.Context,
-    plan: Path | None = typer.Option(None, "--plan", help="Plan JSON from gpucast plan train --save."),
+    plan: Path | None = typer.Option(
+        None, "--plan", help="Plan JSON from gpucast plan train --save."
+    ),
     runs: bool = typer.Option(False, "--runs", help="Report the measurements in the store."),
     workload: str | None = typer.Option(None, "--workload", help="Only runs of this workload."),
     limit: int = typer.Option(200, "--limit", help="At most this many runs (newest first)."),
@@ -40,8 +42,11 @@ def command(
         try:
             data = json.loads(plan.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise DataFormatError(str(plan), f"not JSON ({exc})",
-                                  fix="pass a file written by gpucast plan train --save") from None
+            raise DataFormatError(
+                str(plan),
+                f"not JSON ({exc})",
+                fix="pass a file written by gpucast plan train --save",
+            ) from None
         if not isinstance(data, dict):
             raise DataFormatError(str(plan), "not a saved plan (not a JSON object)")
         html = plan_html(TrainPlan.from_dict(data, path=str(plan)))
@@ -51,13 +56,13 @@ def command(
         db = state(ctx).db_path or default_db_path()
         if not Path(db).exists():
             raise InvalidSpecError(
-                "db", "no measurement store there", got=str(db),
+                "db",
+                "no measurement store there",
+                got=str(db),
                 fix="measure first (gpucast measure train ...) or pass --db PATH",
             )
         with open_store(db) as store:
-            rows = [
-                r.to_dict() for r in store.list_runs(workload=workload, limit=limit)
-            ]
+            rows = [r.to_dict() for r in store.list_runs(workload=workload, limit=limit)]
         title = f"gpucast measurements{'' if workload is None else ': ' + workload}"
         html = measurements_html(rows, title=title, source=str(db))
     _write_atomic(out, html)

@@ -269,3 +269,525 @@ def serve(
         )
     for key, value in sources.items():
         console.print(f"[dim]{key}: {value}[/dim]", highlight=False)
+
+
+# -- `gpucast plan serve` ----------------------------------------------------------------------
+#
+# Register on the ``plan`` Typer group with ``app.command("serve")(serve_cmds.plan_serve_command)``.
+
+PLAN_SERVE_CONFIG_KEYS: tuple[str, ...] = (
+    "models", "model", "rate", "trace", "slo", "slo_ms", "slo_percentile", "gpu", "mig", "no_mig",
+    "no_cpu", "provider", "region", "spot", "precision", "max_batch_sizes", "max_delays_ms",
+    "instances", "max_servers", "budget_usd_per_hour", "placement", "duration_s", "seed",
+    "latency_table",
+)  # fmt: skip
+
+
+def parse_slo(text: str) -> tuple[float, float]:
+    """``p99<50ms``, ``p95<=0.1s``, ``50ms`` or ``50`` (ms) -> (percentile, seconds)."""
+    import re
+
+    match = re.fullmatch(
+        r"\s*(?:p(?P<p>\d+(?:\.\d+)?)\s*<=?\s*)?(?P<v>\d+(?:\.\d+)?)\s*(?P<u>ms|s|us)?\s*",
+        text,
+    )
+    if match is None:
+        raise InvalidSpecError(
+            "slo", "must look like p99<50ms (percentile < latency)", got=text, fix="--slo p99<50ms"
+        )
+    percentile = float(match["p"]) if match["p"] else 99.0
+    value = float(match["v"])
+    unit = match["u"] or "ms"
+    seconds = value * {"ms": 1e-3, "s": 1.0, "us": 1e-6}[unit]
+    if not 0 < percentile <= 100:
+        raise InvalidSpecError("slo percentile", "must be in (0, 100]", got=percentile)
+    if seconds <= 0:
+        raise InvalidSpecError("slo", "must be > 0", got=text, fix="--slo p99<50ms")
+    return percentile, seconds
+
+
+def parse_model_rate(text: str, default_rate: float | None) -> tuple[str, float | None]:
+    """``resnet50:150`` -> ("resnet50", 150.0); ``resnet50`` -> ("resnet50", default_rate).
+
+    A user model ``module:factory`` keeps its colon: only a numeric last part is a rate."""
+    name, sep, tail = text.rpartition(":")
+    if sep:
+        try:
+            return name, float(tail)
+        except ValueError:
+            pass
+    return text, default_rate
+
+
+def read_trace_arrivals(path: Path, seed: int) -> tuple[np.ndarray, str]:
+    """Arrival times (s) of a trace file: an Azure Functions 2019 per-minute count file (all
+    its functions summed), an Azure LLM trace or an ``arrival_s`` CSV. Malformed rows are
+    reported on stderr with their count and skipped."""
+    from gpucast.simulate import arrivals
+
+    try:
+        with Path(path).open(encoding="utf-8") as handle:
+            head = handle.readline()
+    except OSError as exc:
+        raise DataFormatError(str(path), f"cannot read trace ({exc.strerror})") from exc
+    if head.startswith("HashOwner"):
+        from gpucast.store.datasets.azure_functions import read_invocation_counts
+
+        counts = read_invocation_counts(path)
+        skipped = counts.skipped
+        times = counts.arrivals(np.random.default_rng(seed))
+        what = f"Azure Functions counts, {len(counts.functions)} functions"
+    else:
+        from gpucast.store.datasets.azure_traces import read_arrival_trace
+
+        parsed = read_arrival_trace(path)
+        skipped = parsed.skipped
+        times = arrivals.from_timestamps(parsed.frame["arrival_s"].to_numpy())
+        what = f"{len(parsed.frame)} requests"
+    if skipped:
+        err_console.print(
+            f"[yellow]skipped {len(skipped)} malformed row(s) of {Path(path).name}; "
+            f"first: {skipped[0]}[/yellow]",
+            highlight=False,
+        )
+    if times.size < 2 or times[-1] <= 0:
+        raise DataFormatError(str(path), "has fewer than two arrivals", fix="give a longer trace")
+    return times, f"trace {Path(path).name} ({what}, {len(skipped)} malformed rows skipped)"
+
+
+def _load_plan_config(path: Path) -> dict[str, object]:
+    import difflib
+
+    import yaml
+
+    if not path.is_file():
+        raise InvalidSpecError("config", "file not found", got=str(path), fix="check the path")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise DataFormatError(str(path), f"not valid YAML ({exc})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise DataFormatError(str(path), "must be a mapping of option: value")
+    out: dict[str, object] = {}
+    for key, value in data.items():
+        norm = str(key).strip().replace("-", "_")
+        if norm not in PLAN_SERVE_CONFIG_KEYS:
+            close = difflib.get_close_matches(norm, PLAN_SERVE_CONFIG_KEYS, n=1)
+            raise DataFormatError(
+                str(path),
+                f"unknown key {key!r}",
+                fix=f"did you mean {close[0]!r}?" if close else "see `gpucast plan serve --help`",
+            )
+        out[norm] = value
+    return out
+
+
+def _listify(value: object) -> list[str]:
+    if value is None:
+        return []
+    items = value if isinstance(value, list | tuple) else [value]
+    out: list[str] = []
+    for item in items:
+        if isinstance(item, dict):
+            out.append(f"{item.get('name')}:{item.get('rate')}")
+        else:
+            out += [p.strip() for p in str(item).split(",") if p.strip()]
+    return out
+
+
+def _ints(field: str, values: list[str]) -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for v in values)
+    except ValueError:
+        raise InvalidSpecError(field, "must be integers like 1,2,4,8", got=values) from None
+
+
+def _floats(field: str, values: list[str]) -> tuple[float, ...]:
+    try:
+        return tuple(float(v) for v in values)
+    except ValueError:
+        raise InvalidSpecError(field, "must be numbers like 0,2,5,10", got=values) from None
+
+
+def build_server_options(
+    *,
+    gpus: list[str],
+    migs: list[str],
+    no_mig: bool,
+    no_cpu: bool,
+    providers: list[str],
+    regions: list[str],
+    spot: bool,
+) -> tuple[list[object], dict[str, object]]:
+    """Server options from the catalog: the cheapest offer per GPU type (price per GPU), the
+    MIG profiles of those GPUs (a layout of ``max_instances`` equal slices per GPU), and the
+    cheapest offer per CPU instance type. Returns the options and, per option name, what the
+    latency predictor needs (the GpuSpec + MigProfile, or the CPU offer)."""
+    from gpucast.catalog import load_catalog
+    from gpucast.domain.serving_plan import ServerOption
+    from gpucast.predict import serving as pserve
+
+    catalog = load_catalog()
+    offers = []
+    for provider in providers or [None]:
+        for region in regions or [None]:
+            offers += catalog.find_offers(provider=provider, region=region)
+    wanted = {catalog.gpu(g).name for g in gpus}
+    mig_wanted: dict[str, set[str]] = {}
+    for item in migs:
+        gpu_name, sep, prof = item.partition(":")
+        if not sep:
+            raise InvalidSpecError(
+                "mig", "must be GPU:PROFILE", got=item, fix="e.g. --mig A100-40GB:1g.5gb"
+            )
+        spec = catalog.gpu(gpu_name)
+        pserve.mig_profile(spec, prof)  # one clear error when the GPU has no such profile
+        mig_wanted.setdefault(spec.name, set()).add(prof)
+        wanted.add(spec.name) if gpus else None
+    best_gpu: dict[str, object] = {}
+    best_cpu: dict[str, object] = {}
+    for offer in offers:
+        if spot and offer.spot_usd_per_hour is None:
+            continue
+        price = offer.price_usd_per_hour(spot=spot)
+        if offer.gpu is None:
+            if no_cpu or gpus or migs:
+                continue
+            cur = best_cpu.get(offer.instance_type)
+            if cur is None or price < cur.price_usd_per_hour(spot=spot):  # type: ignore[attr-defined]
+                best_cpu[offer.instance_type] = offer
+            continue
+        if (wanted or mig_wanted) and offer.gpu not in wanted | set(mig_wanted):
+            continue
+        cur = best_gpu.get(offer.gpu)
+        if cur is None or price / offer.gpus < (
+            cur.price_usd_per_hour(spot=spot) / cur.gpus  # type: ignore[attr-defined]
+        ):
+            best_gpu[offer.gpu] = offer
+    options: list[object] = []
+    targets: dict[str, object] = {}
+    for gpu_name, offer in sorted(best_gpu.items()):
+        spec = catalog.gpu(gpu_name)
+        price = offer.price_usd_per_hour(spot=spot) / offer.gpus  # type: ignore[attr-defined]
+        where = dict(
+            provider=offer.provider,  # type: ignore[attr-defined]
+            region=offer.region,  # type: ignore[attr-defined]
+            instance_type=offer.instance_type,  # type: ignore[attr-defined]
+        )
+        if not mig_wanted or gpu_name in wanted:
+            options.append(
+                ServerOption(
+                    name=gpu_name,
+                    kind="gpu",
+                    memory_gib=spec.memory_gib,
+                    price_usd_per_hour=price,
+                    gpu=gpu_name,
+                    **where,
+                )
+            )
+            targets[gpu_name] = (spec, None, offer)
+        if no_mig:
+            continue
+        for prof in spec.mig_profiles:
+            if mig_wanted and prof.name not in mig_wanted.get(gpu_name, set()):
+                continue
+            name = f"{gpu_name}/{prof.name}"
+            options.append(
+                ServerOption(
+                    name=name,
+                    kind="mig",
+                    memory_gib=prof.memory_gib,
+                    price_usd_per_hour=price / prof.max_instances,
+                    gpu=gpu_name,
+                    mig_profile=prof.name,
+                    per_unit=prof.max_instances,
+                    **where,
+                )
+            )
+            targets[name] = (spec, prof, offer)
+    for itype, offer in sorted(best_cpu.items()):
+        name = f"cpu {itype}"
+        options.append(
+            ServerOption(
+                name=name,
+                kind="cpu",
+                memory_gib=offer.memory_gib,  # type: ignore[attr-defined]
+                price_usd_per_hour=offer.price_usd_per_hour(spot=spot),  # type: ignore[attr-defined]
+                provider=offer.provider,
+                region=offer.region,  # type: ignore[attr-defined]
+                instance_type=itype,
+            )
+        )
+        targets[name] = (None, None, offer)
+    if not options:
+        raise InvalidSpecError(
+            "servers",
+            "no catalog offer matches the filters",
+            fix="relax --gpu / --provider / --region / --spot",
+        )
+    return options, targets
+
+
+def plan_serve_command(
+    ctx: typer.Context,
+    models: list[str] = typer.Option(
+        [], "--model", help="NAME:RATE (requests/s), e.g. resnet50:150; repeatable."
+    ),
+    rate: float | None = typer.Option(None, "--rate", help="Rate for a --model without one."),
+    trace: Path | None = typer.Option(
+        None, "--trace", help="Arrivals of the (single) --model: Azure LLM / Functions / CSV."
+    ),
+    slo: str | None = typer.Option(None, "--slo", help="e.g. p99<50ms."),
+    slo_ms: float | None = typer.Option(None, "--slo-ms", help="SLO latency, ms."),
+    slo_percentile: float | None = typer.Option(None, "--slo-percentile", help="e.g. 99."),
+    gpus: list[str] = typer.Option([], "--gpu", help="Only these GPU types; repeatable."),
+    migs: list[str] = typer.Option([], "--mig", help="GPU:PROFILE, e.g. A100-40GB:1g.5gb."),
+    no_mig: bool = typer.Option(False, "--no-mig", help="Whole GPUs only."),
+    no_cpu: bool = typer.Option(False, "--no-cpu", help="No CPU servers."),
+    providers: list[str] = typer.Option([], "--provider", help="aws | gcp | azure."),
+    regions: list[str] = typer.Option([], "--region", help="Region filter; repeatable."),
+    spot: bool = typer.Option(False, "--spot", help="Spot prices."),
+    precision: str = typer.Option("fp32", "--precision", help="fp32 | fp16 | bf16."),
+    max_batch_sizes: str | None = typer.Option(None, "--max-batch-sizes", help="e.g. 1,4,8,32"),
+    max_delays_ms: str | None = typer.Option(None, "--max-delays-ms", help="e.g. 0,2,5,10"),
+    instances: str | None = typer.Option(None, "--instances", help="Per server, e.g. 1,2."),
+    max_servers: int | None = typer.Option(None, "--max-servers", help="Cap (default 64)."),
+    budget: float | None = typer.Option(None, "--budget-usd-per-hour", help="Cost cap, US$/h."),
+    placement: list[str] = typer.Option(
+        [], "--placement", help="dedicated | shared (co-locate all models); default both."
+    ),
+    latency_tables: list[str] = typer.Option(
+        [], "--latency-table", help="MODEL@SERVER=CSV measured curve (batch_size,latency_s)."
+    ),
+    duration_s: float | None = typer.Option(None, "--duration-s", help="Simulated seconds."),
+    seed: int | None = typer.Option(None, "--seed", help="Same seed, same plan."),
+    config: Path | None = typer.Option(None, "--config", help="YAML with the same keys."),
+    limit: int = typer.Option(15, "--limit", help="Rows in the table."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """The cheapest deployments that serve MODELs within a latency SLO, and the cost vs tail
+    latency Pareto front: server type (GPU, MIG slice, CPU), count, batching, co-location."""
+    result = plan_serve_dict(
+        models=models, rate=rate, trace=trace, slo=slo, slo_ms=slo_ms,
+        slo_percentile=slo_percentile, gpus=gpus, migs=migs, no_mig=no_mig, no_cpu=no_cpu,
+        providers=providers, regions=regions, spot=spot, precision=precision,
+        max_batch_sizes=max_batch_sizes, max_delays_ms=max_delays_ms, instances=instances,
+        max_servers=max_servers, budget=budget, placement=placement,
+        latency_tables=latency_tables, duration_s=duration_s, seed=seed, config=config,
+    )  # fmt: skip
+    if json_out:
+        emit_json(result)
+        return
+    print_serve_plan(result, limit=limit)
+
+
+def plan_serve_dict(**kw: object) -> dict[str, object]:
+    """Run `plan serve` from option values (the CLI's and YAML's) to the plan's plain dict:
+    ``ServePlan.to_dict()`` plus ``sources`` — what the HTML report can take as is."""
+    from gpucast.domain.serving_plan import ModelLoad, ModelProfile, ServeRequest
+    from gpucast.domain.workload import PRECISIONS, Precision, WorkloadSpec
+    from gpucast.plan.serve import plan_serving
+    from gpucast.predict import serving as pserve
+    from gpucast.profile import profile_workload
+
+    cfg = _load_plan_config(kw["config"]) if kw.get("config") else {}  # type: ignore[arg-type]
+
+    def opt(key: str, cfg_key: str | None = None) -> object:
+        value = kw.get(key)
+        if value is None or (isinstance(value, list) and not value):
+            return cfg.get(cfg_key or key)
+        return value
+
+    seed = int(opt("seed") or 0)  # type: ignore[call-overload]
+    rate_default = opt("rate")
+    model_items = _listify(opt("models")) + (
+        _listify(cfg.get("model")) if not kw.get("models") else []
+    )
+    if not model_items:
+        raise InvalidSpecError("model", "is required", fix="e.g. --model resnet50:150")
+    trace = opt("trace")
+    loads: list[ModelLoad] = []
+    traffic: dict[str, np.ndarray] = {}
+    sources: dict[str, str] = {}
+    duration = float(opt("duration_s") or 60.0)  # type: ignore[arg-type]
+    for item in model_items:
+        name, r = parse_model_rate(item, None if rate_default is None else float(rate_default))  # type: ignore[arg-type]
+        if trace is not None:
+            if len(model_items) != 1:
+                raise InvalidSpecError(
+                    "trace", "applies to exactly one --model", fix="give one --model with --trace"
+                )
+            times, what = read_trace_arrivals(Path(str(trace)), seed)
+            trace_rate = (times.size - 1) / float(times[-1])
+            if r is not None:
+                times = times * (trace_rate / _positive_rate(name, r))
+            r = r or trace_rate
+            traffic[name] = times
+            sources[f"arrivals {name}"] = what
+        if r is None:
+            raise InvalidSpecError(
+                f"rate of {name}", "is missing", fix=f"write --model {name}:150 or add --rate"
+            )
+        loads.append(ModelLoad(name=name, rate_rps=_positive_rate(name, r)))
+    if trace is not None:
+        duration = float(next(iter(traffic.values()))[-1])
+    # SLO
+    slo_text = opt("slo")
+    if slo_text is not None:
+        percentile, slo_s = parse_slo(str(slo_text))
+    elif opt("slo_ms") is not None:
+        percentile, slo_s = 99.0, float(opt("slo_ms")) / 1e3  # type: ignore[arg-type]
+    else:
+        raise InvalidSpecError("slo", "is required", fix="e.g. --slo p99<50ms or --slo-ms 50")
+    if opt("slo_percentile") is not None:
+        percentile = float(opt("slo_percentile"))  # type: ignore[arg-type]
+    if not (math.isfinite(slo_s) and slo_s > 0):
+        raise InvalidSpecError("slo", "must be > 0 ms", got=slo_s * 1e3, fix="e.g. --slo-ms 50")
+    grid: dict[str, object] = {}
+    if opt("max_batch_sizes"):
+        grid["max_batch_sizes"] = _ints("max-batch-sizes", _listify(opt("max_batch_sizes")))
+    if opt("max_delays_ms"):
+        delays = _floats("max-delays-ms", _listify(opt("max_delays_ms")))
+        grid["max_delays_s"] = tuple(d / 1e3 for d in delays)
+    if opt("instances"):
+        grid["instances"] = _ints("instances", _listify(opt("instances")))
+    if opt("max_servers") is not None:
+        grid["max_servers"] = int(opt("max_servers"))  # type: ignore[call-overload]
+    if opt("placement"):
+        grid["placements"] = tuple(_listify(opt("placement")))
+    budget = opt("budget", "budget_usd_per_hour")
+    request = ServeRequest(
+        models=tuple(loads),
+        slo_s=slo_s,
+        slo_percentile=percentile,
+        budget_usd_per_hour=None if budget is None else float(budget),  # type: ignore[arg-type]
+        duration_s=duration,
+        seed=seed,
+        **grid,  # type: ignore[arg-type]
+    )
+    options, targets = build_server_options(
+        gpus=_listify(opt("gpus", "gpu")),
+        migs=_listify(opt("migs", "mig")),
+        no_mig=bool(opt("no_mig")),
+        no_cpu=bool(opt("no_cpu")),
+        providers=_listify(opt("providers", "provider")),
+        regions=_listify(opt("regions", "region")),
+        spot=bool(opt("spot")),
+    )
+    precision = str(opt("precision") or "fp32")
+    if precision not in PRECISIONS:
+        raise InvalidSpecError(
+            "precision", f"must be one of {', '.join(PRECISIONS)}", got=precision
+        )
+    prec = cast(Precision, precision)
+    measured: dict[tuple[str, str], LatencyCurve] = {}
+    for item in _listify(opt("latency_tables", "latency_table")):
+        key, sep, path = item.partition("=")
+        model_name, at, server_name = key.partition("@")
+        if not (sep and at):
+            raise InvalidSpecError(
+                "latency-table", "must be MODEL@SERVER=CSV", got=item,
+                fix="e.g. --latency-table resnet50@T4=t4.csv",
+            )  # fmt: skip
+        measured[(model_name, server_name)] = read_latency_table(Path(path))
+    max_batch = max(request.max_batch_sizes)
+    profiles: dict[tuple[str, str], ModelProfile] = {}
+    for load in loads:
+        work = pserve.InferenceWork.from_profiles(
+            profile_workload(WorkloadSpec(name=load.name, batch_size=1, precision=prec)),
+            profile_workload(WorkloadSpec(name=load.name, batch_size=2, precision=prec)),
+        )
+        fixed_gib = 1.2 * work.weights_bytes / 2**30
+        per_gib = 1.2 * (work.input_bytes_per_sample + work.activation_bytes_per_sample) / 2**30
+        for option in options:
+            spec, prof, offer = targets[option.name]  # type: ignore[attr-defined, misc]
+            curve = measured.get((load.name, option.name))
+            if curve is None:
+                if spec is None:
+                    curve = pserve.predict_latency_curve(
+                        work, pserve.cpu_device(offer), "fp32", max_batch=max_batch
+                    )
+                else:
+                    curve = pserve.predict_latency_curve(
+                        work, spec, precision, max_batch=max_batch, mig=prof
+                    )
+            profiles[(load.name, option.name)] = ModelProfile(
+                model=load.name,
+                server=option.name,  # type: ignore[attr-defined]
+                curve=curve,
+                memory_fixed_gib=fixed_gib,
+                memory_per_sample_gib=per_gib,
+                request_overhead_s=pserve.request_overhead_s(
+                    work.input_bytes_per_sample,
+                    offer.network_gbps,  # type: ignore[attr-defined]
+                ),
+            )
+    sources["latency"] = (
+        "roofline of the profiled inference pass on each catalog GPU / MIG slice / CPU "
+        f"(uncalibrated priors){'; measured tables for ' + ', '.join(f'{m}@{s}' for m, s in measured) if measured else ''}"  # noqa: E501
+    )
+    sources["prices"] = "catalog on-demand" if not opt("spot") else "catalog spot"
+    sources["arrivals"] = sources.get("arrivals", "Poisson at each model's rate")
+    plan = plan_serving(
+        request,
+        options,  # type: ignore[arg-type]
+        profiles,
+        arrivals=traffic or None,
+        assumptions=sources,
+    )
+    return plan.to_dict()
+
+
+def _positive_rate(name: str, rate: float) -> float:
+    if not (math.isfinite(rate) and rate > 0):
+        raise InvalidSpecError(
+            f"rate of {name}", "must be > 0 requests per second", got=rate,
+            fix=f"e.g. --model {name}:150",
+        )  # fmt: skip
+    return float(rate)
+
+
+def print_serve_plan(plan: dict[str, object], *, limit: int = 15) -> None:
+    """The plan as a Rich table (cheapest first; * marks the Pareto front)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    request = plan["request"]
+    assert isinstance(request, dict)
+    candidates = plan["candidates"]
+    assert isinstance(candidates, list)
+    pareto = set(plan["pareto"])  # type: ignore[call-overload]
+    p = request["slo_percentile"]
+    table = Table(
+        title=f"plan serve: p{p:g} <= {request['slo_s'] * 1e3:g} ms, "
+        + ", ".join(f"{m['name']} {m['rate_rps']:g} req/s" for m in request["models"]),
+    )
+    for col in ("#", "deployment", "US$/h", "US$/M req", f"p{p:g} ms", "headroom", "bound"):
+        table.add_column(col, justify="left" if col == "deployment" else "right")
+    for i, c in enumerate(candidates[:limit]):
+        mark = ("R " if i == plan["recommended"] else "") + ("*" if i in pareto else "")
+        table.add_row(
+            f"{i}{mark}",
+            escape(c["description"]),
+            f"{c['cost_usd_per_hour']:.3f}",
+            f"{c['cost_usd_per_million']:.3f}",
+            f"{c['tail_latency_s'] * 1e3:.1f}",
+            f"{c['headroom']:.0%}",
+            c["bound"],
+        )
+    console.print(table)
+    console.print(
+        f"[dim]R = recommended (cheapest meeting the SLO), * = Pareto front of cost vs p{p:g}; "
+        f"{plan['evaluated']} configurations, {plan['simulated']} simulated[/dim]",
+        highlight=False,
+    )
+    infeasible = plan["infeasible"]
+    assert isinstance(infeasible, dict)
+    for reason, count in sorted(infeasible.items(), key=lambda kv: -kv[1]):
+        console.print(f"[dim]  {count} x {reason}[/dim]", highlight=False)
+    assumptions = plan["assumptions"]
+    assert isinstance(assumptions, dict)
+    for key, value in assumptions.items():
+        console.print(f"[dim]{key}: {value}[/dim]", highlight=False)

@@ -8,12 +8,11 @@ then calls :func:`gpucast.simulate.transient.simulate_scenario`.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
 
-from gpucast.cli._common import console, emit_json
+from gpucast.cli._common import console, emit_json, published_data_dir
 from gpucast.domain.errors import InvalidSpecError, UnknownRegionError
 from gpucast.domain.simulation import (
     CPU_PS,
@@ -44,23 +43,7 @@ DEFAULT_CHECKPOINT_S = 3.38
 
 
 def _data_dir(given: Path | None) -> Path | None:
-    candidates = [given] if given is not None else []
-    env = os.environ.get("GPUCAST_SHARED_DATA")
-    if env and given is None:
-        candidates.append(Path(env))
-    if given is None:
-        candidates += [Path.cwd() / ".." / "shared" / "data", Path.cwd() / "shared" / "data"]
-    for c in candidates:
-        if (c / "transient").is_dir() or (c / "cmdare").is_dir():
-            return c.resolve()
-    if given is not None:
-        raise InvalidSpecError(
-            "data-dir",
-            "has no transient/ or cmdare/ folder",
-            got=str(given),
-            fix="point --data-dir at the published data (../shared/data)",
-        )
-    return None
+    return published_data_dir(given)
 
 
 def _prices(price_table: Path | None, gpu: str, region: str, provider: str | None) -> PriceTable:
@@ -264,7 +247,9 @@ def train(
     ),
     lifetime_method: str = typer.Option("weibull", "--lifetime-method", help="weibull | km."),
     data_dir: Path | None = typer.Option(
-        None, "--data-dir", help="Published data (default ../shared/data)."
+        None,
+        "--data-dir",
+        help="Published data folder, e.g. ../shared/data (default: $GPUCAST_SHARED_DATA).",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:

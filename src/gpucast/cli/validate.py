@@ -16,10 +16,10 @@ import pandas as pd
 import typer
 from rich.table import Table
 
-from gpucast.cli._common import console, emit_json
+from gpucast.cli._common import DATA_DIR_ENV, console, emit_json
 from gpucast.domain.errors import InvalidSpecError
 
-ENV_VAR = "GPUCAST_SHARED_DATA"
+ENV_VAR = DATA_DIR_ENV
 
 
 class What(StrEnum):

@@ -6,8 +6,20 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from gpucast.cli import catalog, fit, measure, predict, profile, runs, simulate, validate
+    from gpucast.cli import (
+        catalog,
+        fit,
+        measure,
+        plan,
+        predict,
+        profile,
+        report,
+        runs,
+        simulate,
+        validate,
+    )
 
+    app.add_typer(plan.app, name="plan", help="Plan training and serving: time, cost, risk.")
     app.add_typer(catalog.app, name="catalog", help="GPU specs and cloud offers with prices.")
     app.command("profile")(profile.command)
     app.add_typer(measure.app, name="measure", help="Time training or inference steps.")
@@ -15,4 +27,9 @@ def register(app: typer.Typer) -> None:
     app.add_typer(fit.app, name="fit", help="Fit performance models from data.")
     app.add_typer(predict.app, name="predict", help="Predict step time, cluster speed, overheads.")
     app.command("validate")(validate.command)
-    app.add_typer(simulate.app, name="simulate", help="Simulate training on transient clusters and inference serving.")
+    app.add_typer(
+        simulate.app,
+        name="simulate",
+        help="Simulate training on transient clusters and inference serving.",
+    )
+    app.command("report")(report.command)

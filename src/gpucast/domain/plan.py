@@ -180,7 +180,7 @@ class TrainRequest:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrainRequest:
         tuples = ("providers", "regions", "gpus", "exclude_gpus", "batch_sizes", "strategies")
-        kwargs = {k: (tuple(v) if k in tuples else v) for k, v in data.items()}
+        kwargs: dict[str, Any] = {k: (tuple(v) if k in tuples else v) for k, v in data.items()}
         return cls(**kwargs)
 
 

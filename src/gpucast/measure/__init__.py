@@ -22,7 +22,7 @@ __all__ = [
 ]
 
 # `gpucast.measure(...)` calls gpucast.api.measure.
-from gpucast.api import make_callable as _make_callable  # noqa: E402
-from gpucast.api import measure as _api_measure  # noqa: E402
+from gpucast.api import make_callable as _make_callable
+from gpucast.api import measure as _api_measure
 
 _make_callable(__name__, _api_measure)

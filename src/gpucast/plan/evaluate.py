@@ -266,7 +266,9 @@ def evaluate(
     comm_term = np.where(space.strategy == FSDP, _B["fsdp_comm"], _B["allreduce"])
     sync_bn = np.where(exposed_sync > compute, comm_term, roof_bottleneck)
     ps_term = np.where(net_d >= cpu_d, _B["ps_network"], _B["ps_cpu"])
-    async_bn = np.where(nic_bound, _B["worker_network"], np.where(ps_bound, ps_term, roof_bottleneck))
+    async_bn = np.where(
+        nic_bound, _B["worker_network"], np.where(ps_bound, ps_term, roof_bottleneck)
+    )
     bottleneck = np.where(sync, sync_bn, async_bn).astype(np.int64)
 
     exposed_async = np.where(x_ps > 0, step_async - compute, 0.0)

@@ -1,4 +1,4 @@
-""""What would help": each shown candidate re-evaluated with one thing changed.
+""" "What would help": each shown candidate re-evaluated with one thing changed.
 
 Every hint is a what-if through the same vectorised model (:func:`gpucast.plan.evaluate.
 evaluate` on a few rows), so its number is the model's, not a rule of thumb:
@@ -52,7 +52,11 @@ def explain(
     def what_if(**cols: np.ndarray) -> tuple[float, float, float]:
         sub = space.take(np.array([i])).replace(**cols)
         e = evaluate(
-            sub, facts=ctx.facts, gpus=res.gpus, params=ctx.perf, work=res.work,
+            sub,
+            facts=ctx.facts,
+            gpus=res.gpus,
+            params=ctx.perf,
+            work=res.work,
             startup_s=ctx.risk.startup_mean_s,
         )
         ok = bool(e.fits[0] and e.valid_batch[0])
@@ -83,7 +87,9 @@ def explain(
     crit = res.work.critical_batch
     if gb > crit / 4:
         extra = (1 + gb / crit) / (1 + res.work.reference_batch / crit)
-        line = f"global batch {gb:,.0f} needs {extra:.2f}x the reference epochs (B_crit {crit:,.0f})"
+        line = (
+            f"global batch {gb:,.0f} needs {extra:.2f}x the reference epochs (B_crit {crit:,.0f})"
+        )
         if request.batch_size is None and request.global_batch is None and ev.batch[i] > 1:
             half = np.array([max(int(ev.batch[i]) // 2, 1)])
             new_step, new_time, new_cost = what_if(batch=half)
@@ -111,7 +117,9 @@ def explain(
         extra_cost = od_cost / spot.cost_mean_usd - 1.0
         line = f"on demand costs {extra_cost:+.0%}"
         if spot.p_meet_deadline is not None and spot.p_meet_deadline < 1.0:
-            line += f" and removes the {1.0 - spot.p_meet_deadline:.1%} risk of missing the deadline"
+            line += (
+                f" and removes the {1.0 - spot.p_meet_deadline:.1%} risk of missing the deadline"
+            )
         elif spot.p_meet_deadline is not None:
             line += " (spot met the deadline in every simulated run)"
         hints.append(line)
@@ -125,7 +133,8 @@ def _better_node(res: SearchResult, ctx: PlanContext, i: int, step: float) -> li
     o = int(space.offer[i])
     n = int(ev.workers[i])
     alt = [
-        a for a in range(len(off))
+        a
+        for a in range(len(off))
         if a != o
         and off.gpu_name[a] == off.gpu_name[o]
         and off.provider[a] == off.provider[o]
@@ -140,7 +149,11 @@ def _better_node(res: SearchResult, ctx: PlanContext, i: int, step: float) -> li
         nodes=np.array([n // int(off.gpus_per_node[a]) for a in alt], dtype=np.int64),
     )
     e = evaluate(
-        sub, facts=ctx.facts, gpus=res.gpus, params=ctx.perf, work=res.work,
+        sub,
+        facts=ctx.facts,
+        gpus=res.gpus,
+        params=ctx.perf,
+        work=res.work,
         startup_s=ctx.risk.startup_mean_s,
     )
     steps = np.where(e.fits & e.valid_batch, e.step_s, np.inf)
@@ -149,7 +162,11 @@ def _better_node(res: SearchResult, ctx: PlanContext, i: int, step: float) -> li
         return []
     a = alt[best]
     nodes = n // int(off.gpus_per_node[a])
-    link = "NVLink" if res.gpus.nvlink[off.gpu[a]] and nodes == 1 else f"{off.network_gbps[a]:g} Gbit/s"
+    link = (
+        "NVLink"
+        if res.gpus.nvlink[off.gpu[a]] and nodes == 1
+        else f"{off.network_gbps[a]:g} Gbit/s"
+    )
     return [
         f"move to {nodes} x {off.instance_type[a]} ({link}): {_pct(float(steps[best]), step)} "
         f"step time, {_pct(float(e.cost_usd[best]), float(ev.cost_usd[i]))} cost"

@@ -28,6 +28,7 @@ from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.units import MIB
 from gpucast.predict import comm
+from gpucast.predict.cluster import ClusterModel
 from gpucast.predict.memory import usable_bytes
 from gpucast.predict.revocation import LifetimeDistribution
 from gpucast.predict.roofline import Calibration, RooflineWorkload, predict_step_time
@@ -88,7 +89,7 @@ class WorkloadFacts:
                 per_sample_flops += mm / b
                 per_sample_bytes += mem / b
         whole = RooflineWorkload.from_profile(profile)
-        mem = profile.memory
+        memory = profile.memory
         return cls(
             name=profile.workload,
             precision=profile.precision,
@@ -101,9 +102,9 @@ class WorkloadFacts:
             gradient_bytes=float(profile.gradient_bytes),
             n_tensors=max(1, profile.parameter_tensors),
             max_tensor_bytes=float(profile.parameter_tensor_max_mib * MIB),
-            weights_bytes=float(mem.weights_bytes),
-            optimizer_bytes=float(mem.optimizer_state_bytes),
-            activation_bytes_per_sample=float(mem.activations_bytes + mem.inputs_bytes) / b,
+            weights_bytes=float(memory.weights_bytes),
+            optimizer_bytes=float(memory.optimizer_state_bytes),
+            activation_bytes_per_sample=float(memory.activations_bytes + memory.inputs_bytes) / b,
             n_layers=max(1, profile.parameter_tensors // 2),
         )
 
@@ -209,24 +210,43 @@ class PerfParams:
     """Constants of the communication and PS models.
 
     PS defaults are :class:`gpucast.predict.cluster.ClusterModel` fitted on CM-DARE's
-    cluster_scaling runs (K80/P100/V100, ResNet-15 / Shake-Shake, 1-8 workers, 1 PS):
-    achieved NIC share 0.713, CPU cost 84.4 us per tensor per update, leave-one-model-out
-    MAPE 6.8%, log-residual 10th/90th percentiles -0.124 / +0.096. Collective constants are
-    the cluster model's defaults (25 us per ring hop, 70% of communication can hide under
-    backward, ``comm.DEFAULT_OVERLAP_FRACTION``), not validated on measured data.
+    cluster_scaling runs (K80/P100/V100, ResNet-15 / Shake-Shake, 1-8 workers, 1 PS) as of
+    this build: achieved NIC share 0.769, CPU cost 88.8 us per tensor per update,
+    leave-one-model-out MAPE 5.7%, log-residual 10th/90th percentiles -0.110 / +0.085. The
+    CLI refits them (:meth:`from_cluster_model`) whenever the published data is at hand.
+    Collective constants are the cluster model's defaults (25 us per ring hop, 70% of
+    communication can hide under backward, ``comm.DEFAULT_OVERLAP_FRACTION``), not validated
+    on measured data.
     """
 
-    ps_network_efficiency: float = 0.713
-    ps_per_tensor_cost_s: float = 8.44e-5
-    ps_log_residual_q10: float = -0.124
-    ps_log_residual_q90: float = 0.096
-    ps_cv_mape_pct: float | None = 6.8
+    ps_network_efficiency: float = 0.769
+    ps_per_tensor_cost_s: float = 8.88e-5
+    ps_log_residual_q10: float = -0.110
+    ps_log_residual_q90: float = 0.085
+    ps_cv_mape_pct: float | None = 5.7
     ps_bottleneck_utilization: float = 0.8
     hop_latency_s: float = 25e-6
     overlap_fraction: float = comm.DEFAULT_OVERLAP_FRACTION
     backward_fraction: float = comm.DEFAULT_BACKWARD_FRACTION
     collective_uncertainty: float = 0.25
-    source: str = "ClusterModel fitted on CM-DARE cluster_scaling (built-in constants)"
+    source: str = "built-in constants: ClusterModel fitted on CM-DARE cluster_scaling"
+
+    @classmethod
+    def from_cluster_model(cls, model: ClusterModel, *, fitted_on: str) -> PerfParams:
+        """The PS constants of a fitted :class:`ClusterModel` (the rest stay the defaults)."""
+        if model.network_efficiency_ is None or model.per_tensor_cost_s_ is None:
+            raise InvalidSpecError("cluster model", "is not fitted", fix="fit it first")
+        return cls(
+            ps_network_efficiency=model.network_efficiency_,
+            ps_per_tensor_cost_s=model.per_tensor_cost_s_,
+            ps_log_residual_q10=model.log_residual_q10_,
+            ps_log_residual_q90=model.log_residual_q90_,
+            ps_cv_mape_pct=model.cv_mape_pct_,
+            ps_bottleneck_utilization=model.bottleneck_utilization,
+            hop_latency_s=model.hop_latency_s,
+            overlap_fraction=model.overlap_fraction,
+            source=f"ClusterModel fitted on {fitted_on}",
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -45,9 +45,9 @@ class OfferTable:
         return len(self.instance_type)
 
     @staticmethod
-    def build(gpu_offers: list[Offer], cpu_offers: list[Offer], gpu_index: dict[str, int]) -> (
-        OfferTable
-    ):
+    def build(
+        gpu_offers: list[Offer], cpu_offers: list[Offer], gpu_index: dict[str, int]
+    ) -> OfferTable:
         cheapest_cpu: dict[tuple[str, str], Offer] = {}
         for o in cpu_offers:
             if o.vcpus < 4:  # a PS shard needs a few cores (CM-DARE used 4 vCPUs)

@@ -121,7 +121,8 @@ def _resolve_names(
     excluded = {catalog.gpu(g).name for g in request.exclude_gpus}
     if wanted & excluded:
         raise InvalidSpecError(
-            "gpu/exclude-gpu", f"{sorted(wanted & excluded)[0]} is both required and excluded",
+            "gpu/exclude-gpu",
+            f"{sorted(wanted & excluded)[0]} is both required and excluded",
             fix="drop it from --gpu or from --exclude-gpu",
         )
     return providers, regions, wanted, excluded
@@ -185,7 +186,11 @@ def search(request: TrainRequest, ctx: PlanContext) -> SearchResult:
     space, dropped = build_space(request, offers)
     work = make_work(request, ctx.facts)
     ev = evaluate(
-        space, facts=ctx.facts, gpus=gpus, params=ctx.perf, work=work,
+        space,
+        facts=ctx.facts,
+        gpus=gpus,
+        params=ctx.perf,
+        work=work,
         startup_s=ctx.risk.startup_mean_s,
     )
     reason = np.full(len(space), "", dtype=object)
@@ -227,9 +232,7 @@ def _row_key(space: Space, i: int, ev: Evaluation) -> str:
     )
 
 
-def speed_by_live_nodes(
-    res: SearchResult, ctx: PlanContext, i: int
-) -> tuple[float, ...]:
+def speed_by_live_nodes(res: SearchResult, ctx: PlanContext, i: int) -> tuple[float, ...]:
     """Progress rate with 0..nodes live nodes: global steps/s (sync, full cluster only) or
     worker steps/s (async PS, every count) -- from the same vectorised model."""
     space, ev = res.space, res.evaluation
@@ -239,7 +242,11 @@ def speed_by_live_nodes(
     idx = np.full(nodes, i, dtype=np.int64)
     sub = space.take(idx).replace(nodes=np.arange(1, nodes + 1, dtype=np.int64))
     sub_ev = evaluate(
-        sub, facts=ctx.facts, gpus=res.gpus, params=ctx.perf, work=res.work,
+        sub,
+        facts=ctx.facts,
+        gpus=res.gpus,
+        params=ctx.perf,
+        work=res.work,
         startup_s=ctx.risk.startup_mean_s,
     )
     rates = sub_ev.samples_per_s / np.maximum(sub_ev.batch, 1)
@@ -247,8 +254,11 @@ def speed_by_live_nodes(
 
 
 def _spot_job(
-    res: SearchResult, ctx: PlanContext, request: TrainRequest, i: int, lifetimes: dict[
-        tuple[str, str, str], object]
+    res: SearchResult,
+    ctx: PlanContext,
+    request: TrainRequest,
+    i: int,
+    lifetimes: dict[tuple[str, str, str], object],
 ) -> SpotJob:
     space, ev = res.space, res.evaluation
     off = space.offers
@@ -277,7 +287,10 @@ def _spot_job(
 
 
 def _simulate(
-    res: SearchResult, ctx: PlanContext, request: TrainRequest, rows: Sequence[int],
+    res: SearchResult,
+    ctx: PlanContext,
+    request: TrainRequest,
+    rows: Sequence[int],
     lifetimes: dict[tuple[str, str, str], object],
 ) -> dict[int, SpotOutcome]:
     checkpoint_s = ctx.risk.checkpoint_s(ctx.facts)
@@ -297,7 +310,9 @@ def _simulate(
 
 
 def _hazards(
-    res: SearchResult, ctx: PlanContext, rows: IntArray,
+    res: SearchResult,
+    ctx: PlanContext,
+    rows: IntArray,
     lifetimes: dict[tuple[str, str, str], object],
 ) -> FloatArray:
     """Revocations per second of what rolls a job back: any node (sync), the chief (PS)."""
@@ -316,7 +331,9 @@ def _hazards(
 
 
 def _no_plan(
-    request: TrainRequest, res: SearchResult, counts: dict[str, int],
+    request: TrainRequest,
+    res: SearchResult,
+    counts: dict[str, int],
     spot_out: dict[int, SpotOutcome],
 ) -> NoFeasiblePlanError:
     total = sum(counts.values())
@@ -355,6 +372,10 @@ def _no_plan(
 
 def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     """Search, simulate the surviving spot plans, pick and explain (module docstring)."""
+    if request.allow_mixed:
+        raise InvalidSpecError(
+            "allow-mixed", "mixed-GPU clusters are not planned yet", fix="drop --allow-mixed"
+        )
     res = search(request, ctx)
     space, ev, reason = res.space, res.evaluation, res.reason
     counts: dict[str, int] = dict(res.dropped)
@@ -368,7 +389,10 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         hz = _hazards(res, ctx, spot_pre, lifetimes)
         ck = ctx.risk.checkpoint_s(ctx.facts)
         approx_t = approx_spot_time_s(
-            ev.train_s[spot_pre], hz, checkpoint_s=ck, restart_s=ctx.risk.restart_penalty_s,
+            ev.train_s[spot_pre],
+            hz,
+            checkpoint_s=ck,
+            restart_s=ctx.risk.restart_penalty_s,
             startup_s=ctx.risk.startup_mean_s,
         )
         approx_c = approx_t / 3600.0 * ev.usd_per_hour[spot_pre]
@@ -448,9 +472,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     candidates = []
     for j in order:
         i = int(rows[j])
-        candidates.append(
-            _candidate(res, ctx, request, i, spot_out.get(i), twins, twin_out)
-        )
+        candidates.append(_candidate(res, ctx, request, i, spot_out.get(i), twins, twin_out))
     picks = {"cheapest": order.index(cheapest), "fastest": order.index(fastest)}
     fam = workload_family(request.workload)
     assumptions = dict(ctx.assumptions)
@@ -458,6 +480,11 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         "statistical efficiency",
         f"epochs(B) = E0 (1 + B/{res.work.critical_batch:g}) / (1 + "
         f"{res.work.reference_batch:g}/{res.work.critical_batch:g}); {fam.source}",
+    )
+    assumptions.setdefault(
+        "risk",
+        "P(meet deadline) is the share of simulated spot runs (revocations, restarts, start-up "
+        "delays) that finish in time; the step-time model's own interval is shown separately",
     )
     assumptions.setdefault(
         "spot simulation",
@@ -552,8 +579,9 @@ def _candidate(
         step_time_s=float(ev.step_s[i]),
         time_s=time_s,
         time_lower_s=float(ev.time_lower_s[i]),
-        time_upper_s=float(ev.time_upper_s[i]) if spot is None else max(
-            float(ev.time_upper_s[i]), spot.time_p90_s),
+        time_upper_s=float(ev.time_upper_s[i])
+        if spot is None
+        else max(float(ev.time_upper_s[i]), spot.time_p90_s),
         cost_usd=cost,
         usd_per_hour=float(ev.usd_per_hour[i]),
         gpu_hours=gpus * time_s / 3600.0,

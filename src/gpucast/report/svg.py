@@ -71,8 +71,7 @@ def pareto_svg(plan: TrainPlan) -> str:
         f'<svg id="pareto-plot" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" '
         f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
         'aria-label="Pareto front of time against cost">',
-        f'<rect x="{PAD_L}" y="{PAD_T}" width="{pw}" height="{ph}" fill="#fafafa" '
-        'stroke="#999"/>',
+        f'<rect x="{PAD_L}" y="{PAD_T}" width="{pw}" height="{ph}" fill="#fafafa" stroke="#999"/>',
     ]
     for v in _log_ticks(x_lo, x_hi):
         x = sx(v)
@@ -141,17 +140,18 @@ def pareto_svg(plan: TrainPlan) -> str:
                 f'<circle class="recommended" cx="{x:.1f}" cy="{y:.1f}" r="10" fill="none" '
                 'stroke="#000" stroke-width="2"/>'
             )
-    lx = PAD_L + pw - 190
+    # legend in the bottom-left corner: fast and cheap, where no plan can be
+    lx, ly = PAD_L + 8, PAD_T + ph - 70
     out.append(
-        f'<g font-size="11"><rect x="{lx}" y="{PAD_T + 6}" width="182" height="62" '
+        f'<g font-size="11"><rect x="{lx}" y="{ly}" width="182" height="62" '
         'fill="white" stroke="#ccc"/>'
-        f'<circle cx="{lx + 12}" cy="{PAD_T + 20}" r="4.5" fill="{OD_COLOUR}"/>'
-        f'<text x="{lx + 22}" y="{PAD_T + 24}">on demand (filled: Pareto)</text>'
-        f'<polygon points="{lx + 12},{PAD_T + 33} {lx + 17},{PAD_T + 38} {lx + 12},'
-        f'{PAD_T + 43} {lx + 7},{PAD_T + 38}" fill="{SPOT_COLOUR}"/>'
-        f'<text x="{lx + 22}" y="{PAD_T + 42}">spot (Monte Carlo mean)</text>'
-        f'<circle cx="{lx + 12}" cy="{PAD_T + 56}" r="6" fill="none" stroke="#000" '
-        f'stroke-width="2"/><text x="{lx + 22}" y="{PAD_T + 60}">recommended</text></g>'
+        f'<circle cx="{lx + 12}" cy="{ly + 14}" r="4.5" fill="{OD_COLOUR}"/>'
+        f'<text x="{lx + 22}" y="{ly + 18}">on demand (filled: Pareto)</text>'
+        f'<polygon points="{lx + 12},{ly + 27} {lx + 17},{ly + 32} {lx + 12},'
+        f'{ly + 37} {lx + 7},{ly + 32}" fill="{SPOT_COLOUR}"/>'
+        f'<text x="{lx + 22}" y="{ly + 36}">spot (Monte Carlo mean)</text>'
+        f'<circle cx="{lx + 12}" cy="{ly + 50}" r="6" fill="none" stroke="#000" '
+        f'stroke-width="2"/><text x="{lx + 22}" y="{ly + 54}">recommended</text></g>'
     )
     out.append("</svg>")
     return "\n".join(out)
@@ -175,7 +175,8 @@ def bar_svg(labels: Sequence[str], values: Sequence[float], *, unit: str, svg_id
         out.append(
             f'<text x="{label_w - 6}" y="{y + 14}" font-size="11" text-anchor="end">'
             f"{escape(label)}</text>"
-            f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" fill="{OD_COLOUR}">'
+            f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" '
+            f'fill="{OD_COLOUR}">'
             f"<title>{escape(label)}: {v:.4g} {escape(unit)}</title></rect>"
             f'<text x="{label_w + w + 4:.1f}" y="{y + 14}" font-size="11">{v:.4g} '
             f"{escape(unit)}</text>"

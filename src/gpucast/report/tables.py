@@ -14,7 +14,15 @@ from gpucast.domain.plan import TrainPlan
 def _hours(seconds: float | None) -> str:
     if seconds is None:
         return ""
-    return "never" if not math.isfinite(seconds) else f"{seconds / 3600:.1f}h"
+    if not math.isfinite(seconds):
+        return "never"
+    return f"{seconds / 60:.0f}m" if seconds < 3600 else f"{seconds / 3600:.1f}h"
+
+
+def _usd(value: float) -> str:
+    if not math.isfinite(value):
+        return "n/a"
+    return f"${value:,.2f}" if value < 100 else f"${value:,.0f}"
 
 
 def plan_table(plan: TrainPlan, *, limit: int | None = 20) -> Table:
@@ -28,10 +36,20 @@ def plan_table(plan: TrainPlan, *, limit: int | None = 20) -> Table:
         show_lines=False,
     )
     for col, justify in (
-        ("#", "right"), ("where", "left"), ("instance", "left"), ("GPUs", "right"),
-        ("market", "left"), ("strategy", "left"), ("batch", "right"), ("time [interval]", "right"),
-        ("p90", "right"), ("P(meet)", "right"), ("cost", "right"), ("GPU-h", "right"),
-        ("bound by", "left"), ("what would help", "left"),
+        ("#", "right"),
+        ("where", "left"),
+        ("instance", "left"),
+        ("GPUs", "right"),
+        ("market", "left"),
+        ("strategy", "left"),
+        ("batch", "right"),
+        ("time [interval]", "right"),
+        ("p90", "right"),
+        ("P(meet)", "right"),
+        ("cost", "right"),
+        ("GPU-h", "right"),
+        ("bound by", "left"),
+        ("what would help", "left"),
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     pareto = set(plan.pareto)
@@ -59,7 +77,7 @@ def plan_table(plan: TrainPlan, *, limit: int | None = 20) -> Table:
             Text(f"{_hours(c.time_s)} [{_hours(c.time_lower_s)}, {_hours(c.time_upper_s)}]"),
             Text(_hours(c.time_p90_s)),
             Text(p_meet),
-            Text(f"${c.cost_usd:,.0f}" if math.isfinite(c.cost_usd) else "n/a"),
+            Text(_usd(c.cost_usd)),
             Text(f"{c.gpu_hours:,.0f}"),
             Text(c.bottleneck),
             Text("; ".join(c.help)),
@@ -74,15 +92,13 @@ def print_plan(plan: TrainPlan, console: Console) -> None:
     best = plan.best
     if best is not None:
         extra = (
-            ""
-            if best.p_meet_deadline is None
-            else f", P(meet deadline) {best.p_meet_deadline:.0%}"
+            "" if best.p_meet_deadline is None else f", P(meet deadline) {best.p_meet_deadline:.0%}"
         )
         console.print(
             Text.assemble(
                 ("recommended", "bold green"),
                 f" ({plan.request.objective}): {best.label()} -- {_hours(best.time_s)}, "
-                f"${best.cost_usd:,.0f}, bound by {best.bottleneck}{extra}",
+                f"{_usd(best.cost_usd)}, bound by {best.bottleneck}{extra}",
             )
         )
     if plan.infeasible:

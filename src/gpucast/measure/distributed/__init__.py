@@ -1,0 +1,15 @@
+"""Distributed measurement: DDP, FSDP and parameter-server training over torch.distributed.
+
+:func:`launch` starts the ranks of this node as ``python -m gpucast.measure.distributed.worker``
+processes with torchrun's environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
+``MASTER_ADDR``, ``MASTER_PORT``), so the worker module also runs under ``torchrun`` itself.
+Rank 0 gathers every rank's samples over torch.distributed and writes one result.
+"""
+
+from __future__ import annotations
+
+from gpucast.measure.distributed.launcher import launch, measure_distributed
+from gpucast.measure.distributed.ps import assign_shards
+from gpucast.measure.distributed.scaling import cluster_frame, fit_cluster_model
+
+__all__ = ["assign_shards", "cluster_frame", "fit_cluster_model", "launch", "measure_distributed"]

@@ -1,0 +1,237 @@
+"""Start this node's ranks, watch them, and turn rank 0's gathered samples into a measurement."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from gpucast.domain.distributed import DistributedConfig, DistributedMeasurement, RankResult
+from gpucast.domain.errors import InvalidSpecError, MeasurementError
+from gpucast.domain.measurement import EnvironmentFingerprint
+from gpucast.domain.workload import WorkloadSpec
+from gpucast.measure.distributed._proc import child_env, popen_tied, stop
+
+#: Seconds the launcher allows for interpreter start and rendezvous on top of the job timeout.
+STARTUP_SLACK_S = 120.0
+_POLL_S = 0.05
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on ``host`` right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    useful = [line for line in text if line.strip() and not line.startswith("W")]
+    return " | ".join((useful or text)[-lines:])
+
+
+def _rank_error(out: Path, rank: int, log: Path, code: int) -> str:
+    error_file = out.with_name(f"{out.name}.rank{rank}.error")
+    if error_file.is_file():
+        return error_file.read_text().split("\n", 1)[0]
+    tail = _tail(log)
+    return f"exit code {code}" + (f": {tail}" if tail else "")
+
+
+def validate(spec: WorkloadSpec, config: DistributedConfig) -> None:
+    """Check what can be checked before any process starts (workload name, device strings)."""
+    from gpucast.measure.devices import resolve_device
+    from gpucast.workloads import get_workload
+
+    get_workload(spec.name)
+    for device in config.devices:
+        if device not in ("auto", "cuda"):
+            resolve_device(device)
+    if spec.precision == "fp16" and config.strategy == "ps":
+        raise InvalidSpecError(
+            "precision",
+            "fp16 is not supported with the parameter server (no loss scaling across pushes)",
+            fix="use --precision bf16 or fp32",
+        )
+
+
+def launch(
+    spec: WorkloadSpec,
+    config: DistributedConfig,
+    *,
+    optimizer: str = "sgd",
+    workdir: Path | None = None,
+) -> DistributedMeasurement | None:
+    """Run this node's ``config.nproc_per_node`` ranks to completion.
+
+    Returns the measurement on node 0 (rank 0 gathers every rank's samples) and ``None`` on
+    other nodes. A rank that fails stops the others and raises :class:`MeasurementError`
+    naming the rank and its error.
+    """
+    validate(spec, config)
+    port = config.master_port if config.master_port is not None else free_port()
+    with contextlib.ExitStack() as stack:
+        if workdir is None:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gpucast-")))
+        job = workdir / "job.json"
+        out = workdir / "result.json"
+        job.write_text(
+            json.dumps(
+                {
+                    "spec": {
+                        "name": spec.name,
+                        "batch_size": spec.batch_size,
+                        "precision": spec.precision,
+                    },
+                    "config": config.to_dict(),
+                    "optimizer": optimizer,
+                }
+            )
+        )
+        threads = max(1, _cpu_count() // config.nproc_per_node)
+        processes = []
+        logs: list[Path] = []
+        try:
+            for local_rank in range(config.nproc_per_node):
+                rank = config.node_rank * config.nproc_per_node + local_rank
+                env = child_env(
+                    {
+                        "RANK": str(rank),
+                        "WORLD_SIZE": str(config.world_size),
+                        "LOCAL_RANK": str(local_rank),
+                        "LOCAL_WORLD_SIZE": str(config.nproc_per_node),
+                        "GROUP_RANK": str(config.node_rank),
+                        "MASTER_ADDR": config.master_addr,
+                        "MASTER_PORT": str(port),
+                        "OMP_NUM_THREADS": str(threads),
+                    }
+                )
+                log = workdir / f"rank{rank}.log"
+                logs.append(log)
+                handle = stack.enter_context(log.open("wb"))
+                command = [
+                    sys.executable,
+                    "-m",
+                    "gpucast.measure.distributed.worker",
+                    "--job",
+                    str(job),
+                    "--out",
+                    str(out),
+                ]
+                processes.append(popen_tied(command, env=env, stdout=handle, stderr=handle))
+            _wait(processes, logs, out, config)
+        finally:
+            stop(processes)
+        if config.node_rank != 0:
+            return None
+        if not out.is_file():
+            raise MeasurementError("rank 0 finished without writing its result")
+        return assemble(json.loads(out.read_text()))
+
+
+def _cpu_count() -> int:
+    import os
+
+    return os.cpu_count() or 1
+
+
+def _wait(processes: list[Any], logs: list[Path], out: Path, config: DistributedConfig) -> None:
+    deadline = time.monotonic() + config.timeout_s + STARTUP_SLACK_S
+    first_rank = config.node_rank * config.nproc_per_node
+    while True:
+        codes = [p.poll() for p in processes]
+        for index, code in enumerate(codes):
+            if code not in (None, 0):
+                rank = first_rank + index
+                reason = _rank_error(out, rank, logs[index], code)
+                stop(processes)
+                raise MeasurementError(
+                    f"{config.label} run failed on rank {rank}: {reason}",
+                    fix=f"see the rank logs; rerun with fewer processes or another --batch-size"
+                    if "memory" in reason.lower()
+                    else None,
+                )
+        if all(code == 0 for code in codes):
+            return
+        if time.monotonic() > deadline:
+            stop(processes)
+            raise MeasurementError(
+                f"{config.label} run did not finish within {config.timeout_s + STARTUP_SLACK_S:g} s",
+                fix="check that every node started (--nnodes, --master-addr, --master-port)",
+            )
+        time.sleep(_POLL_S)
+
+
+def assemble(data: dict[str, Any]) -> DistributedMeasurement:
+    """Rank 0's gathered JSON to a :class:`DistributedMeasurement`."""
+    from datetime import datetime
+
+    spec = WorkloadSpec(
+        name=data["spec"]["name"],
+        batch_size=int(data["spec"]["batch_size"]),
+        precision=data["spec"]["precision"],
+    )
+    return DistributedMeasurement(
+        spec=spec,
+        config=DistributedConfig.from_dict(data["config"]),
+        ranks=tuple(RankResult.from_dict(r) for r in data["ranks"]),
+        n_parameters=int(data["n_parameters"]),
+        n_tensors=int(data["n_tensors"]),
+        environment=EnvironmentFingerprint.from_dict(data["environment"]),
+        created_at=datetime.fromisoformat(data["created_at"]),
+    )
+
+
+def measure_distributed(
+    workload: str,
+    *,
+    strategy: str,
+    nproc: int,
+    batch_sizes: tuple[int, ...] = (32,),
+    devices: tuple[str, ...] = ("auto",),
+    precision: str = "fp32",
+    ps_shards: int = 1,
+    sync: bool = True,
+    steps: int = 20,
+    warmup_steps: int = 5,
+    nnodes: int = 1,
+    node_rank: int = 0,
+    master_addr: str = "127.0.0.1",
+    master_port: int | None = None,
+    optimizer: str = "sgd",
+    timeout_s: float = 300.0,
+) -> DistributedMeasurement | None:
+    """Measure ``workload`` trained with ``strategy`` (``ddp``, ``fsdp``, ``ps``) over
+    ``nproc`` processes on this node; see :class:`DistributedConfig` for the fields.
+
+    ``batch_sizes``/``devices`` hold one value for every worker or one per worker.
+    """
+    config = DistributedConfig(
+        strategy=strategy,  # type: ignore[arg-type]
+        nproc_per_node=nproc,
+        batch_sizes=tuple(batch_sizes),
+        devices=tuple(devices),
+        nnodes=nnodes,
+        node_rank=node_rank,
+        master_addr=master_addr,
+        master_port=master_port,
+        ps_shards=ps_shards,
+        sync=sync,
+        steps=steps,
+        warmup_steps=warmup_steps,
+        timeout_s=timeout_s,
+    )
+    spec = WorkloadSpec(
+        name=workload,
+        batch_size=config.batch_sizes[0],
+        precision=precision,  # type: ignore[arg-type]
+    )
+    return launch(spec, config, optimizer=optimizer)

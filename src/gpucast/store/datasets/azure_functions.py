@@ -1,0 +1,154 @@
+"""Parser of the Azure Functions 2019 per-minute invocation counts.
+
+The trace (``invocations_per_function_md.anon.dNN.csv``, one file per day; see
+``../shared/data/azure_functions_2019/AzureFunctionsDataset2019.md``) has one row per function:
+``HashOwner``, ``HashApp``, ``HashFunction``, ``Trigger`` (http, timer, event, queue, storage,
+orchestration, others), then columns ``1`` .. ``1440`` with the invocations in each minute of
+the day. A file with fewer minute columns (``1`` .. ``N``, consecutive) is accepted, so a
+slice of a day works too.
+
+A row with the wrong number of fields, an empty id or trigger, or a count that is not an
+integer >= 0 is skipped and reported (``InvocationCounts.skipped``: ``"file, line N: reason"``)
+rather than guessed; a file whose header is not this format is one :class:`DataFormatError`.
+:meth:`InvocationCounts.arrivals` turns rows into arrival times with
+:func:`gpucast.simulate.arrivals.from_counts` (uniform inside each minute).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from gpucast.domain.errors import DataFormatError, InvalidSpecError
+
+ID_COLUMNS = ("HashOwner", "HashApp", "HashFunction", "Trigger")
+TRIGGERS = ("http", "timer", "event", "queue", "storage", "orchestration", "others")
+MINUTE_S = 60.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InvocationCounts:
+    """Per-minute invocation counts of the functions of one trace file.
+
+    ``functions``: one row per kept function (``owner``, ``app``, ``function``, ``trigger``,
+    ``invocations``); ``counts[i, m]``: invocations of function ``i`` in minute ``m``.
+    """
+
+    path: str
+    functions: pd.DataFrame
+    counts: npt.NDArray[np.int64]
+    skipped: tuple[str, ...] = field(default=())
+
+    @property
+    def minutes(self) -> int:
+        return int(self.counts.shape[1])
+
+    def total_per_minute(self, rows: npt.ArrayLike | None = None) -> npt.NDArray[np.int64]:
+        """Invocations per minute summed over ``rows`` (default: every function)."""
+        sel = self.counts if rows is None else self.counts[np.asarray(rows, dtype=np.int64)]
+        return np.asarray(sel.sum(axis=0), dtype=np.int64)
+
+    def select(
+        self, *, trigger: str | None = None, app: str | None = None
+    ) -> npt.NDArray[np.int64]:
+        """Row indices of the functions with this trigger and/or app."""
+        keep = np.ones(len(self.functions), dtype=bool)
+        if trigger is not None:
+            if trigger not in TRIGGERS:
+                raise InvalidSpecError(
+                    "trigger", f"must be one of {', '.join(TRIGGERS)}", got=trigger
+                )
+            keep &= (self.functions["trigger"] == trigger).to_numpy()
+        if app is not None:
+            keep &= (self.functions["app"] == app).to_numpy()
+        return np.asarray(np.flatnonzero(keep), dtype=np.int64)
+
+    def arrivals(
+        self,
+        rng: np.random.Generator,
+        *,
+        rows: npt.ArrayLike | None = None,
+        scale: float = 1.0,
+    ) -> npt.NDArray[np.float64]:
+        """Arrival times (s from the first minute) of the summed invocations of ``rows``."""
+        from gpucast.simulate.arrivals import from_counts
+
+        return from_counts(self.total_per_minute(rows), MINUTE_S, rng, scale=scale)
+
+
+def _minute_columns(header: list[str], path: str) -> int:
+    got = [h.strip() for h in header]
+    if tuple(got[:4]) != ID_COLUMNS:
+        raise DataFormatError(
+            path,
+            f"does not start with the columns {','.join(ID_COLUMNS)} (got {','.join(got[:4])})",
+            line=1,
+            fix="give an invocations_per_function_md.anon.dNN.csv of the Azure Functions 2019 "
+            "trace",
+        )
+    minutes = got[4:]
+    if not minutes or minutes != [str(i) for i in range(1, len(minutes) + 1)]:
+        raise DataFormatError(
+            path,
+            "needs minute columns 1, 2, ... (1440 for a whole day) after Trigger",
+            line=1,
+            fix="keep the trace's header unchanged",
+        )
+    return len(minutes)
+
+
+def read_invocation_counts(path: Path) -> InvocationCounts:
+    """Read one per-minute invocation-count file (see the module docstring)."""
+    path = Path(path)
+    name = path.name
+    try:
+        handle = path.open(encoding="utf-8", newline="")
+    except OSError as exc:
+        raise DataFormatError(str(path), f"cannot read ({exc.strerror})") from exc
+    ids: list[tuple[str, str, str, str]] = []
+    rows: list[npt.NDArray[np.int64]] = []
+    skipped: list[str] = []
+    with handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header is None:
+            raise DataFormatError(str(path), "is empty", fix="give a non-empty trace file")
+        n_min = _minute_columns(header, str(path))
+        width = 4 + n_min
+        for line, fields in enumerate(reader, start=2):
+            if not fields or (len(fields) == 1 and not fields[0].strip()):
+                continue  # blank line
+            if len(fields) != width:
+                skipped.append(f"{name}, line {line}: {len(fields)} fields, expected {width}")
+                continue
+            owner, app, func, trigger = (f.strip() for f in fields[:4])
+            if not (owner and app and func and trigger):
+                skipped.append(f"{name}, line {line}: empty owner, app, function or trigger")
+                continue
+            try:
+                values = np.array([int(v) for v in fields[4:]], dtype=np.int64)
+            except ValueError:
+                bad = next(v for v in fields[4:] if not v.strip().lstrip("-").isdigit())
+                skipped.append(f"{name}, line {line}: count {bad!r} is not an integer")
+                continue
+            if np.any(values < 0):
+                minute = int(np.flatnonzero(values < 0)[0]) + 1
+                skipped.append(f"{name}, line {line}: negative count in minute {minute}")
+                continue
+            ids.append((owner, app, func, trigger))
+            rows.append(values)
+    if not rows:
+        raise DataFormatError(
+            str(path),
+            f"has no valid function row ({len(skipped)} malformed)",
+            fix="check the file is an Azure Functions 2019 invocation-count file",
+        )
+    counts = np.vstack(rows)
+    frame = pd.DataFrame(ids, columns=["owner", "app", "function", "trigger"])
+    frame["invocations"] = counts.sum(axis=1)
+    return InvocationCounts(path=str(path), functions=frame, counts=counts, skipped=tuple(skipped))

@@ -1,0 +1,212 @@
+"""`gpucast plan train` and `gpucast report` through Typer's CliRunner."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from plan_app import cli_app
+from typer.testing import CliRunner
+
+runner = CliRunner()
+SMALL = ["--workload", "cifar-resnet20", "--epochs", "10", "--dataset-size", "50000"]
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("gpucast-cache")
+
+
+@pytest.fixture(autouse=True)
+def _env(cache_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # profiles and lifetime fits are cached per module; no published data unless asked for
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_dir))
+    monkeypatch.delenv("GPUCAST_SHARED_DATA", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(cli_app(), list(args))
+    return result.exit_code, result.output
+
+
+def test_json_has_the_documented_shape() -> None:
+    code, out = invoke("plan", "train", *SMALL, "--deadline", "2h", "--json")
+    assert code == 0, out
+    data = json.loads(out)
+    for key in ("candidates", "pareto", "recommended", "infeasible"):
+        assert key in data
+    assert data["candidates"] and data["pareto"]
+    assert 0 <= data["recommended"] < len(data["candidates"])
+    for c in data["candidates"]:
+        for key in (
+            "provider",
+            "region",
+            "instance_type",
+            "gpu",
+            "gpus",
+            "nodes",
+            "market",
+            "strategy",
+            "time_s",
+            "cost_usd",
+            "bottleneck",
+        ):
+            assert key in c
+        if c["market"] == "spot":
+            assert c["time_p90_s"] is not None and c["p_meet_deadline"] is not None
+            assert c["mc_runs"] >= 1000
+    assert all(0 <= i < len(data["candidates"]) for i in data["pareto"])
+    assert isinstance(data["infeasible"], dict)
+
+
+def test_table_output_and_report_and_saved_plan(tmp_path: Path) -> None:
+    report = tmp_path / "report.html"
+    saved = tmp_path / "plan.json"
+    code, out = invoke(
+        "plan", "train", *SMALL, "--budget", "50", "--report", str(report), "--save", str(saved)
+    )
+    assert code == 0, out
+    assert "recommended" in out and "Pareto" in out
+    html = report.read_text(encoding="utf-8")
+    assert 'id="pareto-plot"' in html and 'id="candidates"' in html
+    again = tmp_path / "again.html"
+    code, out = invoke("report", "--plan", str(saved), "--out", str(again))
+    assert code == 0, out
+    assert again.read_text(encoding="utf-8") == html
+
+
+def test_yaml_config_and_flags_override(tmp_path: Path) -> None:
+    cfg = tmp_path / "plan.yaml"
+    cfg.write_text(
+        "workload: cifar-resnet20\nepochs: 10\ndataset-size: 50000\ndeadline: 2h\n"
+        "gpu: [T4, L4]\nspot: false\nmax_gpus: 8\n",
+        encoding="utf-8",
+    )
+    code, out = invoke("plan", "train", "--config", str(cfg), "--json")
+    assert code == 0, out
+    data = json.loads(out)
+    assert {c["gpu"] for c in data["candidates"]} <= {"T4", "L4"}
+    assert all(c["market"] == "on-demand" and c["gpus"] <= 8 for c in data["candidates"])
+    code, out = invoke("plan", "train", "--config", str(cfg), "--gpu", "A10G", "--json")
+    assert code == 0, out
+    assert {c["gpu"] for c in json.loads(out)["candidates"]} == {"A10G"}
+
+
+def test_unknown_yaml_key_names_it(tmp_path: Path) -> None:
+    cfg = tmp_path / "plan.yaml"
+    cfg.write_text("workload: resnet50\ndeadlin: 2h\n", encoding="utf-8")
+    code, out = invoke("plan", "train", "--config", str(cfg))
+    assert code == 2
+    assert "deadlin" in out and "deadline" in out
+    assert len(out.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--gpu", "H101"], "unknown GPU 'H101'"),
+        (["--region", "us-east-9"], "unknown region"),
+        (["--gpu", "T4", "--exclude-gpu", "T4"], "both required and excluded"),
+        (["--batch-size", "32", "--global-batch", "256"], "not both"),
+        (["--deadline", "1s"], "relax --deadline"),
+        (["--deadline", "soon"], "deadline"),
+        (["--objective", "best"], "objective"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str) -> None:
+    code, out = invoke("plan", "train", *SMALL, *args)
+    assert code == 2, out
+    assert needle in out
+    assert len(out.strip().splitlines()) == 1
+
+
+def test_report_needs_one_source(tmp_path: Path) -> None:
+    code, out = invoke("report", "--out", str(tmp_path / "x.html"))
+    assert code == 2 and "exactly one source" in out
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}", encoding="utf-8")
+    code, out = invoke("report", "--plan", str(bad), "--out", str(tmp_path / "x.html"))
+    assert code == 2 and "schema_version" in out
+
+
+def test_report_from_the_store(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from gpucast.domain.measurement import EnvironmentFingerprint, Measurement
+    from gpucast.domain.workload import WorkloadSpec
+    from gpucast.store.db import open_store
+
+    db = tmp_path / "m.db"
+    env = EnvironmentFingerprint(
+        host="h",
+        os="linux",
+        python_version="3.11",
+        cpu_model="cpu",
+        cpu_cores=2,
+        torch_threads=2,
+        torch_version="2",
+    )
+    m = Measurement(
+        spec=WorkloadSpec(name="mlp<b>", batch_size=8),
+        mode="train",
+        device="cpu",
+        step_times_s=(0.01, 0.011, 0.012),
+        samples_per_step=8,
+        stop_reason="ci_reached",
+        target_ci=0.05,
+        environment=env,
+        created_at=datetime.now(UTC),
+    )
+    with open_store(db) as store:
+        store.save_measurement(m)
+    out_html = tmp_path / "runs.html"
+    code, out = invoke("--db", str(db), "report", "--runs", "--out", str(out_html))
+    assert code == 0, out
+    html = out_html.read_text(encoding="utf-8")
+    assert 'id="runs-plot"' in html and "mlp&lt;b&gt;" in html and "mlp<b>" not in html
+
+
+def test_readme_main_job_on_defaults_is_quick() -> None:
+    """`gpucast plan train --workload resnet50` alone: 90 epochs of ImageNet, 24 h deadline."""
+    invoke("plan", "train", "--workload", "resnet50", "--json")  # profiles once (cached)
+    start = time.perf_counter()
+    code, out = invoke("plan", "train", "--workload", "resnet50", "--json")
+    elapsed = time.perf_counter() - start
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["request"]["epochs"] == 90 and data["request"]["dataset_size"] == 1281167
+    assert data["request"]["deadline_s"] == 24 * 3600
+    best = data["candidates"][data["recommended"]]
+    assert best["time_s"] <= 24 * 3600 or best["p_meet_deadline"] >= 0.9
+    assert elapsed < 10  # generous for a loaded CI box; benchmarks/plan_speed.py times it
+
+
+@pytest.mark.shared_data
+def test_published_lifetimes_and_startup_are_used(shared_data: Path) -> None:
+    code, out = invoke(
+        "plan",
+        "train",
+        *SMALL,
+        "--gpu",
+        "K80",
+        "--provider",
+        "gcp",
+        "--region",
+        "us-east1",
+        "--data-dir",
+        str(shared_data),
+        "--deadline",
+        "30h",
+        "--min-p-meet",
+        "0",
+        "--json",
+    )
+    assert code == 0, out
+    data = json.loads(out)
+    fitted = {m["name"]: m["fitted_on"] for m in data["models"]}
+    assert "lifetime.csv" in fitted["spot lifetimes (predict.revocation)"]
+    assert "cmdare/startup_time" in data["assumptions"]["start-up"]
+    assert any(c["market"] == "spot" for c in data["candidates"])

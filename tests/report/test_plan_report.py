@@ -1,0 +1,130 @@
+"""The HTML plan report: content, escaping, and rendering in a real headless browser."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plan"))
+
+from plan_factories import context, request
+
+from gpucast.domain.plan import TrainPlan
+from gpucast.plan.train import plan_training
+from gpucast.report.html import plan_html
+from gpucast.report.tables import plan_table
+
+EVIL = 'evil"<script>alert(1)</script>'
+
+
+@pytest.fixture(scope="module")
+def plan() -> TrainPlan:
+    return plan_training(request(workload=EVIL, budget_usd=5.0), context())
+
+
+def test_report_has_every_section(plan: TrainPlan) -> None:
+    html = plan_html(plan)
+    for marker in (
+        'id="pareto-plot"',
+        'id="candidates"',
+        'id="breakdown"',
+        'id="risk"',
+        'id="assumptions"',
+        'id="models"',
+        'id="recommended"',
+        "catalog snapshot",
+        "2026-01-01",
+    ):
+        assert marker in html
+    assert html.count('class="point') == len(plan.candidates)
+    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in html and "<script" not in html
+
+
+def test_user_text_is_escaped(plan: TrainPlan) -> None:
+    html = plan_html(plan)
+    assert EVIL not in html
+    assert "evil&quot;&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_rich_table_lists_candidates(plan: TrainPlan) -> None:
+    table = plan_table(plan)
+    assert table.row_count >= len(plan.pareto)
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def test_report_renders_in_headless_chromium(plan: TrainPlan, tmp_path: Path) -> None:
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("headless Chromium not installed (apt-get install chromium)")
+    page = tmp_path / "report.html"
+    page.write_text(plan_html(plan), encoding="utf-8")
+    shot = tmp_path / "shot.png"
+    common = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--enable-logging=stderr",
+        "--v=0",
+    ]
+    shot_run = subprocess.run(
+        [
+            *common,
+            f"--user-data-dir={tmp_path / 'profile-a'}",
+            f"--screenshot={shot}",
+            "--window-size=1280,2000",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert shot_run.returncode == 0, shot_run.stderr[-2000:]
+    assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert shot.stat().st_size > 10_000  # a blank page compresses to a few hundred bytes
+    dom_run = subprocess.run(
+        [*common, f"--user-data-dir={tmp_path / 'profile-b'}", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert dom_run.returncode == 0, dom_run.stderr[-2000:]
+    dom = dom_run.stdout
+    assert 'id="pareto-plot"' in dom and "<polyline" in dom
+    assert 'id="candidates"' in dom and dom.count("<tr") > len(plan.candidates)
+    console_errors = [
+        line
+        for line in (shot_run.stderr + dom_run.stderr).splitlines()
+        if re.search(r"CONSOLE|Uncaught|SyntaxError|Refused to load", line)
+    ]
+    assert not console_errors, console_errors
+    # control: the same check does flag a page that logs an error
+    bad = tmp_path / "bad.html"
+    bad.write_text("<html><body><script>throw new Error('x')</script></body></html>")
+    bad_run = subprocess.run(
+        [*common, f"--user-data-dir={tmp_path / 'profile-c'}", "--dump-dom", bad.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert re.search(r"CONSOLE.*Uncaught", bad_run.stderr)

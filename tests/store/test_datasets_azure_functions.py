@@ -1,0 +1,86 @@
+"""The Azure Functions 2019 per-minute invocation-count parser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.store.datasets.azure_functions import read_invocation_counts
+
+MINUTES = 6
+
+
+def _write(tmp_path: Path, rows: list[str], minutes: int = MINUTES) -> Path:
+    header = "HashOwner,HashApp,HashFunction,Trigger," + ",".join(
+        str(i) for i in range(1, minutes + 1)
+    )
+    path = tmp_path / "invocations_per_function_md.anon.d01.csv"
+    path.write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
+    return path
+
+
+GOOD = [
+    "o1,a1,f1,http,1,0,3,0,0,2",
+    "o1,a1,f2,timer,1,1,1,1,1,1",
+    "o2,a2,f3,queue,0,0,0,0,0,10",
+]
+
+
+def test_reads_counts_and_totals(tmp_path: Path) -> None:
+    parsed = read_invocation_counts(_write(tmp_path, GOOD))
+    assert parsed.minutes == MINUTES
+    assert parsed.counts.shape == (3, MINUTES)
+    assert list(parsed.functions["invocations"]) == [6, 6, 10]
+    assert list(parsed.total_per_minute()) == [2, 1, 4, 1, 1, 13]
+    assert parsed.skipped == ()
+    assert list(parsed.select(trigger="timer")) == [1]
+    assert list(parsed.select(app="a1")) == [0, 1]
+
+
+def test_malformed_rows_are_reported_and_skipped(tmp_path: Path) -> None:
+    rows = [
+        *GOOD,
+        "o3,a3,f4,http,1,2,3",  # too few fields
+        "o3,a3,f5,http,1,x,0,0,0,0",  # not an integer
+        "o3,a3,f6,http,1,-1,0,0,0,0",  # negative
+        ",a3,f7,http,1,1,0,0,0,0",  # empty owner
+    ]
+    parsed = read_invocation_counts(_write(tmp_path, rows))
+    assert len(parsed.functions) == 3
+    assert len(parsed.skipped) == 4
+    assert "line 5" in parsed.skipped[0] and "expected 10" in parsed.skipped[0]
+    assert "'x'" in parsed.skipped[1]
+    assert "negative count in minute 2" in parsed.skipped[2]
+    assert "empty" in parsed.skipped[3]
+
+
+def test_arrivals_match_counts_per_minute(tmp_path: Path) -> None:
+    parsed = read_invocation_counts(_write(tmp_path, GOOD))
+    times = parsed.arrivals(np.random.default_rng(0))
+    assert times.size == 22
+    assert np.all(np.diff(times) >= 0)
+    per_minute = np.bincount((times // 60).astype(int), minlength=MINUTES)
+    assert list(per_minute) == list(parsed.total_per_minute())
+    only_http = parsed.arrivals(np.random.default_rng(0), rows=parsed.select(trigger="http"))
+    assert only_http.size == 6
+
+
+def test_bad_header_is_one_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text("owner,app,function,trigger,1,2\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match="HashOwner"):
+        read_invocation_counts(path)
+    path.write_text("HashOwner,HashApp,HashFunction,Trigger,1,3\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match="minute columns"):
+        read_invocation_counts(path)
+
+
+def test_no_valid_rows_and_unknown_trigger(tmp_path: Path) -> None:
+    with pytest.raises(DataFormatError, match="no valid function row"):
+        read_invocation_counts(_write(tmp_path, ["o,a,f,http,1"]))
+    parsed = read_invocation_counts(_write(tmp_path, GOOD))
+    with pytest.raises(InvalidSpecError, match="trigger"):
+        parsed.select(trigger="cron")
