@@ -437,7 +437,6 @@ def write_offers_csv(
     offers: Iterable[Offer], path: Path, notes: Sequence[str] | None = None
 ) -> None:
     """Write offers to ``path`` atomically (temp file + rename)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(offers_to_csv(offers, notes), encoding="utf-8")
-    tmp.replace(path)
+    from gpucast.store.files import write_text_atomic
+
+    write_text_atomic(Path(path), offers_to_csv(offers, notes), field="out")

@@ -9,8 +9,6 @@ file, line and column (exit 2), and the output CSV appears only when complete (t
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -24,6 +22,7 @@ from gpucast.predict.cluster import STRATEGIES, ClusterModel
 from gpucast.predict.overheads import CheckpointModel
 from gpucast.store.datasets.cmdare_checkpoint import read_checkpoint_csv
 from gpucast.store.datasets.cmdare_cluster import cluster_fit_table
+from gpucast.store.files import write_csv_atomic
 from gpucast.store.models import load_model, save_model
 
 GPU_COL = "GPU (temp)"
@@ -98,20 +97,6 @@ def _number(
             )
         out[i] = value
     return out
-
-
-def _write_csv_atomic(frame: pd.DataFrame, path: Path) -> None:
-    directory = path.resolve().parent
-    if not directory.is_dir():
-        raise InvalidInputError(f"{path}: folder {directory} does not exist", fix="create it first")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            frame.to_csv(handle, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _load(
@@ -232,7 +217,7 @@ def predict_cluster_command(
     result["Upper (steps/sec)"] = pred["upper"].to_numpy()
     result["Bottleneck"] = pred["bottleneck"].to_numpy()
     result["PS Shards Needed"] = pred["ps_shards_needed"].to_numpy()
-    _write_csv_atomic(result, output)
+    write_csv_atomic(result, output)
     console.print(f"predicted {len(result)} rows -> {output}")
 
 
@@ -276,5 +261,5 @@ def predict_checkpoint_command(
     result[CKPT_OUT] = pred["duration_s"].to_numpy()
     result["Lower (s)"] = pred["lower"].to_numpy()
     result["Upper (s)"] = pred["upper"].to_numpy()
-    _write_csv_atomic(result, output)
+    write_csv_atomic(result, output)
     console.print(f"predicted {len(result)} rows -> {output}")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from gpucast.cli._common import console, emit_json, published_data_dir, state
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.plan import OBJECTIVES, ModelInfo, TrainPlan, TrainRequest
 from gpucast.domain.units import parse_duration_s
+from gpucast.store.files import write_text_atomic
 
 app = typer.Typer(no_args_is_help=True, help="Plan training (and serving) clusters.")
 
@@ -214,24 +214,6 @@ def _cache_dir() -> Path:
     return Path(base) / "gpucast" / "profiles"
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    directory = path.resolve().parent
-    if not directory.is_dir():
-        raise InvalidSpecError(
-            "output", f"folder {directory} does not exist", got=str(path), fix="create it first"
-        )
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def workload_profile(workload: str, precision: str, profile_file: Path | None) -> Any:
     """The workload's profile: from ``--profile FILE``, the cache, or the profiler."""
     from gpucast.domain.profile import WorkloadProfile
@@ -262,7 +244,7 @@ def workload_profile(workload: str, precision: str, profile_file: Path | None) -
     if not user_model:
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomic(cached, json.dumps(prof.to_dict()))
+            write_text_atomic(cached, json.dumps(prof.to_dict()))
         except OSError:
             pass  # caching is an optimisation; a read-only home must not fail the plan
     return prof
@@ -314,7 +296,7 @@ class _Lifetimes:
             self.fitted_on = f"{csv} ({len(frame)} lifetimes)"
             try:
                 cache.parent.mkdir(parents=True, exist_ok=True)
-                _write_atomic(
+                write_text_atomic(
                     cache,
                     json.dumps({"model": self.model.to_dict(), "fitted_on": self.fitted_on}),
                 )
@@ -649,11 +631,11 @@ def train(
     opts = _merge(flags, file_opts)
     plan = run_plan(opts, state(ctx).db_path)
     if save is not None:
-        _write_atomic(save, plan_file_text(plan))
+        write_text_atomic(save, plan_file_text(plan))
     if report is not None:
         from gpucast.report.html import plan_html
 
-        _write_atomic(report, plan_html(plan))
+        write_text_atomic(report, plan_html(plan))
     if json_out:
         emit_json(plan_json(plan))
         return

@@ -27,7 +27,7 @@ def command(
     out: Path = typer.Option(..., "--out", help="HTML file to write."),
 ) -> None:
     """Write a self-contained HTML report (no network needed to open it)."""
-    from gpucast.cli.plan import _write_atomic
+    from gpucast.store.files import write_text_atomic
     from gpucast.report.html import measurements_html, plan_html
 
     if (plan is None) == (not runs):
@@ -65,5 +65,5 @@ def command(
             rows = [r.to_dict() for r in store.list_runs(workload=workload, limit=limit)]
         title = f"gpucast measurements{'' if workload is None else ': ' + workload}"
         html = measurements_html(rows, title=title, source=str(db))
-    _write_atomic(out, html)
+    write_text_atomic(out, html)
     console.print(f"report -> {out}", highlight=False)

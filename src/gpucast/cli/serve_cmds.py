@@ -791,3 +791,111 @@ def print_serve_plan(plan: dict[str, object], *, limit: int = 15) -> None:
     assert isinstance(assumptions, dict)
     for key, value in assumptions.items():
         console.print(f"[dim]{key}: {value}[/dim]", highlight=False)
+
+
+# -- `gpucast measure infer-curve` -------------------------------------------------------------
+#
+# Register on the ``measure`` Typer group with
+# ``app.command("infer-curve")(serve_cmds.measure_curve_command)``.
+
+
+def measure_curve_command(
+    ctx: typer.Context,
+    workload: str = typer.Argument(..., help="Workload, e.g. resnet50 or mlp."),
+    batch_sizes: str = typer.Option("1,2,4,8", "--batch-sizes", help="e.g. 1,2,4,8."),
+    precision: str = typer.Option("fp32", "--precision", help="One or more: fp32,fp16."),
+    device: str = typer.Option("cpu", "--device", help="cpu | cuda | cuda:N | auto."),
+    colocate: list[str] = typer.Option(
+        [], "--colocate", help="Also run WORKLOAD with this one at once; repeatable."
+    ),
+    colocate_batch: int | None = typer.Option(
+        None, "--colocate-batch", help="Batch size of the co-location run (default: largest)."
+    ),
+    max_time_s: float = typer.Option(10.0, "--max-time-s", help="Seconds per point."),
+    target_ci: float = typer.Option(0.02, "--target-ci", help="Relative 95% CI target."),
+    min_samples: int = typer.Option(10, "--min-samples", help="Least steps per point."),
+    no_save: bool = typer.Option(False, "--no-save", help="Do not write to the store."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Latency/throughput of WORKLOAD's inference step over batch sizes (and precisions),
+    stored; with --colocate, the slowdown of running models at once on one device."""
+    from gpucast.cli._common import state
+    from gpucast.measure.curves import measure_colocated, measure_curve, precision_of
+    from gpucast.store.db import Store, default_db_path
+
+    sizes = _ints("batch-sizes", _listify(batch_sizes))
+    precisions = [precision_of(p) for p in _listify(precision)]
+    if not precisions:
+        raise InvalidSpecError("precision", "is empty", fix="e.g. --precision fp32")
+    db = state(ctx).db_path
+    store = None if no_save else Store(db if db is not None else default_db_path()).open()
+    out: dict[str, object] = {"workload": workload, "curves": [], "colocation": None}
+    try:
+        curves = []
+        for prec in precisions:
+            curve = measure_curve(
+                workload,
+                sizes,
+                precision=prec,
+                device=device,
+                target_ci=target_ci,
+                max_time_s=max_time_s,
+                min_samples=min_samples,
+                store=store,
+            )
+            fit = curve.fit()
+            fixed, per = fit.coefficients
+            curves.append(
+                {
+                    **curve.to_dict(),
+                    "fit": {"fixed_s": fixed, "per_sample_s": per},
+                    "latency_curve": curve.latency_curve().to_dict(),
+                }
+            )
+        out["curves"] = curves
+        if colocate:
+            coloc = measure_colocated(
+                [workload, *colocate],
+                colocate_batch or max(sizes),
+                precision=precisions[0],
+                device=device,
+                max_time_s=max_time_s,
+                min_samples=min(min_samples, 5),
+                store=store,
+            )
+            out["colocation"] = coloc.to_dict()
+    finally:
+        if store is not None:
+            store.close()
+    if json_out:
+        emit_json(out)
+        return
+    for c in curves:
+        console.print(
+            f"[bold]{workload}[/bold] inference on {c['device']} ({c['precision']})",
+            highlight=False,
+        )
+        for p in c["points"]:  # type: ignore[union-attr]
+            console.print(
+                f"  batch {p['batch_size']:>4}: {p['median_s'] * 1e3:9.3f} ms  "
+                f"{p['samples_per_s']:10.1f} samples/s  ±{p['ci_halfwidth_rel']:.1%}",
+                highlight=False,
+            )
+        f = c["fit"]
+        console.print(
+            f"  fit: {f['fixed_s'] * 1e3:.3f} ms + {f['per_sample_s'] * 1e3:.4f} ms x batch"  # type: ignore[index]
+            + (f"  (runs {c['run_ids']})" if c["run_ids"] else ""),
+            highlight=False,
+        )
+    co = out["colocation"]
+    if isinstance(co, dict):
+        console.print("co-location (each alone vs all at once):", highlight=False)
+        for name, a, t, s in zip(
+            co["workloads"], co["alone_median_s"], co["together_median_s"], co["slowdown"],
+            strict=True,
+        ):  # fmt: skip
+            console.print(
+                f"  {name}: {a * 1e3:.3f} ms alone, {t * 1e3:.3f} ms together: x{s:.2f}",
+                highlight=False,
+            )
+        console.print(f"  slowdown table {co['slowdown_table']}", highlight=False)

@@ -8,7 +8,6 @@ write results atomically. The lead wires these functions into the ``fit`` / ``pr
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from gpucast.cli._common import console, emit_json
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import DataFormatError, InvalidInputError
 from gpucast.domain.prediction import Estimate
+from gpucast.store.files import write_csv_atomic
 
 PREDICTED_COL = "Predicted Step Time (s)"
 LOWER_COL = "Lower (s)"
@@ -39,23 +39,6 @@ def _catalog_specs(names: list[str]) -> dict[str, GpuSpec]:
         except UnknownGpuError:
             continue
     return specs
-
-
-def _write_csv_atomic(frame: pd.DataFrame, path: Path) -> None:
-    """Write ``frame`` to ``path`` via a temp file in the same folder and ``os.replace``."""
-    directory = path.resolve().parent
-    if not directory.is_dir():
-        raise InvalidInputError(f"{path}: folder {directory} does not exist", fix="create it")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            frame.to_csv(handle, index=False)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def fit_speed_command(
@@ -136,7 +119,7 @@ def predict_speed_command(
     raw[LOWER_COL] = pred["lower_s"].to_numpy()
     raw[UPPER_COL] = pred["upper_s"].to_numpy()
     raw[BOTTLENECK_COL] = pred["bottleneck"].to_numpy()
-    _write_csv_atomic(raw, output)
+    write_csv_atomic(raw, output)
     unseen = sorted(set(rows.loc[pred["source"] == "catalog", GPU_COL]))
     console.print(
         f"predicted {len(raw)} rows -> {output}"

@@ -3,31 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
-from gpucast.domain.errors import DataFormatError, StoreError
+from gpucast.domain.errors import DataFormatError
 from gpucast.predict.base import Estimator, estimator_from_dict
+from gpucast.store.files import write_text_atomic
 
 
 def save_model(estimator: Estimator, path: Path) -> None:
     """Write ``estimator.to_dict()`` to ``path`` atomically (temp file + ``os.replace``)."""
     payload = json.dumps(estimator.to_dict(), indent=2, sort_keys=True, allow_nan=False)
-    path = Path(path)
-    directory = path.resolve().parent
-    if not directory.is_dir():
-        raise StoreError(f"{path}: folder {directory} does not exist", fix="create it first")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(payload + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(Path(path), payload + "\n", field="out")
 
 
 def load_model(path: Path) -> Estimator:

@@ -49,8 +49,42 @@ CREATE INDEX runs_by_kind_workload ON runs (kind, workload, id);
 CREATE INDEX runs_by_workload ON runs (workload, id);
 """
 
+# Campaigns (gpucast.store.campaigns): one row per campaign, one per point of its sweep. A
+# point becomes done in the same transaction that inserts its run, so a killed campaign never
+# loses or duplicates a completed point.
+_V2_CAMPAIGNS = """
+CREATE TABLE campaigns (
+    id          TEXT PRIMARY KEY,
+    name        TEXT NOT NULL,
+    sweep_path  TEXT,
+    sweep_json  TEXT NOT NULL,
+    status      TEXT NOT NULL CHECK (status IN ('running', 'interrupted', 'incomplete', 'done')),
+    driver_pid  INTEGER,
+    driver_host TEXT,
+    created_at  TEXT NOT NULL,                 -- ISO 8601, UTC
+    updated_at  TEXT NOT NULL
+);
+
+CREATE TABLE campaign_points (
+    campaign_id TEXT    NOT NULL REFERENCES campaigns (id),
+    point_key   TEXT    NOT NULL,
+    position    INTEGER NOT NULL,
+    point_json  TEXT    NOT NULL,
+    status      TEXT    NOT NULL CHECK (status IN ('pending', 'running', 'done', 'failed')),
+    error       TEXT,
+    run_id      INTEGER REFERENCES runs (id),
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    started_at  TEXT,
+    finished_at TEXT,
+    PRIMARY KEY (campaign_id, point_key)
+);
+
+CREATE INDEX campaign_points_by_status ON campaign_points (campaign_id, status, position);
+CREATE UNIQUE INDEX campaign_points_one_run ON campaign_points (run_id) WHERE run_id IS NOT NULL;
+"""
+
 #: Append-only. Version N of the schema is the state after MIGRATIONS[:N].
-MIGRATIONS: list[str] = [_V1]
+MIGRATIONS: list[str] = [_V1, _V2_CAMPAIGNS]
 
 
 def latest_version() -> int:

@@ -43,6 +43,7 @@ def popen_tied(
     stdout: IO[bytes] | int | None = None,
     stderr: IO[bytes] | int | None = None,
     cwd: Path | None = None,
+    stdin: IO[bytes] | int | None = subprocess.DEVNULL,
 ) -> subprocess.Popen[bytes]:
     """Start ``command`` as a child that is killed when this process dies."""
     return subprocess.Popen(
@@ -50,7 +51,7 @@ def popen_tied(
         env=None if env is None else dict(env),
         stdout=stdout,
         stderr=stderr,
-        stdin=subprocess.DEVNULL,
+        stdin=stdin,
         cwd=cwd,
         preexec_fn=_die_with_parent(),  # noqa: PLW1509 - only sets a signal, no locks
     )

@@ -1,0 +1,595 @@
+"""Campaigns: load a YAML sweep, run each point in a child process, store each result at once.
+
+Sweep file (every key optional except ``workloads`` and ``batch_sizes``; an axis may be a
+list or one value)::
+
+    name: p100-scaling          # the campaign id (default: the file's stem)
+    workloads: [mlp, cifar-resnet20]
+    batch_sizes: [32, 64]
+    precisions: [fp32]
+    devices: [cpu]              # cpu, cuda, cuda:N, auto
+    strategies: [single, ddp, ps]
+    nprocs: [2, 4]              # processes per distributed point
+    ps_shards: [1, 2]
+    sync: [true, false]         # PS synchronous / asynchronous
+    repeats: 2
+    settings: {steps: 20, warmup_steps: 5, target_ci: 0.02, max_time_s: 60,
+               min_samples: 10, timeout_s: 1800, optimizer: sgd, gpus_per_point: 1}
+
+Bad files fail in :func:`load_sweep`, before anything runs, with the file, line and key.
+
+Running (:func:`run_campaign`): points run one at a time in a child process
+(``python -m gpucast.measure.campaign serve``) that is reused from point to point -- it pays
+for importing torch once -- and replaced when it crashes or hangs, so a crash fails only its
+point, with the error kept. Each result is stored together with its point's ``done`` mark in
+one transaction (:mod:`gpucast.store.campaigns`): a campaign killed at any moment, even with
+SIGKILL, resumes where it stopped without losing or repeating a point. A stop request (the
+CLI maps SIGTERM to it) ends the running point's child within seconds, puts that point back
+to pending and marks the campaign ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from gpucast.domain.campaign import (
+    CampaignPoint,
+    CampaignProgress,
+    MeasureSettings,
+    PointStatus,
+    Sweep,
+)
+from gpucast.domain.errors import DataFormatError, GpucastError, InvalidInputError
+from gpucast.measure.distributed._proc import child_env, popen_tied, stop
+
+BACKENDS = ("local", "ray")
+_AXES: dict[str, str] = {
+    "workloads": "workloads",
+    "batch_sizes": "batch_sizes",
+    "precisions": "precisions",
+    "devices": "devices",
+    "strategies": "strategies",
+    "nprocs": "nprocs",
+    "ps_shards": "ps_shards",
+    "sync": "ps_sync",
+}
+_TOP_KEYS = ("name", *_AXES, "repeats", "settings")
+_SETTINGS_KEYS = tuple(MeasureSettings().to_dict())
+_DEVICE = re.compile(r"^(cpu|auto|cuda(:\d+)?)$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+# -- loading -----------------------------------------------------------------------------------
+def _bad(path: Path, node: Any, key: str | None, problem: str, fix: str | None = None) -> DataFormatError:
+    line = None if node is None else int(node.start_mark.line) + 1
+    return DataFormatError(str(path), problem, line=line, column=key, fix=fix)
+
+
+def _scalar(path: Path, key: str, node: Any) -> Any:
+    import yaml
+
+    if not isinstance(node, yaml.ScalarNode):
+        raise _bad(path, node, key, "must be a single value")
+    return yaml.safe_load(yaml.serialize(node))
+
+
+def _axis(path: Path, key: str, node: Any, kind: type) -> tuple[Any, ...]:
+    import yaml
+
+    items = node.value if isinstance(node, yaml.SequenceNode) else [node]
+    if isinstance(node, yaml.MappingNode):
+        raise _bad(path, node, key, "must be a list or one value, not a mapping")
+    if not items:
+        raise _bad(path, node, key, "is empty: an axis needs at least one value")
+    values: list[Any] = []
+    for item in items:
+        value = _scalar(path, key, item)
+        if kind is bool and isinstance(value, str) and value.lower() in ("sync", "async"):
+            value = value.lower() == "sync"
+        ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        if not ok:
+            want = {int: "an integer", str: "a string", bool: "true/false (or sync/async)"}[kind]
+            raise _bad(path, item, key, f"every value must be {want} (got {value!r})")
+        values.append(value)
+    return tuple(values)
+
+
+def load_sweep(path: Path | str) -> Sweep:
+    """Parse and check a sweep YAML file; every error names the file, line and key."""
+    import yaml
+
+    from gpucast.domain.errors import InvalidSpecError, UnknownWorkloadError
+    from gpucast.workloads import get_workload
+
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InvalidInputError(
+            f"cannot read sweep {path}: {exc.strerror or exc}", fix="check the path"
+        ) from None
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = None if mark is None else int(mark.line) + 1
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise DataFormatError(str(path), f"not valid YAML: {problem}", line=line) from None
+    if not isinstance(root, yaml.MappingNode):
+        raise _bad(path, root, None, "must be a mapping of sweep keys", fix="see `gpucast campaign run --help`")
+    nodes: dict[str, Any] = {}
+    for key_node, value_node in root.value:
+        key = str(key_node.value)
+        if key not in _TOP_KEYS:
+            raise _bad(
+                path, key_node, key, "unknown key", fix=f"use one of {', '.join(_TOP_KEYS)}"
+            )
+        if key in nodes:
+            raise _bad(path, key_node, key, "given twice")
+        nodes[key] = (key_node, value_node)
+    for required in ("workloads", "batch_sizes"):
+        if required not in nodes:
+            raise _bad(path, root, required, "is missing", fix=f"add `{required}: [...]`")
+
+    fields: dict[str, Any] = {}
+    kinds = {"batch_sizes": int, "nprocs": int, "ps_shards": int, "sync": bool}
+    for key, field_name in _AXES.items():
+        if key in nodes:
+            fields[field_name] = _axis(path, key, nodes[key][1], kinds.get(key, str))
+    if "name" in nodes:
+        fields["name"] = str(_scalar(path, "name", nodes["name"][1]))
+    else:
+        fields["name"] = path.stem
+    if not _NAME.match(fields["name"]):
+        node = nodes["name"][1] if "name" in nodes else None
+        raise _bad(path, node, "name", "must be letters, digits, '.', '_' or '-'")
+    if "repeats" in nodes:
+        fields["repeats"] = _scalar(path, "repeats", nodes["repeats"][1])
+    if "settings" in nodes:
+        fields["settings"] = _settings(path, nodes["settings"][1])
+
+    # Values: workloads exist, devices parse, and the rest via the domain's checks.
+    for item, name in zip(_items(nodes["workloads"][1]), fields["workloads"], strict=True):
+        try:
+            get_workload(name)
+        except UnknownWorkloadError as exc:
+            raise _bad(path, item, "workloads", exc.message, fix=exc.fix) from None
+    if "devices" in nodes:
+        for item, device in zip(_items(nodes["devices"][1]), fields["devices"], strict=True):
+            if not _DEVICE.match(device.strip().lower()):
+                raise _bad(path, item, "devices", f"{device!r} is not cpu, cuda, cuda:N or auto")
+    try:
+        sweep = Sweep(**fields)
+    except InvalidSpecError as exc:
+        key = exc.field.split(".")[0].split("/")[0]
+        key = {"ps_sync": "sync"}.get(key, key)
+        node = nodes.get(key, (None, None))[1]
+        if exc.field.startswith("settings.") and "settings" in nodes:
+            node = _setting_node(nodes["settings"][1], exc.field.split(".", 1)[1]) or node
+        raise _bad(path, node, exc.field, exc.message, fix=exc.fix) from None
+    if not sweep.points():
+        raise _bad(
+            path,
+            nodes.get("nprocs", (None, root))[1],
+            "nprocs",
+            "no valid point: every ps point needs more processes than ps_shards",
+        )
+    return sweep
+
+
+def _items(node: Any) -> list[Any]:
+    import yaml
+
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else [node]
+
+
+def _setting_node(node: Any, key: str) -> Any:
+    for k, v in node.value:
+        if k.value == key:
+            return v
+    return None
+
+
+def _settings(path: Path, node: Any) -> MeasureSettings:
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        raise _bad(path, node, "settings", "must be a mapping")
+    values: dict[str, Any] = {}
+    for key_node, value_node in node.value:
+        key = str(key_node.value)
+        if key not in _SETTINGS_KEYS:
+            raise _bad(
+                path,
+                key_node,
+                f"settings.{key}",
+                "unknown key",
+                fix=f"use one of {', '.join(_SETTINGS_KEYS)}",
+            )
+        values[key] = _scalar(path, f"settings.{key}", value_node)
+    return MeasureSettings(**values)
+
+
+# -- one point ---------------------------------------------------------------------------------
+def run_point(point: CampaignPoint, settings: MeasureSettings) -> tuple[str, dict[str, Any]]:
+    """Measure one point in this process: ``("measurement" | "distributed", result dict)``."""
+    from gpucast.domain.workload import WorkloadSpec
+
+    if point.strategy == "single":
+        from gpucast.measure.api import measure
+
+        spec = WorkloadSpec(
+            name=point.workload,
+            batch_size=point.batch_size,
+            precision=point.precision,  # type: ignore[arg-type]
+        )
+        m = measure(
+            spec,
+            mode="train",
+            device=point.device,
+            target_ci=settings.target_ci,
+            max_time_s=settings.max_time_s,
+            min_samples=settings.min_samples,
+        )
+        return "measurement", m.to_dict()
+    from gpucast.measure.distributed.launcher import measure_distributed
+
+    dm = measure_distributed(
+        point.workload,
+        strategy=point.strategy,
+        nproc=point.nproc,
+        batch_sizes=(point.batch_size,),
+        devices=(point.device,),
+        precision=point.precision,
+        ps_shards=point.ps_shards,
+        sync=point.sync,
+        steps=settings.steps,
+        warmup_steps=settings.warmup_steps,
+        optimizer=settings.optimizer,
+        timeout_s=settings.timeout_s,
+    )
+    assert dm is not None  # single node: this is node 0
+    return "distributed", dm.to_dict()
+
+
+def _serve() -> int:
+    """Child side: read one JSON request per line, answer one JSON line per point.
+
+    Answers go to a private copy of the original stdout; anything a library prints goes to
+    stderr, so it cannot corrupt the protocol.
+    """
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        try:
+            kind, result = run_point(
+                CampaignPoint.from_dict(request["point"]),
+                MeasureSettings(**request["settings"]),
+            )
+            answer: dict[str, Any] = {"kind": kind, "result": result}
+        except GpucastError as exc:
+            answer = {"error": " ".join(str(exc).split())}
+        except Exception as exc:  # noqa: BLE001 - a point's crash is its result
+            first = (str(exc).strip().splitlines() or [""])[0]
+            answer = {"error": f"{type(exc).__name__}: {first}"}
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+    return 0
+
+
+# -- the executor that runs points in a reusable child -----------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """How a point ended: stored (``kind``/``result``), failed (``error``) or ``interrupted``."""
+
+    kind: str | None = None
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    interrupted: bool = False
+
+
+class PointProcess:
+    """A child ``serve`` process, started on demand and replaced after a crash or timeout."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lines: queue.Queue[bytes | None] = queue.Queue()
+        self._stderr_tail: list[str] = []
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc
+        self._lines = queue.Queue()
+        self._stderr_tail = []
+        proc = popen_tied(
+            [sys.executable, "-m", "gpucast.measure.campaign", "serve"],
+            env=child_env({}),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.PIPE,
+        )
+        self._proc = proc
+        threading.Thread(target=self._pump, args=(proc.stdout, self._lines), daemon=True).start()
+        threading.Thread(target=self._keep_tail, args=(proc.stderr,), daemon=True).start()
+        return proc
+
+    @staticmethod
+    def _pump(stream: IO[bytes] | None, lines: queue.Queue[bytes | None]) -> None:
+        assert stream is not None
+        for line in stream:
+            lines.put(line)
+        lines.put(None)
+
+    def _keep_tail(self, stream: IO[bytes] | None) -> None:
+        assert stream is not None
+        tail = self._stderr_tail
+        for raw in stream:
+            text = raw.decode(errors="replace").rstrip()
+            if text:
+                tail.append(text)
+                del tail[:-20]
+
+    def run(
+        self,
+        point: CampaignPoint,
+        settings: MeasureSettings,
+        should_stop: Callable[[], bool],
+    ) -> Outcome:
+        proc = self._start()
+        assert proc.stdin is not None
+        request = {"point": point.to_dict(), "settings": settings.to_dict()}
+        try:
+            proc.stdin.write((json.dumps(request) + "\n").encode())
+            proc.stdin.flush()
+        except OSError:
+            return self._crashed(proc)
+        deadline = time.monotonic() + settings.timeout_s + 60.0
+        while True:
+            if should_stop():
+                self.close()
+                return Outcome(interrupted=True)
+            try:
+                line = self._lines.get(timeout=0.1)
+            except queue.Empty:
+                if time.monotonic() > deadline:
+                    self.close()
+                    return Outcome(error=f"timed out after {settings.timeout_s:g} s")
+                continue
+            if line is None:
+                return self._crashed(proc)
+            answer = json.loads(line)
+            if "error" in answer:
+                return Outcome(error=str(answer["error"]))
+            return Outcome(kind=answer["kind"], result=answer["result"])
+
+    def _crashed(self, proc: subprocess.Popen[bytes]) -> Outcome:
+        code = proc.wait()
+        time.sleep(0.05)  # let the stderr reader catch the last lines
+        tail = [t for t in self._stderr_tail if not t.startswith(("W", "  "))] or self._stderr_tail
+        detail = tail[-1] if tail else ""
+        self._proc = None
+        how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        return Outcome(error=f"the point's process {how}" + (f": {detail}" if detail else ""))
+
+    def close(self) -> None:
+        if self._proc is not None:
+            if self._proc.stdin is not None:
+                try:
+                    self._proc.stdin.close()
+                except OSError:
+                    pass
+            stop([self._proc], grace_s=2.0)
+            self._proc = None
+
+
+# -- the driver --------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CampaignResult:
+    campaign_id: str
+    status: str  # done | incomplete (some failed) | interrupted (resumable)
+    progress: CampaignProgress
+
+
+def campaign_id_for(sweep: Sweep) -> str:
+    return sweep.name
+
+
+def _progress(store: Any, campaign_id: str, keys: set[str], current: str | None, last_error: str | None) -> CampaignProgress:
+    from gpucast.store.campaigns import point_states
+
+    states = [s for s in point_states(store, campaign_id) if s.key in keys]
+    count = {status: 0 for status in PointStatus}
+    for s in states:
+        count[s.status] += 1
+    return CampaignProgress(
+        total=len(states),
+        done=count[PointStatus.DONE],
+        failed=count[PointStatus.FAILED],
+        running=count[PointStatus.RUNNING],
+        pending=count[PointStatus.PENDING],
+        current=current,
+        last_error=last_error,
+    )
+
+
+def run_campaign(
+    sweep: Sweep,
+    db_path: Path | str,
+    *,
+    sweep_path: Path | str | None = None,
+    backend: str = "local",
+    address: str | None = None,
+    retry_failed: bool = False,
+    should_stop: Callable[[], bool] = lambda: False,
+    on_progress: Callable[[CampaignProgress], None] | None = None,
+) -> CampaignResult:
+    """Run (or resume) every pending point of ``sweep`` and store each result as it completes.
+
+    ``should_stop`` is polled several times a second; when it turns true the running point is
+    abandoned (back to pending) and the campaign is left ``interrupted``. ``backend`` is
+    ``local`` (one point at a time here) or ``ray`` (one Ray task per point on the cluster at
+    ``address``; results are still written here, by this driver).
+    """
+    from gpucast.store import Store
+    from gpucast.store.campaigns import (
+        complete_point,
+        fail_point,
+        finish_campaign,
+        mark_running,
+        pending_points,
+        release_point,
+        start_campaign,
+    )
+
+    if backend not in BACKENDS:
+        from gpucast.domain.errors import InvalidSpecError
+
+        raise InvalidSpecError("backend", f"must be one of {', '.join(BACKENDS)}", got=backend)
+    ray_runner = None
+    if backend == "ray":
+        from gpucast.measure.campaign_ray import RayRunner
+
+        ray_runner = RayRunner(address=address)  # fails now if ray is missing
+    points = sweep.points()
+    keys = {p.key for p in points}
+    campaign_id = campaign_id_for(sweep)
+    last_error: str | None = None
+    with Store(db_path) as store:
+        start_campaign(
+            store,
+            campaign_id=campaign_id,
+            name=sweep.name,
+            sweep_path=None if sweep_path is None else str(Path(sweep_path).resolve()),
+            sweep=sweep.to_dict(),
+            points=[(p.key, p.to_dict()) for p in points],
+            retry_failed=retry_failed,
+        )
+        interrupted = False
+
+        def report(current: str | None) -> None:
+            if on_progress is not None:
+                on_progress(_progress(store, campaign_id, keys, current, last_error))
+
+        def record(key: str, outcome: Outcome) -> None:
+            nonlocal last_error
+            if outcome.interrupted:
+                release_point(store, campaign_id, key)
+            elif outcome.error is not None:
+                last_error = f"{key}: {outcome.error}"
+                fail_point(store, campaign_id, key, outcome.error)
+            else:
+                assert outcome.kind is not None and outcome.result is not None
+                try:
+                    complete_point(store, campaign_id, key, outcome.kind, outcome.result)
+                except (GpucastError, KeyError, TypeError, ValueError) as exc:
+                    last_error = f"{key}: result could not be stored: {exc}"
+                    fail_point(store, campaign_id, key, f"result could not be stored: {exc}")
+
+        try:
+            todo = [(k, CampaignPoint.from_dict(p)) for k, p in pending_points(store, campaign_id, keys)]
+            report(None)
+            if ray_runner is not None:
+                interrupted = ray_runner.run(
+                    todo,
+                    sweep.settings,
+                    mark_running=lambda key: mark_running(store, campaign_id, key),
+                    record=record,
+                    report=report,
+                    should_stop=should_stop,
+                )
+            else:
+                child = PointProcess()
+                try:
+                    for key, point in todo:
+                        if should_stop():
+                            interrupted = True
+                            break
+                        mark_running(store, campaign_id, key)
+                        report(key)
+                        outcome = child.run(point, sweep.settings, should_stop)
+                        record(key, outcome)
+                        if outcome.interrupted:
+                            interrupted = True
+                            break
+                        report(None)
+                finally:
+                    child.close()
+        finally:
+            status = finish_campaign(store, campaign_id, interrupted=interrupted or should_stop())
+        final = _progress(store, campaign_id, keys, None, last_error)
+    if on_progress is not None:
+        on_progress(final)
+    return CampaignResult(campaign_id=campaign_id, status=status, progress=final)
+
+
+def campaign_status(db_path: Path | str, campaign_id: str) -> dict[str, Any]:
+    """The campaign row and every point's state, as plain JSON types."""
+    from gpucast.store import Store
+    from gpucast.store.campaigns import _pid_alive, get_campaign, point_states
+
+    with Store(db_path) as store:
+        row = get_campaign(store, campaign_id)
+        if row is None:
+            from gpucast.store.campaigns import list_campaigns
+
+            known = [c.id for c in list_campaigns(store)]
+            raise InvalidInputError(
+                f"no campaign {campaign_id!r} in {db_path}"
+                + (f" (known: {', '.join(known)})" if known else " (the store has none)"),
+                fix="run it with `gpucast campaign run SWEEP.yaml` first",
+            )
+        states = point_states(store, campaign_id)
+    status = row.status
+    if status == "running" and (row.driver_pid is None or not _pid_alive(int(row.driver_pid))):
+        status = "interrupted"  # its driver died (SIGKILL, power loss): resumable
+    counts = {s.value: 0 for s in PointStatus}
+    for s in states:
+        counts[s.status.value] += 1
+    if status == "interrupted":
+        counts["pending"] += counts["running"]
+        counts["running"] = 0
+    return {
+        "campaign": row.id,
+        "status": status,
+        "resumable": status in ("interrupted", "incomplete"),
+        "sweep_path": row.sweep_path,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+        "total": len(states),
+        **counts,
+        "points": [
+            {
+                **s.to_dict(),
+                "status": "pending"
+                if status == "interrupted" and s.status == PointStatus.RUNNING
+                else s.status.value,
+            }
+            for s in states
+        ],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["serve"]:
+        return _serve()
+    print("usage: python -m gpucast.measure.campaign serve", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""`plan serve` core: pruning, search, Pareto front, monotonicity, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
+from gpucast.domain.serving import LatencyCurve
+from gpucast.domain.serving_plan import ModelLoad, ModelProfile, ServeRequest, ServerOption
+from gpucast.plan.serve import (
+    REASON_LATENCY,
+    REASON_MEMORY,
+    capacity,
+    plan_serving,
+)
+
+OPTIONS = (
+    ServerOption(name="big", kind="gpu", memory_gib=16, price_usd_per_hour=2.0),
+    ServerOption(name="small", kind="gpu", memory_gib=4, price_usd_per_hour=0.6),
+    ServerOption(name="big/1g", kind="mig", memory_gib=4, price_usd_per_hour=2.0 / 7, per_unit=7),
+    ServerOption(name="cpu", kind="cpu", memory_gib=16, price_usd_per_hour=0.2),
+)
+CURVES = {
+    "big": LatencyCurve.affine(0.004, 0.001, host_s=0.002),
+    "small": LatencyCurve.affine(0.008, 0.003, host_s=0.003),
+    "big/1g": LatencyCurve.affine(0.006, 0.006, host_s=0.002),
+    "cpu": LatencyCurve.affine(0.030, 0.020),
+}
+
+
+def profiles(models: tuple[str, ...], per_sample_gib: float = 0.05) -> dict:
+    return {
+        (m, o.name): ModelProfile(
+            model=m,
+            server=o.name,
+            curve=CURVES[o.name],
+            memory_fixed_gib=1.0,
+            memory_per_sample_gib=per_sample_gib,
+            request_overhead_s=0.0005,
+        )
+        for m in models
+        for o in OPTIONS
+    }
+
+
+def request(rates: dict[str, float], slo_ms: float, **kw: object) -> ServeRequest:
+    defaults: dict[str, object] = {
+        "duration_s": 10.0,
+        "max_batch_sizes": (1, 4, 16),
+        "max_delays_s": (0.0, 0.005),
+    }
+    defaults.update(kw)
+    return ServeRequest(
+        models=tuple(ModelLoad(name=m, rate_rps=r) for m, r in rates.items()),
+        slo_s=slo_ms / 1e3,
+        **defaults,  # type: ignore[arg-type]
+    )
+
+
+def test_single_model_plan_is_cheapest_feasible_and_explained() -> None:
+    plan = plan_serving(request({"a": 300}, 50), OPTIONS, profiles(("a",)))
+    best = plan.best
+    assert best is not None and best.meets_slo
+    costs = [c.cost_usd_per_hour for c in plan.candidates]
+    assert best.cost_usd_per_hour == min(costs)
+    assert all(c.tail_latency_s <= 0.050 for c in plan.candidates)
+    # the CPU at 30 ms + 20 ms per sample can still serve batch 1 within 50 ms
+    assert plan.simulated < plan.evaluated
+    assert best.requests_in == best.requests_out > 0
+    assert best.headroom > 0
+    d = plan.to_dict()
+    assert d["recommended"] == 0 and d["pareto"] and isinstance(d["infeasible"], dict)
+
+
+def test_analytic_pruning_reasons() -> None:
+    # 20 ms SLO: the CPU's 50 ms single request is pruned before any simulation
+    plan = plan_serving(request({"a": 100}, 20), OPTIONS, profiles(("a",), per_sample_gib=0.5))
+    assert plan.infeasible[REASON_LATENCY] > 0
+    # 4 GiB devices cannot hold 2 instances at batch 16 with 0.5 GiB per sample
+    assert plan.infeasible[REASON_MEMORY] > 0
+    assert all("cpu" not in c.describe() for c in plan.candidates)
+
+
+def test_capacity_counts_shared_device() -> None:
+    prof = profiles(("a",))[("a", "big")]
+    solo = capacity(prof, OPTIONS[0], 8, 1, 1)
+    assert solo.device_rps == pytest.approx(8 / CURVES["big"].latency(8))
+    two = capacity(prof, OPTIONS[0], 8, 2, 2)
+    assert two.device_rps == pytest.approx(8 / CURVES["big"].device_s(8))
+    assert two.instance_rps == pytest.approx(2 * 8 / CURVES["big"].latency(8))
+
+
+def test_two_models_consider_colocation() -> None:
+    plan = plan_serving(request({"a": 150, "b": 40}, 60), OPTIONS, profiles(("a", "b")))
+    placements = {c.placement for c in plan.candidates}
+    assert "shared" in placements or "dedicated" in placements
+    for c in plan.candidates:
+        served = {m.model for g in c.groups for m in g.models}
+        assert served == {"a", "b"}
+        assert c.requests_in == c.requests_out
+
+
+def test_mig_cost_rounds_up_to_whole_gpus() -> None:
+    mig = OPTIONS[2]
+    assert mig.cost_usd_per_hour(1) == pytest.approx(2.0)
+    assert mig.cost_usd_per_hour(7) == pytest.approx(2.0)
+    assert mig.cost_usd_per_hour(8) == pytest.approx(4.0)
+
+
+def test_slo_below_every_single_request_latency_is_one_clear_error() -> None:
+    with pytest.raises(NoFeasiblePlanError, match=r"fastest: big, 5\.5 ms"):
+        plan_serving(request({"a": 10}, 3), OPTIONS, profiles(("a",)))
+
+
+def test_bad_requests() -> None:
+    with pytest.raises(InvalidSpecError, match="rate of a"):
+        ModelLoad(name="a", rate_rps=0)
+    with pytest.raises(InvalidSpecError, match="rate of a"):
+        ModelLoad(name="a", rate_rps=-5)
+    with pytest.raises(InvalidSpecError, match="slo"):
+        request({"a": 1}, 0)
+    with pytest.raises(NoFeasiblePlanError, match="budget"):
+        plan_serving(request({"a": 300}, 50, budget_usd_per_hour=0.01), OPTIONS, profiles(("a",)))
+
+
+def test_same_seed_same_plan() -> None:
+    one = plan_serving(request({"a": 200}, 40), OPTIONS, profiles(("a",))).to_dict()
+    two = plan_serving(request({"a": 200}, 40), OPTIONS, profiles(("a",))).to_dict()
+    assert one == two
+
+
+FAST = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(rate=st.floats(20, 400), slo_ms=st.floats(8, 80))
+def test_pareto_front_is_non_dominated(rate: float, slo_ms: float) -> None:
+    plan = plan_serving(request({"a": rate}, slo_ms), OPTIONS, profiles(("a",)))
+    pts = [(c.cost_usd_per_hour, c.tail_latency_s) for c in plan.candidates]
+    for i in plan.pareto:
+        ci, li = pts[i]
+        assert not any((c <= ci and lat <= li) and (c < ci or lat < li) for c, lat in pts)
+    # every candidate off the front is dominated by (or equal to) one on it
+    for j, (cj, lj) in enumerate(pts):
+        if j not in plan.pareto:
+            assert any(pts[i][0] <= cj and pts[i][1] <= lj for i in plan.pareto)
+
+
+@FAST
+@given(rate=st.floats(20, 400), slo_ms=st.floats(8, 60), looser=st.floats(1.0, 3.0))
+def test_looser_slo_is_never_more_expensive(rate: float, slo_ms: float, looser: float) -> None:
+    try:
+        tight = plan_serving(request({"a": rate}, slo_ms), OPTIONS, profiles(("a",)))
+    except NoFeasiblePlanError:
+        return
+    loose = plan_serving(request({"a": rate}, slo_ms * looser), OPTIONS, profiles(("a",)))
+    assert tight.best is not None and loose.best is not None
+    assert loose.best.cost_usd_per_hour <= tight.best.cost_usd_per_hour + 1e-9
+
+
+@FAST
+@given(rate=st.floats(20, 400), budget=st.floats(0.3, 5.0), more=st.floats(1.0, 4.0))
+def test_more_budget_is_never_more_expensive(rate: float, budget: float, more: float) -> None:
+    try:
+        tight = plan_serving(
+            request({"a": rate}, 40, budget_usd_per_hour=budget), OPTIONS, profiles(("a",))
+        )
+    except NoFeasiblePlanError:
+        return
+    loose = plan_serving(
+        request({"a": rate}, 40, budget_usd_per_hour=budget * more), OPTIONS, profiles(("a",))
+    )
+    assert tight.best is not None and loose.best is not None
+    assert loose.best.cost_usd_per_hour <= tight.best.cost_usd_per_hour + 1e-9
+
+
+@FAST
+@given(rates=st.lists(st.floats(5, 150), min_size=1, max_size=2))
+def test_requests_in_equal_requests_out(rates: list[float]) -> None:
+    names = tuple(f"m{i}" for i in range(len(rates)))
+    req = request(dict(zip(names, rates, strict=True)), 80)
+    plan = plan_serving(req, OPTIONS, profiles(names))
+    for c in plan.candidates:
+        assert c.requests_in == c.requests_out
+        assert c.requests_in == pytest.approx(sum(rates) * 10.0, rel=0.5)
+
+
+def test_given_arrivals_are_used() -> None:
+    times = np.arange(0, 10, 0.01)  # 100 req/s, constant
+    plan = plan_serving(request({"a": 100}, 40), OPTIONS, profiles(("a",)), arrivals={"a": times})
+    assert plan.best is not None and plan.best.requests_in == times.size
