@@ -40,3 +40,5 @@ def _isolated_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Never let a test write the user's real store."""
     monkeypatch.setenv("GPUCAST_DB", str(tmp_path / "gpucast-test.db"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    monkeypatch.delenv("GPUCAST_SHARED_DATA", raising=False)
