@@ -137,8 +137,8 @@ def test_cli_infer_curve_json(tmp_path: Path) -> None:
     group.command("infer-curve")(measure_curve_command)
     app.add_typer(group, name="measure")
     db = tmp_path / "s.db"
-    args = ["--db", str(db), "measure", "infer-curve", "mlp", "--batch-sizes", "1,4",
-            "--max-time-s", "0.3", "--min-samples", "3", "--target-ci", "0.5", "--json"]  # fmt: skip
+    args = ["--db", str(db), "measure", "infer-curve", "mlp", "--batch-sizes", "1,4"]
+    args += ["--max-time-s", "0.3", "--min-samples", "3", "--target-ci", "0.5", "--json"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)

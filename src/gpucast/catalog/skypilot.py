@@ -24,8 +24,8 @@ from datetime import date
 from pathlib import Path
 
 from gpucast.catalog._csv import read_rows
-from gpucast.catalog.loader import Catalog, load_catalog
-from gpucast.domain.catalog import Offer
+from gpucast.catalog.loader import load_catalog
+from gpucast.domain.catalog import Catalog, Offer
 from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownGpuError
 
 CLOUDS = ("aws", "gcp", "azure")

@@ -207,8 +207,41 @@ def train(
     min_samples: int = _MIN_SAMPLES,
     no_save: bool = _NO_SAVE,
     as_json: bool = _JSON,
+    distributed: str | None = typer.Option(
+        None, "--distributed", help="ddp, fsdp or ps: a multi-process run via torch.distributed."
+    ),
+    nproc: int = typer.Option(2, "--nproc", help="Processes on this node (--distributed)."),
+    nnodes: int = typer.Option(1, "--nnodes", help="Nodes in the job (--distributed)."),
+    node_rank: int = typer.Option(0, "--node-rank", help="This node's rank (--distributed)."),
+    master_addr: str = typer.Option("127.0.0.1", "--master-addr", help="Rendezvous host."),
+    master_port: int | None = typer.Option(None, "--master-port", help="Rendezvous port."),
+    ps_shards: int = typer.Option(1, "--ps-shards", help="Parameter-server shards (ps)."),
+    sync: bool = typer.Option(True, "--sync/--async", help="Synchronous or asynchronous PS."),
+    batch_sizes: str | None = typer.Option(
+        None, "--batch-sizes", help="Per-worker batch sizes, e.g. 32,64 (heterogeneous runs)."
+    ),
+    devices: str | None = typer.Option(
+        None, "--devices", help="Per-worker devices, e.g. cuda:0,cpu (heterogeneous runs)."
+    ),
+    steps: int = typer.Option(20, "--steps", help="Measured steps per rank (--distributed)."),
+    warmup_steps: int = typer.Option(5, "--warmup-steps", help="Warm-up steps (--distributed)."),
 ) -> None:
-    """Time training steps (forward, backward, optimizer) of WORKLOAD."""
+    """Time training steps (forward, backward, optimizer) of WORKLOAD.
+
+    With --distributed, launch --nproc processes (torchrun-compatible; NCCL on GPUs, gloo on
+    the CPU) and measure step, compute and communication time, bytes and per-rank skew.
+    """
+    if distributed is not None:
+        from gpucast.cli.distributed import run_distributed
+
+        run_distributed(
+            ctx, workload=workload, strategy=distributed, device=device, batch_size=batch_size,
+            precision=precision, nproc=nproc, nnodes=nnodes, node_rank=node_rank,
+            master_addr=master_addr, master_port=master_port, ps_shards=ps_shards, sync=sync,
+            batch_sizes=batch_sizes, devices=devices, steps=steps, warmup_steps=warmup_steps,
+            no_save=no_save, as_json=as_json,
+        )  # fmt: skip
+        return
     _run(ctx, "train", workload, device, batch_size, precision, target_ci, max_time_s,
          min_samples, no_save, as_json)  # fmt: skip
 

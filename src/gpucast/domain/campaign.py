@@ -62,7 +62,9 @@ class MeasureSettings:
         for name, low in (("min_samples", 2), ("steps", 2), ("warmup_steps", 0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InvalidSpecError(f"settings.{name}", f"must be an integer >= {low}", got=value)
+                raise InvalidSpecError(
+                    f"settings.{name}", f"must be an integer >= {low}", got=value
+                )
         if self.optimizer not in ("sgd", "adam"):
             raise InvalidSpecError("settings.optimizer", "must be sgd or adam", got=self.optimizer)
         if self.gpus_per_point is not None and (
@@ -183,7 +185,9 @@ class Sweep:
                 raise InvalidSpecError(axis, "must list at least one value")
         for b in (*self.batch_sizes, *self.nprocs, *self.ps_shards):
             if isinstance(b, bool) or not isinstance(b, int) or b < 1:
-                raise InvalidSpecError("batch_sizes/nprocs/ps_shards", "must be integers >= 1", got=b)
+                raise InvalidSpecError(
+                    "batch_sizes/nprocs/ps_shards", "must be integers >= 1", got=b
+                )
         for p in self.precisions:
             if p not in PRECISIONS:
                 raise InvalidSpecError("precisions", f"must be in {', '.join(PRECISIONS)}", got=p)

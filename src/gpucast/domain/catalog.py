@@ -7,10 +7,15 @@ Every figure carries its unit in its name. Peak FLOP/s are *dense* (no sparsity)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 
-from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.errors import (
+    InvalidSpecError,
+    UnknownGpuError,
+    UnknownProviderError,
+    UnknownRegionError,
+)
 
 
 def _check_positive(owner: str, name: str, value: float | None, *, allow_none: bool) -> None:
@@ -136,3 +141,118 @@ class Offer:
                 )
             return self.spot_usd_per_hour
         return self.on_demand_usd_per_hour
+
+
+PROVIDERS = ("aws", "gcp", "azure")
+
+
+def lookup_key(name: str) -> str:
+    """Normalised lookup key: case-, space-, dash- and underscore-insensitive."""
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Catalog:
+    """GPU specs and cloud offers, with lookups by (alias-tolerant) name."""
+
+    gpus: tuple[GpuSpec, ...]
+    offers: tuple[Offer, ...]
+    _by_key: dict[str, GpuSpec] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        index: dict[str, GpuSpec] = {}
+        for spec in self.gpus:
+            for label in (spec.name, *spec.aliases):
+                key = lookup_key(label)
+                other = index.get(key)
+                if other is not None and other.name != spec.name:
+                    raise InvalidSpecError(
+                        f"gpu {spec.name}.aliases",
+                        f"{label!r} is already a name or alias of {other.name}",
+                    )
+                index[key] = spec
+        object.__setattr__(self, "_by_key", index)
+
+    # -- GPUs -------------------------------------------------------------------------------
+    def gpu(self, name: str) -> GpuSpec:
+        """The GPU called ``name`` or one of its aliases (case-insensitive)."""
+        spec = self._by_key.get(lookup_key(name))
+        if spec is None:
+            choices = [s.name for s in self.gpus] + [a for s in self.gpus for a in s.aliases]
+            raise UnknownGpuError(name, choices, fix="see `gpucast catalog gpus`")
+        return spec
+
+    def gpu_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.gpus)
+
+    # -- offers -----------------------------------------------------------------------------
+    def providers(self) -> tuple[str, ...]:
+        return tuple(sorted({o.provider for o in self.offers}))
+
+    def regions(self, provider: str | None = None) -> tuple[str, ...]:
+        """Regions with at least one offer (of ``provider``, when given), sorted."""
+        if provider is not None:
+            provider = self._provider(provider)
+        return tuple(
+            sorted({o.region for o in self.offers if provider is None or o.provider == provider})
+        )
+
+    def find_offers(
+        self,
+        provider: str | None = None,
+        region: str | None = None,
+        gpu: str | None = None,
+        spot: bool | None = None,
+        cpu_only: bool | None = None,
+    ) -> tuple[Offer, ...]:
+        """Offers matching every given filter.
+
+        ``spot=True`` keeps offers that have a spot price (``False``/``None``: no filter);
+        ``cpu_only=True`` keeps CPU-only offers, ``False`` only GPU offers. Unknown provider,
+        region or GPU names raise the matching ``Unknown*Error`` listing close matches.
+        """
+        if provider is not None:
+            provider = self._provider(provider)
+        if region is not None:
+            known = self.regions(provider)
+            if region not in known:
+                lowered = {r.lower(): r for r in known}
+                if region.lower() not in lowered:
+                    flag = f" --provider {provider}" if provider else ""
+                    raise UnknownRegionError(
+                        region, known, fix=f"see `gpucast catalog offers{flag}` for regions"
+                    )
+                region = lowered[region.lower()]
+        gpu_name = self.gpu(gpu).name if gpu is not None else None
+        if gpu_name is not None and cpu_only:
+            raise InvalidSpecError(
+                "cpu_only", "cannot be combined with a GPU filter", fix="drop --cpu-only or --gpu"
+            )
+        found = []
+        for offer in self.offers:
+            if provider is not None and offer.provider != provider:
+                continue
+            if region is not None and offer.region != region:
+                continue
+            if gpu_name is not None and offer.gpu != gpu_name:
+                continue
+            if spot and offer.spot_usd_per_hour is None:
+                continue
+            if cpu_only is True and offer.gpu is not None:
+                continue
+            if cpu_only is False and offer.gpu is None:
+                continue
+            found.append(offer)
+        return tuple(found)
+
+    @property
+    def snapshot_date(self) -> date:
+        """The latest ``as_of`` of any offer (or GPU row when there are no offers)."""
+        dates = [o.as_of for o in self.offers] or [g.as_of for g in self.gpus]
+        return max(dates)
+
+    def _provider(self, provider: str) -> str:
+        known = self.providers() or PROVIDERS
+        if provider.lower() not in known:
+            raise UnknownProviderError(provider, known)
+        return provider.lower()

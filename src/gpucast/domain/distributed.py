@@ -382,7 +382,9 @@ class DistributedMeasurement:
         set_(self, "communication_s", comm)
         set_(self, "exposed_communication_s", exposed)
         set_(self, "overlapped_communication_s", max(comm - exposed, 0.0))
-        set_(self, "bytes_per_step", math.fsum(w.bytes_sent_per_step for w in workers) / len(workers))
+        set_(
+            self, "bytes_per_step", math.fsum(w.bytes_sent_per_step for w in workers) / len(workers)
+        )
         set_(
             self,
             "bytes_received_per_step",
@@ -390,7 +392,11 @@ class DistributedMeasurement:
         )
         fastest = min(workers, key=lambda w: w.median_compute_s)
         slowest = max(workers, key=lambda w: w.median_compute_s)
-        skew = slowest.median_compute_s / fastest.median_compute_s - 1 if fastest.median_compute_s > 0 else 0.0
+        skew = (
+            slowest.median_compute_s / fastest.median_compute_s - 1
+            if fastest.median_compute_s > 0
+            else 0.0
+        )
         set_(self, "skew", skew)
         set_(self, "straggler_rank", slowest.rank)
         worker_means = [math.fsum(w.step_times_s) / len(w.step_times_s) for w in workers]

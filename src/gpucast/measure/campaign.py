@@ -30,6 +30,7 @@ to pending and marks the campaign ``interrupted``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -38,7 +39,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -71,7 +72,9 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 # -- loading -----------------------------------------------------------------------------------
-def _bad(path: Path, node: Any, key: str | None, problem: str, fix: str | None = None) -> DataFormatError:
+def _bad(
+    path: Path, node: Any, key: str | None, problem: str, fix: str | None = None
+) -> DataFormatError:
     line = None if node is None else int(node.start_mark.line) + 1
     return DataFormatError(str(path), problem, line=line, column=key, fix=fix)
 
@@ -127,14 +130,18 @@ def load_sweep(path: Path | str) -> Sweep:
         problem = getattr(exc, "problem", None) or str(exc)
         raise DataFormatError(str(path), f"not valid YAML: {problem}", line=line) from None
     if not isinstance(root, yaml.MappingNode):
-        raise _bad(path, root, None, "must be a mapping of sweep keys", fix="see `gpucast campaign run --help`")
+        raise _bad(
+            path,
+            root,
+            None,
+            "must be a mapping of sweep keys",
+            fix="see `gpucast campaign run --help`",
+        )
     nodes: dict[str, Any] = {}
     for key_node, value_node in root.value:
         key = str(key_node.value)
         if key not in _TOP_KEYS:
-            raise _bad(
-                path, key_node, key, "unknown key", fix=f"use one of {', '.join(_TOP_KEYS)}"
-            )
+            raise _bad(path, key_node, key, "unknown key", fix=f"use one of {', '.join(_TOP_KEYS)}")
         if key in nodes:
             raise _bad(path, key_node, key, "given twice")
         nodes[key] = (key_node, value_node)
@@ -283,7 +290,7 @@ def _serve() -> int:
             answer: dict[str, Any] = {"kind": kind, "result": result}
         except GpucastError as exc:
             answer = {"error": " ".join(str(exc).split())}
-        except Exception as exc:  # noqa: BLE001 - a point's crash is its result
+        except Exception as exc:
             first = (str(exc).strip().splitlines() or [""])[0]
             answer = {"error": f"{type(exc).__name__}: {first}"}
         answers.write(json.dumps(answer) + "\n")
@@ -388,10 +395,8 @@ class PointProcess:
     def close(self) -> None:
         if self._proc is not None:
             if self._proc.stdin is not None:
-                try:
+                with contextlib.suppress(OSError):
                     self._proc.stdin.close()
-                except OSError:
-                    pass
             stop([self._proc], grace_s=2.0)
             self._proc = None
 
@@ -408,7 +413,9 @@ def campaign_id_for(sweep: Sweep) -> str:
     return sweep.name
 
 
-def _progress(store: Any, campaign_id: str, keys: set[str], current: str | None, last_error: str | None) -> CampaignProgress:
+def _progress(
+    store: Any, campaign_id: str, keys: set[str], current: str | None, last_error: str | None
+) -> CampaignProgress:
     from gpucast.store.campaigns import point_states
 
     states = [s for s in point_states(store, campaign_id) if s.key in keys]
@@ -500,7 +507,9 @@ def run_campaign(
                     fail_point(store, campaign_id, key, f"result could not be stored: {exc}")
 
         try:
-            todo = [(k, CampaignPoint.from_dict(p)) for k, p in pending_points(store, campaign_id, keys)]
+            todo = [
+                (k, CampaignPoint.from_dict(p)) for k, p in pending_points(store, campaign_id, keys)
+            ]
             report(None)
             if ray_runner is not None:
                 interrupted = ray_runner.run(

@@ -110,7 +110,7 @@ class RayRunner:
                     key = pending.pop(ref)
                     try:
                         answer = ray.get(ref)
-                    except Exception as exc:  # noqa: BLE001 - a task's failure is its point's
+                    except Exception as exc:
                         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                         record(key, Outcome(error=f"Ray task failed: {first}"))
                     else:

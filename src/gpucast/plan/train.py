@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from gpucast.catalog import Catalog
+from gpucast.domain.catalog import Catalog
 from gpucast.domain.errors import (
     InvalidSpecError,
     NoFeasiblePlanError,

@@ -53,7 +53,7 @@ def popen_tied(
         stderr=stderr,
         stdin=stdin,
         cwd=cwd,
-        preexec_fn=_die_with_parent(),  # noqa: PLW1509 - only sets a signal, no locks
+        preexec_fn=_die_with_parent(),
     )
 
 

@@ -155,7 +155,7 @@ def _wait(processes: list[Any], logs: list[Path], out: Path, config: Distributed
                 stop(processes)
                 raise MeasurementError(
                     f"{config.label} run failed on rank {rank}: {reason}",
-                    fix=f"see the rank logs; rerun with fewer processes or another --batch-size"
+                    fix="see the rank logs; rerun with fewer processes or another --batch-size"
                     if "memory" in reason.lower()
                     else None,
                 )
@@ -163,8 +163,9 @@ def _wait(processes: list[Any], logs: list[Path], out: Path, config: Distributed
             return
         if time.monotonic() > deadline:
             stop(processes)
+            limit_s = config.timeout_s + STARTUP_SLACK_S
             raise MeasurementError(
-                f"{config.label} run did not finish within {config.timeout_s + STARTUP_SLACK_S:g} s",
+                f"{config.label} run did not finish within {limit_s:g} s",
                 fix="check that every node started (--nnodes, --master-addr, --master-port)",
             )
         time.sleep(_POLL_S)
