@@ -28,9 +28,8 @@ FAST = ["--gpu", "T4", "--gpu", "L4", "--no-mig", "--duration-s", "10"]
 
 def run(*args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(cli(), ["plan", "serve", *args])
-    if result.exit_code == 1:
-        print(repr(result.exception))
-    return result.exit_code, result.stdout, result.stderr
+    err = result.stderr + ("" if result.exception is None else repr(result.exception))
+    return result.exit_code, result.stdout, err
 
 
 def test_json_has_candidates_pareto_recommended_infeasible() -> None:

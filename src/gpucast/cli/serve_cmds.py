@@ -17,6 +17,7 @@ import numpy as np
 import typer
 
 from gpucast.cli._common import console, emit_json, err_console
+from gpucast.domain.catalog import GpuSpec, MigProfile, Offer
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.serving import (
     BatchingPolicy,
@@ -26,6 +27,11 @@ from gpucast.domain.serving import (
     ServerGroup,
     ServerSpec,
 )
+from gpucast.domain.serving_plan import ServerOption
+
+#: What the latency predictor needs for one server option: the GPU and MIG profile (None for
+#: a CPU server) and the offer it is rented from.
+ServerTarget = tuple[GpuSpec | None, MigProfile | None, Offer]
 
 ARRIVALS_HELP = "poisson | constant | bursty | trace:FILE (Azure LLM trace or arrival_s CSV)"
 
@@ -420,34 +426,35 @@ def build_server_options(
     providers: list[str],
     regions: list[str],
     spot: bool,
-) -> tuple[list[object], dict[str, object]]:
+) -> tuple[list[ServerOption], dict[str, ServerTarget]]:
     """Server options from the catalog: the cheapest offer per GPU type (price per GPU), the
     MIG profiles of those GPUs (a layout of ``max_instances`` equal slices per GPU), and the
     cheapest offer per CPU instance type. Returns the options and, per option name, what the
     latency predictor needs (the GpuSpec + MigProfile, or the CPU offer)."""
     from gpucast.catalog import load_catalog
-    from gpucast.domain.serving_plan import ServerOption
     from gpucast.predict import serving as pserve
 
     catalog = load_catalog()
-    offers = []
-    for provider in providers or [None]:
-        for region in regions or [None]:
+    offers: list[Offer] = []
+    any_: list[str | None] = [None]
+    for provider in providers or any_:
+        for region in regions or any_:
             offers += catalog.find_offers(provider=provider, region=region)
     wanted = {catalog.gpu(g).name for g in gpus}
     mig_wanted: dict[str, set[str]] = {}
     for item in migs:
-        gpu_name, sep, prof = item.partition(":")
+        gpu_name, sep, prof_name = item.partition(":")
         if not sep:
             raise InvalidSpecError(
                 "mig", "must be GPU:PROFILE", got=item, fix="e.g. --mig A100-40GB:1g.5gb"
             )
         spec = catalog.gpu(gpu_name)
-        pserve.mig_profile(spec, prof)  # one clear error when the GPU has no such profile
-        mig_wanted.setdefault(spec.name, set()).add(prof)
-        wanted.add(spec.name) if gpus else None
-    best_gpu: dict[str, object] = {}
-    best_cpu: dict[str, object] = {}
+        pserve.mig_profile(spec, prof_name)  # one clear error when the GPU has no such profile
+        mig_wanted.setdefault(spec.name, set()).add(prof_name)
+        if gpus:
+            wanted.add(spec.name)
+    best_gpu: dict[str, Offer] = {}
+    best_cpu: dict[str, Offer] = {}
     for offer in offers:
         if spot and offer.spot_usd_per_hour is None:
             continue
@@ -456,26 +463,19 @@ def build_server_options(
             if no_cpu or gpus or migs:
                 continue
             cur = best_cpu.get(offer.instance_type)
-            if cur is None or price < cur.price_usd_per_hour(spot=spot):  # type: ignore[attr-defined]
+            if cur is None or price < cur.price_usd_per_hour(spot=spot):
                 best_cpu[offer.instance_type] = offer
             continue
         if (wanted or mig_wanted) and offer.gpu not in wanted | set(mig_wanted):
             continue
         cur = best_gpu.get(offer.gpu)
-        if cur is None or price / offer.gpus < (
-            cur.price_usd_per_hour(spot=spot) / cur.gpus  # type: ignore[attr-defined]
-        ):
+        if cur is None or price / offer.gpus < (cur.price_usd_per_hour(spot=spot) / cur.gpus):
             best_gpu[offer.gpu] = offer
-    options: list[object] = []
-    targets: dict[str, object] = {}
+    options: list[ServerOption] = []
+    targets: dict[str, ServerTarget] = {}
     for gpu_name, offer in sorted(best_gpu.items()):
         spec = catalog.gpu(gpu_name)
-        price = offer.price_usd_per_hour(spot=spot) / offer.gpus  # type: ignore[attr-defined]
-        where = dict(
-            provider=offer.provider,  # type: ignore[attr-defined]
-            region=offer.region,  # type: ignore[attr-defined]
-            instance_type=offer.instance_type,  # type: ignore[attr-defined]
-        )
+        price = offer.price_usd_per_hour(spot=spot) / offer.gpus
         if not mig_wanted or gpu_name in wanted:
             options.append(
                 ServerOption(
@@ -484,7 +484,9 @@ def build_server_options(
                     memory_gib=spec.memory_gib,
                     price_usd_per_hour=price,
                     gpu=gpu_name,
-                    **where,
+                    provider=offer.provider,
+                    region=offer.region,
+                    instance_type=offer.instance_type,
                 )
             )
             targets[gpu_name] = (spec, None, offer)
@@ -503,7 +505,9 @@ def build_server_options(
                     gpu=gpu_name,
                     mig_profile=prof.name,
                     per_unit=prof.max_instances,
-                    **where,
+                    provider=offer.provider,
+                    region=offer.region,
+                    instance_type=offer.instance_type,
                 )
             )
             targets[name] = (spec, prof, offer)
@@ -513,10 +517,10 @@ def build_server_options(
             ServerOption(
                 name=name,
                 kind="cpu",
-                memory_gib=offer.memory_gib,  # type: ignore[attr-defined]
-                price_usd_per_hour=offer.price_usd_per_hour(spot=spot),  # type: ignore[attr-defined]
+                memory_gib=offer.memory_gib,
+                price_usd_per_hour=offer.price_usd_per_hour(spot=spot),
                 provider=offer.provider,
-                region=offer.region,  # type: ignore[attr-defined]
+                region=offer.region,
                 instance_type=itype,
             )
         )
@@ -702,7 +706,7 @@ def plan_serve_dict(**kw: object) -> dict[str, object]:
         fixed_gib = 1.2 * work.weights_bytes / 2**30
         per_gib = 1.2 * (work.input_bytes_per_sample + work.activation_bytes_per_sample) / 2**30
         for option in options:
-            spec, prof, offer = targets[option.name]  # type: ignore[attr-defined, misc]
+            spec, prof, offer = targets[option.name]
             curve = measured.get((load.name, option.name))
             if curve is None:
                 if spec is None:
@@ -715,13 +719,13 @@ def plan_serve_dict(**kw: object) -> dict[str, object]:
                     )
             profiles[(load.name, option.name)] = ModelProfile(
                 model=load.name,
-                server=option.name,  # type: ignore[attr-defined]
+                server=option.name,
                 curve=curve,
                 memory_fixed_gib=fixed_gib,
                 memory_per_sample_gib=per_gib,
                 request_overhead_s=pserve.request_overhead_s(
                     work.input_bytes_per_sample,
-                    offer.network_gbps,  # type: ignore[attr-defined]
+                    offer.network_gbps,
                 ),
             )
     sources["latency"] = (
@@ -732,7 +736,7 @@ def plan_serve_dict(**kw: object) -> dict[str, object]:
     sources["arrivals"] = sources.get("arrivals", "Poisson at each model's rate")
     plan = plan_serving(
         request,
-        options,  # type: ignore[arg-type]
+        options,
         profiles,
         arrivals=traffic or None,
         assumptions=sources,
@@ -875,7 +879,7 @@ def measure_curve_command(
             f"[bold]{workload}[/bold] inference on {c['device']} ({c['precision']})",
             highlight=False,
         )
-        for p in c["points"]:  # type: ignore[union-attr]
+        for p in c["points"]:
             console.print(
                 f"  batch {p['batch_size']:>4}: {p['median_s'] * 1e3:9.3f} ms  "
                 f"{p['samples_per_s']:10.1f} samples/s  ±{p['ci_halfwidth_rel']:.1%}",
@@ -883,7 +887,7 @@ def measure_curve_command(
             )
         f = c["fit"]
         console.print(
-            f"  fit: {f['fixed_s'] * 1e3:.3f} ms + {f['per_sample_s'] * 1e3:.4f} ms x batch"  # type: ignore[index]
+            f"  fit: {f['fixed_s'] * 1e3:.3f} ms + {f['per_sample_s'] * 1e3:.4f} ms x batch"
             + (f"  (runs {c['run_ids']})" if c["run_ids"] else ""),
             highlight=False,
         )

@@ -15,9 +15,14 @@ def register(app: typer.Typer) -> None:
         profile,
         report,
         runs,
+        serve_cmds,
         simulate,
         validate,
     )
+
+    # Serving verbs live in one module and join the groups of their capability here.
+    plan.app.command("serve")(serve_cmds.plan_serve_command)
+    measure.app.command("infer-curve")(serve_cmds.measure_curve_command)
 
     app.add_typer(plan.app, name="plan", help="Plan training and serving: time, cost, risk.")
     app.add_typer(catalog.app, name="catalog", help="GPU specs and cloud offers with prices.")

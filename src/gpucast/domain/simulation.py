@@ -20,7 +20,35 @@ from gpucast.domain.errors import InvalidSpecError
 
 #: The price-table name of a CPU parameter server.
 CPU_PS = "cpu-ps"
+#: Canonical market names; :func:`normalise_market` maps other spellings onto them.
 MARKETS = ("spot", "on-demand")
+_MARKET_SPELLINGS = {
+    "spot": "spot",
+    "preemptible": "spot",
+    "pre": "spot",
+    "on-demand": "on-demand",
+    "on_demand": "on-demand",
+    "ondemand": "on-demand",
+    "on demand": "on-demand",
+    "demand": "on-demand",
+}
+
+
+def normalise_market(text: str, *, field: str = "market") -> str:
+    """``spot`` or ``on-demand`` from any usual spelling (``on_demand``, ``preemptible``, ...).
+
+    The one place market spellings are reconciled: price tables, the start-up model and the
+    published data files each spell on-demand differently.
+    """
+    key = " ".join(str(text).strip().lower().split())
+    if key in _MARKET_SPELLINGS:
+        return _MARKET_SPELLINGS[key]
+    raise InvalidSpecError(
+        field,
+        f"must be one of {', '.join(MARKETS)}",
+        got=text,
+        fix="spell the market 'spot' or 'on-demand' ('on_demand' and 'preemptible' also work)",
+    )
 
 
 def _market(spot: bool) -> str:
@@ -57,7 +85,11 @@ class ClusterScenario:
     ``None`` means no periodic checkpoint (a chief or PS loss restarts from step 0).
     ``include_startup``: the clock (duration and billing) starts when the servers are requested,
     so the first start-up delay is part of the job; ``False`` starts it when they are up (how
-    the published runs measured ``Duration``), the servers' lifetimes still counting that age.
+    the published runs measured ``Duration``), the servers' lifetimes still counting that age
+    (and conditioned on having survived it: a server revoked while starting never joined).
+    ``worker_loss_restarts``: synchronous training (sync PS, all-reduce) — losing *any* worker
+    rolls the job back to its last checkpoint and it resumes once every remaining (or
+    replacement) worker is up; ``False`` (asynchronous PS) — only the chief or a PS does.
     ``horizon_s``: runs not finished by then are reported as unfinished (duration ``inf``).
     """
 
@@ -70,6 +102,7 @@ class ClusterScenario:
     replace_revoked: bool = False
     deadline_s: float | None = None
     include_startup: bool = True
+    worker_loss_restarts: bool = False
     horizon_s: float = 30 * 86400.0
 
     def __post_init__(self) -> None:
@@ -127,6 +160,7 @@ class ClusterScenario:
             replace_revoked=self.replace_revoked,
             deadline_s=self.deadline_s,
             include_startup=self.include_startup,
+            worker_loss_restarts=self.worker_loss_restarts,
             horizon_s=self.horizon_s,
         )
 
@@ -140,26 +174,30 @@ class PriceTable:
 
     def __post_init__(self) -> None:
         clean: dict[tuple[str, str], float] = {}
-        for (server, market), price in self.usd_per_hour.items():
-            if market not in MARKETS:
-                raise InvalidSpecError("market", f"must be one of {', '.join(MARKETS)}", got=market)
+        for (server, raw_market), price in self.usd_per_hour.items():
+            market = normalise_market(raw_market)
             if not (math.isfinite(price) and price >= 0):
                 raise InvalidSpecError(f"price of {server} ({market})", "must be >= 0", got=price)
             clean[(server, market)] = float(price)
         object.__setattr__(self, "usd_per_hour", MappingProxyType(clean))
 
-    def price(self, server: str, *, spot: bool) -> float:
-        """US$/h of ``server`` in the spot or on-demand market; a missing row is bad input."""
+    def price(self, server: str, *, spot: bool, region: str | None = None) -> float:
+        """US$/h of ``server`` in the spot or on-demand market; a missing row is bad input.
+
+        With ``region``, a row for ``server@region`` (e.g. ``K80@us-east1``) wins over the
+        plain ``server`` row, so one table can price the same GPU in several regions.
+        """
         market = _market(spot)
-        key = (server, market)
-        if key in self.usd_per_hour:
-            return self.usd_per_hour[key]
         lowered = {(s.lower(), m): p for (s, m), p in self.usd_per_hour.items()}
-        if (server.lower(), market) in lowered:
-            return lowered[(server.lower(), market)]
+        names = ([f"{server}@{region}"] if region else []) + [server]
+        for name in names:
+            if (name, market) in self.usd_per_hour:
+                return self.usd_per_hour[(name, market)]
+            if (name.lower(), market) in lowered:
+                return lowered[(name.lower(), market)]
         raise InvalidSpecError(
             "price table",
-            f"has no {market} price for {server}",
+            f"has no {market} price for {server}" + (f" in {region}" if region else ""),
             got=self.source,
             fix=f"add a row '{server},{market},<usd_per_hour>' or use catalog prices",
         )

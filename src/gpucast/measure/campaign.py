@@ -51,7 +51,12 @@ from gpucast.domain.campaign import (
     PointStatus,
     Sweep,
 )
-from gpucast.domain.errors import DataFormatError, GpucastError, InvalidInputError
+from gpucast.domain.errors import (
+    DataFormatError,
+    GpucastError,
+    InvalidInputError,
+    InvalidSpecError,
+)
 from gpucast.measure.distributed._proc import child_env, popen_tied, stop
 
 BACKENDS = ("local", "ray")
@@ -112,7 +117,7 @@ def load_sweep(path: Path | str) -> Sweep:
     """Parse and check a sweep YAML file; every error names the file, line and key."""
     import yaml
 
-    from gpucast.domain.errors import InvalidSpecError, UnknownWorkloadError
+    from gpucast.domain.errors import UnknownWorkloadError
     from gpucast.workloads import get_workload
 
     path = Path(path)
@@ -225,7 +230,11 @@ def _settings(path: Path, node: Any) -> MeasureSettings:
                 fix=f"use one of {', '.join(_SETTINGS_KEYS)}",
             )
         values[key] = _scalar(path, f"settings.{key}", value_node)
-    return MeasureSettings(**values)
+    try:
+        return MeasureSettings(**values)
+    except InvalidSpecError as exc:
+        bad = _setting_node(node, exc.field.split(".", 1)[-1]) or node
+        raise _bad(path, bad, exc.field, exc.message, fix=exc.fix) from None
 
 
 # -- one point ---------------------------------------------------------------------------------
@@ -324,7 +333,7 @@ class PointProcess:
         self._stderr_tail = []
         proc = popen_tied(
             [sys.executable, "-m", "gpucast.measure.campaign", "serve"],
-            env=child_env({}),
+            env=child_env({"GPUCAST_CAMPAIGN_POINT": "1"}),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.PIPE,
@@ -463,8 +472,6 @@ def run_campaign(
     )
 
     if backend not in BACKENDS:
-        from gpucast.domain.errors import InvalidSpecError
-
         raise InvalidSpecError("backend", f"must be one of {', '.join(BACKENDS)}", got=backend)
     ray_runner = None
     if backend == "ray":

@@ -129,12 +129,14 @@ def measure_curve(
             "precision", f"must be one of {', '.join(PRECISIONS)}", got=precision
         )
     if measure_fn is None:
-        from gpucast.measure.api import measure as measure_fn
+        from gpucast.measure.api import measure as run_one
+    else:
+        run_one = measure_fn
     points: list[Measurement] = []
     ids: list[int] = []
     for b in sizes:
         spec = WorkloadSpec(name=workload, batch_size=b, precision=precision)  # type: ignore[arg-type]
-        m = measure_fn(
+        m = run_one(
             spec,
             mode="infer",
             device=device,

@@ -22,20 +22,32 @@ Everything is an array over candidates; there is no per-candidate Python loop. P
   sets the samples needed (:func:`gpucast.plan.efficiency.epochs_needed`).
 * **time** = start-up + samples needed / samples per second; **cost** = time x (instances x
   US$/h + PS shards x CPU US$/h).
+* **interval**: ``train_ratio_lower`` / ``train_ratio_upper`` scale the training time to the
+  ends of the step-time model's interval (the roofline's, the PS model's residual quantiles,
+  +-``collective_uncertainty`` on exposed communication). :mod:`gpucast.plan.uncertainty`
+  reads them as the 10th / 90th percentiles of the run's speed factor.
+* **mixed GPU types** (rows with a second part): :func:`evaluate_mixed`, the formulas of
+  :mod:`gpucast.plan.hetero`.
 
 Pure: numbers in, numbers out.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import numpy.typing as npt
 
 from gpucast.plan.efficiency import epochs_needed
+from gpucast.plan.hetero import (
+    equivalent_think_time_s,
+    mva_at,
+    proportional_batches,
+    update_shares,
+)
 from gpucast.plan.inputs import CHECKPOINTING_SLOWDOWN, TERMS, GpuTable, PerfParams, WorkloadFacts
-from gpucast.plan.space import DDP, FSDP, PS, Space
+from gpucast.plan.space import DDP, FSDP, PS, PS_SYNC, Space
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -100,6 +112,11 @@ class Evaluation:
     ps_utilization: FloatArray
     has_cpu: BoolArray
     has_market: BoolArray
+    train_ratio_lower: FloatArray  # training time at the interval's lower end / central
+    train_ratio_upper: FloatArray
+    part_batch: IntArray  # (rows, 2): per-worker batch of each part (part 2: 0 if none)
+    part_extra: IntArray  # (rows, 2): workers of the part with one more sample
+    part_compute_s: FloatArray  # (rows, 2): one worker's step compute, largest batch of part
 
 
 def mva_table(
@@ -152,6 +169,57 @@ def evaluate(
     startup_s: float,
 ) -> Evaluation:
     """Evaluate every row of ``space`` (see the module docstring)."""
+    mixed = space.mixed
+    if not mixed.any():
+        return _evaluate_single(
+            space, facts=facts, gpus=gpus, params=params, work=work, startup_s=startup_s
+        )
+    single_rows = np.flatnonzero(~mixed)
+    mixed_rows = np.flatnonzero(mixed)
+    parts = [
+        (
+            single_rows,
+            _evaluate_single(
+                space.take(single_rows),
+                facts=facts,
+                gpus=gpus,
+                params=params,
+                work=work,
+                startup_s=startup_s,
+            ),
+        ),
+        (
+            mixed_rows,
+            evaluate_mixed(
+                space.take(mixed_rows),
+                facts=facts,
+                gpus=gpus,
+                params=params,
+                work=work,
+                startup_s=startup_s,
+            ),
+        ),
+    ]
+    out: dict[str, np.ndarray] = {}
+    for f in fields(Evaluation):
+        first = getattr(parts[1][1], f.name)
+        arr = np.zeros((len(space), *first.shape[1:]), dtype=first.dtype)
+        for rows, ev in parts:
+            arr[rows] = getattr(ev, f.name)
+        out[f.name] = arr
+    return Evaluation(**out)
+
+
+def _evaluate_single(
+    space: Space,
+    *,
+    facts: WorkloadFacts,
+    gpus: GpuTable,
+    params: PerfParams,
+    work: Work,
+    startup_s: float,
+) -> Evaluation:
+    """Rows of one GPU type (see the module docstring)."""
     off = space.offers
     o = space.offer
     gpn = off.gpus_per_node[o]
@@ -254,8 +322,10 @@ def evaluate(
     ps_bound = util >= params.ps_bottleneck_utilization
     lo_async = np.where(ps_bound | nic_bound, np.exp(-params.ps_log_residual_q90), lo_ratio)
     hi_async = np.where(ps_bound | nic_bound, np.exp(-params.ps_log_residual_q10), hi_ratio)
-    time_lower = startup_s + train_s * np.where(sync, lo_sync, lo_async)
-    time_upper = startup_s + train_s * np.where(sync, hi_sync, hi_async)
+    ratio_lower = np.where(sync, lo_sync, lo_async)
+    ratio_upper = np.where(sync, hi_sync, hi_async)
+    time_lower = startup_s + train_s * ratio_lower
+    time_upper = startup_s + train_s * ratio_upper
 
     price = np.where(space.spot, off.spot_usd_per_hour[o], off.on_demand_usd_per_hour[o])
     has_market = ~np.isnan(price)
@@ -297,4 +367,205 @@ def evaluate(
         ps_utilization=util,
         has_cpu=has_cpu,
         has_market=has_market,
+        train_ratio_lower=ratio_lower,
+        train_ratio_upper=ratio_upper,
+        part_batch=np.stack([per_worker, np.zeros_like(per_worker)], axis=1),
+        part_extra=np.zeros((len(space), 2), dtype=np.int64),
+        part_compute_s=np.stack([compute, np.zeros_like(compute)], axis=1),
+    )
+
+
+def evaluate_mixed(
+    space: Space,
+    *,
+    facts: WorkloadFacts,
+    gpus: GpuTable,
+    params: PerfParams,
+    work: Work,
+    startup_s: float,
+) -> Evaluation:
+    """Rows with two GPU types (``offer`` x ``nodes`` and ``offer2`` x ``nodes2``).
+
+    * DDP and ``ps-sync``: the global batch (``workers x batch``, or ``--global-batch``) is
+      split in proportion to speed (:func:`~gpucast.plan.hetero.proportional_batches`); the
+      step's compute is the slowest worker's at its batch. DDP's ring crosses both instance
+      types: its slowest link is the smallest of their NICs and intra-node links.
+      ``ps-sync`` then waits for the busiest shard to serve all ``n`` updates, or for the
+      slowest node NIC to carry its workers' gradients, whichever is longer.
+    * ``ps`` (asynchronous): every worker trains on ``batch``; exact MVA with the equivalent
+      think time, each part's node NICs bounding the updates it sends.
+    """
+    off = space.offers
+    rows = len(space)
+    oa, ob = space.offer, space.part2
+    gpn = np.stack([off.gpus_per_node[oa], off.gpus_per_node[ob]], axis=1)
+    nodes = np.stack([space.nodes, space.count2], axis=1)
+    counts = nodes * gpn
+    n = counts.sum(axis=1)
+    nf = n.astype(np.float64)
+    g = np.stack([off.gpu[oa], off.gpu[ob]], axis=1)
+    strat = space.strategy
+    sync = strat != PS
+    fixed = gpus.fixed_s[g]  # (rows, 2, terms)
+    per = gpus.per_sample_s[g]
+    a = fixed.sum(axis=2)
+    c = per.sum(axis=2)
+
+    # -- batches -----------------------------------------------------------------------------
+    if space.global_batch is not None:
+        mean_b = np.where(space.batch > 0, space.batch, space.global_batch // n)
+        g_sync = np.where(space.batch > 0, space.batch * n, space.global_batch)
+    else:
+        mean_b = space.batch.copy()
+        g_sync = space.batch * n
+    base_sync, extra_sync = proportional_batches(a, c, counts, g_sync)
+    base = np.where(sync[:, None], base_sync, np.maximum(mean_b, 1)[:, None])
+    extra = np.where(sync[:, None], extra_sync, 0)
+    valid_batch = np.where(sync, g_sync >= n, mean_b >= 1)
+    top = (base + (extra > 0)).astype(np.float64)  # the largest batch in each part
+
+    # -- memory per part ---------------------------------------------------------------------
+    state = np.where(
+        strat == DDP,
+        facts.weights_bytes + facts.gradient_bytes + facts.optimizer_bytes,
+        facts.weights_bytes + facts.gradient_bytes,
+    )[:, None]
+    acts = facts.activation_bytes_per_sample * top
+    usable = gpus.usable_bytes[g]
+    plain = state + acts <= usable
+    ckpt_fits = state + acts * facts.checkpoint_fraction <= usable
+    ckpt = ~plain & ckpt_fits
+    fits = np.all(plain | ckpt_fits, axis=1)
+    mem_bytes = np.max(np.where(ckpt, state + acts * facts.checkpoint_fraction, state + acts), 1)
+
+    # -- compute per part --------------------------------------------------------------------
+    terms = fixed + per * top[:, :, None]
+    part_compute = terms.sum(axis=2) * np.where(ckpt, CHECKPOINTING_SLOWDOWN, 1.0)
+    slowest = np.argmax(part_compute, axis=1)
+    r = np.arange(rows)
+    compute = part_compute[r, slowest]
+    roof_bottleneck = np.argmax(terms[r, slowest], axis=1).astype(np.int64)
+
+    # -- DDP ring over both instance types ---------------------------------------------------
+    link = np.minimum(
+        np.minimum(gpus.intra_node_gbps[g[:, 0]], gpus.intra_node_gbps[g[:, 1]]),
+        np.minimum(off.network_gbps[oa], off.network_gbps[ob]),
+    )
+    coll = 2.0 * (nf - 1.0) / nf * facts.gradient_bytes * 8.0 / (link * 1e9) + 2.0 * (
+        nf - 1.0
+    ) * params.hop_latency_s
+    hidden = np.minimum(params.overlap_fraction * coll, params.backward_fraction * compute)
+    exposed_ddp = coll - hidden
+
+    # -- parameter server (both modes) -------------------------------------------------------
+    has_cpu = ~np.isnan(off.cpu_usd_per_hour[oa])
+    shards = np.maximum(space.shards, 1).astype(np.float64)
+    ps_gbps = np.where(has_cpu, off.cpu_network_gbps[oa], 1.0)
+    net_d, cpu_d, busiest, other = ps_demands(facts, ps_gbps, shards, params)
+    demand = net_d + cpu_d
+    nic = np.stack([off.network_gbps[oa], off.network_gbps[ob]], axis=1)
+    per_node_update_s = facts.gradient_bytes * 8.0 / (nic * params.ps_network_efficiency * 1e9)
+    # sync: the busiest shard serves all n updates; each node's NIC carries its GPUs' updates
+    ps_serve = nf * busiest
+    node_nic = np.max(gpn * per_node_update_s, axis=1)
+    exposed_psync = np.maximum(ps_serve, node_nic)
+    # async: equivalent think time, exact MVA, each part's node NICs bound its update rate
+    is_async = strat == PS
+    x_ps = np.zeros(rows)
+    nic_bound = np.zeros(rows, dtype=bool)
+    if is_async.any():
+        sel = np.flatnonzero(is_async)
+        z_eq = equivalent_think_time_s(part_compute[sel], counts[sel], demand[sel])
+        x_mva = mva_at(z_eq, busiest[sel], other[sel], shards[sel], n[sel])
+        share = update_shares(part_compute[sel], counts[sel], demand[sel])
+        part_nic_rate = nodes[sel] / per_node_update_s[sel]  # updates/s each part's NICs carry
+        nic_rate = np.min(part_nic_rate / np.maximum(share, 1e-300), axis=1)
+        x_ps[sel] = np.minimum(x_mva, nic_rate)
+        nic_bound[sel] = nic_rate < x_mva
+    step_async = np.where(x_ps > 0, nf / np.where(x_ps > 0, x_ps, 1.0), np.inf)
+
+    exposed_sync = np.where(strat == DDP, exposed_ddp, exposed_psync)
+    step_sync = compute + exposed_sync
+    g_stat = np.where(sync, g_sync, np.maximum(mean_b, 1)).astype(np.float64)
+    samples_per_s = np.where(sync, g_stat / step_sync, x_ps * g_stat)
+    util = np.where(
+        sync, np.where(strat == PS_SYNC, ps_serve / step_sync, 0.0), x_ps * busiest
+    )
+    samples = work.samples_needed(g_stat)
+    steps = np.ceil(samples / g_stat).astype(np.int64)
+    train_s = samples / samples_per_s
+    time_s = startup_s + train_s
+
+    unc = params.collective_uncertainty
+    lo_ratio = np.min(gpus.lower_ratio[g], axis=1)  # the wider of the two GPUs' intervals
+    hi_ratio = np.max(gpus.upper_ratio[g], axis=1)
+    ps_bound = util >= params.ps_bottleneck_utilization
+    comm_unc = np.where(strat == DDP, unc, 0.0)
+    lo_sync = (compute * lo_ratio + exposed_sync * (1.0 - comm_unc)) / step_sync
+    hi_sync = (compute * hi_ratio + exposed_sync * (1.0 + comm_unc)) / step_sync
+    q90, q10 = np.exp(-params.ps_log_residual_q90), np.exp(-params.ps_log_residual_q10)
+    lo_psync = (compute * lo_ratio + exposed_sync * q90) / step_sync
+    hi_psync = (compute * hi_ratio + exposed_sync * q10) / step_sync
+    lo_async = np.where(ps_bound | nic_bound, q90, lo_ratio)
+    hi_async = np.where(ps_bound | nic_bound, q10, hi_ratio)
+    ratio_lower = np.where(strat == DDP, lo_sync, np.where(strat == PS_SYNC, lo_psync, lo_async))
+    ratio_upper = np.where(strat == DDP, hi_sync, np.where(strat == PS_SYNC, hi_psync, hi_async))
+
+    spot = space.spot
+    price_a = np.where(spot, off.spot_usd_per_hour[oa], off.on_demand_usd_per_hour[oa])
+    price_b = np.where(spot, off.spot_usd_per_hour[ob], off.on_demand_usd_per_hour[ob])
+    has_market = ~np.isnan(price_a) & ~np.isnan(price_b)
+    is_ps = strat != DDP
+    cpu_price = np.where(is_ps & has_cpu, off.cpu_usd_per_hour[oa] * space.shards, 0.0)
+    usd_per_hour = (
+        space.nodes * np.nan_to_num(price_a, nan=0.0)
+        + space.count2 * np.nan_to_num(price_b, nan=0.0)
+        + cpu_price
+    )
+    cost = time_s / 3600.0 * usd_per_hour
+
+    ps_term = np.where(net_d >= cpu_d, _B["ps_network"], _B["ps_cpu"])
+    ddp_bn = np.where(exposed_ddp > compute, _B["allreduce"], roof_bottleneck)
+    psync_bn = np.where(
+        exposed_psync > compute,
+        np.where(node_nic > ps_serve, _B["worker_network"], ps_term),
+        roof_bottleneck,
+    )
+    async_bn = np.where(
+        nic_bound, _B["worker_network"], np.where(ps_bound, ps_term, roof_bottleneck)
+    )
+    bottleneck = np.where(
+        strat == DDP, ddp_bn, np.where(strat == PS_SYNC, psync_bn, async_bn)
+    ).astype(np.int64)
+    exposed_async = np.where(x_ps > 0, step_async - compute, 0.0)
+    return Evaluation(
+        workers=n,
+        batch=np.where(sync, g_sync // np.maximum(n, 1), mean_b).astype(np.int64),
+        global_batch=g_stat.astype(np.int64),
+        valid_batch=valid_batch,
+        mem_bytes=mem_bytes,
+        fits=fits,
+        checkpointing=np.any(ckpt, axis=1),
+        compute_s=compute,
+        comm_s=np.where(strat == DDP, coll, demand),
+        exposed_s=np.where(sync, exposed_sync, np.maximum(exposed_async, 0.0)),
+        step_s=np.where(sync, step_sync, step_async),
+        samples_per_s=samples_per_s,
+        samples_needed=samples,
+        steps=steps,
+        train_s=train_s,
+        time_s=time_s,
+        time_lower_s=startup_s + train_s * ratio_lower,
+        time_upper_s=startup_s + train_s * ratio_upper,
+        usd_per_hour=usd_per_hour,
+        cost_usd=cost,
+        bottleneck=bottleneck,
+        ps_utilization=util,
+        has_cpu=has_cpu,
+        has_market=has_market,
+        train_ratio_lower=ratio_lower,
+        train_ratio_upper=ratio_upper,
+        part_batch=base.astype(np.int64),
+        part_extra=extra.astype(np.int64),
+        part_compute_s=part_compute,
     )

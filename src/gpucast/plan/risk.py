@@ -14,6 +14,12 @@ How a spot cluster is simulated (:func:`simulate_spot`, through
   losing the chief node rolls back to the last checkpoint. PS shards stay on demand.
 * Checkpoints every ``tau = sqrt(2 C / hazard)`` seconds of progress (Young 1974), with ``C``
   the checkpoint time; revoked nodes are replaced after a start-up delay.
+* Mixed clusters: synchronous ones are one server whose lifetime is the first revocation of
+  any node of either type (:class:`MinLifetimes`); asynchronous PS ones are one group per
+  instance type, the speed table indexed by the live nodes of both (the chief is in the first).
+* The step-time model's own uncertainty: the runs are split evenly over strata of the speed
+  factor (:mod:`gpucast.plan.uncertainty`), each stratum simulated that much slower or
+  faster, so P(meet deadline) covers revocations *and* the model's error.
 
 Pure: the RNG is seeded from the request's seed and the candidate's identity, so a candidate
 gets the same runs whatever else is simulated.
@@ -28,7 +34,14 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from gpucast.domain.simulation import CPU_PS, ClusterScenario, PriceTable, Summary, WorkerGroup
+from gpucast.domain.simulation import (
+    CPU_PS,
+    ClusterScenario,
+    PriceTable,
+    RunStatistics,
+    Summary,
+    WorkerGroup,
+)
 from gpucast.predict.revocation import LifetimeDistribution
 from gpucast.simulate.transient import Delay, SpeedTable, simulate_runs
 
@@ -92,24 +105,66 @@ def approx_spot_time_s(
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MinLifetimes:
+    """Lifetime of nodes of several kinds (``counts[k]`` nodes with lifetime ``bases[k]``,
+    all independent): the first revocation among them."""
+
+    bases: tuple[LifetimeDistribution, ...]
+    counts: tuple[int, ...]
+
+    @property
+    def source(self) -> str:
+        parts = "; ".join(f"{c} x {b.source}" for b, c in zip(self.bases, self.counts, strict=True))
+        return f"first of the nodes: {parts}"
+
+    def sample(self, rng: np.random.Generator, n: int) -> FloatArray:
+        draws = [MinLifetime(base=b, count=c).sample(rng, n) for b, c in self._pairs()]
+        return np.asarray(np.min(np.stack(draws), axis=0), dtype=np.float64)
+
+    def survival(self, t_s: npt.ArrayLike) -> FloatArray:
+        out = np.ones_like(np.asarray(t_s, dtype=np.float64))
+        for b, c in self._pairs():
+            out = out * b.survival(t_s) ** c
+        return np.asarray(out, dtype=np.float64)
+
+    def _pairs(self) -> list[tuple[LifetimeDistribution, int]]:
+        return [(b, c) for b, c in zip(self.bases, self.counts, strict=True) if c > 0]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpotPart:
+    """One kind of node of a spot cluster (one instance type)."""
+
+    instance_type: str
+    nodes: int
+    spot_usd_per_hour: float  # one node
+    on_demand_usd_per_hour: float  # one node
+    lifetime: LifetimeDistribution
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SpotJob:
-    """One spot candidate, as the simulator needs it."""
+    """One spot candidate, as the simulator needs it.
+
+    ``parts`` has one entry (one GPU type) or two (a mixed cluster). ``speed`` is the
+    progress rate: synchronous jobs ``[0, global steps/s]`` (the whole cluster is one
+    simulated server); asynchronous ones worker steps/s indexed by live nodes of each part
+    (shape ``(nodes_0 + 1, nodes_1 + 1, ...)``). ``speed_factors`` are the strata of the
+    step-time model's uncertainty (:mod:`gpucast.plan.uncertainty`): the runs are split
+    evenly over them and each stratum's job runs ``factor`` times slower.
+    """
 
     key: str
     region: str
-    instance_type: str
-    nodes: int
+    parts: tuple[SpotPart, ...]
     synchronous: bool
     steps: int
-    #: sync: [0, global steps/s]; async: worker steps/s with 0..nodes live nodes
-    speed_by_live_nodes: tuple[float, ...]
-    spot_usd_per_hour: float  # one node
-    on_demand_usd_per_hour: float  # one node
+    speed: FloatArray
     ps_shards: int
     cpu_usd_per_hour: float
-    lifetime: LifetimeDistribution
     deadline_s: float | None
     expected_time_s: float  # without revocations, for the horizon
+    speed_factors: tuple[float, ...] = (1.0,)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,6 +184,11 @@ def candidate_seed(seed: int, key: str) -> int:
     return (int(seed) * 1_000_003 + zlib.crc32(key.encode("utf-8"))) % (2**32)
 
 
+def _split(runs: int, k: int) -> list[int]:
+    k = max(1, min(k, runs))
+    return [runs // k + (1 if j < runs % k else 0) for j in range(k)]
+
+
 def simulate_spot(
     job: SpotJob,
     *,
@@ -140,37 +200,47 @@ def simulate_spot(
     startup_on_demand_s: Delay,
 ) -> SpotOutcome:
     """Monte Carlo of one spot candidate (see the module docstring)."""
+    prices: dict[tuple[str, str], float] = {}
     if job.synchronous:
-        label = f"{job.nodes}x {job.instance_type}"
-        group = WorkerGroup(gpu=label, count=1, region=job.region, spot=True)
-        lifetime: LifetimeDistribution = MinLifetime(base=job.lifetime, count=job.nodes)
-        prices = {
-            (label, "spot"): job.spot_usd_per_hour * job.nodes,
-            (label, "on-demand"): job.on_demand_usd_per_hour * job.nodes,
-        }
-        table = np.array([0.0, job.speed_by_live_nodes[-1]])
-        hazard = 1.0 / max(mean_lifetime_s(lifetime), 1.0)
-        rate = float(table[-1])
+        label = " + ".join(f"{p.nodes}x {p.instance_type}" for p in job.parts)
+        groups: tuple[WorkerGroup, ...] = (
+            WorkerGroup(gpu=label, count=1, region=job.region, spot=True),
+        )
+        if len(job.parts) == 1:
+            only: LifetimeDistribution = MinLifetime(
+                base=job.parts[0].lifetime, count=job.parts[0].nodes
+            )
+        else:
+            only = MinLifetimes(
+                bases=tuple(p.lifetime for p in job.parts),
+                counts=tuple(p.nodes for p in job.parts),
+            )
+        lifetimes: list[LifetimeDistribution] = [only]
+        prices[(label, "spot")] = sum(p.spot_usd_per_hour * p.nodes for p in job.parts)
+        prices[(label, "on-demand")] = sum(p.on_demand_usd_per_hour * p.nodes for p in job.parts)
+        hazard = 1.0 / max(mean_lifetime_s(only), 1.0)
     else:
-        label = job.instance_type
-        group = WorkerGroup(gpu=label, count=job.nodes, region=job.region, spot=True)
-        lifetime = job.lifetime
-        prices = {
-            (label, "spot"): job.spot_usd_per_hour,
-            (label, "on-demand"): job.on_demand_usd_per_hour,
-        }
-        table = np.asarray(job.speed_by_live_nodes, dtype=np.float64)
-        hazard = 1.0 / max(mean_lifetime_s(lifetime), 1.0)  # the chief's: rollbacks
-        rate = float(table[-1])
+        groups = tuple(
+            WorkerGroup(gpu=p.instance_type, count=p.nodes, region=job.region, spot=True)
+            for p in job.parts
+        )
+        lifetimes = [p.lifetime for p in job.parts]
+        for p in job.parts:
+            prices[(p.instance_type, "spot")] = p.spot_usd_per_hour
+            prices[(p.instance_type, "on-demand")] = p.on_demand_usd_per_hour
+        hazard = 1.0 / max(mean_lifetime_s(job.parts[0].lifetime), 1.0)  # the chief's
+    table = np.asarray(job.speed, dtype=np.float64)
+    rate = float(table.flat[-1])
     if job.ps_shards:
         prices[(CPU_PS, "on-demand")] = job.cpu_usd_per_hour
     tau_s = young_interval_s(checkpoint_s, hazard)
     every = int(min(max(round(tau_s * rate), 1), job.steps)) if math.isfinite(tau_s) else job.steps
-    horizon = 4.0 * job.expected_time_s + 7 * 86400.0
+    slowest = max(job.speed_factors)
+    horizon = 4.0 * job.expected_time_s * max(slowest, 1.0) + 7 * 86400.0
     if job.deadline_s is not None:
         horizon = max(horizon, 2.0 * job.deadline_s)
     scenario = ClusterScenario(
-        workers=(group,),
+        workers=groups,
         ps_count=job.ps_shards,
         ps_spot=False,
         steps=job.steps,
@@ -180,29 +250,44 @@ def simulate_spot(
         include_startup=True,
         horizon_s=horizon,
     )
-    stats = simulate_runs(
-        scenario,
-        speed=SpeedTable(table),
-        prices=PriceTable(usd_per_hour=prices, source="catalog"),
-        lifetimes=[lifetime],
-        startup_spot_s=startup_spot_s,
-        startup_on_demand_s=startup_on_demand_s,
-        checkpoint_s=checkpoint_s,
-        restart_penalty_s=restart_penalty_s,
-        runs=runs,
-        rng=np.random.default_rng(candidate_seed(seed, job.key)),
+    price_table = PriceTable(usd_per_hour=prices, source="catalog")
+    base_seed = candidate_seed(seed, job.key)
+    durations, costs, revocations = [], [], []
+    for j, (factor, n_runs) in enumerate(
+        zip(job.speed_factors, _split(runs, len(job.speed_factors)), strict=False)
+    ):
+        stats = simulate_runs(
+            scenario,
+            speed=SpeedTable(table / factor),
+            prices=price_table,
+            lifetimes=lifetimes,
+            startup_spot_s=startup_spot_s,
+            startup_on_demand_s=startup_on_demand_s,
+            checkpoint_s=checkpoint_s,
+            restart_penalty_s=restart_penalty_s,
+            runs=n_runs,
+            rng=np.random.default_rng([base_seed, j]),
+        )
+        durations.append(stats.duration_s)
+        costs.append(stats.cost_usd)
+        revocations.append(stats.revocations)
+    pooled = RunStatistics(
+        duration_s=np.concatenate(durations),
+        cost_usd=np.concatenate(costs),
+        revocations=np.concatenate(revocations),
+        deadline_s=job.deadline_s,
     )
-    dur = Summary.of(stats.duration_s)
-    cost = Summary.of(stats.cost_usd)
-    p_meet = None if job.deadline_s is None else 1.0 - float(stats.p_miss_deadline or 0.0)
+    dur = Summary.of(pooled.duration_s)
+    cost = Summary.of(pooled.cost_usd)
+    p_meet = None if job.deadline_s is None else 1.0 - float(pooled.p_miss_deadline or 0.0)
     return SpotOutcome(
-        runs=stats.runs,
+        runs=pooled.runs,
         time_mean_s=dur.mean,
         time_p90_s=dur.p90,
         cost_mean_usd=cost.mean,
         cost_p90_usd=cost.p90,
         p_meet_deadline=p_meet,
-        p_unfinished=stats.p_unfinished,
-        revocations_mean=float(np.mean(stats.revocations)),
+        p_unfinished=pooled.p_unfinished,
+        revocations_mean=float(np.mean(pooled.revocations)),
         checkpoint_every_steps=every,
     )

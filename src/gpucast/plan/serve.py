@@ -455,12 +455,12 @@ def plan_serving(
     best_dedicated = math.inf
     if "dedicated" in request.placements or len(model_names) == 1:
         per_model: dict[str, list[_Eval]] = {}
-        for m in model_names:
-            units = planner.units("dedicated", (m,))
+        for name in model_names:
+            units = planner.units("dedicated", (name,))
             evals, _best = planner.search(units, math.inf)
             done = {id(ev.unit) for ev in evals}
             evals += planner.pareto_extras(units, done)
-            per_model[m] = [ev for ev in evals if ev.meets]
+            per_model[name] = [ev for ev in evals if ev.meets]
         if all(per_model.values()):
             if len(model_names) == 1:
                 for ev in per_model[model_names[0]]:

@@ -3,7 +3,16 @@
 A row is (offer, nodes, market, strategy, PS shards, per-worker batch). Offers come from the
 catalog after the user's filters (provider, region, GPU); every whole number of instances up
 to ``--max-gpus`` GPUs is a candidate, on demand and on spot, with DDP, FSDP (two or more
-GPUs) and an asynchronous parameter server with 1..k CPU shards. Pure: numbers in, numbers out.
+GPUs) and an asynchronous parameter server with 1..k CPU shards.
+
+Mixed-GPU rows (``--allow-mixed``) add a second part, ``offer2`` x ``nodes2`` (``-1`` / ``0``
+on ordinary rows). The search stays bounded: pairs of GPU types within one provider and
+region, each on its smallest instance (fewest GPUs per node, then cheapest per GPU), node
+counts per part on the grid :data:`MIXED_NODES`, both parts in the same market, and the
+strategies DDP and ``ps-sync`` (both with proportional batches, :mod:`gpucast.plan.hetero`)
+and asynchronous PS. For these rows ``batch`` is the *mean* per-worker batch of the
+synchronous strategies (the global batch is ``workers x batch``) and every worker's batch of
+the asynchronous PS. Pure: numbers in, numbers out.
 """
 
 from __future__ import annotations
@@ -21,6 +30,13 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 DDP, FSDP, PS = (STRATEGIES.index(s) for s in ("ddp", "fsdp", "ps"))
+#: Synchronous PS with proportional batches: planned for mixed-GPU clusters only (the PS
+#: model was fitted on asynchronous runs, which is what homogeneous PS plans use).
+PS_SYNC = len(STRATEGIES)
+#: Label of each strategy code (``STRATEGIES`` plus the mixed-only ``ps-sync``).
+STRATEGY_LABELS: tuple[str, ...] = (*STRATEGIES, "ps-sync")
+#: Node counts per part tried for mixed clusters.
+MIXED_NODES: tuple[int, ...] = (1, 2, 4, 8)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,13 +111,39 @@ class Space:
     shards: IntArray
     batch: IntArray
     global_batch: int | None = None
+    offer2: IntArray | None = None  # second part's offer, -1 on single-type rows
+    nodes2: IntArray | None = None  # second part's instances, 0 on single-type rows
+
+    def __post_init__(self) -> None:
+        if self.offer2 is None:
+            object.__setattr__(self, "offer2", np.full(self.offer.size, -1, dtype=np.int64))
+        if self.nodes2 is None:
+            object.__setattr__(self, "nodes2", np.zeros(self.offer.size, dtype=np.int64))
 
     def __len__(self) -> int:
         return int(self.offer.size)
 
     @property
+    def part2(self) -> IntArray:
+        """``offer2`` as a non-optional array."""
+        assert self.offer2 is not None
+        return self.offer2
+
+    @property
+    def count2(self) -> IntArray:
+        """``nodes2`` as a non-optional array."""
+        assert self.nodes2 is not None
+        return self.nodes2
+
+    @property
+    def mixed(self) -> BoolArray:
+        return np.asarray(self.part2 >= 0)
+
+    @property
     def workers(self) -> IntArray:
-        return np.asarray(self.nodes * self.offers.gpus_per_node[self.offer], dtype=np.int64)
+        gpn = self.offers.gpus_per_node
+        second = np.where(self.mixed, self.count2 * gpn[np.maximum(self.part2, 0)], 0)
+        return np.asarray(self.nodes * gpn[self.offer] + second, dtype=np.int64)
 
     def take(self, index: IntArray | BoolArray) -> Space:
         return Space(
@@ -113,6 +155,8 @@ class Space:
             shards=self.shards[index],
             batch=self.batch[index],
             global_batch=self.global_batch,
+            offer2=self.part2[index],
+            nodes2=self.count2[index],
         )
 
     def replace(self, **arrays: npt.NDArray[np.generic]) -> Space:
@@ -124,6 +168,8 @@ class Space:
             "strategy": self.strategy,
             "shards": self.shards,
             "batch": self.batch,
+            "offer2": self.part2,
+            "nodes2": self.count2,
         }
         cols.update(arrays)
         return Space(offers=self.offers, global_batch=self.global_batch, **cols)  # type: ignore[arg-type]
@@ -180,4 +226,90 @@ def build_space(request: TrainRequest, offers: OfferTable) -> tuple[Space, dict[
         batch=batch_col[keep],
         global_batch=request.global_batch,
     )
+    if request.allow_mixed:
+        mixed = build_mixed(request, offers, batches, markets)
+        if mixed is not None:
+            space = concat(space, mixed)
     return space, dropped
+
+
+def concat(a: Space, b: Space) -> Space:
+    """Rows of ``a`` then rows of ``b`` (same offers)."""
+    return Space(
+        offers=a.offers,
+        offer=np.concatenate([a.offer, b.offer]),
+        nodes=np.concatenate([a.nodes, b.nodes]),
+        spot=np.concatenate([a.spot, b.spot]),
+        strategy=np.concatenate([a.strategy, b.strategy]),
+        shards=np.concatenate([a.shards, b.shards]),
+        batch=np.concatenate([a.batch, b.batch]),
+        global_batch=a.global_batch,
+        offer2=np.concatenate([a.part2, b.part2]),
+        nodes2=np.concatenate([a.count2, b.count2]),
+    )
+
+
+def building_blocks(offers: OfferTable) -> dict[tuple[str, str], list[int]]:
+    """Per (provider, region): for each GPU type the offer with the fewest GPUs per node,
+    then the cheapest per GPU (the instance a mixed cluster is built from)."""
+    best: dict[tuple[str, str, str], int] = {}
+    for o in range(len(offers)):
+        key = (offers.provider[o], offers.region[o], offers.gpu_name[o])
+        cur = best.get(key)
+        rank = (
+            int(offers.gpus_per_node[o]),
+            float(offers.on_demand_usd_per_hour[o] / offers.gpus_per_node[o]),
+            offers.instance_type[o],
+        )
+        if cur is None or rank < (
+            int(offers.gpus_per_node[cur]),
+            float(offers.on_demand_usd_per_hour[cur] / offers.gpus_per_node[cur]),
+            offers.instance_type[cur],
+        ):
+            best[key] = o
+    out: dict[tuple[str, str], list[int]] = {}
+    for (provider, region, _), o in sorted(best.items()):
+        out.setdefault((provider, region), []).append(o)
+    return out
+
+
+def build_mixed(
+    request: TrainRequest, offers: OfferTable, batches: list[int], markets: list[bool]
+) -> Space | None:
+    """Mixed rows: pairs of GPU types per provider/region x node grid x market x strategy x
+    batch (see the module docstring). ``None`` when no region offers two GPU types."""
+    pairs: list[tuple[int, int, int, int]] = []
+    gpn = offers.gpus_per_node
+    for blocks in building_blocks(offers).values():
+        for i, oa in enumerate(blocks):
+            for ob in blocks[i + 1 :]:
+                for na in MIXED_NODES:
+                    for nb in MIXED_NODES:
+                        if na * gpn[oa] + nb * gpn[ob] <= request.max_gpus:
+                            pairs.append((oa, na, ob, nb))
+    variants: list[tuple[int, int]] = []
+    if "ddp" in request.strategies:
+        variants.append((DDP, 0))
+    if "ps" in request.strategies:
+        for h in range(1, request.max_ps_shards + 1):
+            variants += [(PS, h), (PS_SYNC, h)]
+    if not pairs or not variants:
+        return None
+    p = np.array(pairs, dtype=np.int64)
+    reps = len(markets) * len(variants) * len(batches)
+    inner = len(variants) * len(batches)
+    n_base = p.shape[0]
+    v_strat = np.array([v[0] for v in variants], dtype=np.int64)
+    v_shards = np.array([v[1] for v in variants], dtype=np.int64)
+    return Space(
+        offers=offers,
+        offer=np.repeat(p[:, 0], reps),
+        nodes=np.repeat(p[:, 1], reps),
+        offer2=np.repeat(p[:, 2], reps),
+        nodes2=np.repeat(p[:, 3], reps),
+        spot=np.tile(np.repeat(np.array(markets, dtype=bool), inner), n_base),
+        strategy=np.tile(np.repeat(v_strat, len(batches)), n_base * len(markets)),
+        shards=np.tile(np.repeat(v_shards, len(batches)), n_base * len(markets)),
+        batch=np.tile(np.array(batches, dtype=np.int64), n_base * len(markets) * len(variants)),
+        global_batch=request.global_batch,
+    )

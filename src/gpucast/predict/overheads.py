@@ -28,6 +28,8 @@ from scipy.optimize import linprog, nnls
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.prediction import Estimate
+from gpucast.domain.simulation import MARKETS as _DOMAIN_MARKETS
+from gpucast.domain.simulation import normalise_market
 from gpucast.predict.base import Estimator, register
 
 FloatArray = NDArray[np.float64]
@@ -303,7 +305,9 @@ class CheckpointModel(Estimator):
 
 # ---------------------------------------------------------------------- startup
 STARTUP_COMPONENTS: tuple[str, ...] = ("provisioning_s", "staging_s", "booting_s")
-MARKETS: tuple[str, ...] = ("spot", "on_demand")
+#: Canonical market names (the domain's); ``on_demand`` and other spellings are accepted and
+#: normalised by :func:`gpucast.domain.simulation.normalise_market`.
+MARKETS: tuple[str, ...] = tuple(_DOMAIN_MARKETS)
 _MC_SAMPLES = 20_000
 
 
@@ -311,8 +315,8 @@ _MC_SAMPLES = 20_000
 class StartupModel(Estimator):
     """VM start-up time: lognormal provisioning + staging + booting per (gpu, market, region).
 
-    Fit columns: gpu, market (``spot`` | ``on_demand``), region, provisioning_s, staging_s,
-    booting_s. ``predict(gpu, market)`` without a region pools the regions' fits as an equal
+    Fit columns: gpu, market (``spot`` | ``on-demand``; ``on_demand`` and ``preemptible`` are
+    accepted too), region, provisioning_s, staging_s, booting_s. ``predict(gpu, market)`` without a region pools the regions' fits as an equal
     mixture. ``seed`` fixes the Monte Carlo used for percentiles of the total.
     """
 
@@ -336,7 +340,7 @@ class StartupModel(Estimator):
         try:
             model = cls(**state["params"])
             model.groups_ = {
-                str(g): {str(c): [float(v) for v in p] for c, p in comps.items()}
+                _normalise_key(str(g)): {str(c): [float(v) for v in p] for c, p in comps.items()}
                 for g, comps in state["groups"].items()
             }
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -353,13 +357,10 @@ class StartupModel(Estimator):
                 raise InvalidInputError(
                     f"startup data: column {col} must be > 0", fix="drop rows with zero times"
                 )
-        bad_market = sorted(set(data["market"]) - set(MARKETS))
-        if bad_market:
-            raise InvalidSpecError(
-                "market", f"must be one of {', '.join(MARKETS)}", got=bad_market[0]
-            )
+        spelled = {str(m): normalise_market(str(m)) for m in data["market"].unique()}
+        markets = data["market"].astype(str).map(spelled)
         groups: dict[str, dict[str, list[float]]] = {}
-        for (gpu, market, region), rows in data.groupby(["gpu", "market", "region"]):
+        for (gpu, market, region), rows in data.groupby([data["gpu"], markets, data["region"]]):
             if len(rows) < 3:
                 continue
             comps = {}
@@ -377,8 +378,7 @@ class StartupModel(Estimator):
 
     def _matching(self, gpu: str, market: str, region: str | None) -> list[dict[str, list[float]]]:
         assert self.groups_ is not None
-        if market not in MARKETS:
-            raise InvalidSpecError("market", f"must be one of {', '.join(MARKETS)}", got=market)
+        market = normalise_market(market)
         prefix = f"{gpu.strip().lower()}|{market}|"
         keys = [k for k in self.groups_ if k.startswith(prefix)]
         if region is not None:
@@ -445,7 +445,14 @@ class StartupModel(Estimator):
 
 
 def _group_key(gpu: str, market: str, region: str) -> str:
-    return f"{gpu.strip().lower()}|{market}|{region.strip().lower()}"
+    return f"{gpu.strip().lower()}|{normalise_market(market)}|{region.strip().lower()}"
+
+
+def _normalise_key(key: str) -> str:
+    """A saved ``gpu|market|region`` key with the market in its canonical spelling (states
+    saved before ``on-demand`` became canonical spell it ``on_demand``)."""
+    gpu, market, region = key.split("|", 2)
+    return _group_key(gpu, market, region)
 
 
 # ---------------------------------------------------------------------- framework start

@@ -15,8 +15,15 @@ The model, per run:
   parameter server is revoked, progress falls back to the last checkpoint and the job restarts
   ``restart_penalty_s`` after the chief and all parameter servers are ready again: a revoked
   chief is replaced by a new server (``replace_revoked``) or by the first surviving worker.
+* Synchronous training (``scenario.worker_loss_restarts``: sync PS, all-reduce) treats every
+  worker like the chief: losing one rolls back to the last checkpoint, and the job resumes
+  ``restart_penalty_s`` after every remaining (or replacement) worker and PS is ready.
 * Revoked workers are replaced after a start-up delay when ``replace_revoked``, otherwise the
   job goes on with fewer; parameter servers are always replaced (no job without them).
+* Start-up delays are one distribution per market, or one per worker group (+ one for the
+  parameter servers) for mixed GPU types and regions. With ``include_startup=False`` the
+  clock starts when the cluster is up, so initial lifetimes are drawn conditioned on
+  outliving the start-up (a server revoked while starting was never part of the job).
 * Cost = sum over server incarnations of (end - request) x its US$/h (each server's uptime).
 
 The hot path loops over *event rounds*; every round handles the next event of all active runs
@@ -49,6 +56,24 @@ Sampler = Callable[[np.random.Generator, int], FloatArray]
 #: cluster steps/s from the (runs, groups) matrix of ready workers per group
 SpeedFunction = Callable[[IntArray], FloatArray]
 Delay = float | Sampler
+#: one delay for every server, or one per worker group plus one for the parameter servers
+Delays = Delay | Sequence[Delay]
+#: redraws of an initial lifetime that ended during start-up (include_startup=False)
+_MAX_REDRAWS = 50
+
+
+def _samplers(delays: Delays, field: str, n_classes: int) -> list[Sampler]:
+    """One sampler per class (worker groups, then the parameter servers)."""
+    if isinstance(delays, (list, tuple)):
+        if len(delays) != n_classes:
+            raise InvalidSpecError(
+                field,
+                f"needs one delay per worker group plus one for the parameter servers "
+                f"({n_classes}), got {len(delays)}",
+            )
+        return [_sampler(d, f"{field}[{i}]") for i, d in enumerate(delays)]
+    one = _sampler(delays, field)  # type: ignore[arg-type]
+    return [one] * n_classes
 
 
 def _sampler(delay: Delay, field: str) -> Sampler:
@@ -110,12 +135,16 @@ def _columns(scenario: ClusterScenario, prices: PriceTable, *, transient: bool) 
     group, spot, price = [], [], []
     for g, wg in enumerate(scenario.workers):
         is_spot = wg.spot and transient
-        p = prices.price(wg.gpu, spot=is_spot) / 3600.0
+        p = prices.price(wg.gpu, spot=is_spot, region=wg.region) / 3600.0
         group += [g] * wg.count
         spot += [is_spot] * wg.count
         price += [p] * wg.count
     ps_spot = scenario.ps_spot and transient
-    ps_price = prices.price(CPU_PS, spot=ps_spot) / 3600.0 if scenario.ps_count else 0.0
+    ps_price = (
+        prices.price(CPU_PS, spot=ps_spot, region=scenario.region) / 3600.0
+        if scenario.ps_count
+        else 0.0
+    )
     group += [-1] * scenario.ps_count
     spot += [ps_spot] * scenario.ps_count
     price += [ps_price] * scenario.ps_count
@@ -137,8 +166,8 @@ def simulate_runs(
     prices: PriceTable,
     lifetimes: Sequence[LifetimeDistribution | None],
     ps_lifetime: LifetimeDistribution | None = None,
-    startup_spot_s: Delay = 0.0,
-    startup_on_demand_s: Delay = 0.0,
+    startup_spot_s: Delays = 0.0,
+    startup_on_demand_s: Delays = 0.0,
     checkpoint_s: Delay = 0.0,
     restart_penalty_s: float = 0.0,
     runs: int,
@@ -175,8 +204,8 @@ def simulate_runs(
         raise InvalidSpecError("ps lifetime", "spot parameter servers need a distribution")
     classes.append(ps_lifetime if (scenario.ps_spot and transient) else None)
     cls_spot = [wg.spot and transient for wg in scenario.workers] + [scenario.ps_spot and transient]
-    start_spot = _sampler(startup_spot_s, "startup_spot_s")
-    start_od = _sampler(startup_on_demand_s, "startup_on_demand_s")
+    start_spot = _samplers(startup_spot_s, "startup_spot_s", n_groups + 1)
+    start_od = _samplers(startup_on_demand_s, "startup_on_demand_s", n_groups + 1)
     ckpt_cost = _sampler(checkpoint_s, "checkpoint_s")
     return _Engine(
         scenario=scenario,
@@ -207,8 +236,8 @@ class _Engine:
         n_groups: int,
         classes: list[LifetimeDistribution | None],
         cls_spot: list[bool],
-        start_spot: Sampler,
-        start_od: Sampler,
+        start_spot: list[Sampler],
+        start_od: list[Sampler],
         ckpt_cost: Sampler,
         penalty: float,
         runs: int,
@@ -242,7 +271,7 @@ class _Engine:
             if sel.size == 0:
                 continue
             if what == "startup":
-                sampler = self.start_spot if self.cls_spot[c] else self.start_od
+                sampler = self.start_spot[c] if self.cls_spot[c] else self.start_od[c]
                 out[sel] = sampler(self.rng, sel.size)
             else:
                 dist = self.classes[c]
@@ -257,8 +286,18 @@ class _Engine:
         horizon = sc.horizon_s
 
         cls_flat = np.broadcast_to(cols.cls, (R, C)).ravel()
-        startup = self._draw(cls_flat, "startup").reshape(R, C)
-        life = self._draw(cls_flat, "lifetime").reshape(R, C)
+        startup_flat = self._draw(cls_flat, "startup")
+        life_flat = self._draw(cls_flat, "lifetime")
+        if not sc.include_startup:
+            # the clock starts when the cluster is up: its servers outlived their start-up
+            short = np.flatnonzero(life_flat <= startup_flat)
+            for _ in range(_MAX_REDRAWS):
+                if short.size == 0:
+                    break
+                life_flat[short] = self._draw(cls_flat[short], "lifetime")
+                short = short[life_flat[short] <= startup_flat[short]]
+        startup = startup_flat.reshape(R, C)
+        life = life_flat.reshape(R, C)
         if sc.include_startup:
             req = np.zeros((R, C))
             up = startup
@@ -321,7 +360,8 @@ class _Engine:
                 down[dead_r, dead_c] = np.inf
                 # chief or PS lost: back to the last checkpoint, re-elect a chief if needed
                 lost = np.zeros(n, dtype=bool)
-                lost[r_idx[is_ps[c_idx] | (c_idx == chief[r_idx])]] = True
+                critical = is_ps[c_idx] | (c_idx == chief[r_idx]) | self.sc.worker_loss_restarts
+                lost[r_idx[critical]] = True
                 if lost.any():
                     lr = np.flatnonzero(lost)
                     prog[lr] = ckpt[lr]
@@ -334,6 +374,9 @@ class _Engine:
                         best = np.argmin(key, axis=1)
                         chief[gr] = worker_cols[best]
                     resume = up[lr, chief[lr]]
+                    if self.sc.worker_loss_restarts:  # synchronous: wait for every worker
+                        wait = np.where(gone[lr][:, worker_cols], -np.inf, up[lr][:, worker_cols])
+                        resume = np.maximum(resume, wait.max(axis=1))
                     if ps_cols.size:
                         resume = np.maximum(resume, up[lr][:, ps_cols].max(axis=1))
                     pause[lr] = np.maximum(t[lr], resume) + self.penalty
@@ -395,8 +438,8 @@ def simulate_scenario(
     prices: PriceTable,
     lifetimes: Sequence[LifetimeDistribution | None],
     ps_lifetime: LifetimeDistribution | None = None,
-    startup_spot_s: Delay = 0.0,
-    startup_on_demand_s: Delay = 0.0,
+    startup_spot_s: Delays = 0.0,
+    startup_on_demand_s: Delays = 0.0,
     checkpoint_s: Delay = 0.0,
     restart_penalty_s: float = 0.0,
     runs: int,

@@ -155,6 +155,14 @@ class CampaignRow:
     updated_at: str
 
 
+_CAMPAIGN_COLUMNS = "id, name, sweep_path, status, driver_pid, driver_host, created_at, updated_at"
+
+
+def _campaign_row(row: Sequence[Any]) -> CampaignRow:
+    names = [c.strip() for c in _CAMPAIGN_COLUMNS.split(",")]
+    return CampaignRow(**dict(zip(names, row, strict=True)))
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -171,7 +179,7 @@ def get_campaign(store: Store, campaign_id: str) -> CampaignRow | None:
         "FROM campaigns WHERE id = ?",
         (campaign_id,),
     ).fetchone()
-    return None if row is None else CampaignRow(*row)
+    return None if row is None else _campaign_row(row)
 
 
 def list_campaigns(store: Store) -> list[CampaignRow]:
@@ -179,7 +187,7 @@ def list_campaigns(store: Store) -> list[CampaignRow]:
         "SELECT id, name, sweep_path, status, driver_pid, driver_host, created_at, updated_at "
         "FROM campaigns ORDER BY created_at"
     ).fetchall()
-    return [CampaignRow(*r) for r in rows]
+    return [_campaign_row(r) for r in rows]
 
 
 def start_campaign(

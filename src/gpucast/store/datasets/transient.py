@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpucast.domain.errors import DataFormatError
-from gpucast.domain.simulation import MARKETS, PriceTable
+from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.domain.simulation import PriceTable, normalise_market
 from gpucast.predict.revocation import (
     DEFAULT_CAP_TOLERANCE_S,
     GCP_PREEMPTIBLE_CAP_S,
@@ -296,14 +296,16 @@ def parse_price_table(text: str, path: str) -> PriceTable:
                 path, f"expected {len(header)} cells, got {len(cells)}", line=line
             )
         server = cells[idx["server"]].strip()
-        market = cells[idx["market"]].strip().lower()
-        if market not in MARKETS:
+        raw_market = cells[idx["market"]].strip()
+        try:
+            market = normalise_market(raw_market)
+        except InvalidSpecError:
             raise DataFormatError(
                 path,
-                f"market must be spot or on-demand, got {market!r}",
+                f"market must be spot or on-demand, got {raw_market!r}",
                 line=line,
                 column="market",
-            )
+            ) from None
         try:
             price = float(cells[idx["usd_per_hour"]])
         except ValueError:
@@ -453,7 +455,7 @@ def read_startup_times(folder: Path) -> pd.DataFrame:
             frame.columns = ["provisioning_s", "staging_s", "booting_s"]
             frame["total_s"] = frame.sum(axis=1)
             frame["gpu"] = gm.group(1).upper()
-            frame["market"] = "spot" if fm.group(1) == "pre" else "on-demand"
+            frame["market"] = normalise_market(fm.group(1))
             frame["region"] = "us-east1" if fm.group(2) == "east" else "us-west1"
             frames.append(frame)
     if not frames:

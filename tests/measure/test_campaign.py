@@ -1,0 +1,260 @@
+"""Campaigns: sweep parsing with line numbers, expansion, crash isolation, SIGKILL/SIGTERM."""
+
+from __future__ import annotations
+
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpucast.domain.campaign import Sweep
+from gpucast.domain.errors import DataFormatError, InvalidInputError
+from gpucast.measure.campaign import campaign_status, load_sweep, run_campaign
+
+HERE = Path(__file__).resolve().parent
+# Tiny single-process points: each measures a few mlp steps in well under a second.
+FAST_SETTINGS = (
+    "settings: {max_time_s: 0.2, min_samples: 3, target_ci: 0.5, steps: 3, warmup_steps: 1}"
+)
+# Runs the CLI with the campaign verb registered (cli/verbs.py lists it once the lead adds it).
+DRIVER = """
+import sys
+from gpucast.cli.app import app
+from gpucast.cli import campaign
+if not any(g.name == "campaign" for g in app.registered_groups):
+    app.add_typer(campaign.app, name="campaign")
+app(sys.argv[1:])
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "sweep.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+# ------------------------------------------------------------------ loading
+def test_sweep_expands_axes_and_repeats(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "name: s1\nworkloads: [mlp]\nbatch_sizes: [4, 8]\ndevices: cpu\n"
+        "strategies: [single, ddp, ps]\nnprocs: [2, 3]\nps_shards: [1, 2]\nsync: [sync, async]\n"
+        "repeats: 2\n",
+    )
+    sweep = load_sweep(path)
+    points = sweep.points()
+    keys = [p.key for p in points]
+    assert len(keys) == len(set(keys))
+    # per repeat and batch size: 1 single + 2 ddp + ps (n=2: shards 1 x 2 modes; n=3: 2 x 2)
+    assert len(points) == 2 * 2 * (1 + 2 + 2 + 4)
+    assert "mlp/bs4/fp32/cpu/ps/n3/shards2/async/r1" in keys
+    assert all(p.nproc == 1 for p in points if p.strategy == "single")
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "pattern"),
+    [
+        ("workloads: [mlp]\nbatch_sizes: [4]\nbogus: 1\n", 3, "'bogus'.*unknown key"),
+        ("workloads: [mlp]\nbatch_sizes: []\n", 2, "'batch_sizes'.*empty"),
+        ("workloads:\n  - mlp\n  - resnet-9000\nbatch_sizes: [4]\n", 3, "'workloads'.*resnet-9000"),
+        ("workloads: [mlp]\nbatch_sizes: [4]\nsettings:\n  stepz: 3\n", 4, "settings.stepz"),
+        ("workloads: [mlp]\nbatch_sizes: [4, x]\n", 2, "'batch_sizes'.*integer"),
+        ("workloads: [mlp]\nbatch_sizes: [4]\ndevices: [tpu]\n", 3, "'devices'.*tpu"),
+        ("workloads: [mlp]\nbatch_sizes: [4]\nsettings: {steps: 1}\n", 3, "settings.steps"),
+        ("workloads: [mlp]\nbatch_sizes: [4\n", None, "not valid YAML"),
+    ],
+)
+def test_bad_sweeps_name_the_key_and_line(
+    tmp_path: Path, text: str, line: int | None, pattern: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(DataFormatError, match=pattern) as info:
+        load_sweep(path)
+    if line is not None:
+        assert f"line {line}" in str(info.value)
+
+
+def test_a_bad_sweep_runs_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    path = write(tmp_path, "workloads: [nope]\nbatch_sizes: [4]\n")
+    result = subprocess.run(
+        [sys.executable, "-c", DRIVER, "--db", str(db), "campaign", "run", str(path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2 and "line 1" in result.stderr and "nope" in result.stderr
+    assert not db.exists()
+
+
+# ------------------------------------------------------------------ running
+def _rows(db: Path) -> tuple[int, list[tuple[str, str, int | None]]]:
+    with sqlite3.connect(db) as conn:
+        runs = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        points = conn.execute(
+            "SELECT point_key, status, run_id FROM campaign_points ORDER BY position"
+        ).fetchall()
+    return runs, points
+
+
+def test_crashing_point_fails_alone_and_can_be_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = HERE / "exiting_model.py"
+    path = write(
+        tmp_path,
+        f"workloads: [mlp, '{model}:factory']\nbatch_sizes: [4]\ndevices: [cpu]\n{FAST_SETTINGS}\n",
+    )
+    db = tmp_path / "c.db"
+    monkeypatch.setenv("GPUCAST_TEST_CRASH", "1")
+    result = run_campaign(load_sweep(path), db)
+    assert result.status == "incomplete"
+    status = campaign_status(db, "sweep")
+    by_status = {p["status"]: p for p in status["points"]}
+    assert set(by_status) == {"done", "failed"}
+    assert (
+        "killed by signal" in by_status["failed"]["error"]
+        or "code 7" in by_status["failed"]["error"]
+    )
+    monkeypatch.delenv("GPUCAST_TEST_CRASH")
+    assert run_campaign(load_sweep(path), db).status == "incomplete"  # failures not retried
+    again = run_campaign(load_sweep(path), db, retry_failed=True)
+    assert again.status == "done" and again.progress.done == 2
+    runs, points = _rows(db)
+    assert runs == 2 and [p[1] for p in points] == ["done", "done"]
+
+
+def _driver(db: Path, sweep: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-c", DRIVER, "--db", str(db), "campaign", "run", str(sweep)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+
+def test_sigkill_at_random_moments_never_loses_or_duplicates_a_point(tmp_path: Path) -> None:
+    sweep = write(
+        tmp_path,
+        "workloads: [mlp]\nbatch_sizes: [1, 2, 3, 4, 5, 6, 7, 8]\ndevices: [cpu]\n"
+        f"{FAST_SETTINGS}\n",
+    )
+    db = tmp_path / "c.db"
+    rng = random.Random(7)
+    done_before = 0
+    for target in (1, 3, 5):  # kill after some progress, at a random moment within a point
+        proc = _driver(db, sweep)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if db.exists() and sum(p[1] == "done" for p in _rows(db)[1]) >= target:
+                break
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0.0, 0.6))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        runs, points = _rows(db)
+        done = [p for p in points if p[1] == "done"]
+        assert runs == len(done) >= max(done_before, target)  # nothing lost, nothing extra
+        done_before = len(done)
+        assert len(done) < 8, "the campaign finished before it could be killed"
+    proc = _driver(db, sweep)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    runs, points = _rows(db)
+    assert len(points) == 8 and all(p[1] == "done" for p in points)
+    run_ids = [p[2] for p in points]
+    assert runs == 8 and len(set(run_ids)) == 8
+
+
+def test_sigterm_stops_quickly_and_leaves_a_resumable_campaign(tmp_path: Path) -> None:
+    sweep = write(
+        tmp_path,
+        "workloads: [mlp]\nbatch_sizes: [1, 2, 3, 4, 5, 6]\ndevices: [cpu]\n"
+        "settings: {max_time_s: 2.0, min_samples: 3, target_ci: 0.0001}\n",
+    )
+    db = tmp_path / "c.db"
+    proc = _driver(db, sweep)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait until a point is running
+        if db.exists() and any(p[1] == "running" for p in _rows(db)[1]):
+            break
+        time.sleep(0.1)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert time.monotonic() - sent < 10
+    assert proc.returncode == 0, err.decode()
+    status = campaign_status(db, "sweep")
+    assert status["status"] == "interrupted" and status["resumable"]
+    assert status["running"] == 0 and status["pending"] >= 1
+    runs, points = _rows(db)
+    assert runs == sum(p[1] == "done" for p in points)
+
+
+def test_status_of_an_unknown_campaign_lists_the_known(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    fast = load_sweep(write(tmp_path, f"workloads: [mlp]\nbatch_sizes: [2]\n{FAST_SETTINGS}\n"))
+    sweep = Sweep(
+        name="tiny", workloads=("mlp",), batch_sizes=(2,), devices=("cpu",), settings=fast.settings
+    )
+    run_campaign(sweep, db)
+    with pytest.raises(InvalidInputError, match="known: tiny"):
+        campaign_status(db, "other")
+    assert campaign_status(db, "tiny")["done"] == 1
+
+
+def test_distributed_points_are_stored_as_distributed_runs(tmp_path: Path) -> None:
+    sweep = write(
+        tmp_path,
+        f"workloads: [mlp]\nbatch_sizes: [4]\ndevices: [cpu]\nstrategies: [ps]\nnprocs: [2]\n"
+        f"sync: [async]\n{FAST_SETTINGS}\n",
+    )
+    db = tmp_path / "c.db"
+    assert run_campaign(load_sweep(sweep), db).status == "done"
+    from gpucast.store import Store
+    from gpucast.store.campaigns import load_distributed
+
+    with Store(db) as store:
+        (m,) = load_distributed(store)
+    assert m.config.label == "ps-async" and m.config.n_workers == 1
+
+
+def test_ray_backend_runs_points_as_tasks(tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="ray is an optional extra (pip install 'gpucast[ray]')")
+    from gpucast.measure import campaign_ray
+
+    sweep = write(
+        tmp_path, f"workloads: [mlp]\nbatch_sizes: [2, 4]\ndevices: [cpu]\n{FAST_SETTINGS}\n"
+    )
+    db = tmp_path / "c.db"
+    original = campaign_ray.RayRunner.__init__
+
+    def local_cpu_only(self: campaign_ray.RayRunner, **kw: object) -> None:
+        original(self, address=None, init_kwargs={"num_cpus": 2, "num_gpus": 0,
+                                                  "include_dashboard": False})  # fmt: skip
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(campaign_ray.RayRunner, "__init__", local_cpu_only)
+    try:
+        result = run_campaign(load_sweep(sweep), db, backend="ray")
+    finally:
+        mp.undo()
+    assert result.status == "done" and result.progress.done == 2
+    runs, points = _rows(db)
+    assert runs == 2 and {p[1] for p in points} == {"done"}
+
+
+def test_point_resources_for_ray() -> None:
+    from gpucast.domain.campaign import CampaignPoint, MeasureSettings
+    from gpucast.measure.campaign_ray import resources_for
+
+    gpu = CampaignPoint(
+        workload="mlp", batch_size=2, precision="fp32", device="cuda", strategy="ddp", nproc=4
+    )
+    cpu = CampaignPoint(
+        workload="mlp", batch_size=2, precision="fp32", device="cpu", strategy="single"
+    )
+    assert resources_for(gpu, MeasureSettings()) == {"num_cpus": 4.0, "num_gpus": 4.0}
+    assert resources_for(cpu, MeasureSettings()) == {"num_cpus": 1.0, "num_gpus": 0.0}
+    assert resources_for(gpu, MeasureSettings(gpus_per_point=1))["num_gpus"] == 1.0

@@ -1,0 +1,196 @@
+"""Distributed measurement on the CPU with gloo: DDP, FSDP and a real parameter server."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpucast.domain.distributed import DistributedConfig, DistributedMeasurement, RankResult
+from gpucast.domain.errors import InvalidSpecError, MeasurementError, UnknownWorkloadError
+from gpucast.domain.measurement import EnvironmentFingerprint
+from gpucast.domain.workload import WorkloadSpec
+from gpucast.measure.distributed import (
+    assign_shards,
+    cluster_frame,
+    fit_cluster_model,
+    measure_distributed,
+)
+
+FAST = {"devices": ("cpu",), "steps": 4, "warmup_steps": 1}
+
+
+# ------------------------------------------------------------------ real runs (gloo, CPU)
+@pytest.fixture(scope="module")
+def ddp_run() -> DistributedMeasurement:
+    m = measure_distributed("mlp", strategy="ddp", nproc=2, batch_sizes=(8,), **FAST)
+    assert m is not None
+    return m
+
+
+def test_ddp_measures_compute_communication_and_bytes(ddp_run: DistributedMeasurement) -> None:
+    m = ddp_run
+    d = m.to_dict()
+    assert {"median", "mean"} <= set(d["step_time_s"])
+    assert len(d["ranks"]) == 2 and all(r["median_step_s"] > 0 for r in d["ranks"])
+    assert 0 < m.compute_s < m.median_step_s * 1.5
+    assert m.communication_s > 0 and m.exposed_communication_s >= 0
+    # DDP all-reduces every gradient once per step: the buckets hold all parameter bytes,
+    # and a ring all-reduce over 2 ranks sends 2 (n-1)/n = 1x of them.
+    assert m.bytes_per_step == pytest.approx(m.n_parameters * 4, rel=0.01)
+    assert len(m.step_times_s) == 4
+    again = DistributedMeasurement.from_dict(d)
+    assert again.to_dict() == d
+
+
+@pytest.fixture(scope="module")
+def ps_sync_run() -> DistributedMeasurement:
+    m = measure_distributed(
+        "mlp", strategy="ps", nproc=3, ps_shards=1, sync=True, batch_sizes=(4, 64), **FAST
+    )
+    assert m is not None
+    return m
+
+
+def test_sync_ps_heterogeneous_batches_report_skew(ps_sync_run: DistributedMeasurement) -> None:
+    m = ps_sync_run
+    ps, w1, w2 = m.ranks
+    assert ps.role == "ps" and w1.role == w2.role == "worker"
+    assert (w1.batch_size, w2.batch_size) == (4, 64)
+    # each worker pushes every gradient and pulls every parameter through the one shard
+    assert w1.bytes_sent_per_step == w1.bytes_received_per_step == m.n_parameters * 4
+    assert ps.n_parameters == m.n_parameters
+    assert ps.ps_utilization is not None and 0 < ps.ps_utilization <= 1
+    # 16x the batch computes measurably slower: the straggler is the big-batch worker
+    assert m.straggler_rank == 2 and m.skew > 0
+    # a synchronous step waits for the slowest worker
+    assert m.step_times_s == tuple(
+        max(a, b) for a, b in zip(w1.step_times_s, w2.step_times_s, strict=True)
+    )
+    assert m.exposed_communication_s > 0 and m.overlapped_communication_s >= 0
+
+
+def test_async_ps_with_two_shards_splits_parameters() -> None:
+    m = measure_distributed(
+        "mlp", strategy="ps", nproc=4, ps_shards=2, sync=False, batch_sizes=(8,), **FAST
+    )
+    assert m is not None
+    shards = [r for r in m.ranks if r.role == "ps"]
+    assert len(shards) == 2 and sum(s.n_parameters for s in shards) == m.n_parameters
+    assert all(s.n_parameters > 0 for s in shards)
+    assert len(m.step_times_s) == 2 * 4  # async: every worker's steps, pooled
+    assert m.to_dict()["strategy"] == "ps-async"
+
+
+def test_fsdp_runs_and_counts_three_collectives() -> None:
+    m = measure_distributed("mlp", strategy="fsdp", nproc=2, batch_sizes=(8,), **FAST)
+    assert m is not None
+    assert m.compute_s > 0 and m.communication_s > 0
+    # two all-gathers and a reduce-scatter, each sending (n-1) = 1 shard of ~half the bytes
+    assert m.bytes_per_step == pytest.approx(3 * m.n_parameters * 4 / 2, rel=0.01)
+
+
+def test_a_crashing_rank_fails_the_run_with_its_error() -> None:
+    model = Path(__file__).with_name("crashing_model.py")
+    with pytest.raises(MeasurementError, match=r"rank 1: RuntimeError: rank 1 cannot build"):
+        measure_distributed(f"{model}:factory", strategy="ddp", nproc=2, **FAST)
+
+
+def test_bad_input_fails_before_launching() -> None:
+    with pytest.raises(UnknownWorkloadError):
+        measure_distributed("no-such-model", strategy="ddp", nproc=2, **FAST)
+    with pytest.raises(InvalidSpecError, match="ps_shards"):
+        measure_distributed("mlp", strategy="ps", nproc=2, ps_shards=2, **FAST)
+    with pytest.raises(InvalidSpecError, match="batch_sizes"):
+        measure_distributed("mlp", strategy="ddp", nproc=2, batch_sizes=(1, 2, 3), **FAST)
+    with pytest.raises(InvalidSpecError, match="distributed"):
+        measure_distributed("mlp", strategy="horovod", nproc=2, **FAST)
+
+
+@pytest.mark.gpu
+def test_ddp_on_gpus_uses_nccl() -> None:
+    import torch
+
+    n = min(torch.cuda.device_count(), 2)
+    if n < 2:
+        pytest.skip("needs 2 CUDA devices")
+    m = measure_distributed("mlp", strategy="ddp", nproc=2, batch_sizes=(64,), steps=5)
+    assert m is not None and all(r.device.startswith("cuda") for r in m.ranks)
+
+
+# ------------------------------------------------------------------ pure parts
+@given(
+    st.lists(st.integers(min_value=1, max_value=10_000), min_size=1, max_size=40),
+    st.integers(min_value=1, max_value=8),
+)
+def test_shard_placement_is_greedy_balanced(numels: list[int], shards: int) -> None:
+    placement = assign_shards(numels, shards)
+    assert len(placement) == len(numels) and all(0 <= s < shards for s in placement)
+    load = [sum(n for n, s in zip(numels, placement, strict=True) if s == k) for k in range(shards)]
+    # largest-first greedy: no shard exceeds the average by more than the largest tensor
+    assert max(load) <= sum(numels) / shards + max(numels)
+    assert assign_shards(numels, shards) == placement  # every rank agrees
+
+
+def _env() -> EnvironmentFingerprint:
+    return EnvironmentFingerprint(
+        host="h", os="linux", python_version="3.11", cpu_model="x", cpu_cores=2,
+        torch_threads=1, torch_version="2",
+    )  # fmt: skip
+
+
+def _fake(workers: int, step_s: float, *, sync: bool = False) -> DistributedMeasurement:
+    config = DistributedConfig(
+        strategy="ps", nproc_per_node=workers + 1, batch_sizes=(32,), sync=sync, steps=3
+    )
+    ranks = [RankResult(rank=0, role="ps", device="cpu", host="h", service_times_s=(0.001,) * 3,
+                        wall_time_s=0.01)]  # fmt: skip
+    for r in range(1, workers + 1):
+        times = (step_s, step_s * 1.1, step_s * 0.9)
+        ranks.append(
+            RankResult(
+                rank=r,
+                role="worker",
+                device="cpu",
+                host="h",
+                batch_size=32,
+                step_times_s=times,
+                compute_times_s=tuple(t / 2 for t in times),
+                comm_times_s=tuple(t / 2 for t in times),
+                bytes_sent_per_step=4e6,
+                bytes_received_per_step=4e6,
+            )
+        )
+    return DistributedMeasurement(
+        spec=WorkloadSpec(name="mlp", batch_size=32), config=config, ranks=tuple(ranks),
+        n_parameters=1_000_000, n_tensors=6, environment=_env(), created_at=datetime.now(UTC),
+    )  # fmt: skip
+
+
+def test_measurement_statistics_come_from_the_samples() -> None:
+    m = _fake(2, 0.1)
+    assert m.median_step_s == pytest.approx(0.1)
+    assert m.worker_steps_per_s == pytest.approx(2 / 0.1)
+    assert m.samples_per_s == pytest.approx(64 / 0.1)
+    assert m.ps_utilization == pytest.approx(0.3)
+    with pytest.raises(InvalidSpecError, match="ranks"):
+        DistributedMeasurement(
+            spec=m.spec, config=m.config, ranks=m.ranks[:2], n_parameters=1, n_tensors=1,
+            environment=_env(), created_at=datetime.now(UTC),
+        )  # fmt: skip
+
+
+def test_distributed_runs_feed_the_cluster_model() -> None:
+    # A PS-bound cluster: the step time grows with the workers sharing one PS.
+    runs = [_fake(n, 0.05 * (1 + 0.3 * (n - 1))) for n in (1, 2, 3, 4)]
+    frame = cluster_frame(runs)
+    assert list(frame["workers"]) == [1, 2, 3, 4]
+    assert frame["single_worker_step_time_s"].iloc[-1] == pytest.approx(runs[0].mean_step_s)
+    model = fit_cluster_model(runs)
+    assert model.is_fitted
+    est = model.predict(runs[0].mean_step_s, 4, param_bytes=4e6, n_tensors=6)
+    measured = runs[-1].worker_steps_per_s
+    assert est.value == pytest.approx(measured, rel=0.35)
