@@ -55,9 +55,7 @@ _FP32_BYTES = 4.0
 
 
 # ---------------------------------------------------------------------------- cluster shape
-def parse_groups(
-    gpu: str, workers: int | None, region: str, spot: bool
-) -> tuple[WorkerGroup, ...]:
+def parse_groups(gpu: str, workers: int | None, region: str, spot: bool) -> tuple[WorkerGroup, ...]:
     """``--gpu K80`` + ``--workers 4``, or ``--gpu K80:2,P100:2@us-west1`` (GPU[:N][@REGION])."""
     items = [part.strip() for part in gpu.split(",") if part.strip()]
     if not items:
@@ -68,14 +66,18 @@ def parse_groups(
         m = re.fullmatch(r"([^:@]+)(?::(-?\d+))?(?:@([A-Za-z0-9-]+))?", item)
         if m is None:
             raise InvalidSpecError(
-                "gpu", "must be GPU[:COUNT][@REGION], comma-separated", got=item,
+                "gpu",
+                "must be GPU[:COUNT][@REGION], comma-separated",
+                got=item,
                 fix="e.g. --gpu K80:2,P100:2 or --gpu K80:4@us-west1",
             )
         name, count_text, where = m.group(1).strip(), m.group(2), m.group(3)
         if count_text is None:
             if len(items) > 1:
                 raise InvalidSpecError(
-                    "gpu", "give a count for every GPU type of a mixed cluster", got=item,
+                    "gpu",
+                    "give a count for every GPU type of a mixed cluster",
+                    got=item,
                     fix="e.g. --gpu K80:2,P100:2",
                 )
             if workers is None:
@@ -89,7 +91,9 @@ def parse_groups(
         groups.append(WorkerGroup(gpu=name, count=count, region=where or region, spot=spot))
     if workers is not None and len(items) > 1 and workers != counted:
         raise InvalidSpecError(
-            "workers", f"must equal the sum of the --gpu counts ({counted})", got=workers,
+            "workers",
+            f"must equal the sum of the --gpu counts ({counted})",
+            got=workers,
             fix="drop --workers or make the counts add up",
         )
     return tuple(groups)
@@ -183,12 +187,12 @@ def prices_and_network(
             prices[(key, "spot")] = ps_offer.spot_usd_per_hour
         used.append(f"PS {ps_offer.instance_type}")
     snapshot = catalog.snapshot_date.isoformat()
-    return PriceTable(
-        usd_per_hour=prices, source=f"catalog {snapshot}: {'; '.join(used)}"
-    ), network
+    return PriceTable(usd_per_hour=prices, source=f"catalog {snapshot}: {'; '.join(used)}"), network
 
 
-def check_prices(prices: PriceTable, groups: Sequence[WorkerGroup], ps_region: str, ps: int) -> None:
+def check_prices(
+    prices: PriceTable, groups: Sequence[WorkerGroup], ps_region: str, ps: int
+) -> None:
     """Fail early, in one line, on a price table without a row the simulation needs."""
     for g in groups:
         prices.price(g.gpu, spot=False, region=g.region)
@@ -351,7 +355,9 @@ def parse_speed(text: str | None, groups: Sequence[WorkerGroup]) -> dict[str, fl
         if not name:
             if len(gpus) > 1:
                 raise InvalidSpecError(
-                    "speed", "needs GPU:STEPS_PER_S for each GPU of a mixed cluster", got=text,
+                    "speed",
+                    "needs GPU:STEPS_PER_S for each GPU of a mixed cluster",
+                    got=text,
                     fix="e.g. --speed K80:4.5,P100:9.1",
                 )
             name = next(iter(gpus))
@@ -361,7 +367,9 @@ def parse_speed(text: str | None, groups: Sequence[WorkerGroup]) -> dict[str, fl
             speed = math.nan
         if not (math.isfinite(speed) and speed > 0):
             raise InvalidSpecError(
-                "speed", "must be > 0 steps/s", got=part,
+                "speed",
+                "must be > 0 steps/s",
+                got=part,
                 fix="give the measured single-worker steps/s, e.g. --speed 4.5",
             )
         if name not in gpus:
@@ -537,8 +545,10 @@ def speed_table(
     table = SpeedTable.from_function(speed, [g.count for g in groups])
     full = float(table.table[tuple(g.count for g in groups)])
     one = "; ".join(f"{g}: {s.source}" for g, s in steps.items())
-    mixed = "" if includes_ps or all(not s.includes_ps for s in steps.values()) else (
-        "; measured (with-PS) and predicted (bare) step times mixed: all taken as bare"
+    mixed = (
+        ""
+        if includes_ps or all(not s.includes_ps for s in steps.values())
+        else ("; measured (with-PS) and predicted (bare) step times mixed: all taken as bare")
     )
     remote = [g for g in groups if g.region != ps_region]
     rtt = (
@@ -594,9 +604,7 @@ def startup(
                 return _bind(model, name, market, where)
         raise AssertionError("the pooled start-up model covers every market")  # pragma: no cover
 
-    spot = [sampler(g.gpu, "spot", g.region) for g in groups] + [
-        sampler("cpu", "spot", ps_region)
-    ]
+    spot = [sampler(g.gpu, "spot", g.region) for g in groups] + [sampler("cpu", "spot", ps_region)]
     od = [sampler(g.gpu, "on-demand", g.region) for g in groups] + [
         sampler("cpu", "on-demand", ps_region)
     ]
@@ -620,7 +628,8 @@ def checkpoint_s(work: WorkloadInputs, data_dir: Path | None) -> tuple[float, st
     path = None if data_dir is None else data_dir / "cmdare" / "checkpoint" / "whole_data.csv"
     if path is None or not path.is_file():
         return DEFAULT_CHECKPOINT_S, (
-            f"constant {DEFAULT_CHECKPOINT_S:g} s (CM-DARE ResNet-32 mean; no checkpoint data given)"
+            f"constant {DEFAULT_CHECKPOINT_S:g} s (CM-DARE ResNet-32 mean; "
+            "no checkpoint data given)"
         )
     from gpucast.predict.overheads import CheckpointModel
     from gpucast.store.datasets.cmdare_checkpoint import read_checkpoint_csv
@@ -644,5 +653,7 @@ def restart_penalty(data_dir: Path | None) -> tuple[float, str]:
     from gpucast.store.datasets.transient import read_chief_rejoining
 
     est = estimate_restart_penalty(read_chief_rejoining(folder))
-    return est.value, f"{est.source}: median {est.value:.0f} s (range {est.lower:.0f}-{est.upper:.0f})"
-
+    return (
+        est.value,
+        f"{est.source}: median {est.value:.0f} s (range {est.lower:.0f}-{est.upper:.0f})",
+    )

@@ -1,194 +1,75 @@
 """`gpucast simulate train`: Monte Carlo of a training job on spot / on-demand GPU clusters.
 
-A thin shell: it gathers prices (catalog or ``--price-table``), lifetimes (fitted from the
-published lifetime data, or a hazard / AWS interruption band), start-up delays and the restart
-penalty (CM-DARE data when found), the speed (``--speed`` or a published single-worker speed),
-then calls :func:`gpucast.simulate.transient.simulate_scenario`.
+A thin shell: :mod:`gpucast.cli._simulate_inputs` gathers prices (catalog or
+``--price-table``), lifetimes (fitted on the published lifetime data, or a hazard / AWS
+interruption band), the cluster's speed for every number of live workers (the distributed-
+scaling :class:`~gpucast.predict.cluster.ClusterModel` on the workload's parameter bytes and
+tensor count), VM start-up (:class:`~gpucast.predict.overheads.StartupModel`), checkpoint cost
+(:class:`~gpucast.predict.overheads.CheckpointModel`) and the restart penalty, then this
+module calls :func:`gpucast.simulate.transient.simulate_scenario` and prints the result.
 """
 
 from __future__ import annotations
 
+import math
+import re
+from datetime import datetime
 from pathlib import Path
 
 import typer
 
+from gpucast.cli import _simulate_inputs as inputs
 from gpucast.cli._common import console, emit_json, published_data_dir
-from gpucast.domain.errors import InvalidSpecError, UnknownRegionError
-from gpucast.domain.simulation import (
-    CPU_PS,
-    ClusterScenario,
-    PriceTable,
-    SimulationResult,
-    Summary,
-    WorkerGroup,
-)
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.simulation import ClusterScenario, SimulationResult, Summary
 from gpucast.domain.units import parse_duration_s
-from gpucast.predict.revocation import (
-    ExponentialLifetime,
-    LifetimeDistribution,
-    RevocationModel,
-    estimate_restart_penalty,
-    hazard_from_interruption_band,
-)
-from gpucast.simulate.transient import Delay, SpeedTable, empirical_sampler, simulate_scenario
+from gpucast.simulate.transient import simulate_scenario
 
 app = typer.Typer(no_args_is_help=True, help="Simulate training on transient clusters.")
 
-#: Restart penalty (s) when CM-DARE's chief_rejoining files are not at hand: the median of the
-#: seven runs there (see gpucast.predict.revocation.estimate_restart_penalty).
-DEFAULT_RESTART_PENALTY_S = 100.0
-#: Checkpoint cost (s) when none is given: CM-DARE's mean checkpoint save time for ResNet-32
-#: (checkpoint/aggregated.csv, 3.38 s); the checkpoint model can refine it per model.
-DEFAULT_CHECKPOINT_S = 3.38
 
-
-def _data_dir(given: Path | None) -> Path | None:
-    return published_data_dir(given)
-
-
-def _prices(price_table: Path | None, gpu: str, region: str, provider: str | None) -> PriceTable:
-    if price_table is not None:
-        from gpucast.store.datasets.transient import read_price_table
-
-        return read_price_table(price_table)
-    from gpucast.catalog import load_catalog
-
-    catalog = load_catalog()
-    gpu_name = catalog.gpu(gpu).name
-    offers = [
-        o
-        for o in catalog.find_offers(provider=provider, region=region, gpu=gpu_name)
-        if o.gpus == 1
-    ]
-    if not offers:
-        raise InvalidSpecError(
-            "gpu/region",
-            f"the catalog has no 1-GPU {gpu_name} offer in {region}",
-            fix="pick another region (gpucast catalog offers) or pass --price-table CSV",
-        )
-    gpu_offer = min(offers, key=lambda o: o.on_demand_usd_per_hour)
-    prices: dict[tuple[str, str], float] = {(gpu, "on-demand"): gpu_offer.on_demand_usd_per_hour}
-    if gpu_offer.spot_usd_per_hour is not None:
-        prices[(gpu, "spot")] = gpu_offer.spot_usd_per_hour
-    cpu = [
-        o
-        for o in catalog.find_offers(provider=gpu_offer.provider, region=region, cpu_only=True)
-        if o.vcpus >= 4
-    ]
-    if cpu:
-        ps = min(cpu, key=lambda o: o.on_demand_usd_per_hour)
-        prices[(CPU_PS, "on-demand")] = ps.on_demand_usd_per_hour
-        if ps.spot_usd_per_hour is not None:
-            prices[(CPU_PS, "spot")] = ps.spot_usd_per_hour
-    return PriceTable(
-        usd_per_hour=prices,
-        source=f"catalog: {gpu_offer.provider} {region} {gpu_offer.instance_type}",
-    )
-
-
-def _check_region(region: str) -> None:
-    """Unknown regions fail with close matches from the catalog's regions."""
-    from gpucast.catalog import load_catalog
-
-    known = set(load_catalog().regions())
-    if region not in known:
-        raise UnknownRegionError(region, sorted(known), fix="see `gpucast catalog offers`")
-
-
-def _lifetime(
-    gpu: str,
-    region: str,
-    data_dir: Path | None,
-    hazard: float | None,
-    band: str | None,
-    method: str,
-) -> LifetimeDistribution:
-    if hazard is not None:
-        return ExponentialLifetime(
-            hazard_per_hour=hazard, source=f"user-given hazard {hazard:g} revocations/h"
-        )
-    fallback = hazard_from_interruption_band(band) if band is not None else None
-    path = None if data_dir is None else data_dir / "transient" / "lifetime" / "lifetime.csv"
-    if path is None or not path.is_file():
-        if fallback is not None:
-            return fallback
-        raise InvalidSpecError(
-            "revocation data",
-            f"no lifetime data found for {gpu} spot servers",
-            fix="pass --data-dir ../shared/data, --hazard-per-hour H or --interruption-band 5-10%",
-        )
-    from gpucast.store.datasets.transient import lifetimes_frame, read_lifetimes
-
-    parsed = read_lifetimes(path)
-    model = RevocationModel(method=method).fit(lifetimes_frame(parsed.records))
-    if fallback is None and gpu.lower() not in model.gpus():
-        raise InvalidSpecError(
-            "revocation data",
-            f"no lifetimes for {gpu} (have {', '.join(model.gpus())})",
-            fix="give --hazard-per-hour H or --interruption-band 5-10%",
-        )
-    return model.distribution(gpu, region, fallback=fallback)
-
-
-def _startup(gpu: str, region: str, data_dir: Path | None) -> tuple[Delay, Delay, str]:
-    folder = None if data_dir is None else data_dir / "cmdare" / "startup_time"
-    if folder is None or not folder.is_dir():
-        return 0.0, 0.0, "start-up delay not modelled (no cmdare/startup_time data found)"
-    from gpucast.store.datasets.transient import read_startup_times
-
-    frame = read_startup_times(folder)
-    same_gpu = frame[frame["gpu"].str.lower() == gpu.lower()]
-    if same_gpu.empty:
-        return 0.0, 0.0, f"start-up delay not modelled (no start-up data for {gpu})"
-    out: list[Delay] = []
-    for market in ("spot", "on-demand"):
-        rows = same_gpu[same_gpu["market"] == market]
-        here = rows[rows["region"] == region]
-        out.append(empirical_sampler((here if len(here) else rows)["total_s"].to_numpy()))
-    return out[0], out[1], f"cmdare startup_time {gpu} (bootstrap of measured launches)"
-
-
-def _restart_penalty(data_dir: Path | None) -> tuple[float, str]:
-    folder = None if data_dir is None else data_dir / "cmdare" / "chief_rejoining"
-    if folder is None or not folder.is_dir():
-        return DEFAULT_RESTART_PENALTY_S, "default 100 s (CM-DARE chief_rejoining estimate)"
-    from gpucast.store.datasets.transient import read_chief_rejoining
-
-    est = estimate_restart_penalty(read_chief_rejoining(folder))
-    return (
-        est.value,
-        f"{est.source}: median {est.value:.0f} s (range {est.lower:.0f}-{est.upper:.0f})",
-    )
-
-
-def _speed(
-    workload: str | None, gpu: str, speed: float | None, workers: int
-) -> tuple[SpeedTable, str]:
-    if speed is not None:
-        if not speed > 0:
+def _deadline_s(text: str | None, now: datetime | None = None) -> float | None:
+    """``--deadline 6h`` (from launch) or an ISO date-time (``2025-06-01T18:00``)."""
+    if text is None:
+        return None
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ].*)?", text.strip()):
+        try:
+            when = datetime.fromisoformat(text.strip())
+        except ValueError:
             raise InvalidSpecError(
-                "speed",
-                "must be > 0 steps/s",
-                got=speed,
-                fix="give the measured single-worker steps/s",
-            )
-        per_worker, src = speed, f"--speed {speed:g} steps/s per worker"
-    else:
-        from gpucast.store.datasets.transient import PUBLISHED_SINGLE_WORKER_STEPS_PER_S
-
-        key = ((workload or "").lower(), gpu.upper())
-        if key not in PUBLISHED_SINGLE_WORKER_STEPS_PER_S:
-            known = ", ".join(f"{w} on {g}" for w, g in PUBLISHED_SINGLE_WORKER_STEPS_PER_S)
+                "deadline", "is not an ISO date-time", got=text, fix="e.g. 2025-06-01T18:00"
+            ) from None
+        clock = now or (datetime.now(when.tzinfo) if when.tzinfo else datetime.now())
+        left = (when - clock).total_seconds()
+        if left <= 0:
             raise InvalidSpecError(
-                "speed",
-                f"no published single-worker speed for {workload or '(no workload)'} "
-                f"on {gpu} (known: {known})",
-                fix="measure it (gpucast measure train) and pass --speed STEPS_PER_S",
+                "deadline",
+                "is in the past",
+                got=text,
+                fix="give a future date-time or a duration from launch, e.g. --deadline 6h",
             )
-        per_worker, origin = PUBLISHED_SINGLE_WORKER_STEPS_PER_S[key]
-        src = f"{per_worker:g} steps/s per worker from {origin}"
-    table = SpeedTable.linear([per_worker], [workers])
-    return table, src + "; async PS speed adds up over ready workers"
+        return left
+    if text.strip().startswith("-") or text.strip() in ("0", "0s", "0m", "0h", "0d"):
+        raise InvalidSpecError(
+            "deadline",
+            "must be a positive duration (a deadline now or in the past cannot be met)",
+            got=text,
+            fix="e.g. --deadline 6h",
+        )
+    return parse_duration_s(text, field="deadline")
+
+
+def _checkpoint_every(text: str | None) -> tuple[int | None, float | None]:
+    """``--checkpoint-every 4000`` (steps) or ``--checkpoint-every 30m`` (seconds)."""
+    if text is None:
+        return None, None
+    if re.fullmatch(r"\d+", text.strip()):
+        return int(text), None
+    if re.fullmatch(r"-\d+", text.strip()):
+        raise InvalidSpecError(
+            "checkpoint-every", "must be >= 1 step", got=text, fix="e.g. --checkpoint-every 4000"
+        )
+    return None, parse_duration_s(text, field="checkpoint-every")
 
 
 def _print(result: SimulationResult) -> None:
@@ -215,29 +96,51 @@ def _print(result: SimulationResult) -> None:
 
 @app.command("train")
 def train(
-    gpu: str = typer.Option(..., "--gpu", help="GPU of every worker, e.g. K80."),
-    workers: int = typer.Option(..., "--workers", help="Number of GPU workers (>= 1)."),
-    ps: int = typer.Option(1, "--ps", help="Number of CPU parameter servers."),
+    gpu: str = typer.Option(
+        ..., "--gpu", help="GPU of the workers: K80, or a mix GPU:N[@REGION],... e.g. K80:2,P100:2."
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", help="Number of GPU workers (>= 1); implied by counts in --gpu."
+    ),
+    ps: int | None = typer.Option(
+        None, "--ps", help="CPU parameter servers (PS shards) [default: 1; 0 for allreduce]."
+    ),
+    strategy: str = typer.Option("ps-async", "--strategy", help="ps-async | ps-sync | allreduce."),
     spot: bool = typer.Option(False, "--spot/--on-demand", help="Workers on spot servers."),
-    region: str = typer.Option(..., "--region", help="Cloud region, e.g. us-east1."),
+    region: str = typer.Option(
+        ..., "--region", help="Region of the PS and of workers without @REGION, e.g. us-east1."
+    ),
     provider: str | None = typer.Option(None, "--provider", help="aws | gcp | azure."),
-    workload: str | None = typer.Option(None, "--workload", help="e.g. cifar-resnet32."),
-    steps: int = typer.Option(..., "--steps", help="Global steps of the job."),
+    workload: str | None = typer.Option(
+        None, "--workload", help="Built-in workload, module:factory or a CM-DARE model name."
+    ),
+    batch_size: int = typer.Option(
+        128, "--batch-size", help="Per-worker batch (for the roofline step time)."
+    ),
+    precision: str = typer.Option("fp32", "--precision", help="fp32 | tf32 | fp16 | bf16."),
+    steps: int = typer.Option(
+        ..., "--steps", help="Steps of the job (worker mini-batches, as async PS counts them)."
+    ),
     runs: int = typer.Option(2000, "--runs", help="Monte Carlo runs."),
     replace: bool = typer.Option(False, "--replace", help="Replace revoked workers."),
-    checkpoint_every: int | None = typer.Option(
-        None, "--checkpoint-every", help="Checkpoint every STEPS steps."
+    checkpoint_every: str | None = typer.Option(
+        None, "--checkpoint-every", help="Checkpoint every STEPS (e.g. 4000) or DURATION (30m)."
     ),
-    checkpoint_s: float = typer.Option(
-        DEFAULT_CHECKPOINT_S, "--checkpoint-s", help="Seconds one checkpoint takes."
+    checkpoint_s: float | None = typer.Option(
+        None, "--checkpoint-s", help="Seconds one checkpoint takes [default: checkpoint model]."
     ),
-    deadline: str | None = typer.Option(None, "--deadline", help="e.g. 6h; reports P(miss)."),
+    deadline: str | None = typer.Option(
+        None, "--deadline", help="6h (from launch) or an ISO date-time; reports P(miss)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed; the same seed gives the same result."),
     price_table: Path | None = typer.Option(
-        None, "--price-table", help="CSV server,market,usd_per_hour."
+        None, "--price-table", help="CSV server,market,usd_per_hour (server: GPU or cpu-ps)."
     ),
-    speed: float | None = typer.Option(
-        None, "--speed", help="Measured single-worker speed, steps/s."
+    speed: str | None = typer.Option(
+        None,
+        "--speed",
+        help="Measured single-worker steps/s (1 worker + 1 PS for PS strategies); "
+        "GPU:S,GPU:S for a mix.",
     ),
     hazard_per_hour: float | None = typer.Option(
         None, "--hazard-per-hour", help="Revocations per server-hour."
@@ -246,6 +149,11 @@ def train(
         None, "--interruption-band", help="AWS Spot Advisor band, e.g. 5-10%."
     ),
     lifetime_method: str = typer.Option("weibull", "--lifetime-method", help="weibull | km."),
+    inter_region_rtt_ms: float = typer.Option(
+        inputs.DEFAULT_INTER_REGION_RTT_S * 1e3,
+        "--inter-region-rtt-ms",
+        help="Round trip between regions, for workers outside the PS region.",
+    ),
     data_dir: Path | None = typer.Option(
         None,
         "--data-dir",
@@ -254,54 +162,129 @@ def train(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """How long and how much a training job takes on N spot (or on-demand) GPU workers."""
-    if workers < 1:
+    # -- cheap checks first: one line, exit 2, before any model is fitted -----------------
+    if workers is not None and workers < 1:
         raise InvalidSpecError("workers", "must be >= 1", got=workers, fix="e.g. --workers 4")
     if runs < 1:
         raise InvalidSpecError("runs", "must be >= 1", got=runs, fix="e.g. --runs 2000")
-    if checkpoint_s < 0:
+    if strategy not in inputs.STRATEGIES:
+        raise InvalidSpecError(
+            "strategy", f"must be one of {', '.join(inputs.STRATEGIES)}", got=strategy
+        )
+    if ps is None:
+        ps = 0 if strategy == "allreduce" else 1
+    if strategy == "allreduce" and ps:
+        raise InvalidSpecError(
+            "ps", "must be 0 with --strategy allreduce (no parameter servers)", got=ps
+        )
+    if strategy != "allreduce" and ps < 1:
+        raise InvalidSpecError(
+            "ps", f"must be >= 1 with --strategy {strategy}", got=ps, fix="e.g. --ps 1"
+        )
+    if checkpoint_s is not None and not (math.isfinite(checkpoint_s) and checkpoint_s >= 0):
         raise InvalidSpecError("checkpoint-s", "must be >= 0", got=checkpoint_s)
-    deadline_s = None if deadline is None else parse_duration_s(deadline, field="deadline")
+    if batch_size < 1:
+        raise InvalidSpecError("batch-size", "must be >= 1", got=batch_size)
+    if not (math.isfinite(inter_region_rtt_ms) and inter_region_rtt_ms >= 0):
+        raise InvalidSpecError("inter-region-rtt-ms", "must be >= 0", got=inter_region_rtt_ms)
+    deadline_s = _deadline_s(deadline)
+    every_steps, every_s = _checkpoint_every(checkpoint_every)
+    groups = inputs.parse_groups(gpu, workers, region, spot)
     scenario = ClusterScenario(
-        workers=(WorkerGroup(gpu=gpu, count=workers, region=region, spot=spot),),
+        workers=groups,
         ps_count=ps,
         steps=steps,
-        checkpoint_every_steps=checkpoint_every,
+        checkpoint_every_steps=every_steps,
         replace_revoked=replace,
         deadline_s=deadline_s,
+        worker_loss_restarts=strategy != "ps-async",
     )
-    root = _data_dir(data_dir)
-    _check_region(region)
-    prices = _prices(price_table, gpu, region, provider)
-    prices.price(gpu, spot=False)  # fail early, one line, on a table missing the GPU
-    if spot:
-        prices.price(gpu, spot=True)
-    if ps:
-        prices.price(CPU_PS, spot=False)
-    table, speed_src = _speed(workload, gpu, speed, workers)
-    lifetime = (
-        _lifetime(gpu, region, root, hazard_per_hour, interruption_band, lifetime_method)
-        if spot
-        else None
+    from gpucast.catalog import load_catalog
+
+    catalog = load_catalog()
+    inputs.check_names(groups, region, catalog)
+    given_speed = inputs.parse_speed(speed, groups)
+    root = published_data_dir(data_dir)
+    prices, network = inputs.prices_and_network(price_table, groups, region, ps, provider, catalog)
+    inputs.check_prices(prices, groups, region, ps)
+    lifetimes, lifetime_src = inputs.lifetimes(
+        groups, root, hazard_per_hour, interruption_band, lifetime_method
     )
-    start_spot, start_od, start_src = _startup(gpu, region, root)
-    penalty, penalty_src = _restart_penalty(root)
+    # -- the models -----------------------------------------------------------------------
+    work = inputs.workload_inputs(workload, root, precision)
+    single = inputs.step_times(
+        groups, work, given_speed, strategy, root, batch_size, precision, catalog
+    )
+    model, model_src = inputs.cluster_model(root)
+    table, speed_src = inputs.speed_table(
+        groups,
+        single,
+        model,
+        work,
+        strategy=strategy,
+        ps_shards=ps,
+        ps_region=region,
+        network=network,
+        rtt_s=inter_region_rtt_ms / 1e3,
+    )
+    notes: list[str] = []
+    if every_s is not None:
+        full_speed = float(table.table[tuple(g.count for g in groups)])
+        every_steps = max(1, round(every_s * full_speed))
+        if every_steps > steps:
+            raise InvalidSpecError(
+                "checkpoint-every",
+                f"is longer than the whole job (~{steps / full_speed / 3600:.2g} h at "
+                f"{full_speed:.3g} steps/s)",
+                got=checkpoint_every,
+                fix="checkpoint more often, or drop --checkpoint-every",
+            )
+        notes.append(
+            f"--checkpoint-every {checkpoint_every} = every {every_steps} steps at the full "
+            f"cluster's {full_speed:.3g} steps/s"
+        )
+        scenario = ClusterScenario(
+            workers=groups,
+            ps_count=ps,
+            steps=steps,
+            checkpoint_every_steps=every_steps,
+            replace_revoked=replace,
+            deadline_s=deadline_s,
+            worker_loss_restarts=strategy != "ps-async",
+        )
+    start_spot, start_od, start_src = inputs.startup(groups, region, root)
+    if checkpoint_s is None:
+        ckpt_s, ckpt_src = inputs.checkpoint_s(work, root)
+    else:
+        ckpt_s, ckpt_src = checkpoint_s, f"--checkpoint-s {checkpoint_s:g} s per checkpoint"
+    if scenario.checkpoint_every_steps is None:
+        ckpt_src += " (not used: no --checkpoint-every; a chief or PS loss restarts from step 0)"
+    penalty, penalty_src = inputs.restart_penalty(root)
+    if strategy != "ps-async":
+        notes.append(
+            f"{strategy} is synchronous: losing any worker rolls back to the last checkpoint"
+        )
     result = simulate_scenario(
         scenario,
         speed=table,
         prices=prices,
-        lifetimes=[lifetime],
+        lifetimes=lifetimes,
         startup_spot_s=start_spot,
         startup_on_demand_s=start_od,
-        checkpoint_s=checkpoint_s,
+        checkpoint_s=ckpt_s,
         restart_penalty_s=penalty,
         runs=runs,
         seed=seed,
         sources={
+            "lifetimes": lifetime_src,
+            "workload": work.source,
             "speed": speed_src,
+            "cluster_model": model_src,
             "startup": start_src,
+            "checkpoint": ckpt_src,
             "restart_penalty": penalty_src,
-            "checkpoint": f"{checkpoint_s:g} s per checkpoint",
         },
+        notes=notes,
     )
     if json_out:
         emit_json(result.to_dict())

@@ -6,10 +6,13 @@
 2. build every candidate row (:mod:`.space`) and evaluate all of them at once (:mod:`.evaluate`);
 3. drop the infeasible ones, counting each by the first constraint it breaks (spot market,
    global batch, PS server, memory, deadline, budget);
-4. spot candidates: a first-order revocation estimate ranks them, the Pareto front of
-   (estimated time, estimated cost) survives pruning (at most ``max_simulated``, spread along
-   the front) and each survivor gets ``mc_runs`` Monte Carlo runs (:mod:`.risk`); the
-   budget and ``min_p_meet`` are then checked on the simulated mean cost and P(meet deadline);
+4. P(meet deadline) folds in the step-time model's own uncertainty (:mod:`.uncertainty`):
+   on-demand plans get it in closed form and must reach ``min_p_meet`` (as well as meet the
+   deadline with the model's central value); spot candidates: a first-order revocation
+   estimate ranks them, the Pareto front of (estimated time, estimated cost) survives pruning
+   (at most ``max_simulated``, spread along the front) and each survivor gets ``mc_runs``
+   Monte Carlo runs over strata of the speed factor (:mod:`.risk`); the budget and
+   ``min_p_meet`` are then checked on the simulated mean cost and P(meet deadline);
 5. the Pareto front of (time, cost, risk) over the feasible plans, the pick for each
    objective, and "what would help" for every shown candidate (:mod:`.explain`).
 
@@ -33,7 +36,7 @@ from gpucast.domain.errors import (
     NoFeasiblePlanError,
     UnknownRegionError,
 )
-from gpucast.domain.plan import STRATEGIES, ModelInfo, PlanCandidate, TrainPlan, TrainRequest
+from gpucast.domain.plan import ModelInfo, PlanCandidate, TrainPlan, TrainRequest, WorkerPart
 from gpucast.domain.units import GIB
 from gpucast.plan.efficiency import workload_family
 from gpucast.plan.evaluate import BOTTLENECKS, Evaluation, Work, evaluate
@@ -43,11 +46,13 @@ from gpucast.plan.pareto import nondominated, pareto_front_2d
 from gpucast.plan.risk import (
     SpotJob,
     SpotOutcome,
+    SpotPart,
     approx_spot_time_s,
     mean_lifetime_s,
     simulate_spot,
 )
-from gpucast.plan.space import PS, OfferTable, Space, build_space
+from gpucast.plan.space import PS, PS_SYNC, STRATEGY_LABELS, OfferTable, Space, build_space
+from gpucast.plan.uncertainty import p_meet_deadline, strata
 from gpucast.predict.roofline import Calibration
 
 IntArray = npt.NDArray[np.int64]
@@ -59,7 +64,7 @@ R_CPU = "no CPU server for a parameter server in this region"
 R_MEMORY = "does not fit in GPU memory"
 R_DEADLINE = "misses the deadline"
 R_BUDGET = "over budget"
-R_RISK = "spot: P(meet deadline) below --min-p-meet"
+R_RISK = "P(meet deadline) below --min-p-meet"
 R_UNFINISHED = "spot: runs that never finish"
 
 RELAX = {
@@ -70,7 +75,8 @@ RELAX = {
     "use a smaller --batch-size",
     R_DEADLINE: "relax --deadline or raise --max-gpus",
     R_BUDGET: "raise --budget",
-    R_RISK: "lower --min-p-meet or use on-demand (--no-spot)",
+    R_RISK: "lower --min-p-meet, relax --deadline, or narrow the step-time interval with a "
+    "stored measurement of the workload (gpucast measure train)",
     R_UNFINISHED: "use on-demand (--no-spot)",
 }
 
@@ -101,6 +107,9 @@ class SearchResult:
     work: Work
     reason: npt.NDArray[np.object_]  # first failing reason per row, "" when none
     dropped: dict[str, int]
+    #: P(meet deadline) from the step-time model's uncertainty alone (no revocations): the
+    #: answer for on-demand rows, an upper bound for spot ones; nan without a deadline
+    p_model: FloatArray
 
 
 def _resolve_names(
@@ -200,17 +209,34 @@ def search(request: TrainRequest, ctx: PlanContext) -> SearchResult:
 
     mark(~ev.has_market, R_SPOT)
     mark(~ev.valid_batch, R_BATCH)
-    mark((space.strategy == PS) & ~ev.has_cpu, R_CPU)
+    mark(np.isin(space.strategy, (PS, PS_SYNC)) & ~ev.has_cpu, R_CPU)
     mark(~ev.fits, R_MEMORY)
+    p_model = np.full(len(space), np.nan)
     if request.deadline_s is not None:
+        p_model = p_meet_deadline(
+            request.deadline_s,
+            ctx.risk.startup_mean_s,
+            ev.train_s,
+            ev.train_ratio_lower,
+            ev.train_ratio_upper,
+        )
         late = ev.time_s > request.deadline_s
-        # a spot plan can never beat its revocation-free time; with min_p_meet == 0 any
-        # risk is accepted, so only on-demand plans must meet the deadline then
-        mark(late & (~space.spot | (request.min_p_meet > 0)), R_DEADLINE)
+        # on demand: the central value must meet the deadline and P(meet) reach min_p_meet;
+        # spot: revocations only slow a plan down, so P(meet) <= p_model -- drop the ones
+        # that cannot reach min_p_meet even without revocations (min_p_meet 0: any risk)
+        hopeless = p_model < request.min_p_meet
+        mark(late & (~space.spot | hopeless), R_DEADLINE)
+        mark(hopeless, R_RISK)
     if request.budget_usd is not None:
         mark(~space.spot & (ev.cost_usd > request.budget_usd), R_BUDGET)
     return SearchResult(
-        space=space, evaluation=ev, gpus=gpus, work=work, reason=reason, dropped=dropped
+        space=space,
+        evaluation=ev,
+        gpus=gpus,
+        work=work,
+        reason=reason,
+        dropped=dropped,
+        p_model=p_model,
     )
 
 
@@ -225,22 +251,37 @@ def _spread(order: IntArray, cap: int) -> IntArray:
 def _row_key(space: Space, i: int, ev: Evaluation) -> str:
     off = space.offers
     o = int(space.offer[i])
+    o2 = int(space.part2[i])
+    second = "" if o2 < 0 else f"+{off.instance_type[o2]}|{int(space.count2[i])}"
     return (
-        f"{off.provider[o]}|{off.region[o]}|{off.instance_type[o]}|{int(space.nodes[i])}|"
-        f"{'spot' if space.spot[i] else 'od'}|{STRATEGIES[int(space.strategy[i])]}|"
-        f"{int(space.shards[i])}|{int(ev.batch[i])}"
+        f"{off.provider[o]}|{off.region[o]}|{off.instance_type[o]}|{int(space.nodes[i])}"
+        f"{second}|{'spot' if space.spot[i] else 'od'}|"
+        f"{STRATEGY_LABELS[int(space.strategy[i])]}|{int(space.shards[i])}|{int(ev.batch[i])}"
     )
 
 
-def speed_by_live_nodes(res: SearchResult, ctx: PlanContext, i: int) -> tuple[float, ...]:
-    """Progress rate with 0..nodes live nodes: global steps/s (sync, full cluster only) or
-    worker steps/s (async PS, every count) -- from the same vectorised model."""
+def speed_by_live_nodes(res: SearchResult, ctx: PlanContext, i: int) -> FloatArray:
+    """Progress rate by live nodes, from the same vectorised model: synchronous plans
+    ``[0, global steps/s]`` (full cluster only); asynchronous PS worker steps/s with 0..nodes
+    live nodes (of each part for a mixed cluster: shape ``(nodes + 1, nodes2 + 1)``)."""
     space, ev = res.space, res.evaluation
-    nodes = int(space.nodes[i])
     if space.strategy[i] != PS:
-        return (0.0, float(1.0 / ev.step_s[i]))
-    idx = np.full(nodes, i, dtype=np.int64)
-    sub = space.take(idx).replace(nodes=np.arange(1, nodes + 1, dtype=np.int64))
+        return np.array([0.0, float(1.0 / ev.step_s[i])])
+    nodes = int(space.nodes[i])
+    nodes2 = int(space.count2[i])
+    grid = np.array(
+        [(a, b) for a in range(nodes + 1) for b in range(nodes2 + 1) if a + b > 0],
+        dtype=np.int64,
+    )
+    a, b = grid[:, 0], grid[:, 1]
+    o, o2 = int(space.offer[i]), int(space.part2[i])
+    only_b = a == 0
+    sub = space.take(np.full(grid.shape[0], i, dtype=np.int64)).replace(
+        offer=np.where(only_b, o2, o).astype(np.int64),
+        nodes=np.where(only_b, b, a).astype(np.int64),
+        offer2=np.where((a > 0) & (b > 0), o2, -1).astype(np.int64),
+        nodes2=np.where((a > 0) & (b > 0), b, 0).astype(np.int64),
+    )
     sub_ev = evaluate(
         sub,
         facts=ctx.facts,
@@ -249,8 +290,27 @@ def speed_by_live_nodes(res: SearchResult, ctx: PlanContext, i: int) -> tuple[fl
         work=res.work,
         startup_s=ctx.risk.startup_mean_s,
     )
-    rates = sub_ev.samples_per_s / np.maximum(sub_ev.batch, 1)
-    return (0.0, *(float(r) for r in rates))
+    table = np.zeros((nodes + 1, nodes2 + 1))
+    table[a, b] = sub_ev.samples_per_s / np.maximum(sub_ev.batch, 1)
+    return table if nodes2 else table[:, 0]
+
+
+def _lifetime(
+    ctx: PlanContext, lifetimes: dict[tuple[str, str, str], object], key3: tuple[str, str, str]
+) -> object:
+    dist = lifetimes.get(key3)
+    if dist is None:
+        dist = ctx.risk.lifetime(*key3)
+        lifetimes[key3] = dist
+    return dist
+
+
+def _part_offers(space: Space, i: int) -> list[tuple[int, int]]:
+    """(offer, nodes) of each part of row ``i``."""
+    out = [(int(space.offer[i]), int(space.nodes[i]))]
+    if space.part2[i] >= 0:
+        out.append((int(space.part2[i]), int(space.count2[i])))
+    return out
 
 
 def _spot_job(
@@ -263,26 +323,32 @@ def _spot_job(
     space, ev = res.space, res.evaluation
     off = space.offers
     o = int(space.offer[i])
-    key3 = (off.gpu_name[o], off.region[o], off.provider[o])
-    dist = lifetimes.get(key3)
-    if dist is None:
-        dist = ctx.risk.lifetime(*key3)
-        lifetimes[key3] = dist
+    parts = []
+    for po, nodes in _part_offers(space, i):
+        parts.append(
+            SpotPart(
+                instance_type=off.instance_type[po],
+                nodes=nodes,
+                spot_usd_per_hour=float(off.spot_usd_per_hour[po]),
+                on_demand_usd_per_hour=float(off.on_demand_usd_per_hour[po]),
+                lifetime=_lifetime(  # type: ignore[arg-type]
+                    ctx, lifetimes, (off.gpu_name[po], off.region[po], off.provider[po])
+                ),
+            )
+        )
+    is_ps = space.strategy[i] in (PS, PS_SYNC)
     return SpotJob(
         key=_row_key(space, i, ev),
         region=off.region[o],
-        instance_type=off.instance_type[o],
-        nodes=int(space.nodes[i]),
+        parts=tuple(parts),
         synchronous=bool(space.strategy[i] != PS),
         steps=int(ev.steps[i]),
-        speed_by_live_nodes=speed_by_live_nodes(res, ctx, i),
-        spot_usd_per_hour=float(off.spot_usd_per_hour[o]),
-        on_demand_usd_per_hour=float(off.on_demand_usd_per_hour[o]),
-        ps_shards=int(space.shards[i]) if space.strategy[i] == PS else 0,
+        speed=speed_by_live_nodes(res, ctx, i),
+        ps_shards=int(space.shards[i]) if is_ps else 0,
         cpu_usd_per_hour=float(np.nan_to_num(off.cpu_usd_per_hour[o])),
-        lifetime=dist,  # type: ignore[arg-type]
         deadline_s=request.deadline_s,
         expected_time_s=float(ev.time_s[i]),
+        speed_factors=strata(float(ev.train_ratio_lower[i]), float(ev.train_ratio_upper[i])),
     )
 
 
@@ -316,18 +382,17 @@ def _hazards(
     lifetimes: dict[tuple[str, str, str], object],
 ) -> FloatArray:
     """Revocations per second of what rolls a job back: any node (sync), the chief (PS)."""
-    off = res.space.offers
+    space = res.space
+    off = space.offers
     per_offer: dict[int, float] = {}
-    for o in np.unique(res.space.offer[rows]):
-        key3 = (off.gpu_name[o], off.region[o], off.provider[o])
-        dist = lifetimes.get(key3)
-        if dist is None:
-            dist = ctx.risk.lifetime(*key3)
-            lifetimes[key3] = dist
+    offers_used = np.unique(np.concatenate([space.offer[rows], space.part2[rows]]))
+    for o in offers_used[offers_used >= 0]:
+        dist = _lifetime(ctx, lifetimes, (off.gpu_name[o], off.region[o], off.provider[o]))
         per_offer[int(o)] = 1.0 / max(mean_lifetime_s(dist), 1.0)  # type: ignore[arg-type]
-    node_h = np.array([per_offer[int(o)] for o in res.space.offer[rows]])
-    sync = res.space.strategy[rows] != PS
-    return np.where(sync, node_h * res.space.nodes[rows], node_h)
+    node_h = np.array([per_offer[int(o)] for o in space.offer[rows]])
+    node_h2 = np.array([per_offer.get(int(o), 0.0) for o in space.part2[rows]])
+    sync = space.strategy[rows] != PS
+    return np.where(sync, node_h * space.nodes[rows] + node_h2 * space.count2[rows], node_h)
 
 
 def _no_plan(
@@ -340,7 +405,7 @@ def _no_plan(
     worst = max(counts, key=lambda k: counts[k])
     ev, reason = res.evaluation, res.reason
     fix = RELAX.get(worst, "relax the constraints")
-    physical = np.isin(reason, ["", R_DEADLINE, R_BUDGET])
+    physical = np.isin(reason, ["", R_DEADLINE, R_BUDGET, R_RISK])
     if worst == R_MEMORY and not (ev.fits & ev.has_market).any():
         need = float(np.min(ev.mem_bytes)) / GIB
         most = float(np.max(res.gpus.usable_bytes)) / GIB
@@ -360,10 +425,17 @@ def _no_plan(
         if ok.any():
             cheapest = float(np.min(ev.cost_usd[ok]))
             fix = f"the cheapest plan costs ${cheapest:,.0f}: raise --budget to at least that"
-    elif worst == R_RISK and spot_out:
-        best = max((s.p_meet_deadline or 0.0) for s in spot_out.values())
-        fix = f"the best spot plan meets the deadline with p={best:.2f}: lower --min-p-meet"
-        fix += " or use on-demand (--no-spot)"
+    elif worst == R_RISK:
+        p = [s.p_meet_deadline or 0.0 for s in spot_out.values()]
+        od = physical & ~res.space.spot & np.isfinite(res.p_model)
+        if od.any():
+            p.append(float(np.max(res.p_model[od])))
+        if p:
+            fix = (
+                f"the best plan meets the deadline with p={max(p):.2f} (revocations and the "
+                f"step-time model's interval): lower --min-p-meet, relax --deadline or "
+                "calibrate the model with a stored measurement (gpucast measure train)"
+            )
     return NoFeasiblePlanError(
         f"no feasible plan: '{worst}' cut the most candidates ({counts[worst]:,} of {total:,})",
         fix=fix,
@@ -372,10 +444,6 @@ def _no_plan(
 
 def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     """Search, simulate the surviving spot plans, pick and explain (module docstring)."""
-    if request.allow_mixed:
-        raise InvalidSpecError(
-            "allow-mixed", "mixed-GPU clusters are not planned yet", fix="drop --allow-mixed"
-        )
     res = search(request, ctx)
     space, ev, reason = res.space, res.evaluation, res.reason
     counts: dict[str, int] = dict(res.dropped)
@@ -431,7 +499,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     rows = np.concatenate([od_ok, np.asarray(spot_ok, dtype=np.int64)])
     t = ev.time_s[rows].copy()
     c = ev.cost_usd[rows].copy()
-    risk = np.zeros(rows.size)
+    risk = np.nan_to_num(1.0 - res.p_model[rows], nan=0.0)
     for j, i in enumerate(spot_ok, start=od_ok.size):
         out = spot_out[i]
         t[j], c[j] = out.time_mean_s, out.cost_mean_usd
@@ -483,9 +551,24 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     )
     assumptions.setdefault(
         "risk",
-        "P(meet deadline) is the share of simulated spot runs (revocations, restarts, start-up "
-        "delays) that finish in time; the step-time model's own interval is shown separately",
+        "P(meet deadline) covers the step-time model's own uncertainty and, for spot, "
+        "revocations: each plan's time interval is read as the 10th-90th percentile of a "
+        "per-run speed factor (two-piece lognormal, median = the model's value; +-50% "
+        "uncalibrated gives sigma 0.32). On demand: P(start-up + training x factor <= "
+        "deadline) in closed form; spot: the Monte Carlo runs are split evenly over 20 strata "
+        "of the factor (revocations, restarts, start-up delays simulated in each). "
+        "--min-p-meet applies to both markets; on-demand plans must also meet the deadline "
+        "with the model's central value",
     )
+    if request.allow_mixed:
+        assumptions.setdefault(
+            "mixed GPU types",
+            "pairs of GPU types in one provider/region, each on its smallest instance, "
+            "1/2/4/8 nodes per type; DDP and synchronous PS split the global batch in "
+            "proportion to each worker's speed (equal compute per step, whole samples); "
+            "asynchronous PS: every worker at the same batch, rates add up to the PS bound "
+            "(exact MVA with an equivalent think time)",
+        )
     assumptions.setdefault(
         "spot simulation",
         f"{request.mc_runs} Monte Carlo runs per spot plan that survived pruning "
@@ -522,6 +605,8 @@ def _od_twins(res: SearchResult, rows: list[int]) -> dict[int, int | None]:
             & (space.strategy == space.strategy[r])
             & (space.shards == space.shards[r])
             & (space.batch == space.batch[r])
+            & (space.part2 == space.part2[r])
+            & (space.count2 == space.count2[r])
             & (space.spot != space.spot[r])
         )
         out[r] = int(same[0]) if same.size else None
@@ -544,12 +629,45 @@ def _candidate(
     time_s = float(ev.time_s[i])
     cost = float(ev.cost_usd[i])
     notes: list[str] = []
+    p_meet = None if not math.isfinite(res.p_model[i]) else float(res.p_model[i])
     if spot is not None:
         time_s, cost = spot.time_mean_s, spot.cost_mean_usd
+        p_meet = spot.p_meet_deadline
         notes.append(
             f"spot: {spot.runs} simulated runs, {spot.revocations_mean:.2f} revocations on "
             f"average, checkpoint every {spot.checkpoint_every_steps:,} steps"
         )
+    parts = []
+    for k, (po, nodes) in enumerate(_part_offers(space, i)):
+        parts.append(
+            WorkerPart(
+                gpu=off.gpu_name[po],
+                instance_type=off.instance_type[po],
+                nodes=nodes,
+                gpus=nodes * int(off.gpus_per_node[po]),
+                per_worker_batch=int(ev.part_batch[i, k]),
+                workers_with_one_more=int(ev.part_extra[i, k]),
+                compute_s=float(ev.part_compute_s[i, k]),
+            )
+        )
+    strategy = STRATEGY_LABELS[int(space.strategy[i])]
+    if len(parts) > 1:
+        if strategy == "ps":
+            notes.append(
+                f"asynchronous PS: every worker trains on {int(ev.batch[i])} samples per step"
+            )
+        else:
+            split = ", ".join(
+                f"{p.gpu} {p.per_worker_batch}"
+                + (f" ({p.workers_with_one_more} of them {p.per_worker_batch + 1})"
+                   if p.workers_with_one_more else "")
+                for p in parts
+            )
+            idle = 1.0 - min(p.compute_s for p in parts) / max(p.compute_s for p in parts)
+            notes.append(
+                f"per-worker batches in proportion to speed: {split}; global batch "
+                f"{int(ev.global_batch[i]):,}; the fastest worker idles {idle:.1%} of its compute"
+            )
     epochs = float(ev.samples_needed[i]) / (res.work.dataset_size or float(ev.samples_needed[i]))
     breakdown = {
         "compute_s": float(ev.compute_s[i]),
@@ -559,19 +677,19 @@ def _candidate(
         "startup_s": float(ev.time_s[i] - ev.train_s[i]),
         "train_s": float(ev.train_s[i]),
     }
-    if space.strategy[i] == PS:
+    if space.strategy[i] in (PS, PS_SYNC):
         breakdown["ps_utilization"] = float(ev.ps_utilization[i])
     helps = explain(res, ctx, request, i, spot, twins, twin_out)
     return PlanCandidate(
         provider=off.provider[o],
         region=off.region[o],
-        instance_type=off.instance_type[o],
-        gpu=off.gpu_name[o],
+        instance_type="+".join(p.instance_type for p in parts),
+        gpu="+".join(p.gpu for p in parts),
         gpus=gpus,
-        nodes=int(space.nodes[i]),
+        nodes=sum(p.nodes for p in parts),
         market="spot" if space.spot[i] else "on-demand",
-        strategy=STRATEGIES[int(space.strategy[i])],
-        ps_shards=int(space.shards[i]) if space.strategy[i] == PS else 0,
+        strategy=strategy,
+        ps_shards=int(space.shards[i]) if space.strategy[i] in (PS, PS_SYNC) else 0,
         per_worker_batch=int(ev.batch[i]),
         global_batch=int(ev.global_batch[i]),
         epochs=epochs if res.work.dataset_size else float(ev.samples_needed[i]),
@@ -589,9 +707,10 @@ def _candidate(
         breakdown_s=breakdown,
         time_p90_s=None if spot is None else spot.time_p90_s,
         cost_p90_usd=None if spot is None else spot.cost_p90_usd,
-        p_meet_deadline=None if spot is None else spot.p_meet_deadline,
+        p_meet_deadline=p_meet,
         mc_runs=0 if spot is None else spot.runs,
         activation_checkpointing=bool(ev.checkpointing[i]),
+        parts=tuple(parts),
         help=tuple(helps),
         notes=tuple(notes),
     )

@@ -316,8 +316,8 @@ class StartupModel(Estimator):
     """VM start-up time: lognormal provisioning + staging + booting per (gpu, market, region).
 
     Fit columns: gpu, market (``spot`` | ``on-demand``; ``on_demand`` and ``preemptible`` are
-    accepted too), region, provisioning_s, staging_s, booting_s. ``predict(gpu, market)`` without a region pools the regions' fits as an equal
-    mixture. ``seed`` fixes the Monte Carlo used for percentiles of the total.
+    accepted too), region, provisioning_s, staging_s, booting_s. ``predict(gpu, market)``
+    without a region pools the regions' fits as an equal mixture. ``seed`` fixes the Monte Carlo used for percentiles of the total.
     """
 
     kind = "startup"
