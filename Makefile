@@ -7,13 +7,15 @@ BIN    := $(VENV)/bin
 # CPU build of torch by default; a GPU user sets TORCH_CONSTRAINTS= after installing CUDA torch.
 TORCH_CONSTRAINTS ?= -c constraints/cpu.txt
 PYTEST_WORKERS ?= 2
+# ray is optional for users; the tests run a local Ray instance, so the dev install has it.
+EXTRAS ?= dev,nvml,survival,ray
 
 .PHONY: install run test lint typecheck unit bench clean
 
 $(BIN)/.installed: pyproject.toml constraints/cpu.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINTS) -e '.[dev,nvml,survival]'
+	$(BIN)/python -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINTS) -e '.[$(EXTRAS)]'
 	touch $@
 
 install: $(BIN)/.installed

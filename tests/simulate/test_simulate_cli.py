@@ -52,6 +52,8 @@ BASE = [
     "--spot",
     "--region",
     "us-east1",
+    "--workload",
+    "cifar-resnet32",
     "--steps",
     "64000",
     "--runs",
@@ -61,6 +63,15 @@ BASE = [
     "--hazard-per-hour",
     "0.05",
 ]
+
+
+def _with(args: list[str], **changes: str) -> list[str]:
+    """``args`` with ``--flag value`` pairs replaced (``flag_name="..."``)."""
+    out = list(args)
+    for name, value in changes.items():
+        flag = "--" + name.replace("_", "-")
+        out[out.index(flag) + 1] = value
+    return out
 
 
 def test_json_shape_and_same_seed_same_output(tmp_path: Path) -> None:
@@ -88,46 +99,127 @@ def test_json_shape_and_same_seed_same_output(tmp_path: Path) -> None:
     assert 0 <= out["p_miss_deadline"] <= 1 and "p_miss_deadline" in out["on_demand"]
     assert out["on_demand"]["revocations"]["mean"] == 0
     assert out["cost_usd"]["mean"] < out["on_demand"]["cost_usd"]["mean"]
-    assert "user-given hazard" in json.dumps(out["sources"])
+    sources = out["sources"]
+    assert {"lifetimes", "speed", "startup", "checkpoint", "prices"} <= set(sources)
+    assert "user-given hazard" in sources["lifetimes"]
+    assert sources["speed"].startswith("cluster model ps-async")
+    assert "built-in constants" in sources["cluster_model"]  # no cluster data in the folder
+    assert "planner default" in sources["startup"]
+    assert "3.38 s" in sources["checkpoint"]
+    assert sources["prices"] == str(tmp_path / "prices.csv")
+    # the cluster model, not a linear sum: 4 workers are slower than 4 x 4.5 steps/s
+    on_demand_s = out["on_demand"]["duration_s"]["median"]
+    assert on_demand_s > 64000 / (4 * 4.5) * 1.01
     second = runner.invoke(_app(), args)
     assert second.stdout == first.stdout
+
+
+def test_mixed_gpus_and_regions_run_end_to_end(tmp_path: Path) -> None:
+    rows = (
+        "K80,spot,0.2556\nK80,on-demand,0.722988\nP100,spot,0.43\nP100,on-demand,1.46\n"
+        "P100@us-west1,spot,0.40\ncpu-ps,on-demand,0.14292\n"
+    )
+    args = [
+        "simulate",
+        "train",
+        "--gpu",
+        "K80:2,P100:2@us-west1",
+        "--spot",
+        "--region",
+        "us-east1",
+        "--workload",
+        "cifar-resnet32",
+        "--speed",
+        "K80:4.5,P100:9.0",
+        "--steps",
+        "20000",
+        "--runs",
+        "200",
+        "--hazard-per-hour",
+        "0.1",
+        "--replace",
+        "--checkpoint-every",
+        "10m",
+        "--price-table",
+        str(_prices(tmp_path, rows)),
+        "--json",
+    ]
+    result = runner.invoke(_app(), args)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert "K80: --speed 4.5" in out["sources"]["speed"]
+    assert "P100: --speed 9" in out["sources"]["speed"]
+    assert "outside the PS region" in out["sources"]["speed"]
+    assert any("every" in n and "steps" in n for n in out["notes"])
+    assert out["revocations"]["mean"] > 0
+    lone = runner.invoke(_app(), [*_with(args, gpu="K80:2"), "--speed", "K80:4.5"])
+    assert lone.exit_code == 0, lone.output
+    # two more (faster) workers finish sooner on demand
+    alone = json.loads(lone.stdout)["on_demand"]["duration_s"]["median"]
+    assert out["on_demand"]["duration_s"]["median"] < alone
+
+
+def test_allreduce_takes_no_ps_and_is_synchronous(tmp_path: Path) -> None:
+    args = [
+        *_with(BASE, ps="0"),
+        "--strategy",
+        "allreduce",
+        "--price-table",
+        str(_prices(tmp_path)),
+    ]
+    result = runner.invoke(_app(), [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["sources"]["speed"].startswith("cluster model allreduce")
+    assert any("synchronous" in n for n in out["notes"])
+    with_ps = runner.invoke(_app(), [*_with(BASE, ps="1"), "--strategy", "allreduce"])
+    assert with_ps.exit_code == 2 and "must be 0 with --strategy allreduce" in with_ps.output
 
 
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--workers", "0"], "workers"),
+        (["--workers", "0"], "workers: must be >= 1"),
+        (["--gpu", "K80:0"], "must be >= 1"),
         (["--deadline", "-2h"], "deadline"),
         (["--deadline", "0"], "deadline"),
+        (["--deadline", "2001-01-01T00:00"], "deadline: is in the past"),
         (["--checkpoint-every", "100000"], "checkpoint-every"),
+        (["--checkpoint-every", "30d"], "checkpoint-every: is longer than the whole job"),
         (["--region", "us-eats1"], "unknown region 'us-eats1': did you mean us-east1"),
+        (["--gpu", "K8O"], "unknown GPU 'K8O'"),
         (["--interruption-band", "40%"], "interruption-band"),
+        (["--strategy", "gossip"], "strategy: must be one of"),
+        (["--workload", "no-such-net"], "unknown workload 'no-such-net'"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path: Path, extra: list[str], message: str) -> None:
     args = [*BASE, "--price-table", str(_prices(tmp_path))]
     if "--interruption-band" in extra:
         args = [a for a in args if a not in ("--hazard-per-hour", "0.05")]
+    if extra[0] == "--gpu" and ":" in extra[1]:
+        args = [a for a in args if a not in ("--workers", "4")]
     result = runner.invoke(_app(), [*args, *extra])
     assert result.exit_code == 2, result.output
     lines = [ln for ln in result.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and message in lines[0], result.output
+    assert len(lines) == 1 and message.lower() in lines[0].lower(), result.output
 
 
 def test_price_table_missing_the_gpu_exits_2(tmp_path: Path) -> None:
     table = _prices(tmp_path, "P100,spot,0.43\nP100,on-demand,1.46\ncpu-ps,on-demand,0.14\n")
     result = runner.invoke(_app(), [*BASE, "--price-table", str(table)])
     assert result.exit_code == 2
-    assert "no on-demand price for K80" in result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "no on-demand price for K80" in lines[0]
 
 
-def test_unknown_workload_without_speed_asks_for_speed(tmp_path: Path) -> None:
+def test_roofline_speed_when_nothing_was_measured(tmp_path: Path) -> None:
     args = [a for a in BASE if a not in ("--speed", "4.5")]
-    result = runner.invoke(
-        _app(), [*args, "--workload", "bert-large", "--price-table", str(_prices(tmp_path))]
-    )
-    assert result.exit_code == 2
-    assert "--speed" in result.output
+    args = _with(args, workload="mlp", runs="50")
+    result = runner.invoke(_app(), [*args, "--price-table", str(_prices(tmp_path)), "--json"])
+    assert result.exit_code == 0, result.output
+    speed = json.loads(result.stdout)["sources"]["speed"]
+    assert "K80: roofline" in speed and "at batch 128" in speed
 
 
 @pytest.mark.shared_data
@@ -148,6 +240,8 @@ def test_published_data_defaults(shared_data: Path) -> None:
         "64000",
         "--runs",
         "200",
+        "--checkpoint-every",
+        "4000",
         "--price-table",
         str(shared_data / "transient" / "prices_2019_gcp.csv"),
         "--data-dir",
@@ -157,5 +251,11 @@ def test_published_data_defaults(shared_data: Path) -> None:
     result = runner.invoke(_app(), args)
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
-    assert out["sources"]["lifetime[0] K80 us-central1"].startswith("fitted: K80 us-central1")
+    sources = out["sources"]
+    assert sources["lifetime[0] K80 us-central1"].startswith("fitted: K80 us-central1")
+    assert sources["lifetimes"].startswith("RevocationModel (weibull) fitted on")
+    assert sources["cluster_model"].startswith("ClusterModel fitted on")
+    assert sources["startup"].startswith("StartupModel")
+    assert "K80 spot us-central1" not in sources["startup"]  # no K80 launches measured there
+    assert sources["checkpoint"].startswith("CheckpointModel fitted on")
     assert 6000 < out["on_demand"]["duration_s"]["median"] < 8500

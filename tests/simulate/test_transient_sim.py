@@ -336,3 +336,124 @@ def test_vectorised_agrees_with_the_python_loop(replace: bool) -> None:
     fin_v, fin_l = np.isfinite(d_v), np.isfinite(d_l)
     assert abs(np.median(d_v[fin_v]) - np.median(d_l[fin_l])) < 0.01 * np.median(d_l[fin_l])
     assert abs(c_v.mean() - c_l.mean()) < 0.03 * c_l.mean()
+
+
+# -- synchronous training, per-group start-up, start-up survival, markets ----------------------
+
+
+class _ShortOrLong:
+    """Half the draws end after 1 s, the rest never (within the test)."""
+
+    source = "test: 1 s or never"
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.where(rng.random(n) < 0.5, 1.0, 1e12)
+
+    def survival(self, t_s: object) -> np.ndarray:
+        t = np.asarray(t_s, dtype=float)
+        return np.where(t < 1.0, 1.0, 0.5)
+
+
+def test_per_group_startup_delays_apply_to_their_group() -> None:
+    sc = ClusterScenario(
+        workers=(
+            WorkerGroup(gpu="K80", count=1, region="us-east1", spot=False),
+            WorkerGroup(gpu="K80", count=1, region="us-west1", spot=False),
+        ),
+        ps_count=1,
+        steps=100,
+    )
+    speed = SpeedTable(np.array([[0.0, 1.0], [1.0, 2.0]]))
+    # chief (group 0) up at 10 s, group 1 at 50 s, PS at 0 s: 40 steps alone, then 2 steps/s
+    res = simulate_runs(
+        sc,
+        speed=speed,
+        prices=PRICES,
+        lifetimes=[None, None],
+        startup_on_demand_s=[10.0, 50.0, 0.0],
+        runs=3,
+        transient=False,
+    )
+    assert np.allclose(res.duration_s, 50.0 + 60.0 / 2.0)
+    with pytest.raises(InvalidSpecError, match="one delay per worker group"):
+        simulate_runs(
+            sc,
+            speed=speed,
+            prices=PRICES,
+            lifetimes=[None, None],
+            startup_on_demand_s=[10.0, 50.0],
+            runs=3,
+        )
+
+
+def test_servers_up_at_clock_start_outlived_their_startup() -> None:
+    sc = ClusterScenario(
+        workers=(WorkerGroup(gpu="K80", count=4, region="us-east1", spot=True),),
+        ps_count=1,
+        steps=1000,
+        include_startup=False,
+    )
+    res = simulate_runs(
+        sc,
+        speed=SpeedTable.linear([1.0], [4]),
+        prices=PRICES,
+        lifetimes=[_ShortOrLong()],
+        startup_spot_s=60.0,
+        startup_on_demand_s=60.0,
+        runs=200,
+        rng=1,
+    )
+    # without conditioning on the start-up, half of the workers would die at t = 0
+    assert res.revocations.sum() == 0
+    assert np.allclose(res.duration_s, 250.0)
+
+
+def test_synchronous_training_rolls_back_on_any_worker_loss() -> None:
+    def run(sync: bool) -> np.ndarray:
+        sc = ClusterScenario(
+            workers=(WorkerGroup(gpu="K80", count=4, region="us-east1", spot=True),),
+            ps_count=1,
+            steps=20_000,
+            checkpoint_every_steps=2_000,
+            replace_revoked=True,
+            worker_loss_restarts=sync,
+        )
+        res = simulate_runs(
+            sc,
+            speed=SpeedTable.linear([1.0], [4]),
+            prices=PRICES,
+            lifetimes=[ExponentialLifetime(hazard_per_hour=0.5)],
+            startup_spot_s=60.0,
+            startup_on_demand_s=60.0,
+            restart_penalty_s=30.0,
+            runs=400,
+            rng=7,
+        )
+        return np.asarray(res.duration_s)
+
+    async_d, sync_d = run(False), run(True)
+    assert np.all(np.isfinite(async_d)) and np.all(np.isfinite(sync_d))
+    assert np.median(sync_d) > 1.1 * np.median(async_d)
+    assert (
+        ClusterScenario(
+            workers=(WorkerGroup(gpu="K80", count=1, region="r", spot=True),),
+            steps=10,
+            worker_loss_restarts=True,
+        )
+        .on_demand()
+        .worker_loss_restarts
+    )
+
+
+def test_market_spellings_normalise_to_the_domain_names() -> None:
+    from gpucast.domain.simulation import normalise_market
+
+    assert normalise_market("on_demand") == normalise_market("On-Demand") == "on-demand"
+    assert normalise_market("preemptible") == "spot"
+    with pytest.raises(InvalidSpecError, match="market"):
+        normalise_market("reserved")
+    table = PriceTable(usd_per_hour={("K80", "on_demand"): 1.0, ("K80@us-west1", "spot"): 0.2})
+    assert table.price("K80", spot=False, region="us-east1") == 1.0
+    assert table.price("K80", spot=True, region="us-west1") == 0.2
+    with pytest.raises(InvalidSpecError, match="no spot price for K80 in us-east1"):
+        table.price("K80", spot=True, region="us-east1")

@@ -280,7 +280,8 @@ def _cmdare_features(data_dir: Path | None) -> Any:
 def workload_inputs(workload: str | None, data_dir: Path | None, precision: str) -> WorkloadInputs:
     """Parameter bytes and tensor count: the profiler for built-in (and ``module:factory``)
     workloads, CM-DARE's feature table for CM-DARE model names."""
-    from gpucast.workloads.registry import is_user_spec, list_workloads
+    from gpucast.workloads.registry import list_workloads
+    from gpucast.workloads.user import is_user_spec
 
     if not workload:
         raise InvalidSpecError(
@@ -574,12 +575,12 @@ def startup(
     if folder is None or not folder.is_dir():
         from gpucast.plan.inputs import RiskInputs
 
-        fields = {f.name: f.default for f in dataclasses.fields(RiskInputs)}
-        spot, od = fields["startup_spot_s"], fields["startup_on_demand_s"]
+        fields: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(RiskInputs)}
+        spot_s, od_s = float(fields["startup_spot_s"]), float(fields["startup_on_demand_s"])
         return (
-            [spot] * n,
-            [od] * n,
-            f"planner default {spot:g} s (spot) / {od:g} s (on-demand) per VM start "
+            [spot_s] * n,
+            [od_s] * n,
+            f"planner default {spot_s:g} s (spot) / {od_s:g} s (on-demand) per VM start "
             "(no cmdare/startup_time data given)",
         )
     from gpucast.predict.overheads import StartupModel
@@ -604,13 +605,13 @@ def startup(
                 return _bind(model, name, market, where)
         raise AssertionError("the pooled start-up model covers every market")  # pragma: no cover
 
-    spot = [sampler(g.gpu, "spot", g.region) for g in groups] + [sampler("cpu", "spot", ps_region)]
-    od = [sampler(g.gpu, "on-demand", g.region) for g in groups] + [
-        sampler("cpu", "on-demand", ps_region)
-    ]
+    spot: list[Delay] = [sampler(g.gpu, "spot", g.region) for g in groups]
+    spot.append(sampler("cpu", "spot", ps_region))
+    od: list[Delay] = [sampler(g.gpu, "on-demand", g.region) for g in groups]
+    od.append(sampler("cpu", "on-demand", ps_region))
     return (
-        list(spot),
-        list(od),
+        spot,
+        od,
         f"StartupModel (lognormal phases) fitted on {folder} ({len(frame)} launches); "
         f"used: {', '.join(notes)}",
     )

@@ -7,6 +7,7 @@ import typer
 
 def register(app: typer.Typer) -> None:
     from gpucast.cli import (
+        campaign,
         catalog,
         fit,
         measure,
@@ -29,6 +30,7 @@ def register(app: typer.Typer) -> None:
     app.command("profile")(profile.command)
     app.add_typer(measure.app, name="measure", help="Time training or inference steps.")
     app.add_typer(runs.app, name="runs", help="List, show and export stored measurements.")
+    app.add_typer(campaign.app, name="campaign", help="Run resumable measurement sweeps.")
     app.add_typer(fit.app, name="fit", help="Fit performance models from data.")
     app.add_typer(predict.app, name="predict", help="Predict step time, cluster speed, overheads.")
     app.command("validate")(validate.command)

@@ -186,13 +186,35 @@ class TrainRequest:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkerPart:
-    """One GPU type of a (possibly mixed) cluster: ``gpus`` GPUs on ``nodes`` instances."""
+    """One GPU type of a (possibly mixed) cluster: ``gpus`` GPUs on ``nodes`` instances.
+
+    Each of its workers trains on ``per_worker_batch`` samples per step and
+    ``workers_with_one_more`` of them on one more (proportional batches of a mixed
+    synchronous cluster are whole samples); ``compute_s`` is one worker's step compute at
+    the larger of the two.
+    """
 
     gpu: str
     instance_type: str
     nodes: int
     gpus: int
     per_worker_batch: int
+    workers_with_one_more: int = 0
+    compute_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        _positive_int("workers.nodes", self.nodes)
+        _positive_int("workers.gpus", self.gpus)
+        if not 0 <= self.workers_with_one_more <= self.gpus:
+            raise InvalidSpecError(
+                "workers.workers_with_one_more",
+                f"must be between 0 and the part's {self.gpus} GPUs",
+                got=self.workers_with_one_more,
+            )
+
+    @property
+    def samples_per_step(self) -> int:
+        return self.gpus * self.per_worker_batch + self.workers_with_one_more
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -201,7 +223,22 @@ class WorkerPart:
             "nodes": self.nodes,
             "gpus": self.gpus,
             "per_worker_batch": self.per_worker_batch,
+            "workers_with_one_more": self.workers_with_one_more,
+            "samples_per_step": self.samples_per_step,
+            "compute_s": self.compute_s,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WorkerPart:
+        return cls(
+            gpu=str(data["gpu"]),
+            instance_type=str(data["instance_type"]),
+            nodes=int(data["nodes"]),
+            gpus=int(data["gpus"]),
+            per_worker_batch=int(data["per_worker_batch"]),
+            workers_with_one_more=int(data.get("workers_with_one_more", 0)),
+            compute_s=float(data.get("compute_s", 0.0)),
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -210,8 +247,11 @@ class PlanCandidate:
 
     ``time_s`` is the predicted wall-clock time to the target (start-up included): for
     on-demand the model's value with ``time_lower_s``..``time_upper_s``; for spot the Monte
-    Carlo mean, with ``time_p90_s`` and ``p_meet_deadline`` from the simulated runs.
-    ``breakdown_s`` holds one step's terms (compute, exposed communication...).
+    Carlo mean, with ``time_p90_s`` from the simulated runs. ``p_meet_deadline`` (with a
+    deadline) covers the step-time model's uncertainty and, for spot, revocations.
+    ``breakdown_s`` holds one step's terms (compute, exposed communication...). ``parts``
+    (``workers`` in JSON) lists each GPU type of the cluster; a mixed cluster has two and its
+    ``gpu`` / ``instance_type`` read e.g. ``K80+P100``.
     """
 
     provider: str
@@ -258,11 +298,14 @@ class PlanCandidate:
         return 0.0 if self.p_meet_deadline is None else 1.0 - self.p_meet_deadline
 
     def label(self) -> str:
-        shards = f" x{self.ps_shards}" if self.strategy == "ps" else ""
-        return (
-            f"{self.provider}/{self.region} {self.nodes}x {self.instance_type} "
-            f"({self.gpus} {self.gpu}) {self.market} {self.strategy}{shards}"
-        )
+        shards = f" x{self.ps_shards}" if self.strategy.startswith("ps") else ""
+        if self.mixed:
+            what = " + ".join(
+                f"{p.nodes}x {p.instance_type} ({p.gpus} {p.gpu})" for p in self.parts
+            )
+        else:
+            what = f"{self.nodes}x {self.instance_type} ({self.gpus} {self.gpu})"
+        return f"{self.provider}/{self.region} {what} {self.market} {self.strategy}{shards}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -293,7 +336,7 @@ class PlanCandidate:
             "p_meet_deadline": self.p_meet_deadline,
             "mc_runs": self.mc_runs,
             "activation_checkpointing": self.activation_checkpointing,
-            "parts": [p.to_dict() for p in self.parts],
+            "workers": [p.to_dict() for p in self.parts],
             "help": list(self.help),
             "notes": list(self.notes),
         }
@@ -301,7 +344,10 @@ class PlanCandidate:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PlanCandidate:
         kwargs = dict(data)
-        kwargs["parts"] = tuple(WorkerPart(**p) for p in data.get("parts", ()))
+        kwargs.pop("workers", None)
+        kwargs["parts"] = tuple(
+            WorkerPart.from_dict(p) for p in data.get("workers", data.get("parts", ()))
+        )
         kwargs["help"] = tuple(data.get("help", ()))
         kwargs["notes"] = tuple(data.get("notes", ()))
         kwargs["breakdown_s"] = dict(data.get("breakdown_s", {}))

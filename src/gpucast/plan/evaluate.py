@@ -174,39 +174,29 @@ def evaluate(
         return _evaluate_single(
             space, facts=facts, gpus=gpus, params=params, work=work, startup_s=startup_s
         )
-    single_rows = np.flatnonzero(~mixed)
-    mixed_rows = np.flatnonzero(mixed)
-    parts = [
-        (
-            single_rows,
-            _evaluate_single(
-                space.take(single_rows),
-                facts=facts,
-                gpus=gpus,
-                params=params,
-                work=work,
-                startup_s=startup_s,
-            ),
-        ),
-        (
-            mixed_rows,
-            evaluate_mixed(
-                space.take(mixed_rows),
-                facts=facts,
-                gpus=gpus,
-                params=params,
-                work=work,
-                startup_s=startup_s,
-            ),
-        ),
-    ]
+    k = int(np.argmax(mixed))  # first mixed row
+    if not mixed[:k].any() and mixed[k:].all():
+        # the usual layout (build_space puts mixed rows last): slices, no gathers
+        single: IntArray | slice = slice(0, k)
+        multi: IntArray | slice = slice(k, len(space))
+    else:
+        single, multi = np.flatnonzero(~mixed), np.flatnonzero(mixed)
+    one = _evaluate_single(
+        space.take(single), facts=facts, gpus=gpus, params=params, work=work, startup_s=startup_s
+    )
+    two = evaluate_mixed(
+        space.take(multi), facts=facts, gpus=gpus, params=params, work=work, startup_s=startup_s
+    )
     out: dict[str, np.ndarray] = {}
     for f in fields(Evaluation):
-        first = getattr(parts[1][1], f.name)
-        arr = np.zeros((len(space), *first.shape[1:]), dtype=first.dtype)
-        for rows, ev in parts:
-            arr[rows] = getattr(ev, f.name)
-        out[f.name] = arr
+        a, b = getattr(one, f.name), getattr(two, f.name)
+        if isinstance(single, slice):
+            out[f.name] = np.concatenate([a, b.astype(a.dtype, copy=False)])
+        else:
+            arr = np.zeros((len(space), *a.shape[1:]), dtype=a.dtype)
+            arr[single] = a
+            arr[multi] = b
+            out[f.name] = arr
     return Evaluation(**out)
 
 
@@ -451,9 +441,10 @@ def evaluate_mixed(
         np.minimum(gpus.intra_node_gbps[g[:, 0]], gpus.intra_node_gbps[g[:, 1]]),
         np.minimum(off.network_gbps[oa], off.network_gbps[ob]),
     )
-    coll = 2.0 * (nf - 1.0) / nf * facts.gradient_bytes * 8.0 / (link * 1e9) + 2.0 * (
-        nf - 1.0
-    ) * params.hop_latency_s
+    coll = (
+        2.0 * (nf - 1.0) / nf * facts.gradient_bytes * 8.0 / (link * 1e9)
+        + 2.0 * (nf - 1.0) * params.hop_latency_s
+    )
     hidden = np.minimum(params.overlap_fraction * coll, params.backward_fraction * compute)
     exposed_ddp = coll - hidden
 
@@ -488,9 +479,7 @@ def evaluate_mixed(
     step_sync = compute + exposed_sync
     g_stat = np.where(sync, g_sync, np.maximum(mean_b, 1)).astype(np.float64)
     samples_per_s = np.where(sync, g_stat / step_sync, x_ps * g_stat)
-    util = np.where(
-        sync, np.where(strat == PS_SYNC, ps_serve / step_sync, 0.0), x_ps * busiest
-    )
+    util = np.where(sync, np.where(strat == PS_SYNC, ps_serve / step_sync, 0.0), x_ps * busiest)
     samples = work.samples_needed(g_stat)
     steps = np.ceil(samples / g_stat).astype(np.int64)
     train_s = samples / samples_per_s

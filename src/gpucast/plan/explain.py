@@ -11,7 +11,8 @@ evaluate` on a few rows), so its number is the model's, not a rule of thumb:
 * a global batch above the critical batch: the extra epochs it costs, and what half the
   per-worker batch would save in GPU-hours;
 * market: on demand -> "spot saves X% at Y% risk of missing the deadline" (from the
-  simulated spot twin); spot -> what on demand would cost more, and the risk it removes.
+  simulated spot twin); spot -> what on demand would cost more, and its P(meet deadline)
+  (both include the step-time model's own uncertainty).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gpucast.plan.evaluate import BOTTLENECKS, evaluate
-from gpucast.plan.space import PS
+from gpucast.plan.space import PS, PS_SYNC
 
 if TYPE_CHECKING:
     from gpucast.domain.plan import TrainRequest
@@ -63,7 +64,7 @@ def explain(
         return (float(e.step_s[0]) if ok else np.inf, float(e.time_s[0]), float(e.cost_usd[0]))
 
     step = float(ev.step_s[i])
-    if space.strategy[i] == PS and bottleneck in ("ps_network", "ps_cpu"):
+    if space.strategy[i] in (PS, PS_SYNC) and bottleneck in ("ps_network", "ps_cpu"):
         shards = int(space.shards[i])
         new_step, _, new_cost = what_if(shards=np.array([shards + 1]))
         if new_step < step * (1 - MIN_GAIN):
@@ -76,7 +77,7 @@ def explain(
             "the node NIC carries every worker's gradients to the PS: spread the GPUs over "
             "more, smaller instances or use DDP"
         )
-    if bottleneck in ("allreduce", "fsdp_comm") and space.nodes[i] > 1:
+    if bottleneck in ("allreduce", "fsdp_comm") and space.nodes[i] > 1 and not space.mixed[i]:
         hints.extend(_better_node(res, ctx, i, step))
     if ev.checkpointing[i]:
         hints.append(
@@ -116,12 +117,16 @@ def explain(
         od_cost = float(ev.cost_usd[twin])
         extra_cost = od_cost / spot.cost_mean_usd - 1.0
         line = f"on demand costs {extra_cost:+.0%}"
-        if spot.p_meet_deadline is not None and spot.p_meet_deadline < 1.0:
+        od_p = float(res.p_model[twin])
+        if (
+            spot.p_meet_deadline is not None
+            and np.isfinite(od_p)
+            and abs(od_p - spot.p_meet_deadline) >= 0.001
+        ):
             line += (
-                f" and removes the {1.0 - spot.p_meet_deadline:.1%} risk of missing the deadline"
+                f" and meets the deadline with P {od_p:.1%} instead of "
+                f"{spot.p_meet_deadline:.1%} (no revocations)"
             )
-        elif spot.p_meet_deadline is not None:
-            line += " (spot met the deadline in every simulated run)"
         hints.append(line)
     return hints
 

@@ -96,9 +96,10 @@ def proportional_batches(
         give = np.minimum(left, room)
         extra[rows, part] = give
         left = left - give
-    # floor() leaves fewer than one sample per worker, so nothing is left over here
+    # floor() leaves at most one sample per worker, so nothing is left over here
     assert not (left > 0).any(), "proportional_batches: remainder above one per worker"
-    return base, extra
+    whole = present & (extra == n)  # every worker of the part got one more: a larger base
+    return base + whole, np.where(whole, 0, extra)
 
 
 def equivalent_think_time_s(

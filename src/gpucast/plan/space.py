@@ -145,7 +145,7 @@ class Space:
         second = np.where(self.mixed, self.count2 * gpn[np.maximum(self.part2, 0)], 0)
         return np.asarray(self.nodes * gpn[self.offer] + second, dtype=np.int64)
 
-    def take(self, index: IntArray | BoolArray) -> Space:
+    def take(self, index: IntArray | BoolArray | slice) -> Space:
         return Space(
             offers=self.offers,
             offer=self.offer[index],

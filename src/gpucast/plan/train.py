@@ -110,6 +110,8 @@ class SearchResult:
     #: P(meet deadline) from the step-time model's uncertainty alone (no revocations): the
     #: answer for on-demand rows, an upper bound for spot ones; nan without a deadline
     p_model: FloatArray
+    marked: dict[str, int]  # rows of the space dropped by search(), by reason
+    ok: npt.NDArray[np.bool_]  # rows search() kept (reason "")
 
 
 def _resolve_names(
@@ -204,8 +206,16 @@ def search(request: TrainRequest, ctx: PlanContext) -> SearchResult:
     )
     reason = np.full(len(space), "", dtype=object)
 
+    open_rows = np.ones(len(space), dtype=bool)  # rows with no reason yet
+    marked: dict[str, int] = {}
+
     def mark(mask: npt.NDArray[np.bool_], why: str) -> None:
-        reason[(reason == "") & mask] = why
+        hit = open_rows & mask
+        reason[hit] = why
+        open_rows[hit] = False
+        k = int(np.count_nonzero(hit))
+        if k:
+            marked[why] = marked.get(why, 0) + k
 
     mark(~ev.has_market, R_SPOT)
     mark(~ev.valid_batch, R_BATCH)
@@ -237,6 +247,8 @@ def search(request: TrainRequest, ctx: PlanContext) -> SearchResult:
         reason=reason,
         dropped=dropped,
         p_model=p_model,
+        marked=marked,
+        ok=open_rows,
     )
 
 
@@ -384,13 +396,13 @@ def _hazards(
     """Revocations per second of what rolls a job back: any node (sync), the chief (PS)."""
     space = res.space
     off = space.offers
-    per_offer: dict[int, float] = {}
+    per_offer = np.zeros(len(off) + 1)  # the last entry: "no second part" (index -1)
     offers_used = np.unique(np.concatenate([space.offer[rows], space.part2[rows]]))
     for o in offers_used[offers_used >= 0]:
         dist = _lifetime(ctx, lifetimes, (off.gpu_name[o], off.region[o], off.provider[o]))
         per_offer[int(o)] = 1.0 / max(mean_lifetime_s(dist), 1.0)  # type: ignore[arg-type]
-    node_h = np.array([per_offer[int(o)] for o in space.offer[rows]])
-    node_h2 = np.array([per_offer.get(int(o), 0.0) for o in space.part2[rows]])
+    node_h = per_offer[space.offer[rows]]
+    node_h2 = per_offer[space.part2[rows]]
     sync = space.strategy[rows] != PS
     return np.where(sync, node_h * space.nodes[rows] + node_h2 * space.count2[rows], node_h)
 
@@ -449,8 +461,8 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     counts: dict[str, int] = dict(res.dropped)
     lifetimes: dict[tuple[str, str, str], object] = {}
 
-    od_ok = np.flatnonzero((reason == "") & ~space.spot)
-    spot_pre = np.flatnonzero((reason == "") & space.spot)
+    od_ok = np.flatnonzero(res.ok & ~space.spot)
+    spot_pre = np.flatnonzero(res.ok & space.spot)
     spot_out: dict[int, SpotOutcome] = {}
     pruned = 0
     if spot_pre.size:
@@ -488,8 +500,9 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
             spot_ok.append(i)
             continue
         reason[i] = why
-    for why in reason[reason != ""]:
-        counts[str(why)] = counts.get(str(why), 0) + 1
+        counts[why] = counts.get(why, 0) + 1
+    for why, k in res.marked.items():
+        counts[why] = counts.get(why, 0) + k
 
     feasible = int(od_ok.size + len(spot_ok))
     if feasible == 0:
@@ -513,7 +526,8 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     shown = set(_spread(od_front, MAX_SHOWN_FRONT).tolist())
     shown |= set(range(od_ok.size, rows.size))
     shown |= {cheapest, fastest}
-    gpu_of = space.offers.gpu[space.offer[rows]]
+    # one key per GPU type; every mixed cluster shares the key -1 (its cheapest is shown)
+    gpu_of = np.where(space.mixed[rows], -1, space.offers.gpu[space.offer[rows]])
     mkt = space.spot[rows]
     for g in np.unique(gpu_of):
         for m in (False, True):
@@ -555,7 +569,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         "revocations: each plan's time interval is read as the 10th-90th percentile of a "
         "per-run speed factor (two-piece lognormal, median = the model's value; +-50% "
         "uncalibrated gives sigma 0.32). On demand: P(start-up + training x factor <= "
-        "deadline) in closed form; spot: the Monte Carlo runs are split evenly over 20 strata "
+        "deadline) in closed form; spot: the Monte Carlo runs are split evenly over 10 strata "
         "of the factor (revocations, restarts, start-up delays simulated in each). "
         "--min-p-meet applies to both markets; on-demand plans must also meet the deadline "
         "with the model's central value",
@@ -599,16 +613,15 @@ def _od_twins(res: SearchResult, rows: list[int]) -> dict[int, int | None]:
     space = res.space
     out: dict[int, int | None] = {}
     for r in rows:
-        same = np.flatnonzero(
-            (space.offer == space.offer[r])
-            & (space.nodes == space.nodes[r])
-            & (space.strategy == space.strategy[r])
-            & (space.shards == space.shards[r])
-            & (space.batch == space.batch[r])
-            & (space.part2 == space.part2[r])
-            & (space.count2 == space.count2[r])
-            & (space.spot != space.spot[r])
-        )
+        pool = np.flatnonzero((space.offer == space.offer[r]) & (space.nodes == space.nodes[r]))
+        same = pool[
+            (space.strategy[pool] == space.strategy[r])
+            & (space.shards[pool] == space.shards[r])
+            & (space.batch[pool] == space.batch[r])
+            & (space.part2[pool] == space.part2[r])
+            & (space.count2[pool] == space.count2[r])
+            & (space.spot[pool] != space.spot[r])
+        ]
         out[r] = int(same[0]) if same.size else None
     return out
 
@@ -659,8 +672,11 @@ def _candidate(
         else:
             split = ", ".join(
                 f"{p.gpu} {p.per_worker_batch}"
-                + (f" ({p.workers_with_one_more} of them {p.per_worker_batch + 1})"
-                   if p.workers_with_one_more else "")
+                + (
+                    f" ({p.workers_with_one_more} of them {p.per_worker_batch + 1})"
+                    if p.workers_with_one_more
+                    else ""
+                )
                 for p in parts
             )
             idle = 1.0 - min(p.compute_s for p in parts) / max(p.compute_s for p in parts)

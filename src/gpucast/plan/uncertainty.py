@@ -35,7 +35,7 @@ FloatArray = npt.NDArray[np.float64]
 #: z-score of the 90th percentile of a standard normal.
 Z90 = float(ndtri(0.9))
 #: Strata of the speed factor per simulated spot plan (runs are split evenly over them).
-SPOT_STRATA = 20
+SPOT_STRATA = 10
 
 
 def sigmas(ratio_lower: npt.ArrayLike, ratio_upper: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:

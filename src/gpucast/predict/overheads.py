@@ -317,7 +317,8 @@ class StartupModel(Estimator):
 
     Fit columns: gpu, market (``spot`` | ``on-demand``; ``on_demand`` and ``preemptible`` are
     accepted too), region, provisioning_s, staging_s, booting_s. ``predict(gpu, market)``
-    without a region pools the regions' fits as an equal mixture. ``seed`` fixes the Monte Carlo used for percentiles of the total.
+    without a region pools the regions' fits as an equal mixture. ``seed`` fixes the Monte
+    Carlo used for percentiles of the total.
     """
 
     kind = "startup"
