@@ -6,6 +6,7 @@ up to 64 GPUs; spot plans that survive pruning get 1,000 Monte Carlo runs each. 
 
 * the size of the space and the time of the vectorised evaluation of all of it;
 * the time of the full plan (evaluation, pruning, Monte Carlo, Pareto, explanations);
+* the same with ``allow_mixed`` (pairs of GPU types per provider/region added to the space);
 * the time per candidate of a plain Python loop that evaluates the same rows one by one with
   the scalar formulas of ``gpucast.predict.comm`` (measured on a sample, extrapolated to the
   space), the ratio, and the largest relative difference between the two (a correctness check).
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -157,6 +159,14 @@ def main(argv: list[str] | None = None) -> int:
         f"-> {per_row * n:.2f} s for the space"
     )
     print(f"ratio loop / vectorised evaluation: {per_row * n / best_search:.0f}x")
+    mixed = replace(request, allow_mixed=True)
+    mixed_res = search(mixed, ctx)
+    best_mixed = min(_timed(lambda: plan_training(mixed, ctx)) for _ in range(args.repeat))
+    n_mixed = int(mixed_res.space.mixed.sum())
+    print(
+        f"with --allow-mixed: {len(mixed_res.space):,} candidates ({n_mixed:,} mixed), "
+        f"full plan {best_mixed:.3f} s"
+    )
     print(f"max relative difference loop vs vectorised time: {diff:.2e}")
     return 0
 

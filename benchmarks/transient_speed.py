@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from gpucast.cli import _simulate_inputs as inputs
 from gpucast.domain.simulation import ClusterScenario, PriceTable, WorkerGroup
 from gpucast.predict.revocation import WeibullLifetime
 from gpucast.simulate.transient import SpeedTable, simulate_runs
@@ -124,9 +125,40 @@ def vector_simulate(
     return np.asarray(res.duration_s), np.asarray(res.cost_usd), np.asarray(res.revocations)
 
 
+def cluster_speed(n: int) -> SpeedTable:
+    """ResNet-32 on K80 (CM-DARE sizes), async PS, 1 shard, 10 Gbit/s PS NIC."""
+    model, _ = inputs.cluster_model(None)
+    work = inputs.WorkloadInputs(
+        name="cifar-resnet32",
+        param_bytes=4.0 * 1_857_722,
+        n_tensors=104,
+        max_tensor_bytes=None,
+        checkpoint_bytes=16e6,
+        source="CM-DARE ResNet-32",
+    )
+    group = WorkerGroup(gpu="K80", count=n, region="us-east1", spot=True)
+    steps = {"K80": inputs.StepTime(step_time_s=1 / 4.516, includes_ps=True, source="CM-DARE")}
+    net = inputs.Network(ps_gbps=10.0, worker_gbps=10.0, source="10 Gbit/s")
+    table, _ = inputs.speed_table(
+        [group],
+        steps,
+        model,
+        work,
+        strategy="ps-async",
+        ps_shards=1,
+        ps_region="us-east1",
+        network=net,
+        rtt_s=0.0,
+    )
+    return table
+
+
 def main() -> int:
     sc = scenario(4)
-    speed = SpeedTable.linear([4.5], [4])
+    speed = cluster_speed(4)
+    print(
+        f"speed table (cluster model, built-in PS constants): {np.round(speed.table, 2).tolist()}"
+    )
     vector_simulate(sc, speed, 1000, 0)  # warm-up
     runs = 20_000
     t0 = time.perf_counter()

@@ -146,7 +146,12 @@ def observed_revocations(runs: pd.DataFrame) -> np.ndarray:
 
 
 def bootstrap_mean_revocations(
-    frame: pd.DataFrame, n: int, common: dict[str, object], *, draws: int = BOOTSTRAP
+    frame: pd.DataFrame,
+    n: int,
+    speed: SpeedTable,
+    common: dict[str, object],
+    *,
+    draws: int = BOOTSTRAP,
 ) -> np.ndarray:
     """Predicted mean revocations per n-spot run, refitting the lifetimes on resampled VMs."""
     rng = np.random.default_rng(2019)
@@ -161,6 +166,7 @@ def bootstrap_mean_revocations(
             n,
             model,
             seed=100 + b,
+            speed=speed,
             spot=True,
             runs_per_region=500,
             **common,  # type: ignore[arg-type]
@@ -303,7 +309,7 @@ def main() -> int:
         "(the whole window of an 8-spot run); the regions the runs saw revocations in "
         "(us-east1, us-west1) had none in the lifetime study, so they use the pooled fit"
     )
-    boot = bootstrap_mean_revocations(frame, 8, common)
+    boot = bootstrap_mean_revocations(frame, 8, speeds[8], common)
     lo, hi = np.percentile(boot, [5, 95])
     inside = lo <= obs8.mean() <= hi
     point = float(predicted_revs[8].mean())

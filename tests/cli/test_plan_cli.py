@@ -210,3 +210,128 @@ def test_published_lifetimes_and_startup_are_used(shared_data: Path) -> None:
     assert "lifetime.csv" in fitted["spot lifetimes (predict.revocation)"]
     assert "cmdare/startup_time" in data["assumptions"]["start-up"]
     assert any(c["market"] == "spot" for c in data["candidates"])
+
+
+def _train_measurement(workload: str, batch: int, step_s: float):  # type: ignore[no-untyped-def]
+    from datetime import UTC, datetime
+
+    from gpucast.domain.measurement import EnvironmentFingerprint, Measurement
+    from gpucast.domain.workload import WorkloadSpec
+
+    env = EnvironmentFingerprint(
+        host="h",
+        os="linux",
+        python_version="3.11",
+        cpu_model="cpu",
+        cpu_cores=2,
+        torch_threads=2,
+        torch_version="2",
+    )
+    return Measurement(
+        spec=WorkloadSpec(name=workload, batch_size=batch),
+        mode="train",
+        device="cpu",
+        step_times_s=(step_s, step_s * 1.01, step_s * 0.99),
+        samples_per_step=batch,
+        stop_reason="ci_reached",
+        target_ci=0.05,
+        environment=env,
+        created_at=datetime.now(UTC),
+    )
+
+
+def test_profile_saves_to_the_store_and_plans_from_it(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    code, out = invoke("--db", str(db), "profile", "cifar-resnet20", "-b", "8", "--json")
+    assert code == 0, out
+    data = json.loads(out)
+    assert isinstance(data["run_id"], int) and data["workload"] == "cifar-resnet20"
+    from gpucast.domain.profile import WorkloadProfile
+    from gpucast.store.db import open_store
+
+    with open_store(db) as store:
+        run = store.get_run(data["run_id"])
+        assert run.kind == "profile"
+        saved = WorkloadProfile.from_dict(run.result)
+    assert (
+        saved.to_dict()
+        == WorkloadProfile.from_dict({k: v for k, v in data.items() if k != "run_id"}).to_dict()
+    )
+    # plan from the stored profile: no profiling, the family from the stored name
+    code, out = invoke(
+        "--db", str(db), "plan", "train", "--workload", f"run:{data['run_id']}",
+        "--epochs", "10", "--deadline", "2h", "--no-spot", "--json",
+    )  # fmt: skip
+    assert code == 0, out
+    plan = json.loads(out)
+    assert plan["request"]["workload"] == "cifar-resnet20"
+    assert f"store run #{data['run_id']}" in plan["assumptions"]["workload profile"]
+    assert plan["assumptions"]["step-time calibration"].startswith("none")
+    # --no-save writes nothing
+    other = tmp_path / "other.db"
+    code, out = invoke("--db", str(other), "profile", "mlp", "-b", "4", "--no-save", "--json")
+    assert code == 0, out
+    assert json.loads(out)["run_id"] is None and not other.exists()
+
+
+def test_stored_measurements_calibrate_the_plan(tmp_path: Path) -> None:
+    from gpucast.store.db import open_store
+
+    db = tmp_path / "m.db"
+    args = [*SMALL, "--deadline", "2h", "--no-spot", "--json"]
+    code, out = invoke("--db", str(db), "plan", "train", *args)
+    assert code == 0, out
+    before = json.loads(out)
+    with open_store(db) as store:
+        run_id = store.save_measurement(_train_measurement("cifar-resnet20", 32, 0.05))
+        store.save_measurement(_train_measurement("other-model", 32, 9.0))  # not this workload
+    code, out = invoke("--db", str(db), "plan", "train", *args)
+    assert code == 0, out
+    after = json.loads(out)
+    roofline = next(m for m in after["models"] if m["name"].startswith("roofline"))
+    assert f"store run #{run_id}" in roofline["fitted_on"]
+    assert f"store run #{run_id}" in after["assumptions"]["step-time calibration"]
+
+    def width(plan: dict) -> float:  # type: ignore[type-arg]
+        c = plan["candidates"][plan["recommended"]]
+        return (c["time_upper_s"] - c["time_lower_s"]) / c["time_s"]
+
+    assert width(after) < width(before)  # +-40% from a CPU measurement, not +-50%
+    # the measurement itself as the workload
+    code, out = invoke("--db", str(db), "plan", "train", "--workload", f"run:{run_id}",
+                       "--epochs", "10", "--deadline", "2h", "--no-spot", "--json")  # fmt: skip
+    assert code == 0, out
+    assert json.loads(out)["request"]["workload"] == "cifar-resnet20"
+
+
+@pytest.mark.parametrize(
+    ("workload", "needle"),
+    [("run:999", "no run with id 999"), ("run:x", "positive run id")],
+)
+def test_unknown_stored_workload_is_one_line(tmp_path: Path, workload: str, needle: str) -> None:
+    from gpucast.store.db import open_store
+
+    db = tmp_path / "s.db"
+    with open_store(db) as store:
+        store.save_measurement(_train_measurement("mlp", 8, 0.01))
+    code, out = invoke("--db", str(db), "plan", "train", "--workload", workload, "--epochs", "1",
+                       "--dataset-size", "100")  # fmt: skip
+    assert code == 2, out
+    assert needle in out and len(out.strip().splitlines()) == 1
+
+
+def test_allow_mixed_json_lists_workers() -> None:
+    code, out = invoke(
+        "plan", "train", *SMALL, "--deadline", "3h", "--allow-mixed", "--no-spot",
+        "--provider", "aws", "--region", "us-east-1", "--gpu", "T4", "--gpu", "A10G",
+        "--max-gpus", "8", "--json",
+    )  # fmt: skip
+    assert code == 0, out
+    data = json.loads(out)
+    assert all("workers" in c for c in data["candidates"])
+    mixed = [c for c in data["candidates"] if "+" in c["gpu"]]
+    assert mixed, [c["gpu"] for c in data["candidates"]]
+    for c in mixed:
+        assert {w["gpu"] for w in c["workers"]} == set(c["gpu"].split("+"))
+        if c["strategy"] != "ps":
+            assert sum(w["samples_per_step"] for w in c["workers"]) == c["global_batch"]

@@ -58,6 +58,7 @@ def test_fastest_objective_picks_the_fastest() -> None:
     spot=st.booleans(),
     min_p=st.sampled_from([0.0, 0.5, 0.9, 0.99]),
     provider=st.sampled_from([(), ("aws",), ("gcp",)]),
+    mixed=st.booleans(),
 )
 def test_constraints_are_respected(
     budget: float,
@@ -66,6 +67,7 @@ def test_constraints_are_respected(
     spot: bool,
     min_p: float,
     provider: tuple[str, ...],
+    mixed: bool,
 ) -> None:
     req = request(
         budget_usd=budget,
@@ -74,6 +76,7 @@ def test_constraints_are_respected(
         allow_spot=spot,
         min_p_meet=min_p,
         providers=provider,
+        allow_mixed=mixed,
     )
     try:
         plan = plan_training(req, context())
@@ -84,9 +87,11 @@ def test_constraints_are_respected(
         assert c.gpus <= max_gpus
         assert c.cost_usd <= budget
         assert not provider or c.provider in provider
+        assert mixed or not c.mixed
+        # P(meet deadline) covers the model's uncertainty in both markets
+        assert c.p_meet_deadline is not None and c.p_meet_deadline >= min_p
         if c.market == "spot":
             assert spot
-            assert c.p_meet_deadline is not None and c.p_meet_deadline >= min_p
         else:
             assert c.time_s <= deadline_h * 3600
     # Pareto property: no returned front point is dominated by any candidate
@@ -100,9 +105,10 @@ def test_constraints_are_respected(
     extra=st.floats(0.0, 5.0),
     spot=st.booleans(),
     deadline_h=st.floats(0.05, 4.0),
+    mixed=st.booleans(),
 )
 def test_higher_budget_never_gives_a_slower_best_plan(
-    low: float, extra: float, spot: bool, deadline_h: float
+    low: float, extra: float, spot: bool, deadline_h: float, mixed: bool
 ) -> None:
     def best_time(budget: float) -> float:
         req = request(
@@ -110,6 +116,7 @@ def test_higher_budget_never_gives_a_slower_best_plan(
             objective="fastest",
             allow_spot=spot,
             deadline_s=deadline_h * 3600,
+            allow_mixed=mixed,
         )
         try:
             plan = plan_training(req, context())

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -199,12 +200,6 @@ def build_request(opts: dict[str, Any]) -> TrainRequest:
     strategies = _as_list(opts.get("strategy"))
     if strategies:
         kwargs["strategies"] = tuple(s.lower() for s in strategies)
-    if kwargs["allow_mixed"]:
-        raise InvalidSpecError(
-            "allow-mixed",
-            "mixed-GPU clusters are not planned yet",
-            fix="drop --allow-mixed (see the report's notes)",
-        )
     return TrainRequest(**kwargs)
 
 
@@ -373,18 +368,99 @@ def _risk_inputs(data_dir: Path | None, band: str, catalog: Any) -> tuple[Any, _
     return risk, lifetimes
 
 
+#: ``--workload run:ID``: a profile or measurement saved in the store.
+RUN_PREFIX = "run:"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredWorkload:
+    """What ``--workload run:ID`` names: the workload, and its stored profile or measurement."""
+
+    run_id: int
+    workload: str
+    precision: str
+    profile: Any = None  # WorkloadProfile when the run is a profile
+    measurement_run: int | None = None  # the run id when it is a training measurement
+
+
+def stored_run_id(workload: str | None) -> int | None:
+    """The id of ``run:ID`` (``None`` for any other workload); a bad id is an error."""
+    if not workload or not str(workload).startswith(RUN_PREFIX):
+        return None
+    text = str(workload)[len(RUN_PREFIX) :].strip()
+    if not text.isdigit() or int(text) < 1:
+        raise InvalidSpecError(
+            "workload",
+            "run:ID needs a positive run id",
+            got=workload,
+            fix="see `gpucast runs list` for the ids, e.g. --workload run:12",
+        )
+    return int(text)
+
+
+def load_stored_workload(db_path: Path, run_id: int) -> StoredWorkload:
+    """Read run ``run_id`` from the store: a profile, or a training measurement."""
+    from gpucast.domain.errors import InvalidInputError
+    from gpucast.domain.profile import WorkloadProfile
+    from gpucast.store.db import Store
+
+    if not Path(db_path).exists():
+        raise InvalidInputError(
+            f"--workload run:{run_id}: no store at {db_path}",
+            fix="pass --db PATH before the verb, or save a profile with `gpucast profile`",
+        )
+    with Store(db_path).open(create=False) as store:
+        run = store.get_run(run_id)
+    summary = run.summary
+    if run.kind == "profile":
+        try:
+            profile = WorkloadProfile.from_dict(run.result)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataFormatError(
+                str(db_path), f"run {run_id} holds no readable profile ({exc})"
+            ) from None
+        return StoredWorkload(
+            run_id=run_id, workload=summary.workload, precision=summary.precision, profile=profile
+        )
+    if run.kind == "measurement" and summary.mode == "train" and summary.median_s is not None:
+        return StoredWorkload(
+            run_id=run_id,
+            workload=summary.workload,
+            precision=summary.precision,
+            measurement_run=run_id,
+        )
+    raise InvalidSpecError(
+        "workload",
+        f"run {run_id} is a {run.kind}"
+        + (f" ({summary.mode})" if summary.mode else "")
+        + ", not a profile or a training measurement",
+        got=f"run:{run_id}",
+        fix="pick a profile (`gpucast profile`) or a `gpucast measure train` run",
+    )
+
+
 def _store_calibration(
-    db_path: Path | None, workload: str, precision: str, facts: Any, catalog: Any
+    db_path: Path | None,
+    workload: str,
+    precision: str,
+    facts: Any,
+    catalog: Any,
+    *,
+    prefer_run: int | None = None,
 ) -> tuple[Any, str] | None:
-    """Calibrate the roofline with the newest stored training measurement of the workload."""
+    """Calibrate the roofline with a stored training measurement of the workload (any
+    device): run ``prefer_run`` when given, else the newest one at this precision."""
     if db_path is None or not Path(db_path).exists():
         return None
     from gpucast.domain.errors import UnknownGpuError
     from gpucast.predict.roofline import DeviceRoofline, calibrate
-    from gpucast.store.db import open_store
+    from gpucast.store.db import Store
 
-    with open_store(db_path) as store:
-        for run in store.list_runs(workload=workload, limit=50):
+    with Store(db_path).open(create=False) as store:
+        runs = store.list_runs(kind="measurement", workload=workload, limit=50)
+        if prefer_run is not None:
+            runs = [store.get_run(prefer_run).summary]
+        for run in runs:
             if (
                 run.precision != precision
                 or run.median_s is None
@@ -471,18 +547,49 @@ def _perf_params(data_dir: Path | None) -> Any:
 
 
 def run_plan(opts: dict[str, Any], db_path: Path | None) -> TrainPlan:
-    """Everything between merged options and a plan (used by the CLI and the tests)."""
+    """Everything between merged options and a plan (used by the CLI and the tests).
+
+    ``db_path`` is the measurement store (``--db``, else the default store when it exists):
+    ``--workload run:ID`` reads a profile or a training measurement from it, and stored
+    training measurements of the workload calibrate the step-time model.
+    """
     from gpucast.catalog import load_catalog
     from gpucast.plan.inputs import WorkloadFacts
     from gpucast.plan.train import PlanContext, plan_training
+    from gpucast.store.db import default_db_path
 
+    db = Path(db_path) if db_path is not None else default_db_path()
+    stored = None
+    run_id = stored_run_id(opts.get("workload"))
+    if run_id is not None:
+        stored = load_stored_workload(db, run_id)
+        opts = {**opts, "workload": stored.workload}
+        if opts.get("precision") is None:
+            opts["precision"] = stored.precision
     request = build_request(opts)
     catalog = load_catalog()
     data_dir = _data_dir(None if opts.get("data_dir") is None else Path(opts["data_dir"]))
     profile_file = None if opts.get("profile") is None else Path(opts["profile"])
-    prof = workload_profile(request.workload, request.precision, profile_file)
+    if stored is not None and stored.profile is not None and profile_file is None:
+        prof = stored.profile
+        if prof.precision != request.precision:
+            raise InvalidSpecError(
+                "precision",
+                f"run {stored.run_id} was profiled at {prof.precision}",
+                got=request.precision,
+                fix=f"drop --precision or profile again with --precision {request.precision}",
+            )
+    else:
+        prof = workload_profile(request.workload, request.precision, profile_file)
     facts = WorkloadFacts.from_profile(prof)
-    found = _store_calibration(db_path, request.workload, request.precision, facts, catalog)
+    found = _store_calibration(
+        db,
+        request.workload,
+        request.precision,
+        facts,
+        catalog,
+        prefer_run=None if stored is None else stored.measurement_run,
+    )
     calibration, calibrated = (None, None) if found is None else found
     band = str(opts.get("interruption_band") or DEFAULT_BAND)
     risk, lifetimes = _risk_inputs(data_dir, band, catalog)
@@ -492,7 +599,15 @@ def run_plan(opts: dict[str, Any], db_path: Path | None) -> TrainPlan:
         (
             "workload profile",
             f"{prof.workload} profiled at batch {prof.batch_size}, "
-            f"{prof.precision}; FLOPs, bytes and activations scaled linearly with the batch",
+            f"{prof.precision}; FLOPs, bytes and activations scaled linearly with the batch"
+            + ("" if stored is None else f" (workload from store run #{stored.run_id})"),
+        ),
+        (
+            "step-time calibration",
+            calibrated
+            if calibrated is not None
+            else f"none: no stored training measurement of {request.workload} at "
+            f"{request.precision} in {db}",
         ),
         ("start-up", str(risk.sources.get("startup"))),
         ("restart penalty", str(risk.sources.get("restart"))),
@@ -536,7 +651,10 @@ def plan_json(plan: TrainPlan) -> dict[str, Any]:
 def train(
     ctx: typer.Context,
     workload: str | None = typer.Option(
-        None, "--workload", help="Built-in name or module:factory."
+        None,
+        "--workload",
+        help="Built-in name, module:factory, or run:ID (a profile or training measurement "
+        "in the store).",
     ),
     epochs: float | None = typer.Option(None, "--epochs", help="Epochs at the reference batch."),
     dataset_size: int | None = typer.Option(None, "--dataset-size", help="Samples per epoch."),

@@ -1,4 +1,9 @@
-"""`gpucast profile WORKLOAD`: static features of a workload, as a table or JSON."""
+"""`gpucast profile WORKLOAD`: static features of a workload, as a table or JSON.
+
+The profile is saved in the measurement store (``--db``, else the default store) unless
+``--no-save``; its run id is printed (``run_id`` in the JSON), so that
+``gpucast plan train --workload run:ID`` plans from it.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from typing import Any, cast
 import typer
 from rich.table import Table
 
-from gpucast.cli._common import console, emit_json
+from gpucast.cli._common import console, emit_json, err_console, state
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.units import GIB, MIB
@@ -116,6 +121,7 @@ def render(profile: WorkloadProfile) -> None:
 
 
 def command(
+    ctx: typer.Context,
     workload: str = typer.Argument(
         ...,
         help="resnet50, cifar-resnetN (N = 15 or 6n+2), shake-shake, bert-base, "
@@ -128,15 +134,35 @@ def command(
         [], "--option", "-o", help="Workload option KEY=VALUE (repeatable), e.g. seq_len=128."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    no_save: bool = typer.Option(False, "--no-save", help="Do not write the profile to the store."),
 ) -> None:
     """Static features of a workload: parameters, FLOPs, bytes per operator class, memory."""
-    from gpucast.profile import profile_workload
+    from rich.markup import escape
+
+    from gpucast.profile import profile
+    from gpucast.store import Store, default_db_path
+    from gpucast.workloads import get_workload
 
     options = dict(parse_option(text) for text in option)
     # WorkloadSpec validates the precision and names the choices.
     spec = WorkloadSpec(name=workload, batch_size=batch_size, precision=cast(Precision, precision))
-    result = profile_workload(spec, optimizer=optimizer, **options)
+    # every input is checked before the store is touched (an unknown name creates no file)
+    chosen = get_workload(workload, **options)
+    db_path = state(ctx).db_path or default_db_path()
+    store = None if no_save else Store(db_path).open()  # a bad --db fails before profiling
+    try:
+        result = profile(chosen, spec, optimizer=optimizer)
+        run_id = None if store is None else store.save_profile(spec, result.to_dict())
+    finally:
+        if store is not None:
+            store.close()
     if as_json:
-        emit_json(result.to_dict())
-    else:
-        render(result)
+        emit_json({**result.to_dict(), "run_id": run_id})
+        return
+    render(result)
+    if run_id is not None:
+        err_console.print(
+            f"saved as run {run_id} in {escape(str(db_path))} "
+            f"(plan from it: gpucast plan train --workload run:{run_id})",
+            highlight=False,
+        )

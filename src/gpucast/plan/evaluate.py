@@ -41,6 +41,10 @@ import numpy.typing as npt
 
 from gpucast.plan.efficiency import epochs_needed
 from gpucast.plan.hetero import (
+    col_argmax,
+    col_max,
+    col_min,
+    col_sum,
     equivalent_think_time_s,
     mva_at,
     proportional_batches,
@@ -246,8 +250,8 @@ def _evaluate_single(
     # -- compute ---------------------------------------------------------------------------
     terms = gpus.step_terms(g, b)
     slow = np.where(checkpointing, CHECKPOINTING_SLOWDOWN, 1.0)
-    compute = terms.sum(axis=1) * slow
-    roof_bottleneck = np.argmax(terms, axis=1).astype(np.int64)
+    compute = col_sum(terms) * slow
+    roof_bottleneck = col_argmax(terms)
 
     # -- synchronous collectives -----------------------------------------------------------
     intra = gpus.intra_node_gbps[g]
@@ -391,15 +395,15 @@ def evaluate_mixed(
     gpn = np.stack([off.gpus_per_node[oa], off.gpus_per_node[ob]], axis=1)
     nodes = np.stack([space.nodes, space.count2], axis=1)
     counts = nodes * gpn
-    n = counts.sum(axis=1)
+    n = col_sum(counts)
     nf = n.astype(np.float64)
     g = np.stack([off.gpu[oa], off.gpu[ob]], axis=1)
     strat = space.strategy
     sync = strat != PS
     fixed = gpus.fixed_s[g]  # (rows, 2, terms)
     per = gpus.per_sample_s[g]
-    a = fixed.sum(axis=2)
-    c = per.sum(axis=2)
+    a = col_sum(fixed)
+    c = col_sum(per)
 
     # -- batches -----------------------------------------------------------------------------
     if space.global_batch is not None:
@@ -425,16 +429,16 @@ def evaluate_mixed(
     plain = state + acts <= usable
     ckpt_fits = state + acts * facts.checkpoint_fraction <= usable
     ckpt = ~plain & ckpt_fits
-    fits = np.all(plain | ckpt_fits, axis=1)
-    mem_bytes = np.max(np.where(ckpt, state + acts * facts.checkpoint_fraction, state + acts), 1)
+    fits = col_min(plain | ckpt_fits)
+    mem_bytes = col_max(np.where(ckpt, state + acts * facts.checkpoint_fraction, state + acts))
 
     # -- compute per part --------------------------------------------------------------------
     terms = fixed + per * top[:, :, None]
-    part_compute = terms.sum(axis=2) * np.where(ckpt, CHECKPOINTING_SLOWDOWN, 1.0)
-    slowest = np.argmax(part_compute, axis=1)
+    part_compute = col_sum(terms) * np.where(ckpt, CHECKPOINTING_SLOWDOWN, 1.0)
+    slowest = col_argmax(part_compute)
     r = np.arange(rows)
     compute = part_compute[r, slowest]
-    roof_bottleneck = np.argmax(terms[r, slowest], axis=1).astype(np.int64)
+    roof_bottleneck = col_argmax(terms[r, slowest])
 
     # -- DDP ring over both instance types ---------------------------------------------------
     link = np.minimum(
@@ -458,7 +462,7 @@ def evaluate_mixed(
     per_node_update_s = facts.gradient_bytes * 8.0 / (nic * params.ps_network_efficiency * 1e9)
     # sync: the busiest shard serves all n updates; each node's NIC carries its GPUs' updates
     ps_serve = nf * busiest
-    node_nic = np.max(gpn * per_node_update_s, axis=1)
+    node_nic = col_max(gpn * per_node_update_s)
     exposed_psync = np.maximum(ps_serve, node_nic)
     # async: equivalent think time, exact MVA, each part's node NICs bound its update rate
     is_async = strat == PS
@@ -470,7 +474,7 @@ def evaluate_mixed(
         x_mva = mva_at(z_eq, busiest[sel], other[sel], shards[sel], n[sel])
         share = update_shares(part_compute[sel], counts[sel], demand[sel])
         part_nic_rate = nodes[sel] / per_node_update_s[sel]  # updates/s each part's NICs carry
-        nic_rate = np.min(part_nic_rate / np.maximum(share, 1e-300), axis=1)
+        nic_rate = col_min(part_nic_rate / np.maximum(share, 1e-300))
         x_ps[sel] = np.minimum(x_mva, nic_rate)
         nic_bound[sel] = nic_rate < x_mva
     step_async = np.where(x_ps > 0, nf / np.where(x_ps > 0, x_ps, 1.0), np.inf)
@@ -486,8 +490,8 @@ def evaluate_mixed(
     time_s = startup_s + train_s
 
     unc = params.collective_uncertainty
-    lo_ratio = np.min(gpus.lower_ratio[g], axis=1)  # the wider of the two GPUs' intervals
-    hi_ratio = np.max(gpus.upper_ratio[g], axis=1)
+    lo_ratio = col_min(gpus.lower_ratio[g])  # the wider of the two GPUs' intervals
+    hi_ratio = col_max(gpus.upper_ratio[g])
     ps_bound = util >= params.ps_bottleneck_utilization
     comm_unc = np.where(strat == DDP, unc, 0.0)
     lo_sync = (compute * lo_ratio + exposed_sync * (1.0 - comm_unc)) / step_sync
@@ -534,7 +538,7 @@ def evaluate_mixed(
         valid_batch=valid_batch,
         mem_bytes=mem_bytes,
         fits=fits,
-        checkpointing=np.any(ckpt, axis=1),
+        checkpointing=col_max(ckpt),
         compute_s=compute,
         comm_s=np.where(strat == DDP, coll, demand),
         exposed_s=np.where(sync, exposed_sync, np.maximum(exposed_async, 0.0)),

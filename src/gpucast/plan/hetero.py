@@ -28,22 +28,62 @@ Pure: numbers in, numbers out; every function is vectorised over rows.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+AnyArray = npt.NDArray[Any]
+
+
+# numpy's reductions along a short last axis (2 parts, 3 terms) cost far more per row than
+# a few element-wise operations over its columns: these are the hot path's reductions
+def col_sum(x: npt.ArrayLike) -> AnyArray:
+    """Sum over the last axis, column by column."""
+    a = np.asarray(x)
+    out = a[..., 0].copy()
+    for k in range(1, a.shape[-1]):
+        out = out + a[..., k]
+    return out
+
+
+def col_max(x: npt.ArrayLike) -> AnyArray:
+    a = np.asarray(x)
+    out = a[..., 0].copy()
+    for k in range(1, a.shape[-1]):
+        out = np.maximum(out, a[..., k])
+    return out
+
+
+def col_min(x: npt.ArrayLike) -> AnyArray:
+    a = np.asarray(x)
+    out = a[..., 0].copy()
+    for k in range(1, a.shape[-1]):
+        out = np.minimum(out, a[..., k])
+    return out
+
+
+def col_argmax(x: npt.ArrayLike) -> IntArray:
+    """Index of the first largest entry of the last axis."""
+    a = np.asarray(x)
+    best = a[..., 0].copy()
+    idx = np.zeros(best.shape, dtype=np.int64)
+    for k in range(1, a.shape[-1]):
+        better = a[..., k] > best
+        best = np.where(better, a[..., k], best)
+        idx = np.where(better, k, idx)
+    return idx
 
 
 def balanced_step_s(
-    fixed_s: FloatArray, per_sample_s: FloatArray, counts: IntArray, global_batch: FloatArray
+    fixed_s: FloatArray, per_sample_s: FloatArray, counts: IntArray, global_batch: npt.ArrayLike
 ) -> FloatArray:
     """Continuous equal-compute step time ``T`` for (rows, parts) coefficients (see module)."""
     c = np.maximum(per_sample_s, 1e-300)
     w = counts / c
-    return np.asarray(
-        (global_batch + np.sum(w * fixed_s, axis=1)) / np.sum(w, axis=1), dtype=np.float64
-    )
+    return np.asarray((global_batch + col_sum(w * fixed_s)) / col_sum(w), dtype=np.float64)
 
 
 def proportional_batches(
@@ -72,7 +112,7 @@ def proportional_batches(
     with np.errstate(divide="ignore", invalid="ignore"):
         for _ in range(a.shape[1]):
             free = present & ~fixed_one
-            left = g_batch - np.sum(np.where(fixed_one, n, 0), axis=1)
+            left = g_batch - col_sum(np.where(fixed_one, n, 0))
             t = balanced_step_s(
                 np.where(free, a, 0.0), np.where(free, c, 1.0), np.where(free, n, 0), left
             )
@@ -83,11 +123,15 @@ def proportional_batches(
             fixed_one |= newly
     # floor a hair below the ideal so float error never hands out more than G samples
     base = np.where(present, np.maximum(np.floor(ideal - 1e-9), 1.0), 0.0).astype(np.int64)
-    remainder = g_batch - np.sum(n * base, axis=1)
+    remainder = g_batch - col_sum(n * base)
     # remainder > 0: hand the samples out, one per worker, cheapest step growth first
     extra = np.zeros_like(base)
     cost_of_one = np.where(present, a + c * (base + 1), np.inf)
-    order = np.argsort(cost_of_one, axis=1, kind="stable")
+    if base.shape[1] == 2:
+        second = (cost_of_one[:, 1] < cost_of_one[:, 0]).astype(np.int64)
+        order = np.stack([second, 1 - second], axis=1)
+    else:
+        order = np.argsort(cost_of_one, axis=1, kind="stable")
     left = np.maximum(remainder, 0)
     rows = np.arange(base.shape[0])
     for k in range(base.shape[1]):
@@ -112,8 +156,8 @@ def equivalent_think_time_s(
     """
     n = np.asarray(counts, dtype=np.float64)
     d = np.asarray(demand_s, dtype=np.float64)
-    rate = np.sum(n / (np.asarray(think_s) + d[:, None]), axis=1)
-    return np.asarray(np.maximum(n.sum(axis=1) / rate - d, 0.0), dtype=np.float64)
+    rate = col_sum(n / (np.asarray(think_s) + d[:, None]))
+    return np.asarray(np.maximum(col_sum(n) / rate - d, 0.0), dtype=np.float64)
 
 
 def update_shares(think_s: FloatArray, counts: IntArray, demand_s: FloatArray) -> FloatArray:
@@ -122,7 +166,7 @@ def update_shares(think_s: FloatArray, counts: IntArray, demand_s: FloatArray) -
     per = np.asarray(counts, dtype=np.float64) / (
         np.asarray(think_s) + np.asarray(demand_s)[:, None]
     )
-    return np.asarray(per / per.sum(axis=1, keepdims=True), dtype=np.float64)
+    return np.asarray(per / col_sum(per)[:, None], dtype=np.float64)
 
 
 def mva_at(

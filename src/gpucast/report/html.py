@@ -100,8 +100,25 @@ def _cost_split(c: PlanCandidate) -> str:
             f"at ${c.usd_per_hour:,.2f}/h"
         )
     hours = c.time_s / 3600.0
-    extra = f" incl. {c.ps_shards} PS shard(s)" if c.strategy == "ps" else ""
+    extra = f" incl. {c.ps_shards} PS shard(s)" if c.strategy.startswith("ps") else ""
     return f"{_money(c.cost_usd)} = {hours:.2f} h x ${c.usd_per_hour:,.2f}/h{extra}"
+
+
+def _gpus(c: PlanCandidate) -> str:
+    if not c.mixed:
+        return f"{c.gpus} x {c.gpu}"
+    return " + ".join(f"{p.gpus} x {p.gpu}" for p in c.parts)
+
+
+def _batches(c: PlanCandidate) -> str:
+    """Per-worker batch; a mixed synchronous plan lists each GPU type's (proportional)."""
+    if not c.mixed or c.strategy == "ps":
+        return f"{c.per_worker_batch}"
+    return " / ".join(
+        f"{p.gpu} {p.per_worker_batch}"
+        + (f" ({p.workers_with_one_more}x +1)" if p.workers_with_one_more else "")
+        for p in c.parts
+    )
 
 
 def _candidate_rows(plan: TrainPlan) -> str:
@@ -119,7 +136,7 @@ def _candidate_rows(plan: TrainPlan) -> str:
             classes.append("pareto")
         if k == plan.recommended:
             classes.append("recommended")
-        strat = c.strategy + (f" ({c.ps_shards} shards)" if c.strategy == "ps" else "")
+        strat = c.strategy + (f" ({c.ps_shards} shards)" if c.strategy.startswith("ps") else "")
         if c.activation_checkpointing:
             strat += " + act. ckpt"
         helps = "".join(f"<li>{_h(h)}</li>" for h in c.help)
@@ -128,9 +145,9 @@ def _candidate_rows(plan: TrainPlan) -> str:
         body.append(
             f'<tr class="{" ".join(classes)}"><td>{k}{_h(mark)}</td>'
             f"<td>{_h(c.provider)} / {_h(c.region)}</td><td>{_h(c.instance_type)}</td>"
-            f'<td class="num">{c.gpus} x {_h(c.gpu)}</td><td class="num">{c.nodes}</td>'
+            f'<td class="num">{_h(_gpus(c))}</td><td class="num">{c.nodes}</td>'
             f"<td>{_h(c.market)}</td><td>{_h(strat)}</td>"
-            f'<td class="num">{c.per_worker_batch} ({c.global_batch:,})</td>'
+            f'<td class="num">{_h(_batches(c))} ({c.global_batch:,})</td>'
             f'<td class="num">{c.epochs:.1f}</td>'
             f'<td class="num">{_hours(c.time_s)} [{_hours(c.time_lower_s)}, '
             f"{_hours(c.time_upper_s)}]</td>"
@@ -161,13 +178,18 @@ def _breakdown_table(plan: TrainPlan) -> str:
 
 def _risk_table(plan: TrainPlan) -> str:
     spot = [(k, c) for k, c in enumerate(plan.candidates) if c.market == "spot"]
+    intro = (
+        "<p>P(meet deadline) counts the step-time model's own uncertainty (its interval read "
+        "as the 10th-90th percentile of a per-run speed factor) for every plan, and "
+        "revocations, restarts and start-up delays for spot plans (Monte Carlo).</p>"
+    )
     if not spot:
         why = (
             "spot was not allowed (--no-spot)"
             if not plan.request.allow_spot
             else "no spot plan survived pruning and the constraints"
         )
-        return f"<p>No spot plans: {_h(why)}.</p>"
+        return f"{intro}<p>No spot plans: {_h(why)}.</p>"
     head = (
         "<tr><th>#</th><th>configuration</th><th>mean time</th><th>p90 time</th>"
         "<th>P(meet deadline)</th><th>mean cost</th><th>p90 cost</th><th>runs</th></tr>"
@@ -180,7 +202,7 @@ def _risk_table(plan: TrainPlan) -> str:
         f'<td class="num">{c.mc_runs}</td></tr>'
         for k, c in spot
     )
-    return f'<table id="risk">{head}{rows}</table>'
+    return f'{intro}<table id="risk">{head}{rows}</table>'
 
 
 def plan_html(plan: TrainPlan) -> str:

@@ -61,7 +61,7 @@ def plan_table(plan: TrainPlan, *, limit: int | None = 20) -> Table:
     for k in order:
         c = plan.candidates[k]
         mark = (">" if k == plan.recommended else "") + ("*" if k in pareto else "")
-        strat = c.strategy + (f"x{c.ps_shards}" if c.strategy == "ps" else "")
+        strat = c.strategy + (f"x{c.ps_shards}" if c.strategy.startswith("ps") else "")
         if c.activation_checkpointing:
             strat += "+ckpt"
         p_meet = "" if c.p_meet_deadline is None else f"{c.p_meet_deadline:.0%}"

@@ -1,0 +1,123 @@
+"""P(meet deadline) with the step-time model's own uncertainty folded in."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from plan_factories import context, request
+
+from gpucast.plan.risk import SpotJob, SpotPart, simulate_spot
+from gpucast.plan.train import plan_training, search
+from gpucast.plan.uncertainty import p_factor_at_most, p_meet_deadline, quantile, strata
+from gpucast.predict.revocation import ExponentialLifetime
+
+
+def test_interval_ends_are_the_10th_and_90th_percentiles() -> None:
+    lo, hi = 1 / 1.5, 1.5  # the uncalibrated roofline's +-50%
+    assert p_factor_at_most(lo, lo, hi) == pytest.approx(0.1, abs=1e-9)
+    assert p_factor_at_most(1.0, lo, hi) == pytest.approx(0.5, abs=1e-9)
+    assert p_factor_at_most(hi, lo, hi) == pytest.approx(0.9, abs=1e-9)
+    # asymmetric intervals: each side keeps its own percentile
+    assert p_factor_at_most(0.9, 0.9, 1.3) == pytest.approx(0.1, abs=1e-9)
+    assert p_factor_at_most(1.3, 0.9, 1.3) == pytest.approx(0.9, abs=1e-9)
+    assert quantile(np.array([0.1, 0.9]), lo, hi) == pytest.approx([lo, hi])
+    # zero width: a step at the central value
+    assert p_factor_at_most(np.array([0.99, 1.0]), 1.0, 1.0).tolist() == [0.0, 1.0]
+    s = strata(lo, hi, 10)
+    assert len(s) == 10 and s == tuple(sorted(s)) and math.prod(s) == pytest.approx(1.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    train_h=st.floats(0.1, 100.0),
+    d1=st.floats(0.1, 200.0),
+    d2=st.floats(0.1, 200.0),
+    lo=st.floats(0.3, 1.0),
+    hi=st.floats(1.0, 3.0),
+)
+def test_on_demand_p_meet_falls_as_the_deadline_tightens(
+    train_h: float, d1: float, d2: float, lo: float, hi: float
+) -> None:
+    tight, loose = sorted((d1, d2))
+    p = p_meet_deadline(np.array([tight, loose]) * 3600, 120.0, np.full(2, train_h * 3600), lo, hi)
+    assert 0.0 <= p[0] <= p[1] <= 1.0
+
+
+def test_a_plan_just_inside_the_deadline_is_not_certain() -> None:
+    # the brief's example: a mean of 23.4 h against 24 h must not read 100%
+    train_s = 23.4 * 3600 - 120.0
+    p = p_meet_deadline(24 * 3600.0, 120.0, np.array([train_s]), 1 / 1.5, 1.5)[0]
+    assert 0.5 < p < 0.6
+    res = search(request(allow_spot=False, deadline_s=None), context())
+    best = int(np.argmin(np.where(res.ok, res.evaluation.time_s, np.inf)))
+    deadline = float(res.evaluation.time_s[best]) * 1.03
+    plan = plan_training(
+        request(allow_spot=False, deadline_s=deadline, min_p_meet=0.0, objective="fastest"),
+        context(),
+    )
+    assert plan.best is not None and plan.best.p_meet_deadline is not None
+    assert 0.5 < plan.best.p_meet_deadline < 0.7
+    # --min-p-meet uses it: the cheapest plan with any risk sits close to the deadline;
+    # asking for 0.9 moves the pick to a faster, dearer plan
+    roomy = deadline * 3
+    loose = plan_training(request(allow_spot=False, deadline_s=roomy, min_p_meet=0.0), context())
+    strict = plan_training(request(allow_spot=False, deadline_s=roomy, min_p_meet=0.9), context())
+    assert loose.best is not None and strict.best is not None
+    assert loose.best.p_meet_deadline is not None and loose.best.p_meet_deadline < 0.9
+    assert strict.best.p_meet_deadline is not None and strict.best.p_meet_deadline >= 0.9
+    assert strict.best.cost_usd >= loose.best.cost_usd
+    assert strict.infeasible.get("P(meet deadline) below --min-p-meet", 0) > 0
+    assert "10th-90th percentile" in strict.assumptions["risk"]
+
+
+def _job(deadline_s: float, factors: tuple[float, ...]) -> SpotJob:
+    life = ExponentialLifetime(hazard_per_hour=0.2, source="test")
+    return SpotJob(
+        key="k",
+        region="r",
+        parts=(
+            SpotPart(
+                instance_type="x",
+                nodes=2,
+                spot_usd_per_hour=1.0,
+                on_demand_usd_per_hour=3.0,
+                lifetime=life,
+            ),
+        ),
+        synchronous=True,
+        steps=36_000,
+        speed=np.array([0.0, 10.0]),  # 1 h of training
+        ps_shards=0,
+        cpu_usd_per_hour=0.0,
+        deadline_s=deadline_s,
+        expected_time_s=3720.0,
+        speed_factors=factors,
+    )
+
+
+def _p(deadline_s: float, factors: tuple[float, ...]) -> float:
+    out = simulate_spot(
+        _job(deadline_s, factors),
+        runs=1000,
+        seed=3,
+        checkpoint_s=5.0,
+        restart_penalty_s=60.0,
+        startup_spot_s=60.0,
+        startup_on_demand_s=60.0,
+    )
+    assert out.runs == 1000 and out.p_meet_deadline is not None
+    return out.p_meet_deadline
+
+
+def test_spot_p_meet_falls_as_the_deadline_tightens_and_counts_the_model() -> None:
+    factors = strata(1 / 1.5, 1.5)
+    ps = [_p(h * 3600, factors) for h in (3.0, 2.0, 1.5, 1.25, 1.1)]
+    assert all(a >= b for a, b in itertools.pairwise(ps))
+    assert ps[0] > ps[-1]
+    # without the model's uncertainty the same deadline looks safer than it is
+    assert _p(1.5 * 3600, (1.0,)) > _p(1.5 * 3600, factors)
