@@ -27,8 +27,8 @@ def command(
     out: Path = typer.Option(..., "--out", help="HTML file to write."),
 ) -> None:
     """Write a self-contained HTML report (no network needed to open it)."""
-    from gpucast.store.files import write_text_atomic
     from gpucast.report.html import measurements_html, plan_html
+    from gpucast.store.files import write_text_atomic
 
     if (plan is None) == (not runs):
         raise InvalidSpecError(
