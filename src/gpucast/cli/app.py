@@ -45,7 +45,7 @@ class GpucastGroup(TyperGroup):
         except click.exceptions.ClickException as exc:
             if debug:
                 raise
-            message = _one_line(exc.format_message())
+            message = _one_line(exc.format_message()).rstrip(".")
             if message:  # `gpucast` alone prints help and raises an empty usage error
                 hint = "; see --help" if isinstance(exc, click.exceptions.UsageError) else ""
                 err_console.print(
