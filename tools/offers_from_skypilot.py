@@ -31,6 +31,7 @@ READ_ON = "2026-11-29"
 NOT_OFFERED = 700.0
 # Zones without a real spot market list SpotPrice = Price rounded to 4-6 decimals.
 SAME_AS_ON_DEMAND = 1e-4
+PLACEHOLDER = "network_gbps 10 is a placeholder"
 UNVERIFIED = "UNVERIFIED: remembered list price, not read from any source; "
 # tag -> (cloud, commit, path in repo)
 SOURCES = {
@@ -123,7 +124,8 @@ _plain("aws_v8", "p3.2xlarge p3.8xlarge p3.16xlarge", "V100-16GB", AWS3)
 _plain("aws_v8", "p3dn.24xlarge", "V100-32GB", AWS3)
 _plain("aws_v8", "p4d.24xlarge", "A100-40GB", AWS3)
 _plain("aws_v8", "p4de.24xlarge", "A100-80GB", "us-east-1 us-west-2 eu-central-1 ap-southeast-1")
-_plain("aws_v8", "p5.48xlarge", "H100-SXM", "us-east-1 us-west-2 us-east-2 eu-west-2 ap-northeast-1")
+P5_REGIONS = "us-east-1 us-west-2 us-east-2 eu-west-2 ap-northeast-1"
+_plain("aws_v8", "p5.48xlarge", "H100-SXM", P5_REGIONS)
 # p5e.48xlarge rows carry no on-demand Price at the pinned commit, so no p5e offer is made.
 _plain("aws_v8", "p5en.48xlarge", "H200", "us-east-1 us-east-2 us-west-2")
 _plain("aws_v8", "p6-b200.48xlarge", "B200", "us-east-1 us-east-2 us-west-2")
@@ -177,6 +179,10 @@ def _prices(rows: list[dict[str, str]]) -> tuple[float | None, float | None]:
 def build(src: Path, existing: list[dict[str, str]]) -> list[dict[str, str]]:
     tables = {tag: load(src / f"{tag}.csv") for tag in SOURCES if (src / f"{tag}.csv").exists()}
     network = {(r["provider"], r["instance_type"]): r["network_gbps"] for r in existing}
+    # A type keeps its "placeholder" flag across re-runs (its network_gbps came from here).
+    placeholder = {
+        (r["provider"], r["instance_type"]) for r in existing if PLACEHOLDER in r["note"]
+    }
     rows = {(r["provider"], r["region"], r["instance_type"]): r for r in existing}
     for tag, it, gpu, n, host, acc, regions in TARGETS:
         if tag not in tables:
@@ -217,7 +223,11 @@ def build(src: Path, existing: list[dict[str, str]]) -> list[dict[str, str]]:
                     + (f" ({how}s summed)" if acc else "")
                     + "; on-demand = min Price, spot = min SpotPrice over the region's zones"
                     + f"; commit date unknown, as_of = date read ({READ_ON})"
-                    + ("" if (cloud, it) in network else "; network_gbps 10 is a placeholder")
+                    + (
+                        f"; {PLACEHOLDER}"
+                        if (cloud, it) not in network or (cloud, it) in placeholder
+                        else ""
+                    )
                     + (f"; {NOTES[(cloud, it)]}" if (cloud, it) in NOTES else "")
                 ),
             }
