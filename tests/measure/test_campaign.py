@@ -92,11 +92,17 @@ def test_a_bad_sweep_runs_nothing(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ running
 def _rows(db: Path) -> tuple[int, list[tuple[str, str, int | None]]]:
+    """Stored runs and campaign points; (0, []) while the driver is still creating the schema."""
     with sqlite3.connect(db) as conn:
-        runs = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
-        points = conn.execute(
-            "SELECT point_key, status, run_id FROM campaign_points ORDER BY position"
-        ).fetchall()
+        try:
+            runs = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+            points = conn.execute(
+                "SELECT point_key, status, run_id FROM campaign_points ORDER BY position"
+            ).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            return 0, []
     return runs, points
 
 
@@ -211,7 +217,8 @@ def test_distributed_points_are_stored_as_distributed_runs(tmp_path: Path) -> No
         f"sync: [async]\n{FAST_SETTINGS}\n",
     )
     db = tmp_path / "c.db"
-    assert run_campaign(load_sweep(sweep), db).status == "done"
+    result = run_campaign(load_sweep(sweep), db)
+    assert result.status == "done", campaign_status(db, "sweep")
     from gpucast.store import Store
     from gpucast.store.campaigns import load_distributed
 
