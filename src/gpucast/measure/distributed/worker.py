@@ -173,7 +173,6 @@ def main(argv: list[str] | None = None) -> int:
             tmp.write_text(json.dumps(gathered))
             os.replace(tmp, args.out)
         dist.barrier(group=ctx.control)
-        dist.destroy_process_group()
     except Exception as exc:
         lines = str(exc).strip().splitlines()
         message = f"{type(exc).__name__}: {lines[0] if lines else ''}"
@@ -184,5 +183,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _exit_now(code: int) -> None:
+    """Leave without interpreter teardown. Every rank has passed the final barrier (or written
+    its error file), so nothing is lost; tearing down DDP's reducer and gloo's threads after
+    that can abort the process ("terminate called without an active exception", exit -6) when
+    a peer has already gone, which would fail a run that succeeded."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit_now(main())
