@@ -15,26 +15,22 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from gpucast.domain.errors import (
     InvalidSpecError,
     UnknownRegionError,
     UnknownWorkloadError,
 )
-from gpucast.domain.simulation import CPU_PS, PriceTable, WorkerGroup
 from gpucast.domain.units import MIB
-from gpucast.predict.cluster import ClusterModel
-from gpucast.predict.revocation import (
-    ExponentialLifetime,
-    LifetimeDistribution,
-    RevocationModel,
-    estimate_restart_penalty,
-    hazard_from_interruption_band,
-)
-from gpucast.simulate.transient import Delay, Sampler, SpeedTable
+
+if TYPE_CHECKING:  # numpy, scipy and the models load inside the functions that use them
+    import numpy as np
+
+    from gpucast.domain.simulation import PriceTable, WorkerGroup
+    from gpucast.predict.cluster import ClusterModel
+    from gpucast.predict.revocation import LifetimeDistribution
+    from gpucast.simulate.transient import Delay, Sampler, SpeedTable
 
 #: Strategies `simulate train` offers (FSDP has no validated cluster model to lean on).
 STRATEGIES: tuple[str, ...] = ("ps-async", "ps-sync", "allreduce")
@@ -57,6 +53,8 @@ _FP32_BYTES = 4.0
 # ---------------------------------------------------------------------------- cluster shape
 def parse_groups(gpu: str, workers: int | None, region: str, spot: bool) -> tuple[WorkerGroup, ...]:
     """``--gpu K80`` + ``--workers 4``, or ``--gpu K80:2,P100:2@us-west1`` (GPU[:N][@REGION])."""
+    from gpucast.domain.simulation import WorkerGroup
+
     items = [part.strip() for part in gpu.split(",") if part.strip()]
     if not items:
         raise InvalidSpecError("gpu", "must name a GPU", got=gpu, fix="e.g. --gpu K80")
@@ -142,6 +140,8 @@ def prices_and_network(
     catalog: Any,
 ) -> tuple[PriceTable, Network]:
     """Prices from ``--price-table`` or the catalog; NIC speeds from the catalog either way."""
+    from gpucast.domain.simulation import CPU_PS, PriceTable
+
     ps_offer = _cpu_offer(catalog, ps_region, provider)
     gpu_offers = {(g.gpu, g.region): _gpu_offer(catalog, g.gpu, g.region, provider) for g in groups}
     worker_nics = [o.network_gbps for o in gpu_offers.values() if o is not None]
@@ -194,6 +194,8 @@ def check_prices(
     prices: PriceTable, groups: Sequence[WorkerGroup], ps_region: str, ps: int
 ) -> None:
     """Fail early, in one line, on a price table without a row the simulation needs."""
+    from gpucast.domain.simulation import CPU_PS
+
     for g in groups:
         prices.price(g.gpu, spot=False, region=g.region)
         if g.spot:
@@ -211,6 +213,12 @@ def lifetimes(
     method: str,
 ) -> tuple[list[LifetimeDistribution | None], str]:
     """One lifetime distribution per spot group: a user hazard, fitted data or a band."""
+    from gpucast.predict.revocation import (
+        ExponentialLifetime,
+        RevocationModel,
+        hazard_from_interruption_band,
+    )
+
     if not any(g.spot for g in groups):
         return [None] * len(groups), "not used (every worker on demand)"
     if hazard is not None:
@@ -462,6 +470,8 @@ def step_times(
 def cluster_model(data_dir: Path | None) -> tuple[ClusterModel, str]:
     """The distributed-scaling model: fitted on CM-DARE's cluster_scaling runs when at hand,
     else carrying the planner's built-in constants (:class:`gpucast.plan.inputs.PerfParams`)."""
+    from gpucast.predict.cluster import ClusterModel
+
     folder = None if data_dir is None else data_dir / "cmdare" / "cluster_scaling"
     if folder is not None and folder.is_dir():
         from gpucast.store.datasets.cmdare_cluster import cluster_fit_table
@@ -523,6 +533,8 @@ def speed_table(
     rtt_s: float,
 ) -> tuple[SpeedTable, str]:
     """Cluster steps/s for every count of ready workers per group, from the cluster model."""
+    from gpucast.simulate.transient import SpeedTable
+
     includes_ps = all(steps[g.gpu].includes_ps for g in groups)
     per_group = [
         steps[g.gpu].step_time_s + (2.0 * rtt_s if g.region != ps_region else 0.0) for g in groups
@@ -570,6 +582,8 @@ def startup(
 ) -> tuple[list[Delay], list[Delay], str]:
     """Start-up delay samplers (spot, on-demand) per worker group plus one for the PS:
     :class:`~gpucast.predict.overheads.StartupModel` fitted on CM-DARE's launches."""
+    import numpy as np
+
     folder = None if data_dir is None else data_dir / "cmdare" / "startup_time"
     n = len(groups) + 1
     if folder is None or not folder.is_dir():
@@ -646,6 +660,8 @@ def checkpoint_s(work: WorkloadInputs, data_dir: Path | None) -> tuple[float, st
 
 
 def restart_penalty(data_dir: Path | None) -> tuple[float, str]:
+    from gpucast.predict.revocation import estimate_restart_penalty
+
     folder = None if data_dir is None else data_dir / "cmdare" / "chief_rejoining"
     if folder is None or not folder.is_dir():
         return DEFAULT_RESTART_PENALTY_S, (

@@ -10,20 +10,19 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import numpy as np
-import pandas as pd
 import typer
 
 from gpucast.cli._common import console
 from gpucast.domain.errors import DataFormatError, InvalidInputError
-from gpucast.predict.cluster import STRATEGIES, ClusterModel
-from gpucast.predict.overheads import CheckpointModel
-from gpucast.store.datasets.cmdare_checkpoint import read_checkpoint_csv
-from gpucast.store.datasets.cmdare_cluster import cluster_fit_table
-from gpucast.store.files import write_csv_atomic
-from gpucast.store.models import load_model, save_model
+
+if TYPE_CHECKING:  # heavy (pandas, scipy): imported inside the commands that need them
+    import numpy as np
+    import pandas as pd
+
+    from gpucast.predict.cluster import ClusterModel
+    from gpucast.predict.overheads import CheckpointModel
 
 GPU_COL = "GPU (temp)"
 MODEL_COL = "Model (temp)"
@@ -42,6 +41,8 @@ CKPT_OUT = "Predicted Duration (s)"
 
 # ---------------------------------------------------------------------- helpers
 def _read_rows(path: Path) -> pd.DataFrame:
+    import pandas as pd
+
     if not path.is_file():
         raise DataFormatError(str(path), "file not found", fix="check the --input path")
     try:
@@ -68,6 +69,8 @@ def _number(
     optional: bool = False,
 ) -> np.ndarray:
     """Parse a column; the first bad cell raises with its line (header = line 1)."""
+    import numpy as np
+
     out = np.full(len(frame), np.nan)
     for i, text in enumerate(frame[column].astype(str)):
         text = text.strip()
@@ -102,6 +105,8 @@ def _number(
 def _load(
     path: Path, cls: type[ClusterModel] | type[CheckpointModel]
 ) -> ClusterModel | CheckpointModel:
+    from gpucast.store.models import load_model
+
     model = load_model(path)
     if not isinstance(model, cls):
         raise InvalidInputError(
@@ -125,6 +130,10 @@ def fit_cluster_command(
     ] = None,
 ) -> None:
     """Fit the distributed-scaling model on CM-DARE cluster runs (1 PS, N workers)."""
+    from gpucast.predict.cluster import ClusterModel
+    from gpucast.store.datasets.cmdare_cluster import cluster_fit_table
+    from gpucast.store.models import save_model
+
     table = cluster_fit_table(data, features)
     model = ClusterModel().fit(table.frame)
     save_model(model, out)
@@ -145,6 +154,12 @@ def predict_cluster_command(
     output: Annotated[Path, typer.Option("--output", help="CSV to write (input + predictions)")],
 ) -> None:
     """Predict cluster speed for each input row; adds Predicted Speed and Bottleneck."""
+    import numpy as np
+    import pandas as pd
+
+    from gpucast.predict.cluster import STRATEGIES, ClusterModel
+    from gpucast.store.files import write_csv_atomic
+
     fitted = _load(model, ClusterModel)
     assert isinstance(fitted, ClusterModel)
     rows = _read_rows(input)
@@ -229,6 +244,10 @@ def fit_checkpoint_command(
     out: Annotated[Path, typer.Option("--out", help="where to write the fitted model (JSON)")],
 ) -> None:
     """Fit checkpoint duration from checkpoint size (and .index size when present)."""
+    from gpucast.predict.overheads import CheckpointModel
+    from gpucast.store.datasets.cmdare_checkpoint import read_checkpoint_csv
+    from gpucast.store.models import save_model
+
     table = read_checkpoint_csv(data)
     if len(table.frame) < 3:
         raise DataFormatError(str(data), "has fewer than 3 usable rows", fix="check the file")
@@ -249,6 +268,11 @@ def predict_checkpoint_command(
     output: Annotated[Path, typer.Option("--output", help="CSV to write (input + predictions)")],
 ) -> None:
     """Predict checkpoint duration per row; adds Predicted Duration (s), Lower (s), Upper (s)."""
+    import pandas as pd
+
+    from gpucast.predict.overheads import CheckpointModel
+    from gpucast.store.files import write_csv_atomic
+
     fitted = _load(model, CheckpointModel)
     assert isinstance(fitted, CheckpointModel)
     rows = _read_rows(input)

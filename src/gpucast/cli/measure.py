@@ -12,10 +12,10 @@ from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gpucast.cli._common import console, emit_json, err_console, state
-from gpucast.domain.measurement import Measurement
 from gpucast.domain.workload import WorkloadSpec
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # gpucast.domain.measurement pulls in scipy; annotations only here
+    from gpucast.domain.measurement import Measurement
     from gpucast.workloads.base import Workload
 
 app = typer.Typer(no_args_is_help=True, help="Time training or inference steps.")

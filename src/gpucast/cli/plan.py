@@ -18,14 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import typer
-import yaml
 
 from gpucast import __version__
 from gpucast.cli._common import console, emit_json, published_data_dir, state
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.plan import OBJECTIVES, ModelInfo, TrainPlan, TrainRequest
 from gpucast.domain.units import parse_duration_s
-from gpucast.store.files import write_text_atomic
 
 app = typer.Typer(no_args_is_help=True, help="Plan training (and serving) clusters.")
 
@@ -67,9 +65,18 @@ DEFAULT_BAND = "5-10%"
 PROFILE_BATCH = 16
 
 
+def _write_text_atomic(path: Path, text: str) -> None:
+    """:func:`gpucast.store.files.write_text_atomic`, imported on use (the store is heavy)."""
+    from gpucast.store.files import write_text_atomic as write
+
+    write(path, text)
+
+
 # -- config -----------------------------------------------------------------------------------
 def load_config(path: Path) -> dict[str, Any]:
     """A plan YAML file as a dict with underscore keys; unknown keys are errors."""
+    import yaml
+
     if not path.is_file():
         raise InvalidSpecError("config", "file not found", got=str(path), fix="check the path")
     try:
@@ -239,7 +246,7 @@ def workload_profile(workload: str, precision: str, profile_file: Path | None) -
     if not user_model:
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(cached, json.dumps(prof.to_dict()))
+            _write_text_atomic(cached, json.dumps(prof.to_dict()))
         except OSError:
             pass  # caching is an optimisation; a read-only home must not fail the plan
     return prof
@@ -291,7 +298,7 @@ class _Lifetimes:
             self.fitted_on = f"{csv} ({len(frame)} lifetimes)"
             try:
                 cache.parent.mkdir(parents=True, exist_ok=True)
-                write_text_atomic(
+                _write_text_atomic(
                     cache,
                     json.dumps({"model": self.model.to_dict(), "fitted_on": self.fitted_on}),
                 )
@@ -749,11 +756,11 @@ def train(
     opts = _merge(flags, file_opts)
     plan = run_plan(opts, state(ctx).db_path)
     if save is not None:
-        write_text_atomic(save, plan_file_text(plan))
+        _write_text_atomic(save, plan_file_text(plan))
     if report is not None:
         from gpucast.report.html import plan_html
 
-        write_text_atomic(report, plan_html(plan))
+        _write_text_atomic(report, plan_html(plan))
     if json_out:
         emit_json(plan_json(plan))
         return

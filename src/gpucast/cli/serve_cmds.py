@@ -11,9 +11,8 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-import numpy as np
 import typer
 
 from gpucast.cli._common import console, emit_json, err_console
@@ -28,6 +27,9 @@ from gpucast.domain.serving import (
     ServerSpec,
 )
 from gpucast.domain.serving_plan import ServerOption
+
+if TYPE_CHECKING:  # numpy loads with the command that draws arrivals
+    import numpy as np
 
 #: What the latency predictor needs for one server option: the GPU and MIG profile (None for
 #: a CPU server) and the offer it is rented from.
@@ -71,6 +73,8 @@ def read_latency_table(path: Path) -> LatencyCurve:
 
 
 def _arrivals(kind: str, rate: float, duration_s: float, seed: int) -> tuple[np.ndarray, str]:
+    import numpy as np
+
     from gpucast.simulate import arrivals
 
     rng = np.random.default_rng(seed)
@@ -329,6 +333,8 @@ def read_trace_arrivals(path: Path, seed: int) -> tuple[np.ndarray, str]:
     """Arrival times (s) of a trace file: an Azure Functions 2019 per-minute count file (all
     its functions summed), an Azure LLM trace or an ``arrival_s`` CSV. Malformed rows are
     reported on stderr with their count and skipped."""
+    import numpy as np
+
     from gpucast.simulate import arrivals
 
     try:

@@ -15,15 +15,17 @@ import math
 import re
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from gpucast.cli import _simulate_inputs as inputs
 from gpucast.cli._common import console, emit_json, published_data_dir
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.simulation import ClusterScenario, SimulationResult, Summary
 from gpucast.domain.units import parse_duration_s
-from gpucast.simulate.transient import simulate_scenario
+
+if TYPE_CHECKING:  # numpy: imported by the command that simulates
+    from gpucast.domain.simulation import SimulationResult
 
 app = typer.Typer(no_args_is_help=True, help="Simulate training on transient clusters.")
 
@@ -73,6 +75,8 @@ def _checkpoint_every(text: str | None) -> tuple[int | None, float | None]:
 
 
 def _print(result: SimulationResult) -> None:
+    from gpucast.domain.simulation import Summary
+
     def row(label: str, s: Summary, fmt: str) -> str:
         return (
             f"  {label:<12} mean {s.mean:{fmt}}  median {s.median:{fmt}}  "
@@ -162,6 +166,9 @@ def train(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """How long and how much a training job takes on N spot (or on-demand) GPU workers."""
+    from gpucast.domain.simulation import ClusterScenario
+    from gpucast.simulate.transient import simulate_scenario
+
     # -- cheap checks first: one line, exit 2, before any model is fitted -----------------
     if workers is not None and workers < 1:
         raise InvalidSpecError("workers", "must be >= 1", got=workers, fix="e.g. --workers 4")

@@ -11,14 +11,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import typer
 
 from gpucast.cli._common import console, emit_json
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import DataFormatError, InvalidInputError
 from gpucast.domain.prediction import Estimate
-from gpucast.store.files import write_csv_atomic
 
 PREDICTED_COL = "Predicted Step Time (s)"
 LOWER_COL = "Lower (s)"
@@ -96,8 +94,11 @@ def predict_speed_command(
     Adds `Predicted Step Time (s)`, `Lower (s)`, `Upper (s)` and `Bottleneck` to a copy of the
     input rows. `GPU TFLOPS` may be empty: the catalog supplies the GPU's peak.
     """
+    import pandas as pd
+
     from gpucast.predict.speed import GPU_COL, SpeedModel
     from gpucast.store.datasets.cmdare_speed import read_speed_rows
+    from gpucast.store.files import write_csv_atomic
     from gpucast.store.models import load_model
 
     estimator = load_model(model)

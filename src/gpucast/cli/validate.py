@@ -10,14 +10,16 @@ from __future__ import annotations
 import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 import typer
 from rich.table import Table
 
 from gpucast.cli._common import DATA_DIR_ENV, console, emit_json
 from gpucast.domain.errors import InvalidSpecError
+
+if TYPE_CHECKING:  # pandas loads with the checks
+    import pandas as pd
 
 ENV_VAR = DATA_DIR_ENV
 
