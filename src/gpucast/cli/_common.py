@@ -80,3 +80,14 @@ def published_data_dir(given: Path | None) -> Path | None:
         got=str(given),
         fix="point --data-dir at the published data folder (e.g. ../shared/data)",
     )
+
+
+def emit_result(summary: dict[str, Any], text: str, *, as_json: bool) -> None:
+    """The one way a verb reports a result: ``summary`` as JSON with ``--json``, else ``text``."""
+    if as_json:
+        emit_json(summary)
+    else:
+        console.print(text, highlight=False)
+
+
+JSON_OPTION_HELP = "Print one JSON object instead of text."

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gpucast.cli._common import console
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_result
 from gpucast.domain.errors import DataFormatError, InvalidInputError
 
 if TYPE_CHECKING:  # heavy (pandas, scipy): imported inside the commands that need them
@@ -128,6 +128,7 @@ def fit_cluster_command(
             "--features", help="single_gpu_speed.csv with model features [default: ../speed/]"
         ),
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
 ) -> None:
     """Fit the distributed-scaling model on CM-DARE cluster runs (1 PS, N workers)."""
     from gpucast.predict.cluster import ClusterModel
@@ -137,14 +138,26 @@ def fit_cluster_command(
     table = cluster_fit_table(data, features)
     model = ClusterModel().fit(table.frame)
     save_model(model, out)
-    for reason in table.skipped:
-        console.print(f"skipped: {reason}")
+    if not as_json:
+        for reason in table.skipped:
+            console.print(f"skipped: {reason}")
     cv = "n/a" if model.cv_mape_pct_ is None else f"{model.cv_mape_pct_:.1f}%"
-    console.print(
+    summary = {
+        "model_file": str(out),
+        "runs": len(table.frame),
+        "models": len(model.models_),
+        "ps_network_efficiency": model.network_efficiency_,
+        "per_tensor_cost_s": model.per_tensor_cost_s_,
+        "lomo_mape_pct": model.cv_mape_pct_,
+        "skipped": list(table.skipped),
+    }
+    emit_result(
+        summary,
         f"fitted cluster model on {len(table.frame)} runs of {len(model.models_)} models; "
         f"PS network efficiency {model.network_efficiency_:.2f}, "
         f"per-tensor cost {1e3 * (model.per_tensor_cost_s_ or 0.0):.3f} ms; "
-        f"leave-one-model-out MAPE {cv} -> {out}"
+        f"leave-one-model-out MAPE {cv} -> {out}",
+        as_json=as_json,
     )
 
 
@@ -152,6 +165,7 @@ def predict_cluster_command(
     model: Annotated[Path, typer.Option("--model", help="JSON from `gpucast fit cluster`")],
     input: Annotated[Path, typer.Option("--input", help="CSV of rows to predict")],
     output: Annotated[Path, typer.Option("--output", help="CSV to write (input + predictions)")],
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
 ) -> None:
     """Predict cluster speed for each input row; adds Predicted Speed and Bottleneck."""
     import numpy as np
@@ -233,7 +247,12 @@ def predict_cluster_command(
     result["Bottleneck"] = pred["bottleneck"].to_numpy()
     result["PS Shards Needed"] = pred["ps_shards_needed"].to_numpy()
     write_csv_atomic(result, output)
-    console.print(f"predicted {len(result)} rows -> {output}")
+    bottlenecks = result["Bottleneck"].astype(str).value_counts().to_dict()
+    emit_result(
+        {"output": str(output), "rows": len(result), "bottlenecks": bottlenecks},
+        f"predicted {len(result)} rows -> {output}",
+        as_json=as_json,
+    )
 
 
 # ---------------------------------------------------------------------- checkpoint
@@ -242,6 +261,7 @@ def fit_checkpoint_command(
         Path, typer.Option("--data", help="CM-DARE checkpoint CSV (e.g. whole_data.csv)")
     ],
     out: Annotated[Path, typer.Option("--out", help="where to write the fitted model (JSON)")],
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
 ) -> None:
     """Fit checkpoint duration from checkpoint size (and .index size when present)."""
     from gpucast.predict.overheads import CheckpointModel
@@ -253,12 +273,20 @@ def fit_checkpoint_command(
         raise DataFormatError(str(data), "has fewer than 3 usable rows", fix="check the file")
     model = CheckpointModel().fit(table.frame)
     save_model(model, out)
-    for reason in table.skipped:
-        console.print(f"skipped: {reason}")
+    if not as_json:
+        for reason in table.skipped:
+            console.print(f"skipped: {reason}")
     cv = "n/a" if model.cv_mape_pct_ is None else f"{model.cv_mape_pct_:.1f}%"
-    console.print(
+    emit_result(
+        {
+            "model_file": str(out),
+            "rows": len(table.frame),
+            "lomo_mape_pct": model.cv_mape_pct_,
+            "skipped": list(table.skipped),
+        },
         f"fitted checkpoint model on {len(table.frame)} rows; "
-        f"leave-one-model-out MAPE {cv} -> {out}"
+        f"leave-one-model-out MAPE {cv} -> {out}",
+        as_json=as_json,
     )
 
 
@@ -266,6 +294,7 @@ def predict_checkpoint_command(
     model: Annotated[Path, typer.Option("--model", help="JSON from `gpucast fit checkpoint`")],
     input: Annotated[Path, typer.Option("--input", help="CSV with Checkpoint Size (MB)")],
     output: Annotated[Path, typer.Option("--output", help="CSV to write (input + predictions)")],
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_OPTION_HELP)] = False,
 ) -> None:
     """Predict checkpoint duration per row; adds Predicted Duration (s), Lower (s), Upper (s)."""
     import pandas as pd
@@ -286,4 +315,8 @@ def predict_checkpoint_command(
     result["Lower (s)"] = pred["lower"].to_numpy()
     result["Upper (s)"] = pred["upper"].to_numpy()
     write_csv_atomic(result, output)
-    console.print(f"predicted {len(result)} rows -> {output}")
+    emit_result(
+        {"output": str(output), "rows": len(result)},
+        f"predicted {len(result)} rows -> {output}",
+        as_json=as_json,
+    )

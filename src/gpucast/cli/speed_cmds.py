@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from gpucast.cli._common import console, emit_json
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, emit_result
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import DataFormatError, InvalidInputError
 from gpucast.domain.prediction import Estimate
@@ -88,6 +88,7 @@ def predict_speed_command(
     input_path: Path = typer.Option(..., "--input", help="Rows to predict (CM-DARE columns)."),
     output: Path = typer.Option(..., "--output", help="CSV to write: input rows + predictions."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, tf32, bf16, fp16 or fp8."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
 ) -> None:
     """Predict single-GPU step time for each row; GPUs without training data use the catalog.
 
@@ -122,9 +123,11 @@ def predict_speed_command(
     raw[BOTTLENECK_COL] = pred["bottleneck"].to_numpy()
     write_csv_atomic(raw, output)
     unseen = sorted(set(rows.loc[pred["source"] == "catalog", GPU_COL]))
-    console.print(
+    emit_result(
+        {"output": str(output), "rows": len(raw), "gpus_from_catalog_only": unseen},
         f"predicted {len(raw)} rows -> {output}"
-        + (f" ({', '.join(unseen)} from catalog specs: no training data)" if unseen else "")
+        + (f" ({', '.join(unseen)} from catalog specs: no training data)" if unseen else ""),
+        as_json=as_json,
     )
 
 
