@@ -91,3 +91,8 @@ def emit_result(summary: dict[str, Any], text: str, *, as_json: bool) -> None:
 
 
 JSON_OPTION_HELP = "Print one JSON object instead of text."
+
+
+def working(message: str) -> Any:
+    """A spinner on stderr while a verb computes (nothing when stderr is not a terminal)."""
+    return err_console.status(message, spinner="dots")

@@ -20,7 +20,7 @@ from typing import Any
 import typer
 
 from gpucast import __version__
-from gpucast.cli._common import console, emit_json, published_data_dir, state
+from gpucast.cli._common import console, emit_json, published_data_dir, state, working
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.plan import OBJECTIVES, ModelInfo, TrainPlan, TrainRequest
 from gpucast.domain.units import parse_duration_s
@@ -754,7 +754,8 @@ def train(
         "profile": profile,
     }
     opts = _merge(flags, file_opts)
-    plan = run_plan(opts, state(ctx).db_path)
+    with working("planning: profiling the workload, searching the catalog, simulating spot"):
+        plan = run_plan(opts, state(ctx).db_path)
     if save is not None:
         _write_text_atomic(save, plan_file_text(plan))
     if report is not None:

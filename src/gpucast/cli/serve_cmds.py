@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, cast
 
 import typer
 
-from gpucast.cli._common import console, emit_json, err_console
+from gpucast.cli._common import console, emit_json, err_console, working
 from gpucast.domain.catalog import GpuSpec, MigProfile, Offer
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.serving import (
@@ -579,14 +579,15 @@ def plan_serve_command(
 ) -> None:
     """The cheapest deployments that serve MODELs within a latency SLO, and the cost vs tail
     latency Pareto front: server type (GPU, MIG slice, CPU), count, batching, co-location."""
-    result = plan_serve_dict(
-        models=models, rate=rate, trace=trace, slo=slo, slo_ms=slo_ms,
-        slo_percentile=slo_percentile, gpus=gpus, migs=migs, no_mig=no_mig, no_cpu=no_cpu,
-        providers=providers, regions=regions, spot=spot, precision=precision,
-        max_batch_sizes=max_batch_sizes, max_delays_ms=max_delays_ms, instances=instances,
-        max_servers=max_servers, budget=budget, placement=placement,
-        latency_tables=latency_tables, duration_s=duration_s, seed=seed, config=config,
-    )  # fmt: skip
+    with working("planning: pruning server options and simulating the survivors"):
+        result = plan_serve_dict(
+            models=models, rate=rate, trace=trace, slo=slo, slo_ms=slo_ms,
+            slo_percentile=slo_percentile, gpus=gpus, migs=migs, no_mig=no_mig, no_cpu=no_cpu,
+            providers=providers, regions=regions, spot=spot, precision=precision,
+            max_batch_sizes=max_batch_sizes, max_delays_ms=max_delays_ms, instances=instances,
+            max_servers=max_servers, budget=budget, placement=placement,
+            latency_tables=latency_tables, duration_s=duration_s, seed=seed, config=config,
+        )  # fmt: skip
     if json_out:
         emit_json(result)
         return
