@@ -38,7 +38,7 @@ import numpy as np
 from scipy.optimize import nnls
 
 from gpucast.domain.catalog import GpuSpec, MigProfile, Offer
-from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.prediction import Estimate
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.serving import LatencyCurve
@@ -350,9 +350,15 @@ class BatchLatencyModel(Estimator):
 
     @classmethod
     def _from_state(cls, state: dict[str, Any]) -> Self:
-        model = cls(host_fraction=float(state["host_fraction"]))
-        model._coef = (float(state["fixed_s"]), float(state["per_sample_s"]))
-        model._rel_halfwidth = float(state["rel_halfwidth"])
-        model._source = str(state["source"])
-        model._max_batch = int(state["max_batch"])
+        try:
+            model = cls(host_fraction=float(state["host_fraction"]))
+            model._coef = (float(state["fixed_s"]), float(state["per_sample_s"]))
+            model._rel_halfwidth = float(state["rel_halfwidth"])
+            model._source = str(state["source"])
+            model._max_batch = int(state["max_batch"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"batch-latency model state is malformed ({type(exc).__name__}: {exc})",
+                fix="refit it with `gpucast measure infer-curve`",
+            ) from exc
         return model

@@ -1,0 +1,485 @@
+"""The one contract every registered performance model (estimator) must pass.
+
+Each ``kind`` in :data:`gpucast.predict.base.REGISTRY` has a :class:`Case` below: how to build
+it unfitted, tiny synthetic fit inputs, the prediction calls to compare, and the calls that
+must refuse an unfitted model. The tests check, for every kind:
+
+* the table covers the whole registry (a new estimator without a case fails);
+* predicting, and ``to_dict`` / ``save_model``, before ``fit`` raise :class:`NotFittedError`;
+* ``fit`` returns ``self`` and does not modify its inputs;
+* ``to_dict`` is strict JSON and survives ``json`` + :func:`estimator_from_dict` and
+  ``save_model`` / ``load_model`` with identical predictions (and an identical ``to_dict``);
+* ``from_dict`` refuses another kind, another ``schema_version`` or a malformed state with
+  :class:`InvalidInputError`.
+
+Only public APIs are used. Model-specific behaviour is tested in the other files here.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import math
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from speed_factories import NEW, synthetic_rows
+
+import gpucast.predict
+from gpucast.domain.errors import InvalidInputError, NotFittedError
+from gpucast.domain.prediction import Estimate
+from gpucast.predict.base import REGISTRY, Estimator, estimator_from_dict
+from gpucast.predict.cluster import ClusterModel
+from gpucast.predict.overheads import CheckpointModel, FrameworkStartModel, StartupModel
+from gpucast.predict.revocation import GCP_PREEMPTIBLE_CAP_S, RevocationModel, censor_observed
+from gpucast.predict.serving import BatchLatencyModel
+from gpucast.predict.speed import MODEL_COL, TENSORS_COL, SpeedFeatures, SpeedModel
+from gpucast.store.models import load_model, save_model
+
+# Import every module of the predict package so that every registered estimator is in
+# REGISTRY, including one added after this file was written.
+for _module in pkgutil.iter_modules(gpucast.predict.__path__, "gpucast.predict."):
+    importlib.import_module(_module.name)
+
+FitInputs = tuple[tuple[Any, ...], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Case:
+    """How to exercise one estimator kind through its public API."""
+
+    #: A new, unfitted estimator.
+    make: Callable[[], Estimator]
+    #: Fresh ``(args, kwargs)`` for ``fit`` (tiny synthetic data).
+    fit_inputs: Callable[[], FitInputs]
+    #: Prediction outputs to compare between a model and its reloaded copy.
+    predict: Callable[[Any], list[Any]]
+    #: Every prediction-like call; each must raise NotFittedError on an unfitted model.
+    unfitted_calls: tuple[Callable[[Any], object], ...]
+
+
+# ------------------------------------------------------------------------------- speed
+_SPEED_FEATURES = SpeedFeatures(model_flops=3e9, n_params=3.4e6, n_tensors=200)
+
+
+def _speed_inputs() -> FitInputs:
+    rows = synthetic_rows(noise=0.03)
+    rows = rows[rows[MODEL_COL].isin([f"m{i}" for i in range(5)])].copy()
+    rows.loc[rows.index[3], TENSORS_COL] = np.nan  # imputed from the same model, on a copy
+    return (rows,), {"specs": {"NEW": NEW}}
+
+
+def _speed_predict(model: SpeedModel) -> list[Any]:
+    rows = synthetic_rows().head(8)
+    return [
+        model.predict(_SPEED_FEATURES, "SLOW"),
+        model.predict(_SPEED_FEATURES, NEW),  # unseen GPU: scaled by peak
+        model.predict(_SPEED_FEATURES, NEW, precision="fp16"),
+        model.predict_frame(rows),
+        model.achieved_efficiency(batch_size=128),
+    ]
+
+
+SPEED = Case(
+    make=SpeedModel,
+    fit_inputs=_speed_inputs,
+    predict=_speed_predict,
+    unfitted_calls=(
+        lambda m: m.predict(_SPEED_FEATURES, "SLOW"),
+        lambda m: m.predict_frame(synthetic_rows().head(2)),
+        lambda m: m.achieved_efficiency(batch_size=128),
+    ),
+)
+
+
+# ----------------------------------------------------------------------------- cluster
+def _cluster_inputs() -> FitInputs:
+    rows = []
+    for model, params, tensors in (("a", 1e6, 50), ("b", 5e6, 200), ("c", 3e7, 200)):
+        for gpu, step_s in (("slow", 0.5), ("fast", 0.12)):
+            for workers in (1, 2, 4, 8):
+                # Sub-linear scaling that worsens with model size (a loaded PS).
+                loss = 1 + 0.02 * (workers - 1) * params / 1e6 * step_s**-0.5 / 10
+                rows.append(
+                    {
+                        "gpu": gpu,
+                        "model": model,
+                        "workers": workers,
+                        "speed_steps_per_s": workers / step_s / loss,
+                        "n_parameters": params,
+                        "n_tensors": tensors,
+                    }
+                )
+    return (pd.DataFrame(rows),), {}
+
+
+_CLUSTER_FRAME = pd.DataFrame(
+    {
+        "single_worker_step_time_s": [0.2, 0.2, 0.5, 0.1],
+        "workers": [1, 6, 4, 8],
+        "param_bytes": [4e7, 4e7, 1.2e8, 2e7],
+        "n_tensors": [100, 100, 200, 50],
+        "strategy": ["ps-async", "ps-async", "allreduce", "ps-sync"],
+    }
+)
+
+
+def _cluster_predict(model: ClusterModel) -> list[Any]:
+    out: list[Any] = [
+        model.predict(0.2, 6, 2, strategy, param_bytes=4e7, n_tensors=100)
+        for strategy in ("ps-async", "ps-sync", "allreduce", "fsdp")
+    ]
+    out.append(model.predict([0.2, 0.3, 0.5], param_bytes=1.2e8, n_tensors=200))
+    out.append(model.predict_frame(_CLUSTER_FRAME))
+    out.append(model.single_worker_step_time("slow", "a"))
+    return out
+
+
+CLUSTER = Case(
+    make=ClusterModel,
+    fit_inputs=_cluster_inputs,
+    predict=_cluster_predict,
+    unfitted_calls=(
+        lambda m: m.predict(0.1, 4, param_bytes=1e6, n_tensors=10),
+        lambda m: m.predict_frame(_CLUSTER_FRAME),
+        lambda m: m.single_worker_step_time("slow", "a"),
+    ),
+)
+
+
+# -------------------------------------------------------------------------- checkpoint
+def _checkpoint_inputs() -> FitInputs:
+    rng = np.random.default_rng(0)
+    rows = []
+    for i, size in enumerate([5.0, 10.0, 20.0, 40.0, 80.0]):
+        for _ in range(3):
+            local = 0.2 + 0.01 * size
+            upload = (3.0 + 0.015 * size + 0.004 * size / 4) * (1 + 0.03 * rng.standard_normal())
+            rows.append(
+                {
+                    "model": f"m{i}",
+                    "checkpoint_mb": size,
+                    "index_mb": size / 4,
+                    "local_s": local,
+                    "duration_s": local + upload,
+                }
+            )
+    return (pd.DataFrame(rows),), {}
+
+
+_CHECKPOINT_FRAME = pd.DataFrame({"checkpoint_mb": [10.0, 100.0], "index_mb": [2.5, np.nan]})
+
+
+CHECKPOINT = Case(
+    make=CheckpointModel,
+    fit_inputs=_checkpoint_inputs,
+    predict=lambda m: [
+        m.predict(100.0),
+        m.predict(100.0, 25.0),
+        m.predict_frame(_CHECKPOINT_FRAME),
+    ],
+    unfitted_calls=(
+        lambda m: m.predict(10.0),
+        lambda m: m.predict_frame(_CHECKPOINT_FRAME),
+    ),
+)
+
+
+# ----------------------------------------------------------------------------- startup
+def _startup_inputs() -> FitInputs:
+    rng = np.random.default_rng(1)
+    rows = []
+    for market, staging in (("spot", 45.0), ("on_demand", 28.0)):  # old spelling, normalised
+        for region in ("east", "west"):
+            for _ in range(5):
+                rows.append(
+                    {
+                        "gpu": "K80",
+                        "market": market,
+                        "region": region,
+                        "provisioning_s": rng.lognormal(np.log(1.8), 0.2),
+                        "staging_s": rng.lognormal(np.log(staging), 0.1),
+                        "booting_s": rng.lognormal(np.log(40.0), 0.05),
+                    }
+                )
+    return (pd.DataFrame(rows),), {}
+
+
+STARTUP = Case(
+    make=StartupModel,
+    fit_inputs=_startup_inputs,
+    predict=lambda m: [
+        m.predict("K80", "spot"),
+        m.predict("K80", "on-demand", region="east"),
+        m.sample(np.random.default_rng(7), 50, gpu="K80", market="spot"),
+    ],
+    unfitted_calls=(
+        lambda m: m.predict("K80", "spot"),
+        lambda m: m.sample(np.random.default_rng(0), 5, gpu="K80", market="spot"),
+    ),
+)
+
+
+# --------------------------------------------------------------------- framework start
+def _framework_inputs() -> FitInputs:
+    rows = pd.DataFrame(
+        {"n_parameters": [1e6, 1e7, 5e7, 1e8], "step_time_s": [0.05, 0.1, 0.3, 0.5]}
+    )
+    rows["cold_start_s"] = 4.0 + 0.05 * rows["n_parameters"] / 1e6 + 5 * rows["step_time_s"]
+    rows.loc[2, "cold_start_s"] += 0.3  # not an exact fit
+    return (rows,), {}
+
+
+FRAMEWORK_START = Case(
+    make=FrameworkStartModel,
+    fit_inputs=_framework_inputs,
+    predict=lambda m: [m.predict(2e7, 0.2), m.predict(2e7, 0.2, warm=True)],
+    unfitted_calls=(lambda m: m.predict(1e6, 0.1),),
+)
+
+
+# -------------------------------------------------------------------------- revocation
+_H = 3600.0
+
+
+def _revocation_inputs() -> FitInputs:
+    rng = np.random.default_rng(0)
+    rows: list[tuple[str, str, float]] = []
+    for zone, scale_h in (("us-central1-c", 10.0), ("europe-west1-b", 40.0)):
+        d = np.minimum(rng.weibull(0.7, 15) * scale_h * _H, GCP_PREEMPTIBLE_CAP_S + 300)
+        rows += [("K80", zone, float(x)) for x in d]
+    rows += [("K80", "us-east1-c", GCP_PREEMPTIBLE_CAP_S + 300)] * 3  # never revoked
+    frame = pd.DataFrame(rows, columns=["gpu", "region", "duration_s"])
+    frame["observed"] = censor_observed(frame["duration_s"])
+    return (frame,), {}
+
+
+_TIMES_S = np.array([0.0, 600.0, 5 * _H, 20 * _H, GCP_PREEMPTIBLE_CAP_S])
+
+
+def _revocation_predict(m: RevocationModel) -> list[Any]:
+    out: list[Any] = []
+    for region in ("us-central1", "us-east1"):  # own fit; pooled fallback
+        out.append(m.source("K80", region))
+        out.append(m.survival(_TIMES_S, "K80", region))
+        out.append(m.sample_lifetimes(np.random.default_rng(3), 50, "K80", region))
+    out.extend([m.gpus(), m.regions("K80"), m.km_table("K80"), m.group_stats("K80")])
+    return out
+
+
+REVOCATION = Case(
+    make=RevocationModel,
+    fit_inputs=_revocation_inputs,
+    predict=_revocation_predict,
+    unfitted_calls=(
+        lambda m: m.distribution("K80", "us-central1"),
+        lambda m: m.survival(_TIMES_S, "K80", "us-central1"),
+        lambda m: m.sample_lifetimes(np.random.default_rng(0), 5, "K80", "us-central1"),
+        lambda m: m.source("K80", "us-central1"),
+        lambda m: m.gpus(),
+        lambda m: m.regions("K80"),
+        lambda m: m.group_stats("K80"),
+        lambda m: m.km_table("K80"),
+    ),
+)
+
+
+# ----------------------------------------------------------------------- batch latency
+def _batch_latency_inputs() -> FitInputs:
+    sizes = [1, 2, 4, 8, 16]
+    latency = [0.005 + 0.002 * b * (1 + 0.01 * (-1) ** b) for b in sizes]
+    return (sizes, latency), {"source": "contract test"}
+
+
+BATCH_LATENCY = Case(
+    make=BatchLatencyModel,
+    fit_inputs=_batch_latency_inputs,
+    predict=lambda m: [m.predict(3), m.predict(64), m.coefficients, m.curve(32)],
+    unfitted_calls=(
+        lambda m: m.predict(1),
+        lambda m: m.coefficients,
+        lambda m: m.curve(8),
+    ),
+)
+
+
+CASES: dict[str, Case] = {
+    "speed": SPEED,
+    "cluster": CLUSTER,
+    "checkpoint": CHECKPOINT,
+    "startup": STARTUP,
+    "framework_start": FRAMEWORK_START,
+    "revocation": REVOCATION,
+    "batch-latency": BATCH_LATENCY,
+}
+
+#: Known contract failures: kind -> {test name: reason}. Marked ``xfail(strict=True)`` so a
+#: fix makes the test fail until the entry is removed.
+KNOWN_FAILURES: dict[str, dict[str, str]] = {}
+
+
+def _kinds(test: str) -> list[Any]:
+    params = []
+    for kind in sorted(CASES):
+        reason = KNOWN_FAILURES.get(kind, {}).get(test)
+        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        params.append(pytest.param(kind, id=kind, marks=marks))
+    return params
+
+
+# ----------------------------------------------------------------------------- helpers
+def _assert_same(a: Any, b: Any, where: str = "output") -> None:
+    """Exact equality of prediction outputs (Estimates, frames, arrays, containers)."""
+    if isinstance(a, Estimate) or isinstance(b, Estimate):
+        assert isinstance(a, Estimate) and isinstance(b, Estimate), where
+        assert a.to_dict() == b.to_dict(), where
+    elif isinstance(a, pd.DataFrame):
+        assert isinstance(b, pd.DataFrame), where
+        pd.testing.assert_frame_equal(a, b, check_exact=True, obj=where)
+    elif isinstance(a, pd.Series):
+        assert isinstance(b, pd.Series), where
+        pd.testing.assert_series_equal(a, b, check_exact=True, obj=where)
+    elif isinstance(a, np.ndarray):
+        assert isinstance(b, np.ndarray) and a.dtype == b.dtype, where
+        np.testing.assert_array_equal(a, b, err_msg=where, strict=True)
+    elif isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _assert_same(x, y, f"{where}[{i}]")
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), where
+        for key in a:
+            _assert_same(a[key], b[key], f"{where}[{key!r}]")
+    elif isinstance(a, float) and math.isnan(a):
+        assert isinstance(b, float) and math.isnan(b), where
+    else:
+        assert a == b, where
+
+
+def _fitted(kind: str) -> Estimator:
+    case = CASES[kind]
+    args, kwargs = case.fit_inputs()
+    return case.make().fit(*args, **kwargs)
+
+
+def _round_trip_json(model: Estimator) -> Estimator:
+    return estimator_from_dict(json.loads(json.dumps(model.to_dict(), allow_nan=False)))
+
+
+# ------------------------------------------------------------------------------- tests
+def test_every_registered_estimator_has_a_case() -> None:
+    assert set(REGISTRY) == set(CASES), (
+        f"kinds without a contract case: {sorted(set(REGISTRY) - set(CASES))}; "
+        f"cases for unregistered kinds: {sorted(set(CASES) - set(REGISTRY))}"
+    )
+    for kind, case in CASES.items():
+        model = case.make()
+        assert type(model) is REGISTRY[kind]
+        assert model.kind == kind
+
+
+@pytest.mark.parametrize("kind", _kinds("test_unfitted_model_refuses_to_predict_or_save"))
+def test_unfitted_model_refuses_to_predict_or_save(kind: str, tmp_path: Path) -> None:
+    case = CASES[kind]
+    model = case.make()
+    assert not model.is_fitted
+    for i, call in enumerate(case.unfitted_calls):
+        with pytest.raises(NotFittedError):
+            call(model)
+        assert not model.is_fitted, f"unfitted call {i} fitted the model"
+    with pytest.raises(NotFittedError):
+        model.to_dict()
+    with pytest.raises(NotFittedError):
+        save_model(model, tmp_path / "model.json")
+    assert not (tmp_path / "model.json").exists()
+
+
+@pytest.mark.parametrize("kind", _kinds("test_fit_returns_self_and_leaves_its_inputs_alone"))
+def test_fit_returns_self_and_leaves_its_inputs_alone(kind: str) -> None:
+    case = CASES[kind]
+    args, kwargs = case.fit_inputs()
+    before_args, before_kwargs = copy.deepcopy(args), copy.deepcopy(kwargs)
+    model = case.make()
+    assert model.fit(*args, **kwargs) is model
+    assert model.is_fitted
+    _assert_same(args, before_args, "fit args")
+    _assert_same(kwargs, before_kwargs, "fit kwargs")
+    # The fitted model answers every call that refused it before.
+    for call in case.unfitted_calls:
+        call(model)
+
+
+@pytest.mark.parametrize("kind", _kinds("test_json_round_trip_gives_identical_predictions"))
+def test_json_round_trip_gives_identical_predictions(kind: str) -> None:
+    case = CASES[kind]
+    model = _fitted(kind)
+    saved = model.to_dict()
+    assert saved["kind"] == kind
+    assert saved["schema_version"] == REGISTRY[kind].schema_version
+    text = json.dumps(saved, allow_nan=False)  # strict JSON: no NaN/inf, no numpy scalars
+    again = estimator_from_dict(json.loads(text))
+    assert type(again) is type(model)
+    assert again.is_fitted
+    _assert_same(case.predict(again), case.predict(model), f"{kind} predictions")
+    # Saving the reloaded model writes the same state again.
+    assert json.dumps(again.to_dict(), allow_nan=False, sort_keys=True) == json.dumps(
+        saved, allow_nan=False, sort_keys=True
+    )
+    # The class's own from_dict reads it too.
+    direct = REGISTRY[kind].from_dict(json.loads(text))
+    _assert_same(case.predict(direct), case.predict(model), f"{kind} predictions (from_dict)")
+
+
+@pytest.mark.parametrize("kind", _kinds("test_save_load_round_trip_gives_identical_predictions"))
+def test_save_load_round_trip_gives_identical_predictions(kind: str, tmp_path: Path) -> None:
+    case = CASES[kind]
+    model = _fitted(kind)
+    path = tmp_path / f"{kind}.json"
+    save_model(model, path)
+    again = load_model(path)
+    assert type(again) is type(model)
+    _assert_same(case.predict(again), case.predict(model), f"{kind} predictions")
+    save_model(again, tmp_path / "again.json")
+    assert (tmp_path / "again.json").read_text(encoding="utf-8") == path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("kind", _kinds("test_from_dict_rejects_another_kind_or_schema"))
+def test_from_dict_rejects_another_kind_or_schema(kind: str) -> None:
+    cls = REGISTRY[kind]
+    saved = _fitted(kind).to_dict()
+    other = next(k for k in sorted(REGISTRY) if k != kind)
+    for bad_kind in (other, "no-such-model", None):
+        blob = copy.deepcopy(saved) | {"kind": bad_kind}
+        with pytest.raises(InvalidInputError):
+            cls.from_dict(blob)
+    with pytest.raises(InvalidInputError):
+        estimator_from_dict(copy.deepcopy(saved) | {"kind": "no-such-model"})
+    without_kind = {k: v for k, v in saved.items() if k != "kind"}
+    with pytest.raises(InvalidInputError):
+        estimator_from_dict(without_kind)
+    version = cls.schema_version
+    for bad_version in (version + 1, version - 1, str(version), None):
+        blob = copy.deepcopy(saved) | {"schema_version": bad_version}
+        with pytest.raises(InvalidInputError):
+            cls.from_dict(blob)
+        with pytest.raises(InvalidInputError):
+            estimator_from_dict(blob)
+    without_version = {k: v for k, v in saved.items() if k != "schema_version"}
+    with pytest.raises(InvalidInputError):
+        cls.from_dict(without_version)
+
+
+@pytest.mark.parametrize("kind", _kinds("test_from_dict_rejects_a_malformed_state"))
+def test_from_dict_rejects_a_malformed_state(kind: str) -> None:
+    cls = REGISTRY[kind]
+    saved = _fitted(kind).to_dict()
+    for bad_state in (None, [], "state", {}):
+        with pytest.raises(InvalidInputError):
+            cls.from_dict(copy.deepcopy(saved) | {"state": bad_state})
