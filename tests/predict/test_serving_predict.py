@@ -80,3 +80,16 @@ def test_colocation_table_and_overhead() -> None:
     assert request_overhead_s(1.25e6, 10.0, rtt_s=0.0) == pytest.approx(0.001)
     with pytest.raises(InvalidSpecError):
         request_overhead_s(1.0, 0.0)
+
+
+def test_device_scale_stretches_only_the_device_part() -> None:
+    p4 = load_catalog().gpu("P4")
+    base = predict_latency_curve(WORK, p4, max_batch=8)
+    slow = predict_latency_curve(WORK, p4, max_batch=8, device_scale=1.5)
+    assert slow.host_s == pytest.approx(base.host_s)
+    for b in (1, 2, 4, 8):
+        assert slow.device_s(b) == pytest.approx(1.5 * base.device_s(b))
+        assert slow.latency(b) > base.latency(b)
+    assert "device time x1.5" in slow.source
+    with pytest.raises(InvalidSpecError, match="device_scale"):
+        predict_latency_curve(WORK, p4, device_scale=0.0)

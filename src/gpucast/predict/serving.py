@@ -15,7 +15,9 @@ Three ways to a :class:`~gpucast.domain.serving.LatencyCurve` (seconds per batch
   with the efficiencies of :class:`gpucast.predict.roofline.RooflineEfficiency` (documented
   priors, not fits) and FLOPs and bytes linear in ``b`` (taken from two profiles).
   ``calibration_scale`` (from :func:`calibration_scale`: a measured curve on any device over
-  the roofline's prediction for that device) multiplies every term.
+  the roofline's prediction for that device) multiplies every term; ``device_scale``
+  multiplies only the compute and bandwidth terms (the same as dividing both roofline
+  efficiencies by it), leaving the launch term and ``host_s`` alone.
 * **MIG**: a slice with ``c`` of 7 compute slices and ``m`` GiB of the GPU's ``M`` runs the
   compute term ``7 / c`` and the bandwidth term ``M / m`` times slower (bandwidth goes with
   memory slices); the launch overhead is unchanged.
@@ -182,6 +184,7 @@ def predict_latency_curve(
     mig: MigProfile | None = None,
     efficiency: RooflineEfficiency | None = None,
     calibration_scale: float = 1.0,
+    device_scale: float = 1.0,
     source: str | None = None,
 ) -> LatencyCurve:
     """Roofline latency of batches 1..``max_batch`` on ``device`` (see the module docstring)."""
@@ -189,6 +192,8 @@ def predict_latency_curve(
         raise InvalidSpecError("max_batch", "must be >= 1", got=max_batch)
     if not (math.isfinite(calibration_scale) and calibration_scale > 0):
         raise InvalidSpecError("calibration_scale", "must be > 0", got=calibration_scale)
+    if not (math.isfinite(device_scale) and device_scale > 0):
+        raise InvalidSpecError("device_scale", "must be > 0", got=device_scale)
     eff = efficiency or RooflineEfficiency()
     dev = DeviceRoofline.of_gpu(device, precision) if isinstance(device, GpuSpec) else device
     c_slow = b_slow = 1.0
@@ -205,7 +210,8 @@ def predict_latency_curve(
     lat = []
     for b in sizes:
         t = _terms(work, b, dev, precision, eff, c_slow, b_slow)
-        lat.append(sum(t.values()) * calibration_scale)
+        on_device = t["compute"] + t["memory_bandwidth"]
+        lat.append((t["overhead"] + device_scale * on_device) * calibration_scale)
     host = _terms(work, 1, dev, precision, eff, c_slow, b_slow)["overhead"] * calibration_scale
     return LatencyCurve(
         batch_sizes=sizes,
@@ -215,6 +221,7 @@ def predict_latency_curve(
         or (
             f"roofline {work.name} on {label} ({precision})"
             + ("" if calibration_scale == 1.0 else f", calibrated x{calibration_scale:.3g}")
+            + ("" if device_scale == 1.0 else f", device time x{device_scale:.3g}")
         ),
     )
 
