@@ -4,7 +4,9 @@ The shell between files and the pure simulator: it reads the catalog, a price ta
 published data (``--data-dir`` / ``$GPUCAST_SHARED_DATA``), fits the models the data supports
 (server lifetimes, cluster scaling, VM start-up, checkpoint cost, restart penalty) and falls
 back to documented constants where the data is absent. Every function returns its value and
-a one-line ``source`` that ends up in the result's ``sources``.
+a one-line ``source`` that ends up in the result's ``sources``. Fits are cached by
+:mod:`gpucast.store.cache` (keyed by the data files' sizes and mtimes), so only the first call
+on a given data folder pays for them.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ if TYPE_CHECKING:  # numpy, scipy and the models load inside the functions that 
 
     from gpucast.domain.simulation import PriceTable, WorkerGroup
     from gpucast.predict.cluster import ClusterModel
-    from gpucast.predict.revocation import LifetimeDistribution
+    from gpucast.predict.revocation import LifetimeDistribution, RevocationModel
     from gpucast.simulate.transient import Delay, Sampler, SpeedTable
 
 #: Strategies `simulate train` offers (FSDP has no validated cluster model to lean on).
@@ -213,11 +215,7 @@ def lifetimes(
     method: str,
 ) -> tuple[list[LifetimeDistribution | None], str]:
     """One lifetime distribution per spot group: a user hazard, fitted data or a band."""
-    from gpucast.predict.revocation import (
-        ExponentialLifetime,
-        RevocationModel,
-        hazard_from_interruption_band,
-    )
+    from gpucast.predict.revocation import ExponentialLifetime, hazard_from_interruption_band
 
     if not any(g.spot for g in groups):
         return [None] * len(groups), "not used (every worker on demand)"
@@ -241,10 +239,7 @@ def lifetimes(
                 "--interruption-band 5-10%",
             )
         return [fallback if g.spot else None for g in groups], fallback.source
-    from gpucast.store.datasets.transient import lifetimes_frame, read_lifetimes
-
-    parsed = read_lifetimes(path)
-    model = RevocationModel(method=method).fit(lifetimes_frame(parsed.records))
+    model, facts = fitted_lifetime_model(path, method)
     out: list[LifetimeDistribution | None] = []
     for g in groups:
         if not g.spot:
@@ -257,11 +252,65 @@ def lifetimes(
                 fix="give --hazard-per-hour H or --interruption-band 5-10%",
             )
         out.append(model.distribution(g.gpu, g.region, fallback=fallback))
-    skipped = f", {len(parsed.skipped)} rows skipped" if parsed.skipped else ""
-    return out, f"RevocationModel ({method}) fitted on {path} ({len(parsed.records)} rows{skipped})"
+    skipped = f", {facts['skipped']} rows skipped" if facts["skipped"] else ""
+    return out, f"RevocationModel ({method}) fitted on {path} ({facts['rows']} rows{skipped})"
+
+
+def fitted_lifetime_model(
+    csv: Path, method: str = "weibull"
+) -> tuple[RevocationModel, dict[str, Any]]:
+    """:class:`RevocationModel` fitted on a lifetime CSV, through the fit cache; the facts
+    say how many rows were read (``rows``), skipped (``skipped``) and fitted (``lifetimes``)."""
+    from gpucast.predict.revocation import RevocationModel
+    from gpucast.store.cache import cached_fit
+
+    def fit() -> tuple[RevocationModel, dict[str, Any]]:
+        from gpucast.store.datasets.transient import lifetimes_frame, read_lifetimes
+
+        parsed = read_lifetimes(csv)
+        frame = lifetimes_frame(parsed.records)
+        facts = {
+            "rows": len(parsed.records),
+            "skipped": len(parsed.skipped),
+            "lifetimes": len(frame),
+        }
+        return RevocationModel(method=method).fit(frame), facts
+
+    return cached_fit(
+        "revocation",
+        fit,
+        model_type=RevocationModel,
+        files=[csv],
+        params={"method": method},
+        code=("gpucast.store.datasets.transient",),
+    )
 
 
 # ---------------------------------------------------------------------------- workload
+def _builtin_workloads() -> list[str]:
+    """:func:`gpucast.workloads.registry.list_workloads`, cached: the registry imports torch
+    (a second), which a cached profile does not need."""
+    from gpucast.store.cache import cached_json
+
+    def names() -> list[str]:
+        from gpucast.workloads.registry import list_workloads
+
+        return list(list_workloads())
+
+    def load(data: Any) -> list[str]:
+        if not isinstance(data, list):
+            raise TypeError("expected a list of names")
+        return [str(n) for n in data]
+
+    return cached_json("workload-names", names, dump=list, load=load, code=("gpucast.workloads",))
+
+
+def _is_user_spec(workload: str) -> bool:
+    from gpucast.workloads.user import is_user_spec
+
+    return is_user_spec(workload)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkloadInputs:
     """What the cluster and checkpoint models need to know about the trained model."""
@@ -288,17 +337,14 @@ def _cmdare_features(data_dir: Path | None) -> Any:
 def workload_inputs(workload: str | None, data_dir: Path | None, precision: str) -> WorkloadInputs:
     """Parameter bytes and tensor count: the profiler for built-in (and ``module:factory``)
     workloads, CM-DARE's feature table for CM-DARE model names."""
-    from gpucast.workloads.registry import list_workloads
-    from gpucast.workloads.user import is_user_spec
-
     if not workload:
         raise InvalidSpecError(
             "workload",
             "is required (the cluster model needs its parameter bytes and tensor count)",
             fix="e.g. --workload cifar-resnet32 (gpucast profile --help lists them)",
         )
-    builtins = list(list_workloads())
-    if workload in builtins or is_user_spec(workload):
+    builtins = _builtin_workloads()
+    if workload in builtins or _is_user_spec(workload):
         from gpucast.cli.plan import workload_profile
         from gpucast.plan.inputs import WorkloadFacts
 
@@ -474,13 +520,10 @@ def cluster_model(data_dir: Path | None) -> tuple[ClusterModel, str]:
 
     folder = None if data_dir is None else data_dir / "cmdare" / "cluster_scaling"
     if folder is not None and folder.is_dir():
-        from gpucast.store.datasets.cmdare_cluster import cluster_fit_table
-
-        table = cluster_fit_table(folder)
-        model = ClusterModel().fit(table.frame)
+        model, facts = fitted_cluster_model(folder)
         cv = "n/a" if model.cv_mape_pct_ is None else f"{model.cv_mape_pct_:.1f}%"
         return model, (
-            f"ClusterModel fitted on {folder} ({len(table.frame)} runs; NIC share "
+            f"ClusterModel fitted on {folder} ({facts['runs']} runs; NIC share "
             f"{model.network_efficiency_:.3f}, {1e6 * (model.per_tensor_cost_s_ or 0):.1f} us "
             f"per tensor; leave-one-model-out MAPE {cv})"
         )
@@ -508,6 +551,27 @@ def cluster_model(data_dir: Path | None) -> tuple[ClusterModel, str]:
         {"kind": ClusterModel.kind, "schema_version": ClusterModel.schema_version, "state": state}
     )
     return model, f"ClusterModel with {perf.source} (no cmdare/cluster_scaling data given)"
+
+
+def fitted_cluster_model(folder: Path) -> tuple[ClusterModel, dict[str, Any]]:
+    """:class:`ClusterModel` fitted on CM-DARE's ``cluster_scaling`` folder, through the fit
+    cache; the facts say how many runs it was fitted on (``runs``)."""
+    from gpucast.predict.cluster import ClusterModel
+    from gpucast.store.cache import cached_fit
+
+    def fit() -> tuple[ClusterModel, dict[str, Any]]:
+        from gpucast.store.datasets.cmdare_cluster import cluster_fit_table
+
+        table = cluster_fit_table(folder)
+        return ClusterModel().fit(table.frame), {"runs": len(table.frame)}
+
+    return cached_fit(
+        "cluster",
+        fit,
+        model_type=ClusterModel,
+        files=[folder],
+        code=("gpucast.predict.comm", "gpucast.store.datasets.cmdare_cluster"),
+    )
 
 
 _CLUSTER_PARAMS = (
@@ -598,11 +662,28 @@ def startup(
             "(no cmdare/startup_time data given)",
         )
     from gpucast.predict.overheads import StartupModel
-    from gpucast.store.datasets.transient import read_startup_times
+    from gpucast.store.cache import cached_fit
 
-    frame = read_startup_times(folder)
-    by_gpu = StartupModel().fit(frame)
-    pooled = StartupModel().fit(frame.assign(gpu="any"))
+    def fit(pooled: bool) -> tuple[StartupModel, dict[str, Any]]:
+        from gpucast.store.datasets.transient import read_startup_times
+
+        frame = read_startup_times(folder)
+        return StartupModel().fit(frame.assign(gpu="any") if pooled else frame), {
+            "launches": len(frame)
+        }
+
+    def cached(pooled: bool) -> tuple[StartupModel, dict[str, Any]]:
+        return cached_fit(
+            "startup",
+            lambda: fit(pooled),
+            model_type=StartupModel,
+            files=[folder],
+            params={"gpus": "pooled as 'any'" if pooled else "per GPU"},
+            code=("gpucast.store.datasets.transient",),
+        )
+
+    by_gpu, facts = cached(pooled=False)
+    pooled, _ = cached(pooled=True)
     notes: list[str] = []
 
     def sampler(gpu: str, market: str, region: str) -> Sampler:
@@ -626,7 +707,7 @@ def startup(
     return (
         spot,
         od,
-        f"StartupModel (lognormal phases) fitted on {folder} ({len(frame)} launches); "
+        f"StartupModel (lognormal phases) fitted on {folder} ({facts['launches']} launches); "
         f"used: {', '.join(notes)}",
     )
 
@@ -647,14 +728,25 @@ def checkpoint_s(work: WorkloadInputs, data_dir: Path | None) -> tuple[float, st
             "no checkpoint data given)"
         )
     from gpucast.predict.overheads import CheckpointModel
-    from gpucast.store.datasets.cmdare_checkpoint import read_checkpoint_csv
+    from gpucast.store.cache import cached_fit
 
-    table = read_checkpoint_csv(path)
-    model = CheckpointModel().fit(table.frame)
+    def fit() -> tuple[CheckpointModel, dict[str, Any]]:
+        from gpucast.store.datasets.cmdare_checkpoint import read_checkpoint_csv
+
+        table = read_checkpoint_csv(path)
+        return CheckpointModel().fit(table.frame), {"saves": len(table.frame)}
+
+    model, facts = cached_fit(
+        "checkpoint",
+        fit,
+        model_type=CheckpointModel,
+        files=[path],
+        code=("gpucast.store.datasets.cmdare_checkpoint",),
+    )
     size_mb = work.checkpoint_bytes / 1e6
     est = model.predict(size_mb)
     return est.value, (
-        f"CheckpointModel fitted on {path} ({len(table.frame)} saves): {est.value:.2f} s for "
+        f"CheckpointModel fitted on {path} ({facts['saves']} saves): {est.value:.2f} s for "
         f"{size_mb:.1f} MB (range {est.lower:.2f}-{est.upper:.2f})"
     )
 

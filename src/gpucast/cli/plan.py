@@ -2,7 +2,7 @@
 
 A thin shell over :func:`gpucast.plan.train.plan_training`: it merges a YAML config with the
 flags (flags win; an unknown YAML key is an error naming it), profiles the workload (cached
-per workload/precision/version under ``$XDG_CACHE_HOME/gpucast/profiles``), finds the
+per workload/precision/version by :mod:`gpucast.store.cache`, as are the fits), finds the
 published data for lifetimes / start-up / restart when it is at hand (else documented
 defaults), calibrates the roofline with a stored measurement when there is one, and prints
 a Rich table, JSON, an HTML report and/or a saved plan. ``app`` is the ``plan`` group;
@@ -211,9 +211,14 @@ def build_request(opts: dict[str, Any]) -> TrainRequest:
 
 
 # -- inputs ---------------------------------------------------------------------------------
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gpucast" / "profiles"
+def _torch_version() -> str:
+    """The installed torch's version without importing torch (a second) on a cache hit."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch")
+    except PackageNotFoundError:
+        return "none"
 
 
 def workload_profile(workload: str, precision: str, profile_file: Path | None) -> Any:
@@ -226,30 +231,30 @@ def workload_profile(workload: str, precision: str, profile_file: Path | None) -
         except (OSError, json.JSONDecodeError) as exc:
             raise DataFormatError(str(profile_file), f"cannot read a profile ({exc})") from None
         return WorkloadProfile.from_dict(data)
-    import torch
+    from gpucast.store.cache import cached_json
 
-    key = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in workload)
-    cached = (
-        _cache_dir() / f"{key}-{precision}-b{PROFILE_BATCH}-{__version__}-{torch.__version__}.json"
+    def make() -> WorkloadProfile:
+        from gpucast.domain.workload import WorkloadSpec
+        from gpucast.profile import profile_workload
+
+        spec = WorkloadSpec(name=workload, batch_size=PROFILE_BATCH, precision=precision)  # type: ignore[arg-type]
+        return profile_workload(spec)
+
+    if ":" in workload:  # a user model's code is not gpucast's: profile it every time
+        return make()
+    return cached_json(
+        "profile",
+        make,
+        dump=WorkloadProfile.to_dict,
+        load=WorkloadProfile.from_dict,
+        params={
+            "workload": workload,
+            "precision": precision,
+            "batch_size": PROFILE_BATCH,
+            "torch": _torch_version(),
+        },
+        code=("gpucast.profile", "gpucast.workloads"),
     )
-    user_model = ":" in workload
-    if cached.is_file() and not user_model:
-        try:
-            return WorkloadProfile.from_dict(json.loads(cached.read_text(encoding="utf-8")))
-        except (OSError, ValueError, DataFormatError):
-            pass  # a stale or broken cache entry is re-made below
-    from gpucast.domain.workload import WorkloadSpec
-    from gpucast.profile import profile_workload
-
-    spec = WorkloadSpec(name=workload, batch_size=PROFILE_BATCH, precision=precision)  # type: ignore[arg-type]
-    prof = profile_workload(spec)
-    if not user_model:
-        try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            _write_text_atomic(cached, json.dumps(prof.to_dict()))
-        except OSError:
-            pass  # caching is an optimisation; a read-only home must not fail the plan
-    return prof
 
 
 def _data_dir(given: Path | None) -> Path | None:
@@ -277,33 +282,10 @@ class _Lifetimes:
         if csv is None or not csv.is_file():
             return
         try:
-            from gpucast.predict.revocation import RevocationModel
-            from gpucast.store.datasets.transient import lifetimes_frame, read_lifetimes
+            from gpucast.cli._simulate_inputs import fitted_lifetime_model
 
-            stat = csv.stat()
-            cache = _cache_dir().parent / (
-                f"revocation-{stat.st_size}-{stat.st_mtime_ns}-{__version__}.json"
-            )
-            if cache.is_file():
-                try:
-                    saved = json.loads(cache.read_text(encoding="utf-8"))
-                    self.model = RevocationModel.from_dict(saved["model"])
-                    self.fitted_on = str(saved["fitted_on"])
-                    return
-                except (OSError, ValueError, KeyError, TypeError):
-                    pass  # re-fit below
-            parsed = read_lifetimes(csv)
-            frame = lifetimes_frame(parsed.records)
-            self.model = RevocationModel().fit(frame)
-            self.fitted_on = f"{csv} ({len(frame)} lifetimes)"
-            try:
-                cache.parent.mkdir(parents=True, exist_ok=True)
-                _write_text_atomic(
-                    cache,
-                    json.dumps({"model": self.model.to_dict(), "fitted_on": self.fitted_on}),
-                )
-            except OSError:
-                pass
+            self.model, facts = fitted_lifetime_model(csv)
+            self.fitted_on = f"{csv} ({facts['lifetimes']} lifetimes)"
         except Exception as exc:
             self.fitted_on = f"not fitted ({type(exc).__name__}: {exc})"
 
@@ -545,12 +527,10 @@ def _perf_params(data_dir: Path | None) -> Any:
     folder = None if data_dir is None else data_dir / "cmdare" / "cluster_scaling"
     if folder is None or not folder.is_dir():
         return PerfParams()
-    from gpucast.predict.cluster import ClusterModel
-    from gpucast.store.datasets.cmdare_cluster import cluster_fit_table
+    from gpucast.cli._simulate_inputs import fitted_cluster_model
 
-    table = cluster_fit_table(folder)
-    model = ClusterModel().fit(table.frame)
-    return PerfParams.from_cluster_model(model, fitted_on=f"{folder} ({len(table.frame)} rows)")
+    model, facts = fitted_cluster_model(folder)
+    return PerfParams.from_cluster_model(model, fitted_on=f"{folder} ({facts['runs']} rows)")
 
 
 def run_plan(opts: dict[str, Any], db_path: Path | None) -> TrainPlan:
