@@ -44,11 +44,16 @@ class LatencyCurve:
     device (host-side dispatch, framework and copy overheads): batches running at the same
     time on one device overlap it, while the rest of a batch's time, its device work, is
     shared with them (see :mod:`gpucast.simulate.serving`). 0 means all of it is device work.
+    ``host_per_sample_s`` adds host time in proportion to the batch size (input
+    deserialisation and copies): a batch of ``b`` spends ``host_time_s(b) = host_s +
+    host_per_sample_s * b`` off the device (capped at its latency). It is part of
+    ``latency_s`` like ``host_s``, not added to it; 0 (the default) keeps the host part fixed.
     """
 
     batch_sizes: tuple[int, ...]
     latency_s: tuple[float, ...]
     host_s: float = 0.0
+    host_per_sample_s: float = 0.0
     source: str = "given"
 
     def __post_init__(self) -> None:
@@ -71,9 +76,13 @@ class LatencyCurve:
         for t in self.latency_s:
             _finite("latency curve latency_s", t, strict=True)
         _finite("host_s", self.host_s)
-        if self.host_s > self.latency_s[0] * (1 + 1e-9) and self.batch_sizes[0] == 1:
+        _finite("host_per_sample_s", self.host_per_sample_s)
+        host_1 = self.host_s + self.host_per_sample_s
+        if host_1 > self.latency_s[0] * (1 + 1e-9) and self.batch_sizes[0] == 1:
             raise InvalidSpecError(
-                "host_s", "must not exceed the latency of a batch of 1", got=self.host_s
+                "host_s" if self.host_per_sample_s == 0 else "host_s + host_per_sample_s",
+                "must not exceed the latency of a batch of 1",
+                got=host_1,
             )
 
     @staticmethod
@@ -115,9 +124,14 @@ class LatencyCurve:
         slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
         return ys[-1] + max(slope, 0.0) * (batch_size - xs[-1])
 
+    def host_time_s(self, batch_size: int) -> float:
+        """Host seconds of a batch: ``host_s + host_per_sample_s * batch_size``, at most its
+        latency."""
+        return min(self.host_s + self.host_per_sample_s * batch_size, self.latency(batch_size))
+
     def device_s(self, batch_size: int) -> float:
-        """Device-work seconds of a batch (its latency less ``host_s``, at least 0)."""
-        return max(self.latency(batch_size) - self.host_s, 0.0)
+        """Device-work seconds of a batch (its latency less its host time, at least 0)."""
+        return max(self.latency(batch_size) - self.host_time_s(batch_size), 0.0)
 
     def table(self, max_batch: int) -> tuple[float, ...]:
         """``(0.0, latency(1), ..., latency(max_batch))``: index by batch size."""
@@ -129,6 +143,7 @@ class LatencyCurve:
             batch_sizes=self.batch_sizes,
             latency_s=tuple(t * factor for t in self.latency_s),
             host_s=self.host_s * factor,
+            host_per_sample_s=self.host_per_sample_s * factor,
             source=source or f"{self.source} x{factor:.3g}",
         )
 
@@ -137,12 +152,15 @@ class LatencyCurve:
         return batch_size / self.latency(batch_size)
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "batch_sizes": list(self.batch_sizes),
             "latency_s": list(self.latency_s),
             "host_s": self.host_s,
             "source": self.source,
         }
+        if self.host_per_sample_s:
+            out["host_per_sample_s"] = self.host_per_sample_s
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

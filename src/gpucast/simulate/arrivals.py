@@ -3,7 +3,8 @@
 Pure: the RNG is passed in. Every generator returns arrivals in ``[0, duration_s)``.
 
 * :func:`poisson` — exponential gaps at ``rate_rps``;
-* :func:`constant` — one request every ``1 / rate_rps`` (the PERSEUS load generator);
+* :func:`constant` — one request every ``1 / rate_rps`` (the PERSEUS load generator),
+  optionally each delayed by a uniform random jitter (a client that paces with ``sleep``);
 * :func:`bursty` — a Markov-modulated Poisson process: exponential sojourns alternate
   between states with their own rates (two states: calm and burst);
 * :func:`from_timestamps` — replay of a trace's arrival times (e.g. the Azure LLM trace),
@@ -57,20 +58,60 @@ def poisson(rate_rps: float, duration_s: float, rng: np.random.Generator) -> Flo
     return times[: np.searchsorted(times, duration, side="left")]
 
 
-def constant(rate_rps: float, duration_s: float, *, offset_s: float = 0.0) -> FloatArray:
-    """One request every ``1 / rate_rps`` seconds, the first at ``offset_s``."""
+def _jitter(times: FloatArray, jitter_s: float, rng: np.random.Generator | None) -> FloatArray:
+    """``times`` each delayed by an independent uniform draw in ``[0, jitter_s)``, sorted."""
+    if (
+        isinstance(jitter_s, bool)
+        or not isinstance(jitter_s, int | float)
+        or not (math.isfinite(jitter_s) and jitter_s >= 0)
+    ):
+        raise InvalidSpecError(
+            "jitter_s", "must be a finite number of seconds >= 0", got=jitter_s, fix="e.g. 0.002"
+        )
+    if jitter_s == 0:
+        return times
+    if rng is None:
+        raise InvalidSpecError(
+            "rng", "is needed when jitter_s > 0", fix="pass rng=numpy.random.default_rng(seed)"
+        )
+    return np.sort(times + rng.uniform(0.0, float(jitter_s), size=times.size))
+
+
+def constant(
+    rate_rps: float,
+    duration_s: float,
+    *,
+    offset_s: float = 0.0,
+    jitter_s: float = 0.0,
+    rng: np.random.Generator | None = None,
+) -> FloatArray:
+    """One request every ``1 / rate_rps`` seconds, the first at ``offset_s``.
+
+    ``jitter_s > 0`` delays each request by an independent uniform draw in
+    ``[0, jitter_s)`` from ``rng`` (a client that paces with ``sleep`` and sends from a
+    thread pool is late by a variable amount); requests pushed past ``duration_s`` are
+    dropped. ``jitter_s = 0`` (the default) is the exact grid and needs no ``rng``.
+    """
     rate, duration = _rate(rate_rps), _duration(duration_s)
     n = math.ceil((duration - offset_s) * rate)
     times = offset_s + np.arange(max(n, 0), dtype=np.float64) / rate
+    times = _jitter(times, jitter_s, rng)
     return times[times < duration]
 
 
-def constant_count(rate_rps: float, count: int) -> FloatArray:
-    """``count`` requests one every ``1 / rate_rps`` seconds (a load-generator pass)."""
+def constant_count(
+    rate_rps: float,
+    count: int,
+    *,
+    jitter_s: float = 0.0,
+    rng: np.random.Generator | None = None,
+) -> FloatArray:
+    """``count`` requests one every ``1 / rate_rps`` seconds (a load-generator pass);
+    ``jitter_s`` and ``rng`` as in :func:`constant` (every request is kept)."""
     rate = _rate(rate_rps)
     if count < 1:
         raise InvalidSpecError("requests", "must be >= 1", got=count)
-    return np.arange(count, dtype=np.float64) / rate
+    return _jitter(np.arange(count, dtype=np.float64) / rate, jitter_s, rng)
 
 
 def bursty(

@@ -13,8 +13,9 @@ The model
   waited the maximum queue delay). Several idle instances are interchangeable, so the next
   batch goes to the instance that became free first.
 * A batch of ``b`` takes ``curve.latency(b)`` seconds on a device of its own. Where several
-  instances (of one or more models) share a device, a batch first spends the curve's
-  ``host_s`` (host-side work that overlaps with other batches), then its device work, which
+  instances (of one or more models) share a device, a batch of ``b`` first spends the curve's
+  ``host_time_s(b)`` (``host_s`` plus ``host_per_sample_s * b``: host-side work that
+  overlaps with other batches), then its device work, which
   the batches on the device share (processor sharing): with ``n`` of them, each advances at
   ``1 / slowdown(n)`` of its solo speed, ``slowdown(n) = n`` by default or the server's
   measured ``colocation_slowdown`` table.
@@ -243,7 +244,7 @@ class _Queue:
     delay_s: float
     size_for_queue: list[int]  # index: queued requests (capped at largest)
     latency: list[float]  # index: batch size
-    host_s: float  # part of every batch's latency spent off the device
+    host: list[float]  # index: batch size; part of that batch's latency spent off the device
     # outputs
     sizes: list[int] = field(default_factory=list)
     starts: list[float] = field(default_factory=list)
@@ -273,7 +274,7 @@ def _prepare(dep: ModelDeployment, arrivals: FloatArray, server: ServerSpec) -> 
         delay_s=policy.max_queue_delay_s,
         size_for_queue=size_for_queue,
         latency=list(dep.latency.table(largest)),
-        host_s=min(dep.latency.host_s, dep.latency.latency(1)),
+        host=[0.0, *(dep.latency.host_time_s(b) for b in range(1, largest + 1))],
     )
 
 
@@ -331,7 +332,7 @@ def _trigger_time(q: _Queue, h: int, not_before: float) -> float:
 
 
 def _run_shared(queues: list[_Queue], slowdown: list[float]) -> None:
-    """Batches on one device: each spends its host part (``host_s``, overlapping freely),
+    """Batches on one device: each spends its host part (``host_time_s(b)``, overlapping freely),
     then its device work, which running batches share: while ``n`` are in their device
     part, each advances at ``1 / slowdown[n]`` of its solo speed (processor sharing).
 
@@ -396,7 +397,8 @@ def _run_shared(queues: list[_Queue], slowdown: list[float]) -> None:
         q.sizes.append(b)
         q.starts.append(now)
         q.ends.append(inf)
-        heappush(hosting, (now + q.host_s, seq, m, idx, q.latency[b] - q.host_s))
+        host = q.host[b]
+        heappush(hosting, (now + host, seq, m, idx, q.latency[b] - host))
         seq += 1
         idle[m] -= 1
         if idle[m] > 0 and heads[m] < len(arrivals):
