@@ -23,6 +23,8 @@ Architectures (batch 128, FP32, SGD), checked against the data's ``Number of Par
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 import torch
@@ -126,7 +128,9 @@ def _columns(rows: pd.DataFrame, features: pd.DataFrame) -> dict[str, np.ndarray
     return cols
 
 
-def _fit_predict(features: pd.DataFrame, form: tuple[str, ...]):  # type: ignore[no-untyped-def]
+def _fit_predict(
+    features: pd.DataFrame, form: tuple[str, ...]
+) -> Callable[[pd.DataFrame, pd.DataFrame], np.ndarray]:
     def fit_predict(train: pd.DataFrame, test: pd.DataFrame) -> np.ndarray:
         xtr, xte = _columns(train, features), _columns(test, features)
         y = train["Step Time (s)"].to_numpy(dtype=np.float64)

@@ -19,6 +19,13 @@ Every cross-validation here runs through :func:`gpucast.predict.validation.leave
    from the model names, per-(GPU, model) median target, joint fits sharing terms across
    GPUs, dispatch/compute overlap, a log-space power law, robust losses).
 6. The achieved fraction of FP32 peak behind the roofline's default compute efficiency.
+7. Profiler features (skipped with ``--quick``): the 14 models rebuilt from our workloads
+   (``benchmarks/cmdare_architectures.py``), profiled at batch 128 for kernel calls and
+   memory-bound bytes per step, and forms using them under the same LOMO folds. Result: K80
+   improves (fixed + T + F + memory-bound bytes: 3.2%), P100 does not (8.5-8.9% for every form;
+   NNLS gives the bytes term zero weight there), and the P100 worst model stays 16-21% (Res15,
+   shake16). The default is unchanged: it is not better on both GPUs, and CM-DARE-format rows
+   (``gpucast fit/predict speed``) carry no profiler columns.
 
     .venv/bin/python benchmarks/speed_accuracy.py [--data ../shared/data/cmdare/speed]
 """
@@ -362,6 +369,17 @@ def main(argv: list[str] | None = None) -> int:
         f"geometric mean {geo:.2f}; RooflineEfficiency().compute_efficiency_fp32 = "
         f"{RooflineEfficiency().compute_efficiency_fp32:.2f}"
     )
+
+    if not args.quick:
+        print("\n== 7. profiler features of the rebuilt CM-DARE models, same LOMO folds ==")
+        import cmdare_architectures as arch  # a sibling script, loaded only for this section
+
+        features = arch.feature_table()
+        print(features.to_string())
+        summary, per_model = arch.compare_forms(imputed, features)
+        print(summary.to_string(index=False, float_format="{:.2f}".format))
+        print("per GPU and model (MAPE %):")
+        print(per_model.to_string(float_format="{:.1f}".format))
     return 0
 
 
