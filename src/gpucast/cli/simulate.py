@@ -297,12 +297,3 @@ def train(
         emit_json(result.to_dict())
     else:
         _print(result)
-
-
-def _register_serve() -> None:
-    from gpucast.cli.serve_cmds import serve
-
-    app.command("serve")(serve)
-
-
-_register_serve()

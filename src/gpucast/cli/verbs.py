@@ -23,6 +23,7 @@ def register(app: typer.Typer) -> None:
 
     # Serving verbs live in one module and join the groups of their capability here.
     plan.app.command("serve")(serve_cmds.plan_serve_command)
+    simulate.app.command("serve")(serve_cmds.serve)
     measure.app.command("infer-curve")(serve_cmds.measure_curve_command)
 
     app.add_typer(plan.app, name="plan", help="Plan training and serving: time, cost, risk.")

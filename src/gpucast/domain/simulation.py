@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 import numpy as np
@@ -147,22 +147,8 @@ class ClusterScenario:
 
     def on_demand(self) -> ClusterScenario:
         """The same cluster with every server on demand (the comparison baseline)."""
-        groups = tuple(
-            WorkerGroup(gpu=g.gpu, count=g.count, region=g.region, spot=False) for g in self.workers
-        )
-        return ClusterScenario(
-            workers=groups,
-            ps_count=self.ps_count,
-            ps_spot=False,
-            ps_region=self.ps_region,
-            steps=self.steps,
-            checkpoint_every_steps=self.checkpoint_every_steps,
-            replace_revoked=self.replace_revoked,
-            deadline_s=self.deadline_s,
-            include_startup=self.include_startup,
-            worker_loss_restarts=self.worker_loss_restarts,
-            horizon_s=self.horizon_s,
-        )
+        groups = tuple(replace(g, spot=False) for g in self.workers)
+        return replace(self, workers=groups, ps_spot=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
