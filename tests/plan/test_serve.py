@@ -192,3 +192,23 @@ def test_given_arrivals_are_used() -> None:
     times = np.arange(0, 10, 0.01)  # 100 req/s, constant
     plan = plan_serving(request({"a": 100}, 40), OPTIONS, profiles(("a",)), arrivals={"a": times})
     assert plan.best is not None and plan.best.requests_in == times.size
+
+
+def test_host_capacity_adds_servers_and_stretches_latency() -> None:
+    import dataclasses
+
+    req = request({"a": 300}, 50, max_batch_sizes=(4, 16), max_delays_s=(0.005,))
+    gpus = (OPTIONS[0],)
+    free = plan_serving(req, gpus, profiles(("a",)))
+    # a host path that carries 200 requests/s per server: 300 requests/s need 2 servers
+    # at least, and each is stretched by 1 / (1 - 150/200) = 4x at 2 servers
+    tight = (dataclasses.replace(OPTIONS[0], host_capacity_rps=200.0),)
+    plan = plan_serving(req, tight, profiles(("a",)))
+    assert free.best is not None and plan.best is not None
+    assert plan.best.servers >= 2
+    assert plan.best.servers > free.best.servers
+    assert plan.best.groups[0].server.host_capacity_rps == 200.0
+    assert plan.best.cost_usd_per_hour > free.best.cost_usd_per_hour
+    assert plan.best.tail_latency_s > free.best.tail_latency_s
+    with pytest.raises(InvalidSpecError, match="host capacity"):
+        dataclasses.replace(OPTIONS[0], host_capacity_rps=0.0)

@@ -114,3 +114,16 @@ def test_parsers() -> None:
     assert parse_model_rate("pkg.mod:factory", 3.0) == ("pkg.mod:factory", 3.0)
     with pytest.raises(Exception, match="slo"):
         parse_slo("fast please")
+
+
+def test_host_capacity_is_applied_to_every_server() -> None:
+    code, out, err = run("--model", "mlp:500", "--slo", "p99<20ms", *FAST, "--json",
+                         "--host-capacity-rps", "200")  # fmt: skip
+    assert code == 0, err
+    plan = json.loads(out)
+    best = plan["candidates"][0]
+    assert best["groups"][0]["server"]["host_capacity_rps"] == 200.0
+    assert sum(g["count"] for g in best["groups"]) >= 3  # 500 req/s over 200 per server
+    code, _out, err = run("--model", "mlp:500", "--slo", "p99<20ms", *FAST,
+                          "--host-capacity-rps", "-1")  # fmt: skip
+    assert code == 2 and "host-capacity-rps" in err

@@ -63,6 +63,8 @@ def test_json_has_the_documented_keys(table: Path) -> None:
         (["--rate", "-3"], "rate: must be > 0"),
         (["--rate", "10", "--gpu", "A100-40GB", "--mig", "9g.9gb"], "does not exist on A100-40GB"),
         (["--rate", "10", "--arrivals", "zipf"], "arrivals: must be poisson"),
+        (["--rate", "10", "--host-capacity-rps", "0"], "host-capacity-rps: must be > 0"),
+        (["--rate", "10", "--host-capacity-rps", "nan"], "host-capacity-rps: must be > 0"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(table: Path, args: list[str], text: str) -> None:
@@ -98,3 +100,18 @@ def test_trace_with_malformed_rows_is_reported(table: Path, tmp_path: Path) -> N
     )
     assert result.exit_code == 0, result.output
     assert "skipped 1 malformed row" in result.output
+
+
+def test_host_capacity_stretches_latency_and_reports_the_host_load(table: Path) -> None:
+    base = ["simulate", "serve", "--model", "resnet50", "--gpu", "P4", "--rate", "150"]
+    base += ["--arrivals", "constant", "--latency-table", str(table), "--duration-s", "20"]
+    free = json.loads(runner.invoke(app, [*base, "--json"]).output)
+    result = runner.invoke(app, [*base, "--host-capacity-rps", "300", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["servers"][0]["host_utilisation"] == pytest.approx(0.5, rel=0.03)
+    assert out["latency_s"]["p50"] == pytest.approx(2 * free["latency_s"]["p50"], rel=0.05)
+    assert "host_capacity" in out["sources"]
+    over = runner.invoke(app, [*base, "--host-capacity-rps", "100"])
+    assert over.exit_code == 0, over.output
+    assert "overloaded" in over.output

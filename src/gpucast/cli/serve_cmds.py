@@ -9,6 +9,7 @@ profiled model on the catalog GPU (or MIG slice); arrivals from
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -114,6 +115,22 @@ def _arrivals(kind: str, rate: float, duration_s: float, seed: int) -> tuple[np.
     )
 
 
+HOST_CAPACITY_HELP = (
+    "Requests/s the host path of one server (CPU, NIC, serving framework, client) carries; "
+    "latency stretches by 1/(1 - load/capacity). Default: unlimited."
+)
+
+
+def _check_host_capacity(value: float | None) -> None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise InvalidSpecError(
+            "host-capacity-rps",
+            "must be > 0 requests per second",
+            got=value,
+            fix="e.g. --host-capacity-rps 330, or leave it out for an unlimited host",
+        )
+
+
 def serve(
     model: str = typer.Option(..., "--model", help="Workload name, e.g. resnet50."),
     gpu: str = typer.Option(..., "--gpu", help="Catalog GPU, e.g. P4, T4, A100-40GB."),
@@ -137,6 +154,9 @@ def serve(
         None, "--network-gbps", help="Client network (default: the offer's)."
     ),
     price: float | None = typer.Option(None, "--price", help="US$/h per GPU (default: catalog)."),
+    host_capacity_rps: float | None = typer.Option(
+        None, "--host-capacity-rps", help=HOST_CAPACITY_HELP
+    ),
     seed: int = typer.Option(0, "--seed", help="Same seed, same result."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -157,6 +177,7 @@ def serve(
         raise InvalidSpecError("slo-ms", "must be > 0", got=slo_ms, fix="e.g. --slo-ms 100")
     if servers < 1:
         raise InvalidSpecError("servers", "must be >= 1", got=servers)
+    _check_host_capacity(host_capacity_rps)
     prefs: tuple[int, ...] = ()
     if preferred:
         try:
@@ -233,7 +254,10 @@ def serve(
                 request_overhead_s=overhead_s,
             ),
         ),
+        host_capacity_rps=host_capacity_rps,
     )
+    if host_capacity_rps is not None:
+        sources["host_capacity"] = f"{host_capacity_rps:g} requests/s per server (given)"
     deployment = Deployment(groups=(ServerGroup(server=server, count=servers),))
     result = simulate_serving(
         deployment,
@@ -273,10 +297,18 @@ def serve(
         highlight=False,
     )
     for s in result.servers:
+        host = "" if s.host_utilisation is None else f", host path {s.host_utilisation:.0%}"
         console.print(
-            f"  {s.name} #{s.replica}: busy {s.busy_fraction:.0%}, {s.requests} requests",
+            f"  {s.name} #{s.replica}: busy {s.busy_fraction:.0%}, {s.requests} requests{host}",
             highlight=False,
         )
+        if s.host_utilisation is not None and s.host_utilisation >= 1.0:
+            console.print(
+                f"  [yellow]warning:[/yellow] {s.name} #{s.replica}: the host path is "
+                f"overloaded ({s.host_utilisation:.0%} of --host-capacity-rps); its latencies "
+                "are a lower bound. Add servers or raise the host capacity.",
+                highlight=False,
+            )
     for key, value in sources.items():
         console.print(f"[dim]{key}: {value}[/dim]", highlight=False)
 
@@ -289,7 +321,7 @@ PLAN_SERVE_CONFIG_KEYS: tuple[str, ...] = (
     "models", "model", "rate", "trace", "slo", "slo_ms", "slo_percentile", "gpu", "mig", "no_mig",
     "no_cpu", "provider", "region", "spot", "precision", "max_batch_sizes", "max_delays_ms",
     "instances", "max_servers", "budget_usd_per_hour", "placement", "duration_s", "seed",
-    "latency_table",
+    "latency_table", "host_capacity_rps",
 )  # fmt: skip
 
 
@@ -572,6 +604,9 @@ def plan_serve_command(
         [], "--latency-table", help="MODEL@SERVER=CSV measured curve (batch_size,latency_s)."
     ),
     duration_s: float | None = typer.Option(None, "--duration-s", help="Simulated seconds."),
+    host_capacity_rps: float | None = typer.Option(
+        None, "--host-capacity-rps", help=HOST_CAPACITY_HELP
+    ),
     seed: int | None = typer.Option(None, "--seed", help="Same seed, same plan."),
     config: Path | None = typer.Option(None, "--config", help="YAML with the same keys."),
     limit: int = typer.Option(15, "--limit", help="Rows in the table."),
@@ -587,6 +622,7 @@ def plan_serve_command(
             max_batch_sizes=max_batch_sizes, max_delays_ms=max_delays_ms, instances=instances,
             max_servers=max_servers, budget=budget, placement=placement,
             latency_tables=latency_tables, duration_s=duration_s, seed=seed, config=config,
+            host_capacity_rps=host_capacity_rps,
         )  # fmt: skip
     if json_out:
         emit_json(result)
@@ -687,6 +723,17 @@ def plan_serve_dict(**kw: object) -> dict[str, object]:
         regions=_listify(opt("regions", "region")),
         spot=bool(opt("spot")),
     )
+    host_capacity = opt("host_capacity_rps")
+    if host_capacity is not None:
+        try:
+            host_rps = float(host_capacity)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise InvalidSpecError(
+                "host-capacity-rps", "must be a number", got=host_capacity
+            ) from None
+        _check_host_capacity(host_rps)
+        options = [dataclasses.replace(o, host_capacity_rps=host_rps) for o in options]
+        sources["host_capacity"] = f"{host_rps:g} requests/s per server (given)"
     precision = str(opt("precision") or "fp32")
     if precision not in PRECISIONS:
         raise InvalidSpecError(

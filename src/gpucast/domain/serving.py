@@ -278,6 +278,10 @@ class ServerSpec:
     the device work (``n``), the host part overlapping (see :class:`LatencyCurve`). Beyond
     the table the last step repeats.
     ``price_usd_per_hour`` is this device's share of what the server costs.
+    ``host_capacity_rps``: requests per second the host path in front of the device (server
+    CPU and NIC, serving framework, client) can carry; ``None`` = unlimited. While the offered
+    rate is ``rho`` of it, every request's latency is stretched by ``1 / (1 - rho)`` (see
+    :func:`gpucast.simulate.serving.host_dilation`).
     """
 
     name: str
@@ -286,8 +290,11 @@ class ServerSpec:
     price_usd_per_hour: float
     models: tuple[ModelDeployment, ...]
     colocation_slowdown: tuple[float, ...] = ()
+    host_capacity_rps: float | None = None
 
     def __post_init__(self) -> None:
+        if self.host_capacity_rps is not None:
+            _finite(f"server {self.name} host_capacity_rps", self.host_capacity_rps, strict=True)
         if self.kind not in SERVER_KINDS:
             raise InvalidSpecError(
                 "server kind", f"must be one of {', '.join(SERVER_KINDS)}", got=self.kind

@@ -171,10 +171,13 @@ class ServerOption:
     gpu: str | None = None
     mig_profile: str | None = None
     per_unit: int = 1
+    host_capacity_rps: float | None = None  # see ServerSpec; None: unlimited
 
     def __post_init__(self) -> None:
         if not self.name:
             raise InvalidSpecError("server option", "needs a name")
+        if self.host_capacity_rps is not None:
+            _positive("host capacity", self.host_capacity_rps, fix="e.g. --host-capacity-rps 330")
         if isinstance(self.per_unit, bool) or self.per_unit < 1:
             raise InvalidSpecError("per_unit", "must be >= 1", got=self.per_unit)
         if self.kind not in SERVER_KINDS:
@@ -204,6 +207,7 @@ class ServerOption:
             "instance_type": self.instance_type,
             "gpu": self.gpu,
             "mig_profile": self.mig_profile,
+            "host_capacity_rps": self.host_capacity_rps,
         }
 
 

@@ -13,9 +13,10 @@ when it has one). Units are pruned analytically before anything is simulated:
 
 * **latency**: a batch of one plus the request overhead above the SLO -> infeasible;
 * **memory**: ``i`` instances of every model at batch ``b`` do not fit in the device;
-* **capacity**: the fewest servers ``n_min`` with utilisation < 1, both of the device (device
-  work per request ``device_s(k) / k * slowdown(N) / N`` at the best batch ``k <= b``) and of
-  the instances (``latency(k) / (i * k)``); ``n_min > max_servers`` -> infeasible.
+* **capacity**: the fewest servers ``n_min`` with utilisation < 1, of the device (device
+  work per request ``device_s(k) / k * slowdown(N) / N`` at the best batch ``k <= b``), of
+  the instances (``latency(k) / (i * k)``) and, when the option has one, of the host path
+  (requests / ``host_capacity_rps``); ``n_min > max_servers`` -> infeasible.
 
 ``n_min * price`` is a lower bound on a unit's cost. Units are simulated (fast
 discrete-event simulator, the same arrivals for every candidate) in order of that bound,
@@ -137,14 +138,25 @@ class _Eval:
     requests_out: int
 
 
+def _host_load(request: ServeRequest, unit_models: Sequence[str], option: ServerOption) -> float:
+    """Offered requests/s over the option's host capacity (0 when unlimited)."""
+    if option.host_capacity_rps is None:
+        return 0.0
+    rates = {m.name: m.rate_rps for m in request.models}
+    return sum(rates[m] for m in unit_models) / option.host_capacity_rps
+
+
 def _servers_needed(
-    request: ServeRequest, unit_models: Sequence[str], caps: Mapping[str, _Capacity]
+    request: ServeRequest,
+    unit_models: Sequence[str],
+    caps: Mapping[str, _Capacity],
+    option: ServerOption,
 ) -> int:
-    """Fewest servers with device and instance utilisation strictly below 1."""
+    """Fewest servers with device, instance and host-path utilisation strictly below 1."""
     rates = {m.name: m.rate_rps for m in request.models}
     device_load = sum(rates[m] / caps[m].device_rps for m in unit_models)
     inst_load = max(rates[m] / caps[m].instance_rps for m in unit_models)
-    need = max(device_load, inst_load)
+    need = max(device_load, inst_load, _host_load(request, unit_models, option))
     return max(1, math.floor(need) + 1)
 
 
@@ -152,7 +164,7 @@ def _utilisation(request: ServeRequest, unit: _Unit, count: int) -> float:
     rates = {m.name: m.rate_rps for m in request.models}
     device = sum(rates[m] / count / unit.caps[m].device_rps for m in unit.models)
     inst = max(rates[m] / count / unit.caps[m].instance_rps for m in unit.models)
-    return max(device, inst)
+    return max(device, inst, _host_load(request, unit.models, unit.option) / count)
 
 
 class _Planner:
@@ -197,7 +209,7 @@ class _Planner:
                         continue
                     total = i * len(models)
                     caps = {p.model: capacity(p, option, b, i, total) for p in ready}
-                    n_min = _servers_needed(req, models, caps)
+                    n_min = _servers_needed(req, models, caps, option)
                     if n_min > req.max_servers:
                         self.reasons[REASON_SERVERS] += len(req.max_delays_s)
                         continue
@@ -243,6 +255,7 @@ class _Planner:
             price_usd_per_hour=unit.option.price_usd_per_hour,
             models=tuple(deps),
             colocation_slowdown=unit.option.colocation_slowdown,
+            host_capacity_rps=unit.option.host_capacity_rps,
         )
         deployment = Deployment(groups=(ServerGroup(server=server, count=count),))
         result = simulate_serving(

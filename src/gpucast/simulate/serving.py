@@ -21,6 +21,15 @@ The model
   measured ``colocation_slowdown`` table.
 * A request's latency is its batch's completion minus its arrival, plus the deployment's
   ``request_overhead_s`` (network and (de)serialisation, which occupy no instance).
+* Host contention (optional, ``ServerSpec.host_capacity_rps``): the CPUs, NIC and serving
+  framework in front of a device are shared by every request in flight, so a request's whole
+  latency is stretched by ``1 / (1 - rho)``, ``rho`` = the offered rate around its arrival
+  (a :data:`HOST_RATE_WINDOW_S` window) over the host capacity: the mean sojourn of a
+  processor-sharing queue (operational analysis: response time = service time / (1 - U)).
+  This is what makes measured latency climb smoothly with load long before the device
+  saturates (PERSEUS, ``benchmarks/serving_validation.py``). At ``rho >= 1`` the host path
+  cannot keep up; the stretch is capped at ``1 / (1 - HOST_RHO_CAP)`` and the server's
+  ``host_utilisation`` (>= 1) says it is overloaded.
 
 Why it is fast
 --------------
@@ -61,6 +70,12 @@ IntArray = npt.NDArray[np.int64]
 
 #: Percentiles every summary reports.
 PERCENTILES = (50.0, 95.0, 99.0)
+#: Span (s) over which the offered rate seen by a host path is measured, centred on each
+#: arrival: long enough to average a constant-rate client's pacing, short enough to follow a
+#: trace's bursts.
+HOST_RATE_WINDOW_S = 1.0
+#: Largest host utilisation the stretch uses (x100); beyond it the server is overloaded.
+HOST_RHO_CAP = 0.99
 
 
 # -- results -------------------------------------------------------------------------------------
@@ -101,6 +116,7 @@ class ServerStats:
     busy_fraction: float  # share of the horizon with >= 1 batch running
     instance_utilisation: float  # busy instance-seconds / (instances x horizon)
     mean_batch_size: float
+    host_utilisation: float | None = None  # mean offered rate / host capacity; None: unlimited
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -114,6 +130,7 @@ class ServerStats:
             "busy_fraction": self.busy_fraction,
             "instance_utilisation": self.instance_utilisation,
             "mean_batch_size": self.mean_batch_size,
+            "host_utilisation": self.host_utilisation,
         }
 
 
@@ -407,6 +424,30 @@ def _run_shared(queues: list[_Queue], slowdown: list[float]) -> None:
             cand[m] = inf
 
 
+def _stretch_for_host(
+    capacity_rps: float,
+    idx_by_model: Mapping[str, IntArray],
+    arrivals: Mapping[str, FloatArray],
+    stretch: dict[str, FloatArray],
+) -> float:
+    """Write the host-contention stretch of one device's requests into ``stretch``; return
+    the device's mean host utilisation."""
+    names = list(idx_by_model)
+    times = np.concatenate([arrivals[m][idx_by_model[m]] for m in names])
+    if times.size == 0:
+        return 0.0
+    order = np.argsort(times, kind="stable")
+    rate = np.empty(times.size)
+    rate[order] = windowed_rate(times[order])
+    factor, rho = host_dilation(rate, capacity_rps)
+    start = 0
+    for m in names:
+        idx = idx_by_model[m]
+        stretch[m][idx] = factor[start : start + idx.size]
+        start += idx.size
+    return float(rho.mean())
+
+
 def _union_length(starts: FloatArray, ends: FloatArray) -> float:
     """Total length of the union of intervals [start, end)."""
     if starts.size == 0:
@@ -416,6 +457,29 @@ def _union_length(starts: FloatArray, ends: FloatArray) -> float:
     reach = np.maximum.accumulate(e)
     gap_start = np.concatenate([[s[0]], np.maximum(s[1:], reach[:-1])])
     return float(np.sum(np.maximum(reach - gap_start, 0.0)))
+
+
+def windowed_rate(times_s: FloatArray, window_s: float = HOST_RATE_WINDOW_S) -> FloatArray:
+    """Requests per second around each of the sorted ``times_s``: the count in a ``window_s``
+    window centred on it, over that window's overlap with ``[first, last]`` arrival (so the
+    first and last requests are not seen at half the rate). One request: rate 0."""
+    t = np.asarray(times_s, dtype=np.float64)
+    if t.size < 2:
+        return np.zeros(t.size)
+    half = 0.5 * window_s
+    count = np.searchsorted(t, t + half, side="right") - np.searchsorted(t, t - half, "left")
+    span = np.minimum(t + half, t[-1]) - np.maximum(t - half, t[0])
+    full = min(window_s, float(t[-1] - t[0]))
+    span = np.maximum(span, 0.5 * full) if full > 0 else np.full(t.size, window_s)
+    return np.asarray(count / span, dtype=np.float64)
+
+
+def host_dilation(rate_rps: FloatArray, capacity_rps: float) -> tuple[FloatArray, FloatArray]:
+    """(stretch ``1 / (1 - rho)``, utilisation ``rho``) of requests offered at ``rate_rps`` to a
+    host path that carries ``capacity_rps``; ``rho`` is capped at :data:`HOST_RHO_CAP` in the
+    stretch (the returned utilisation is not capped)."""
+    rho = np.asarray(rate_rps, dtype=np.float64) / capacity_rps
+    return 1.0 / (1.0 - np.minimum(rho, HOST_RHO_CAP)), rho
 
 
 def _split(arrivals: FloatArray, parts: int, how: str, rng: np.random.Generator) -> list[IntArray]:
@@ -489,6 +553,8 @@ def simulate_serving(
             per_device[d][m] = idx
 
     completion: dict[str, FloatArray] = {m: np.empty(checked[m].size) for m in models}
+    stretch: dict[str, FloatArray] = {m: np.ones(checked[m].size) for m in models}
+    host_util: dict[int, float] = {}
     batch_of: dict[str, IntArray] = {m: np.empty(checked[m].size, dtype=np.int64) for m in models}
     overhead = {
         dep.model: dep.request_overhead_s for g in deployment.groups for dep in g.server.models
@@ -512,11 +578,15 @@ def simulate_serving(
                 sizes = np.asarray(q.sizes, dtype=np.int64)
                 completion[dep.model][idx] = np.repeat(np.asarray(q.ends), sizes)
                 batch_of[dep.model][idx] = np.repeat(sizes, sizes)
+        if server.host_capacity_rps is not None:
+            host_util[d] = _stretch_for_host(
+                server.host_capacity_rps, per_device[d], checked, stretch
+            )
         device_out.append((g, r, queues, per_device[d]))
 
     arrival_all = np.concatenate([checked[m] for m in models]) if models else np.zeros(0)
     latency_all = (
-        np.concatenate([completion[m] - checked[m] + overhead[m] for m in models])
+        np.concatenate([(completion[m] - checked[m] + overhead[m]) * stretch[m] for m in models])
         if models
         else np.zeros(0)
     )
@@ -530,7 +600,7 @@ def simulate_serving(
     )
     horizon = horizon_s if horizon_s is not None else last_end
     stats = []
-    for g, r, queues, idx_by_model in device_out:
+    for d, (g, r, queues, idx_by_model) in enumerate(device_out):
         server = deployment.groups[g].server
         starts = np.concatenate([np.asarray(q.starts) for q in queues])
         ends = np.concatenate([np.asarray(q.ends) for q in queues])
@@ -553,6 +623,7 @@ def simulate_serving(
                     else 0.0
                 ),
                 mean_batch_size=n_req / n_batches if n_batches else 0.0,
+                host_utilisation=host_util.get(d),
             )
         )
     return ServingResult(
