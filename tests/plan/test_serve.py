@@ -201,7 +201,7 @@ def test_host_capacity_adds_servers_and_stretches_latency() -> None:
     gpus = (OPTIONS[0],)
     free = plan_serving(req, gpus, profiles(("a",)))
     # a host path that carries 200 requests/s per server: 300 requests/s need 2 servers
-    # at least, and each is stretched by 1 / (1 - 150/200) = 4x at 2 servers
+    # at least, and at 2 servers each request waits 3x its median latency more (rho 0.75)
     tight = (dataclasses.replace(OPTIONS[0], host_capacity_rps=200.0),)
     plan = plan_serving(req, tight, profiles(("a",)))
     assert free.best is not None and plan.best is not None

@@ -117,7 +117,7 @@ def _arrivals(kind: str, rate: float, duration_s: float, seed: int) -> tuple[np.
 
 HOST_CAPACITY_HELP = (
     "Requests/s the host path of one server (CPU, NIC, serving framework, client) carries; "
-    "latency stretches by 1/(1 - load/capacity). Default: unlimited."
+    "each request waits median-latency x load/(capacity - load) more. Default: unlimited."
 )
 
 

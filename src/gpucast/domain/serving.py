@@ -280,8 +280,8 @@ class ServerSpec:
     ``price_usd_per_hour`` is this device's share of what the server costs.
     ``host_capacity_rps``: requests per second the host path in front of the device (server
     CPU and NIC, serving framework, client) can carry; ``None`` = unlimited. While the offered
-    rate is ``rho`` of it, every request's latency is stretched by ``1 / (1 - rho)`` (see
-    :func:`gpucast.simulate.serving.host_dilation`).
+    rate is ``rho`` of it, every request waits ``x * rho / (1 - rho)`` more, ``x`` the median
+    latency without contention (processor sharing; see :mod:`gpucast.simulate.serving`).
     """
 
     name: str

@@ -21,15 +21,18 @@ The model
   measured ``colocation_slowdown`` table.
 * A request's latency is its batch's completion minus its arrival, plus the deployment's
   ``request_overhead_s`` (network and (de)serialisation, which occupy no instance).
-* Host contention (optional, ``ServerSpec.host_capacity_rps``): the CPUs, NIC and serving
-  framework in front of a device are shared by every request in flight, so a request's whole
-  latency is stretched by ``1 / (1 - rho)``, ``rho`` = the offered rate around its arrival
-  (a :data:`HOST_RATE_WINDOW_S` window) over the host capacity: the mean sojourn of a
-  processor-sharing queue (operational analysis: response time = service time / (1 - U)).
-  This is what makes measured latency climb smoothly with load long before the device
-  saturates (PERSEUS, ``benchmarks/serving_validation.py``). At ``rho >= 1`` the host path
-  cannot keep up; the stretch is capped at ``1 / (1 - HOST_RHO_CAP)`` and the server's
-  ``host_utilisation`` (>= 1) says it is overloaded.
+* Host contention (optional, ``ServerSpec.host_capacity_rps``): the CPUs, NIC, serving
+  framework and client threads in front of a device are shared by every request in flight.
+  Modelled as a processor-sharing queue, where a job of work ``x`` spends ``x / (1 - rho)``:
+  every request waits an extra ``x * rho / (1 - rho)``, ``rho`` = the offered rate around its
+  arrival (a :data:`HOST_RATE_WINDOW_S` window) over the host capacity. All requests carry the
+  same input, so they share one ``x``: the host path holds a request for its whole life
+  (client thread, RPC, batcher), so ``x`` is the device's median latency without contention.
+  The delay is the same for every request at a given load: it shifts the latency
+  distribution rather than widening it. This is what makes measured latency climb smoothly
+  with load long before the device saturates (PERSEUS, ``benchmarks/serving_validation.py``).
+  At ``rho >= 1`` the host path cannot keep up; ``rho`` is capped at :data:`HOST_RHO_CAP` in
+  the delay and the server's ``host_utilisation`` (>= 1) says it is overloaded.
 
 Why it is fast
 --------------
@@ -74,7 +77,7 @@ PERCENTILES = (50.0, 95.0, 99.0)
 #: arrival: long enough to average a constant-rate client's pacing, short enough to follow a
 #: trace's bursts.
 HOST_RATE_WINDOW_S = 1.0
-#: Largest host utilisation the stretch uses (x100); beyond it the server is overloaded.
+#: Largest host utilisation the delay uses (x99 the work); beyond it the server is overloaded.
 HOST_RHO_CAP = 0.99
 
 
@@ -424,14 +427,14 @@ def _run_shared(queues: list[_Queue], slowdown: list[float]) -> None:
             cand[m] = inf
 
 
-def _stretch_for_host(
+def _add_host_queueing(
     capacity_rps: float,
     idx_by_model: Mapping[str, IntArray],
     arrivals: Mapping[str, FloatArray],
-    stretch: dict[str, FloatArray],
+    latency: dict[str, FloatArray],
 ) -> float:
-    """Write the host-contention stretch of one device's requests into ``stretch``; return
-    the device's mean host utilisation."""
+    """Add the host-contention delay to one device's requests in ``latency`` (in place; see
+    the module docstring); return the device's mean host utilisation."""
     names = list(idx_by_model)
     times = np.concatenate([arrivals[m][idx_by_model[m]] for m in names])
     if times.size == 0:
@@ -439,11 +442,12 @@ def _stretch_for_host(
     order = np.argsort(times, kind="stable")
     rate = np.empty(times.size)
     rate[order] = windowed_rate(times[order])
-    factor, rho = host_dilation(rate, capacity_rps)
+    busy, rho = host_queueing(rate, capacity_rps)
+    work = float(np.median(np.concatenate([latency[m][idx_by_model[m]] for m in names])))
     start = 0
     for m in names:
         idx = idx_by_model[m]
-        stretch[m][idx] = factor[start : start + idx.size]
+        latency[m][idx] += work * busy[start : start + idx.size]
         start += idx.size
     return float(rho.mean())
 
@@ -474,12 +478,13 @@ def windowed_rate(times_s: FloatArray, window_s: float = HOST_RATE_WINDOW_S) -> 
     return np.asarray(count / span, dtype=np.float64)
 
 
-def host_dilation(rate_rps: FloatArray, capacity_rps: float) -> tuple[FloatArray, FloatArray]:
-    """(stretch ``1 / (1 - rho)``, utilisation ``rho``) of requests offered at ``rate_rps`` to a
-    host path that carries ``capacity_rps``; ``rho`` is capped at :data:`HOST_RHO_CAP` in the
-    stretch (the returned utilisation is not capped)."""
+def host_queueing(rate_rps: FloatArray, capacity_rps: float) -> tuple[FloatArray, FloatArray]:
+    """(extra delay per unit of host work ``rho / (1 - rho)``, utilisation ``rho``) of requests
+    offered at ``rate_rps`` to a host path that carries ``capacity_rps``; ``rho`` is capped at
+    :data:`HOST_RHO_CAP` in the delay (the returned utilisation is not capped)."""
     rho = np.asarray(rate_rps, dtype=np.float64) / capacity_rps
-    return 1.0 / (1.0 - np.minimum(rho, HOST_RHO_CAP)), rho
+    capped = np.minimum(rho, HOST_RHO_CAP)
+    return capped / (1.0 - capped), rho
 
 
 def _split(arrivals: FloatArray, parts: int, how: str, rng: np.random.Generator) -> list[IntArray]:
@@ -553,7 +558,6 @@ def simulate_serving(
             per_device[d][m] = idx
 
     completion: dict[str, FloatArray] = {m: np.empty(checked[m].size) for m in models}
-    stretch: dict[str, FloatArray] = {m: np.ones(checked[m].size) for m in models}
     host_util: dict[int, float] = {}
     batch_of: dict[str, IntArray] = {m: np.empty(checked[m].size, dtype=np.int64) for m in models}
     overhead = {
@@ -578,18 +582,15 @@ def simulate_serving(
                 sizes = np.asarray(q.sizes, dtype=np.int64)
                 completion[dep.model][idx] = np.repeat(np.asarray(q.ends), sizes)
                 batch_of[dep.model][idx] = np.repeat(sizes, sizes)
-        if server.host_capacity_rps is not None:
-            host_util[d] = _stretch_for_host(
-                server.host_capacity_rps, per_device[d], checked, stretch
-            )
         device_out.append((g, r, queues, per_device[d]))
 
+    latency = {m: completion[m] - checked[m] + overhead[m] for m in models}
+    for d, (g, _r) in enumerate(devices):
+        capacity = deployment.groups[g].server.host_capacity_rps
+        if capacity is not None:
+            host_util[d] = _add_host_queueing(capacity, per_device[d], checked, latency)
     arrival_all = np.concatenate([checked[m] for m in models]) if models else np.zeros(0)
-    latency_all = (
-        np.concatenate([(completion[m] - checked[m] + overhead[m]) * stretch[m] for m in models])
-        if models
-        else np.zeros(0)
-    )
+    latency_all = np.concatenate([latency[m] for m in models]) if models else np.zeros(0)
     model_index = np.concatenate(
         [np.full(checked[m].size, i, dtype=np.int64) for i, m in enumerate(models)]
     )
