@@ -107,7 +107,7 @@ from gpucast.predict.roofline import RooflineEfficiency
 from gpucast.predict.serving import InferenceWork, predict_latency_curve, request_overhead_s
 from gpucast.profile import profile_workload
 from gpucast.simulate.arrivals import constant_count
-from gpucast.simulate.serving import simulate_serving
+from gpucast.simulate.serving import calibrate_host_capacity, simulate_serving
 from gpucast.store.datasets.perseus import read_perseus_output
 
 POLICY = BatchingPolicy(max_batch_size=128, max_queue_delay_s=0.010, preferred_batch_sizes=(4, 8))
@@ -249,20 +249,23 @@ def calibrate(
     """Value of ``knob`` that makes the simulated median of one pass equal ``target_p50_s``
     (bisection; the median grows monotonically with each knob). Host overhead is searched
     linearly in [0, 1 ms] per kernel, per-sample host in [0, 30 ms], the scales
-    geometrically in [1/20, 20], the host capacity geometrically in [1.01, 100] x the pass's
-    rate (the median falls as the capacity grows)."""
+    geometrically in [1/20, 20]; the host capacity by
+    :func:`gpucast.simulate.serving.calibrate_host_capacity` (what ``simulate serve
+    --calibrate-p50-ms`` runs)."""
+    if knob == "host_capacity":  # the product's own calibration
+        p = with_knob(knob, 1.0)
+        arrivals = constant_count(
+            qps, requests, jitter_s=p.jitter_gaps / qps, rng=np.random.default_rng(SEED)
+        )
+        dep = deployment(work, Params(jitter_gaps=p.jitter_gaps))
+        return calibrate_host_capacity(dep, {"resnet50": arrivals}, target_p50_s)
     linear = knob in ("host", "host_per_sample")
-    lo, hi = {
-        "host": (0.0, 1e-3),
-        "host_per_sample": (0.0, 30e-3),
-        "host_capacity": (1.01 * qps, 100.0 * qps),
-    }.get(knob, (0.05, 20.0))
-    falls = knob == "host_capacity"
+    lo, hi = {"host": (0.0, 1e-3), "host_per_sample": (0.0, 30e-3)}.get(knob, (0.05, 20.0))
     for _ in range(40):
         mid = 0.5 * (lo + hi) if linear else (lo * hi) ** 0.5
         p = with_knob(knob, mid)
         sim = simulate_pass(deployment(work, p), qps, requests, p.jitter_gaps)
-        if (sim["p50_s"] < target_p50_s) != falls:
+        if sim["p50_s"] < target_p50_s:
             lo = mid
         else:
             hi = mid

@@ -115,3 +115,33 @@ def test_host_capacity_stretches_latency_and_reports_the_host_load(table: Path) 
     over = runner.invoke(app, [*base, "--host-capacity-rps", "100"])
     assert over.exit_code == 0, over.output
     assert "overloaded" in over.output
+
+
+def test_calibrate_p50_fits_the_host_capacity(table: Path) -> None:
+    base = ["simulate", "serve", "--model", "resnet50", "--gpu", "P4", "--rate", "150"]
+    base += ["--arrivals", "constant", "--latency-table", str(table), "--duration-s", "20"]
+    free = json.loads(runner.invoke(app, [*base, "--json"]).output)
+    target_ms = 3e3 * free["latency_s"]["p50"]  # three times the uncontended median
+    result = runner.invoke(app, [*base, "--calibrate-p50-ms", f"{target_ms}", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["latency_s"]["p50"] * 1e3 == pytest.approx(target_ms, rel=0.01)
+    # x + x * rho / (1 - rho) = 3x  ->  rho = 2/3  ->  capacity = 150 / (2/3) = 225
+    assert out["host_capacity_rps"] == pytest.approx(225.0, rel=0.03)
+    assert "calibrated" in out["sources"]["host_capacity"]
+
+
+@pytest.mark.parametrize(
+    "extra, text",
+    [
+        (["--calibrate-p50-ms", "1"], "no host capacity explains it"),
+        (["--calibrate-p50-ms", "-1"], "calibrate-p50-ms: must be > 0"),
+        (["--calibrate-p50-ms", "50", "--host-capacity-rps", "300"], "cannot be combined"),
+    ],
+)
+def test_calibrate_p50_bad_input(table: Path, extra: list[str], text: str) -> None:
+    base = ["simulate", "serve", "--model", "resnet50", "--gpu", "P4", "--rate", "150"]
+    result = runner.invoke(app, [*base, "--latency-table", str(table), *extra])
+    assert result.exit_code == 2, result.output
+    assert text in result.output
+    assert len(result.output.strip().splitlines()) == 1

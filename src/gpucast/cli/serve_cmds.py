@@ -157,6 +157,11 @@ def serve(
     host_capacity_rps: float | None = typer.Option(
         None, "--host-capacity-rps", help=HOST_CAPACITY_HELP
     ),
+    calibrate_p50_ms: float | None = typer.Option(
+        None,
+        "--calibrate-p50-ms",
+        help="Median latency you measured at this load, ms: fits --host-capacity-rps to it.",
+    ),
     seed: int = typer.Option(0, "--seed", help="Same seed, same result."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -178,6 +183,17 @@ def serve(
     if servers < 1:
         raise InvalidSpecError("servers", "must be >= 1", got=servers)
     _check_host_capacity(host_capacity_rps)
+    if calibrate_p50_ms is not None:
+        if host_capacity_rps is not None:
+            raise InvalidSpecError(
+                "calibrate-p50-ms",
+                "cannot be combined with --host-capacity-rps",
+                fix="give the capacity, or the measured median to fit it from, not both",
+            )
+        if not (math.isfinite(calibrate_p50_ms) and calibrate_p50_ms > 0):
+            raise InvalidSpecError(
+                "calibrate-p50-ms", "must be > 0 ms", got=calibrate_p50_ms, fix="e.g. 33.9"
+            )
     prefs: tuple[int, ...] = ()
     if preferred:
         try:
@@ -259,6 +275,17 @@ def serve(
     if host_capacity_rps is not None:
         sources["host_capacity"] = f"{host_capacity_rps:g} requests/s per server (given)"
     deployment = Deployment(groups=(ServerGroup(server=server, count=servers),))
+    if calibrate_p50_ms is not None:
+        from gpucast.simulate.serving import calibrate_host_capacity, with_host_capacity
+
+        host_capacity_rps = calibrate_host_capacity(
+            deployment, {model: times}, calibrate_p50_ms / 1e3, seed=seed
+        )
+        deployment = with_host_capacity(deployment, host_capacity_rps)
+        sources["host_capacity"] = (
+            f"{host_capacity_rps:.1f} requests/s per server, calibrated to the measured "
+            f"median {calibrate_p50_ms:g} ms at this load"
+        )
     result = simulate_serving(
         deployment,
         {model: times},
@@ -267,6 +294,7 @@ def serve(
         sources=sources,
     )
     out = result.to_dict(timeline_bins=30)
+    out["host_capacity_rps"] = host_capacity_rps
     out["batching"] = policy.to_dict()
     out["latency_curve"] = curve.to_dict()
     if json_out:

@@ -51,6 +51,7 @@ keep-alive (fixed or the hybrid histogram policy of Shahrad et al., ATC'20).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import heapq
 import math
 from collections.abc import Mapping, Sequence
@@ -640,6 +641,58 @@ def simulate_serving(
         seed=seed if rng is None else None,
         sources=sources or {},
     )
+
+
+def with_host_capacity(deployment: Deployment, capacity_rps: float | None) -> Deployment:
+    """``deployment`` with every server's ``host_capacity_rps`` set to ``capacity_rps``."""
+    groups = tuple(
+        dataclasses.replace(g, server=dataclasses.replace(g.server, host_capacity_rps=capacity_rps))
+        for g in deployment.groups
+    )
+    return dataclasses.replace(deployment, groups=groups)
+
+
+def calibrate_host_capacity(
+    deployment: Deployment,
+    arrivals: Mapping[str, FloatArray],
+    measured_p50_s: float,
+    *,
+    seed: int | None = 0,
+) -> float:
+    """The host capacity (requests/s, the same on every server) at which the simulated median
+    latency of ``arrivals`` equals ``measured_p50_s``: one measured load level pins the host
+    path (``benchmarks/serving_validation.py`` validates this on PERSEUS).
+
+    Raises :class:`InvalidSpecError` when the measured median is not above the simulated one
+    without contention (the device model alone is already as slow: nothing to calibrate).
+    """
+    if not (math.isfinite(measured_p50_s) and measured_p50_s > 0):
+        raise InvalidSpecError("measured p50", "must be > 0", got=measured_p50_s)
+
+    def p50(capacity: float | None) -> float:
+        dep = with_host_capacity(deployment, capacity)
+        return float(np.median(simulate_serving(dep, arrivals, seed=seed).latencies()))
+
+    free = p50(None)
+    if measured_p50_s <= free * (1.0 + 1e-6):
+        raise InvalidSpecError(
+            "measured p50",
+            f"is not above the simulated {free * 1e3:.2f} ms without host contention, so no "
+            "host capacity explains it",
+            got=f"{measured_p50_s * 1e3:.2f} ms",
+            fix="check the rate and latency curve, or leave the host capacity unlimited",
+        )
+    busiest = max(float(windowed_rate(np.sort(a)).max()) for a in arrivals.values() if len(a))
+    lo, hi = math.log(busiest * 1e-3), math.log(busiest * 1e6)
+    for _ in range(60):  # the median falls as the capacity grows
+        mid = 0.5 * (lo + hi)
+        if p50(math.exp(mid)) > measured_p50_s:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-6:
+            break
+    return math.exp(0.5 * (lo + hi))
 
 
 # -- serverless ----------------------------------------------------------------------------------
