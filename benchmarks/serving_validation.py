@@ -44,7 +44,10 @@ What is predicted from what. No parameter is fitted to the passes it is scored o
     ``1 / (1 - rho)`` (p50 3.8% / 6.5% but p95 12.8% / 10.8%, 26 test-1 steps 15-20% high:
     stretching the batching wait widens the tail), and stretching only the part after the
     batcher (test 1 fine, but the directions disagree on ``C``, 287 vs 254, and test 2
-    misses by 46%);
+    misses by 46%). Caveat: the FORM was chosen among these three by their scores on these
+    two tests (model selection on the validation data; only ``C`` is calibrated per
+    prediction), so the numbers are optimistic by that choice; the other PERSEUS runs, which
+    ``../shared/data`` does not hold, are the independent check;
   - ``cross-test``: the per-kernel HOST overhead (``host_s``: framework dispatch,
     which the 4 instances overlap). Each test is predicted entirely from the OTHER test's
     first warm pass: test 2 from test 1 pass 1 (150 QPS), test 1 from test 2 pass 2
