@@ -205,13 +205,17 @@ def deployment(work: InferenceWork, params: Params, cold_start_s: float = 0.0) -
     return Deployment(groups=(ServerGroup(server=server),))
 
 
+def pass_arrivals(qps: float, requests: int, jitter_gaps: float) -> np.ndarray:
+    """One pass of the constant-rate client, each request late by up to ``jitter_gaps``."""
+    return constant_count(
+        qps, requests, jitter_s=jitter_gaps / qps, rng=np.random.default_rng(SEED)
+    )
+
+
 def simulate_pass(
     dep: Deployment, qps: float, requests: int, jitter_gaps: float = 0.0
 ) -> dict[str, float]:
-    arrivals = constant_count(
-        qps, requests, jitter_s=jitter_gaps / qps, rng=np.random.default_rng(SEED)
-    )
-    result = simulate_serving(dep, {"resnet50": arrivals})
+    result = simulate_serving(dep, {"resnet50": pass_arrivals(qps, requests, jitter_gaps)})
     lat = result.latencies()
     p = np.percentile(lat, [25, 50, 75, 95])
     return {
@@ -256,12 +260,10 @@ def calibrate(
     :func:`gpucast.simulate.serving.calibrate_host_capacity` (what ``simulate serve
     --calibrate-p50-ms`` runs)."""
     if knob == "host_capacity":  # the product's own calibration
-        p = with_knob(knob, 1.0)
-        arrivals = constant_count(
-            qps, requests, jitter_s=p.jitter_gaps / qps, rng=np.random.default_rng(SEED)
+        arrivals = pass_arrivals(qps, requests, CLIENT_JITTER_GAPS)
+        return calibrate_host_capacity(
+            deployment(work, Params()), {"resnet50": arrivals}, target_p50_s
         )
-        dep = deployment(work, Params(jitter_gaps=p.jitter_gaps))
-        return calibrate_host_capacity(dep, {"resnet50": arrivals}, target_p50_s)
     linear = knob in ("host", "host_per_sample")
     lo, hi = {"host": (0.0, 1e-3), "host_per_sample": (0.0, 30e-3)}.get(knob, (0.05, 20.0))
     for _ in range(40):

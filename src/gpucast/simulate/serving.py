@@ -682,17 +682,18 @@ def calibrate_host_capacity(
             got=f"{measured_p50_s * 1e3:.2f} ms",
             fix="check the rate and latency curve, or leave the host capacity unlimited",
         )
+    from scipy.optimize import brentq  # only calibration needs it
+
     busiest = max(float(windowed_rate(np.sort(a)).max()) for a in arrivals.values() if len(a))
-    lo, hi = math.log(busiest * 1e-3), math.log(busiest * 1e6)
-    for _ in range(60):  # the median falls as the capacity grows
-        mid = 0.5 * (lo + hi)
-        if p50(math.exp(mid)) > measured_p50_s:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-6:
-            break
-    return math.exp(0.5 * (lo + hi))
+    # the median falls as the capacity grows: far below the load it is ~100x the work (the
+    # utilisation cap), far above it the uncontended median, which is below the target
+    log_c = brentq(
+        lambda x: p50(math.exp(x)) - measured_p50_s,
+        math.log(busiest * 1e-3),
+        math.log(busiest * 1e6),
+        xtol=1e-6,
+    )
+    return math.exp(float(log_c))
 
 
 # -- serverless ----------------------------------------------------------------------------------
