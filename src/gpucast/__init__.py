@@ -1,13 +1,16 @@
 """gpucast: measure, model, predict and plan deep-learning workloads on GPU clusters.
 
-Python API (the CLI is a thin shell over it)::
+The Python API is one function per CLI verb (:mod:`gpucast.app`), re-exported here::
 
     import gpucast
-    prof = gpucast.profile("resnet50", batch_size=64)          # WorkloadProfile
-    meas = gpucast.measure("mlp", batch_size=64, device="cpu")  # Measurement
-    cat = gpucast.catalog.load_catalog()                        # GPU specs and offers
+    prof = gpucast.profile_workload("resnet50", batch_size=64)      # WorkloadProfile
+    plan = gpucast.plan_train(workload="resnet50", epochs=90, dataset_size=1281167)
+    sim = gpucast.simulate_train(gpu="K80", workers=4, region="us-east1", spot=True,
+                                 workload="cifar-resnet32", steps=64000)
 
-Subpackages are imported lazily, so ``import gpucast`` is cheap.
+Requests, results and errors are typed; a bad option raises one
+:class:`gpucast.domain.errors.InvalidInputError` naming the field, the constraint and a fix
+(the same line the CLI prints). Everything loads lazily, so ``import gpucast`` is cheap.
 """
 
 from __future__ import annotations
@@ -15,26 +18,38 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from gpucast._version import __version__
 
-_LAZY = frozenset(
+_SUBPACKAGES = frozenset(
     {
+        "app",
         "catalog",
-        "profile",
-        "measure",
-        "store",
-        "predict",
-        "simulate",
-        "plan",
-        "report",
-        "workloads",
         "domain",
-        "api",
+        "inputs",
+        "measure",
+        "plan",
+        "predict",
+        "profile",
+        "report",
+        "simulate",
+        "store",
+        "workloads",
     }
 )
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
+    if name in _SUBPACKAGES:
         return importlib.import_module(f"gpucast.{name}")
+    app = importlib.import_module("gpucast.app")
+    if name in app.VERBS:
+        return getattr(app, name)
     raise AttributeError(f"module 'gpucast' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    app = importlib.import_module("gpucast.app")
+    return sorted([*globals(), *_SUBPACKAGES, *app.VERBS])
+
+
+__all__ = ["__version__"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,52 +33,12 @@ def state(ctx: typer.Context) -> CliState:
     return CliState(db_path=None, debug=False)
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
 def emit_json(obj: Any) -> None:
     """Print one JSON object on stdout (NaN/inf become null), with no Rich markup."""
-    sys.stdout.write(json.dumps(_jsonable(obj), indent=2, sort_keys=False, default=str) + "\n")
+    from gpucast.domain.jsonable import jsonable
+
+    sys.stdout.write(json.dumps(jsonable(obj), indent=2, sort_keys=False, default=str) + "\n")
     sys.stdout.flush()
-
-
-#: Environment variable naming the published-data folder (the one holding cmdare/, transient/).
-DATA_DIR_ENV = "GPUCAST_SHARED_DATA"
-
-
-def published_data_dir(given: Path | None) -> Path | None:
-    """The published-data folder the user gave: ``--data-dir``, else ``$GPUCAST_SHARED_DATA``.
-
-    Returns ``None`` when neither is set (callers fall back to catalog-only inputs and say so).
-    A folder that is given but holds no ``cmdare/`` or ``transient/`` is an error.
-    """
-    import os
-
-    how = "--data-dir"
-    if given is None:
-        env = os.environ.get(DATA_DIR_ENV)
-        if not env:
-            return None
-        given, how = Path(env), f"${DATA_DIR_ENV}"
-    if (given / "transient").is_dir() or (given / "cmdare").is_dir():
-        return given.resolve()
-    from gpucast.domain.errors import InvalidSpecError
-
-    raise InvalidSpecError(
-        "data-dir",
-        f"has no transient/ or cmdare/ folder (from {how})",
-        got=str(given),
-        fix="point --data-dir at the published data folder (e.g. ../shared/data)",
-    )
 
 
 def emit_result(summary: dict[str, Any], text: str, *, as_json: bool) -> None:

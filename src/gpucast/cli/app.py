@@ -15,7 +15,7 @@ from typer import _click as click  # typer >= 0.29 vendors click
 from typer.core import TyperGroup
 from typer.exceptions import Abort
 
-from gpucast import __version__
+from gpucast._version import __version__
 from gpucast.cli._common import CliState, err_console
 from gpucast.domain.errors import GpucastError
 

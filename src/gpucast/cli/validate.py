@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from gpucast.cli._common import DATA_DIR_ENV, console, emit_json
+from gpucast.cli._common import console, emit_json
+from gpucast.inputs.data import DATA_DIR_ENV
 from gpucast.domain.errors import InvalidSpecError
 
 if TYPE_CHECKING:  # pandas loads with the checks

@@ -15,16 +15,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from types import MappingProxyType
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.domain.provenance import Assumption, Validation
+from gpucast.domain.options import build, lower_list, none_or, option, to_options
+from gpucast.domain.units import duration_s
+from gpucast.domain.workload import PRECISIONS
 
 #: Data-parallel strategies the planner searches: ring all-reduce DDP, fully sharded data
 #: parallel, asynchronous parameter server with CPU shards.
 STRATEGIES: tuple[str, ...] = ("ddp", "fsdp", "ps")
 OBJECTIVES: tuple[str, ...] = ("cheapest", "fastest")
 MARKETS: tuple[str, ...] = ("on-demand", "spot")
-PLAN_SCHEMA_VERSION = 1
+PLAN_SCHEMA_VERSION = 2
+#: Deadline of a plan when none is given (24 h).
+DEFAULT_DEADLINE_S = 86400.0
+#: Spot band (AWS Spot Advisor, interrupted per month) where no lifetimes are fitted.
+DEFAULT_BAND = "5-10%"
 
 
 def _finite_positive(field_name: str, value: float | None, *, fix: str | None = None) -> None:
@@ -43,44 +52,107 @@ def _positive_int(field_name: str, value: int | None, *, fix: str | None = None)
         raise InvalidSpecError(field_name, "must be an integer >= 1", got=value, fix=fix)
 
 
+def _deadline(value: Any) -> float | None:
+    return none_or(lambda v: duration_s(v, field="deadline"))(value)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrainRequest:
-    """A training job to plan, with its constraints.
+    """A training job to plan, with its constraints (``gpucast plan train``).
 
     The work is ``epochs`` passes over ``dataset_size`` samples at the ``reference_batch``
     (the batch the epoch count was tuned for; larger global batches need more epochs, see
-    :mod:`gpucast.plan.efficiency`), or ``steps`` global steps at ``reference_batch``.
+    :mod:`gpucast.plan.efficiency`), or ``steps`` global steps at ``reference_batch``; with
+    neither, the workload family's defaults apply (listed under the plan's assumptions).
     ``batch_size`` fixes the per-worker batch, ``global_batch`` the global one; with neither,
     the per-worker batch is searched over ``batch_sizes``. ``None`` means "no constraint"
-    for ``deadline_s``, ``budget_usd``; empty tuples mean "any" for the filters.
+    for ``deadline_s``, ``budget_usd``; empty tuples mean "any" for the filters. Every field
+    is also a flag of ``gpucast plan train`` and a key of its ``--config`` file.
     """
 
-    workload: str
-    precision: str = "fp32"
-    epochs: float | None = None
-    dataset_size: int | None = None
-    steps: int | None = None
-    reference_batch: int | None = None
-    deadline_s: float | None = None
-    budget_usd: float | None = None
-    providers: tuple[str, ...] = ()
-    regions: tuple[str, ...] = ()
-    gpus: tuple[str, ...] = ()
-    exclude_gpus: tuple[str, ...] = ()
-    allow_spot: bool = True
-    max_gpus: int = 64
-    min_p_meet: float = 0.9
-    batch_size: int | None = None
-    global_batch: int | None = None
-    batch_sizes: tuple[int, ...] = (32, 64, 128, 256)
-    allow_mixed: bool = False
-    objective: str = "cheapest"
-    critical_batch: float | None = None
-    strategies: tuple[str, ...] = STRATEGIES
-    max_ps_shards: int = 4
-    mc_runs: int = 1000
-    max_simulated: int = 12
-    seed: int = 0
+    VERB: ClassVar[str] = "plan train"
+
+    workload: str = option(
+        help="Built-in name, module:factory, or run:ID (a profile or training measurement "
+        "in the store).",
+        example="resnet50",
+    )
+    precision: str = option("fp32", help="fp32, bf16 or fp16.", example="bf16")
+    epochs: float | None = option(
+        None, help="Epochs at the reference batch [default: the workload family's].", example="90"
+    )
+    dataset_size: int | None = option(
+        None, help="Samples per epoch [default: the workload family's].", example="1281167"
+    )
+    steps: int | None = option(
+        None, help="Or: global steps at the reference batch.", example="100000"
+    )
+    reference_batch: int | None = option(
+        None,
+        help="Batch the epoch count was tuned for [default: the workload family's].",
+        example="256",
+    )
+    deadline_s: float | None = option(
+        DEFAULT_DEADLINE_S,
+        flag="deadline",
+        kind="text",
+        parse=_deadline,
+        help="Deadline, e.g. 24h, 3d or 'none'.",
+        metavar="DURATION",
+        example="24h",
+    )
+    budget_usd: float | None = option(None, flag="budget", help="US$ at most.", example="500")
+    providers: tuple[str, ...] = option(
+        (), flag="provider", parse=lower_list, help="aws, gcp, azure.", example="gcp"
+    )
+    regions: tuple[str, ...] = option((), flag="region", help="Regions allowed.")
+    gpus: tuple[str, ...] = option((), flag="gpu", help="GPU types allowed.", example="A100")
+    exclude_gpus: tuple[str, ...] = option((), flag="exclude-gpu", help="GPU types to skip.")
+    allow_spot: bool = option(True, flag="spot", negative="no-spot", help="Allow spot servers.")
+    max_gpus: int = option(64, help="At most this many GPUs.", example="64")
+    min_p_meet: float = option(
+        0.9, help="Plans must meet the deadline with this probability.", example="0.9"
+    )
+    batch_size: int | None = option(None, help="Per-worker batch (fixed).", example="64")
+    global_batch: int | None = option(None, help="Global batch (fixed).", example="1024")
+    batch_sizes: tuple[int, ...] = option(
+        (32, 64, 128, 256), help="Per-worker batches searched.", example="32,64"
+    )
+    allow_mixed: bool = option(
+        False, negative="no-allow-mixed", help="Also plan clusters of two GPU types."
+    )
+    objective: str = option("cheapest", help=f"{' | '.join(OBJECTIVES)}.", example="fastest")
+    critical_batch: float | None = option(
+        None,
+        help="Critical batch B_crit of the statistical-efficiency model "
+        "[default: the workload family's].",
+        example="8192",
+    )
+    strategies: tuple[str, ...] = option(
+        STRATEGIES, flag="strategy", parse=lower_list, help="ddp, fsdp, ps.", example="ddp"
+    )
+    max_ps_shards: int = option(4, help="PS shards tried.", example="4")
+    mc_runs: int = option(1000, flag="runs", help="Monte Carlo runs per spot plan.", example="1000")
+    max_simulated: int = option(12, help="Spot plans simulated at most.", example="12")
+    seed: int = option(0, help="Seed of the Monte Carlo; the same seed, the same plan.")
+    interruption_band: str = option(
+        DEFAULT_BAND,
+        help="Spot band (AWS Spot Advisor, per month) where no lifetimes are fitted.",
+        example="5-10%",
+    )
+    hazard_per_hour: float | None = option(
+        None,
+        help="Revocations per node-hour for every spot node (replaces lifetimes and band).",
+        example="0.05",
+    )
+    data_dir: Path | None = option(
+        None,
+        help="Published data folder, e.g. ../shared/data [default: $GPUCAST_SHARED_DATA].",
+        example="../shared/data",
+    )
+    profile_file: Path | None = option(
+        None, flag="profile", help="Profile JSON (gpucast profile --json).", example="prof.json"
+    )
 
     def __post_init__(self) -> None:
         if not self.workload:
@@ -91,14 +163,8 @@ class TrainRequest:
                 "give the work as epochs or as steps, not both",
                 fix="drop --steps or --epochs",
             )
-        if self.epochs is None and self.steps is None:
-            raise InvalidSpecError("epochs", "is required (or steps)", fix="e.g. --epochs 90")
         _finite_positive("epochs", self.epochs, fix="e.g. --epochs 90")
-        _positive_int("dataset_size", self.dataset_size, fix="e.g. --dataset-size 1281167")
-        if self.epochs is not None and self.dataset_size is None:
-            raise InvalidSpecError(
-                "dataset-size", "is required with --epochs", fix="e.g. --dataset-size 1281167"
-            )
+        _positive_int("dataset-size", self.dataset_size, fix="e.g. --dataset-size 1281167")
         _positive_int("steps", self.steps, fix="e.g. --steps 100000")
         _positive_int("reference_batch", self.reference_batch, fix="e.g. --reference-batch 256")
         _finite_positive("deadline", self.deadline_s, fix="e.g. --deadline 24h")
@@ -139,6 +205,13 @@ class TrainRequest:
         if isinstance(self.mc_runs, bool) or not isinstance(self.mc_runs, int) or self.mc_runs < 1:
             raise InvalidSpecError("mc_runs", "must be an integer >= 1", got=self.mc_runs)
         _positive_int("max_simulated", self.max_simulated)
+        if self.precision not in PRECISIONS:
+            raise InvalidSpecError(
+                "precision", f"must be one of {', '.join(PRECISIONS)}", got=self.precision
+            )
+        _finite_positive("hazard-per-hour", self.hazard_per_hour, fix="e.g. --hazard-per-hour 0.05")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
+            raise InvalidSpecError("seed", "must be an integer >= 0", got=self.seed, fix="e.g. 0")
         both = {g.lower() for g in self.gpus} & {g.lower() for g in self.exclude_gpus}
         if both:
             raise InvalidSpecError(
@@ -148,40 +221,11 @@ class TrainRequest:
             )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "workload": self.workload,
-            "precision": self.precision,
-            "epochs": self.epochs,
-            "dataset_size": self.dataset_size,
-            "steps": self.steps,
-            "reference_batch": self.reference_batch,
-            "deadline_s": self.deadline_s,
-            "budget_usd": self.budget_usd,
-            "providers": list(self.providers),
-            "regions": list(self.regions),
-            "gpus": list(self.gpus),
-            "exclude_gpus": list(self.exclude_gpus),
-            "allow_spot": self.allow_spot,
-            "max_gpus": self.max_gpus,
-            "min_p_meet": self.min_p_meet,
-            "batch_size": self.batch_size,
-            "global_batch": self.global_batch,
-            "batch_sizes": list(self.batch_sizes),
-            "allow_mixed": self.allow_mixed,
-            "objective": self.objective,
-            "critical_batch": self.critical_batch,
-            "strategies": list(self.strategies),
-            "max_ps_shards": self.max_ps_shards,
-            "mc_runs": self.mc_runs,
-            "max_simulated": self.max_simulated,
-            "seed": self.seed,
-        }
+        return to_options(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrainRequest:
-        tuples = ("providers", "regions", "gpus", "exclude_gpus", "batch_sizes", "strategies")
-        kwargs: dict[str, Any] = {k: (tuple(v) if k in tuples else v) for k, v in data.items()}
-        return cls(**kwargs)
+        return build(cls, data)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -284,9 +328,12 @@ class PlanCandidate:
     parts: tuple[WorkerPart, ...] = ()
     help: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    #: model -> its validated error in this candidate's regime (or "not validated for ...")
+    validation: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "breakdown_s", MappingProxyType(dict(self.breakdown_s)))
+        object.__setattr__(self, "validation", MappingProxyType(dict(self.validation)))
 
     @property
     def mixed(self) -> bool:
@@ -339,6 +386,7 @@ class PlanCandidate:
             "workers": [p.to_dict() for p in self.parts],
             "help": list(self.help),
             "notes": list(self.notes),
+            "validation": dict(self.validation),
         }
 
     @classmethod
@@ -351,6 +399,7 @@ class PlanCandidate:
         kwargs["help"] = tuple(data.get("help", ()))
         kwargs["notes"] = tuple(data.get("notes", ()))
         kwargs["breakdown_s"] = dict(data.get("breakdown_s", {}))
+        kwargs["validation"] = {str(k): str(v) for k, v in data.get("validation", {}).items()}
         for key in ("time_p90_s", "cost_p90_usd"):  # JSON has no inf: null stands for it
             if kwargs.get(key) is None and data.get("market") == "spot" and key in data:
                 kwargs[key] = math.inf
@@ -362,20 +411,38 @@ class PlanCandidate:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelInfo:
-    """A model behind the plan's numbers: what it is, what it was fitted on, how it validated."""
+    """A model behind the plan's numbers: what it is, what it was fitted on, and its validated
+    error *in the regime of this plan* (``validation.error`` is ``None`` where it was never
+    validated: no accuracy figure is borrowed from another regime)."""
 
     name: str
     version: str
     fitted_on: str
-    validation: str
+    validation: Validation
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "version": self.version,
             "fitted_on": self.fitted_on,
-            "validation": self.validation,
+            "validation": self.validation.text(),
+            "validated": self.validation.validated,
+            "validation_detail": self.validation.to_dict(),
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelInfo:
+        detail = data.get("validation_detail")
+        if isinstance(detail, Mapping):
+            validation = Validation.from_dict(detail)
+        else:
+            validation = Validation(model=str(data["name"]), regime="", error=None)
+        return cls(
+            name=str(data["name"]),
+            version=str(data["version"]),
+            fitted_on=str(data["fitted_on"]),
+            validation=validation,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -402,7 +469,7 @@ class TrainPlan:
     workload_family: str
     critical_batch: float
     reference_batch: int
-    assumptions: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    assumptions: tuple[Assumption, ...] = ()
     models: tuple[ModelInfo, ...] = ()
     notes: tuple[str, ...] = ()
     schema_version: int = PLAN_SCHEMA_VERSION
@@ -413,8 +480,13 @@ class TrainPlan:
             raise InvalidSpecError("pareto", "indices must point into candidates")
         if self.recommended is not None and not 0 <= self.recommended < n:
             raise InvalidSpecError("recommended", "index must point into candidates")
-        for name in ("picks", "infeasible", "assumptions"):
+        for name in ("picks", "infeasible"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+        object.__setattr__(self, "assumptions", tuple(self.assumptions))
+
+    def assumption(self, name: str) -> Assumption | None:
+        """The assumption called ``name`` (``None`` when the plan has none by that name)."""
+        return next((a for a in self.assumptions if a.name == name), None)
 
     @property
     def best(self) -> PlanCandidate | None:
@@ -437,7 +509,7 @@ class TrainPlan:
             "workload_family": self.workload_family,
             "critical_batch": self.critical_batch,
             "reference_batch": self.reference_batch,
-            "assumptions": dict(self.assumptions),
+            "assumptions": [a.to_dict() for a in self.assumptions],
             "models": [m.to_dict() for m in self.models],
             "notes": list(self.notes),
         }
@@ -468,8 +540,8 @@ class TrainPlan:
                 workload_family=str(data["workload_family"]),
                 critical_batch=float(data["critical_batch"]),
                 reference_batch=int(data["reference_batch"]),
-                assumptions={str(k): str(v) for k, v in data.get("assumptions", {}).items()},
-                models=tuple(ModelInfo(**m) for m in data.get("models", ())),
+                assumptions=tuple(Assumption.from_dict(a) for a in data.get("assumptions", ())),
+                models=tuple(ModelInfo.from_dict(m) for m in data.get("models", ())),
                 notes=tuple(str(n) for n in data.get("notes", ())),
             )
         except (KeyError, TypeError, ValueError) as exc:

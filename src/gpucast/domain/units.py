@@ -42,3 +42,12 @@ def require_positive(field: str, value: float, *, allow_zero: bool = False) -> f
     if not ok:
         raise InvalidSpecError(field, "must be >= 0" if allow_zero else "must be > 0", got=value)
     return value
+
+
+def duration_s(value: object, *, field: str = "duration") -> float:
+    """Seconds from a number (seconds) or text like ``"90m"`` / ``"24h"`` (> 0)."""
+    if isinstance(value, bool):
+        raise InvalidSpecError(field, "must be a duration like 90s, 15m, 24h or 2d", got=value)
+    if isinstance(value, int | float):
+        return require_positive(field, float(value))
+    return parse_duration_s(str(value), field=field)

@@ -21,8 +21,3 @@ __all__ = [
     "run_adaptive",
 ]
 
-# `gpucast.measure(...)` calls gpucast.api.measure.
-from gpucast.api import make_callable as _make_callable
-from gpucast.api import measure as _api_measure
-
-_make_callable(__name__, _api_measure)

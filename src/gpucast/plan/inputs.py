@@ -123,6 +123,13 @@ class WorkloadFacts:
         return min(1.0, 2.0 / math.sqrt(self.n_layers))
 
 
+def intra_node_gbps(gpu: GpuSpec) -> float:
+    """Bandwidth (Gbit/s) between GPUs of one node: NVLink per GPU, else PCIe x16."""
+    if gpu.interconnect_gbps is not None:
+        return float(gpu.interconnect_gbps) * 8.0  # GB/s per GPU -> Gbit/s
+    return PCIE_GBPS.get(gpu.pcie_generation, 128.0)
+
+
 #: Roofline terms, in the order of the GpuTable's coefficient columns.
 TERMS: tuple[str, ...] = ("compute", "memory_bandwidth", "overhead")
 
@@ -186,11 +193,8 @@ def build_gpu_table(
         lower[i] = one.lower / one.value
         upper[i] = one.upper / one.value
         usable[i] = usable_bytes(gpu)
-        if gpu.interconnect_gbps is not None:
-            intra[i] = gpu.interconnect_gbps * 8.0  # GB/s per GPU -> Gbit/s
-            nvlink[i] = True
-        else:
-            intra[i] = PCIE_GBPS.get(gpu.pcie_generation, 128.0)
+        intra[i] = intra_node_gbps(gpu)
+        nvlink[i] = gpu.interconnect_gbps is not None
         sources.append(one.source)
     return GpuTable(
         names=tuple(g.name for g in gpus),
@@ -251,23 +255,35 @@ class PerfParams:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RiskInputs:
-    """What the spot Monte Carlo needs.
+    """What the spot Monte Carlo needs (derived by :mod:`gpucast.inputs.spot`).
 
     ``lifetime(gpu, region, provider)`` returns a node's lifetime distribution (fitted data or
-    a hazard band, its ``source`` says which). Start-up delays are a number of seconds or a
-    sampler; ``startup_mean_s`` is used where one number is needed (on-demand time, pruning).
-    A checkpoint takes ``checkpoint_fixed_s + bytes / checkpoint_gbps``.
+    a hazard band, its ``source`` says which); ``startup(gpu, market, region)`` a VM's start-up
+    delay (seconds or a sampler; without it ``startup_spot_s`` / ``startup_on_demand_s``);
+    ``startup_mean_s`` is used where one number is needed (on-demand time, pruning).
+    ``checkpoint(bytes)`` is the seconds one checkpoint of that size takes (without it
+    ``checkpoint_fixed_s + bytes / checkpoint_gbps``).
     """
 
     lifetime: Callable[[str, str, str], LifetimeDistribution]
+    startup: Callable[[str, str, str], Delay] | None = None
     startup_spot_s: Delay = 120.0
     startup_on_demand_s: Delay = 120.0
     startup_mean_s: float = 120.0
     restart_penalty_s: float = 100.0
+    checkpoint: Callable[[float], float] | None = None
     checkpoint_fixed_s: float = 3.0
     checkpoint_gbps: float = 1.0
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def checkpoint_s(self, facts: WorkloadFacts) -> float:
         size = facts.weights_bytes + facts.optimizer_bytes
+        if self.checkpoint is not None:
+            return float(self.checkpoint(size))
         return self.checkpoint_fixed_s + size * 8.0 / (self.checkpoint_gbps * 1e9)
+
+    def startup_delay(self, gpu: str, market: str, region: str) -> Delay:
+        """One VM's start-up delay for ``gpu`` in ``market`` ("spot" or "on-demand")."""
+        if self.startup is not None:
+            return self.startup(gpu, market, region)
+        return self.startup_spot_s if market == "spot" else self.startup_on_demand_s

@@ -37,6 +37,7 @@ from gpucast.domain.errors import (
     UnknownRegionError,
 )
 from gpucast.domain.plan import ModelInfo, PlanCandidate, TrainPlan, TrainRequest, WorkerPart
+from gpucast.domain.provenance import Assumption
 from gpucast.domain.units import GIB
 from gpucast.plan.efficiency import workload_family
 from gpucast.plan.evaluate import BOTTLENECKS, Evaluation, Work, evaluate
@@ -94,7 +95,7 @@ class PlanContext:
     risk: RiskInputs
     calibration: Calibration | None = None
     models: tuple[ModelInfo, ...] = ()
-    assumptions: tuple[tuple[str, str], ...] = ()
+    assumptions: tuple[Assumption, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -178,8 +179,13 @@ def make_work(request: TrainRequest, facts: WorkloadFacts) -> Work:
     crit = float(request.critical_batch or fam.critical_batch)
     if request.steps is not None:
         samples = float(request.steps) * ref
+    elif request.epochs is None or request.dataset_size is None:
+        raise InvalidSpecError(
+            "epochs" if request.epochs is None else "dataset-size",
+            "is required (the amount of work: --epochs with --dataset-size, or --steps)",
+            fix="e.g. --epochs 90 --dataset-size 1281167",
+        )
     else:
-        assert request.epochs is not None and request.dataset_size is not None
         samples = float(request.epochs) * float(request.dataset_size)
     return Work(
         samples_at_reference=samples,
@@ -372,17 +378,20 @@ def _simulate(
     lifetimes: dict[tuple[str, str, str], object],
 ) -> dict[int, SpotOutcome]:
     checkpoint_s = ctx.risk.checkpoint_s(ctx.facts)
+    off = res.space.offers
     out: dict[int, SpotOutcome] = {}
     for i in rows:
         job = _spot_job(res, ctx, request, int(i), lifetimes)
+        o = int(res.space.offer[int(i)])
+        gpu, region = off.gpu_name[o], off.region[o]
         out[int(i)] = simulate_spot(
             job,
             runs=request.mc_runs,
             seed=request.seed,
             checkpoint_s=checkpoint_s,
             restart_penalty_s=ctx.risk.restart_penalty_s,
-            startup_spot_s=ctx.risk.startup_spot_s,
-            startup_on_demand_s=ctx.risk.startup_on_demand_s,
+            startup_spot_s=ctx.risk.startup_delay(gpu, "spot", region),
+            startup_on_demand_s=ctx.risk.startup_delay(gpu, "on-demand", region),
         )
     return out
 
@@ -557,13 +566,22 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         candidates.append(_candidate(res, ctx, request, i, spot_out.get(i), twins, twin_out))
     picks = {"cheapest": order.index(cheapest), "fastest": order.index(fastest)}
     fam = workload_family(request.workload)
-    assumptions = dict(ctx.assumptions)
-    assumptions.setdefault(
+    assumptions = list(ctx.assumptions)
+
+    def assume(name: str, value: str, source: str = "", override: str = "") -> None:
+        if all(a.name != name for a in assumptions):
+            assumptions.append(
+                Assumption(name=name, value=value, source=source, override=override)
+            )
+
+    assume(
         "statistical efficiency",
         f"epochs(B) = E0 (1 + B/{res.work.critical_batch:g}) / (1 + "
-        f"{res.work.reference_batch:g}/{res.work.critical_batch:g}); {fam.source}",
+        f"{res.work.reference_batch:g}/{res.work.critical_batch:g})",
+        fam.source,
+        "--critical-batch, --reference-batch",
     )
-    assumptions.setdefault(
+    assume(
         "risk",
         "P(meet deadline) covers the step-time model's own uncertainty and, for spot, "
         "revocations: each plan's time interval is read as the 10th-90th percentile of a "
@@ -573,9 +591,11 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         "of the factor (revocations, restarts, start-up delays simulated in each). "
         "--min-p-meet applies to both markets; on-demand plans must also meet the deadline "
         "with the model's central value",
+        "",
+        "--min-p-meet",
     )
     if request.allow_mixed:
-        assumptions.setdefault(
+        assume(
             "mixed GPU types",
             "pairs of GPU types in one provider/region, each on its smallest instance, "
             "1/2/4/8 nodes per type; DDP and synchronous PS split the global batch in "
@@ -583,10 +603,12 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
             "asynchronous PS: every worker at the same batch, rates add up to the PS bound "
             "(exact MVA with an equivalent think time)",
         )
-    assumptions.setdefault(
+    assume(
         "spot simulation",
         f"{request.mc_runs} Monte Carlo runs per spot plan that survived pruning "
         f"({len(spot_out)} simulated, {pruned} pruned as dominated)",
+        "",
+        "--runs, --max-simulated, --seed",
     )
     return TrainPlan(
         request=request,
@@ -603,7 +625,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         workload_family=fam.family,
         critical_batch=res.work.critical_batch,
         reference_batch=int(res.work.reference_batch),
-        assumptions=assumptions,
+        assumptions=tuple(assumptions),
         models=ctx.models,
     )
 

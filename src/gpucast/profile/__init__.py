@@ -8,8 +8,3 @@ from gpucast.profile.profiler import profile, profile_workload
 
 __all__ = ["profile", "profile_workload"]
 
-# `gpucast.profile(...)` calls gpucast.api.profile.
-from gpucast.api import make_callable as _make_callable
-from gpucast.api import profile as _api_profile
-
-_make_callable(__name__, _api_profile)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from gpucast import __version__
+from gpucast._version import __version__
 from gpucast.domain.plan import PlanCandidate, TrainPlan
 from gpucast.report.svg import bar_svg, pareto_svg
 
@@ -266,17 +266,26 @@ def plan_html(plan: TrainPlan) -> str:
         else "<p>None were infeasible.</p>"
     )
     body.append("<h2>Assumptions</h2>")
-    assumptions: dict[str, object] = {
-        "catalog snapshot": plan.catalog_snapshot.isoformat(),
-        "critical batch": f"{plan.critical_batch:,.0f} (reference batch {plan.reference_batch})",
-    }
-    assumptions.update(plan.assumptions)
-    body.append(_kv_table(assumptions, "assumptions"))
+    head = "<tr><th>what</th><th>value</th><th>source</th><th>override with</th></tr>"
+    rows = "".join(
+        f"<tr><td>{_h(a.name)}</td><td>{_h(a.value)}</td><td>{_h(a.source)}</td>"
+        f"<td>{_h(a.override)}</td></tr>"
+        for a in plan.assumptions
+    )
+    body.append(f'<table id="assumptions">{head}{rows}</table>')
+    body.append(
+        f"<p>Catalog snapshot {plan.catalog_snapshot.isoformat()}; critical batch "
+        f"{plan.critical_batch:,.0f} (reference batch {plan.reference_batch}).</p>"
+    )
     body.append("<h2>Models: versions, training data and validation errors</h2>")
+    body.append(
+        "<p>Validation errors are those measured in the regime of the recommended plan "
+        "(GPU, precision, scale); a model never checked there says so.</p>"
+    )
     head = "<tr><th>model</th><th>version</th><th>fitted on</th><th>validation error</th></tr>"
     rows = "".join(
         f"<tr><td>{_h(m.name)}</td><td>{_h(m.version)}</td><td>{_h(m.fitted_on)}</td>"
-        f"<td>{_h(m.validation)}</td></tr>"
+        f"<td>{_h(m.validation.text())}</td></tr>"
         for m in plan.models
     )
     body.append(f'<table id="models">{head}{rows}</table>')

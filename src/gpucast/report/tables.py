@@ -101,9 +101,13 @@ def print_plan(plan: TrainPlan, console: Console) -> None:
                 f"{_usd(best.cost_usd)}, bound by {best.bottleneck}{extra}",
             )
         )
+        for model, text in best.validation.items():
+            console.print(Text(f"  {model}: {text}", style="dim"))
     if plan.infeasible:
         parts = ", ".join(f"{k}: {v:,}" for k, v in sorted(plan.infeasible.items()))
         console.print(Text(f"dropped: {parts}", style="dim"))
+    for a in plan.assumptions:
+        console.print(Text(f"assumption {a.name}: {a.text()}", style="dim"))
     console.print(
         Text(
             f"catalog {plan.catalog_snapshot.isoformat()}; critical batch "

@@ -444,27 +444,52 @@ def simulate_scenario(
     restart_penalty_s: float = 0.0,
     runs: int,
     seed: int = 0,
+    speed_factors: Sequence[float] = (1.0,),
     sources: dict[str, str] | None = None,
     notes: Sequence[str] = (),
 ) -> SimulationResult:
     """The scenario and its on-demand equivalent (same cluster, no revocations, on-demand
-    prices), from one seed: two independent streams spawned from ``SeedSequence(seed)``."""
+    prices), from one seed: two independent streams spawned from ``SeedSequence(seed)``.
+
+    ``speed_factors`` are equally likely strata of the step-time model's uncertainty
+    (:func:`gpucast.plan.uncertainty.strata`): the runs are split evenly over them and each
+    stratum's job runs ``factor`` times slower (one factor of 1: no model uncertainty).
+    """
     transient_ss, on_demand_ss = np.random.SeedSequence(seed).spawn(2)
+    factors = [float(f) for f in speed_factors] or [1.0]
+    k = max(1, min(len(factors), runs))
+    split = [runs // k + (1 if j < runs % k else 0) for j in range(k)]
 
     def one(ss: np.random.SeedSequence, transient: bool) -> RunStatistics:
-        return simulate_runs(
-            scenario,
-            speed=speed,
-            prices=prices,
-            lifetimes=lifetimes,
-            ps_lifetime=ps_lifetime,
-            startup_spot_s=startup_spot_s,
-            startup_on_demand_s=startup_on_demand_s,
-            checkpoint_s=checkpoint_s,
-            restart_penalty_s=restart_penalty_s,
-            runs=runs,
-            rng=np.random.default_rng(ss),
-            transient=transient,
+        if k == 1 and factors[0] == 1.0:
+            streams = [ss]
+        else:
+            streams = ss.spawn(k)
+        parts = []
+        for factor, n, stream in zip(factors[:k], split, streams, strict=True):
+            parts.append(
+                simulate_runs(
+                    scenario,
+                    speed=speed if factor == 1.0 else _scaled(speed, factor),
+                    prices=prices,
+                    lifetimes=lifetimes,
+                    ps_lifetime=ps_lifetime,
+                    startup_spot_s=startup_spot_s,
+                    startup_on_demand_s=startup_on_demand_s,
+                    checkpoint_s=checkpoint_s,
+                    restart_penalty_s=restart_penalty_s,
+                    runs=n,
+                    rng=np.random.default_rng(stream),
+                    transient=transient,
+                )
+            )
+        if len(parts) == 1:
+            return parts[0]
+        return RunStatistics(
+            duration_s=np.concatenate([p.duration_s for p in parts]),
+            cost_usd=np.concatenate([p.cost_usd for p in parts]),
+            revocations=np.concatenate([p.revocations for p in parts]),
+            deadline_s=scenario.deadline_s,
         )
 
     transient = one(transient_ss, True)
@@ -484,6 +509,17 @@ def simulate_scenario(
         sources=src,
         notes=tuple(notes),
     )
+
+
+def _scaled(speed: SpeedFunction, factor: float) -> SpeedFunction:
+    """``speed`` ``factor`` times slower (a :class:`SpeedTable` stays a table)."""
+    if isinstance(speed, SpeedTable):
+        return SpeedTable(np.asarray(speed.table, dtype=np.float64) / factor)
+
+    def slower(ready: IntArray) -> FloatArray:
+        return np.asarray(speed(ready), dtype=np.float64) / factor
+
+    return slower
 
 
 def empirical_sampler(values: Sequence[float] | FloatArray) -> Sampler:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gpucast import __version__
+from gpucast._version import __version__
 from gpucast.domain.errors import GpucastError
 from gpucast.predict.base import Estimator
 from gpucast.store.files import write_text_atomic

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from gpucast import __version__
+from gpucast._version import __version__
 from gpucast.domain.campaign import PointState, PointStatus
 from gpucast.domain.distributed import DistributedMeasurement
 from gpucast.domain.errors import GpucastError, InvalidInputError

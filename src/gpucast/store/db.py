@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from gpucast import __version__
+from gpucast._version import __version__
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError, StoreError
 from gpucast.domain.measurement import Measurement
 from gpucast.domain.workload import WorkloadSpec

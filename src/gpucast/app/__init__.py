@@ -1,0 +1,63 @@
+"""The application layer: one function per verb, the Python API the CLI is a shell over.
+
+Every verb takes a typed request (or the same options as keyword arguments, flag or field
+names, or a ``config=`` file) and returns a typed result with ``to_dict()`` (what ``--json``
+prints) and, where tabular, ``to_frame()``. ``import gpucast`` re-exports them::
+
+    import gpucast
+    plan = gpucast.plan_train(workload="resnet50", epochs=90, dataset_size=1281167)
+    sim = gpucast.simulate_train(gpu="K80", workers=4, region="us-east1", spot=True,
+                                 workload="cifar-resnet32", steps=64000)
+
+Verbs load lazily (``import gpucast`` stays cheap).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: verb -> module of gpucast.app that defines it (the one list of Python verbs)
+VERBS: dict[str, str] = {
+    "plan_train": "plan_train",
+    "plan_serve": "serve",
+    "simulate_train": "simulate_train",
+    "simulate_serve": "serve",
+    "predict_train": "predict",
+    "predict_speed": "predict",
+    "predict_cluster": "predict",
+    "predict_checkpoint": "predict",
+    "fit_speed": "fit",
+    "fit_cluster": "fit",
+    "fit_checkpoint": "fit",
+    "validate": "validate",
+    "profile_workload": "profile",
+    "measure_train": "measure",
+    "measure_infer": "measure",
+    "measure_infer_curve": "measure",
+    "catalog_gpus": "catalog",
+    "catalog_offers": "catalog",
+    "import_skypilot": "catalog",
+    "runs_list": "runs",
+    "runs_show": "runs",
+    "runs_export": "runs",
+    "campaign_run": "campaign",
+    "campaign_status": "campaign",
+    "report": "report",
+    "save_plan": "report",
+    "load_plan": "report",
+    "write_plan_report": "report",
+}
+
+__all__ = sorted(VERBS)
+
+
+def __getattr__(name: str) -> Any:
+    module = VERBS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gpucast.app' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"gpucast.app.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *VERBS])

@@ -1,0 +1,95 @@
+"""Config files (YAML or TOML) for any request: the keys are the request's flags.
+
+``gpucast plan train --config plan.yaml`` and ``gpucast.plan_train(config="plan.yaml")`` read
+the same file through :func:`read_config`; the keys are the flag names of the request's fields
+(dashes or underscores), an unknown key is an error naming the file and the closest key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.domain.options import build, field_for
+
+T = TypeVar("T")
+
+
+def read_config(path: Path | str, request_cls: type | None = None) -> dict[str, Any]:
+    """The mapping in a YAML (``.yaml``/``.yml``/other) or TOML (``.toml``) file.
+
+    With ``request_cls`` every key must name one of its options (else a one-line error
+    naming the file, the key and the closest option).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidSpecError(
+            "config",
+            "file not found" if not path.exists() else "is not a file",
+            got=str(path),
+            fix="check the path",
+        )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise DataFormatError(str(path), "is not UTF-8 text", fix="save it as UTF-8") from None
+    except OSError as exc:
+        raise DataFormatError(str(path), f"cannot be read ({exc.strerror})") from None
+    data = _parse(path, text)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise DataFormatError(str(path), "must be a mapping of option: value")
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if request_cls is not None and field_for(request_cls, str(key)) is None:
+            build(request_cls, {str(key): value}, where=str(path))  # raises: unknown key
+        out[str(key).strip()] = value
+    return out
+
+
+def _parse(path: Path, text: str) -> Any:
+    if path.suffix.lower() == ".toml":
+        import tomllib
+
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise DataFormatError(str(path), f"not valid TOML ({exc})") from None
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise DataFormatError(
+            str(path),
+            f"not valid YAML ({getattr(exc, 'problem', None) or exc})",
+            line=None if mark is None else mark.line + 1,
+        ) from None
+
+
+def request_from(
+    request_cls: type[T], given: Mapping[str, Any], config: Path | str | None = None
+) -> T:
+    """The request from explicit values over a config file's (``None`` = not given)."""
+    values: dict[str, Any] = {}
+    where = None
+    if config is not None:
+        values.update(read_config(config, request_cls))
+        where = str(config)
+    for key, value in given.items():
+        if value is None or (isinstance(value, list) and not value):
+            continue
+        f = field_for(request_cls, key)
+        name = f.name if f is not None else key
+        values = {k: v for k, v in values.items() if _same(request_cls, k, name) is False}
+        values[key] = value
+    return build(request_cls, values, where=where)
+
+
+def _same(request_cls: type, key: str, name: str) -> bool:
+    f = field_for(request_cls, key)
+    return f is not None and f.name == name

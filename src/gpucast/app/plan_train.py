@@ -1,0 +1,355 @@
+"""``gpucast.plan_train``: the cheapest (or fastest) cluster for a training job, explained.
+
+Gathers the planner's inputs through :mod:`gpucast.inputs` -- the workload's profile (or a
+stored one: ``workload="run:ID"``), a stored measurement that calibrates the step time,
+spot lifetimes, start-up delays, the restart penalty, the checkpoint cost and the PS
+constants, each with its source -- runs :func:`gpucast.plan.train.plan_training` and returns
+the :class:`~gpucast.domain.plan.TrainPlan` with every assumption (and the flag that changes
+it) and every model's validated error *in the regime of each candidate*.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpucast._version import __version__
+from gpucast.app._request import resolve
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.options import is_default
+from gpucast.domain.plan import ModelInfo, PlanCandidate, TrainPlan, TrainRequest
+from gpucast.domain.provenance import Assumption
+
+if TYPE_CHECKING:
+    from gpucast.inputs.spot import Lifetimes, StartupDelays
+    from gpucast.plan.inputs import PerfParams, RiskInputs, WorkloadFacts
+
+
+def plan_train(
+    request: TrainRequest | None = None,
+    /,
+    *,
+    db: Path | str | None = None,
+    config: Path | str | None = None,
+    **options: Any,
+) -> TrainPlan:
+    """Plan a training job (see :class:`~gpucast.domain.plan.TrainRequest` for the options).
+
+    ``db`` is the measurement store (default: ``$GPUCAST_DB`` or the user store): stored
+    training measurements of the workload calibrate the step time, and ``workload="run:ID"``
+    plans from a stored profile or measurement.
+    """
+    from gpucast.catalog import load_catalog
+    from gpucast.inputs.calibration import store_calibration
+    from gpucast.inputs.cluster import perf_params
+    from gpucast.inputs.data import published_data_dir
+    from gpucast.inputs.workload import (
+        load_stored_workload,
+        stored_run_id,
+        workload_facts,
+        workload_profile,
+    )
+    from gpucast.plan.train import PlanContext, plan_training
+    from gpucast.store.db import default_db_path
+
+    request = resolve(TrainRequest, request, options, config)
+    store = Path(db) if db is not None else default_db_path()
+    stored = None
+    run_id = stored_run_id(request.workload)
+    if run_id is not None:
+        stored = load_stored_workload(store, run_id)
+        changes: dict[str, Any] = {"workload": stored.workload}
+        if is_default(request, "precision"):
+            changes["precision"] = stored.precision
+        request = dataclasses.replace(request, **changes)
+    request, work_assumptions = _with_work_defaults(request)
+    catalog = load_catalog()
+    data_dir = published_data_dir(request.data_dir)
+    if stored is not None and stored.profile is not None and request.profile_file is None:
+        prof = stored.profile
+        if prof.precision != request.precision:
+            raise InvalidSpecError(
+                "precision",
+                f"run {stored.run_id} was profiled at {prof.precision}",
+                got=request.precision,
+                fix=f"drop --precision or profile again with --precision {request.precision}",
+            )
+    else:
+        prof = workload_profile(request.workload, request.precision, request.profile_file)
+    facts = workload_facts(prof)
+    calibration = store_calibration(
+        store,
+        request.workload,
+        request.precision,
+        facts,
+        catalog,
+        prefer_run=None if stored is None else stored.measurement_run,
+    )
+    risk, lifetimes, startup = _risk_inputs(request, data_dir, facts, catalog)
+    perf = perf_params(data_dir)
+    assumptions = (
+        Assumption(
+            name="catalog",
+            value=f"built-in offers, snapshot {catalog.snapshot_date.isoformat()}",
+            source="gpucast/catalog/data/offers.csv (a source URL and date per row)",
+            override="gpucast catalog import-skypilot",
+        ),
+        *work_assumptions,
+        Assumption(
+            name="workload profile",
+            value=f"{prof.workload} profiled at batch {prof.batch_size}, {prof.precision}; "
+            "FLOPs, bytes and activations scaled linearly with the batch",
+            source="profiler" if stored is None else f"store run #{stored.run_id}",
+            override="--profile",
+        ),
+        Assumption(
+            name="step-time calibration",
+            value="calibrated" if calibration is not None else "none (roofline priors)",
+            source=calibration.source
+            if calibration is not None
+            else f"no stored training measurement of {request.workload} at "
+            f"{request.precision} in {store}",
+            override="gpucast measure train (stores one)",
+        ),
+        _deadline_assumption(request),
+        Assumption(
+            name="start-up", value=f"{risk.startup_mean_s:.0f} s mean per VM",
+            source=startup.source(), override="--data-dir",
+        ),  # fmt: skip
+        Assumption(
+            name="restart penalty", value=f"{risk.restart_penalty_s:.0f} s",
+            source=risk.sources["restart"], override="--data-dir",
+        ),  # fmt: skip
+        Assumption(
+            name="checkpoint",
+            value=f"{risk.checkpoint_s(facts):.1f} s per checkpoint; interval by Young's formula",
+            source=risk.sources["checkpoint"],
+            override="--data-dir",
+        ),
+        Assumption(
+            name="DDP/FSDP on spot",
+            value="losing any node rolls the job back to its last checkpoint",
+        ),
+        Assumption(
+            name="parameter server",
+            value="asynchronous; PS shards are on-demand CPU servers (>= 4 vCPUs) of the same "
+            "region; gradient staleness is not modelled",
+        ),
+        Assumption(
+            name="spot lifetimes",
+            value=f"fitted where published data covers the GPU, else {request.interruption_band}"
+            "/month as a constant hazard"
+            if request.hazard_per_hour is None
+            else f"{request.hazard_per_hour:g} revocations per node-hour",
+            source=lifetimes.fitted_on,
+            override="--interruption-band, --hazard-per-hour, --data-dir",
+        ),
+        Assumption(
+            name="performance constants", value="PS and collective constants",
+            source=perf.source, override="--data-dir",
+        ),  # fmt: skip
+    )
+    ctx = PlanContext(
+        catalog=catalog,
+        facts=facts,
+        perf=perf.value,
+        risk=risk,
+        calibration=None if calibration is None else calibration.value,
+        assumptions=assumptions,
+    )
+    plan = plan_training(request, ctx)
+    candidates = tuple(_with_validation(c, request.precision) for c in plan.candidates)
+    best = None if plan.recommended is None else candidates[plan.recommended]
+    models = _models(
+        best,
+        request.precision,
+        calibrated=None if calibration is None else calibration.source,
+        lifetimes=lifetimes,
+        perf=perf.value,
+        risk=risk,
+    )
+    # what the Monte Carlo actually drew is known only now
+    late = {
+        "start-up": startup.source(),
+        "spot lifetimes": lifetimes.source(),
+    }
+    assumed = tuple(
+        dataclasses.replace(a, source=late[a.name]) if a.name in late else a
+        for a in plan.assumptions
+    )
+    return dataclasses.replace(plan, candidates=candidates, models=models, assumptions=assumed)
+
+
+def _with_work_defaults(request: TrainRequest) -> tuple[TrainRequest, tuple[Assumption, ...]]:
+    """Epochs and dataset size from the workload family where the request has neither."""
+    from gpucast.plan.efficiency import workload_family
+
+    fam = workload_family(request.workload)
+    changes: dict[str, Any] = {}
+    notes: list[Assumption] = []
+    if request.epochs is None and request.steps is None:
+        if fam.default_epochs is None:
+            raise InvalidSpecError(
+                "epochs",
+                f"has no default for {request.workload}",
+                fix="give --epochs N --dataset-size M (or --steps N)",
+            )
+        changes["epochs"] = fam.default_epochs
+        notes.append(
+            Assumption(
+                name="epochs",
+                value=f"{fam.default_epochs:g} at the reference batch",
+                source=f"{fam.family} family default ({fam.source})",
+                override="--epochs or --steps",
+            )
+        )
+    if (request.epochs is not None or "epochs" in changes) and request.dataset_size is None:
+        if fam.default_dataset_size is None:
+            raise InvalidSpecError(
+                "dataset-size",
+                f"has no default for {request.workload}",
+                fix="e.g. --dataset-size 1000000",
+            )
+        changes["dataset_size"] = fam.default_dataset_size
+        notes.append(
+            Assumption(
+                name="dataset size",
+                value=f"{fam.default_dataset_size:,} samples per epoch",
+                source=f"{fam.family} family default",
+                override="--dataset-size",
+            )
+        )
+    notes.append(
+        Assumption(
+            name="reference batch",
+            value=f"{request.reference_batch or fam.reference_batch}: the batch the epochs "
+            "were tuned for; larger global batches need more epochs "
+            f"(critical batch {request.critical_batch or fam.critical_batch:g})",
+            source="given" if request.reference_batch else f"{fam.family} family ({fam.source})",
+            override="--reference-batch, --critical-batch",
+        )
+    )
+    return dataclasses.replace(request, **changes), tuple(notes)
+
+
+def _deadline_assumption(request: TrainRequest) -> Assumption:
+    if request.deadline_s is None:
+        return Assumption(name="deadline", value="none", source="given", override="--deadline")
+    default = is_default(request, "deadline_s")
+    return Assumption(
+        name="deadline",
+        value=f"{request.deadline_s / 3600:g} h",
+        source="default" if default else "given",
+        override="--deadline (e.g. 12h, or none)",
+    )
+
+
+def _risk_inputs(
+    request: TrainRequest, data_dir: Path | None, facts: WorkloadFacts, catalog: Any
+) -> tuple[RiskInputs, Lifetimes, StartupDelays]:
+    from gpucast.inputs.spot import Lifetimes, StartupDelays, checkpoint_cost, restart_penalty
+    from gpucast.plan.inputs import RiskInputs
+
+    lifetimes = Lifetimes(
+        data_dir=data_dir,
+        catalog=catalog,
+        band=request.interruption_band,
+        hazard_per_hour=request.hazard_per_hour,
+    )
+    startup = StartupDelays(data_dir=data_dir)
+    restart = restart_penalty(data_dir)
+    size = facts.weights_bytes + facts.optimizer_bytes
+    ckpt = checkpoint_cost(size, data_dir)
+
+    def checkpoint(size_bytes: float) -> float:
+        return checkpoint_cost(size_bytes, data_dir).value
+
+    risk = RiskInputs(
+        lifetime=lifetimes,
+        startup=startup,
+        startup_mean_s=startup.mean_s("on-demand"),
+        restart_penalty_s=restart.value,
+        checkpoint=checkpoint,
+        sources={
+            "lifetimes": f"fallback: {lifetimes.fallback.source}",
+            "startup": startup.source(),
+            "restart": restart.source,
+            "checkpoint": ckpt.source,
+        },
+    )
+    return risk, lifetimes, startup
+
+
+def _regime(c: PlanCandidate) -> tuple[list[str], int]:
+    gpus = [p.gpu for p in c.parts] or c.gpu.split("+")
+    return gpus, c.gpus
+
+
+def _validations(c: PlanCandidate, precision: str) -> dict[str, str]:
+    from gpucast.catalog.validation import validation_for
+
+    gpus, n = _regime(c)
+    comm = {"ddp": "allreduce", "fsdp": "fsdp", "ps": "ps-cluster", "ps-sync": "ps-cluster"}
+    out = {
+        "step time (roofline)": validation_for("roofline-step", gpus, precision, 1).text(),
+        f"scaling ({c.strategy})": validation_for(
+            comm.get(c.strategy, c.strategy), gpus, precision, n
+        ).text(),
+    }
+    if c.market == "spot":
+        out["spot simulation"] = validation_for("spot-training", gpus, precision, c.nodes).text()
+    return out
+
+
+def _with_validation(c: PlanCandidate, precision: str) -> PlanCandidate:
+    return dataclasses.replace(c, validation=_validations(c, precision))
+
+
+def _models(
+    best: PlanCandidate | None,
+    precision: str,
+    *,
+    calibrated: str | None,
+    lifetimes: Lifetimes,
+    perf: PerfParams,
+    risk: RiskInputs,
+) -> tuple[ModelInfo, ...]:
+    """The models behind the plan, validated in the regime of the recommended plan."""
+    from gpucast.catalog.validation import validation_for
+
+    gpus, n = ([], 1) if best is None else _regime(best)
+    nodes = 1 if best is None else best.nodes
+
+    def info(name: str, key: str, fitted_on: str, workers: int) -> ModelInfo:
+        return ModelInfo(
+            name=name,
+            version=__version__,
+            fitted_on=fitted_on,
+            validation=validation_for(key, gpus, precision, workers),
+        )
+
+    return (
+        info(
+            "roofline step time (predict.roofline)",
+            "roofline-step",
+            calibrated or "catalog specs only (uncalibrated; no measurement in the store)",
+            1,
+        ),
+        info("async parameter server, MVA (predict.cluster)", "ps-cluster", perf.source, n),
+        info(
+            "ring all-reduce / FSDP (predict.comm)",
+            "allreduce",
+            "not fitted: physics with the catalog's link speeds and "
+            f"{perf.overlap_fraction:.0%} overlap",
+            n,
+        ),
+        info("checkpoint cost (predict.overheads)", "checkpoint", risk.sources["checkpoint"], 1),
+        info("spot lifetimes (predict.revocation)", "spot-training", lifetimes.source(), nodes),
+        info(
+            "transient Monte Carlo (simulate.transient)",
+            "spot-training",
+            f"start-up: {risk.sources['startup']}; restart: {risk.sources['restart']}",
+            nodes,
+        ),
+    )

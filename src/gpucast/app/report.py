@@ -1,0 +1,116 @@
+"""``gpucast.report`` and plan files: save a plan, read it back, render it as HTML.
+
+* :func:`save_plan` writes a plan as strict JSON (``gpucast plan train --save``);
+* :func:`load_plan` reads it back (schema-checked);
+* :func:`write_plan_report` writes the self-contained HTML report of a plan;
+* :func:`report` -- the verb: the HTML report of a saved plan or of stored measurements.
+Every file is written atomically (temp file + fsync + rename).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from gpucast.app._request import resolve
+from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.domain.jsonable import json_text
+from gpucast.domain.options import option
+from gpucast.domain.plan import TrainPlan
+
+
+def save_plan(plan: TrainPlan, out: Path | str) -> Path:
+    """Write ``plan`` as strict JSON (``TrainPlan.to_dict``); returns the path."""
+    from gpucast.store.files import write_text_atomic
+
+    write_text_atomic(Path(out), json_text(plan.to_dict()))
+    return Path(out)
+
+
+def load_plan(path: Path | str) -> TrainPlan:
+    """A plan saved by :func:`save_plan` (``gpucast plan train --save``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidSpecError("plan", "file not found", got=str(path), fix="check the path")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataFormatError(
+            str(path), f"not JSON ({exc})", fix="pass a file written by gpucast plan train --save"
+        ) from None
+    if not isinstance(data, dict):
+        raise DataFormatError(str(path), "not a saved plan (not a JSON object)")
+    return TrainPlan.from_dict(data, path=str(path))
+
+
+def write_plan_report(plan: TrainPlan, out: Path | str) -> Path:
+    """Write the self-contained HTML report of ``plan``; returns the path."""
+    from gpucast.report.html import plan_html
+    from gpucast.store.files import write_text_atomic
+
+    write_text_atomic(Path(out), plan_html(plan))
+    return Path(out)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReportRequest:
+    """What to report (``gpucast report``): a saved plan, or the stored measurements."""
+
+    VERB: ClassVar[str] = "report"
+
+    out: Path = option(help="HTML file to write.", example="report.html")
+    plan: Path | None = option(
+        None, help="Plan JSON from gpucast plan train --save.", example="plan.json"
+    )
+    runs: bool = option(False, help="Report the measurements in the store.")
+    workload: str | None = option(None, help="Only runs of this workload.")
+    limit: int = option(200, help="At most this many runs (newest first).", example="200")
+
+    def __post_init__(self) -> None:
+        if (self.plan is None) == (not self.runs):
+            raise InvalidSpecError(
+                "report", "needs exactly one source", fix="give --plan saved.json or --runs"
+            )
+        if isinstance(self.limit, bool) or self.limit < 1:
+            raise InvalidSpecError("limit", "must be >= 1", got=self.limit, fix="e.g. --limit 200")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReportResult:
+    out: Path
+    what: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"out": str(self.out), "what": self.what}
+
+
+def report(
+    request: ReportRequest | None = None, /, *, db: Path | str | None = None, **options: Any
+) -> ReportResult:
+    """Write the HTML report of a saved plan (``plan=``) or of stored runs (``runs=True``)."""
+    from gpucast.report.html import measurements_html
+    from gpucast.store.files import write_text_atomic
+
+    request = resolve(ReportRequest, request, options)
+    if request.plan is not None:
+        write_plan_report(load_plan(request.plan), request.out)
+        return ReportResult(out=request.out, what=f"plan {request.plan}")
+    from gpucast.store.db import default_db_path, open_store
+
+    store = Path(db) if db is not None else default_db_path()
+    if not store.exists():
+        raise InvalidSpecError(
+            "db",
+            "no measurement store there",
+            got=str(store),
+            fix="measure first (gpucast measure train ...) or pass --db PATH",
+        )
+    with open_store(store) as opened:
+        rows = [
+            r.to_dict() for r in opened.list_runs(workload=request.workload, limit=request.limit)
+        ]
+    title = f"gpucast measurements{'' if request.workload is None else ': ' + request.workload}"
+    write_text_atomic(request.out, measurements_html(rows, title=title, source=str(store)))
+    return ReportResult(out=request.out, what=f"{len(rows)} runs from {store}")

@@ -1,0 +1,418 @@
+"""``gpucast.simulate_train``: Monte Carlo of a training job on spot / on-demand GPU clusters.
+
+The inputs come from :mod:`gpucast.inputs` -- the same lifetimes, start-up delays, restart
+penalty, checkpoint cost, cluster model and stored calibration ``plan train`` uses -- and
+:func:`gpucast.simulate.transient.simulate_scenario` runs the job. Nodes may carry several
+GPUs (``gpus_per_node`` or a catalog ``instance``), as the planner's candidates do, so a plan's
+pick can be simulated as is. When the step time comes from the roofline model, the runs are
+split over strata of the model's own uncertainty, as the planner does; a measured speed has
+none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+from gpucast.app._request import resolve
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.options import option
+from gpucast.domain.simulation import SimulationResult
+from gpucast.domain.units import parse_duration_s
+
+#: Strategies ``simulate train`` offers, and the planner's names for them.
+STRATEGIES: tuple[str, ...] = ("ps-async", "ps-sync", "allreduce", "fsdp")
+ALIASES = {"ps": "ps-async", "ddp": "allreduce"}
+
+
+def _strategy(value: Any) -> str:
+    text = str(value).strip().lower()
+    return ALIASES.get(text, text)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimulateTrainRequest:
+    """A training job on a cluster to simulate (``gpucast simulate train``)."""
+
+    VERB: ClassVar[str] = "simulate train"
+
+    gpu: str | None = option(
+        None,
+        help="GPU of the workers: K80, or a mix GPU:N[@REGION],... e.g. K80:2,P100:2 "
+        "[default: the --instance's GPU].",
+        example="K80",
+    )
+    workers: int | None = option(
+        None, help="Number of nodes (>= 1); implied by counts in --gpu.", example="4"
+    )
+    gpus_per_node: int = option(
+        1, help="GPUs per node (the catalog offer with that many GPUs is priced).", example="8"
+    )
+    instance: str | None = option(
+        None, help="A catalog instance type for the nodes, e.g. p4d.24xlarge.", example="p4d.24xlarge"
+    )
+    ps: int | None = option(
+        None, help="CPU parameter servers (PS shards) [default: 1; 0 for allreduce/fsdp].",
+        example="1",
+    )  # fmt: skip
+    strategy: str = option(
+        "ps-async",
+        parse=_strategy,
+        help="ps-async | ps-sync | allreduce | fsdp (ddp = allreduce, ps = ps-async).",
+        example="allreduce",
+    )
+    spot: bool = option(False, negative="on-demand", help="Nodes on spot servers.")
+    region: str = option(
+        help="Region of the PS and of workers without @REGION, e.g. us-east1.", example="us-east1"
+    )
+    provider: str | None = option(None, help="aws | gcp | azure.", example="gcp")
+    workload: str | None = option(
+        None, help="Built-in workload, module:factory or a CM-DARE model name.",
+        example="cifar-resnet32",
+    )  # fmt: skip
+    batch_size: int = option(
+        128, help="Per-worker batch (for the roofline step time).", example="128"
+    )
+    precision: str = option("fp32", help="fp32 | bf16 | fp16.", example="bf16")
+    steps: int = option(
+        help="Steps of the job (worker mini-batches, as async PS counts them; global steps "
+        "for synchronous strategies).",
+        example="64000",
+    )
+    runs: int = option(2000, help="Monte Carlo runs.", example="2000")
+    replace: bool = option(False, negative="no-replace", help="Replace revoked nodes.")
+    checkpoint_every: str | None = option(
+        None,
+        help="Checkpoint every STEPS (e.g. 4000) or DURATION (30m) [default: Young's interval "
+        "from the spot lifetimes; none on demand].",
+        example="4000",
+    )
+    checkpoint_s: float | None = option(
+        None, help="Seconds one checkpoint takes [default: checkpoint model].", example="3.4"
+    )
+    deadline: str | None = option(
+        None, help="6h (from launch) or an ISO date-time; reports P(miss).", example="6h"
+    )
+    seed: int = option(0, help="Seed; the same seed gives the same result.")
+    price_table: Path | None = option(
+        None, help="CSV server,market,usd_per_hour (server: GPU or cpu-ps).", example="prices.csv"
+    )
+    speed: str | None = option(
+        None,
+        help="Measured single-worker steps/s (1 worker + 1 PS for PS strategies); "
+        "GPU:S,GPU:S for a mix.",
+        example="4.5",
+    )
+    hazard_per_hour: float | None = option(
+        None, help="Revocations per node-hour (replaces lifetimes and band).", example="0.05"
+    )
+    interruption_band: str = option(
+        "5-10%",
+        help="Spot band (AWS Spot Advisor, per month) where no lifetimes are fitted.",
+        example="5-10%",
+    )
+    lifetime_method: str = option("weibull", help="weibull | km.", example="km")
+    inter_region_rtt_ms: float = option(
+        70.0, help="Round trip between regions, for workers outside the PS region.", example="70"
+    )
+    data_dir: Path | None = option(
+        None,
+        help="Published data folder, e.g. ../shared/data [default: $GPUCAST_SHARED_DATA].",
+        example="../shared/data",
+    )
+
+    def __post_init__(self) -> None:
+        if self.gpu is None and self.instance is None:
+            raise InvalidSpecError("gpu", "is required (or --instance)", fix="e.g. --gpu K80")
+        if self.workers is not None and self.workers < 1:
+            raise InvalidSpecError("workers", "must be >= 1", got=self.workers, fix="e.g. 4")
+        if self.gpus_per_node < 1:
+            raise InvalidSpecError("gpus-per-node", "must be >= 1", got=self.gpus_per_node)
+        if self.runs < 1:
+            raise InvalidSpecError("runs", "must be >= 1", got=self.runs, fix="e.g. --runs 2000")
+        if self.strategy not in STRATEGIES:
+            raise InvalidSpecError(
+                "strategy", f"must be one of {', '.join(STRATEGIES)}", got=self.strategy
+            )
+        sync_collective = self.strategy in ("allreduce", "fsdp")
+        if sync_collective and self.ps:
+            raise InvalidSpecError(
+                "ps", f"must be 0 with --strategy {self.strategy} (no parameter servers)",
+                got=self.ps,
+            )  # fmt: skip
+        if not sync_collective and self.ps is not None and self.ps < 1:
+            raise InvalidSpecError(
+                "ps", f"must be >= 1 with --strategy {self.strategy}", got=self.ps, fix="--ps 1"
+            )
+        if self.checkpoint_s is not None and not (
+            math.isfinite(self.checkpoint_s) and self.checkpoint_s >= 0
+        ):
+            raise InvalidSpecError("checkpoint-s", "must be >= 0", got=self.checkpoint_s)
+        if self.batch_size < 1:
+            raise InvalidSpecError("batch-size", "must be >= 1", got=self.batch_size)
+        if not (math.isfinite(self.inter_region_rtt_ms) and self.inter_region_rtt_ms >= 0):
+            raise InvalidSpecError("inter-region-rtt-ms", "must be >= 0", got=self.inter_region_rtt_ms)
+        if self.hazard_per_hour is not None and not (
+            math.isfinite(self.hazard_per_hour) and self.hazard_per_hour > 0
+        ):
+            raise InvalidSpecError(
+                "hazard-per-hour", "must be > 0 revocations per node-hour", got=self.hazard_per_hour
+            )
+        if self.seed < 0:
+            raise InvalidSpecError("seed", "must be >= 0", got=self.seed, fix="e.g. --seed 0")
+
+    @property
+    def ps_count(self) -> int:
+        if self.ps is not None:
+            return self.ps
+        return 0 if self.strategy in ("allreduce", "fsdp") else 1
+
+
+def deadline_seconds(text: str | float | None, now: datetime | None = None) -> float | None:
+    """``6h`` (from launch), a number of seconds, or an ISO date-time (``2025-06-01T18:00``)."""
+    if text is None:
+        return None
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        if not (math.isfinite(text) and text > 0):
+            raise InvalidSpecError("deadline", "must be a positive duration", got=text)
+        return float(text)
+    text = str(text)
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ].*)?", text.strip()):
+        try:
+            when = datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise InvalidSpecError(
+                "deadline", "is not an ISO date-time", got=text, fix="e.g. 2025-06-01T18:00"
+            ) from None
+        clock = now or (datetime.now(when.tzinfo) if when.tzinfo else datetime.now())
+        left = (when - clock).total_seconds()
+        if left <= 0:
+            raise InvalidSpecError(
+                "deadline",
+                "is in the past",
+                got=text,
+                fix="give a future date-time or a duration from launch, e.g. --deadline 6h",
+            )
+        return left
+    if text.strip().startswith("-") or text.strip() in ("0", "0s", "0m", "0h", "0d"):
+        raise InvalidSpecError(
+            "deadline",
+            "must be a positive duration (a deadline now or in the past cannot be met)",
+            got=text,
+            fix="e.g. --deadline 6h",
+        )
+    return parse_duration_s(text, field="deadline")
+
+
+def checkpoint_every(text: str | None) -> tuple[int | None, float | None]:
+    """``4000`` (steps) or ``30m`` (seconds)."""
+    if text is None:
+        return None, None
+    if re.fullmatch(r"\d+", str(text).strip()):
+        return int(text), None
+    if re.fullmatch(r"-\d+", str(text).strip()):
+        raise InvalidSpecError(
+            "checkpoint-every", "must be >= 1 step", got=text, fix="e.g. --checkpoint-every 4000"
+        )
+    return None, parse_duration_s(str(text), field="checkpoint-every")
+
+
+def simulate_train(
+    request: SimulateTrainRequest | None = None,
+    /,
+    *,
+    db: Path | str | None = None,
+    config: Path | str | None = None,
+    now: datetime | None = None,
+    **options: Any,
+) -> SimulationResult:
+    """How long and how much a training job takes on N spot (or on-demand) nodes.
+
+    ``db``: stored training measurements of the workload calibrate the roofline step time
+    (as in ``plan_train``); ``now`` is the clock an ISO-date deadline counts from.
+    """
+    from gpucast.catalog import load_catalog
+    from gpucast.domain.simulation import ClusterScenario
+    from gpucast.inputs import spot as spot_inputs
+    from gpucast.inputs import transient as tinputs
+    from gpucast.inputs.calibration import store_calibration
+    from gpucast.inputs.cluster import cluster_model
+    from gpucast.inputs.data import published_data_dir
+    from gpucast.inputs.workload import workload_inputs
+    from gpucast.plan.risk import mean_lifetime_s, young_interval_s
+    from gpucast.plan.uncertainty import strata
+    from gpucast.simulate.transient import simulate_scenario
+    from gpucast.store.db import default_db_path
+
+    request = resolve(SimulateTrainRequest, request, options, config)
+    deadline_s = deadline_seconds(request.deadline, now)
+    every_steps, every_s = checkpoint_every(request.checkpoint_every)
+    catalog = load_catalog()
+    request, gpn = _instance(request, catalog)
+    assert request.gpu is not None
+    ps = request.ps_count
+    groups = tinputs.parse_groups(request.gpu, request.workers, request.region, request.spot)
+    tinputs.check_names(groups, request.region, catalog)
+    given_speed = tinputs.parse_speed(request.speed, groups)
+    root = published_data_dir(request.data_dir)
+    prices, network = tinputs.prices_and_network(
+        request.price_table,
+        groups,
+        request.region,
+        ps,
+        request.provider,
+        catalog,
+        gpus_per_node=gpn,
+        instance_type=request.instance,
+    )
+    tinputs.check_prices(prices, groups, request.region, ps)
+    lifetimes = spot_inputs.Lifetimes(
+        data_dir=root,
+        catalog=catalog,
+        band=request.interruption_band,
+        hazard_per_hour=request.hazard_per_hour,
+        method=request.lifetime_method,
+    )
+    dists = [lifetimes(g.gpu, g.region, request.provider or "") if g.spot else None for g in groups]
+    work = workload_inputs(request.workload, root, request.precision)
+    calibration = None
+    if work.facts is not None:
+        store = Path(db) if db is not None else default_db_path()
+        calibration = store_calibration(store, work.name, request.precision, work.facts, catalog)
+    single = tinputs.step_times(
+        groups, work, given_speed, request.strategy, root, request.batch_size,
+        request.precision, catalog, calibration,
+    )  # fmt: skip
+    model = cluster_model(root)
+    table, speed_src = tinputs.speed_table(
+        groups,
+        single,
+        model.value,
+        work,
+        strategy=request.strategy,
+        ps_shards=ps,
+        ps_region=request.region,
+        network=network,
+        rtt_s=request.inter_region_rtt_ms / 1e3,
+        catalog=catalog,
+        gpus_per_node=gpn,
+    )
+    synchronous = request.strategy != "ps-async"
+    full_speed = float(table.table[tuple(g.count for g in groups)])
+    notes: list[str] = []
+    if request.checkpoint_s is None:
+        ckpt = spot_inputs.checkpoint_cost(work.checkpoint_bytes, root)
+        ckpt_s, ckpt_src = ckpt.value, ckpt.source
+    else:
+        ckpt_s = request.checkpoint_s
+        ckpt_src = f"--checkpoint-s {request.checkpoint_s:g} s per checkpoint"
+    if every_s is not None:
+        every_steps = max(1, round(every_s * full_speed))
+        if every_steps > request.steps:
+            raise InvalidSpecError(
+                "checkpoint-every",
+                f"is longer than the whole job (~{request.steps / full_speed / 3600:.2g} h at "
+                f"{full_speed:.3g} steps/s)",
+                got=request.checkpoint_every,
+                fix="checkpoint more often, or drop --checkpoint-every",
+            )
+        notes.append(
+            f"--checkpoint-every {request.checkpoint_every} = every {every_steps} steps at the "
+            f"full cluster's {full_speed:.3g} steps/s"
+        )
+    elif every_steps is None and any(d is not None for d in dists):
+        # what rolls the job back: any node (synchronous), else the chief's node
+        spot_dists = [(d, g.count) for d, g in zip(dists, groups, strict=True) if d is not None]
+        hazard = sum(c / max(mean_lifetime_s(d), 1.0) for d, c in spot_dists)
+        if not synchronous:
+            hazard = 1.0 / max(mean_lifetime_s(spot_dists[0][0]), 1.0)
+        tau = young_interval_s(ckpt_s, hazard)
+        if math.isfinite(tau):
+            every_steps = int(min(max(round(tau * full_speed), 1), request.steps))
+            notes.append(
+                f"checkpoint every {every_steps:,} steps ({tau / 60:.0f} min: Young's interval "
+                f"sqrt(2 C / hazard) from the spot lifetimes; override with --checkpoint-every)"
+            )
+    if every_steps is None:
+        ckpt_src += " (not used: no checkpoints; a chief or PS loss restarts from step 0)"
+    scenario = ClusterScenario(
+        workers=groups,
+        ps_count=ps,
+        steps=request.steps,
+        checkpoint_every_steps=every_steps,
+        replace_revoked=request.replace,
+        deadline_s=deadline_s,
+        worker_loss_restarts=synchronous,
+    )
+    startup = spot_inputs.StartupDelays(data_dir=root)
+    start_spot = [startup(g.gpu, "spot", g.region) for g in groups]
+    start_spot.append(startup("cpu", "spot", request.region))
+    start_od = [startup(g.gpu, "on-demand", g.region) for g in groups]
+    start_od.append(startup("cpu", "on-demand", request.region))
+    penalty = spot_inputs.restart_penalty(root)
+    if synchronous:
+        notes.append(
+            f"{request.strategy} is synchronous: losing any node rolls back to the last checkpoint"
+        )
+    lo = min(s.lower_ratio for s in single.values())
+    hi = max(s.upper_ratio for s in single.values())
+    factors = strata(lo, hi)
+    if len(factors) > 1:
+        notes.append(
+            f"the step time is the roofline model's (interval x{lo:.2f}..x{hi:.2f}): the runs "
+            f"are split over {len(factors)} strata of that uncertainty, as plan train does; "
+            "give --speed (measured) to drop it"
+        )
+    result = simulate_scenario(
+        scenario,
+        speed=table,
+        prices=prices,
+        lifetimes=dists,
+        startup_spot_s=start_spot,
+        startup_on_demand_s=start_od,
+        checkpoint_s=ckpt_s,
+        restart_penalty_s=penalty.value,
+        runs=request.runs,
+        seed=request.seed,
+        speed_factors=factors,
+        sources={
+            "lifetimes": lifetimes.source(),
+            "workload": work.source,
+            "speed": speed_src,
+            "cluster_model": model.source,
+            "startup": startup.source(),
+            "checkpoint": ckpt_src,
+            "restart_penalty": penalty.source,
+        },
+        notes=notes,
+    )
+    return result
+
+
+def _instance(
+    request: SimulateTrainRequest, catalog: Any
+) -> tuple[SimulateTrainRequest, int]:
+    """The GPU type and GPUs per node of ``--instance`` (checked against ``--gpu``)."""
+    if request.instance is None:
+        return request, request.gpus_per_node
+    offers = [o for o in catalog.offers if o.instance_type == request.instance and o.gpu]
+    if request.provider is not None:
+        offers = [o for o in offers if o.provider == request.provider]
+    if not offers:
+        from gpucast.domain.errors import UnknownNameError
+
+        names = {o.instance_type for o in catalog.offers if o.gpu}
+        raise UnknownNameError(request.instance, names, fix="see `gpucast catalog offers`")
+    offer = offers[0]
+    if request.gpu is not None and catalog.gpu(request.gpu).name != offer.gpu:
+        raise InvalidSpecError(
+            "gpu",
+            f"{request.instance} carries {offer.gpu}, not {request.gpu}",
+            fix="drop --gpu or pick an instance of that GPU",
+        )
+    return dataclasses.replace(request, gpu=request.gpu or str(offer.gpu)), int(offer.gpus)

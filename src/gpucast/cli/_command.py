@@ -1,0 +1,118 @@
+"""CLI commands generated from request dataclasses: the flags *are* the request's fields.
+
+:func:`request_command` registers a Typer command whose options come from the fields of a
+request class (:mod:`gpucast.domain.options`): one flag per field, its help and default
+from the field. The decorated function receives the built request (plus its own CLI-only
+parameters such as ``--json``); with ``config=True`` the command also takes ``--config FILE``
+(YAML or TOML with the same keys, flags winning). Every value is parsed by the request, so a
+bad value gives the same one-line error in Python and on the command line.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+
+from gpucast.domain.options import Field, fields_of
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_METAVAR = {"int": "INTEGER", "float": "NUMBER", "text": "TEXT", "path": "PATH", "list": "LIST"}
+CONFIG_HELP = "YAML or TOML file with any of these options (flag names as keys; flags win)."
+
+
+def _help(f: Field) -> str:
+    text = f.info.help
+    if f.kind == "list":
+        text += " Repeat the flag or separate values with commas."
+    default = f.default_text()
+    if default is not None and f.kind != "bool":
+        text += f" [default: {default}]"
+    return text
+
+
+def _parameter(f: Field) -> inspect.Parameter:
+    """The Typer parameter of field ``f``; every value reaches the request as typed."""
+    info = f.info
+    if info.argument:
+        default: Any = typer.Argument(
+            ... if f.required else None,
+            help=_help(f),
+            metavar=info.metavar or f.flag.upper().replace("-", "_"),
+            show_default=False,
+        )
+        annotation: Any = str if f.required else str | None
+    elif f.kind == "bool":
+        decls = [f"{info.cli_flag}/--{info.negative}" if info.negative else info.cli_flag]
+        if info.short:
+            decls.append(info.short)
+        default = typer.Option(None, *decls, help=_help(f), show_default=False)
+        annotation = bool | None
+    elif f.kind == "list":
+        decls = [info.cli_flag] + ([info.short] if info.short else [])
+        default = typer.Option(
+            None, *decls, help=_help(f), metavar=info.metavar or "LIST", show_default=False
+        )
+        annotation = list[str] | None
+    else:
+        decls = [info.cli_flag] + ([info.short] if info.short else [])
+        default = typer.Option(
+            None,
+            *decls,
+            help=_help(f),
+            metavar=info.metavar or _METAVAR.get(f.kind, "TEXT"),
+            show_default=False,
+        )
+        annotation = str | None
+    return inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+def request_parameters(request_cls: type) -> list[inspect.Parameter]:
+    return [_parameter(f) for f in fields_of(request_cls) if f.info.cli]
+
+
+def request_command(request_cls: type, *, config: bool = False) -> Callable[[F], F]:
+    """Turn ``fn(request, **cli_only)`` into a Typer command function whose options are the
+    request's fields (module docstring); register the result with ``app.command(name)``."""
+
+    def decorate(fn: F) -> F:
+        own = list(inspect.signature(fn, eval_str=True).parameters.values())
+        head = [p for p in own if p.name == "ctx"]
+        tail = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+            for p in own
+            if p.name not in ("ctx", "request")
+        ]
+        fields = [f for f in fields_of(request_cls) if f.info.cli]
+        params = [p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in head]
+        params += request_parameters(request_cls)
+        if config:
+            params.append(
+                inspect.Parameter(
+                    "config_file",
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=typer.Option(None, "--config", help=CONFIG_HELP, metavar="FILE"),
+                    annotation=Path | None,
+                )
+            )
+        params += tail
+
+        @functools.wraps(fn)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            from gpucast.app.config import request_from
+
+            given = {f.name: kwargs.pop(f.name) for f in fields}
+            config_file = kwargs.pop("config_file", None) if config else None
+            request = request_from(request_cls, given, config_file)
+            return fn(*args, request=request, **kwargs)
+
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {}
+        return command  # type: ignore[return-value]
+
+    return decorate

@@ -1,0 +1,353 @@
+"""Request fields that are at once Python keyword arguments, CLI flags and config-file keys.
+
+A request is a frozen dataclass whose fields are declared with :func:`option`. One field
+gives everything a front end needs, so the three cannot drift:
+
+* its **name** is the Python keyword (``deadline_s``);
+* its ``flag`` is the CLI flag and the YAML/TOML key (``--deadline``, ``deadline:``);
+* its ``help`` is the text of both, its default the default of all three;
+* its ``parse`` turns what a person typed (``"24h"``, ``"a,b"``, ``"none"``) into the field's
+  value; values that already have the field's type pass through untouched.
+
+:func:`build` makes a request from any mix of field names and flag names (dashes or
+underscores), so ``build(TrainRequest, {"deadline": "24h"})`` and
+``TrainRequest(deadline_s=86400.0)`` are the same request. Every error names the flag, the
+constraint and a fix (:class:`~gpucast.domain.errors.InvalidSpecError`), whichever front end
+the value came through. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from gpucast.domain.errors import InvalidSpecError
+
+T = TypeVar("T")
+
+#: The key of a field's :class:`OptionInfo` in ``dataclasses.field(metadata=...)``.
+META_KEY = "gpucast.option"
+
+#: What a field holds, as the CLI and the parsers see it.
+KINDS: tuple[str, ...] = ("text", "int", "float", "bool", "path", "list")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OptionInfo:
+    """How one request field appears outside Python.
+
+    ``kind`` is what the CLI parses before ``parse`` runs (``text`` when the field's type is
+    not what a person types, e.g. a duration); ``item`` is the element kind of a ``list``;
+    ``negative`` names the ``--no-...`` flag of a boolean (``None``: a plain switch);
+    ``argument`` makes it positional; ``cli=False`` keeps it out of the CLI (Python and
+    config files only); ``example`` is a value used in "e.g." fixes.
+    """
+
+    help: str
+    flag: str = ""
+    kind: str = ""
+    item: str = "text"
+    parse: Callable[[Any], Any] | None = None
+    negative: str | None = None
+    argument: bool = False
+    short: str | None = None
+    metavar: str | None = None
+    example: str | None = None
+    cli: bool = True
+    config: bool = True
+
+    @property
+    def cli_flag(self) -> str:
+        return f"--{self.flag}"
+
+
+def option(
+    default: Any = MISSING,
+    *,
+    help: str,
+    flag: str = "",
+    kind: str = "",
+    item: str = "text",
+    parse: Callable[[Any], Any] | None = None,
+    negative: str | None = None,
+    argument: bool = False,
+    short: str | None = None,
+    metavar: str | None = None,
+    example: str | None = None,
+    cli: bool = True,
+    config: bool = True,
+) -> Any:
+    """A dataclass field that is also a CLI flag and a config key (see the module docstring)."""
+    if kind and kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+    info = OptionInfo(
+        help=help,
+        flag=flag,
+        kind=kind,
+        item=item,
+        parse=parse,
+        negative=negative,
+        argument=argument,
+        short=short,
+        metavar=metavar,
+        example=example,
+        cli=cli,
+        config=config,
+    )
+    return dataclasses.field(default=default, metadata={META_KEY: info})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Field:
+    """A request field with its option info resolved (flag and kind filled in)."""
+
+    name: str
+    info: OptionInfo
+    default: Any
+    required: bool
+
+    @property
+    def flag(self) -> str:
+        return self.info.flag
+
+    @property
+    def kind(self) -> str:
+        return self.info.kind
+
+    def default_text(self) -> str | None:
+        """The default as a person would type it (``None`` when there is none to show)."""
+        if self.required or self.default is None:
+            return None
+        value = self.default
+        if isinstance(value, bool):
+            if self.info.negative:
+                return self.info.cli_flag if value else f"--{self.info.negative}"
+            return None
+        if isinstance(value, tuple):
+            return ",".join(str(v) for v in value) if value else None
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        return str(value)
+
+
+def _strip_optional(tp: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return args[0] if len(args) == 1 else tp
+    return tp
+
+
+def _kind_of(tp: Any) -> tuple[str, str]:
+    """(kind, item kind) of a resolved field type."""
+    tp = _strip_optional(tp)
+    origin = typing.get_origin(tp)
+    if origin in (tuple, list):
+        args = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        inner = _kind_of(args[0])[0] if args else "text"
+        return "list", inner
+    simple = {bool: "bool", int: "int", float: "float", str: "text", Path: "path"}
+    return simple.get(tp, "text"), "text"
+
+
+_FIELDS_CACHE: dict[type, tuple[Field, ...]] = {}
+
+
+def fields_of(cls: type) -> tuple[Field, ...]:
+    """The option fields of request class ``cls``, in declaration order."""
+    cached = _FIELDS_CACHE.get(cls)
+    if cached is not None:
+        return cached
+    hints = typing.get_type_hints(cls)
+    out: list[Field] = []
+    for f in dataclasses.fields(cls):
+        info = f.metadata.get(META_KEY)
+        if info is None:
+            continue
+        kind, item = _kind_of(hints[f.name])
+        info = dataclasses.replace(
+            info,
+            flag=info.flag or f.name.replace("_", "-"),
+            kind=info.kind or kind,
+            item=info.item if info.item != "text" or kind != "list" else item,
+        )
+        required = f.default is MISSING and f.default_factory is MISSING
+        default = f.default if f.default is not MISSING else None
+        out.append(Field(name=f.name, info=info, default=default, required=required))
+    result = tuple(out)
+    _FIELDS_CACHE[cls] = result
+    return result
+
+
+def _key(text: str) -> str:
+    return str(text).strip().lstrip("-").replace("-", "_").lower()
+
+
+def field_for(cls: type, key: str) -> Field | None:
+    """The field that ``key`` (a field name or a flag, dashes or underscores) names."""
+    wanted = _key(key)
+    for f in fields_of(cls):
+        if wanted in (f.name, _key(f.flag)):
+            return f
+    return None
+
+
+# -- value conversion ---------------------------------------------------------------------
+def split_list(value: Any) -> list[str]:
+    """A list value as given: a sequence and/or comma-separated text, blanks dropped."""
+    if value is None:
+        return []
+    items = value if isinstance(value, list | tuple) else [value]
+    out: list[str] = []
+    for item in items:
+        if isinstance(item, str):
+            out += [p.strip() for p in item.split(",") if p.strip()]
+        else:
+            out.append(item)
+    return out
+
+
+def _fix(f: Field) -> str:
+    example = f.info.example
+    return f"e.g. {f.info.cli_flag} {example}" if example else f"see --help for {f.info.cli_flag}"
+
+
+def _number(f: Field, kind: str, value: Any) -> Any:
+    what = "a whole number" if kind == "int" else "a number"
+    bad = InvalidSpecError(f.flag, f"must be {what}", got=value, fix=_fix(f))
+    if isinstance(value, bool):
+        raise bad
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise bad from None
+    if not math.isfinite(number):
+        raise InvalidSpecError(f.flag, "must be a finite number", got=value, fix=_fix(f))
+    if kind == "float":
+        return number
+    if isinstance(value, int):
+        return value
+    if not number.is_integer():
+        raise bad
+    return int(number)
+
+
+def _scalar(f: Field, kind: str, value: Any) -> Any:
+    if kind in ("int", "float"):
+        return _number(f, kind, value)
+    if kind == "path":
+        return value if isinstance(value, Path) else Path(str(value))
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "yes", "on", "1"):
+            return True
+        if text in ("false", "no", "off", "0"):
+            return False
+        raise InvalidSpecError(f.flag, "must be true or false", got=value, fix=_fix(f))
+    return value
+
+
+def convert(f: Field, value: Any) -> Any:
+    """``value`` as field ``f`` holds it: its ``parse`` if any, else by its kind."""
+    if f.info.parse is not None:
+        return f.info.parse(value)
+    if f.kind == "list":
+        return tuple(_scalar(f, f.info.item, v) for v in split_list(value))
+    return _scalar(f, f.kind, value)
+
+
+def _unknown(cls: type, key: str, where: str | None) -> InvalidSpecError:
+    names = [f.flag for f in fields_of(cls)]
+    close = difflib.get_close_matches(_key(key).replace("_", "-"), names, n=1)
+    prefix = f"{where}: " if where else ""
+    return InvalidSpecError(
+        f"{prefix}{key}",
+        f"is not an option of {request_name(cls)}",
+        fix=f"did you mean {close[0]!r}?" if close else f"known: {', '.join(names)}",
+    )
+
+
+def request_name(cls: type) -> str:
+    return str(getattr(cls, "VERB", cls.__name__))
+
+
+def build(cls: type[T], values: Mapping[str, Any], *, where: str | None = None) -> T:
+    """Request ``cls`` from field or flag names; ``None`` (or an empty list) means "not given".
+
+    ``where`` names the source (a config file) in the error of an unknown key.
+    """
+    kwargs: dict[str, Any] = {}
+    for key, value in values.items():
+        f = field_for(cls, key)
+        if f is None:
+            raise _unknown(cls, key, where)
+        if value is None or (isinstance(value, list | tuple) and not value and f.kind == "list"):
+            continue
+        kwargs[f.name] = convert(f, value)
+    for f in fields_of(cls):
+        if f.required and f.name not in kwargs:
+            raise InvalidSpecError(f.flag, "is required", fix=_fix(f))
+    return cls(**kwargs)
+
+
+def update(request: T, values: Mapping[str, Any]) -> T:
+    """``request`` with ``values`` (field or flag names) converted and replaced."""
+    cls = type(request)
+    changes: dict[str, Any] = {}
+    for key, value in values.items():
+        f = field_for(cls, key)
+        if f is None:
+            raise _unknown(cls, key, None)
+        if value is not None:
+            changes[f.name] = convert(f, value)
+    return dataclasses.replace(request, **changes) if changes else request  # type: ignore[type-var]
+
+
+def is_default(request: object, name: str) -> bool:
+    """Whether field ``name`` of ``request`` holds its declared default."""
+    for f in fields_of(type(request)):
+        if f.name == name:
+            return not f.required and getattr(request, name) == f.default
+    raise KeyError(name)
+
+
+def to_options(request: object) -> dict[str, Any]:
+    """The request as plain values keyed by field name (paths as text, tuples as lists)."""
+    out: dict[str, Any] = {}
+    for f in fields_of(type(request)):
+        value = getattr(request, f.name)
+        if isinstance(value, Path):
+            value = str(value)
+        elif isinstance(value, tuple):
+            value = [str(v) if isinstance(v, Path) else v for v in value]
+        out[f.name] = value
+    return out
+
+
+# -- parsers shared by several requests ----------------------------------------------------
+def none_or(parse: Callable[[Any], T]) -> Callable[[Any], T | None]:
+    """``parse``, with ``none``/``no``/``off`` (any case) meaning ``None``."""
+
+    def wrapped(value: Any) -> T | None:
+        if value is None or (isinstance(value, str) and value.strip().lower() in _NONE):
+            return None
+        return parse(value)
+
+    return wrapped
+
+
+_NONE = ("none", "no", "off", "")
+
+
+def lower_list(value: Any) -> tuple[str, ...]:
+    """A list of names, lower-cased (strategies, providers)."""
+    return tuple(str(v).lower() for v in split_list(value))

@@ -1,0 +1,77 @@
+"""Step-time calibration from the store: the one way a measurement sharpens a prediction.
+
+:func:`store_calibration` finds a stored training measurement of the workload (run
+``prefer_run`` when given, else the newest at the precision, any batch, any device) and
+calibrates the roofline with it (:func:`gpucast.predict.roofline.calibrate`): the measured
+step at its own batch against the roofline of that batch on that device. A CPU measurement is
+calibrated against :func:`host_cpu_roofline`, the one rough peak of this machine's CPU.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpucast.domain.provenance import Sourced
+
+if TYPE_CHECKING:
+    from gpucast.plan.inputs import WorkloadFacts
+    from gpucast.predict.roofline import Calibration, DeviceRoofline
+
+#: Rough CPU peak: FP32 FLOP per cycle per core (AVX2, two FMA units) at a typical clock.
+CPU_FLOP_PER_CYCLE = 32
+CPU_CLOCK_HZ = 2.5e9
+#: DRAM bandwidth per core (GB/s), capped at a two-socket server's.
+CPU_GBPS_PER_CORE = 10.0
+CPU_GBPS_MAX = 200.0
+
+
+def host_cpu_roofline(cores: int | None = None) -> DeviceRoofline:
+    """Rough peak of this machine's CPU (for calibrating from a CPU measurement)."""
+    from gpucast.predict.roofline import DeviceRoofline
+
+    n = cores or os.cpu_count() or 1
+    return DeviceRoofline(
+        name="cpu",
+        kind="cpu",
+        peak_tflops=n * CPU_FLOP_PER_CYCLE * CPU_CLOCK_HZ / 1e12,
+        memory_bandwidth_gbps=min(CPU_GBPS_MAX, CPU_GBPS_PER_CORE * n),
+    )
+
+
+def store_calibration(
+    db_path: Path | None,
+    workload: str,
+    precision: str,
+    facts: WorkloadFacts,
+    catalog: Any,
+    *,
+    prefer_run: int | None = None,
+) -> Sourced[Calibration] | None:
+    """The roofline calibrated by a stored training measurement of ``workload`` (module
+    docstring); ``None`` when the store has none."""
+    if db_path is None or not Path(db_path).exists():
+        return None
+    from gpucast.domain.errors import UnknownGpuError
+    from gpucast.predict.roofline import calibrate
+    from gpucast.store.db import Store
+
+    with Store(db_path).open(create=False) as store:
+        runs = store.list_runs(kind="measurement", workload=workload, limit=50)
+        if prefer_run is not None:
+            runs = [store.get_run(prefer_run).summary]
+    for run in runs:
+        if run.precision != precision or run.median_s is None or run.mode not in (None, "train"):
+            continue
+        try:
+            device: Any = catalog.gpu(run.gpu_name or "")
+        except UnknownGpuError:
+            device = host_cpu_roofline()
+        cal = calibrate(facts.roofline_workload(run.batch_size), run.median_s, device, precision)
+        return Sourced(
+            cal,
+            f"store run #{run.id} ({run.device}, batch {run.batch_size}, "
+            f"{run.median_s * 1e3:.3g} ms/step)",
+        )
+    return None

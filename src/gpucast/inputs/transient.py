@@ -1,0 +1,417 @@
+"""The cluster of ``simulate train``: its groups, prices, network and speed by live nodes.
+
+* :func:`parse_groups` -- ``K80`` + ``workers=4`` or ``K80:2,P100:2@us-west1``;
+* :func:`prices_and_network` -- per-node prices (a price table or the catalog's cheapest
+  offer with ``gpus_per_node`` GPUs, or the named instance type) and NIC speeds;
+* :func:`step_times` -- one worker's step time per GPU type: a measured speed, a published
+  one, CM-DARE's single-GPU data, else the roofline of the workload's profile (calibrated by
+  a stored measurement when there is one -- the same prediction ``plan train`` makes);
+* :func:`speed_table` -- the cluster's steps/s for every count of live nodes per group,
+  from the cluster model (a node carries ``gpus_per_node`` workers).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpucast.domain.errors import InvalidSpecError, UnknownRegionError
+from gpucast.domain.provenance import Sourced
+from gpucast.inputs.data import data_path
+
+if TYPE_CHECKING:
+    from gpucast.domain.simulation import PriceTable, WorkerGroup
+    from gpucast.inputs.workload import WorkloadInputs
+    from gpucast.predict.cluster import ClusterModel
+    from gpucast.predict.roofline import Calibration
+    from gpucast.simulate.transient import SpeedTable
+
+#: Round trip between two regions of one cloud (s), added twice per PS step of a worker that
+#: is not in the parameter servers' region. An order of magnitude (US east <-> west is
+#: ~60-70 ms); override with --inter-region-rtt-ms.
+DEFAULT_INTER_REGION_RTT_S = 0.07
+
+
+def parse_groups(gpu: str, workers: int | None, region: str, spot: bool) -> tuple[WorkerGroup, ...]:
+    """``gpu=K80`` + ``workers=4``, or ``K80:2,P100:2@us-west1`` (GPU[:N][@REGION])."""
+    from gpucast.domain.simulation import WorkerGroup
+
+    items = [part.strip() for part in gpu.split(",") if part.strip()]
+    if not items:
+        raise InvalidSpecError("gpu", "must name a GPU", got=gpu, fix="e.g. --gpu K80")
+    groups: list[WorkerGroup] = []
+    counted = 0
+    for item in items:
+        m = re.fullmatch(r"([^:@]+)(?::(-?\d+))?(?:@([A-Za-z0-9-]+))?", item)
+        if m is None:
+            raise InvalidSpecError(
+                "gpu",
+                "must be GPU[:COUNT][@REGION], comma-separated",
+                got=item,
+                fix="e.g. --gpu K80:2,P100:2 or --gpu K80:4@us-west1",
+            )
+        name, count_text, where = m.group(1).strip(), m.group(2), m.group(3)
+        if count_text is None:
+            if len(items) > 1:
+                raise InvalidSpecError(
+                    "gpu",
+                    "give a count for every GPU type of a mixed cluster",
+                    got=item,
+                    fix="e.g. --gpu K80:2,P100:2",
+                )
+            if workers is None:
+                raise InvalidSpecError(
+                    "workers", "is required", fix="e.g. --workers 4 (or --gpu K80:4)"
+                )
+            count = workers
+        else:
+            count = int(count_text)
+            counted += count
+        groups.append(WorkerGroup(gpu=name, count=count, region=where or region, spot=spot))
+    if workers is not None and len(items) > 1 and workers != counted:
+        raise InvalidSpecError(
+            "workers",
+            f"must equal the sum of the --gpu counts ({counted})",
+            got=workers,
+            fix="drop --workers or make the counts add up",
+        )
+    return tuple(groups)
+
+
+def check_names(groups: Sequence[WorkerGroup], ps_region: str, catalog: Any) -> None:
+    """Unknown GPUs and regions fail with close matches from the catalog."""
+    known = set(catalog.regions())
+    for where in [ps_region, *(g.region for g in groups)]:
+        if where not in known:
+            raise UnknownRegionError(where, sorted(known), fix="see `gpucast catalog offers`")
+    for g in groups:
+        catalog.gpu(g.gpu)  # raises UnknownGpuError with close matches
+
+
+# ---------------------------------------------------------------------------- prices
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Network:
+    """Nominal NIC speeds (Gbit/s) from the catalog's offers, ``None`` where none matched."""
+
+    ps_gbps: float | None
+    worker_gbps: float | None
+    source: str
+
+
+def _cpu_offer(catalog: Any, region: str, provider: str | None) -> Any:
+    cpu = [o for o in catalog.find_offers(provider=provider, region=region, cpu_only=True)]
+    cpu = [o for o in cpu if o.vcpus >= 4]
+    return min(cpu, key=lambda o: o.on_demand_usd_per_hour) if cpu else None
+
+
+def gpu_offer(
+    catalog: Any,
+    gpu: str,
+    region: str,
+    provider: str | None,
+    *,
+    gpus_per_node: int = 1,
+    instance_type: str | None = None,
+) -> Any:
+    """The cheapest offer of ``gpu`` in ``region`` with ``gpus_per_node`` GPUs (or the named
+    ``instance_type``); ``None`` when the catalog has none."""
+    name = catalog.gpu(gpu).name
+    offers = catalog.find_offers(provider=provider, region=region, gpu=name)
+    if instance_type is not None:
+        offers = [o for o in offers if o.instance_type == instance_type]
+    else:
+        offers = [o for o in offers if o.gpus == gpus_per_node]
+    return min(offers, key=lambda o: o.on_demand_usd_per_hour) if offers else None
+
+
+def prices_and_network(
+    price_table: Path | None,
+    groups: Sequence[WorkerGroup],
+    ps_region: str,
+    ps_count: int,
+    provider: str | None,
+    catalog: Any,
+    *,
+    gpus_per_node: int = 1,
+    instance_type: str | None = None,
+) -> tuple[PriceTable, Network]:
+    """Per-node prices from ``price_table`` or the catalog; NIC speeds from the catalog."""
+    from gpucast.domain.simulation import CPU_PS, PriceTable
+
+    ps_offer = _cpu_offer(catalog, ps_region, provider)
+    gpu_offers = {
+        (g.gpu, g.region): gpu_offer(
+            catalog,
+            g.gpu,
+            g.region,
+            provider,
+            gpus_per_node=gpus_per_node,
+            instance_type=instance_type,
+        )
+        for g in groups
+    }
+    worker_nics = [o.network_gbps for o in gpu_offers.values() if o is not None]
+    network = Network(
+        ps_gbps=None if ps_offer is None else ps_offer.network_gbps,
+        worker_gbps=min(worker_nics) if worker_nics else None,
+        source=(
+            f"PS NIC {ps_offer.network_gbps:g} Gbit/s (catalog {ps_offer.provider} "
+            f"{ps_offer.instance_type}, {ps_region})"
+            if ps_offer is not None
+            else f"no >= 4-vCPU CPU offer in {ps_region}: PS NIC at the cluster model's default"
+        ),
+    )
+    if price_table is not None:
+        from gpucast.store.datasets.transient import read_price_table
+
+        return read_price_table(price_table), network
+    mixed_regions = len({g.region for g in groups} | ({ps_region} if ps_count else set())) > 1
+    prices: dict[tuple[str, str], float] = {}
+    used: list[str] = []
+    for (gpu, where), offer in gpu_offers.items():
+        if offer is None:
+            what = instance_type or f"{gpus_per_node}-GPU {catalog.gpu(gpu).name}"
+            raise InvalidSpecError(
+                "gpu/region",
+                f"the catalog has no {what} offer in {where}",
+                fix="pick another region or --gpus-per-node (gpucast catalog offers), or pass "
+                "--price-table CSV",
+            )
+        key = f"{gpu}@{where}" if mixed_regions else gpu
+        prices[(key, "on-demand")] = offer.on_demand_usd_per_hour
+        if offer.spot_usd_per_hour is not None:
+            prices[(key, "spot")] = offer.spot_usd_per_hour
+        used.append(f"{offer.provider} {where} {offer.instance_type}")
+    if ps_count:
+        if ps_offer is None:
+            raise InvalidSpecError(
+                "ps",
+                f"the catalog has no CPU server with >= 4 vCPUs in {ps_region}",
+                fix="pass --price-table CSV with a cpu-ps row, or --region with one",
+            )
+        key = f"{CPU_PS}@{ps_region}" if mixed_regions else CPU_PS
+        prices[(key, "on-demand")] = ps_offer.on_demand_usd_per_hour
+        if ps_offer.spot_usd_per_hour is not None:
+            prices[(key, "spot")] = ps_offer.spot_usd_per_hour
+        used.append(f"PS {ps_offer.instance_type}")
+    snapshot = catalog.snapshot_date.isoformat()
+    return PriceTable(usd_per_hour=prices, source=f"catalog {snapshot}: {'; '.join(used)}"), network
+
+
+def check_prices(
+    prices: PriceTable, groups: Sequence[WorkerGroup], ps_region: str, ps: int
+) -> None:
+    """Fail early, in one line, on a price table without a row the simulation needs."""
+    from gpucast.domain.simulation import CPU_PS
+
+    for g in groups:
+        prices.price(g.gpu, spot=False, region=g.region)
+        if g.spot:
+            prices.price(g.gpu, spot=True, region=g.region)
+    if ps:
+        prices.price(CPU_PS, spot=False, region=ps_region)
+
+
+# ---------------------------------------------------------------------------- speed
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepTime:
+    """One worker's step time alone on its GPU; ``includes_ps``: measured with 1 PS.
+    ``lower_ratio``/``upper_ratio``: the model's interval as ratios of the value (1 when the
+    step time was measured)."""
+
+    step_time_s: float
+    includes_ps: bool
+    source: str
+    lower_ratio: float = 1.0
+    upper_ratio: float = 1.0
+
+
+def parse_speed(text: str | None, groups: Sequence[WorkerGroup]) -> dict[str, float]:
+    """``4.5`` (one GPU type) or ``K80:4.5,P100:9.1`` -> steps/s per GPU."""
+    if text is None:
+        return {}
+    gpus = {g.gpu for g in groups}
+    out: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        name, _, value = part.rpartition(":")
+        if not name:
+            if len(gpus) > 1:
+                raise InvalidSpecError(
+                    "speed",
+                    "needs GPU:STEPS_PER_S for each GPU of a mixed cluster",
+                    got=text,
+                    fix="e.g. --speed K80:4.5,P100:9.1",
+                )
+            name = next(iter(gpus))
+        try:
+            speed = float(value)
+        except ValueError:
+            speed = math.nan
+        if not (math.isfinite(speed) and speed > 0):
+            raise InvalidSpecError(
+                "speed",
+                "must be > 0 steps/s",
+                got=part,
+                fix="give the measured single-worker steps/s, e.g. --speed 4.5",
+            )
+        if name not in gpus:
+            raise InvalidSpecError(
+                "speed", f"names {name}, which is not a --gpu of this cluster", got=part
+            )
+        out[name] = speed
+    return out
+
+
+def _cmdare_step_time_s(data_dir: Path | None, gpu: str, key: str) -> tuple[float, str] | None:
+    path = data_path(data_dir, "cmdare", "speed", "single_gpu_speed.csv")
+    if path is None:
+        return None
+    from gpucast.store.datasets.cmdare_cluster import model_key
+    from gpucast.store.datasets.cmdare_speed import read_single_gpu_speed
+
+    frame = read_single_gpu_speed(path).frame
+    rows = frame[
+        (frame["gpu"].astype(str).str.lower() == gpu.lower())
+        & (frame["model"].astype(str).map(model_key) == key)
+    ]
+    if rows.empty:
+        return None
+    median = float(rows["step_time_s"].median())
+    return median, f"CM-DARE {path.name}: median of {len(rows)} samples"
+
+
+def step_times(
+    groups: Sequence[WorkerGroup],
+    work: WorkloadInputs,
+    given: dict[str, float],
+    strategy: str,
+    data_dir: Path | None,
+    batch_size: int,
+    precision: str,
+    catalog: Any,
+    calibration: Sourced[Calibration] | None = None,
+) -> dict[str, StepTime]:
+    """Single-worker step time per GPU type: a given speed, a published measurement,
+    CM-DARE's single-GPU data, else the roofline prediction from the workload's profile."""
+    from gpucast.store.datasets.transient import PUBLISHED_SINGLE_WORKER_STEPS_PER_S
+
+    out: dict[str, StepTime] = {}
+    for g in groups:
+        if g.gpu in out:
+            continue
+        if g.gpu in given:
+            out[g.gpu] = StepTime(
+                step_time_s=1.0 / given[g.gpu],
+                includes_ps=strategy not in ("allreduce", "fsdp"),
+                source=f"--speed {given[g.gpu]:g} steps/s (1 worker"
+                + (" + 1 PS)" if strategy not in ("allreduce", "fsdp") else " alone)"),
+            )
+            continue
+        published = PUBLISHED_SINGLE_WORKER_STEPS_PER_S.get(
+            (work.name.lower(), catalog.gpu(g.gpu).name)
+        )
+        if published is not None:
+            out[g.gpu] = StepTime(
+                step_time_s=1.0 / published[0],
+                includes_ps=True,
+                source=f"{published[0]:g} steps/s (1 worker + 1 PS) from {published[1]}",
+            )
+            continue
+        if work.cmdare_key is not None:
+            found = _cmdare_step_time_s(data_dir, g.gpu, work.cmdare_key)
+            if found is None:
+                raise InvalidSpecError(
+                    "speed",
+                    f"CM-DARE has no single-GPU speed of {work.name} on {g.gpu}",
+                    fix="pass --speed STEPS_PER_S (e.g. from gpucast predict speed)",
+                )
+            out[g.gpu] = StepTime(step_time_s=found[0], includes_ps=True, source=found[1])
+            continue
+        from gpucast.predict.roofline import predict_step_time
+
+        spec = catalog.gpu(g.gpu)
+        est = predict_step_time(
+            work.facts.roofline_workload(batch_size),
+            spec,
+            precision,
+            calibration=None if calibration is None else calibration.value,
+        )
+        cal = "" if calibration is None else f", calibrated by {calibration.source}"
+        out[g.gpu] = StepTime(
+            step_time_s=est.value,
+            includes_ps=False,
+            source=f"roofline ({est.source}{cal}) {est.value * 1e3:.1f} ms at batch "
+            f"{batch_size} on {spec.name} (range {est.lower * 1e3:.1f}-{est.upper * 1e3:.1f})",
+            lower_ratio=est.lower / est.value,
+            upper_ratio=est.upper / est.value,
+        )
+    return out
+
+
+def speed_table(
+    groups: Sequence[WorkerGroup],
+    steps: dict[str, StepTime],
+    model: ClusterModel,
+    work: WorkloadInputs,
+    *,
+    strategy: str,
+    ps_shards: int,
+    ps_region: str,
+    network: Network,
+    rtt_s: float,
+    catalog: Any,
+    gpus_per_node: int = 1,
+) -> tuple[SpeedTable, str]:
+    """Cluster steps/s for every count of live nodes per group, from the cluster model."""
+    from gpucast.plan.inputs import intra_node_gbps
+    from gpucast.simulate.transient import SpeedTable
+
+    includes_ps = all(steps[g.gpu].includes_ps for g in groups)
+    per_group = [
+        steps[g.gpu].step_time_s + (2.0 * rtt_s if g.region != ps_region else 0.0) for g in groups
+    ]
+    intra = min(intra_node_gbps(catalog.gpu(g.gpu)) for g in groups)
+
+    def speed(alive: Sequence[int]) -> float:
+        times = [
+            t for t, n in zip(per_group, alive, strict=True) for _ in range(int(n) * gpus_per_node)
+        ]
+        est = model.predict(
+            times,
+            ps_shards=max(1, ps_shards),
+            strategy=strategy,
+            param_bytes=work.param_bytes,
+            n_tensors=work.n_tensors,
+            max_tensor_bytes=work.max_tensor_bytes,
+            ps_network_gbps=network.ps_gbps,
+            network_gbps=network.worker_gbps,
+            gpus_per_node=gpus_per_node,
+            intra_node_gbps=intra,
+            step_time_includes_ps=includes_ps,
+        )
+        return float(est.value)
+
+    table = SpeedTable.from_function(speed, [g.count for g in groups])
+    full = float(table.table[tuple(g.count for g in groups)])
+    one = "; ".join(f"{g}: {s.source}" for g, s in steps.items())
+    mixed = (
+        ""
+        if includes_ps or all(not s.includes_ps for s in steps.values())
+        else ("; measured (with-PS) and predicted (bare) step times mixed: all taken as bare")
+    )
+    remote = [g for g in groups if g.region != ps_region]
+    rtt = (
+        f"; {len(remote)} group(s) outside the PS region pay 2 x {rtt_s * 1e3:g} ms per step"
+        if remote and rtt_s > 0
+        else ""
+    )
+    shards = f" with {ps_shards} PS shard(s)" if strategy.startswith("ps") else ""
+    nodes = f", {gpus_per_node} GPUs per node" if gpus_per_node > 1 else ""
+    return table, (
+        f"cluster model {strategy}{shards}{nodes} ({network.source}); {full:.3g} steps/s with "
+        f"every worker up; single worker: {one}{mixed}{rtt}"
+    )

@@ -1,0 +1,266 @@
+"""What the models need to know about a workload: its profile, facts and sizes.
+
+* :func:`workload_profile` -- the profiler's static features (cached per workload, precision
+  and torch version), or a profile JSON file;
+* :func:`workload_facts` -- the profile split into per-sample and fixed costs
+  (:class:`gpucast.plan.inputs.WorkloadFacts`), what every step-time prediction starts from;
+* :func:`workload_inputs` -- parameter bytes, tensor count and checkpoint size for the
+  cluster and checkpoint models: from the profiler, or from CM-DARE's feature table for
+  CM-DARE model names;
+* :func:`load_stored_workload` -- ``run:ID``: a profile or training measurement in the store.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpucast.domain.errors import (
+    DataFormatError,
+    InvalidInputError,
+    InvalidSpecError,
+    UnknownWorkloadError,
+)
+from gpucast.domain.units import MIB
+from gpucast.inputs.data import data_path
+
+if TYPE_CHECKING:
+    from gpucast.domain.profile import WorkloadProfile
+    from gpucast.plan.inputs import WorkloadFacts
+
+#: Per-worker batch a workload is profiled at (FLOPs and bytes are scaled from it).
+PROFILE_BATCH = 16
+#: TensorFlow checkpoints of CM-DARE's momentum-SGD models hold weights + one momentum slot:
+#: ResNet-32's 1.86 M parameters give a 14.2 MB weight file (checkpoint/aggregated.csv).
+CMDARE_CHECKPOINT_BYTES_PER_PARAMETER = 8.0
+_FP32_BYTES = 4.0
+#: ``--workload run:ID``: a profile or measurement saved in the store.
+RUN_PREFIX = "run:"
+
+
+def _torch_version() -> str:
+    """The installed torch's version without importing torch (a second) on a cache hit."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch")
+    except PackageNotFoundError:
+        return "none"
+
+
+def read_profile_file(path: Path) -> WorkloadProfile:
+    from gpucast.domain.profile import WorkloadProfile
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataFormatError(str(path), f"cannot read a profile ({exc})") from None
+    if not isinstance(data, dict):
+        raise DataFormatError(str(path), "is not a profile (not a JSON object)")
+    try:
+        return WorkloadProfile.from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataFormatError(
+            str(path), f"is not a profile ({exc})", fix="write it with gpucast profile --json"
+        ) from None
+
+
+def workload_profile(
+    workload: str, precision: str, profile_file: Path | None = None
+) -> WorkloadProfile:
+    """The workload's profile at :data:`PROFILE_BATCH`: a file, the cache, or the profiler."""
+    from gpucast.domain.profile import WorkloadProfile
+
+    if profile_file is not None:
+        return read_profile_file(profile_file)
+    from gpucast.store.cache import cached_json
+
+    def make() -> WorkloadProfile:
+        from gpucast.domain.workload import WorkloadSpec
+        from gpucast.profile import profile_workload
+
+        spec = WorkloadSpec(name=workload, batch_size=PROFILE_BATCH, precision=precision)  # type: ignore[arg-type]
+        return profile_workload(spec)
+
+    if ":" in workload:  # a user model's code is not gpucast's: profile it every time
+        return make()
+    return cached_json(
+        "profile",
+        make,
+        dump=WorkloadProfile.to_dict,
+        load=WorkloadProfile.from_dict,
+        params={
+            "workload": workload,
+            "precision": precision,
+            "batch_size": PROFILE_BATCH,
+            "torch": _torch_version(),
+        },
+        code=("gpucast.profile", "gpucast.workloads"),
+    )
+
+
+def workload_facts(profile: WorkloadProfile) -> WorkloadFacts:
+    from gpucast.plan.inputs import WorkloadFacts
+
+    return WorkloadFacts.from_profile(profile)
+
+
+def builtin_workloads() -> list[str]:
+    """:func:`gpucast.workloads.registry.list_workloads`, cached: the registry imports torch
+    (a second), which a cached profile does not need."""
+    from gpucast.store.cache import cached_json
+
+    def names() -> list[str]:
+        from gpucast.workloads.registry import list_workloads
+
+        return list(list_workloads())
+
+    def load(data: Any) -> list[str]:
+        if not isinstance(data, list):
+            raise TypeError("expected a list of names")
+        return [str(n) for n in data]
+
+    return cached_json("workload-names", names, dump=list, load=load, code=("gpucast.workloads",))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkloadInputs:
+    """What the cluster and checkpoint models need to know about the trained model."""
+
+    name: str
+    param_bytes: float
+    n_tensors: int
+    max_tensor_bytes: float | None
+    checkpoint_bytes: float
+    source: str
+    facts: Any = None  # WorkloadFacts for profiled workloads (roofline step time)
+    cmdare_key: str | None = None  # CM-DARE model key for measured speeds
+
+
+def workload_inputs(
+    workload: str | None,
+    data_dir: Path | None,
+    precision: str,
+    profile_file: Path | None = None,
+) -> WorkloadInputs:
+    """Parameter bytes and tensor count: the profiler for built-in (and ``module:factory``)
+    workloads, CM-DARE's feature table for CM-DARE model names."""
+    from gpucast.workloads.user import is_user_spec
+
+    if not workload:
+        raise InvalidSpecError(
+            "workload",
+            "is required (the cluster model needs its parameter bytes and tensor count)",
+            fix="e.g. --workload cifar-resnet32 (gpucast profile --help lists them)",
+        )
+    builtins = builtin_workloads()
+    if profile_file is not None or workload in builtins or is_user_spec(workload):
+        prof = workload_profile(workload, precision, profile_file)
+        memory = prof.memory
+        return WorkloadInputs(
+            name=workload,
+            param_bytes=float(prof.parameters_total) * _FP32_BYTES,
+            n_tensors=max(1, int(prof.parameter_tensors)),
+            max_tensor_bytes=float(prof.parameter_tensor_max_mib * MIB) or None,
+            checkpoint_bytes=float(memory.weights_bytes + memory.optimizer_state_bytes),
+            source=f"profiler: {workload} ({prof.parameters_total:,} parameters, "
+            f"{prof.parameter_tensors} tensors)",
+            facts=workload_facts(prof),
+        )
+    from gpucast.store.datasets.cmdare_cluster import model_key, read_model_features
+
+    path = data_path(data_dir, "cmdare", "speed", "single_gpu_speed.csv")
+    features = None if path is None else read_model_features(path).frame
+    key = model_key(workload)
+    if features is not None:
+        rows = features[features["model_key"] == key]
+        if len(rows):
+            row = rows.iloc[0]
+            n_params = float(row["n_parameters"])
+            mtb = float(row["max_tensor_bytes"])
+            return WorkloadInputs(
+                name=str(row["model"]),
+                param_bytes=n_params * _FP32_BYTES,
+                n_tensors=int(row["n_tensors"]),
+                max_tensor_bytes=mtb if math.isfinite(mtb) else None,
+                checkpoint_bytes=n_params * CMDARE_CHECKPOINT_BYTES_PER_PARAMETER,
+                source=f"CM-DARE features {path}: {row['model']} ({n_params:,.0f} parameters, "
+                f"{int(row['n_tensors'])} tensors)",
+                cmdare_key=key,
+            )
+    names = builtins + ([] if features is None else [str(m) for m in features["model"]])
+    raise UnknownWorkloadError(
+        workload,
+        names,
+        fix="a built-in workload, module:factory, or a CM-DARE model name with --data-dir",
+    )
+
+
+# -- run:ID --------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredWorkload:
+    """What ``--workload run:ID`` names: the workload, and its stored profile or measurement."""
+
+    run_id: int
+    workload: str
+    precision: str
+    profile: Any = None  # WorkloadProfile when the run is a profile
+    measurement_run: int | None = None  # the run id when it is a training measurement
+
+
+def stored_run_id(workload: str | None) -> int | None:
+    """The id of ``run:ID`` (``None`` for any other workload); a bad id is an error."""
+    if not workload or not str(workload).startswith(RUN_PREFIX):
+        return None
+    text = str(workload)[len(RUN_PREFIX) :].strip()
+    if not text.isdigit() or int(text) < 1:
+        raise InvalidSpecError(
+            "workload",
+            "run:ID needs a positive run id",
+            got=workload,
+            fix="see `gpucast runs list` for the ids, e.g. --workload run:12",
+        )
+    return int(text)
+
+
+def load_stored_workload(db_path: Path, run_id: int) -> StoredWorkload:
+    """Read run ``run_id`` from the store: a profile, or a training measurement."""
+    from gpucast.domain.profile import WorkloadProfile
+    from gpucast.store.db import Store
+
+    if not Path(db_path).exists():
+        raise InvalidInputError(
+            f"--workload run:{run_id}: no store at {db_path}",
+            fix="pass --db PATH before the verb, or save a profile with `gpucast profile`",
+        )
+    with Store(db_path).open(create=False) as store:
+        run = store.get_run(run_id)
+    summary = run.summary
+    if run.kind == "profile":
+        try:
+            profile = WorkloadProfile.from_dict(run.result)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataFormatError(
+                str(db_path), f"run {run_id} holds no readable profile ({exc})"
+            ) from None
+        return StoredWorkload(
+            run_id=run_id, workload=summary.workload, precision=summary.precision, profile=profile
+        )
+    if run.kind == "measurement" and summary.mode == "train" and summary.median_s is not None:
+        return StoredWorkload(
+            run_id=run_id,
+            workload=summary.workload,
+            precision=summary.precision,
+            measurement_run=run_id,
+        )
+    raise InvalidSpecError(
+        "workload",
+        f"run {run_id} is a {run.kind}"
+        + (f" ({summary.mode})" if summary.mode else "")
+        + ", not a profile or a training measurement",
+        got=f"run:{run_id}",
+        fix="pick a profile (`gpucast profile`) or a `gpucast measure train` run",
+    )
