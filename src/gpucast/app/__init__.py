@@ -19,9 +19,9 @@ from typing import Any
 
 #: verb -> module of gpucast.app that defines it (the one list of Python verbs)
 VERBS: dict[str, str] = {
-    "plan_train": "plan_train",
+    "plan_train": "planning",
     "plan_serve": "serve",
-    "simulate_train": "simulate_train",
+    "simulate_train": "simulation",
     "simulate_serve": "serve",
     "predict_train": "predict",
     "predict_speed": "predict",
@@ -30,11 +30,11 @@ VERBS: dict[str, str] = {
     "fit_speed": "fit",
     "fit_cluster": "fit",
     "fit_checkpoint": "fit",
-    "validate": "validate",
+    "validate": "validation",
     "profile_workload": "profile",
     "measure_train": "measure",
     "measure_infer": "measure",
-    "measure_infer_curve": "measure",
+    "measure_infer_curve": "curves",
     "catalog_gpus": "catalog",
     "catalog_offers": "catalog",
     "import_skypilot": "catalog",
@@ -43,10 +43,10 @@ VERBS: dict[str, str] = {
     "runs_export": "runs",
     "campaign_run": "campaign",
     "campaign_status": "campaign",
-    "report": "report",
-    "save_plan": "report",
-    "load_plan": "report",
-    "write_plan_report": "report",
+    "report": "reports",
+    "save_plan": "reports",
+    "load_plan": "reports",
+    "write_plan_report": "reports",
 }
 
 __all__ = sorted(VERBS)

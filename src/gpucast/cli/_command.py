@@ -30,10 +30,16 @@ def _help(f: Field) -> str:
     text = f.info.help
     if f.kind == "list":
         text += " Repeat the flag or separate values with commas."
-    default = f.default_text()
-    if default is not None and f.kind != "bool":
-        text += f" [default: {default}]"
+    default = _shown_default(f)
+    if default:
+        text += f" \\[default: {default}]"  # escaped: Typer's help is Rich markup
     return text
+
+
+def _shown_default(f: Field) -> str | bool:
+    """What ``--help`` shows as the default (click's ``show_default`` text), or nothing."""
+    default = f.default_text()
+    return False if default is None or f.kind == "bool" else default
 
 
 def _parameter(f: Field) -> inspect.Parameter:
@@ -56,7 +62,11 @@ def _parameter(f: Field) -> inspect.Parameter:
     elif f.kind == "list":
         decls = [info.cli_flag] + ([info.short] if info.short else [])
         default = typer.Option(
-            None, *decls, help=_help(f), metavar=info.metavar or "LIST", show_default=False
+            None,
+            *decls,
+            help=_help(f),
+            metavar=info.metavar or "LIST",
+            show_default=False,
         )
         annotation = list[str] | None
     else:
@@ -69,7 +79,9 @@ def _parameter(f: Field) -> inspect.Parameter:
             show_default=False,
         )
         annotation = str | None
-    return inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+    return inspect.Parameter(
+        f.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+    )
 
 
 def request_parameters(request_cls: type) -> list[inspect.Parameter]:

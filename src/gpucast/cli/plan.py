@@ -1,7 +1,7 @@
 """`gpucast plan train`: parse the flags into a TrainRequest, plan, render.
 
 The flags are the fields of :class:`gpucast.domain.plan.TrainRequest`; the work happens in
-:func:`gpucast.app.plan_train`. ``app`` is the ``plan`` group; ``plan serve`` joins it in
+:func:`gpucast.app.planning`. ``app`` is the ``plan`` group; ``plan serve`` joins it in
 :mod:`gpucast.cli.verbs`.
 """
 
@@ -33,7 +33,7 @@ def train(
 ) -> None:
     """The cheapest cluster that meets the deadline (or the fastest within budget), explained."""
     from gpucast.app import plan_train
-    from gpucast.app.report import save_plan, write_plan_report
+    from gpucast.app.reports import save_plan, write_plan_report
 
     with working("planning: profiling the workload, searching the catalog, simulating spot"):
         plan = plan_train(request, db=state(ctx).db_path)

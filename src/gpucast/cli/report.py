@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from gpucast.app.report import ReportRequest
+from gpucast.app.reports import ReportRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, emit_result, state
 

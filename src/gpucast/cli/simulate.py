@@ -1,7 +1,7 @@
 """`gpucast simulate train`: parse the flags into a SimulateTrainRequest, simulate, render.
 
-The flags are the fields of :class:`gpucast.app.simulate_train.SimulateTrainRequest`; the
-work happens in :func:`gpucast.app.simulate_train`. ``simulate serve`` joins this group in
+The flags are the fields of :class:`gpucast.app.simulation.SimulateTrainRequest`; the
+work happens in :func:`gpucast.app.simulation`. ``simulate serve`` joins this group in
 :mod:`gpucast.cli.verbs`.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from gpucast.app.simulate_train import SimulateTrainRequest
+from gpucast.app.simulation import SimulateTrainRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
 from gpucast.domain.simulation import SimulationResult

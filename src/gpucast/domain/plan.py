@@ -79,17 +79,17 @@ class TrainRequest:
     )
     precision: str = option("fp32", help="fp32, bf16 or fp16.", example="bf16")
     epochs: float | None = option(
-        None, help="Epochs at the reference batch [default: the workload family's].", example="90"
+        None, help="Epochs at the reference batch (default: the workload family's).", example="90"
     )
     dataset_size: int | None = option(
-        None, help="Samples per epoch [default: the workload family's].", example="1281167"
+        None, help="Samples per epoch (default: the workload family's).", example="1281167"
     )
     steps: int | None = option(
         None, help="Or: global steps at the reference batch.", example="100000"
     )
     reference_batch: int | None = option(
         None,
-        help="Batch the epoch count was tuned for [default: the workload family's].",
+        help="Batch the epoch count was tuned for (default: the workload family's).",
         example="256",
     )
     deadline_s: float | None = option(
@@ -147,7 +147,7 @@ class TrainRequest:
     )
     data_dir: Path | None = option(
         None,
-        help="Published data folder, e.g. ../shared/data [default: $GPUCAST_SHARED_DATA].",
+        help="Published data folder, e.g. ../shared/data (default: $GPUCAST_SHARED_DATA).",
         example="../shared/data",
     )
     profile_file: Path | None = option(

@@ -171,9 +171,15 @@ class Lifetimes:
     def source(self) -> str:
         if self.hazard_per_hour is not None:
             return self.fallback.source
-        used = "; ".join(f"{k}: {v}" for k, v in sorted(self.used.items()))
         base = f"{self.fitted_on}; where it has no lifetimes: {self.fallback.source}"
-        return base + (f"; used: {used}" if used else "")
+        fitted = sorted({k.split()[0] for k, v in self.used.items() if v != self.fallback.source})
+        band = sorted({k.split()[0] for k, v in self.used.items() if v == self.fallback.source})
+        used = []
+        if fitted:
+            used.append(f"fitted lifetimes for {', '.join(fitted)}")
+        if band:
+            used.append(f"the band for {', '.join(band)}")
+        return base + (f"; used: {'; '.join(used)}" if used else "")
 
 
 # -- start-up --------------------------------------------------------------------------------

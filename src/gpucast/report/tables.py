@@ -107,7 +107,9 @@ def print_plan(plan: TrainPlan, console: Console) -> None:
         parts = ", ".join(f"{k}: {v:,}" for k, v in sorted(plan.infeasible.items()))
         console.print(Text(f"dropped: {parts}", style="dim"))
     for a in plan.assumptions:
-        console.print(Text(f"assumption {a.name}: {a.text()}", style="dim"))
+        override = f" [override: {a.override}]" if a.override else ""
+        console.print(Text(f"assumption {a.name}: {a.value}{override}", style="dim"))
+    console.print(Text("(sources of every assumption: --json or --report)", style="dim"))
     console.print(
         Text(
             f"catalog {plan.catalog_snapshot.isoformat()}; critical batch "

@@ -57,7 +57,7 @@ class SimulateTrainRequest:
         None, help="A catalog instance type for the nodes, e.g. p4d.24xlarge.", example="p4d.24xlarge"
     )
     ps: int | None = option(
-        None, help="CPU parameter servers (PS shards) [default: 1; 0 for allreduce/fsdp].",
+        None, help="CPU parameter servers (PS shards) (default: 1; 0 for allreduce/fsdp).",
         example="1",
     )  # fmt: skip
     strategy: str = option(
@@ -88,12 +88,12 @@ class SimulateTrainRequest:
     replace: bool = option(False, negative="no-replace", help="Replace revoked nodes.")
     checkpoint_every: str | None = option(
         None,
-        help="Checkpoint every STEPS (e.g. 4000) or DURATION (30m) [default: Young's interval "
-        "from the spot lifetimes; none on demand].",
+        help="Checkpoint every STEPS (e.g. 4000) or DURATION (30m) (default: Young's interval "
+        "from the spot lifetimes; none on demand).",
         example="4000",
     )
     checkpoint_s: float | None = option(
-        None, help="Seconds one checkpoint takes [default: checkpoint model].", example="3.4"
+        None, help="Seconds one checkpoint takes (default: checkpoint model).", example="3.4"
     )
     deadline: str | None = option(
         None, help="6h (from launch) or an ISO date-time; reports P(miss).", example="6h"
@@ -122,7 +122,7 @@ class SimulateTrainRequest:
     )
     data_dir: Path | None = option(
         None,
-        help="Published data folder, e.g. ../shared/data [default: $GPUCAST_SHARED_DATA].",
+        help="Published data folder, e.g. ../shared/data (default: $GPUCAST_SHARED_DATA).",
         example="../shared/data",
     )
 
