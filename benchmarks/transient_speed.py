@@ -13,8 +13,11 @@ import time
 
 import numpy as np
 
-from gpucast.cli import _simulate_inputs as inputs
+from gpucast.catalog import load_catalog
 from gpucast.domain.simulation import ClusterScenario, PriceTable, WorkerGroup
+from gpucast.inputs import transient as inputs
+from gpucast.inputs.cluster import cluster_model
+from gpucast.inputs.workload import WorkloadInputs
 from gpucast.predict.revocation import WeibullLifetime
 from gpucast.simulate.transient import SpeedTable, simulate_runs
 
@@ -127,8 +130,8 @@ def vector_simulate(
 
 def cluster_speed(n: int) -> SpeedTable:
     """ResNet-32 on K80 (CM-DARE sizes), async PS, 1 shard, 10 Gbit/s PS NIC."""
-    model, _ = inputs.cluster_model(None)
-    work = inputs.WorkloadInputs(
+    model = cluster_model(None).value
+    work = WorkloadInputs(
         name="cifar-resnet32",
         param_bytes=4.0 * 1_857_722,
         n_tensors=104,
@@ -149,6 +152,7 @@ def cluster_speed(n: int) -> SpeedTable:
         ps_region="us-east1",
         network=net,
         rtt_s=0.0,
+        catalog=load_catalog(),
     )
     return table
 

@@ -10,7 +10,7 @@ Calibration uses only:
 * speed: CM-DARE's published single-worker ResNet-32 K80 speed (4.516 steps/s, res32k80worker1)
   scaled to N workers by the cluster model fitted on ``cmdare/cluster_scaling``, with the PS
   NIC of the catalog's 4-vCPU GCP server -- the same path as ``gpucast simulate train``
-  (:mod:`gpucast.cli._simulate_inputs`);
+  (:mod:`gpucast.inputs.transient`);
 * start-up: the StartupModel fitted on ``cmdare/startup_time`` (servers are that old when
   training starts, and outlived it);
 * checkpoint: the CheckpointModel fitted on ``cmdare/checkpoint`` at ResNet-32's size, every
@@ -33,8 +33,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from gpucast.cli import _simulate_inputs as inputs
+from gpucast.catalog import load_catalog
 from gpucast.domain.simulation import ClusterScenario, WorkerGroup
+from gpucast.inputs import cluster as cluster_inputs
+from gpucast.inputs import spot as spot_inputs
+from gpucast.inputs import transient as inputs
+from gpucast.inputs.workload import WorkloadInputs
 from gpucast.predict.revocation import RevocationModel, estimate_restart_penalty
 from gpucast.simulate.transient import SpeedTable, simulate_runs
 from gpucast.store.datasets.transient import (
@@ -57,7 +61,7 @@ RES32_CHECKPOINT_MB = 15.99  # same file: .meta + .data
 BOOTSTRAP = 100
 
 
-RES32 = inputs.WorkloadInputs(
+RES32 = WorkloadInputs(
     name="cifar-resnet32",
     param_bytes=4.0 * RES32_PARAMS,
     n_tensors=RES32_TENSORS,
@@ -82,6 +86,7 @@ def speed_table(n: int, model: object, network: inputs.Network) -> tuple[SpeedTa
         ps_region="us-east1",
         network=network,
         rtt_s=0.0,
+        catalog=load_catalog(),
     )
 
 
@@ -186,16 +191,17 @@ def main() -> int:
     frame = lifetimes_frame(parsed.records)
     prices = read_price_table(DATA / "transient" / "prices_2019_gcp.csv")
     startup: dict[str, tuple[list, list]] = {}
-    for region in REGIONS:
-        spot_s, od_s, start_src = inputs.startup(
-            [WorkerGroup(gpu="K80", count=1, region=region, spot=True)], region, DATA
-        )
+    delays = spot_inputs.StartupDelays(data_dir=DATA)
+    for region in REGIONS:  # one sampler per worker group plus one for the PS
+        spot_s = [delays("K80", "spot", region), delays("cpu", "spot", region)]
+        od_s = [delays("K80", "on-demand", region), delays("cpu", "on-demand", region)]
         startup[region] = (spot_s, od_s)
+    start_src = delays.source()
     penalty = estimate_restart_penalty(read_chief_rejoining(DATA / "cmdare" / "chief_rejoining"))
-    checkpoint_s, ckpt_src = inputs.checkpoint_s(RES32, DATA)
-    cluster, cluster_src = inputs.cluster_model(DATA)
-    from gpucast.catalog import load_catalog
-
+    ckpt = spot_inputs.checkpoint_cost(RES32.checkpoint_bytes, DATA)
+    checkpoint_s, ckpt_src = ckpt.value, ckpt.source
+    fitted = cluster_inputs.cluster_model(DATA)
+    cluster, cluster_src = fitted.value, fitted.source
     catalog = load_catalog()
     _, network = inputs.prices_and_network(
         None,

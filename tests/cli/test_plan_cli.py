@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from plan_app import cli_app
+from gpucast.cli.app import app as cli
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -27,8 +27,15 @@ def _env(cache_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     monkeypatch.chdir(tmp_path)
 
 
+def assumed(plan: dict, name: str) -> str:  # type: ignore[type-arg]
+    """The value and source of the plan's assumption called ``name``."""
+    found = [a for a in plan["assumptions"] if a["name"] == name]
+    assert len(found) == 1, [a["name"] for a in plan["assumptions"]]
+    return f"{found[0]['value']} ({found[0]['source']})"
+
+
 def invoke(*args: str) -> tuple[int, str]:
-    result = runner.invoke(cli_app(), list(args))
+    result = runner.invoke(cli, list(args))
     return result.exit_code, result.output
 
 
@@ -208,7 +215,7 @@ def test_published_lifetimes_and_startup_are_used(shared_data: Path) -> None:
     data = json.loads(out)
     fitted = {m["name"]: m["fitted_on"] for m in data["models"]}
     assert "lifetime.csv" in fitted["spot lifetimes (predict.revocation)"]
-    assert "cmdare/startup_time" in data["assumptions"]["start-up"]
+    assert "cmdare/startup_time" in assumed(data, "start-up")
     assert any(c["market"] == "spot" for c in data["candidates"])
 
 
@@ -265,8 +272,8 @@ def test_profile_saves_to_the_store_and_plans_from_it(tmp_path: Path) -> None:
     assert code == 0, out
     plan = json.loads(out)
     assert plan["request"]["workload"] == "cifar-resnet20"
-    assert f"store run #{data['run_id']}" in plan["assumptions"]["workload profile"]
-    assert plan["assumptions"]["step-time calibration"].startswith("none")
+    assert f"store run #{data['run_id']}" in assumed(plan, "workload profile")
+    assert assumed(plan, "step-time calibration").startswith("none")
     # --no-save writes nothing
     other = tmp_path / "other.db"
     code, out = invoke("--db", str(other), "profile", "mlp", "-b", "4", "--no-save", "--json")
@@ -290,7 +297,7 @@ def test_stored_measurements_calibrate_the_plan(tmp_path: Path) -> None:
     after = json.loads(out)
     roofline = next(m for m in after["models"] if m["name"].startswith("roofline"))
     assert f"store run #{run_id}" in roofline["fitted_on"]
-    assert f"store run #{run_id}" in after["assumptions"]["step-time calibration"]
+    assert f"store run #{run_id}" in assumed(after, "step-time calibration")
 
     def width(plan: dict) -> float:  # type: ignore[type-arg]
         c = plan["candidates"][plan["recommended"]]

@@ -6,29 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from gpucast.cli import simulate
-from gpucast.cli.app import GpucastGroup
+from gpucast.cli.app import app
 
 runner = CliRunner()
-
-
-def _app() -> typer.Typer:
-    """The real root when `simulate` is registered, else a root with the same error handling."""
-    from gpucast.cli.app import app
-
-    if any(g.name == "simulate" for g in app.registered_groups):
-        return app
-    root = typer.Typer(cls=GpucastGroup, pretty_exceptions_enable=False)
-    root.add_typer(simulate.app, name="simulate")
-
-    @root.callback()
-    def _root() -> None:
-        pass
-
-    return root
 
 
 def _prices(
@@ -90,7 +72,7 @@ def test_json_shape_and_same_seed_same_output(tmp_path: Path) -> None:
         str(tmp_path / "nodata"),
     ]
     (tmp_path / "nodata" / "transient").mkdir(parents=True)
-    first = runner.invoke(_app(), args)
+    first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output
     out = json.loads(first.stdout)
     for key in ("duration_s", "cost_usd", "revocations"):
@@ -104,13 +86,14 @@ def test_json_shape_and_same_seed_same_output(tmp_path: Path) -> None:
     assert "user-given hazard" in sources["lifetimes"]
     assert sources["speed"].startswith("cluster model ps-async")
     assert "built-in constants" in sources["cluster_model"]  # no cluster data in the folder
-    assert "planner default" in sources["startup"]
-    assert "3.38 s" in sources["checkpoint"]
+    # the same defaults plan train uses (gpucast.inputs.spot), said where they came from
+    assert "default 120 s per VM start" in sources["startup"]
+    assert "default 3 s + bytes at 1 Gbit/s" in sources["checkpoint"]
     assert sources["prices"] == str(tmp_path / "prices.csv")
     # the cluster model, not a linear sum: 4 workers are slower than 4 x 4.5 steps/s
     on_demand_s = out["on_demand"]["duration_s"]["median"]
     assert on_demand_s > 64000 / (4 * 4.5) * 1.01
-    second = runner.invoke(_app(), args)
+    second = runner.invoke(app, args)
     assert second.stdout == first.stdout
 
 
@@ -144,7 +127,7 @@ def test_mixed_gpus_and_regions_run_end_to_end(tmp_path: Path) -> None:
         str(_prices(tmp_path, rows)),
         "--json",
     ]
-    result = runner.invoke(_app(), args)
+    result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert "K80: --speed 4.5" in out["sources"]["speed"]
@@ -152,7 +135,7 @@ def test_mixed_gpus_and_regions_run_end_to_end(tmp_path: Path) -> None:
     assert "outside the PS region" in out["sources"]["speed"]
     assert any("every" in n and "steps" in n for n in out["notes"])
     assert out["revocations"]["mean"] > 0
-    lone = runner.invoke(_app(), [*_with(args, gpu="K80:2"), "--speed", "K80:4.5"])
+    lone = runner.invoke(app, [*_with(args, gpu="K80:2"), "--speed", "K80:4.5"])
     assert lone.exit_code == 0, lone.output
     # two more (faster) workers finish sooner on demand
     alone = json.loads(lone.stdout)["on_demand"]["duration_s"]["median"]
@@ -167,12 +150,12 @@ def test_allreduce_takes_no_ps_and_is_synchronous(tmp_path: Path) -> None:
         "--price-table",
         str(_prices(tmp_path)),
     ]
-    result = runner.invoke(_app(), [*args, "--json"])
+    result = runner.invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["sources"]["speed"].startswith("cluster model allreduce")
     assert any("synchronous" in n for n in out["notes"])
-    with_ps = runner.invoke(_app(), [*_with(BASE, ps="1"), "--strategy", "allreduce"])
+    with_ps = runner.invoke(app, [*_with(BASE, ps="1"), "--strategy", "allreduce"])
     assert with_ps.exit_code == 2 and "must be 0 with --strategy allreduce" in with_ps.output
 
 
@@ -199,7 +182,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path, extra: list[str], messa
         args = [a for a in args if a not in ("--hazard-per-hour", "0.05")]
     if extra[0] == "--gpu" and ":" in extra[1]:
         args = [a for a in args if a not in ("--workers", "4")]
-    result = runner.invoke(_app(), [*args, *extra])
+    result = runner.invoke(app, [*args, *extra])
     assert result.exit_code == 2, result.output
     lines = [ln for ln in result.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and message.lower() in lines[0].lower(), result.output
@@ -207,7 +190,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path, extra: list[str], messa
 
 def test_price_table_missing_the_gpu_exits_2(tmp_path: Path) -> None:
     table = _prices(tmp_path, "P100,spot,0.43\nP100,on-demand,1.46\ncpu-ps,on-demand,0.14\n")
-    result = runner.invoke(_app(), [*BASE, "--price-table", str(table)])
+    result = runner.invoke(app, [*BASE, "--price-table", str(table)])
     assert result.exit_code == 2
     lines = [ln for ln in result.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and "no on-demand price for K80" in lines[0]
@@ -216,7 +199,7 @@ def test_price_table_missing_the_gpu_exits_2(tmp_path: Path) -> None:
 def test_roofline_speed_when_nothing_was_measured(tmp_path: Path) -> None:
     args = [a for a in BASE if a not in ("--speed", "4.5")]
     args = _with(args, workload="mlp", runs="50")
-    result = runner.invoke(_app(), [*args, "--price-table", str(_prices(tmp_path)), "--json"])
+    result = runner.invoke(app, [*args, "--price-table", str(_prices(tmp_path)), "--json"])
     assert result.exit_code == 0, result.output
     speed = json.loads(result.stdout)["sources"]["speed"]
     assert "K80: roofline" in speed and "at batch 128" in speed
@@ -248,7 +231,7 @@ def test_published_data_defaults(shared_data: Path) -> None:
         str(shared_data),
         "--json",
     ]
-    result = runner.invoke(_app(), args)
+    result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     sources = out["sources"]

@@ -35,10 +35,11 @@ from speed_factories import NEW, synthetic_rows
 import gpucast.predict
 from gpucast.domain.errors import InvalidInputError, NotFittedError
 from gpucast.domain.prediction import Estimate
+from gpucast.domain.spot import GCP_PREEMPTIBLE_CAP_S, censor_observed
 from gpucast.predict.base import REGISTRY, Estimator, estimator_from_dict
 from gpucast.predict.cluster import ClusterModel
 from gpucast.predict.overheads import CheckpointModel, FrameworkStartModel, StartupModel
-from gpucast.predict.revocation import GCP_PREEMPTIBLE_CAP_S, RevocationModel, censor_observed
+from gpucast.predict.revocation import RevocationModel
 from gpucast.predict.serving import BatchLatencyModel
 from gpucast.predict.speed import MODEL_COL, TENSORS_COL, SpeedFeatures, SpeedModel
 from gpucast.store.models import load_model, save_model

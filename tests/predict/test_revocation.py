@@ -10,19 +10,16 @@ import pandas as pd
 import pytest
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError, NotFittedError
+from gpucast.domain.spot import GCP_PREEMPTIBLE_CAP_S, EvalSeries, censor_observed, zone_to_region
 from gpucast.predict.base import estimator_from_dict
 from gpucast.predict.revocation import (
-    GCP_PREEMPTIBLE_CAP_S,
     EmpiricalLifetime,
-    EvalSeries,
     ExponentialLifetime,
     RevocationModel,
     WeibullLifetime,
-    censor_observed,
     estimate_restart_penalty,
     hazard_from_interruption_band,
     monthly_fraction_to_hazard_per_hour,
-    zone_to_region,
 )
 
 H = 3600.0

@@ -231,17 +231,9 @@ def test_the_key_names_code_version_files_and_params(data_file: Path) -> None:
 def test_simulate_inputs_reuse_the_checkpoint_fit(
     shared_data: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpucast.cli import _simulate_inputs as inputs
+    from gpucast.inputs.spot import checkpoint_cost
 
-    work = inputs.WorkloadInputs(
-        name="w",
-        param_bytes=4e6,
-        n_tensors=10,
-        max_tensor_bytes=None,
-        checkpoint_bytes=8e6,
-        source="",
-    )
-    first = inputs.checkpoint_s(work, shared_data)
+    first = checkpoint_cost(8e6, shared_data)
     fits = []
     real_fit = CheckpointModel.fit
 
@@ -250,5 +242,5 @@ def test_simulate_inputs_reuse_the_checkpoint_fit(
         return real_fit(self, *args, **kwargs)
 
     monkeypatch.setattr(CheckpointModel, "fit", counting)
-    assert inputs.checkpoint_s(work, shared_data) == first
+    assert checkpoint_cost(8e6, shared_data) == first
     assert fits == []

@@ -163,8 +163,8 @@ class Lifetimes:
         dist = self.fallback
         if self.hazard_per_hour is None and self._model is not None:
             key = self._model_gpu(gpu)
-            if key is not None:
-                dist = self._model.distribution(key, region, fallback=self.fallback)
+            if key is not None:  # the data's GPU name (k80 -> K80) labels the source
+                dist = self._model.distribution(key.upper(), region, fallback=self.fallback)
         self.used[f"{gpu} {region}"] = dist.source
         return dist
 

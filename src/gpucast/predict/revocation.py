@@ -21,7 +21,6 @@ inverse-CDF), ``survival(t_s)`` and ``source``.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Self
@@ -32,38 +31,18 @@ import pandas as pd
 
 from gpucast.domain.errors import DataFormatError, GpucastError, InvalidSpecError
 from gpucast.domain.prediction import Estimate
+from gpucast.domain.spot import (
+    GCP_PREEMPTIBLE_CAP_S,
+    EvalSeries,
+    zone_to_region,
+)
 from gpucast.predict.base import Estimator, register
 
 FloatArray = npt.NDArray[np.float64]
 
-#: GCE stops every preemptible VM after 24 hours.
-GCP_PREEMPTIBLE_CAP_S = 24 * 3600.0
-#: A lifetime this close to (or beyond) the cap is the forced stop: right-censored.
-DEFAULT_CAP_TOLERANCE_S = 30 * 60.0
 #: Lifetimes are recorded to the minute; a "0 minute" life is given this many seconds.
 MIN_LIFETIME_S = 30.0
 HOURS_PER_MONTH = 730.0
-
-_ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")
-
-
-def zone_to_region(zone: str) -> str:
-    """``us-east1-c`` -> ``us-east1``; a region is returned unchanged."""
-    match = _ZONE.match(zone.strip())
-    return match.group(1) if match else zone.strip()
-
-
-def censor_observed(
-    duration_s: npt.ArrayLike,
-    *,
-    cap_s: float | None = GCP_PREEMPTIBLE_CAP_S,
-    tolerance_s: float = DEFAULT_CAP_TOLERANCE_S,
-) -> npt.NDArray[np.bool_]:
-    """``True`` where a lifetime ended in a revocation, ``False`` where it reached the cap."""
-    d = np.asarray(duration_s, dtype=np.float64)
-    if cap_s is None:
-        return np.ones(d.shape, dtype=bool)
-    return d < cap_s - tolerance_s
 
 
 # -- lifetime distributions ----------------------------------------------------------------
@@ -473,19 +452,6 @@ class RevocationModel(Estimator):
 
 
 # -- restart penalty (CM-DARE chief rejoining) ----------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EvalSeries:
-    """One chief-rejoining run: eval records (global step, wall time in s).
-
-    ``chief_left_at_step`` is ``None`` for an undisturbed baseline run.
-    """
-
-    name: str
-    steps: tuple[float, ...]
-    wall_s: tuple[float, ...]
-    chief_left_at_step: int | None
 
 
 def restart_penalties_s(

@@ -29,7 +29,7 @@ import pandas as pd
 
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.simulation import PriceTable, normalise_market
-from gpucast.predict.revocation import (
+from gpucast.domain.spot import (
     DEFAULT_CAP_TOLERANCE_S,
     GCP_PREEMPTIBLE_CAP_S,
     EvalSeries,
