@@ -10,7 +10,7 @@ PYTEST_WORKERS ?= 2
 # ray is optional for users; the tests run a local Ray instance, so the dev install has it.
 EXTRAS ?= dev,nvml,survival,ray
 
-.PHONY: install run test lint typecheck unit bench clean
+.PHONY: install run test lint typecheck layers unit bench clean
 
 $(BIN)/.installed: pyproject.toml constraints/cpu.txt
 	$(PYTHON) -m venv $(VENV)
@@ -35,10 +35,14 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# the layering of docs/architecture.md (contracts in pyproject.toml)
+layers: install
+	$(BIN)/lint-imports
+
 unit: install
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) -p no:cacheprovider
 
-test: lint typecheck unit
+test: lint typecheck layers unit
 
 bench: install
 	for f in benchmarks/*.py; do $(BIN)/python $$f || exit 1; done

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 #: is not in the parameter servers' region. An order of magnitude (US east <-> west is
 #: ~60-70 ms); override with --inter-region-rtt-ms.
 DEFAULT_INTER_REGION_RTT_S = 0.07
+#: Strategies whose steps are global steps (every worker takes part in each one).
+SYNCHRONOUS: tuple[str, ...] = ("ps-sync", "allreduce", "fsdp")
 
 
 def parse_groups(gpu: str, workers: int | None, region: str, spot: bool) -> tuple[WorkerGroup, ...]:
@@ -393,8 +395,10 @@ def speed_table(
             intra_node_gbps=intra,
             step_time_includes_ps=includes_ps,
         )
-        return float(est.value)
+        # synchronous jobs count global steps: every live worker contributes to each one
+        return float(est.value) / (len(times) if synchronous else 1)
 
+    synchronous = strategy in SYNCHRONOUS
     table = SpeedTable.from_function(speed, [g.count for g in groups])
     full = float(table.table[tuple(g.count for g in groups)])
     one = "; ".join(f"{g}: {s.source}" for g, s in steps.items())
@@ -411,7 +415,8 @@ def speed_table(
     )
     shards = f" with {ps_shards} PS shard(s)" if strategy.startswith("ps") else ""
     nodes = f", {gpus_per_node} GPUs per node" if gpus_per_node > 1 else ""
+    unit = "global steps/s" if synchronous else "worker steps/s"
     return table, (
-        f"cluster model {strategy}{shards}{nodes} ({network.source}); {full:.3g} steps/s with "
+        f"cluster model {strategy}{shards}{nodes} ({network.source}); {full:.3g} {unit} with "
         f"every worker up; single worker: {one}{mixed}{rtt}"
     )

@@ -1,0 +1,79 @@
+"""A plan's pick, run through ``simulate_train``, costs and takes what the plan said.
+
+Both verbs take their inputs (lifetimes, start-up, restart, checkpoint, PS constants, store
+calibration) from :mod:`gpucast.inputs`, so the only differences left are Monte Carlo noise
+and the cluster abstraction (the planner simulates a synchronous cluster as one server).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gpucast
+from gpucast.domain.plan import PlanCandidate, TrainPlan
+
+WORK = {"workload": "cifar-resnet20", "epochs": 30, "dataset_size": 50000}
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUCAST_DB", str(tmp_path / "empty.db"))  # no stored calibration
+    monkeypatch.delenv("GPUCAST_SHARED_DATA", raising=False)
+
+
+def _cheapest(plan: TrainPlan, market: str) -> PlanCandidate:
+    found = [c for c in plan.candidates if c.market == market]
+    assert found, f"the plan shows no {market} candidate"
+    return min(found, key=lambda c: c.cost_usd)
+
+
+def _simulate(c: PlanCandidate, data_dir: Path | None, runs: int) -> object:
+    return gpucast.simulate_train(
+        instance=c.instance_type,
+        workers=c.nodes,
+        strategy=c.strategy,
+        spot=c.market == "spot",
+        region=c.region,
+        provider=c.provider,
+        workload=WORK["workload"],
+        batch_size=c.per_worker_batch,
+        steps=c.steps,
+        replace=True,  # the planner replaces revoked nodes
+        deadline="6h",
+        runs=runs,
+        seed=7,
+        data_dir=data_dir,
+    )
+
+
+def _check(data_dir: Path | None, gpu: str) -> None:
+    plan = gpucast.plan_train(
+        **WORK, gpu=gpu, provider="gcp", deadline="6h", min_p_meet=0.5, data_dir=data_dir
+    )
+    spot = _cheapest(plan, "spot")
+    sim = _simulate(spot, data_dir, runs=3000)
+    runs = sim.transient  # type: ignore[attr-defined]
+    mean_s = float(np.mean(runs.duration_s))
+    # the plan's mean has ~mc_runs runs, the simulation's `runs`: both standard errors count
+    se = float(np.std(runs.duration_s)) * math.sqrt(1 / spot.mc_runs + 1 / runs.runs)
+    assert abs(mean_s - spot.time_s) <= 4 * se + 0.01 * spot.time_s, (mean_s, spot.time_s, se)
+    cost = float(np.mean(runs.cost_usd))
+    assert cost == pytest.approx(spot.cost_usd, rel=0.03)
+    on_demand = _cheapest(plan, "on-demand")
+    sim = _simulate(on_demand, data_dir, runs=1000)
+    # on demand the plan shows the model's central value: the median of the simulated runs
+    median_s = float(np.median(sim.on_demand.duration_s))  # type: ignore[attr-defined]
+    assert median_s == pytest.approx(on_demand.time_s, rel=0.02)
+
+
+def test_plan_pick_agrees_with_simulate_train_on_defaults() -> None:
+    _check(None, "T4")
+
+
+@pytest.mark.shared_data
+def test_plan_pick_agrees_with_simulate_train_on_published_data(shared_data: Path) -> None:
+    _check(shared_data, "V100")
