@@ -114,13 +114,17 @@ def plan_train(
         ),
         _deadline_assumption(request),
         Assumption(
-            name="start-up", value=f"{risk.startup_mean_s:.0f} s mean per VM",
-            source=startup.source(), override="--data-dir",
-        ),  # fmt: skip
+            name="start-up",
+            value=f"{risk.startup_mean_s:.0f} s mean per VM",
+            source=startup.source(),
+            override="--data-dir",
+        ),
         Assumption(
-            name="restart penalty", value=f"{risk.restart_penalty_s:.0f} s",
-            source=risk.sources["restart"], override="--data-dir",
-        ),  # fmt: skip
+            name="restart penalty",
+            value=f"{risk.restart_penalty_s:.0f} s",
+            source=risk.sources["restart"],
+            override="--data-dir",
+        ),
         Assumption(
             name="checkpoint",
             value=f"{risk.checkpoint_s(facts):.1f} s per checkpoint; interval by Young's formula",
@@ -146,9 +150,11 @@ def plan_train(
             override="--interruption-band, --hazard-per-hour, --data-dir",
         ),
         Assumption(
-            name="performance constants", value="PS and collective constants",
-            source=perf.source, override="--data-dir",
-        ),  # fmt: skip
+            name="performance constants",
+            value="PS and collective constants",
+            source=perf.source,
+            override="--data-dir",
+        ),
     )
     ctx = PlanContext(
         catalog=catalog,

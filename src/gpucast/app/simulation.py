@@ -54,7 +54,9 @@ class SimulateTrainRequest:
         1, help="GPUs per node (the catalog offer with that many GPUs is priced).", example="8"
     )
     instance: str | None = option(
-        None, help="A catalog instance type for the nodes, e.g. p4d.24xlarge.", example="p4d.24xlarge"
+        None,
+        help="A catalog instance type for the nodes, e.g. p4d.24xlarge.",
+        example="p4d.24xlarge",
     )
     ps: int | None = option(
         None, help="CPU parameter servers (PS shards) (default: 1; 0 for allreduce/fsdp).",
@@ -156,7 +158,9 @@ class SimulateTrainRequest:
         if self.batch_size < 1:
             raise InvalidSpecError("batch-size", "must be >= 1", got=self.batch_size)
         if not (math.isfinite(self.inter_region_rtt_ms) and self.inter_region_rtt_ms >= 0):
-            raise InvalidSpecError("inter-region-rtt-ms", "must be >= 0", got=self.inter_region_rtt_ms)
+            raise InvalidSpecError(
+                "inter-region-rtt-ms", "must be >= 0", got=self.inter_region_rtt_ms
+            )
         if self.hazard_per_hour is not None and not (
             math.isfinite(self.hazard_per_hour) and self.hazard_per_hour > 0
         ):
@@ -394,9 +398,7 @@ def simulate_train(
     return result
 
 
-def _instance(
-    request: SimulateTrainRequest, catalog: Any
-) -> tuple[SimulateTrainRequest, int]:
+def _instance(request: SimulateTrainRequest, catalog: Any) -> tuple[SimulateTrainRequest, int]:
     """The GPU type and GPUs per node of ``--instance`` (checked against ``--gpu``)."""
     if request.instance is None:
         return request, request.gpus_per_node

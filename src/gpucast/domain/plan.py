@@ -14,13 +14,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from types import MappingProxyType
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
-from gpucast.domain.provenance import Assumption, Validation
 from gpucast.domain.options import build, lower_list, none_or, option, to_options
+from gpucast.domain.provenance import Assumption, Validation
 from gpucast.domain.units import duration_s
 from gpucast.domain.workload import PRECISIONS
 
@@ -513,6 +513,21 @@ class TrainPlan:
             "models": [m.to_dict() for m in self.models],
             "notes": list(self.notes),
         }
+
+    def to_frame(self) -> Any:
+        """The shown candidates as a pandas DataFrame (one row each, cost order), with
+        ``label``, ``time_h``, ``pareto`` and ``recommended`` columns added."""
+        import pandas as pd
+
+        rows = []
+        for i, c in enumerate(self.candidates):
+            row = {k: v for k, v in c.to_dict().items() if not isinstance(v, dict | list)}
+            row["label"] = c.label()
+            row["time_h"] = c.time_s / 3600.0
+            row["pareto"] = i in self.pareto
+            row["recommended"] = i == self.recommended
+            rows.append(row)
+        return pd.DataFrame(rows)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, path: str = "plan") -> TrainPlan:

@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -296,6 +297,28 @@ class SimulationResult:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+
+    def to_frame(self) -> Any:
+        """Every simulated run as a pandas DataFrame: ``scenario`` (``transient`` or
+        ``on-demand``), ``duration_s`` (inf: never finished), ``cost_usd``, ``revocations``,
+        ``met_deadline`` (None without a deadline)."""
+        import pandas as pd
+
+        frames = []
+        for name, stats in (("transient", self.transient), ("on-demand", self.on_demand)):
+            deadline = stats.deadline_s
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "scenario": name,
+                        "duration_s": stats.duration_s,
+                        "cost_usd": stats.cost_usd,
+                        "revocations": stats.revocations,
+                        "met_deadline": None if deadline is None else stats.duration_s <= deadline,
+                    }
+                )
+            )
+        return pd.concat(frames, ignore_index=True)
 
     def to_dict(self) -> dict[str, object]:
         """The CLI's ``--json`` object: summaries of the scenario, plus ``on_demand``."""
