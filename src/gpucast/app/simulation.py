@@ -17,13 +17,15 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
-from gpucast.domain.simulation import SimulationResult
 from gpucast.domain.units import parse_duration_s
+
+if TYPE_CHECKING:  # numpy: loaded when a simulation runs
+    from gpucast.domain.simulation import SimulationResult
 
 #: Strategies ``simulate train`` offers, and the planner's names for them.
 STRATEGIES: tuple[str, ...] = ("ps-async", "ps-sync", "allreduce", "fsdp")

@@ -7,12 +7,16 @@ work happens in :func:`gpucast.app.simulation`. ``simulate serve`` joins this gr
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from gpucast.app.simulation import SimulateTrainRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
-from gpucast.domain.simulation import SimulationResult
+
+if TYPE_CHECKING:  # numpy: loaded when a simulation runs
+    from gpucast.domain.simulation import SimulationResult
 
 app = typer.Typer(no_args_is_help=True, help="Simulate training on transient clusters.")
 
