@@ -7,8 +7,9 @@ import time
 from pathlib import Path
 
 import pytest
-from gpucast.cli.app import app as cli
 from typer.testing import CliRunner
+
+from gpucast.cli.app import app as cli
 
 runner = CliRunner()
 SMALL = ["--workload", "cifar-resnet20", "--epochs", "10", "--dataset-size", "50000"]

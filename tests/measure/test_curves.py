@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.measurement import EnvironmentFingerprint, Measurement
@@ -121,28 +120,3 @@ def test_real_colocation_in_two_processes(tmp_path: Path) -> None:
         assert all(any(w.startswith(COLOCATED_MARK) for w in m.warnings) for m in res.together)
         assert all(s > 0 for s in res.slowdown())
         assert store.count_runs(kind="measurement", workload="mlp") == 4
-
-
-def test_cli_infer_curve_json(tmp_path: Path) -> None:
-    import json
-
-    import typer
-
-    from gpucast.cli import app as root
-    from gpucast.cli.serve_cmds import measure_curve_command
-
-    app = typer.Typer(cls=root.GpucastGroup)
-    app.callback()(root.root)
-    group = typer.Typer()
-    group.command("infer-curve")(measure_curve_command)
-    app.add_typer(group, name="measure")
-    db = tmp_path / "s.db"
-    args = ["--db", str(db), "measure", "infer-curve", "mlp", "--batch-sizes", "1,4"]
-    args += ["--max-time-s", "0.3", "--min-samples", "3", "--target-ci", "0.5", "--json"]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
-    out = json.loads(result.stdout)
-    assert [p["batch_size"] for p in out["curves"][0]["points"]] == [1, 4]
-    assert len(out["curves"][0]["run_ids"]) == 2
-    bad = CliRunner().invoke(app, ["measure", "infer-curve", "mlp", "--batch-sizes", "1,x"])
-    assert bad.exit_code == 2

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
@@ -55,17 +54,6 @@ def test_malformed_rows_are_reported_and_skipped(tmp_path: Path) -> None:
     assert "'x'" in parsed.skipped[1]
     assert "negative count in minute 2" in parsed.skipped[2]
     assert "empty" in parsed.skipped[3]
-
-
-def test_arrivals_match_counts_per_minute(tmp_path: Path) -> None:
-    parsed = read_invocation_counts(_write(tmp_path, GOOD))
-    times = parsed.arrivals(np.random.default_rng(0))
-    assert times.size == 22
-    assert np.all(np.diff(times) >= 0)
-    per_minute = np.bincount((times // 60).astype(int), minlength=MINUTES)
-    assert list(per_minute) == list(parsed.total_per_minute())
-    only_http = parsed.arrivals(np.random.default_rng(0), rows=parsed.select(trigger="http"))
-    assert only_http.size == 6
 
 
 def test_bad_header_is_one_error(tmp_path: Path) -> None:

@@ -20,4 +20,3 @@ def command(
 
     result = report(request, db=state(ctx).db_path)
     emit_result(result.to_dict(), f"report -> {result.out}", as_json=json_out)
-

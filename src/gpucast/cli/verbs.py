@@ -9,6 +9,7 @@ def register(app: typer.Typer) -> None:
     from gpucast.cli import (
         campaign,
         catalog,
+        curves,
         fit,
         measure,
         plan,
@@ -16,15 +17,15 @@ def register(app: typer.Typer) -> None:
         profile,
         report,
         runs,
-        serve_cmds,
+        serve,
         simulate,
         validate,
     )
 
-    # Serving verbs live in one module and join the groups of their capability here.
-    plan.app.command("serve")(serve_cmds.plan_serve_command)
-    simulate.app.command("serve")(serve_cmds.serve)
-    measure.app.command("infer-curve")(serve_cmds.measure_curve_command)
+    # Serving verbs (cli.serve, cli.curves) join the groups of their capability here.
+    plan.app.command("serve")(serve.plan_command)
+    simulate.app.command("serve")(serve.simulate_command)
+    measure.app.command("infer-curve")(curves.command)
 
     app.add_typer(plan.app, name="plan", help="Plan training and serving: time, cost, risk.")
     app.add_typer(catalog.app, name="catalog", help="GPU specs and cloud offers with prices.")

@@ -570,9 +570,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
 
     def assume(name: str, value: str, source: str = "", override: str = "") -> None:
         if all(a.name != name for a in assumptions):
-            assumptions.append(
-                Assumption(name=name, value=value, source=source, override=override)
-            )
+            assumptions.append(Assumption(name=name, value=value, source=source, override=override))
 
     assume(
         "statistical efficiency",

@@ -461,10 +461,7 @@ def simulate_scenario(
     split = [runs // k + (1 if j < runs % k else 0) for j in range(k)]
 
     def one(ss: np.random.SeedSequence, transient: bool) -> RunStatistics:
-        if k == 1 and factors[0] == 1.0:
-            streams = [ss]
-        else:
-            streams = ss.spawn(k)
+        streams = [ss] if k == 1 and factors[0] == 1.0 else ss.spawn(k)
         parts = []
         for factor, n, stream in zip(factors[:k], split, streams, strict=True):
             parts.append(

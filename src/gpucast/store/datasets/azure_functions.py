@@ -10,8 +10,8 @@ slice of a day works too.
 A row with the wrong number of fields, an empty id or trigger, or a count that is not an
 integer >= 0 is skipped and reported (``InvocationCounts.skipped``: ``"file, line N: reason"``)
 rather than guessed; a file whose header is not this format is one :class:`DataFormatError`.
-:meth:`InvocationCounts.arrivals` turns rows into arrival times with
-:func:`gpucast.simulate.arrivals.from_counts` (uniform inside each minute).
+This module only parses: :func:`gpucast.inputs.serving.function_arrivals` turns the counts
+into arrival times (uniform inside each minute).
 """
 
 from __future__ import annotations
@@ -67,18 +67,6 @@ class InvocationCounts:
         if app is not None:
             keep &= (self.functions["app"] == app).to_numpy()
         return np.asarray(np.flatnonzero(keep), dtype=np.int64)
-
-    def arrivals(
-        self,
-        rng: np.random.Generator,
-        *,
-        rows: npt.ArrayLike | None = None,
-        scale: float = 1.0,
-    ) -> npt.NDArray[np.float64]:
-        """Arrival times (s from the first minute) of the summed invocations of ``rows``."""
-        from gpucast.simulate.arrivals import from_counts
-
-        return from_counts(self.total_per_minute(rows), MINUTE_S, rng, scale=scale)
 
 
 def _minute_columns(header: list[str], path: str) -> int:

@@ -1,4 +1,4 @@
-"""`gpucast plan serve` through the CLI: output forms, bad input, traces."""
+"""`gpucast plan serve` through the CLI: output forms, bad input, traces, config files."""
 
 from __future__ import annotations
 
@@ -6,29 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from gpucast.cli import app as root
-from gpucast.cli.serve_cmds import parse_model_rate, parse_slo, plan_serve_command
-
-
-def cli() -> typer.Typer:
-    app = typer.Typer(cls=root.GpucastGroup)
-    app.callback()(root.root)
-    group = typer.Typer()
-    group.command("serve")(plan_serve_command)
-    group.command("noop")(lambda: None)
-    app.add_typer(group, name="plan")
-    return app
-
+from gpucast.cli.app import app
 
 FAST = ["--gpu", "T4", "--gpu", "L4", "--no-mig", "--duration-s", "10"]
 
 
 def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli(), ["plan", "serve", *args])
-    err = result.stderr + ("" if result.exception is None else repr(result.exception))
+    result = CliRunner().invoke(app, ["plan", "serve", *args])
+    crashed = result.exception is not None and not isinstance(result.exception, SystemExit)
+    err = result.stderr + (repr(result.exception) if crashed else "")
     return result.exit_code, result.stdout, err
 
 
@@ -43,6 +31,19 @@ def test_json_has_candidates_pareto_recommended_infeasible() -> None:
     assert best["cost_usd_per_million"] > 0 and "headroom" in best
     assert best["groups"][0]["server"]["name"] in ("T4", "L4")
     assert isinstance(plan["infeasible"], dict)
+
+
+def test_json_is_the_api_result() -> None:
+    import gpucast
+
+    code, out, err = run("--model", "mlp:500", "--slo", "p99<20ms", *FAST, "--json")
+    assert code == 0, err
+    api = gpucast.plan_serve(
+        models=["mlp:500"], slo="p99<20ms", gpus=["T4", "L4"], no_mig=True, duration_s=10
+    )
+    from gpucast.domain.jsonable import jsonable
+
+    assert json.loads(out) == jsonable(api.to_dict())
 
 
 def test_table_output_and_two_models() -> None:
@@ -66,6 +67,26 @@ def test_slo_below_every_server_is_one_line_exit_2() -> None:
 def test_rate_must_be_positive(model: str) -> None:
     code, _out, err = run("--model", model, "--slo-ms", "50", *FAST)
     assert code == 2 and "must be > 0" in err
+
+
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (["--slo-ms", "50"], "model: is required"),
+        (["--model", "mlp:10"], "slo: is required"),
+        (["--model", "mlp", "--slo-ms", "50"], "rate of mlp: is missing"),
+        (["--model", "mlp:10", "--slo", "fast please"], "slo: must look like p99<50ms"),
+        (["--model", "mlp:10", "--slo-ms", "50", "--max-batch-sizes", "1,x"], "max-batch-sizes"),
+        (["--model", "mlp:10", "--slo-ms", "50", "--placement", "nearby"], "placement: must be"),
+        (["--model", "mlp:10", "--slo-ms", "50", "--latency-table", "t4.csv"], "MODEL@SERVER=CSV"),
+        (["--model", "mlp:10", "--slo-ms", "50", "--precision", "fp7"], "precision: must be"),
+    ],
+)
+def test_bad_options_are_one_line_exit_2(args: list[str], text: str) -> None:
+    code, _out, err = run(*args)
+    assert code == 2, err
+    assert text in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_mig_profile_not_on_gpu() -> None:
@@ -101,19 +122,22 @@ def test_config_file(tmp_path: Path) -> None:
     code, out, err = run("--config", str(cfg), "--json")
     assert code == 0, err
     assert json.loads(out)["request"]["slo_percentile"] == 95
+    # flags win over the file
+    code, out, err = run("--config", str(cfg), "--slo", "p90<25ms", "--json")
+    assert code == 0, err
+    assert json.loads(out)["request"]["slo_percentile"] == 90
     cfg.write_text("modles: [mlp:300]\n", encoding="utf-8")
     code, _out, err = run("--config", str(cfg))
-    assert code == 2 and "models" in err
+    assert code == 2 and "modles" in err and "did you mean 'model'" in err
 
 
-def test_parsers() -> None:
-    assert parse_slo("p99<50ms") == (99.0, pytest.approx(0.05))
-    assert parse_slo("p95<=0.2s") == (95.0, pytest.approx(0.2))
-    assert parse_slo("40") == (99.0, pytest.approx(0.04))
-    assert parse_model_rate("resnet50:150", None) == ("resnet50", 150.0)
-    assert parse_model_rate("pkg.mod:factory", 3.0) == ("pkg.mod:factory", 3.0)
-    with pytest.raises(Exception, match="slo"):
-        parse_slo("fast please")
+def test_config_file_models_as_mappings(tmp_path: Path) -> None:
+    cfg = tmp_path / "plan.toml"
+    cfg.write_text('slo-ms = 30\ngpu = ["T4"]\nno-mig = true\nduration-s = 10\n'
+                   '[[model]]\nname = "mlp"\nrate = 120\n', encoding="utf-8")  # fmt: skip
+    code, out, err = run("--config", str(cfg), "--json")
+    assert code == 0, err
+    assert json.loads(out)["request"]["models"] == [{"name": "mlp", "rate_rps": 120.0}]
 
 
 def test_host_capacity_is_applied_to_every_server() -> None:
@@ -124,6 +148,31 @@ def test_host_capacity_is_applied_to_every_server() -> None:
     best = plan["candidates"][0]
     assert best["groups"][0]["server"]["host_capacity_rps"] == 200.0
     assert sum(g["count"] for g in best["groups"]) >= 3  # 500 req/s over 200 per server
-    code, _out, err = run("--model", "mlp:500", "--slo", "p99<20ms", *FAST,
-                          "--host-capacity-rps", "-1")  # fmt: skip
-    assert code == 2 and "host-capacity-rps" in err
+    for bad in ("-1", "nan"):
+        code, _out, err = run("--model", "mlp:500", "--slo", "p99<20ms", *FAST,
+                              "--host-capacity-rps", bad)  # fmt: skip
+        assert code == 2 and "host-capacity-rps: must be > 0" in err
+
+
+def test_help_lists_every_flag_with_its_default() -> None:
+    result = CliRunner().invoke(app, ["plan", "serve", "--help"])
+    assert result.exit_code == 0, result.output
+    for flag in ("--model", "--rate", "--trace", "--slo", "--slo-ms", "--slo-percentile",
+                 "--gpu", "--mig", "--no-mig", "--no-cpu", "--provider", "--region", "--spot",
+                 "--precision", "--max-batch-sizes", "--max-delays-ms", "--instances",
+                 "--max-servers", "--budget-usd-per-hour", "--placement", "--latency-table",
+                 "--duration-s", "--host-capacity-rps", "--seed", "--config", "--limit",
+                 "--json"):  # fmt: skip
+        assert flag in result.output, flag
+    assert "0,2,5,10" in result.output  # the planner's delay grid, in ms
+
+
+def test_error_line_is_the_api_error() -> None:
+    import gpucast
+    from gpucast.domain.errors import InvalidSpecError
+
+    with pytest.raises(InvalidSpecError) as info:
+        gpucast.plan_serve(models=["mlp:0"], slo_ms=20)
+    code, _out, err = run("--model", "mlp:0", "--slo-ms", "20")
+    assert code == 2
+    assert err.strip() == f"error: {info.value}"

@@ -1,4 +1,4 @@
-"""`gpucast simulate serve`: JSON keys, exit codes, one-line errors."""
+"""`gpucast simulate serve`: JSON keys, exit codes, one-line errors, warnings."""
 
 from __future__ import annotations
 
@@ -8,11 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gpucast.cli import serve_cmds, simulate
 from gpucast.cli.app import app
-
-if "serve" not in [c.name for c in simulate.app.registered_commands]:
-    simulate.app.command("serve")(serve_cmds.serve)
 
 runner = CliRunner()
 
@@ -54,6 +50,33 @@ def test_json_has_the_documented_keys(table: Path) -> None:
         assert isinstance(out[key], float)
     assert out["throughput_rps"] == pytest.approx(150, rel=0.1)
     assert 0 <= out["slo_attainment"] <= 1
+    for key in ("timeline", "host_capacity_rps", "batching", "latency_curve", "sources"):
+        assert key in out
+    assert len(out["timeline"]["t_s"]) == 30
+
+
+def test_json_is_the_api_result(table: Path) -> None:
+    import gpucast
+    from gpucast.domain.jsonable import jsonable
+
+    args = ["--model", "resnet50", "--gpu", "P4", "--rate", "150", "--latency-table", str(table),
+            "--duration-s", "10", "--arrivals", "bursty", "--seed", "3"]  # fmt: skip
+    result = runner.invoke(app, ["simulate", "serve", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    api = gpucast.simulate_serve(
+        model="resnet50", gpu="P4", rate=150, latency_table=table, duration_s=10,
+        arrivals="bursty", seed=3,
+    )  # fmt: skip
+    assert json.loads(result.stdout) == jsonable(api.to_dict())
+
+
+def test_text_output(table: Path) -> None:
+    base = ["simulate", "serve", "--model", "resnet50", "--gpu", "P4", "--rate", "150"]
+    result = runner.invoke(app, [*base, "--latency-table", str(table), "--duration-s", "10",
+                                 "--slo-ms", "100", "--servers", "2"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "resnet50 on 2x P4" in result.stdout and "SLO 100 ms met by" in result.stdout
+    assert "P4 #1" in result.stdout and "price:" in result.stdout
 
 
 @pytest.mark.parametrize(
@@ -65,6 +88,13 @@ def test_json_has_the_documented_keys(table: Path) -> None:
         (["--rate", "10", "--arrivals", "zipf"], "arrivals: must be poisson"),
         (["--rate", "10", "--host-capacity-rps", "0"], "host-capacity-rps: must be > 0"),
         (["--rate", "10", "--host-capacity-rps", "nan"], "host-capacity-rps: must be > 0"),
+        (["--rate", "10", "--preferred", "4,x"], "preferred: must be a whole number"),
+        (["--rate", "10", "--preferred", "16"], "preferred: must be between 1 and --max-batch 8"),
+        (["--rate", "10", "--servers", "0"], "servers: must be >= 1"),
+        (["--rate", "10", "--max-delay-ms", "-1"], "max-delay-ms: must be >= 0"),
+        (["--rate", "10", "--slo-ms", "0"], "slo-ms: must be > 0"),
+        (["--rate", "10", "--precision", "fp7"], "precision: must be one of"),
+        (["--rate", "10", "--gpu", "Q9000"], "unknown GPU 'Q9000'"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(table: Path, args: list[str], text: str) -> None:
@@ -99,7 +129,10 @@ def test_trace_with_malformed_rows_is_reported(table: Path, tmp_path: Path) -> N
         ],
     )
     assert result.exit_code == 0, result.output
-    assert "skipped 1 malformed row" in result.output
+    assert "skipped 1 malformed row" in result.stderr
+    out = json.loads(result.stdout)
+    assert out["requests"] == 500
+    assert "1 malformed rows skipped" in out["sources"]["arrivals"]
 
 
 def test_host_capacity_stretches_latency_and_reports_the_host_load(table: Path) -> None:
@@ -114,7 +147,7 @@ def test_host_capacity_stretches_latency_and_reports_the_host_load(table: Path) 
     assert "host_capacity" in out["sources"]
     over = runner.invoke(app, [*base, "--host-capacity-rps", "100"])
     assert over.exit_code == 0, over.output
-    assert "overloaded" in over.output
+    assert "overloaded" in over.stderr
 
 
 def test_calibrate_p50_fits_the_host_capacity(table: Path) -> None:
@@ -145,3 +178,25 @@ def test_calibrate_p50_bad_input(table: Path, extra: list[str], text: str) -> No
     assert result.exit_code == 2, result.output
     assert text in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_config_file(table: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "serve.yaml"
+    cfg.write_text(f"model: resnet50\ngpu: P4\nrate: 80\nlatency-table: {table}\n"
+                   "duration-s: 10\n", encoding="utf-8")  # fmt: skip
+    result = runner.invoke(app, ["simulate", "serve", "--config", str(cfg), "--rate", "40",
+                                 "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["sources"]["arrivals"] == "Poisson 40 req/s"
+
+
+def test_error_line_is_the_api_error(table: Path) -> None:
+    import gpucast
+    from gpucast.domain.errors import InvalidSpecError
+
+    with pytest.raises(InvalidSpecError) as info:
+        gpucast.simulate_serve(model="resnet50", gpu="P4", rate=10, host_capacity_rps=-1)
+    result = runner.invoke(app, ["simulate", "serve", "--model", "resnet50", "--gpu", "P4",
+                                 "--rate", "10", "--host-capacity-rps", "-1"])  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"error: {info.value}"

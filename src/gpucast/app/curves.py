@@ -1,0 +1,178 @@
+"""``gpucast.measure_infer_curve``: inference latency over batch sizes, and co-location.
+
+Times a workload's inference step at each batch size (and precision) with
+:func:`gpucast.measure.curves.measure_curve`, fits ``fixed + per-sample x batch`` to the
+medians, and -- with ``colocate`` -- measures the slowdown of running several models on one
+device at once (:func:`gpucast.measure.curves.measure_colocated`). Every point is stored
+unless ``no_save``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gpucast.app._request import resolve
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.options import option
+from gpucast.domain.workload import PRECISIONS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from gpucast.measure.curves import ColocationResult, CurveMeasurement
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InferCurveRequest:
+    """What to measure (``gpucast measure infer-curve``)."""
+
+    VERB: ClassVar[str] = "measure infer-curve"
+
+    workload: str = option(help="Workload, e.g. resnet50 or mlp.", argument=True, example="mlp")
+    batch_sizes: tuple[int, ...] = option((1, 2, 4, 8), help="e.g. 1,2,4,8.", example="1,2,4,8")
+    precisions: tuple[str, ...] = option(
+        ("fp32",), flag="precision", help="One or more: fp32,fp16.", example="fp32,fp16"
+    )
+    device: str = option("cpu", help="cpu | cuda | cuda:N | auto.", example="cuda")
+    colocate: tuple[str, ...] = option(
+        (), help="Also run WORKLOAD with this one at once.", example="mlp"
+    )
+    colocate_batch: int | None = option(
+        None, help="Batch size of the co-location run (default: largest).", example="8"
+    )
+    max_time_s: float = option(10.0, help="Seconds per point.", example="10")
+    target_ci: float = option(0.02, help="Relative 95% CI target.", example="0.02")
+    min_samples: int = option(10, help="Least steps per point.", example="10")
+    no_save: bool = option(False, help="Do not write to the store.")
+
+    def __post_init__(self) -> None:
+        if not self.workload:
+            raise InvalidSpecError("workload", "must not be empty", fix="e.g. mlp")
+        if not self.batch_sizes or any(isinstance(b, bool) or b < 1 for b in self.batch_sizes):
+            raise InvalidSpecError(
+                "batch-sizes", "must be integers >= 1", got=list(self.batch_sizes),
+                fix="e.g. --batch-sizes 1,2,4,8",
+            )  # fmt: skip
+        if not self.precisions:
+            raise InvalidSpecError("precision", "is empty", fix="e.g. --precision fp32")
+        for p in self.precisions:
+            if p not in PRECISIONS:
+                raise InvalidSpecError(
+                    "precision", f"must be one of {', '.join(PRECISIONS)}", got=p,
+                    fix="e.g. --precision fp32",
+                )  # fmt: skip
+        if self.colocate_batch is not None and self.colocate_batch < 1:
+            raise InvalidSpecError(
+                "colocate-batch", "must be >= 1", got=self.colocate_batch, fix="e.g. 8"
+            )
+        if not (math.isfinite(self.max_time_s) and self.max_time_s > 0):
+            raise InvalidSpecError("max-time-s", "must be > 0 seconds", got=self.max_time_s)
+        if not (math.isfinite(self.target_ci) and self.target_ci > 0):
+            raise InvalidSpecError(
+                "target-ci", "must be > 0 (relative)", got=self.target_ci, fix="e.g. 0.02"
+            )
+        if isinstance(self.min_samples, bool) or self.min_samples < 1:
+            raise InvalidSpecError("min-samples", "must be >= 1", got=self.min_samples)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InferCurve:
+    """One measured curve and its fit ``latency = fixed_s + per_sample_s x batch``."""
+
+    measurement: CurveMeasurement
+    fixed_s: float
+    per_sample_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.measurement.to_dict(),
+            "fit": {"fixed_s": self.fixed_s, "per_sample_s": self.per_sample_s},
+            "latency_curve": self.measurement.latency_curve().to_dict(),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InferCurveResult:
+    """One curve per precision and, with ``colocate``, the co-location slowdowns."""
+
+    workload: str
+    curves: tuple[InferCurve, ...]
+    colocation: ColocationResult | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``gpucast measure infer-curve --json`` prints."""
+        return {
+            "workload": self.workload,
+            "curves": [c.to_dict() for c in self.curves],
+            "colocation": None if self.colocation is None else self.colocation.to_dict(),
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per measured point (precision, device, batch size)."""
+        import pandas as pd
+
+        rows = []
+        for c in self.curves:
+            m = c.measurement
+            for point in m.to_dict()["points"]:
+                rows.append(
+                    {
+                        "workload": m.workload,
+                        "device": m.device,
+                        "precision": m.precision,
+                        **{k: v for k, v in point.items() if k != "warnings"},
+                    }
+                )
+        return pd.DataFrame(rows)
+
+
+def measure_infer_curve(
+    request: InferCurveRequest | None = None,
+    /,
+    *,
+    db: Path | str | None = None,
+    **options: Any,
+) -> InferCurveResult:
+    """Latency and throughput of a workload's inference step over batch sizes (and
+    precisions), stored in ``db`` (default: ``$GPUCAST_DB`` or the user store) unless
+    ``no_save``; with ``colocate``, the slowdown of running the models at once."""
+    from gpucast.measure.curves import measure_colocated, measure_curve
+    from gpucast.store.db import Store, default_db_path
+
+    request = resolve(InferCurveRequest, request, options)
+    store = None
+    if not request.no_save:
+        store = Store(Path(db) if db is not None else default_db_path()).open()
+    try:
+        curves = []
+        for precision in request.precisions:
+            curve = measure_curve(
+                request.workload,
+                request.batch_sizes,
+                precision=precision,
+                device=request.device,
+                target_ci=request.target_ci,
+                max_time_s=request.max_time_s,
+                min_samples=request.min_samples,
+                store=store,
+            )
+            fixed_s, per_sample_s = curve.fit().coefficients
+            curves.append(InferCurve(measurement=curve, fixed_s=fixed_s, per_sample_s=per_sample_s))
+        colocation = None
+        if request.colocate:
+            colocation = measure_colocated(
+                [request.workload, *request.colocate],
+                request.colocate_batch or max(request.batch_sizes),
+                precision=request.precisions[0],
+                device=request.device,
+                max_time_s=request.max_time_s,
+                min_samples=min(request.min_samples, 5),
+                store=store,
+            )
+    finally:
+        if store is not None:
+            store.close()
+    return InferCurveResult(workload=request.workload, curves=tuple(curves), colocation=colocation)

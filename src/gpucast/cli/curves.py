@@ -1,0 +1,69 @@
+"""`gpucast measure infer-curve`: parse the flags, measure, render.
+
+The flags are the fields of :class:`gpucast.app.curves.InferCurveRequest`; the work happens
+in :func:`gpucast.app.curves.measure_infer_curve`. The command joins the ``measure`` group in
+:mod:`gpucast.cli.verbs`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import typer
+
+from gpucast.app.curves import InferCurveRequest
+from gpucast.cli._command import request_command
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state
+
+if TYPE_CHECKING:
+    from gpucast.app.curves import InferCurveResult
+
+
+@request_command(InferCurveRequest)
+def command(
+    ctx: typer.Context,
+    request: InferCurveRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Latency/throughput of WORKLOAD's inference step over batch sizes (and precisions),
+    stored; with --colocate, the slowdown of running models at once on one device."""
+    from gpucast.app import measure_infer_curve
+
+    result = measure_infer_curve(request, db=state(ctx).db_path)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    print_curves(result)
+
+
+def print_curves(result: InferCurveResult) -> None:
+    """Each curve point by point with its fit, then the co-location slowdowns."""
+    for curve in result.curves:
+        c = curve.to_dict()
+        console.print(
+            f"[bold]{result.workload}[/bold] inference on {c['device']} ({c['precision']})",
+            highlight=False,
+        )
+        for p in c["points"]:
+            console.print(
+                f"  batch {p['batch_size']:>4}: {p['median_s'] * 1e3:9.3f} ms  "
+                f"{p['samples_per_s']:10.1f} samples/s  ±{p['ci_halfwidth_rel']:.1%}",
+                highlight=False,
+            )
+        console.print(
+            f"  fit: {curve.fixed_s * 1e3:.3f} ms + {curve.per_sample_s * 1e3:.4f} ms x batch"
+            + (f"  (runs {c['run_ids']})" if c["run_ids"] else ""),
+            highlight=False,
+        )
+    if result.colocation is not None:
+        co = result.colocation.to_dict()
+        console.print("co-location (each alone vs all at once):", highlight=False)
+        for name, a, t, s in zip(
+            co["workloads"], co["alone_median_s"], co["together_median_s"], co["slowdown"],
+            strict=True,
+        ):  # fmt: skip
+            console.print(
+                f"  {name}: {a * 1e3:.3f} ms alone, {t * 1e3:.3f} ms together: x{s:.2f}",
+                highlight=False,
+            )
+        console.print(f"  slowdown table {co['slowdown_table']}", highlight=False)

@@ -1,0 +1,140 @@
+"""`gpucast plan serve` and `gpucast simulate serve`: parse the flags, call the app, render.
+
+The flags are the fields of :class:`gpucast.app.serve.PlanServeRequest` and
+:class:`gpucast.app.serve.SimulateServeRequest`; the work happens in
+:func:`gpucast.app.serve.plan_serve` and :func:`gpucast.app.serve.simulate_serve`. The
+commands join the ``plan`` and ``simulate`` groups in :mod:`gpucast.cli.verbs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import typer
+
+from gpucast.app.serve import PlanServeRequest, SimulateServeRequest
+from gpucast.cli._command import request_command
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, working
+
+if TYPE_CHECKING:
+    from gpucast.app.serve import PlanServeResult, SimulateServeResult
+
+
+def print_warnings(warnings: Iterable[str]) -> None:
+    for text in warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {text}", highlight=False)
+
+
+# -- plan serve -----------------------------------------------------------------------------
+@request_command(PlanServeRequest, config=True)
+def plan_command(
+    request: PlanServeRequest,
+    limit: int = typer.Option(15, "--limit", help="Rows in the table."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """The cheapest deployments that serve MODELs within a latency SLO, and the cost vs tail
+    latency Pareto front: server type (GPU, MIG slice, CPU), count, batching, co-location."""
+    from gpucast.app import plan_serve
+
+    with working("planning: pruning server options and simulating the survivors"):
+        result = plan_serve(request)
+    print_warnings(result.warnings)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    print_serve_plan(result, limit=limit)
+
+
+def print_serve_plan(result: PlanServeResult, *, limit: int = 15) -> None:
+    """The plan as a Rich table (cheapest first; R recommended, * on the Pareto front)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    plan = result.plan
+    pareto = set(plan.pareto)
+    p = plan.request.slo_percentile
+    table = Table(
+        title=f"plan serve: p{p:g} <= {plan.request.slo_s * 1e3:g} ms, "
+        + ", ".join(f"{m.name} {m.rate_rps:g} req/s" for m in plan.request.models),
+    )
+    for col in ("#", "deployment", "US$/h", "US$/M req", f"p{p:g} ms", "headroom", "bound"):
+        table.add_column(col, justify="left" if col == "deployment" else "right")
+    for i, c in enumerate(plan.candidates[:limit]):
+        mark = ("R " if i == plan.recommended else "") + ("*" if i in pareto else "")
+        table.add_row(
+            f"{i}{mark}",
+            escape(c.describe()),
+            f"{c.cost_usd_per_hour:.3f}",
+            f"{c.cost_usd_per_million:.3f}",
+            f"{c.tail_latency_s * 1e3:.1f}",
+            f"{c.headroom:.0%}",
+            c.bound,
+        )
+    console.print(table)
+    console.print(
+        f"[dim]R = recommended (cheapest meeting the SLO), * = Pareto front of cost vs p{p:g}; "
+        f"{plan.evaluated} configurations, {plan.simulated} simulated[/dim]",
+        highlight=False,
+    )
+    for reason, count in sorted(plan.infeasible.items(), key=lambda kv: -kv[1]):
+        console.print(f"[dim]  {count} x {reason}[/dim]", highlight=False)
+    for key, value in plan.assumptions.items():
+        console.print(f"[dim]{key}: {value}[/dim]", highlight=False)
+
+
+# -- simulate serve -------------------------------------------------------------------------
+@request_command(SimulateServeRequest, config=True)
+def simulate_command(
+    request: SimulateServeRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Latency percentiles, SLO attainment, throughput and cost of serving MODEL on GPUs."""
+    from gpucast.app import simulate_serve
+
+    with working("simulating: arrivals through dynamic batching"):
+        result = simulate_serve(request)
+    print_warnings(result.warnings)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    print_serving(result)
+
+
+def print_serving(result: SimulateServeResult) -> None:
+    """The simulated run in a few lines: load, latency percentiles, SLO, cost, servers."""
+    request = result.request
+    out = result.to_dict()
+    lat = out["latency_s"]
+    console.print(
+        f"[bold]{request.model}[/bold] on {request.servers}x {result.server}, "
+        f"{request.instances} instance(s) each, {result.batching.describe()}",
+        highlight=False,
+    )
+    console.print(
+        f"  requests {out['requests']}  throughput {out['throughput_rps']:.1f} req/s  "
+        f"mean batch {out['mean_batch_size']:.2f}",
+        highlight=False,
+    )
+    console.print(
+        f"  latency p50 {lat['p50'] * 1e3:.1f} ms  p95 {lat['p95'] * 1e3:.1f} ms  "
+        f"p99 {lat['p99'] * 1e3:.1f} ms",
+        highlight=False,
+    )
+    if out["slo_attainment"] is not None:
+        console.print(
+            f"  SLO {request.slo_ms:g} ms met by {out['slo_attainment']:.1%}", highlight=False
+        )
+    console.print(
+        f"  cost {out['cost_usd_per_hour']:.3f} US$/h, "
+        f"{out['cost_usd_per_million']:.2f} US$ per million requests",
+        highlight=False,
+    )
+    for s in result.serving.servers:
+        host = "" if s.host_utilisation is None else f", host path {s.host_utilisation:.0%}"
+        console.print(
+            f"  {s.name} #{s.replica}: busy {s.busy_fraction:.0%}, {s.requests} requests{host}",
+            highlight=False,
+        )
+    for key, value in result.sources.items():
+        console.print(f"[dim]{key}: {value}[/dim]", highlight=False)

@@ -1,0 +1,56 @@
+"""`gpucast.measure_infer_curve` from Python (real PyTorch on the CPU, tiny budgets)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import gpucast
+from gpucast.app.curves import InferCurveRequest, InferCurveResult
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.store.db import Store
+
+FAST = {"max_time_s": 0.3, "min_samples": 3, "target_ci": 0.5}
+
+
+def test_keywords_store_and_frame(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    result = gpucast.measure_infer_curve(workload="mlp", batch_sizes="1,4", db=db, **FAST)
+    assert isinstance(result, InferCurveResult)
+    out = result.to_dict()
+    assert out["workload"] == "mlp" and out["colocation"] is None
+    (curve,) = out["curves"]
+    assert [p["batch_size"] for p in curve["points"]] == [1, 4]
+    assert curve["fit"] == {"fixed_s": result.curves[0].fixed_s,
+                            "per_sample_s": result.curves[0].per_sample_s}  # fmt: skip
+    assert curve["latency_curve"]["batch_sizes"] == [1, 4]
+    with Store(db).open(create=False) as store:
+        assert store.count_runs(kind="measurement", workload="mlp") == 2
+    frame = result.to_frame()
+    assert list(frame["batch_size"]) == [1, 4] and (frame["median_s"] > 0).all()
+
+
+def test_a_request_object_without_saving(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    request = InferCurveRequest(workload="mlp", batch_sizes=(2,), no_save=True, **FAST)
+    result = gpucast.measure_infer_curve(request, db=db)
+    assert result.curves[0].measurement.run_ids == ()
+    assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    "options, text",
+    [
+        ({"batch_sizes": "1,x"}, "batch-sizes: must be a whole number"),
+        ({"batch_sizes": [0]}, "batch-sizes: must be integers >= 1"),
+        ({"precisions": ["fp7"]}, "precision: must be one of"),
+        ({"precision": "fp32,fp7"}, "precision: must be one of"),
+        ({"min_samples": 0}, "min-samples: must be >= 1"),
+        ({"colocate_batch": 0}, "colocate-batch: must be >= 1"),
+    ],
+)
+def test_bad_options_raise_one_typed_error(options: dict[str, object], text: str) -> None:
+    with pytest.raises(InvalidSpecError) as info:
+        gpucast.measure_infer_curve(workload="mlp", no_save=True, **options)
+    assert text in str(info.value)

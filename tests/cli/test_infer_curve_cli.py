@@ -1,0 +1,53 @@
+"""`gpucast measure infer-curve` through the CLI: JSON, the store, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpucast.cli.app import app
+
+FAST = ["--max-time-s", "0.3", "--min-samples", "3", "--target-ci", "0.5"]
+
+
+def test_infer_curve_json(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    args = ["--db", str(db), "measure", "infer-curve", "mlp", "--batch-sizes", "1,4", *FAST]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["workload"] == "mlp" and out["colocation"] is None
+    assert [p["batch_size"] for p in out["curves"][0]["points"]] == [1, 4]
+    assert len(out["curves"][0]["run_ids"]) == 2
+    assert set(out["curves"][0]["fit"]) == {"fixed_s", "per_sample_s"}
+    text = CliRunner().invoke(app, [*args, "--no-save"])
+    assert text.exit_code == 0, text.output
+    assert "mlp" in text.stdout and "fit:" in text.stdout and "runs" not in text.stdout
+
+
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (["--batch-sizes", "1,x"], "batch-sizes: must be a whole number"),
+        (["--batch-sizes", "0"], "batch-sizes: must be integers >= 1"),
+        (["--precision", "fp7"], "precision: must be one of"),
+        (["--max-time-s", "0"], "max-time-s: must be > 0"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(args: list[str], text: str) -> None:
+    result = CliRunner().invoke(app, ["measure", "infer-curve", "mlp", *args])
+    assert result.exit_code == 2, result.output
+    assert text in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_help_shows_the_workload_argument_and_flags() -> None:
+    result = CliRunner().invoke(app, ["measure", "infer-curve", "--help"])
+    assert result.exit_code == 0, result.output
+    for text in ("WORKLOAD", "--batch-sizes", "--precision", "--device", "--colocate",
+                 "--colocate-batch", "--max-time-s", "--target-ci", "--min-samples",
+                 "--no-save", "--json"):  # fmt: skip
+        assert text in result.output, text

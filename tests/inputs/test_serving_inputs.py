@@ -1,0 +1,125 @@
+"""Serving inputs: the MIG price rule, server options, latency tables, arrivals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpucast.catalog import load_catalog
+from gpucast.domain.catalog import MigProfile
+from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.inputs import serving as inputs
+from gpucast.store.datasets.azure_functions import read_invocation_counts
+
+
+def test_a_mig_slice_costs_its_share_of_the_gpu_it_sits_on() -> None:
+    two_per_gpu = MigProfile(name="3g.20gb", compute_slices=3, memory_gib=20, max_instances=2)
+    assert inputs.mig_price_usd_per_hour(2.0, two_per_gpu) == pytest.approx(1.0)
+    seven = MigProfile(name="1g.5gb", compute_slices=1, memory_gib=5, max_instances=7)
+    assert inputs.mig_price_usd_per_hour(7.0, seven) == pytest.approx(1.0)
+
+
+def test_plan_options_and_the_simulated_server_use_the_same_slice_price() -> None:
+    catalog = load_catalog()
+    options, targets = inputs.build_server_options(gpus=["A100-40GB"], catalog=catalog)
+    whole = next(o for o in options if o.name == "A100-40GB")
+    for option in options:
+        if option.kind != "mig":
+            continue
+        spec, prof, _offer = targets[option.name]
+        assert spec is not None and prof is not None
+        assert option.per_unit == prof.max_instances
+        assert option.price_usd_per_hour * prof.max_instances == pytest.approx(
+            whole.price_usd_per_hour
+        )
+        server = inputs.gpu_server(catalog, "A100-40GB", prof.name, None)
+        assert server.price.value == pytest.approx(option.price_usd_per_hour)
+        assert server.name == option.name and server.kind == "mig"
+    given = inputs.gpu_server(catalog, "A100-40GB", "3g.20gb", 3.0)
+    assert given.price.value == pytest.approx(1.5)
+    assert "over the 2 3g.20gb slices" in given.price.source
+
+
+def test_server_option_filters() -> None:
+    options, _ = inputs.build_server_options(gpus=["T4"], no_mig=True)
+    assert [o.name for o in options] == ["T4"]
+    with pytest.raises(InvalidSpecError, match="mig: must be GPU:PROFILE"):
+        inputs.build_server_options(migs=["1g.5gb"])
+    with pytest.raises(InvalidSpecError, match="does not exist on T4"):
+        inputs.build_server_options(migs=["T4:1g.5gb"])
+
+
+def test_latency_tables(tmp_path: Path) -> None:
+    path = tmp_path / "t4.csv"
+    path.write_text("batch_size,latency_s\n4,0.02\n1,0.01\n")
+    curve = inputs.read_latency_table(path)
+    assert curve.batch_sizes == (1, 4) and curve.latency_s == (0.01, 0.02)
+    tables = inputs.read_latency_tables([f"mlp@T4={path}"])
+    assert tables[("mlp", "T4")] == curve
+    with pytest.raises(InvalidSpecError, match="MODEL@SERVER=CSV"):
+        inputs.read_latency_tables([str(path)])
+    path.write_text("batch_size,latency_s\n1,-3\n")
+    with pytest.raises(DataFormatError, match="line 2"):
+        inputs.read_latency_table(path)
+    path.write_text("b,t\n1,2\n")
+    with pytest.raises(DataFormatError, match="batch_size and latency_s"):
+        inputs.read_latency_table(path)
+
+
+def test_arrival_kinds() -> None:
+    poisson = inputs.arrivals("poisson", 100.0, 10.0, seed=1)
+    assert poisson.source == "Poisson 100 req/s" and poisson.times_s.size == pytest.approx(
+        1000, rel=0.15
+    )
+    same = inputs.arrivals("poisson", 100.0, 10.0, seed=1)
+    assert np.array_equal(poisson.times_s, same.times_s)
+    constant = inputs.arrivals("constant", 10.0, 1.0, seed=0)
+    assert constant.times_s.size == 10
+    bursty = inputs.arrivals("bursty", 100.0, 200.0, seed=0)
+    assert bursty.source.startswith("bursty MMPP")
+    assert bursty.times_s.size / 200.0 == pytest.approx(100.0, rel=0.25)
+    with pytest.raises(InvalidSpecError, match="arrivals: must be poisson"):
+        inputs.arrivals("zipf", 1.0, 1.0, seed=0)
+
+
+def test_trace_arrivals_report_skipped_rows(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s\n" + "\n".join(str(i * 0.1) for i in range(50)) + "\nbad\n")
+    got = inputs.read_trace_arrivals(trace, seed=0)
+    assert got.times_s.size == 50
+    assert got.warnings == (f"skipped 1 malformed row(s) of t.csv; first: {_first(got)}",)
+    cut = inputs.arrivals(f"trace:{trace}", 1.0, 2.0, seed=0)
+    assert cut.times_s.size == 20 and cut.warnings == got.warnings
+    trace.write_text("arrival_s\n1.0\n")
+    with pytest.raises(DataFormatError, match="fewer than two arrivals"):
+        inputs.read_trace_arrivals(trace, seed=0)
+
+
+def _first(arrivals: inputs.Arrivals) -> str:
+    return arrivals.warnings[0].split("; first: ", 1)[1]
+
+
+def _functions_file(tmp_path: Path) -> Path:
+    header = "HashOwner,HashApp,HashFunction,Trigger," + ",".join(str(i) for i in range(1, 7))
+    rows = ["o1,a1,f1,http,1,0,3,0,0,2", "o1,a1,f2,timer,1,1,1,1,1,1",
+            "o2,a2,f3,queue,0,0,0,0,0,10"]  # fmt: skip
+    path = tmp_path / "invocations_per_function_md.anon.d01.csv"
+    path.write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
+    return path
+
+
+def test_function_arrivals_match_counts_per_minute(tmp_path: Path) -> None:
+    parsed = read_invocation_counts(_functions_file(tmp_path))
+    times = inputs.function_arrivals(parsed, np.random.default_rng(0))
+    assert times.size == 22
+    assert np.all(np.diff(times) >= 0)
+    per_minute = np.bincount((times // 60).astype(int), minlength=parsed.minutes)
+    assert list(per_minute) == list(parsed.total_per_minute())
+    only_http = inputs.function_arrivals(
+        parsed, np.random.default_rng(0), rows=parsed.select(trigger="http")
+    )
+    assert only_http.size == 6
+    trace = inputs.read_trace_arrivals(_functions_file(tmp_path), seed=0)
+    assert trace.times_s.size == 22 and "Azure Functions counts, 3 functions" in trace.source
