@@ -54,12 +54,15 @@ from gpucast.predict.speed import (
     TENSORS_COL,
     TFLOPS_COL,
     SpeedModel,
-    error_table,
     impute_model_properties,
-    leave_one_gpu_out,
-    leave_one_model_out,
 )
-from gpucast.predict.validation import error_summary, leave_one_group_out
+from gpucast.predict.validation import (
+    error_summary,
+    leave_one_group_out,
+    speed_error_table,
+    speed_leave_one_gpu_out,
+    speed_leave_one_model_out,
+)
 from gpucast.store.datasets.cmdare_speed import read_speed_rows, read_step_rates
 
 DEFAULT = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cmdare" / "speed"
@@ -278,8 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     pd.set_option("display.width", 160)
 
     print("== 1. leave-one-model-out (fit never sees the held-out model) ==")
-    cv = leave_one_model_out(rows, specs)
-    table = error_table(cv)
+    cv = speed_leave_one_model_out(rows, specs)
+    table = speed_error_table(cv)
     print(
         table.to_string(
             index=False,
@@ -312,14 +315,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"baseline LOMO MAPE {gpu}: {value:.2f}%")
 
     print("\n== 3. leave-one-GPU-out (the held-out GPU predicted from its peak FLOP/s) ==")
-    study = leave_one_gpu_out(rows, specs)
-    datasheet = leave_one_gpu_out(rows.drop(columns=[TFLOPS_COL]), specs)
+    study = speed_leave_one_gpu_out(rows, specs)
+    datasheet = speed_leave_one_gpu_out(rows.drop(columns=[TFLOPS_COL]), specs)
     for name, frame in (
         ("the rows' GPU TFLOPS (study: 4.113 / 9.526; default)", study),
         ("catalog datasheet peaks only (4.37 / 9.3)", datasheet),
     ):
         mape = frame.groupby("gpu")["ape_pct"].mean()
-        worst_model = error_table(frame)["mape_pct"].max()
+        worst_model = speed_error_table(frame)["mape_pct"].max()
         text = ", ".join(f"{g} {v:.1f}%" for g, v in mape.items())
         print(f"LOGO MAPE with {name}: {text}; worst model {worst_model:.1f}%")
 

@@ -1,5 +1,5 @@
-"""CLI shells of the cluster and checkpoint models (wired locally; the lead adds them to the
-`gpucast fit` / `gpucast predict` groups)."""
+"""`gpucast fit cluster|checkpoint` and `gpucast predict cluster|checkpoint`: files in and out,
+bad rows named by file/line/column (exit 2, nothing written)."""
 
 from __future__ import annotations
 
@@ -7,27 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from gpucast.cli.app import GpucastGroup
-from gpucast.cli.cluster_cmds import (
-    fit_checkpoint_command,
-    fit_cluster_command,
-    predict_checkpoint_command,
-    predict_cluster_command,
-)
+from gpucast.cli.app import app
 
 runner = CliRunner()
-
-
-def _app() -> typer.Typer:
-    app = typer.Typer(cls=GpucastGroup)
-    app.command("fit-cluster")(fit_cluster_command)
-    app.command("predict-cluster")(predict_cluster_command)
-    app.command("fit-checkpoint")(fit_checkpoint_command)
-    app.command("predict-checkpoint")(predict_checkpoint_command)
-    return app
 
 
 def _cluster_data(root: Path) -> Path:
@@ -59,7 +43,7 @@ def _cluster_data(root: Path) -> Path:
 def cluster_json(tmp_path: Path) -> Path:
     out = tmp_path / "cluster.json"
     result = runner.invoke(
-        _app(), ["fit-cluster", "--data", str(_cluster_data(tmp_path)), "--out", str(out)]
+        app, ["fit", "cluster", "--data", str(_cluster_data(tmp_path)), "--out", str(out)]
     )
     assert result.exit_code == 0, result.output
     return out
@@ -76,9 +60,10 @@ def test_fit_and_predict_cluster(tmp_path: Path, cluster_json: Path) -> None:
     )
     out = tmp_path / "out.csv"
     result = runner.invoke(
-        _app(),
+        app,
         [
-            "predict-cluster",
+            "predict",
+            "cluster",
             "--model",
             str(cluster_json),
             "--input",
@@ -134,9 +119,10 @@ def test_predict_cluster_bad_rows_exit_2_and_write_nothing(
     rows.write_text(body)
     out = tmp_path / "out.csv"
     result = runner.invoke(
-        _app(),
+        app,
         [
-            "predict-cluster",
+            "predict",
+            "cluster",
             "--model",
             str(cluster_json),
             "--input",
@@ -160,23 +146,33 @@ def test_checkpoint_fit_predict_and_bad_rows(tmp_path: Path) -> None:
             lines.append(f"m{i},0.1,{3 + 0.02 * size + 0.01 * j},{size},{size / 4}")
     data.write_text("\n".join(lines) + "\n")
     model = tmp_path / "ckpt.json"
-    result = runner.invoke(_app(), ["fit-checkpoint", "--data", str(data), "--out", str(model)])
+    result = runner.invoke(app, ["fit", "checkpoint", "--data", str(data), "--out", str(model)])
     assert result.exit_code == 0, result.output
     rows = tmp_path / "rows.csv"
     rows.write_text("Checkpoint Size (MB)\n100\n50\n")
     out = tmp_path / "out.csv"
-    args = ["predict-checkpoint", "--model", str(model), "--input", str(rows), "--output", str(out)]
-    assert runner.invoke(_app(), args).exit_code == 0
+    args = [
+        "predict",
+        "checkpoint",
+        "--model",
+        str(model),
+        "--input",
+        str(rows),
+        "--output",
+        str(out),
+    ]
+    assert runner.invoke(app, args).exit_code == 0
     pred = pd.read_csv(out)
     assert pred["Predicted Duration (s)"].iloc[0] == pytest.approx(5.0, rel=0.02)
     out.unlink()
     rows.write_text("Checkpoint Size (MB)\n100\n-5\n")
-    result = runner.invoke(_app(), args)
+    result = runner.invoke(app, args)
     assert result.exit_code == 2
     assert "line 3, column 'Checkpoint Size (MB)'" in result.output.replace("\n", "")
     assert not out.exists()
     wrong = [
-        "predict-checkpoint",
+        "predict",
+        "checkpoint",
         "--model",
         str(model),
         "--input",
@@ -184,14 +180,15 @@ def test_checkpoint_fit_predict_and_bad_rows(tmp_path: Path) -> None:
         "--output",
         str(out),
     ]
-    assert runner.invoke(_app(), wrong).exit_code == 2
+    assert runner.invoke(app, wrong).exit_code == 2
 
 
 def test_loading_wrong_kind_is_refused(tmp_path: Path, cluster_json: Path) -> None:
     rows = tmp_path / "rows.csv"
     rows.write_text("Checkpoint Size (MB)\n100\n")
     args = [
-        "predict-checkpoint",
+        "predict",
+        "checkpoint",
         "--model",
         str(cluster_json),
         "--input",
@@ -199,6 +196,29 @@ def test_loading_wrong_kind_is_refused(tmp_path: Path, cluster_json: Path) -> No
         "--output",
         str(tmp_path / "o.csv"),
     ]
-    result = runner.invoke(_app(), args)
+    result = runner.invoke(app, args)
     assert result.exit_code == 2
     assert "cluster" in result.output
+
+
+def test_fit_and_predict_cluster_json(tmp_path: Path) -> None:
+    import json
+
+    out = tmp_path / "cluster.json"
+    data = str(_cluster_data(tmp_path))
+    fit = runner.invoke(app, ["fit", "cluster", "--data", data, "--out", str(out), "--json"])
+    assert fit.exit_code == 0, fit.output
+    summary = json.loads(fit.stdout)
+    assert summary["model_file"] == str(out) and summary["runs"] == 16 and summary["models"] == 2
+    rows = tmp_path / "rows.csv"
+    rows.write_text(
+        "Number of Parameters,Number of Tensors,Workers,Parameter Servers,Step Time (s)\n"
+        "3e7,200,4,1,0.5\n"
+    )
+    pred_out = tmp_path / "out.csv"
+    args = ["predict", "cluster", "--model", str(out), "--input", str(rows)]
+    pred = runner.invoke(app, [*args, "--output", str(pred_out), "--json"])
+    assert pred.exit_code == 0, pred.output
+    result = json.loads(pred.stdout)
+    assert result["output"] == str(pred_out) and result["rows"] == 1
+    assert sum(result["bottlenecks"].values()) == 1

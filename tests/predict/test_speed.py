@@ -21,10 +21,12 @@ from gpucast.predict.speed import (
     TENSORS_COL,
     SpeedFeatures,
     SpeedModel,
-    error_table,
     impute_model_properties,
-    leave_one_gpu_out,
-    leave_one_model_out,
+)
+from gpucast.predict.validation import (
+    speed_error_table,
+    speed_leave_one_gpu_out,
+    speed_leave_one_model_out,
 )
 
 FEATURES = SpeedFeatures(model_flops=3e9, n_params=3.4e6, n_tensors=200)
@@ -147,12 +149,12 @@ _FITTED = SpeedModel().fit(synthetic_rows(noise=0.02))
 @pytest.mark.shared_data
 def test_cmdare_leave_one_model_out_accuracy(shared_data) -> None:  # type: ignore[no-untyped-def]
     rows = pd.read_csv(shared_data / "cmdare" / "speed" / "single_gpu_speed.csv")
-    cv = leave_one_model_out(rows)
+    cv = speed_leave_one_model_out(rows)
     mape = cv.groupby("gpu")["ape_pct"].mean()
     # Achieved: K80 4.8%, P100 8.9% (see benchmarks/speed_accuracy.py); guard regressions.
     assert mape["K80"] < 5.5
     assert mape["P100"] < 9.8
-    worst = error_table(cv)["mape_pct"].max()
+    worst = speed_error_table(cv)["mape_pct"].max()
     assert worst < 20.0
     # Honest CV: the held-out model is never in the fit.
     assert set(cv["held_out"]) == set(rows[MODEL_COL])
@@ -161,7 +163,7 @@ def test_cmdare_leave_one_model_out_accuracy(shared_data) -> None:  # type: igno
 @pytest.mark.shared_data
 def test_cmdare_leave_one_gpu_out_accuracy(shared_data) -> None:  # type: ignore[no-untyped-def]
     rows = pd.read_csv(shared_data / "cmdare" / "speed" / "single_gpu_speed.csv")
-    cv = leave_one_gpu_out(rows)
+    cv = speed_leave_one_gpu_out(rows)
     mape = cv.groupby("gpu")["ape_pct"].mean()
     assert (cv["source"] == "catalog").all()
     # Achieved with the study's TFLOPS: K80 9.8%, P100 11.1% (published regressions: >30%).
@@ -175,10 +177,12 @@ def test_rows_gpu_tflops_win_over_the_catalog(shared_data) -> None:  # type: ign
     rows = pd.read_csv(shared_data / "cmdare" / "speed" / "single_gpu_speed.csv")
     catalog = load_catalog()
     specs = {name: catalog.gpu(name) for name in ("K80", "P100")}
-    with_specs = leave_one_gpu_out(rows, specs).groupby("gpu")["ape_pct"].mean()
-    study = leave_one_gpu_out(rows).groupby("gpu")["ape_pct"].mean()
+    with_specs = speed_leave_one_gpu_out(rows, specs).groupby("gpu")["ape_pct"].mean()
+    study = speed_leave_one_gpu_out(rows).groupby("gpu")["ape_pct"].mean()
     datasheet = (
-        leave_one_gpu_out(rows.drop(columns=["GPU TFLOPS"]), specs).groupby("gpu")["ape_pct"].mean()
+        speed_leave_one_gpu_out(rows.drop(columns=["GPU TFLOPS"]), specs)
+        .groupby("gpu")["ape_pct"]
+        .mean()
     )
     pd.testing.assert_series_equal(with_specs, study)
     # The study's peaks (4.113 / 9.526) transfer better than the datasheet's (4.37 / 9.3).

@@ -109,28 +109,3 @@ def test_adapters_from_a_real_profile() -> None:
     needs = MemoryNeeds.from_profile(profile)
     assert needs.weights_bytes == profile.memory.weights_bytes
     assert fit_memory(needs, A100, 1).best is not None
-
-
-def test_predict_train_json() -> None:
-    import json
-
-    import typer
-    from typer.testing import CliRunner
-
-    from gpucast.cli.app import GpucastGroup
-    from gpucast.cli.speed_cmds import predict_train_command
-
-    app = typer.Typer(cls=GpucastGroup, pretty_exceptions_enable=False)
-    verbs = typer.Typer()
-    verbs.command("train")(predict_train_command)
-    app.add_typer(verbs, name="predict")
-    args = ["predict", "train", "--workload", "cifar-resnet20", "--batch-size", "32"]
-    result = CliRunner().invoke(app, [*args, "--gpu", "V100", "--json"])
-    assert result.exit_code == 0, result.output
-    out = json.loads(result.output)
-    step = out["step_time_s"]
-    assert step["lower"] <= step["value"] <= step["upper"]
-    assert out["samples_per_s"] == pytest.approx(32 / step["value"])
-    assert out["bottleneck"] in ("compute", "memory_bandwidth", "overhead")
-    bad = CliRunner().invoke(app, [*args, "--gpu", "Voodoo5"])
-    assert bad.exit_code == 2 and "Voodoo5" in bad.output

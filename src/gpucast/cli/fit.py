@@ -1,13 +1,86 @@
-"""`gpucast fit speed|cluster|checkpoint`: fit a performance model and save it as JSON."""
+"""`gpucast fit speed|cluster|checkpoint`: fit a performance model and save it as JSON.
+
+The flags are the fields of the requests in :mod:`gpucast.app.fit`; the work happens there.
+"""
 
 from __future__ import annotations
 
 import typer
 
-from gpucast.cli.cluster_cmds import fit_checkpoint_command, fit_cluster_command
-from gpucast.cli.speed_cmds import fit_speed_command
+from gpucast.app.fit import FitCheckpointRequest, FitClusterRequest, FitSpeedRequest
+from gpucast.cli._command import request_command
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, emit_result
 
 app = typer.Typer(no_args_is_help=True, help="Fit performance models from data.")
-app.command("speed")(fit_speed_command)
-app.command("cluster")(fit_cluster_command)
-app.command("checkpoint")(fit_checkpoint_command)
+
+
+def _cv(mape_pct: float | None) -> str:
+    return "n/a" if mape_pct is None else f"{mape_pct:.1f}%"
+
+
+@app.command("speed")
+@request_command(FitSpeedRequest)
+def speed(
+    request: FitSpeedRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Fit the single-GPU step-time model from CM-DARE-format rows.
+
+    Needs columns `GPU (temp)`, `Model FLOPs`, `Number of Parameters`, `Number of Tensors` and
+    `Step Time (s)` (plus `Model (temp)` for cross-validated intervals); others are ignored.
+    """
+    from gpucast.app import fit_speed
+
+    result = fit_speed(request)
+    emit_result(
+        result.to_dict(),
+        f"fitted speed model on {result.rows} rows, {result.models} models, "
+        f"GPUs {', '.join(result.gpus)} -> {result.model_file}",
+        as_json=json_out,
+    )
+
+
+@app.command("cluster")
+@request_command(FitClusterRequest)
+def cluster(
+    request: FitClusterRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Fit the distributed-scaling model on CM-DARE cluster runs (1 PS, N workers)."""
+    from gpucast.app import fit_cluster
+
+    result = fit_cluster(request)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    for reason in result.skipped:
+        console.print(f"skipped: {reason}", highlight=False)
+    console.print(
+        f"fitted cluster model on {result.runs} runs of {result.models} models; "
+        f"PS network efficiency {result.ps_network_efficiency or 0.0:.2f}, "
+        f"per-tensor cost {1e3 * (result.per_tensor_cost_s or 0.0):.3f} ms; "
+        f"leave-one-model-out MAPE {_cv(result.lomo_mape_pct)} -> {result.model_file}",
+        highlight=False,
+    )
+
+
+@app.command("checkpoint")
+@request_command(FitCheckpointRequest)
+def checkpoint(
+    request: FitCheckpointRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Fit checkpoint duration from checkpoint size (and .index size when present)."""
+    from gpucast.app import fit_checkpoint
+
+    result = fit_checkpoint(request)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    for reason in result.skipped:
+        console.print(f"skipped: {reason}", highlight=False)
+    console.print(
+        f"fitted checkpoint model on {result.rows} rows; "
+        f"leave-one-model-out MAPE {_cv(result.lomo_mape_pct)} -> {result.model_file}",
+        highlight=False,
+    )

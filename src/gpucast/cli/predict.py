@@ -1,14 +1,103 @@
-"""`gpucast predict train|speed|cluster|checkpoint`."""
+"""`gpucast predict train|speed|cluster|checkpoint`.
+
+The flags are the fields of the requests in :mod:`gpucast.app.predict`; the work happens there.
+"""
 
 from __future__ import annotations
 
 import typer
 
-from gpucast.cli.cluster_cmds import predict_checkpoint_command, predict_cluster_command
-from gpucast.cli.speed_cmds import predict_speed_command, predict_train_command
+from gpucast.app.predict import (
+    PredictCheckpointRequest,
+    PredictClusterRequest,
+    PredictSpeedRequest,
+    PredictTrainRequest,
+)
+from gpucast.cli._command import request_command
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, emit_result, state
 
 app = typer.Typer(no_args_is_help=True, help="Predict step time, cluster speed, overheads.")
-app.command("train")(predict_train_command)
-app.command("speed")(predict_speed_command)
-app.command("cluster")(predict_cluster_command)
-app.command("checkpoint")(predict_checkpoint_command)
+
+
+@app.command("train")
+@request_command(PredictTrainRequest)
+def train(
+    ctx: typer.Context,
+    request: PredictTrainRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Predict the training step time of a built-in workload on one GPU (no data needed).
+
+    A stored training measurement of the workload (any batch, any device) calibrates the
+    prediction, as it calibrates `gpucast plan train`.
+    """
+    from gpucast.app import predict_train
+
+    result = predict_train(request, db=state(ctx).db_path)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    est = result.estimate
+    console.print(
+        f"{result.workload} (batch {result.batch_size}, {result.precision}) on {result.gpu}: "
+        f"{est.value * 1e3:.1f} ms/step [{est.lower * 1e3:.1f}, {est.upper * 1e3:.1f}], "
+        f"{result.samples_per_s:.0f} samples/s, bound by {est.bottleneck} ({est.source})",
+        highlight=False,
+    )
+    for note in est.notes:
+        console.print(f"  {note}", highlight=False)
+    console.print(f"  calibration: {result.calibration_source}", highlight=False)
+    console.print(f"  validated: {result.validation.text()}", highlight=False)
+
+
+@app.command("speed")
+@request_command(PredictSpeedRequest)
+def speed(
+    request: PredictSpeedRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Predict single-GPU step time for each row; GPUs without training data use the catalog.
+
+    Adds `Predicted Step Time (s)`, `Lower (s)`, `Upper (s)` and `Bottleneck` to a copy of the
+    input rows. `GPU TFLOPS` may be empty: the catalog supplies the GPU's peak.
+    """
+    from gpucast.app import predict_speed
+
+    result = predict_speed(request)
+    unseen = result.gpus_from_catalog_only
+    emit_result(
+        result.to_dict(),
+        f"predicted {result.rows} rows -> {result.output}"
+        + (f" ({', '.join(unseen)} from catalog specs: no training data)" if unseen else ""),
+        as_json=json_out,
+    )
+
+
+@app.command("cluster")
+@request_command(PredictClusterRequest)
+def cluster(
+    request: PredictClusterRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Predict cluster speed for each input row; adds Predicted Speed and Bottleneck."""
+    from gpucast.app import predict_cluster
+
+    result = predict_cluster(request)
+    emit_result(
+        result.to_dict(), f"predicted {result.rows} rows -> {result.output}", as_json=json_out
+    )
+
+
+@app.command("checkpoint")
+@request_command(PredictCheckpointRequest)
+def checkpoint(
+    request: PredictCheckpointRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Predict checkpoint duration per row; adds Predicted Duration (s), Lower (s), Upper (s)."""
+    from gpucast.app import predict_checkpoint
+
+    result = predict_checkpoint(request)
+    emit_result(
+        result.to_dict(), f"predicted {result.rows} rows -> {result.output}", as_json=json_out
+    )

@@ -78,33 +78,26 @@ from numpy.typing import NDArray
 from scipy.optimize import nnls
 
 from gpucast.domain.catalog import GpuSpec
+from gpucast.domain.cmdare import AVG_TENSOR_COL as AVG_TENSOR_COL
+from gpucast.domain.cmdare import FEATURE_COLUMNS as FEATURE_COLUMNS
+from gpucast.domain.cmdare import FLOPS_COL as FLOPS_COL
+from gpucast.domain.cmdare import GPU_COL as GPU_COL
+from gpucast.domain.cmdare import MAX_TENSOR_COL as MAX_TENSOR_COL
+from gpucast.domain.cmdare import MODEL_COL as MODEL_COL
+from gpucast.domain.cmdare import MODEL_PROPERTY_COLUMNS as MODEL_PROPERTY_COLUMNS
+from gpucast.domain.cmdare import PARAMS_COL as PARAMS_COL
+from gpucast.domain.cmdare import STEP_TIME_COL as STEP_TIME_COL
+from gpucast.domain.cmdare import TENSORS_COL as TENSORS_COL
+from gpucast.domain.cmdare import TFLOPS_COL as TFLOPS_COL
+from gpucast.domain.cmdare import impute_model_properties as impute_model_properties
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.prediction import Estimate
 from gpucast.predict.base import Estimator, register
 
 FloatArray = NDArray[np.float64]
 
-# -- the CM-DARE column format ---------------------------------------------------------------
-GPU_COL = "GPU (temp)"
-MODEL_COL = "Model (temp)"
-TFLOPS_COL = "GPU TFLOPS"
-FLOPS_COL = "Model FLOPs"
-AVG_TENSOR_COL = "Average Tensor Size (MB)"
-MAX_TENSOR_COL = "Max Tensor Size (MB)"
-PARAMS_COL = "Number of Parameters"
-TENSORS_COL = "Number of Tensors"
-STEP_TIME_COL = "Step Time (s)"
-
-#: Numeric feature columns the model needs on every row.
-FEATURE_COLUMNS: tuple[str, ...] = (FLOPS_COL, PARAMS_COL, TENSORS_COL)
-#: Columns that describe the model, not the run: equal on every row of one model.
-MODEL_PROPERTY_COLUMNS: tuple[str, ...] = (
-    FLOPS_COL,
-    AVG_TENSOR_COL,
-    MAX_TENSOR_COL,
-    PARAMS_COL,
-    TENSORS_COL,
-)
+# The CM-DARE column names and impute_model_properties live in gpucast.domain.cmdare (the
+# importers share them); they are re-exported here for callers of this module.
 
 #: Breakdown terms, in the order they are reported.
 TERMS: tuple[str, ...] = ("compute", "ps_network", "per_tensor_overhead", "fixed")
@@ -148,27 +141,6 @@ class _Terms:
     log_q_high: float
     source: str
     notes: tuple[str, ...]
-
-
-def impute_model_properties(rows: pd.DataFrame) -> pd.DataFrame:
-    """Fill empty model-property cells from other rows of the same model (``Model (temp)``).
-
-    Model properties (FLOPs, parameters, tensors) do not depend on the run, and CM-DARE leaves
-    some of them empty on some rows (e.g. ``Number of Tensors`` for P100 ``custom9``). Returns
-    a new frame; cells stay empty when no row of the model has a value.
-    """
-    out = rows.copy()
-    if MODEL_COL not in out.columns:
-        return out
-    for column in MODEL_PROPERTY_COLUMNS:
-        if column not in out.columns:
-            continue
-        values = pd.to_numeric(out[column], errors="coerce")
-        if not values.isna().any():
-            continue
-        filled = values.groupby(out[MODEL_COL]).transform("median")
-        out[column] = values.fillna(filled)
-    return out
 
 
 def _require_columns(rows: pd.DataFrame, columns: Iterable[str]) -> None:
@@ -776,87 +748,3 @@ class SpeedModel(Estimator):
                 f"speed model state is malformed ({exc})", fix="refit it with `gpucast fit speed`"
             ) from exc
         return model
-
-
-# -- cross-validation -----------------------------------------------------------------------
-def _cross_validate(
-    rows: pd.DataFrame,
-    specs: Mapping[str, GpuSpec] | None,
-    *,
-    group: str,
-    coverage: float,
-) -> pd.DataFrame:
-    from gpucast.predict.validation import leave_one_group_out, speed_fit_predict
-
-    _require_columns(rows, [GPU_COL, STEP_TIME_COL])
-    rows = impute_model_properties(rows)  # model properties, not targets: no leakage
-    frame = pd.DataFrame(
-        {
-            "gpu": rows[GPU_COL].astype(str).str.strip(),
-            "model": rows[MODEL_COL].astype(str) if MODEL_COL in rows.columns else "",
-        },
-        index=rows.index,
-    )
-    frame["_gpu_key"] = frame["gpu"].map(gpu_key)
-    group_col = "model" if group == "model" else "_gpu_key"
-    rows = rows.assign(**{"__group": frame[group_col]})
-    cv = leave_one_group_out(
-        speed_fit_predict(specs, coverage=coverage), rows, "__group", target_col=STEP_TIME_COL
-    )
-    return pd.DataFrame(
-        {
-            "gpu": frame["gpu"],
-            "model": frame["model"],
-            "fold": group,
-            "held_out": cv["held_out"],
-            "actual_s": cv["actual"],
-            "predicted_s": cv["predicted"],
-            "lower_s": cv["lower"],
-            "upper_s": cv["upper"],
-            "source": cv["source"],
-            "bottleneck": cv["bottleneck"],
-            "ape_pct": cv["ape_pct"],
-        },
-        index=rows.index,
-    )
-
-
-def leave_one_model_out(
-    rows: pd.DataFrame,
-    specs: Mapping[str, GpuSpec] | None = None,
-    *,
-    coverage: float = 0.9,
-) -> pd.DataFrame:
-    """Honest leave-one-model-out: each model's rows (on every GPU) are predicted by a model
-    fitted without any of them (:func:`gpucast.predict.validation.leave_one_group_out`).
-    One row per input row: ``gpu``, ``model``, ``fold``, ``held_out``, ``actual_s``,
-    ``predicted_s``, ``lower_s``, ``upper_s``, ``source``, ``bottleneck``, ``ape_pct``."""
-    _require_columns(rows, [MODEL_COL])
-    return _cross_validate(rows, specs, group="model", coverage=coverage)
-
-
-def leave_one_gpu_out(
-    rows: pd.DataFrame,
-    specs: Mapping[str, GpuSpec] | None = None,
-    *,
-    coverage: float = 0.9,
-) -> pd.DataFrame:
-    """Cross-GPU check: each GPU's rows are predicted by a model fitted on the other GPUs
-    only, i.e. from the held-out GPU's peak FLOP/s (its ``GPU TFLOPS`` column, else its
-    catalog spec in ``specs``). Same columns as :func:`leave_one_model_out`."""
-    return _cross_validate(rows, specs, group="gpu", coverage=coverage)
-
-
-def error_table(cv: pd.DataFrame) -> pd.DataFrame:
-    """Per (gpu, model): rows, mean actual and predicted step time, MAPE (%) and interval
-    coverage, from a :func:`leave_one_model_out` / :func:`leave_one_gpu_out` frame."""
-    inside = (cv["actual_s"] >= cv["lower_s"]) & (cv["actual_s"] <= cv["upper_s"])
-    frame = cv.assign(inside=inside.astype(float))
-    table = frame.groupby(["gpu", "model"], sort=True).agg(
-        rows=("actual_s", "size"),
-        actual_s=("actual_s", "mean"),
-        predicted_s=("predicted_s", "mean"),
-        mape_pct=("ape_pct", "mean"),
-        coverage=("inside", "mean"),
-    )
-    return table.reset_index()

@@ -7,7 +7,9 @@ The held-out rows never reach the fit, so no target of the held-out group can le
 
 :func:`error_summary` turns its output into MAPE (%) per group. The ``*_fit_predict``
 factories adapt the speed, cluster and checkpoint estimators to the ``(train, test) ->
-predictions`` signature the loop takes. Pure: frames in, frames out.
+predictions`` signature the loop takes; :func:`speed_leave_one_model_out` and
+:func:`speed_leave_one_gpu_out` are the speed model's two folds. The models never import this
+module (it imports them). Pure: frames in, frames out.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from gpucast.domain.catalog import GpuSpec
+from gpucast.domain.cmdare import GPU_COL, MODEL_COL, STEP_TIME_COL, impute_model_properties
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 
 #: ``fit_predict(train, test)``: fit on ``train``, predict every row of ``test``. Returns the
@@ -152,6 +155,99 @@ def speed_fit_predict(
         )
 
     return fit_predict
+
+
+def _speed_cross_validate(
+    rows: pd.DataFrame,
+    specs: Mapping[str, GpuSpec] | None,
+    *,
+    group: str,
+    coverage: float,
+) -> pd.DataFrame:
+    from gpucast.predict.speed import gpu_key
+
+    missing = [c for c in (GPU_COL, STEP_TIME_COL) if c not in rows.columns]
+    if missing:
+        raise InvalidInputError(
+            f"speed rows lack column(s) {', '.join(repr(c) for c in missing)}",
+            fix="use the CM-DARE column format (see `gpucast fit speed --help`)",
+        )
+    rows = impute_model_properties(rows)  # model properties, not targets: no leakage
+    frame = pd.DataFrame(
+        {
+            "gpu": rows[GPU_COL].astype(str).str.strip(),
+            "model": rows[MODEL_COL].astype(str) if MODEL_COL in rows.columns else "",
+        },
+        index=rows.index,
+    )
+    frame["_gpu_key"] = frame["gpu"].map(gpu_key)
+    group_col = "model" if group == "model" else "_gpu_key"
+    rows = rows.assign(**{"__group": frame[group_col]})
+    cv = leave_one_group_out(
+        speed_fit_predict(specs, coverage=coverage), rows, "__group", target_col=STEP_TIME_COL
+    )
+    return pd.DataFrame(
+        {
+            "gpu": frame["gpu"],
+            "model": frame["model"],
+            "fold": group,
+            "held_out": cv["held_out"],
+            "actual_s": cv["actual"],
+            "predicted_s": cv["predicted"],
+            "lower_s": cv["lower"],
+            "upper_s": cv["upper"],
+            "source": cv["source"],
+            "bottleneck": cv["bottleneck"],
+            "ape_pct": cv["ape_pct"],
+        },
+        index=rows.index,
+    )
+
+
+def speed_leave_one_model_out(
+    rows: pd.DataFrame,
+    specs: Mapping[str, GpuSpec] | None = None,
+    *,
+    coverage: float = 0.9,
+) -> pd.DataFrame:
+    """Leave-one-model-out of the speed model on CM-DARE-format rows: each model's rows (on
+    every GPU) are predicted by a model fitted without any of them. One row per input row:
+    ``gpu``, ``model``, ``fold``, ``held_out``, ``actual_s``, ``predicted_s``, ``lower_s``,
+    ``upper_s``, ``source``, ``bottleneck``, ``ape_pct``."""
+    if MODEL_COL not in rows.columns:
+        raise InvalidInputError(
+            f"speed rows lack column {MODEL_COL!r}",
+            fix="use the CM-DARE column format (see `gpucast fit speed --help`)",
+        )
+    return _speed_cross_validate(rows, specs, group="model", coverage=coverage)
+
+
+def speed_leave_one_gpu_out(
+    rows: pd.DataFrame,
+    specs: Mapping[str, GpuSpec] | None = None,
+    *,
+    coverage: float = 0.9,
+) -> pd.DataFrame:
+    """Cross-GPU check of the speed model: each GPU's rows are predicted by a model fitted on
+    the other GPUs only, i.e. from the held-out GPU's peak FLOP/s (its ``GPU TFLOPS`` column,
+    else its catalog spec in ``specs``). Same columns as :func:`speed_leave_one_model_out`."""
+    return _speed_cross_validate(rows, specs, group="gpu", coverage=coverage)
+
+
+def speed_error_table(cv: pd.DataFrame) -> pd.DataFrame:
+    """Per (gpu, model): rows, mean actual and predicted step time, MAPE (%) and interval
+    coverage, from a :func:`speed_leave_one_model_out` / :func:`speed_leave_one_gpu_out`
+    frame."""
+    inside = (cv["actual_s"] >= cv["lower_s"]) & (cv["actual_s"] <= cv["upper_s"])
+    frame = cv.assign(inside=inside.astype(float))
+    table = frame.groupby(["gpu", "model"], sort=True).agg(
+        rows=("actual_s", "size"),
+        actual_s=("actual_s", "mean"),
+        predicted_s=("predicted_s", "mean"),
+        mape_pct=("ape_pct", "mean"),
+        coverage=("inside", "mean"),
+    )
+    return table.reset_index()
 
 
 def cluster_fit_predict(**params: Any) -> FitPredict:

@@ -32,8 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpucast.domain.errors import DataFormatError
-from gpucast.predict.speed import (
+from gpucast.domain.cmdare import (
     FLOPS_COL,
     GPU_COL,
     MODEL_COL,
@@ -43,6 +42,7 @@ from gpucast.predict.speed import (
     TFLOPS_COL,
     impute_model_properties,
 )
+from gpucast.domain.errors import DataFormatError
 from gpucast.store.datasets._import import ImportResult
 
 #: Columns a row must have to be predicted; fitting needs ``Step Time (s)`` too.

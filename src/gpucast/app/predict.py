@@ -1,0 +1,399 @@
+"""``gpucast.predict_train``, ``predict_speed``, ``predict_cluster``, ``predict_checkpoint``.
+
+* :func:`predict_train` -- the training step time of a workload on one catalog GPU, from the
+  workload's profile and the roofline, calibrated by a stored measurement: the same inputs
+  (:mod:`gpucast.inputs.workload`, :func:`gpucast.inputs.calibration.store_calibration`) and
+  so the same number as ``plan train`` uses for that GPU;
+* :func:`predict_speed`, :func:`predict_cluster`, :func:`predict_checkpoint` -- a model saved
+  by ``gpucast fit ...`` applied to every row of a CSV; the output is the input rows plus the
+  predictions, written atomically and only once every row has been checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from gpucast.app._request import resolve
+from gpucast.app.fit import require_file
+from gpucast.domain.errors import DataFormatError, InvalidInputError, InvalidSpecError
+from gpucast.domain.options import option
+from gpucast.domain.workload import PRECISIONS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from gpucast.domain.prediction import Estimate
+    from gpucast.domain.provenance import Validation
+    from gpucast.predict.base import Estimator
+
+E = TypeVar("E", bound="Estimator")
+
+#: Precisions a speed-model prediction can scale to (the catalog's peak at each).
+SPEED_PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8")
+
+# Columns ``predict speed`` adds.
+PREDICTED_COL = "Predicted Step Time (s)"
+LOWER_COL = "Lower (s)"
+UPPER_COL = "Upper (s)"
+BOTTLENECK_COL = "Bottleneck"
+# Columns ``predict cluster`` adds.
+SPEED_OUT_COL = "Predicted Speed (steps/sec)"
+SPEED_LOWER_COL = "Lower (steps/sec)"
+SPEED_UPPER_COL = "Upper (steps/sec)"
+SHARDS_NEEDED_COL = "PS Shards Needed"
+# Column ``predict checkpoint`` adds (with Lower (s) and Upper (s)).
+DURATION_COL = "Predicted Duration (s)"
+
+
+def _one_of(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise InvalidSpecError(
+            name, f"must be one of {', '.join(choices)}", got=value, fix=f"e.g. --{name} fp32"
+        )
+
+
+def _load(path: Path, cls: type[E]) -> E:
+    """The model in ``path``, which must be a ``cls`` (else an error naming ``--model``)."""
+    from gpucast.store.models import load_model
+
+    model = load_model(require_file(path, "model"))
+    if not isinstance(model, cls):
+        raise InvalidSpecError(
+            "model",
+            f"holds a {model.kind!r} model, not a {cls.kind!r} model",
+            got=str(path),
+            fix=f"pass a file written by `gpucast fit {cls.kind}`",
+        )
+    return model
+
+
+# -- predict train --------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictTrainRequest:
+    """A workload, batch and GPU to predict one training step of (``gpucast predict train``)."""
+
+    VERB: ClassVar[str] = "predict train"
+
+    workload: str = option(help="Built-in workload, e.g. resnet50.", example="resnet50")
+    batch_size: int = option(help="Samples per step per GPU.", example="64")
+    gpu: str = option(help="Catalog GPU name, e.g. V100, A100, H100.", example="A100")
+    precision: str = option("fp32", help="fp32, bf16 or fp16.", example="bf16")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.batch_size, bool) or self.batch_size < 1:
+            raise InvalidSpecError(
+                "batch-size", "must be >= 1", got=self.batch_size, fix="e.g. --batch-size 64"
+            )
+        _one_of("precision", self.precision, PRECISIONS)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictTrainResult:
+    """One training step's time on one GPU, where its calibration came from, and how well the
+    roofline was validated in this regime."""
+
+    workload: str
+    batch_size: int
+    gpu: str
+    precision: str
+    estimate: Estimate
+    calibrated: bool
+    calibration_source: str
+    validation: Validation
+
+    @property
+    def step_time_s(self) -> float:
+        return self.estimate.value
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.batch_size / self.estimate.value
+
+    def to_dict(self) -> dict[str, Any]:
+        est = self.estimate
+        return {
+            "workload": self.workload,
+            "batch_size": self.batch_size,
+            "gpu": self.gpu,
+            "precision": self.precision,
+            "step_time_s": {"value": est.value, "lower": est.lower, "upper": est.upper},
+            "samples_per_s": self.samples_per_s,
+            "bottleneck": est.bottleneck,
+            "source": est.source,
+            "breakdown_s": dict(est.breakdown),
+            "notes": list(est.notes),
+            "calibrated": self.calibrated,
+            "calibration_source": self.calibration_source,
+            "validation": self.validation.to_dict(),
+        }
+
+
+def predict_train(
+    request: PredictTrainRequest | None = None,
+    /,
+    *,
+    db: Path | str | None = None,
+    **options: Any,
+) -> PredictTrainResult:
+    """Roofline step time of ``workload`` at ``batch_size`` on catalog GPU ``gpu``.
+
+    ``db`` is the measurement store (default: ``$GPUCAST_DB`` or the user store): a stored
+    training measurement of the workload at the precision (any batch, any device) calibrates
+    the prediction, exactly as ``plan train`` calibrates its candidates.
+    """
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.validation import validation_for
+    from gpucast.inputs.calibration import store_calibration
+    from gpucast.inputs.workload import workload_facts, workload_profile
+    from gpucast.predict.roofline import predict_step_time
+    from gpucast.store.db import default_db_path
+
+    request = resolve(PredictTrainRequest, request, options)
+    store = Path(db) if db is not None else default_db_path()
+    catalog = load_catalog()
+    spec = catalog.gpu(request.gpu)
+    facts = workload_facts(workload_profile(request.workload, request.precision))
+    calibration = store_calibration(store, request.workload, request.precision, facts, catalog)
+    estimate = predict_step_time(
+        facts.roofline_workload(request.batch_size),
+        spec,
+        request.precision,
+        calibration=None if calibration is None else calibration.value,
+    )
+    return PredictTrainResult(
+        workload=request.workload,
+        batch_size=request.batch_size,
+        gpu=spec.name,
+        precision=request.precision,
+        estimate=estimate,
+        calibrated=calibration is not None,
+        calibration_source=(
+            calibration.source
+            if calibration is not None
+            else f"none: no stored training measurement of {request.workload} at "
+            f"{request.precision} in {store}"
+        ),
+        validation=validation_for("roofline-step", [spec.name], request.precision, 1),
+    )
+
+
+# -- predict speed / cluster / checkpoint: rows in, rows out -------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictSpeedRequest:
+    """A speed model and rows to predict (``gpucast predict speed``)."""
+
+    VERB: ClassVar[str] = "predict speed"
+
+    model: Path = option(help="Model JSON from `gpucast fit speed`.", example="speed.json")
+    input: Path = option(help="Rows to predict (CM-DARE columns).", example="rows.csv")
+    output: Path = option(help="CSV to write: input rows + predictions.", example="out.csv")
+    precision: str = option("fp32", help="fp32, tf32, bf16, fp16 or fp8.", example="bf16")
+
+    def __post_init__(self) -> None:
+        _one_of("precision", self.precision, SPEED_PRECISIONS)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictSpeedResult:
+    """The rows written: the input plus predicted step time, interval and bottleneck."""
+
+    output: Path
+    rows: int
+    gpus_from_catalog_only: tuple[str, ...]
+    frame: pd.DataFrame = field(compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "output": str(self.output),
+            "rows": self.rows,
+            "gpus_from_catalog_only": list(self.gpus_from_catalog_only),
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.frame.copy()
+
+
+def predict_speed(
+    request: PredictSpeedRequest | None = None, /, **options: Any
+) -> PredictSpeedResult:
+    """Single-GPU step time for each row of ``input``; GPUs without training data are
+    predicted from their catalog specs. Adds ``Predicted Step Time (s)``, ``Lower (s)``,
+    ``Upper (s)`` and ``Bottleneck`` to a copy of the rows and writes it to ``output``."""
+    import pandas as pd
+
+    from gpucast.app.fit import catalog_specs
+    from gpucast.domain.cmdare import GPU_COL
+    from gpucast.predict.speed import SpeedModel
+    from gpucast.store.datasets.cmdare_speed import read_speed_rows
+    from gpucast.store.files import write_csv_atomic
+
+    request = resolve(PredictSpeedRequest, request, options)
+    estimator = _load(request.model, SpeedModel)
+    source = require_file(request.input, "input")
+    rows = read_speed_rows(source, require_step_time=False)
+    specs = catalog_specs(sorted(set(rows[GPU_COL].astype(str))))
+    try:
+        pred = estimator.predict_frame(rows, specs, precision=request.precision)
+    except InvalidInputError as exc:
+        raise DataFormatError(str(source), exc.message, column=GPU_COL, fix=exc.fix) from exc
+    out = pd.read_csv(source, dtype=str, keep_default_na=False)
+    out[PREDICTED_COL] = pred["step_time_s"].to_numpy()
+    out[LOWER_COL] = pred["lower_s"].to_numpy()
+    out[UPPER_COL] = pred["upper_s"].to_numpy()
+    out[BOTTLENECK_COL] = pred["bottleneck"].to_numpy()
+    write_csv_atomic(out, request.output)
+    unseen = sorted(set(rows.loc[pred["source"] == "catalog", GPU_COL]))
+    return PredictSpeedResult(
+        output=request.output, rows=len(out), gpus_from_catalog_only=tuple(unseen), frame=out
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictClusterRequest:
+    """A cluster model and rows to predict (``gpucast predict cluster``)."""
+
+    VERB: ClassVar[str] = "predict cluster"
+
+    model: Path = option(help="JSON from `gpucast fit cluster`", example="cluster.json")
+    input: Path = option(help="CSV of rows to predict", example="rows.csv")
+    output: Path = option(help="CSV to write (input + predictions)", example="out.csv")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictClusterResult:
+    """The rows written: the input plus predicted speed, interval, bottleneck, PS shards."""
+
+    output: Path
+    rows: int
+    bottlenecks: dict[str, int]
+    frame: pd.DataFrame = field(compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"output": str(self.output), "rows": self.rows, "bottlenecks": self.bottlenecks}
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.frame.copy()
+
+
+def predict_cluster(
+    request: PredictClusterRequest | None = None, /, **options: Any
+) -> PredictClusterResult:
+    """Cluster speed (steps/s) for each row of ``input``: ``Number of Parameters``, ``Number
+    of Tensors``, ``Workers``, ``Parameter Servers``, and ``Step Time (s)`` (single worker) or
+    the ``GPU (temp)`` and ``Model (temp)`` of a run in the fit data; optional ``Strategy`` and
+    ``Max Tensor Size (MB)``. Adds the predicted speed, its interval, the bottleneck and the
+    PS shards needed."""
+    import numpy as np
+    import pandas as pd
+
+    from gpucast.domain.cmdare import GPU_COL, MODEL_COL, STEP_TIME_COL
+    from gpucast.predict.cluster import STRATEGIES, ClusterModel
+    from gpucast.store.datasets.rows import line_of, read_cluster_rows, text_cell
+    from gpucast.store.files import write_csv_atomic
+
+    request = resolve(PredictClusterRequest, request, options)
+    fitted = _load(request.model, ClusterModel)
+    rows = read_cluster_rows(request.input, STRATEGIES)
+    steps = rows.single_worker_step_time_s.copy()
+    where = str(request.input)
+    for i in rows.missing_step_time():
+        for col in (GPU_COL, MODEL_COL):
+            if not text_cell(rows.raw, col, i):
+                raise DataFormatError(
+                    where,
+                    f"no {STEP_TIME_COL!r} and no {col!r} to look the 1-worker step time up",
+                    line=line_of(i),
+                    column=STEP_TIME_COL,
+                    fix=f"give {STEP_TIME_COL!r} (single-worker step time)",
+                )
+        gpu, model = text_cell(rows.raw, GPU_COL, i), text_cell(rows.raw, MODEL_COL, i)
+        seen = fitted.single_worker_step_time(gpu, model)
+        if seen is None:
+            raise DataFormatError(
+                where,
+                f"{gpu}/{model} was not in the fit data",
+                line=line_of(i),
+                column=STEP_TIME_COL,
+                fix=f"give {STEP_TIME_COL!r} (e.g. from `gpucast predict speed`)",
+            )
+        steps[i] = seen
+    frame = pd.DataFrame(
+        {
+            "single_worker_step_time_s": steps,
+            "workers": rows.workers.astype(np.int64),
+            "ps_shards": rows.ps_shards,
+            "param_bytes": rows.n_parameters * fitted.bytes_per_parameter,
+            "n_tensors": rows.n_tensors,
+            "max_tensor_bytes": rows.max_tensor_mb * 1e6,
+            "strategy": rows.strategy,
+        }
+    )
+    pred = fitted.predict_frame(frame)
+    out = rows.raw.copy()
+    out[SPEED_OUT_COL] = pred["speed_steps_per_s"].to_numpy()
+    out[SPEED_LOWER_COL] = pred["lower"].to_numpy()
+    out[SPEED_UPPER_COL] = pred["upper"].to_numpy()
+    out[BOTTLENECK_COL] = pred["bottleneck"].to_numpy()
+    out[SHARDS_NEEDED_COL] = pred["ps_shards_needed"].to_numpy()
+    write_csv_atomic(out, request.output)
+    counts = out[BOTTLENECK_COL].astype(str).value_counts()
+    return PredictClusterResult(
+        output=request.output,
+        rows=len(out),
+        bottlenecks={str(k): int(v) for k, v in counts.items()},
+        frame=out,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictCheckpointRequest:
+    """A checkpoint model and rows to predict (``gpucast predict checkpoint``)."""
+
+    VERB: ClassVar[str] = "predict checkpoint"
+
+    model: Path = option(help="JSON from `gpucast fit checkpoint`", example="checkpoint.json")
+    input: Path = option(help="CSV with Checkpoint Size (MB)", example="rows.csv")
+    output: Path = option(help="CSV to write (input + predictions)", example="out.csv")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictCheckpointResult:
+    """The rows written: the input plus predicted checkpoint duration and its interval."""
+
+    output: Path
+    rows: int
+    frame: pd.DataFrame = field(compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"output": str(self.output), "rows": self.rows}
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.frame.copy()
+
+
+def predict_checkpoint(
+    request: PredictCheckpointRequest | None = None, /, **options: Any
+) -> PredictCheckpointResult:
+    """Checkpoint duration for each row of ``input`` (``Checkpoint Size (MB)``, optionally
+    ``Index File Size``); adds ``Predicted Duration (s)``, ``Lower (s)`` and ``Upper (s)``."""
+    import pandas as pd
+
+    from gpucast.predict.overheads import CheckpointModel
+    from gpucast.store.datasets.rows import read_checkpoint_rows
+    from gpucast.store.files import write_csv_atomic
+
+    request = resolve(PredictCheckpointRequest, request, options)
+    fitted = _load(request.model, CheckpointModel)
+    rows = read_checkpoint_rows(request.input)
+    frame = pd.DataFrame({"checkpoint_mb": rows.checkpoint_mb})
+    if rows.index_mb is not None:
+        frame["index_mb"] = rows.index_mb
+    pred = fitted.predict_frame(frame)
+    out = rows.raw.copy()
+    out[DURATION_COL] = pred["duration_s"].to_numpy()
+    out[LOWER_COL] = pred["lower"].to_numpy()
+    out[UPPER_COL] = pred["upper"].to_numpy()
+    write_csv_atomic(out, request.output)
+    return PredictCheckpointResult(output=request.output, rows=len(out), frame=out)

@@ -1,0 +1,235 @@
+"""``gpucast.predict_train|speed|cluster|checkpoint``: the planner's step time, rows in and
+rows out, typed errors naming the option."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_app_fit import checkpoint_csv, cluster_folder, speed_csv
+
+import gpucast
+from gpucast.app.fit import fit_checkpoint, fit_cluster, fit_speed
+from gpucast.app.predict import (
+    PredictCheckpointRequest,
+    PredictTrainRequest,
+    predict_checkpoint,
+    predict_cluster,
+    predict_speed,
+    predict_train,
+)
+from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownGpuError
+
+WORKLOAD = "mlp"
+
+
+def _planner_step_s(batch: int, gpu: str, precision: str, db: Path | None) -> tuple[float, bool]:
+    """The step time ``plan train`` uses for one worker of ``gpu`` at ``batch``: its GPU
+    table (``fixed_s + per_sample_s * batch`` summed over the roofline terms)."""
+    from gpucast.catalog import load_catalog
+    from gpucast.inputs.calibration import store_calibration
+    from gpucast.inputs.workload import workload_facts, workload_profile
+    from gpucast.plan.inputs import build_gpu_table
+
+    catalog = load_catalog()
+    facts = workload_facts(workload_profile(WORKLOAD, precision))
+    cal = store_calibration(db, WORKLOAD, precision, facts, catalog)
+    table = build_gpu_table(
+        facts, [catalog.gpu(gpu)], calibration=None if cal is None else cal.value
+    )
+    return float((table.fixed_s[0] + table.per_sample_s[0] * batch).sum()), cal is not None
+
+
+def _store_measurement(db: Path, batch: int, step_s: float) -> None:
+    from gpucast.domain.measurement import EnvironmentFingerprint, Measurement
+    from gpucast.domain.workload import WorkloadSpec
+    from gpucast.store.db import open_store
+
+    env = EnvironmentFingerprint(
+        host="h",
+        os="linux",
+        python_version="3.11",
+        cpu_model="cpu",
+        cpu_cores=2,
+        torch_threads=2,
+        torch_version="2",
+    )
+    measurement = Measurement(
+        spec=WorkloadSpec(name=WORKLOAD, batch_size=batch),
+        mode="train",
+        device="cpu",
+        step_times_s=(step_s, step_s * 1.01, step_s * 0.99),
+        samples_per_step=batch,
+        stop_reason="ci_reached",
+        target_ci=0.05,
+        environment=env,
+        created_at=datetime.now(UTC),
+    )
+    with open_store(db) as store:
+        store.save_measurement(measurement)
+
+
+# -- predict train --------------------------------------------------------------------------
+def test_predict_train_is_the_planners_step_time(tmp_path: Path) -> None:
+    from gpucast.catalog.validation import validation_for
+
+    db = tmp_path / "store.db"
+    result = gpucast.predict_train(workload=WORKLOAD, batch_size=48, gpu="A100", db=db)
+    planned, calibrated = _planner_step_s(48, "A100", "fp32", db)
+    assert not calibrated and not result.calibrated
+    assert result.step_time_s == pytest.approx(planned, rel=1e-9)
+    assert result.gpu.startswith("A100") and result.samples_per_s == pytest.approx(48 / planned)
+    data = result.to_dict()
+    assert data["step_time_s"]["value"] == result.step_time_s
+    assert data["validation"] == validation_for("roofline-step", [result.gpu], "fp32", 1).to_dict()
+    assert data["calibration_source"].startswith("none")
+
+
+def test_a_stored_measurement_calibrates_as_in_the_planner(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    _store_measurement(db, batch=8, step_s=0.004)  # another batch than predicted
+    result = predict_train(workload=WORKLOAD, batch_size=32, gpu="H100", db=db)
+    planned, calibrated = _planner_step_s(32, "H100", "fp32", db)
+    assert calibrated and result.calibrated
+    assert result.step_time_s == pytest.approx(planned, rel=1e-9)
+    assert "store run #1" in result.calibration_source
+    uncalibrated = predict_train(workload=WORKLOAD, batch_size=32, gpu="H100", db=tmp_path / "x")
+    assert uncalibrated.step_time_s != pytest.approx(result.step_time_s)
+
+
+def test_predict_train_request_object_and_override(tmp_path: Path) -> None:
+    request = PredictTrainRequest(workload=WORKLOAD, batch_size=16, gpu="V100")
+    base = predict_train(request, db=tmp_path / "s.db")
+    bigger = predict_train(request, batch_size="64", db=tmp_path / "s.db")
+    assert bigger.batch_size == 64 and bigger.step_time_s > base.step_time_s
+
+
+def test_predict_train_bad_options(tmp_path: Path) -> None:
+    with pytest.raises(InvalidSpecError, match=r"^batch-size: must be >= 1") as batch:
+        predict_train(workload=WORKLOAD, batch_size=0, gpu="V100")
+    assert batch.value.field == "batch-size"
+    with pytest.raises(InvalidSpecError, match="must be a whole number"):
+        predict_train(workload=WORKLOAD, batch_size="many", gpu="V100")
+    with pytest.raises(InvalidSpecError, match="precision: must be one of fp32, bf16, fp16"):
+        PredictTrainRequest(workload=WORKLOAD, batch_size=8, gpu="V100", precision="fp64")
+    with pytest.raises(InvalidSpecError, match=r"^gpu: is required"):
+        predict_train(workload=WORKLOAD, batch_size=8)
+    with pytest.raises(UnknownGpuError, match="Voodoo5"):
+        predict_train(workload=WORKLOAD, batch_size=8, gpu="Voodoo5", db=tmp_path / "s.db")
+
+
+# -- predict speed --------------------------------------------------------------------------
+@pytest.fixture
+def speed_json(tmp_path: Path) -> Path:
+    out = tmp_path / "speed.json"
+    fit_speed(data=[speed_csv(tmp_path / "train.csv")], out=out)
+    return out
+
+
+def test_predict_speed_rows_in_rows_out(tmp_path: Path, speed_json: Path) -> None:
+    rows = tmp_path / "in.csv"
+    rows.write_text(
+        "GPU (temp),Model FLOPs,Number of Parameters,Number of Tensors,note\n"
+        "P100,2e9,2.2e6,120,keep me\nV100,2e9,2.2e6,120,\n"
+    )
+    out = tmp_path / "out.csv"
+    result = predict_speed(model=speed_json, input=rows, output=out, precision="fp32")
+    assert result.rows == 2 and result.gpus_from_catalog_only == ("V100",)
+    frame = result.to_frame()
+    written = pd.read_csv(out, keep_default_na=False)
+    assert list(written.columns) == list(frame.columns)
+    assert written["Predicted Step Time (s)"].to_numpy() == pytest.approx(
+        frame["Predicted Step Time (s)"].to_numpy()
+    )
+    assert frame["note"].iloc[0] == "keep me"
+    assert frame["Predicted Step Time (s)"].iloc[1] < frame["Predicted Step Time (s)"].iloc[0]
+    assert result.to_dict() == {"output": str(out), "rows": 2, "gpus_from_catalog_only": ["V100"]}
+
+
+def test_predict_speed_errors_name_the_option(tmp_path: Path, speed_json: Path) -> None:
+    out = tmp_path / "out.csv"
+    with pytest.raises(InvalidSpecError, match="file not found") as missing:
+        predict_speed(model=speed_json, input=tmp_path / "none.csv", output=out)
+    assert missing.value.field == "input"
+    with pytest.raises(InvalidSpecError, match="file not found") as model:
+        predict_speed(model=tmp_path / "none.json", input=tmp_path / "x.csv", output=out)
+    assert model.value.field == "model"
+    with pytest.raises(InvalidSpecError, match="precision: must be one of"):
+        predict_speed(model=speed_json, input=tmp_path / "x.csv", output=out, precision="int4")
+    assert not out.exists()
+
+
+# -- predict cluster ------------------------------------------------------------------------
+@pytest.fixture
+def cluster_json(tmp_path: Path) -> Path:
+    out = tmp_path / "cluster.json"
+    fit_cluster(data=cluster_folder(tmp_path), out=out)
+    return out
+
+
+def test_predict_cluster_looks_up_fitted_step_times(tmp_path: Path, cluster_json: Path) -> None:
+    rows = tmp_path / "rows.csv"
+    rows.write_text(
+        "GPU (temp),Model (temp),Number of Parameters,Number of Tensors,"
+        "Workers,Parameter Servers,Strategy,Step Time (s)\n"
+        "P100,big,3e7,200,4,1,,\n"
+        "P100,big,3e7,200,4,1,ps-async,0.5\n"
+        "K80,small,1e6,100,2,1,ALLREDUCE,\n"
+    )
+    out = tmp_path / "out.csv"
+    result = predict_cluster(model=cluster_json, input=rows, output=out)
+    frame = result.to_frame()
+    assert result.rows == 3 and out.is_file()
+    assert sum(result.bottlenecks.values()) == 3
+    assert result.to_dict() == {
+        "output": str(out),
+        "rows": 3,
+        "bottlenecks": frame["Bottleneck"].value_counts().to_dict(),
+    }
+    speed = frame["Predicted Speed (steps/sec)"]
+    # the fitted 1-worker P100/big speed is 2 steps/s: 0.5 s/step, as the second row gives
+    assert speed.iloc[0] == pytest.approx(speed.iloc[1])
+
+
+def test_predict_cluster_unseen_model_names_line_and_column(
+    tmp_path: Path, cluster_json: Path
+) -> None:
+    rows = tmp_path / "rows.csv"
+    rows.write_text(
+        "GPU (temp),Model (temp),Number of Parameters,Number of Tensors,Workers,Parameter Servers\n"
+        "P100,big,3e7,200,4,1\nV100,unseen,1e6,10,2,1\n"
+    )
+    with pytest.raises(DataFormatError, match="V100/unseen was not in the fit data") as exc:
+        predict_cluster(model=cluster_json, input=rows, output=tmp_path / "o.csv")
+    assert exc.value.line == 3 and exc.value.column == "Step Time (s)"
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_wrong_model_kind_names_model(tmp_path: Path, cluster_json: Path) -> None:
+    rows = tmp_path / "rows.csv"
+    rows.write_text("Checkpoint Size (MB)\n100\n")
+    with pytest.raises(InvalidSpecError, match="holds a 'cluster' model") as exc:
+        predict_checkpoint(model=cluster_json, input=rows, output=tmp_path / "o.csv")
+    assert exc.value.field == "model" and "gpucast fit checkpoint" in str(exc.value)
+
+
+# -- predict checkpoint ---------------------------------------------------------------------
+def test_predict_checkpoint(tmp_path: Path) -> None:
+    model = tmp_path / "ckpt.json"
+    fit_checkpoint(data=checkpoint_csv(tmp_path / "c.csv"), out=model)
+    rows = tmp_path / "rows.csv"
+    rows.write_text("Checkpoint Size (MB),Index File Size\n100,25\n50,\n")
+    out = tmp_path / "out.csv"
+    result = predict_checkpoint(PredictCheckpointRequest(model=model, input=rows, output=out))
+    assert result.to_dict() == {"output": str(out), "rows": 2}
+    frame = result.to_frame()
+    assert frame["Predicted Duration (s)"].iloc[0] == pytest.approx(5.0, rel=0.02)
+    assert (frame["Lower (s)"] <= frame["Predicted Duration (s)"]).all()
+    rows.write_text("Checkpoint Size (MB)\n100\n-5\n")
+    out.unlink()
+    with pytest.raises(DataFormatError, match="must be >= 0") as bad:
+        predict_checkpoint(model=model, input=rows, output=out)
+    assert bad.value.line == 3 and bad.value.column == "Checkpoint Size (MB)"
+    assert not out.exists()
