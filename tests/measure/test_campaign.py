@@ -1,35 +1,25 @@
-"""Campaigns: sweep parsing with line numbers, expansion, crash isolation, SIGKILL/SIGTERM."""
+"""Campaigns: sweep parsing with line numbers, expansion, crash isolation, runners.
+
+The campaign as a process (SIGKILL, SIGTERM) is tested through the CLI in
+tests/cli/test_campaign_cli.py.
+"""
 
 from __future__ import annotations
 
-import random
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from gpucast.domain.campaign import Sweep
+from gpucast.domain.campaign import CampaignProgress, Sweep
 from gpucast.domain.errors import DataFormatError, InvalidInputError
-from gpucast.measure.campaign import campaign_status, load_sweep, run_campaign
+from gpucast.measure.campaign import LocalRunner, campaign_status, load_sweep, run_campaign
 
 HERE = Path(__file__).resolve().parent
 # Tiny single-process points: each measures a few mlp steps in well under a second.
 FAST_SETTINGS = (
     "settings: {max_time_s: 0.2, min_samples: 3, target_ci: 0.5, steps: 3, warmup_steps: 1}"
 )
-# Runs the CLI with the campaign verb registered (cli/verbs.py lists it once the lead adds it).
-DRIVER = """
-import sys
-from gpucast.cli.app import app
-from gpucast.cli import campaign
-if not any(g.name == "campaign" for g in app.registered_groups):
-    app.add_typer(campaign.app, name="campaign")
-app(sys.argv[1:])
-"""
 
 
 def write(tmp_path: Path, text: str, name: str = "sweep.yaml") -> Path:
@@ -79,17 +69,6 @@ def test_bad_sweeps_name_the_key_and_line(
         assert f"line {line}" in str(info.value)
 
 
-def test_a_bad_sweep_runs_nothing(tmp_path: Path) -> None:
-    db = tmp_path / "c.db"
-    path = write(tmp_path, "workloads: [nope]\nbatch_sizes: [4]\n")
-    result = subprocess.run(
-        [sys.executable, "-c", DRIVER, "--db", str(db), "campaign", "run", str(path)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert result.returncode == 2 and "line 1" in result.stderr and "nope" in result.stderr
-    assert not db.exists()
-
-
 # ------------------------------------------------------------------ running
 def _rows(db: Path) -> tuple[int, list[tuple[str, str, int | None]]]:
     """Stored runs and campaign points; (0, []) while the driver is still creating the schema."""
@@ -104,18 +83,6 @@ def _rows(db: Path) -> tuple[int, list[tuple[str, str, int | None]]]:
                 raise
             return 0, []
     return runs, points
-
-
-def _done_now(db: Path) -> int:
-    """Points done so far, for polling: never waits on the driver's locks (-1 when unreadable)."""
-    if not db.exists():
-        return -1
-    try:
-        with sqlite3.connect(db, timeout=0.05) as conn:
-            row = conn.execute("SELECT COUNT(*) FROM campaign_points WHERE status = 'done'")
-            return int(row.fetchone()[0])
-    except sqlite3.OperationalError:
-        return -1
 
 
 def test_crashing_point_fails_alone_and_can_be_retried(
@@ -143,73 +110,6 @@ def test_crashing_point_fails_alone_and_can_be_retried(
     assert again.status == "done" and again.progress.done == 2
     runs, points = _rows(db)
     assert runs == 2 and [p[1] for p in points] == ["done", "done"]
-
-
-def _driver(db: Path, sweep: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-c", DRIVER, "--db", str(db), "campaign", "run", str(sweep)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-
-
-def test_sigkill_at_random_moments_never_loses_or_duplicates_a_point(tmp_path: Path) -> None:
-    # Each point runs its whole 0.5 s budget (an unreachable CI target), so a kill within
-    # 0.6 s of reaching the target count always lands mid-campaign.
-    sweep = write(
-        tmp_path,
-        "workloads: [mlp]\nbatch_sizes: [1, 2, 3, 4, 5, 6, 7, 8]\ndevices: [cpu]\n"
-        "settings: {max_time_s: 0.5, min_samples: 3, target_ci: 0.000001}\n",
-    )
-    db = tmp_path / "c.db"
-    rng = random.Random(7)
-    done_before = 0
-    for target in (1, 3, 5):  # kill after some progress, at a random moment within a point
-        proc = _driver(db, sweep)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            if _done_now(db) >= target:
-                break
-            time.sleep(0.05)
-        time.sleep(rng.uniform(0.0, 0.6))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        runs, points = _rows(db)
-        done = [p for p in points if p[1] == "done"]
-        assert runs == len(done) >= max(done_before, target)  # nothing lost, nothing extra
-        done_before = len(done)
-        assert len(done) < 8, "the campaign finished before it could be killed"
-    proc = _driver(db, sweep)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err.decode()
-    runs, points = _rows(db)
-    assert len(points) == 8 and all(p[1] == "done" for p in points)
-    run_ids = [p[2] for p in points]
-    assert runs == 8 and len(set(run_ids)) == 8
-
-
-def test_sigterm_stops_quickly_and_leaves_a_resumable_campaign(tmp_path: Path) -> None:
-    sweep = write(
-        tmp_path,
-        "workloads: [mlp]\nbatch_sizes: [1, 2, 3, 4, 5, 6]\ndevices: [cpu]\n"
-        "settings: {max_time_s: 2.0, min_samples: 3, target_ci: 0.0001}\n",
-    )
-    db = tmp_path / "c.db"
-    proc = _driver(db, sweep)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # wait until a point is running
-        if db.exists() and any(p[1] == "running" for p in _rows(db)[1]):
-            break
-        time.sleep(0.1)
-    sent = time.monotonic()
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
-    assert time.monotonic() - sent < 10
-    assert proc.returncode == 0, err.decode()
-    status = campaign_status(db, "sweep")
-    assert status["status"] == "interrupted" and status["resumable"]
-    assert status["running"] == 0 and status["pending"] >= 1
-    runs, points = _rows(db)
-    assert runs == sum(p[1] == "done" for p in points)
 
 
 def test_status_of_an_unknown_campaign_lists_the_known(tmp_path: Path) -> None:
@@ -241,29 +141,35 @@ def test_distributed_points_are_stored_as_distributed_runs(tmp_path: Path) -> No
     assert m.config.label == "ps-async" and m.config.n_workers == 1
 
 
-def test_ray_backend_runs_points_as_tasks(tmp_path: Path) -> None:
+def test_ray_runner_runs_points_as_tasks(tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="ray is an optional extra (pip install 'gpucast[ray]')")
-    from gpucast.measure import campaign_ray
+    from gpucast.measure.campaign_ray import RayRunner
 
     sweep = write(
         tmp_path, f"workloads: [mlp]\nbatch_sizes: [2, 4]\ndevices: [cpu]\n{FAST_SETTINGS}\n"
     )
     db = tmp_path / "c.db"
-    original = campaign_ray.RayRunner.__init__
-
-    def local_cpu_only(self: campaign_ray.RayRunner, **kw: object) -> None:
-        original(self, address=None, init_kwargs={"num_cpus": 2, "num_gpus": 0,
-                                                  "include_dashboard": False})  # fmt: skip
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(campaign_ray.RayRunner, "__init__", local_cpu_only)
-    try:
-        result = run_campaign(load_sweep(sweep), db, backend="ray")
-    finally:
-        mp.undo()
+    ray_runner = RayRunner(
+        address=None, init_kwargs={"num_cpus": 2, "num_gpus": 0, "include_dashboard": False}
+    )
+    result = run_campaign(load_sweep(sweep), db, runner=ray_runner)
     assert result.status == "done" and result.progress.done == 2
     runs, points = _rows(db)
     assert runs == 2 and {p[1] for p in points} == {"done"}
+
+
+def test_a_stop_before_the_first_point_leaves_everything_pending(tmp_path: Path) -> None:
+    sweep = write(tmp_path, f"workloads: [mlp]\nbatch_sizes: [2, 4]\n{FAST_SETTINGS}\n")
+    db = tmp_path / "c.db"
+    seen: list[CampaignProgress] = []
+    result = run_campaign(
+        load_sweep(sweep), db, runner=LocalRunner(), should_stop=lambda: True,
+        on_progress=seen.append,
+    )  # fmt: skip
+    assert result.status == "interrupted" and result.progress.pending == 2
+    assert seen and seen[-1] == result.progress
+    assert campaign_status(db, "sweep")["resumable"]
+    assert _rows(db)[0] == 0
 
 
 def test_point_resources_for_ray() -> None:

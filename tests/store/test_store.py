@@ -18,7 +18,7 @@ from gpucast.store.schema import latest_version, split_statements
 
 
 def test_import_does_no_work(tmp_path: Path) -> None:
-    code = "import gpucast.store, gpucast.measure, gpucast.cli.runs, gpucast.cli.measure"
+    code = "import gpucast.store, gpucast.measure, gpucast.app.runs, gpucast.app.measure"
     env = {"XDG_DATA_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "home"), "PATH": ""}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
     assert not (tmp_path / "xdg").exists() and not (tmp_path / "home").exists()

@@ -1,34 +1,27 @@
-"""`gpucast campaign run|status`: resumable measurement sweeps from a YAML file."""
+"""`gpucast campaign run|status`: resumable measurement sweeps from a YAML file.
+
+The flags are the fields of the requests in :mod:`gpucast.app.campaign`; the work happens in
+its verbs. This module turns SIGTERM (a spot revocation notice) and SIGINT into the verb's
+``should_stop`` and draws its progress.
+"""
 
 from __future__ import annotations
 
 import signal
 import threading
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
-from gpucast.cli._common import console, emit_json, err_console, state
+from gpucast.app.campaign import CampaignRunRequest, CampaignStatus, CampaignStatusRequest
+from gpucast.cli._command import request_command
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, state
+from gpucast.domain.campaign import CampaignProgress
 
 app = typer.Typer(no_args_is_help=True, help="Run measurement sweeps that survive being killed.")
-
-
-def _db_path(ctx: typer.Context) -> Path:
-    from gpucast.store import default_db_path
-
-    return state(ctx).db_path or default_db_path()
 
 
 class _StopOnSignal:
@@ -55,16 +48,10 @@ class _StopOnSignal:
 
 
 @app.command("run")
+@request_command(CampaignRunRequest)
 def run(
     ctx: typer.Context,
-    sweep_file: Path = typer.Argument(..., help="The sweep YAML (see gpucast.measure.campaign)."),
-    backend: str = typer.Option("local", "--backend", help="local, or ray (one task per point)."),
-    address: str | None = typer.Option(
-        None, "--address", help="Ray cluster address (ray://host:10001 or auto); ray only."
-    ),
-    retry_failed: bool = typer.Option(
-        False, "--retry-failed", help="Run the points that failed before again."
-    ),
+    request: CampaignRunRequest,
     as_json: bool = typer.Option(False, "--json", help="Print the final status as JSON."),
 ) -> None:
     """Run every point of SWEEP_FILE not done yet, storing each result as it completes.
@@ -72,18 +59,17 @@ def run(
     Killed (even with SIGKILL), run it again to finish the rest: no completed point is lost
     or repeated. SIGTERM stops within seconds, keeps what is done and exits 0.
     """
-    from gpucast.domain.errors import InvalidSpecError
-    from gpucast.measure.campaign import BACKENDS, campaign_status, load_sweep, run_campaign
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    if backend not in BACKENDS:
-        raise InvalidSpecError("--backend", f"must be one of {', '.join(BACKENDS)}", got=backend)
-    if address is not None and backend != "ray":
-        raise InvalidSpecError(
-            "--address", "only applies to --backend ray", fix="add --backend ray"
-        )
-    sweep = load_sweep(sweep_file)  # every check before anything runs
-    db = _db_path(ctx)
-    n_points = len(sweep.points())
+    from gpucast.app import campaign_run
+
     with (
         _StopOnSignal() as stopper,
         Progress(
@@ -99,9 +85,9 @@ def run(
             disable=not err_console.is_terminal,
         ) as bar,
     ):
-        task = bar.add_task(sweep.name, total=n_points, failed=0, current="")
+        task = bar.add_task(escape(request.sweep_file.stem), total=None, failed=0, current="")
 
-        def show(p: Any) -> None:
+        def show(p: CampaignProgress) -> None:
             bar.update(
                 task,
                 total=p.total,
@@ -110,21 +96,13 @@ def run(
                 current=escape(p.current or ""),
             )
 
-        result = run_campaign(
-            sweep,
-            db,
-            sweep_path=sweep_file,
-            backend=backend,
-            address=address,
-            retry_failed=retry_failed,
-            should_stop=stopper.event.is_set,
-            on_progress=show,
+        result = campaign_run(
+            request, db=state(ctx).db_path, should_stop=stopper.event.is_set, on_progress=show
         )
-    status = campaign_status(db, result.campaign_id)
     if as_json:
-        emit_json(status)
+        emit_json(result.to_dict())
     else:
-        _print_status(status)
+        print_status(result.campaign)
     if stopper.signal == signal.SIGINT:
         raise typer.Exit(130)
     if result.status == "incomplete":
@@ -135,38 +113,30 @@ def run(
 
 
 @app.command("status")
+@request_command(CampaignStatusRequest)
 def status(
     ctx: typer.Context,
-    sweep_file: Path | None = typer.Argument(None, help="The sweep YAML (or use --campaign)."),
-    campaign: str | None = typer.Option(None, "--campaign", help="A campaign id (its name)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    request: CampaignStatusRequest,
+    as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
 ) -> None:
     """Show a campaign's done / running / failed / pending points and the errors of failures."""
-    from gpucast.domain.errors import InvalidInputError
-    from gpucast.measure.campaign import campaign_status, load_sweep
+    from gpucast.app import campaign_status
 
-    if (sweep_file is None) == (campaign is None):
-        raise InvalidInputError(
-            "give a sweep file or --campaign ID (one of them)",
-            fix="e.g. gpucast campaign status sweep.yaml",
-        )
-    campaign_id = campaign if campaign is not None else load_sweep(sweep_file).name  # type: ignore[arg-type]
-    info = campaign_status(_db_path(ctx), campaign_id)
+    info = campaign_status(request, db=state(ctx).db_path)
     if as_json:
-        emit_json(info)
+        emit_json(info.to_dict())
     else:
-        _print_status(info)
+        print_status(info)
 
 
-def _print_status(info: dict[str, Any]) -> None:
-    summary = Table(
-        title=f"campaign {escape(info['campaign'])}: {info['status']}", title_justify="left"
-    )
+def print_status(info: CampaignStatus) -> None:
+    summary = Table(title=f"campaign {escape(info.campaign)}: {info.status}", title_justify="left")
     for column in ("total", "done", "running", "failed", "pending"):
         summary.add_column(column, justify="right")
-    summary.add_row(*(str(info[c]) for c in ("total", "done", "running", "failed", "pending")))
+    counts = (info.total, info.done, info.running, info.failed, info.pending)
+    summary.add_row(*(str(n) for n in counts))
     console.print(summary)
-    failed = [p for p in info["points"] if p["status"] == "failed"]
+    failed = info.failed_points
     if failed:
         table = Table(title="failed points", title_justify="left")
         table.add_column("point")
@@ -175,7 +145,7 @@ def _print_status(info: dict[str, Any]) -> None:
         for p in failed:
             table.add_row(escape(p["key"]), str(p["attempts"]), escape(p["error"] or ""))
         console.print(table)
-    if info["resumable"]:
+    if info.resumable:
         console.print(
             "resumable: run `gpucast campaign run` on the same sweep to finish it"
             + (" (--retry-failed to retry failures)" if failed else ""),

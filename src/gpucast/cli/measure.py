@@ -1,22 +1,31 @@
-"""`gpucast measure train|infer WORKLOAD`: time steps on this machine and store the result."""
+"""`gpucast measure train|infer WORKLOAD`: time steps on this machine and store the result.
+
+The flags are the fields of :class:`gpucast.app.measure.MeasureTrainRequest` and
+:class:`~gpucast.app.measure.MeasureInferRequest`; the work happens in
+:func:`gpucast.app.measure.measure_train` / ``measure_infer``. This module renders: a progress
+line while measuring, then a table of the measurement (``runs show`` reuses it). ``measure
+infer-curve`` joins this group in :mod:`gpucast.cli.verbs`.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+import contextlib
 from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
-from rich.progress import Progress as RichProgress
-from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gpucast.cli._common import console, emit_json, err_console, state
-from gpucast.domain.workload import WorkloadSpec
+from gpucast.app.measure import MeasureInferRequest, MeasureResult, MeasureTrainRequest
+from gpucast.cli._command import request_command
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, state, working
 
-if TYPE_CHECKING:  # gpucast.domain.measurement pulls in scipy; annotations only here
+if TYPE_CHECKING:  # gpucast.domain.measurement pulls in numpy; annotations only here
+    from collections.abc import Callable, Iterator
+
+    from gpucast.domain.distributed import DistributedMeasurement
     from gpucast.domain.measurement import Measurement
-    from gpucast.workloads.base import Workload
+    from gpucast.measure.harness import Progress
 
 app = typer.Typer(no_args_is_help=True, help="Time training or inference steps.")
 
@@ -87,66 +96,67 @@ def measurement_table(m: Measurement, *, title: str | None = None) -> Table:
     return table
 
 
-def print_warnings(m: Measurement) -> None:
+def print_warnings(m: Measurement | DistributedMeasurement) -> None:
     for warning in m.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
 
 
-def _run(
-    ctx: typer.Context,
-    mode: str,
-    workload: str,
-    device: str,
-    batch_size: int,
-    precision: str,
-    target_ci: float,
-    max_time_s: float,
-    min_samples: int,
-    no_save: bool,
-    as_json: bool,
-) -> None:
-    from gpucast.measure import StoppingRule, resolve_device
-    from gpucast.store import Store
-    from gpucast.workloads import get_workload
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1e3:.3g} ms"
 
-    # Check every input before building a model or touching the store.
-    spec = WorkloadSpec(name=workload, batch_size=batch_size, precision=precision)  # type: ignore[arg-type]
-    StoppingRule(target_ci=target_ci, max_time_s=max_time_s, min_samples=min_samples)
-    resolve_device(device)
-    chosen = get_workload(workload)
-    db_path = db_path_for(ctx)
-    store = None if no_save else Store(db_path).open()  # a bad --db fails before measuring
 
-    try:
-        result = _measure_with_progress(
-            spec, chosen, mode, device, target_ci, max_time_s, min_samples
+def distributed_table(d: DistributedMeasurement) -> Table:
+    """A Rich table of a DistributedMeasurement: summary, then one row per rank."""
+    c = d.config
+    title = (
+        f"train {escape(d.spec.name)} · {c.label} · {c.n_workers} worker(s)"
+        + (f" + {c.n_ps} PS" if c.n_ps else "")
+        + f" · {d.spec.precision}"
+    )
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    table.add_row("step (median / mean)", f"{_ms(d.median_step_s)} / {_ms(d.mean_step_s)}")
+    table.add_row("compute", _ms(d.compute_s))
+    table.add_row("communication (alone)", _ms(d.communication_s))
+    table.add_row(
+        "exposed / overlapped",
+        f"{_ms(d.exposed_communication_s)} / {_ms(d.overlapped_communication_s)}",
+    )
+    table.add_row("bytes sent per worker step", f"{d.bytes_per_step / 1e6:,.2f} MB")
+    table.add_row(
+        "throughput",
+        f"{d.samples_per_s:,.1f} samples/s ({d.worker_steps_per_s:.2f} worker steps/s)",
+    )
+    table.add_row("skew", f"{d.skew:.1%} (slowest: rank {d.straggler_rank})")
+    if d.ps_utilization is not None:
+        table.add_row("busiest PS shard", f"{d.ps_utilization:.0%} busy")
+    ranks = Table(title="ranks", title_justify="left")
+    for column in ("rank", "role", "device", "batch", "step", "compute", "comm", "PS busy"):
+        ranks.add_column(column, justify="right" if column not in ("role", "device") else "left")
+    for r in d.ranks:
+        ranks.add_row(
+            str(r.rank),
+            r.role,
+            escape(r.device),
+            str(r.batch_size or "-"),
+            _ms(r.median_step_s) if r.role == "worker" else "-",
+            _ms(r.median_compute_s) if r.role == "worker" else "-",
+            _ms(r.median_comm_s) if r.role == "worker" else "-",
+            "-" if r.ps_utilization is None else f"{r.ps_utilization:.0%}",
         )
-        run_id = None if store is None else store.save_measurement(result)
-    finally:
-        if store is not None:
-            store.close()
-
-    if as_json:
-        emit_json({**result.to_dict(), "run_id": run_id})
-        return
-    console.print(measurement_table(result))
-    print_warnings(result)
-    if run_id is not None:
-        err_console.print(f"saved as run {run_id} in {escape(str(db_path))}", highlight=False)
+    outer = Table.grid()
+    outer.add_row(table)
+    outer.add_row(ranks)
+    return outer
 
 
-def _measure_with_progress(
-    spec: WorkloadSpec,
-    workload_obj: Workload,
-    mode: str,
-    device: str,
-    target_ci: float,
-    max_time_s: float,
-    min_samples: int,
-) -> Measurement:
-    from gpucast.measure import Progress, measure
+@contextlib.contextmanager
+def progress_line(what: str) -> Iterator[Callable[[Progress], None]]:
+    """A transient progress line on stderr; yields the ``on_progress`` callback to feed it."""
+    from rich.progress import Progress as RichProgress
+    from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    workload = spec.name
     with RichProgress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -155,116 +165,75 @@ def _measure_with_progress(
         transient=True,
         disable=not err_console.is_terminal,
     ) as bar:
-        task = bar.add_task(f"{mode} {workload}: building model", total=None)
+        task = bar.add_task(f"{what}: building model", total=None)
 
         def show(p: Progress) -> None:
             if p.phase == "warmup":
-                text = f"{mode} {workload}: warming up ({p.n_warmup} steps)"
+                text = f"{what}: warming up ({p.n_warmup} steps)"
             else:
                 ci = "-" if p.ci_halfwidth_rel is None else f"±{p.ci_halfwidth_rel:.1%}"
-                text = (
-                    f"{mode} {workload}: {p.n_samples} samples, CI {ci} (target ±{p.target_ci:.1%})"
-                )
-            bar.update(task, description=text)
+                text = f"{what}: {p.n_samples} samples, CI {ci} (target ±{p.target_ci:.1%})"
+            bar.update(task, description=escape(text))
 
-        return measure(
-            spec,
-            mode=mode,
-            device=device,
-            target_ci=target_ci,
-            max_time_s=max_time_s,
-            min_samples=min_samples,
-            workload=workload_obj,
-            on_progress=show,
+        yield show
+
+
+def render(result: MeasureResult, *, as_json: bool) -> None:
+    """Print a measure verb's result: JSON, or the table, its warnings and where it was saved."""
+    from gpucast.domain.measurement import Measurement
+
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    m = result.measurement
+    if m is None:
+        err_console.print(
+            f"node {result.node_rank} done; rank 0 (node 0) holds and stores the result",
+            highlight=False,
+        )
+        return
+    console.print(measurement_table(m) if isinstance(m, Measurement) else distributed_table(m))
+    print_warnings(m)
+    if result.run_id is not None:
+        err_console.print(
+            f"saved as run {result.run_id} in {escape(str(result.db))}", highlight=False
         )
 
 
-_DEVICE = typer.Option("auto", "--device", help="cpu, cuda, cuda:N, or auto (a GPU if any).")
-_BATCH = typer.Option(32, "--batch-size", help="Samples per step (>= 1).")
-_PRECISION = typer.Option("fp32", "--precision", help="fp32, bf16 or fp16.")
-_TARGET_CI = typer.Option(
-    0.02, "--target-ci", help="Stop when the 95% CI half-width is within this share of the mean."
-)
-_MAX_TIME = typer.Option(
-    60.0,
-    "--max-time-s",
-    help="Wall-clock budget, warm-up included (at least --min-samples steps always run).",
-)
-_MIN_SAMPLES = typer.Option(10, "--min-samples", help="Measured steps before stopping (>= 2).")
-_NO_SAVE = typer.Option(False, "--no-save", help="Do not write the result to the store.")
-_JSON = typer.Option(False, "--json", help="Print one JSON object instead of a table.")
-
-
 @app.command("train")
+@request_command(MeasureTrainRequest)
 def train(
     ctx: typer.Context,
-    workload: str = typer.Argument(..., help="A built-in workload name or module:factory."),
-    device: str = _DEVICE,
-    batch_size: int = _BATCH,
-    precision: str = _PRECISION,
-    target_ci: float = _TARGET_CI,
-    max_time_s: float = _MAX_TIME,
-    min_samples: int = _MIN_SAMPLES,
-    no_save: bool = _NO_SAVE,
-    as_json: bool = _JSON,
-    distributed: str | None = typer.Option(
-        None, "--distributed", help="ddp, fsdp or ps: a multi-process run via torch.distributed."
-    ),
-    nproc: int = typer.Option(2, "--nproc", help="Processes on this node (--distributed)."),
-    nnodes: int = typer.Option(1, "--nnodes", help="Nodes in the job (--distributed)."),
-    node_rank: int = typer.Option(0, "--node-rank", help="This node's rank (--distributed)."),
-    master_addr: str = typer.Option("127.0.0.1", "--master-addr", help="Rendezvous host."),
-    master_port: int | None = typer.Option(None, "--master-port", help="Rendezvous port."),
-    ps_shards: int = typer.Option(1, "--ps-shards", help="Parameter-server shards (ps)."),
-    sync: bool = typer.Option(True, "--sync/--async", help="Synchronous or asynchronous PS."),
-    batch_sizes: str | None = typer.Option(
-        None, "--batch-sizes", help="Per-worker batch sizes, e.g. 32,64 (heterogeneous runs)."
-    ),
-    devices: str | None = typer.Option(
-        None, "--devices", help="Per-worker devices, e.g. cuda:0,cpu (heterogeneous runs)."
-    ),
-    steps: int = typer.Option(20, "--steps", help="Measured steps per rank (--distributed)."),
-    warmup_steps: int = typer.Option(5, "--warmup-steps", help="Warm-up steps (--distributed)."),
+    request: MeasureTrainRequest,
+    as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
 ) -> None:
     """Time training steps (forward, backward, optimizer) of WORKLOAD.
 
     With --distributed, launch --nproc processes (torchrun-compatible; NCCL on GPUs, gloo on
     the CPU) and measure step, compute and communication time, bytes and per-rank skew.
     """
-    if distributed is not None:
-        from gpucast.cli.distributed import run_distributed
+    from gpucast.app import measure_train
 
-        run_distributed(
-            ctx, workload=workload, strategy=distributed, device=device, batch_size=batch_size,
-            precision=precision, nproc=nproc, nnodes=nnodes, node_rank=node_rank,
-            master_addr=master_addr, master_port=master_port, ps_shards=ps_shards, sync=sync,
-            batch_sizes=batch_sizes, devices=devices, steps=steps, warmup_steps=warmup_steps,
-            no_save=no_save, as_json=as_json,
-        )  # fmt: skip
-        return
-    _run(ctx, "train", workload, device, batch_size, precision, target_ci, max_time_s,
-         min_samples, no_save, as_json)  # fmt: skip
+    config = request.distributed_config()
+    if config is not None:
+        with working(f"{config.label} {escape(request.workload)}: {config.world_size} processes"):
+            result = measure_train(request, db=state(ctx).db_path)
+    else:
+        with progress_line(f"train {request.workload}") as show:
+            result = measure_train(request, db=state(ctx).db_path, on_progress=show)
+    render(result, as_json=as_json)
 
 
 @app.command("infer")
+@request_command(MeasureInferRequest)
 def infer(
     ctx: typer.Context,
-    workload: str = typer.Argument(..., help="A built-in workload name or module:factory."),
-    device: str = _DEVICE,
-    batch_size: int = _BATCH,
-    precision: str = _PRECISION,
-    target_ci: float = _TARGET_CI,
-    max_time_s: float = _MAX_TIME,
-    min_samples: int = _MIN_SAMPLES,
-    no_save: bool = _NO_SAVE,
-    as_json: bool = _JSON,
+    request: MeasureInferRequest,
+    as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
 ) -> None:
     """Time inference steps (forward pass, no gradients) of WORKLOAD."""
-    _run(ctx, "infer", workload, device, batch_size, precision, target_ci, max_time_s,
-         min_samples, no_save, as_json)  # fmt: skip
+    from gpucast.app import measure_infer
 
-
-def db_path_for(ctx: typer.Context) -> Path:
-    from gpucast.store import default_db_path
-
-    return state(ctx).db_path or default_db_path()
+    with progress_line(f"infer {request.workload}") as show:
+        result = measure_infer(request, db=state(ctx).db_path, on_progress=show)
+    render(result, as_json=as_json)

@@ -1,46 +1,22 @@
 """`gpucast profile WORKLOAD`: static features of a workload, as a table or JSON.
 
-The profile is saved in the measurement store (``--db``, else the default store) unless
-``--no-save``; its run id is printed (``run_id`` in the JSON), so that
-``gpucast plan train --workload run:ID`` plans from it.
+The flags are the fields of :class:`gpucast.app.profile.ProfileRequest`; the work happens in
+:func:`gpucast.app.profile.profile_workload`. The profile is saved in the measurement store
+(``--db``, else the default store) unless ``--no-save``; its run id is printed (``run_id`` in
+the JSON), so that ``gpucast plan train --workload run:ID`` plans from it.
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from gpucast.cli._common import console, emit_json, err_console, state
-from gpucast.domain.errors import InvalidSpecError
+from gpucast.app.profile import ProfileRequest
+from gpucast.cli._command import request_command
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, state
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.units import GIB, MIB
-from gpucast.domain.workload import Precision, WorkloadSpec
-
-
-def parse_option(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` → (key, value); VALUE becomes an int, float or tuple of ints if it can."""
-    key, sep, raw = text.partition("=")
-    key = key.strip().replace("-", "_")
-    if not sep or not key.isidentifier():
-        raise InvalidSpecError(
-            "--option", "must be KEY=VALUE", got=text, fix="e.g. --option seq_len=128"
-        )
-    raw = raw.strip()
-    value: Any = raw
-    try:
-        value = int(raw)
-    except ValueError:
-        try:
-            value = float(raw)
-        except ValueError:
-            if "," in raw:
-                try:
-                    value = tuple(int(part) for part in raw.split(",") if part.strip())
-                except ValueError:
-                    value = raw
-    return key, value
 
 
 def _flops(value: float) -> str:
@@ -120,49 +96,23 @@ def render(profile: WorkloadProfile) -> None:
         console.print(f"note: {note}", highlight=False)
 
 
+@request_command(ProfileRequest)
 def command(
     ctx: typer.Context,
-    workload: str = typer.Argument(
-        ...,
-        help="resnet50, cifar-resnetN (N = 15 or 6n+2), shake-shake, bert-base, "
-        "gpt2-small, dlrm, gcn, mlp, or a user model as module:factory.",
-    ),
-    batch_size: int = typer.Option(32, "--batch-size", "-b", help="Samples per step."),
-    precision: str = typer.Option("fp32", "--precision", help="fp32, bf16 or fp16."),
-    optimizer: str = typer.Option("sgd", "--optimizer", help="sgd (momentum) or adam."),
-    option: list[str] = typer.Option(
-        [], "--option", "-o", help="Workload option KEY=VALUE (repeatable), e.g. seq_len=128."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    no_save: bool = typer.Option(False, "--no-save", help="Do not write the profile to the store."),
+    request: ProfileRequest,
+    as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
 ) -> None:
     """Static features of a workload: parameters, FLOPs, bytes per operator class, memory."""
-    from rich.markup import escape
+    from gpucast.app import profile_workload
 
-    from gpucast.profile import profile
-    from gpucast.store import Store, default_db_path
-    from gpucast.workloads import get_workload
-
-    options = dict(parse_option(text) for text in option)
-    # WorkloadSpec validates the precision and names the choices.
-    spec = WorkloadSpec(name=workload, batch_size=batch_size, precision=cast(Precision, precision))
-    # every input is checked before the store is touched (an unknown name creates no file)
-    chosen = get_workload(workload, **options)
-    db_path = state(ctx).db_path or default_db_path()
-    store = None if no_save else Store(db_path).open()  # a bad --db fails before profiling
-    try:
-        result = profile(chosen, spec, optimizer=optimizer)
-        run_id = None if store is None else store.save_profile(spec, result.to_dict())
-    finally:
-        if store is not None:
-            store.close()
+    result = profile_workload(request, db=state(ctx).db_path)
     if as_json:
-        emit_json({**result.to_dict(), "run_id": run_id})
+        emit_json(result.to_dict())
         return
-    render(result)
-    if run_id is not None:
+    render(result.profile)
+    if result.run_id is not None:
         err_console.print(
-            f"saved as run {run_id} in {escape(str(db_path))} "
-            f"(plan from it: gpucast plan train --workload run:{run_id})",
+            f"saved as run {result.run_id} in {escape(str(result.db))} "
+            f"(plan from it: gpucast plan train --workload run:{result.run_id})",
             highlight=False,
         )

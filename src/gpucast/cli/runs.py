@@ -1,48 +1,28 @@
-"""`gpucast runs list|show|export`: browse and export the measurement store."""
+"""`gpucast runs list|show|export`: browse and export the measurement store.
+
+The flags are the fields of the requests in :mod:`gpucast.app.runs`; the work happens in its
+verbs. This module renders (a stored measurement with :mod:`gpucast.cli.measure`'s table).
+"""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import typer
 from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
-from gpucast.cli._common import console, emit_json, err_console
-from gpucast.cli.measure import db_path_for, format_seconds, measurement_table, print_warnings
-from gpucast.domain.errors import InvalidSpecError
+from gpucast.app.runs import RunsExportRequest, RunsListRequest, RunsListResult, RunsShowRequest
+from gpucast.cli._command import request_command
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, state
+from gpucast.cli.measure import format_seconds, measurement_table, print_warnings
 
 app = typer.Typer(no_args_is_help=True, help="List, show and export stored measurements.")
 
 
-@app.command("list")
-def list_runs(
-    ctx: typer.Context,
-    kind: str | None = typer.Option(None, "--kind", help="measurement or profile."),
-    workload: str | None = typer.Option(None, "--workload", help="Only this workload."),
-    limit: int = typer.Option(50, "--limit", help="At most this many runs, newest first."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
-) -> None:
-    """List stored runs, newest first."""
-    from gpucast.store import Store
-
-    if limit < 1:
-        raise InvalidSpecError("--limit", "must be >= 1", got=limit)
-    path = db_path_for(ctx)
-    if not path.exists():
-        runs, total = [], 0
-    else:
-        with Store(path) as store:
-            runs = store.list_runs(kind=kind, workload=workload, limit=limit)
-            total = store.count_runs(kind=kind, workload=workload)
-    if as_json:
-        emit_json({"runs": [r.to_dict() for r in runs], "total": total})
-        return
-    if not runs:
-        err_console.print("no runs stored yet; add one with `gpucast measure train WORKLOAD`")
-        return
+def runs_table(result: RunsListResult) -> Table:
+    runs, total = result.runs, result.total
     table = Table(title=f"{len(runs)} of {total} runs", title_justify="left")
     for column, justify in (
         ("id", "right"),
@@ -74,20 +54,39 @@ def list_runs(
             r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
             escape(r.host or "-"),
         )
-    console.print(table)
+    return table
+
+
+@app.command("list")
+@request_command(RunsListRequest)
+def list_runs(
+    ctx: typer.Context,
+    request: RunsListRequest,
+    as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """List stored runs, newest first."""
+    from gpucast.app import runs_list
+
+    result = runs_list(request, db=state(ctx).db_path)
+    if as_json:
+        emit_json(result.to_dict())
+    elif not result.runs:
+        err_console.print("no runs stored yet; add one with `gpucast measure train WORKLOAD`")
+    else:
+        console.print(runs_table(result))
 
 
 @app.command("show")
+@request_command(RunsShowRequest)
 def show(
     ctx: typer.Context,
-    run_id: int = typer.Argument(..., help="A run id from `gpucast runs list`."),
-    as_json: bool = typer.Option(False, "--json", help="Print the stored run as JSON."),
+    request: RunsShowRequest,
+    as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
 ) -> None:
     """Show one stored run in full."""
-    from gpucast.store import Store
+    from gpucast.app import runs_show
 
-    with Store(db_path_for(ctx)).open(create=False) as store:
-        run = store.get_run(run_id)
+    run = runs_show(request, db=state(ctx).db_path)
     if as_json:
         emit_json(run.to_dict())
         return
@@ -106,19 +105,20 @@ def show(
 
 
 @app.command("export")
+@request_command(RunsExportRequest)
 def export(
     ctx: typer.Context,
-    out: Path = typer.Option(..., "--out", help="File to write (replaced atomically)."),
-    format: str | None = typer.Option(
-        None, "--format", help="csv or parquet (default: from the --out suffix, else csv)."
-    ),
-    kind: str | None = typer.Option(None, "--kind", help="Only runs of this kind."),
-    workload: str | None = typer.Option(None, "--workload", help="Only this workload."),
+    request: RunsExportRequest,
+    as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
 ) -> None:
     """Export the runs table (summary columns and the full JSON) to CSV or Parquet."""
-    from gpucast.store import Store
+    from gpucast.app import runs_export
 
-    chosen = format or ("parquet" if out.suffix.lower() in (".parquet", ".pq") else "csv")
-    with Store(db_path_for(ctx)).open(create=False) as store:
-        count = store.export(out, chosen, kind=kind, workload=workload)
-    err_console.print(f"wrote {count} runs to {escape(str(out))} ({chosen})", highlight=False)
+    result = runs_export(request, db=state(ctx).db_path)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        err_console.print(
+            f"wrote {result.count} runs to {escape(str(result.out))} ({result.format})",
+            highlight=False,
+        )

@@ -26,6 +26,10 @@ one transaction (:mod:`gpucast.store.campaigns`): a campaign killed at any momen
 SIGKILL, resumes where it stopped without losing or repeating a point. A stop request (the
 CLI maps SIGTERM to it) ends the running point's child within seconds, puts that point back
 to pending and marks the campaign ``interrupted``.
+
+Where points run is a :class:`PointRunner`: :class:`LocalRunner` (one at a time, here) by
+default, or :class:`gpucast.measure.campaign_ray.RayRunner` (one Ray task per point), which
+the caller builds and passes in -- this module does not import it.
 """
 
 from __future__ import annotations
@@ -39,10 +43,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from gpucast.domain.campaign import (
     CampaignPoint,
@@ -59,7 +63,6 @@ from gpucast.domain.errors import (
 )
 from gpucast.measure.distributed._proc import child_env, popen_tied, stop
 
-BACKENDS = ("local", "ray")
 _AXES: dict[str, str] = {
     "workloads": "workloads",
     "batch_sizes": "batch_sizes",
@@ -410,6 +413,54 @@ class PointProcess:
             self._proc = None
 
 
+# -- where points run --------------------------------------------------------------------------
+class PointRunner(Protocol):
+    """Runs a campaign's pending points and hands each outcome to ``record`` as it ends."""
+
+    def run(
+        self,
+        todo: Sequence[tuple[str, CampaignPoint]],
+        settings: MeasureSettings,
+        *,
+        mark_running: Callable[[str], None],
+        record: Callable[[str, Outcome], None],
+        report: Callable[[str | None], None],
+        should_stop: Callable[[], bool],
+    ) -> bool:
+        """Run every point of ``todo``; True when stopped before the end (interrupted)."""
+        ...
+
+
+class LocalRunner:
+    """One point at a time on this machine, in a reused child process (see the module doc)."""
+
+    def run(
+        self,
+        todo: Sequence[tuple[str, CampaignPoint]],
+        settings: MeasureSettings,
+        *,
+        mark_running: Callable[[str], None],
+        record: Callable[[str, Outcome], None],
+        report: Callable[[str | None], None],
+        should_stop: Callable[[], bool],
+    ) -> bool:
+        child = PointProcess()
+        try:
+            for key, point in todo:
+                if should_stop():
+                    return True
+                mark_running(key)
+                report(key)
+                outcome = child.run(point, settings, should_stop)
+                record(key, outcome)
+                if outcome.interrupted:
+                    return True
+                report(None)
+        finally:
+            child.close()
+        return False
+
+
 # -- the driver --------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CampaignResult:
@@ -447,8 +498,7 @@ def run_campaign(
     db_path: Path | str,
     *,
     sweep_path: Path | str | None = None,
-    backend: str = "local",
-    address: str | None = None,
+    runner: PointRunner | None = None,
     retry_failed: bool = False,
     should_stop: Callable[[], bool] = lambda: False,
     on_progress: Callable[[CampaignProgress], None] | None = None,
@@ -456,9 +506,9 @@ def run_campaign(
     """Run (or resume) every pending point of ``sweep`` and store each result as it completes.
 
     ``should_stop`` is polled several times a second; when it turns true the running point is
-    abandoned (back to pending) and the campaign is left ``interrupted``. ``backend`` is
-    ``local`` (one point at a time here) or ``ray`` (one Ray task per point on the cluster at
-    ``address``; results are still written here, by this driver).
+    abandoned (back to pending) and the campaign is left ``interrupted``. ``runner`` says where
+    points run (default :class:`LocalRunner`); whichever it is, results are written here, by
+    this driver, to its one store.
     """
     from gpucast.store import Store
     from gpucast.store.campaigns import (
@@ -471,13 +521,6 @@ def run_campaign(
         start_campaign,
     )
 
-    if backend not in BACKENDS:
-        raise InvalidSpecError("backend", f"must be one of {', '.join(BACKENDS)}", got=backend)
-    ray_runner = None
-    if backend == "ray":
-        from gpucast.measure.campaign_ray import RayRunner
-
-        ray_runner = RayRunner(address=address)  # fails now if ray is missing
     points = sweep.points()
     keys = {p.key for p in points}
     campaign_id = campaign_id_for(sweep)
@@ -518,32 +561,14 @@ def run_campaign(
                 (k, CampaignPoint.from_dict(p)) for k, p in pending_points(store, campaign_id, keys)
             ]
             report(None)
-            if ray_runner is not None:
-                interrupted = ray_runner.run(
-                    todo,
-                    sweep.settings,
-                    mark_running=lambda key: mark_running(store, campaign_id, key),
-                    record=record,
-                    report=report,
-                    should_stop=should_stop,
-                )
-            else:
-                child = PointProcess()
-                try:
-                    for key, point in todo:
-                        if should_stop():
-                            interrupted = True
-                            break
-                        mark_running(store, campaign_id, key)
-                        report(key)
-                        outcome = child.run(point, sweep.settings, should_stop)
-                        record(key, outcome)
-                        if outcome.interrupted:
-                            interrupted = True
-                            break
-                        report(None)
-                finally:
-                    child.close()
+            interrupted = (runner or LocalRunner()).run(
+                todo,
+                sweep.settings,
+                mark_running=lambda key: mark_running(store, campaign_id, key),
+                record=record,
+                report=report,
+                should_stop=should_stop,
+            )
         finally:
             status = finish_campaign(store, campaign_id, interrupted=interrupted or should_stop())
         final = _progress(store, campaign_id, keys, None, last_error)

@@ -5,7 +5,8 @@ on a CUDA device, none on the CPU) and one CPU per process, so Ray places points
 that can hold them and runs as many side by side as the cluster fits. Inside the task the
 point runs in a child process (``python -m gpucast.measure.campaign serve``), exactly as in
 the local backend: a crash fails only its point. Results come back to this driver, which
-writes them to its one store as each task finishes.
+writes them to its one store as each task finishes. Pass a :class:`RayRunner` to
+:func:`gpucast.measure.campaign.run_campaign` as its ``runner``.
 
 Ray is an optional extra (``pip install 'gpucast[ray]'``); it is imported only when this
 backend is used.
@@ -55,7 +56,8 @@ def resources_for(point: CampaignPoint, settings: MeasureSettings) -> dict[str, 
 
 
 class RayRunner:
-    """Submits points to Ray and feeds results back to the driver as they finish."""
+    """Submits points to Ray and feeds results back to the driver as they finish (a
+    :class:`~gpucast.measure.campaign.PointRunner`)."""
 
     def __init__(self, *, address: str | None = None, init_kwargs: dict[str, Any] | None = None):
         self.ray = _import_ray()

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from gpucast.cli.app import app
 
-FIX = Path(__file__).resolve().parent / "fixtures"
+FIX = Path(__file__).resolve().parents[1] / "catalog" / "fixtures"
 runner = CliRunner()
 
 

@@ -105,3 +105,47 @@ def test_help_lists_both_modes() -> None:
     result = runner.invoke(app, ["measure", "--help"])
     assert result.exit_code == 0
     assert "train" in result.stdout and "infer" in result.stdout
+
+
+def test_measure_train_distributed_json(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    args = ["--db", str(db), "measure", "train", "mlp", "--distributed", "ddp", "--nproc", "2",
+            "--device", "cpu", "--batch-sizes", "4,8", "--steps", "3", "--warmup-steps", "1",
+            "--json"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    for key in ("compute_s", "communication_s", "exposed_communication_s", "bytes_per_step"):
+        assert data[key] >= 0
+    assert data["step_time_s"]["median"] > 0 and data["step_time_s"]["mean"] > 0
+    assert [r["batch_size"] for r in data["ranks"]] == [4, 8]
+    assert all(r["median_step_s"] > 0 for r in data["ranks"])
+    from gpucast.store import Store
+    from gpucast.store.campaigns import load_distributed
+
+    with Store(db) as store:
+        (stored,) = load_distributed(store)
+    assert stored.to_dict()["step_times_s"] == data["step_times_s"]
+    assert data["run_id"] is not None
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (["--distributed", "ps", "--nproc", "2", "--ps-shards", "2"], "ps_shards"),
+        (["--distributed", "mpi"], "distributed"),
+        (["--distributed", "ddp", "--batch-sizes", "4,x"], "batch-sizes"),
+        (["--distributed", "ddp", "--nproc", "2", "--batch-sizes", "4,8,16"], "batch_sizes"),
+        (["--distributed", "ddp", "--devices", "tpu"], "device"),
+        (["--distributed", "ps", "--precision", "fp16"], "precision"),
+    ],
+)
+def test_measure_train_distributed_bad_option_is_exit_2(
+    tmp_path: Path, args: list[str], text: str
+) -> None:
+    db = tmp_path / "runs.db"
+    result = runner.invoke(app, ["--db", str(db), "measure", "train", "mlp", *args])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and text in lines[0]
+    assert not db.exists()

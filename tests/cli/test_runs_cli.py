@@ -3,19 +3,42 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from store_factories import make_measurement
 from typer.testing import CliRunner
 
 from gpucast.cli.app import app
-from gpucast.domain.measurement import Measurement
+from gpucast.domain.measurement import EnvironmentFingerprint, Measurement
 from gpucast.domain.workload import WorkloadSpec
 from gpucast.store import open_store
 
 runner = CliRunner()
+ENV = EnvironmentFingerprint(
+    host="test-host", os="Linux", python_version="3.11", cpu_model="Test CPU", cpu_cores=4,
+    torch_threads=2, torch_version="2.13.0",
+)  # fmt: skip
+
+
+def make_measurement(i: int) -> Measurement:
+    """A distinct, valid measurement per ``i`` (as tests/store/store_factories.py builds)."""
+    base = 0.01 * (1 + i % 7)
+    return Measurement(
+        spec=WorkloadSpec(name="mlp" if i % 2 == 0 else "resnet50", batch_size=8 + i),
+        mode="train",
+        device="cpu",
+        step_times_s=tuple(base * (1 + 0.01 * k) for k in range(12)),
+        warmup_step_times_s=(base * 3,),
+        samples_per_step=8 + i,
+        stop_reason="ci_reached",
+        target_ci=0.02,
+        environment=ENV,
+        created_at=datetime(2025, 6, 1, tzinfo=UTC) + timedelta(seconds=i),
+    )
 
 
 @pytest.fixture
@@ -110,3 +133,17 @@ def test_show_and_export_on_a_missing_store(tmp_path: Path) -> None:
     result = runner.invoke(app, ["--db", str(db), "runs", "show", "1"])
     assert result.exit_code == 2 and "no store there yet" in result.stderr
     assert not db.exists()
+
+
+def test_export_json_is_the_result(db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "runs.csv"
+    result = runner.invoke(app, ["--db", str(db), "runs", "export", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout) == {"out": str(out), "format": "csv", "count": 4}
+
+
+def test_importing_the_cli_verbs_does_no_work(tmp_path: Path) -> None:
+    code = "import gpucast.cli.app, gpucast.cli.runs, gpucast.cli.measure, gpucast.cli.campaign"
+    env = {"XDG_DATA_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "home"), "PATH": ""}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+    assert not (tmp_path / "xdg").exists() and not (tmp_path / "home").exists()

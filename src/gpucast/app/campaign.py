@@ -1,0 +1,243 @@
+"""``gpucast.campaign_run`` and ``campaign_status``: resumable measurement sweeps.
+
+A campaign is a sweep YAML (see :mod:`gpucast.measure.campaign`) expanded into points, each
+stored as it completes, so a campaign killed at any moment (even with SIGKILL) resumes where
+it stopped. ``campaign_run`` takes a ``should_stop`` callable (the CLI sets it from SIGTERM and
+SIGINT) and an ``on_progress`` callback; the sweep is checked in full before anything runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gpucast.app._request import resolve
+from gpucast.domain.campaign import CampaignProgress, PointStatus
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+from gpucast.domain.options import option
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Where points run: ``local`` (one at a time, here) or ``ray`` (one Ray task per point).
+BACKENDS: tuple[str, ...] = ("local", "ray")
+
+
+def _backend(value: Any) -> str:
+    return str(value).strip().lower()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CampaignRunRequest:
+    """A sweep to run or resume (``gpucast campaign run``)."""
+
+    VERB: ClassVar[str] = "campaign run"
+
+    sweep_file: Path = option(
+        help="The sweep YAML (see gpucast.measure.campaign).", argument=True, example="sweep.yaml"
+    )
+    backend: str = option(
+        "local", parse=_backend, help="local, or ray (one task per point).", example="ray"
+    )
+    address: str | None = option(
+        None, help="Ray cluster address (ray://host:10001 or auto); ray only.", example="auto"
+    )
+    retry_failed: bool = option(False, help="Run the points that failed before again.")
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise InvalidSpecError(
+                "backend",
+                f"must be one of {', '.join(BACKENDS)}",
+                got=self.backend,
+                fix="e.g. --backend ray",
+            )
+        if self.address is not None and self.backend != "ray":
+            raise InvalidSpecError(
+                "address", "only applies to --backend ray", fix="add --backend ray"
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CampaignStatusRequest:
+    """Which campaign to report on (``gpucast campaign status``): a sweep file or an id."""
+
+    VERB: ClassVar[str] = "campaign status"
+
+    sweep_file: Path | None = option(
+        None, help="The sweep YAML (or use --campaign).", argument=True, example="sweep.yaml"
+    )
+    campaign: str | None = option(None, help="A campaign id (its name).", example="p100-scaling")
+
+    def __post_init__(self) -> None:
+        if (self.sweep_file is None) == (self.campaign is None):
+            raise InvalidSpecError(
+                "campaign",
+                "give a sweep file or --campaign ID (one of them)",
+                fix="e.g. gpucast campaign status sweep.yaml",
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CampaignStatus:
+    """A campaign and the state of each of its points.
+
+    ``status`` is ``running``, ``done``, ``incomplete`` (some points failed) or
+    ``interrupted`` (stopped or its driver died; resumable). ``points`` are plain JSON
+    dicts (``key``, ``status``, ``attempts``, ``error``, ``run_id``, ...).
+    """
+
+    campaign: str
+    status: str
+    resumable: bool
+    sweep_path: str | None
+    created_at: str
+    updated_at: str
+    total: int
+    pending: int
+    running: int
+    done: int
+    failed: int
+    points: tuple[dict[str, Any], ...]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CampaignStatus:
+        return cls(
+            campaign=str(data["campaign"]),
+            status=str(data["status"]),
+            resumable=bool(data["resumable"]),
+            sweep_path=data["sweep_path"],
+            created_at=str(data["created_at"]),
+            updated_at=str(data["updated_at"]),
+            total=int(data["total"]),
+            pending=int(data["pending"]),
+            running=int(data["running"]),
+            done=int(data["done"]),
+            failed=int(data["failed"]),
+            points=tuple(dict(p) for p in data["points"]),
+        )
+
+    @property
+    def failed_points(self) -> tuple[dict[str, Any], ...]:
+        return tuple(p for p in self.points if p["status"] == PointStatus.FAILED.value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "campaign": self.campaign,
+            "status": self.status,
+            "resumable": self.resumable,
+            "sweep_path": self.sweep_path,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "total": self.total,
+            "pending": self.pending,
+            "running": self.running,
+            "done": self.done,
+            "failed": self.failed,
+            "points": [dict(p) for p in self.points],
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per point."""
+        import pandas as pd
+
+        return pd.DataFrame([dict(p) for p in self.points])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CampaignRunResult:
+    """How a run of a campaign ended: the campaign's status afterwards and the last progress."""
+
+    campaign: CampaignStatus
+    progress: CampaignProgress
+
+    @property
+    def status(self) -> str:
+        """``done``, ``incomplete`` (some points failed) or ``interrupted`` (resumable)."""
+        return self.campaign.status
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.campaign.to_dict()
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.campaign.to_frame()
+
+
+def _db_path(db: Path | str | None) -> Path:
+    from gpucast.store import default_db_path
+
+    return Path(db) if db is not None else default_db_path()
+
+
+def _never() -> bool:
+    return False
+
+
+def campaign_run(
+    request: CampaignRunRequest | None = None,
+    /,
+    *,
+    db: Path | str | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    on_progress: Callable[[CampaignProgress], None] | None = None,
+    **options: Any,
+) -> CampaignRunResult:
+    """Run every point of a sweep not done yet, storing each result as it completes.
+
+    ``should_stop`` is polled several times a second: once it returns true the running point
+    is abandoned (back to pending) and the campaign is left ``interrupted``, to be resumed by
+    running it again. ``on_progress`` gets a :class:`~gpucast.domain.campaign.CampaignProgress`
+    at the start, as points start and end, and at the end.
+    """
+    from gpucast.measure.campaign import PointRunner, load_sweep, run_campaign
+
+    request = resolve(CampaignRunRequest, request, options)
+    sweep = load_sweep(request.sweep_file)  # every check before anything runs
+    runner: PointRunner | None = None
+    if request.backend == "ray":
+        from gpucast.measure.campaign_ray import RayRunner
+
+        runner = RayRunner(address=request.address)  # fails now if Ray is missing
+    path = _db_path(db)
+    result = run_campaign(
+        sweep,
+        path,
+        sweep_path=request.sweep_file,
+        runner=runner,
+        retry_failed=request.retry_failed,
+        should_stop=should_stop or _never,
+        on_progress=on_progress,
+    )
+    return CampaignRunResult(campaign=_status(path, result.campaign_id), progress=result.progress)
+
+
+def campaign_status(
+    request: CampaignStatusRequest | None = None,
+    /,
+    *,
+    db: Path | str | None = None,
+    **options: Any,
+) -> CampaignStatus:
+    """A campaign's done / running / failed / pending points and the errors of failures."""
+    from gpucast.measure.campaign import load_sweep
+
+    request = resolve(CampaignStatusRequest, request, options)
+    if request.campaign is not None:
+        campaign_id = request.campaign
+    else:
+        assert request.sweep_file is not None  # the request holds exactly one
+        campaign_id = load_sweep(request.sweep_file).name
+    return _status(_db_path(db), campaign_id)
+
+
+def _status(path: Path, campaign_id: str) -> CampaignStatus:
+    from gpucast.measure.campaign import campaign_status as status_of
+
+    if not path.exists():  # say so without creating an empty store
+        raise InvalidInputError(
+            f"no campaign {campaign_id!r}: no store at {path} yet",
+            fix="run it with `gpucast campaign run SWEEP.yaml` first",
+        )
+    return CampaignStatus.from_dict(status_of(path, campaign_id))

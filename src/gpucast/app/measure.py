@@ -1,0 +1,267 @@
+"""``gpucast.measure_train`` and ``gpucast.measure_infer``: time steps here, store the result.
+
+A single-process run goes through the adaptive harness (:func:`gpucast.measure.measure`:
+warm-up, synchronised timing, stop at the target CI or the time budget) and returns a
+:class:`~gpucast.domain.measurement.Measurement`; ``measure_train(distributed="ddp" | "fsdp"
+| "ps")`` launches a multi-process run over torch.distributed and returns a
+:class:`~gpucast.domain.distributed.DistributedMeasurement`. Either is saved in the store
+unless ``save=False``. Every input (numbers, device, workload, the store file itself) is
+checked before a model is built or the store is written: bad input creates no file.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from gpucast.app._request import resolve
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.options import option
+from gpucast.domain.workload import Precision, WorkloadSpec
+
+if TYPE_CHECKING:  # these pull in numpy/torch; annotations only here
+    from gpucast.domain.distributed import DistributedConfig, DistributedMeasurement
+    from gpucast.domain.measurement import Measurement
+    from gpucast.measure.harness import Progress
+
+
+def _check_number(name: str, value: float, *, low: float, high: float = math.inf) -> None:
+    # the bounds of gpucast.measure.harness.StoppingRule (which imports torch)
+    if not (math.isfinite(value) and low < value <= high):
+        bound = f"> {low:g}" if high == math.inf else f"in ({low:g}, {high:g}]"
+        raise InvalidSpecError(name, f"must be {bound}", got=value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _StepRequest:
+    """What both measure verbs take: the workload, where to run it, when to stop."""
+
+    workload: str = option(
+        help="A built-in workload name or module:factory.", argument=True, example="mlp"
+    )
+    device: str = option(
+        "auto", help="cpu, cuda, cuda:N, or auto (a GPU if any).", example="cuda:0"
+    )
+    batch_size: int = option(32, help="Samples per step (>= 1).", example="32")
+    precision: str = option("fp32", help="fp32, bf16 or fp16.", example="bf16")
+    target_ci: float = option(
+        0.02,
+        help="Stop when the 95% CI half-width is within this share of the mean.",
+        example="0.02",
+    )
+    max_time_s: float = option(
+        60.0,
+        help="Wall-clock budget, warm-up included (at least --min-samples steps always run).",
+        example="60",
+    )
+    min_samples: int = option(10, help="Measured steps before stopping (>= 2).", example="10")
+    save: bool = option(
+        True, negative="no-save", help="Write the result to the store (--no-save: do not)."
+    )
+
+    def _check_steps(self) -> None:
+        _ = self.spec  # WorkloadSpec checks the name, the batch size and the precision
+        _check_number("target_ci", self.target_ci, low=0.0, high=1.0)
+        _check_number("max_time_s", self.max_time_s, low=0.0)
+        if self.min_samples < 2:
+            raise InvalidSpecError("min_samples", "must be >= 2", got=self.min_samples)
+
+    @property
+    def spec(self) -> WorkloadSpec:
+        return WorkloadSpec(
+            name=self.workload,
+            batch_size=self.batch_size,
+            precision=cast(Precision, self.precision),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeasureInferRequest(_StepRequest):
+    """Inference steps to time (``gpucast measure infer``)."""
+
+    VERB: ClassVar[str] = "measure infer"
+
+    def __post_init__(self) -> None:
+        self._check_steps()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeasureTrainRequest(_StepRequest):
+    """Training steps to time (``gpucast measure train``), on one process or distributed."""
+
+    VERB: ClassVar[str] = "measure train"
+
+    distributed: str | None = option(
+        None, help="ddp, fsdp or ps: a multi-process run via torch.distributed.", example="ddp"
+    )
+    nproc: int = option(2, help="Processes on this node (--distributed).", example="2")
+    nnodes: int = option(1, help="Nodes in the job (--distributed).", example="2")
+    node_rank: int = option(0, help="This node's rank (--distributed).", example="0")
+    master_addr: str = option("127.0.0.1", help="Rendezvous host.", example="10.0.0.1")
+    master_port: int | None = option(None, help="Rendezvous port.", example="29500")
+    ps_shards: int = option(1, help="Parameter-server shards (ps).", example="1")
+    sync: bool = option(True, negative="async", help="Synchronous or asynchronous PS.")
+    batch_sizes: tuple[int, ...] = option(
+        (), help="Per-worker batch sizes, e.g. 32,64 (heterogeneous runs).", example="32,64"
+    )
+    devices: tuple[str, ...] = option(
+        (), help="Per-worker devices, e.g. cuda:0,cpu (heterogeneous runs).", example="cuda:0,cpu"
+    )
+    steps: int = option(20, help="Measured steps per rank (--distributed).", example="20")
+    warmup_steps: int = option(5, help="Warm-up steps (--distributed).", example="5")
+
+    def __post_init__(self) -> None:
+        self._check_steps()
+        self.distributed_config()  # DistributedConfig checks the distributed flags
+
+    @property
+    def spec(self) -> WorkloadSpec:
+        batch = self.batch_sizes[0] if self.distributed and self.batch_sizes else self.batch_size
+        return WorkloadSpec(
+            name=self.workload, batch_size=batch, precision=cast(Precision, self.precision)
+        )
+
+    def distributed_config(self) -> DistributedConfig | None:
+        """How to launch the distributed run (``None`` for a single-process run)."""
+        if self.distributed is None:
+            return None
+        from gpucast.domain.distributed import DistributedConfig
+
+        return DistributedConfig(
+            strategy=self.distributed.strip().lower(),  # type: ignore[arg-type]
+            nproc_per_node=self.nproc,
+            batch_sizes=self.batch_sizes or (self.batch_size,),
+            devices=self.devices or (self.device,),
+            nnodes=self.nnodes,
+            node_rank=self.node_rank,
+            master_addr=self.master_addr,
+            master_port=self.master_port,
+            ps_shards=self.ps_shards,
+            sync=self.sync,
+            steps=self.steps,
+            warmup_steps=self.warmup_steps,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeasureResult:
+    """A measurement and, when saved, its run id and store.
+
+    ``measurement`` is a :class:`~gpucast.domain.measurement.Measurement` (one process) or a
+    :class:`~gpucast.domain.distributed.DistributedMeasurement`; it is ``None`` only on a node
+    other than node 0 of a multi-node run (rank 0 gathers, returns and stores the result).
+    """
+
+    measurement: Measurement | DistributedMeasurement | None
+    run_id: int | None
+    db: Path | None
+    node_rank: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.measurement is None:
+            return {
+                "run_id": None,
+                "node_rank": self.node_rank,
+                "note": "rank 0 (node 0) holds and stores the result",
+            }
+        return {**self.measurement.to_dict(), "run_id": self.run_id}
+
+
+def measure_train(
+    request: MeasureTrainRequest | None = None,
+    /,
+    *,
+    db: Path | str | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    **options: Any,
+) -> MeasureResult:
+    """Time training steps (forward, backward, optimizer) of a workload on this machine.
+
+    With ``distributed`` (``ddp``, ``fsdp``, ``ps``) launch ``nproc`` processes (NCCL on
+    GPUs, gloo on the CPU) and measure step, compute and communication time, bytes and
+    per-rank skew. ``on_progress`` gets the harness's progress (single process only).
+    """
+    request = resolve(MeasureTrainRequest, request, options)
+    config = request.distributed_config()
+    if config is not None:
+        return _distributed(request, config, db)
+    return _single(request, "train", db, on_progress)
+
+
+def measure_infer(
+    request: MeasureInferRequest | None = None,
+    /,
+    *,
+    db: Path | str | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    **options: Any,
+) -> MeasureResult:
+    """Time inference steps (forward pass, no gradients) of a workload on this machine."""
+    request = resolve(MeasureInferRequest, request, options)
+    return _single(request, "infer", db, on_progress)
+
+
+def _db_path(db: Path | str | None) -> Path:
+    from gpucast.store import default_db_path
+
+    return Path(db) if db is not None else default_db_path()
+
+
+def _single(
+    request: _StepRequest,
+    mode: str,
+    db: Path | str | None,
+    on_progress: Callable[[Progress], None] | None,
+) -> MeasureResult:
+    from gpucast.measure import measure, resolve_device
+    from gpucast.store import Store
+    from gpucast.workloads import get_workload
+
+    resolve_device(request.device)  # checked before a model is built or the store touched
+    chosen = get_workload(request.workload)
+    db_path = _db_path(db)
+    store = Store(db_path).open() if request.save else None  # a bad db fails before measuring
+    try:
+        result = measure(
+            request.spec,
+            mode=mode,
+            device=request.device,
+            target_ci=request.target_ci,
+            max_time_s=request.max_time_s,
+            min_samples=request.min_samples,
+            workload=chosen,
+            on_progress=on_progress,
+        )
+        run_id = None if store is None else store.save_measurement(result)
+    finally:
+        if store is not None:
+            store.close()
+    return MeasureResult(measurement=result, run_id=run_id, db=None if store is None else db_path)
+
+
+def _distributed(
+    request: MeasureTrainRequest, config: DistributedConfig, db: Path | str | None
+) -> MeasureResult:
+    from gpucast.measure.distributed.launcher import launch, validate
+    from gpucast.store import Store
+    from gpucast.store.campaigns import save_distributed
+
+    validate(request.spec, config)
+    db_path = _db_path(db)
+    on_node_0 = config.node_rank == 0
+    store = Store(db_path).open() if request.save and on_node_0 else None
+    try:
+        result = launch(request.spec, config)
+        run_id = None if store is None or result is None else save_distributed(store, result)
+    finally:
+        if store is not None:
+            store.close()
+    return MeasureResult(
+        measurement=result,
+        run_id=run_id,
+        db=None if store is None else db_path,
+        node_rank=config.node_rank,
+    )

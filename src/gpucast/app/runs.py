@@ -1,0 +1,163 @@
+"""``gpucast.runs_list``, ``runs_show``, ``runs_export``: browse and export the store.
+
+Each takes the store as ``db`` (default: ``$GPUCAST_DB`` or the user store). Listing a store
+that does not exist yet lists nothing and creates nothing; showing or exporting from one is an
+error that says how to fill it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gpucast.app._request import resolve
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.options import option
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from gpucast.store.records import RunSummary, StoredRun
+
+
+def _db_path(db: Path | str | None) -> Path:
+    from gpucast.store import default_db_path
+
+    return Path(db) if db is not None else default_db_path()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunsListRequest:
+    """Which stored runs to list (``gpucast runs list``), newest first."""
+
+    VERB: ClassVar[str] = "runs list"
+
+    kind: str | None = option(None, help="measurement or profile.", example="measurement")
+    workload: str | None = option(None, help="Only this workload.", example="resnet50")
+    limit: int = option(50, help="At most this many runs, newest first.", example="50")
+
+    def __post_init__(self) -> None:
+        if self.limit < 1:
+            raise InvalidSpecError("limit", "must be >= 1", got=self.limit, fix="e.g. --limit 50")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunsListResult:
+    """The runs listed (newest first) and how many match in all."""
+
+    runs: tuple[RunSummary, ...]
+    total: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"runs": [r.to_dict() for r in self.runs], "total": self.total}
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per run: the summary columns."""
+        import pandas as pd
+
+        return pd.DataFrame([r.to_dict() for r in self.runs])
+
+
+def runs_list(
+    request: RunsListRequest | None = None, /, *, db: Path | str | None = None, **options: Any
+) -> RunsListResult:
+    """Stored runs, newest first; a store that does not exist yet has none (nothing is created)."""
+    from gpucast.store import Store
+
+    request = resolve(RunsListRequest, request, options)
+    path = _db_path(db)
+    if not path.exists():
+        return RunsListResult(runs=(), total=0)
+    with Store(path) as store:
+        runs = store.list_runs(kind=request.kind, workload=request.workload, limit=request.limit)
+        total = store.count_runs(kind=request.kind, workload=request.workload)
+    return RunsListResult(runs=tuple(runs), total=total)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunsShowRequest:
+    """One stored run to show in full (``gpucast runs show``)."""
+
+    VERB: ClassVar[str] = "runs show"
+
+    run_id: int = option(help="A run id from `gpucast runs list`.", argument=True, example="1")
+
+    def __post_init__(self) -> None:
+        if self.run_id < 1:
+            raise InvalidSpecError(
+                "run-id", "must be >= 1", got=self.run_id, fix="see `gpucast runs list` for the ids"
+            )
+
+
+def runs_show(
+    request: RunsShowRequest | None = None, /, *, db: Path | str | None = None, **options: Any
+) -> StoredRun:
+    """One stored run: its summary, spec and result (``to_dict()`` is what ``--json`` prints)."""
+    from gpucast.store import Store
+
+    request = resolve(RunsShowRequest, request, options)
+    with Store(_db_path(db)).open(create=False) as store:
+        return store.get_run(request.run_id)
+
+
+def _export_format(value: Any) -> str:
+    return str(value).strip().lower()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunsExportRequest:
+    """Where and what to export (``gpucast runs export``)."""
+
+    VERB: ClassVar[str] = "runs export"
+
+    out: Path = option(help="File to write (replaced atomically).", example="runs.csv")
+    format: str | None = option(
+        None,
+        parse=_export_format,
+        help="csv or parquet (default: from the --out suffix, else csv).",
+        example="parquet",
+    )
+    kind: str | None = option(None, help="Only runs of this kind.", example="measurement")
+    workload: str | None = option(None, help="Only this workload.", example="resnet50")
+
+    def __post_init__(self) -> None:
+        from gpucast.store.db import EXPORT_FORMATS
+
+        if self.format is not None and self.format not in EXPORT_FORMATS:
+            raise InvalidSpecError(
+                "format",
+                f"must be one of {', '.join(EXPORT_FORMATS)}",
+                got=self.format,
+                fix="e.g. --format parquet",
+            )
+
+    @property
+    def chosen_format(self) -> str:
+        """``format``, else ``parquet`` for a ``.parquet``/``.pq`` file, else ``csv``."""
+        if self.format is not None:
+            return self.format
+        return "parquet" if self.out.suffix.lower() in (".parquet", ".pq") else "csv"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExportResult:
+    out: Path
+    format: str
+    count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"out": str(self.out), "format": self.format, "count": self.count}
+
+
+def runs_export(
+    request: RunsExportRequest | None = None, /, *, db: Path | str | None = None, **options: Any
+) -> ExportResult:
+    """Write the runs table (summary columns and the full JSON) to CSV or Parquet."""
+    from gpucast.store import Store
+
+    request = resolve(RunsExportRequest, request, options)
+    chosen = request.chosen_format
+    with Store(_db_path(db)).open(create=False) as store:
+        count = store.export(request.out, chosen, kind=request.kind, workload=request.workload)
+    return ExportResult(out=request.out, format=chosen, count=count)

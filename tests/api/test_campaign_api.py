@@ -1,0 +1,91 @@
+"""``gpucast.campaign_run`` and ``campaign_status``: requests, results, stop flag, errors."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+import gpucast
+from gpucast.app.campaign import CampaignRunRequest, CampaignStatus, CampaignStatusRequest
+from gpucast.domain.campaign import CampaignProgress
+from gpucast.domain.errors import DataFormatError, InvalidInputError, InvalidSpecError
+
+FAST = "settings: {max_time_s: 0.2, min_samples: 3, target_ci: 0.5}\n"
+
+
+def sweep(tmp_path: Path, text: str = f"workloads: [mlp]\nbatch_sizes: [2, 4]\n{FAST}") -> Path:
+    path = tmp_path / "tiny.yaml"
+    path.write_text("devices: [cpu]\n" + text)
+    return path
+
+
+def test_run_with_keyword_options_then_status(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    seen: list[CampaignProgress] = []
+    result = gpucast.campaign_run(sweep_file=sweep(tmp_path), db=db, on_progress=seen.append)
+    assert result.status == "done" and result.progress.done == 2
+    assert seen[0].total == 2 and seen[-1] == result.progress
+    assert isinstance(result.campaign, CampaignStatus)
+    data = result.to_dict()
+    assert data["campaign"] == "tiny" and data["done"] == 2 and not data["resumable"]
+    assert len(result.to_frame()) == 2
+    by_id = gpucast.campaign_status(campaign="tiny", db=db)
+    by_file = gpucast.campaign_status(CampaignStatusRequest(sweep_file=sweep(tmp_path)), db=db)
+    assert by_id == by_file == result.campaign
+    assert CampaignStatus.from_dict(data) == result.campaign
+
+
+def test_a_stop_flag_leaves_a_resumable_campaign(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    stop = threading.Event()
+
+    def stop_after_first(p: CampaignProgress) -> None:
+        if p.done:
+            stop.set()
+
+    request = CampaignRunRequest(sweep_file=sweep(tmp_path))
+    first = gpucast.campaign_run(
+        request, db=db, should_stop=stop.is_set, on_progress=stop_after_first
+    )
+    assert first.status == "interrupted" and first.campaign.resumable
+    assert first.progress.done == 1 and first.progress.pending == 1
+    rest = gpucast.campaign_run(request, db=db)
+    assert rest.status == "done" and rest.progress.done == 2
+
+
+@pytest.mark.parametrize(
+    ("options", "text"),
+    [
+        ({"backend": "slurm"}, "backend"),
+        ({"address": "auto"}, "address"),
+        ({"retry_failed": "perhaps"}, "retry-failed"),
+    ],
+)
+def test_bad_run_options_are_typed_errors(
+    tmp_path: Path, options: dict[str, object], text: str
+) -> None:
+    db = tmp_path / "c.db"
+    with pytest.raises(InvalidSpecError, match=text):
+        gpucast.campaign_run(sweep_file=sweep(tmp_path), db=db, **options)
+    assert not db.exists()
+
+
+def test_a_bad_sweep_runs_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    with pytest.raises(DataFormatError, match="nope"):
+        gpucast.campaign_run(sweep_file=sweep(tmp_path, "workloads: [nope]\nbatch_sizes: [4]\n"),
+                             db=db)  # fmt: skip
+    assert not db.exists()
+
+
+def test_status_needs_one_selector_and_a_known_campaign(tmp_path: Path) -> None:
+    with pytest.raises(InvalidSpecError, match="--campaign"):
+        gpucast.campaign_status()
+    with pytest.raises(InvalidSpecError, match="--campaign"):
+        gpucast.campaign_status(campaign="x", sweep_file=sweep(tmp_path))
+    db = tmp_path / "c.db"
+    with pytest.raises(InvalidInputError, match="no campaign 'x'"):
+        gpucast.campaign_status(campaign="x", db=db)
+    assert not db.exists()

@@ -1,0 +1,93 @@
+"""``gpucast.runs_list``, ``runs_show``, ``runs_export`` on a store filled directly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import gpucast
+from gpucast.app.runs import RunsExportRequest, RunsListRequest, RunsShowRequest
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+from gpucast.domain.workload import WorkloadSpec
+from gpucast.store import open_store
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "runs.db"
+    with open_store(path) as store:
+        for i, name in enumerate(("mlp", "resnet50", "mlp")):
+            store.save_profile(WorkloadSpec(name=name, batch_size=8 + i), {"parameters": i})
+    return path
+
+
+def test_list_with_keyword_options_and_a_request(db: Path) -> None:
+    result = gpucast.runs_list(db=db)
+    assert [r.id for r in result.runs] == [3, 2, 1] and result.total == 3
+    assert result.to_dict() == {"runs": [r.to_dict() for r in result.runs], "total": 3}
+    assert list(result.to_frame()["id"]) == [3, 2, 1]
+    some = gpucast.runs_list(RunsListRequest(workload="mlp", limit=1), db=db)
+    assert [r.id for r in some.runs] == [3] and some.total == 2
+    assert gpucast.runs_list(kind="measurement", db=db).total == 0
+
+
+def test_list_on_a_missing_store_is_empty_and_creates_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "none.db"
+    assert gpucast.runs_list(db=db).to_dict() == {"runs": [], "total": 0}
+    assert not db.exists()
+
+
+def test_show(db: Path) -> None:
+    run = gpucast.runs_show(run_id=2, db=db)
+    assert run.kind == "profile" and run.result == {"parameters": 1}
+    assert run.to_dict()["spec"]["name"] == "resnet50"
+    assert gpucast.runs_show(RunsShowRequest(run_id=1), db=db).id == 1
+    assert gpucast.runs_show(run_id="3", db=db).id == 3
+
+
+def test_export(db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "runs.parquet"
+    result = gpucast.runs_export(out=out, db=db)
+    assert result.to_dict() == {"out": str(out), "format": "parquet", "count": 3}
+    assert list(pd.read_parquet(out)["id"]) == [1, 2, 3]
+    csv = gpucast.runs_export(RunsExportRequest(out=tmp_path / "x.data", workload="mlp"), db=db)
+    assert (csv.format, csv.count) == ("csv", 2)
+    frame = pd.read_csv(tmp_path / "x.data")
+    assert json.loads(frame["result_json"][0]) == {"parameters": 0}
+
+
+@pytest.mark.parametrize(
+    ("verb", "options", "text"),
+    [
+        ("runs_list", {"limit": 0}, "limit"),
+        ("runs_show", {"run_id": "abc"}, "run-id"),
+        ("runs_show", {"run_id": 0}, "run-id"),
+        ("runs_show", {}, "run-id: is required"),
+        ("runs_export", {"out": "x.csv", "format": "xlsx"}, "format"),
+        ("runs_export", {"format": "csv"}, "out: is required"),
+    ],
+)
+def test_bad_options_are_typed_errors(
+    tmp_path: Path, verb: str, options: dict[str, object], text: str
+) -> None:
+    db = tmp_path / "none.db"
+    with pytest.raises(InvalidSpecError, match=text):
+        getattr(gpucast, verb)(db=db, **options)
+    assert not db.exists()
+
+
+def test_show_and_export_on_a_missing_store_create_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "none.db"
+    with pytest.raises(InvalidInputError, match="no store there yet"):
+        gpucast.runs_show(run_id=1, db=db)
+    with pytest.raises(InvalidInputError, match="no store there yet"):
+        gpucast.runs_export(out=tmp_path / "x.csv", db=db)
+    assert not db.exists()
+
+
+def test_unknown_id_names_the_fix(db: Path) -> None:
+    with pytest.raises(InvalidInputError, match=r"no run with id 99.*gpucast runs list"):
+        gpucast.runs_show(run_id=99, db=db)
