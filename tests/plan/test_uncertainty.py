@@ -72,7 +72,8 @@ def test_a_plan_just_inside_the_deadline_is_not_certain() -> None:
     assert strict.best.p_meet_deadline is not None and strict.best.p_meet_deadline >= 0.9
     assert strict.best.cost_usd >= loose.best.cost_usd
     assert strict.infeasible.get("P(meet deadline) below --min-p-meet", 0) > 0
-    assert "10th-90th percentile" in strict.assumptions["risk"]
+    risk = strict.assumption("risk")
+    assert risk is not None and "10th-90th percentile" in risk.value
 
 
 def _job(deadline_s: float, factors: tuple[float, ...]) -> SpotJob:

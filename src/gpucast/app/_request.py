@@ -14,18 +14,26 @@ from typing import Any, TypeVar
 
 from gpucast.app.config import request_from
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import request_name, update
+from gpucast.domain.options import fields_of, request_name, update
 
 T = TypeVar("T")
 
 
 def resolve(
     cls: type[T],
-    request: T | None,
+    request: T | str | Path | int | None,
     options: Mapping[str, Any],
     config: Path | str | None = None,
 ) -> T:
-    """The request a verb runs: ``request`` (or one built from ``config`` and ``options``)."""
+    """The request a verb runs: ``request`` (or one built from ``config`` and ``options``).
+
+    Text in place of the request is the verb's positional argument, as on the command line
+    (``gpucast.profile_workload("resnet50", batch_size=64)``).
+    """
+    if request is not None and not isinstance(request, cls):
+        positional = [f for f in fields_of(cls) if f.info.argument]
+        if len(positional) == 1 and isinstance(request, str | Path | int):
+            return request_from(cls, {**options, positional[0].name: request}, config)
     if request is None:
         return request_from(cls, options, config)
     if not isinstance(request, cls):
@@ -33,8 +41,7 @@ def resolve(
             "request",
             f"must be a {cls.__name__} for {request_name(cls)}",
             got=type(request).__name__,
-            fix=f"pass gpucast.{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}(...) or "
-            "keyword options",
+            fix=f"pass {cls.__module__}.{cls.__name__}(...) or keyword options",
         )
     if config is not None:
         raise InvalidSpecError(

@@ -176,7 +176,7 @@ def _never() -> bool:
 
 
 def campaign_run(
-    request: CampaignRunRequest | None = None,
+    request: CampaignRunRequest | str | Path | int | None = None,
     /,
     *,
     db: Path | str | None = None,
@@ -214,7 +214,7 @@ def campaign_run(
 
 
 def campaign_status(
-    request: CampaignStatusRequest | None = None,
+    request: CampaignStatusRequest | str | Path | int | None = None,
     /,
     *,
     db: Path | str | None = None,

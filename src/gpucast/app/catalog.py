@@ -157,7 +157,7 @@ class ImportResult:
 
 
 def import_skypilot(
-    request: ImportSkypilotRequest | None = None, /, **options: Any
+    request: ImportSkypilotRequest | str | Path | int | None = None, /, **options: Any
 ) -> ImportResult:
     """Convert a SkyPilot ``vms.csv`` into a gpucast offers CSV (written atomically)."""
     from gpucast.catalog import write_offers_csv

@@ -130,7 +130,7 @@ class InferCurveResult:
 
 
 def measure_infer_curve(
-    request: InferCurveRequest | None = None,
+    request: InferCurveRequest | str | Path | int | None = None,
     /,
     *,
     db: Path | str | None = None,

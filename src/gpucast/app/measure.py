@@ -171,7 +171,7 @@ class MeasureResult:
 
 
 def measure_train(
-    request: MeasureTrainRequest | None = None,
+    request: MeasureTrainRequest | str | Path | int | None = None,
     /,
     *,
     db: Path | str | None = None,
@@ -192,7 +192,7 @@ def measure_train(
 
 
 def measure_infer(
-    request: MeasureInferRequest | None = None,
+    request: MeasureInferRequest | str | Path | int | None = None,
     /,
     *,
     db: Path | str | None = None,

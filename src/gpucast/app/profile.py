@@ -159,7 +159,11 @@ class ProfileResult:
 
 
 def profile_workload(
-    request: ProfileRequest | None = None, /, *, db: Path | str | None = None, **options: Any
+    request: ProfileRequest | str | Path | int | None = None,
+    /,
+    *,
+    db: Path | str | None = None,
+    **options: Any,
 ) -> ProfileResult:
     """Profile a workload (see :class:`ProfileRequest`) and save it in the store at ``db``
     (default: ``$GPUCAST_DB`` or the user store) unless ``save=False``."""

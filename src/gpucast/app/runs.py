@@ -91,7 +91,11 @@ class RunsShowRequest:
 
 
 def runs_show(
-    request: RunsShowRequest | None = None, /, *, db: Path | str | None = None, **options: Any
+    request: RunsShowRequest | str | Path | int | None = None,
+    /,
+    *,
+    db: Path | str | None = None,
+    **options: Any,
 ) -> StoredRun:
     """One stored run: its summary, spec and result (``to_dict()`` is what ``--json`` prints)."""
     from gpucast.store import Store

@@ -80,9 +80,7 @@ def _rows() -> tuple[_Row, ...]:
     return tuple(out)
 
 
-def validation_for(
-    model: str, gpus: Iterable[str], precision: str, workers: int = 1
-) -> Validation:
+def validation_for(model: str, gpus: Iterable[str], precision: str, workers: int = 1) -> Validation:
     """The validated error of ``model`` for these GPUs (catalog names), precision and number
     of GPUs; unvalidated regimes say so and name the regimes that were validated."""
     wanted = {g for g in gpus if g}

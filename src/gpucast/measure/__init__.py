@@ -20,4 +20,3 @@ __all__ = [
     "resolve_device",
     "run_adaptive",
 ]
-

@@ -7,4 +7,3 @@
 from gpucast.profile.profiler import profile, profile_workload
 
 __all__ = ["profile", "profile_workload"]
-

@@ -274,7 +274,7 @@ def plan_html(plan: TrainPlan) -> str:
     )
     body.append(f'<table id="assumptions">{head}{rows}</table>')
     body.append(
-        f"<p>Catalog snapshot {plan.catalog_snapshot.isoformat()}; critical batch "
+        f"<p>Prices from the catalog snapshot {plan.catalog_snapshot.isoformat()}; critical batch "
         f"{plan.critical_batch:,.0f} (reference batch {plan.reference_batch}).</p>"
     )
     body.append("<h2>Models: versions, training data and validation errors</h2>")
