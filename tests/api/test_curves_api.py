@@ -33,7 +33,7 @@ def test_keywords_store_and_frame(tmp_path: Path) -> None:
 
 def test_a_request_object_without_saving(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
-    request = InferCurveRequest(workload="mlp", batch_sizes=(2,), no_save=True, **FAST)
+    request = InferCurveRequest(workload="mlp", batch_sizes=(2,), save=False, **FAST)
     result = gpucast.measure_infer_curve(request, db=db)
     assert result.curves[0].measurement.run_ids == ()
     assert not db.exists()
@@ -52,5 +52,5 @@ def test_a_request_object_without_saving(tmp_path: Path) -> None:
 )
 def test_bad_options_raise_one_typed_error(options: dict[str, object], text: str) -> None:
     with pytest.raises(InvalidSpecError) as info:
-        gpucast.measure_infer_curve(workload="mlp", no_save=True, **options)
+        gpucast.measure_infer_curve(workload="mlp", save=False, **options)
     assert text in str(info.value)

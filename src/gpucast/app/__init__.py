@@ -43,7 +43,7 @@ VERBS: dict[str, str] = {
     "runs_export": "runs",
     "campaign_run": "campaign",
     "campaign_status": "campaign",
-    "report": "reports",
+    "write_report": "reports",
     "save_plan": "reports",
     "load_plan": "reports",
     "write_plan_report": "reports",

@@ -4,7 +4,7 @@ Times a workload's inference step at each batch size (and precision) with
 :func:`gpucast.measure.curves.measure_curve`, fits ``fixed + per-sample x batch`` to the
 medians, and -- with ``colocate`` -- measures the slowdown of running several models on one
 device at once (:func:`gpucast.measure.curves.measure_colocated`). Every point is stored
-unless ``no_save``.
+unless ``save=False``.
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ class InferCurveRequest:
     max_time_s: float = option(10.0, help="Seconds per point.", example="10")
     target_ci: float = option(0.02, help="Relative 95% CI target.", example="0.02")
     min_samples: int = option(10, help="Least steps per point.", example="10")
-    no_save: bool = option(False, help="Do not write to the store.")
+    save: bool = option(
+        True, negative="no-save", help="Write the results to the store (--no-save: do not)."
+    )
 
     def __post_init__(self) -> None:
         if not self.workload:
@@ -138,13 +140,13 @@ def measure_infer_curve(
 ) -> InferCurveResult:
     """Latency and throughput of a workload's inference step over batch sizes (and
     precisions), stored in ``db`` (default: ``$GPUCAST_DB`` or the user store) unless
-    ``no_save``; with ``colocate``, the slowdown of running the models at once."""
+    ``save=False``; with ``colocate``, the slowdown of running the models at once."""
     from gpucast.measure.curves import measure_colocated, measure_curve
     from gpucast.store.db import Store, default_db_path
 
     request = resolve(InferCurveRequest, request, options)
     store = None
-    if not request.no_save:
+    if request.save:
         store = Store(Path(db) if db is not None else default_db_path()).open()
     try:
         curves = []

@@ -1,9 +1,10 @@
-"""``gpucast.report`` and plan files: save a plan, read it back, render it as HTML.
+"""``gpucast.write_report`` (CLI ``gpucast report``) and plan files: save, read, render.
 
 * :func:`save_plan` writes a plan as strict JSON (``gpucast plan train --save``);
 * :func:`load_plan` reads it back (schema-checked);
 * :func:`write_plan_report` writes the self-contained HTML report of a plan;
-* :func:`report` -- the verb: the HTML report of a saved plan or of stored measurements.
+* :func:`write_report` -- the verb (``gpucast report``): the HTML report of a saved plan or
+  of stored measurements.
 Every file is written atomically (temp file + fsync + rename).
 """
 
@@ -86,7 +87,7 @@ class ReportResult:
         return {"out": str(self.out), "what": self.what}
 
 
-def report(
+def write_report(
     request: ReportRequest | None = None, /, *, db: Path | str | None = None, **options: Any
 ) -> ReportResult:
     """Write the HTML report of a saved plan (``plan=``) or of stored runs (``runs=True``)."""

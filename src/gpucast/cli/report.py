@@ -16,7 +16,7 @@ def command(
     json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
 ) -> None:
     """Write a self-contained HTML report (no network needed to open it)."""
-    from gpucast.app import report
+    from gpucast.app import write_report
 
-    result = report(request, db=state(ctx).db_path)
+    result = write_report(request, db=state(ctx).db_path)
     emit_result(result.to_dict(), f"report -> {result.out}", as_json=json_out)

@@ -1,0 +1,471 @@
+"""Every CLI verb and its Python verb give the same result: ``--json`` == ``to_dict()``.
+
+One case per verb: the command line, and the same request through ``gpucast.<verb>(...)``.
+Deterministic verbs must match exactly (same seed, same data); the measuring verbs time real
+steps, so for them the timings are dropped and everything else must match. A second table
+checks that bad input gives the same one-line message both ways (exit code 2 / a typed
+``InvalidInputError``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import gpucast
+from gpucast.cli.app import app
+from gpucast.domain.errors import InvalidInputError
+from gpucast.domain.jsonable import jsonable
+
+runner = CliRunner()
+FIXTURES = Path(__file__).resolve().parents[1] / "catalog" / "fixtures"
+QUICK = ["--device", "cpu", "--max-time-s", "1", "--min-samples", "3", "--target-ci", "0.5"]
+QUICK_API = {"device": "cpu", "max_time_s": 1.0, "min_samples": 3, "target_ci": 0.5}
+#: keys whose values are timings, clocks or ids that differ between two real runs
+VOLATILE = {
+    "created_at", "run_id", "run_ids", "step_times_s", "warmup_times_s", "mean_s", "median_s",
+    "std_s", "ci_low_s", "ci_high_s", "ci_halfwidth_rel", "p5_s", "p95_s", "iqr_s",
+    "samples_per_s", "n_samples", "n_warmup", "stop_reason", "warnings", "telemetry",
+    "elapsed_s", "fit", "latency_curve", "points", "environment", "id", "updated_at",
+}  # fmt: skip
+
+
+def _volatile(key: str) -> bool:
+    """Timings (``*_s``, ``*_rel``, ``*_per_s``), clocks and ids."""
+    return key in VOLATILE or key.endswith(("_s", "_rel", "_per_s", "_w", "_mhz", "_pct"))
+
+
+def _strip(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if not _volatile(k)}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Case:
+    verb: str
+    argv: Callable[[Path], list[str]]
+    call: Callable[[Path], Any]
+    timed: bool = False  # a real measurement: compare everything but the timings
+    shared_data: bool = False
+
+
+def _sweep(tmp: Path) -> Path:
+    path = tmp / "sweep.yaml"
+    if not path.exists():
+        path.write_text(
+            "devices: [cpu]\nworkloads: [mlp]\nbatch_sizes: [2]\n"
+            "settings: {max_time_s: 0.5, min_samples: 3, target_ci: 0.5}\n"
+        )
+    return path
+
+
+def _rows(tmp: Path, name: str, text: str) -> Path:
+    path = tmp / name
+    path.write_text(text)
+    return path
+
+
+D = Path("../shared/data")  # the tests run from the repository root (pytest's rootdir)
+
+# fmt: off
+CASES = [
+    Case("catalog_gpus", lambda t: ["catalog", "gpus"], lambda t: gpucast.catalog_gpus()),
+    Case(
+        "catalog_offers",
+        lambda t: ["catalog", "offers", "--provider", "gcp", "--gpu", "V100", "--spot"],
+        lambda t: gpucast.catalog_offers(provider="gcp", gpu="V100", spot=True),
+    ),
+    Case(
+        "import_skypilot",
+        lambda t: [
+            "catalog",
+            "import-skypilot",
+            str(FIXTURES / "gcp_vms.csv"),
+            "--cloud",
+            "gcp",
+            "--out",
+            str(t / "offers.csv"),
+        ],
+        lambda t: gpucast.import_skypilot(
+            str(FIXTURES / "gcp_vms.csv"), cloud="gcp", out=t / "offers.csv"
+        ),
+    ),
+    Case(
+        "profile_workload",
+        lambda t: ["profile", "mlp", "--batch-size", "4", "--no-save"],
+        lambda t: gpucast.profile_workload("mlp", batch_size=4, save=False),
+    ),
+    Case(
+        "measure_train",
+        lambda t: ["measure", "train", "mlp", "--batch-size", "4", "--no-save", *QUICK],
+        lambda t: gpucast.measure_train("mlp", batch_size=4, save=False, **QUICK_API),
+        timed=True,
+    ),
+    Case(
+        "measure_infer",
+        lambda t: ["measure", "infer", "mlp", "--batch-size", "4", "--no-save", *QUICK],
+        lambda t: gpucast.measure_infer("mlp", batch_size=4, save=False, **QUICK_API),
+        timed=True,
+    ),
+    Case(
+        "measure_infer_curve",
+        lambda t: [
+            "measure",
+            "infer-curve",
+            "mlp",
+            "--batch-sizes",
+            "1,2",
+            "--no-save",
+            "--device",
+            "cpu",
+            "--max-time-s",
+            "0.5",
+            "--min-samples",
+            "3",
+        ],
+        lambda t: gpucast.measure_infer_curve(
+            "mlp", batch_sizes=[1, 2], save=False, device="cpu", max_time_s=0.5, min_samples=3
+        ),
+        timed=True,
+    ),
+    Case("runs_list", lambda t: ["runs", "list"], lambda t: gpucast.runs_list()),
+    Case("runs_show", lambda t: ["runs", "show", "1"], lambda t: gpucast.runs_show(1)),
+    Case(
+        "runs_export",
+        lambda t: ["runs", "export", "--out", str(t / "runs.csv")],
+        lambda t: gpucast.runs_export(out=t / "runs.csv"),
+    ),
+    Case(
+        "campaign_status",
+        lambda t: ["campaign", "status", str(_sweep(t))],
+        lambda t: gpucast.campaign_status(_sweep(t)),
+    ),
+    Case(
+        "campaign_run",  # the second run of a finished campaign: nothing left to do
+        lambda t: ["campaign", "run", str(_sweep(t))],
+        lambda t: gpucast.campaign_run(_sweep(t)),
+        timed=True,
+    ),
+    Case(
+        "fit_speed",
+        lambda t: [
+            "fit",
+            "speed",
+            "--data",
+            str(D / "cmdare/speed/single_gpu_speed.csv"),
+            "--out",
+            str(t / "speed.json"),
+        ],
+        lambda t: gpucast.fit_speed(
+            data=[D / "cmdare/speed/single_gpu_speed.csv"], out=t / "speed.json"
+        ),
+        shared_data=True,
+    ),
+    Case(
+        "fit_cluster",
+        lambda t: [
+            "fit",
+            "cluster",
+            "--data",
+            str(D / "cmdare/cluster_scaling"),
+            "--out",
+            str(t / "cluster.json"),
+        ],
+        lambda t: gpucast.fit_cluster(data=D / "cmdare/cluster_scaling", out=t / "cluster.json"),
+        shared_data=True,
+    ),
+    Case(
+        "fit_checkpoint",
+        lambda t: [
+            "fit",
+            "checkpoint",
+            "--data",
+            str(D / "cmdare/checkpoint/whole_data.csv"),
+            "--out",
+            str(t / "ckpt.json"),
+        ],
+        lambda t: gpucast.fit_checkpoint(
+            data=D / "cmdare/checkpoint/whole_data.csv", out=t / "ckpt.json"
+        ),
+        shared_data=True,
+    ),
+    Case(
+        "predict_train",
+        lambda t: ["predict", "train", "--workload", "mlp", "--batch-size", "32", "--gpu", "A100"],
+        lambda t: gpucast.predict_train(workload="mlp", batch_size=32, gpu="A100"),
+    ),
+    Case(
+        "predict_checkpoint",
+        lambda t: [
+            "predict",
+            "checkpoint",
+            "--model",
+            str(t / "ckpt.json"),
+            "--input",
+            str(_rows(t, "ck.csv", "Checkpoint Size (MB)\n10\n200\n")),
+            "--output",
+            str(t / "ck-out.csv"),
+        ],
+        lambda t: gpucast.predict_checkpoint(
+            model=t / "ckpt.json", input=t / "ck.csv", output=t / "ck-out.csv"
+        ),
+        shared_data=True,
+    ),
+    Case(
+        "predict_speed",
+        lambda t: [
+            "predict",
+            "speed",
+            "--model",
+            str(t / "speed.json"),
+            "--input",
+            str(D / "cmdare/speed/single_gpu_speed.csv"),
+            "--output",
+            str(t / "sp.csv"),
+        ],
+        lambda t: gpucast.predict_speed(
+            model=t / "speed.json",
+            input=D / "cmdare/speed/single_gpu_speed.csv",
+            output=t / "sp.csv",
+        ),
+        shared_data=True,
+    ),
+    Case(
+        "predict_cluster",
+        lambda t: [
+            "predict",
+            "cluster",
+            "--model",
+            str(t / "cluster.json"),
+            "--input",
+            str(
+                _rows(
+                    t,
+                    "cl.csv",
+                    "Number of Parameters,Number of Tensors,Workers,"
+                    "Parameter Servers,Step Time (s)\n1000000,50,4,1,0.2\n",
+                )
+            ),
+            "--output",
+            str(t / "cl-out.csv"),
+        ],
+        lambda t: gpucast.predict_cluster(
+            model=t / "cluster.json", input=t / "cl.csv", output=t / "cl-out.csv"
+        ),
+        shared_data=True,
+    ),
+    Case(
+        "validate",
+        lambda t: ["validate", "--data-dir", str(D), "--what", "checkpoint"],
+        lambda t: gpucast.validate(data_dir=D, what="checkpoint"),
+        shared_data=True,
+    ),
+    Case(
+        "simulate_train",
+        lambda t: [
+            "simulate",
+            "train",
+            "--gpu",
+            "K80",
+            "--workers",
+            "2",
+            "--spot",
+            "--region",
+            "us-east1",
+            "--workload",
+            "cifar-resnet32",
+            "--steps",
+            "20000",
+            "--runs",
+            "300",
+            "--hazard-per-hour",
+            "0.1",
+            "--speed",
+            "4.5",
+            "--deadline",
+            "3h",
+        ],
+        lambda t: gpucast.simulate_train(
+            gpu="K80",
+            workers=2,
+            spot=True,
+            region="us-east1",
+            workload="cifar-resnet32",
+            steps=20000,
+            runs=300,
+            hazard_per_hour=0.1,
+            speed="4.5",
+            deadline="3h",
+        ),
+    ),
+    Case(
+        "simulate_serve",
+        lambda t: [
+            "simulate",
+            "serve",
+            "--model",
+            "mlp",
+            "--gpu",
+            "T4",
+            "--rate",
+            "100",
+            "--duration-s",
+            "5",
+        ],
+        lambda t: gpucast.simulate_serve(model="mlp", gpu="T4", rate=100, duration_s=5),
+    ),
+    Case(
+        "plan_train",
+        lambda t: [
+            "plan",
+            "train",
+            "--workload",
+            "cifar-resnet20",
+            "--epochs",
+            "10",
+            "--dataset-size",
+            "50000",
+            "--gpu",
+            "T4",
+            "--deadline",
+            "4h",
+            "--save",
+            str(t / "plan.json"),
+        ],
+        lambda t: gpucast.plan_train(
+            workload="cifar-resnet20", epochs=10, dataset_size=50000, gpu="T4", deadline="4h"
+        ),
+    ),
+    Case(
+        "plan_serve",
+        lambda t: [
+            "plan",
+            "serve",
+            "--model",
+            "mlp:200",
+            "--slo",
+            "p99<50ms",
+            "--gpu",
+            "T4",
+            "--no-mig",
+            "--duration-s",
+            "5",
+        ],
+        lambda t: gpucast.plan_serve(
+            model=["mlp:200"], slo="p99<50ms", gpu=["T4"], no_mig=True, duration_s=5
+        ),
+    ),
+    Case(
+        "write_report",
+        lambda t: ["report", "--plan", str(t / "plan.json"), "--out", str(t / "report.html")],
+        lambda t: gpucast.write_report(plan=t / "plan.json", out=t / "report.html"),
+    ),
+]
+# fmt: on
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("parity")
+
+
+@pytest.fixture(autouse=True)
+def _one_store(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """Every case of the module shares one store and one fit cache."""
+    monkeypatch.setenv("GPUCAST_DB", str(workdir / "store.db"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(workdir / "cache"))
+    monkeypatch.chdir(request.config.rootpath)
+
+
+@pytest.fixture(scope="module")
+def filled_store(workdir: Path) -> Path:
+    """A store holding one measurement and a finished campaign (for runs and campaign)."""
+    import os
+
+    old = os.environ.get("GPUCAST_DB")
+    os.environ["GPUCAST_DB"] = str(workdir / "store.db")
+    try:
+        gpucast.measure_train("mlp", batch_size=4, **QUICK_API)
+        gpucast.campaign_run(_sweep(workdir))
+    finally:
+        if old is None:
+            del os.environ["GPUCAST_DB"]
+        else:
+            os.environ["GPUCAST_DB"] = old
+    return workdir / "store.db"
+
+
+def _json_of(argv: list[str]) -> Any:
+    result = runner.invoke(app, [*argv, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.verb for c in CASES])
+def test_cli_json_equals_the_python_result(
+    case: Case, workdir: Path, filled_store: Path, request: pytest.FixtureRequest
+) -> None:
+    if case.shared_data:
+        request.getfixturevalue("shared_data")
+    from_cli = _json_of(case.argv(workdir))
+    from_api = json.loads(json.dumps(jsonable(case.call(workdir).to_dict()), default=str))
+    if case.timed:
+        from_cli, from_api = _strip(from_cli), _strip(from_api)
+    assert from_cli == from_api
+
+
+def test_every_verb_has_a_case() -> None:
+    from gpucast.app import VERBS
+
+    helpers = {"save_plan", "load_plan", "write_plan_report"}  # file helpers, not CLI verbs
+    assert {c.verb for c in CASES} == set(VERBS) - helpers
+
+
+# fmt: off
+BAD = [
+    (["plan", "train", "--workload", "mlp", "--epochs", "3", "--budget", "-5"],
+     lambda: gpucast.plan_train(workload="mlp", epochs=3, budget=-5)),
+    (["plan", "train", "--workload", "mlp", "--epochs", "3", "--deadline", "soon"],
+     lambda: gpucast.plan_train(workload="mlp", epochs=3, deadline="soon")),
+    (["simulate", "train", "--gpu", "K80", "--workers", "0", "--region", "us-east1",
+      "--steps", "10"],
+     lambda: gpucast.simulate_train(gpu="K80", workers=0, region="us-east1", steps=10)),
+    (["simulate", "train", "--gpu", "K81", "--workers", "2", "--region", "us-east1",
+      "--steps", "10"],
+     lambda: gpucast.simulate_train(gpu="K81", workers=2, region="us-east1", steps=10)),
+    (["simulate", "serve", "--model", "mlp", "--gpu", "T4", "--rate", "-1"],
+     lambda: gpucast.simulate_serve(model="mlp", gpu="T4", rate=-1)),
+    (["plan", "serve", "--model", "mlp:100", "--slo", "fast"],
+     lambda: gpucast.plan_serve(model=["mlp:100"], slo="fast")),
+    (["predict", "train", "--workload", "mlp", "--batch-size", "0", "--gpu", "A100"],
+     lambda: gpucast.predict_train(workload="mlp", batch_size=0, gpu="A100")),
+    (["profile", "nosuchmodel"], lambda: gpucast.profile_workload("nosuchmodel")),
+    (["measure", "train", "mlp", "--target-ci", "-1"],
+     lambda: gpucast.measure_train("mlp", target_ci=-1)),
+    (["catalog", "offers", "--gpu", "H1000"], lambda: gpucast.catalog_offers(gpu="H1000")),
+    (["runs", "show", "0"], lambda: gpucast.runs_show(0)),
+    (["report", "--out", "x.html"], lambda: gpucast.write_report(out="x.html")),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("argv, call", BAD, ids=[" ".join(a[:3]) for a, _ in BAD])
+def test_bad_input_is_the_same_line_both_ways(argv: list[str], call: Callable[[], Any]) -> None:
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert line.startswith("error: ") and "\n" not in line and "Traceback" not in result.output
+    with pytest.raises(InvalidInputError) as caught:
+        call()
+    assert line == f"error: {' '.join(str(caught.value).split())}"
