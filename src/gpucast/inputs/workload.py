@@ -148,8 +148,6 @@ def workload_inputs(
 ) -> WorkloadInputs:
     """Parameter bytes and tensor count: the profiler for built-in (and ``module:factory``)
     workloads, CM-DARE's feature table for CM-DARE model names."""
-    from gpucast.workloads.user import is_user_spec
-
     if not workload:
         raise InvalidSpecError(
             "workload",
@@ -157,7 +155,7 @@ def workload_inputs(
             fix="e.g. --workload cifar-resnet32 (gpucast profile --help lists them)",
         )
     builtins = builtin_workloads()
-    if profile_file is not None or workload in builtins or is_user_spec(workload):
+    if profile_file is not None or workload in builtins or _is_user_spec(workload):
         prof = workload_profile(workload, precision, profile_file)
         memory = prof.memory
         return WorkloadInputs(
@@ -197,6 +195,13 @@ def workload_inputs(
         names,
         fix="a built-in workload, module:factory, or a CM-DARE model name with --data-dir",
     )
+
+
+def _is_user_spec(workload: str) -> bool:
+    """``module:factory``? (imported on use: the workloads package loads torch)"""
+    from gpucast.workloads.user import is_user_spec
+
+    return is_user_spec(workload)
 
 
 # -- run:ID --------------------------------------------------------------------------------
