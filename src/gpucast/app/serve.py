@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -305,14 +306,17 @@ class PlanServeResult:
 
     plan: ServePlan
     warnings: tuple[str, ...] = ()
+    #: model -> its validated error in the regime of the recommended deployment
+    validation: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def best(self) -> Any:
         return self.plan.best
 
     def to_dict(self) -> dict[str, Any]:
-        """What ``gpucast plan serve --json`` prints: :meth:`ServePlan.to_dict`."""
-        return self.plan.to_dict()
+        """What ``gpucast plan serve --json`` prints: :meth:`ServePlan.to_dict` and the
+        validated error of the recommended deployment's regime."""
+        return {**self.plan.to_dict(), "validation": dict(self.validation)}
 
     def to_frame(self) -> pd.DataFrame:
         """One row per candidate (cheapest first), with its Pareto and recommended marks."""
@@ -422,7 +426,15 @@ def plan_serve(
         arrivals=traffic or None,
         assumptions=sources,
     )
-    return PlanServeResult(plan=plan, warnings=tuple(warnings))
+    best = plan.best
+    gpus = [] if best is None else [g.server.gpu or "cpu" for g in best.groups]
+    return PlanServeResult(
+        plan=plan,
+        warnings=tuple(warnings),
+        validation=serving_validation(
+            gpus, request.precision, calibrated=request.host_capacity_rps is not None
+        ),
+    )
 
 
 # -- simulate serve -------------------------------------------------------------------------
@@ -536,6 +548,8 @@ class SimulateServeResult:
     latency_curve: LatencyCurve
     host_capacity_rps: float | None
     warnings: tuple[str, ...] = ()
+    #: model -> its validated error in this run's regime (GPU, precision)
+    validation: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def sources(self) -> dict[str, str]:
@@ -548,6 +562,7 @@ class SimulateServeResult:
         out["host_capacity_rps"] = self.host_capacity_rps
         out["batching"] = self.batching.to_dict()
         out["latency_curve"] = self.latency_curve.to_dict()
+        out["validation"] = dict(self.validation)
         return out
 
     def to_frame(self) -> pd.DataFrame:
@@ -555,6 +570,19 @@ class SimulateServeResult:
         import pandas as pd
 
         return pd.DataFrame([s.to_dict() for s in self.serving.servers])
+
+
+def serving_validation(gpus: list[str], precision: str, *, calibrated: bool) -> dict[str, str]:
+    """The serving models' validated error for these GPUs (catalog names) and precision;
+    with a host capacity given or calibrated, else as predicted from the catalog alone."""
+    from gpucast.catalog.validation import validation_for
+
+    key = "serving" if calibrated else "serving-uncalibrated"
+    return {
+        "serving latency (roofline curve + simulator)": validation_for(
+            key, sorted(set(gpus)), precision, 1
+        ).text()
+    }
 
 
 def simulate_serve(
@@ -646,4 +674,7 @@ def simulate_serve(
         latency_curve=curve,
         host_capacity_rps=host_capacity_rps,
         warnings=tuple(warnings),
+        validation=serving_validation(
+            [server.name.split("/")[0]], request.precision, calibrated=host_capacity_rps is not None
+        ),
     )

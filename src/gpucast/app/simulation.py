@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
+from gpucast.domain.provenance import Assumption
 from gpucast.domain.units import parse_duration_s
 
 if TYPE_CHECKING:  # numpy: loaded when a simulation runs
@@ -397,7 +398,75 @@ def simulate_train(
         },
         notes=notes,
     )
-    return result
+    gpus = sorted({catalog.gpu(g.gpu).name for g in groups})
+    nodes = sum(g.count for g in groups)
+    modelled = any(t.lower_ratio < 1.0 or t.upper_ratio > 1.0 for t in single.values())
+    assumptions = (
+        Assumption(
+            name="spot lifetimes",
+            value="not used (on demand)" if not request.spot else lifetimes.fallback.source
+            if request.hazard_per_hour is not None
+            else f"fitted where published data covers the GPU, else {request.interruption_band}"
+            "/month as a constant hazard",
+            source=lifetimes.source() if request.spot else "",
+            override="--hazard-per-hour, --interruption-band, --data-dir",
+        ),
+        Assumption(
+            name="replacement",
+            value="revoked nodes are replaced" if request.replace else "revoked nodes are not "
+            "replaced (the job goes on with fewer)",
+            source="given" if request.replace else "default",
+            override="--replace",
+        ),
+        Assumption(
+            name="checkpoint interval",
+            value="none" if every_steps is None else f"every {every_steps:,} steps",
+            source="given" if request.checkpoint_every else
+            ("Young's interval from the lifetimes" if every_steps else "no revocations"),
+            override="--checkpoint-every",
+        ),
+        Assumption(name="checkpoint cost", value=f"{ckpt_s:.2f} s", source=ckpt_src,
+                   override="--checkpoint-s, --data-dir"),
+        Assumption(name="start-up", value="per VM, sampled", source=startup.source(),
+                   override="--data-dir"),
+        Assumption(name="restart penalty", value=f"{penalty.value:.0f} s",
+                   source=penalty.source, override="--data-dir"),
+        Assumption(
+            name="step time",
+            value="roofline model (with its uncertainty)" if modelled else "measured",
+            source="; ".join(f"{g}: {s.source}" for g, s in single.items()),
+            override="--speed, gpucast measure train (stores a calibration)",
+        ),
+        Assumption(name="cluster model", value=request.strategy, source=model.source,
+                   override="--data-dir"),
+    )  # fmt: skip
+    return dataclasses.replace(
+        result,
+        assumptions=assumptions,
+        validation=_validation(request, gpus, nodes * gpn, modelled),
+    )
+
+
+def _validation(
+    request: SimulateTrainRequest, gpus: list[str], workers: int, modelled: bool
+) -> dict[str, str]:
+    """Validated errors of the models behind this scenario, in its regime."""
+    from gpucast.catalog.validation import validation_for
+
+    scaling = {"ps-async": "ps-cluster", "ps-sync": "ps-cluster"}.get(request.strategy, "allreduce")
+    out = {
+        f"scaling ({request.strategy})": validation_for(
+            scaling, gpus, request.precision, workers
+        ).text(),
+        "transient Monte Carlo": validation_for(
+            "spot-training", gpus, request.precision, workers
+        ).text(),
+    }
+    if modelled:
+        out["step time (roofline)"] = validation_for(
+            "roofline-step", gpus, request.precision, 1
+        ).text()
+    return out
 
 
 def _instance(request: SimulateTrainRequest, catalog: Any) -> tuple[SimulateTrainRequest, int]:

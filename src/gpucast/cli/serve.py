@@ -8,7 +8,7 @@ commands join the ``plan`` and ``simulate`` groups in :mod:`gpucast.cli.verbs`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import typer
@@ -19,6 +19,11 @@ from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_consol
 
 if TYPE_CHECKING:
     from gpucast.app.serve import PlanServeResult, SimulateServeResult
+
+
+def print_validation(validation: Mapping[str, str]) -> None:
+    for model, text in validation.items():
+        console.print(f"[dim]validated error, {model}: {text}[/dim]", highlight=False)
 
 
 def print_warnings(warnings: Iterable[str]) -> None:
@@ -81,6 +86,7 @@ def print_serve_plan(result: PlanServeResult, *, limit: int = 15) -> None:
         console.print(f"[dim]  {count} x {reason}[/dim]", highlight=False)
     for key, value in plan.assumptions.items():
         console.print(f"[dim]{key}: {value}[/dim]", highlight=False)
+    print_validation(result.validation)
 
 
 # -- simulate serve -------------------------------------------------------------------------
@@ -138,3 +144,4 @@ def print_serving(result: SimulateServeResult) -> None:
         )
     for key, value in result.sources.items():
         console.print(f"[dim]{key}: {value}[/dim]", highlight=False)
+    print_validation(result.validation)

@@ -22,6 +22,8 @@ app = typer.Typer(no_args_is_help=True, help="Simulate training on transient clu
 
 
 def print_simulation(result: SimulationResult) -> None:
+    from rich.markup import escape
+
     from gpucast.domain.simulation import Summary
 
     def row(label: str, s: Summary, fmt: str) -> str:
@@ -43,6 +45,13 @@ def print_simulation(result: SimulationResult) -> None:
         console.print(f"[dim]{key}: {value}[/dim]", highlight=False)
     for note in result.notes:
         console.print(f"[dim]note: {note}[/dim]", highlight=False)
+    for a in result.assumptions:
+        override = f" [override: {a.override}]" if a.override else ""
+        console.print(
+            f"[dim]{escape(f'assumption {a.name}: {a.value}{override}')}[/dim]", highlight=False
+        )
+    for model, text in result.validation.items():
+        console.print(f"[dim]validated error, {model}: {text}[/dim]", highlight=False)
 
 
 @app.command("train")

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.provenance import Assumption
 
 #: The price-table name of a CPU parameter server.
 CPU_PS = "cpu-ps"
@@ -294,9 +295,14 @@ class SimulationResult:
     seed: int | None = None
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     notes: tuple[str, ...] = ()
+    #: the defaults and derived inputs the result rests on, with the flag that changes each
+    assumptions: tuple[Assumption, ...] = ()
+    #: model -> its validated error in this scenario's regime (or "not validated for ...")
+    validation: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+        object.__setattr__(self, "validation", MappingProxyType(dict(self.validation)))
 
     def to_frame(self) -> Any:
         """Every simulated run as a pandas DataFrame: ``scenario`` (``transient`` or
@@ -332,4 +338,6 @@ class SimulationResult:
         out["seed"] = self.seed
         out["sources"] = dict(self.sources)
         out["notes"] = list(self.notes)
+        out["assumptions"] = [a.to_dict() for a in self.assumptions]
+        out["validation"] = dict(self.validation)
         return out
