@@ -343,3 +343,24 @@ def test_allow_mixed_json_lists_workers() -> None:
         assert {w["gpu"] for w in c["workers"]} == set(c["gpu"].split("+"))
         if c["strategy"] != "ps":
             assert sum(w["samples_per_step"] for w in c["workers"]) == c["global_batch"]
+
+
+def test_a_crafted_store_cannot_run_code(tmp_path: Path) -> None:
+    """A measurement naming user code (here a module that would write a file on import) is
+    refused: the store is data; only --trust-workload lets gpucast import what it names."""
+    from gpucast.store.db import open_store
+
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "evil_module.py"
+    evil.write_text(
+        f"open({str(marker)!r}, 'w').write('ran')\n"
+        "def factory():\n    raise SystemExit('imported')\n"
+    )
+    db = tmp_path / "store.db"
+    with open_store(db) as store:
+        run_id = store.save_measurement(_train_measurement(f"{evil}:factory", 8, 0.1))
+    code, out = invoke("--db", str(db), "plan", "train", "--workload", f"run:{run_id}",
+                       "--epochs", "1", "--dataset-size", "1000")  # fmt: skip
+    assert code == 2, out
+    assert "names user code" in out and "--trust-workload" in out
+    assert not marker.exists()

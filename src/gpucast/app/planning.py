@@ -58,7 +58,7 @@ def plan_train(
     stored = None
     run_id = stored_run_id(request.workload)
     if run_id is not None:
-        stored = load_stored_workload(store, run_id)
+        stored = load_stored_workload(store, run_id, trust_workload=request.trust_workload)
         changes: dict[str, Any] = {"workload": stored.workload}
         if is_default(request, "precision"):
             changes["precision"] = stored.precision

@@ -153,6 +153,12 @@ class TrainRequest:
     profile_file: Path | None = option(
         None, flag="profile", help="Profile JSON (gpucast profile --json).", example="prof.json"
     )
+    trust_workload: bool = option(
+        False,
+        negative="no-trust-workload",
+        help="Allow --workload run:ID to import the user model (module:factory) the store "
+        "names. Only for stores you trust: importing runs their code.",
+    )
 
     def __post_init__(self) -> None:
         if not self.workload:

@@ -231,8 +231,15 @@ def stored_run_id(workload: str | None) -> int | None:
     return int(text)
 
 
-def load_stored_workload(db_path: Path, run_id: int) -> StoredWorkload:
-    """Read run ``run_id`` from the store: a profile, or a training measurement."""
+def load_stored_workload(
+    db_path: Path, run_id: int, *, trust_workload: bool = False
+) -> StoredWorkload:
+    """Read run ``run_id`` from the store: a profile, or a training measurement.
+
+    A store is data, not code: a measurement whose workload is a user model
+    (``module:factory``) would have to be imported to be profiled, which runs whatever the
+    store names -- refused unless ``trust_workload`` (the user vouches for the store).
+    """
     from gpucast.domain.profile import WorkloadProfile
     from gpucast.store.db import Store
 
@@ -255,6 +262,16 @@ def load_stored_workload(db_path: Path, run_id: int) -> StoredWorkload:
             run_id=run_id, workload=summary.workload, precision=summary.precision, profile=profile
         )
     if run.kind == "measurement" and summary.mode == "train" and summary.median_s is not None:
+        if _is_user_spec(summary.workload) and not trust_workload:
+            raise InvalidSpecError(
+                "workload",
+                f"run {run_id} names user code ({summary.workload!r}); a store is data and "
+                "gpucast does not import code it names",
+                got=f"run:{run_id}",
+                fix="plan from a stored profile of it (gpucast profile ...), pass "
+                f"--workload {summary.workload} yourself, or add --trust-workload if you "
+                "trust whoever wrote the store",
+            )
         return StoredWorkload(
             run_id=run_id,
             workload=summary.workload,
