@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Self
+from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -57,6 +57,30 @@ class LifetimeDistribution(Protocol):
     def sample(self, rng: np.random.Generator, n: int) -> FloatArray: ...
 
     def survival(self, t_s: npt.ArrayLike) -> FloatArray: ...
+
+
+@runtime_checkable
+class CorrelatedLifetime(LifetimeDistribution, Protocol):
+    """A lifetime whose hazard follows a state shared by every node of one market (a zone and
+    GPU type) within one simulated run, so revocations come in bursts (e.g. a two-state
+    calm/storm Markov-modulated hazard fitted on a node-count trace).
+
+    ``sample``/``survival`` give the stationary marginal (nodes taken one at a time);
+    ``environment(rng, runs, horizon_s)`` draws one state path per run (an opaque value);
+    ``sample_at(rng, start_s, run, env)`` draws the lifetime of a node requested at
+    ``start_s`` (s from the run's start) in run ``run`` (indices into ``env``), given the
+    path: nodes of one run that share a path are revoked together when a storm comes.
+    """
+
+    def environment(self, rng: np.random.Generator, runs: int, horizon_s: float) -> Any: ...
+
+    def sample_at(
+        self,
+        rng: np.random.Generator,
+        start_s: FloatArray,
+        run: npt.NDArray[np.int64],
+        env: Any,
+    ) -> FloatArray: ...
 
 
 def _apply_cap(t: FloatArray, cap_s: float | None) -> FloatArray:
