@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -177,19 +176,16 @@ def test_report_from_the_store(tmp_path: Path) -> None:
     assert 'id="runs-plot"' in html and "mlp&lt;b&gt;" in html and "mlp<b>" not in html
 
 
-def test_readme_main_job_on_defaults_is_quick() -> None:
-    """`gpucast plan train --workload resnet50` alone: 90 epochs of ImageNet, 24 h deadline."""
-    invoke("plan", "train", "--workload", "resnet50", "--json")  # profiles once (cached)
-    start = time.perf_counter()
+def test_readme_main_job_on_defaults() -> None:
+    """`gpucast plan train --workload resnet50` alone: 90 epochs of ImageNet, 24 h deadline
+    (its speed is benchmarks/plan_speed.py's business, not a unit test's)."""
     code, out = invoke("plan", "train", "--workload", "resnet50", "--json")
-    elapsed = time.perf_counter() - start
     assert code == 0, out
     data = json.loads(out)
     assert data["request"]["epochs"] == 90 and data["request"]["dataset_size"] == 1281167
     assert data["request"]["deadline_s"] == 24 * 3600
     best = data["candidates"][data["recommended"]]
     assert best["time_s"] <= 24 * 3600 or best["p_meet_deadline"] >= 0.9
-    assert elapsed < 10  # generous for a loaded CI box; benchmarks/plan_speed.py times it
 
 
 @pytest.mark.shared_data

@@ -37,6 +37,7 @@ from gpucast.domain.errors import InvalidInputError, NotFittedError
 from gpucast.domain.prediction import Estimate
 from gpucast.domain.spot import GCP_PREEMPTIBLE_CAP_S, censor_observed
 from gpucast.predict.base import REGISTRY, Estimator, estimator_from_dict
+from gpucast.predict.bursty import CapacityGaps, MMPPModel, PiecewiseHazardModel
 from gpucast.predict.cluster import ClusterModel
 from gpucast.predict.overheads import CheckpointModel, FrameworkStartModel, StartupModel
 from gpucast.predict.revocation import RevocationModel
@@ -311,6 +312,92 @@ BATCH_LATENCY = Case(
 )
 
 
+# -------------------------------------------------------------------------------- mmpp
+def _mmpp_inputs() -> FitInputs:
+    """Two weeks of 5-minute ticks of 8 nodes: quiet, then a storm that takes 6 of them."""
+    rng = np.random.default_rng(0)
+    counts = np.full(4032, 8)
+    for start in (500, 1800, 3000):
+        counts[start : start + 40] = 8 - rng.integers(2, 7)
+    counts[2500] = 7  # a lone revocation in calm
+    return ([int(c) for c in counts],), {"gap_s": 300.0}
+
+
+_MMPP_COUNTS = [8, 8, 8, 5, 3, 3, 8, 8, 7, 8]
+
+
+def _mmpp_predict(m: MMPPModel) -> list[Any]:
+    life = m.distribution()
+    rng = np.random.default_rng(5)
+    env = life.environment(rng, 4, 48 * _H)
+    return [
+        m.source,
+        m.log_likelihood,
+        life.survival(_TIMES_S),
+        life.sample(np.random.default_rng(3), 20),
+        life.sample_at(rng, np.linspace(0, 50 * _H, 8), np.arange(8) % 4, env),
+        m.storm_probability(_MMPP_COUNTS, 300.0),
+    ]
+
+
+MMPP = Case(
+    make=lambda: MMPPModel(restarts=3, cap_s=GCP_PREEMPTIBLE_CAP_S),
+    fit_inputs=_mmpp_inputs,
+    predict=_mmpp_predict,
+    unfitted_calls=(
+        lambda m: m.distribution(),
+        lambda m: m.result,
+        lambda m: m.source,
+        lambda m: m.log_likelihood,
+        lambda m: m.storm_probability(_MMPP_COUNTS, 300.0),
+    ),
+)
+
+
+# ----------------------------------------------------------------------- capacity gaps
+def _capacity_gap_inputs() -> FitInputs:
+    gaps = [300.0, 600.0, 600.0, 1200.0, 3600.0, 7200.0, 900.0]
+    return (gaps,), {"observed": [True, True, True, False, True, False, True]}
+
+
+CAPACITY_GAPS = Case(
+    make=CapacityGaps,
+    fit_inputs=_capacity_gap_inputs,
+    predict=lambda m: [
+        m.source,
+        m.sample(np.random.default_rng(2), 30),
+        m.survival([0.0, 600.0, 5000.0, 1e5]),
+        m.median_s(),
+    ],
+    unfitted_calls=(
+        lambda m: m.sample(np.random.default_rng(0), 3),
+        lambda m: m.survival(60.0),
+        lambda m: m.source,
+        lambda m: m.median_s(),
+    ),
+)
+
+
+# -------------------------------------------------------------------- piecewise hazard
+def _piecewise_inputs() -> FitInputs:
+    d = np.random.default_rng(4).exponential(6 * _H, 60)
+    return ([float(x) for x in np.minimum(d, 20 * _H)],), {
+        "observed": [bool(x < 20 * _H) for x in d]
+    }
+
+
+PIECEWISE_HAZARD = Case(
+    make=lambda: PiecewiseHazardModel(breaks_h=(0.0, 1.0, 6.0), cap_s=GCP_PREEMPTIBLE_CAP_S),
+    fit_inputs=_piecewise_inputs,
+    predict=lambda m: [
+        m.spec(),
+        m.distribution().survival(_TIMES_S),
+        m.distribution().sample(np.random.default_rng(1), 20),
+    ],
+    unfitted_calls=(lambda m: m.spec(), lambda m: m.distribution()),
+)
+
+
 CASES: dict[str, Case] = {
     "speed": SPEED,
     "cluster": CLUSTER,
@@ -319,6 +406,9 @@ CASES: dict[str, Case] = {
     "framework_start": FRAMEWORK_START,
     "revocation": REVOCATION,
     "batch-latency": BATCH_LATENCY,
+    "mmpp": MMPP,
+    "capacity-gaps": CAPACITY_GAPS,
+    "piecewise-hazard": PIECEWISE_HAZARD,
 }
 
 #: Known contract failures: kind -> {test name: reason}. Marked ``xfail(strict=True)`` so a

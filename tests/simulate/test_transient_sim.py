@@ -457,3 +457,206 @@ def test_market_spellings_normalise_to_the_domain_names() -> None:
     assert table.price("K80", spot=True, region="us-west1") == 0.2
     with pytest.raises(InvalidSpecError, match="no spot price for K80 in us-east1"):
         table.price("K80", spot=True, region="us-east1")
+
+
+# -- pinned outputs: the same seed gives these numbers, bit for bit ------------------------------
+# Recorded from the engine as of commit 8d97cbe (before correlated lifetimes, capacity gaps and
+# fallback were added): a scenario that uses none of them must keep giving exactly these.
+
+_PIN_PRICES = PriceTable(
+    usd_per_hour={
+        **PRICES.usd_per_hour,
+        ("P100", "on-demand"): 1.5,
+        ("P100", "spot"): 0.45,
+    }
+)
+
+
+def _pinned_cases() -> dict[str, object]:
+    weib = WeibullLifetime(scale_s=4000.0, shape=0.7, cap_s=86400.0)
+    expo = ExponentialLifetime(hazard_per_hour=0.8)
+    k80 = WorkerGroup(gpu="K80", count=6, region="us-east1", spot=True)
+    out: dict[str, object] = {}
+    out["async-replace"] = simulate_runs(
+        ClusterScenario(
+            workers=(k80,), steps=20_000, checkpoint_every_steps=2_000, replace_revoked=True
+        ),
+        speed=SpeedTable.linear([2.0], [6]),
+        prices=_PIN_PRICES,
+        lifetimes=[weib],
+        startup_spot_s=empirical_sampler([60.0, 80.0, 95.0]),
+        startup_on_demand_s=40.0,
+        checkpoint_s=3.0,
+        restart_penalty_s=90.0,
+        runs=300,
+        rng=11,
+    )
+    out["sync-allreduce"] = simulate_runs(
+        ClusterScenario(
+            workers=(WorkerGroup(gpu="K80", count=8, region="us-east1", spot=True),),
+            ps_count=0,
+            steps=30_000,
+            checkpoint_every_steps=3_000,
+            replace_revoked=True,
+            worker_loss_restarts=True,
+        ),
+        speed=SpeedTable.linear([1.5], [8]),
+        prices=_PIN_PRICES,
+        lifetimes=[expo],
+        startup_spot_s=70.0,
+        startup_on_demand_s=50.0,
+        checkpoint_s=5.0,
+        restart_penalty_s=45.0,
+        runs=300,
+        rng=12,
+    )
+    out["no-replace-spot-ps-clock-at-up"] = simulate_runs(
+        ClusterScenario(
+            workers=(WorkerGroup(gpu="K80", count=5, region="us-east1", spot=True),),
+            ps_count=2,
+            ps_spot=True,
+            steps=15_000,
+            checkpoint_every_steps=1_500,
+            include_startup=False,
+        ),
+        speed=SpeedTable.linear([1.0], [5]),
+        prices=_PIN_PRICES,
+        lifetimes=[weib],
+        ps_lifetime=ExponentialLifetime(hazard_per_hour=0.3),
+        startup_spot_s=empirical_sampler([30.0, 200.0]),
+        startup_on_demand_s=20.0,
+        checkpoint_s=2.0,
+        restart_penalty_s=30.0,
+        runs=300,
+        rng=13,
+    )
+    out["mixed-groups"] = simulate_runs(
+        ClusterScenario(
+            workers=(
+                WorkerGroup(gpu="K80", count=3, region="us-east1", spot=True),
+                WorkerGroup(gpu="P100", count=2, region="us-west1", spot=True),
+                WorkerGroup(gpu="K80", count=1, region="us-west1", spot=False),
+            ),
+            steps=25_000,
+            checkpoint_every_steps=2_500,
+            replace_revoked=True,
+        ),
+        speed=SpeedTable.linear([1.0, 3.0, 1.0], [3, 2, 1]),
+        prices=_PIN_PRICES,
+        lifetimes=[weib, expo, None],
+        startup_spot_s=[60.0, empirical_sampler([40.0, 120.0]), 10.0, 20.0],
+        startup_on_demand_s=[30.0, 30.0, 15.0, 25.0],
+        checkpoint_s=empirical_sampler([2.0, 4.0]),
+        restart_penalty_s=60.0,
+        runs=300,
+        rng=14,
+    )
+    res = simulate_scenario(
+        ClusterScenario(
+            workers=(WorkerGroup(gpu="K80", count=4, region="us-east1", spot=True),),
+            steps=40_000,
+            checkpoint_every_steps=4_000,
+            replace_revoked=True,
+            deadline_s=3 * 3600.0,
+            horizon_s=5 * 3600.0,
+        ),
+        speed=SpeedTable.linear([1.2], [4]),
+        prices=_PIN_PRICES,
+        lifetimes=[ExponentialLifetime(hazard_per_hour=1.5)],
+        startup_spot_s=80.0,
+        startup_on_demand_s=60.0,
+        checkpoint_s=3.0,
+        restart_penalty_s=100.0,
+        runs=301,
+        seed=5,
+        speed_factors=(0.9, 1.0, 1.15),
+    )
+    out["scenario-strata"] = res.transient
+    out["scenario-on-demand"] = res.on_demand
+    for sync in (False, True):
+        out[f"256-nodes-{'sync' if sync else 'async'}"] = simulate_runs(
+            ClusterScenario(
+                workers=(WorkerGroup(gpu="K80", count=256, region="us-east1", spot=True),),
+                ps_count=0 if sync else 1,
+                steps=100_000,
+                checkpoint_every_steps=5_000,
+                replace_revoked=True,
+                worker_loss_restarts=sync,
+            ),
+            speed=SpeedTable(np.concatenate([[0.0], np.arange(1, 257) * 0.5])),
+            prices=_PIN_PRICES,
+            lifetimes=[ExponentialLifetime(hazard_per_hour=0.05)],
+            startup_spot_s=100.0,
+            startup_on_demand_s=100.0,
+            checkpoint_s=10.0,
+            restart_penalty_s=60.0,
+            runs=200,
+            rng=np.random.default_rng(0),
+        )
+    return out
+
+
+_INF = math.inf
+#: finished runs, sum of finished durations, sum of costs, revocations, first durations and costs
+_PINNED: dict[str, tuple[object, ...]] = {
+    "async-replace": (
+        300, 591672.0017763623, 271.1830008141661, 1200,
+        [1854.2813926034114, 1788.6666666666667, 2027.0523706343174],
+        [0.8498789716098969, 0.8198055555555557, 0.9290656698740621],
+    ),
+    "sync-allreduce": (
+        300, 1187466.056666162, 659.7033648145344, 2064,
+        [3757.0447915403906, 4914.46517567499, 3279.5996997485613],
+        [2.0872471064113283, 2.73025843093055, 1.8219998331936451],
+    ),
+    "no-replace-spot-ps-clock-at-up": (
+        199, 1169244.3021343355, 358.4128590424539, 1322,
+        [_INF, _INF, 3405.4730621666536],
+        [0.742617505179618, 1.2463576420853315, 1.1420964739490738],
+    ),
+    "mixed-groups": (
+        300, 853075.7048541689, 604.2619576050363, 1169,
+        [2622.0, 3198.9159197571385, 2618.8495775996166],
+        [1.85725, 2.26589877649464, 1.8550184507997285],
+    ),
+    "scenario-strata": (
+        297, 3356090.1074306546, 1095.0843398736813, 5796,
+        [12067.271808731788, 7806.25, 9274.749233358874],
+        [3.8548229389004325, 2.4936631944444443, 2.9627671162118623],
+    ),
+    "scenario-on-demand": (
+        301, 2575353.6666666665, 2253.434458333333, 0,
+        [7587.0, 7587.0, 7587.0],
+        [6.638625000000001, 6.638625000000001, 6.638625000000001],
+    ),
+    "256-nodes-async": (
+        200, 214915.755037438, 3829.6793571254584, 758,
+        [1072.8030609487118, 1167.266909706599, 1072.8125000000002],
+        [19.116754544405502, 20.800047849355092, 19.116922743055564],
+    ),
+    "256-nodes-sync": (
+        200, 393648.585884947, 6998.197082399058, 1405,
+        [2182.6606138808384, 2117.7967828923174, 2202.531139790749],
+        [38.80285535788154, 37.64972058475227, 39.156109151835565],
+    ),
+}  # fmt: skip
+
+
+def _fingerprint(stats: object) -> tuple[object, ...]:
+    d = np.asarray(stats.duration_s)  # type: ignore[attr-defined]
+    c = np.asarray(stats.cost_usd)  # type: ignore[attr-defined]
+    r = np.asarray(stats.revocations)  # type: ignore[attr-defined]
+    fin = np.isfinite(d)
+    return (
+        int(fin.sum()),
+        float(d[fin].sum()),
+        float(c.sum()),
+        int(r.sum()),
+        [float(x) for x in d[:3]],
+        [float(x) for x in c[:3]],
+    )
+
+
+def test_pinned_outputs_are_unchanged_bit_for_bit() -> None:
+    got = {name: _fingerprint(stats) for name, stats in _pinned_cases().items()}
+    assert got == _PINNED

@@ -86,7 +86,7 @@ def plan_train(
         catalog,
         prefer_run=None if stored is None else stored.measurement_run,
     )
-    risk, lifetimes, startup = _risk_inputs(request, data_dir, facts, catalog)
+    risk, lifetimes, startup = _risk_inputs(request, data_dir, facts, catalog, store)
     perf = perf_params(data_dir)
     assumptions = (
         Assumption(
@@ -142,12 +142,14 @@ def plan_train(
         ),
         Assumption(
             name="spot lifetimes",
-            value=f"fitted where published data covers the GPU, else {request.interruption_band}"
-            "/month as a constant hazard"
-            if request.hazard_per_hour is None
-            else f"{request.hazard_per_hour:g} revocations per node-hour",
+            value=f"{request.hazard_per_hour:g} revocations per node-hour"
+            if request.hazard_per_hour is not None
+            else "a named model where its scope applies, the published GCE lifetimes for GCP "
+            f"GPUs they cover, else the {request.spot_scenario} scenario (plans rank by it "
+            "and show the other)",
             source=lifetimes.fitted_on,
-            override="--interruption-band, --hazard-per-hour, --data-dir",
+            override="--lifetimes NAME (gpucast fit lifetimes), --spot-scenario, "
+            "--hazard-per-hour, --interruption-band, --data-dir",
         ),
         Assumption(
             name="performance constants",
@@ -252,9 +254,19 @@ def _deadline_assumption(request: TrainRequest) -> Assumption:
 
 
 def _risk_inputs(
-    request: TrainRequest, data_dir: Path | None, facts: WorkloadFacts, catalog: Any
+    request: TrainRequest,
+    data_dir: Path | None,
+    facts: WorkloadFacts,
+    catalog: Any,
+    store: Path,
 ) -> tuple[RiskInputs, Lifetimes, StartupDelays]:
-    from gpucast.inputs.spot import Lifetimes, StartupDelays, checkpoint_cost, restart_penalty
+    from gpucast.inputs.spot import (
+        Lifetimes,
+        StartupDelays,
+        checkpoint_cost,
+        named_lifetimes,
+        restart_penalty,
+    )
     from gpucast.plan.inputs import RiskInputs
 
     lifetimes = Lifetimes(
@@ -262,7 +274,10 @@ def _risk_inputs(
         catalog=catalog,
         band=request.interruption_band,
         hazard_per_hour=request.hazard_per_hour,
+        scenario=request.spot_scenario,
+        named=None if request.lifetimes is None else named_lifetimes(store, request.lifetimes),
     )
+    other = "optimistic" if request.spot_scenario == "pessimistic" else "pessimistic"
     startup = StartupDelays(data_dir=data_dir)
     restart = restart_penalty(data_dir)
     size = facts.weights_bytes + facts.optimizer_bytes
@@ -278,11 +293,14 @@ def _risk_inputs(
         restart_penalty_s=restart.value,
         checkpoint=checkpoint,
         sources={
-            "lifetimes": f"fallback: {lifetimes.fallback.source}",
+            "lifetimes": f"where no data applies: {lifetimes.fallback.source}",
             "startup": startup.source(),
             "restart": restart.source,
             "checkpoint": ckpt.source,
         },
+        scenario=request.spot_scenario,
+        alternative=(other, lifetimes.with_scenario(other)),
+        on_scenario=lifetimes.rests_on_scenario,
     )
     return risk, lifetimes, startup
 

@@ -122,6 +122,24 @@ class SimulateTrainRequest:
         example="5-10%",
     )
     lifetime_method: str = option("weibull", help="weibull | km.", example="km")
+    lifetimes: str | None = option(
+        None,
+        help="Spot lifetimes fitted on your own preemption data and stored under this name "
+        "(gpucast fit lifetimes --name NAME).",
+        example="aws-v100",
+    )
+    spot_scenario: str = option(
+        "pessimistic",
+        help="Where no lifetime data covers the provider and GPU: the documented scenario the "
+        "result is for (the other is shown beside it): pessimistic | optimistic.",
+        example="optimistic",
+    )
+    spot_kind: str = option(
+        "spot",
+        help="GCP only: spot (Spot VMs, no maximum lifetime) or preemptible (legacy, stopped "
+        "after 24 h, like the published 2018-19 lifetimes).",
+        example="preemptible",
+    )
     inter_region_rtt_ms: float = option(
         70.0, help="Round trip between regions, for workers outside the PS region.", example="70"
     )
@@ -278,18 +296,23 @@ def simulate_train(
         instance_type=request.instance,
     )
     tinputs.check_prices(prices, groups, request.region, ps)
+    store = Path(db) if db is not None else default_db_path()
     lifetimes = spot_inputs.Lifetimes(
         data_dir=root,
         catalog=catalog,
         band=request.interruption_band,
         hazard_per_hour=request.hazard_per_hour,
         method=request.lifetime_method,
+        scenario=request.spot_scenario,
+        gcp_kind=request.spot_kind,
+        named=None
+        if request.lifetimes is None
+        else spot_inputs.named_lifetimes(store, request.lifetimes),
     )
     dists = [lifetimes(g.gpu, g.region, request.provider or "") if g.spot else None for g in groups]
     work = workload_inputs(request.workload, root, request.precision)
     calibration = None
     if work.facts is not None:
-        store = Path(db) if db is not None else default_db_path()
         calibration = store_calibration(store, work.name, request.precision, work.facts, catalog)
     single = tinputs.step_times(
         groups, work, given_speed, request.strategy, root, request.batch_size,
@@ -375,19 +398,27 @@ def simulate_train(
             f"are split over {len(factors)} strata of that uncertainty, as plan train does; "
             "give --speed (measured) to drop it"
         )
-    result = simulate_scenario(
-        scenario,
-        speed=table,
-        prices=prices,
-        lifetimes=dists,
-        startup_spot_s=start_spot,
-        startup_on_demand_s=start_od,
-        checkpoint_s=ckpt_s,
-        restart_penalty_s=penalty.value,
-        runs=request.runs,
-        seed=request.seed,
-        speed_factors=factors,
-        sources={
+
+    def simulate(lifetime_per_group: list[Any], sources: dict[str, str]) -> SimulationResult:
+        return simulate_scenario(
+            scenario,
+            speed=table,
+            prices=prices,
+            lifetimes=lifetime_per_group,
+            startup_spot_s=start_spot,
+            startup_on_demand_s=start_od,
+            checkpoint_s=ckpt_s,
+            restart_penalty_s=penalty.value,
+            runs=request.runs,
+            seed=request.seed,
+            speed_factors=factors,
+            sources=sources,
+            notes=notes,
+        )
+
+    result = simulate(
+        dists,
+        {
             "lifetimes": lifetimes.source(),
             "workload": work.source,
             "speed": speed_src,
@@ -396,20 +427,42 @@ def simulate_train(
             "checkpoint": ckpt_src,
             "restart_penalty": penalty.source,
         },
-        notes=notes,
     )
+    scenarios: dict[str, dict[str, float | None]] = {}
+    on_scenario = [
+        g.spot and lifetimes.rests_on_scenario(g.gpu, g.region, request.provider or "")
+        for g in groups
+    ]
+    if any(on_scenario):
+        other = "optimistic" if request.spot_scenario == "pessimistic" else "pessimistic"
+        alt = lifetimes.with_scenario(other)
+        alt_dists = [
+            alt(g.gpu, g.region, request.provider or "") if g.spot else None for g in groups
+        ]
+        scenarios = {
+            request.spot_scenario: _outcome(result),
+            other: _outcome(simulate(alt_dists, {})),
+        }
+        notes.append(
+            f"no lifetime data for this provider and GPU: the result is the "
+            f"{request.spot_scenario} scenario; the {other} one is under 'scenarios' "
+            "(gpucast fit lifetimes fits your own data; --lifetimes NAME uses it)"
+        )
     gpus = sorted({catalog.gpu(g.gpu).name for g in groups})
     nodes = sum(g.count for g in groups)
     modelled = any(t.lower_ratio < 1.0 or t.upper_ratio > 1.0 for t in single.values())
     assumptions = (
         Assumption(
             name="spot lifetimes",
-            value="not used (on demand)" if not request.spot else lifetimes.fallback.source
+            value="not used (on demand)"
+            if not request.spot
+            else f"{request.hazard_per_hour:g} revocations per node-hour"
             if request.hazard_per_hour is not None
-            else f"fitted where published data covers the GPU, else {request.interruption_band}"
-            "/month as a constant hazard",
+            else "a named model where its scope applies, the published GCE lifetimes for GCP "
+            f"GPUs they cover, else the {request.spot_scenario} scenario",
             source=lifetimes.source() if request.spot else "",
-            override="--hazard-per-hour, --interruption-band, --data-dir",
+            override="--lifetimes NAME (gpucast fit lifetimes), --spot-scenario, "
+            "--hazard-per-hour, --interruption-band, --spot-kind, --data-dir",
         ),
         Assumption(
             name="replacement",
@@ -442,9 +495,26 @@ def simulate_train(
     )  # fmt: skip
     return dataclasses.replace(
         result,
+        notes=tuple(notes),
         assumptions=assumptions,
         validation=_validation(request, gpus, nodes * gpn, modelled),
+        scenarios=scenarios,
     )
+
+
+def _outcome(result: SimulationResult) -> dict[str, float | None]:
+    """The transient runs' mean time and cost, p90 time and P(meet deadline)."""
+    import numpy as np
+
+    runs = result.transient
+    miss = runs.p_miss_deadline
+    return {
+        "time_s": float(np.mean(runs.duration_s)),
+        "time_p90_s": float(np.quantile(runs.duration_s, 0.9)),
+        "cost_usd": float(np.mean(runs.cost_usd)),
+        "p_meet_deadline": None if miss is None else 1.0 - miss,
+        "revocations": float(np.mean(runs.revocations)),
+    }
 
 
 def _validation(

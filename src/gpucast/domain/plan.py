@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.options import build, lower_list, none_or, option, to_options
 from gpucast.domain.provenance import Assumption, Validation
+from gpucast.domain.spot import SPOT_SCENARIOS
 from gpucast.domain.units import duration_s
 from gpucast.domain.workload import PRECISIONS
 
@@ -145,6 +146,18 @@ class TrainRequest:
         help="Revocations per node-hour for every spot node (replaces lifetimes and band).",
         example="0.05",
     )
+    lifetimes: str | None = option(
+        None,
+        help="Spot lifetimes fitted on your own preemption data and stored under this name "
+        "(gpucast fit lifetimes --name NAME); used for the nodes its scope covers.",
+        example="aws-v100",
+    )
+    spot_scenario: str = option(
+        "pessimistic",
+        help="Where no lifetime data covers a provider and GPU, plans rank spot by this "
+        "documented scenario and show the other beside it: pessimistic | optimistic.",
+        example="optimistic",
+    )
     data_dir: Path | None = option(
         None,
         help="Published data folder, e.g. ../shared/data (default: $GPUCAST_SHARED_DATA).",
@@ -216,6 +229,13 @@ class TrainRequest:
                 "precision", f"must be one of {', '.join(PRECISIONS)}", got=self.precision
             )
         _finite_positive("hazard-per-hour", self.hazard_per_hour, fix="e.g. --hazard-per-hour 0.05")
+        if self.spot_scenario not in SPOT_SCENARIOS:
+            raise InvalidSpecError(
+                "spot-scenario",
+                f"must be one of {', '.join(SPOT_SCENARIOS)}",
+                got=self.spot_scenario,
+                fix="e.g. --spot-scenario optimistic",
+            )
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise InvalidSpecError("seed", "must be an integer >= 0", got=self.seed, fix="e.g. 0")
         both = {g.lower() for g in self.gpus} & {g.lower() for g in self.exclude_gpus}
@@ -336,10 +356,20 @@ class PlanCandidate:
     notes: tuple[str, ...] = ()
     #: model -> its validated error in this candidate's regime (or "not validated for ...")
     validation: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    #: spot plans whose lifetimes rest on a documented scenario (no data): the outcome under
+    #: each scenario (time_s, cost_usd, p_meet_deadline, revocations); empty otherwise
+    scenarios: Mapping[str, Mapping[str, float | None]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "breakdown_s", MappingProxyType(dict(self.breakdown_s)))
         object.__setattr__(self, "validation", MappingProxyType(dict(self.validation)))
+        object.__setattr__(
+            self,
+            "scenarios",
+            MappingProxyType({k: MappingProxyType(dict(v)) for k, v in self.scenarios.items()}),
+        )
 
     @property
     def mixed(self) -> bool:
@@ -393,6 +423,7 @@ class PlanCandidate:
             "help": list(self.help),
             "notes": list(self.notes),
             "validation": dict(self.validation),
+            "scenarios": {k: dict(v) for k, v in self.scenarios.items()},
         }
 
     @classmethod
@@ -406,6 +437,10 @@ class PlanCandidate:
         kwargs["notes"] = tuple(data.get("notes", ()))
         kwargs["breakdown_s"] = dict(data.get("breakdown_s", {}))
         kwargs["validation"] = {str(k): str(v) for k, v in data.get("validation", {}).items()}
+        kwargs["scenarios"] = {
+            str(k): {str(f): (None if x is None else float(x)) for f, x in v.items()}
+            for k, v in data.get("scenarios", {}).items()
+        }
         for key in ("time_p90_s", "cost_p90_usd"):  # JSON has no inf: null stands for it
             if kwargs.get(key) is None and data.get("market") == "spot" and key in data:
                 kwargs[key] = math.inf

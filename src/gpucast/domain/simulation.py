@@ -93,6 +93,12 @@ class ClusterScenario:
     rolls the job back to its last checkpoint and it resumes once every remaining (or
     replacement) worker is up; ``False`` (asynchronous PS) — only the chief or a PS does.
     ``horizon_s``: runs not finished by then are reported as unfinished (duration ``inf``).
+    ``fallback_after_s``: a spot replacement whose capacity gap (the wait for spot capacity
+    after a revocation) would exceed this many seconds is launched on demand instead, after
+    waiting ``fallback_after_s``; that incarnation is billed at the on-demand price and never
+    revoked. "Fall back after K failed launches retried every r seconds" is
+    ``fallback_after_s = K * r``; ``0`` falls back at once whenever spot capacity is short;
+    ``None`` (default) never falls back.
     """
 
     workers: tuple[WorkerGroup, ...]
@@ -106,6 +112,7 @@ class ClusterScenario:
     include_startup: bool = True
     worker_loss_restarts: bool = False
     horizon_s: float = 30 * 86400.0
+    fallback_after_s: float | None = None
 
     def __post_init__(self) -> None:
         if not self.workers:
@@ -137,6 +144,14 @@ class ClusterScenario:
             )
         if not (math.isfinite(self.horizon_s) and self.horizon_s > 0):
             raise InvalidSpecError("horizon_s", "must be > 0", got=self.horizon_s)
+        fallback = self.fallback_after_s
+        if fallback is not None and not (math.isfinite(fallback) and fallback >= 0):
+            raise InvalidSpecError(
+                "fallback_after_s",
+                "must be a finite number of seconds >= 0 (or None: never fall back)",
+                got=fallback,
+                fix="e.g. 3 failed launches retried every 5 min: fallback_after_s=900",
+            )
 
     @property
     def worker_count(self) -> int:
@@ -236,20 +251,29 @@ def _frozen(values: npt.ArrayLike, dtype: type) -> npt.NDArray[np.generic]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunStatistics:
-    """Per-run arrays of one simulated scenario and their summaries."""
+    """Per-run arrays of one simulated scenario and their summaries.
+
+    ``fallbacks``: spot replacements launched on demand per run (``None`` where the scenario
+    has no fallback, so the summary keeps its shape).
+    """
 
     duration_s: npt.NDArray[np.float64]
     cost_usd: npt.NDArray[np.float64]
     revocations: npt.NDArray[np.int64]
     deadline_s: float | None = None
+    fallbacks: npt.NDArray[np.int64] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "duration_s", _frozen(self.duration_s, np.float64))
         object.__setattr__(self, "cost_usd", _frozen(self.cost_usd, np.float64))
         object.__setattr__(self, "revocations", _frozen(self.revocations, np.int64))
+        if self.fallbacks is not None:
+            object.__setattr__(self, "fallbacks", _frozen(self.fallbacks, np.int64))
         n = self.duration_s.shape
         if self.cost_usd.shape != n or self.revocations.shape != n or len(n) != 1:
             raise InvalidSpecError("run arrays", "must be 1-D and of equal length")
+        if self.fallbacks is not None and self.fallbacks.shape != n:
+            raise InvalidSpecError("run arrays", "fallbacks must have one count per run")
 
     @property
     def runs(self) -> int:
@@ -275,8 +299,10 @@ class RunStatistics:
             "duration_s": Summary.of(self.duration_s).to_dict(),
             "cost_usd": Summary.of(self.cost_usd).to_dict(),
             "revocations": Summary.of(self.revocations.astype(np.float64)).to_dict(),
-            "p_unfinished": self.p_unfinished,
         }
+        if self.fallbacks is not None:
+            out["fallbacks"] = Summary.of(self.fallbacks.astype(np.float64)).to_dict()
+        out["p_unfinished"] = self.p_unfinished
         if self.deadline_s is not None:
             out["p_miss_deadline"] = self.p_miss_deadline
         return out
@@ -299,6 +325,10 @@ class SimulationResult:
     assumptions: tuple[Assumption, ...] = ()
     #: model -> its validated error in this scenario's regime (or "not validated for ...")
     validation: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    #: where no lifetime data applies: the outcome under each documented scenario
+    scenarios: Mapping[str, Mapping[str, float | None]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
@@ -307,23 +337,25 @@ class SimulationResult:
     def to_frame(self) -> Any:
         """Every simulated run as a pandas DataFrame: ``scenario`` (``transient`` or
         ``on-demand``), ``duration_s`` (inf: never finished), ``cost_usd``, ``revocations``,
-        ``met_deadline`` (None without a deadline)."""
+        ``met_deadline`` (None without a deadline); plus ``fallbacks`` (spot replacements
+        launched on demand) where the scenario falls back."""
         import pandas as pd
 
         frames = []
         for name, stats in (("transient", self.transient), ("on-demand", self.on_demand)):
             deadline = stats.deadline_s
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "scenario": name,
-                        "duration_s": stats.duration_s,
-                        "cost_usd": stats.cost_usd,
-                        "revocations": stats.revocations,
-                        "met_deadline": None if deadline is None else stats.duration_s <= deadline,
-                    }
+            columns: dict[str, object] = {
+                "scenario": name,
+                "duration_s": stats.duration_s,
+                "cost_usd": stats.cost_usd,
+                "revocations": stats.revocations,
+            }
+            if self.transient.fallbacks is not None:
+                columns["fallbacks"] = (
+                    stats.fallbacks if stats.fallbacks is not None else np.zeros(stats.runs, int)
                 )
-            )
+            columns["met_deadline"] = None if deadline is None else stats.duration_s <= deadline
+            frames.append(pd.DataFrame(columns))
         return pd.concat(frames, ignore_index=True)
 
     def to_dict(self) -> dict[str, object]:
@@ -340,4 +372,5 @@ class SimulationResult:
         out["notes"] = list(self.notes)
         out["assumptions"] = [a.to_dict() for a in self.assumptions]
         out["validation"] = dict(self.validation)
+        out["scenarios"] = {k: dict(v) for k, v in self.scenarios.items()}
         return out

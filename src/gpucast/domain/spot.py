@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy loads with the first censoring, not with the spot facts
+    import numpy as np
+    import numpy.typing as npt
 
 #: GCE stops every preemptible VM after 24 hours.
 GCP_PREEMPTIBLE_CAP_S = 24 * 3600.0
@@ -33,6 +35,8 @@ def censor_observed(
     tolerance_s: float = DEFAULT_CAP_TOLERANCE_S,
 ) -> npt.NDArray[np.bool_]:
     """``True`` where a lifetime ended in a revocation, ``False`` where it reached the cap."""
+    import numpy as np
+
     d = np.asarray(duration_s, dtype=np.float64)
     if cap_s is None:
         return np.ones(d.shape, dtype=bool)
@@ -50,3 +54,52 @@ class EvalSeries:
     steps: tuple[float, ...]
     wall_s: tuple[float, ...]
     chief_left_at_step: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpotMarket:
+    """How one provider's transient servers behave (``catalog/data/spot_markets.csv``).
+
+    ``kind`` is the offering (``spot``; GCP's legacy ``preemptible``); ``current`` marks the
+    kind the catalog's spot prices are for. ``max_lifetime_s`` is a forced stop (None: none);
+    ``notice_s`` the warning before a revocation; billing is per ``billing_increment_s`` with
+    a ``billing_minimum_s``; no provider guarantees a replacement.
+    """
+
+    provider: str
+    kind: str
+    notice_s: float
+    max_lifetime_s: float | None
+    billing_increment_s: float
+    billing_minimum_s: float
+    replacement_guaranteed: bool
+    eviction: str
+    current: bool
+    source_url: str
+    as_of: str
+
+    def describe(self) -> str:
+        cap = (
+            f"stopped after {self.max_lifetime_s / 3600:g} h"
+            if self.max_lifetime_s
+            else "no maximum lifetime"
+        )
+        return f"{self.provider} {self.kind}: {self.notice_s:g} s notice, {cap}"
+
+
+#: Where no lifetime data covers a (provider, GPU): which documented scenario plans rank by.
+SPOT_SCENARIOS: tuple[str, ...] = ("pessimistic", "optimistic")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpotScenario:
+    """A documented assumption for spot markets without data (``spot_scenarios.csv``):
+    a constant hazard (None: the AWS Spot Advisor band given by the user) and a capacity gap
+    before a replacement starts."""
+
+    name: str
+    hazard_per_node_hour: float | None
+    capacity_gap_s: float
+    source_url: str
+    as_of: str
+    note: str

@@ -16,6 +16,7 @@ Each input has one derivation, shared by ``plan train`` and ``simulate train``:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,8 @@ DEFAULT_RESTART_PENALTY_S = 100.0
 DEFAULT_CHECKPOINT_FIXED_S = 3.0
 DEFAULT_CHECKPOINT_GBPS = 1.0
 LIFETIME_METHODS: tuple[str, ...] = ("weibull", "km")
+#: The kind under which `gpucast fit lifetimes` stores named models.
+LIFETIMES_KIND = "lifetimes"
 
 
 def fitted_lifetime_model(
@@ -76,10 +79,16 @@ def fitted_lifetime_model(
 
 @dataclass(slots=True, kw_only=True)
 class Lifetimes:
-    """Node lifetime distributions by (GPU, region, provider) -- see the module docstring.
+    """Node lifetime distributions by (GPU, region, provider) -- one rule for every verb.
 
-    The lifetime data is read and fitted on the first call (plans without spot never pay for
-    it). ``used`` records the source of every distribution handed out.
+    In order: a hazard the user gave (``hazard_per_hour``); a model the user fitted on their
+    own trace and named (``named``, e.g. ``--lifetimes aws-v100``); the published GCE
+    lifetimes (``transient/lifetime``, 2018-19 preemptible VMs) -- for GCP only, never borrowed
+    by another provider, and without the 24 h stop unless ``gcp_kind`` is ``preemptible``
+    (GCP's Spot VMs have no maximum lifetime); else the documented ``scenario``
+    (``catalog/data/spot_scenarios.csv``: pessimistic = the worst published AWS zone with
+    capacity gaps, optimistic = the Spot Advisor ``band``). The data is read on the first
+    call; ``used`` records what each (provider, GPU, region) got.
     """
 
     data_dir: Path | None
@@ -87,14 +96,19 @@ class Lifetimes:
     band: str = DEFAULT_BAND
     hazard_per_hour: float | None = None
     method: str = "weibull"
-    used: dict[str, str] = field(default_factory=dict)
+    scenario: str = "pessimistic"
+    gcp_kind: str = "spot"
+    named: Any = None  # (distribution, meta) of a model fitted by `gpucast fit lifetimes`
+    used: dict[str, tuple[str, str]] = field(default_factory=dict)
     _model: Any = None
     _fitted_on: str = ""
     _tried: bool = False
-    _fallback: Any = None
+    _band: Any = None
 
     def __post_init__(self) -> None:
-        from gpucast.predict.revocation import ExponentialLifetime, hazard_from_interruption_band
+        from gpucast.catalog.spot import spot_scenarios
+        from gpucast.domain.spot import SPOT_SCENARIOS
+        from gpucast.predict.revocation import hazard_from_interruption_band
 
         if self.method not in LIFETIME_METHODS:
             raise InvalidSpecError(
@@ -103,18 +117,117 @@ class Lifetimes:
                 got=self.method,
                 fix="e.g. --lifetime-method weibull",
             )
-        if self.hazard_per_hour is not None:
-            self._fallback = ExponentialLifetime(
-                hazard_per_hour=self.hazard_per_hour,
-                source=f"user-given hazard {self.hazard_per_hour:g} revocations/h",
+        if self.scenario not in SPOT_SCENARIOS:
+            raise InvalidSpecError(
+                "spot-scenario",
+                f"must be one of {', '.join(SPOT_SCENARIOS)}",
+                got=self.scenario,
+                fix="e.g. --spot-scenario pessimistic",
             )
-        else:
-            self._fallback = hazard_from_interruption_band(self.band)
+        if self.gcp_kind not in ("spot", "preemptible"):
+            raise InvalidSpecError(
+                "spot-kind",
+                "must be spot or preemptible",
+                got=self.gcp_kind,
+                fix="--spot-kind spot",
+            )
+        self._band = hazard_from_interruption_band(self.band)
+        spot_scenarios()  # the documented scenarios load (and are checked) up front
 
-    @property
-    def fallback(self) -> LifetimeDistribution:
-        return self._fallback  # type: ignore[no-any-return]
+    # -- what each node gets ----------------------------------------------------------------
+    def __call__(self, gpu: str, region: str, provider: str = "") -> LifetimeDistribution:
+        dist, _ = self.lookup(gpu, region, provider)
+        return dist
 
+    def lookup(self, gpu: str, region: str, provider: str = "") -> tuple[LifetimeDistribution, str]:
+        """The distribution for a node and what it rests on: ``given``, ``named``,
+        ``fitted`` or ``scenario``."""
+        provider = provider or self._provider_of(region)
+        key = f"{provider or '?'} {self._name(gpu)} {region}"
+        dist, kind = self._choose(gpu, region, provider)
+        self.used[key] = (kind, dist.source)
+        return dist, kind
+
+    def capacity_gap_s(self, gpu: str, region: str, provider: str = "") -> float:
+        """Seconds a spot replacement waits for capacity (the pessimistic scenario's gap
+        where it applies; 0 where lifetimes come from data or a given hazard)."""
+        from gpucast.catalog.spot import spot_scenarios
+
+        _, kind = self._choose(gpu, region, provider or self._provider_of(region))
+        return spot_scenarios()[self.scenario].capacity_gap_s if kind == "scenario" else 0.0
+
+    def rests_on_scenario(self, gpu: str, region: str, provider: str = "") -> bool:
+        return self._choose(gpu, region, provider or self._provider_of(region))[1] == "scenario"
+
+    def with_scenario(self, scenario: str) -> Lifetimes:
+        """The same rule with the other documented scenario where no data applies."""
+        return Lifetimes(
+            data_dir=self.data_dir,
+            catalog=self.catalog,
+            band=self.band,
+            hazard_per_hour=self.hazard_per_hour,
+            method=self.method,
+            scenario=scenario,
+            gcp_kind=self.gcp_kind,
+            named=self.named,
+        )
+
+    def _choose(self, gpu: str, region: str, provider: str) -> tuple[LifetimeDistribution, str]:
+        from gpucast.predict.revocation import ExponentialLifetime
+
+        if self.hazard_per_hour is not None:
+            return (
+                ExponentialLifetime(
+                    hazard_per_hour=self.hazard_per_hour,
+                    source=f"user-given hazard {self.hazard_per_hour:g} revocations/h",
+                ),
+                "given",
+            )
+        if self.named is not None and _covers(self.named[1], gpu, region, provider, self.catalog):
+            return self.named[0], "named"
+        if provider in ("gcp", ""):
+            fitted = self._fitted(gpu, region)
+            if fitted is not None:
+                return fitted, "fitted"
+        return self._scenario_distribution(gpu, provider), "scenario"
+
+    def _fitted(self, gpu: str, region: str) -> LifetimeDistribution | None:
+        if not self._tried:
+            self._fit()
+        if self._model is None:
+            return None
+        key = self._model_gpu(gpu)
+        if key is None:
+            return None
+        dist = self._model.distribution(key.upper(), region)
+        if self.gcp_kind == "spot" and getattr(dist, "cap_s", None) is not None:
+            dist = dataclasses.replace(
+                dist,
+                cap_s=None,
+                source=f"{dist.source}; fitted on GCE preemptible VMs, applied to GCP Spot "
+                "VMs without the 24 h stop",
+            )
+        return dist  # type: ignore[no-any-return]
+
+    def _scenario_distribution(self, gpu: str, provider: str) -> LifetimeDistribution:
+        from gpucast.catalog.spot import spot_scenarios
+        from gpucast.predict.revocation import ExponentialLifetime
+
+        chosen = spot_scenarios()[self.scenario]
+        what = f"no lifetime data for {provider or 'this provider'} {self._name(gpu)}"
+        if chosen.hazard_per_node_hour is None:
+            return ExponentialLifetime(
+                hazard_per_hour=self._band.hazard_per_hour,
+                source=f"{what}: {self.scenario} scenario, {self._band.source}",
+            )
+        per_day = chosen.hazard_per_node_hour * 24
+        return ExponentialLifetime(
+            hazard_per_hour=chosen.hazard_per_node_hour,
+            source=f"{what}: {self.scenario} scenario, {per_day:.1f} revocations per node per "
+            f"24 h and {chosen.capacity_gap_s / 3600:.1f} h capacity gaps ({chosen.source_url})",
+        )
+
+    # -- the published data --------------------------------------------------------------------
     def _fit(self) -> None:
         self._tried = True
         csv = data_path(self.data_dir, "transient", "lifetime", "lifetime.csv")
@@ -125,7 +238,7 @@ class Lifetimes:
         skipped = f", {facts['skipped']} rows skipped" if facts["skipped"] else ""
         self._fitted_on = (
             f"RevocationModel ({self.method}) fitted on {csv} ({facts['lifetimes']} lifetimes "
-            f"of GCE preemptible VMs, 2018-19{skipped})"
+            f"of GCE preemptible VMs, 2018-19{skipped}; used for GCP only)"
         )
 
     @property
@@ -133,11 +246,11 @@ class Lifetimes:
         if self.hazard_per_hour is not None:
             return "not used: a hazard was given"
         if not self._tried:
-            return "not used (no spot plan needed it)"
+            return "published GCE lifetimes not needed (they apply to GCP GPUs only)"
         return self._fitted_on
 
     def covers(self, gpu: str) -> bool:
-        """Whether fitted lifetimes exist for catalog GPU ``gpu``."""
+        """Whether the published lifetimes cover catalog GPU ``gpu`` (for GCP)."""
         if self.hazard_per_hour is not None:
             return False
         if not self._tried:
@@ -145,10 +258,7 @@ class Lifetimes:
         return self._model is not None and self._model_gpu(gpu) is not None
 
     def _model_gpu(self, gpu: str) -> str | None:
-        try:
-            name = self.catalog.gpu(gpu).name
-        except UnknownGpuError:
-            name = gpu
+        name = self._name(gpu)
         for g in self._model.gpus():
             try:
                 if self.catalog.gpu(g).name == name:
@@ -157,29 +267,82 @@ class Lifetimes:
                 continue
         return None
 
-    def __call__(self, gpu: str, region: str, provider: str = "") -> LifetimeDistribution:
-        if self.hazard_per_hour is None and not self._tried:
-            self._fit()
-        dist = self.fallback
-        if self.hazard_per_hour is None and self._model is not None:
-            key = self._model_gpu(gpu)
-            if key is not None:  # the data's GPU name (k80 -> K80) labels the source
-                dist = self._model.distribution(key.upper(), region, fallback=self.fallback)
-        self.used[f"{gpu} {region}"] = dist.source
-        return dist
+    def _name(self, gpu: str) -> str:
+        try:
+            return str(self.catalog.gpu(gpu).name)
+        except UnknownGpuError:
+            return gpu
+
+    def _provider_of(self, region: str) -> str:
+        providers = {o.provider for o in self.catalog.find_offers(region=region)}
+        return providers.pop() if len(providers) == 1 else ""
+
+    @property
+    def fallback(self) -> LifetimeDistribution:
+        """The distribution of a node that no data covers (the chosen scenario's)."""
+        return self._scenario_distribution("", "")
 
     def source(self) -> str:
         if self.hazard_per_hour is not None:
-            return self.fallback.source
-        base = f"{self.fitted_on}; where it has no lifetimes: {self.fallback.source}"
-        fitted = sorted({k.split()[0] for k, v in self.used.items() if v != self.fallback.source})
-        band = sorted({k.split()[0] for k, v in self.used.items() if v == self.fallback.source})
-        used = []
-        if fitted:
-            used.append(f"fitted lifetimes for {', '.join(fitted)}")
-        if band:
-            used.append(f"the band for {', '.join(band)}")
-        return base + (f"; used: {'; '.join(used)}" if used else "")
+            return f"user-given hazard {self.hazard_per_hour:g} revocations/h for every node"
+        parts = [self.fitted_on]
+        if self.named is not None:
+            parts.append(f"named model: {self.named[0].source}")
+        by_kind: dict[str, list[str]] = {}
+        for key, (kind, _) in sorted(self.used.items()):
+            by_kind.setdefault(kind, []).append(key)
+        labels = {
+            "fitted": "published GCE lifetimes",
+            "named": "the named model",
+            "scenario": f"the {self.scenario} scenario (no data)",
+            "given": "the given hazard",
+        }
+        for kind, keys in by_kind.items():
+            nodes = ", ".join(sorted({" ".join(k.split()[:2]) for k in keys}))
+            parts.append(f"{labels[kind]} for {nodes}")
+        return "; ".join(parts)
+
+    def kinds_used(self) -> set[str]:
+        return {kind for kind, _ in self.used.values()}
+
+
+def _covers(meta: Any, gpu: str, region: str, provider: str, catalog: Any) -> bool:
+    """Whether a named model's scope (provider / gpu / region, each optional) covers a node."""
+    if not isinstance(meta, dict):
+        return True
+    want_gpu = meta.get("gpu")
+    if want_gpu:
+        try:
+            if catalog.gpu(want_gpu).name != catalog.gpu(gpu).name:
+                return False
+        except UnknownGpuError:
+            return False
+    if meta.get("provider") and provider and meta["provider"] != provider:
+        return False
+    return not (meta.get("region") and meta["region"] != region)
+
+
+def named_lifetimes(db: Path, name: str) -> tuple[LifetimeDistribution, dict[str, Any]]:
+    """The lifetime model stored under ``name`` (``gpucast fit lifetimes --name NAME``) and
+    its scope (provider, gpu, region; any may be empty)."""
+    from gpucast.predict.base import estimator_from_dict
+    from gpucast.store.db import Store
+
+    if not Path(db).exists():
+        raise InvalidSpecError(
+            "lifetimes",
+            f"no store at {db} to read the model {name!r} from",
+            fix="fit one first: gpucast fit lifetimes --trace FILE --name NAME (or pass --db)",
+        )
+    with Store(db).open(create=False) as store:
+        model_dict, meta = store.named_model(LIFETIMES_KIND, name)
+    model: Any = estimator_from_dict(model_dict)
+    if hasattr(model, "distribution") and not hasattr(model, "sample"):
+        dist = model.distribution(str(meta.get("gpu") or model.gpus()[0]).upper(), "all")
+    else:
+        dist = model
+    label = f"named model {name!r} ({meta.get('source', 'fitted by gpucast fit lifetimes')})"
+    return dataclasses.replace(dist, source=f"{label}: {dist.source}"), meta
 
 
 # -- start-up --------------------------------------------------------------------------------

@@ -275,6 +275,13 @@ class RiskInputs:
     checkpoint_fixed_s: float = 3.0
     checkpoint_gbps: float = 1.0
     sources: Mapping[str, str] = field(default_factory=dict)
+    #: where no data covers a (gpu, region, provider), lifetimes come from a documented
+    #: scenario: ``scenario`` names the one the plan ranks by, ``alternative`` is the other
+    #: (name, lifetime function) whose outcome is shown beside it, ``on_scenario`` says
+    #: whether a node rests on the scenario
+    scenario: str = ""
+    alternative: tuple[str, Callable[[str, str, str], LifetimeDistribution]] | None = None
+    on_scenario: Callable[[str, str, str], bool] | None = None
 
     def checkpoint_s(self, facts: WorkloadFacts) -> float:
         size = facts.weights_bytes + facts.optimizer_bytes

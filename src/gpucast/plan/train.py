@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -560,10 +560,14 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     if extra:
         twin_out.update(_simulate(res, ctx, request, extra, lifetimes))
 
+    scenario_out = _other_scenario(res, ctx, request, [int(rows[j]) for j in order], spot_out)
     candidates = []
     for j in order:
         i = int(rows[j])
-        candidates.append(_candidate(res, ctx, request, i, spot_out.get(i), twins, twin_out))
+        c = _candidate(res, ctx, request, i, spot_out.get(i), twins, twin_out)
+        if i in scenario_out:
+            c = replace(c, scenarios=scenario_out[i])
+        candidates.append(c)
     picks = {"cheapest": order.index(cheapest), "fastest": order.index(fastest)}
     fam = workload_family(request.workload)
     assumptions = list(ctx.assumptions)
@@ -626,6 +630,46 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         assumptions=tuple(assumptions),
         models=ctx.models,
     )
+
+
+def _outcome(out: SpotOutcome) -> dict[str, float | None]:
+    return {
+        "time_s": out.time_mean_s,
+        "time_p90_s": out.time_p90_s,
+        "cost_usd": out.cost_mean_usd,
+        "p_meet_deadline": out.p_meet_deadline,
+        "revocations": out.revocations_mean,
+    }
+
+
+def _other_scenario(
+    res: SearchResult,
+    ctx: PlanContext,
+    request: TrainRequest,
+    shown: list[int],
+    spot_out: dict[int, SpotOutcome],
+) -> dict[int, dict[str, dict[str, float | None]]]:
+    """For shown spot plans whose nodes rest on a documented scenario (no lifetime data),
+    their outcome under the ranking scenario and under the other one (simulated here)."""
+    risk = ctx.risk
+    if risk.alternative is None or risk.on_scenario is None:
+        return {}
+    off = res.space.offers
+    rows = []
+    for i in shown:
+        if i not in spot_out:
+            continue
+        parts = _part_offers(res.space, i)
+        if any(risk.on_scenario(off.gpu_name[o], off.region[o], off.provider[o]) for o, _ in parts):
+            rows.append(i)
+    if not rows:
+        return {}
+    name, other = risk.alternative
+    alt_ctx = replace(ctx, risk=replace(risk, lifetime=other, alternative=None))
+    # shown beside the ranking scenario, not ranked by: a quarter of the runs is enough
+    alt_request = replace(request, mc_runs=max(200, request.mc_runs // 4))
+    alt_out = _simulate(res, alt_ctx, alt_request, rows, {})
+    return {i: {risk.scenario: _outcome(spot_out[i]), name: _outcome(alt_out[i])} for i in rows}
 
 
 def _od_twins(res: SearchResult, rows: list[int]) -> dict[int, int | None]:

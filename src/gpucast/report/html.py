@@ -202,7 +202,32 @@ def _risk_table(plan: TrainPlan) -> str:
         f'<td class="num">{c.mc_runs}</td></tr>'
         for k, c in spot
     )
-    return f'{intro}<table id="risk">{head}{rows}</table>'
+    table = f'{intro}<table id="risk">{head}{rows}</table>'
+    both = [(k, c) for k, c in spot if c.scenarios]
+    if not both:
+        return table
+    names = sorted({n for _, c in both for n in c.scenarios})
+    head = "<tr><th>#</th><th>configuration</th>" + "".join(
+        f"<th>{_h(n)}: time / cost / P(meet)</th>" for n in names
+    )
+    cells = []
+    for k, c in both:
+        row = f"<tr><td>{k}</td><td>{_h(c.label())}</td>"
+        for n in names:
+            out = c.scenarios.get(n, {})
+            p = out.get("p_meet_deadline")
+            row += (
+                f'<td class="num">{_hours(out.get("time_s"))} / {_money(out.get("cost_usd"))}'
+                f" / {'' if p is None else f'{p:.0%}'}</td>"
+            )
+        cells.append(row + "</tr>")
+    note = (
+        "<p>No lifetime data covers these providers and GPUs: they are simulated under both "
+        f"documented scenarios (ranked by {_h(plan.request.spot_scenario)}; "
+        "catalog/data/spot_scenarios.csv says where each comes from). Fit your own preemption "
+        "data with <code>gpucast fit lifetimes</code> and plan with <code>--lifetimes</code>.</p>"
+    )
+    return f'{table}{note}<table id="scenarios">{head}</tr>{"".join(cells)}</table>'
 
 
 def plan_html(plan: TrainPlan) -> str:

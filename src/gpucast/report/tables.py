@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from rich.console import Console
 from rich.table import Table
@@ -23,6 +24,13 @@ def _usd(value: float) -> str:
     if not math.isfinite(value):
         return "n/a"
     return f"${value:,.2f}" if value < 100 else f"${value:,.0f}"
+
+
+def _scenario(out: Mapping[str, float | None]) -> str:
+    p = out.get("p_meet_deadline")
+    meet = "" if p is None else f", P(meet deadline) {p:.0%}"
+    time_s, cost = out.get("time_s"), out.get("cost_usd")
+    return f"{_hours(time_s)}, {_usd(float('nan') if cost is None else cost)}{meet}"
 
 
 def plan_table(plan: TrainPlan, *, limit: int | None = 20) -> Table:
@@ -101,6 +109,8 @@ def print_plan(plan: TrainPlan, console: Console) -> None:
                 f"{_usd(best.cost_usd)}, bound by {best.bottleneck}{extra}",
             )
         )
+        for name, out in best.scenarios.items():
+            console.print(Text(f"  no lifetime data: {name} scenario {_scenario(out)}"))
         for model, text in best.validation.items():
             console.print(Text(f"  {model}: {text}", style="dim"))
     if plan.infeasible:

@@ -8,6 +8,12 @@ The model, per run:
   parameter servers. Each server incarnation is requested at ``req``, is ready at ``up``
   (after a start-up delay) and is revoked at ``down`` (``req`` + a lifetime drawn from its
   group's :class:`~gpucast.predict.revocation.LifetimeDistribution`; ``inf`` on demand).
+* Correlated revocations: a group whose distribution is a
+  :class:`~gpucast.predict.revocation.CorrelatedLifetime` draws one hazard path per run
+  (``environment``, over the scenario's ``horizon_s``) and each incarnation's lifetime given
+  that path and its request time (``sample_at``). Groups (and spot parameter servers) given the
+  *same* distribution object share the path — one market, so a storm revokes them together;
+  equal but distinct objects are independent markets.
 * The job advances at ``speed(alive workers per group)`` global steps/s while the chief worker
   and every parameter server are ready and no checkpoint or restart is in progress (async
   parameter-server training: losing an ordinary worker only slows the job).
@@ -20,6 +26,11 @@ The model, per run:
   ``restart_penalty_s`` after every remaining (or replacement) worker and PS is ready.
 * Revoked workers are replaced after a start-up delay when ``replace_revoked``, otherwise the
   job goes on with fewer; parameter servers are always replaced (no job without them).
+* Capacity gaps (``capacity_gap_s``): a spot replacement first waits this long for capacity,
+  then starts up; it is billed, and its lifetime counts, from its launch after the gap.
+  Initial launches do not wait. With ``scenario.fallback_after_s``, a replacement whose gap
+  would exceed it is launched on demand after ``fallback_after_s`` instead (on-demand start-up
+  delay and price, never revoked); the fallbacks per run are reported.
 * Start-up delays are one distribution per market, or one per worker group (+ one for the
   parameter servers) for mixed GPU types and regions. With ``include_startup=False`` the
   clock starts when the cluster is up, so initial lifetimes are drawn conditioned on
@@ -27,14 +38,20 @@ The model, per run:
 * Cost = sum over server incarnations of (end - request) x its US$/h (each server's uptime).
 
 The hot path loops over *event rounds*; every round handles the next event of all active runs
-at once with numpy arrays of shape (runs, servers) — no per-run Python loop.
+at once — no per-run Python loop. The (runs, servers) matrices are only touched in the rows
+whose servers changed (a revocation, a start-up ending); per run the loop keeps the earliest
+revocation, the next start-up and the ready servers per group, so a round costs O(runs) plus
+O(servers) per run with an event. The draws are made in the same order as the original
+full-matrix rounds, so a seed gives the same runs bit for bit.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -47,7 +64,7 @@ from gpucast.domain.simulation import (
     RunStatistics,
     SimulationResult,
 )
-from gpucast.predict.revocation import LifetimeDistribution
+from gpucast.predict.revocation import CorrelatedLifetime, LifetimeDistribution
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -122,41 +139,63 @@ class SpeedTable:
 
 @dataclass(frozen=True, slots=True)
 class _Columns:
-    """Static description of the server columns: workers first, then parameter servers."""
+    """Static description of the server columns: workers first (group by group, each group's
+    columns contiguous), then parameter servers."""
 
     group: IntArray  # worker group index, -1 for a PS
     is_ps: npt.NDArray[np.bool_]
     spot: npt.NDArray[np.bool_]
     price_usd_per_s: FloatArray
+    #: on-demand price of each column (what a fallback incarnation costs); None: no fallback
+    fallback_price_usd_per_s: FloatArray | None
     cls: IntArray  # lifetime/start-up class: group index, or G for PS
+    #: the columns of class c are ``bounds[c]:bounds[c + 1]`` (workers by group, then the PS)
+    bounds: tuple[int, ...]
 
 
-def _columns(scenario: ClusterScenario, prices: PriceTable, *, transient: bool) -> _Columns:
-    group, spot, price = [], [], []
+def _columns(
+    scenario: ClusterScenario, prices: PriceTable, *, transient: bool, fallback: bool
+) -> _Columns:
+    group, spot, price, od_price = [], [], [], []
     for g, wg in enumerate(scenario.workers):
         is_spot = wg.spot and transient
         p = prices.price(wg.gpu, spot=is_spot, region=wg.region) / 3600.0
+        od = prices.price(wg.gpu, spot=False, region=wg.region) / 3600.0 if fallback else p
         group += [g] * wg.count
         spot += [is_spot] * wg.count
         price += [p] * wg.count
+        od_price += [od] * wg.count
     ps_spot = scenario.ps_spot and transient
-    ps_price = (
-        prices.price(CPU_PS, spot=ps_spot, region=scenario.region) / 3600.0
-        if scenario.ps_count
-        else 0.0
-    )
+    ps_price = ps_od = 0.0
+    if scenario.ps_count:
+        ps_price = prices.price(CPU_PS, spot=ps_spot, region=scenario.region) / 3600.0
+        ps_od = (
+            prices.price(CPU_PS, spot=False, region=scenario.region) / 3600.0
+            if fallback and ps_spot
+            else ps_price
+        )
     group += [-1] * scenario.ps_count
     spot += [ps_spot] * scenario.ps_count
     price += [ps_price] * scenario.ps_count
+    od_price += [ps_od] * scenario.ps_count
     g_arr = np.asarray(group, dtype=np.int64)
     n_groups = len(scenario.workers)
+    counts = [wg.count for wg in scenario.workers] + [scenario.ps_count]
     return _Columns(
         group=g_arr,
         is_ps=g_arr < 0,
         spot=np.asarray(spot, dtype=bool),
         price_usd_per_s=np.asarray(price, dtype=np.float64),
+        fallback_price_usd_per_s=np.asarray(od_price, dtype=np.float64) if fallback else None,
         cls=np.where(g_arr < 0, n_groups, g_arr),
+        bounds=(0, *itertools.accumulate(counts)),
     )
+
+
+def _is_zero(delays: Delays) -> bool:
+    """Whether ``delays`` is the constant 0 for every class (no capacity gaps at all)."""
+    items = list(delays) if isinstance(delays, (list, tuple)) else [delays]
+    return all(isinstance(d, (int, float)) and d == 0 for d in items)
 
 
 def simulate_runs(
@@ -168,6 +207,7 @@ def simulate_runs(
     ps_lifetime: LifetimeDistribution | None = None,
     startup_spot_s: Delays = 0.0,
     startup_on_demand_s: Delays = 0.0,
+    capacity_gap_s: Delays = 0.0,
     checkpoint_s: Delay = 0.0,
     restart_penalty_s: float = 0.0,
     runs: int,
@@ -178,9 +218,15 @@ def simulate_runs(
     """Simulate ``runs`` independent executions of ``scenario``; see the module docstring.
 
     ``lifetimes[g]`` is the lifetime distribution of worker group ``g`` (used when it is spot;
-    ``None`` is allowed only for on-demand groups). ``transient=False`` runs every server on
-    demand with on-demand prices (the comparison baseline). ``rng``: a Generator, a seed, or
-    ``None`` for seed 0 — the same seed gives the same result bit for bit.
+    ``None`` is allowed only for on-demand groups); a
+    :class:`~gpucast.predict.revocation.CorrelatedLifetime` shares its hazard state among all
+    the servers drawing from that same object within a run. ``capacity_gap_s``: how long a
+    spot replacement waits for capacity before its start-up begins (one delay for all, or one
+    per worker group plus one for the parameter servers); initial launches do not wait, and
+    with ``scenario.fallback_after_s`` a long wait is cut short by an on-demand launch.
+    ``transient=False`` runs every server on demand with on-demand prices (the comparison
+    baseline). ``rng``: a Generator, a seed, or ``None`` for seed 0 — the same seed gives the
+    same result bit for bit.
     """
     if runs < 1:
         raise InvalidSpecError("runs", "must be >= 1", got=runs, fix="e.g. --runs 2000")
@@ -189,7 +235,6 @@ def simulate_runs(
     if not (math.isfinite(restart_penalty_s) and restart_penalty_s >= 0):
         raise InvalidSpecError("restart_penalty_s", "must be >= 0", got=restart_penalty_s)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng or 0)
-    cols = _columns(scenario, prices, transient=transient)
     n_groups = len(scenario.workers)
     classes: list[LifetimeDistribution | None] = []
     for g, wg in enumerate(scenario.workers):
@@ -206,6 +251,10 @@ def simulate_runs(
     cls_spot = [wg.spot and transient for wg in scenario.workers] + [scenario.ps_spot and transient]
     start_spot = _samplers(startup_spot_s, "startup_spot_s", n_groups + 1)
     start_od = _samplers(startup_on_demand_s, "startup_on_demand_s", n_groups + 1)
+    gaps = _samplers(capacity_gap_s, "capacity_gap_s", n_groups + 1)
+    has_gaps = any(cls_spot) and not _is_zero(capacity_gap_s)
+    fallback_after = scenario.fallback_after_s if (has_gaps and any(cls_spot)) else None
+    cols = _columns(scenario, prices, transient=transient, fallback=fallback_after is not None)
     ckpt_cost = _sampler(checkpoint_s, "checkpoint_s")
     return _Engine(
         scenario=scenario,
@@ -216,6 +265,9 @@ def simulate_runs(
         cls_spot=cls_spot,
         start_spot=start_spot,
         start_od=start_od,
+        gaps=gaps if has_gaps else None,
+        fallback_after_s=fallback_after,
+        count_fallbacks=scenario.fallback_after_s is not None,
         ckpt_cost=ckpt_cost,
         penalty=float(restart_penalty_s),
         runs=runs,
@@ -224,8 +276,55 @@ def simulate_runs(
     ).run()
 
 
+class _Rows:
+    """Per-run state of the active runs (one entry per row; rows are compacted as runs end).
+
+    The (runs, servers) matrices live in :class:`_Engine`, indexed by the run's original index
+    ``rid``; per row we keep what the event loop needs every round, maintained incrementally:
+    ``next_down`` (the earliest revocation), ``next_up`` (the earliest start-up ending after
+    ``t``), ``alive`` (ready workers per group), ``ps_ready`` and ``workers_gone``.
+    """
+
+    __slots__ = (
+        "alive",
+        "chief",
+        "ckpt",
+        "cost",
+        "fallbacks",
+        "next_down",
+        "next_up",
+        "pause",
+        "prog",
+        "ps_ready",
+        "revs",
+        "rid",
+        "t",
+        "workers_gone",
+    )
+
+    def __init__(self, runs: int, n_groups: int, next_down: FloatArray) -> None:
+        self.rid = np.arange(runs)
+        self.t = np.zeros(runs)
+        self.prog = np.zeros(runs)
+        self.ckpt = np.zeros(runs)
+        self.pause = np.zeros(runs)
+        self.chief = np.zeros(runs, dtype=np.int64)
+        self.revs = np.zeros(runs, dtype=np.int64)
+        self.fallbacks = np.zeros(runs, dtype=np.int64)
+        self.cost = np.zeros(runs)
+        self.next_down = next_down
+        self.next_up = np.full(runs, -np.inf)  # every row is refreshed in the first round
+        self.alive = np.zeros((runs, n_groups), dtype=np.int64)
+        self.ps_ready = np.zeros(runs, dtype=np.int64)
+        self.workers_gone = np.zeros(runs, dtype=np.int64)
+
+    def keep(self, mask: npt.NDArray[np.bool_]) -> None:
+        for name in self.__slots__:
+            setattr(self, name, getattr(self, name)[mask])
+
+
 class _Engine:
-    """State arrays of the active runs; rows are compacted as runs finish."""
+    """One batch of runs: the server matrices (original run x column) and the event loop."""
 
     def __init__(
         self,
@@ -238,6 +337,9 @@ class _Engine:
         cls_spot: list[bool],
         start_spot: list[Sampler],
         start_od: list[Sampler],
+        gaps: list[Sampler] | None,
+        fallback_after_s: float | None,
+        count_fallbacks: bool,
         ckpt_cost: Sampler,
         penalty: float,
         runs: int,
@@ -252,182 +354,342 @@ class _Engine:
         self.cls_spot = cls_spot
         self.start_spot = start_spot
         self.start_od = start_od
+        self.gaps = gaps
+        self.fallback_after_s = fallback_after_s
+        self.count_fallbacks = count_fallbacks
         self.ckpt_cost = ckpt_cost
         self.penalty = penalty
         self.runs = runs
         self.rng = rng
         self.max_rounds = max_rounds
         self.n_cols = cols.group.size
-        self.worker_cols = np.flatnonzero(~cols.is_ps)
-        self.ps_cols = np.flatnonzero(cols.is_ps)
-        self.group_masks = [cols.group == g for g in range(n_groups)]
+        self.n_workers = int(np.count_nonzero(~cols.is_ps))
+        self.n_ps = self.n_cols - self.n_workers
+        # correlated classes: one environment per distinct distribution object (one market)
+        self.shared: dict[int, int] = {}  # class -> index into self.envs
+        self.markets: list[CorrelatedLifetime] = []
+        for c, dist in enumerate(classes):
+            if isinstance(dist, CorrelatedLifetime):
+                same = [k for k, m in enumerate(self.markets) if m is dist]
+                if not same:
+                    self.markets.append(dist)
+                self.shared[c] = same[0] if same else len(self.markets) - 1
+        self.envs: list[Any] = []
+        self.env_offset_s = np.zeros(runs)  # run clock -> environment clock
+        self.env_horizon_s = scenario.horizon_s
+        # the server matrices, (runs, columns), row = original run index
+        self.req = np.zeros((runs, self.n_cols))
+        self.up = np.zeros((runs, self.n_cols))
+        self.down = np.zeros((runs, self.n_cols))
+        self.gone = np.zeros((runs, self.n_cols), dtype=bool)
+        # per-incarnation prices, only where a replacement may fall back to on demand
+        self.price: FloatArray | None = None
+        if fallback_after_s is not None:
+            self.price = np.tile(cols.price_usd_per_s, (runs, 1))
 
     # -- sampling helpers ---------------------------------------------------------------------
-    def _draw(self, cls_of: IntArray, what: str) -> FloatArray:
-        """One draw per entry of ``cls_of`` (a class per event), in a deterministic order."""
+    def _startup_sampler(self, c: int, on_demand: bool = False) -> Sampler:
+        return self.start_spot[c] if (self.cls_spot[c] and not on_demand) else self.start_od[c]
+
+    def _by_class(self, cls_of: IntArray) -> list[tuple[int, IntArray | slice, int]]:
+        """(class, its entries of ``cls_of``, how many) in class order — the order of the
+        draws; the entries are a plain slice when one class has them all (the usual case)."""
+        counts = np.bincount(cls_of, minlength=self.n_groups + 1)
+        present = np.flatnonzero(counts)
+        if present.size == 1:
+            return [(int(present[0]), slice(None), cls_of.size)]
+        return [(int(c), np.flatnonzero(cls_of == c), int(counts[c])) for c in present]
+
+    def _draw_startup(
+        self, cls_of: IntArray, on_demand: npt.NDArray[np.bool_] | None = None
+    ) -> FloatArray:
+        """One start-up delay per entry of ``cls_of``, class by class (a deterministic order);
+        entries flagged ``on_demand`` (fallbacks) use their class's on-demand delays."""
         out = np.empty(cls_of.size)
-        for c in range(self.n_groups + 1):
-            sel = np.flatnonzero(cls_of == c)
-            if sel.size == 0:
+        for c, sel, n in self._by_class(cls_of):
+            if on_demand is None:
+                out[sel] = self._startup_sampler(c)(self.rng, n)
                 continue
-            if what == "startup":
-                sampler = self.start_spot[c] if self.cls_spot[c] else self.start_od[c]
-                out[sel] = sampler(self.rng, sel.size)
-            else:
-                dist = self.classes[c]
-                out[sel] = np.inf if dist is None else dist.sample(self.rng, sel.size)
+            idx = np.arange(cls_of.size)[sel]
+            for od in (False, True):
+                part = idx[on_demand[idx] == od]
+                if part.size:
+                    out[part] = self._startup_sampler(c, od)(self.rng, part.size)
         return out
 
-    # -- the simulation -------------------------------------------------------------------------
-    def run(self) -> RunStatistics:
-        sc, cols, R, C = self.sc, self.cols, self.runs, self.n_cols
-        total_steps = float(sc.steps)
-        every = float(sc.checkpoint_every_steps) if sc.checkpoint_every_steps else math.inf
-        horizon = sc.horizon_s
+    def _draw_gap(self, cls_of: IntArray) -> FloatArray:
+        assert self.gaps is not None
+        out = np.empty(cls_of.size)
+        for c, sel, n in self._by_class(cls_of):
+            out[sel] = self.gaps[c](self.rng, n)
+        return out
 
-        cls_flat = np.broadcast_to(cols.cls, (R, C)).ravel()
-        startup_flat = self._draw(cls_flat, "startup")
-        life_flat = self._draw(cls_flat, "lifetime")
+    def _lifetimes(self, c: int, n: int, start_s: FloatArray | None, run: IntArray | None) -> Any:
+        """``n`` lifetimes of class ``c``; a correlated class needs the environment-clock
+        request times ``start_s`` and original run indices ``run`` of the servers."""
+        dist = self.classes[c]
+        if dist is None:
+            return np.inf
+        if c in self.shared:
+            assert start_s is not None and run is not None
+            market = self.markets[self.shared[c]]
+            # a launch after the environment's horizon cannot matter (the run is over by then):
+            # it is drawn as if launched at the horizon
+            start = np.minimum(start_s, self.env_horizon_s)
+            env = self.envs[self.shared[c]]
+            return np.asarray(market.sample_at(self.rng, start, run, env), dtype=np.float64)
+        return dist.sample(self.rng, n)
+
+    def _draw_life(self, cls_of: IntArray, start_s: FloatArray, run: IntArray) -> FloatArray:
+        """One lifetime per entry of ``cls_of``, class by class (a deterministic order).
+
+        ``start_s``: each server's request time on the run's clock; ``run``: its original run.
+        """
+        out = np.empty(cls_of.size)
+        for c, sel, n in self._by_class(cls_of):
+            if c in self.shared:
+                env_start = start_s[sel] + self.env_offset_s[run[sel]]
+                out[sel] = self._lifetimes(c, n, env_start, run[sel])
+            else:
+                out[sel] = self._lifetimes(c, n, None, None)
+        return out
+
+    def _initial(self) -> None:
+        """First incarnations of every server (all requested at the start of the run)."""
+        sc, R, C, bounds = self.sc, self.runs, self.n_cols, self.cols.bounds
+        startup = np.empty((R, C))
+        for c in range(self.n_groups + 1):  # class by class: the same draws as _draw_startup
+            lo, hi = bounds[c], bounds[c + 1]
+            if hi > lo:
+                drawn = self._startup_sampler(c)(self.rng, R * (hi - lo))
+                startup[:, lo:hi] = np.reshape(drawn, (R, hi - lo))
+        # with include_startup=False the run clock starts when the servers are up: their
+        # environment clock starts at the run's first request, the longest start-up earlier
+        if self.markets:
+            if not sc.include_startup:
+                self.env_offset_s = startup.max(axis=1)
+                self.env_horizon_s = sc.horizon_s + float(self.env_offset_s.max())
+            self.envs = [m.environment(self.rng, R, self.env_horizon_s) for m in self.markets]
+        req_clock = np.zeros((R, C)) if sc.include_startup else -startup
+        life = np.empty((R, C))
+        for c in range(self.n_groups + 1):
+            lo, hi = bounds[c], bounds[c + 1]
+            if hi == lo:
+                continue
+            k = hi - lo
+            if c in self.shared:
+                run = np.repeat(np.arange(R), k)
+                env_start = (req_clock[:, lo:hi] + self.env_offset_s[:, None]).ravel()
+                drawn = self._lifetimes(c, R * k, env_start, run)
+            else:
+                drawn = self._lifetimes(c, R * k, None, None)
+            life[:, lo:hi] = np.reshape(drawn, (R, k)) if np.ndim(drawn) else drawn
         if not sc.include_startup:
             # the clock starts when the cluster is up: its servers outlived their start-up
+            cls_flat = np.broadcast_to(self.cols.cls, (R, C)).ravel()
+            life_flat, startup_flat = life.ravel(), startup.ravel()
+            req_flat = req_clock.ravel()
             short = np.flatnonzero(life_flat <= startup_flat)
             for _ in range(_MAX_REDRAWS):
                 if short.size == 0:
                     break
-                life_flat[short] = self._draw(cls_flat[short], "lifetime")
+                life_flat[short] = self._draw_life(cls_flat[short], req_flat[short], short // C)
                 short = short[life_flat[short] <= startup_flat[short]]
-        startup = startup_flat.reshape(R, C)
-        life = life_flat.reshape(R, C)
-        if sc.include_startup:
-            req = np.zeros((R, C))
-            up = startup
-            down = life
-        else:  # the clock starts when the cluster is up; servers are already `startup` old
-            req = np.zeros((R, C))
-            up = np.zeros((R, C))
-            down = np.maximum(life - startup, 0.0)
+            self.down = np.maximum(life - startup, 0.0)  # servers are already `startup` old
+        else:
+            self.up = startup
+            self.down = life
 
-        out_dur = np.full(R, np.inf)
-        out_cost = np.zeros(R)
-        out_revs = np.zeros(R, dtype=np.int64)
+    def _price_at(self, o: IntArray, c: IntArray) -> FloatArray:
+        if self.price is None:
+            return self.cols.price_usd_per_s[c]
+        return self.price[o, c]
 
-        rid = np.arange(R)
-        t = np.zeros(R)
-        prog = np.zeros(R)
-        ckpt = np.zeros(R)
-        pause = np.zeros(R)
-        chief = np.zeros(R, dtype=np.int64)
-        revs = np.zeros(R, dtype=np.int64)
-        cost = np.zeros(R)
-        gone = np.zeros((R, C), dtype=bool)
-        price = cols.price_usd_per_s
-        is_ps = cols.is_ps
-        replace = sc.replace_revoked
-        ps_cols, worker_cols = self.ps_cols, self.worker_cols
+    # -- the events of one round --------------------------------------------------------------
+    def _revoke(self, s: _Rows, cand: IntArray) -> None:
+        """Revocations due now in rows ``cand`` (rows whose earliest revocation is <= t)."""
+        cols, n = self.cols, s.rid.size
+        req, up, down, gone = self.req, self.up, self.down, self.gone
+        orig = s.rid[cand]
+        sub = down[orig]  # a copy, kept up to date below for the rows' next revocation
+        due = sub <= s.t[cand][:, None]
+        sr, c_idx = np.nonzero(due)
+        r_idx, o_idx = cand[sr], orig[sr]
+        s.revs += np.bincount(r_idx, minlength=n)
+        billed = (sub[sr, c_idx] - req[o_idx, c_idx]) * self._price_at(o_idx, c_idx)
+        s.cost[cand] += np.bincount(sr, weights=billed, minlength=cand.size)
+        if self.sc.replace_revoked:
+            self._replace(s, r_idx, c_idx, o_idx)
+        else:  # parameter servers are replaced, workers go
+            renew = cols.is_ps[c_idx]
+            if renew.any():
+                self._replace(s, r_idx[renew], c_idx[renew], o_idx[renew])
+            dead_r, dead_c, dead_o = r_idx[~renew], c_idx[~renew], o_idx[~renew]
+            if dead_r.size:
+                gone[dead_o, dead_c] = True
+                up[dead_o, dead_c] = np.inf
+                down[dead_o, dead_c] = np.inf
+                s.workers_gone += np.bincount(dead_r, minlength=n)
+        sub[sr, c_idx] = down[o_idx, c_idx]
+        s.next_down[cand] = sub.min(axis=1)
+        # chief or PS lost: back to the last checkpoint, re-elect a chief if needed
+        lost = np.zeros(n, dtype=bool)
+        critical = cols.is_ps[c_idx] | (c_idx == s.chief[r_idx]) | self.sc.worker_loss_restarts
+        lost[r_idx[critical]] = True
+        if lost.any():
+            self._roll_back(s, np.flatnonzero(lost))
 
-        def finish(mask: npt.NDArray[np.bool_], end: FloatArray, finished: bool) -> None:
-            """Bill the live incarnations up to ``end`` and write the outputs of ``mask``."""
-            live = ~gone[mask]
-            billed = np.clip(end[mask][:, None] - req[mask], 0.0, None) * live
-            total = cost[mask] + billed @ price
-            out_cost[rid[mask]] = total
-            out_revs[rid[mask]] = revs[mask]
-            out_dur[rid[mask]] = end[mask] if finished else np.inf
+    def _replace(self, s: _Rows, rr: IntArray, cc: IntArray, oo: IntArray) -> None:
+        """New incarnations of the revoked servers (row ``rr``, column ``cc``, run ``oo``)."""
+        cls_of = self.cols.cls[cc]
+        launch = s.t[rr]
+        on_demand: npt.NDArray[np.bool_] | None = None
+        if self.gaps is not None:
+            gap = self._draw_gap(cls_of)
+            if self.fallback_after_s is not None:
+                on_demand = gap > self.fallback_after_s
+                gap = np.where(on_demand, self.fallback_after_s, gap)
+                if not on_demand.any():
+                    on_demand = None
+            launch = launch + gap
+        self.req[oo, cc] = launch
+        self.up[oo, cc] = launch + self._draw_startup(cls_of, on_demand)
+        if on_demand is None:
+            self.down[oo, cc] = launch + self._draw_life(cls_of, launch, oo)
+            return
+        spot = ~on_demand
+        life = np.full(cc.size, np.inf)  # an on-demand incarnation is never revoked
+        life[spot] = self._draw_life(cls_of[spot], launch[spot], oo[spot])
+        self.down[oo, cc] = launch + life
+        od_price = self.cols.fallback_price_usd_per_s
+        assert self.price is not None and od_price is not None
+        self.price[oo[on_demand], cc[on_demand]] = od_price[cc[on_demand]]
+        s.fallbacks += np.bincount(rr[on_demand], minlength=s.rid.size)
 
+    def _roll_back(self, s: _Rows, lr: IntArray) -> None:
+        """Rows ``lr`` lost their chief, a PS or (synchronous) a worker: back to the checkpoint;
+        resume ``penalty`` after the chief (re-elected if gone), the PS and, when synchronous,
+        every worker are ready."""
+        up, gone, W = self.up, self.gone, self.n_workers
+        lo = s.rid[lr]
+        s.prog[lr] = s.ckpt[lr]
+        gone_chief = gone[lo, s.chief[lr]]
+        if gone_chief.any():
+            gr = lr[gone_chief]
+            go = s.rid[gr]
+            up_w = up[go, :W]
+            key = np.where(up_w <= s.t[gr][:, None], -np.inf, up_w)
+            key = np.where(gone[go, :W], np.inf, key)
+            s.chief[gr] = np.argmin(key, axis=1)
+        resume = up[lo, s.chief[lr]]
+        if self.sc.worker_loss_restarts:  # synchronous: wait for every worker
+            wait = up[lo, :W]  # a copy
+            np.putmask(wait, gone[lo, :W], -np.inf)
+            resume = np.maximum(resume, wait.max(axis=1))
+        if self.n_ps:
+            resume = np.maximum(resume, up[lo, W:].max(axis=1))
+        s.pause[lr] = np.maximum(s.t[lr], resume) + self.penalty
+
+    def _refresh(self, s: _Rows, rows: IntArray) -> None:
+        """Recount ready servers and the next start-up of ``rows`` (their ``up`` changed, or
+        their clock passed ``next_up``)."""
+        orig = s.rid[rows]
+        up = self.up[orig]
+        now = s.t[rows][:, None]
+        ready = up <= now  # a revoked server without replacement is up at inf: never ready
+        bounds = self.cols.bounds
+        for g in range(self.n_groups):
+            s.alive[rows, g] = np.count_nonzero(ready[:, bounds[g] : bounds[g + 1]], axis=1)
+        if self.n_ps:
+            s.ps_ready[rows] = np.count_nonzero(ready[:, self.n_workers :], axis=1)
+        np.putmask(up, ready, np.inf)  # (a copy) in place: far cheaper than np.where here
+        s.next_up[rows] = up.min(axis=1)
+
+    def _finish(
+        self, s: _Rows, mask: npt.NDArray[np.bool_], out: dict[str, Any], finished: bool
+    ) -> None:
+        """Bill the live incarnations of rows ``mask`` up to their ``t``; write their outputs."""
+        orig = s.rid[mask]
+        end = s.t[mask]
+        live = ~self.gone[orig]
+        billed = np.clip(end[:, None] - self.req[orig], 0.0, None) * live
+        if self.price is None:
+            total = s.cost[mask] + billed @ self.cols.price_usd_per_s
+        else:
+            total = s.cost[mask] + np.einsum("ij,ij->i", billed, self.price[orig])
+        out["cost"][orig] = total
+        out["revs"][orig] = s.revs[mask]
+        out["fallbacks"][orig] = s.fallbacks[mask]
+        out["dur"][orig] = end if finished else np.inf
+
+    # -- the simulation -------------------------------------------------------------------------
+    def run(self) -> RunStatistics:
+        sc, R = self.sc, self.runs
+        total_steps = float(sc.steps)
+        every = float(sc.checkpoint_every_steps) if sc.checkpoint_every_steps else math.inf
+        horizon = sc.horizon_s
+        self._initial()
+        out: dict[str, Any] = {
+            "dur": np.full(R, np.inf),
+            "cost": np.zeros(R),
+            "revs": np.zeros(R, dtype=np.int64),
+            "fallbacks": np.zeros(R, dtype=np.int64),
+        }
+        s = _Rows(R, self.n_groups, self.down.min(axis=1))
         rounds = 0
-        while rid.size:
+        while s.rid.size:
             rounds += 1
-            n = rid.size
-            rows = np.arange(n)
-            # 1) revocations due now (down <= t)
-            due = (down <= t[:, None]) & ~gone
-            if due.any():
-                r_idx, c_idx = np.nonzero(due)
-                revs += np.bincount(r_idx, minlength=n)
-                cost += np.bincount(
-                    r_idx, weights=(down[due] - req[due]) * price[c_idx], minlength=n
-                )
-                renew = is_ps[c_idx] | replace
-                rr, cc = r_idx[renew], c_idx[renew]
-                if rr.size:
-                    now = t[rr]
-                    req[rr, cc] = now
-                    up[rr, cc] = now + self._draw(cols.cls[cc], "startup")
-                    down[rr, cc] = now + self._draw(cols.cls[cc], "lifetime")
-                dead_r, dead_c = r_idx[~renew], c_idx[~renew]
-                gone[dead_r, dead_c] = True
-                up[dead_r, dead_c] = np.inf
-                down[dead_r, dead_c] = np.inf
-                # chief or PS lost: back to the last checkpoint, re-elect a chief if needed
-                lost = np.zeros(n, dtype=bool)
-                critical = is_ps[c_idx] | (c_idx == chief[r_idx]) | self.sc.worker_loss_restarts
-                lost[r_idx[critical]] = True
-                if lost.any():
-                    lr = np.flatnonzero(lost)
-                    prog[lr] = ckpt[lr]
-                    gone_chief = gone[lr, chief[lr]]
-                    if gone_chief.any():
-                        gr = lr[gone_chief]
-                        ready_now = up[gr][:, worker_cols] <= t[gr][:, None]
-                        key = np.where(ready_now, -np.inf, up[gr][:, worker_cols])
-                        key = np.where(gone[gr][:, worker_cols], np.inf, key)
-                        best = np.argmin(key, axis=1)
-                        chief[gr] = worker_cols[best]
-                    resume = up[lr, chief[lr]]
-                    if self.sc.worker_loss_restarts:  # synchronous: wait for every worker
-                        wait = np.where(gone[lr][:, worker_cols], -np.inf, up[lr][:, worker_cols])
-                        resume = np.maximum(resume, wait.max(axis=1))
-                    if ps_cols.size:
-                        resume = np.maximum(resume, up[lr][:, ps_cols].max(axis=1))
-                    pause[lr] = np.maximum(t[lr], resume) + self.penalty
+            # 1) revocations due now (only rows whose earliest revocation has come)
+            cand = np.flatnonzero(s.next_down <= s.t)
+            if cand.size:
+                self._revoke(s, cand)
             # 2) which runs can never finish (no worker left) -> unfinished
-            stalled = gone[:, worker_cols].all(axis=1)
-            # 3) the speed now
-            ready = (up <= t[:, None]) & ~gone
-            alive = np.stack([ready[:, m].sum(axis=1) for m in self.group_masks], axis=1)
-            chief_ok = ready[rows, chief]
-            ps_ok = ready[:, ps_cols].all(axis=1) if ps_cols.size else np.ones(n, dtype=bool)
-            running = chief_ok & ps_ok & (pause <= t) & ~stalled
-            spd = np.where(running, self.speed(alive.astype(np.int64)), 0.0)
+            stalled = s.workers_gone == self.n_workers
+            # 3) the speed now: recount the rows whose servers changed or came up
+            dirty = s.next_up <= s.t
+            dirty[cand] = True
+            if dirty.any():
+                self._refresh(s, np.flatnonzero(dirty))
+            chief_ok = self.up[s.rid, s.chief] <= s.t
+            ps_ok = s.ps_ready == self.n_ps
+            running = chief_ok & ps_ok & (s.pause <= s.t) & ~stalled
+            spd = np.where(running, self.speed(s.alive.copy()), 0.0)
             # 4) the next event
-            target = np.minimum(total_steps, ckpt + every)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t_prog = np.where(running & (spd > 0), t + (target - prog) / spd, np.inf)
-            t_up = np.where(up > t[:, None], up, np.inf).min(axis=1)
-            t_down = np.where(~gone, down, np.inf).min(axis=1)
-            t_pause = np.where(pause > t, pause, np.inf)
-            t_next = np.minimum(np.minimum(t_prog, t_up), np.minimum(t_down, t_pause))
+            t = s.t
+            target = np.minimum(total_steps, s.ckpt + every)
+            moving = running & (spd > 0)
+            t_prog = np.where(moving, t + (target - s.prog) / np.where(moving, spd, 1.0), np.inf)
+            t_pause = np.where(s.pause > t, s.pause, np.inf)
+            t_next = np.minimum(np.minimum(t_prog, s.next_up), np.minimum(s.next_down, t_pause))
             # 5) advance
             dt = np.where(np.isfinite(t_next), t_next - t, 0.0)
-            prog = np.where(running, prog + spd * dt, prog)
+            s.prog = np.where(running, s.prog + spd * dt, s.prog)
             hit = running & (t_prog <= t_next)
-            prog[hit] = target[hit]
+            s.prog[hit] = target[hit]
             t_new = np.minimum(t_next, horizon)
             done = hit & (target >= total_steps) & (t_next <= horizon)
             ckpt_hit = hit & ~done
             if ckpt_hit.any():
                 ch = np.flatnonzero(ckpt_hit)
-                ckpt[ch] = target[ch]
-                pause[ch] = t_new[ch] + self.ckpt_cost(self.rng, ch.size)
+                s.ckpt[ch] = target[ch]
+                s.pause[ch] = t_new[ch] + self.ckpt_cost(self.rng, ch.size)
             out_of_time = ~done & ((t_next >= horizon) | stalled)
             if rounds >= self.max_rounds:
                 out_of_time |= ~done
-            t = np.where(stalled, t, t_new)
+            s.t = np.where(stalled, t, t_new)
             if done.any():
-                finish(done, t, finished=True)
+                self._finish(s, done, out, finished=True)
             if out_of_time.any():
-                finish(out_of_time, t, finished=False)
+                self._finish(s, out_of_time, out, finished=False)
             keep = ~(done | out_of_time)
             if not keep.all():
-                rid, t, prog, ckpt, pause, chief, revs, cost = (
-                    a[keep] for a in (rid, t, prog, ckpt, pause, chief, revs, cost)
-                )
-                req, up, down, gone = req[keep], up[keep], down[keep], gone[keep]
+                s.keep(keep)
         return RunStatistics(
-            duration_s=out_dur,
-            cost_usd=out_cost,
-            revocations=out_revs,
+            duration_s=out["dur"],
+            cost_usd=out["cost"],
+            revocations=out["revs"],
             deadline_s=sc.deadline_s,
+            fallbacks=out["fallbacks"] if self.count_fallbacks else None,
         )
 
 
@@ -440,6 +702,7 @@ def simulate_scenario(
     ps_lifetime: LifetimeDistribution | None = None,
     startup_spot_s: Delays = 0.0,
     startup_on_demand_s: Delays = 0.0,
+    capacity_gap_s: Delays = 0.0,
     checkpoint_s: Delay = 0.0,
     restart_penalty_s: float = 0.0,
     runs: int,
@@ -454,6 +717,8 @@ def simulate_scenario(
     ``speed_factors`` are equally likely strata of the step-time model's uncertainty
     (:func:`gpucast.plan.uncertainty.strata`): the runs are split evenly over them and each
     stratum's job runs ``factor`` times slower (one factor of 1: no model uncertainty).
+    ``capacity_gap_s`` and ``scenario.fallback_after_s``: see :func:`simulate_runs` (the
+    on-demand equivalent has no revocations, hence no gaps or fallbacks).
     """
     transient_ss, on_demand_ss = np.random.SeedSequence(seed).spawn(2)
     factors = [float(f) for f in speed_factors] or [1.0]
@@ -473,6 +738,7 @@ def simulate_scenario(
                     ps_lifetime=ps_lifetime,
                     startup_spot_s=startup_spot_s,
                     startup_on_demand_s=startup_on_demand_s,
+                    capacity_gap_s=capacity_gap_s,
                     checkpoint_s=checkpoint_s,
                     restart_penalty_s=restart_penalty_s,
                     runs=n,
@@ -487,6 +753,11 @@ def simulate_scenario(
             cost_usd=np.concatenate([p.cost_usd for p in parts]),
             revocations=np.concatenate([p.revocations for p in parts]),
             deadline_s=scenario.deadline_s,
+            fallbacks=(
+                np.concatenate([p.fallbacks for p in parts if p.fallbacks is not None])
+                if scenario.fallback_after_s is not None
+                else None
+            ),
         )
 
     transient = one(transient_ss, True)

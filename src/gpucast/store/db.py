@@ -424,6 +424,52 @@ class Store:
     def get_measurement(self, run_id: int) -> Measurement:
         return self.get_run(run_id).measurement()
 
+    # -- named models --------------------------------------------------------------------------
+    def save_named_model(
+        self, kind: str, name: str, model: Mapping[str, Any], meta: Mapping[str, Any]
+    ) -> None:
+        """Store a fitted model (``Estimator.to_dict()``) under ``name``; the same name again
+        replaces it, in one transaction."""
+        if not name or not name.strip():
+            raise InvalidSpecError("name", "must not be empty", fix="e.g. --name aws-v100")
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO named_models (kind, name, created_at, model_json, "
+                "meta_json, gpucast_version) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    kind,
+                    name.strip(),
+                    datetime.now(UTC).isoformat(),
+                    _dumps(dict(model)),
+                    _dumps(dict(meta)),
+                    __version__,
+                ),
+            )
+
+    def named_model(self, kind: str, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(model dict, meta dict) stored under ``name``; unknown names list the known ones."""
+        row = self.connection.execute(
+            "SELECT model_json, meta_json FROM named_models WHERE kind = ? AND name = ?",
+            (kind, name.strip()),
+        ).fetchone()
+        if row is None:
+            from gpucast.domain.errors import UnknownNameError
+
+            raise UnknownNameError(
+                name,
+                [n for n, _ in self.named_models(kind)],
+                fix=f"fit one first: gpucast fit {kind} --name {name} ... (store {self.path})",
+            )
+        return json.loads(row[0]), json.loads(row[1])
+
+    def named_models(self, kind: str) -> list[tuple[str, dict[str, Any]]]:
+        """(name, meta) of every model of ``kind``, newest first."""
+        rows = self.connection.execute(
+            "SELECT name, meta_json FROM named_models WHERE kind = ? ORDER BY created_at DESC",
+            (kind,),
+        ).fetchall()
+        return [(str(r[0]), json.loads(r[1])) for r in rows]
+
     # -- export ----------------------------------------------------------------------------
     def export(
         self,

@@ -83,8 +83,23 @@ CREATE INDEX campaign_points_by_status ON campaign_points (campaign_id, status, 
 CREATE UNIQUE INDEX campaign_points_one_run ON campaign_points (run_id) WHERE run_id IS NOT NULL;
 """
 
+# Named fitted models (gpucast.store.models_db): e.g. spot lifetimes fitted on a user's own
+# preemption trace (`gpucast fit lifetimes --name aws-v100`), used by `--lifetimes NAME`.
+# One row per (kind, name): fitting again under the same name replaces it (in one transaction).
+_V3_NAMED_MODELS = """
+CREATE TABLE named_models (
+    kind        TEXT NOT NULL,                  -- e.g. lifetimes
+    name        TEXT NOT NULL,
+    created_at  TEXT NOT NULL,                  -- ISO 8601, UTC
+    model_json  TEXT NOT NULL,                  -- Estimator.to_dict(): kind, schema, state
+    meta_json   TEXT NOT NULL,                  -- scope (provider, gpu, region) and source
+    gpucast_version TEXT NOT NULL,
+    PRIMARY KEY (kind, name)
+);
+"""
+
 #: Append-only. Version N of the schema is the state after MIGRATIONS[:N].
-MIGRATIONS: list[str] = [_V1, _V2_CAMPAIGNS]
+MIGRATIONS: list[str] = [_V1, _V2_CAMPAIGNS, _V3_NAMED_MODELS]
 
 
 def latest_version() -> int:
