@@ -199,6 +199,11 @@ CASES = [
         shared_data=True,
     ),
     Case(
+        "fit_lifetimes",
+        lambda t: ["fit", "lifetimes", "--trace", "0.1", "--name", "flat", "--no-save"],
+        lambda t: gpucast.fit_lifetimes(trace="0.1", name="flat", save=False),
+    ),
+    Case(
         "predict_train",
         lambda t: ["predict", "train", "--workload", "mlp", "--batch-size", "32", "--gpu", "A100"],
         lambda t: gpucast.predict_train(workload="mlp", batch_size=32, gpu="A100"),
@@ -455,6 +460,10 @@ BAD = [
      lambda: gpucast.measure_train("mlp", target_ci=-1)),
     (["catalog", "offers", "--gpu", "H1000"], lambda: gpucast.catalog_offers(gpu="H1000")),
     (["runs", "show", "0"], lambda: gpucast.runs_show(0)),
+    (["fit", "lifetimes", "--trace", "0.1", "--name", "x", "--model", "tarot"],
+     lambda: gpucast.fit_lifetimes(trace="0.1", name="x", model="tarot")),
+    (["plan", "train", "--workload", "mlp", "--epochs", "3", "--spot-scenario", "grim"],
+     lambda: gpucast.plan_train(workload="mlp", epochs=3, spot_scenario="grim")),
     (["report", "--out", "x.html"], lambda: gpucast.write_report(out="x.html")),
 ]
 # fmt: on

@@ -360,3 +360,20 @@ def test_a_crafted_store_cannot_run_code(tmp_path: Path) -> None:
     assert code == 2, out
     assert "names user code" in out and "--trust-workload" in out
     assert not marker.exists()
+
+
+def test_spot_without_data_shows_both_scenarios() -> None:
+    """AWS has no lifetime data here: the plan ranks spot by the pessimistic scenario and
+    shows the optimistic outcome beside it (JSON and terminal)."""
+    code, out = invoke(
+        "plan", "train", *SMALL, "--provider", "aws", "--gpu", "T4", "--deadline", "none", "--json"
+    )
+    assert code == 0, out
+    data = json.loads(out)
+    spot = [c for c in data["candidates"] if c["market"] == "spot"]
+    assert spot and all(set(c["scenarios"]) == {"pessimistic", "optimistic"} for c in spot)
+    for c in spot:  # the candidate's own figures are the ranking (pessimistic) scenario's
+        assert c["time_s"] == pytest.approx(c["scenarios"]["pessimistic"]["time_s"])
+        assert c["scenarios"]["optimistic"]["time_s"] <= c["time_s"] * 1.05
+    lifetimes = next(a for a in data["assumptions"] if a["name"] == "spot lifetimes")
+    assert "pessimistic" in lifetimes["value"] and "--lifetimes" in lifetimes["override"]

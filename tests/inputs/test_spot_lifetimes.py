@@ -25,11 +25,11 @@ def test_without_data_every_provider_gets_the_scenario(catalog) -> None:  # type
     assert kind == "scenario" and "pessimistic scenario" in dist.source
     hazard = spot_scenarios()["pessimistic"].hazard_per_node_hour
     assert isinstance(dist, ExponentialLifetime) and dist.hazard_per_hour == hazard
-    assert pessimistic.capacity_gap_s("V100", "us-east-1", "aws") > 0
+    assert pessimistic.capacity_gap("V100", "us-east-1", "aws") == 2520.0
     optimistic = pessimistic.with_scenario("optimistic")
     dist, kind = optimistic.lookup("V100", "us-east-1", "aws")
     assert kind == "scenario" and "Spot Advisor" in dist.source
-    assert optimistic.capacity_gap_s("V100", "us-east-1", "aws") == 0
+    assert optimistic.capacity_gap("V100", "us-east-1", "aws") == 0
 
 
 @pytest.mark.shared_data

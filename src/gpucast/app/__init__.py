@@ -30,6 +30,7 @@ VERBS: dict[str, str] = {
     "fit_speed": "fit",
     "fit_cluster": "fit",
     "fit_checkpoint": "fit",
+    "fit_lifetimes": "lifetimes",
     "validate": "validation",
     "profile_workload": "profile",
     "measure_train": "measure",

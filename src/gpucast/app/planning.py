@@ -301,6 +301,8 @@ def _risk_inputs(
         scenario=request.spot_scenario,
         alternative=(other, lifetimes.with_scenario(other)),
         on_scenario=lifetimes.rests_on_scenario,
+        capacity_gap=lifetimes.capacity_gap,
+        fallback_after_s=request.fallback_after_s,
     )
     return risk, lifetimes, startup
 

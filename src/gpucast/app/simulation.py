@@ -23,7 +23,7 @@ from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.provenance import Assumption
-from gpucast.domain.units import parse_duration_s
+from gpucast.domain.units import duration_s, parse_duration_s
 
 if TYPE_CHECKING:  # numpy: loaded when a simulation runs
     from gpucast.domain.simulation import SimulationResult
@@ -134,6 +134,12 @@ class SimulateTrainRequest:
         "result is for (the other is shown beside it): pessimistic | optimistic.",
         example="optimistic",
     )
+    fallback_after: str | None = option(
+        None,
+        help="A spot replacement that has waited this long for capacity is launched on demand "
+        "(K failed launches retried every r: K x r), e.g. 15m; default never.",
+        example="15m",
+    )
     spot_kind: str = option(
         "spot",
         help="GCP only: spot (Spot VMs, no maximum lifetime) or preemptible (legacy, stopped "
@@ -190,6 +196,8 @@ class SimulateTrainRequest:
             )
         if self.seed < 0:
             raise InvalidSpecError("seed", "must be >= 0", got=self.seed, fix="e.g. --seed 0")
+        if self.fallback_after is not None:
+            duration_s(self.fallback_after, field="fallback-after")
 
     @property
     def ps_count(self) -> int:
@@ -378,6 +386,9 @@ def simulate_train(
         replace_revoked=request.replace,
         deadline_s=deadline_s,
         worker_loss_restarts=synchronous,
+        fallback_after_s=None
+        if request.fallback_after is None
+        else duration_s(request.fallback_after, field="fallback-after"),
     )
     startup = spot_inputs.StartupDelays(data_dir=root)
     start_spot = [startup(g.gpu, "spot", g.region) for g in groups]
@@ -399,7 +410,14 @@ def simulate_train(
             "give --speed (measured) to drop it"
         )
 
-    def simulate(lifetime_per_group: list[Any], sources: dict[str, str]) -> SimulationResult:
+    def gaps(rule: spot_inputs.Lifetimes) -> list[Any]:
+        """Capacity gaps of each group's spot replacements, and none for the PS."""
+        out = [rule.capacity_gap(g.gpu, g.region, request.provider or "") for g in groups]
+        return [*out, 0.0]
+
+    def simulate(
+        lifetime_per_group: list[Any], gap_per_group: list[Any], sources: dict[str, str]
+    ) -> SimulationResult:
         return simulate_scenario(
             scenario,
             speed=table,
@@ -407,6 +425,7 @@ def simulate_train(
             lifetimes=lifetime_per_group,
             startup_spot_s=start_spot,
             startup_on_demand_s=start_od,
+            capacity_gap_s=gap_per_group,
             checkpoint_s=ckpt_s,
             restart_penalty_s=penalty.value,
             runs=request.runs,
@@ -418,6 +437,7 @@ def simulate_train(
 
     result = simulate(
         dists,
+        gaps(lifetimes),
         {
             "lifetimes": lifetimes.source(),
             "workload": work.source,
@@ -441,7 +461,7 @@ def simulate_train(
         ]
         scenarios = {
             request.spot_scenario: _outcome(result),
-            other: _outcome(simulate(alt_dists, {})),
+            other: _outcome(simulate(alt_dists, gaps(alt), {})),
         }
         notes.append(
             f"no lifetime data for this provider and GPU: the result is the "

@@ -1,4 +1,4 @@
-"""`gpucast fit speed|cluster|checkpoint`: fit a performance model and save it as JSON.
+"""`gpucast fit speed|cluster|checkpoint|lifetimes`: fit a model and save it.
 
 The flags are the fields of the requests in :mod:`gpucast.app.fit`; the work happens there.
 """
@@ -8,8 +8,9 @@ from __future__ import annotations
 import typer
 
 from gpucast.app.fit import FitCheckpointRequest, FitClusterRequest, FitSpeedRequest
+from gpucast.app.lifetimes import FitLifetimesRequest
 from gpucast.cli._command import request_command
-from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, emit_result
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, emit_result, state
 
 app = typer.Typer(no_args_is_help=True, help="Fit performance models from data.")
 
@@ -84,3 +85,36 @@ def checkpoint(
         f"leave-one-model-out MAPE {_cv(result.lomo_mape_pct)} -> {result.model_file}",
         highlight=False,
     )
+
+
+@app.command("lifetimes")
+@request_command(FitLifetimesRequest)
+def lifetimes(
+    ctx: typer.Context,
+    request: FitLifetimesRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Fit spot lifetimes on your own preemption data (instance lifetimes, a SkyPilot
+    node-count trace or a hazard) and store them under --name for --lifetimes NAME."""
+    from gpucast.app import fit_lifetimes
+
+    result = fit_lifetimes(request, db=state(ctx).db_path)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    per_day = result.revocations_per_node_day
+    median = result.median_lifetime_h
+    gap = result.capacity_gap_median_h
+    console.print(
+        f"{result.name}: {result.model_kind} -- "
+        + ("" if per_day is None else f"{per_day:.2f} revocations per node per 24 h, ")
+        + ("" if median is None else f"median lifetime {median:.2f} h")
+        + ("" if gap is None else f", median capacity gap {gap:.2f} h"),
+        highlight=False,
+    )
+    console.print(f"[dim]{result.source}[/dim]", highlight=False)
+    if result.saved_in:
+        console.print(
+            f"stored in {result.saved_in}; use it with --lifetimes {result.name}",
+            highlight=False,
+        )

@@ -152,6 +152,16 @@ class TrainRequest:
         "(gpucast fit lifetimes --name NAME); used for the nodes its scope covers.",
         example="aws-v100",
     )
+    fallback_after_s: float | None = option(
+        None,
+        flag="fallback-after",
+        kind="text",
+        parse=none_or(lambda v: duration_s(v, field="fallback-after")),
+        help="A spot replacement that has waited this long for capacity is launched on demand "
+        "(K failed launches retried every r: K x r); default never.",
+        metavar="DURATION",
+        example="15m",
+    )
     spot_scenario: str = option(
         "pessimistic",
         help="Where no lifetime data covers a provider and GPU, plans rank spot by this "

@@ -17,7 +17,7 @@ Each input has one derivation, shared by ``plan train`` and ``simulate train``:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -148,12 +148,15 @@ class Lifetimes:
         self.used[key] = (kind, dist.source)
         return dist, kind
 
-    def capacity_gap_s(self, gpu: str, region: str, provider: str = "") -> float:
-        """Seconds a spot replacement waits for capacity (the pessimistic scenario's gap
-        where it applies; 0 where lifetimes come from data or a given hazard)."""
+    def capacity_gap(self, gpu: str, region: str, provider: str = "") -> Delay:
+        """How long a spot replacement waits for capacity: the gaps of the named model's
+        trace where it applies, the pessimistic scenario's gap where that applies, else 0."""
         from gpucast.catalog.spot import spot_scenarios
 
         _, kind = self._choose(gpu, region, provider or self._provider_of(region))
+        if kind == "named":
+            gaps = self.named[1].get("gaps") if isinstance(self.named[1], dict) else None
+            return 0.0 if gaps is None else gaps.sample
         return spot_scenarios()[self.scenario].capacity_gap_s if kind == "scenario" else 0.0
 
     def rests_on_scenario(self, gpu: str, region: str, provider: str = "") -> bool:
@@ -322,10 +325,22 @@ def _covers(meta: Any, gpu: str, region: str, provider: str, catalog: Any) -> bo
     return not (meta.get("region") and meta["region"] != region)
 
 
+def lifetime_distribution(model: Any, meta: Mapping[str, Any]) -> LifetimeDistribution:
+    """The lifetime distribution of a fitted model: per GPU and region for a
+    ``RevocationModel`` (the scope's GPU, else the first it knows), else the model's own."""
+    if hasattr(model, "gpus"):
+        known = list(model.gpus())
+        gpu = str(meta.get("gpu") or "").lower()
+        key = gpu if gpu in known else known[0]
+        return model.distribution(key.upper(), str(meta.get("region") or "all"))  # type: ignore[no-any-return]
+    return model.distribution()  # type: ignore[no-any-return]
+
+
 def named_lifetimes(db: Path, name: str) -> tuple[LifetimeDistribution, dict[str, Any]]:
     """The lifetime model stored under ``name`` (``gpucast fit lifetimes --name NAME``) and
-    its scope (provider, gpu, region; any may be empty)."""
-    from gpucast.predict.base import estimator_from_dict
+    its meta: scope (provider, gpu, region; any may be empty), source and, for node-count
+    traces, the capacity gaps seen (``meta["gaps"]``: a sampler, or None)."""
+    from gpucast.predict.estimators import load_estimator
     from gpucast.store.db import Store
 
     if not Path(db).exists():
@@ -336,13 +351,11 @@ def named_lifetimes(db: Path, name: str) -> tuple[LifetimeDistribution, dict[str
         )
     with Store(db).open(create=False) as store:
         model_dict, meta = store.named_model(LIFETIMES_KIND, name)
-    model: Any = estimator_from_dict(model_dict)
-    if hasattr(model, "distribution") and not hasattr(model, "sample"):
-        dist = model.distribution(str(meta.get("gpu") or model.gpus()[0]).upper(), "all")
-    else:
-        dist = model
-    label = f"named model {name!r} ({meta.get('source', 'fitted by gpucast fit lifetimes')})"
-    return dataclasses.replace(dist, source=f"{label}: {dist.source}"), meta
+    dist = lifetime_distribution(load_estimator(model_dict), meta)
+    gaps = meta.get("capacity_gaps")
+    meta = {**meta, "gaps": None if not gaps else load_estimator(gaps)}
+    source = f"named model {name!r}: {meta.get('source') or dist.source}"
+    return dataclasses.replace(dist, source=source), meta  # type: ignore[type-var]
 
 
 # -- start-up --------------------------------------------------------------------------------

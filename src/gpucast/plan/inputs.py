@@ -282,6 +282,13 @@ class RiskInputs:
     scenario: str = ""
     alternative: tuple[str, Callable[[str, str, str], LifetimeDistribution]] | None = None
     on_scenario: Callable[[str, str, str], bool] | None = None
+    #: how long a spot replacement waits for capacity, by (gpu, region, provider); a spot
+    #: replacement that waited ``fallback_after_s`` is launched on demand (None: never)
+    capacity_gap: Callable[[str, str, str], Delay] | None = None
+    fallback_after_s: float | None = None
+
+    def gap(self, gpu: str, region: str, provider: str) -> Delay:
+        return 0.0 if self.capacity_gap is None else self.capacity_gap(gpu, region, provider)
 
     def checkpoint_s(self, facts: WorkloadFacts) -> float:
         size = facts.weights_bytes + facts.optimizer_bytes

@@ -91,7 +91,7 @@ def approx_spot_time_s(
     hazard_per_s: FloatArray,
     *,
     checkpoint_s: float,
-    restart_s: float,
+    restart_s: float | FloatArray,
     startup_s: float,
 ) -> FloatArray:
     """First-order expected time with revocations (for pruning only, vectorised)::
@@ -198,8 +198,12 @@ def simulate_spot(
     restart_penalty_s: float,
     startup_spot_s: Delay,
     startup_on_demand_s: Delay,
+    capacity_gap_s: Delay = 0.0,
+    fallback_after_s: float | None = None,
 ) -> SpotOutcome:
-    """Monte Carlo of one spot candidate (see the module docstring)."""
+    """Monte Carlo of one spot candidate (see the module docstring). A revoked node's
+    replacement waits ``capacity_gap_s`` for spot capacity, or is launched on demand once
+    it has waited ``fallback_after_s`` (None: never)."""
     prices: dict[tuple[str, str], float] = {}
     if job.synchronous:
         label = " + ".join(f"{p.nodes}x {p.instance_type}" for p in job.parts)
@@ -249,6 +253,7 @@ def simulate_spot(
         deadline_s=job.deadline_s,
         include_startup=True,
         horizon_s=horizon,
+        fallback_after_s=fallback_after_s,
     )
     price_table = PriceTable(usd_per_hour=prices, source="catalog")
     base_seed = candidate_seed(seed, job.key)
@@ -263,6 +268,7 @@ def simulate_spot(
             lifetimes=lifetimes,
             startup_spot_s=startup_spot_s,
             startup_on_demand_s=startup_on_demand_s,
+            capacity_gap_s=capacity_gap_s,
             checkpoint_s=checkpoint_s,
             restart_penalty_s=restart_penalty_s,
             runs=n_runs,

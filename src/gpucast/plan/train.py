@@ -383,7 +383,7 @@ def _simulate(
     for i in rows:
         job = _spot_job(res, ctx, request, int(i), lifetimes)
         o = int(res.space.offer[int(i)])
-        gpu, region = off.gpu_name[o], off.region[o]
+        gpu, region, provider = off.gpu_name[o], off.region[o], off.provider[o]
         out[int(i)] = simulate_spot(
             job,
             runs=request.mc_runs,
@@ -392,6 +392,8 @@ def _simulate(
             restart_penalty_s=ctx.risk.restart_penalty_s,
             startup_spot_s=ctx.risk.startup_delay(gpu, "spot", region),
             startup_on_demand_s=ctx.risk.startup_delay(gpu, "on-demand", region),
+            capacity_gap_s=ctx.risk.gap(gpu, region, provider),
+            fallback_after_s=ctx.risk.fallback_after_s,
         )
     return out
 
@@ -414,6 +416,19 @@ def _hazards(
     node_h2 = per_offer[space.part2[rows]]
     sync = space.strategy[rows] != PS
     return np.where(sync, node_h * space.nodes[rows] + node_h2 * space.count2[rows], node_h)
+
+
+def _mean_gaps(res: SearchResult, ctx: PlanContext, rows: IntArray) -> FloatArray:
+    """Mean capacity gap (s) a replacement of each row's nodes waits (for pruning only)."""
+    off = res.space.offers
+    per_offer = np.zeros(len(off))
+    for o in np.unique(res.space.offer[rows]):
+        gap = ctx.risk.gap(off.gpu_name[o], off.region[o], off.provider[o])
+        if callable(gap):
+            per_offer[int(o)] = float(np.mean(gap(np.random.default_rng(0), 1000)))
+        else:
+            per_offer[int(o)] = float(gap)
+    return np.asarray(per_offer[res.space.offer[rows]], dtype=np.float64)
 
 
 def _no_plan(
@@ -481,7 +496,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
             ev.train_s[spot_pre],
             hz,
             checkpoint_s=ck,
-            restart_s=ctx.risk.restart_penalty_s,
+            restart_s=ctx.risk.restart_penalty_s + _mean_gaps(res, ctx, spot_pre),
             startup_s=ctx.risk.startup_mean_s,
         )
         approx_c = approx_t / 3600.0 * ev.usd_per_hour[spot_pre]

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from gpucast.domain.errors import DataFormatError
-from gpucast.predict.base import Estimator, estimator_from_dict
+from gpucast.predict.base import Estimator
+from gpucast.predict.estimators import load_estimator
 from gpucast.store.files import write_text_atomic
 
 
@@ -33,4 +34,4 @@ def load_model(path: Path) -> Estimator:
         ) from exc
     if not isinstance(data, dict):
         raise DataFormatError(str(path), "is not a JSON object", fix="refit the model")
-    return estimator_from_dict(data)
+    return load_estimator(data)

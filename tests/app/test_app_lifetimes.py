@@ -1,0 +1,92 @@
+"""`gpucast.fit_lifetimes` and `--lifetimes NAME`: your own preemption data, end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gpucast
+from gpucast.app.lifetimes import FitLifetimesRequest
+from gpucast.domain.errors import DataFormatError, InvalidInputError, InvalidSpecError
+
+
+def _bursty_trace(path: Path, *, nodes: int = 16, days: int = 7, seed: int = 1) -> Path:
+    """A node-count trace (SkyPilot's format, 5-minute ticks) from a known calm/storm hazard:
+    storms revoke nodes at 1.5/h, calm at 0.02/h; nodes come back between storms."""
+    rng = np.random.default_rng(seed)
+    counts, running, storm = [], nodes, False
+    for _ in range(days * 24 * 12):
+        if rng.random() < (0.1 if storm else 0.02):
+            storm = not storm
+        running -= rng.binomial(running, (1.5 if storm else 0.02) / 12)
+        if not storm:
+            running += rng.binomial(nodes - running, 0.5)
+        counts.append(int(running))
+    path.write_text(json.dumps({"metadata": {"gap_seconds": 300}, "data": counts}))
+    return path
+
+
+def test_node_counts_give_a_bursty_model_with_capacity_gaps(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    result = gpucast.fit_lifetimes(
+        trace=str(_bursty_trace(tmp_path / "t.json")), name="aws-v100", provider="aws",
+        gpu="V100", db=db,
+    )  # fmt: skip
+    assert result.model_kind == "mmpp" and result.saved_in == str(db)
+    p = result.parameters
+    assert p["hazard_storm_per_hour"] > 10 * p["hazard_calm_per_hour"]  # bursts found
+    assert 0.5 < p["hazard_storm_per_hour"] < 4.0
+    assert result.capacity_gap_median_h is not None and result.capacity_gap_median_h > 0
+    assert result.to_dict()["scope"] == {"provider": "aws", "gpu": "V100", "region": None}
+
+
+def test_a_named_model_drives_simulate_train_with_correlated_bursts(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    gpucast.fit_lifetimes(
+        trace=str(_bursty_trace(tmp_path / "t.json")), name="mine", provider="aws", db=db
+    )
+    sim = gpucast.simulate_train(
+        gpu="V100", workers=8, strategy="ddp", spot=True, replace=True, region="us-east-1",
+        provider="aws", workload="mlp", steps=20000, speed="2", runs=400,
+        lifetimes="mine", db=db,
+    )  # fmt: skip
+    assert "named model 'mine'" in sim.sources["lifetimes"]
+    assert sim.scenarios == {}  # data covers it: no scenario pair
+    revs = sim.transient.revocations
+    assert revs.var() > 2 * revs.mean()  # bursts: over-dispersed, unlike independent nodes
+    flat = gpucast.simulate_train(
+        gpu="V100", workers=8, strategy="ddp", spot=True, replace=True, region="us-east-1",
+        provider="aws", workload="mlp", steps=20000, speed="2", runs=400,
+    )  # fmt: skip
+    assert set(flat.scenarios) == {"pessimistic", "optimistic"}  # no data: both shown
+
+
+def test_instance_lifetimes_and_a_hazard(tmp_path: Path) -> None:
+    csv = tmp_path / "l.csv"
+    rows = [f"{3600 * i},{3600 * i + 1800 + 60 * i},revoked,V100" for i in range(30)]
+    csv.write_text("start,end,reason,gpu\n" + "\n".join(rows) + "\n")
+    fitted = gpucast.fit_lifetimes(trace=str(csv), name="csv", db=tmp_path / "s.db")
+    assert fitted.model_kind == "revocation" and fitted.parameters["revocations"] == 30
+    assert fitted.median_lifetime_h is not None and 0.4 < fitted.median_lifetime_h < 1.0
+    flat = gpucast.fit_lifetimes(FitLifetimesRequest(trace="0.25", name="flat", save=False))
+    assert flat.saved_in is None and flat.revocations_per_node_day == pytest.approx(6.0)
+
+
+def test_bad_input_is_one_typed_error(tmp_path: Path) -> None:
+    with pytest.raises(InvalidSpecError, match="name: must not be empty"):
+        gpucast.fit_lifetimes(trace="0.1", name=" ")
+    with pytest.raises(InvalidSpecError, match="trace: file not found"):
+        gpucast.fit_lifetimes(trace=str(tmp_path / "nope.csv"), name="x")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"metadata": {"gap_seconds": 300}, "data": [4, -1]}')
+    with pytest.raises(DataFormatError):
+        gpucast.fit_lifetimes(trace=str(bad), name="x")
+    with pytest.raises(InvalidInputError, match="did you mean flat"):
+        gpucast.fit_lifetimes(trace="0.1", name="flat", db=tmp_path / "s.db")
+        gpucast.simulate_train(
+            gpu="V100", workers=2, spot=True, region="us-east-1", provider="aws",
+            workload="mlp", steps=100, speed="2", lifetimes="flta", db=tmp_path / "s.db",
+        )  # fmt: skip
