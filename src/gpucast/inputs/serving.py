@@ -318,17 +318,18 @@ def read_latency_tables(items: Iterable[str]) -> dict[tuple[str, str], LatencyCu
 def inference_work(model: str, precision: str) -> InferenceWork:
     """The inference pass of ``model`` from its profiles at batch 1 and 2 (fixed and
     per-sample FLOPs, bytes and memory)."""
-    from gpucast.domain.workload import PRECISIONS, WorkloadSpec
+    from gpucast.domain.workload import PRECISIONS
+    from gpucast.inputs.workload import workload_profile
     from gpucast.predict.serving import InferenceWork
-    from gpucast.profile import profile_workload
 
     if precision not in PRECISIONS:
         raise InvalidSpecError(
             "precision", f"must be one of {', '.join(PRECISIONS)}", got=precision
         )
-    spec = WorkloadSpec(name=model, batch_size=1, precision=precision)  # type: ignore[arg-type]
+    # the profile cache (gpucast.inputs.workload) serves repeated calls without PyTorch
     return InferenceWork.from_profiles(
-        profile_workload(spec), profile_workload(dataclasses.replace(spec, batch_size=2))
+        workload_profile(model, precision, batch_size=1),
+        workload_profile(model, precision, batch_size=2),
     )
 
 

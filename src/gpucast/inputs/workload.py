@@ -69,9 +69,14 @@ def read_profile_file(path: Path) -> WorkloadProfile:
 
 
 def workload_profile(
-    workload: str, precision: str, profile_file: Path | None = None
+    workload: str,
+    precision: str,
+    profile_file: Path | None = None,
+    *,
+    batch_size: int = PROFILE_BATCH,
 ) -> WorkloadProfile:
-    """The workload's profile at :data:`PROFILE_BATCH`: a file, the cache, or the profiler."""
+    """The workload's profile at ``batch_size`` (default :data:`PROFILE_BATCH`): a file, the
+    cache (built-in workloads), or the profiler."""
     from gpucast.domain.profile import WorkloadProfile
 
     if profile_file is not None:
@@ -82,7 +87,7 @@ def workload_profile(
         from gpucast.domain.workload import WorkloadSpec
         from gpucast.profile import profile_workload
 
-        spec = WorkloadSpec(name=workload, batch_size=PROFILE_BATCH, precision=precision)  # type: ignore[arg-type]
+        spec = WorkloadSpec(name=workload, batch_size=batch_size, precision=precision)  # type: ignore[arg-type]
         return profile_workload(spec)
 
     if ":" in workload:  # a user model's code is not gpucast's: profile it every time
@@ -95,7 +100,7 @@ def workload_profile(
         params={
             "workload": workload,
             "precision": precision,
-            "batch_size": PROFILE_BATCH,
+            "batch_size": batch_size,
             "torch": _torch_version(),
         },
         code=("gpucast.profile", "gpucast.workloads"),
