@@ -85,6 +85,11 @@ CASES = [
         lambda t: gpucast.catalog_offers(provider="gcp", gpu="V100", spot=True),
     ),
     Case(
+        "catalog_spot",
+        lambda t: ["catalog", "spot", "--provider", "aws"],
+        lambda t: gpucast.catalog_spot(provider="aws"),
+    ),
+    Case(
         "import_skypilot",
         lambda t: [
             "catalog",

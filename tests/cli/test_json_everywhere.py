@@ -13,7 +13,8 @@ from gpucast.cli.app import app
 runner = CliRunner()
 
 RESULT_VERBS = [
-    "catalog gpus", "catalog offers", "catalog import-skypilot", "profile", "measure train",
+    "catalog gpus", "catalog offers", "catalog spot", "catalog import-skypilot", "profile",
+    "measure train", "fit lifetimes",
     "measure infer", "measure infer-curve", "runs list", "runs show", "campaign run",
     "campaign status", "fit speed", "fit cluster", "fit checkpoint", "predict train",
     "predict speed", "predict cluster", "predict checkpoint", "validate", "simulate train",

@@ -38,6 +38,7 @@ VERBS: dict[str, str] = {
     "measure_infer_curve": "curves",
     "catalog_gpus": "catalog",
     "catalog_offers": "catalog",
+    "catalog_spot": "catalog",
     "import_skypilot": "catalog",
     "runs_list": "runs",
     "runs_show": "runs",

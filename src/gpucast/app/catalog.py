@@ -168,3 +168,45 @@ def import_skypilot(
     notes = ["imported from SkyPilot catalog"] * len(imported)
     write_offers_csv(imported, request.out, notes=notes)
     return ImportResult(offers=tuple(imported), skipped_reasons=tuple(skipped), out=request.out)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CatalogSpotRequest:
+    """Spot-market semantics and the no-data scenarios (``gpucast catalog spot``)."""
+
+    VERB: ClassVar[str] = "catalog spot"
+
+    provider: str | None = option(None, help="aws, gcp or azure (default: all).", example="aws")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpotResult:
+    """Each provider's transient servers, and the documented scenarios used without data."""
+
+    markets: tuple[Any, ...]  # gpucast.domain.spot.SpotMarket
+    scenarios: tuple[Any, ...]  # gpucast.domain.spot.SpotScenario
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "markets": [asdict(m) for m in self.markets],
+            "scenarios": [asdict(s) for s in self.scenarios],
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per provider and kind of transient server."""
+        import pandas as pd
+
+        return pd.DataFrame(self.to_dict()["markets"])
+
+
+def catalog_spot(request: CatalogSpotRequest | None = None, /, **options: Any) -> SpotResult:
+    """How each provider's spot servers behave (notice, maximum lifetime, billing) and the
+    pessimistic/optimistic scenarios plans use where no lifetime data applies."""
+    from gpucast.catalog.spot import spot_market, spot_markets, spot_scenarios
+
+    request = resolve(CatalogSpotRequest, request, options)
+    markets = spot_markets()
+    if request.provider is not None:
+        spot_market(request.provider)  # an unknown provider names the known ones
+        markets = tuple(m for m in markets if m.provider == request.provider.strip().lower())
+    return SpotResult(markets=markets, scenarios=tuple(spot_scenarios().values()))

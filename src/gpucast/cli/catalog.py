@@ -12,6 +12,7 @@ from rich.table import Table
 from gpucast.app.catalog import (
     CatalogGpusRequest,
     CatalogOffersRequest,
+    CatalogSpotRequest,
     GpusResult,
     ImportSkypilotRequest,
     OffersResult,
@@ -137,6 +138,41 @@ def offers(
         emit_json(result.to_dict())
     else:
         console.print(offers_table(result))
+
+
+@app.command("spot")
+@request_command(CatalogSpotRequest)
+def spot(
+    request: CatalogSpotRequest,
+    as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Spot-market semantics per provider, and the scenarios used where no data applies."""
+    from gpucast.app import catalog_spot
+
+    result = catalog_spot(request)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    table = Table(title="transient servers by provider (catalog/data/spot_markets.csv)")
+    for col in ("provider", "kind", "notice", "max lifetime", "billing", "eviction", "as of"):
+        table.add_column(col)
+    for m in result.markets:
+        cap = "-" if m.max_lifetime_s is None else f"{m.max_lifetime_s / 3600:g} h"
+        kind = m.kind + (" (priced)" if m.current else "")
+        billing = f"per {m.billing_increment_s:g} s, min {m.billing_minimum_s:g} s"
+        table.add_row(m.provider, kind, f"{m.notice_s:g} s", cap, billing, m.eviction, m.as_of)
+    console.print(table)
+    for s in result.scenarios:
+        hazard = (
+            "the --interruption-band"
+            if s.hazard_per_node_hour is None
+            else f"{s.hazard_per_node_hour * 24:.1f} revocations/node/24 h"
+        )
+        console.print(
+            f"[bold]{s.name}[/bold] (no lifetime data): {hazard}, capacity gap "
+            f"{s.capacity_gap_s / 3600:g} h -- {s.source_url}",
+            highlight=False,
+        )
 
 
 @app.command("import-skypilot")
