@@ -23,7 +23,15 @@ from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.provenance import Assumption
-from gpucast.domain.units import duration_s, parse_duration_s
+from gpucast.domain.spot import (
+    check_spot_options,
+    fallback_after_option,
+    hazard_option,
+    interruption_band_option,
+    lifetimes_option,
+    spot_scenario_option,
+)
+from gpucast.domain.units import parse_duration_s
 
 if TYPE_CHECKING:  # numpy: loaded when a simulation runs
     from gpucast.domain.simulation import SimulationResult
@@ -113,33 +121,12 @@ class SimulateTrainRequest:
         "GPU:S,GPU:S for a mix.",
         example="4.5",
     )
-    hazard_per_hour: float | None = option(
-        None, help="Revocations per node-hour (replaces lifetimes and band).", example="0.05"
-    )
-    interruption_band: str = option(
-        "5-10%",
-        help="Spot band (AWS Spot Advisor, per month) where no lifetimes are fitted.",
-        example="5-10%",
-    )
+    hazard_per_hour: float | None = hazard_option()
+    interruption_band: str = interruption_band_option()
     lifetime_method: str = option("weibull", help="weibull | km.", example="km")
-    lifetimes: str | None = option(
-        None,
-        help="Spot lifetimes fitted on your own preemption data and stored under this name "
-        "(gpucast fit lifetimes --name NAME).",
-        example="aws-v100",
-    )
-    spot_scenario: str = option(
-        "pessimistic",
-        help="Where no lifetime data covers the provider and GPU: the documented scenario the "
-        "result is for (the other is shown beside it): pessimistic | optimistic.",
-        example="optimistic",
-    )
-    fallback_after: str | None = option(
-        None,
-        help="A spot replacement that has waited this long for capacity is launched on demand "
-        "(K failed launches retried every r: K x r), e.g. 15m; default never.",
-        example="15m",
-    )
+    lifetimes: str | None = lifetimes_option()
+    spot_scenario: str = spot_scenario_option()
+    fallback_after_s: float | None = fallback_after_option()
     spot_kind: str = option(
         "spot",
         help="GCP only: spot (Spot VMs, no maximum lifetime) or preemptible (legacy, stopped "
@@ -196,8 +183,7 @@ class SimulateTrainRequest:
             )
         if self.seed < 0:
             raise InvalidSpecError("seed", "must be >= 0", got=self.seed, fix="e.g. --seed 0")
-        if self.fallback_after is not None:
-            duration_s(self.fallback_after, field="fallback-after")
+        check_spot_options(self.spot_scenario)
 
     @property
     def ps_count(self) -> int:
@@ -386,9 +372,7 @@ def simulate_train(
         replace_revoked=request.replace,
         deadline_s=deadline_s,
         worker_loss_restarts=synchronous,
-        fallback_after_s=None
-        if request.fallback_after is None
-        else duration_s(request.fallback_after, field="fallback-after"),
+        fallback_after_s=request.fallback_after_s,
     )
     startup = spot_inputs.StartupDelays(data_dir=root)
     start_spot = [startup(g.gpu, "spot", g.region) for g in groups]

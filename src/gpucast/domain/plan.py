@@ -21,7 +21,14 @@ from typing import Any, ClassVar
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.options import build, lower_list, none_or, option, to_options
 from gpucast.domain.provenance import Assumption, Validation
-from gpucast.domain.spot import SPOT_SCENARIOS
+from gpucast.domain.spot import (
+    check_spot_options,
+    fallback_after_option,
+    hazard_option,
+    interruption_band_option,
+    lifetimes_option,
+    spot_scenario_option,
+)
 from gpucast.domain.units import duration_s
 from gpucast.domain.workload import PRECISIONS
 
@@ -33,8 +40,6 @@ MARKETS: tuple[str, ...] = ("on-demand", "spot")
 PLAN_SCHEMA_VERSION = 2
 #: Deadline of a plan when none is given (24 h).
 DEFAULT_DEADLINE_S = 86400.0
-#: Spot band (AWS Spot Advisor, interrupted per month) where no lifetimes are fitted.
-DEFAULT_BAND = "5-10%"
 
 
 def _finite_positive(field_name: str, value: float | None, *, fix: str | None = None) -> None:
@@ -136,38 +141,11 @@ class TrainRequest:
     mc_runs: int = option(1000, flag="runs", help="Monte Carlo runs per spot plan.", example="1000")
     max_simulated: int = option(12, help="Spot plans simulated at most.", example="12")
     seed: int = option(0, help="Seed of the Monte Carlo; the same seed, the same plan.")
-    interruption_band: str = option(
-        DEFAULT_BAND,
-        help="Spot band (AWS Spot Advisor, per month) where no lifetimes are fitted.",
-        example="5-10%",
-    )
-    hazard_per_hour: float | None = option(
-        None,
-        help="Revocations per node-hour for every spot node (replaces lifetimes and band).",
-        example="0.05",
-    )
-    lifetimes: str | None = option(
-        None,
-        help="Spot lifetimes fitted on your own preemption data and stored under this name "
-        "(gpucast fit lifetimes --name NAME); used for the nodes its scope covers.",
-        example="aws-v100",
-    )
-    fallback_after_s: float | None = option(
-        None,
-        flag="fallback-after",
-        kind="text",
-        parse=none_or(lambda v: duration_s(v, field="fallback-after")),
-        help="A spot replacement that has waited this long for capacity is launched on demand "
-        "(K failed launches retried every r: K x r); default never.",
-        metavar="DURATION",
-        example="15m",
-    )
-    spot_scenario: str = option(
-        "pessimistic",
-        help="Where no lifetime data covers a provider and GPU, plans rank spot by this "
-        "documented scenario and show the other beside it: pessimistic | optimistic.",
-        example="optimistic",
-    )
+    interruption_band: str = interruption_band_option()
+    hazard_per_hour: float | None = hazard_option()
+    lifetimes: str | None = lifetimes_option()
+    fallback_after_s: float | None = fallback_after_option()
+    spot_scenario: str = spot_scenario_option()
     data_dir: Path | None = option(
         None,
         help="Published data folder, e.g. ../shared/data (default: $GPUCAST_SHARED_DATA).",
@@ -239,13 +217,7 @@ class TrainRequest:
                 "precision", f"must be one of {', '.join(PRECISIONS)}", got=self.precision
             )
         _finite_positive("hazard-per-hour", self.hazard_per_hour, fix="e.g. --hazard-per-hour 0.05")
-        if self.spot_scenario not in SPOT_SCENARIOS:
-            raise InvalidSpecError(
-                "spot-scenario",
-                f"must be one of {', '.join(SPOT_SCENARIOS)}",
-                got=self.spot_scenario,
-                fix="e.g. --spot-scenario optimistic",
-            )
+        check_spot_options(self.spot_scenario)
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise InvalidSpecError("seed", "must be an integer >= 0", got=self.seed, fix="e.g. 0")
         both = {g.lower() for g in self.gpus} & {g.lower() for g in self.exclude_gpus}

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.options import none_or, option
+from gpucast.domain.units import duration_s
 
 if TYPE_CHECKING:  # numpy loads with the first censoring, not with the spot facts
     import numpy as np
@@ -103,3 +107,70 @@ class SpotScenario:
     source_url: str
     as_of: str
     note: str
+
+
+# -- the spot options shared by `plan train` and `simulate train` (one definition each) -----
+#: Spot band (AWS Spot Advisor, interrupted per month) of the optimistic scenario.
+DEFAULT_BAND = "5-10%"
+
+
+def interruption_band_option() -> Any:
+    return option(
+        DEFAULT_BAND,
+        help="AWS Spot Advisor band (interrupted per month) of the optimistic scenario.",
+        example="5-10%",
+    )
+
+
+def hazard_option() -> Any:
+    return option(
+        None,
+        help="Revocations per node-hour for every spot node (replaces lifetimes and scenarios).",
+        example="0.05",
+    )
+
+
+def lifetimes_option() -> Any:
+    return option(
+        None,
+        help="Spot lifetimes fitted on your own preemption data and stored under this name "
+        "(gpucast fit lifetimes --name NAME); used for the nodes its scope covers.",
+        example="aws-v100",
+    )
+
+
+def spot_scenario_option() -> Any:
+    return option(
+        "pessimistic",
+        help="Where no lifetime data covers a provider and GPU, spot is ranked (plan) or "
+        "reported (simulate) by this documented scenario, the other shown beside it: "
+        "pessimistic | optimistic.",
+        example="optimistic",
+    )
+
+
+def _fallback(value: Any) -> float | None:
+    return none_or(lambda v: duration_s(v, field="fallback-after"))(value)
+
+
+def fallback_after_option() -> Any:
+    return option(
+        None,
+        flag="fallback-after",
+        kind="text",
+        parse=_fallback,
+        help="A spot replacement that has waited this long for capacity is launched on demand "
+        "(K failed launches retried every r: K x r); default never.",
+        metavar="DURATION",
+        example="15m",
+    )
+
+
+def check_spot_options(scenario: str) -> None:
+    if scenario not in SPOT_SCENARIOS:
+        raise InvalidSpecError(
+            "spot-scenario",
+            f"must be one of {', '.join(SPOT_SCENARIOS)}",
+            got=scenario,
+            fix="e.g. --spot-scenario optimistic",
+        )

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpucast.domain.errors import InvalidSpecError, UnknownGpuError
 from gpucast.domain.provenance import Sourced
+from gpucast.domain.spot import DEFAULT_BAND
 from gpucast.inputs.data import data_path
 
 if TYPE_CHECKING:
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
     from gpucast.predict.revocation import LifetimeDistribution, RevocationModel
     from gpucast.simulate.transient import Delay
 
-#: Spot band used where no lifetimes are fitted and no hazard is given.
-DEFAULT_BAND = "5-10%"
 #: Start-up (s) of one VM when no cmdare/startup_time data is at hand.
 DEFAULT_STARTUP_S = 120.0
 #: Restart penalty (s) without CM-DARE's chief_rejoining files: the median of its seven runs.
