@@ -74,11 +74,12 @@ def loop_time_s(
             sum(float(gpus.fixed_s[g, t] + gpus.per_sample_s[g, t] * b) for t in range(3)) * slow
         )
         if strategy != PS:
-            link = comm.slowest_link_gbps(
-                n, gpn, float(gpus.intra_node_gbps[g]), float(off.network_gbps[o])
-            )
-            fn = comm.fsdp_comm_time_s if strategy == FSDP else comm.ring_allreduce_time_s
-            total = fn(gr, n, link, perf.hop_latency_s)
+            total = float(
+                comm.hierarchical_collective_s(
+                    gr, n, gpn, float(gpus.intra_node_gbps[g]), float(off.network_gbps[o]),
+                    perf.hop_latency_s, passes=3.0 if strategy == FSDP else 2.0,
+                )
+            )  # fmt: skip
             step = compute + comm.exposed_comm_s(total, compute)
             samples_per_s = n * b / step
             global_batch = n * b

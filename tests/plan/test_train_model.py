@@ -91,14 +91,17 @@ def test_vectorised_collectives_match_comm_formulas() -> None:
         o = space.offer[i]
         g = space.offers.gpu[o]
         n = int(ev.workers[i])
-        link = comm.slowest_link_gbps(
-            n,
-            int(space.offers.gpus_per_node[o]),
-            float(res.gpus.intra_node_gbps[g]),
-            float(space.offers.network_gbps[o]),
+        total = float(
+            comm.hierarchical_collective_s(
+                ctx.facts.gradient_bytes,
+                n,
+                int(space.offers.gpus_per_node[o]),
+                float(res.gpus.intra_node_gbps[g]),
+                float(space.offers.network_gbps[o]),
+                ctx.perf.hop_latency_s,
+                passes=3.0 if space.strategy[i] == FSDP else 2.0,
+            )
         )
-        fn = comm.fsdp_comm_time_s if space.strategy[i] == FSDP else comm.ring_allreduce_time_s
-        total = fn(ctx.facts.gradient_bytes, n, link, ctx.perf.hop_latency_s)
         assert ev.comm_s[i] == pytest.approx(total, rel=1e-12, abs=1e-15)
         step = ev.compute_s[i] + comm.exposed_comm_s(total, float(ev.compute_s[i]))
         assert ev.step_s[i] == pytest.approx(step, rel=1e-12)

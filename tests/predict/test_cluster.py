@@ -18,18 +18,34 @@ from gpucast.predict.cluster import ClusterModel
 
 
 # ---------------------------------------------------------------- pure formulas
-def test_ring_allreduce_moves_2_n_minus_1_over_n_bytes() -> None:
-    # 1 GB over 8 Gbit/s = 1 s per full copy; 4 workers move 2*3/4 of it, no latency.
-    t = comm.ring_allreduce_time_s(1e9, 4, 8.0, 0.0)
-    assert t == pytest.approx(1.5)
-    assert comm.ring_allreduce_time_s(1e9, 1, 8.0, 1e-3) == 0.0
-    assert comm.ring_allreduce_time_s(0.0, 5, 8.0, 1e-3) == pytest.approx(8e-3)
+def test_one_node_collective_is_a_ring_over_nvlink() -> None:
+    # 1 GB over 8 Gbit/s = 1 s per full copy; 4 workers on one node move 2*3/4 of it.
+    t = comm.hierarchical_collective_s(1e9, 4, 8, 8.0, 1.0, 0.0)
+    assert float(t) == pytest.approx(1.5)
+    assert float(comm.hierarchical_collective_s(1e9, 1, 8, 8.0, 1.0, 1e-3)) == 0.0
+    assert float(comm.hierarchical_collective_s(0.0, 5, 8, 8.0, 1.0, 1e-3)) == pytest.approx(8e-3)
 
 
 def test_fsdp_moves_one_and_a_half_times_allreduce_bytes() -> None:
-    ar = comm.ring_allreduce_time_s(2e9, 8, 100.0, 0.0)
-    fsdp = comm.fsdp_comm_time_s(2e9, 8, 100.0, 0.0)
-    assert fsdp == pytest.approx(1.5 * ar)
+    ar = comm.hierarchical_collective_s(2e9, 8, 8, 100.0, 100.0, 0.0)
+    fsdp = comm.hierarchical_collective_s(2e9, 8, 8, 100.0, 100.0, 0.0, passes=3.0)
+    assert float(fsdp) == pytest.approx(1.5 * float(ar))
+
+
+def test_across_nodes_latency_grows_with_log_nodes_not_gpus() -> None:
+    hop = 25e-6
+    latency = [
+        float(comm.hierarchical_collective_s(0.0, 8 * m, 8, 7200.0, 3200.0, hop))
+        for m in (2, 16, 128, 1024)
+    ]
+    intra = 2 * 7 * hop  # the NVLink phase of 8 GPUs
+    assert latency[0] == pytest.approx(intra + 2 * 1 * hop)  # two nodes: one ring hop
+    assert latency[-1] == pytest.approx(intra + 2 * 10 * hop)  # 1,024 nodes: a tree of depth 10
+    assert latency[-1] < 5 * latency[0]
+    # bandwidth: across nodes every node's NIC carries the bytes; 8 nodes: the ring's
+    # 2 (m-1)/m beats the tree's 2 (1 GB at 1 GB/s; NVLink made free here)
+    big = float(comm.hierarchical_collective_s(1e9, 64, 8, 1e12, 8.0, 0.0))
+    assert big == pytest.approx(2 * 7 / 8, rel=1e-6)
 
 
 def test_slowest_link_switches_to_network_across_nodes() -> None:

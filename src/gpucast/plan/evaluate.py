@@ -9,11 +9,11 @@ Everything is an array over candidates; there is no per-candidate Python loop. P
   weights + gradients + optimizer state + activations; FSDP shards the first three over the
   workers and adds a gather buffer of twice the largest tensor; a PS worker keeps no optimizer
   state (the PS applies the update). Usable memory is :func:`~gpucast.predict.memory.usable_bytes`.
-* **DDP / FSDP** (synchronous): ring all-reduce moves ``2 (n-1)/n`` x gradient bytes and pays
-  ``2 (n-1)`` hop latencies; FSDP ``3 (n-1)/n`` and ``3 (n-1)`` (the formulas of
-  :mod:`gpucast.predict.comm`, vectorised). The ring's slowest link is NVLink/PCIe inside a
-  node and the instance NIC across nodes. Up to ``overlap_fraction`` of it hides under the
-  backward pass.
+* **DDP / FSDP** (synchronous): the gradient all-reduce (FSDP: two all-gathers and a
+  reduce-scatter) as NCCL runs it, :func:`gpucast.predict.comm.hierarchical_collective_s`:
+  an intra-node phase over NVLink/PCIe, then the nodes exchange shards through their NICs
+  as a ring or a log-depth tree, whichever is faster. Up to ``overlap_fraction`` of it hides
+  under the backward pass.
 * **PS** (asynchronous, CM-DARE style): exact mean value analysis of the closed network of
   ``n`` workers and ``k`` CPU shards (:func:`mva_table`, the recurrence of
   :func:`gpucast.predict.comm.mva_async_throughput` recorded at every ``n``), each worker
@@ -52,6 +52,7 @@ from gpucast.plan.hetero import (
 )
 from gpucast.plan.inputs import CHECKPOINTING_SLOWDOWN, TERMS, GpuTable, PerfParams, WorkloadFacts
 from gpucast.plan.space import DDP, FSDP, PS, PS_SYNC, Space
+from gpucast.predict import comm
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -254,12 +255,14 @@ def _evaluate_single(
     roof_bottleneck = col_argmax(terms)
 
     # -- synchronous collectives -----------------------------------------------------------
-    intra = gpus.intra_node_gbps[g]
-    link = np.where(n <= gpn, intra, np.minimum(intra, off.network_gbps[o]))
-    factor = np.where(space.strategy == FSDP, 3.0, 2.0)
-    share = factor * (nf - 1.0) / nf
-    coll = share * facts.gradient_bytes * 8.0 / (link * 1e9) + factor * (nf - 1.0) * (
-        params.hop_latency_s
+    coll = comm.hierarchical_collective_s(
+        facts.gradient_bytes,
+        nf,
+        gpn,
+        gpus.intra_node_gbps[g],
+        off.network_gbps[o],
+        params.hop_latency_s,
+        passes=np.where(space.strategy == FSDP, 3.0, 2.0),
     )
     hidden = np.minimum(params.overlap_fraction * coll, params.backward_fraction * compute)
     exposed_sync = coll - hidden
@@ -441,13 +444,13 @@ def evaluate_mixed(
     roof_bottleneck = col_argmax(terms[r, slowest])
 
     # -- DDP ring over both instance types ---------------------------------------------------
-    link = np.minimum(
+    coll = comm.hierarchical_collective_s(
+        facts.gradient_bytes,
+        nf,
+        np.minimum(off.gpus_per_node[oa], off.gpus_per_node[ob]),
         np.minimum(gpus.intra_node_gbps[g[:, 0]], gpus.intra_node_gbps[g[:, 1]]),
         np.minimum(off.network_gbps[oa], off.network_gbps[ob]),
-    )
-    coll = (
-        2.0 * (nf - 1.0) / nf * facts.gradient_bytes * 8.0 / (link * 1e9)
-        + 2.0 * (nf - 1.0) * params.hop_latency_s
+        params.hop_latency_s,
     )
     hidden = np.minimum(params.overlap_fraction * coll, params.backward_fraction * compute)
     exposed_ddp = coll - hidden

@@ -443,16 +443,22 @@ class ClusterModel(Estimator):
         n = len(steps)
         net_s, cpu_s = self._demands(ctx)
         compute = float(np.max(_think_time(steps, net_s + cpu_s, ctx.includes_ps)))
-        link = comm.slowest_link_gbps(n, gpus_per_node, intra_node_gbps, network_gbps)
         hop = self.hop_latency_s
         if ctx.rtt_s > 0:
             hop = max(hop, ctx.rtt_s / 2.0)
-        if strategy == "allreduce":
-            total = comm.ring_allreduce_time_s(ctx.param_bytes, n, link, hop)
-            term = "allreduce"
-        else:
-            total = comm.fsdp_comm_time_s(ctx.param_bytes, n, link, hop)
-            term = "fsdp_comm"
+        term = "allreduce" if strategy == "allreduce" else "fsdp_comm"
+        total = float(
+            comm.hierarchical_collective_s(
+                ctx.param_bytes,
+                n,
+                gpus_per_node,
+                intra_node_gbps,
+                network_gbps,
+                hop,
+                passes=2.0 if strategy == "allreduce" else 3.0,
+            )
+        )
+        link = comm.slowest_link_gbps(n, gpus_per_node, intra_node_gbps, network_gbps)
         exposed = comm.exposed_comm_s(total, compute, overlap_fraction=overlap)
         step = compute + exposed
         speed = n / step

@@ -23,6 +23,7 @@ Collectives
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 from numpy.typing import NDArray
 
 FloatArray = NDArray[np.float64]
@@ -145,28 +146,38 @@ def slowest_link_gbps(
     return min(intra_node_gbps, network_gbps)
 
 
-def ring_allreduce_time_s(
-    grad_bytes: float, workers: int, link_gbps: float, hop_latency_s: float
-) -> float:
-    """Ring all-reduce: ``2 (n-1)/n`` x bytes over the slowest link plus ``2 (n-1)`` hops."""
-    if workers <= 1:
-        return 0.0
-    share = 2.0 * (workers - 1) / workers
-    return (
-        float(transfer_time_s(share * grad_bytes, link_gbps)) + 2.0 * (workers - 1) * hop_latency_s
-    )
+def hierarchical_collective_s(
+    data_bytes: npt.ArrayLike,
+    workers: npt.ArrayLike,
+    gpus_per_node: npt.ArrayLike,
+    intra_node_gbps: npt.ArrayLike,
+    node_network_gbps: npt.ArrayLike,
+    hop_latency_s: float,
+    *,
+    passes: npt.ArrayLike = 2.0,
+) -> FloatArray:
+    """A collective as NCCL runs it across nodes (vectorised over rows).
 
-
-def fsdp_comm_time_s(
-    param_bytes: float, workers: int, link_gbps: float, hop_latency_s: float
-) -> float:
-    """FSDP: all-gather params (forward), again (backward), reduce-scatter grads."""
-    if workers <= 1:
-        return 0.0
-    share = 3.0 * (workers - 1) / workers
-    return (
-        float(transfer_time_s(share * param_bytes, link_gbps)) + 3.0 * (workers - 1) * hop_latency_s
-    )
+    ``passes`` is how often the data crosses the links: 2 for all-reduce (reduce-scatter then
+    all-gather), 3 for FSDP (two all-gathers and a reduce-scatter). With ``k`` GPUs per node
+    and ``m`` nodes: an intra-node phase over NVLink/PCIe, ``passes (k-1)/k`` x the bytes plus
+    ``passes (k-1)`` hops; then the nodes exchange their shards through their NICs, as a ring
+    (``passes (m-1)/m`` x the bytes, ``passes (m-1)`` hops) or a tree (``passes`` x the bytes,
+    ``passes ceil(log2 m)`` hops), whichever is faster -- NCCL switches to trees at scale, so
+    the latency grows with log m, not with the GPU count.
+    """
+    b = np.asarray(data_bytes, dtype=np.float64)
+    n = np.maximum(np.asarray(workers, dtype=np.float64), 1.0)
+    k = np.minimum(n, np.maximum(np.asarray(gpus_per_node, dtype=np.float64), 1.0))
+    m = np.ceil(n / k)
+    p = np.asarray(passes, dtype=np.float64)
+    intra = np.asarray(intra_node_gbps, dtype=np.float64) * 1e9 / 8.0
+    nic = np.asarray(node_network_gbps, dtype=np.float64) * 1e9 / 8.0
+    intra_s = np.where(k > 1, p * (k - 1) / k * b / intra + p * (k - 1) * hop_latency_s, 0.0)
+    ring_s = p * (m - 1) / m * b / nic + p * (m - 1) * hop_latency_s
+    tree_s = p * b / nic + p * np.ceil(np.log2(np.maximum(m, 1.0))) * hop_latency_s
+    inter_s = np.where(m > 1, np.minimum(ring_s, tree_s), 0.0)
+    return np.asarray(np.where(n > 1, intra_s + inter_s, 0.0), dtype=np.float64)
 
 
 def exposed_comm_s(
