@@ -377,3 +377,10 @@ def test_spot_without_data_shows_both_scenarios() -> None:
         assert c["scenarios"]["optimistic"]["time_s"] <= c["time_s"] * 1.05
     lifetimes = next(a for a in data["assumptions"] if a["name"] == "spot lifetimes")
     assert "pessimistic" in lifetimes["value"] and "--lifetimes" in lifetimes["override"]
+    code, out = invoke(
+        "plan", "train", *SMALL, "--provider", "aws", "--gpu", "T4", "--deadline", "none",
+        "--report", "r.html",
+    )  # fmt: skip
+    assert code == 0, out
+    assert "no lifetime data: pessimistic scenario" in out
+    assert 'id="scenarios"' in Path("r.html").read_text(encoding="utf-8")
