@@ -1,0 +1,24 @@
+"""The validation registry: a figure is attached only to the regime it was measured in."""
+
+from __future__ import annotations
+
+from gpucast.catalog.validation import validation_for
+
+
+def test_a_validated_regime_carries_its_error_data_and_command() -> None:
+    v = validation_for("ps-cluster", ["K80"], "fp32", 4)
+    assert v.validated and v.error is not None and "2.28%" in v.error
+    assert "cluster_scaling" in v.data and v.command.startswith("python benchmarks/")
+
+
+def test_another_regime_says_not_validated_and_where_it_was() -> None:
+    for gpus, precision, workers in ((["H100-SXM"], "bf16", 64), (["K80"], "fp32", 64),
+                                     (["K80"], "bf16", 4)):  # fmt: skip
+        v = validation_for("ps-cluster", gpus, precision, workers)
+        assert not v.validated and v.error is None
+        assert v.text().startswith("not validated for") and "validated only for K80" in v.text()
+
+
+def test_a_model_never_validated_says_so_plainly() -> None:
+    v = validation_for("allreduce", ["A100-80GB"], "bf16", 16)
+    assert v.text() == "not validated for A100-80GB, bf16, 16 GPUs"
