@@ -7,18 +7,27 @@ BIN    := $(VENV)/bin
 # CPU build of torch by default; a GPU user sets TORCH_CONSTRAINTS= after installing CUDA torch.
 TORCH_CONSTRAINTS ?= -c constraints/cpu.txt
 PYTEST_WORKERS ?= 2
-# ray is optional for users; the tests run a local Ray instance, so the dev install has it.
-EXTRAS ?= dev,nvml,survival,ray
+# `make run` installs what running needs; `make test` adds the dev tools and Ray (the tests
+# run a local Ray instance). Each install is stamped, so neither repeats.
+RUN_EXTRAS ?= nvml,survival
+TEST_EXTRAS ?= dev,nvml,survival,ray
 
-.PHONY: install run test lint typecheck layers unit bench clean
+.PHONY: install install-test run test lint typecheck layers unit bench clean
 
-$(BIN)/.installed: pyproject.toml constraints/cpu.txt
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINTS) -e '.[$(EXTRAS)]'
+
+$(BIN)/.installed-run: pyproject.toml constraints/cpu.txt | $(BIN)/python
+	$(BIN)/python -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINTS) -e '.[$(RUN_EXTRAS)]'
 	touch $@
 
-install: $(BIN)/.installed
+$(BIN)/.installed-test: pyproject.toml constraints/cpu.txt | $(BIN)/python
+	$(BIN)/python -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINTS) -e '.[$(TEST_EXTRAS)]'
+	touch $@ $(BIN)/.installed-run
+
+install: $(BIN)/.installed-run
+install-test: $(BIN)/.installed-test
 
 # Published measurements beside the clone calibrate spot lifetimes and start-up times.
 DATA_DIR ?= ../shared/data
@@ -28,23 +37,23 @@ run: install
 	$(BIN)/gpucast plan train --workload resnet50 --epochs 90 --dataset-size 1281167 \
 		--deadline 24h $(DATA_FLAG) --report plan-report.html
 
-lint: install
+lint: install-test
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 
-typecheck: install
+typecheck: install-test
 	$(BIN)/mypy
 
 # the layering of docs/architecture.md (contracts in pyproject.toml)
-layers: install
+layers: install-test
 	$(BIN)/lint-imports
 
-unit: install
+unit: install-test
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) -p no:cacheprovider
 
 test: lint typecheck layers unit
 
-bench: install
+bench: install-test
 	for f in benchmarks/*.py; do $(BIN)/python $$f || exit 1; done
 
 clean:
