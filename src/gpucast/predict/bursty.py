@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Self
 
 import numpy as np
@@ -80,22 +80,23 @@ def _check_rng_args(n: int, what: str = "n") -> int:
     return int(n)
 
 
-def _row_count_le(matrix: FloatArray, rows: IntArray, values: FloatArray) -> IntArray:
-    """For each i: how many entries of ``matrix[rows[i]]`` (non-decreasing) are <= values[i].
+def _row_keys(matrix: FloatArray) -> npt.NDArray[np.complex128]:
+    """``matrix`` (rows non-decreasing) flattened into one sorted array of ``row + 1j * value``.
 
-    A vectorised binary search (numpy's searchsorted works on one sorted array only).
+    numpy orders complex numbers lexicographically (real part, then imaginary), so one
+    ``searchsorted`` answers a query in any row exactly: no rounding, unlike an offset per row.
     """
-    lo = np.zeros(rows.size, dtype=np.int64)
-    hi = np.full(rows.size, matrix.shape[1], dtype=np.int64)
-    while True:
-        active = lo < hi
-        if not active.any():
-            return lo
-        mid = (lo + hi) // 2
-        probe = matrix[rows, np.minimum(mid, matrix.shape[1] - 1)]
-        ok = probe <= values
-        lo = np.where(active & ok, mid + 1, lo)
-        hi = np.where(active & ~ok, mid, hi)
+    rows = np.arange(matrix.shape[0], dtype=np.float64)[:, None]
+    return np.asarray((rows + 1j * matrix).reshape(-1), dtype=np.complex128)
+
+
+def _row_count_le(
+    keys: npt.NDArray[np.complex128], width: int, rows: IntArray, values: FloatArray
+) -> IntArray:
+    """For each i: how many entries of row ``rows[i]`` of the matrix behind ``keys`` (from
+    :func:`_row_keys`, ``width`` columns) are <= ``values[i]``."""
+    found = np.searchsorted(keys, rows + 1j * values, side="right")
+    return np.asarray(found - rows * width, dtype=np.int64)
 
 
 # -- the Markov-modulated hazard -----------------------------------------------------------
@@ -114,6 +115,13 @@ class MMPPPath:
     cum_hazard: FloatArray
     next_storm: BoolArray
     horizon_s: float
+    #: search keys over ``edges_s[:, 1:]`` and ``cum_hazard[:, 1:]`` (see :func:`_row_keys`)
+    edge_keys: npt.NDArray[np.complex128] = field(init=False, repr=False)
+    cum_keys: npt.NDArray[np.complex128] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "edge_keys", _row_keys(self.edges_s[:, 1:]))
+        object.__setattr__(self, "cum_keys", _row_keys(self.cum_hazard[:, 1:]))
 
     @property
     def runs(self) -> int:
@@ -343,15 +351,18 @@ class MarkovModulatedLifetime:
         last_edge = env.edges_s[runs, k_last]
         total = env.cum_hazard[runs, k_last]
         inside = start < last_edge
-        j = np.minimum(_row_count_le(env.edges_s[:, 1:], runs, start), k_last - 1)
-        at_start = env.cum_hazard[runs, j] + env.hazard_per_s[runs, j] * np.maximum(
-            start - env.edges_s[runs, j], 0.0
-        )
-        target = at_start + e
+        if start.any():
+            j = np.minimum(_row_count_le(env.edge_keys, k_last, runs, start), k_last - 1)
+            at_start = env.cum_hazard[runs, j] + env.hazard_per_s[runs, j] * np.maximum(
+                start - env.edges_s[runs, j], 0.0
+            )
+            target = at_start + e
+        else:  # all requested when the paths begin (a job's first servers): nothing to find
+            target = e
         found = inside & (target < total)
         if found.any():
             r, tg = runs[found], target[found]
-            k = np.minimum(_row_count_le(env.cum_hazard[:, 1:], r, tg), k_last - 1)
+            k = np.minimum(_row_count_le(env.cum_keys, k_last, r, tg), k_last - 1)
             death = env.edges_s[r, k] + (tg - env.cum_hazard[r, k]) / env.hazard_per_s[r, k]
             out[found] = death - start[found]
         rest = np.flatnonzero(~found)
