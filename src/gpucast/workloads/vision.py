@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.workloads._options import positive_int, reject_unknown
+from gpucast.workloads._options import positive_int, positive_ints, reject_unknown
 from gpucast.workloads.base import Batch, Workload
 
 CIFAR_DEPTHS_HINT = "use 15 or 6n+2: 20, 32, 44, 56, 110, ..."
@@ -127,15 +127,24 @@ class CifarResNet(nn.Module):
 
 
 def cifar_resnet(depth: int, **options: Any) -> Workload:
-    """``cifar-resnet{depth}``; options: ``width`` (stem filters, default 16), ``num_classes``."""
-    reject_unknown(f"cifar-resnet{depth}", options, ("width", "num_classes"))
+    """``cifar-resnet{depth}``; options: ``width`` (stem filters, default 16), ``num_classes``;
+    ``cifar-resnet15`` also takes ``blocks`` (basic blocks per stage, default ``2,2,2``): the
+    CM-DARE ``customN`` models are Res15 with more blocks, e.g. ``blocks=2,3,3`` (custom1)."""
+    known = ("width", "num_classes", "blocks") if depth == 15 else ("width", "num_classes")
+    reject_unknown(f"cifar-resnet{depth}", options, known)
     width = positive_int("width", options.get("width", 16))
     num_classes = positive_int("num_classes", options.get("num_classes", 10))
     if depth == 15:
-        blocks = (2, 2, 2)
+        b = positive_ints("blocks", options.get("blocks", (2, 2, 2)), min_len=3)
+        if len(b) != 3:
+            raise InvalidSpecError("blocks", "must give 3 stages", got=b, fix="e.g. blocks=2,3,3")
+        blocks = (b[0], b[1], b[2])
         stages = (2 * width, 4 * width, 8 * width)
         shortcut = "B"
-        description = "T2T resnet_cifar_15: blocks [2,2,2], filters 16/32/64/128, projection"
+        description = (
+            f"T2T resnet_cifar_15: blocks {list(blocks)}, filters {width}/{2 * width}/"
+            f"{4 * width}/{8 * width}, projection"
+        )
     elif depth >= 8 and (depth - 2) % 6 == 0:
         n = (depth - 2) // 6
         blocks = (n, n, n)
@@ -257,14 +266,16 @@ class ShakeShake(nn.Module):
 
 
 def shake_shake(**options: Any) -> Workload:
-    """``shake-shake``: 26 layers, 2 branches; options ``width`` (32/64/96...), ``num_classes``."""
-    reject_unknown("shake-shake", options, ("width", "num_classes"))
+    """``shake-shake``: 26 layers, 2 branches; options ``width`` (32/64/96...), ``num_classes``,
+    ``blocks`` (per stage, default 4: 26 layers; 5 gives CM-DARE's 32-layer ``shake small 32d``)."""
+    reject_unknown("shake-shake", options, ("width", "num_classes", "blocks"))
     width = positive_int("width", options.get("width", 32))
     num_classes = positive_int("num_classes", options.get("num_classes", 10))
+    blocks = positive_int("blocks", options.get("blocks", 4))
 
     def build_model(device: torch.device) -> nn.Module:
         with torch.device(device):
-            return ShakeShake(width, 4, num_classes)
+            return ShakeShake(width, blocks, num_classes)
 
     return Workload(
         name="shake-shake",
@@ -273,7 +284,7 @@ def shake_shake(**options: Any) -> Workload:
         build_model=build_model,
         make_batch=_image_batch_maker(3, 32, num_classes),
         loss=_classification_loss,
-        description=f"Shake-Shake-26 2x{width}d (Gastaldi 2017) for CIFAR",
+        description=f"Shake-Shake-{6 * blocks + 2} 2x{width}d (Gastaldi 2017) for CIFAR",
     )
 
 
