@@ -113,6 +113,8 @@ def parse_gpus(
     mig: dict[str, list[MigProfile]] | None = None,
     mig_path: str = "mig_profiles.csv",
 ) -> tuple[GpuSpec, ...]:
+    """GPU specs from CSV text. ``base_clock_mhz`` and ``boost_clock_mhz`` are optional
+    columns: a file without them (or an empty cell) gives ``None``."""
     mig = dict(mig or {})
     specs: list[GpuSpec] = []
     for line, row in read_rows(text, path, GPU_COLUMNS):
@@ -122,6 +124,11 @@ def parse_gpus(
         ) -> float | None:
             return parse_float(
                 _row[column], path=path, line=_line, column=column, optional=optional
+            )
+
+        def opt(column: str, _row: dict[str, str] = row, _line: int = line) -> float | None:
+            return parse_float(
+                _row.get(column, ""), path=path, line=_line, column=column, optional=True
             )
 
         def req(column: str, _row: dict[str, str] = row, _line: int = line) -> float:
@@ -170,6 +177,8 @@ def parse_gpus(
                     row["source_url"], path=path, line=line, column="source_url"
                 ),
                 as_of=parse_date(row["as_of"], path=path, line=line, column="as_of"),
+                base_clock_mhz=opt("base_clock_mhz"),
+                boost_clock_mhz=opt("boost_clock_mhz"),
             )
         except InvalidSpecError as exc:
             raise DataFormatError(path, exc.message, line=line) from exc

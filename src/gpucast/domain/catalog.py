@@ -64,6 +64,9 @@ class GpuSpec:
     aliases: tuple[str, ...] = ()
     source_url: str
     as_of: date
+    # Optional datasheet figures; None where the vendor publishes none.
+    base_clock_mhz: float | None = None
+    boost_clock_mhz: float | None = None  # max boost (AMD: peak engine clock)
 
     def __post_init__(self) -> None:
         owner = f"gpu {self.name}"
@@ -74,8 +77,20 @@ class GpuSpec:
             "bf16_tflops",
             "fp8_tflops",
             "interconnect_gbps",
+            "base_clock_mhz",
+            "boost_clock_mhz",
         ):
             _check_positive(owner, name, getattr(self, name), allow_none=True)
+        if (
+            self.base_clock_mhz is not None
+            and self.boost_clock_mhz is not None
+            and self.boost_clock_mhz < self.base_clock_mhz
+        ):
+            raise InvalidSpecError(
+                f"{owner}.boost_clock_mhz",
+                f"must be >= base_clock_mhz ({self.base_clock_mhz:g})",
+                got=self.boost_clock_mhz,
+            )
         for name in ("memory_gib", "memory_bandwidth_gbps", "tdp_w"):
             _check_positive(owner, name, getattr(self, name), allow_none=False)
         if self.sm_count < 1:
