@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from speed_factories import NEW, synthetic_rows
+from steptime_factories import synthetic_steps
 
 import gpucast.predict
 from gpucast.domain.errors import InvalidInputError, NotFittedError
@@ -43,6 +44,7 @@ from gpucast.predict.overheads import CheckpointModel, FrameworkStartModel, Star
 from gpucast.predict.revocation import RevocationModel
 from gpucast.predict.serving import BatchLatencyModel
 from gpucast.predict.speed import MODEL_COL, TENSORS_COL, SpeedFeatures, SpeedModel
+from gpucast.predict.steptime import StepTimeModel
 from gpucast.store.models import load_model, save_model
 
 # Import every module of the predict package so that every registered estimator is in
@@ -398,7 +400,34 @@ PIECEWISE_HAZARD = Case(
 )
 
 
+# ---------------------------------------------------------------------------- steptime
+def _steptime_inputs() -> FitInputs:
+    return (synthetic_steps(noise=0.05),), {"fitted_on": "synthetic"}
+
+
+_STEPTIME_ROWS = synthetic_steps().iloc[::7].reset_index(drop=True)
+
+STEPTIME = Case(
+    make=lambda: StepTimeModel(gpu_prior_sd=0.3),
+    fit_inputs=_steptime_inputs,
+    predict=lambda m: [
+        m.predict(_STEPTIME_ROWS),
+        m.predict(_STEPTIME_ROWS, use_workload_factor=True),
+        m.terms(_STEPTIME_ROWS),
+        m.efficiency("pytorch").compute_efficiency("bf16"),
+        m.efficiency("tuned").kernel_overhead_s,
+    ],
+    unfitted_calls=(
+        lambda m: m.predict(_STEPTIME_ROWS),
+        lambda m: m.terms(_STEPTIME_ROWS),
+        lambda m: m.efficiency(),
+        lambda m: m.with_intervals(m.intervals_),
+    ),
+)
+
+
 CASES: dict[str, Case] = {
+    "steptime": STEPTIME,
     "speed": SPEED,
     "cluster": CLUSTER,
     "checkpoint": CHECKPOINT,

@@ -57,3 +57,25 @@ def impute_model_properties(rows: pd.DataFrame) -> pd.DataFrame:
         filled = values.groupby(out[MODEL_COL]).transform("median")
         out[column] = values.fillna(filled)
     return out
+
+
+#: CM-DARE's 14 CIFAR-10 models as gpucast built-ins with options (architectures rebuilt to
+#: the parameter: ``benchmarks/cmdare_architectures.py`` documents the derivation). All were
+#: trained with batch :data:`CMDARE_BATCH`, FP32, momentum SGD, TensorFlow 1.10.
+CMDARE_WORKLOADS: dict[str, tuple[str, dict[str, object]]] = {
+    "Res15": ("cifar-resnet15", {}),
+    "custom1": ("cifar-resnet15", {"blocks": "2,3,3"}),
+    "custom2": ("cifar-resnet15", {"blocks": "2,5,3"}),
+    "custom9": ("cifar-resnet15", {"blocks": "6,6,6"}),
+    "custom4": ("cifar-resnet15", {"blocks": "7,7,7"}),
+    "custom5": ("cifar-resnet15", {"blocks": "8,9,9"}),
+    "custom6": ("cifar-resnet15", {"blocks": "10,13,12"}),
+    "custom8": ("cifar-resnet15", {"blocks": "16,20,16"}),
+    "shake16": ("shake-shake", {"width": 16}),
+    "shakesmall": ("shake-shake", {"width": 32}),
+    "shake small 32d": ("shake-shake", {"width": 32, "blocks": 5}),
+    "shakemid": ("shake-shake", {"width": 64}),
+    "shake80": ("shake-shake", {"width": 80}),
+    "shakebig": ("shake-shake", {"width": 96}),
+}
+CMDARE_BATCH = 128

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,21 +75,26 @@ def workload_profile(
     profile_file: Path | None = None,
     *,
     batch_size: int = PROFILE_BATCH,
+    options: Mapping[str, Any] | None = None,
+    optimizer: str = "sgd",
 ) -> WorkloadProfile:
-    """The workload's profile at ``batch_size`` (default :data:`PROFILE_BATCH`): a file, the
-    cache (built-in workloads), or the profiler."""
+    """The workload's profile at ``batch_size`` (default :data:`PROFILE_BATCH`), built with
+    the workload's ``options`` and trained with ``optimizer``: a file, the cache (built-in
+    workloads), or the profiler."""
     from gpucast.domain.profile import WorkloadProfile
 
     if profile_file is not None:
         return read_profile_file(profile_file)
     from gpucast.store.cache import cached_json
 
+    opts = dict(options or {})
+
     def make() -> WorkloadProfile:
         from gpucast.domain.workload import WorkloadSpec
         from gpucast.profile import profile_workload
 
         spec = WorkloadSpec(name=workload, batch_size=batch_size, precision=precision)  # type: ignore[arg-type]
-        return profile_workload(spec)
+        return profile_workload(spec, optimizer=optimizer, **opts)
 
     if ":" in workload:  # a user model's code is not gpucast's: profile it every time
         return make()
@@ -102,6 +108,8 @@ def workload_profile(
             "precision": precision,
             "batch_size": batch_size,
             "torch": _torch_version(),
+            **({"options": {k: str(v) for k, v in sorted(opts.items())}} if opts else {}),
+            **({"optimizer": optimizer} if optimizer != "sgd" else {}),
         },
         code=("gpucast.profile", "gpucast.workloads"),
     )

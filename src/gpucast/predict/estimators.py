@@ -16,6 +16,7 @@ from gpucast.predict import (  # noqa: F401 -- imported to register their estima
     revocation,
     serving,
     speed,
+    steptime,
 )
 from gpucast.predict.base import Estimator, estimator_from_dict
 

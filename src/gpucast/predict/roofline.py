@@ -39,12 +39,15 @@ devices of one kind, +-40% from a CPU to a GPU, against +-50% uncalibrated.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.prediction import Estimate
 from gpucast.domain.profile import WorkloadProfile
+from gpucast.predict.intervals import IntervalTable
 
 _TERA = 1e12
 _GIGA = 1e9
@@ -91,30 +94,61 @@ class RooflineWorkload:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RooflineEfficiency:
-    """Achieved fractions of peak; see the module docstring for the defaults' basis."""
+    """Achieved fractions of peak and the per-kernel cost, for one software stack.
+
+    The defaults are the priors of the module docstring. A fitted set
+    (:meth:`gpucast.predict.steptime.StepTimeModel.efficiency`) also carries per-GPU factors
+    (what a GPU type sustains relative to its datasheet, for GPUs with data), the interval
+    table its cross-validation earned, and where it came from.
+    """
 
     compute_efficiency_fp32: float = 0.62
     compute_efficiency_tensor_core: float = 0.40
+    #: TF32 and FP8 tensor-core efficiencies; ``None``: the fp16/bf16 figure
+    compute_efficiency_tf32: float | None = None
+    compute_efficiency_fp8: float | None = None
     bandwidth_efficiency: float = 0.70
     kernel_overhead_s: float = 10e-6
+    gpu_factors: Mapping[str, float] = field(default_factory=dict)
+    intervals: IntervalTable = field(default_factory=IntervalTable)
+    stack: str = "pytorch"
+    source: str = "priors (module docstring of gpucast.predict.roofline)"
 
     def __post_init__(self) -> None:
         for name in (
             "compute_efficiency_fp32",
             "compute_efficiency_tensor_core",
+            "compute_efficiency_tf32",
+            "compute_efficiency_fp8",
             "bandwidth_efficiency",
         ):
             value = getattr(self, name)
+            if value is None:
+                continue
             if not (math.isfinite(value) and 0 < value <= 1):
                 raise InvalidSpecError(name, "must be in (0, 1]", got=value)
         _positive("kernel_overhead_s", self.kernel_overhead_s, allow_zero=True)
+        for gpu, factor in self.gpu_factors.items():
+            _positive(f"gpu_factors[{gpu}]", factor)
+        object.__setattr__(self, "gpu_factors", MappingProxyType(dict(self.gpu_factors)))
+
+    @property
+    def fitted(self) -> bool:
+        """Whether these figures come with validated intervals (a fitted set)."""
+        return bool(self.intervals)
 
     def compute_efficiency(self, precision: str) -> float:
-        return (
-            self.compute_efficiency_fp32
-            if precision == "fp32"
-            else (self.compute_efficiency_tensor_core)
-        )
+        if precision == "fp32":
+            return self.compute_efficiency_fp32
+        if precision == "tf32" and self.compute_efficiency_tf32 is not None:
+            return self.compute_efficiency_tf32
+        if precision == "fp8" and self.compute_efficiency_fp8 is not None:
+            return self.compute_efficiency_fp8
+        return self.compute_efficiency_tensor_core
+
+    def gpu_factor(self, name: str) -> float:
+        """The fitted factor of GPU ``name`` (1: no data for it, specs only)."""
+        return float(self.gpu_factors.get(name, 1.0))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,14 +190,16 @@ class Calibration:
 def _terms(
     workload: RooflineWorkload, device: DeviceRoofline, precision: str, eff: RooflineEfficiency
 ) -> dict[str, float]:
-    compute_eff = (
-        eff.compute_efficiency(precision) if device.kind == "gpu" else (eff.compute_efficiency_fp32)
-    )
+    if device.kind == "gpu":
+        compute_eff, factor = eff.compute_efficiency(precision), eff.gpu_factor(device.name)
+    else:
+        compute_eff, factor = eff.compute_efficiency_fp32, 1.0
     return {
-        "compute": workload.matmul_flops / (compute_eff * device.peak_tflops * _TERA),
-        "memory_bandwidth": workload.memory_bytes
+        "compute": factor * workload.matmul_flops / (compute_eff * device.peak_tflops * _TERA),
+        "memory_bandwidth": factor
+        * workload.memory_bytes
         / (eff.bandwidth_efficiency * device.memory_bandwidth_gbps * _GIGA),
-        "overhead": workload.n_kernels * eff.kernel_overhead_s,
+        "overhead": factor * workload.n_kernels * eff.kernel_overhead_s,
     }
 
 
@@ -202,25 +238,30 @@ def predict_step_time(
     eff = efficiency or RooflineEfficiency()
     device = DeviceRoofline.of_gpu(gpu, precision)
     terms = _terms(workload, device, precision, eff)
-    notes: list[str] = []
+    scale, regime, notes = 1.0, "", []
     if calibration is None:
-        scale, halfwidth, source = 1.0, 0.5, "catalog"
+        regime = (
+            "gpu_seen/uncalibrated" if gpu.name in eff.gpu_factors else ("gpu_unseen/uncalibrated")
+        )
         notes.append(
-            f"uncalibrated roofline from {gpu.name} specs with default efficiencies "
-            "(no measurement of this workload)"
+            f"{'fitted' if eff.fitted else 'uncalibrated'} roofline from {gpu.name} specs"
+            f"{' and its fitted factor' if gpu.name in eff.gpu_factors else ''} "
+            f"({eff.source}; no measurement of this workload)"
         )
     else:
         scale = calibration.scale
         if calibration.device == gpu.name:
-            halfwidth, source = 0.10, "measured"
+            regime = "same_gpu/calibrated"
         elif calibration.device_kind == "gpu":
-            halfwidth, source = 0.25, "catalog"
-        else:
-            halfwidth, source = 0.40, "catalog"
+            regime = (
+                "gpu_seen/calibrated" if gpu.name in eff.gpu_factors else ("gpu_unseen/calibrated")
+            )
         notes.append(
             f"calibrated by a measurement on {calibration.device} "
             f"({calibration.measured_step_time_s:.4g} s/step, scale x{scale:.3g})"
         )
+    low, high, source, interval_note = _interval(eff, regime, calibration)
+    notes.append(interval_note)
     breakdown = {k: v * scale for k, v in terms.items()}
     value = sum(breakdown.values())
     if value <= 0:
@@ -228,11 +269,52 @@ def predict_step_time(
     bottleneck = max(breakdown, key=lambda k: breakdown[k])
     return Estimate(
         value=value,
-        lower=value / (1.0 + halfwidth),
-        upper=value * (1.0 + halfwidth),
+        lower=min(value, value * low),
+        upper=max(value, value * high),
         unit="s",
         bottleneck=bottleneck,
         source=source,
         breakdown=breakdown,
         notes=tuple(notes),
     )
+
+
+#: Interval half-widths of the priors (no validated residuals): same device, another GPU, a CPU
+#: measurement, nothing measured.
+_PRIOR_HALFWIDTH = {"same": 0.10, "gpu": 0.25, "cpu": 0.40, "none": 0.50}
+
+
+def _interval(
+    eff: RooflineEfficiency, regime: str, calibration: Calibration | None
+) -> tuple[float, float, str, str]:
+    """(lower ratio, upper ratio, Estimate.source, a note saying what the interval rests on)."""
+    source = "catalog"
+    if regime == "same_gpu/calibrated":
+        source = "measured"
+    elif regime.startswith("gpu_seen"):
+        source = "fitted"
+    if regime and eff.fitted:
+        used = eff.intervals.resolved(regime)
+        if used is not None:
+            low, high = eff.intervals.ratios(regime)
+            n = eff.intervals.n.get(used, 0)
+            mape = eff.intervals.mape_pct.get(used, math.nan)
+            borrowed = "" if used == regime else f", borrowed from {used}"
+            return (
+                low,
+                high,
+                source,
+                (
+                    f"80% interval from {n} cross-validated predictions in regime {regime}"
+                    f"{borrowed} (their MAPE {mape:.1f}%)"
+                ),
+            )
+    if calibration is None:
+        kind = "none"
+    elif calibration.device_kind != "gpu":
+        kind = "cpu"
+    else:
+        kind = "same" if regime == "same_gpu/calibrated" else "gpu"
+    h = _PRIOR_HALFWIDTH[kind]
+    what = "a CPU measurement" if kind == "cpu" else "priors"
+    return 1.0 / (1.0 + h), 1.0 + h, source, f"+-{h:.0%} interval: not validated ({what})"

@@ -1,0 +1,108 @@
+"""Prediction intervals that held-out data earned: quantiles of cross-validated residuals.
+
+An :class:`IntervalTable` holds, per *regime*, the 10th and 90th percentiles of
+``log(measured / predicted)`` over held-out predictions (see
+:func:`gpucast.predict.steptime.cross_validated_residuals`), so a stated 80% interval covers
+what cross-validation saw. Regimes say what the prediction knows: whether the GPU type had
+data in the fit (``gpu_seen``) and whether the workload was calibrated by a measurement
+(``calibrated``); ``same_gpu`` is a measurement on the very GPU predicted (another batch).
+
+Pure: numbers in, numbers out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Regimes of the interval table, most informed first.
+REGIMES: tuple[str, ...] = (
+    "same_gpu/calibrated",
+    "gpu_seen/calibrated",
+    "gpu_seen/uncalibrated",
+    "gpu_unseen/calibrated",
+    "gpu_unseen/uncalibrated",
+)
+#: What an 80% interval is made of: the 10th and 90th percentiles.
+INTERVAL_QUANTILES = (0.10, 0.90)
+#: Where a regime without validated residuals borrows from (the next less informed one).
+_FALLBACK: dict[str, tuple[str, ...]] = {
+    "same_gpu/calibrated": REGIMES,
+    "gpu_seen/calibrated": REGIMES[1:],
+    "gpu_seen/uncalibrated": (REGIMES[2], REGIMES[4]),
+    "gpu_unseen/calibrated": (REGIMES[3], REGIMES[4]),
+    "gpu_unseen/uncalibrated": (REGIMES[4],),
+}
+
+
+def regime(gpu_seen: bool, calibrated: bool) -> str:
+    seen = "seen" if gpu_seen else "unseen"
+    return f"gpu_{seen}/{'calibrated' if calibrated else 'uncalibrated'}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IntervalTable:
+    """Per regime: 10th/90th percentiles of cross-validated log(measured / predicted), and
+    the number of held-out predictions they rest on."""
+
+    q_low: Mapping[str, float] = field(default_factory=dict)
+    q_high: Mapping[str, float] = field(default_factory=dict)
+    n: Mapping[str, int] = field(default_factory=dict)
+    mape_pct: Mapping[str, float] = field(default_factory=dict)
+
+    def ratios(self, name: str) -> tuple[float, float]:
+        """(lower, upper) multipliers of a prediction in regime ``name`` (a regime without
+        validation falls back to the next wider one)."""
+        for key in _FALLBACK.get(name, (name,)):
+            if key in self.q_low and key in self.q_high:
+                return math.exp(self.q_low[key]), math.exp(self.q_high[key])
+        return 1.0 / 1.5, 1.5
+
+    def resolved(self, name: str) -> str | None:
+        """The regime whose quantiles :meth:`ratios` uses for ``name`` (None: none)."""
+        return next(
+            (k for k in _FALLBACK.get(name, (name,)) if k in self.q_low and k in self.q_high),
+            None,
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.q_low)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "q_low": dict(self.q_low),
+            "q_high": dict(self.q_high),
+            "n": dict(self.n),
+            "mape_pct": dict(self.mape_pct),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> IntervalTable:
+        return cls(
+            q_low={str(k): float(v) for k, v in dict(data.get("q_low", {})).items()},
+            q_high={str(k): float(v) for k, v in dict(data.get("q_high", {})).items()},
+            n={str(k): int(v) for k, v in dict(data.get("n", {})).items()},
+            mape_pct={str(k): float(v) for k, v in dict(data.get("mape_pct", {})).items()},
+        )
+
+    @classmethod
+    def from_residuals(cls, residuals: Mapping[str, FloatArray]) -> IntervalTable:
+        """Quantiles of log residuals per regime (regimes without residuals are left out)."""
+        lo, hi, n, mape = {}, {}, {}, {}
+        for name, r in residuals.items():
+            r = np.asarray(r, dtype=np.float64)
+            r = r[np.isfinite(r)]
+            if not r.size:
+                continue
+            lo[name] = float(np.quantile(r, INTERVAL_QUANTILES[0]))
+            hi[name] = float(np.quantile(r, INTERVAL_QUANTILES[1]))
+            n[name] = int(r.size)
+            mape[name] = float(100.0 * np.mean(np.abs(np.exp(-r) - 1.0)))
+        return cls(q_low=lo, q_high=hi, n=n, mape_pct=mape)

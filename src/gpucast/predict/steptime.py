@@ -1,0 +1,611 @@
+"""The roofline step time with its efficiencies fitted across every published source.
+
+One training step of a workload at per-GPU batch ``b`` on GPU ``g`` (roofline terms from
+:mod:`gpucast.predict.roofline`: matmul FLOPs ``F``, memory-bound bytes ``M``, kernels ``K``)::
+
+    t = k_gpu[g] * k_workload[w] * ( F / (eta_compute[class] * peak_g(precision))
+                                   + traffic[stack] * M / (eta_memory * bandwidth_g)
+                                   + K * overhead_s[stack] )  +  extra_s
+
+* ``eta_compute`` per **precision class** -- ``fp32`` (SIMT FMA units), ``tf32``, ``tensor16``
+  (fp16/bf16 tensor cores), ``fp8``. It is shared by the software stacks: PyTorch eager,
+  TensorFlow 1 and vendor-tuned MLPerf code call the same cuDNN / cuBLAS kernels for
+  convolutions and matmuls. A class without data borrows the nearest class that has some
+  (``tf32`` and ``fp8`` from ``tensor16``; said in :attr:`StepTimeModel.borrowed_`).
+* ``eta_memory``: achieved share of the datasheet bandwidth by memory-bound kernels.
+* Per **software stack** (``pytorch`` eager, ``tf1`` = TensorFlow 1.x as CM-DARE ran it,
+  ``tuned`` = MLPerf-class code: fused element-wise kernels, CUDA graphs, channels-last):
+  ``overhead_s`` per kernel launch/dispatch, and ``traffic``, the bytes the stack moves per
+  byte our profiler counts for eager PyTorch (fixed at 1 for ``pytorch``; fusion makes it < 1).
+* ``k_gpu``: what one GPU type sustains relative to its datasheet (clocks under its power cap,
+  memory system), estimated where the GPU has data and shrunk toward 1 by a Gaussian prior in
+  log space (sd :attr:`gpu_prior_sd`). A GPU never seen in any data gets 1 -- specs only.
+* ``k_workload``: how far one published implementation is from our rebuilt profile (data
+  pipeline, its own kernels), per (source, workload) and shrunk toward 1 (sd
+  :attr:`workload_prior_sd`). It is a nuisance parameter of the fit: a new workload gets 1
+  unless a measurement of it calibrates it (:func:`gpucast.predict.roofline.calibrate`).
+* ``extra_s``: time the observation spends outside the GPU's step (exposed communication of a
+  multi-GPU run, as :mod:`gpucast.predict.comm` prices it); added, not fitted.
+
+Fit: weighted least squares on log step time (:func:`scipy.optimize.least_squares`), the
+priors as extra residuals, efficiencies bounded to (0.01, 1]. Each source carries the same
+total weight (:func:`source_weights`), so 1,900 MLPerf runs do not drown 14 CM-DARE models.
+
+Uncertainty (:class:`IntervalTable`): the 10th / 90th percentiles of *cross-validated*
+log residuals per regime -- whether the GPU has data (``gpu_seen``) and whether the workload was
+calibrated by a measurement (``calibrated``) -- so a stated 80% interval is what held-out
+data achieved. :func:`cross_validated_residuals` computes them; ``benchmarks/steptime_accuracy.py``
+checks their coverage on groups the quantiles never saw.
+
+Pure: frames in, numbers out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Self
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy.optimize import least_squares
+
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+from gpucast.predict.base import Estimator, register
+from gpucast.predict.intervals import INTERVAL_QUANTILES, IntervalTable
+from gpucast.predict.roofline import RooflineEfficiency
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Training precision -> the class whose compute efficiency it uses.
+PRECISION_CLASS: dict[str, str] = {
+    "fp32": "fp32",
+    "tf32": "tf32",
+    "fp16": "tensor16",
+    "bf16": "tensor16",
+    "fp8": "fp8",
+}
+#: Where a class without data borrows its efficiency from, in order of preference.
+BORROW: dict[str, tuple[str, ...]] = {
+    "fp32": ("tensor16", "tf32"),
+    "tf32": ("tensor16", "fp32"),
+    "tensor16": ("tf32", "fp8", "fp32"),
+    "fp8": ("tensor16", "tf32", "fp32"),
+}
+#: Software stacks: PyTorch eager, TensorFlow 1.x (CM-DARE), vendor-tuned MLPerf-class code.
+STACKS: tuple[str, ...] = ("pytorch", "tf1", "tuned")
+REFERENCE_STACK = "pytorch"
+#: Where a stack without data borrows its overhead / traffic from.
+STACK_BORROW: dict[str, tuple[str, ...]] = {
+    "pytorch": ("tf1", "tuned"),
+    "tf1": ("pytorch", "tuned"),
+    "tuned": ("pytorch", "tf1"),
+}
+#: Columns :meth:`StepTimeModel.fit` / ``predict`` read.
+FEATURES: tuple[str, ...] = (
+    "matmul_flops",
+    "memory_bytes",
+    "n_kernels",
+    "peak_tflops",
+    "bandwidth_gbps",
+    "precision",
+    "stack",
+    "gpu",
+    "workload_key",
+)
+TARGET = "step_time_s"
+
+_ETA_BOUNDS = (math.log(0.01), 0.0)
+_OVERHEAD_BOUNDS = (math.log(1e-8), math.log(5e-3))
+_TRAFFIC_BOUNDS = (math.log(0.05), math.log(3.0))
+_FACTOR_BOUNDS = (math.log(0.1), math.log(10.0))
+
+
+def source_weights(sources: pd.Series) -> FloatArray:
+    """Weights that give every source the same total (each row ``1 / rows of its source``,
+    scaled so the weights average 1)."""
+    counts = sources.map(sources.value_counts())
+    w = 1.0 / counts.to_numpy(dtype=np.float64)
+    return np.asarray(w * len(w) / w.sum(), dtype=np.float64)
+
+
+def _check_frame(frame: pd.DataFrame, *, need_target: bool) -> None:
+    need = [*FEATURES, TARGET] if need_target else list(FEATURES)
+    missing = [c for c in need if c not in frame.columns]
+    if missing:
+        raise InvalidInputError(
+            f"step-time frame lacks column(s) {', '.join(missing)}",
+            fix="build it with gpucast.inputs.steptime.step_time_observations",
+        )
+    if not len(frame):
+        raise InvalidInputError("step-time frame has no rows", fix="give at least one row")
+    numeric = ["matmul_flops", "memory_bytes", "n_kernels", "peak_tflops", "bandwidth_gbps"]
+    if need_target:
+        numeric.append(TARGET)
+    for column in numeric:
+        values = frame[column].to_numpy(dtype=np.float64)
+        if not np.all(np.isfinite(values)) or np.any(values < 0):
+            raise InvalidSpecError(column, "must be finite and >= 0 in every row")
+    if need_target and np.any(frame[TARGET].to_numpy(dtype=np.float64) <= 0):
+        raise InvalidSpecError(TARGET, "must be > 0 in every row")
+    unknown = set(frame["precision"]) - set(PRECISION_CLASS)
+    if unknown:
+        raise InvalidSpecError(
+            "precision", f"must be one of {', '.join(PRECISION_CLASS)}", got=sorted(unknown)
+        )
+    stacks = set(frame["stack"]) - set(STACKS)
+    if stacks:
+        raise InvalidSpecError("stack", f"must be one of {', '.join(STACKS)}", got=sorted(stacks))
+
+
+@register
+class StepTimeModel(Estimator):
+    """The fitted roofline of the module docstring (an estimator like scikit-learn's)."""
+
+    kind: ClassVar[str] = "steptime"
+    schema_version: ClassVar[int] = 1
+
+    def __init__(self, *, gpu_prior_sd: float = 0.25, workload_prior_sd: float = 0.5) -> None:
+        self.gpu_prior_sd = gpu_prior_sd
+        self.workload_prior_sd = workload_prior_sd
+        self.eta_compute_: dict[str, float] | None = None
+        self.eta_memory_: float | None = None
+        self.overhead_s_: dict[str, float] = {}
+        self.traffic_: dict[str, float] = {}
+        self.gpu_factor_: dict[str, float] = {}
+        self.workload_factor_: dict[str, float] = {}
+        self.borrowed_: dict[str, str] = {}
+        self.intervals_: IntervalTable = IntervalTable()
+        self.fitted_on_: str = ""
+        self.n_rows_: int = 0
+
+    # -- estimator protocol ---------------------------------------------------------------
+    @property
+    def is_fitted(self) -> bool:
+        return self.eta_compute_ is not None
+
+    def fit(
+        self, frame: pd.DataFrame, *, weights: npt.ArrayLike | None = None, fitted_on: str = ""
+    ) -> Self:
+        """Fit on observed step times (columns :data:`FEATURES` + ``step_time_s``, optional
+        ``extra_s``). ``weights`` default to :func:`source_weights` of a ``source`` column
+        (or 1). ``frame`` is not modified."""
+        for sd_name in ("gpu_prior_sd", "workload_prior_sd"):
+            sd = getattr(self, sd_name)
+            if not (math.isfinite(sd) and sd > 0):
+                raise InvalidSpecError(sd_name, "must be > 0", got=sd)
+        _check_frame(frame, need_target=True)
+        if weights is None:
+            w = (
+                source_weights(frame["source"])
+                if "source" in frame.columns
+                else np.ones(len(frame))
+            )
+        else:
+            w = np.asarray(weights, dtype=np.float64).reshape(-1)
+            if w.size != len(frame) or not np.all(np.isfinite(w)) or np.any(w < 0):
+                raise InvalidSpecError("weights", "must be one finite value >= 0 per row")
+        classes = sorted({PRECISION_CLASS[p] for p in frame["precision"]})
+        stacks = sorted(set(frame["stack"]))
+        traffic_stacks = [s for s in stacks if s != REFERENCE_STACK]
+        gpus = sorted(set(frame["gpu"]))
+        works = sorted(set(frame["workload_key"]))
+        layout = _Layout(classes, stacks, traffic_stacks, gpus, works)
+        data = _Arrays.of(frame, layout)
+        target = np.log(frame[TARGET].to_numpy(dtype=np.float64))
+        extra = _extra(frame)
+        sqrt_w = np.sqrt(w)
+
+        def residuals(theta: FloatArray) -> FloatArray:
+            pred = data.predict(theta, layout, extra)
+            fit_r = sqrt_w * (np.log(np.maximum(pred, 1e-30)) - target)
+            prior_g = theta[layout.gpu_slice] / self.gpu_prior_sd
+            prior_w = theta[layout.work_slice] / self.workload_prior_sd
+            return np.concatenate([fit_r, prior_g, prior_w])
+
+        x0, lower, upper = layout.start_and_bounds()
+        solution = least_squares(residuals, x0, bounds=(lower, upper), method="trf", x_scale=1.0)
+        theta = solution.x
+        self.eta_compute_ = {c: math.exp(theta[i]) for c, i in layout.eta_index.items()}
+        self.eta_memory_ = math.exp(theta[layout.eta_memory_index])
+        self.overhead_s_ = {s: math.exp(theta[i]) for s, i in layout.overhead_index.items()}
+        self.traffic_ = {REFERENCE_STACK: 1.0} | {
+            s: math.exp(theta[i]) for s, i in layout.traffic_index.items()
+        }
+        self.gpu_factor_ = {g: math.exp(theta[i]) for g, i in layout.gpu_index.items()}
+        self.workload_factor_ = {k: math.exp(theta[i]) for k, i in layout.work_index.items()}
+        self.borrowed_ = {}
+        for cls_ in PRECISION_CLASS.values():
+            if cls_ not in self.eta_compute_:
+                donor = next((d for d in BORROW[cls_] if d in self.eta_compute_), None)
+                if donor is not None:
+                    self.eta_compute_[cls_] = self.eta_compute_[donor]
+                    self.borrowed_[f"eta_compute:{cls_}"] = donor
+        for stack in STACKS:
+            if stack not in self.overhead_s_:
+                donor = next((d for d in STACK_BORROW[stack] if d in self.overhead_s_), None)
+                if donor is not None:
+                    self.overhead_s_[stack] = self.overhead_s_[donor]
+                    self.traffic_[stack] = self.traffic_.get(donor, 1.0)
+                    self.borrowed_[f"stack:{stack}"] = donor
+        self.fitted_on_ = fitted_on
+        self.n_rows_ = len(frame)
+        return self
+
+    def with_intervals(self, intervals: IntervalTable) -> Self:
+        """This fitted model with its interval table (from cross-validation)."""
+        self._require_fitted()
+        self.intervals_ = intervals
+        return self
+
+    def efficiency(self, stack: str = REFERENCE_STACK) -> RooflineEfficiency:
+        """The fitted figures for one software stack, as the roofline takes them (with the
+        GPU factors, the interval table and where they came from)."""
+        self._require_fitted()
+        assert self.eta_compute_ is not None and self.eta_memory_ is not None
+        if stack not in self.overhead_s_:
+            raise InvalidSpecError(
+                "software", f"must be one of {', '.join(sorted(self.overhead_s_))}", got=stack
+            )
+        eta = self.eta_compute_
+        return RooflineEfficiency(
+            compute_efficiency_fp32=eta["fp32"],
+            compute_efficiency_tensor_core=eta["tensor16"],
+            compute_efficiency_tf32=eta["tf32"],
+            compute_efficiency_fp8=eta["fp8"],
+            bandwidth_efficiency=min(1.0, self.eta_memory_ / self.traffic_[stack]),
+            kernel_overhead_s=self.overhead_s_[stack],
+            gpu_factors=dict(self.gpu_factor_),
+            intervals=self.intervals_,
+            stack=stack,
+            source=f"step-time model fitted on {self.fitted_on_ or 'published data'}"
+            f" ({self.n_rows_} step times; {stack} stack)",
+        )
+
+    # -- prediction ----------------------------------------------------------------------
+    def terms(
+        self, frame: pd.DataFrame, *, use_workload_factor: bool = False
+    ) -> dict[str, FloatArray]:
+        """Per row: the ``compute``, ``memory_bandwidth`` and ``overhead`` terms (s) with the
+        GPU factor (and the workload factor where asked and known) applied, plus
+        ``extra`` (``extra_s``, 0 without the column)."""
+        self._require_fitted()
+        _check_frame(frame, need_target=False)
+        assert self.eta_compute_ is not None and self.eta_memory_ is not None
+        cls_ = frame["precision"].map(PRECISION_CLASS)
+        eta_c = cls_.map(self.eta_compute_).to_numpy(dtype=np.float64)
+        if np.any(~np.isfinite(eta_c)):
+            raise InvalidSpecError("precision", "has no fitted or borrowed efficiency")
+        overhead = frame["stack"].map(self.overhead_s_).to_numpy(dtype=np.float64)
+        traffic = frame["stack"].map(self.traffic_).to_numpy(dtype=np.float64)
+        if np.any(~np.isfinite(overhead)) or np.any(~np.isfinite(traffic)):
+            raise InvalidSpecError("stack", "has no fitted or borrowed constants")
+        scale = self.gpu_factors(frame["gpu"])
+        if use_workload_factor:
+            scale = scale * self.workload_factors(frame["workload_key"])
+        f = frame["matmul_flops"].to_numpy(dtype=np.float64)
+        m = frame["memory_bytes"].to_numpy(dtype=np.float64)
+        k = frame["n_kernels"].to_numpy(dtype=np.float64)
+        peak = frame["peak_tflops"].to_numpy(dtype=np.float64) * 1e12
+        bw = frame["bandwidth_gbps"].to_numpy(dtype=np.float64) * 1e9
+        return {
+            "compute": scale * f / (eta_c * peak),
+            "memory_bandwidth": scale * traffic * m / (self.eta_memory_ * bw),
+            "overhead": scale * k * overhead,
+            "extra": _extra(frame),
+        }
+
+    def predict(self, frame: pd.DataFrame, *, use_workload_factor: bool = False) -> FloatArray:
+        """Predicted step time (s) per row."""
+        terms = self.terms(frame, use_workload_factor=use_workload_factor)
+        return np.asarray(sum(terms.values()), dtype=np.float64)
+
+    def gpu_factors(self, gpus: Iterable[str]) -> FloatArray:
+        return np.array([self.gpu_factor_.get(g, 1.0) for g in gpus], dtype=np.float64)
+
+    def workload_factors(self, keys: Iterable[str]) -> FloatArray:
+        return np.array([self.workload_factor_.get(k, 1.0) for k in keys], dtype=np.float64)
+
+    # -- JSON ----------------------------------------------------------------------------
+    def _state(self) -> dict[str, Any]:
+        return {
+            "gpu_prior_sd": self.gpu_prior_sd,
+            "workload_prior_sd": self.workload_prior_sd,
+            "eta_compute": dict(self.eta_compute_ or {}),
+            "eta_memory": self.eta_memory_,
+            "overhead_s": dict(self.overhead_s_),
+            "traffic": dict(self.traffic_),
+            "gpu_factor": dict(self.gpu_factor_),
+            "workload_factor": dict(self.workload_factor_),
+            "borrowed": dict(self.borrowed_),
+            "intervals": self.intervals_.to_dict(),
+            "fitted_on": self.fitted_on_,
+            "n_rows": self.n_rows_,
+        }
+
+    @classmethod
+    def _from_state(cls, state: dict[str, Any]) -> Self:
+        try:
+            model = cls(
+                gpu_prior_sd=float(state["gpu_prior_sd"]),
+                workload_prior_sd=float(state["workload_prior_sd"]),
+            )
+            model.eta_compute_ = {str(k): float(v) for k, v in state["eta_compute"].items()}
+            model.eta_memory_ = float(state["eta_memory"])
+            model.overhead_s_ = {str(k): float(v) for k, v in state["overhead_s"].items()}
+            model.traffic_ = {str(k): float(v) for k, v in state["traffic"].items()}
+            model.gpu_factor_ = {str(k): float(v) for k, v in state["gpu_factor"].items()}
+            model.workload_factor_ = {str(k): float(v) for k, v in state["workload_factor"].items()}
+            model.borrowed_ = {str(k): str(v) for k, v in state.get("borrowed", {}).items()}
+            model.intervals_ = IntervalTable.from_dict(state.get("intervals", {}))
+            model.fitted_on_ = str(state.get("fitted_on", ""))
+            model.n_rows_ = int(state.get("n_rows", 0))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise InvalidInputError(
+                f"steptime model state is malformed ({exc})",
+                fix="refit it with `gpucast fit steptime`",
+            ) from None
+        values = [*model.eta_compute_.values(), model.eta_memory_, *model.overhead_s_.values()]
+        if not all(math.isfinite(v) and v > 0 for v in values):
+            raise InvalidInputError(
+                "steptime model holds a non-positive or non-finite constant",
+                fix="refit it with `gpucast fit steptime`",
+            )
+        return model
+
+
+# -- internals ----------------------------------------------------------------------------
+def _extra(frame: pd.DataFrame) -> FloatArray:
+    if "extra_s" not in frame.columns:
+        return np.zeros(len(frame))
+    extra = frame["extra_s"].to_numpy(dtype=np.float64)
+    if not np.all(np.isfinite(extra)) or np.any(extra < 0):
+        raise InvalidSpecError("extra_s", "must be finite and >= 0 in every row")
+    return extra
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Where each parameter sits in the fit's vector (all in log space)."""
+
+    classes: list[str]
+    stacks: list[str]
+    traffic_stacks: list[str]
+    gpus: list[str]
+    works: list[str]
+    eta_index: dict[str, int] = field(init=False)
+    eta_memory_index: int = field(init=False)
+    overhead_index: dict[str, int] = field(init=False)
+    traffic_index: dict[str, int] = field(init=False)
+    gpu_index: dict[str, int] = field(init=False)
+    work_index: dict[str, int] = field(init=False)
+    size: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        i = 0
+
+        def take(names: list[str]) -> dict[str, int]:
+            nonlocal i
+            out = {n: i + j for j, n in enumerate(names)}
+            i += len(names)
+            return out
+
+        object.__setattr__(self, "eta_index", take(self.classes))
+        object.__setattr__(self, "eta_memory_index", i)
+        i += 1
+        object.__setattr__(self, "overhead_index", take(self.stacks))
+        object.__setattr__(self, "traffic_index", take(self.traffic_stacks))
+        object.__setattr__(self, "gpu_index", take(self.gpus))
+        object.__setattr__(self, "work_index", take(self.works))
+        object.__setattr__(self, "size", i)
+
+    @property
+    def gpu_slice(self) -> slice:
+        start = len(self.classes) + 1 + len(self.stacks) + len(self.traffic_stacks)
+        return slice(start, start + len(self.gpus))
+
+    @property
+    def work_slice(self) -> slice:
+        start = self.gpu_slice.stop
+        return slice(start, start + len(self.works))
+
+    def start_and_bounds(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        x0 = np.zeros(self.size)
+        lo = np.zeros(self.size)
+        hi = np.zeros(self.size)
+
+        def put(index: Iterable[int], start: float, bounds: tuple[float, float]) -> None:
+            for i in index:
+                x0[i], lo[i], hi[i] = start, bounds[0], bounds[1]
+
+        put(self.eta_index.values(), math.log(0.5), _ETA_BOUNDS)
+        put([self.eta_memory_index], math.log(0.7), _ETA_BOUNDS)
+        put(self.overhead_index.values(), math.log(1e-5), _OVERHEAD_BOUNDS)
+        put(self.traffic_index.values(), 0.0, _TRAFFIC_BOUNDS)
+        put(self.gpu_index.values(), 0.0, _FACTOR_BOUNDS)
+        put(self.work_index.values(), 0.0, _FACTOR_BOUNDS)
+        return x0, lo, hi
+
+
+@dataclass(frozen=True, slots=True)
+class _Arrays:
+    """The frame as arrays and index vectors into the parameter vector."""
+
+    flops_over_peak: FloatArray
+    bytes_over_bw: FloatArray
+    kernels: FloatArray
+    eta: npt.NDArray[np.int64]
+    overhead: npt.NDArray[np.int64]
+    traffic: npt.NDArray[np.int64]  # -1: the reference stack (traffic 1)
+    gpu: npt.NDArray[np.int64]
+    work: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, layout: _Layout) -> _Arrays:
+        def idx(values: pd.Series, index: Mapping[str, int], missing: int = -1) -> Any:
+            return np.array([index.get(v, missing) for v in values], dtype=np.int64)
+
+        return cls(
+            flops_over_peak=frame["matmul_flops"].to_numpy(dtype=np.float64)
+            / (frame["peak_tflops"].to_numpy(dtype=np.float64) * 1e12),
+            bytes_over_bw=frame["memory_bytes"].to_numpy(dtype=np.float64)
+            / (frame["bandwidth_gbps"].to_numpy(dtype=np.float64) * 1e9),
+            kernels=frame["n_kernels"].to_numpy(dtype=np.float64),
+            eta=idx(frame["precision"].map(PRECISION_CLASS), layout.eta_index),
+            overhead=idx(frame["stack"], layout.overhead_index),
+            traffic=idx(frame["stack"], layout.traffic_index),
+            gpu=idx(frame["gpu"], layout.gpu_index),
+            work=idx(frame["workload_key"], layout.work_index),
+        )
+
+    def predict(self, theta: FloatArray, layout: _Layout, extra: FloatArray) -> FloatArray:
+        eta_c = np.exp(theta[self.eta])
+        eta_m = math.exp(theta[layout.eta_memory_index])
+        overhead = np.exp(theta[self.overhead])
+        traffic = np.where(self.traffic >= 0, np.exp(theta[np.maximum(self.traffic, 0)]), 1.0)
+        scale = np.exp(theta[self.gpu] + theta[self.work])
+        core = (
+            self.flops_over_peak / eta_c
+            + traffic * self.bytes_over_bw / eta_m
+            + self.kernels * overhead
+        )
+        return np.asarray(scale * core + extra, dtype=np.float64)
+
+
+# -- cross-validation -> intervals ---------------------------------------------------------
+#: ``(train, test) -> log(measured / predicted)`` for the test rows, one regime's fold.
+Fold = Callable[[pd.DataFrame, pd.DataFrame], FloatArray]
+
+
+def _log_residuals(model: StepTimeModel, test: pd.DataFrame, *, calibrated: bool) -> FloatArray:
+    predicted = model.predict(test, use_workload_factor=calibrated)
+    return np.asarray(np.log(test[TARGET].to_numpy(dtype=np.float64) / predicted), dtype=np.float64)
+
+
+def cross_validated_residuals(
+    frame: pd.DataFrame,
+    *,
+    make_model: Callable[[], StepTimeModel] = StepTimeModel,
+    min_rows: int = 1,
+) -> pd.DataFrame:
+    """Held-out log residuals ``log(measured / predicted)`` of every row in each regime.
+
+    * ``gpu_unseen/calibrated`` -- leave one GPU out; the workload factors learnt on the other
+      GPUs apply (a user who measured the model on one GPU, predicting another);
+    * ``gpu_unseen/uncalibrated`` -- leave one GPU out and predict with workload factor 1;
+    * ``gpu_seen/uncalibrated`` -- leave one (source, workload) out: the GPU factors apply,
+      the workload is new;
+    * ``gpu_seen/calibrated`` -- leave one (GPU, workload) pair out: both factors come from
+      the other rows (the workload measured on other GPUs, the GPU seen with other work).
+
+    Returns one row per (observation, regime): the frame's ``source``, ``gpu``,
+    ``workload_key`` (and ``group`` when present), ``regime``, ``held_out`` and ``residual``.
+    """
+    out: list[pd.DataFrame] = []
+    pair = frame["gpu"].astype(str) + "|" + frame["workload_key"].astype(str)
+    folds: list[tuple[str, pd.Series, bool]] = [
+        ("gpu_unseen/calibrated", frame["gpu"], True),
+        ("gpu_unseen/uncalibrated", frame["gpu"], False),
+        ("gpu_seen/uncalibrated", frame["workload_key"], False),
+        ("gpu_seen/calibrated", pair, True),
+    ]
+    keep = [c for c in ("source", "gpu", "workload_key", "group", "batch") if c in frame.columns]
+    for name, groups, calibrated in folds:
+        for value in sorted(set(groups)):
+            test_mask = (groups == value).to_numpy()
+            train = frame[~test_mask]
+            test = frame[test_mask]
+            if len(train) < min_rows:
+                continue
+            # a row belongs to the regime only if what the regime assumes known is in train
+            seen_gpu = test["gpu"].isin(set(train["gpu"])).to_numpy()
+            seen_work = test["workload_key"].isin(set(train["workload_key"])).to_numpy()
+            wanted = (seen_gpu == name.startswith("gpu_seen")) & (seen_work | (not calibrated))
+            if not wanted.any():
+                continue
+            test = test[wanted]
+            model = make_model().fit(train)
+            part = test[keep].copy()
+            part["regime"] = name
+            part["held_out"] = value
+            part["residual"] = _log_residuals(model, test, calibrated=calibrated)
+            out.append(part)
+    out.extend(_same_gpu_residuals(frame, pair, keep, make_model))
+    if not out:
+        raise InvalidInputError("no fold could be fitted", fix="give more than one group")
+    return pd.concat(out, ignore_index=True)
+
+
+def _same_gpu_residuals(
+    frame: pd.DataFrame,
+    pair: pd.Series,
+    keep: list[str],
+    make_model: Callable[[], StepTimeModel],
+) -> list[pd.DataFrame]:
+    """``same_gpu/calibrated``: the (GPU, workload) pair left out of the fit, then each of its
+    rows predicted from a measurement of another of its rows (another batch) -- every ordered
+    pair of rows, as :func:`gpucast.predict.roofline.calibrate` would scale it."""
+    out: list[pd.DataFrame] = []
+    for value in sorted(set(pair)):
+        mask = (pair == value).to_numpy()
+        test = frame[mask]
+        batches = test["batch"].nunique() if "batch" in test.columns else len(test)
+        if batches < 2:
+            continue
+        train = frame[~mask]
+        if not len(train):
+            continue
+        model = make_model().fit(train)
+        predicted = model.predict(test)
+        measured = test[TARGET].to_numpy(dtype=np.float64)
+        ratio = measured / predicted  # the scale a measurement of each row would give
+        n = len(test)
+        i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+        off = i != j
+        part = test[keep].iloc[i[off]].copy()
+        part["regime"] = "same_gpu/calibrated"
+        part["held_out"] = value
+        part["residual"] = np.log(measured[i[off]] / (ratio[j[off]] * predicted[i[off]]))
+        out.append(part)
+    return out
+
+
+def interval_table(residuals: pd.DataFrame) -> IntervalTable:
+    """The interval table of :func:`cross_validated_residuals`' output (all rows)."""
+    return IntervalTable.from_residuals(
+        {
+            str(name): part["residual"].to_numpy(dtype=np.float64)
+            for name, part in residuals.groupby("regime")
+        }
+    )
+
+
+def nested_coverage(residuals: pd.DataFrame) -> pd.DataFrame:
+    """Honest coverage of the 80% interval: each held-out group's residuals against the
+    quantiles of the *other* groups' residuals in the same regime. One row per regime with
+    the coverage, the share above / below and the number of rows."""
+    rows = []
+    for name, part in residuals.groupby("regime"):
+        inside = above = below = 0
+        for value, held in part.groupby("held_out"):
+            others = part.loc[part["held_out"] != value, "residual"].to_numpy(dtype=np.float64)
+            if others.size < 5:
+                continue
+            lo, hi = np.quantile(others, INTERVAL_QUANTILES)
+            r = held["residual"].to_numpy(dtype=np.float64)
+            inside += int(np.sum((r >= lo) & (r <= hi)))
+            above += int(np.sum(r > hi))
+            below += int(np.sum(r < lo))
+        total = inside + above + below
+        rows.append(
+            {
+                "regime": name,
+                "rows": total,
+                "coverage": inside / total if total else math.nan,
+                "above": above / total if total else math.nan,
+                "below": below / total if total else math.nan,
+            }
+        )
+    return pd.DataFrame(rows)

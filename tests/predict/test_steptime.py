@@ -1,0 +1,138 @@
+"""The step-time model: recovers a known roofline, transfers across GPUs, honest intervals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from steptime_factories import GPUS, TRUE, synthetic_steps
+
+from gpucast.domain.catalog import GpuSpec
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+from gpucast.predict.intervals import IntervalTable
+from gpucast.predict.roofline import RooflineWorkload, calibrate, predict_step_time
+from gpucast.predict.steptime import (
+    StepTimeModel,
+    cross_validated_residuals,
+    interval_table,
+    nested_coverage,
+    source_weights,
+)
+
+
+def test_recovers_the_efficiencies_of_noise_free_data() -> None:
+    rows = synthetic_steps()
+    model = StepTimeModel(gpu_prior_sd=10.0, workload_prior_sd=10.0).fit(rows)
+    predicted = model.predict(rows, use_workload_factor=True)
+    np.testing.assert_allclose(predicted, rows["step_time_s"], rtol=1e-3)
+    # the GPU and workload factors trade against a common scale; their ratios do not
+    ratio_fp32 = model.eta_compute_["fp32"] / model.eta_compute_["tensor16"]
+    assert ratio_fp32 == pytest.approx(TRUE["fp32"] / TRUE["tensor16"], rel=0.05)
+    assert model.gpu_factor_["A"] / model.gpu_factor_["C"] == pytest.approx(1.10, rel=0.02)
+
+
+def test_a_gpu_left_out_is_predicted_from_its_specs() -> None:
+    rows = synthetic_steps(noise=0.02)
+    train, test = rows[rows.gpu != "B"], rows[rows.gpu == "B"]
+    model = StepTimeModel().fit(train)
+    assert "B" not in model.gpu_factor_
+    err = model.predict(test, use_workload_factor=True) / test["step_time_s"] - 1
+    assert np.median(np.abs(err)) < 0.12  # B's true factor 0.95 is unknown to the model
+
+
+def test_fit_does_not_modify_its_input_and_weights_balance_sources() -> None:
+    rows = synthetic_steps(noise=0.05)
+    before = rows.copy()
+    StepTimeModel().fit(rows)
+    pd.testing.assert_frame_equal(rows, before)
+    w = source_weights(pd.Series(["a"] * 90 + ["b"] * 10))
+    assert w[:90].sum() == pytest.approx(w[90:].sum())
+    assert w.mean() == pytest.approx(1.0)
+
+
+def test_cross_validated_intervals_cover_about_80_percent() -> None:
+    rows = synthetic_steps(noise=0.08, seed=3)
+    residuals = cross_validated_residuals(rows)
+    assert set(residuals.regime) == {
+        "same_gpu/calibrated",
+        "gpu_seen/calibrated",
+        "gpu_seen/uncalibrated",
+        "gpu_unseen/calibrated",
+        "gpu_unseen/uncalibrated",
+    }
+    table = interval_table(residuals)
+    assert table.n["gpu_unseen/uncalibrated"] == len(rows)
+    low, high = table.ratios("gpu_unseen/uncalibrated")
+    assert low < 1.0 < high
+    cov = nested_coverage(residuals).set_index("regime")
+    # every group's rows judged against the other groups' quantiles
+    assert cov.loc["gpu_seen/calibrated", "coverage"] == pytest.approx(0.8, abs=0.15)
+
+
+def test_fitted_efficiency_drives_the_roofline_with_its_intervals() -> None:
+    rows = synthetic_steps(noise=0.05)
+    model = StepTimeModel().fit(rows, fitted_on="synthetic")
+    model.with_intervals(interval_table(cross_validated_residuals(rows)))
+    eff = model.efficiency()
+    fp32, bf16, bw, _ = GPUS["A"]
+    gpu_a = _spec("A", fp32, bf16, bw)
+    work = RooflineWorkload(
+        name="w1", batch_size=32, matmul_flops=3e9 * 32, memory_bytes=40e6 * 32, n_kernels=300
+    )
+    est = predict_step_time(work, gpu_a, "fp32", efficiency=eff)
+    row = rows[(rows.gpu == "A") & (rows.workload_key == "w1") & (rows.batch == 32)]
+    assert est.value == pytest.approx(float(model.predict(row)[0]), rel=1e-9)
+    assert est.source == "fitted"  # GPU A has data
+    assert "cross-validated" in " ".join(est.notes)
+    unseen = predict_step_time(work, _spec("Z", fp32, bf16, bw), "fp32", efficiency=eff)
+    assert unseen.source == "catalog"
+    assert unseen.value == pytest.approx(est.value / model.gpu_factor_["A"], rel=1e-9)
+    # a measurement on A calibrates a prediction for the unseen GPU
+    cal = calibrate(work, est.value * 1.3, gpu_a, "fp32", efficiency=eff)
+    moved = predict_step_time(work, _spec("Z", fp32, bf16, bw), "fp32", calibration=cal,
+                              efficiency=eff)  # fmt: skip
+    assert moved.value == pytest.approx(unseen.value * 1.3, rel=1e-9)
+    assert moved.lower <= moved.value <= moved.upper
+
+
+def test_priors_keep_the_documented_bands() -> None:
+    work = RooflineWorkload(name="w", batch_size=1, matmul_flops=1e9, memory_bytes=1e6,
+                            n_kernels=10)  # fmt: skip
+    est = predict_step_time(work, _spec("A", 10.0, 40.0, 500.0), "fp32")
+    assert est.upper / est.value == pytest.approx(1.5)
+    assert "not validated" in " ".join(est.notes)
+
+
+def test_bad_frames_are_refused_with_the_column_named() -> None:
+    rows = synthetic_steps()
+    with pytest.raises(InvalidInputError, match="lacks column"):
+        StepTimeModel().fit(rows.drop(columns=["peak_tflops"]))
+    bad = rows.copy()
+    bad.loc[3, "step_time_s"] = np.nan
+    with pytest.raises(InvalidSpecError, match="step_time_s"):
+        StepTimeModel().fit(bad)
+    bad = rows.copy()
+    bad.loc[0, "stack"] = "jax"
+    with pytest.raises(InvalidSpecError, match="stack"):
+        StepTimeModel().fit(bad)
+    with pytest.raises(InvalidSpecError, match="software"):
+        StepTimeModel().fit(rows).efficiency("jax")
+
+
+def test_interval_table_falls_back_to_a_wider_regime() -> None:
+    table = IntervalTable.from_residuals({"gpu_unseen/uncalibrated": np.linspace(-0.3, 0.3, 11)})
+    assert table.resolved("gpu_seen/calibrated") == "gpu_unseen/uncalibrated"
+    low, high = table.ratios("gpu_seen/calibrated")
+    assert low == pytest.approx(np.exp(-0.24)) and high == pytest.approx(np.exp(0.24))
+    assert IntervalTable.from_dict(table.to_dict()) == table
+
+
+def _spec(name: str, fp32: float, bf16: float, bw: float) -> GpuSpec:
+    from datetime import date
+
+    return GpuSpec(
+        name=name, vendor="nvidia", architecture="test", fp32_tflops=fp32, tf32_tflops=None,
+        fp16_tflops=bf16, bf16_tflops=bf16, fp8_tflops=None, memory_gib=16,
+        memory_bandwidth_gbps=bw, interconnect_gbps=None, pcie_generation=4, tdp_w=300, sm_count=80,
+        source_url="https://example.org", as_of=date(2026, 12, 2),
+    )  # fmt: skip
