@@ -1,5 +1,7 @@
-"""Facts as data: GPU specs, MIG profiles and cloud offers, each row with source and date."""
+"""Facts as data: GPU specs, MIG profiles, cloud offers and published LLM shapes, each row with
+source and date."""
 
+from gpucast.catalog.llm import llm_model, load_llm_models
 from gpucast.catalog.loader import (
     load_catalog,
     merge_offers,
@@ -8,4 +10,12 @@ from gpucast.catalog.loader import (
 )
 from gpucast.domain.catalog import Catalog
 
-__all__ = ["Catalog", "load_catalog", "merge_offers", "offers_to_csv", "write_offers_csv"]
+__all__ = [
+    "Catalog",
+    "llm_model",
+    "load_catalog",
+    "load_llm_models",
+    "merge_offers",
+    "offers_to_csv",
+    "write_offers_csv",
+]

@@ -95,6 +95,12 @@ class UnknownWorkloadError(UnknownNameError):
     kind = "workload"
 
 
+class UnknownModelError(UnknownNameError):
+    """A language model not in the catalog's ``llm_models.csv``."""
+
+    kind = "model"
+
+
 class DeviceUnavailableError(InvalidInputError):
     """A device was asked for that this machine does not have (e.g. CUDA on a CPU host)."""
 
