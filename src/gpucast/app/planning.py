@@ -41,7 +41,7 @@ def plan_train(
     plans from a stored profile or measurement.
     """
     from gpucast.catalog import load_catalog
-    from gpucast.inputs.calibration import store_calibration
+    from gpucast.inputs.calibration import step_time_efficiency, store_calibration
     from gpucast.inputs.cluster import perf_params
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.workload import (
@@ -78,6 +78,7 @@ def plan_train(
     else:
         prof = workload_profile(request.workload, request.precision, request.profile_file)
     facts = workload_facts(prof)
+    efficiency = step_time_efficiency(request.software)
     calibration = store_calibration(
         store,
         request.workload,
@@ -85,6 +86,7 @@ def plan_train(
         facts,
         catalog,
         prefer_run=None if stored is None else stored.measurement_run,
+        efficiency=efficiency.value,
     )
     risk, lifetimes, startup = _risk_inputs(request, data_dir, facts, catalog, store)
     perf = perf_params(data_dir)
@@ -102,6 +104,12 @@ def plan_train(
             "FLOPs, bytes and activations scaled linearly with the batch",
             source="profiler" if stored is None else f"store run #{stored.run_id}",
             override="--profile",
+        ),
+        Assumption(
+            name="step-time model",
+            value=f"roofline, {request.software} software stack",
+            source=efficiency.source,
+            override="--software, gpucast fit steptime",
         ),
         Assumption(
             name="step-time calibration",
@@ -164,6 +172,7 @@ def plan_train(
         perf=perf.value,
         risk=risk,
         calibration=None if calibration is None else calibration.value,
+        efficiency=efficiency.value,
         assumptions=assumptions,
     )
     plan = plan_training(request, ctx)

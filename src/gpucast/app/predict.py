@@ -19,7 +19,7 @@ from gpucast.app._request import resolve
 from gpucast.app.fit import require_file
 from gpucast.domain.errors import DataFormatError, InvalidInputError, InvalidSpecError
 from gpucast.domain.options import option
-from gpucast.domain.workload import PRECISIONS
+from gpucast.domain.workload import PRECISIONS, SOFTWARE_HELP, check_software
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,6 +80,7 @@ class PredictTrainRequest:
     batch_size: int = option(help="Samples per step per GPU.", example="64")
     gpu: str = option(help="Catalog GPU name, e.g. V100, A100, H100.", example="A100")
     precision: str = option("fp32", help="fp32, bf16 or fp16.", example="bf16")
+    software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
 
     def __post_init__(self) -> None:
         if isinstance(self.batch_size, bool) or self.batch_size < 1:
@@ -87,6 +88,7 @@ class PredictTrainRequest:
                 "batch-size", "must be >= 1", got=self.batch_size, fix="e.g. --batch-size 64"
             )
         _one_of("precision", self.precision, PRECISIONS)
+        check_software(self.software)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,6 +104,8 @@ class PredictTrainResult:
     calibrated: bool
     calibration_source: str
     validation: Validation
+    software: str = "pytorch"
+    step_time_model: str = ""
 
     @property
     def step_time_s(self) -> float:
@@ -126,6 +130,8 @@ class PredictTrainResult:
             "notes": list(est.notes),
             "calibrated": self.calibrated,
             "calibration_source": self.calibration_source,
+            "software": self.software,
+            "step_time_model": self.step_time_model,
             "validation": self.validation.to_dict(),
         }
 
@@ -145,7 +151,7 @@ def predict_train(
     """
     from gpucast.catalog import load_catalog
     from gpucast.catalog.validation import validation_for
-    from gpucast.inputs.calibration import store_calibration
+    from gpucast.inputs.calibration import step_time_efficiency, store_calibration
     from gpucast.inputs.workload import workload_facts, workload_profile
     from gpucast.predict.roofline import predict_step_time
     from gpucast.store.db import default_db_path
@@ -155,12 +161,16 @@ def predict_train(
     catalog = load_catalog()
     spec = catalog.gpu(request.gpu)
     facts = workload_facts(workload_profile(request.workload, request.precision))
-    calibration = store_calibration(store, request.workload, request.precision, facts, catalog)
+    efficiency = step_time_efficiency(request.software)
+    calibration = store_calibration(
+        store, request.workload, request.precision, facts, catalog, efficiency=efficiency.value
+    )
     estimate = predict_step_time(
         facts.roofline_workload(request.batch_size),
         spec,
         request.precision,
         calibration=None if calibration is None else calibration.value,
+        efficiency=efficiency.value,
     )
     return PredictTrainResult(
         workload=request.workload,
@@ -176,6 +186,8 @@ def predict_train(
             f"{request.precision} in {store}"
         ),
         validation=validation_for("roofline-step", [spec.name], request.precision, 1),
+        software=request.software,
+        step_time_model=efficiency.source,
     )
 
 

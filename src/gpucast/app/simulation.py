@@ -32,6 +32,7 @@ from gpucast.domain.spot import (
     spot_scenario_option,
 )
 from gpucast.domain.units import parse_duration_s
+from gpucast.domain.workload import SOFTWARE_HELP, check_software
 
 if TYPE_CHECKING:  # numpy: loaded when a simulation runs
     from gpucast.domain.simulation import SimulationResult
@@ -92,6 +93,7 @@ class SimulateTrainRequest:
         128, help="Per-worker batch (for the roofline step time).", example="128"
     )
     precision: str = option("fp32", help="fp32 | bf16 | fp16.", example="bf16")
+    software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
     steps: int = option(
         help="Steps of the job (worker mini-batches, as async PS counts them; global steps "
         "for synchronous strategies).",
@@ -149,6 +151,7 @@ class SimulateTrainRequest:
             raise InvalidSpecError("workers", "must be >= 1", got=self.workers, fix="e.g. 4")
         if self.gpus_per_node < 1:
             raise InvalidSpecError("gpus-per-node", "must be >= 1", got=self.gpus_per_node)
+        check_software(self.software)
         if self.runs < 1:
             raise InvalidSpecError("runs", "must be >= 1", got=self.runs, fix="e.g. --runs 2000")
         if self.strategy not in STRATEGIES:
@@ -259,7 +262,7 @@ def simulate_train(
     from gpucast.domain.simulation import ClusterScenario
     from gpucast.inputs import spot as spot_inputs
     from gpucast.inputs import transient as tinputs
-    from gpucast.inputs.calibration import store_calibration
+    from gpucast.inputs.calibration import step_time_efficiency, store_calibration
     from gpucast.inputs.cluster import cluster_model
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.workload import workload_inputs
@@ -306,11 +309,14 @@ def simulate_train(
     dists = [lifetimes(g.gpu, g.region, request.provider or "") if g.spot else None for g in groups]
     work = workload_inputs(request.workload, root, request.precision)
     calibration = None
+    efficiency = step_time_efficiency(request.software).value
     if work.facts is not None:
-        calibration = store_calibration(store, work.name, request.precision, work.facts, catalog)
+        calibration = store_calibration(
+            store, work.name, request.precision, work.facts, catalog, efficiency=efficiency
+        )
     single = tinputs.step_times(
         groups, work, given_speed, request.strategy, root, request.batch_size,
-        request.precision, catalog, calibration,
+        request.precision, catalog, calibration, efficiency=efficiency,
     )  # fmt: skip
     model = cluster_model(root)
     table, speed_src = tinputs.speed_table(

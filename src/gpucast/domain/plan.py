@@ -30,7 +30,7 @@ from gpucast.domain.spot import (
     spot_scenario_option,
 )
 from gpucast.domain.units import duration_s
-from gpucast.domain.workload import PRECISIONS
+from gpucast.domain.workload import PRECISIONS, SOFTWARE_HELP, check_software
 
 #: Data-parallel strategies the planner searches: ring all-reduce DDP, fully sharded data
 #: parallel, asynchronous parameter server with CPU shards.
@@ -84,6 +84,7 @@ class TrainRequest:
         example="resnet50",
     )
     precision: str = option("fp32", help="fp32, bf16 or fp16.", example="bf16")
+    software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
     epochs: float | None = option(
         None, help="Epochs at the reference batch (default: the workload family's).", example="90"
     )
@@ -216,6 +217,7 @@ class TrainRequest:
             raise InvalidSpecError(
                 "precision", f"must be one of {', '.join(PRECISIONS)}", got=self.precision
             )
+        check_software(self.software)
         _finite_positive("hazard-per-hour", self.hazard_per_hour, fix="e.g. --hazard-per-hour 0.05")
         check_spot_options(self.spot_scenario)
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:

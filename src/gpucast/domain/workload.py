@@ -10,6 +10,24 @@ from gpucast.domain.errors import InvalidSpecError
 Precision = Literal["fp32", "bf16", "fp16"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 Mode = Literal["train", "infer"]
+#: Software stacks a training step is predicted for: eager PyTorch, TensorFlow 1.x (as the
+#: 2018-19 CM-DARE runs), vendor-tuned MLPerf-class code (fused kernels, CUDA graphs).
+SOFTWARE_STACKS: tuple[str, ...] = ("pytorch", "tf1", "tuned")
+SOFTWARE_HELP = (
+    "Software stack the step time is predicted for: pytorch (eager, default), tuned "
+    "(MLPerf-class: fused kernels, CUDA graphs) or tf1 (TensorFlow 1.x)."
+)
+
+
+def check_software(value: str) -> None:
+    """One clear error for an unknown software stack."""
+    if value not in SOFTWARE_STACKS:
+        raise InvalidSpecError(
+            "software",
+            f"must be one of {', '.join(SOFTWARE_STACKS)}",
+            got=value,
+            fix="e.g. --software tuned for MLPerf-class code",
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,4 +1,9 @@
-"""Step-time calibration from the store: the one way a measurement sharpens a prediction.
+"""Step-time inputs: the fitted efficiencies, and a measurement that sharpens them.
+
+:func:`step_time_efficiency` is the roofline's efficiency set for a software stack: from the
+step-time model shipped in the catalog (fitted on every published source, with intervals that
+cross-validation earned; :mod:`gpucast.catalog.steptime`), or a model file the user fitted
+(``gpucast fit steptime``), else the documented priors.
 
 :func:`store_calibration` finds a stored training measurement of the workload (run
 ``prefer_run`` when given, else the newest at the precision, any batch, any device) and
@@ -17,7 +22,38 @@ from gpucast.domain.provenance import Sourced
 
 if TYPE_CHECKING:
     from gpucast.plan.inputs import WorkloadFacts
-    from gpucast.predict.roofline import Calibration, DeviceRoofline
+    from gpucast.predict.roofline import Calibration, DeviceRoofline, RooflineEfficiency
+
+
+def step_time_efficiency(
+    software: str = "pytorch", model_file: Path | None = None
+) -> Sourced[RooflineEfficiency]:
+    """The roofline efficiencies for ``software``: a fitted model file, else the shipped
+    model, else the priors (the source says which)."""
+    from gpucast.catalog.steptime import shipped_step_time_model
+    from gpucast.predict.roofline import RooflineEfficiency
+    from gpucast.predict.steptime import StepTimeModel
+
+    if model_file is not None:
+        from gpucast.domain.errors import InvalidSpecError
+        from gpucast.store.models import load_model
+
+        model = load_model(Path(model_file))
+        if not isinstance(model, StepTimeModel):
+            raise InvalidSpecError(
+                "steptime-model",
+                f"holds a {model.kind!r} model, not a step-time model",
+                got=str(model_file),
+                fix="pass a file written by `gpucast fit steptime`",
+            )
+        eff = model.efficiency(software)
+        return Sourced(eff, f"{model_file}: {eff.source}")
+    shipped = shipped_step_time_model()
+    if shipped is None:
+        return Sourced(RooflineEfficiency(stack=software), RooflineEfficiency().source)
+    eff = shipped.efficiency(software)
+    return Sourced(eff, f"gpucast/catalog/data/steptime.json: {eff.source}")
+
 
 #: Rough CPU peak: FP32 FLOP per cycle per core (AVX2, two FMA units) at a typical clock.
 CPU_FLOP_PER_CYCLE = 32
@@ -48,6 +84,7 @@ def store_calibration(
     catalog: Any,
     *,
     prefer_run: int | None = None,
+    efficiency: RooflineEfficiency | None = None,
 ) -> Sourced[Calibration] | None:
     """The roofline calibrated by a stored training measurement of ``workload`` (module
     docstring); ``None`` when the store has none."""
@@ -68,7 +105,13 @@ def store_calibration(
             device: Any = catalog.gpu(run.gpu_name or "")
         except UnknownGpuError:
             device = host_cpu_roofline()
-        cal = calibrate(facts.roofline_workload(run.batch_size), run.median_s, device, precision)
+        cal = calibrate(
+            facts.roofline_workload(run.batch_size),
+            run.median_s,
+            device,
+            precision,
+            efficiency=efficiency,
+        )
         return Sourced(
             cal,
             f"store run #{run.id} ({run.device}, batch {run.batch_size}, "

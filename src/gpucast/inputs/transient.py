@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from gpucast.domain.simulation import PriceTable, WorkerGroup
     from gpucast.inputs.workload import WorkloadInputs
     from gpucast.predict.cluster import ClusterModel
-    from gpucast.predict.roofline import Calibration
+    from gpucast.predict.roofline import Calibration, RooflineEfficiency
     from gpucast.simulate.transient import SpeedTable
 
 #: Round trip between two regions of one cloud (s), added twice per PS step of a worker that
@@ -296,6 +296,7 @@ def step_times(
     precision: str,
     catalog: Any,
     calibration: Sourced[Calibration] | None = None,
+    efficiency: RooflineEfficiency | None = None,
 ) -> dict[str, StepTime]:
     """Single-worker step time per GPU type: a given speed, a published measurement,
     CM-DARE's single-GPU data, else the roofline prediction from the workload's profile."""
@@ -341,6 +342,7 @@ def step_times(
             spec,
             precision,
             calibration=None if calibration is None else calibration.value,
+            efficiency=efficiency,
         )
         cal = "" if calibration is None else f", calibrated by {calibration.source}"
         out[g.gpu] = StepTime(

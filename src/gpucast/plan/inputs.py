@@ -31,7 +31,12 @@ from gpucast.predict import comm
 from gpucast.predict.cluster import ClusterModel
 from gpucast.predict.memory import usable_bytes
 from gpucast.predict.revocation import LifetimeDistribution
-from gpucast.predict.roofline import Calibration, RooflineWorkload, predict_step_time
+from gpucast.predict.roofline import (
+    Calibration,
+    RooflineEfficiency,
+    RooflineWorkload,
+    predict_step_time,
+)
 from gpucast.simulate.transient import Delay
 
 FloatArray = npt.NDArray[np.float64]
@@ -168,6 +173,7 @@ def build_gpu_table(
     gpus: list[GpuSpec],
     *,
     calibration: Calibration | None = None,
+    efficiency: RooflineEfficiency | None = None,
 ) -> GpuTable:
     """Two roofline predictions per GPU (batch 1 and 2) give each term's ``a + c * b``."""
     n = len(gpus)
@@ -180,11 +186,15 @@ def build_gpu_table(
     nvlink = np.zeros(n, dtype=bool)
     sources: list[str] = []
     for i, gpu in enumerate(gpus):
-        one = predict_step_time(
-            facts.roofline_workload(1), gpu, facts.precision, calibration=calibration
-        )
-        two = predict_step_time(
-            facts.roofline_workload(2), gpu, facts.precision, calibration=calibration
+        one, two = (
+            predict_step_time(
+                facts.roofline_workload(b),
+                gpu,
+                facts.precision,
+                calibration=calibration,
+                efficiency=efficiency,
+            )
+            for b in (1, 2)
         )
         for t, term in enumerate(TERMS):
             c = two.breakdown.get(term, 0.0) - one.breakdown.get(term, 0.0)

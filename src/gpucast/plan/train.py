@@ -54,7 +54,7 @@ from gpucast.plan.risk import (
 )
 from gpucast.plan.space import PS, PS_SYNC, STRATEGY_LABELS, OfferTable, Space, build_space
 from gpucast.plan.uncertainty import p_meet_deadline, strata
-from gpucast.predict.roofline import Calibration
+from gpucast.predict.roofline import Calibration, RooflineEfficiency
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -94,6 +94,8 @@ class PlanContext:
     perf: PerfParams
     risk: RiskInputs
     calibration: Calibration | None = None
+    #: the roofline's efficiencies (fitted on published data, or the priors when None)
+    efficiency: RooflineEfficiency | None = None
     models: tuple[ModelInfo, ...] = ()
     assumptions: tuple[Assumption, ...] = ()
 
@@ -199,7 +201,7 @@ def search(request: TrainRequest, ctx: PlanContext) -> SearchResult:
     """Build and evaluate the whole space; label each row with its first failing reason."""
     offers = _offers(request, ctx.catalog)
     specs = [ctx.catalog.gpu(n) for n in sorted(set(offers.gpu_name))]
-    gpus = build_gpu_table(ctx.facts, specs, calibration=ctx.calibration)
+    gpus = build_gpu_table(ctx.facts, specs, calibration=ctx.calibration, efficiency=ctx.efficiency)
     space, dropped = build_space(request, offers)
     work = make_work(request, ctx.facts)
     ev = evaluate(

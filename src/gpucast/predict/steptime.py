@@ -53,6 +53,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+from gpucast.domain.workload import SOFTWARE_STACKS
 from gpucast.predict.base import Estimator, register
 from gpucast.predict.intervals import INTERVAL_QUANTILES, IntervalTable
 from gpucast.predict.roofline import RooflineEfficiency
@@ -75,7 +76,7 @@ BORROW: dict[str, tuple[str, ...]] = {
     "fp8": ("tensor16", "tf32", "fp32"),
 }
 #: Software stacks: PyTorch eager, TensorFlow 1.x (CM-DARE), vendor-tuned MLPerf-class code.
-STACKS: tuple[str, ...] = ("pytorch", "tf1", "tuned")
+STACKS: tuple[str, ...] = SOFTWARE_STACKS
 REFERENCE_STACK = "pytorch"
 #: Where a stack without data borrows its overhead / traffic from.
 STACK_BORROW: dict[str, tuple[str, ...]] = {
