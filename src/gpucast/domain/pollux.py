@@ -18,8 +18,9 @@ squared norm of their mean,
   estimate of ``tr(Sigma) / B0``, the variance of a gradient averaged over ``B0`` samples,
   where ``Sigma`` is the per-sample gradient covariance. It is *not* the per-sample variance.
 
-Both are exponential moving averages over steps (factor ``0.999 ** scale``), floored at 0 and
-1e-6. So McCandlish et al.'s (2018) simple noise scale, in samples, is
+Both are exponential moving averages over steps (factor ``smoothing ** scale``; smoothing
+0.999, 0.997 in the DeepSpeech2 script), read back floored at 0 and 1e-6 (some DeepSpeech2 rows
+have ``grad_sqr == 0``). So McCandlish et al.'s (2018) simple noise scale, in samples, is
 ``B_simple = tr(Sigma) / |G|^2 = B0 * grad_var / grad_sqr``, and Pollux's statistical
 efficiency of a batch ``M`` is ``(B_simple + B0) / (B_simple + M)`` (``goodput.py``). The traces'
 ``progress`` advances by the same amount per row in every ``validation-<B>.csv`` of a job
