@@ -1,0 +1,154 @@
+"""Node shapes (``data/systems.csv``): DGX systems, MLPerf system descriptions, cloud instances.
+
+One row per server type with the source it comes from (a vendor page, or an MLPerf Training
+v4.0 ``<submitter>/systems/<system>.json`` at its commit) and the date it was read. The ``gpu``
+column may use any GPU alias of the catalog; it is stored canonical. Parsing is strict and
+cached per process; :func:`get_system` looks a name or alias up and lists close names when it
+is unknown.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from importlib import resources
+
+from gpucast.catalog._csv import (
+    parse_date,
+    parse_float,
+    parse_int,
+    read_rows,
+    require_float,
+    require_text,
+)
+from gpucast.catalog.loader import load_catalog
+from gpucast.domain.catalog import Catalog, GpuSpec, lookup_key
+from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownGpuError
+from gpucast.domain.systems import (
+    INTRA_NODE_KINDS,
+    NETWORKS,
+    IntraNode,
+    Network,
+    NodeShape,
+    node_shape,
+)
+
+SYSTEM_COLUMNS = (
+    "name",
+    "gpu",
+    "gpus_per_node",
+    "intra_node",
+    "intra_node_gbps",
+    "inter_node_gbps",
+    "network",
+    "cpu",
+    "aliases",
+    "source_url",
+    "as_of",
+    "note",
+)
+
+
+def parse_systems(text: str, path: str, gpus: Sequence[GpuSpec]) -> tuple[NodeShape, ...]:
+    """Node shapes from CSV text; GPU names are checked against ``gpus``."""
+    lookup = Catalog(gpus=tuple(gpus), offers=())
+    shapes: list[NodeShape] = []
+    labels: dict[str, str] = {}
+    for line, row in read_rows(text, path, SYSTEM_COLUMNS):
+        name = require_text(row["name"], path=path, line=line, column="name")
+        aliases = tuple(a.strip() for a in row["aliases"].split("|") if a.strip())
+        if any(shape.name == name for shape in shapes):
+            raise DataFormatError(path, f"second row named {name!r}", line=line, column="name")
+        for label in (name, *aliases):
+            other = labels.get(lookup_key(label))
+            if other is not None and other != name:
+                raise DataFormatError(
+                    path,
+                    f"{label!r} is already a name or alias of {other}",
+                    line=line,
+                    column="name" if label == name else "aliases",
+                )
+            labels[lookup_key(label)] = name
+        try:
+            gpu = lookup.gpu(require_text(row["gpu"], path=path, line=line, column="gpu")).name
+        except UnknownGpuError as exc:
+            raise DataFormatError(path, exc.message, line=line, column="gpu") from exc
+        intra = _choice(row["intra_node"], INTRA_NODE_KINDS, path, line, "intra_node")
+        per_node = parse_int(
+            row["gpus_per_node"], path=path, line=line, column="gpus_per_node", minimum=1
+        )
+        network = row["network"]
+        if network:
+            _choice(network, NETWORKS, path, line, "network")
+        try:
+            shapes.append(
+                NodeShape(
+                    name=name,
+                    gpu=gpu,
+                    gpus_per_node=per_node,
+                    intra_node=_intra(intra),
+                    intra_node_gbps=require_float(
+                        row["intra_node_gbps"], path=path, line=line, column="intra_node_gbps"
+                    ),
+                    inter_node_gbps=parse_float(
+                        row["inter_node_gbps"],
+                        path=path,
+                        line=line,
+                        column="inter_node_gbps",
+                        optional=True,
+                    ),
+                    network=_network(network) if network else None,
+                    cpu=row["cpu"],
+                    aliases=aliases,
+                    source_url=require_text(
+                        row["source_url"], path=path, line=line, column="source_url"
+                    ),
+                    as_of=parse_date(row["as_of"], path=path, line=line, column="as_of"),
+                    note=row["note"],
+                )
+            )
+        except InvalidSpecError as exc:
+            raise DataFormatError(path, exc.message, line=line) from exc
+    return tuple(shapes)
+
+
+def _choice(value: str, allowed: tuple[str, ...], path: str, line: int, column: str) -> str:
+    if value not in allowed:
+        raise DataFormatError(
+            path,
+            f"{column} must be one of {', '.join(allowed)}, got {value!r}",
+            line=line,
+            column=column,
+        )
+    return value
+
+
+def _intra(value: str) -> IntraNode:
+    if value == "nvswitch":
+        return "nvswitch"
+    if value == "nvlink-bridge":
+        return "nvlink-bridge"
+    return "pcie"
+
+
+def _network(value: str) -> Network:
+    if value == "infiniband":
+        return "infiniband"
+    if value == "roce":
+        return "roce"
+    if value == "efa":
+        return "efa"
+    return "ethernet"
+
+
+@functools.cache
+def load_systems() -> tuple[NodeShape, ...]:
+    """The built-in node shapes."""
+    text = resources.files("gpucast.catalog").joinpath("data", "systems.csv").read_text("utf-8")
+    return parse_systems(text, "systems.csv", load_catalog().gpus)
+
+
+def get_system(name: str) -> NodeShape:
+    """The built-in node shape called ``name`` or one of its aliases; unknown names raise
+    :class:`~gpucast.domain.systems.UnknownSystemError` listing close matches."""
+    return node_shape(load_systems(), name)

@@ -1,0 +1,134 @@
+"""Node shapes (``data/systems.csv``): sources, units, consistency with the GPU rows and offers."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gpucast.catalog import load_catalog
+from gpucast.catalog.systems import get_system, load_systems, parse_systems
+from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.domain.systems import UnknownSystemError, node_shape
+
+DATA = Path(__file__).resolve().parents[2] / "src/gpucast/catalog/data/systems.csv"
+MLPERF = re.compile(
+    r"^https://github\.com/mlcommons/training_results_v4\.0/blob/[0-9a-f]{40}/\w+/systems/.+\.json$"
+)
+
+
+@pytest.mark.parametrize(
+    ("label", "name", "gpus"),
+    [
+        ("NVIDIA DGX H100", "DGX-H100", 8),
+        ("DGX H200", "DGX-H200", 8),
+        ("DGX A100", "DGX-A100-80GB", 8),
+        ("HGX B200", "DGX-B200", 8),
+        ("8x H100 PCIe with NVLink bridges", "8xH100-PCIe-NVLink-pairs", 8),
+        ("Dell PowerEdge R760xa 4x L40S", "R760xax4L40S", 4),
+        ("SR675V3-8xL40S_PCIe_48GB_350W", "SR675V3-8xL40S_PCIe_48GB_350W", 8),
+        ("ESC8000A-E12-8xH100-PCIE-80GB", "ESC8000A-E12-8xH100-PCIE-80GB", 8),
+        ("eos_n8_ngc24.04_pytorch", "NVIDIA-Eos-node", 8),
+        ("p5.48xlarge", "p5.48xlarge", 8),
+        ("P4D.24XLARGE", "p4d.24xlarge", 8),
+        ("g4dn.12xlarge", "g4dn.12xlarge", 4),
+        ("a3-highgpu-8g", "a3-highgpu-8g", 8),
+        ("ND H100 v5", "Standard_ND96isr_H100_v5", 8),
+    ],
+)
+def test_named_systems_resolve(label: str, name: str, gpus: int) -> None:
+    shape = get_system(label)
+    assert shape.name == name and shape.gpus_per_node == gpus
+
+
+def test_rows_are_sourced_dated_and_use_catalog_gpus() -> None:
+    names = set(load_catalog().gpu_names())
+    for s in load_systems():
+        assert s.gpu in names, s.name
+        assert s.source_url.startswith("https://"), s.name
+        assert s.as_of.isoformat() == "2026-12-02"
+        if "training_results_v4.0" in s.source_url:
+            assert MLPERF.match(s.source_url), s.source_url
+
+
+def test_intra_node_bandwidth_matches_the_gpu_rows() -> None:
+    catalog = load_catalog()
+    for s in load_systems():
+        gpu = catalog.gpu(s.gpu)
+        if s.intra_node == "pcie":  # x16 link, both directions: Gen3 32, Gen4 64, Gen5 128 GB/s
+            assert s.intra_node_gbps == 4 * 2**gpu.pcie_generation, s.name
+            assert s.link_group_gpus == s.gpus_per_node
+        else:
+            assert s.intra_node_gbps == gpu.interconnect_gbps, s.name
+        if s.intra_node == "nvlink-bridge":
+            assert s.link_group_gpus == 2
+
+
+def test_cloud_shapes_agree_with_the_offers() -> None:
+    catalog = load_catalog()
+    for instance in ("p5.48xlarge", "p4d.24xlarge", "g4dn.12xlarge", "a3-highgpu-8g"):
+        shape = get_system(instance)
+        offers = [o for o in catalog.offers if o.instance_type == instance]
+        assert offers, instance
+        for o in offers:
+            assert (o.gpu, o.gpus, o.network_gbps) == (
+                shape.gpu,
+                shape.gpus_per_node,
+                shape.inter_node_gbps,
+            )
+
+
+def test_per_gpu_network() -> None:
+    assert get_system("DGX-H100").inter_node_gbps_per_gpu == 400
+    assert get_system("g4dn.12xlarge").inter_node_gbps_per_gpu == 12.5
+    assert get_system("tinybox_green").inter_node_gbps_per_gpu is None  # single box, not stated
+
+
+def test_unknown_system_lists_close_names() -> None:
+    with pytest.raises(UnknownSystemError) as info:
+        get_system("DGX-H300")
+    assert "DGX-H100" in str(info.value) and info.value.exit_code == 2
+    with pytest.raises(UnknownSystemError):
+        node_shape((), "anything")
+
+
+def test_node_shape_validation() -> None:
+    dgx = get_system("DGX-H100")
+    with pytest.raises(InvalidSpecError):
+        replace(dgx, intra_node="nvlink-bridge", gpus_per_node=3)  # bridges join pairs
+    with pytest.raises(InvalidSpecError):
+        replace(dgx, inter_node_gbps=0.0)
+    with pytest.raises(InvalidSpecError):
+        replace(dgx, network="carrier-pigeon")  # type: ignore[arg-type]
+
+
+def _edit(old: str, new: str) -> str:
+    text = DATA.read_text()
+    assert old in text
+    return text.replace(old, new, 1)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "column"),
+    [
+        ("DGX-H100,H100-SXM,", "DGX-H100,Z100,", "gpu"),
+        ("DGX-H100,H100-SXM,8,nvswitch,", "DGX-H100,H100-SXM,8,crossbar,", "intra_node"),
+        ("900,3200,infiniband,", "900,3200,token-ring,", "network"),
+        ("DGX-H100,H100-SXM,8,nvswitch,900,3200", "DGX-H100,H100-SXM,8,nvswitch,-1,3200", None),
+        ("DGX-H200,H200,", "DGX-H100,H200,", "name"),
+    ],
+)
+def test_malformed_rows_name_the_line(old: str, new: str, column: str | None) -> None:
+    with pytest.raises(DataFormatError) as info:
+        parse_systems(_edit(old, new), "systems.csv", load_catalog().gpus)
+    assert info.value.line is not None
+    if column is not None:
+        assert info.value.column == column
+
+
+def test_gpu_aliases_are_stored_canonical() -> None:
+    text = _edit("DGX-H100,H100-SXM,", "DGX-H100,nvidia-h100-80gb,")
+    shapes = parse_systems(text, "systems.csv", load_catalog().gpus)
+    assert shapes[0].gpu == "H100-SXM"
