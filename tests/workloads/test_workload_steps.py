@@ -25,7 +25,18 @@ CASES = [
     ("dlrm", {"table_sizes": (50, 60, 70)}, 4),
     ("gcn", {"in_features": 20}, 30),
     ("mlp", {}, 4),
+    ("resnet18", {}, 2),
+    ("cifar-resnet18", {}, 2),
+    ("shufflenetv2", {}, 2),
+    ("deepspeech2", {"seq_len": 60, "hidden": 32, "layers": 2}, 2),
+    ("ncf", {}, 2),
+    ("bert-large", {"seq_len": 8, "layers": 1}, 2),
+    ("transformer-base", {"seq_len": 8, "layers": 1}, 2),
+    ("lstm-lm", {"seq_len": 8}, 2),
 ]
+# unet3d is too slow for a CPU step (3D convolutions over >= 64^3 voxels); it is profiled on
+# fake tensors in tests/profile and stepped on a GPU in test_cuda_steps.
+GPU_ONLY_CASES = [("unet3d", {}, 1)]
 
 
 def snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -118,7 +129,7 @@ def test_workload_is_not_mutated_by_building() -> None:
 @pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
 def test_cuda_steps(precision: str) -> None:
     cuda = torch.device("cuda")
-    for name, options, batch in CASES:
+    for name, options, batch in CASES + GPU_ONLY_CASES:
         workload = get_workload(name, **options)
         spec = WorkloadSpec(name=name, batch_size=batch, precision=precision)  # type: ignore[arg-type]
         for mode in ("train", "infer"):

@@ -73,6 +73,8 @@ REDUCTION = frozenset(
         "binary_cross_entropy",
         "binary_cross_entropy_backward",
         "binary_cross_entropy_with_logits",
+        "_ctc_loss",
+        "_ctc_loss_backward",
         "max_pool2d_with_indices",
         "max_pool2d_with_indices_backward",
         "avg_pool2d",

@@ -5,12 +5,18 @@ allocated for weights or data, so ResNet-50 at batch 64 takes about as long as a
 and one training step (forward with loss, backward, optimizer step) and one inference
 forward run under two dispatch modes:
 
-* ``torch.utils.flop_counter.FlopCounterMode`` (with our extra formulas for sparse matmul and
-  CPU attention) gives the headline FLOPs per phase;
+* ``torch.utils.flop_counter.FlopCounterMode`` (with our extra formulas for sparse matmul, CPU
+  attention, grouped-convolution backward and fused LSTM kernels: :mod:`.flops`) gives the
+  headline FLOPs per phase;
 * :class:`_OpRecorder`, a ``TorchDispatchMode``, sees every aten op and records, per operator
   class, the FLOPs (same formulas), an estimate of the arithmetic flop_counter does not count,
   and the bytes of the tensors read and written. It also collects the names of the ops that do
   arithmetic flop_counter does not count (``uncounted_ops``).
+
+A model that comes back holding real tensors (built before profiling, e.g. a user's) is
+replaced by a fake copy (:func:`gpucast.workloads.user.copy_module`), so that nothing real is
+run or updated; ops fake tensors cannot shape on their own get a rule for the duration of the
+profile (:mod:`.fake_rules`: CTC loss).
 
 Saved-tensor hooks measure what autograd keeps for the backward pass (activation memory), and
 the optimizer's real state after one step gives its memory. Precision follows
@@ -43,10 +49,12 @@ from gpucast.domain.profile import (
 from gpucast.domain.units import MIB
 from gpucast.domain.workload import WorkloadSpec
 from gpucast.profile import flops as flop_formulas
+from gpucast.profile.fake_rules import static_shape_rules
 from gpucast.profile.opclasses import NO_TRAFFIC, classify, does_arithmetic, is_pointwise
 from gpucast.workloads.base import Workload
 from gpucast.workloads.registry import get_workload
 from gpucast.workloads.steps import OPTIMIZERS, autocast_for, make_optimizer
+from gpucast.workloads.user import copy_module
 
 _FAKE_DEVICE = torch.device("cpu")
 
@@ -191,6 +199,15 @@ class _SavedTensors:
         return sum(self.storages.values())
 
 
+def _fake_model(model: torch.nn.Module, fake_mode: FakeTensorMode) -> torch.nn.Module:
+    """``model``, or a fake copy of it when it holds real tensors (it was built before profiling
+    or outside the fake mode): the profile never runs, nor updates, a real tensor."""
+    held = [*model.parameters(), *model.buffers()]
+    if all(fake_mode.is_our_fake(t) for t in held):
+        return model
+    return copy_module(model, _FAKE_DEVICE)
+
+
 def profile_workload(
     spec: WorkloadSpec, *, optimizer: str = "sgd", **workload_options: Any
 ) -> WorkloadProfile:
@@ -220,9 +237,9 @@ def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -
     recorder = _OpRecorder(flop_formulas.registry())
     counts: dict[str, int] = {}
     notes: list[str] = []
-    with FakeTensorMode(allow_non_fake_inputs=True):
+    with static_shape_rules(), FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
         try:
-            model = workload.build_model(_FAKE_DEVICE)
+            model = _fake_model(workload.build_model(_FAKE_DEVICE), fake_mode)
             inputs, target = workload.make_batch(spec.batch_size, _FAKE_DEVICE)
         except GpucastError:
             raise

@@ -48,3 +48,17 @@ def reject_unknown(workload: str, options: Mapping[str, Any], known: Sequence[st
             "is not an option of this workload",
             fix=f"{workload} takes {takes}",
         )
+
+
+_TRUE = frozenset({"true", "yes", "on", "1"})
+_FALSE = frozenset({"false", "no", "off", "0"})
+
+
+def boolean(field: str, value: Any) -> bool:
+    """A bool, or its spelling as text (``true``/``false``, ``yes``/``no``, ``1``/``0``)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise InvalidSpecError(field, "must be true or false", got=value, fix=f"e.g. {field}=false")

@@ -1,4 +1,4 @@
-"""Recommendation, graph and plain MLP workloads: ``dlrm``, ``gcn``, ``mlp``.
+"""Recommendation, graph and plain MLP workloads: ``dlrm``, ``ncf``, ``gcn``, ``mlp``.
 
 * ``dlrm`` (Naumov et al. 2019): ``dense_features`` continuous inputs through a bottom MLP,
   one embedding-bag (sum of ``lookups`` rows) per table, pairwise dot-product interaction of
@@ -6,6 +6,15 @@
   output and fed to a top MLP ending in one logit; binary cross-entropy. Defaults follow the
   Criteo layout: 13 dense features, 26 tables (10,000 rows each here, ``table_sizes`` to
   change), embedding dimension 64, bottom 512-256-64, top 512-256-1. Dense gradients.
+* ``ncf``: NeuMF (He et al. 2017, "Neural Collaborative Filtering") as in guoyang9/NCF's
+  ``NeuMF-end``, the NCF job of the Pollux (OSDI'21) traces (``petuum/adaptdl``
+  ``examples/NCF``) on MovieLens-1M: 6,040 users, 3,706 items, 32 predictive factors, a GMF
+  tower (element-wise product of 32-d embeddings) and an MLP tower (128-d embeddings,
+  concatenated, then 3 dropout(0.1)-linear-ReLU layers 256-128-64-32), concatenated into one
+  logit: 1,602,657 parameters. Binary cross-entropy; the batch holds the negatives: each
+  positive interaction is followed by ``negatives`` (4) sampled ones, as in the reference's
+  training set, and every element counts as a sample. (MLPerf's NCF is bigger: MovieLens-20M,
+  64 factors, MLP 256-256-128-64.)
 * ``gcn`` (Kipf & Welling 2017): two graph convolutions ``A_hat @ (X @ W)`` with ReLU and
   dropout between, on a synthetic random undirected graph whose node count is the batch size;
   ``A_hat`` is the symmetrically normalised adjacency with self loops, a sparse COO tensor
@@ -263,4 +272,81 @@ def mlp(**options: Any) -> Workload:
         make_batch=make_batch,
         loss=loss,
         description="MLP " + "-".join(str(s) for s in sizes) + " with ReLU",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# NCF (NeuMF)
+
+
+class NeuMF(nn.Module):
+    """GMF and MLP towers over separate embeddings, concatenated into one logit.
+
+    GMF: the element-wise product of ``factors``-dimensional user and item embeddings. MLP:
+    ``factors * 2**(layers-1)``-dimensional embeddings, concatenated, through ``layers``
+    dropout + linear + ReLU layers that halve the width down to ``factors``.
+    """
+
+    def __init__(self, *, users: int, items: int, factors: int, layers: int, dropout: float):
+        super().__init__()
+        mlp_dim = factors * 2 ** (layers - 1)
+        self.user_gmf = nn.Embedding(users, factors)
+        self.item_gmf = nn.Embedding(items, factors)
+        self.user_mlp = nn.Embedding(users, mlp_dim)
+        self.item_mlp = nn.Embedding(items, mlp_dim)
+        tower: list[nn.Module] = []
+        for index in range(layers):
+            width = factors * 2 ** (layers - index)
+            tower += [nn.Dropout(dropout), nn.Linear(width, width // 2), nn.ReLU()]
+        self.mlp = nn.Sequential(*tower)
+        self.predict = nn.Linear(2 * factors, 1)
+        for embedding in (self.user_gmf, self.item_gmf, self.user_mlp, self.item_mlp):
+            nn.init.normal_(embedding.weight, std=0.01)
+
+    def forward(self, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+        gmf = self.user_gmf(users) * self.item_gmf(items)
+        mlp = self.mlp(torch.cat([self.user_mlp(users), self.item_mlp(items)], dim=-1))
+        return self.predict(torch.cat([gmf, mlp], dim=-1)).squeeze(-1)
+
+
+MOVIELENS_1M_USERS = 6040
+MOVIELENS_1M_ITEMS = 3706
+
+
+def ncf(**options: Any) -> Workload:
+    """``ncf`` (NeuMF-end); options ``factors`` (32), ``layers`` (3), ``dropout`` (0.1),
+    ``users`` (6,040), ``items`` (3,706), ``negatives`` (4 sampled per positive)."""
+    reject_unknown("ncf", options, ("factors", "layers", "dropout", "users", "items", "negatives"))
+    factors = positive_int("factors", options.get("factors", 32))
+    layers = positive_int("layers", options.get("layers", 3))
+    dropout = probability("dropout", options.get("dropout", 0.1))
+    users = positive_int("users", options.get("users", MOVIELENS_1M_USERS))
+    items = positive_int("items", options.get("items", MOVIELENS_1M_ITEMS))
+    negatives = options.get("negatives", 4)
+    if isinstance(negatives, bool) or not isinstance(negatives, int) or negatives < 0:
+        raise InvalidSpecError("negatives", "must be an integer >= 0", got=negatives)
+
+    def build_model(device: torch.device) -> nn.Module:
+        with torch.device(device):
+            return NeuMF(users=users, items=items, factors=factors, layers=layers, dropout=dropout)
+
+    def make_batch(batch_size: int, device: torch.device) -> Batch:
+        user_ids = torch.randint(0, users, (batch_size,), device=device)
+        item_ids = torch.randint(0, items, (batch_size,), device=device)
+        # One observed interaction, then ``negatives`` sampled unobserved items, repeating.
+        labels = (torch.arange(batch_size, device=device) % (negatives + 1) == 0).float()
+        return (user_ids, item_ids), labels
+
+    def loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
+
+    return Workload(
+        name="ncf",
+        family="recommendation",
+        sample_unit="samples",
+        build_model=build_model,
+        make_batch=make_batch,
+        loss=loss,
+        description=f"NeuMF, {users} users x {items} items, {factors} factors, "
+        f"{layers}-layer MLP, {negatives} negatives per positive",
     )

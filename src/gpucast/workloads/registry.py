@@ -7,28 +7,36 @@ from collections.abc import Callable
 from typing import Any
 
 from gpucast.domain.errors import UnknownWorkloadError
-from gpucast.workloads import language, other, vision
+from gpucast.workloads import language, other, speech, vision
 from gpucast.workloads.base import Workload
 from gpucast.workloads.user import is_user_spec, load_user_workload
 
 _CIFAR_RESNET = re.compile(r"^cifar-resnet(\d+)$")
 
-# The built-ins, by the name the CLI knows them by. ``cifar-resnetN`` takes any N = 6n+2 (and 15);
-# the depths listed here are the usual ones, shown by ``list_workloads``.
+# The built-ins, by the name the CLI knows them by. ``cifar-resnetN`` takes any N = 6n+2 (and 15,
+# 18); the depths listed here are the usual ones, shown by ``list_workloads``.
 _FACTORIES: dict[str, Callable[..., Workload]] = {
     "shake-shake": vision.shake_shake,
+    "resnet18": vision.resnet18,
     "resnet50": vision.resnet50,
+    "shufflenetv2": vision.shufflenetv2,
+    "unet3d": vision.unet3d,
     "bert-base": language.bert_base,
+    "bert-large": language.bert_large,
     "gpt2-small": language.gpt2_small,
+    "transformer-base": language.transformer_base,
+    "lstm-lm": language.lstm_lm,
+    "deepspeech2": speech.deepspeech2,
     "dlrm": other.dlrm,
+    "ncf": other.ncf,
     "gcn": other.gcn,
     "mlp": other.mlp,
 }
-_CIFAR_DEPTHS = (15, 20, 32, 44, 56, 110)
+_CIFAR_DEPTHS = (15, 18, 20, 32, 44, 56, 110)
 
 
 def list_workloads() -> list[str]:
-    """The built-in workload names (cifar-resnetN also accepts other depths 6n+2)."""
+    """The built-in workload names, sorted (cifar-resnetN also accepts other depths 6n+2)."""
     return sorted([*_FACTORIES, *(f"cifar-resnet{d}" for d in _CIFAR_DEPTHS)])
 
 

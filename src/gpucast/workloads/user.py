@@ -9,6 +9,11 @@ The factory is called with the workload options as keyword arguments and returns
 * ``loss_fn(output) -> scalar`` (optional): the training loss. Without it the loss is the mean
   of the (first) floating-point output, which is enough to drive a real backward pass.
 
+The model may be built on the CPU, a GPU or ``meta`` (no memory; its weights then start as
+zeros when a step is measured). Every step runner, and the profiler, gets a copy made by
+:func:`copy_module`, which clones each tensor in the active mode: under the profiler's fake
+tensors that copy holds no memory, BatchNorm buffers and plain tensor attributes included.
+
 The module is imported with :mod:`importlib` — only an explicit import of the path given;
 nothing is evaluated or unpickled.
 """
@@ -103,6 +108,52 @@ def resize_batch(tensor: torch.Tensor, batch_size: int) -> torch.Tensor:
     return tensor.repeat(repeats, *([1] * (tensor.dim() - 1)))[:batch_size]
 
 
+def _tensor_attributes(module: nn.Module) -> list[torch.Tensor]:
+    """The tensors a module holds: parameters, buffers and plain tensor attributes."""
+    held = [*module._parameters.values(), *module._buffers.values()]
+    held.extend(v for v in vars(module).values() if isinstance(v, torch.Tensor))
+    return [t for t in held if t is not None]
+
+
+def _materialise(tensor: torch.Tensor, device: torch.device, *, clone: bool) -> torch.Tensor:
+    """A copy of ``tensor`` (``clone``), else ``tensor`` moved to ``device``.
+
+    A tensor on ``meta`` (a model or example built there to keep a big model out of memory)
+    has no values: it becomes zeros on ``device`` (a fake tensor when profiling).
+    """
+    if tensor.is_meta and device.type != "meta":
+        return torch.zeros_like(tensor, device=device)
+    return tensor.detach().clone() if clone else tensor.to(device)
+
+
+def copy_module(model: nn.Module, device: torch.device) -> nn.Module:
+    """A deep copy of ``model`` whose tensors are copied with ``clone``, tying kept.
+
+    ``copy.deepcopy`` copies a plain tensor (a buffer such as BatchNorm's ``running_mean`` or
+    ``num_batches_tracked``) through its storage, which under ``FakeTensorMode`` allocates a
+    real CPU storage and then fails to attach it to the fake tensor ("Attempted to set the
+    storage of a tensor on device meta to a storage on different device cpu": issue #22).
+    ``clone`` follows the active mode instead: a real copy normally, a fake tensor (no memory)
+    when profiling. Each tensor is copied once (shared ones stay shared; gradients are not
+    copied), on its own device, except tensors on ``meta``, which become zeros on ``device``.
+    """
+    memo: dict[int, Any] = {}
+    with torch.no_grad():
+        for module in model.modules():
+            for tensor in _tensor_attributes(module):
+                if id(tensor) in memo:
+                    continue
+                copied = _materialise(tensor, device, clone=True)
+                if isinstance(tensor, nn.Parameter):
+                    if type(tensor) is not nn.Parameter:
+                        continue  # e.g. lazy modules' UninitializedParameter: deepcopy's own
+                    copied = nn.Parameter(copied, requires_grad=tensor.requires_grad)
+                elif tensor.requires_grad:
+                    copied.requires_grad_()
+                memo[id(tensor)] = copied
+    return copy.deepcopy(model, memo)
+
+
 def _default_loss(output: Any, _target: Any) -> torch.Tensor:
     candidates = (
         [output]
@@ -154,16 +205,18 @@ def load_user_workload(name: str, **options: Any) -> Workload:
         )
 
     def build_model(device: torch.device) -> nn.Module:
-        # A deep copy, so that moving it (to a GPU, to ``meta``) never alters the factory's model
-        # and every step runner starts from the same weights.
-        instance = copy.deepcopy(model)
+        # A copy, so that moving it (to a GPU, to ``meta``) never alters the factory's model and
+        # every step runner starts from the same weights.
+        instance = copy_module(model, device)
         tensors = [*instance.parameters(), *instance.buffers()]
         if any(t.device != device for t in tensors):
             instance = instance.to(device)
         return instance
 
     def make_batch(batch_size: int, device: torch.device) -> Batch:
-        inputs = tuple(resize_batch(t, batch_size).to(device) for t in example)
+        inputs = tuple(
+            _materialise(resize_batch(t, batch_size), device, clone=False) for t in example
+        )
         return inputs, None
 
     def loss(output: Any, target: Any) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""Image classifiers, written here (no torchvision): CIFAR ResNets, Shake-Shake, ResNet-50.
+"""Vision models, written here (no torchvision): CIFAR ResNets, Shake-Shake, ImageNet
+ResNet-18/50, ShuffleNet V2 and the MLPerf 3D U-Net.
 
 Choices, so that the numbers can be checked against the literature:
 
@@ -16,12 +17,37 @@ Choices, so that the numbers can be checked against the literature:
   training (``alpha`` forward, an independent ``beta`` backward), 0.5/0.5 in evaluation, and the
   paper's downsampling shortcut (two shifted average-pool + 1x1-conv paths, concatenated).
   2x32d has 2.9 M parameters, 2x96d 26.2 M.
+* ``cifar-resnet18`` is the ResNet-18 of kuangliu/pytorch-cifar, the CIFAR-10 job of the
+  Pollux (OSDI'21) traces: a 3x3 stride-1 stem of 64 filters without max-pool, four stages of
+  two basic blocks (64/128/256/512 filters, strides 1/2/2/2) with 1x1-convolution projection
+  shortcuts, global average pooling and 10 classes: 11,173,962 parameters.
 * ``resnet50`` is exactly torchvision's ``resnet50`` (v1.5: stride on the 3x3 convolution),
-  25,557,032 parameters, for 224x224 ImageNet images and 1000 classes.
+  25,557,032 parameters, for 224x224 ImageNet images and 1000 classes; ``resnet18`` exactly
+  torchvision's ``resnet18`` (basic blocks 2,2,2,2), 11,689,512 parameters.
+* ``shufflenetv2`` is ShuffleNet V2 1.0x (Ma et al. 2018, table 5; the units of figure 3(c, d)
+  as in torchvision's ``shufflenet_v2_x1_0``): stages of 4/8/4 units with 116/232/464 channels,
+  a 1024-channel 1x1 conv5 and a linear classifier. The default is the CIFAR-100 setting of
+  the Zeus (NSDI'23) trace: 32x32 images, 100 classes and the usual CIFAR stem, a 3x3
+  *stride-1* convolution of 24 filters with BatchNorm and ReLU and *no* max-pool (stages at
+  16, 8 and 4 pixels): 1,356,104 parameters. ``stem=imagenet`` (the default from 128 pixels
+  up) is the paper's stride-2 convolution and max-pool; at 224x224 and 1000 classes that is
+  torchvision's model, 2,278,604 parameters. The Zeus trace ran weiaicunzai/pytorch-cifar100's
+  variant, which differs in small ways we do not copy: biases on every convolution, no ReLU in
+  the stem, and a 1x1 convolution keeping the input width at the head of each downsampling
+  unit's main branch (1,360,896 parameters, +0.4 %; FLOPs within a few per cent).
+* ``unet3d`` is the MLPerf Training 3D U-Net for KiTS19 (mlcommons/training
+  ``image_segmentation/pytorch``, ``Unet3D(1, 3, "instancenorm", "relu")``): an input block and
+  four strided down blocks (32, 64, 128, 256, 320 filters), a strided 320-filter bottleneck,
+  five up blocks (2x2x2 transposed convolution with bias, concatenation with the skip, two
+  convolutions), each convolution 3x3x3 without bias followed by an affine InstanceNorm and
+  ReLU, and a 1x1x1 output convolution to 3 classes: 31,190,243 parameters. Input: one-channel
+  128^3 patches (``patch``); loss: MLPerf's DiceCE (cross-entropy and soft Dice over the two
+  foreground classes, averaged).
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import torch
@@ -32,7 +58,7 @@ from gpucast.domain.errors import InvalidSpecError
 from gpucast.workloads._options import positive_int, positive_ints, reject_unknown
 from gpucast.workloads.base import Batch, Workload
 
-CIFAR_DEPTHS_HINT = "use 15 or 6n+2: 20, 32, 44, 56, 110, ..."
+CIFAR_DEPTHS_HINT = "use 15, 18 or 6n+2: 20, 32, 44, 56, 110, ..."
 
 
 def _classification_loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -91,13 +117,16 @@ class _BasicBlock(nn.Module):
 
 
 class CifarResNet(nn.Module):
-    """A CIFAR ResNet: stem, three stages of basic blocks, global pooling, linear classifier."""
+    """A CIFAR ResNet: 3x3 stem, stages of basic blocks, global pooling, linear classifier.
+
+    Every stage after the first halves the resolution in its first block.
+    """
 
     def __init__(
         self,
-        blocks_per_stage: tuple[int, int, int],
+        blocks_per_stage: tuple[int, ...],
         stem_channels: int,
-        stage_channels: tuple[int, int, int],
+        stage_channels: tuple[int, ...],
         shortcut: str,
         num_classes: int,
     ) -> None:
@@ -127,24 +156,33 @@ class CifarResNet(nn.Module):
 
 
 def cifar_resnet(depth: int, **options: Any) -> Workload:
-    """``cifar-resnet{depth}``; options: ``width`` (stem filters, default 16), ``num_classes``;
-    ``cifar-resnet15`` also takes ``blocks`` (basic blocks per stage, default ``2,2,2``): the
-    CM-DARE ``customN`` models are Res15 with more blocks, e.g. ``blocks=2,3,3`` (custom1)."""
+    """``cifar-resnet{depth}``; options: ``width`` (stem filters, default 16; 64 for depth 18),
+    ``num_classes`` (10); ``cifar-resnet15`` also takes ``blocks`` (basic blocks per stage,
+    default ``2,2,2``): CM-DARE's ``customN`` models are Res15 with more blocks, e.g.
+    ``blocks=2,3,3`` (custom1)."""
     known = ("width", "num_classes", "blocks") if depth == 15 else ("width", "num_classes")
     reject_unknown(f"cifar-resnet{depth}", options, known)
-    width = positive_int("width", options.get("width", 16))
+    width = positive_int("width", options.get("width", 64 if depth == 18 else 16))
     num_classes = positive_int("num_classes", options.get("num_classes", 10))
+    blocks: tuple[int, ...]
+    stages: tuple[int, ...]
     if depth == 15:
-        b = positive_ints("blocks", options.get("blocks", (2, 2, 2)), min_len=3)
-        if len(b) != 3:
-            raise InvalidSpecError("blocks", "must give 3 stages", got=b, fix="e.g. blocks=2,3,3")
-        blocks = (b[0], b[1], b[2])
+        blocks = positive_ints("blocks", options.get("blocks", (2, 2, 2)), min_len=3)
+        if len(blocks) != 3:
+            raise InvalidSpecError(
+                "blocks", "must give 3 stages", got=blocks, fix="e.g. blocks=2,3,3"
+            )
         stages = (2 * width, 4 * width, 8 * width)
         shortcut = "B"
         description = (
             f"T2T resnet_cifar_15: blocks {list(blocks)}, filters {width}/{2 * width}/"
             f"{4 * width}/{8 * width}, projection"
         )
+    elif depth == 18:
+        blocks = (2, 2, 2, 2)
+        stages = (width, 2 * width, 4 * width, 8 * width)
+        shortcut = "B"
+        description = "ResNet-18 for CIFAR (kuangliu/pytorch-cifar): 3x3 stem, no max-pool"
     elif depth >= 8 and (depth - 2) % 6 == 0:
         n = (depth - 2) // 6
         blocks = (n, n, n)
@@ -153,7 +191,10 @@ def cifar_resnet(depth: int, **options: Any) -> Workload:
         description = f"He et al. CIFAR ResNet-{depth}: 3 stages of {n} basic blocks, option A"
     else:
         raise InvalidSpecError(
-            "cifar-resnet depth", "must be 15 or 6n+2 with n >= 1", got=depth, fix=CIFAR_DEPTHS_HINT
+            "cifar-resnet depth",
+            "must be 15, 18 or 6n+2 with n >= 1",
+            got=depth,
+            fix=CIFAR_DEPTHS_HINT,
         )
 
     def build_model(device: torch.device) -> nn.Module:
@@ -289,7 +330,7 @@ def shake_shake(**options: Any) -> Workload:
 
 
 # ---------------------------------------------------------------------------------------------
-# ResNet-50 (torchvision's architecture, layer for layer)
+# ImageNet ResNet-18 and ResNet-50 (torchvision's architectures, layer for layer)
 
 
 class _Bottleneck(nn.Module):
@@ -320,10 +361,17 @@ class _Bottleneck(nn.Module):
         return self.relu(out + identity)
 
 
-class ResNet50(nn.Module):
-    """torchvision.models.resnet50 (weights=None), same layers, names and initialisation."""
+class ImageNetResNet(nn.Module):
+    """torchvision's ImageNet ResNets (weights=None): same layers and initialisation.
 
-    def __init__(self, num_classes: int = 1000) -> None:
+    ``bottleneck`` selects torchvision's ``Bottleneck`` (v1.5) or ``BasicBlock``; ``blocks`` is
+    the number of blocks per stage (ResNet-18: 2,2,2,2; ResNet-50: 3,4,6,3). The basic block
+    is :class:`_BasicBlock` with a projection shortcut (torchvision's ``downsample``).
+    """
+
+    def __init__(
+        self, blocks: tuple[int, int, int, int], *, bottleneck: bool, num_classes: int = 1000
+    ) -> None:
         super().__init__()
         self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
         self.bn1 = nn.BatchNorm2d(64)
@@ -331,11 +379,16 @@ class ResNet50(nn.Module):
         self.maxpool = nn.MaxPool2d(3, 2, 1)
         in_channels = 64
         stages: list[nn.Sequential] = []
-        for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
-            layer = []
-            for index in range(blocks):
-                layer.append(_Bottleneck(in_channels, width, stride if index == 0 else 1))
-                in_channels = width * _Bottleneck.expansion
+        for index, (width, count) in enumerate(zip((64, 128, 256, 512), blocks, strict=True)):
+            layer: list[nn.Module] = []
+            for block in range(count):
+                stride = 2 if index > 0 and block == 0 else 1
+                if bottleneck:
+                    layer.append(_Bottleneck(in_channels, width, stride))
+                    in_channels = width * _Bottleneck.expansion
+                else:
+                    layer.append(_BasicBlock(in_channels, width, stride, "B"))
+                    in_channels = width
             stages.append(nn.Sequential(*layer))
         self.layer1, self.layer2, self.layer3, self.layer4 = stages
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
@@ -353,21 +406,272 @@ class ResNet50(nn.Module):
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
-def resnet50(**options: Any) -> Workload:
-    """``resnet50``: 224x224 ImageNet images; option ``num_classes`` (default 1000)."""
-    reject_unknown("resnet50", options, ("num_classes",))
+def _imagenet_resnet(
+    name: str, blocks: tuple[int, int, int, int], bottleneck: bool, **options: Any
+) -> Workload:
+    reject_unknown(name, options, ("num_classes",))
     num_classes = positive_int("num_classes", options.get("num_classes", 1000))
 
     def build_model(device: torch.device) -> nn.Module:
         with torch.device(device):
-            return ResNet50(num_classes)
+            return ImageNetResNet(blocks, bottleneck=bottleneck, num_classes=num_classes)
 
+    block = "bottleneck (v1.5)" if bottleneck else "basic"
     return Workload(
-        name="resnet50",
+        name=name,
         family="vision",
         sample_unit="images",
         build_model=build_model,
         make_batch=_image_batch_maker(3, 224, num_classes),
         loss=_classification_loss,
-        description="ResNet-50 v1.5 (torchvision architecture), 224x224 ImageNet",
+        description=f"{name} ({block} blocks, torchvision architecture), 224x224 ImageNet",
+    )
+
+
+def resnet50(**options: Any) -> Workload:
+    """``resnet50``: 224x224 ImageNet images; option ``num_classes`` (default 1000)."""
+    return _imagenet_resnet("resnet50", (3, 4, 6, 3), True, **options)
+
+
+def resnet18(**options: Any) -> Workload:
+    """``resnet18``: 224x224 ImageNet images; option ``num_classes`` (default 1000)."""
+    return _imagenet_resnet("resnet18", (2, 2, 2, 2), False, **options)
+
+
+# ---------------------------------------------------------------------------------------------
+# ShuffleNet V2
+
+
+def _channel_shuffle(x: torch.Tensor, groups: int) -> torch.Tensor:
+    batch, channels, height, width = x.shape
+    x = x.view(batch, groups, channels // groups, height, width).transpose(1, 2)
+    return x.reshape(batch, channels, height, width)
+
+
+class _ShuffleUnit(nn.Module):
+    """Ma et al. 2018, figure 3: (c) split, one branch, concat, shuffle; (d) with stride 2."""
+
+    def __init__(self, in_channels: int, out_channels: int, stride: int) -> None:
+        super().__init__()
+        half = out_channels // 2
+        self.branch1: nn.Module | None = None
+        if stride > 1:
+            self.branch1 = nn.Sequential(
+                nn.Conv2d(in_channels, in_channels, 3, stride, 1, groups=in_channels, bias=False),
+                nn.BatchNorm2d(in_channels),
+                nn.Conv2d(in_channels, half, 1, bias=False),
+                nn.BatchNorm2d(half),
+                nn.ReLU(inplace=True),
+            )
+        self.branch2 = nn.Sequential(
+            nn.Conv2d(in_channels if stride > 1 else half, half, 1, bias=False),
+            nn.BatchNorm2d(half),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(half, half, 3, stride, 1, groups=half, bias=False),
+            nn.BatchNorm2d(half),
+            nn.Conv2d(half, half, 1, bias=False),
+            nn.BatchNorm2d(half),
+            nn.ReLU(inplace=True),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.branch1 is None:
+            kept, processed = x.chunk(2, dim=1)
+            out = torch.cat([kept, self.branch2(processed)], dim=1)
+        else:
+            out = torch.cat([self.branch1(x), self.branch2(x)], dim=1)
+        return _channel_shuffle(out, 2)
+
+
+SHUFFLENET_STEMS = ("cifar", "imagenet")
+
+
+class ShuffleNetV2(nn.Module):
+    """ShuffleNet V2 1.0x: stages of 4, 8, 4 units with 116/232/464 channels, 1024-d conv5."""
+
+    def __init__(self, num_classes: int, stem: str) -> None:
+        super().__init__()
+        stride = 2 if stem == "imagenet" else 1
+        self.conv1 = nn.Sequential(
+            nn.Conv2d(3, 24, 3, stride, 1, bias=False), nn.BatchNorm2d(24), nn.ReLU(inplace=True)
+        )
+        self.maxpool: nn.Module = nn.MaxPool2d(3, 2, 1) if stem == "imagenet" else nn.Identity()
+        units: list[nn.Module] = []
+        in_channels = 24
+        for repeats, channels in ((4, 116), (8, 232), (4, 464)):
+            for index in range(repeats):
+                units.append(_ShuffleUnit(in_channels, channels, 2 if index == 0 else 1))
+                in_channels = channels
+        self.stages = nn.Sequential(*units)
+        self.conv5 = nn.Sequential(
+            nn.Conv2d(in_channels, 1024, 1, bias=False), nn.BatchNorm2d(1024), nn.ReLU(inplace=True)
+        )
+        self.fc = nn.Linear(1024, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.stages(self.maxpool(self.conv1(x)))
+        return self.fc(self.conv5(x).mean(dim=(2, 3)))
+
+
+def shufflenetv2(**options: Any) -> Workload:
+    """``shufflenetv2`` 1.0x; options ``num_classes`` (100), ``image_size`` (32) and ``stem``
+    (``cifar`` below 128 pixels, else ``imagenet``)."""
+    reject_unknown("shufflenetv2", options, ("num_classes", "image_size", "stem"))
+    num_classes = positive_int("num_classes", options.get("num_classes", 100))
+    image_size = positive_int("image_size", options.get("image_size", 32))
+    stem = options.get("stem", "cifar" if image_size < 128 else "imagenet")
+    if stem not in SHUFFLENET_STEMS:
+        raise InvalidSpecError(
+            "stem", f"must be one of {', '.join(SHUFFLENET_STEMS)}", got=stem, fix="use cifar"
+        )
+    smallest = 8 if stem == "cifar" else 32  # three (five) halvings down to a 1x1 map
+    if image_size < smallest:
+        raise InvalidSpecError(
+            "image_size",
+            f"must be >= {smallest} with the {stem} stem",
+            got=image_size,
+            fix=f"use --image-size {smallest} or more",
+        )
+
+    def build_model(device: torch.device) -> nn.Module:
+        with torch.device(device):
+            return ShuffleNetV2(num_classes, stem)
+
+    return Workload(
+        name="shufflenetv2",
+        family="vision",
+        sample_unit="images",
+        build_model=build_model,
+        make_batch=_image_batch_maker(3, image_size, num_classes),
+        loss=_classification_loss,
+        description=f"ShuffleNet V2 1.0x, {stem} stem, {image_size}x{image_size}, "
+        f"{num_classes} classes",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 3D U-Net (MLPerf Training image segmentation, KiTS19)
+
+
+def _conv3d_block(in_channels: int, out_channels: int, stride: int) -> nn.Sequential:
+    """3x3x3 convolution (no bias: a normalisation follows), InstanceNorm, ReLU."""
+    return nn.Sequential(
+        nn.Conv3d(in_channels, out_channels, 3, stride, 1, bias=False),
+        nn.InstanceNorm3d(out_channels, affine=True),
+        nn.ReLU(inplace=True),
+    )
+
+
+class _DownBlock(nn.Sequential):
+    """Two convolution blocks; the first has ``stride`` (2 halves every side of the volume)."""
+
+    def __init__(self, in_channels: int, out_channels: int, stride: int) -> None:
+        super().__init__(
+            _conv3d_block(in_channels, out_channels, stride),
+            _conv3d_block(out_channels, out_channels, 1),
+        )
+
+
+class _UpBlock(nn.Module):
+    """2x2x2 transposed convolution (with bias), concatenation with the skip, two conv blocks."""
+
+    def __init__(self, in_channels: int, out_channels: int) -> None:
+        super().__init__()
+        self.upsample = nn.ConvTranspose3d(in_channels, out_channels, 2, 2)
+        self.convs = _DownBlock(2 * out_channels, out_channels, 1)
+
+    def forward(self, x: torch.Tensor, skip: torch.Tensor) -> torch.Tensor:
+        return self.convs(torch.cat([self.upsample(x), skip], dim=1))
+
+
+UNET3D_FILTERS = (32, 64, 128, 256, 320)
+
+
+class UNet3D(nn.Module):
+    """MLPerf's ``Unet3D``: an input block, 4 strided down blocks (32 -> 320 filters), a strided
+    320-filter bottleneck, 5 up blocks back to 32 filters, and a 1x1x1 output convolution.
+
+    ``filters`` replaces the five widths (for small test models).
+    """
+
+    def __init__(
+        self, in_channels: int, num_classes: int, filters: tuple[int, ...] = UNET3D_FILTERS
+    ) -> None:
+        super().__init__()
+        self.input_block = _DownBlock(in_channels, filters[0], 1)
+        pairs = list(itertools.pairwise(filters))  # (32, 64), ..., (256, 320)
+        self.downsample = nn.ModuleList(_DownBlock(a, b, 2) for a, b in pairs)
+        self.bottleneck = _DownBlock(filters[-1], filters[-1], 2)
+        ups = [_UpBlock(filters[-1], filters[-1])]
+        ups += [_UpBlock(b, a) for a, b in reversed(pairs)]
+        self.upsample = nn.ModuleList(ups)
+        self.output = nn.Conv3d(filters[0], num_classes, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.input_block(x)
+        skips = [x]
+        for block in self.downsample:
+            x = block(x)
+            skips.append(x)
+        x = self.bottleneck(x)
+        for block, skip in zip(self.upsample, reversed(skips), strict=True):
+            x = block(x, skip)
+        return self.output(x)
+
+
+def _dice_ce_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """MLPerf's DiceCELoss: mean of cross-entropy and (1 - soft Dice) over the foreground
+    classes (background excluded), Dice per sample and class over the volume."""
+    cross_entropy = F.cross_entropy(logits, labels)
+    probabilities = torch.softmax(logits, dim=1)[:, 1:]
+    one_hot = F.one_hot(labels, logits.shape[1]).movedim(-1, 1)[:, 1:].to(probabilities.dtype)
+    volume = tuple(range(2, logits.dim()))
+    intersection = (probabilities * one_hot).sum(dim=volume)
+    total = probabilities.sum(dim=volume) + one_hot.sum(dim=volume)
+    dice = (2.0 * intersection + 1e-6) / (total + 1e-6)
+    return (cross_entropy + (1.0 - dice).mean()) / 2
+
+
+def unet3d(**options: Any) -> Workload:
+    """``unet3d``; options ``patch`` (128: a 128^3 voxel crop; a multiple of 32, >= 64),
+    ``num_classes`` (3: background, kidney, tumour), ``in_channels`` (1, CT), ``width`` (32,
+    the first level's filters; the others scale with it: 32/64/128/256/320)."""
+    reject_unknown("unet3d", options, ("patch", "num_classes", "in_channels", "width"))
+    patch = positive_int("patch", options.get("patch", 128))
+    num_classes = positive_int("num_classes", options.get("num_classes", 3))
+    in_channels = positive_int("in_channels", options.get("in_channels", 1))
+    width = positive_int("width", options.get("width", 32))
+    filters = tuple(max(1, f * width // 32) for f in UNET3D_FILTERS)
+    if patch % 32 or patch < 64:
+        raise InvalidSpecError(
+            "patch",
+            "must be a multiple of 32 and >= 64 (five halvings leave at least 2^3 voxels, "
+            "which instance normalisation needs in training)",
+            got=patch,
+            fix="e.g. --option patch=128",
+        )
+    if num_classes < 2:
+        raise InvalidSpecError(
+            "num_classes", "must be >= 2 (background and foreground)", got=num_classes
+        )
+
+    def build_model(device: torch.device) -> nn.Module:
+        with torch.device(device):
+            return UNet3D(in_channels, num_classes, filters)
+
+    def make_batch(batch_size: int, device: torch.device) -> Batch:
+        shape = (batch_size, in_channels, patch, patch, patch)
+        volumes = torch.randn(*shape, device=device)
+        labels = torch.randint(0, num_classes, (batch_size, patch, patch, patch), device=device)
+        return (volumes,), labels
+
+    return Workload(
+        name="unet3d",
+        family="vision",
+        sample_unit="volumes",
+        build_model=build_model,
+        make_batch=make_batch,
+        loss=_dice_ce_loss,
+        description=f"3D U-Net (MLPerf KiTS19), filters {'/'.join(map(str, filters))}, "
+        f"{patch}^3 patches, {num_classes} classes",
     )
