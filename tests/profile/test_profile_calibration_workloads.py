@@ -143,3 +143,25 @@ def test_unet3d_at_128_cubed() -> None:
     total += conv(side[0], 32, 3, kernel=1)
     assert p.forward_flops == total
     assert p.memory.activations_bytes > 2**30  # GiBs of activations, allocated nowhere
+
+
+def test_cudnn_lstm_formula_matches_the_cpu_one() -> None:
+    # The profiler runs CPU kernels; the CUDA kernel's formula takes aten's argument layout.
+    from gpucast.profile import flops
+
+    meta = torch.device("meta")
+    steps, batch, features, hidden = 7, 3, 5, 4
+    x = torch.empty(steps, batch, features, device=meta)
+    layer = [
+        torch.empty(4 * hidden, features, device=meta),
+        torch.empty(4 * hidden, hidden, device=meta),
+        torch.empty(4 * hidden, device=meta),
+        torch.empty(4 * hidden, device=meta),
+    ]
+    forward = flops._cudnn_rnn(x, layer)
+    assert forward == flops._mkldnn_rnn_layer(x, layer[0], layer[1])
+    assert forward == 2 * steps * batch * 4 * hidden * (features + hidden)
+    # _cudnn_rnn_backward(input, weight, ..., output_mask) with its 22 positional arguments.
+    tail: list[object] = [None] * 19
+    assert flops._cudnn_rnn_backward(x, layer, *tail, [True, True, True, True]) == 2 * forward
+    assert flops._cudnn_rnn_backward(x, layer, *tail, [True, True, True, False]) == forward
