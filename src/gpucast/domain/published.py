@@ -19,6 +19,8 @@ class PublishedWorkload:
     workload: str
     options: Mapping[str, object] = field(default_factory=dict)
     precision: str = "fp32"
+    #: the profiler's optimizer closest to the published one (sgd, or adam for Adam, AdamW,
+    #: Adadelta and LAMB: two state tensors updated element-wise per parameter)
     optimizer: str = "sgd"
     note: str = ""
 
@@ -32,4 +34,100 @@ MLPERF_WORKLOADS: dict[str, PublishedWorkload] = {
         precision="bf16",
         note="ResNet-50 v1.5, ImageNet 224x224, LARS (profiled with SGD: same per-step work)",
     ),
+}
+MLPERF_WORKLOADS.update(
+    {
+        "bert": PublishedWorkload(
+            workload="bert-large",
+            options={"seq_len": 512},
+            precision="bf16",
+            optimizer="adam",
+            note="BERT-large pre-training phase 2, 512-token sequences, LAMB (profiled with Adam)",
+        ),
+        "unet3d": PublishedWorkload(
+            workload="unet3d",
+            precision="bf16",
+            note="3D U-Net, KiTS19 128^3 patches",
+        ),
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EpochWorkload:
+    """A published per-epoch time series as a gpucast workload: what one epoch iterates.
+
+    ``samples_per_epoch`` turns an epoch time into a step time. ``samples_known`` is False where
+    the source does not establish it (the figure is then a nominal one, stated in ``note``):
+    such rows still tell how the step time moves with the batch and across GPUs, but not its
+    absolute value, so the fit's per-workload factor absorbs the error and they are left out
+    of the uncalibrated validation regimes.
+    """
+
+    spec: PublishedWorkload
+    samples_per_epoch: int
+    samples_known: bool
+    note: str = ""
+
+
+#: The Zeus (NSDI'23) trace's (dataset, network) pairs, keyed by its ``dataset`` column; epoch
+#: sizes and precision from :mod:`gpucast.domain.zeus` (unknown ones nominal, as noted).
+ZEUS_AS_WORKLOADS: dict[str, EpochWorkload] = {
+    "cifar100": EpochWorkload(
+        spec=PublishedWorkload(
+            workload="shufflenetv2", options={"num_classes": 100}, optimizer="adam"
+        ),
+        samples_per_epoch=50_000,
+        samples_known=True,
+    ),
+    "imagenet": EpochWorkload(
+        spec=PublishedWorkload(workload="resnet50", optimizer="adam"),
+        samples_per_epoch=1_281_167,
+        samples_known=True,
+    ),
+    "librispeech": EpochWorkload(
+        spec=PublishedWorkload(workload="deepspeech2", precision="fp16", optimizer="adam"),
+        samples_per_epoch=281_241,
+        samples_known=False,
+        note="nominal: all 960 h of LibriSpeech (281,241 utterances). Precision inferred as "
+        "mixed fp16: at equal batch the V100 and RTX 6000 run it 3.3-3.7x faster than the P100, "
+        "which only their tensor cores explain (their fp32 peaks are 1.7x the P100's)",
+    ),
+    "movielens-1m": EpochWorkload(
+        spec=PublishedWorkload(workload="ncf", optimizer="adam"),
+        samples_per_epoch=4_970_845,
+        samples_known=False,
+        note="nominal: 994,169 positives x (1 + 4 sampled negatives); precision assumed fp32",
+    ),
+    "squad": EpochWorkload(
+        spec=PublishedWorkload(workload="bert-base", options={"seq_len": 384}, optimizer="adam"),
+        samples_per_epoch=88_641,
+        samples_known=False,
+        note="nominal: SQuAD v1.1 as 384-token windows of stride 128 (88,641); fp32 assumed",
+    ),
+    "sentiment140": EpochWorkload(
+        spec=PublishedWorkload(workload="bert-base", options={"seq_len": 128}, optimizer="adam"),
+        samples_per_epoch=1_600_000,
+        samples_known=False,
+        note="nominal: all 1.6 M tweets at 128 tokens (Zeus's slice and length unpublished)",
+    ),
+}
+
+#: The Pollux (OSDI'21) jobs (facts in :mod:`gpucast.domain.pollux`), all fp32 on T4.
+POLLUX_AS_WORKLOADS: dict[str, PublishedWorkload] = {
+    "cifar10": PublishedWorkload(workload="cifar-resnet18", note="ResNet-18 for CIFAR-10, SGD"),
+    "bert": PublishedWorkload(
+        workload="bert-base",
+        options={"seq_len": 384},
+        optimizer="adam",
+        note="bert-base-uncased on SQuAD v1.1, 384-token windows",
+    ),
+    "deepspeech2": PublishedWorkload(
+        workload="deepspeech2",
+        options={"hidden": 800},
+        optimizer="sgd",
+        note="Pollux's DeepSpeech2 has 5 x 800 bidirectional GRUs; ours are LSTMs of 800 "
+        "(4 gates, not 3: the workload factor absorbs the difference)",
+    ),
+    "ncf": PublishedWorkload(workload="ncf", optimizer="adam", note="NeuMF, MovieLens-1M"),
 }

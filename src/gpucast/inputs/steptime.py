@@ -149,6 +149,171 @@ def mlperf_system_rows(
     return _frame(rows)
 
 
+def mlperf_observations(
+    data_dir: Path, samples_to_target: SamplesToTarget, *, catalog: Any
+) -> pd.DataFrame:
+    """:func:`mlperf_system_rows` of single-node systems, with the gradient all-reduce inside
+    the node that the backward pass cannot hide in ``extra_s``."""
+    rows = mlperf_system_rows(data_dir, samples_to_target, catalog=catalog)
+    if not len(rows):
+        return rows
+    rows = rows[rows["gpus"] == rows["gpus_per_node"]].reset_index(drop=True)
+    return with_collective(rows, catalog)
+
+
+def with_collective(frame: pd.DataFrame, catalog: Any) -> pd.DataFrame:
+    """``frame`` with ``extra_s`` = the exposed part of each row's gradient all-reduce: the
+    hierarchical collective of :mod:`gpucast.predict.comm` over the node's NVLink/PCIe and
+    the nodes' network (:func:`node_network_gbps`), of which at most
+    ``comm.DEFAULT_OVERLAP_FRACTION`` hides under the backward pass."""
+    from gpucast.plan.inputs import intra_node_gbps
+    from gpucast.predict import comm
+
+    out = frame.copy()
+    grads = _gradient_bytes(out)
+    extra = []
+    for r, nbytes in zip(out.to_dict("records"), grads, strict=True):
+        spec = catalog.gpu(str(r["gpu"]))
+        total = float(
+            comm.hierarchical_collective_s(
+                nbytes,
+                int(r["gpus"]),
+                int(r["gpus_per_node"]),
+                intra_node_gbps(spec),
+                node_network_gbps(str(r["gpu"]), int(r["gpus_per_node"])),
+                comm.DEFAULT_HOP_LATENCY_S,
+            )
+        )
+        extra.append((1.0 - comm.DEFAULT_OVERLAP_FRACTION) * total)
+    out["extra_s"] = np.asarray(extra, dtype=np.float64)
+    return out
+
+
+#: Network of a multi-node system per GPU type when its description gives none (Gbit/s per
+#: GPU): 400 Gbit/s InfiniBand per H100/H200/B200 (DGX H100/H200/B200), 200 per A100 (DGX
+#: A100), 200 per L40S (NVIDIA's L40S node: 800 per 4 GPUs); see catalog/data/systems.csv.
+NETWORK_GBPS_PER_GPU = {"H100-SXM": 400.0, "H200": 400.0, "B200": 400.0, "A100-80GB": 200.0}
+DEFAULT_NETWORK_GBPS_PER_GPU = 200.0
+
+
+def node_network_gbps(gpu: str, gpus_per_node: int) -> float:
+    """Gbit/s of one node's compute network (by GPU type; see :data:`NETWORK_GBPS_PER_GPU`)."""
+    return NETWORK_GBPS_PER_GPU.get(gpu, DEFAULT_NETWORK_GBPS_PER_GPU) * gpus_per_node
+
+
+def _gradient_bytes(frame: pd.DataFrame) -> list[float]:
+    from gpucast.inputs.workload import workload_facts, workload_profile
+
+    cache: dict[tuple[str, str, str], float] = {}
+    out = []
+    for r in frame.to_dict("records"):
+        key = (str(r["workload"]), str(r["options"]), str(r["precision"]))
+        if key not in cache:
+            prof = workload_profile(key[0], key[2], options=json.loads(key[1]))
+            cache[key] = float(workload_facts(prof).gradient_bytes)
+        out.append(cache[key])
+    return out
+
+
+# -- Zeus and Pollux ------------------------------------------------------------------------
+def zeus_observations(data_dir: Path) -> pd.DataFrame:
+    """Zeus power traces at each GPU's highest power limit (the unthrottled GPU): one step =
+    time per epoch / steps per epoch (``ceil(samples / batch)``), per (workload, batch, GPU,
+    optimizer). ``samples_known`` is False where the epoch size is nominal
+    (:data:`gpucast.domain.published.ZEUS_AS_WORKLOADS`)."""
+    from gpucast.domain.published import ZEUS_AS_WORKLOADS
+    from gpucast.store.datasets.zeus import read_zeus_power, zeus_unthrottled
+
+    folder = data_path(data_dir, "zeus_nsdi23")
+    if folder is None:
+        return _empty()
+    top = zeus_unthrottled(read_zeus_power(folder))
+    rows = []
+    for r in top.to_dict("records"):
+        known = ZEUS_AS_WORKLOADS.get(str(r["dataset"]))
+        if known is None:
+            continue
+        batch = int(r["batch_size"])
+        steps = -(-known.samples_per_epoch // batch)
+        row = _row(
+            source="zeus",
+            group=f"{r['dataset']}/{r['gpu']}/{r['optimizer']}",
+            spec=known.spec,
+            stack="pytorch",
+            gpu=str(r["gpu"]),
+            batch=batch,
+            step_time_s=float(r["time_per_epoch_s"]) / steps,
+        )
+        row["workload_key"] = f"zeus:{r['dataset']}"
+        row["samples_known"] = known.samples_known
+        rows.append(row)
+    return _frame(rows)
+
+
+def pollux_observations(data_dir: Path) -> pd.DataFrame:
+    """Pollux single-GPU placements (``placement == "1"``): the measured step at each local
+    batch on one T4 (the gradient sync of one GPU is ~0.5 ms and stays in)."""
+    from gpucast.domain.pollux import POLLUX_TESTBED
+    from gpucast.domain.published import POLLUX_AS_WORKLOADS
+    from gpucast.store.datasets.pollux import read_pollux_placements
+
+    folder = data_path(data_dir, "pollux_osdi21")
+    if folder is None:
+        return _empty()
+    placements = read_pollux_placements(folder)
+    single = placements[placements["placement"].astype(str) == "1"]
+    rows = []
+    for r in single.to_dict("records"):
+        spec = POLLUX_AS_WORKLOADS.get(str(r["job"]))
+        if spec is None:
+            continue
+        rows.append(
+            _row(
+                source="pollux",
+                group=f"{r['job']}/1",
+                spec=spec,
+                stack="pytorch",
+                gpu=POLLUX_TESTBED.gpu,
+                batch=int(r["local_bsz"]),
+                step_time_s=float(r["step_time_s"]),
+            )
+        )
+    return _frame(rows)
+
+
+# -- all of them ----------------------------------------------------------------------------
+ALL_SOURCES: tuple[str, ...] = ("cmdare", "mlperf", "zeus", "pollux")
+
+
+def step_time_observations(
+    data_dir: Path, catalog: Any, *, sources: Iterable[str] = ALL_SOURCES
+) -> pd.DataFrame:
+    """Every published step time under ``data_dir`` from ``sources``, with features."""
+    from gpucast.catalog.convergence import mlperf_samples_to_target
+
+    def s2t(benchmark: str, batch: float) -> float:
+        return float(mlperf_samples_to_target(benchmark, round(batch)).samples_mean)
+
+    wanted = set(sources)
+    parts = []
+    if "cmdare" in wanted:
+        parts.append(cmdare_observations(data_dir))
+    if "mlperf" in wanted:
+        parts.append(mlperf_observations(data_dir, s2t, catalog=catalog))
+    if "zeus" in wanted:
+        parts.append(zeus_observations(data_dir))
+    if "pollux" in wanted:
+        parts.append(pollux_observations(data_dir))
+    parts = [p for p in parts if len(p)]
+    frame = require_rows(pd.concat(parts, ignore_index=True) if parts else _empty(), data_dir)
+    known = frame["samples_known"] if "samples_known" in frame.columns else None
+    frame["samples_known"] = [
+        True if k is None or k != k else bool(k)
+        for k in (known if known is not None else [None] * len(frame))
+    ]
+    return with_features(frame, catalog)
+
+
 # -- features -------------------------------------------------------------------------------
 def with_features(frame: pd.DataFrame, catalog: Any) -> pd.DataFrame:
     """``frame`` with the roofline features of each row's workload (profiled once per

@@ -39,6 +39,9 @@ _BITS_PER_BYTE = 8.0
 #: uncalibrated prior, not a measured value; pass your own ``overlap_fraction`` when a
 #: measured run says otherwise.
 DEFAULT_OVERLAP_FRACTION = 0.7
+#: Latency of one hop of a ring or tree step (NCCL's per-step launch and network latency);
+#: the cluster model's and the planner's default.
+DEFAULT_HOP_LATENCY_S = 25e-6
 #: Backward takes about twice the forward FLOPs, so ~2/3 of a step's compute.
 DEFAULT_BACKWARD_FRACTION = 2.0 / 3.0
 

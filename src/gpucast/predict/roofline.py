@@ -109,6 +109,9 @@ class RooflineEfficiency:
     compute_efficiency_fp8: float | None = None
     bandwidth_efficiency: float = 0.70
     kernel_overhead_s: float = 10e-6
+    #: fixed cost of one training step beyond its kernels (Python loop, data hand-off); the
+    #: priors leave it out, a fitted set carries it
+    step_overhead_s: float = 0.0
     gpu_factors: Mapping[str, float] = field(default_factory=dict)
     intervals: IntervalTable = field(default_factory=IntervalTable)
     stack: str = "pytorch"
@@ -128,6 +131,7 @@ class RooflineEfficiency:
             if not (math.isfinite(value) and 0 < value <= 1):
                 raise InvalidSpecError(name, "must be in (0, 1]", got=value)
         _positive("kernel_overhead_s", self.kernel_overhead_s, allow_zero=True)
+        _positive("step_overhead_s", self.step_overhead_s, allow_zero=True)
         for gpu, factor in self.gpu_factors.items():
             _positive(f"gpu_factors[{gpu}]", factor)
         object.__setattr__(self, "gpu_factors", MappingProxyType(dict(self.gpu_factors)))
@@ -199,7 +203,7 @@ def _terms(
         "memory_bandwidth": factor
         * workload.memory_bytes
         / (eff.bandwidth_efficiency * device.memory_bandwidth_gbps * _GIGA),
-        "overhead": factor * workload.n_kernels * eff.kernel_overhead_s,
+        "overhead": factor * (workload.n_kernels * eff.kernel_overhead_s + eff.step_overhead_s),
     }
 
 
