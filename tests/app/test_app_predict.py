@@ -29,15 +29,16 @@ def _planner_step_s(batch: int, gpu: str, precision: str, db: Path | None) -> tu
     """The step time ``plan train`` uses for one worker of ``gpu`` at ``batch``: its GPU
     table (``fixed_s + per_sample_s * batch`` summed over the roofline terms)."""
     from gpucast.catalog import load_catalog
-    from gpucast.inputs.calibration import store_calibration
+    from gpucast.inputs.calibration import step_time_efficiency, store_calibration
     from gpucast.inputs.workload import workload_facts, workload_profile
     from gpucast.plan.inputs import build_gpu_table
 
     catalog = load_catalog()
     facts = workload_facts(workload_profile(WORKLOAD, precision))
-    cal = store_calibration(db, WORKLOAD, precision, facts, catalog)
+    eff = step_time_efficiency().value
+    cal = store_calibration(db, WORKLOAD, precision, facts, catalog, efficiency=eff)
     table = build_gpu_table(
-        facts, [catalog.gpu(gpu)], calibration=None if cal is None else cal.value
+        facts, [catalog.gpu(gpu)], calibration=None if cal is None else cal.value, efficiency=eff
     )
     return float((table.fixed_s[0] + table.per_sample_s[0] * batch).sum()), cal is not None
 

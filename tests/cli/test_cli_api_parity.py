@@ -209,6 +209,15 @@ CASES = [
         lambda t: gpucast.fit_lifetimes(trace="0.1", name="flat", save=False),
     ),
     Case(
+        "fit_steptime",
+        lambda t: ["fit", "steptime", "--data-dir", str(D), "--sources", "cmdare",
+                   "--no-cross-validate", "--out", str(t / "steptime.json")],
+        lambda t: gpucast.fit_steptime(
+            data_dir=D, sources="cmdare", cross_validate=False, out=t / "steptime.json"
+        ),
+        shared_data=True,
+    ),  # fmt: skip
+    Case(
         "predict_train",
         lambda t: ["predict", "train", "--workload", "mlp", "--batch-size", "32", "--gpu", "A100"],
         lambda t: gpucast.predict_train(workload="mlp", batch_size=32, gpu="A100"),

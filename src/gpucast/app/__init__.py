@@ -31,6 +31,7 @@ VERBS: dict[str, str] = {
     "fit_cluster": "fit",
     "fit_checkpoint": "fit",
     "fit_lifetimes": "lifetimes",
+    "fit_steptime": "steptime",
     "validate": "validation",
     "profile_workload": "profile",
     "measure_train": "measure",

@@ -1,4 +1,4 @@
-"""`gpucast fit speed|cluster|checkpoint|lifetimes`: fit a model and save it.
+"""`gpucast fit speed|cluster|checkpoint|lifetimes|steptime`: fit a model and save it.
 
 The flags are the fields of the requests in :mod:`gpucast.app.fit`; the work happens there.
 """
@@ -9,6 +9,7 @@ import typer
 
 from gpucast.app.fit import FitCheckpointRequest, FitClusterRequest, FitSpeedRequest
 from gpucast.app.lifetimes import FitLifetimesRequest
+from gpucast.app.steptime import FitStepTimeRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, emit_result, state
 
@@ -116,5 +117,29 @@ def lifetimes(
     if result.saved_in:
         console.print(
             f"stored in {result.saved_in}; use it with --lifetimes {result.name}",
+            highlight=False,
+        )
+
+
+@app.command("steptime")
+@request_command(FitStepTimeRequest)
+def steptime(
+    request: FitStepTimeRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Fit the roofline's efficiencies on every published source (CM-DARE, MLPerf, Zeus,
+    Pollux) and cross-validate them per regime for honest intervals."""
+    from gpucast.app import fit_steptime
+
+    result = fit_steptime(request)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    rows = ", ".join(f"{k} {v}" for k, v in sorted(result.rows_by_source.items()))
+    console.print(f"fitted step-time model on {rows} -> {result.model_file}", highlight=False)
+    for regime, n in sorted(result.intervals.get("n", {}).items()):
+        mape = result.intervals["mape_pct"][regime]
+        console.print(
+            f"  {regime}: cross-validated MAPE {mape:.1f}% over {n} held-out predictions",
             highlight=False,
         )

@@ -51,8 +51,29 @@ def step_time_efficiency(
     shipped = shipped_step_time_model()
     if shipped is None:
         return Sourced(RooflineEfficiency(stack=software), RooflineEfficiency().source)
-    eff = shipped.efficiency(software)
+    eff = with_sibling_factors(shipped.efficiency(software))
     return Sourced(eff, f"gpucast/catalog/data/steptime.json: {eff.source}")
+
+
+def with_sibling_factors(eff: RooflineEfficiency) -> RooflineEfficiency:
+    """``eff`` whose GPU factors also cover catalog GPUs of the same silicon at the same
+    clocks (vendor, architecture, every peak and the bandwidth equal; only the memory size
+    differs, e.g. V100-16GB and V100-32GB), so a factor fitted on one applies to both."""
+    import dataclasses
+
+    from gpucast.catalog import load_catalog
+
+    def chip(g: Any) -> tuple[Any, ...]:
+        return (g.vendor, g.architecture, g.fp32_tflops, g.tf32_tflops, g.fp16_tflops,
+                g.bf16_tflops, g.fp8_tflops, g.memory_bandwidth_gbps)  # fmt: skip
+
+    gpus = load_catalog().gpus
+    fitted = {chip(g): eff.gpu_factors[g.name] for g in gpus if g.name in eff.gpu_factors}
+    factors = dict(eff.gpu_factors)
+    for g in gpus:
+        if g.name not in factors and chip(g) in fitted:
+            factors[g.name] = fitted[chip(g)]
+    return dataclasses.replace(eff, gpu_factors=factors)
 
 
 #: Rough CPU peak: FP32 FLOP per cycle per core (AVX2, two FMA units) at a typical clock.

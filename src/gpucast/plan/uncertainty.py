@@ -34,8 +34,10 @@ FloatArray = npt.NDArray[np.float64]
 
 #: z-score of the 90th percentile of a standard normal.
 Z90 = float(ndtri(0.9))
-#: Strata of the speed factor per simulated spot plan (runs are split evenly over them).
-SPOT_STRATA = 10
+#: Strata of the speed factor per simulated plan (runs are split evenly over them). Odd, so
+#: the middle stratum is the median itself (factor 1): with a skewed interval the median run
+#: is then the model's central value, not a mix of the two strata around it.
+SPOT_STRATA = 11
 
 
 def sigmas(ratio_lower: npt.ArrayLike, ratio_upper: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:

@@ -528,7 +528,11 @@ def cross_validated_residuals(
         ("gpu_seen/uncalibrated", frame["workload_key"], False),
         ("gpu_seen/calibrated", pair, True),
     ]
-    keep = [c for c in ("source", "gpu", "workload_key", "group", "batch") if c in frame.columns]
+    keep = [
+        c
+        for c in ("source", "stack", "gpu", "workload_key", "group", "batch")
+        if c in frame.columns
+    ]
     for name, groups, calibrated in folds:
         for value in sorted(set(groups)):
             test_mask = (groups == value).to_numpy()
@@ -593,13 +597,17 @@ def _same_gpu_residuals(
 
 
 def interval_table(residuals: pd.DataFrame) -> IntervalTable:
-    """The interval table of :func:`cross_validated_residuals`' output (all rows)."""
-    return IntervalTable.from_residuals(
-        {
-            str(name): part["residual"].to_numpy(dtype=np.float64)
-            for name, part in residuals.groupby("regime")
-        }
-    )
+    """The interval table of :func:`cross_validated_residuals`' output: one row per regime
+    and one per (regime, software stack) -- ``"regime|stack"`` -- since how far a published
+    implementation sits from its rebuilt profile differs by stack."""
+    groups: dict[str, FloatArray] = {
+        str(name): part["residual"].to_numpy(dtype=np.float64)
+        for name, part in residuals.groupby("regime")
+    }
+    if "stack" in residuals.columns:
+        for (name, stack), part in residuals.groupby(["regime", "stack"]):
+            groups[f"{name}|{stack}"] = part["residual"].to_numpy(dtype=np.float64)
+    return IntervalTable.from_residuals(groups)
 
 
 def error_table(residuals: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,151 @@
+"""``gpucast.fit_steptime``: fit the roofline's efficiencies on every published source.
+
+Builds the table of published step times (:func:`gpucast.inputs.steptime.step_time_observations`:
+CM-DARE, MLPerf Training v4.0, Zeus, Pollux -- whichever ``--data-dir`` holds), fits
+:class:`gpucast.predict.steptime.StepTimeModel`, cross-validates it per regime (a GPU left
+out, a workload left out, a (GPU, workload) pair left out, another batch on the same GPU) for
+the interval table, and writes the model as JSON. The shipped model
+(``gpucast/catalog/data/steptime.json``) is this verb's output on ``../shared/data``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gpucast.app._request import resolve
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.options import option
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from gpucast.predict.steptime import StepTimeModel
+
+#: The published sources a step-time fit can read.
+SOURCES: tuple[str, ...] = ("cmdare", "mlperf", "zeus", "pollux")
+
+
+def _sources(value: Any) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return tuple(str(s).strip().lower() for s in items if str(s).strip())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FitStepTimeRequest:
+    """Where the published data is and where the fitted model goes (``gpucast fit steptime``)."""
+
+    VERB: ClassVar[str] = "fit steptime"
+
+    out: Path = option(help="Where to write the fitted model (JSON).", example="steptime.json")
+    data_dir: Path | None = option(
+        None,
+        help="Published data folder (default: $GPUCAST_SHARED_DATA).",
+        example="../shared/data",
+    )
+    sources: tuple[str, ...] = option(
+        SOURCES,
+        help=f"Sources to fit on, comma-separated: {', '.join(SOURCES)}.",
+        example="cmdare,zeus",
+        parse=_sources,
+    )
+    cross_validate: bool = option(
+        True,
+        negative="no-cross-validate",
+        help="Cross-validate per regime for the interval table (a few hundred refits; "
+        "--no-cross-validate: fit only, the model then has no validated intervals).",
+    )
+
+    def __post_init__(self) -> None:
+        bad = [s for s in self.sources if s not in SOURCES]
+        if bad or not self.sources:
+            raise InvalidSpecError(
+                "sources",
+                f"must name one or more of {', '.join(SOURCES)}",
+                got=bad[0] if bad else "",
+                fix="e.g. --sources cmdare,mlperf",
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FitStepTimeResult:
+    """The fitted model, the data it rests on, and its cross-validated errors."""
+
+    model_file: Path
+    rows_by_source: dict[str, int]
+    efficiencies: dict[str, Any]
+    gpu_factors: dict[str, float]
+    #: per regime: q_low / q_high (log), n, MAPE (%)
+    intervals: dict[str, Any]
+    #: cross-validated MAPE (%) and 80%-interval coverage per (regime, source, gpu)
+    errors: list[dict[str, Any]]
+    model: StepTimeModel = field(compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model_file": str(self.model_file),
+            "rows_by_source": dict(self.rows_by_source),
+            "efficiencies": dict(self.efficiencies),
+            "gpu_factors": dict(self.gpu_factors),
+            "intervals": dict(self.intervals),
+            "errors": [dict(e) for e in self.errors],
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """The cross-validated error table, one row per (regime, source, gpu)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.errors)
+
+
+def fit_steptime(request: FitStepTimeRequest | None = None, /, **options: Any) -> FitStepTimeResult:
+    """Fit the step-time model on the published data and save it (see the module docstring)."""
+    from gpucast.catalog import load_catalog
+    from gpucast.inputs.data import published_data_dir
+    from gpucast.inputs.steptime import step_time_observations
+    from gpucast.predict.steptime import (
+        StepTimeModel,
+        cross_validated_residuals,
+        error_table,
+        interval_table,
+    )
+    from gpucast.store.models import save_model
+
+    request = resolve(FitStepTimeRequest, request, options)
+    data_dir = published_data_dir(request.data_dir)
+    if data_dir is None:
+        raise InvalidSpecError(
+            "data-dir",
+            "is required (the published measurements to fit on)",
+            fix="pass --data-dir ../shared/data or set $GPUCAST_SHARED_DATA",
+        )
+    catalog = load_catalog()
+    observations = step_time_observations(data_dir, catalog, sources=request.sources)
+    counts = {str(k): int(v) for k, v in observations["source"].value_counts().items()}
+    described = ", ".join(f"{k} ({v})" for k, v in sorted(counts.items()))
+    model = StepTimeModel().fit(observations, fitted_on=described)
+    errors: list[dict[str, Any]] = []
+    if request.cross_validate:
+        residuals = cross_validated_residuals(observations)
+        model.with_intervals(interval_table(residuals))
+        errors = [
+            {str(k): v for k, v in e.items()} for e in error_table(residuals).to_dict("records")
+        ]
+    save_model(model, request.out)
+    assert model.eta_compute_ is not None
+    return FitStepTimeResult(
+        model_file=Path(request.out),
+        rows_by_source=counts,
+        efficiencies={
+            "eta_compute": dict(model.eta_compute_),
+            "eta_memory": model.eta_memory_,
+            "overhead_s": dict(model.overhead_s_),
+            "traffic": dict(model.traffic_),
+            "borrowed": dict(model.borrowed_),
+        },
+        gpu_factors=dict(model.gpu_factor_),
+        intervals=model.intervals_.to_dict(),
+        errors=errors,
+        model=model,
+    )
