@@ -216,7 +216,7 @@ CASES = [
             data_dir=D, sources="cmdare", cross_validate=False, out=t / "steptime.json"
         ),
         shared_data=True,
-    ),  # fmt: skip
+    ),
     Case(
         "predict_train",
         lambda t: ["predict", "train", "--workload", "mlp", "--batch-size", "32", "--gpu", "A100"],
