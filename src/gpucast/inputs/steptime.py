@@ -6,12 +6,12 @@ roofline features of the matching gpucast workload (:func:`with_features`):
 
 * ``cmdare`` -- ``cmdare/speed/single_gpu_speed.csv``: 14 CIFAR-10 CNNs on K80 / P100,
   TensorFlow 1.10, FP32, batch 128 (median of the 13 repeats). Stack ``tf1``.
-* ``mlperf`` -- ``mlperf_training_v4.0``: single-node systems (1 node, 4-16 GPUs). Time to
+* ``mlperf`` -- ``mlperf_training_v4.0``: every system (4-3,584 GPUs). Time to
   train = samples to target / throughput, so one GPU's step at the system's per-GPU batch is
   ``global batch x seconds / samples to target``, the samples coming from MLCommons' reference
   convergence points (:mod:`gpucast.catalog.convergence`). Mixed precision, vendor-tuned code:
-  stack ``tuned``. The gradient all-reduce inside the node, exposed past the backward pass,
-  goes into ``extra_s``.
+  stack ``tuned``. The gradient all-reduce (NVLink/PCIe, then the nodes' network), exposed
+  past the backward pass, goes into ``extra_s``.
 * ``zeus`` and ``pollux`` -- see :func:`zeus_observations` and :func:`pollux_observations`.
 
 Columns: ``source``, ``group`` (the run or system it came from), ``workload``, ``options``
@@ -152,12 +152,12 @@ def mlperf_system_rows(
 def mlperf_observations(
     data_dir: Path, samples_to_target: SamplesToTarget, *, catalog: Any
 ) -> pd.DataFrame:
-    """:func:`mlperf_system_rows` of single-node systems, with the gradient all-reduce inside
-    the node that the backward pass cannot hide in ``extra_s``."""
+    """:func:`mlperf_system_rows` of every system, 4 to 3,584 GPUs, with the gradient
+    all-reduce that the backward pass cannot hide in ``extra_s``. The large systems, whose
+    per-GPU batch is small, are what pins the tuned stack's per-step and per-kernel costs."""
     rows = mlperf_system_rows(data_dir, samples_to_target, catalog=catalog)
     if not len(rows):
         return rows
-    rows = rows[rows["gpus"] == rows["gpus_per_node"]].reset_index(drop=True)
     return with_collective(rows, catalog)
 
 
