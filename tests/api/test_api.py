@@ -10,10 +10,10 @@ import pytest
 
 import gpucast
 from gpucast.app.measure import MeasureInferRequest, MeasureResult, MeasureTrainRequest
-from gpucast.app.profile import OPTIMIZERS, ProfileRequest, parse_workload_options
+from gpucast.app.profile import OPTIMIZERS, ProfileRequest
 from gpucast.domain.errors import InvalidSpecError, UnknownWorkloadError
 from gpucast.domain.measurement import Measurement
-from gpucast.domain.workload import WorkloadSpec
+from gpucast.domain.workload import WorkloadSpec, parse_workload_options
 from gpucast.store import open_store
 
 QUICK = {"device": "cpu", "batch_size": 4, "max_time_s": 2.0, "min_samples": 3}

@@ -76,7 +76,12 @@ def plan_train(
                 fix=f"drop --precision or profile again with --precision {request.precision}",
             )
     else:
-        prof = workload_profile(request.workload, request.precision, request.profile_file)
+        prof = workload_profile(
+            request.workload,
+            request.precision,
+            request.profile_file,
+            options=dict(request.workload_options),
+        )
     facts = workload_facts(prof)
     efficiency = step_time_efficiency(request.software)
     calibration = store_calibration(

@@ -19,7 +19,13 @@ from gpucast.app._request import resolve
 from gpucast.app.fit import require_file
 from gpucast.domain.errors import DataFormatError, InvalidInputError, InvalidSpecError
 from gpucast.domain.options import option
-from gpucast.domain.workload import PRECISIONS, SOFTWARE_HELP, check_software
+from gpucast.domain.workload import (
+    PRECISIONS,
+    SOFTWARE_HELP,
+    WorkloadOptions,
+    check_software,
+    workload_options_field,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -81,6 +87,7 @@ class PredictTrainRequest:
     gpu: str = option(help="Catalog GPU name, e.g. V100, A100, H100.", example="A100")
     precision: str = option("fp32", help="fp32, bf16 or fp16.", example="bf16")
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
+    workload_options: WorkloadOptions = workload_options_field()
 
     def __post_init__(self) -> None:
         if isinstance(self.batch_size, bool) or self.batch_size < 1:
@@ -160,7 +167,11 @@ def predict_train(
     store = Path(db) if db is not None else default_db_path()
     catalog = load_catalog()
     spec = catalog.gpu(request.gpu)
-    facts = workload_facts(workload_profile(request.workload, request.precision))
+    facts = workload_facts(
+        workload_profile(
+            request.workload, request.precision, options=dict(request.workload_options)
+        )
+    )
     efficiency = step_time_efficiency(request.software)
     calibration = store_calibration(
         store, request.workload, request.precision, facts, catalog, efficiency=efficiency.value

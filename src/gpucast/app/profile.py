@@ -8,7 +8,6 @@ Every input is checked before the store is touched: an unknown workload creates 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
@@ -17,7 +16,12 @@ from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.profile import WorkloadProfile
-from gpucast.domain.workload import Precision, WorkloadSpec
+from gpucast.domain.workload import (
+    Precision,
+    WorkloadOptions,
+    WorkloadSpec,
+    workload_options_field,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -25,66 +29,6 @@ if TYPE_CHECKING:
 #: Optimizers a training step can use (``gpucast.workloads.steps.OPTIMIZERS``, which imports
 #: torch; a test keeps the two equal).
 OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
-
-WorkloadOptions = tuple[tuple[str, Any], ...]
-
-
-def _option_value(raw: str) -> Any:
-    """A workload option's value: an int, a float, a tuple of ints, else the text."""
-    raw = raw.strip()
-    for number in (int, float):
-        try:
-            return number(raw)
-        except ValueError:
-            pass
-    if "," in raw:
-        try:
-            return tuple(int(part) for part in raw.split(",") if part.strip())
-        except ValueError:
-            return raw
-    return raw
-
-
-def _bad_option(text: object) -> InvalidSpecError:
-    return InvalidSpecError(
-        "option", "must be KEY=VALUE", got=text, fix="e.g. --option seq_len=128"
-    )
-
-
-def _option_key(key: object, text: object) -> str:
-    name = str(key).strip().replace("-", "_")
-    if not name.isidentifier():
-        raise _bad_option(text)
-    return name
-
-
-def parse_workload_options(value: Any) -> WorkloadOptions:
-    """Workload options from a mapping, ``(key, value)`` pairs or ``KEY=VALUE`` texts.
-
-    Texts may be repeated or comma-separated; a piece without ``=`` continues the value
-    before it, so ``hidden=16,8,seq_len=4`` is ``hidden=(16, 8)`` and ``seq_len=4``.
-    """
-    if isinstance(value, Mapping):
-        return tuple((_option_key(k, k), v) for k, v in value.items())
-    pairs: list[tuple[str, Any]] = []
-    texts: list[str] = []
-    for item in value if isinstance(value, list | tuple) else [value]:
-        if isinstance(item, list | tuple) and len(item) == 2 and isinstance(item[0], str):
-            pairs.append((_option_key(item[0], item), item[1]))  # already parsed (to_options)
-            continue
-        if not isinstance(item, str):
-            raise _bad_option(item)
-        texts += [piece for piece in item.split(",") if piece.strip()]
-    raw: list[list[str]] = []
-    for piece in texts:
-        if "=" in piece:
-            key, _, first = piece.partition("=")
-            raw.append([_option_key(key, piece), first])
-        elif raw:
-            raw[-1][1] += "," + piece
-        else:
-            raise _bad_option(piece.strip())
-    return (*pairs, *((key, _option_value(text)) for key, text in raw))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,16 +46,7 @@ class ProfileRequest:
     batch_size: int = option(32, short="-b", help="Samples per step.", example="32")
     precision: str = option("fp32", help="fp32, bf16 or fp16.", example="bf16")
     optimizer: str = option("sgd", help="sgd (momentum) or adam.", example="adam")
-    workload_options: WorkloadOptions = option(
-        (),
-        flag="option",
-        short="-o",
-        kind="list",
-        parse=parse_workload_options,
-        metavar="KEY=VALUE",
-        help="Workload option KEY=VALUE, e.g. seq_len=128 (a value may hold commas: hidden=16,8).",
-        example="seq_len=128",
-    )
+    workload_options: WorkloadOptions = workload_options_field()
     save: bool = option(
         True, negative="no-save", help="Write the profile to the store (--no-save: do not)."
     )

@@ -32,7 +32,12 @@ from gpucast.domain.spot import (
     spot_scenario_option,
 )
 from gpucast.domain.units import parse_duration_s
-from gpucast.domain.workload import SOFTWARE_HELP, check_software
+from gpucast.domain.workload import (
+    SOFTWARE_HELP,
+    WorkloadOptions,
+    check_software,
+    workload_options_field,
+)
 
 if TYPE_CHECKING:  # numpy: loaded when a simulation runs
     from gpucast.domain.simulation import SimulationResult
@@ -94,6 +99,7 @@ class SimulateTrainRequest:
     )
     precision: str = option("fp32", help="fp32 | bf16 | fp16.", example="bf16")
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
+    workload_options: WorkloadOptions = workload_options_field()
     steps: int = option(
         help="Steps of the job (worker mini-batches, as async PS counts them; global steps "
         "for synchronous strategies).",
@@ -307,7 +313,9 @@ def simulate_train(
         else spot_inputs.named_lifetimes(store, request.lifetimes),
     )
     dists = [lifetimes(g.gpu, g.region, request.provider or "") if g.spot else None for g in groups]
-    work = workload_inputs(request.workload, root, request.precision)
+    work = workload_inputs(
+        request.workload, root, request.precision, options=dict(request.workload_options)
+    )
     calibration = None
     efficiency = step_time_efficiency(request.software).value
     if work.facts is not None:

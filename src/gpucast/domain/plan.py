@@ -30,7 +30,13 @@ from gpucast.domain.spot import (
     spot_scenario_option,
 )
 from gpucast.domain.units import duration_s
-from gpucast.domain.workload import PRECISIONS, SOFTWARE_HELP, check_software
+from gpucast.domain.workload import (
+    PRECISIONS,
+    SOFTWARE_HELP,
+    WorkloadOptions,
+    check_software,
+    workload_options_field,
+)
 
 #: Data-parallel strategies the planner searches: ring all-reduce DDP, fully sharded data
 #: parallel, asynchronous parameter server with CPU shards.
@@ -85,6 +91,7 @@ class TrainRequest:
     )
     precision: str = option("fp32", help="fp32, bf16 or fp16.", example="bf16")
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
+    workload_options: WorkloadOptions = workload_options_field()
     epochs: float | None = option(
         None, help="Epochs at the reference batch (default: the workload family's).", example="90"
     )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.options import option
 
 Precision = Literal["fp32", "bf16", "fp16"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
@@ -52,3 +54,80 @@ class WorkloadSpec:
             raise InvalidSpecError(
                 "precision", f"must be one of {', '.join(PRECISIONS)}", got=self.precision
             )
+
+
+# -- workload options (``-o KEY=VALUE``), shared by every verb that builds a workload ---------
+#: Options of a workload's factory as ordered (name, value) pairs.
+WorkloadOptions = tuple[tuple[str, Any], ...]
+
+
+def _option_value(raw: str) -> Any:
+    """A workload option's value: an int, a float, a tuple of ints, else the text."""
+    raw = raw.strip()
+    for number in (int, float):
+        try:
+            return number(raw)
+        except ValueError:
+            pass
+    if "," in raw:
+        try:
+            return tuple(int(part) for part in raw.split(",") if part.strip())
+        except ValueError:
+            return raw
+    return raw
+
+
+def _bad_option(text: object) -> InvalidSpecError:
+    return InvalidSpecError(
+        "option", "must be KEY=VALUE", got=text, fix="e.g. --option seq_len=128"
+    )
+
+
+def _option_key(key: object, text: object) -> str:
+    name = str(key).strip().replace("-", "_")
+    if not name.isidentifier():
+        raise _bad_option(text)
+    return name
+
+
+def parse_workload_options(value: Any) -> WorkloadOptions:
+    """Workload options from a mapping, ``(key, value)`` pairs or ``KEY=VALUE`` texts.
+
+    Texts may be repeated or comma-separated; a piece without ``=`` continues the value
+    before it, so ``hidden=16,8,seq_len=4`` is ``hidden=(16, 8)`` and ``seq_len=4``.
+    """
+    if isinstance(value, Mapping):
+        return tuple((_option_key(k, k), v) for k, v in value.items())
+    pairs: list[tuple[str, Any]] = []
+    texts: list[str] = []
+    for item in value if isinstance(value, list | tuple) else [value]:
+        if isinstance(item, list | tuple) and len(item) == 2 and isinstance(item[0], str):
+            pairs.append((_option_key(item[0], item), item[1]))  # already parsed (to_options)
+            continue
+        if not isinstance(item, str):
+            raise _bad_option(item)
+        texts += [piece for piece in item.split(",") if piece.strip()]
+    raw: list[list[str]] = []
+    for piece in texts:
+        if "=" in piece:
+            key, _, first = piece.partition("=")
+            raw.append([_option_key(key, piece), first])
+        elif raw:
+            raw[-1][1] += "," + piece
+        else:
+            raise _bad_option(piece.strip())
+    return (*pairs, *((key, _option_value(text)) for key, text in raw))
+
+
+def workload_options_field() -> Any:
+    """The ``-o/--option KEY=VALUE`` request field (one definition for every verb)."""
+    return option(
+        (),
+        flag="option",
+        short="-o",
+        kind="list",
+        parse=parse_workload_options,
+        metavar="KEY=VALUE",
+        help="Workload option KEY=VALUE, e.g. seq_len=128 (a value may hold commas: hidden=16,8).",
+        example="seq_len=128",
+    )

@@ -158,6 +158,8 @@ def workload_inputs(
     data_dir: Path | None,
     precision: str,
     profile_file: Path | None = None,
+    *,
+    options: Mapping[str, Any] | None = None,
 ) -> WorkloadInputs:
     """Parameter bytes and tensor count: the profiler for built-in (and ``module:factory``)
     workloads, CM-DARE's feature table for CM-DARE model names."""
@@ -169,7 +171,7 @@ def workload_inputs(
         )
     builtins = builtin_workloads()
     if profile_file is not None or workload in builtins or _is_user_spec(workload):
-        prof = workload_profile(workload, precision, profile_file)
+        prof = workload_profile(workload, precision, profile_file, options=options)
         memory = prof.memory
         return WorkloadInputs(
             name=workload,
