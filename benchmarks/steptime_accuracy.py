@@ -32,18 +32,16 @@ import pandas as pd
 
 from gpucast.catalog import load_catalog
 from gpucast.catalog.convergence import mlperf_samples_to_target
-from gpucast.domain.pollux import POLLUX_TESTBED
-from gpucast.domain.published import MLPERF_WORKLOADS, POLLUX_AS_WORKLOADS
+from gpucast.domain.published import MLPERF_WORKLOADS
 from gpucast.inputs import steptime as st
-from gpucast.plan.inputs import intra_node_gbps
 from gpucast.predict import comm
+from gpucast.predict.collective import RDMA, CollectiveModel
 from gpucast.predict.steptime import (
     StepTimeModel,
     cross_validated_residuals,
     error_table,
     nested_coverage,
 )
-from gpucast.store.datasets.pollux import read_pollux_placements
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 pd.set_option("display.width", 200)
@@ -84,56 +82,30 @@ def section_cv(obs: pd.DataFrame) -> None:
 
 def section_pollux(obs: pd.DataFrame, catalog: object) -> None:
     model = StepTimeModel().fit(obs)
-    placements = read_pollux_placements(DATA / "pollux_osdi21")
-    multi = placements[placements.gpus > 1].copy()
-    rows = []
-    spec = catalog.gpu(POLLUX_TESTBED.gpu)  # type: ignore[attr-defined]
-    for job, part in multi.groupby("job"):
-        pw = POLLUX_AS_WORKLOADS.get(str(job))
-        if pw is None:
-            continue
-        frame = pd.DataFrame(
-            [
-                st._row(
-                    source="pollux",
-                    group=str(job),
-                    spec=pw,
-                    stack="pytorch",
-                    gpu=spec.name,
-                    batch=float(b),
-                    step_time_s=1.0,
-                )
-                for b in part.local_bsz
-            ]
-        )
-        feats = st.with_features(frame, catalog)
-        compute = model.predict(feats, use_workload_factor=True)
-        grads = np.asarray(st._gradient_bytes(frame), dtype=np.float64)
-        total = comm.hierarchical_collective_s(
-            grads,
-            part.gpus.to_numpy(),
-            part.gpus_per_node_max.to_numpy(),
-            intra_node_gbps(spec),
-            POLLUX_TESTBED.network_gbps,
-            comm.DEFAULT_HOP_LATENCY_S,
-        )
-        predicted = compute + _exposed(total, compute)
-        out = part.assign(predicted_s=predicted, compute_s=compute)
-        rows.append(out)
-    table = pd.concat(rows, ignore_index=True)
-    table["error_pct"] = _ape(table.predicted_s.to_numpy(), table.step_time_s.to_numpy())
-    print("\n2. Pollux T4 step time at unseen multi-GPU placements")
-    summary = table.groupby("job").agg(
-        placements=("placement", "nunique"),
-        rows=("error_pct", "size"),
-        mape_pct=("error_pct", lambda e: float(np.mean(np.abs(e)))),
-        signed_median_pct=("error_pct", "median"),
+    rows = st.pollux_collective_rows(DATA, catalog, model)
+    print("\n2. Pollux T4 step time at unseen multi-GPU placements (compute from the fitted")
+    print("   single-T4 step; all-reduce over TCP: NIC and PCIe shares, fixed cost and overlap")
+    print("   fitted by CollectiveModel on the other placements / the other jobs)")
+    nominal = rows.compute_s + RDMA.exposed_s(
+        RDMA.total_s(rows.gradient_bytes, rows.gpus, rows.gpus_per_node,
+                     rows.intra_node_gbps, rows.network_gbps), rows.compute_s)  # fmt: skip
+    out = {"nominal links (nothing fitted)": _ape(nominal.to_numpy(), rows.step_time_s.to_numpy())}
+    for name, key in (("leave one placement out", "placement"), ("leave one job out", "job")):
+        err = np.zeros(len(rows))
+        for value in sorted(set(rows[key])):
+            held = (rows[key] == value).to_numpy()
+            fitted = CollectiveModel().fit(rows[~held])
+            err[held] = _ape(fitted.predict(rows[held]), rows.step_time_s.to_numpy()[held])
+        out[name] = err
+    table = pd.DataFrame(
+        {name: rows.assign(e=np.abs(e)).groupby("job").e.mean() for name, e in out.items()}
     )
-    print(summary.round(1).to_string())
-    table["nodes_bucket"] = pd.cut(table.nodes, [0, 1, 2, 4, 16], labels=["1", "2", "3-4", "5-16"])
-    print("   by nodes:", table.groupby("nodes_bucket", observed=True).error_pct.apply(
-        lambda e: round(float(np.mean(np.abs(e))), 1)).to_dict())  # fmt: skip
-    print(f"   all: MAPE {np.mean(np.abs(table.error_pct)):.1f}% over {len(table)} rows")
+    table.loc["all"] = [float(np.mean(np.abs(e))) for e in out.values()]
+    print(table.round(1).to_string())
+    fitted = CollectiveModel().fit(rows).constants
+    print(f"   fitted on all {len(rows)}: {fitted.network_efficiency:.3f} of the 50 Gbit/s NIC, "
+          f"{fitted.intra_efficiency:.3f} of PCIe, {1e3 * fitted.latency_s:.1f} ms per step, "
+          f"overlap {fitted.overlap_fraction:.2f}")  # fmt: skip
 
 
 def section_mlperf(obs: pd.DataFrame, catalog: object) -> None:

@@ -11,6 +11,7 @@ from gpucast.domain.catalog import GpuSpec, Offer
 from gpucast.domain.plan import TrainRequest
 from gpucast.plan.inputs import PerfParams, RiskInputs, WorkloadFacts
 from gpucast.plan.train import PlanContext
+from gpucast.predict.collective import RDMA
 from gpucast.predict.revocation import ExponentialLifetime
 
 DAY = date(2026, 1, 1)
@@ -108,7 +109,8 @@ def context(hazard_per_hour: float = 0.05, **fact_changes: Any) -> PlanContext:
     return PlanContext(
         catalog=catalog(),
         facts=facts(**fact_changes),
-        perf=PerfParams(),
+        # the planner's mechanics on nominal links (TCP constants are tested on their own)
+        perf=PerfParams(collective_tcp=RDMA),
         risk=RiskInputs(
             lifetime=lambda g, r, p: life,
             startup_mean_s=60.0,

@@ -13,9 +13,10 @@ from plan_factories import context, request
 
 from gpucast.plan.efficiency import epochs_needed, workload_family
 from gpucast.plan.evaluate import mva_table
+from gpucast.plan.inputs import PerfParams
 from gpucast.plan.pareto import nondominated, pareto_front_2d
 from gpucast.plan.risk import MinLifetime, approx_spot_time_s
-from gpucast.plan.space import FSDP, PS
+from gpucast.plan.space import DDP, FSDP, PS
 from gpucast.plan.train import search
 from gpucast.predict import comm
 from gpucast.predict.revocation import ExponentialLifetime
@@ -105,6 +106,40 @@ def test_vectorised_collectives_match_comm_formulas() -> None:
         assert ev.comm_s[i] == pytest.approx(total, rel=1e-12, abs=1e-15)
         step = ev.compute_s[i] + comm.exposed_comm_s(total, float(ev.compute_s[i]))
         assert ev.step_s[i] == pytest.approx(step, rel=1e-12)
+
+
+def test_tcp_networks_use_the_fitted_collective_constants() -> None:
+    """On a network without RDMA the all-reduce runs at the fitted share of the NIC (and of
+    PCIe for GPUs without NVLink), pays the fixed cost and overlaps as fitted."""
+    import dataclasses
+
+    from gpucast.predict.collective import TCP_DEFAULT
+
+    ctx = dataclasses.replace(context(), perf=PerfParams())  # TCP everywhere: no RDMA types
+    res = search(request(allow_spot=False, deadline_s=None), ctx)
+    space, ev = res.space, res.evaluation
+    multi = np.flatnonzero((space.strategy == DDP) & ev.fits & (ev.workers > 1))
+    assert multi.size
+    for i in multi[:: max(1, multi.size // 40)]:
+        o, g, n = space.offer[i], space.offers.gpu[space.offer[i]], int(ev.workers[i])
+        c = (
+            TCP_DEFAULT
+            if not res.gpus.nvlink[g]
+            else dataclasses.replace(TCP_DEFAULT, intra_efficiency=1.0)
+        )
+        total = float(
+            c.total_s(
+                ctx.facts.gradient_bytes,
+                n,
+                int(space.offers.gpus_per_node[o]),
+                float(res.gpus.intra_node_gbps[g]),
+                float(space.offers.network_gbps[o]),
+            )
+        )
+        assert ev.comm_s[i] == pytest.approx(total, rel=1e-12)
+        assert total > TCP_DEFAULT.latency_s  # at least the fixed cost
+        exposed = float(c.exposed_s(total, float(ev.compute_s[i])))
+        assert ev.step_s[i] == pytest.approx(float(ev.compute_s[i]) + exposed, rel=1e-12)
 
 
 def test_gpu_table_reproduces_the_roofline() -> None:

@@ -40,6 +40,7 @@ from gpucast.domain.spot import GCP_PREEMPTIBLE_CAP_S, censor_observed
 from gpucast.predict.base import REGISTRY, Estimator, estimator_from_dict
 from gpucast.predict.bursty import CapacityGaps, MMPPModel, PiecewiseHazardModel
 from gpucast.predict.cluster import ClusterModel
+from gpucast.predict.collective import TCP_DEFAULT, CollectiveModel
 from gpucast.predict.overheads import CheckpointModel, FrameworkStartModel, StartupModel
 from gpucast.predict.revocation import RevocationModel
 from gpucast.predict.serving import BatchLatencyModel
@@ -426,7 +427,38 @@ STEPTIME = Case(
 )
 
 
+# -------------------------------------------------------------------------- collective
+def _collective_rows(noise: float = 0.0) -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    gpus = np.array([2, 4, 8, 2, 4, 8, 16, 4] * 3, dtype=np.float64)
+    frame = pd.DataFrame(
+        {
+            "gradient_bytes": np.repeat([4e7, 4.4e8, 6e6], 8),
+            "gpus": gpus,
+            "gpus_per_node": np.minimum(gpus, [1, 1, 1, 2, 4, 4, 4, 4] * 3),
+            "intra_node_gbps": 128.0,
+            "network_gbps": 50.0,
+            "compute_s": np.repeat([0.05, 0.4, 0.007], 8),
+        }
+    )
+    step = (
+        TCP_DEFAULT.total_s(frame.gradient_bytes, frame.gpus, frame.gpus_per_node, 128.0, 50.0)
+        + frame.compute_s
+    )
+    frame["step_time_s"] = step * np.exp(rng.normal(0, noise, len(frame)))
+    return frame
+
+
+COLLECTIVE = Case(
+    make=CollectiveModel,
+    fit_inputs=lambda: ((_collective_rows(0.02),), {"fitted_on": "synthetic"}),
+    predict=lambda m: [m.predict(_collective_rows()), m.constants.to_dict()],
+    unfitted_calls=(lambda m: m.predict(_collective_rows()), lambda m: m.constants),
+)
+
+
 CASES: dict[str, Case] = {
+    "collective": COLLECTIVE,
     "steptime": STEPTIME,
     "speed": SPEED,
     "cluster": CLUSTER,

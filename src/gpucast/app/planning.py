@@ -118,7 +118,7 @@ def plan_train(
         ),
         Assumption(
             name="step-time calibration",
-            value="calibrated" if calibration is not None else "none (roofline priors)",
+            value="calibrated" if calibration is not None else "none (the fitted roofline alone)",
             source=calibration.source
             if calibration is not None
             else f"no stored training measurement of {request.workload} at "

@@ -80,6 +80,8 @@ class FitStepTimeResult:
     intervals: dict[str, Any]
     #: cross-validated MAPE (%) and 80%-interval coverage per (regime, source, gpu)
     errors: list[dict[str, Any]]
+    #: the TCP collective constants fitted on Pollux and their leave-one-placement-out error
+    collective: dict[str, Any]
     model: StepTimeModel = field(compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -90,6 +92,7 @@ class FitStepTimeResult:
             "gpu_factors": dict(self.gpu_factors),
             "intervals": dict(self.intervals),
             "errors": [dict(e) for e in self.errors],
+            "collective": dict(self.collective),
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -132,6 +135,7 @@ def fit_steptime(request: FitStepTimeRequest | None = None, /, **options: Any) -
         errors = [
             {str(k): v for k, v in e.items()} for e in error_table(residuals).to_dict("records")
         ]
+    collective = _fit_tcp_collective(data_dir, catalog, model, request)
     save_model(model, request.out)
     assert model.eta_compute_ is not None
     return FitStepTimeResult(
@@ -147,5 +151,34 @@ def fit_steptime(request: FitStepTimeRequest | None = None, /, **options: Any) -
         gpu_factors=dict(model.gpu_factor_),
         intervals=model.intervals_.to_dict(),
         errors=errors,
+        collective=collective,
         model=model,
     )
+
+
+def _fit_tcp_collective(
+    data_dir: Path, catalog: Any, model: StepTimeModel, request: FitStepTimeRequest
+) -> dict[str, Any]:
+    """The TCP collective constants fitted on Pollux's multi-GPU placements (kept in the
+    model), and their leave-one-placement-out error."""
+    import numpy as np
+
+    from gpucast.inputs.steptime import pollux_collective_rows
+    from gpucast.predict.collective import CollectiveModel
+
+    if "pollux" not in request.sources:
+        return {}
+    rows = pollux_collective_rows(data_dir, catalog, model)
+    if not len(rows):
+        return {}
+    fitted = CollectiveModel().fit(rows, fitted_on=f"Pollux traces: {len(rows)} multi-GPU steps")
+    model.with_collective("tcp", fitted.constants)
+    out: dict[str, Any] = {"tcp": fitted.constants.to_dict(), "rows": len(rows)}
+    if request.cross_validate:
+        errors = []
+        for placement in sorted(set(rows["placement"])):
+            held = rows["placement"] == placement
+            part = CollectiveModel().fit(rows[~held]).predict(rows[held])
+            errors.append(np.abs(part / rows.loc[held, "step_time_s"].to_numpy() - 1.0))
+        out["leave_one_placement_out_mape_pct"] = float(100.0 * np.mean(np.concatenate(errors)))
+    return out

@@ -137,7 +137,20 @@ def steptime(
         return
     rows = ", ".join(f"{k} {v}" for k, v in sorted(result.rows_by_source.items()))
     console.print(f"fitted step-time model on {rows} -> {result.model_file}", highlight=False)
+    if result.collective:
+        tcp = result.collective["tcp"]
+        cv = result.collective.get("leave_one_placement_out_mape_pct")
+        console.print(
+            f"  TCP all-reduce ({result.collective['rows']} Pollux steps): "
+            f"{tcp['network_efficiency']:.3f} of the NIC, {tcp['intra_efficiency']:.3f} of "
+            f"PCIe, {1e3 * tcp['latency_s']:.1f} ms per step, overlap "
+            f"{tcp['overlap_fraction']:.2f}"
+            + ("" if cv is None else f"; leave-one-placement-out MAPE {cv:.1f}%"),
+            highlight=False,
+        )
     for regime, n in sorted(result.intervals.get("n", {}).items()):
+        if "|" in regime:
+            continue
         mape = result.intervals["mape_pct"][regime]
         console.print(
             f"  {regime}: cross-validated MAPE {mape:.1f}% over {n} held-out predictions",

@@ -103,8 +103,35 @@ def perf_params(data_dir: Path | None) -> Sourced[PerfParams]:
 
     folder = data_path(data_dir, "cmdare", "cluster_scaling")
     if folder is None or not folder.is_dir():
-        perf = PerfParams()
+        perf = with_collectives(PerfParams())
         return Sourced(perf, perf.source)
     model, facts = fitted_cluster_model(folder)
     perf = PerfParams.from_cluster_model(model, fitted_on=f"{folder} ({facts['runs']} rows)")
+    perf = with_collectives(perf)
     return Sourced(perf, perf.source)
+
+
+def with_collectives(perf: PerfParams) -> PerfParams:
+    """``perf`` with the all-reduce constants of the shipped step-time model (TCP fitted on the
+    Pollux traces; RDMA nominal) and the instance types whose network is RDMA-class
+    (InfiniBand, RoCE or EFA in ``catalog/data/systems.csv``)."""
+    import dataclasses
+
+    from gpucast.catalog.steptime import shipped_step_time_model
+    from gpucast.catalog.systems import load_systems
+
+    rdma = frozenset(s.name for s in load_systems() if s.network in RDMA_NETWORKS)
+    shipped = shipped_step_time_model()
+    if shipped is None:
+        return dataclasses.replace(perf, rdma_instances=rdma)
+    return dataclasses.replace(
+        perf,
+        collective_rdma=shipped.collective("rdma"),
+        collective_tcp=shipped.collective("tcp"),
+        rdma_instances=rdma,
+        source=f"{perf.source}; all-reduce over TCP {shipped.collective('tcp').source}",
+    )
+
+
+#: Networks that run NCCL over RDMA (the rest is priced as TCP).
+RDMA_NETWORKS = frozenset({"infiniband", "roce", "efa"})

@@ -281,6 +281,62 @@ def pollux_observations(data_dir: Path) -> pd.DataFrame:
     return _frame(rows)
 
 
+def pollux_collective_rows(data_dir: Path, catalog: Any, model: Any) -> pd.DataFrame:
+    """Every Pollux multi-GPU placement as a row :class:`gpucast.predict.collective.
+    CollectiveModel` fits on: the gradient bytes of the job's workload, GPUs, GPUs on the
+    fullest node, the g4dn.12xlarge's PCIe and 50 Gbit/s network, the measured step, and the
+    compute of one T4 at the local batch from the fitted step-time ``model`` (with the job's
+    workload factor: the job was measured on this GPU)."""
+    from gpucast.domain.pollux import POLLUX_TESTBED
+    from gpucast.domain.published import POLLUX_AS_WORKLOADS
+    from gpucast.plan.inputs import intra_node_gbps
+    from gpucast.store.datasets.pollux import read_pollux_placements
+
+    folder = data_path(data_dir, "pollux_osdi21")
+    if folder is None:
+        return pd.DataFrame()
+    placements = read_pollux_placements(folder)
+    multi = placements[placements["gpus"] > 1]
+    spec = catalog.gpu(POLLUX_TESTBED.gpu)
+    parts = []
+    for job, part in multi.groupby("job"):
+        published = POLLUX_AS_WORKLOADS.get(str(job))
+        if published is None:
+            continue
+        rows = _frame(
+            _row(
+                source="pollux",
+                group=f"{job}/{p}",
+                spec=published,
+                stack="pytorch",
+                gpu=spec.name,
+                batch=float(b),
+                step_time_s=float(t),
+            )
+            for p, b, t in zip(
+                part["placement"], part["local_bsz"], part["step_time_s"], strict=True
+            )
+        )
+        compute = model.predict(with_features(rows, catalog), use_workload_factor=True)
+        parts.append(
+            pd.DataFrame(
+                {
+                    "job": str(job),
+                    "placement": part["placement"].astype(str).to_numpy(),
+                    "nodes": part["nodes"].to_numpy(),
+                    "gradient_bytes": _gradient_bytes(rows),
+                    "gpus": part["gpus"].to_numpy(dtype=np.float64),
+                    "gpus_per_node": part["gpus_per_node_max"].to_numpy(dtype=np.float64),
+                    "intra_node_gbps": intra_node_gbps(spec),
+                    "network_gbps": POLLUX_TESTBED.network_gbps,
+                    "compute_s": compute,
+                    "step_time_s": part["step_time_s"].to_numpy(dtype=np.float64),
+                }
+            )
+        )
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
 # -- all of them ----------------------------------------------------------------------------
 ALL_SOURCES: tuple[str, ...] = ("cmdare", "mlperf", "zeus", "pollux")
 

@@ -52,7 +52,6 @@ from gpucast.plan.hetero import (
 )
 from gpucast.plan.inputs import CHECKPOINTING_SLOWDOWN, TERMS, GpuTable, PerfParams, WorkloadFacts
 from gpucast.plan.space import DDP, FSDP, PS, PS_SYNC, Space
-from gpucast.predict import comm
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -255,17 +254,18 @@ def _evaluate_single(
     roof_bottleneck = col_argmax(terms)
 
     # -- synchronous collectives -----------------------------------------------------------
-    coll = comm.hierarchical_collective_s(
+    rdma = np.isin(np.asarray(off.instance_type)[o], list(params.rdma_instances))
+    coll, exposed_sync = params.sync_collective(
         facts.gradient_bytes,
         nf,
         gpn,
         gpus.intra_node_gbps[g],
         off.network_gbps[o],
-        params.hop_latency_s,
+        compute,
+        rdma=rdma,
+        nvlink=gpus.nvlink[g],
         passes=np.where(space.strategy == FSDP, 3.0, 2.0),
     )
-    hidden = np.minimum(params.overlap_fraction * coll, params.backward_fraction * compute)
-    exposed_sync = coll - hidden
     step_sync = compute + exposed_sync
 
     # -- asynchronous parameter server -----------------------------------------------------
@@ -444,16 +444,20 @@ def evaluate_mixed(
     roof_bottleneck = col_argmax(terms[r, slowest])
 
     # -- DDP ring over both instance types ---------------------------------------------------
-    coll = comm.hierarchical_collective_s(
+    types = np.asarray(off.instance_type)
+    rdma = np.isin(types[oa], list(params.rdma_instances)) & np.isin(
+        types[ob], list(params.rdma_instances)
+    )
+    coll, exposed_ddp = params.sync_collective(
         facts.gradient_bytes,
         nf,
         np.minimum(off.gpus_per_node[oa], off.gpus_per_node[ob]),
         np.minimum(gpus.intra_node_gbps[g[:, 0]], gpus.intra_node_gbps[g[:, 1]]),
         np.minimum(off.network_gbps[oa], off.network_gbps[ob]),
-        params.hop_latency_s,
+        compute,
+        rdma=rdma,
+        nvlink=gpus.nvlink[g[:, 0]] & gpus.nvlink[g[:, 1]],
     )
-    hidden = np.minimum(params.overlap_fraction * coll, params.backward_fraction * compute)
-    exposed_ddp = coll - hidden
 
     # -- parameter server (both modes) -------------------------------------------------------
     has_cpu = ~np.isnan(off.cpu_usd_per_hour[oa])

@@ -29,6 +29,7 @@ from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.units import MIB
 from gpucast.predict import comm
 from gpucast.predict.cluster import ClusterModel
+from gpucast.predict.collective import RDMA, TCP_DEFAULT, CollectiveConstants
 from gpucast.predict.memory import usable_bytes
 from gpucast.predict.revocation import LifetimeDistribution
 from gpucast.predict.roofline import (
@@ -243,7 +244,45 @@ class PerfParams:
     overlap_fraction: float = comm.DEFAULT_OVERLAP_FRACTION
     backward_fraction: float = comm.DEFAULT_BACKWARD_FRACTION
     collective_uncertainty: float = 0.25
+    #: how all-reduce runs on RDMA-class networks and on TCP ones (gpucast.predict.collective),
+    #: and which instance types have RDMA (the rest are priced as TCP)
+    collective_rdma: CollectiveConstants = RDMA
+    collective_tcp: CollectiveConstants = TCP_DEFAULT
+    rdma_instances: frozenset[str] = frozenset()
     source: str = "built-in constants: ClusterModel fitted on CM-DARE cluster_scaling"
+
+    def sync_collective(
+        self,
+        data_bytes: npt.ArrayLike,
+        workers: npt.ArrayLike,
+        gpus_per_node: npt.ArrayLike,
+        intra_node_gbps: npt.ArrayLike,
+        node_network_gbps: npt.ArrayLike,
+        compute_s: npt.ArrayLike,
+        *,
+        rdma: npt.ArrayLike,
+        nvlink: npt.ArrayLike,
+        passes: npt.ArrayLike = 2.0,
+    ) -> tuple[FloatArray, FloatArray]:
+        """(whole collective, exposed part) per row: RDMA rows with :attr:`collective_rdma`,
+        the others with :attr:`collective_tcp` -- whose intra-node share was fitted on PCIe
+        GPUs and so does not apply to NVLink ones."""
+        import dataclasses
+
+        args = (data_bytes, workers, gpus_per_node, intra_node_gbps, node_network_gbps)
+        tcp_nvlink = dataclasses.replace(self.collective_tcp, intra_efficiency=1.0)
+        rows = np.broadcast(*(np.asarray(a) for a in (*args, compute_s, rdma, nvlink))).shape
+        total = np.zeros(rows)
+        exposed = np.zeros(rows)
+        choice = np.where(
+            np.asarray(rdma, dtype=bool), 0, np.where(np.asarray(nvlink, dtype=bool), 1, 2)
+        )
+        for k, c in enumerate((self.collective_rdma, tcp_nvlink, self.collective_tcp)):
+            t = np.broadcast_to(c.total_s(*args, passes=passes), rows)
+            e = np.broadcast_to(c.exposed_s(t, compute_s), rows)
+            total = np.where(choice == k, t, total)
+            exposed = np.where(choice == k, e, exposed)
+        return np.asarray(total, dtype=np.float64), np.asarray(exposed, dtype=np.float64)
 
     @classmethod
     def from_cluster_model(cls, model: ClusterModel, *, fitted_on: str) -> PerfParams:

@@ -53,7 +53,7 @@ from gpucast.plan.risk import (
     simulate_spot,
 )
 from gpucast.plan.space import PS, PS_SYNC, STRATEGY_LABELS, OfferTable, Space, build_space
-from gpucast.plan.uncertainty import p_meet_deadline, strata
+from gpucast.plan.uncertainty import SPOT_STRATA, p_meet_deadline, strata
 from gpucast.predict.roofline import Calibration, RooflineEfficiency
 
 IntArray = npt.NDArray[np.int64]
@@ -604,9 +604,10 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         "risk",
         "P(meet deadline) covers the step-time model's own uncertainty and, for spot, "
         "revocations: each plan's time interval is read as the 10th-90th percentile of a "
-        "per-run speed factor (two-piece lognormal, median = the model's value; +-50% "
-        "uncalibrated gives sigma 0.32). On demand: P(start-up + training x factor <= "
-        "deadline) in closed form; spot: the Monte Carlo runs are split evenly over 10 strata "
+        "per-run speed factor (two-piece lognormal, median = the model's value; the interval "
+        "is the 10th-90th percentile of cross-validated errors in the prediction's regime). "
+        "On demand: P(start-up + training x factor <= deadline) in closed form; spot: the "
+        f"Monte Carlo runs are split evenly over {SPOT_STRATA} strata "
         "of the factor (revocations, restarts, start-up delays simulated in each). "
         "--min-p-meet applies to both markets; on-demand plans must also meet the deadline "
         "with the model's central value",

@@ -12,6 +12,7 @@ from typing import Any
 from gpucast.predict import (  # noqa: F401 -- imported to register their estimators
     bursty,
     cluster,
+    collective,
     overheads,
     revocation,
     serving,

@@ -57,6 +57,7 @@ from scipy.optimize import least_squares
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.workload import SOFTWARE_STACKS
 from gpucast.predict.base import Estimator, register
+from gpucast.predict.collective import NETWORK_KINDS, RDMA, TCP_DEFAULT, CollectiveConstants
 from gpucast.predict.intervals import INTERVAL_QUANTILES, IntervalTable
 from gpucast.predict.roofline import RooflineEfficiency
 
@@ -163,6 +164,9 @@ class StepTimeModel(Estimator):
         self.workload_factor_: dict[str, float] = {}
         self.borrowed_: dict[str, str] = {}
         self.intervals_: IntervalTable = IntervalTable()
+        #: collective constants per network kind fitted with the step times (see
+        #: :mod:`gpucast.predict.collective`); kinds without a fit use its defaults
+        self.collective_: dict[str, CollectiveConstants] = {}
         self.fitted_on_: str = ""
         self.n_rows_: int = 0
 
@@ -240,6 +244,18 @@ class StepTimeModel(Estimator):
         self.fitted_on_ = fitted_on
         self.n_rows_ = len(frame)
         return self
+
+    def with_collective(self, kind: str, constants: CollectiveConstants) -> Self:
+        """This fitted model with the collective constants of one network kind."""
+        self._require_fitted()
+        if kind not in NETWORK_KINDS:
+            raise InvalidSpecError("network kind", f"must be one of {', '.join(NETWORK_KINDS)}")
+        self.collective_[kind] = constants
+        return self
+
+    def collective(self, kind: str) -> CollectiveConstants:
+        """The collective constants of ``kind`` (fitted, else the module defaults)."""
+        return self.collective_.get(kind, RDMA if kind == "rdma" else TCP_DEFAULT)
 
     def with_intervals(self, intervals: IntervalTable) -> Self:
         """This fitted model with its interval table (from cross-validation)."""
@@ -331,6 +347,7 @@ class StepTimeModel(Estimator):
             "workload_factor": dict(self.workload_factor_),
             "borrowed": dict(self.borrowed_),
             "intervals": self.intervals_.to_dict(),
+            "collective": {k: c.to_dict() for k, c in self.collective_.items()},
             "fitted_on": self.fitted_on_,
             "n_rows": self.n_rows_,
         }
@@ -351,6 +368,10 @@ class StepTimeModel(Estimator):
             model.workload_factor_ = {str(k): float(v) for k, v in state["workload_factor"].items()}
             model.borrowed_ = {str(k): str(v) for k, v in state.get("borrowed", {}).items()}
             model.intervals_ = IntervalTable.from_dict(state.get("intervals", {}))
+            model.collective_ = {
+                str(k): CollectiveConstants(**dict(v))
+                for k, v in dict(state.get("collective", {})).items()
+            }
             model.fitted_on_ = str(state.get("fitted_on", ""))
             model.n_rows_ = int(state.get("n_rows", 0))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
