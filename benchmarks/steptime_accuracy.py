@@ -34,7 +34,6 @@ from gpucast.catalog import load_catalog
 from gpucast.catalog.convergence import mlperf_samples_to_target
 from gpucast.domain.published import MLPERF_WORKLOADS
 from gpucast.inputs import steptime as st
-from gpucast.predict import comm
 from gpucast.predict.collective import RDMA, CollectiveModel
 from gpucast.predict.steptime import (
     StepTimeModel,
@@ -50,13 +49,6 @@ pd.set_option("display.max_rows", 200)
 
 def _ape(pred: np.ndarray, actual: np.ndarray) -> np.ndarray:
     return 100.0 * (pred / actual - 1.0)
-
-
-def _exposed(total_s: np.ndarray, compute_s: np.ndarray) -> np.ndarray:
-    hidden = np.minimum(
-        comm.DEFAULT_OVERLAP_FRACTION * total_s, comm.DEFAULT_BACKWARD_FRACTION * compute_s
-    )
-    return np.asarray(total_s - hidden, dtype=np.float64)
 
 
 def section_cv(obs: pd.DataFrame) -> None:
@@ -114,7 +106,7 @@ def section_mlperf(obs: pd.DataFrame, catalog: object) -> None:
 
     systems = st.mlperf_system_rows(DATA, s2t, catalog=catalog)
     systems = st.with_collective(systems, catalog)  # extra_s: (1 - overlap) x all-reduce
-    totals = systems.extra_s.to_numpy() / (1.0 - comm.DEFAULT_OVERLAP_FRACTION)
+    totals = systems.extra_s.to_numpy() / (1.0 - RDMA.overlap_fraction)
     systems = st.with_features(systems.assign(extra_s=0.0), catalog)
     rows = []
     for i, r in enumerate(systems.to_dict("records")):
@@ -122,7 +114,7 @@ def section_mlperf(obs: pd.DataFrame, catalog: object) -> None:
         model = StepTimeModel().fit(train)
         one = systems.iloc[[i]]
         compute = model.predict(one, use_workload_factor=True)
-        step = compute + _exposed(np.array([totals[i]]), compute)
+        step = compute + RDMA.exposed_s(np.array([totals[i]]), compute)
         samples = s2t(str(r["group"]).split("/")[-1], float(r["batch"]) * int(r["gpus"]))
         # one step of the global batch = one GPU's step of its share
         predicted_min = float(samples * step[0] / (r["batch"] * r["gpus"]) / 60.0)

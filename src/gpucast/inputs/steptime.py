@@ -163,29 +163,23 @@ def mlperf_observations(
 
 def with_collective(frame: pd.DataFrame, catalog: Any) -> pd.DataFrame:
     """``frame`` with ``extra_s`` = the exposed part of each row's gradient all-reduce: the
-    hierarchical collective of :mod:`gpucast.predict.comm` over the node's NVLink/PCIe and
-    the nodes' network (:func:`node_network_gbps`), of which at most
-    ``comm.DEFAULT_OVERLAP_FRACTION`` hides under the backward pass."""
+    RDMA-class collective of :mod:`gpucast.predict.collective` over the node's NVLink/PCIe
+    and the nodes' network (:func:`node_network_gbps`), of which its overlap share hides under
+    the backward pass."""
     from gpucast.plan.inputs import intra_node_gbps
-    from gpucast.predict import comm
+    from gpucast.predict.collective import RDMA
 
     out = frame.copy()
-    grads = _gradient_bytes(out)
-    extra = []
-    for r, nbytes in zip(out.to_dict("records"), grads, strict=True):
-        spec = catalog.gpu(str(r["gpu"]))
-        total = float(
-            comm.hierarchical_collective_s(
-                nbytes,
-                int(r["gpus"]),
-                int(r["gpus_per_node"]),
-                intra_node_gbps(spec),
-                node_network_gbps(str(r["gpu"]), int(r["gpus_per_node"])),
-                comm.DEFAULT_HOP_LATENCY_S,
-            )
-        )
-        extra.append((1.0 - comm.DEFAULT_OVERLAP_FRACTION) * total)
-    out["extra_s"] = np.asarray(extra, dtype=np.float64)
+    records = out.to_dict("records")
+    total = RDMA.total_s(
+        np.asarray(_gradient_bytes(out), dtype=np.float64),
+        out["gpus"].to_numpy(dtype=np.float64),
+        out["gpus_per_node"].to_numpy(dtype=np.float64),
+        [intra_node_gbps(catalog.gpu(str(r["gpu"]))) for r in records],
+        [node_network_gbps(str(r["gpu"]), int(r["gpus_per_node"])) for r in records],
+    )
+    # the backward pass is long next to these collectives: the overlap share hides
+    out["extra_s"] = (1.0 - RDMA.overlap_fraction) * total
     return out
 
 
