@@ -1,0 +1,404 @@
+"""3D-parallel LLM training as frozen values: the layout, the cluster's links, the prediction.
+
+:class:`ParallelLayout` is one way to train a :class:`~gpucast.domain.llm.TransformerSpec` on
+``dp * tp * pp * cp`` GPUs, with its recipe (micro-batching, ZeRO stage, recomputation,
+precision, LoRA). Its ``__post_init__`` checks what it can alone (positive sizes, known
+choices); the checks that need the model (heads divisible by ``tp``, layers by ``pp``, ...)
+are :func:`gpucast.predict.parallel.validate_layout`. :class:`ClusterShape` holds the links;
+:class:`ParallelAssumptions` the model's documented priors; :class:`ParallelStepPrediction`
+what :func:`gpucast.predict.parallel.predict_training_step` returns.
+
+Rank order (Megatron-LM's default): ``tp`` is the fastest-varying rank, then ``cp``, then
+``dp``, then ``pp``. So a TP group sits inside one node, the data-parallel group of one
+(``tp``, ``pp``) position strides across nodes, and adjacent pipeline stages are on different
+nodes as soon as ``tp * cp * dp`` fills a node. Expert parallelism (``ep``) is carved out of
+the ``dp * cp`` ranks, next to ``tp``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.prediction import Estimate
+from gpucast.domain.units import GIB
+
+Recompute = Literal["none", "selective", "full"]
+TrainPrecision = Literal["bf16", "fp16", "fp8"]
+RECOMPUTE: tuple[str, ...] = get_args(Recompute)
+TRAIN_PRECISIONS: tuple[str, ...] = get_args(TrainPrecision)
+#: Matrices LoRA adapters can be attached to: attention q, k, v, o and MLP gate, up, down.
+LORA_TARGETS: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
+
+
+def _int_at_least(name: str, value: object, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidSpecError(name, "must be an integer", got=value)
+    if value < low:
+        raise InvalidSpecError(name, f"must be >= {low}", got=value)
+    return value
+
+
+def _fraction(name: str, value: float) -> None:
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise InvalidSpecError(name, "must be in [0, 1]", got=value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParallelLayout:
+    """One parallel layout and training recipe.
+
+    * ``dp`` data-parallel replicas, ``tp`` tensor-parallel ranks (Megatron column/row split
+      of every layer), ``pp`` pipeline stages (1F1B schedule; ``virtual_stages`` > 1 is the
+      interleaved schedule), ``cp`` context-parallel ranks (the sequence split, ring
+      attention), ``ep`` expert-parallel ranks of an MoE model (taken from ``dp * cp``);
+      ``sequence_parallel`` shards the norm and dropout activations over ``tp`` (Korthikanti
+      et al. 2022).
+    * ``micro_batch_size`` sequences per micro-batch, ``micro_batches`` per step per replica:
+      the global batch is ``dp * micro_batch_size * micro_batches`` sequences.
+    * ``zero_stage`` 0-3 shards over the ``dp * cp`` ranks: 1 the optimizer state, 2 also the
+      gradients, 3 also the weights (Rajbhandari et al. 2020, "ZeRO").
+    * ``recompute``: ``none`` keeps every activation (attention scores materialised),
+      ``selective`` recomputes the attention core (as FlashAttention does), ``full`` keeps
+      only each layer's input and recomputes the layer in backward.
+    * ``precision`` of the matmuls; weights and gradients are 16-bit with fp32 master weights
+      and Adam moments (2 + 2 + 12 = 16 bytes per trained parameter).
+    * ``lora_rank`` > 0 freezes the base model and trains rank-``r`` adapters on
+      ``lora_targets`` (Hu et al. 2021, "LoRA").
+    """
+
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    sequence_parallel: bool = True
+    micro_batch_size: int = 1
+    micro_batches: int = 1
+    virtual_stages: int = 1
+    zero_stage: int = 0
+    recompute: Recompute = "none"
+    precision: TrainPrecision = "bf16"
+    lora_rank: int = 0
+    lora_targets: tuple[str, ...] = ("q", "k", "v", "o")
+
+    def __post_init__(self) -> None:
+        for name in ("dp", "tp", "pp", "cp", "ep", "micro_batch_size", "micro_batches"):
+            _int_at_least(name, getattr(self, name), 1)
+        _int_at_least("virtual_stages", self.virtual_stages, 1)
+        _int_at_least("lora_rank", self.lora_rank, 0)
+        zero = _int_at_least("zero_stage", self.zero_stage, 0)
+        if zero > 3:
+            raise InvalidSpecError("zero_stage", "must be 0, 1, 2 or 3", got=zero)
+        if self.recompute not in RECOMPUTE:
+            raise InvalidSpecError(
+                "recompute", f"must be one of {', '.join(RECOMPUTE)}", got=self.recompute
+            )
+        if self.precision not in TRAIN_PRECISIONS:
+            raise InvalidSpecError(
+                "precision", f"must be one of {', '.join(TRAIN_PRECISIONS)}", got=self.precision
+            )
+        unknown = [t for t in self.lora_targets if t not in LORA_TARGETS]
+        if unknown or (self.lora_rank > 0 and not self.lora_targets):
+            raise InvalidSpecError(
+                "lora_targets",
+                f"must be a non-empty subset of {', '.join(LORA_TARGETS)}",
+                got=self.lora_targets,
+            )
+        if self.virtual_stages > 1 and self.pp == 1:
+            raise InvalidSpecError(
+                "virtual_stages",
+                "needs pipeline parallelism (pp > 1)",
+                got=self.virtual_stages,
+                fix="set virtual_stages=1 or pp > 1",
+            )
+
+    @property
+    def gpus(self) -> int:
+        return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def global_batch_size(self) -> int:
+        """Sequences per optimizer step."""
+        return self.dp * self.micro_batch_size * self.micro_batches
+
+    @property
+    def lora(self) -> bool:
+        return self.lora_rank > 0
+
+    @property
+    def sp_active(self) -> bool:
+        """Sequence parallelism in effect (it is a no-op without tensor parallelism)."""
+        return self.sequence_parallel and self.tp > 1
+
+    def label(self) -> str:
+        """Short text such as ``dp=16 tp=8 pp=8 mb=1x144 zero=1 recompute=selective``."""
+        parts = [f"dp={self.dp}", f"tp={self.tp}", f"pp={self.pp}"]
+        if self.virtual_stages > 1:
+            parts.append(f"vpp={self.virtual_stages}")
+        if self.cp > 1:
+            parts.append(f"cp={self.cp}")
+        if self.ep > 1:
+            parts.append(f"ep={self.ep}")
+        if self.tp > 1 and not self.sequence_parallel:
+            parts.append("no-sp")
+        parts += [
+            f"mb={self.micro_batch_size}x{self.micro_batches}",
+            f"zero={self.zero_stage}",
+            f"recompute={self.recompute}",
+            self.precision,
+        ]
+        if self.lora:
+            parts.append(f"lora={self.lora_rank}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterShape:
+    """The links of a GPU cluster of identical nodes.
+
+    ``intra_node_gbps`` is one GPU's NVLink/PCIe bandwidth (Gbit/s), ``node_network_gbps`` a
+    node's NICs together (Gbit/s; 8 x 400 Gb/s InfiniBand on a DGX H100 is 3,200), as
+    :func:`gpucast.predict.comm.hierarchical_collective_s` takes them. ``hop_latency_s`` is
+    one network step of a ring or tree, ``nvlink_hop_latency_s`` one step inside a node.
+    Tensor parallelism across nodes is refused unless ``allow_cross_node_tp``.
+    """
+
+    gpus_per_node: int = 8
+    intra_node_gbps: float
+    node_network_gbps: float
+    hop_latency_s: float = 25e-6
+    nvlink_hop_latency_s: float = 3e-6
+    allow_cross_node_tp: bool = False
+
+    def __post_init__(self) -> None:
+        _int_at_least("gpus_per_node", self.gpus_per_node, 1)
+        for name in ("intra_node_gbps", "node_network_gbps"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise InvalidSpecError(name, "must be > 0", got=value)
+        for name in ("hop_latency_s", "nvlink_hop_latency_s"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise InvalidSpecError(name, "must be >= 0", got=value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParallelAssumptions:
+    """Priors of the 3D-parallel step model; each is documented where it is used.
+
+    * ``tp_overlap_fraction`` of TP communication hidden under compute (0: Megatron's default
+      without ``--tp-comm-overlap``); ``dp_overlap_fraction`` of the data-parallel
+      communication that can hide under backward (:data:`gpucast.predict.comm.
+      DEFAULT_OVERLAP_FRACTION`).
+    * ``framework_overhead_gib`` per GPU for NCCL communicators and buffers of the TP, PP and
+      DP groups, on top of ``reserved_gib`` + ``reserved_fraction`` of memory that
+      :func:`gpucast.predict.memory.usable_bytes` already sets aside (CUDA context,
+      workspaces, fragmentation).
+    * ``kernels_per_layer_forward`` kernels one layer launches in forward (backward: twice).
+    * ``causal``: attention is causal, so a fused kernel skips half the score FLOPs.
+    * ``allow_uneven_pp``: accept ``pp`` that does not divide the layers (the first stages
+      get one more layer; the slowest stage sets the pace).
+    """
+
+    tp_overlap_fraction: float = 0.0
+    dp_overlap_fraction: float = 0.7
+    framework_overhead_gib: float = 1.0
+    reserved_gib: float = 1.0
+    reserved_fraction: float = 0.05
+    kernels_per_layer_forward: int = 12
+    causal: bool = True
+    allow_uneven_pp: bool = False
+
+    def __post_init__(self) -> None:
+        _fraction("tp_overlap_fraction", self.tp_overlap_fraction)
+        _fraction("dp_overlap_fraction", self.dp_overlap_fraction)
+        _fraction("reserved_fraction", self.reserved_fraction)
+        for name in ("framework_overhead_gib", "reserved_gib"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise InvalidSpecError(name, "must be >= 0", got=value)
+        _int_at_least("kernels_per_layer_forward", self.kernels_per_layer_forward, 0)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParallelMemory:
+    """Bytes per GPU on the pipeline stage that needs the most (``stage``, 0-based)."""
+
+    stage: int
+    weights_bytes: float
+    gradients_bytes: float
+    optimizer_bytes: float
+    activations_bytes: float
+    logits_bytes: float  # LM-head output of one micro-batch (last stage)
+    gather_buffer_bytes: float  # ZeRO-3: the gathered weights of two layers (prefetch)
+    framework_bytes: float
+    usable_bytes: float
+    in_flight_micro_batches: float  # micro-batches whose activations the stage holds
+
+    @property
+    def total_bytes(self) -> float:
+        return sum(self.components().values())
+
+    @property
+    def fits(self) -> bool:
+        return self.total_bytes <= self.usable_bytes
+
+    @property
+    def headroom_bytes(self) -> float:
+        return self.usable_bytes - self.total_bytes
+
+    def components(self) -> dict[str, float]:
+        return {
+            "weights": self.weights_bytes,
+            "gradients": self.gradients_bytes,
+            "optimizer": self.optimizer_bytes,
+            "activations": self.activations_bytes,
+            "logits": self.logits_bytes,
+            "gather_buffer": self.gather_buffer_bytes,
+            "framework": self.framework_bytes,
+        }
+
+    def summary(self) -> str:
+        return f"{self.total_bytes / GIB:.1f} GiB per GPU of {self.usable_bytes / GIB:.1f} usable"
+
+
+#: Terms of a step, in the order they are reported.
+STEP_TERMS: tuple[str, ...] = (
+    "compute",
+    "memory_bandwidth",
+    "kernel_overhead",
+    "optimizer",
+    "tp_comm",
+    "cp_comm",
+    "moe_comm",
+    "pp_bubble",
+    "pp_p2p",
+    "dp_comm",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParallelStepPrediction:
+    """One training step of one layout: time by term, throughput, MFU and memory.
+
+    ``step_time.breakdown`` holds the seconds of each term of :data:`STEP_TERMS` (they add up
+    to ``step_time.value``). ``model_flops_per_step`` is ``6 N tokens`` (``4 N tokens`` with
+    LoRA, whose frozen base needs no weight gradients), ``N`` the matmul parameters one token
+    passes through; ``hardware_flops_per_step`` adds attention and recomputation -- every
+    FLOP the GPUs execute. Both are totals over all GPUs.
+    """
+
+    model: str
+    gpu: str
+    layout: ParallelLayout
+    seq_len: int
+    step_time: Estimate
+    model_flops_per_step: float
+    hardware_flops_per_step: float
+    peak_flops_per_gpu: float
+    memory: ParallelMemory
+    notes: tuple[str, ...] = ()
+
+    @property
+    def step_time_s(self) -> float:
+        return self.step_time.value
+
+    @property
+    def breakdown(self) -> Mapping[str, float]:
+        return self.step_time.breakdown
+
+    @property
+    def bottleneck(self) -> str:
+        return self.step_time.bottleneck
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.layout.global_batch_size * self.seq_len
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens_per_step / self.step_time_s
+
+    @property
+    def mfu(self) -> float:
+        """Model FLOPs utilisation: model FLOPs / (step time x GPUs x peak)."""
+        return self.model_flops_per_step / (
+            self.step_time_s * self.layout.gpus * self.peak_flops_per_gpu
+        )
+
+    @property
+    def hfu(self) -> float:
+        """Hardware FLOPs utilisation: executed FLOPs / (step time x GPUs x peak)."""
+        return self.hardware_flops_per_step / (
+            self.step_time_s * self.layout.gpus * self.peak_flops_per_gpu
+        )
+
+    @property
+    def fits(self) -> bool:
+        return self.memory.fits
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "model": self.model,
+            "gpu": self.gpu,
+            "layout": self.layout.label(),
+            "gpus": self.layout.gpus,
+            "seq_len": self.seq_len,
+            "global_batch_size": self.layout.global_batch_size,
+            "step_time": self.step_time.to_dict(),
+            "tokens_per_s": self.tokens_per_s,
+            "mfu": self.mfu,
+            "hfu": self.hfu,
+            "memory": {
+                "stage": self.memory.stage,
+                **{f"{k}_bytes": v for k, v in self.memory.components().items()},
+                "total_bytes": self.memory.total_bytes,
+                "usable_bytes": self.memory.usable_bytes,
+                "fits": self.memory.fits,
+            },
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayoutSpace:
+    """The choices :func:`gpucast.predict.parallel.enumerate_layouts` combines.
+
+    ``dp``, ``tp``, ``pp`` and the micro-batch count follow from the GPU count and the global
+    batch; ``ep_sizes`` empty means every divisor of the model's experts.
+    """
+
+    micro_batch_sizes: tuple[int, ...] = (1, 2, 4, 8)
+    zero_stages: tuple[int, ...] = (0, 1, 2, 3)
+    recompute: tuple[Recompute, ...] = ("none", "selective", "full")
+    cp_sizes: tuple[int, ...] = (1,)
+    ep_sizes: tuple[int, ...] = ()
+    virtual_stages: tuple[int, ...] = (1,)
+    sequence_parallel: bool = True
+    precision: TrainPrecision = "bf16"
+    lora_rank: int = 0
+    lora_targets: tuple[str, ...] = ("q", "k", "v", "o")
+
+    def __post_init__(self) -> None:
+        for name in ("micro_batch_sizes", "cp_sizes", "ep_sizes", "virtual_stages"):
+            for value in getattr(self, name):
+                _int_at_least(name, value, 1)
+        for name in ("micro_batch_sizes", "zero_stages", "recompute", "cp_sizes", "virtual_stages"):
+            if not getattr(self, name):
+                raise InvalidSpecError(name, "must list at least one choice")
+        for zero in self.zero_stages:
+            if isinstance(zero, bool) or zero not in (0, 1, 2, 3):
+                raise InvalidSpecError("zero_stages", "must be among 0, 1, 2, 3", got=zero)
+        for choice in self.recompute:
+            if choice not in RECOMPUTE:
+                raise InvalidSpecError(
+                    "recompute", f"must be among {', '.join(RECOMPUTE)}", got=choice
+                )
+        # the rest is checked by ParallelLayout itself
+        ParallelLayout(
+            precision=self.precision, lora_rank=self.lora_rank, lora_targets=self.lora_targets
+        )

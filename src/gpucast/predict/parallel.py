@@ -1,0 +1,1061 @@
+"""One training step of a transformer LLM under 3D parallelism: memory, time, MFU.
+
+Pure: a :class:`~gpucast.domain.llm.TransformerSpec`, a :class:`~gpucast.domain.catalog.GpuSpec`,
+a :class:`~gpucast.domain.parallel.ParallelLayout` and a
+:class:`~gpucast.domain.parallel.ClusterShape` in, a
+:class:`~gpucast.domain.parallel.ParallelStepPrediction` out. Notation: ``s`` sequence length,
+``b`` micro-batch size, ``h`` hidden, ``a`` heads, ``f`` MLP width, ``V`` vocabulary, ``L``
+layers, ``t`` / ``p`` / ``c`` / ``d`` the tensor / pipeline / context / data-parallel sizes,
+``m`` micro-batches per step, ``v`` virtual stages per GPU.
+
+Memory per GPU (:func:`training_memory`), for each pipeline stage, the largest reported
+    *Model state* (Rajbhandari et al. 2020, "ZeRO", section 3.1): mixed precision keeps 16-bit
+    weights (2 B) and gradients (2 B) and, for Adam, fp32 master weights, momentum and variance
+    (12 B): 16 B per trained parameter (fp8 adds a 1-byte fp8 copy of the weights: 17 B). A
+    stage holds its ``L / p`` layers, the embedding on the first stage and the LM head on the
+    last (a copy of the tied embedding when ``p > 1``); matrices are split ``t`` ways
+    (norms and the router are replicated; when ``t`` exceeds the KV heads, each rank holds one
+    KV head -- the GQA heads are replicated, not split). Experts are split ``ep`` ways. ZeRO
+    shards over the ``d * c`` ranks that hold the same weights (``d * c / ep`` for experts):
+    stage 1 the optimizer state, 2 also the gradients, 3 also the weights, plus a gather
+    buffer of two layers' weights (the current one and the prefetched next). LoRA (Hu et al.
+    2021) freezes the base (2 B per parameter, no gradients, no optimizer state) and trains
+    ``r (d_in + d_out)`` parameters per adapted matrix at 16 B each.
+
+    *Activations* (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+    Transformer Models", section 4): per layer and micro-batch, ``sbh (34 + 5 a s / h)`` bytes
+    for GPT-3's shape, ``sbh (10 + 24 / t + 5 a s / (h t))`` with tensor parallelism and
+    ``sbh / t (34 + 5 a s / h)`` with sequence parallelism. The 34 is generalised to other
+    shapes term by term: 10 ``sbh`` not split by ``t`` without sequence parallelism (the two
+    norm inputs 4, attention and MLP inputs 4, two dropout masks 2), Q and the output
+    projection's input ``4 s b a d_head``, K and V ``4 s b g d_head`` (fewer with GQA), the MLP
+    ``4 s b f`` (GeLU: its input and output) or ``8 s b f`` (SwiGLU: gate, up, their product
+    and the activation) times the experts per token; ``5 a s^2 b`` for the attention scores
+    (softmax 2, dropout mask 1, dropout output 2). Context parallelism splits the sequence
+    ``c`` ways (each rank keeps ``s / c`` queries against all ``s`` keys). ``selective``
+    recompute drops the ``5 a s / h`` term; ``full`` keeps ``2 sbh`` per layer (its input; ``/
+    t`` with sequence parallelism) plus one layer's working set during its recomputation.
+    Under 1F1B (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU
+    Clusters Using Megatron-LM", section 2.2) stage ``i`` holds ``min(p - i, m)`` micro-batches
+    in flight -- the first stage ``p`` of them, i.e. all ``L`` layers' worth; the interleaved
+    schedule holds ``min(v m, 2 (p - i - 1) + (v - 1) p + 1)`` model chunks of ``L / (p v)``
+    layers (on the first stage ``L (1 + (p - 1) / (p v))`` layers, Korthikanti et al. 4.2.3).
+    The last stage also holds one micro-batch's logits, ``6 s b V / t`` bytes (16-bit logits and
+    the fp32 copy the cross-entropy reads). Each GPU loses ``framework_overhead_gib`` to NCCL
+    buffers and what :func:`gpucast.predict.memory.usable_bytes` reserves.
+
+Time per step (:func:`predict_training_step`)
+    *FLOPs* per micro-batch on one GPU of a stage: forward ``2 N_layer b s / (t c)`` per layer
+    (its active matmul weights) plus attention ``4 b s^2 a d_head / (t c)``, halved for causal
+    masks (fused kernels skip the masked half; Dao 2023, "FlashAttention-2"), the LM head
+    ``2 b s V h / (t c)`` on the last stage; backward twice the forward (Narayanan et al. 2021,
+    Appendix), recomputation one more forward (``full``) or the attention core (``selective``).
+    LoRA's frozen matrices need only input gradients in backward (1x the forward), its
+    adapters both (2x). These FLOPs and the element-wise traffic -- each stored activation is
+    written and read once in forward and twice as much moves in backward (6x the stored
+    bytes; +2x when fully recomputed), the optimizer step reads and writes 28 B per parameter
+    of its shard -- go through :func:`gpucast.predict.roofline.predict_step_time` as a
+    :class:`~gpucast.predict.roofline.RooflineWorkload`, so the roofline's efficiencies (and
+    any re-fit of them) apply unchanged. Matmul kernels are compute-bound there, so the
+    weights they read are not counted as ``memory_bytes``, exactly as
+    :meth:`RooflineWorkload.from_profile` leaves the ``matmul_conv`` bytes out.
+
+    *Tensor parallelism* (Shoeybi et al. 2019, "Megatron-LM"; Korthikanti et al. section 4.2.2):
+    two all-reduces of ``2 b s h / c`` bytes per layer in forward and two in backward (two
+    more when fully recomputed); sequence parallelism replaces each by an all-gather and a
+    reduce-scatter of the same volume. On NVLink via :func:`gpucast.predict.comm.
+    hierarchical_collective_s` with the TP group as the node; exposed unless
+    ``tp_overlap_fraction``. *Context parallelism*: a ring passes each rank's K and V chunk
+    ``c - 1`` times per layer in forward and twice as many bytes in backward, hidden under the
+    attention core's compute where it can be. *Expert parallelism*: four all-to-alls of the
+    routed tokens (``b s k h / (t c)`` elements) per MoE layer (dispatch and combine, forward and
+    backward), exposed. *Pipeline*: the 1F1B bubble is ``(p - 1) / v`` micro-batch times of
+    the slowest stage, i.e. ``(p - 1) / (v m)`` of the pipeline's busy time (Narayanan et al.
+    2021, section 2.2); activations of ``2 b s h / (t c)`` bytes cross each stage boundary
+    once forward and once backward per micro-batch, on NVLink or, when adjacent stages sit on
+    different nodes, a 1/``gpus_per_node`` share of the node's NICs, blocking (``2 (v m + p -
+    1)`` sends on the critical path). *Data parallelism*: the stage's gradient bytes over the
+    ``d * c`` group (ZeRO paper section 7): ZeRO 0-1 an all-reduce once per step (2 passes),
+    ZeRO-2 a reduce-scatter per micro-batch and one all-gather of the updated weights
+    (``m + 1`` passes), ZeRO-3 two all-gathers and a reduce-scatter per micro-batch (``3 m``);
+    the volume per pass is the ZeRO paper's, with ``m = 1`` giving its 2 and 3 passes.
+    Overlapped with backward by :func:`gpucast.predict.comm.exposed_comm_s`: ZeRO 0-1 only
+    under the last micro-batch, ZeRO 2-3 under all of them.
+
+    ``MFU = 6 N tokens / (step time x GPUs x peak)`` (Chowdhery et al. 2022, "PaLM", Appendix
+    B, without the attention term), ``N`` the matmul parameters a token passes through
+    (:attr:`TransformerSpec.matmul_params_per_token`); 4 instead of 6 with LoRA.
+
+Not modelled: load imbalance between experts (capacity factors), the sliding-window attention
+of some models (counted as full attention), communication/computation overlap beyond the
+fractions above, CPU offload, fp8 scaling overheads, straggling nodes, and the tokens wasted
+by padding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gpucast.domain.catalog import GpuSpec
+from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
+from gpucast.domain.llm import TransformerSpec
+from gpucast.domain.parallel import (
+    STEP_TERMS,
+    ClusterShape,
+    LayoutSpace,
+    ParallelAssumptions,
+    ParallelLayout,
+    ParallelMemory,
+    ParallelStepPrediction,
+)
+from gpucast.domain.prediction import Estimate
+from gpucast.domain.units import GIB
+from gpucast.predict import comm
+from gpucast.predict.memory import usable_bytes
+from gpucast.predict.roofline import RooflineEfficiency, RooflineWorkload, predict_step_time
+
+#: Bytes per trained parameter: 16-bit gradients, fp32 master weights + Adam m and v.
+GRADIENT_BYTES_PER_PARAM = 2.0
+OPTIMIZER_BYTES_PER_PARAM = 12.0
+#: Bytes the Adam step moves per parameter of its shard: reads fp32 master, m, v (12) and
+#: the 16-bit gradient (2), writes master, m, v (12) and the 16-bit weight (2).
+OPTIMIZER_STEP_BYTES_PER_PARAM = 28.0
+#: 16-bit activations and messages.
+ACTIVATION_BYTES = 2.0
+#: Bytes per logit held for the loss: the 16-bit output and the fp32 copy cross-entropy reads.
+LOGIT_BYTES = 6.0
+#: Default node network: 8 x 400 Gb/s (DGX H100, AWS p5.48xlarge: 3,200 Gbit/s per node).
+DEFAULT_NODE_NETWORK_GBPS = 3200.0
+#: PCIe x16 bandwidth per GPU by generation, Gbit/s (as in gpucast.plan.inputs, which the pure
+#: predict layer cannot import).
+_PCIE_GBPS = {3: 128.0, 4: 256.0, 5: 512.0}
+#: Kernels of one optimizer step per layer (multi-tensor Adam over per-layer buckets).
+_OPTIMIZER_KERNELS_PER_LAYER = 4
+#: Extra kernels of one MoE layer in forward: router, top-k, permute, unpermute, two grouped
+#: GEMM set-ups.
+_MOE_KERNELS_PER_LAYER = 6
+
+
+def weight_bytes_per_param(precision: str) -> float:
+    """16-bit weights; fp8 training also keeps an fp8 copy of each matrix (1 B)."""
+    return 3.0 if precision == "fp8" else 2.0
+
+
+def cluster_shape(
+    gpu: GpuSpec,
+    *,
+    gpus_per_node: int = 8,
+    node_network_gbps: float = DEFAULT_NODE_NETWORK_GBPS,
+    hop_latency_s: float = 25e-6,
+    allow_cross_node_tp: bool = False,
+) -> ClusterShape:
+    """Links of a cluster of ``gpu`` nodes: NVLink per GPU (datasheet GB/s x 8), else PCIe.
+
+    The rule is :func:`gpucast.plan.inputs.intra_node_gbps`'s, so planner and this model see
+    the same link. Datasheet NVLink figures add both directions; a ring sends and receives at
+    once, so this is the planner's optimistic convention, not a measured bus bandwidth.
+    """
+    if gpu.interconnect_gbps is not None:
+        intra = float(gpu.interconnect_gbps) * 8.0
+    else:
+        intra = _PCIE_GBPS.get(gpu.pcie_generation, 128.0)
+    return ClusterShape(
+        gpus_per_node=gpus_per_node,
+        intra_node_gbps=intra,
+        node_network_gbps=node_network_gbps,
+        hop_latency_s=hop_latency_s,
+        allow_cross_node_tp=allow_cross_node_tp,
+    )
+
+
+# -- validation ----------------------------------------------------------------------------
+
+
+def _divisors(n: int) -> list[int]:
+    return [k for k in range(1, n + 1) if n % k == 0]
+
+
+def _listing(values: Sequence[int], limit: int = 8) -> str:
+    shown = ", ".join(str(v) for v in values[:limit])
+    return shown + (", ..." if len(values) > limit else "")
+
+
+def _tp_choices(spec: TransformerSpec, limit: int) -> list[int]:
+    return [
+        t
+        for t in range(1, limit + 1)
+        if spec.heads % t == 0
+        and (spec.kv_heads % t == 0 or t % spec.kv_heads == 0)
+        and spec.ffn_hidden % t == 0
+    ]
+
+
+def validate_layout(
+    spec: TransformerSpec,
+    layout: ParallelLayout,
+    *,
+    seq_len: int,
+    gpus_per_node: int,
+    gpus: int | None = None,
+    allow_cross_node_tp: bool = False,
+    allow_uneven_pp: bool = False,
+) -> None:
+    """Raise :class:`InvalidSpecError` naming the field when ``layout`` cannot run ``spec``."""
+    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
+        raise InvalidSpecError("seq_len", "must be an integer >= 1", got=seq_len)
+    if gpus is not None and layout.gpus != gpus:
+        rest = layout.tp * layout.pp * layout.cp
+        hint = (
+            f"try dp={gpus // rest}"
+            if gpus % rest == 0
+            else f"tp*pp*cp = {rest} must divide {gpus}"
+        )
+        raise InvalidSpecError(
+            "dp",
+            f"dp*tp*pp*cp must equal the {gpus} GPUs",
+            got=f"{layout.dp}*{layout.tp}*{layout.pp}*{layout.cp} = {layout.gpus}",
+            fix=hint,
+        )
+    t = layout.tp
+    valid_tp = _tp_choices(spec, max(gpus_per_node, 1))
+    if spec.heads % t:
+        raise InvalidSpecError(
+            "tp",
+            f"must divide the {spec.heads} attention heads of {spec.name}",
+            got=t,
+            fix=f"try tp in {_listing(valid_tp)}",
+        )
+    if spec.kv_heads % t and t % spec.kv_heads:
+        raise InvalidSpecError(
+            "tp",
+            f"must divide the {spec.kv_heads} KV heads of {spec.name} or be a multiple of them "
+            "(then each KV head is replicated)",
+            got=t,
+            fix=f"try tp in {_listing(valid_tp)}",
+        )
+    if spec.ffn_hidden % t:
+        raise InvalidSpecError(
+            "tp",
+            f"must divide the MLP width {spec.ffn_hidden} of {spec.name}",
+            got=t,
+            fix=f"try tp in {_listing(valid_tp)}",
+        )
+    if t > gpus_per_node and not allow_cross_node_tp:
+        raise InvalidSpecError(
+            "tp",
+            f"must be <= the {gpus_per_node} GPUs of a node (its all-reduces run every layer "
+            "and need NVLink)",
+            got=t,
+            fix=f"use tp <= {gpus_per_node} and more pipeline stages, or allow cross-node TP",
+        )
+    p = layout.pp
+    if p > spec.layers:
+        raise InvalidSpecError(
+            "pp",
+            f"must be <= the {spec.layers} layers of {spec.name}",
+            got=p,
+            fix=f"try pp in {_listing(_divisors(spec.layers))}",
+        )
+    if spec.layers % p and not allow_uneven_pp:
+        raise InvalidSpecError(
+            "pp",
+            f"must divide the {spec.layers} layers of {spec.name}",
+            got=p,
+            fix=f"try pp in {_listing(_divisors(spec.layers))}, or allow uneven stages",
+        )
+    v = layout.virtual_stages
+    if v > 1:
+        if spec.layers % (p * v):
+            raise InvalidSpecError(
+                "virtual_stages",
+                f"pp * virtual_stages must divide the {spec.layers} layers",
+                got=v,
+                fix=f"try virtual_stages in {_listing(_divisors(spec.layers // p or 1))}",
+            )
+        if layout.micro_batches % p:
+            raise InvalidSpecError(
+                "micro_batches",
+                f"must be a multiple of pp={p} for the interleaved schedule",
+                got=layout.micro_batches,
+            )
+    c = layout.cp
+    if c > 1 and seq_len % (2 * c):
+        raise InvalidSpecError(
+            "cp",
+            f"2*cp must divide the sequence length {seq_len} (causal load balancing)",
+            got=c,
+        )
+    if layout.sp_active and (seq_len // c) % t:
+        raise InvalidSpecError(
+            "sequence_parallel",
+            f"needs tp={t} to divide the {seq_len // c} tokens per context-parallel rank",
+            got=True,
+            fix="turn sequence parallelism off or change tp",
+        )
+    e = layout.ep
+    if e > 1:
+        if not spec.is_moe:
+            raise InvalidSpecError(
+                "ep", f"needs a mixture-of-experts model; {spec.name} is dense", got=e, fix="ep=1"
+            )
+        if spec.n_experts % e:
+            raise InvalidSpecError(
+                "ep",
+                f"must divide the {spec.n_experts} experts of {spec.name}",
+                got=e,
+                fix=f"try ep in {_listing(_divisors(spec.n_experts))}",
+            )
+        if (layout.dp * c) % e:
+            raise InvalidSpecError(
+                "ep",
+                f"must divide dp*cp = {layout.dp * c} (experts are spread over data-parallel "
+                "ranks)",
+                got=e,
+            )
+
+
+# -- per-GPU shapes ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Shapes:
+    """Per-GPU parameter counts and FLOPs that do not depend on the stage."""
+
+    kv_local: int  # KV heads per tensor-parallel rank (>= 1: replicated when tp > kv_heads)
+    layer_dense: float  # one layer's non-expert weights per GPU (attention, norms, router)
+    layer_expert: float  # one layer's expert (or dense MLP) weights per GPU
+    layer_lora: float  # one layer's adapter parameters per GPU
+    embedding: float  # first stage
+    lm_head: float  # last stage (incl. the final norm; a copy of a tied embedding when pp > 1)
+    experts_sharded: bool  # the MLP is an expert MLP (ZeRO over dp*cp/ep)
+
+
+def _lora_params_per_layer(spec: TransformerSpec, rank: int, targets: Sequence[str]) -> float:
+    h, f = spec.hidden, spec.ffn_hidden
+    dims = {
+        "q": (h, spec.q_dim),
+        "k": (h, spec.kv_dim),
+        "v": (h, spec.kv_dim),
+        "o": (spec.q_dim, h),
+        "gate": (h, f) if spec.gated_mlp else (0, 0),
+        "up": (h, f),
+        "down": (f, h),
+    }
+    total = 0.0
+    for target in targets:
+        d_in, d_out = dims[target]
+        copies = spec.n_experts if target in ("gate", "up", "down") else 1
+        total += copies * rank * (d_in + d_out)
+    return total
+
+
+def _shapes(spec: TransformerSpec, layout: ParallelLayout) -> _Shapes:
+    t, h = layout.tp, spec.hidden
+    kv_local = max(1, spec.kv_heads // t)
+    bias = spec.attention_params - spec.attention_matmul_params
+    attention = 2 * h * spec.q_dim / t + 2 * h * spec.head_dim * kv_local + bias / t
+    norms = spec.norms_per_layer * spec.norm_params
+    expert = spec.n_experts / layout.ep * spec.expert_params / t
+    embedding = spec.vocab * h / t + (spec.embedding_params - spec.vocab * h)
+    if spec.tied_embeddings:
+        head = spec.vocab * h / t if layout.pp > 1 else 0.0
+    else:
+        head = spec.lm_head_params / t
+    return _Shapes(
+        kv_local=kv_local,
+        layer_dense=attention + norms + spec.router_params,
+        layer_expert=expert,
+        layer_lora=_lora_params_per_layer(spec, layout.lora_rank, layout.lora_targets) / t
+        if layout.lora
+        else 0.0,
+        embedding=embedding,
+        lm_head=head + spec.norm_params,
+        experts_sharded=spec.is_moe,
+    )
+
+
+def _stage_layers(spec: TransformerSpec, pp: int) -> list[int]:
+    base, extra = divmod(spec.layers, pp)
+    return [base + (1 if i < extra else 0) for i in range(pp)]
+
+
+def _activation_bytes_per_layer(
+    spec: TransformerSpec, layout: ParallelLayout, seq_len: int, level: str, kv_local: int
+) -> float:
+    """Bytes one layer keeps for one micro-batch on one GPU (Korthikanti et al. 2022).
+
+    ``level``: ``none`` (scores materialised), ``selective`` (no scores) or ``full`` (the
+    layer input only).
+    """
+    t, c, b = layout.tp, layout.cp, layout.micro_batch_size
+    s_local = seq_len / c
+    sbh = s_local * b * spec.hidden
+    sp_div = t if layout.sp_active else 1
+    if level == "full":
+        return ACTIVATION_BYTES * sbh / sp_div
+    replicated = 10.0 * sbh / sp_div
+    q_and_out = 4.0 * s_local * b * spec.q_dim / t
+    k_and_v = 4.0 * s_local * b * spec.head_dim * kv_local
+    mlp = (8.0 if spec.gated_mlp else 4.0) * s_local * b * spec.ffn_hidden
+    mlp *= spec.experts_per_token / t
+    scores = 5.0 * spec.heads * s_local * seq_len * b / t if level == "none" else 0.0
+    return replicated + q_and_out + k_and_v + mlp + scores
+
+
+def _in_flight_layers(layout: ParallelLayout, stage: int, layers: int) -> tuple[float, float]:
+    """(micro-batches in flight, layer-activations held) on ``stage`` under 1F1B."""
+    p, m, v = layout.pp, layout.micro_batches, layout.virtual_stages
+    if v == 1:
+        n = min(p - stage, m)
+        return float(n), float(n * layers)
+    chunks = min(m * v, 2 * (p - stage - 1) + (v - 1) * p + 1)
+    return chunks / v, chunks * layers / v
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _StageParams:
+    """Parameters of one stage on one GPU before ZeRO sharding."""
+
+    dense: float  # sharded over dp*cp by ZeRO
+    expert: float  # sharded over dp*cp/ep by ZeRO
+    trained_dense: float  # the dense ones with gradients (LoRA: the adapters)
+    trained_expert: float
+    adapters: float  # LoRA adapter weights (trained, never ZeRO-3-sharded here)
+
+
+def _stage_params(layout: ParallelLayout, shapes: _Shapes, stage: int, layers: int) -> _StageParams:
+    dense = layers * shapes.layer_dense
+    dense += shapes.embedding if stage == 0 else 0.0
+    dense += shapes.lm_head if stage == layout.pp - 1 else 0.0
+    expert = layers * shapes.layer_expert
+    if not shapes.experts_sharded:
+        dense, expert = dense + expert, 0.0
+    if layout.lora:
+        adapters = layers * shapes.layer_lora
+        return _StageParams(
+            dense=dense,
+            expert=expert,
+            trained_dense=adapters,
+            trained_expert=0.0,
+            adapters=adapters,
+        )
+    return _StageParams(
+        dense=dense, expert=expert, trained_dense=dense, trained_expert=expert, adapters=0.0
+    )
+
+
+def _zero_groups(layout: ParallelLayout) -> tuple[int, int]:
+    """Ranks ZeRO shards over: (dense, expert) = (dp * cp, dp * cp / ep)."""
+    dense = layout.dp * layout.cp
+    return dense, max(1, dense // layout.ep)
+
+
+def _stage_memory(
+    spec: TransformerSpec,
+    layout: ParallelLayout,
+    shapes: _Shapes,
+    seq_len: int,
+    stage: int,
+    layers: int,
+    framework_bytes: float,
+    usable: float,
+) -> ParallelMemory:
+    first, last = stage == 0, stage == layout.pp - 1
+    w_bytes = weight_bytes_per_param(layout.precision)
+    params = _stage_params(layout, shapes, stage, layers)
+    z_dense, z_expert = _zero_groups(layout)
+    zero = layout.zero_stage
+
+    def shard(n_dense: float, n_expert: float, from_stage: int) -> float:
+        if zero >= from_stage:
+            return n_dense / z_dense + n_expert / z_expert
+        return n_dense + n_expert
+
+    weights = w_bytes * (shard(params.dense, params.expert, 3) + params.adapters)
+    gradients = GRADIENT_BYTES_PER_PARAM * shard(params.trained_dense, params.trained_expert, 2)
+    optimizer = OPTIMIZER_BYTES_PER_PARAM * shard(params.trained_dense, params.trained_expert, 1)
+    gather = 0.0
+    if zero == 3 and z_dense > 1:
+        gather = 2.0 * w_bytes * (shapes.layer_dense + shapes.layer_expert)
+    in_flight, layer_acts = _in_flight_layers(layout, stage, layers)
+    if layout.recompute == "full":
+        per_layer = _activation_bytes_per_layer(spec, layout, seq_len, "full", shapes.kv_local)
+        working = _activation_bytes_per_layer(spec, layout, seq_len, "selective", shapes.kv_local)
+        activations = layer_acts * per_layer + working
+    else:
+        per_layer = _activation_bytes_per_layer(
+            spec, layout, seq_len, layout.recompute, shapes.kv_local
+        )
+        activations = layer_acts * per_layer
+    s_local = seq_len / layout.cp
+    if first:  # the embedding's dropout mask, 1 byte per element
+        sp_div = layout.tp if layout.sp_active else 1
+        activations += in_flight * s_local * layout.micro_batch_size * spec.hidden / sp_div
+    logits = (
+        LOGIT_BYTES * s_local * layout.micro_batch_size * spec.vocab / layout.tp if last else 0.0
+    )
+    return ParallelMemory(
+        stage=stage,
+        weights_bytes=weights,
+        gradients_bytes=gradients,
+        optimizer_bytes=optimizer,
+        activations_bytes=activations,
+        logits_bytes=logits,
+        gather_buffer_bytes=gather,
+        framework_bytes=framework_bytes,
+        usable_bytes=usable,
+        in_flight_micro_batches=in_flight,
+    )
+
+
+def _all_stage_memory(
+    spec: TransformerSpec,
+    gpu: GpuSpec,
+    layout: ParallelLayout,
+    seq_len: int,
+    assumptions: ParallelAssumptions,
+) -> list[ParallelMemory]:
+    shapes = _shapes(spec, layout)
+    usable = usable_bytes(
+        gpu, reserved_gib=assumptions.reserved_gib, reserved_fraction=assumptions.reserved_fraction
+    )
+    framework = assumptions.framework_overhead_gib * GIB
+    return [
+        _stage_memory(spec, layout, shapes, seq_len, i, n, framework, usable)
+        for i, n in enumerate(_stage_layers(spec, layout.pp))
+    ]
+
+
+def training_memory(
+    spec: TransformerSpec,
+    gpu: GpuSpec,
+    layout: ParallelLayout,
+    *,
+    seq_len: int,
+    assumptions: ParallelAssumptions | None = None,
+) -> ParallelMemory:
+    """Per-GPU bytes on the stage that needs the most; see the module docstring."""
+    opts = assumptions or ParallelAssumptions()
+    stages = _all_stage_memory(spec, gpu, layout, seq_len, opts)
+    return max(stages, key=lambda mem: mem.total_bytes)
+
+
+# -- time ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _StageTime:
+    estimate: Estimate  # roofline of one micro-batch (forward + backward + recompute)
+    optimizer: Estimate  # roofline of the optimizer step
+    matmul_flops: float  # per micro-batch, one GPU
+    tp_s: float  # exposed TP communication per micro-batch
+    cp_s: float  # exposed context-parallel communication per micro-batch
+    moe_s: float  # all-to-all per micro-batch
+
+    @property
+    def micro_batch_s(self) -> float:
+        return self.estimate.value + self.tp_s + self.cp_s + self.moe_s
+
+
+def _link_s(n_bytes: float, gbps: float, latency_s: float) -> float:
+    return float(comm.transfer_time_s(n_bytes, gbps)) + latency_s
+
+
+def _stage_time(
+    spec: TransformerSpec,
+    gpu: GpuSpec,
+    layout: ParallelLayout,
+    shapes: _Shapes,
+    cluster: ClusterShape,
+    seq_len: int,
+    layers: int,
+    stage: int,
+    efficiency: RooflineEfficiency,
+    assumptions: ParallelAssumptions,
+) -> _StageTime:
+    t, c, b = layout.tp, layout.cp, layout.micro_batch_size
+    last = stage == layout.pp - 1
+    s_local = seq_len / c
+    tokens = b * s_local
+    h = spec.hidden
+    full = layout.recompute == "full"
+    # -- FLOPs of one micro-batch on one GPU
+    layer_matmul = (
+        2 * h * spec.q_dim / t
+        + 2 * h * spec.head_dim * shapes.kv_local
+        + spec.experts_per_token * spec.expert_matmul_params / t
+        + spec.router_params
+    )
+    fwd_mm = 2.0 * tokens * layer_matmul
+    attn = 4.0 * b * s_local * seq_len * spec.q_dim / t * (0.5 if assumptions.causal else 1.0)
+    lora = 2.0 * tokens * shapes.layer_lora
+    if layout.lora:
+        fwd = fwd_mm + attn + lora
+        bwd = fwd_mm + 2.0 * attn + 2.0 * lora
+    else:
+        fwd = fwd_mm + attn
+        bwd = 2.0 * fwd
+    recompute = fwd if full else (attn if layout.recompute == "selective" else 0.0)
+    matmul = layers * (fwd + bwd + recompute)
+    if last:
+        head = 2.0 * tokens * spec.vocab * h / t
+        matmul += head * (2.0 if layout.lora else 3.0)
+    # -- element-wise bytes and kernels
+    traffic_level = "none" if layout.recompute == "none" else "selective"
+    acts = _activation_bytes_per_layer(spec, layout, seq_len, traffic_level, shapes.kv_local)
+    memory = layers * acts * (8.0 if full else 6.0)
+    kernels_fwd = assumptions.kernels_per_layer_forward + (
+        _MOE_KERNELS_PER_LAYER if spec.is_moe else 0
+    )
+    kernels = layers * kernels_fwd * (4 if full else 3)
+    if last:
+        logits = LOGIT_BYTES * tokens * spec.vocab / t
+        memory += 2.0 * logits
+        kernels += 6
+    workload = RooflineWorkload(
+        name=f"{spec.name} stage {stage}",
+        batch_size=b,
+        matmul_flops=matmul,
+        memory_bytes=memory,
+        n_kernels=kernels,
+    )
+    estimate = predict_step_time(workload, gpu, layout.precision, efficiency=efficiency)
+    # -- the optimizer step, once per step
+    params = _stage_params(layout, shapes, stage, layers)
+    z_dense, z_expert = _zero_groups(layout)
+    shard_params = params.trained_dense + params.trained_expert
+    if layout.zero_stage >= 1:
+        shard_params = params.trained_dense / z_dense + params.trained_expert / z_expert
+    optimizer = predict_step_time(
+        RooflineWorkload(
+            name=f"{spec.name} stage {stage} optimizer",
+            batch_size=b,
+            matmul_flops=0.0,
+            memory_bytes=OPTIMIZER_STEP_BYTES_PER_PARAM * shard_params,
+            n_kernels=_OPTIMIZER_KERNELS_PER_LAYER * max(1, layers),
+        ),
+        gpu,
+        layout.precision,
+        efficiency=efficiency,
+    )
+    gpn = cluster.gpus_per_node
+    nic_per_gpu = cluster.node_network_gbps / gpn
+    # -- tensor parallelism: all-reduces (or all-gather + reduce-scatter) of b s h / c
+    tp_s = 0.0
+    if t > 1:
+        message = ACTIVATION_BYTES * tokens * h
+        in_node = t <= gpn
+        one = float(
+            comm.hierarchical_collective_s(
+                message,
+                t,
+                min(t, gpn),
+                cluster.intra_node_gbps,
+                cluster.node_network_gbps,
+                cluster.nvlink_hop_latency_s if in_node else cluster.hop_latency_s,
+                passes=2.0,
+            )
+        )
+        count = layers * (6 if full else 4) + (2 if last else 0)
+        tp_s = count * one * (1.0 - assumptions.tp_overlap_fraction)
+    # -- context parallelism: ring passes of the K and V chunks, hidden under attention
+    cp_s = 0.0
+    if c > 1:
+        chunk = 2.0 * ACTIVATION_BYTES * b * s_local * spec.head_dim * shapes.kv_local
+        in_node = c * t <= gpn
+        gbps = cluster.intra_node_gbps if in_node else nic_per_gpu
+        latency = cluster.nvlink_hop_latency_s if in_node else cluster.hop_latency_s
+        passes = 4.0 if full else 3.0
+        ring = passes * (c - 1) * _link_s(chunk, gbps, latency)
+        attn_passes = 4.0 if full else 3.0
+        attn_s = (
+            attn_passes
+            * attn
+            / (
+                efficiency.compute_efficiency(layout.precision)
+                * gpu.peak_tflops(layout.precision)
+                * 1e12
+            )
+        )
+        cp_s = layers * max(0.0, ring - attn_s)
+    # -- expert parallelism: all-to-all of the routed tokens
+    moe_s = 0.0
+    if layout.ep > 1:
+        e = layout.ep
+        sp_div = t if layout.sp_active else 1
+        routed = ACTIVATION_BYTES * tokens * spec.experts_per_token * h / sp_div
+        on_node = max(1, min(e, gpn // t))
+        intra_s = routed * (on_node - 1) / e * 8.0 / (cluster.intra_node_gbps * 1e9)
+        inter_s = routed * (e - on_node) / e * 8.0 / (nic_per_gpu * 1e9)
+        latency = cluster.nvlink_hop_latency_s if on_node == e else cluster.hop_latency_s
+        one = max(intra_s, inter_s) + latency
+        moe_s = layers * (6 if full else 4) * one
+    return _StageTime(
+        estimate=estimate,
+        optimizer=optimizer,
+        matmul_flops=matmul,
+        tp_s=tp_s,
+        cp_s=cp_s,
+        moe_s=moe_s,
+    )
+
+
+def _dp_comm_s(
+    layout: ParallelLayout,
+    shapes: _Shapes,
+    stage: int,
+    cluster: ClusterShape,
+    stage_layers: int,
+    micro_batch_s: float,
+    assumptions: ParallelAssumptions,
+) -> float:
+    """Exposed data-parallel communication of one stage (see the module docstring)."""
+    group = layout.dp * layout.cp
+    if group == 1:
+        return 0.0
+    m = layout.micro_batches
+    zero = layout.zero_stage
+    params = _stage_params(layout, shapes, stage, stage_layers)
+    _, expert_group = _zero_groups(layout)
+    # (bytes per pass, passes) for the dense and the expert parameters
+    grad = GRADIENT_BYTES_PER_PARAM
+    if zero <= 1:
+        dense = [(grad * params.trained_dense, 2.0)]
+        expert = [(grad * params.trained_expert, 2.0)]
+    elif zero == 2:
+        dense = [(grad * params.trained_dense, m + 1.0)]
+        expert = [(grad * params.trained_expert, m + 1.0)]
+    else:  # all-gathers of every (16-bit) weight, reduce-scatters of the trained gradients
+        dense = [(ACTIVATION_BYTES * params.dense, 2.0 * m), (grad * params.trained_dense, m)]
+        expert = [(ACTIVATION_BYTES * params.expert, 2.0 * m), (grad * params.trained_expert, m)]
+    gpn = cluster.gpus_per_node
+    total = 0.0
+    for parts, size, stride in (
+        (dense, group, layout.tp),
+        (expert, expert_group, layout.tp * layout.ep),
+    ):
+        on_node = max(1, min(size, gpn // stride))
+        for n_bytes, passes in parts:
+            if n_bytes <= 0 or size <= 1:
+                continue
+            total += float(
+                comm.hierarchical_collective_s(
+                    n_bytes,
+                    size,
+                    on_node,
+                    cluster.intra_node_gbps,
+                    cluster.node_network_gbps * on_node / gpn,
+                    cluster.hop_latency_s,
+                    passes=passes,
+                )
+            )
+    window = micro_batch_s if zero <= 1 else m * micro_batch_s
+    return comm.exposed_comm_s(
+        total,
+        window,
+        overlap_fraction=assumptions.dp_overlap_fraction,
+        backward_fraction=1.0 if zero == 3 else comm.DEFAULT_BACKWARD_FRACTION,
+    )
+
+
+def predict_training_step(
+    spec: TransformerSpec,
+    gpu: GpuSpec,
+    layout: ParallelLayout,
+    *,
+    seq_len: int,
+    cluster: ClusterShape | None = None,
+    efficiency: RooflineEfficiency | None = None,
+    assumptions: ParallelAssumptions | None = None,
+) -> ParallelStepPrediction:
+    """One optimizer step of ``spec`` on ``layout.gpus`` GPUs of type ``gpu``.
+
+    Raises :class:`InvalidSpecError` (naming the field) when the layout cannot run the model;
+    a layout that runs but does not fit in memory is returned with ``fits`` False.
+    """
+    links = cluster or cluster_shape(gpu)
+    opts = assumptions or ParallelAssumptions()
+    eff = efficiency or RooflineEfficiency()
+    validate_layout(
+        spec,
+        layout,
+        seq_len=seq_len,
+        gpus_per_node=links.gpus_per_node,
+        allow_cross_node_tp=links.allow_cross_node_tp,
+        allow_uneven_pp=opts.allow_uneven_pp,
+    )
+    shapes = _shapes(spec, layout)
+    layers = _stage_layers(spec, layout.pp)
+    stage_memory = _all_stage_memory(spec, gpu, layout, seq_len, opts)
+    # stages differ only by their layer count and by being first or last
+    cache: dict[tuple[int, bool], _StageTime] = {}
+    times: list[_StageTime] = []
+    for i, n in enumerate(layers):
+        last = i == layout.pp - 1
+        key = (n, last)
+        if key not in cache:
+            cache[key] = _stage_time(spec, gpu, layout, shapes, links, seq_len, n, i, eff, opts)
+        times.append(cache[key])
+    slowest = max(range(layout.pp), key=lambda i: times[i].micro_batch_s)
+    pace = times[slowest]
+    m, p, v = layout.micro_batches, layout.pp, layout.virtual_stages
+    roof = pace.estimate.breakdown
+    terms = dict.fromkeys(STEP_TERMS, 0.0)
+    terms["compute"] = m * roof["compute"]
+    terms["memory_bandwidth"] = m * roof["memory_bandwidth"]
+    terms["kernel_overhead"] = m * roof["overhead"]
+    terms["optimizer"] = max(st.optimizer.value for st in times)
+    terms["tp_comm"] = m * pace.tp_s
+    terms["cp_comm"] = m * pace.cp_s
+    terms["moe_comm"] = m * pace.moe_s
+    terms["pp_bubble"] = (p - 1) / v * pace.micro_batch_s
+    if p > 1:
+        message = ACTIVATION_BYTES * layout.micro_batch_size * seq_len / layout.cp
+        message *= spec.hidden / layout.tp  # Megatron sends 1/t per TP rank
+        stride = layout.tp * layout.cp * layout.dp
+        gpn = links.gpus_per_node
+        if stride >= gpn:
+            send = _link_s(message, links.node_network_gbps / gpn, links.hop_latency_s)
+        else:
+            send = _link_s(message, links.intra_node_gbps, links.nvlink_hop_latency_s)
+        terms["pp_p2p"] = 2.0 * (v * m + p - 1) * send
+    terms["dp_comm"] = max(
+        _dp_comm_s(layout, shapes, i, links, n, times[i].micro_batch_s, opts)
+        for i, n in enumerate(layers)
+    )
+    step = sum(terms.values())
+    lower = step * pace.estimate.lower / pace.estimate.value
+    upper = step * pace.estimate.upper / pace.estimate.value
+    notes = list(pace.estimate.notes)
+    if spec.layers % p:
+        notes.append(
+            f"uneven pipeline: stages hold {max(layers)} or {min(layers)} of {spec.layers} "
+            "layers; the slowest sets the pace"
+        )
+    if layout.tp > spec.kv_heads:
+        notes.append(
+            f"tp={layout.tp} exceeds the {spec.kv_heads} KV heads: each KV head is replicated "
+            f"{layout.tp // spec.kv_heads} times"
+        )
+    if seq_len > spec.max_context:
+        notes.append(
+            f"seq_len {seq_len} exceeds the {spec.max_context} tokens {spec.name} was "
+            "published with (context extension)"
+        )
+    if layout.precision == "fp8":
+        notes.append("fp8: every matmul at the fp8 peak (attention and the LM head run in bf16)")
+    n_mm = float(spec.matmul_params_per_token)
+    tokens = layout.global_batch_size * seq_len
+    model_flops = (4.0 if layout.lora else 6.0) * n_mm * tokens
+    gpus_per_stage = layout.dp * layout.tp * layout.cp
+    hardware_flops = m * gpus_per_stage * sum(st.matmul_flops for st in times)
+    memory = max(stage_memory, key=lambda mem: mem.total_bytes)
+    estimate = Estimate(
+        value=step,
+        lower=lower,
+        upper=upper,
+        unit="s",
+        bottleneck=max(terms, key=lambda k: terms[k]),
+        source=pace.estimate.source,
+        breakdown=terms,
+        notes=tuple(notes),
+    )
+    return ParallelStepPrediction(
+        model=spec.name,
+        gpu=gpu.name,
+        layout=layout,
+        seq_len=seq_len,
+        step_time=estimate,
+        model_flops_per_step=model_flops,
+        hardware_flops_per_step=hardware_flops,
+        peak_flops_per_gpu=gpu.peak_tflops(layout.precision) * 1e12,
+        memory=memory,
+        notes=tuple(notes),
+    )
+
+
+# -- search --------------------------------------------------------------------------------
+
+
+def enumerate_layouts(
+    spec: TransformerSpec,
+    gpus: int,
+    gpus_per_node: int,
+    global_batch: int,
+    *,
+    seq_len: int,
+    space: LayoutSpace | None = None,
+    allow_cross_node_tp: bool = False,
+    allow_uneven_pp: bool = False,
+) -> tuple[ParallelLayout, ...]:
+    """Every valid layout of ``gpus`` GPUs with ``global_batch`` sequences per step.
+
+    ``dp * tp * pp * cp = gpus``, ``dp * micro_batch_size * micro_batches = global_batch``;
+    ``space`` bounds the other choices. ZeRO stages above 0 are only tried when ``dp * cp >
+    1`` (they shard nothing otherwise).
+    """
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise InvalidSpecError("gpus", "must be an integer >= 1", got=gpus)
+    if isinstance(global_batch, bool) or not isinstance(global_batch, int) or global_batch < 1:
+        raise InvalidSpecError("global_batch", "must be an integer >= 1", got=global_batch)
+    sp = space or LayoutSpace()
+    out: list[ParallelLayout] = []
+    ep_sizes = sp.ep_sizes or tuple(_divisors(spec.n_experts))
+    for tp in _divisors(gpus):
+        for pp in _divisors(gpus // tp):
+            for cp in sp.cp_sizes:
+                if (gpus // tp // pp) % cp:
+                    continue
+                dp = gpus // (tp * pp * cp)
+                if global_batch % dp:
+                    continue
+                per_replica = global_batch // dp
+                for b in sp.micro_batch_sizes:
+                    if per_replica % b:
+                        continue
+                    m = per_replica // b
+                    zeros = sp.zero_stages if dp * cp > 1 else (0,)
+                    for zero in sorted(set(zeros)):
+                        for recompute in sp.recompute:
+                            for ep in ep_sizes:
+                                for v in sp.virtual_stages:
+                                    if v > 1 and pp == 1:
+                                        continue
+                                    try:
+                                        layout = ParallelLayout(
+                                            dp=dp,
+                                            tp=tp,
+                                            pp=pp,
+                                            cp=cp,
+                                            ep=ep,
+                                            sequence_parallel=sp.sequence_parallel,
+                                            micro_batch_size=b,
+                                            micro_batches=m,
+                                            virtual_stages=v,
+                                            zero_stage=zero,
+                                            recompute=recompute,
+                                            precision=sp.precision,
+                                            lora_rank=sp.lora_rank,
+                                            lora_targets=sp.lora_targets,
+                                        )
+                                        validate_layout(
+                                            spec,
+                                            layout,
+                                            seq_len=seq_len,
+                                            gpus_per_node=gpus_per_node,
+                                            gpus=gpus,
+                                            allow_cross_node_tp=allow_cross_node_tp,
+                                            allow_uneven_pp=allow_uneven_pp,
+                                        )
+                                    except InvalidSpecError:
+                                        continue
+                                    out.append(layout)
+    return tuple(out)
+
+
+def rank_layouts(
+    spec: TransformerSpec,
+    gpu: GpuSpec,
+    gpus: int,
+    global_batch: int,
+    *,
+    seq_len: int,
+    cluster: ClusterShape | None = None,
+    space: LayoutSpace | None = None,
+    efficiency: RooflineEfficiency | None = None,
+    assumptions: ParallelAssumptions | None = None,
+) -> tuple[ParallelStepPrediction, ...]:
+    """Predictions for every valid layout: those that fit first, fastest first."""
+    links = cluster or cluster_shape(gpu)
+    opts = assumptions or ParallelAssumptions()
+    layouts = enumerate_layouts(
+        spec,
+        gpus,
+        links.gpus_per_node,
+        global_batch,
+        seq_len=seq_len,
+        space=space,
+        allow_cross_node_tp=links.allow_cross_node_tp,
+        allow_uneven_pp=opts.allow_uneven_pp,
+    )
+    predictions = [
+        predict_training_step(
+            spec,
+            gpu,
+            layout,
+            seq_len=seq_len,
+            cluster=links,
+            efficiency=efficiency,
+            assumptions=opts,
+        )
+        for layout in layouts
+    ]
+    return tuple(sorted(predictions, key=lambda pr: (not pr.fits, pr.step_time_s)))
+
+
+def _describe(layout: ParallelLayout) -> str:
+    zero = (
+        f"ZeRO-{layout.zero_stage}"
+        if layout.dp * layout.cp > 1
+        else f"dp={layout.dp} (ZeRO has nothing to shard)"
+    )
+    where = f"tp={layout.tp}, pp={layout.pp}" + (f", cp={layout.cp}" if layout.cp > 1 else "")
+    return f"{zero} + {layout.recompute} recompute at {where}"
+
+
+def best_layout(
+    spec: TransformerSpec,
+    gpu: GpuSpec,
+    gpus: int,
+    global_batch: int,
+    *,
+    seq_len: int,
+    cluster: ClusterShape | None = None,
+    space: LayoutSpace | None = None,
+    efficiency: RooflineEfficiency | None = None,
+    assumptions: ParallelAssumptions | None = None,
+) -> ParallelStepPrediction:
+    """The fastest layout that fits; :class:`NoFeasiblePlanError` saying why when none does."""
+    ranked = rank_layouts(
+        spec,
+        gpu,
+        gpus,
+        global_batch,
+        seq_len=seq_len,
+        cluster=cluster,
+        space=space,
+        efficiency=efficiency,
+        assumptions=assumptions,
+    )
+    if not ranked:
+        raise NoFeasiblePlanError(
+            f"no valid layout of {gpus} GPUs runs {spec.name} with a global batch of "
+            f"{global_batch} sequences of {seq_len} tokens",
+            fix="the global batch must be divisible by dp; tp must divide the heads and fit "
+            "in a node, pp the layers -- try a GPU count and batch with more divisors",
+        )
+    if ranked[0].fits:
+        return ranked[0]
+    smallest = min(ranked, key=lambda pr: pr.memory.total_bytes)
+    mem = smallest.memory
+    raise NoFeasiblePlanError(
+        f"{spec.name} does not fit on {gpus} x {gpu.name} even with "
+        f"{_describe(smallest.layout)} (micro-batch {smallest.layout.micro_batch_size}): "
+        f"needs {mem.total_bytes / GIB:.1f} GiB per GPU of {mem.usable_bytes / GIB:.1f} GiB "
+        "usable",
+        fix="use more GPUs or GPUs with more memory, train LoRA adapters (lora_rank), or "
+        "allow ZeRO-3 and full recompute in the search space",
+    )
+
+
+__all__ = [
+    "best_layout",
+    "cluster_shape",
+    "enumerate_layouts",
+    "predict_training_step",
+    "rank_layouts",
+    "training_memory",
+    "validate_layout",
+    "weight_bytes_per_param",
+]
