@@ -151,6 +151,83 @@ def section_mlperf(obs: pd.DataFrame, catalog: object) -> None:
               f"{len(part)} systems")  # fmt: skip
 
 
+#: MLPerf LLM benchmarks through the 3D-parallel model: (model, sequence length, LoRA rank);
+#: both from the MLPerf Training v4.0 rules (GPT-3 175B at 2,048 tokens; Llama-2-70B LoRA on
+#: GovReport at 8,192 tokens, rank 16)
+LLM_BENCHMARKS = {"gpt3": ("gpt-3-175b", 2048, 0), "llama2_70b_lora": ("llama-2-70b", 8192, 16)}
+
+
+def section_llm(catalog: object) -> None:
+    from gpucast.catalog.llm import llm_model
+    from gpucast.domain.parallel import LayoutSpace
+    from gpucast.inputs.calibration import step_time_efficiency
+    from gpucast.predict.parallel import best_layout, cluster_shape
+    from gpucast.store.datasets.mlperf import mlperf_systems, read_mlperf_runs
+
+    eff = step_time_efficiency("tuned").value
+    systems = mlperf_systems(read_mlperf_runs(DATA / "mlperf_training_v4.0" / "training_v4.0.csv"))
+    systems = systems[systems.benchmark.isin(list(LLM_BENCHMARKS)) & (systems.gpu != "")]
+    rows = []
+    for r in systems.to_dict("records"):
+        spec = catalog.gpu(r["gpu"])  # type: ignore[attr-defined]
+        name, seq, lora = LLM_BENCHMARKS[r["benchmark"]]
+        precision = "fp8" if spec.fp8_tflops is not None else "bf16"
+        batch, n, per_node = (
+            int(r["global_batch_size"]),
+            int(r["accelerators"]),
+            int(r["accel_per_node"]),
+        )
+        links = cluster_shape(
+            spec,
+            gpus_per_node=per_node,
+            node_network_gbps=st.node_network_gbps(spec.name, per_node),
+        )
+        best = best_layout(
+            llm_model(name),
+            spec,
+            n,
+            batch,
+            seq_len=seq,
+            cluster=links,
+            efficiency=eff,
+            space=LayoutSpace(precision=precision, lora_rank=lora, micro_batch_sizes=(1, 2, 4)),
+        )
+        steps = mlperf_samples_to_target(r["benchmark"], batch).samples_mean / batch
+        rows.append(
+            {
+                "benchmark": r["benchmark"],
+                "system": f"{r['submitter']}/{r['system']}",
+                "gpu": spec.name,
+                "gpus": n,
+                "measured_min": float(r["minutes_score"]),
+                "predicted_min": steps * best.step_time_s / 60.0,
+                "mfu": best.mfu,
+                "layout": best.layout.label(),
+            }
+        )
+    table = pd.DataFrame(rows)
+    table["uncalibrated_pct"] = _ape(table.predicted_min.to_numpy(), table.measured_min.to_numpy())
+    # calibrated: one factor per benchmark, the median measured/predicted of its OTHER systems
+    ratio = table.measured_min / table.predicted_min
+    factor = [
+        float(np.median(ratio[(table.benchmark == b) & (table.index != i)]))
+        for i, b in zip(table.index, table.benchmark, strict=True)
+    ]
+    table["calibrated_pct"] = _ape(
+        table.predicted_min.to_numpy() * np.asarray(factor), table.measured_min.to_numpy()
+    )
+    print("\n4. MLPerf LLM benchmarks through the 3D-parallel model (best layout found; tuned")
+    print("   stack; nothing fitted on these rows): uncalibrated, and calibrated by one factor")
+    print("   per benchmark from its other systems (leave one system out)")
+    print(table.sort_values(["benchmark", "gpus"]).round(2).to_string(index=False))
+    for bench, part in table.groupby("benchmark"):
+        print(
+            f"   {bench}: median |error| uncalibrated "
+            f"{np.median(np.abs(part.uncalibrated_pct)):.1f}%, calibrated "
+            f"{np.median(np.abs(part.calibrated_pct)):.1f}% over {len(part)} systems"
+        )
+
+
 def main() -> int:
     if not (DATA / "README.md").is_file():
         print(f"published data not found at {DATA.resolve()}; nothing to compare")
@@ -162,6 +239,7 @@ def main() -> int:
     section_cv(obs)
     section_pollux(obs, catalog)
     section_mlperf(obs, catalog)
+    section_llm(catalog)
     return 0
 
 
