@@ -9,23 +9,31 @@ Units follow the vendors' datasheets, and differ between the two links:
   counts. PCIe x16 links are counted the same way: Gen3 32, Gen4 64, Gen5 128 GB/s.
 - ``inter_node_gbps`` is Gbit/s per node, the sum over the NICs of the compute fabric (storage
   and management NICs are not counted), as NIC and cloud network figures are quoted.
+
+A :class:`ClusterSpec` is a cluster a user has rather than rents (issue #22 item 5): up to
+``nodes`` servers of one shape, with an optional price per GPU-hour. ``plan train``,
+``simulate train`` and ``predict train`` take one through ``--cluster FILE|NAME``; the request
+options that name it are declared once here (:func:`cluster_option` and its siblings).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from gpucast.domain.catalog import lookup_key
 from gpucast.domain.errors import InvalidSpecError, UnknownNameError
+from gpucast.domain.options import option
 
 IntraNode = Literal["nvswitch", "nvlink-bridge", "pcie"]
 Network = Literal["infiniband", "roce", "efa", "ethernet"]
 INTRA_NODE_KINDS: tuple[str, ...] = get_args(IntraNode)
 NETWORKS: tuple[str, ...] = get_args(Network)
+#: Networks NCCL runs over RDMA (the rest is priced as TCP by the collective model).
+RDMA_NETWORKS: frozenset[str] = frozenset({"infiniband", "roce", "efa"})
 
 
 class UnknownSystemError(UnknownNameError):
@@ -85,11 +93,26 @@ class NodeShape:
         return 2 if self.intra_node == "nvlink-bridge" else self.gpus_per_node
 
     @property
+    def rdma(self) -> bool:
+        """Whether the compute network is RDMA-class (InfiniBand, RoCE, EFA)."""
+        return self.network in RDMA_NETWORKS
+
+    @property
     def inter_node_gbps_per_gpu(self) -> float | None:
         """Gbit/s of the node's compute network per GPU (None where not stated)."""
         if self.inter_node_gbps is None:
             return None
         return self.inter_node_gbps / self.gpus_per_node
+
+    def ring_gbps(self, gpus: int, pcie_gbps: float) -> float:
+        """Gbit/s per GPU of a collective over ``gpus`` GPUs of one node, in the unit of
+        ``GpuSpec.interconnect_gbps x 8`` that the communication model takes: the intra-node
+        link, except that a ring over more than a bridged pair also crosses PCIe
+        (``pcie_gbps``), whichever is slower."""
+        link = self.intra_node_gbps * 8.0
+        if gpus > self.link_group_gpus and self.intra_node == "nvlink-bridge":
+            return min(link, pcie_gbps)
+        return link
 
 
 def node_shape(shapes: Iterable[NodeShape], name: str) -> NodeShape:
@@ -104,3 +127,211 @@ def node_shape(shapes: Iterable[NodeShape], name: str) -> NodeShape:
         [s.name for s in pool] + [a for s in pool for a in s.aliases],
         fix="see gpucast.catalog.systems.load_systems() for the known node shapes",
     )
+
+
+#: Labels of a user's cluster where its description gives none.
+ON_PREM = "on-prem"
+LOCAL_REGION = "local"
+
+
+def _price(owner: str, value: float | None) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidSpecError(f"{owner}", "must be a number of US$", got=value)
+    if not (math.isfinite(value) and value >= 0):
+        raise InvalidSpecError(f"{owner}", "must be a finite number >= 0", got=value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterSpec:
+    """A cluster the user has (on-prem, a reservation): up to ``nodes`` servers of ``shape``.
+
+    ``price_usd_per_gpu_hour`` ``None``: no price given -- results show costs of 0 and say so.
+    ``spot_usd_per_gpu_hour`` ``None``: no spot market (plans are on demand only).
+    ``provider`` / ``region`` are labels for the results (``on-prem`` / ``local`` by default).
+    ``source`` says where it was described: a file path, ``catalog systems.csv: NAME``, or
+    the flags, with any flag that changed it.
+    """
+
+    shape: NodeShape
+    nodes: int
+    price_usd_per_gpu_hour: float | None = None
+    spot_usd_per_gpu_hour: float | None = None
+    provider: str = ON_PREM
+    region: str = LOCAL_REGION
+    source: str
+
+    def __post_init__(self) -> None:
+        if isinstance(self.nodes, bool) or not isinstance(self.nodes, int) or self.nodes < 1:
+            raise InvalidSpecError("cluster.nodes", "must be an integer >= 1", got=self.nodes)
+        _price("cluster.price_usd_per_gpu_hour", self.price_usd_per_gpu_hour)
+        _price("cluster.spot_usd_per_gpu_hour", self.spot_usd_per_gpu_hour)
+        if self.spot_usd_per_gpu_hour is not None and self.price_usd_per_gpu_hour is None:
+            raise InvalidSpecError(
+                "cluster.price_usd_per_gpu_hour",
+                "is required with spot_usd_per_gpu_hour (the on-demand price of the nodes)",
+                fix="add price_usd_per_gpu_hour, or drop spot_usd_per_gpu_hour",
+            )
+        if self.nodes > 1 and self.shape.inter_node_gbps is None:
+            raise InvalidSpecError(
+                "cluster.inter_node_gbps",
+                f"is required for nodes > 1 (got nodes {self.nodes})",
+                fix="add inter_node_gbps: 400 (Gbit/s per node over the compute network)",
+            )
+        if not self.provider or not self.region:
+            raise InvalidSpecError("cluster.provider/region", "must not be empty")
+
+    @property
+    def name(self) -> str:
+        return self.shape.name
+
+    @property
+    def gpu(self) -> str:
+        return self.shape.gpu
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.shape.gpus_per_node
+
+    @property
+    def max_gpus(self) -> int:
+        return self.nodes * self.shape.gpus_per_node
+
+    @property
+    def priced(self) -> bool:
+        return self.price_usd_per_gpu_hour is not None
+
+    @property
+    def has_spot(self) -> bool:
+        return self.spot_usd_per_gpu_hour is not None
+
+    def usd_per_hour(self, gpus: int, *, spot: bool = False) -> float | None:
+        """US$/h of ``gpus`` GPUs (0 without a price; ``None``: no spot market)."""
+        if spot:
+            return None if self.spot_usd_per_gpu_hour is None else self.spot_usd_per_gpu_hour * gpus
+        return (self.price_usd_per_gpu_hour or 0.0) * gpus
+
+    def describe(self) -> str:
+        """One line: the nodes, their links and the price."""
+        s = self.shape
+        intra = f"{s.intra_node} {s.intra_node_gbps:g} GB/s per GPU"
+        if s.inter_node_gbps is None:
+            inter = "no inter-node network"
+        else:
+            inter = f"{s.network or 'network'} {s.inter_node_gbps:g} Gbit/s per node"
+        if self.price_usd_per_gpu_hour is None:
+            price = "no price given (costs shown as $0)"
+        else:
+            price = f"${self.price_usd_per_gpu_hour:g} per GPU-hour"
+            price += (
+                f", spot ${self.spot_usd_per_gpu_hour:g}"
+                if self.spot_usd_per_gpu_hour is not None
+                else ", on demand only"
+            )
+        nodes = f"up to {self.nodes} nodes" if self.nodes > 1 else "1 node"
+        return (
+            f"{self.name} ({self.provider}/{self.region}): {nodes} x {s.gpus_per_node} "
+            f"{s.gpu} ({intra}; {inter}); {price}"
+        )
+
+
+# -- the request options that name a cluster (one declaration for every verb) -------------
+ClusterSettings = tuple[tuple[str, Any], ...]
+
+#: A user's note on results without a price.
+NO_PRICE_NOTE = (
+    "no price given: costs are shown as $0 (add price_usd_per_gpu_hour to the cluster file "
+    "or pass --price-per-gpu-hour)"
+)
+
+
+def _bad_setting(text: object) -> InvalidSpecError:
+    return InvalidSpecError(
+        "cluster-set", "must be KEY=VALUE", got=text, fix="e.g. --cluster-set inter_node_gbps=400"
+    )
+
+
+def parse_cluster_settings(value: Any) -> ClusterSettings:
+    """Cluster fields from a mapping, ``(key, value)`` pairs or ``KEY=VALUE`` texts
+    (repeated or comma-separated); values stay as given (the cluster reader parses them)."""
+    if isinstance(value, Mapping):
+        return tuple((str(k).strip(), v) for k, v in value.items())
+    out: list[tuple[str, Any]] = []
+    for item in value if isinstance(value, list | tuple) else [value]:
+        if isinstance(item, list | tuple) and len(item) == 2 and isinstance(item[0], str):
+            out.append((item[0].strip(), item[1]))  # already parsed (to_options)
+            continue
+        if not isinstance(item, str):
+            raise _bad_setting(item)
+        for piece in (p.strip() for p in item.split(",") if p.strip()):
+            key, eq, text = piece.partition("=")
+            if not eq or not key.strip():
+                raise _bad_setting(piece)
+            out.append((key.strip().replace("-", "_"), text.strip()))
+    return tuple(out)
+
+
+def cluster_option() -> Any:
+    return option(
+        None,
+        help="A cluster you have, instead of the cloud catalog: a YAML/TOML file (gpu, "
+        "gpus_per_node, nodes, intra_node, intra_node_gbps, inter_node_gbps, network, "
+        "price_usd_per_gpu_hour; see the README) or a node shape of the catalog, e.g. DGX-H100.",
+        metavar="FILE|NAME",
+        example="cluster.yaml",
+    )
+
+
+def cluster_nodes_option() -> Any:
+    return option(
+        None,
+        flag="nodes",
+        help="Nodes of the --cluster [default: the file's nodes; 1 for a catalog shape].",
+        example="2",
+    )
+
+
+def cluster_price_option() -> Any:
+    return option(
+        None,
+        flag="price-per-gpu-hour",
+        help="US$ per GPU-hour of the --cluster [default: the file's; none: costs shown as 0].",
+        example="2.5",
+    )
+
+
+def cluster_set_option() -> Any:
+    return option(
+        (),
+        flag="cluster-set",
+        kind="list",
+        parse=parse_cluster_settings,
+        metavar="KEY=VALUE",
+        help="Set a field of the --cluster, e.g. inter_node_gbps=400 (repeatable); without "
+        "--cluster these fields describe the whole cluster.",
+        example="inter_node_gbps=400",
+    )
+
+
+def check_cluster_options(
+    cluster: str | None,
+    nodes: int | None,
+    price: float | None,
+    settings: ClusterSettings,
+) -> bool:
+    """Validate the cluster options of a request; whether a cluster is named at all."""
+    named = cluster is not None or bool(settings)
+    if cluster is not None and not str(cluster).strip():
+        raise InvalidSpecError("cluster", "must not be empty", fix="e.g. --cluster cluster.yaml")
+    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1):
+        raise InvalidSpecError("nodes", "must be an integer >= 1", got=nodes, fix="e.g. --nodes 2")
+    _price("price-per-gpu-hour", price)
+    if not named and (nodes is not None or price is not None):
+        flag = "nodes" if nodes is not None else "price-per-gpu-hour"
+        raise InvalidSpecError(
+            flag,
+            "describes a --cluster, and none is given",
+            fix="add --cluster FILE|NAME (e.g. --cluster DGX-H100)",
+        )
+    return named

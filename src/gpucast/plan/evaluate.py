@@ -259,11 +259,11 @@ def _evaluate_single(
         facts.gradient_bytes,
         nf,
         gpn,
-        gpus.intra_node_gbps[g],
+        off.intra_link_gbps(o, gpus.intra_node_gbps[g]),
         off.network_gbps[o],
         compute,
         rdma=rdma,
-        nvlink=gpus.nvlink[g],
+        nvlink=off.nvlink_rows(o, gpus.nvlink[g]),
         passes=np.where(space.strategy == FSDP, 3.0, 2.0),
     )
     step_sync = compute + exposed_sync

@@ -22,8 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from gpucast.domain.catalog import Offer
+from gpucast.domain.catalog import GpuSpec, Offer
 from gpucast.domain.plan import STRATEGIES, TrainRequest
+from gpucast.domain.systems import ClusterSpec
+from gpucast.plan.inputs import PCIE_GBPS
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -42,7 +44,12 @@ MIXED_NODES: tuple[int, ...] = (1, 2, 4, 8)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OfferTable:
     """GPU offers as columns, with the cheapest CPU server of the same provider and region
-    (the parameter-server shard; ``nan`` price where there is none)."""
+    (the parameter-server shard; ``nan`` price where there is none).
+
+    ``intra_node_gbps`` (Gbit/s per GPU, ``nan`` = the GPU's datasheet link), ``nvlink``
+    (whether that link is NVLink/NVSwitch rather than PCIe) and ``max_nodes`` (most instances
+    of the offer) are set for a user's cluster; ``None`` for catalog offers.
+    """
 
     provider: tuple[str, ...]
     region: tuple[str, ...]
@@ -56,9 +63,27 @@ class OfferTable:
     cpu_instance: tuple[str, ...]
     cpu_usd_per_hour: FloatArray  # nan: no CPU server in this region
     cpu_network_gbps: FloatArray
+    intra_node_gbps: FloatArray | None = None
+    nvlink: BoolArray | None = None
+    max_nodes: IntArray | None = None
 
     def __len__(self) -> int:
         return len(self.instance_type)
+
+    def intra_link_gbps(self, offer: IntArray, gpu_link_gbps: FloatArray) -> FloatArray:
+        """Intra-node Gbit/s per GPU of ``offer`` rows: the offer's own figure where it has
+        one (a user's cluster), else the GPU's (``gpu_link_gbps``, the same rows)."""
+        if self.intra_node_gbps is None:
+            return gpu_link_gbps
+        own = self.intra_node_gbps[offer]
+        return np.asarray(np.where(np.isnan(own), gpu_link_gbps, own), dtype=np.float64)
+
+    def nvlink_rows(self, offer: IntArray, gpu_nvlink: BoolArray) -> BoolArray:
+        """Whether the intra-node link of ``offer`` rows is NVLink: the offer's own kind where
+        it states one (a user's cluster), else the GPU's (``gpu_nvlink``, the same rows)."""
+        if self.nvlink is None:
+            return gpu_nvlink
+        return np.asarray(self.nvlink[offer], dtype=np.bool_)
 
     @staticmethod
     def build(
@@ -181,6 +206,8 @@ def build_space(request: TrainRequest, offers: OfferTable) -> tuple[Space, dict[
     dropped: dict[str, int] = {}
     gpn = offers.gpus_per_node
     kmax = request.max_gpus // gpn
+    if offers.max_nodes is not None:
+        kmax = np.minimum(kmax, offers.max_nodes)
     too_big = int(np.sum(kmax == 0))
     variants: list[tuple[int, int]] = []
     for name in request.strategies:
@@ -312,4 +339,48 @@ def build_mixed(
         shards=np.tile(np.repeat(v_shards, len(batches)), n_base * len(markets)),
         batch=np.tile(np.array(batches, dtype=np.int64), n_base * len(markets) * len(variants)),
         global_batch=request.global_batch,
+    )
+
+
+def cluster_offers(cluster: ClusterSpec, gpu: GpuSpec, gpu_index: int) -> OfferTable:
+    """A user's cluster as offers (module docstring): ``c`` GPUs of one node for ``c`` in
+    1..k-1, then the whole node on up to ``cluster.nodes`` nodes, priced per GPU-hour (0
+    without a price, ``nan`` spot without a spot market). The parameter-server shards run on
+    the cluster's own host CPUs at no extra cost, over the inter-node network (a single node
+    without one: over its GPUs' PCIe links)."""
+    shape = cluster.shape
+    k = shape.gpus_per_node
+    counts = [*range(1, k), k]
+    pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0)
+    nan = float("nan")
+    network = [
+        shape.inter_node_gbps if shape.inter_node_gbps is not None else pcie * c for c in counts
+    ]
+
+    def label(c: int) -> str:
+        return shape.name if c == k else f"{shape.name}[{c} of {k}]"
+
+    def spot(c: int) -> float:
+        price = cluster.usd_per_hour(c, spot=True)
+        return nan if price is None else price
+
+    n = len(counts)
+    return OfferTable(
+        provider=(cluster.provider,) * n,
+        region=(cluster.region,) * n,
+        instance_type=tuple(label(c) for c in counts),
+        gpu_name=(gpu.name,) * n,
+        gpu=np.full(n, gpu_index, dtype=np.int64),
+        gpus_per_node=np.array(counts, dtype=np.int64),
+        network_gbps=np.array(network, dtype=np.float64),
+        on_demand_usd_per_hour=np.array(
+            [cluster.usd_per_hour(c) or 0.0 for c in counts], dtype=np.float64
+        ),
+        spot_usd_per_hour=np.array([spot(c) for c in counts], dtype=np.float64),
+        cpu_instance=(f"{shape.name} host CPUs",) * n,
+        cpu_usd_per_hour=np.zeros(n, dtype=np.float64),
+        cpu_network_gbps=np.array(network, dtype=np.float64),
+        intra_node_gbps=np.array([shape.ring_gbps(c, pcie) for c in counts], dtype=np.float64),
+        nvlink=np.array([shape.intra_node != "pcie" and c > 1 for c in counts], dtype=np.bool_),
+        max_nodes=np.array([1] * (n - 1) + [cluster.nodes], dtype=np.int64),
     )
