@@ -223,6 +223,14 @@ CASES = [
         lambda t: gpucast.predict_train(workload="mlp", batch_size=32, gpu="A100"),
     ),
     Case(
+        "predict_llm_train",
+        lambda t: ["predict", "llm-train", "--model", "llama-2-7b", "--gpu", "H100",
+                   "--gpus", "8", "--seq-len", "2048", "--global-batch", "16"],
+        lambda t: gpucast.predict_llm_train(
+            model="llama-2-7b", gpu="H100", gpus=8, seq_len=2048, global_batch=16
+        ),
+    ),
+    Case(
         "predict_checkpoint",
         lambda t: [
             "predict",

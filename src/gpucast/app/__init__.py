@@ -27,6 +27,7 @@ VERBS: dict[str, str] = {
     "predict_speed": "predict",
     "predict_cluster": "predict",
     "predict_checkpoint": "predict",
+    "predict_llm_train": "llm",
     "fit_speed": "fit",
     "fit_cluster": "fit",
     "fit_checkpoint": "fit",

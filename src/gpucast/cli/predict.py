@@ -1,4 +1,4 @@
-"""`gpucast predict train|speed|cluster|checkpoint`.
+"""`gpucast predict train|llm-train|speed|cluster|checkpoint`.
 
 The flags are the fields of the requests in :mod:`gpucast.app.predict`; the work happens there.
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import typer
 
+from gpucast.app.llm import PredictLlmTrainRequest
 from gpucast.app.predict import (
     PredictCheckpointRequest,
     PredictClusterRequest,
@@ -101,3 +102,33 @@ def checkpoint(
     emit_result(
         result.to_dict(), f"predicted {result.rows} rows -> {result.output}", as_json=json_out
     )
+
+
+@app.command("llm-train")
+@request_command(PredictLlmTrainRequest)
+def llm_train(
+    request: PredictLlmTrainRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Predict one training step of a published LLM under 3D parallelism: the fastest layout
+    (tp, pp, dp, micro-batch, ZeRO, recompute) that fits, its memory per GPU, MFU, tokens/s."""
+    from gpucast.app import predict_llm_train
+
+    result = predict_llm_train(request)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    for i, p in enumerate((result.best, *result.alternatives)):
+        mem = p.memory
+        console.print(
+            f"{'best' if i == 0 else f'  #{i + 1}'}: {p.layout.label()}: "
+            f"{p.step_time_s:.3g} s/step, {p.tokens_per_s:,.0f} tokens/s, MFU {p.mfu:.0%}, "
+            f"{mem.total_bytes / 2**30:.1f} of {mem.usable_bytes / 2**30:.1f} GiB per GPU, "
+            f"bound by {p.bottleneck}",
+            highlight=False,
+        )
+    console.print(
+        f"  {result.layouts_tried} layouts tried; {result.step_time_model}", highlight=False
+    )
+    for name, value in result.assumptions.items():
+        console.print(f"  assumption {name}: {value}", highlight=False)

@@ -1,0 +1,194 @@
+"""``gpucast.predict_llm_train``: one training step of a published LLM on a GPU cluster.
+
+The model comes from ``catalog/data/llm_models.csv`` (published hyper-parameters, nothing
+downloaded), the step from :mod:`gpucast.predict.parallel` (3D parallelism, ZeRO,
+recomputation, LoRA; memory per GPU after Korthikanti et al. 2022) with the roofline
+efficiencies of the fitted step-time model (``--software``, default ``tuned``: Megatron/NeMo
+class code). Give any of ``--tp --pp --dp --cp --micro-batch --zero --recompute`` to fix them;
+what is left open is searched, and the fastest layout that fits is returned with the runners-
+up. Validated on MLPerf Training v4.0's GPT-3 and Llama-2-70B LoRA systems
+(``benchmarks/steptime_accuracy.py`` section 4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gpucast.app._request import resolve
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.options import option
+from gpucast.domain.workload import SOFTWARE_HELP, check_software
+
+if TYPE_CHECKING:
+    from gpucast.domain.parallel import ParallelStepPrediction
+
+_RECOMPUTE = ("none", "selective", "full")
+_PRECISIONS = ("bf16", "fp16", "fp8")
+
+
+def _positive_or_none(name: str, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidSpecError(name, "must be an integer >= 1", got=value, fix=f"e.g. --{name} 8")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictLlmTrainRequest:
+    """An LLM, a cluster and a batch to predict one training step of
+    (``gpucast predict llm-train``)."""
+
+    VERB: ClassVar[str] = "predict llm-train"
+
+    model: str = option(help="A model of catalog/data/llm_models.csv.", example="llama-2-70b")
+    gpu: str = option(help="Catalog GPU name.", example="H100")
+    gpus: int = option(8, help="GPUs in all.", example="64")
+    gpus_per_node: int | None = option(None, help="GPUs per node (default: up to 8).", example="8")
+    node_network_gbps: float | None = option(
+        None,
+        help="Gbit/s of one node's network (default: 400 per H100/H200/B200, 200 per other GPU).",
+        example="3200",
+    )
+    seq_len: int | None = option(
+        None, help="Tokens per sequence (default: the model's context).", example="4096"
+    )
+    global_batch: int = option(help="Sequences per optimizer step.", example="1024")
+    precision: str = option("bf16", help="bf16, fp16 or fp8.", example="fp8")
+    software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
+    lora_rank: int = option(0, help="LoRA rank (0: full fine-tuning / pre-training).")
+    tp: int | None = option(None, help="Tensor-parallel size (default: searched).")
+    pp: int | None = option(None, help="Pipeline stages (default: searched).")
+    cp: int | None = option(None, help="Context-parallel size (default: 1).")
+    micro_batch: int | None = option(None, help="Sequences per micro-batch (default: searched).")
+    zero: int | None = option(None, help="ZeRO stage 0-3 (default: searched).")
+    recompute: str | None = option(None, help="none, selective or full (default: searched).")
+    top: int = option(5, help="Runner-up layouts to show.")
+
+    def __post_init__(self) -> None:
+        for name in ("gpus", "gpus_per_node", "seq_len", "global_batch", "tp", "pp", "cp"):
+            _positive_or_none(name.replace("_", "-"), getattr(self, name))
+        _positive_or_none("micro-batch", self.micro_batch)
+        _positive_or_none("top", self.top)
+        if self.zero is not None and self.zero not in (0, 1, 2, 3):
+            raise InvalidSpecError("zero", "must be 0, 1, 2 or 3", got=self.zero)
+        if self.recompute is not None and self.recompute not in _RECOMPUTE:
+            raise InvalidSpecError(
+                "recompute", f"must be one of {', '.join(_RECOMPUTE)}", got=self.recompute
+            )
+        if self.precision not in _PRECISIONS:
+            raise InvalidSpecError(
+                "precision", f"must be one of {', '.join(_PRECISIONS)}", got=self.precision
+            )
+        if isinstance(self.lora_rank, bool) or self.lora_rank < 0:
+            raise InvalidSpecError("lora-rank", "must be an integer >= 0", got=self.lora_rank)
+        if self.node_network_gbps is not None and not self.node_network_gbps > 0:
+            raise InvalidSpecError("node-network-gbps", "must be > 0", got=self.node_network_gbps)
+        check_software(self.software)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictLlmTrainResult:
+    """The fastest layout that fits, the runners-up, and what the numbers rest on."""
+
+    best: ParallelStepPrediction
+    alternatives: tuple[ParallelStepPrediction, ...]
+    layouts_tried: int
+    step_time_model: str
+    assumptions: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "best": self.best.to_dict(),
+            "alternatives": [a.to_dict() for a in self.alternatives],
+            "layouts_tried": self.layouts_tried,
+            "step_time_model": self.step_time_model,
+            "assumptions": dict(self.assumptions),
+            "validation": "MLPerf Training v4.0 time to train (benchmarks/steptime_accuracy.py "
+            "section 4): gpt3 68% / llama2_70b_lora 22% median error out of sample, 4.5% / "
+            "13.3% calibrated by one measured system",
+        }
+
+
+def predict_llm_train(
+    request: PredictLlmTrainRequest | None = None, /, **options: Any
+) -> PredictLlmTrainResult:
+    """The fastest layout of ``model`` on ``gpus`` x ``gpu`` that fits (module docstring)."""
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.llm import llm_model
+    from gpucast.domain.errors import NoFeasiblePlanError
+    from gpucast.domain.parallel import LayoutSpace
+    from gpucast.inputs.calibration import step_time_efficiency
+    from gpucast.inputs.steptime import node_network_gbps
+    from gpucast.predict.parallel import best_layout, cluster_shape, rank_layouts
+
+    request = resolve(PredictLlmTrainRequest, request, options)
+    spec = llm_model(request.model)
+    gpu = load_catalog().gpu(request.gpu)
+    per_node = request.gpus_per_node or min(8, request.gpus)
+    if request.gpus % per_node:
+        raise InvalidSpecError(
+            "gpus",
+            f"{request.gpus} is not a whole number of {per_node}-GPU nodes",
+            fix=f"use a multiple of {per_node} or set --gpus-per-node",
+        )
+    seq = request.seq_len or spec.max_context
+    if seq > spec.max_context:
+        raise InvalidSpecError(
+            "seq-len",
+            f"is beyond {spec.name}'s context of {spec.max_context} tokens",
+            got=seq,
+            fix=f"use --seq-len <= {spec.max_context}",
+        )
+    network = request.node_network_gbps or node_network_gbps(gpu.name, per_node)
+    links = cluster_shape(gpu, gpus_per_node=per_node, node_network_gbps=network)
+    efficiency = step_time_efficiency(request.software)
+    space = LayoutSpace(
+        micro_batch_sizes=(request.micro_batch,) if request.micro_batch else (1, 2, 4, 8),
+        zero_stages=(request.zero,) if request.zero is not None else (0, 1, 2, 3),
+        recompute=(request.recompute,) if request.recompute else _RECOMPUTE,  # type: ignore[arg-type]
+        cp_sizes=(request.cp or 1,),
+        precision=request.precision,  # type: ignore[arg-type]
+        lora_rank=request.lora_rank,
+    )
+    ranked = [
+        p
+        for p in rank_layouts(
+            spec,
+            gpu,
+            request.gpus,
+            request.global_batch,
+            seq_len=seq,
+            cluster=links,
+            space=space,
+            efficiency=efficiency.value,
+        )
+        if (request.tp is None or p.layout.tp == request.tp)
+        and (request.pp is None or p.layout.pp == request.pp)
+    ]
+    if not ranked or not ranked[0].fits:
+        if not ranked:
+            raise NoFeasiblePlanError(
+                f"no layout of {request.gpus} GPUs with tp={request.tp or 'any'}, "
+                f"pp={request.pp or 'any'} runs {spec.name} at a global batch of "
+                f"{request.global_batch}",
+                fix="tp must divide the heads and fit in a node, pp the layers, and the "
+                "global batch must divide by dp; drop --tp/--pp to search them",
+            )
+        best_layout(  # raises, naming the smallest layout's memory
+            spec, gpu, request.gpus, request.global_batch, seq_len=seq, cluster=links,
+            space=space, efficiency=efficiency.value,
+        )  # fmt: skip
+    fitting = [p for p in ranked if p.fits]
+    return PredictLlmTrainResult(
+        best=fitting[0],
+        alternatives=tuple(fitting[1 : 1 + request.top]),
+        layouts_tried=len(ranked),
+        step_time_model=efficiency.source,
+        assumptions={
+            "sequence length": f"{seq} tokens"
+            + (" (the model's context)" if request.seq_len is None else ""),
+            "node network": f"{network:g} Gbit/s per {per_node}-GPU node"
+            + (" (default per GPU type)" if request.node_network_gbps is None else ""),
+            "software": f"{request.software} stack efficiencies",
+            "optimizer": "Adam, mixed precision: 16 B per trained parameter",
+        },
+    )

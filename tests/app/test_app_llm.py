@@ -1,0 +1,58 @@
+"""predict llm-train: the fastest layout that fits, fixed choices honoured, clear refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+import gpucast
+from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
+
+
+def test_the_best_layout_fits_and_beats_its_runners_up() -> None:
+    result = gpucast.predict_llm_train(
+        model="llama-2-7b", gpu="A100-80GB", gpus=8, seq_len=2048, global_batch=64, top=3
+    )
+    best = result.best
+    assert best.fits and best.layout.gpus == 8 and best.layout.global_batch_size == 64
+    assert all(best.step_time_s <= a.step_time_s for a in result.alternatives)
+    assert 0.05 < best.mfu < 0.8
+    data = result.to_dict()
+    assert data["best"]["layout"] == best.layout.label()
+    assert "steptime.json" in data["step_time_model"] or "priors" in data["step_time_model"]
+
+
+def test_fixed_choices_are_kept() -> None:
+    result = gpucast.predict_llm_train(
+        model="llama-2-7b", gpu="H100", gpus=8, seq_len=2048, global_batch=32, tp=2, zero=1,
+        recompute="full",
+    )  # fmt: skip
+    for p in (result.best, *result.alternatives):
+        assert p.layout.tp == 2 and p.layout.zero_stage == 1 and p.layout.recompute == "full"
+
+
+def test_lora_fits_where_full_fine_tuning_does_not() -> None:
+    with pytest.raises(NoFeasiblePlanError, match="does not fit"):
+        gpucast.predict_llm_train(
+            model="llama-2-70b", gpu="H100", gpus=8, seq_len=4096, global_batch=8, zero=0,
+            recompute="none",
+        )  # fmt: skip
+    lora = gpucast.predict_llm_train(
+        model="llama-2-70b", gpu="H100", gpus=8, seq_len=4096, global_batch=8, lora_rank=16
+    )
+    assert lora.best.fits
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"gpus": 12, "gpus_per_node": 8}, "gpus"),
+        ({"seq_len": 100_000}, "seq-len"),
+        ({"zero": 4}, "zero"),
+        ({"precision": "int4"}, "precision"),
+        ({"recompute": "most"}, "recompute"),
+    ],
+)
+def test_bad_requests_name_the_field(options: dict[str, object], field: str) -> None:
+    base = {"model": "llama-2-7b", "gpu": "H100", "gpus": 8, "global_batch": 8}
+    with pytest.raises(InvalidSpecError, match=field):
+        gpucast.predict_llm_train(**(base | options))
