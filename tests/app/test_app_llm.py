@@ -56,3 +56,17 @@ def test_bad_requests_name_the_field(options: dict[str, object], field: str) -> 
     base = {"model": "llama-2-7b", "gpu": "H100", "gpus": 8, "global_batch": 8}
     with pytest.raises(InvalidSpecError, match=field):
         gpucast.predict_llm_train(**(base | options))
+
+
+def test_plan_llm_train_picks_the_cheapest_row_in_time() -> None:
+    plan = gpucast.plan_llm_train(
+        model="llama-2-7b", tokens=1e10, seq_len=2048, global_batch=256, gpu=["H100"],
+        max_gpus=32, deadline="30d",
+    )  # fmt: skip
+    assert plan.best is not None and plan.best.meets_deadline
+    assert plan.best.cost_usd == min(c.cost_usd for c in plan.candidates if c.meets_deadline)
+    assert plan.recommended in plan.pareto or plan.best.meets_deadline
+    frame = plan.to_frame()
+    assert len(frame) == len(plan.candidates) and "layout" in frame.columns
+    with pytest.raises(InvalidSpecError, match="tokens"):
+        gpucast.plan_llm_train(model="llama-2-7b", tokens=-1, global_batch=8)

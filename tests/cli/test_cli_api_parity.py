@@ -231,6 +231,16 @@ CASES = [
         ),
     ),
     Case(
+        "plan_llm_train",
+        lambda t: ["plan", "llm-train", "--model", "llama-2-7b", "--tokens", "1e10",
+                   "--seq-len", "2048", "--global-batch", "256", "--gpu", "H100",
+                   "--max-gpus", "16"],
+        lambda t: gpucast.plan_llm_train(
+            model="llama-2-7b", tokens=1e10, seq_len=2048, global_batch=256, gpu=["H100"],
+            max_gpus=16,
+        ),
+    ),
+    Case(
         "predict_checkpoint",
         lambda t: [
             "predict",

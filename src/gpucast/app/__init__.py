@@ -21,6 +21,7 @@ from typing import Any
 VERBS: dict[str, str] = {
     "plan_train": "planning",
     "plan_serve": "serve",
+    "plan_llm_train": "llm",
     "simulate_train": "simulation",
     "simulate_serve": "serve",
     "predict_train": "predict",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from gpucast.app.llm import PlanLlmTrainRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
 from gpucast.domain.plan import TrainRequest
@@ -50,3 +51,35 @@ def train(
     for path, what in ((report, "report"), (save, "plan")):
         if path is not None:
             console.print(f"{what} -> {path}", highlight=False)
+
+
+@app.command("llm-train")
+@request_command(PlanLlmTrainRequest, config=True)
+def llm_train(
+    request: PlanLlmTrainRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """The cheapest GPU cluster and 3D layout that trains a published LLM in time."""
+    from gpucast.app import plan_llm_train
+
+    with working("planning: searching layouts on every GPU offer"):
+        result = plan_llm_train(request)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    shown = sorted(set(result.pareto) | ({result.recommended} - {None}))  # type: ignore[arg-type]
+    console.print(f"{result.model}: {result.tokens:.3g} tokens in {result.steps:,} steps; "
+                  "Pareto front of time vs cost (> pick):", highlight=False)  # fmt: skip
+    for i in shown:
+        c = result.candidates[i]
+        mark = ">" if i == result.recommended else " "
+        console.print(
+            f"{mark} {c.provider}/{c.region} {c.nodes}x {c.instance_type} ({c.gpus} {c.gpu}, "
+            f"{c.network}): {c.time_s / 3600:.1f} h, ${c.cost_usd:,.0f}; {c.layout}; "
+            f"MFU {c.mfu:.0%}, {c.memory_gib:.0f} GiB/GPU",
+            highlight=False,
+        )
+    if result.recommended is None:
+        console.print("no row meets the deadline and the budget", highlight=False)
+    for name, value in result.assumptions.items():
+        console.print(f"  assumption {name}: {value}", highlight=False)

@@ -1,0 +1,177 @@
+"""Plan the training of a published LLM: which GPUs, how many nodes, which 3D layout.
+
+For every GPU offer (one per instance type and GPU: its cheapest region) and every node count
+up to ``max_gpus``, :func:`gpucast.predict.parallel.best_layout` finds the fastest layout that
+fits (tensor, pipeline and data parallelism, micro-batch, ZeRO stage, recomputation); the
+job's time is ``steps x step time`` (``steps = tokens / (global batch x sequence length)``)
+and its cost ``nodes x on-demand price x time``. Networks without RDMA run at the share of
+their NIC the fitted TCP collective found (:mod:`gpucast.predict.collective`). Rows that miss
+the deadline or the budget are kept but marked; the front is the cost-vs-time Pareto set and
+the pick the cheapest row that meets both.
+
+On-demand only: a multi-week LLM job on spot capacity is not modelled here.
+Pure: numbers in, numbers out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpucast.domain.catalog import GpuSpec, Offer
+from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
+from gpucast.domain.llm import TransformerSpec
+from gpucast.domain.parallel import LayoutSpace, ParallelStepPrediction
+from gpucast.plan.pareto import pareto_front_2d
+from gpucast.predict.collective import CollectiveConstants
+from gpucast.predict.parallel import best_layout, cluster_shape
+from gpucast.predict.roofline import RooflineEfficiency
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlmCandidate:
+    """One (offer, node count) with its best layout, time and cost."""
+
+    provider: str
+    region: str
+    instance_type: str
+    gpu: str
+    nodes: int
+    gpus: int
+    layout: str
+    network: str  # "rdma" or "tcp"
+    step_time_s: float
+    tokens_per_s: float
+    mfu: float
+    memory_gib: float
+    bottleneck: str
+    time_s: float
+    cost_usd: float
+    usd_per_hour: float
+    meets_deadline: bool
+    within_budget: bool
+
+    def to_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlmPlan:
+    """All rows evaluated, the Pareto front (indices), the pick (index or None), and the
+    shapes that ran no layout at all with the reason of one of them."""
+
+    candidates: tuple[LlmCandidate, ...]
+    pareto: tuple[int, ...]
+    recommended: int | None
+    infeasible: tuple[str, ...]
+
+
+def node_counts(gpus_per_node: int, max_gpus: int) -> list[int]:
+    """1, 2, 4, ... nodes up to ``max_gpus`` GPUs (and the largest whole count)."""
+    top = max_gpus // gpus_per_node
+    counts = [1 << k for k in range(int(math.log2(top)) + 1)] if top >= 1 else []
+    if top >= 1 and counts[-1] != top:
+        counts.append(top)
+    return counts
+
+
+def cheapest_offers(offers: Iterable[Offer]) -> list[Offer]:
+    """One offer per (provider, instance type): its cheapest on-demand region."""
+    best: dict[tuple[str, str], Offer] = {}
+    for o in offers:
+        if o.gpu is None or o.gpus < 1:
+            continue
+        key = (o.provider, o.instance_type)
+        if key not in best or o.on_demand_usd_per_hour < best[key].on_demand_usd_per_hour:
+            best[key] = o
+    return sorted(best.values(), key=lambda o: (o.provider, o.instance_type))
+
+
+def plan_llm(
+    spec: TransformerSpec,
+    offers: Sequence[Offer],
+    gpus: dict[str, GpuSpec],
+    *,
+    tokens: float,
+    global_batch: int,
+    seq_len: int,
+    max_gpus: int,
+    space: LayoutSpace,
+    efficiency: RooflineEfficiency,
+    tcp: CollectiveConstants,
+    rdma_instances: frozenset[str],
+    deadline_s: float | None = None,
+    budget_usd: float | None = None,
+) -> LlmPlan:
+    """Every offer x node count (module docstring)."""
+    if not (math.isfinite(tokens) and tokens > 0):
+        raise InvalidSpecError("tokens", "must be a finite number > 0", got=tokens)
+    steps = math.ceil(tokens / (global_batch * seq_len))
+    rows: list[LlmCandidate] = []
+    infeasible: list[str] = []
+    cache: dict[tuple[str, int, float, int], ParallelStepPrediction | str] = {}
+    for offer in cheapest_offers(offers):
+        gpu = gpus[str(offer.gpu)]
+        rdma = offer.instance_type in rdma_instances
+        network = offer.network_gbps * (1.0 if rdma else tcp.network_efficiency)
+        links = cluster_shape(gpu, gpus_per_node=offer.gpus, node_network_gbps=network)
+        for nodes in node_counts(offer.gpus, max_gpus):
+            n = nodes * offer.gpus
+            key = (gpu.name, offer.gpus, network, n)
+            if key not in cache:
+                try:
+                    cache[key] = best_layout(
+                        spec, gpu, n, global_batch, seq_len=seq_len, cluster=links,
+                        space=space, efficiency=efficiency,
+                    )  # fmt: skip
+                except (NoFeasiblePlanError, InvalidSpecError) as exc:
+                    cache[key] = str(exc)
+            found = cache[key]
+            if isinstance(found, str):
+                if len(infeasible) < 3 and found not in infeasible:
+                    infeasible.append(found)
+                continue
+            time_s = steps * found.step_time_s
+            usd_h = nodes * offer.on_demand_usd_per_hour
+            cost = usd_h * time_s / 3600.0
+            rows.append(
+                LlmCandidate(
+                    provider=offer.provider,
+                    region=offer.region,
+                    instance_type=offer.instance_type,
+                    gpu=gpu.name,
+                    nodes=nodes,
+                    gpus=n,
+                    layout=found.layout.label(),
+                    network="rdma" if rdma else "tcp",
+                    step_time_s=found.step_time_s,
+                    tokens_per_s=found.tokens_per_s,
+                    mfu=found.mfu,
+                    memory_gib=found.memory.total_bytes / 2**30,
+                    bottleneck=found.bottleneck,
+                    time_s=time_s,
+                    cost_usd=cost,
+                    usd_per_hour=usd_h,
+                    meets_deadline=deadline_s is None or time_s <= deadline_s,
+                    within_budget=budget_usd is None or cost <= budget_usd,
+                )
+            )
+    if not rows:
+        raise NoFeasiblePlanError(
+            f"no offer runs {spec.name} with a global batch of {global_batch} sequences of "
+            f"{seq_len} tokens on up to {max_gpus} GPUs"
+            + (f" ({infeasible[0]})" if infeasible else ""),
+            fix="raise --max-gpus, use LoRA (--lora-rank) or a global batch with more divisors",
+        )
+    t = np.array([r.time_s for r in rows])
+    c = np.array([r.cost_usd for r in rows])
+    front = tuple(int(i) for i in sorted(pareto_front_2d(t, c).tolist()))
+    ok = [i for i, r in enumerate(rows) if r.meets_deadline and r.within_budget]
+    pick = min(ok, key=lambda i: (rows[i].cost_usd, rows[i].time_s)) if ok else None
+    return LlmPlan(
+        candidates=tuple(rows), pareto=front, recommended=pick, infeasible=tuple(infeasible)
+    )
