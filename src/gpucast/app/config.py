@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.domain.errors import DataFormatError
 from gpucast.domain.options import build, field_for
+from gpucast.inputs.textfiles import parse_mapping_text, read_text
 
 T = TypeVar("T")
 
@@ -24,20 +25,8 @@ def read_config(path: Path | str, request_cls: type | None = None) -> dict[str, 
     naming the file, the key and the closest option).
     """
     path = Path(path)
-    if not path.is_file():
-        raise InvalidSpecError(
-            "config",
-            "file not found" if not path.exists() else "is not a file",
-            got=str(path),
-            fix="check the path",
-        )
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise DataFormatError(str(path), "is not UTF-8 text", fix="save it as UTF-8") from None
-    except OSError as exc:
-        raise DataFormatError(str(path), f"cannot be read ({exc.strerror})") from None
-    data = _parse(path, text)
+    text = read_text(path, "config")
+    data = parse_mapping_text(path, text)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -48,27 +37,6 @@ def read_config(path: Path | str, request_cls: type | None = None) -> dict[str, 
             build(request_cls, {str(key): value}, where=str(path))  # raises: unknown key
         out[str(key).strip()] = value
     return out
-
-
-def _parse(path: Path, text: str) -> Any:
-    if path.suffix.lower() == ".toml":
-        import tomllib
-
-        try:
-            return tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise DataFormatError(str(path), f"not valid TOML ({exc})") from None
-    import yaml
-
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise DataFormatError(
-            str(path),
-            f"not valid YAML ({getattr(exc, 'problem', None) or exc})",
-            line=None if mark is None else mark.line + 1,
-        ) from None
 
 
 def request_from(

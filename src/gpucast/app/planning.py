@@ -22,6 +22,7 @@ from gpucast.domain.plan import ModelInfo, PlanCandidate, TrainPlan, TrainReques
 from gpucast.domain.provenance import Assumption
 
 if TYPE_CHECKING:
+    from gpucast.domain.systems import ClusterSpec
     from gpucast.inputs.spot import Lifetimes, StartupDelays
     from gpucast.plan.inputs import PerfParams, RiskInputs, WorkloadFacts
 
@@ -43,6 +44,7 @@ def plan_train(
     from gpucast.catalog import load_catalog
     from gpucast.inputs.calibration import step_time_efficiency, store_calibration
     from gpucast.inputs.cluster import perf_params
+    from gpucast.inputs.clusters import load_cluster
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.workload import (
         load_stored_workload,
@@ -65,6 +67,13 @@ def plan_train(
         request = dataclasses.replace(request, **changes)
     request, work_assumptions = _with_work_defaults(request)
     catalog = load_catalog()
+    cluster = load_cluster(
+        request.cluster,
+        catalog,
+        nodes=request.cluster_nodes,
+        price_usd_per_gpu_hour=request.cluster_price_usd_per_gpu_hour,
+        settings=request.cluster_set,
+    )
     data_dir = published_data_dir(request.data_dir)
     if stored is not None and stored.profile is not None and request.profile_file is None:
         prof = stored.profile
@@ -178,7 +187,8 @@ def plan_train(
         risk=risk,
         calibration=None if calibration is None else calibration.value,
         efficiency=efficiency.value,
-        assumptions=assumptions,
+        assumptions=assumptions if cluster is None else _on_cluster(assumptions, cluster),
+        cluster=cluster,
     )
     plan = plan_training(request, ctx)
     candidates = tuple(_with_validation(c, request.precision) for c in plan.candidates)
@@ -393,3 +403,20 @@ def _models(
             nodes,
         ),
     )
+
+
+def _on_cluster(
+    assumptions: tuple[Assumption, ...], cluster: ClusterSpec
+) -> tuple[Assumption, ...]:
+    """A plan on a user's cluster rests on it instead of the catalog's offers; its PS shards
+    run on the cluster's own hosts."""
+    from gpucast.inputs.clusters import cluster_assumption
+
+    ps = Assumption(
+        name="parameter server",
+        value="asynchronous; PS shards run on the cluster's host CPUs at no extra cost, over "
+        "its inter-node network (one node without one: over PCIe); gradient staleness is not "
+        "modelled",
+    )
+    swap = {"catalog": cluster_assumption(cluster), "parameter server": ps}
+    return tuple(swap.get(a.name, a) for a in assumptions)

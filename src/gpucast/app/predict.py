@@ -19,6 +19,12 @@ from gpucast.app._request import resolve
 from gpucast.app.fit import require_file
 from gpucast.domain.errors import DataFormatError, InvalidInputError, InvalidSpecError
 from gpucast.domain.options import option
+from gpucast.domain.systems import (
+    ClusterSettings,
+    check_cluster_options,
+    cluster_option,
+    cluster_set_option,
+)
 from gpucast.domain.workload import (
     PRECISIONS,
     SOFTWARE_HELP,
@@ -31,7 +37,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from gpucast.domain.prediction import Estimate
-    from gpucast.domain.provenance import Validation
+    from gpucast.domain.provenance import Assumption, Validation
     from gpucast.predict.base import Estimator
 
 E = TypeVar("E", bound="Estimator")
@@ -84,12 +90,21 @@ class PredictTrainRequest:
 
     workload: str = option(help="Built-in workload, e.g. resnet50.", example="resnet50")
     batch_size: int = option(help="Samples per step per GPU.", example="64")
-    gpu: str = option(help="Catalog GPU name, e.g. V100, A100, H100.", example="A100")
+    gpu: str | None = option(
+        None,
+        help="Catalog GPU name, e.g. V100, A100, H100 [default: the --cluster's GPU].",
+        example="A100",
+    )
     precision: str = option("fp32", help="fp32, bf16 or fp16.", example="bf16")
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
     workload_options: WorkloadOptions = workload_options_field()
+    cluster: str | None = cluster_option()
+    cluster_set: ClusterSettings = cluster_set_option()
 
     def __post_init__(self) -> None:
+        named = check_cluster_options(self.cluster, None, None, self.cluster_set)
+        if not named and self.gpu is None:
+            raise InvalidSpecError("gpu", "is required (or --cluster)", fix="e.g. --gpu A100")
         if isinstance(self.batch_size, bool) or self.batch_size < 1:
             raise InvalidSpecError(
                 "batch-size", "must be >= 1", got=self.batch_size, fix="e.g. --batch-size 64"
@@ -113,6 +128,8 @@ class PredictTrainResult:
     validation: Validation
     software: str = "pytorch"
     step_time_model: str = ""
+    #: the user's cluster the GPU came from (``None``: a catalog GPU named by --gpu)
+    cluster: Assumption | None = None
 
     @property
     def step_time_s(self) -> float:
@@ -140,6 +157,7 @@ class PredictTrainResult:
             "software": self.software,
             "step_time_model": self.step_time_model,
             "validation": self.validation.to_dict(),
+            "cluster": None if self.cluster is None else self.cluster.to_dict(),
         }
 
 
@@ -159,6 +177,7 @@ def predict_train(
     from gpucast.catalog import load_catalog
     from gpucast.catalog.validation import validation_for
     from gpucast.inputs.calibration import step_time_efficiency, store_calibration
+    from gpucast.inputs.clusters import cluster_assumption, load_cluster
     from gpucast.inputs.workload import workload_facts, workload_profile
     from gpucast.predict.roofline import predict_step_time
     from gpucast.store.db import default_db_path
@@ -166,7 +185,19 @@ def predict_train(
     request = resolve(PredictTrainRequest, request, options)
     store = Path(db) if db is not None else default_db_path()
     catalog = load_catalog()
-    spec = catalog.gpu(request.gpu)
+    cluster = load_cluster(request.cluster, catalog, settings=request.cluster_set)
+    if cluster is None:
+        assert request.gpu is not None
+        spec = catalog.gpu(request.gpu)
+    else:
+        spec = catalog.gpu(cluster.gpu)
+        if request.gpu is not None and catalog.gpu(request.gpu).name != spec.name:
+            raise InvalidSpecError(
+                "gpu",
+                f"the cluster {cluster.name} has {spec.name} GPUs",
+                got=request.gpu,
+                fix="drop --gpu (the cluster gives it) or pick another --cluster",
+            )
     facts = workload_facts(
         workload_profile(
             request.workload, request.precision, options=dict(request.workload_options)
@@ -199,6 +230,7 @@ def predict_train(
         validation=validation_for("roofline-step", [spec.name], request.precision, 1),
         software=request.software,
         step_time_model=efficiency.source,
+        cluster=None if cluster is None else cluster_assumption(cluster),
     )
 
 

@@ -31,6 +31,14 @@ from gpucast.domain.spot import (
     lifetimes_option,
     spot_scenario_option,
 )
+from gpucast.domain.systems import (
+    ClusterSettings,
+    check_cluster_options,
+    cluster_nodes_option,
+    cluster_option,
+    cluster_price_option,
+    cluster_set_option,
+)
 from gpucast.domain.units import parse_duration_s
 from gpucast.domain.workload import (
     SOFTWARE_HELP,
@@ -41,6 +49,7 @@ from gpucast.domain.workload import (
 
 if TYPE_CHECKING:  # numpy: loaded when a simulation runs
     from gpucast.domain.simulation import SimulationResult
+    from gpucast.domain.systems import ClusterSpec
 
 #: Strategies ``simulate train`` offers, and the planner's names for them.
 STRATEGIES: tuple[str, ...] = ("ps-async", "ps-sync", "allreduce", "fsdp")
@@ -75,6 +84,10 @@ class SimulateTrainRequest:
         help="A catalog instance type for the nodes, e.g. p4d.24xlarge.",
         example="p4d.24xlarge",
     )
+    cluster: str | None = cluster_option()
+    cluster_nodes: int | None = cluster_nodes_option()
+    cluster_price_usd_per_gpu_hour: float | None = cluster_price_option()
+    cluster_set: ClusterSettings = cluster_set_option()
     ps: int | None = option(
         None, help="CPU parameter servers (PS shards) (default: 1; 0 for allreduce/fsdp).",
         example="1",
@@ -86,8 +99,11 @@ class SimulateTrainRequest:
         example="allreduce",
     )
     spot: bool = option(False, negative="on-demand", help="Nodes on spot servers.")
-    region: str = option(
-        help="Region of the PS and of workers without @REGION, e.g. us-east1.", example="us-east1"
+    region: str | None = option(
+        None,
+        help="Region of the PS and of workers without @REGION, e.g. us-east1 [default: the "
+        "--cluster's region label].",
+        example="us-east1",
     )
     provider: str | None = option(None, help="aws | gcp | azure.", example="gcp")
     workload: str | None = option(
@@ -151,8 +167,29 @@ class SimulateTrainRequest:
     )
 
     def __post_init__(self) -> None:
-        if self.gpu is None and self.instance is None:
-            raise InvalidSpecError("gpu", "is required (or --instance)", fix="e.g. --gpu K80")
+        on_cluster = check_cluster_options(
+            self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
+        )
+        if on_cluster:
+            for flag, given in (
+                ("gpu", self.gpu),
+                ("instance", self.instance),
+                ("price-table", self.price_table),
+                ("gpus-per-node", None if self.gpus_per_node == 1 else self.gpus_per_node),
+            ):
+                if given is not None:
+                    raise InvalidSpecError(
+                        flag,
+                        "is given by the --cluster",
+                        got=str(given),
+                        fix=f"drop --{flag} (or change the cluster: --cluster-set KEY=VALUE)",
+                    )
+        elif self.gpu is None and self.instance is None:
+            raise InvalidSpecError(
+                "gpu", "is required (or --instance, --cluster)", fix="e.g. --gpu K80"
+            )
+        if self.region is None and not on_cluster:
+            raise InvalidSpecError("region", "is required", fix="e.g. --region us-east1")
         if self.workers is not None and self.workers < 1:
             raise InvalidSpecError("workers", "must be >= 1", got=self.workers, fix="e.g. 4")
         if self.gpus_per_node < 1:
@@ -270,6 +307,7 @@ def simulate_train(
     from gpucast.inputs import transient as tinputs
     from gpucast.inputs.calibration import step_time_efficiency, store_calibration
     from gpucast.inputs.cluster import cluster_model
+    from gpucast.inputs.clusters import intra_link_gbps, load_cluster, simulation_prices
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.workload import workload_inputs
     from gpucast.plan.risk import mean_lifetime_s, young_interval_s
@@ -281,24 +319,38 @@ def simulate_train(
     deadline_s = deadline_seconds(request.deadline, now)
     every_steps, every_s = checkpoint_every(request.checkpoint_every)
     catalog = load_catalog()
+    cluster = load_cluster(
+        request.cluster,
+        catalog,
+        nodes=request.cluster_nodes,
+        price_usd_per_gpu_hour=request.cluster_price_usd_per_gpu_hour,
+        settings=request.cluster_set,
+    )
+    if cluster is not None:
+        request = _on_cluster(request, cluster)
     request, gpn = _instance(request, catalog)
-    assert request.gpu is not None
+    assert request.gpu is not None and request.region is not None
     ps = request.ps_count
     groups = tinputs.parse_groups(request.gpu, request.workers, request.region, request.spot)
-    tinputs.check_names(groups, request.region, catalog)
     given_speed = tinputs.parse_speed(request.speed, groups)
     root = published_data_dir(request.data_dir)
-    prices, network = tinputs.prices_and_network(
-        request.price_table,
-        groups,
-        request.region,
-        ps,
-        request.provider,
-        catalog,
-        gpus_per_node=gpn,
-        instance_type=request.instance,
-    )
-    tinputs.check_prices(prices, groups, request.region, ps)
+    intra_gbps = None
+    if cluster is None:
+        tinputs.check_names(groups, request.region, catalog)
+        prices, network = tinputs.prices_and_network(
+            request.price_table,
+            groups,
+            request.region,
+            ps,
+            request.provider,
+            catalog,
+            gpus_per_node=gpn,
+            instance_type=request.instance,
+        )
+        tinputs.check_prices(prices, groups, request.region, ps)
+    else:
+        prices, network = simulation_prices(cluster, catalog, ps_count=ps, spot=request.spot)
+        intra_gbps = intra_link_gbps(cluster, catalog)
     store = Path(db) if db is not None else default_db_path()
     lifetimes = spot_inputs.Lifetimes(
         data_dir=root,
@@ -339,6 +391,7 @@ def simulate_train(
         rtt_s=request.inter_region_rtt_ms / 1e3,
         catalog=catalog,
         gpus_per_node=gpn,
+        intra_node_gbps=intra_gbps,
     )
     synchronous = request.strategy != "ps-async"
     full_speed = float(table.table[tuple(g.count for g in groups)])
@@ -469,7 +522,7 @@ def simulate_train(
     gpus = sorted({catalog.gpu(g.gpu).name for g in groups})
     nodes = sum(g.count for g in groups)
     modelled = any(t.lower_ratio < 1.0 or t.upper_ratio > 1.0 for t in single.values())
-    assumptions = (
+    assumptions: tuple[Assumption, ...] = (
         Assumption(
             name="spot lifetimes",
             value="not used (on demand)"
@@ -511,6 +564,13 @@ def simulate_train(
         Assumption(name="cluster model", value=request.strategy, source=model.source,
                    override="--data-dir"),
     )  # fmt: skip
+    if cluster is not None:
+        from gpucast.domain.systems import NO_PRICE_NOTE
+        from gpucast.inputs.clusters import cluster_assumption
+
+        assumptions = (cluster_assumption(cluster), *assumptions)
+        if not cluster.priced:
+            notes.append(NO_PRICE_NOTE)
     return dataclasses.replace(
         result,
         notes=tuple(notes),
@@ -577,3 +637,28 @@ def _instance(request: SimulateTrainRequest, catalog: Any) -> tuple[SimulateTrai
             fix="drop --gpu or pick an instance of that GPU",
         )
     return dataclasses.replace(request, gpu=request.gpu or str(offer.gpu)), int(offer.gpus)
+
+
+def _on_cluster(request: SimulateTrainRequest, cluster: ClusterSpec) -> SimulateTrainRequest:
+    """The GPU, GPUs per node, nodes, region and provider of a ``--cluster``."""
+    workers = request.workers if request.workers is not None else cluster.nodes
+    if workers > cluster.nodes:
+        raise InvalidSpecError(
+            "workers",
+            f"must be at most the {cluster.nodes} node(s) of the cluster {cluster.name}",
+            got=workers,
+            fix=f"use --workers {cluster.nodes} or fewer, or a larger --nodes",
+        )
+    # the cluster is resolved: the request now names its GPU and nodes as flags would
+    return dataclasses.replace(
+        request,
+        cluster=None,
+        cluster_nodes=None,
+        cluster_price_usd_per_gpu_hour=None,
+        cluster_set=(),
+        gpu=cluster.gpu,
+        gpus_per_node=cluster.gpus_per_node,
+        workers=workers,
+        region=request.region or cluster.region,
+        provider=request.provider or cluster.provider,
+    )

@@ -49,6 +49,8 @@ def train(
         console.print(f"  {note}", highlight=False)
     console.print(f"  calibration: {result.calibration_source}", highlight=False)
     console.print(f"  validated: {result.validation.text()}", highlight=False)
+    if result.cluster is not None:
+        console.print(f"  cluster: {result.cluster.text()}", highlight=False)
 
 
 @app.command("speed")

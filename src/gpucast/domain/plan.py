@@ -29,6 +29,14 @@ from gpucast.domain.spot import (
     lifetimes_option,
     spot_scenario_option,
 )
+from gpucast.domain.systems import (
+    ClusterSettings,
+    check_cluster_options,
+    cluster_nodes_option,
+    cluster_option,
+    cluster_price_option,
+    cluster_set_option,
+)
 from gpucast.domain.units import duration_s
 from gpucast.domain.workload import (
     PRECISIONS,
@@ -122,6 +130,10 @@ class TrainRequest:
     regions: tuple[str, ...] = option((), flag="region", help="Regions allowed.")
     gpus: tuple[str, ...] = option((), flag="gpu", help="GPU types allowed.", example="A100")
     exclude_gpus: tuple[str, ...] = option((), flag="exclude-gpu", help="GPU types to skip.")
+    cluster: str | None = cluster_option()
+    cluster_nodes: int | None = cluster_nodes_option()
+    cluster_price_usd_per_gpu_hour: float | None = cluster_price_option()
+    cluster_set: ClusterSettings = cluster_set_option()
     allow_spot: bool = option(True, flag="spot", negative="no-spot", help="Allow spot servers.")
     max_gpus: int = option(64, help="At most this many GPUs.", example="64")
     min_p_meet: float = option(
@@ -229,6 +241,28 @@ class TrainRequest:
         check_spot_options(self.spot_scenario)
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise InvalidSpecError("seed", "must be an integer >= 0", got=self.seed, fix="e.g. 0")
+        if check_cluster_options(
+            self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
+        ):
+            for flag, given in (
+                ("provider", self.providers),
+                ("region", self.regions),
+                ("gpu", self.gpus),
+                ("exclude-gpu", self.exclude_gpus),
+            ):
+                if given:
+                    raise InvalidSpecError(
+                        flag,
+                        "filters the cloud catalog, which --cluster replaces",
+                        got=",".join(given),
+                        fix=f"drop --{flag} (the cluster gives the GPU and the nodes)",
+                    )
+            if self.allow_mixed:
+                raise InvalidSpecError(
+                    "allow-mixed",
+                    "plans two GPU types; a --cluster has one",
+                    fix="drop --allow-mixed",
+                )
         both = {g.lower() for g in self.gpus} & {g.lower() for g in self.exclude_gpus}
         if both:
             raise InvalidSpecError(

@@ -151,7 +151,7 @@ class ClusterSpec:
     ``spot_usd_per_gpu_hour`` ``None``: no spot market (plans are on demand only).
     ``provider`` / ``region`` are labels for the results (``on-prem`` / ``local`` by default).
     ``source`` says where it was described: a file path, ``catalog systems.csv: NAME``, or
-    the flags, with any flag that changed it.
+    the flags; ``set_by`` lists the flags that changed that description (``--nodes 2``).
     """
 
     shape: NodeShape
@@ -161,6 +161,7 @@ class ClusterSpec:
     provider: str = ON_PREM
     region: str = LOCAL_REGION
     source: str
+    set_by: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.nodes, bool) or not isinstance(self.nodes, int) or self.nodes < 1:
@@ -230,9 +231,10 @@ class ClusterSpec:
                 else ", on demand only"
             )
         nodes = f"up to {self.nodes} nodes" if self.nodes > 1 else "1 node"
+        flags = f"; set by {', '.join(self.set_by)}" if self.set_by else ""
         return (
             f"{self.name} ({self.provider}/{self.region}): {nodes} x {s.gpus_per_node} "
-            f"{s.gpu} ({intra}; {inter}); {price}"
+            f"{s.gpu} ({intra}; {inter}); {price}{flags}"
         )
 
 

@@ -369,16 +369,22 @@ def speed_table(
     rtt_s: float,
     catalog: Any,
     gpus_per_node: int = 1,
+    intra_node_gbps: float | None = None,
 ) -> tuple[SpeedTable, str]:
-    """Cluster steps/s for every count of live nodes per group, from the cluster model."""
-    from gpucast.plan.inputs import intra_node_gbps
+    """Cluster steps/s for every count of live nodes per group, from the cluster model;
+    ``intra_node_gbps`` (Gbit/s per GPU, a user's cluster) wins over the GPUs' own links."""
+    from gpucast.plan.inputs import intra_node_gbps as gpu_link_gbps
     from gpucast.simulate.transient import SpeedTable
 
     includes_ps = all(steps[g.gpu].includes_ps for g in groups)
     per_group = [
         steps[g.gpu].step_time_s + (2.0 * rtt_s if g.region != ps_region else 0.0) for g in groups
     ]
-    intra = min(intra_node_gbps(catalog.gpu(g.gpu)) for g in groups)
+    intra = (
+        intra_node_gbps
+        if intra_node_gbps is not None
+        else min(gpu_link_gbps(catalog.gpu(g.gpu)) for g in groups)
+    )
 
     def speed(alive: Sequence[int]) -> float:
         times = [

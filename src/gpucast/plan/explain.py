@@ -34,6 +34,8 @@ MIN_GAIN = 0.05
 
 
 def _pct(new: float, old: float) -> str:
+    if old == 0.0:  # a cluster without a price costs nothing either way
+        return "+0%" if new == 0.0 else f"{new - old:+,.2f} US$"
     return f"{100.0 * (new / old - 1.0):+.0f}%"
 
 
@@ -104,7 +106,8 @@ def explain(
     twin = twins.get(i)
     if spot is None and twin is not None and twin in twin_out:
         out = twin_out[twin]
-        saving = 1.0 - out.cost_mean_usd / float(ev.cost_usd[i])
+        od_usd = float(ev.cost_usd[i])
+        saving = 1.0 - out.cost_mean_usd / od_usd if od_usd > 0 else 0.0
         if request.deadline_s is not None and out.p_meet_deadline is not None:
             risk = 1.0 - out.p_meet_deadline
             hints.append(
@@ -115,7 +118,7 @@ def explain(
             hints.append(f"spot saves {saving:.0%} (p90 {out.time_p90_s / 3600:.1f} h)")
     elif spot is not None and twin is not None:
         od_cost = float(ev.cost_usd[twin])
-        extra_cost = od_cost / spot.cost_mean_usd - 1.0
+        extra_cost = od_cost / spot.cost_mean_usd - 1.0 if spot.cost_mean_usd > 0 else 0.0
         line = f"on demand costs {extra_cost:+.0%}"
         od_p = float(res.p_model[twin])
         if (
@@ -145,6 +148,7 @@ def _better_node(res: SearchResult, ctx: PlanContext, i: int, step: float) -> li
         and off.provider[a] == off.provider[o]
         and off.region[a] == off.region[o]
         and n % int(off.gpus_per_node[a]) == 0
+        and (off.max_nodes is None or n // int(off.gpus_per_node[a]) <= int(off.max_nodes[a]))
     ]
     if not alt:
         return []

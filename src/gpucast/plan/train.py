@@ -2,7 +2,10 @@
 
 :func:`plan_training` runs the whole search:
 
-1. filter the catalog's offers (provider, region, GPU; unknown names fail with close matches);
+1. filter the catalog's offers (provider, region, GPU; unknown names fail with close matches),
+   or, for a user's cluster (``PlanContext.cluster``), take its offers
+   (:func:`~gpucast.plan.space.cluster_offers`: 1..k GPUs of a node, whole nodes up to its
+   node count, its own links and price; on demand only unless it has a spot price);
 2. build every candidate row (:mod:`.space`) and evaluate all of them at once (:mod:`.evaluate`);
 3. drop the infeasible ones, counting each by the first constraint it breaks (spot market,
    global batch, PS server, memory, deadline, budget);
@@ -36,8 +39,10 @@ from gpucast.domain.errors import (
     NoFeasiblePlanError,
     UnknownRegionError,
 )
+from gpucast.domain.options import is_default
 from gpucast.domain.plan import ModelInfo, PlanCandidate, TrainPlan, TrainRequest, WorkerPart
 from gpucast.domain.provenance import Assumption
+from gpucast.domain.systems import NO_PRICE_NOTE, ClusterSpec
 from gpucast.domain.units import GIB
 from gpucast.plan.efficiency import workload_family
 from gpucast.plan.evaluate import BOTTLENECKS, Evaluation, Work, evaluate
@@ -52,7 +57,15 @@ from gpucast.plan.risk import (
     mean_lifetime_s,
     simulate_spot,
 )
-from gpucast.plan.space import PS, PS_SYNC, STRATEGY_LABELS, OfferTable, Space, build_space
+from gpucast.plan.space import (
+    PS,
+    PS_SYNC,
+    STRATEGY_LABELS,
+    OfferTable,
+    Space,
+    build_space,
+    cluster_offers,
+)
 from gpucast.plan.uncertainty import SPOT_STRATA, p_meet_deadline, strata
 from gpucast.predict.roofline import Calibration, RooflineEfficiency
 
@@ -98,6 +111,8 @@ class PlanContext:
     efficiency: RooflineEfficiency | None = None
     models: tuple[ModelInfo, ...] = ()
     assumptions: tuple[Assumption, ...] = ()
+    #: a user's cluster: searched instead of the catalog's offers
+    cluster: ClusterSpec | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -175,6 +190,30 @@ def _offers(request: TrainRequest, catalog: Catalog) -> OfferTable:
     return OfferTable.build(gpu_offers, cpu_offers, {n: i for i, n in enumerate(names)})
 
 
+def _cluster_table(ctx: PlanContext) -> OfferTable:
+    assert ctx.cluster is not None
+    return cluster_offers(ctx.cluster, ctx.catalog.gpu(ctx.cluster.gpu), 0)
+
+
+def with_cluster(ctx: PlanContext) -> PlanContext:
+    """``ctx`` whose collective constants know the cluster's network: an RDMA-class one
+    (InfiniBand, RoCE, EFA) joins ``rdma_instances`` under its offers' names, as the
+    catalog's RDMA instance types do. Unchanged without a cluster (and when applied twice)."""
+    if ctx.cluster is None or not ctx.cluster.shape.rdma:
+        return ctx
+    names = frozenset(_cluster_table(ctx).instance_type)
+    if names <= ctx.perf.rdma_instances:
+        return ctx
+    return replace(ctx, perf=replace(ctx.perf, rdma_instances=ctx.perf.rdma_instances | names))
+
+
+def within_cluster(request: TrainRequest, cluster: ClusterSpec) -> TrainRequest:
+    """The request the cluster's space is built from: its whole size unless ``--max-gpus``
+    says less, and on demand only unless the cluster has a spot price."""
+    max_gpus = cluster.max_gpus if is_default(request, "max_gpus") else request.max_gpus
+    return replace(request, max_gpus=max_gpus, allow_spot=request.allow_spot and cluster.has_spot)
+
+
 def make_work(request: TrainRequest, facts: WorkloadFacts) -> Work:
     fam = workload_family(request.workload)
     ref = float(request.reference_batch or fam.reference_batch)
@@ -199,10 +238,17 @@ def make_work(request: TrainRequest, facts: WorkloadFacts) -> Work:
 
 def search(request: TrainRequest, ctx: PlanContext) -> SearchResult:
     """Build and evaluate the whole space; label each row with its first failing reason."""
-    offers = _offers(request, ctx.catalog)
+    cluster = ctx.cluster
+    if cluster is None:
+        offers = _offers(request, ctx.catalog)
+        space_request = request
+    else:
+        ctx = with_cluster(ctx)
+        offers = _cluster_table(ctx)
+        space_request = within_cluster(request, cluster)
     specs = [ctx.catalog.gpu(n) for n in sorted(set(offers.gpu_name))]
     gpus = build_gpu_table(ctx.facts, specs, calibration=ctx.calibration, efficiency=ctx.efficiency)
-    space, dropped = build_space(request, offers)
+    space, dropped = build_space(space_request, offers)
     work = make_work(request, ctx.facts)
     ev = evaluate(
         space,
@@ -482,6 +528,7 @@ def _no_plan(
 
 def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     """Search, simulate the surviving spot plans, pick and explain (module docstring)."""
+    ctx = with_cluster(ctx)
     res = search(request, ctx)
     space, ev, reason = res.space, res.evaluation, res.reason
     counts: dict[str, int] = dict(res.dropped)
@@ -543,6 +590,9 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         out = spot_out[i]
         t[j], c[j] = out.time_mean_s, out.cost_mean_usd
         risk[j] = 0.0 if out.p_meet_deadline is None else 1.0 - out.p_meet_deadline
+    if ctx.cluster is not None and not ctx.cluster.priced:
+        # a cluster without a price costs nothing: rank and show by GPU-hours instead
+        c = ev.workers[rows] * t / 3600.0
     cheapest = int(np.lexsort((t, c))[0])
     fastest = int(np.lexsort((c, t))[0])
 
@@ -647,6 +697,9 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         reference_batch=int(res.work.reference_batch),
         assumptions=tuple(assumptions),
         models=ctx.models,
+        notes=(NO_PRICE_NOTE + "; 'cheapest' ranks by GPU-hours",)
+        if ctx.cluster is not None and not ctx.cluster.priced
+        else (),
     )
 
 
@@ -766,6 +819,8 @@ def _candidate(
                 f"per-worker batches in proportion to speed: {split}; global batch "
                 f"{int(ev.global_batch[i]):,}; the fastest worker idles {idle:.1%} of its compute"
             )
+    if ctx.cluster is not None and not ctx.cluster.priced:
+        notes.append("no price given: cost shown as $0")
     epochs = float(ev.samples_needed[i]) / (res.work.dataset_size or float(ev.samples_needed[i]))
     breakdown = {
         "compute_s": float(ev.compute_s[i]),

@@ -116,6 +116,8 @@ def print_plan(plan: TrainPlan, console: Console) -> None:
     if plan.infeasible:
         parts = ", ".join(f"{k}: {v:,}" for k, v in sorted(plan.infeasible.items()))
         console.print(Text(f"dropped: {parts}", style="dim"))
+    for note in plan.notes:
+        console.print(Text(f"note: {note}"))
     for a in plan.assumptions:
         override = f" [override: {a.override}]" if a.override else ""
         console.print(Text(f"assumption {a.name}: {a.value}{override}", style="dim"))

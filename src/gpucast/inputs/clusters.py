@@ -1,0 +1,468 @@
+"""A cluster the user has (``--cluster FILE|NAME``): read, checked, with its source.
+
+:func:`load_cluster` turns the request's cluster options into a
+:class:`~gpucast.domain.systems.ClusterSpec`:
+
+* ``FILE`` -- a YAML or TOML file (read by :mod:`gpucast.inputs.textfiles`, as config files
+  are), its fields at the top level or under ``cluster:``::
+
+      name: lab-h100             # default: the file's name
+      gpu: H100                  # a catalog GPU name or alias
+      gpus_per_node: 8
+      nodes: 4                   # at most; plans use 1..nodes (default 1)
+      intra_node: nvswitch       # nvswitch | nvlink-bridge | pcie (required with > 1 GPU/node)
+      intra_node_gbps: 900       # GB/s per GPU, both directions (required with > 1 GPU/node)
+      inter_node_gbps: 400       # Gbit/s per node, compute NICs (required with nodes > 1)
+      network: infiniband        # infiniband | roce | efa | ethernet (optional)
+      price_usd_per_gpu_hour: 2  # optional: without it costs are shown as 0
+      spot_usd_per_gpu_hour: 1   # optional: a spot market (plans are on demand only without)
+      provider: on-prem          # labels (default on-prem / local)
+      region: local
+
+* ``NAME`` -- a node shape of the catalog (``catalog/data/systems.csv``, e.g. ``DGX-H100``),
+  one node unless ``--nodes`` says more, no price unless ``--price-per-gpu-hour`` gives one;
+* ``--cluster-set KEY=VALUE`` sets any field above (without ``--cluster``: the whole cluster
+  from flags); ``--nodes`` and ``--price-per-gpu-hour`` are shorthands of two of them.
+
+Every error is one line naming the field, where it is written (file and line, the flag, or
+the catalog row) and the fix; an unknown GPU is the catalog's ``UnknownGpuError`` with close
+names.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpucast.domain.catalog import Catalog
+from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownGpuError
+from gpucast.domain.provenance import Assumption
+from gpucast.domain.systems import (
+    INTRA_NODE_KINDS,
+    LOCAL_REGION,
+    NETWORKS,
+    ON_PREM,
+    ClusterSettings,
+    ClusterSpec,
+    IntraNode,
+    Network,
+    NodeShape,
+)
+from gpucast.inputs.textfiles import line_of, parse_mapping_text, read_text
+
+if TYPE_CHECKING:
+    from gpucast.domain.simulation import PriceTable
+    from gpucast.inputs.transient import Network as TransientNetwork
+
+#: The fields of a cluster description, in the order the docs list them.
+FIELDS: tuple[str, ...] = (
+    "name",
+    "gpu",
+    "gpus_per_node",
+    "nodes",
+    "intra_node",
+    "intra_node_gbps",
+    "inter_node_gbps",
+    "network",
+    "price_usd_per_gpu_hour",
+    "spot_usd_per_gpu_hour",
+    "provider",
+    "region",
+    "cpu",
+    "note",
+)
+#: An example value of each field the fixes quote.
+EXAMPLES = {
+    "gpu": "H100",
+    "gpus_per_node": "8",
+    "nodes": "4",
+    "intra_node": "nvswitch",
+    "intra_node_gbps": "900",
+    "inter_node_gbps": "400",
+    "network": "infiniband",
+    "price_usd_per_gpu_hour": "2.5",
+    "spot_usd_per_gpu_hour": "1.0",
+}
+#: What each bandwidth means, for the fixes.
+UNITS = {
+    "intra_node_gbps": "GB/s per GPU, both directions: NVLink 4 (H100 SXM) 900, PCIe Gen4 x16 64",
+    "inter_node_gbps": "Gbit/s per node over the compute NICs, e.g. 8 x 400 Gb/s = 3200",
+}
+#: PCIe x16 GB/s per GPU, both directions, by generation: the link of a one-GPU node.
+PCIE_GB_S = {3: 32.0, 4: 64.0, 5: 128.0}
+SUFFIXES = (".yaml", ".yml", ".toml")
+
+
+class _Origin:
+    """Where the fields come from, to say so in each error and in the fixes."""
+
+    def __init__(self, kind: str, label: str, text: str = "") -> None:
+        self.kind = kind  # "file" | "catalog" | "flags"
+        self.label = label
+        self.text = text
+        self.flagged: dict[str, str] = {}  # field -> the flag that set it
+
+    def where(self, key: str) -> str:
+        if key in self.flagged:
+            return self.flagged[key]
+        if self.kind == "file":
+            line = line_of(self.text, key)
+            return self.label if line is None else f"{self.label}, line {line}"
+        return self.label
+
+    def add(self, key: str, value: str) -> str:
+        """How to set ``key`` to ``value`` where the cluster is described."""
+        if self.kind == "file":
+            return f"add {key}: {value}"
+        return f"pass --cluster-set {key}={value}"
+
+
+def _bad(
+    origin: _Origin, key: str, constraint: str, *, got: object = None, fix: str | None = None
+) -> InvalidSpecError:
+    got_text = "" if got is None else f"got {got!r}; "
+    return InvalidSpecError(
+        f"cluster.{key}", f"{constraint} ({got_text}{origin.where(key)})", fix=fix
+    )
+
+
+def _required(origin: _Origin, key: str, why: str) -> InvalidSpecError:
+    unit = f" ({UNITS[key]})" if key in UNITS else ""
+    return _bad(origin, key, f"is required {why}", fix=origin.add(key, EXAMPLES[key]) + unit)
+
+
+def _number(
+    origin: _Origin, values: Mapping[str, Any], key: str, *, minimum: float, strict: bool
+) -> float | None:
+    raw = values.get(key)
+    if raw is None:
+        return None
+    value: float | None = None
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        value = float(raw)
+    elif isinstance(raw, str):
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            value = None
+    bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
+    fix = f"e.g. {key}: {EXAMPLES.get(key, '1')}"
+    if value is None:
+        raise _bad(origin, key, f"must be a number {bound}", got=raw, fix=fix)
+    if not math.isfinite(value) or value < minimum or (strict and value == minimum):
+        raise _bad(origin, key, f"must be a finite number {bound}", got=raw, fix=fix)
+    return value
+
+
+def _integer(origin: _Origin, values: Mapping[str, Any], key: str) -> int | None:
+    raw = values.get(key)
+    if raw is None:
+        return None
+    value = _number(origin, values, key, minimum=1.0, strict=False)
+    assert value is not None
+    if not value.is_integer():
+        raise _bad(
+            origin, key, "must be a whole number >= 1", got=raw, fix=f"e.g. {key}: {EXAMPLES[key]}"
+        )
+    return int(value)
+
+
+def _choice(
+    origin: _Origin, values: Mapping[str, Any], key: str, allowed: tuple[str, ...]
+) -> str | None:
+    raw = values.get(key)
+    if raw is None:
+        return None
+    text = str(raw).strip().lower()
+    if text not in allowed:
+        raise _bad(
+            origin, key, f"must be one of {', '.join(allowed)}", got=raw, fix=f"e.g. {key}: "
+            f"{EXAMPLES[key]}"
+        )  # fmt: skip
+    return text
+
+
+def _text(values: Mapping[str, Any], key: str, default: str) -> str:
+    raw = values.get(key)
+    return default if raw is None or not str(raw).strip() else str(raw).strip()
+
+
+def _intra(value: str) -> IntraNode:
+    return (
+        "nvswitch"
+        if value == "nvswitch"
+        else "nvlink-bridge"
+        if value == "nvlink-bridge"
+        else "pcie"
+    )
+
+
+def _network(value: str) -> Network:
+    if value in ("infiniband", "roce", "efa"):
+        return "infiniband" if value == "infiniband" else "roce" if value == "roce" else "efa"
+    return "ethernet"
+
+
+def _build(
+    values: Mapping[str, Any],
+    origin: _Origin,
+    catalog: Catalog,
+    *,
+    name: str,
+    source: str,
+    source_url: str,
+    as_of: date,
+) -> ClusterSpec:
+    unknown = [k for k in values if k not in FIELDS]
+    if unknown:
+        key = unknown[0]
+        close = difflib.get_close_matches(key, FIELDS, n=1)
+        raise _bad(
+            origin,
+            key,
+            "is not a cluster field",
+            fix=f"did you mean {close[0]!r}?" if close else f"known: {', '.join(FIELDS)}",
+        )
+    gpu_name = values.get("gpu")
+    if gpu_name is None or not str(gpu_name).strip():
+        raise _bad(
+            origin,
+            "gpu",
+            "is required",
+            fix=origin.add("gpu", "H100") + " (a catalog GPU name or alias: gpucast catalog gpus)",
+        )
+    try:
+        spec = catalog.gpu(str(gpu_name).strip())
+    except UnknownGpuError as exc:
+        choices = [s.name for s in catalog.gpus] + [a for s in catalog.gpus for a in s.aliases]
+        raise UnknownGpuError(
+            exc.name,
+            choices,
+            fix=f"fix cluster.gpu ({origin.where('gpu')}); see `gpucast catalog gpus`",
+        ) from None
+    per_node = _integer(origin, values, "gpus_per_node")
+    if per_node is None:
+        raise _required(origin, "gpus_per_node", "(GPUs in each node)")
+    nodes = _integer(origin, values, "nodes") or 1
+    intra_kind = _choice(origin, values, "intra_node", INTRA_NODE_KINDS)
+    intra = _number(origin, values, "intra_node_gbps", minimum=0.0, strict=True)
+    if per_node > 1:
+        if intra is None:
+            raise _required(origin, "intra_node_gbps", f"with {per_node} GPUs per node")
+        if intra_kind is None:
+            raise _bad(
+                origin,
+                "intra_node",
+                f"is required with {per_node} GPUs per node",
+                fix=origin.add("intra_node", "nvswitch")
+                + f" (one of {', '.join(INTRA_NODE_KINDS)})",
+            )
+    inter = _number(origin, values, "inter_node_gbps", minimum=0.0, strict=True)
+    if nodes > 1 and inter is None:
+        raise _required(origin, "inter_node_gbps", "for nodes > 1")
+    network = _choice(origin, values, "network", NETWORKS)
+    price = _number(origin, values, "price_usd_per_gpu_hour", minimum=0.0, strict=False)
+    spot = _number(origin, values, "spot_usd_per_gpu_hour", minimum=0.0, strict=False)
+    if spot is not None and price is None:
+        raise _required(origin, "price_usd_per_gpu_hour", "with spot_usd_per_gpu_hour")
+    try:
+        shape = NodeShape(
+            name=_text(values, "name", name),
+            gpu=spec.name,
+            gpus_per_node=per_node,
+            intra_node=_intra(intra_kind or "pcie"),
+            intra_node_gbps=intra
+            if intra is not None
+            else PCIE_GB_S.get(spec.pcie_generation, 32.0),
+            inter_node_gbps=inter,
+            network=None if network is None else _network(network),
+            cpu=_text(values, "cpu", ""),
+            source_url=source_url,
+            as_of=as_of,
+            note=_text(values, "note", ""),
+        )
+        return ClusterSpec(
+            shape=shape,
+            nodes=nodes,
+            price_usd_per_gpu_hour=price,
+            spot_usd_per_gpu_hour=spot,
+            provider=_text(values, "provider", ON_PREM),
+            region=_text(values, "region", LOCAL_REGION),
+            source=source,
+        )
+    except InvalidSpecError as exc:  # e.g. an odd GPU count on NVLink bridges
+        field = exc.field.rpartition(".")[2]
+        raise _bad(origin, field, exc.message.partition(": ")[2], fix=exc.fix) from None
+
+
+def is_cluster_file(ref: str) -> bool:
+    """Whether ``--cluster`` names a file (a YAML/TOML suffix, a folder, or an existing
+    path) rather than a node shape of the catalog."""
+    path = Path(ref)
+    return path.suffix.lower() in SUFFIXES or "/" in ref or "\\" in ref or path.exists()
+
+
+def _file_values(path: Path) -> tuple[dict[str, Any], str]:
+    text = read_text(
+        path, "cluster", fix="check the path, or name a node shape of the catalog (e.g. DGX-H100)"
+    )
+    data = parse_mapping_text(path, text)
+    if isinstance(data, dict) and set(data) == {"cluster"} and isinstance(data["cluster"], dict):
+        data = data["cluster"]
+    if not isinstance(data, dict):
+        raise DataFormatError(
+            str(path),
+            "must be a mapping of cluster fields (gpu, gpus_per_node, nodes, ...)",
+            fix="see the README's 'Your own cluster'",
+        )
+    return {str(k).strip().replace("-", "_"): v for k, v in data.items()}, text
+
+
+def _shape_values(shape: NodeShape) -> dict[str, Any]:
+    return {
+        "name": shape.name,
+        "gpu": shape.gpu,
+        "gpus_per_node": shape.gpus_per_node,
+        "intra_node": shape.intra_node,
+        "intra_node_gbps": shape.intra_node_gbps,
+        "inter_node_gbps": shape.inter_node_gbps,
+        "network": shape.network,
+        "cpu": shape.cpu,
+        "note": shape.note,
+    }
+
+
+def load_cluster(
+    ref: str | None,
+    catalog: Catalog,
+    *,
+    nodes: int | None = None,
+    price_usd_per_gpu_hour: float | None = None,
+    settings: ClusterSettings = (),
+) -> ClusterSpec | None:
+    """The cluster the options name (``None`` when they name none); see the module docstring."""
+    if ref is None and not settings:
+        return None
+    if ref is None:
+        values: dict[str, Any] = {}
+        origin = _Origin("flags", "--cluster-set")
+        name, source, url, as_of = "cluster", "flags (--cluster-set)", "", date.today()
+    elif is_cluster_file(ref):
+        path = Path(ref)
+        values, text = _file_values(path)
+        origin = _Origin("file", str(path), text)
+        name, source, url = path.stem, str(path), str(path)
+        as_of = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).date()
+    else:
+        from gpucast.catalog.systems import get_system
+        from gpucast.domain.systems import UnknownSystemError
+
+        try:
+            shape = get_system(ref)
+        except UnknownSystemError:
+            raise UnknownSystemError(
+                ref,
+                _system_names(),
+                fix="name a node shape of catalog/data/systems.csv, or pass a cluster file "
+                "(.yaml or .toml)",
+            ) from None
+        values = _shape_values(shape)
+        origin = _Origin("catalog", f"catalog systems.csv: {shape.name}")
+        name, source, url, as_of = shape.name, origin.label, shape.source_url, shape.as_of
+    changed: list[str] = []
+    for key, value in settings:
+        values[key] = value
+        origin.flagged[key] = f"--cluster-set {key}"
+        changed.append(f"--cluster-set {key}={value}")
+    if nodes is not None:
+        values["nodes"] = nodes
+        origin.flagged["nodes"] = "--nodes"
+        changed.append(f"--nodes {nodes}")
+    if price_usd_per_gpu_hour is not None:
+        values["price_usd_per_gpu_hour"] = price_usd_per_gpu_hour
+        origin.flagged["price_usd_per_gpu_hour"] = "--price-per-gpu-hour"
+        changed.append(f"--price-per-gpu-hour {price_usd_per_gpu_hour:g}")
+    cluster = _build(values, origin, catalog, name=name, source=source, source_url=url, as_of=as_of)
+    return replace(cluster, set_by=tuple(changed)) if ref is not None else cluster
+
+
+def _system_names() -> list[str]:
+    from gpucast.catalog.systems import load_systems
+
+    return [label for s in load_systems() for label in (s.name, *s.aliases)]
+
+
+def cluster_assumption(cluster: ClusterSpec) -> Assumption:
+    """What a result rests on when it rests on a user's cluster."""
+    return Assumption(
+        name="cluster",
+        value=cluster.describe(),
+        source=cluster.source,
+        override="--cluster FILE|NAME, --nodes, --price-per-gpu-hour, --cluster-set KEY=VALUE",
+    )
+
+
+def host_link_gbps(cluster: ClusterSpec, pcie_generation: int) -> float:
+    """Gbit/s a node's GPUs reach beyond the node with: its compute network, or (one node
+    without one) their PCIe x16 links to the host, as the planner counts them."""
+    from gpucast.plan.inputs import PCIE_GBPS
+
+    if cluster.shape.inter_node_gbps is not None:
+        return cluster.shape.inter_node_gbps
+    return PCIE_GBPS.get(pcie_generation, 128.0) * cluster.gpus_per_node
+
+
+def intra_link_gbps(cluster: ClusterSpec, catalog: Catalog) -> float:
+    """Gbit/s per GPU of a collective over one whole node of ``cluster`` (the planner's
+    figure for its whole-node offer)."""
+    from gpucast.plan.inputs import PCIE_GBPS
+
+    pcie = PCIE_GBPS.get(catalog.gpu(cluster.gpu).pcie_generation, 128.0)
+    return cluster.shape.ring_gbps(cluster.gpus_per_node, pcie)
+
+
+def simulation_prices(
+    cluster: ClusterSpec, catalog: Catalog, *, ps_count: int, spot: bool
+) -> tuple[PriceTable, TransientNetwork]:
+    """``simulate train``'s price table and NIC speeds for ``cluster``: a node costs its GPUs'
+    price (0 without one); PS shards run on the nodes' host CPUs at no extra cost."""
+    from gpucast.domain.simulation import CPU_PS, PriceTable
+    from gpucast.inputs.transient import Network
+
+    if spot and not cluster.has_spot:
+        raise InvalidSpecError(
+            "spot",
+            f"the cluster {cluster.name} has no spot market",
+            fix="drop --spot, or give spot_usd_per_gpu_hour in the cluster",
+        )
+    gpn = cluster.gpus_per_node
+    prices: dict[tuple[str, str], float] = {
+        (cluster.gpu, "on-demand"): cluster.usd_per_hour(gpn) or 0.0
+    }
+    spot_price = cluster.usd_per_hour(gpn, spot=True)
+    if spot_price is not None:
+        prices[(cluster.gpu, "spot")] = spot_price
+    if ps_count:
+        prices[(CPU_PS, "on-demand")] = 0.0
+        prices[(CPU_PS, "spot")] = 0.0
+    link = host_link_gbps(cluster, catalog.gpu(cluster.gpu).pcie_generation)
+    price = (
+        "no price given (0)"
+        if not cluster.priced
+        else f"${cluster.price_usd_per_gpu_hour:g} per GPU-hour x {gpn} GPUs per node"
+    )
+    return (
+        PriceTable(
+            usd_per_hour=prices, source=f"cluster {cluster.name} ({cluster.source}): {price}"
+        ),
+        Network(
+            ps_gbps=link,
+            worker_gbps=link,
+            source=f"cluster {cluster.name}: {link:g} Gbit/s per node; PS shards on its hosts",
+        ),
+    )
