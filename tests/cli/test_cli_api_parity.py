@@ -497,6 +497,12 @@ BAD = [
     (["plan", "train", "--workload", "mlp", "--epochs", "3", "--spot-scenario", "grim"],
      lambda: gpucast.plan_train(workload="mlp", epochs=3, spot_scenario="grim")),
     (["report", "--out", "x.html"], lambda: gpucast.write_report(out="x.html")),
+    (["plan", "train", "--workload", "mlp", "--epochs", "3", "--cluster", "no-such-cluster.yaml"],
+     lambda: gpucast.plan_train(workload="mlp", epochs=3, cluster="no-such-cluster.yaml")),
+    (["predict", "train", "--workload", "mlp", "--batch-size", "8", "--cluster", "DGX-H1000"],
+     lambda: gpucast.predict_train(workload="mlp", batch_size=8, cluster="DGX-H1000")),
+    (["simulate", "train", "--cluster", "tinybox_green", "--nodes", "2", "--steps", "10"],
+     lambda: gpucast.simulate_train(cluster="tinybox_green", nodes=2, steps=10)),
 ]
 # fmt: on
 

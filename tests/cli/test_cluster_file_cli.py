@@ -1,0 +1,106 @@
+"""`--cluster FILE|NAME` on the command line: plans on it, and bad files as one red line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpucast.cli.app import app as cli
+
+runner = CliRunner()
+SMALL = ["--workload", "cifar-resnet20", "--epochs", "10", "--dataset-size", "50000"]
+
+TOML = """\
+[cluster]
+name = "onprem"
+gpu = "H100"
+gpus_per_node = 8
+nodes = 4
+intra_node = "nvswitch"
+intra_node_gbps = 900
+inter_node_gbps = 400
+network = "infiniband"
+"""
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("gpucast-cache")
+
+
+@pytest.fixture(autouse=True)
+def _env(cache_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_dir))
+    monkeypatch.chdir(tmp_path)
+
+
+def test_plan_on_a_toml_cluster_without_a_price() -> None:
+    Path("onprem.toml").write_text(TOML)
+    result = runner.invoke(cli, ["plan", "train", *SMALL, "--cluster", "onprem.toml"])
+    assert result.exit_code == 0, result.output
+    assert "on-prem/local" in result.output and "$0.00" in result.output
+    assert "note: no price given" in result.output
+    assert "assumption cluster: onprem (on-prem/local): up to 4 nodes x 8 H100-SXM" in " ".join(
+        result.output.split()
+    )
+
+
+def test_plan_on_dgx_h100_with_two_nodes_as_json() -> None:
+    argv = ["plan", "train", *SMALL, "--cluster", "DGX-H100", "--nodes", "2", "--json"]
+    result = runner.invoke(cli, argv)
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    cluster = [a for a in plan["assumptions"] if a["name"] == "cluster"]
+    assert cluster and cluster[0]["source"] == "catalog systems.csv: DGX-H100"
+    assert {c["nodes"] for c in plan["candidates"]} <= {1, 2}
+    assert all(c["cost_usd"] == 0.0 for c in plan["candidates"])
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        (TOML.replace("inter_node_gbps = 400\n", ""), "cluster.inter_node_gbps: is required"),
+        (TOML.replace('gpu = "H100"', 'gpu = "H1000"'), "unknown GPU 'H1000'"),
+        (TOML.replace("intra_node_gbps = 900", "intra_node_gbps = -1"), "cluster.intra_node_gbps"),
+    ],
+)
+def test_bad_cluster_files_exit_2_with_one_line(text: str, field: str) -> None:
+    Path("bad.toml").write_text(text)
+    for verb in (["plan", "train", *SMALL], ["predict", "train", "--workload", "mlp",
+                                             "--batch-size", "8"]):  # fmt: skip
+        result = runner.invoke(cli, [*verb, "--cluster", "bad.toml"])
+        assert result.exit_code == 2, result.output
+        line = result.stderr.strip()
+        assert line.startswith("error: ") and "\n" not in line and "Traceback" not in result.output
+        assert field in line and "bad.toml" in line
+
+
+def test_non_utf8_and_missing_files_exit_2() -> None:
+    Path("latin.yaml").write_bytes("name: Gerät\n".encode("latin-1"))
+    for name, says in (("latin.yaml", "is not UTF-8 text"), ("nope.yaml", "file not found")):
+        result = runner.invoke(cli, ["plan", "train", *SMALL, "--cluster", name])
+        assert result.exit_code == 2, result.output
+        line = result.stderr.strip()
+        assert line.startswith("error: ") and "\n" not in line and says in line
+
+
+def test_simulate_train_on_a_cluster_needs_no_region() -> None:
+    Path("onprem.toml").write_text(TOML.replace("nodes = 4", "nodes = 2"))
+    argv = ["simulate", "train", "--cluster", "onprem.toml", "--strategy", "allreduce",
+            "--workload", "cifar-resnet20", "--steps", "1000", "--runs", "100",
+            "--json"]  # fmt: skip
+    result = runner.invoke(cli, argv)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["assumptions"][0]["name"] == "cluster"
+    assert data["on_demand"]["cost_usd"]["mean"] == 0.0
+
+
+def test_help_shows_the_cluster_options() -> None:
+    for verb in (["plan", "train"], ["simulate", "train"], ["predict", "train"]):
+        result = runner.invoke(cli, [*verb, "--help"], terminal_width=200)
+        assert result.exit_code == 0
+        assert "--cluster" in result.output and "--cluster-set" in result.output

@@ -1,0 +1,199 @@
+"""Reading a user's cluster: YAML and TOML files, catalog node shapes, flags, and bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpucast.catalog import load_catalog
+from gpucast.domain.errors import (
+    DataFormatError,
+    InvalidInputError,
+    InvalidSpecError,
+    UnknownGpuError,
+)
+from gpucast.domain.systems import UnknownSystemError
+from gpucast.inputs.clusters import cluster_assumption, load_cluster
+
+YAML = """\
+# the lab's H100 servers
+name: lab-h100
+gpu: H100
+gpus_per_node: 8
+nodes: 4
+intra_node: nvswitch
+intra_node_gbps: 900
+inter_node_gbps: 400
+network: infiniband
+"""
+
+TOML = """\
+[cluster]
+name = "lab-a100"
+gpu = "A100-80GB"
+gpus_per_node = 4
+nodes = 2
+intra_node = "nvlink-bridge"
+intra_node_gbps = 600
+inter_node_gbps = 100
+network = "ethernet"
+price_usd_per_gpu_hour = 1.2
+spot_usd_per_gpu_hour = 0.4
+provider = "acme"
+region = "basement"
+"""
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_yaml_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "lab.yaml", YAML)
+    spec = load_cluster(str(path), load_catalog())
+    assert spec is not None
+    assert (spec.name, spec.gpu, spec.gpus_per_node, spec.nodes) == ("lab-h100", "H100-SXM", 8, 4)
+    assert spec.shape.intra_node_gbps == 900 and spec.shape.inter_node_gbps == 400
+    assert spec.shape.rdma and not spec.priced and not spec.has_spot
+    assert (spec.provider, spec.region, spec.source) == ("on-prem", "local", str(path))
+    note = cluster_assumption(spec)
+    assert note.name == "cluster" and note.source == str(path)
+    assert "no price given" in note.value and "up to 4 nodes x 8 H100-SXM" in note.value
+
+
+def test_a_toml_file_with_prices_and_labels(tmp_path: Path) -> None:
+    spec = load_cluster(str(write(tmp_path, "lab.toml", TOML)), load_catalog())
+    assert spec is not None
+    assert (spec.name, spec.gpu, spec.nodes) == ("lab-a100", "A100-80GB", 2)
+    assert spec.shape.intra_node == "nvlink-bridge" and not spec.shape.rdma
+    assert spec.usd_per_hour(4) == pytest.approx(4.8)
+    assert spec.usd_per_hour(4, spot=True) == pytest.approx(1.6)
+    assert (spec.provider, spec.region) == ("acme", "basement")
+
+
+def test_a_catalog_node_shape_with_nodes_and_price() -> None:
+    spec = load_cluster("DGX H100", load_catalog(), nodes=2, price_usd_per_gpu_hour=3.0)
+    assert spec is not None
+    assert (spec.name, spec.gpu, spec.nodes, spec.max_gpus) == ("DGX-H100", "H100-SXM", 2, 16)
+    assert spec.source == "catalog systems.csv: DGX-H100"
+    assert spec.set_by == ("--nodes 2", "--price-per-gpu-hour 3")
+    assert spec.shape.inter_node_gbps == 3200 and spec.price_usd_per_gpu_hour == 3.0
+
+
+def test_flags_alone_describe_a_cluster() -> None:
+    settings = (("gpu", "L4"), ("gpus_per_node", "1"), ("nodes", "3"), ("inter_node_gbps", "50"))
+    spec = load_cluster(None, load_catalog(), settings=settings)
+    assert spec is not None
+    assert (spec.gpu, spec.nodes, spec.shape.inter_node_gbps) == ("L4", 3, 50.0)
+    assert spec.source == "flags (--cluster-set)"
+    assert load_cluster(None, load_catalog()) is None
+
+
+def test_the_file_wins_over_nothing_and_flags_win_over_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "lab.yaml", YAML)
+    spec = load_cluster(str(path), load_catalog(), nodes=1, settings=(("network", "roce"),))
+    assert spec is not None and spec.nodes == 1 and spec.shape.network == "roce"
+
+
+@pytest.mark.parametrize(
+    ("text", "error", "match"),
+    [
+        (
+            YAML.replace("inter_node_gbps: 400\n", ""),
+            InvalidSpecError,
+            r"^cluster\.inter_node_gbps: is required for nodes > 1 \(.*bad\.yaml\); "
+            r"add inter_node_gbps: 400",
+        ),
+        (
+            YAML.replace("gpu: H100", "gpu: H1000"),
+            UnknownGpuError,
+            r"unknown GPU 'H1000': did you mean H100.*cluster\.gpu \(.*bad\.yaml, line 3\)",
+        ),
+        (
+            YAML.replace("intra_node_gbps: 900", "intra_node_gbps: -900"),
+            InvalidSpecError,
+            r"^cluster\.intra_node_gbps: must be a finite number > 0 \(got -900; .*line 7\)",
+        ),
+        (
+            YAML.replace("intra_node_gbps: 900\n", ""),
+            InvalidSpecError,
+            r"^cluster\.intra_node_gbps: is required with 8 GPUs per node.*add intra_node_gbps",
+        ),
+        (
+            YAML.replace("network: infiniband", "network: carrier-pigeon"),
+            InvalidSpecError,
+            r"^cluster\.network: must be one of infiniband, roce, efa, ethernet",
+        ),
+        (
+            YAML + "gpus_per_nodes: 8\n",
+            InvalidSpecError,
+            r"^cluster\.gpus_per_nodes: is not a cluster field .*did you mean 'gpus_per_node'",
+        ),
+        (
+            YAML.replace("nodes: 4", "nodes: 2.5"),
+            InvalidSpecError,
+            r"^cluster\.nodes: must be a whole number >= 1",
+        ),
+        (
+            YAML.replace("nvswitch", "nvlink-bridge").replace(
+                "gpus_per_node: 8", "gpus_per_node: 3"
+            ),
+            InvalidSpecError,
+            r"^cluster\.gpus_per_node: .*must be even: NVLink bridges join GPUs in pairs",
+        ),
+        (
+            YAML + "spot_usd_per_gpu_hour: 1\n",
+            InvalidSpecError,
+            r"^cluster\.price_usd_per_gpu_hour: is required with spot_usd_per_gpu_hour",
+        ),
+        ("gpu: [H100\n", DataFormatError, r"bad\.yaml, line \d+: not valid YAML"),
+        ("- gpu\n- H100\n", DataFormatError, r"must be a mapping of cluster fields"),
+    ],
+)
+def test_bad_files_are_one_line_errors_naming_the_field(
+    tmp_path: Path, text: str, error: type[InvalidInputError], match: str
+) -> None:
+    path = write(tmp_path, "bad.yaml", text)
+    with pytest.raises(error, match=match) as caught:
+        load_cluster(str(path), load_catalog())
+    assert "\n" not in str(caught.value)
+    assert caught.value.exit_code == 2
+
+
+def test_a_bad_toml_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "bad.toml", TOML.replace("intra_node_gbps = 600", "intra_node_gbps = 0"))
+    with pytest.raises(
+        InvalidSpecError,
+        match=r"intra_node_gbps: must be a finite number > 0 \(got 0; .*bad\.toml, line 7\)",
+    ):
+        load_cluster(str(path), load_catalog())
+
+
+def test_a_file_that_is_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "latin.yaml"
+    path.write_bytes("name: Gerät\ngpu: H100\n".encode("latin-1"))
+    with pytest.raises(DataFormatError, match=r"latin\.yaml: is not UTF-8 text; save it as UTF-8"):
+        load_cluster(str(path), load_catalog())
+
+
+def test_a_missing_file_and_an_unknown_shape(tmp_path: Path) -> None:
+    with pytest.raises(InvalidSpecError, match=r"^cluster: file not found .*nope\.yaml"):
+        load_cluster(str(tmp_path / "nope.yaml"), load_catalog())
+    with pytest.raises(
+        UnknownSystemError, match=r"unknown system 'DGX-H1000': did you mean DGX-H100"
+    ):
+        load_cluster("DGX-H1000", load_catalog())
+
+
+def test_a_catalog_shape_without_a_network_is_one_node_only() -> None:
+    with pytest.raises(
+        InvalidSpecError,
+        match=r"^cluster\.inter_node_gbps: is required for nodes > 1 \(catalog systems\.csv: "
+        r"tinybox_green\); pass --cluster-set inter_node_gbps=400",
+    ):
+        load_cluster("tinybox_green", load_catalog(), nodes=2)
+    one = load_cluster("tinybox_green", load_catalog())
+    assert one is not None and one.nodes == 1 and one.shape.inter_node_gbps is None
