@@ -120,7 +120,7 @@ def with_collectives(perf: PerfParams) -> PerfParams:
     from gpucast.catalog.steptime import shipped_step_time_model
     from gpucast.catalog.systems import load_systems
 
-    rdma = frozenset(s.name for s in load_systems() if s.network in RDMA_NETWORKS)
+    rdma = frozenset(s.name for s in load_systems() if s.rdma)
     shipped = shipped_step_time_model()
     if shipped is None:
         return dataclasses.replace(perf, rdma_instances=rdma)
@@ -132,6 +132,3 @@ def with_collectives(perf: PerfParams) -> PerfParams:
         source=f"{perf.source}; all-reduce over TCP {shipped.collective('tcp').source}",
     )
 
-
-#: Networks that run NCCL over RDMA (the rest is priced as TCP).
-RDMA_NETWORKS = frozenset({"infiniband", "roce", "efa"})
