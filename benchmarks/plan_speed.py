@@ -96,11 +96,11 @@ def loop_time_s(
                 per_tensor_cost_s=perf.ps_per_tensor_cost_s,
             )
             largest = min(facts.max_tensor_bytes / gr, 1.0)
-            busiest, other = comm.shard_demands_s(
-                np.array([float(net + cpu)]), np.array([k]), np.array([largest])
-            )
-            x, _ = comm.mva_async_throughput(
-                np.array([compute]), busiest, other, np.array([k]), np.array([n])
+            push, pull = comm.shard_demands_s(net, cpu, k, largest)
+            worker = comm.transfer_time_s(gr, off.network_gbps[o] * perf.ps_network_efficiency)
+            think = compute + comm.worker_nic_delay_s(pull, worker)
+            x, _ = comm.ps_async_throughput(
+                np.array([float(think)]), push, pull, np.array([n], dtype=np.int64)
             )
             nic = (
                 space.nodes[i] * off.network_gbps[o] * perf.ps_network_efficiency * 1e9 / (8.0 * gr)

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from plan_factories import context, request
 
 from gpucast.plan.efficiency import epochs_needed, workload_family
-from gpucast.plan.evaluate import mva_table
 from gpucast.plan.inputs import PerfParams
 from gpucast.plan.pareto import nondominated, pareto_front_2d
 from gpucast.plan.risk import MinLifetime, approx_spot_time_s
@@ -69,17 +68,6 @@ def test_families_have_sources() -> None:
     assert workload_family("cifar-resnet32").family == "cifar-cnn"
     assert workload_family("pkg.mod:factory").family == "other"
     assert "McCandlish" in workload_family("resnet50").source
-
-
-def test_mva_table_matches_comm() -> None:
-    think = np.array([0.1, 0.3, 0.05])
-    busy = np.array([0.02, 0.01, 0.04])
-    other = np.array([0.0, 0.005, 0.01])
-    shards = np.array([1.0, 2.0, 3.0])
-    table = mva_table(think, busy, other, shards, 8)
-    for n in range(1, 9):
-        x, _ = comm.mva_async_throughput(think, busy, other, shards, np.full(3, n))
-        np.testing.assert_allclose(table[:, n - 1], x, rtol=1e-12)
 
 
 def test_vectorised_collectives_match_comm_formulas() -> None:

@@ -15,9 +15,10 @@ Everything is an array over candidates; there is no per-candidate Python loop. P
   as a ring or a log-depth tree, whichever is faster. Up to ``overlap_fraction`` of it hides
   under the backward pass.
 * **PS** (asynchronous, CM-DARE style): exact mean value analysis of the closed network of
-  ``n`` workers and ``k`` CPU shards (:func:`mva_table`, the recurrence of
-  :func:`gpucast.predict.comm.mva_async_throughput` recorded at every ``n``), each worker
-  moving the gradient bytes through its node's NIC too (a node-NIC bound).
+  ``n`` workers and the busiest of ``k`` CPU shards, a push station (NIC ingress + apply)
+  and a pull station (NIC egress) (:func:`gpucast.predict.comm.ps_async_table`, every
+  ``n`` in one pass); a worker's own node NIC, carrying every shard's bytes, adds a delay
+  where it is the slower end and bounds the node's update rate (a node-NIC bound).
 * **statistical efficiency**: the global batch (``n x b`` synchronous, ``b`` asynchronous)
   sets the samples needed (:func:`gpucast.plan.efficiency.epochs_needed`).
 * **time** = start-up + samples needed / samples per second; **cost** = time x (instances x
@@ -46,12 +47,12 @@ from gpucast.plan.hetero import (
     col_min,
     col_sum,
     equivalent_think_time_s,
-    mva_at,
     proportional_batches,
     update_shares,
 )
 from gpucast.plan.inputs import CHECKPOINTING_SLOWDOWN, TERMS, GpuTable, PerfParams, WorkloadFacts
 from gpucast.plan.space import DDP, FSDP, PS, PS_SYNC, Space
+from gpucast.predict import comm
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -100,7 +101,7 @@ class Evaluation:
     fits: BoolArray
     checkpointing: BoolArray
     compute_s: FloatArray  # one worker's step compute (with checkpointing)
-    comm_s: FloatArray  # collective time per step (sync) or PS service demand (async)
+    comm_s: FloatArray  # collective time per step (sync) or PS time of a step, idle PS (async)
     exposed_s: FloatArray  # communication not hidden (sync), queueing + service (async)
     step_s: FloatArray  # time of one global step (sync) / one worker step (async)
     samples_per_s: FloatArray
@@ -123,44 +124,15 @@ class Evaluation:
     part_compute_s: FloatArray  # (rows, 2): one worker's step compute, largest batch of part
 
 
-def mva_table(
-    think_s: FloatArray,
-    busiest_s: FloatArray,
-    other_s: FloatArray,
-    shards: FloatArray,
-    n_max: int,
-) -> FloatArray:
-    """(rows, n_max) async-PS throughput (worker steps/s) for 1..n_max workers.
-
-    The exact MVA recurrence of :func:`gpucast.predict.comm.mva_async_throughput`, keeping
-    the throughput at every population instead of only at one.
-    """
-    rows = think_s.shape[0]
-    out = np.zeros((rows, max(n_max, 1)))
-    q_busy = np.zeros(rows)
-    q_other = np.zeros(rows)
-    m_other = shards - 1.0
-    for n in range(1, n_max + 1):
-        r_busy = busiest_s * (1.0 + q_busy)
-        r_other = other_s * (1.0 + q_other)
-        x = n / (think_s + r_busy + m_other * r_other)
-        q_busy = x * r_busy
-        q_other = x * r_other
-        out[:, n - 1] = x
-    return out
-
-
 def ps_demands(
     facts: WorkloadFacts, ps_network_gbps: FloatArray, shards: FloatArray, params: PerfParams
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """(network demand, cpu demand, busiest shard's demand, each other shard's) per update."""
+) -> tuple[FloatArray, FloatArray]:
+    """Per update, at the busiest of ``shards`` shards: (push, pull) seconds
+    (:func:`gpucast.predict.comm.shard_demands_s`)."""
     net = facts.gradient_bytes * 8.0 / (ps_network_gbps * params.ps_network_efficiency * 1e9)
     cpu = np.full_like(net, params.ps_per_tensor_cost_s * facts.n_tensors)
-    total = net + cpu
     largest = min(facts.max_tensor_bytes / facts.gradient_bytes, 1.0)
-    busiest = np.minimum(np.maximum(total / shards, total * largest), total)
-    other = np.where(shards > 1, (total - busiest) / np.maximum(shards - 1, 1), 0.0)
-    return net, cpu, busiest, other
+    return comm.shard_demands_s(net, cpu, shards, largest)
 
 
 def evaluate(
@@ -272,25 +244,33 @@ def _evaluate_single(
     has_cpu = ~np.isnan(off.cpu_usd_per_hour[o])
     shards = np.maximum(space.shards, 1).astype(np.float64)
     ps_gbps = np.where(has_cpu, off.cpu_network_gbps[o], 1.0)
-    net_d, cpu_d, busiest, other = ps_demands(facts, ps_gbps, shards, params)
+    push, pull = ps_demands(facts, ps_gbps, shards, params)
+    # a worker's own node NIC carries every shard's bytes: a delay where it is the slower end
+    worker_s = facts.gradient_bytes * 8.0 / (off.network_gbps[o] * params.ps_network_efficiency)
+    worker_s = worker_s / 1e9
+    ps_latency = comm.ps_step_latency_s(push, pull, worker_s)
     x_ps = np.zeros(len(space))
     util = np.zeros(len(space))
     nic_bound = np.zeros(len(space), dtype=bool)
     is_ps = ~sync
     if is_ps.any():
         sel = np.flatnonzero(is_ps)
-        # rows share an MVA solution when GPU, batch, checkpointing, shards and PS NIC agree:
-        # solve each distinct one once, for every population up to the largest
-        _, net_idx = np.unique(ps_gbps[sel], return_inverse=True)
+        # rows share an MVA solution when GPU, batch, checkpointing, shards, PS NIC and node
+        # NIC agree: solve each distinct one once, for every population up to the largest
+        _, net_idx = np.unique(
+            np.stack([ps_gbps[sel], off.network_gbps[o[sel]]], axis=1), axis=0, return_inverse=True
+        )
+        net_idx = net_idx.reshape(-1)
         n_gpus = len(gpus.names)
         key = (
             ((b[sel].astype(np.int64) * n_gpus + g[sel]) * 2 + checkpointing[sel])
             * (int(shards[sel].max()) + 1)
             + shards[sel].astype(np.int64)
-        ) * (int(net_idx.max()) + 1) + net_idx.reshape(-1)
+        ) * (int(net_idx.max()) + 1) + net_idx
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         u = sel[first]
-        table = mva_table(compute[u], busiest[u], other[u], shards[u], int(n[sel].max()))
+        think = compute[u] + comm.worker_nic_delay_s(pull[u], worker_s[u])
+        table = comm.ps_async_table(think, push[u], pull[u], int(n[sel].max()))
         x_mva = table[inverse.reshape(-1), n[sel] - 1]
         nic_rate = (
             space.nodes[sel]
@@ -301,7 +281,7 @@ def _evaluate_single(
         )
         x_ps[sel] = np.minimum(x_mva, nic_rate)
         nic_bound[sel] = nic_rate < x_mva
-        util[sel] = x_ps[sel] * busiest[sel]
+        util[sel] = x_ps[sel] * push[sel]
     step_async = np.where(x_ps > 0, nf / np.where(x_ps > 0, x_ps, 1.0), np.inf)
 
     # -- throughput, work, time, cost ------------------------------------------------------
@@ -332,7 +312,7 @@ def _evaluate_single(
 
     comm_term = np.where(space.strategy == FSDP, _B["fsdp_comm"], _B["allreduce"])
     sync_bn = np.where(exposed_sync > compute, comm_term, roof_bottleneck)
-    ps_term = np.where(net_d >= cpu_d, _B["ps_network"], _B["ps_cpu"])
+    ps_term = np.where(pull >= push - pull, _B["ps_network"], _B["ps_cpu"])
     async_bn = np.where(
         nic_bound, _B["worker_network"], np.where(ps_bound, ps_term, roof_bottleneck)
     )
@@ -348,7 +328,7 @@ def _evaluate_single(
         fits=fits,
         checkpointing=checkpointing,
         compute_s=compute,
-        comm_s=np.where(sync, coll, net_d + cpu_d),
+        comm_s=np.where(sync, coll, ps_latency),
         exposed_s=np.where(sync, exposed_sync, np.maximum(exposed_async, 0.0)),
         step_s=np.where(sync, step_sync, step_async),
         samples_per_s=samples_per_s,
@@ -387,8 +367,9 @@ def evaluate_mixed(
       split in proportion to speed (:func:`~gpucast.plan.hetero.proportional_batches`); the
       step's compute is the slowest worker's at its batch. DDP's ring crosses both instance
       types: its slowest link is the smallest of their NICs and intra-node links.
-      ``ps-sync`` then waits for the busiest shard to serve all ``n`` updates, or for the
-      slowest node NIC to carry its workers' gradients, whichever is longer.
+      ``ps-sync`` then waits for all ``n`` pushes and then all ``n`` pulls: each phase's
+      transfer for the busiest shard's NIC (``n`` shares) or the slowest node NIC (its
+      workers' bytes), whichever is longer, plus the busiest shard's apply of ``n`` shares.
     * ``ps`` (asynchronous): every worker trains on ``batch``; exact MVA with the equivalent
       think time, each part's node NICs bounding the updates it sends.
     """
@@ -463,23 +444,26 @@ def evaluate_mixed(
     has_cpu = ~np.isnan(off.cpu_usd_per_hour[oa])
     shards = np.maximum(space.shards, 1).astype(np.float64)
     ps_gbps = np.where(has_cpu, off.cpu_network_gbps[oa], 1.0)
-    net_d, cpu_d, busiest, other = ps_demands(facts, ps_gbps, shards, params)
-    demand = net_d + cpu_d
+    push, pull = ps_demands(facts, ps_gbps, shards, params)
+    demand = push + pull  # the busiest shard's stations: a worker's wait on an idle PS
     nic = np.stack([off.network_gbps[oa], off.network_gbps[ob]], axis=1)
     per_node_update_s = facts.gradient_bytes * 8.0 / (nic * params.ps_network_efficiency * 1e9)
-    # sync: the busiest shard serves all n updates; each node's NIC carries its GPUs' updates
-    ps_serve = nf * busiest
+    nic_delay = comm.worker_nic_delay_s(pull[:, None], per_node_update_s)  # (rows, parts)
+    # sync: all n push (the busiest shard receives and applies n shares), then all pull;
+    # each phase's transfer waits for the busiest shard's NIC or the slowest node NIC
+    ps_serve = nf * push
     node_nic = col_max(gpn * per_node_update_s)
-    exposed_psync = np.maximum(ps_serve, node_nic)
+    exposed_psync = nf * (push - pull) + 2.0 * np.maximum(nf * pull, node_nic)
     # async: equivalent think time, exact MVA, each part's node NICs bound its update rate
     is_async = strat == PS
     x_ps = np.zeros(rows)
     nic_bound = np.zeros(rows, dtype=bool)
     if is_async.any():
         sel = np.flatnonzero(is_async)
-        z_eq = equivalent_think_time_s(part_compute[sel], counts[sel], demand[sel])
-        x_mva = mva_at(z_eq, busiest[sel], other[sel], shards[sel], n[sel])
-        share = update_shares(part_compute[sel], counts[sel], demand[sel])
+        think = part_compute[sel] + nic_delay[sel]
+        z_eq = equivalent_think_time_s(think, counts[sel], demand[sel])
+        x_mva, _ = comm.ps_async_throughput(z_eq, push[sel], pull[sel], n[sel])
+        share = update_shares(think, counts[sel], demand[sel])
         part_nic_rate = nodes[sel] / per_node_update_s[sel]  # updates/s each part's NICs carry
         nic_rate = col_min(part_nic_rate / np.maximum(share, 1e-300))
         x_ps[sel] = np.minimum(x_mva, nic_rate)
@@ -490,7 +474,7 @@ def evaluate_mixed(
     step_sync = compute + exposed_sync
     g_stat = np.where(sync, g_sync, np.maximum(mean_b, 1)).astype(np.float64)
     samples_per_s = np.where(sync, g_stat / step_sync, x_ps * g_stat)
-    util = np.where(sync, np.where(strat == PS_SYNC, ps_serve / step_sync, 0.0), x_ps * busiest)
+    util = np.where(sync, np.where(strat == PS_SYNC, ps_serve / step_sync, 0.0), x_ps * push)
     samples = work.samples_needed(g_stat)
     steps = np.ceil(samples / g_stat).astype(np.int64)
     train_s = samples / samples_per_s
@@ -524,11 +508,11 @@ def evaluate_mixed(
     )
     cost = time_s / 3600.0 * usd_per_hour
 
-    ps_term = np.where(net_d >= cpu_d, _B["ps_network"], _B["ps_cpu"])
+    ps_term = np.where(pull >= push - pull, _B["ps_network"], _B["ps_cpu"])
     ddp_bn = np.where(exposed_ddp > compute, _B["allreduce"], roof_bottleneck)
     psync_bn = np.where(
         exposed_psync > compute,
-        np.where(node_nic > ps_serve, _B["worker_network"], ps_term),
+        np.where(node_nic > nf * pull, _B["worker_network"], ps_term),
         roof_bottleneck,
     )
     async_bn = np.where(
@@ -547,7 +531,7 @@ def evaluate_mixed(
         fits=fits,
         checkpointing=col_max(ckpt),
         compute_s=compute,
-        comm_s=np.where(strat == DDP, coll, demand),
+        comm_s=np.where(strat == DDP, coll, demand + col_max(nic_delay)),
         exposed_s=np.where(sync, exposed_sync, np.maximum(exposed_async, 0.0)),
         step_s=np.where(sync, step_sync, step_async),
         samples_per_s=samples_per_s,

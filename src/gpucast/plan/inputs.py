@@ -225,20 +225,21 @@ class PerfParams:
     """Constants of the communication and PS models.
 
     PS defaults are :class:`gpucast.predict.cluster.ClusterModel` fitted on CM-DARE's
-    cluster_scaling runs (K80/P100/V100, ResNet-15 / Shake-Shake, 1-8 workers, 1 PS) as of
-    this build: achieved NIC share 0.769, CPU cost 88.8 us per tensor per update,
-    leave-one-model-out MAPE 5.7%, log-residual 10th/90th percentiles -0.110 / +0.085. The
-    CLI refits them (:meth:`from_cluster_model`) whenever the published data is at hand.
+    cluster_scaling runs (K80/P100, ResNet-15 / Shake-Shake small and big, 1-8 workers, 1 PS)
+    as of this build (a push and a pull station per shard, schema 2): achieved NIC share
+    0.911, CPU cost 96.5 us per tensor per update, leave-one-model-out MAPE 4.96%,
+    log-residual 10th/90th percentiles -0.075 / +0.081. The CLI refits them
+    (:meth:`from_cluster_model`) whenever the published data is at hand.
     Collective constants are the cluster model's defaults (25 us per ring hop, 70% of
     communication can hide under backward, ``comm.DEFAULT_OVERLAP_FRACTION``), not validated
     on measured data.
     """
 
-    ps_network_efficiency: float = 0.769
-    ps_per_tensor_cost_s: float = 8.88e-5
-    ps_log_residual_q10: float = -0.110
-    ps_log_residual_q90: float = 0.085
-    ps_cv_mape_pct: float | None = 5.7
+    ps_network_efficiency: float = 0.911
+    ps_per_tensor_cost_s: float = 9.65e-5
+    ps_log_residual_q10: float = -0.075
+    ps_log_residual_q90: float = 0.081
+    ps_cv_mape_pct: float | None = 4.96
     ps_bottleneck_utilization: float = 0.8
     hop_latency_s: float = 25e-6
     overlap_fraction: float = comm.DEFAULT_OVERLAP_FRACTION

@@ -6,13 +6,19 @@ step rate that CM-DARE reports; multiply by the per-worker batch for samples/s) 
 single-worker step time and the model's parameter bytes and tensor count.
 
 The asynchronous PS is a closed queueing network solved by exact mean value analysis
-(:mod:`gpucast.predict.comm`). Two PS parameters are fitted with scipy on measured cluster
-speeds: the achieved fraction of the PS NIC's nominal bandwidth (``network_efficiency``,
-with a weak prior towards 1, i.e. the nominal rate) and a CPU cost per tensor per update.
-The single-worker step time ``T1`` (measured with one PS) contains one PS service, so a
-worker's think time is ``T1 - D``. The prediction interval comes from leave-one-model-out
-residuals of the fit; ring all-reduce and FSDP use the same formulas' physics but were not
-validated on measured data, which their interval and notes say.
+(:mod:`gpucast.predict.comm`): per shard a *push* station (the gradients arriving on the
+NIC's ingress, applied by the CPU) and a *pull* station (the parameters leaving on the
+egress), the two directions of a full-duplex NIC serving different workers at once; ``k``
+shards are separate VMs and the busiest (it holds the largest tensor) sets a worker's wait
+and the bound; a worker's own NIC, carrying every shard's bytes, adds a delay where it is
+the slower end. Two PS parameters are fitted with scipy on measured cluster speeds: the
+achieved fraction of the NICs' nominal bandwidth (``network_efficiency``, with a weak prior
+towards 1, i.e. the nominal rate) and a CPU cost per tensor per update. The single-worker
+step time ``T1`` (measured with one PS) contains one pull and one push, neither overlapping
+compute, so a worker's think time is ``T1 - (push + pull)``. The prediction interval comes
+from leave-one-model-out residuals of the fit; ring all-reduce and FSDP use the same
+formulas' physics but were not validated on measured data, which their interval and notes
+say.
 """
 
 from __future__ import annotations
@@ -80,11 +86,14 @@ class ClusterModel(Estimator):
       byte costs from per-tensor costs;
     * ``network_gbps``, ``gpus_per_node``, ``intra_node_gbps``, ``hop_latency_s`` -- defaults
       for all-reduce / FSDP predictions (10 Gbit/s between nodes, one GPU per node, PCIe 3
-      x16 ~128 Gbit/s inside a node, 25 us per ring hop).
+      x16 ~128 Gbit/s inside a node, 25 us per ring hop); ``network_gbps`` is also a PS
+      worker's own NIC, which carries every shard's bytes.
     """
 
     kind = "cluster"
-    schema_version = 1
+    #: 2: the PS is a push and a pull station per shard (v1: one station per shard); the
+    #: fitted constants mean something else, so a v1 file must be refitted.
+    schema_version = 2
 
     def __init__(
         self,
@@ -238,6 +247,7 @@ class ClusterModel(Estimator):
             n_tensors=runs["n_tensors"].to_numpy(dtype=np.float64),
             largest_fraction=np.zeros(len(runs)),
             ps_network_gbps=self.ps_network_gbps,
+            worker_network_gbps=self.network_gbps,
             rtt_s=0.0,
             includes_ps=True,
         )
@@ -256,10 +266,12 @@ class ClusterModel(Estimator):
         n_tensors: FloatArray,
         largest_fraction: FloatArray,
         ps_network_gbps: float,
+        worker_network_gbps: float,
         rtt_s: float,
         includes_ps: bool,
     ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
-        """(speed, busiest-shard utilisation, think time, network demand, cpu demand)."""
+        """(speed, busiest-station utilisation, think time, network share, cpu share) of the
+        busiest shard."""
         net_s, cpu_s = comm.ps_service_demand_s(
             param_bytes,
             n_tensors,
@@ -267,11 +279,15 @@ class ClusterModel(Estimator):
             network_efficiency=network_efficiency,
             per_tensor_cost_s=per_tensor_cost_s,
         )
-        demand = net_s + cpu_s
-        think = _think_time(single_step_s, demand, includes_ps) + _PS_ROUND_TRIPS_PER_STEP * rtt_s
-        busiest, other = comm.shard_demands_s(demand, shards, largest_fraction)
-        speed, util = comm.mva_async_throughput(think, busiest, other, shards, workers)
-        return speed, util, think, net_s, cpu_s
+        worker_s = comm.transfer_time_s(param_bytes, worker_network_gbps * network_efficiency)
+        think = (
+            _think_time(single_step_s, _measured_latency_s(net_s, cpu_s, worker_s), includes_ps)
+            + _PS_ROUND_TRIPS_PER_STEP * rtt_s
+        )
+        push, pull = comm.shard_demands_s(net_s, cpu_s, shards, largest_fraction)
+        delay = comm.worker_nic_delay_s(pull, worker_s)
+        speed, util = comm.ps_async_throughput(think + delay, push, pull, workers)
+        return speed, util, think, pull, push - pull
 
     # ------------------------------------------------------------------ predict
     def predict(
@@ -319,11 +335,14 @@ class ClusterModel(Estimator):
             largest = min(max_tensor_bytes / param_bytes, 1.0)
         ps_gbps = self.ps_network_gbps if ps_network_gbps is None else ps_network_gbps
         _check_positive("ps_network_gbps", ps_gbps)
+        net = self.network_gbps if network_gbps is None else network_gbps
+        _check_positive("network_gbps", net)
         ctx = _Ctx(
             param_bytes=float(param_bytes),
             n_tensors=float(n_tensors),
             largest=largest,
             ps_gbps=ps_gbps,
+            worker_gbps=net,
             rtt_s=cross_region_rtt_s,
             includes_ps=step_time_includes_ps,
         )
@@ -331,11 +350,9 @@ class ClusterModel(Estimator):
             return self._predict_ps_async(steps, ps_shards, ctx)
         if strategy == "ps-sync":
             return self._predict_ps_sync(steps, ps_shards, ctx)
-        net = self.network_gbps if network_gbps is None else network_gbps
         per_node = self.gpus_per_node if gpus_per_node is None else gpus_per_node
         intra = self.intra_node_gbps if intra_node_gbps is None else intra_node_gbps
         overlap = self.overlap_fraction if overlap_fraction is None else overlap_fraction
-        _check_positive("network_gbps", net)
         _check_positive("intra_node_gbps", intra)
         if not 0.0 <= overlap <= 1.0:
             raise InvalidSpecError("overlap_fraction", "must be in [0, 1]", got=overlap)
@@ -352,30 +369,45 @@ class ClusterModel(Estimator):
         )
         return float(net_s.item()), float(cpu_s.item())
 
+    def _worker_transfer_s(self, ctx: _Ctx) -> float:
+        """Seconds a worker's own NIC needs for all the bytes, one direction."""
+        assert self.network_efficiency_ is not None
+        gbps = ctx.worker_gbps * self.network_efficiency_
+        return float(comm.transfer_time_s(ctx.param_bytes, gbps).item())
+
+    def _ps_stations(self, shards: int, ctx: _Ctx) -> tuple[float, float]:
+        """(push, pull) seconds per update at the busiest of ``shards`` shards."""
+        net_s, cpu_s = self._demands(ctx)
+        push, pull = comm.shard_demands_s(net_s, cpu_s, float(shards), ctx.largest)
+        return float(push), float(pull)
+
+    def _ps_think(self, steps: FloatArray, ctx: _Ctx) -> FloatArray:
+        """Each worker's compute (its step less the 1-PS pull and push it was measured
+        with, when it was) plus its cross-region round trips."""
+        net_s, cpu_s = self._demands(ctx)
+        measured = _measured_latency_s(net_s, cpu_s, self._worker_transfer_s(ctx))
+        return _think_time(steps, measured, ctx.includes_ps) + _PS_ROUND_TRIPS_PER_STEP * ctx.rtt_s
+
     def _async_speed(
         self, steps: FloatArray, shards: int, ctx: _Ctx
     ) -> tuple[float, float, FloatArray, float, float]:
-        """(speed, busiest-shard utilisation, think times, net demand, cpu demand)."""
-        net_s, cpu_s = self._demands(ctx)
-        demand = net_s + cpu_s
-        think = _think_time(steps, demand, ctx.includes_ps) + _PS_ROUND_TRIPS_PER_STEP * ctx.rtt_s
-        busiest, other = comm.shard_demands_s(
-            np.array([demand]), np.array([float(shards)]), np.array([ctx.largest])
-        )
-        z_eq = comm.equivalent_think_time_s(think, demand)
-        speed, util = comm.mva_async_throughput(
+        """(speed, busiest-station utilisation, think times, push, pull)."""
+        think = self._ps_think(steps, ctx)
+        push, pull = self._ps_stations(shards, ctx)
+        delay = float(comm.worker_nic_delay_s(pull, self._worker_transfer_s(ctx)))
+        z_eq = comm.equivalent_think_time_s(think + delay, push + pull)
+        speed, util = comm.ps_async_throughput(
             np.array([z_eq]),
-            busiest,
-            other,
-            np.array([float(shards)]),
+            np.array([push]),
+            np.array([pull]),
             np.array([len(steps)], dtype=np.int64),
         )
-        return float(speed[0]), float(util[0]), think, net_s, cpu_s
+        return float(speed[0]), float(util[0]), think, push, pull
 
     def _predict_ps_async(self, steps: FloatArray, shards: int, ctx: _Ctx) -> Estimate:
-        speed, util, think, net_s, cpu_s = self._async_speed(steps, shards, ctx)
+        speed, util, think, push, pull = self._async_speed(steps, shards, ctx)
         threshold = self.bottleneck_utilization
-        ps_term = "ps_network" if net_s >= cpu_s else "ps_cpu"
+        ps_term = "ps_network" if pull >= push - pull else "ps_cpu"
         bottleneck = ps_term if util >= threshold else "compute"
         notes = [f"busiest PS shard utilisation {util:.0%}"]
         needed = shards
@@ -388,10 +420,14 @@ class ClusterModel(Estimator):
             notes.append(_shards_note(needed, shards))
         naive = float(np.sum(1.0 / steps))
         notes.append(f"naive n x single worker would say {naive:.4g} steps/s")
+        latency = float(comm.ps_step_latency_s(push, pull, self._worker_transfer_s(ctx)))
         breakdown = {
             "compute_s": float(np.mean(think)),
-            "ps_network_s": net_s,
-            "ps_cpu_s": cpu_s,
+            "ps_network_s": pull,
+            "ps_cpu_s": push - pull,
+            "ps_push_s": push,
+            "ps_pull_s": pull,
+            "ps_latency_s": latency,
             "ps_utilization": util,
             "ps_shards_needed": float(needed),
         }
@@ -399,20 +435,17 @@ class ClusterModel(Estimator):
 
     def _predict_ps_sync(self, steps: FloatArray, shards: int, ctx: _Ctx) -> Estimate:
         n = len(steps)
-        net_s, cpu_s = self._demands(ctx)
-        demand = net_s + cpu_s
-        think = _think_time(steps, demand, ctx.includes_ps) + _PS_ROUND_TRIPS_PER_STEP * ctx.rtt_s
+        slowest = float(np.max(self._ps_think(steps, ctx)))
+        worker_s = self._worker_transfer_s(ctx)
 
         def ps_time(k: int) -> float:
-            busiest, _ = comm.shard_demands_s(
-                np.array([demand]), np.array([float(k)]), np.array([ctx.largest])
-            )
-            return float(busiest[0]) * n
+            push, pull = self._ps_stations(k, ctx)
+            return float(comm.sync_ps_step_time_s(0.0, push, pull, worker_s, float(n)))
 
-        slowest = float(np.max(think))
-        step = float(comm.sync_ps_step_time_s(slowest, ps_time(shards) / n, float(n)).item())
+        step = slowest + ps_time(shards)
         speed = n / step
-        ps_term = "ps_network" if net_s >= cpu_s else "ps_cpu"
+        push, pull = self._ps_stations(shards, ctx)
+        ps_term = "ps_network" if pull >= push - pull else "ps_cpu"
         bottleneck = ps_term if ps_time(shards) > slowest else "compute"
         notes = ["synchronous: every step waits for the slowest worker"]
         needed = shards
@@ -423,8 +456,8 @@ class ClusterModel(Estimator):
             notes.append(_shards_note(needed, shards))
         breakdown = {
             "compute_s": slowest,
-            "ps_network_s": n * net_s / max(shards, 1),
-            "ps_cpu_s": n * cpu_s / max(shards, 1),
+            "ps_network_s": n * pull,
+            "ps_cpu_s": n * (push - pull),
             "step_time_s": step,
             "ps_shards_needed": float(needed),
         }
@@ -442,7 +475,8 @@ class ClusterModel(Estimator):
     ) -> Estimate:
         n = len(steps)
         net_s, cpu_s = self._demands(ctx)
-        compute = float(np.max(_think_time(steps, net_s + cpu_s, ctx.includes_ps)))
+        measured = _measured_latency_s(net_s, cpu_s, self._worker_transfer_s(ctx))
+        compute = float(np.max(_think_time(steps, measured, ctx.includes_ps)))
         hop = self.hop_latency_s
         if ctx.rtt_s > 0:
             hop = max(hop, ctx.rtt_s / 2.0)
@@ -589,6 +623,7 @@ class ClusterModel(Estimator):
                 "n_tensors": tensors[sel],
                 "largest_fraction": largest[sel],
                 "ps_network_gbps": self.ps_network_gbps,
+                "worker_network_gbps": self.network_gbps,
                 "rtt_s": 0.0,
                 "includes_ps": True,
             }
@@ -642,7 +677,15 @@ class ClusterModel(Estimator):
 class _Ctx:
     """Per-call inputs shared by the strategy helpers (internal)."""
 
-    __slots__ = ("includes_ps", "largest", "n_tensors", "param_bytes", "ps_gbps", "rtt_s")
+    __slots__ = (
+        "includes_ps",
+        "largest",
+        "n_tensors",
+        "param_bytes",
+        "ps_gbps",
+        "rtt_s",
+        "worker_gbps",
+    )
 
     def __init__(
         self,
@@ -651,6 +694,7 @@ class _Ctx:
         n_tensors: float,
         largest: float,
         ps_gbps: float,
+        worker_gbps: float,
         rtt_s: float,
         includes_ps: bool,
     ) -> None:
@@ -658,12 +702,20 @@ class _Ctx:
         self.n_tensors = n_tensors
         self.largest = largest
         self.ps_gbps = ps_gbps
+        self.worker_gbps = worker_gbps
         self.rtt_s = rtt_s
         self.includes_ps = includes_ps
 
 
+def _measured_latency_s(net_s: Any, cpu_s: Any, worker_s: Any) -> FloatArray:
+    """PS time inside a step measured with 1 worker + 1 PS: one pull and one push."""
+    push, pull = comm.shard_demands_s(net_s, cpu_s, 1.0, 0.0)
+    return comm.ps_step_latency_s(push, pull, worker_s)
+
+
 def _think_time(single_step_s: FloatArray, demand_s: Any, includes_ps: bool) -> FloatArray:
-    """Compute time of a worker: its single-worker step time less one PS service.
+    """Compute time of a worker: its single-worker step time less its PS time (one pull and
+    one push, :func:`_measured_latency_s`).
 
     Clamped at 5% of the step time: a PS demand larger than the measured step means the
     PS parameters do not fit this model, and the clamp keeps the queueing model defined.

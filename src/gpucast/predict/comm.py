@@ -4,14 +4,19 @@ Numbers in, numbers out; every function accepts floats or numpy arrays (broadcas
 Times are seconds, sizes bytes, bandwidths Gbit/s (10**9 bit/s).
 
 Parameter server (PS)
-    Each worker cycles: compute (its *think time* ``Z``) then push gradients / pull
-    parameters, during which a PS shard serves it for ``D`` seconds (its *service demand*:
-    bytes over the shard's NIC plus a CPU cost per tensor). Asynchronous training is a closed
-    queueing network -- the machine-repairman model -- solved exactly by mean value analysis
-    (MVA): it is linear in the worker count while the PS is idle and flattens smoothly to the
-    bound ``1 / D_max`` of the busiest shard, which is what the CM-DARE P100 data shows.
-    Synchronous training waits for the slowest worker, then the busiest shard serves all
-    ``n`` updates.
+    Each worker cycles: compute (its *think time* ``Z``), then it pulls the parameters and
+    pushes its gradients; neither transfer overlaps its compute. A PS shard is a CPU VM with
+    a full-duplex NIC: pushes arrive on one direction and are applied by its CPU (the *push*
+    station: ingress bytes plus a CPU cost per tensor), pulls leave on the other (the *pull*
+    station: egress bytes), so the two serve different workers at once. ``k`` shards are
+    separate VMs; the busiest one (it holds the largest tensor) sets both a worker's wait and
+    the bound (:func:`shard_demands_s`), and a worker's own NIC, which carries every shard's
+    bytes, adds a delay when it is the slower end (:func:`worker_nic_delay_s`).
+    Asynchronous training is a closed queueing network -- the machine-repairman model --
+    solved exactly by mean value analysis (MVA, :func:`ps_async_throughput`): linear in the
+    worker count while the PS is idle, flattening to ``1 / push`` of the busiest shard, which
+    is what the CM-DARE P100 data shows. Synchronous training waits for the slowest worker,
+    then the busiest shard serves all ``n`` pushes and pulls (:func:`sync_ps_step_time_s`).
 
 Collectives
     Ring all-reduce moves ``2 (n-1)/n`` times the gradient bytes over the slowest link and
@@ -21,6 +26,8 @@ Collectives
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -64,10 +71,10 @@ def ps_service_demand_s(
 ) -> tuple[FloatArray, FloatArray]:
     """Seconds one PS (all shards together) spends on one worker update: (network, cpu).
 
-    The gradient arrives and the parameters leave in opposite directions of a full-duplex
-    NIC, so the network term is ``param_bytes`` over the achieved bandwidth
-    (``network_efficiency`` x nominal). The CPU term is a fixed cost per tensor (one RPC and
-    one apply op per variable in TensorFlow's PS).
+    ``network`` is one direction of the full-duplex NIC: ``param_bytes`` over the achieved
+    bandwidth (``network_efficiency`` x nominal) -- the gradients arrive (ingress) and the
+    parameters leave (egress) in that time each, on the two directions. ``cpu`` is a fixed
+    cost per tensor (one RPC and one apply op per variable in TensorFlow's PS).
     """
     network_s = transfer_time_s(param_bytes, ps_network_gbps * network_efficiency)
     cpu_s = np.asarray(per_tensor_cost_s * np.asarray(n_tensors, dtype=np.float64))
@@ -75,20 +82,106 @@ def ps_service_demand_s(
 
 
 def shard_demands_s(
-    total_demand_s: FloatArray,
-    shards: FloatArray,
-    largest_tensor_fraction: FloatArray,
+    network_s: Numeric,
+    cpu_s: Numeric,
+    shards: Numeric,
+    largest_tensor_fraction: Numeric,
 ) -> tuple[FloatArray, FloatArray]:
-    """Split a PS demand over ``shards``: (busiest shard's demand, each other shard's).
+    """Per-update demands at the busiest of ``shards`` PS shards: (push, pull) seconds.
 
-    Variables are placed whole, so the busiest shard holds at least the largest tensor
-    (``largest_tensor_fraction`` of the bytes, 0 when unknown); the rest is spread evenly.
-    The demands always add up to ``total_demand_s``.
+    Each shard is a VM of its own, with its own full-duplex NIC and CPU. Variables are
+    placed whole, so the busiest shard holds at least the largest tensor: a share
+    ``max(1/k, largest_tensor_fraction)`` of the bytes (``largest_tensor_fraction`` 0 when
+    unknown); the tensors are spread evenly (round-robin placement), so each shard applies
+    ``1/k`` of them. Two stations per shard, serving different workers at the same time:
+
+    * **push** -- the shard's share of the gradient arriving (NIC ingress) and its apply
+      (CPU), one station: a worker's gradients are applied as they are received;
+    * **pull** -- the shard's share of the parameters leaving (NIC egress), the other
+      direction of the NIC.
+
+    The busiest shard is the slowest to serve a worker and the first to saturate: a worker
+    waits for all shards (it talks to them in parallel), so it waits for that one.
     """
-    busiest = np.maximum(total_demand_s / shards, total_demand_s * largest_tensor_fraction)
-    busiest = np.minimum(busiest, total_demand_s)
-    others = np.where(shards > 1, (total_demand_s - busiest) / np.maximum(shards - 1, 1), 0.0)
-    return busiest, others
+    k = np.maximum(np.asarray(shards, dtype=np.float64), 1.0)
+    share = np.clip(np.maximum(1.0 / k, np.asarray(largest_tensor_fraction)), 0.0, 1.0)
+    pull = np.asarray(share * np.asarray(network_s, dtype=np.float64), dtype=np.float64)
+    push = np.asarray(pull + np.asarray(cpu_s, dtype=np.float64) / k, dtype=np.float64)
+    return push, pull
+
+
+def worker_nic_delay_s(pull_s: Numeric, worker_transfer_s: Numeric) -> FloatArray:
+    """Per step, the time a worker's own NIC adds to its transfers: ``2 max(0, w - pull)``.
+
+    A worker pulls all the parameters and pushes all the gradients through its own NIC
+    (``worker_transfer_s`` = the bytes over it, each direction) while the busiest shard's NIC
+    carries only its share (``pull_s``). A transfer lasts as long as the slower end, so the
+    excess is a delay the worker pays alone (it queues for nothing). Zero with one PS whose
+    NIC is no faster than the worker's (CM-DARE: 8 vs 16 Gbit/s).
+    """
+    w = np.asarray(worker_transfer_s, dtype=np.float64)
+    return np.asarray(2.0 * np.maximum(w - np.asarray(pull_s), 0.0), dtype=np.float64)
+
+
+def ps_step_latency_s(push_s: Numeric, pull_s: Numeric, worker_transfer_s: Numeric) -> FloatArray:
+    """PS time in one worker's step on an idle PS: pull, then (after compute) push.
+
+    Neither overlaps the worker's compute (TF1's PS worker reads the variables before the
+    forward pass and sends its gradients after the backward pass), so both count:
+    ``push + pull`` at the busiest shard plus :func:`worker_nic_delay_s`.
+    """
+    return np.asarray(
+        np.asarray(push_s) + np.asarray(pull_s) + worker_nic_delay_s(pull_s, worker_transfer_s),
+        dtype=np.float64,
+    )
+
+
+def _ps_mva(
+    think_s: FloatArray, push_s: FloatArray, pull_s: FloatArray, n_max: int
+) -> Iterator[FloatArray]:
+    """Exact MVA of a delay (think) and the busiest shard's push and pull stations: yields
+    the throughput at 1, 2, ..., ``n_max`` workers."""
+    q_push = np.zeros_like(push_s)
+    q_pull = np.zeros_like(pull_s)
+    for n in range(1, n_max + 1):
+        r_push = push_s * (1.0 + q_push)
+        r_pull = pull_s * (1.0 + q_pull)
+        x = n / (think_s + r_push + r_pull)
+        q_push = x * r_push
+        q_pull = x * r_pull
+        yield x
+
+
+def ps_async_throughput(
+    think_s: FloatArray, push_s: FloatArray, pull_s: FloatArray, workers: NDArray[np.int64]
+) -> tuple[FloatArray, FloatArray]:
+    """Asynchronous PS: updates/s of ``workers`` identical workers, and the busiest station's
+    utilisation, per row (exact MVA; ``think_s`` is each worker's compute plus its delays,
+    e.g. :func:`worker_nic_delay_s`).
+
+    Linear in the workers while the PS idles, it flattens to ``1 / push`` (the busiest
+    shard's push path; ``push >= pull``). Vectorised over rows; the loop runs over the
+    worker count only (``max(workers)`` iterations).
+    """
+    think = np.asarray(think_s, dtype=np.float64)
+    push = np.broadcast_to(np.asarray(push_s, dtype=np.float64), think.shape)
+    pull = np.broadcast_to(np.asarray(pull_s, dtype=np.float64), think.shape)
+    out = np.zeros(think.shape)
+    n_max = int(workers.max()) if workers.size else 0
+    for n, x in enumerate(_ps_mva(think, push, pull, n_max), start=1):
+        out = np.where(workers == n, x, out)
+    return out, out * np.maximum(push, pull)
+
+
+def ps_async_table(
+    think_s: FloatArray, push_s: FloatArray, pull_s: FloatArray, n_max: int
+) -> FloatArray:
+    """(rows, n_max): :func:`ps_async_throughput` at every worker count 1..n_max."""
+    think = np.asarray(think_s, dtype=np.float64)
+    out = np.zeros((think.shape[0], max(n_max, 1)))
+    for n, x in enumerate(_ps_mva(think, push_s, pull_s, n_max), start=1):
+        out[:, n - 1] = x
+    return out
 
 
 def mva_async_throughput(
@@ -98,9 +191,11 @@ def mva_async_throughput(
     shards: FloatArray,
     workers: NDArray[np.int64],
 ) -> tuple[FloatArray, FloatArray]:
-    """Exact MVA of ``workers`` identical workers and ``shards`` PS stations, per row.
+    """Exact MVA of ``workers`` identical workers visiting ``shards`` stations in series: one
+    of ``busiest_demand_s``, the others ``other_demand_s`` each (a general solver; the PS
+    model is :func:`ps_async_throughput`), per row.
 
-    Returns (cluster updates per second, utilisation of the busiest shard). Vectorised over
+    Returns (cluster updates per second, utilisation of the busiest station). Vectorised over
     rows; the loop runs over the worker count only (``max(workers)`` iterations).
     """
     n_rows = think_s.shape[0]
@@ -132,12 +227,24 @@ def equivalent_think_time_s(think_s: FloatArray, demand_s: float) -> float:
 
 
 def sync_ps_step_time_s(
-    think_s: Numeric, busiest_demand_s: Numeric, workers: Numeric
+    think_s: Numeric,
+    push_s: Numeric,
+    pull_s: Numeric,
+    worker_transfer_s: Numeric,
+    workers: Numeric,
 ) -> FloatArray:
-    """Synchronous PS step: the slowest worker's compute, then the busiest shard serves all."""
-    return np.asarray(
-        np.asarray(think_s) + np.asarray(workers) * np.asarray(busiest_demand_s), dtype=np.float64
-    )
+    """Synchronous PS step: the slowest worker's compute, then all ``n`` workers push (the
+    busiest shard receives and applies ``n`` shares), then all pull.
+
+    Each phase's transfer lasts as long as the slower of the busiest shard's NIC (``n``
+    shares) and a worker's own NIC (``worker_transfer_s``): ``think + n (push - pull) +
+    2 max(n pull, w)``. At one worker it is the idle latency of :func:`ps_step_latency_s`.
+    """
+    n = np.asarray(workers, dtype=np.float64)
+    push = np.asarray(push_s, dtype=np.float64)
+    pull = np.asarray(pull_s, dtype=np.float64)
+    transfer = np.maximum(n * pull, np.asarray(worker_transfer_s, dtype=np.float64))
+    return np.asarray(np.asarray(think_s) + n * (push - pull) + 2.0 * transfer, dtype=np.float64)
 
 
 def slowest_link_gbps(
