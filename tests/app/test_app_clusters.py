@@ -96,9 +96,14 @@ def test_predict_train_takes_the_gpu_of_the_cluster(onprem: Path) -> None:
         gpucast.predict_train(workload="mlp", batch_size=32, cluster=str(onprem), gpu="A100")
 
 
-def test_simulate_train_on_a_cluster_agrees_with_its_plan(tmp_path: Path) -> None:
+@pytest.mark.parametrize("network", ["infiniband", "ethernet"])
+def test_simulate_train_on_a_cluster_agrees_with_its_plan(tmp_path: Path, network: str) -> None:
+    """Both price the all-reduce alike: nominal links on RDMA, the fitted TCP share else."""
     path = tmp_path / "priced.yaml"
-    path.write_text(ONPREM + "price_usd_per_gpu_hour: 2.0\n")
+    path.write_text(
+        ONPREM.replace("network: infiniband", f"network: {network}")
+        + "price_usd_per_gpu_hour: 2.0\n"
+    )
     plan = gpucast.plan_train(**WORK, cluster=str(path), strategy="ddp")
     whole = [c for c in plan.candidates if c.instance_type == "onprem-h100"]
     assert whole

@@ -306,7 +306,7 @@ def simulate_train(
     from gpucast.inputs import spot as spot_inputs
     from gpucast.inputs import transient as tinputs
     from gpucast.inputs.calibration import step_time_efficiency, store_calibration
-    from gpucast.inputs.cluster import cluster_model
+    from gpucast.inputs.cluster import cluster_model, perf_params
     from gpucast.inputs.clusters import intra_link_gbps, load_cluster, simulation_prices
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.workload import workload_inputs
@@ -379,6 +379,13 @@ def simulate_train(
         request.precision, catalog, calibration, efficiency=efficiency,
     )  # fmt: skip
     model = cluster_model(root)
+    perf = perf_params(root).value
+    rdma = (cluster.shape.rdma if cluster is not None else False) or (
+        request.instance in perf.rdma_instances
+    )
+    nvlink = all(catalog.gpu(g.gpu).interconnect_gbps is not None for g in groups)
+    if cluster is not None:
+        nvlink = cluster.shape.intra_node != "pcie"
     table, speed_src = tinputs.speed_table(
         groups,
         single,
@@ -392,6 +399,7 @@ def simulate_train(
         catalog=catalog,
         gpus_per_node=gpn,
         intra_node_gbps=intra_gbps,
+        collective=perf.collective_for(rdma=rdma, nvlink=nvlink),
     )
     synchronous = request.strategy != "ps-async"
     full_speed = float(table.table[tuple(g.count for g in groups)])

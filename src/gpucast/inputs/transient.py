@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from gpucast.domain.simulation import PriceTable, WorkerGroup
     from gpucast.inputs.workload import WorkloadInputs
     from gpucast.predict.cluster import ClusterModel
+    from gpucast.predict.collective import CollectiveConstants
     from gpucast.predict.roofline import Calibration, RooflineEfficiency
     from gpucast.simulate.transient import SpeedTable
 
@@ -370,6 +371,7 @@ def speed_table(
     catalog: Any,
     gpus_per_node: int = 1,
     intra_node_gbps: float | None = None,
+    collective: CollectiveConstants | None = None,
 ) -> tuple[SpeedTable, str]:
     """Cluster steps/s for every count of live nodes per group, from the cluster model;
     ``intra_node_gbps`` (Gbit/s per GPU, a user's cluster) wins over the GPUs' own links."""
@@ -402,6 +404,7 @@ def speed_table(
             gpus_per_node=gpus_per_node,
             intra_node_gbps=intra,
             step_time_includes_ps=includes_ps,
+            collective=collective,
         )
         # synchronous jobs count global steps: every live worker contributes to each one
         return float(est.value) / (len(times) if synchronous else 1)

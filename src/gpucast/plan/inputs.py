@@ -252,6 +252,17 @@ class PerfParams:
     rdma_instances: frozenset[str] = frozenset()
     source: str = "built-in constants: ClusterModel fitted on CM-DARE cluster_scaling"
 
+    def collective_for(self, *, rdma: bool, nvlink: bool) -> CollectiveConstants:
+        """The collective constants of one network: RDMA nominal; TCP as fitted, whose
+        intra-node share was fitted on PCIe GPUs and so does not apply to NVLink ones."""
+        import dataclasses
+
+        if rdma:
+            return self.collective_rdma
+        if nvlink:
+            return dataclasses.replace(self.collective_tcp, intra_efficiency=1.0)
+        return self.collective_tcp
+
     def sync_collective(
         self,
         data_bytes: npt.ArrayLike,
@@ -265,20 +276,21 @@ class PerfParams:
         nvlink: npt.ArrayLike,
         passes: npt.ArrayLike = 2.0,
     ) -> tuple[FloatArray, FloatArray]:
-        """(whole collective, exposed part) per row: RDMA rows with :attr:`collective_rdma`,
-        the others with :attr:`collective_tcp` -- whose intra-node share was fitted on PCIe
-        GPUs and so does not apply to NVLink ones."""
-        import dataclasses
-
+        """(whole collective, exposed part) per row, each with :meth:`collective_for` its
+        network."""
         args = (data_bytes, workers, gpus_per_node, intra_node_gbps, node_network_gbps)
-        tcp_nvlink = dataclasses.replace(self.collective_tcp, intra_efficiency=1.0)
+        kinds = (
+            self.collective_for(rdma=True, nvlink=True),
+            self.collective_for(rdma=False, nvlink=True),
+            self.collective_for(rdma=False, nvlink=False),
+        )
         rows = np.broadcast(*(np.asarray(a) for a in (*args, compute_s, rdma, nvlink))).shape
         total = np.zeros(rows)
         exposed = np.zeros(rows)
         choice = np.where(
             np.asarray(rdma, dtype=bool), 0, np.where(np.asarray(nvlink, dtype=bool), 1, 2)
         )
-        for k, c in enumerate((self.collective_rdma, tcp_nvlink, self.collective_tcp)):
+        for k, c in enumerate(kinds):
             t = np.broadcast_to(c.total_s(*args, passes=passes), rows)
             e = np.broadcast_to(c.exposed_s(t, compute_s), rows)
             total = np.where(choice == k, t, total)

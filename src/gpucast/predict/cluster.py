@@ -23,6 +23,7 @@ say.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any, Self
@@ -36,6 +37,7 @@ from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.prediction import Estimate
 from gpucast.predict import comm
 from gpucast.predict.base import Estimator, register
+from gpucast.predict.collective import CollectiveConstants
 
 FloatArray = NDArray[np.float64]
 
@@ -307,6 +309,7 @@ class ClusterModel(Estimator):
         cross_region_rtt_s: float = 0.0,
         overlap_fraction: float | None = None,
         step_time_includes_ps: bool = True,
+        collective: CollectiveConstants | None = None,
     ) -> Estimate:
         """Cluster speed (worker steps/s) of ``workers`` workers.
 
@@ -356,7 +359,9 @@ class ClusterModel(Estimator):
         _check_positive("intra_node_gbps", intra)
         if not 0.0 <= overlap <= 1.0:
             raise InvalidSpecError("overlap_fraction", "must be in [0, 1]", got=overlap)
-        return self._predict_collective(steps, strategy, ctx, net, per_node, intra, overlap)
+        return self._predict_collective(
+            steps, strategy, ctx, net, per_node, intra, overlap, collective
+        )
 
     def _demands(self, ctx: _Ctx) -> tuple[float, float]:
         assert self.network_efficiency_ is not None and self.per_tensor_cost_s_ is not None
@@ -472,6 +477,7 @@ class ClusterModel(Estimator):
         gpus_per_node: int,
         intra_node_gbps: float,
         overlap: float,
+        collective: CollectiveConstants | None = None,
     ) -> Estimate:
         n = len(steps)
         net_s, cpu_s = self._demands(ctx)
@@ -481,19 +487,26 @@ class ClusterModel(Estimator):
         if ctx.rtt_s > 0:
             hop = max(hop, ctx.rtt_s / 2.0)
         term = "allreduce" if strategy == "allreduce" else "fsdp_comm"
-        total = float(
-            comm.hierarchical_collective_s(
-                ctx.param_bytes,
-                n,
-                gpus_per_node,
-                intra_node_gbps,
-                network_gbps,
-                hop,
-                passes=2.0 if strategy == "allreduce" else 3.0,
-            )
-        )
+        passes = 2.0 if strategy == "allreduce" else 3.0
+        if collective is None:
+            total = float(
+                comm.hierarchical_collective_s(
+                    ctx.param_bytes, n, gpus_per_node, intra_node_gbps, network_gbps, hop,
+                    passes=passes,
+                )
+            )  # fmt: skip
+            exposed = comm.exposed_comm_s(total, compute, overlap_fraction=overlap)
+        else:  # as the planner prices this network (gpucast.predict.collective)
+            if hop > collective.hop_latency_s:
+                collective = dataclasses.replace(collective, hop_latency_s=hop)
+            total = float(
+                collective.total_s(
+                    ctx.param_bytes, n, gpus_per_node, intra_node_gbps, network_gbps,
+                    passes=passes,
+                )[()]
+            )  # fmt: skip
+            exposed = float(collective.exposed_s(total, compute))
         link = comm.slowest_link_gbps(n, gpus_per_node, intra_node_gbps, network_gbps)
-        exposed = comm.exposed_comm_s(total, compute, overlap_fraction=overlap)
         step = compute + exposed
         speed = n / step
         bottleneck = term if exposed > compute else "compute"
