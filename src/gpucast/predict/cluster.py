@@ -315,10 +315,11 @@ class ClusterModel(Estimator):
 
         ``single_worker_step_time_s`` is one worker's step time alone (a float, or one per
         worker for heterogeneous clusters; ``workers`` then defaults to their count). With
-        ``step_time_includes_ps`` (CM-DARE measurements: 1 worker + 1 PS) the PS service is
-        taken out of it to get the compute time; pass ``False`` for a bare single-GPU step
-        time. ``cross_region_rtt_s`` is added per round trip (2 per PS step; ring hops pay
-        half of it each).
+        ``step_time_includes_ps`` (CM-DARE measurements: 1 worker + 1 PS) the pull and the
+        push of that one PS are taken out of it to get the compute time; pass ``False`` for a
+        bare single-GPU step time. ``network_gbps`` is also each PS worker's own NIC (it
+        carries every shard's bytes). ``cross_region_rtt_s`` is added per round trip (2 per PS
+        step; ring hops pay half of it each).
         """
         self._require_fitted()
         assert self.network_efficiency_ is not None and self.per_tensor_cost_s_ is not None
