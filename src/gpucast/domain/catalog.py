@@ -67,6 +67,13 @@ class GpuSpec:
     # Optional datasheet figures; None where the vendor publishes none.
     base_clock_mhz: float | None = None
     boost_clock_mhz: float | None = None  # max boost (AMD: peak engine clock)
+    # Power facts (W); None where no source gives them. ``max_power_limit_w`` is the default
+    # power limit (the highest a data-center board accepts), ``min_power_limit_w`` the lowest
+    # it accepts (``nvidia-smi -q``: Min/Max Power Limit), ``idle_power_w`` the board's draw
+    # with clocks up and no work.
+    idle_power_w: float | None = None
+    min_power_limit_w: float | None = None
+    max_power_limit_w: float | None = None
 
     def __post_init__(self) -> None:
         owner = f"gpu {self.name}"
@@ -79,8 +86,12 @@ class GpuSpec:
             "interconnect_gbps",
             "base_clock_mhz",
             "boost_clock_mhz",
+            "idle_power_w",
+            "min_power_limit_w",
+            "max_power_limit_w",
         ):
             _check_positive(owner, name, getattr(self, name), allow_none=True)
+        self._check_power(owner)
         if (
             self.base_clock_mhz is not None
             and self.boost_clock_mhz is not None
@@ -95,6 +106,18 @@ class GpuSpec:
             _check_positive(owner, name, getattr(self, name), allow_none=False)
         if self.sm_count < 1:
             raise InvalidSpecError(f"{owner}.sm_count", "must be >= 1", got=self.sm_count)
+
+    def _check_power(self, owner: str) -> None:
+        lo, hi, idle = self.min_power_limit_w, self.max_power_limit_w, self.idle_power_w
+        if lo is not None and hi is not None and lo > hi:
+            raise InvalidSpecError(
+                f"{owner}.min_power_limit_w", f"must be <= max_power_limit_w ({hi:g})", got=lo
+            )
+        ceiling = hi if hi is not None else lo
+        if idle is not None and ceiling is not None and idle >= ceiling:
+            raise InvalidSpecError(
+                f"{owner}.idle_power_w", f"must be below the power limits ({ceiling:g} W)", got=idle
+            )
 
     def peak_tflops(self, precision: str) -> float:
         """Peak dense TFLOP/s for a training precision (``fp32``, ``tf32``, ``bf16``, ``fp16``,
