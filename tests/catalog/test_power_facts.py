@@ -16,7 +16,9 @@ HEADER = (
 
 
 def _row(idle: str, lo: str, hi: str) -> str:
-    return f"{HEADER}\nX,nvidia,Volta,14,,,,,16,900,,3,250,80,{idle},{lo},{hi},,https://x,2026-12-02\n"
+    return (
+        f"{HEADER}\nX,nvidia,Volta,14,,,,,16,900,,3,250,80,{idle},{lo},{hi},,https://x,2026-12-02\n"
+    )
 
 
 @pytest.mark.parametrize(
