@@ -29,6 +29,7 @@ VERBS: dict[str, str] = {
     "predict_cluster": "predict",
     "predict_checkpoint": "predict",
     "predict_llm_train": "llm",
+    "predict_infer": "infer",
     "fit_speed": "fit",
     "fit_cluster": "fit",
     "fit_checkpoint": "fit",

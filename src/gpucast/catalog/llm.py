@@ -159,12 +159,29 @@ def load_llm_models() -> tuple[TransformerSpec, ...]:
     return parse_llm_models(text, _PATH)
 
 
+_HF = "https://huggingface.co/"
+
+
+def hf_repo(spec: TransformerSpec) -> str | None:
+    """The Hugging Face repository (``org/name``) of a model whose source is its
+    ``config.json`` there, e.g. ``meta-llama/Llama-2-7b-hf``; ``None`` otherwise."""
+    if not spec.source_url.startswith(_HF):
+        return None
+    parts = spec.source_url[len(_HF) :].split("/")
+    return f"{parts[0]}/{parts[1]}" if len(parts) >= 2 and parts[0] and parts[1] else None
+
+
 def llm_model(name: str) -> TransformerSpec:
-    """The model called ``name`` (case-, dash-, underscore- and space-insensitive)."""
+    """The model called ``name`` (case-, dash-, underscore- and space-insensitive), or by its
+    Hugging Face repository (``meta-llama/Llama-2-7b-hf``)."""
     key = lookup_key(name)
     models = load_llm_models()
     for spec in models:
         if lookup_key(spec.name) == key:
+            return spec
+    for spec in models:
+        repo = hf_repo(spec)
+        if repo is not None and lookup_key(repo) == key:
             return spec
     raise UnknownModelError(
         name, [m.name for m in models], fix="see catalog/data/llm_models.csv for the models"

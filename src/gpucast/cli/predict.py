@@ -1,4 +1,4 @@
-"""`gpucast predict train|llm-train|speed|cluster|checkpoint`.
+"""`gpucast predict train|llm-train|infer|speed|cluster|checkpoint`.
 
 The flags are the fields of the requests in :mod:`gpucast.app.predict`; the work happens there.
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import typer
 
+from gpucast.app.infer import PredictInferRequest
 from gpucast.app.llm import PredictLlmTrainRequest
 from gpucast.app.predict import (
     PredictCheckpointRequest,
@@ -134,3 +135,39 @@ def llm_train(
     )
     for name, value in result.assumptions.items():
         console.print(f"  assumption {name}: {value}", highlight=False)
+
+
+@app.command("infer")
+@request_command(PredictInferRequest)
+def infer(
+    request: PredictInferRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Predict one batch of a published LLM with an inference engine: time to first token,
+    batch latency, generated tokens/s, memory per GPU and whether it fits."""
+    from gpucast.app import predict_infer
+
+    result = predict_infer(request)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    p = result.prediction
+    mem = p.memory
+    console.print(
+        f"{p.model} on {p.tp} x {p.gpu} with {result.engine.display_name} ({p.precision}, "
+        f"batch {p.batch_size} x {p.input_len} + {p.output_len} tokens): "
+        f"TTFT {p.ttft_s:.3g} s, batch latency {p.latency_s:.3g} s, "
+        f"{p.tokens_per_s:,.0f} generated tokens/s, {p.tpot_s * 1e3:.1f} ms per output token",
+        highlight=False,
+    )
+    console.print(
+        f"  memory per GPU: {mem.total_bytes / 2**30:.1f} GiB (weights "
+        f"{mem.weights_bytes / 2**30:.1f} + KV cache {mem.kv_cache_bytes / 2**30:.1f}) of "
+        f"{mem.capacity_bytes / 2**30:.1f} GiB the engine gives them: "
+        f"{'fits' if p.fits else 'does NOT fit'}; bound by {p.bottleneck}",
+        highlight=False,
+    )
+    for note in p.notes:
+        console.print(f"  {note}", highlight=False)
+    console.print(f"  engine: {result.engine.provenance()}", highlight=False)
+    console.print(f"  validated: {result.validation.text()}", highlight=False)

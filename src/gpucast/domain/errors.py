@@ -101,6 +101,12 @@ class UnknownModelError(UnknownNameError):
     kind = "model"
 
 
+class UnknownEngineError(UnknownNameError):
+    """An LLM inference engine not in the catalog's ``inference_engines.csv``."""
+
+    kind = "framework"
+
+
 class DeviceUnavailableError(InvalidInputError):
     """A device was asked for that this machine does not have (e.g. CUDA on a CPU host)."""
 

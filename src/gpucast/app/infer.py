@@ -1,0 +1,177 @@
+"""``gpucast.predict_infer``: one offline batch of a published LLM on GPUs with an engine.
+
+The model comes from ``catalog/data/llm_models.csv`` (published hyper-parameters; a Hugging
+Face name such as ``meta-llama/Llama-2-7b-hf`` works too), the engine's structure and fitted
+efficiencies from ``catalog/data/inference_engines.csv`` (vLLM, TensorRT-LLM, llama.cpp,
+DeepSpeed-MII fitted on LLM-Inference-Bench; eager PyTorch priors only), the prediction from
+:mod:`gpucast.predict.llm_infer` (prefill -> TTFT, decode steps bound by reading the weights
+and the KV cache, tensor-parallel all-reduces, KV-cache capacity, MoE experts). Without
+``--tp`` the fewest GPUs of 1, 2, 4, 8 on which the model and one whole sequence fit are
+used. Every result names the rows its engine was fitted on and the error validated for its
+regime (``catalog/data/validation.csv``: ``benchmarks/llm_inference_accuracy.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gpucast.app._request import resolve
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision
+from gpucast.domain.options import option
+
+if TYPE_CHECKING:
+    from gpucast.domain.llm_infer import EngineProfile, InferencePrediction
+    from gpucast.domain.provenance import Validation
+
+_PRECISION_HELP = f"Weight precision: {', '.join(INFER_PRECISIONS)} (default: the engine's, fp16)."
+
+
+def _positive(name: str, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidSpecError(name, "must be an integer >= 1", got=value, fix=f"e.g. --{name} 16")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictInferRequest:
+    """A batch of sequences to generate with a published LLM (``gpucast predict infer``)."""
+
+    VERB: ClassVar[str] = "predict infer"
+
+    model: str = option(
+        help="A model of catalog/data/llm_models.csv (or its Hugging Face name).",
+        example="llama-2-7b",
+    )
+    gpu: str = option(help="Catalog GPU name.", example="A100-80GB")
+    batch_size: int = option(1, help="Sequences generated together.", example="16")
+    input_len: int = option(help="Prompt tokens per sequence.", example="1024")
+    output_len: int = option(help="Generated tokens per sequence.", example="1024")
+    framework: str = option(
+        "vllm",
+        help="Inference engine: vllm, tensorrt-llm, llama.cpp, deepspeed-mii, eager-pytorch.",
+        example="vllm",
+    )
+    tp: int | None = option(
+        None,
+        help="GPUs (tensor-parallel ranks; llama.cpp splits layers). Default: the fewest of "
+        "1, 2, 4, 8 that hold the model.",
+        example="2",
+    )
+    precision: str | None = option(None, help=_PRECISION_HELP, example="int8")
+    kv_precision: str | None = option(
+        None,
+        help="KV-cache precision (default: the weights', fp16 under int8/int4 weights).",
+        example="fp8",
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("batch_size", "input_len", "output_len", "tp"):
+            _positive(name.replace("_", "-"), getattr(self, name))
+        if self.precision is not None:
+            check_precision("precision", self.precision)
+        if self.kv_precision is not None:
+            check_precision("kv-precision", self.kv_precision)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictInferResult:
+    """The prediction, the engine it used (and what that was fitted on), its validation."""
+
+    prediction: InferencePrediction
+    engine: EngineProfile
+    validation: Validation
+    assumptions: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        engine = self.engine
+        return {
+            **self.prediction.to_dict(),
+            "engine_profile": {
+                "name": engine.name,
+                "display_name": engine.display_name,
+                "fitted_params": list(engine.fitted_params),
+                "fitted_on": engine.fitted_on,
+                "provenance": engine.provenance(),
+                "source_url": engine.source_url,
+                "parameters": engine.params(),
+            },
+            "data": engine.fitted_on or "no measurements (priors)",
+            "validation": self.validation.to_dict(),
+            "assumptions": dict(self.assumptions),
+        }
+
+
+def predict_infer(
+    request: PredictInferRequest | None = None, /, **options: Any
+) -> PredictInferResult:
+    """TTFT, batch latency, tokens/s and memory of one batch (module docstring)."""
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.engines import inference_engine
+    from gpucast.catalog.llm import llm_model, load_llm_models
+    from gpucast.domain.errors import UnknownModelError
+    from gpucast.catalog.validation import validation_for
+    from gpucast.domain.units import GIB
+    from gpucast.predict.llm_infer import predict_inference, smallest_fitting_tp
+
+    request = resolve(PredictInferRequest, request, options)
+    try:
+        spec = llm_model(request.model)
+    except UnknownModelError as exc:
+        raise UnknownModelError(
+            request.model,
+            [m.name for m in load_llm_models()],
+            fix="predict infer covers the LLMs of catalog/data/llm_models.csv; for a CNN's "
+            "serving latency use gpucast simulate serve --model NAME --gpu GPU",
+        ) from exc
+    gpu = load_catalog().gpu(request.gpu)
+    engine = inference_engine(request.framework)
+
+    def at(tp: int) -> InferencePrediction:
+        return predict_inference(
+            spec, gpu, engine, batch_size=request.batch_size, input_len=request.input_len,
+            output_len=request.output_len, tp=tp, precision=request.precision,
+            kv_precision=request.kv_precision,
+        )  # fmt: skip
+
+    def fewest() -> int:
+        return smallest_fitting_tp(
+            spec, gpu, engine, input_len=request.input_len, output_len=request.output_len,
+            precision=request.precision, kv_precision=request.kv_precision,
+        )  # fmt: skip
+
+    predict = at(request.tp or 1)  # checks the lengths and the tp before any search
+    chosen = "given"
+    if request.tp is None:
+        chosen = "the fewest GPUs of 1, 2, 4, 8 that hold the weights and one sequence"
+        tp = fewest()
+        if tp != predict.tp:
+            predict = at(tp)
+    elif not predict.fits:
+        need = fewest()  # or raises: it fits at no degree offered
+        kv_gib = predict.kv_bytes_per_token * (request.input_len + request.output_len) / GIB
+        raise InvalidSpecError(
+            "tp",
+            f"{spec.name} in {predict.precision} does not fit on {request.tp} x {gpu.name} "
+            f"with {engine.display_name}: {predict.memory.weights_bytes / GIB:.1f} GiB of "
+            f"weights + {kv_gib / request.tp:.2f} GiB of KV cache per GPU, "
+            f"{predict.memory.capacity_bytes / GIB:.1f} GiB available",
+            got=request.tp,
+            fix=f"use --tp {need} (or --precision int8 / int4)",
+        )
+    validation = validation_for(
+        f"llm-infer:{engine.name}", [gpu.name], predict.precision, predict.tp
+    )
+    return PredictInferResult(
+        prediction=predict,
+        engine=engine,
+        validation=validation,
+        assumptions={
+            "batch": f"{request.batch_size} sequences of {request.input_len} prompt tokens, "
+            f"each generating {request.output_len} (an offline batch, as LLM-Inference-Bench)",
+            "gpus": f"{predict.tp} x {gpu.name} ({chosen})",
+            "engine": engine.provenance(),
+            "precision": f"{predict.precision} weights, {predict.kv_precision} KV cache"
+            + ("" if request.precision else " (the engine's default)"),
+        },
+    )

@@ -1,0 +1,134 @@
+"""LLM inference engines (``data/inference_engines.csv``) as EngineProfiles.
+
+One row per engine: its structure (how it spreads a model over GPUs, how many sequences it
+runs at once, how the LLM-Inference-Bench harness drove it), the efficiency parameters of
+:mod:`gpucast.predict.llm_infer` with the ones fitted named in ``fitted_params`` (the others
+are priors), what they were fitted on, a source and a date. ``benchmarks/
+llm_inference_accuracy.py --profiles`` refits them and prints the rows; a test checks that
+the file matches a refit on the published data. Parsing is strict and cached per process;
+:func:`inference_engine` looks a name or alias up case-, dash- and space-insensitively.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from typing import cast
+
+from gpucast.catalog._csv import parse_date, parse_float, parse_int, read_rows, require_text
+from gpucast.domain.catalog import lookup_key
+from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownEngineError
+from gpucast.domain.llm_infer import (
+    ENGINE_PARAMS,
+    EngineProfile,
+    InferPrecision,
+    MemoryShare,
+    MultiGpu,
+)
+
+ENGINE_COLUMNS = (
+    "name",
+    "display_name",
+    "aliases",
+    "bench_framework",
+    "default_precision",
+    "multi_gpu",
+    "max_sequences",
+    "memory_fraction",
+    "memory_share",
+    "prompt_chunk_tokens",
+    "bench_identical_prompts",
+    *ENGINE_PARAMS,
+    "fitted_params",
+    "fitted_on",
+    "source_url",
+    "as_of",
+)
+_PATH = "inference_engines.csv"
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split("|") if t.strip())
+
+
+def parse_inference_engines(text: str, path: str = _PATH) -> tuple[EngineProfile, ...]:
+    """EngineProfiles from CSV text in the format of ``data/inference_engines.csv``."""
+    engines: list[EngineProfile] = []
+    seen: dict[str, int] = {}
+    for line, row in read_rows(text, path, ENGINE_COLUMNS):
+        name = require_text(row["name"], path=path, line=line, column="name")
+        flag = row["bench_identical_prompts"].lower()
+        if flag not in ("true", "false"):
+            raise DataFormatError(
+                path, f"not a boolean: {flag!r}", line=line, column="bench_identical_prompts",
+                fix="use true or false",
+            )  # fmt: skip
+        params = {}
+        for column in ENGINE_PARAMS:
+            value = parse_float(row[column], path=path, line=line, column=column, positive=False)
+            params[column] = float(value if value is not None else 0.0)
+        try:
+            engine = EngineProfile(
+                name=name,
+                display_name=require_text(
+                    row["display_name"], path=path, line=line, column="display_name"
+                ),
+                aliases=_split(row["aliases"]),
+                bench_framework=row["bench_framework"],
+                default_precision=cast(InferPrecision, row["default_precision"]),
+                multi_gpu=cast(MultiGpu, row["multi_gpu"]),
+                max_sequences=parse_int(
+                    row["max_sequences"], path=path, line=line, column="max_sequences", minimum=1
+                ),
+                memory_fraction=float(
+                    parse_float(
+                        row["memory_fraction"], path=path, line=line, column="memory_fraction"
+                    )
+                    or 0.0
+                ),
+                memory_share=cast(MemoryShare, row["memory_share"]),
+                prompt_chunk_tokens=parse_int(
+                    row["prompt_chunk_tokens"], path=path, line=line, column="prompt_chunk_tokens"
+                ),
+                bench_identical_prompts=flag == "true",
+                **params,
+                fitted_params=_split(row["fitted_params"]),
+                fitted_on=row["fitted_on"],
+                source_url=require_text(
+                    row["source_url"], path=path, line=line, column="source_url"
+                ),
+                as_of=parse_date(row["as_of"], path=path, line=line, column="as_of"),
+                note=row.get("note", ""),
+            )
+        except InvalidSpecError as exc:
+            raise DataFormatError(path, exc.message, line=line) from exc
+        for key in {lookup_key(n) for n in (name, *engine.aliases)}:
+            if key in seen:
+                raise DataFormatError(
+                    path, f"engine name or alias {key!r} is already on line {seen[key]}",
+                    line=line, column="aliases",
+                )  # fmt: skip
+            seen[key] = line
+        engines.append(engine)
+    return tuple(engines)
+
+
+@functools.lru_cache(maxsize=1)
+def load_inference_engines() -> tuple[EngineProfile, ...]:
+    """Every engine of the built-in ``inference_engines.csv``, in file order."""
+    text = resources.files("gpucast.catalog").joinpath("data", _PATH).read_text(encoding="utf-8")
+    return parse_inference_engines(text, _PATH)
+
+
+def inference_engine(name: str) -> EngineProfile:
+    """The engine called ``name`` or one of its aliases (``vllm``, ``trt-llm``, ...)."""
+    key = lookup_key(name)
+    engines = load_inference_engines()
+    for engine in engines:
+        if key in {lookup_key(n) for n in (engine.name, *engine.aliases)}:
+            return engine
+    raise UnknownEngineError(
+        name,
+        [e.name for e in engines],
+        fix=f"use --framework {' | '.join(e.name for e in engines)}",
+    )
