@@ -131,4 +131,3 @@ def with_collectives(perf: PerfParams) -> PerfParams:
         rdma_instances=rdma,
         source=f"{perf.source}; all-reduce over TCP {shipped.collective('tcp').source}",
     )
-

@@ -78,14 +78,19 @@ def _row(
 
 # -- CM-DARE --------------------------------------------------------------------------------
 def cmdare_observations(data_dir: Path) -> pd.DataFrame:
-    """CM-DARE single-GPU step times: one row per (model, GPU), the median of its repeats."""
+    """CM-DARE single-GPU step times: one row per (model, GPU), the median of its repeats,
+    less the parameter-server time they hold (CM-DARE ran 1 worker + 1 PS: one pull and one
+    push per step, priced by the fitted :class:`gpucast.predict.cluster.ClusterModel`), so the
+    row is the worker's compute step the roofline models."""
     from gpucast.domain.cmdare import CMDARE_BATCH, CMDARE_WORKLOADS
+    from gpucast.inputs.cluster import cluster_model
     from gpucast.store.datasets.cmdare_speed import read_single_gpu_speed
 
     path = data_path(data_dir, "cmdare", "speed", "single_gpu_speed.csv")
     if path is None:
         return _empty()
     frame = read_single_gpu_speed(path).frame
+    ps = cluster_model(data_dir).value
     rows = []
     for (model, gpu), part in frame.groupby(["model", "gpu"]):
         if model not in CMDARE_WORKLOADS:
@@ -100,10 +105,21 @@ def cmdare_observations(data_dir: Path) -> pd.DataFrame:
                 stack="tf1",
                 gpu=str(gpu),
                 batch=CMDARE_BATCH,
-                step_time_s=float(part["step_time_s"].median()),
+                step_time_s=_less_ps(
+                    float(part["step_time_s"].median()),
+                    ps.measured_ps_latency_s(
+                        float(part["n_params"].median()) * ps.bytes_per_parameter,
+                        float(part["n_tensors"].median()),
+                    ),
+                ),
             )
         )
     return _frame(rows)
+
+
+def _less_ps(step_s: float, ps_s: float) -> float:
+    """A measured step less its PS time, at least 5% of it (as the cluster model clamps)."""
+    return max(step_s - ps_s, 0.05 * step_s)
 
 
 # -- MLPerf ---------------------------------------------------------------------------------

@@ -375,6 +375,22 @@ class ClusterModel(Estimator):
         )
         return float(net_s.item()), float(cpu_s.item())
 
+    def measured_ps_latency_s(self, param_bytes: float, n_tensors: float) -> float:
+        """The PS time inside a step measured with 1 worker + 1 PS (one pull and one push on
+        an idle PS): what a single-worker CM-DARE step holds beyond the worker's compute."""
+        self._require_fitted()
+        ctx = _Ctx(
+            param_bytes=float(param_bytes),
+            n_tensors=float(n_tensors),
+            largest=0.0,
+            ps_gbps=self.ps_network_gbps,
+            worker_gbps=self.network_gbps,
+            rtt_s=0.0,
+            includes_ps=True,
+        )
+        net_s, cpu_s = self._demands(ctx)
+        return float(_measured_latency_s(net_s, cpu_s, self._worker_transfer_s(ctx)))
+
     def _worker_transfer_s(self, ctx: _Ctx) -> float:
         """Seconds a worker's own NIC needs for all the bytes, one direction."""
         assert self.network_efficiency_ is not None
