@@ -30,6 +30,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from llm_infer_factories import GPUS as LLM_GPUS
+from llm_infer_factories import SPECS as LLM_SPECS
+from llm_infer_factories import UNFITTED as LLM_ENGINE
+from llm_infer_factories import synthetic_rows as llm_rows
 from speed_factories import NEW, synthetic_rows
 from steptime_factories import synthetic_steps
 
@@ -41,6 +45,7 @@ from gpucast.predict.base import REGISTRY, Estimator, estimator_from_dict
 from gpucast.predict.bursty import CapacityGaps, MMPPModel, PiecewiseHazardModel
 from gpucast.predict.cluster import ClusterModel
 from gpucast.predict.collective import TCP_DEFAULT, CollectiveModel
+from gpucast.predict.llm_infer import LlmInferenceModel
 from gpucast.predict.overheads import CheckpointModel, FrameworkStartModel, StartupModel
 from gpucast.predict.revocation import RevocationModel
 from gpucast.predict.serving import BatchLatencyModel
@@ -457,8 +462,44 @@ COLLECTIVE = Case(
 )
 
 
+# --------------------------------------------------------------------------- llm-infer
+def _llm_inputs() -> FitInputs:
+    rows, ttft = llm_rows(noise=0.02)
+    kwargs = {"specs": LLM_SPECS, "gpus": LLM_GPUS, "engines": [LLM_ENGINE], "ttft": ttft}
+    return (rows,), kwargs
+
+
+_LLM_ROWS = llm_rows()[0].iloc[::5].reset_index(drop=True)
+
+LLM_INFER = Case(
+    make=LlmInferenceModel,
+    fit_inputs=_llm_inputs,
+    predict=lambda m: [
+        m.predict_frame(_LLM_ROWS, specs=LLM_SPECS, gpus=LLM_GPUS),
+        m.predict(
+            LLM_SPECS["big"],
+            LLM_GPUS["G"],
+            "eng",
+            batch_size=16,
+            input_len=1024,
+            output_len=256,
+            tp=2,
+        ).to_dict(),
+        m.profile("eng").to_dict(),
+    ],
+    unfitted_calls=(
+        lambda m: m.profile("eng"),
+        lambda m: m.predict_frame(_LLM_ROWS, specs=LLM_SPECS, gpus=LLM_GPUS),
+        lambda m: m.predict(
+            LLM_SPECS["big"], LLM_GPUS["G"], "eng", batch_size=1, input_len=8, output_len=8
+        ),
+    ),
+)
+
+
 CASES: dict[str, Case] = {
     "collective": COLLECTIVE,
+    "llm-infer": LLM_INFER,
     "steptime": STEPTIME,
     "speed": SPEED,
     "cluster": CLUSTER,

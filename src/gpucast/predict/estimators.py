@@ -13,6 +13,7 @@ from gpucast.predict import (  # noqa: F401 -- imported to register their estima
     bursty,
     cluster,
     collective,
+    llm_infer,
     overheads,
     revocation,
     serving,
