@@ -231,6 +231,16 @@ CASES = [
         ),
     ),
     Case(
+        "predict_infer",
+        lambda t: ["predict", "infer", "--model", "llama-2-7b", "--gpu", "A100-80GB",
+                   "--batch-size", "16", "--input-len", "1024", "--output-len", "1024",
+                   "--framework", "vllm", "--tp", "1", "--precision", "fp16"],
+        lambda t: gpucast.predict_infer(
+            model="llama-2-7b", gpu="A100-80GB", batch_size=16, input_len=1024,
+            output_len=1024, framework="vllm", tp=1, precision="fp16",
+        ),
+    ),
+    Case(
         "plan_llm_train",
         lambda t: ["plan", "llm-train", "--model", "llama-2-7b", "--tokens", "1e10",
                    "--seq-len", "2048", "--global-batch", "256", "--gpu", "H100",
@@ -503,6 +513,16 @@ BAD = [
      lambda: gpucast.predict_train(workload="mlp", batch_size=8, cluster="DGX-H1000")),
     (["simulate", "train", "--cluster", "tinybox_green", "--nodes", "2", "--steps", "10"],
      lambda: gpucast.simulate_train(cluster="tinybox_green", nodes=2, steps=10)),
+    (["predict", "infer", "--model", "gpt-3-175b", "--gpu", "L4", "--input-len", "512",
+      "--output-len", "128"],
+     lambda: gpucast.predict_infer(model="gpt-3-175b", gpu="L4", input_len=512, output_len=128)),
+    (["predict", "infer", "--model", "llama-2-7b", "--gpu", "A100", "--input-len", "5000",
+      "--output-len", "8"],
+     lambda: gpucast.predict_infer(model="llama-2-7b", gpu="A100", input_len=5000, output_len=8)),
+    (["predict", "infer", "--model", "llama-2-7b", "--gpu", "A100", "--input-len", "512",
+      "--output-len", "8", "--framework", "sglang"],
+     lambda: gpucast.predict_infer(
+         model="llama-2-7b", gpu="A100", input_len=512, output_len=8, framework="sglang")),
 ]
 # fmt: on
 

@@ -1,0 +1,76 @@
+"""gpucast.predict_infer: a published LLM, a GPU, an engine -> TTFT, latency, tokens/s, memory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import gpucast
+from gpucast.domain.errors import InvalidInputError
+
+ISSUE = {"model": "llama-2-7b", "gpu": "A100-80GB", "batch_size": 16, "input_len": 1024,
+         "output_len": 1024}  # fmt: skip
+
+
+def test_the_issue_example_gives_the_fields_it_asks_for() -> None:
+    result = gpucast.predict_infer(**ISSUE, framework="vllm", tp=1, precision="fp16")
+    out = json.loads(json.dumps(result.to_dict()))
+    for key in ("ttft_s", "latency_s", "tokens_per_s", "memory_gib", "fits", "validation", "data"):
+        assert key in out
+    assert out["fits"] and out["tp"] == 1 and out["engine"] == "vllm"
+    assert 0 < out["ttft_s"] < out["latency_s"]
+    assert out["tokens_per_s"] == pytest.approx(16 * 1024 / out["latency_s"])
+    assert "LLM-Inference-Bench" in out["data"]
+    # validated on A100-40GB, not on the 80 GB card: the result says so
+    assert not out["validation"]["validated"] and "A100-40GB" in out["validation"]["regime"]
+
+
+def test_a_validated_regime_carries_its_error() -> None:
+    result = gpucast.predict_infer(
+        model="meta-llama/Meta-Llama-3-8B", gpu="A100-40GB", batch_size=32, input_len=512,
+        output_len=512, framework="TensorRT-LLM", tp=2,
+    )  # fmt: skip
+    assert result.prediction.model == "llama-3-8b"
+    assert result.validation.validated and "leave-one-model-out" in (result.validation.error or "")
+
+
+def test_default_tp_is_the_fewest_gpus_that_hold_the_model() -> None:
+    result = gpucast.predict_infer(
+        model="llama-2-70b", gpu="A100-80GB", input_len=1024, output_len=256
+    )
+    assert result.prediction.tp == 2 and result.prediction.fits
+    assert "fewest GPUs" in result.assumptions["gpus"]
+
+
+def test_priors_only_engine_says_so() -> None:
+    result = gpucast.predict_infer(
+        model="llama-2-7b", gpu="H100", input_len=256, output_len=256, framework="pytorch"
+    )
+    assert "priors only" in result.engine.provenance()
+    assert not result.validation.validated
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"model": "llama-2-70b", "gpu": "A100-80GB", "tp": 1},
+            "tp: llama-2-70b in fp16 does not fit",
+        ),
+        ({"model": "gpt-3-175b", "gpu": "L4"}, "does not fit on L4 at any tensor-parallel degree"),
+        ({"input_len": 5000}, "input-len: is beyond llama-2-7b's context window of 4096"),
+        ({"output_len": 4000}, "output-len: prompt + output"),
+        ({"framework": "sglang"}, "unknown framework 'sglang'"),
+        ({"tp": 3}, "tp: cannot split llama-2-7b"),
+        ({"model": "resnet50"}, "for a CNN's serving latency use gpucast simulate serve"),
+        ({"precision": "fp4"}, "precision: must be one of fp16, bf16, fp8, int8, int4"),
+        ({"batch_size": 0}, "batch-size: must be an integer >= 1"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_field(options: dict, message: str) -> None:
+    base = {"model": "llama-2-7b", "gpu": "A100-40GB", "input_len": 1024, "output_len": 512}
+    with pytest.raises(InvalidInputError) as caught:
+        gpucast.predict_infer(**{**base, **options})
+    text = str(caught.value)
+    assert message in text and "\n" not in text

@@ -1,0 +1,95 @@
+"""The inference engines of catalog/data/inference_engines.csv: parsed, sourced, and fitted
+(the shipped parameters are what a refit on LLM-Inference-Bench's A100 rows gives)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpucast.catalog.engines import (
+    ENGINE_COLUMNS,
+    inference_engine,
+    load_inference_engines,
+    parse_inference_engines,
+)
+from gpucast.domain.errors import DataFormatError, UnknownEngineError
+from gpucast.domain.llm_infer import ENGINE_PARAMS
+
+BENCH_FRAMEWORKS = {"vLLM", "TensorRT-LLM", "Deepspeed-MII", "llama.cpp"}
+
+
+def test_every_engine_has_a_source_a_date_and_says_what_is_fitted() -> None:
+    engines = load_inference_engines()
+    assert {e.name for e in engines} == {
+        "vllm", "tensorrt-llm", "deepspeed-mii", "llama.cpp", "eager-pytorch",
+    }  # fmt: skip
+    for engine in engines:
+        assert engine.source_url.startswith("https://") and engine.as_of is not None
+        assert engine.default_precision == "fp16"  # as the benchmark ran them
+        if engine.bench_framework:
+            assert engine.fitted_params and "A100-40GB" in engine.fitted_on
+        else:  # eager PyTorch: no rows, priors marked as such
+            assert not engine.fitted_params and "PRIORS, NOT FITTED" in engine.note
+    assert {e.bench_framework for e in engines if e.bench_framework} == BENCH_FRAMEWORKS
+    llama_cpp = inference_engine("llama.cpp")
+    assert llama_cpp.multi_gpu == "layer"
+    assert "sequence_overhead_s" not in llama_cpp.fitted_params  # one sequence pins none
+
+
+def test_lookup_by_alias_and_unknown_names() -> None:
+    assert inference_engine("TRT-LLM").name == "tensorrt-llm"
+    assert inference_engine("Deepspeed-MII").name == "deepspeed-mii"
+    assert inference_engine("HF").name == "eager-pytorch"
+    with pytest.raises(UnknownEngineError, match="unknown framework 'vlm': did you mean vllm"):
+        inference_engine("vlm")
+
+
+def _csv(**overrides: str) -> str:
+    row = dict.fromkeys(ENGINE_COLUMNS, "")
+    row.update(
+        name="x", display_name="X", default_precision="fp16", multi_gpu="tensor",
+        max_sequences="8", memory_fraction="0.9", memory_share="total",
+        prompt_chunk_tokens="0", bench_identical_prompts="false",
+        source_url="https://example.org", as_of="2026-12-03",
+    )  # fmt: skip
+    row.update(dict.fromkeys(ENGINE_PARAMS, "0.5"))
+    row.update(overrides)
+    return ",".join(ENGINE_COLUMNS) + "\n" + ",".join(row[c] for c in ENGINE_COLUMNS) + "\n"
+
+
+def test_parse_errors_name_the_line_and_column() -> None:
+    assert parse_inference_engines(_csv())[0].compute_efficiency == 0.5
+    with pytest.raises(DataFormatError, match="line 2, column 'bench_identical_prompts'"):
+        parse_inference_engines(_csv(bench_identical_prompts="maybe"))
+    with pytest.raises(DataFormatError, match="compute_efficiency: must be in"):
+        parse_inference_engines(_csv(compute_efficiency="1.5"))
+    with pytest.raises(DataFormatError, match="multi_gpu"):
+        parse_inference_engines(_csv(multi_gpu="pipeline"))
+    text = _csv() + _csv(name="y", aliases="x").splitlines()[1] + "\n"
+    with pytest.raises(DataFormatError, match="already on line 2"):
+        parse_inference_engines(text)
+
+
+def test_shipped_parameters_are_a_refit_on_the_a100_rows(shared_data: Path) -> None:
+    from gpucast.inputs.llm_bench import bench_data
+    from gpucast.predict.llm_infer import LlmInferenceModel
+
+    bench = bench_data(shared_data)
+    rows = bench.throughput[bench.throughput["gpu"] == "A100-40GB"]
+    ttft = bench.ttft[bench.ttft["gpu"] == "A100-40GB"]
+    model = LlmInferenceModel().fit(
+        rows, specs=bench.specs, gpus=bench.gpus, engines=bench.engines, ttft=ttft,
+        fitted_on=bench.fitted_on(rows),
+    )  # fmt: skip
+    for engine in load_inference_engines():
+        if not engine.bench_framework:
+            continue
+        refit = model.profile(engine.name)
+        assert refit.fitted_params == engine.fitted_params, engine.name
+        assert refit.fitted_on == engine.fitted_on, engine.name
+        for name in ENGINE_PARAMS:
+            assert getattr(engine, name) == pytest.approx(getattr(refit, name), rel=2e-3), (
+                f"{engine.name}.{name}: rerun python benchmarks/llm_inference_accuracy.py "
+                "--profiles and update inference_engines.csv"
+            )

@@ -1,0 +1,35 @@
+"""`gpucast predict infer`: flags, the rendered lines, exit codes."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from gpucast.cli.app import app
+
+runner = CliRunner()
+BASE = ["predict", "infer", "--model", "llama-2-7b", "--gpu", "A100-40GB", "--input-len", "512",
+        "--output-len", "256"]  # fmt: skip
+
+
+def test_help_lists_the_flags() -> None:
+    result = runner.invoke(app, ["predict", "infer", "--help"])
+    assert result.exit_code == 0
+    for flag in ("--model", "--gpu", "--batch-size", "--input-len", "--output-len",
+                 "--framework", "--tp", "--precision", "--kv-precision", "--json"):  # fmt: skip
+        assert flag in result.output
+
+
+def test_renders_the_prediction_its_engine_and_validation() -> None:
+    result = runner.invoke(app, [*BASE, "--batch-size", "64", "--framework", "trt-llm"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "with TensorRT-LLM" in out and "TTFT" in out and "generated tokens/s" in out
+    assert "memory per GPU" in out and "fits" in out
+    assert "engine: TensorRT-LLM: fitted on LLM-Inference-Bench" in out
+    assert "validated: A100-40GB: throughput MAPE" in out
+
+
+def test_bad_input_exits_2_with_one_line() -> None:
+    result = runner.invoke(app, [*BASE, "--tp", "3"])
+    assert result.exit_code == 2
+    assert result.stderr.strip().startswith("error: tp: cannot split llama-2-7b")
