@@ -109,8 +109,8 @@ def predict_infer(
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model, load_llm_models
-    from gpucast.domain.errors import UnknownModelError
     from gpucast.catalog.validation import validation_for
+    from gpucast.domain.errors import UnknownModelError
     from gpucast.domain.units import GIB
     from gpucast.predict.llm_infer import predict_inference, smallest_fitting_tp
 
