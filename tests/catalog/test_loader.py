@@ -12,6 +12,7 @@ from gpucast.catalog import load_catalog, write_offers_csv
 from gpucast.catalog.loader import OFFER_COLUMNS, parse_gpus, parse_mig_profiles, parse_offers
 from gpucast.domain.errors import (
     DataFormatError,
+    InvalidInputError,
     UnknownGpuError,
     UnknownProviderError,
     UnknownRegionError,
@@ -154,5 +155,5 @@ def test_extra_offers_add_and_override(tmp_path: Path) -> None:
 
 
 def test_missing_offers_file(tmp_path: Path) -> None:
-    with pytest.raises(DataFormatError):
+    with pytest.raises(InvalidInputError, match="offers: file not found"):
         load_catalog(tmp_path / "nope.csv")

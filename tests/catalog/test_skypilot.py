@@ -81,7 +81,7 @@ def test_round_trip_through_loader(tmp_path: Path) -> None:
 def test_bad_inputs(tmp_path: Path) -> None:
     with pytest.raises(InvalidSpecError):
         import_skypilot(FIX / "aws_vms.csv", "ibm")
-    with pytest.raises(DataFormatError):
+    with pytest.raises(InvalidSpecError, match="file not found"):
         import_skypilot(tmp_path / "missing.csv", "aws")
     broken = tmp_path / "vms.csv"
     broken.write_text("InstanceType,Price\nx,1\n")

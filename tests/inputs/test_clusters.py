@@ -175,7 +175,9 @@ def test_a_bad_toml_file(tmp_path: Path) -> None:
 def test_a_file_that_is_not_utf8(tmp_path: Path) -> None:
     path = tmp_path / "latin.yaml"
     path.write_bytes("name: Gerät\ngpu: H100\n".encode("latin-1"))
-    with pytest.raises(DataFormatError, match=r"latin\.yaml: is not UTF-8 text; save it as UTF-8"):
+    with pytest.raises(
+        DataFormatError, match=r"latin\.yaml, line 1: is not UTF-8 text \(byte 0xe4\); save it"
+    ):
         load_cluster(str(path), load_catalog())
 
 

@@ -105,7 +105,7 @@ def test_price_table_parsing_and_missing_rows(tmp_path: Path) -> None:
         parse_price_table("server,market,usd_per_hour\nK80,spot,-1\n", "p.csv")
     with pytest.raises(DataFormatError, match="missing column"):
         parse_price_table("gpu,price\nK80,1\n", "p.csv")
-    with pytest.raises(DataFormatError, match="cannot read"):
+    with pytest.raises(InvalidSpecError, match="price-table: file not found"):
         read_price_table(tmp_path / "nope.csv")
 
 

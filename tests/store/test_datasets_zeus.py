@@ -96,7 +96,7 @@ def test_power_bad_cells_name_file_line_column(tmp_path: Path, row: str, expecte
 
 
 def test_power_bad_files(tmp_path: Path) -> None:
-    with pytest.raises(DataFormatError, match="file not found"):
+    with pytest.raises(InvalidSpecError, match="file not found"):
         read_zeus_power(tmp_path / "summary_power_v100.csv")
     with pytest.raises(DataFormatError, match="has no summary_power"):
         read_zeus_power(tmp_path)

@@ -38,14 +38,9 @@ MIN_CHECKPOINT_ROWS = 3
 # -- shared by the fit and predict verbs ----------------------------------------------------
 def require_file(path: Path, field_name: str) -> Path:
     """``path`` when it is a file, else an error naming the option."""
-    if not Path(path).is_file():
-        raise InvalidSpecError(
-            field_name,
-            "file not found" if not Path(path).exists() else "is not a file",
-            got=str(path),
-            fix=f"check the --{field_name} path",
-        )
-    return Path(path)
+    from gpucast.store.files import input_file
+
+    return input_file(path, field_name, fix=f"check the --{field_name} path")
 
 
 def catalog_specs(names: Iterable[str]) -> dict[str, GpuSpec]:

@@ -32,14 +32,18 @@ def save_plan(plan: TrainPlan, out: Path | str) -> Path:
 
 def load_plan(path: Path | str) -> TrainPlan:
     """A plan saved by :func:`save_plan` (``gpucast plan train --save``)."""
+    from gpucast.store.files import read_input_text
+
     path = Path(path)
-    if not path.is_file():
-        raise InvalidSpecError("plan", "file not found", got=str(path), fix="check the path")
+    text = read_input_text(path, "plan", fix="pass a file written by gpucast plan train --save")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise DataFormatError(
-            str(path), f"not JSON ({exc})", fix="pass a file written by gpucast plan train --save"
+            str(path),
+            f"not JSON ({exc.msg})",
+            line=exc.lineno,
+            fix="pass a file written by gpucast plan train --save",
         ) from None
     if not isinstance(data, dict):
         raise DataFormatError(str(path), "not a saved plan (not a JSON object)")

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from datetime import date
 
 from gpucast.domain.errors import DataFormatError
+from gpucast.store.files import check_header
 
 
 def read_rows(
@@ -25,6 +26,7 @@ def read_rows(
     except StopIteration:
         raise DataFormatError(path, "file is empty", fix="expected a CSV header line") from None
     header = [h.strip() for h in header]
+    check_header(header, path)
     missing = [c for c in required if c not in header]
     if missing:
         raise DataFormatError(

@@ -288,15 +288,10 @@ def load_catalog(offers_path: Path | None = None) -> Catalog:
     builtin = _builtin()
     if offers_path is None:
         return builtin
+    from gpucast.store.files import read_input_text
+
     path = Path(offers_path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DataFormatError(
-            str(path),
-            f"cannot read offers file ({exc.strerror})",
-            fix="check the path given to --offers",
-        ) from exc
+    text = read_input_text(path, "offers", fix="check the path given to --offers")
     extra = parse_offers(text, str(path), builtin.gpus)
     return Catalog(gpus=builtin.gpus, offers=merge_offers(builtin.offers, extra))
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from gpucast.catalog._csv import read_rows
 from gpucast.catalog.loader import load_catalog
 from gpucast.domain.catalog import Catalog, Offer
-from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownGpuError
+from gpucast.domain.errors import InvalidSpecError, UnknownGpuError
 
 CLOUDS = ("aws", "gcp", "azure")
 NOT_OFFERED = 700.0
@@ -105,7 +105,9 @@ _MEM_RE = re.compile(r"'SizeInMiB':\s*(\d+)")
 
 
 def _read(path: Path) -> tuple[list[_Row], list[str]]:
-    text = path.read_text(encoding="utf-8")
+    from gpucast.store.files import read_input_text
+
+    text = read_input_text(path, "file", fix="give the path of a SkyPilot vms.csv")
     rows: list[_Row] = []
     skipped: list[str] = []
     for line, row in read_rows(text, str(path), REQUIRED):
@@ -171,9 +173,9 @@ def import_skypilot(
     cloud = cloud.lower()
     if cloud not in CLOUDS:
         raise InvalidSpecError("cloud", f"must be one of {', '.join(CLOUDS)}", got=cloud)
-    path = Path(path)
-    if not path.is_file():
-        raise DataFormatError(str(path), "no such file", fix="give the path of a vms.csv")
+    from gpucast.store.files import input_file
+
+    path = input_file(path, "file", fix="give the path of a SkyPilot vms.csv")
     snapshot = as_of or date.fromtimestamp(path.stat().st_mtime)
     catalog = load_catalog()
     network = {o.instance_type: o.network_gbps for o in catalog.offers}

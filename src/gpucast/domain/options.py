@@ -38,6 +38,10 @@ META_KEY = "gpucast.option"
 #: What a field holds, as the CLI and the parsers see it.
 KINDS: tuple[str, ...] = ("text", "int", "float", "bool", "path", "list")
 
+#: The largest whole number a field takes (2**53: every integer up to it is exact as a float,
+#: so counts stay exact through numpy); a field's own check sets a tighter, meaningful bound.
+MAX_INT = 2**53
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OptionInfo:
@@ -226,17 +230,21 @@ def _number(f: Field, kind: str, value: Any) -> Any:
         raise bad
     try:
         number = float(value)
+    except OverflowError:  # an int beyond any float
+        number = math.inf
     except (TypeError, ValueError):
         raise bad from None
     if not math.isfinite(number):
         raise InvalidSpecError(f.flag, "must be a finite number", got=value, fix=_fix(f))
     if kind == "float":
         return number
-    if isinstance(value, int):
-        return value
     if not number.is_integer():
         raise bad
-    return int(number)
+    if abs(number) > MAX_INT:
+        raise InvalidSpecError(
+            f.flag, f"must be a whole number of at most {MAX_INT:,}", got=value, fix=_fix(f)
+        )
+    return value if isinstance(value, int) else int(number)
 
 
 def _scalar(f: Field, kind: str, value: Any) -> Any:

@@ -184,13 +184,24 @@ ZEUS_DATASET_SAMPLES: dict[str, int | None] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ZeusGpu:
-    """A GPU of the Zeus power traces: the trace's file key, the catalog's name, the board."""
+    """A GPU of the Zeus power traces: the trace's file key, the catalog's name, the board.
+
+    ``catalog_name`` is the row the step-time model was fitted against (its compute);
+    ``power_catalog_name`` the row whose power facts (power-limit range) are the board's --
+    they differ for the V100, whose trace board is the 250 W PCIe card.
+    """
 
     key: str
     catalog_name: str
     board: str
     max_power_limit_w: int
     basis: str
+    power_catalog_name: str = ""
+
+    @property
+    def power_board(self) -> str:
+        """The catalog row of the traced board's power facts."""
+        return self.power_catalog_name or self.catalog_name
 
 
 #: ``summary_power_<key>.csv`` -> GPU. The catalog rows describe the compute; where the board
@@ -201,6 +212,7 @@ ZEUS_GPUS: dict[str, ZeusGpu] = {
         catalog_name="V100-32GB",
         board="Tesla V100 PCIe 32 GB",
         max_power_limit_w=250,
+        power_catalog_name="V100-PCIe",
         basis=(
             "inferred from the trace: the highest power limit is 250 W, the PCIe board's TDP "
             "(SXM2: 300 W), and fp32 ResNet-50 ran at batch 360, beyond 16 GB (the 16 GB P100 "

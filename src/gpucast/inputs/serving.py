@@ -262,11 +262,11 @@ def build_server_options(
 # -- latency curves -------------------------------------------------------------------------
 def read_latency_table(path: Path) -> LatencyCurve:
     """A CSV with columns ``batch_size`` and ``latency_s`` (rows in any order)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DataFormatError(str(path), f"cannot read latency table ({exc.strerror})") from exc
+    from gpucast.store.files import check_header, read_input_text
+
+    text = read_input_text(path, "latency-table", fix="write a header line 'batch_size,latency_s'")
     reader = csv.DictReader(text.splitlines())
+    check_header(reader.fieldnames or (), path)
     if not reader.fieldnames or not {"batch_size", "latency_s"} <= set(reader.fieldnames):
         raise DataFormatError(
             str(path),
@@ -434,20 +434,21 @@ def function_arrivals(
     return from_counts(counts.total_per_minute(rows), MINUTE_S, rng, scale=scale)
 
 
-def read_trace_arrivals(path: Path, seed: int) -> Arrivals:
+def read_trace_arrivals(path: Path, seed: int, *, field: str = "trace") -> Arrivals:
     """Arrival times (s) of a trace file: an Azure Functions 2019 per-minute count file (all
     its functions summed, placed in each minute with ``seed``), an Azure LLM trace or an
     ``arrival_s`` CSV. Malformed rows are skipped and counted in ``warnings``."""
     import numpy as np
 
     from gpucast.simulate import arrivals as gen
+    from gpucast.store.files import not_utf8, open_input_text
 
     path = Path(path)
     try:
-        with path.open(encoding="utf-8") as handle:
+        with open_input_text(path, field, fix="check the trace's path") as handle:
             head = handle.readline()
-    except OSError as exc:
-        raise DataFormatError(str(path), f"cannot read trace ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise not_utf8(path, exc) from None
     if head.startswith("HashOwner"):
         from gpucast.store.datasets.azure_functions import read_invocation_counts
 
@@ -509,7 +510,7 @@ def arrivals(kind: str, rate_rps: float, duration_s: float, seed: int) -> Arriva
             times_s=gen.bursty(rates, BURSTY_SOJOURN_S, duration_s, rng),
             source=f"bursty MMPP {rates[0]:.3g}/{rates[1]:.3g} req/s, sojourns 8 s/2 s",
         )
-    trace = read_trace_arrivals(Path(kind[len(TRACE_PREFIX) :]), seed)
+    trace = read_trace_arrivals(Path(kind[len(TRACE_PREFIX) :]), seed, field="arrivals")
     times = gen.from_timestamps(trace.times_s, duration_s=duration_s)
     return dataclasses.replace(trace, times_s=times)
 

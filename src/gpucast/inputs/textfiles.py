@@ -1,6 +1,7 @@
 """YAML and TOML files a user writes (request configs, cluster descriptions): one reader.
 
-:func:`read_text` reads the file as UTF-8 (a missing file, a folder or other bytes are one-line
+:func:`read_text` reads the file through the one input reader (``gpucast.store.files``: UTF-8
+with or without a BOM; a missing, empty or binary file, a folder or other bytes are one-line
 errors naming it), :func:`parse_mapping_text` parses it by its suffix (``.toml`` is TOML,
 anything else YAML) with the line of a syntax error, and :func:`line_of` finds the line a key
 is written on, so an error about a field can point at it. ``gpucast.app.config`` and
@@ -13,24 +14,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.domain.errors import DataFormatError
 
 
 def read_text(path: Path, what: str, *, fix: str = "check the path") -> str:
-    """The UTF-8 text of ``path``; ``what`` names the option that gave it in the errors."""
-    if not path.is_file():
-        raise InvalidSpecError(
-            what,
-            "file not found" if not path.exists() else "is not a file",
-            got=str(path),
-            fix=fix,
-        )
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise DataFormatError(str(path), "is not UTF-8 text", fix="save it as UTF-8") from None
-    except OSError as exc:
-        raise DataFormatError(str(path), f"cannot be read ({exc.strerror})") from None
+    """The text of ``path`` (:func:`gpucast.store.files.read_input_text`: UTF-8 with or without
+    a BOM, CRLF as LF; a missing, empty, binary or UTF-16 file is one error); ``what`` names
+    the option that gave it in the errors."""
+    from gpucast.store.files import read_input_text
+
+    return read_input_text(path, what, fix=fix)
 
 
 def parse_mapping_text(path: Path, text: str) -> Any:

@@ -54,11 +54,18 @@ def _torch_version() -> str:
 
 def read_profile_file(path: Path) -> WorkloadProfile:
     from gpucast.domain.profile import WorkloadProfile
+    from gpucast.store.files import read_input_text
 
+    text = read_input_text(path, "profile", fix="write it with gpucast profile --json")
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataFormatError(str(path), f"cannot read a profile ({exc})") from None
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(
+            str(path),
+            f"is not a profile (not JSON: {exc.msg})",
+            line=exc.lineno,
+            fix="write it with gpucast profile --json",
+        ) from None
     if not isinstance(data, dict):
         raise DataFormatError(str(path), "is not a profile (not a JSON object)")
     try:

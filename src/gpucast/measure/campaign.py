@@ -121,15 +121,11 @@ def load_sweep(path: Path | str) -> Sweep:
     import yaml
 
     from gpucast.domain.errors import UnknownWorkloadError
+    from gpucast.store.files import read_input_text
     from gpucast.workloads import get_workload
 
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InvalidInputError(
-            f"cannot read sweep {path}: {exc.strerror or exc}", fix="check the path"
-        ) from None
+    text = read_input_text(path, "sweep-file", fix="check the path")
     try:
         root = yaml.compose(text)
     except yaml.YAMLError as exc:

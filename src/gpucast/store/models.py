@@ -8,7 +8,7 @@ from pathlib import Path
 from gpucast.domain.errors import DataFormatError
 from gpucast.predict.base import Estimator
 from gpucast.predict.estimators import load_estimator
-from gpucast.store.files import write_text_atomic
+from gpucast.store.files import read_input_text, write_text_atomic
 
 
 def save_model(estimator: Estimator, path: Path) -> None:
@@ -20,12 +20,7 @@ def save_model(estimator: Estimator, path: Path) -> None:
 def load_model(path: Path) -> Estimator:
     """Read a model saved by :func:`save_model` (any registered kind)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise DataFormatError(
-            str(path), "model file not found", fix="run `gpucast fit ...` first"
-        ) from exc
+    text = read_input_text(path, "model", fix="run `gpucast fit ...` first")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

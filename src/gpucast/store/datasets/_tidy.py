@@ -30,16 +30,9 @@ def line_of(position: int) -> int:
 def read_cells(path: Path, *, fix: str) -> pd.DataFrame:
     """The CSV at ``path`` as text cells (nothing converted, empty cells ""), header names
     stripped of surrounding spaces."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataFormatError(str(path), "file not found", fix=fix)
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except pd.errors.EmptyDataError:
-        raise DataFormatError(str(path), "is empty", fix=fix) from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        problem = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataFormatError(str(path), f"is not a readable CSV ({problem})", fix=fix) from None
+    from gpucast.store.files import read_csv_input
+
+    frame = read_csv_input(Path(path), "data", fix=fix, dtype=str, keep_default_na=False)
     frame.columns = [str(c).strip() for c in frame.columns]
     return frame
 

@@ -25,6 +25,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.store.files import check_header, not_utf8, open_input_text
 
 ID_COLUMNS = ("HashOwner", "HashApp", "HashFunction", "Trigger")
 TRIGGERS = ("http", "timer", "event", "queue", "storage", "orchestration", "others")
@@ -94,42 +95,43 @@ def read_invocation_counts(path: Path) -> InvocationCounts:
     """Read one per-minute invocation-count file (see the module docstring)."""
     path = Path(path)
     name = path.name
-    try:
-        handle = path.open(encoding="utf-8", newline="")
-    except OSError as exc:
-        raise DataFormatError(str(path), f"cannot read ({exc.strerror})") from exc
+    handle = open_input_text(path, "trace", fix="give an Azure Functions invocation-count file")
     ids: list[tuple[str, str, str, str]] = []
     rows: list[npt.NDArray[np.int64]] = []
     skipped: list[str] = []
-    with handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
-        if header is None:
-            raise DataFormatError(str(path), "is empty", fix="give a non-empty trace file")
-        n_min = _minute_columns(header, str(path))
-        width = 4 + n_min
-        for line, fields in enumerate(reader, start=2):
-            if not fields or (len(fields) == 1 and not fields[0].strip()):
-                continue  # blank line
-            if len(fields) != width:
-                skipped.append(f"{name}, line {line}: {len(fields)} fields, expected {width}")
-                continue
-            owner, app, func, trigger = (f.strip() for f in fields[:4])
-            if not (owner and app and func and trigger):
-                skipped.append(f"{name}, line {line}: empty owner, app, function or trigger")
-                continue
-            try:
-                values = np.array([int(v) for v in fields[4:]], dtype=np.int64)
-            except ValueError:
-                bad = next(v for v in fields[4:] if not v.strip().lstrip("-").isdigit())
-                skipped.append(f"{name}, line {line}: count {bad!r} is not an integer")
-                continue
-            if np.any(values < 0):
-                minute = int(np.flatnonzero(values < 0)[0]) + 1
-                skipped.append(f"{name}, line {line}: negative count in minute {minute}")
-                continue
-            ids.append((owner, app, func, trigger))
-            rows.append(values)
+    try:
+        with handle:
+            reader = csv.reader(handle)
+            header = next(reader, None)
+            if header is None:
+                raise DataFormatError(str(path), "is empty", fix="give a non-empty trace file")
+            check_header(header, path)
+            n_min = _minute_columns(header, str(path))
+            width = 4 + n_min
+            for line, fields in enumerate(reader, start=2):
+                if not fields or (len(fields) == 1 and not fields[0].strip()):
+                    continue  # blank line
+                if len(fields) != width:
+                    skipped.append(f"{name}, line {line}: {len(fields)} fields, expected {width}")
+                    continue
+                owner, app, func, trigger = (f.strip() for f in fields[:4])
+                if not (owner and app and func and trigger):
+                    skipped.append(f"{name}, line {line}: empty owner, app, function or trigger")
+                    continue
+                try:
+                    values = np.array([int(v) for v in fields[4:]], dtype=np.int64)
+                except ValueError:
+                    bad = next(v for v in fields[4:] if not v.strip().lstrip("-").isdigit())
+                    skipped.append(f"{name}, line {line}: count {bad!r} is not an integer")
+                    continue
+                if np.any(values < 0):
+                    minute = int(np.flatnonzero(values < 0)[0]) + 1
+                    skipped.append(f"{name}, line {line}: negative count in minute {minute}")
+                    continue
+                ids.append((owner, app, func, trigger))
+                rows.append(values)
+    except UnicodeDecodeError as exc:
+        raise not_utf8(path, exc) from None
     if not rows:
         raise DataFormatError(
             str(path),

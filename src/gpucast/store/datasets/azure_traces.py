@@ -13,12 +13,14 @@ import csv
 import math
 from datetime import datetime
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 import pandas as pd
 
 from gpucast.domain.errors import DataFormatError
 from gpucast.store.datasets._import import ImportResult
+from gpucast.store.files import check_header, not_utf8, open_input_text
 
 AZURE_LLM_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
@@ -37,45 +39,48 @@ def read_arrival_trace(path: Path) -> ImportResult:
     """Read an Azure LLM trace or an ``arrival_s`` CSV into a frame with ``arrival_s``
     (seconds from the first request, sorted) plus the token columns when present."""
     path = Path(path)
+    handle = open_input_text(path, "trace", fix="check the trace's path")
     try:
-        handle = path.open(encoding="utf-8", newline="")
-    except OSError as exc:
+        with handle:
+            return _read_arrival_rows(path, handle)
+    except UnicodeDecodeError as exc:
+        raise not_utf8(path, exc) from None
+
+
+def _read_arrival_rows(path: Path, handle: TextIO) -> ImportResult:
+    reader = csv.DictReader(handle)
+    check_header(reader.fieldnames or (), path)
+    columns = tuple(c.strip() for c in (reader.fieldnames or ()))
+    azure = all(c in columns for c in AZURE_LLM_COLUMNS)
+    if not azure and "arrival_s" not in columns:
         raise DataFormatError(
-            str(path), f"cannot read trace ({exc.strerror})", fix="check the path after trace:"
-        ) from exc
-    with handle:
-        reader = csv.DictReader(handle)
-        columns = tuple(c.strip() for c in (reader.fieldnames or ()))
-        azure = all(c in columns for c in AZURE_LLM_COLUMNS)
-        if not azure and "arrival_s" not in columns:
-            raise DataFormatError(
-                str(path),
-                f"has columns {', '.join(columns) or '(none)'}",
-                fix="give an Azure LLM trace (TIMESTAMP,ContextTokens,GeneratedTokens) "
-                "or a CSV with an arrival_s column",
-            )
-        times: list[float] = []
-        context: list[int] = []
-        generated: list[int] = []
-        skipped: list[str] = []
-        for line, raw in enumerate(reader, start=2):
-            row = {(k or "").strip(): (v or "") for k, v in raw.items()}
-            try:
-                if azure:
-                    t = _parse_timestamp(row["TIMESTAMP"])
-                    c, g = int(row["ContextTokens"]), int(row["GeneratedTokens"])
-                    if c < 0 or g < 0:
-                        raise ValueError("negative token count")
-                    context.append(c)
-                    generated.append(g)
-                else:
-                    t = float(row["arrival_s"])
-                    if not math.isfinite(t) or t < 0:
-                        raise ValueError("arrival_s must be a finite number >= 0")
-            except (ValueError, KeyError, TypeError) as exc:
-                skipped.append(f"{path.name}, line {line}: {exc}")
-                continue
-            times.append(t)
+            str(path),
+            f"has columns {', '.join(columns) or '(none)'}",
+            fix="give an Azure LLM trace (TIMESTAMP,ContextTokens,GeneratedTokens) "
+            "or a CSV with an arrival_s column",
+        )
+    times: list[float] = []
+    context: list[int] = []
+    generated: list[int] = []
+    skipped: list[str] = []
+    for line, raw in enumerate(reader, start=2):
+        row = {(k or "").strip(): (v or "") for k, v in raw.items()}
+        try:
+            if azure:
+                t = _parse_timestamp(row["TIMESTAMP"])
+                c, g = int(row["ContextTokens"]), int(row["GeneratedTokens"])
+                if c < 0 or g < 0:
+                    raise ValueError("negative token count")
+                context.append(c)
+                generated.append(g)
+            else:
+                t = float(row["arrival_s"])
+                if not math.isfinite(t) or t < 0:
+                    raise ValueError("arrival_s must be a finite number >= 0")
+        except (ValueError, KeyError, TypeError) as exc:
+            skipped.append(f"{path.name}, line {line}: {exc}")
+            continue
+        times.append(t)
     if not times:
         raise DataFormatError(
             str(path),

@@ -33,9 +33,10 @@ _REQUIRED = ("Model", "Checkpoint Size (MB)", "Duration")
 
 def read_checkpoint_csv(path: Path) -> ImportResult:
     """Read one unaggregated checkpoint CSV; malformed rows are skipped and reported."""
-    if not path.is_file():
-        raise DataFormatError(str(path), "file not found", fix="pass cmdare/checkpoint/*.csv")
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    from gpucast.store.files import read_csv_input
+
+    fix = "expected CM-DARE checkpoint columns Model, Checkpoint Size (MB), Duration"
+    raw = read_csv_input(path, "data", fix=fix, dtype=str, keep_default_na=False)
     missing = [c for c in _REQUIRED if c not in raw.columns]
     if missing:
         raise DataFormatError(

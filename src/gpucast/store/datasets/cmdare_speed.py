@@ -75,12 +75,11 @@ def read_speed_rows(path: Path, *, require_step_time: bool) -> pd.DataFrame:
     """
     path = Path(path)
     where = str(path)
-    try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except FileNotFoundError as exc:
-        raise DataFormatError(where, "file not found", fix="check the path") from exc
-    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
-        raise DataFormatError(where, f"is not a readable CSV file ({exc})", fix=_FIX) from exc
+    from gpucast.store.files import read_csv_input
+
+    raw = read_csv_input(
+        path, "data", fix=_FIX, dtype=str, keep_default_na=False, skipinitialspace=True
+    )
     required = [*REQUIRED_COLUMNS, *([STEP_TIME_COL] if require_step_time else [])]
     missing = [c for c in required if c not in raw.columns]
     if missing:

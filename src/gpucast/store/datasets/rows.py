@@ -26,7 +26,7 @@ from gpucast.domain.cmdare import (
     STEP_TIME_COL,
     TENSORS_COL,
 )
-from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.domain.errors import DataFormatError
 
 FloatArray = NDArray[np.float64]
 
@@ -51,15 +51,10 @@ def line_of(position: int) -> int:
 
 def read_rows(path: Path, *, field_name: str = "input") -> pd.DataFrame:
     """The CSV at ``path`` as text cells (nothing converted, empty cells kept as "")."""
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidSpecError(
-            field_name, "file not found", got=str(path), fix=f"check the --{field_name} path"
-        )
-    try:
-        return pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise DataFormatError(str(path), f"is not a readable CSV ({exc})") from exc
+    from gpucast.store.files import read_csv_input
+
+    fix = f"check the --{field_name} path"
+    return read_csv_input(path, field_name, fix=fix, dtype=str, keep_default_na=False)
 
 
 def require_columns(frame: pd.DataFrame, path: Path, columns: Sequence[str]) -> None:

@@ -274,8 +274,11 @@ def lifetimes_frame(
 
 def parse_price_table(text: str, path: str) -> PriceTable:
     """``server,market,usd_per_hour`` rows (``market`` spot | on-demand) as a PriceTable."""
+    from gpucast.store.files import check_header
+
     reader = csv.reader(io.StringIO(text))
     header = [h.strip() for h in next(reader, [])]
+    check_header(header, path)
     required = ("server", "market", "usd_per_hour")
     missing = [c for c in required if c not in header]
     if missing:
@@ -321,15 +324,10 @@ def parse_price_table(text: str, path: str) -> PriceTable:
 
 
 def read_price_table(path: Path) -> PriceTable:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise DataFormatError(
-            str(path),
-            f"cannot read: {exc.strerror or exc}",
-            fix="pass a CSV with columns server,market,usd_per_hour",
-        ) from None
-    return parse_price_table(text, str(path))
+    from gpucast.store.files import read_input_text
+
+    fix = "pass a CSV with columns server,market,usd_per_hour"
+    return parse_price_table(read_input_text(path, "price-table", fix=fix), str(path))
 
 
 # -- end-to-end training runs ------------------------------------------------------------------
