@@ -218,6 +218,24 @@ CASES = [
         shared_data=True,
     ),
     Case(
+        "fit_power",
+        lambda t: ["fit", "power", "--data-dir", str(D), "--datasets", "movielens-1m",
+                   "--no-cross-validate", "--out", str(t / "power.json")],
+        lambda t: gpucast.fit_power(
+            data_dir=D, datasets="movielens-1m", cross_validate=False, out=t / "power.json"
+        ),
+        shared_data=True,
+    ),
+    Case(
+        "predict_energy",
+        lambda t: ["predict", "energy", "--workload", "mlp", "--batch-size", "32", "--gpu",
+                   "A100", "--power-limit", "auto", "--eta", "0.7", "--dataset-size", "3200"],
+        lambda t: gpucast.predict_energy(
+            workload="mlp", batch_size=32, gpu="A100", power_limit="auto", eta=0.7,
+            dataset_size=3200,
+        ),
+    ),
+    Case(
         "predict_train",
         lambda t: ["predict", "train", "--workload", "mlp", "--batch-size", "32", "--gpu", "A100"],
         lambda t: gpucast.predict_train(workload="mlp", batch_size=32, gpu="A100"),
@@ -513,6 +531,9 @@ BAD = [
      lambda: gpucast.predict_train(workload="mlp", batch_size=8, cluster="DGX-H1000")),
     (["simulate", "train", "--cluster", "tinybox_green", "--nodes", "2", "--steps", "10"],
      lambda: gpucast.simulate_train(cluster="tinybox_green", nodes=2, steps=10)),
+    (["predict", "energy", "--workload", "mlp", "--batch-size", "8", "--gpu", "T4",
+      "--power-limit", "500"],
+     lambda: gpucast.predict_energy(workload="mlp", batch_size=8, gpu="T4", power_limit=500)),
     (["predict", "infer", "--model", "gpt-3-175b", "--gpu", "L4", "--input-len", "512",
       "--output-len", "128"],
      lambda: gpucast.predict_infer(model="gpt-3-175b", gpu="L4", input_len=512, output_len=128)),

@@ -34,6 +34,7 @@ from llm_infer_factories import GPUS as LLM_GPUS
 from llm_infer_factories import SPECS as LLM_SPECS
 from llm_infer_factories import UNFITTED as LLM_ENGINE
 from llm_infer_factories import synthetic_rows as llm_rows
+from power_factories import sweep_rows
 from speed_factories import NEW, synthetic_rows
 from steptime_factories import synthetic_steps
 
@@ -47,6 +48,7 @@ from gpucast.predict.cluster import ClusterModel
 from gpucast.predict.collective import TCP_DEFAULT, CollectiveModel
 from gpucast.predict.llm_infer import LlmInferenceModel
 from gpucast.predict.overheads import CheckpointModel, FrameworkStartModel, StartupModel
+from gpucast.predict.power import PowerModel
 from gpucast.predict.revocation import RevocationModel
 from gpucast.predict.serving import BatchLatencyModel
 from gpucast.predict.speed import MODEL_COL, TENSORS_COL, SpeedFeatures, SpeedModel
@@ -497,8 +499,20 @@ LLM_INFER = Case(
 )
 
 
+# --------------------------------------------------------------------------- power
+_POWER_ROWS = sweep_rows(noise=0.02).assign(reference_step_time_s=0.4)
+
+POWER = Case(
+    make=PowerModel,
+    fit_inputs=lambda: ((sweep_rows(noise=0.02, seed=3),), {}),
+    predict=lambda m: [m.predict(_POWER_ROWS)[k] for k in ("step_time_s", "avg_power_w")],
+    unfitted_calls=(lambda m: m.predict(_POWER_ROWS), lambda m: m.constants),
+)
+
+
 CASES: dict[str, Case] = {
     "collective": COLLECTIVE,
+    "power": POWER,
     "llm-infer": LLM_INFER,
     "steptime": STEPTIME,
     "speed": SPEED,

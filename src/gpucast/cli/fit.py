@@ -1,4 +1,4 @@
-"""`gpucast fit speed|cluster|checkpoint|lifetimes|steptime`: fit a model and save it.
+"""`gpucast fit speed|cluster|checkpoint|lifetimes|steptime|power`: fit a model and save it.
 
 The flags are the fields of the requests in :mod:`gpucast.app.fit`; the work happens there.
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import typer
 
+from gpucast.app.energy import FitPowerRequest
 from gpucast.app.fit import FitCheckpointRequest, FitClusterRequest, FitSpeedRequest
 from gpucast.app.lifetimes import FitLifetimesRequest
 from gpucast.app.steptime import FitStepTimeRequest
@@ -154,5 +155,38 @@ def steptime(
         mape = result.intervals["mape_pct"][regime]
         console.print(
             f"  {regime}: cross-validated MAPE {mape:.1f}% over {n} held-out predictions",
+            highlight=False,
+        )
+
+
+@app.command("power")
+@request_command(FitPowerRequest)
+def power(
+    request: FitPowerRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Fit the GPU power model (power draw and step time under a power limit) on the Zeus
+    power-limit sweeps, leaving each GPU out once for its validated intervals."""
+    from gpucast.app import fit_power
+
+    result = fit_power(request)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    rows = ", ".join(f"{k} {v}" for k, v in result.rows_by_gpu.items())
+    console.print(f"fitted power model on {rows} rows -> {result.model_file}", highlight=False)
+    mape = result.train_mape_pct
+    console.print(
+        f"  in sample: step time {mape['step_time_calibrated']:.1f}%, power "
+        f"{mape['avg_power']:.1f}% (measured power at the default limit: "
+        f"{mape['avg_power_calibrated']:.1f}%)",
+        highlight=False,
+    )
+    for e in result.errors:
+        console.print(
+            f"  {e['held_out_gpu']} left out ({e['rows']} rows): step time "
+            f"{e['step_time_mape_pct']:.1f}%, power {e['power_mape_pct']:.1f}%; with its "
+            f"measured power: {e['step_time_measured_power_mape_pct']:.1f}% / "
+            f"{e['power_measured_power_mape_pct']:.1f}%",
             highlight=False,
         )

@@ -1,4 +1,4 @@
-"""`gpucast predict train|llm-train|infer|speed|cluster|checkpoint`.
+"""`gpucast predict train|llm-train|infer|energy|speed|cluster|checkpoint`.
 
 The flags are the fields of the requests in :mod:`gpucast.app.predict`; the work happens there.
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import typer
 
+from gpucast.app.energy import PredictEnergyRequest
 from gpucast.app.infer import PredictInferRequest
 from gpucast.app.llm import PredictLlmTrainRequest
 from gpucast.app.predict import (
@@ -51,7 +52,65 @@ def train(
     console.print(f"  calibration: {result.calibration_source}", highlight=False)
     console.print(f"  validated: {result.validation.text()}", highlight=False)
     if result.cluster is not None:
-        console.print(f"  cluster: {result.cluster.text()}", highlight=False)
+        console.print(f"  cluster: {result.cluster.text()}", highlight=False, markup=False)
+
+
+@app.command("energy")
+@request_command(PredictEnergyRequest)
+def energy(
+    ctx: typer.Context,
+    request: PredictEnergyRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Predict step time, average GPU power and energy of a training step under a power
+    limit, and the sweep over the GPU's limits (the power model fitted on the Zeus traces)."""
+    from rich.table import Table
+
+    from gpucast.app import predict_energy
+
+    r = predict_energy(request, db=state(ctx).db_path)
+    if json_out:
+        emit_json(r.to_dict())
+        return
+    console.print(
+        f"{r.workload} (batch {r.batch_size}, {r.precision}) on {r.gpu} at {r.power_limit_w:g} W"
+        f"{' (auto)' if r.auto else ''}: {r.step_time_s * 1e3:.1f} ms/step "
+        f"[{r.step_time_lower_s * 1e3:.1f}, {r.step_time_upper_s * 1e3:.1f}], "
+        f"{r.avg_power_w:.0f} W [{r.avg_power_lower_w:.0f}, {r.avg_power_upper_w:.0f}], "
+        f"{r.energy_j_per_step:.1f} J/step"
+        f"{', throttled to ' + format(r.clock_fraction, '.0%') + ' clock' if r.throttled else ''}",
+        highlight=False,
+    )
+    epoch = r.to_dict()["epoch"]
+    if epoch is not None:
+        console.print(
+            f"  per epoch ({epoch['steps']:,} steps): {epoch['time_s'] / 3600:.2f} h, "
+            f"{epoch['energy_kwh']:.3f} kWh",
+            highlight=False,
+        )
+    table = Table(title=f"power-limit sweep (eta {r.eta:g})", show_edge=False)
+    for column in ("limit W", "ms/step", "power W", "J/step", "clock", "Zeus cost J"):
+        table.add_column(column, justify="right")
+    for p in r.sweep:
+        mark = ""
+        if p.power_limit_w == r.energy_optimal_power_limit_w:
+            mark += " least energy"
+        if p.power_limit_w == r.zeus_optimal_power_limit_w:
+            mark += " Zeus pick"
+        table.add_row(
+            f"{p.power_limit_w:g}{mark}",
+            f"{p.step_time_s * 1e3:.1f}",
+            f"{p.avg_power_w:.0f}",
+            f"{p.energy_j_per_step:.1f}",
+            f"{p.clock_fraction:.0%}",
+            f"{p.zeus_cost_j:.1f}",
+        )
+    console.print(table)
+    for a in r.assumptions:
+        console.print(f"  {a.name}: {a.text()}", highlight=False, markup=False)
+    console.print(f"  validated: {r.validation.text()}", highlight=False)
+    for note in r.notes:
+        console.print(f"  note: {note}", highlight=False)
 
 
 @app.command("speed")

@@ -15,6 +15,7 @@ from gpucast.predict import (  # noqa: F401 -- imported to register their estima
     collective,
     llm_infer,
     overheads,
+    power,
     revocation,
     serving,
     speed,

@@ -1,0 +1,106 @@
+"""``gpucast.predict_energy`` and ``gpucast.fit_power`` through the Python API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import gpucast
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+
+BASE = {"workload": "mlp", "batch_size": 64, "gpu": "V100-PCIe"}
+
+
+def test_default_limit_and_the_sweep() -> None:
+    r = gpucast.predict_energy(**BASE, dataset_size=6400)
+    assert r.power_limit_w == r.default_power_limit_w == 250.0
+    assert r.min_power_limit_w == 100.0
+    assert [p.power_limit_w for p in r.sweep] == [100, 125, 150, 175, 200, 225, 250]
+    assert r.step_time_lower_s <= r.step_time_s <= r.step_time_upper_s
+    assert r.avg_power_lower_w <= r.avg_power_w <= r.avg_power_upper_w <= 250.0
+    assert r.energy_j_per_step == pytest.approx(r.step_time_s * r.avg_power_w)
+    d = r.to_dict()
+    assert d["epoch"]["steps"] == 100
+    assert d["epoch"]["energy_j"] == pytest.approx(100 * r.energy_j_per_step)
+    assert d["epoch"]["energy_kwh"] == pytest.approx(d["epoch"]["energy_j"] / 3.6e6)
+    assert d["validation"]["validated"] and d["validation"]["model"] == "power-model"
+    names = {a["name"] for a in d["assumptions"]}
+    assert {"power model", "power limit", "step time at the default limit"} <= names
+    json.dumps(d, allow_nan=False)
+    frame = r.to_frame()
+    assert list(frame["power_limit_w"]) == [p.power_limit_w for p in r.sweep]
+
+
+def test_auto_picks_the_sweeps_cheapest_limit_for_eta() -> None:
+    for eta in (0.0, 0.5, 1.0):
+        r = gpucast.predict_energy(**BASE, power_limit="auto", eta=eta)
+        assert r.auto and r.power_limit_w == r.zeus_optimal_power_limit_w
+        best = min(p.zeus_cost_j for p in r.sweep)
+        chosen = next(p for p in r.sweep if p.power_limit_w == r.power_limit_w)
+        assert chosen.zeus_cost_j == pytest.approx(best)
+    energy_only = gpucast.predict_energy(**BASE, power_limit="auto", eta=1.0)
+    assert energy_only.power_limit_w == energy_only.energy_optimal_power_limit_w
+
+
+def test_a_measured_step_and_power_calibrate_the_default_limit() -> None:
+    r = gpucast.predict_energy(**BASE, step_time_s=0.5, measured_power_w=180.0)
+    assert r.step_time_s == pytest.approx(0.5)
+    assert r.avg_power_w == pytest.approx(180.0, rel=1e-6)
+    assert r.regime == "measured_power"
+    low = gpucast.predict_energy(**BASE, step_time_s=0.5, measured_power_w=180.0, power_limit=100)
+    assert low.step_time_s > 0.5 and low.avg_power_w <= 100.0 and low.throttled
+
+
+def test_a_limit_off_the_grid_is_in_the_sweep() -> None:
+    r = gpucast.predict_energy(**BASE, power_limit="210W")
+    assert r.power_limit_w == 210.0
+    assert 210.0 in [p.power_limit_w for p in r.sweep]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"power_limit": 50}, "power-limit: must be within the V100-PCIe's range 100-250 W"),
+        ({"power_limit": 400}, "must be within"),
+        ({"power_limit": "lots"}, "power-limit: must be watts, 'auto' or 'default'"),
+        ({"power_limit": "-5"}, "power-limit: must be a number of watts > 0"),
+        ({"eta": 1.5}, "eta: must be in [0, 1]"),
+        ({"measured_power_w": -1.0}, "power-w: must be a number > 0"),
+        ({"gpu": "K80"}, "K80 has no max_power_limit_w"),
+        ({"gpu": "Z9000"}, "Z9000"),
+        ({"dataset_size": 0}, "dataset-size: must be >= 1"),
+    ],
+)
+def test_bad_input_is_one_line(options: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        gpucast.predict_energy(**{**BASE, **options})
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_power_model_file_of_another_kind_is_refused(tmp_path: Path) -> None:
+    other = tmp_path / "speed.json"
+    other.write_text(json.dumps({"kind": "startup", "schema_version": 1, "state": {}}))
+    with pytest.raises(InvalidInputError):
+        gpucast.predict_energy(**BASE, power_model=other)
+
+
+@pytest.mark.shared_data
+def test_fit_power_on_one_zeus_workload(shared_data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "power.json"
+    r = gpucast.fit_power(data_dir=shared_data, datasets="movielens-1m", out=out)
+    assert set(r.rows_by_gpu) == {"P100", "RTX6000", "V100-PCIe"}
+    assert {e["held_out_gpu"] for e in r.errors} == set(r.rows_by_gpu)
+    assert r.intervals["measured_power"]["avg_power"][0] <= 1.0
+    used = gpucast.predict_energy(**BASE, power_model=out)
+    assert str(out) in used.to_dict()["assumptions"][0]["source"]
+
+
+def test_fit_power_refuses_a_folder_without_zeus(tmp_path: Path) -> None:
+    (tmp_path / "cmdare").mkdir()
+    with pytest.raises(InvalidSpecError, match="zeus_nsdi23"):
+        gpucast.fit_power(data_dir=tmp_path, out=tmp_path / "p.json")
+    with pytest.raises(InvalidSpecError, match="datasets"):
+        gpucast.fit_power(data_dir=tmp_path, out=tmp_path / "p.json", datasets="mnist")

@@ -1,0 +1,42 @@
+"""`gpucast predict energy` and `gpucast fit power`: flags, the rendered lines, exit codes."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from gpucast.cli.app import app
+
+runner = CliRunner()
+BASE = ["predict", "energy", "--workload", "mlp", "--batch-size", "32", "--gpu", "V100-PCIe"]
+
+
+def test_help_lists_the_flags() -> None:
+    result = runner.invoke(app, ["predict", "energy", "--help"])
+    assert result.exit_code == 0
+    for flag in ("--workload", "--gpu", "--power-limit", "--eta", "--dataset-size",
+                 "--step-time-s", "--power-w", "--power-model", "--json"):  # fmt: skip
+        assert flag in result.output
+    fit = runner.invoke(app, ["fit", "power", "--help"])
+    assert fit.exit_code == 0 and "--datasets" in fit.output and "--out" in fit.output
+
+
+def test_renders_the_step_the_sweep_and_the_sources() -> None:
+    result = runner.invoke(
+        app, [*BASE, "--power-limit", "auto", "--eta", "1", "--dataset-size", "3200"]
+    )
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "on V100-PCIe at" in out and "(auto)" in out and "J/step" in out
+    assert "per epoch (100 steps)" in out and "kWh" in out
+    assert "power-limit sweep (eta 1)" in out and "least energy" in out and "Zeus pick" in out
+    assert "power model: predicted power (gpucast/catalog/data/power.json" in out
+    assert "[override: --power-limit W|auto]" in out  # not eaten as markup
+    assert "validated: V100-PCIe: leave-one-GPU-out MAPE" in out
+
+
+def test_bad_limit_exits_2_with_one_line() -> None:
+    result = runner.invoke(app, [*BASE, "--power-limit", "20"])
+    assert result.exit_code == 2
+    line = result.stderr.strip()
+    assert line.startswith("error: power-limit: must be within the V100-PCIe's range 100-250 W")
+    assert "\n" not in line

@@ -1,0 +1,170 @@
+"""The power model: physics of a power cap, the fit, intervals and Zeus's trade-off."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from power_factories import BOARDS, TRUE, WORKLOADS, sweep_rows, true_model
+
+from gpucast.domain.errors import InvalidSpecError, NotFittedError
+from gpucast.predict.power import (
+    BoardPower,
+    PowerModel,
+    PowerTerms,
+    cross_validated,
+    energy_optimal,
+    interval_table,
+    kernel_share,
+    optimal_limits,
+    power_limit_grid,
+    zeus_cost,
+)
+
+BOARD = BoardPower(name="G1", max_power_limit_w=250.0, min_power_limit_w=100.0)
+
+
+def _sweep(terms: PowerTerms, limits: list[float], **kw: float) -> pd.DataFrame:
+    return true_model().sweep(terms, BOARD, limits, step_time_s=terms.total_s, **kw)
+
+
+def test_terms_need_some_time_and_finite_values() -> None:
+    with pytest.raises(InvalidSpecError, match="terms"):
+        PowerTerms(compute_s=0, memory_s=0, kernel_s=0, host_s=0)
+    with pytest.raises(InvalidSpecError, match="compute_s"):
+        PowerTerms(compute_s=math.nan, memory_s=1, kernel_s=0, host_s=0)
+    t = PowerTerms.from_breakdown(
+        {"compute": 0.5, "memory_bandwidth": 0.3, "overhead": 0.2}, kernel_share=0.25
+    )
+    assert (t.kernel_s, t.host_s) == pytest.approx((0.05, 0.15))
+    assert sum(t.shares()) == pytest.approx(1.0)
+    assert kernel_share(100, 1e-5, 1e-3) == pytest.approx(0.5)
+    assert kernel_share(0, 0, 0) == 0.0
+
+
+def test_above_its_draw_a_step_runs_at_full_clock() -> None:
+    terms = PowerTerms(compute_s=0.01, memory_s=0.02, kernel_s=0.01, host_s=0.2)  # host-bound
+    out = _sweep(terms, [150.0, 200.0, 250.0])
+    assert (out["clock_fraction"] == 1.0).all()
+    assert out["step_time_s"].to_numpy() == pytest.approx(terms.total_s)
+    assert out["avg_power_w"].nunique() == 1
+
+
+def test_compute_bound_steps_slow_more_than_memory_bound_ones() -> None:
+    compute = PowerTerms(compute_s=0.9, memory_s=0.05, kernel_s=0.0, host_s=0.05)
+    memory = PowerTerms(compute_s=0.05, memory_s=0.9, kernel_s=0.0, host_s=0.05)
+    slow_c = _sweep(compute, [100.0, 250.0])["step_time_s"].to_numpy()
+    slow_m = _sweep(memory, [100.0, 250.0])["step_time_s"].to_numpy()
+    assert slow_c[0] / slow_c[1] > slow_m[0] / slow_m[1] > 1.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    shares=st.lists(st.floats(0.0, 1.0), min_size=4, max_size=4).filter(lambda s: sum(s) > 0.05),
+    limits=st.lists(st.floats(60.0, 250.0), min_size=2, max_size=6, unique=True),
+)
+def test_a_lower_cap_never_speeds_up_nor_draws_more(
+    shares: list[float], limits: list[float]
+) -> None:
+    terms = PowerTerms(
+        compute_s=shares[0], memory_s=shares[1], kernel_s=shares[2], host_s=shares[3]
+    )
+    out = _sweep(terms, sorted(limits))
+    step, power = out["step_time_s"].to_numpy(), out["avg_power_w"].to_numpy()
+    assert np.all(np.diff(step) <= 1e-9 * step[:-1])  # limits ascending: time falls or holds
+    assert np.all(np.diff(power) >= -1e-9 * power[:-1])
+    assert np.all(power <= out["power_limit_w"].to_numpy() + 1e-6)  # never above the cap
+    assert np.all((out["clock_fraction"] > 0) & (out["clock_fraction"] <= 1))
+
+
+def test_a_measured_power_calibrates_the_reference_reading() -> None:
+    terms = PowerTerms(compute_s=0.4, memory_s=0.3, kernel_s=0.05, host_s=0.05)
+    out = _sweep(terms, [150.0, 250.0], measured_power_w=170.0)
+    assert out["avg_power_w"].iloc[-1] == pytest.approx(170.0, rel=1e-6)
+    blind = _sweep(terms, [150.0, 250.0])
+    assert blind["avg_power_w"].iloc[-1] != pytest.approx(170.0, rel=1e-3)
+
+
+def test_fit_recovers_the_constants_that_drew_the_data() -> None:
+    data = sweep_rows()
+    model = PowerModel().fit(data)
+    assert model.train_mape_pct_["step_time_calibrated"] < 1.0
+    assert model.train_mape_pct_["avg_power"] < 2.0
+    assert set(model.gpu_factors_) == set(BOARDS)
+    assert model.constants.voltage_floor == pytest.approx(TRUE.voltage_floor, abs=0.1)
+
+
+def test_fit_does_not_mutate_and_predict_before_fit_raises() -> None:
+    data = sweep_rows()
+    before = data.copy()
+    PowerModel().fit(data)
+    pd.testing.assert_frame_equal(data, before)
+    with pytest.raises(NotFittedError):
+        PowerModel().predict(data)
+    with pytest.raises(InvalidSpecError, match="lacks column"):
+        PowerModel().fit(data.drop(columns=["avg_power_w"]))
+    with pytest.raises(InvalidSpecError, match="must be > 0"):
+        PowerModel().fit(data.assign(avg_power_w=-1.0))
+
+
+def test_cross_validation_and_intervals_contain_one() -> None:
+    data = sweep_rows(noise=0.03, seed=1)
+    cv = cross_validated(data, "workload")
+    assert sorted(cv["fold"].unique()) == sorted(WORKLOADS)
+    assert len(cv) == len(data)
+    table = interval_table(cv)
+    for regime in ("measured_power", "predicted_power"):
+        for quantity in ("step_time", "avg_power"):
+            low, high = table[regime][quantity]
+            assert 0 < low <= 1.0 <= high
+    model = PowerModel().fit(data).with_intervals(table)
+    assert model.interval("measured_power", "avg_power") == table["measured_power"]["avg_power"]
+    assert model.interval("nope", "avg_power") is None
+    with pytest.raises(InvalidSpecError, match="low <= 1 <= high"):
+        model.with_intervals({"measured_power": {"avg_power": (1.2, 1.5)}})
+    with pytest.raises(InvalidSpecError, match="unknown regime"):
+        model.with_intervals({"bogus": {}})
+
+
+def test_zeus_cost_and_the_optimal_limit() -> None:
+    assert zeus_cost([2.0], [100.0], eta=1.0, max_power_w=250.0)[0] == pytest.approx(200.0)
+    assert zeus_cost([2.0], [100.0], eta=0.0, max_power_w=250.0)[0] == pytest.approx(500.0)
+    limits = [100.0, 150.0, 200.0, 250.0]
+    # energy 110, 90, 90, 90: a tie above the draw goes to the lowest tied limit
+    i = energy_optimal(limits, [1.1, 0.9, 0.9, 0.9], [100.0] * 4, eta=1.0, max_power_w=250.0)
+    assert limits[i] == 150.0
+    with pytest.raises(InvalidSpecError, match="eta"):
+        zeus_cost([1.0], [1.0], eta=1.5, max_power_w=1.0)
+    frame = pd.DataFrame(
+        {
+            "group": ["a"] * 4,
+            "power_limit_w": limits,
+            "max_power_limit_w": 250.0,
+            "t": [2.0, 1.2, 1.0, 1.0],
+            "p": [90.0, 140.0, 190.0, 230.0],
+        }
+    )
+    assert optimal_limits(frame, "t", "p", eta=1.0)["a"] == 150.0  # 168 J (100 W: 180 J)
+    assert optimal_limits(frame, "t", "p", eta=0.0)["a"] == 200.0  # fastest, lowest tie
+
+
+def test_power_limit_grid_and_board_facts() -> None:
+    assert power_limit_grid(BOARD) == [100.0, 125.0, 150.0, 175.0, 200.0, 225.0, 250.0]
+    no_min = BoardPower(name="X", max_power_limit_w=300.0)
+    assert power_limit_grid(no_min, 50.0) == [150.0, 200.0, 250.0, 300.0]
+    with pytest.raises(InvalidSpecError, match="min_power_limit_w"):
+        BoardPower(name="X", max_power_limit_w=100.0, min_power_limit_w=150.0)
+
+
+def test_json_round_trip_keeps_intervals_and_predictions() -> None:
+    data = sweep_rows(noise=0.02)
+    model = PowerModel().fit(data).with_intervals(interval_table(cross_validated(data, "gpu")))
+    back = PowerModel.from_dict(model.to_dict())
+    frame = data.assign(reference_step_time_s=0.5)
+    for key in ("step_time_s", "avg_power_w"):
+        np.testing.assert_allclose(back.predict(frame)[key], model.predict(frame)[key])
+    assert back.intervals_ == model.intervals_
