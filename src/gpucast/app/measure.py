@@ -25,6 +25,7 @@ from gpucast.domain.workload import Precision, WorkloadSpec
 if TYPE_CHECKING:  # these pull in numpy/torch; annotations only here
     from gpucast.domain.distributed import DistributedConfig, DistributedMeasurement
     from gpucast.domain.measurement import Measurement
+    from gpucast.measure.energy import PowerLimitControl
     from gpucast.measure.harness import Progress
 
 
@@ -112,10 +113,28 @@ class MeasureTrainRequest(_StepRequest):
     )
     steps: int = option(20, help="Measured steps per rank (--distributed).", example="20")
     warmup_steps: int = option(5, help="Warm-up steps (--distributed).", example="5")
+    power_limits: tuple[float, ...] = option(
+        (),
+        help="GPU power limits (W) to measure at, one run each, e.g. 150,200,250 (needs "
+        "permission to set the limit; the previous limit is restored).",
+        example="150,200,250",
+        item="float",
+    )
 
     def __post_init__(self) -> None:
         self._check_steps()
         self.distributed_config()  # DistributedConfig checks the distributed flags
+        for watts in self.power_limits:
+            if isinstance(watts, bool) or not (math.isfinite(watts) and watts > 0):
+                raise InvalidSpecError(
+                    "power-limits", "must be watts > 0", got=watts, fix="e.g. 150,200,250"
+                )
+        if self.power_limits and self.distributed:
+            raise InvalidSpecError(
+                "power-limits",
+                "sweeps one process only",
+                fix="drop --distributed, or set the limit with `nvidia-smi -pl W` first",
+            )
 
     @property
     def spec(self) -> WorkloadSpec:
@@ -159,6 +178,8 @@ class MeasureResult:
     run_id: int | None
     db: Path | None
     node_rank: int = 0
+    #: ``--power-limits``: one run per limit (``measurement`` is the first of them)
+    sweep: tuple[PowerLimitRun, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         if self.measurement is None:
@@ -167,7 +188,31 @@ class MeasureResult:
                 "node_rank": self.node_rank,
                 "note": "rank 0 (node 0) holds and stores the result",
             }
-        return {**self.measurement.to_dict(), "run_id": self.run_id}
+        out = {**self.measurement.to_dict(), "run_id": self.run_id}
+        if self.sweep:
+            out["power_sweep"] = [p.to_dict() for p in self.sweep]
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PowerLimitRun:
+    """One run of a power-limit sweep."""
+
+    power_limit_w: float
+    measurement: Measurement
+    run_id: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.measurement
+        e = m.energy
+        return {
+            "power_limit_w": self.power_limit_w,
+            "run_id": self.run_id,
+            "median_s": m.median_s,
+            "samples_per_s": m.samples_per_s,
+            "gpu_energy_j_per_step": None if e is None else e.gpu_energy_j_per_step,
+            "gpu_avg_power_w": None if e is None else e.gpu_avg_power_w,
+        }
 
 
 def measure_train(
@@ -188,7 +233,41 @@ def measure_train(
     config = request.distributed_config()
     if config is not None:
         return _distributed(request, config, db)
+    if request.power_limits:
+        return _power_sweep(request, db, on_progress)
     return _single(request, "train", db, on_progress)
+
+
+def _power_sweep(
+    request: MeasureTrainRequest,
+    db: Path | str | None,
+    on_progress: Callable[[Progress], None] | None,
+    *,
+    control: PowerLimitControl | None = None,
+) -> MeasureResult:
+    """One measurement per power limit; the GPU's previous limit is restored afterwards, also
+    when a run fails. ``control`` is injectable (tests fake NVML)."""
+    from gpucast.domain.measurement import Measurement as SingleMeasurement
+    from gpucast.measure.energy import open_power_limit_control
+
+    control = control or open_power_limit_control(request.device)
+    control.check(request.power_limits)
+    runs: list[PowerLimitRun] = []
+    db_used: Path | None = None
+    for watts in request.power_limits:
+        with control.at(watts):
+            one = _single(request, "train", db, on_progress)
+        assert isinstance(one.measurement, SingleMeasurement)
+        runs.append(
+            PowerLimitRun(
+                power_limit_w=float(watts), measurement=one.measurement, run_id=one.run_id
+            )
+        )
+        db_used = one.db
+    first = runs[0]
+    return MeasureResult(
+        measurement=first.measurement, run_id=first.run_id, db=db_used, sweep=tuple(runs)
+    )
 
 
 def measure_infer(

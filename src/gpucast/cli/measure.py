@@ -92,6 +92,21 @@ def measurement_table(m: Measurement, *, title: str | None = None) -> Table:
         )
         table.add_row("power", pair(t.power_mean_w, t.power_max_w, "W"))
         table.add_row("SM clock", pair(t.sm_clock_mean_mhz, t.sm_clock_max_mhz, "MHz"))
+    e = m.energy
+    if e is not None:
+        if e.gpu_energy_j_per_step is not None:
+            limit = "" if e.power_limit_w is None else f", limit {e.power_limit_w:g} W"
+            table.add_row(
+                "GPU energy",
+                f"{e.gpu_energy_j_per_step:.3g} J/step, {e.gpu_avg_power_w:.1f} W mean "
+                f"({e.gpu_method}{limit})",
+            )
+        if e.cpu_energy_j_per_step is not None:
+            table.add_row(
+                "CPU energy",
+                f"{e.cpu_energy_j_per_step:.3g} J/step, "
+                f"{e.cpu_energy_j / e.elapsed_s:.1f} W mean ({e.cpu_method}, all packages)",
+            )
     table.add_row("created", m.created_at.isoformat(timespec="seconds"))
     return table
 
@@ -192,7 +207,17 @@ def render(result: MeasureResult, *, as_json: bool) -> None:
             highlight=False,
         )
         return
-    console.print(measurement_table(m) if isinstance(m, Measurement) else distributed_table(m))
+    for point in result.sweep:
+        assert isinstance(point.measurement, Measurement)
+        console.print(
+            measurement_table(
+                point.measurement,
+                title=f"train {escape(point.measurement.spec.name)} at a "
+                f"{point.power_limit_w:g} W power limit",
+            )
+        )
+    if not result.sweep:
+        console.print(measurement_table(m) if isinstance(m, Measurement) else distributed_table(m))
     print_warnings(m)
     if result.run_id is not None:
         err_console.print(

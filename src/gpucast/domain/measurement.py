@@ -151,6 +151,85 @@ class TelemetrySummary:
         )
 
 
+#: How an energy figure was obtained: a hardware energy counter read before and after the
+#: measured steps (NVML's total-energy counter on the GPU, RAPL on the CPU package), or the
+#: mean of sampled board power times the measured time (a GPU without the counter).
+ENERGY_METHODS: tuple[str, ...] = ("nvml-counter", "power-sampling", "rapl")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnergySummary:
+    """Energy over the measured steps (warm-up excluded): GPU board and CPU packages.
+
+    A side that could not be read is ``None`` (its method too); ``power_limit_w`` is the GPU's
+    enforced power limit while the steps ran (``None`` off NVIDIA GPUs).
+    """
+
+    steps: int
+    elapsed_s: float
+    gpu_energy_j: float | None = None
+    gpu_method: str | None = None
+    cpu_energy_j: float | None = None
+    cpu_method: str | None = None
+    power_limit_w: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.steps < 1:
+            raise InvalidSpecError("energy.steps", "must be >= 1", got=self.steps)
+        _require_finite_positive("energy.elapsed_s", self.elapsed_s)
+        for side in ("gpu", "cpu"):
+            joules, method = getattr(self, f"{side}_energy_j"), getattr(self, f"{side}_method")
+            if (joules is None) != (method is None):
+                raise InvalidSpecError(f"energy.{side}_method", "goes with an energy figure")
+            if joules is not None and not (math.isfinite(joules) and joules >= 0):
+                raise InvalidSpecError(f"energy.{side}_energy_j", "must be >= 0", got=joules)
+            if method is not None and method not in ENERGY_METHODS:
+                raise InvalidSpecError(
+                    f"energy.{side}_method", f"must be one of {', '.join(ENERGY_METHODS)}"
+                )
+        if self.power_limit_w is not None:
+            _require_finite_positive("energy.power_limit_w", self.power_limit_w)
+
+    @property
+    def gpu_energy_j_per_step(self) -> float | None:
+        return None if self.gpu_energy_j is None else self.gpu_energy_j / self.steps
+
+    @property
+    def cpu_energy_j_per_step(self) -> float | None:
+        return None if self.cpu_energy_j is None else self.cpu_energy_j / self.steps
+
+    @property
+    def gpu_avg_power_w(self) -> float | None:
+        return None if self.gpu_energy_j is None else self.gpu_energy_j / self.elapsed_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "steps": self.steps,
+            "elapsed_s": self.elapsed_s,
+            "gpu_energy_j": self.gpu_energy_j,
+            "gpu_energy_j_per_step": self.gpu_energy_j_per_step,
+            "gpu_avg_power_w": self.gpu_avg_power_w,
+            "gpu_method": self.gpu_method,
+            "cpu_energy_j": self.cpu_energy_j,
+            "cpu_energy_j_per_step": self.cpu_energy_j_per_step,
+            "cpu_method": self.cpu_method,
+            "power_limit_w": self.power_limit_w,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EnergySummary:
+        gpu_method, cpu_method = data.get("gpu_method"), data.get("cpu_method")
+        return cls(
+            steps=int(data["steps"]),
+            elapsed_s=float(data["elapsed_s"]),
+            gpu_energy_j=_opt_float(data, "gpu_energy_j"),
+            gpu_method=None if gpu_method is None else str(gpu_method),
+            cpu_energy_j=_opt_float(data, "cpu_energy_j"),
+            cpu_method=None if cpu_method is None else str(cpu_method),
+            power_limit_w=_opt_float(data, "power_limit_w"),
+        )
+
+
 def t_critical(n_samples: int, confidence: float) -> float:
     """Two-sided Student-t critical value for the mean of ``n_samples`` (``n - 1`` d.o.f.)."""
     if n_samples < 2:
@@ -197,6 +276,7 @@ class Measurement:
     confidence: float = 0.95
     warmup_step_times_s: tuple[float, ...] = ()
     telemetry: TelemetrySummary | None = None
+    energy: EnergySummary | None = None
     warnings: tuple[str, ...] = ()
 
     n_samples: int = field(init=False)
@@ -354,6 +434,7 @@ class Measurement:
             "warnings": list(self.warnings),
             "environment": self.environment.to_dict(),
             "telemetry": None if self.telemetry is None else self.telemetry.to_dict(),
+            "energy": None if self.energy is None else self.energy.to_dict(),
             "step_times_s": list(self.step_times_s),
             "warmup_step_times_s": list(self.warmup_step_times_s),
         }
@@ -379,6 +460,7 @@ class Measurement:
             if created_at.tzinfo is None:
                 created_at = created_at.replace(tzinfo=UTC)
             telemetry = data.get("telemetry")
+            energy = data.get("energy")
             return cls(
                 spec=WorkloadSpec(
                     name=str(data["workload"]),
@@ -395,6 +477,7 @@ class Measurement:
                 confidence=float(data.get("confidence", 0.95)),
                 environment=EnvironmentFingerprint.from_dict(data["environment"]),
                 telemetry=None if telemetry is None else TelemetrySummary.from_dict(telemetry),
+                energy=None if energy is None else EnergySummary.from_dict(energy),
                 created_at=created_at,
                 warnings=tuple(str(w) for w in data.get("warnings", ())),
             )

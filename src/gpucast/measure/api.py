@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import torch
 
 from gpucast.domain.errors import InvalidSpecError, MeasurementError
-from gpucast.domain.measurement import MODES, Measurement, TelemetrySummary
+from gpucast.domain.measurement import MODES, EnergySummary, Measurement, TelemetrySummary
 from gpucast.domain.workload import Mode, WorkloadSpec
 from gpucast.measure.devices import device_label, resolve_device
+from gpucast.measure.energy import (
+    POWERCAP_ROOT,
+    EnergyWindow,
+    nvml_energy_counter,
+    nvml_power_limit_w,
+    open_rapl,
+)
 from gpucast.measure.environment import fingerprint
 from gpucast.measure.harness import Progress, StoppingRule, run_adaptive
 from gpucast.measure.telemetry import TelemetrySampler, open_nvml_reader
@@ -64,12 +73,15 @@ def measure_runner(
     telemetry: bool = True,
     telemetry_interval_s: float = 0.1,
     on_progress: Callable[[Progress], None] | None = None,
+    powercap_root: Path = POWERCAP_ROOT,
 ) -> Measurement:
     """Time an already-built ``runner`` under ``rule`` and wrap the samples in a Measurement.
 
     ``clock`` and ``timer`` are injectable for tests; by default the timer is CUDA events on a
-    GPU and ``time.perf_counter`` on the CPU. NVML telemetry is sampled during the measured
-    steps on NVIDIA GPUs when ``telemetry`` is true and NVML is available.
+    GPU and ``time.perf_counter`` on the CPU. When ``telemetry`` is true, NVML telemetry is
+    sampled during the measured steps on NVIDIA GPUs, and the energy of those steps is read
+    from the GPU's NVML energy counter (else sampled power x time) and the CPU packages' RAPL
+    counters under ``powercap_root`` where readable (:mod:`gpucast.measure.energy`).
     """
     mode = _check_mode(mode)
     torch_device = resolve_device(device) if isinstance(device, str) else device
@@ -80,31 +92,57 @@ def measure_runner(
 
     reader = open_nvml_reader(torch_device) if telemetry else None
     summary: TelemetrySummary | None = None
+    energy: EnergySummary | None = None
+    notes: list[str] = []
     # Make the measured GPU the current one, so events, streams and stray allocations agree.
     on_device = (
         torch.cuda.device(torch_device) if torch_device.type == "cuda" else contextlib.nullcontext()
     )
     try:
-        with on_device, _translate_failures(spec, mode, label):
-            if reader is None:
-                raw = run_adaptive(
-                    runner, rule, timer=step_timer, clock=clock, on_progress=on_progress
+        window: EnergyWindow | None = None
+        if telemetry:
+            rapl, rapl_note = open_rapl(powercap_root)
+            notes.extend([rapl_note] if rapl_note else [])
+            gpu_counter = (
+                None if reader is None else nvml_energy_counter(reader.nvml, reader.handle)
+            )
+            if reader is not None or rapl is not None:
+                window = EnergyWindow(
+                    gpu=gpu_counter,
+                    cpu=rapl,
+                    clock=clock or time.perf_counter,
+                    power_limit_w=(
+                        None if reader is None else nvml_power_limit_w(reader.nvml, reader.handle)
+                    ),
                 )
-            else:
-                sampler = TelemetrySampler(reader, interval_s=telemetry_interval_s)
+        sampler = (
+            None if reader is None else TelemetrySampler(reader, interval_s=telemetry_interval_s)
+        )
 
-                def progress(p: Progress) -> None:
-                    if on_progress is not None:
-                        on_progress(p)
-                    # sample the measured steps only, not the warm-up
-                    if p.phase == "measure" and not sampler.running:
-                        sampler.start()
+        def progress(p: Progress) -> None:
+            if on_progress is not None:
+                on_progress(p)
+            # sample and meter the measured steps only, not the warm-up
+            if p.phase == "measure":
+                if sampler is not None and not sampler.running:
+                    sampler.start()
+                if window is not None and not window.running:
+                    window.start()
 
-                with sampler:
-                    raw = run_adaptive(
-                        runner, rule, timer=step_timer, clock=clock, on_progress=progress
-                    )
-                    summary = sampler.stop()
+        with on_device, _translate_failures(spec, mode, label), contextlib.ExitStack() as stack:
+            if sampler is not None:
+                stack.enter_context(sampler)
+            raw = run_adaptive(runner, rule, timer=step_timer, clock=clock, on_progress=progress)
+            if sampler is not None:
+                summary = sampler.stop()
+            if window is not None:
+                energy = window.stop(
+                    len(raw.step_times_s),
+                    gpu_power_w=None if summary is None else summary.power_mean_w,
+                )
+                notes.extend(window.warnings)
+                if energy is not None and energy.gpu_method is None and energy.cpu_method is None:
+                    energy = None
     finally:
         if reader is not None:
             reader.close()
@@ -126,8 +164,9 @@ def measure_runner(
         confidence=rule.confidence,
         environment=environment,
         telemetry=summary,
+        energy=energy,
         created_at=created_at,
-        warnings=raw.warnings,
+        warnings=(*raw.warnings, *notes),
     )
 
 

@@ -58,6 +58,16 @@ class NvmlReader:
             sm_clock_mhz=None if clock is None else float(clock),
         )
 
+    @property
+    def nvml(self) -> Any:
+        """The initialised NVML module (for the energy counter and the power limit)."""
+        return self._nvml
+
+    @property
+    def handle(self) -> Any:
+        """NVML's handle of the measured GPU."""
+        return self._handle
+
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self._nvml.nvmlShutdown()
