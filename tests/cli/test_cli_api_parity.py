@@ -49,6 +49,13 @@ def _strip(value: Any) -> Any:
     return value
 
 
+def _fleet(folder: Path) -> Path:
+    """Six GPUs' step times (a CSV for ``fit variability``)."""
+    path = folder / "fleet.csv"
+    path.write_text("gpu,step_time_s\n0,1.0\n1,1.01\n2,0.99\n3,1.02\n4,0.98\n5,1.3\n")
+    return path
+
+
 @dataclass(frozen=True)
 class Case:
     verb: str
@@ -225,6 +232,12 @@ CASES = [
             data_dir=D, datasets="movielens-1m", cross_validate=False, out=t / "power.json"
         ),
         shared_data=True,
+    ),
+    Case(
+        "fit_variability",
+        lambda t: ["fit", "variability", "--name", "lab", "--factors", str(_fleet(t)),
+                   "--no-save"],
+        lambda t: gpucast.fit_variability(name="lab", factors=_fleet(t), save=False),
     ),
     Case(
         "predict_energy",
@@ -531,6 +544,8 @@ BAD = [
      lambda: gpucast.predict_train(workload="mlp", batch_size=8, cluster="DGX-H1000")),
     (["simulate", "train", "--cluster", "tinybox_green", "--nodes", "2", "--steps", "10"],
      lambda: gpucast.simulate_train(cluster="tinybox_green", nodes=2, steps=10)),
+    (["plan", "train", "--workload", "mlp", "--epochs", "3", "--exclude-slowest", "0.1"],
+     lambda: gpucast.plan_train(workload="mlp", epochs=3, exclude_slowest=0.1)),
     (["predict", "energy", "--workload", "mlp", "--batch-size", "8", "--gpu", "T4",
       "--power-limit", "500"],
      lambda: gpucast.predict_energy(workload="mlp", batch_size=8, gpu="T4", power_limit=500)),

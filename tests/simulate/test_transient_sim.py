@@ -660,3 +660,53 @@ def _fingerprint(stats: object) -> tuple[object, ...]:
 def test_pinned_outputs_are_unchanged_bit_for_bit() -> None:
     got = {name: _fingerprint(stats) for name, stats in _pinned_cases().items()}
     assert got == _PINNED
+
+
+def test_a_run_slowdown_divides_that_runs_speed() -> None:
+    sc = _scenario(4, steps=10_000)
+    slow = np.array([1.0, 1.5, 2.0])
+    res = simulate_runs(
+        sc,
+        speed=SpeedTable.linear([5.0], [4]),
+        prices=PRICES,
+        lifetimes=[NEVER],
+        runs=3,
+        rng=1,
+        run_slowdown=slow,
+    )
+    np.testing.assert_allclose(res.duration_s, 500.0 * slow)
+    with pytest.raises(InvalidSpecError, match="run_slowdown"):
+        simulate_runs(
+            sc, speed=SpeedTable.linear([5.0], [4]), prices=PRICES, lifetimes=[NEVER], runs=3,
+            run_slowdown=np.array([1.0, -1.0, 1.0]),
+        )  # fmt: skip
+
+
+def test_gpu_variability_slows_synchronous_jobs_by_their_slowest_gpu() -> None:
+    from gpucast.predict.variability import SpeedVariability
+
+    spread = SpeedVariability(sigma_log=0.03, outlier_share=0.02, outlier_max_factor=1.5)
+    sync = ClusterScenario(
+        workers=(WorkerGroup(gpu="K80", count=16, region="us-east1", spot=False),),
+        ps_count=0,
+        steps=1000,
+        worker_loss_restarts=True,
+    )
+    kwargs = {"speed": SpeedTable.linear([1.0], [16]), "prices": PRICES, "lifetimes": [None]}
+    base = simulate_scenario(sync, runs=2000, seed=4, **kwargs)  # type: ignore[arg-type]
+    varied = simulate_scenario(sync, runs=2000, seed=4, variability=spread, **kwargs)  # type: ignore[arg-type]
+    ratio = varied.on_demand.duration_s.mean() / base.on_demand.duration_s.mean()
+    assert ratio == pytest.approx(float(spread.expected_max([16])[0]), rel=0.01)
+    assert np.all(varied.on_demand.duration_s >= base.on_demand.duration_s - 1e-9)
+    # without variability nothing changes: the third stream is only drawn from when asked
+    again = simulate_scenario(sync, runs=2000, seed=4, **kwargs)  # type: ignore[arg-type]
+    assert np.array_equal(again.on_demand.duration_s, base.on_demand.duration_s)
+    dropped = simulate_scenario(
+        sync,
+        runs=2000,
+        seed=4,
+        variability=spread,
+        exclude_slowest=0.2,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    assert dropped.on_demand.duration_s.mean() < varied.on_demand.duration_s.mean()

@@ -37,6 +37,7 @@ VERBS: dict[str, str] = {
     "fit_lifetimes": "lifetimes",
     "fit_steptime": "steptime",
     "fit_power": "energy",
+    "fit_variability": "variability",
     "validate": "validation",
     "profile_workload": "profile",
     "measure_train": "measure",

@@ -46,6 +46,7 @@ def plan_train(
     from gpucast.inputs.cluster import perf_params
     from gpucast.inputs.clusters import load_cluster
     from gpucast.inputs.data import published_data_dir
+    from gpucast.inputs.variability import gpu_variability, variability_assumption
     from gpucast.inputs.workload import (
         load_stored_workload,
         stored_run_id,
@@ -104,6 +105,13 @@ def plan_train(
     )
     risk, lifetimes, startup = _risk_inputs(request, data_dir, facts, catalog, store)
     perf = perf_params(data_dir)
+    spread = gpu_variability(request.gpu_variability, store)
+    perf = dataclasses.replace(
+        perf,
+        value=dataclasses.replace(
+            perf.value, variability=spread.value, exclude_slowest=request.exclude_slowest
+        ),
+    )
     assumptions = (
         Assumption(
             name="catalog",
@@ -179,6 +187,7 @@ def plan_train(
             source=perf.source,
             override="--data-dir",
         ),
+        variability_assumption(spread, request.exclude_slowest),
     )
     ctx = PlanContext(
         catalog=catalog,

@@ -40,6 +40,11 @@ from gpucast.domain.systems import (
     cluster_set_option,
 )
 from gpucast.domain.units import parse_duration_s
+from gpucast.domain.variability import (
+    check_variability_options,
+    exclude_slowest_option,
+    gpu_variability_option,
+)
 from gpucast.domain.workload import (
     SOFTWARE_HELP,
     WorkloadOptions,
@@ -151,6 +156,8 @@ class SimulateTrainRequest:
     lifetimes: str | None = lifetimes_option()
     spot_scenario: str = spot_scenario_option()
     fallback_after_s: float | None = fallback_after_option()
+    gpu_variability: str = gpu_variability_option()
+    exclude_slowest: float = exclude_slowest_option()
     spot_kind: str = option(
         "spot",
         help="GCP only: spot (Spot VMs, no maximum lifetime) or preemptible (legacy, stopped "
@@ -195,6 +202,7 @@ class SimulateTrainRequest:
         if self.gpus_per_node < 1:
             raise InvalidSpecError("gpus-per-node", "must be >= 1", got=self.gpus_per_node)
         check_software(self.software)
+        check_variability_options(self.gpu_variability, self.exclude_slowest)
         if self.runs < 1:
             raise InvalidSpecError("runs", "must be >= 1", got=self.runs, fix="e.g. --runs 2000")
         if self.strategy not in STRATEGIES:
@@ -309,6 +317,7 @@ def simulate_train(
     from gpucast.inputs.cluster import cluster_model, perf_params
     from gpucast.inputs.clusters import intra_link_gbps, load_cluster, simulation_prices
     from gpucast.inputs.data import published_data_dir
+    from gpucast.inputs.variability import gpu_variability, variability_assumption
     from gpucast.inputs.workload import workload_inputs
     from gpucast.plan.risk import mean_lifetime_s, young_interval_s
     from gpucast.plan.uncertainty import strata
@@ -459,6 +468,13 @@ def simulate_train(
         notes.append(
             f"{request.strategy} is synchronous: losing any node rolls back to the last checkpoint"
         )
+    spread = gpu_variability(request.gpu_variability, store)
+    if spread.value is not None:
+        notes.append(
+            "every run draws one speed factor per GPU ("
+            + variability_assumption(spread, request.exclude_slowest).value
+            + ")"
+        )
     lo = min(s.lower_ratio for s in single.values())
     hi = max(s.upper_ratio for s in single.values())
     factors = strata(lo, hi)
@@ -490,6 +506,8 @@ def simulate_train(
             runs=request.runs,
             seed=request.seed,
             speed_factors=factors,
+            variability=spread.value,
+            exclude_slowest=request.exclude_slowest,
             sources=sources,
             notes=notes,
         )
@@ -505,6 +523,7 @@ def simulate_train(
             "startup": startup.source(),
             "checkpoint": ckpt_src,
             "restart_penalty": penalty.source,
+            "gpu_variability": spread.source,
         },
     )
     scenarios: dict[str, dict[str, float | None]] = {}

@@ -1,4 +1,4 @@
-"""`gpucast fit speed|cluster|checkpoint|lifetimes|steptime|power`: fit a model and save it.
+"""`gpucast fit speed|cluster|checkpoint|lifetimes|steptime|power|variability`: fit and save.
 
 The flags are the fields of the requests in :mod:`gpucast.app.fit`; the work happens there.
 """
@@ -11,6 +11,7 @@ from gpucast.app.energy import FitPowerRequest
 from gpucast.app.fit import FitCheckpointRequest, FitClusterRequest, FitSpeedRequest
 from gpucast.app.lifetimes import FitLifetimesRequest
 from gpucast.app.steptime import FitStepTimeRequest
+from gpucast.app.variability import FitVariabilityRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, emit_result, state
 
@@ -190,3 +191,32 @@ def power(
             f"{e['power_measured_power_mape_pct']:.1f}%",
             highlight=False,
         )
+
+
+@app.command("variability")
+@request_command(FitVariabilityRequest)
+def variability(
+    ctx: typer.Context,
+    request: FitVariabilityRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Fit your GPUs' speed spread (one stored run or CSV row per GPU) and store it for
+    --gpu-variability NAME in plan train and simulate train."""
+    from gpucast.app import fit_variability
+
+    r = fit_variability(request, db=state(ctx).db_path)
+    if json_out:
+        emit_json(r.to_dict())
+        return
+    console.print(
+        f"{r.name}: {r.gpus} GPUs, spread sigma {r.sigma_log:.3f} (log), "
+        f"{r.outlier_share:.1%} outliers up to {r.outlier_max_factor:.2f}x ({r.source})",
+        highlight=False,
+        markup=False,
+    )
+    slow = ", ".join(f"{n} GPUs x{s:.3f}" for n, s in r.slowdown.items())
+    console.print(f"  synchronous slowdown (the slowest GPU): {slow}", highlight=False)
+    for w in r.warnings:
+        console.print(f"  warning: {w}", highlight=False, markup=False)
+    if r.saved_in is not None:
+        console.print(f"  stored as {r.name!r} in {r.saved_in}", highlight=False, markup=False)

@@ -38,6 +38,11 @@ from gpucast.domain.systems import (
     cluster_set_option,
 )
 from gpucast.domain.units import duration_s
+from gpucast.domain.variability import (
+    check_variability_options,
+    exclude_slowest_option,
+    gpu_variability_option,
+)
 from gpucast.domain.workload import (
     PRECISIONS,
     SOFTWARE_HELP,
@@ -166,6 +171,8 @@ class TrainRequest:
     lifetimes: str | None = lifetimes_option()
     fallback_after_s: float | None = fallback_after_option()
     spot_scenario: str = spot_scenario_option()
+    gpu_variability: str = gpu_variability_option()
+    exclude_slowest: float = exclude_slowest_option()
     data_dir: Path | None = option(
         None,
         help="Published data folder, e.g. ../shared/data (default: $GPUCAST_SHARED_DATA).",
@@ -239,6 +246,7 @@ class TrainRequest:
         check_software(self.software)
         _finite_positive("hazard-per-hour", self.hazard_per_hour, fix="e.g. --hazard-per-hour 0.05")
         check_spot_options(self.spot_scenario)
+        check_variability_options(self.gpu_variability, self.exclude_slowest)
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise InvalidSpecError("seed", "must be an integer >= 0", got=self.seed, fix="e.g. 0")
         if check_cluster_options(

@@ -222,7 +222,7 @@ def _evaluate_single(
     # -- compute ---------------------------------------------------------------------------
     terms = gpus.step_terms(g, b)
     slow = np.where(checkpointing, CHECKPOINTING_SLOWDOWN, 1.0)
-    compute = col_sum(terms) * slow
+    compute = col_sum(terms) * slow * params.gpu_slowdown(nf, sync)
     roof_bottleneck = col_argmax(terms)
 
     # -- synchronous collectives -----------------------------------------------------------
@@ -419,6 +419,7 @@ def evaluate_mixed(
     # -- compute per part --------------------------------------------------------------------
     terms = fixed + per * top[:, :, None]
     part_compute = col_sum(terms) * np.where(ckpt, CHECKPOINTING_SLOWDOWN, 1.0)
+    part_compute = part_compute * params.gpu_slowdown(nf, sync)[:, None]
     slowest = col_argmax(part_compute)
     r = np.arange(rows)
     compute = part_compute[r, slowest]

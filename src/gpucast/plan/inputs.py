@@ -38,6 +38,7 @@ from gpucast.predict.roofline import (
     RooflineWorkload,
     predict_step_time,
 )
+from gpucast.predict.variability import SpeedVariability
 from gpucast.simulate.transient import Delay
 
 FloatArray = npt.NDArray[np.float64]
@@ -251,6 +252,32 @@ class PerfParams:
     collective_tcp: CollectiveConstants = TCP_DEFAULT
     rdma_instances: frozenset[str] = frozenset()
     source: str = "built-in constants: ClusterModel fitted on CM-DARE cluster_scaling"
+    #: GPU-to-GPU speed spread (None: the step times as fitted) and straggler-aware placement
+    variability: SpeedVariability | None = None
+    exclude_slowest: float = 0.0
+
+    def gpu_slowdown(self, n_gpus: npt.ArrayLike, sync: npt.ArrayLike) -> FloatArray:
+        """The step-time multiplier of jobs of ``n_gpus`` GPUs from their speed spread: the
+        expected slowest GPU where ``sync``, the mean worker speed elsewhere (1 without a
+        variability profile)."""
+        n = np.asarray(n_gpus, dtype=np.float64)
+        if self.variability is None:
+            return np.ones(n.shape)
+        flat, keys = np.unique(
+            np.stack(
+                [
+                    n.ravel(),
+                    np.asarray(sync, dtype=bool).ravel() * 1.0,
+                ],
+                axis=1,
+            ),
+            axis=0,
+            return_inverse=True,
+        )
+        values = self.variability.slowdown(
+            flat[:, 0], sync=flat[:, 1] > 0, exclude=self.exclude_slowest
+        )
+        return np.asarray(values[keys.reshape(-1)].reshape(n.shape), dtype=np.float64)
 
     def collective_for(self, *, rdma: bool, nvlink: bool) -> CollectiveConstants:
         """The collective constants of one network: RDMA nominal; TCP as fitted, whose

@@ -65,6 +65,7 @@ from gpucast.domain.simulation import (
     SimulationResult,
 )
 from gpucast.predict.revocation import CorrelatedLifetime, LifetimeDistribution
+from gpucast.predict.variability import SpeedVariability, run_slowdowns
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -214,8 +215,13 @@ def simulate_runs(
     rng: np.random.Generator | int | None = None,
     transient: bool = True,
     max_rounds: int = 100_000,
+    run_slowdown: FloatArray | None = None,
 ) -> RunStatistics:
     """Simulate ``runs`` independent executions of ``scenario``; see the module docstring.
+
+    ``run_slowdown`` (one factor >= 1 per run, e.g. the slowest of the run's GPUs drawn from a
+    :class:`~gpucast.predict.variability.SpeedVariability`) divides each run's speed; ``None``
+    leaves every run at the speed function's.
 
     ``lifetimes[g]`` is the lifetime distribution of worker group ``g`` (used when it is spot;
     ``None`` is allowed only for on-demand groups); a
@@ -235,6 +241,12 @@ def simulate_runs(
     if not (math.isfinite(restart_penalty_s) and restart_penalty_s >= 0):
         raise InvalidSpecError("restart_penalty_s", "must be >= 0", got=restart_penalty_s)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng or 0)
+    if run_slowdown is not None:
+        run_slowdown = np.asarray(run_slowdown, dtype=np.float64)
+        if run_slowdown.shape != (runs,) or not np.all(
+            np.isfinite(run_slowdown) & (run_slowdown > 0)
+        ):
+            raise InvalidSpecError("run_slowdown", "needs one finite factor > 0 per run")
     n_groups = len(scenario.workers)
     classes: list[LifetimeDistribution | None] = []
     for g, wg in enumerate(scenario.workers):
@@ -273,6 +285,7 @@ def simulate_runs(
         runs=runs,
         rng=gen,
         max_rounds=max_rounds,
+        run_slowdown=run_slowdown,
     ).run()
 
 
@@ -345,8 +358,10 @@ class _Engine:
         runs: int,
         rng: np.random.Generator,
         max_rounds: int,
+        run_slowdown: FloatArray | None = None,
     ) -> None:
         self.sc = scenario
+        self.run_slowdown = run_slowdown
         self.speed = speed
         self.cols = cols
         self.n_groups = n_groups
@@ -654,6 +669,8 @@ class _Engine:
             ps_ok = s.ps_ready == self.n_ps
             running = chief_ok & ps_ok & (s.pause <= s.t) & ~stalled
             spd = np.where(running, self.speed(s.alive.copy()), 0.0)
+            if self.run_slowdown is not None:
+                spd = spd / self.run_slowdown[s.rid]
             # 4) the next event
             t = s.t
             target = np.minimum(total_steps, s.ckpt + every)
@@ -708,6 +725,8 @@ def simulate_scenario(
     runs: int,
     seed: int = 0,
     speed_factors: Sequence[float] = (1.0,),
+    variability: SpeedVariability | None = None,
+    exclude_slowest: float = 0.0,
     sources: dict[str, str] | None = None,
     notes: Sequence[str] = (),
 ) -> SimulationResult:
@@ -719,8 +738,27 @@ def simulate_scenario(
     stratum's job runs ``factor`` times slower (one factor of 1: no model uncertainty).
     ``capacity_gap_s`` and ``scenario.fallback_after_s``: see :func:`simulate_runs` (the
     on-demand equivalent has no revocations, hence no gaps or fallbacks).
+
+    ``variability``: each run draws one speed factor per GPU of the cluster (from a third
+    stream, so runs without it are unchanged bit for bit) and runs at its slowest GPU's pace
+    when the job is synchronous (``scenario.worker_loss_restarts``), at the mean speed of its
+    workers otherwise; ``exclude_slowest`` rents ``ceil(n / (1 - share))`` GPUs per run and
+    keeps the fastest ``n``. A replacement keeps the factor of the GPU it replaces.
     """
-    transient_ss, on_demand_ss = np.random.SeedSequence(seed).spawn(2)
+    transient_ss, on_demand_ss, variability_ss = np.random.SeedSequence(seed).spawn(3)
+    slowdowns: dict[bool, FloatArray] = {}
+    if variability is not None:
+        n_gpus = sum(w.count for w in scenario.workers)
+        vrng = np.random.default_rng(variability_ss)
+        for kind in (True, False):
+            slowdowns[kind] = run_slowdowns(
+                variability,
+                vrng,
+                runs,
+                n_gpus,
+                sync=scenario.worker_loss_restarts,
+                exclude=exclude_slowest,
+            )
     factors = [float(f) for f in speed_factors] or [1.0]
     k = max(1, min(len(factors), runs))
     split = [runs // k + (1 if j < runs % k else 0) for j in range(k)]
@@ -728,7 +766,11 @@ def simulate_scenario(
     def one(ss: np.random.SeedSequence, transient: bool) -> RunStatistics:
         streams = [ss] if k == 1 and factors[0] == 1.0 else ss.spawn(k)
         parts = []
+        offset = 0
         for factor, n, stream in zip(factors[:k], split, streams, strict=True):
+            slow = slowdowns.get(transient)
+            part_slowdown = None if slow is None else slow[offset : offset + n]
+            offset += n
             parts.append(
                 simulate_runs(
                     scenario,
@@ -744,6 +786,7 @@ def simulate_scenario(
                     runs=n,
                     rng=np.random.default_rng(stream),
                     transient=transient,
+                    run_slowdown=part_slowdown,
                 )
             )
         if len(parts) == 1:

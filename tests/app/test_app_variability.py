@@ -1,0 +1,89 @@
+"""GPU variability through the API: fit a fleet, plan and simulate with a profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gpucast
+from gpucast.domain.errors import InvalidInputError
+
+PLAN = {"workload": "mlp", "epochs": 1, "dataset_size": 2_000_000, "providers": ["aws"],
+        "spot": False}  # fmt: skip
+
+
+def _fleet_csv(tmp_path: Path, n: int = 64) -> Path:
+    rng = np.random.default_rng(0)
+    steps = 0.5 * np.exp(0.03 * rng.standard_normal(n))
+    path = tmp_path / "fleet.csv"
+    path.write_text("gpu,step_time_s\n" + "".join(f"{i},{t}\n" for i, t in enumerate(steps)))
+    return path
+
+
+def test_fit_variability_from_a_csv_and_use_it_by_name(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    r = gpucast.fit_variability(name="lab", factors=_fleet_csv(tmp_path), db=db)
+    assert r.gpus == 64 and r.sigma_log == pytest.approx(0.03, rel=0.3)
+    assert r.slowdown[8] < r.slowdown[64] < r.slowdown[1024]
+    assert r.saved_in == str(db) and not r.warnings
+    sim = gpucast.simulate_train(
+        gpu="V100", workers=8, region="us-east-1", provider="aws", strategy="ddp",
+        workload="mlp", steps=2000, runs=50, gpu_variability="lab", db=db,
+    )  # fmt: skip
+    assert "fleet 'lab' measured and stored" in sim.sources["gpu_variability"]
+    assert any("one speed factor per GPU" in n for n in sim.notes)
+
+
+def test_fit_variability_from_stored_runs(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    quick = {"device": "cpu", "batch_size": 4, "max_time_s": 0.5, "min_samples": 3,
+             "target_ci": 0.5}  # fmt: skip
+    ids = [gpucast.measure_train("mlp", db=db, **quick).run_id for _ in range(3)]
+    r = gpucast.fit_variability(name="cpu", runs=",".join(map(str, ids)), db=db, save=False)
+    assert r.gpus == 3 and r.saved_in is None
+    assert "stored runs" in r.source and r.warnings  # 3 GPUs are few
+    other = gpucast.measure_train("mlp", db=db, **{**quick, "batch_size": 8}).run_id
+    with pytest.raises(InvalidInputError, match="pick runs of one workload"):
+        gpucast.fit_variability(name="x", runs=f"{ids[0]},{ids[1]},{other}", db=db)
+
+
+def test_a_plan_with_variability_says_so_and_is_slower_for_big_jobs() -> None:
+    base = gpucast.plan_train(**PLAN, strategy=["ddp"], max_gpus=64)
+    spread = gpucast.plan_train(**PLAN, strategy=["ddp"], max_gpus=64, gpu_variability="worst")
+    names = {a.name: a for a in spread.assumptions}
+    assert "per-GPU speed spread" in names["GPU variability"].value
+    assert {a.name: a for a in base.assumptions}["GPU variability"].value == "none"
+
+    def by_label(plan: object) -> dict[str, float]:
+        return {c.label(): c.time_s for c in plan.candidates}  # type: ignore[attr-defined]
+
+    shared = set(by_label(base)) & set(by_label(spread))
+    assert shared
+    assert all(by_label(spread)[k] >= by_label(base)[k] for k in shared)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"exclude_slowest": 0.1}, "exclude-slowest: needs a GPU-variability profile"),
+        ({"gpu_variability": "typical", "exclude_slowest": 0.9}, "must be a share in [0, 0.5]"),
+        ({"gpu_variability": "sometimes"}, "gpu-variability: unknown profile 'sometimes'"),
+    ],
+)
+def test_bad_variability_options(options: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        gpucast.plan_train(**PLAN, **options)
+    assert message in str(info.value)
+
+
+def test_fit_variability_bad_input(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("gpu,speed\n0,1\n1,2\n2,3\n")
+    with pytest.raises(InvalidInputError, match="needs a step_time_s or factor column"):
+        gpucast.fit_variability(name="x", factors=bad, db=tmp_path / "s.db")
+    with pytest.raises(InvalidInputError, match="one of them"):
+        gpucast.fit_variability(name="x", db=tmp_path / "s.db")
+    with pytest.raises(InvalidInputError, match="reserved"):
+        gpucast.fit_variability(name="none", factors=_fleet_csv(tmp_path), db=tmp_path / "s.db")
