@@ -103,17 +103,16 @@ def measure_runner(
         if telemetry:
             rapl, rapl_note = open_rapl(powercap_root)
             notes.extend([rapl_note] if rapl_note else [])
-            gpu_counter = (
-                None if reader is None else nvml_energy_counter(reader.nvml, reader.handle)
-            )
+            # any reader with NVML behind it (a stand-in reader may have none)
+            nvml, handle = getattr(reader, "nvml", None), getattr(reader, "handle", None)
+            has_nvml = nvml is not None
+            gpu_counter = nvml_energy_counter(nvml, handle) if has_nvml else None
             if reader is not None or rapl is not None:
                 window = EnergyWindow(
                     gpu=gpu_counter,
                     cpu=rapl,
                     clock=clock or time.perf_counter,
-                    power_limit_w=(
-                        None if reader is None else nvml_power_limit_w(reader.nvml, reader.handle)
-                    ),
+                    power_limit_w=nvml_power_limit_w(nvml, handle) if has_nvml else None,
                 )
         sampler = (
             None if reader is None else TelemetrySampler(reader, interval_s=telemetry_interval_s)
