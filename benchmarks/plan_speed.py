@@ -74,13 +74,19 @@ def loop_time_s(
             sum(float(gpus.fixed_s[g, t] + gpus.per_sample_s[g, t] * b) for t in range(3)) * slow
         )
         if strategy != PS:
+            one = np.array([o])
+            coll = perf.collective_for(
+                rdma=off.instance_type[o] in perf.rdma_instances,
+                nvlink=bool(np.atleast_1d(off.nvlink_rows(one, gpus.nvlink[[g]]))[0]),
+            )
+            intra = float(np.atleast_1d(off.intra_link_gbps(one, gpus.intra_node_gbps[[g]]))[0])
             total = float(
-                comm.hierarchical_collective_s(
-                    gr, n, gpn, float(gpus.intra_node_gbps[g]), float(off.network_gbps[o]),
-                    perf.hop_latency_s, passes=3.0 if strategy == FSDP else 2.0,
+                coll.total_s(
+                    gr, n, gpn, intra, float(off.network_gbps[o]),
+                    passes=3.0 if strategy == FSDP else 2.0,
                 )
             )  # fmt: skip
-            step = compute + comm.exposed_comm_s(total, compute)
+            step = compute + float(coll.exposed_s(total, compute))
             samples_per_s = n * b / step
             global_batch = n * b
         else:

@@ -104,3 +104,46 @@ def test_fit_power_refuses_a_folder_without_zeus(tmp_path: Path) -> None:
         gpucast.fit_power(data_dir=tmp_path, out=tmp_path / "p.json")
     with pytest.raises(InvalidSpecError, match="datasets"):
         gpucast.fit_power(data_dir=tmp_path, out=tmp_path / "p.json", datasets="mnist")
+
+
+PLAN = {"workload": "mlp", "epochs": 1, "dataset_size": 2_000_000, "spot": False}
+
+
+def test_plans_carry_energy_and_rank_by_it() -> None:
+    plan = gpucast.plan_train(**PLAN, objective="energy")
+    best = plan.best
+    assert best is not None and best.energy_kwh is not None
+    known = [c.energy_kwh for c in plan.candidates if c.energy_kwh is not None]
+    assert best.energy_kwh == min(known)
+    assert plan.picks["energy"] == plan.recommended
+    carbon = plan.candidates[plan.picks["carbon"]]  # type: ignore[index]
+    assert carbon.co2e_kg == min(c.co2e_kg for c in plan.candidates if c.co2e_kg is not None)
+    names = {a.name for a in plan.assumptions}
+    assert {"power and energy", "grid carbon intensity"} <= names
+    doubled = gpucast.plan_train(**PLAN, objective="energy", pue=2.0)
+    assert doubled.best is not None and doubled.best.energy_kwh == pytest.approx(
+        2 * best.energy_kwh
+    )
+
+
+def test_an_auto_power_limit_never_raises_energy() -> None:
+    default = gpucast.plan_train(**PLAN, objective="energy", gpu=["V100"])
+    auto = gpucast.plan_train(**PLAN, objective="energy", gpu=["V100"], power_limit="auto", eta=1)
+    assert default.best is not None and auto.best is not None
+    assert auto.best.energy_kwh <= default.best.energy_kwh * (1 + 1e-9)  # type: ignore[operator]
+    assert auto.best.power_limit_w is not None
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"pue": 0.5}, "pue: must be in [1, 3]"),
+        ({"eta": 2.0}, "eta: must be in [0, 1]"),
+        ({"power_limit": "-3"}, "power-limit: must be a number of watts > 0"),
+        ({"objective": "greenest"}, "objective: must be one of"),
+    ],
+)
+def test_bad_energy_options(options: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        gpucast.plan_train(**PLAN, **options)
+    assert message in str(info.value)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
+from gpucast.domain.energy import JOULES_PER_KWH, check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.workload import (
@@ -44,9 +45,6 @@ ZEUS_DATASETS: tuple[str, ...] = (
     "squad",
     "sentiment140",
 )
-#: Zeus's default trade-off knob (NSDI 2023: eta = 0.5 weighs energy and time equally).
-DEFAULT_ETA = 0.5
-JOULES_PER_KWH = 3.6e6
 
 
 def _names(value: Any) -> tuple[str, ...]:
@@ -192,31 +190,6 @@ def fit_power(request: FitPowerRequest | None = None, /, **options: Any) -> FitP
 
 
 # -- predict energy ---------------------------------------------------------------------------
-def _power_limit(value: Any) -> float | str | None:
-    if value is None:
-        return None
-    text = str(value).strip().lower()
-    if text in ("", "default"):
-        return None
-    if text == "auto":
-        return "auto"
-    text = text.removesuffix("w").strip()
-    try:
-        watts = float(text)
-    except ValueError:
-        raise InvalidSpecError(
-            "power-limit",
-            "must be watts, 'auto' or 'default'",
-            got=value,
-            fix="e.g. --power-limit 200 or --power-limit auto",
-        ) from None
-    if not (math.isfinite(watts) and watts > 0):
-        raise InvalidSpecError(
-            "power-limit", "must be a number of watts > 0", got=value, fix="e.g. --power-limit 200"
-        )
-    return watts
-
-
 def _positive_or_none(name: str, value: float | None) -> None:
     if value is not None and not (
         not isinstance(value, bool) and math.isfinite(value) and value > 0
@@ -234,20 +207,8 @@ class PredictEnergyRequest:
     workload: str = option(help="Built-in workload, e.g. resnet50.", example="resnet50")
     batch_size: int = option(help="Samples per step per GPU.", example="256")
     gpu: str = option(help="Catalog GPU name, e.g. V100-PCIe, A100.", example="V100-PCIe")
-    power_limit: float | str | None = option(
-        None,
-        help="Power limit in watts, 'auto' (the limit minimising Zeus's energy-time cost "
-        "with --eta) or 'default' [default: the GPU's default limit].",
-        example="200",
-        kind="text",
-        parse=_power_limit,
-    )
-    eta: float = option(
-        DEFAULT_ETA,
-        help="Zeus's knob: cost = eta x energy + (1 - eta) x max power x time "
-        "(1: energy only, 0: time only).",
-        example="0.5",
-    )
+    power_limit: float | str | None = power_limit_option()
+    eta: float = eta_option()
     dataset_size: int | None = option(
         None, help="Samples per epoch: adds time and energy per epoch.", example="1281167"
     )
@@ -289,8 +250,7 @@ class PredictEnergyRequest:
                 fix="e.g. --precision fp32",
             )
         check_software(self.software)
-        if not (math.isfinite(self.eta) and 0.0 <= self.eta <= 1.0):
-            raise InvalidSpecError("eta", "must be in [0, 1]", got=self.eta, fix="e.g. --eta 0.5")
+        check_eta(self.eta)
         if self.dataset_size is not None and (
             isinstance(self.dataset_size, bool) or self.dataset_size < 1
         ):

@@ -42,10 +42,12 @@ def plan_train(
     plans from a stored profile or measurement.
     """
     from gpucast.catalog import load_catalog
+    from gpucast.catalog.carbon import grid_carbon
     from gpucast.inputs.calibration import step_time_efficiency, store_calibration
     from gpucast.inputs.cluster import perf_params
     from gpucast.inputs.clusters import load_cluster
     from gpucast.inputs.data import published_data_dir
+    from gpucast.inputs.energy import plan_power
     from gpucast.inputs.variability import gpu_variability, variability_assumption
     from gpucast.inputs.workload import (
         load_stored_workload,
@@ -106,10 +108,14 @@ def plan_train(
     risk, lifetimes, startup = _risk_inputs(request, data_dir, facts, catalog, store)
     perf = perf_params(data_dir)
     spread = gpu_variability(request.gpu_variability, store)
+    power, power_note = plan_power(request, catalog, facts, efficiency.value)
     perf = dataclasses.replace(
         perf,
         value=dataclasses.replace(
-            perf.value, variability=spread.value, exclude_slowest=request.exclude_slowest
+            perf.value,
+            variability=spread.value,
+            exclude_slowest=request.exclude_slowest,
+            power=power.value,
         ),
     )
     assumptions = (
@@ -188,8 +194,23 @@ def plan_train(
             override="--data-dir",
         ),
         variability_assumption(spread, request.exclude_slowest),
+        Assumption(
+            name="power and energy",
+            value=power_note,
+            source=power.source,
+            override="--power-limit W|auto, --eta, --pue, gpucast fit power",
+        ),
+        Assumption(
+            name="grid carbon intensity",
+            value="per region (gCO2e/kWh): Google's own figures for GCP, US EPA eGRID "
+            "subregions for AWS/Azure in the US, Ember national averages elsewhere",
+            source="gpucast/catalog/data/grid_carbon.csv (a source URL, year and note per row)",
+            override="",
+        ),
     )
     ctx = PlanContext(
+        grid_gco2e_per_kwh={k: g.gco2e_per_kwh for k, g in grid_carbon().items()},
+        pue=request.pue,
         catalog=catalog,
         facts=facts,
         perf=perf.value,

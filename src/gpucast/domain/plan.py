@@ -18,6 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+from gpucast.domain.energy import check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.options import build, lower_list, none_or, option, to_options
 from gpucast.domain.provenance import Assumption, Validation
@@ -54,7 +55,7 @@ from gpucast.domain.workload import (
 #: Data-parallel strategies the planner searches: ring all-reduce DDP, fully sharded data
 #: parallel, asynchronous parameter server with CPU shards.
 STRATEGIES: tuple[str, ...] = ("ddp", "fsdp", "ps")
-OBJECTIVES: tuple[str, ...] = ("cheapest", "fastest")
+OBJECTIVES: tuple[str, ...] = ("cheapest", "fastest", "energy", "carbon")
 MARKETS: tuple[str, ...] = ("on-demand", "spot")
 PLAN_SCHEMA_VERSION = 2
 #: Deadline of a plan when none is given (24 h).
@@ -173,6 +174,16 @@ class TrainRequest:
     spot_scenario: str = spot_scenario_option()
     gpu_variability: str = gpu_variability_option()
     exclude_slowest: float = exclude_slowest_option()
+    power_limit: float | str | None = power_limit_option(
+        " Energy and carbon use the power model fitted on the Zeus traces."
+    )
+    eta: float = eta_option()
+    pue: float = option(
+        1.0,
+        help="Power usage effectiveness: the facility's energy per unit of GPU energy "
+        "(1: the GPU boards alone; hyperscale data centres report about 1.1-1.2).",
+        example="1.1",
+    )
     data_dir: Path | None = option(
         None,
         help="Published data folder, e.g. ../shared/data (default: $GPUCAST_SHARED_DATA).",
@@ -247,6 +258,9 @@ class TrainRequest:
         _finite_positive("hazard-per-hour", self.hazard_per_hour, fix="e.g. --hazard-per-hour 0.05")
         check_spot_options(self.spot_scenario)
         check_variability_options(self.gpu_variability, self.exclude_slowest)
+        check_eta(self.eta)
+        if isinstance(self.pue, bool) or not (math.isfinite(self.pue) and 1.0 <= self.pue <= 3.0):
+            raise InvalidSpecError("pue", "must be in [1, 3]", got=self.pue, fix="e.g. --pue 1.1")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise InvalidSpecError("seed", "must be an integer >= 0", got=self.seed, fix="e.g. 0")
         if check_cluster_options(
@@ -394,6 +408,13 @@ class PlanCandidate:
     scenarios: Mapping[str, Mapping[str, float | None]] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    #: one GPU's average board power and the limit it runs at (None: no power facts)
+    gpu_power_w: float | None = None
+    power_limit_w: float | None = None
+    #: the GPUs' energy for the training time (x PUE) and its emissions at the region's grid
+    #: intensity (None: no power facts, or no grid figure for the region)
+    energy_kwh: float | None = None
+    co2e_kg: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "breakdown_s", MappingProxyType(dict(self.breakdown_s)))
@@ -457,6 +478,10 @@ class PlanCandidate:
             "notes": list(self.notes),
             "validation": dict(self.validation),
             "scenarios": {k: dict(v) for k, v in self.scenarios.items()},
+            "gpu_power_w": self.gpu_power_w,
+            "power_limit_w": self.power_limit_w,
+            "energy_kwh": self.energy_kwh,
+            "co2e_kg": self.co2e_kg,
         }
 
     @classmethod

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from gpucast.domain.catalog import GpuSpec
     from gpucast.domain.prediction import Estimate
+    from gpucast.plan.energy import PowerSetting
     from gpucast.plan.inputs import WorkloadFacts
     from gpucast.predict.power import PowerModel, PowerTerms
     from gpucast.predict.roofline import RooflineEfficiency
@@ -178,3 +179,39 @@ def zeus_power_sweeps(
             }
         )
     return pd.DataFrame(rows)
+
+
+def plan_power(
+    request: Any, catalog: Any, facts: WorkloadFacts, efficiency: RooflineEfficiency
+) -> tuple[Sourced[PowerSetting], str]:
+    """The planner's power setting (the shipped power model, every catalog GPU with power
+    facts, the request's limit and eta) and a one-line description of it."""
+    from gpucast.plan.energy import PowerSetting
+    from gpucast.predict.power import BoardPower, kernel_share
+
+    model = power_model()
+    boards = {g.name: BoardPower.of_gpu(g) for g in catalog.gpus if g.max_power_limit_w is not None}
+    limit = request.power_limit
+    mode = "default" if limit is None else ("auto" if limit == "auto" else "fixed")
+    roof = facts.roofline_workload(1)
+    share = kernel_share(roof.n_kernels, efficiency.kernel_overhead_s, efficiency.step_overhead_s)
+    setting = PowerSetting(
+        model=model.value,
+        boards=boards,
+        mode=mode,
+        limit_w=limit if isinstance(limit, float) else None,
+        eta=request.eta,
+        kernel_share=share,
+    )
+    what = {
+        "default": "every GPU at its default power limit",
+        "fixed": f"a {limit} W power limit (clamped to each GPU's range); the compute slows "
+        "as the clock falls",
+        "auto": f"per GPU type and batch, the limit minimising Zeus's cost (eta {request.eta:g})",
+    }[mode]
+    note = (
+        f"{what}; average board power from the power model (predicted from the roofline's "
+        f"shares: leave-one-GPU-out power MAPE 15-29% on the Zeus GPUs); energy = GPUs x power x "
+        f"training time x PUE {request.pue:g} (GPU boards only: no host CPUs, memory, network)"
+    )
+    return Sourced(setting, model.source), note

@@ -122,6 +122,30 @@ class Evaluation:
     part_batch: IntArray  # (rows, 2): per-worker batch of each part (part 2: 0 if none)
     part_extra: IntArray  # (rows, 2): workers of the part with one more sample
     part_compute_s: FloatArray  # (rows, 2): one worker's step compute, largest batch of part
+    gpu_power_w: FloatArray  # one GPU's average board power (NaN: no power facts / model)
+    power_limit_w: FloatArray  # the power limit it runs at (NaN: none set)
+
+
+def _power(
+    params: PerfParams, terms: FloatArray, g: IntArray, gpus: GpuTable
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """(compute slowdown, GPU power while computing W, limit W, idle power W) per row at the
+    plan's power setting."""
+    if params.power is None:
+        nan = np.full(len(g), np.nan)
+        return np.ones(len(g)), nan, nan.copy(), nan.copy()
+    return params.power.at(terms, g, gpus.names)
+
+
+def _average_power(
+    busy_w: FloatArray, idle_w: FloatArray, compute_s: FloatArray, step_s: FloatArray
+) -> FloatArray:
+    """A GPU's draw over its step: computing for ``compute_s`` of each ``step_s``, idle (waiting
+    on the all-reduce or the parameter server) for the rest."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        busy = np.where(np.isfinite(step_s) & (step_s > 0), compute_s / step_s, 1.0)
+    busy = np.clip(busy, 0.0, 1.0)
+    return np.asarray(idle_w + (busy_w - idle_w) * busy, dtype=np.float64)
 
 
 def ps_demands(
@@ -223,6 +247,8 @@ def _evaluate_single(
     terms = gpus.step_terms(g, b)
     slow = np.where(checkpointing, CHECKPOINTING_SLOWDOWN, 1.0)
     compute = col_sum(terms) * slow * params.gpu_slowdown(nf, sync)
+    power_slow, busy_power, power_limit, idle_power = _power(params, terms, g, gpus)
+    compute = compute * power_slow
     roof_bottleneck = col_argmax(terms)
 
     # -- synchronous collectives -----------------------------------------------------------
@@ -349,6 +375,10 @@ def _evaluate_single(
         part_batch=np.stack([per_worker, np.zeros_like(per_worker)], axis=1),
         part_extra=np.zeros((len(space), 2), dtype=np.int64),
         part_compute_s=np.stack([compute, np.zeros_like(compute)], axis=1),
+        gpu_power_w=_average_power(
+            busy_power, idle_power, compute, np.where(sync, step_sync, step_async)
+        ),
+        power_limit_w=power_limit,
     )
 
 
@@ -420,6 +450,11 @@ def evaluate_mixed(
     terms = fixed + per * top[:, :, None]
     part_compute = col_sum(terms) * np.where(ckpt, CHECKPOINTING_SLOWDOWN, 1.0)
     part_compute = part_compute * params.gpu_slowdown(nf, sync)[:, None]
+    power_parts = [_power(params, terms[:, k], g[:, k], gpus) for k in range(2)]
+    part_compute = part_compute * np.stack([p[0] for p in power_parts], axis=1)
+    part_watts = np.stack([p[1] for p in power_parts], axis=1)
+    part_idle = np.stack([p[3] for p in power_parts], axis=1)
+    power_limit = np.where(power_parts[0][2] == power_parts[1][2], power_parts[0][2], np.nan)
     slowest = col_argmax(part_compute)
     r = np.arange(rows)
     compute = part_compute[r, slowest]
@@ -553,4 +588,13 @@ def evaluate_mixed(
         part_batch=base.astype(np.int64),
         part_extra=extra.astype(np.int64),
         part_compute_s=part_compute,
+        # one GPU's mean draw over the cluster (its parts weighted by their GPU counts)
+        gpu_power_w=col_sum(
+            _average_power(
+                part_watts, part_idle, part_compute, np.where(sync, step_sync, step_async)[:, None]
+            )
+            * counts
+        )
+        / np.maximum(col_sum(counts), 1),
+        power_limit_w=power_limit,
     )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +41,9 @@ from gpucast.predict.roofline import (
 )
 from gpucast.predict.variability import SpeedVariability
 from gpucast.simulate.transient import Delay
+
+if TYPE_CHECKING:
+    from gpucast.plan.energy import PowerSetting
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -255,6 +259,8 @@ class PerfParams:
     #: GPU-to-GPU speed spread (None: the step times as fitted) and straggler-aware placement
     variability: SpeedVariability | None = None
     exclude_slowest: float = 0.0
+    #: GPU power and the power limit (None: no power figures, every GPU at its default)
+    power: PowerSetting | None = None
 
     def gpu_slowdown(self, n_gpus: npt.ArrayLike, sync: npt.ArrayLike) -> FloatArray:
         """The step-time multiplier of jobs of ``n_gpus`` GPUs from their speed spread: the

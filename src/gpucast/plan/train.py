@@ -27,8 +27,8 @@ values; nothing here reads files, the clock or the terminal.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -113,6 +113,10 @@ class PlanContext:
     assumptions: tuple[Assumption, ...] = ()
     #: a user's cluster: searched instead of the catalog's offers
     cluster: ClusterSpec | None = None
+    #: gCO2e per kWh of each (provider, region)'s grid (a region without a figure: no carbon)
+    grid_gco2e_per_kwh: Mapping[tuple[str, str], float] = field(default_factory=dict)
+    #: facility overhead on the GPUs' energy (1: the boards' energy alone)
+    pue: float = 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -595,6 +599,11 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         c = ev.workers[rows] * t / 3600.0
     cheapest = int(np.lexsort((t, c))[0])
     fastest = int(np.lexsort((c, t))[0])
+    kwh, co2 = _energy(ctx, res, rows, t)
+    greenest = {
+        name: _least(values, c, t, request.objective == name)
+        for name, values in (("energy", kwh), ("carbon", co2))
+    }
 
     # what to show: the (time, cost) front of on-demand plans (thinned), every feasible
     # simulated spot plan, the picks, and the cheapest plan of each GPU type and market
@@ -602,6 +611,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     shown = set(_spread(od_front, MAX_SHOWN_FRONT).tolist())
     shown |= set(range(od_ok.size, rows.size))
     shown |= {cheapest, fastest}
+    shown |= {j for j in greenest.values() if j is not None}
     # one key per GPU type; every mixed cluster shares the key -1 (its cheapest is shown)
     gpu_of = np.where(space.mixed[rows], -1, space.offers.gpu[space.offer[rows]])
     mkt = space.spot[rows]
@@ -632,10 +642,22 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     for j in order:
         i = int(rows[j])
         c = _candidate(res, ctx, request, i, spot_out.get(i), twins, twin_out)
+        c = replace(
+            c,
+            energy_kwh=_finite_or_none(kwh[j]),
+            co2e_kg=_finite_or_none(co2[j]),
+            gpu_power_w=_finite_or_none(ev.gpu_power_w[i]),
+            power_limit_w=_finite_or_none(ev.power_limit_w[i]),
+        )
         if i in scenario_out:
             c = replace(c, scenarios=scenario_out[i])
         candidates.append(c)
-    picks = {"cheapest": order.index(cheapest), "fastest": order.index(fastest)}
+    picks: dict[str, int | None] = {
+        "cheapest": order.index(cheapest),
+        "fastest": order.index(fastest),
+    }
+    for name, pick in greenest.items():
+        picks[name] = None if pick is None else order.index(pick)
     fam = workload_family(request.workload)
     assumptions = list(ctx.assumptions)
 
@@ -701,6 +723,45 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         if ctx.cluster is not None and not ctx.cluster.priced
         else (),
     )
+
+
+def _finite_or_none(value: float) -> float | None:
+    return float(value) if math.isfinite(float(value)) else None
+
+
+def _energy(
+    ctx: PlanContext, res: SearchResult, rows: IntArray, time_s: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """(kWh, kg CO2e) of the feasible ``rows`` at their times: every GPU at its average board
+    power for the training time (start-up excluded), times the PUE; NaN where a GPU has no
+    power facts or a region no grid figure."""
+    ev, space = res.evaluation, res.space
+    startup = ev.time_s[rows] - ev.train_s[rows]
+    busy_s = np.maximum(time_s - startup, 0.0)
+    kwh = ev.workers[rows] * ev.gpu_power_w[rows] * busy_s * ctx.pue / 3.6e6
+    off = space.offers
+    o = space.offer[rows]
+    intensity = np.array(
+        [ctx.grid_gco2e_per_kwh.get((off.provider[k], off.region[k]), np.nan) for k in o.tolist()],
+        dtype=np.float64,
+    )
+    return kwh, kwh * intensity / 1000.0
+
+
+def _least(values: FloatArray, cost: FloatArray, time_s: FloatArray, wanted: bool) -> int | None:
+    """The feasible plan with the least ``values`` (ties: cheaper, then faster); None when
+    no plan has a figure -- an error when the request ranks by it."""
+    known = np.flatnonzero(np.isfinite(values))
+    if not known.size:
+        if wanted:
+            raise NoFeasiblePlanError(
+                "objective: no feasible plan has power facts and a grid figure for its region",
+                fix="rank by cheapest or fastest, or plan on GPUs with max_power_limit_w in "
+                "gpucast/catalog/data/gpus.csv",
+            )
+        return None
+    order = np.lexsort((time_s[known], cost[known], values[known]))
+    return int(known[order[0]])
 
 
 def _outcome(out: SpotOutcome) -> dict[str, float | None]:

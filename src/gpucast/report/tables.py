@@ -109,6 +109,24 @@ def print_plan(plan: TrainPlan, console: Console) -> None:
                 f"{_usd(best.cost_usd)}, bound by {best.bottleneck}{extra}",
             )
         )
+        if best.energy_kwh is not None:
+            co2 = "" if best.co2e_kg is None else f", {best.co2e_kg:,.1f} kg CO2e"
+            limit = "" if best.power_limit_w is None else f" at {best.power_limit_w:g} W"
+            console.print(Text(f"  energy: {best.energy_kwh:,.1f} kWh{co2} (GPUs{limit}, x PUE)"))
+        for name in ("energy", "carbon"):
+            k = plan.picks.get(name)
+            if k is not None and name != plan.request.objective:
+                c = plan.candidates[k]
+                figure = (
+                    f"{c.energy_kwh:,.1f} kWh" if name == "energy" else f"{c.co2e_kg:,.1f} kg CO2e"
+                )
+                console.print(
+                    Text(
+                        f"  least {name}: {c.label()} -- {figure}, {_hours(c.time_s)}, "
+                        f"{_usd(c.cost_usd)}",
+                        style="dim",
+                    )
+                )
         for name, out in best.scenarios.items():
             console.print(Text(f"  no lifetime data: {name} scenario {_scenario(out)}"))
         for model, text in best.validation.items():

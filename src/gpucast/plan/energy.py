@@ -1,0 +1,150 @@
+"""Power limits and GPU power in the planner: one setting for every candidate.
+
+:class:`PowerSetting` prices each candidate's GPUs with the fitted power model
+(:class:`gpucast.predict.power.PowerModel`): the roofline terms of one worker's step at its batch
+give the step's compute / memory / launch / host shares; at the chosen limit the model gives the
+clock, hence the step's slowdown (applied to compute only -- communication does not slow with
+the SM clock) and the board's average draw. The limit is the GPU's default, a fixed number of
+watts (clamped to each board's range), or ``auto``: per GPU type and batch, the limit of the
+sweep that minimises Zeus's cost ``eta x energy + (1 - eta) x max power x time``.
+
+Work per candidate is by (GPU type, batch) pairs, not rows: a plan has a few hundred pairs and
+hundreds of thousands of rows. A GPU without power facts gets no power (NaN) and no slowdown.
+
+Pure: numbers in, numbers out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.predict.power import BoardPower, PowerModel, energy_optimal, power_limit_grid
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+MODES: tuple[str, ...] = ("default", "fixed", "auto")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PowerSetting:
+    """How the plan sets and prices GPU power (see the module docstring).
+
+    ``boards`` maps GPU names to their power facts (a GPU not in it has none);
+    ``kernel_share`` splits the roofline's overhead term into per-kernel launch time and
+    per-step host time (one number per workload and stack).
+    """
+
+    model: PowerModel
+    boards: Mapping[str, BoardPower]
+    mode: str = "default"
+    limit_w: float | None = None
+    eta: float = 0.5
+    kernel_share: float = 0.5
+    step_w: float = 25.0
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise InvalidSpecError("power-limit", f"mode must be one of {', '.join(MODES)}")
+        if self.mode == "fixed" and not (
+            self.limit_w is not None and math.isfinite(self.limit_w) and self.limit_w > 0
+        ):
+            raise InvalidSpecError("power-limit", "a fixed limit needs watts > 0")
+        if not (math.isfinite(self.eta) and 0.0 <= self.eta <= 1.0):
+            raise InvalidSpecError("eta", "must be in [0, 1]", got=self.eta)
+        if not (math.isfinite(self.kernel_share) and 0.0 <= self.kernel_share <= 1.0):
+            raise InvalidSpecError("kernel_share", "must be in [0, 1]", got=self.kernel_share)
+
+    def at(
+        self, terms: FloatArray, g: IntArray, names: Sequence[str]
+    ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+        """Per row -- ``terms`` (rows, 3): compute, memory, overhead seconds of one worker's
+        step; ``g``: indices into ``names`` (GPU names) -- the compute slowdown at the chosen
+        limit, the board's average power while it computes (W), the limit (W) and its idle
+        draw (W: what it draws while it waits on communication); NaN where the GPU has no
+        power facts."""
+        rows = len(g)
+        slowdown = np.ones(rows)
+        power = np.full(rows, np.nan)
+        limit = np.full(rows, np.nan)
+        if rows == 0:
+            return slowdown, power, limit, power.copy()
+        keys = np.concatenate([g[:, None].astype(np.float64), np.round(terms, 15)], axis=1)
+        unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        u_slow = np.ones(len(unique))
+        u_power = np.full(len(unique), np.nan)
+        u_limit = np.full(len(unique), np.nan)
+        u_idle = np.full(len(unique), np.nan)
+        frames, owners = [], []
+        for k, key in enumerate(unique):
+            board = self.boards.get(names[int(key[0])])
+            if board is None:
+                continue
+            limits = self._limits(board)
+            compute, memory, overhead = (float(v) for v in key[1:])
+            if compute + memory + overhead <= 0:
+                continue
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "gpu": board.name,
+                        "compute_s": compute,
+                        "memory_s": memory,
+                        "kernel_s": overhead * self.kernel_share,
+                        "host_s": overhead * (1.0 - self.kernel_share),
+                        "max_power_limit_w": board.max_power_limit_w,
+                        "idle_power_w": np.nan
+                        if board.idle_power_w is None
+                        else board.idle_power_w,
+                        "power_limit_w": limits,
+                        "reference_step_time_s": compute + memory + overhead,
+                    }
+                )
+            )
+            owners.append(k)
+            u_idle[k] = (
+                board.idle_power_w
+                if board.idle_power_w is not None
+                else self.model.constants.static_fraction * board.max_power_limit_w
+            )
+        if frames:
+            table = pd.concat(frames, ignore_index=True)
+            out = self.model.predict(table)
+            start = 0
+            for k, frame in zip(owners, frames, strict=True):
+                n = len(frame)
+                step = out["step_time_s"][start : start + n]
+                watts = out["avg_power_w"][start : start + n]
+                lims = frame["power_limit_w"].to_numpy()
+                top = float(frame["max_power_limit_w"].iloc[0])
+                i = self._choose(lims, step, watts, top)
+                reference = step[np.argmax(lims)]  # the default limit is the sweep's top
+                u_slow[k] = step[i] / reference
+                u_power[k] = watts[i]
+                u_limit[k] = lims[i]
+                start += n
+        return u_slow[inverse], u_power[inverse], u_limit[inverse], u_idle[inverse]
+
+    def _limits(self, board: BoardPower) -> FloatArray:
+        top = board.max_power_limit_w
+        if self.mode == "default":
+            return np.array([top])
+        if self.mode == "fixed":
+            assert self.limit_w is not None
+            low = board.min_power_limit_w if board.min_power_limit_w is not None else 0.5 * top
+            return np.array(sorted({min(max(self.limit_w, low), top), top}))
+        return np.asarray(power_limit_grid(board, self.step_w), dtype=np.float64)
+
+    def _choose(self, limits: FloatArray, step: FloatArray, watts: FloatArray, top: float) -> int:
+        if self.mode == "default":
+            return int(np.argmax(limits))
+        if self.mode == "fixed":
+            return int(np.argmin(limits))  # the clamped limit (== the top when clamped there)
+        return energy_optimal(limits, step, watts, eta=self.eta, max_power_w=top)
