@@ -30,10 +30,11 @@ def _model() -> PowerModel:
 
 TERMS = np.array([[0.8, 0.1, 0.1], [0.8, 0.1, 0.1], [0.05, 0.05, 0.9], [0.8, 0.1, 0.1]])
 G = np.array([0, 0, 0, 1])
+BATCH = np.array([32, 32, 8, 32])  # rows 0 and 1: the same GPU and batch
 
 
 def _at(**kw: object) -> tuple[np.ndarray, ...]:
-    return PowerSetting(model=_model(), boards={"G": BOARD}, **kw).at(TERMS, G, NAMES)  # type: ignore[arg-type]
+    return PowerSetting(model=_model(), boards={"G": BOARD}, **kw).at(TERMS, G, NAMES, BATCH)  # type: ignore[arg-type]
 
 
 def test_default_limit_no_slowdown_and_no_power_without_facts() -> None:

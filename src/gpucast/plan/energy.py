@@ -62,22 +62,26 @@ class PowerSetting:
             raise InvalidSpecError("kernel_share", "must be in [0, 1]", got=self.kernel_share)
 
     def at(
-        self, terms: FloatArray, g: IntArray, names: Sequence[str]
+        self, terms: FloatArray, g: IntArray, names: Sequence[str], batch: npt.ArrayLike
     ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
         """Per row -- ``terms`` (rows, 3): compute, memory, overhead seconds of one worker's
-        step; ``g``: indices into ``names`` (GPU names) -- the compute slowdown at the chosen
-        limit, the board's average power while it computes (W), the limit (W) and its idle
-        draw (W: what it draws while it waits on communication); NaN where the GPU has no
-        power facts."""
+        step at per-worker ``batch``; ``g``: indices into ``names`` (GPU names) -- the compute
+        slowdown at the chosen limit, the board's average power while it computes (W), the
+        limit (W) and its idle draw (W: what it draws while it waits on communication); NaN
+        where the GPU has no power facts. Rows with the same GPU and batch share one answer
+        (their terms are the same)."""
         rows = len(g)
         slowdown = np.ones(rows)
         power = np.full(rows, np.nan)
         limit = np.full(rows, np.nan)
         if rows == 0:
             return slowdown, power, limit, power.copy()
-        keys = np.concatenate([g[:, None].astype(np.float64), np.round(terms, 15)], axis=1)
-        unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+        pair = np.asarray(g, dtype=np.int64) * (1 << 32) + np.asarray(batch).astype(np.int64)
+        _, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
+        unique = np.concatenate(
+            [np.asarray(g)[first, None].astype(np.float64), terms[first]], axis=1
+        )
         u_slow = np.ones(len(unique))
         u_power = np.full(len(unique), np.nan)
         u_limit = np.full(len(unique), np.nan)

@@ -127,14 +127,14 @@ class Evaluation:
 
 
 def _power(
-    params: PerfParams, terms: FloatArray, g: IntArray, gpus: GpuTable
+    params: PerfParams, terms: FloatArray, g: IntArray, gpus: GpuTable, batch: FloatArray
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """(compute slowdown, GPU power while computing W, limit W, idle power W) per row at the
     plan's power setting."""
     if params.power is None:
         nan = np.full(len(g), np.nan)
         return np.ones(len(g)), nan, nan.copy(), nan.copy()
-    return params.power.at(terms, g, gpus.names)
+    return params.power.at(terms, g, gpus.names, batch)
 
 
 def _average_power(
@@ -247,7 +247,7 @@ def _evaluate_single(
     terms = gpus.step_terms(g, b)
     slow = np.where(checkpointing, CHECKPOINTING_SLOWDOWN, 1.0)
     compute = col_sum(terms) * slow * params.gpu_slowdown(nf, sync)
-    power_slow, busy_power, power_limit, idle_power = _power(params, terms, g, gpus)
+    power_slow, busy_power, power_limit, idle_power = _power(params, terms, g, gpus, b)
     compute = compute * power_slow
     roof_bottleneck = col_argmax(terms)
 
@@ -450,7 +450,7 @@ def evaluate_mixed(
     terms = fixed + per * top[:, :, None]
     part_compute = col_sum(terms) * np.where(ckpt, CHECKPOINTING_SLOWDOWN, 1.0)
     part_compute = part_compute * params.gpu_slowdown(nf, sync)[:, None]
-    power_parts = [_power(params, terms[:, k], g[:, k], gpus) for k in range(2)]
+    power_parts = [_power(params, terms[:, k], g[:, k], gpus, top[:, k]) for k in range(2)]
     part_compute = part_compute * np.stack([p[0] for p in power_parts], axis=1)
     part_watts = np.stack([p[1] for p in power_parts], axis=1)
     part_idle = np.stack([p[3] for p in power_parts], axis=1)
