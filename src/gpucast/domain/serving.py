@@ -4,7 +4,11 @@ A :class:`LatencyCurve` is the time one model instance takes to run a batch of `
 requests on one device when it has the device to itself (measured or predicted). A
 :class:`ModelDeployment` puts ``instances`` copies of a model on a :class:`ServerSpec` (a whole
 GPU, a MIG slice or a CPU server) with a :class:`BatchingPolicy`; a :class:`Deployment` is
-groups of identical servers. The simulator (:mod:`gpucast.simulate.serving`) runs traffic
+groups of identical servers. In front of each device a request crosses its server's *host
+path*: the network link (``ServerSpec.network_gbps``), the shared host (CPU, serving framework
+and client: ``host_s`` and ``host_capacity_rps``) and the PCIe copy (``pcie_gbps``), each a
+queueing stage with a capacity. :class:`ClosedLoop` describes clients that wait for each
+response before sending again. The simulator (:mod:`gpucast.simulate.serving`) runs traffic
 through them; the planner (:mod:`gpucast.plan.serve`) searches over them.
 
 Units are in the names: seconds (``_s``), GiB, US$ per hour.
@@ -172,11 +176,19 @@ class BatchingPolicy:
     waited ``max_queue_delay_s``; the batch is then the largest preferred size the queue can
     fill (at most the largest preferred size), else every queued request up to
     ``max_batch_size``. ``max_queue_delay_s = 0`` sends whatever is queued at once.
+
+    The queue policy (Triton's ``default_queue_policy`` with ``timeout_action: REJECT``):
+    ``max_queue_size`` (None: unbounded) rejects a request that arrives while that many
+    wait; ``queue_timeout_s`` (None: never) rejects a queued request that has waited longer
+    when an instance next takes a batch. Rejected requests are *dropped*: they never run and
+    the simulator counts them apart (load shedding).
     """
 
     max_batch_size: int = 1
     max_queue_delay_s: float = 0.0
     preferred_batch_sizes: tuple[int, ...] = ()
+    max_queue_size: int | None = None
+    queue_timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.max_batch_size, bool) or not isinstance(self.max_batch_size, int):
@@ -194,6 +206,22 @@ class BatchingPolicy:
                 got=list(prefs),
             )
         object.__setattr__(self, "preferred_batch_sizes", prefs)
+        if self.max_queue_size is not None and (
+            isinstance(self.max_queue_size, bool)
+            or not isinstance(self.max_queue_size, int)
+            or self.max_queue_size < 1
+        ):
+            raise InvalidSpecError(
+                "max-queue", "must be an integer >= 1 (or left out: unbounded)",
+                got=self.max_queue_size, fix="e.g. --max-queue 64",
+            )  # fmt: skip
+        if self.queue_timeout_s is not None:
+            _finite("queue-timeout", self.queue_timeout_s, strict=True)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether requests can be rejected (a bounded queue or a queue timeout)."""
+        return self.max_queue_size is not None or self.queue_timeout_s is not None
 
     @property
     def largest_batch(self) -> int:
@@ -226,16 +254,23 @@ class BatchingPolicy:
             if self.preferred_batch_sizes
             else "-"
         )
-        return (
+        text = (
             f"max batch {self.max_batch_size}, delay {self.max_queue_delay_s * 1e3:g} ms, "
             f"preferred {pref}"
         )
+        if self.max_queue_size is not None:
+            text += f", queue <= {self.max_queue_size}"
+        if self.queue_timeout_s is not None:
+            text += f", queue timeout {self.queue_timeout_s * 1e3:g} ms"
+        return text
 
     def to_dict(self) -> dict[str, object]:
         return {
             "max_batch_size": self.max_batch_size,
             "max_queue_delay_s": self.max_queue_delay_s,
             "preferred_batch_sizes": list(self.preferred_batch_sizes),
+            "max_queue_size": self.max_queue_size,
+            "queue_timeout_s": self.queue_timeout_s,
         }
 
 
@@ -243,8 +278,10 @@ class BatchingPolicy:
 class ModelDeployment:
     """``instances`` copies of one model on a server, sharing one queue.
 
-    ``request_overhead_s`` is added to every request's latency (network transfer of the
-    input, (de)serialisation at client and server) and does not occupy the instance.
+    ``request_overhead_s`` is added to every request's latency (round trip, response,
+    anything that occupies no stage) and does not occupy the instance. ``input_bytes`` is
+    what one request carries to the device: it holds the server's network link and PCIe
+    copy for ``input_bytes`` over their bandwidth (0: neither is used).
     ``cold_start_s``: instances become ready that long after the simulation starts (model
     load, framework warm-up); 0 means already warm.
     """
@@ -256,6 +293,7 @@ class ModelDeployment:
     memory_gib: float = 0.0
     request_overhead_s: float = 0.0
     cold_start_s: float = 0.0
+    input_bytes: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -267,6 +305,7 @@ class ModelDeployment:
         _finite("memory_gib", self.memory_gib)
         _finite("request_overhead_s", self.request_overhead_s)
         _finite("cold_start_s", self.cold_start_s)
+        _finite("input_bytes", self.input_bytes)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -278,10 +317,19 @@ class ServerSpec:
     the device work (``n``), the host part overlapping (see :class:`LatencyCurve`). Beyond
     the table the last step repeats.
     ``price_usd_per_hour`` is this device's share of what the server costs.
-    ``host_capacity_rps``: requests per second the host path in front of the device (server
-    CPU and NIC, serving framework, client) can carry; ``None`` = unlimited. While the offered
-    rate is ``rho`` of it, every request waits ``x * rho / (1 - rho)`` more, ``x`` the median
-    latency without contention (processor sharing; see :mod:`gpucast.simulate.serving`).
+
+    The host path, in the order a request crosses it (each stage is optional):
+
+    * ``network_gbps``: the link that carries requests to the server (Gbit/s), a FIFO queue
+      that holds each request for its ``input_bytes`` over the link: it saturates at
+      ``network_gbps / (8 * input_bytes)`` requests/s;
+    * the shared host (client, server CPU, serving framework): a request spends ``host_s``
+      on it when alone; ``host_capacity_rps`` is the most it carries: up to
+      ``host_concurrency`` requests share it (processor sharing that slows each as more are
+      in it, tuned so it carries exactly the capacity when full), more wait in a FIFO queue
+      (see :mod:`gpucast.simulate.stages`). ``None``: unlimited (``host_s`` is then a plain
+      delay);
+    * ``pcie_gbps``: the host-to-device copy (GB/s), a FIFO queue like the link.
     """
 
     name: str
@@ -291,10 +339,28 @@ class ServerSpec:
     models: tuple[ModelDeployment, ...]
     colocation_slowdown: tuple[float, ...] = ()
     host_capacity_rps: float | None = None
+    host_s: float = 0.0
+    host_concurrency: int = 64
+    network_gbps: float | None = None
+    pcie_gbps: float | None = None
 
     def __post_init__(self) -> None:
         if self.host_capacity_rps is not None:
             _finite(f"server {self.name} host_capacity_rps", self.host_capacity_rps, strict=True)
+        _finite(f"server {self.name} host_s", self.host_s)
+        if (
+            isinstance(self.host_concurrency, bool)
+            or not isinstance(self.host_concurrency, int)
+            or self.host_concurrency < 1
+        ):
+            raise InvalidSpecError(
+                f"server {self.name} host_concurrency", "must be an integer >= 1",
+                got=self.host_concurrency, fix="e.g. --host-concurrency 64",
+            )  # fmt: skip
+        for attr in ("network_gbps", "pcie_gbps"):
+            value = getattr(self, attr)
+            if value is not None:
+                _finite(f"server {self.name} {attr}", value, strict=True)
         if self.kind not in SERVER_KINDS:
             raise InvalidSpecError(
                 "server kind", f"must be one of {', '.join(SERVER_KINDS)}", got=self.kind
@@ -330,6 +396,23 @@ class ServerSpec:
     @property
     def instances(self) -> int:
         return sum(m.instances for m in self.models)
+
+    @property
+    def has_host_stage(self) -> bool:
+        """Whether requests cross a shared host stage (a capacity or a host time)."""
+        return self.host_capacity_rps is not None or self.host_s > 0
+
+    def stage_capacity_rps(self, model: ModelDeployment) -> dict[str, float]:
+        """Requests/s of ``model`` each host-path stage carries at most, alone (infinite
+        where a stage is absent or the model's requests carry no bytes)."""
+        out = {"network": math.inf, "host": math.inf, "pcie": math.inf}
+        if self.network_gbps is not None and model.input_bytes > 0:
+            out["network"] = self.network_gbps * 1e9 / (8.0 * model.input_bytes)
+        if self.host_capacity_rps is not None:
+            out["host"] = self.host_capacity_rps
+        if self.pcie_gbps is not None and model.input_bytes > 0:
+            out["pcie"] = self.pcie_gbps * 1e9 / model.input_bytes
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -379,6 +462,39 @@ class Deployment:
             models = "+".join(f"{m.model}x{m.instances}" for m in g.server.models)
             parts.append(f"{g.count}x {g.server.name} [{models}]")
         return ", ".join(parts)
+
+
+ThinkTime = Literal["exponential", "constant"]
+THINK_TIMES: tuple[str, ...] = get_args(ThinkTime)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClosedLoop:
+    """``clients`` clients of one model, each with one request outstanding at a time: it
+    sends, waits for the response (or the rejection), thinks ``think_s`` (exponential with
+    that mean, or constant) and sends again, until the horizon. Throughput then follows the
+    latency: ``clients / (latency + think)`` by Little's law."""
+
+    clients: int
+    think_s: float = 0.0
+    think: ThinkTime = "exponential"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.clients, bool) or not isinstance(self.clients, int) or self.clients < 1:
+            raise InvalidSpecError(
+                "clients", "must be an integer >= 1", got=self.clients, fix="e.g. --clients 16"
+            )
+        _finite("think-ms", self.think_s)
+        if self.think not in THINK_TIMES:
+            raise InvalidSpecError(
+                "think", f"must be one of {', '.join(THINK_TIMES)}", got=self.think
+            )
+
+    def describe(self) -> str:
+        return (
+            f"closed loop: {self.clients} clients, think {self.think_s * 1e3:g} ms "
+            f"({self.think})"
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -7,11 +7,18 @@ The model
 * Each model's requests are spread over the servers that host it (round robin in arrival
   order, or uniformly at random), so every server (a GPU, a MIG slice or a CPU server) is
   simulated on its own: servers share nothing.
+* A request first crosses its server's host path (:class:`~gpucast.domain.serving.ServerSpec`,
+  :mod:`gpucast.simulate.stages`), each stage a queue with a capacity: the network link (FIFO,
+  the request's bytes over the link), the shared host (client, server CPU, serving
+  framework: processor sharing that carries at most ``host_capacity_rps``), the PCIe copy
+  (FIFO). A server bound by a stage saturates at that stage's rate and holds it under
+  overload; its queue grows instead.
 * On a server, each model has one FIFO queue shared by its ``instances``. An idle instance
   takes a batch as the :class:`~gpucast.domain.serving.BatchingPolicy` says (Triton's dynamic
   batcher: at once when the queue holds a preferred batch, else when the oldest request has
   waited the maximum queue delay). Several idle instances are interchangeable, so the next
-  batch goes to the instance that became free first.
+  batch goes to the instance that became free first. As load grows, batches fill before the
+  delay runs out, so a request's latency can *fall* with load.
 * A batch of ``b`` takes ``curve.latency(b)`` seconds on a device of its own. Where several
   instances (of one or more models) share a device, a batch of ``b`` first spends the curve's
   ``host_time_s(b)`` (``host_s`` plus ``host_per_sample_s * b``: host-side work that
@@ -20,29 +27,36 @@ The model
   ``1 / slowdown(n)`` of its solo speed, ``slowdown(n) = n`` by default or the server's
   measured ``colocation_slowdown`` table.
 * A request's latency is its batch's completion minus its arrival, plus the deployment's
-  ``request_overhead_s`` (network and (de)serialisation, which occupy no instance).
-* Host contention (optional, ``ServerSpec.host_capacity_rps``): the CPUs, NIC, serving
-  framework and client threads in front of a device are shared by every request in flight.
-  Modelled as a processor-sharing queue, where a job of work ``x`` spends ``x / (1 - rho)``:
-  every request waits an extra ``x * rho / (1 - rho)``, ``rho`` = the offered rate around its
-  arrival (a :data:`HOST_RATE_WINDOW_S` window) over the host capacity. All requests carry the
-  same input, so they share one ``x``: the host path holds a request for its whole life
-  (client thread, RPC, batcher), so ``x`` is the device's median latency without contention.
-  The delay is the same for every request at a given load: it shifts the latency
-  distribution rather than widening it. This is what makes measured latency climb smoothly
-  with load long before the device saturates (PERSEUS, ``benchmarks/serving_validation.py``).
-  At ``rho >= 1`` the host path cannot keep up; ``rho`` is capped at :data:`HOST_RHO_CAP` in
-  the delay and the server's ``host_utilisation`` (>= 1) says it is overloaded.
+  ``request_overhead_s`` (round trip, response: it occupies no stage).
+* A bounded queue or a queue timeout (the batching policy's queue policy) rejects requests:
+  they are *dropped* (``drop_reason``), never run, and are counted apart. Closed-loop clients
+  (:class:`~gpucast.domain.serving.ClosedLoop`, :func:`simulate_closed_loop`) send their next
+  request a think time after the previous one's response.
+
+Accounting (every run): the measurement window is ``[warmup_s, horizon_s]`` (horizon: the
+simulated duration, default the last arrival). Throughput is the completions inside the
+window over its length, so it never exceeds what was offered and, under overload, is what the
+server carries. Each request arriving in the window is *served* (completed by the horizon),
+*dropped*, or *in flight* at the horizon; latency percentiles are over the requests that ran
+(those in flight included: the simulation runs them to completion, so overload shows as
+latency growing with the backlog, not as requests vanishing).
 
 Why it is fast
 --------------
-The loop runs once per *batch* (a few events per batch where a device is shared), not per
-request or per time step: the queue is the sorted
-arrival array itself, and "how many requests are queued at time t" is a binary search
-(``bisect`` on a Python list — C speed). Instance free times live in a small heap. Per-request
-latencies are expanded from per-batch completions with ``numpy.repeat`` after the loop.
-One million requests through four GPUs with dynamic batching take about a second on one core
-(``benchmarks/serving_speed.py``).
+Open-loop traffic through unbounded queues runs once per *batch* (a few events per batch where
+a device is shared), not per request or per time step: the queue is the sorted arrival array
+itself, and "how many requests are queued at time t" is a binary search (``bisect`` on a
+Python list -- C speed); FIFO host-path stages are a cumulative maximum over the whole
+stream. Instance free times live in a small heap. Per-request latencies are expanded from
+per-batch completions with ``numpy.repeat`` after the loop. One million requests through four
+GPUs with dynamic batching take well under a second on one core
+(``benchmarks/serving_speed.py``). Closed-loop clients and bounded queues run on the
+event-driven engine of :mod:`gpucast.simulate.serving_events` (one event per request and
+stage), which gives the same latencies on the traffic both can run.
+
+:func:`find_saturation` searches the highest offered rate a deployment holds (bounded queue
+growth, no shedding) and reports its peak throughput; :func:`calibrate_host_path` fits the host
+path to measured medians at one or two loads.
 
 Serverless (:func:`simulate_serverless`) is a separate, per-request model of cold starts and
 keep-alive (fixed or the hybrid histogram policy of Shahrad et al., ATC'20).
@@ -54,7 +68,7 @@ import bisect
 import dataclasses
 import heapq
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -63,10 +77,24 @@ import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.serving import (
+    ClosedLoop,
     Deployment,
     KeepAlivePolicy,
     ModelDeployment,
     ServerSpec,
+)
+from gpucast.simulate.serving_events import (
+    DROP_REASONS,
+    DeviceRecord,
+    RunRecord,
+    run_closed_loop,
+    run_open_loop,
+)
+from gpucast.simulate.stages import (
+    device_slowdown,
+    fifo_busy_s,
+    fifo_departures,
+    shared_departures,
 )
 
 FloatArray = npt.NDArray[np.float64]
@@ -74,12 +102,24 @@ IntArray = npt.NDArray[np.int64]
 
 #: Percentiles every summary reports.
 PERCENTILES = (50.0, 95.0, 99.0)
-#: Span (s) over which the offered rate seen by a host path is measured, centred on each
-#: arrival: long enough to average a constant-rate client's pacing, short enough to follow a
-#: trace's bursts.
-HOST_RATE_WINDOW_S = 1.0
-#: Largest host utilisation the delay uses (x99 the work); beyond it the server is overloaded.
-HOST_RHO_CAP = 0.99
+
+__all__ = [
+    "DROP_REASONS",
+    "PERCENTILES",
+    "Saturation",
+    "SaturationProbe",
+    "ServerStats",
+    "ServingResult",
+    "calibrate_host_path",
+    "device_slowdown",
+    "find_saturation",
+    "latency_summary",
+    "simulate_closed_loop",
+    "simulate_serverless",
+    "simulate_serving",
+    "single_server",
+    "with_host_path",
+]
 
 
 # -- results -------------------------------------------------------------------------------------
@@ -108,7 +148,12 @@ def latency_summary(latency_s: FloatArray) -> dict[str, float]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerStats:
-    """One simulated device: what it hosted and how busy it was."""
+    """One simulated device: what it hosted and how busy it was over ``[0, horizon]``.
+
+    ``stages``: utilisation of each host-path stage it has (``network``, ``host``, ``pcie``):
+    the link's and copy engine's busy fraction, the shared host's requests carried over its
+    capacity; ``host_utilisation`` is ``stages["host"]`` (None without a host capacity).
+    """
 
     name: str
     group: int
@@ -120,7 +165,11 @@ class ServerStats:
     busy_fraction: float  # share of the horizon with >= 1 batch running
     instance_utilisation: float  # busy instance-seconds / (instances x horizon)
     mean_batch_size: float
-    host_utilisation: float | None = None  # mean offered rate / host capacity; None: unlimited
+    host_utilisation: float | None = None
+    stages: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stages", MappingProxyType(dict(self.stages)))
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -135,6 +184,7 @@ class ServerStats:
             "instance_utilisation": self.instance_utilisation,
             "mean_batch_size": self.mean_batch_size,
             "host_utilisation": self.host_utilisation,
+            "stages": dict(self.stages),
         }
 
 
@@ -142,8 +192,10 @@ class ServerStats:
 class ServingResult:
     """Per-request arrays of one simulation, and the summaries computed from them.
 
-    ``model_index[i]`` indexes ``models``; arrays are in arrival order per model, models
-    concatenated. ``warmup_s``: requests arriving earlier are left out of the summaries.
+    ``model_index[i]`` indexes ``models``; open-loop arrays are in arrival order per model,
+    models concatenated (closed loop: in send order). ``latency_s`` is NaN and
+    ``batch_size`` 0 for a dropped request (``drop_reason`` > 0, see :data:`DROP_REASONS`).
+    The window is ``[warmup_s, horizon_s]`` (module docstring).
     """
 
     models: tuple[str, ...]
@@ -153,6 +205,8 @@ class ServingResult:
     batch_size: IntArray  # size of the batch each request ran in
     servers: tuple[ServerStats, ...]
     price_usd_per_hour: float
+    horizon_s: float
+    drop_reason: IntArray | None = None
     slo_s: float | None = None
     warmup_s: float = 0.0
     seed: int | None = None
@@ -163,36 +217,85 @@ class ServingResult:
         object.__setattr__(self, "latency_s", _frozen(self.latency_s, np.float64))
         object.__setattr__(self, "model_index", _frozen(self.model_index, np.int64))
         object.__setattr__(self, "batch_size", _frozen(self.batch_size, np.int64))
+        reasons = (
+            np.zeros(self.arrival_s.size, dtype=np.int64)
+            if self.drop_reason is None
+            else self.drop_reason
+        )
+        object.__setattr__(self, "drop_reason", _frozen(reasons, np.int64))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
 
     @property
     def requests(self) -> int:
         return int(self.arrival_s.size)
 
+    @property
+    def dropped(self) -> npt.NDArray[np.bool_]:
+        """Which requests were rejected."""
+        assert self.drop_reason is not None
+        return np.asarray(self.drop_reason > 0)
+
+    @property
+    def window_s(self) -> float:
+        return self.horizon_s - self.warmup_s
+
+    def _model(self, model: str | None) -> npt.NDArray[np.bool_]:
+        if model is None:
+            return np.ones(self.arrival_s.size, dtype=bool)
+        return np.asarray(self.model_index == self.models.index(model))
+
     def _window(self, model: str | None = None) -> npt.NDArray[np.bool_]:
-        keep = self.arrival_s >= self.warmup_s
-        if model is not None:
-            keep &= self.model_index == self.models.index(model)
-        return keep
+        """Requests arriving in the window (of ``model``)."""
+        keep = (self.arrival_s >= self.warmup_s) & (self.arrival_s <= self.horizon_s)
+        return keep & self._model(model)
 
     def latencies(self, model: str | None = None) -> FloatArray:
-        return np.asarray(self.latency_s[self._window(model)])
+        """Latencies of the window's requests that ran (dropped ones left out)."""
+        return np.asarray(self.latency_s[self._window(model) & ~self.dropped])
+
+    def counts(self, model: str | None = None) -> dict[str, int]:
+        """The window's requests: ``requests`` = ``served`` (completed by the horizon) +
+        ``dropped`` + ``in_flight`` (still queued or running at the horizon); ``dropped``
+        split by reason."""
+        win = self._window(model)
+        dropped = win & self.dropped
+        done = self.arrival_s + np.where(self.dropped, math.inf, self.latency_s)
+        served = win & ~self.dropped & (done <= self.horizon_s)
+        out = {
+            "requests": int(win.sum()),
+            "served": int(served.sum()),
+            "dropped": int(dropped.sum()),
+            "in_flight": int((win & ~self.dropped & (done > self.horizon_s)).sum()),
+        }
+        assert self.drop_reason is not None
+        for code, reason in enumerate(DROP_REASONS):
+            if code:
+                out[reason] = int((dropped & (self.drop_reason == code)).sum())
+        return out
+
+    def offered_rps(self, model: str | None = None) -> float:
+        """Arrivals in the window over its length."""
+        w = self.window_s
+        return float(self._window(model).sum()) / w if w > 0 else math.nan
 
     def throughput_rps(self, model: str | None = None) -> float:
-        """Completed requests over the span from the first arrival to the last completion."""
-        keep = self._window(model)
-        if not np.any(keep):
-            return 0.0
-        arrivals = self.arrival_s[keep]
-        done = arrivals + self.latency_s[keep]
-        span = float(done.max() - arrivals.min())
-        return float(keep.sum()) / span if span > 0 else math.inf
+        """Completions in the window over its length (what the server carried)."""
+        w = self.window_s
+        if not w > 0:
+            return math.nan
+        done = self.arrival_s + self.latency_s  # NaN where dropped: never counted
+        inside = (done >= self.warmup_s) & (done <= self.horizon_s) & self._model(model)
+        return float(inside.sum()) / w
 
     def slo_attainment(self, model: str | None = None) -> float | None:
+        """Share of the window's requests answered within the SLO (dropped ones miss it)."""
         if self.slo_s is None:
             return None
-        lat = self.latencies(model)
-        return float(np.mean(lat <= self.slo_s)) if lat.size else math.nan
+        win = self._window(model)
+        if not win.any():
+            return math.nan
+        lat = np.where(self.dropped, math.inf, self.latency_s)[win]
+        return float(np.mean(lat <= self.slo_s))
 
     @property
     def cost_usd_per_million(self) -> float:
@@ -200,23 +303,30 @@ class ServingResult:
         return self.price_usd_per_hour / (rps * 3600.0) * 1e6 if rps > 0 else math.inf
 
     def timeline(self, bins: int = 60) -> dict[str, list[float]]:
-        """Per arrival-time bin: request rate, p50 and p99 latency (for plots)."""
+        """Per arrival-time bin: request rate, p50 and p99 latency of the requests that ran,
+        and the requests dropped (for plots)."""
         if self.requests == 0:
-            return {"t_s": [], "rps": [], "p50_s": [], "p99_s": []}
-        t_end = float(self.arrival_s.max())
+            return {"t_s": [], "rps": [], "p50_s": [], "p99_s": [], "dropped": []}
+        t_end = max(float(self.arrival_s.max()), self.horizon_s)
         edges = np.linspace(0.0, t_end if t_end > 0 else 1.0, bins + 1)
         which = np.clip(np.searchsorted(edges, self.arrival_s, side="right") - 1, 0, bins - 1)
         order = np.argsort(which, kind="stable")
         counts = np.bincount(which, minlength=bins)
-        splits = np.split(self.latency_s[order], np.cumsum(counts)[:-1])
+        lat = self.latency_s[order]
+        splits = np.split(lat, np.cumsum(counts)[:-1])
+        dropped = np.bincount(which[self.dropped], minlength=bins)
         width = edges[1] - edges[0]
-        p50 = [float(np.percentile(s, 50)) if s.size else math.nan for s in splits]
-        p99 = [float(np.percentile(s, 99)) if s.size else math.nan for s in splits]
+
+        def pct(s: FloatArray, q: float) -> float:
+            ran = s[np.isfinite(s)]
+            return float(np.percentile(ran, q)) if ran.size else math.nan
+
         return {
             "t_s": [float(x) for x in edges[:-1]],
             "rps": [float(c / width) for c in counts],
-            "p50_s": p50,
-            "p99_s": p99,
+            "p50_s": [pct(s, 50) for s in splits],
+            "p99_s": [pct(s, 99) for s in splits],
+            "dropped": [int(c) for c in dropped],
         }
 
     def to_dict(self, *, timeline_bins: int = 0) -> dict[str, object]:
@@ -224,22 +334,27 @@ class ServingResult:
         lat = self.latencies()
         per_model = {
             m: {
-                "requests": int(self._window(m).sum()),
+                **self.counts(m),
                 "latency_s": latency_summary(self.latencies(m)),
+                "offered_rps": self.offered_rps(m),
                 "throughput_rps": self.throughput_rps(m),
                 "slo_attainment": self.slo_attainment(m),
             }
             for m in self.models
         }
+        ran = self.batch_size[self._window() & ~self.dropped]
         out: dict[str, object] = {
-            "requests": int(lat.size),
+            **self.counts(),
             "latency_s": latency_summary(lat),
+            "offered_rps": self.offered_rps(),
             "throughput_rps": self.throughput_rps(),
+            "horizon_s": self.horizon_s,
+            "warmup_s": self.warmup_s,
             "slo_s": self.slo_s,
             "slo_attainment": self.slo_attainment(),
             "cost_usd_per_hour": self.price_usd_per_hour,
             "cost_usd_per_million": self.cost_usd_per_million,
-            "mean_batch_size": float(self.batch_size.mean()) if self.requests else math.nan,
+            "mean_batch_size": float(ran.mean()) if ran.size else math.nan,
             "models": per_model,
             "servers": [s.to_dict() for s in self.servers],
             "seed": self.seed,
@@ -270,16 +385,6 @@ class _Queue:
     sizes: list[int] = field(default_factory=list)
     starts: list[float] = field(default_factory=list)
     ends: list[float] = field(default_factory=list)
-
-
-def device_slowdown(server: ServerSpec) -> list[float]:
-    """``slowdown[n]`` for ``n`` = 0..instances batches sharing ``server``'s device (index 0
-    unused): its measured table, else ``n`` (pure sharing of the device work)."""
-    total = server.instances
-    if server.colocation_slowdown:
-        table = server.colocation_slowdown
-        return [1.0] + [table[min(n, len(table)) - 1] for n in range(1, total + 1)]
-    return [1.0] + [float(n) for n in range(1, total + 1)]
 
 
 def _prepare(dep: ModelDeployment, arrivals: FloatArray, server: ServerSpec) -> _Queue:
@@ -428,31 +533,6 @@ def _run_shared(queues: list[_Queue], slowdown: list[float]) -> None:
             cand[m] = inf
 
 
-def _add_host_queueing(
-    capacity_rps: float,
-    idx_by_model: Mapping[str, IntArray],
-    arrivals: Mapping[str, FloatArray],
-    latency: dict[str, FloatArray],
-) -> float:
-    """Add the host-contention delay to one device's requests in ``latency`` (in place; see
-    the module docstring); return the device's mean host utilisation."""
-    names = list(idx_by_model)
-    times = np.concatenate([arrivals[m][idx_by_model[m]] for m in names])
-    if times.size == 0:
-        return 0.0
-    order = np.argsort(times, kind="stable")
-    rate = np.empty(times.size)
-    rate[order] = windowed_rate(times[order])
-    busy, rho = host_queueing(rate, capacity_rps)
-    work = float(np.median(np.concatenate([latency[m][idx_by_model[m]] for m in names])))
-    start = 0
-    for m in names:
-        idx = idx_by_model[m]
-        latency[m][idx] += work * busy[start : start + idx.size]
-        start += idx.size
-    return float(rho.mean())
-
-
 def _union_length(starts: FloatArray, ends: FloatArray) -> float:
     """Total length of the union of intervals [start, end)."""
     if starts.size == 0:
@@ -462,30 +542,6 @@ def _union_length(starts: FloatArray, ends: FloatArray) -> float:
     reach = np.maximum.accumulate(e)
     gap_start = np.concatenate([[s[0]], np.maximum(s[1:], reach[:-1])])
     return float(np.sum(np.maximum(reach - gap_start, 0.0)))
-
-
-def windowed_rate(times_s: FloatArray, window_s: float = HOST_RATE_WINDOW_S) -> FloatArray:
-    """Requests per second around each of the sorted ``times_s``: the count in a ``window_s``
-    window centred on it, over that window's overlap with ``[first, last]`` arrival (so the
-    first and last requests are not seen at half the rate). One request: rate 0."""
-    t = np.asarray(times_s, dtype=np.float64)
-    if t.size < 2:
-        return np.zeros(t.size)
-    half = 0.5 * window_s
-    count = np.searchsorted(t, t + half, side="right") - np.searchsorted(t, t - half, "left")
-    span = np.minimum(t + half, t[-1]) - np.maximum(t - half, t[0])
-    full = min(window_s, float(t[-1] - t[0]))
-    span = np.maximum(span, 0.5 * full) if full > 0 else np.full(t.size, window_s)
-    return np.asarray(count / span, dtype=np.float64)
-
-
-def host_queueing(rate_rps: FloatArray, capacity_rps: float) -> tuple[FloatArray, FloatArray]:
-    """(extra delay per unit of host work ``rho / (1 - rho)``, utilisation ``rho``) of requests
-    offered at ``rate_rps`` to a host path that carries ``capacity_rps``; ``rho`` is capped at
-    :data:`HOST_RHO_CAP` in the delay (the returned utilisation is not capped)."""
-    rho = np.asarray(rate_rps, dtype=np.float64) / capacity_rps
-    capped = np.minimum(rho, HOST_RHO_CAP)
-    return capped / (1.0 - capped), rho
 
 
 def _split(arrivals: FloatArray, parts: int, how: str, rng: np.random.Generator) -> list[IntArray]:
@@ -508,6 +564,182 @@ def _check_arrivals(name: str, arrivals: FloatArray) -> FloatArray:
     return a
 
 
+def _check_run(slo_s: float | None, warmup_s: float, horizon_s: float | None) -> None:
+    if slo_s is not None and not (math.isfinite(slo_s) and slo_s > 0):
+        raise InvalidSpecError("slo", "must be > 0 seconds", got=slo_s, fix="e.g. --slo-ms 100")
+    if not (math.isfinite(warmup_s) and warmup_s >= 0):
+        raise InvalidSpecError("warmup_s", "must be >= 0", got=warmup_s)
+    if horizon_s is not None and not (math.isfinite(horizon_s) and horizon_s > warmup_s):
+        raise InvalidSpecError(
+            "horizon_s", "must be finite and after the warm-up", got=horizon_s,
+            fix="e.g. the simulated duration, --duration-s 60",
+        )  # fmt: skip
+
+
+def _host_path(
+    server: ServerSpec,
+    deps: Sequence[ModelDeployment],
+    times: Sequence[FloatArray],
+    horizon_s: float,
+) -> tuple[list[FloatArray], dict[str, float]]:
+    """When each model's requests (``times``, sorted per model) reach the batcher after the
+    server's host path, and each stage's utilisation over ``[0, horizon_s]``."""
+    has_net = server.network_gbps is not None and any(d.input_bytes > 0 for d in deps)
+    has_pcie = server.pcie_gbps is not None and any(d.input_bytes > 0 for d in deps)
+    if not (has_net or has_pcie or server.has_host_stage):
+        return list(times), {}
+    sizes = [t.size for t in times]
+    merged = np.concatenate(times) if times else np.zeros(0)
+    payload = np.concatenate(
+        [np.full(n, d.input_bytes, dtype=np.float64) for n, d in zip(sizes, deps, strict=True)]
+    )
+    order = np.argsort(merged, kind="stable")
+    t = merged[order]
+    load = payload[order]
+    util: dict[str, float] = {}
+    h = horizon_s
+    if has_net:
+        assert server.network_gbps is not None
+        service = load * 8.0 / (server.network_gbps * 1e9)
+        out = fifo_departures(t, service)
+        util["network"] = fifo_busy_s(t, out, service, h) / h if h > 0 else 0.0
+        t = out
+    if server.has_host_stage:
+        t = shared_departures(
+            t, server.host_s, server.host_capacity_rps, server.host_concurrency
+        )
+        if server.host_capacity_rps is not None:
+            carried = float(np.searchsorted(t, h, side="right"))
+            util["host"] = carried / (server.host_capacity_rps * h) if h > 0 else 0.0
+    if has_pcie:
+        assert server.pcie_gbps is not None
+        service = load / (server.pcie_gbps * 1e9)
+        out = fifo_departures(t, service)
+        util["pcie"] = fifo_busy_s(t, out, service, h) / h if h > 0 else 0.0
+        t = out
+    at_batcher = np.empty_like(t)
+    at_batcher[order] = t
+    return np.split(at_batcher, np.cumsum(sizes)[:-1]), util
+
+
+def _fast_open_loop(
+    deployment: Deployment,
+    checked: Mapping[str, FloatArray],
+    per_device: Sequence[Mapping[str, IntArray]],
+    devices: Sequence[tuple[int, int]],
+    horizon_s: float,
+) -> RunRecord:
+    """Open-loop traffic through unbounded queues: the batch-level loops (module docstring)."""
+    models = deployment.models
+    done = {m: np.empty(checked[m].size) for m in models}
+    batch_of = {m: np.empty(checked[m].size, dtype=np.int64) for m in models}
+    records: list[DeviceRecord] = []
+    for d, (g, r) in enumerate(devices):
+        server = deployment.groups[g].server
+        deps = server.models
+        ids = [per_device[d][dep.model] for dep in deps]
+        at_batcher, util = _host_path(
+            server, deps, [checked[dep.model][i] for dep, i in zip(deps, ids, strict=True)],
+            horizon_s,
+        )  # fmt: skip
+        queues = [_prepare(dep, a, server) for dep, a in zip(deps, at_batcher, strict=True)]
+        if server.instances == 1:
+            for q in queues:
+                _run_one_model(q)
+        else:
+            _run_shared(queues, device_slowdown(server))
+        record = DeviceRecord(group=g, replica=r, stage_utilisation=util)
+        for dep, q, idx in zip(deps, queues, ids, strict=True):
+            if idx.size:
+                sizes = np.asarray(q.sizes, dtype=np.int64)
+                done[dep.model][idx] = np.repeat(np.asarray(q.ends), sizes)
+                batch_of[dep.model][idx] = np.repeat(sizes, sizes)
+            record.starts += q.starts
+            record.ends += q.ends
+            record.requests += int(idx.size)
+            record.ran += int(idx.size)
+        records.append(record)
+    return RunRecord(
+        model_index=np.concatenate(
+            [np.full(checked[m].size, i, dtype=np.int64) for i, m in enumerate(models)]
+        ),
+        arrival_s=np.concatenate([checked[m] for m in models]),
+        done_s=np.concatenate([done[m] for m in models]),
+        batch_size=np.concatenate([batch_of[m] for m in models]),
+        drop_reason=np.zeros(sum(checked[m].size for m in models), dtype=np.int64),
+        devices=records,
+    )
+
+
+def _result(
+    deployment: Deployment,
+    record: RunRecord,
+    *,
+    horizon_s: float,
+    slo_s: float | None,
+    warmup_s: float,
+    seed: int | None,
+    sources: Mapping[str, str] | None,
+) -> ServingResult:
+    """A :class:`ServingResult` from either engine's record."""
+    models = deployment.models
+    overhead = {
+        dep.model: dep.request_overhead_s for g in deployment.groups for dep in g.server.models
+    }
+    extra = np.asarray([overhead[m] for m in models], dtype=np.float64)
+    dropped = record.drop_reason > 0
+    latency = np.where(
+        dropped, math.nan, record.done_s - record.arrival_s + extra[record.model_index]
+    )
+    h = horizon_s
+    stats = []
+    for dev in record.devices:
+        server = deployment.groups[dev.group].server
+        starts = np.asarray(dev.starts, dtype=np.float64)
+        ends = np.asarray(dev.ends, dtype=np.float64)
+        inside = starts < h
+        s_in, e_in = starts[inside], np.minimum(ends[inside], h)
+        n_batches = int(starts.size)
+        stats.append(
+            ServerStats(
+                name=server.name,
+                group=dev.group,
+                replica=dev.replica,
+                kind=server.kind,
+                price_usd_per_hour=server.price_usd_per_hour,
+                requests=dev.requests,
+                batches=n_batches,
+                busy_fraction=_union_length(s_in, e_in) / h if h > 0 else 0.0,
+                instance_utilisation=(
+                    float(np.sum(e_in - s_in)) / (server.instances * h) if h > 0 else 0.0
+                ),
+                mean_batch_size=dev.ran / n_batches if n_batches else 0.0,
+                host_utilisation=dev.stage_utilisation.get("host"),
+                stages=dev.stage_utilisation,
+            )
+        )
+    return ServingResult(
+        models=models,
+        arrival_s=record.arrival_s,
+        latency_s=latency,
+        model_index=record.model_index,
+        batch_size=record.batch_size,
+        drop_reason=record.drop_reason,
+        servers=tuple(stats),
+        price_usd_per_hour=deployment.price_usd_per_hour,
+        horizon_s=horizon_s,
+        slo_s=slo_s,
+        warmup_s=warmup_s,
+        seed=seed,
+        sources=sources or {},
+    )
+
+
+def _default_horizon(arrivals: Mapping[str, FloatArray]) -> float:
+    last = max((float(a[-1]) for a in arrivals.values() if len(a)), default=0.0)
+    return last if last > 0 else 1.0
+
+
 def simulate_serving(
     deployment: Deployment,
     arrivals: Mapping[str, FloatArray],
@@ -519,16 +751,14 @@ def simulate_serving(
     horizon_s: float | None = None,
     sources: Mapping[str, str] | None = None,
 ) -> ServingResult:
-    """Run every model's ``arrivals`` (sorted seconds) through ``deployment``.
+    """Run every model's open-loop ``arrivals`` (sorted seconds) through ``deployment``.
 
     ``rng`` (or ``seed``) only drives random load balancing; the same inputs and seed give
-    the same result bit for bit. ``horizon_s`` (default: the last completion) is the span
-    utilisation is measured over.
+    the same result bit for bit. ``horizon_s`` (default: the last arrival) ends the
+    measurement window (the simulated duration); every request still runs to completion.
+    Deployments whose queues can reject requests run on the event-driven engine.
     """
-    if slo_s is not None and not (math.isfinite(slo_s) and slo_s > 0):
-        raise InvalidSpecError("slo", "must be > 0 seconds", got=slo_s, fix="e.g. --slo-ms 100")
-    if not (math.isfinite(warmup_s) and warmup_s >= 0):
-        raise InvalidSpecError("warmup_s", "must be >= 0", got=warmup_s)
+    _check_run(slo_s, warmup_s, horizon_s)
     generator = rng if rng is not None else np.random.default_rng(seed)
     models = deployment.models
     missing = [m for m in models if m not in arrivals]
@@ -550,150 +780,334 @@ def simulate_serving(
             hosts[dep.model].append(d)
     per_device: list[dict[str, IntArray]] = [{} for _ in devices]
     checked: dict[str, FloatArray] = {}
+    device_of: dict[str, IntArray] = {}
     for m in models:
         a = _check_arrivals(m, arrivals[m])
         checked[m] = a
+        owner = np.empty(a.size, dtype=np.int64)
         for d, idx in zip(
             hosts[m], _split(a, len(hosts[m]), deployment.load_balancing, generator), strict=True
         ):
             per_device[d][m] = idx
-
-    completion: dict[str, FloatArray] = {m: np.empty(checked[m].size) for m in models}
-    host_util: dict[int, float] = {}
-    batch_of: dict[str, IntArray] = {m: np.empty(checked[m].size, dtype=np.int64) for m in models}
-    overhead = {
-        dep.model: dep.request_overhead_s for g in deployment.groups for dep in g.server.models
-    }
-    device_out: list[tuple[int, int, list[_Queue], dict[str, IntArray]]] = []
-    for d, (g, r) in enumerate(devices):
-        server = deployment.groups[g].server
-        queues = [
-            _prepare(dep, checked[dep.model][per_device[d][dep.model]], server)
-            for dep in server.models
-        ]
-        slowdown = device_slowdown(server)
-        if server.instances == 1:
-            for q in queues:
-                _run_one_model(q)
-        else:
-            _run_shared(queues, slowdown)
-        for dep, q in zip(server.models, queues, strict=True):
-            idx = per_device[d][dep.model]
-            if idx.size:
-                sizes = np.asarray(q.sizes, dtype=np.int64)
-                completion[dep.model][idx] = np.repeat(np.asarray(q.ends), sizes)
-                batch_of[dep.model][idx] = np.repeat(sizes, sizes)
-        device_out.append((g, r, queues, per_device[d]))
-
-    latency = {m: completion[m] - checked[m] + overhead[m] for m in models}
-    for d, (g, _r) in enumerate(devices):
-        capacity = deployment.groups[g].server.host_capacity_rps
-        if capacity is not None:
-            host_util[d] = _add_host_queueing(capacity, per_device[d], checked, latency)
-    arrival_all = np.concatenate([checked[m] for m in models]) if models else np.zeros(0)
-    latency_all = np.concatenate([latency[m] for m in models]) if models else np.zeros(0)
-    model_index = np.concatenate(
-        [np.full(checked[m].size, i, dtype=np.int64) for i, m in enumerate(models)]
-    )
-    batch_all = np.concatenate([batch_of[m] for m in models])
-
-    last_end = max(
-        (max(q.ends) for _g, _r, qs, _i in device_out for q in qs if q.ends), default=0.0
-    )
-    horizon = horizon_s if horizon_s is not None else last_end
-    stats = []
-    for d, (g, r, queues, idx_by_model) in enumerate(device_out):
-        server = deployment.groups[g].server
-        starts = np.concatenate([np.asarray(q.starts) for q in queues])
-        ends = np.concatenate([np.asarray(q.ends) for q in queues])
-        n_req = int(sum(i.size for i in idx_by_model.values()))
-        n_batches = int(starts.size)
-        busy = _union_length(starts, ends)
-        stats.append(
-            ServerStats(
-                name=server.name,
-                group=g,
-                replica=r,
-                kind=server.kind,
-                price_usd_per_hour=server.price_usd_per_hour,
-                requests=n_req,
-                batches=n_batches,
-                busy_fraction=min(1.0, busy / horizon) if horizon > 0 else 0.0,
-                instance_utilisation=(
-                    min(1.0, float(np.sum(ends - starts)) / (server.instances * horizon))
-                    if horizon > 0
-                    else 0.0
-                ),
-                mean_batch_size=n_req / n_batches if n_batches else 0.0,
-                host_utilisation=host_util.get(d),
-            )
-        )
-    return ServingResult(
-        models=models,
-        arrival_s=arrival_all,
-        latency_s=latency_all,
-        model_index=model_index,
-        batch_size=batch_all,
-        servers=tuple(stats),
-        price_usd_per_hour=deployment.price_usd_per_hour,
+            owner[idx] = d
+        device_of[m] = owner
+    horizon = horizon_s if horizon_s is not None else _default_horizon(checked)
+    bounded = any(dep.batching.bounded for g in deployment.groups for dep in g.server.models)
+    if bounded:
+        record = run_open_loop(deployment, checked, device_of, horizon)
+    else:
+        record = _fast_open_loop(deployment, checked, per_device, devices, horizon)
+    return _result(
+        deployment,
+        record,
+        horizon_s=horizon,
         slo_s=slo_s,
         warmup_s=warmup_s,
         seed=seed if rng is None else None,
-        sources=sources or {},
+        sources=sources,
     )
 
 
-def with_host_capacity(deployment: Deployment, capacity_rps: float | None) -> Deployment:
-    """``deployment`` with every server's ``host_capacity_rps`` set to ``capacity_rps``."""
-    groups = tuple(
-        dataclasses.replace(g, server=dataclasses.replace(g.server, host_capacity_rps=capacity_rps))
-        for g in deployment.groups
-    )
-    return dataclasses.replace(deployment, groups=groups)
-
-
-def calibrate_host_capacity(
+def simulate_closed_loop(
     deployment: Deployment,
-    arrivals: Mapping[str, FloatArray],
-    measured_p50_s: float,
+    clients: Mapping[str, ClosedLoop],
+    duration_s: float,
     *,
     seed: int | None = 0,
-) -> float:
-    """The host capacity (requests/s, the same on every server) at which the simulated median
-    latency of ``arrivals`` equals ``measured_p50_s``: one measured load level pins the host
-    path (``benchmarks/serving_validation.py`` validates this on PERSEUS).
-
-    Raises :class:`InvalidSpecError` when the measured median is not above the simulated one
-    without contention (the device model alone is already as slow: nothing to calibrate).
-    """
-    if not (math.isfinite(measured_p50_s) and measured_p50_s > 0):
-        raise InvalidSpecError("measured p50", "must be > 0", got=measured_p50_s)
-
-    def p50(capacity: float | None) -> float:
-        dep = with_host_capacity(deployment, capacity)
-        return float(np.median(simulate_serving(dep, arrivals, seed=seed).latencies()))
-
-    free = p50(None)
-    if measured_p50_s <= free * (1.0 + 1e-6):
+    rng: np.random.Generator | None = None,
+    slo_s: float | None = None,
+    warmup_s: float = 0.0,
+    sources: Mapping[str, str] | None = None,
+) -> ServingResult:
+    """Closed-loop ``clients`` per model (:class:`~gpucast.domain.serving.ClosedLoop`) for
+    ``duration_s`` through ``deployment`` (the event-driven engine). ``rng`` (or ``seed``)
+    drives think times and random load balancing: same seed, same result."""
+    _check_run(slo_s, warmup_s, duration_s)
+    unknown = [m for m in clients if m not in deployment.models]
+    if unknown:
         raise InvalidSpecError(
-            "measured p50",
-            f"is not above the simulated {free * 1e3:.2f} ms without host contention, so no "
-            "host capacity explains it",
-            got=f"{measured_p50_s * 1e3:.2f} ms",
-            fix="check the rate and latency curve, or leave the host capacity unlimited",
+            "clients",
+            f"model(s) {', '.join(unknown)} are not deployed on any server",
+            fix="add a server that hosts them",
         )
+    if not clients:
+        raise InvalidSpecError("clients", "none given", fix="e.g. --clients 16")
+    generator = rng if rng is not None else np.random.default_rng(seed)
+    record = run_closed_loop(deployment, clients, duration_s, generator)
+    return _result(
+        deployment,
+        record,
+        horizon_s=duration_s,
+        slo_s=slo_s,
+        warmup_s=warmup_s,
+        seed=seed if rng is None else None,
+        sources=sources,
+    )
+
+
+def with_host_path(
+    deployment: Deployment,
+    *,
+    capacity_rps: float | None | object = ...,
+    host_s: float | None = None,
+) -> Deployment:
+    """``deployment`` with every server's shared host set: ``capacity_rps`` (None:
+    unlimited; left out: unchanged) and ``host_s`` (None: unchanged)."""
+    groups = []
+    for g in deployment.groups:
+        changes: dict[str, object] = {}
+        if capacity_rps is not ...:
+            changes["host_capacity_rps"] = capacity_rps
+        if host_s is not None:
+            changes["host_s"] = host_s
+        groups.append(dataclasses.replace(g, server=dataclasses.replace(g.server, **changes)))
+    return dataclasses.replace(deployment, groups=tuple(groups))
+
+
+# -- calibration ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostPathFit:
+    """The shared host fitted to measured medians (:func:`calibrate_host_path`)."""
+
+    host_s: float
+    capacity_rps: float | None
+    points: int
+    capacity_fitted: bool
+
+
+def _median(deployment: Deployment, arrivals: Mapping[str, FloatArray], seed: int | None) -> float:
+    return float(np.median(simulate_serving(deployment, arrivals, seed=seed).latencies()))
+
+
+def calibrate_host_path(
+    deployment: Deployment,
+    points: Sequence[tuple[Mapping[str, FloatArray], float]],
+    *,
+    capacity_rps: float | None = None,
+    fit_capacity: bool = True,
+    seed: int | None = 0,
+) -> HostPathFit:
+    """Fit the shared host (``host_s``, and ``host_capacity_rps`` where two loads pin it)
+    so the simulated median latency of each point's arrivals equals its measured median.
+
+    ``points``: (arrivals, measured median seconds). One point, or a ``capacity_rps`` given,
+    or ``fit_capacity=False``: only ``host_s`` is fitted (the time a request spends on the
+    host path when alone), at that capacity (None: unlimited). Two or more points: the
+    lowest and highest offered loads fit ``host_s`` and the capacity together (the rise of
+    the median between them is the host filling up). Raises :class:`InvalidSpecError` when a
+    measured median is below what the device alone takes, or the rise cannot be explained.
+    """
     from scipy.optimize import brentq  # only calibration needs it
 
-    busiest = max(float(windowed_rate(np.sort(a)).max()) for a in arrivals.values() if len(a))
-    # the median falls as the capacity grows: far below the load it is ~100x the work (the
-    # utilisation cap), far above it the uncontended median, which is below the target
-    log_c = brentq(
-        lambda x: p50(math.exp(x)) - measured_p50_s,
-        math.log(busiest * 1e-3),
-        math.log(busiest * 1e6),
-        xtol=1e-6,
+    if not points:
+        raise InvalidSpecError("calibration", "needs at least one measured median")
+    for _arr, p50 in points:
+        if not (math.isfinite(p50) and p50 > 0):
+            raise InvalidSpecError("measured p50", "must be > 0", got=p50)
+
+    def rate(arr: Mapping[str, FloatArray]) -> float:
+        n = sum(len(a) for a in arr.values())
+        span = max((float(a[-1]) for a in arr.values() if len(a)), default=0.0)
+        return n / span if span > 0 else 0.0
+
+    ordered = sorted(points, key=lambda p: rate(p[0]))
+    low_arr, low_p50 = ordered[0]
+
+    def host_for(capacity: float | None) -> float:
+        def gap(h: float) -> float:
+            dep = with_host_path(deployment, capacity_rps=capacity, host_s=h)
+            return _median(dep, low_arr, seed) - low_p50
+
+        floor = gap(0.0)
+        if floor >= 0:
+            raise InvalidSpecError(
+                "measured p50",
+                f"is not above the simulated {(floor + low_p50) * 1e3:.2f} ms without host "
+                "time at this load, so no host path explains it",
+                got=f"{low_p50 * 1e3:.2f} ms",
+                fix="check the rate and latency curve, or leave the host path out",
+            )
+        return float(brentq(gap, 0.0, low_p50, xtol=1e-7))
+
+    if len(ordered) == 1 or capacity_rps is not None or not fit_capacity:
+        return HostPathFit(
+            host_s=host_for(capacity_rps),
+            capacity_rps=capacity_rps,
+            points=len(points),
+            capacity_fitted=False,
+        )
+    high_arr, high_p50 = ordered[-1]
+    busiest = rate(high_arr)
+
+    def rise(log_c: float) -> float:
+        capacity = math.exp(log_c)
+        h = host_for(capacity)
+        dep = with_host_path(deployment, capacity_rps=capacity, host_s=h)
+        return _median(dep, high_arr, seed) - high_p50
+
+    lo, hi = math.log(busiest * 1.0005), math.log(busiest * 1e4)
+    if rise(hi) >= 0:
+        raise InvalidSpecError(
+            "measured p50",
+            f"rises from {low_p50 * 1e3:.2f} to {high_p50 * 1e3:.2f} ms, no more than the "
+            "simulated device alone, so no host capacity explains the rise",
+            fix="fit the host time only (one point), or check the rates",
+        )
+    if rise(lo) <= 0:
+        raise InvalidSpecError(
+            "measured p50",
+            f"at {busiest:.1f} req/s is higher than a host path saturating just above that "
+            "rate gives",
+            fix="check the rates; the server may be overloaded at that load",
+        )
+    capacity = math.exp(float(brentq(rise, lo, hi, xtol=1e-5)))
+    return HostPathFit(
+        host_s=host_for(capacity), capacity_rps=capacity, points=len(points), capacity_fitted=True
     )
-    return math.exp(float(log_c))
+
+
+# -- saturation ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SaturationProbe:
+    """One offered rate tried by :func:`find_saturation`, measured over the second half of
+    the run (after the queues settled)."""
+
+    offered_rps: float
+    served_rps: float
+    dropped_fraction: float
+    held: bool
+    p50_s: float
+    p99_s: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "offered_rps": self.offered_rps,
+            "served_rps": self.served_rps,
+            "dropped_fraction": self.dropped_fraction,
+            "held": self.held,
+            "p50_s": self.p50_s,
+            "p99_s": self.p99_s,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Saturation:
+    """The highest offered rate held (``saturation_rps``) and the most the deployment carried
+    at any offered rate (``peak_throughput_rps``); ``probes`` in the order they ran."""
+
+    saturation_rps: float
+    peak_throughput_rps: float
+    tolerance: float
+    duration_s: float
+    probes: tuple[SaturationProbe, ...]
+
+    @property
+    def criterion(self) -> str:
+        return (
+            f"held = over the second half of a {self.duration_s:g} s run, at least "
+            f"{1 - self.tolerance:.0%} of the offered requests completed and at most "
+            f"{self.tolerance:.0%} were dropped (the queue stops growing)"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "saturation_rps": self.saturation_rps,
+            "peak_throughput_rps": self.peak_throughput_rps,
+            "criterion": self.criterion,
+            "probes": [p.to_dict() for p in self.probes],
+        }
+
+
+def probe_rate(
+    deployment: Deployment,
+    arrivals: Mapping[str, FloatArray],
+    duration_s: float,
+    *,
+    tolerance: float = 0.01,
+    seed: int | None = 0,
+) -> SaturationProbe:
+    """Whether ``deployment`` holds ``arrivals`` over ``duration_s`` (see :class:`Saturation`)."""
+    half = 0.5 * duration_s
+    run = simulate_serving(deployment, arrivals, seed=seed, warmup_s=half, horizon_s=duration_s)
+    counts = run.counts()
+    offered = run.offered_rps()
+    served = run.throughput_rps()
+    dropped = counts["dropped"] / counts["requests"] if counts["requests"] else 0.0
+    lat = run.latencies()
+    p50, p99 = (float(v) for v in np.percentile(lat, [50, 99])) if lat.size else (math.nan,) * 2
+    held = served >= (1.0 - tolerance) * offered and dropped <= tolerance
+    return SaturationProbe(
+        offered_rps=offered, served_rps=served, dropped_fraction=dropped, held=held,
+        p50_s=p50, p99_s=p99,
+    )  # fmt: skip
+
+
+def find_saturation(
+    deployment: Deployment,
+    arrivals_at: Callable[[float], Mapping[str, FloatArray]],
+    *,
+    duration_s: float,
+    start_rps: float,
+    tolerance: float = 0.01,
+    precision: float = 0.005,
+    max_probes: int = 30,
+    seed: int | None = 0,
+) -> Saturation:
+    """Search the highest total offered rate ``deployment`` holds.
+
+    ``arrivals_at(rate)`` gives each model's arrivals over ``duration_s`` at a total mean
+    ``rate`` (the caller's process: Poisson, constant, a time-scaled trace; the models in
+    their mix). Starting from ``start_rps`` (e.g. the analytic capacity), the rate doubles or
+    halves until it brackets the edge, then bisects (geometrically) to ``precision``.
+    """
+    if not (math.isfinite(start_rps) and start_rps > 0):
+        raise InvalidSpecError("saturation start rate", "must be > 0", got=start_rps)
+    if not (math.isfinite(duration_s) and duration_s > 0):
+        raise InvalidSpecError("duration", "must be > 0 seconds", got=duration_s)
+    probes: list[SaturationProbe] = []
+
+    def held(rate: float) -> bool:
+        probe = probe_rate(
+            deployment, arrivals_at(rate), duration_s, tolerance=tolerance, seed=seed
+        )
+        probes.append(probe)
+        return probe.held
+
+    lo, hi = 0.0, start_rps
+    if held(hi):
+        lo = hi
+        while len(probes) < max_probes:
+            hi = lo * 2.0
+            if not held(hi):
+                break
+            lo = hi
+        else:
+            hi = math.inf
+    else:
+        while len(probes) < max_probes and hi > 1e-9:
+            lo = hi / 2.0
+            if held(lo):
+                break
+            hi = lo
+            lo = 0.0
+    while lo > 0 and math.isfinite(hi) and hi / lo - 1.0 > precision and len(probes) < max_probes:
+        mid = math.sqrt(lo * hi)
+        if held(mid):
+            lo = mid
+        else:
+            hi = mid
+    peak = max((p.served_rps for p in probes), default=math.nan)
+    return Saturation(
+        saturation_rps=max((p.offered_rps for p in probes if p.held), default=0.0),
+        peak_throughput_rps=peak,
+        tolerance=tolerance,
+        duration_s=duration_s,
+        probes=tuple(probes),
+    )
 
 
 # -- serverless ----------------------------------------------------------------------------------
