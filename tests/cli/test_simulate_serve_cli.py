@@ -135,41 +135,70 @@ def test_trace_with_malformed_rows_is_reported(table: Path, tmp_path: Path) -> N
     assert "1 malformed rows skipped" in out["sources"]["arrivals"]
 
 
-def test_host_capacity_stretches_latency_and_reports_the_host_load(table: Path) -> None:
+def test_host_path_stretches_latency_and_holds_its_capacity(table: Path) -> None:
     base = ["simulate", "serve", "--model", "resnet50", "--gpu", "P4", "--rate", "150"]
     base += ["--arrivals", "constant", "--latency-table", str(table), "--duration-s", "20"]
     free = json.loads(runner.invoke(app, [*base, "--json"]).output)
-    result = runner.invoke(app, [*base, "--host-capacity-rps", "300", "--json"])
+    alone = json.loads(runner.invoke(app, [*base, "--host-ms", "10", "--json"]).output)
+    # unlimited host: the 10 ms are a plain delay
+    assert alone["latency_s"]["p50"] == pytest.approx(free["latency_s"]["p50"] + 0.010, rel=0.02)
+    result = runner.invoke(app, [*base, "--host-ms", "10", "--host-capacity-rps", "300",
+                                 "--json"])  # fmt: skip
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
+    # half full: the host carries 150 of its 300 and the 10 ms stretch as requests share it
     assert out["servers"][0]["host_utilisation"] == pytest.approx(0.5, rel=0.03)
-    assert out["latency_s"]["p50"] == pytest.approx(2 * free["latency_s"]["p50"], rel=0.05)
-    assert "host_capacity" in out["sources"]
-    over = runner.invoke(app, [*base, "--host-capacity-rps", "100"])
+    assert out["latency_s"]["p50"] > alone["latency_s"]["p50"] + 0.002
+    assert "host_capacity" in out["sources"] and out["host_s"] == pytest.approx(0.010)
+    over = runner.invoke(app, [*base, "--host-capacity-rps", "100", "--json"])
     assert over.exit_code == 0, over.output
-    assert "overloaded" in over.stderr
+    assert "overloaded: 150.0 req/s offered" in over.stderr
+    held = json.loads(over.stdout)
+    # a real queue: it carries its capacity, the rest waits (no throughput collapse)
+    assert held["throughput_rps"] == pytest.approx(100.0, rel=0.02)
+    assert held["in_flight"] > 0.25 * held["requests"]
 
 
-def test_calibrate_p50_fits_the_host_capacity(table: Path) -> None:
+def test_calibrate_p50_fits_the_host_time(table: Path) -> None:
     base = ["simulate", "serve", "--model", "resnet50", "--gpu", "P4", "--rate", "150"]
     base += ["--arrivals", "constant", "--latency-table", str(table), "--duration-s", "20"]
     free = json.loads(runner.invoke(app, [*base, "--json"]).output)
-    target_ms = 3e3 * free["latency_s"]["p50"]  # three times the uncontended median
+    target_ms = 1e3 * free["latency_s"]["p50"] + 20.0
     result = runner.invoke(app, [*base, "--calibrate-p50-ms", f"{target_ms}", "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert out["latency_s"]["p50"] * 1e3 == pytest.approx(target_ms, rel=0.01)
-    # x + x * rho / (1 - rho) = 3x  ->  rho = 2/3  ->  capacity = 150 / (2/3) = 225
-    assert out["host_capacity_rps"] == pytest.approx(225.0, rel=0.03)
-    assert "calibrated" in out["sources"]["host_capacity"]
+    assert out["host_s"] == pytest.approx(0.020, rel=0.05)  # capacity unlimited: a delay
+    assert out["host_capacity_rps"] is None
+    assert "calibrated" in out["sources"]["host_path"]
+
+
+def test_two_measured_loads_fit_host_time_and_capacity(table: Path) -> None:
+    base = ["simulate", "serve", "--model", "resnet50", "--gpu", "P4", "--arrivals", "constant",
+            "--latency-table", str(table), "--duration-s", "20"]  # fmt: skip
+    truth = ["--host-ms", "8", "--host-capacity-rps", "250", "--json"]
+    low = json.loads(runner.invoke(app, [*base, "--rate", "120", *truth]).stdout)
+    high = json.loads(runner.invoke(app, [*base, "--rate", "220", *truth]).stdout)
+    fit = runner.invoke(app, [
+        *base, "--rate", "120", "--calibrate-p50-ms", f"{low['latency_s']['p50'] * 1e3}",
+        "--calibrate-at", f"220={high['latency_s']['p50'] * 1e3}", "--json",
+    ])  # fmt: skip
+    assert fit.exit_code == 0, fit.output
+    out = json.loads(fit.stdout)
+    assert out["host_s"] == pytest.approx(0.008, rel=0.05)
+    assert out["host_capacity_rps"] == pytest.approx(250.0, rel=0.05)
+    assert "capacity" in out["sources"]["host_path"] and "fitted" in out["sources"]["host_path"]
 
 
 @pytest.mark.parametrize(
     "extra, text",
     [
-        (["--calibrate-p50-ms", "1"], "no host capacity explains it"),
+        (["--calibrate-p50-ms", "1"], "no host path explains it"),
         (["--calibrate-p50-ms", "-1"], "calibrate-p50-ms: must be > 0"),
-        (["--calibrate-p50-ms", "50", "--host-capacity-rps", "300"], "cannot be combined"),
+        (["--calibrate-p50-ms", "50", "--host-ms", "3"], "cannot be combined"),
+        (["--calibrate-at", "200=40"], "calibrate-at: needs a second load"),
+        (["--calibrate-at", "200:40", "--calibrate-p50-ms", "30"], "must be RATE=P50_MS"),
+        (["--calibrate-at", "0=40", "--calibrate-p50-ms", "30"], "needs a rate > 0"),
     ],
 )
 def test_calibrate_p50_bad_input(table: Path, extra: list[str], text: str) -> None:

@@ -90,8 +90,12 @@ def test_trace_arrivals_report_skipped_rows(tmp_path: Path) -> None:
     got = inputs.read_trace_arrivals(trace, seed=0)
     assert got.times_s.size == 50
     assert got.warnings == (f"skipped 1 malformed row(s) of t.csv; first: {_first(got)}",)
-    cut = inputs.arrivals(f"trace:{trace}", 1.0, 2.0, seed=0)
+    cut = inputs.arrivals(f"trace:{trace}", None, 2.0, seed=0)
     assert cut.times_s.size == 20 and cut.warnings == got.warnings
+    assert cut.duration_s == 2.0 and cut.source.startswith("trace t.csv")
+    # a rate time-scales the trace (10 req/s -> 1 req/s): 2 s hold 2 requests
+    slow = inputs.arrivals(f"trace:{trace}", 1.0, 2.0, seed=0)
+    assert slow.times_s.size == 2 and "time-scaled to 1 req/s" in slow.source
     trace.write_text("arrival_s\n1.0\n")
     with pytest.raises(DataFormatError, match="fewer than two arrivals"):
         inputs.read_trace_arrivals(trace, seed=0)

@@ -23,19 +23,29 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import lower_list, option, split_list
-from gpucast.domain.serving import BatchingPolicy, LatencyCurve
+from gpucast.domain.serving import SERVING_PRECISIONS, BatchingPolicy, ClosedLoop, LatencyCurve
 from gpucast.domain.serving_plan import PLACEMENTS, ServePlan, ServeRequest
-from gpucast.domain.workload import PRECISIONS
+from gpucast.domain.workload import WorkloadOptions, workload_options_field
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from gpucast.simulate.serving import ServingResult
+    from gpucast.simulate.serving import Saturation, ServingResult
 
 HOST_CAPACITY_HELP = (
-    "Requests/s the host path of one server (CPU, NIC, serving framework, client) carries; "
-    "each request waits median-latency x load/(capacity - load) more. Default: unlimited."
+    "Requests/s the shared host path of one server (client, CPU, serving framework) carries "
+    "at most; requests in it slow each other as it fills, beyond it they queue. Default: "
+    "unlimited."
 )
+HOST_MS_HELP = (
+    "A request's time on the shared host path when alone (client, (de)serialisation, "
+    "framework), ms; with --host-capacity-rps it stretches as the host fills. Default: 0."
+)
+ENGINE_HELP = (
+    "Inference engine: eager-pytorch (default) or tensorrt (TensorRT-class: fused kernels, "
+    "int8/fp8); its efficiencies are fitted sets (catalog serving_engines.csv)."
+)
+SERVING_PRECISION_HELP = "fp32 | fp16 | bf16 | fp8 | int8 (default: the engine's)."
 
 
 # -- shared parsers and checks ----------------------------------------------------------------
@@ -65,11 +75,44 @@ def _check_at_least(flag: str, value: int, low: int) -> None:
         raise InvalidSpecError(flag, f"must be >= {low}", got=value, fix=f"e.g. --{flag} {low}")
 
 
-def _check_precision(value: str) -> None:
-    if value not in PRECISIONS:
+def _check_precision(value: str | None) -> None:
+    if value is not None and value not in SERVING_PRECISIONS:
         raise InvalidSpecError(
-            "precision", f"must be one of {', '.join(PRECISIONS)}", got=value, fix="e.g. fp32"
+            "precision", f"must be one of {', '.join(SERVING_PRECISIONS)}", got=value,
+            fix="e.g. --precision fp16",
+        )  # fmt: skip
+
+
+def _check_engine(value: str) -> None:
+    from gpucast.catalog.serving_engines import serving_engine
+
+    serving_engine(value)
+
+
+def _check_host_ms(value: float | None) -> None:
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise InvalidSpecError(
+            "host-ms", "must be >= 0 ms", got=value, fix="e.g. --host-ms 10"
         )
+
+
+def parse_calibration_point(text: str) -> tuple[float, float]:
+    """``RATE=P50_MS`` (e.g. ``150=33.9``) -> (rate req/s, median seconds)."""
+    rate_text, sep, p50_text = str(text).partition("=")
+    try:
+        if not sep:
+            raise ValueError
+        rate, p50_ms = float(rate_text), float(p50_text)
+    except ValueError:
+        raise InvalidSpecError(
+            "calibrate-at", "must be RATE=P50_MS", got=text, fix="e.g. --calibrate-at 203=49.6"
+        ) from None
+    if not (math.isfinite(rate) and rate > 0 and math.isfinite(p50_ms) and p50_ms > 0):
+        raise InvalidSpecError(
+            "calibrate-at", "needs a rate > 0 req/s and a median > 0 ms", got=text,
+            fix="e.g. --calibrate-at 203=49.6",
+        )  # fmt: skip
+    return rate, p50_ms / 1e3
 
 
 def _check_host_capacity(value: float | None) -> None:
@@ -158,8 +201,15 @@ class PlanServeRequest:
     rate: float | None = option(None, help="Rate for a --model without one.", example="150")
     trace: Path | None = option(
         None,
-        help="Arrivals of the (single) --model: Azure LLM / Functions / CSV.",
+        help="Arrivals of the (single) --model: Azure LLM / Functions / CSV "
+        "(= --arrivals trace:FILE).",
         example="trace.csv",
+    )
+    arrivals: str = option(
+        "poisson",
+        help="poisson | constant | bursty | trace:FILE, each model at its rate (a trace "
+        "time-scaled to it).",
+        example="constant",
     )
     slo: str | None = option(None, help="e.g. p99<50ms.", example="p99<50ms")
     slo_ms: float | None = option(None, help="SLO latency, ms.", example="50")
@@ -177,7 +227,9 @@ class PlanServeRequest:
         (), flag="region", help="Region filter.", example="us-central1"
     )
     spot: bool = option(False, help="Spot prices.")
-    precision: str = option("fp32", help="fp32 | fp16 | bf16.", example="fp16")
+    engine: str = option("eager-pytorch", help=ENGINE_HELP, example="tensorrt")
+    precision: str | None = option(None, help=SERVING_PRECISION_HELP, example="fp16")
+    workload_options: WorkloadOptions = workload_options_field()
     max_batch_sizes: tuple[int, ...] = option(
         _serve_default("max_batch_sizes"), help="Largest batches tried.", example="1,4,8,32"
     )
@@ -216,6 +268,19 @@ class PlanServeRequest:
         help=HOST_CAPACITY_HELP,
         example="330",
     )
+    host_ms: float | None = option(
+        None, kind="float", parse=_float_or_nan("host-ms", "10"), help=HOST_MS_HELP,
+        example="10",
+    )  # fmt: skip
+    host_concurrency: int = option(
+        64, help="Requests the shared host works on at once (more wait their turn).",
+        example="64",
+    )  # fmt: skip
+    saturation_s: float = option(
+        30.0,
+        help="Seconds of each saturation-search run for the recommended deployment (0: skip).",
+        example="30",
+    )
     seed: int = option(0, help="Same seed, same plan.", example="0")
 
     def __post_init__(self) -> None:
@@ -223,13 +288,21 @@ class PlanServeRequest:
             object.__setattr__(self, "models", _model_items(self.models))
         if not self.models:
             raise InvalidSpecError("model", "is required", fix="e.g. --model resnet50:150")
-        if self.trace is not None and len(self.models) != 1:
+        from gpucast.inputs.serving import check_arrival_kind
+
+        check_arrival_kind(self.arrivals)
+        if self.trace is not None and self.arrivals not in ("poisson", f"trace:{self.trace}"):
+            raise InvalidSpecError(
+                "trace", "and --arrivals name two different arrival processes",
+                fix="give one: --trace FILE or --arrivals trace:FILE",
+            )  # fmt: skip
+        if self.trace_path is not None and len(self.models) != 1:
             raise InvalidSpecError(
                 "trace", "applies to exactly one --model", fix="give one --model with --trace"
             )
         for name, rate in self.model_rates:
             if rate is None:
-                if self.trace is None:
+                if self.trace_path is None:
                     raise InvalidSpecError(
                         f"rate of {name}",
                         "is missing",
@@ -249,7 +322,12 @@ class PlanServeRequest:
             raise InvalidSpecError(
                 "slo-percentile", "must be in (0, 100]", got=percentile, fix="e.g. 99"
             )
+        _check_engine(self.engine)
         _check_precision(self.precision)
+        if self.precision is not None:
+            from gpucast.catalog.serving_engines import serving_engine
+
+            serving_engine(self.engine).check_precision(self.precision)
         for b in self.max_batch_sizes:
             _check_at_least("max-batch-sizes", b, 1)
         if not self.max_batch_sizes:
@@ -274,12 +352,30 @@ class PlanServeRequest:
             )
         _check_positive("duration-s", self.duration_s, "seconds", "e.g. --duration-s 60")
         _check_host_capacity(self.host_capacity_rps)
+        _check_host_ms(self.host_ms)
+        _check_at_least("host-concurrency", self.host_concurrency, 1)
+        if not (math.isfinite(self.saturation_s) and self.saturation_s >= 0):
+            raise InvalidSpecError(
+                "saturation-s", "must be >= 0 seconds", got=self.saturation_s,
+                fix="e.g. --saturation-s 30, or 0 to skip the search",
+            )  # fmt: skip
         _check_positive("rate", self.rate, "requests per second", "e.g. --rate 150")
         from gpucast.inputs.serving import parse_latency_table_item
 
         for item in self.latency_tables:
             parse_latency_table_item(item)
         _check_at_least("seed", self.seed, 0)
+
+    @property
+    def arrival_kind(self) -> str:
+        """The arrival process: ``--arrivals``, or ``trace:FILE`` for ``--trace FILE``."""
+        return f"trace:{self.trace}" if self.trace is not None else self.arrivals
+
+    @property
+    def trace_path(self) -> Path | None:
+        from gpucast.inputs.serving import trace_path
+
+        return trace_path(self.arrival_kind)
 
     @property
     def model_rates(self) -> tuple[tuple[str, float | None], ...]:
@@ -355,6 +451,7 @@ def plan_serve(
     :class:`PlanServeRequest` for the options): server type (GPU, MIG slice, CPU), count,
     batching and co-location, with the Pareto front of cost vs tail latency."""
     from gpucast.catalog import load_catalog
+    from gpucast.catalog.serving_engines import serving_engine
     from gpucast.domain.serving_plan import ModelLoad
     from gpucast.inputs import serving as inputs
     from gpucast.plan.serve import plan_serving
@@ -365,20 +462,23 @@ def plan_serve(
     sources: dict[str, str] = {}
     warnings: list[str] = []
     duration_s = request.duration_s
-    for name, rate in request.model_rates:
-        if request.trace is not None:
-            trace = inputs.read_trace_arrivals(request.trace, request.seed)
-            times = trace.times_s
-            trace_rate = (times.size - 1) / float(times[-1])
-            if rate is not None:
-                times = times * (trace_rate / rate)
-            rate = rate or trace_rate
-            traffic[name] = times
-            duration_s = float(times[-1])
-            sources[f"arrivals {name}"] = trace.source
-            warnings += trace.warnings
+    kind = request.arrival_kind
+    processes: list[str] = []
+    for k, (name, rate) in enumerate(request.model_rates):
+        stream = inputs.arrivals(
+            kind, rate, None if request.trace_path is not None else duration_s,
+            request.seed + k,
+        )  # fmt: skip
+        times = stream.times_s
+        traffic[name] = times
+        if request.trace_path is not None:
+            duration_s = stream.duration_s
+            rate = rate or inputs.arrival_rate_of(times)
+        warnings += stream.warnings
+        processes.append(f"{name}: {stream.source}")
         assert rate is not None  # the request checked it
         loads.append(ModelLoad(name=name, rate_rps=rate))
+    sources["arrivals"] = "; ".join(processes)
     percentile, slo_s = request.slo_target
     serve_request = ServeRequest(
         models=tuple(loads),
@@ -404,27 +504,38 @@ def plan_serve(
         spot=request.spot,
         catalog=catalog,
     )
+    host_changes: dict[str, Any] = {"host_concurrency": request.host_concurrency}
     if request.host_capacity_rps is not None:
         host = inputs.given_host_capacity(request.host_capacity_rps)
-        servers = [dataclasses.replace(o, host_capacity_rps=host.value) for o in servers]
+        host_changes["host_capacity_rps"] = host.value
         sources["host_capacity"] = host.source
+    if request.host_ms is not None:
+        host_changes["host_s"] = request.host_ms / 1e3
+        sources["host_time"] = f"{request.host_ms:g} ms on the host path alone (given)"
+    servers = [dataclasses.replace(o, **host_changes) for o in servers]
+    engine_profile = serving_engine(request.engine)
+    precision = request.precision or engine_profile.default_precision
+    engine = inputs.serving_efficiency(request.engine, precision)
+    sources["engine"] = engine.source
     profiles = inputs.model_profiles(
         loads,
         servers,
         targets,
-        precision=request.precision,
+        precision=precision,
         max_batch=max(serve_request.max_batch_sizes),
         measured=inputs.read_latency_tables(request.latency_tables),
+        engine=engine.value,
+        workload_options=dict(request.workload_options),
     )
     sources["latency"] = profiles.source
     sources["prices"] = "catalog spot" if request.spot else "catalog on-demand"
-    sources["arrivals"] = sources.get("arrivals", "Poisson at each model's rate")
     plan = plan_serving(
         serve_request,
         servers,
         profiles.value,
-        arrivals=traffic or None,
+        arrivals=traffic,
         assumptions=sources,
+        saturation_s=request.saturation_s,
     )
     best = plan.best
     gpus = [] if best is None else [g.server.gpu or "cpu" for g in best.groups]
@@ -432,7 +543,7 @@ def plan_serve(
         plan=plan,
         warnings=tuple(warnings),
         validation=serving_validation(
-            gpus, request.precision, calibrated=request.host_capacity_rps is not None
+            gpus, precision, calibrated=request.host_capacity_rps is not None
         ),
     )
 
@@ -441,22 +552,42 @@ def plan_serve(
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimulateServeRequest:
     """Traffic through one model on catalog GPUs with dynamic batching
-    (``gpucast simulate serve``)."""
+    (``gpucast simulate serve``): open-loop arrivals at ``rate`` (or a trace), or ``clients``
+    in a closed loop; bounded queues shed load; ``find_saturation`` searches the peak."""
 
     VERB: ClassVar[str] = "simulate serve"
 
     model: str = option(help="Workload name, e.g. resnet50.", example="resnet50")
     gpu: str = option(help="Catalog GPU, e.g. P4, T4, A100-40GB.", example="T4")
-    rate: float = option(help="Mean arrival rate, requests/s.", example="150")
+    rate: float | None = option(
+        None,
+        help="Mean arrival rate, requests/s (with a trace: time-scales it to this rate).",
+        example="150",
+    )
     arrivals: str = option(
         "poisson",
         help="poisson | constant | bursty | trace:FILE (Azure LLM / Functions trace or "
         "arrival_s CSV).",
         example="poisson",
     )
+    clients: int | None = option(
+        None,
+        help="Closed loop: this many clients, each sending its next request a think time "
+        "after its response (instead of --rate).",
+        example="16",
+    )
+    think_ms: float = option(0.0, help="Closed loop: mean think time, ms (exponential).",
+                             example="10")  # fmt: skip
     max_batch: int = option(8, help="Largest dynamic batch.", example="8")
     max_delay_ms: float = option(10.0, help="Max queue delay, ms.", example="10")
     preferred: tuple[int, ...] = option((), help="Preferred batch sizes, e.g. 4,8.", example="4,8")
+    max_queue: int | None = option(
+        None, help="Reject requests arriving while this many wait (default: unbounded).",
+        example="64",
+    )  # fmt: skip
+    queue_timeout_ms: float | None = option(
+        None, help="Reject a queued request once it has waited this long, ms.", example="100"
+    )
     instances: int = option(1, help="Model instances per GPU.", example="2")
     servers: int = option(1, help="Number of GPUs (load balanced).", example="2")
     mig: str | None = option(None, help="Run on one MIG slice, e.g. 1g.10gb.", example="1g.10gb")
@@ -465,9 +596,15 @@ class SimulateServeRequest:
     latency_table: Path | None = option(
         None, help="CSV batch_size,latency_s measured per batch.", example="lat.csv"
     )
-    precision: str = option("fp32", help="fp32 | fp16 | bf16.", example="fp16")
+    engine: str = option("eager-pytorch", help=ENGINE_HELP, example="tensorrt")
+    precision: str | None = option(None, help=SERVING_PRECISION_HELP, example="int8")
+    workload_options: WorkloadOptions = workload_options_field()
     network_gbps: float | None = option(
-        None, help="Client network, Gb/s (default: the offer's).", example="10"
+        None, help="Network link into each GPU's server, Gb/s (default: the offer's share).",
+        example="10",
+    )  # fmt: skip
+    pcie_gbps: float | None = option(
+        None, help="Host-to-device copy, GB/s (default: the GPU's PCIe x16).", example="16"
     )
     price: float | None = option(
         None, help="US$/h per GPU (default: catalog); a MIG slice costs its share.", example="0.6"
@@ -479,12 +616,30 @@ class SimulateServeRequest:
         help=HOST_CAPACITY_HELP,
         example="330",
     )
+    host_ms: float | None = option(
+        None, kind="float", parse=_float_or_nan("host-ms", "10"), help=HOST_MS_HELP,
+        example="10",
+    )  # fmt: skip
+    host_concurrency: int = option(
+        64, help="Requests the shared host works on at once (more wait their turn).",
+        example="64",
+    )  # fmt: skip
     calibrate_p50_ms: float | None = option(
         None,
         kind="float",
         parse=_float_or_nan("calibrate-p50-ms", "33.9"),
-        help="Median latency you measured at this load, ms: fits --host-capacity-rps to it.",
+        help="Median latency you measured at this load, ms: fits the host time (--host-ms) "
+        "to it; with --calibrate-at, the host capacity too.",
         example="33.9",
+    )
+    calibrate_at: tuple[str, ...] = option(
+        (),
+        help="Another measured median RATE=P50_MS (req/s=ms); two loads fit the host time "
+        "and capacity.",
+        example="203=49.6",
+    )
+    find_saturation: bool = option(
+        False, help="Search the highest rate the deployment holds and its peak throughput."
     )
     seed: int = option(0, help="Same seed, same result.", example="0")
 
@@ -495,6 +650,22 @@ class SimulateServeRequest:
             raise InvalidSpecError("model", "must not be empty", fix="e.g. --model resnet50")
         _check_positive("rate", self.rate, "requests per second", "e.g. --rate 150")
         check_arrival_kind(self.arrivals)
+        is_trace = self.arrivals.startswith("trace:")
+        if self.clients is not None:
+            _check_at_least("clients", self.clients, 1)
+            if self.rate is not None or self.arrivals != "poisson":
+                raise InvalidSpecError(
+                    "clients",
+                    "is a closed loop: its clients set the rate, not --rate or --arrivals",
+                    fix="drop --rate/--arrivals, or drop --clients for open-loop traffic",
+                )
+        elif self.rate is None and not is_trace:
+            raise InvalidSpecError(
+                "rate", "is required (or --clients for a closed loop, or a trace)",
+                fix="e.g. --rate 150",
+            )  # fmt: skip
+        if not (math.isfinite(self.think_ms) and self.think_ms >= 0):
+            raise InvalidSpecError("think-ms", "must be >= 0 ms", got=self.think_ms, fix="e.g. 10")
         _check_at_least("max-batch", self.max_batch, 1)
         if not (math.isfinite(self.max_delay_ms) and self.max_delay_ms >= 0):
             raise InvalidSpecError(
@@ -506,25 +677,47 @@ class SimulateServeRequest:
                     "preferred", f"must be between 1 and --max-batch {self.max_batch}",
                     got=list(self.preferred), fix="e.g. --preferred 4,8",
                 )  # fmt: skip
+        if self.max_queue is not None:
+            _check_at_least("max-queue", self.max_queue, 1)
+        _check_positive("queue-timeout-ms", self.queue_timeout_ms, "ms", "e.g. 100")
         _check_at_least("instances", self.instances, 1)
         _check_at_least("servers", self.servers, 1)
         _check_positive("duration-s", self.duration_s, "", "e.g. --duration-s 60")
         _check_positive("slo-ms", self.slo_ms, "", "e.g. --slo-ms 100")
+        _check_engine(self.engine)
         _check_precision(self.precision)
         _check_positive("network-gbps", self.network_gbps, "Gb/s", "e.g. --network-gbps 10")
+        _check_positive("pcie-gbps", self.pcie_gbps, "GB/s", "e.g. --pcie-gbps 16")
         if self.price is not None and not (math.isfinite(self.price) and self.price >= 0):
             raise InvalidSpecError(
                 "price", "must be >= 0 US$/h per GPU", got=self.price, fix="e.g. --price 0.6"
             )
         _check_host_capacity(self.host_capacity_rps)
+        _check_host_ms(self.host_ms)
+        _check_at_least("host-concurrency", self.host_concurrency, 1)
+        points = [parse_calibration_point(p) for p in self.calibrate_at]
         if self.calibrate_p50_ms is not None:
-            if self.host_capacity_rps is not None:
-                raise InvalidSpecError(
-                    "calibrate-p50-ms",
-                    "cannot be combined with --host-capacity-rps",
-                    fix="give the capacity, or the measured median to fit it from, not both",
-                )
             _check_positive("calibrate-p50-ms", self.calibrate_p50_ms, "ms", "e.g. 33.9")
+        if points and self.calibrate_p50_ms is None and len(points) < 2:
+            raise InvalidSpecError(
+                "calibrate-at", "needs a second load: --calibrate-p50-ms at this rate, or "
+                "another --calibrate-at", fix="e.g. --calibrate-p50-ms 33.9 --calibrate-at 203=49.6",
+            )  # fmt: skip
+        if (self.calibrate_p50_ms is not None or points) and self.host_ms is not None:
+            raise InvalidSpecError(
+                "host-ms", "cannot be combined with a calibration (it is what is fitted)",
+                fix="give the host time, or the measured median(s) to fit it from, not both",
+            )  # fmt: skip
+        if (self.calibrate_p50_ms is not None or points) and self.clients is not None:
+            raise InvalidSpecError(
+                "calibrate-p50-ms", "needs open-loop traffic at a known rate",
+                fix="calibrate with --rate, then run the clients with --host-ms/--host-capacity-rps",
+            )  # fmt: skip
+        if self.find_saturation and self.clients is not None:
+            raise InvalidSpecError(
+                "find-saturation", "offers ever higher open-loop rates; it has no closed loop",
+                fix="drop --clients (the search uses --arrivals, default Poisson)",
+            )  # fmt: skip
         _check_at_least("seed", self.seed, 0)
 
     @property
@@ -533,13 +726,26 @@ class SimulateServeRequest:
             max_batch_size=self.max_batch,
             max_queue_delay_s=self.max_delay_ms / 1e3,
             preferred_batch_sizes=self.preferred,
+            max_queue_size=self.max_queue,
+            queue_timeout_s=None if self.queue_timeout_ms is None else self.queue_timeout_ms / 1e3,
         )
+
+    @property
+    def closed_loop(self) -> ClosedLoop | None:
+        if self.clients is None:
+            return None
+        return ClosedLoop(clients=self.clients, think_s=self.think_ms / 1e3)
+
+    @property
+    def calibration_points(self) -> tuple[tuple[float, float], ...]:
+        """(rate req/s, median s) of every ``--calibrate-at``."""
+        return tuple(parse_calibration_point(p) for p in self.calibrate_at)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimulateServeResult:
     """The simulated serving run, what it ran on, and its warnings (skipped trace rows, an
-    overloaded host path)."""
+    overloaded server, shed requests)."""
 
     request: SimulateServeRequest
     server: str  # e.g. "T4" or "A100-40GB/1g.10gb"
@@ -550,6 +756,11 @@ class SimulateServeResult:
     warnings: tuple[str, ...] = ()
     #: model -> its validated error in this run's regime (GPU, precision)
     validation: Mapping[str, str] = field(default_factory=dict)
+    arrival_process: str = ""
+    engine: str = ""
+    precision: str = "fp32"
+    host_s: float = 0.0
+    saturation: Saturation | None = None
 
     @property
     def sources(self) -> dict[str, str]:
@@ -557,11 +768,17 @@ class SimulateServeResult:
 
     def to_dict(self) -> dict[str, Any]:
         """What ``gpucast simulate serve --json`` prints: the run with a 30-bin timeline,
-        the host capacity, the batching policy and the latency curve."""
+        the arrival process, the host path, the batching policy, the latency curve and,
+        when searched, the saturation."""
         out: dict[str, Any] = dict(self.serving.to_dict(timeline_bins=30))
+        out["arrival_process"] = self.arrival_process
+        out["engine"] = self.engine
+        out["precision"] = self.precision
         out["host_capacity_rps"] = self.host_capacity_rps
+        out["host_s"] = self.host_s
         out["batching"] = self.batching.to_dict()
         out["latency_curve"] = self.latency_curve.to_dict()
+        out["saturation"] = None if self.saturation is None else self.saturation.to_dict()
         out["validation"] = dict(self.validation)
         return out
 
@@ -592,37 +809,64 @@ def simulate_serve(
     config: Path | str | None = None,
     **options: Any,
 ) -> SimulateServeResult:
-    """Latency percentiles, SLO attainment, throughput and cost of serving a model on
-    ``servers`` GPUs (or MIG slices) with dynamic batching (see :class:`SimulateServeRequest`).
+    """Latency percentiles, SLO attainment, throughput, drops and cost of serving a model on
+    ``servers`` GPUs (or MIG slices) with dynamic batching (see :class:`SimulateServeRequest`),
+    and with ``find_saturation`` its peak throughput.
     """
     from gpucast.catalog import load_catalog
+    from gpucast.catalog.serving_engines import serving_engine
     from gpucast.domain.serving import Deployment, ModelDeployment, ServerGroup, ServerSpec
     from gpucast.inputs import serving as inputs
-    from gpucast.simulate.serving import simulate_serving, with_host_capacity
+    from gpucast.simulate.serving import (
+        analytic_capacity_rps,
+        find_saturation,
+        simulate_closed_loop,
+        simulate_serving,
+        with_host_path,
+    )
 
     request = resolve(SimulateServeRequest, request, options, config)
     policy = request.batching
+    engine_profile = serving_engine(request.engine)
+    precision = request.precision or engine_profile.default_precision
     server = inputs.gpu_server(load_catalog(), request.gpu, request.mig, request.price)
     sources: dict[str, str] = {"price": server.price.source}
-    overhead_s = 0.0
-    model_memory_gib = 0.0
+    engine = inputs.serving_efficiency(request.engine, precision)
+    work = inputs.inference_work(request.model, precision, dict(request.workload_options))
     if request.latency_table is not None:
         curve = inputs.read_latency_table(request.latency_table)
     else:
-        work = inputs.inference_work(request.model, request.precision)
         curve = inputs.roofline_curve(
-            work, server.spec, request.precision, policy.largest_batch, mig=server.mig
-        )
-        model_memory_gib = work.memory_gib(policy.largest_batch)
-        gbps = request.network_gbps or (server.offer.network_gbps if server.offer else None)
-        if gbps:
-            overhead = inputs.request_overhead(work, gbps)
-            overhead_s = overhead.value
-            sources["request_overhead"] = overhead.source
+            work, server.spec, precision, policy.largest_batch, mig=server.mig,
+            engine=engine.value,
+        )  # fmt: skip
+        sources["engine"] = engine.source
+    model_memory_gib = work.memory_gib(policy.largest_batch)
+    slices = server.mig.max_instances if server.mig else 1
+    gbps = request.network_gbps or (
+        inputs.network_share_gbps(server.offer) / slices if server.offer else None
+    )
+    overhead = inputs.request_overhead(work, gbps or math.inf) if gbps else None
+    pcie = request.pcie_gbps or inputs.pcie_gbps(server.spec).value / slices
     sources["latency"] = curve.source
-    arrivals = inputs.arrivals(request.arrivals, request.rate, request.duration_s, request.seed)
-    sources["arrivals"] = arrivals.source
-    host_capacity_rps = request.host_capacity_rps
+    if overhead is not None:
+        sources["network"] = overhead.source
+    sources["pcie"] = (
+        f"{pcie:g} GB/s (given)" if request.pcie_gbps else inputs.pcie_gbps(server.spec).source
+    )
+    closed = request.closed_loop
+    traffic: dict[str, Any] = {}
+    trace = None
+    if closed is None:
+        arrivals = inputs.arrivals(request.arrivals, request.rate, request.duration_s, request.seed)
+        traffic = {request.model: arrivals.times_s}
+        process = arrivals.source
+        trace = arrivals if request.arrivals.startswith("trace:") else None
+        warnings = list(arrivals.warnings)
+    else:
+        process = closed.describe()
+        warnings = []
+    sources["arrivals"] = process
     spec = ServerSpec(
         name=server.name,
         kind=server.kind,
@@ -635,37 +879,61 @@ def simulate_serve(
                 batching=policy,
                 instances=request.instances,
                 memory_gib=model_memory_gib,
-                request_overhead_s=overhead_s,
+                request_overhead_s=overhead.value if overhead is not None else 0.0,
+                input_bytes=work.input_bytes_per_sample,
             ),
         ),
-        host_capacity_rps=host_capacity_rps,
+        host_capacity_rps=request.host_capacity_rps,
+        host_s=(request.host_ms or 0.0) / 1e3,
+        host_concurrency=request.host_concurrency,
+        network_gbps=gbps,
+        pcie_gbps=pcie,
     )
-    if host_capacity_rps is not None:
-        sources["host_capacity"] = inputs.given_host_capacity(host_capacity_rps).source
+    if request.host_capacity_rps is not None:
+        sources["host_capacity"] = inputs.given_host_capacity(request.host_capacity_rps).source
+    if request.host_ms is not None:
+        sources["host_time"] = f"{request.host_ms:g} ms on the host path alone (given)"
     deployment = Deployment(groups=(ServerGroup(server=spec, count=request.servers),))
-    traffic = {request.model: arrivals.times_s}
-    if request.calibrate_p50_ms is not None:
-        host = inputs.calibrated_host_capacity(
-            deployment, traffic, request.calibrate_p50_ms / 1e3, seed=request.seed
+    host_capacity_rps = request.host_capacity_rps
+    if request.calibrate_p50_ms is not None or request.calibrate_at:
+        points: list[tuple[Mapping[str, Any], float]] = []
+        if request.calibrate_p50_ms is not None:
+            points.append((traffic, request.calibrate_p50_ms / 1e3))
+        for rate, p50_s in request.calibration_points:
+            at = inputs.arrivals(request.arrivals, rate, request.duration_s, request.seed)
+            points.append(({request.model: at.times_s}, p50_s))
+        fit = inputs.calibrated_host_path(
+            deployment, points, capacity_rps=request.host_capacity_rps, seed=request.seed
         )
-        host_capacity_rps = host.value
-        deployment = with_host_capacity(deployment, host_capacity_rps)
-        sources["host_capacity"] = host.source
-    result = simulate_serving(
-        deployment,
-        traffic,
-        seed=request.seed,
-        slo_s=None if request.slo_ms is None else request.slo_ms / 1e3,
-        sources=sources,
-    )
-    warnings = list(arrivals.warnings)
-    for s in result.servers:
-        if s.host_utilisation is not None and s.host_utilisation >= 1.0:
-            warnings.append(
-                f"{s.name} #{s.replica}: the host path is overloaded ({s.host_utilisation:.0%} "
-                "of --host-capacity-rps); its latencies are a lower bound. Add servers or "
-                "raise the host capacity."
-            )
+        host_capacity_rps = fit.value.capacity_rps
+        deployment = with_host_path(
+            deployment, capacity_rps=host_capacity_rps, host_s=fit.value.host_s
+        )
+        sources["host_path"] = fit.source
+    slo_s = None if request.slo_ms is None else request.slo_ms / 1e3
+    if closed is None:
+        result = simulate_serving(
+            deployment, traffic, seed=request.seed, slo_s=slo_s,
+            horizon_s=request.duration_s, sources=sources,
+        )  # fmt: skip
+    else:
+        result = simulate_closed_loop(
+            deployment, {request.model: closed}, request.duration_s, seed=request.seed,
+            slo_s=slo_s, sources=sources,
+        )  # fmt: skip
+    saturation = None
+    if request.find_saturation:
+        kind = request.arrivals if closed is None else "poisson"
+        at = inputs.arrivals_at(kind, request.seed, trace=trace)
+        saturation = find_saturation(
+            deployment,
+            lambda rate, span: {request.model: at(rate, span)},
+            duration_s=request.duration_s,
+            start_rps=analytic_capacity_rps(deployment, request.model),
+            seed=request.seed,
+        )
+    warnings += _overload_warnings(result)
+    host_s = deployment.groups[0].server.host_s
     return SimulateServeResult(
         request=request,
         server=server.name,
@@ -675,6 +943,32 @@ def simulate_serve(
         host_capacity_rps=host_capacity_rps,
         warnings=tuple(warnings),
         validation=serving_validation(
-            [server.name.split("/")[0]], request.precision, calibrated=host_capacity_rps is not None
+            [server.name.split("/")[0]], precision, calibrated=host_capacity_rps is not None
         ),
+        arrival_process=process,
+        engine=engine_profile.name,
+        precision=precision,
+        host_s=host_s,
+        saturation=saturation,
     )
+
+
+def _overload_warnings(result: ServingResult) -> list[str]:
+    """Shed requests and a backlog the servers did not clear, in words."""
+    out: list[str] = []
+    counts = result.counts()
+    offered, served = result.offered_rps(), result.throughput_rps()
+    if counts["dropped"]:
+        out.append(
+            f"{counts['dropped']} of {counts['requests']} requests were rejected "
+            f"({counts.get('queue_full', 0)} queue full, {counts.get('timeout', 0)} timed out): "
+            "the servers shed load. Add servers or instances."
+        )
+    dropped_rps = counts["dropped"] / result.window_s if result.window_s > 0 else 0.0
+    if counts["requests"] and served + dropped_rps < 0.98 * offered and counts["in_flight"] > 0:
+        out.append(
+            f"overloaded: {offered:.1f} req/s offered, {served:.1f} served; "
+            f"{counts['in_flight']} requests still queued or running at the end, latency "
+            "grows with the run. Add servers, or see --find-saturation."
+        )
+    return out

@@ -113,9 +113,9 @@ def parse_gpus(
     mig: dict[str, list[MigProfile]] | None = None,
     mig_path: str = "mig_profiles.csv",
 ) -> tuple[GpuSpec, ...]:
-    """GPU specs from CSV text. ``base_clock_mhz``, ``boost_clock_mhz`` and the power facts
-    (``idle_power_w``, ``min_power_limit_w``, ``max_power_limit_w``) are optional columns: a
-    file without them (or an empty cell) gives ``None``."""
+    """GPU specs from CSV text. ``base_clock_mhz``, ``boost_clock_mhz``, the power facts
+    (``idle_power_w``, ``min_power_limit_w``, ``max_power_limit_w``) and ``int8_tops`` are
+    optional columns: a file without them (or an empty cell) gives ``None``."""
     mig = dict(mig or {})
     specs: list[GpuSpec] = []
     for line, row in read_rows(text, path, GPU_COLUMNS):
@@ -183,6 +183,7 @@ def parse_gpus(
                 idle_power_w=opt("idle_power_w"),
                 min_power_limit_w=opt("min_power_limit_w"),
                 max_power_limit_w=opt("max_power_limit_w"),
+                int8_tops=opt("int8_tops"),
             )
         except InvalidSpecError as exc:
             raise DataFormatError(path, exc.message, line=line) from exc

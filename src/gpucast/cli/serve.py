@@ -118,10 +118,17 @@ def print_serving(result: SimulateServeResult) -> None:
         highlight=False,
     )
     console.print(
-        f"  requests {out['requests']}  throughput {out['throughput_rps']:.1f} req/s  "
-        f"mean batch {out['mean_batch_size']:.2f}",
+        f"  requests {out['requests']}  offered {out['offered_rps']:.1f} req/s  "
+        f"throughput {out['throughput_rps']:.1f} req/s  mean batch {out['mean_batch_size']:.2f}",
         highlight=False,
     )
+    if out["dropped"] or out["in_flight"]:
+        console.print(
+            f"  served {out['served']}  dropped {out['dropped']} (queue full "
+            f"{out['queue_full']}, timed out {out['timeout']})  in flight at the end "
+            f"{out['in_flight']}",
+            highlight=False,
+        )
     console.print(
         f"  latency p50 {lat['p50'] * 1e3:.1f} ms  p95 {lat['p95'] * 1e3:.1f} ms  "
         f"p99 {lat['p99'] * 1e3:.1f} ms",
@@ -137,11 +144,19 @@ def print_serving(result: SimulateServeResult) -> None:
         highlight=False,
     )
     for s in result.serving.servers:
-        host = "" if s.host_utilisation is None else f", host path {s.host_utilisation:.0%}"
+        stages = "".join(f", {name} {u:.0%}" for name, u in s.stages.items())
         console.print(
-            f"  {s.name} #{s.replica}: busy {s.busy_fraction:.0%}, {s.requests} requests{host}",
+            f"  {s.name} #{s.replica}: busy {s.busy_fraction:.0%}, {s.requests} requests{stages}",
             highlight=False,
         )
+    sat = result.saturation
+    if sat is not None:
+        console.print(
+            f"  saturation: holds {sat.saturation_rps:.1f} req/s offered; peak throughput "
+            f"{sat.peak_throughput_rps:.1f} req/s ({len(sat.probes)} rates tried)",
+            highlight=False,
+        )
+        console.print(f"[dim]  {sat.criterion}[/dim]", highlight=False)
     for key, value in result.sources.items():
         console.print(f"[dim]{key}: {value}[/dim]", highlight=False)
     print_validation(result.validation)

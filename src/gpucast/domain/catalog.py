@@ -74,6 +74,8 @@ class GpuSpec:
     idle_power_w: float | None = None
     min_power_limit_w: float | None = None
     max_power_limit_w: float | None = None
+    #: dense INT8 tensor-core (or DP4A) peak, TOPS; None where the datasheet gives none
+    int8_tops: float | None = None
 
     def __post_init__(self) -> None:
         owner = f"gpu {self.name}"
@@ -83,6 +85,7 @@ class GpuSpec:
             "fp16_tflops",
             "bf16_tflops",
             "fp8_tflops",
+            "int8_tops",
             "interconnect_gbps",
             "base_clock_mhz",
             "boost_clock_mhz",
@@ -120,9 +123,11 @@ class GpuSpec:
             )
 
     def peak_tflops(self, precision: str) -> float:
-        """Peak dense TFLOP/s for a training precision (``fp32``, ``tf32``, ``bf16``, ``fp16``,
-        ``fp8``), falling back to the fastest mode the GPU does have below it."""
+        """Peak dense TFLOP/s (TOPS for ``int8``) for a precision (``fp32``, ``tf32``,
+        ``bf16``, ``fp16``, ``fp8``, ``int8``), falling back to the fastest mode the GPU does
+        have below it."""
         order = {
+            "int8": ("int8_tops", "fp8_tflops", "fp16_tflops", "bf16_tflops", "fp32_tflops"),
             "fp8": ("fp8_tflops", "fp16_tflops", "bf16_tflops", "fp32_tflops"),
             "bf16": ("bf16_tflops", "fp16_tflops", "fp32_tflops"),
             "fp16": ("fp16_tflops", "bf16_tflops", "fp32_tflops"),

@@ -107,6 +107,12 @@ class UnknownEngineError(UnknownNameError):
     kind = "framework"
 
 
+class UnknownServingEngineError(UnknownNameError):
+    """A request-level inference engine not in the catalog's ``serving_engines.csv``."""
+
+    kind = "engine"
+
+
 class DeviceUnavailableError(InvalidInputError):
     """A device was asked for that this machine does not have (e.g. CUDA on a CPU host)."""
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import date
 from typing import Literal, get_args
 
 from gpucast.domain.errors import InvalidSpecError
@@ -462,6 +463,66 @@ class Deployment:
             models = "+".join(f"{m.model}x{m.instances}" for m in g.server.models)
             parts.append(f"{g.count}x {g.server.name} [{models}]")
         return ", ".join(parts)
+
+
+#: Precisions a served model can run at (the engine says which it supports).
+SERVING_PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp8", "int8")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServingEngineProfile:
+    """A request-level inference engine (``catalog/data/serving_engines.csv``): which
+    precisions it runs and where its efficiency figures come from -- ``gemm_efficiency_from``
+    (``steptime``: the step-time model's fitted tensor-core efficiency; or
+    ``inference_engines:NAME``: the fitted ``compute_efficiency`` of that LLM engine row) and
+    ``stack`` (the step-time model's software stack for fp32 efficiency, memory traffic and
+    per-kernel and per-batch costs). The figures themselves live in those fitted sets only."""
+
+    name: str
+    display_name: str
+    aliases: tuple[str, ...] = ()
+    precisions: tuple[str, ...]
+    default_precision: str
+    gemm_efficiency_from: str
+    stack: str
+    source_url: str
+    as_of: date
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        bad = [p for p in self.precisions if p not in SERVING_PRECISIONS]
+        if bad or not self.precisions:
+            raise InvalidSpecError(
+                f"engine {self.name} precisions",
+                f"must be among {', '.join(SERVING_PRECISIONS)}",
+                got=list(self.precisions),
+            )
+        if self.default_precision not in self.precisions:
+            raise InvalidSpecError(
+                f"engine {self.name} default_precision",
+                f"must be one of its precisions ({', '.join(self.precisions)})",
+                got=self.default_precision,
+            )
+        source = self.gemm_efficiency_from
+        if source != "steptime" and not (
+            source.startswith("inference_engines:") and len(source) > len("inference_engines:")
+        ):
+            raise InvalidSpecError(
+                f"engine {self.name} gemm_efficiency_from",
+                "must be steptime or inference_engines:NAME",
+                got=source,
+            )
+
+    def check_precision(self, precision: str) -> None:
+        """One clear error when this engine cannot run ``precision``."""
+        if precision not in self.precisions:
+            raise InvalidSpecError(
+                "precision",
+                f"{precision} is not run by {self.display_name} (it runs "
+                f"{', '.join(self.precisions)})",
+                got=precision,
+                fix="pick one of those, or --engine tensorrt for int8/fp8",
+            )
 
 
 ThinkTime = Literal["exponential", "constant"]

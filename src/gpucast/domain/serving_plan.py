@@ -171,13 +171,25 @@ class ServerOption:
     gpu: str | None = None
     mig_profile: str | None = None
     per_unit: int = 1
-    host_capacity_rps: float | None = None  # see ServerSpec; None: unlimited
+    # the host path (see ServerSpec): shared host capacity (None: unlimited) and time alone,
+    # network link (Gbit/s) and PCIe copy (GB/s), None where absent
+    host_capacity_rps: float | None = None
+    host_s: float = 0.0
+    host_concurrency: int = 64
+    network_gbps: float | None = None
+    pcie_gbps: float | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
             raise InvalidSpecError("server option", "needs a name")
         if self.host_capacity_rps is not None:
             _positive("host capacity", self.host_capacity_rps, fix="e.g. --host-capacity-rps 330")
+        for attr in ("network_gbps", "pcie_gbps"):
+            value = getattr(self, attr)
+            if value is not None:
+                _positive(attr, value)
+        if not (math.isfinite(self.host_s) and self.host_s >= 0):
+            raise InvalidSpecError("host time", "must be >= 0 seconds", got=self.host_s)
         if isinstance(self.per_unit, bool) or self.per_unit < 1:
             raise InvalidSpecError("per_unit", "must be >= 1", got=self.per_unit)
         if self.kind not in SERVER_KINDS:
@@ -208,6 +220,9 @@ class ServerOption:
             "gpu": self.gpu,
             "mig_profile": self.mig_profile,
             "host_capacity_rps": self.host_capacity_rps,
+            "host_s": self.host_s,
+            "network_gbps": self.network_gbps,
+            "pcie_gbps": self.pcie_gbps,
         }
 
 
@@ -215,7 +230,9 @@ class ServerOption:
 class ModelProfile:
     """One model on one server option: its batch latency curve (device to itself),
     the memory one instance needs at ``max_batch`` (``memory_gib_at(b)``: fixed + per-sample
-    * b) and the per-request overhead (network, serialisation) that occupies no instance."""
+    * b), the per-request overhead (round trip) that occupies nothing, the bytes a request
+    carries over the host path's links and the seconds they take there alone
+    (``transfer_s``)."""
 
     model: str
     server: str
@@ -223,9 +240,12 @@ class ModelProfile:
     memory_fixed_gib: float = 0.0
     memory_per_sample_gib: float = 0.0
     request_overhead_s: float = 0.0
+    input_bytes: float = 0.0
+    transfer_s: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("memory_fixed_gib", "memory_per_sample_gib", "request_overhead_s"):
+        for name in ("memory_fixed_gib", "memory_per_sample_gib", "request_overhead_s",
+                     "input_bytes", "transfer_s"):  # fmt: skip
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise InvalidSpecError(name, "must be >= 0", got=value)
@@ -234,8 +254,9 @@ class ModelProfile:
         return self.memory_fixed_gib + self.memory_per_sample_gib * max_batch
 
     def single_request_s(self) -> float:
-        """The fastest a request can be served: a batch of one plus the request overhead."""
-        return self.curve.latency(1) + self.request_overhead_s
+        """The fastest a request can be served: a batch of one, its transfer and the round
+        trip."""
+        return self.curve.latency(1) + self.request_overhead_s + self.transfer_s
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -288,8 +309,9 @@ class ServeCandidate:
     """One evaluated deployment.
 
     ``tail_latency_s`` is the worst model's latency at the SLO percentile (simulated);
-    ``meets_slo`` whether every model met it. ``headroom`` is spare capacity: analytic
-    capacity over offered load, minus 1 (0.25 = 25% more traffic fits before saturation);
+    ``meets_slo`` whether every model met it. ``headroom`` is spare capacity: capacity over
+    offered load, minus 1 (0.25 = 25% more traffic fits before saturation), the measured
+    peak throughput where a saturation search ran, else the analytic bound;
     ``latency_headroom`` is ``slo / tail_latency - 1``. ``requests_in`` arrivals simulated,
     ``requests_out`` requests completed (equal by construction; the tests check it).
     """
@@ -306,6 +328,10 @@ class ServeCandidate:
     requests_in: int
     requests_out: int
     bound: str  # what limits it: "latency", "capacity", "memory"
+    #: measured by a saturation search (the recommended candidate only): the highest total
+    #: offered rate it held and the most it carried; None where not searched
+    saturation_rps: float | None = None
+    peak_throughput_rps: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "latency_s", MappingProxyType(dict(self.latency_s)))
@@ -340,6 +366,8 @@ class ServeCandidate:
             "requests_in": self.requests_in,
             "requests_out": self.requests_out,
             "bound": self.bound,
+            "saturation_rps": self.saturation_rps,
+            "peak_throughput_rps": self.peak_throughput_rps,
         }
 
 

@@ -7,15 +7,19 @@ the same answer in both:
   CPU servers) with their prices; :func:`gpu_server` -- the one server ``simulate serve``
   runs on;
 * :func:`mig_price_usd_per_hour` -- THE price of a MIG slice (both verbs);
+* :func:`serving_efficiency` -- an inference engine's efficiency figures (eager PyTorch,
+  TensorRT-class: ``serving_engines.csv`` says which fitted sets they come from);
 * :func:`inference_work`, :func:`roofline_curve`, :func:`read_latency_table`,
   :func:`read_latency_tables`, :func:`model_profiles` -- the latency curve of each model on
-  each server: the roofline of the profiled inference pass, or a measured table;
-* :func:`request_overhead` -- the per-request network time;
+  each server at a precision (fp32, fp16, bf16, fp8, int8): the roofline of the profiled
+  inference pass, or a measured table;
+* :func:`request_overhead`, :func:`pcie_gbps` -- the round trip and the host path's links;
 * :func:`arrivals`, :func:`read_trace_arrivals`, :func:`function_arrivals` -- request
-  streams: Poisson, constant, the bursty preset, or a trace file (Azure LLM, Azure Functions
-  per-minute counts, ``arrival_s`` CSV);
-* :func:`given_host_capacity`, :func:`calibrated_host_capacity` -- the host-path capacity,
-  given or fitted to a measured median.
+  streams, the same for every serving verb: Poisson, constant, the bursty preset, or a trace
+  file (Azure LLM, Azure Functions per-minute counts, ``arrival_s`` CSV), time-scaled to a
+  rate when one is given; the source names the process used;
+* :func:`given_host_capacity`, :func:`calibrated_host_path` -- the shared host, given or
+  fitted to measured medians at one or two loads.
 
 Skipped malformed trace rows come back as ``warnings`` (never printed here).
 """
@@ -25,7 +29,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +46,8 @@ if TYPE_CHECKING:
 
     from gpucast.domain.catalog import Catalog
     from gpucast.domain.serving import Deployment
-    from gpucast.predict.serving import InferenceWork
+    from gpucast.predict.serving import InferenceWork, ServingEfficiency
+    from gpucast.simulate.serving import HostPathFit
     from gpucast.store.datasets.azure_functions import InvocationCounts
 
     FloatArray = npt.NDArray[np.float64]
@@ -201,6 +206,8 @@ def build_server_options(
     for gpu_name, offer in sorted(best_gpu.items()):
         spec = catalog.gpu(gpu_name)
         price = offer.price_usd_per_hour(spot=spot) / offer.gpus
+        nic = network_share_gbps(offer)
+        pcie = pcie_gbps(spec).value
         if not mig_wanted or gpu_name in wanted:
             options.append(
                 ServerOption(
@@ -212,6 +219,8 @@ def build_server_options(
                     provider=offer.provider,
                     region=offer.region,
                     instance_type=offer.instance_type,
+                    network_gbps=nic,
+                    pcie_gbps=pcie,
                 )
             )
             targets[gpu_name] = (spec, None, offer)
@@ -233,6 +242,8 @@ def build_server_options(
                     provider=offer.provider,
                     region=offer.region,
                     instance_type=offer.instance_type,
+                    network_gbps=nic / prof.max_instances,
+                    pcie_gbps=pcie / prof.max_instances,
                 )
             )
             targets[name] = (spec, prof, offer)
@@ -247,6 +258,7 @@ def build_server_options(
                 provider=offer.provider,
                 region=offer.region,
                 instance_type=itype,
+                network_gbps=offer.network_gbps,
             )
         )
         targets[name] = (None, None, offer)
@@ -315,21 +327,81 @@ def read_latency_tables(items: Iterable[str]) -> dict[tuple[str, str], LatencyCu
     return out
 
 
-def inference_work(model: str, precision: str) -> InferenceWork:
-    """The inference pass of ``model`` from its profiles at batch 1 and 2 (fixed and
-    per-sample FLOPs, bytes and memory)."""
-    from gpucast.domain.workload import PRECISIONS
+def inference_work(
+    model: str, precision: str, options: Mapping[str, Any] | None = None
+) -> InferenceWork:
+    """The inference pass of ``model`` (built with its workload ``options``) from its
+    profiles at batch 1 and 2 (fixed and per-sample FLOPs, bytes and memory), at a serving
+    precision: int8/fp8 are the 16-bit profile with one byte per element."""
+    from gpucast.domain.serving import SERVING_PRECISIONS
     from gpucast.inputs.workload import workload_profile
-    from gpucast.predict.serving import InferenceWork
+    from gpucast.predict.serving import InferenceWork, profile_precision
 
-    if precision not in PRECISIONS:
+    if precision not in SERVING_PRECISIONS:
         raise InvalidSpecError(
-            "precision", f"must be one of {', '.join(PRECISIONS)}", got=precision
-        )
+            "precision", f"must be one of {', '.join(SERVING_PRECISIONS)}", got=precision,
+            fix="e.g. --precision fp16",
+        )  # fmt: skip
+    profiled = profile_precision(precision)
     # the profile cache (gpucast.inputs.workload) serves repeated calls without PyTorch
-    return InferenceWork.from_profiles(
-        workload_profile(model, precision, batch_size=1),
-        workload_profile(model, precision, batch_size=2),
+    work = InferenceWork.from_profiles(
+        workload_profile(model, profiled, batch_size=1, options=options),
+        workload_profile(model, profiled, batch_size=2, options=options),
+    )
+    return work.at_precision(precision, profiled)
+
+
+#: The engine a served model runs on unless the user names one.
+DEFAULT_SERVING_ENGINE = "eager-pytorch"
+
+
+def serving_efficiency(
+    engine: str | None = None, precision: str | None = None
+) -> Sourced[ServingEfficiency]:
+    """The efficiency figures of ``engine`` (default :data:`DEFAULT_SERVING_ENGINE`), from the
+    fitted sets its ``serving_engines.csv`` row names; one clear error when it cannot run
+    ``precision``. Without the shipped step-time model, the roofline priors."""
+    from gpucast.catalog.serving_engines import serving_engine
+    from gpucast.catalog.steptime import shipped_step_time_model
+    from gpucast.predict.roofline import RooflineEfficiency
+    from gpucast.predict.serving import ServingEfficiency
+
+    profile = serving_engine(engine or DEFAULT_SERVING_ENGINE)
+    if precision is not None:
+        profile.check_precision(precision)
+    model = shipped_step_time_model()
+    if model is None or model.eta_compute_ is None or model.eta_memory_ is None:
+        prior = ServingEfficiency.from_roofline(RooflineEfficiency())
+        return Sourced(
+            dataclasses.replace(prior, engine=profile.name),
+            f"{profile.display_name}: roofline priors (no fitted step-time model shipped)",
+        )
+    stack = profile.stack
+    eta = model.eta_compute_
+    tensor = eta["tensor16"]
+    tensor_from = f"step-time model ({stack} stack)"
+    if profile.gemm_efficiency_from.startswith("inference_engines:"):
+        from gpucast.catalog.engines import inference_engine
+
+        row = inference_engine(profile.gemm_efficiency_from.partition(":")[2])
+        tensor = row.compute_efficiency
+        tensor_from = f"inference_engines.csv {row.name} ({row.fitted_on})"
+    eff = ServingEfficiency(
+        engine=profile.name,
+        compute_efficiency_fp32=min(1.0, eta["fp32"]),
+        compute_efficiency_tensor=min(1.0, tensor),
+        bandwidth_efficiency=min(1.0, model.eta_memory_),
+        traffic_factor=model.traffic_[stack],
+        kernel_overhead_s=model.overhead_s_[stack],
+        source=f"{profile.display_name} (serving_engines.csv)",
+    )
+    return Sourced(
+        eff,
+        f"{profile.display_name}: tensor-core efficiency {eff.compute_efficiency_tensor:.3f} "
+        f"from {tensor_from}; fp32 {eff.compute_efficiency_fp32:.3f}, bytes x"
+        f"{eff.traffic_factor:.2f} of eager, {eff.kernel_overhead_s * 1e6:.2g} us per kernel "
+        f"from the step-time model ({stack} stack, catalog/data/steptime.json: "
+        f"{model.fitted_on_})",
     )
 
 
@@ -340,24 +412,57 @@ def roofline_curve(
     max_batch: int,
     *,
     mig: MigProfile | None = None,
+    engine: ServingEfficiency | None = None,
 ) -> LatencyCurve:
     """The roofline latency curve of ``work`` on a catalog GPU (or its MIG slice ``mig``), or
-    on a CPU server given as its offer (always fp32)."""
+    on a CPU server given as its offer (always fp32), with ``engine``'s efficiencies (None:
+    the roofline priors)."""
     from gpucast.predict import serving as pserve
 
     if isinstance(device, Offer):
         return pserve.predict_latency_curve(
-            work, pserve.cpu_device(device), "fp32", max_batch=max_batch
+            work, pserve.cpu_device(device), "fp32", max_batch=max_batch, efficiency=engine
         )
-    return pserve.predict_latency_curve(work, device, precision, max_batch=max_batch, mig=mig)
+    return pserve.predict_latency_curve(
+        work, device, precision, max_batch=max_batch, mig=mig, efficiency=engine
+    )
+
+
+def network_share_gbps(offer: Offer) -> float:
+    """Each GPU's share of an offer's network (Gbit/s): the NIC over its GPUs."""
+    return offer.network_gbps / max(offer.gpus, 1)
+
+
+def pcie_gbps(gpu: GpuSpec) -> Sourced[float]:
+    """The host-to-device link of ``gpu``: x16 at its PCIe generation."""
+    from gpucast.predict.serving import PCIE_X16_GBPS
+
+    gbps = PCIE_X16_GBPS.get(gpu.pcie_generation, PCIE_X16_GBPS[max(PCIE_X16_GBPS)])
+    return Sourced(gbps, f"{gbps:g} GB/s (PCIe {gpu.pcie_generation}.0 x16, {gpu.name})")
 
 
 def request_overhead(work: InferenceWork, network_gbps: float) -> Sourced[float]:
-    """Seconds each request spends on the network (its input over ``network_gbps``)."""
-    from gpucast.predict.serving import request_overhead_s
+    """The network link a request crosses (its input over ``network_gbps``, a queueing stage
+    of the host path) and the round trip, the per-request delay that occupies no stage."""
+    from gpucast.predict.serving import ZONE_RTT_S
 
-    overhead_s = request_overhead_s(work.input_bytes_per_sample, network_gbps)
-    return Sourced(overhead_s, f"{overhead_s * 1e3:.3g} ms (input over {network_gbps:g} Gb/s)")
+    transfer_ms = work.input_bytes_per_sample * 8.0 / (network_gbps * 1e9) * 1e3
+    return Sourced(
+        ZONE_RTT_S,
+        f"{ZONE_RTT_S * 1e3:.3g} ms round trip; the {work.input_bytes_per_sample / 1e3:.0f} KB "
+        f"input holds the {network_gbps:g} Gb/s link {transfer_ms:.3g} ms (a FIFO stage: "
+        f"{network_gbps * 1e9 / (8 * work.input_bytes_per_sample):.0f} req/s at most)",
+    )
+
+
+def _transfer_s(input_bytes: float, option: ServerOption) -> float:
+    """Seconds one request's input spends on the option's network link and PCIe copy."""
+    total = 0.0
+    if option.network_gbps:
+        total += input_bytes * 8.0 / (option.network_gbps * 1e9)
+    if option.pcie_gbps:
+        total += input_bytes / (option.pcie_gbps * 1e9)
+    return total
 
 
 def model_profiles(
@@ -368,14 +473,17 @@ def model_profiles(
     precision: str,
     max_batch: int,
     measured: Mapping[tuple[str, str], LatencyCurve],
+    engine: ServingEfficiency | None = None,
+    workload_options: Mapping[str, Any] | None = None,
 ) -> Sourced[dict[tuple[str, str], ModelProfile]]:
     """What the planner knows of each model on each server option: its latency curve
-    (``measured`` where given, else the roofline), memory and request overhead."""
-    from gpucast.predict.serving import request_overhead_s
+    (``measured`` where given, else the roofline with ``engine``'s efficiencies), memory,
+    request payload and round trip."""
+    from gpucast.predict.serving import ZONE_RTT_S
 
     profiles: dict[tuple[str, str], ModelProfile] = {}
     for load in loads:
-        work = inference_work(load.name, precision)
+        work = inference_work(load.name, precision, workload_options)
         fixed_gib = 1.2 * work.weights_bytes / 2**30
         per_gib = 1.2 * (work.input_bytes_per_sample + work.activation_bytes_per_sample) / 2**30
         for option in options:
@@ -383,22 +491,24 @@ def model_profiles(
             curve = measured.get((load.name, option.name))
             if curve is None:
                 curve = roofline_curve(
-                    work, offer if spec is None else spec, precision, max_batch, mig=profile
-                )
+                    work, offer if spec is None else spec, precision, max_batch, mig=profile,
+                    engine=engine,
+                )  # fmt: skip
             profiles[(load.name, option.name)] = ModelProfile(
                 model=load.name,
                 server=option.name,
                 curve=curve,
                 memory_fixed_gib=fixed_gib,
                 memory_per_sample_gib=per_gib,
-                request_overhead_s=request_overhead_s(
-                    work.input_bytes_per_sample, offer.network_gbps
-                ),
+                request_overhead_s=ZONE_RTT_S,
+                input_bytes=work.input_bytes_per_sample,
+                transfer_s=_transfer_s(work.input_bytes_per_sample, option),
             )
     tables = ", ".join(f"{m}@{s}" for m, s in measured)
+    how = f"{engine.engine} efficiencies" if engine is not None else "roofline priors"
     source = (
-        "roofline of the profiled inference pass on each catalog GPU / MIG slice / CPU "
-        "(uncalibrated priors)" + (f"; measured tables for {tables}" if measured else "")
+        f"roofline of the profiled inference pass ({precision}) on each catalog GPU / MIG "
+        f"slice / CPU ({how})" + (f"; measured tables for {tables}" if measured else "")
     )
     return Sourced(profiles, source)
 
@@ -406,10 +516,12 @@ def model_profiles(
 # -- arrivals -------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Arrivals:
-    """Arrival times (seconds from 0, sorted), where they came from, and what was skipped."""
+    """Arrival times (seconds from 0, sorted), the process they come from (``source``, as the
+    output names it), the span they cover, and what was skipped."""
 
     times_s: FloatArray
     source: str
+    duration_s: float
     warnings: tuple[str, ...] = ()
 
 
@@ -449,7 +561,7 @@ def read_trace_arrivals(path: Path, seed: int, *, field: str = "trace") -> Arriv
             head = handle.readline()
     except UnicodeDecodeError as exc:
         raise not_utf8(path, exc) from None
-    if head.startswith("HashOwner"):
+    if head.lstrip("\ufeff").startswith("HashOwner"):
         from gpucast.store.datasets.azure_functions import read_invocation_counts
 
         counts = read_invocation_counts(path)
@@ -468,72 +580,141 @@ def read_trace_arrivals(path: Path, seed: int, *, field: str = "trace") -> Arriv
     return Arrivals(
         times_s=times,
         source=f"trace {path.name} ({what}, {len(skipped)} malformed rows skipped)",
+        duration_s=float(times[-1]),
         warnings=(skipped_rows_warning(path, skipped),) if skipped else (),
     )
 
 
-def check_arrival_kind(kind: str) -> str:
+def check_arrival_kind(kind: str, field: str = "arrivals") -> str:
     """``kind`` when it is poisson, constant, bursty or trace:FILE (one error otherwise)."""
     if kind in ARRIVAL_KINDS or (kind.startswith(TRACE_PREFIX) and len(kind) > len(TRACE_PREFIX)):
         return kind
     raise InvalidSpecError(
-        "arrivals",
+        field,
         "must be poisson, constant, bursty or trace:FILE",
         got=kind,
-        fix="e.g. --arrivals poisson",
+        fix=f"e.g. --{field} poisson",
     )
 
 
-def arrivals(kind: str, rate_rps: float, duration_s: float, seed: int) -> Arrivals:
-    """``duration_s`` of arrivals: Poisson or constant at ``rate_rps``, the bursty preset
-    (:data:`BURSTY_RATE_FACTORS`, mean ``rate_rps``) or ``trace:FILE`` (cut at
-    ``duration_s``; see :func:`read_trace_arrivals`)."""
+def trace_path(kind: str) -> Path | None:
+    """The file of a ``trace:FILE`` arrival kind (None for the generated ones)."""
+    return Path(kind[len(TRACE_PREFIX) :]) if kind.startswith(TRACE_PREFIX) else None
+
+
+def arrival_rate_of(times_s: FloatArray) -> float:
+    """Mean rate (requests/s) of sorted arrival times."""
+    return (times_s.size - 1) / float(times_s[-1]) if times_s.size > 1 and times_s[-1] > 0 else 0.0
+
+
+def _generated(kind: str, rate_rps: float, duration_s: float, seed: int) -> tuple[FloatArray, str]:
     import numpy as np
 
     from gpucast.simulate import arrivals as gen
 
-    check_arrival_kind(kind)
     rng = np.random.default_rng(seed)
     if kind == "poisson":
-        return Arrivals(
-            times_s=gen.poisson(rate_rps, duration_s, rng), source=f"Poisson {rate_rps:g} req/s"
-        )
+        return gen.poisson(rate_rps, duration_s, rng), f"Poisson {rate_rps:g} req/s"
     if kind == "constant":
-        return Arrivals(
-            times_s=gen.constant(rate_rps, duration_s), source=f"constant {rate_rps:g} req/s"
-        )
-    if kind == "bursty":
-        rates = tuple(rate_rps * f for f in BURSTY_RATE_FACTORS)
-        scale = rate_rps / gen.bursty_mean_rate(rates, BURSTY_SOJOURN_S)
-        rates = tuple(r * scale for r in rates)
-        return Arrivals(
-            times_s=gen.bursty(rates, BURSTY_SOJOURN_S, duration_s, rng),
-            source=f"bursty MMPP {rates[0]:.3g}/{rates[1]:.3g} req/s, sojourns 8 s/2 s",
-        )
-    trace = read_trace_arrivals(Path(kind[len(TRACE_PREFIX) :]), seed, field="arrivals")
-    times = gen.from_timestamps(trace.times_s, duration_s=duration_s)
-    return dataclasses.replace(trace, times_s=times)
+        return gen.constant(rate_rps, duration_s), f"constant {rate_rps:g} req/s"
+    rates = tuple(rate_rps * f for f in BURSTY_RATE_FACTORS)
+    scale = rate_rps / gen.bursty_mean_rate(rates, BURSTY_SOJOURN_S)
+    rates = tuple(r * scale for r in rates)
+    return (
+        gen.bursty(rates, BURSTY_SOJOURN_S, duration_s, rng),
+        f"bursty MMPP {rates[0]:.3g}/{rates[1]:.3g} req/s (mean {rate_rps:g}), sojourns 8 s/2 s",
+    )
 
 
-# -- host path ------------------------------------------------------------------------------
+def arrivals(
+    kind: str,
+    rate_rps: float | None,
+    duration_s: float | None,
+    seed: int,
+    *,
+    field: str = "arrivals",
+) -> Arrivals:
+    """One model's request stream, the same for every serving verb.
+
+    ``poisson`` / ``constant`` at ``rate_rps`` (required) over ``duration_s``; ``bursty``: the
+    preset (:data:`BURSTY_RATE_FACTORS`, mean ``rate_rps``); ``trace:FILE``
+    (:func:`read_trace_arrivals`): replayed, time-scaled to a mean of ``rate_rps`` when one
+    is given, cut at ``duration_s`` when one is given (else its whole span).
+    """
+    check_arrival_kind(kind, field)
+    path = trace_path(kind)
+    if path is None:
+        if rate_rps is None:
+            raise InvalidSpecError(
+                "rate", f"is needed for {kind} arrivals", fix="e.g. --rate 150"
+            )
+        if duration_s is None:
+            raise InvalidSpecError("duration-s", "is needed", fix="e.g. --duration-s 60")
+        times, source = _generated(kind, rate_rps, duration_s, seed)
+        return Arrivals(times_s=times, source=source, duration_s=duration_s)
+    from gpucast.simulate import arrivals as gen
+
+    trace = read_trace_arrivals(path, seed, field=field)
+    times = trace.times_s
+    source = trace.source
+    if rate_rps is not None:
+        times = gen.from_timestamps(times, target_rate_rps=rate_rps)
+        source += f", time-scaled to {rate_rps:g} req/s"
+    if duration_s is not None:
+        times = gen.from_timestamps(times, duration_s=duration_s)
+        if times.size == 0:
+            raise InvalidSpecError(
+                "duration-s", f"keeps no request of {path.name}", got=duration_s,
+                fix="give a longer duration",
+            )  # fmt: skip
+    span = duration_s if duration_s is not None else float(times[-1])
+    return dataclasses.replace(trace, times_s=times, source=source, duration_s=span)
+
+
+def arrivals_at(
+    kind: str, seed: int, *, trace: Arrivals | None = None
+) -> Callable[[float, float], FloatArray]:
+    """``at(rate, duration)``: arrival times over ``duration`` seconds at any mean rate, of
+    the same process as ``kind`` (a ``trace`` time-scaled, repeated to cover the run): what a
+    saturation search offers."""
+    from gpucast.simulate import arrivals as gen
+
+    def at(rate_rps: float, duration_s: float) -> FloatArray:
+        if trace is None:
+            return _generated(kind, rate_rps, duration_s, seed)[0]
+        return gen.rescaled(trace.times_s, rate_rps, duration_s)
+
+    return at
+
+
+# -- host path ----------------------------------------------------------------------------
 def given_host_capacity(capacity_rps: float) -> Sourced[float]:
     return Sourced(capacity_rps, f"{capacity_rps:g} requests/s per server (given)")
 
 
-def calibrated_host_capacity(
+def calibrated_host_path(
     deployment: Deployment,
-    traffic: Mapping[str, Any],
-    measured_p50_s: float,
+    points: Sequence[tuple[Mapping[str, Any], float]],
     *,
+    capacity_rps: float | None,
     seed: int,
-) -> Sourced[float]:
-    """The host capacity at which the simulated median of ``traffic`` on ``deployment`` is
-    the measured one (:func:`gpucast.simulate.serving.calibrate_host_capacity`)."""
-    from gpucast.simulate.serving import calibrate_host_capacity
+) -> Sourced[HostPathFit]:
+    """The shared host fitted to measured medians (arrivals, seconds) by
+    :func:`gpucast.simulate.serving.calibrate_host_path`: its time alone from one load (at
+    the given capacity, None: unlimited), its time and capacity from two."""
+    from gpucast.simulate.serving import calibrate_host_path
 
-    capacity_rps = calibrate_host_capacity(deployment, traffic, measured_p50_s, seed=seed)
+    fit = calibrate_host_path(deployment, points, capacity_rps=capacity_rps, seed=seed)
+    medians = ", ".join(f"{p50 * 1e3:g} ms" for _a, p50 in points)
+    cap = (
+        f"capacity {fit.capacity_rps:.1f} req/s fitted"
+        if fit.capacity_fitted
+        else "capacity unlimited"
+        if fit.capacity_rps is None
+        else f"capacity {fit.capacity_rps:g} req/s (given)"
+    )
     return Sourced(
-        capacity_rps,
-        f"{capacity_rps:.1f} requests/s per server, calibrated to the measured median "
-        f"{measured_p50_s * 1e3:g} ms at this load",
+        fit,
+        f"{fit.host_s * 1e3:.2f} ms on the host path alone, {cap}: calibrated to the "
+        f"measured median(s) {medians}",
     )

@@ -15,8 +15,9 @@ when it has one). Units are pruned analytically before anything is simulated:
 * **memory**: ``i`` instances of every model at batch ``b`` do not fit in the device;
 * **capacity**: the fewest servers ``n_min`` with utilisation < 1, of the device (device
   work per request ``device_s(k) / k * slowdown(N) / N`` at the best batch ``k <= b``), of
-  the instances (``latency(k) / (i * k)``) and, when the option has one, of the host path
-  (requests / ``host_capacity_rps``); ``n_min > max_servers`` -> infeasible.
+  the instances (``latency(k) / (i * k)``) and of each host-path stage the option has (the
+  network link and PCIe copy: a request's bytes over their bandwidth; the shared host:
+  requests / ``host_capacity_rps``); ``n_min > max_servers`` -> infeasible.
 
 ``n_min * price`` is a lower bound on a unit's cost. Units are simulated (fast
 discrete-event simulator, the same arrivals for every candidate) in order of that bound,
@@ -27,12 +28,18 @@ exact (unless ``max_simulations`` cuts the search, which the plan notes), so a l
 bigger budget never makes the recommendation dearer. A few more units (the cheapest of each
 server type not yet tried) are simulated for the Pareto front of cost vs tail latency.
 
+The recommended deployment's peak throughput is then *measured*: a saturation search
+(:func:`gpucast.simulate.serving.find_saturation`) offers it the same traffic time-scaled to
+ever higher rates and reports the highest it holds; its headroom is that peak over the
+offered load (the other candidates keep the analytic bound).
+
 With dedicated placement servers share nothing, so each model is planned on its own and a
 deployment is one unit per model (the cheapest mix may use different server types).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -60,7 +67,12 @@ from gpucast.domain.serving_plan import (
 )
 from gpucast.plan.pareto import pareto_front_2d
 from gpucast.simulate import arrivals as arrival_gen
-from gpucast.simulate.serving import ServingResult, simulate_serving
+from gpucast.simulate.serving import (
+    Saturation,
+    ServingResult,
+    find_saturation,
+    simulate_serving,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -85,6 +97,18 @@ def slowdown_at(option: ServerOption, n: int) -> float:
 class _Capacity:
     device_rps: float  # requests/s one server's device sustains for this model alone
     instance_rps: float  # requests/s its instances sustain
+    link_rps: float = math.inf  # requests/s its network link and PCIe copy carry (the slower)
+
+
+def link_rps(profile: ModelProfile, option: ServerOption) -> float:
+    """Requests/s of ``profile``'s model the option's network link and PCIe copy carry."""
+    out = math.inf
+    if profile.input_bytes > 0:
+        if option.network_gbps:
+            out = min(out, option.network_gbps * 1e9 / (8.0 * profile.input_bytes))
+        if option.pcie_gbps:
+            out = min(out, option.pcie_gbps * 1e9 / profile.input_bytes)
+    return out
 
 
 def capacity(profile: ModelProfile, option: ServerOption, max_batch: int, instances: int,
@@ -101,6 +125,7 @@ def capacity(profile: ModelProfile, option: ServerOption, max_batch: int, instan
     return _Capacity(
         device_rps=math.inf if dev <= 0 else 1.0 / dev,
         instance_rps=instances / best_lat,
+        link_rps=link_rps(profile, option),
     )
 
 
@@ -156,7 +181,8 @@ def _servers_needed(
     rates = {m.name: m.rate_rps for m in request.models}
     device_load = sum(rates[m] / caps[m].device_rps for m in unit_models)
     inst_load = max(rates[m] / caps[m].instance_rps for m in unit_models)
-    need = max(device_load, inst_load, _host_load(request, unit_models, option))
+    link_load = sum(rates[m] / caps[m].link_rps for m in unit_models)
+    need = max(device_load, inst_load, link_load, _host_load(request, unit_models, option))
     return max(1, math.floor(need) + 1)
 
 
@@ -164,7 +190,8 @@ def _utilisation(request: ServeRequest, unit: _Unit, count: int) -> float:
     rates = {m.name: m.rate_rps for m in request.models}
     device = sum(rates[m] / count / unit.caps[m].device_rps for m in unit.models)
     inst = max(rates[m] / count / unit.caps[m].instance_rps for m in unit.models)
-    return max(device, inst, _host_load(request, unit.models, unit.option) / count)
+    link = sum(rates[m] / count / unit.caps[m].link_rps for m in unit.models)
+    return max(device, inst, link, _host_load(request, unit.models, unit.option) / count)
 
 
 class _Planner:
@@ -183,6 +210,9 @@ class _Planner:
         self.simulated = 0
         self.evaluated = 0
         self.cut_by_cap = False
+        self.horizon_s = max(
+            [request.duration_s, *(float(a[-1]) for a in arrivals.values() if len(a))]
+        )
 
     # -- units ------------------------------------------------------------------------------
     def units(self, placement: str, models: tuple[str, ...]) -> list[_Unit]:
@@ -231,8 +261,8 @@ class _Planner:
         return out
 
     # -- simulation -------------------------------------------------------------------------
-    def simulate(self, unit: _Unit, count: int) -> _Eval:
-        req = self.request
+    def deployment(self, unit: _Unit, count: int) -> Deployment:
+        """The deployment of ``count`` servers of ``unit``, host path included."""
         deps = []
         for m in unit.models:
             prof = self.profiles[(m, unit.option.name)]
@@ -246,20 +276,33 @@ class _Planner:
                     instances=unit.instances,
                     memory_gib=prof.memory_gib(unit.max_batch),
                     request_overhead_s=prof.request_overhead_s,
+                    input_bytes=prof.input_bytes,
                 )
             )
+        option = unit.option
         server = ServerSpec(
-            name=unit.option.name,
-            kind=unit.option.kind,  # type: ignore[arg-type]
-            memory_gib=unit.option.memory_gib,
-            price_usd_per_hour=unit.option.price_usd_per_hour,
+            name=option.name,
+            kind=option.kind,  # type: ignore[arg-type]
+            memory_gib=option.memory_gib,
+            price_usd_per_hour=option.price_usd_per_hour,
             models=tuple(deps),
-            colocation_slowdown=unit.option.colocation_slowdown,
-            host_capacity_rps=unit.option.host_capacity_rps,
+            colocation_slowdown=option.colocation_slowdown,
+            host_capacity_rps=option.host_capacity_rps,
+            host_s=option.host_s,
+            host_concurrency=option.host_concurrency,
+            network_gbps=option.network_gbps,
+            pcie_gbps=option.pcie_gbps,
         )
-        deployment = Deployment(groups=(ServerGroup(server=server, count=count),))
+        return Deployment(groups=(ServerGroup(server=server, count=count),))
+
+    def simulate(self, unit: _Unit, count: int) -> _Eval:
+        req = self.request
+        deployment = self.deployment(unit, count)
         result = simulate_serving(
-            deployment, {m: self.arrivals[m] for m in unit.models}, seed=req.seed
+            deployment,
+            {m: self.arrivals[m] for m in unit.models},
+            seed=req.seed,
+            horizon_s=self.horizon_s,
         )
         self.simulated += 1
         return self._evaluate(unit, count, result)
@@ -398,6 +441,29 @@ def _candidate(request: ServeRequest, placement: str, evals: Sequence[_Eval]) ->
     )
 
 
+def _saturation(planner: _Planner, evals: Sequence[_Eval], duration_s: float) -> Saturation:
+    """Peak throughput of the deployment ``evals`` make up, offered the planning traffic
+    time-scaled (each model keeping its share of the total)."""
+    request = planner.request
+    groups = tuple(g for ev in evals for g in planner.deployment(ev.unit, ev.count).groups)
+    deployment = Deployment(groups=groups)
+    rates = {m.name: m.rate_rps for m in request.models}
+    total = sum(rates.values())
+    models = [m for ev in evals for m in ev.unit.models]
+
+    def at(rate: float, span: float) -> dict[str, FloatArray]:
+        return {
+            m: arrival_gen.rescaled(planner.arrivals[m], rate * rates[m] / total, span)
+            for m in models
+        }
+
+    util = max(_utilisation(request, ev.unit, ev.count) for ev in evals)
+    start = total / util if util > 0 else 2.0 * total  # the analytic capacity
+    return find_saturation(
+        deployment, at, duration_s=duration_s, start_rps=max(start, total), seed=request.seed
+    )
+
+
 def default_arrivals(request: ServeRequest) -> dict[str, FloatArray]:
     """Poisson arrivals at each model's rate over ``duration_s`` (seeded per model)."""
     out: dict[str, FloatArray] = {}
@@ -439,12 +505,14 @@ def plan_serving(
     *,
     arrivals: Mapping[str, FloatArray] | None = None,
     assumptions: Mapping[str, str] | None = None,
+    saturation_s: float = 30.0,
 ) -> ServePlan:
     """The cheapest deployments of ``request.models`` on ``options`` meeting the SLO.
 
     ``profiles[(model, option.name)]`` is a model's latency curve on a server option (absent:
     the option cannot run it). ``arrivals`` (sorted seconds per model; default Poisson at
-    each rate) are the traffic every candidate is simulated with. Raises
+    each rate) are the traffic every candidate is simulated with; the recommended one is then
+    searched for its peak throughput over ``saturation_s`` runs (0: skip). Raises
     :class:`NoFeasiblePlanError` when the SLO is below every server's single-request latency
     or no deployment meets it.
     """
@@ -463,6 +531,12 @@ def plan_serving(
     planner = _Planner(request, options, profiles, traffic)
     model_names = tuple(m.name for m in request.models)
     candidates: list[ServeCandidate] = []
+    evals_of: dict[int, Sequence[_Eval]] = {}
+
+    def add(placement: str, evals: Sequence[_Eval]) -> None:
+        candidate = _candidate(request, placement, evals)
+        evals_of[id(candidate)] = evals
+        candidates.append(candidate)
 
     # -- dedicated: each model on its own servers -------------------------------------------
     best_dedicated = math.inf
@@ -477,7 +551,7 @@ def plan_serving(
         if all(per_model.values()):
             if len(model_names) == 1:
                 for ev in per_model[model_names[0]]:
-                    candidates.append(_candidate(request, "dedicated", [ev]))
+                    add("dedicated", [ev])
             else:
                 combos: list[list[_Eval]] = [
                     [min(per_model[m], key=lambda e: (e.cost, e.tail_s)) for m in model_names],
@@ -488,7 +562,7 @@ def plan_serving(
                     if all(on):
                         combos.append([min(e, key=lambda x: (x.cost, x.tail_s)) for e in on])
                 for combo in combos:
-                    candidates.append(_candidate(request, "dedicated", combo))
+                    add("dedicated", combo)
             best_dedicated = min(c.cost_usd_per_hour for c in candidates)
 
     # -- shared: every model co-located on each server --------------------------------------
@@ -497,7 +571,9 @@ def plan_serving(
         evals, _best = planner.search(units, best_dedicated)
         done = {id(ev.unit) for ev in evals}
         evals += planner.pareto_extras(units, done)
-        candidates += [_candidate(request, "shared", [ev]) for ev in evals if ev.meets]
+        for ev in evals:
+            if ev.meets:
+                add("shared", [ev])
 
     # -- budget, dedupe, order, front -------------------------------------------------------
     if request.budget_usd_per_hour is not None:
@@ -526,6 +602,20 @@ def plan_serving(
         [c.cost_usd_per_hour for c in ordered], [c.tail_latency_s for c in ordered]
     )
     notes = dict(assumptions or {})
+    if saturation_s > 0:
+        best = ordered[0]
+        sat = _saturation(planner, evals_of[id(best)], saturation_s)
+        peak = sat.peak_throughput_rps
+        ordered[0] = dataclasses.replace(
+            best,
+            saturation_rps=sat.saturation_rps,
+            peak_throughput_rps=peak,
+            headroom=peak / request.total_rate_rps - 1.0 if peak > 0 else best.headroom,
+        )
+        notes["saturation"] = (
+            f"recommended deployment searched to {sat.saturation_rps:.1f} req/s offered (the "
+            f"same traffic time-scaled; {sat.criterion}); peak throughput {peak:.1f} req/s"
+        )
     if planner.cut_by_cap:
         notes["search"] = (
             f"stopped at {request.max_simulations} simulations: the cheapest shown may not be "

@@ -12,8 +12,13 @@ Three ways to a :class:`~gpucast.domain.serving.LatencyCurve` (seconds per batch
                  + matmul_flops(b) / (compute_efficiency * peak_flops)  # convolutions, GEMMs
                  + other_bytes(b) / (bandwidth_efficiency * bandwidth)  # element-wise, norms
 
-  with the efficiencies of :class:`gpucast.predict.roofline.RooflineEfficiency` (documented
-  priors, not fits) and FLOPs and bytes linear in ``b`` (taken from two profiles).
+  with the efficiencies of an inference engine (:class:`ServingEfficiency`: eager PyTorch or
+  TensorRT-class, resolved from fitted sets by :mod:`gpucast.inputs.serving`; the bytes are
+  scaled by the engine's traffic factor, and a per-batch cost joins the launch term) or of
+  :class:`gpucast.predict.roofline.RooflineEfficiency` (documented priors), and FLOPs and
+  bytes linear in ``b`` (taken from two profiles). The precision picks the peak
+  (``GpuSpec.peak_tflops``: fp32, the fp16/bf16 tensor cores, fp8, int8) and the bytes per
+  element (:meth:`InferenceWork.at_precision`: int8/fp8 move half the bytes of fp16).
   ``calibration_scale`` (from :func:`calibration_scale`: a measured curve on any device over
   the roofline's prediction for that device) multiplies every term; ``device_scale``
   multiplies only the compute and bandwidth terms (the same as dividing both roofline
@@ -31,6 +36,7 @@ simulator uses instead.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,6 +62,20 @@ CPU_GFLOPS_PER_VCPU = 40.0
 #: Assumed memory bandwidth per vCPU of a cloud server (GB/s), capped at a socket's ~100 GB/s.
 CPU_BANDWIDTH_GBPS_PER_VCPU = 4.0
 CPU_BANDWIDTH_CAP_GBPS = 100.0
+#: Bytes per element of each serving precision.
+ELEMENT_BYTES: dict[str, float] = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0}
+
+
+def profile_precision(precision: str) -> str:
+    """The precision a model is profiled at for ``precision`` (the profiler runs fp32 or
+    16-bit autocast; int8/fp8 are a 16-bit profile with half the bytes)."""
+    if precision not in ELEMENT_BYTES:
+        raise InvalidSpecError(
+            "precision", f"must be one of {', '.join(ELEMENT_BYTES)}", got=precision
+        )
+    return precision if precision in ("fp32", "bf16") else "fp16"
+
+
 #: Round trip inside one cloud zone (s), added to the input's transfer time.
 ZONE_RTT_S = 0.0002
 #: Host-to-device bandwidth of a x16 PCIe link per direction (GB/s) by generation, the
@@ -120,6 +140,26 @@ class InferenceWork:
             activation_bytes_per_sample=max((act2 - act1) / db, act1 / one.batch_size),
         )
 
+    def at_precision(self, precision: str, profiled_at: str) -> InferenceWork:
+        """This pass (profiled at ``profiled_at``) run at ``precision``: the same FLOPs, every
+        byte count scaled by the element sizes (:data:`ELEMENT_BYTES`)."""
+        for p in (precision, profiled_at):
+            if p not in ELEMENT_BYTES:
+                raise InvalidSpecError(
+                    "precision", f"must be one of {', '.join(ELEMENT_BYTES)}", got=p
+                )
+        k = ELEMENT_BYTES[precision] / ELEMENT_BYTES[profiled_at]
+        if k == 1.0:
+            return self
+        return dataclasses.replace(
+            self,
+            other_bytes_fixed=self.other_bytes_fixed * k,
+            other_bytes_per_sample=self.other_bytes_per_sample * k,
+            weights_bytes=self.weights_bytes * k,
+            input_bytes_per_sample=self.input_bytes_per_sample * k,
+            activation_bytes_per_sample=self.activation_bytes_per_sample * k,
+        )
+
     def memory_gib(self, max_batch: int) -> float:
         """GiB one instance needs: weights plus inputs and working set of its largest batch,
         with 20% for framework workspace."""
@@ -127,6 +167,58 @@ class InferenceWork:
             self.input_bytes_per_sample + self.activation_bytes_per_sample
         )
         return 1.2 * need / 2**30
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServingEfficiency:
+    """What one inference engine achieves on a forward pass (:mod:`gpucast.inputs.serving`
+    resolves it from the fitted sets ``catalog/data/serving_engines.csv`` names).
+
+    ``compute_efficiency_tensor`` applies to every tensor-core precision (fp16, bf16, fp8,
+    int8) as a fraction of that precision's peak; ``bandwidth_efficiency`` is the fraction of
+    datasheet bandwidth the memory-bound kernels stream at and ``traffic_factor`` the bytes
+    they move relative to the eager, unfused pass the profiler counts; ``kernel_overhead_s``
+    is paid per profiled kernel and ``batch_overhead_s`` once per batch (host side).
+    """
+
+    engine: str
+    compute_efficiency_fp32: float
+    compute_efficiency_tensor: float
+    bandwidth_efficiency: float
+    traffic_factor: float = 1.0
+    kernel_overhead_s: float = 10e-6
+    batch_overhead_s: float = 0.0
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("compute_efficiency_fp32", "compute_efficiency_tensor",
+                     "bandwidth_efficiency"):  # fmt: skip
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0 < value <= 1):
+                raise InvalidSpecError(name, "must be in (0, 1]", got=value)
+        if not (math.isfinite(self.traffic_factor) and self.traffic_factor > 0):
+            raise InvalidSpecError("traffic_factor", "must be > 0", got=self.traffic_factor)
+        for name in ("kernel_overhead_s", "batch_overhead_s"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise InvalidSpecError(name, "must be >= 0", got=value)
+
+    def compute_efficiency(self, precision: str) -> float:
+        return self.compute_efficiency_fp32 if precision == "fp32" else (
+            self.compute_efficiency_tensor
+        )
+
+    @classmethod
+    def from_roofline(cls, eff: RooflineEfficiency) -> ServingEfficiency:
+        """The roofline priors (or a fitted set) as a serving efficiency, no fusion."""
+        return cls(
+            engine=eff.stack,
+            compute_efficiency_fp32=eff.compute_efficiency_fp32,
+            compute_efficiency_tensor=eff.compute_efficiency_tensor_core,
+            bandwidth_efficiency=eff.bandwidth_efficiency,
+            kernel_overhead_s=eff.kernel_overhead_s,
+            source=eff.source,
+        )
 
 
 def cpu_device(offer: Offer) -> DeviceRoofline:
@@ -160,7 +252,7 @@ def _terms(
     batch_size: int,
     device: DeviceRoofline,
     precision: str,
-    eff: RooflineEfficiency,
+    eff: ServingEfficiency,
     compute_slowdown: float,
     bandwidth_slowdown: float,
 ) -> dict[str, float]:
@@ -168,12 +260,13 @@ def _terms(
         eff.compute_efficiency(precision) if device.kind == "gpu" else eff.compute_efficiency_fp32
     )
     return {
-        "overhead": work.n_kernels * eff.kernel_overhead_s,
+        "overhead": work.n_kernels * eff.kernel_overhead_s + eff.batch_overhead_s,
         "compute": work.matmul_flops_per_sample
         * batch_size
         * compute_slowdown
         / (compute_eff * device.peak_tflops * _TERA),
         "memory_bandwidth": (work.other_bytes_fixed + work.other_bytes_per_sample * batch_size)
+        * eff.traffic_factor
         * bandwidth_slowdown
         / (eff.bandwidth_efficiency * device.memory_bandwidth_gbps * _GIGA),
     }
@@ -186,7 +279,7 @@ def predict_latency_curve(
     *,
     max_batch: int = 64,
     mig: MigProfile | None = None,
-    efficiency: RooflineEfficiency | None = None,
+    efficiency: RooflineEfficiency | ServingEfficiency | None = None,
     calibration_scale: float = 1.0,
     device_scale: float = 1.0,
     source: str | None = None,
@@ -198,7 +291,11 @@ def predict_latency_curve(
         raise InvalidSpecError("calibration_scale", "must be > 0", got=calibration_scale)
     if not (math.isfinite(device_scale) and device_scale > 0):
         raise InvalidSpecError("device_scale", "must be > 0", got=device_scale)
-    eff = efficiency or RooflineEfficiency()
+    eff = (
+        efficiency
+        if isinstance(efficiency, ServingEfficiency)
+        else ServingEfficiency.from_roofline(efficiency or RooflineEfficiency())
+    )
     dev = DeviceRoofline.of_gpu(device, precision) if isinstance(device, GpuSpec) else device
     c_slow = b_slow = 1.0
     label = dev.name

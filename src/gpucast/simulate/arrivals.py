@@ -183,6 +183,21 @@ def from_timestamps(
     return times
 
 
+def rescaled(times_s: npt.ArrayLike, rate_rps: float, duration_s: float) -> FloatArray:
+    """Sorted arrival times time-scaled to a mean of ``rate_rps`` and repeated end to end
+    (one mean gap apart) until they cover ``duration_s``: the same process at another rate,
+    e.g. a trace offered faster in a saturation search."""
+    rate, duration = _rate(rate_rps), _duration(duration_s)
+    t = np.asarray(times_s, dtype=np.float64)
+    if t.size == 0:
+        raise InvalidSpecError("arrivals", "are empty", fix="give at least one request")
+    base = from_timestamps(t, target_rate_rps=rate) if t.size > 1 and t[-1] > t[0] else t - t[0]
+    period = float(base[-1]) + 1.0 / rate
+    reps = int(duration // period) + 1
+    tiled = (base[None, :] + period * np.arange(reps)[:, None]).ravel()
+    return tiled[tiled < duration]
+
+
 def from_counts(
     counts: npt.ArrayLike,
     interval_s: float,

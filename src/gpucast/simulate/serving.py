@@ -108,6 +108,7 @@ __all__ = [
     "PERCENTILES",
     "Saturation",
     "SaturationProbe",
+    "analytic_capacity_rps",
     "ServerStats",
     "ServingResult",
     "calibrate_host_path",
@@ -864,6 +865,29 @@ def with_host_path(
     return dataclasses.replace(deployment, groups=tuple(groups))
 
 
+def analytic_capacity_rps(deployment: Deployment, model: str) -> float:
+    """An upper bound on the requests/s of ``model`` the deployment carries alone: per
+    server the slowest of its host-path stages, its device (device work per request at the
+    best batch) and its instances, summed over the servers (a search's starting point)."""
+    total = 0.0
+    for g in deployment.groups:
+        server = g.server
+        for dep in server.models:
+            if dep.model != model:
+                continue
+            largest = dep.batching.largest_batch
+            curve = dep.latency
+            device = max(b / curve.device_s(b) if curve.device_s(b) > 0 else math.inf
+                         for b in range(1, largest + 1))  # fmt: skip
+            instances = dep.instances * max(
+                b / curve.latency(b) for b in range(1, largest + 1)
+            )
+            bound = min(device if server.instances > 1 else instances, instances,
+                        *server.stage_capacity_rps(dep).values())  # fmt: skip
+            total += bound * g.count
+    return total
+
+
 # -- calibration ---------------------------------------------------------------------------------
 
 
@@ -996,19 +1020,22 @@ class SaturationProbe:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Saturation:
-    """The highest offered rate held (``saturation_rps``) and the most the deployment carried
-    at any offered rate (``peak_throughput_rps``); ``probes`` in the order they ran."""
+    """The highest rate held (``saturation_rps``: the highest offered rate the deployment
+    kept up with, counted as what it served there) and the most it carried at any offered
+    rate (``peak_throughput_rps``); ``probes`` in the order they ran."""
 
     saturation_rps: float
     peak_throughput_rps: float
     tolerance: float
     duration_s: float
     probes: tuple[SaturationProbe, ...]
+    max_requests: int = 100_000
 
     @property
     def criterion(self) -> str:
         return (
-            f"held = over the second half of a {self.duration_s:g} s run, at least "
+            f"held = over the second half of a {self.duration_s:g} s run (shorter where it "
+            f"would offer over {self.max_requests:,} requests), at least "
             f"{1 - self.tolerance:.0%} of the offered requests completed and at most "
             f"{self.tolerance:.0%} were dropped (the queue stops growing)"
         )
@@ -1048,21 +1075,24 @@ def probe_rate(
 
 def find_saturation(
     deployment: Deployment,
-    arrivals_at: Callable[[float], Mapping[str, FloatArray]],
+    arrivals_at: Callable[[float, float], Mapping[str, FloatArray]],
     *,
     duration_s: float,
     start_rps: float,
     tolerance: float = 0.01,
     precision: float = 0.005,
     max_probes: int = 30,
+    max_requests: int = 100_000,
     seed: int | None = 0,
 ) -> Saturation:
     """Search the highest total offered rate ``deployment`` holds.
 
-    ``arrivals_at(rate)`` gives each model's arrivals over ``duration_s`` at a total mean
-    ``rate`` (the caller's process: Poisson, constant, a time-scaled trace; the models in
-    their mix). Starting from ``start_rps`` (e.g. the analytic capacity), the rate doubles or
-    halves until it brackets the edge, then bisects (geometrically) to ``precision``.
+    ``arrivals_at(rate, duration)`` gives each model's arrivals over ``duration`` seconds at
+    a total mean ``rate`` (the caller's process: Poisson, constant, a time-scaled trace; the
+    models in their mix). Each probe runs ``duration_s``, shortened so it offers at most
+    ``max_requests`` (fast servers settle in far less time than slow ones). Starting from
+    ``start_rps`` (e.g. the analytic capacity), the rate doubles or halves until it brackets
+    the edge, then bisects (geometrically) to ``precision``.
     """
     if not (math.isfinite(start_rps) and start_rps > 0):
         raise InvalidSpecError("saturation start rate", "must be > 0", got=start_rps)
@@ -1071,8 +1101,9 @@ def find_saturation(
     probes: list[SaturationProbe] = []
 
     def held(rate: float) -> bool:
+        span = min(duration_s, max_requests / rate)
         probe = probe_rate(
-            deployment, arrivals_at(rate), duration_s, tolerance=tolerance, seed=seed
+            deployment, arrivals_at(rate, span), span, tolerance=tolerance, seed=seed
         )
         probes.append(probe)
         return probe.held
@@ -1102,11 +1133,14 @@ def find_saturation(
             hi = mid
     peak = max((p.served_rps for p in probes), default=math.nan)
     return Saturation(
-        saturation_rps=max((p.offered_rps for p in probes if p.held), default=0.0),
+        saturation_rps=max(
+            (min(p.offered_rps, p.served_rps) for p in probes if p.held), default=0.0
+        ),
         peak_throughput_rps=peak,
         tolerance=tolerance,
         duration_s=duration_s,
         probes=tuple(probes),
+        max_requests=max_requests,
     )
 
 
