@@ -95,7 +95,7 @@ from gpucast.predict.serving import (
 )
 from gpucast.profile import profile_workload
 from gpucast.simulate.arrivals import constant_count
-from gpucast.simulate.serving import calibrate_host_path, simulate_serving, with_host_path
+from gpucast.simulate.serving import calibrate_host_path, simulate_serving
 from gpucast.store.datasets.perseus import read_perseus_output
 
 POLICY = BatchingPolicy(max_batch_size=128, max_queue_delay_s=0.010, preferred_batch_sizes=(4, 8))
@@ -143,6 +143,7 @@ class Params:
     jitter_gaps: float = 0.0  # arrival jitter, in inter-arrival gaps (uniform, late only)
     host_capacity_rps: float | None = None  # shared host capacity (ServerSpec), None: unlimited
     host_time_s: float = 0.0  # a request's time on the shared host when alone (ServerSpec.host_s)
+    host_concurrency: int = 64  # requests the shared host works on at once (ServerSpec)
 
 
 def deployment(work: InferenceWork, params: Params, cold_start_s: float = 0.0) -> Deployment:
@@ -190,6 +191,7 @@ def deployment(work: InferenceWork, params: Params, cold_start_s: float = 0.0) -
         models=(model,),
         host_capacity_rps=params.host_capacity_rps,
         host_s=params.host_time_s,
+        host_concurrency=params.host_concurrency,
         network_gbps=NETWORK_GBPS,
         pcie_gbps=PCIE_X16_GBPS[gpu.pcie_generation],
     )
@@ -267,23 +269,57 @@ def calibrate(
     return 0.5 * (lo + hi) if linear else (lo * hi) ** 0.5
 
 
-def calibrate_two_loads(work: InferenceWork, rows: list[pd.Series]) -> Params:
+def calibrate_two_loads(
+    work: InferenceWork, rows: list[pd.Series], host_concurrency: int = 64
+) -> Params:
     """The shared host's time alone and capacity from two passes' medians (the product's
     :func:`gpucast.simulate.serving.calibrate_host_path`)."""
     points = [
         (
-            {"resnet50": pass_arrivals(float(r[LOAD_COLUMN]), int(r["requests"]),
-                                       CLIENT_JITTER_GAPS)},
+            {
+                "resnet50": pass_arrivals(
+                    float(r[LOAD_COLUMN]), int(r["requests"]), CLIENT_JITTER_GAPS
+                )
+            },
             float(r["p50_s"]),
-        )  # fmt: skip
+        )
         for r in rows
     ]
-    fit = calibrate_host_path(deployment(work, Params()), points)
+    fit = calibrate_host_path(deployment(work, Params(host_concurrency=host_concurrency)), points)
     return Params(
         host_time_s=fit.host_s,
         host_capacity_rps=fit.capacity_rps,
         jitter_gaps=CLIENT_JITTER_GAPS,
+        host_concurrency=host_concurrency,
     )
+
+
+def score(
+    work: InferenceWork,
+    frames: dict[str, pd.DataFrame],
+    params: Params,
+    skip: set[tuple[str, int]],
+) -> dict[str, dict[str, float]]:
+    """p50 / p95 MAPE and worst step of every warm pass not in ``skip`` ((test, pass))."""
+    dep = deployment(work, params)
+    out: dict[str, dict[str, float]] = {}
+    for test, frame in frames.items():
+        e50, e95 = [], []
+        for _, row in frame.iterrows():
+            k = int(row["pass"])
+            if (test, k) in skip or (test == "test_2" and k == 1):
+                continue
+            sim = simulate_pass(dep, float(row[LOAD_COLUMN]), int(row["requests"]),
+                                params.jitter_gaps)  # fmt: skip
+            e50.append(abs(sim["p50_s"] / float(row["p50_s"]) - 1))
+            e95.append(abs(sim["p95_s"] / float(row["p95_s"]) - 1))
+        out[test] = {
+            "p50_mape": float(np.mean(e50)),
+            "p50_max_err": float(np.max(e50)),
+            "p95_mape": float(np.mean(e95)),
+            "p95_max_err": float(np.max(e95)),
+        }
+    return out
 
 
 def describe(knob: str, value: float) -> str:

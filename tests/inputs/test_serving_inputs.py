@@ -127,3 +127,45 @@ def test_function_arrivals_match_counts_per_minute(tmp_path: Path) -> None:
     assert only_http.size == 6
     trace = inputs.read_trace_arrivals(_functions_file(tmp_path), seed=0)
     assert trace.times_s.size == 22 and "Azure Functions counts, 3 functions" in trace.source
+
+
+def test_engines_resolve_to_their_fitted_sets() -> None:
+    from gpucast.catalog.engines import inference_engine
+    from gpucast.catalog.steptime import shipped_step_time_model
+
+    model = shipped_step_time_model()
+    assert model is not None and model.eta_compute_ is not None
+    trt = inputs.serving_efficiency("tensorrt", "int8")
+    assert (
+        trt.value.compute_efficiency_tensor == inference_engine("tensorrt-llm").compute_efficiency
+    )
+    assert trt.value.traffic_factor == pytest.approx(model.traffic_["tuned"])
+    assert trt.value.kernel_overhead_s == pytest.approx(model.overhead_s_["tuned"])
+    assert "inference_engines.csv tensorrt-llm" in trt.source
+    eager = inputs.serving_efficiency(None)  # the default engine
+    assert eager.value.engine == "eager-pytorch"
+    assert eager.value.compute_efficiency_tensor == pytest.approx(model.eta_compute_["tensor16"])
+    assert eager.value.traffic_factor == 1.0
+    with pytest.raises(InvalidSpecError, match="int8 is not run by eager PyTorch"):
+        inputs.serving_efficiency("eager-pytorch", "int8")
+
+
+def test_int8_work_is_the_fp16_profile_with_half_the_bytes() -> None:
+    fp16 = inputs.inference_work("mlp", "fp16")
+    int8 = inputs.inference_work("mlp", "int8")
+    assert int8.matmul_flops_per_sample == fp16.matmul_flops_per_sample
+    assert int8.weights_bytes == pytest.approx(fp16.weights_bytes / 2)
+    with pytest.raises(InvalidSpecError, match="precision: must be one of fp32"):
+        inputs.inference_work("mlp", "int4")
+
+
+def test_rescaled_arrivals_keep_the_process_at_another_rate() -> None:
+    import numpy as np
+
+    from gpucast.simulate import arrivals as gen
+
+    trace = np.array([0.0, 0.1, 0.3, 0.6, 1.0])  # 4 gaps in 1 s: 4 req/s
+    fast = gen.rescaled(trace, 40.0, 2.0)  # 10x faster, tiled to cover 2 s
+    assert fast[0] == 0.0 and np.all(np.diff(fast) > 0) and fast[-1] < 2.0
+    assert fast.size / 2.0 == pytest.approx(40.0, rel=0.15)
+    np.testing.assert_allclose(np.diff(fast[:5]), np.diff(trace) / 10.0)

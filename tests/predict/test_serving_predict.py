@@ -93,3 +93,57 @@ def test_device_scale_stretches_only_the_device_part() -> None:
     assert "device time x1.5" in slow.source
     with pytest.raises(InvalidSpecError, match="device_scale"):
         predict_latency_curve(WORK, p4, device_scale=0.0)
+
+
+def test_one_byte_precisions_halve_the_bytes_not_the_flops() -> None:
+    import dataclasses
+
+    from gpucast.predict.serving import InferenceWork, profile_precision
+
+    work = InferenceWork(
+        name="w", matmul_flops_per_sample=1e9, other_bytes_fixed=4e6,
+        other_bytes_per_sample=2e6, n_kernels=10, weights_bytes=8e6,
+        input_bytes_per_sample=3e5, activation_bytes_per_sample=1e6,
+    )  # fmt: skip
+    int8 = work.at_precision("int8", "fp16")
+    assert int8.matmul_flops_per_sample == work.matmul_flops_per_sample
+    for name in ("other_bytes_fixed", "other_bytes_per_sample", "weights_bytes",
+                 "input_bytes_per_sample", "activation_bytes_per_sample"):  # fmt: skip
+        assert getattr(int8, name) == pytest.approx(getattr(work, name) / 2)
+    assert work.at_precision("fp16", "fp16") is work
+    assert dataclasses.replace(work) == work.at_precision("bf16", "fp16")
+    assert [profile_precision(p) for p in ("fp32", "bf16", "fp16", "fp8", "int8")] == [
+        "fp32", "bf16", "fp16", "fp16", "fp16"]  # fmt: skip
+    with pytest.raises(InvalidSpecError, match="precision"):
+        work.at_precision("int4", "fp16")
+
+
+def test_engine_efficiency_terms_of_the_curve() -> None:
+    from gpucast.predict.roofline import DeviceRoofline
+    from gpucast.predict.serving import InferenceWork, ServingEfficiency, predict_latency_curve
+
+    work = InferenceWork(
+        name="w", matmul_flops_per_sample=1e10, other_bytes_fixed=0.0,
+        other_bytes_per_sample=1e8, n_kernels=100, weights_bytes=1e6,
+        input_bytes_per_sample=1e5, activation_bytes_per_sample=1e5,
+    )  # fmt: skip
+    dev = DeviceRoofline(name="d", kind="gpu", peak_tflops=100.0, memory_bandwidth_gbps=1000.0)
+    eager = ServingEfficiency(engine="e", compute_efficiency_fp32=0.9,
+                              compute_efficiency_tensor=0.5, bandwidth_efficiency=1.0,
+                              kernel_overhead_s=1e-5)  # fmt: skip
+    fused = ServingEfficiency(engine="f", compute_efficiency_fp32=0.9,
+                              compute_efficiency_tensor=0.5, bandwidth_efficiency=1.0,
+                              traffic_factor=0.25, kernel_overhead_s=1e-5,
+                              batch_overhead_s=1e-3)  # fmt: skip
+    a = predict_latency_curve(work, dev, "fp16", max_batch=2, efficiency=eager)
+    b = predict_latency_curve(work, dev, "fp16", max_batch=2, efficiency=fused)
+    # per sample: compute 1e10/(0.5*1e14) = 0.2 ms; bytes 1e8/1e12 = 0.1 ms (x0.25 fused)
+    assert a.latency(2) - a.latency(1) == pytest.approx(0.3e-3)
+    assert b.latency(2) - b.latency(1) == pytest.approx(0.225e-3)
+    assert a.host_s == pytest.approx(1e-3) and b.host_s == pytest.approx(2e-3)  # + per batch
+    with pytest.raises(InvalidSpecError, match="traffic_factor"):
+        ServingEfficiency(engine="x", compute_efficiency_fp32=0.5, compute_efficiency_tensor=0.5,
+                          bandwidth_efficiency=0.5, traffic_factor=0.0)  # fmt: skip
+    with pytest.raises(InvalidSpecError, match="compute_efficiency_tensor"):
+        ServingEfficiency(engine="x", compute_efficiency_fp32=0.5, compute_efficiency_tensor=1.5,
+                          bandwidth_efficiency=0.5)  # fmt: skip

@@ -153,7 +153,9 @@ def test_same_seed_same_result(seed: int, clients: int) -> None:
         ({"network_gbps": 146 * 8 * 150_528 / 1e9}, 146.0),  # a link that moves 146 req/s
     ],
 )
-def test_overload_holds_the_peak_throughput(server: dict[str, float], capacity: float | None) -> None:
+def test_overload_holds_the_peak_throughput(
+    server: dict[str, float], capacity: float | None
+) -> None:
     dep = _deploy(input_bytes=150_528, **server)
     peaks = []
     for rate in (1.5, 3.0):

@@ -91,9 +91,7 @@ def _check_engine(value: str) -> None:
 
 def _check_host_ms(value: float | None) -> None:
     if value is not None and not (math.isfinite(value) and value >= 0):
-        raise InvalidSpecError(
-            "host-ms", "must be >= 0 ms", got=value, fix="e.g. --host-ms 10"
-        )
+        raise InvalidSpecError("host-ms", "must be >= 0 ms", got=value, fix="e.g. --host-ms 10")
 
 
 def parse_calibration_point(text: str) -> tuple[float, float]:
@@ -700,9 +698,10 @@ class SimulateServeRequest:
             _check_positive("calibrate-p50-ms", self.calibrate_p50_ms, "ms", "e.g. 33.9")
         if points and self.calibrate_p50_ms is None and len(points) < 2:
             raise InvalidSpecError(
-                "calibrate-at", "needs a second load: --calibrate-p50-ms at this rate, or "
-                "another --calibrate-at", fix="e.g. --calibrate-p50-ms 33.9 --calibrate-at 203=49.6",
-            )  # fmt: skip
+                "calibrate-at",
+                "needs a second load: --calibrate-p50-ms at this rate, or another --calibrate-at",
+                fix="e.g. --calibrate-p50-ms 33.9 --calibrate-at 203=49.6",
+            )
         if (self.calibrate_p50_ms is not None or points) and self.host_ms is not None:
             raise InvalidSpecError(
                 "host-ms", "cannot be combined with a calibration (it is what is fitted)",
@@ -710,9 +709,11 @@ class SimulateServeRequest:
             )  # fmt: skip
         if (self.calibrate_p50_ms is not None or points) and self.clients is not None:
             raise InvalidSpecError(
-                "calibrate-p50-ms", "needs open-loop traffic at a known rate",
-                fix="calibrate with --rate, then run the clients with --host-ms/--host-capacity-rps",
-            )  # fmt: skip
+                "calibrate-p50-ms",
+                "needs open-loop traffic at a known rate",
+                fix="calibrate with --rate, then give the clients --host-ms and "
+                "--host-capacity-rps",
+            )
         if self.find_saturation and self.clients is not None:
             raise InvalidSpecError(
                 "find-saturation", "offers ever higher open-loop rates; it has no closed loop",
@@ -900,8 +901,8 @@ def simulate_serve(
         if request.calibrate_p50_ms is not None:
             points.append((traffic, request.calibrate_p50_ms / 1e3))
         for rate, p50_s in request.calibration_points:
-            at = inputs.arrivals(request.arrivals, rate, request.duration_s, request.seed)
-            points.append(({request.model: at.times_s}, p50_s))
+            other = inputs.arrivals(request.arrivals, rate, request.duration_s, request.seed)
+            points.append(({request.model: other.times_s}, p50_s))
         fit = inputs.calibrated_host_path(
             deployment, points, capacity_rps=request.host_capacity_rps, seed=request.seed
         )

@@ -52,9 +52,11 @@ def parse_serving_engines(text: str, path: str = _PATH) -> tuple[ServingEnginePr
                 precisions=_split(row["precisions"]),
                 default_precision=row["default_precision"],
                 gemm_efficiency_from=require_text(
-                    row["gemm_efficiency_from"], path=path, line=line,
+                    row["gemm_efficiency_from"],
+                    path=path,
+                    line=line,
                     column="gemm_efficiency_from",
-                ),  # fmt: skip
+                ),
                 stack=require_text(row["stack"], path=path, line=line, column="stack"),
                 source_url=require_text(
                     row["source_url"], path=path, line=line, column="source_url"

@@ -553,8 +553,7 @@ class ClosedLoop:
 
     def describe(self) -> str:
         return (
-            f"closed loop: {self.clients} clients, think {self.think_s * 1e3:g} ms "
-            f"({self.think})"
+            f"closed loop: {self.clients} clients, think {self.think_s * 1e3:g} ms ({self.think})"
         )
 
 

@@ -645,9 +645,7 @@ def arrivals(
     path = trace_path(kind)
     if path is None:
         if rate_rps is None:
-            raise InvalidSpecError(
-                "rate", f"is needed for {kind} arrivals", fix="e.g. --rate 150"
-            )
+            raise InvalidSpecError("rate", f"is needed for {kind} arrivals", fix="e.g. --rate 150")
         if duration_s is None:
             raise InvalidSpecError("duration-s", "is needed", fix="e.g. --duration-s 60")
         times, source = _generated(kind, rate_rps, duration_s, seed)

@@ -204,8 +204,10 @@ class ServingEfficiency:
                 raise InvalidSpecError(name, "must be >= 0", got=value)
 
     def compute_efficiency(self, precision: str) -> float:
-        return self.compute_efficiency_fp32 if precision == "fp32" else (
-            self.compute_efficiency_tensor
+        return (
+            self.compute_efficiency_fp32
+            if precision == "fp32"
+            else (self.compute_efficiency_tensor)
         )
 
     @classmethod

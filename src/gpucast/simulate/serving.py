@@ -108,9 +108,9 @@ __all__ = [
     "PERCENTILES",
     "Saturation",
     "SaturationProbe",
-    "analytic_capacity_rps",
     "ServerStats",
     "ServingResult",
+    "analytic_capacity_rps",
     "calibrate_host_path",
     "device_slowdown",
     "find_saturation",
@@ -606,9 +606,7 @@ def _host_path(
         util["network"] = fifo_busy_s(t, out, service, h) / h if h > 0 else 0.0
         t = out
     if server.has_host_stage:
-        t = shared_departures(
-            t, server.host_s, server.host_capacity_rps, server.host_concurrency
-        )
+        t = shared_departures(t, server.host_s, server.host_capacity_rps, server.host_concurrency)
         if server.host_capacity_rps is not None:
             carried = float(np.searchsorted(t, h, side="right"))
             util["host"] = carried / (server.host_capacity_rps * h) if h > 0 else 0.0
@@ -849,42 +847,42 @@ def simulate_closed_loop(
 def with_host_path(
     deployment: Deployment,
     *,
-    capacity_rps: float | None | object = ...,
+    capacity_rps: float | None = None,
     host_s: float | None = None,
+    keep_capacity: bool = False,
 ) -> Deployment:
     """``deployment`` with every server's shared host set: ``capacity_rps`` (None:
-    unlimited; left out: unchanged) and ``host_s`` (None: unchanged)."""
+    unlimited; ``keep_capacity``: each server's own) and ``host_s`` (None: unchanged)."""
     groups = []
     for g in deployment.groups:
-        changes: dict[str, object] = {}
-        if capacity_rps is not ...:
-            changes["host_capacity_rps"] = capacity_rps
+        server = g.server
+        capacity = server.host_capacity_rps if keep_capacity else capacity_rps
+        server = dataclasses.replace(server, host_capacity_rps=capacity)
         if host_s is not None:
-            changes["host_s"] = host_s
-        groups.append(dataclasses.replace(g, server=dataclasses.replace(g.server, **changes)))
+            server = dataclasses.replace(server, host_s=host_s)
+        groups.append(dataclasses.replace(g, server=server))
     return dataclasses.replace(deployment, groups=tuple(groups))
 
 
 def analytic_capacity_rps(deployment: Deployment, model: str) -> float:
     """An upper bound on the requests/s of ``model`` the deployment carries alone: per
     server the slowest of its host-path stages, its device (device work per request at the
-    best batch) and its instances, summed over the servers (a search's starting point)."""
+    best batch, where instances share it) and its instances, summed over the servers (a
+    saturation search's starting point)."""
     total = 0.0
     for g in deployment.groups:
         server = g.server
         for dep in server.models:
             if dep.model != model:
                 continue
-            largest = dep.batching.largest_batch
             curve = dep.latency
-            device = max(b / curve.device_s(b) if curve.device_s(b) > 0 else math.inf
-                         for b in range(1, largest + 1))  # fmt: skip
-            instances = dep.instances * max(
-                b / curve.latency(b) for b in range(1, largest + 1)
+            sizes = range(1, dep.batching.largest_batch + 1)
+            instances = dep.instances * max(b / curve.latency(b) for b in sizes)
+            device = max(
+                (b / curve.device_s(b) if curve.device_s(b) > 0 else math.inf) for b in sizes
             )
-            bound = min(device if server.instances > 1 else instances, instances,
-                        *server.stage_capacity_rps(dep).values())  # fmt: skip
-            total += bound * g.count
+            bound = min(instances, device if server.instances > 1 else instances)
+            total += min(bound, *server.stage_capacity_rps(dep).values()) * g.count
     return total
 
 

@@ -271,7 +271,9 @@ class _Engine:
         dev.host_last = t
         dev.host_out.append(t)
         if dev.host_waiting:
-            heapq.heappush(dev.host_heap, (dev.host_virtual + dev.host_x, dev.host_waiting.popleft()))
+            heapq.heappush(
+                dev.host_heap, (dev.host_virtual + dev.host_x, dev.host_waiting.popleft())
+            )
         self.host_schedule(dev, d)
         self.at_stage(t, i, 2)
 
@@ -481,10 +483,8 @@ def run_closed_loop(
         model = engine.models.index(name)
         for k in range(spec.clients):
             owners.append((model, spec))
-            if spec.think == "constant":
-                first = spec.think_s * k / spec.clients
-            else:
-                first = think(spec)
+            stagger = spec.think_s * k / spec.clients
+            first = stagger if spec.think == "constant" else think(spec)
             send(first, len(owners) - 1)
 
     def on_response(t: float, client: int, _request: int) -> None:

@@ -1,0 +1,170 @@
+"""`simulate serve` and `plan serve` under load through the CLI: closed loops, bounded queues,
+the saturation search, engines and precisions, workload options, every arrival format in both
+verbs and the process named in the output, and one-line refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpucast.cli.app import app
+
+runner = CliRunner()
+SIM = ["simulate", "serve", "--model", "mlp", "--gpu", "T4", "--duration-s", "10"]
+PLAN = ["plan", "serve", "--gpu", "T4", "--no-mig", "--duration-s", "10", "--slo-ms", "50"]
+
+
+@pytest.fixture()
+def table(tmp_path: Path) -> Path:
+    path = tmp_path / "lat.csv"
+    path.write_text("batch_size,latency_s\n1,0.004\n8,0.018\n")
+    return path
+
+
+@pytest.fixture()
+def functions_trace(tmp_path: Path) -> Path:
+    path = tmp_path / "functions.csv"
+    header = "HashOwner,HashApp,HashFunction,Trigger," + ",".join(str(i) for i in range(1, 4))
+    path.write_text(header + "\no,a,f,http,600,600,600\no,a,g,timer,60,60,60\n")
+    return path
+
+
+def _json(argv: list[str]) -> dict[str, object]:
+    result = runner.invoke(app, [*argv, "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert isinstance(out, dict)
+    return out
+
+
+def test_closed_loop_clients_are_named_and_follow_littles_law(table: Path) -> None:
+    out = _json([*SIM, "--latency-table", str(table), "--clients", "6", "--think-ms", "5"])
+    assert out["arrival_process"] == "closed loop: 6 clients, think 5 ms (exponential)"
+    assert out["sources"]["arrivals"] == out["arrival_process"]  # type: ignore[index]
+    lat = out["latency_s"]["mean"]  # type: ignore[index]
+    assert out["throughput_rps"] == pytest.approx(6 / (lat + 0.005), rel=0.08)
+    assert out["requests"] == out["served"] + out["dropped"] + out["in_flight"]
+
+
+def test_bounded_queue_drops_are_counted_and_warned(table: Path) -> None:
+    bounded = ["--max-queue", "8", "--queue-timeout-ms", "20", "--json"]
+    result = runner.invoke(app, [*SIM, "--latency-table", str(table), "--rate", "2000", *bounded])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["dropped"] > 0 and out["dropped"] == out["queue_full"] + out["timeout"]
+    assert out["batching"]["max_queue_size"] == 8  # type: ignore[index]
+    assert "requests were rejected" in result.stderr
+    assert out["throughput_rps"] < out["offered_rps"]
+
+
+def test_find_saturation_reports_the_host_capacity(table: Path) -> None:
+    host = ["--host-ms", "2", "--host-capacity-rps", "300"]
+    search = ["--arrivals", "constant", "--find-saturation"]
+    out = _json([*SIM, "--latency-table", str(table), "--rate", "100", *host, *search])
+    sat = out["saturation"]
+    assert isinstance(sat, dict)
+    assert sat["peak_throughput_rps"] == pytest.approx(300.0, rel=0.02)
+    assert sat["saturation_rps"] == pytest.approx(300.0, rel=0.03)
+    assert "held" in sat["criterion"] and len(sat["probes"]) >= 3
+    text = runner.invoke(app, [*SIM, "--latency-table", str(table), "--rate", "100",
+                               "--host-capacity-rps", "300", "--find-saturation"])  # fmt: skip
+    assert "saturation: holds" in text.stdout and "peak throughput" in text.stdout
+
+
+def test_engine_and_precision_change_the_curve() -> None:
+    eager = _json([*SIM, "--rate", "50", "--precision", "fp16"])
+    trt = _json([*SIM, "--rate", "50", "--engine", "tensorrt", "--precision", "int8"])
+    assert eager["engine"] == "eager-pytorch" and trt["engine"] == "tensorrt"
+    assert trt["precision"] == "int8" and "(int8)" in trt["latency_curve"]["source"]  # type: ignore[index]
+    assert "TensorRT-class" in trt["sources"]["engine"]  # type: ignore[index]
+    lat = lambda o: o["latency_curve"]["latency_s"][-1]  # noqa: E731
+    assert lat(trt) < lat(eager)
+    default = _json([*SIM, "--rate", "50", "--engine", "trt"])
+    assert default["precision"] == "fp16"  # the engine's default
+
+
+def test_workload_options_reach_the_profile() -> None:
+    small = _json([*SIM, "--rate", "50", "-o", "hidden=64"])
+    big = _json([*SIM, "--rate", "50", "-o", "hidden=4096,4096"])
+    assert big["latency_curve"]["latency_s"][-1] > small["latency_curve"]["latency_s"][-1]  # type: ignore[index]
+
+
+def test_every_arrival_format_in_both_verbs_and_named(table: Path, functions_trace: Path) -> None:
+    sim = _json([*SIM, "--latency-table", str(table), "--arrivals", f"trace:{functions_trace}"])
+    assert str(sim["arrival_process"]).startswith("trace functions.csv (Azure Functions counts")
+    scaled = _json([*SIM, "--latency-table", str(table), "--arrivals", f"trace:{functions_trace}",
+                    "--rate", "40"])  # fmt: skip
+    assert "time-scaled to 40 req/s" in str(scaled["arrival_process"])
+    assert scaled["offered_rps"] == pytest.approx(40.0, rel=0.1)
+    for kind in ("constant", "bursty", "poisson"):
+        out = _json([*PLAN, "--model", "mlp:50", "--arrivals", kind])
+        assert out["assumptions"]["arrivals"].startswith(  # type: ignore[index]
+            {"constant": "mlp: constant 50", "bursty": "mlp: bursty", "poisson": "mlp: Poisson"}[
+                kind
+            ]
+        )
+    traced = _json([*PLAN, "--model", "mlp", "--trace", str(functions_trace)])
+    arrivals = traced["assumptions"]["arrivals"]  # type: ignore[index]
+    assert "trace functions.csv" in arrivals and "Poisson" not in arrivals
+    same = _json([*PLAN, "--model", "mlp", "--arrivals", f"trace:{functions_trace}"])
+    assert same["assumptions"]["arrivals"] == arrivals  # type: ignore[index]
+    text = runner.invoke(app, [*PLAN, "--model", "mlp", "--trace", str(functions_trace)])
+    assert text.exit_code == 0, text.output
+    assert "Poisson" not in text.stdout and "arrivals: mlp: trace functions.csv" in text.stdout
+
+
+def test_plan_reports_the_measured_peak_of_its_recommendation() -> None:
+    out = _json([*PLAN, "--model", "mlp:50"])
+    best = out["candidates"][0]  # type: ignore[index]
+    assert best["peak_throughput_rps"] > 50 and best["saturation_rps"] > 50
+    assert best["headroom"] == pytest.approx(best["peak_throughput_rps"] / 50 - 1)
+    assert "peak throughput" in out["assumptions"]["saturation"]  # type: ignore[index]
+    skipped = _json([*PLAN, "--model", "mlp:50", "--saturation-s", "0"])
+    assert skipped["candidates"][0]["peak_throughput_rps"] is None  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    "extra, text",
+    [
+        (["--clients", "0"], "clients: must be >= 1"),
+        (["--clients", "4", "--rate", "10"], "clients: is a closed loop"),
+        (["--max-queue", "0", "--rate", "10"], "max-queue: must be >= 1"),
+        (["--queue-timeout-ms", "-1", "--rate", "10"], "queue-timeout-ms: must be > 0"),
+        (["--engine", "onnx", "--rate", "10"], "unknown engine 'onnx'"),
+        (["--precision", "int4", "--rate", "10"], "precision: must be one of fp32, fp16"),
+        (["--precision", "int8", "--rate", "10"], "int8 is not run by eager PyTorch"),
+        (["--host-ms", "-1", "--rate", "10"], "host-ms: must be >= 0 ms"),
+        (["--host-ms", "nan", "--rate", "10"], "host-ms: must be >= 0 ms"),
+        (["--host-concurrency", "0", "--rate", "10"], "host-concurrency: must be >= 1"),
+        (["--think-ms", "-3", "--clients", "2"], "think-ms: must be >= 0 ms"),
+        (["--clients", "2", "--find-saturation"], "find-saturation: offers ever higher"),
+        ([], "rate: is required"),
+        (["--rate", "10", "-o", "nope=1"], "nope"),
+    ],
+)
+def test_simulate_serve_bad_input_is_one_line_exit_2(extra: list[str], text: str) -> None:
+    result = runner.invoke(app, [*SIM, *extra])
+    assert result.exit_code == 2, result.output
+    assert text in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "extra, text",
+    [
+        (["--model", "mlp:5", "--arrivals", "zipf"], "arrivals: must be poisson, constant"),
+        (["--model", "mlp:5", "--engine", "tensorrt", "--precision", "int4"], "precision: must be"),
+        (["--model", "mlp:5", "--precision", "fp8"], "fp8 is not run by eager PyTorch"),
+        (["--model", "mlp:5", "--saturation-s", "-1"], "saturation-s: must be >= 0"),
+        (["--model", "mlp:5", "--trace", "a.csv", "--arrivals", "constant"],
+         "trace: and --arrivals name two different"),
+    ],
+)  # fmt: skip
+def test_plan_serve_bad_input_is_one_line_exit_2(extra: list[str], text: str) -> None:
+    result = runner.invoke(app, [*PLAN, *extra])
+    assert result.exit_code == 2, result.output
+    assert text in result.output
+    assert len(result.output.strip().splitlines()) == 1
