@@ -541,7 +541,10 @@ def plan_serve(
         plan=plan,
         warnings=tuple(warnings),
         validation=serving_validation(
-            gpus, precision, calibrated=request.host_capacity_rps is not None
+            gpus,
+            precision,
+            calibrated=request.host_capacity_rps is not None or request.host_ms is not None,
+            engine=engine_profile.name,
         ),
     )
 
@@ -603,6 +606,12 @@ class SimulateServeRequest:
     )  # fmt: skip
     pcie_gbps: float | None = option(
         None, help="Host-to-device copy, GB/s (default: the GPU's PCIe x16).", example="16"
+    )
+    input_kb: float | None = option(
+        None,
+        help="Bytes a request carries over the link and PCIe, KB (default: the profiled input "
+        "tensor, halved at int8/fp8), e.g. 150 for a 224x224x3 uint8 image.",
+        example="150",
     )
     price: float | None = option(
         None, help="US$/h per GPU (default: catalog); a MIG slice costs its share.", example="0.6"
@@ -686,6 +695,7 @@ class SimulateServeRequest:
         _check_precision(self.precision)
         _check_positive("network-gbps", self.network_gbps, "Gb/s", "e.g. --network-gbps 10")
         _check_positive("pcie-gbps", self.pcie_gbps, "GB/s", "e.g. --pcie-gbps 16")
+        _check_positive("input-kb", self.input_kb, "KB", "e.g. --input-kb 150")
         if self.price is not None and not (math.isfinite(self.price) and self.price >= 0):
             raise InvalidSpecError(
                 "price", "must be >= 0 US$/h per GPU", got=self.price, fix="e.g. --price 0.6"
@@ -790,17 +800,25 @@ class SimulateServeResult:
         return pd.DataFrame([s.to_dict() for s in self.serving.servers])
 
 
-def serving_validation(gpus: list[str], precision: str, *, calibrated: bool) -> dict[str, str]:
-    """The serving models' validated error for these GPUs (catalog names) and precision;
-    with a host capacity given or calibrated, else as predicted from the catalog alone."""
+def serving_validation(
+    gpus: list[str], precision: str, *, calibrated: bool, engine: str = "eager-pytorch"
+) -> dict[str, str]:
+    """The serving models' validated error for these GPUs (catalog names) and precision: the
+    latency model with a host path given or calibrated, else as predicted from the catalog
+    alone; and the engine's device throughput where it was checked."""
     from gpucast.catalog.validation import validation_for
 
     key = "serving" if calibrated else "serving-uncalibrated"
-    return {
+    out = {
         "serving latency (roofline curve + simulator)": validation_for(
             key, sorted(set(gpus)), precision, 1
         ).text()
     }
+    if engine != "eager-pytorch":
+        out[f"device throughput ({engine})"] = validation_for(
+            f"serving-engine:{engine}", sorted(set(gpus)), precision, 1
+        ).text()
+    return out
 
 
 def simulate_serve(
@@ -834,6 +852,9 @@ def simulate_serve(
     sources: dict[str, str] = {"price": server.price.source}
     engine = inputs.serving_efficiency(request.engine, precision)
     work = inputs.inference_work(request.model, precision, dict(request.workload_options))
+    if request.input_kb is not None:
+        work = dataclasses.replace(work, input_bytes_per_sample=request.input_kb * 1e3)
+        sources["payload"] = f"{request.input_kb:g} KB per request (given)"
     if request.latency_table is not None:
         curve = inputs.read_latency_table(request.latency_table)
     else:
@@ -944,7 +965,10 @@ def simulate_serve(
         host_capacity_rps=host_capacity_rps,
         warnings=tuple(warnings),
         validation=serving_validation(
-            [server.name.split("/")[0]], precision, calibrated=host_capacity_rps is not None
+            [server.name.split("/")[0]],
+            precision,
+            calibrated=host_capacity_rps is not None or host_s > 0,
+            engine=engine_profile.name,
         ),
         arrival_process=process,
         engine=engine_profile.name,
