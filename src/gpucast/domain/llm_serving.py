@@ -252,3 +252,75 @@ class IterationCost:
         if depth > 1 and passes > 1:
             serial *= (passes + depth - 1.0) / (depth * passes)
         return serial
+
+
+TokenKind = Literal["fixed", "uniform", "lognormal", "empirical"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TokenLengths:
+    """A distribution of token counts per request: ``fixed`` (``a``), ``uniform`` integers in
+    ``[a, b]``, ``lognormal`` with median ``a`` and log-standard deviation ``b``, or
+    ``empirical`` (drawn with replacement from ``values``, e.g. a trace's column)."""
+
+    kind: TokenKind
+    a: float = 0.0
+    b: float = 0.0
+    values: tuple[int, ...] = ()
+    text: str = ""
+
+    def describe(self) -> str:
+        return (
+            self.text
+            or {
+                "fixed": f"{self.a:g}",
+                "uniform": f"uniform {self.a:g}-{self.b:g}",
+                "lognormal": f"lognormal, median {self.a:g}, sigma {self.b:g}",
+                "empirical": f"resampled from {len(self.values)} values",
+            }[self.kind]
+        )
+
+    def draw(self, rng: np.random.Generator, size: int) -> IntArray:
+        """``size`` draws, each at least 1."""
+        if self.kind == "fixed":
+            out = np.full(size, self.a)
+        elif self.kind == "uniform":
+            out = rng.integers(int(self.a), int(self.b) + 1, size=size).astype(np.float64)
+        elif self.kind == "lognormal":
+            out = np.rint(self.a * np.exp(self.b * rng.standard_normal(size)))
+        else:
+            out = np.asarray(self.values, dtype=np.float64)[rng.integers(0, len(self.values), size)]
+        return np.maximum(out, 1.0).astype(np.int64)
+
+
+def parse_token_lengths(text: object, field: str) -> TokenLengths:
+    """``1024``, ``uniform:128:2048`` or ``lognormal:1024:0.8`` (median, sigma of the log)."""
+    if isinstance(text, TokenLengths):
+        return text
+    if isinstance(text, int | np.integer) and not isinstance(text, bool):
+        text = str(int(text))
+    raw = str(text).strip()
+    fix = f"e.g. --{field} 1024, --{field} uniform:128:2048 or --{field} lognormal:1024:0.8"
+    parts = raw.split(":")
+    try:
+        if len(parts) == 1:
+            value = int(parts[0])
+            if value < 1:
+                raise ValueError
+            return TokenLengths(kind="fixed", a=value, text=raw)
+        kind, *args = parts
+        numbers = [float(x) for x in args]
+    except ValueError:
+        raise InvalidSpecError(field, "must be a token count >= 1 or a distribution", got=raw,
+                               fix=fix) from None  # fmt: skip
+    if kind == "uniform" and len(numbers) == 2:
+        lo, hi = numbers
+        if lo.is_integer() and hi.is_integer() and 1 <= lo <= hi:
+            return TokenLengths(kind="uniform", a=lo, b=hi, text=raw)
+    if kind == "lognormal" and len(numbers) == 2:
+        median, sigma = numbers
+        if math.isfinite(median) and median >= 1 and math.isfinite(sigma) and sigma >= 0:
+            return TokenLengths(kind="lognormal", a=median, b=sigma, text=raw)
+    raise InvalidSpecError(field, "must be N, uniform:LO:HI (1 <= LO <= HI) or "
+                           "lognormal:MEDIAN:SIGMA (MEDIAN >= 1, SIGMA >= 0)", got=raw,
+                           fix=fix)  # fmt: skip
