@@ -486,8 +486,10 @@ def _run_instance(
                 break
             t = ready[nxt]
             continue
+        held = hold and n > 0  # a preemption just happened: decode once before re-admitting
+        hold = False
         # -- swap in (before any new prompt)
-        if swapped:
+        if swapped and not held:
             while swapped and n < max_seqs:
                 r = swapped[0]
                 stored = inp[r] + gen[r] - 1
@@ -515,14 +517,12 @@ def _run_instance(
                 itl_hi.append(gap)
                 itl_w.append(1.0)
         # -- admissions
-        held = hold and n > 0
         if held:
             prefill_work = False
         elif chunked:
             prefill_work = bool(partial) or bool(waiting)
         else:
             prefill_work = bool(waiting) and not swapped
-        hold = False
         if prefill_work and not chunked:
             batch: list[int] = []
             tokens = 0
@@ -807,6 +807,8 @@ def _run_instance(
         n, S, used = _finish_due(
             G, t, fin_heap, fin_step, base, state, finish, inp, out, gen, hist, bs, n, S, used
         )
+    # every block handed out comes back: what is left is held by the sequences still in
+    assert used >= 0 and (used > 0) == (n > 0 or bool(partial)), (used, n, len(partial))
     return res
 
 
