@@ -124,7 +124,7 @@ def test_invariants(case) -> None:
         if disagg is None
         else Disaggregation(
             prefill_instances=disagg[0], decode_instances=disagg[1], kv_link_gbps=100.0
-        ),  # fmt: skip
+        ),
         until_s=until,
         slo_ttft_s=0.5,
         slo_tpot_s=0.05,
@@ -234,7 +234,9 @@ def test_mixture_quantiles_match_a_sample() -> None:
     lo = rng.uniform(0, 1, 50)
     hi = lo + rng.uniform(0, 1, 50) * (rng.random(50) > 0.3)
     w = rng.integers(1, 20, 50).astype(float)
-    draws = np.concatenate([rng.uniform(a, b, int(k) * 400) for a, b, k in zip(lo, hi, w)])
+    draws = np.concatenate(
+        [rng.uniform(a, b, int(k) * 400) for a, b, k in zip(lo, hi, w, strict=True)]
+    )
     got = mixture_quantiles(lo, hi, w, [0.1, 0.5, 0.9])
     assert got == pytest.approx(np.quantile(draws, [0.1, 0.5, 0.9]), abs=0.02)
 
