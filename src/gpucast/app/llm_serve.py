@@ -477,14 +477,18 @@ class PlanLlmServeRequest:
 
     @property
     def model_rate(self) -> tuple[str, float | None]:
-        from gpucast.inputs.llm_serving import is_llm_model
+        """``NAME`` or ``NAME:RATE`` -> (name, rate or None)."""
+        from gpucast.catalog.llm import llm_model
+        from gpucast.domain.errors import UnknownModelError
 
-        head, sep, tail = self.model.rpartition(":")
-        if sep and head and is_llm_model(head) and not is_llm_model(self.model):
+        try:
+            llm_model(self.model)
+        except UnknownModelError:
+            head, sep, tail = self.model.rpartition(":")
             try:
-                return head, float(tail)
+                return (head, float(tail)) if sep and head else (self.model, None)
             except ValueError:
-                pass
+                return self.model, None
         return self.model, None
 
 
