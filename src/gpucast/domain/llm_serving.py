@@ -290,7 +290,7 @@ class TokenLengths:
             out = np.rint(self.a * np.exp(self.b * rng.standard_normal(size)))
         else:
             out = np.asarray(self.values, dtype=np.float64)[rng.integers(0, len(self.values), size)]
-        return np.maximum(out, 1.0).astype(np.int64)
+        return np.asarray(np.maximum(out, 1.0), dtype=np.int64)
 
 
 def parse_token_lengths(text: object, field: str) -> TokenLengths:
