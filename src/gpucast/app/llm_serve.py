@@ -549,11 +549,9 @@ def plan_llm_serve(
 ) -> PlanLlmServeResult:
     """The cheapest GPU type x tensor-parallel degree x replicas (x disaggregation) that
     serves the requests within the SLOs, with the cost vs latency front (module docstring)."""
-    from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
     from gpucast.inputs import llm_serving as inputs
-    from gpucast.inputs.serving import build_server_options
     from gpucast.plan.llm_serve import GpuChoice, plan_llm_serving
 
     request = resolve(PlanLlmServeRequest, request, options, config)
@@ -568,26 +566,22 @@ def plan_llm_serve(
         output_len=parse_token_lengths(request.output_len, "output-len"), seed=request.seed,
         field="trace",
     )  # fmt: skip
-    catalog = load_catalog()
-    servers, targets = build_server_options(
-        gpus=request.gpus, no_mig=True, no_cpu=True, providers=request.providers,
-        regions=request.regions, spot=request.spot, catalog=catalog,
-    )  # fmt: skip
-    choices = []
-    for server in servers:
-        gpu, _mig, offer = targets[server.name]
-        if gpu is None:
-            continue
-        choices.append(
-            GpuChoice(
-                gpu=gpu,
-                offer=offer,
-                price_usd_per_gpu_hour=server.price_usd_per_hour,
-                max_tp=offer.gpus,
-                kv_link_gbps=inputs.kv_link_gbps(offer).value,
-                swap_gbps=inputs.swap_gbps(gpu),
-            )
+    choices = [
+        GpuChoice(
+            gpu=gpu,
+            offer=offer,
+            price_usd_per_gpu_hour=price,
+            max_tp=offer.gpus,
+            kv_link_gbps=inputs.kv_link_gbps(offer).value,
+            swap_gbps=inputs.swap_gbps(gpu),
         )
+        for gpu, offer, price in inputs.gpu_offers(
+            gpus=request.gpus,
+            providers=request.providers,
+            regions=request.regions,
+            spot=request.spot,
+        )
+    ]
     scheduler = _scheduler(request, engine.max_sequences)
     plan = plan_llm_serving(
         traffic.requests, spec, engine, choices, scheduler=scheduler,
@@ -614,8 +608,8 @@ def plan_llm_serve(
             "engine": engine.provenance(),
             "scheduler": scheduler.describe(spec.max_context),
             "prices": ("catalog spot" if request.spot else "catalog on-demand")
-            + ", cheapest offer per GPU type, per GPU",
-            "tensor parallelism": "within one node (at most the offer's GPUs)",
+            + " per GPU, of the cheapest instance with at least tp GPUs of the type",
+            "tensor parallelism": "within one instance (NVLink or PCIe between its GPUs)",
             "routing": "round robin in arrival order over the instances",
             "kv transfer": "each GPU's share of its node's network (disaggregated rows)",
         },

@@ -350,3 +350,41 @@ def swap_gbps(gpu: GpuSpec) -> float:
     from gpucast.plan.inputs import PCIE_GBPS
 
     return PCIE_GBPS.get(gpu.pcie_generation, 128.0)
+
+
+def gpu_offers(
+    *,
+    gpus: tuple[str, ...] = (),
+    providers: tuple[str, ...] = (),
+    regions: tuple[str, ...] = (),
+    spot: bool = False,
+) -> list[tuple[GpuSpec, Offer, float]]:
+    """Per GPU type and GPUs per instance, the cheapest offer (price per GPU-hour): a model
+    split over ``tp`` GPUs rents the cheapest instance with at least ``tp`` of them."""
+    from gpucast.catalog import load_catalog
+
+    catalog = load_catalog()
+    wanted = {catalog.gpu(g).name for g in gpus}
+    offers: list[Offer] = []
+    any_: list[str | None] = [None]
+    for provider in list(providers) or any_:
+        for region in list(regions) or any_:
+            offers += catalog.find_offers(provider=provider, region=region, cpu_only=False)
+    best: dict[tuple[str, int], tuple[Offer, float]] = {}
+    for offer in offers:
+        if offer.gpu is None or offer.gpus < 1 or (wanted and offer.gpu not in wanted):
+            continue
+        if spot and offer.spot_usd_per_hour is None:
+            continue
+        per_gpu = offer.price_usd_per_hour(spot=spot) / offer.gpus
+        key = (offer.gpu, offer.gpus)
+        if key not in best or per_gpu < best[key][1]:
+            best[key] = (offer, per_gpu)
+    if not best:
+        raise InvalidSpecError(
+            "gpu", "no catalog offer matches the GPU, provider, region and spot filters",
+            fix="relax --gpu / --provider / --region / --spot (see gpucast catalog offers)",
+        )  # fmt: skip
+    return [
+        (catalog.gpu(name), offer, price) for (name, _n), (offer, price) in sorted(best.items())
+    ]

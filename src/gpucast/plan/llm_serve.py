@@ -41,8 +41,9 @@ from gpucast.simulate.llm_serving import LlmServingResult, simulate_llm_serving
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GpuChoice:
-    """A GPU type to rent: its price per GPU-hour, the most GPUs one node has (the largest
-    tensor-parallel degree), the link a KV cache crosses between instances, PCIe for swap."""
+    """An instance type to rent GPUs of: its price per GPU-hour, its GPUs (the largest
+    tensor-parallel degree it serves), the link a KV cache crosses between instances, PCIe
+    for swap. Several per GPU type: a degree ``tp`` rents the cheapest with ``>= tp``."""
 
     gpu: GpuSpec
     offer: Offer | None
@@ -288,53 +289,60 @@ def plan_llm_serving(
     fastest_prefill: tuple[float, str] | None = None
     fastest_step: tuple[float, str] | None = None
     colocated_best: list[tuple[float, GpuChoice, int, IterationCost, int, float]] = []
-    for choice in choices:
+    by_gpu: dict[str, list[GpuChoice]] = {}
+    for c in choices:
+        by_gpu.setdefault(c.gpu.name, []).append(c)
+    pairs = []
+    for name in sorted(by_gpu):
         for tp in tps:
-            label = f"{choice.gpu.name} tp={tp}"
-            if tp > choice.max_tp:
-                continue
-            if engine.multi_gpu == "tensor" and tp_problem(spec, tp) is not None:
-                continue
-            try:
-                cost = iteration_cost(
-                    spec, choice.gpu, engine, tp=tp, precision=precision,
-                    kv_precision=kv_precision, max_tokens=max(budget, scheduler.max_num_seqs),
-                )  # fmt: skip
-            except InvalidSpecError as exc:
-                infeasible.append(f"{label}: {exc}")
-                continue
-            if cost.kv_capacity_tokens < med_in + med_out:
-                infeasible.append(
-                    f"{label}: does not fit ({cost.kv_capacity_tokens} tokens of KV cache left "
-                    f"by the weights, a median request needs {med_in + med_out})"
-                )
-                continue
-            fitting += 1
-            alone = cost.iteration_s(p_in, 1, p_in, 0.5 * p_in * p_in, cost.passes(p_in))
-            step = cost.iteration_s(1, 1, med_in + med_out / 2, med_in + med_out / 2)
-            if fastest_prefill is None or alone < fastest_prefill[0]:
-                fastest_prefill = (alone, label)
-            if fastest_step is None or step < fastest_step[0]:
-                fastest_step = (step, label)
-            if slo_ttft_s is not None and alone > slo_ttft_s:
-                infeasible.append(
-                    f"{label}: a p{q:g} prompt ({p_in} tokens) alone takes "
-                    f"{alone * 1e3:.0f} ms to prefill > TTFT SLO"
-                )
-                continue
-            if slo_tpot_s is not None and step > slo_tpot_s:
-                infeasible.append(
-                    f"{label}: one sequence's decode step takes {step * 1e3:.1f} ms > TPOT SLO"
-                )
-                continue
-            low = max(1, math.floor(_work_s(s, cost) / span)) if span > 0 else 1
-            best = _search_replicas(s, choice, tp, cost, low, max_replicas, rows)
-            if best is None:
-                infeasible.append(f"{label}: SLO missed even with {max_replicas} replicas")
-            else:
-                colocated_best.append(
-                    (choice.price_usd_per_gpu_hour * tp * best, choice, tp, cost, best, span)
-                )
+            # the cheapest instance (per GPU) with at least tp GPUs of this type
+            fit = [c for c in by_gpu[name] if c.max_tp >= tp]
+            if fit:
+                pairs.append((min(fit, key=lambda c: c.price_usd_per_gpu_hour), tp))
+    for choice, tp in pairs:
+        label = f"{choice.gpu.name} tp={tp}"
+        if engine.multi_gpu == "tensor" and tp_problem(spec, tp) is not None:
+            continue
+        try:
+            cost = iteration_cost(
+                spec, choice.gpu, engine, tp=tp, precision=precision,
+                kv_precision=kv_precision, max_tokens=max(budget, scheduler.max_num_seqs),
+            )  # fmt: skip
+        except InvalidSpecError as exc:
+            infeasible.append(f"{label}: {exc}")
+            continue
+        if cost.kv_capacity_tokens < med_in + med_out:
+            infeasible.append(
+                f"{label}: does not fit ({cost.kv_capacity_tokens} tokens of KV cache left "
+                f"by the weights, a median request needs {med_in + med_out})"
+            )
+            continue
+        fitting += 1
+        alone = cost.iteration_s(p_in, 1, p_in, 0.5 * p_in * p_in, cost.passes(p_in))
+        step = cost.iteration_s(1, 1, med_in + med_out / 2, med_in + med_out / 2)
+        if fastest_prefill is None or alone < fastest_prefill[0]:
+            fastest_prefill = (alone, label)
+        if fastest_step is None or step < fastest_step[0]:
+            fastest_step = (step, label)
+        if slo_ttft_s is not None and alone > slo_ttft_s:
+            infeasible.append(
+                f"{label}: a p{q:g} prompt ({p_in} tokens) alone takes "
+                f"{alone * 1e3:.0f} ms to prefill > TTFT SLO"
+            )
+            continue
+        if slo_tpot_s is not None and step > slo_tpot_s:
+            infeasible.append(
+                f"{label}: one sequence's decode step takes {step * 1e3:.1f} ms > TPOT SLO"
+            )
+            continue
+        low = max(1, math.floor(_work_s(s, cost) / span)) if span > 0 else 1
+        best = _search_replicas(s, choice, tp, cost, low, max_replicas, rows)
+        if best is None:
+            infeasible.append(f"{label}: SLO missed even with {max_replicas} replicas")
+        else:
+            colocated_best.append(
+                (choice.price_usd_per_gpu_hour * tp * best, choice, tp, cost, best, span)
+            )
     if fitting == 0:
         raise NoFeasiblePlanError(
             f"{spec.name} does not fit on any GPU offered at tensor-parallel degree "
