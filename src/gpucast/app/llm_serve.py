@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision
-from gpucast.domain.llm_serving import PREEMPTION_MODES, parse_token_lengths
 from gpucast.domain.options import lower_list, option
 
 if TYPE_CHECKING:
@@ -63,6 +62,8 @@ def _at_least(flag: str, value: int | None, low: int) -> None:
 
 
 def _check_common(request: Any) -> None:
+    from gpucast.domain.llm_serving import parse_token_lengths  # numpy: not at CLI start-up
+
     for flag, value in (("input-len", request.input_len), ("output-len", request.output_len)):
         parse_token_lengths(value, flag)
     if request.precision is not None:
@@ -179,6 +180,8 @@ class SimulateLlmServeRequest:
             )  # fmt: skip
         _positive("kv-link-gbps", self.kv_link_gbps)
         _at_least("block-size", self.block_size, 1)
+        from gpucast.domain.llm_serving import PREEMPTION_MODES
+
         if self.preemption not in PREEMPTION_MODES:
             raise InvalidSpecError(
                 "preemption", f"must be one of {', '.join(PREEMPTION_MODES)}",
@@ -291,7 +294,7 @@ def simulate_llm_serve(
     (see :class:`SimulateLlmServeRequest` and the module docstring)."""
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
-    from gpucast.domain.llm_serving import Disaggregation
+    from gpucast.domain.llm_serving import Disaggregation, parse_token_lengths
     from gpucast.domain.provenance import Sourced
     from gpucast.inputs import llm_serving as inputs
     from gpucast.simulate.llm_serving import simulate_llm_serving
@@ -441,9 +444,7 @@ class PlanLlmServeRequest:
         (1, 2, 4, 8), flag="tp", help="Tensor-parallel degrees tried.", example="2,4,8"
     )
     max_replicas: int = option(32, help="At most this many instances.", example="16")
-    disaggregation: bool = option(
-        True, negative="no-disaggregation", help="Also try prefill/decode pools (Splitwise)."
-    )
+    no_disaggregation: bool = option(False, help="Do not try prefill/decode pools (Splitwise).")
     chunked_prefill: bool = option(False, help="Mix prompt chunks into decode iterations.")
     max_num_seqs: int | None = option(None, help="Sequences per iteration.", example="128")
     max_batched_tokens: int | None = option(None, help="Tokens per iteration.", example="4096")
@@ -551,6 +552,7 @@ def plan_llm_serve(
     serves the requests within the SLOs, with the cost vs latency front (module docstring)."""
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
+    from gpucast.domain.llm_serving import parse_token_lengths
     from gpucast.inputs import llm_serving as inputs
     from gpucast.plan.llm_serve import GpuChoice, plan_llm_serving
 
@@ -588,8 +590,9 @@ def plan_llm_serve(
         slo_ttft_s=None if request.slo_ttft_ms is None else request.slo_ttft_ms / 1e3,
         slo_tpot_s=None if request.slo_tpot_ms is None else request.slo_tpot_ms / 1e3,
         percentile=request.slo_percentile, tps=request.tps, max_replicas=request.max_replicas,
-        disaggregation=request.disaggregation, budget_usd_per_hour=request.budget_usd_per_hour,
-        precision=request.precision, kv_precision=request.kv_precision,
+        disaggregation=not request.no_disaggregation,
+        budget_usd_per_hour=request.budget_usd_per_hour, precision=request.precision,
+        kv_precision=request.kv_precision,
     )  # fmt: skip
     best = plan.best
     validation = (
