@@ -411,6 +411,34 @@ def _check_lengths(spec: TransformerSpec, batch_size: int, input_len: int, outpu
         )
 
 
+def check_tp(spec: TransformerSpec, engine: EngineProfile, tp: int) -> None:
+    """One clear error when ``tp`` GPUs cannot split ``spec`` the engine's way."""
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise InvalidSpecError("tp", "must be an integer >= 1", got=tp, fix="e.g. --tp 2")
+    if engine.multi_gpu == "tensor":
+        problem = tp_problem(spec, tp)
+        if problem is not None:
+            good = [t for t in TP_CHOICES if tp_problem(spec, t) is None]
+            raise InvalidSpecError(
+                "tp", f"cannot split {spec.name}: {problem}", got=tp,
+                fix=f"use --tp {' or '.join(str(t) for t in good)}",
+            )  # fmt: skip
+    elif tp > spec.layers:
+        raise InvalidSpecError("tp", f"exceeds the {spec.layers} layers to split", got=tp)
+
+
+def resolve_precisions(
+    engine: EngineProfile, precision: str | None, kv_precision: str | None
+) -> tuple[str, str]:
+    """(weights, KV cache): the engine's default weights; the KV cache in the weights'
+    precision for 16-bit and fp8 weights, fp16 under int8/int4 weight-only quantisation."""
+    weights = precision or engine.default_precision
+    check_precision("precision", weights)
+    kv = kv_precision or (weights if weights in ("fp16", "bf16", "fp8") else "fp16")
+    check_precision("kv-precision", kv)
+    return weights, kv
+
+
 def predict_inference(
     spec: TransformerSpec,
     gpu: GpuSpec,
@@ -431,22 +459,8 @@ def predict_inference(
     quantisation). ``tp`` is the GPU count: tensor-parallel ranks, or llama.cpp's layer split.
     """
     _check_lengths(spec, batch_size, input_len, output_len)
-    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
-        raise InvalidSpecError("tp", "must be an integer >= 1", got=tp, fix="e.g. --tp 2")
-    if engine.multi_gpu == "tensor":
-        problem = tp_problem(spec, tp)
-        if problem is not None:
-            good = [t for t in TP_CHOICES if tp_problem(spec, t) is None]
-            raise InvalidSpecError(
-                "tp", f"cannot split {spec.name}: {problem}", got=tp,
-                fix=f"use --tp {' or '.join(str(t) for t in good)}",
-            )  # fmt: skip
-    elif tp > spec.layers:
-        raise InvalidSpecError("tp", f"exceeds the {spec.layers} layers to split", got=tp)
-    weights = precision or engine.default_precision
-    check_precision("precision", weights)
-    kv = kv_precision or (weights if weights in ("fp16", "bf16", "fp8") else "fp16")
-    check_precision("kv-precision", kv)
+    check_tp(spec, engine, tp)
+    weights, kv = resolve_precisions(engine, precision, kv_precision)
     case = _Case(
         spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=batch_size, input_len=input_len,
         output_len=output_len, precision=weights, kv_precision=kv,
@@ -929,18 +943,8 @@ def iteration_cost(
     decode step at context ``s`` its ``tpot_s`` (``tests/simulate/test_llm_serving.py``).
     ``pass_s`` is tabulated for passes of 0..``max_tokens`` tokens; the KV capacity is what
     the weights leave of the engine's share less its reserve."""
-    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
-        raise InvalidSpecError("tp", "must be an integer >= 1", got=tp, fix="e.g. --tp 2")
-    if engine.multi_gpu == "tensor":
-        problem = tp_problem(spec, tp)
-        if problem is not None:
-            raise InvalidSpecError("tp", f"cannot split {spec.name}: {problem}", got=tp)
-    elif tp > spec.layers:
-        raise InvalidSpecError("tp", f"exceeds the {spec.layers} layers to split", got=tp)
-    weights = precision or engine.default_precision
-    check_precision("precision", weights)
-    kv = kv_precision or (weights if weights in ("fp16", "bf16", "fp8") else "fp16")
-    check_precision("kv-precision", kv)
+    check_tp(spec, engine, tp)
+    weights, kv = resolve_precisions(engine, precision, kv_precision)
     case = _Case(
         spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=1, input_len=1, output_len=1,
         precision=weights, kv_precision=kv,

@@ -473,6 +473,20 @@ def _run_instance(
         # tokens a (re)prefill computes: prompt + generated tokens so far
         return inp[r] + gen[r]
 
+    def join(r: int, stored: int, at: int) -> None:
+        """Sequence ``r``, holding ``stored`` tokens, decodes from step ``at`` on."""
+        nonlocal n, S
+        b = stored - at
+        base[r] = b
+        fs = at + out[r] - gen[r]
+        fin_step[r] = fs
+        heapq.heappush(fin_heap, (fs, r))
+        heapq.heappush(victims, -r)
+        state[r] = _RUN
+        hist[b % bs] += 1
+        S += b
+        n += 1
+
     while True:
         while nxt < m and ready[nxt] <= t:
             waiting.append(ids[nxt])
@@ -502,16 +516,7 @@ def _run_instance(
                 dt = need * swap_s_per_block
                 t += dt
                 res.busy_s += dt
-                b = stored - G
-                base[r] = b
-                fs = G + out[r] - gen[r]
-                fin_step[r] = fs
-                heapq.heappush(fin_heap, (fs, r))
-                heapq.heappush(victims, -r)
-                state[r] = _RUN
-                hist[b % bs] += 1
-                S += b
-                n += 1
+                join(r, stored, G)
                 gap = t - preempt_time.pop(r, t)
                 itl_lo.append(gap)
                 itl_hi.append(gap)
@@ -539,16 +544,7 @@ def _run_instance(
                     waiting.popleft()
                     fresh.discard(r)
                     used += need
-                    b = inp[r] - G
-                    base[r] = b
-                    fs = G + out[r] - gen[r]
-                    fin_step[r] = fs
-                    heapq.heappush(fin_heap, (fs, r))
-                    heapq.heappush(victims, -r)
-                    state[r] = _RUN
-                    hist[b % bs] += 1
-                    S += b
-                    n += 1
+                    join(r, inp[r], G)
                     continue
                 L = length_of(r)
                 if tokens + L > budget:
@@ -589,16 +585,7 @@ def _run_instance(
                         state[r] = _DONE
                         used -= -(-L // bs)
                         continue
-                    b = L - G
-                    base[r] = b
-                    fs = G + out[r] - g
-                    fin_step[r] = fs
-                    heapq.heappush(fin_heap, (fs, r))
-                    heapq.heappush(victims, -r)
-                    state[r] = _RUN
-                    hist[b % bs] += 1
-                    S += b
-                    n += 1
+                    join(r, L, G)
                 continue
         if chunked and prefill_work:
             # one mixed iteration: every decode, then prompt chunks in the leftover budget
@@ -610,16 +597,7 @@ def _run_instance(
                 waiting.popleft()
                 fresh.discard(r)
                 used += need
-                b = inp[r] - G
-                base[r] = b
-                fs = G + out[r] - gen[r]
-                fin_step[r] = fs
-                heapq.heappush(fin_heap, (fs, r))
-                heapq.heappush(victims, -r)
-                state[r] = _RUN
-                hist[b % bs] += 1
-                S += b
-                n += 1
+                join(r, inp[r], G)
             end = (-G) % bs
             need_dec = _window(hist, end, 1, bs) if n else 0
             if need_dec > block_cap - used:
@@ -717,16 +695,7 @@ def _run_instance(
                         state[r] = _DONE
                         used -= -(-L // bs)
                         continue
-                    b = L - G
-                    base[r] = b
-                    fs = G + out[r] - g
-                    fin_step[r] = fs
-                    heapq.heappush(fin_heap, (fs, r))
-                    heapq.heappush(victims, -r)
-                    state[r] = _RUN
-                    hist[b % bs] += 1
-                    S += b
-                    n += 1
+                    join(r, L, G)
                 n, S, used = _finish_due(
                     G, t, fin_heap, fin_step, base, state, finish, inp, out, gen, hist, bs, n,
                     S, used,
