@@ -473,6 +473,26 @@ def _run_instance(
         # tokens a (re)prefill computes: prompt + generated tokens so far
         return inp[r] + gen[r]
 
+    def prefill_done(r: int, stored: int, now: float, at: int) -> None:
+        """The prefill of ``r`` (``stored`` tokens) ended at ``now``: its next token is out;
+        it finishes or joins the decodes from step ``at``."""
+        nonlocal used
+        g = gen[r] + 1
+        gen[r] = g
+        if first[r] != first[r]:
+            first[r] = now
+        elif r in preempt_time:  # a recomputed sequence: its gap since preemption
+            gap = now - preempt_time.pop(r)
+            itl_lo.append(gap)
+            itl_hi.append(gap)
+            itl_w.append(1.0)
+        if g >= out[r]:
+            finish[r] = now
+            state[r] = _DONE
+            used -= -(-stored // bs)
+        else:
+            join(r, stored, at)
+
     def join(r: int, stored: int, at: int) -> None:
         """Sequence ``r``, holding ``stored`` tokens, decodes from step ``at`` on."""
         nonlocal n, S
@@ -570,22 +590,7 @@ def _run_instance(
                     stall += dt
                     stalled = n
                 for r in batch:
-                    g = gen[r] + 1
-                    gen[r] = g
-                    if first[r] != first[r]:
-                        first[r] = t
-                    elif r in preempt_time:
-                        gap = t - preempt_time.pop(r)
-                        itl_lo.append(gap)
-                        itl_hi.append(gap)
-                        itl_w.append(1.0)
-                    L = inp[r] + g - 1
-                    if g >= out[r]:
-                        finish[r] = t
-                        state[r] = _DONE
-                        used -= -(-L // bs)
-                        continue
-                    join(r, L, G)
+                    prefill_done(r, inp[r] + gen[r], t, G)
                 continue
         if chunked and prefill_work:
             # one mixed iteration: every decode, then prompt chunks in the leftover budget
@@ -681,21 +686,7 @@ def _run_instance(
                         continue
                     del partial[r]
                     partial_order.remove(r)
-                    g = gen[r] + 1
-                    gen[r] = g
-                    if first[r] != first[r]:
-                        first[r] = t
-                    elif r in preempt_time:
-                        gap = t - preempt_time.pop(r)
-                        itl_lo.append(gap)
-                        itl_hi.append(gap)
-                        itl_w.append(1.0)
-                    if g >= out[r]:
-                        finish[r] = t
-                        state[r] = _DONE
-                        used -= -(-L // bs)
-                        continue
-                    join(r, L, G)
+                    prefill_done(r, L, t, G)
                 n, S, used = _finish_due(
                     G, t, fin_heap, fin_step, base, state, finish, inp, out, gen, hist, bs, n,
                     S, used,
