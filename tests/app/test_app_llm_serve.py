@@ -148,3 +148,18 @@ def test_plan_refusals() -> None:
         gpucast.plan_llm_serve(model="llama-3-8b", rate=1)
     with pytest.raises(InvalidInputError, match="rate: is given twice"):
         gpucast.plan_llm_serve(model="llama-3-8b:2", rate=1, slo_ttft_ms=500)
+
+
+def test_the_serving_verbs_take_a_language_model_too() -> None:
+    """gpucast.simulate_serve / plan_serve with a model of llm_models.csv are the LLM verbs,
+    as `gpucast simulate serve --model llama-3-8b` is on the command line."""
+    options = dict(model="llama-3-8b", gpu="H100-SXM", rate=2, duration_s=5)
+    assert (
+        gpucast.simulate_serve(**options).to_dict()
+        == gpucast.simulate_llm_serve(**options).to_dict()
+    )
+    plan = dict(slo_ttft_ms=800, gpu=["H100-SXM"], duration_s=10, tp=[1], max_replicas=2)
+    via_serve = gpucast.plan_serve(models=["llama-3-8b:1"], **plan)
+    assert via_serve.to_dict() == gpucast.plan_llm_serve(model="llama-3-8b:1", **plan).to_dict()
+    with pytest.raises(InvalidInputError, match="slo_ms: is not an option of plan serve"):
+        gpucast.plan_serve(model="llama-3-8b:1", slo_ms=100)
