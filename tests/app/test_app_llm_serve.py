@@ -163,3 +163,15 @@ def test_the_serving_verbs_take_a_language_model_too() -> None:
     assert via_serve.to_dict() == gpucast.plan_llm_serve(model="llama-3-8b:1", **plan).to_dict()
     with pytest.raises(InvalidInputError, match="slo_ms: is not an option of plan serve"):
         gpucast.plan_serve(model="llama-3-8b:1", slo_ms=100)
+
+
+def test_a_trace_without_tokens_draws_its_lengths(tmp_path: Path) -> None:
+    path = tmp_path / "arrivals.csv"
+    path.write_text("arrival_s\n" + "\n".join(str(0.25 * i) for i in range(40)) + "\n")
+    out = gpucast.simulate_llm_serve(
+        model="mistral-7b", gpu="L4", arrivals=f"trace:{path}", input_len="uniform:100:400",
+        output_len="lognormal:50:0.5", seed=3,
+    )  # fmt: skip
+    req = out.serving.requests
+    assert req.count == 40 and req.input_tokens.min() >= 100 and req.input_tokens.max() <= 400
+    assert out.to_dict()["sources"]["lengths"].startswith("prompt uniform:100:400")
