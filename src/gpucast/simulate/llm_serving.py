@@ -153,6 +153,7 @@ class InstanceStats:
     peak_kv_utilisation: float
     mean_running: float  # sequences per decode iteration
     max_waiting: int
+    tokens: int = 0  # tokens emitted: one per prefill completion, one per sequence per decode
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -168,6 +169,7 @@ class InstanceStats:
             "peak_kv_utilisation": self.peak_kv_utilisation,
             "mean_running": self.mean_running,
             "max_waiting": self.max_waiting,
+            "tokens": self.tokens,
         }
 
 
@@ -396,6 +398,7 @@ class _Outcome:
     decode_seq_steps: float = 0.0
     decode_steps: int = 0
     max_waiting: int = 0
+    tokens: int = 0
     ready_out: list[float] = field(default_factory=list)  # prefill pool: ready time per id
 
 
@@ -477,6 +480,7 @@ def _run_instance(
         """The prefill of ``r`` (``stored`` tokens) ended at ``now``: its next token is out;
         it finishes or joins the decodes from step ``at``."""
         nonlocal used
+        res.tokens += 1
         g = gen[r] + 1
         gen[r] = g
         if first[r] != first[r]:
@@ -670,6 +674,7 @@ def _run_instance(
                     itl_hi.append(dt)
                     itl_w.append(float(n))
                     res.decode_seq_steps += n
+                    res.tokens += n
                     res.decode_steps += 1
                 t += dt
                 res.busy_s += dt
@@ -756,6 +761,7 @@ def _run_instance(
             itl_hi.append(step0 + d_step * (k - 1))
             itl_w.append(float(n * k))
         res.decode_seq_steps += n * k
+        res.tokens += n * k
         res.decode_steps += k
         res.iterations += k
         t += dt
@@ -944,6 +950,7 @@ def _run_prefill_pool(
         t += dt
         res.busy_s += dt
         res.peak_blocks = max(res.peak_blocks, blocks)
+        res.tokens += len(batch)
         for j, r in enumerate(batch):
             gen[r] = 1
             first[r] = t
@@ -1126,6 +1133,7 @@ def _stats(
         peak_kv_utilisation=o.peak_blocks / total_blocks if total_blocks else 0.0,
         mean_running=o.decode_seq_steps / o.decode_steps if o.decode_steps else 0.0,
         max_waiting=o.max_waiting,
+        tokens=o.tokens,
     )
 
 
