@@ -175,3 +175,24 @@ def test_a_trace_without_tokens_draws_its_lengths(tmp_path: Path) -> None:
     req = out.serving.requests
     assert req.count == 40 and req.input_tokens.min() >= 100 and req.input_tokens.max() <= 400
     assert out.to_dict()["sources"]["lengths"].startswith("prompt uniform:100:400")
+
+
+def test_trace_options_are_checked(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="time-scale: applies to a trace"):
+        gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", rate=1, time_scale=2)
+    path = _trace(tmp_path, _rows(10))
+    with pytest.raises(InvalidInputError, match="time-scale: cannot be combined with --rate"):
+        gpucast.simulate_llm_serve(
+            model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{path}", rate=1, time_scale=2
+        )
+    with pytest.raises(InvalidInputError, match="time-scale: must be > 0"):
+        gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", rate=1, time_scale=0)
+    cut = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{path}", duration_s=2
+    )
+    assert cut.serving.requests.count == 4  # arrivals every 0.5 s: 0, 0.5, 1, 1.5
+    stopped = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{path}", horizon_s=0.2
+    ).to_dict()
+    assert stopped["running"] > 0
+    assert stopped["finished"] + stopped["dropped"] + stopped["running"] == stopped["requests"]
