@@ -63,3 +63,17 @@ def test_help_names_both_kinds() -> None:
     result = runner.invoke(app, ["simulate", "serve", "--help"])
     assert result.exit_code == 0
     assert "--time-scale" in result.stdout and "--max-batch" in result.stdout
+
+
+def test_a_config_file_naming_an_llm_dispatches(tmp_path) -> None:
+    config = tmp_path / "serve.yaml"
+    config.write_text("model: llama-3-8b\ngpu: H100-SXM\nrate: 2\nduration_s: 5\n")
+    result = runner.invoke(app, ["simulate", "serve", "--config", str(config), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["model"] == "llama-3-8b"
+    bursty = runner.invoke(app, ["plan", "serve", "--model", "llama-3-8b", "--rate", "2",
+                                 "--arrivals", "bursty", "--duration-s", "20", "--gpu",
+                                 "H100-SXM", "--tp", "1", "--max-replicas", "2",
+                                 "--slo-ttft-ms", "800", "--json"])  # fmt: skip
+    assert bursty.exit_code == 0, bursty.output
+    assert json.loads(bursty.stdout)["assumptions"]["arrivals"].startswith("bursty")

@@ -420,6 +420,10 @@ class PlanLlmServeRequest:
         None, help="Azure LLM trace (its token counts), arrival_s CSV or Azure Functions.",
         example="AzureLLMInferenceTrace_conv.csv",
     )  # fmt: skip
+    arrivals: str = option(
+        "poisson", help="poisson | constant | bursty | trace:FILE (as simulate serve).",
+        example="bursty",
+    )  # fmt: skip
     time_scale: float | None = option(
         None, help="Replay the trace K times faster.", example="2"
     )  # fmt: skip
@@ -452,8 +456,16 @@ class PlanLlmServeRequest:
     seed: int = option(0, help="Same seed, same plan.", example="0")
 
     def __post_init__(self) -> None:
+        from gpucast.inputs.serving import check_arrival_kind
+
         if not self.model:
             raise InvalidSpecError("model", "must not be empty", fix="e.g. --model llama-3-70b")
+        check_arrival_kind(self.arrivals)
+        if self.trace is not None and self.arrivals != "poisson":
+            raise InvalidSpecError(
+                "trace", "and --arrivals name two request streams",
+                fix="give --trace FILE or --arrivals trace:FILE, not both",
+            )  # fmt: skip
         _name, rate = self.model_rate
         if rate is not None and self.rate is not None:
             raise InvalidSpecError("rate", f"is given twice ({self.model} and --rate)")
@@ -560,7 +572,7 @@ def plan_llm_serve(
     name, model_rate = request.model_rate
     spec = llm_model(name)
     engine = inference_engine(request.framework)
-    arrivals = "poisson" if request.trace is None else f"trace:{request.trace}"
+    arrivals = request.arrivals if request.trace is None else f"trace:{request.trace}"
     traffic = inputs.llm_traffic(
         arrivals, spec=spec, rate_rps=request.rate or model_rate, duration_s=request.duration_s,
         time_scale=request.time_scale,
