@@ -420,6 +420,25 @@ CASES = [
         lambda t: gpucast.simulate_serve(model="mlp", gpu="T4", rate=100, duration_s=5),
     ),
     Case(
+        "simulate_llm_serve",
+        lambda t: ["simulate", "serve", "--model", "llama-3-8b", "--gpu", "H100-SXM", "--rate",
+                   "2", "--duration-s", "10", "--slo-ttft-ms", "500", "--slo-tpot-ms", "50"],
+        lambda t: gpucast.simulate_llm_serve(
+            model="llama-3-8b", gpu="H100-SXM", rate=2, duration_s=10, slo_ttft_ms=500,
+            slo_tpot_ms=50,
+        ),
+    ),
+    Case(
+        "plan_llm_serve",
+        lambda t: ["plan", "serve", "--model", "llama-3-8b", "--rate", "2", "--duration-s", "10",
+                   "--gpu", "H100-SXM", "--tp", "1", "--max-replicas", "2", "--slo-ttft-ms",
+                   "800", "--slo-tpot-ms", "60"],
+        lambda t: gpucast.plan_llm_serve(
+            model="llama-3-8b", rate=2, duration_s=10, gpu=["H100-SXM"], tp=[1], max_replicas=2,
+            slo_ttft_ms=800, slo_tpot_ms=60,
+        ),
+    ),
+    Case(
         "plan_train",
         lambda t: [
             "plan",
@@ -577,6 +596,21 @@ BAD = [
       "--output-len", "8", "--framework", "sglang"],
      lambda: gpucast.predict_infer(
          model="llama-2-7b", gpu="A100", input_len=512, output_len=8, framework="sglang")),
+    (["simulate", "serve", "--model", "llama-2-7b", "--gpu", "A100-80GB", "--rate", "1",
+      "--input-len", "5000"],
+     lambda: gpucast.simulate_llm_serve(
+         model="llama-2-7b", gpu="A100-80GB", rate=1, input_len=5000)),
+    (["simulate", "serve", "--model", "llama-3-70b", "--gpu", "A100-80GB", "--rate", "1",
+      "--tp", "1"],
+     lambda: gpucast.simulate_llm_serve(model="llama-3-70b", gpu="A100-80GB", rate=1, tp=1)),
+    (["plan", "serve", "--model", "gpt-3-175b", "--rate", "1", "--gpu", "L4", "--tp", "1,2",
+      "--slo-ttft-ms", "500"],
+     lambda: gpucast.plan_llm_serve(
+         model="gpt-3-175b", rate=1, gpu=["L4"], tp=[1, 2], slo_ttft_ms=500)),
+    (["plan", "serve", "--model", "llama-3-8b", "--rate", "1", "--duration-s", "10", "--gpu",
+      "H100-SXM", "--slo-ttft-ms", "1"],
+     lambda: gpucast.plan_llm_serve(
+         model="llama-3-8b", rate=1, duration_s=10, gpu=["H100-SXM"], slo_ttft_ms=1)),
 ]
 # fmt: on
 

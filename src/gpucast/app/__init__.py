@@ -24,6 +24,8 @@ VERBS: dict[str, str] = {
     "plan_llm_train": "llm",
     "simulate_train": "simulation",
     "simulate_serve": "serve",
+    "simulate_llm_serve": "llm_serve",
+    "plan_llm_serve": "llm_serve",
     "predict_train": "predict",
     "predict_speed": "predict",
     "predict_cluster": "predict",

@@ -30,6 +30,7 @@ from gpucast.domain.workload import WorkloadOptions, workload_options_field
 if TYPE_CHECKING:
     import pandas as pd
 
+    from gpucast.app.llm_serve import PlanLlmServeResult, SimulateLlmServeResult
     from gpucast.simulate.serving import Saturation, ServingResult
 
 HOST_CAPACITY_HELP = (
@@ -180,6 +181,17 @@ def _ms(seconds: tuple[float, ...]) -> tuple[float, ...]:
     """Seconds as milliseconds, whole ones as ints (so ``--help`` shows ``0,2,5,10``)."""
     ms = [round(s * 1e3, 9) for s in seconds]
     return tuple(int(m) if m.is_integer() else m for m in ms)
+
+
+def _llm(options: dict[str, Any], config: Path | str | None) -> bool:
+    """Whether ``--model`` names a language model (:mod:`gpucast.app.llm_serve` serves it)."""
+    from gpucast.app.llm_serve import is_llm_serving
+
+    return is_llm_serving(options, config)
+
+
+def _llm_options(options: dict[str, Any]) -> dict[str, Any]:
+    return {("model" if k == "models" else k): v for k, v in options.items()}
 
 
 # -- plan serve -----------------------------------------------------------------------------
@@ -444,10 +456,14 @@ def plan_serve(
     *,
     config: Path | str | None = None,
     **options: Any,
-) -> PlanServeResult:
+) -> PlanServeResult | PlanLlmServeResult:
     """The cheapest deployments that serve the models within the SLO (see
     :class:`PlanServeRequest` for the options): server type (GPU, MIG slice, CPU), count,
     batching and co-location, with the Pareto front of cost vs tail latency."""
+    if request is None and _llm(options, config):  # a model of llm_models.csv: token level
+        from gpucast.app.llm_serve import plan_llm_serve
+
+        return plan_llm_serve(config=config, **_llm_options(options))
     from gpucast.catalog import load_catalog
     from gpucast.catalog.serving_engines import serving_engine
     from gpucast.domain.serving_plan import ModelLoad
@@ -827,11 +843,16 @@ def simulate_serve(
     *,
     config: Path | str | None = None,
     **options: Any,
-) -> SimulateServeResult:
+) -> SimulateServeResult | SimulateLlmServeResult:
     """Latency percentiles, SLO attainment, throughput, drops and cost of serving a model on
     ``servers`` GPUs (or MIG slices) with dynamic batching (see :class:`SimulateServeRequest`),
-    and with ``find_saturation`` its peak throughput.
+    and with ``find_saturation`` its peak throughput; a model of ``llm_models.csv`` is served
+    token by token (:func:`gpucast.app.llm_serve.simulate_llm_serve`).
     """
+    if request is None and _llm(options, config):  # a model of llm_models.csv: token level
+        from gpucast.app.llm_serve import simulate_llm_serve
+
+        return simulate_llm_serve(config=config, **options)
     from gpucast.catalog import load_catalog
     from gpucast.catalog.serving_engines import serving_engine
     from gpucast.domain.serving import Deployment, ModelDeployment, ServerGroup, ServerSpec

@@ -11,20 +11,21 @@ def register(app: typer.Typer) -> None:
         catalog,
         curves,
         fit,
+        llm_serve,
         measure,
         plan,
         predict,
         profile,
         report,
         runs,
-        serve,
         simulate,
         validate,
     )
 
     # Serving verbs (cli.serve, cli.curves) join the groups of their capability here.
-    plan.app.command("serve")(serve.plan_command)
-    simulate.app.command("serve")(serve.simulate_command)
+    # `--model LLM` dispatches to the LLM serving verbs (cli.llm_serve wraps cli.serve)
+    plan.app.command("serve")(llm_serve.plan_command())
+    simulate.app.command("serve")(llm_serve.simulate_command())
     measure.app.command("infer-curve")(curves.command)
 
     app.add_typer(plan.app, name="plan", help="Plan training and serving: time, cost, risk.")

@@ -81,6 +81,7 @@ from gpucast.domain.llm_infer import (
     InferencePrediction,
     check_precision,
 )
+from gpucast.domain.llm_serving import IterationCost
 from gpucast.domain.units import GIB
 from gpucast.predict import comm
 from gpucast.predict.base import Estimator, register
@@ -410,6 +411,34 @@ def _check_lengths(spec: TransformerSpec, batch_size: int, input_len: int, outpu
         )
 
 
+def check_tp(spec: TransformerSpec, engine: EngineProfile, tp: int) -> None:
+    """One clear error when ``tp`` GPUs cannot split ``spec`` the engine's way."""
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise InvalidSpecError("tp", "must be an integer >= 1", got=tp, fix="e.g. --tp 2")
+    if engine.multi_gpu == "tensor":
+        problem = tp_problem(spec, tp)
+        if problem is not None:
+            good = [t for t in TP_CHOICES if tp_problem(spec, t) is None]
+            raise InvalidSpecError(
+                "tp", f"cannot split {spec.name}: {problem}", got=tp,
+                fix=f"use --tp {' or '.join(str(t) for t in good)}",
+            )  # fmt: skip
+    elif tp > spec.layers:
+        raise InvalidSpecError("tp", f"exceeds the {spec.layers} layers to split", got=tp)
+
+
+def resolve_precisions(
+    engine: EngineProfile, precision: str | None, kv_precision: str | None
+) -> tuple[str, str]:
+    """(weights, KV cache): the engine's default weights; the KV cache in the weights'
+    precision for 16-bit and fp8 weights, fp16 under int8/int4 weight-only quantisation."""
+    weights = precision or engine.default_precision
+    check_precision("precision", weights)
+    kv = kv_precision or (weights if weights in ("fp16", "bf16", "fp8") else "fp16")
+    check_precision("kv-precision", kv)
+    return weights, kv
+
+
 def predict_inference(
     spec: TransformerSpec,
     gpu: GpuSpec,
@@ -430,22 +459,8 @@ def predict_inference(
     quantisation). ``tp`` is the GPU count: tensor-parallel ranks, or llama.cpp's layer split.
     """
     _check_lengths(spec, batch_size, input_len, output_len)
-    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
-        raise InvalidSpecError("tp", "must be an integer >= 1", got=tp, fix="e.g. --tp 2")
-    if engine.multi_gpu == "tensor":
-        problem = tp_problem(spec, tp)
-        if problem is not None:
-            good = [t for t in TP_CHOICES if tp_problem(spec, t) is None]
-            raise InvalidSpecError(
-                "tp", f"cannot split {spec.name}: {problem}", got=tp,
-                fix=f"use --tp {' or '.join(str(t) for t in good)}",
-            )  # fmt: skip
-    elif tp > spec.layers:
-        raise InvalidSpecError("tp", f"exceeds the {spec.layers} layers to split", got=tp)
-    weights = precision or engine.default_precision
-    check_precision("precision", weights)
-    kv = kv_precision or (weights if weights in ("fp16", "bf16", "fp8") else "fp16")
-    check_precision("kv-precision", kv)
+    check_tp(spec, engine, tp)
+    weights, kv = resolve_precisions(engine, precision, kv_precision)
     case = _Case(
         spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=batch_size, input_len=input_len,
         output_len=output_len, precision=weights, kv_precision=kv,
@@ -905,3 +920,58 @@ def _ttft_cases(
             )
         )
     return out
+
+
+# -- one iteration of a serving engine -------------------------------------------------------
+def iteration_cost(
+    spec: TransformerSpec,
+    gpu: GpuSpec,
+    engine: EngineProfile,
+    *,
+    tp: int = 1,
+    precision: str | None = None,
+    kv_precision: str | None = None,
+    max_tokens: int = 8192,
+) -> IterationCost:
+    """The cost of one serving iteration (:class:`~gpucast.domain.llm_serving.IterationCost`)
+    on ``tp`` GPUs, from the terms of :func:`_evaluate`: a pass streams the dense weights and
+    the experts its tokens route to at ``weight_bandwidth_efficiency``, pays the tensor-
+    parallel all-reduces of its tokens and ``step_overhead_s``; every token ``2 N`` FLOPs at
+    ``compute_efficiency``; every sequence ``sequence_overhead_s``; every KV token read or
+    written ``kv_bandwidth_efficiency``; attention ``4 a d L`` FLOPs per unit. A batch of equal
+    prompts prefilled at once costs exactly the prefill of :func:`predict_inference`, and a
+    decode step at context ``s`` its ``tpot_s`` (``tests/simulate/test_llm_serving.py``).
+    ``pass_s`` is tabulated for passes of 0..``max_tokens`` tokens; the KV capacity is what
+    the weights leave of the engine's share less its reserve."""
+    check_tp(spec, engine, tp)
+    weights, kv = resolve_precisions(engine, precision, kv_precision)
+    case = _Case(
+        spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=1, input_len=1, output_len=1,
+        precision=weights, kv_precision=kv,
+    )  # fmt: skip
+    x = _cases([case])
+    p = engine.params()
+    bw, peak = float(x.bandwidth_bytes_s[0]), float(x.peak_flops[0])
+    eta_w, eta_kv = p["weight_bandwidth_efficiency"], p["kv_bandwidth_efficiency"]
+    eta_c = p["compute_efficiency"]
+    tokens = np.arange(max(int(max_tokens), 1) + 1, dtype=np.float64)
+    streamed = x.streamed_dense_bytes + x.streamed_expert_bytes * _experts_touched(x, tokens)
+    pass_s = streamed / (eta_w * bw) + _collectives_s(x, p, tokens) + p["step_overhead_s"]
+    held, mem, fraction = float(x.held_bytes[0]), float(x.memory_bytes[0]), engine.memory_fraction
+    share = fraction * (mem - held) if engine.memory_share == "free" else fraction * mem - held
+    kv_room = max(share - p["memory_reserve_gib"] * GIB, 0.0)
+    kv_token = float(x.kv_held_bytes[0])
+    return IterationCost(
+        pass_s=pass_s,
+        token_s=2.0 * float(x.matmul_per_token[0]) / (eta_c * peak),
+        sequence_s=p["sequence_overhead_s"],
+        kv_s_per_token=float(x.kv_path_bytes[0]) / (eta_kv * bw),
+        attention_s_per_unit=float(x.attention_per_context[0]) / (eta_c * peak),
+        kv_capacity_tokens=int(kv_room // kv_token),
+        kv_bytes_per_token=kv_token,
+        prefill_chunk_tokens=engine.prompt_chunk_tokens,
+        pipeline_depth=int(x.pipeline[0]),
+        gpus=tp,
+        source=f"{spec.name} on {tp} x {gpu.name}, {weights} weights / {kv} KV cache, "
+        f"{engine.provenance()}",
+    )

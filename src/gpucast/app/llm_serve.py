@@ -1,0 +1,633 @@
+"""``gpucast.simulate_llm_serve`` and ``gpucast.plan_llm_serve``: serving a language model.
+
+``gpucast simulate serve --model NAME`` and ``gpucast plan serve --model NAME`` run these when
+``NAME`` is a model of ``catalog/data/llm_models.csv`` (:func:`is_llm_serving`); CNNs and
+other workloads keep the request-level path of :mod:`gpucast.app.serve`.
+
+* :func:`simulate_llm_serve` -- token-level simulation of one deployment (replicas of ``tp``
+  GPUs, or prefill and decode pools) under a request stream with token counts: TTFT, TPOT,
+  inter-token and end-to-end latency percentiles, tokens/s, requests/s, goodput under the
+  SLOs, cost per million tokens, preemptions (:mod:`gpucast.simulate.llm_serving`);
+* :func:`plan_llm_serve` -- the cheapest GPU type x tensor-parallel degree x replicas (x
+  disaggregation) meeting a TTFT and a TPOT SLO, with the cost vs latency front
+  (:mod:`gpucast.plan.llm_serve`).
+
+The iteration times come from the fitted engine profiles of ``gpucast predict infer``
+(:func:`gpucast.predict.llm_infer.iteration_cost`), the requests from
+:mod:`gpucast.inputs.llm_serving`, the prices from the catalog's offers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gpucast.app._request import resolve
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision
+from gpucast.domain.options import lower_list, option
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from gpucast.plan.llm_serve import LlmServePlan
+    from gpucast.simulate.llm_serving import LlmServingResult
+
+_ENGINES = "vllm, tensorrt-llm, deepspeed-mii, llama.cpp, eager-pytorch"
+_LENGTH_HELP = "N, uniform:LO:HI or lognormal:MEDIAN:SIGMA"
+
+
+def _one_model(value: Any) -> str:
+    """``--model`` as the serving verbs take it: one name (a one-item list passes)."""
+    if isinstance(value, list | tuple):
+        if len(value) != 1:
+            raise InvalidSpecError(
+                "model", "takes one language model", got=list(value), fix="e.g. --model llama-3-8b"
+            )
+        value = value[0]
+    return str(value)
+
+
+def _positive(flag: str, value: float | None, what: str = "") -> None:
+    if value is not None and (isinstance(value, bool) or not (math.isfinite(value) and value > 0)):
+        raise InvalidSpecError(flag, f"must be > 0{what}", got=value, fix=f"e.g. --{flag} 1")
+
+
+def _at_least(flag: str, value: int | None, low: int) -> None:
+    if value is not None and (isinstance(value, bool) or value < low):
+        raise InvalidSpecError(flag, f"must be an integer >= {low}", got=value,
+                               fix=f"e.g. --{flag} {max(low, 1)}")  # fmt: skip
+
+
+def _check_common(request: Any) -> None:
+    from gpucast.domain.llm_serving import parse_token_lengths  # numpy: not at CLI start-up
+
+    for flag, value in (("input-len", request.input_len), ("output-len", request.output_len)):
+        parse_token_lengths(value, flag)
+    if request.precision is not None:
+        check_precision("precision", request.precision)
+    if request.kv_precision is not None:
+        check_precision("kv-precision", request.kv_precision)
+    _at_least("max-num-seqs", request.max_num_seqs, 1)
+    _at_least("max-batched-tokens", request.max_batched_tokens, 1)
+    _positive("slo-ttft-ms", request.slo_ttft_ms)
+    _positive("slo-tpot-ms", request.slo_tpot_ms)
+    _positive("rate", request.rate, " requests per second")
+    _positive("time-scale", request.time_scale)
+    _positive("duration-s", request.duration_s, " seconds")
+    _at_least("seed", request.seed, 0)
+
+
+def is_llm_serving(options: dict[str, Any], config: Path | str | None = None) -> bool:
+    """Whether a serving verb's options (keyword or flag names, or the config file) name a
+    language model of ``catalog/data/llm_models.csv`` as ``model``."""
+    from gpucast.inputs.llm_serving import is_llm_model
+
+    model = options.get("model", options.get("models"))
+    if model is None and config is not None:
+        from gpucast.app.config import read_config
+
+        values = read_config(config)
+        model = values.get("model", values.get("models"))
+    return is_llm_model(model)
+
+
+# -- simulate serve (LLM) --------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimulateLlmServeRequest:
+    """A language model served on GPUs under a request stream (``gpucast simulate serve
+    --model LLM``)."""
+
+    VERB: ClassVar[str] = "simulate serve"
+
+    model: str = option(
+        help="A language model of catalog/data/llm_models.csv.", parse=_one_model,
+        example="llama-3-8b",
+    )  # fmt: skip
+    gpu: str = option(help="Catalog GPU, e.g. H100-SXM.", example="H100-SXM")
+    framework: str = option("vllm", help=f"Inference engine: {_ENGINES}.", example="vllm")
+    tp: int | None = option(
+        None, help="GPUs per replica (tensor parallel). Default: the fewest that hold it.",
+        example="2",
+    )  # fmt: skip
+    precision: str | None = option(
+        None, help=f"Weights: {', '.join(INFER_PRECISIONS)} (default: the engine's).",
+        example="fp8",
+    )  # fmt: skip
+    kv_precision: str | None = option(None, help="KV-cache precision.", example="fp8")
+    arrivals: str = option(
+        "poisson",
+        help="poisson | constant | bursty | trace:FILE (Azure LLM trace: its token counts).",
+        example="trace:AzureLLMInferenceTrace_conv.csv",
+    )
+    rate: float | None = option(
+        None, help="Requests/s (a trace: rescaled to it).", example="5"
+    )  # fmt: skip
+    time_scale: float | None = option(
+        None, help="Replay the trace K times faster (2: twice the rate).", example="2"
+    )
+    duration_s: float | None = option(
+        None, help="Seconds of arrivals (default: 60, a trace: all of it).", example="60"
+    )
+    input_len: str = option("1024", help=f"Prompt tokens: {_LENGTH_HELP}.", example="1024")
+    output_len: str = option("256", help=f"Output tokens: {_LENGTH_HELP}.", example="256")
+    replicas: int = option(1, help="Serving instances of tp GPUs (round robin).", example="2")
+    prefill_instances: int = option(
+        0, help="Disaggregated: prefill-only instances (with --decode-instances).", example="1"
+    )
+    decode_instances: int = option(0, help="Disaggregated: decode-only instances.", example="2")
+    kv_link_gbps: float | None = option(
+        None, help="KV-cache transfer link, Gbit/s per GPU (default: the node's NIC share).",
+        example="400",
+    )  # fmt: skip
+    max_num_seqs: int | None = option(
+        None, help="Sequences per iteration (default: the engine's, vLLM 256).", example="128"
+    )
+    max_batched_tokens: int | None = option(
+        None, help="Token budget per iteration (default: 2048 chunked, else max(context, 2048)).",
+        example="4096",
+    )  # fmt: skip
+    block_size: int = option(16, help="KV-cache block, tokens.", example="16")
+    chunked_prefill: bool = option(False, help="Mix prompt chunks into decode iterations.")
+    preemption: str = option("recompute", help="recompute | swap.", example="swap")
+    slo_ttft_ms: float | None = option(None, help="Time-to-first-token SLO, ms.", example="500")
+    slo_tpot_ms: float | None = option(None, help="Time-per-output-token SLO, ms.", example="50")
+    price: float | None = option(
+        None, help="US$/h per GPU (default: the catalog's cheapest offer).", example="2.5"
+    )
+    horizon_s: float | None = option(
+        None, help="Stop at this time (default: when every request is done).", example="600"
+    )
+    seed: int = option(0, help="Same seed, same result.", example="0")
+
+    def __post_init__(self) -> None:
+        from gpucast.inputs.serving import check_arrival_kind
+
+        if not self.model:
+            raise InvalidSpecError("model", "must not be empty", fix="e.g. --model llama-3-8b")
+        check_arrival_kind(self.arrivals)
+        _check_common(self)
+        _at_least("tp", self.tp, 1)
+        _at_least("replicas", self.replicas, 1)
+        _at_least("prefill-instances", self.prefill_instances, 0)
+        _at_least("decode-instances", self.decode_instances, 0)
+        if (self.prefill_instances > 0) != (self.decode_instances > 0):
+            raise InvalidSpecError(
+                "prefill-instances", "and --decode-instances go together",
+                fix="e.g. --prefill-instances 1 --decode-instances 2",
+            )  # fmt: skip
+        _positive("kv-link-gbps", self.kv_link_gbps)
+        _at_least("block-size", self.block_size, 1)
+        from gpucast.domain.llm_serving import PREEMPTION_MODES
+
+        if self.preemption not in PREEMPTION_MODES:
+            raise InvalidSpecError(
+                "preemption", f"must be one of {', '.join(PREEMPTION_MODES)}",
+                got=self.preemption, fix="e.g. --preemption swap",
+            )  # fmt: skip
+        if self.price is not None and not (math.isfinite(self.price) and self.price >= 0):
+            raise InvalidSpecError("price", "must be >= 0 US$/h per GPU", got=self.price)
+        _positive("horizon-s", self.horizon_s, " seconds")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimulateLlmServeResult:
+    """The simulated run, the deployment and where every input came from."""
+
+    request: SimulateLlmServeRequest
+    serving: LlmServingResult
+    deployment: str
+    tp: int
+    precision: str
+    scheduler: dict[str, Any]
+    iteration: dict[str, Any]
+    assumptions: dict[str, str]
+    warnings: tuple[str, ...] = ()
+    validation: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``simulate serve --json`` for a language model: the fields of the CNN result
+        (requests, latency_s, throughput_rps, slo_*, cost_*, mean_batch_size, models,
+        servers, seed, sources, timeline, validation) plus TTFT / TPOT / ITL percentiles,
+        tokens/s, goodput, cost per million tokens, drops and preemptions."""
+        out = dict(self.serving.to_dict(timeline_bins=30))
+        req = self.request
+        out["models"] = {
+            req.model: {
+                "requests": out["requests"],
+                "latency_s": out["latency_s"],
+                "throughput_rps": out["throughput_rps"],
+                "slo_attainment": out["slo_attainment"],
+            }
+        }
+        out.update(
+            model=req.model,
+            gpu=req.gpu,
+            framework=req.framework,
+            tp=self.tp,
+            precision=self.precision,
+            deployment=self.deployment,
+            seed=req.seed,
+            batching=self.scheduler,
+            iteration_cost=self.iteration,
+            assumptions=dict(self.assumptions),
+            warnings=list(self.warnings),
+            validation=dict(self.validation),
+        )
+        return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per request: arrival, tokens, TTFT, TPOT, latency, status, preemptions."""
+        import pandas as pd
+
+        s = self.serving
+        r = s.requests
+        return pd.DataFrame(
+            {
+                "arrival_s": r.arrival_s,
+                "input_tokens": r.input_tokens,
+                "output_tokens": r.output_tokens,
+                "ttft_s": s.ttft_s,
+                "tpot_s": s.tpot_s,
+                "latency_s": s.latency_s,
+                "status": s.status,
+                "preemptions": s.preemptions,
+            }
+        )
+
+
+def llm_validation(engine: str, gpu: str, precision: str, tp: int) -> dict[str, str]:
+    """The validated errors an LLM serving figure rests on: the engine's iteration times
+    (LLM-Inference-Bench) and the simulator's agreement with them."""
+    from gpucast.catalog.validation import validation_for
+
+    return {
+        f"iteration times (llm-infer:{engine})": validation_for(
+            f"llm-infer:{engine}", [gpu], precision, tp
+        ).text(),
+        "token-level simulator": validation_for("llm-serve", [gpu], precision, tp).text(),
+    }
+
+
+def _scheduler(request: Any, engine_max_seqs: int) -> Any:
+    from gpucast.domain.llm_serving import SchedulerConfig
+
+    return SchedulerConfig(
+        max_num_seqs=request.max_num_seqs or engine_max_seqs,
+        max_batched_tokens=request.max_batched_tokens,
+        block_size=getattr(request, "block_size", 16),
+        chunked_prefill=request.chunked_prefill,
+        preemption=getattr(request, "preemption", "recompute"),
+    )
+
+
+def simulate_llm_serve(
+    request: SimulateLlmServeRequest | None = None,
+    /,
+    *,
+    config: Path | str | None = None,
+    **options: Any,
+) -> SimulateLlmServeResult:
+    """TTFT, TPOT, latency percentiles, tokens/s, goodput and cost of serving a language model
+    (see :class:`SimulateLlmServeRequest` and the module docstring)."""
+    from gpucast.catalog.engines import inference_engine
+    from gpucast.catalog.llm import llm_model
+    from gpucast.domain.llm_serving import Disaggregation, parse_token_lengths
+    from gpucast.domain.provenance import Sourced
+    from gpucast.inputs import llm_serving as inputs
+    from gpucast.simulate.llm_serving import simulate_llm_serving
+
+    request = resolve(SimulateLlmServeRequest, request, options, config)
+    spec = llm_model(request.model)
+    engine = inference_engine(request.framework)
+    traffic = inputs.llm_traffic(
+        request.arrivals, spec=spec, rate_rps=request.rate, duration_s=request.duration_s,
+        time_scale=request.time_scale,
+        input_len=parse_token_lengths(request.input_len, "input-len"),
+        output_len=parse_token_lengths(request.output_len, "output-len"), seed=request.seed,
+    )  # fmt: skip
+    reqs = traffic.requests
+    fits = (reqs.input_tokens + reqs.output_tokens) <= spec.max_context
+    longest = (
+        (int(reqs.input_tokens[fits].max()), int(reqs.output_tokens[fits].max()))
+        if fits.any()
+        else (1, 1)
+    )
+    scheduler = _scheduler(request, engine.max_sequences)
+    budget = scheduler.budget(spec.max_context)
+    model = inputs.serving_model(
+        request.model, request.gpu, request.framework, tp=request.tp,
+        precision=request.precision, kv_precision=request.kv_precision, longest_tokens=longest,
+        max_tokens=max(budget, scheduler.max_num_seqs), price_usd_per_gpu_hour=request.price,
+    )  # fmt: skip
+    disagg = None
+    link_source = ""
+    if request.prefill_instances:
+        link = (
+            inputs.kv_link_gbps(model.offer)
+            if request.kv_link_gbps is None
+            else Sourced(request.kv_link_gbps, f"{request.kv_link_gbps:g} Gbit/s (given)")
+        )
+        disagg = Disaggregation(
+            prefill_instances=request.prefill_instances,
+            decode_instances=request.decode_instances,
+            kv_link_gbps=link.value,
+        )
+        link_source = link.source
+        instances = request.prefill_instances + request.decode_instances
+        deployment = (
+            f"{request.prefill_instances} prefill + {request.decode_instances} decode "
+            f"instances of {model.tp} x {model.gpu.name} (Splitwise)"
+        )
+    else:
+        instances = request.replicas
+        deployment = (
+            f"{request.replicas} replica{'s' if request.replicas > 1 else ''} of "
+            f"{model.tp} x {model.gpu.name}"
+        )
+    price = model.price_per_gpu.value * model.tp * instances
+    sources = {
+        "arrivals": traffic.source,
+        "lengths": traffic.lengths,
+        "iteration times": model.cost.source,
+        "price": model.price_per_gpu.source,
+    }
+    result = simulate_llm_serving(
+        reqs, model.cost, scheduler, max_context=spec.max_context,
+        replicas=1 if disagg else request.replicas, disaggregation=disagg,
+        price_usd_per_hour=price,
+        slo_ttft_s=None if request.slo_ttft_ms is None else request.slo_ttft_ms / 1e3,
+        slo_tpot_s=None if request.slo_tpot_ms is None else request.slo_tpot_ms / 1e3,
+        until_s=request.horizon_s, swap_gbps=inputs.swap_gbps(model.gpu), sources=sources,
+    )  # fmt: skip
+    warnings = list(traffic.warnings)
+    others = {k: v for k, v in result.drop_reasons.items() if "context" not in k}
+    if others:  # those beyond the context window were named with the traffic
+        reasons = ", ".join(f"{n} {why}" for why, n in others.items())
+        warnings.append(f"{sum(others.values())} of {reqs.count} requests dropped: {reasons}")
+    assumptions = {
+        "gpus": f"{model.tp} x {model.gpu.name} per instance ({model.tp_source})",
+        "engine": model.engine.provenance(),
+        "scheduler": scheduler.describe(spec.max_context),
+        "routing": "round robin in arrival order over the instances",
+        "precision": f"{model.precision} weights"
+        + ("" if request.precision else " (the engine's default)"),
+    }
+    if link_source:
+        assumptions["kv transfer"] = link_source
+    return SimulateLlmServeResult(
+        request=request,
+        serving=result,
+        deployment=deployment,
+        tp=model.tp,
+        precision=model.precision,
+        scheduler={
+            "max_num_seqs": scheduler.max_num_seqs,
+            "max_batched_tokens": budget,
+            "block_size": scheduler.block_size,
+            "chunked_prefill": scheduler.chunked_prefill,
+            "preemption": scheduler.preemption,
+            "kv_capacity_tokens": model.cost.kv_capacity_tokens,
+            "description": scheduler.describe(spec.max_context),
+        },
+        iteration={
+            "decode_step_s_at_batch_1": model.cost.iteration_s(1, 1, 1024, 1024),
+            "kv_capacity_tokens": model.cost.kv_capacity_tokens,
+            "source": model.cost.source,
+        },
+        assumptions=assumptions,
+        warnings=tuple(warnings),
+        validation=llm_validation(model.engine.name, model.gpu.name, model.precision, model.tp),
+    )
+
+
+# -- plan serve (LLM) ------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanLlmServeRequest:
+    """A language model to serve within TTFT and TPOT SLOs, and where to look
+    (``gpucast plan serve --model LLM``)."""
+
+    VERB: ClassVar[str] = "plan serve"
+
+    model: str = option(
+        help="A language model of catalog/data/llm_models.csv (NAME or NAME:RATE).",
+        parse=_one_model, example="llama-3-70b",
+    )  # fmt: skip
+    rate: float | None = option(None, help="Requests/s (a trace: rescaled to it).", example="5")
+    trace: Path | None = option(
+        None, help="Azure LLM trace (its token counts), arrival_s CSV or Azure Functions.",
+        example="AzureLLMInferenceTrace_conv.csv",
+    )  # fmt: skip
+    arrivals: str = option(
+        "poisson", help="poisson | constant | bursty | trace:FILE (as simulate serve).",
+        example="bursty",
+    )  # fmt: skip
+    time_scale: float | None = option(
+        None, help="Replay the trace K times faster.", example="2"
+    )  # fmt: skip
+    duration_s: float | None = option(
+        None, help="Seconds of arrivals (default 60; a trace: all of it).", example="600"
+    )
+    input_len: str = option("1024", help=f"Prompt tokens: {_LENGTH_HELP}.", example="1024")
+    output_len: str = option("256", help=f"Output tokens: {_LENGTH_HELP}.", example="256")
+    slo_ttft_ms: float | None = option(None, help="Time-to-first-token SLO, ms.", example="500")
+    slo_tpot_ms: float | None = option(None, help="Time-per-output-token SLO, ms.", example="50")
+    slo_percentile: float = option(99.0, help="Percentile both SLOs hold at.", example="99")
+    gpus: tuple[str, ...] = option((), flag="gpu", help="Only these GPU types.", example="H100")
+    providers: tuple[str, ...] = option(
+        (), flag="provider", parse=lower_list, help="aws | gcp | azure.", example="aws"
+    )
+    regions: tuple[str, ...] = option((), flag="region", help="Region filter.", example="us-east-1")
+    spot: bool = option(False, help="Spot prices.")
+    framework: str = option("vllm", help=f"Inference engine: {_ENGINES}.", example="vllm")
+    precision: str | None = option(None, help="Weight precision.", example="fp8")
+    kv_precision: str | None = option(None, help="KV-cache precision.", example="fp8")
+    tps: tuple[int, ...] = option(
+        (1, 2, 4, 8), flag="tp", help="Tensor-parallel degrees tried.", example="2,4,8"
+    )
+    max_replicas: int = option(32, help="At most this many instances.", example="16")
+    no_disaggregation: bool = option(False, help="Do not try prefill/decode pools (Splitwise).")
+    chunked_prefill: bool = option(False, help="Mix prompt chunks into decode iterations.")
+    max_num_seqs: int | None = option(None, help="Sequences per iteration.", example="128")
+    max_batched_tokens: int | None = option(None, help="Tokens per iteration.", example="4096")
+    budget_usd_per_hour: float | None = option(None, help="Cost cap, US$/h.", example="50")
+    seed: int = option(0, help="Same seed, same plan.", example="0")
+
+    def __post_init__(self) -> None:
+        from gpucast.inputs.serving import check_arrival_kind
+
+        if not self.model:
+            raise InvalidSpecError("model", "must not be empty", fix="e.g. --model llama-3-70b")
+        check_arrival_kind(self.arrivals)
+        if self.trace is not None and self.arrivals != "poisson":
+            raise InvalidSpecError(
+                "trace", "and --arrivals name two request streams",
+                fix="give --trace FILE or --arrivals trace:FILE, not both",
+            )  # fmt: skip
+        _name, rate = self.model_rate
+        if rate is not None and self.rate is not None:
+            raise InvalidSpecError("rate", f"is given twice ({self.model} and --rate)")
+        if rate is not None and not (math.isfinite(rate) and rate > 0):
+            raise InvalidSpecError("rate", "must be > 0 requests per second", got=rate)
+        _check_common(self)
+        if self.slo_ttft_ms is None and self.slo_tpot_ms is None:
+            raise InvalidSpecError(
+                "slo-ttft-ms", "or --slo-tpot-ms is required",
+                fix="e.g. --slo-ttft-ms 500 --slo-tpot-ms 50",
+            )  # fmt: skip
+        if not (math.isfinite(self.slo_percentile) and 0 < self.slo_percentile <= 100):
+            raise InvalidSpecError(
+                "slo-percentile", "must be in (0, 100]", got=self.slo_percentile, fix="e.g. 99"
+            )
+        if not self.tps:
+            raise InvalidSpecError("tp", "is empty", fix="e.g. --tp 1,2,4,8")
+        for tp in self.tps:
+            _at_least("tp", tp, 1)
+        _at_least("max-replicas", self.max_replicas, 1)
+        _positive("budget-usd-per-hour", self.budget_usd_per_hour, " US$/h")
+
+    @property
+    def model_rate(self) -> tuple[str, float | None]:
+        """``NAME`` or ``NAME:RATE`` -> (name, rate or None)."""
+        from gpucast.catalog.llm import llm_model
+        from gpucast.domain.errors import UnknownModelError
+
+        try:
+            llm_model(self.model)
+        except UnknownModelError:
+            head, sep, tail = self.model.rpartition(":")
+            try:
+                return (head, float(tail)) if sep and head else (self.model, None)
+            except ValueError:
+                return self.model, None
+        return self.model, None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanLlmServeResult:
+    """The plan, its sources and warnings."""
+
+    request: PlanLlmServeRequest
+    plan: LlmServePlan
+    assumptions: dict[str, str]
+    warnings: tuple[str, ...] = ()
+    validation: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def best(self) -> Any:
+        return self.plan.best
+
+    def to_dict(self) -> dict[str, Any]:
+        plan = self.plan
+        req = self.request
+        return {
+            "model": req.model_rate[0],
+            "slo": {
+                "ttft_s": None if req.slo_ttft_ms is None else req.slo_ttft_ms / 1e3,
+                "tpot_s": None if req.slo_tpot_ms is None else req.slo_tpot_ms / 1e3,
+                "percentile": req.slo_percentile,
+            },
+            "recommended": plan.recommended,
+            "best": None if plan.best is None else plan.best.to_dict(),
+            "pareto": list(plan.pareto),
+            "candidates": [c.to_dict() for c in plan.candidates],
+            "infeasible": list(plan.infeasible),
+            "simulated": plan.simulated,
+            "assumptions": dict(self.assumptions),
+            "warnings": list(self.warnings),
+            "validation": dict(self.validation),
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        pareto = set(self.plan.pareto)
+        rows = []
+        for i, c in enumerate(self.plan.candidates):
+            row = c.to_dict()
+            row["pareto"] = i in pareto
+            row["recommended"] = i == self.plan.recommended
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+def plan_llm_serve(
+    request: PlanLlmServeRequest | None = None,
+    /,
+    *,
+    config: Path | str | None = None,
+    **options: Any,
+) -> PlanLlmServeResult:
+    """The cheapest GPU type x tensor-parallel degree x replicas (x disaggregation) that
+    serves the requests within the SLOs, with the cost vs latency front (module docstring)."""
+    from gpucast.catalog.engines import inference_engine
+    from gpucast.catalog.llm import llm_model
+    from gpucast.domain.llm_serving import parse_token_lengths
+    from gpucast.inputs import llm_serving as inputs
+    from gpucast.plan.llm_serve import GpuChoice, plan_llm_serving
+
+    request = resolve(PlanLlmServeRequest, request, options, config)
+    name, model_rate = request.model_rate
+    spec = llm_model(name)
+    engine = inference_engine(request.framework)
+    arrivals = request.arrivals if request.trace is None else f"trace:{request.trace}"
+    traffic = inputs.llm_traffic(
+        arrivals, spec=spec, rate_rps=request.rate or model_rate, duration_s=request.duration_s,
+        time_scale=request.time_scale,
+        input_len=parse_token_lengths(request.input_len, "input-len"),
+        output_len=parse_token_lengths(request.output_len, "output-len"), seed=request.seed,
+        field="trace",
+    )  # fmt: skip
+    choices = [
+        GpuChoice(
+            gpu=gpu,
+            offer=offer,
+            price_usd_per_gpu_hour=price,
+            max_tp=offer.gpus,
+            kv_link_gbps=inputs.kv_link_gbps(offer).value,
+            swap_gbps=inputs.swap_gbps(gpu),
+        )
+        for gpu, offer, price in inputs.gpu_offers(
+            gpus=request.gpus,
+            providers=request.providers,
+            regions=request.regions,
+            spot=request.spot,
+        )
+    ]
+    scheduler = _scheduler(request, engine.max_sequences)
+    plan = plan_llm_serving(
+        traffic.requests, spec, engine, choices, scheduler=scheduler,
+        slo_ttft_s=None if request.slo_ttft_ms is None else request.slo_ttft_ms / 1e3,
+        slo_tpot_s=None if request.slo_tpot_ms is None else request.slo_tpot_ms / 1e3,
+        percentile=request.slo_percentile, tps=request.tps, max_replicas=request.max_replicas,
+        disaggregation=not request.no_disaggregation,
+        budget_usd_per_hour=request.budget_usd_per_hour, precision=request.precision,
+        kv_precision=request.kv_precision,
+    )  # fmt: skip
+    best = plan.best
+    validation = (
+        llm_validation(
+            engine.name, best.gpu, request.precision or engine.default_precision, best.tp
+        )
+        if best is not None
+        else {}
+    )
+    return PlanLlmServeResult(
+        request=request,
+        plan=plan,
+        assumptions={
+            "arrivals": traffic.source,
+            "lengths": traffic.lengths,
+            "engine": engine.provenance(),
+            "scheduler": scheduler.describe(spec.max_context),
+            "prices": ("catalog spot" if request.spot else "catalog on-demand")
+            + " per GPU, of the cheapest instance with at least tp GPUs of the type",
+            "tensor parallelism": "within one instance (NVLink or PCIe between its GPUs)",
+            "routing": "round robin in arrival order over the instances",
+            "kv transfer": "each GPU's share of its node's network (disaggregated rows)",
+        },
+        warnings=traffic.warnings,
+        validation=validation,
+    )

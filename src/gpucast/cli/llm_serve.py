@@ -1,0 +1,264 @@
+"""`gpucast simulate serve` and `gpucast plan serve` for language models.
+
+One command per verb serves both kinds of model: :func:`dispatch` wraps the request-level
+command of :mod:`gpucast.cli.serve` and adds the options of the LLM requests
+(:class:`gpucast.app.llm_serve.SimulateLlmServeRequest`, :class:`PlanLlmServeRequest`) that it
+lacks. ``--model NAME`` (or the config file's ``model``) of ``catalog/data/llm_models.csv``
+goes to :func:`gpucast.app.simulate_llm_serve` / :func:`gpucast.app.plan_llm_serve`, any other
+model to the wrapped command; an option of the other kind is one clear error. Registered in
+:mod:`gpucast.cli.verbs`.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from gpucast.app.llm_serve import PlanLlmServeRequest, SimulateLlmServeRequest
+from gpucast.cli._command import request_parameters
+from gpucast.cli._common import console, emit_json, err_console, working
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.options import fields_of
+
+if TYPE_CHECKING:
+    from gpucast.app.llm_serve import PlanLlmServeResult, SimulateLlmServeResult
+
+#: Parameters of the wrapped commands that are not request fields.
+_CLI_ONLY = {"json_out", "config_file", "limit", "ctx"}
+
+
+def _flag_of(cls: type) -> dict[str, str]:
+    """Field name -> flag of a request class."""
+    return {f.name: f.flag for f in fields_of(cls) if f.info.cli}
+
+
+def dispatch(
+    command: Callable[..., Any],
+    own_cls: type,
+    llm_cls: type,
+    run_llm: Callable[[Any, bool, int], None],
+) -> Callable[..., Any]:
+    """``command`` (the request command of ``own_cls``) taking the options of ``llm_cls``
+    too, and running ``run_llm(request, as_json, limit)`` when ``--model`` names a language
+    model."""
+    signature = inspect.signature(command)
+    own_flags = {flag: name for name, flag in _flag_of(own_cls).items()}
+    llm_flags = _flag_of(llm_cls)
+    extra = [p for p in request_parameters(llm_cls) if llm_flags[p.name] not in own_flags]
+    llm_only = {p.name for p in extra}
+    llm_help = {f.flag: f.info.help for f in fields_of(llm_cls) if f.info.cli}
+    params = []
+    for p in signature.parameters.values():
+        flag = _flag_of(own_cls).get(p.name)
+        info = p.default
+        if flag in llm_help and hasattr(info, "help") and llm_help[flag] != info.help:
+            info = copy.copy(info)
+            info.help = f"{info.help} Language model: {llm_help[flag]}"
+            p = p.replace(default=info)
+        params.append(p)
+    clash = llm_only & {p.name for p in params}
+    if clash:  # pragma: no cover - a programming error caught at import
+        raise RuntimeError(f"LLM serving options clash with {own_cls.__name__}: {clash}")
+    cut = next(
+        (i for i, p in enumerate(params) if p.name in ("config_file", "limit", "json_out")),
+        len(params),
+    )
+    merged = params[:cut] + extra + params[cut:]
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from gpucast.app.config import request_from
+        from gpucast.app.llm_serve import is_llm_serving
+
+        config_file = kwargs.get("config_file")
+        model_key = "model" if "model" in kwargs else "models"
+        given = {k: v for k, v in kwargs.items() if k not in _CLI_ONLY}
+        if is_llm_serving({"model": given.get(model_key)}, config_file):
+            values: dict[str, Any] = {}
+            for flag, name in own_flags.items():
+                value = given.get(name)
+                if value is None or value == []:
+                    continue
+                if flag not in llm_flags.values():
+                    raise InvalidSpecError(
+                        flag,
+                        "is not an option of LLM serving (the model is a language model of "
+                        "catalog/data/llm_models.csv)",
+                        fix=f"see gpucast {llm_cls.VERB} --help for the LLM options",  # type: ignore[attr-defined]
+                    )
+                field = next(n for n, f in llm_flags.items() if f == flag)
+                values[field] = value
+            for name in llm_only:
+                if given.get(name) is not None:
+                    values[name] = given[name]
+            request = request_from(llm_cls, values, config_file)
+            run_llm(request, bool(kwargs.get("json_out")), int(kwargs.get("limit") or 15))
+            return None
+        for name in llm_only:
+            if given.get(name) not in (None, []):
+                raise InvalidSpecError(
+                    llm_flags[name],
+                    "applies to language models only (catalog/data/llm_models.csv)",
+                    fix="drop it, or serve an LLM, e.g. --model llama-3-8b",
+                )
+        return command(*args, **{k: v for k, v in kwargs.items() if k not in llm_only})
+
+    wrapper.__signature__ = inspect.Signature(merged)  # type: ignore[attr-defined]
+    doc = (command.__doc__ or "").strip()
+    wrapper.__doc__ = (
+        f"{doc}\n\nA language model of catalog/data/llm_models.csv (--model llama-3-8b) is "
+        "served token by token: continuous batching, TTFT/TPOT, tokens/s (the LLM options)."
+    )
+    return wrapper
+
+
+# -- rendering --------------------------------------------------------------------------------
+def _ms(summary: dict[str, float], key: str) -> str:
+    value = summary.get(key)
+    return "-" if value is None or value != value else f"{value * 1e3:.1f}"
+
+
+def _run_simulate(request: SimulateLlmServeRequest, as_json: bool, _limit: int) -> None:
+    from gpucast.app import simulate_llm_serve
+
+    with working("simulating: token-level continuous batching"):
+        result = simulate_llm_serve(request)
+    for text in result.warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {text}", highlight=False)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    print_llm_serving(result)
+
+
+def print_llm_serving(result: SimulateLlmServeResult) -> None:
+    """The run in a few lines: load, TTFT/TPOT/latency percentiles, tokens/s, cost."""
+    out = result.to_dict()
+    req = result.request
+    console.print(
+        f"[bold]{req.model}[/bold] on {result.deployment}, {req.framework} ({result.precision})",
+        highlight=False,
+    )
+    console.print(
+        f"  requests {out['requests']}: finished {out['finished']}, dropped {out['dropped']}, "
+        f"running {out['running']}; preemptions {out['preemptions']}; mean batch "
+        f"{out['mean_batch_size']:.1f}",
+        highlight=False,
+    )
+    for label, key in (
+        ("TTFT", "ttft_s"),
+        ("TPOT", "tpot_s"),
+        ("ITL", "itl_s"),
+        ("latency", "latency_s"),
+    ):
+        s = out[key]
+        console.print(
+            f"  {label:<8} p50 {_ms(s, 'p50')} ms  p90 {_ms(s, 'p90')} ms  p99 {_ms(s, 'p99')} ms",
+            highlight=False,
+        )
+    console.print(
+        f"  throughput {out['throughput_rps']:.2f} req/s, {out['tokens_per_s']:.0f} output "
+        f"tokens/s ({out['total_tokens_per_s']:.0f} with prompts)",
+        highlight=False,
+    )
+    if out["slo_attainment"] is not None:
+        console.print(
+            f"  SLO met by {out['slo_attainment']:.1%} (goodput {out['goodput_rps']:.2f} req/s)",
+            highlight=False,
+        )
+    console.print(
+        f"  cost {out['cost_usd_per_hour']:.2f} US$/h, {out['cost_usd_per_million_tokens']:.3f} "
+        f"US$ per million output tokens",
+        highlight=False,
+    )
+    for s in result.serving.instances:
+        console.print(
+            f"  {s.role} #{s.replica}: busy {s.busy_fraction:.0%}, {s.requests} requests, "
+            f"peak KV {s.peak_kv_utilisation:.0%}, {s.preemptions} preemptions",
+            highlight=False,
+        )
+    for key, value in {**out["sources"], **out["assumptions"]}.items():
+        console.print(f"[dim]{key}: {value}[/dim]", highlight=False)
+    for key, value in out["validation"].items():
+        console.print(f"[dim]validated error, {key}: {value}[/dim]", highlight=False)
+
+
+def _run_plan(request: PlanLlmServeRequest, as_json: bool, limit: int) -> None:
+    from gpucast.app import plan_llm_serve
+
+    with working("planning: simulating GPU x tp x replicas"):
+        result = plan_llm_serve(request)
+    for text in result.warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {text}", highlight=False)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    print_llm_plan(result, limit=limit)
+
+
+def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    plan = result.plan
+    req = result.request
+    p = f"p{req.slo_percentile:g}"
+    slo = []
+    if req.slo_ttft_ms is not None:
+        slo.append(f"TTFT {p} <= {req.slo_ttft_ms:g} ms")
+    if req.slo_tpot_ms is not None:
+        slo.append(f"TPOT {p} <= {req.slo_tpot_ms:g} ms")
+    table = Table(title=f"plan serve {req.model_rate[0]}: {', '.join(slo)}")
+    for col in ("#", "deployment", "US$/h", "US$/M tok", f"TTFT {p} ms", f"TPOT {p} ms", "bound"):
+        table.add_column(col, justify="left" if col in ("deployment", "bound") else "right")
+    pareto = set(plan.pareto)
+    shown = [i for i in range(len(plan.candidates)) if i in pareto or i == plan.recommended]
+    shown += [i for i in range(len(plan.candidates)) if i not in shown]
+    for i in sorted(shown[:limit]):
+        c = plan.candidates[i]
+        mark = ("R " if i == plan.recommended else "") + ("*" if i in pareto else "")
+        ok = "" if c.meets_slo else " (misses)"
+        table.add_row(
+            f"{i}{mark}",
+            escape(c.describe() + ok),
+            f"{c.cost_usd_per_hour:.2f}",
+            f"{c.cost_usd_per_million_tokens:.3f}",
+            f"{c.ttft_s * 1e3:.0f}",
+            f"{c.tpot_s * 1e3:.1f}",
+            escape(c.bound),
+        )
+    console.print(table)
+    console.print(
+        f"[dim]R = recommended (cheapest meeting the SLOs), * = Pareto front of cost vs TTFT "
+        f"and TPOT; {plan.simulated} deployments simulated[/dim]",
+        highlight=False,
+    )
+    if plan.recommended is None:
+        console.print("[yellow]no deployment meets the SLOs within the limits[/yellow]")
+    for reason in plan.infeasible[:8]:
+        console.print(f"[dim]  not simulated: {escape(reason)}[/dim]", highlight=False)
+    for key, value in result.assumptions.items():
+        console.print(f"[dim]{key}: {value}[/dim]", highlight=False)
+    for key, value in result.validation.items():
+        console.print(f"[dim]validated error, {key}: {value}[/dim]", highlight=False)
+
+
+def simulate_command() -> Callable[..., Any]:
+    """``simulate serve``: the request-level command, or the LLM one."""
+    from gpucast.app.serve import SimulateServeRequest
+    from gpucast.cli import serve
+
+    return dispatch(
+        serve.simulate_command, SimulateServeRequest, SimulateLlmServeRequest, _run_simulate
+    )
+
+
+def plan_command() -> Callable[..., Any]:
+    """``plan serve``: the request-level command, or the LLM one."""
+    from gpucast.app.serve import PlanServeRequest
+    from gpucast.cli import serve
+
+    return dispatch(serve.plan_command, PlanServeRequest, PlanLlmServeRequest, _run_plan)

@@ -1,0 +1,390 @@
+"""What LLM serving (``simulate serve`` / ``plan serve`` with a language model) needs.
+
+* :func:`llm_traffic` -- requests with token counts: a replayed trace (the Azure LLM trace
+  with its prompt and output tokens; an ``arrival_s`` CSV or Azure Functions counts with
+  drawn lengths), time-scaled or rescaled to a rate, or synthetic arrivals (Poisson,
+  constant, bursty: :func:`gpucast.inputs.serving.arrivals`) with drawn lengths. Skipped
+  malformed rows and requests beyond the model's context window come back as warnings; a
+  trace none of whose requests fits is refused.
+* :func:`serving_model` -- the model, GPU, engine, tensor-parallel degree and the
+  :class:`~gpucast.domain.llm_serving.IterationCost` the simulator runs on, with its price.
+* :func:`kv_link_gbps`, :func:`swap_gbps` -- the links of disaggregation and swapping.
+* :func:`is_llm_model` -- whether a serving verb's ``--model`` names a language model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gpucast.domain.catalog import GpuSpec, Offer
+from gpucast.domain.errors import InvalidSpecError, UnknownModelError
+from gpucast.domain.llm import TransformerSpec
+from gpucast.domain.llm_infer import EngineProfile
+from gpucast.domain.llm_serving import IterationCost, LlmRequests, TokenLengths
+from gpucast.domain.provenance import Sourced
+
+TRACE_PREFIX = "trace:"
+#: Link for a KV-cache transfer when the GPU has no catalog offer (Gbit/s per GPU).
+DEFAULT_KV_LINK_GBPS = 100.0
+
+
+def is_llm_model(name: object) -> bool:
+    """Whether ``name`` (``NAME`` or ``NAME:RATE``) is a model of ``llm_models.csv``."""
+    from gpucast.catalog.llm import llm_model
+
+    if isinstance(name, list | tuple):
+        if len(name) != 1:
+            return False
+        name = name[0]
+    if not isinstance(name, str) or not name:
+        return False
+    head, sep, _tail = name.rpartition(":")
+    candidates = [name] + ([head] if sep and head else [])
+    for candidate in candidates:
+        try:
+            llm_model(candidate)
+        except UnknownModelError:
+            continue
+        return True
+    return False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlmTraffic:
+    """The requests, where they came from, and what was skipped or dropped on the way."""
+
+    requests: LlmRequests
+    source: str
+    lengths: str
+    warnings: tuple[str, ...] = ()
+
+
+def _trace_path(arrivals: str) -> Path | None:
+    return Path(arrivals[len(TRACE_PREFIX) :]) if arrivals.startswith(TRACE_PREFIX) else None
+
+
+def _clip(
+    inp: np.ndarray, out: np.ndarray, spec: TransformerSpec, what: str
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Drawn lengths kept inside the context window (prompt < context, prompt + output <=
+    context), with a warning when any draw was cut."""
+    ctx = spec.max_context
+    new_in = np.minimum(inp, ctx - 1)
+    new_out = np.minimum(out, ctx - new_in)
+    cut = int(np.count_nonzero((new_in != inp) | (new_out != out)))
+    notes = []
+    if cut:
+        notes.append(
+            f"{cut} drawn {what} were cut to {spec.name}'s context window of {ctx} tokens "
+            "(prompt + output)"
+        )
+    return new_in, new_out, notes
+
+
+def llm_traffic(
+    arrivals: str,
+    *,
+    spec: TransformerSpec,
+    rate_rps: float | None,
+    duration_s: float | None,
+    time_scale: float | None,
+    input_len: TokenLengths,
+    output_len: TokenLengths,
+    seed: int,
+    field: str = "arrivals",
+) -> LlmTraffic:
+    """Requests for serving ``spec`` (module docstring). A trace is replayed whole (cut at
+    ``duration_s`` when given), ``time_scale`` times faster, or rescaled to ``rate_rps``;
+    synthetic arrivals run ``duration_s`` (default 60 s) at ``rate_rps``."""
+    from gpucast.inputs import serving as cnn_inputs
+    from gpucast.simulate import arrivals as gen
+
+    rng = np.random.default_rng([seed, 1])  # lengths: independent of the arrival draws
+    warnings: list[str] = []
+    path = _trace_path(arrivals)
+    lengths = f"prompt {input_len.describe()}, output {output_len.describe()} tokens"
+    if path is None:
+        if time_scale is not None:
+            raise InvalidSpecError(
+                "time-scale", "applies to a trace (--arrivals trace:FILE)",
+                fix="drop --time-scale or replay a trace",
+            )  # fmt: skip
+        if rate_rps is None:
+            raise InvalidSpecError(
+                "rate", f"is required with --{field} {arrivals}",
+                fix="e.g. --rate 5 (requests/s), or --arrivals trace:FILE",
+            )  # fmt: skip
+        made = cnn_inputs.arrivals(arrivals, rate_rps, duration_s or 60.0, seed)
+        times = made.times_s
+        inp = input_len.draw(rng, times.size)
+        out = output_len.draw(rng, times.size)
+        if input_len.kind == "fixed" and input_len.a >= spec.max_context:
+            raise InvalidSpecError(
+                "input-len", f"is beyond {spec.name}'s context window of {spec.max_context} "
+                "tokens", got=int(input_len.a), fix=f"use --input-len < {spec.max_context}",
+            )  # fmt: skip
+        fixed = input_len.kind == "fixed" and output_len.kind == "fixed"
+        if fixed and input_len.a + output_len.a > spec.max_context:
+            raise InvalidSpecError(
+                "output-len",
+                f"prompt + output ({input_len.a:g} + {output_len.a:g}) is beyond "
+                f"{spec.name}'s context window of {spec.max_context} tokens",
+                got=int(output_len.a),
+                fix=f"use --output-len <= {spec.max_context - int(input_len.a)}",
+            )
+        inp, out, notes = _clip(inp, out, spec, "lengths")
+        warnings += notes
+        source = made.source
+    else:
+        times, inp, out, source, notes = _replay(
+            path, spec=spec, seed=seed, rng=rng, input_len=input_len, output_len=output_len,
+            field=field,
+        )  # fmt: skip
+        warnings += notes
+        if time_scale is not None and rate_rps is not None:
+            raise InvalidSpecError(
+                "time-scale", "cannot be combined with --rate",
+                fix="give the speed-up factor or the target rate, not both",
+            )  # fmt: skip
+        if time_scale is not None:
+            times = times / time_scale
+            source += f", {time_scale:g}x faster"
+        elif rate_rps is not None:
+            times = gen.from_timestamps(times, target_rate_rps=rate_rps)
+            source += f", rescaled to {rate_rps:g} req/s"
+        if duration_s is not None:
+            keep = times < duration_s
+            times, inp, out = times[keep], inp[keep], out[keep]
+            source += f", first {duration_s:g} s"
+            if times.size == 0:
+                raise InvalidSpecError(
+                    "duration-s", "keeps no request of the trace", got=duration_s,
+                    fix="raise --duration-s",
+                )  # fmt: skip
+        lengths = "from the trace" if "token" in source else lengths
+    return LlmTraffic(
+        requests=LlmRequests(arrival_s=times, input_tokens=inp, output_tokens=out, source=source),
+        source=source,
+        lengths=lengths,
+        warnings=tuple(warnings),
+    )
+
+
+def _replay(
+    path: Path,
+    *,
+    spec: TransformerSpec,
+    seed: int,
+    rng: np.random.Generator,
+    input_len: TokenLengths,
+    output_len: TokenLengths,
+    field: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, str, list[str]]:
+    from gpucast.inputs.serving import read_trace_arrivals, skipped_rows_warning
+    from gpucast.store.datasets.azure_traces import read_arrival_trace
+    from gpucast.store.files import not_utf8, open_input_text
+
+    try:
+        with open_input_text(path, field, fix="check the trace's path") as handle:
+            head = handle.readline()
+    except UnicodeDecodeError as exc:
+        raise not_utf8(path, exc) from None
+    notes: list[str] = []
+    if head.startswith("HashOwner"):  # Azure Functions counts: no tokens
+        trace = read_trace_arrivals(path, seed, field=field)
+        times = trace.times_s
+        notes += trace.warnings
+        inp, out, cut = _clip(input_len.draw(rng, times.size), output_len.draw(rng, times.size),
+                              spec, "lengths")  # fmt: skip
+        return times, inp, out, trace.source, notes + cut
+    parsed = read_arrival_trace(path)
+    frame = parsed.frame
+    if parsed.skipped:
+        notes.append(skipped_rows_warning(path, parsed.skipped))
+    times = frame["arrival_s"].to_numpy(dtype=np.float64)
+    if "context_tokens" not in frame:
+        inp, out, cut = _clip(input_len.draw(rng, times.size), output_len.draw(rng, times.size),
+                              spec, "lengths")  # fmt: skip
+        source = f"trace {path.name} ({len(frame)} requests, {len(parsed.skipped)} malformed "
+        source += "rows skipped)"
+        return times, inp, out, source, notes + cut
+    inp = frame["context_tokens"].to_numpy(dtype=np.int64)
+    out = frame["generated_tokens"].to_numpy(dtype=np.int64)
+    zero = (inp < 1) | (out < 1)
+    if zero.any():
+        notes.append(
+            f"{int(zero.sum())} request(s) of {path.name} with 0 prompt or output tokens are "
+            "served as 1 token"
+        )
+        inp, out = np.maximum(inp, 1), np.maximum(out, 1)
+    beyond = inp + out > spec.max_context
+    if beyond.all():
+        raise InvalidSpecError(
+            field,
+            f"every request of {path.name} needs more than {spec.name}'s context window of "
+            f"{spec.max_context} tokens (prompt + output; shortest {int((inp + out).min())})",
+            fix="serve a model with a longer context (e.g. mistral-7b: 32768)",
+        )
+    if beyond.any():
+        worst = int(np.argmax(inp + out))
+        notes.append(
+            f"{int(beyond.sum())} of {inp.size} requests of {path.name} need more than "
+            f"{spec.name}'s context window of {spec.max_context} tokens (prompt + output, "
+            f"up to {int(inp[worst])} + {int(out[worst])}); they are dropped"
+        )
+    source = (
+        f"trace {path.name} ({len(frame)} requests with their prompt and output tokens, "
+        f"{len(parsed.skipped)} malformed rows skipped)"
+    )
+    return times, inp, out, source, notes
+
+
+# -- the model on its GPUs -------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServingModel:
+    """A language model on ``tp`` GPUs of one type with an engine: what one instance costs
+    per iteration and per hour."""
+
+    spec: TransformerSpec
+    gpu: GpuSpec
+    engine: EngineProfile
+    tp: int
+    tp_source: str
+    precision: str
+    cost: IterationCost
+    price_per_gpu: Sourced[float]
+    offer: Offer | None
+
+
+def serving_model(
+    model: str,
+    gpu: str,
+    framework: str,
+    *,
+    tp: int | None,
+    precision: str | None,
+    kv_precision: str | None,
+    longest_tokens: tuple[int, int],
+    max_tokens: int,
+    price_usd_per_gpu_hour: float | None,
+) -> ServingModel:
+    """The instance a serving simulation runs (module docstring); without ``tp`` the fewest
+    of 1, 2, 4, 8 GPUs that hold the weights and the longest request (``(prompt, output)``)."""
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.engines import inference_engine
+    from gpucast.catalog.llm import llm_model
+    from gpucast.inputs.serving import gpu_server
+    from gpucast.predict.llm_infer import iteration_cost, predict_inference, smallest_fitting_tp
+
+    spec = llm_model(model)
+    catalog = load_catalog()
+    gpu_spec = catalog.gpu(gpu)
+    engine = inference_engine(framework)
+    longest_in, longest_out = longest_tokens
+    longest_in = min(longest_in, spec.max_context - 1)
+    longest_out = max(1, min(longest_out, spec.max_context - longest_in))
+    if tp is None:
+        used = smallest_fitting_tp(
+            spec, gpu_spec, engine, input_len=longest_in, output_len=longest_out,
+            precision=precision, kv_precision=kv_precision,
+        )  # fmt: skip
+        tp_source = "the fewest GPUs of 1, 2, 4, 8 that hold the weights and the longest request"
+    else:
+        used = tp
+        tp_source = "given"
+        one = predict_inference(
+            spec, gpu_spec, engine, batch_size=1, input_len=longest_in, output_len=longest_out,
+            tp=tp, precision=precision, kv_precision=kv_precision,
+        )  # fmt: skip
+        if not one.fits:
+            from gpucast.domain.units import GIB
+
+            need = smallest_fitting_tp(
+                spec, gpu_spec, engine, input_len=longest_in, output_len=longest_out,
+                precision=precision, kv_precision=kv_precision,
+            )  # fmt: skip
+            raise InvalidSpecError(
+                "tp",
+                f"{spec.name} in {one.precision} does not fit on {tp} x {gpu_spec.name} with "
+                f"{engine.display_name}: {one.memory.weights_bytes / GIB:.1f} GiB of weights "
+                f"per GPU, {one.memory.capacity_bytes / GIB:.1f} GiB available",
+                got=tp,
+                fix=f"use --tp {need} (or --precision int8 / int4)",
+            )
+    cost = iteration_cost(
+        spec, gpu_spec, engine, tp=used, precision=precision, kv_precision=kv_precision,
+        max_tokens=max_tokens,
+    )  # fmt: skip
+    server = gpu_server(catalog, gpu_spec.name, None, price_usd_per_gpu_hour)
+    return ServingModel(
+        spec=spec,
+        gpu=gpu_spec,
+        engine=engine,
+        tp=used,
+        tp_source=tp_source,
+        precision=precision or engine.default_precision,
+        cost=cost,
+        price_per_gpu=server.price,
+        offer=server.offer,
+    )
+
+
+def kv_link_gbps(offer: Offer | None) -> Sourced[float]:
+    """Per-GPU link a KV cache crosses between a prefill and a decode instance: the node's
+    network shared by its GPUs (Splitwise's machines talk over InfiniBand)."""
+    if offer is None or offer.gpus < 1 or offer.network_gbps <= 0:
+        return Sourced(DEFAULT_KV_LINK_GBPS, f"{DEFAULT_KV_LINK_GBPS:g} Gbit/s per GPU (default)")
+    gbps = offer.network_gbps / offer.gpus
+    return Sourced(
+        gbps,
+        f"{gbps:g} Gbit/s per GPU: {offer.instance_type}'s {offer.network_gbps:g} Gbit/s over "
+        f"its {offer.gpus} GPUs",
+    )
+
+
+def swap_gbps(gpu: GpuSpec) -> float:
+    """Host <-> GPU bandwidth for swapped KV blocks: PCIe x16 of the GPU's generation."""
+    from gpucast.plan.inputs import PCIE_GBPS
+
+    return PCIE_GBPS.get(gpu.pcie_generation, 128.0)
+
+
+def gpu_offers(
+    *,
+    gpus: tuple[str, ...] = (),
+    providers: tuple[str, ...] = (),
+    regions: tuple[str, ...] = (),
+    spot: bool = False,
+) -> list[tuple[GpuSpec, Offer, float]]:
+    """Per GPU type and GPUs per instance, the cheapest offer (price per GPU-hour): a model
+    split over ``tp`` GPUs rents the cheapest instance with at least ``tp`` of them."""
+    from gpucast.catalog import load_catalog
+
+    catalog = load_catalog()
+    wanted = {catalog.gpu(g).name for g in gpus}
+    offers: list[Offer] = []
+    any_: list[str | None] = [None]
+    for provider in list(providers) or any_:
+        for region in list(regions) or any_:
+            offers += catalog.find_offers(provider=provider, region=region, cpu_only=False)
+    best: dict[tuple[str, int], tuple[Offer, float]] = {}
+    for offer in offers:
+        if offer.gpu is None or offer.gpus < 1 or (wanted and offer.gpu not in wanted):
+            continue
+        if spot and offer.spot_usd_per_hour is None:
+            continue
+        per_gpu = offer.price_usd_per_hour(spot=spot) / offer.gpus
+        key = (offer.gpu, offer.gpus)
+        if key not in best or per_gpu < best[key][1]:
+            best[key] = (offer, per_gpu)
+    if not best:
+        raise InvalidSpecError(
+            "gpu", "no catalog offer matches the GPU, provider, region and spot filters",
+            fix="relax --gpu / --provider / --region / --spot (see gpucast catalog offers)",
+        )  # fmt: skip
+    return [
+        (catalog.gpu(name), offer, price) for (name, _n), (offer, price) in sorted(best.items())
+    ]

@@ -1,0 +1,453 @@
+"""Plan LLM serving: the cheapest GPU type x tensor-parallel degree x replicas (x prefill/
+decode disaggregation) whose simulated traffic meets a TTFT and a TPOT SLO.
+
+For every GPU choice (a catalog GPU with its cheapest offer: price per GPU, GPUs per node,
+network) and every tensor-parallel degree that splits the model within one node and holds
+it, the token-level simulator (:mod:`gpucast.simulate.llm_serving`) replays the requests on
+``r`` replicas, ``r`` found by doubling from a work-based lower bound and then bisecting: the
+fewest replicas whose ``percentile`` TTFT and TPOT are within the SLOs (dropped and
+unfinished requests count as misses). Disaggregated pools (``p`` prefill + ``d`` decode
+instances, Splitwise) are tried for the cheapest colocated choices, with ``p`` set by the
+share of the work that is prefill. Every simulated configuration is a row; the front is the
+Pareto set of cost vs the TTFT and TPOT percentiles, the pick the cheapest row that meets
+both SLOs (and the budget). Each row says what bounds it.
+
+Pure: numbers in, numbers out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpucast.domain.catalog import GpuSpec, Offer
+from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
+from gpucast.domain.llm import TransformerSpec
+from gpucast.domain.llm_infer import EngineProfile
+from gpucast.domain.llm_serving import (
+    Disaggregation,
+    IterationCost,
+    LlmRequests,
+    SchedulerConfig,
+)
+from gpucast.plan.pareto import nondominated
+from gpucast.predict.llm_infer import iteration_cost, tp_problem
+from gpucast.simulate.llm_serving import LlmServingResult, simulate_llm_serving
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuChoice:
+    """An instance type to rent GPUs of: its price per GPU-hour, its GPUs (the largest
+    tensor-parallel degree it serves), the link a KV cache crosses between instances, PCIe
+    for swap. Several per GPU type: a degree ``tp`` rents the cheapest with ``>= tp``."""
+
+    gpu: GpuSpec
+    offer: Offer | None
+    price_usd_per_gpu_hour: float
+    max_tp: int
+    kv_link_gbps: float
+    swap_gbps: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlmServeCandidate:
+    """One simulated deployment."""
+
+    gpu: str
+    provider: str
+    instance_type: str
+    tp: int
+    mode: str  # "colocated" or "disaggregated"
+    replicas: int  # colocated instances (0 when disaggregated)
+    prefill_instances: int
+    decode_instances: int
+    gpus: int
+    cost_usd_per_hour: float
+    ttft_s: float  # at the SLO percentile
+    tpot_s: float
+    latency_p50_s: float
+    tokens_per_s: float
+    cost_usd_per_million_tokens: float
+    ttft_attainment: float
+    tpot_attainment: float
+    preemptions: int
+    dropped: int
+    meets_slo: bool
+    within_budget: bool
+    bound: str
+
+    def describe(self) -> str:
+        if self.mode == "disaggregated":
+            shape = f"{self.prefill_instances} prefill + {self.decode_instances} decode"
+        else:
+            shape = f"{self.replicas} replica{'s' if self.replicas != 1 else ''}"
+        return f"{self.gpu} tp={self.tp}, {shape} ({self.gpus} GPUs)"
+
+    def to_dict(self) -> dict[str, object]:
+        out = dataclasses.asdict(self)
+        out["description"] = self.describe()
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlmServePlan:
+    candidates: tuple[LlmServeCandidate, ...]  # cheapest first
+    pareto: tuple[int, ...]
+    recommended: int | None
+    infeasible: tuple[str, ...]
+    simulated: int
+
+    @property
+    def best(self) -> LlmServeCandidate | None:
+        return None if self.recommended is None else self.candidates[self.recommended]
+
+
+def _percentile(values: np.ndarray, q: float) -> float:
+    """``q``-th percentile where NaN (no token / unfinished) counts as infinitely late."""
+    if values.size == 0:
+        return math.nan
+    filled = np.where(np.isnan(values), np.inf, values)
+    return float(np.percentile(filled, q, method="higher"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Setting:
+    spec: TransformerSpec
+    engine: EngineProfile
+    scheduler: SchedulerConfig
+    requests: LlmRequests
+    slo_ttft_s: float | None
+    slo_tpot_s: float | None
+    percentile: float
+    budget_usd_per_hour: float | None
+    precision: str | None
+    kv_precision: str | None
+
+
+def _evaluate(
+    s: _Setting,
+    choice: GpuChoice,
+    tp: int,
+    cost: IterationCost,
+    *,
+    replicas: int,
+    split: tuple[int, int] | None,
+) -> tuple[LlmServeCandidate, LlmServingResult]:
+    disagg = (
+        None
+        if split is None
+        else Disaggregation(
+            prefill_instances=split[0], decode_instances=split[1], kv_link_gbps=choice.kv_link_gbps
+        )
+    )
+    instances = replicas if split is None else split[0] + split[1]
+    price = choice.price_usd_per_gpu_hour * tp * instances
+    result = simulate_llm_serving(
+        s.requests, cost, s.scheduler, max_context=s.spec.max_context, replicas=replicas,
+        disaggregation=disagg, price_usd_per_hour=price, slo_ttft_s=s.slo_ttft_s,
+        slo_tpot_s=s.slo_tpot_s, swap_gbps=choice.swap_gbps,
+    )  # fmt: skip
+    q = s.percentile
+    ttft = result.ttft_s
+    tpot = np.where(s.requests.output_tokens > 1, result.tpot_s, 0.0)
+    tpot = np.where(result.finished, tpot, np.nan)
+    n = max(s.requests.count, 1)
+    ttft_ok = float(np.count_nonzero(ttft <= (s.slo_ttft_s or np.inf))) / n
+    tpot_ok = float(np.count_nonzero(tpot <= (s.slo_tpot_s or np.inf))) / n
+    need = q / 100.0
+    meets = ttft_ok >= need - 1e-12 and tpot_ok >= need - 1e-12
+    summary = result.to_dict()
+    tokens_per_s = float(summary["tokens_per_s"])  # type: ignore[arg-type]
+    offer = choice.offer
+    row = LlmServeCandidate(
+        gpu=choice.gpu.name,
+        provider=offer.provider if offer else "",
+        instance_type=offer.instance_type if offer else "",
+        tp=tp,
+        mode="colocated" if split is None else "disaggregated",
+        replicas=replicas if split is None else 0,
+        prefill_instances=0 if split is None else split[0],
+        decode_instances=0 if split is None else split[1],
+        gpus=tp * instances,
+        cost_usd_per_hour=price,
+        ttft_s=_percentile(ttft, q),
+        tpot_s=_percentile(tpot, q),
+        latency_p50_s=_percentile(result.latency_s, 50.0),
+        tokens_per_s=tokens_per_s,
+        cost_usd_per_million_tokens=float(summary["cost_usd_per_million_tokens"]),  # type: ignore[arg-type]
+        ttft_attainment=ttft_ok,
+        tpot_attainment=tpot_ok,
+        preemptions=int(result.preemptions.sum()),
+        dropped=result.count(1),
+        meets_slo=meets,
+        within_budget=s.budget_usd_per_hour is None or price <= s.budget_usd_per_hour,
+        bound="",
+    )
+    return dataclasses.replace(row, bound=_bound(s, row, result, cost)), result
+
+
+def _bound(
+    s: _Setting, row: LlmServeCandidate, result: LlmServingResult, cost: IterationCost
+) -> str:
+    """What limits a row: the SLO closest to (or past) its limit, and what a decode step at
+    the simulated batch spends its time on."""
+    parts = []
+    q = f"p{s.percentile:g}"
+    ratios = []
+    if s.slo_ttft_s is not None:
+        ratios.append((row.ttft_s / s.slo_ttft_s, "TTFT", row.ttft_s, s.slo_ttft_s))
+    if s.slo_tpot_s is not None:
+        ratios.append((row.tpot_s / s.slo_tpot_s, "TPOT", row.tpot_s, s.slo_tpot_s))
+    ratio, name, value, limit = max(ratios)
+    if math.isinf(value):
+        parts.append(f"{name} {q}: requests unserved ({row.dropped} dropped)")
+    else:
+        verb = "over" if ratio > 1 else "within"
+        why = ""
+        if ratio > 1 and name == "TTFT":
+            why = ": prompts queue (add replicas or faster prefill)"
+        elif ratio > 1:
+            why = ": decode steps too slow at this batch (higher tp, fewer sequences)"
+        parts.append(
+            f"{name} {q} {value * 1e3:.0f} ms {verb} {limit * 1e3:.0f} ms ({ratio:.0%}){why}"
+        )
+    running = [i.mean_running for i in result.instances if i.role != "prefill" and i.iterations]
+    if running:
+        n = max(1, round(float(np.mean(running))))
+        req = s.requests
+        ctx = float(np.mean(req.input_tokens + req.output_tokens / 2.0)) if req.count else 0.0
+        fixed = float(cost.pass_s[min(n, cost.max_tokens)]) + (cost.token_s + cost.sequence_s) * n
+        kv = (cost.kv_s_per_token + cost.attention_s_per_unit) * n * ctx
+        step = fixed + kv
+        parts.append(
+            f"decode step {step * 1e3:.1f} ms at batch {n}: weights + overhead "
+            f"{fixed / step:.0%}, KV cache {kv / step:.0%}"
+        )
+    if row.preemptions:
+        parts.append(f"KV cache full: {row.preemptions} preemptions")
+    return "; ".join(parts)
+
+
+def _work_s(s: _Setting, cost: IterationCost) -> float:
+    """Instance-seconds the requests need at best (prompts batched, decodes at the largest
+    batch): a lower bound on the replicas."""
+    req = s.requests
+    inp = req.input_tokens.astype(np.float64)
+    out = req.output_tokens.astype(np.float64)
+    prefill = (
+        cost.token_s * inp + cost.kv_s_per_token * inp + cost.attention_s_per_unit * inp * inp / 2.0
+    )
+    n = s.scheduler.max_num_seqs
+    per_seq = (
+        float(cost.pass_s[min(n, cost.max_tokens)]) + (cost.token_s + cost.sequence_s) * n
+    ) / n
+    ctx = inp + out / 2.0
+    decode = (out - 1.0) * (per_seq + (cost.kv_s_per_token + cost.attention_s_per_unit) * ctx)
+    return float(prefill.sum() + decode.sum())
+
+
+def plan_llm_serving(
+    requests: LlmRequests,
+    spec: TransformerSpec,
+    engine: EngineProfile,
+    choices: Sequence[GpuChoice],
+    *,
+    scheduler: SchedulerConfig,
+    slo_ttft_s: float | None,
+    slo_tpot_s: float | None,
+    percentile: float = 99.0,
+    tps: Sequence[int] = (1, 2, 4, 8),
+    max_replicas: int = 32,
+    disaggregation: bool = True,
+    budget_usd_per_hour: float | None = None,
+    precision: str | None = None,
+    kv_precision: str | None = None,
+) -> LlmServePlan:
+    """Every GPU choice x tensor-parallel degree x replica count searched (module docstring)."""
+    if slo_ttft_s is None and slo_tpot_s is None:
+        raise InvalidSpecError("slo", "is required", fix="give --slo-ttft-ms and/or --slo-tpot-ms")
+    if requests.count == 0:
+        raise InvalidSpecError("requests", "is empty", fix="give a trace or a rate")
+    s = _Setting(
+        spec=spec, engine=engine, scheduler=scheduler, requests=requests, slo_ttft_s=slo_ttft_s,
+        slo_tpot_s=slo_tpot_s, percentile=percentile, budget_usd_per_hour=budget_usd_per_hour,
+        precision=precision, kv_precision=kv_precision,
+    )  # fmt: skip
+    budget = scheduler.budget(spec.max_context)
+    q = percentile
+    p_in = int(np.percentile(requests.input_tokens, q, method="higher"))
+    med_in = int(np.median(requests.input_tokens))
+    med_out = int(np.median(requests.output_tokens))
+    span = float(requests.arrival_s[-1] - requests.arrival_s[0]) if requests.count > 1 else 0.0
+    rows: list[LlmServeCandidate] = []
+    infeasible: list[str] = []
+    fitting = 0
+    fastest_prefill: tuple[float, str] | None = None
+    fastest_step: tuple[float, str] | None = None
+    colocated_best: list[tuple[float, GpuChoice, int, IterationCost, int, float]] = []
+    by_gpu: dict[str, list[GpuChoice]] = {}
+    for c in choices:
+        by_gpu.setdefault(c.gpu.name, []).append(c)
+    pairs = []
+    for name in sorted(by_gpu):
+        for tp in tps:
+            # the cheapest instance (per GPU) with at least tp GPUs of this type
+            fit = [c for c in by_gpu[name] if c.max_tp >= tp]
+            if fit:
+                pairs.append((min(fit, key=lambda c: c.price_usd_per_gpu_hour), tp))
+    for choice, tp in pairs:
+        label = f"{choice.gpu.name} tp={tp}"
+        if engine.multi_gpu == "tensor" and tp_problem(spec, tp) is not None:
+            continue
+        try:
+            cost = iteration_cost(
+                spec, choice.gpu, engine, tp=tp, precision=precision,
+                kv_precision=kv_precision, max_tokens=max(budget, scheduler.max_num_seqs),
+            )  # fmt: skip
+        except InvalidSpecError as exc:
+            infeasible.append(f"{label}: {exc}")
+            continue
+        if cost.kv_capacity_tokens < med_in + med_out:
+            infeasible.append(
+                f"{label}: does not fit ({cost.kv_capacity_tokens} tokens of KV cache left "
+                f"by the weights, a median request needs {med_in + med_out})"
+            )
+            continue
+        fitting += 1
+        alone = cost.iteration_s(p_in, 1, p_in, 0.5 * p_in * p_in, cost.passes(p_in))
+        step = cost.iteration_s(1, 1, med_in + med_out / 2, med_in + med_out / 2)
+        if fastest_prefill is None or alone < fastest_prefill[0]:
+            fastest_prefill = (alone, label)
+        if fastest_step is None or step < fastest_step[0]:
+            fastest_step = (step, label)
+        if slo_ttft_s is not None and alone > slo_ttft_s:
+            infeasible.append(
+                f"{label}: a p{q:g} prompt ({p_in} tokens) alone takes "
+                f"{alone * 1e3:.0f} ms to prefill > TTFT SLO"
+            )
+            continue
+        if slo_tpot_s is not None and step > slo_tpot_s:
+            infeasible.append(
+                f"{label}: one sequence's decode step takes {step * 1e3:.1f} ms > TPOT SLO"
+            )
+            continue
+        low = max(1, math.floor(_work_s(s, cost) / span)) if span > 0 else 1
+        best = _search_replicas(s, choice, tp, cost, low, max_replicas, rows)
+        if best is None:
+            infeasible.append(f"{label}: SLO missed even with {max_replicas} replicas")
+        else:
+            colocated_best.append(
+                (choice.price_usd_per_gpu_hour * tp * best, choice, tp, cost, best, span)
+            )
+    if fitting == 0:
+        raise NoFeasiblePlanError(
+            f"{spec.name} does not fit on any GPU offered at tensor-parallel degree "
+            f"{', '.join(str(t) for t in tps)}" + (f" ({infeasible[0]})" if infeasible else ""),
+            fix="use --precision int8 / int4, a GPU with more memory, or a larger --tp",
+        )
+    if not rows:
+        parts = []
+        if slo_ttft_s is not None and fastest_prefill is not None:
+            parts.append(
+                f"the fastest prefill of a p{q:g} prompt ({p_in} tokens) is "
+                f"{fastest_prefill[0] * 1e3:.0f} ms ({fastest_prefill[1]})"
+            )
+        if slo_tpot_s is not None and fastest_step is not None:
+            parts.append(
+                f"the fastest single-sequence decode step is {fastest_step[0] * 1e3:.1f} ms "
+                f"({fastest_step[1]})"
+            )
+        raise NoFeasiblePlanError(
+            "the SLO is below what one request alone takes on every GPU offered: "
+            + "; ".join(parts),
+            fix="raise --slo-ttft-ms / --slo-tpot-ms",
+        )
+    if disaggregation:
+        colocated_best.sort(key=lambda item: item[0])
+        for _cost, choice, tp, cost, best, _span in colocated_best[:3]:
+            _search_split(s, choice, tp, cost, best, rows)
+    order = sorted(range(len(rows)), key=lambda i: (rows[i].cost_usd_per_hour, rows[i].ttft_s))
+    ranked = tuple(rows[i] for i in order)
+    points = np.array([[r.cost_usd_per_hour, _finite(r.ttft_s), _finite(r.tpot_s)] for r in ranked])
+    front = tuple(sorted(int(i) for i in nondominated(points))) if len(ranked) else ()
+    ok = [i for i, r in enumerate(ranked) if r.meets_slo and r.within_budget]
+    pick = min(ok, key=lambda i: (ranked[i].cost_usd_per_hour, ranked[i].ttft_s)) if ok else None
+    return LlmServePlan(
+        candidates=ranked,
+        pareto=front,
+        recommended=pick,
+        infeasible=tuple(infeasible),
+        simulated=len(rows),
+    )
+
+
+def _finite(x: float) -> float:
+    return x if math.isfinite(x) else 1e18
+
+
+def _search_replicas(
+    s: _Setting,
+    choice: GpuChoice,
+    tp: int,
+    cost: IterationCost,
+    low: int,
+    max_replicas: int,
+    rows: list[LlmServeCandidate],
+) -> int | None:
+    """The fewest replicas meeting the SLO: doubling from ``low``, then bisection."""
+    seen: dict[int, bool] = {}
+
+    def meets(r: int) -> bool:
+        if r not in seen:
+            row, _ = _evaluate(s, choice, tp, cost, replicas=r, split=None)
+            rows.append(row)
+            seen[r] = row.meets_slo
+        return seen[r]
+
+    r = min(max(low, 1), max_replicas)
+    fail = 0
+    while not meets(r):
+        fail = r
+        if r >= max_replicas:
+            return None
+        r = min(2 * r, max_replicas)
+    while r - fail > 1:
+        mid = (r + fail) // 2
+        if meets(mid):
+            r = mid
+        else:
+            fail = mid
+    return r
+
+
+def _search_split(
+    s: _Setting,
+    choice: GpuChoice,
+    tp: int,
+    cost: IterationCost,
+    colocated: int,
+    rows: list[LlmServeCandidate],
+) -> None:
+    """Prefill/decode pools of ``colocated`` instances in all and fewer, ``p`` prefill
+    instances from the prefill share of the work, until one misses the SLO."""
+    req = s.requests
+    inp = req.input_tokens.astype(np.float64)
+    prefill = float(
+        np.sum(
+            cost.token_s * inp + cost.kv_s_per_token * inp + cost.attention_s_per_unit * inp**2 / 2
+        )
+    )
+    share = prefill / max(_work_s(s, cost), 1e-12)
+    for total in range(max(colocated, 2), 1, -1):
+        base = min(max(1, round(total * share)), total - 1)
+        met = False
+        for p in sorted({base, max(1, base - 1), min(total - 1, base + 1)}):
+            row, _ = _evaluate(s, choice, tp, cost, replicas=1, split=(p, total - p))
+            rows.append(row)
+            met = met or row.meets_slo
+        if not met:
+            break

@@ -1,0 +1,1144 @@
+"""Token-level LLM serving: continuous batching as vLLM does it, seeded and fast.
+
+Pure: requests (:class:`~gpucast.domain.llm_serving.LlmRequests`), the cost of one engine
+iteration (:class:`~gpucast.domain.llm_serving.IterationCost`, from
+:func:`gpucast.predict.llm_infer.iteration_cost`) and a scheduler in; per-request times out.
+No RNG: routing is round robin in arrival order, so the same requests give the same result
+bit for bit (the randomness of synthetic requests belongs to whoever draws them).
+
+The model
+---------
+* **Replicas.** Requests are dealt round robin in arrival order to ``replicas`` identical
+  instances (each ``tp`` GPUs); instances share nothing and are simulated one after another.
+* **An instance** runs iterations back to back while it has work. Each iteration the running
+  sequences decode one token. Without chunked prefill (vLLM V0's default) an iteration that
+  admits waiting requests runs only their prompts (the decodes wait: their next token is
+  late by the whole prefill); requests are admitted first come, first served while
+  ``max_num_seqs`` sequences, the token budget and the paged KV cache allow (``block_size``-
+  token blocks, the watermark kept free). The prefill emits the first token (TTFT); a request
+  of ``O`` output tokens then needs ``O - 1`` decode iterations. With chunked prefill every
+  iteration runs all decodes first and fills the rest of the token budget with prompt chunks
+  (Sarathi-Serve / vLLM V1).
+* **KV cache.** A sequence holding ``c`` tokens holds ``ceil(c / block_size)`` blocks; a
+  decode appends one token. When a decode finds no free block the latest-arrived running
+  sequence is preempted: *recompute* frees its blocks and puts it at the head of the queue
+  to prefill prompt + generated tokens again; *swap* copies its blocks to CPU memory over
+  PCIe (both ways: time added to the instance) and swaps it back in, before any new prompt,
+  when blocks are free again (falling back to recompute when the swap space is full).
+  Requests that cannot fit even alone (prompt + output beyond the context window, the KV
+  capacity, or -- without chunked prefill -- the token budget) are dropped at arrival.
+* **Disaggregation** (Splitwise): prefill instances run batches of prompts only; each
+  request's KV cache then crosses the link (:meth:`Disaggregation.transfer_s`) to a decode
+  instance (round robin in order of readiness), which admits it without a prefill and
+  decodes it with continuous batching (a request it preempts is recomputed there).
+
+Why it is fast
+--------------
+Between two events (an arrival the scheduler could admit, a sequence finishing, the KV
+cache running out of blocks) every iteration decodes the same sequences, and the time of a
+decode step is linear in their total context, which grows by ``n`` per step. The loop
+therefore jumps a whole stretch of ``k`` steps at once: the stretch time is an arithmetic
+series, the step at which an arrival is seen solves a quadratic, the first finish is the top
+of a heap, and the blocks ``k`` steps need are read off a histogram of the sequences' offsets
+within their last block (all advance in lock step). One loop pass per event, a few events
+per request: a million requests in seconds (``benchmarks/llm_serving_speed.py``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.llm_serving import (
+    Disaggregation,
+    IterationCost,
+    LlmRequests,
+    SchedulerConfig,
+)
+from gpucast.domain.units import GIB
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+#: Status of a request at the end of a run.
+FINISHED, DROPPED, RUNNING = 0, 1, 2
+#: Percentiles every summary reports.
+PERCENTILES = (50.0, 90.0, 95.0, 99.0)
+#: Default host-to-GPU bandwidth for swapping KV blocks (Gbit/s; PCIe Gen4 x16 ~ 25 GB/s).
+DEFAULT_SWAP_GBPS = 200.0
+
+_WAITING, _RUN, _SWAPPED, _DONE, _DROP = 0, 1, 2, 3, 4
+
+
+# -- results ---------------------------------------------------------------------------------
+def summary(values: FloatArray) -> dict[str, float]:
+    """p50 / p90 / p95 / p99 / mean / max (NaN when empty)."""
+    v = values[np.isfinite(values)]
+    if v.size == 0:
+        nan = math.nan
+        return {"p50": nan, "p90": nan, "p95": nan, "p99": nan, "mean": nan, "max": nan}
+    p = np.percentile(v, PERCENTILES)
+    return {
+        "p50": float(p[0]),
+        "p90": float(p[1]),
+        "p95": float(p[2]),
+        "p99": float(p[3]),
+        "mean": float(v.mean()),
+        "max": float(v.max()),
+    }
+
+
+def mixture_quantiles(
+    lo: FloatArray, hi: FloatArray, weight: FloatArray, q: Sequence[float]
+) -> list[float]:
+    """Quantiles (``q`` in [0, 1]) of a mixture of uniform distributions on ``[lo, hi]`` with
+    ``weight`` each (``lo == hi``: a point mass). Exact: the CDF is piecewise linear with
+    slope changes at the ends, sorted once."""
+    keep = weight > 0
+    lo, hi, w = lo[keep], hi[keep], weight[keep]
+    if w.size == 0:
+        return [math.nan for _ in q]
+    total = float(w.sum())
+    wide = hi > lo
+    slope = np.where(wide, w / np.where(wide, hi - lo, 1.0), 0.0)
+    x = np.concatenate([lo, hi, lo[~wide]])
+    d_slope = np.concatenate([slope, -slope, np.zeros(int((~wide).sum()))])
+    jump = np.concatenate([np.zeros(lo.size), np.zeros(hi.size), w[~wide]])
+    order = np.argsort(x, kind="stable")
+    x, d_slope, jump = x[order], d_slope[order], jump[order]
+    slope_after = np.cumsum(d_slope)
+    gaps = np.diff(x)
+    ramp = np.concatenate([[0.0], np.cumsum(slope_after[:-1] * gaps)])
+    cdf = ramp + np.cumsum(jump)  # CDF at each breakpoint (right-continuous)
+    out = []
+    for quant in q:
+        target = quant * total
+        j = int(np.searchsorted(cdf, target, side="left"))
+        if j >= x.size:
+            out.append(float(x[-1]))
+            continue
+        if j == 0:
+            out.append(float(x[0]))
+            continue
+        s = slope_after[j - 1]
+        base = cdf[j - 1]
+        if s > 0 and target - base <= s * (x[j] - x[j - 1]):
+            out.append(float(x[j - 1] + (target - base) / s))
+        else:
+            out.append(float(x[j]))
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InstanceStats:
+    """One simulated instance (``gpus`` GPUs): its role, load and KV cache."""
+
+    role: str  # "colocated", "prefill" or "decode"
+    replica: int
+    gpus: int
+    requests: int
+    iterations: int
+    busy_s: float
+    busy_fraction: float
+    preemptions: int
+    peak_kv_utilisation: float
+    mean_running: float  # sequences per decode iteration
+    max_waiting: int
+    tokens: int = 0  # tokens emitted: one per prefill completion, one per sequence per decode
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": f"{self.role} #{self.replica}",
+            "role": self.role,
+            "replica": self.replica,
+            "gpus": self.gpus,
+            "requests": self.requests,
+            "iterations": self.iterations,
+            "busy_s": self.busy_s,
+            "busy_fraction": self.busy_fraction,
+            "preemptions": self.preemptions,
+            "peak_kv_utilisation": self.peak_kv_utilisation,
+            "mean_running": self.mean_running,
+            "max_waiting": self.max_waiting,
+            "tokens": self.tokens,
+        }
+
+
+def _frozen(values: npt.ArrayLike, dtype: type) -> npt.NDArray[Any]:
+    arr: npt.NDArray[Any] = np.array(values, dtype=dtype, copy=True)
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlmServingResult:
+    """Per-request arrays of one run (in arrival order) and the summaries made from them.
+
+    ``first_token_s`` / ``finish_s`` are absolute times (NaN when the request got no token /
+    did not finish); ``status`` is :data:`FINISHED`, :data:`DROPPED` (it cannot fit) or
+    :data:`RUNNING` (unfinished when ``until_s`` stopped the run). ``itl_*`` describe the
+    gaps between consecutive tokens of one sequence as a mixture of uniforms (a decode
+    stretch's steps grow linearly), for :meth:`itl_percentiles`.
+    """
+
+    requests: LlmRequests
+    first_token_s: FloatArray
+    finish_s: FloatArray
+    status: IntArray
+    preemptions: IntArray
+    instances: tuple[InstanceStats, ...]
+    price_usd_per_hour: float
+    gpus: int
+    itl_lo_s: FloatArray
+    itl_hi_s: FloatArray
+    itl_weight: FloatArray
+    slo_ttft_s: float | None = None
+    slo_tpot_s: float | None = None
+    until_s: float | None = None
+    drop_reasons: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        for name in ("first_token_s", "finish_s", "itl_lo_s", "itl_hi_s", "itl_weight"):
+            object.__setattr__(self, name, _frozen(getattr(self, name), np.float64))
+        object.__setattr__(self, "status", _frozen(self.status, np.int64))
+        object.__setattr__(self, "preemptions", _frozen(self.preemptions, np.int64))
+        object.__setattr__(self, "drop_reasons", MappingProxyType(dict(self.drop_reasons)))
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+
+    # -- counts ------------------------------------------------------------------------------
+    @property
+    def finished(self) -> npt.NDArray[np.bool_]:
+        return np.asarray(self.status == FINISHED)
+
+    def count(self, status: int) -> int:
+        return int(np.count_nonzero(self.status == status))
+
+    # -- latencies ---------------------------------------------------------------------------
+    @property
+    def ttft_s(self) -> FloatArray:
+        """Time to first token of every request that got one (NaN otherwise)."""
+        return np.asarray(self.first_token_s - self.requests.arrival_s)
+
+    @property
+    def latency_s(self) -> FloatArray:
+        """End-to-end latency of every finished request (NaN otherwise)."""
+        return np.asarray(self.finish_s - self.requests.arrival_s)
+
+    @property
+    def tpot_s(self) -> FloatArray:
+        """Mean time per output token after the first, per finished request of >= 2 tokens."""
+        out = self.requests.output_tokens
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tpot = (self.finish_s - self.first_token_s) / (out - 1)
+        return np.asarray(np.where(out > 1, tpot, np.nan))
+
+    def itl_percentiles(self) -> dict[str, float]:
+        """Inter-token latency over every token gap of every sequence."""
+        qs = mixture_quantiles(
+            self.itl_lo_s, self.itl_hi_s, self.itl_weight, [p / 100 for p in PERCENTILES]
+        )
+        w = self.itl_weight
+        mean = (
+            float(np.sum(w * (self.itl_lo_s + self.itl_hi_s) / 2.0) / w.sum())
+            if w.size and w.sum() > 0
+            else math.nan
+        )
+        out = {f"p{p:g}": v for p, v in zip(PERCENTILES, qs, strict=True)}
+        out["mean"] = mean
+        out["max"] = float(self.itl_hi_s.max()) if self.itl_hi_s.size else math.nan
+        return out
+
+    # -- rates -------------------------------------------------------------------------------
+    @property
+    def span_s(self) -> float:
+        """From the first arrival to the last finish (or ``until_s``)."""
+        arrival = self.requests.arrival_s
+        if arrival.size == 0:
+            return 0.0
+        end = np.nanmax(self.finish_s) if np.any(self.finished) else float(arrival[-1])
+        if self.until_s is not None:
+            end = self.until_s
+        return float(max(end - arrival[0], 0.0))
+
+    def _rate(self, amount: float) -> float:
+        span = self.span_s
+        return amount / span if span > 0 else 0.0
+
+    @property
+    def output_tokens_done(self) -> int:
+        """Generated tokens of the finished requests."""
+        return int(self.requests.output_tokens[self.finished].sum())
+
+    @property
+    def meets_slo(self) -> npt.NDArray[np.bool_]:
+        """Finished requests within both SLOs (all finished ones when none is set)."""
+        ok = self.finished.copy()
+        with np.errstate(invalid="ignore"):
+            if self.slo_ttft_s is not None:
+                ok &= self.ttft_s <= self.slo_ttft_s
+            if self.slo_tpot_s is not None:
+                tpot = self.tpot_s
+                ok &= np.isnan(tpot) | (tpot <= self.slo_tpot_s)
+        return np.asarray(ok)
+
+    @property
+    def slo_attainment(self) -> float | None:
+        """Share of all requests (dropped and unfinished ones count as misses) within SLO."""
+        if self.slo_ttft_s is None and self.slo_tpot_s is None:
+            return None
+        n = self.requests.count
+        return float(self.meets_slo.sum()) / n if n else math.nan
+
+    def to_dict(self, *, timeline_bins: int = 0) -> dict[str, object]:
+        fin = self.finished
+        out_tokens = self.output_tokens_done
+        in_tokens = int(self.requests.input_tokens[fin].sum())
+        tokens_per_s = self._rate(out_tokens)
+        total_per_s = self._rate(out_tokens + in_tokens)
+        rps = self._rate(float(fin.sum()))
+        price = self.price_usd_per_hour
+
+        def per_million(rate: float) -> float:
+            return price / (rate * 3600.0) * 1e6 if rate > 0 else math.inf
+
+        slo = None
+        if self.slo_ttft_s is not None or self.slo_tpot_s is not None:
+            slo = {"ttft_s": self.slo_ttft_s, "tpot_s": self.slo_tpot_s}
+        runs = [s.mean_running for s in self.instances if s.role != "prefill"]
+        result: dict[str, object] = {
+            "requests": self.requests.count,
+            "finished": int(fin.sum()),
+            "dropped": self.count(DROPPED),
+            "running": self.count(RUNNING),
+            "drop_reasons": dict(self.drop_reasons),
+            "ttft_s": summary(self.ttft_s),
+            "tpot_s": summary(self.tpot_s),
+            "itl_s": self.itl_percentiles(),
+            "latency_s": summary(self.latency_s),
+            "throughput_rps": rps,
+            "tokens_per_s": tokens_per_s,
+            "total_tokens_per_s": total_per_s,
+            "output_tokens": out_tokens,
+            "input_tokens": in_tokens,
+            "slo_s": slo,
+            "slo_attainment": self.slo_attainment,
+            "goodput_rps": self._rate(float(self.meets_slo.sum())),
+            "cost_usd_per_hour": price,
+            "cost_usd_per_million": per_million(rps),
+            "cost_usd_per_million_tokens": per_million(tokens_per_s),
+            "cost_usd_per_million_total_tokens": per_million(total_per_s),
+            "gpus": self.gpus,
+            "preemptions": int(self.preemptions.sum()),
+            "mean_batch_size": float(np.mean(runs)) if runs else math.nan,
+            "span_s": self.span_s,
+            "servers": [s.to_dict() for s in self.instances],
+            "sources": dict(self.sources),
+        }
+        if timeline_bins:
+            result["timeline"] = self.timeline(timeline_bins)
+        return result
+
+    def timeline(self, bins: int = 30) -> dict[str, list[float]]:
+        """Per arrival-time bin: request rate, p50 TTFT and p50 end-to-end latency."""
+        arrival = self.requests.arrival_s
+        if arrival.size == 0:
+            return {"t_s": [], "rps": [], "ttft_p50_s": [], "latency_p50_s": []}
+        t_end = float(arrival[-1])
+        edges = np.linspace(0.0, t_end if t_end > 0 else 1.0, bins + 1)
+        which = np.clip(np.searchsorted(edges, arrival, side="right") - 1, 0, bins - 1)
+        counts = np.bincount(which, minlength=bins)
+        width = edges[1] - edges[0]
+        ttft, lat = self.ttft_s, self.latency_s
+
+        def med(values: FloatArray, b: int) -> float:
+            v = values[(which == b) & np.isfinite(values)]
+            return float(np.median(v)) if v.size else math.nan
+
+        return {
+            "t_s": [float(x) for x in edges[:-1]],
+            "rps": [float(c / width) for c in counts],
+            "ttft_p50_s": [med(ttft, b) for b in range(bins)],
+            "latency_p50_s": [med(lat, b) for b in range(bins)],
+        }
+
+
+# -- one instance ----------------------------------------------------------------------------
+@dataclass(slots=True)
+class _Shared:
+    """Per-request state shared by the instance loops (Python lists: fast scalar access)."""
+
+    inp: list[int]
+    out: list[int]
+    gen: list[int]
+    first: list[float]
+    finish: list[float]
+    state: list[int]
+    preempted: list[int]
+    itl_lo: list[float]
+    itl_hi: list[float]
+    itl_w: list[float]
+
+
+@dataclass(slots=True)
+class _Outcome:
+    iterations: int = 0
+    busy_s: float = 0.0
+    preemptions: int = 0
+    peak_blocks: int = 0
+    decode_seq_steps: float = 0.0
+    decode_steps: int = 0
+    max_waiting: int = 0
+    tokens: int = 0
+    ready_out: list[float] = field(default_factory=list)  # prefill pool: ready time per id
+
+
+def _window(hist: list[int], end: int, length: int, bs: int) -> int:
+    """Sum of ``hist`` over the ``length`` residues ending at ``end`` (cyclic, mod ``bs``)."""
+    if length <= 0:
+        return 0
+    start = end - length + 1
+    if start >= 0:
+        return sum(hist[start : end + 1])
+    return sum(hist[: end + 1]) + sum(hist[start + bs :])
+
+
+def _run_instance(
+    ids: Sequence[int],
+    ready: Sequence[float],
+    st: _Shared,
+    cost: IterationCost,
+    sched: SchedulerConfig,
+    *,
+    budget: int,
+    total_blocks: int,
+    prefilled: bool,
+    until: float,
+    swap_s_per_block: float,
+    swap_blocks: int,
+) -> _Outcome:
+    """Continuous batching on one instance (module docstring). ``prefilled``: the requests
+    arrive with their KV cache (a decode instance) and join without a prefill."""
+    inp, out, gen, first, finish = st.inp, st.out, st.gen, st.first, st.finish
+    state, preempted = st.state, st.preempted
+    itl_lo, itl_hi, itl_w = st.itl_lo, st.itl_hi, st.itl_w
+    bs = sched.block_size
+    max_seqs = sched.max_num_seqs
+    chunked = sched.chunked_prefill
+    watermark = int(sched.watermark * total_blocks)
+    swap_mode = sched.preemption == "swap"
+    table = cost.pass_s
+    table_max = table.size - 1
+    tok_s, seq_s = cost.token_s, cost.sequence_s
+    kv_s, att_s = cost.kv_s_per_token, cost.attention_s_per_unit
+    ctx_s = kv_s + att_s  # a decode token at context c costs ctx_s * c
+    decode_base = [
+        float(table[min(n, table_max)]) + (tok_s + seq_s) * n for n in range(max_seqs + 1)
+    ]
+    iteration_s = cost.iteration_s
+    passes_of = cost.passes
+
+    res = _Outcome()
+    m = len(ids)
+    nxt = 0
+    t = 0.0
+    G = 0  # decode steps so far: a running sequence holds base + G tokens
+    waiting: deque[int] = deque()
+    swapped: deque[int] = deque()
+    fresh: set[int] = set(ids) if prefilled else set()  # KV present, no prefill needed
+    base: dict[int, int] = {}
+    fin_step: dict[int, int] = {}
+    fin_heap: list[tuple[int, int]] = []
+    victims: list[int] = []  # max-heap of running ids (latest arrival first) as -id
+    partial: dict[int, int] = {}  # chunked prefill: tokens of the prompt done so far
+    partial_order: deque[int] = deque()
+    hist = [0] * bs
+    n = 0
+    S = 0  # sum of base over running
+    used = 0
+    swap_used = 0
+    stall = 0.0
+    stalled = 0
+    preempt_time: dict[int, float] = {}
+    block_cap = total_blocks
+    hold = False  # after a preemption the next iteration decodes (no thrashing re-prefill)
+
+    def length_of(r: int) -> int:
+        # tokens a (re)prefill computes: prompt + generated tokens so far
+        return inp[r] + gen[r]
+
+    def prefill_done(r: int, stored: int, now: float, at: int) -> None:
+        """The prefill of ``r`` (``stored`` tokens) ended at ``now``: its next token is out;
+        it finishes or joins the decodes from step ``at``."""
+        nonlocal used
+        res.tokens += 1
+        g = gen[r] + 1
+        gen[r] = g
+        if first[r] != first[r]:
+            first[r] = now
+        elif r in preempt_time:  # a recomputed sequence: its gap since preemption
+            gap = now - preempt_time.pop(r)
+            itl_lo.append(gap)
+            itl_hi.append(gap)
+            itl_w.append(1.0)
+        if g >= out[r]:
+            finish[r] = now
+            state[r] = _DONE
+            used -= -(-stored // bs)
+        else:
+            join(r, stored, at)
+
+    def join(r: int, stored: int, at: int) -> None:
+        """Sequence ``r``, holding ``stored`` tokens, decodes from step ``at`` on."""
+        nonlocal n, S
+        b = stored - at
+        base[r] = b
+        fs = at + out[r] - gen[r]
+        fin_step[r] = fs
+        heapq.heappush(fin_heap, (fs, r))
+        heapq.heappush(victims, -r)
+        state[r] = _RUN
+        hist[b % bs] += 1
+        S += b
+        n += 1
+
+    while True:
+        while nxt < m and ready[nxt] <= t:
+            waiting.append(ids[nxt])
+            nxt += 1
+        if len(waiting) > res.max_waiting:
+            res.max_waiting = len(waiting)
+        if t >= until:
+            break
+        if n == 0 and not waiting and not swapped and not partial:
+            if nxt >= m:
+                break
+            t = ready[nxt]
+            continue
+        held = hold and n > 0  # a preemption just happened: decode once before re-admitting
+        hold = False
+        # -- swap in (before any new prompt)
+        if swapped and not held:
+            while swapped and n < max_seqs:
+                r = swapped[0]
+                stored = inp[r] + gen[r] - 1
+                need = -(-stored // bs)
+                if block_cap - used - need < watermark:
+                    break
+                swapped.popleft()
+                used += need
+                swap_used -= need
+                dt = need * swap_s_per_block
+                t += dt
+                res.busy_s += dt
+                join(r, stored, G)
+                gap = t - preempt_time.pop(r, t)
+                itl_lo.append(gap)
+                itl_hi.append(gap)
+                itl_w.append(1.0)
+        # -- admissions
+        if held:
+            prefill_work = False
+        elif chunked:
+            prefill_work = bool(partial) or bool(waiting)
+        else:
+            prefill_work = bool(waiting) and not swapped
+        if prefill_work and not chunked:
+            batch: list[int] = []
+            tokens = 0
+            att = 0.0
+            longest = 0
+            while waiting:
+                r = waiting[0]
+                if n + len(batch) >= max_seqs:
+                    break
+                if r in fresh:
+                    need = -(-inp[r] // bs)
+                    if block_cap - used - need < watermark:
+                        break
+                    waiting.popleft()
+                    fresh.discard(r)
+                    used += need
+                    join(r, inp[r], G)
+                    continue
+                L = length_of(r)
+                if tokens + L > budget:
+                    break
+                need = -(-L // bs)
+                if block_cap - used - need < watermark:
+                    break
+                waiting.popleft()
+                used += need
+                batch.append(r)
+                tokens += L
+                att += 0.5 * L * L
+                if longest < L:
+                    longest = L
+            if used > res.peak_blocks:
+                res.peak_blocks = used
+            if batch:
+                dt = iteration_s(tokens, len(batch), tokens, att, passes_of(longest))
+                t += dt
+                res.busy_s += dt
+                res.iterations += 1
+                if n:
+                    stall += dt
+                    stalled = n
+                for r in batch:
+                    prefill_done(r, inp[r] + gen[r], t, G)
+                continue
+        if chunked and prefill_work:
+            # one mixed iteration: every decode, then prompt chunks in the leftover budget
+            while waiting and waiting[0] in fresh and n + len(partial_order) < max_seqs:
+                r = waiting[0]
+                need = -(-inp[r] // bs)
+                if block_cap - used - need < watermark:
+                    break
+                waiting.popleft()
+                fresh.discard(r)
+                used += need
+                join(r, inp[r], G)
+            end = (-G) % bs
+            need_dec = _window(hist, end, 1, bs) if n else 0
+            if need_dec > block_cap - used:
+                n, S, used, swap_used, t = _preempt(
+                    need_dec, bs, hist, end, block_cap, n, S, used, swap_used, swap_mode,
+                    swap_blocks, swap_s_per_block, t, G, victims, state, base, inp, out, gen,
+                    fin_step, waiting, swapped, preempted, preempt_time, res,
+                )  # fmt: skip
+                hold = True
+                continue
+            room = budget - n
+            chunks: list[tuple[int, int, int]] = []  # (id, done before, tokens now)
+            for r in partial_order:
+                if room <= 0:
+                    break
+                L = length_of(r)
+                done = partial[r]
+                take = min(L - done, room)
+                extra = -(-(done + take) // bs) - (-(-done // bs))
+                if block_cap - used - need_dec - extra < 0:
+                    break
+                used += extra
+                chunks.append((r, done, take))
+                room -= take
+            while waiting and room > 0 and n + len(partial_order) < max_seqs:
+                r = waiting[0]
+                if r in fresh:
+                    break  # joins at the start of a later iteration
+                L = length_of(r)
+                take = min(L, room)
+                need = -(-take // bs)
+                if block_cap - used - need_dec - need < watermark:
+                    break
+                waiting.popleft()
+                used += need
+                partial[r] = 0
+                partial_order.append(r)
+                chunks.append((r, 0, take))
+                room -= take
+            if not chunks and n == 0:
+                if partial_order:
+                    # prompts half-prefilled hold the cache: recompute the latest later
+                    r = partial_order.pop()
+                    used -= -(-partial.pop(r) // bs)
+                    waiting.appendleft(r)
+                    preempted[r] += 1
+                    res.preemptions += 1
+                    continue
+                if nxt >= m:  # pragma: no cover - guarded by the up-front checks
+                    break
+                t = max(t, ready[nxt])
+                continue
+            if chunks:
+                ctx_dec = S + n * (G + 1)
+                tokens = n
+                kv_tok = float(ctx_dec)
+                att = float(ctx_dec)
+                for _r, done, take in chunks:
+                    tokens += take
+                    kv_tok += done + take
+                    att += take * done + 0.5 * take * take
+                dt = iteration_s(tokens, n + len(chunks), kv_tok, att)
+                if n:
+                    itl_lo.append(dt)
+                    itl_hi.append(dt)
+                    itl_w.append(float(n))
+                    res.decode_seq_steps += n
+                    res.tokens += n
+                    res.decode_steps += 1
+                t += dt
+                res.busy_s += dt
+                res.iterations += 1
+                if n:
+                    used += need_dec
+                    G += 1
+                if used > res.peak_blocks:
+                    res.peak_blocks = used
+                for r, done, take in chunks:
+                    L = length_of(r)
+                    if done + take < L:
+                        partial[r] = done + take
+                        continue
+                    del partial[r]
+                    partial_order.remove(r)
+                    prefill_done(r, L, t, G)
+                n, S, used = _finish_due(
+                    G, t, fin_heap, fin_step, base, state, finish, inp, out, gen, hist, bs, n,
+                    S, used,
+                )  # fmt: skip
+                continue
+        if n == 0:
+            if nxt >= m:
+                break
+            t = max(t, ready[nxt])
+            continue
+        # -- a stretch of decode steps
+        while fin_heap:
+            fs, r = fin_heap[0]
+            if state[r] == _RUN and fin_step[r] == fs:
+                break
+            heapq.heappop(fin_heap)
+        k = fin_heap[0][0] - G
+        step0 = decode_base[n] + ctx_s * (S + n * (G + 1))
+        d_step = ctx_s * n
+        if waiting or swapped:
+            if held:
+                k = 1
+        elif not partial and nxt < m:
+            k = min(k, _steps_until(ready[nxt] - t, step0, d_step))
+        if until < math.inf:
+            k = min(k, _steps_until(until - t, step0, d_step))
+        free = block_cap - used
+        end = (-G) % bs
+        if n * (k // bs + 1) > free:
+            per_round = free // n
+            left = free - n * per_round
+            r_max = 0
+            acc = 0
+            while r_max < bs - 1:
+                acc += hist[(end - r_max) % bs]
+                if acc > left:
+                    break
+                r_max += 1
+            k2 = per_round * bs + r_max
+            if k2 == 0:
+                n, S, used, swap_used, t = _preempt(
+                    _window(hist, end, 1, bs), bs, hist, end, block_cap, n, S, used,
+                    swap_used, swap_mode, swap_blocks, swap_s_per_block, t, G, victims, state,
+                    base, inp, out, gen, fin_step, waiting, swapped, preempted, preempt_time,
+                    res,
+                )  # fmt: skip
+                stall = 0.0
+                stalled = 0
+                hold = True
+                continue
+            if k2 < k:
+                k = k2
+        need = n * (k // bs) + _window(hist, end, k % bs, bs)
+        dt = k * step0 + d_step * (k * (k - 1) / 2.0)
+        if stalled:
+            w = float(min(stalled, n))
+            itl_lo.append(step0 + stall)
+            itl_hi.append(step0 + stall)
+            itl_w.append(w)
+            itl_lo.append(step0)
+            itl_hi.append(step0 + d_step * (k - 1))
+            itl_w.append(n * k - w)
+            stall = 0.0
+            stalled = 0
+        else:
+            itl_lo.append(step0)
+            itl_hi.append(step0 + d_step * (k - 1))
+            itl_w.append(float(n * k))
+        res.decode_seq_steps += n * k
+        res.tokens += n * k
+        res.decode_steps += k
+        res.iterations += k
+        t += dt
+        res.busy_s += dt
+        G += k
+        used += need
+        if used > res.peak_blocks:
+            res.peak_blocks = used
+        n, S, used = _finish_due(
+            G, t, fin_heap, fin_step, base, state, finish, inp, out, gen, hist, bs, n, S, used
+        )
+    # every block handed out comes back: what is left is held by the sequences still in
+    assert used >= 0 and (used > 0) == (n > 0 or bool(partial)), (used, n, len(partial))
+    return res
+
+
+def _steps_until(delta_s: float, step0: float, d_step: float) -> int:
+    """Fewest decode steps whose cumulative time (``step0``, ``step0 + d_step``, ...) reaches
+    ``delta_s`` (at least one)."""
+    if delta_s <= step0:
+        return 1
+    if d_step > 0:
+        b = step0 - d_step / 2.0
+        k = math.ceil((-b + math.sqrt(b * b + 2.0 * d_step * delta_s)) / d_step)
+    else:
+        k = math.ceil(delta_s / step0)
+    k = max(k, 1)
+    while k > 1 and (k - 1) * step0 + d_step * ((k - 1) * (k - 2) / 2.0) >= delta_s:
+        k -= 1
+    while k * step0 + d_step * (k * (k - 1) / 2.0) < delta_s:
+        k += 1
+    return k
+
+
+def _finish_due(
+    G: int,
+    t: float,
+    fin_heap: list[tuple[int, int]],
+    fin_step: dict[int, int],
+    base: dict[int, int],
+    state: list[int],
+    finish: list[float],
+    inp: list[int],
+    out: list[int],
+    gen: list[int],
+    hist: list[int],
+    bs: int,
+    n: int,
+    S: int,
+    used: int,
+) -> tuple[int, int, int]:
+    """Retire the running sequences whose last token came at step ``G`` (time ``t``)."""
+    while fin_heap and fin_heap[0][0] <= G:
+        fs, r = heapq.heappop(fin_heap)
+        if state[r] != _RUN or fin_step[r] != fs:
+            continue
+        b = base[r]
+        finish[r] = t
+        gen[r] = out[r]
+        state[r] = _DONE
+        used -= -(-(b + G) // bs)
+        hist[b % bs] -= 1
+        S -= b
+        n -= 1
+    return n, S, used
+
+
+def _preempt(
+    need: int,
+    bs: int,
+    hist: list[int],
+    end: int,
+    block_cap: int,
+    n: int,
+    S: int,
+    used: int,
+    swap_used: int,
+    swap_mode: bool,
+    swap_blocks: int,
+    swap_s_per_block: float,
+    t: float,
+    G: int,
+    victims: list[int],
+    state: list[int],
+    base: dict[int, int],
+    inp: list[int],
+    out: list[int],
+    gen: list[int],
+    fin_step: dict[int, int],
+    waiting: deque[int],
+    swapped: deque[int],
+    preempted: list[int],
+    preempt_time: dict[int, float],
+    res: _Outcome,
+) -> tuple[int, int, int, int, float]:
+    """Preempt the latest-arrived running sequences until the next decode step fits."""
+    while n and need > block_cap - used:
+        r = -heapq.heappop(victims)
+        if state[r] != _RUN:
+            continue
+        b = base[r]
+        stored = b + G
+        blocks = -(-stored // bs)
+        gen[r] = out[r] - (fin_step[r] - G)
+        used -= blocks
+        hist[b % bs] -= 1
+        S -= b
+        n -= 1
+        if stored % bs == 0:
+            need -= 1  # it no longer needs its next block
+        preempted[r] += 1
+        res.preemptions += 1
+        preempt_time[r] = t
+        if swap_mode and swap_used + blocks <= swap_blocks:
+            state[r] = _SWAPPED
+            swapped.append(r)
+            swap_used += blocks
+            dt = blocks * swap_s_per_block
+            t += dt
+            res.busy_s += dt
+        else:
+            state[r] = _WAITING
+            waiting.appendleft(r)
+    return n, S, used, swap_used, t
+
+
+def _run_prefill_pool(
+    ids: Sequence[int],
+    ready: Sequence[float],
+    st: _Shared,
+    cost: IterationCost,
+    sched: SchedulerConfig,
+    *,
+    budget: int,
+    total_blocks: int,
+    until: float,
+    transfer: Disaggregation,
+) -> _Outcome:
+    """A prefill-only instance: FCFS batches of prompts within the token budget, sequence
+    limit and KV cache; each request is ready on a decode instance after its KV transfer.
+    A prompt beyond the budget (chunked prefill) runs alone in budget-sized chunks."""
+    inp, out, gen, first, finish, state = st.inp, st.out, st.gen, st.first, st.finish, st.state
+    bs = sched.block_size
+    res = _Outcome()
+    res.ready_out = [math.nan] * len(ids)
+    t = 0.0
+    i = 0
+    m = len(ids)
+    kv_token = cost.kv_bytes_per_token
+    while i < m and t < until:
+        if ready[i] > t:
+            t = ready[i]
+        batch: list[int] = []
+        tokens = 0
+        att = 0.0
+        longest = 0
+        blocks = 0
+        while i + len(batch) < m and ready[i + len(batch)] <= t:
+            r = ids[i + len(batch)]
+            L = inp[r]
+            need = -(-L // bs)
+            if batch and (
+                tokens + L > budget
+                or len(batch) >= sched.max_num_seqs
+                or blocks + need > total_blocks
+            ):
+                break
+            batch.append(r)
+            tokens += L
+            att += 0.5 * L * L
+            blocks += need
+            longest = max(longest, L)
+            if tokens >= budget:
+                break
+        if tokens > budget:  # one long prompt, chunked
+            done = 0
+            dt = 0.0
+            while done < tokens:
+                take = min(budget, tokens - done)
+                dt += cost.iteration_s(take, 1, done + take, take * done + 0.5 * take * take)
+                res.iterations += 1
+                done += take
+        else:
+            dt = cost.iteration_s(tokens, len(batch), tokens, att, cost.passes(longest))
+            res.iterations += 1
+        t += dt
+        res.busy_s += dt
+        res.peak_blocks = max(res.peak_blocks, blocks)
+        res.tokens += len(batch)
+        for j, r in enumerate(batch):
+            gen[r] = 1
+            first[r] = t
+            if out[r] <= 1:
+                finish[r] = t
+                state[r] = _DONE
+            else:
+                res.ready_out[i + j] = t + transfer.transfer_s(inp[r] * kv_token)
+        i += len(batch)
+    return res
+
+
+# -- the whole deployment --------------------------------------------------------------------
+def _drops(
+    requests: LlmRequests,
+    cost: IterationCost,
+    sched: SchedulerConfig,
+    *,
+    max_context: int,
+    budget: int,
+    total_blocks: int,
+) -> tuple[npt.NDArray[np.bool_], dict[str, int]]:
+    inp, out = requests.input_tokens, requests.output_tokens
+    bs = sched.block_size
+    watermark = int(sched.watermark * total_blocks)
+    full = inp + out - 1  # tokens a sequence holds at its last step
+    too_long = inp + out > max_context
+    no_room = ((full + bs - 1) // bs) > total_blocks - watermark
+    over_budget = (
+        np.zeros(inp.size, dtype=bool) if sched.chunked_prefill else (full > budget) & ~too_long
+    )
+    reasons = {
+        "beyond the context window": int(too_long.sum()),
+        "larger than the KV cache of one instance": int((no_room & ~too_long).sum()),
+        "prompt beyond the token budget (enable chunked prefill)": int(
+            (over_budget & ~no_room).sum()
+        ),
+    }
+    return too_long | no_room | over_budget, {k: v for k, v in reasons.items() if v}
+
+
+def simulate_llm_serving(
+    requests: LlmRequests,
+    cost: IterationCost,
+    scheduler: SchedulerConfig,
+    *,
+    max_context: int,
+    replicas: int = 1,
+    disaggregation: Disaggregation | None = None,
+    price_usd_per_hour: float = 0.0,
+    slo_ttft_s: float | None = None,
+    slo_tpot_s: float | None = None,
+    until_s: float | None = None,
+    swap_gbps: float = DEFAULT_SWAP_GBPS,
+    sources: Mapping[str, str] | None = None,
+) -> LlmServingResult:
+    """Serve ``requests`` on ``replicas`` instances (or the pools of ``disaggregation``) of
+    ``cost.gpus`` GPUs each (module docstring). ``price_usd_per_hour`` is the whole
+    deployment's; ``until_s`` stops the run (default: every request finishes)."""
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
+        raise InvalidSpecError("replicas", "must be an integer >= 1", got=replicas)
+    for name, value in (("slo-ttft", slo_ttft_s), ("slo-tpot", slo_tpot_s), ("until", until_s)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise InvalidSpecError(name, "must be > 0 seconds", got=value)
+    if not (math.isfinite(price_usd_per_hour) and price_usd_per_hour >= 0):
+        raise InvalidSpecError("price", "must be >= 0 US$/h", got=price_usd_per_hour)
+    if not (math.isfinite(swap_gbps) and swap_gbps > 0):
+        raise InvalidSpecError("swap-gbps", "must be > 0", got=swap_gbps)
+    bs = scheduler.block_size
+    total_blocks = cost.kv_capacity_tokens // bs
+    budget = scheduler.budget(max_context)
+    if budget > cost.max_tokens:
+        raise InvalidSpecError(
+            "max-batched-tokens",
+            f"exceeds the iteration cost table ({cost.max_tokens} tokens)",
+            got=budget,
+            fix="build the iteration cost with max_tokens >= the token budget",
+        )
+    n_req = requests.count
+    dropped, reasons = _drops(
+        requests, cost, scheduler, max_context=max_context, budget=budget,
+        total_blocks=total_blocks,
+    )  # fmt: skip
+    nan = math.nan
+    st = _Shared(
+        inp=requests.input_tokens.tolist(),
+        out=requests.output_tokens.tolist(),
+        gen=[0] * n_req,
+        first=[nan] * n_req,
+        finish=[nan] * n_req,
+        state=[_DROP if d else _WAITING for d in dropped.tolist()],
+        preempted=[0] * n_req,
+        itl_lo=[],
+        itl_hi=[],
+        itl_w=[],
+    )
+    until = math.inf if until_s is None else float(until_s)
+    block_bytes = bs * cost.kv_bytes_per_token
+    swap_s_per_block = block_bytes * 8.0 / (swap_gbps * 1e9)
+    swap_blocks = int(scheduler.swap_space_gib * GIB // block_bytes) if block_bytes > 0 else 0
+    arrival = requests.arrival_s
+    live = np.flatnonzero(~dropped)
+    stats: list[InstanceStats] = []
+
+    def run_pool(
+        role: str, count: int, order: IntArray, ready: FloatArray, prefilled: bool
+    ) -> None:
+        for k in range(count):
+            mine = order[k::count]
+            ids = mine.tolist()
+            times = ready[k::count].tolist()
+            o = _run_instance(
+                ids, times, st, cost, scheduler, budget=budget, total_blocks=total_blocks,
+                prefilled=prefilled, until=until, swap_s_per_block=swap_s_per_block,
+                swap_blocks=swap_blocks,
+            )  # fmt: skip
+            stats.append(_stats(role, k, len(ids), o, cost.gpus, total_blocks))
+
+    if disaggregation is None:
+        run_pool("colocated", replicas, live, arrival[live], False)
+        instances = replicas
+    else:
+        p, d = disaggregation.prefill_instances, disaggregation.decode_instances
+        ready_all = np.full(n_req, np.inf)
+        for k in range(p):
+            mine = live[k::p]
+            o = _run_prefill_pool(
+                mine.tolist(), arrival[mine].tolist(), st, cost, scheduler, budget=budget,
+                total_blocks=total_blocks, until=until, transfer=disaggregation,
+            )  # fmt: skip
+            ready_all[mine] = np.asarray(o.ready_out, dtype=np.float64)
+            stats.append(_stats("prefill", k, mine.size, o, cost.gpus, total_blocks))
+        going = np.flatnonzero(np.isfinite(ready_all))
+        going = going[np.argsort(ready_all[going], kind="stable")]
+        run_pool("decode", d, going, ready_all[going], True)
+        instances = p + d
+    first = np.asarray(st.first, dtype=np.float64)
+    finish = np.asarray(st.finish, dtype=np.float64)
+    status = np.where(dropped, DROPPED, np.where(np.isfinite(finish), FINISHED, RUNNING))
+    horizon = (
+        float(until)
+        if until_s is not None
+        else (float(np.nanmax(finish)) if np.any(np.isfinite(finish)) else 0.0)
+    )
+    start = float(arrival[0]) if n_req else 0.0
+    span = max(horizon - start, 0.0)
+    stats = [_with_busy_fraction(s, span) for s in sorted(stats, key=lambda s: (s.role, s.replica))]
+    return LlmServingResult(
+        requests=requests,
+        first_token_s=first,
+        finish_s=finish,
+        status=status.astype(np.int64),
+        preemptions=np.asarray(st.preempted, dtype=np.int64),
+        instances=tuple(stats),
+        price_usd_per_hour=price_usd_per_hour,
+        gpus=instances * cost.gpus,
+        itl_lo_s=np.asarray(st.itl_lo, dtype=np.float64),
+        itl_hi_s=np.asarray(st.itl_hi, dtype=np.float64),
+        itl_weight=np.asarray(st.itl_w, dtype=np.float64),
+        slo_ttft_s=slo_ttft_s,
+        slo_tpot_s=slo_tpot_s,
+        until_s=until_s,
+        drop_reasons=reasons,
+        sources=sources or {},
+    )
+
+
+def _stats(
+    role: str, replica: int, requests: int, o: _Outcome, gpus: int, total_blocks: int
+) -> InstanceStats:
+    return InstanceStats(
+        role=role,
+        replica=replica,
+        gpus=gpus,
+        requests=requests,
+        iterations=o.iterations,
+        busy_s=o.busy_s,
+        busy_fraction=0.0,
+        preemptions=o.preemptions,
+        peak_kv_utilisation=o.peak_blocks / total_blocks if total_blocks else 0.0,
+        mean_running=o.decode_seq_steps / o.decode_steps if o.decode_steps else 0.0,
+        max_waiting=o.max_waiting,
+        tokens=o.tokens,
+    )
+
+
+def _with_busy_fraction(s: InstanceStats, span_s: float) -> InstanceStats:
+    import dataclasses
+
+    frac = min(1.0, s.busy_s / span_s) if span_s > 0 else 0.0
+    return dataclasses.replace(s, busy_fraction=frac)

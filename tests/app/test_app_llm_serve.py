@@ -1,0 +1,198 @@
+"""gpucast.simulate_llm_serve and gpucast.plan_llm_serve: inputs, outputs, refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gpucast
+from gpucast.domain.errors import InvalidInputError, NoFeasiblePlanError
+from gpucast.plan.pareto import nondominated
+
+AZURE = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+
+
+def _trace(tmp_path: Path, rows: list[str], name: str = "trace.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(AZURE + "\n".join(rows) + "\n")
+    return path
+
+
+def _rows(n: int, gap_s: float = 0.5, prompt: int = 300, output: int = 40) -> list[str]:
+    return [
+        f"2023-11-16 18:15:{int(i * gap_s) % 60:02d}.{i:07d},{prompt + i},{output + i % 7}"
+        for i in range(n)
+    ]
+
+
+def test_simulate_has_the_cnn_fields_and_the_llm_ones() -> None:
+    result = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", rate=4, duration_s=20, slo_ttft_ms=500,
+        slo_tpot_ms=50, seed=1,
+    )  # fmt: skip
+    out = result.to_dict()
+    for key in ("requests", "latency_s", "throughput_rps", "slo_s", "slo_attainment",
+                "cost_usd_per_hour", "cost_usd_per_million", "mean_batch_size", "models",
+                "servers", "seed", "sources", "timeline", "validation"):  # fmt: skip
+        assert key in out, key
+    for key in ("ttft_s", "tpot_s", "itl_s"):
+        assert {"p50", "p90", "p99"} <= set(out[key])
+    assert out["finished"] + out["dropped"] + out["running"] == out["requests"]
+    assert out["tokens_per_s"] > 0 and out["cost_usd_per_million_tokens"] > 0
+    assert 0 <= out["slo_attainment"] <= 1
+    assert out["goodput_rps"] <= out["throughput_rps"] + 1e-9
+    assert result.to_frame().shape[0] == out["requests"]
+    # same seed, same result; another seed, other requests
+    again = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", rate=4, duration_s=20, slo_ttft_ms=500,
+        slo_tpot_ms=50, seed=1,
+    ).to_dict()  # fmt: skip
+    assert again == out
+    other = gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", rate=4, duration_s=20)
+    assert other.to_dict()["requests"] != out["requests"] or other.to_dict() != out
+
+
+def test_a_trace_keeps_its_tokens_skips_bad_rows_and_drops_what_cannot_fit(
+    tmp_path: Path,
+) -> None:
+    rows = _rows(30)
+    rows[3] = "not a time,12,3"
+    rows[7] = "2023-11-16 18:15:20.0,-4,3"
+    rows[9] = "2023-11-16 18:15:21.0,4000,200"  # beyond Llama-2's 4096-token context
+    path = _trace(tmp_path, rows)
+    result = gpucast.simulate_llm_serve(model="llama-2-7b", gpu="A100-80GB",
+                                        arrivals=f"trace:{path}")  # fmt: skip
+    out = result.to_dict()
+    assert out["requests"] == 28 and out["dropped"] == 1
+    assert out["drop_reasons"] == {"beyond the context window": 1}
+    text = " ".join(result.warnings)
+    assert "skipped 2 malformed row(s) of trace.csv" in text
+    assert "1 of 28 requests of trace.csv need more than llama-2-7b's context window" in text
+    assert out["input_tokens"] == sum(300 + i for i in range(30) if i not in (3, 7, 9))
+    faster = gpucast.simulate_llm_serve(
+        model="llama-2-7b", gpu="A100-80GB", arrivals=f"trace:{path}", time_scale=10
+    ).serving
+    assert faster.requests.arrival_s[-1] == pytest.approx(
+        result.serving.requests.arrival_s[-1] / 10
+    )
+
+
+def test_refusals_are_one_line(tmp_path: Path) -> None:
+    every = _trace(tmp_path, ["2023-11-16 18:15:00.0,5000,10", "2023-11-16 18:15:01.0,4090,10"])
+    with pytest.raises(InvalidInputError, match=r"every request of trace\.csv needs more than"):
+        gpucast.simulate_llm_serve(model="llama-2-7b", gpu="A100-80GB", arrivals=f"trace:{every}")
+    with pytest.raises(InvalidInputError, match="input-len: is beyond llama-2-7b's context"):
+        gpucast.simulate_llm_serve(model="llama-2-7b", gpu="A100-80GB", rate=1, input_len=5000)
+    with pytest.raises(InvalidInputError, match="tp: llama-3-70b in fp16 does not fit on 1 x"):
+        gpucast.simulate_llm_serve(model="llama-3-70b", gpu="A100-80GB", rate=1, tp=1)
+    with pytest.raises(NoFeasiblePlanError, match="at any tensor-parallel degree"):
+        gpucast.simulate_llm_serve(model="gpt-3-175b", gpu="L4", rate=1)
+    with pytest.raises(InvalidInputError, match="rate: is required"):
+        gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM")
+    with pytest.raises(InvalidInputError, match="prefill-instances"):
+        gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", rate=1, prefill_instances=1)
+    bad = _trace(tmp_path, ["nonsense,x,y"], name="bad.csv")
+    with pytest.raises(InvalidInputError, match="no valid rows"):
+        gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{bad}")
+
+
+def test_disaggregated_pools_and_replicas_cost_their_gpus() -> None:
+    base = dict(model="llama-3-8b", gpu="H100-SXM", rate=6, duration_s=15, price=2.0)
+    two = gpucast.simulate_llm_serve(**base, replicas=2).to_dict()
+    split = gpucast.simulate_llm_serve(**base, prefill_instances=1, decode_instances=2).to_dict()
+    assert two["gpus"] == 2 and two["cost_usd_per_hour"] == pytest.approx(4.0)
+    assert split["gpus"] == 3 and split["cost_usd_per_hour"] == pytest.approx(6.0)
+    assert {s["role"] for s in split["servers"]} == {"prefill", "decode"}
+    assert "kv transfer" in split["assumptions"]
+
+
+@pytest.fixture(scope="module")
+def small_plan() -> gpucast.app.llm_serve.PlanLlmServeResult:
+    return gpucast.plan_llm_serve(
+        model="llama-3-8b", rate=3, duration_s=30, gpu=["H100-SXM", "A100-80GB", "L4"],
+        slo_ttft_ms=1000, slo_tpot_ms=80, max_replicas=8, tp=[1, 2],
+    )  # fmt: skip
+
+
+def test_plan_picks_the_cheapest_row_meeting_the_slos(small_plan) -> None:
+    plan = small_plan.plan
+    best = plan.best
+    assert best is not None and best.meets_slo
+    meeting = [c for c in plan.candidates if c.meets_slo]
+    assert best.cost_usd_per_hour == min(c.cost_usd_per_hour for c in meeting)
+    assert all(c.bound for c in plan.candidates)
+    points = np.array([[c.cost_usd_per_hour, c.ttft_s, c.tpot_s] for c in plan.candidates])
+    assert set(plan.pareto) == set(nondominated(points).tolist())
+    out = small_plan.to_dict()
+    assert out["best"]["gpu"] == best.gpu and out["simulated"] == len(plan.candidates)
+    assert small_plan.to_frame()["recommended"].sum() == 1
+    # more replicas of one choice never cost less
+    rows = sorted(
+        (c for c in plan.candidates if c.gpu == best.gpu and c.tp == best.tp and c.replicas),
+        key=lambda c: c.replicas,
+    )
+    costs = [c.cost_usd_per_hour for c in rows]
+    assert costs == sorted(costs)
+
+
+def test_plan_refusals() -> None:
+    with pytest.raises(NoFeasiblePlanError, match="does not fit on any GPU offered"):
+        gpucast.plan_llm_serve(model="gpt-3-175b", rate=1, gpu=["L4"], tp=[1, 2], slo_ttft_ms=500)
+    with pytest.raises(NoFeasiblePlanError, match="below what one request alone takes"):
+        gpucast.plan_llm_serve(
+            model="llama-3-8b", rate=1, duration_s=10, gpu=["H100-SXM"], slo_ttft_ms=1
+        )
+    with pytest.raises(InvalidInputError, match="slo-ttft-ms: or --slo-tpot-ms is required"):
+        gpucast.plan_llm_serve(model="llama-3-8b", rate=1)
+    with pytest.raises(InvalidInputError, match="rate: is given twice"):
+        gpucast.plan_llm_serve(model="llama-3-8b:2", rate=1, slo_ttft_ms=500)
+
+
+def test_the_serving_verbs_take_a_language_model_too() -> None:
+    """gpucast.simulate_serve / plan_serve with a model of llm_models.csv are the LLM verbs,
+    as `gpucast simulate serve --model llama-3-8b` is on the command line."""
+    options = dict(model="llama-3-8b", gpu="H100-SXM", rate=2, duration_s=5)
+    assert (
+        gpucast.simulate_serve(**options).to_dict()
+        == gpucast.simulate_llm_serve(**options).to_dict()
+    )
+    plan = dict(slo_ttft_ms=800, gpu=["H100-SXM"], duration_s=10, tp=[1], max_replicas=2)
+    via_serve = gpucast.plan_serve(models=["llama-3-8b:1"], **plan)
+    assert via_serve.to_dict() == gpucast.plan_llm_serve(model="llama-3-8b:1", **plan).to_dict()
+    with pytest.raises(InvalidInputError, match="slo_ms: is not an option of plan serve"):
+        gpucast.plan_serve(model="llama-3-8b:1", slo_ms=100)
+
+
+def test_a_trace_without_tokens_draws_its_lengths(tmp_path: Path) -> None:
+    path = tmp_path / "arrivals.csv"
+    path.write_text("arrival_s\n" + "\n".join(str(0.25 * i) for i in range(40)) + "\n")
+    out = gpucast.simulate_llm_serve(
+        model="mistral-7b", gpu="L4", arrivals=f"trace:{path}", input_len="uniform:100:400",
+        output_len="lognormal:50:0.5", seed=3,
+    )  # fmt: skip
+    req = out.serving.requests
+    assert req.count == 40 and req.input_tokens.min() >= 100 and req.input_tokens.max() <= 400
+    assert out.to_dict()["sources"]["lengths"].startswith("prompt uniform:100:400")
+
+
+def test_trace_options_are_checked(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="time-scale: applies to a trace"):
+        gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", rate=1, time_scale=2)
+    path = _trace(tmp_path, _rows(10))
+    with pytest.raises(InvalidInputError, match="time-scale: cannot be combined with --rate"):
+        gpucast.simulate_llm_serve(
+            model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{path}", rate=1, time_scale=2
+        )
+    with pytest.raises(InvalidInputError, match="time-scale: must be > 0"):
+        gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", rate=1, time_scale=0)
+    cut = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{path}", duration_s=2
+    )
+    assert cut.serving.requests.count == 4  # arrivals every 0.5 s: 0, 0.5, 1, 1.5
+    stopped = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{path}", horizon_s=0.2
+    ).to_dict()
+    assert stopped["running"] > 0
+    assert stopped["finished"] + stopped["dropped"] + stopped["running"] == stopped["requests"]

@@ -1,0 +1,79 @@
+"""`gpucast simulate serve` / `plan serve` with a language model: dispatch, output, errors."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from gpucast.cli.app import app
+
+runner = CliRunner()
+SIM = ["simulate", "serve", "--model", "llama-3-8b", "--gpu", "H100-SXM", "--rate", "3",
+       "--duration-s", "10"]  # fmt: skip
+
+
+def test_simulate_serve_with_an_llm_prints_ttft_and_tpot() -> None:
+    result = runner.invoke(app, [*SIM, "--slo-ttft-ms", "500", "--slo-tpot-ms", "50"])
+    assert result.exit_code == 0, result.output
+    for text in ("TTFT", "TPOT", "output tokens/s", "SLO met by", "per million output tokens"):
+        assert text in result.stdout
+    as_json = runner.invoke(app, [*SIM, "--json", "--tp", "2", "--chunked-prefill"])
+    assert as_json.exit_code == 0, as_json.output
+    out = json.loads(as_json.stdout)
+    assert out["tp"] == 2 and out["batching"]["chunked_prefill"] is True
+    assert out["ttft_s"]["p99"] >= out["ttft_s"]["p50"]
+
+
+def test_options_of_the_other_kind_are_one_line_errors() -> None:
+    wrong = runner.invoke(app, [*SIM, "--max-batch", "8"])
+    assert wrong.exit_code == 2
+    assert "max-batch: is not an option of LLM serving" in wrong.stderr
+    cnn = runner.invoke(app, ["simulate", "serve", "--model", "mlp", "--gpu", "T4", "--rate",
+                              "10", "--tp", "2"])  # fmt: skip
+    assert cnn.exit_code == 2
+    assert "tp: applies to language models only" in cnn.stderr
+    cnn_ok = runner.invoke(app, ["simulate", "serve", "--model", "mlp", "--gpu", "T4", "--rate",
+                                 "10", "--duration-s", "2", "--json"])  # fmt: skip
+    assert cnn_ok.exit_code == 0 and "latency_curve" in json.loads(cnn_ok.stdout)
+
+
+def test_plan_serve_with_an_llm() -> None:
+    result = runner.invoke(app, ["plan", "serve", "--model", "llama-3-8b:2", "--duration-s", "20",
+                                 "--gpu", "H100-SXM", "--slo-ttft-ms", "800", "--slo-tpot-ms",
+                                 "60", "--tp", "1", "--max-replicas", "4"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "plan serve llama-3-8b" in result.stdout and "R" in result.stdout
+    low = runner.invoke(
+        app,
+        ["plan", "serve", "--model", "llama-3-8b", "--rate", "1", "--duration-s", "10",
+         "--gpu", "H100-SXM", "--slo-ttft-ms", "1"],
+    )  # fmt: skip
+    assert low.exit_code == 2
+    assert "below what one request alone takes on every GPU offered" in low.stderr
+    big = runner.invoke(app, ["plan", "serve", "--model", "gpt-3-175b", "--rate", "1",
+                              "--gpu", "L4", "--tp", "1,2", "--slo-ttft-ms", "500"])  # fmt: skip
+    assert big.exit_code == 2 and "does not fit on any GPU offered" in big.stderr
+    slo = runner.invoke(app, ["plan", "serve", "--model", "llama-3-8b", "--rate", "1",
+                              "--slo", "p99<50ms"])  # fmt: skip
+    assert slo.exit_code == 2 and "slo: is not an option of LLM serving" in slo.stderr
+
+
+def test_help_names_both_kinds() -> None:
+    result = runner.invoke(app, ["simulate", "serve", "--help"])
+    assert result.exit_code == 0
+    assert "--time-scale" in result.stdout and "--max-batch" in result.stdout
+
+
+def test_a_config_file_naming_an_llm_dispatches(tmp_path) -> None:
+    config = tmp_path / "serve.yaml"
+    config.write_text("model: llama-3-8b\ngpu: H100-SXM\nrate: 2\nduration_s: 5\n")
+    result = runner.invoke(app, ["simulate", "serve", "--config", str(config), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["model"] == "llama-3-8b"
+    bursty = runner.invoke(app, ["plan", "serve", "--model", "llama-3-8b", "--rate", "2",
+                                 "--arrivals", "bursty", "--duration-s", "20", "--gpu",
+                                 "H100-SXM", "--tp", "1", "--max-replicas", "2",
+                                 "--slo-ttft-ms", "800", "--json"])  # fmt: skip
+    assert bursty.exit_code == 0, bursty.output
+    assert json.loads(bursty.stdout)["assumptions"]["arrivals"].startswith("bursty")

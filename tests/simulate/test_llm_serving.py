@@ -1,0 +1,273 @@
+"""The token-level LLM serving simulator: agreement with predict infer, invariants, modes."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpucast.catalog import load_catalog
+from gpucast.catalog.engines import inference_engine
+from gpucast.catalog.llm import llm_model
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.llm_serving import (
+    Disaggregation,
+    IterationCost,
+    LlmRequests,
+    SchedulerConfig,
+    parse_token_lengths,
+)
+from gpucast.predict.llm_infer import iteration_cost, predict_inference
+from gpucast.simulate.llm_serving import (
+    DROPPED,
+    FINISHED,
+    RUNNING,
+    mixture_quantiles,
+    simulate_llm_serving,
+)
+
+SPEC = llm_model("llama-3-8b")
+GPU = load_catalog().gpu("H100-SXM")
+VLLM = inference_engine("vllm")
+COST = iteration_cost(SPEC, GPU, VLLM, tp=1, max_tokens=8192)
+
+
+def _requests(arrival, inp, out) -> LlmRequests:
+    return LlmRequests(
+        arrival_s=np.asarray(arrival, dtype=float),
+        input_tokens=np.asarray(inp),
+        output_tokens=np.asarray(out),
+    )
+
+
+# -- the simulator agrees with the analytic model -----------------------------------------
+@pytest.mark.parametrize(
+    ("model", "gpu", "tp", "batch", "n_in", "n_out"),
+    [
+        ("llama-3-8b", "H100-SXM", 1, 16, 512, 128),
+        ("llama-2-7b", "A100-80GB", 1, 8, 1024, 64),
+        ("mixtral-8x7b", "H100-SXM", 4, 32, 256, 200),
+        ("llama-3-70b", "H200", 4, 4, 2000, 50),
+    ],
+)
+def test_a_closed_batch_is_predict_infer(model, gpu, tp, batch, n_in, n_out) -> None:
+    """B equal requests at t=0 that all fit: one prefill of the batch (predict infer's TTFT),
+    then O - 1 decode steps; predict infer counts O steps after the prefill (contexts
+    I+1..I+O), so the two differ by exactly the step at context I + O."""
+    spec, g = llm_model(model), load_catalog().gpu(gpu)
+    p = predict_inference(spec, g, VLLM, batch_size=batch, input_len=n_in, output_len=n_out, tp=tp)
+    assert p.waves == pytest.approx(1.0)
+    cost = iteration_cost(spec, g, VLLM, tp=tp, max_tokens=8192)
+    sim = simulate_llm_serving(
+        _requests(np.zeros(batch), [n_in] * batch, [n_out] * batch),
+        cost,
+        SchedulerConfig(max_batched_tokens=8192),  # the whole batch in one prefill
+        max_context=spec.max_context,
+    )
+    assert np.all(sim.status == FINISHED)
+    assert sim.first_token_s == pytest.approx(np.full(batch, p.ttft_s), rel=1e-12)
+    ctx = batch * (n_in + n_out)
+    last = cost.iteration_s(batch, batch, ctx, ctx)
+    assert sim.finish_s.max() + last == pytest.approx(p.latency_s, rel=1e-9)
+    # a decode step at the mean context is predict infer's time per output token
+    s = n_in + (n_out + 1) / 2
+    assert cost.iteration_s(batch, batch, batch * s, batch * s) == pytest.approx(p.tpot_s)
+
+
+def test_one_request_alone_has_equal_gaps_growing_with_context() -> None:
+    sim = simulate_llm_serving(
+        _requests([0.0], [100], [50]), COST, SchedulerConfig(), max_context=SPEC.max_context
+    )
+    steps = [COST.iteration_s(1, 1, 100 + j, 100 + j) for j in range(1, 50)]
+    assert sim.finish_s[0] - sim.first_token_s[0] == pytest.approx(sum(steps))
+    itl = sim.itl_percentiles()
+    assert steps[0] <= itl["p50"] <= steps[-1]
+    assert itl["max"] == pytest.approx(steps[-1])
+
+
+# -- invariants ---------------------------------------------------------------------------
+@st.composite
+def _cases(draw):
+    n = draw(st.integers(1, 30))
+    gaps = draw(st.lists(st.floats(0.0, 0.3), min_size=n, max_size=n))
+    inp = draw(st.lists(st.integers(1, 700), min_size=n, max_size=n))
+    out = draw(st.lists(st.integers(1, 120), min_size=n, max_size=n))
+    sched = SchedulerConfig(
+        max_num_seqs=draw(st.integers(1, 8)),
+        max_batched_tokens=draw(st.sampled_from([None, 256, 1024])),
+        block_size=draw(st.sampled_from([1, 4, 16])),
+        chunked_prefill=draw(st.booleans()),
+        preemption=draw(st.sampled_from(["recompute", "swap"])),
+        swap_space_gib=draw(st.sampled_from([0.0, 0.001, 4.0])),
+    )
+    capacity = draw(st.integers(200, 4000))  # small caches: preemptions
+    disagg = draw(st.sampled_from([None, (1, 1), (2, 1), (1, 3)]))
+    replicas = draw(st.integers(1, 3))
+    until = draw(st.sampled_from([None, 0.5, 3.0]))
+    return np.cumsum(gaps), inp, out, sched, capacity, disagg, replicas, until
+
+
+@settings(max_examples=150, deadline=None)
+@given(_cases())
+def test_invariants(case) -> None:
+    arrival, inp, out, sched, capacity, disagg, replicas, until = case
+    cost = dataclasses.replace(COST, kv_capacity_tokens=capacity)
+    req = _requests(arrival, inp, out)
+    kwargs = dict(
+        max_context=SPEC.max_context,
+        replicas=replicas,
+        disaggregation=None
+        if disagg is None
+        else Disaggregation(
+            prefill_instances=disagg[0], decode_instances=disagg[1], kv_link_gbps=100.0
+        ),
+        until_s=until,
+        slo_ttft_s=0.5,
+        slo_tpot_s=0.05,
+    )
+    sim = simulate_llm_serving(req, cost, sched, **kwargs)
+    n = req.count
+    finished, dropped, running = (sim.count(s) for s in (FINISHED, DROPPED, RUNNING))
+    assert finished + dropped + running == n
+    if until is None:
+        assert running == 0
+    done = sim.status == FINISHED
+    emitted = sum(i.tokens for i in sim.instances)  # counted as the engine emits them
+    if until is None:
+        assert emitted == sim.output_tokens_done == int(np.sum(np.asarray(out)[done]))
+    else:
+        assert emitted >= sim.output_tokens_done
+    # times are ordered: arrival <= first token <= finish
+    assert np.all(sim.first_token_s[done] >= req.arrival_s[done] - 1e-12)
+    assert np.all(sim.ttft_s[done] <= sim.latency_s[done] + 1e-12)
+    assert np.all(np.isnan(sim.finish_s[~done]))
+    assert np.all(np.isnan(sim.first_token_s[sim.status == DROPPED]))
+    # the KV cache never holds more than it has
+    for inst in sim.instances:
+        assert 0.0 <= inst.peak_kv_utilisation <= 1.0 + 1e-12
+        assert 0.0 <= inst.busy_fraction <= 1.0
+    tpot = sim.tpot_s[done & (req.output_tokens > 1)]
+    assert np.all(tpot > 0)
+    attain = sim.slo_attainment
+    assert attain is not None and 0.0 <= attain <= 1.0
+    # same inputs, same result, bit for bit
+    again = simulate_llm_serving(req, cost, sched, **kwargs)
+    assert np.array_equal(sim.finish_s, again.finish_s, equal_nan=True)
+    assert np.array_equal(sim.first_token_s, again.first_token_s, equal_nan=True)
+    assert np.array_equal(sim.preemptions, again.preemptions)
+
+
+def test_a_small_cache_preempts_and_still_finishes_everything() -> None:
+    cost = dataclasses.replace(COST, kv_capacity_tokens=3000)
+    req = _requests(np.zeros(12), [600] * 12, [400] * 12)
+    for mode in ("recompute", "swap"):
+        sim = simulate_llm_serving(
+            req, cost, SchedulerConfig(preemption=mode), max_context=SPEC.max_context
+        )
+        assert np.all(sim.status == FINISHED)
+        assert sim.preemptions.sum() > 0
+        assert sim.instances[0].peak_kv_utilisation <= 1.0
+    # with room for everyone nothing is preempted
+    roomy = simulate_llm_serving(req, COST, SchedulerConfig(), max_context=SPEC.max_context)
+    assert roomy.preemptions.sum() == 0
+
+
+def test_drops_say_why() -> None:
+    cost = dataclasses.replace(COST, kv_capacity_tokens=1000)
+    req = _requests([0.0, 0.1, 0.2], [8000, 2000, 100], [500, 10, 10])
+    sim = simulate_llm_serving(req, cost, SchedulerConfig(), max_context=SPEC.max_context)
+    assert sim.status.tolist() == [DROPPED, DROPPED, FINISHED]
+    assert set(sim.drop_reasons) == {
+        "beyond the context window",
+        "larger than the KV cache of one instance",
+    }
+
+
+def test_chunked_prefill_lets_decodes_run_through_long_prompts() -> None:
+    """A long prompt arriving while others decode stalls them without chunked prefill (their
+    largest inter-token gap is a whole prefill) and far less with it."""
+    arrival = [0.0] * 8 + [0.5]
+    req = _requests(arrival, [200] * 8 + [7000], [400] * 8 + [10])
+    plain = simulate_llm_serving(req, COST, SchedulerConfig(), max_context=SPEC.max_context)
+    chunked = simulate_llm_serving(
+        req,
+        COST,
+        SchedulerConfig(chunked_prefill=True, max_batched_tokens=512),
+        max_context=SPEC.max_context,
+    )
+    prefill = COST.iteration_s(7000, 1, 7000, 0.5 * 7000**2)
+    assert plain.itl_percentiles()["max"] >= prefill
+    assert chunked.itl_percentiles()["max"] < prefill / 3
+    assert np.all(chunked.status == FINISHED)
+
+
+def test_disaggregation_adds_the_kv_transfer() -> None:
+    link = Disaggregation(prefill_instances=1, decode_instances=1, kv_link_gbps=10.0)
+    req = _requests([0.0], [1000], [20])
+    sim = simulate_llm_serving(
+        req, COST, SchedulerConfig(), max_context=SPEC.max_context, disaggregation=link
+    )
+    prefill = COST.iteration_s(1000, 1, 1000, 0.5 * 1000**2)
+    assert sim.first_token_s[0] == pytest.approx(prefill)
+    transfer = link.transfer_s(1000 * COST.kv_bytes_per_token)
+    decode = sum(COST.iteration_s(1, 1, 1000 + j, 1000 + j) for j in range(1, 20))
+    assert sim.finish_s[0] == pytest.approx(prefill + transfer + decode)
+    assert sim.gpus == 2
+    assert [i.role for i in sim.instances] == ["decode", "prefill"]
+
+
+def test_more_replicas_never_raise_the_tail_of_a_steady_stream() -> None:
+    rng = np.random.default_rng(3)
+    arrival = np.cumsum(rng.exponential(0.05, 600))
+    req = _requests(arrival, rng.integers(100, 2000, 600), rng.integers(10, 300, 600))
+    p99 = []
+    for r in (1, 2, 4):
+        sim = simulate_llm_serving(
+            req, COST, SchedulerConfig(), max_context=SPEC.max_context, replicas=r
+        )
+        p99.append(float(np.nanpercentile(sim.ttft_s, 99)))
+    assert p99[0] >= p99[1] >= p99[2]
+
+
+def test_mixture_quantiles_match_a_sample() -> None:
+    rng = np.random.default_rng(0)
+    lo = rng.uniform(0, 1, 50)
+    hi = lo + rng.uniform(0, 1, 50) * (rng.random(50) > 0.3)
+    w = rng.integers(1, 20, 50).astype(float)
+    draws = np.concatenate(
+        [rng.uniform(a, b, int(k) * 400) for a, b, k in zip(lo, hi, w, strict=True)]
+    )
+    got = mixture_quantiles(lo, hi, w, [0.1, 0.5, 0.9])
+    assert got == pytest.approx(np.quantile(draws, [0.1, 0.5, 0.9]), abs=0.02)
+
+
+def test_bad_values_are_one_line() -> None:
+    with pytest.raises(InvalidSpecError, match="replicas"):
+        simulate_llm_serving(
+            _requests([0.0], [1], [1]), COST, SchedulerConfig(), max_context=10, replicas=0
+        )
+    with pytest.raises(InvalidSpecError, match="max-batched-tokens"):
+        simulate_llm_serving(
+            _requests([0.0], [1], [1]),
+            COST,
+            SchedulerConfig(max_batched_tokens=10**6),
+            max_context=10,
+        )
+    with pytest.raises(InvalidSpecError, match="preemption"):
+        SchedulerConfig(preemption="drop")  # type: ignore[arg-type]
+    with pytest.raises(InvalidSpecError, match="sorted"):
+        _requests([1.0, 0.0], [1, 1], [1, 1])
+    with pytest.raises(InvalidSpecError, match="input-len"):
+        parse_token_lengths("lognormal:0:1", "input-len")
+    assert parse_token_lengths("uniform:2:9", "x").draw(np.random.default_rng(0), 50).max() <= 9
+
+
+def test_iteration_cost_refuses_a_bad_split() -> None:
+    with pytest.raises(InvalidSpecError, match="tp"):
+        iteration_cost(SPEC, GPU, VLLM, tp=3)
+    assert isinstance(COST, IterationCost) and COST.kv_capacity_tokens > 100_000
+    assert math.isfinite(COST.iteration_s(10, 10, 1000, 1000))
