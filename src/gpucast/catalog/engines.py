@@ -16,6 +16,7 @@ from importlib import resources
 from typing import cast
 
 from gpucast.catalog._csv import parse_date, parse_float, parse_int, read_rows, require_text
+from gpucast.catalog._shipped import by_name_or_alias
 from gpucast.domain.catalog import lookup_key
 from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownEngineError
 from gpucast.domain.llm_infer import (
@@ -122,13 +123,11 @@ def load_inference_engines() -> tuple[EngineProfile, ...]:
 
 def inference_engine(name: str) -> EngineProfile:
     """The engine called ``name`` or one of its aliases (``vllm``, ``trt-llm``, ...)."""
-    key = lookup_key(name)
     engines = load_inference_engines()
-    for engine in engines:
-        if key in {lookup_key(n) for n in (engine.name, *engine.aliases)}:
-            return engine
-    raise UnknownEngineError(
+    return by_name_or_alias(
+        engines,
         name,
-        [e.name for e in engines],
-        fix=f"use --framework {' | '.join(e.name for e in engines)}",
+        lambda e: (e.name, *e.aliases),
+        lookup_key,
+        lambda known: UnknownEngineError(name, known, fix=f"use --framework {' | '.join(known)}"),
     )

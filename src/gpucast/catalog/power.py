@@ -9,10 +9,8 @@ Without the file the model falls back to its unfitted starting constants (and sa
 from __future__ import annotations
 
 import functools
-import json
-from importlib import resources
 
-from gpucast.domain.errors import DataFormatError
+from gpucast.catalog._shipped import shipped_json
 from gpucast.predict.power import PowerModel
 
 SHIPPED = "power.json"
@@ -21,11 +19,5 @@ SHIPPED = "power.json"
 @functools.lru_cache(maxsize=1)
 def shipped_power_model() -> PowerModel | None:
     """The shipped fitted model (read once per process), or ``None`` when absent."""
-    path = resources.files("gpucast.catalog") / "data" / SHIPPED
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise DataFormatError(f"gpucast/catalog/data/{SHIPPED}", f"unreadable ({exc})") from None
-    return PowerModel.from_dict(data)
+    data = shipped_json(SHIPPED)
+    return None if data is None else PowerModel.from_dict(data)

@@ -14,6 +14,7 @@ import functools
 from importlib import resources
 
 from gpucast.catalog._csv import parse_date, read_rows, require_text
+from gpucast.catalog._shipped import by_name_or_alias
 from gpucast.domain.catalog import lookup_key
 from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownServingEngineError
 from gpucast.domain.serving import ServingEngineProfile
@@ -88,13 +89,13 @@ def load_serving_engines() -> tuple[ServingEngineProfile, ...]:
 
 def serving_engine(name: str) -> ServingEngineProfile:
     """The engine called ``name`` or one of its aliases (``trt``, ``pytorch``, ...)."""
-    key = lookup_key(name)
     engines = load_serving_engines()
-    for engine in engines:
-        if key in {lookup_key(n) for n in (engine.name, *engine.aliases)}:
-            return engine
-    raise UnknownServingEngineError(
+    return by_name_or_alias(
+        engines,
         name,
-        [e.name for e in engines],
-        fix=f"use --engine {' | '.join(e.name for e in engines)}",
+        lambda e: (e.name, *e.aliases),
+        lookup_key,
+        lambda known: UnknownServingEngineError(
+            name, known, fix=f"use --engine {' | '.join(known)}"
+        ),
     )

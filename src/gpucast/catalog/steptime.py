@@ -10,10 +10,8 @@ residual quantiles. Without the file the roofline falls back to its documented p
 from __future__ import annotations
 
 import functools
-import json
-from importlib import resources
 
-from gpucast.domain.errors import DataFormatError
+from gpucast.catalog._shipped import shipped_json
 from gpucast.predict.steptime import StepTimeModel
 
 SHIPPED = "steptime.json"
@@ -22,11 +20,5 @@ SHIPPED = "steptime.json"
 @functools.lru_cache(maxsize=1)
 def shipped_step_time_model() -> StepTimeModel | None:
     """The shipped fitted model (read once per process), or ``None`` when absent."""
-    path = resources.files("gpucast.catalog") / "data" / SHIPPED
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise DataFormatError(f"gpucast/catalog/data/{SHIPPED}", f"unreadable ({exc})") from None
-    return StepTimeModel.from_dict(data)
+    data = shipped_json(SHIPPED)
+    return None if data is None else StepTimeModel.from_dict(data)
