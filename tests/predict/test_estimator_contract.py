@@ -46,6 +46,7 @@ from gpucast.predict.base import REGISTRY, Estimator, estimator_from_dict
 from gpucast.predict.bursty import CapacityGaps, MMPPModel, PiecewiseHazardModel
 from gpucast.predict.cluster import ClusterModel
 from gpucast.predict.collective import TCP_DEFAULT, CollectiveModel
+from gpucast.predict.convergence import ConvergenceModel
 from gpucast.predict.llm_infer import LlmInferenceModel
 from gpucast.predict.overheads import CheckpointModel, FrameworkStartModel, StartupModel
 from gpucast.predict.power import PowerModel
@@ -510,7 +511,34 @@ POWER = Case(
 )
 
 
+# --------------------------------------------------------------------------- convergence
+def _convergence_runs() -> FitInputs:
+    batch = np.repeat([64.0, 128.0, 256.0, 512.0, 1024.0], 4)
+    jitter = np.tile([0.97, 1.0, 1.02, 1.05], 5)
+    value = 20.0 * (1.0 + batch / 400.0) * jitter
+    value[-1] = np.nan  # one seed that never reached the target
+    return (batch, value), {}
+
+
+CONVERGENCE = Case(
+    make=ConvergenceModel,
+    fit_inputs=_convergence_runs,
+    predict=lambda m: [
+        m.predict([32.0, 100.0, 4096.0]),
+        *m.predict_interval([32.0, 100.0, 4096.0]),
+        m.estimate(300.0),
+    ],
+    unfitted_calls=(
+        lambda m: m.predict([64.0]),
+        lambda m: m.predict_interval([64.0]),
+        lambda m: m.estimate(64.0),
+        lambda m: m.curve,
+    ),
+)
+
+
 CASES: dict[str, Case] = {
+    "convergence": CONVERGENCE,
     "collective": COLLECTIVE,
     "power": POWER,
     "llm-infer": LLM_INFER,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -262,4 +263,81 @@ def samples_to_target(
         upper_batch=hi.global_batch_size,
         method=method,
         source=source,
+    )
+
+
+# -- what a training job must reach -------------------------------------------------------------
+TargetKind = Literal["mlperf", "zeus", "epochs", "samples"]
+TARGET_HELP = (
+    "The work to a quality target: mlperf:NAME (MLPerf reference convergence, e.g. "
+    "mlperf:resnet), zeus:NAME (Zeus's seeds, e.g. zeus:imagenet; needs --data-dir), or "
+    "Nepochs@B or Nsamples@B (e.g. 90epochs@256: 90 epochs at global batch 256), turned into "
+    "samples to target at each planned global batch [default: --epochs/--steps at "
+    "--reference-batch]."
+)
+_TARGET_FIX = "e.g. --target mlperf:resnet, zeus:imagenet, 90epochs@256 or 1.2e8samples@1024"
+_AMOUNT = re.compile(
+    r"^\s*(?P<amount>[0-9][0-9_]*(?:\.[0-9]*)?(?:e[+-]?[0-9]+)?)\s*"
+    r"(?P<unit>epochs?|ep|samples?)\s*@\s*(?P<batch>[0-9][0-9_]*)\s*$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetSpec:
+    """A parsed ``--target``: a named convergence table (``mlperf``/``zeus`` + ``name``) or
+    ``amount`` epochs/samples at global batch ``batch``. ``text`` is what was given."""
+
+    kind: TargetKind
+    text: str
+    name: str = ""
+    amount: float | None = None
+    batch: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind in ("mlperf", "zeus"):
+            if not self.name:
+                raise InvalidSpecError("target", f"{self.kind}: needs a name", fix=_TARGET_FIX)
+            return
+        if self.amount is None or not (math.isfinite(self.amount) and self.amount > 0):
+            raise InvalidSpecError(
+                "target", "the amount must be a finite number > 0", got=self.text, fix=_TARGET_FIX
+            )
+        if self.batch is None or self.batch < 1:
+            raise InvalidSpecError(
+                "target", "the batch after @ must be an integer >= 1", got=self.text,
+                fix=_TARGET_FIX,
+            )  # fmt: skip
+
+    @property
+    def table(self) -> bool:
+        return self.kind in ("mlperf", "zeus")
+
+
+def parse_target(text: str) -> TargetSpec:
+    """``mlperf:resnet``, ``zeus:imagenet``, ``90epochs@256``, ``1.2e8samples@1024``."""
+    raw = str(text).strip()
+    if not raw:
+        raise InvalidSpecError("target", "must not be empty", fix=_TARGET_FIX)
+    head, sep, tail = raw.partition(":")
+    if sep:
+        kind = head.strip().lower()
+        if kind not in ("mlperf", "zeus"):
+            raise InvalidSpecError(
+                "target", f"unknown table {head!r} (mlperf or zeus)", got=raw, fix=_TARGET_FIX
+            )
+        name = tail.strip().lower()
+        if kind == "mlperf":
+            name = BENCHMARK_ALIASES.get(name, name)
+        return TargetSpec(kind="mlperf" if kind == "mlperf" else "zeus", text=raw, name=name)
+    match = _AMOUNT.match(raw)
+    if match is None:
+        raise InvalidSpecError("target", "is not a table or N epochs|samples @ B", got=raw,
+                               fix=_TARGET_FIX)  # fmt: skip
+    unit = match["unit"].lower()
+    return TargetSpec(
+        kind="samples" if unit.startswith("sample") else "epochs",
+        text=raw,
+        amount=float(match["amount"].replace("_", "")),
+        batch=int(match["batch"].replace("_", "")),
     )

@@ -230,6 +230,90 @@ class EnergySummary:
         )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GradientNoise:
+    """The gradient noise scale measured during a short run (``measure train --noise-scale``).
+
+    Each of ``steps`` steps splits its batch into ``micro_batches`` micro-batches of
+    ``micro_batch`` samples and takes one gradient per micro-batch (as Pollux's replicas and
+    accumulation steps do); from the mean of their squared norms and the squared norm of
+    their mean come unbiased estimates of ``|G|^2`` (``grad_sqr``, the squared norm of the
+    true gradient) and ``tr(Sigma)`` (``trace_sigma``, the per-sample gradient variance), each
+    averaged over the steps. ``noise_scale`` = ``trace_sigma / grad_sqr`` (McCandlish et al.'s
+    B_simple, samples), with an interval from a jackknife over the steps
+    (``noise_scale_lower`` .. ``noise_scale_upper``, ``confidence``). ``data`` says what was
+    measured on (the workload's synthetic batches or the user's, at initialisation or a
+    checkpoint): the noise scale grows as training proceeds.
+    """
+
+    micro_batch: int
+    micro_batches: int
+    steps: int
+    grad_sqr: float
+    trace_sigma: float
+    noise_scale_lower: float
+    noise_scale_upper: float
+    confidence: float = 0.8
+    data: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("micro_batch", "steps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidSpecError(f"gradient_noise.{name}", "must be an integer >= 1")
+        if self.micro_batches < 2:
+            raise InvalidSpecError("gradient_noise.micro_batches", "must be >= 2")
+        for name in ("grad_sqr", "trace_sigma", "noise_scale_lower", "noise_scale_upper"):
+            _require_finite_positive(f"gradient_noise.{name}", getattr(self, name))
+        if not self.noise_scale_lower <= self.noise_scale <= self.noise_scale_upper:
+            raise InvalidSpecError(
+                "gradient_noise.noise_scale", "must lie within its interval", got=self.noise_scale
+            )
+        if not 0 < self.confidence < 1:
+            raise InvalidSpecError("gradient_noise.confidence", "must be in (0, 1)")
+
+    @property
+    def noise_scale(self) -> float:
+        """B_simple = tr(Sigma) / |G|^2, in samples."""
+        return self.trace_sigma / self.grad_sqr
+
+    def text(self) -> str:
+        return (
+            f"B_simple {self.noise_scale:,.0f} samples ({self.confidence:.0%}: "
+            f"{self.noise_scale_lower:,.0f}-{self.noise_scale_upper:,.0f}) from {self.steps} "
+            f"steps of {self.micro_batches} micro-batches of {self.micro_batch}"
+            + (f", {self.data}" if self.data else "")
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "micro_batch": self.micro_batch,
+            "micro_batches": self.micro_batches,
+            "steps": self.steps,
+            "grad_sqr": self.grad_sqr,
+            "trace_sigma": self.trace_sigma,
+            "noise_scale": self.noise_scale,
+            "noise_scale_lower": self.noise_scale_lower,
+            "noise_scale_upper": self.noise_scale_upper,
+            "confidence": self.confidence,
+            "data": self.data,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GradientNoise:
+        return cls(
+            micro_batch=int(data["micro_batch"]),
+            micro_batches=int(data["micro_batches"]),
+            steps=int(data["steps"]),
+            grad_sqr=float(data["grad_sqr"]),
+            trace_sigma=float(data["trace_sigma"]),
+            noise_scale_lower=float(data["noise_scale_lower"]),
+            noise_scale_upper=float(data["noise_scale_upper"]),
+            confidence=float(data.get("confidence", 0.8)),
+            data=str(data.get("data", "")),
+        )
+
+
 def t_critical(n_samples: int, confidence: float) -> float:
     """Two-sided Student-t critical value for the mean of ``n_samples`` (``n - 1`` d.o.f.)."""
     if n_samples < 2:
@@ -254,7 +338,8 @@ class Measurement:
     ``cuda:0``...), ``step_times_s`` (every measured step, in order), ``warmup_step_times_s``
     (the discarded warm-up steps), ``samples_per_step`` (the batch size the step processes),
     ``stop_reason``, ``target_ci`` and ``confidence`` (the stopping rule), ``environment``,
-    ``telemetry``, ``created_at`` (timezone-aware) and ``warnings`` from the harness.
+    ``telemetry``, ``energy``, ``gradient_noise`` (``measure train --noise-scale``), ``created_at``
+    (timezone-aware) and ``warnings`` from the harness.
 
     Derived in ``__post_init__`` from the samples (never passed in): ``n_samples``,
     ``median_s``, ``mean_s``, ``std_s``, ``min_s``, ``max_s``, ``p5_s``, ``p25_s``,
@@ -277,6 +362,7 @@ class Measurement:
     warmup_step_times_s: tuple[float, ...] = ()
     telemetry: TelemetrySummary | None = None
     energy: EnergySummary | None = None
+    gradient_noise: GradientNoise | None = None
     warnings: tuple[str, ...] = ()
 
     n_samples: int = field(init=False)
@@ -435,6 +521,9 @@ class Measurement:
             "environment": self.environment.to_dict(),
             "telemetry": None if self.telemetry is None else self.telemetry.to_dict(),
             "energy": None if self.energy is None else self.energy.to_dict(),
+            "gradient_noise": None
+            if self.gradient_noise is None
+            else self.gradient_noise.to_dict(),
             "step_times_s": list(self.step_times_s),
             "warmup_step_times_s": list(self.warmup_step_times_s),
         }
@@ -461,6 +550,7 @@ class Measurement:
                 created_at = created_at.replace(tzinfo=UTC)
             telemetry = data.get("telemetry")
             energy = data.get("energy")
+            noise = data.get("gradient_noise")
             return cls(
                 spec=WorkloadSpec(
                     name=str(data["workload"]),
@@ -478,6 +568,7 @@ class Measurement:
                 environment=EnvironmentFingerprint.from_dict(data["environment"]),
                 telemetry=None if telemetry is None else TelemetrySummary.from_dict(telemetry),
                 energy=None if energy is None else EnergySummary.from_dict(energy),
+                gradient_noise=None if noise is None else GradientNoise.from_dict(noise),
                 created_at=created_at,
                 warnings=tuple(str(w) for w in data.get("warnings", ())),
             )

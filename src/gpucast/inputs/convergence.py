@@ -1,0 +1,273 @@
+"""Samples to a quality target at any global batch: convergence tables, fits, noise scales.
+
+The planner needs the amount of work as a :class:`~gpucast.predict.convergence.ConvergenceCurve`
+(samples to target at every global batch it considers). It comes from, in this order:
+
+* ``--target mlperf:<benchmark>``: MLPerf's reference convergence points
+  (``catalog/data/convergence.csv``, seeds per global batch), fitted with
+  :class:`~gpucast.predict.convergence.ConvergenceModel`;
+* ``--target zeus:<dataset>``: the seeds of Zeus's ``summary_train.csv`` at Zeus's target
+  (needs ``--data-dir``), likewise;
+* ``--target <N>epochs@<B>`` / ``<N>samples@<B>`` or ``--epochs``/``--steps`` at
+  ``--reference-batch``: one figure, scaled by the gradient-noise-scale law with the critical
+  batch from ``--critical-batch``, else a noise scale measured with ``gpucast measure train
+  --noise-scale`` and stored for the workload, else the workload family's prior
+  (:mod:`gpucast.plan.efficiency`).
+
+Each comes back with the assumption that names its rule and source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from gpucast.domain.convergence import TargetSpec
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.provenance import Assumption, Sourced
+from gpucast.inputs.data import data_path
+from gpucast.predict.convergence import ConvergenceCurve, ConvergenceModel
+
+if TYPE_CHECKING:
+    from gpucast.domain.measurement import GradientNoise
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Coverage of the per-run intervals the curves carry.
+CONFIDENCE = 0.8
+_ZEUS_FILE = ("zeus_nsdi23", "summary_train.csv")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Runs:
+    """One entry per seed: the global batch it trained at and its epochs or samples to
+    target (NaN: never reached). ``unit`` is ``epochs`` or ``samples``; ``samples_per_unit``
+    converts (``None``: the epoch size is not established)."""
+
+    name: str
+    batch: FloatArray
+    value: FloatArray
+    unit: str
+    samples_per_unit: float | None
+    target: str
+    source: str
+    note: str = ""
+
+
+def mlperf_runs(benchmark: str) -> Runs:
+    """The seeds of one MLPerf benchmark's reference convergence points, in samples."""
+    from gpucast.catalog.convergence import convergence_points
+
+    points = convergence_points(benchmark)
+    batch = np.concatenate([np.full(p.n_runs, float(p.global_batch_size)) for p in points])
+    value = np.concatenate([np.asarray(p.values) * p.samples_per_unit for p in points])
+    first = points[0]
+    target = first.note.split(". ")[0] if first.note else first.benchmark
+    return Runs(
+        name=f"mlperf:{first.benchmark}",
+        batch=batch,
+        value=value,
+        unit="samples",
+        samples_per_unit=1.0,
+        target=target,
+        source=f"MLPerf reference convergence points, {first.rcp_folder} ({first.source_url})",
+        note=(
+            "hyper-parameters tuned per batch by the reference (learning-rate schedule, "
+            "warm-up, optimizer)"
+        ),
+    )
+
+
+def zeus_runs(data_dir: Path | None) -> dict[str, Runs]:
+    """The seeds of every Zeus workload at Zeus's own target, in epochs (``{dataset: Runs}``);
+    ``{}`` without the published data."""
+    path = data_path(data_dir, *_ZEUS_FILE)
+    if path is None:
+        return {}
+    from gpucast.domain.zeus import ZEUS_WORKLOADS
+    from gpucast.store.datasets.zeus import read_zeus_train, target_epochs
+
+    per_run = target_epochs(read_zeus_train(path))
+    out = {}
+    for dataset, rows in per_run.groupby("dataset", sort=True):
+        w = ZEUS_WORKLOADS.get(str(dataset))
+        network = str(rows["network"].iloc[0])
+        optimizer = str(rows["optimizer"].iloc[0])
+        lr = rows.groupby("batch_size")["learning_rate"].first()
+        fixed = lr.nunique() == 1
+        out[str(dataset)] = Runs(
+            name=f"zeus:{dataset}",
+            batch=rows["batch_size"].to_numpy(dtype=np.float64),
+            value=rows["target_epoch"].to_numpy(dtype=np.float64),
+            unit="epochs",
+            samples_per_unit=None if w is None or w.train_samples is None else w.train_samples,
+            target=f"{network} on {dataset} to {w.metric if w else 'metric'} "
+            f"{float(rows['target_metric'].iloc[0]):g}",
+            source=f"Zeus NSDI'23 summary_train.csv ({path})",
+            note=f"{optimizer}, learning rate "
+            + ("fixed across batches" if fixed else "scaled with the batch (about sqrt(B))"),
+        )
+    return out
+
+
+def fit_runs(runs: Runs, *, confidence: float = CONFIDENCE) -> ConvergenceModel:
+    """:class:`ConvergenceModel` fitted on ``runs`` (in their own unit)."""
+    return ConvergenceModel(confidence=confidence, unit=runs.unit, source=runs.source).fit(
+        runs.batch, runs.value
+    )
+
+
+def _table_curve(
+    spec: TargetSpec, data_dir: Path | None, dataset_size: int | None
+) -> tuple[ConvergenceCurve, float | None, Assumption]:
+    if spec.kind == "mlperf":
+        runs = mlperf_runs(spec.name)
+    else:
+        table = zeus_runs(data_dir)
+        if not table:
+            raise InvalidSpecError(
+                "target",
+                f"zeus:{spec.name} needs the published Zeus traces (zeus_nsdi23/summary_train.csv)",
+                fix="pass --data-dir ../shared/data (or set $GPUCAST_SHARED_DATA)",
+            )
+        if spec.name not in table:
+            raise InvalidSpecError(
+                "target",
+                f"Zeus has no workload {spec.name!r}",
+                fix="use one of " + ", ".join(f"zeus:{k}" for k in sorted(table)),
+            )
+        runs = table[spec.name]
+    model = fit_runs(runs)
+    curve = model.curve
+    epoch = runs.samples_per_unit if runs.unit == "epochs" else None
+    if runs.unit == "epochs":
+        size = dataset_size if dataset_size is not None else runs.samples_per_unit
+        if size is None:
+            raise InvalidSpecError(
+                "dataset-size",
+                f"is required for {runs.name}: the traces count epochs and the epoch size of "
+                f"{spec.name} is not established",
+                fix="give --dataset-size N (samples per epoch)",
+            )
+        curve = curve.scaled(float(size), "samples")
+        epoch = float(size)
+    knots = ", ".join(f"{b:g}" for b in curve.knot_batch)
+    assumption = Assumption(
+        name="statistical efficiency",
+        value=f"samples to target from {runs.name} ({runs.target}): seeds at global batches "
+        f"{knots}, fitted with the gradient-noise-scale law E(B) = E_min (1 + B/B_noise) "
+        f"(B_noise {curve.noise_batch:,.0f}), through the measured means; per-run "
+        f"{CONFIDENCE:.0%} interval from the seeds' spread and the leave-one-batch-out error "
+        f"({model.curve.sigma_model:.1%} in log). The data's {runs.note}",
+        source=runs.source,
+        override="--target, --critical-batch",
+    )
+    return curve, epoch, assumption
+
+
+def stored_noise_scale(store: Path, workload: str) -> Sourced[GradientNoise] | None:
+    """The newest gradient noise scale measured for ``workload`` (``gpucast measure train
+    --noise-scale``), or ``None``."""
+    if not store.exists():
+        return None
+    from gpucast.store import Store
+
+    with Store(store).open(create=False) as db:
+        for run in db.list_runs(kind="measurement", workload=workload, limit=50):
+            if run.mode not in (None, "train"):
+                continue
+            noise = db.get_measurement(run.id).gradient_noise
+            if noise is not None:
+                return Sourced(noise, f"store run #{run.id} ({run.device}, batch {run.batch_size})")
+    return None
+
+
+def work_curve(
+    *,
+    spec: TargetSpec,
+    workload_family: str,
+    family_critical_batch: float,
+    family_source: str,
+    critical_batch: float | None,
+    dataset_size: int | None,
+    data_dir: Path | None,
+    noise: Sourced[GradientNoise] | None,
+) -> tuple[ConvergenceCurve, float | None, tuple[Assumption, ...]]:
+    """The samples-to-target curve of a target, the samples per epoch (``None``: unknown) and
+    the assumptions behind it (module docstring). ``spec`` ``epochs``/``samples`` carry the
+    reference batch."""
+    if spec.kind in ("mlperf", "zeus"):
+        curve, epoch, assumption = _table_curve(spec, data_dir, dataset_size)
+        if critical_batch is not None:
+            raise InvalidSpecError(
+                "critical-batch",
+                f"--target {spec.text} brings its own measured efficiency",
+                fix="drop --critical-batch, or give the work as --target <N>epochs@<B>",
+            )
+        return curve, epoch, (assumption,)
+    assert spec.batch is not None and spec.amount is not None
+    if spec.kind == "epochs":
+        if dataset_size is None:
+            raise InvalidSpecError(
+                "dataset-size",
+                "is required to turn epochs into samples",
+                fix="give --dataset-size N, or the target in samples (--target 1.2e8samples@256)",
+            )
+        samples = spec.amount * dataset_size
+    else:
+        samples = spec.amount
+    if critical_batch is not None:
+        bn, why = critical_batch, "given (--critical-batch)"
+    elif noise is not None:
+        bn = noise.value.noise_scale
+        why = (
+            f"the gradient noise scale measured for this workload, {noise.value.text()} "
+            f"[{noise.source}]"
+        )
+    else:
+        bn = family_critical_batch
+        why = f"the {workload_family} family's prior ({family_source})"
+    curve = ConvergenceCurve.from_reference(
+        samples_at_reference=samples, reference_batch=float(spec.batch), noise_batch=bn
+    )
+    what = f"{spec.amount:g} epochs" if spec.kind == "epochs" else f"{spec.amount:,.0f} samples"
+    assumption = Assumption(
+        name="statistical efficiency",
+        value=f"{what} to target at global batch {spec.batch:,}, scaled to other global "
+        f"batches by the gradient-noise-scale law E(B) = E0 (1 + B/B_noise) / (1 + "
+        f"{spec.batch:g}/B_noise) with B_noise {bn:,.0f}: {why}. Without convergence data for "
+        "this workload the law is a prior: on Zeus and MLPerf, anchoring at the tuned batch "
+        "and taking B_noise from other workloads misses by the leave-one-workload-out error "
+        "in README (Statistical efficiency)",
+        source=why,
+        override="--target mlperf:NAME|zeus:NAME, --critical-batch, "
+        "gpucast measure train --noise-scale",
+    )
+    return curve, (None if dataset_size is None else float(dataset_size)), (assumption,)
+
+
+def at_batch_note(curve: ConvergenceCurve, batch: float, dataset_size: float | None) -> str:
+    """'at global batch 3,200: 97.9 epochs (+8.9% over 90 at 256)' for the chosen plan."""
+    mid = float(curve.samples([batch])[0])
+    lo, hi = (float(x[0]) for x in curve.interval([batch], CONFIDENCE))
+    ref = curve.reference_batch
+    at_ref = float(curve.samples([ref])[0])
+    change = mid / at_ref - 1.0
+    if dataset_size:
+        text = (
+            f"{mid / dataset_size:,.1f} epochs ({lo / dataset_size:,.1f}-{hi / dataset_size:,.1f} "
+            f"for one run, {CONFIDENCE:.0%}), {change:+.1%} over {at_ref / dataset_size:,.1f} at "
+            f"{ref:,.0f}"
+        )
+    else:
+        text = f"{mid:,.0f} samples ({lo:,.0f}-{hi:,.0f}), {change:+.1%} over {ref:,.0f}"
+    if curve.extrapolated(batch) and len(curve.knot_batch) > 1:
+        text += (
+            f"; extrapolated beyond the measured batches {curve.knot_batch[0]:,.0f}-"
+            f"{curve.knot_batch[-1]:,.0f}"
+        )
+    return f"at the recommended global batch {batch:,.0f}: {text}"
