@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from gpucast.domain.systems import ClusterSpec
     from gpucast.inputs.spot import Lifetimes, StartupDelays
     from gpucast.plan.inputs import PerfParams, RiskInputs, WorkloadFacts
+    from gpucast.predict.convergence import ConvergenceCurve
 
 
 def plan_train(
@@ -105,6 +106,7 @@ def plan_train(
         prefer_run=None if stored is None else stored.measurement_run,
         efficiency=efficiency.value,
     )
+    request, curve, efficiency_notes = _work_curve(request, store, data_dir)
     risk, lifetimes, startup = _risk_inputs(request, data_dir, facts, catalog, store)
     perf = perf_params(data_dir)
     spread = gpu_variability(request.gpu_variability, store)
@@ -126,6 +128,7 @@ def plan_train(
             override="gpucast catalog import-skypilot",
         ),
         *work_assumptions,
+        *efficiency_notes,
         Assumption(
             name="workload profile",
             value=f"{prof.workload} profiled at batch {prof.batch_size}, {prof.precision}; "
@@ -219,6 +222,7 @@ def plan_train(
         efficiency=efficiency.value,
         assumptions=assumptions if cluster is None else _on_cluster(assumptions, cluster),
         cluster=cluster,
+        work_curve=curve,
     )
     plan = plan_training(request, ctx)
     candidates = tuple(_with_validation(c, request.precision) for c in plan.candidates)
@@ -245,17 +249,20 @@ def plan_train(
 
 def _with_work_defaults(request: TrainRequest) -> tuple[TrainRequest, tuple[Assumption, ...]]:
     """Epochs and dataset size from the workload family where the request has neither."""
+    from gpucast.domain.convergence import parse_target
     from gpucast.plan.efficiency import workload_family
 
     fam = workload_family(request.workload)
+    spec = None if request.target is None else parse_target(request.target)
     changes: dict[str, Any] = {}
     notes: list[Assumption] = []
-    if request.epochs is None and request.steps is None:
+    if spec is None and request.epochs is None and request.steps is None:
         if fam.default_epochs is None:
             raise InvalidSpecError(
                 "epochs",
-                f"has no default for {request.workload}",
-                fix="give --epochs N --dataset-size M (or --steps N)",
+                f"has no default for {request.workload} (no convergence data or target given)",
+                fix="give --target mlperf:NAME|zeus:NAME|90epochs@256, or --epochs N "
+                "--dataset-size M (or --steps N)",
             )
         changes["epochs"] = fam.default_epochs
         notes.append(
@@ -263,10 +270,13 @@ def _with_work_defaults(request: TrainRequest) -> tuple[TrainRequest, tuple[Assu
                 name="epochs",
                 value=f"{fam.default_epochs:g} at the reference batch",
                 source=f"{fam.family} family default ({fam.source})",
-                override="--epochs or --steps",
+                override="--target, --epochs or --steps",
             )
         )
-    if (request.epochs is not None or "epochs" in changes) and request.dataset_size is None:
+    in_epochs = (spec is None and (request.epochs is not None or "epochs" in changes)) or (
+        spec is not None and spec.kind == "epochs"
+    )
+    if in_epochs and request.dataset_size is None:
         if fam.default_dataset_size is None:
             raise InvalidSpecError(
                 "dataset-size",
@@ -282,17 +292,63 @@ def _with_work_defaults(request: TrainRequest) -> tuple[TrainRequest, tuple[Assu
                 override="--dataset-size",
             )
         )
-    notes.append(
-        Assumption(
-            name="reference batch",
-            value=f"{request.reference_batch or fam.reference_batch}: the batch the epochs "
-            "were tuned for; larger global batches need more epochs "
-            f"(critical batch {request.critical_batch or fam.critical_batch:g})",
-            source="given" if request.reference_batch else f"{fam.family} family ({fam.source})",
-            override="--reference-batch, --critical-batch",
+    if spec is None:
+        notes.append(
+            Assumption(
+                name="reference batch",
+                value=f"{request.reference_batch or fam.reference_batch}: the batch the "
+                "epochs were tuned for; other global batches need the samples the statistical "
+                "efficiency below gives",
+                source="given"
+                if request.reference_batch
+                else f"{fam.family} family ({fam.source})",
+                override="--reference-batch, --target",
+            )
         )
-    )
     return dataclasses.replace(request, **changes), tuple(notes)
+
+
+def _work_curve(
+    request: TrainRequest, store: Path, data_dir: Path | None
+) -> tuple[TrainRequest, ConvergenceCurve, tuple[Assumption, ...]]:
+    """Samples to target at every global batch (:func:`gpucast.inputs.convergence.work_curve`),
+    with the samples per epoch a convergence table brings when the request has none."""
+    from gpucast.domain.convergence import TargetSpec, parse_target
+    from gpucast.inputs.convergence import stored_noise_scale, work_curve
+    from gpucast.plan.efficiency import workload_family
+
+    fam = workload_family(request.workload)
+    ref = request.reference_batch or fam.reference_batch
+    if request.target is not None:
+        spec = parse_target(request.target)
+    elif request.steps is not None:
+        spec = TargetSpec(
+            kind="samples",
+            text=f"{request.steps} steps at {ref}",
+            amount=float(request.steps) * ref,
+            batch=ref,
+        )
+    else:
+        assert request.epochs is not None  # _with_work_defaults gave one
+        spec = TargetSpec(
+            kind="epochs", text=f"{request.epochs:g} epochs", amount=request.epochs, batch=ref
+        )
+    noise = None
+    if not spec.table and request.critical_batch is None:
+        noise = stored_noise_scale(store, request.workload)
+    curve, epoch, notes = work_curve(
+        spec=spec,
+        workload_family=fam.family,
+        family_critical_batch=fam.critical_batch,
+        family_source=fam.source,
+        critical_batch=request.critical_batch,
+        dataset_size=request.dataset_size,
+        data_dir=data_dir,
+        noise=noise,
+    )
+    if request.dataset_size is None and epoch is not None:
+        request = dataclasses.replace(request, dataset_size=round(epoch))
+    return request, curve, notes
 
 
 def _deadline_assumption(request: TrainRequest) -> Assumption:

@@ -277,6 +277,11 @@ class GradientNoise:
         """B_simple = tr(Sigma) / |G|^2, in samples."""
         return self.trace_sigma / self.grad_sqr
 
+    @property
+    def at_initialisation(self) -> bool:
+        """Whether it was measured on freshly initialised weights (``data`` says so)."""
+        return "initialis" in self.data
+
     def text(self) -> str:
         return (
             f"B_simple {self.noise_scale:,.0f} samples ({self.confidence:.0%}: "

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+from gpucast.domain.convergence import TARGET_HELP, parse_target
 from gpucast.domain.energy import check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.options import build, lower_list, none_or, option, to_options
@@ -88,8 +89,10 @@ class TrainRequest:
 
     The work is ``epochs`` passes over ``dataset_size`` samples at the ``reference_batch``
     (the batch the epoch count was tuned for; larger global batches need more epochs, see
-    :mod:`gpucast.plan.efficiency`), or ``steps`` global steps at ``reference_batch``; with
-    neither, the workload family's defaults apply (listed under the plan's assumptions).
+    :mod:`gpucast.plan.efficiency`), or ``steps`` global steps at ``reference_batch``, or a
+    ``target`` (:func:`gpucast.domain.convergence.parse_target`: a convergence table such as
+    ``mlperf:resnet``, or ``90epochs@256``); with none, the workload family's defaults apply
+    (listed under the plan's assumptions).
     ``batch_size`` fixes the per-worker batch, ``global_batch`` the global one; with neither,
     the per-worker batch is searched over ``batch_sizes``. ``None`` means "no constraint"
     for ``deadline_s``, ``budget_usd``; empty tuples mean "any" for the filters. Every field
@@ -120,6 +123,7 @@ class TrainRequest:
         help="Batch the epoch count was tuned for (default: the workload family's).",
         example="256",
     )
+    target: str | None = option(None, help=TARGET_HELP, example="mlperf:resnet")
     deadline_s: float | None = option(
         DEFAULT_DEADLINE_S,
         flag="deadline",
@@ -208,6 +212,21 @@ class TrainRequest:
                 "give the work as epochs or as steps, not both",
                 fix="drop --steps or --epochs",
             )
+        if self.target is not None:
+            spec = parse_target(self.target)
+            for flag, given in (
+                ("epochs", self.epochs),
+                ("steps", self.steps),
+                ("reference-batch", self.reference_batch),
+            ):
+                if given is not None:
+                    raise InvalidSpecError(
+                        f"target/{flag}",
+                        "give the work as --target or as --epochs/--steps at --reference-batch, "
+                        "not both",
+                        fix=f"drop --{flag}"
+                        + ("" if spec.table else f" (the batch after @ in {spec.text} is it)"),
+                    )
         _finite_positive("epochs", self.epochs, fix="e.g. --epochs 90")
         _positive_int("dataset-size", self.dataset_size, fix="e.g. --dataset-size 1281167")
         _positive_int("steps", self.steps, fix="e.g. --steps 100000")

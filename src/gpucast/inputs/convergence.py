@@ -39,20 +39,22 @@ FloatArray = npt.NDArray[np.float64]
 
 #: Coverage of the per-run intervals the curves carry.
 CONFIDENCE = 0.8
+#: What a prior critical batch misses by (benchmarks/convergence_accuracy.py, part 2).
+PRIOR_ERROR = "median 8-26% on Zeus and MLPerf at other batches"
 _ZEUS_FILE = ("zeus_nsdi23", "summary_train.csv")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Runs:
     """One entry per seed: the global batch it trained at and its epochs or samples to
-    target (NaN: never reached). ``unit`` is ``epochs`` or ``samples``; ``samples_per_unit``
-    converts (``None``: the epoch size is not established)."""
+    target (NaN: never reached). ``unit`` is ``epochs`` or ``samples``; ``epoch_samples`` is
+    the samples of one epoch (``None``: not established, or the data has no epochs)."""
 
     name: str
     batch: FloatArray
     value: FloatArray
     unit: str
-    samples_per_unit: float | None
+    epoch_samples: float | None
     target: str
     source: str
     note: str = ""
@@ -72,7 +74,7 @@ def mlperf_runs(benchmark: str) -> Runs:
         batch=batch,
         value=value,
         unit="samples",
-        samples_per_unit=1.0,
+        epoch_samples=None if first.dataset_samples is None else float(first.dataset_samples),
         target=target,
         source=f"MLPerf reference convergence points, {first.rcp_folder} ({first.source_url})",
         note=(
@@ -104,7 +106,7 @@ def zeus_runs(data_dir: Path | None) -> dict[str, Runs]:
             batch=rows["batch_size"].to_numpy(dtype=np.float64),
             value=rows["target_epoch"].to_numpy(dtype=np.float64),
             unit="epochs",
-            samples_per_unit=None if w is None or w.train_samples is None else w.train_samples,
+            epoch_samples=None if w is None or w.train_samples is None else w.train_samples,
             target=f"{network} on {dataset} to {w.metric if w else 'metric'} "
             f"{float(rows['target_metric'].iloc[0]):g}",
             source=f"Zeus NSDI'23 summary_train.csv ({path})",
@@ -143,18 +145,16 @@ def _table_curve(
         runs = table[spec.name]
     model = fit_runs(runs)
     curve = model.curve
-    epoch = runs.samples_per_unit if runs.unit == "epochs" else None
+    epoch = runs.epoch_samples if dataset_size is None else float(dataset_size)
     if runs.unit == "epochs":
-        size = dataset_size if dataset_size is not None else runs.samples_per_unit
-        if size is None:
+        if epoch is None:
             raise InvalidSpecError(
                 "dataset-size",
                 f"is required for {runs.name}: the traces count epochs and the epoch size of "
                 f"{spec.name} is not established",
                 fix="give --dataset-size N (samples per epoch)",
             )
-        curve = curve.scaled(float(size), "samples")
-        epoch = float(size)
+        curve = curve.scaled(epoch, "samples")
     knots = ", ".join(f"{b:g}" for b in curve.knot_batch)
     assumption = Assumption(
         name="statistical efficiency",
@@ -162,7 +162,8 @@ def _table_curve(
         f"{knots}, fitted with the gradient-noise-scale law E(B) = E_min (1 + B/B_noise) "
         f"(B_noise {curve.noise_batch:,.0f}), through the measured means; per-run "
         f"{CONFIDENCE:.0%} interval from the seeds' spread and the leave-one-batch-out error "
-        f"({model.curve.sigma_model:.1%} in log). The data's {runs.note}",
+        f"({model.curve.sigma_model:.1%} in log), folded into each plan's time interval and "
+        f"P(meet deadline); data: {runs.note}",
         source=runs.source,
         override="--target, --critical-batch",
     )
@@ -221,16 +222,24 @@ def work_curve(
     else:
         samples = spec.amount
     if critical_batch is not None:
-        bn, why = critical_batch, "given (--critical-batch)"
+        bn, label, why = critical_batch, "given", "given (--critical-batch)"
     elif noise is not None:
         bn = noise.value.noise_scale
-        why = (
-            f"the gradient noise scale measured for this workload, {noise.value.text()} "
-            f"[{noise.source}]"
-        )
+        label = "the gradient noise scale measured for this workload"
+        why = f"{noise.value.text()} [{noise.source}]"
+        if noise.value.at_initialisation:
+            label += (
+                " at initialisation (it grows as training proceeds: the Pollux traces' median "
+                "over training is 2-2000x their first epoch's, so this understates B_noise; "
+                "measure on a checkpoint with real data)"
+            )
     else:
         bn = family_critical_batch
-        why = f"the {workload_family} family's prior ({family_source})"
+        label = (
+            f"the {workload_family} family's prior, not fitted on this workload "
+            f"(leave-one-workload-out error: {PRIOR_ERROR})"
+        )
+        why = family_source
     curve = ConvergenceCurve.from_reference(
         samples_at_reference=samples, reference_batch=float(spec.batch), noise_batch=bn
     )
@@ -239,35 +248,9 @@ def work_curve(
         name="statistical efficiency",
         value=f"{what} to target at global batch {spec.batch:,}, scaled to other global "
         f"batches by the gradient-noise-scale law E(B) = E0 (1 + B/B_noise) / (1 + "
-        f"{spec.batch:g}/B_noise) with B_noise {bn:,.0f}: {why}. Without convergence data for "
-        "this workload the law is a prior: on Zeus and MLPerf, anchoring at the tuned batch "
-        "and taking B_noise from other workloads misses by the leave-one-workload-out error "
-        "in README (Statistical efficiency)",
+        f"{spec.batch:g}/B_noise) with B_noise {bn:,.0f}: {label}",
         source=why,
         override="--target mlperf:NAME|zeus:NAME, --critical-batch, "
         "gpucast measure train --noise-scale",
     )
     return curve, (None if dataset_size is None else float(dataset_size)), (assumption,)
-
-
-def at_batch_note(curve: ConvergenceCurve, batch: float, dataset_size: float | None) -> str:
-    """'at global batch 3,200: 97.9 epochs (+8.9% over 90 at 256)' for the chosen plan."""
-    mid = float(curve.samples([batch])[0])
-    lo, hi = (float(x[0]) for x in curve.interval([batch], CONFIDENCE))
-    ref = curve.reference_batch
-    at_ref = float(curve.samples([ref])[0])
-    change = mid / at_ref - 1.0
-    if dataset_size:
-        text = (
-            f"{mid / dataset_size:,.1f} epochs ({lo / dataset_size:,.1f}-{hi / dataset_size:,.1f} "
-            f"for one run, {CONFIDENCE:.0%}), {change:+.1%} over {at_ref / dataset_size:,.1f} at "
-            f"{ref:,.0f}"
-        )
-    else:
-        text = f"{mid:,.0f} samples ({lo:,.0f}-{hi:,.0f}), {change:+.1%} over {ref:,.0f}"
-    if curve.extrapolated(batch) and len(curve.knot_batch) > 1:
-        text += (
-            f"; extrapolated beyond the measured batches {curve.knot_batch[0]:,.0f}-"
-            f"{curve.knot_batch[-1]:,.0f}"
-        )
-    return f"at the recommended global batch {batch:,.0f}: {text}"

@@ -37,6 +37,10 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.predict.convergence import ConvergenceCurve
+
+#: Coverage of the per-run interval shown with the chosen batch.
+NOTE_CONFIDENCE = 0.8
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,3 +129,30 @@ def epochs_needed(
     b = np.asarray(global_batch, dtype=np.float64)
     scale = (1.0 + b / critical_batch) / (1.0 + reference_batch / critical_batch)
     return np.asarray(epochs_at_reference * scale, dtype=np.float64)
+
+
+def at_batch_note(curve: ConvergenceCurve, batch: float, dataset_size: float | None) -> str:
+    """'at the recommended global batch 3,200: 97.9 epochs (...), +8.9% over 90.0 at 256'."""
+    mid = float(curve.samples([batch])[0])
+    lo, hi = (float(x[0]) for x in curve.interval([batch], NOTE_CONFIDENCE))
+    ref = curve.reference_batch
+    at_ref = float(curve.samples([ref])[0])
+    change = mid / at_ref - 1.0
+    spread = hi / lo > 1.0 + 1e-9
+    if dataset_size:
+        d = dataset_size
+        text = f"{mid / d:,.1f} epochs"
+        if spread:
+            text += f" ({lo / d:,.1f}-{hi / d:,.1f} for one run, {NOTE_CONFIDENCE:.0%})"
+        text += f", {change:+.1%} over {at_ref / d:,.1f} at {ref:,.0f}"
+    else:
+        text = f"{mid:,.0f} samples"
+        if spread:
+            text += f" ({lo:,.0f}-{hi:,.0f} for one run, {NOTE_CONFIDENCE:.0%})"
+        text += f", {change:+.1%} over {at_ref:,.0f} at {ref:,.0f}"
+    if len(curve.knot_batch) > 1 and curve.extrapolated(batch):
+        text += (
+            f"; extrapolated beyond the measured batches {curve.knot_batch[0]:,.0f}-"
+            f"{curve.knot_batch[-1]:,.0f}"
+        )
+    return f"at the recommended global batch {batch:,.0f}: {text}"

@@ -20,13 +20,17 @@ Everything is an array over candidates; there is no per-candidate Python loop. P
   ``n`` in one pass); a worker's own node NIC, carrying every shard's bytes, adds a delay
   where it is the slower end and bounds the node's update rate (a node-NIC bound).
 * **statistical efficiency**: the global batch (``n x b`` synchronous, ``b`` asynchronous)
-  sets the samples needed (:func:`gpucast.plan.efficiency.epochs_needed`).
+  sets the samples needed (:class:`Work`: a fitted
+  :class:`~gpucast.predict.convergence.ConvergenceCurve`, else
+  :func:`gpucast.plan.efficiency.epochs_needed`).
 * **time** = start-up + samples needed / samples per second; **cost** = time x (instances x
   US$/h + PS shards x CPU US$/h).
 * **interval**: ``train_ratio_lower`` / ``train_ratio_upper`` scale the training time to the
   ends of the step-time model's interval (the roofline's, the PS model's residual quantiles,
-  +-``collective_uncertainty`` on exposed communication). :mod:`gpucast.plan.uncertainty`
-  reads them as the 10th / 90th percentiles of the run's speed factor.
+  +-``collective_uncertainty`` on exposed communication) and, with a fitted convergence
+  curve, the run-to-run spread of the samples to target (:meth:`Work.widen`).
+  :mod:`gpucast.plan.uncertainty` reads them as the 10th / 90th percentiles of the run's
+  speed factor.
 * **mixed GPU types** (rows with a second part): :func:`evaluate_mixed`, the formulas of
   :mod:`gpucast.plan.hetero`.
 
@@ -53,6 +57,7 @@ from gpucast.plan.hetero import (
 from gpucast.plan.inputs import CHECKPOINTING_SLOWDOWN, TERMS, GpuTable, PerfParams, WorkloadFacts
 from gpucast.plan.space import DDP, FSDP, PS, PS_SYNC, Space
 from gpucast.predict import comm
+from gpucast.predict.convergence import ConvergenceCurve
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -68,6 +73,8 @@ BOTTLENECKS: tuple[str, ...] = (
     "worker_network",
 )
 _B = {name: i for i, name in enumerate(BOTTLENECKS)}
+#: The 90th percentile of a standard normal: the planner's intervals are 10th-90th.
+Z80 = 1.2815515655446004
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,14 +86,41 @@ class Work:
     reference_batch: float
     critical_batch: float
     dataset_size: float | None
+    #: samples to target at every global batch, with a run's spread (None: the rule above)
+    curve: ConvergenceCurve | None = None
+
+    def curve_or_rule(self) -> ConvergenceCurve:
+        """The curve, or the rule above as a curve (no spread)."""
+        if self.curve is not None:
+            return self.curve
+        return ConvergenceCurve.from_reference(
+            samples_at_reference=self.samples_at_reference,
+            reference_batch=self.reference_batch,
+            noise_batch=self.critical_batch,
+        )
 
     def samples_needed(self, global_batch: FloatArray) -> FloatArray:
+        if self.curve is not None:
+            return self.curve.samples(global_batch)
         return epochs_needed(
             global_batch,
             epochs_at_reference=self.samples_at_reference,
             reference_batch=self.reference_batch,
             critical_batch=self.critical_batch,
         )
+
+    def widen(
+        self, lower: FloatArray, upper: FloatArray, global_batch: FloatArray
+    ) -> tuple[FloatArray, FloatArray]:
+        """The training-time ratios ``lower``/``upper`` (10th/90th percentiles of the speed
+        factor) with the run-to-run spread of the samples to target folded in (independent,
+        in log space); unchanged without a curve or where it has no spread."""
+        if self.curve is None:
+            return lower, upper
+        spread = Z80 * self.curve.sigma_log(global_batch)
+        lo = np.exp(-np.sqrt(np.log(lower) ** 2 + spread**2))
+        hi = np.exp(np.sqrt(np.log(upper) ** 2 + spread**2))
+        return np.minimum(lower, lo), np.maximum(upper, hi)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -327,6 +361,7 @@ def _evaluate_single(
     hi_async = np.where(ps_bound | nic_bound, np.exp(-params.ps_log_residual_q10), hi_ratio)
     ratio_lower = np.where(sync, lo_sync, lo_async)
     ratio_upper = np.where(sync, hi_sync, hi_async)
+    ratio_lower, ratio_upper = work.widen(ratio_lower, ratio_upper, global_batch)
     time_lower = startup_s + train_s * ratio_lower
     time_upper = startup_s + train_s * ratio_upper
 
@@ -530,6 +565,7 @@ def evaluate_mixed(
     hi_async = np.where(ps_bound | nic_bound, q10, hi_ratio)
     ratio_lower = np.where(strat == DDP, lo_sync, np.where(strat == PS_SYNC, lo_psync, lo_async))
     ratio_upper = np.where(strat == DDP, hi_sync, np.where(strat == PS_SYNC, hi_psync, hi_async))
+    ratio_lower, ratio_upper = work.widen(ratio_lower, ratio_upper, g_stat)
 
     spot = space.spot
     price_a = np.where(spot, off.spot_usd_per_hour[oa], off.on_demand_usd_per_hour[oa])

@@ -89,7 +89,9 @@ def explain(
     gb = float(ev.global_batch[i])
     crit = res.work.critical_batch
     if gb > crit / 4:
-        extra = (1 + gb / crit) / (1 + res.work.reference_batch / crit)
+        ref = np.array([res.work.reference_batch, gb])
+        at_ref, at_gb = (float(x) for x in res.work.samples_needed(ref))
+        extra = at_gb / at_ref
         line = (
             f"global batch {gb:,.0f} needs {extra:.2f}x the reference epochs (B_crit {crit:,.0f})"
         )

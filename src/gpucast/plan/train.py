@@ -44,7 +44,7 @@ from gpucast.domain.plan import ModelInfo, PlanCandidate, TrainPlan, TrainReques
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.systems import NO_PRICE_NOTE, ClusterSpec
 from gpucast.domain.units import GIB
-from gpucast.plan.efficiency import workload_family
+from gpucast.plan.efficiency import at_batch_note, workload_family
 from gpucast.plan.evaluate import BOTTLENECKS, Evaluation, Work, evaluate
 from gpucast.plan.explain import explain
 from gpucast.plan.inputs import GpuTable, PerfParams, RiskInputs, WorkloadFacts, build_gpu_table
@@ -67,6 +67,7 @@ from gpucast.plan.space import (
     cluster_offers,
 )
 from gpucast.plan.uncertainty import SPOT_STRATA, p_meet_deadline, strata
+from gpucast.predict.convergence import ConvergenceCurve
 from gpucast.predict.roofline import Calibration, RooflineEfficiency
 
 IntArray = npt.NDArray[np.int64]
@@ -117,6 +118,9 @@ class PlanContext:
     grid_gco2e_per_kwh: Mapping[tuple[str, str], float] = field(default_factory=dict)
     #: facility overhead on the GPUs' energy (1: the boards' energy alone)
     pue: float = 1.0
+    #: samples to target at every global batch (None: the request's epochs/steps at its
+    #: reference batch, scaled by the family's critical batch)
+    work_curve: ConvergenceCurve | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -218,7 +222,19 @@ def within_cluster(request: TrainRequest, cluster: ClusterSpec) -> TrainRequest:
     return replace(request, max_gpus=max_gpus, allow_spot=request.allow_spot and cluster.has_spot)
 
 
-def make_work(request: TrainRequest, facts: WorkloadFacts) -> Work:
+def make_work(
+    request: TrainRequest, facts: WorkloadFacts, curve: ConvergenceCurve | None = None
+) -> Work:
+    dataset = None if request.dataset_size is None else float(request.dataset_size)
+    if curve is not None:
+        ref = curve.reference_batch
+        return Work(
+            samples_at_reference=float(curve.samples([ref])[0]),
+            reference_batch=ref,
+            critical_batch=curve.noise_batch,
+            dataset_size=dataset,
+            curve=curve,
+        )
     fam = workload_family(request.workload)
     ref = float(request.reference_batch or fam.reference_batch)
     crit = float(request.critical_batch or fam.critical_batch)
@@ -253,7 +269,7 @@ def search(request: TrainRequest, ctx: PlanContext) -> SearchResult:
     specs = [ctx.catalog.gpu(n) for n in sorted(set(offers.gpu_name))]
     gpus = build_gpu_table(ctx.facts, specs, calibration=ctx.calibration, efficiency=ctx.efficiency)
     space, dropped = build_space(space_request, offers)
-    work = make_work(request, ctx.facts)
+    work = make_work(request, ctx.facts, ctx.work_curve)
     ev = evaluate(
         space,
         facts=ctx.facts,
@@ -672,6 +688,14 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         fam.source,
         "--critical-batch, --reference-batch",
     )
+    pick = picks[request.objective]
+    if pick is not None:
+        chosen_batch = float(ev.global_batch[rows[order[pick]]])
+        note = at_batch_note(res.work.curve_or_rule(), chosen_batch, res.work.dataset_size)
+        assumptions = [
+            replace(a, value=f"{a.value}; {note}") if a.name == "statistical efficiency" else a
+            for a in assumptions
+        ]
     assume(
         "risk",
         "P(meet deadline) covers the step-time model's own uncertainty and, for spot, "

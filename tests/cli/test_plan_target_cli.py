@@ -1,0 +1,81 @@
+"""`gpucast plan train --target`: the work to a quality target, with its rule shown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpucast.cli.app import app as cli
+
+runner = CliRunner()
+SMALL = ["plan", "train", "--workload", "cifar-resnet20", "--no-spot", "--gpu", "V100"]
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("gpucast-cache")
+
+
+@pytest.fixture(autouse=True)
+def _env(cache_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_dir))
+    monkeypatch.delenv("GPUCAST_SHARED_DATA", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def _plan(*args: str) -> dict:  # type: ignore[type-arg]
+    result = runner.invoke(cli, [*SMALL, *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)  # type: ignore[no-any-return]
+
+
+def _efficiency(plan: dict) -> str:  # type: ignore[type-arg]
+    (note,) = [a for a in plan["assumptions"] if a["name"] == "statistical efficiency"]
+    return str(note["value"])
+
+
+def test_epochs_at_a_batch_equal_epochs_and_reference_batch() -> None:
+    a = _plan("--target", "10epochs@128", "--dataset-size", "50000")
+    b = _plan("--epochs", "10", "--reference-batch", "128", "--dataset-size", "50000")
+    best_a, best_b = a["candidates"][a["recommended"]], b["candidates"][b["recommended"]]
+    assert best_a["epochs"] == pytest.approx(best_b["epochs"])
+    assert best_a["cost_usd"] == pytest.approx(best_b["cost_usd"])
+    assert "10 epochs to target at global batch 128" in _efficiency(a)
+    assert "at the recommended global batch" in _efficiency(b)
+
+
+def test_mlperf_target_is_turned_into_samples_at_each_global_batch() -> None:
+    plan = _plan("--target", "mlperf:resnet")
+    text = _efficiency(plan)
+    assert "mlperf:resnet" in text and "B_noise" in text and "at the recommended" in text
+    assert plan["request"]["target"] == "mlperf:resnet"
+    for c in plan["candidates"]:
+        assert 30 < c["epochs"] < 90  # ImageNet epochs of the MLPerf reference
+
+
+def test_zeus_target_uses_the_published_seeds(shared_data: Path) -> None:
+    plan = _plan("--target", "zeus:cifar100", "--data-dir", str(shared_data))
+    assert "zeus:cifar100" in _efficiency(plan)
+    assert "learning rate fixed" in _efficiency(plan)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--target", "soon"], "target"),
+        (["--target", "mlperf:resnet", "--epochs", "3"], "not both"),
+        (["--target", "mlperf:imagenet"], "unknown MLPerf benchmark"),
+        (["--target", "zeus:imagenet"], "--data-dir"),
+        (["--target", "0samples@128"], "> 0"),
+        (["--target", "mlperf:resnet", "--critical-batch", "100"], "critical-batch"),
+        (["--workload", "mlp"], "no convergence data or target given"),
+    ],
+)
+def test_bad_targets_are_one_line_and_exit_2(args: list[str], needle: str) -> None:
+    result = runner.invoke(cli, [*SMALL, *args])
+    assert result.exit_code == 2, result.output
+    assert needle in result.output
+    assert len(result.output.strip().splitlines()) == 1
