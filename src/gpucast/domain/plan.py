@@ -214,17 +214,17 @@ class TrainRequest:
             )
         if self.target is not None:
             spec = parse_target(self.target)
-            for flag, given in (
+            for work_flag, work_value in (
                 ("epochs", self.epochs),
                 ("steps", self.steps),
                 ("reference-batch", self.reference_batch),
             ):
-                if given is not None:
+                if work_value is not None:
                     raise InvalidSpecError(
-                        f"target/{flag}",
+                        f"target/{work_flag}",
                         "give the work as --target or as --epochs/--steps at --reference-batch, "
                         "not both",
-                        fix=f"drop --{flag}"
+                        fix=f"drop --{work_flag}"
                         + ("" if spec.table else f" (the batch after @ in {spec.text} is it)"),
                     )
         _finite_positive("epochs", self.epochs, fix="e.g. --epochs 90")
