@@ -79,3 +79,49 @@ def test_bad_targets_are_one_line_and_exit_2(args: list[str], needle: str) -> No
     assert result.exit_code == 2, result.output
     assert needle in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_measured_noise_scale_sets_the_critical_batch(tmp_path: Path) -> None:
+    model = Path(__file__).parents[1] / "measure" / "regression_model.py"
+    workload = f"{model}:factory"
+    db = str(tmp_path / "store.db")
+    measured = runner.invoke(
+        cli,
+        ["--db", db, "measure", "train", workload, "--batch-size", "256", "--noise-scale",
+         "--max-time-s", "1", "--min-samples", "3", "--device", "cpu", "--json"],
+    )  # fmt: skip
+    assert measured.exit_code == 0, measured.output
+    noise = json.loads(measured.output)["gradient_noise"]
+    assert 3.0 < noise["noise_scale"] < 30.0  # 9 in closed form
+    result = runner.invoke(
+        cli,
+        ["--db", db, "plan", "train", "--workload", workload, "--target", "1e7samples@64",
+         "--no-spot", "--gpu", "T4", "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    (note,) = [a for a in plan["assumptions"] if a["name"] == "statistical efficiency"]
+    assert "measured for this workload" in note["value"] and "B_simple" in note["source"]
+    assert plan["critical_batch"] == pytest.approx(noise["noise_scale"])
+    # a given critical batch wins over the stored one
+    given = runner.invoke(
+        cli,
+        ["--db", db, "plan", "train", "--workload", workload, "--target", "1e7samples@64",
+         "--no-spot", "--gpu", "T4", "--critical-batch", "4096", "--json"],
+    )  # fmt: skip
+    assert json.loads(given.output)["critical_batch"] == 4096
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--noise-scale", "--batch-size", "2"], "noise-micro-batches"),
+        (["--noise-scale", "--distributed", "ddp"], "noise-scale"),
+        (["--noise-scale", "--noise-micro-batches", "1"], "noise-micro-batches"),
+    ],
+)
+def test_bad_noise_options_are_one_line(args: list[str], needle: str, tmp_path: Path) -> None:
+    result = runner.invoke(cli, ["--db", str(tmp_path / "s.db"), "measure", "train", "mlp", *args])
+    assert result.exit_code == 2, result.output
+    assert needle in result.output and len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "s.db").exists()

@@ -120,6 +120,16 @@ class MeasureTrainRequest(_StepRequest):
         example="150,200,250",
         item="float",
     )
+    noise_scale: bool = option(
+        False,
+        negative="no-noise-scale",
+        help="Also estimate the gradient noise scale (Pollux's grad_sqr/grad_var across "
+        "micro-batches, at the built weights) and store it with the measurement; plan train "
+        "then uses it as B_noise for this workload.",
+    )
+    noise_micro_batches: int = option(
+        4, help="Micro-batches per step for --noise-scale (>= 2).", example="4"
+    )
 
     def __post_init__(self) -> None:
         self._check_steps()
@@ -128,6 +138,24 @@ class MeasureTrainRequest(_StepRequest):
             if isinstance(watts, bool) or not (math.isfinite(watts) and watts > 0):
                 raise InvalidSpecError(
                     "power-limits", "must be watts > 0", got=watts, fix="e.g. 150,200,250"
+                )
+        if self.noise_scale:
+            if self.distributed or self.power_limits:
+                raise InvalidSpecError(
+                    "noise-scale",
+                    "is measured in a single-process run without a power sweep",
+                    fix="drop --distributed/--power-limits, or measure the noise scale apart",
+                )
+            if (
+                isinstance(self.noise_micro_batches, bool)
+                or self.noise_micro_batches < 2
+                or self.batch_size < self.noise_micro_batches
+            ):
+                raise InvalidSpecError(
+                    "noise-micro-batches",
+                    f"must be an integer in [2, --batch-size {self.batch_size}]",
+                    got=self.noise_micro_batches,
+                    fix="e.g. --noise-micro-batches 4 with --batch-size >= 4",
                 )
         if self.power_limits and self.distributed:
             raise InvalidSpecError(
@@ -313,6 +341,10 @@ def _single(
             min_samples=request.min_samples,
             workload=chosen,
             on_progress=on_progress,
+            noise_scale=isinstance(request, MeasureTrainRequest) and request.noise_scale,
+            noise_micro_batches=request.noise_micro_batches
+            if isinstance(request, MeasureTrainRequest)
+            else 4,
         )
         run_id = None if store is None else store.save_measurement(result)
     finally:

@@ -107,6 +107,8 @@ def measurement_table(m: Measurement, *, title: str | None = None) -> Table:
                 f"{e.cpu_energy_j_per_step:.3g} J/step, "
                 f"{e.cpu_energy_j / e.elapsed_s:.1f} W mean ({e.cpu_method}, all packages)",
             )
+    if m.gradient_noise is not None:
+        table.add_row("gradient noise scale", m.gradient_noise.text())
     table.add_row("created", m.created_at.isoformat(timespec="seconds"))
     return table
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -186,6 +187,9 @@ def measure(
     clock: Clock | None = None,
     telemetry: bool = True,
     on_progress: Callable[[Progress], None] | None = None,
+    noise_scale: bool = False,
+    noise_micro_batches: int = 4,
+    noise_steps: int = 8,
 ) -> Measurement:
     """Measure ``spec``'s ``mode`` ("train" or "infer") step on ``device``.
 
@@ -194,6 +198,11 @@ def measure(
     step time is within ``target_ci`` of it, or after ``max_time_s`` (warm-up included; model
     construction excluded), with at least ``min_samples`` samples — see
     :mod:`gpucast.measure.harness` for the exact warm-up and stopping rules.
+
+    With ``noise_scale`` (training only), the gradient noise scale is estimated first, at the
+    weights the workload was built with, from ``noise_steps`` steps of ``noise_micro_batches``
+    micro-batches of ``batch_size // noise_micro_batches`` samples
+    (:mod:`gpucast.measure.noise`), and kept in ``Measurement.gradient_noise``.
 
     Raises InvalidSpecError / DeviceUnavailableError / UnknownWorkloadError for bad input
     (checked before any model is built) and MeasurementError when a step fails.
@@ -209,6 +218,8 @@ def measure(
         max_warmup_steps=max_warmup_steps,
     )
     checked_mode = _check_mode(mode)
+    if noise_scale:
+        check_noise_options(checked_mode, spec.batch_size, noise_micro_batches, noise_steps)
     torch_device = resolve_device(device)
 
     from gpucast.workloads import get_workload
@@ -217,7 +228,25 @@ def measure(
     chosen = workload if workload is not None else get_workload(spec.name)
     with _translate_failures(spec, checked_mode, device_label(torch_device)):
         runner = make_step(chosen, spec, checked_mode, torch_device)
-    return measure_runner(
+    noise, noise_notes = None, ()
+    if noise_scale:
+        from gpucast.measure.noise import estimate_gradient_noise
+
+        what = (
+            "the user factory's example batch, at its weights"
+            if chosen.family == "user"
+            else "synthetic batches (random inputs and labels), at initialisation"
+        )
+        noise, noise_notes = estimate_gradient_noise(
+            chosen,
+            runner.model,
+            torch_device,
+            micro_batch=spec.batch_size // noise_micro_batches,
+            micro_batches=noise_micro_batches,
+            steps=noise_steps,
+            data=f"{what}; fp32 gradients",
+        )
+    result = measure_runner(
         runner,
         spec=spec,
         mode=checked_mode,
@@ -227,3 +256,25 @@ def measure(
         telemetry=telemetry,
         on_progress=on_progress,
     )
+    if noise is None and not noise_notes:
+        return result
+    return dataclasses.replace(
+        result, gradient_noise=noise, warnings=(*result.warnings, *noise_notes)
+    )
+
+
+def check_noise_options(mode: str, batch_size: int, micro_batches: int, steps: int) -> None:
+    """The noise-scale options, checked before anything is built."""
+    if mode != "train":
+        raise InvalidSpecError("noise-scale", "is measured on training steps only")
+    for name, value in (("noise-micro-batches", micro_batches), ("noise-steps", steps)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+            raise InvalidSpecError(name, "must be an integer >= 2", got=value)
+    if batch_size < micro_batches:
+        raise InvalidSpecError(
+            "noise-scale",
+            f"needs a batch of at least {micro_batches} samples to split into "
+            f"{micro_batches} micro-batches",
+            got=batch_size,
+            fix=f"raise --batch-size to >= {micro_batches} or lower --noise-micro-batches",
+        )
