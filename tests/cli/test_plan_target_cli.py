@@ -125,3 +125,20 @@ def test_bad_noise_options_are_one_line(args: list[str], needle: str, tmp_path: 
     assert result.exit_code == 2, result.output
     assert needle in result.output and len(result.output.strip().splitlines()) == 1
     assert not (tmp_path / "s.db").exists()
+
+
+def test_goodput_objective_shows_the_batch_chosen_and_why() -> None:
+    plan = _plan("--epochs", "10", "--dataset-size", "50000", "--objective", "goodput")
+    best = plan["candidates"][plan["recommended"]]
+    assert best["goodput_samples_per_s"] == max(
+        c["goodput_samples_per_s"] for c in plan["candidates"]
+    )
+    chosen = [o for o in plan["batch_choice"] if o["chosen"]]
+    assert [o["global_batch"] for o in chosen] == [best["global_batch"]]
+    assert "goodput" in plan["batch_why"]
+    result = runner.invoke(
+        cli, [*SMALL, "--epochs", "10", "--dataset-size", "50000", "--objective", "goodput"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "batch: global batch" in result.output
+    assert "global batch on the recommended hardware" in result.output

@@ -56,7 +56,7 @@ from gpucast.domain.workload import (
 #: Data-parallel strategies the planner searches: ring all-reduce DDP, fully sharded data
 #: parallel, asynchronous parameter server with CPU shards.
 STRATEGIES: tuple[str, ...] = ("ddp", "fsdp", "ps")
-OBJECTIVES: tuple[str, ...] = ("cheapest", "fastest", "energy", "carbon")
+OBJECTIVES: tuple[str, ...] = ("cheapest", "fastest", "energy", "carbon", "goodput")
 MARKETS: tuple[str, ...] = ("on-demand", "spot")
 PLAN_SCHEMA_VERSION = 2
 #: Deadline of a plan when none is given (24 h).
@@ -157,7 +157,12 @@ class TrainRequest:
     allow_mixed: bool = option(
         False, negative="no-allow-mixed", help="Also plan clusters of two GPU types."
     )
-    objective: str = option("cheapest", help=f"{' | '.join(OBJECTIVES)}.", example="fastest")
+    objective: str = option(
+        "cheapest",
+        help=f"{' | '.join(OBJECTIVES)} (goodput: the most reference-batch samples per second, "
+        "throughput x statistical efficiency, with the per-worker batch searched over 8-1024).",
+        example="fastest",
+    )
     critical_batch: float | None = option(
         None,
         help="Critical batch B_crit of the statistical-efficiency model "
@@ -434,6 +439,10 @@ class PlanCandidate:
     #: intensity (None: no power facts, or no grid figure for the region)
     energy_kwh: float | None = None
     co2e_kg: float | None = None
+    #: samples to target at the reference batch over those at this global batch (Pollux's
+    #: statistical efficiency), and throughput x that (reference samples per second)
+    statistical_efficiency: float | None = None
+    goodput_samples_per_s: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "breakdown_s", MappingProxyType(dict(self.breakdown_s)))
@@ -501,6 +510,8 @@ class PlanCandidate:
             "power_limit_w": self.power_limit_w,
             "energy_kwh": self.energy_kwh,
             "co2e_kg": self.co2e_kg,
+            "statistical_efficiency": self.statistical_efficiency,
+            "goodput_samples_per_s": self.goodput_samples_per_s,
         }
 
     @classmethod
@@ -525,6 +536,50 @@ class PlanCandidate:
             if kwargs.get(key) is None:
                 kwargs[key] = math.inf
         return cls(**kwargs)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchOption:
+    """One global batch on the recommended plan's hardware: its throughput, statistical
+    efficiency and goodput (their product), time and cost (spot: without revocations), and
+    why it was not feasible (``reason``, "" when it was)."""
+
+    global_batch: int
+    per_worker_batch: int
+    samples_per_s: float
+    statistical_efficiency: float
+    goodput_samples_per_s: float
+    time_s: float
+    cost_usd: float
+    reason: str = ""
+    chosen: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "global_batch": self.global_batch,
+            "per_worker_batch": self.per_worker_batch,
+            "samples_per_s": self.samples_per_s,
+            "statistical_efficiency": self.statistical_efficiency,
+            "goodput_samples_per_s": self.goodput_samples_per_s,
+            "time_s": self.time_s,
+            "cost_usd": self.cost_usd,
+            "reason": self.reason,
+            "chosen": self.chosen,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BatchOption:
+        return cls(
+            global_batch=int(data["global_batch"]),
+            per_worker_batch=int(data["per_worker_batch"]),
+            samples_per_s=float(data["samples_per_s"]),
+            statistical_efficiency=float(data["statistical_efficiency"]),
+            goodput_samples_per_s=float(data["goodput_samples_per_s"]),
+            time_s=float(data["time_s"]),
+            cost_usd=float(data["cost_usd"]),
+            reason=str(data.get("reason", "")),
+            chosen=bool(data.get("chosen", False)),
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -590,6 +645,9 @@ class TrainPlan:
     assumptions: tuple[Assumption, ...] = ()
     models: tuple[ModelInfo, ...] = ()
     notes: tuple[str, ...] = ()
+    #: the global batches evaluated on the recommended plan's hardware, and why this one
+    batch_choice: tuple[BatchOption, ...] = ()
+    batch_why: str = ""
     schema_version: int = PLAN_SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -630,6 +688,8 @@ class TrainPlan:
             "assumptions": [a.to_dict() for a in self.assumptions],
             "models": [m.to_dict() for m in self.models],
             "notes": list(self.notes),
+            "batch_choice": [b.to_dict() for b in self.batch_choice],
+            "batch_why": self.batch_why,
         }
 
     def to_frame(self) -> Any:
@@ -676,6 +736,8 @@ class TrainPlan:
                 assumptions=tuple(Assumption.from_dict(a) for a in data.get("assumptions", ())),
                 models=tuple(ModelInfo.from_dict(m) for m in data.get("models", ())),
                 notes=tuple(str(n) for n in data.get("notes", ())),
+                batch_choice=tuple(BatchOption.from_dict(b) for b in data.get("batch_choice", ())),
+                batch_why=str(data.get("batch_why", "")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise DataFormatError(

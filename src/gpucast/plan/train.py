@@ -40,13 +40,26 @@ from gpucast.domain.errors import (
     UnknownRegionError,
 )
 from gpucast.domain.options import is_default
-from gpucast.domain.plan import ModelInfo, PlanCandidate, TrainPlan, TrainRequest, WorkerPart
+from gpucast.domain.plan import (
+    BatchOption,
+    ModelInfo,
+    PlanCandidate,
+    TrainPlan,
+    TrainRequest,
+    WorkerPart,
+)
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.systems import NO_PRICE_NOTE, ClusterSpec
 from gpucast.domain.units import GIB
 from gpucast.plan.efficiency import at_batch_note, workload_family
 from gpucast.plan.evaluate import BOTTLENECKS, Evaluation, Work, evaluate
 from gpucast.plan.explain import explain
+from gpucast.plan.goodput import (
+    GOODPUT_BATCHES,
+    batch_choice,
+    batch_why,
+    efficiency_and_goodput,
+)
 from gpucast.plan.inputs import GpuTable, PerfParams, RiskInputs, WorkloadFacts, build_gpu_table
 from gpucast.plan.pareto import nondominated, pareto_front_2d
 from gpucast.plan.risk import (
@@ -266,6 +279,8 @@ def search(request: TrainRequest, ctx: PlanContext) -> SearchResult:
         ctx = with_cluster(ctx)
         offers = _cluster_table(ctx)
         space_request = within_cluster(request, cluster)
+    if request.objective == "goodput" and is_default(request, "batch_sizes"):
+        space_request = replace(space_request, batch_sizes=GOODPUT_BATCHES)
     specs = [ctx.catalog.gpu(n) for n in sorted(set(offers.gpu_name))]
     gpus = build_gpu_table(ctx.facts, specs, calibration=ctx.calibration, efficiency=ctx.efficiency)
     space, dropped = build_space(space_request, offers)
@@ -620,13 +635,15 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         name: _least(values, c, t, request.objective == name)
         for name, values in (("energy", kwh), ("carbon", co2))
     }
+    efficiency, good = efficiency_and_goodput(res, rows)
+    most_goodput = int(np.lexsort((c, t, -good))[0])
 
     # what to show: the (time, cost) front of on-demand plans (thinned), every feasible
     # simulated spot plan, the picks, and the cheapest plan of each GPU type and market
     od_front = pareto_front_2d(t[: od_ok.size], c[: od_ok.size])
     shown = set(_spread(od_front, MAX_SHOWN_FRONT).tolist())
     shown |= set(range(od_ok.size, rows.size))
-    shown |= {cheapest, fastest}
+    shown |= {cheapest, fastest, most_goodput}
     shown |= {j for j in greenest.values() if j is not None}
     # one key per GPU type; every mixed cluster shares the key -1 (its cheapest is shown)
     gpu_of = np.where(space.mixed[rows], -1, space.offers.gpu[space.offer[rows]])
@@ -664,6 +681,8 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
             co2e_kg=_finite_or_none(co2[j]),
             gpu_power_w=_finite_or_none(ev.gpu_power_w[i]),
             power_limit_w=_finite_or_none(ev.power_limit_w[i]),
+            statistical_efficiency=float(efficiency[j]),
+            goodput_samples_per_s=float(good[j]),
         )
         if i in scenario_out:
             c = replace(c, scenarios=scenario_out[i])
@@ -671,6 +690,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     picks: dict[str, int | None] = {
         "cheapest": order.index(cheapest),
         "fastest": order.index(fastest),
+        "goodput": order.index(most_goodput),
     }
     for name, pick in greenest.items():
         picks[name] = None if pick is None else order.index(pick)
@@ -689,7 +709,9 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         "--critical-batch, --reference-batch",
     )
     pick = picks[request.objective]
+    choice: tuple[BatchOption, ...] = ()
     if pick is not None:
+        choice = batch_choice(res, int(rows[order[pick]]))
         chosen_batch = float(ev.global_batch[rows[order[pick]]])
         note = at_batch_note(res.work.curve_or_rule(), chosen_batch, res.work.dataset_size)
         assumptions = [
@@ -746,6 +768,8 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         notes=(NO_PRICE_NOTE + "; 'cheapest' ranks by GPU-hours",)
         if ctx.cluster is not None and not ctx.cluster.priced
         else (),
+        batch_choice=choice,
+        batch_why=batch_why(choice, request.objective),
     )
 
 

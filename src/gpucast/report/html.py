@@ -268,7 +268,9 @@ def plan_html(plan: TrainPlan) -> str:
             f"{_h(best.label())}<br>{_hours(best.time_s)} "
             f"[{_hours(best.time_lower_s)}, {_hours(best.time_upper_s)}], "
             f"{_money(best.cost_usd)}, {best.gpu_hours:,.1f} GPU-hours, bound by "
-            f'{_h(best.bottleneck)}{_h(p_meet)}<ul class="help">{helps}</ul></div>'
+            f'{_h(best.bottleneck)}{_h(p_meet)}<ul class="help">{helps}</ul>'
+            + (f"<p>Batch: {_h(plan.batch_why)}</p>" if plan.batch_why else "")
+            + "</div>"
         )
     body.append(
         f"<p>{plan.evaluated:,} configurations evaluated, {plan.feasible:,} feasible, "

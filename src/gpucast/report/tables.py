@@ -94,6 +94,26 @@ def plan_table(plan: TrainPlan, *, limit: int | None = 20) -> Table:
     return table
 
 
+def batch_choice_table(plan: TrainPlan) -> Table:
+    """The global batches evaluated on the recommended hardware: goodput and its factors."""
+    table = Table(title="global batch on the recommended hardware (> chosen)")
+    for col in ("global batch", "per GPU", "samples/s", "efficiency", "goodput", "time", "cost"):
+        table.add_column(col, justify="right")
+    table.add_column("not feasible")
+    for o in plan.batch_choice:
+        table.add_row(
+            f"{'>' if o.chosen else ''}{o.global_batch:,}",
+            f"{o.per_worker_batch:,}",
+            f"{o.samples_per_s:,.0f}",
+            f"{o.statistical_efficiency:.2f}",
+            f"{o.goodput_samples_per_s:,.0f}",
+            _hours(o.time_s),
+            _usd(o.cost_usd),
+            o.reason,
+        )
+    return table
+
+
 def print_plan(plan: TrainPlan, console: Console) -> None:
     """The table, the pick in one sentence, and why the rest were dropped."""
     console.print(plan_table(plan))
@@ -127,6 +147,10 @@ def print_plan(plan: TrainPlan, console: Console) -> None:
                         style="dim",
                     )
                 )
+        if plan.batch_why:
+            console.print(Text(f"  batch: {plan.batch_why}"))
+        if plan.request.objective == "goodput" and len(plan.batch_choice) > 1:
+            console.print(batch_choice_table(plan))
         for name, out in best.scenarios.items():
             console.print(Text(f"  no lifetime data: {name} scenario {_scenario(out)}"))
         for model, text in best.validation.items():
