@@ -142,3 +142,39 @@ def test_goodput_objective_shows_the_batch_chosen_and_why() -> None:
     assert result.exit_code == 0, result.output
     assert "batch: global batch" in result.output
     assert "global batch on the recommended hardware" in result.output
+
+
+SIM = ["simulate", "train", "--gpu", "K80", "--workers", "4", "--region", "us-east1",
+       "--workload", "resnet50", "--strategy", "allreduce", "--runs", "100",
+       "--speed", "1.0"]  # fmt: skip
+
+
+def test_simulate_train_turns_a_target_into_steps_at_its_global_batch() -> None:
+    result = runner.invoke(cli, [*SIM, "--target", "1e6samples@512", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    (note,) = [a for a in data["assumptions"] if a["name"] == "statistical efficiency"]
+    # 4 workers x batch 128 = global batch 512, the reference: 1e6 / 512 = 1,954 steps
+    assert "1,954 steps of 512 samples" in note["value"]
+    steps = runner.invoke(cli, [*SIM, "--steps", "1954", "--json"])
+    assert json.loads(steps.output)["duration_s"] == data["duration_s"]
+    larger = runner.invoke(cli, [*SIM, "--target", "1e6samples@128", "--json"])
+    (note,) = [
+        a for a in json.loads(larger.output)["assumptions"] if a["name"] == "statistical efficiency"
+    ]
+    assert "at this global batch 512" in note["value"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ([], "--steps or as --target"),
+        (["--steps", "10", "--target", "mlperf:resnet"], "--steps or as --target"),
+        (["--target", "90epochs@512"], "dataset-size"),
+        (["--target", "mlperf:nope"], "unknown MLPerf benchmark"),
+    ],
+)
+def test_simulate_target_bad_input(args: list[str], needle: str) -> None:
+    result = runner.invoke(cli, [*SIM, *args])
+    assert result.exit_code == 2, result.output
+    assert needle in result.output and len(result.output.strip().splitlines()) == 1

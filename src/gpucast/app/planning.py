@@ -348,6 +348,15 @@ def _work_curve(
     )
     if request.dataset_size is None and epoch is not None:
         request = dataclasses.replace(request, dataset_size=round(epoch))
+    if len(curve.knot_batch) > 1:
+        notes = tuple(
+            dataclasses.replace(
+                a,
+                value=f"{a.value}; the per-run spread widens each plan's time interval and "
+                "P(meet deadline)",
+            )
+            for a in notes
+        )
     return request, curve, notes
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
+from gpucast.domain.convergence import parse_target
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.provenance import Assumption
@@ -121,10 +122,20 @@ class SimulateTrainRequest:
     precision: str = option("fp32", help="fp32 | bf16 | fp16.", example="bf16")
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
     workload_options: WorkloadOptions = workload_options_field()
-    steps: int = option(
+    steps: int | None = option(
+        None,
         help="Steps of the job (worker mini-batches, as async PS counts them; global steps "
-        "for synchronous strategies).",
+        "for synchronous strategies) [or --target].",
         example="64000",
+    )
+    target: str | None = option(
+        None,
+        help="Or: the work to a quality target (mlperf:NAME, zeus:NAME, Nsamples@B or "
+        "Nepochs@B with --dataset-size), turned into steps at this cluster's global batch.",
+        example="mlperf:resnet",
+    )
+    dataset_size: int | None = option(
+        None, help="Samples per epoch, for --target Nepochs@B or zeus:NAME.", example="50000"
     )
     runs: int = option(2000, help="Monte Carlo runs.", example="2000")
     replace: bool = option(False, negative="no-replace", help="Replace revoked nodes.")
@@ -197,6 +208,18 @@ class SimulateTrainRequest:
             )
         if self.region is None and not on_cluster:
             raise InvalidSpecError("region", "is required", fix="e.g. --region us-east1")
+        if (self.steps is None) == (self.target is None):
+            raise InvalidSpecError(
+                "steps/target",
+                "give the work as --steps or as --target, one of them",
+                fix="e.g. --steps 64000 or --target mlperf:resnet",
+            )
+        if self.steps is not None and (isinstance(self.steps, bool) or self.steps < 1):
+            raise InvalidSpecError("steps", "must be >= 1", got=self.steps, fix="e.g. 64000")
+        if self.target is not None:
+            parse_target(self.target)
+        if self.dataset_size is not None and self.dataset_size < 1:
+            raise InvalidSpecError("dataset-size", "must be >= 1", got=self.dataset_size)
         if self.workers is not None and self.workers < 1:
             raise InvalidSpecError("workers", "must be >= 1", got=self.workers, fix="e.g. 4")
         if self.gpus_per_node < 1:
@@ -244,6 +267,53 @@ class SimulateTrainRequest:
         if self.ps is not None:
             return self.ps
         return 0 if self.strategy in ("allreduce", "fsdp") else 1
+
+
+def _steps_to_target(
+    request: SimulateTrainRequest,
+    groups: Any,
+    gpus_per_node: int,
+    data_dir: Path | None,
+    db: Path | str | None,
+) -> tuple[int, tuple[Assumption, ...]]:
+    """``--target`` as steps at this cluster's global batch (every GPU's batch for synchronous
+    strategies; one worker's for the asynchronous PS, as the planner counts it)."""
+    from gpucast.inputs.convergence import stored_noise_scale, work_curve
+    from gpucast.plan.efficiency import at_batch_note, workload_family
+    from gpucast.store.db import default_db_path
+
+    assert request.target is not None
+    spec = parse_target(request.target)
+    fam = workload_family(request.workload or "")
+    gpus = sum(g.count for g in groups) * gpus_per_node
+    batch = request.batch_size * (1 if request.strategy == "ps-async" else gpus)
+    noise = None
+    if not spec.table and request.workload:
+        noise = stored_noise_scale(
+            Path(db) if db is not None else default_db_path(), request.workload
+        )
+    curve, epoch, notes = work_curve(
+        spec=spec,
+        workload_family=fam.family,
+        family_critical_batch=fam.critical_batch,
+        family_source=fam.source,
+        critical_batch=None,
+        dataset_size=request.dataset_size,
+        data_dir=data_dir,
+        noise=noise,
+    )
+    samples = float(curve.samples([batch])[0])
+    steps = max(1, math.ceil(samples / batch))
+    note = at_batch_note(curve, float(batch), epoch).replace("the recommended", "this")
+    notes = tuple(
+        dataclasses.replace(
+            a,
+            value=f"{a.value}; {note}: {steps:,} steps of {batch:,} samples (the central "
+            "value: the spread across seeds is not simulated)",
+        )
+        for a in notes
+    )
+    return steps, notes
 
 
 def deadline_seconds(text: str | float | None, now: datetime | None = None) -> float | None:
@@ -343,6 +413,11 @@ def simulate_train(
     groups = tinputs.parse_groups(request.gpu, request.workers, request.region, request.spot)
     given_speed = tinputs.parse_speed(request.speed, groups)
     root = published_data_dir(request.data_dir)
+    target_notes: tuple[Assumption, ...] = ()
+    if request.steps is not None:
+        total_steps = request.steps
+    else:
+        total_steps, target_notes = _steps_to_target(request, groups, gpn, root, db)
     intra_gbps = None
     if cluster is None:
         tinputs.check_names(groups, request.region, catalog)
@@ -421,10 +496,10 @@ def simulate_train(
         ckpt_src = f"--checkpoint-s {request.checkpoint_s:g} s per checkpoint"
     if every_s is not None:
         every_steps = max(1, round(every_s * full_speed))
-        if every_steps > request.steps:
+        if every_steps > total_steps:
             raise InvalidSpecError(
                 "checkpoint-every",
-                f"is longer than the whole job (~{request.steps / full_speed / 3600:.2g} h at "
+                f"is longer than the whole job (~{total_steps / full_speed / 3600:.2g} h at "
                 f"{full_speed:.3g} steps/s)",
                 got=request.checkpoint_every,
                 fix="checkpoint more often, or drop --checkpoint-every",
@@ -441,7 +516,7 @@ def simulate_train(
             hazard = 1.0 / max(mean_lifetime_s(spot_dists[0][0]), 1.0)
         tau = young_interval_s(ckpt_s, hazard)
         if math.isfinite(tau):
-            every_steps = int(min(max(round(tau * full_speed), 1), request.steps))
+            every_steps = int(min(max(round(tau * full_speed), 1), total_steps))
             notes.append(
                 f"checkpoint every {every_steps:,} steps ({tau / 60:.0f} min: Young's interval "
                 f"sqrt(2 C / hazard) from the spot lifetimes; override with --checkpoint-every)"
@@ -451,7 +526,7 @@ def simulate_train(
     scenario = ClusterScenario(
         workers=groups,
         ps_count=ps,
-        steps=request.steps,
+        steps=total_steps,
         checkpoint_every_steps=every_steps,
         replace_revoked=request.replace,
         deadline_s=deadline_s,
@@ -590,6 +665,7 @@ def simulate_train(
         ),
         Assumption(name="cluster model", value=request.strategy, source=model.source,
                    override="--data-dir"),
+        *target_notes,
     )  # fmt: skip
     if cluster is not None:
         from gpucast.domain.systems import NO_PRICE_NOTE

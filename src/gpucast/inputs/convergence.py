@@ -162,8 +162,7 @@ def _table_curve(
         f"{knots}, fitted with the gradient-noise-scale law E(B) = E_min (1 + B/B_noise) "
         f"(B_noise {curve.noise_batch:,.0f}), through the measured means; per-run "
         f"{CONFIDENCE:.0%} interval from the seeds' spread and the leave-one-batch-out error "
-        f"({model.curve.sigma_model:.1%} in log), folded into each plan's time interval and "
-        f"P(meet deadline); data: {runs.note}",
+        f"({model.curve.sigma_model:.1%} in log); data: {runs.note}",
         source=runs.source,
         override="--target, --critical-batch",
     )
