@@ -234,7 +234,7 @@ def plan_train(
         lifetimes=lifetimes,
         perf=perf.value,
         risk=risk,
-    )
+    ) + (_efficiency_model(curve, efficiency_notes, request.precision),)
     # what the Monte Carlo actually drew is known only now
     late = {
         "start-up": startup.source(),
@@ -497,6 +497,23 @@ def _models(
             f"start-up: {risk.sources['startup']}; restart: {risk.sources['restart']}",
             nodes,
         ),
+    )
+
+
+def _efficiency_model(
+    curve: ConvergenceCurve, notes: tuple[Assumption, ...], precision: str
+) -> ModelInfo:
+    """The statistical-efficiency model behind the samples to target, with its validated
+    error: fitted on a convergence table, or one figure and a critical batch."""
+    from gpucast.catalog.validation import validation_for
+
+    table = len(curve.knot_batch) > 1
+    key = "statistical-efficiency-table" if table else "statistical-efficiency-prior"
+    return ModelInfo(
+        name="statistical efficiency (predict.convergence)",
+        version=__version__,
+        fitted_on=notes[0].source if notes else "",
+        validation=validation_for(key, [], precision, 1),
     )
 
 
