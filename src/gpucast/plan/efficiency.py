@@ -143,7 +143,7 @@ def epochs_needed(
 
 
 def at_batch_note(curve: ConvergenceCurve, batch: float, dataset_size: float | None) -> str:
-    """'at the recommended global batch 3,200: 97.9 epochs (...), +8.9% over 90.0 at 256'."""
+    """'at the recommended global batch 3,200: 98.0 epochs (...), +8.9% over 90.0 at 256'."""
     mid = float(curve.samples([batch])[0])
     lo, hi = (float(x[0]) for x in curve.interval([batch], NOTE_CONFIDENCE))
     ref = curve.reference_batch
