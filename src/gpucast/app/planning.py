@@ -227,14 +227,17 @@ def plan_train(
     plan = plan_training(request, ctx)
     candidates = tuple(_with_validation(c, request.precision) for c in plan.candidates)
     best = None if plan.recommended is None else candidates[plan.recommended]
-    models = _models(
-        best,
-        request.precision,
-        calibrated=None if calibration is None else calibration.source,
-        lifetimes=lifetimes,
-        perf=perf.value,
-        risk=risk,
-    ) + (_efficiency_model(curve, efficiency_notes, request.precision),)
+    models = (
+        *_models(
+            best,
+            request.precision,
+            calibrated=None if calibration is None else calibration.source,
+            lifetimes=lifetimes,
+            perf=perf.value,
+            risk=risk,
+        ),
+        _efficiency_model(curve, efficiency_notes, request.precision),
+    )
     # what the Monte Carlo actually drew is known only now
     late = {
         "start-up": startup.source(),

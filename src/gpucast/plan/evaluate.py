@@ -115,12 +115,15 @@ class Work:
         """The training-time ratios ``lower``/``upper`` (10th/90th percentiles of the speed
         factor) with the run-to-run spread of the samples to target folded in (independent,
         in log space); unchanged without a curve or where it has no spread."""
-        if self.curve is None:
+        if self.curve is None or not (
+            self.curve.sigma_model > 0 or any(s > 0 for s in self.curve.knot_sigma_log)
+        ):
             return lower, upper
         spread = Z80 * self.curve.sigma_log(global_batch)
-        lo = np.exp(-np.sqrt(np.log(lower) ** 2 + spread**2))
-        hi = np.exp(np.sqrt(np.log(upper) ** 2 + spread**2))
-        return np.minimum(lower, lo), np.maximum(upper, hi)
+        ln_lo, ln_hi = np.abs(np.log(lower)), np.abs(np.log(upper))
+        lo = lower * np.exp(-(np.sqrt(ln_lo**2 + spread**2) - ln_lo))
+        hi = upper * np.exp(np.sqrt(ln_hi**2 + spread**2) - ln_hi)
+        return lo, hi
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
