@@ -104,3 +104,14 @@ def test_a_user_model_is_measured_on_distinct_slices_of_its_example() -> None:
     assert noise is not None
     assert noise.noise_scale_lower < noise.noise_scale < noise.noise_scale_upper
     assert noise.noise_scale == pytest.approx(9.0, rel=0.3)
+
+
+@pytest.mark.gpu
+def test_noise_scale_on_a_gpu_matches_the_closed_form() -> None:
+    wl = _regression()
+    device = torch.device("cuda")
+    noise, _ = estimate_gradient_noise(
+        wl, wl.build_model(device), device, micro_batch=64, micro_batches=8, steps=60
+    )
+    assert noise is not None
+    assert noise.trace_sigma / noise.grad_sqr == pytest.approx(9.0, rel=0.2)
