@@ -69,8 +69,11 @@ def test_measures_the_registered_mlp_in_both_modes() -> None:
     train = measure(spec, mode="train", device="cpu", **QUICK)
     infer = measure(spec, mode="infer", device="cpu", **QUICK)
     assert train.workload == infer.workload == "mlp"
-    # a training step (forward + backward + update) costs more than a forward pass
-    assert train.median_s > infer.median_s
+    assert (train.mode, infer.mode) == ("train", "infer")
+    # (no claim that a training step is slower: step times on a shared machine are not
+    # evidence of anything; tests/workloads/test_workload_steps.py checks that a train step
+    # updates the weights and an infer step does not)
+    assert train.n_samples >= QUICK["min_samples"] and infer.n_samples >= QUICK["min_samples"]
 
 
 def test_injected_clock_drives_the_whole_run() -> None:
