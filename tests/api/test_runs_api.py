@@ -27,7 +27,10 @@ def db(tmp_path: Path) -> Path:
 def test_list_with_keyword_options_and_a_request(db: Path) -> None:
     result = gpucast.runs_list(db=db)
     assert [r.id for r in result.runs] == [3, 2, 1] and result.total == 3
-    assert result.to_dict() == {"runs": [r.to_dict() for r in result.runs], "total": 3}
+    assert result.to_dict() == {
+        "runs": [r.to_dict() for r in result.runs], "total": 3, "store": str(db),
+        "store_exists": True,
+    }  # fmt: skip
     assert list(result.to_frame()["id"]) == [3, 2, 1]
     some = gpucast.runs_list(RunsListRequest(workload="mlp", limit=1), db=db)
     assert [r.id for r in some.runs] == [3] and some.total == 2
@@ -36,7 +39,9 @@ def test_list_with_keyword_options_and_a_request(db: Path) -> None:
 
 def test_list_on_a_missing_store_is_empty_and_creates_nothing(tmp_path: Path) -> None:
     db = tmp_path / "none.db"
-    assert gpucast.runs_list(db=db).to_dict() == {"runs": [], "total": 0}
+    assert gpucast.runs_list(db=db).to_dict() == {
+        "runs": [], "total": 0, "store": str(db), "store_exists": False
+    }  # fmt: skip
     assert not db.exists()
 
 

@@ -99,6 +99,18 @@ def _rows(tmp: Path, name: str, text: str) -> Path:
     return path
 
 
+def _plan(tmp: Path) -> Path:
+    """The plan the report case renders (saved by the plan_train case when it ran first; the
+    cases may run on different xdist workers, so made here when it did not)."""
+    path = tmp / "plan.json"
+    if not path.exists():
+        plan = gpucast.plan_train(
+            workload="cifar-resnet20", epochs=10, dataset_size=50000, gpu="T4", deadline="4h"
+        )
+        gpucast.save_plan(plan, path)
+    return path
+
+
 D = Path("../shared/data")  # the tests run from the repository root (pytest's rootdir)
 
 # fmt: off
@@ -481,8 +493,8 @@ CASES = [
     ),
     Case(
         "write_report",
-        lambda t: ["report", "--plan", str(t / "plan.json"), "--out", str(t / "report.html")],
-        lambda t: gpucast.write_report(plan=t / "plan.json", out=t / "report.html"),
+        lambda t: ["report", "--plan", str(_plan(t)), "--out", str(t / "report.html")],
+        lambda t: gpucast.write_report(plan=_plan(t), out=t / "report.html"),
     ),
 ]
 # fmt: on

@@ -74,9 +74,26 @@ def test_list_on_a_missing_store_is_empty_and_creates_nothing(tmp_path: Path) ->
     db = tmp_path / "none.db"
     result = runner.invoke(app, ["--db", str(db), "runs", "list", "--json"])
     assert result.exit_code == 0
-    assert json.loads(result.stdout) == {"runs": [], "total": 0}
+    assert json.loads(result.stdout) == {
+        "runs": [], "total": 0, "store": str(db), "store_exists": False
+    }  # fmt: skip
     assert not db.exists()
     assert runner.invoke(app, ["--db", str(db), "runs", "list", "--limit", "0"]).exit_code == 2
+    text = runner.invoke(app, ["--db", str(db), "runs", "list"])
+    assert text.exit_code == 0 and f"no store at {db}" in text.stderr.replace("\n", "")
+
+
+def test_list_in_a_folder_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
+    db = tmp_path / "no" / "such" / "dir" / "x.db"
+    result = runner.invoke(app, ["--db", str(db), "runs", "list"])
+    assert result.exit_code == 2
+    assert "does not exist" in result.stderr and "--db" in result.stderr
+    assert not (tmp_path / "no").exists()
+
+
+def test_an_unknown_kind_is_refused(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["--db", str(tmp_path / "x.db"), "runs", "list", "--kind", "x"])
+    assert result.exit_code == 2 and "measurement, profile" in result.stderr
 
 
 def test_show_round_trips_the_measurement(db: Path) -> None:

@@ -28,8 +28,40 @@ def resolve(
     """The request a verb runs: ``request`` (or one built from ``config`` and ``options``).
 
     Text in place of the request is the verb's positional argument, as on the command line
-    (``gpucast.profile_workload("resnet50", batch_size=64)``).
+    (``gpucast.profile_workload("resnet50", batch_size=64)``). A request whose output file
+    (``out`` / ``output``) is one of its input files is refused before anything runs.
     """
+    resolved = _resolve(cls, request, options, config)
+    _refuse_output_over_input(resolved, config)
+    return resolved
+
+
+#: Request fields that name a file the verb writes; every other path field is read.
+OUTPUT_FIELDS = ("out", "output")
+
+
+def _refuse_output_over_input(request: Any, config: Path | str | None) -> None:
+    from gpucast.store.files import refuse_overwriting_inputs
+
+    paths = {
+        f.name: getattr(request, f.name)
+        for f in fields_of(type(request))
+        if isinstance(getattr(request, f.name), str | Path) and f.kind == "path"
+    }
+    inputs = [p for name, p in paths.items() if name not in OUTPUT_FIELDS]
+    if config is not None:
+        inputs.append(config)
+    for name in OUTPUT_FIELDS:
+        if paths.get(name) is not None:
+            refuse_overwriting_inputs(paths[name], inputs, field=name)
+
+
+def _resolve(
+    cls: type[T],
+    request: T | str | Path | int | None,
+    options: Mapping[str, Any],
+    config: Path | str | None,
+) -> T:
     if request is not None and not isinstance(request, cls):
         positional = [f for f in fields_of(cls) if f.info.argument]
         if len(positional) == 1 and isinstance(request, str | Path | int):

@@ -143,8 +143,11 @@ def measure_infer_curve(
     ``save=False``; with ``colocate``, the slowdown of running the models at once."""
     from gpucast.measure.curves import measure_colocated, measure_curve
     from gpucast.store.db import Store, default_db_path
+    from gpucast.workloads import get_workload
 
     request = resolve(InferCurveRequest, request, options)
+    for name in (request.workload, *request.colocate):  # an unknown name fails now, not later
+        get_workload(name)
     store = None
     if request.save:
         store = Store(Path(db) if db is not None else default_db_path()).open()

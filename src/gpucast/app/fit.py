@@ -89,6 +89,8 @@ class FitSpeedResult:
     #: per GPU: fixed_s, per_tensor_s, compute_s_per_flop, interval_rel (log bounds)
     gpus: Mapping[str, Mapping[str, Any]]
     model: SpeedModel = field(compare=False, repr=False)
+    #: what the fit cannot vouch for (too few rows or models per GPU)
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +98,7 @@ class FitSpeedResult:
             "rows": self.rows,
             "models": self.models,
             "gpus": {name: dict(values) for name, values in self.gpus.items()},
+            "warnings": list(self.warnings),
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -150,7 +153,27 @@ def fit_speed(request: FitSpeedRequest | None = None, /, **options: Any) -> FitS
         models=len(state["models"]),
         gpus=gpus,
         model=model,
+        warnings=_speed_fit_warnings(state["gpus"].values()),
     )
+
+
+#: Models (workloads) per GPU below which a speed fit is not determined: three coefficients
+#: per GPU (fixed, per tensor, per FLOP), and leave-one-model-out needs one more to hold out.
+MIN_SPEED_MODELS = 4
+
+
+def _speed_fit_warnings(gpus: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+    out = []
+    for g in gpus:
+        n_rows, n_models = int(g.get("n_rows", 0)), int(g.get("n_models", 0))
+        if n_models < MIN_SPEED_MODELS:
+            out.append(
+                f"{g['name']}: fitted on {n_rows} row(s) of {n_models} model(s); its three "
+                "coefficients (fixed, per tensor, per FLOP) and its leave-one-model-out "
+                f"interval need rows of at least {MIN_SPEED_MODELS} models: treat its "
+                "predictions as unvalidated"
+            )
+    return tuple(out)
 
 
 # -- fit cluster ----------------------------------------------------------------------------

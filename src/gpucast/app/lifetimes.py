@@ -101,6 +101,8 @@ class FitLifetimesResult:
     capacity_gap_median_h: float | None
     parameters: dict[str, Any]
     saved_in: str | None
+    #: what the fit cannot vouch for (too few revocations in the data)
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -113,6 +115,7 @@ class FitLifetimesResult:
             "capacity_gap_median_h": self.capacity_gap_median_h,
             "parameters": dict(self.parameters),
             "saved_in": self.saved_in,
+            "warnings": list(self.warnings),
         }
 
 
@@ -180,17 +183,41 @@ def fit_lifetimes(
         capacity_gap_median_h=gap_h,
         parameters=params,
         saved_in=saved,
+        warnings=_fit_warnings(params),
     )
+
+
+#: Revocations below which a fitted lifetime model rests on too little data to trust.
+MIN_REVOCATIONS = 10
+
+
+def _fit_warnings(params: dict[str, Any]) -> tuple[str, ...]:
+    seen = params.get("revocations")
+    if isinstance(seen, int) and seen < MIN_REVOCATIONS:
+        return (
+            f"the data holds {seen} revocation(s); a lifetime model needs at least "
+            f"{MIN_REVOCATIONS} to say more than its shape assumes: treat it as a rough guess",
+        )
+    return ()
 
 
 def _per_node_day(dist: Any) -> float | None:
     """Revocations per node per 24 h: the stationary mean hazard of a bursty model, else the
-    cumulative hazard of a fresh node's first 24 h (-ln S(24 h))."""
+    cumulative hazard of a fresh node's first 24 h (-ln S(24 h)). Where every node is revoked
+    well within 24 h (S(24 h) ~ 0, an unbounded cumulative hazard) it is the count of a node
+    replaced at each revocation: 24 h / the mean lifetime."""
+    import numpy as np
+
     hazard = getattr(dist, "mean_hazard_per_hour", None)
     if hazard is not None:
         return float(hazard) * 24.0
-    survival = float(dist.survival([24 * 3600.0])[0])
-    return math.inf if survival <= 0 else -math.log(survival)
+    day = 24 * 3600.0
+    survival = float(dist.survival([day])[0])
+    if survival > 1e-9:
+        return -math.log(survival)
+    t = np.linspace(0.0, day, 20_001)
+    mean_s = float(np.trapezoid(np.asarray(dist.survival(t), dtype=np.float64), t))
+    return day / mean_s if mean_s > 0 else None
 
 
 def _median_h(dist: Any) -> float | None:

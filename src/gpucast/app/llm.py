@@ -32,6 +32,11 @@ def _positive_or_none(name: str, value: int | None) -> None:
         raise InvalidSpecError(name, "must be an integer >= 1", got=value, fix=f"e.g. --{name} 8")
 
 
+#: The fastest node network a request may name (Gbit/s): 100x today's 8 x 800G nodes; a
+#: larger figure is a typo that would make communication free.
+MAX_GBPS = 1_000_000.0
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PredictLlmTrainRequest:
     """An LLM, a cluster and a batch to predict one training step of
@@ -80,8 +85,13 @@ class PredictLlmTrainRequest:
             )
         if isinstance(self.lora_rank, bool) or self.lora_rank < 0:
             raise InvalidSpecError("lora-rank", "must be an integer >= 0", got=self.lora_rank)
-        if self.node_network_gbps is not None and not self.node_network_gbps > 0:
-            raise InvalidSpecError("node-network-gbps", "must be > 0", got=self.node_network_gbps)
+        if self.node_network_gbps is not None and not 0 < self.node_network_gbps <= MAX_GBPS:
+            raise InvalidSpecError(
+                "node-network-gbps",
+                f"must be > 0 and at most {MAX_GBPS:,.0f} Gbit/s",
+                got=self.node_network_gbps,
+                fix="e.g. --node-network-gbps 400 (8 x 400G NICs: 3200)",
+            )
         check_software(self.software)
 
 

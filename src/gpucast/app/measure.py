@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import option
+from gpucast.domain.options import fields_of, is_default, option
 from gpucast.domain.workload import Precision, WorkloadSpec
 
 if TYPE_CHECKING:  # these pull in numpy/torch; annotations only here
@@ -89,6 +89,13 @@ class MeasureInferRequest(_StepRequest):
         self._check_steps()
 
 
+#: MeasureTrainRequest fields that only a ``--distributed`` run reads.
+_DISTRIBUTED_ONLY = (
+    "nproc", "nnodes", "node_rank", "master_addr", "master_port", "ps_shards", "sync",
+    "batch_sizes", "devices", "steps", "warmup_steps",
+)  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MeasureTrainRequest(_StepRequest):
     """Training steps to time (``gpucast measure train``), on one process or distributed."""
@@ -133,6 +140,16 @@ class MeasureTrainRequest(_StepRequest):
 
     def __post_init__(self) -> None:
         self._check_steps()
+        if self.distributed is None:
+            for name in _DISTRIBUTED_ONLY:
+                if not is_default(self, name):
+                    flag = next(f.info.cli_flag for f in fields_of(type(self)) if f.name == name)
+                    raise InvalidSpecError(
+                        flag.lstrip("-"),
+                        "applies to distributed runs only",
+                        got=getattr(self, name),
+                        fix=f"add --distributed ddp|fsdp|ps, or drop {flag}",
+                    )
         self.distributed_config()  # DistributedConfig checks the distributed flags
         for watts in self.power_limits:
             if isinstance(watts, bool) or not (math.isfinite(watts) and watts > 0):

@@ -51,6 +51,7 @@ def plan_train(
     from gpucast.inputs.energy import plan_power
     from gpucast.inputs.variability import gpu_variability, variability_assumption
     from gpucast.inputs.workload import (
+        check_workload_name,
         load_stored_workload,
         stored_run_id,
         workload_facts,
@@ -69,6 +70,8 @@ def plan_train(
         if is_default(request, "precision"):
             changes["precision"] = stored.precision
         request = dataclasses.replace(request, **changes)
+    elif request.profile_file is None:
+        check_workload_name(request.workload)
     request, work_assumptions = _with_work_defaults(request)
     catalog = load_catalog()
     cluster = load_cluster(

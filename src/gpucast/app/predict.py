@@ -32,6 +32,7 @@ from gpucast.domain.workload import (
     check_software,
     workload_options_field,
 )
+from gpucast.store.files import read_csv_input
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -276,7 +277,6 @@ def predict_speed(
     """Single-GPU step time for each row of ``input``; GPUs without training data are
     predicted from their catalog specs. Adds ``Predicted Step Time (s)``, ``Lower (s)``,
     ``Upper (s)`` and ``Bottleneck`` to a copy of the rows and writes it to ``output``."""
-    import pandas as pd
 
     from gpucast.app.fit import catalog_specs
     from gpucast.domain.cmdare import GPU_COL
@@ -293,7 +293,7 @@ def predict_speed(
         pred = estimator.predict_frame(rows, specs, precision=request.precision)
     except InvalidInputError as exc:
         raise DataFormatError(str(source), exc.message, column=GPU_COL, fix=exc.fix) from exc
-    out = pd.read_csv(source, dtype=str, keep_default_na=False)
+    out = read_csv_input(source, "input", dtype=str, keep_default_na=False)
     out[PREDICTED_COL] = pred["step_time_s"].to_numpy()
     out[LOWER_COL] = pred["lower_s"].to_numpy()
     out[UPPER_COL] = pred["upper_s"].to_numpy()

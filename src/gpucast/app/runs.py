@@ -7,6 +7,7 @@ error that says how to fill it.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -21,10 +22,33 @@ if TYPE_CHECKING:
     from gpucast.store.records import RunSummary, StoredRun
 
 
+#: What a stored run is (the ``kind`` column of the store's runs table).
+RUN_KINDS: tuple[str, ...] = ("measurement", "profile")
+
+
 def _db_path(db: Path | str | None) -> Path:
     from gpucast.store import default_db_path
 
     return Path(db) if db is not None else default_db_path()
+
+
+def _check_kind(kind: str | None) -> None:
+    if kind is not None and kind not in RUN_KINDS:
+        raise InvalidSpecError(
+            "kind", f"must be one of {', '.join(RUN_KINDS)}", got=kind, fix="e.g. --kind profile"
+        )
+
+
+def _store_folder_exists(path: Path) -> None:
+    """A store path whose folder does not exist is a typo, not an empty store."""
+    folder = path.expanduser().parent
+    if not folder.is_dir():
+        raise InvalidSpecError(
+            "db",
+            f"folder {folder} does not exist, so no store can be there",
+            got=str(path),
+            fix="check the --db path (or $GPUCAST_DB)",
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,6 +64,7 @@ class RunsListRequest:
     def __post_init__(self) -> None:
         if self.limit < 1:
             raise InvalidSpecError("limit", "must be >= 1", got=self.limit, fix="e.g. --limit 50")
+        _check_kind(self.kind)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,9 +73,17 @@ class RunsListResult:
 
     runs: tuple[RunSummary, ...]
     total: int
+    #: the store listed, and whether it exists yet (a missing store lists nothing)
+    store: str = ""
+    store_exists: bool = True
 
     def to_dict(self) -> dict[str, Any]:
-        return {"runs": [r.to_dict() for r in self.runs], "total": self.total}
+        return {
+            "runs": [r.to_dict() for r in self.runs],
+            "total": self.total,
+            "store": self.store,
+            "store_exists": self.store_exists,
+        }
 
     def to_frame(self) -> pd.DataFrame:
         """One row per run: the summary columns."""
@@ -68,11 +101,13 @@ def runs_list(
     request = resolve(RunsListRequest, request, options)
     path = _db_path(db)
     if not path.exists():
-        return RunsListResult(runs=(), total=0)
+        if db is not None or os.environ.get("GPUCAST_DB"):
+            _store_folder_exists(path)
+        return RunsListResult(runs=(), total=0, store=str(path), store_exists=False)
     with Store(path) as store:
         runs = store.list_runs(kind=request.kind, workload=request.workload, limit=request.limit)
         total = store.count_runs(kind=request.kind, workload=request.workload)
-    return RunsListResult(runs=tuple(runs), total=total)
+    return RunsListResult(runs=tuple(runs), total=total, store=str(path))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,6 +170,7 @@ class RunsExportRequest:
                 got=self.format,
                 fix="e.g. --format parquet",
             )
+        _check_kind(self.kind)
 
     @property
     def chosen_format(self) -> str:

@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.convergence import parse_target
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.limits import allow_large_option, check_work
 from gpucast.domain.options import option
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.spot import (
+    check_hazard,
     check_spot_options,
     fallback_after_option,
     hazard_option,
@@ -40,7 +42,7 @@ from gpucast.domain.systems import (
     cluster_price_option,
     cluster_set_option,
 )
-from gpucast.domain.units import parse_duration_s
+from gpucast.domain.units import format_duration, parse_duration_s
 from gpucast.domain.variability import (
     check_variability_options,
     exclude_slowest_option,
@@ -54,7 +56,9 @@ from gpucast.domain.workload import (
 )
 
 if TYPE_CHECKING:  # numpy: loaded when a simulation runs
-    from gpucast.domain.simulation import SimulationResult
+    from collections.abc import Sequence
+
+    from gpucast.domain.simulation import SimulationResult, WorkerGroup
     from gpucast.domain.systems import ClusterSpec
 
 #: Strategies ``simulate train`` offers, and the planner's names for them.
@@ -183,6 +187,7 @@ class SimulateTrainRequest:
         help="Published data folder, e.g. ../shared/data (default: $GPUCAST_SHARED_DATA).",
         example="../shared/data",
     )
+    allow_large: bool = allow_large_option()
 
     def __post_init__(self) -> None:
         on_cluster = check_cluster_options(
@@ -252,12 +257,7 @@ class SimulateTrainRequest:
             raise InvalidSpecError(
                 "inter-region-rtt-ms", "must be >= 0", got=self.inter_region_rtt_ms
             )
-        if self.hazard_per_hour is not None and not (
-            math.isfinite(self.hazard_per_hour) and self.hazard_per_hour > 0
-        ):
-            raise InvalidSpecError(
-                "hazard-per-hour", "must be > 0 revocations per node-hour", got=self.hazard_per_hour
-            )
+        check_hazard(self.hazard_per_hour)
         if self.seed < 0:
             raise InvalidSpecError("seed", "must be >= 0", got=self.seed, fix="e.g. --seed 0")
         check_spot_options(self.spot_scenario)
@@ -314,6 +314,55 @@ def _steps_to_target(
         for a in notes
     )
     return steps, notes
+
+
+#: Estimated bytes of the Monte Carlo per (run, server) cell and per entry of the speed table.
+_BYTES_PER_CELL = 64
+_BYTES_PER_SPEED_ENTRY = 8
+
+
+def _check_size(request: SimulateTrainRequest, groups: Sequence[WorkerGroup], ps: int) -> None:
+    """Refuse a cluster or a run count whose simulation would not fit in memory, before the
+    speed table (one entry per count of ready workers per group) or the runs are allocated."""
+    entries = math.prod(g.count + 1 for g in groups)
+    check_work(
+        "workers",
+        entries,
+        what="speed-table entries (ready workers per GPU group)",
+        bytes_per_item=_BYTES_PER_SPEED_ENTRY,
+        allow_large=request.allow_large,
+        fix="lower --workers (or the counts in --gpu)",
+    )
+    servers = sum(g.count for g in groups) + ps
+    check_work(
+        "runs",
+        float(request.runs) * (servers + 2),
+        what=f"Monte Carlo cells ({request.runs:,} runs x {servers:,} servers)",
+        bytes_per_item=_BYTES_PER_CELL,
+        allow_large=request.allow_large,
+        fix="lower --runs (2000 gives percentiles within ~1%) or the cluster size",
+    )
+
+
+def _check_finishes(
+    steps: int,
+    fastest_steps_per_s: float,
+    steps_per_s: float,
+    horizon_s: float,
+    nodes: int,
+) -> None:
+    """Refuse a job that cannot finish within the simulated horizon even at the cluster's
+    full speed, nothing revoked (every run would report "never"): name the input."""
+    best_s = steps / fastest_steps_per_s if fastest_steps_per_s > 0 else math.inf
+    if best_s <= horizon_s:
+        return
+    raise InvalidSpecError(
+        "steps",
+        f"{steps:,} steps at {steps_per_s:.3g} steps/s (all {nodes} nodes up, nothing "
+        f"revoked) take {format_duration(best_s)}, beyond the {horizon_s / 86400:g}-day "
+        "horizon the simulation runs to",
+        fix="lower --steps or --target (or --batch-size), or use more or faster GPUs",
+    )
 
 
 def deadline_seconds(text: str | float | None, now: datetime | None = None) -> float | None:
@@ -411,6 +460,7 @@ def simulate_train(
     assert request.gpu is not None and request.region is not None
     ps = request.ps_count
     groups = tinputs.parse_groups(request.gpu, request.workers, request.region, request.spot)
+    _check_size(request, groups, ps)
     given_speed = tinputs.parse_speed(request.speed, groups)
     root = published_data_dir(request.data_dir)
     target_notes: tuple[Assumption, ...] = ()
@@ -553,6 +603,10 @@ def simulate_train(
     lo = min(s.lower_ratio for s in single.values())
     hi = max(s.upper_ratio for s in single.values())
     factors = strata(lo, hi)
+    fastest = full_speed / min(factors) if factors else full_speed
+    _check_finishes(
+        total_steps, fastest, full_speed, scenario.horizon_s, sum(g.count for g in groups)
+    )
     if len(factors) > 1:
         notes.append(
             f"the step time is the roofline model's (interval x{lo:.2f}..x{hi:.2f}): the runs "

@@ -13,7 +13,14 @@ from gpucast.app.lifetimes import FitLifetimesRequest
 from gpucast.app.steptime import FitStepTimeRequest
 from gpucast.app.variability import FitVariabilityRequest
 from gpucast.cli._command import request_command
-from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, emit_result, state
+from gpucast.cli._common import (
+    JSON_OPTION_HELP,
+    console,
+    emit_json,
+    emit_result,
+    err_console,
+    state,
+)
 
 app = typer.Typer(no_args_is_help=True, help="Fit performance models from data.")
 
@@ -36,6 +43,8 @@ def speed(
     from gpucast.app import fit_speed
 
     result = fit_speed(request)
+    for warning in result.warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     emit_result(
         result.to_dict(),
         f"fitted speed model on {result.rows} rows, {result.models} models, "
@@ -102,6 +111,8 @@ def lifetimes(
     from gpucast.app import fit_lifetimes
 
     result = fit_lifetimes(request, db=state(ctx).db_path)
+    for warning in result.warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     if json_out:
         emit_json(result.to_dict())
         return

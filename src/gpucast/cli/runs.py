@@ -70,8 +70,20 @@ def list_runs(
     result = runs_list(request, db=state(ctx).db_path)
     if as_json:
         emit_json(result.to_dict())
+    elif not result.store_exists:
+        err_console.print(
+            f"no store at {escape(result.store)} yet, so no runs; add one with "
+            "`gpucast measure train WORKLOAD`",
+            highlight=False,
+        )
     elif not result.runs:
-        err_console.print("no runs stored yet; add one with `gpucast measure train WORKLOAD`")
+        err_console.print(
+            f"no runs match in {escape(result.store)}"
+            if request.kind or request.workload
+            else f"no runs stored yet in {escape(result.store)}; add one with "
+            "`gpucast measure train WORKLOAD`",
+            highlight=False,
+        )
     else:
         console.print(runs_table(result))
 

@@ -7,6 +7,7 @@ work happens in :func:`gpucast.app.simulation`. ``simulate serve`` joins this gr
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import typer
@@ -26,10 +27,14 @@ def print_simulation(result: SimulationResult) -> None:
 
     from gpucast.domain.simulation import Summary
 
+    def cell(value: float, fmt: str) -> str:
+        # a run that never finishes has no duration or final cost: say so, never "inf"
+        return f"{value:{fmt}}" if math.isfinite(value) else "never"
+
     def row(label: str, s: Summary, fmt: str) -> str:
         return (
-            f"  {label:<12} mean {s.mean:{fmt}}  median {s.median:{fmt}}  "
-            f"p10 {s.p10:{fmt}}  p90 {s.p90:{fmt}}"
+            f"  {label:<12} mean {cell(s.mean, fmt)}  median {cell(s.median, fmt)}  "
+            f"p10 {cell(s.p10, fmt)}  p90 {cell(s.p90, fmt)}"
         )
 
     for name, stats in (("transient", result.transient), ("on-demand", result.on_demand)):
@@ -40,7 +45,11 @@ def print_simulation(result: SimulationResult) -> None:
         if stats.p_miss_deadline is not None:
             console.print(f"  P(miss deadline) {stats.p_miss_deadline:.1%}")
         if stats.p_unfinished > 0:
-            console.print(f"  P(never finishes) {stats.p_unfinished:.1%}")
+            console.print(
+                f"  P(never finishes) {stats.p_unfinished:.1%}: those runs ran out of workers "
+                f"or of the {result.scenario.horizon_s / 86400:g}-day horizon; 'never' marks "
+                "the statistics they make unbounded"
+            )
     for key, value in result.sources.items():
         console.print(f"[dim]{key}: {value}[/dim]", highlight=False)
     for note in result.notes:

@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any, Literal, get_args
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.limits import MAX_SWEEP_POINTS
 from gpucast.domain.workload import PRECISIONS
 
 PointStrategy = Literal["single", "ddp", "fsdp", "ps"]
@@ -198,6 +199,17 @@ class Sweep:
                 )
         if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) or self.repeats < 1:
             raise InvalidSpecError("repeats", "must be an integer >= 1", got=self.repeats)
+        axes = (self.workloads, self.batch_sizes, self.precisions, self.devices,
+                self.strategies, self.nprocs, self.ps_shards, self.ps_sync)  # fmt: skip
+        size = self.repeats * math.prod(len(a) for a in axes)
+        if size > MAX_SWEEP_POINTS:  # checked before points() expands anything
+            raise InvalidSpecError(
+                "repeats" if self.repeats > MAX_SWEEP_POINTS else "sweep",
+                f"expands to up to {size:,} points (the axes x repeats), more than the "
+                f"{MAX_SWEEP_POINTS:,} a campaign runs (each point is a real measurement)",
+                got=self.repeats if self.repeats > MAX_SWEEP_POINTS else None,
+                fix="lower repeats or shorten the axes; split a bigger study into campaigns",
+            )
 
     def points(self) -> list[CampaignPoint]:
         """Every point, in a fixed order, without duplicates (a ``single`` point ignores the

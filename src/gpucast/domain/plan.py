@@ -21,9 +21,11 @@ from typing import Any, ClassVar
 from gpucast.domain.convergence import TARGET_HELP, parse_target
 from gpucast.domain.energy import check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.domain.limits import allow_large_option, check_work
 from gpucast.domain.options import build, lower_list, none_or, option, to_options
 from gpucast.domain.provenance import Assumption, Validation
 from gpucast.domain.spot import (
+    check_hazard,
     check_spot_options,
     fallback_after_option,
     hazard_option,
@@ -59,6 +61,11 @@ STRATEGIES: tuple[str, ...] = ("ddp", "fsdp", "ps")
 OBJECTIVES: tuple[str, ...] = ("cheapest", "fastest", "energy", "carbon", "goodput")
 MARKETS: tuple[str, ...] = ("on-demand", "spot")
 PLAN_SCHEMA_VERSION = 2
+#: Samples a plan may train on at most (2**53: counts stay exact as floats): far above any
+#: real job, so only a typo reaches it.
+MAX_SAMPLES = float(2**53)
+#: Estimated bytes of the spot Monte Carlo per (run, server) cell.
+MC_BYTES_PER_CELL = 64
 #: Deadline of a plan when none is given (24 h).
 DEFAULT_DEADLINE_S = 86400.0
 
@@ -207,6 +214,7 @@ class TrainRequest:
         help="Allow --workload run:ID to import the user model (module:factory) the store "
         "names. Only for stores you trust: importing runs their code.",
     )
+    allow_large: bool = allow_large_option()
 
     def __post_init__(self) -> None:
         if not self.workload:
@@ -236,6 +244,16 @@ class TrainRequest:
         _positive_int("dataset-size", self.dataset_size, fix="e.g. --dataset-size 1281167")
         _positive_int("steps", self.steps, fix="e.g. --steps 100000")
         _positive_int("reference_batch", self.reference_batch, fix="e.g. --reference-batch 256")
+        if self.epochs is not None and self.dataset_size is not None:
+            samples = self.epochs * self.dataset_size
+            if not samples <= MAX_SAMPLES:
+                raise InvalidSpecError(
+                    "epochs",
+                    f"x --dataset-size is {samples:.3g} samples, more than any job trains on "
+                    f"({MAX_SAMPLES:.3g})",
+                    got=self.epochs,
+                    fix="check --epochs and --dataset-size",
+                )
         _finite_positive("deadline", self.deadline_s, fix="e.g. --deadline 24h")
         _finite_positive("budget", self.budget_usd, fix="e.g. --budget 500")
         _positive_int("max-gpus", self.max_gpus, fix="e.g. --max-gpus 64")
@@ -274,12 +292,21 @@ class TrainRequest:
         if isinstance(self.mc_runs, bool) or not isinstance(self.mc_runs, int) or self.mc_runs < 1:
             raise InvalidSpecError("mc_runs", "must be an integer >= 1", got=self.mc_runs)
         _positive_int("max_simulated", self.max_simulated)
+        check_work(
+            "runs",
+            float(self.mc_runs) * (self.max_gpus + self.max_ps_shards + 2),
+            what=f"Monte Carlo cells per spot plan ({self.mc_runs:,} runs x up to "
+            f"{self.max_gpus + self.max_ps_shards:,} servers)",
+            bytes_per_item=MC_BYTES_PER_CELL,
+            allow_large=self.allow_large,
+            fix="lower --runs (1000 gives the mean within ~1%) or --max-gpus",
+        )
         if self.precision not in PRECISIONS:
             raise InvalidSpecError(
                 "precision", f"must be one of {', '.join(PRECISIONS)}", got=self.precision
             )
         check_software(self.software)
-        _finite_positive("hazard-per-hour", self.hazard_per_hour, fix="e.g. --hazard-per-hour 0.05")
+        check_hazard(self.hazard_per_hour)
         check_spot_options(self.spot_scenario)
         check_variability_options(self.gpu_variability, self.exclude_slowest)
         check_eta(self.eta)

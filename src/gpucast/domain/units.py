@@ -51,3 +51,15 @@ def duration_s(value: object, *, field: str = "duration") -> float:
     if isinstance(value, int | float):
         return require_positive(field, float(value))
     return parse_duration_s(str(value), field=field)
+
+
+def format_duration(seconds: float) -> str:
+    """``seconds`` as a person reads it: ``45 s``, ``12 min``, ``3.5 h``, ``9.2 days``,
+    ``31.7 years``."""
+    if not math.isfinite(seconds):
+        return "forever"
+    for unit, size in (("years", 365.25 * 86400), ("days", 86400.0), ("h", 3600.0),
+                       ("min", 60.0)):  # fmt: skip
+        if seconds >= size:
+            return f"{seconds / size:,.3g} {unit}"
+    return f"{seconds:.3g} s"

@@ -265,6 +265,13 @@ def parse_speed(text: str | None, groups: Sequence[WorkerGroup]) -> dict[str, fl
             raise InvalidSpecError(
                 "speed", f"names {name}, which is not a --gpu of this cluster", got=part
             )
+        if name in out:
+            raise InvalidSpecError(
+                "speed",
+                f"gives {name} twice ({out[name]:g} and {speed:g} steps/s)",
+                got=text,
+                fix=f"give one measured speed per GPU type, e.g. --speed {name}:{speed:g}",
+            )
         out[name] = speed
     return out
 

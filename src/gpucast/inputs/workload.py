@@ -146,6 +146,20 @@ def builtin_workloads() -> list[str]:
     return cached_json("workload-names", names, dump=list, load=load, code=("gpucast.workloads",))
 
 
+def check_workload_name(workload: str) -> None:
+    """An unknown built-in name fails now, with close matches (before any default derived
+    from the name, or any profiling); ``module:factory`` and ``run:ID`` pass."""
+    import re
+
+    if ":" in workload or re.fullmatch(r"cifar-resnet\d+", workload.strip().lower()):
+        return
+    names = builtin_workloads()
+    if workload.strip().lower() not in names:
+        raise UnknownWorkloadError(
+            workload, names, fix="or give a user model as module:factory, or --profile FILE"
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkloadInputs:
     """What the cluster and checkpoint models need to know about the trained model."""

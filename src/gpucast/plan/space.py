@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.catalog import GpuSpec, Offer
+from gpucast.domain.limits import check_work
 from gpucast.domain.plan import STRATEGIES, TrainRequest
 from gpucast.domain.systems import ClusterSpec
 from gpucast.plan.inputs import PCIE_GBPS
@@ -200,9 +201,55 @@ class Space:
         return Space(offers=self.offers, global_batch=self.global_batch, **cols)  # type: ignore[arg-type]
 
 
+#: Estimated bytes a row of the space takes while the planner holds it (its columns and the
+#: evaluation's, in chunks; see :mod:`gpucast.plan.train`).
+BYTES_PER_ROW = 200
+
+
+def space_size(request: TrainRequest, offers: OfferTable) -> int:
+    """How many rows :func:`build_space` makes, counted without building them."""
+    gpn = offers.gpus_per_node
+    kmax = request.max_gpus // gpn
+    if offers.max_nodes is not None:
+        kmax = np.minimum(kmax, offers.max_nodes)
+    n_strategies = len(set(request.strategies))
+    variants = (
+        n_strategies
+        - ("ps" in request.strategies)
+        + (request.max_ps_shards if "ps" in request.strategies else 0)
+    )
+    if request.batch_size is not None or request.global_batch is not None:
+        batches = 1
+    else:
+        batches = len(set(request.batch_sizes))
+    markets = 2 if request.allow_spot else 1
+    rows = int(np.sum(kmax, dtype=np.float64)) * markets * variants * batches
+    if request.allow_mixed:
+        mixed_variants = ("ddp" in request.strategies) + 2 * request.max_ps_shards * (
+            "ps" in request.strategies
+        )
+        rows += len(_mixed_pairs(request, offers)) * markets * mixed_variants * batches
+    return rows
+
+
+def check_space_size(request: TrainRequest, offers: OfferTable) -> None:
+    """Refuse a search space too large to hold (e.g. a typo in ``--max-gpus``) before it is
+    built (:func:`gpucast.domain.limits.check_work`)."""
+    check_work(
+        "max-gpus",
+        space_size(request, offers),
+        what=f"candidate configurations (--max-gpus {request.max_gpus:,}, "
+        f"--max-ps-shards {request.max_ps_shards:,})",
+        bytes_per_item=BYTES_PER_ROW,
+        allow_large=request.allow_large,
+        fix="lower --max-gpus or --max-ps-shards, or narrow --provider/--region/--gpu",
+    )
+
+
 def build_space(request: TrainRequest, offers: OfferTable) -> tuple[Space, dict[str, int]]:
     """Every (offer, nodes, market, strategy, shards, batch) row; plus rows never generated
     because an instance alone has more GPUs than ``max_gpus`` (reason -> count)."""
+    check_space_size(request, offers)
     dropped: dict[str, int] = {}
     gpn = offers.gpus_per_node
     kmax = request.max_gpus // gpn
@@ -300,11 +347,8 @@ def building_blocks(offers: OfferTable) -> dict[tuple[str, str], list[int]]:
     return out
 
 
-def build_mixed(
-    request: TrainRequest, offers: OfferTable, batches: list[int], markets: list[bool]
-) -> Space | None:
-    """Mixed rows: pairs of GPU types per provider/region x node grid x market x strategy x
-    batch (see the module docstring). ``None`` when no region offers two GPU types."""
+def _mixed_pairs(request: TrainRequest, offers: OfferTable) -> list[tuple[int, int, int, int]]:
+    """(offer, nodes, offer2, nodes2) of every mixed cluster within ``max_gpus``."""
     pairs: list[tuple[int, int, int, int]] = []
     gpn = offers.gpus_per_node
     for blocks in building_blocks(offers).values():
@@ -314,6 +358,15 @@ def build_mixed(
                     for nb in MIXED_NODES:
                         if na * gpn[oa] + nb * gpn[ob] <= request.max_gpus:
                             pairs.append((oa, na, ob, nb))
+    return pairs
+
+
+def build_mixed(
+    request: TrainRequest, offers: OfferTable, batches: list[int], markets: list[bool]
+) -> Space | None:
+    """Mixed rows: pairs of GPU types per provider/region x node grid x market x strategy x
+    batch (see the module docstring). ``None`` when no region offers two GPU types."""
+    pairs = _mixed_pairs(request, offers)
     variants: list[tuple[int, int]] = []
     if "ddp" in request.strategies:
         variants.append((DDP, 0))

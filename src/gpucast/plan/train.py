@@ -41,6 +41,7 @@ from gpucast.domain.errors import (
 )
 from gpucast.domain.options import is_default
 from gpucast.domain.plan import (
+    MAX_SAMPLES,
     BatchOption,
     ModelInfo,
     PlanCandidate,
@@ -261,6 +262,14 @@ def make_work(
         )
     else:
         samples = float(request.epochs) * float(request.dataset_size)
+    if not samples <= MAX_SAMPLES:
+        flag = "steps" if request.steps is not None else "epochs"
+        raise InvalidSpecError(
+            flag,
+            f"asks for {samples:.3g} samples at the reference batch of {ref:g}, more than any "
+            f"job trains on ({MAX_SAMPLES:.3g})",
+            fix=f"check --{flag}" + (" and --reference-batch" if flag == "steps" else ""),
+        )
     return Work(
         samples_at_reference=samples,
         reference_batch=ref,

@@ -94,6 +94,7 @@ by padding.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -173,7 +174,9 @@ def cluster_shape(
 
 
 def _divisors(n: int) -> list[int]:
-    return [k for k in range(1, n + 1) if n % k == 0]
+    """The divisors of ``n``, ascending (O(sqrt n): ``--gpus`` may be large)."""
+    small = [k for k in range(1, math.isqrt(n) + 1) if n % k == 0]
+    return small + [n // k for k in reversed(small) if k * k != n]
 
 
 def _listing(values: Sequence[int], limit: int = 8) -> str:

@@ -20,7 +20,6 @@ import math
 import os
 import socket
 import sqlite3
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -490,31 +489,17 @@ class Store:
             raise InvalidSpecError(
                 "format", f"must be one of {', '.join(EXPORT_FORMATS)}", got=format
             )
-        out = Path(path).expanduser()
-        if not out.parent.is_dir():
-            raise InvalidInputError(
-                f"--out {out}: folder {out.parent} does not exist", fix="create it first"
-            )
-        if out.is_dir():
-            raise InvalidInputError(f"--out {out}: is a folder", fix="pass a file path")
+        from gpucast.store.files import replacing
+
         where, params = self._filters(kind, workload)
-        frame = pd.read_sql_query(
-            f"SELECT * FROM runs{where} ORDER BY id", self.connection, params=params
-        )
-        handle, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-        os.close(handle)
-        tmp = Path(tmp_name)
-        try:
+        with replacing(path, field="out") as tmp:
+            frame = pd.read_sql_query(
+                f"SELECT * FROM runs{where} ORDER BY id", self.connection, params=params
+            )
             if format == "csv":
                 frame.to_csv(tmp, index=False)
             else:
                 frame.to_parquet(tmp, index=False, engine="pyarrow")
-            os.replace(tmp, out)
-        except OSError as exc:
-            raise StoreError(f"cannot write {out}: {exc.strerror or exc}") from None
-        finally:
-            with suppress(FileNotFoundError):
-                tmp.unlink()
         return len(frame)
 
 

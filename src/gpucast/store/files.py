@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import codecs
 import csv
+import errno
 import io
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.domain.errors import DataFormatError, GpucastError, InvalidSpecError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -219,26 +221,64 @@ def refuse_overwriting_inputs(
             )
 
 
-def write_text_atomic(path: Path, text: str, *, field: str = "output") -> None:
-    """Replace ``path`` with ``text`` in one step; the folder must exist."""
-    path = Path(path)
+def output_file(path: Path | str, field: str = "output") -> Path:
+    """``path`` when a file may be written there: its folder exists and it is not a folder,
+    a device or a FIFO (replacing ``/dev/null`` or a folder is never what the user meant)."""
+    path = Path(path).expanduser()
+    fix = f"choose another --{field} path (a file in an existing folder)"
+    if path.is_dir():
+        raise InvalidSpecError(field, "is a folder, not a file", got=str(path), fix=fix)
+    if path.exists() and not path.is_file():
+        raise InvalidSpecError(
+            field, "is not a regular file (a device, FIFO or socket)", got=str(path), fix=fix
+        )
     directory = path.resolve().parent
     if not directory.is_dir():
         raise InvalidSpecError(
             field, f"folder {directory} does not exist", got=str(path), fix="create it first"
         )
+    return path
+
+
+@contextmanager
+def replacing(path: Path | str, *, field: str = "output") -> Iterator[Path]:
+    """A temp file beside ``path`` to write; when the block ends without an error it is
+    fsynced and renamed onto ``path`` with the mode a plain ``open()`` would give it, else
+    removed. ``path`` is checked with :func:`output_file` first."""
+    path = output_file(path, field)
     mode = _new_file_mode(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    tmp: Path | None = None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
+        fd, name = tempfile.mkstemp(
+            prefix=f".{path.name}.", suffix=".tmp", dir=path.resolve().parent
+        )
+        os.close(fd)
+        tmp = Path(name)
+        yield tmp
+        with tmp.open("rb+") as handle:
             os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    except OSError as exc:
+        raise _unwritable(path, field, exc) from None
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+
+
+def _unwritable(path: Path, field: str, exc: OSError) -> GpucastError:
+    """A write that failed: the user's path (no permission, read-only) is bad input; a full
+    or failing disk is a runtime failure."""
+    problem = f"cannot be written ({exc.strerror or exc})"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR):
+        return InvalidSpecError(field, problem, got=str(path), fix=f"choose another --{field}")
+    return GpucastError(f"{field} {path}: {problem}")
+
+
+def write_text_atomic(path: Path, text: str, *, field: str = "output") -> None:
+    """Replace ``path`` with ``text`` in one step; the folder must exist."""
+    with replacing(path, field=field) as tmp, tmp.open("w", encoding="utf-8", newline="") as out:
+        out.write(text)
 
 
 def write_csv_atomic(frame: pd.DataFrame, path: Path, *, field: str = "output") -> None:

@@ -20,12 +20,14 @@ nothing is evaluated or unpickled.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
 import importlib.util
+import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,22 +60,60 @@ def _import(module_part: str) -> Any:
         sys.modules[module_name] = module
         try:
             spec.loader.exec_module(module)
-        except Exception:
+        except Exception as exc:
             del sys.modules[module_name]
-            raise
+            raise _user_code_failed(f"importing {module_part}", exc) from exc
         return module
     if not _MODULE_PATH.match(module_part):
         raise InvalidSpecError(
             "workload", "module must be a dotted Python module path", got=module_part, fix=FIX
         )
+    with _current_folder_importable():
+        try:
+            return importlib.import_module(module_part)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and module_part.startswith(exc.name):
+                raise InvalidSpecError(
+                    "workload",
+                    f"cannot import module {module_part!r} ({exc.msg})",
+                    fix="check the spelling, and run from its folder or put that folder on "
+                    "PYTHONPATH; " + FIX,
+                ) from None
+            raise _user_code_failed(f"importing {module_part}", exc) from exc
+        except Exception as exc:
+            raise _user_code_failed(f"importing {module_part}", exc) from exc
+
+
+@contextlib.contextmanager
+def _current_folder_importable() -> Iterator[None]:
+    """``module:factory`` resolves from the current folder, as ``python -c "import module"``
+    does (an installed console script does not put the current folder on ``sys.path``)."""
+    here = os.getcwd()
+    added = here not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, here)
     try:
-        return importlib.import_module(module_part)
-    except ModuleNotFoundError as exc:
-        raise InvalidSpecError(
-            "workload",
-            f"cannot import module {module_part!r} ({exc.msg})",
-            fix="check the spelling and that its folder is on PYTHONPATH; " + FIX,
-        ) from None
+        yield
+    finally:
+        if added:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(here)
+
+
+def _user_code_failed(what: str, exc: BaseException) -> InvalidSpecError:
+    """The one-line error for an exception raised by the user's own code (its module or its
+    factory); ``--debug`` shows the traceback."""
+    if isinstance(exc, SyntaxError):
+        where = f" ({exc.filename}, line {exc.lineno})" if exc.filename else ""
+        detail = f"SyntaxError: {exc.msg}{where}"
+    else:
+        text = " ".join(str(exc).split())
+        detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return InvalidSpecError(
+        "workload",
+        f"{what} raised {detail}",
+        fix="fix the user model (`gpucast --debug ...` shows the traceback)",
+    )
 
 
 def _as_batch_tuple(example: Any) -> tuple[torch.Tensor, ...]:
@@ -186,7 +226,10 @@ def load_user_workload(name: str, **options: Any) -> Workload:
             f"module {module_part!r} has no callable {factory_name!r}",
             fix=f"callables there: {', '.join(public[:8]) or 'none'}",
         )
-    result = factory(**options)
+    try:
+        result = factory(**options)
+    except Exception as exc:
+        raise _user_code_failed(f"calling {factory_name}() of {module_part}", exc) from exc
     if not isinstance(result, tuple) or len(result) not in (2, 3):
         raise InvalidSpecError(
             "workload factory",

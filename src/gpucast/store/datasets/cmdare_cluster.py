@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.store.datasets._import import ImportResult
+from gpucast.store.files import read_csv_input
 
 SAMPLE_COLUMNS: tuple[str, ...] = (
     "gpu",
@@ -82,7 +83,7 @@ def read_cluster_scaling(root: Path) -> ImportResult:
 
 
 def _read_run(path: Path) -> tuple[pd.DataFrame, list[str]]:
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    raw = read_csv_input(path, "data", dtype=str, keep_default_na=False)
     missing = [c for c in _SOURCE_COLUMNS if c not in raw.columns]
     if missing:
         raise DataFormatError(
@@ -225,7 +226,7 @@ def read_model_features(speed_csv: Path) -> ImportResult:
     Columns: model (as labelled in the file), model_key (lower-case alphanumerics, the join
     key), n_parameters, n_tensors, max_tensor_bytes (NaN when the file has none).
     """
-    raw = pd.read_csv(speed_csv)
+    raw = read_csv_input(speed_csv, "features")
     need = ["Model (temp)", "Number of Parameters", "Number of Tensors"]
     missing = [c for c in need if c not in raw.columns]
     if missing:

@@ -42,8 +42,9 @@ from gpucast.domain.cmdare import (
     TFLOPS_COL,
     impute_model_properties,
 )
-from gpucast.domain.errors import DataFormatError
+from gpucast.domain.errors import DataFormatError, InvalidInputError
 from gpucast.store.datasets._import import ImportResult
+from gpucast.store.files import read_csv_input
 
 #: Columns a row must have to be predicted; fitting needs ``Step Time (s)`` too.
 REQUIRED_COLUMNS: tuple[str, ...] = (GPU_COL, FLOPS_COL, PARAMS_COL, TENSORS_COL)
@@ -179,8 +180,8 @@ def read_single_gpu_speed(path: Path) -> ImportResult:
 def _read_series(path: Path, gpu: str, model: str, run: str) -> tuple[pd.DataFrame, list[str]]:
     skipped: list[str] = []
     try:
-        raw = pd.read_csv(path)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raw = read_csv_input(path, "data")
+    except InvalidInputError as exc:
         return pd.DataFrame(), [f"{path}: unreadable ({exc})"]
     for column in ("Wall time", "Step", "Value"):
         if column not in raw.columns:

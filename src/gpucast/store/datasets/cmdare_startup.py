@@ -22,6 +22,7 @@ import pandas as pd
 
 from gpucast.domain.errors import DataFormatError
 from gpucast.store.datasets._import import ImportResult
+from gpucast.store.files import read_csv_input
 
 COLUMNS: tuple[str, ...] = ("gpu", "market", "region", "provisioning_s", "staging_s", "booting_s")
 _FOLDER_RE = re.compile(r"^(?P<market>on_demand|pre)_(?P<region>[a-z]+)$")
@@ -46,7 +47,7 @@ def read_startup_times(root: Path) -> ImportResult:
             if gpu_match is None:
                 skipped.append(f"{path}: no GPU name in the file name")
                 continue
-            raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+            raw = read_csv_input(path, "data-dir", dtype=str, keep_default_na=False)
             missing = [c for c in _SOURCE if c not in raw.columns]
             if missing:
                 raise DataFormatError(

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from gpucast.domain.errors import DataFormatError
+from gpucast.store.files import read_csv_input
 
 _COLUMNS = (
     "submitter", "system", "benchmark", "run_index", "minutes", "status", "accelerator",
@@ -42,10 +43,7 @@ def read_mlperf_runs(path: Path) -> pd.DataFrame:
         raise DataFormatError(
             str(path), "file not found", fix="point at mlperf_training_v4.0/training_v4.0.csv"
         )
-    try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise DataFormatError(str(path), f"is not a readable CSV ({exc})") from None
+    frame = read_csv_input(path, "data-dir")
     missing = [c for c in _COLUMNS if c not in frame.columns]
     if missing:
         raise DataFormatError(

@@ -36,6 +36,7 @@ from gpucast.domain.spot import (
     censor_observed,
     zone_to_region,
 )
+from gpucast.store.files import read_csv_input
 
 # -- lifetime.csv ----------------------------------------------------------------------------
 
@@ -349,10 +350,7 @@ class TrainingExperiment:
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise DataFormatError(str(path), f"cannot read: {exc}") from None
+    return read_csv_input(path, "data-dir")
 
 
 def read_training_experiment(folder: Path, *, workers: int, spot: bool) -> TrainingExperiment:

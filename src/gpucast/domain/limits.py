@@ -1,0 +1,79 @@
+"""Bounds on the work one request may ask for, checked before anything is allocated.
+
+A typo (``--runs 1000000000``, ``repeats: 1000000000``, ``--max-gpus 100000000``) must fail in
+a line naming the flag, the size and the memory it would take -- not after minutes of work or
+a ``MemoryError``. Each verb estimates its own work from the request (rows of a plan's search
+space, Monte Carlo runs x servers, simulated requests, sweep points) and calls
+:func:`check_work`; ``--allow-large`` lifts the default ceiling for a user who means it.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.options import option
+
+#: Items (simulated requests, Monte Carlo run x server cells, plan rows) one request may ask
+#: for without ``--allow-large``: 50 million.
+LARGE_ITEMS = 50_000_000
+#: Memory one request may ask for without ``--allow-large``.
+LARGE_BYTES = 2 * 2**30
+#: Sweep points (campaign runs) expanded at most, with or without ``--allow-large``: a sweep
+#: is a list of real measurements, each seconds to minutes long.
+MAX_SWEEP_POINTS = 100_000
+
+
+def allow_large_option() -> Any:
+    """The ``--allow-large`` request field (shared by the verbs that bound their work)."""
+    return option(
+        False,
+        negative="no-allow-large",
+        help=f"Run work above the default ceilings ({LARGE_ITEMS:,} simulated items or "
+        f"{LARGE_BYTES / 2**30:g} GiB of memory).",
+    )
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes as a person reads it (``3.2 GiB``)."""
+    if not math.isfinite(n):
+        return "unbounded memory"
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def check_work(
+    flag: str,
+    items: float,
+    *,
+    what: str,
+    bytes_per_item: float,
+    allow_large: bool,
+    fix: str,
+    max_items: float = LARGE_ITEMS,
+    max_bytes: float = LARGE_BYTES,
+) -> None:
+    """Refuse ``items`` of work (``what``: "Monte Carlo runs x servers") when it exceeds
+    ``max_items`` or ``max_bytes`` of estimated memory, unless ``allow_large``; the message
+    names ``flag``, the size, the estimated memory and ``fix``.
+
+    Even with ``allow_large`` an estimate beyond what any machine holds (1 PiB) is refused:
+    that is a typo, not a big job.
+    """
+    memory = items * bytes_per_item
+    absurd = not math.isfinite(memory) or memory > 2.0**50
+    if not absurd and (allow_large or (items <= max_items and memory <= max_bytes)):
+        return
+    size = f"{items:,.0f}" if math.isfinite(items) and items < 1e18 else f"{items:.3g}"
+    ceiling = "" if absurd else (
+        f"; the default ceiling is {max_items:,.0f} ({format_bytes(max_bytes)})"
+    )  # fmt: skip
+    raise InvalidSpecError(
+        flag,
+        f"asks for {size} {what}, about {format_bytes(memory)} of memory{ceiling}",
+        fix=fix if absurd else f"{fix}, or pass --allow-large",
+    )
