@@ -12,6 +12,7 @@ the work is bounded by the limits under test, not by a timer.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import fuzz_cases  # the table beside this file (pytest puts tests/cli on sys.path)
 import pytest
@@ -67,12 +68,17 @@ def test_clean_answer(
 def test_the_table_covers_every_command() -> None:
     """Every verb of the CLI has generated cases (a new verb needs a row in COMMANDS)."""
     import typer.main
+    from typer import _click as click  # typer >= 0.29 vendors click
 
-    def leaves(command: object, path: tuple[str, ...]) -> list[tuple[str, ...]]:
-        subs = getattr(command, "commands", None)
-        if subs is None:
+    def leaves(command: Any, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+        if not hasattr(command, "list_commands"):  # a command, not a group
             return [path]
-        return [leaf for name, sub in subs.items() for leaf in leaves(sub, (*path, name))]
+        ctx = click.Context(command)
+        return [
+            leaf
+            for name in command.list_commands(ctx)
+            for leaf in leaves(command.get_command(ctx, name), (*path, name))
+        ]
 
     verbs = set(leaves(typer.main.get_command(app), ()))
     covered = {cmd.path for cmd in fuzz_cases.COMMANDS}

@@ -33,3 +33,26 @@ def test_unknown_verb_exit_2() -> None:
     result = runner.invoke(app, ["frobnicate"])
     assert result.exit_code == 2
     assert "frobnicate" in result.stderr
+
+
+def test_version_fast_path_matches_the_full_command() -> None:
+    """``gpucast --version`` alone skips Typer and the verbs; it prints what the full
+    command prints."""
+    import subprocess
+    import sys
+
+    fast = subprocess.run(
+        [sys.executable, "-m", "gpucast", "--version"], capture_output=True, text=True, check=True
+    )
+    full = CliRunner().invoke(app, ["--version"])
+    assert fast.stdout == full.stdout and fast.stdout.startswith("gpucast ")
+
+
+def test_flags_are_shown_as_flags() -> None:
+    """A boolean flag takes no value, so ``--help`` shows none (``--json``, not
+    ``--json <bool>``)."""
+    for argv in (["--help"], ["runs", "list", "--help"], ["plan", "train", "--help"]):
+        result = CliRunner().invoke(app, argv, terminal_width=200)
+        assert result.exit_code == 0
+        assert "<bool>" not in result.stdout, argv
+        assert "--help" in result.stdout

@@ -32,7 +32,6 @@ from gpucast.domain.workload import (
     check_software,
     workload_options_field,
 )
-from gpucast.store.files import read_csv_input
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -282,7 +281,7 @@ def predict_speed(
     from gpucast.domain.cmdare import GPU_COL
     from gpucast.predict.speed import SpeedModel
     from gpucast.store.datasets.cmdare_speed import read_speed_rows
-    from gpucast.store.files import write_csv_atomic
+    from gpucast.store.files import read_csv_input, write_csv_atomic
 
     request = resolve(PredictSpeedRequest, request, options)
     estimator = _load(request.model, SpeedModel)

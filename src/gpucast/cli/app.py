@@ -25,9 +25,28 @@ def _one_line(text: str) -> str:
 
 
 class GpucastGroup(TyperGroup):
-    """Root command group that turns every error into one clear line and an exit code."""
+    """Root command group that turns every error into one clear line and an exit code, and
+    imports a verb's module only when that verb is used (:mod:`gpucast.cli.verbs`)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from gpucast.cli import verbs
+
+        return verbs.names()
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> Any:
+        command = self.commands.get(cmd_name)
+        if command is None:
+            from gpucast.cli import verbs
+
+            command = verbs.load(cmd_name)
+            if command is not None:
+                self.commands[cmd_name] = command
+        return command
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
+        from gpucast.cli.verbs import plain_flags
+
+        plain_flags(self)
         kwargs["standalone_mode"] = False
         argv = kwargs.get("args")
         if argv is None:
@@ -98,15 +117,8 @@ def root(
     ctx.obj = CliState(db_path=db, debug=debug)
 
 
-def _register() -> None:
-    """Attach the verbs. Each module owns its verb; this is the only place that lists them."""
-    from gpucast.cli import verbs
-
-    verbs.register(app)
-
-
-_register()
-
-
 def main() -> None:
+    if sys.argv[1:] == ["--version"]:  # the fast path: no Typer, Rich or verb module
+        sys.stdout.write(f"gpucast {__version__}\n")
+        return
     app()

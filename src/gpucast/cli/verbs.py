@@ -1,45 +1,92 @@
-"""The list of verbs, in the order ``gpucast --help`` shows them. The only place that lists them."""
+"""The list of verbs, in the order ``gpucast --help`` shows them. The only place that lists them.
+
+Each verb's module is imported when the verb is used (or listed by ``--help``), not when the
+``gpucast`` command starts: ``gpucast --version`` or ``gpucast plan train`` do not pay for the
+other verbs' modules (issue #21). :class:`gpucast.cli.app.GpucastGroup` asks :func:`load` for
+a verb's click command the first time it needs it.
+"""
 
 from __future__ import annotations
 
-import typer
+import importlib
+from typing import Any
+
+#: verb -> (module of gpucast.cli, attribute: a Typer group ``app`` or a command function,
+#: the help line of ``gpucast --help``)
+VERBS: dict[str, tuple[str, str, str]] = {
+    "plan": ("plan", "app", "Plan training and serving: time, cost, risk."),
+    "catalog": ("catalog", "app", "GPU specs and cloud offers with prices."),
+    "profile": ("profile", "command", ""),
+    "measure": ("measure", "app", "Time training or inference steps."),
+    "runs": ("runs", "app", "List, show and export stored measurements."),
+    "campaign": ("campaign", "app", "Run resumable measurement sweeps."),
+    "fit": ("fit", "app", "Fit performance models from data."),
+    "predict": ("predict", "app", "Predict step time, cluster speed, overheads."),
+    "validate": ("validate", "command", ""),
+    "simulate": (
+        "simulate",
+        "app",
+        "Simulate training on transient clusters and inference serving.",
+    ),
+    "report": ("report", "command", ""),
+}
+
+#: verbs that join another module's group: group -> ((name, module, function, whether the
+#: function makes the command rather than being it), ...). `--model LLM` dispatches to the
+#: LLM serving verbs (cli.llm_serve wraps cli.serve).
+JOINS: dict[str, tuple[tuple[str, str, str, bool], ...]] = {
+    "plan": (("serve", "llm_serve", "plan_command", True),),
+    "simulate": (("serve", "llm_serve", "simulate_command", True),),
+    "measure": (("infer-curve", "curves", "command", False),),
+}
 
 
-def register(app: typer.Typer) -> None:
-    from gpucast.cli import (
-        campaign,
-        catalog,
-        curves,
-        fit,
-        llm_serve,
-        measure,
-        plan,
-        predict,
-        profile,
-        report,
-        runs,
-        simulate,
-        validate,
-    )
+def names() -> list[str]:
+    return list(VERBS)
 
-    # Serving verbs (cli.serve, cli.curves) join the groups of their capability here.
-    # `--model LLM` dispatches to the LLM serving verbs (cli.llm_serve wraps cli.serve)
-    plan.app.command("serve")(llm_serve.plan_command())
-    simulate.app.command("serve")(llm_serve.simulate_command())
-    measure.app.command("infer-curve")(curves.command)
 
-    app.add_typer(plan.app, name="plan", help="Plan training and serving: time, cost, risk.")
-    app.add_typer(catalog.app, name="catalog", help="GPU specs and cloud offers with prices.")
-    app.command("profile")(profile.command)
-    app.add_typer(measure.app, name="measure", help="Time training or inference steps.")
-    app.add_typer(runs.app, name="runs", help="List, show and export stored measurements.")
-    app.add_typer(campaign.app, name="campaign", help="Run resumable measurement sweeps.")
-    app.add_typer(fit.app, name="fit", help="Fit performance models from data.")
-    app.add_typer(predict.app, name="predict", help="Predict step time, cluster speed, overheads.")
-    app.command("validate")(validate.command)
-    app.add_typer(
-        simulate.app,
-        name="simulate",
-        help="Simulate training on transient clusters and inference serving.",
-    )
-    app.command("report")(report.command)
+def load(name: str) -> Any:
+    """The click command of verb ``name`` (``None`` for an unknown verb)."""
+    import typer
+    import typer.main
+
+    entry = VERBS.get(name)
+    if entry is None:
+        return None
+    module_name, attr, help_text = entry
+    target = getattr(importlib.import_module(f"gpucast.cli.{module_name}"), attr)
+    if isinstance(target, typer.Typer):
+        for sub, sub_module, fn in JOINS.get(name, ()):
+            if not any(c.name == sub for c in target.registered_commands):
+                target.command(sub)(
+                    getattr(importlib.import_module(f"gpucast.cli.{sub_module}"), fn)
+                )
+        command = typer.main.get_command(target)
+        command.help = help_text or command.help
+    else:
+        single = typer.Typer()
+        single.command(name)(target)
+        command = typer.main.get_command(single)
+    command.name = name
+    plain_flags(command)
+    return command
+
+
+def plain_flags(command: Any) -> None:
+    """Show boolean flags as flags in ``--help`` (``--json``, not ``--json <bool>``: Typer
+    labels every option with its type, and a flag takes no value), for ``command`` and every
+    subcommand, ``--help`` included."""
+    for param in command.params:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+    make_help = command.get_help_option
+
+    def get_help_option(ctx: Any) -> Any:
+        option = make_help(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = get_help_option
+    for sub in getattr(command, "commands", {}).values():
+        plain_flags(sub)
