@@ -1,5 +1,7 @@
-"""The ``gpucast`` command: a thin shell over the Python API, one module per verb.
+"""The ``gpucast`` command: :func:`main` is the console script.
 
+``gpucast --version`` is answered here without importing Typer, Rich or any verb; everything
+else goes to the Typer group in :mod:`gpucast.cli.root` (``app``, also importable from here).
 Errors from gpucast (``GpucastError``) become one red line on stderr and exit code 2 for bad
 input or 1 for runtime failures; ``--debug`` shows the traceback instead.
 """
@@ -7,118 +9,23 @@ input or 1 for runtime failures; ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
-import typer
-from typer import _click as click  # typer >= 0.29 vendors click
-from typer.core import TyperGroup
-from typer.exceptions import Abort
-
 from gpucast._version import __version__
-from gpucast.cli._common import CliState, err_console
-from gpucast.domain.errors import GpucastError
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-class GpucastGroup(TyperGroup):
-    """Root command group that turns every error into one clear line and an exit code, and
-    imports a verb's module only when that verb is used (:mod:`gpucast.cli.verbs`)."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        from gpucast.cli import verbs
-
-        return verbs.names()
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> Any:
-        command = self.commands.get(cmd_name)
-        if command is None:
-            from gpucast.cli import verbs
-
-            command = verbs.load(cmd_name)
-            if command is not None:
-                self.commands[cmd_name] = command
-        return command
-
-    def main(self, *args: Any, **kwargs: Any) -> Any:
-        from gpucast.cli.verbs import plain_flags
-
-        plain_flags(self)
-        kwargs["standalone_mode"] = False
-        argv = kwargs.get("args")
-        if argv is None:
-            argv = args[0] if args else sys.argv[1:]
-        debug = "--debug" in list(argv)
-        try:
-            rv = super().main(*args, **kwargs)
-        except GpucastError as exc:
-            if debug:
-                raise
-            err_console.print(
-                f"[red]error:[/red] {_one_line(str(exc))}", highlight=False, soft_wrap=True
-            )
-            sys.exit(exc.exit_code)
-        except click.exceptions.ClickException as exc:
-            if debug:
-                raise
-            message = _one_line(exc.format_message()).rstrip(".")
-            if message:  # `gpucast` alone prints help and raises an empty usage error
-                hint = "; see --help" if isinstance(exc, click.exceptions.UsageError) else ""
-                err_console.print(
-                    f"[red]error:[/red] {message}{hint}", highlight=False, soft_wrap=True
-                )
-            sys.exit(exc.exit_code)
-        except Abort:
-            err_console.print("[red]aborted[/red]")
-            sys.exit(1)
-        except KeyboardInterrupt:
-            err_console.print("[red]interrupted[/red]")
-            sys.exit(130)
-        if isinstance(rv, int) and rv:
-            sys.exit(rv)
-        sys.exit(0)
-
-
-app = typer.Typer(
-    name="gpucast",
-    cls=GpucastGroup,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    help="Measure, model, predict and plan deep-learning workloads: speed, time and cost.",
-)
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"gpucast {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def root(
-    ctx: typer.Context,
-    db: Path | None = typer.Option(
-        None,
-        "--db",
-        envvar="GPUCAST_DB",
-        help="Measurement store (SQLite). Default: $XDG_DATA_HOME/gpucast/gpucast.db.",
-    ),
-    debug: bool = typer.Option(
-        False, "--debug", help="Show tracebacks instead of one-line errors."
-    ),
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
-) -> None:
-    ctx.obj = CliState(db_path=db, debug=debug)
 
 
 def main() -> None:
     if sys.argv[1:] == ["--version"]:  # the fast path: no Typer, Rich or verb module
         sys.stdout.write(f"gpucast {__version__}\n")
         return
+    from gpucast.cli.root import app
+
     app()
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("app", "GpucastGroup"):
+        from gpucast.cli import root
+
+        return getattr(root, name)
+    raise AttributeError(f"module 'gpucast.cli.app' has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 Each verb's module is imported when the verb is used (or listed by ``--help``), not when the
 ``gpucast`` command starts: ``gpucast --version`` or ``gpucast plan train`` do not pay for the
-other verbs' modules (issue #21). :class:`gpucast.cli.app.GpucastGroup` asks :func:`load` for
+other verbs' modules (issue #21). :class:`gpucast.cli.root.GpucastGroup` asks :func:`load` for
 a verb's click command the first time it needs it.
 """
 

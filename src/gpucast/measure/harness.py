@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.measurement import StopReason
@@ -117,6 +116,8 @@ class _TTable:
         self._grow(size)
 
     def _grow(self, size: int) -> None:
+        from scipy import stats
+
         dof = np.arange(1, size + 1, dtype=np.float64)
         self._values = np.asarray(stats.t.ppf(self._q, dof), dtype=np.float64)
 

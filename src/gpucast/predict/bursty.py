@@ -37,7 +37,6 @@ from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
-from scipy import optimize, special
 
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.preemption import (
@@ -259,6 +258,8 @@ class MarkovModulatedLifetime:
 
     def quantile_s(self, q: float, storm_probability: float | None = None) -> float:
         """The ``q`` quantile of the lifetime (stationary, or given the storm probability)."""
+        from scipy import optimize
+
         if not 0 < q < 1:
             raise InvalidSpecError("q", "must be in (0, 1)", got=q)
 
@@ -696,6 +697,8 @@ def fit_mmpp_events(
     Falls back to a constant hazard (said in ``source``) when there is no revocation
     (Jeffreys: 0.5 / exposure) or when BIC prefers one state.
     """
+    from scipy import special
+
     y, x = _events_inputs(revocations, exposure_node_h)
     gap = check_gap_s(gap_s)
     _check_cap(cap_s)

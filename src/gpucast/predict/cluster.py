@@ -31,7 +31,6 @@ from typing import Any, Self
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy.optimize import least_squares
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.prediction import Estimate
@@ -222,6 +221,8 @@ class ClusterModel(Estimator):
         return self
 
     def _fit_theta(self, runs: pd.DataFrame) -> FloatArray:
+        from scipy.optimize import least_squares
+
         weight = self.efficiency_prior_weight
         measured = runs["speed_steps_per_s"].to_numpy()
 

@@ -31,7 +31,6 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy.optimize import least_squares
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.predict import comm
@@ -164,6 +163,8 @@ class CollectiveModel(Estimator):
         return self.constants_ is not None
 
     def fit(self, frame: pd.DataFrame, *, fitted_on: str = "") -> Self:
+        from scipy.optimize import least_squares
+
         _check(frame, target=True)
         target = np.log(frame["step_time_s"].to_numpy(dtype=np.float64))
 

@@ -66,7 +66,6 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy.optimize import least_squares
 
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError, NoFeasiblePlanError
@@ -734,6 +733,8 @@ class LlmInferenceModel(Estimator):
         names: Sequence[str],
     ) -> dict[str, float]:
         """``base`` with ``names`` fitted, starting from and pulled towards :data:`PRIORS`."""
+        from scipy.optimize import least_squares
+
         x_rows = _cases(_row_cases(rows, specs, gpus, engines))
         y_rows = np.log(rows["latency_s"].to_numpy(dtype=np.float64))
         x_ttft = _cases(_ttft_cases(ttft, specs, gpus, engines)) if len(ttft) else None

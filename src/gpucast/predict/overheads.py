@@ -23,8 +23,6 @@ from typing import Any, Self
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy import stats
-from scipy.optimize import linprog, nnls
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.prediction import Estimate
@@ -147,6 +145,8 @@ class CheckpointModel(Estimator):
 
     def _solve(self, x: FloatArray, y: FloatArray) -> list[float]:
         """Non-negative ``c`` of ``y ~ c0 + x @ c[1:]`` under the relative-error loss."""
+        from scipy.optimize import linprog, nnls
+
         design = np.column_stack([np.ones(len(y)), x]) / y[:, None]
         if self.loss == "l2_relative":
             coef, _ = nnls(design, np.ones(len(y)))
@@ -351,6 +351,8 @@ class StartupModel(Estimator):
         return model
 
     def fit(self, data: pd.DataFrame) -> Self:
+        from scipy import stats
+
         _require_columns(data, ("gpu", "market", "region", *STARTUP_COMPONENTS), "startup")
         for col in STARTUP_COMPONENTS:
             values = _positive_column(data, col, "startup")
@@ -375,6 +377,7 @@ class StartupModel(Estimator):
                 "startup data has no gpu/market/region group with >= 3 launches", fix="add rows"
             )
         self.groups_ = groups
+        self.__dict__.pop("_params_cache", None)
         return self
 
     def _matching(self, gpu: str, market: str, region: str | None) -> list[dict[str, list[float]]]:
@@ -407,18 +410,43 @@ class StartupModel(Estimator):
         self._require_fitted()
         if n < 0:
             raise InvalidSpecError("n", "must be >= 0", got=n)
-        groups = self._matching(gpu, market, region)
-        which = rng.integers(0, len(groups), size=n)
-        total = np.zeros(n)
-        for col in STARTUP_COMPONENTS:
-            draws = np.empty(n)
-            for g, comps in enumerate(groups):
-                shape, loc, scale = comps[col]
-                mask = which == g
+        params = self._params(gpu, market, region)
+        if len(params) == 1:  # one region: no mixture to draw (and no integer draws spent)
+            (comps,) = params
+            total = np.zeros(n)
+            for shape, loc, scale in comps:
                 # scipy's lognorm.rvs, draw for draw, without its per-call overhead
+                total += loc + scale * np.exp(shape * rng.standard_normal(n))
+            return total
+        which = rng.integers(0, len(params), size=n)
+        total = np.zeros(n)
+        for k in range(len(STARTUP_COMPONENTS)):
+            draws = np.empty(n)
+            for g, comps in enumerate(params):
+                shape, loc, scale = comps[k]
+                mask = which == g
                 draws[mask] = loc + scale * np.exp(shape * rng.standard_normal(int(mask.sum())))
             total += draws
         return total
+
+    def _params(
+        self, gpu: str, market: str, region: str | None
+    ) -> tuple[tuple[tuple[float, float, float], ...], ...]:
+        """Per matching group, (shape, loc, scale) of each component in
+        :data:`STARTUP_COMPONENTS` order; cached (the Monte Carlo asks every event round)."""
+        key = (gpu, market, region)
+        cache: dict[Any, Any] = self.__dict__.setdefault("_params_cache", {})
+        found = cache.get(key)
+        if found is None:
+            found = tuple(
+                tuple(
+                    (float(c[col][0]), float(c[col][1]), float(c[col][2]))
+                    for col in STARTUP_COMPONENTS
+                )
+                for c in self._matching(gpu, market, region)
+            )
+            cache[key] = found
+        return found
 
     def predict(self, gpu: str, market: str, region: str | None = None) -> Estimate:
         """Median total start-up (s) with a 10th..90th percentile interval."""
@@ -537,6 +565,8 @@ class FrameworkStartModel(Estimator):
         The process and import terms cannot be told apart from cold starts alone; their sum
         is fitted and split in the prior's proportion.
         """
+        from scipy.optimize import nnls
+
         _require_columns(data, ("n_parameters", "step_time_s", "cold_start_s"), "framework start")
         if len(data) < 3:
             raise InvalidInputError("framework start data needs at least 3 rows", fix="add rows")

@@ -23,11 +23,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from gpucast.domain.errors import DataFormatError, GpucastError, InvalidSpecError
 from gpucast.domain.prediction import Estimate
@@ -37,6 +36,9 @@ from gpucast.domain.spot import (
     zone_to_region,
 )
 from gpucast.predict.base import Estimator, register
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -321,6 +323,8 @@ class RevocationModel(Estimator):
     # -- fitting ----------------------------------------------------------------------------
     def fit(self, lifetimes: pd.DataFrame) -> Self:
         """Fit from a frame with columns ``gpu``, ``region``, ``duration_s``, ``observed``."""
+        import pandas as pd
+
         missing = [c for c in _REQUIRED if c not in lifetimes.columns]
         if missing:
             raise DataFormatError(

@@ -75,7 +75,6 @@ from typing import Any, Self
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy.optimize import nnls
 
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.cmdare import AVG_TENSOR_COL as AVG_TENSOR_COL
@@ -180,6 +179,8 @@ def _fit_coefficients(
     data: _Data, gpus: list[str], *, with_ps: bool
 ) -> tuple[dict[str, FloatArray], float]:
     """Relative-error NNLS: per GPU [fixed, per_tensor, compute] plus one shared PS term."""
+    from scipy.optimize import nnls
+
     n_gpu = len(gpus)
     design = np.zeros((len(data.step_s), 3 * n_gpu + 1))
     for j, key in enumerate(gpus):
@@ -202,6 +203,8 @@ def _fit_coefficients(
 
 def _scaling_fit(values: FloatArray, peaks: FloatArray) -> tuple[float, float]:
     """Fit ``value = h + k / peak`` (h, k >= 0) across the fitted GPUs."""
+    from scipy.optimize import nnls
+
     if len(values) == 1:
         return 0.0, float(values[0] * peaks[0])
     design = np.column_stack([np.ones_like(peaks), 1.0 / peaks])

@@ -52,7 +52,6 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy.optimize import least_squares
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.workload import SOFTWARE_STACKS
@@ -181,6 +180,8 @@ class StepTimeModel(Estimator):
         """Fit on observed step times (columns :data:`FEATURES` + ``step_time_s``, optional
         ``extra_s``). ``weights`` default to :func:`source_weights` of a ``source`` column
         (or 1). ``frame`` is not modified."""
+        from scipy.optimize import least_squares
+
         for sd_name in ("gpu_prior_sd", "workload_prior_sd"):
             sd = getattr(self, sd_name)
             if not (math.isfinite(sd) and sd > 0):
