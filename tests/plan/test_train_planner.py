@@ -218,3 +218,43 @@ def test_spot_risk_grows_with_hazard() -> None:
         return float(np.mean([c.time_s / c.breakdown_s["train_s"] for c in spot]))
 
     assert revocations(wild) > revocations(calm)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"allow_mixed": True, "max_gpus": 32},
+        {"deadline_s": 3 * 3600.0, "budget_usd": 40.0},
+        {"objective": "goodput"},
+        {"deadline_s": 600.0},  # nothing feasible: the error must not depend on chunks
+    ],
+)
+def test_chunked_search_gives_the_same_plan(
+    options: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planner evaluates the space a chunk at a time and keeps only the rows a plan can
+    show or simulate (#21: memory bounded by the survivors). Chunks of 37 rows and one
+    chunk of everything give the same plan, or the same error."""
+    from gpucast.plan import space
+
+    def plan_with(rows: int) -> object:
+        monkeypatch.setattr(space, "CHUNK_ROWS", rows)
+        monkeypatch.setattr(space.space_chunks, "__kwdefaults__", {"rows": rows})
+        try:
+            return plan_training(request(**options), context()).to_dict()
+        except NoFeasiblePlanError as exc:
+            return str(exc)
+
+    assert plan_with(37) == plan_with(1 << 30)
+
+
+def test_compact_search_keeps_the_fronts_and_counts_every_row() -> None:
+    """``search(compact=True)`` keeps a few rows but counts every passing one."""
+    req = request(allow_mixed=True, max_gpus=32)
+    full = search(req, context())
+    lean = search(req, context(), compact=True)
+    assert lean.evaluated == len(full.space) and len(lean.space) < len(full.space)
+    assert lean.passed_on_demand == int(np.count_nonzero(full.ok & ~full.space.spot))
+    assert lean.passed_spot == int(np.count_nonzero(full.ok & full.space.spot))
+    assert lean.marked == full.marked

@@ -17,6 +17,7 @@ the asynchronous PS. Pure: numbers in, numbers out.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -201,9 +202,10 @@ class Space:
         return Space(offers=self.offers, global_batch=self.global_batch, **cols)  # type: ignore[arg-type]
 
 
-#: Estimated bytes a row of the space takes while the planner holds it (its columns and the
-#: evaluation's, in chunks; see :mod:`gpucast.plan.train`).
-BYTES_PER_ROW = 200
+#: Estimated bytes a row of the space costs the planner: it evaluates the space a chunk at a
+#: time and keeps only the rows a plan can show or simulate (:func:`gpucast.plan.train.search`),
+#: so the rows bound the time (~0.3 M rows/s) more than the memory.
+BYTES_PER_ROW = 16
 
 
 def space_size(request: TrainRequest, offers: OfferTable) -> int:
@@ -249,13 +251,19 @@ def check_space_size(request: TrainRequest, offers: OfferTable) -> None:
 def build_space(request: TrainRequest, offers: OfferTable) -> tuple[Space, dict[str, int]]:
     """Every (offer, nodes, market, strategy, shards, batch) row; plus rows never generated
     because an instance alone has more GPUs than ``max_gpus`` (reason -> count)."""
-    check_space_size(request, offers)
-    dropped: dict[str, int] = {}
-    gpn = offers.gpus_per_node
-    kmax = request.max_gpus // gpn
-    if offers.max_nodes is not None:
-        kmax = np.minimum(kmax, offers.max_nodes)
-    too_big = int(np.sum(kmax == 0))
+    chunks, dropped = space_chunks(request, offers)
+    parts = list(chunks)
+    space = parts[0]
+    for part in parts[1:]:
+        space = concat(space, part)
+    return space, dropped
+
+
+#: Rows a chunk of :func:`space_chunks` holds at most (one base row's block is never split).
+CHUNK_ROWS = 1 << 18
+
+
+def _variants(request: TrainRequest) -> list[tuple[int, int]]:
     variants: list[tuple[int, int]] = []
     for name in request.strategies:
         code = STRATEGIES.index(name)
@@ -263,12 +271,36 @@ def build_space(request: TrainRequest, offers: OfferTable) -> tuple[Space, dict[
             variants += [(PS, h) for h in range(1, request.max_ps_shards + 1)]
         else:
             variants.append((code, 0))
+    return variants
+
+
+def _batches(request: TrainRequest) -> list[int]:
     if request.batch_size is not None:
-        batches = [request.batch_size]
-    elif request.global_batch is not None:
-        batches = [0]
-    else:
-        batches = sorted(set(request.batch_sizes))
+        return [request.batch_size]
+    if request.global_batch is not None:
+        return [0]
+    return sorted(set(request.batch_sizes))
+
+
+def space_chunks(
+    request: TrainRequest, offers: OfferTable, *, rows: int = CHUNK_ROWS
+) -> tuple[Iterator[Space], dict[str, int]]:
+    """The rows of :func:`build_space`, in the same order, as chunks of about ``rows`` rows
+    (the planner evaluates a chunk at a time, so memory does not grow with the space).
+
+    Each base configuration (offer x nodes, or a mixed pair) keeps its whole block in one
+    chunk: on demand first, then spot, the same (strategy, shards, batch) sequence in both
+    (see :func:`market_twins`). Also returns the rows never generated (reason -> count).
+    """
+    check_space_size(request, offers)
+    dropped: dict[str, int] = {}
+    gpn = offers.gpus_per_node
+    kmax = request.max_gpus // gpn
+    if offers.max_nodes is not None:
+        kmax = np.minimum(kmax, offers.max_nodes)
+    too_big = int(np.sum(kmax == 0))
+    variants = _variants(request)
+    batches = _batches(request)
     markets = [False, True] if request.allow_spot else [False]
     per_offer = len(markets) * len(variants) * len(batches)
     if too_big:
@@ -276,10 +308,60 @@ def build_space(request: TrainRequest, offers: OfferTable) -> tuple[Space, dict[
     offer_idx = np.repeat(np.arange(len(offers), dtype=np.int64), kmax)
     starts = np.repeat(np.cumsum(kmax) - kmax, kmax)
     nodes = np.arange(offer_idx.size, dtype=np.int64) - starts + 1
+    step = max(1, rows // max(per_offer, 1))
+
+    def generate() -> Iterator[Space]:
+        yielded = False
+        for lo in range(0, offer_idx.size, step):
+            yielded = True
+            yield _single_rows(
+                request, offers, offer_idx[lo : lo + step], nodes[lo : lo + step],
+                variants, batches, markets,
+            )  # fmt: skip
+        if request.allow_mixed:
+            mixed = build_mixed(request, offers, batches, markets)
+            if mixed is not None:
+                yielded = True
+                yield from _split_rows(mixed, rows)
+        if not yielded:  # an empty space still has a (empty) chunk
+            yield _single_rows(request, offers, offer_idx, nodes, variants, batches, markets)
+
+    return generate(), dropped
+
+
+def _split_rows(space: Space, rows: int) -> Iterator[Space]:
+    """``space`` in slices of about ``rows`` rows that never split a block (the rows of one
+    base configuration)."""
+    n = len(space)
+    if n <= rows:
+        yield space
+        return
+    key = np.stack([space.offer, space.nodes, space.part2, space.count2], axis=1)
+    bounds = np.r_[np.flatnonzero(np.r_[True, np.any(key[1:] != key[:-1], axis=1)]), n]
+    lo = 0
+    while lo < n:
+        hi = int(bounds[np.searchsorted(bounds, lo + rows, side="right") - 1])
+        if hi <= lo:  # one block longer than `rows`: it goes whole
+            hi = int(bounds[np.searchsorted(bounds, lo, side="right")])
+        yield space.take(slice(lo, hi))
+        lo = hi
+
+
+def _single_rows(
+    request: TrainRequest,
+    offers: OfferTable,
+    offer_idx: IntArray,
+    nodes: IntArray,
+    variants: list[tuple[int, int]],
+    batches: list[int],
+    markets: list[bool],
+) -> Space:
+    """The rows of these base configurations (offer x nodes): markets x variants x batches
+    each, batches fastest; FSDP on one GPU dropped (it is plain training)."""
+    gpn = offers.gpus_per_node
     n_base = offer_idx.size
     v_strat = np.array([v[0] for v in variants], dtype=np.int64)
     v_shards = np.array([v[1] for v in variants], dtype=np.int64)
-    # cartesian product (base rows) x markets x variants x batches, batches fastest
     reps = len(markets) * len(variants) * len(batches)
     offer_col = np.repeat(offer_idx, reps)
     nodes_col = np.repeat(nodes, reps)
@@ -290,7 +372,7 @@ def build_space(request: TrainRequest, offers: OfferTable) -> tuple[Space, dict[
     batch_col = np.tile(np.array(batches, dtype=np.int64), n_base * len(markets) * len(variants))
     workers = nodes_col * gpn[offer_col]
     keep = ~((strat_col == FSDP) & (workers < 2))  # FSDP on one GPU is plain training
-    space = Space(
+    return Space(
         offers=offers,
         offer=offer_col[keep],
         nodes=nodes_col[keep],
@@ -300,11 +382,29 @@ def build_space(request: TrainRequest, offers: OfferTable) -> tuple[Space, dict[
         batch=batch_col[keep],
         global_batch=request.global_batch,
     )
-    if request.allow_mixed:
-        mixed = build_mixed(request, offers, batches, markets)
-        if mixed is not None:
-            space = concat(space, mixed)
-    return space, dropped
+
+
+def market_twins(space: Space) -> IntArray:
+    """For each row, the row of the same configuration in the other market (-1: none).
+
+    Relies on the layout of :func:`space_chunks`: a base configuration's rows are contiguous,
+    its on-demand rows first, then its spot rows in the same order.
+    """
+    n = len(space)
+    twin = np.full(n, -1, dtype=np.int64)
+    if n == 0:
+        return twin
+    key = np.stack([space.offer, space.nodes, space.part2, space.count2], axis=1)
+    new_block = np.r_[True, np.any(key[1:] != key[:-1], axis=1)]
+    block = np.cumsum(new_block) - 1
+    od_count = np.bincount(block, weights=~space.spot, minlength=int(block[-1]) + 1)
+    all_count = np.bincount(block, minlength=int(block[-1]) + 1)
+    half = od_count[block].astype(np.int64)
+    both = 2 * od_count[block] == all_count[block]
+    idx = np.arange(n, dtype=np.int64)
+    twin = np.where(both & ~space.spot, idx + half, twin)
+    twin = np.where(both & space.spot, idx - half, twin)
+    return twin
 
 
 def concat(a: Space, b: Space) -> Space:

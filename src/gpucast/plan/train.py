@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -77,8 +77,10 @@ from gpucast.plan.space import (
     STRATEGY_LABELS,
     OfferTable,
     Space,
-    build_space,
     cluster_offers,
+    concat,
+    market_twins,
+    space_chunks,
 )
 from gpucast.plan.uncertainty import SPOT_STRATA, p_meet_deadline, strata
 from gpucast.predict.convergence import ConvergenceCurve
@@ -86,6 +88,7 @@ from gpucast.predict.roofline import Calibration, RooflineEfficiency
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
 
 R_SPOT = "not offered: no spot market for this instance"
 R_BATCH = "global batch smaller than the number of workers"
@@ -152,6 +155,56 @@ class SearchResult:
     p_model: FloatArray
     marked: dict[str, int]  # rows of the space dropped by search(), by reason
     ok: npt.NDArray[np.bool_]  # rows search() kept (reason "")
+    #: rows of the whole space (with ``compact``, ``space`` holds only the kept ones)
+    evaluated: int = 0
+    #: what the "no feasible plan" message needs from rows not kept (``compact``)
+    unkept: Unkept | None = None
+    #: rows of the whole space that passed every check, by market
+    passed_on_demand: int = 0
+    passed_spot: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unkept:
+    """Extremes over the rows ``search(compact=True)`` evaluated and let go (``inf`` / ``-inf``
+    / False when none): what :func:`_no_plan` says about the whole space."""
+
+    any_fits_market: bool = False
+    min_mem_bytes: float = math.inf
+    fastest_physical_s: float = math.inf  # rows cut by deadline, budget or risk only
+    cheapest_on_time_usd: float = math.inf  # of those, rows not cut by the deadline
+    best_p_on_demand: float = -math.inf  # of those, on-demand P(meet deadline)
+
+    def merge(self, other: Unkept) -> Unkept:
+        return Unkept(
+            any_fits_market=self.any_fits_market or other.any_fits_market,
+            min_mem_bytes=min(self.min_mem_bytes, other.min_mem_bytes),
+            fastest_physical_s=min(self.fastest_physical_s, other.fastest_physical_s),
+            cheapest_on_time_usd=min(self.cheapest_on_time_usd, other.cheapest_on_time_usd),
+            best_p_on_demand=max(self.best_p_on_demand, other.best_p_on_demand),
+        )
+
+    @staticmethod
+    def of(
+        space: Space,
+        ev: Evaluation,
+        reason: npt.NDArray[np.object_],
+        p_model: FloatArray,
+        rows: npt.NDArray[np.bool_],
+    ) -> Unkept:
+        """The extremes over ``rows`` (a mask) of an evaluated chunk."""
+        if not rows.any():
+            return Unkept()
+        physical = rows & np.isin(reason, [R_DEADLINE, R_BUDGET, R_RISK])
+        on_time = physical & (reason != R_DEADLINE)
+        od = physical & ~space.spot & np.isfinite(p_model)
+        return Unkept(
+            any_fits_market=bool((ev.fits & ev.has_market & rows).any()),
+            min_mem_bytes=float(np.min(ev.mem_bytes[rows])),
+            fastest_physical_s=float(np.min(ev.time_s[physical])) if physical.any() else math.inf,
+            cheapest_on_time_usd=float(np.min(ev.cost_usd[on_time])) if on_time.any() else math.inf,
+            best_p_on_demand=float(np.max(p_model[od])) if od.any() else -math.inf,
+        )
 
 
 def _resolve_names(
@@ -278,8 +331,15 @@ def make_work(
     )
 
 
-def search(request: TrainRequest, ctx: PlanContext) -> SearchResult:
-    """Build and evaluate the whole space; label each row with its first failing reason."""
+def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) -> SearchResult:
+    """Build and evaluate the whole space; label each row with its first failing reason.
+
+    With ``compact`` the space is evaluated a chunk at a time (:func:`space_chunks`) and only
+    the rows that pass every check, with their twins in the other market, are kept (with all
+    their columns); the extremes the error message needs are kept from the others
+    (:class:`Unkept`). Memory then grows with the survivors, not with the space: the planner
+    itself always searches this way, the full arrays are for tests and benchmarks.
+    """
     cluster = ctx.cluster
     if cluster is None:
         offers = _offers(request, ctx.catalog)
@@ -292,20 +352,74 @@ def search(request: TrainRequest, ctx: PlanContext) -> SearchResult:
         space_request = replace(space_request, batch_sizes=GOODPUT_BATCHES)
     specs = [ctx.catalog.gpu(n) for n in sorted(set(offers.gpu_name))]
     gpus = build_gpu_table(ctx.facts, specs, calibration=ctx.calibration, efficiency=ctx.efficiency)
-    space, dropped = build_space(space_request, offers)
+    chunks, dropped = space_chunks(space_request, offers)
     work = make_work(request, ctx.facts, ctx.work_curve)
-    ev = evaluate(
-        space,
-        facts=ctx.facts,
-        gpus=gpus,
-        params=ctx.perf,
-        work=work,
-        startup_s=ctx.risk.startup_mean_s,
-    )
-    reason = np.full(len(space), "", dtype=object)
-
-    open_rows = np.ones(len(space), dtype=bool)  # rows with no reason yet
     marked: dict[str, int] = {}
+
+    def run(chunk: Space) -> tuple[Evaluation, npt.NDArray[np.object_], FloatArray, BoolArray]:
+        ev = evaluate(
+            chunk,
+            facts=ctx.facts,
+            gpus=gpus,
+            params=ctx.perf,
+            work=work,
+            startup_s=ctx.risk.startup_mean_s,
+        )
+        reason, ok, p_model = _mark(request, ctx, chunk, ev, marked)
+        return ev, reason, p_model, ok
+
+    if not compact:
+        space = _concat_spaces(list(chunks))
+        ev, reason, p_model, ok = run(space)
+        return SearchResult(
+            space=space, evaluation=ev, gpus=gpus, work=work, reason=reason, dropped=dropped,
+            p_model=p_model, marked=marked, ok=ok, evaluated=len(space), unkept=Unkept(),
+            passed_on_demand=int(np.count_nonzero(ok & ~space.spot)),
+            passed_spot=int(np.count_nonzero(ok & space.spot)),
+        )  # fmt: skip
+    kept: list[tuple[Space, Evaluation, npt.NDArray[np.object_], FloatArray, BoolArray]] = []
+    unkept = Unkept()
+    evaluated = 0
+    passed = {False: 0, True: 0}
+    cache = _Pruning()
+    for chunk in chunks:
+        ev, reason, p_model, ok = run(chunk)
+        evaluated += len(chunk)
+        passed[False] += int(np.count_nonzero(ok & ~chunk.spot))
+        passed[True] += int(np.count_nonzero(ok & chunk.spot))
+        keep = _worth_keeping(chunk, ev, ok, ctx, work, cache)
+        unkept = unkept.merge(Unkept.of(chunk, ev, reason, p_model, ~keep))
+        if keep.any() or not kept:  # (the first chunk's rows, even none, set the shapes)
+            idx = np.flatnonzero(keep)
+            kept.append((chunk.take(idx), _take(ev, idx), reason[idx], p_model[idx], ok[idx]))
+    return SearchResult(
+        space=_concat_spaces([k[0] for k in kept]),
+        evaluation=_concat_evaluations([k[1] for k in kept]),
+        gpus=gpus,
+        work=work,
+        reason=np.concatenate([k[2] for k in kept]),
+        dropped=dropped,
+        p_model=np.concatenate([k[3] for k in kept]),
+        marked=marked,
+        ok=np.concatenate([k[4] for k in kept]),
+        evaluated=evaluated,
+        unkept=unkept,
+        passed_on_demand=passed[False],
+        passed_spot=passed[True],
+    )
+
+
+def _mark(
+    request: TrainRequest,
+    ctx: PlanContext,
+    space: Space,
+    ev: Evaluation,
+    marked: dict[str, int],
+) -> tuple[npt.NDArray[np.object_], BoolArray, FloatArray]:
+    """Each row's first failing reason ("" when none), whether it passed, and its P(meet
+    deadline) from the model's uncertainty; ``marked`` counts the reasons."""
+    reason = np.full(len(space), "", dtype=object)
+    open_rows = np.ones(len(space), dtype=bool)  # rows with no reason yet
 
     def mark(mask: npt.NDArray[np.bool_], why: str) -> None:
         hit = open_rows & mask
@@ -337,16 +451,25 @@ def search(request: TrainRequest, ctx: PlanContext) -> SearchResult:
         mark(hopeless, R_RISK)
     if request.budget_usd is not None:
         mark(~space.spot & (ev.cost_usd > request.budget_usd), R_BUDGET)
-    return SearchResult(
-        space=space,
-        evaluation=ev,
-        gpus=gpus,
-        work=work,
-        reason=reason,
-        dropped=dropped,
-        p_model=p_model,
-        marked=marked,
-        ok=open_rows,
+    return reason, open_rows, p_model
+
+
+def _concat_spaces(parts: list[Space]) -> Space:
+    space = parts[0]
+    for part in parts[1:]:
+        space = concat(space, part)
+    return space
+
+
+def _take(ev: Evaluation, idx: IntArray) -> Evaluation:
+    return Evaluation(**{f.name: getattr(ev, f.name)[idx] for f in fields(Evaluation)})
+
+
+def _concat_evaluations(parts: list[Evaluation]) -> Evaluation:
+    if len(parts) == 1:
+        return parts[0]
+    return Evaluation(
+        **{f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(Evaluation)}
     )
 
 
@@ -491,13 +614,12 @@ def _simulate(
 
 
 def _hazards(
-    res: SearchResult,
+    space: Space,
     ctx: PlanContext,
     rows: IntArray,
     lifetimes: dict[tuple[str, str, str], object],
 ) -> FloatArray:
     """Revocations per second of what rolls a job back: any node (sync), the chief (PS)."""
-    space = res.space
     off = space.offers
     per_offer = np.zeros(len(off) + 1)  # the last entry: "no second part" (index -1)
     offers_used = np.unique(np.concatenate([space.offer[rows], space.part2[rows]]))
@@ -510,17 +632,96 @@ def _hazards(
     return np.where(sync, node_h * space.nodes[rows] + node_h2 * space.count2[rows], node_h)
 
 
-def _mean_gaps(res: SearchResult, ctx: PlanContext, rows: IntArray) -> FloatArray:
-    """Mean capacity gap (s) a replacement of each row's nodes waits (for pruning only)."""
-    off = res.space.offers
+def _mean_gaps(
+    space: Space, ctx: PlanContext, rows: IntArray, gaps: dict[int, float]
+) -> FloatArray:
+    """Mean capacity gap (s) a replacement of each row's nodes waits (for pruning only);
+    ``gaps`` caches it per offer."""
+    off = space.offers
     per_offer = np.zeros(len(off))
-    for o in np.unique(res.space.offer[rows]):
+    for o in np.unique(space.offer[rows]):
+        if int(o) in gaps:
+            per_offer[int(o)] = gaps[int(o)]
+            continue
         gap = ctx.risk.gap(off.gpu_name[o], off.region[o], off.provider[o])
         if callable(gap):
             per_offer[int(o)] = float(np.mean(gap(np.random.default_rng(0), 1000)))
         else:
             per_offer[int(o)] = float(gap)
-    return np.asarray(per_offer[res.space.offer[rows]], dtype=np.float64)
+        gaps[int(o)] = float(per_offer[int(o)])
+    return np.asarray(per_offer[space.offer[rows]], dtype=np.float64)
+
+
+@dataclass
+class _Pruning:
+    """Per-offer caches of the spot pruning estimate (lifetimes, capacity gaps)."""
+
+    lifetimes: dict[tuple[str, str, str], object] = field(default_factory=dict)
+    gaps: dict[int, float] = field(default_factory=dict)
+
+
+def _spot_estimates(
+    space: Space, ev: Evaluation, ctx: PlanContext, rows: IntArray, cache: _Pruning
+) -> tuple[FloatArray, FloatArray]:
+    """First-order (time, cost) of spot ``rows`` with revocations (the pruning estimate)."""
+    hz = _hazards(space, ctx, rows, cache.lifetimes)
+    approx_t = approx_spot_time_s(
+        ev.train_s[rows],
+        hz,
+        checkpoint_s=ctx.risk.checkpoint_s(ctx.facts),
+        restart_s=ctx.risk.restart_penalty_s + _mean_gaps(space, ctx, rows, cache.gaps),
+        startup_s=ctx.risk.startup_mean_s,
+    )
+    return approx_t, approx_t / 3600.0 * ev.usd_per_hour[rows]
+
+
+def _worth_keeping(
+    space: Space, ev: Evaluation, ok: BoolArray, ctx: PlanContext, work: Work, cache: _Pruning
+) -> BoolArray:
+    """The rows a plan can still show, pick or simulate, whatever the other chunks hold
+    (see :func:`plan_training`): of the passing on-demand rows, the (time, cost) front, the
+    cheapest of each GPU type (mixed: one type), the most goodput, the least energy and
+    carbon; of the passing spot rows, the front of the pruning estimate. Then their twins in
+    the other market (what "spot saves ..." compares with) and their siblings at every
+    batch on the same hardware (what the batch choice lists)."""
+    keep = np.zeros(len(space), dtype=bool)
+    od = np.flatnonzero(ok & ~space.spot)
+    if od.size:
+        t, c = ev.time_s[od], ev.cost_usd[od]
+        keep[od[pareto_front_2d(t, c)]] = True
+        gpu_of = np.where(space.mixed[od], -1, space.offers.gpu[space.offer[od]])
+        order = np.lexsort((c, gpu_of))  # stable: the first cheapest per type
+        first = np.r_[True, gpu_of[order][1:] != gpu_of[order][:-1]]
+        keep[od[order[first]]] = True
+        good = ev.samples_per_s[od] * (work.samples_at_reference / ev.samples_needed[od])
+        keep[od[np.lexsort((c, t, -good))[0]]] = True
+        kwh = ev.workers[od] * ev.gpu_power_w[od] * ev.train_s[od] * ctx.pue / 3.6e6
+        off = space.offers
+        intensity = np.array(
+            [ctx.grid_gco2e_per_kwh.get((off.provider[k], off.region[k]), np.nan)
+             for k in space.offer[od].tolist()],
+            dtype=np.float64,
+        )  # fmt: skip
+        for values in (kwh, kwh * intensity):
+            known = np.flatnonzero(np.isfinite(values))
+            if known.size:
+                keep[od[known[np.lexsort((t[known], c[known], values[known]))[0]]]] = True
+    sp = np.flatnonzero(ok & space.spot)
+    if sp.size:
+        t, c = _spot_estimates(space, ev, ctx, sp, cache)
+        keep[sp[pareto_front_2d(t, c)]] = True
+    twin = market_twins(space)
+    keep |= (twin >= 0) & keep[np.maximum(twin, 0)]
+    if keep.any():  # every batch on a kept row's hardware, strategy and market
+        key = np.stack(
+            [space.offer, space.nodes, space.part2, space.count2, space.strategy, space.shards,
+             space.spot.astype(np.int64)],
+            axis=1,
+        )  # fmt: skip
+        _, inverse = np.unique(key, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        keep |= np.isin(inverse, inverse[keep])
+    return keep
 
 
 def _no_plan(
@@ -532,32 +733,35 @@ def _no_plan(
     total = sum(counts.values())
     worst = max(counts, key=lambda k: counts[k])
     ev, reason = res.evaluation, res.reason
+    gone = res.unkept or Unkept()  # extremes over the rows a compact search let go
     fix = RELAX.get(worst, "relax the constraints")
     physical = np.isin(reason, ["", R_DEADLINE, R_BUDGET, R_RISK])
-    if worst == R_MEMORY and not (ev.fits & ev.has_market).any():
-        need = float(np.min(ev.mem_bytes)) / GIB
+    if worst == R_MEMORY and not ((ev.fits & ev.has_market).any() or gone.any_fits_market):
+        need = min(float(np.min(ev.mem_bytes, initial=math.inf)), gone.min_mem_bytes) / GIB
         most = float(np.max(res.gpus.usable_bytes)) / GIB
         return NoFeasiblePlanError(
             f"{request.workload} fits no GPU with any strategy: the smallest need is "
             f"{need:.1f} GiB per GPU, the largest usable is {most:.1f} GiB",
             fix="use a smaller --batch-size, more GPUs for FSDP (--max-gpus) or larger GPUs",
         )
-    if worst == R_DEADLINE and physical.any():
-        fastest = float(np.min(ev.time_s[physical]))
+    fastest = min(float(np.min(ev.time_s[physical], initial=math.inf)), gone.fastest_physical_s)
+    if worst == R_DEADLINE and math.isfinite(fastest):
         fix = (
             f"the fastest plan takes {fastest / 3600:.1f} h: relax --deadline to at least "
             f"{math.ceil(fastest / 3600)}h or raise --max-gpus"
         )
     elif worst == R_BUDGET:
         ok = physical & (reason != R_DEADLINE)
-        if ok.any():
-            cheapest = float(np.min(ev.cost_usd[ok]))
+        cheapest = min(float(np.min(ev.cost_usd[ok], initial=math.inf)), gone.cheapest_on_time_usd)
+        if math.isfinite(cheapest):
             fix = f"the cheapest plan costs ${cheapest:,.0f}: raise --budget to at least that"
     elif worst == R_RISK:
         p = [s.p_meet_deadline or 0.0 for s in spot_out.values()]
         od = physical & ~res.space.spot & np.isfinite(res.p_model)
         if od.any():
             p.append(float(np.max(res.p_model[od])))
+        if math.isfinite(gone.best_p_on_demand):
+            p.append(gone.best_p_on_demand)
         if p:
             fix = (
                 f"the best plan meets the deadline with p={max(p):.2f} (revocations and the "
@@ -573,29 +777,23 @@ def _no_plan(
 def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     """Search, simulate the surviving spot plans, pick and explain (module docstring)."""
     ctx = with_cluster(ctx)
-    res = search(request, ctx)
+    res = search(request, ctx, compact=True)
     space, ev, reason = res.space, res.evaluation, res.reason
     counts: dict[str, int] = dict(res.dropped)
     lifetimes: dict[tuple[str, str, str], object] = {}
 
+    # the search kept every passing row a plan can show or simulate (and counted them all)
     od_ok = np.flatnonzero(res.ok & ~space.spot)
     spot_pre = np.flatnonzero(res.ok & space.spot)
     spot_out: dict[int, SpotOutcome] = {}
     pruned = 0
     if spot_pre.size:
-        hz = _hazards(res, ctx, spot_pre, lifetimes)
-        ck = ctx.risk.checkpoint_s(ctx.facts)
-        approx_t = approx_spot_time_s(
-            ev.train_s[spot_pre],
-            hz,
-            checkpoint_s=ck,
-            restart_s=ctx.risk.restart_penalty_s + _mean_gaps(res, ctx, spot_pre),
-            startup_s=ctx.risk.startup_mean_s,
+        approx_t, approx_c = _spot_estimates(
+            space, ev, ctx, spot_pre, _Pruning(lifetimes=lifetimes)
         )
-        approx_c = approx_t / 3600.0 * ev.usd_per_hour[spot_pre]
         front = pareto_front_2d(approx_t, approx_c)
         chosen = spot_pre[_spread(front, request.max_simulated)]
-        pruned = int(spot_pre.size - chosen.size)
+        pruned = int(res.passed_spot - chosen.size)
         spot_out = _simulate(res, ctx, request, chosen.tolist(), lifetimes)
 
     # feasibility of the simulated spot plans
@@ -621,7 +819,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     for why, k in res.marked.items():
         counts[why] = counts.get(why, 0) + k
 
-    feasible = int(od_ok.size + len(spot_ok))
+    feasible = int(res.passed_on_demand + len(spot_ok))
     if feasible == 0:
         raise _no_plan(request, res, counts, spot_out)
 
@@ -764,7 +962,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         recommended=picks[request.objective],
         picks=picks,
         infeasible=counts,
-        evaluated=len(space) + sum(res.dropped.values()),
+        evaluated=res.evaluated + sum(res.dropped.values()),
         feasible=feasible,
         simulated=len(spot_out),
         pruned=pruned,
