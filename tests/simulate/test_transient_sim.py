@@ -710,3 +710,36 @@ def test_gpu_variability_slows_synchronous_jobs_by_their_slowest_gpu() -> None:
         **kwargs,  # type: ignore[arg-type]
     )
     assert dropped.on_demand.duration_s.mean() < varied.on_demand.duration_s.mean()
+
+
+def test_a_batch_of_jobs_matches_each_job_alone() -> None:
+    """simulate_batch runs several scenarios in one event loop: a batch of one job is
+    simulate_runs exactly, and each job of a bigger batch keeps its own outcome (checked on
+    on-demand jobs, where nothing is random but the start-up, which is constant here)."""
+    from gpucast.simulate.transient import Job, simulate_batch
+
+    def job(workers: int, steps: int, rate: float) -> Job:
+        scenario = ClusterScenario(
+            workers=(WorkerGroup(gpu="K80", count=workers, region="us-east1", spot=False),),
+            ps_count=1,
+            steps=steps,
+        )
+        table = SpeedTable(np.array([0.0, *(rate * k for k in range(1, workers + 1))]))
+        return Job(scenario=scenario, speed=table, prices=PRICES, lifetimes=[None], runs=5,
+                   startup_on_demand_s=60.0)  # fmt: skip
+
+    jobs = [job(2, 1000, 2.0), job(4, 5000, 1.5), job(1, 300, 3.0)]
+    batch = simulate_batch(jobs, rng=0)
+    for j, stats in zip(jobs, batch, strict=True):
+        alone = simulate_runs(
+            j.scenario, speed=j.speed, prices=j.prices, lifetimes=[None], runs=5,
+            startup_on_demand_s=60.0, rng=0,
+        )  # fmt: skip
+        np.testing.assert_allclose(stats.duration_s, alone.duration_s)
+        np.testing.assert_allclose(stats.cost_usd, alone.cost_usd)
+    (one,) = simulate_batch([jobs[1]], rng=7)
+    same = simulate_runs(
+        jobs[1].scenario, speed=jobs[1].speed, prices=PRICES, lifetimes=[None], runs=5,
+        startup_on_demand_s=60.0, rng=7,
+    )  # fmt: skip
+    assert np.array_equal(one.duration_s, same.duration_s)

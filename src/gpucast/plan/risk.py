@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,11 +39,12 @@ from gpucast.domain.simulation import (
     CPU_PS,
     ClusterScenario,
     PriceTable,
+    RunStatistics,
     Summary,
     WorkerGroup,
 )
 from gpucast.predict.revocation import LifetimeDistribution
-from gpucast.simulate.transient import Delay, SpeedTable, simulate_runs
+from gpucast.simulate.transient import Delay, Job, SpeedTable, simulate_batch
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -188,6 +190,17 @@ def _split(runs: int, k: int) -> list[int]:
     return [runs // k + (1 if j < runs % k else 0) for j in range(k)]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpotDelays:
+    """The delays a spot candidate's nodes see: start-up per market, capacity gaps, and after
+    how long a replacement falls back to on demand (None: never)."""
+
+    startup_spot_s: Delay
+    startup_on_demand_s: Delay
+    capacity_gap_s: Delay = 0.0
+    fallback_after_s: float | None = None
+
+
 def simulate_spot(
     job: SpotJob,
     *,
@@ -203,6 +216,56 @@ def simulate_spot(
     """Monte Carlo of one spot candidate (see the module docstring). A revoked node's
     replacement waits ``capacity_gap_s`` for spot capacity, or is launched on demand once
     it has waited ``fallback_after_s`` (None: never)."""
+    delays = SpotDelays(
+        startup_spot_s=startup_spot_s,
+        startup_on_demand_s=startup_on_demand_s,
+        capacity_gap_s=capacity_gap_s,
+        fallback_after_s=fallback_after_s,
+    )
+    (out,) = simulate_spots(
+        [(job, delays)],
+        runs=runs,
+        seed=seed,
+        checkpoint_s=checkpoint_s,
+        restart_penalty_s=restart_penalty_s,
+    )
+    return out
+
+
+def simulate_spots(
+    candidates: Sequence[tuple[SpotJob, SpotDelays]],
+    *,
+    runs: int,
+    seed: int,
+    checkpoint_s: float,
+    restart_penalty_s: float,
+) -> list[SpotOutcome]:
+    """Monte Carlo of spot candidates, ``runs`` runs each, in one batch per fallback setting
+    (:func:`gpucast.simulate.transient.simulate_batch`: one event loop whose rounds are the
+    longest candidate's, not the sum of every candidate's); each candidate's runs are split
+    evenly over the strata of its step-time factor. The same seed and candidates give the
+    same outcomes."""
+    if not candidates:
+        return []
+    built = [_batch_job(job, delays, runs, checkpoint_s) for job, delays in candidates]
+    key = "|".join(job.key for job, _ in candidates)
+    by_fallback: dict[float | None, list[int]] = {}
+    for i, (_, delays) in enumerate(candidates):
+        by_fallback.setdefault(delays.fallback_after_s, []).append(i)
+    stats: dict[int, RunStatistics] = {}
+    for members in by_fallback.values():
+        out = simulate_batch(
+            [built[i][0] for i in members],
+            checkpoint_s=checkpoint_s,
+            restart_penalty_s=restart_penalty_s,
+            rng=np.random.default_rng([candidate_seed(seed, key), members[0]]),
+        )
+        stats.update(zip(members, out, strict=True))
+    return [_outcome(stats[i], candidates[i][0], built[i][1]) for i in range(len(candidates))]
+
+
+def _batch_job(job: SpotJob, delays: SpotDelays, runs: int, checkpoint_s: float) -> tuple[Job, int]:
+    """The simulator's job for one spot candidate, and its checkpoint interval (steps)."""
     prices: dict[tuple[str, str], float] = {}
     if job.synchronous:
         label = " + ".join(f"{p.nodes}x {p.instance_type}" for p in job.parts)
@@ -218,7 +281,7 @@ def simulate_spot(
                 bases=tuple(p.lifetime for p in job.parts),
                 counts=tuple(p.nodes for p in job.parts),
             )
-        lifetimes: list[LifetimeDistribution] = [only]
+        lifetimes: list[LifetimeDistribution | None] = [only]
         prices[(label, "spot")] = sum(p.spot_usd_per_hour * p.nodes for p in job.parts)
         prices[(label, "on-demand")] = sum(p.on_demand_usd_per_hour * p.nodes for p in job.parts)
         hazard = 1.0 / max(mean_lifetime_s(only), 1.0)
@@ -252,28 +315,26 @@ def simulate_spot(
         deadline_s=job.deadline_s,
         include_startup=True,
         horizon_s=horizon,
-        fallback_after_s=fallback_after_s,
+        fallback_after_s=delays.fallback_after_s,
     )
-    price_table = PriceTable(usd_per_hour=prices, source="catalog")
-    base_seed = candidate_seed(seed, job.key)
-    # the strata of the step-time model's uncertainty in one batch: run i is slowed by its
-    # stratum's factor (one event loop per candidate, not one per stratum)
+    # the strata of the step-time model's uncertainty: run i is slowed by its stratum's factor
     split = _split(runs, len(job.speed_factors))
     slowdown = np.repeat(np.asarray(job.speed_factors[: len(split)], dtype=np.float64), split)
-    pooled = simulate_runs(
-        scenario,
+    batch_job = Job(
+        scenario=scenario,
         speed=SpeedTable(table),
-        prices=price_table,
+        prices=PriceTable(usd_per_hour=prices, source="catalog"),
         lifetimes=lifetimes,
-        startup_spot_s=startup_spot_s,
-        startup_on_demand_s=startup_on_demand_s,
-        capacity_gap_s=capacity_gap_s,
-        checkpoint_s=checkpoint_s,
-        restart_penalty_s=restart_penalty_s,
+        startup_spot_s=delays.startup_spot_s,
+        startup_on_demand_s=delays.startup_on_demand_s,
+        capacity_gap_s=delays.capacity_gap_s,
         runs=int(slowdown.size),
-        rng=np.random.default_rng([base_seed]),
         run_slowdown=slowdown,
     )
+    return batch_job, every
+
+
+def _outcome(pooled: RunStatistics, job: SpotJob, every: int) -> SpotOutcome:
     dur = Summary.of(pooled.duration_s)
     cost = Summary.of(pooled.cost_usd)
     p_meet = None if job.deadline_s is None else 1.0 - float(pooled.p_miss_deadline or 0.0)

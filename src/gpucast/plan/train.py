@@ -64,12 +64,13 @@ from gpucast.plan.goodput import (
 from gpucast.plan.inputs import GpuTable, PerfParams, RiskInputs, WorkloadFacts, build_gpu_table
 from gpucast.plan.pareto import nondominated, pareto_front_2d
 from gpucast.plan.risk import (
+    SpotDelays,
     SpotJob,
     SpotOutcome,
     SpotPart,
     approx_spot_time_s,
     mean_lifetime_s,
-    simulate_spot,
+    simulate_spots,
 )
 from gpucast.plan.space import (
     PS,
@@ -592,25 +593,28 @@ def _simulate(
     rows: Sequence[int],
     lifetimes: dict[tuple[str, str, str], object],
 ) -> dict[int, SpotOutcome]:
-    checkpoint_s = ctx.risk.checkpoint_s(ctx.facts)
+    """The Monte Carlo of spot ``rows``, all in one batch (:func:`simulate_spots`)."""
     off = res.space.offers
-    out: dict[int, SpotOutcome] = {}
+    candidates = []
     for i in rows:
         job = _spot_job(res, ctx, request, int(i), lifetimes)
         o = int(res.space.offer[int(i)])
         gpu, region, provider = off.gpu_name[o], off.region[o], off.provider[o]
-        out[int(i)] = simulate_spot(
-            job,
-            runs=request.mc_runs,
-            seed=request.seed,
-            checkpoint_s=checkpoint_s,
-            restart_penalty_s=ctx.risk.restart_penalty_s,
+        delays = SpotDelays(
             startup_spot_s=ctx.risk.startup_delay(gpu, "spot", region),
             startup_on_demand_s=ctx.risk.startup_delay(gpu, "on-demand", region),
             capacity_gap_s=ctx.risk.gap(gpu, region, provider),
             fallback_after_s=ctx.risk.fallback_after_s,
         )
-    return out
+        candidates.append((job, delays))
+    outcomes = simulate_spots(
+        candidates,
+        runs=request.mc_runs,
+        seed=request.seed,
+        checkpoint_s=ctx.risk.checkpoint_s(ctx.facts),
+        restart_penalty_s=ctx.risk.restart_penalty_s,
+    )
+    return {int(i): out for i, out in zip(rows, outcomes, strict=True)}
 
 
 def _hazards(

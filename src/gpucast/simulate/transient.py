@@ -199,6 +199,24 @@ def _is_zero(delays: Delays) -> bool:
     return all(isinstance(d, (int, float)) and d == 0 for d in items)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Job:
+    """One scenario of a batch (:func:`simulate_batch`): its cluster, speed, prices, lifetimes
+    and delays, and how many runs of it (``run_slowdown``: one factor > 0 per run dividing its
+    speed, or ``None``)."""
+
+    scenario: ClusterScenario
+    speed: SpeedFunction
+    prices: PriceTable
+    lifetimes: Sequence[LifetimeDistribution | None]
+    ps_lifetime: LifetimeDistribution | None = None
+    startup_spot_s: Delays = 0.0
+    startup_on_demand_s: Delays = 0.0
+    capacity_gap_s: Delays = 0.0
+    runs: int
+    run_slowdown: npt.ArrayLike | None = None
+
+
 def simulate_runs(
     scenario: ClusterScenario,
     *,
@@ -219,9 +237,10 @@ def simulate_runs(
 ) -> RunStatistics:
     """Simulate ``runs`` independent executions of ``scenario``; see the module docstring.
 
-    ``run_slowdown`` (one factor >= 1 per run, e.g. the slowest of the run's GPUs drawn from a
-    :class:`~gpucast.predict.variability.SpeedVariability`) divides each run's speed; ``None``
-    leaves every run at the speed function's.
+    ``run_slowdown`` (one factor > 0 per run, e.g. the slowest of the run's GPUs drawn from a
+    :class:`~gpucast.predict.variability.SpeedVariability`, or a stratum of the step-time
+    model's uncertainty) divides each run's speed; ``None`` leaves every run at the speed
+    function's.
 
     ``lifetimes[g]`` is the lifetime distribution of worker group ``g`` (used when it is spot;
     ``None`` is allowed only for on-demand groups); a
@@ -234,18 +253,97 @@ def simulate_runs(
     baseline). ``rng``: a Generator, a seed, or ``None`` for seed 0 — the same seed gives the
     same result bit for bit.
     """
-    if runs < 1:
-        raise InvalidSpecError("runs", "must be >= 1", got=runs, fix="e.g. --runs 2000")
-    if len(lifetimes) != len(scenario.workers):
-        raise InvalidSpecError("lifetimes", "need one distribution (or None) per worker group")
+    job = Job(
+        scenario=scenario,
+        speed=speed,
+        prices=prices,
+        lifetimes=lifetimes,
+        ps_lifetime=ps_lifetime,
+        startup_spot_s=startup_spot_s,
+        startup_on_demand_s=startup_on_demand_s,
+        capacity_gap_s=capacity_gap_s,
+        runs=runs,
+        run_slowdown=run_slowdown,
+    )
+    (stats,) = simulate_batch(
+        [job],
+        checkpoint_s=checkpoint_s,
+        restart_penalty_s=restart_penalty_s,
+        rng=rng,
+        transient=transient,
+        max_rounds=max_rounds,
+    )
+    return stats
+
+
+def simulate_batch(
+    jobs: Sequence[Job],
+    *,
+    checkpoint_s: Delay = 0.0,
+    restart_penalty_s: float = 0.0,
+    rng: np.random.Generator | int | None = None,
+    transient: bool = True,
+    max_rounds: int = 100_000,
+) -> list[RunStatistics]:
+    """The runs of several scenarios in one event loop (one round handles the next event of
+    every active run of every job): what :func:`simulate_runs` does for each job, at the cost
+    of the longest job's rounds rather than the sum of all jobs' rounds.
+
+    The jobs share the checkpoint cost, the restart penalty, the RNG and the market mode;
+    their ``include_startup`` and (where they have capacity gaps) ``fallback_after_s`` must
+    agree. With more than one job each ``speed`` must be a :class:`SpeedTable`. One
+    :class:`RunStatistics` per job, in order; a batch of one job gives exactly what
+    :func:`simulate_runs` gives.
+    """
+    if not jobs:
+        return []
     if not (math.isfinite(restart_penalty_s) and restart_penalty_s >= 0):
         raise InvalidSpecError("restart_penalty_s", "must be >= 0", got=restart_penalty_s)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng or 0)
-    if run_slowdown is not None:
-        run_slowdown = np.asarray(run_slowdown, dtype=np.float64)
-        if run_slowdown.shape != (runs,) or not np.all(
-            np.isfinite(run_slowdown) & (run_slowdown > 0)
-        ):
+    prepared = [_prepare(job, transient) for job in jobs]
+    if len({job.scenario.include_startup for job in jobs}) > 1:
+        raise InvalidSpecError("jobs", "must agree on include_startup")
+    fallbacks = {p.fallback_after_s for p in prepared if p.has_gaps}
+    if len(fallbacks) > 1:
+        raise InvalidSpecError("jobs", "with capacity gaps must share fallback_after_s")
+    if len(jobs) > 1 and not all(isinstance(job.speed, SpeedTable) for job in jobs):
+        raise InvalidSpecError("speed", "must be a SpeedTable for a batch of several jobs")
+    return _Engine(
+        jobs=list(jobs),
+        prepared=prepared,
+        fallback_after_s=next(iter(fallbacks)) if fallbacks else None,
+        ckpt_cost=_sampler(checkpoint_s, "checkpoint_s"),
+        penalty=float(restart_penalty_s),
+        rng=gen,
+        max_rounds=max_rounds,
+    ).run()
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A job's classes (its worker groups, then its parameter servers) and columns."""
+
+    classes: list[LifetimeDistribution | None]
+    cls_spot: list[bool]
+    start_spot: list[Sampler]
+    start_od: list[Sampler]
+    gaps: list[Sampler]
+    has_gaps: bool
+    fallback_after_s: float | None
+    cols: _Columns
+    run_slowdown: FloatArray | None
+
+
+def _prepare(job: Job, transient: bool) -> _Prepared:
+    scenario, lifetimes = job.scenario, job.lifetimes
+    if job.runs < 1:
+        raise InvalidSpecError("runs", "must be >= 1", got=job.runs, fix="e.g. --runs 2000")
+    if len(lifetimes) != len(scenario.workers):
+        raise InvalidSpecError("lifetimes", "need one distribution (or None) per worker group")
+    factors = None
+    if job.run_slowdown is not None:
+        factors = np.asarray(job.run_slowdown, dtype=np.float64)
+        if factors.shape != (job.runs,) or not np.all(np.isfinite(factors) & (factors > 0)):
             raise InvalidSpecError("run_slowdown", "needs one finite factor > 0 per run")
     n_groups = len(scenario.workers)
     classes: list[LifetimeDistribution | None] = []
@@ -257,36 +355,25 @@ def simulate_runs(
                 fix="fit the revocation model or give a hazard",
             )
         classes.append(lifetimes[g] if (wg.spot and transient) else None)
-    if scenario.ps_spot and transient and scenario.ps_count and ps_lifetime is None:
+    if scenario.ps_spot and transient and scenario.ps_count and job.ps_lifetime is None:
         raise InvalidSpecError("ps lifetime", "spot parameter servers need a distribution")
-    classes.append(ps_lifetime if (scenario.ps_spot and transient) else None)
+    classes.append(job.ps_lifetime if (scenario.ps_spot and transient) else None)
     cls_spot = [wg.spot and transient for wg in scenario.workers] + [scenario.ps_spot and transient]
-    start_spot = _samplers(startup_spot_s, "startup_spot_s", n_groups + 1)
-    start_od = _samplers(startup_on_demand_s, "startup_on_demand_s", n_groups + 1)
-    gaps = _samplers(capacity_gap_s, "capacity_gap_s", n_groups + 1)
-    has_gaps = any(cls_spot) and not _is_zero(capacity_gap_s)
-    fallback_after = scenario.fallback_after_s if (has_gaps and any(cls_spot)) else None
-    cols = _columns(scenario, prices, transient=transient, fallback=fallback_after is not None)
-    ckpt_cost = _sampler(checkpoint_s, "checkpoint_s")
-    return _Engine(
-        scenario=scenario,
-        speed=speed,
-        cols=cols,
-        n_groups=n_groups,
+    has_gaps = any(cls_spot) and not _is_zero(job.capacity_gap_s)
+    fallback_after = scenario.fallback_after_s if has_gaps else None
+    return _Prepared(
         classes=classes,
         cls_spot=cls_spot,
-        start_spot=start_spot,
-        start_od=start_od,
-        gaps=gaps if has_gaps else None,
+        start_spot=_samplers(job.startup_spot_s, "startup_spot_s", n_groups + 1),
+        start_od=_samplers(job.startup_on_demand_s, "startup_on_demand_s", n_groups + 1),
+        gaps=_samplers(job.capacity_gap_s, "capacity_gap_s", n_groups + 1),
+        has_gaps=has_gaps,
         fallback_after_s=fallback_after,
-        count_fallbacks=scenario.fallback_after_s is not None,
-        ckpt_cost=ckpt_cost,
-        penalty=float(restart_penalty_s),
-        runs=runs,
-        rng=gen,
-        max_rounds=max_rounds,
-        run_slowdown=run_slowdown,
-    ).run()
+        cols=_columns(
+            scenario, job.prices, transient=transient, fallback=fallback_after is not None
+        ),
+        run_slowdown=factors,
+    )
 
 
 class _Rows:
@@ -337,70 +424,117 @@ class _Rows:
 
 
 class _Engine:
-    """One batch of runs: the server matrices (original run x column) and the event loop."""
+    """One batch of runs (of one or more jobs): the server matrices (original run x column)
+    and the event loop.
+
+    Jobs are laid side by side: run ``r`` belongs to job ``job[r]``; its columns are that
+    job's workers (group by group), then its parameter servers, then padding up to the widest
+    job (never ready, never revoked, never billed). Lifetime/start-up classes are numbered
+    across jobs (job 0's groups and PS, then job 1's, ...), so the draws go class by class in
+    a fixed order and one job alone draws exactly as :func:`simulate_runs` always has.
+    """
 
     def __init__(
         self,
         *,
-        scenario: ClusterScenario,
-        speed: SpeedFunction,
-        cols: _Columns,
-        n_groups: int,
-        classes: list[LifetimeDistribution | None],
-        cls_spot: list[bool],
-        start_spot: list[Sampler],
-        start_od: list[Sampler],
-        gaps: list[Sampler] | None,
+        jobs: list[Job],
+        prepared: list[_Prepared],
         fallback_after_s: float | None,
-        count_fallbacks: bool,
         ckpt_cost: Sampler,
         penalty: float,
-        runs: int,
         rng: np.random.Generator,
         max_rounds: int,
-        run_slowdown: FloatArray | None = None,
     ) -> None:
-        self.sc = scenario
-        self.run_slowdown = run_slowdown
-        self.speed = speed
-        self.cols = cols
-        self.n_groups = n_groups
-        self.classes = classes
-        self.cls_spot = cls_spot
-        self.start_spot = start_spot
-        self.start_od = start_od
-        self.gaps = gaps
-        self.fallback_after_s = fallback_after_s
-        self.count_fallbacks = count_fallbacks
-        self.ckpt_cost = ckpt_cost
-        self.penalty = penalty
-        self.runs = runs
+        self.jobs = jobs
         self.rng = rng
         self.max_rounds = max_rounds
-        self.n_cols = cols.group.size
-        self.n_workers = int(np.count_nonzero(~cols.is_ps))
-        self.n_ps = self.n_cols - self.n_workers
+        self.ckpt_cost = ckpt_cost
+        self.penalty = penalty
+        self.fallback_after_s = fallback_after_s
+        K = len(jobs)
+        sizes = np.array([j.runs for j in jobs], dtype=np.int64)
+        self.runs = R = int(sizes.sum())
+        self.job = np.repeat(np.arange(K), sizes)  # job of each original run
+        self.first_run = np.concatenate([[0], np.cumsum(sizes)])
+        widths = [p.cols.group.size for p in prepared]
+        self.n_cols = C = max(widths)
+        self.n_groups = G = max(len(j.scenario.workers) for j in jobs)
+        # classes across jobs: job k's class c is class_base[k] + c
+        self.class_base = np.concatenate([[0], np.cumsum([len(p.classes) for p in prepared])])
+        self.classes = [c for p in prepared for c in p.classes]
+        self.cls_spot = [c for p in prepared for c in p.cls_spot]
+        self.start_spot = [s for p in prepared for s in p.start_spot]
+        self.start_od = [s for p in prepared for s in p.start_od]
+        any_gaps = any(p.has_gaps for p in prepared)
+        zero = _sampler(0.0, "capacity_gap_s")
+        self.gaps: list[Sampler] | None = (
+            [g if p.has_gaps else zero for p in prepared for g in p.gaps] if any_gaps else None
+        )
+        self.n_classes = len(self.classes)
+        # per job and column: class (-1 padding), worker / PS flags, prices
+        self.col_cls = np.full((K, C), -1, dtype=np.int64)
+        self.col_worker = np.zeros((K, C), dtype=bool)
+        self.col_ps = np.zeros((K, C), dtype=bool)
+        self.col_price = np.zeros((K, C))
+        self.col_od_price = np.zeros((K, C))
+        self.bounds = np.zeros((K, G + 1), dtype=np.int64)  # group g: bounds[k, g]:bounds[k, g+1]
+        self.n_workers = np.zeros(K, dtype=np.int64)
+        self.n_ps = np.zeros(K, dtype=np.int64)
+        self.col_bounds = [p.cols.bounds for p in prepared]
+        for k, p in enumerate(prepared):
+            cols, w = p.cols, p.cols.group.size
+            self.col_cls[k, :w] = cols.cls + self.class_base[k]
+            self.col_worker[k, :w] = ~cols.is_ps
+            self.col_ps[k, :w] = cols.is_ps
+            self.col_price[k, :w] = cols.price_usd_per_s
+            od = cols.fallback_price_usd_per_s
+            self.col_od_price[k, :w] = cols.price_usd_per_s if od is None else od
+            groups = len(jobs[k].scenario.workers)
+            self.bounds[k, : groups + 1] = cols.bounds[: groups + 1]
+            self.bounds[k, groups + 1 :] = cols.bounds[groups]
+            self.n_workers[k] = int(np.count_nonzero(~cols.is_ps))
+            self.n_ps[k] = w - self.n_workers[k]
+        self.count_fallbacks = [j.scenario.fallback_after_s is not None for j in jobs]
+        # per run: the job's scenario figures
+        sc = [j.scenario for j in jobs]
+        self.include_startup = sc[0].include_startup
+        self.steps = np.array([float(s.steps) for s in sc])[self.job]
+        self.every = np.array(
+            [float(s.checkpoint_every_steps) if s.checkpoint_every_steps else math.inf for s in sc]
+        )[self.job]
+        self.horizon = np.array([s.horizon_s for s in sc])[self.job]
+        self.replace_revoked = np.array([s.replace_revoked for s in sc])[self.job]
+        self.restarts_on_worker_loss = np.array([s.worker_loss_restarts for s in sc])[self.job]
+        self.single = K == 1
+        self.speed: SpeedFunction = jobs[0].speed  # one job: its own speed function
+        self.speeds = None if self.single else _flat_speed(jobs, G)  # several: their tables
+        slow = [p.run_slowdown for p in prepared]
+        self.run_slowdown: FloatArray | None = None
+        if any(s is not None for s in slow):
+            self.run_slowdown = np.concatenate(
+                [np.ones(j.runs) if s is None else s for j, s in zip(jobs, slow, strict=True)]
+            )
         # correlated classes: one environment per distinct distribution object (one market)
         self.shared: dict[int, int] = {}  # class -> index into self.envs
         self.markets: list[CorrelatedLifetime] = []
-        for c, dist in enumerate(classes):
+        for c, dist in enumerate(self.classes):
             if isinstance(dist, CorrelatedLifetime):
                 same = [k for k, m in enumerate(self.markets) if m is dist]
                 if not same:
                     self.markets.append(dist)
                 self.shared[c] = same[0] if same else len(self.markets) - 1
         self.envs: list[Any] = []
-        self.env_offset_s = np.zeros(runs)  # run clock -> environment clock
-        self.env_horizon_s = scenario.horizon_s
+        self.env_offset_s = np.zeros(R)  # run clock -> environment clock
+        self.env_horizon_s = float(max(s.horizon_s for s in sc))
         # the server matrices, (runs, columns), row = original run index
-        self.req = np.zeros((runs, self.n_cols))
-        self.up = np.zeros((runs, self.n_cols))
-        self.down = np.zeros((runs, self.n_cols))
-        self.gone = np.zeros((runs, self.n_cols), dtype=bool)
+        self.req = np.zeros((R, C))
+        self.up = np.zeros((R, C))
+        self.down = np.zeros((R, C))
+        self.gone = np.zeros((R, C), dtype=bool)
         # per-incarnation prices, only where a replacement may fall back to on demand
         self.price: FloatArray | None = None
         if fallback_after_s is not None:
-            self.price = np.tile(cols.price_usd_per_s, (runs, 1))
+            self.price = self.col_price[self.job]
 
     # -- sampling helpers ---------------------------------------------------------------------
     def _startup_sampler(self, c: int, on_demand: bool = False) -> Sampler:
@@ -409,11 +543,17 @@ class _Engine:
     def _by_class(self, cls_of: IntArray) -> list[tuple[int, IntArray | slice, int]]:
         """(class, its entries of ``cls_of``, how many) in class order — the order of the
         draws; the entries are a plain slice when one class has them all (the usual case)."""
-        counts = np.bincount(cls_of, minlength=self.n_groups + 1)
+        counts = np.bincount(cls_of, minlength=self.n_classes)
         present = np.flatnonzero(counts)
         if present.size == 1:
             return [(int(present[0]), slice(None), cls_of.size)]
         return [(int(c), np.flatnonzero(cls_of == c), int(counts[c])) for c in present]
+
+    def _cls(self, run: IntArray, col: IntArray) -> IntArray:
+        return np.asarray(self.col_cls[self.job[run], col], dtype=np.int64)
+
+    def _is_ps(self, run: IntArray, col: IntArray) -> npt.NDArray[np.bool_]:
+        return np.asarray(self.col_ps[self.job[run], col], dtype=np.bool_)
 
     def _draw_startup(
         self, cls_of: IntArray, on_demand: npt.NDArray[np.bool_] | None = None
@@ -469,39 +609,48 @@ class _Engine:
                 out[sel] = self._lifetimes(c, n, None, None)
         return out
 
+    def _class_blocks(self) -> list[tuple[int, int, int, int, int]]:
+        """(class, first run, end run, first column, end column) of every class, in class
+        order: job by job, its worker groups then its parameter servers."""
+        out = []
+        for k, p_bounds in enumerate(self.col_bounds):
+            r0, r1 = int(self.first_run[k]), int(self.first_run[k + 1])
+            for c in range(len(p_bounds) - 1):
+                out.append((int(self.class_base[k]) + c, r0, r1, p_bounds[c], p_bounds[c + 1]))
+        return out
+
     def _initial(self) -> None:
         """First incarnations of every server (all requested at the start of the run)."""
-        sc, R, C, bounds = self.sc, self.runs, self.n_cols, self.cols.bounds
-        startup = np.empty((R, C))
-        for c in range(self.n_groups + 1):  # class by class: the same draws as _draw_startup
-            lo, hi = bounds[c], bounds[c + 1]
+        R, C = self.runs, self.n_cols
+        blocks = self._class_blocks()
+        startup = np.zeros((R, C))
+        for c, r0, r1, lo, hi in blocks:  # class by class: the same draws as _draw_startup
             if hi > lo:
-                drawn = self._startup_sampler(c)(self.rng, R * (hi - lo))
-                startup[:, lo:hi] = np.reshape(drawn, (R, hi - lo))
+                drawn = self._startup_sampler(c)(self.rng, (r1 - r0) * (hi - lo))
+                startup[r0:r1, lo:hi] = np.reshape(drawn, (r1 - r0, hi - lo))
         # with include_startup=False the run clock starts when the servers are up: their
         # environment clock starts at the run's first request, the longest start-up earlier
         if self.markets:
-            if not sc.include_startup:
+            if not self.include_startup:
                 self.env_offset_s = startup.max(axis=1)
-                self.env_horizon_s = sc.horizon_s + float(self.env_offset_s.max())
+                self.env_horizon_s = self.env_horizon_s + float(self.env_offset_s.max())
             self.envs = [m.environment(self.rng, R, self.env_horizon_s) for m in self.markets]
-        req_clock = np.zeros((R, C)) if sc.include_startup else -startup
-        life = np.empty((R, C))
-        for c in range(self.n_groups + 1):
-            lo, hi = bounds[c], bounds[c + 1]
+        req_clock = np.zeros((R, C)) if self.include_startup else -startup
+        life = np.full((R, C), np.inf)  # padding columns: never revoked
+        for c, r0, r1, lo, hi in blocks:
             if hi == lo:
                 continue
-            k = hi - lo
+            n, k = r1 - r0, hi - lo
             if c in self.shared:
-                run = np.repeat(np.arange(R), k)
-                env_start = (req_clock[:, lo:hi] + self.env_offset_s[:, None]).ravel()
-                drawn = self._lifetimes(c, R * k, env_start, run)
+                run = np.repeat(np.arange(r0, r1), k)
+                env_start = (req_clock[r0:r1, lo:hi] + self.env_offset_s[r0:r1, None]).ravel()
+                drawn = self._lifetimes(c, n * k, env_start, run)
             else:
-                drawn = self._lifetimes(c, R * k, None, None)
-            life[:, lo:hi] = np.reshape(drawn, (R, k)) if np.ndim(drawn) else drawn
-        if not sc.include_startup:
+                drawn = self._lifetimes(c, n * k, None, None)
+            life[r0:r1, lo:hi] = np.reshape(drawn, (n, k)) if np.ndim(drawn) else drawn
+        if not self.include_startup:
             # the clock starts when the cluster is up: its servers outlived their start-up
-            cls_flat = np.broadcast_to(self.cols.cls, (R, C)).ravel()
+            cls_flat = self.col_cls[self.job].ravel()
             life_flat, startup_flat = life.ravel(), startup.ravel()
             req_flat = req_clock.ravel()
             short = np.flatnonzero(life_flat <= startup_flat)
@@ -517,13 +666,13 @@ class _Engine:
 
     def _price_at(self, o: IntArray, c: IntArray) -> FloatArray:
         if self.price is None:
-            return self.cols.price_usd_per_s[c]
+            return np.asarray(self.col_price[self.job[o], c], dtype=np.float64)
         return self.price[o, c]
 
     # -- the events of one round --------------------------------------------------------------
     def _revoke(self, s: _Rows, cand: IntArray) -> None:
         """Revocations due now in rows ``cand`` (rows whose earliest revocation is <= t)."""
-        cols, n = self.cols, s.rid.size
+        n = s.rid.size
         req, up, down, gone = self.req, self.up, self.down, self.gone
         orig = s.rid[cand]
         sub = down[orig]  # a copy, kept up to date below for the rows' next revocation
@@ -533,10 +682,11 @@ class _Engine:
         s.revs += np.bincount(r_idx, minlength=n)
         billed = (sub[sr, c_idx] - req[o_idx, c_idx]) * self._price_at(o_idx, c_idx)
         s.cost[cand] += np.bincount(sr, weights=billed, minlength=cand.size)
-        if self.sc.replace_revoked:
+        is_ps = self._is_ps(o_idx, c_idx)
+        renew = self.replace_revoked[o_idx] | is_ps  # parameter servers are always replaced
+        if renew.all():
             self._replace(s, r_idx, c_idx, o_idx)
-        else:  # parameter servers are replaced, workers go
-            renew = cols.is_ps[c_idx]
+        else:
             if renew.any():
                 self._replace(s, r_idx[renew], c_idx[renew], o_idx[renew])
             dead_r, dead_c, dead_o = r_idx[~renew], c_idx[~renew], o_idx[~renew]
@@ -549,14 +699,14 @@ class _Engine:
         s.next_down[cand] = sub.min(axis=1)
         # chief or PS lost: back to the last checkpoint, re-elect a chief if needed
         lost = np.zeros(n, dtype=bool)
-        critical = cols.is_ps[c_idx] | (c_idx == s.chief[r_idx]) | self.sc.worker_loss_restarts
+        critical = is_ps | (c_idx == s.chief[r_idx]) | self.restarts_on_worker_loss[o_idx]
         lost[r_idx[critical]] = True
         if lost.any():
             self._roll_back(s, np.flatnonzero(lost))
 
     def _replace(self, s: _Rows, rr: IntArray, cc: IntArray, oo: IntArray) -> None:
         """New incarnations of the revoked servers (row ``rr``, column ``cc``, run ``oo``)."""
-        cls_of = self.cols.cls[cc]
+        cls_of = self._cls(oo, cc)
         launch = s.t[rr]
         on_demand: npt.NDArray[np.bool_] | None = None
         if self.gaps is not None:
@@ -576,33 +726,36 @@ class _Engine:
         life = np.full(cc.size, np.inf)  # an on-demand incarnation is never revoked
         life[spot] = self._draw_life(cls_of[spot], launch[spot], oo[spot])
         self.down[oo, cc] = launch + life
-        od_price = self.cols.fallback_price_usd_per_s
-        assert self.price is not None and od_price is not None
-        self.price[oo[on_demand], cc[on_demand]] = od_price[cc[on_demand]]
+        assert self.price is not None
+        fb_o, fb_c = oo[on_demand], cc[on_demand]
+        self.price[fb_o, fb_c] = self.col_od_price[self.job[fb_o], fb_c]
         s.fallbacks += np.bincount(rr[on_demand], minlength=s.rid.size)
 
     def _roll_back(self, s: _Rows, lr: IntArray) -> None:
         """Rows ``lr`` lost their chief, a PS or (synchronous) a worker: back to the checkpoint;
         resume ``penalty`` after the chief (re-elected if gone), the PS and, when synchronous,
         every worker are ready."""
-        up, gone, W = self.up, self.gone, self.n_workers
+        up, gone = self.up, self.gone
         lo = s.rid[lr]
+        jobs = self.job[lo]
+        workers = self.col_worker[jobs]
         s.prog[lr] = s.ckpt[lr]
         gone_chief = gone[lo, s.chief[lr]]
         if gone_chief.any():
             gr = lr[gone_chief]
             go = s.rid[gr]
-            up_w = up[go, :W]
+            up_w = up[go]
             key = np.where(up_w <= s.t[gr][:, None], -np.inf, up_w)
-            key = np.where(gone[go, :W], np.inf, key)
+            key = np.where(gone[go] | ~workers[gone_chief], np.inf, key)
             s.chief[gr] = np.argmin(key, axis=1)
         resume = up[lo, s.chief[lr]]
-        if self.sc.worker_loss_restarts:  # synchronous: wait for every worker
-            wait = up[lo, :W]  # a copy
-            np.putmask(wait, gone[lo, :W], -np.inf)
-            resume = np.maximum(resume, wait.max(axis=1))
-        if self.n_ps:
-            resume = np.maximum(resume, up[lo, W:].max(axis=1))
+        sync = self.restarts_on_worker_loss[lo]
+        if sync.any():  # synchronous: wait for every worker
+            wait = np.where(workers & ~gone[lo], up[lo], -np.inf).max(axis=1)
+            resume = np.where(sync, np.maximum(resume, wait), resume)
+        ps = self.col_ps[jobs]
+        if ps.any():
+            resume = np.maximum(resume, np.where(ps, up[lo], -np.inf).max(axis=1))
         s.pause[lr] = np.maximum(s.t[lr], resume) + self.penalty
 
     def _refresh(self, s: _Rows, rows: IntArray) -> None:
@@ -612,11 +765,19 @@ class _Engine:
         up = self.up[orig]
         now = s.t[rows][:, None]
         ready = up <= now  # a revoked server without replacement is up at inf: never ready
-        bounds = self.cols.bounds
-        for g in range(self.n_groups):
-            s.alive[rows, g] = np.count_nonzero(ready[:, bounds[g] : bounds[g + 1]], axis=1)
-        if self.n_ps:
-            s.ps_ready[rows] = np.count_nonzero(ready[:, self.n_workers :], axis=1)
+        if self.single:
+            bounds, W = self.col_bounds[0], int(self.n_workers[0])
+            for g in range(self.n_groups):
+                s.alive[rows, g] = np.count_nonzero(ready[:, bounds[g] : bounds[g + 1]], axis=1)
+            if self.n_ps[0]:
+                s.ps_ready[rows] = np.count_nonzero(ready[:, W:], axis=1)
+        else:
+            jobs = self.job[orig]
+            counted = np.zeros((rows.size, self.n_cols + 1), dtype=np.int64)
+            np.cumsum(ready, axis=1, out=counted[:, 1:])
+            at = np.take_along_axis(counted, self.bounds[jobs], axis=1)
+            s.alive[rows] = np.diff(at, axis=1)
+            s.ps_ready[rows] = np.count_nonzero(ready & self.col_ps[jobs], axis=1)
         np.putmask(up, ready, np.inf)  # (a copy) in place: far cheaper than np.where here
         s.next_up[rows] = up.min(axis=1)
 
@@ -628,21 +789,19 @@ class _Engine:
         end = s.t[mask]
         live = ~self.gone[orig]
         billed = np.clip(end[:, None] - self.req[orig], 0.0, None) * live
-        if self.price is None:
-            total = s.cost[mask] + billed @ self.cols.price_usd_per_s
+        if self.price is None and self.single:
+            total = s.cost[mask] + billed @ self.col_price[0]
         else:
-            total = s.cost[mask] + np.einsum("ij,ij->i", billed, self.price[orig])
+            price = self.col_price[self.job[orig]] if self.price is None else self.price[orig]
+            total = s.cost[mask] + np.einsum("ij,ij->i", billed, price)
         out["cost"][orig] = total
         out["revs"][orig] = s.revs[mask]
         out["fallbacks"][orig] = s.fallbacks[mask]
         out["dur"][orig] = end if finished else np.inf
 
     # -- the simulation -------------------------------------------------------------------------
-    def run(self) -> RunStatistics:
-        sc, R = self.sc, self.runs
-        total_steps = float(sc.steps)
-        every = float(sc.checkpoint_every_steps) if sc.checkpoint_every_steps else math.inf
-        horizon = sc.horizon_s
+    def run(self) -> list[RunStatistics]:
+        R = self.runs
         self._initial()
         out: dict[str, Any] = {
             "dur": np.full(R, np.inf),
@@ -654,26 +813,31 @@ class _Engine:
         rounds = 0
         while s.rid.size:
             rounds += 1
+            jobs = self.job[s.rid]
             # 1) revocations due now (only rows whose earliest revocation has come)
             cand = np.flatnonzero(s.next_down <= s.t)
             if cand.size:
                 self._revoke(s, cand)
             # 2) which runs can never finish (no worker left) -> unfinished
-            stalled = s.workers_gone == self.n_workers
+            stalled = s.workers_gone == self.n_workers[jobs]
             # 3) the speed now: recount the rows whose servers changed or came up
             dirty = s.next_up <= s.t
             dirty[cand] = True
             if dirty.any():
                 self._refresh(s, np.flatnonzero(dirty))
             chief_ok = self.up[s.rid, s.chief] <= s.t
-            ps_ok = s.ps_ready == self.n_ps
+            ps_ok = s.ps_ready == self.n_ps[jobs]
             running = chief_ok & ps_ok & (s.pause <= s.t) & ~stalled
-            spd = np.where(running, self.speed(s.alive.copy()), 0.0)
+            batch = self.speeds
+            full = self.speed(s.alive.copy()) if batch is None else batch(s.alive, jobs)
+            spd = np.where(running, full, 0.0)
             if self.run_slowdown is not None:
                 spd = spd / self.run_slowdown[s.rid]
             # 4) the next event
             t = s.t
-            target = np.minimum(total_steps, s.ckpt + every)
+            total_steps = self.steps[s.rid]
+            horizon = self.horizon[s.rid]
+            target = np.minimum(total_steps, s.ckpt + self.every[s.rid])
             moving = running & (spd > 0)
             t_prog = np.where(moving, t + (target - s.prog) / np.where(moving, spd, 1.0), np.inf)
             t_pause = np.where(s.pause > t, s.pause, np.inf)
@@ -701,13 +865,38 @@ class _Engine:
             keep = ~(done | out_of_time)
             if not keep.all():
                 s.keep(keep)
-        return RunStatistics(
-            duration_s=out["dur"],
-            cost_usd=out["cost"],
-            revocations=out["revs"],
-            deadline_s=sc.deadline_s,
-            fallbacks=out["fallbacks"] if self.count_fallbacks else None,
-        )
+        stats = []
+        for k, job in enumerate(self.jobs):
+            part = slice(int(self.first_run[k]), int(self.first_run[k + 1]))
+            stats.append(
+                RunStatistics(
+                    duration_s=out["dur"][part],
+                    cost_usd=out["cost"][part],
+                    revocations=out["revs"][part],
+                    deadline_s=job.scenario.deadline_s,
+                    fallbacks=out["fallbacks"][part] if self.count_fallbacks[k] else None,
+                )
+            )
+        return stats
+
+
+def _flat_speed(jobs: Sequence[Job], n_groups: int) -> Callable[[IntArray, IntArray], FloatArray]:
+    """The jobs' speed tables as one flat array: row ``r`` of job ``k`` with ready workers
+    ``alive[r]`` per group reads ``flat[offset[k] + sum_g alive[r, g] * stride[k, g]]``."""
+    tables = [
+        np.ascontiguousarray(job.speed.table, dtype=np.float64)  # type: ignore[attr-defined]
+        for job in jobs
+    ]
+    offsets = np.concatenate([[0], np.cumsum([t.size for t in tables])[:-1]]).astype(np.int64)
+    strides = np.zeros((len(tables), n_groups), dtype=np.int64)
+    for k, t in enumerate(tables):
+        strides[k, : t.ndim] = np.array(t.strides, dtype=np.int64) // t.itemsize
+    flat = np.concatenate([t.ravel() for t in tables])
+
+    def speed(alive: IntArray, job: IntArray) -> FloatArray:
+        return np.asarray(flat[offsets[job] + np.sum(alive * strides[job], axis=1)])
+
+    return speed
 
 
 def simulate_scenario(
