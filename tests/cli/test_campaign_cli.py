@@ -176,11 +176,14 @@ def test_sigterm_stops_quickly_and_leaves_a_resumable_campaign(tmp_path: Path) -
         if db.exists() and any(p[1] == "running" for p in _rows(db)[1]):
             break
         time.sleep(0.1)
-    sent = time.monotonic()
+    done_at_signal = sum(p[1] == "done" for p in _rows(db)[1])
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
-    assert time.monotonic() - sent < 10
+    # "quickly" is what it does, not how long a loaded machine takes: it stops within the
+    # point that was running (at most that one completes; no further point starts); the
+    # timeout only guards against a hang
+    out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
+    assert sum(p[1] == "done" for p in _rows(db)[1]) <= done_at_signal + 1
     printed = json.loads(out)
     assert printed["status"] == "interrupted" and printed["resumable"]
     status = campaign_status(campaign="sweep", db=db)
