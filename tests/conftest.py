@@ -42,3 +42,4 @@ def _isolated_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     monkeypatch.delenv("GPUCAST_SHARED_DATA", raising=False)
+    monkeypatch.delenv("GPUCAST_OFFERS", raising=False)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
-from gpucast.domain.catalog import GpuSpec, Offer
+from gpucast.domain.catalog import GpuSpec, Offer, offers_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 
@@ -66,13 +66,7 @@ class CatalogOffersRequest:
     gpu: str | None = option(None, help="GPU name or alias, e.g. V100.", example="V100")
     spot: bool = option(False, help="Only offers with a spot price.")
     cpu_only: bool = option(False, help="Only CPU-only instances.")
-    offers_file: Path | None = option(
-        None,
-        flag="offers",
-        help="Extra offers CSV (e.g. from import-skypilot), added to the built-in ones; same "
-        "instance type and region replaces the built-in row.",
-        example="offers.csv",
-    )
+    offers_file: Path | None = offers_option()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,10 +94,10 @@ def _columns(cls: type) -> list[str]:
 
 def catalog_offers(request: CatalogOffersRequest | None = None, /, **options: Any) -> OffersResult:
     """Cloud offers with on-demand and spot prices; unknown names list the close matches."""
-    from gpucast.catalog import load_catalog
+    from gpucast.catalog import load_catalog, offers_file
 
     request = resolve(CatalogOffersRequest, request, options)
-    catalog = load_catalog(request.offers_file)
+    catalog = load_catalog(offers_file(request.offers_file))
     found = catalog.find_offers(
         provider=request.provider,
         region=request.region,

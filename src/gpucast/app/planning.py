@@ -42,7 +42,7 @@ def plan_train(
     training measurements of the workload calibrate the step time, and ``workload="run:ID"``
     plans from a stored profile or measurement.
     """
-    from gpucast.catalog import load_catalog
+    from gpucast.catalog import load_catalog, offers_file
     from gpucast.catalog.carbon import grid_carbon
     from gpucast.inputs.calibration import step_time_efficiency, store_calibration
     from gpucast.inputs.cluster import perf_params
@@ -73,7 +73,8 @@ def plan_train(
     elif request.profile_file is None:
         check_workload_name(request.workload)
     request, work_assumptions = _with_work_defaults(request)
-    catalog = load_catalog()
+    offers = offers_file(request.offers_file)
+    catalog = load_catalog(offers)
     cluster = load_cluster(
         request.cluster,
         catalog,
@@ -126,9 +127,11 @@ def plan_train(
     assumptions = (
         Assumption(
             name="catalog",
-            value=f"built-in offers, snapshot {catalog.snapshot_date.isoformat()}",
-            source="gpucast/catalog/data/offers.csv (a source URL and date per row)",
-            override="gpucast catalog import-skypilot",
+            value=f"built-in offers, snapshot {catalog.snapshot_date.isoformat()}"
+            + ("" if offers is None else f", plus the offers of {offers}"),
+            source="gpucast/catalog/data/offers.csv (a source URL and date per row)"
+            + ("" if offers is None else f"; {offers}"),
+            override="--offers FILE or $GPUCAST_OFFERS (gpucast catalog import-skypilot)",
         ),
         *work_assumptions,
         *efficiency_notes,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
+from gpucast.domain.catalog import offers_option
 from gpucast.domain.convergence import parse_target
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_work
@@ -187,6 +188,7 @@ class SimulateTrainRequest:
         help="Published data folder, e.g. ../shared/data (default: $GPUCAST_SHARED_DATA).",
         example="../shared/data",
     )
+    offers_file: Path | None = offers_option()
     allow_large: bool = allow_large_option()
 
     def __post_init__(self) -> None:
@@ -428,7 +430,7 @@ def simulate_train(
     ``db``: stored training measurements of the workload calibrate the roofline step time
     (as in ``plan_train``); ``now`` is the clock an ISO-date deadline counts from.
     """
-    from gpucast.catalog import load_catalog
+    from gpucast.catalog import load_catalog, offers_file
     from gpucast.domain.simulation import ClusterScenario
     from gpucast.inputs import spot as spot_inputs
     from gpucast.inputs import transient as tinputs
@@ -446,7 +448,8 @@ def simulate_train(
     request = resolve(SimulateTrainRequest, request, options, config)
     deadline_s = deadline_seconds(request.deadline, now)
     every_steps, every_s = checkpoint_every(request.checkpoint_every)
-    catalog = load_catalog()
+    offers = offers_file(request.offers_file)
+    catalog = load_catalog(offers)
     cluster = load_cluster(
         request.cluster,
         catalog,
@@ -538,6 +541,8 @@ def simulate_train(
     synchronous = request.strategy != "ps-async"
     full_speed = float(table.table[tuple(g.count for g in groups)])
     notes: list[str] = []
+    if offers is not None:
+        notes.append(f"prices: the built-in catalog plus the offers of {offers}")
     if request.checkpoint_s is None:
         ckpt = spot_inputs.checkpoint_cost(work.checkpoint_bytes, root)
         ckpt_s, ckpt_src = ckpt.value, ckpt.source

@@ -5,6 +5,7 @@ from gpucast.catalog.llm import llm_model, load_llm_models
 from gpucast.catalog.loader import (
     load_catalog,
     merge_offers,
+    offers_file,
     offers_to_csv,
     write_offers_csv,
 )
@@ -16,6 +17,7 @@ __all__ = [
     "load_catalog",
     "load_llm_models",
     "merge_offers",
+    "offers_file",
     "offers_to_csv",
     "write_offers_csv",
 ]

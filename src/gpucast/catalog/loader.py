@@ -284,6 +284,19 @@ def merge_offers(base: Iterable[Offer], extra: Iterable[Offer]) -> tuple[Offer, 
     return tuple(merged.values())
 
 
+def offers_file(given: Path | str | None) -> Path | None:
+    """The offers CSV a verb adds to the catalog: ``given`` (``--offers``), else
+    ``$GPUCAST_OFFERS`` when set, else none."""
+    import os
+
+    from gpucast.domain.catalog import OFFERS_ENV
+
+    if given is not None:
+        return Path(given)
+    configured = os.environ.get(OFFERS_ENV, "").strip()
+    return Path(configured).expanduser() if configured else None
+
+
 def load_catalog(offers_path: Path | None = None) -> Catalog:
     """The built-in catalog, plus (and overridden by) the offers in ``offers_path``."""
     builtin = _builtin()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
 
 from gpucast.domain.errors import (
     InvalidSpecError,
@@ -299,3 +300,22 @@ class Catalog:
         if provider.lower() not in known:
             raise UnknownProviderError(provider, known)
         return provider.lower()
+
+
+#: Environment variable naming an offers CSV every verb adds to the built-in catalog (the
+#: configured default of ``--offers``).
+OFFERS_ENV = "GPUCAST_OFFERS"
+
+
+def offers_option() -> Any:
+    """The ``--offers FILE`` request field of the verbs that price cloud offers."""
+    from gpucast.domain.options import option
+
+    return option(
+        None,
+        flag="offers",
+        help="Offers CSV (e.g. from `gpucast catalog import-skypilot`) added to the built-in "
+        f"catalog, replacing rows of the same provider, region and instance type [default: "
+        f"${OFFERS_ENV} when set].",
+        example="offers.csv",
+    )

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+from gpucast.domain.catalog import offers_option
 from gpucast.domain.convergence import TARGET_HELP, parse_target
 from gpucast.domain.energy import check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
@@ -214,6 +215,7 @@ class TrainRequest:
         help="Allow --workload run:ID to import the user model (module:factory) the store "
         "names. Only for stores you trust: importing runs their code.",
     )
+    offers_file: Path | None = offers_option()
     allow_large: bool = allow_large_option()
 
     def __post_init__(self) -> None:
