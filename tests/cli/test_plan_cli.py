@@ -384,3 +384,38 @@ def test_spot_without_data_shows_both_scenarios() -> None:
     assert code == 0, out
     assert "no lifetime data: pessimistic scenario" in out
     assert 'id="scenarios"' in Path("r.html").read_text(encoding="utf-8")
+
+
+def test_limit_columns_and_candidates_csv(tmp_path: Path) -> None:
+    """#21: the table takes --limit and --columns, and --csv writes every candidate."""
+    import csv as csv_module
+
+    out_csv = tmp_path / "candidates.csv"
+    args = ("plan", "train", *SMALL, "--gpu", "T4", "--no-spot", "--deadline", "4h")
+    code, out = invoke(*args, "--columns", "instance,cost", "--limit", "3", "--csv", str(out_csv))
+    assert code == 0, out
+    header = next(line for line in out.splitlines() if "instance" in line)
+    assert "cost" in header and "bound by" not in header and "market" not in header
+    with out_csv.open(encoding="utf-8") as handle:
+        rows = list(csv_module.DictReader(handle))
+    code, full = invoke(*args, "--json")
+    assert len(rows) == len(json.loads(full)["candidates"]) >= 1
+    assert {"instance_type", "time_s", "cost_usd", "recommended"} <= set(rows[0])
+    assert "--limit N shows more" in out or len(rows) <= 3
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--columns", "instance,tarot"], "tarot"),
+        (["--limit", "0"], "limit"),
+        (["--csv", "prof.json"], "input file"),
+    ],
+)
+def test_table_options_are_checked_before_planning(
+    tmp_path: Path, extra: list[str], needle: str
+) -> None:
+    (tmp_path / "prof.json").write_text("{}", encoding="utf-8")
+    result = runner.invoke(cli, ["plan", "train", *SMALL, "--profile", "prof.json", *extra])
+    assert result.exit_code == 2 and needle in result.stderr
+    assert (tmp_path / "prof.json").read_text(encoding="utf-8") == "{}"

@@ -31,24 +31,46 @@ def train(
     save: Path | None = typer.Option(
         None, "--save", help="Save the plan as JSON (for gpucast report)."
     ),
+    csv: Path | None = typer.Option(
+        None, "--csv", help="Write every shown candidate as one CSV row (all columns)."
+    ),
+    limit: int = typer.Option(
+        20, "--limit", help="Rows in the table (the Pareto front and the pick are always shown)."
+    ),
+    columns: str | None = typer.Option(
+        None,
+        "--columns",
+        help="Table columns, comma-separated: where, instance, gpus, market, strategy, batch, "
+        "time, p90, p-meet, cost, gpu-hours, bound, help, or all [default: all on a terminal "
+        "of 200+ columns or a pipe, fewer on a narrower one].",
+    ),
 ) -> None:
     """The cheapest cluster that meets the deadline (or the fastest within budget), explained."""
     from gpucast.app import plan_train
     from gpucast.app.reports import save_plan, write_plan_report
+    from gpucast.domain.errors import InvalidSpecError
+    from gpucast.report.tables import plan_columns, print_plan
+    from gpucast.store.files import refuse_overwriting_inputs, write_csv_atomic
 
+    if limit < 1:
+        raise InvalidSpecError("limit", "must be >= 1", got=limit, fix="e.g. --limit 20")
+    shown = plan_columns(None if columns is None else columns.split(","), console.width)
+    inputs = [request.profile_file, request.offers_file]
+    for path, flag in ((report, "report"), (save, "save"), (csv, "csv")):
+        refuse_overwriting_inputs(path, inputs, field=flag)
     with working("planning: profiling the workload, searching the catalog, simulating spot"):
         plan = plan_train(request, db=state(ctx).db_path)
     if save is not None:
         save_plan(plan, save)
     if report is not None:
         write_plan_report(plan, report)
+    if csv is not None:
+        write_csv_atomic(plan.to_frame(), csv, field="csv")
     if json_out:
         emit_json(plan.to_dict())
         return
-    from gpucast.report.tables import print_plan
-
-    print_plan(plan, console)
-    for path, what in ((report, "report"), (save, "plan")):
+    print_plan(plan, console, limit=limit, columns=shown)
+    for path, what in ((report, "report"), (save, "plan"), (csv, "candidates")):
         if path is not None:
             console.print(f"{what} -> {path}", highlight=False)
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpucast.domain.plan import TrainPlan
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.plan import PlanCandidate, TrainPlan
 
 
 def _hours(seconds: float | None) -> str:
@@ -33,8 +34,67 @@ def _scenario(out: Mapping[str, float | None]) -> str:
     return f"{_hours(time_s)}, {_usd(float('nan') if cost is None else cost)}{meet}"
 
 
-def plan_table(plan: TrainPlan, *, limit: int | None = 20) -> Table:
-    """The shown candidates, Pareto points marked with *, the pick with >."""
+def _strategy(c: PlanCandidate) -> str:
+    strat = c.strategy + (f"x{c.ps_shards}" if c.strategy.startswith("ps") else "")
+    return strat + ("+ckpt" if c.activation_checkpointing else "")
+
+
+#: The plan table's columns: name (for ``--columns``) -> (header, justify, cell).
+PLAN_COLUMNS: dict[str, tuple[str, str, Callable[[PlanCandidate], str]]] = {
+    "where": ("where", "left", lambda c: f"{c.provider}/{c.region}"),
+    "instance": ("instance", "left", lambda c: f"{c.nodes}x {c.instance_type}"),
+    "gpus": ("GPUs", "right", lambda c: f"{c.gpus} {c.gpu}"),
+    "market": ("market", "left", lambda c: c.market),
+    "strategy": ("strategy", "left", _strategy),
+    "batch": ("batch", "right", lambda c: f"{c.per_worker_batch} ({c.global_batch:,})"),
+    "time": (
+        "time [interval]",
+        "right",
+        lambda c: f"{_hours(c.time_s)} [{_hours(c.time_lower_s)}, {_hours(c.time_upper_s)}]",
+    ),
+    "p90": ("p90", "right", lambda c: _hours(c.time_p90_s)),
+    "p-meet": (
+        "P(meet)",
+        "right",
+        lambda c: "" if c.p_meet_deadline is None else f"{c.p_meet_deadline:.0%}",
+    ),
+    "cost": ("cost", "right", lambda c: _usd(c.cost_usd)),
+    "gpu-hours": ("GPU-h", "right", lambda c: f"{c.gpu_hours:,.0f}"),
+    "bound": ("bound by", "left", lambda c: c.bottleneck),
+    "help": ("what would help", "left", lambda c: "; ".join(c.help)),
+}
+#: Columns shown on a terminal narrower than :data:`WIDE_TERMINAL` (``--columns all``: all).
+NARROW_COLUMNS: tuple[str, ...] = (
+    "where", "instance", "gpus", "market", "strategy", "time", "p-meet", "cost", "bound",
+)  # fmt: skip
+WIDE_TERMINAL = 200
+
+
+def plan_columns(given: Sequence[str] | None, width: int | None) -> tuple[str, ...]:
+    """The columns to show: ``given`` (names of :data:`PLAN_COLUMNS`, or ``all``), else all
+    on a wide terminal (or a pipe) and :data:`NARROW_COLUMNS` on a narrow one."""
+    names = [n.strip().lower() for n in (given or ()) if n.strip()]
+    if not names:
+        narrow = width is not None and width < WIDE_TERMINAL
+        return NARROW_COLUMNS if narrow else tuple(PLAN_COLUMNS)
+    if names == ["all"]:
+        return tuple(PLAN_COLUMNS)
+    unknown = [n for n in names if n not in PLAN_COLUMNS]
+    if unknown:
+        raise InvalidSpecError(
+            "columns",
+            f"must name columns of the plan table: {', '.join(PLAN_COLUMNS)} (or all)",
+            got=unknown[0],
+            fix="e.g. --columns instance,time,cost",
+        )
+    return tuple(dict.fromkeys(names))
+
+
+def plan_table(
+    plan: TrainPlan, *, limit: int | None = 20, columns: Sequence[str] | None = None
+) -> Table:
+    """The shown candidates, Pareto points marked with *, the pick with >; ``limit`` rows at
+    most (the Pareto front and the pick always shown), ``columns`` of :data:`PLAN_COLUMNS`."""
     req = plan.request
     table = Table(
         title=(
@@ -43,23 +103,11 @@ def plan_table(plan: TrainPlan, *, limit: int | None = 20) -> Table:
         ),
         show_lines=False,
     )
-    for col, justify in (
-        ("#", "right"),
-        ("where", "left"),
-        ("instance", "left"),
-        ("GPUs", "right"),
-        ("market", "left"),
-        ("strategy", "left"),
-        ("batch", "right"),
-        ("time [interval]", "right"),
-        ("p90", "right"),
-        ("P(meet)", "right"),
-        ("cost", "right"),
-        ("GPU-h", "right"),
-        ("bound by", "left"),
-        ("what would help", "left"),
-    ):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    shown = tuple(PLAN_COLUMNS) if columns is None else tuple(columns)
+    table.add_column("#", justify="right")
+    for name in shown:
+        header, justify, _cell = PLAN_COLUMNS[name]
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
     pareto = set(plan.pareto)
     order = list(range(len(plan.candidates)))
     if limit is not None and len(order) > limit:
@@ -69,28 +117,9 @@ def plan_table(plan: TrainPlan, *, limit: int | None = 20) -> Table:
     for k in order:
         c = plan.candidates[k]
         mark = (">" if k == plan.recommended else "") + ("*" if k in pareto else "")
-        strat = c.strategy + (f"x{c.ps_shards}" if c.strategy.startswith("ps") else "")
-        if c.activation_checkpointing:
-            strat += "+ckpt"
-        p_meet = "" if c.p_meet_deadline is None else f"{c.p_meet_deadline:.0%}"
         style = "bold green" if k == plan.recommended else None
-        table.add_row(
-            Text(f"{mark}{k}"),
-            Text(f"{c.provider}/{c.region}"),
-            Text(f"{c.nodes}x {c.instance_type}"),
-            Text(f"{c.gpus} {c.gpu}"),
-            Text(c.market),
-            Text(strat),
-            Text(f"{c.per_worker_batch} ({c.global_batch:,})"),
-            Text(f"{_hours(c.time_s)} [{_hours(c.time_lower_s)}, {_hours(c.time_upper_s)}]"),
-            Text(_hours(c.time_p90_s)),
-            Text(p_meet),
-            Text(_usd(c.cost_usd)),
-            Text(f"{c.gpu_hours:,.0f}"),
-            Text(c.bottleneck),
-            Text("; ".join(c.help)),
-            style=style,
-        )
+        cells = [Text(PLAN_COLUMNS[name][2](c)) for name in shown]
+        table.add_row(Text(f"{mark}{k}"), *cells, style=style)
     return table
 
 
@@ -114,9 +143,24 @@ def batch_choice_table(plan: TrainPlan) -> Table:
     return table
 
 
-def print_plan(plan: TrainPlan, console: Console) -> None:
+def print_plan(
+    plan: TrainPlan,
+    console: Console,
+    *,
+    limit: int | None = 20,
+    columns: Sequence[str] | None = None,
+) -> None:
     """The table, the pick in one sentence, and why the rest were dropped."""
-    console.print(plan_table(plan))
+    console.print(plan_table(plan, limit=limit, columns=columns))
+    hidden = len(plan.candidates) - min(len(plan.candidates), limit or len(plan.candidates))
+    if (columns is not None and len(columns) < len(PLAN_COLUMNS)) or hidden > 0:
+        console.print(
+            Text(
+                f"(--limit N shows more of the {len(plan.candidates)} candidates, --columns all "
+                "every column, --csv FILE writes them all)",
+                style="dim",
+            )
+        )
     best = plan.best
     if best is not None:
         extra = (
