@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +56,37 @@ def emit_result(summary: dict[str, Any], text: str, *, as_json: bool) -> None:
 JSON_OPTION_HELP = "Print one JSON object instead of text."
 
 
-def working(message: str) -> Any:
-    """A spinner on stderr while a verb computes (nothing when stderr is not a terminal)."""
-    return err_console.status(message, spinner="dots")
+#: Plain progress lines (stderr not a terminal): the first after this many seconds, then
+#: one every :data:`PLAIN_EVERY_S` (a log or a CI job sees the verb is alive; a quick verb
+#: prints nothing).
+PLAIN_FIRST_S = 10.0
+PLAIN_EVERY_S = 30.0
+
+
+@contextlib.contextmanager
+def working(message: str) -> Iterator[None]:
+    """Progress on stderr while a verb computes: a Rich spinner in a terminal, else a plain
+    line ``... still <message> (N s)`` after :data:`PLAIN_FIRST_S` and every
+    :data:`PLAIN_EVERY_S` after that."""
+    if err_console.is_terminal:
+        with err_console.status(message, spinner="dots"):
+            yield
+        return
+    done = threading.Event()
+    start = time.monotonic()
+
+    def tick() -> None:
+        wait = PLAIN_FIRST_S
+        while not done.wait(wait):
+            elapsed = time.monotonic() - start
+            sys.stderr.write(f"... still {message} ({elapsed:.0f} s)\n")
+            sys.stderr.flush()
+            wait = PLAIN_EVERY_S
+
+    thread = threading.Thread(target=tick, name="gpucast-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(timeout=1.0)

@@ -13,7 +13,7 @@ import typer
 
 from gpucast.app.curves import InferCurveRequest
 from gpucast.cli._command import request_command
-from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
 
 if TYPE_CHECKING:
     from gpucast.app.curves import InferCurveResult
@@ -29,7 +29,9 @@ def command(
     stored; with --colocate, the slowdown of running models at once on one device."""
     from gpucast.app import measure_infer_curve
 
-    result = measure_infer_curve(request, db=state(ctx).db_path)
+    points = len(request.batch_sizes) * len(request.precisions)
+    with working(f"measuring {points} inference points of {request.workload}"):
+        result = measure_infer_curve(request, db=state(ctx).db_path)
     if json_out:
         emit_json(result.to_dict())
         return

@@ -20,6 +20,7 @@ from gpucast.cli._common import (
     emit_result,
     err_console,
     state,
+    working,
 )
 
 app = typer.Typer(no_args_is_help=True, help="Fit performance models from data.")
@@ -62,7 +63,8 @@ def cluster(
     """Fit the distributed-scaling model on CM-DARE cluster runs (1 PS, N workers)."""
     from gpucast.app import fit_cluster
 
-    result = fit_cluster(request)
+    with working("fitting the cluster model (leave-one-model-out included)"):
+        result = fit_cluster(request)
     if json_out:
         emit_json(result.to_dict())
         return
@@ -110,7 +112,8 @@ def lifetimes(
     node-count trace or a hazard) and store them under --name for --lifetimes NAME."""
     from gpucast.app import fit_lifetimes
 
-    result = fit_lifetimes(request, db=state(ctx).db_path)
+    with working(f"fitting lifetimes on {request.trace}"):
+        result = fit_lifetimes(request, db=state(ctx).db_path)
     for warning in result.warnings:
         err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     if json_out:
@@ -144,7 +147,8 @@ def steptime(
     Pollux) and cross-validate them per regime for honest intervals."""
     from gpucast.app import fit_steptime
 
-    result = fit_steptime(request)
+    with working("fitting the step-time model on every source (and cross-validating it)"):
+        result = fit_steptime(request)
     if json_out:
         emit_json(result.to_dict())
         return

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from gpucast.app.profile import ProfileRequest
 from gpucast.cli._command import request_command
-from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, state
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, state, working
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.units import GIB, MIB
 
@@ -105,7 +105,8 @@ def command(
     """Static features of a workload: parameters, FLOPs, bytes per operator class, memory."""
     from gpucast.app import profile_workload
 
-    result = profile_workload(request, db=state(ctx).db_path)
+    with working(f"profiling {request.workload} (one step under fake tensors)"):
+        result = profile_workload(request, db=state(ctx).db_path)
     if as_json:
         emit_json(result.to_dict())
         return

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from gpucast.app.validation import ValidateRequest
 from gpucast.cli._command import request_command
-from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, working
 
 
 def _table(title: str, records: list[dict[str, Any]], keys: list[str], unit: str) -> Table:
@@ -68,7 +68,8 @@ def command(
     """Leave-one-model-out cross-validation: MAPE per model and per GPU, plus the mean."""
     from gpucast.app import validate
 
-    result = validate(request)
+    with working(f"cross-validating {request.what}"):
+        result = validate(request)
     if json_out:
         emit_json(result.to_dict())
     else:
