@@ -11,7 +11,10 @@ from gpucast.cli import _common
 
 
 class _Recorder(io.StringIO):
-    """stderr that says when something was written."""
+    """stderr (a real stream, as far as ``fileno`` tells) that says when it was written."""
+
+    def fileno(self) -> int:
+        return 2
 
     def __init__(self) -> None:
         super().__init__()
@@ -40,4 +43,14 @@ def test_a_quick_step_prints_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_common, "PLAIN_FIRST_S", 3600.0)
     with _common.working("quick"):
         pass
+    assert stderr.getvalue() == ""
+
+
+def test_an_in_memory_stderr_gets_no_progress_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Captured stderr (CliRunner) stays clean: a test that parses it never sees progress."""
+    stderr = io.StringIO()
+    monkeypatch.setattr("sys.stderr", stderr)
+    monkeypatch.setattr(_common, "PLAIN_FIRST_S", 0.0)
+    with _common.working("captured"):
+        threading.Event().wait(0.2)  # time for a line that must not come
     assert stderr.getvalue() == ""
