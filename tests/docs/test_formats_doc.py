@@ -1,0 +1,44 @@
+"""docs/formats.md documents every file a command reads (#21)."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from gpucast.domain.options import fields_of
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "formats.md"
+#: Request classes of every verb that reads a user's file.
+REQUESTS = (
+    "gpucast.domain.plan:TrainRequest",
+    "gpucast.app.simulation:SimulateTrainRequest",
+    "gpucast.app.serve:SimulateServeRequest",
+    "gpucast.app.serve:PlanServeRequest",
+    "gpucast.app.catalog:CatalogOffersRequest",
+    "gpucast.app.catalog:ImportSkypilotRequest",
+    "gpucast.app.fit:FitSpeedRequest",
+    "gpucast.app.fit:FitClusterRequest",
+    "gpucast.app.fit:FitCheckpointRequest",
+    "gpucast.app.predict:PredictSpeedRequest",
+    "gpucast.app.predict:PredictClusterRequest",
+    "gpucast.app.predict:PredictCheckpointRequest",
+    "gpucast.app.reports:ReportRequest",
+    "gpucast.app.campaign:CampaignRunRequest",
+)
+#: Paths that are folders of published data (documented in ../shared/data/README.md) or
+#: outputs, not files a user writes.
+NOT_FORMATS = {"data-dir", "out", "output", "file", "sweep-file"}
+
+
+def test_every_input_file_option_is_documented() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    missing = []
+    for spec in REQUESTS:
+        module, _, name = spec.partition(":")
+        cls = getattr(importlib.import_module(module), name)
+        for f in fields_of(cls):
+            if f.kind == "path" and f.flag not in NOT_FORMATS and f"--{f.flag}" not in text:
+                missing.append(f"{cls.__name__}: --{f.flag}")
+    assert not missing, missing
+    for heading in ("campaign run", "import-skypilot", "fit lifetimes", "--config", "trace:"):
+        assert heading in text
