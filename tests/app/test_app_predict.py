@@ -234,3 +234,19 @@ def test_predict_checkpoint(tmp_path: Path) -> None:
         predict_checkpoint(model=model, input=rows, output=out)
     assert bad.value.line == 3 and bad.value.column == "Checkpoint Size (MB)"
     assert not out.exists()
+
+
+def test_precision_is_stated_and_auto_picks_what_practitioners_use() -> None:
+    """#21: the default fp32 says bf16 is what a practitioner would use on an A100; --precision
+    auto predicts bf16 there and fp32 on a V100 (no bf16 tensor cores)."""
+    default = gpucast.predict_train(workload="mlp", batch_size=8, gpu="A100")
+    said = default.precision_assumption
+    assert said is not None and default.precision == "fp32"
+    assert "bf16" in said.value and said.source == "default"
+    on_a100 = gpucast.predict_train(workload="mlp", batch_size=8, gpu="A100", precision="auto")
+    on_v100 = gpucast.predict_train(workload="mlp", batch_size=8, gpu="V100", precision="auto")
+    assert on_a100.precision == "bf16" and on_v100.precision == "fp32"
+    explicit = gpucast.predict_train(workload="mlp", batch_size=8, gpu="A100", precision="bf16")
+    assert on_a100.step_time_s == explicit.step_time_s
+    assert on_a100.precision_assumption is not None
+    assert on_a100.precision_assumption.source == "--precision auto"

@@ -20,6 +20,7 @@ from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import is_default
 from gpucast.domain.plan import ModelInfo, PlanCandidate, TrainPlan, TrainRequest
 from gpucast.domain.provenance import Assumption
+from gpucast.domain.workload import precision_assumption
 
 if TYPE_CHECKING:
     from gpucast.domain.systems import ClusterSpec
@@ -252,6 +253,14 @@ def plan_train(
     assumed = tuple(
         dataclasses.replace(a, source=late[a.name]) if a.name in late else a
         for a in plan.assumptions
+    )
+    names = sorted({g for c in candidates for g in c.gpu.split("+")})
+    assumed += (
+        precision_assumption(
+            request.precision,
+            [(g, catalog.gpu(g).bf16_tflops is not None) for g in names],
+            given=not is_default(request, "precision"),
+        ),
     )
     return dataclasses.replace(plan, candidates=candidates, models=models, assumptions=assumed)
 

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from gpucast.app._request import resolve
 from gpucast.app.fit import require_file
 from gpucast.domain.errors import DataFormatError, InvalidInputError, InvalidSpecError
-from gpucast.domain.options import option
+from gpucast.domain.options import is_default, option
 from gpucast.domain.systems import (
     ClusterSettings,
     check_cluster_options,
@@ -26,10 +27,13 @@ from gpucast.domain.systems import (
     cluster_set_option,
 )
 from gpucast.domain.workload import (
+    AUTO_PRECISION,
     PRECISIONS,
     SOFTWARE_HELP,
     WorkloadOptions,
     check_software,
+    practitioner_precision,
+    precision_assumption,
     workload_options_field,
 )
 
@@ -95,7 +99,12 @@ class PredictTrainRequest:
         help="Catalog GPU name, e.g. V100, A100, H100 [default: the --cluster's GPU].",
         example="A100",
     )
-    precision: str = option("fp32", help="fp32, bf16 or fp16.", example="bf16")
+    precision: str = option(
+        "fp32",
+        help="fp32, bf16, fp16, or auto (what practitioners use on the GPU: bf16 where it has "
+        "bf16 tensor cores, else fp32).",
+        example="bf16",
+    )
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
     workload_options: WorkloadOptions = workload_options_field()
     cluster: str | None = cluster_option()
@@ -109,7 +118,7 @@ class PredictTrainRequest:
             raise InvalidSpecError(
                 "batch-size", "must be >= 1", got=self.batch_size, fix="e.g. --batch-size 64"
             )
-        _one_of("precision", self.precision, PRECISIONS)
+        _one_of("precision", self.precision, (*PRECISIONS, AUTO_PRECISION))
         check_software(self.software)
 
 
@@ -130,6 +139,8 @@ class PredictTrainResult:
     step_time_model: str = ""
     #: the user's cluster the GPU came from (``None``: a catalog GPU named by --gpu)
     cluster: Assumption | None = None
+    #: the precision predicted and why (the default, given, or chosen for the GPU)
+    precision_assumption: Assumption | None = None
 
     @property
     def step_time_s(self) -> float:
@@ -158,6 +169,9 @@ class PredictTrainResult:
             "step_time_model": self.step_time_model,
             "validation": self.validation.to_dict(),
             "cluster": None if self.cluster is None else self.cluster.to_dict(),
+            "precision_assumption": None
+            if self.precision_assumption is None
+            else self.precision_assumption.to_dict(),
         }
 
 
@@ -198,6 +212,16 @@ def predict_train(
                 got=request.gpu,
                 fix="drop --gpu (the cluster gives it) or pick another --cluster",
             )
+    has_bf16 = spec.bf16_tflops is not None
+    if request.precision == AUTO_PRECISION:
+        request = dataclasses.replace(request, precision=practitioner_precision(has_bf16))
+        said = precision_assumption(request.precision, [(spec.name, has_bf16)], auto=True)
+    else:
+        said = precision_assumption(
+            request.precision,
+            [(spec.name, has_bf16)],
+            given=not is_default(request, "precision"),
+        )
     facts = workload_facts(
         workload_profile(
             request.workload, request.precision, options=dict(request.workload_options)
@@ -231,6 +255,7 @@ def predict_train(
         software=request.software,
         step_time_model=efficiency.source,
         cluster=None if cluster is None else cluster_assumption(cluster),
+        precision_assumption=said,
     )
 
 

@@ -24,7 +24,7 @@ from gpucast.domain.catalog import offers_option
 from gpucast.domain.convergence import parse_target
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_work
-from gpucast.domain.options import option
+from gpucast.domain.options import is_default, option
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.spot import (
     check_hazard,
@@ -53,6 +53,7 @@ from gpucast.domain.workload import (
     SOFTWARE_HELP,
     WorkloadOptions,
     check_software,
+    precision_assumption,
     workload_options_field,
 )
 
@@ -709,6 +710,11 @@ def simulate_train(
             source="given" if request.checkpoint_every else
             ("Young's interval from the lifetimes" if every_steps else "no revocations"),
             override="--checkpoint-every",
+        ),
+        precision_assumption(
+            request.precision,
+            [(g, catalog.gpu(g).bf16_tflops is not None) for g in gpus],
+            given=not is_default(request, "precision"),
         ),
         Assumption(name="checkpoint cost", value=f"{ckpt_s:.2f} s", source=ckpt_src,
                    override="--checkpoint-s, --data-dir"),

@@ -53,6 +53,10 @@ def train(
     console.print(f"  validated: {result.validation.text()}", highlight=False)
     if result.cluster is not None:
         console.print(f"  cluster: {result.cluster.text()}", highlight=False, markup=False)
+    if result.precision_assumption is not None:
+        console.print(
+            f"  precision: {result.precision_assumption.text()}", highlight=False, markup=False
+        )
 
 
 @app.command("energy")

@@ -56,11 +56,11 @@ def load(name: str) -> Any:
     module_name, attr, help_text = entry
     target = getattr(importlib.import_module(f"gpucast.cli.{module_name}"), attr)
     if isinstance(target, typer.Typer):
-        for sub, sub_module, fn in JOINS.get(name, ()):
+        for sub, sub_module, fn, factory in JOINS.get(name, ()):
             if not any(c.name == sub for c in target.registered_commands):
-                target.command(sub)(
-                    getattr(importlib.import_module(f"gpucast.cli.{sub_module}"), fn)
-                )
+                module = importlib.import_module(f"gpucast.cli.{sub_module}")
+                made = getattr(module, fn)
+                target.command(sub)(made() if factory else made)
         command = typer.main.get_command(target)
         command.help = help_text or command.help
     else:

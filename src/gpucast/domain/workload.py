@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -12,6 +12,44 @@ from gpucast.domain.options import option
 Precision = Literal["fp32", "bf16", "fp16"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 Mode = Literal["train", "infer"]
+#: ``--precision auto`` (predict train): what practitioners train in on the GPU -- bf16 where
+#: it has bf16 tensor cores (Ampere, Hopper, MI200 and later), fp32 elsewhere.
+AUTO_PRECISION = "auto"
+
+
+def practitioner_precision(has_bf16: bool) -> str:
+    """The precision a practitioner trains in on a GPU (see :data:`AUTO_PRECISION`)."""
+    return "bf16" if has_bf16 else "fp32"
+
+
+def precision_assumption(
+    precision: str, gpus: Sequence[tuple[str, bool]], *, auto: bool = False, given: bool = False
+) -> Any:
+    """The assumption a training prediction states about its precision: ``gpus`` are
+    (name, has bf16) of the GPUs it covers; ``auto``: chosen by :func:`practitioner_precision`,
+    else ``precision`` for all (``given``: by the user); fp32 says what practitioners would
+    use instead on the GPUs that have bf16."""
+    from gpucast.domain.provenance import Assumption
+
+    with_bf16 = sorted({name for name, bf16 in gpus if bf16})
+    if auto:
+        value = (
+            f"{precision} (what practitioners train in on this GPU: bf16 where the GPU "
+            "has bf16 tensor cores, fp32 elsewhere)"
+        )
+        return Assumption(name="precision", value=value, source="--precision auto",
+                          override="--precision fp32|bf16|fp16")  # fmt: skip
+    value = f"{precision} on every GPU"
+    if precision == "fp32" and with_bf16:
+        value += (
+            f"; practitioners train in bf16 (TF32 matmuls at least) on {', '.join(with_bf16[:6])}"
+            + (", ..." if len(with_bf16) > 6 else "")
+            + " (--precision bf16 predicts that)"
+        )
+    return Assumption(name="precision", value=value, source="given" if given else "default",
+                      override="--precision bf16")  # fmt: skip
+
+
 #: Software stacks a training step is predicted for: eager PyTorch, TensorFlow 1.x (as the
 #: 2018-19 CM-DARE runs), vendor-tuned MLPerf-class code (fused kernels, CUDA graphs).
 SOFTWARE_STACKS: tuple[str, ...] = ("pytorch", "tf1", "tuned")

@@ -175,8 +175,8 @@ def print_plan(
         )
         if best.energy_kwh is not None:
             co2 = "" if best.co2e_kg is None else f", {best.co2e_kg:,.1f} kg CO2e"
-            limit = "" if best.power_limit_w is None else f" at {best.power_limit_w:g} W"
-            console.print(Text(f"  energy: {best.energy_kwh:,.1f} kWh{co2} (GPUs{limit}, x PUE)"))
+            at = "" if best.power_limit_w is None else f" at {best.power_limit_w:g} W"
+            console.print(Text(f"  energy: {best.energy_kwh:,.1f} kWh{co2} (GPUs{at}, x PUE)"))
         for name in ("energy", "carbon"):
             k = plan.picks.get(name)
             if k is not None and name != plan.request.objective:
