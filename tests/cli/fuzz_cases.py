@@ -63,9 +63,18 @@ SERVING_KNOWN_FAILURES: dict[str, bool] = {
     "simulate serve duration 1e9": False,
     "simulate serve servers huge": False,
     "simulate serve max batch huge": False,
-    "simulate serve unknown model with a latency table": True,
     "simulate serve price 0": True,
     "simulate serve trace of two": True,
+    "simulate serve --network-gbps=1e308": True,
+    "simulate serve --host-ms=1e308": True,
+    "simulate serve --host-ms=1000000000": True,
+    "simulate serve --host-ms=123456789012345678901234567890": True,
+}
+#: Reason for the power/energy cases that fail today (the lead is writing that code).
+ENERGY_WORK = "power/energy (predict/power.py, inputs/energy.py) is being written by the lead"
+#: Power/energy cases that fail today (case id -> whether running it is safe).
+ENERGY_KNOWN_FAILURES: dict[str, bool] = {
+    "predict energy --step-time-s=1e308": True,
 }
 
 NUMBERS: tuple[str, ...] = (
@@ -217,6 +226,7 @@ def make_files(root: Path, *, fitted: dict[str, Path] | None = None) -> dict[str
         "server,market,usd_per_hour\nK80,spot,0.2556\nK80,on-demand,0.72\ncpu-ps,on-demand,0.14\n",
     )
     put("latency", "batch_size,latency_s\n1,0.010\n4,0.016\n8,0.024\n")
+    put("factors", "step_time_s\n1.0\n1.1\n0.95\n1.02\n0.99\n1.05\n")
     put("trace", "arrival_s\n" + "\n".join(f"{i * 0.01:.3f}" for i in range(200)) + "\n")
     put("trace_two", "arrival_s\n0.0\n0.5\n")
     lifetimes = ["start,end,reason,gpu"]
@@ -363,6 +373,18 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         ("fit", "lifetimes"), ("--trace", "@lifetimes", "--name", "fz", "--no-save"),
         "gpucast.app.lifetimes:FitLifetimesRequest",
+    ),
+    Command(
+        ("fit", "power"), ("--data-dir", "@folder", "--out", "@out_json"),
+        "gpucast.app.energy:FitPowerRequest",
+    ),
+    Command(
+        ("fit", "variability"), ("--name", "fz", "--factors", "@factors", "--no-save"),
+        "gpucast.app.variability:FitVariabilityRequest",
+    ),
+    Command(
+        ("predict", "energy"), ("--workload", "mlp", "--batch-size", "8", "--gpu", "V100"),
+        "gpucast.app.energy:PredictEnergyRequest",
     ),
     Command(
         ("fit", "steptime"), ("--data-dir", "@folder", "--out", "@out_json"),
@@ -661,14 +683,16 @@ def all_cases() -> list[Case]:
     ids = [c.id for c in cases]
     dupes = {i for i in ids if ids.count(i) > 1}
     assert not dupes, dupes
-    unknown = set(SERVING_KNOWN_FAILURES) - set(ids)
+    unknown = (set(SERVING_KNOWN_FAILURES) | set(ENERGY_KNOWN_FAILURES)) - set(ids)
     assert not unknown, unknown
-    return [
-        dataclasses.replace(c, xfail=SERVING_REWORK, run=SERVING_KNOWN_FAILURES[c.id])
-        if c.id in SERVING_KNOWN_FAILURES
-        else c
-        for c in cases
-    ]
+    out = []
+    for c in cases:
+        if c.id in SERVING_KNOWN_FAILURES:
+            c = dataclasses.replace(c, xfail=SERVING_REWORK, run=SERVING_KNOWN_FAILURES[c.id])
+        elif c.id in ENERGY_KNOWN_FAILURES:
+            c = dataclasses.replace(c, xfail=ENERGY_WORK, run=ENERGY_KNOWN_FAILURES[c.id])
+        out.append(c)
+    return out
 
 
 # -- judging an answer -------------------------------------------------------------------------
