@@ -97,6 +97,7 @@ def test_fit_speed_keyword_options(tmp_path: Path) -> None:
         "model_file",
         "rows",
         "models",
+        "warnings",
         "gpus",
     }
     frame = result.to_frame()
