@@ -26,15 +26,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.predict import comm
 from gpucast.predict.base import Estimator, register
+
+if TYPE_CHECKING:  # frames only in fits and predict_frame callers
+    import pandas as pd
 
 FloatArray = npt.NDArray[np.float64]
 

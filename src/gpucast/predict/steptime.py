@@ -47,11 +47,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.workload import SOFTWARE_STACKS
@@ -59,6 +58,9 @@ from gpucast.predict.base import Estimator, register
 from gpucast.predict.collective import NETWORK_KINDS, RDMA, TCP_DEFAULT, CollectiveConstants
 from gpucast.predict.intervals import INTERVAL_QUANTILES, IntervalTable
 from gpucast.predict.roofline import RooflineEfficiency
+
+if TYPE_CHECKING:  # pandas loads where a frame is built (fits), not to predict
+    import pandas as pd
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -515,7 +517,7 @@ class _Arrays:
 
 # -- cross-validation -> intervals ---------------------------------------------------------
 #: ``(train, test) -> log(measured / predicted)`` for the test rows, one regime's fold.
-Fold = Callable[[pd.DataFrame, pd.DataFrame], FloatArray]
+Fold = Callable[["pd.DataFrame", "pd.DataFrame"], FloatArray]
 
 
 def _log_residuals(model: StepTimeModel, test: pd.DataFrame, *, calibrated: bool) -> FloatArray:
@@ -581,6 +583,8 @@ def cross_validated_residuals(
     out.extend(_same_gpu_residuals(frame, pair, keep, make_model))
     if not out:
         raise InvalidInputError("no fold could be fitted", fix="give more than one group")
+    import pandas as pd
+
     return pd.concat(out, ignore_index=True)
 
 
@@ -694,4 +698,6 @@ def nested_coverage(residuals: pd.DataFrame) -> pd.DataFrame:
                 "below": below / total if total else math.nan,
             }
         )
+    import pandas as pd
+
     return pd.DataFrame(rows)
