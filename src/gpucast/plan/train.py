@@ -717,14 +717,11 @@ def _worth_keeping(
     twin = market_twins(space)
     keep |= (twin >= 0) & keep[np.maximum(twin, 0)]
     if keep.any():  # every batch on a kept row's hardware, strategy and market
-        key = np.stack(
-            [space.offer, space.nodes, space.part2, space.count2, space.strategy, space.shards,
-             space.spot.astype(np.int64)],
-            axis=1,
-        )  # fmt: skip
-        _, inverse = np.unique(key, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        keep |= np.isin(inverse, inverse[keep])
+        key = np.stack([space.offer, space.nodes, space.part2, space.count2], axis=1)
+        block = np.cumsum(np.r_[True, np.any(key[1:] != key[:-1], axis=1)])
+        code = ((block * 8 + space.strategy) * (int(space.shards.max()) + 1) + space.shards) * 2
+        code = code + space.spot
+        keep |= np.isin(code, code[keep])
     return keep
 
 
