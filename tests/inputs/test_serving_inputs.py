@@ -96,8 +96,8 @@ def test_trace_arrivals_report_skipped_rows(tmp_path: Path) -> None:
     # a rate time-scales the trace (10 req/s -> 1 req/s): 2 s hold 2 requests
     slow = inputs.arrivals(f"trace:{trace}", 1.0, 2.0, seed=0)
     assert slow.times_s.size == 2 and "time-scaled to 1 req/s" in slow.source
-    trace.write_text("arrival_s\n1.0\n")
-    with pytest.raises(DataFormatError, match="fewer than two arrivals"):
+    trace.write_text("arrival_s\n1.0\n2.0\n")
+    with pytest.raises(DataFormatError, match="too few to have a rate"):
         inputs.read_trace_arrivals(trace, seed=0)
 
 

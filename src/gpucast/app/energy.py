@@ -259,6 +259,14 @@ class PredictEnergyRequest:
             )
         _positive_or_none("step-time-s", self.step_time_s)
         _positive_or_none("power-w", self.measured_power_w)
+        for flag, value, high in (
+            ("step-time-s", self.step_time_s, 86_400.0),
+            ("power-w", self.measured_power_w, 10_000.0),
+        ):
+            if value is not None and value > high:
+                raise InvalidSpecError(
+                    flag, f"must be at most {high:,g}", got=value, fix=f"e.g. --{flag} 0.5"
+                )
         if not (math.isfinite(self.power_step_w) and self.power_step_w >= 1.0):
             raise InvalidSpecError(
                 "power-step-w", "must be >= 1 W", got=self.power_step_w, fix="e.g. 25"

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.limits import allow_large_option, check_work
 from gpucast.domain.options import lower_list, option, split_list
 from gpucast.domain.serving import SERVING_PRECISIONS, BatchingPolicy, ClosedLoop, LatencyCurve
 from gpucast.domain.serving_plan import PLACEMENTS, ServePlan, ServeRequest
@@ -74,6 +75,43 @@ def _check_positive(flag: str, value: float | None, what: str, fix: str) -> None
 def _check_at_least(flag: str, value: int, low: int) -> None:
     if isinstance(value, bool) or value < low:
         raise InvalidSpecError(flag, f"must be >= {low}", got=value, fix=f"e.g. --{flag} {low}")
+
+
+#: Ceilings on what one serving request may describe (beyond them it is a typo, not a
+#: deployment): batch sizes, servers, instances, simulated time and the physical inputs.
+MAX_BATCH_SIZE = 65_536
+MAX_SERVERS = 10_000
+MAX_INSTANCES = 1_024
+MAX_DURATION_S = 30 * 86_400.0
+#: bytes a simulated request costs (arrival, batch, latency arrays and per-stage times)
+REQUEST_BYTES = 96
+
+
+def _check_at_most(flag: str, value: float | None, high: float, unit: str = "") -> None:
+    if value is not None and not value <= high:
+        shown = f"{value:,.0f}" if math.isfinite(value) and abs(value) < 1e18 else f"{value:.3g}"
+        raise InvalidSpecError(
+            flag,
+            f"must be at most {high:,g}{' ' + unit if unit else ''}",
+            got=shown,
+            fix=f"e.g. --{flag} {min(high, 100):g}",
+        )
+
+
+def _check_simulated_requests(
+    flag: str, rate_rps: float | None, duration_s: float, allow_large: bool
+) -> None:
+    """The requests a run simulates (rate x duration) fit the work ceiling (domain.limits)."""
+    if rate_rps is None:
+        return
+    check_work(
+        flag,
+        rate_rps * duration_s,
+        what="simulated requests (rate x duration)",
+        bytes_per_item=REQUEST_BYTES,
+        allow_large=allow_large,
+        fix="lower --rate or --duration-s",
+    )
 
 
 def _check_precision(value: str | None) -> None:
@@ -340,6 +378,7 @@ class PlanServeRequest:
             serving_engine(self.engine).check_precision(self.precision)
         for b in self.max_batch_sizes:
             _check_at_least("max-batch-sizes", b, 1)
+            _check_at_most("max-batch-sizes", b, MAX_BATCH_SIZE)
         if not self.max_batch_sizes:
             raise InvalidSpecError("max-batch-sizes", "is empty", fix="e.g. 1,4,8,32")
         if not self.max_delays_ms or any(
@@ -361,9 +400,18 @@ class PlanServeRequest:
                 "placement", f"must be among {', '.join(PLACEMENTS)}", got=list(self.placements)
             )
         _check_positive("duration-s", self.duration_s, "seconds", "e.g. --duration-s 60")
+        _check_at_most("duration-s", self.duration_s, MAX_DURATION_S, "s (30 days)")
+        _check_at_most("max-servers", self.max_servers, MAX_SERVERS)
         _check_host_capacity(self.host_capacity_rps)
         _check_host_ms(self.host_ms)
+        _check_at_most("host-ms", self.host_ms, 1e6, "ms")
         _check_at_least("host-concurrency", self.host_concurrency, 1)
+        _check_simulated_requests(
+            "duration-s",
+            sum(r for _, r in self.model_rates if r is not None) or None,
+            self.duration_s,
+            False,
+        )
         if not (math.isfinite(self.saturation_s) and self.saturation_s >= 0):
             raise InvalidSpecError(
                 "saturation-s", "must be >= 0 seconds", got=self.saturation_s,
@@ -664,6 +712,7 @@ class SimulateServeRequest:
     find_saturation: bool = option(
         False, help="Search the highest rate the deployment holds and its peak throughput."
     )
+    allow_large: bool = allow_large_option()
     seed: int = option(0, help="Same seed, same result.", example="0")
 
     def __post_init__(self) -> None:
@@ -712,10 +761,24 @@ class SimulateServeRequest:
         _check_positive("network-gbps", self.network_gbps, "Gb/s", "e.g. --network-gbps 10")
         _check_positive("pcie-gbps", self.pcie_gbps, "GB/s", "e.g. --pcie-gbps 16")
         _check_positive("input-kb", self.input_kb, "KB", "e.g. --input-kb 150")
-        if self.price is not None and not (math.isfinite(self.price) and self.price >= 0):
+        if self.price is not None and not (math.isfinite(self.price) and self.price > 0):
             raise InvalidSpecError(
-                "price", "must be >= 0 US$/h per GPU", got=self.price, fix="e.g. --price 0.6"
+                "price",
+                "must be > 0 US$/h per GPU",
+                got=self.price,
+                fix="e.g. --price 0.6, or leave it out for the catalog's price",
             )
+        _check_at_most("max-batch", self.max_batch, MAX_BATCH_SIZE)
+        _check_at_most("servers", self.servers, MAX_SERVERS)
+        _check_at_most("instances", self.instances, MAX_INSTANCES)
+        _check_at_most("duration-s", self.duration_s, MAX_DURATION_S, "s (30 days)")
+        _check_at_most("price", self.price, 1e6, "US$/h")
+        _check_at_most("network-gbps", self.network_gbps, 1e5, "Gb/s")
+        _check_at_most("pcie-gbps", self.pcie_gbps, 1e4, "GB/s")
+        _check_at_most("input-kb", self.input_kb, 1e7, "KB")
+        _check_at_most("host-ms", self.host_ms, 1e6, "ms")
+        _check_at_most("calibrate-p50-ms", self.calibrate_p50_ms, 1e6, "ms")
+        _check_simulated_requests("rate", self.rate, self.duration_s, self.allow_large)
         _check_host_capacity(self.host_capacity_rps)
         _check_host_ms(self.host_ms)
         _check_at_least("host-concurrency", self.host_concurrency, 1)

@@ -546,6 +546,10 @@ def function_arrivals(
     return from_counts(counts.total_per_minute(rows), MINUTE_S, rng, scale=scale)
 
 
+#: Requests a trace needs before its rate means anything (two arrivals are one gap).
+MIN_TRACE_REQUESTS = 3
+
+
 def read_trace_arrivals(path: Path, seed: int, *, field: str = "trace") -> Arrivals:
     """Arrival times (s) of a trace file: an Azure Functions 2019 per-minute count file (all
     its functions summed, placed in each minute with ``seed``), an Azure LLM trace or an
@@ -575,8 +579,13 @@ def read_trace_arrivals(path: Path, seed: int, *, field: str = "trace") -> Arriv
         skipped = parsed.skipped
         times = gen.from_timestamps(parsed.frame["arrival_s"].to_numpy())
         what = f"{len(parsed.frame)} requests"
-    if times.size < 2 or times[-1] <= 0:
-        raise DataFormatError(str(path), "has fewer than two arrivals", fix="give a longer trace")
+    if times.size < MIN_TRACE_REQUESTS or times[-1] <= 0:
+        raise DataFormatError(
+            str(path),
+            f"has {times.size} requests over {float(times[-1]) if times.size else 0.0:g} s: "
+            f"too few to have a rate (at least {MIN_TRACE_REQUESTS} spread over time)",
+            fix="give a longer trace",
+        )
     return Arrivals(
         times_s=times,
         source=f"trace {path.name} ({what}, {len(skipped)} malformed rows skipped)",
