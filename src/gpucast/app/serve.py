@@ -88,7 +88,7 @@ REQUEST_BYTES = 96
 
 
 def _check_at_most(flag: str, value: float | None, high: float, unit: str = "") -> None:
-    if value is not None and not value <= high:
+    if value is not None and not math.isnan(value) and value > high:  # NaN: the field's own check
         shown = f"{value:,.0f}" if math.isfinite(value) and abs(value) < 1e18 else f"{value:.3g}"
         raise InvalidSpecError(
             flag,
