@@ -71,6 +71,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -126,8 +127,30 @@ __all__ = [
 # -- results -------------------------------------------------------------------------------------
 
 
+_A = TypeVar("_A", bound=npt.NDArray[Any])
+
+
 def _frozen(values: npt.ArrayLike, dtype: type) -> npt.NDArray[np.generic]:
+    """A read-only array of ``values``: copied, unless it already is a read-only array of
+    ``dtype`` that owns its memory (what the engines hand over: a 10 M-request result is not
+    held twice)."""
+    if (
+        isinstance(values, np.ndarray)
+        and values.dtype == dtype
+        and values.base is None
+        and not values.flags.writeable
+    ):
+        return values
     arr: npt.NDArray[np.generic] = np.array(values, dtype=dtype, copy=True)
+    arr.setflags(write=False)
+    return arr
+
+
+def _handed_over(arr: _A) -> _A:
+    """``arr`` (owned by its creator, never shared) made read-only, so :func:`_frozen`
+    keeps it without a copy."""
+    if arr.base is not None:
+        arr = arr.copy()
     arr.setflags(write=False)
     return arr
 
@@ -653,21 +676,29 @@ def _fast_open_loop(
                 sizes = np.asarray(q.sizes, dtype=np.int64)
                 done[dep.model][idx] = np.repeat(np.asarray(q.ends), sizes)
                 batch_of[dep.model][idx] = np.repeat(sizes, sizes)
-            record.starts += q.starts
-            record.ends += q.ends
+            record.starts.extend(q.starts)
+            record.ends.extend(q.ends)
             record.requests += int(idx.size)
             record.ran += int(idx.size)
         records.append(record)
     return RunRecord(
-        model_index=np.concatenate(
-            [np.full(checked[m].size, i, dtype=np.int64) for i, m in enumerate(models)]
-        ),
-        arrival_s=np.concatenate([checked[m] for m in models]),
-        done_s=np.concatenate([done[m] for m in models]),
-        batch_size=np.concatenate([batch_of[m] for m in models]),
+        model_index=_joined([_filled(checked[m].size, i) for i, m in enumerate(models)]),
+        arrival_s=_joined([checked[m] for m in models]),
+        done_s=_joined([done[m] for m in models]),
+        batch_size=_joined([batch_of[m] for m in models]),
         drop_reason=np.zeros(sum(checked[m].size for m in models), dtype=np.int64),
         devices=records,
     )
+
+
+def _filled(n: int, value: int) -> IntArray:
+    """``n`` copies of ``value``; zeros as pages the OS maps on first write (i.e. never)."""
+    return np.full(n, value, dtype=np.int64) if value else np.zeros(n, dtype=np.int64)
+
+
+def _joined(parts: Sequence[FloatArray] | Sequence[IntArray]) -> npt.NDArray[Any]:
+    """The models' arrays end to end; one model's array as it is (no copy of 10 M rows)."""
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def _result(
@@ -686,10 +717,9 @@ def _result(
         dep.model: dep.request_overhead_s for g in deployment.groups for dep in g.server.models
     }
     extra = np.asarray([overhead[m] for m in models], dtype=np.float64)
-    dropped = record.drop_reason > 0
-    latency = np.where(
-        dropped, math.nan, record.done_s - record.arrival_s + extra[record.model_index]
-    )
+    latency = record.done_s - record.arrival_s  # in place from here: one array per request
+    latency += extra[0] if len(models) == 1 else extra[record.model_index]
+    latency[record.drop_reason > 0] = math.nan
     h = horizon_s
     stats = []
     for dev in record.devices:
@@ -719,11 +749,11 @@ def _result(
         )
     return ServingResult(
         models=models,
-        arrival_s=record.arrival_s,
-        latency_s=latency,
-        model_index=record.model_index,
-        batch_size=record.batch_size,
-        drop_reason=record.drop_reason,
+        arrival_s=record.arrival_s,  # may be the caller's: copied
+        latency_s=_handed_over(latency),  # the engines' own arrays: kept, not copied
+        model_index=_handed_over(record.model_index),
+        batch_size=_handed_over(record.batch_size),
+        drop_reason=_handed_over(record.drop_reason),
         servers=tuple(stats),
         price_usd_per_hour=deployment.price_usd_per_hour,
         horizon_s=horizon_s,
@@ -779,20 +809,22 @@ def simulate_serving(
             hosts[dep.model].append(d)
     per_device: list[dict[str, IntArray]] = [{} for _ in devices]
     checked: dict[str, FloatArray] = {}
-    device_of: dict[str, IntArray] = {}
     for m in models:
         a = _check_arrivals(m, arrivals[m])
         checked[m] = a
-        owner = np.empty(a.size, dtype=np.int64)
         for d, idx in zip(
             hosts[m], _split(a, len(hosts[m]), deployment.load_balancing, generator), strict=True
         ):
             per_device[d][m] = idx
-            owner[idx] = d
-        device_of[m] = owner
     horizon = horizon_s if horizon_s is not None else _default_horizon(checked)
     bounded = any(dep.batching.bounded for g in deployment.groups for dep in g.server.models)
     if bounded:
+        device_of: dict[str, IntArray] = {}
+        for m in models:
+            owner = np.empty(checked[m].size, dtype=np.int64)
+            for d in hosts[m]:
+                owner[per_device[d][m]] = d
+            device_of[m] = owner
         record = run_open_loop(deployment, checked, device_of, horizon)
     else:
         record = _fast_open_loop(deployment, checked, per_device, devices, horizon)

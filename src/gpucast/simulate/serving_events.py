@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,8 +59,9 @@ class DeviceRecord:
 
     group: int
     replica: int
-    starts: list[float] = field(default_factory=list)
-    ends: list[float] = field(default_factory=list)
+    #: batch start and end times, 8 bytes each (a Python list of floats takes 32)
+    starts: array[float] = field(default_factory=lambda: array("d"))
+    ends: array[float] = field(default_factory=lambda: array("d"))
     requests: int = 0
     ran: int = 0  # requests that ran (not dropped)
     #: per stage: busy seconds in [0, horizon] (network, pcie) or requests through it by the
