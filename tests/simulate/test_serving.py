@@ -249,3 +249,22 @@ def test_histogram_policy_learns_a_periodic_function() -> None:
     assert hist.cold_starts[0] < fixed.cold_starts[0] / 2
     # the histogram policy pre-warms shortly before the next call instead of idling 30 min
     assert hist.wasted_memory_gib_s[0] < 0.3 * a.size * 1800.0
+
+
+def test_a_replayed_trace_is_held_once_and_never_changed() -> None:
+    # #21: a 10 M-request replay must not hold its per-request arrays twice
+    raw = np.array([5.0, 5.5, 6.0, 9.0, 12.0])
+    times = arr.from_timestamps(raw, duration_s=6.5)
+    np.testing.assert_allclose(times, [0.0, 0.5, 1.0, 4.0])
+    np.testing.assert_allclose(raw, [5.0, 5.5, 6.0, 9.0, 12.0])  # the caller's array untouched
+    assert not times.flags.writeable and times.base is None
+    curve = LatencyCurve.affine(0.0, 0.001, max_batch=8)
+    r = simulate_serving(_deploy(curve, BatchingPolicy(max_batch_size=8)), {"m": times})
+    assert r.arrival_s is times  # kept, not copied
+    mine = np.array([0.0, 1.0])  # a caller's writeable array is copied, then frozen
+    r2 = simulate_serving(_deploy(curve, BatchingPolicy(max_batch_size=8)), {"m": mine})
+    assert not np.shares_memory(r2.arrival_s, mine) and not r2.arrival_s.flags.writeable
+    mine[0] = 0.5
+    assert r2.arrival_s[0] == 0.0
+    with pytest.raises(ValueError):
+        r.latency_s[0] = 1.0
