@@ -555,7 +555,13 @@ def test_cli_json_equals_the_python_result(
 def test_every_verb_has_a_case() -> None:
     from gpucast.app import VERBS
 
-    helpers = {"save_plan", "load_plan", "write_plan_report"}  # file helpers, not CLI verbs
+    helpers = {  # file helpers, not CLI verbs
+        "save_plan",
+        "load_plan",
+        "write_plan_report",
+        "save_serve_plan",
+        "write_serve_plan_report",
+    }
     assert {c.verb for c in CASES} == set(VERBS) - helpers
 
 

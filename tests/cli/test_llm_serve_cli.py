@@ -77,3 +77,16 @@ def test_a_config_file_naming_an_llm_dispatches(tmp_path) -> None:
                                  "--slo-ttft-ms", "800", "--json"])  # fmt: skip
     assert bursty.exit_code == 0, bursty.output
     assert json.loads(bursty.stdout)["assumptions"]["arrivals"].startswith("bursty")
+
+
+def test_plan_serve_an_llm_report_and_save(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    html, saved = tmp_path / "llm.html", tmp_path / "llm.json"
+    result = runner.invoke(app, ["plan", "serve", "--model", "llama-3-8b:2", "--duration-s", "20",
+                                 "--gpu", "H100-SXM", "--slo-ttft-ms", "800", "--slo-tpot-ms",
+                                 "60", "--tp", "1", "--max-replicas", "2", "--report", str(html),
+                                 "--save", str(saved)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(saved.read_text())
+    assert data["kind"] == "llm-serve-plan" and data["model"] == "llama-3-8b"
+    page = html.read_text()
+    assert "TTFT ms" in page and "tokens/s" in page and "TTFT p99 &lt;= 800 ms" in page

@@ -176,3 +176,42 @@ def test_error_line_is_the_api_error() -> None:
     code, _out, err = run("--model", "mlp:0", "--slo-ms", "20")
     assert code == 2
     assert err.strip() == f"error: {info.value}"
+
+
+def test_report_and_save_then_report_from_the_saved_plan(tmp_path: Path) -> None:
+    # #21: plan serve --report/--save, and gpucast report renders the saved plan identically
+    html, saved = tmp_path / "plan.html", tmp_path / "plan.json"
+    code, out, err = run("--model", "mlp:500", "--slo", "p99<20ms", *FAST,
+                         "--report", str(html), "--save", str(saved))  # fmt: skip
+    assert code == 0, err
+    assert f"report -> {html}" in out and f"plan -> {saved}" in out
+    data = json.loads(saved.read_text())
+    assert data["kind"] == "serve-plan" and data["candidates"]
+    page = html.read_text()
+    assert page.startswith("<!DOCTYPE html>") and 'id="recommended"' in page
+    assert data["candidates"][data["recommended"]]["description"] in page
+    again = tmp_path / "again.html"
+    result = CliRunner().invoke(app, ["report", "--plan", str(saved), "--out", str(again)])
+    assert result.exit_code == 0, result.output
+    assert again.read_text() == page
+
+
+def test_report_may_not_overwrite_the_trace(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival_s\n" + "\n".join(f"{i / 100:.2f}" for i in range(200)) + "\n")
+    before = trace.read_bytes()
+    code, _out, err = run("--model", "mlp", "--arrivals", f"trace:{trace}", "--slo", "p99<20ms",
+                          *FAST, "--report", str(trace))  # fmt: skip
+    assert code == 2 and "report: is the input file" in err
+    assert trace.read_bytes() == before
+
+
+def test_a_saved_serving_plan_is_not_a_training_plan(tmp_path: Path) -> None:
+    from gpucast.app import load_plan
+    from gpucast.domain.errors import DataFormatError
+
+    saved = tmp_path / "plan.json"
+    code, _out, err = run("--model", "mlp:500", "--slo", "p99<20ms", *FAST, "--save", str(saved))
+    assert code == 0, err
+    with pytest.raises(DataFormatError, match="is a serving plan, not a training plan"):
+        load_plan(saved)

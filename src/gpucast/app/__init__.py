@@ -58,6 +58,8 @@ VERBS: dict[str, str] = {
     "save_plan": "reports",
     "load_plan": "reports",
     "write_plan_report": "reports",
+    "save_serve_plan": "reports",
+    "write_serve_plan_report": "reports",
 }
 
 __all__ = sorted(VERBS)

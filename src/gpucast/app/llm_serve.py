@@ -523,6 +523,7 @@ class PlanLlmServeResult:
         plan = self.plan
         req = self.request
         return {
+            "kind": "llm-serve-plan",
             "model": req.model_rate[0],
             "slo": {
                 "ttft_s": None if req.slo_ttft_ms is None else req.slo_ttft_ms / 1e3,

@@ -3,6 +3,8 @@
 * :func:`save_plan` writes a plan as strict JSON (``gpucast plan train --save``);
 * :func:`load_plan` reads it back (schema-checked);
 * :func:`write_plan_report` writes the self-contained HTML report of a plan;
+* :func:`save_serve_plan` / :func:`write_serve_plan_report`: the same for a serving plan
+  (``gpucast plan serve --save/--report``; request-level or language model);
 * :func:`write_report` -- the verb (``gpucast report``): the HTML report of a saved plan or
   of stored measurements.
 Every file is written atomically (temp file + fsync + rename).
@@ -30,24 +32,64 @@ def save_plan(plan: TrainPlan, out: Path | str) -> Path:
     return Path(out)
 
 
-def load_plan(path: Path | str) -> TrainPlan:
-    """A plan saved by :func:`save_plan` (``gpucast plan train --save``)."""
+#: ``kind`` of the saved serving plans (request-level, language model).
+SERVE_PLAN_KINDS = ("serve-plan", "llm-serve-plan")
+_SAVED_FIX = "pass a file written by gpucast plan train --save or plan serve --save"
+
+
+def _saved_json(path: Path) -> dict[str, Any]:
     from gpucast.store.files import read_input_text
 
-    path = Path(path)
-    text = read_input_text(path, "plan", fix="pass a file written by gpucast plan train --save")
+    text = read_input_text(path, "plan", fix=_SAVED_FIX)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataFormatError(
-            str(path),
-            f"not JSON ({exc.msg})",
-            line=exc.lineno,
-            fix="pass a file written by gpucast plan train --save",
+            str(path), f"not JSON ({exc.msg})", line=exc.lineno, fix=_SAVED_FIX
         ) from None
     if not isinstance(data, dict):
         raise DataFormatError(str(path), "not a saved plan (not a JSON object)")
+    return data
+
+
+def load_plan(path: Path | str) -> TrainPlan:
+    """A plan saved by :func:`save_plan` (``gpucast plan train --save``)."""
+    path = Path(path)
+    data = _saved_json(path)
+    if data.get("kind") in SERVE_PLAN_KINDS:
+        raise DataFormatError(
+            str(path), "is a serving plan, not a training plan",
+            fix="gpucast report --plan FILE renders either kind",
+        )  # fmt: skip
     return TrainPlan.from_dict(data, path=str(path))
+
+
+def _serving_plan_dict(plan: Any) -> dict[str, Any]:
+    data = plan.to_dict() if hasattr(plan, "to_dict") else dict(plan)
+    if data.get("kind") not in SERVE_PLAN_KINDS:
+        raise DataFormatError(
+            "plan", "is not a serving plan (no kind serve-plan or llm-serve-plan)",
+            fix="pass the result of gpucast.plan_serve",
+        )  # fmt: skip
+    return data
+
+
+def save_serve_plan(plan: Any, out: Path | str) -> Path:
+    """Write a serving plan (``plan_serve``'s or ``plan_llm_serve``'s result, or its
+    ``to_dict()``) as strict JSON, for ``gpucast report --plan``; returns the path."""
+    from gpucast.store.files import write_text_atomic
+
+    write_text_atomic(Path(out), json_text(_serving_plan_dict(plan)))
+    return Path(out)
+
+
+def write_serve_plan_report(plan: Any, out: Path | str) -> Path:
+    """Write the self-contained HTML report of a serving plan (result or its ``to_dict()``)."""
+    from gpucast.report.html import serve_plan_html
+    from gpucast.store.files import write_text_atomic
+
+    write_text_atomic(Path(out), serve_plan_html(_serving_plan_dict(plan)))
+    return Path(out)
 
 
 def write_plan_report(plan: TrainPlan, out: Path | str) -> Path:
@@ -67,7 +109,9 @@ class ReportRequest:
 
     out: Path = option(help="HTML file to write.", example="report.html")
     plan: Path | None = option(
-        None, help="Plan JSON from gpucast plan train --save.", example="plan.json"
+        None,
+        help="Plan JSON from gpucast plan train --save or plan serve --save.",
+        example="plan.json",
     )
     runs: bool = option(False, help="Report the measurements in the store.")
     workload: str | None = option(None, help="Only runs of this workload.")
@@ -100,7 +144,11 @@ def write_report(
 
     request = resolve(ReportRequest, request, options)
     if request.plan is not None:
-        write_plan_report(load_plan(request.plan), request.out)
+        data = _saved_json(Path(request.plan))
+        if data.get("kind") in SERVE_PLAN_KINDS:
+            write_serve_plan_report(data, request.out)
+            return ReportResult(out=request.out, what=f"serving plan {request.plan}")
+        write_plan_report(TrainPlan.from_dict(data, path=str(request.plan)), request.out)
         return ReportResult(out=request.out, what=f"plan {request.plan}")
     from gpucast.store.db import default_db_path, open_store
 

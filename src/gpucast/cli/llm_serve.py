@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from gpucast.app.llm_serve import PlanLlmServeRequest, SimulateLlmServeRequest
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from gpucast.app.llm_serve import PlanLlmServeResult, SimulateLlmServeResult
 
 #: Parameters of the wrapped commands that are not request fields.
-_CLI_ONLY = {"json_out", "config_file", "limit", "ctx"}
+_CLI_ONLY = {"json_out", "config_file", "limit", "ctx", "report", "save"}
 
 
 def _flag_of(cls: type) -> dict[str, str]:
@@ -39,11 +39,11 @@ def dispatch(
     command: Callable[..., Any],
     own_cls: type,
     llm_cls: type,
-    run_llm: Callable[[Any, bool, int], None],
+    run_llm: Callable[[Any, Mapping[str, Any]], None],
 ) -> Callable[..., Any]:
     """``command`` (the request command of ``own_cls``) taking the options of ``llm_cls``
-    too, and running ``run_llm(request, as_json, limit)`` when ``--model`` names a language
-    model."""
+    too, and running ``run_llm(request, cli)`` when ``--model`` names a language model
+    (``cli``: the command's own options, e.g. ``json_out``, ``limit``, ``report``, ``save``)."""
     signature = inspect.signature(command)
     own_flags = {flag: name for name, flag in _flag_of(own_cls).items()}
     llm_flags = _flag_of(llm_cls)
@@ -95,7 +95,7 @@ def dispatch(
                 if given.get(name) is not None:
                     values[name] = given[name]
             request = request_from(llm_cls, values, config_file)
-            run_llm(request, bool(kwargs.get("json_out")), int(kwargs.get("limit") or 15))
+            run_llm(request, {k: v for k, v in kwargs.items() if k in _CLI_ONLY})
             return None
         for name in llm_only:
             if given.get(name) not in (None, []):
@@ -121,9 +121,10 @@ def _ms(summary: dict[str, float], key: str) -> str:
     return "-" if value is None or value != value else f"{value * 1e3:.1f}"
 
 
-def _run_simulate(request: SimulateLlmServeRequest, as_json: bool, _limit: int) -> None:
+def _run_simulate(request: SimulateLlmServeRequest, cli: Mapping[str, Any]) -> None:
     from gpucast.app import simulate_llm_serve
 
+    as_json = bool(cli.get("json_out"))
     with working("simulating: token-level continuous batching"):
         result = simulate_llm_serve(request)
     for text in result.warnings:
@@ -186,17 +187,27 @@ def print_llm_serving(result: SimulateLlmServeResult) -> None:
         console.print(f"[dim]validated error, {key}: {value}[/dim]", highlight=False)
 
 
-def _run_plan(request: PlanLlmServeRequest, as_json: bool, limit: int) -> None:
+def _run_plan(request: PlanLlmServeRequest, cli: Mapping[str, Any]) -> None:
     from gpucast.app import plan_llm_serve
+    from gpucast.cli.serve import (
+        check_plan_outputs,
+        say_plan_outputs,
+        trace_of,
+        write_plan_outputs,
+    )
 
+    report, save = cli.get("report"), cli.get("save")
+    check_plan_outputs(report, save, [trace_of(request.arrivals)])
     with working("planning: simulating GPU x tp x replicas"):
         result = plan_llm_serve(request)
     for text in result.warnings:
         err_console.print(f"[yellow]warning:[/yellow] {text}", highlight=False)
-    if as_json:
+    write_plan_outputs(result, report, save)
+    if cli.get("json_out"):
         emit_json(result.to_dict())
         return
-    print_llm_plan(result, limit=limit)
+    print_llm_plan(result, limit=int(cli.get("limit") or 15))
+    say_plan_outputs(report, save)
 
 
 def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:

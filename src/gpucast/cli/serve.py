@@ -9,6 +9,7 @@ commands join the ``plan`` and ``simulate`` groups in :mod:`gpucast.cli.verbs`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -36,19 +37,60 @@ def print_warnings(warnings: Iterable[str]) -> None:
 def plan_command(
     request: PlanServeRequest,
     limit: int = typer.Option(15, "--limit", help="Rows in the table."),
+    report: Path | None = typer.Option(
+        None, "--report", help="Write a self-contained HTML report."
+    ),
+    save: Path | None = typer.Option(
+        None, "--save", help="Save the plan as JSON (for gpucast report --plan)."
+    ),
     json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
 ) -> None:
     """The cheapest deployments that serve MODELs within a latency SLO, and the cost vs tail
     latency Pareto front: server type (GPU, MIG slice, CPU), count, batching, co-location."""
     from gpucast.app import plan_serve
 
+    check_plan_outputs(report, save, [request.trace, trace_of(request.arrivals)])
     with working("planning: pruning server options and simulating the survivors"):
         result = plan_serve(request)
     print_warnings(result.warnings)
+    write_plan_outputs(result, report, save)
     if json_out:
         emit_json(result.to_dict())
         return
     print_serve_plan(result, limit=limit)
+    say_plan_outputs(report, save)
+
+
+def check_plan_outputs(
+    report: Path | None, save: Path | None, inputs: Iterable[Path | None]
+) -> None:
+    """``--report`` / ``--save`` may not overwrite an input file (checked before planning)."""
+    from gpucast.store.files import refuse_overwriting_inputs
+
+    for path, flag in ((report, "report"), (save, "save")):
+        refuse_overwriting_inputs(path, list(inputs), field=flag)
+
+
+def trace_of(arrivals: str | None) -> Path | None:
+    """The file of ``--arrivals trace:FILE`` (else None)."""
+    if arrivals and arrivals.startswith("trace:"):
+        return Path(arrivals.removeprefix("trace:"))
+    return None
+
+
+def write_plan_outputs(result: object, report: Path | None, save: Path | None) -> None:
+    from gpucast.app.reports import save_serve_plan, write_serve_plan_report
+
+    if save is not None:
+        save_serve_plan(result, save)
+    if report is not None:
+        write_serve_plan_report(result, report)
+
+
+def say_plan_outputs(report: Path | None, save: Path | None) -> None:
+    for path, what in ((report, "report"), (save, "plan")):
+        if path is not None:
+            console.print(f"{what} -> {path}", highlight=False)
 
 
 def print_serve_plan(result: PlanServeResult, *, limit: int = 15) -> None:

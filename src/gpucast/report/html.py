@@ -4,7 +4,8 @@
 Pareto plot, every shown candidate with its time interval, cost, GPU-hours, bottleneck and
 "what would help", a time and cost breakdown per candidate, the revocation risk of spot
 plans, the assumptions (catalog snapshot, model versions, what each model was fitted on) and
-the models' validation errors. :func:`measurements_html` renders stored measurements.
+the models' validation errors. :func:`serve_plan_html` renders a serving plan (request-level
+or language model) from its JSON; :func:`measurements_html` renders stored measurements.
 Every piece of user-supplied text goes through :func:`html.escape`.
 """
 
@@ -359,4 +360,107 @@ def measurements_html(runs: Sequence[Mapping[str, Any]], *, title: str, source: 
     )
     body.append("<h2>Runs</h2>")
     body.append(f'<table id="runs"><tr>{head}</tr>{rows}</table>')
+    return _page(title, body)
+
+
+def _num(value: object, scale: float = 1.0, fmt: str = ",.3f") -> str:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return ""
+    return "n/a" if not math.isfinite(value) else format(value * scale, fmt)
+
+
+#: (header, key, scale, format) of a serving plan's candidate columns; a column whose key no
+#: candidate has is left out (request-level and language-model plans share the table).
+_SERVE_COLUMNS: tuple[tuple[str, str, float, str], ...] = (
+    ("US$/h", "cost_usd_per_hour", 1.0, ",.3f"),
+    ("US$/M requests", "cost_usd_per_million", 1.0, ",.3f"),
+    ("US$/M tokens", "cost_usd_per_million_tokens", 1.0, ",.3f"),
+    ("tail latency ms", "tail_latency_s", 1e3, ",.1f"),
+    ("TTFT ms", "ttft_s", 1e3, ",.1f"),
+    ("TPOT ms", "tpot_s", 1e3, ",.2f"),
+    ("tokens/s", "tokens_per_s", 1.0, ",.0f"),
+    ("headroom", "headroom", 100.0, ".0f"),
+    ("saturation req/s", "saturation_rps", 1.0, ",.0f"),
+)
+
+
+def serve_plan_html(data: Mapping[str, Any]) -> str:
+    """A serving plan (the ``--json`` of ``plan serve``, request-level or language model) as
+    one HTML document: the pick, every candidate (R recommended, * on the Pareto front), why
+    the others were dropped, the assumptions and the validated errors."""
+    llm = data.get("kind") == "llm-serve-plan"
+    if llm:
+        model = str(data.get("model", ""))
+        slo = data.get("slo") or {}
+        parts = [
+            f"{name} p{slo.get('percentile', 99):g} <= {value * 1e3:g} ms"
+            for name, value in (("TTFT", slo.get("ttft_s")), ("TPOT", slo.get("tpot_s")))
+            if isinstance(value, int | float)
+        ]
+        what = f"{model}: {', '.join(parts)}"
+    else:
+        req = data.get("request") or {}
+        models = req.get("models") or []
+        what = (
+            f"p{req.get('slo_percentile', 99):g} <= {float(req.get('slo_s') or 0) * 1e3:g} ms, "
+            + ", ".join(f"{m.get('name')} {m.get('rate_rps', 0):g} req/s" for m in models)
+        )
+    title = f"gpucast serving plan: {what}"
+    body = [f"<h1>{_h(title)}</h1>"]
+    candidates: list[Mapping[str, Any]] = list(data.get("candidates") or [])
+    pick = data.get("recommended")
+    pareto = set(data.get("pareto") or [])
+    if isinstance(pick, int) and 0 <= pick < len(candidates):
+        c = candidates[pick]
+        body.append(
+            f'<div class="pick" id="recommended"><b>Recommended:</b> '
+            f"{_h(c.get('description', ''))}<br>{_money(c.get('cost_usd_per_hour'))} per hour; "
+            f"{_h(c.get('bound', ''))}</div>"
+        )
+    else:
+        body.append('<div class="pick" id="recommended"><b>No candidate meets the SLO.</b></div>')
+    columns = [col for col in _SERVE_COLUMNS if any(col[1] in c for c in candidates)]
+    head = (
+        "<tr><th>#</th><th>deployment</th><th>meets SLO</th>"
+        + "".join(f"<th>{_h(col[0])}</th>" for col in columns)
+        + "<th>bound</th></tr>"
+    )
+    rows = []
+    for i, c in enumerate(candidates):
+        mark = ("R " if i == pick else "") + ("*" if i in pareto else "")
+        css = " ".join(k for k, on in (("recommended", i == pick), ("pareto", i in pareto)) if on)
+        cells = "".join(
+            f'<td class="num">{_num(c.get(key), scale, fmt)}</td>' for _, key, scale, fmt in columns
+        )
+        rows.append(
+            f'<tr class="{css}"><td>{i}{_h(mark)}</td><td>{_h(c.get("description", ""))}</td>'
+            f"<td>{'yes' if c.get('meets_slo') else 'no'}</td>{cells}"
+            f"<td>{_h(c.get('bound', ''))}</td></tr>"
+        )
+    body.append("<h2>Candidates</h2>")
+    body.append(
+        "<p>R = recommended (the cheapest meeting the SLO), * = Pareto front of cost against "
+        "tail latency"
+        + (
+            f"; {data['evaluated']:,} configurations, {data.get('simulated', 0):,} simulated"
+            if isinstance(data.get("evaluated"), int)
+            else ""
+        )
+        + ".</p>"
+    )
+    body.append(f'<table id="candidates">{head}{"".join(rows)}</table>')
+    body.append("<h2>Why the other configurations were dropped</h2>")
+    infeasible = data.get("infeasible") or {}
+    body.append(
+        _kv_table({k: f"{v:,}" for k, v in sorted(infeasible.items())}, "infeasible")
+        if infeasible
+        else "<p>None were infeasible.</p>"
+    )
+    body.append("<h2>Assumptions</h2>")
+    body.append(_kv_table(dict(data.get("assumptions") or {}), "assumptions"))
+    body.append("<h2>Validated error of the pick's regime</h2>")
+    body.append(_kv_table(dict(data.get("validation") or {}), "validation"))
+    warnings = data.get("warnings") or []
+    if warnings:
+        body.append("<ul>" + "".join(f"<li>{_h(w)}</li>" for w in warnings) + "</ul>")
     return _page(title, body)
