@@ -88,7 +88,13 @@ def main() -> int:
     print(
         f"fleet: {FLEET:,} GPUs (t4 core, 0.5% Pareto outliers <= 1.6x); its profile: sigma "
         f"{known.sigma_log:.4f}, outliers {known.outlier_share:.2%} up to "
-        f"{known.outlier_max_factor:.3f}x (tail shape {known.outlier_shape:.2f})\n"
+        f"{known.outlier_max_factor:.3f}x ("
+        + (
+            f"empirical tail, {len(known.outlier_quantiles)} quantiles"
+            if known.outlier_quantiles
+            else f"tail shape {known.outlier_shape:.2f}"
+        )
+        + ")\n"
     )
     rows = []
     for exclude, target in ((0.0, truth), (EXCLUDE, truth_ex)):

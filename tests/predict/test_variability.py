@@ -100,3 +100,31 @@ def test_bad_inputs_and_round_trip() -> None:
     assert SpeedVariability.from_dict(fitted.to_dict()) == fitted
     with pytest.raises(InvalidSpecError, match="malformed"):
         SpeedVariability.from_dict({"outlier_share": 0.1})
+
+
+def test_many_outliers_keep_their_own_quantiles_as_the_tail() -> None:
+    # a core with a heavy tail of its own plus truncated Pareto outliers: no one Pareto shape
+    # fits the excesses, the empirical tail does (E[max of 1,024] of the fleet itself)
+    rng = np.random.default_rng(11)
+    n = 40_000
+    core = np.exp(0.02 * rng.standard_t(4, n))
+    tail = np.minimum(1.05 * (1.0 + rng.pareto(3.0, n)), 1.6)
+    fleet = np.where(rng.random(n) < 0.005, tail, core)
+    fitted = SpeedVariability.fit(fleet)
+    assert len(fitted.outlier_quantiles) == 201
+    jobs = np.array([rng.choice(fleet, 1024, replace=False).max() for _ in range(400)])
+    direct = jobs.mean() / np.median(fleet)
+    assert float(fitted.expected_max([1024])[0]) == pytest.approx(direct, rel=0.02)
+    drawn = fitted.sample(rng, (400, 1024)).max(axis=1).mean()
+    assert drawn == pytest.approx(direct, rel=0.02)
+    assert SpeedVariability.from_dict(fitted.to_dict()) == fitted
+    few = SpeedVariability.fit(fleet[:2_000])  # ~50 outliers: the Pareto fit as before
+    assert few.outlier_quantiles == ()
+
+
+@pytest.mark.parametrize("quantiles", [(0.1,), (0.2, 0.1), (-0.1, 0.3), (0.0, float("nan"))])
+def test_bad_empirical_tails_are_refused(quantiles: tuple[float, ...]) -> None:
+    with pytest.raises(InvalidSpecError, match="outlier_quantiles"):
+        SpeedVariability(
+            sigma_log=0.02, outlier_share=0.01, outlier_max_factor=1.5, outlier_quantiles=quantiles
+        )

@@ -9,7 +9,10 @@ GPU of a job gets one speed factor ``f`` -- its step time over the median GPU's 
   (``exp(2.698 sigma_log)``, where a box plot's whiskers end) and ``y`` a generalised Pareto
   excess (shape ``outlier_shape``, scale ``outlier_scale``) truncated at
   ``outlier_max_factor``. Shape -1 (the default) is the uniform on ``[edge, max]``; a fit on
-  measured GPUs estimates both from the excesses over the edge (peaks over threshold).
+  measured GPUs estimates both from the excesses over the edge (peaks over threshold). With
+  many outliers measured (at least :data:`MIN_EMPIRICAL`) the excesses' own quantiles are the
+  tail instead (``outlier_quantiles``): no parametric shape stands between a large fleet's
+  measurement and its slowest GPUs.
 
 A synchronous data-parallel step waits for its slowest GPU, so an ``n``-GPU job runs
 ``max_i f_i`` times slower than one median GPU; asynchronous workers each run at their own
@@ -38,6 +41,10 @@ FloatArray = npt.NDArray[np.float64]
 WHISKER_Z = 2.698
 #: Outliers needed to fit their tail's shape (fewer: uniform up to the slowest measured).
 MIN_EXCESSES = 10
+#: Outliers from which their empirical quantiles, not a fitted shape, are the tail.
+MIN_EMPIRICAL = 200
+#: Quantiles kept of an empirical tail (at probabilities 0, 1/(K-1), ..., 1).
+EMPIRICAL_QUANTILES = 201
 _GRID = 4001
 
 
@@ -51,6 +58,8 @@ class SpeedVariability:
     outlier_shape: float = -1.0
     #: None: ``outlier_max_factor - edge`` (with shape -1: uniform up to the maximum)
     outlier_scale: float | None = None
+    #: the excesses' quantiles at evenly spaced probabilities 0..1 (empty: the Pareto shape)
+    outlier_quantiles: tuple[float, ...] = ()
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -68,6 +77,19 @@ class SpeedVariability:
             math.isfinite(self.outlier_scale) and self.outlier_scale > 0
         ):
             raise InvalidSpecError("outlier_scale", "must be > 0", got=self.outlier_scale)
+        if self.outlier_quantiles:
+            q = np.asarray(self.outlier_quantiles, dtype=np.float64)
+            if (
+                q.size < 2
+                or not np.all(np.isfinite(q))
+                or q[0] < 0
+                or np.any(np.diff(q) < 0)
+                or q[-1] <= 0
+            ):
+                raise InvalidSpecError(
+                    "outlier_quantiles", "must be >= 2 finite, non-decreasing excesses >= 0",
+                    fix="refit: gpucast fit variability",
+                )  # fmt: skip
 
     @property
     def edge(self) -> float:
@@ -84,8 +106,15 @@ class SpeedVariability:
             return self.outlier_scale
         return max(self.outlier_max_factor - self.edge, 1e-12)
 
+    def _probabilities(self) -> FloatArray:
+        return np.linspace(0.0, 1.0, len(self.outlier_quantiles))
+
     def _excess_cdf(self, y: FloatArray) -> FloatArray:
-        """The generalised Pareto CDF of an excess ``y >= 0`` (untruncated)."""
+        """The generalised Pareto CDF of an excess ``y >= 0`` (untruncated), or the empirical
+        one (interpolated between the kept quantiles)."""
+        if self.outlier_quantiles:
+            q = np.asarray(self.outlier_quantiles, dtype=np.float64)
+            return np.asarray(np.interp(y, q, self._probabilities(), left=0.0, right=1.0))
         xi, sigma = self.outlier_shape, self._scale
         y = np.maximum(y, 0.0)
         if abs(xi) < 1e-9:
@@ -95,6 +124,9 @@ class SpeedVariability:
             return np.asarray(1.0 - base ** (-1.0 / xi), dtype=np.float64)
 
     def _excess_quantile(self, q: FloatArray) -> FloatArray:
+        if self.outlier_quantiles:
+            kept = np.asarray(self.outlier_quantiles, dtype=np.float64)
+            return np.asarray(np.interp(q, self._probabilities(), kept))
         xi, sigma = self.outlier_shape, self._scale
         if abs(xi) < 1e-9:
             return np.asarray(-sigma * np.log1p(-q), dtype=np.float64)
@@ -210,7 +242,11 @@ class SpeedVariability:
         share = float(np.mean(out))
         top = min(float(f.max()), 10.0) if out.any() else 1.0
         shape, scale = -1.0, None
-        if int(out.sum()) >= MIN_EXCESSES:
+        quantiles: tuple[float, ...] = ()
+        if int(out.sum()) >= MIN_EMPIRICAL:
+            probs = np.linspace(0.0, 1.0, EMPIRICAL_QUANTILES)
+            quantiles = tuple(float(v) for v in np.quantile(f[out] - edge, probs))
+        elif int(out.sum()) >= MIN_EXCESSES:
             from scipy.stats import genpareto
 
             c, _, s = genpareto.fit(f[out] - edge, floc=0.0)
@@ -221,16 +257,18 @@ class SpeedVariability:
             outlier_max_factor=max(top, 1.0),
             outlier_shape=shape,
             outlier_scale=scale,
+            outlier_quantiles=quantiles,
             source=source,
         )
 
-    def to_dict(self) -> dict[str, float | str | None]:
+    def to_dict(self) -> dict[str, float | str | list[float] | None]:
         return {
             "sigma_log": self.sigma_log,
             "outlier_share": self.outlier_share,
             "outlier_max_factor": self.outlier_max_factor,
             "outlier_shape": self.outlier_shape,
             "outlier_scale": self.outlier_scale,
+            "outlier_quantiles": list(self.outlier_quantiles),
             "source": self.source,
         }
 
@@ -245,6 +283,10 @@ class SpeedVariability:
                 outlier_scale=None
                 if data.get("outlier_scale") is None
                 else float(data["outlier_scale"]),  # type: ignore[arg-type]
+                outlier_quantiles=tuple(
+                    float(v)
+                    for v in data.get("outlier_quantiles") or ()  # type: ignore[attr-defined]
+                ),
                 source=str(data.get("source", "")),
             )
         except (KeyError, TypeError, ValueError) as exc:
