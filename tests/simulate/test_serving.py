@@ -11,14 +11,13 @@ from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.serving import (
     BatchingPolicy,
     Deployment,
-    KeepAlivePolicy,
     LatencyCurve,
     ModelDeployment,
     ServerGroup,
     ServerSpec,
 )
 from gpucast.simulate import arrivals as arr
-from gpucast.simulate.serving import simulate_serverless, simulate_serving
+from gpucast.simulate.serving import simulate_serving
 
 
 def _deploy(
@@ -221,34 +220,6 @@ def test_rejects_unknown_or_missing_models() -> None:
         simulate_serving(dep, {})
     with pytest.raises(InvalidSpecError, match="sorted"):
         simulate_serving(dep, {"m": np.array([1.0, 0.5])})
-
-
-def test_serverless_fixed_keep_alive_counts_cold_starts_and_waste() -> None:
-    a = np.array([0.0, 100.0, 1000.0, 1050.0])
-    res = simulate_serverless(
-        {"f": a},
-        exec_time_s={"f": 1.0},
-        cold_start_s={"f": 5.0},
-        memory_gib={"f": 2.0},
-        policy=KeepAlivePolicy(kind="fixed", keep_alive_s=600.0),
-        horizon_s=1051.0,
-    )
-    # cold at 0; warm at 100 (idle 99 s < 600); cold at 1000 (idle 899 s); warm at 1050
-    assert list(res.cold_starts) == [2]
-    # waste: 94 (cold start ran to 6 s) + 600 + 44 s loaded while idle, times 2 GiB
-    assert res.wasted_memory_gib_s[0] == pytest.approx(2.0 * (94 + 600 + 44))
-    assert res.to_dict()["cold_start_rate"] == pytest.approx(0.5)
-
-
-def test_histogram_policy_learns_a_periodic_function() -> None:
-    a = np.arange(0, 3600 * 48, 1800.0)  # every 30 minutes, longer than a 10-min keep-alive
-    kw = {"exec_time_s": {"f": 1.0}, "cold_start_s": {"f": 5.0}, "memory_gib": {"f": 1.0}}
-    fixed = simulate_serverless({"f": a}, policy=KeepAlivePolicy(keep_alive_s=600.0), **kw)
-    hist = simulate_serverless({"f": a}, policy=KeepAlivePolicy(kind="histogram"), **kw)
-    assert fixed.cold_starts[0] == a.size
-    assert hist.cold_starts[0] < fixed.cold_starts[0] / 2
-    # the histogram policy pre-warms shortly before the next call instead of idling 30 min
-    assert hist.wasted_memory_gib_s[0] < 0.3 * a.size * 1800.0
 
 
 def test_a_replayed_trace_is_held_once_and_never_changed() -> None:

@@ -60,6 +60,10 @@ VERBS: dict[str, str] = {
     "write_plan_report": "reports",
     "save_serve_plan": "reports",
     "write_serve_plan_report": "reports",
+    # serverless inference (issue #19)
+    "measure_coldstart": "coldstart",
+    "predict_coldstart": "coldstart",
+    "simulate_serverless": "serverless",
 }
 
 __all__ = sorted(VERBS)

@@ -555,39 +555,3 @@ class ClosedLoop:
         return (
             f"closed loop: {self.clients} clients, think {self.think_s * 1e3:g} ms ({self.think})"
         )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class KeepAlivePolicy:
-    """Serverless keep-alive: how long an idle instance stays loaded after it ran.
-
-    ``fixed``: ``keep_alive_s`` after each execution (the common 10-20 min policy).
-    ``histogram``: the hybrid histogram policy of Shahrad et al. (ATC'20): per function, a
-    histogram of idle times (``bin_s`` bins up to ``range_s``); after an execution the
-    instance is unloaded, pre-warmed ``head_percentile`` of the idle times later (times
-    ``1 - margin``) and kept ``tail_percentile`` (times ``1 + margin``) after the end of
-    execution. Until ``min_samples`` idle times are seen, or when more than
-    ``max_out_of_range_fraction`` of them exceed the range, it keeps instances for
-    ``range_s`` (the paper's generous fallback; its ARIMA branch is not modelled).
-    """
-
-    kind: Literal["fixed", "histogram"] = "fixed"
-    keep_alive_s: float = 600.0
-    bin_s: float = 60.0
-    range_s: float = 4 * 3600.0
-    head_percentile: float = 5.0
-    tail_percentile: float = 99.0
-    margin: float = 0.10
-    min_samples: int = 10
-    max_out_of_range_fraction: float = 0.5
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("fixed", "histogram"):
-            raise InvalidSpecError("keep-alive", "must be fixed or histogram", got=self.kind)
-        _finite("keep_alive_s", self.keep_alive_s)
-        _finite("bin_s", self.bin_s, strict=True)
-        _finite("range_s", self.range_s, strict=True)
-        if not 0 <= self.head_percentile < self.tail_percentile <= 100:
-            raise InvalidSpecError("keep-alive percentiles", "need 0 <= head < tail <= 100")
-        if not 0 <= self.margin < 1:
-            raise InvalidSpecError("keep-alive margin", "must be in [0, 1)", got=self.margin)

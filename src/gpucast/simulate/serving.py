@@ -58,8 +58,7 @@ stage), which gives the same latencies on the traffic both can run.
 growth, no shedding) and reports its peak throughput; :func:`calibrate_host_path` fits the host
 path to measured medians at one or two loads.
 
-Serverless (:func:`simulate_serverless`) is a separate, per-request model of cold starts and
-keep-alive (fixed or the hybrid histogram policy of Shahrad et al., ATC'20).
+Serverless keep-alive (cold starts, warm-idle memory) is :mod:`gpucast.simulate.serverless`.
 """
 
 from __future__ import annotations
@@ -80,7 +79,6 @@ from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.serving import (
     ClosedLoop,
     Deployment,
-    KeepAlivePolicy,
     ModelDeployment,
     ServerSpec,
 )
@@ -117,7 +115,6 @@ __all__ = [
     "find_saturation",
     "latency_summary",
     "simulate_closed_loop",
-    "simulate_serverless",
     "simulate_serving",
     "single_server",
     "with_host_path",
@@ -1171,139 +1168,6 @@ def find_saturation(
         duration_s=duration_s,
         probes=tuple(probes),
         max_requests=max_requests,
-    )
-
-
-# -- serverless ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ServerlessResult:
-    """Cold starts and memory kept loaded while idle, per function and in total."""
-
-    functions: tuple[str, ...]
-    invocations: IntArray
-    cold_starts: IntArray
-    wasted_memory_gib_s: FloatArray  # loaded-but-idle memory-time per function
-    latency_s: FloatArray  # every invocation, functions concatenated
-    policy: KeepAlivePolicy
-
-    @property
-    def cold_start_rate(self) -> float:
-        total = int(self.invocations.sum())
-        return float(self.cold_starts.sum()) / total if total else math.nan
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "policy": self.policy.kind,
-            "invocations": int(self.invocations.sum()),
-            "cold_starts": int(self.cold_starts.sum()),
-            "cold_start_rate": self.cold_start_rate,
-            "wasted_memory_gib_s": float(self.wasted_memory_gib_s.sum()),
-            "latency_s": latency_summary(self.latency_s),
-            "functions": {
-                f: {
-                    "invocations": int(self.invocations[i]),
-                    "cold_starts": int(self.cold_starts[i]),
-                    "wasted_memory_gib_s": float(self.wasted_memory_gib_s[i]),
-                }
-                for i, f in enumerate(self.functions)
-            },
-        }
-
-
-def _windows(idle_s: list[float], policy: KeepAlivePolicy) -> tuple[float, float]:
-    """(pre-warm, keep-until) after an execution ends, from the idle times seen so far."""
-    if policy.kind == "fixed":
-        return 0.0, policy.keep_alive_s
-    if len(idle_s) < policy.min_samples:
-        return 0.0, policy.range_s
-    arr = np.asarray(idle_s)
-    if np.mean(arr > policy.range_s) > policy.max_out_of_range_fraction:
-        return 0.0, policy.range_s
-    binned = np.floor(np.minimum(arr, policy.range_s) / policy.bin_s) * policy.bin_s
-    head = float(np.percentile(binned, policy.head_percentile)) * (1.0 - policy.margin)
-    tail = (float(np.percentile(binned, policy.tail_percentile)) + policy.bin_s) * (
-        1.0 + policy.margin
-    )
-    return head, max(tail, head)
-
-
-def simulate_serverless(
-    arrivals: Mapping[str, FloatArray],
-    *,
-    exec_time_s: Mapping[str, float],
-    cold_start_s: Mapping[str, float],
-    memory_gib: Mapping[str, float],
-    policy: KeepAlivePolicy,
-    horizon_s: float | None = None,
-) -> ServerlessResult:
-    """Cold starts under a keep-alive ``policy``, one warm unit per function (as the Azure
-    Functions characterisation models applications).
-
-    An invocation is warm when its function is loaded at its arrival; otherwise it pays
-    ``cold_start_s``. After each execution the policy unloads the function, pre-warms it and
-    keeps it loaded for a window; loaded time without an execution is wasted memory-time.
-    Memory-time after the last execution counts up to ``horizon_s`` (default: the last
-    arrival of any function).
-    """
-    names = tuple(arrivals)
-    horizon = (
-        horizon_s
-        if horizon_s is not None
-        else max((float(a[-1]) for a in arrivals.values() if len(a)), default=0.0)
-    )
-    inv, cold, wasted, lat_parts = [], [], [], []
-    for name in names:
-        a = _check_arrivals(name, arrivals[name])
-        for label, table in (
-            ("exec_time_s", exec_time_s),
-            ("cold_start_s", cold_start_s),
-            ("memory_gib", memory_gib),
-        ):
-            if name not in table or not (math.isfinite(table[name]) and table[name] >= 0):
-                raise InvalidSpecError(f"{label} of {name}", "must be given and >= 0")
-        run_s, cold_s, mem = exec_time_s[name], cold_start_s[name], memory_gib[name]
-        times = a.tolist()
-        is_cold = np.zeros(len(times), dtype=bool)
-        idle_seen: list[float] = []
-        waste_s = 0.0
-        last_end: float | None = None
-        warm_from, warm_until = 0.0, -1.0
-        for i, t in enumerate(times):
-            if last_end is None:
-                is_cold[i] = True
-            else:
-                idle = t - last_end
-                if idle > 0:
-                    idle_seen.append(idle)
-                if t < last_end:  # still executing: warm
-                    pass
-                elif warm_from <= t <= warm_until:
-                    waste_s += t - warm_from
-                else:
-                    is_cold[i] = True
-                    if t > warm_until:
-                        waste_s += max(0.0, warm_until - warm_from)
-            start = t + (cold_s if is_cold[i] else 0.0)
-            end = start + run_s
-            if last_end is None or end > last_end:
-                last_end = end
-            pre, keep = _windows(idle_seen, policy)
-            warm_from, warm_until = last_end + pre, last_end + keep
-        if last_end is not None and horizon > warm_from:
-            waste_s += min(horizon, warm_until) - warm_from
-        inv.append(len(times))
-        cold.append(int(is_cold.sum()))
-        wasted.append(waste_s * mem)
-        lat_parts.append(np.where(is_cold, cold_s + run_s, run_s))
-    return ServerlessResult(
-        functions=names,
-        invocations=np.asarray(inv, dtype=np.int64),
-        cold_starts=np.asarray(cold, dtype=np.int64),
-        wasted_memory_gib_s=np.asarray(wasted, dtype=np.float64),
-        latency_s=np.concatenate(lat_parts) if lat_parts else np.zeros(0),
-        policy=policy,
     )
 
 

@@ -142,3 +142,62 @@ def read_invocation_counts(path: Path) -> InvocationCounts:
     frame = pd.DataFrame(ids, columns=["owner", "app", "function", "trigger"])
     frame["invocations"] = counts.sum(axis=1)
     return InvocationCounts(path=str(path), functions=frame, counts=counts, skipped=tuple(skipped))
+
+
+# -- execution-time percentiles (function_durations_percentiles.anon.dNN.csv) -----------------
+
+DURATION_COLUMNS = ("HashOwner", "HashApp", "HashFunction", "Average", "Count")
+INVOCATIONS_FILE = "invocations_per_function_md.anon.d{day:02d}.csv"
+DURATIONS_FILE = "function_durations_percentiles.anon.d{day:02d}.csv"
+
+
+def read_function_durations(path: Path) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """(``owner``, ``app``, ``function``, ``average_ms``, ``count``) per function of one
+    duration-percentile file, and the malformed rows skipped (``"file, line N: reason"``).
+    Only the columns used are required; the percentile columns may be absent."""
+    path = Path(path)
+    name = path.name
+    handle = open_input_text(path, "trace", fix="give an Azure Functions duration file")
+    rows: list[tuple[str, str, str, float, int]] = []
+    skipped: list[str] = []
+    try:
+        with handle:
+            reader = csv.reader(handle)
+            header = next(reader, None)
+            if header is None:
+                raise DataFormatError(str(path), "is empty", fix="give a non-empty trace file")
+            check_header(header, path)
+            got = [h.strip() for h in header]
+            missing = [c for c in DURATION_COLUMNS if c not in got]
+            if missing:
+                raise DataFormatError(
+                    str(path),
+                    f"lacks the column(s) {', '.join(missing)}",
+                    line=1,
+                    fix="give a function_durations_percentiles.anon.dNN.csv of the Azure "
+                    "Functions 2019 trace",
+                )
+            at = {c: got.index(c) for c in DURATION_COLUMNS}
+            for line, fields in enumerate(reader, start=2):
+                if not fields or (len(fields) == 1 and not fields[0].strip()):
+                    continue
+                if len(fields) != len(got):
+                    skipped.append(
+                        f"{name}, line {line}: {len(fields)} fields, expected {len(got)}"
+                    )
+                    continue
+                owner, app, func = (fields[at[c]].strip() for c in DURATION_COLUMNS[:3])
+                try:
+                    average = float(fields[at["Average"]])
+                    count = int(float(fields[at["Count"]]))
+                except ValueError:
+                    skipped.append(f"{name}, line {line}: Average or Count is not a number")
+                    continue
+                if not (owner and app and func) or not np.isfinite(average) or average < 0:
+                    skipped.append(f"{name}, line {line}: empty id or Average < 0")
+                    continue
+                rows.append((owner, app, func, average, max(count, 0)))
+    except UnicodeDecodeError as exc:
+        raise not_utf8(path, exc) from None
+    frame = pd.DataFrame(rows, columns=["owner", "app", "function", "average_ms", "count"])
+    return frame, tuple(skipped)

@@ -1,0 +1,143 @@
+"""Cold start on this machine: predicted vs measured weight load and first inference, for
+MLPs and transformers of 10 MB to 2 GB (issue #19).
+
+Calibration, measured apart from the models reported (no fitting to these points):
+``measure_host_rates`` reads a raw 256 MiB file of random bytes into freshly allocated memory
+in 16 MiB reads with the page cache dropped (``posix_fadvise(DONTNEED)``; median of 5) -> the
+disk's read GB/s; sums a 256 MiB tensor -> memory GB/s; times an inference-shaped fp32
+matmul (64 x 1024 by 1024 x 4096) -> FLOP/s;
+loads a state dict of 2,000 tensors of 1 KiB -> seconds per tensor beyond its bytes; first
+minus steady forward of a 512-512-10 MLP -> the first call's extra cost. The rates are
+measured before each of the ``--repeats`` rounds of the models; each measured run is compared
+with the prediction from the calibration just before it (the disk is shared, its bandwidth
+drifts), and the error shown is the median over the rounds of predicted / measured - 1.
+
+Each model is measured ``--repeats`` times by ``gpucast.measure_coldstart`` (state dict saved
+to a temporary file, dropped from the page cache, ``torch.load`` timed, then the first
+forward at batch 1) and predicted by ``gpucast.predict_coldstart(storage="local")``:
+``bytes / disk GB/s + tensors x per-tensor`` and ``max(FLOPs / FLOP/s, bytes / memory GB/s)
++ first call``. Target: |error| <= 25% on each median.
+
+    .venv/bin/python benchmarks/coldstart_accuracy.py [--repeats 3] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+import gpucast
+from gpucast.domain.serverless import HostRates
+from gpucast.measure.coldstart import measure_host_rates
+
+#: (label, workload, options): MLPs and transformers from ~10 MB to ~2 GB of fp32 weights
+MODELS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("mlp 10 MB", "mlp", {"in_features": 1024, "hidden": (1024, 1024)}),
+    ("mlp 100 MB", "mlp", {"in_features": 4096, "hidden": (2048, 2048, 2048, 2048)}),
+    ("mlp 540 MB", "mlp", {"in_features": 8192, "hidden": (8192, 8192)}),
+    ("mlp 2 GB", "mlp", {"in_features": 8192, "hidden": (8192,) * 7}),
+    ("gpt2-small 2 layers", "gpt2-small", {"layers": 2, "seq_len": 64}),
+    ("gpt2-small 12 layers", "gpt2-small", {"layers": 12, "seq_len": 64}),
+    ("bert-large", "bert-large", {"seq_len": 64}),
+)
+QUICK = MODELS[:2] + MODELS[4:5]
+TARGET_PCT = 25.0
+
+
+def _median_rates(rates: list[HostRates]) -> HostRates:
+    return replace(
+        rates[0],
+        **{
+            name: statistics.median(getattr(r, name) for r in rates)
+            for name in ("read_gbs", "memory_gbs", "flops", "per_tensor_s", "first_call_s")
+        },
+        source=f"median of {len(rates)} calibrations: {rates[0].source}",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="three small models only")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: steadier)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    models = QUICK if args.quick else MODELS
+    rates: list[HostRates] = []
+    measured: dict[str, list[Any]] = {label: [] for label, _, _ in models}
+    for _ in range(args.repeats):
+        rates.append(measure_host_rates())
+        for label, workload, options in models:
+            result = gpucast.measure_coldstart(
+                workload=workload, workload_options=options, save=False
+            )
+            measured[label].append(result.measurement)
+    host = _median_rates(rates)  # shown only; each run is predicted from its own calibration
+    print(
+        f"calibration ({host.source}): disk {host.read_gbs:.2f} GB/s "
+        f"[{min(r.read_gbs for r in rates):.2f}-{max(r.read_gbs for r in rates):.2f}], memory "
+        f"{host.memory_gbs:.1f} GB/s, {host.flops / 1e9:.0f} GFLOP/s, "
+        f"{host.per_tensor_s * 1e6:.0f} us/tensor, first call {host.first_call_s * 1e3:.2f} ms"
+    )
+    header = (
+        f"{'model':<22}{'MB':>7}{'load meas s':>12}{'pred s':>9}{'err':>7}"
+        f"{'first meas ms':>15}{'pred ms':>9}{'err':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    load_err, first_err = [], []
+    for label, workload, options in models:
+        runs = measured[label]
+        # each run against the prediction from the calibration measured just before it
+        preds = [
+            gpucast.predict_coldstart(
+                workload=workload, workload_options=options, storage="local", host_rates=r
+            ).prediction
+            for r in rates
+        ]
+        load_s = statistics.median(m.weight_read_s for m in runs)
+        first_s = statistics.median(m.first_inference_s for m in runs)
+        pred_load = statistics.median(p.weight_load_s for p in preds)
+        pred_first = statistics.median(p.first_inference_s for p in preds)
+        e_load = 100 * (
+            statistics.median(
+                p.weight_load_s / m.weight_read_s for p, m in zip(preds, runs, strict=True)
+            )
+            - 1
+        )
+        e_first = 100 * (
+            statistics.median(
+                p.first_inference_s / m.first_inference_s for p, m in zip(preds, runs, strict=True)
+            )
+            - 1
+        )
+        load_err.append(abs(e_load))
+        first_err.append(abs(e_first))
+        print(
+            f"{label:<22}{runs[0].weight_bytes / 1e6:>7.0f}{load_s:>12.3f}"
+            f"{pred_load:>9.3f}{e_load:>+6.0f}%{first_s * 1e3:>15.1f}"
+            f"{pred_first * 1e3:>9.1f}{e_first:>+6.0f}%"
+        )
+    within_load = sum(e <= TARGET_PCT for e in load_err)
+    within_first = sum(e <= TARGET_PCT for e in first_err)
+    print(
+        f"weight load: median |error| {statistics.median(load_err):.0f}%, max "
+        f"{max(load_err):.0f}%, {within_load}/{len(models)} within {TARGET_PCT:g}%"
+    )
+    print(
+        f"first inference: median |error| {statistics.median(first_err):.0f}%, max "
+        f"{max(first_err):.0f}%, {within_first}/{len(models)} within {TARGET_PCT:g}%"
+    )
+    print(f"({time.perf_counter() - started:.0f} s, {args.repeats} repeats)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,296 @@
+"""``gpucast.measure_coldstart`` and ``gpucast.predict_coldstart``: a serverless cold start,
+phase by phase (issue #19).
+
+``measure coldstart`` runs one cold start of a workload here (:mod:`gpucast.measure.coldstart`:
+state dict saved to a temporary file and dropped from the page cache, ``torch.load``, the copy
+to the device, the first forward against the steady ones, the CUDA context on a GPU) and
+stores it (``runs list --kind coldstart``).
+
+``predict coldstart`` prices the phases with :func:`gpucast.predict.coldstart.predict_cold_start`:
+on a catalog ``--gpu``, weights cross ``--storage`` (a storage class of
+``catalog/data/coldstart.csv``), the instance network (``--network-gbps``, when the storage is
+remote) and the GPU's PCIe link; the first inference is a roofline forward pass on the GPU plus
+the first-call cost; container start and CUDA context are the catalog's durations unless given.
+Without ``--gpu`` it predicts this machine's CPU cold start from rates measured here apart
+from the model (:func:`gpucast.measure.coldstart.measure_host_rates`), ``--storage local``
+being this machine's disk -- what ``benchmarks/coldstart_accuracy.py`` checks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gpucast.app._request import resolve
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.options import option
+from gpucast.domain.workload import WorkloadOptions, workload_options_field
+
+if TYPE_CHECKING:
+    from gpucast.domain.provenance import Validation
+    from gpucast.domain.serverless import ColdStartMeasurement, ColdStartPrediction, HostRates
+
+#: the storage class meaning "this machine's disk, measured"
+LOCAL_STORAGE = "local"
+#: ceiling of --network-gbps (Gbit/s): far above any instance network
+MAX_NETWORK_GBPS = 100_000.0
+
+
+def _check_batch(batch_size: int) -> None:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InvalidSpecError(
+            "batch-size", "must be an integer >= 1", got=batch_size, fix="e.g. --batch-size 1"
+        )
+
+
+def _check_seconds(name: str, value: float | None) -> None:
+    if value is not None and not (math.isfinite(value) and 0 <= value <= 3600):
+        raise InvalidSpecError(name, "must be in [0, 3600] s", got=value, fix=f"e.g. --{name} 1")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeasureColdstartRequest:
+    """One cold start to time here (``gpucast measure coldstart``)."""
+
+    VERB: ClassVar[str] = "measure coldstart"
+
+    workload: str = option(
+        help="A built-in workload name or module:factory.", argument=True, example="resnet50"
+    )
+    workload_options: WorkloadOptions = workload_options_field()
+    device: str = option("cpu", help="cpu, cuda, cuda:N, or auto (a GPU if any).", example="cpu")
+    batch_size: int = option(1, help="Samples in the first inference (>= 1).", example="1")
+    steady_runs: int = option(
+        5, help="Forward passes after the first; their median is the steady one.", example="5"
+    )
+    save: bool = option(
+        True, negative="no-save", help="Write the result to the store (--no-save: do not)."
+    )
+
+    def __post_init__(self) -> None:
+        if not self.workload or not self.workload.strip():
+            raise InvalidSpecError("workload", "must not be empty", fix="e.g. resnet50")
+        _check_batch(self.batch_size)
+        if isinstance(self.steady_runs, bool) or not 1 <= self.steady_runs <= 1000:
+            raise InvalidSpecError(
+                "steady-runs", "must be an integer in [1, 1000]", got=self.steady_runs
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeasureColdstartResult:
+    measurement: ColdStartMeasurement
+    run_id: int | None
+    db: Path | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.measurement.to_dict(),
+            "run_id": self.run_id,
+            "db": None if self.db is None else str(self.db),
+        }
+
+
+def measure_coldstart(
+    request: MeasureColdstartRequest | None = None,
+    /,
+    *,
+    db: Path | str | None = None,
+    **options: Any,
+) -> MeasureColdstartResult:
+    """Time one cold start of a workload on this machine and store it (module docstring)."""
+    from gpucast.measure.coldstart import measure_cold_start
+    from gpucast.measure.devices import resolve_device
+    from gpucast.store import Store, default_db_path
+    from gpucast.store.coldstart import save_coldstart
+    from gpucast.workloads import get_workload
+
+    request = resolve(MeasureColdstartRequest, request, options)
+    resolve_device(request.device)
+    opts = dict(request.workload_options)
+    workload = get_workload(request.workload, **opts)
+    db_path = Path(db) if db is not None else default_db_path()
+    store = Store(db_path).open() if request.save else None  # a bad db fails before measuring
+    try:
+        measured = measure_cold_start(
+            workload,
+            options=opts,
+            device=request.device,
+            batch_size=request.batch_size,
+            steady_runs=request.steady_runs,
+        )
+        run_id = None if store is None else save_coldstart(store, measured)
+    finally:
+        if store is not None:
+            store.close()
+    return MeasureColdstartResult(
+        measurement=measured, run_id=run_id, db=None if store is None else db_path
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictColdstartRequest:
+    """A cold start to price (``gpucast predict coldstart``)."""
+
+    VERB: ClassVar[str] = "predict coldstart"
+
+    workload: str = option(
+        help="A built-in workload name or module:factory.", argument=True, example="resnet50"
+    )
+    workload_options: WorkloadOptions = workload_options_field()
+    gpu: str | None = option(
+        None,
+        help="Catalog GPU the function runs on (default: this machine's CPU, rates measured here).",
+        example="T4",
+    )
+    storage: str = option(
+        "local-nvme",
+        help="Where the weights are read from: a storage class of catalog/data/coldstart.csv "
+        "(local-nvme, ebs-gp3, ebs-io2, s3, ...) or local (this machine's disk, measured).",
+        example="s3",
+    )
+    network_gbps: float | None = option(
+        None,
+        help="Instance network (Gbit/s) the weights cross from remote storage (default: not "
+        "crossed).",
+        example="25",
+    )
+    batch_size: int = option(1, help="Samples in the first inference (>= 1).", example="1")
+    container_s: float | None = option(
+        None, help="Runtime/container start (s; default: the catalog's, 0 on the CPU).", example="1"
+    )
+    cuda_context_s: float | None = option(
+        None, help="CUDA context creation (s; default: the catalog's).", example="0.5"
+    )
+
+    def __post_init__(self) -> None:
+        if not self.workload or not self.workload.strip():
+            raise InvalidSpecError("workload", "must not be empty", fix="e.g. resnet50")
+        _check_batch(self.batch_size)
+        if self.network_gbps is not None and not (
+            math.isfinite(self.network_gbps) and 0 < self.network_gbps <= MAX_NETWORK_GBPS
+        ):
+            raise InvalidSpecError(
+                "network-gbps",
+                f"must be in (0, {MAX_NETWORK_GBPS:g}] Gbit/s",
+                got=self.network_gbps,
+                fix="e.g. --network-gbps 25",
+            )
+        _check_seconds("container-s", self.container_s)
+        _check_seconds("cuda-context-s", self.cuda_context_s)
+        if not self.storage or not self.storage.strip():
+            raise InvalidSpecError("storage", "must not be empty", fix="e.g. --storage local-nvme")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictColdstartResult:
+    workload: str
+    device: str
+    prediction: ColdStartPrediction
+    validation: Validation
+    host_rates: HostRates | None = None
+    assumptions: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload,
+            "device": self.device,
+            **self.prediction.to_dict(),
+            "host_rates": None if self.host_rates is None else self.host_rates.to_dict(),
+            "validation": self.validation.to_dict(),
+            "assumptions": dict(self.assumptions),
+        }
+
+
+def predict_coldstart(
+    request: PredictColdstartRequest | None = None,
+    /,
+    *,
+    host_rates: HostRates | None = None,
+    **options: Any,
+) -> PredictColdstartResult:
+    """Every phase of a cold start (module docstring). ``host_rates``: this machine's rates
+    measured beforehand (measured now when needed and not given)."""
+    request = resolve(PredictColdstartRequest, request, options)
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.coldstart import load_coldstart_facts
+    from gpucast.catalog.validation import validation_for
+    from gpucast.inputs.workload import check_workload_name, workload_profile
+    from gpucast.predict.coldstart import predict_cold_start
+
+    facts = load_coldstart_facts()
+    gpu = load_catalog().gpu(request.gpu) if request.gpu is not None else None
+    storage = request.storage.strip().lower()
+    if storage != LOCAL_STORAGE:
+        facts.get("storage", storage)  # an unknown class fails before any work
+    elif gpu is not None:
+        raise InvalidSpecError(
+            "storage",
+            "local (this machine's disk) only prices this machine's CPU",
+            fix="leave --gpu out, or use a storage class such as local-nvme",
+        )
+    check_workload_name(request.workload)
+    profile = workload_profile(
+        request.workload,
+        "fp32",
+        batch_size=request.batch_size,
+        options=dict(request.workload_options),
+    )
+    weight_bytes = profile.memory.weights_bytes
+    assumptions: dict[str, str] = {}
+    sources: dict[str, str] = {"weights": f"profile of {request.workload}: {weight_bytes:,} B"}
+    needs_host = gpu is None or storage == LOCAL_STORAGE
+    if needs_host and host_rates is None:
+        from gpucast.measure.coldstart import measure_host_rates
+
+        host_rates = measure_host_rates()
+    links: dict[str, float | None] = {}
+    if storage == LOCAL_STORAGE:
+        assert host_rates is not None
+        links["local disk"] = host_rates.read_gbs
+        sources["storage"] = f"local disk {host_rates.read_gbs:.2f} GB/s, {host_rates.source}"
+    else:
+        fact = facts.get("storage", storage)
+        links[storage] = fact.value
+        sources["storage"] = fact.source()
+    if request.network_gbps is not None:
+        links["network"] = request.network_gbps / 8.0
+        sources["network"] = f"--network-gbps {request.network_gbps:g}"
+    if gpu is not None:
+        from gpucast.inputs.serverless import gpu_cold_start
+
+        prediction, assumptions = gpu_cold_start(
+            profile,
+            gpu,
+            links=links,
+            sources=sources,
+            container_s=request.container_s,
+            cuda_context_s=request.cuda_context_s,
+        )
+        device = gpu.name
+    else:
+        assert host_rates is not None
+        prediction = predict_cold_start(
+            weight_bytes=weight_bytes,
+            parameter_tensors=profile.parameter_tensors,
+            inference_flops=profile.inference_flops,
+            links_gbs=links,
+            flops=host_rates.flops,
+            memory_gbs=host_rates.memory_gbs,
+            container_s=request.container_s or 0.0,
+            cuda_context_s=0.0,
+            first_call_s=host_rates.first_call_s,
+            per_tensor_s=host_rates.per_tensor_s,
+            sources={**sources, "forward": f"roofline on this CPU ({host_rates.source})"},
+        )
+        device = "cpu"
+    return PredictColdstartResult(
+        workload=request.workload,
+        device=device,
+        prediction=prediction,
+        validation=validation_for("coldstart", [device], "fp32"),
+        host_rates=host_rates,
+        assumptions=assumptions,
+    )

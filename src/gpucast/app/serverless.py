@@ -1,0 +1,259 @@
+"""``gpucast.simulate_serverless``: GPU functions under a keep-alive policy (issue #19).
+
+Invocations come from a folder of the Azure Functions 2019 trace (``--trace DIR``, one day)
+or are generated with the published characteristics (``--synthetic N``); each function serves
+one of ``--models`` (assigned in turn: function i serves model i mod len(models)) on a
+``--gpu``: the model's inference memory is held while the instance is loaded, a cold start
+costs the model's predicted cold start (container, CUDA context, weights through
+``--storage``/``--network-gbps``/PCIe, first call), and an invocation runs one forward pass of
+the model (``--durations trace``: the trace's average duration, at least that). The keep-alive
+``--policy`` (``fixed:10m``, ``histogram``, ``prewarm``) decides when instances are loaded
+(:func:`gpucast.simulate.serverless.simulate_keep_alive`, vectorised over per-minute counts).
+
+Reported: cold-start rate, p50/p99 latency, GPU-hours billed (execution plus cold starts),
+warm-but-idle memory-time, and costs at the GPU's price: what the billed hours cost, and what
+the memory held warm while idle costs (its share of the GPU's memory x the GPU's price).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gpucast.app._request import resolve
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+from gpucast.domain.options import option
+
+if TYPE_CHECKING:
+    from gpucast.inputs.serverless import GpuFunction
+    from gpucast.simulate.serverless import ServerlessResult
+
+#: functions a synthetic workload may have
+MAX_SYNTHETIC = 100_000
+#: most minutes of a synthetic workload (two weeks, as the trace)
+MAX_MINUTES = 14 * 1440
+
+
+def _positive_int(name: str, value: int | None, high: int) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+        raise InvalidSpecError(name, f"must be an integer in [1, {high:,}]", got=value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimulateServerlessRequest:
+    """A serverless GPU workload to simulate (``gpucast simulate serverless``)."""
+
+    VERB: ClassVar[str] = "simulate serverless"
+
+    trace: Path | None = option(
+        None,
+        help="Folder of the Azure Functions 2019 trace (invocations_per_function_md.anon.dNN"
+        ".csv and function_durations_percentiles.anon.dNN.csv).",
+        example="azure_functions_2019/",
+    )
+    synthetic: int | None = option(
+        None,
+        help="Generate N functions with the published characteristics instead of a trace.",
+        example="1000",
+    )
+    day: int = option(1, help="Day of the trace to replay (1-14).", example="1")
+    minutes: int = option(1440, help="Minutes of a synthetic workload.", example="1440")
+    policy: str = option(
+        "fixed:10m",
+        help="Keep-alive: fixed:DURATION (e.g. fixed:10m), histogram (hybrid histogram, "
+        "Shahrad et al. ATC'20) or prewarm (from predicted arrivals).",
+        example="histogram",
+    )
+    gpu: str = option("T4", help="Catalog GPU the functions run on.", example="T4")
+    models: tuple[str, ...] = option(
+        ("resnet50",),
+        help="Workloads the functions serve, assigned in turn (e.g. resnet50,bert-base).",
+        example="resnet50,bert-base",
+    )
+    storage: str = option(
+        "local-nvme",
+        help="Where weights are read from on a cold start: a storage class of "
+        "catalog/data/coldstart.csv (local-nvme, ebs-gp3, ebs-io2, s3, ...).",
+        example="s3",
+    )
+    network_gbps: float | None = option(
+        None, help="Instance network (Gbit/s) the weights cross (remote storage).", example="25"
+    )
+    price: float | None = option(
+        None,
+        help="GPU price, US$/h (default: the cheapest on-demand offer of the GPU, per GPU).",
+        example="0.53",
+    )
+    durations: str = option(
+        "model",
+        help="How long an invocation runs: model (one forward pass of its model on the GPU) "
+        "or trace (the trace's or generator's average duration, at least one forward pass; "
+        "those are CPU functions' durations).",
+        example="trace",
+    )
+    seed: int = option(0, help="Seed of the synthetic workload.")
+
+    def __post_init__(self) -> None:
+        if (self.trace is None) == (self.synthetic is None):
+            raise InvalidSpecError(
+                "trace/synthetic",
+                "give exactly one of --trace DIR and --synthetic N",
+                fix="e.g. --synthetic 1000",
+            )
+        _positive_int("synthetic", self.synthetic, MAX_SYNTHETIC)
+        _positive_int("minutes", self.minutes, MAX_MINUTES)
+        _positive_int("day", self.day, 14)
+        if not self.models:
+            raise InvalidSpecError("models", "needs at least one workload", fix="e.g. resnet50")
+        if self.network_gbps is not None and not (
+            math.isfinite(self.network_gbps) and 0 < self.network_gbps <= 100_000
+        ):
+            raise InvalidSpecError(
+                "network-gbps", "must be in (0, 100000] Gbit/s", got=self.network_gbps
+            )
+        if self.price is not None and not (math.isfinite(self.price) and 0 < self.price <= 1e4):
+            raise InvalidSpecError("price", "must be in (0, 10000] US$/h", got=self.price)
+        if self.durations not in ("model", "trace"):
+            raise InvalidSpecError("durations", "must be model or trace", got=self.durations)
+        from gpucast.domain.serverless import parse_policy
+
+        parse_policy(self.policy)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimulateServerlessResult:
+    """The simulated day(s): totals, per-model figures, sources and assumptions."""
+
+    result: ServerlessResult
+    functions: tuple[GpuFunction, ...]
+    gpu: str
+    gpu_memory_gib: float
+    price_usd_per_hour: float
+    price_source: str
+    trace_source: str
+    warnings: tuple[str, ...] = ()
+    assumptions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def billed_gpu_hours(self) -> float:
+        return self.result.billed_s / 3600.0
+
+    @property
+    def warm_idle_gib_hours(self) -> float:
+        return float(self.result.wasted_memory_gib_s.sum()) / 3600.0
+
+    def to_dict(self) -> dict[str, Any]:
+        r = self.result
+        idle_gpu_hours = self.warm_idle_gib_hours / self.gpu_memory_gib
+        return {
+            **r.to_dict(),
+            "gpu": self.gpu,
+            "billed_gpu_hours": self.billed_gpu_hours,
+            "warm_idle_gib_hours": self.warm_idle_gib_hours,
+            "warm_idle_gpu_hours": idle_gpu_hours,
+            "price_usd_per_hour": self.price_usd_per_hour,
+            "cost_usd": self.billed_gpu_hours * self.price_usd_per_hour,
+            "warm_idle_cost_usd": idle_gpu_hours * self.price_usd_per_hour,
+            "models": [
+                {
+                    "model": f.model,
+                    "memory_gib": f.memory_gib,
+                    "weight_bytes": f.weight_bytes,
+                    "forward_s": f.forward_s,
+                    "cold_start_s": f.cold_start_s,
+                    "source": f.source,
+                }
+                for f in self.functions
+            ],
+            "sources": {"trace": self.trace_source, "price": self.price_source},
+            "warnings": list(self.warnings),
+            "assumptions": dict(self.assumptions),
+        }
+
+
+def _price(gpu: str, given: float | None) -> tuple[float, str]:
+    from gpucast.catalog import load_catalog
+
+    if given is not None:
+        return given, f"--price {given:g} US$/h"
+    offers = load_catalog().find_offers(gpu=gpu)
+    if not offers:
+        raise InvalidInputError(
+            f"--gpu {gpu}: no cloud offer in the catalog to price it", fix="pass --price US$/h"
+        )
+    best = min(offers, key=lambda o: o.on_demand_usd_per_hour / o.gpus)
+    per_gpu = best.on_demand_usd_per_hour / best.gpus
+    return per_gpu, (
+        f"{per_gpu:.4g} US$/h per GPU: {best.provider} {best.instance_type} in {best.region} "
+        f"on demand ({best.source_url}, as of {best.as_of})"
+    )
+
+
+def simulate_serverless(
+    request: SimulateServerlessRequest | None = None, /, **options: Any
+) -> SimulateServerlessResult:
+    """Simulate GPU functions under a keep-alive policy (module docstring)."""
+    import numpy as np
+
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.coldstart import load_coldstart_facts
+    from gpucast.domain.serverless import parse_policy
+    from gpucast.inputs.serverless import gpu_function, synthetic_trace, trace_from_dir
+    from gpucast.simulate.serverless import simulate_keep_alive
+
+    request = resolve(SimulateServerlessRequest, request, options)
+    policy = parse_policy(request.policy)
+    gpu = load_catalog().gpu(request.gpu)
+    storage = request.storage.strip().lower()
+    load_coldstart_facts().get("storage", storage)
+    price, price_source = _price(gpu.name, request.price)
+    funcs = tuple(
+        gpu_function(m, gpu, storage=storage, network_gbps=request.network_gbps)
+        for m in request.models
+    )
+    if request.trace is not None:
+        trace = trace_from_dir(request.trace, request.day)
+    else:
+        assert request.synthetic is not None
+        trace = synthetic_trace(request.synthetic, minutes=request.minutes, seed=request.seed)
+    n = trace.counts.shape[0]
+    which = np.arange(n) % len(funcs)
+    forward = np.array([f.forward_s for f in funcs])[which]
+    if request.durations == "trace":
+        exec_s = np.where(np.isnan(trace.duration_s), forward, np.fmax(trace.duration_s, forward))
+    else:
+        exec_s = forward
+    result = simulate_keep_alive(
+        trace.counts,
+        policy=policy,
+        exec_s=exec_s,
+        cold_s=np.array([f.cold_start_s for f in funcs])[which],
+        memory_gib=np.array([f.memory_gib for f in funcs])[which],
+        functions=trace.names,
+    )
+    assumptions = {
+        "assignment": f"function i serves model i mod {len(funcs)} of --models",
+        "one instance": "one instance per function; the first invocation of a cold minute "
+        "pays the cold start, the others of that minute find it loaded",
+        "execution": "one forward pass of the function's model at batch 1 (roofline on the GPU)"
+        if request.durations == "model"
+        else "the trace's average duration per function, at least one forward pass",
+        "concurrency": "invocations of one minute are billed in full; scale-out instances "
+        "beyond the first are not kept warm",
+        "policy": policy.describe(),
+    }
+    return SimulateServerlessResult(
+        result=result,
+        functions=funcs,
+        gpu=gpu.name,
+        gpu_memory_gib=gpu.memory_gib,
+        price_usd_per_hour=price,
+        price_source=price_source,
+        trace_source=trace.source,
+        warnings=trace.warnings,
+        assumptions=assumptions,
+    )

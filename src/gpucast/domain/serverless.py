@@ -1,0 +1,324 @@
+"""Serverless GPU inference: cold-start facts, phases and measurements (issue #19).
+
+A cold start is a chain of phases: the runtime/container start, the CUDA context, reading the
+weights from where they are stored (``bytes / min(storage, network, PCIe)``: the slowest link
+of the path bounds the copy) and the first call (kernel selection, allocator warm-up, lazy
+compilation) on top of one steady-state inference. The facts behind the defaults (storage
+classes, PCIe links, phase durations) are rows of ``catalog/data/coldstart.csv``, each with
+its source and date; a measured phase (``gpucast measure coldstart``) replaces its default.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any, Literal
+
+from gpucast.domain.errors import InvalidSpecError
+
+FactKind = Literal["storage", "link", "phase"]
+FACT_KINDS: tuple[str, ...] = ("storage", "link", "phase")
+
+#: schema of ColdStartMeasurement.to_dict()
+COLDSTART_SCHEMA_VERSION = 1
+
+
+def _check(name: str, value: float, *, strict: bool = False) -> None:
+    ok = math.isfinite(value) and (value > 0 if strict else value >= 0)
+    if not ok:
+        raise InvalidSpecError(name, "must be > 0" if strict else "must be >= 0", got=value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ColdStartFact:
+    """One row of ``coldstart.csv``: a storage class's or link's read bandwidth (GB/s) or a
+    phase's duration (s), with its source."""
+
+    name: str
+    kind: FactKind
+    value: float
+    source_url: str
+    as_of: date
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in FACT_KINDS:
+            raise InvalidSpecError("kind", f"must be one of {', '.join(FACT_KINDS)}", got=self.kind)
+        _check(self.name, self.value, strict=self.kind != "phase")
+
+    @property
+    def unit(self) -> str:
+        return "s" if self.kind == "phase" else "GB/s"
+
+    def source(self) -> str:
+        return f"catalog/data/coldstart.csv {self.name} ({self.source_url}, as of {self.as_of})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ColdStartFacts:
+    """Every row of ``coldstart.csv``, by kind and name."""
+
+    rows: tuple[ColdStartFact, ...]
+
+    def names(self, kind: str) -> list[str]:
+        return [r.name for r in self.rows if r.kind == kind]
+
+    def get(self, kind: str, name: str) -> ColdStartFact:
+        for r in self.rows:
+            if r.kind == kind and r.name == name.strip().lower():
+                return r
+        known = ", ".join(self.names(kind))
+        raise InvalidSpecError(
+            kind, f"unknown {kind} {name!r}", fix=f"use one of {known} (catalog/data/coldstart.csv)"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostRates:
+    """What a machine moves and computes per second, measured apart from any model's load:
+    ``read_gbs`` (a raw file read with the page cache dropped), ``memory_gbs`` (a large read),
+    ``flops`` (an fp32 matmul of 64 x 1024 by 1024 x 4096), ``per_tensor_s`` (deserialising
+    one small tensor of a state dict) and ``first_call_s`` (first minus steady forward of a
+    small model)."""
+
+    read_gbs: float
+    memory_gbs: float
+    flops: float
+    per_tensor_s: float
+    first_call_s: float
+    source: str = "measured on this machine"
+
+    def __post_init__(self) -> None:
+        for name in ("read_gbs", "memory_gbs", "flops"):
+            _check(name, getattr(self, name), strict=True)
+        _check("per_tensor_s", self.per_tensor_s)
+        _check("first_call_s", self.first_call_s)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "read_gbs": self.read_gbs,
+            "memory_gbs": self.memory_gbs,
+            "flops": self.flops,
+            "per_tensor_s": self.per_tensor_s,
+            "first_call_s": self.first_call_s,
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HostRates:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ColdStartPrediction:
+    """A predicted cold start, phase by phase (seconds), and what bounds the weight copy."""
+
+    container_s: float
+    cuda_context_s: float
+    weight_load_s: float
+    first_inference_s: float
+    weight_bytes: int
+    load_gbs: float
+    bound_by: str
+    sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def total_s(self) -> float:
+        return self.container_s + self.cuda_context_s + self.weight_load_s + self.first_inference_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "container_s": self.container_s,
+            "cuda_context_s": self.cuda_context_s,
+            "weight_load_s": self.weight_load_s,
+            "first_inference_s": self.first_inference_s,
+            "total_s": self.total_s,
+            "weight_bytes": self.weight_bytes,
+            "load_gbs": self.load_gbs,
+            "bound_by": self.bound_by,
+            "sources": dict(self.sources),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ColdStartMeasurement:
+    """One measured cold start of a workload on this machine (``gpucast measure coldstart``).
+
+    ``weight_read_s``: ``torch.load`` of the saved state dict (page cache dropped when
+    ``cache_dropped``); ``to_device_s``: copying the loaded tensors to ``device`` (0 on the
+    CPU); ``cuda_context_s``: creating the CUDA context (None without a GPU);
+    ``first_inference_s`` / ``steady_inference_s``: the first forward pass after the load and
+    the median of the following ones.
+    """
+
+    workload: str
+    options: dict[str, Any]
+    device: str
+    batch_size: int
+    weight_bytes: int
+    parameter_tensors: int
+    cuda_context_s: float | None
+    weight_read_s: float
+    to_device_s: float
+    first_inference_s: float
+    steady_inference_s: float
+    cache_dropped: bool
+    host: str
+    created_at: str
+    gpu_name: str | None = None
+    schema_version: int = COLDSTART_SCHEMA_VERSION
+
+    @property
+    def first_call_overhead_s(self) -> float:
+        return max(0.0, self.first_inference_s - self.steady_inference_s)
+
+    @property
+    def total_s(self) -> float:
+        return (
+            (self.cuda_context_s or 0.0)
+            + self.weight_read_s
+            + self.to_device_s
+            + self.first_inference_s
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "workload": self.workload,
+            "options": dict(self.options),
+            "device": self.device,
+            "batch_size": self.batch_size,
+            "weight_bytes": self.weight_bytes,
+            "parameter_tensors": self.parameter_tensors,
+            "cuda_context_s": self.cuda_context_s,
+            "weight_read_s": self.weight_read_s,
+            "to_device_s": self.to_device_s,
+            "first_inference_s": self.first_inference_s,
+            "steady_inference_s": self.steady_inference_s,
+            "first_call_overhead_s": self.first_call_overhead_s,
+            "total_s": self.total_s,
+            "cache_dropped": self.cache_dropped,
+            "host": self.host,
+            "gpu_name": self.gpu_name,
+            "created_at": self.created_at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ColdStartMeasurement:
+        if data.get("schema_version") != COLDSTART_SCHEMA_VERSION:
+            raise InvalidSpecError(
+                "coldstart schema_version",
+                f"must be {COLDSTART_SCHEMA_VERSION}",
+                got=data.get("schema_version"),
+            )
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+# -- keep-alive policies --------------------------------------------------------------------
+
+PolicyKind = Literal["fixed", "histogram", "prewarm"]
+POLICY_KINDS: tuple[str, ...] = ("fixed", "histogram", "prewarm")
+#: ceiling of a keep-alive or histogram range: a week
+MAX_KEEP_ALIVE_S = 7 * 86400.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeepAlivePolicy:
+    """How long an idle function instance stays loaded (its GPU memory held) after it ran.
+
+    ``fixed``: ``keep_alive_s`` after each execution (AWS Lambda and Azure Functions use 10 and
+    20 minutes).
+    ``histogram``: the hybrid histogram policy of Shahrad et al. (USENIX ATC'20): per function,
+    a histogram of idle times in ``bin_s`` bins up to ``range_s``; after an execution the
+    instance is unloaded, pre-warmed at the ``head_percentile`` of the idle times (times
+    ``1 - margin``) and kept until the ``tail_percentile`` (its bin's upper edge, times
+    ``1 + margin``) -- when the histogram is representative: the coefficient of variation of
+    its bin counts is at least ``cv_threshold`` (idle times concentrated in few bins) and it
+    holds ``min_samples`` idle times. Otherwise the instance is kept for ``range_s`` (the
+    paper's conservative fallback). When at least ``max_out_of_range_fraction`` of the idle
+    times exceed the range, the paper forecasts the next one with ARIMA; here it is the mean of
+    the last ``history`` idle times, loaded from 0.85x to 1.15x it. The histograms are updated
+    every ``update_s`` from the idle times seen before (what makes the simulator vectorised).
+    ``prewarm``: pre-warming from predicted arrivals: the next idle time is forecast as the
+    mean of the function's last ``history`` idle times; the instance is unloaded, loaded again
+    at ``(1 - margin)`` x the forecast and kept until ``(1 + margin)`` x it (plus one bin);
+    until ``history`` idle times are seen it keeps ``keep_alive_s``.
+    """
+
+    kind: PolicyKind = "fixed"
+    keep_alive_s: float = 600.0
+    bin_s: float = 60.0
+    range_s: float = 4 * 3600.0
+    head_percentile: float = 5.0
+    tail_percentile: float = 99.0
+    margin: float = 0.10
+    min_samples: int = 1
+    max_out_of_range_fraction: float = 0.5
+    cv_threshold: float = 2.0
+    update_s: float = 3600.0
+    history: int = 3
+
+    def __post_init__(self) -> None:
+        if self.kind not in POLICY_KINDS:
+            raise InvalidSpecError(
+                "policy", "must be fixed:DURATION, histogram or prewarm", got=self.kind,
+                fix="e.g. --policy fixed:10m",
+            )  # fmt: skip
+        for name in ("keep_alive_s", "bin_s", "range_s", "update_s"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0 < value <= MAX_KEEP_ALIVE_S):
+                flag = "keep-alive" if name == "keep_alive_s" else name
+                raise InvalidSpecError(
+                    flag, f"must be > 0 and <= {MAX_KEEP_ALIVE_S / 86400:g} days", got=value,
+                    fix="e.g. --policy fixed:10m",
+                )  # fmt: skip
+        if self.range_s < self.bin_s:
+            raise InvalidSpecError("range_s", "must be >= bin_s", got=self.range_s)
+        if not 0 <= self.head_percentile < self.tail_percentile <= 100:
+            raise InvalidSpecError("keep-alive percentiles", "need 0 <= head < tail <= 100")
+        if not 0 <= self.margin < 1:
+            raise InvalidSpecError("keep-alive margin", "must be in [0, 1)", got=self.margin)
+        if not 0 <= self.max_out_of_range_fraction <= 1:
+            raise InvalidSpecError(
+                "max_out_of_range_fraction", "must be in [0, 1]", got=self.max_out_of_range_fraction
+            )
+        if not (math.isfinite(self.cv_threshold) and self.cv_threshold >= 0):
+            raise InvalidSpecError("cv_threshold", "must be >= 0", got=self.cv_threshold)
+        for name in ("min_samples", "history"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidSpecError(name, "must be an integer >= 1", got=value)
+
+    def describe(self) -> str:
+        if self.kind == "fixed":
+            return f"fixed keep-alive {self.keep_alive_s / 60:g} min"
+        if self.kind == "histogram":
+            return (
+                f"hybrid histogram (Shahrad et al. ATC'20): {self.bin_s:g} s bins up to "
+                f"{self.range_s / 3600:g} h, pre-warm at p{self.head_percentile:g}, keep to "
+                f"p{self.tail_percentile:g}, margin {self.margin:.0%}"
+            )
+        return (
+            f"pre-warm from the mean of the last {self.history} idle times "
+            f"(±{self.margin:.0%}), fixed {self.keep_alive_s / 60:g} min until then"
+        )
+
+
+def parse_policy(text: str) -> KeepAlivePolicy:
+    """``fixed:10m`` (any duration: 90s, 10m, 1h), ``fixed`` (10 min), ``histogram``,
+    ``prewarm``; one :class:`InvalidSpecError` otherwise."""
+    from gpucast.domain.units import parse_duration_s
+
+    raw = str(text).strip().lower()
+    kind, _, arg = raw.partition(":")
+    if kind == "fixed":
+        if not arg:
+            return KeepAlivePolicy(kind="fixed")
+        return KeepAlivePolicy(kind="fixed", keep_alive_s=parse_duration_s(arg, field="policy"))
+    if kind in ("histogram", "prewarm") and not arg:
+        return KeepAlivePolicy(kind=kind)  # type: ignore[arg-type]
+    raise InvalidSpecError(
+        "policy", "must be fixed:DURATION, histogram or prewarm", got=text,
+        fix="e.g. --policy fixed:10m",
+    )  # fmt: skip

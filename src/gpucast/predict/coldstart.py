@@ -1,0 +1,100 @@
+"""Cold-start time of a serverless GPU function, phase by phase (issue #19).
+
+Pure arithmetic on facts and measured rates (no files, no clock):
+
+- weights: ``bytes / min(storage, network, PCIe)`` -- the copy streams through every link on
+  its way, so the slowest bounds it -- plus ``per_tensor_s`` for each tensor deserialised;
+- first inference: one roofline forward pass, ``max(FLOPs / peak, weight bytes / memory
+  bandwidth)``, plus the first call's extra cost (handle creation, kernel selection);
+- container start and CUDA context: durations from ``catalog/data/coldstart.csv`` or measured.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.serverless import ColdStartPrediction
+
+GB = 1e9
+
+
+def _positive(name: str, value: float) -> None:
+    if not (math.isfinite(value) and value > 0):
+        raise InvalidSpecError(name, "must be > 0", got=value)
+
+
+def load_bandwidth_gbs(links_gbs: Mapping[str, float | None]) -> tuple[float, str]:
+    """(GB/s, name) of the slowest of the links a weight copy crosses (None: not crossed)."""
+    crossed = {name: gbs for name, gbs in links_gbs.items() if gbs is not None}
+    if not crossed:
+        raise InvalidSpecError("links", "need at least one bandwidth (storage, network or PCIe)")
+    for name, gbs in crossed.items():
+        _positive(f"{name} bandwidth", gbs)
+    name = min(crossed, key=lambda k: crossed[k])
+    return crossed[name], name
+
+
+def weight_load_s(
+    weight_bytes: float,
+    links_gbs: Mapping[str, float | None],
+    *,
+    parameter_tensors: int = 0,
+    per_tensor_s: float = 0.0,
+) -> float:
+    """Seconds to bring ``weight_bytes`` through ``links_gbs`` (the slowest bounds the copy)."""
+    if not (math.isfinite(weight_bytes) and weight_bytes >= 0):
+        raise InvalidSpecError("weight bytes", "must be >= 0", got=weight_bytes)
+    gbs, _ = load_bandwidth_gbs(links_gbs)
+    return weight_bytes / (gbs * GB) + max(0, parameter_tensors) * max(0.0, per_tensor_s)
+
+
+def forward_s(
+    inference_flops: float, weight_bytes: float, *, flops: float, memory_gbs: float
+) -> float:
+    """Roofline time of one forward pass: compute- or weight-read-bound, whichever is longer."""
+    _positive("flops", flops)
+    _positive("memory_gbs", memory_gbs)
+    return max(inference_flops / flops, weight_bytes / (memory_gbs * GB))
+
+
+def predict_cold_start(
+    *,
+    weight_bytes: int,
+    parameter_tensors: int,
+    inference_flops: float,
+    links_gbs: Mapping[str, float | None],
+    flops: float,
+    memory_gbs: float,
+    container_s: float,
+    cuda_context_s: float,
+    first_call_s: float,
+    per_tensor_s: float = 0.0,
+    sources: Mapping[str, str] | None = None,
+) -> ColdStartPrediction:
+    """Every phase of one cold start (module docstring)."""
+    for name, value in (
+        ("container_s", container_s),
+        ("cuda_context_s", cuda_context_s),
+        ("first_call_s", first_call_s),
+        ("per_tensor_s", per_tensor_s),
+    ):
+        if not (math.isfinite(value) and value >= 0):
+            raise InvalidSpecError(name, "must be >= 0", got=value)
+    gbs, bound = load_bandwidth_gbs(links_gbs)
+    return ColdStartPrediction(
+        container_s=container_s,
+        cuda_context_s=cuda_context_s,
+        weight_load_s=weight_load_s(
+            weight_bytes, links_gbs, parameter_tensors=parameter_tensors, per_tensor_s=per_tensor_s
+        ),
+        first_inference_s=forward_s(
+            inference_flops, weight_bytes, flops=flops, memory_gbs=memory_gbs
+        )
+        + first_call_s,
+        weight_bytes=int(weight_bytes),
+        load_gbs=gbs,
+        bound_by=bound,
+        sources=dict(sources or {}),
+    )
