@@ -419,6 +419,20 @@ COMMANDS: tuple[Command, ...] = (
          "--latency-table", "@latency"),
         "gpucast.app.serve:SimulateServeRequest",
     ),
+    # serverless (issue #19)
+    Command(
+        ("simulate", "serverless"),
+        ("--synthetic", "20", "--minutes", "120", "--models", "mlp", "--gpu", "T4"),
+        "gpucast.app.serverless:SimulateServerlessRequest",
+    ),
+    Command(
+        ("measure", "coldstart"), ("--device", "cpu", "--steady-runs", "2", "--no-save"),
+        "gpucast.app.coldstart:MeasureColdstartRequest", positional="mlp",
+    ),
+    Command(
+        ("predict", "coldstart"), ("--gpu", "T4", "--storage", "s3"),
+        "gpucast.app.coldstart:PredictColdstartRequest", positional="mlp",
+    ),
     Command(
         ("validate",), ("--data-dir", "@folder", "--what", "speed"),
         "gpucast.app.validation:ValidateRequest",

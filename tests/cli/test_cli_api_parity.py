@@ -496,6 +496,29 @@ CASES = [
         lambda t: ["report", "--plan", str(_plan(t)), "--out", str(t / "report.html")],
         lambda t: gpucast.write_report(plan=_plan(t), out=t / "report.html"),
     ),
+    # serverless (issue #19)
+    Case(
+        "simulate_serverless",
+        lambda t: ["simulate", "serverless", "--synthetic", "200", "--minutes", "600",
+                   "--policy", "histogram", "--gpu", "T4", "--models", "mlp,resnet18"],
+        lambda t: gpucast.simulate_serverless(
+            synthetic=200, minutes=600, policy="histogram", gpu="T4", models=["mlp", "resnet18"]
+        ),
+    ),
+    Case(
+        "predict_coldstart",
+        lambda t: ["predict", "coldstart", "resnet18", "--gpu", "T4", "--storage", "s3",
+                   "--network-gbps", "10"],
+        lambda t: gpucast.predict_coldstart(
+            "resnet18", gpu="T4", storage="s3", network_gbps=10
+        ),
+    ),
+    Case(
+        "measure_coldstart",
+        lambda t: ["measure", "coldstart", "mlp", "--steady-runs", "2", "--no-save"],
+        lambda t: gpucast.measure_coldstart("mlp", steady_runs=2, save=False),
+        timed=True,
+    ),
 ]
 # fmt: on
 
@@ -629,6 +652,15 @@ BAD = [
       "H100-SXM", "--slo-ttft-ms", "1"],
      lambda: gpucast.plan_llm_serve(
          model="llama-3-8b", rate=1, duration_s=10, gpu=["H100-SXM"], slo_ttft_ms=1)),
+    # serverless (issue #19)
+    (["simulate", "serverless", "--synthetic", "10", "--policy", "fixed:0m"],
+     lambda: gpucast.simulate_serverless(synthetic=10, policy="fixed:0m")),
+    (["simulate", "serverless", "--trace", "no-such-trace-dir"],
+     lambda: gpucast.simulate_serverless(trace="no-such-trace-dir")),
+    (["predict", "coldstart", "mlp", "--gpu", "T4", "--storage", "floppy"],
+     lambda: gpucast.predict_coldstart("mlp", gpu="T4", storage="floppy")),
+    (["measure", "coldstart", "mlp", "--batch-size", "0"],
+     lambda: gpucast.measure_coldstart("mlp", batch_size=0)),
 ]
 # fmt: on
 

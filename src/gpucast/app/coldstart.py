@@ -38,10 +38,21 @@ LOCAL_STORAGE = "local"
 MAX_NETWORK_GBPS = 100_000.0
 
 
+#: the largest first-inference batch (a cold start serves a request, not a training batch)
+MAX_BATCH = 4096
+
+
 def _check_batch(batch_size: int) -> None:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, int)
+        or not 1 <= batch_size <= MAX_BATCH
+    ):
         raise InvalidSpecError(
-            "batch-size", "must be an integer >= 1", got=batch_size, fix="e.g. --batch-size 1"
+            "batch-size",
+            f"must be an integer in [1, {MAX_BATCH}]",
+            got=batch_size,
+            fix="e.g. --batch-size 1",
         )
 
 

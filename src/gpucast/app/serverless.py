@@ -107,8 +107,10 @@ class SimulateServerlessRequest:
         _positive_int("synthetic", self.synthetic, MAX_SYNTHETIC)
         _positive_int("minutes", self.minutes, MAX_MINUTES)
         _positive_int("day", self.day, 14)
-        if not self.models:
-            raise InvalidSpecError("models", "needs at least one workload", fix="e.g. resnet50")
+        if not self.models or any(not m.strip() for m in self.models):
+            raise InvalidSpecError("models", "needs workload names", fix="e.g. resnet50")
+        if isinstance(self.seed, bool) or not 0 <= self.seed < 2**63:
+            raise InvalidSpecError("seed", "must be an integer in [0, 2^63)", got=self.seed)
         if self.network_gbps is not None and not (
             math.isfinite(self.network_gbps) and 0 < self.network_gbps <= 100_000
         ):

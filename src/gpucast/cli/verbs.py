@@ -36,8 +36,15 @@ VERBS: dict[str, tuple[str, str, str]] = {
 #: LLM serving verbs (cli.llm_serve wraps cli.serve).
 JOINS: dict[str, tuple[tuple[str, str, str, bool], ...]] = {
     "plan": (("serve", "llm_serve", "plan_command", True),),
-    "simulate": (("serve", "llm_serve", "simulate_command", True),),
-    "measure": (("infer-curve", "curves", "command", False),),
+    "simulate": (
+        ("serve", "llm_serve", "simulate_command", True),
+        ("serverless", "serverless", "simulate_command", False),
+    ),
+    "measure": (
+        ("infer-curve", "curves", "command", False),
+        ("coldstart", "serverless", "measure_command", False),
+    ),
+    "predict": (("coldstart", "serverless", "predict_command", False),),
 }
 
 

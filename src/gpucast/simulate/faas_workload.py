@@ -101,7 +101,6 @@ def generate_faas_workload(
         # each function starts at a random phase of its first inter-arrival
         phase = rng.random(idx.size) * mean_iat
         t = total - np.repeat(before, draws) - np.repeat(mean_iat - phase, draws)
-        t = np.where(np.repeat(cv[idx] == 0, draws), t, t - iat * 0.0)
         ok = (t >= 0) & (t < minutes)
         cell = idx[owner[ok]] * minutes + t[ok].astype(np.int64)
         counts += np.bincount(cell, minlength=n_functions * minutes).reshape(n_functions, minutes)

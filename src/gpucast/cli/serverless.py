@@ -1,0 +1,135 @@
+"""`gpucast simulate serverless`, `gpucast measure coldstart`, `gpucast predict coldstart`.
+
+The flags are the fields of :class:`gpucast.app.serverless.SimulateServerlessRequest`,
+:class:`gpucast.app.coldstart.MeasureColdstartRequest` and
+:class:`~gpucast.app.coldstart.PredictColdstartRequest`; the work happens in :mod:`gpucast.app`.
+The commands join the ``simulate``, ``measure`` and ``predict`` groups in :mod:`gpucast.cli.verbs`.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from gpucast.app.coldstart import MeasureColdstartRequest, PredictColdstartRequest
+from gpucast.app.serverless import SimulateServerlessRequest
+from gpucast.cli._command import request_command
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
+
+
+def _say(text: str) -> None:
+    console.print(text, highlight=False, markup=False)
+
+
+@request_command(SimulateServerlessRequest)
+def simulate_command(
+    ctx: typer.Context,
+    request: SimulateServerlessRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Serverless GPU functions under a keep-alive policy: cold starts, latency, GPU-hours
+    billed, warm-but-idle memory and cost (an Azure Functions trace or a generated one)."""
+    from gpucast.app import simulate_serverless
+
+    with working("simulating serverless functions"):
+        result = simulate_serverless(request)
+    d = result.to_dict()
+    if json_out:
+        emit_json(d)
+        return
+    lat = d["latency_s"]
+    _say(
+        f"{d['functions']:,} functions on {d['gpu']}, {d['horizon_s'] / 3600:g} h, "
+        f"{d['policy_text']}"
+    )
+    _say(
+        f"  invocations {d['invocations']:,}, cold starts {d['cold_starts']:,} "
+        f"({d['cold_start_rate']:.3%}; 75th percentile of functions "
+        f"{d['app_cold_start_pct_p75']:.1f}%)"
+    )
+    _say(f"  latency p50 {lat['p50'] * 1e3:.1f} ms, p99 {lat['p99'] * 1e3:.1f} ms")
+    _say(
+        f"  GPU-hours billed {d['billed_gpu_hours']:,.2f} (US$ {d['cost_usd']:,.2f} at "
+        f"{d['price_usd_per_hour']:.4g} US$/h)"
+    )
+    _say(
+        f"  warm but idle {d['warm_idle_gib_hours']:,.1f} GiB-hours = "
+        f"{d['warm_idle_gpu_hours']:,.2f} GPU-hours of memory (US$ {d['warm_idle_cost_usd']:,.2f})"
+    )
+    for m in d["models"]:
+        _say(f"  model {m['source']}")
+    for key, value in d["sources"].items():
+        _say(f"  {key}: {value}")
+    for key, value in d["assumptions"].items():
+        _say(f"  assumption {key}: {value}")
+    for w in d["warnings"]:
+        _say(f"  warning: {w}")
+
+
+@request_command(MeasureColdstartRequest)
+def measure_command(
+    ctx: typer.Context,
+    request: MeasureColdstartRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Time one cold start of WORKLOAD here, phase by phase (weights read from a file dropped
+    from the page cache, copy to the device, first inference, CUDA context), and store it."""
+    from gpucast.app import measure_coldstart
+
+    with working(f"measuring a cold start of {request.workload}"):
+        result = measure_coldstart(request, db=state(ctx).db_path)
+    d = result.to_dict()
+    if json_out:
+        emit_json(d)
+        return
+    ctx_s = d["cuda_context_s"]
+    _say(
+        f"cold start of {d['workload']} on {d['device']}: {d['weight_bytes'] / 1e6:,.1f} MB in "
+        f"{d['parameter_tensors']} tensors"
+    )
+    _say(f"  CUDA context      {'-' if ctx_s is None else format(ctx_s, '.3f') + ' s'}")
+    _say(
+        f"  weights read      {d['weight_read_s']:.3f} s "
+        f"({d['weight_bytes'] / max(d['weight_read_s'], 1e-12) / 1e9:.2f} GB/s"
+        f"{', page cache dropped' if d['cache_dropped'] else ', page cache NOT dropped'})"
+    )
+    _say(f"  to device         {d['to_device_s']:.3f} s")
+    _say(
+        f"  first inference   {d['first_inference_s'] * 1e3:.2f} ms (steady "
+        f"{d['steady_inference_s'] * 1e3:.2f} ms, "
+        f"first call +{d['first_call_overhead_s'] * 1e3:.2f} ms)"
+    )
+    _say(f"  total             {d['total_s']:.3f} s")
+    if d["run_id"] is not None:
+        _say(f"  stored as run {d['run_id']} in {d['db']}")
+
+
+@request_command(PredictColdstartRequest)
+def predict_command(
+    ctx: typer.Context,
+    request: PredictColdstartRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Predict a cold start of WORKLOAD phase by phase: container, CUDA context, weights =
+    bytes / min(storage, network, PCIe), first inference (without --gpu: this machine's CPU,
+    its rates measured first)."""
+    from gpucast.app import predict_coldstart
+
+    with working(f"predicting a cold start of {request.workload}"):
+        result = predict_coldstart(request)
+    d = result.to_dict()
+    if json_out:
+        emit_json(d)
+        return
+    _say(f"cold start of {d['workload']} on {d['device']}: {d['total_s']:.3f} s")
+    _say(f"  container         {d['container_s']:.3f} s")
+    _say(f"  CUDA context      {d['cuda_context_s']:.3f} s")
+    _say(
+        f"  weights           {d['weight_load_s']:.3f} s ({d['weight_bytes'] / 1e6:,.1f} MB at "
+        f"{d['load_gbs']:.3g} GB/s, bound by {d['bound_by']})"
+    )
+    _say(f"  first inference   {d['first_inference_s'] * 1e3:.2f} ms")
+    for key, value in d["sources"].items():
+        _say(f"  {key}: {value}")
+    for key, value in d["assumptions"].items():
+        _say(f"  assumption {key}: {value}")
+    _say(f"  validated: {result.validation.text()}")

@@ -1,0 +1,146 @@
+"""gpucast.simulate_serverless and the cold-start verbs through the Python API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gpucast
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+from gpucast.domain.serverless import HostRates
+from gpucast.store import Store
+from gpucast.store.coldstart import load_coldstarts
+
+RATES = HostRates(read_gbs=1.0, memory_gbs=10.0, flops=1e10, per_tensor_s=1e-4, first_call_s=1e-3)
+
+
+def _trace(folder: Path, *, durations: bool = True) -> Path:
+    minutes = 120
+    header = "HashOwner,HashApp,HashFunction,Trigger," + ",".join(
+        str(i) for i in range(1, minutes + 1)
+    )
+    rows = []
+    for f, period in enumerate((5, 30, 60)):
+        counts = ["1" if m % period == 0 else "0" for m in range(minutes)]
+        rows.append(f"o,a,f{f},http," + ",".join(counts))
+    (folder / "invocations_per_function_md.anon.d01.csv").write_text(
+        header + "\n" + "\n".join(rows) + "\n"
+    )
+    if durations:
+        (folder / "function_durations_percentiles.anon.d01.csv").write_text(
+            "HashOwner,HashApp,HashFunction,Average,Count\no,a,f0,2000,24\no,a,f1,10,4\n"
+        )
+    return folder
+
+
+def test_replays_a_trace_folder(tmp_path: Path) -> None:
+    r = gpucast.simulate_serverless(trace=_trace(tmp_path), models=["mlp"], gpu="T4")
+    d = r.to_dict()
+    assert d["functions"] == 3
+    assert d["invocations"] == 24 + 4 + 2
+    # every 5 minutes stays warm under a 10-minute keep-alive; every 30 and 60 do not
+    assert list(r.result.cold_starts) == [1, 4, 2]
+    assert d["cost_usd"] == pytest.approx(d["billed_gpu_hours"] * d["price_usd_per_hour"])
+    assert "Azure Functions 2019 trace day 1" in d["sources"]["trace"]
+    assert any("no duration row" in w for w in d["warnings"])
+    # --durations trace: f0 runs 2 s per call (the trace's average)
+    t = gpucast.simulate_serverless(trace=tmp_path, models=["mlp"], durations="trace")
+    assert t.result.busy_s[0] == pytest.approx(24 * 2.0)
+
+
+def test_a_trace_folder_missing_a_file_names_it(tmp_path: Path) -> None:
+    _trace(tmp_path, durations=False)
+    with pytest.raises(InvalidInputError, match=r"function_durations_percentiles\.anon\.d01"):
+        gpucast.simulate_serverless(trace=tmp_path)
+
+
+def test_histogram_against_fixed_on_a_synthetic_day() -> None:
+    kw = {"synthetic": 300, "minutes": 1440, "models": ["mlp"], "seed": 3}
+    fixed = gpucast.simulate_serverless(policy="fixed:10m", **kw).result
+    hist = gpucast.simulate_serverless(policy="histogram", **kw).result
+    assert int(fixed.invocations.sum()) == int(hist.invocations.sum())
+    assert hist.cold_starts.sum() < fixed.cold_starts.sum()
+
+
+def test_a_model_larger_than_the_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "huge_model.py").write_text(
+        "import torch\n"
+        "def factory(**kw):\n"
+        "    return (torch.nn.Linear(100000, 60000, device='meta'),\n"
+        "            torch.zeros(1, 100000, device='meta'))\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidSpecError, match="more than the 16 GiB of a T4"):
+        gpucast.simulate_serverless(synthetic=5, minutes=10, models=["huge_model:factory"])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"synthetic": 5, "policy": "fixed:0s"}, "policy"),
+        ({"synthetic": 5, "policy": "fixed:-1m"}, "policy"),
+        ({}, "exactly one"),
+        ({"synthetic": 5, "trace": "x"}, "exactly one"),
+        ({"synthetic": 0}, "synthetic"),
+        ({"synthetic": 5, "seed": -1}, "seed"),
+        ({"synthetic": 5, "models": [""]}, "models"),
+        ({"synthetic": 5, "storage": "floppy"}, "floppy"),
+        ({"synthetic": 5, "durations": "cpu"}, "durations"),
+    ],
+)
+def test_bad_requests(kwargs: dict[str, object], match: str) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        gpucast.simulate_serverless(**kwargs)
+
+
+def test_predict_coldstart_on_a_gpu_names_the_bound() -> None:
+    r = gpucast.predict_coldstart("resnet18", gpu="T4", storage="s3", network_gbps=10)
+    p = r.prediction
+    assert p.bound_by == "s3"
+    assert p.weight_load_s == pytest.approx(p.weight_bytes / 0.09e9)
+    assert p.container_s == 1.0 and p.cuda_context_s == 0.5
+    assert "container-start" in r.assumptions
+    slow_net = gpucast.predict_coldstart("resnet18", gpu="T4", network_gbps=1).prediction
+    assert slow_net.bound_by == "network" and slow_net.load_gbs == pytest.approx(0.125)
+    given = gpucast.predict_coldstart("resnet18", gpu="T4", container_s=0, cuda_context_s=0)
+    assert given.prediction.total_s < p.total_s
+    assert not r.validation.validated
+
+
+def test_predict_coldstart_on_this_cpu_from_given_rates() -> None:
+    r = gpucast.predict_coldstart("mlp", storage="local", host_rates=RATES)
+    p = r.prediction
+    assert r.device == "cpu" and p.bound_by == "local disk"
+    assert p.container_s == 0 and p.cuda_context_s == 0
+    assert p.weight_load_s == pytest.approx(p.weight_bytes / 1e9 + 6 * 1e-4)
+    assert r.host_rates == RATES
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"gpu": "T4", "storage": "local"}, "local"),
+        ({"gpu": "T4", "network_gbps": -1}, "network"),
+        ({"gpu": "T4", "container_s": float("nan")}, "container"),
+        ({"gpu": "T5"}, "T5"),
+        ({"gpu": "T4", "batch_size": 10**9}, "batch"),
+    ],
+)
+def test_predict_coldstart_bad_input(kwargs: dict[str, object], match: str) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        gpucast.predict_coldstart("mlp", **kwargs)
+
+
+def test_measure_coldstart_is_stored(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    r = gpucast.measure_coldstart("mlp", steady_runs=2, db=db)
+    assert r.run_id is not None
+    with Store(db) as store:
+        stored = load_coldstarts(store, "mlp")
+        assert stored == [r.measurement]
+        assert store.list_runs(kind="coldstart")[0].median_s == pytest.approx(r.measurement.total_s)
+    unsaved = gpucast.measure_coldstart("mlp", steady_runs=2, save=False)
+    assert unsaved.run_id is None and unsaved.db is None
+    assert np.isfinite(unsaved.measurement.first_inference_s)

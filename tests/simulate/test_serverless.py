@@ -1,0 +1,166 @@
+"""The vectorised keep-alive simulator against hand-computed cases and a minute-by-minute
+reference loop."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.serverless import KeepAlivePolicy, parse_policy
+from gpucast.simulate.serverless import keep_alive_windows, simulate_keep_alive
+
+
+def _run(counts: np.ndarray, policy: KeepAlivePolicy, **kw: object):  # type: ignore[no-untyped-def]
+    args = {"exec_s": 1.0, "cold_s": 5.0, "memory_gib": 2.0, **kw}
+    return simulate_keep_alive(counts, policy=policy, **args)  # type: ignore[arg-type]
+
+
+def test_fixed_keep_alive_by_hand() -> None:
+    counts = np.zeros((1, 200), dtype=np.int64)
+    counts[0, [0, 1, 100, 105]] = [1, 3, 1, 1]
+    res = _run(counts, parse_policy("fixed:10m"))
+    # cold at 0; warm at 1 (no idle minute); cold at 100 (98 idle minutes >= 10); warm at 105
+    assert list(res.cold_starts) == [2]
+    assert list(res.invocations) == [6]
+    # loaded idle: 0 + 10 + 4 + 10 after the last (94 minutes left) = 24 minutes x 2 GiB
+    assert res.wasted_memory_gib_s[0] == pytest.approx(24 * 60 * 2.0)
+    assert res.loaded_s[0] == pytest.approx((24 + 4) * 60)
+    assert res.cold_start_rate == pytest.approx(2 / 6)
+    # 4 warm invocations at 1 s, 2 cold at 6 s
+    assert res.latency_s["p50"] == pytest.approx(1.0)
+    assert res.latency_s["p99"] == pytest.approx(6.0)
+    assert res.billed_s == pytest.approx(6 * 1.0 + 2 * 5.0)
+
+
+def test_histogram_learns_a_periodic_function_and_beats_fixed() -> None:
+    counts = np.zeros((1, 2 * 1440), dtype=np.int64)
+    counts[0, ::30] = 1  # every 30 minutes: a 10-minute keep-alive misses every call
+    fixed = _run(counts, parse_policy("fixed:10m"))
+    hist = _run(counts, parse_policy("histogram"))
+    assert fixed.cold_starts[0] == counts.sum()
+    assert hist.cold_starts[0] <= 2
+    # it pre-warms shortly before the next call instead of idling: less memory-time too
+    assert hist.wasted_memory_gib_s[0] < fixed.wasted_memory_gib_s[0]
+
+
+def test_prewarm_forecasts_a_periodic_function() -> None:
+    counts = np.zeros((1, 1440), dtype=np.int64)
+    counts[0, ::45] = 1
+    res = _run(counts, parse_policy("prewarm"))
+    # the first call and the three that teach it three idle times are cold; then every call
+    # finds the instance loaded around its forecast
+    assert res.cold_starts[0] == 4
+    assert res.wasted_memory_gib_s[0] < 0.2 * 45 * 60 * 2.0 * counts.sum()
+
+
+def test_histogram_out_of_range_idle_times_use_the_forecast() -> None:
+    counts = np.zeros((1, 3 * 1440), dtype=np.int64)
+    counts[0, ::300] = 1  # every 5 hours: beyond the 4-hour histogram range
+    res = _run(counts, parse_policy("histogram"))
+    assert res.cold_starts[0] <= 5  # the first, the fallback ones, then forecast pre-warms
+    assert res.wasted_memory_gib_s[0] < 0.5 * 300 * 60 * 2.0 * counts.sum()
+
+
+def _reference_fixed(counts: np.ndarray, keep: int) -> tuple[np.ndarray, np.ndarray]:
+    """Minute by minute: the instance is loaded at a busy minute and for ``keep`` minutes
+    after the last busy minute."""
+    n_f, n_t = counts.shape
+    cold = np.zeros(n_f, dtype=np.int64)
+    idle = np.zeros(n_f, dtype=np.int64)
+    for f in range(n_f):
+        last = None
+        for t in range(n_t):
+            if counts[f, t] > 0:
+                if last is None or t - last - 1 >= keep:
+                    cold[f] += 1
+                last = t
+            elif last is not None and t - last - 1 < keep:
+                idle[f] += 1
+    return cold, idle
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 2), min_size=30, max_size=30), min_size=1, max_size=5),
+    st.integers(1, 12),
+)
+def test_fixed_policy_matches_a_minute_loop(rows: list[list[int]], keep_min: int) -> None:
+    counts = np.array(rows, dtype=np.int64) * (
+        np.random.default_rng(0).random((len(rows), 30)) < 0.3
+    )
+    res = _run(counts, KeepAlivePolicy(kind="fixed", keep_alive_s=60.0 * keep_min), memory_gib=1.0)
+    cold, idle = _reference_fixed(counts, keep_min)
+    assert list(res.cold_starts) == list(cold)
+    np.testing.assert_allclose(res.wasted_memory_gib_s, idle * 60.0)
+    # invariants: invocations in = invocations out; cold <= busy minutes
+    assert int(res.invocations.sum()) == int(counts.sum())
+    assert np.all(res.cold_starts <= (counts > 0).sum(axis=1))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["histogram", "prewarm", "fixed:20m"]))
+def test_every_policy_keeps_invariants(seed: int, text: str) -> None:
+    rng = np.random.default_rng(seed)
+    counts = rng.poisson(0.05, size=(6, 600)).astype(np.int64)
+    res = _run(counts, parse_policy(text))
+    assert int(res.invocations.sum()) == int(counts.sum())
+    busy = (counts > 0).sum(axis=1)
+    assert np.all(res.cold_starts <= busy)
+    assert np.all(res.cold_starts >= (busy > 0))  # a function's first call is cold
+    assert np.all(res.wasted_memory_gib_s >= 0)
+    assert np.all(res.loaded_s <= counts.shape[1] * 60.0 + 1e-9)
+
+
+def test_windows_are_non_empty_and_ordered() -> None:
+    rng = np.random.default_rng(3)
+    counts = rng.poisson(0.2, size=(20, 500))
+    func, time = (a.astype(np.int64) for a in np.nonzero(counts))
+    first = np.r_[True, func[1:] != func[:-1]]
+    gap = np.r_[-1, time[1:] - time[:-1] - 1]
+    gap[first] = -1
+    starts = np.flatnonzero(first)
+    rank = np.arange(func.size) - np.repeat(starts, np.diff(np.r_[starts, func.size]))
+    for text in ("histogram", "prewarm", "fixed:5m"):
+        w = keep_alive_windows(func, time, gap, rank, 20, parse_policy(text), 60.0)
+        assert np.all(w.pre >= 0) and np.all(w.keep > w.pre)
+
+
+def test_same_input_same_result() -> None:
+    counts = np.random.default_rng(1).poisson(0.1, size=(10, 300))
+    a = _run(counts, parse_policy("histogram"))
+    b = _run(counts, parse_policy("histogram"))
+    assert a.to_dict() == b.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"counts": np.zeros(5, dtype=np.int64)}, "counts"),
+        ({"counts": -np.ones((1, 3), dtype=np.int64)}, "counts"),
+        ({"counts": np.ones((1, 3), dtype=np.int64), "exec_s": -1.0}, "exec_s"),
+        ({"counts": np.ones((2, 3), dtype=np.int64), "memory_gib": [1.0, float("nan")]}, "memory"),
+        ({"counts": np.ones((2, 3), dtype=np.int64), "functions": ["a"]}, "functions"),
+    ],
+)
+def test_bad_input(kwargs: dict[str, object], match: str) -> None:
+    args: dict[str, object] = {"exec_s": 1.0, "cold_s": 1.0, "memory_gib": 1.0, **kwargs}
+    counts = args.pop("counts")
+    with pytest.raises(InvalidSpecError, match=match):
+        simulate_keep_alive(counts, policy=KeepAlivePolicy(), **args)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("text", ["fixed:0m", "fixed:-5m", "fixed:soon", "lru", "histogram:3"])
+def test_bad_policies(text: str) -> None:
+    with pytest.raises(InvalidSpecError, match="policy"):
+        parse_policy(text)
+
+
+def test_policy_text() -> None:
+    assert parse_policy("fixed:10m").keep_alive_s == 600.0
+    assert parse_policy("FIXED").keep_alive_s == 600.0
+    assert parse_policy("histogram").kind == "histogram"
+    with pytest.raises(InvalidSpecError, match="keep-alive"):
+        KeepAlivePolicy(keep_alive_s=0.0)

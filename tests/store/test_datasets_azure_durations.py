@@ -1,0 +1,28 @@
+"""The Azure Functions 2019 duration-percentile file parser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpucast.domain.errors import DataFormatError
+from gpucast.store.datasets.azure_functions import read_function_durations
+
+HEADER = "HashOwner,HashApp,HashFunction,Average,Count,Minimum,Maximum\n"
+
+
+def test_reads_averages_and_skips_bad_rows(tmp_path: Path) -> None:
+    path = tmp_path / "function_durations_percentiles.anon.d01.csv"
+    path.write_text(HEADER + "o,a,f,120.5,10,1,300\no,a,g,abc,1,1,1\no,a,h,3,1\n,a,i,1,1,1,1\n")
+    frame, skipped = read_function_durations(path)
+    assert list(frame["function"]) == ["f"]
+    assert frame["average_ms"].iloc[0] == pytest.approx(120.5)
+    assert len(skipped) == 3 and "line 3" in skipped[0]
+
+
+def test_a_file_without_the_columns_is_one_error(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(DataFormatError, match="Average"):
+        read_function_durations(path)
