@@ -144,3 +144,12 @@ def test_measure_coldstart_is_stored(tmp_path: Path) -> None:
     unsaved = gpucast.measure_coldstart("mlp", steady_runs=2, save=False)
     assert unsaved.run_id is None and unsaved.db is None
     assert np.isfinite(unsaved.measurement.first_inference_s)
+
+
+def test_a_multiplexed_pool_beside_the_keep_alive() -> None:
+    r = gpucast.simulate_serverless(synthetic=100, minutes=600, models=["mlp"], pool_gpus=1)
+    pool = r.to_dict()["pool"]
+    assert pool["gpus"] == 1 and pool["gpu_hours"] == pytest.approx(10.0)
+    assert pool["cost_usd"] == pytest.approx(10.0 * r.price_usd_per_hour)
+    assert pool["cold_starts"] == int((r.result.invocations > 0).sum())
+    assert gpucast.simulate_serverless(synthetic=5, minutes=10).to_dict()["pool"] is None

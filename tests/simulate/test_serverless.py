@@ -164,3 +164,52 @@ def test_policy_text() -> None:
     assert parse_policy("histogram").kind == "histogram"
     with pytest.raises(InvalidSpecError, match="keep-alive"):
         KeepAlivePolicy(keep_alive_s=0.0)
+
+
+# -- the multiplexed GPU pool (Torpor-style swapping) ----------------------------------------
+
+
+def test_pool_swaps_the_least_recently_used_model_by_hand() -> None:
+    from gpucast.simulate.serverless import simulate_gpu_pool
+
+    counts = np.zeros((3, 6), dtype=np.int64)
+    counts[0, [0, 2, 4]] = 1
+    counts[1, [1, 3]] = 1
+    counts[2, [2, 5]] = 2
+    # room for two models: f2 arriving at 2 evicts f1 (least recent), f1 at 3 evicts f0, ...
+    r = simulate_gpu_pool(
+        counts, capacity_gib=2.0, memory_gib=1.0, swap_s=0.1, cold_s=1.0, exec_s=0.01
+    )
+    assert list(r.cold_starts) == [1, 1, 1]
+    assert list(r.swaps) == [1, 1, 1]
+    assert r.swap_s.sum() == pytest.approx(3 * 0.1 + 3 * 1.0)
+    assert r.latency_s["max"] == pytest.approx(1.01)
+    assert r.oversubscribed_bins == 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.floats(1.0, 20.0))
+def test_pool_invariants(seed: int, capacity: float) -> None:
+    from gpucast.simulate.serverless import simulate_gpu_pool
+
+    rng = np.random.default_rng(seed)
+    counts = rng.poisson(0.2, size=(12, 200)).astype(np.int64)
+    mem = rng.uniform(0.5, 1.0, 12)
+    kw = {"memory_gib": mem, "swap_s": 0.1, "cold_s": 1.0, "exec_s": 0.01}
+    r = simulate_gpu_pool(counts, capacity_gib=capacity, **kw)  # type: ignore[arg-type]
+    busy = (counts > 0).sum(axis=1)
+    assert np.all(r.swaps + r.cold_starts <= busy)
+    assert np.all(r.cold_starts == (busy > 0))
+    roomy = simulate_gpu_pool(counts, capacity_gib=float(mem.sum()), **kw)  # type: ignore[arg-type]
+    assert roomy.swaps.sum() == 0
+    assert r.swaps.sum() >= roomy.swaps.sum()
+
+
+def test_pool_refuses_a_model_larger_than_the_pool() -> None:
+    from gpucast.simulate.serverless import simulate_gpu_pool
+
+    with pytest.raises(InvalidSpecError, match="pool"):
+        simulate_gpu_pool(
+            np.ones((1, 3), dtype=np.int64), capacity_gib=1.0, memory_gib=2.0, swap_s=0.1,
+            cold_s=1.0, exec_s=0.01,
+        )  # fmt: skip

@@ -28,12 +28,14 @@ from gpucast.domain.options import option
 
 if TYPE_CHECKING:
     from gpucast.inputs.serverless import GpuFunction
-    from gpucast.simulate.serverless import ServerlessResult
+    from gpucast.simulate.serverless import PoolResult, ServerlessResult
 
 #: functions a synthetic workload may have
 MAX_SYNTHETIC = 100_000
 #: most minutes of a synthetic workload (two weeks, as the trace)
 MAX_MINUTES = 14 * 1440
+#: most GPUs of a multiplexed pool
+MAX_POOL_GPUS = 10_000
 
 
 def _positive_int(name: str, value: int | None, high: int) -> None:
@@ -95,6 +97,13 @@ class SimulateServerlessRequest:
         "those are CPU functions' durations).",
         example="trace",
     )
+    pool_gpus: int | None = option(
+        None,
+        help="Also simulate the functions multiplexed on a pool of N such GPUs: models cached "
+        "in GPU memory (LRU), all kept in host memory and swapped in over PCIe on a miss "
+        "(Torpor-style).",
+        example="4",
+    )
     seed: int = option(0, help="Seed of the synthetic workload.")
 
     def __post_init__(self) -> None:
@@ -107,6 +116,7 @@ class SimulateServerlessRequest:
         _positive_int("synthetic", self.synthetic, MAX_SYNTHETIC)
         _positive_int("minutes", self.minutes, MAX_MINUTES)
         _positive_int("day", self.day, 14)
+        _positive_int("pool-gpus", self.pool_gpus, MAX_POOL_GPUS)
         if not self.models or any(not m.strip() for m in self.models):
             raise InvalidSpecError("models", "needs workload names", fix="e.g. resnet50")
         if isinstance(self.seed, bool) or not 0 <= self.seed < 2**63:
@@ -139,6 +149,8 @@ class SimulateServerlessResult:
     trace_source: str
     warnings: tuple[str, ...] = ()
     assumptions: dict[str, str] = field(default_factory=dict)
+    pool: PoolResult | None = None
+    pool_gpus: int | None = None
 
     @property
     def billed_gpu_hours(self) -> float:
@@ -171,9 +183,21 @@ class SimulateServerlessResult:
                 }
                 for f in self.functions
             ],
+            "pool": self._pool_dict(),
             "sources": {"trace": self.trace_source, "price": self.price_source},
             "warnings": list(self.warnings),
             "assumptions": dict(self.assumptions),
+        }
+
+    def _pool_dict(self) -> dict[str, Any] | None:
+        if self.pool is None or self.pool_gpus is None:
+            return None
+        hours = self.pool.horizon_s / 3600.0 * self.pool_gpus
+        return {
+            **self.pool.to_dict(),
+            "gpus": self.pool_gpus,
+            "gpu_hours": hours,
+            "cost_usd": hours * self.price_usd_per_hour,
         }
 
 
@@ -237,6 +261,19 @@ def simulate_serverless(
         memory_gib=np.array([f.memory_gib for f in funcs])[which],
         functions=trace.names,
     )
+    pool = None
+    if request.pool_gpus is not None:
+        from gpucast.simulate.serverless import simulate_gpu_pool
+
+        pcie = load_coldstart_facts().get("link", f"pcie{gpu.pcie_generation}")
+        pool = simulate_gpu_pool(
+            trace.counts,
+            capacity_gib=request.pool_gpus * gpu.memory_gib,
+            memory_gib=np.array([f.memory_gib for f in funcs])[which],
+            swap_s=np.array([f.weight_bytes / (pcie.value * 1e9) for f in funcs])[which],
+            cold_s=np.array([f.cold_start_s for f in funcs])[which],
+            exec_s=exec_s,
+        )
     assumptions = {
         "assignment": f"function i serves model i mod {len(funcs)} of --models",
         "one instance": "one instance per function; the first invocation of a cold minute "
@@ -248,6 +285,12 @@ def simulate_serverless(
         "beyond the first are not kept warm",
         "policy": policy.describe(),
     }
+    if pool is not None:
+        assumptions["pool"] = (
+            f"{request.pool_gpus} x {gpu.name} always on, their memory one cache of every "
+            "function's model (each function its own weights), swapped in over PCIe at "
+            f"{load_coldstart_facts().get('link', f'pcie{gpu.pcie_generation}').value:g} GB/s"
+        )
     return SimulateServerlessResult(
         result=result,
         functions=funcs,
@@ -258,4 +301,6 @@ def simulate_serverless(
         trace_source=trace.source,
         warnings=trace.warnings,
         assumptions=assumptions,
+        pool=pool,
+        pool_gpus=request.pool_gpus,
     )

@@ -55,6 +55,13 @@ def simulate_command(
         f"  warm but idle {d['warm_idle_gib_hours']:,.1f} GiB-hours = "
         f"{d['warm_idle_gpu_hours']:,.2f} GPU-hours of memory (US$ {d['warm_idle_cost_usd']:,.2f})"
     )
+    pool = d["pool"]
+    if pool is not None:
+        _say(
+            f"  pool of {pool['gpus']} GPUs (Torpor-style swapping): {pool['swaps']:,} swaps "
+            f"({pool['swap_rate']:.3%}), p99 {pool['latency_s']['p99'] * 1e3:.1f} ms, "
+            f"{pool['gpu_hours']:,.1f} GPU-hours (US$ {pool['cost_usd']:,.2f})"
+        )
     for m in d["models"]:
         _say(f"  model {m['source']}")
     for key, value in d["sources"].items():

@@ -30,7 +30,14 @@ IntArray = npt.NDArray[np.int64]
 #: the margin around a forecast idle time (the paper's ARIMA margin)
 OOB_MARGIN = 0.15
 
-__all__ = ["KeepAliveWindows", "ServerlessResult", "keep_alive_windows", "simulate_keep_alive"]
+__all__ = [
+    "KeepAliveWindows",
+    "PoolResult",
+    "ServerlessResult",
+    "keep_alive_windows",
+    "simulate_gpu_pool",
+    "simulate_keep_alive",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -310,4 +317,133 @@ def simulate_keep_alive(
         bin_s=bin_s,
         horizon_s=n_t * bin_s,
         policy=policy,
+    )
+
+
+# -- several models multiplexed on a GPU pool, swapped over PCIe (Torpor-style) ---------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolResult:
+    """Functions sharing a pool of GPUs whose memory caches their models (LRU), every model
+    kept in host memory and swapped in over PCIe on a miss (Torpor, Yu et al.).
+
+    ``swaps``: misses served from host memory (paying ``swap_s``); ``cold_starts``: a
+    function's first call (loaded from storage); ``oversubscribed_bins``: bins whose busy
+    models alone exceed the pool's memory (they time-share it, swapping)."""
+
+    invocations: IntArray
+    swaps: IntArray
+    cold_starts: IntArray
+    swap_s: FloatArray
+    latency_s: dict[str, float]
+    capacity_gib: float
+    oversubscribed_bins: int
+    bin_s: float
+    horizon_s: float
+
+    def to_dict(self) -> dict[str, object]:
+        total = int(self.invocations.sum())
+        return {
+            "capacity_gib": self.capacity_gib,
+            "invocations": total,
+            "swaps": int(self.swaps.sum()),
+            "swap_rate": float(self.swaps.sum()) / total if total else math.nan,
+            "cold_starts": int(self.cold_starts.sum()),
+            "swap_time_s": float(self.swap_s.sum()),
+            "latency_s": dict(self.latency_s),
+            "oversubscribed_bins": self.oversubscribed_bins,
+        }
+
+
+def simulate_gpu_pool(
+    counts: npt.ArrayLike,
+    *,
+    capacity_gib: float,
+    memory_gib: npt.ArrayLike,
+    swap_s: npt.ArrayLike,
+    cold_s: npt.ArrayLike,
+    exec_s: npt.ArrayLike,
+    bin_s: float = 60.0,
+) -> PoolResult:
+    """Swaps and latency of functions multiplexed on ``capacity_gib`` of GPU memory.
+
+    Bin by bin: the models called in the bin are made resident (a first call loads from
+    storage, ``cold_s``; a later miss swaps in from host memory, ``swap_s`` -- the weights over
+    PCIe); when resident models exceed the capacity, the least recently used ones not called
+    in the bin are evicted. One loop over bins, vectorised over functions inside each.
+    """
+    table = np.asarray(counts)
+    if table.ndim != 2 or (table.size and table.min() < 0):
+        raise InvalidSpecError("counts", "must be a (functions, bins) table of counts >= 0")
+    if not (math.isfinite(capacity_gib) and capacity_gib > 0):
+        raise InvalidSpecError("capacity_gib", "must be > 0", got=capacity_gib)
+    n_f, n_t = table.shape
+    mem = _per_function("memory_gib", memory_gib, n_f)
+    swap = _per_function("swap_s", swap_s, n_f)
+    cold_cost = _per_function("cold_s", cold_s, n_f)
+    run = _per_function("exec_s", exec_s, n_f)
+    too_big = np.flatnonzero(mem > capacity_gib)
+    if too_big.size:
+        raise InvalidSpecError(
+            f"memory_gib of function {int(too_big[0])}",
+            f"exceeds the pool's {capacity_gib:g} GiB",
+            got=float(mem[too_big[0]]),
+        )
+    minute, func = (a.astype(np.int64) for a in np.nonzero(table.T))
+    bounds = np.searchsorted(minute, np.arange(n_t + 1))
+    resident = np.zeros(n_f, dtype=bool)
+    seen = np.zeros(n_f, dtype=bool)
+    last_used = np.full(n_f, -1, dtype=np.int64)
+    swapped = np.zeros(n_f, dtype=np.int64)
+    first = np.zeros(n_f, dtype=np.int64)
+    used = 0.0
+    over = 0
+    for t in range(n_t):
+        called = func[bounds[t] : bounds[t + 1]]
+        if called.size == 0:
+            continue
+        missing = called[~resident[called]]
+        fresh = missing[~seen[missing]]
+        first[fresh] += 1
+        swapped[missing[seen[missing]]] += 1
+        seen[called] = True
+        resident[missing] = True
+        used += float(mem[missing].sum())
+        last_used[called] = t
+        if used > capacity_gib + 1e-9:  # summation order may add an ulp
+            keep = np.zeros(n_f, dtype=bool)
+            keep[called] = True
+            victims = np.flatnonzero(resident & ~keep)
+            victims = victims[np.argsort(last_used[victims], kind="stable")]
+            freed = np.cumsum(mem[victims])
+            n_out = int(np.searchsorted(freed, used - capacity_gib - 1e-12, side="left")) + 1
+            n_out = min(n_out, victims.size)
+            resident[victims[:n_out]] = False
+            used -= float(freed[n_out - 1]) if n_out else 0.0
+            if used > capacity_gib + 1e-9:
+                over += 1
+    invocations = table.sum(axis=1).astype(np.int64)
+    extra = swapped * swap + first * cold_cost
+    warm_calls = invocations - swapped - first
+    values = np.concatenate([run, run + swap, run + cold_cost])
+    weights = np.concatenate([warm_calls, swapped, first]).astype(np.float64)
+    p50, p95, p99 = _weighted_percentiles(values, weights, (50.0, 95.0, 99.0))
+    total = weights.sum()
+    return PoolResult(
+        invocations=invocations,
+        swaps=swapped,
+        cold_starts=first,
+        swap_s=extra,
+        latency_s={
+            "p50": p50,
+            "p95": p95,
+            "p99": p99,
+            "mean": float((values * weights).sum() / total) if total else math.nan,
+            "max": float(values[weights > 0].max()) if total else math.nan,
+        },
+        capacity_gib=capacity_gib,
+        oversubscribed_bins=over,
+        bin_s=bin_s,
+        horizon_s=n_t * bin_s,
     )
