@@ -45,3 +45,18 @@ def test_predict_and_measure_coldstart() -> None:
     m = runner.invoke(app, ["measure", "coldstart", "mlp", "--steady-runs", "2", "--no-save"])
     assert m.exit_code == 0, m.output
     assert "weights read" in m.stdout and "first inference" in m.stdout
+
+
+def test_a_trace_without_invocations_says_so(tmp_path: Path) -> None:
+    header = "HashOwner,HashApp,HashFunction,Trigger," + ",".join(str(i) for i in range(1, 11))
+    (tmp_path / "invocations_per_function_md.anon.d01.csv").write_text(
+        header + "\no,a,f,http," + ",".join(["0"] * 10) + "\n"
+    )
+    (tmp_path / "function_durations_percentiles.anon.d01.csv").write_text(
+        "HashOwner,HashApp,HashFunction,Average,Count\n"
+    )
+    result = runner.invoke(
+        app, ["simulate", "serverless", "--trace", str(tmp_path), "--models", "mlp"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "no invocations" in result.stdout and "nan" not in result.stdout.lower()

@@ -41,6 +41,9 @@ def simulate_command(
         f"{d['functions']:,} functions on {d['gpu']}, {d['horizon_s'] / 3600:g} h, "
         f"{d['policy_text']}"
     )
+    if d["invocations"] == 0:
+        _say("  no invocations in the trace: nothing to simulate")
+        return
     _say(
         f"  invocations {d['invocations']:,}, cold starts {d['cold_starts']:,} "
         f"({d['cold_start_rate']:.3%}; 75th percentile of functions "
