@@ -318,6 +318,12 @@ COMMANDS: tuple[Command, ...] = (
          "3", "--target-ci", "0.9", "--no-save"),
         "gpucast.app.curves:InferCurveRequest", positional="mlp",
     ),
+    Command(
+        ("measure", "cmd"),
+        ("--repeats", "1", "--warmup", "0", "--timeout", "5", "--cores", "1", "--name", "fz",
+         "--target-ci", "0.5", "--max-time-s", "5", "--sample-interval", "0.1", "--no-save"),
+        "gpucast.app.program:MeasureCmdRequest", positional="true",
+    ),
     Command(("runs", "list"), (), "gpucast.app.runs:RunsListRequest"),
     Command(("runs", "show"), (), "gpucast.app.runs:RunsShowRequest", positional="1"),
     Command(("runs", "export"), ("--out", "@out_csv"), "gpucast.app.runs:RunsExportRequest"),

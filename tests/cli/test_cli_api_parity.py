@@ -34,6 +34,7 @@ VOLATILE = {
     "samples_per_s", "n_samples", "n_warmup", "stop_reason", "warnings", "telemetry",
     "elapsed_s", "fit", "latency_curve", "points", "environment", "id", "updated_at",
 }  # fmt: skip
+VOLATILE |= {"runs", "profile"}  # measure cmd: each run's resource samples differ
 
 
 def _volatile(key: str) -> bool:
@@ -176,6 +177,15 @@ CASES = [
         ],
         lambda t: gpucast.measure_infer_curve(
             "mlp", batch_sizes=[1, 2], save=False, device="cpu", max_time_s=0.5, min_samples=3
+        ),
+        timed=True,
+    ),
+    Case(
+        "measure_cmd",
+        lambda t: ["measure", "cmd", "--repeats", "2", "--metric", r"x=(\d+)", "--no-save",
+                   "echo", "x=3"],
+        lambda t: gpucast.measure_cmd(
+            command=["echo", "x=3"], repeats=2, metric=r"x=(\d+)", save=False
         ),
         timed=True,
     ),

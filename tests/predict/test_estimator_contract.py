@@ -50,6 +50,7 @@ from gpucast.predict.convergence import ConvergenceModel
 from gpucast.predict.llm_infer import LlmInferenceModel
 from gpucast.predict.overheads import CheckpointModel, FrameworkStartModel, StartupModel
 from gpucast.predict.power import PowerModel
+from gpucast.predict.program import CpuMachine, ProgramModel, ProgramObservation
 from gpucast.predict.revocation import RevocationModel
 from gpucast.predict.serving import BatchLatencyModel
 from gpucast.predict.speed import MODEL_COL, TENSORS_COL, SpeedFeatures, SpeedModel
@@ -537,7 +538,40 @@ CONVERGENCE = Case(
 )
 
 
+# --------------------------------------------------------------------------- program
+def _program_machine(cores: float, clock: float = 2.5) -> CpuMachine:
+    return CpuMachine(
+        name=f"m{cores}", cores=cores, clock_ghz=clock, memory_bandwidth_gbs=100.0,
+        disk_mb_per_s=200.0,
+    )  # fmt: skip
+
+
+def _program_inputs() -> FitInputs:
+    shares = {"cpu": 0.7, "memory": 0.1, "io": 0.1, "gpu": 0.0, "idle": 0.1}
+    return (
+        [
+            ProgramObservation(
+                machine=_program_machine(1), wall_s=10.0, shares=shares, thread_demand=2.0
+            ),
+            ProgramObservation(
+                machine=_program_machine(2), wall_s=6.0, shares=shares, thread_demand=2.0
+            ),
+        ],
+    ), {}
+
+
+_PROGRAM_TARGETS = [_program_machine(4, 3.0), _program_machine(1, 2.0)]
+
+PROGRAM = Case(
+    make=ProgramModel,
+    fit_inputs=_program_inputs,
+    predict=lambda m: [m.predict(_PROGRAM_TARGETS), m.demand],
+    unfitted_calls=(lambda m: m.predict(_PROGRAM_TARGETS), lambda m: m.demand),
+)
+
+
 CASES: dict[str, Case] = {
+    "program": PROGRAM,
     "convergence": CONVERGENCE,
     "collective": COLLECTIVE,
     "power": POWER,

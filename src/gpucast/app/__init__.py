@@ -45,6 +45,7 @@ VERBS: dict[str, str] = {
     "measure_train": "measure",
     "measure_infer": "measure",
     "measure_infer_curve": "curves",
+    "measure_cmd": "program",
     "catalog_gpus": "catalog",
     "catalog_offers": "catalog",
     "catalog_spot": "catalog",

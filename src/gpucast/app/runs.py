@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 #: What a stored run is (the ``kind`` column of the store's runs table).
-RUN_KINDS: tuple[str, ...] = ("measurement", "profile")
+RUN_KINDS: tuple[str, ...] = ("measurement", "profile", "program")
 
 
 def _db_path(db: Path | str | None) -> Path:
@@ -57,7 +57,7 @@ class RunsListRequest:
 
     VERB: ClassVar[str] = "runs list"
 
-    kind: str | None = option(None, help="measurement or profile.", example="measurement")
+    kind: str | None = option(None, help="measurement, profile or program.", example="measurement")
     workload: str | None = option(None, help="Only this workload.", example="resnet50")
     limit: int = option(50, help="At most this many runs, newest first.", example="50")
 

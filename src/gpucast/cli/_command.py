@@ -28,7 +28,7 @@ CONFIG_HELP = "YAML or TOML file with any of these options (flag names as keys; 
 
 def _help(f: Field) -> str:
     text = f.info.help
-    if f.kind == "list":
+    if f.kind == "list" and not f.info.argument:
         text += " Repeat the flag or separate values with commas."
     default = _shown_default(f)
     if default:
@@ -52,7 +52,8 @@ def _parameter(f: Field) -> inspect.Parameter:
             metavar=info.metavar or f.flag.upper().replace("-", "_"),
             show_default=False,
         )
-        annotation: Any = str if f.required else str | None
+        word: Any = list[str] if f.kind == "list" else str  # a list: every remaining word
+        annotation: Any = word if f.required else word | None
     elif f.kind == "bool":
         decls = [f"{info.cli_flag}/--{info.negative}" if info.negative else info.cli_flag]
         if info.short:

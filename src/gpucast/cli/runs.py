@@ -102,6 +102,11 @@ def show(
     if as_json:
         emit_json(run.to_dict())
         return
+    if run.kind == "program":
+        from gpucast.cli.program import print_program
+
+        print_program(run.result, title=f"run {run.id}: program {escape(run.summary.workload)}")
+        return
     if run.kind == "measurement":
         m = run.measurement()
         console.print(measurement_table(m, title=f"run {run.id}: {m.mode} {escape(m.spec.name)}"))

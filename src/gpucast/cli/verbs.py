@@ -43,6 +43,7 @@ JOINS: dict[str, tuple[tuple[str, str, str, bool], ...]] = {
     "measure": (
         ("infer-curve", "curves", "command", False),
         ("coldstart", "serverless", "measure_command", False),
+        ("cmd", "program", "command", False),
     ),
     "predict": (("coldstart", "serverless", "predict_command", False),),
 }

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from gpucast._version import __version__
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError, StoreError
 from gpucast.domain.measurement import Measurement
+from gpucast.domain.program import ProgramMeasurement
 from gpucast.domain.workload import WorkloadSpec
 from gpucast.store.records import RunSummary, StoredRun
 from gpucast.store.schema import apply_migrations, latest_version
@@ -317,6 +318,37 @@ class Store:
                 "stop_reason": m.stop_reason,
                 "host": m.environment.host,
                 "gpu_name": m.environment.gpu_name,
+                "gpucast_version": __version__,
+            }
+        )
+
+    def save_program(self, measurement: ProgramMeasurement, result: Mapping[str, Any]) -> int:
+        """Store a program measurement (``gpucast measure cmd``), failed or not, with
+        ``result`` (its ``to_dict()`` and profile) as the run's JSON; returns its run id."""
+        m = measurement
+        env = m.environment
+        ci = m.ci_halfwidth_rel
+        return self._insert_run(
+            {
+                "kind": "program",
+                "workload": m.name,
+                "batch_size": 1,
+                "precision": "-",
+                "mode": "cmd",
+                "device": f"cpu x{m.n_cores}",
+                "created_at": m.created_at.astimezone(UTC).isoformat(),
+                "spec_json": _dumps({"name": m.name, "command": list(m.command)}),
+                "result_json": _dumps(dict(result)),
+                "median_s": m.median_s,
+                "mean_s": m.mean_s,
+                "p5_s": m.p5_s,
+                "p95_s": m.p95_s,
+                "ci_halfwidth_rel": ci if ci is not None and math.isfinite(ci) else None,
+                "samples_per_s": m.work_per_s,
+                "n_samples": m.n_samples,
+                "stop_reason": m.stop_reason,
+                "host": env.host,
+                "gpu_name": env.gpu_name,
                 "gpucast_version": __version__,
             }
         )

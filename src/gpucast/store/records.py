@@ -8,6 +8,7 @@ from typing import Any
 
 from gpucast.domain.errors import InvalidInputError
 from gpucast.domain.measurement import Measurement
+from gpucast.domain.program import ProgramMeasurement
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,6 +83,15 @@ class StoredRun:
                 fix="pick a run listed by `gpucast runs list --kind measurement`",
             )
         return Measurement.from_dict(self.result)
+
+    def program(self) -> ProgramMeasurement:
+        """The stored :class:`ProgramMeasurement` (only for ``kind == "program"``)."""
+        if self.kind != "program":
+            raise InvalidInputError(
+                f"run {self.id} is a {self.kind}, not a program run",
+                fix="pick a run listed by `gpucast runs list --kind program`",
+            )
+        return ProgramMeasurement.from_dict(self.result)
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.summary.to_dict(), "spec": self.spec, "result": self.result}

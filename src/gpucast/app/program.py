@@ -1,0 +1,285 @@
+"""``gpucast.measure_cmd``: measure any program here and store it, with its resource profile.
+
+``measure_cmd(command=["gzip", "-k", "-f", "data.bin"], repeats=5, cores=1)`` runs the program
+through :mod:`gpucast.measure.program` (warm-up, measured runs until the harness's stopping
+rule, psutil and NVML sampling, the work metric from its output), characterises it
+(:func:`gpucast.predict.program.characterise`) and saves both in the store as a run of kind
+``program``. Bad input (an empty or missing command, a metric regex without a group, more
+cores than this machine lets us use) fails before anything runs or is stored. A run that
+fails (non-zero exit, a signal, the timeout, the metric never printed) ends the measurement;
+it is stored as failed, with its stderr tail, and the verb raises :class:`ProgramFailedError`
+(exit code 2 when no run succeeded) naming the run id.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gpucast.app._request import resolve
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError, MeasurementError
+from gpucast.domain.options import option
+
+if TYPE_CHECKING:
+    from gpucast.domain.program import ProgramMeasurement
+
+
+class ProgramFailedError(InvalidInputError):
+    """Every run of the program failed: nothing was measured (stored as a failed run)."""
+
+
+class ProgramPartlyFailedError(MeasurementError):
+    """A run failed after others had succeeded: stored as failed, with the good runs."""
+
+
+def _argv(value: Any) -> tuple[str, ...]:
+    """The program and its arguments as given: a sequence is kept word for word (no comma
+    splitting), a text is one word."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    return tuple(str(v) for v in value)
+
+
+def _number_or_none(flag: str, kind: type) -> Any:
+    """A parser of ``flag``: ``none`` (any case) or a number of ``kind``, else one line."""
+
+    def parse(value: Any) -> Any:
+        if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "")):
+            return None
+        if isinstance(value, bool):
+            raise InvalidSpecError(flag, "must be a number or none", got=value)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise InvalidSpecError(flag, "must be a number or none", got=value) from None
+        if kind is int:
+            if not (math.isfinite(number) and number.is_integer()):
+                raise InvalidSpecError(flag, "must be a whole number or none", got=value)
+            return int(number)
+        return number
+
+    return parse
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeasureCmdRequest:
+    """A program to run and measure (``gpucast measure cmd -- PROGRAM ARGS``)."""
+
+    VERB: ClassVar[str] = "measure cmd"
+
+    command: tuple[str, ...] = option(
+        help="The program and its arguments, after `--`.",
+        argument=True,
+        parse=_argv,
+        metavar="PROGRAM [ARGS]...",
+        example="gzip -k -f data.bin",
+    )
+    repeats: int = option(
+        5, help="Measured runs at least (more until the CI target or --max-time-s).", example="5"
+    )
+    warmup: int = option(1, help="Warm-up runs before the measured ones (>= 0).", example="1")
+    timeout_s: float | None = option(
+        None,
+        flag="timeout",
+        parse=_number_or_none("timeout", float),
+        help="Kill a run after this many seconds (stored as a failed run).",
+        example="600",
+    )
+    metric: str | None = option(
+        None,
+        help="Regex whose first group is the work metric in the program's output; a name "
+        "ending in /s is a rate (units per second), else the units one run does.",
+        example=r"'tx/s=(\d+\.?\d*)'",
+    )
+    cores: int | None = option(
+        None,
+        parse=_number_or_none("cores", int),
+        help="Pin every run to this many CPUs (os.sched_setaffinity); default: not pinned.",
+        example="2",
+    )
+    name: str | None = option(
+        None, help="A label for the run (default: the program's file name).", example="gzip"
+    )
+    target_ci: float = option(
+        0.05,
+        help="Stop when the 95% CI half-width of the mean run time is within this share.",
+        example="0.05",
+    )
+    max_time_s: float = option(
+        600.0,
+        help="Wall-clock budget for measured runs (at least --repeats runs always run).",
+        example="600",
+    )
+    sample_interval_s: float = option(
+        0.1, flag="sample-interval", help="Seconds between resource samples.", example="0.1"
+    )
+    save: bool = option(
+        True, negative="no-save", help="Write the result to the store (--no-save: do not)."
+    )
+
+    def __post_init__(self) -> None:
+        if not self.command or not self.command[0].strip():
+            raise InvalidSpecError(
+                "command", "is required", fix="put the program after --: measure cmd -- gzip f"
+            )
+        for field, value, low in (("repeats", self.repeats, 1), ("warmup", self.warmup, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise InvalidSpecError(field, f"must be an integer >= {low}", got=value)
+        if self.repeats > 10_000:
+            raise InvalidSpecError("repeats", "must be <= 10000", got=self.repeats)
+        if self.warmup > 1000:
+            raise InvalidSpecError("warmup", "must be <= 1000", got=self.warmup)
+        if self.timeout_s is not None and not (
+            math.isfinite(self.timeout_s) and 0 < self.timeout_s <= 7 * 86400
+        ):
+            raise InvalidSpecError(
+                "timeout", "must be seconds in (0, 604800]", got=self.timeout_s, fix="e.g. 600"
+            )
+        if self.metric is not None:
+            from gpucast.domain.program import check_metric_pattern
+
+            check_metric_pattern(self.metric)
+        if self.cores is not None and (isinstance(self.cores, bool) or self.cores < 1):
+            raise InvalidSpecError("cores", "must be an integer >= 1", got=self.cores)
+        if not (math.isfinite(self.target_ci) and 0 < self.target_ci <= 1):
+            raise InvalidSpecError("target-ci", "must be in (0, 1]", got=self.target_ci)
+        if not (math.isfinite(self.max_time_s) and 0 < self.max_time_s <= 30 * 86400):
+            raise InvalidSpecError("max-time-s", "must be in (0, 2592000]", got=self.max_time_s)
+        if not (math.isfinite(self.sample_interval_s) and 0.01 <= self.sample_interval_s <= 60):
+            raise InvalidSpecError(
+                "sample-interval", "must be in [0.01, 60] seconds", got=self.sample_interval_s
+            )
+        if self.name is not None and not self.name.strip():
+            raise InvalidSpecError("name", "must not be empty", fix="e.g. --name gzip")
+
+    @property
+    def label(self) -> str:
+        return self.name.strip() if self.name else Path(self.command[0]).name
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeasureCmdResult:
+    """The measurement, its profile (``None`` without samples) and, when saved, its run id."""
+
+    measurement: ProgramMeasurement
+    profile: dict[str, Any] | None
+    run_id: int | None
+    db: Path | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**program_result(self.measurement, self.profile), "run_id": self.run_id}
+
+
+def program_result(m: ProgramMeasurement, profile: dict[str, Any] | None) -> dict[str, Any]:
+    """What the store keeps for a program run (and ``--json`` prints)."""
+    return {**m.to_dict(), "profile": profile}
+
+
+def _check_command(command: tuple[str, ...]) -> None:
+    program = command[0]
+    if os.sep in program or (os.altsep and os.altsep in program):
+        path = Path(program)
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise InvalidSpecError(
+                "command",
+                f"{program!r} is not an executable file",
+                fix="check the path, or chmod +x it",
+            )
+    elif shutil.which(program) is None:
+        raise InvalidSpecError(
+            "command",
+            f"{program!r} was not found on PATH",
+            fix="check the spelling, or give the program's path",
+        )
+
+
+def _cpus(cores: int | None) -> tuple[int, ...]:
+    if cores is None:
+        return ()
+    allowed = sorted(os.sched_getaffinity(0))
+    if cores > len(allowed):
+        raise InvalidSpecError(
+            "cores",
+            f"must be at most the {len(allowed)} CPU(s) this process may use",
+            got=cores,
+            fix=f"e.g. --cores {len(allowed)}",
+        )
+    return tuple(allowed[:cores])
+
+
+def measure_cmd(
+    request: MeasureCmdRequest | None = None,
+    /,
+    *,
+    db: Path | str | None = None,
+    on_progress: Any = None,
+    **options: Any,
+) -> MeasureCmdResult:
+    """Run a program ``repeats`` times or more, sample its resource use, store the result."""
+    import re
+
+    from gpucast.measure.environment import fingerprint
+    from gpucast.measure.program import ProgramSpec, measure_program
+    from gpucast.predict.program import characterise
+    from gpucast.store import Store, default_db_path
+
+    request = resolve(MeasureCmdRequest, request, options)
+    _check_command(request.command)
+    cpus = _cpus(request.cores)
+    db_path = Path(db) if db is not None else default_db_path()
+    store = Store(db_path).open() if request.save else None  # a bad db fails before running
+    try:
+        import torch
+
+        spec = ProgramSpec(
+            command=request.command,
+            cpus=cpus,
+            timeout_s=request.timeout_s,
+            metric=None if request.metric is None else re.compile(request.metric),
+            interval_s=request.sample_interval_s,
+        )
+        measurement = measure_program(
+            spec,
+            name=request.label,
+            repeats=request.repeats,
+            warmup=request.warmup,
+            target_ci=request.target_ci,
+            max_time_s=request.max_time_s,
+            environment=fingerprint(torch.device("cpu")),
+            on_progress=on_progress,
+        )
+        found = characterise(measurement)
+        profile = None if found is None else found.to_dict()
+        run_id = (
+            None
+            if store is None
+            else store.save_program(measurement, program_result(measurement, profile))
+        )
+    finally:
+        if store is not None:
+            store.close()
+    if measurement.failed_run is not None:
+        where = f"; stored as failed run {run_id}" if run_id is not None else ""
+        text = f"command {request.label!r}: a run {measurement.failure()}{where}"
+        fix = (
+            f"see `gpucast runs show {run_id}` for the stderr tail"
+            if run_id is not None
+            else "run it by hand to see its output"
+        )
+        if measurement.n_samples == 0:
+            raise ProgramFailedError(text, fix=fix)
+        raise ProgramPartlyFailedError(
+            text + f" after {measurement.n_samples} good measured run(s)", fix=fix
+        )
+    return MeasureCmdResult(
+        measurement=measurement,
+        profile=profile,
+        run_id=run_id,
+        db=None if store is None else db_path,
+    )
