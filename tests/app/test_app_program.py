@@ -25,7 +25,7 @@ def test_measure_cmd_stores_the_runs_and_the_profile(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     result = gpucast.measure_cmd(
         command=[PY, "-c", WORK], repeats=2, warmup=1, metric=r"items=(\d+)", cores=1,
-        sample_interval_s=0.02, db=db,
+        sample_interval_s=0.02, target_ci=1.0, db=db,
     )  # fmt: skip
     m = result.measurement
     assert m.status == "ok" and m.n_samples >= 2 and m.n_cores == 1
@@ -59,7 +59,9 @@ def test_a_run_failing_after_good_runs_exits_1_and_keeps_them(tmp_path: Path) ->
         "sys.exit(1 if n >= 3 else 0)"
     )
     with pytest.raises(ProgramPartlyFailedError, match="after 2 good measured run"):
-        gpucast.measure_cmd(command=[PY, "-c", code], repeats=5, db=tmp_path / "r.db")
+        gpucast.measure_cmd(
+            command=[PY, "-c", code], repeats=5, target_ci=1.0, db=tmp_path / "r.db"
+        )
     assert ProgramPartlyFailedError.exit_code == 1
     m = gpucast.runs_show(1, db=tmp_path / "r.db").program()
     assert m.n_samples == 2 and m.stop_reason == "failed"

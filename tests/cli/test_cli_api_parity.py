@@ -183,9 +183,9 @@ CASES = [
     Case(
         "measure_cmd",
         lambda t: ["measure", "cmd", "--repeats", "2", "--metric", r"x=(\d+)", "--no-save",
-                   "echo", "x=3"],
+                   "--target-ci", "1", "echo", "x=3"],
         lambda t: gpucast.measure_cmd(
-            command=["echo", "x=3"], repeats=2, metric=r"x=(\d+)", save=False
+            command=["echo", "x=3"], repeats=2, metric=r"x=(\d+)", save=False, target_ci=1
         ),
         timed=True,
     ),

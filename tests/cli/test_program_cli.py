@@ -20,7 +20,7 @@ def test_measure_cmd_runs_the_program_after_the_double_dash(tmp_path: Path) -> N
     db = str(tmp_path / "runs.db")
     result = runner.invoke(
         app,
-        ["--db", db, "measure", "cmd", "--repeats", "2", "--metric", r"rate/s=(\d+)", "--json",
+        ["--db", db, "measure", "cmd", "--repeats", "2", "--target-ci", "1", "--metric", r"rate/s=(\d+)", "--json",
          "--", PY, "-c", "print('rate/s=7')"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output

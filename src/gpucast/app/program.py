@@ -112,9 +112,9 @@ class MeasureCmdRequest:
         example="0.05",
     )
     max_time_s: float = option(
-        600.0,
+        300.0,
         help="Wall-clock budget for measured runs (at least --repeats runs always run).",
-        example="600",
+        example="300",
     )
     sample_interval_s: float = option(
         0.1, flag="sample-interval", help="Seconds between resource samples.", example="0.1"

@@ -164,6 +164,14 @@ def write_report(
         rows = [
             r.to_dict() for r in opened.list_runs(workload=request.workload, limit=request.limit)
         ]
+        # program runs (measure cmd) bring their time series
+        programs = {
+            int(r["id"]): opened.get_run(int(r["id"])).result
+            for r in rows
+            if r["kind"] == "program"
+        }
     title = f"gpucast measurements{'' if request.workload is None else ': ' + request.workload}"
-    write_text_atomic(request.out, measurements_html(rows, title=title, source=str(store)))
+    write_text_atomic(
+        request.out, measurements_html(rows, title=title, source=str(store), programs=programs)
+    )
     return ReportResult(out=request.out, what=f"{len(rows)} runs from {store}")

@@ -18,7 +18,7 @@ from typing import Any
 
 from gpucast._version import __version__
 from gpucast.domain.plan import PlanCandidate, TrainPlan
-from gpucast.report.svg import bar_svg, pareto_svg
+from gpucast.report.svg import bar_svg, pareto_svg, series_svg
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;
@@ -322,8 +322,15 @@ def plan_html(plan: TrainPlan) -> str:
     return _page(title, body)
 
 
-def measurements_html(runs: Sequence[Mapping[str, Any]], *, title: str, source: str) -> str:
-    """A report of stored runs: a bar chart of median step times and a table of every run."""
+def measurements_html(
+    runs: Sequence[Mapping[str, Any]],
+    *,
+    title: str,
+    source: str,
+    programs: Mapping[int, Mapping[str, Any]] | None = None,
+) -> str:
+    """A report of stored runs: a bar chart of median step times, a table of every run and,
+    for each program run in ``programs`` (run id -> stored result), its time series."""
     body = [f"<h1>{_h(title)}</h1>", f"<p>From {_h(source)}: {len(runs)} runs.</p>"]
     timed = [r for r in runs if r.get("median_s") is not None]
     labels = [
@@ -360,6 +367,8 @@ def measurements_html(runs: Sequence[Mapping[str, Any]], *, title: str, source: 
     )
     body.append("<h2>Runs</h2>")
     body.append(f'<table id="runs"><tr>{head}</tr>{rows}</table>')
+    for run_id, result in (programs or {}).items():
+        body.extend(program_html(run_id, result))
     return _page(title, body)
 
 
@@ -464,3 +473,80 @@ def serve_plan_html(data: Mapping[str, Any]) -> str:
     if warnings:
         body.append("<ul>" + "".join(f"<li>{_h(w)}</li>" for w in warnings) + "</ul>")
     return _page(title, body)
+
+
+def _rate(t: Sequence[float], cumulative: Sequence[float]) -> list[float]:
+    out = [0.0]
+    for k in range(1, len(t)):
+        dt = float(t[k]) - float(t[k - 1])
+        delta = float(cumulative[k] or 0.0) - float(cumulative[k - 1] or 0.0)
+        out.append(delta / dt if dt > 0 else 0.0)
+    return out
+
+
+def program_html(run_id: int, result: Mapping[str, Any]) -> list[str]:
+    """One program run (``measure cmd``): its profile and the time series of its first
+    measured run (CPU, memory, I/O, GPU), phases shaded."""
+    name = str(result.get("name", "program"))
+    out = [f"<h2>Program run #{run_id}: {_h(name)}</h2>"]
+    profile = result.get("profile") or {}
+    shares = profile.get("shares") or {}
+    summary = {
+        "command": " ".join(str(a) for a in result.get("command", [])),
+        "status": result.get("status"),
+        "median run (s)": result.get("median_s"),
+        "cores": result.get("n_cores"),
+        "bound by": profile.get("bound_by"),
+        "time shares": ", ".join(f"{k} {float(v):.0%}" for k, v in shares.items() if v),
+        "burstiness (CV of CPU demand)": profile.get("burstiness"),
+        "CPU cores mean / peak": f"{profile.get('cpu_cores_mean', 0):.2f} / "
+        f"{profile.get('cpu_cores_peak', 0):.2f}"
+        if profile
+        else None,
+    }
+    out.append(_kv_table(summary, f"program-{run_id}"))
+    runs = result.get("runs") or []
+    run = next(
+        (r for r in runs if not r.get("warmup") and r.get("series")),
+        next((r for r in runs if r.get("series")), None),
+    )
+    if run is None:
+        out.append("<p>No samples.</p>")
+        return out
+    series = run["series"]
+    t = [float(v) for v in series["t_s"]]
+    bands = [
+        (float(p["start_s"]), float(p["end_s"]), str(p["bound_by"]))
+        for p in profile.get("phases", [])
+    ]
+
+    def clean(values: Sequence[Any]) -> list[float]:
+        return [math.nan if v is None else float(v) for v in values]
+
+    charts = [
+        ("CPU used", "cores", clean(series["cpu_cores"])),
+        ("resident memory", "MiB", [v / 2**20 for v in clean(series["rss_bytes"])]),
+        (
+            "I/O (read + write calls)",
+            "MB/s",
+            [
+                v / 1e6
+                for v in _rate(
+                    t,
+                    [
+                        (a or 0.0) + (b or 0.0)
+                        for a, b in zip(series["read_chars"], series["write_chars"], strict=True)
+                    ],
+                )
+            ],
+        ),
+    ]
+    if series.get("gpu_util_pct"):
+        charts.append(("GPU utilisation", "%", clean(series["gpu_util_pct"])))
+    for k, (label, unit, values) in enumerate(charts):
+        out.append(
+            series_svg(
+                t, values, label=label, unit=unit, svg_id=f"program-{run_id}-{k}", bands=bands
+            )
+        )
+    return out

@@ -4,6 +4,8 @@
 candidates: on-demand plans as circles, spot plans as diamonds, the Pareto front joined by a
 line, the recommended pick ringed, the deadline and budget as dashed lines. Each point has a
 ``<title>`` tooltip. :func:`bar_svg` draws a horizontal bar chart (e.g. measured step times).
+:func:`series_svg` draws one signal of a program run over time (``measure cmd``), its
+bottleneck phases as shaded bands behind the line.
 """
 
 from __future__ import annotations
@@ -181,5 +183,84 @@ def bar_svg(labels: Sequence[str], values: Sequence[float], *, unit: str, svg_id
             f'<text x="{label_w + w + 4:.1f}" y="{y + 14}" font-size="11">{v:.4g} '
             f"{escape(unit)}</text>"
         )
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+#: Band colours of a program's bottleneck phases (predict.program.PHASE_CLASSES).
+PHASE_COLOURS = {
+    "cpu": "#fde0c5",
+    "memory": "#e5d4f0",
+    "io": "#d4e8f7",
+    "gpu": "#d8f0d2",
+    "idle": "#f2f2f2",
+}
+
+
+def series_svg(
+    t_s: Sequence[float],
+    values: Sequence[float],
+    *,
+    label: str,
+    unit: str,
+    svg_id: str,
+    bands: Sequence[tuple[float, float, str]] = (),
+) -> str:
+    """A line chart of ``values`` over ``t_s`` (seconds) as an ``<svg>`` element; ``bands``
+    (start s, end s, phase) shade the phases behind it, with a legend."""
+    height = 200
+    pad_l, pad_r, pad_t, pad_b = PAD_L, PAD_R, 26, 34
+    points = [
+        (float(t), float(v))
+        for t, v in zip(t_s, values, strict=True)
+        if math.isfinite(float(t)) and math.isfinite(float(v))
+    ]
+    t_max = max([t for t, _ in points] + [b[1] for b in bands] + [1e-9])
+    v_max = max([v for _, v in points] + [0.0]) or 1.0
+    inner_w = WIDTH - pad_l - pad_r
+    inner_h = height - pad_t - pad_b
+
+    def sx(t: float) -> float:
+        return pad_l + inner_w * t / t_max
+
+    def sy(v: float) -> float:
+        return pad_t + inner_h * (1.0 - v / v_max)
+
+    out = [
+        f'<svg id="{escape(svg_id)}" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" '
+        f'height="{height}" viewBox="0 0 {WIDTH} {height}" role="img">',
+        f'<text x="{pad_l}" y="16" font-size="12" font-weight="bold">{escape(label)} '
+        f"({escape(unit)})</text>",
+    ]
+    for start, end, phase in bands:
+        colour = PHASE_COLOURS.get(phase, "#eeeeee")
+        out.append(
+            f'<rect x="{sx(start):.1f}" y="{pad_t}" width="{max(sx(end) - sx(start), 0.5):.1f}" '
+            f'height="{inner_h}" fill="{colour}"><title>{escape(phase)} {start:.2f}-{end:.2f} s'
+            "</title></rect>"
+        )
+    out.append(
+        f'<line x1="{pad_l}" y1="{pad_t + inner_h}" x2="{pad_l + inner_w}" '
+        f'y2="{pad_t + inner_h}" stroke="#888"/>'
+        f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{pad_t + inner_h}" stroke="#888"/>'
+        f'<text x="{pad_l - 6}" y="{pad_t + 4}" font-size="10" text-anchor="end">'
+        f"{_fmt(v_max)}</text>"
+        f'<text x="{pad_l - 6}" y="{pad_t + inner_h}" font-size="10" text-anchor="end">0</text>'
+        f'<text x="{pad_l + inner_w}" y="{height - 8}" font-size="10" text-anchor="end">'
+        f"{t_max:.3g} s</text>"
+    )
+    if points:
+        path = " ".join(f"{sx(t):.1f},{sy(v):.1f}" for t, v in points)
+        out.append(
+            f'<polyline points="{path}" fill="none" stroke="{OD_COLOUR}" stroke-width="1.5"/>'
+        )
+    legend_x = pad_l + 200
+    for phase in dict.fromkeys(b[2] for b in bands):
+        out.append(
+            f'<rect x="{legend_x}" y="6" width="10" height="10" '
+            f'fill="{PHASE_COLOURS.get(phase, "#eeeeee")}" stroke="#999"/>'
+            f'<text x="{legend_x + 14}" y="15" font-size="10">{escape(phase)}</text>'
+        )
+        legend_x += 70
     out.append("</svg>")
     return "\n".join(out)
