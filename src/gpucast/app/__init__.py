@@ -46,6 +46,7 @@ VERBS: dict[str, str] = {
     "measure_infer": "measure",
     "measure_infer_curve": "curves",
     "measure_cmd": "program",
+    "predict_cmd": "program",
     "catalog_gpus": "catalog",
     "catalog_offers": "catalog",
     "catalog_spot": "catalog",

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError, MeasurementError
 from gpucast.domain.options import option
+from gpucast.domain.provenance import Assumption
 
 if TYPE_CHECKING:
     from gpucast.domain.program import ProgramMeasurement
@@ -225,7 +226,7 @@ def measure_cmd(
     import re
 
     from gpucast.measure.environment import fingerprint
-    from gpucast.measure.program import ProgramSpec, measure_program
+    from gpucast.measure.program import ProgramSpec, host_cpu, measure_program
     from gpucast.predict.program import characterise
     from gpucast.store import Store, default_db_path
 
@@ -244,6 +245,7 @@ def measure_cmd(
             metric=None if request.metric is None else re.compile(request.metric),
             interval_s=request.sample_interval_s,
         )
+        clock, threads_per_core = host_cpu()
         measurement = measure_program(
             spec,
             name=request.label,
@@ -253,6 +255,8 @@ def measure_cmd(
             max_time_s=request.max_time_s,
             environment=fingerprint(torch.device("cpu")),
             on_progress=on_progress,
+            cpu_clock_ghz=clock,
+            threads_per_core=threads_per_core,
         )
         found = characterise(measurement)
         profile = None if found is None else found.to_dict()
@@ -282,4 +286,219 @@ def measure_cmd(
         profile=profile,
         run_id=run_id,
         db=None if store is None else db_path,
+    )
+
+
+# -- predict cmd -----------------------------------------------------------------------------
+def _positive_or_none(flag: str) -> Any:
+    parse = _number_or_none(flag, float)
+
+    def checked(value: Any) -> float | None:
+        number = parse(value)
+        if number is not None and not (math.isfinite(number) and 0 < number <= 1e7):
+            raise InvalidSpecError(flag, "must be a number in (0, 1e7] or none", got=value)
+        return None if number is None else float(number)
+
+    return checked
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictCmdRequest:
+    """Stored program runs to predict from (``gpucast predict cmd RUN_ID...``)."""
+
+    VERB: ClassVar[str] = "predict cmd"
+
+    runs: tuple[int, ...] = option(
+        help="Run ids of one program (gpucast measure cmd), on one or more core counts or "
+        "machines.",
+        argument=True,
+        metavar="RUN_ID...",
+        example="3",
+    )
+    instances: tuple[str, ...] = option(
+        (), help="Only these CPU instance types of the catalog.", example="c7g.large,c7i.large"
+    )
+    arch: str | None = option(None, help="Only x86_64 or arm64 instances.", example="arm64")
+    host_memory_bandwidth_gbs: float | None = option(
+        None,
+        parse=_positive_or_none("host-memory-bandwidth-gbs"),
+        help="The measuring machine's memory bandwidth (GB/s); default: an assumption shown "
+        "with the result.",
+        example="100",
+    )
+    host_disk_mb_per_s: float | None = option(
+        None,
+        parse=_positive_or_none("host-disk-mb-per-s"),
+        help="The measuring machine's disk throughput (MB/s); default: the catalog's volume "
+        "baseline (I/O time unchanged).",
+        example="500",
+    )
+
+    def __post_init__(self) -> None:
+        if not self.runs:
+            raise InvalidSpecError("runs", "needs at least one run id", fix="e.g. predict cmd 3")
+        if len(self.runs) > 1000:
+            raise InvalidSpecError("runs", "must be at most 1000 run ids", got=len(self.runs))
+        for run in self.runs:
+            if isinstance(run, bool) or not isinstance(run, int) or run < 1:
+                raise InvalidSpecError("runs", "must be run ids >= 1", got=run)
+        if self.arch is not None and self.arch not in ("x86_64", "arm64"):
+            raise InvalidSpecError("arch", "must be x86_64 or arm64", got=self.arch)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProgramPrediction:
+    """One catalog instance: the program's predicted run time, work rate and cost."""
+
+    instance: dict[str, Any]
+    run_time_s: float
+    work_per_s: float
+    usd_per_run: float
+    usd_per_unit: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "instance_type": self.instance["instance_type"],
+            "provider": self.instance["provider"],
+            "region": self.instance["region"],
+            "arch": self.instance["arch"],
+            "vcpus": self.instance["vcpus"],
+            "on_demand_usd_per_hour": self.instance["on_demand_usd_per_hour"],
+            "run_time_s": self.run_time_s,
+            "work_per_s": self.work_per_s,
+            "usd_per_run": self.usd_per_run,
+            "usd_per_unit": self.usd_per_unit,
+            "source_url": self.instance["source_url"],
+            "as_of": self.instance["as_of"],
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictCmdResult:
+    """Predictions on every chosen instance (cheapest per unit of work first)."""
+
+    program: str
+    work_unit: str
+    runs: tuple[int, ...]
+    measured: tuple[dict[str, Any], ...]
+    thread_demand: float | None
+    predictions: tuple[ProgramPrediction, ...]
+    assumptions: tuple[Assumption, ...]
+    validation: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "program": self.program,
+            "work_unit": self.work_unit,
+            "runs": list(self.runs),
+            "measured": list(self.measured),
+            "thread_demand": self.thread_demand,
+            "predictions": [p.to_dict() for p in self.predictions],
+            "assumptions": [a.to_dict() for a in self.assumptions],
+            "validation": self.validation,
+        }
+
+    def to_frame(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame([p.to_dict() for p in self.predictions])
+
+
+def predict_cmd(
+    request: PredictCmdRequest | None = None, /, *, db: Path | str | None = None, **options: Any
+) -> PredictCmdResult:
+    """Predict a measured program's run time and cost per unit of work on catalog CPU
+    instances, from its measured bottleneck mix (:mod:`gpucast.predict.program`)."""
+    from gpucast.catalog.cpu_instances import cpu_instances
+    from gpucast.catalog.validation import validation_for
+    from gpucast.inputs.program import observation, same_program, target_machine
+    from gpucast.predict.program import ProgramModel
+    from gpucast.store import Store, default_db_path
+
+    request = resolve(PredictCmdRequest, request, options)
+    chosen = cpu_instances(request.instances, arch=request.arch)
+    if not chosen:
+        raise InvalidSpecError(
+            "arch", "leaves no catalog instance", got=request.arch, fix="drop --arch"
+        )
+    db_path = Path(db) if db is not None else default_db_path()
+    with Store(db_path).open(create=False) as store:
+        measurements = [store.get_run(run).program() for run in request.runs]
+    same_program(measurements)
+    observations = []
+    measured = []
+    notes: dict[str, Assumption] = {}
+    for run_id, m in zip(request.runs, measurements, strict=True):
+        obs, profile, assumed = observation(
+            m,
+            memory_bandwidth_gbs=request.host_memory_bandwidth_gbs,
+            disk_mb_per_s=request.host_disk_mb_per_s,
+        )
+        observations.append(obs)
+        measured.append(
+            {
+                "run_id": run_id,
+                "machine": obs.machine.to_dict(),
+                "median_s": m.median_s,
+                "bound_by": profile.bound_by,
+                "shares": profile.shares,
+                "thread_demand": profile.thread_demand,
+            }
+        )
+        for a in assumed:
+            notes.setdefault(a.name, a)
+    model = ProgramModel().fit(observations)
+    times = model.predict([target_machine(i) for i in chosen])
+    first = measurements[0]
+    # units of work one run does: the metric for a count, rate x time for a rate, else 1 run
+    units = [
+        (m.work_per_s or 0.0) * (m.median_s or 0.0) if m.metric_pattern else 1.0
+        for m in measurements
+    ]
+    units_per_run = float(sorted(units)[len(units) // 2]) or 1.0
+    predictions = sorted(
+        (
+            ProgramPrediction(
+                instance=inst.to_dict(),
+                run_time_s=float(t),
+                work_per_s=units_per_run / float(t),
+                usd_per_run=inst.on_demand_usd_per_hour * float(t) / 3600.0,
+                usd_per_unit=inst.on_demand_usd_per_hour * float(t) / 3600.0 / units_per_run,
+            )
+            for inst, t in zip(chosen, times, strict=True)
+        ),
+        key=lambda p: p.usd_per_unit,
+    )
+    notes["SMT"] = Assumption(
+        name="SMT",
+        value="a second hardware thread adds 25% of a core",
+        source="prior (Intel quotes up to 30% for Hyper-Threading)",
+    )
+    notes["gpu time"] = Assumption(
+        name="GPU and idle time",
+        value="carried over unchanged",
+        source="the program model scales CPU, memory and I/O time only",
+    )
+    if model.demand is None:
+        notes["thread demand"] = Assumption(
+            name="thread demand",
+            value="the threads seen busy in each run",
+            source="one core count measured; measure at another (--cores) to fit it",
+            override="more runs at other --cores",
+        )
+    check = validation_for("program-model", (), "fp32", 1)
+    return PredictCmdResult(
+        program=first.name,
+        work_unit=first.work_unit,
+        runs=request.runs,
+        measured=tuple(measured),
+        thread_demand=model.demand,
+        predictions=tuple(predictions),
+        assumptions=tuple(notes.values()),
+        validation={
+            "model": "program-model",
+            "error": check.error,
+            "data": check.data,
+            "command": check.command,
+        },
     )

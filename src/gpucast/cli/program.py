@@ -15,7 +15,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gpucast.app.program import MeasureCmdRequest
+from gpucast.app.program import MeasureCmdRequest, PredictCmdRequest, PredictCmdResult
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, state
 from gpucast.cli.measure import format_seconds, progress_line
@@ -147,3 +147,65 @@ def command(
         err_console.print(
             f"saved as run {result.run_id} in {escape(str(result.db))}", highlight=False
         )
+
+
+@request_command(PredictCmdRequest)
+def predict_command(
+    ctx: typer.Context,
+    request: PredictCmdRequest,
+    as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Predict a measured program's run time and cost per unit of work on the catalog's CPU
+    instance types (x86 and Arm), from its measured bottleneck mix."""
+    from gpucast.app import predict_cmd
+
+    result = predict_cmd(request, db=state(ctx).db_path)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    print_prediction(result)
+
+
+def print_prediction(result: PredictCmdResult) -> None:
+    unit = escape(result.work_unit)
+    measured = Table(title=f"measured: {escape(result.program)}", title_justify="left")
+    for column in ("run", "machine", "median run", "bound by", "thread demand"):
+        measured.add_column(column)
+    for m in result.measured:
+        measured.add_row(
+            str(m["run_id"]),
+            escape(str(m["machine"]["name"])),
+            format_seconds(m["median_s"]),
+            f"{m['bound_by']} ("
+            + ", ".join(f"{k} {v:.0%}" for k, v in m["shares"].items() if v >= 0.005)
+            + ")",
+            f"{m['thread_demand']:.2g}",
+        )
+    console.print(measured)
+    table = Table(
+        title=f"predicted, cheapest per {unit} first"
+        + (f" · fitted thread demand {result.thread_demand:.3g}" if result.thread_demand else ""),
+        title_justify="left",
+    )
+    for column in ("instance", "arch", "vCPUs", "$/h", "run time", f"{unit}/s", f"$ per {unit}"):
+        table.add_column(column, justify="left" if column in ("instance", "arch") else "right")
+    for p in result.predictions:
+        d = p.to_dict()
+        table.add_row(
+            escape(d["instance_type"]),
+            d["arch"],
+            str(d["vcpus"]),
+            f"{d['on_demand_usd_per_hour']:.4g}",
+            format_seconds(d["run_time_s"]),
+            f"{d['work_per_s']:,.4g}",
+            f"{d['usd_per_unit']:.3g}",
+        )
+    console.print(table)
+    for a in result.assumptions:
+        console.print(f"[dim]assumption:[/dim] {escape(a.name)}: {escape(a.text())}")
+    v = result.validation
+    console.print(
+        f"[dim]validated error:[/dim] {escape(str(v['error'] or 'not validated'))}"
+        + (f" ({escape(str(v['command']))})" if v.get("command") else ""),
+        highlight=False,
+    )

@@ -35,6 +35,7 @@ VERBS: dict[str, tuple[str, str, str]] = {
 #: function makes the command rather than being it), ...). `--model LLM` dispatches to the
 #: LLM serving verbs (cli.llm_serve wraps cli.serve).
 JOINS: dict[str, tuple[tuple[str, str, str, bool], ...]] = {
+    "predict": (("cmd", "program", "predict_command", False),),
     "plan": (("serve", "llm_serve", "plan_command", True),),
     "simulate": (
         ("serve", "llm_serve", "simulate_command", True),

@@ -299,6 +299,9 @@ class ProgramMeasurement:
     target_ci: float = 0.05
     confidence: float = 0.95
     warnings: tuple[str, ...] = ()
+    #: the host's CPU clock (psutil.cpu_freq: max, else current) and hardware threads per core
+    cpu_clock_ghz: float | None = None
+    threads_per_core: int = 1
 
     n_samples: int = field(init=False)
     median_s: float | None = field(init=False)
@@ -411,6 +414,8 @@ class ProgramMeasurement:
             "metric_median": self.metric_median,
             "work_per_s": self.work_per_s,
             "environment": self.environment.to_dict(),
+            "cpu_clock_ghz": self.cpu_clock_ghz,
+            "threads_per_core": self.threads_per_core,
             "created_at": self.created_at.isoformat(),
             "warnings": list(self.warnings),
             "runs": [r.to_dict() for r in self.runs],
@@ -426,7 +431,10 @@ class ProgramMeasurement:
                 got=version,
             )
         timeout = data.get("timeout_s")
+        clock = data.get("cpu_clock_ghz")
         return cls(
+            cpu_clock_ghz=None if clock is None else float(clock),
+            threads_per_core=int(data.get("threads_per_core", 1)),
             name=str(data["name"]),
             command=tuple(str(a) for a in data["command"]),
             n_cores=int(data["n_cores"]),
@@ -441,3 +449,69 @@ class ProgramMeasurement:
             created_at=datetime.fromisoformat(data["created_at"]),
             warnings=tuple(str(w) for w in data.get("warnings", ())),
         )
+
+
+#: The throughput a second hardware thread of a core adds to the first (SMT): a documented
+#: prior (Intel quotes up to 30% for Hyper-Threading; 25% is taken), used to turn vCPUs into
+#: the cores a CPU-bound program sees.
+SMT_GAIN = 0.25
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CpuInstance:
+    """A CPU server type of the catalog (``catalog/data/cpu_instances.csv``)."""
+
+    provider: str
+    region: str
+    instance_type: str
+    arch: str
+    cpu: str
+    vcpus: int
+    threads_per_core: int
+    clock_ghz: float
+    memory_gib: float
+    memory_bandwidth_gbs: float
+    disk_mb_per_s: float
+    on_demand_usd_per_hour: float
+    source_url: str
+    as_of: str
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        for name in (
+            "clock_ghz", "memory_gib", "memory_bandwidth_gbs", "disk_mb_per_s",
+            "on_demand_usd_per_hour",
+        ):  # fmt: skip
+            value = getattr(self, name)
+            if isinstance(value, bool) or not (math.isfinite(value) and value > 0):
+                raise InvalidSpecError(name, "must be a finite number > 0", got=value)
+        if self.vcpus < 1 or self.threads_per_core < 1 or self.vcpus % self.threads_per_core:
+            raise InvalidSpecError(
+                "vcpus", "must be a positive multiple of threads_per_core", got=self.vcpus
+            )
+
+    @property
+    def effective_cores(self) -> float:
+        """Cores as a CPU-bound program sees them: physical cores, plus :data:`SMT_GAIN` of a
+        core per extra hardware thread."""
+        physical = self.vcpus / self.threads_per_core
+        return physical * (1.0 + SMT_GAIN * (self.threads_per_core - 1))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "region": self.region,
+            "instance_type": self.instance_type,
+            "arch": self.arch,
+            "cpu": self.cpu,
+            "vcpus": self.vcpus,
+            "threads_per_core": self.threads_per_core,
+            "effective_cores": self.effective_cores,
+            "clock_ghz": self.clock_ghz,
+            "memory_gib": self.memory_gib,
+            "memory_bandwidth_gbs": self.memory_bandwidth_gbs,
+            "disk_mb_per_s": self.disk_mb_per_s,
+            "on_demand_usd_per_hour": self.on_demand_usd_per_hour,
+            "source_url": self.source_url,
+            "as_of": self.as_of,
+        }

@@ -392,6 +392,8 @@ def measure_program(
     environment: Any,
     on_progress: Callable[[Progress], None] | None = None,
     runner: Callable[..., ProgramRun] = run_once,
+    cpu_clock_ghz: float | None = None,
+    threads_per_core: int = 1,
 ) -> ProgramMeasurement:
     """Warm-up runs, then measured runs until the harness's rule stops (at least
     ``repeats``, the CI within ``target_ci`` or ``max_time_s`` spent); a failed run stops it.
@@ -458,7 +460,24 @@ def measure_program(
         environment=environment,
         created_at=datetime.now(UTC),
         warnings=tuple(notes),
+        cpu_clock_ghz=cpu_clock_ghz,
+        threads_per_core=threads_per_core,
     )
+
+
+def host_cpu() -> tuple[float | None, int]:
+    """This machine's CPU clock in GHz (psutil.cpu_freq: the maximum where the OS reports one,
+    else the current) and its hardware threads per core (logical / physical CPUs)."""
+    psutil = _import_psutil()
+    clock: float | None = None
+    with contextlib.suppress(Exception):
+        freq = psutil.cpu_freq()
+        if freq is not None:
+            mhz = float(freq.max) if freq.max else float(freq.current)
+            clock = mhz / 1000.0 if mhz > 0 else None
+    logical = psutil.cpu_count(logical=True) or 1
+    physical = psutil.cpu_count(logical=False) or logical
+    return clock, max(1, round(logical / physical))
 
 
 def _own_time(step: Callable[[], object]) -> float:
