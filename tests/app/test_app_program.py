@@ -121,3 +121,41 @@ def test_no_save_writes_nothing(tmp_path: Path) -> None:
     assert result.run_id is None and not db.exists()
     with open_store(tmp_path / "other.db") as store:
         assert store.count_runs() == 0
+
+
+def test_predict_cmd_prices_the_program_on_catalog_instances(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    measured = gpucast.measure_cmd(
+        command=[PY, "-c", WORK], repeats=2, metric=r"items=(\d+)", target_ci=1.0,
+        sample_interval_s=0.02, db=db,
+    )  # fmt: skip
+    result = gpucast.predict_cmd(runs=[measured.run_id], arch="arm64", db=db)
+    assert result.program == Path(PY).name and result.work_unit == "items"
+    assert result.predictions and all(p.instance["arch"] == "arm64" for p in result.predictions)
+    costs = [p.usd_per_unit for p in result.predictions]
+    assert costs == sorted(costs)
+    for p in result.predictions:
+        assert p.work_per_s == pytest.approx(42.0 / p.run_time_s)
+        assert p.usd_per_run == pytest.approx(
+            p.instance["on_demand_usd_per_hour"] * p.run_time_s / 3600
+        )
+    names = {a.name for a in result.assumptions}
+    assert {"host memory bandwidth", "thread demand", "SMT"} <= names
+    assert result.validation["model"] == "program-model"
+    assert result.to_frame().shape[0] == len(result.predictions)
+
+
+def test_predict_cmd_refuses_what_it_cannot_use(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    a = gpucast.measure_cmd(command=[PY, "-c", "pass"], repeats=2, target_ci=1.0, db=db)
+    b = gpucast.measure_cmd(command=[PY, "-c", "pass;"], repeats=2, target_ci=1.0, db=db)
+    with pytest.raises(InvalidSpecError, match="one command"):
+        gpucast.predict_cmd(runs=[a.run_id, b.run_id], db=db)
+    with pytest.raises(InvalidInputError, match=r"unknown CPU instance type 'c7g\.lage'"):
+        gpucast.predict_cmd(runs=[a.run_id], instances=["c7g.lage"], db=db)
+    with pytest.raises(InvalidInputError, match="no run with id 99"):
+        gpucast.predict_cmd(runs=[99], db=db)
+    with pytest.raises(ProgramFailedError):
+        gpucast.measure_cmd(command=[PY, "-c", "raise SystemExit(2)"], db=db)
+    with pytest.raises(InvalidSpecError, match="no successful measured run"):
+        gpucast.predict_cmd(runs=[3], db=db)

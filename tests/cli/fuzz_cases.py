@@ -324,6 +324,10 @@ COMMANDS: tuple[Command, ...] = (
          "--target-ci", "0.5", "--max-time-s", "5", "--sample-interval", "0.1", "--no-save"),
         "gpucast.app.program:MeasureCmdRequest", positional="true",
     ),
+    Command(
+        ("predict", "cmd"), ("--arch", "arm64"), "gpucast.app.program:PredictCmdRequest",
+        positional="1",
+    ),
     Command(("runs", "list"), (), "gpucast.app.runs:RunsListRequest"),
     Command(("runs", "show"), (), "gpucast.app.runs:RunsShowRequest", positional="1"),
     Command(("runs", "export"), ("--out", "@out_csv"), "gpucast.app.runs:RunsExportRequest"),

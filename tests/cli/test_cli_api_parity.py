@@ -94,6 +94,15 @@ def _sweep(tmp: Path) -> Path:
     return path
 
 
+def _program_run(tmp: Path) -> int:
+    """A stored program run (``measure cmd``) in the module's store, measured once."""
+    marker = tmp / "program-run-id"
+    if not marker.exists():
+        result = gpucast.measure_cmd(command=["echo", "x"], repeats=2, target_ci=1.0)
+        marker.write_text(str(result.run_id))
+    return int(marker.read_text())
+
+
 def _rows(tmp: Path, name: str, text: str) -> Path:
     path = tmp / name
     path.write_text(text)
@@ -188,6 +197,11 @@ CASES = [
             command=["echo", "x=3"], repeats=2, metric=r"x=(\d+)", save=False, target_ci=1
         ),
         timed=True,
+    ),
+    Case(
+        "predict_cmd",
+        lambda t: ["predict", "cmd", str(_program_run(t)), "--arch", "arm64"],
+        lambda t: gpucast.predict_cmd(runs=[_program_run(t)], arch="arm64"),
     ),
     Case("runs_list", lambda t: ["runs", "list"], lambda t: gpucast.runs_list()),
     Case("runs_show", lambda t: ["runs", "show", "1"], lambda t: gpucast.runs_show(1)),

@@ -20,8 +20,8 @@ def test_measure_cmd_runs_the_program_after_the_double_dash(tmp_path: Path) -> N
     db = str(tmp_path / "runs.db")
     result = runner.invoke(
         app,
-        ["--db", db, "measure", "cmd", "--repeats", "2", "--target-ci", "1", "--metric", r"rate/s=(\d+)", "--json",
-         "--", PY, "-c", "print('rate/s=7')"],
+        ["--db", db, "measure", "cmd", "--repeats", "2", "--target-ci", "1", "--metric",
+         r"rate/s=(\d+)", "--json", "--", PY, "-c", "print('rate/s=7')"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
@@ -64,3 +64,18 @@ def test_help_lists_the_flags() -> None:
     assert result.exit_code == 0
     for flag in ("--repeats", "--warmup", "--timeout", "--metric", "--cores", "--json"):
         assert flag in result.output
+
+
+def test_predict_cmd_renders_the_instances(tmp_path: Path) -> None:
+    db = str(tmp_path / "runs.db")
+    measured = runner.invoke(
+        app,
+        ["--db", db, "measure", "cmd", "--repeats", "2", "--target-ci", "1", "--", PY, "-c",
+         "pass"],
+    )  # fmt: skip
+    assert measured.exit_code == 0, measured.output
+    result = runner.invoke(app, ["--db", db, "predict", "cmd", "1", "--instances", "c7g.large"])
+    assert result.exit_code == 0, result.output
+    assert "c7g.large" in result.output and "assumption" in result.output
+    bad = runner.invoke(app, ["--db", db, "predict", "cmd", "1", "--arch", "sparc"])
+    assert bad.exit_code == 2 and "arch" in bad.output

@@ -90,7 +90,9 @@ class ResourceSeries:
     ``cpu_cores`` is the CPU time the process tree used in the interval ending at each sample,
     in cores (1.0 = one core busy); ``cpu_wait_cores`` the time its processes were runnable but
     waited for a CPU (Linux schedstat; other load on the machine), in cores;
-    ``active_threads`` the threads that ran in the interval. ``core_util_pct`` is the
+    ``active_threads`` the threads that ran in the interval; ``runnable_tasks`` the tasks
+    runnable on the whole machine at the sample (Linux ``procs_running``, the sampler's own
+    thread and the program's included). ``core_util_pct`` is the
     machine's utilisation per core (other load included). Byte counters are cumulative from
     the run's start: ``read_bytes`` / ``write_bytes`` reached the storage device,
     ``read_chars`` / ``write_chars`` went through read/write calls (page cache included);
@@ -109,6 +111,7 @@ class ResourceSeries:
     net_recv_bytes: tuple[float, ...]
     active_threads: tuple[float, ...] = ()
     cpu_wait_cores: tuple[float, ...] = ()
+    runnable_tasks: tuple[float, ...] = ()
     core_util_pct: tuple[tuple[float, ...], ...] = ()
     gpu_util_pct: tuple[float, ...] | None = None
     gpu_memory_bytes: tuple[float, ...] | None = None
@@ -119,12 +122,12 @@ class ResourceSeries:
         for name in (
             "cpu_cores", "rss_bytes", "read_bytes", "write_bytes", "read_chars", "write_chars",
             "net_sent_bytes", "net_recv_bytes", "active_threads", "cpu_wait_cores",
-            "gpu_util_pct", "gpu_memory_bytes", "gpu_power_w",
+            "runnable_tasks", "gpu_util_pct", "gpu_memory_bytes", "gpu_power_w",
         ):  # fmt: skip
             values = getattr(self, name)
             if (
                 values is not None
-                and (values or name not in ("active_threads", "cpu_wait_cores"))
+                and (values or name not in ("active_threads", "cpu_wait_cores", "runnable_tasks"))
                 and len(values) != n
             ):
                 raise InvalidSpecError(
@@ -153,6 +156,7 @@ class ResourceSeries:
             "net_recv_bytes": _json_floats(self.net_recv_bytes),
             "active_threads": _json_floats(self.active_threads),
             "cpu_wait_cores": _json_floats(self.cpu_wait_cores),
+            "runnable_tasks": _json_floats(self.runnable_tasks),
             "core_util_pct": [list(row) for row in self.core_util_pct],
             "gpu_util_pct": _json_floats(self.gpu_util_pct),
             "gpu_memory_bytes": _json_floats(self.gpu_memory_bytes),
@@ -174,6 +178,7 @@ class ResourceSeries:
             net_recv_bytes=_floats(data["net_recv_bytes"]),
             active_threads=_floats(data.get("active_threads") or ()),
             cpu_wait_cores=_floats(data.get("cpu_wait_cores") or ()),
+            runnable_tasks=_floats(data.get("runnable_tasks") or ()),
             core_util_pct=tuple(_floats(row) for row in data.get("core_util_pct") or ()),
             gpu_util_pct=_opt_floats(data.get("gpu_util_pct")),
             gpu_memory_bytes=_opt_floats(data.get("gpu_memory_bytes")),

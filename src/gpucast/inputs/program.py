@@ -42,8 +42,10 @@ def host_machine(
     *,
     memory_bandwidth_gbs: float | None = None,
     disk_mb_per_s: float | None = None,
+    background_tasks: float = 0.0,
 ) -> tuple[CpuMachine, list[Assumption]]:
-    """The machine (cores given to the run) that measured ``m``, and what was assumed."""
+    """The machine (cores given to the run) that measured ``m``, with ``background_tasks``
+    other runnable tasks (the profile's), and what was assumed."""
     notes: list[Assumption] = []
     clock = m.cpu_clock_ghz
     if clock is None:
@@ -79,6 +81,11 @@ def host_machine(
     machine = CpuMachine(
         name=f"{m.environment.host} ({m.n_cores} CPU{'s' if m.n_cores != 1 else ''})",
         cores=host_cores(m.n_cores, m.threads_per_core),
+        host_cpus=max(
+            host_cores(m.environment.cpu_cores, m.threads_per_core),
+            host_cores(m.n_cores, m.threads_per_core),
+        ),
+        background_tasks=background_tasks,
         clock_ghz=clock,
         memory_bandwidth_gbs=memory_bandwidth_gbs,
         disk_mb_per_s=disk_mb_per_s,
@@ -117,7 +124,10 @@ def observation(
             fix="measure it again with a shorter --sample-interval",
         )
     machine, notes = host_machine(
-        m, memory_bandwidth_gbs=memory_bandwidth_gbs, disk_mb_per_s=disk_mb_per_s
+        m,
+        memory_bandwidth_gbs=memory_bandwidth_gbs,
+        disk_mb_per_s=disk_mb_per_s,
+        background_tasks=profile.background_tasks,
     )
     return ProgramObservation.of(m, profile, machine), profile, notes
 

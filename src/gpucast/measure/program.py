@@ -112,6 +112,18 @@ class GpuReaders:
             self._nvml.nvmlShutdown()
 
 
+def _procs_running() -> float:
+    """Tasks runnable on the whole machine right now (Linux /proc/stat), else NaN."""
+    try:
+        with open("/proc/stat", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("procs_running"):
+                    return float(line.split()[1])
+    except (OSError, IndexError, ValueError):
+        pass
+    return float("nan")
+
+
 def _run_delay_s(pid: int) -> float:
     """Seconds the process spent runnable but waiting for a CPU (Linux schedstat), else 0."""
     try:
@@ -179,14 +191,15 @@ class _TreeSampler:
         )
         gpu = self._gpus.read() if self._gpus is not None else (np.nan, np.nan, np.nan)
         self.rows.append(
-            [t_s, *(float(v) for v in totals), rss, sent, recv, float(active_threads), *gpu]
-        )
+            [t_s, *(float(v) for v in totals), rss, sent, recv, float(active_threads), *gpu,
+             _procs_running()]
+        )  # fmt: skip
         self.cores.append([float(v) for v in psutil.cpu_percent(percpu=True)])
 
     def series(self, interval_s: float, total_cpu_s: float | None) -> ResourceSeries:
         # columns: t, cpu, run delay, read/write bytes, read/write chars, rss, net sent/recv,
-        # active threads, GPU util/memory/power
-        table = np.array(self.rows, dtype=np.float64).reshape(-1, 14)
+        # active threads, GPU util/memory/power, machine-wide runnable tasks
+        table = np.array(self.rows, dtype=np.float64).reshape(-1, 15)
         if total_cpu_s is not None and table.shape[0] > 1:
             # rusage counts children too short-lived for the sampler to see: their CPU time
             # is spread over the run in proportion to time, so the series adds up to it.
@@ -232,6 +245,7 @@ class _TreeSampler:
             net_sent_bytes=col(table[:, 8]),
             net_recv_bytes=col(table[:, 9]),
             active_threads=col(table[:, 10]),
+            runnable_tasks=col(table[:, 14]),
             core_util_pct=tuple(tuple(float(v) for v in row) for row in cores[keep])
             if cores.size
             else (),

@@ -25,7 +25,10 @@ Cross-hardware prediction (:class:`ProgramModel`)
         T = T_cpu * (p0 f0) / (p f) + T_mem * B_eff0 / B_eff + T_io * D0 / D + T_gpu + T_idle
 
     where ``p = min(d, c)`` is the parallelism the program gets (``d``: its demand, the
-    threads it keeps busy), and ``B_eff = min(p * PER_CORE_BANDWIDTH_GBS, B)`` (one core
+    threads it keeps busy; on a shared machine with ``L`` other runnable tasks over ``C``
+    cores, at most its fair share ``C d / (d + L)``: the scheduler balances tasks over every
+    core, so pinning to fewer cores than the machine has gains a loaded machine little),
+    and ``B_eff = min(p * PER_CORE_BANDWIDTH_GBS, B)`` (one core
     cannot draw a socket's bandwidth). GPU time is carried over unchanged (GPU programs are
     predicted by the step-time model, not this one). ``d`` is the 90th percentile of the
     active threads in busy intervals; with measurements at two or more core counts,
@@ -137,7 +140,9 @@ class ProgramProfile:
 
     ``shares`` maps each class of :data:`PHASE_CLASSES` to its share of the sampled time;
     ``phases`` are the first measured run's phases; ``parallelism`` the mean cores used in
-    busy intervals; ``thread_demand`` the threads it keeps busy (``d`` of the model).
+    busy intervals; ``thread_demand`` the threads it keeps busy (``d`` of the model);
+    ``background_tasks`` the other tasks runnable on the machine meanwhile (mean over busy
+    intervals of the machine's runnable tasks less the program's demand and the sampler).
     """
 
     shares: dict[str, float]
@@ -155,9 +160,11 @@ class ProgramProfile:
     thread_demand: float
     gpu_util_mean_pct: float | None
     n_samples: int
+    background_tasks: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "background_tasks": self.background_tasks,
             "shares": dict(self.shares),
             "phases": [{"start_s": s, "end_s": e, "bound_by": c} for s, e, c in self.phases],
             "bound_by": self.bound_by,
@@ -190,6 +197,7 @@ def characterise(measurement: ProgramMeasurement) -> ProgramProfile | None:
     rss: list[np.ndarray] = []
     io: list[np.ndarray] = []
     gpu: list[np.ndarray] = []
+    runnable: list[np.ndarray] = []
     for run in measured:
         s = run.series
         assert s is not None
@@ -214,6 +222,11 @@ def characterise(measurement: ProgramMeasurement) -> ProgramProfile | None:
         )
         if s.gpu_util_pct is not None:
             gpu.append(np.asarray(s.gpu_util_pct, dtype=np.float64))
+        runnable.append(
+            np.asarray(s.runnable_tasks, dtype=np.float64)
+            if s.runnable_tasks
+            else np.full(t.size, np.nan)
+        )
     cls = np.concatenate(classes)
     w = np.concatenate(weights)
     total = float(w.sum()) or 1.0
@@ -234,7 +247,12 @@ def characterise(measurement: ProgramMeasurement) -> ProgramProfile | None:
     assert first is not None
     gpu_all = np.concatenate(gpu) if gpu else np.zeros(0)
     cpu_total = float(np.sum(c * w))
+    # others' runnable tasks: the machine's, less the program's demand and the sampler's own
+    others = np.maximum(0.0, np.concatenate(runnable) - demand - 1.0)
+    keep = busy & np.isfinite(others)
+    background = float(np.average(others[keep], weights=w[keep])) if keep.any() else 0.0
     return ProgramProfile(
+        background_tasks=background,
         shares=shares,
         phases=tuple(phases(classes[0], first.t_s)),
         bound_by=max(shares, key=lambda k: shares[k]),
@@ -256,13 +274,20 @@ def characterise(measurement: ProgramMeasurement) -> ProgramProfile | None:
 # -- cross-hardware prediction -------------------------------------------------------------
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CpuMachine:
-    """What the program model needs to know about a machine (or the cores it was given)."""
+    """What the program model needs to know about a machine (or the cores it was given).
+
+    ``cores`` are the cores the program may use (pinned or the whole machine); on a shared
+    machine, ``host_cpus`` are all of its cores and ``background_tasks`` the other runnable
+    tasks competing for them (0: a dedicated machine, such as a catalog instance).
+    """
 
     name: str
     cores: float
     clock_ghz: float
     memory_bandwidth_gbs: float
     disk_mb_per_s: float
+    host_cpus: float | None = None
+    background_tasks: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("cores", "clock_ghz", "memory_bandwidth_gbs", "disk_mb_per_s"):
@@ -270,9 +295,28 @@ class CpuMachine:
             if isinstance(value, bool) or not (math.isfinite(value) and value > 0):
                 raise InvalidSpecError(name, "must be a finite number > 0", got=value)
             object.__setattr__(self, name, float(value))
+        if self.host_cpus is not None:
+            if not (math.isfinite(self.host_cpus) and self.host_cpus >= self.cores):
+                raise InvalidSpecError("host_cpus", "must be >= cores", got=self.host_cpus)
+            object.__setattr__(self, "host_cpus", float(self.host_cpus))
+        if not (math.isfinite(self.background_tasks) and self.background_tasks >= 0):
+            raise InvalidSpecError("background_tasks", "must be >= 0", got=self.background_tasks)
+        object.__setattr__(self, "background_tasks", float(self.background_tasks))
+
+    def available_cores(self, demand: float) -> float:
+        """The cores a program keeping ``demand`` threads busy gets: at most its demand and the
+        cores it may use and, with ``background_tasks`` others runnable, its fair share of
+        the machine (Linux's scheduler balances tasks over every core)."""
+        share = min(demand, self.cores)
+        if self.background_tasks > 0:
+            total = self.host_cpus if self.host_cpus is not None else self.cores
+            share = min(share, total * demand / (demand + self.background_tasks))
+        return share
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "host_cpus": self.host_cpus,
+            "background_tasks": self.background_tasks,
             "name": self.name,
             "cores": self.cores,
             "clock_ghz": self.clock_ghz,
@@ -288,6 +332,8 @@ class CpuMachine:
             clock_ghz=float(data["clock_ghz"]),
             memory_bandwidth_gbs=float(data["memory_bandwidth_gbs"]),
             disk_mb_per_s=float(data["disk_mb_per_s"]),
+            host_cpus=None if data.get("host_cpus") is None else float(data["host_cpus"]),
+            background_tasks=float(data.get("background_tasks", 0.0)),
         )
 
 
@@ -345,8 +391,8 @@ def _bandwidth(parallel: float, machine: CpuMachine) -> float:
 
 def scale(obs: ProgramObservation, target: CpuMachine, demand: float) -> float:
     """``obs``'s wall time moved to ``target`` (the formula of the module docstring)."""
-    p0 = min(demand, obs.machine.cores)
-    p1 = min(demand, target.cores)
+    p0 = obs.machine.available_cores(demand)
+    p1 = target.available_cores(demand)
     s = obs.shares
     busy_cpu = s.get("cpu", 0.0) * (p0 * obs.machine.clock_ghz) / (p1 * target.clock_ghz)
     busy_mem = s.get("memory", 0.0) * _bandwidth(p0, obs.machine) / _bandwidth(p1, target)

@@ -152,3 +152,33 @@ def test_fit_finds_the_thread_demand_from_two_core_counts() -> None:
     alone = ProgramModel().fit([one])
     assert alone.demand is None
     assert alone.predict([_machine(2)])[0] == pytest.approx(10.0)  # its own demand: 1 thread
+
+
+def test_a_loaded_machine_gives_its_fair_share_whatever_the_pinning() -> None:
+    """With 4 other runnable tasks on 2 CPUs, a 4-thread program gets 2 x 4/8 = 1 core
+    pinned to 1 or to 2 cores; on a dedicated machine it gets both."""
+    loaded_1 = CpuMachine(
+        name="l1", cores=1, clock_ghz=2, memory_bandwidth_gbs=100, disk_mb_per_s=100,
+        host_cpus=2, background_tasks=4,
+    )  # fmt: skip
+    loaded_2 = CpuMachine(
+        name="l2", cores=2, clock_ghz=2, memory_bandwidth_gbs=100, disk_mb_per_s=100,
+        host_cpus=2, background_tasks=4,
+    )  # fmt: skip
+    assert loaded_1.available_cores(4.0) == pytest.approx(1.0)
+    assert loaded_2.available_cores(4.0) == pytest.approx(1.0)
+    assert _machine(2).available_cores(4.0) == 2.0
+    obs = ProgramObservation(machine=loaded_1, wall_s=8.0, shares={"cpu": 1.0}, thread_demand=4)
+    assert scale(obs, loaded_2, 4.0) == pytest.approx(8.0)
+    assert scale(obs, _machine(2), 4.0) == pytest.approx(4.0)  # a dedicated 2-core machine
+
+
+def test_a_machine_needs_sane_numbers() -> None:
+    from gpucast.domain.errors import InvalidSpecError
+
+    with pytest.raises(InvalidSpecError, match="clock_ghz"):
+        _machine(1, clock=float("nan"))
+    with pytest.raises(InvalidSpecError, match="host_cpus"):
+        CpuMachine(
+            name="x", cores=4, clock_ghz=2, memory_bandwidth_gbs=1, disk_mb_per_s=1, host_cpus=2
+        )
