@@ -138,3 +138,9 @@ def test_a_failed_run_stops_and_is_kept() -> None:
     assert m.stop_reason == "failed" and m.status == "failed"
     assert m.runs[-1].status == "exit" and len(m.runs) == 4
     assert m.n_samples == 2  # runs 1 and 2 (run 0 warmed up)
+
+
+def test_a_program_faster_than_one_interval_still_has_a_series() -> None:
+    run = run_once(ProgramSpec(command=("true",), interval_s=5.0))
+    assert run.status == "ok"
+    assert run.series is not None and run.series.n_samples >= 2

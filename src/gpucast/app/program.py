@@ -26,7 +26,10 @@ from gpucast.domain.options import option
 from gpucast.domain.provenance import Assumption
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gpucast.domain.program import ProgramMeasurement
+    from gpucast.measure.harness import Progress
 
 
 class ProgramFailedError(InvalidInputError):
@@ -219,7 +222,7 @@ def measure_cmd(
     /,
     *,
     db: Path | str | None = None,
-    on_progress: Any = None,
+    on_progress: Callable[[Progress], None] | None = None,
     **options: Any,
 ) -> MeasureCmdResult:
     """Run a program ``repeats`` times or more, sample its resource use, store the result."""

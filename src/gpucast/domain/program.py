@@ -320,6 +320,12 @@ class ProgramMeasurement:
     def __post_init__(self) -> None:
         if not self.command or not self.command[0]:
             raise InvalidSpecError("command", "must name a program", fix="e.g. -- gzip -k file")
+        if self.stop_reason not in get_args(ProgramStop):
+            raise InvalidSpecError(
+                "stop_reason",
+                f"must be one of {', '.join(get_args(ProgramStop))}",
+                got=self.stop_reason,
+            )
         if isinstance(self.n_cores, bool) or self.n_cores < 1:
             raise InvalidSpecError("n_cores", "must be >= 1", got=self.n_cores)
         if self.created_at.tzinfo is None:

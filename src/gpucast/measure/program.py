@@ -325,11 +325,14 @@ def run_once(spec: ProgramSpec, *, index: int = 0, warmup: bool = False) -> Prog
                 fix="check the program's name and that it is executable",
             ) from None
         sampler = _TreeSampler(psutil, proc.pid, gpus)
+        # one sample at the start and one after the exit: even a program that ends before
+        # the first interval has a series (of two samples)
+        sampler.sample(time.perf_counter() - started)
         status: RunStatus = "ok"
         rusage: Any = None
         wait_status = 0
         try:
-            next_sample = started
+            next_sample = started + spec.interval_s
             while True:
                 pid, wait_status, rusage = os.wait4(proc.pid, os.WNOHANG)
                 if pid == proc.pid:
