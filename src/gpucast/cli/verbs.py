@@ -35,7 +35,6 @@ VERBS: dict[str, tuple[str, str, str]] = {
 #: function makes the command rather than being it), ...). `--model LLM` dispatches to the
 #: LLM serving verbs (cli.llm_serve wraps cli.serve).
 JOINS: dict[str, tuple[tuple[str, str, str, bool], ...]] = {
-    "predict": (("cmd", "program", "predict_command", False),),
     "plan": (("serve", "llm_serve", "plan_command", True),),
     "simulate": (
         ("serve", "llm_serve", "simulate_command", True),
@@ -46,7 +45,10 @@ JOINS: dict[str, tuple[tuple[str, str, str, bool], ...]] = {
         ("coldstart", "serverless", "measure_command", False),
         ("cmd", "program", "command", False),
     ),
-    "predict": (("coldstart", "serverless", "predict_command", False),),
+    "predict": (
+        ("coldstart", "serverless", "predict_command", False),
+        ("cmd", "program", "predict_command", False),
+    ),
 }
 
 
