@@ -47,6 +47,7 @@ from gpucast.predict.bursty import CapacityGaps, MMPPModel, PiecewiseHazardModel
 from gpucast.predict.cluster import ClusterModel
 from gpucast.predict.collective import TCP_DEFAULT, CollectiveModel
 from gpucast.predict.convergence import ConvergenceModel
+from gpucast.predict.embedding_cache import EmbeddingLocalityModel
 from gpucast.predict.llm_infer import LlmInferenceModel
 from gpucast.predict.overheads import CheckpointModel, FrameworkStartModel, StartupModel
 from gpucast.predict.power import PowerModel
@@ -570,8 +571,40 @@ PROGRAM = Case(
 )
 
 
+# ---------------------------------------------------------------------- embedding cache
+def _locality_inputs() -> FitInputs:
+    hist = pd.DataFrame(
+        {
+            "reuse_min": [0, 1, 2, 4],
+            "reuse_max": [1.0, 2.0, 4.0, math.inf],
+            "rows_share": [0.5, 0.25, 0.15, 0.10],
+            "lookups_share": [0.16, 0.16, 0.16, 0.52],
+        }
+    )
+    return (hist,), {"lookups": 3100, "unique_rows": 1000}
+
+
+EMBEDDING_LOCALITY = Case(
+    make=EmbeddingLocalityModel,
+    fit_inputs=_locality_inputs,
+    predict=lambda m: [
+        m.hit_rate([0.01, 0.1, 0.5]),
+        m.hit_rate([0.01, 0.1, 0.5], policy="lfu"),
+        m.sample_row_counts(500),
+        m.mean_reuse(),
+    ],
+    unfitted_calls=(
+        lambda m: m.hit_rate([0.1]),
+        lambda m: m.sample_row_counts(100),
+        lambda m: m.mean_reuse(),
+        lambda m: m.count_distribution(),
+    ),
+)
+
+
 CASES: dict[str, Case] = {
     "program": PROGRAM,
+    "embedding_locality": EMBEDDING_LOCALITY,
     "convergence": CONVERGENCE,
     "collective": COLLECTIVE,
     "power": POWER,
