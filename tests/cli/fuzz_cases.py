@@ -411,6 +411,10 @@ COMMANDS: tuple[Command, ...] = (
         "gpucast.app.llm:PlanLlmTrainRequest",
     ),
     Command(
+        ("plan", "embeddings"), ("--model", "dlrm-dcnv2", "--gpu", "A100-80GB", "--gpus", "8"),
+        "gpucast.app.embeddings:PlanEmbeddingsRequest",
+    ),
+    Command(
         ("plan", "serve"),
         ("--model", "mlp:50", "--slo-ms", "50", "--gpu", "T4", "--no-mig", "--no-cpu",
          "--duration-s", "5", "--max-batch-sizes", "4", "--max-delays-ms", "5",

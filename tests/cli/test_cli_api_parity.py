@@ -336,6 +336,12 @@ CASES = [
         ),
     ),
     Case(
+        "plan_embeddings",
+        lambda t: ["plan", "embeddings", "--model", "dlrm-dcnv2", "--gpu", "A100-80GB",
+                   "--gpus", "8"],
+        lambda t: gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=8),
+    ),
+    Case(
         "predict_checkpoint",
         lambda t: [
             "predict",

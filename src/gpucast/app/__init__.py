@@ -22,6 +22,7 @@ VERBS: dict[str, str] = {
     "plan_train": "planning",
     "plan_serve": "serve",
     "plan_llm_train": "llm",
+    "plan_embeddings": "embeddings",
     "simulate_train": "simulation",
     "simulate_serve": "serve",
     "simulate_llm_serve": "llm_serve",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from gpucast.app.embeddings import PlanEmbeddingsRequest
 from gpucast.app.llm import PlanLlmTrainRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
@@ -103,5 +104,50 @@ def llm_train(
         )
     if result.recommended is None:
         console.print("no row meets the deadline and the budget", highlight=False)
+    for name, value in result.assumptions.items():
+        console.print(f"  assumption {name}: {value}", highlight=False)
+
+
+@app.command("embeddings")
+@request_command(PlanEmbeddingsRequest, config=True)
+def embeddings(
+    request: PlanEmbeddingsRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Shard a recommendation model's embedding tables over GPUs (data-parallel, table-,
+    row-, column-wise, tiered over a UVM cache): memory per GPU, step time, the pick."""
+    from gpucast.app import plan_embeddings
+
+    result = plan_embeddings(request)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    console.print(
+        f"{result.model} on {result.hardware.gpus} x {result.gpu}, global batch "
+        f"{result.global_batch:,}:",
+        highlight=False,
+    )
+    for c in result.plans:
+        mark = ">" if c is result.best else " "
+        hit = "" if c.hit_rate is None else f", UVM hit rate {c.hit_rate:.0%}"
+        console.print(
+            f"{mark} {c.name:<13} {c.step_time_s * 1e3:9.2f} ms/step  "
+            f"{max(c.hbm_bytes_per_gpu) / 2**30:6.1f} GiB/GPU"
+            + ("" if c.feasible else f"  does not fit: {c.reason}")
+            + hit,
+            highlight=False,
+        )
+    cost = result.usd_per_million_samples
+    console.print(
+        f"  {result.explanation()}; {result.samples_per_s:,.0f} samples/s"
+        + ("" if cost is None else f", ${cost:.4f} per million samples"),
+        highlight=False,
+    )
+    console.print(
+        f"  priced as dense weights the step would take {result.dense_priced_step_s:.3g} s "
+        f"({result.dense_priced_step_s / result.best.step_time_s:,.0f}x)",
+        highlight=False,
+    )
+    console.print(f"  validated: {result.validation.text()}", highlight=False)
     for name, value in result.assumptions.items():
         console.print(f"  assumption {name}: {value}", highlight=False)

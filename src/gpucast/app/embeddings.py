@@ -1,0 +1,278 @@
+"""``gpucast.plan_embeddings``: shard a recommendation model's embedding tables over GPUs.
+
+The model is a shipped one (``catalog/data/embedding_tables.csv``: the MLPerf DLRM-DCNv2
+reference with its published Criteo 1TB table sizes) or the user's tables (``--tables FILE``:
+``table,rows,dim,pooling``). The hardware comes from the catalog: the GPU's HBM, its
+bandwidth and NVLink/PCIe; the node (GPUs, host memory, NIC, price) from the cheapest
+on-demand offer with that GPU. :func:`gpucast.predict.embeddings.plan_embeddings` prices the
+candidate plans (data-parallel, table-wise, row-wise, column-wise, mixed, tiered over a UVM
+cache whose hit rate comes from the locality model fitted on ``dlrm_datasets``) and picks the
+fastest that fits; the result explains the pick against the others and shows how far pricing
+the tables as dense weights would be off.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gpucast.app._request import resolve
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.options import option
+
+if TYPE_CHECKING:
+    from gpucast.domain.provenance import Validation
+    from gpucast.predict.embeddings import PlanCost, ShardingHardware
+
+#: Achieved share of the GPU's BF16 peak on the dense MLPs (an assumption, shown).
+DENSE_EFFICIENCY = 0.4
+#: Node defaults where the catalog has no offer with the GPU.
+DEFAULT_GPUS_PER_NODE = 8
+DEFAULT_HOST_GIB = 1024.0
+DEFAULT_NETWORK_GBPS = 100.0
+#: The most GPUs a plan is priced for (per-GPU arrays are allocated).
+MAX_GPUS = 65536
+SHARDINGS = ("data-parallel", "table-wise", "row-wise", "column-wise", "mixed", "tiered")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanEmbeddingsRequest:
+    """Tables, GPUs and cache options (``gpucast plan embeddings``)."""
+
+    VERB: ClassVar[str] = "plan embeddings"
+
+    model: str | None = option(
+        None, help="A model of catalog/data/embedding_tables.csv.", example="dlrm-dcnv2"
+    )
+    tables: Path | None = option(
+        None,
+        help="Your own tables: CSV with columns table,rows,dim,pooling (instead of --model).",
+        example="tables.csv",
+    )
+    gpu: str = option(help="Catalog GPU name.", example="A100-80GB")
+    gpus: int = option(8, help="GPUs the tables are sharded over.", example="8")
+    batch: int | None = option(
+        None,
+        help="Global samples per step (default: the model's reference batch).",
+        example="65536",
+    )
+    sharding: str | None = option(
+        None,
+        help=f"Evaluate only this plan: {', '.join(SHARDINGS)} (default: pick the fastest).",
+        example="row-wise",
+    )
+    cache_fraction: float | None = option(
+        None,
+        help="Share of a UVM-cached table's rows kept in HBM (tiered plan; default: what fits).",
+        example="0.1",
+    )
+    host_memory_gib: float | None = option(
+        None,
+        help="Host DRAM per node for UVM tables (default: the offer's, else 1024).",
+        example="2048",
+    )
+    cache_policy: str = option("lru", help="UVM cache policy: lru or lfu.", example="lfu")
+    locality: str = option(
+        "2022", help="dlrm_datasets window the hit rate is fitted on: 2021 or 2022.", example="2021"
+    )
+    data_dir: Path | None = option(
+        None,
+        help="Published data folder holding dlrm_datasets/ (default: $GPUCAST_SHARED_DATA).",
+        example="../shared/data",
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("gpus", "batch"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or value < 1):
+                raise InvalidSpecError(name, "must be an integer >= 1", got=value)
+        if self.gpus > MAX_GPUS:
+            raise InvalidSpecError("gpus", f"must be <= {MAX_GPUS}", got=self.gpus)
+        if self.sharding is not None and self.sharding not in SHARDINGS:
+            raise InvalidSpecError(
+                "sharding", f"must be one of {', '.join(SHARDINGS)}", got=self.sharding
+            )
+        if self.cache_fraction is not None and not (
+            math.isfinite(self.cache_fraction) and 0.0 < self.cache_fraction <= 1.0
+        ):
+            raise InvalidSpecError("cache-fraction", "must be in (0, 1]", got=self.cache_fraction)
+        if self.host_memory_gib is not None and not (
+            math.isfinite(self.host_memory_gib) and self.host_memory_gib >= 0
+        ):
+            raise InvalidSpecError("host-memory-gib", "must be >= 0", got=self.host_memory_gib)
+        if self.cache_policy not in ("lru", "lfu"):
+            raise InvalidSpecError("cache-policy", "must be lru or lfu", got=self.cache_policy)
+        if self.locality not in ("2021", "2022"):
+            raise InvalidSpecError("locality", "must be 2021 or 2022", got=self.locality)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanEmbeddingsResult:
+    """The chosen plan, every plan evaluated, the dense-pricing comparison and assumptions."""
+
+    model: str
+    gpu: str
+    hardware: ShardingHardware
+    best: PlanCost
+    plans: tuple[PlanCost, ...]
+    dense_priced_step_s: float
+    global_batch: int
+    price_usd_per_gpu_hour: float | None
+    validation: Validation
+    assumptions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.global_batch / self.best.step_time_s
+
+    @property
+    def usd_per_million_samples(self) -> float | None:
+        if self.price_usd_per_gpu_hour is None:
+            return None
+        gpu_hours = self.hardware.gpus * self.best.step_time_s / 3600.0
+        return gpu_hours * self.price_usd_per_gpu_hour / self.global_batch * 1e6
+
+    def explanation(self) -> str:
+        """Why the pick: its step against the runner-up and the plans that do not fit."""
+        others = [c for c in self.plans if c is not self.best]
+        feasible = [c for c in others if c.feasible]
+        text = (
+            f"{self.best.name} is the fastest plan that fits ({self.best.step_time_s * 1e3:.2f} ms)"
+        )
+        if feasible:
+            nxt = feasible[0]
+            text += f"; next {nxt.name} {nxt.step_time_s * 1e3:.2f} ms"
+        bad = [f"{c.name} ({c.reason})" for c in others if not c.feasible]
+        if bad:
+            text += "; does not fit: " + "; ".join(bad)
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "gpu": self.gpu,
+            "gpus": self.hardware.gpus,
+            "global_batch": self.global_batch,
+            "pick": self.best.to_dict()
+            | {
+                "placements": [
+                    {
+                        "table": p.table,
+                        "sharding": p.sharding,
+                        "gpu": p.gpu,
+                        "cache_fraction": p.cache_fraction,
+                    }
+                    for p in self.best.placements
+                ]
+            },
+            "samples_per_s": self.samples_per_s,
+            "price_usd_per_gpu_hour": self.price_usd_per_gpu_hour,
+            "usd_per_million_samples": self.usd_per_million_samples,
+            "plans": [c.to_dict() for c in self.plans],
+            "explanation": self.explanation(),
+            "dense_priced_step_s": self.dense_priced_step_s,
+            "dense_over_sparse": self.dense_priced_step_s / self.best.step_time_s,
+            "validation": self.validation.to_dict(),
+            "assumptions": dict(self.assumptions),
+        }
+
+
+def _hardware(
+    request: PlanEmbeddingsRequest,
+) -> tuple[ShardingHardware, float | None, dict[str, str]]:
+    from gpucast.catalog import load_catalog
+    from gpucast.domain.units import GIB
+    from gpucast.plan.inputs import PCIE_GBPS, intra_node_gbps
+    from gpucast.predict.embeddings import ShardingHardware
+
+    catalog = load_catalog()
+    gpu = catalog.gpu(request.gpu)
+    offers = [o for o in catalog.find_offers(gpu=gpu.name) if o.gpus > 0]
+    notes: dict[str, str] = {}
+    price = None
+    if offers:
+        # the fewest nodes first (all-to-all stays on NVLink), then the cheapest per GPU
+        need = min(request.gpus, max(o.gpus for o in offers))
+        wide = [o for o in offers if o.gpus >= need]
+        offer = min(wide, key=lambda o: (o.on_demand_usd_per_hour / o.gpus, -o.gpus))
+        per_node, host_gib, network = offer.gpus, offer.memory_gib, offer.network_gbps
+        price = offer.on_demand_usd_per_hour / offer.gpus
+        notes["node"] = (
+            f"{offer.provider} {offer.instance_type} ({offer.region}): {per_node} GPUs, "
+            f"{host_gib:g} GiB host memory, {network:g} Gbit/s, ${price:.2f} per GPU-hour "
+            "on demand (the cheapest per GPU among the catalog's widest-enough nodes)"
+        )
+    else:
+        per_node, host_gib, network = (
+            DEFAULT_GPUS_PER_NODE,
+            DEFAULT_HOST_GIB,
+            DEFAULT_NETWORK_GBPS,
+        )
+        notes["node"] = (
+            f"no offer with {gpu.name} in the catalog: {per_node} GPUs, {host_gib:g} GiB host "
+            f"memory and {network:g} Gbit/s per node assumed; no price"
+        )
+    if request.host_memory_gib is not None:
+        host_gib = request.host_memory_gib
+        notes["host memory"] = f"{host_gib:g} GiB per node (--host-memory-gib)"
+    pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0
+    dense = gpu.peak_tflops("bf16") * DENSE_EFFICIENCY
+    notes["dense compute"] = (
+        f"{DENSE_EFFICIENCY:.0%} of {gpu.name}'s BF16 peak on the dense MLPs ({dense:.0f} TFLOP/s)"
+    )
+    hw = ShardingHardware(
+        gpus=request.gpus,
+        gpus_per_node=per_node,
+        hbm_bytes=gpu.memory_gib * GIB,
+        hbm_gbps=gpu.memory_bandwidth_gbps,
+        link_gbps=intra_node_gbps(gpu) / 8.0,
+        network_gbps=network,
+        host_bytes_per_node=host_gib * GIB,
+        host_link_gbps=pcie,
+        dense_tflops=dense,
+    )
+    return hw, price, notes
+
+
+def plan_embeddings(
+    request: PlanEmbeddingsRequest | None = None, /, **options: Any
+) -> PlanEmbeddingsResult:
+    """The fastest (for fixed GPUs: cheapest) sharding that fits, explained (module docstring)."""
+    from gpucast.catalog.validation import validation_for
+    from gpucast.inputs.embeddings import hit_rate_curve, rec_model_input
+    from gpucast.predict import embeddings as emb
+
+    request = resolve(PlanEmbeddingsRequest, request, options)
+    model = rec_model_input(request.model, request.tables, request.batch)
+    hw, price, notes = _hardware(request)
+    curve = hit_rate_curve(request.data_dir, request.locality, request.cache_policy)
+    best, costs = emb.plan_embeddings(
+        model,
+        hw,
+        hit_rate=curve.value,
+        cache_fraction=request.cache_fraction,
+        sharding=request.sharding,
+    )
+    notes |= {
+        "tables": f"{len(model.tables)} tables, {model.embedding_bytes / 2**30:.1f} GiB in fp32"
+        + (f" ({model.source_url})" if model.source_url else f" ({request.tables})"),
+        "gather": f"{emb.GATHER_EFFICIENCY:.0%} of HBM bandwidth, {emb.TRAIN_TRAFFIC_FACTOR:g}x "
+        "the gathered bytes per training step (read, gradient, row-wise Adagrad update)",
+        "overlap": "phases added, none overlapped (a conservative step)",
+        "hbm": f"{emb.HBM_USABLE_FRACTION:.0%} of HBM for tables and the dense part",
+        "uvm hit rate": curve.source,
+    }
+    return PlanEmbeddingsResult(
+        model=model.name,
+        gpu=request.gpu,
+        hardware=hw,
+        best=best,
+        plans=tuple(costs),
+        dense_priced_step_s=emb.dense_priced_step_s(model, hw),
+        global_batch=model.global_batch,
+        price_usd_per_gpu_hour=price,
+        validation=validation_for("embedding-sharding", [request.gpu], "fp32", request.gpus),
+        assumptions=notes,
+    )

@@ -1,0 +1,90 @@
+"""Recommendation models by their embedding tables (issue #17): specs and sharding types.
+
+A table is ``rows x dim`` values; each sample looks up ``pooling`` rows of it on average
+(multi-hot) and sums them (pooled embedding bag). :class:`RecModel` adds the dense part
+(parameters and training FLOPs per sample) and the reference global batch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from gpucast.domain.errors import InvalidSpecError
+
+ShardingType = Literal["data_parallel", "table_wise", "row_wise", "column_wise", "row_wise_uvm"]
+SHARDING_TYPES: tuple[ShardingType, ...] = (
+    "data_parallel",
+    "table_wise",
+    "row_wise",
+    "column_wise",
+    "row_wise_uvm",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EmbeddingTable:
+    """One embedding table: rows, width, mean lookups per sample, bytes per value."""
+
+    name: str
+    rows: int
+    dim: int
+    pooling: float
+    bytes_per_value: int = 4
+
+    def __post_init__(self) -> None:
+        owner = f"table {self.name}"
+        if isinstance(self.rows, bool) or not isinstance(self.rows, int) or self.rows < 1:
+            raise InvalidSpecError(f"{owner}.rows", "must be an integer >= 1", got=self.rows)
+        if isinstance(self.dim, bool) or not isinstance(self.dim, int) or self.dim < 1:
+            raise InvalidSpecError(f"{owner}.dim", "must be an integer >= 1", got=self.dim)
+        if not (math.isfinite(self.pooling) and self.pooling > 0):
+            raise InvalidSpecError(
+                f"{owner}.pooling", "must be a number > 0 (lookups per sample)", got=self.pooling
+            )
+        if self.bytes_per_value not in (1, 2, 4, 8):
+            raise InvalidSpecError(
+                f"{owner}.bytes_per_value", "must be 1, 2, 4 or 8", got=self.bytes_per_value
+            )
+
+    @property
+    def row_bytes(self) -> int:
+        return self.dim * self.bytes_per_value
+
+    @property
+    def bytes(self) -> int:
+        return self.rows * self.row_bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecModel:
+    """A recommendation model: its tables, its dense part and its reference batch."""
+
+    name: str
+    tables: tuple[EmbeddingTable, ...]
+    dense_params: float
+    dense_train_flops_per_sample: float
+    global_batch: int
+    source_url: str
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.tables:
+            raise InvalidSpecError(f"model {self.name}.tables", "needs at least one table")
+        for name in ("dense_params", "dense_train_flops_per_sample"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise InvalidSpecError(f"model {self.name}.{name}", "must be >= 0", got=value)
+        if self.global_batch < 1:
+            raise InvalidSpecError(
+                f"model {self.name}.global_batch", "must be >= 1", got=self.global_batch
+            )
+
+    @property
+    def embedding_bytes(self) -> int:
+        return sum(t.bytes for t in self.tables)
+
+    @property
+    def embedding_params(self) -> int:
+        return sum(t.rows * t.dim for t in self.tables)

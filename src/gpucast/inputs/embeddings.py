@@ -1,0 +1,84 @@
+"""Inputs of ``plan embeddings``: the model's tables and the UVM cache's hit-rate curve."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from gpucast.domain.embeddings import RecModel
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.provenance import Sourced
+
+LOCALITY_WINDOWS = ("2021", "2022")
+
+
+def rec_model_input(name: str | None, tables: Path | None, batch: int | None) -> RecModel:
+    """A shipped model by name, or the user's tables file (``--tables``)."""
+    from dataclasses import replace
+
+    from gpucast.catalog.embeddings import TABLE_COLUMNS, parse_rec_models, rec_model
+    from gpucast.store.files import read_input_text
+
+    if (name is None) == (tables is None):
+        raise InvalidSpecError(
+            "model",
+            "give exactly one of --model NAME and --tables FILE",
+            fix="e.g. --model dlrm-dcnv2",
+        )
+    if tables is not None:
+        text = read_input_text(tables, "tables", fix="a CSV with columns table,rows,dim,pooling")
+        models = parse_rec_models(
+            text, str(tables), required=TABLE_COLUMNS, default_model=Path(tables).stem
+        )
+        if len(models) != 1:
+            raise InvalidSpecError(
+                "tables", "must describe one model (one value in its model column)", got=str(tables)
+            )
+        model = models[0]
+        if batch is None and model.global_batch <= 1:
+            raise InvalidSpecError(
+                "batch",
+                "is required with --tables (global samples per step)",
+                fix="e.g. --batch 65536",
+            )
+    else:
+        assert name is not None
+        model = rec_model(name)
+    return model if batch is None else replace(model, global_batch=batch)
+
+
+def hit_rate_curve(
+    data_dir: Path | None, window: str, policy: str
+) -> Sourced[Callable[[float], float]]:
+    """The LRU/LFU hit rate vs cache share fitted on a dlrm_datasets window (its first trace),
+    or uniform access (hit rate = cache share) where the data is absent."""
+    from gpucast.inputs.data import data_path, published_data_dir
+
+    root = published_data_dir(data_dir)
+    path = data_path(root, "dlrm_datasets", f"embedding_bag_{window}_locality_stats.txt")
+    if path is None:
+        return Sourced(
+            lambda c: float(c),
+            "no dlrm_datasets locality data (--data-dir): uniform access assumed, hit rate = "
+            "cache share of the rows",
+        )
+    from gpucast.predict.embedding_cache import EmbeddingLocalityModel
+    from gpucast.store.datasets.dlrm_locality import read_dlrm_locality
+
+    data = read_dlrm_locality(path)
+    total = data.totals.iloc[0]
+    model = EmbeddingLocalityModel().fit(
+        data.histogram[data.histogram.trace == total.trace],
+        lookups=int(total.lookups),
+        unique_rows=int(total.unique_rows),
+    )
+
+    def curve(c: float) -> float:
+        return float(model.hit_rate([c], policy=policy)[0])  # type: ignore[arg-type]
+
+    return Sourced(
+        curve,
+        f"{policy.upper()} hit rate fitted on dlrm_datasets {window} window {total.trace} "
+        f"({int(total.lookups):,} lookups, {int(total.unique_rows):,} distinct rows); the "
+        "cache share of a table's rows is read as the share of the window's distinct rows",
+    )

@@ -1,0 +1,68 @@
+"""``plan embeddings``: the pick, its explanation, the dense-pricing gap, bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import gpucast
+from gpucast.cli.app import app
+from gpucast.domain.errors import InvalidSpecError
+
+
+def test_dlrm_dcnv2_on_8_a100() -> None:
+    result = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=8)
+    assert result.best.feasible
+    names = {c.name for c in result.plans}
+    assert {"data-parallel", "table-wise", "row-wise", "mixed"} <= names
+    dp = next(c for c in result.plans if c.name == "data-parallel")
+    assert not dp.feasible and "GiB of HBM" in dp.reason  # 98 GiB of tables per GPU
+    assert result.best.name in result.explanation() and "does not fit" in result.explanation()
+    assert result.dense_priced_step_s > 10 * result.best.step_time_s
+    out = result.to_dict()
+    assert out["dense_over_sparse"] > 10 and len(out["pick"]["placements"]) == 26
+    assert "uvm hit rate" in out["assumptions"]
+
+
+def test_one_gpu_needs_the_tiered_plan(shared_data: Path) -> None:
+    result = gpucast.plan_embeddings(
+        model="dlrm-dcnv2", gpu="A100-80GB", gpus=1, host_memory_gib=512, data_dir=shared_data
+    )
+    assert result.best.name == "tiered"
+    assert result.best.hit_rate is not None and 0.3 < result.best.hit_rate < 1.0
+    assert "dlrm_datasets 2022" in result.assumptions["uvm hit rate"]
+    lower = gpucast.plan_embeddings(
+        model="dlrm-dcnv2", gpu="A100-80GB", gpus=1, host_memory_gib=512, data_dir=shared_data,
+        cache_fraction=0.01,
+    )  # fmt: skip
+    assert lower.best.hit_rate is not None and lower.best.hit_rate < result.best.hit_rate
+    assert lower.best.uvm_s > result.best.uvm_s
+
+
+def test_user_tables(tmp_path: Path) -> None:
+    tables = tmp_path / "two_tower.csv"
+    tables.write_text("table,rows,dim,pooling\nusers,20000000,64,1\nitems,5000000,64,30\n")
+    result = gpucast.plan_embeddings(tables=tables, gpu="A100-80GB", gpus=4, batch=4096)
+    assert result.model == "two_tower" and result.global_batch == 4096
+    with pytest.raises(InvalidSpecError, match="batch"):
+        gpucast.plan_embeddings(tables=tables, gpu="A100-80GB", gpus=4)
+    with pytest.raises(InvalidSpecError, match="exactly one of --model"):
+        gpucast.plan_embeddings(gpu="A100-80GB")
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (["--gpus", "1", "--host-memory-gib", "16"], "more than HBM and host memory"),
+        (["--gpus", "2", "--sharding", "table-wise"], "fits on 2 GPUs"),
+        (["--cache-fraction", "0"], "cache-fraction"),
+        (["--sharding", "diagonal"], "sharding"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(args: list[str], text: str) -> None:
+    argv = ["plan", "embeddings", "--model", "dlrm-dcnv2", "--gpu", "A100-40GB", *args]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2, result.output
+    assert text in result.output or text in (result.stderr or "")
