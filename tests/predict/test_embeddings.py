@@ -112,3 +112,16 @@ def test_bad_specs() -> None:
             gpus=1, gpus_per_node=1, hbm_bytes=1.0, hbm_gbps=float("nan"), link_gbps=1.0,
             network_gbps=1.0, host_bytes_per_node=0.0, host_link_gbps=1.0, dense_tflops=1.0,
         )  # fmt: skip
+
+
+def test_column_shards_are_at_least_16_wide_and_spread() -> None:
+    model, hw = _model(), _hw(gpus=64)
+    cw = dict(emb.candidate_plans(model, hw))["column-wise"]
+    assert {p.shards for p in cw} == {8}  # dim 128 / 16
+    cost = emb.evaluate_plan("column-wise", model, cw, hw)
+    used = [i for i, b in enumerate(cost.hbm_bytes_per_gpu) if b > 1e6 * 16 + 1]
+    assert len(used) == 24  # three tables x 8 shards on distinct GPUs
+    big = model.tables[0]
+    assert max(cost.hbm_bytes_per_gpu) == pytest.approx(
+        1e6 * 16 + (big.bytes + big.rows * emb.OPTIMIZER_BYTES_PER_ROW) / 8
+    )

@@ -10,9 +10,11 @@ sharding        HBM per GPU       rows gathered per GPU       communication per 
 data_parallel   whole table       ``b pool``                  all-reduce of the table's gradient
 table_wise      whole, on one GPU ``B pool`` (on that GPU)    all-to-all of pooled rows ``B r``
 row_wise        ``1 / P``         ``B pool / P``              reduce-scatter / all-gather ``B r``
-column_wise     ``1 / P``         ``B pool / P`` (dim / P)    all-to-all ``B r / P``
+column_wise     ``1 / s``         ``B pool / s`` (dim / s)    all-to-all ``B r / s``
 row_wise_uvm    ``c / P`` (cache) hits in HBM, misses on host as row_wise
 =============== ================= =========================== =================================
+
+(``s = min(P, dim / 16)`` column shards a table, each on its own GPU.)
 
 Lookups are memory-bound gathers: ``TRAIN_TRAFFIC_FACTOR`` x the gathered bytes (forward read,
 backward gradient and the row-wise Adagrad update) at :data:`GATHER_EFFICIENCY` of the HBM
@@ -103,6 +105,9 @@ class Placement:
     sharding: ShardingType
     gpu: int | None = None
     cache_fraction: float | None = None
+    #: column-wise: shards of ``dim / shards`` columns on GPUs ``gpu, gpu + 1, ...`` (mod P);
+    #: None: one per GPU
+    shards: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -217,9 +222,12 @@ def evaluate_plan(
             send[g] += big_b * t.row_bytes * (p - 1) / p
             send += local_b * t.pooling * INDEX_BYTES / p
         elif pl.sharding == "column_wise":
-            hbm += full / p
-            gather += lookups * t.row_bytes / p
-            send += big_b * t.row_bytes / p
+            n = p if pl.shards is None else min(pl.shards, p)
+            on = (np.arange(n) + (pl.gpu or 0)) % p
+            hbm[on] += full / n
+            gather[on] += lookups * t.row_bytes / n
+            send[on] += big_b * t.row_bytes / n * (p - 1) / p
+            send += local_b * t.pooling * INDEX_BYTES * n / p
         else:  # row_wise, row_wise_uvm
             send += big_b * t.row_bytes + local_b * t.pooling * INDEX_BYTES
             if pl.sharding == "row_wise":
@@ -288,6 +296,24 @@ def _table_wise(
     return out
 
 
+def _column_wise(tables: Sequence[EmbeddingTable], hw: ShardingHardware) -> list[Placement]:
+    """Each table cut into ``min(P, dim / MIN_COLUMN_SHARD)`` column shards on consecutive
+    GPUs, the heaviest tables first where the gathered bytes are lowest (TorchRec's
+    column-wise and table-wise-column-wise)."""
+    p = hw.gpus
+    load = np.zeros(p)
+    out: list[Placement] = []
+    for t in sorted(tables, key=lambda t: (-t.pooling * t.row_bytes, t.name)):
+        n = max(1, min(p, t.dim // MIN_COLUMN_SHARD))
+        window = np.zeros(p)
+        for j in range(n):  # load over GPUs start, start + 1, ..., start + n - 1
+            window += np.roll(load, -j)
+        start = int(np.argmin(window))
+        load[(np.arange(n) + start) % p] += t.pooling * t.row_bytes / n
+        out.append(Placement(table=t.name, sharding="column_wise", gpu=start, shards=n))
+    return out
+
+
 def candidate_plans(
     model: RecModel, hw: ShardingHardware, *, cache_fraction: float | None = None
 ) -> list[tuple[str, list[Placement]]]:
@@ -298,10 +324,7 @@ def candidate_plans(
         ("data-parallel", [Placement(table=t.name, sharding="data_parallel") for t in tables]),
         ("row-wise", [Placement(table=t.name, sharding="row_wise") for t in tables]),
     ]
-    if all(t.dim >= MIN_COLUMN_SHARD * hw.gpus for t in tables):
-        plans.append(
-            ("column-wise", [Placement(table=t.name, sharding="column_wise") for t in tables])
-        )
+    plans.append(("column-wise", _column_wise(tables, hw)))
     tw = _table_wise(tables, hw, dense_bytes)
     plans.append(
         ("table-wise", tw or [Placement(table=t.name, sharding="table_wise") for t in tables])
