@@ -1,0 +1,86 @@
+"""A user's graph as an edge list (``--edge-list FILE``): one ``src dst`` pair per line.
+
+Whitespace- or comma-separated non-negative integers; blank lines and ``#`` comments are
+skipped. Edges whose ids fall outside ``[0, nodes)`` (when ``nodes`` is given) and self-loops
+(unless allowed) are counted and skipped, and the counts are reported; a line that is not two
+integers is one :class:`DataFormatError` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from gpucast.domain.errors import DataFormatError, InvalidSpecError
+
+_SPLIT = re.compile(r"[,\s]+")
+_FIX = "one edge per line: two integer node ids, e.g. '0 17'"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EdgeList:
+    """Directed edges ``src -> dst`` kept, the node count and what was skipped."""
+
+    src: npt.NDArray[np.int64]
+    dst: npt.NDArray[np.int64]
+    nodes: int
+    self_loops_skipped: int
+    out_of_range_skipped: int
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.self_loops_skipped:
+            out.append(f"{self.self_loops_skipped:,} self-loops skipped")
+        if self.out_of_range_skipped:
+            out.append(f"{self.out_of_range_skipped:,} edges with node ids >= {self.nodes} skipped")
+        return out
+
+
+def read_edge_list(
+    path: Path | str, *, nodes: int | None = None, allow_self_loops: bool = False
+) -> EdgeList:
+    """Parse an edge list (module docstring); ``nodes`` defaults to the largest id + 1."""
+    from gpucast.store.files import read_input_text
+
+    if nodes is not None and (isinstance(nodes, bool) or nodes < 1):
+        raise InvalidSpecError("nodes", "must be an integer >= 1", got=nodes)
+    text = read_input_text(path, "edge-list", fix=_FIX)
+    pairs: list[tuple[int, int]] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        cells = _SPLIT.split(line)
+        if len(cells) < 2 or not (cells[0].isdigit() and cells[1].isdigit()):
+            raise DataFormatError(
+                str(path), f"expected two node ids >= 0, found {line[:40]!r}", line=number,
+                fix=_FIX,
+            )  # fmt: skip
+        pairs.append((int(cells[0]), int(cells[1])))
+    if not pairs:
+        raise DataFormatError(str(path), "has no edges", fix=_FIX)
+    edges = np.array(pairs, dtype=np.int64)
+    src, dst = edges[:, 0], edges[:, 1]
+    n = int(edges.max()) + 1 if nodes is None else nodes
+    inside = (src < n) & (dst < n)
+    loops = (src == dst) & inside
+    keep = inside & (allow_self_loops | ~loops)
+    if not keep.any():
+        raise InvalidSpecError(
+            "edge-list",
+            f"no edge is left after skipping {int((~inside).sum()):,} out-of-range edges and "
+            f"{int(loops.sum()):,} self-loops",
+            got=str(path),
+            fix="check --nodes and the node ids",
+        )
+    return EdgeList(
+        src=src[keep],
+        dst=dst[keep],
+        nodes=n,
+        self_loops_skipped=0 if allow_self_loops else int(loops.sum()),
+        out_of_range_skipped=int((~inside).sum()),
+    )

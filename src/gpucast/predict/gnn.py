@@ -1,0 +1,245 @@
+"""Graph neural networks priced as sparse aggregation, sampling and partition traffic.
+
+A GCN or GraphSAGE layer aggregates its neighbours' features (a sparse matrix times a dense
+one, SpMM: each of the ``E`` edges gathers ``d_in`` values -- memory-bound) and transforms
+the result (a dense ``N x d_in x d_out`` matmul; GraphSAGE concatenates the node's own
+features, ``2 d_in``). Pricing the aggregation as a dense ``N x N`` adjacency matmul, as a
+dense roofline over the layer does, costs ``2 N^2 d_in`` FLOPs instead: :class:`GnnCost`
+carries both so the gap is visible.
+
+* :func:`full_graph_cost` -- one full-graph training step (forward + backward: 3x).
+* :func:`sampled_cost` -- one mini-batch with neighbour sampling (fan-outs per layer, from the
+  seeds outwards): expected distinct nodes per hop ``n_l = N (1 - exp(-n_{l-1} f_l / N))``
+  (draws with replacement over ``N`` nodes), the edges sampled, and the input features
+  fetched (over PCIe / UVM when they live in host memory).
+* :func:`halo_nodes` -- for a partition of the nodes, each part's halo: the distinct nodes of
+  other parts with an edge into it, whose features (forward) and gradients (backward) cross
+  the network every layer of a full-graph epoch; :func:`halo_bytes_per_epoch` prices them.
+  Exact given the partition (vectorised over the edges).
+* :func:`expected_random_halo` -- the same from the degree sequence alone, for a uniformly
+  random (hash) partition: node ``v`` is in the halo of another part with probability
+  ``1 - (1 - 1/k)^deg(v)``.
+* :func:`metis_partition` -- a real partitioner (METIS through ``pymetis``, the optional extra
+  ``gpucast[graph]``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+GnnModel = Literal["gcn", "sage"]
+GNN_MODELS: tuple[GnnModel, ...] = ("gcn", "sage")
+#: Forward + backward: the backward pass moves and computes about twice the forward.
+TRAIN_FACTOR = 3.0
+
+
+def _positive_int(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise InvalidSpecError(name, "must be an integer >= 1", got=value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GnnSpec:
+    """A GCN or GraphSAGE: layers, widths and, for mini-batches, seeds and fan-outs."""
+
+    model: GnnModel
+    feature_dim: int
+    hidden: int
+    classes: int
+    layers: int = 2
+    fanouts: tuple[int, ...] = ()
+    batch: int | None = None
+    bytes_per_value: int = 4
+
+    def __post_init__(self) -> None:
+        if self.model not in GNN_MODELS:
+            raise InvalidSpecError(
+                "model", f"must be one of {', '.join(GNN_MODELS)}", got=self.model
+            )
+        for name in ("feature_dim", "hidden", "classes", "layers", "bytes_per_value"):
+            _positive_int(name, getattr(self, name))
+        if self.fanouts and len(self.fanouts) != self.layers:
+            raise InvalidSpecError(
+                "fanouts", f"needs one fan-out per layer ({self.layers})", got=self.fanouts
+            )
+        for f in self.fanouts:
+            if isinstance(f, bool) or not isinstance(f, int | np.integer) or f < 1:
+                raise InvalidSpecError(
+                    "fanouts", "every fan-out must be an integer >= 1", got=self.fanouts,
+                    fix="e.g. --fanouts 15,10",
+                )  # fmt: skip
+        if self.batch is not None:
+            _positive_int("batch", self.batch)
+
+    def dims(self) -> list[tuple[int, int]]:
+        """(d_in, d_out) of each layer."""
+        widths = [self.feature_dim] + [self.hidden] * (self.layers - 1) + [self.classes]
+        return list(itertools.pairwise(widths))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GnnCost:
+    """Work of one training step: FLOPs, bytes moved, and the dense-adjacency alternative."""
+
+    transform_flops: float
+    aggregation_bytes: float
+    dense_aggregation_flops: float
+    feature_fetch_bytes: float = 0.0
+    edges: float = 0.0
+    nodes_per_hop: tuple[float, ...] = ()
+
+    def step_time_s(
+        self, *, tflops: float, memory_gbps: float, host_link_gbps: float | None = None
+    ) -> float:
+        """Sparse pricing: transforms at ``tflops``, aggregation at ``memory_gbps`` (GB/s),
+        feature fetches at ``host_link_gbps`` (None: features already on the device)."""
+        t = self.transform_flops / (tflops * 1e12) + self.aggregation_bytes / (memory_gbps * 1e9)
+        if host_link_gbps is not None:
+            t += self.feature_fetch_bytes / (host_link_gbps * 1e9)
+        return t
+
+    def dense_step_time_s(self, *, tflops: float) -> float:
+        """The aggregation priced as a dense adjacency matmul (plus the same transforms)."""
+        return (self.transform_flops + self.dense_aggregation_flops) / (tflops * 1e12)
+
+
+def _layer_cost(
+    spec: GnnSpec, n_dst: Sequence[float], n_src: Sequence[float], edges: Sequence[float]
+) -> GnnCost:
+    b = spec.bytes_per_value
+    flops = agg = dense = 0.0
+    for (d_in, d_out), nd, ns, e in zip(spec.dims(), n_dst, n_src, edges, strict=True):
+        concat = 2 if spec.model == "sage" else 1
+        flops += 2.0 * nd * concat * d_in * d_out
+        agg += (e * d_in + nd * d_in) * b  # gather along the edges, write the aggregate
+        dense += 2.0 * nd * ns * d_in
+    return GnnCost(
+        transform_flops=TRAIN_FACTOR * flops,
+        aggregation_bytes=TRAIN_FACTOR * agg,
+        dense_aggregation_flops=TRAIN_FACTOR * dense,
+        edges=float(sum(edges)),
+    )
+
+
+def _check_graph(nodes: int, edges: int) -> None:
+    _positive_int("nodes", nodes)
+    if isinstance(edges, bool) or not isinstance(edges, int | np.integer) or edges < 0:
+        raise InvalidSpecError("edges", "must be an integer >= 0", got=edges)
+
+
+def full_graph_cost(spec: GnnSpec, *, nodes: int, edges: int) -> GnnCost:
+    """One full-graph training step on ``nodes`` nodes and ``edges`` directed edges."""
+    _check_graph(nodes, edges)
+    n = [float(nodes)] * spec.layers
+    return _layer_cost(spec, n, n, [float(edges)] * spec.layers)
+
+
+def sampled_nodes(nodes: int, batch: int, fanouts: Sequence[float]) -> list[float]:
+    """Expected distinct nodes up to each hop, seeds first: after ``D`` draws (the seeds, then
+    ``n_{l-1} f_l`` neighbours at hop ``l``) over ``N`` nodes, ``N (1 - exp(-D / N))`` are
+    distinct (uniform draws; hubs repeat more, so this is an upper estimate)."""
+    out = [float(min(batch, nodes))]
+    draws = out[0]
+    for f in fanouts:
+        draws += out[-1] * f
+        out.append(max(out[-1], nodes * -math.expm1(-draws / nodes)))
+    return out
+
+
+def sampled_cost(spec: GnnSpec, *, nodes: int, edges: int) -> GnnCost:
+    """One mini-batch: ``spec.batch`` seeds, ``spec.fanouts[0]`` neighbours each at the first
+    hop, ... (capped by the mean degree); layer ``l`` computes the ``l``-th hop inwards."""
+    _check_graph(nodes, edges)
+    if spec.batch is None or not spec.fanouts:
+        raise InvalidSpecError("fanouts", "mini-batch pricing needs --batch and --fanouts")
+    mean_degree = edges / nodes
+    hops = sampled_nodes(nodes, spec.batch, [min(f, max(mean_degree, 1.0)) for f in spec.fanouts])
+    # the first layer runs on the outermost hop: layer i maps hop L-i -> hop L-i-1
+    dst = [hops[spec.layers - 1 - i] for i in range(spec.layers)]
+    src = [hops[spec.layers - i] for i in range(spec.layers)]
+    fan = [min(f, max(mean_degree, 1.0)) for f in spec.fanouts]
+    edges_l = [dst[i] * fan[spec.layers - 1 - i] for i in range(spec.layers)]
+    cost = _layer_cost(spec, dst, src, edges_l)
+    fetch = hops[-1] * spec.feature_dim * spec.bytes_per_value
+    return GnnCost(
+        transform_flops=cost.transform_flops,
+        aggregation_bytes=cost.aggregation_bytes,
+        dense_aggregation_flops=cost.dense_aggregation_flops,
+        feature_fetch_bytes=fetch,
+        edges=cost.edges,
+        nodes_per_hop=tuple(hops),
+    )
+
+
+def _edges(src: npt.ArrayLike, dst: npt.ArrayLike, nodes: int) -> tuple[IntArray, IntArray]:
+    s = np.asarray(src, dtype=np.int64)
+    d = np.asarray(dst, dtype=np.int64)
+    if s.shape != d.shape or s.ndim != 1:
+        raise InvalidSpecError("edges", "src and dst must be 1-D arrays of the same length")
+    if s.size and (min(s.min(), d.min()) < 0 or max(s.max(), d.max()) >= nodes):
+        raise InvalidSpecError("edges", f"node ids must be in [0, {nodes})")
+    return s, d
+
+
+def halo_nodes(src: npt.ArrayLike, dst: npt.ArrayLike, parts: npt.ArrayLike) -> IntArray:
+    """Per part: distinct nodes of other parts with an edge ``src -> dst`` into the part
+    (messages flow from ``src`` to ``dst``; pass both directions for an undirected graph)."""
+    p = np.asarray(parts, dtype=np.int64)
+    s, d = _edges(src, dst, len(p))
+    k = int(p.max()) + 1 if p.size else 0
+    cross = p[s] != p[d]
+    key = np.unique(p[d[cross]] * len(p) + s[cross])  # (receiving part, remote node)
+    return np.bincount(key // len(p), minlength=k).astype(np.int64)
+
+
+def halo_bytes_per_epoch(halo: npt.ArrayLike, spec: GnnSpec) -> float:
+    """Bytes crossing between parts in one full-graph epoch: every layer, each halo node's
+    input features forward and their gradients backward."""
+    per_node = sum(d_in for d_in, _ in spec.dims()) * spec.bytes_per_value * 2
+    return float(np.asarray(halo, dtype=np.float64).sum() * per_node)
+
+
+def expected_random_halo(degrees: npt.ArrayLike, parts: int) -> float:
+    """Expected total halo nodes of a uniformly random partition into ``parts`` parts, from the
+    (out-)degree of each node: ``sum_v (k - 1)(1 - (1 - 1/k)^deg(v))``."""
+    _positive_int("parts", parts)
+    deg = np.asarray(degrees, dtype=np.float64)
+    if parts == 1:
+        return 0.0
+    return float((parts - 1) * -np.expm1(deg * math.log1p(-1.0 / parts)).sum())
+
+
+def metis_partition(nodes: int, src: npt.ArrayLike, dst: npt.ArrayLike, parts: int) -> IntArray:
+    """METIS k-way partition of the undirected graph (needs ``pip install gpucast[graph]``)."""
+    _positive_int("parts", parts)
+    s, d = _edges(src, dst, nodes)
+    try:
+        import pymetis  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise InvalidInputError(
+            "graph partitioning needs pymetis", fix="pip install 'gpucast[graph]'"
+        ) from None
+    if parts == 1:
+        return np.zeros(nodes, dtype=np.int64)
+    keep = s != d
+    a = np.concatenate([s[keep], d[keep]])
+    b = np.concatenate([d[keep], s[keep]])
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    dup = np.concatenate([[False], (a[1:] == a[:-1]) & (b[1:] == b[:-1])])
+    a, b = a[~dup], b[~dup]
+    xadj = np.concatenate([[0], np.cumsum(np.bincount(a, minlength=nodes))])
+    adjacency = pymetis.CSRAdjacency(xadj.astype(np.int32), b.astype(np.int32))
+    _, membership = pymetis.part_graph(parts, adjacency=adjacency)
+    return np.asarray(membership, dtype=np.int64)

@@ -1,0 +1,101 @@
+"""GNN pricing: sparse vs dense aggregation, sampling, halo nodes of a partition."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.predict import gnn
+
+HAS_METIS = importlib.util.find_spec("pymetis") is not None
+
+
+def _power_law_graph(nodes: int, edges: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    w = np.arange(1, nodes + 1, dtype=float) ** -0.6
+    w /= w.sum()
+    s, d = rng.choice(nodes, edges, p=w), rng.choice(nodes, edges, p=w)
+    keep = s != d
+    s, d = s[keep], d[keep]
+    return np.concatenate([s, d]), np.concatenate([d, s])  # undirected: both directions
+
+
+def test_full_graph_cost_by_hand() -> None:
+    spec = gnn.GnnSpec(model="gcn", feature_dim=8, hidden=4, classes=2)
+    cost = gnn.full_graph_cost(spec, nodes=10, edges=30)
+    assert cost.transform_flops == pytest.approx(3 * 2 * 10 * (8 * 4 + 4 * 2))
+    assert cost.aggregation_bytes == pytest.approx(3 * 4 * ((30 + 10) * 8 + (30 + 10) * 4))
+    assert cost.dense_aggregation_flops == pytest.approx(3 * 2 * 10 * 10 * (8 + 4))
+    sage = gnn.full_graph_cost(
+        gnn.GnnSpec(model="sage", feature_dim=8, hidden=4, classes=2), nodes=10, edges=30
+    )
+    assert sage.transform_flops == pytest.approx(2 * cost.transform_flops)
+
+
+def test_dense_pricing_is_far_off_on_a_large_sparse_graph() -> None:
+    spec = gnn.GnnSpec(model="gcn", feature_dim=128, hidden=128, classes=16)
+    cost = gnn.full_graph_cost(spec, nodes=100_000, edges=2_000_000)
+    sparse = cost.step_time_s(tflops=1.0, memory_gbps=20.0)
+    assert cost.dense_step_time_s(tflops=1.0) > 10 * sparse
+
+
+def test_sampled_nodes_grow_and_saturate() -> None:
+    hops = gnn.sampled_nodes(1000, 100, [10, 10, 10])
+    assert hops[0] == 100 and bool(np.all(np.diff(hops) >= 0)) and hops[1] > 600
+    assert hops[-1] <= 1000 and hops[-1] > 990  # nearly every node after three hops
+    spec = gnn.GnnSpec(
+        model="sage", feature_dim=64, hidden=32, classes=4, fanouts=(10, 5), batch=64
+    )
+    cost = gnn.sampled_cost(spec, nodes=1_000_000, edges=20_000_000)
+    assert cost.nodes_per_hop[0] == 64
+    # every node of a hop draws again at the next (DGL blocks): 64 + 640 + 704 x 5, few repeats
+    assert cost.nodes_per_hop[2] == pytest.approx(64 + 640 + 704 * 5, rel=0.01)
+    assert cost.feature_fetch_bytes == pytest.approx(cost.nodes_per_hop[2] * 64 * 4)
+
+
+def test_halo_of_a_partition_by_hand() -> None:
+    # 0-1-2 | 3-4 with an edge 2-3 across and 1-3 across
+    s = np.array([0, 1, 1, 2, 2, 3, 1, 3, 3, 4])
+    d = np.array([1, 0, 2, 1, 3, 2, 3, 1, 4, 3])
+    parts = np.array([0, 0, 0, 1, 1])
+    halo = gnn.halo_nodes(s, d, parts)
+    assert halo.tolist() == [1, 2]  # part 0 needs node 3; part 1 needs nodes 1 and 2
+    spec = gnn.GnnSpec(model="gcn", feature_dim=8, hidden=4, classes=2)
+    assert gnn.halo_bytes_per_epoch(halo, spec) == pytest.approx(3 * (8 + 4) * 4 * 2)
+
+
+def test_random_partition_halo_from_degrees_alone() -> None:
+    s, d = _power_law_graph(20_000, 100_000)
+    rng = np.random.default_rng(1)
+    for k in (2, 4, 8):
+        parts = rng.integers(0, k, 20_000)
+        actual = gnn.halo_nodes(s, d, parts).sum()
+        expected = gnn.expected_random_halo(np.bincount(s, minlength=20_000), k)
+        assert expected == pytest.approx(actual, rel=0.02)
+
+
+@pytest.mark.skipif(not HAS_METIS, reason="pymetis not installed (pip install 'gpucast[graph]')")
+def test_metis_cuts_fewer_halo_nodes_than_random() -> None:
+    s, d = _power_law_graph(5_000, 20_000)
+    parts = gnn.metis_partition(5_000, s, d, 4)
+    assert set(np.unique(parts)) == {0, 1, 2, 3}
+    metis = gnn.halo_nodes(s, d, parts).sum()
+    random = gnn.expected_random_halo(np.bincount(s, minlength=5_000), 4)
+    assert metis < random
+
+
+def test_bad_specs() -> None:
+    with pytest.raises(InvalidSpecError, match="fanouts"):
+        gnn.GnnSpec(model="gcn", feature_dim=8, hidden=4, classes=2, fanouts=(0, 5))
+    with pytest.raises(InvalidSpecError, match="fanouts"):
+        gnn.GnnSpec(model="gcn", feature_dim=8, hidden=4, classes=2, fanouts=(5,))
+    with pytest.raises(InvalidSpecError, match="model"):
+        gnn.GnnSpec(model="gat", feature_dim=8, hidden=4, classes=2)  # type: ignore[arg-type]
+    with pytest.raises(InvalidSpecError, match="node ids"):
+        gnn.halo_nodes([0, 5], [1, 0], [0, 1])
+    spec = gnn.GnnSpec(model="gcn", feature_dim=8, hidden=4, classes=2)
+    with pytest.raises(InvalidSpecError, match="batch"):
+        gnn.sampled_cost(spec, nodes=10, edges=10)
