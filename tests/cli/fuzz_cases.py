@@ -411,6 +411,10 @@ COMMANDS: tuple[Command, ...] = (
         "gpucast.app.llm:PlanLlmTrainRequest",
     ),
     Command(
+        ("predict", "gnn"), ("--gpu", "A100-80GB", "--nodes", "100000", "--edges", "2000000"),
+        "gpucast.app.gnn:PredictGnnRequest",
+    ),
+    Command(
         ("plan", "embeddings"), ("--model", "dlrm-dcnv2", "--gpu", "A100-80GB", "--gpus", "8"),
         "gpucast.app.embeddings:PlanEmbeddingsRequest",
     ),

@@ -336,6 +336,15 @@ CASES = [
         ),
     ),
     Case(
+        "predict_gnn",
+        lambda t: ["predict", "gnn", "--model", "sage", "--gpu", "A100-80GB", "--nodes",
+                   "1000000", "--edges", "20000000", "--batch", "1024", "--fanouts", "15,10"],
+        lambda t: gpucast.predict_gnn(
+            model="sage", gpu="A100-80GB", nodes=1000000, edges=20000000, batch=1024,
+            fanouts=(15, 10),
+        ),
+    ),
+    Case(
         "plan_embeddings",
         lambda t: ["plan", "embeddings", "--model", "dlrm-dcnv2", "--gpu", "A100-80GB",
                    "--gpus", "8"],

@@ -33,6 +33,7 @@ VERBS: dict[str, str] = {
     "predict_checkpoint": "predict",
     "predict_llm_train": "llm",
     "predict_infer": "infer",
+    "predict_gnn": "gnn",
     "predict_energy": "energy",
     "fit_speed": "fit",
     "fit_cluster": "fit",

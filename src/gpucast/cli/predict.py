@@ -8,6 +8,7 @@ from __future__ import annotations
 import typer
 
 from gpucast.app.energy import PredictEnergyRequest
+from gpucast.app.gnn import PredictGnnRequest
 from gpucast.app.infer import PredictInferRequest
 from gpucast.app.llm import PredictLlmTrainRequest
 from gpucast.app.predict import (
@@ -234,3 +235,42 @@ def infer(
         console.print(f"  {note}", highlight=False)
     console.print(f"  engine: {result.engine.provenance()}", highlight=False)
     console.print(f"  validated: {result.validation.text()}", highlight=False)
+
+
+@app.command("gnn")
+@request_command(PredictGnnRequest)
+def gnn(
+    request: PredictGnnRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Predict one GCN / GraphSAGE training step (full graph or sampled mini-batch) with
+    sparse aggregation, against a dense-adjacency pricing; halo bytes of a METIS partition."""
+    from gpucast.app import predict_gnn
+
+    result = predict_gnn(request)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    console.print(
+        f"{result.model} on {result.gpu}, {result.nodes:,} nodes, {result.edges:,} edges: "
+        f"{result.step_time_s * 1e3:.3g} ms per step (sparse aggregation); a dense adjacency "
+        f"would take {result.dense_step_time_s:.3g} s "
+        f"({result.dense_step_time_s / result.step_time_s:,.0f}x)",
+        highlight=False,
+    )
+    if result.nodes_per_hop:
+        hops = ", ".join(f"{n:,.0f}" for n in result.nodes_per_hop)
+        console.print(
+            f"  sampled nodes per hop: {hops}; feature fetch {result.feature_fetch_s * 1e3:.3g} ms",
+            highlight=False,
+        )
+    if result.halo_nodes is not None and result.halo_bytes_per_epoch is not None:
+        console.print(
+            f"  halo nodes per part: {', '.join(f'{h:,}' for h in result.halo_nodes)}; "
+            f"{result.halo_bytes_per_epoch / 2**30:.3g} GiB across parts per epoch",
+            highlight=False,
+        )
+    for note in result.notes:
+        console.print(f"  {note}", highlight=False)
+    for name, value in result.assumptions.items():
+        console.print(f"  assumption {name}: {value}", highlight=False)

@@ -40,6 +40,8 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 GnnModel = Literal["gcn", "sage"]
 GNN_MODELS: tuple[GnnModel, ...] = ("gcn", "sage")
+#: The deepest GNN priced (per-layer lists are built).
+MAX_LAYERS = 256
 #: Forward + backward: the backward pass moves and computes about twice the forward.
 TRAIN_FACTOR = 3.0
 
@@ -69,6 +71,8 @@ class GnnSpec:
             )
         for name in ("feature_dim", "hidden", "classes", "layers", "bytes_per_value"):
             _positive_int(name, getattr(self, name))
+        if self.layers > MAX_LAYERS:
+            raise InvalidSpecError("layers", f"must be <= {MAX_LAYERS}", got=self.layers)
         if self.fanouts and len(self.fanouts) != self.layers:
             raise InvalidSpecError(
                 "fanouts", f"needs one fan-out per layer ({self.layers})", got=self.fanouts
