@@ -181,7 +181,7 @@ class PlanEmbeddingsResult:
 
 def _hardware(
     request: PlanEmbeddingsRequest,
-) -> tuple[ShardingHardware, float | None, dict[str, str]]:
+) -> tuple[ShardingHardware, str, float | None, dict[str, str]]:
     from gpucast.catalog import load_catalog
     from gpucast.domain.units import GIB
     from gpucast.plan.inputs import PCIE_GBPS, intra_node_gbps
@@ -233,7 +233,7 @@ def _hardware(
         host_link_gbps=pcie,
         dense_tflops=dense,
     )
-    return hw, price, notes
+    return hw, gpu.name, price, notes
 
 
 def plan_embeddings(
@@ -246,7 +246,7 @@ def plan_embeddings(
 
     request = resolve(PlanEmbeddingsRequest, request, options)
     model = rec_model_input(request.model, request.tables, request.batch)
-    hw, price, notes = _hardware(request)
+    hw, gpu_name, price, notes = _hardware(request)
     curve = hit_rate_curve(request.data_dir, request.locality, request.cache_policy)
     best, costs = emb.plan_embeddings(
         model,
@@ -266,13 +266,13 @@ def plan_embeddings(
     }
     return PlanEmbeddingsResult(
         model=model.name,
-        gpu=request.gpu,
+        gpu=gpu_name,
         hardware=hw,
         best=best,
         plans=tuple(costs),
         dense_priced_step_s=emb.dense_priced_step_s(model, hw),
         global_batch=model.global_batch,
         price_usd_per_gpu_hour=price,
-        validation=validation_for("embedding-sharding", [request.gpu], "fp32", request.gpus),
+        validation=validation_for("embedding-sharding", [gpu_name], "fp32", request.gpus),
         assumptions=notes,
     )
