@@ -10,7 +10,7 @@ PYTEST_WORKERS ?= 2
 # `make run` installs what running needs; `make test` adds the dev tools and Ray (the tests
 # run a local Ray instance). Each install is stamped, so neither repeats.
 RUN_EXTRAS ?= nvml,survival
-TEST_EXTRAS ?= dev,nvml,survival,ray
+TEST_EXTRAS ?= dev,nvml,survival,ray,graph
 
 .PHONY: install install-test run test lint typecheck layers unit bench clean
 
