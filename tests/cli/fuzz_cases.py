@@ -440,6 +440,8 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         ("report",), ("--out", "@out_html", "--runs"), "gpucast.app.reports:ReportRequest"
     ),
+    # sharing GPUs (#18)
+    Command(("catalog", "mig"), ("--gpu", "A100-40GB"), "gpucast.app.catalog:CatalogMigRequest"),
 )
 # fmt: on
 

@@ -519,6 +519,12 @@ CASES = [
         lambda t: gpucast.measure_coldstart("mlp", steady_runs=2, save=False),
         timed=True,
     ),
+    # sharing GPUs (#18)
+    Case(
+        "catalog_mig",
+        lambda t: ["catalog", "mig", "--gpu", "A100-40GB", "--layout", "3g.20gb,2g.10gb,1g.5gb"],
+        lambda t: gpucast.catalog_mig(gpu="A100-40GB", layout=["3g.20gb", "2g.10gb", "1g.5gb"]),
+    ),
 ]
 # fmt: on
 
@@ -661,6 +667,9 @@ BAD = [
      lambda: gpucast.predict_coldstart("mlp", gpu="T4", storage="floppy")),
     (["measure", "coldstart", "mlp", "--batch-size", "0"],
      lambda: gpucast.measure_coldstart("mlp", batch_size=0)),
+    # sharing GPUs (#18)
+    (["catalog", "mig", "--gpu", "A100-40GB", "--layout", "4g.20gb,3g.20gb,1g.5gb"],
+     lambda: gpucast.catalog_mig(gpu="A100-40GB", layout=["4g.20gb", "3g.20gb", "1g.5gb"])),
 ]
 # fmt: on
 

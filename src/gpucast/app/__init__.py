@@ -49,6 +49,7 @@ VERBS: dict[str, str] = {
     "catalog_offers": "catalog",
     "catalog_spot": "catalog",
     "import_skypilot": "catalog",
+    "catalog_mig": "catalog",
     "runs_list": "runs",
     "runs_show": "runs",
     "runs_export": "runs",
