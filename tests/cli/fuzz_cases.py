@@ -442,6 +442,10 @@ COMMANDS: tuple[Command, ...] = (
     ),
     # sharing GPUs (#18)
     Command(("catalog", "mig"), ("--gpu", "A100-40GB"), "gpucast.app.catalog:CatalogMigRequest"),
+    Command(
+        ("plan", "placement"), ("--topology", "dgx1-v100", "--gpus", "2"),
+        "gpucast.app.placement:PlanPlacementRequest",
+    ),
 )
 # fmt: on
 

@@ -525,6 +525,11 @@ CASES = [
         lambda t: ["catalog", "mig", "--gpu", "A100-40GB", "--layout", "3g.20gb,2g.10gb,1g.5gb"],
         lambda t: gpucast.catalog_mig(gpu="A100-40GB", layout=["3g.20gb", "2g.10gb", "1g.5gb"]),
     ),
+    Case(
+        "plan_placement",
+        lambda t: ["plan", "placement", "--topology", "dgx1-v100", "--gpus", "2", "--jobs", "20"],
+        lambda t: gpucast.plan_placement(topology="dgx1-v100", gpus=2, jobs=20),
+    ),
 ]
 # fmt: on
 
@@ -670,6 +675,8 @@ BAD = [
     # sharing GPUs (#18)
     (["catalog", "mig", "--gpu", "A100-40GB", "--layout", "4g.20gb,3g.20gb,1g.5gb"],
      lambda: gpucast.catalog_mig(gpu="A100-40GB", layout=["4g.20gb", "3g.20gb", "1g.5gb"])),
+    (["plan", "placement", "--topology", "dgx1-v100", "--gpus", "9"],
+     lambda: gpucast.plan_placement(topology="dgx1-v100", gpus=9)),
 ]
 # fmt: on
 

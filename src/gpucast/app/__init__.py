@@ -50,6 +50,7 @@ VERBS: dict[str, str] = {
     "catalog_spot": "catalog",
     "import_skypilot": "catalog",
     "catalog_mig": "catalog",
+    "plan_placement": "placement",
     "runs_list": "runs",
     "runs_show": "runs",
     "runs_export": "runs",
