@@ -147,7 +147,12 @@ def placement(
         console.print(
             f"queue of {q.jobs} jobs, {q.policy}: {q.jobs_per_hour:.2f} jobs/h, makespan "
             f"{q.makespan_s / 3600:.2f} h, mean completion {q.mean_completion_s / 3600:.2f} h, "
-            f"mean all-reduce {q.mean_allreduce_gb_per_s:.1f} GB/s",
+            "mean all-reduce "
+            + (
+                "-"
+                if q.mean_allreduce_gb_per_s is None
+                else f"{q.mean_allreduce_gb_per_s:.1f} GB/s"
+            ),
             highlight=False,
         )
     if result.throughput_ratio is not None:

@@ -55,7 +55,7 @@ class QueueResult:
     makespan_s: float
     jobs_per_hour: float
     mean_completion_s: float  # arrival to end
-    mean_allreduce_gb_per_s: float  # over multi-GPU jobs
+    mean_allreduce_gb_per_s: float | None  # over multi-GPU jobs (None: there were none)
 
 
 def synthetic_jobs(
@@ -144,5 +144,5 @@ def simulate_queue(
         makespan_s=makespan,
         jobs_per_hour=len(order) / makespan * 3600.0,
         mean_completion_s=float(np.mean(done)),
-        mean_allreduce_gb_per_s=float(np.mean(bandwidths)) if bandwidths else float("nan"),
+        mean_allreduce_gb_per_s=float(np.mean(bandwidths)) if bandwidths else None,
     )
