@@ -677,6 +677,9 @@ BAD = [
      lambda: gpucast.catalog_mig(gpu="A100-40GB", layout=["4g.20gb", "3g.20gb", "1g.5gb"])),
     (["plan", "placement", "--topology", "dgx1-v100", "--gpus", "9"],
      lambda: gpucast.plan_placement(topology="dgx1-v100", gpus=9)),
+    (["simulate", "serve", "--model", "mlp", "--gpu", "T4", "--rate", "10", "--deadline-ms",
+      "0.001"],
+     lambda: gpucast.simulate_serve(model="mlp", gpu="T4", rate=10, deadline_ms=0.001)),
 ]
 # fmt: on
 
