@@ -157,3 +157,17 @@ def test_extra_offers_add_and_override(tmp_path: Path) -> None:
 def test_missing_offers_file(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="offers: file not found"):
         load_catalog(tmp_path / "nope.csv")
+
+
+def test_bad_placements_in_the_profile_file_name_line_and_column() -> None:
+    head = "gpu,name,compute_slices,memory_gib,max_instances,memory_slices,sm_count,placements"
+    tail = ",https://x,2026-12-03"
+    head += ",source_url,as_of\n"
+    with pytest.raises(DataFormatError, match=r"line 2, column 'placements'.*runs past"):
+        parse_mig_profiles(head + "X,3g.20gb,3,20,2,4,42,0;6" + tail, "m.csv")
+    with pytest.raises(DataFormatError, match="repeated start offset"):
+        parse_mig_profiles(head + "X,1g.5gb,1,5,7,1,14,0;0" + tail, "m.csv")
+    with pytest.raises(DataFormatError, match=r"column 'memory_slices'.*<= 8"):
+        parse_mig_profiles(head + "X,1g.5gb,1,5,7,9,14,0" + tail, "m.csv")
+    ok = parse_mig_profiles(head + "X,1g.5gb,1,5,7,,," + tail, "m.csv")
+    assert ok["X"][0].placements == () and ok["X"][0].sm_count is None

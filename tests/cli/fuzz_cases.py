@@ -458,6 +458,12 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         ("report",), ("--out", "@out_html", "--runs"), "gpucast.app.reports:ReportRequest"
     ),
+    # sharing GPUs (#18)
+    Command(("catalog", "mig"), ("--gpu", "A100-40GB"), "gpucast.app.catalog:CatalogMigRequest"),
+    Command(
+        ("plan", "placement"), ("--topology", "dgx1-v100", "--gpus", "2"),
+        "gpucast.app.placement:PlanPlacementRequest",
+    ),
 )
 # fmt: on
 

@@ -118,3 +118,33 @@ def test_import_bad_cloud_and_bad_offers_file(tmp_path: Path) -> None:
     bad.write_text("provider,region\n")
     result = runner.invoke(app, ["catalog", "offers", "--offers", str(bad)])
     assert result.exit_code == 2 and "bad.csv" in result.stderr
+
+
+def test_mig_lists_the_19_documented_a100_layouts() -> None:
+    argv = ["catalog", "mig", "--gpu", "A100", "--profile", "1g.5gb,2g.10gb,3g.20gb,4g.20gb"]
+    result = runner.invoke(app, [*argv, "--profile", "7g.40gb", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["gpu"] == "A100-40GB" and data["count"] == 19
+    assert "4g.20gb@0 + 3g.20gb@4" in data["layouts"] and data["checked"] is None
+    table = runner.invoke(app, argv)
+    assert table.exit_code == 0 and "full layouts" in table.stdout
+
+
+def test_mig_checks_a_layout_and_prices_its_slices() -> None:
+    argv = ["catalog", "mig", "--gpu", "A100-40GB", "--layout", "3g.20gb,1g.5gb", "--price", "7"]
+    result = runner.invoke(app, [*argv, "--json"])
+    assert result.exit_code == 0, result.output
+    checked = json.loads(result.stdout)["checked"]
+    assert checked["layout"] == "3g.20gb@0 + 1g.5gb@4"
+    # weights 4/8 and 1/7 of the 7 US$/h GPU
+    assert checked["prices_usd_per_hour"] == [7 * 7 / 9, 7 * 2 / 9]
+    assert "valid: 3g.20gb@0 + 1g.5gb@4" in runner.invoke(app, argv).stdout
+
+
+def test_mig_invalid_layout_is_one_line_exit_2() -> None:
+    result = runner.invoke(app, ["catalog", "mig", "--gpu", "A100-40GB", "--layout", "3g.20gb@1"])
+    assert result.exit_code == 2
+    line = result.stderr.strip()
+    assert "\n" not in line and "rule placement" in line
+    assert runner.invoke(app, ["catalog", "mig", "--gpu", "V100"]).exit_code == 2

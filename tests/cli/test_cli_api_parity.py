@@ -558,6 +558,17 @@ CASES = [
         lambda t: gpucast.measure_coldstart("mlp", steady_runs=2, save=False),
         timed=True,
     ),
+    # sharing GPUs (#18)
+    Case(
+        "catalog_mig",
+        lambda t: ["catalog", "mig", "--gpu", "A100-40GB", "--layout", "3g.20gb,2g.10gb,1g.5gb"],
+        lambda t: gpucast.catalog_mig(gpu="A100-40GB", layout=["3g.20gb", "2g.10gb", "1g.5gb"]),
+    ),
+    Case(
+        "plan_placement",
+        lambda t: ["plan", "placement", "--topology", "dgx1-v100", "--gpus", "2", "--jobs", "20"],
+        lambda t: gpucast.plan_placement(topology="dgx1-v100", gpus=2, jobs=20),
+    ),
 ]
 # fmt: on
 
@@ -700,6 +711,14 @@ BAD = [
      lambda: gpucast.predict_coldstart("mlp", gpu="T4", storage="floppy")),
     (["measure", "coldstart", "mlp", "--batch-size", "0"],
      lambda: gpucast.measure_coldstart("mlp", batch_size=0)),
+    # sharing GPUs (#18)
+    (["catalog", "mig", "--gpu", "A100-40GB", "--layout", "4g.20gb,3g.20gb,1g.5gb"],
+     lambda: gpucast.catalog_mig(gpu="A100-40GB", layout=["4g.20gb", "3g.20gb", "1g.5gb"])),
+    (["plan", "placement", "--topology", "dgx1-v100", "--gpus", "9"],
+     lambda: gpucast.plan_placement(topology="dgx1-v100", gpus=9)),
+    (["simulate", "serve", "--model", "mlp", "--gpu", "T4", "--rate", "10", "--deadline-ms",
+      "0.001"],
+     lambda: gpucast.simulate_serve(model="mlp", gpu="T4", rate=10, deadline_ms=0.001)),
 ]
 # fmt: on
 

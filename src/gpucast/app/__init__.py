@@ -53,6 +53,8 @@ VERBS: dict[str, str] = {
     "catalog_offers": "catalog",
     "catalog_spot": "catalog",
     "import_skypilot": "catalog",
+    "catalog_mig": "catalog",
+    "plan_placement": "placement",
     "runs_list": "runs",
     "runs_show": "runs",
     "runs_export": "runs",

@@ -15,6 +15,7 @@ from gpucast.app._request import resolve
 from gpucast.domain.catalog import GpuSpec, Offer, offers_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
+from gpucast.domain.provenance import Validation
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -204,3 +205,161 @@ def catalog_spot(request: CatalogSpotRequest | None = None, /, **options: Any) -
         spot_market(request.provider)  # an unknown provider names the known ones
         markets = tuple(m for m in markets if m.provider == request.provider.strip().lower())
     return SpotResult(markets=markets, scenarios=tuple(spot_scenarios().values()))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CatalogMigRequest:
+    """A GPU's MIG profiles and valid layouts (``gpucast catalog mig``)."""
+
+    VERB: ClassVar[str] = "catalog mig"
+
+    gpu: str = option(help="A MIG-capable GPU, e.g. A100-40GB.", example="A100-40GB")
+    layout: tuple[str, ...] = option(
+        (),
+        help="Check one layout: its profiles, e.g. 3g.20gb,2g.10gb,1g.5gb (PROFILE@START pins "
+        "a start offset).",
+        example="3g.20gb,2g.10gb,1g.5gb",
+    )
+    profiles: tuple[str, ...] = option(
+        (),
+        flag="profile",
+        help="Enumerate layouts of these profiles only (default: all the GPU's).",
+        example="1g.5gb,3g.20gb",
+    )
+    all_layouts: bool = option(
+        False, help="Every valid layout, not only the full ones no instance can be added to."
+    )
+    price: float | None = option(
+        None,
+        help="GPU price, US$/h, to price the slices (default: the catalog's cheapest offer).",
+        example="3.67",
+    )
+
+    def __post_init__(self) -> None:
+        if self.price is not None and not (self.price > 0 and self.price < 1e6):
+            raise InvalidSpecError("price", "must be > 0 and < 1e6 US$/h", got=self.price)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MigProfileRow:
+    """One MIG profile: its slices, placements, its share of the GPU and its price."""
+
+    name: str
+    compute_slices: int
+    memory_slices: int | None
+    memory_gib: float
+    sm_count: int | None
+    max_instances: int
+    placements: tuple[int, ...]
+    compute_share: float
+    bandwidth_share: float
+    price_usd_per_hour: float | None  # in a layout of this profile alone
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MigResult:
+    """``catalog mig``: the profiles, the valid layouts, and the checked layout if one was given."""
+
+    gpu: str
+    maximal: bool
+    profiles: tuple[MigProfileRow, ...]
+    layouts: tuple[Any, ...]  # gpucast.predict.mig.MigLayout
+    checked: Any | None  # gpucast.predict.mig.MigLayout
+    checked_prices_usd_per_hour: tuple[float, ...]
+    gpu_price: str  # where the GPU price came from
+    source_url: str
+    validation: Validation  # of a slice's speed from its shares
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu,
+            "maximal": self.maximal,
+            "profiles": [asdict(p) for p in self.profiles],
+            "count": len(self.layouts),
+            "layouts": [lay.label for lay in self.layouts],
+            "checked": None
+            if self.checked is None
+            else {
+                **self.checked.to_dict(),
+                "prices_usd_per_hour": list(self.checked_prices_usd_per_hour),
+            },
+            "gpu_price": self.gpu_price,
+            "source_url": self.source_url,
+            "slice_speed_validation": self.validation.text(),
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per layout (its label and the slices it uses)."""
+        import pandas as pd
+
+        return pd.DataFrame([lay.to_dict() for lay in self.layouts])
+
+
+MIG_SOURCE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html"
+
+
+def catalog_mig(request: CatalogMigRequest | None = None, /, **options: Any) -> MigResult:
+    """A GPU's MIG profiles (slices, SMs, start offsets, share, price) and every valid layout;
+    ``layout=`` checks one and names the rule it breaks."""
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.validation import validation_for
+    from gpucast.predict.mig import (
+        check_layout,
+        enumerate_layouts,
+        layout_prices_usd_per_hour,
+        mig_share,
+        placeable_profiles,
+    )
+
+    request = resolve(CatalogMigRequest, request, options)
+    catalog = load_catalog()
+    spec = catalog.gpu(request.gpu)
+    usable = placeable_profiles(spec)
+    price = request.price
+    where = f"--price {price:g} US$/h per GPU" if price is not None else "no price"
+    if price is None:
+        offers = [o for o in catalog.find_offers(gpu=spec.name) if o.gpus >= 1]
+        if offers:
+            best = min(offers, key=lambda o: o.on_demand_usd_per_hour / o.gpus)
+            price = best.on_demand_usd_per_hour / best.gpus
+            where = (
+                f"{price:.4g} US$/h per GPU, cheapest on-demand offer "
+                f"({best.provider} {best.instance_type})"
+            )
+    rows = []
+    for p in usable:
+        share = mig_share(spec, p)
+        rows.append(
+            MigProfileRow(
+                name=p.name,
+                compute_slices=p.compute_slices,
+                memory_slices=p.memory_slices,
+                memory_gib=p.memory_gib,
+                sm_count=p.sm_count,
+                max_instances=p.max_instances,
+                placements=p.placements,
+                compute_share=share.compute_share,
+                bandwidth_share=share.bandwidth_share,
+                price_usd_per_hour=None
+                if price is None
+                else layout_prices_usd_per_hour(price, [p] * p.max_instances)[0],
+            )
+        )
+    checked = check_layout(spec, request.layout) if request.layout else None
+    prices: tuple[float, ...] = ()
+    if checked is not None and price is not None:
+        prices = layout_prices_usd_per_hour(price, [i.profile for i in checked.instances])
+    layouts = enumerate_layouts(
+        spec, profiles=request.profiles or None, maximal=not request.all_layouts
+    )
+    return MigResult(
+        gpu=spec.name,
+        maximal=not request.all_layouts,
+        profiles=tuple(rows),
+        layouts=layouts,
+        checked=checked,
+        checked_prices_usd_per_hour=prices,
+        gpu_price=where,
+        source_url=MIG_SOURCE,
+        validation=validation_for("mig-slice", [spec.name], "*"),
+    )

@@ -712,6 +712,23 @@ class SimulateServeRequest:
     find_saturation: bool = option(
         False, help="Search the highest rate the deployment holds and its peak throughput."
     )
+    deadline_ms: float | None = option(
+        None,
+        help="Deadline of every request, ms: reports the deadline-miss rate and worst latency.",
+        example="50",
+    )
+    request_classes: tuple[str, ...] = option(
+        (),
+        flag="request-class",
+        help="Split the traffic into classes NAME:SHARE:DEADLINE_MS[:PRIORITY] (shares of "
+        "--rate; priority 0 most urgent), e.g. urgent:0.1:30:0,bulk:0.9:1000:1.",
+        example="urgent:0.1:30:0,bulk:0.9:1000:1",
+    )
+    scheduler: str = option(
+        "fifo",
+        help="With deadlines or classes: fifo, edf or priority, chosen at batch boundaries.",
+        example="edf",
+    )
     allow_large: bool = allow_large_option()
     seed: int = option(0, help="Same seed, same result.", example="0")
 
@@ -809,6 +826,68 @@ class SimulateServeRequest:
                 fix="drop --clients (the search uses --arrivals, default Poisson)",
             )  # fmt: skip
         _check_at_least("seed", self.seed, 0)
+        _check_positive("deadline-ms", self.deadline_ms, "ms", "e.g. --deadline-ms 50")
+        _check_at_most("deadline-ms", self.deadline_ms, 86_400_000.0, "ms (1 day)")
+        if self.scheduler not in ("fifo", "edf", "priority"):
+            raise InvalidSpecError(
+                "scheduler", "must be fifo, edf or priority", got=self.scheduler, fix="e.g. edf"
+            )
+        classes = self.classes
+        if classes and self.deadline_ms is not None:
+            raise InvalidSpecError(
+                "deadline-ms", "is per class with --request-class",
+                fix="give each class its deadline (NAME:SHARE:DEADLINE_MS)",
+            )  # fmt: skip
+        if (classes or self.deadline_ms is not None) and (
+            self.clients is not None
+            or self.find_saturation
+            or self.calibrate_p50_ms is not None
+            or points
+        ):
+            raise InvalidSpecError(
+                "request-class" if classes else "deadline-ms",
+                "works with open-loop arrivals only (no --clients, --find-saturation or "
+                "calibration)",
+                fix="drop those options",
+            )
+
+    @property
+    def classes(self) -> tuple[tuple[str, float, float, int], ...]:
+        """(name, share, deadline s, priority) of every ``--request-class``."""
+        out = []
+        for item in self.request_classes:
+            parts = [p.strip() for p in str(item).split(":")]
+            if len(parts) not in (3, 4) or not parts[0]:
+                raise InvalidSpecError(
+                    "request-class", "must be NAME:SHARE:DEADLINE_MS[:PRIORITY]", got=item,
+                    fix="e.g. urgent:0.1:30:0",
+                )  # fmt: skip
+            try:
+                share, deadline_ms = float(parts[1]), float(parts[2])
+                priority = int(parts[3]) if len(parts) == 4 else 0
+            except ValueError:
+                raise InvalidSpecError(
+                    "request-class", "SHARE and DEADLINE_MS are numbers, PRIORITY a whole number",
+                    got=item, fix="e.g. urgent:0.1:30:0",
+                ) from None  # fmt: skip
+            if not (math.isfinite(share) and 0 < share <= 1):
+                raise InvalidSpecError("request-class", "SHARE must be in (0, 1]", got=item)
+            if not (math.isfinite(deadline_ms) and 0 < deadline_ms <= 86_400_000.0):
+                raise InvalidSpecError(
+                    "request-class", "DEADLINE_MS must be > 0 and <= 1 day", got=item
+                )
+            if not 0 <= priority <= 1000:
+                raise InvalidSpecError("request-class", "PRIORITY must be 0..1000", got=item)
+            out.append((parts[0], share, deadline_ms / 1e3, priority))
+        names = [c[0] for c in out]
+        if len(set(names)) != len(names):
+            raise InvalidSpecError("request-class", "names must differ", got=list(names))
+        if out and abs(sum(c[1] for c in out) - 1.0) > 1e-6:
+            raise InvalidSpecError(
+                "request-class", "shares must add up to 1", got=sum(c[1] for c in out),
+                fix="e.g. urgent:0.1:30:0,bulk:0.9:1000:1",
+            )  # fmt: skip
+        return tuple(out)
 
     @property
     def batching(self) -> BatchingPolicy:
@@ -851,6 +930,9 @@ class SimulateServeResult:
     precision: str = "fp32"
     host_s: float = 0.0
     saturation: Saturation | None = None
+    #: per request class (with --deadline-ms / --request-class): misses, worst latency
+    classes: tuple[Any, ...] = ()  # gpucast.simulate.realtime.ClassOutcome
+    scheduler: str | None = None
 
     @property
     def sources(self) -> dict[str, str]:
@@ -870,6 +952,8 @@ class SimulateServeResult:
         out["latency_curve"] = self.latency_curve.to_dict()
         out["saturation"] = None if self.saturation is None else self.saturation.to_dict()
         out["validation"] = dict(self.validation)
+        out["scheduler"] = self.scheduler
+        out["classes"] = [dataclasses.asdict(c) for c in self.classes]
         return out
 
     def to_frame(self) -> pd.DataFrame:
@@ -916,10 +1000,13 @@ def simulate_serve(
         from gpucast.app.llm_serve import simulate_llm_serve
 
         return simulate_llm_serve(config=config, **options)
+    import numpy as np
+
     from gpucast.catalog import load_catalog
     from gpucast.catalog.serving_engines import serving_engine
     from gpucast.domain.serving import Deployment, ModelDeployment, ServerGroup, ServerSpec
     from gpucast.inputs import serving as inputs
+    from gpucast.simulate.realtime import check_deadlines, deadline_outcomes
     from gpucast.simulate.serving import (
         analytic_capacity_rps,
         find_saturation,
@@ -973,22 +1060,42 @@ def simulate_serve(
         process = closed.describe()
         warnings = []
     sources["arrivals"] = process
+    base = ModelDeployment(
+        model=request.model,
+        latency=curve,
+        batching=policy,
+        instances=request.instances,
+        memory_gib=model_memory_gib,
+        request_overhead_s=overhead.value if overhead is not None else 0.0,
+        input_bytes=work.input_bytes_per_sample,
+    )
+    deployments: tuple[ModelDeployment, ...] = (base,)
+    scheduler: str | None = None
+    if request.deadline_ms is not None:
+        deployments = (dataclasses.replace(base, deadline_s=request.deadline_ms / 1e3),)
+        scheduler = request.scheduler
+    elif request.classes:
+        deployments = tuple(
+            dataclasses.replace(
+                base, model=f"{request.model}/{name}", deadline_s=deadline_s, priority=priority
+            )
+            for name, _share, deadline_s, priority in request.classes
+        )
+        scheduler = request.scheduler
+        # each request of the stream belongs to a class with its share's probability
+        # (a thinned Poisson stream is Poisson)
+        times = traffic.pop(request.model)
+        pick = np.random.default_rng(request.seed).choice(
+            len(deployments), size=times.size, p=[c[1] for c in request.classes]
+        )
+        for k, dep in enumerate(deployments):
+            traffic[dep.model] = times[pick == k]
     spec = ServerSpec(
         name=server.name,
         kind=server.kind,
         memory_gib=server.memory_gib,
         price_usd_per_hour=server.price.value,
-        models=(
-            ModelDeployment(
-                model=request.model,
-                latency=curve,
-                batching=policy,
-                instances=request.instances,
-                memory_gib=model_memory_gib,
-                request_overhead_s=overhead.value if overhead is not None else 0.0,
-                input_bytes=work.input_bytes_per_sample,
-            ),
-        ),
+        models=deployments,
         host_capacity_rps=request.host_capacity_rps,
         host_s=(request.host_ms or 0.0) / 1e3,
         host_concurrency=request.host_concurrency,
@@ -999,7 +1106,12 @@ def simulate_serve(
         sources["host_capacity"] = inputs.given_host_capacity(request.host_capacity_rps).source
     if request.host_ms is not None:
         sources["host_time"] = f"{request.host_ms:g} ms on the host path alone (given)"
-    deployment = Deployment(groups=(ServerGroup(server=spec, count=request.servers),))
+    deployment = Deployment(
+        groups=(ServerGroup(server=spec, count=request.servers),),
+        scheduling=scheduler or "none",  # type: ignore[arg-type]
+    )
+    if scheduler is not None:
+        check_deadlines(deployment)
     host_capacity_rps = request.host_capacity_rps
     if request.calibrate_p50_ms is not None or request.calibrate_at:
         points: list[tuple[Mapping[str, Any], float]] = []
@@ -1039,6 +1151,7 @@ def simulate_serve(
             seed=request.seed,
         )
     warnings += _overload_warnings(result)
+    classes = deadline_outcomes(result, deployment) if scheduler is not None else ()
     host_s = deployment.groups[0].server.host_s
     return SimulateServeResult(
         request=request,
@@ -1059,6 +1172,8 @@ def simulate_serve(
         precision=precision,
         host_s=host_s,
         saturation=saturation,
+        classes=classes,
+        scheduler=scheduler,
     )
 
 

@@ -92,6 +92,18 @@ def parse_mig_profiles(text: str, path: str) -> dict[str, list[MigProfile]]:
             )
         require_text(row["source_url"], path=path, line=line, column="source_url")
         parse_date(row["as_of"], path=path, line=line, column="as_of")
+        memory_slices = _optional_int(row, "memory_slices", path, line, maximum=8)
+        placements = _placements(row.get("placements", ""), path, line)
+        width = memory_slices or 1
+        bad = [p for p in placements if p + width > 8 or p + slices > 8]
+        if bad:
+            raise DataFormatError(
+                path,
+                f"placement {bad[0]} of {name} runs past the GPU's 8 memory slices",
+                line=line,
+                column="placements",
+                fix="a start offset plus the profile's memory_slices must be <= 8",
+            )
         out.setdefault(gpu, []).append(
             MigProfile(
                 name=name,
@@ -102,9 +114,41 @@ def parse_mig_profiles(text: str, path: str) -> dict[str, list[MigProfile]]:
                 max_instances=parse_int(
                     row["max_instances"], path=path, line=line, column="max_instances", minimum=1
                 ),
+                memory_slices=memory_slices,
+                sm_count=_optional_int(row, "sm_count", path, line),
+                placements=placements,
             )
         )
     return out
+
+
+def _optional_int(
+    row: dict[str, str], column: str, path: str, line: int, *, maximum: int | None = None
+) -> int | None:
+    """An optional whole number >= 1 (an absent column or empty cell gives None)."""
+    text = row.get(column, "").strip()
+    if not text:
+        return None
+    value = parse_int(text, path=path, line=line, column=column, minimum=1)
+    if maximum is not None and value > maximum:
+        raise DataFormatError(path, f"must be <= {maximum}, got {text!r}", line=line, column=column)
+    return value
+
+
+def _placements(text: str, path: str, line: int) -> tuple[int, ...]:
+    """MIG start offsets written ``0;2;4`` (empty: not published)."""
+    text = text.strip()
+    if not text:
+        return ()
+    starts = tuple(
+        parse_int(p.strip(), path=path, line=line, column="placements", minimum=0)
+        for p in text.split(";")
+    )
+    if len(set(starts)) != len(starts):
+        raise DataFormatError(
+            path, f"repeated start offset in {text!r}", line=line, column="placements"
+        )
+    return tuple(sorted(starts))
 
 
 def parse_gpus(

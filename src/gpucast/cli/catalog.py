@@ -11,16 +11,18 @@ from rich.table import Table
 
 from gpucast.app.catalog import (
     CatalogGpusRequest,
+    CatalogMigRequest,
     CatalogOffersRequest,
     CatalogSpotRequest,
     GpusResult,
     ImportSkypilotRequest,
+    MigResult,
     OffersResult,
 )
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json
 
-app = typer.Typer(no_args_is_help=True, help="GPU specs and cloud offers with prices.")
+app = typer.Typer(no_args_is_help=True, help="GPU specs, MIG layouts and cloud offers with prices.")
 
 
 def _fmt(value: float | None, spec: str = "g") -> str:
@@ -197,3 +199,56 @@ def import_skypilot_cmd(
         console.print(f"  skipped {reason}", highlight=False)
     if len(skipped) > 10:
         console.print(f"  ... and {len(skipped) - 10} more (use --json for all)")
+
+
+def mig_table(result: MigResult) -> Table:
+    table = Table(title=f"MIG profiles of {result.gpu} (shares of the whole GPU)")
+    for col in ("profile", "compute", "memory", "GiB", "SMs", "max", "starts", "SM %", "BW %"):
+        table.add_column(col, justify="left" if col in ("profile", "starts") else "right")
+    table.add_column("US$/h", justify="right")
+    for p in result.profiles:
+        table.add_row(
+            p.name,
+            f"{p.compute_slices}/7",
+            "-" if p.memory_slices is None else f"{p.memory_slices}/8",
+            _fmt(p.memory_gib),
+            "-" if p.sm_count is None else str(p.sm_count),
+            str(p.max_instances),
+            ",".join(str(s) for s in p.placements),
+            f"{100 * p.compute_share:.1f}",
+            f"{100 * p.bandwidth_share:.1f}",
+            _fmt(p.price_usd_per_hour, ".4f"),
+        )
+    return table
+
+
+@app.command("mig")
+@request_command(CatalogMigRequest)
+def mig(
+    request: CatalogMigRequest,
+    as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """List a GPU's MIG profiles and every valid layout; --layout checks one."""
+    from gpucast.app import catalog_mig
+
+    result = catalog_mig(request)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    console.print(mig_table(result))
+    kind = "full layouts (no instance can be added)" if result.maximal else "valid layouts"
+    console.print(f"{len(result.layouts)} {kind} of {result.gpu}:", highlight=False)
+    for number, lay in enumerate(result.layouts, 1):
+        console.print(f"  {number:3d}  {lay.label}", highlight=False)
+    if result.checked is not None:
+        console.print(f"valid: {result.checked.label}", highlight=False)
+        for inst, price in zip(
+            result.checked.instances, result.checked_prices_usd_per_hour, strict=False
+        ):
+            console.print(f"  {inst.label}: {price:.4f} US$/h", highlight=False)
+    console.print(
+        f"slice price: the GPU's ({result.gpu_price}) split by max(compute/7, memory/8) "
+        f"over the layout's instances; source {result.source_url}",
+        highlight=False,
+    )
+    console.print(f"slice speed (SM and memory-slice shares): {result.validation.text()}")

@@ -13,6 +13,7 @@ import typer
 
 from gpucast.app.embeddings import PlanEmbeddingsRequest
 from gpucast.app.llm import PlanLlmTrainRequest
+from gpucast.app.placement import PlanPlacementRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
 from gpucast.domain.plan import TrainRequest
@@ -149,5 +150,61 @@ def embeddings(
         highlight=False,
     )
     console.print(f"  validated: {result.validation.text()}", highlight=False)
+    for name, value in result.assumptions.items():
+        console.print(f"  assumption {name}: {value}", highlight=False)
+
+
+def _bw(value: float) -> str:
+    return "-" if value == float("inf") else f"{value:.1f} GB/s"
+
+
+@app.command("placement")
+@request_command(PlanPlacementRequest)
+def placement(
+    request: PlanPlacementRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Which GPUs of a shared server a job should get (topology-aware vs first-fit)."""
+    from gpucast.app import plan_placement
+
+    result = plan_placement(request)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    console.print(
+        f"{result.topology}: {result.gpus} of the free {','.join(result.free)} "
+        f"(links: {result.source})",
+        highlight=False,
+    )
+    for c in result.candidates:
+        mark = ">" if c.gpus == result.mapa.gpus else " "
+        console.print(
+            f"{mark} {','.join(c.gpus)}: all-reduce {_bw(c.bandwidth_gb_per_s)}, "
+            f"cuts {c.fragmentation:.0%} of the free links, score {c.score:.3f}",
+            highlight=False,
+        )
+    f = result.first_fit
+    console.print(
+        f"first-fit would take {','.join(f.gpus)}: all-reduce {_bw(f.bandwidth_gb_per_s)}, "
+        f"cuts {f.fragmentation:.0%}",
+        highlight=False,
+    )
+    for q in result.queue:
+        console.print(
+            f"queue of {q.jobs} jobs, {q.policy}: {q.jobs_per_hour:.2f} jobs/h, makespan "
+            f"{q.makespan_s / 3600:.2f} h, mean completion {q.mean_completion_s / 3600:.2f} h, "
+            "mean all-reduce "
+            + (
+                "-"
+                if q.mean_allreduce_gb_per_s is None
+                else f"{q.mean_allreduce_gb_per_s:.1f} GB/s"
+            ),
+            highlight=False,
+        )
+    if result.throughput_ratio is not None:
+        console.print(
+            f"topology-aware / first-fit throughput: {result.throughput_ratio:.3f}",
+            highlight=False,
+        )
     for name, value in result.assumptions.items():
         console.print(f"  assumption {name}: {value}", highlight=False)

@@ -191,6 +191,17 @@ def print_serving(result: SimulateServeResult) -> None:
             f"  {s.name} #{s.replica}: busy {s.busy_fraction:.0%}, {s.requests} requests{stages}",
             highlight=False,
         )
+    if result.classes:
+        console.print(
+            f"  scheduler {result.scheduler} (chosen at batch boundaries):", highlight=False
+        )
+    for c in result.classes:
+        worst = "-" if c.worst_latency_s != c.worst_latency_s else f"{c.worst_latency_s * 1e3:.1f}"
+        console.print(
+            f"    {c.model} (priority {c.priority}, deadline {c.deadline_s * 1e3:g} ms): "
+            f"{c.requests} requests, missed {c.deadline_miss_rate:.1%}, worst {worst} ms",
+            highlight=False,
+        )
     sat = result.saturation
     if sat is not None:
         console.print(

@@ -36,11 +36,30 @@ class MigProfile:
     compute_slices: int  # of the GPU's 7 compute slices
     memory_gib: float
     max_instances: int
+    #: of the GPU's 8 memory slices (also the width of a placement); None: not published
+    memory_slices: int | None = None
+    #: streaming multiprocessors of one instance (``nvidia-smi mig -lgip``); None: unknown
+    sm_count: int | None = None
+    #: the start offsets (in memory slices) NVIDIA allows; () when not published
+    placements: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.compute_slices < 1 or self.max_instances < 1:
             raise InvalidSpecError(f"mig {self.name}", "slices and instances must be >= 1")
         _check_positive(f"mig {self.name}", "memory_gib", self.memory_gib, allow_none=False)
+        if self.memory_slices is not None and not 1 <= self.memory_slices <= 8:
+            raise InvalidSpecError(
+                f"mig {self.name}", "memory_slices must be 1..8", got=self.memory_slices
+            )
+        if self.sm_count is not None and self.sm_count < 1:
+            raise InvalidSpecError(f"mig {self.name}", "sm_count must be >= 1", got=self.sm_count)
+        width = self.memory_slices or 1
+        bad = [p for p in self.placements if p < 0 or p + width > 8 or p + self.compute_slices > 8]
+        if bad:
+            raise InvalidSpecError(
+                f"mig {self.name}",
+                f"placement {bad[0]} does not fit the GPU's 8 memory / 7 compute slices",
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -27,6 +27,14 @@ ServerKind = Literal["gpu", "mig", "cpu"]
 SERVER_KINDS: tuple[str, ...] = get_args(ServerKind)
 LoadBalancing = Literal["round_robin", "random"]
 LOAD_BALANCING: tuple[str, ...] = get_args(LoadBalancing)
+#: How a server picks the next batch among its models' queues (request classes): ``none``
+#: gives every model its own instances (batches of different models share the device);
+#: ``fifo`` / ``edf`` / ``priority`` make the models share one pool of instances and, at
+#: every batch boundary, serve the queue whose head arrived first / has the earliest
+#: deadline / has the most urgent priority (0 first). A running batch is never interrupted:
+#: preemption happens at batch boundaries.
+Scheduling = Literal["none", "fifo", "edf", "priority"]
+SCHEDULING: tuple[str, ...] = get_args(Scheduling)
 
 
 def _finite(field: str, value: float, *, low: float = 0.0, strict: bool = False) -> None:
@@ -295,10 +303,22 @@ class ModelDeployment:
     request_overhead_s: float = 0.0
     cold_start_s: float = 0.0
     input_bytes: float = 0.0
+    #: the request class's urgency under ``priority`` scheduling (0 = most urgent)
+    priority: int = 0
+    #: the class's deadline from arrival (EDF orders by it; None: no deadline)
+    deadline_s: float | None = None
 
     def __post_init__(self) -> None:
         if not self.model:
             raise InvalidSpecError("model", "must not be empty", fix="e.g. --model resnet50")
+        if not 0 <= self.priority <= 1000:
+            raise InvalidSpecError(
+                "priority", "must be 0..1000 (0 = most urgent)", got=self.priority
+            )
+        if self.deadline_s is not None and not (
+            math.isfinite(self.deadline_s) and 0 < self.deadline_s <= 86400.0
+        ):
+            raise InvalidSpecError("deadline", "must be > 0 and <= 1 day", got=self.deadline_s)
         if self.instances < 1:
             raise InvalidSpecError(
                 "instances", "must be >= 1", got=self.instances, fix="e.g. --instances 2"
@@ -434,10 +454,15 @@ class Deployment:
 
     groups: tuple[ServerGroup, ...]
     load_balancing: LoadBalancing = "round_robin"
+    scheduling: Scheduling = "none"
 
     def __post_init__(self) -> None:
         if not self.groups:
             raise InvalidSpecError("deployment", "has no servers")
+        if self.scheduling not in SCHEDULING:
+            raise InvalidSpecError(
+                "scheduler", f"must be one of {', '.join(SCHEDULING)}", got=self.scheduling
+            )
         if self.load_balancing not in LOAD_BALANCING:
             raise InvalidSpecError(
                 "load balancing",

@@ -76,9 +76,13 @@ def mig_price_usd_per_hour(gpu_price_usd_per_hour: float, profile: MigProfile) -
     ``3g.20gb`` slices fill an A100 but would cost 6/7 of it, four memory-bound ``1g.10gb``
     slices 4/7, one ``4g.20gb`` 4/7. ``plan serve`` also rents whole GPUs
     (:attr:`ServerOption.per_unit`), so ``n`` slices cost ``ceil(n / max_instances)`` GPUs
-    there; ``simulate serve`` charges the slices it simulates.
+    there; ``simulate serve`` charges the slices it simulates. Mixed layouts split the GPU's
+    price by the same rule (:func:`gpucast.predict.mig.layout_prices_usd_per_hour`), of which
+    this is the one-profile case.
     """
-    return gpu_price_usd_per_hour / profile.max_instances
+    from gpucast.predict.mig import layout_prices_usd_per_hour
+
+    return layout_prices_usd_per_hour(gpu_price_usd_per_hour, [profile] * profile.max_instances)[0]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -23,9 +23,9 @@ Three ways to a :class:`~gpucast.domain.serving.LatencyCurve` (seconds per batch
   the roofline's prediction for that device) multiplies every term; ``device_scale``
   multiplies only the compute and bandwidth terms (the same as dividing both roofline
   efficiencies by it), leaving the launch term and ``host_s`` alone.
-* **MIG**: a slice with ``c`` of 7 compute slices and ``m`` GiB of the GPU's ``M`` runs the
-  compute term ``7 / c`` and the bandwidth term ``M / m`` times slower (bandwidth goes with
-  memory slices); the launch overhead is unchanged.
+* **MIG**: a slice runs the compute term ``1 / SM share`` and the bandwidth term ``1 /
+  memory-slice share`` times slower (:func:`gpucast.predict.mig.mig_share`: an A100
+  ``1g.5gb`` owns 14 of 108 SMs and 1 of 8 memory slices); the launch overhead is unchanged.
 
 Co-location: batches that run at once on one device share its compute and bandwidth; the
 launch overheads overlap. The predicted curve's ``host_s`` is the launch term, so the
@@ -51,6 +51,7 @@ from gpucast.domain.prediction import Estimate
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.serving import LatencyCurve
 from gpucast.predict.base import Estimator, register
+from gpucast.predict.mig import mig_share
 from gpucast.predict.roofline import DeviceRoofline, RooflineEfficiency
 
 _TERA = 1e12
@@ -304,8 +305,9 @@ def predict_latency_curve(
     if mig is not None:
         if not isinstance(device, GpuSpec):
             raise InvalidSpecError("mig", "needs a GPU, not a CPU")
-        c_slow = 7.0 / mig.compute_slices
-        b_slow = device.memory_gib / mig.memory_gib
+        share = mig_share(device, mig)
+        c_slow = 1.0 / share.compute_share
+        b_slow = 1.0 / share.bandwidth_share
         label = f"{device.name}/{mig.name}"
     sizes = tuple(
         sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, max_batch} & set(range(1, max_batch + 1)))

@@ -815,7 +815,7 @@ def simulate_serving(
             per_device[d][m] = idx
     horizon = horizon_s if horizon_s is not None else _default_horizon(checked)
     bounded = any(dep.batching.bounded for g in deployment.groups for dep in g.server.models)
-    if bounded:
+    if bounded or deployment.scheduling != "none":
         device_of: dict[str, IntArray] = {}
         for m in models:
             owner = np.empty(checked[m].size, dtype=np.int64)

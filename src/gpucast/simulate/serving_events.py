@@ -127,6 +127,8 @@ class _Device:
     last: float = 0.0
     finishing: list[tuple[float, int, int]] = field(default_factory=list)  # (v, seq, batch)
     version: int = 0
+    # shared instance pool of the models when the deployment schedules across them
+    pool_idle: int = 0
 
 
 class _Engine:
@@ -134,6 +136,7 @@ class _Engine:
         self.deployment = deployment
         self.horizon_s = horizon_s
         self.models = deployment.models
+        self.scheduling = deployment.scheduling
         self.events: list[tuple[float, int, int, int, int]] = []  # (t, kind, seq, a, b)
         self.seq = 0
         # per request
@@ -184,6 +187,7 @@ class _Engine:
                     record=DeviceRecord(group=g, replica=r),
                     slowdown=device_slowdown(server),
                     queues=queues,
+                    pool_idle=max(dep.instances for dep in server.models),
                 )
                 if server.host_capacity_rps is not None:
                     dev.host_concurrency = server.host_concurrency
@@ -298,6 +302,9 @@ class _Engine:
             self.push(t + self.overhead[self.models[self.model_of[i]]], _RESPONSE, c, i)
 
     def try_batch(self, t: float, d: int, model: int) -> None:
+        if self.scheduling != "none":
+            self.try_scheduled(t, d)
+            return
         dev = self.devices[d]
         q = dev.queues[self.models[model]]
         if q.idle == 0 or not q.queue:
@@ -319,12 +326,58 @@ class _Engine:
                 q.timer_at = due
                 self.push(due, _TRY, d, model)
             return
+        q.idle -= 1
+        self.start_batch(t, d, q)
+        if q.idle > 0 and q.queue:
+            self.push(t, _TRY, d, model)
+
+    def try_scheduled(self, t: float, d: int) -> None:
+        """The device's next batch when its models share one pool (``Deployment.scheduling``):
+        the queue whose head comes first by FIFO, EDF or priority, batched at once (no
+        batching delay); a running batch is never interrupted."""
+        dev = self.devices[d]
+        while dev.pool_idle > 0:
+            best: tuple[float, float, float, int] | None = None
+            chosen: _ModelQueue | None = None
+            for q in dev.queues.values():
+                if q.timeout_s is not None:
+                    while q.queue and self.queued_at[q.queue[0]] + q.timeout_s < t:
+                        self.drop(t, q.queue.popleft(), TIMEOUT)
+                if not q.queue:
+                    continue
+                if t < q.ready_s:
+                    if q.timer_at != q.ready_s:
+                        q.timer_at = q.ready_s
+                        self.push(q.ready_s, _TRY, d, q.index)
+                    continue
+                head = q.queue[0]
+                due = self.arrival[head] + (
+                    q.dep.deadline_s if q.dep.deadline_s is not None else math.inf
+                )
+                first = (
+                    due
+                    if self.scheduling == "edf"
+                    else float(q.dep.priority)
+                    if self.scheduling == "priority"
+                    else self.queued_at[head]
+                )
+                key = (first, self.queued_at[head], self.arrival[head], q.index)
+                if best is None or key < best:
+                    best, chosen = key, q
+            if chosen is None:
+                return
+            dev.pool_idle -= 1
+            self.start_batch(t, d, chosen)
+
+    def start_batch(self, t: float, d: int, q: _ModelQueue) -> None:
+        """Take the batch its policy gives the queue's length and start its host part."""
+        dev = self.devices[d]
         b = q.size_for_queue[min(len(q.queue), q.largest)]
         members = [q.queue.popleft() for _ in range(b)]
         k = len(self.batch_members)
         self.batch_members.append(members)
         self.batch_device.append(d)
-        self.batch_model.append(self.models[model])
+        self.batch_model.append(q.dep.model)
         host = q.host[b]
         self.batch_work.append(q.latency[b] - host)
         for i in members:
@@ -332,10 +385,7 @@ class _Engine:
         dev.record.starts.append(t)
         dev.record.ends.append(math.nan)
         dev.record.ran += b
-        q.idle -= 1
         self.push(t + host, _BATCH_HOST_DONE, k, len(dev.record.starts) - 1)
-        if q.idle > 0 and q.queue:
-            self.push(t, _TRY, d, model)
 
     def device_advance(self, dev: _Device, t: float) -> None:
         if dev.on_device:
@@ -366,14 +416,20 @@ class _Engine:
         dev.on_device -= 1
         dev.record.ends[slot] = t
         q = dev.queues[self.batch_model[k]]
-        q.idle += 1
+        if self.scheduling != "none":
+            dev.pool_idle += 1
+        else:
+            q.idle += 1
         for i in self.batch_members[k]:
             self.done[i] = t
             c = self.client_of[i]
             if c >= 0:
                 self.push(t + self.overhead[self.batch_model[k]], _RESPONSE, c, i)
         self.device_schedule(dev, d)
-        if q.queue:
+        if self.scheduling != "none":
+            if any(other.queue for other in dev.queues.values()):
+                self.push(t, _TRY, d, q.index)
+        elif q.queue:
             self.push(t, _TRY, d, q.index)
 
     # -- the loop ---------------------------------------------------------------------------------

@@ -1,0 +1,50 @@
+"""`gpucast plan placement`: the chosen GPUs, the queue comparison, bad topologies."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from gpucast.cli.app import app
+
+runner = CliRunner()
+
+
+def test_placement_json_and_table() -> None:
+    argv = ["plan", "placement", "--topology", "dgx1-v100", "--gpus", "2", "--top", "3"]
+    result = runner.invoke(app, [*argv, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["mapa"]["bandwidth_gb_per_s"] == 50.0
+    assert data["first_fit"]["gpus"] == ["gpu0", "gpu1"] and len(data["candidates"]) == 3
+    assert data["queue"] == [] and data["throughput_ratio"] is None
+    table = runner.invoke(app, argv)
+    assert table.exit_code == 0 and "first-fit would take gpu0,gpu1" in table.stdout
+
+
+def test_placement_queue_reports_the_ratio() -> None:
+    argv = ["plan", "placement", "--topology", "dgx1-v100", "--gpus", "4", "--jobs", "40"]
+    data = json.loads(runner.invoke(app, [*argv, "--json"]).stdout)
+    assert [q["policy"] for q in data["queue"]] == ["mapa", "first-fit"]
+    assert data["throughput_ratio"] > 0
+    assert "topology-aware / first-fit throughput" in runner.invoke(app, argv).stdout
+
+
+def test_disconnected_topology_file_is_one_line_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "box.csv"
+    path.write_text(
+        "topology,a,b,kind,links,gb_per_s_per_link\n"
+        "box,gpu0,sw,pcie4,1,32\nbox,gpu1,sw,pcie4,1,32\nbox,gpu2,cpu9,pcie4,1,32\n"
+    )
+    result = runner.invoke(app, ["plan", "placement", "--topology", str(path), "--gpus", "2"])
+    assert result.exit_code == 2
+    line = result.stderr.strip()
+    assert "\n" not in line and "gpu2 is disconnected" in line
+
+
+def test_free_gpus_must_belong_to_the_server() -> None:
+    argv = ["plan", "placement", "--topology", "hgx-a100", "--free", "gpu0,gpu8"]
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 2 and "gpu8 is not a GPU of hgx-a100" in result.stderr
