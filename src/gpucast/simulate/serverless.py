@@ -122,6 +122,14 @@ def _forecast(
     return (sums - lagged) / history, rank >= history
 
 
+def _around(forecast: FloatArray, margin: float) -> tuple[IntArray, IntArray]:
+    """The window ``margin`` either side of a forecast idle time: pre-warm at the floor of the
+    low side, keep through the ceiling of the high side (at least one bin after pre-warm)."""
+    pre = np.floor(forecast * (1.0 - margin)).astype(np.int64)
+    keep = np.ceil(forecast * (1.0 + margin)).astype(np.int64) + 1
+    return pre, np.maximum(keep, pre + 1)
+
+
 def _histogram_windows(
     func: IntArray,
     time: IntArray,
@@ -173,11 +181,8 @@ def _histogram_windows(
     # mean of the last ones, with the paper's 15% margin either side
     forecast, enough = _forecast(gap, rank, policy.history)
     oob = oob_by[period, func] & enough
-    f_pre = np.floor(forecast * (1.0 - OOB_MARGIN)).astype(np.int64)
-    f_keep = np.ceil(forecast * (1.0 + OOB_MARGIN)).astype(np.int64) + 1
-    return KeepAliveWindows(
-        pre=np.where(oob, f_pre, pre), keep=np.where(oob, np.maximum(f_keep, f_pre + 1), keep)
-    )
+    f_pre, f_keep = _around(forecast, OOB_MARGIN)
+    return KeepAliveWindows(pre=np.where(oob, f_pre, pre), keep=np.where(oob, f_keep, keep))
 
 
 def _prewarm_windows(
@@ -185,12 +190,9 @@ def _prewarm_windows(
 ) -> KeepAliveWindows:
     """Windows around the forecast idle time (mean of the last ``history`` ones)."""
     forecast, known = _forecast(gap, rank, policy.history)
-    pre = np.floor(forecast * (1.0 - policy.margin)).astype(np.int64)
-    keep = np.ceil(forecast * (1.0 + policy.margin)).astype(np.int64) + 1
+    pre, keep = _around(forecast, policy.margin)
     fixed = _bins(policy.keep_alive_s, bin_s)
-    return KeepAliveWindows(
-        pre=np.where(known, pre, 0), keep=np.where(known, np.maximum(keep, pre + 1), fixed)
-    )
+    return KeepAliveWindows(pre=np.where(known, pre, 0), keep=np.where(known, keep, fixed))
 
 
 def keep_alive_windows(
