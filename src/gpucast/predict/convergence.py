@@ -40,12 +40,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from statistics import NormalDist
 from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import least_squares
-from scipy.stats import norm
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.prediction import Estimate
@@ -176,7 +175,7 @@ class ConvergenceCurve:
         """Central ``confidence`` interval of one run's samples to target."""
         if not 0.0 < confidence < 1.0:
             raise InvalidSpecError("confidence", "must be in (0, 1)", got=confidence)
-        z = float(norm.ppf(0.5 + confidence / 2.0))
+        z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
         mid = self.samples(batch)
         spread = np.exp(z * self.sigma_log(batch))
         return mid / spread, mid * spread
@@ -295,6 +294,8 @@ def _fit_law(k: _Knots) -> tuple[float, float]:
 
     def resid(p: FloatArray) -> FloatArray:
         return np.asarray(w * (p[0] + np.log1p(np.exp(logb - p[1])) - loge), dtype=np.float64)
+
+    from scipy.optimize import least_squares  # (loaded when fitting only)
 
     best: tuple[float, FloatArray] | None = None
     for start in np.linspace(lo_bn + 1.0, hi_bn - 1.0, 5):  # a few starts: the fit is tiny

@@ -56,7 +56,6 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy.optimize import least_squares
 
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
@@ -411,6 +410,8 @@ class PowerModel(Estimator):
         start = PowerConstants().vector() + [0.0] * len(gpus)
         lower = [b[0] for b in _BOUNDS.values()] + [math.log(0.2)] * len(gpus)
         upper = [b[1] for b in _BOUNDS.values()] + [math.log(5.0)] * len(gpus)
+        from scipy.optimize import least_squares  # (loaded when fitting only)
+
         solution = least_squares(residuals, np.asarray(start), bounds=(lower, upper))
         theta = solution.x
         self.constants_ = PowerConstants.from_vector(theta[:n_const])

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import betainc, ndtr
 
 from gpucast.domain.errors import InvalidSpecError
 
@@ -146,6 +145,8 @@ class SpeedVariability:
     def cdf(self, x: npt.ArrayLike) -> FloatArray:
         """``P(f <= x)``."""
         xa = np.asarray(x, dtype=np.float64)
+        from scipy.special import ndtr  # (loaded when a spread is used)
+
         with np.errstate(divide="ignore"):
             z = np.log(np.maximum(xa, 1e-300))
         core = ndtr(z / self.sigma_log) if self.sigma_log > 0 else (xa >= 1.0).astype(np.float64)
@@ -188,6 +189,8 @@ class SpeedVariability:
             raise InvalidSpecError("n", "need 1 <= n <= m GPUs")
         if self.sigma_log == 0 and not self.has_outliers:
             return np.ones(na.shape)
+        from scipy.special import betainc
+
         x, F = self._grid()
         keys, inverse = np.unique(
             np.stack([na.ravel(), ma.ravel()], axis=1), axis=0, return_inverse=True
