@@ -82,8 +82,8 @@ Delay = float | Sampler
 Delays = Delay | Sequence[Delay]
 #: redraws of an initial lifetime that ended during start-up (include_startup=False)
 _MAX_REDRAWS = 50
-#: servers (runs x their columns) simulated together: bounds the event arrays of a window
-_CHUNK_SERVERS = 50_000
+#: incarnations simulated together in a first window: bounds a window's event arrays
+_CHUNK_INCARNATIONS = 500_000
 
 
 def _samplers(delays: Delays, field: str, n_classes: int) -> list[Sampler]:
@@ -420,6 +420,7 @@ class _Window:
     ev_t: FloatArray
     ev_key: FloatArray
     ev_off: IntArray
+    full_next: IntArray | None
     speed: FloatArray
     work: FloatArray
     crit_t: FloatArray
@@ -765,22 +766,21 @@ class _Engine:
         j_inc = job[inc.loc]
         spans = np.concatenate([[0.0], np.cumsum(b - a + 1.0)[:-1]])  # times, increasing
         # the chains a restart waits for -- the parameter servers, the chief column when it
-        # is replaced, every worker of a synchronous job that replaces them -- by row, column
-        # and creation (each generation is sorted by row and column: a stable sort merges)
+        # is replaced (a synchronous job's workers: see ``full_next``) -- by row, column and
+        # creation (each generation is sorted by row and column: a stable sort merges)
         o_inc = rs[inc.loc]
         sync = self.restarts_on_worker_loss[o_inc]
         keep = self.replace_revoked[o_inc]
         worker = self.col_worker[j_inc, inc.col]
-        looked = self.col_ps[j_inc, inc.col] | (worker & sync & keep)
-        looked |= (inc.col == 0) & keep & ~sync
+        looked = self.col_ps[j_inc, inc.col] | ((inc.col == 0) & keep & ~sync)
         pick = np.flatnonzero(looked)
         pick = pick[np.argsort(inc.loc[pick] * C + inc.col[pick], kind="stable")]
         l_loc, l_col, l_up, l_down = inc.loc[pick], inc.col[pick], inc.up[pick], inc.down[pick]
         counts = np.bincount(l_loc * C + l_col, minlength=L * C)
         first = np.concatenate([[0], np.cumsum(counts)[:-1]])
         # critical revocations: those chains' (a dropped chief is followed separately) and
-        # any worker's of a synchronous job that drops them
-        crit_inc = worker & sync & ~keep
+        # any worker's of a synchronous job
+        crit_inc = worker & sync
         c_loc = np.concatenate([l_loc, inc.loc[crit_inc]])
         c_t = np.concatenate([l_down, inc.down[crit_inc]])
         within = c_t < b[c_loc]
@@ -825,6 +825,12 @@ class _Engine:
             spd = self.speeds(alive, self.job[runs_e])
         if self.run_slowdown is not None:
             spd = spd / self.run_slowdown[runs_e]
+        # synchronous jobs: the first event from which every worker is ready
+        full_next = None
+        if self.restarts_on_worker_loss[rs].any():
+            full = np.all(alive == self.n_workers_by_group[job[ev_loc]], axis=1)
+            marks = np.where(full, np.arange(full.size), full.size)
+            full_next = np.minimum.accumulate(marks[::-1])[::-1]
         nxt = np.empty_like(ev_t)
         nxt[:-1] = ev_t[1:]
         nxt[ev_off[1:] - 1] = b
@@ -832,6 +838,7 @@ class _Engine:
         return _Window(
             runs=rs, a=a, b=b, inc=inc, look_up=l_up, look_down=l_down, look_first=first,
             look_count=counts, spans=spans, ev_t=ev_t, ev_key=ev_key, ev_off=ev_off, speed=spd,
+            full_next=full_next,
             work=work, crit_t=c_t, crit_key=c_key,
             crit_off=np.concatenate([[0], np.cumsum(np.bincount(c_loc, minlength=L))]),
             capped=capped,
@@ -859,6 +866,21 @@ class _Engine:
         if rr.size:
             np.maximum.at(out, rr, self._current_up(w, loc[rr], cc, at[rr]))
         return out
+
+    def _all_ready(self, w: _Window, loc: IntArray, o: IntArray, at: FloatArray) -> FloatArray:
+        """When every worker of a synchronous job that replaces them is ready again after a
+        revocation at ``at``: the first full count of ready workers from ``at`` on. Where the
+        window has none, the latest start-up among the chains' latest incarnations: then a
+        current incarnation is either the latest or revoked within the window, and that
+        revocation rolls the job back before this time could count (the same time for every
+        revocation of the window after ``at``)."""
+        assert w.full_next is not None
+        lo, hi = w.ev_off[loc], w.ev_off[loc + 1]
+        first = np.clip(np.searchsorted(w.ev_key, at - w.a[loc] + w.spans[loc], "left"), lo, hi)
+        nxt = w.full_next[np.minimum(first, w.full_next.size - 1)]
+        found = (first < hi) & (nxt < hi)
+        latest = np.where(self.col_worker[self.job[o]], self.chain.up[o], -np.inf).max(axis=1)
+        return np.where(found, w.ev_t[np.minimum(nxt, w.ev_t.size - 1)], latest)
 
     # -- the job on top of its servers ----------------------------------------------------------
     def _next_critical(self, w: _Window, loc: IntArray, o: IntArray) -> FloatArray:
@@ -902,8 +924,9 @@ class _Engine:
         s.prog[o] = s.ckpt[o]
         keep = self.replace_revoked[o]
         resume = np.full(o.size, -np.inf)
-        if keep.any():
-            k = np.flatnonzero(keep)
+        sync_keep = keep & self.restarts_on_worker_loss[o]
+        if (keep & ~sync_keep).any():  # (a synchronous job's chief is one of its workers)
+            k = np.flatnonzero(keep & ~sync_keep)
             resume[k] = self._current_up(w, loc[k], s.chief[o[k]], at[k])
         drop = np.flatnonzero(~keep)
         if drop.size:
@@ -923,11 +946,22 @@ class _Engine:
             if sync.any():
                 wait = np.where(workers & ~gone, up0, -np.inf).max(axis=1)
                 resume[drop] = np.where(sync, np.maximum(resume[drop], wait), resume[drop])
-        sync_keep = keep & self.restarts_on_worker_loss[o]
         if sync_keep.any():
             k = np.flatnonzero(sync_keep)
-            wait = self._latest_up(w, loc[k], self.col_worker[jobs[k]], at[k])
-            resume[k] = np.maximum(resume[k], wait)
+            ready = self._all_ready(w, loc[k], o[k], at[k])
+            resume[k] = np.maximum(resume[k], ready)
+            # without parameter servers, the revocations before every worker is ready again
+            # change nothing: the job stays at its checkpoint until then, and each of them
+            # would find the same ready time (a storm is one rollback, not one per node)
+            quiet = self.n_ps[jobs[k]] == 0
+            if quiet.any():
+                q = k[quiet]
+                key = ready[quiet] - w.a[loc[q]] + w.spans[loc[q]]
+                last = np.searchsorted(w.crit_key, key, "left") - 1
+                later = last >= w.crit_off[loc[q]]
+                skip = _take(w.crit_t, last, later, -np.inf)
+                moved = later & (skip > at[q])
+                s.crit_after[o[q[moved]]] = s.t[o[q[moved]]] = skip[moved]
         ps = self.col_ps[jobs]
         if ps.any():
             resume = np.maximum(resume, self._latest_up(w, loc, ps, at))
@@ -1031,7 +1065,8 @@ class _Engine:
                 later.append(pending[wait])
             pending = pending[ckpt | back]
         self._settle(w, ended)
-        return np.concatenate(later) if later else np.zeros(0, dtype=np.int64)
+        # (in row order: the next window draws the same whatever round each row stopped in)
+        return np.sort(np.concatenate(later)) if later else np.zeros(0, dtype=np.int64)
 
     # -- the simulation -------------------------------------------------------------------------
     def run(self) -> list[RunStatistics]:
@@ -1058,22 +1093,32 @@ class _Engine:
         self.out_revs = np.zeros(R, dtype=np.int64)
         self.out_fallbacks = np.zeros(R, dtype=np.int64)
         first_span = self._first_span()
-        # runs in chunks of about _CHUNK_SERVERS servers: the windows' arrays stay small
+        # runs in chunks of about _CHUNK_INCARNATIONS incarnations in their first window (sized
+        # from the chunk before): the windows' arrays stay small
         servers = np.cumsum(np.count_nonzero(self.col_cls >= 0, axis=1)[self.job])
-        chunk = servers // _CHUNK_SERVERS
-        for lo, hi in zip(*_runs_of(chunk), strict=True):
+        per_server = 4.0  # incarnations per server in a first window, until measured
+        lo = 0
+        while lo < R:
+            done = servers[lo - 1] if lo else 0
+            budget = max(_CHUNK_INCARNATIONS / per_server, 1.0)
+            hi = max(int(np.searchsorted(servers, done + budget, side="right")), lo + 1)
             self.rounds = 0
             rs = np.arange(lo, hi)
             a, span = np.zeros(rs.size), first_span[lo:hi]
+            first = True
             while rs.size:
                 b = np.minimum(a + span, self.horizon[rs])
                 w = self._window(rs, a, b)
+                if first:
+                    per_server = max(w.inc.loc.size / max(servers[hi - 1] - done, 1), 1.0)
+                    first = False
                 later = self._play(w)
                 if later.size == 0:
                     break
                 self._retire(w, later)
                 rs, a = rs[later], b[later]
                 span = self._next_span(rs, a, span[later])
+            lo = hi
         stats = []
         for k, job in enumerate(self.jobs):
             part = slice(int(self.first_run[k]), int(self.first_run[k + 1]))
@@ -1116,12 +1161,6 @@ class _Engine:
         if self.speeds is None:
             return np.asarray(self.speed(counts), dtype=np.float64)
         return self.speeds(counts, self.job)
-
-
-def _runs_of(labels: IntArray) -> tuple[IntArray, IntArray]:
-    """(starts, ends) of the runs of equal values in non-decreasing ``labels``."""
-    cut = np.flatnonzero(np.diff(labels)) + 1
-    return np.concatenate([[0], cut]), np.concatenate([cut, [labels.size]])
 
 
 def _take(values: FloatArray, idx: IntArray, ok: npt.NDArray[np.bool_], fill: float) -> FloatArray:
