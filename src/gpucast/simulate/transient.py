@@ -1093,15 +1093,14 @@ class _Engine:
         self.out_revs = np.zeros(R, dtype=np.int64)
         self.out_fallbacks = np.zeros(R, dtype=np.int64)
         first_span = self._first_span()
-        # runs in chunks of about _CHUNK_INCARNATIONS incarnations in their first window (sized
-        # from the chunk before): the windows' arrays stay small
-        servers = np.cumsum(np.count_nonzero(self.col_cls >= 0, axis=1)[self.job])
-        per_server = 4.0  # incarnations per server in a first window, until measured
+        # runs in chunks of about _CHUNK_INCARNATIONS incarnations in their first window, from
+        # each job's incarnations per server so far: the windows' arrays stay small
+        servers = np.count_nonzero(self.col_cls >= 0, axis=1).astype(np.float64)
+        per_server = np.full(len(self.jobs), 4.0)  # until measured
         lo = 0
         while lo < R:
-            done = servers[lo - 1] if lo else 0
-            budget = max(_CHUNK_INCARNATIONS / per_server, 1.0)
-            hi = max(int(np.searchsorted(servers, done + budget, side="right")), lo + 1)
+            expected = np.cumsum(servers[self.job[lo:]] * per_server[self.job[lo:]])
+            hi = lo + max(int(np.searchsorted(expected, _CHUNK_INCARNATIONS, side="right")), 1)
             self.rounds = 0
             rs = np.arange(lo, hi)
             a, span = np.zeros(rs.size), first_span[lo:hi]
@@ -1110,7 +1109,11 @@ class _Engine:
                 b = np.minimum(a + span, self.horizon[rs])
                 w = self._window(rs, a, b)
                 if first:
-                    per_server = max(w.inc.loc.size / max(servers[hi - 1] - done, 1), 1.0)
+                    K = len(self.jobs)
+                    made = np.bincount(self.job[rs[w.inc.loc]], minlength=K)
+                    had = np.bincount(self.job[rs], weights=servers[self.job[rs]], minlength=K)
+                    seen = had > 0
+                    per_server[seen] = np.maximum(made[seen] / had[seen], 1.0)
                     first = False
                 later = self._play(w)
                 if later.size == 0:
