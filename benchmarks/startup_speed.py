@@ -11,7 +11,9 @@ hardening work started from) in one run, alternating, the best of ``--repeats`` 
 
 CPU is user + system time of the child process (``os.wait4``), so other load on the machine
 inflates it less than wall time; peak RSS is ``ru_maxrss``. Each code tree gets its own store
-and cache folders, warmed by one untimed run (profiles and fits are cached, as a user's are).
+and cache folders, warmed by one untimed run (profiles and fits are cached, as a user's are;
+bytecode is written, as an installed package has it, even where ``PYTHONDONTWRITEBYTECODE``
+is set).
 
     python benchmarks/startup_speed.py                   # base b0eb837 vs this tree
     python benchmarks/startup_speed.py --base main --repeats 5
@@ -153,6 +155,8 @@ def _run(src: Path, home: Path, argv: tuple[str, ...]) -> Sample:
         "XDG_DATA_HOME": str(home / "data"),
     }
     env.pop("GPUCAST_SHARED_DATA", None)
+    # an installed package runs from compiled bytecode: let the warm-up run write it
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "gpucast", *argv],
         cwd=REPO,
