@@ -169,7 +169,7 @@ def fallback_after_option() -> Any:
 
 #: The highest ``--hazard-per-hour`` a plan or simulation takes: a node revoked every 6 minutes
 #: on average never finishes starting up (the worst published market, 17.6 revocations per
-#: node-day, is 0.73 per hour), and every revocation is a round of the Monte Carlo.
+#: node-day, is 0.73 per hour), and every revocation is an incarnation the Monte Carlo draws.
 MAX_HAZARD_PER_HOUR = 10.0
 
 

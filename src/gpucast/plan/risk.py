@@ -241,8 +241,8 @@ def simulate_spots(
     restart_penalty_s: float,
 ) -> list[SpotOutcome]:
     """Monte Carlo of spot candidates, ``runs`` runs each, in one batch per fallback setting
-    (:func:`gpucast.simulate.transient.simulate_batch`: one event loop whose rounds are the
-    longest candidate's, not the sum of every candidate's); each candidate's runs are split
+    (:func:`gpucast.simulate.transient.simulate_batch`: the candidates' runs side by side in
+    the same windows and rounds); each candidate's runs are split
     evenly over the strata of its step-time factor. The same seed and candidates give the
     same outcomes."""
     if not candidates:
