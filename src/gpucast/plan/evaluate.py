@@ -320,9 +320,11 @@ def _evaluate_single(
         sel = np.flatnonzero(is_ps)
         # rows share an MVA solution when GPU, batch, checkpointing, shards, PS NIC and node
         # NIC agree: solve each distinct one once, for every population up to the largest
-        _, net_idx = np.unique(
-            np.stack([ps_gbps[sel], off.network_gbps[o[sel]]], axis=1), axis=0, return_inverse=True
-        )
+        # (a code per distinct PS NIC and per node NIC, combined: far faster than unique rows)
+        _, ps_code = np.unique(ps_gbps[sel], return_inverse=True)
+        _, node_code = np.unique(off.network_gbps[o[sel]], return_inverse=True)
+        pair = ps_code.reshape(-1).astype(np.int64) * (int(node_code.max()) + 1) + node_code
+        _, net_idx = np.unique(pair.reshape(-1), return_inverse=True)
         net_idx = net_idx.reshape(-1)
         n_gpus = len(gpus.names)
         key = (
