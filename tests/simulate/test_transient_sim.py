@@ -338,6 +338,35 @@ def test_vectorised_agrees_with_the_python_loop(replace: bool) -> None:
     assert abs(c_v.mean() - c_l.mean()) < 0.03 * c_l.mean()
 
 
+@pytest.mark.parametrize("replace", [False, True])
+def test_agrees_with_the_python_loop_across_windows_and_chunks(
+    replace: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lifetimes of ~1 h against a ~1 h job, first windows of 10 minutes (each next one sized
+    from the pace so far) and chunks of a few runs: the law of the outcome is still the
+    per-event loop's."""
+    import gpucast.simulate.transient as transient
+
+    bench = _benchmark_module()
+    monkeypatch.setattr(bench, "LIFETIME", WeibullLifetime(scale_s=3600.0, shape=0.8))
+    monkeypatch.setattr(transient, "_CHUNK_INCARNATIONS", 500)
+    monkeypatch.setattr(transient._Engine, "_first_span", lambda self: np.full(self.runs, 600.0))
+    sc = bench.scenario(4, replace=replace)  # type: ignore[attr-defined]
+    speed = SpeedTable.linear([4.5], [4])
+    d_v, c_v, r_v = bench.vector_simulate(sc, speed, 2000, 21)  # type: ignore[attr-defined]
+    d_l, c_l, r_l = bench.loop_simulate(sc, speed, 1000, 22)  # type: ignore[attr-defined]
+    se = math.sqrt(r_v.var() / r_v.size + r_l.var() / r_l.size) + 1e-9
+    assert abs(r_v.mean() - r_l.mean()) < 5 * se
+    fin_v, fin_l = np.isfinite(d_v), np.isfinite(d_l)
+    assert abs(fin_v.mean() - fin_l.mean()) < 0.05
+    if fin_l.any():
+        d_se = math.sqrt(d_v[fin_v].var() / fin_v.sum() + d_l[fin_l].var() / fin_l.sum())
+        assert abs(d_v[fin_v].mean() - d_l[fin_l].mean()) < 5 * d_se
+    c_se = math.sqrt(c_v.var() / c_v.size + c_l.var() / c_l.size)
+    assert abs(c_v.mean() - c_l.mean()) < 5 * c_se
+    assert np.all(d_v > 600.0)  # every run went on past its first window
+
+
 # -- synchronous training, per-group start-up, start-up survival, markets ----------------------
 
 
