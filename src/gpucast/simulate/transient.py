@@ -257,7 +257,9 @@ def simulate_runs(
     with ``scenario.fallback_after_s`` a long wait is cut short by an on-demand launch.
     ``transient=False`` runs every server on demand with on-demand prices (the comparison
     baseline). ``rng``: a Generator, a seed, or ``None`` for seed 0 — the same seed gives the
-    same result bit for bit.
+    same result bit for bit. ``max_rounds`` caps, per chunk of runs, the rounds (one per
+    checkpoint or critical revocation) and the incarnations a server may go through in one
+    window: runs still going then are reported unfinished.
     """
     job = Job(
         scenario=scenario,
@@ -291,9 +293,8 @@ def simulate_batch(
     transient: bool = True,
     max_rounds: int = 100_000,
 ) -> list[RunStatistics]:
-    """The runs of several scenarios in one event loop (one round handles the next event of
-    every active run of every job): what :func:`simulate_runs` does for each job, at the cost
-    of the longest job's rounds rather than the sum of all jobs' rounds.
+    """The runs of several scenarios side by side in the same windows and rounds (see the
+    module docstring): what :func:`simulate_runs` does for each job, in one pass.
 
     The jobs share the checkpoint cost, the restart penalty, the RNG and the market mode;
     their ``include_startup`` and (where they have capacity gaps) ``fallback_after_s`` must
