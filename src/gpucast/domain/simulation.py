@@ -254,7 +254,8 @@ class RunStatistics:
     """Per-run arrays of one simulated scenario and their summaries.
 
     ``fallbacks``: spot replacements launched on demand per run (``None`` where the scenario
-    has no fallback, so the summary keeps its shape).
+    has no fallback, so the summary keeps its shape); ``moves``: spot replacements launched
+    in the other region after waiting for capacity (``None`` without a region to move to).
     """
 
     duration_s: npt.NDArray[np.float64]
@@ -262,6 +263,7 @@ class RunStatistics:
     revocations: npt.NDArray[np.int64]
     deadline_s: float | None = None
     fallbacks: npt.NDArray[np.int64] | None = None
+    moves: npt.NDArray[np.int64] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "duration_s", _frozen(self.duration_s, np.float64))
@@ -274,6 +276,10 @@ class RunStatistics:
             raise InvalidSpecError("run arrays", "must be 1-D and of equal length")
         if self.fallbacks is not None and self.fallbacks.shape != n:
             raise InvalidSpecError("run arrays", "fallbacks must have one count per run")
+        if self.moves is not None:
+            object.__setattr__(self, "moves", _frozen(self.moves, np.int64))
+            if self.moves.shape != n:
+                raise InvalidSpecError("run arrays", "moves must have one count per run")
 
     @property
     def runs(self) -> int:
@@ -302,6 +308,8 @@ class RunStatistics:
         }
         if self.fallbacks is not None:
             out["fallbacks"] = Summary.of(self.fallbacks.astype(np.float64)).to_dict()
+        if self.moves is not None:
+            out["moves"] = Summary.of(self.moves.astype(np.float64)).to_dict()
         out["p_unfinished"] = self.p_unfinished
         if self.deadline_s is not None:
             out["p_miss_deadline"] = self.p_miss_deadline
@@ -338,7 +346,7 @@ class SimulationResult:
         """Every simulated run as a pandas DataFrame: ``scenario`` (``transient`` or
         ``on-demand``), ``duration_s`` (inf: never finished), ``cost_usd``, ``revocations``,
         ``met_deadline`` (None without a deadline); plus ``fallbacks`` (spot replacements
-        launched on demand) where the scenario falls back."""
+        launched on demand) where the scenario falls back, ``moves`` where it moves region."""
         import pandas as pd
 
         frames = []
@@ -353,6 +361,10 @@ class SimulationResult:
             if self.transient.fallbacks is not None:
                 columns["fallbacks"] = (
                     stats.fallbacks if stats.fallbacks is not None else np.zeros(stats.runs, int)
+                )
+            if self.transient.moves is not None:
+                columns["moves"] = (
+                    stats.moves if stats.moves is not None else np.zeros(stats.runs, int)
                 )
             columns["met_deadline"] = None if deadline is None else stats.duration_s <= deadline
             frames.append(pd.DataFrame(columns))

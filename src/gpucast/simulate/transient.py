@@ -206,6 +206,25 @@ def _is_zero(delays: Delays) -> bool:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Move:
+    """Managed recovery across regions (SkyPilot's failover): a spot *replacement* that has
+    waited ``after_s`` for capacity in its region is launched in ``region`` instead -- it
+    waits for capacity there, and is revoked, started and billed as that region's -- and the
+    next replacement of that server starts from there (and moves back the same way). The
+    initial launches stay home. ``lifetimes``, ``startup_spot_s``, ``capacity_gap_s`` and
+    the spot and on-demand US$/h per worker group are ``region``'s; parameter servers do not
+    move."""
+
+    region: str
+    after_s: float
+    lifetimes: Sequence[LifetimeDistribution | None]
+    spot_usd_per_hour: Sequence[float]
+    on_demand_usd_per_hour: Sequence[float]
+    startup_spot_s: Delays = 0.0
+    capacity_gap_s: Delays = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Job:
     """One scenario of a batch (:func:`simulate_batch`): its cluster, speed, prices, lifetimes
     and delays, and how many runs of it (``run_slowdown``: one factor > 0 per run dividing its
@@ -221,6 +240,7 @@ class Job:
     capacity_gap_s: Delays = 0.0
     runs: int
     run_slowdown: npt.ArrayLike | None = None
+    move: Move | None = None
 
 
 def simulate_runs(
@@ -339,6 +359,10 @@ class _Prepared:
     fallback_after_s: float | None
     cols: _Columns
     run_slowdown: FloatArray | None
+    #: the other region's class per worker group (lifetime, start-ups, gap, US$/s spot and
+    #: on demand) and the wait before moving; None: the job does not move
+    alt: list[tuple[LifetimeDistribution | None, Sampler, Sampler, Sampler, float, float]] | None
+    move_after_s: float
 
 
 def _prepare(job: Job, transient: bool) -> _Prepared:
@@ -366,7 +390,8 @@ def _prepare(job: Job, transient: bool) -> _Prepared:
         raise InvalidSpecError("ps lifetime", "spot parameter servers need a distribution")
     classes.append(job.ps_lifetime if (scenario.ps_spot and transient) else None)
     cls_spot = [wg.spot and transient for wg in scenario.workers] + [scenario.ps_spot and transient]
-    has_gaps = any(cls_spot) and not _is_zero(job.capacity_gap_s)
+    alt = _alternative(job, cls_spot[:n_groups]) if transient else None
+    has_gaps = any(cls_spot) and not (_is_zero(job.capacity_gap_s) and alt is None)
     fallback_after = scenario.fallback_after_s if has_gaps else None
     return _Prepared(
         classes=classes,
@@ -380,7 +405,46 @@ def _prepare(job: Job, transient: bool) -> _Prepared:
             scenario, job.prices, transient=transient, fallback=fallback_after is not None
         ),
         run_slowdown=factors,
+        alt=alt,
+        move_after_s=math.inf if job.move is None else float(job.move.after_s),
     )
+
+
+def _alternative(
+    job: Job, spot: list[bool]
+) -> list[tuple[LifetimeDistribution | None, Sampler, Sampler, Sampler, float, float]] | None:
+    """The classes of ``job.move``'s region, one per worker group (see :class:`Move`)."""
+    move, n = job.move, len(spot)
+    if move is None or not any(spot):
+        return None
+    if not (math.isfinite(move.after_s) and move.after_s >= 0):
+        raise InvalidSpecError("move after", "must be a finite wait >= 0 s", got=move.after_s)
+    lists = (move.lifetimes, move.spot_usd_per_hour, move.on_demand_usd_per_hour)
+    if any(len(x) != n for x in lists):
+        raise InvalidSpecError("move", f"needs one lifetime and one price per worker group ({n})")
+    for g, is_spot in enumerate(spot):
+        if is_spot and move.lifetimes[g] is None:
+            raise InvalidSpecError(
+                f"lifetimes in {move.region}",
+                "a spot group that may move needs that region's distribution",
+                fix="fit the revocation model there or give a hazard",
+            )
+        prices = (
+            ("spot", move.spot_usd_per_hour[g]),
+            ("on demand", move.on_demand_usd_per_hour[g]),
+        )
+        for label, usd in prices:
+            if not (math.isfinite(usd) and usd >= 0):
+                raise InvalidSpecError(f"{label} price in {move.region}", "must be >= 0", got=usd)
+    start = _samplers(move.startup_spot_s, "move startup_spot_s", n + 1)
+    gaps = _samplers(move.capacity_gap_s, "move capacity_gap_s", n + 1)
+    od_start = _samplers(job.startup_on_demand_s, "startup_on_demand_s", n + 1)
+    return [
+        (move.lifetimes[g] if spot[g] else None, start[g], od_start[g], gaps[g],
+         move.spot_usd_per_hour[g] / 3600.0 if spot[g] else move.on_demand_usd_per_hour[g] / 3600.0,
+         move.on_demand_usd_per_hour[g] / 3600.0)
+        for g in range(n)
+    ]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -397,6 +461,7 @@ class _Incarnations:
     price: FloatArray
     fb: npt.NDArray[np.bool_]
     created: FloatArray
+    moved: npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -441,13 +506,26 @@ class _Chains:
     price: FloatArray
     fb: npt.NDArray[np.bool_]
     created: FloatArray
+    cls: IntArray
+    moved: npt.NDArray[np.bool_]
 
 
 class _State:
     """The job's state per run: clock, progress, last checkpoint, paused until, chief column,
     last critical revocation handled, and what was billed and counted in earlier windows."""
 
-    __slots__ = ("chief", "ckpt", "cost", "crit_after", "fallbacks", "pause", "prog", "revs", "t")
+    __slots__ = (
+        "chief",
+        "ckpt",
+        "cost",
+        "crit_after",
+        "fallbacks",
+        "moves",
+        "pause",
+        "prog",
+        "revs",
+        "t",
+    )
 
     def __init__(self, runs: int) -> None:
         self.t = np.zeros(runs)
@@ -459,6 +537,7 @@ class _State:
         self.cost = np.zeros(runs)
         self.revs = np.zeros(runs, dtype=np.int64)
         self.fallbacks = np.zeros(runs, dtype=np.int64)
+        self.moves = np.zeros(runs, dtype=np.int64)
 
 
 class _Engine:
@@ -536,6 +615,35 @@ class _Engine:
             self.n_workers[k] = int(np.count_nonzero(~cols.is_ps))
             self.n_workers_by_group[k, :groups] = [wg.count for wg in jobs[k].scenario.workers]
             self.n_ps[k] = w - self.n_workers[k]
+        # per class: US$/s of an incarnation and of an on-demand fallback; the other region's
+        # classes (Move) follow everyone's own, paired both ways in ``alt_class``
+        self.cls_price = np.zeros(self.n_classes)
+        self.cls_od_price = np.zeros(self.n_classes)
+        for k, p in enumerate(prepared):
+            w = p.cols.group.size
+            self.cls_price[self.col_cls[k, :w]] = self.col_price[k, :w]
+            self.cls_od_price[self.col_cls[k, :w]] = self.col_od_price[k, :w]
+        alt_class = [-1] * self.n_classes
+        self.move_after = np.full(K, np.inf)
+        for k, p in enumerate(prepared):
+            if p.alt is None:
+                continue
+            assert self.gaps is not None  # (a job that may move has gaps)
+            self.move_after[k] = p.move_after_s
+            for g, (life, start, start_od, gap, usd, od_usd) in enumerate(p.alt):
+                home, alt = int(self.class_base[k]) + g, len(self.classes)
+                self.classes.append(life)
+                self.cls_spot.append(self.cls_spot[home])
+                self.start_spot.append(start)
+                self.start_od.append(start_od)
+                self.gaps.append(gap)
+                alt_class[home] = alt
+                alt_class.append(home)
+                self.cls_price = np.append(self.cls_price, usd)
+                self.cls_od_price = np.append(self.cls_od_price, od_usd)
+        self.alt_class = np.asarray(alt_class, dtype=np.int64)
+        self.n_classes = len(self.classes)
+        self.count_moves = [p.alt is not None for p in prepared]
         self.count_fallbacks = [j.scenario.fallback_after_s is not None for j in jobs]
         # per run: the job's scenario figures
         sc = [j.scenario for j in jobs]
@@ -704,15 +812,23 @@ class _Engine:
     # -- server chains: incarnation after incarnation -----------------------------------------
     def _launch(
         self, o: IntArray, col: IntArray, created: FloatArray
-    ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, npt.NDArray[np.bool_]]:
+    ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, npt.NDArray[np.bool_], IntArray]:
         """The next incarnations of servers (run ``o``, column ``col``) revoked at ``created``:
-        (request, up, down, US$/s, launched on demand). A spot replacement first waits its
-        capacity gap, or falls back to on demand once it would wait ``fallback_after_s``."""
-        cls_of = self._cls(o, col)
+        (request, up, down, US$/s, launched on demand, class). A spot replacement first waits
+        its capacity gap; once it would wait its job's ``Move.after_s`` it goes to the other
+        region and waits there; once the whole wait would exceed ``fallback_after_s`` it is
+        launched on demand instead."""
+        cls_of = self.chain.cls[o, col]
         launch = created
         on_demand: npt.NDArray[np.bool_] | None = None
         if self.gaps is not None:
             gap = self._draw_gap(cls_of)
+            after = self.move_after[self.job[o]]
+            move = (gap > after) & (self.alt_class[cls_of] >= 0)
+            if move.any():
+                cls_of = cls_of.copy()
+                cls_of[move] = self.alt_class[cls_of[move]]
+                gap[move] = after[move] + self._draw_gap(cls_of[move])
             if self.fallback_after_s is not None:
                 on_demand = gap > self.fallback_after_s
                 gap = np.where(on_demand, self.fallback_after_s, gap)
@@ -720,15 +836,15 @@ class _Engine:
                     on_demand = None
             launch = launch + gap
         up = launch + self._draw_startup(cls_of, on_demand)
-        price = self.col_price[self.job[o], col]
+        price = self.cls_price[cls_of]
         if on_demand is None:
             down = launch + self._draw_life(cls_of, launch, o)
-            return launch, up, down, price, np.zeros(o.size, dtype=bool)
+            return launch, up, down, price, np.zeros(o.size, dtype=bool), cls_of
         spot = ~on_demand
         life = np.full(col.size, np.inf)  # an on-demand incarnation is never revoked
         life[spot] = self._draw_life(cls_of[spot], launch[spot], o[spot])
-        price = np.where(on_demand, self.col_od_price[self.job[o], col], price)
-        return launch, up, launch + life, price, on_demand
+        price = np.where(on_demand, self.cls_od_price[cls_of], price)
+        return launch, up, launch + life, price, on_demand, cls_of
 
     def _window(self, rs: IntArray, a: FloatArray, b: FloatArray) -> _Window:
         """Every incarnation of runs ``rs`` alive in their windows ``[a, b)`` (the chains'
@@ -739,7 +855,8 @@ class _Engine:
         loc0, col0 = np.nonzero(ch.live[rs])
         o0 = rs[loc0]
         parts = [(loc0, col0, ch.req[o0, col0], ch.up[o0, col0], ch.down[o0, col0],
-                  ch.price[o0, col0], ch.fb[o0, col0], ch.created[o0, col0])]  # fmt: skip
+                  ch.price[o0, col0], ch.fb[o0, col0], ch.created[o0, col0],
+                  ch.moved[o0, col0])]  # fmt: skip
         todo = self.renew[o0, col0] & (ch.down[o0, col0] < b[loc0])
         loc, col = loc0[todo], col0[todo]
         capped = np.zeros(rs.size, dtype=bool)
@@ -751,16 +868,18 @@ class _Engine:
                 break
             o = rs[loc]
             created = ch.down[o, col]
-            req, up, down, price, fb = self._launch(o, col, created)
+            req, up, down, price, fb, cls = self._launch(o, col, created)
+            moved = cls != ch.cls[o, col]
             ch.req[o, col], ch.up[o, col], ch.down[o, col] = req, up, down
             ch.price[o, col], ch.fb[o, col], ch.created[o, col] = price, fb, created
-            parts.append((loc, col, req, up, down, price, fb, created))
+            ch.cls[o, col], ch.moved[o, col] = cls, moved
+            parts.append((loc, col, req, up, down, price, fb, created, moved))
             more = down < b[loc]
             loc, col = loc[more], col[more]
         cat = [np.concatenate(x) for x in zip(*parts, strict=True)]
         inc = _Incarnations(
             loc=cat[0], col=cat[1], req=cat[2], up=cat[3], down=cat[4], price=cat[5],
-            fb=cat[6], created=cat[7],
+            fb=cat[6], created=cat[7], moved=cat[8],
         )  # fmt: skip
         L, G = rs.size, self.n_groups
         job = self.job[rs]
@@ -994,6 +1113,10 @@ class _Engine:
         self.out_revs[o] = s.revs[o] + revs.astype(np.int64)
         fbs = np.bincount(li, weights=fb, minlength=L)[loc]
         self.out_fallbacks[o] = s.fallbacks[o] + fbs.astype(np.int64)
+        mv = inc.moved[mine] & (inc.created[mine] <= e)
+        self.out_moves[o] = s.moves[o] + np.bincount(li, weights=mv, minlength=L)[loc].astype(
+            np.int64
+        )
         self.out_dur[o] = np.where(finished, end, np.inf)
 
     def _retire(self, w: _Window, loc: IntArray) -> None:
@@ -1009,6 +1132,7 @@ class _Engine:
         s.cost[o] += np.bincount(li, weights=paid, minlength=L)[loc]
         s.revs[o] += np.bincount(li, minlength=L)[loc]
         s.fallbacks[o] += np.bincount(li, weights=inc.fb[old], minlength=L)[loc].astype(np.int64)
+        s.moves[o] += np.bincount(li, weights=inc.moved[old], minlength=L)[loc].astype(np.int64)
         gone = old & ~self.renew[w.runs[inc.loc], inc.col]
         self.chain.live[w.runs[inc.loc[gone]], inc.col[gone]] = False
 
@@ -1078,7 +1202,8 @@ class _Engine:
         self.chain = _Chains(
             live=real, req=self.req.copy(), up=self.up.copy(), down=self.down.copy(),
             price=self.col_price[self.job], fb=np.zeros((R, C), dtype=bool),
-            created=np.full((R, C), -np.inf),
+            created=np.full((R, C), -np.inf), cls=self.col_cls[self.job],
+            moved=np.zeros((R, C), dtype=bool),
         )  # fmt: skip
         # a job dropping revoked workers stalls when its last worker is gone
         workers = self.col_worker[self.job]
@@ -1093,6 +1218,7 @@ class _Engine:
         self.out_cost = np.zeros(R)
         self.out_revs = np.zeros(R, dtype=np.int64)
         self.out_fallbacks = np.zeros(R, dtype=np.int64)
+        self.out_moves = np.zeros(R, dtype=np.int64)
         first_span = self._first_span()
         # runs in chunks of about _CHUNK_INCARNATIONS incarnations in their first window, from
         # each job's incarnations per server so far: the windows' arrays stay small
@@ -1133,6 +1259,7 @@ class _Engine:
                     revocations=self.out_revs[part],
                     deadline_s=job.scenario.deadline_s,
                     fallbacks=self.out_fallbacks[part] if self.count_fallbacks[k] else None,
+                    moves=self.out_moves[part] if self.count_moves[k] else None,
                 )
             )
         return stats
