@@ -7,9 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 import gpucast
 from gpucast.app.lifetimes import FitLifetimesRequest
+from gpucast.cli.app import app
 from gpucast.domain.errors import DataFormatError, InvalidInputError, InvalidSpecError
 
 
@@ -90,3 +92,55 @@ def test_bad_input_is_one_typed_error(tmp_path: Path) -> None:
             gpu="V100", workers=2, spot=True, region="us-east-1", provider="aws",
             workload="mlp", steps=100, speed="2", lifetimes="flta", db=tmp_path / "s.db",
         )  # fmt: skip
+
+
+# -- simulate train --move-region: replacements that waited for capacity move region ---------
+
+_MOVE = dict(
+    gpu="V100", workers=8, strategy="ddp", spot=True, region="us-east-1", provider="aws",
+    workload="mlp", steps=20000, speed="2", runs=300,
+)  # fmt: skip
+
+
+def test_replacements_move_and_are_counted(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    gpucast.fit_lifetimes(
+        trace=str(_bursty_trace(tmp_path / "t.json")), name="mine", provider="aws", db=db
+    )
+    stay = gpucast.simulate_train(replace=True, lifetimes="mine", db=db, **_MOVE)  # type: ignore[arg-type]
+    moved = gpucast.simulate_train(
+        replace=True, lifetimes="mine", db=db, move_region="us-west-2", move_after_s=1.0,
+        **_MOVE,  # type: ignore[arg-type]
+    )  # fmt: skip
+    assert stay.transient.moves is None and "moves" not in stay.to_dict()
+    moves = moved.transient.moves
+    assert moves is not None and moves.sum() > 0  # the fitted gaps are never 0
+    assert (moves <= moved.transient.revocations).all()
+    assert moved.to_dict()["moves"]["mean"] > 0
+    assert any("(after a move)" in key for key in moved.sources)
+    assert any("us-west-2" in note for note in moved.notes)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (dict(replace=False, move_region="us-west-2"), "add --replace"),
+        (dict(replace=True, move_region="US-EAST-1"), "must differ from --region"),
+        (dict(replace=True, move_region="mars-1"), "unknown region 'mars-1'"),
+        (dict(replace=True, move_region="us-west-2", move_after_s=float("nan")), "move-after"),
+    ],
+)
+def test_bad_moves_are_one_line_errors(extra: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        gpucast.simulate_train(**_MOVE, **extra)  # type: ignore[arg-type]
+
+
+def test_cli_move_region_needs_spot() -> None:
+    result = CliRunner().invoke(
+        app,
+        ["simulate", "train", "--gpu", "V100", "--workers", "2", "--region", "us-east-1",
+         "--provider", "aws", "--workload", "mlp", "--steps", "1000", "--speed", "2",
+         "--move-region", "us-west-2"],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "move-region" in result.output and "--spot" in result.output

@@ -33,6 +33,8 @@ from gpucast.domain.spot import (
     hazard_option,
     interruption_band_option,
     lifetimes_option,
+    move_after_option,
+    move_region_option,
     spot_scenario_option,
 )
 from gpucast.domain.systems import (
@@ -173,6 +175,8 @@ class SimulateTrainRequest:
     lifetimes: str | None = lifetimes_option()
     spot_scenario: str = spot_scenario_option()
     fallback_after_s: float | None = fallback_after_option()
+    move_region: str | None = move_region_option()
+    move_after_s: float = move_after_option()
     gpu_variability: str = gpu_variability_option()
     exclude_slowest: float = exclude_slowest_option()
     spot_kind: str = option(
@@ -234,6 +238,32 @@ class SimulateTrainRequest:
             raise InvalidSpecError("gpus-per-node", "must be >= 1", got=self.gpus_per_node)
         check_software(self.software)
         check_variability_options(self.gpu_variability, self.exclude_slowest)
+        if self.move_region is not None:
+            if on_cluster or not self.spot:
+                raise InvalidSpecError(
+                    "move-region",
+                    "moves spot replacements between cloud regions",
+                    got=self.move_region,
+                    fix="add --spot (and drop --cluster), or drop --move-region",
+                )
+            if not self.replace:
+                raise InvalidSpecError(
+                    "move-region",
+                    "moves replacements, and revoked nodes are not replaced",
+                    got=self.move_region,
+                    fix="add --replace",
+                )
+            if self.move_region.strip().lower() == (self.region or "").strip().lower():
+                raise InvalidSpecError(
+                    "move-region",
+                    "must differ from --region",
+                    got=self.move_region,
+                    fix="name another region (gpucast catalog offers --gpu GPU)",
+                )
+        if not (math.isfinite(self.move_after_s) and self.move_after_s >= 0):
+            raise InvalidSpecError(
+                "move-after", "must be a wait >= 0", got=self.move_after_s, fix="e.g. 10m"
+            )
         if self.runs < 1:
             raise InvalidSpecError("runs", "must be >= 1", got=self.runs, fix="e.g. --runs 2000")
         if self.strategy not in STRATEGIES:
@@ -625,8 +655,56 @@ def simulate_train(
         out = [rule.capacity_gap(g.gpu, g.region, request.provider or "") for g in groups]
         return [*out, 0.0]
 
+    def moved(rule: spot_inputs.Lifetimes) -> Any:
+        """Where a replacement that waited for capacity goes (--move-region): that region's
+        lifetimes (by ``rule``), capacity gaps, start-ups and prices; None: it stays."""
+        from gpucast.simulate.transient import Move
+
+        if request.move_region is None:
+            return None
+        there, provider = request.move_region, request.provider or ""
+        spot_usd, od_usd = [], []
+        for g in groups:
+            if request.price_table is not None:
+                spot_usd.append(prices.price(g.gpu, spot=True, region=there) * 3600.0)
+                od_usd.append(prices.price(g.gpu, spot=False, region=there) * 3600.0)
+                continue
+            offer = tinputs.gpu_offer(
+                catalog, g.gpu, there, request.provider, gpus_per_node=gpn,
+                instance_type=request.instance,
+            )  # fmt: skip
+            if offer is None or offer.spot_usd_per_hour is None:
+                raise InvalidSpecError(
+                    "move-region",
+                    f"the catalog has no spot {catalog.gpu(g.gpu).name} offer in {there}",
+                    got=there,
+                    fix="pick a region with one (gpucast catalog offers --spot), or pass "
+                    "--price-table CSV",
+                )
+            spot_usd.append(offer.spot_usd_per_hour)
+            od_usd.append(offer.on_demand_usd_per_hour)
+        return Move(
+            region=there,
+            after_s=request.move_after_s,
+            lifetimes=[rule(g.gpu, there, provider) if g.spot else None for g in groups],
+            spot_usd_per_hour=spot_usd,
+            on_demand_usd_per_hour=od_usd,
+            startup_spot_s=[*(startup(g.gpu, "spot", there) for g in groups), start_spot[-1]],
+            capacity_gap_s=[*(rule.capacity_gap(g.gpu, there, provider) for g in groups), 0.0],
+        )
+
+    if request.move_region is not None:
+        notes.append(
+            f"a spot replacement that waited {request.move_after_s / 60:g} min for capacity is "
+            f"launched in {request.move_region} (its lifetimes, gaps, start-ups and prices) and "
+            "moves back the same way: 'moves' counts them"
+        )
+
     def simulate(
-        lifetime_per_group: list[Any], gap_per_group: list[Any], sources: dict[str, str]
+        lifetime_per_group: list[Any],
+        gap_per_group: list[Any],
+        sources: dict[str, str],
+        move: Any = None,
     ) -> SimulationResult:
         return simulate_scenario(
             scenario,
@@ -645,6 +723,7 @@ def simulate_train(
             exclude_slowest=request.exclude_slowest,
             sources=sources,
             notes=notes,
+            move=move,
         )
 
     result = simulate(
@@ -660,6 +739,7 @@ def simulate_train(
             "restart_penalty": penalty.source,
             "gpu_variability": spread.source,
         },
+        moved(lifetimes),
     )
     scenarios: dict[str, dict[str, float | None]] = {}
     on_scenario = [
@@ -674,7 +754,7 @@ def simulate_train(
         ]
         scenarios = {
             request.spot_scenario: _outcome(result),
-            other: _outcome(simulate(alt_dists, gaps(alt), {})),
+            other: _outcome(simulate(alt_dists, gaps(alt), {}, moved(alt))),
         }
         notes.append(
             f"no lifetime data for this provider and GPU: the result is the "

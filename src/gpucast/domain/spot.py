@@ -167,6 +167,33 @@ def fallback_after_option() -> Any:
     )
 
 
+def _move_after(value: Any) -> float:
+    return duration_s(value, field="move-after")
+
+
+def move_region_option() -> Any:
+    return option(
+        None,
+        flag="move-region",
+        help="Managed recovery (SkyPilot-style failover): a spot replacement that waited "
+        "--move-after for capacity is launched in this region instead (its lifetimes, "
+        "capacity gaps, start-ups and prices); default: replacements stay in their region.",
+        example="us-west1",
+    )
+
+
+def move_after_option() -> Any:
+    return option(
+        900.0,
+        flag="move-after",
+        kind="text",
+        parse=_move_after,
+        help="How long a replacement waits for capacity before it moves region.",
+        metavar="DURATION",
+        example="10m",
+    )
+
+
 #: The highest ``--hazard-per-hour`` a plan or simulation takes: a node revoked every 6 minutes
 #: on average never finishes starting up (the worst published market, 17.6 revocations per
 #: node-day, is 0.73 per hour), and every revocation is an incarnation the Monte Carlo draws.

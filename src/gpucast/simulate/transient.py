@@ -260,6 +260,7 @@ def simulate_runs(
     transient: bool = True,
     max_rounds: int = 100_000,
     run_slowdown: FloatArray | None = None,
+    move: Move | None = None,
 ) -> RunStatistics:
     """Simulate ``runs`` independent executions of ``scenario``; see the module docstring.
 
@@ -274,7 +275,8 @@ def simulate_runs(
     the servers drawing from that same object within a run. ``capacity_gap_s``: how long a
     spot replacement waits for capacity before its start-up begins (one delay for all, or one
     per worker group plus one for the parameter servers); initial launches do not wait, and
-    with ``scenario.fallback_after_s`` a long wait is cut short by an on-demand launch.
+    with ``scenario.fallback_after_s`` a long wait is cut short by an on-demand launch;
+    ``move`` (:class:`Move`) sends a replacement that waited long enough to another region.
     ``transient=False`` runs every server on demand with on-demand prices (the comparison
     baseline). ``rng``: a Generator, a seed, or ``None`` for seed 0 — the same seed gives the
     same result bit for bit. ``max_rounds`` caps, per chunk of runs, the rounds (one per
@@ -292,6 +294,7 @@ def simulate_runs(
         capacity_gap_s=capacity_gap_s,
         runs=runs,
         run_slowdown=run_slowdown,
+        move=move,
     )
     (stats,) = simulate_batch(
         [job],
@@ -1341,6 +1344,7 @@ def simulate_scenario(
     exclude_slowest: float = 0.0,
     sources: dict[str, str] | None = None,
     notes: Sequence[str] = (),
+    move: Move | None = None,
 ) -> SimulationResult:
     """The scenario and its on-demand equivalent (same cluster, no revocations, on-demand
     prices), from one seed: two independent streams spawned from ``SeedSequence(seed)``.
@@ -1348,8 +1352,9 @@ def simulate_scenario(
     ``speed_factors`` are equally likely strata of the step-time model's uncertainty
     (:func:`gpucast.plan.uncertainty.strata`): the runs are split evenly over them and each
     stratum's job runs ``factor`` times slower (one factor of 1: no model uncertainty).
-    ``capacity_gap_s`` and ``scenario.fallback_after_s``: see :func:`simulate_runs` (the
-    on-demand equivalent has no revocations, hence no gaps or fallbacks).
+    ``capacity_gap_s``, ``scenario.fallback_after_s`` and ``move``: see
+    :func:`simulate_runs` (the on-demand equivalent has no revocations, hence no gaps,
+    fallbacks or moves).
 
     ``variability``: each run draws one speed factor per GPU of the cluster (from a third
     stream, so runs without it are unchanged bit for bit) and runs at its slowest GPU's pace
@@ -1399,6 +1404,7 @@ def simulate_scenario(
                     rng=np.random.default_rng(stream),
                     transient=transient,
                     run_slowdown=part_slowdown,
+                    move=move,
                 )
             )
         if len(parts) == 1:
@@ -1413,6 +1419,11 @@ def simulate_scenario(
                 if scenario.fallback_after_s is not None
                 else None
             ),
+            moves=(
+                np.concatenate([p.moves for p in parts if p.moves is not None])
+                if all(p.moves is not None for p in parts)
+                else None
+            ),
         )
 
     transient = one(transient_ss, True)
@@ -1423,6 +1434,10 @@ def simulate_scenario(
             src.setdefault(f"lifetime[{g}] {wg.gpu} {wg.region}", dist.source)
     if scenario.ps_spot and ps_lifetime is not None:
         src.setdefault("lifetime[ps]", ps_lifetime.source)
+    if move is not None:
+        for g, (wg, dist) in enumerate(zip(scenario.workers, move.lifetimes, strict=True)):
+            if wg.spot and dist is not None:
+                src.setdefault(f"lifetime[{g}] {wg.gpu} {move.region} (after a move)", dist.source)
     src.setdefault("prices", prices.source)
     return SimulationResult(
         scenario=scenario,
