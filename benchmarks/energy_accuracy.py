@@ -22,7 +22,12 @@ Printed:
 3. the energy-optimal limit (least energy per epoch, eta = 1) and Zeus's default trade-off
    (eta = 0.5) per (GPU, workload, batch, optimizer) sweep: share of sweeps where the
    predicted pick is within one 25 W step of the measured pick, and the regret (measured
-   cost at the predicted pick over the measured minimum).
+   cost at the predicted pick over the measured minimum). The strict figure takes the
+   measured pick as the measured argmin (ties: the lowest limit), one reading per limit. A
+   secondary figure, labelled as such, counts a pick within 25 W of any limit the readings
+   cannot tell from the optimum: measured cost within sqrt(2) x sigma of the minimum, sigma
+   the spread of log energy across the limits of the sweeps the cap never binds (there the
+   limit cannot change the energy, so the spread is the measurement's own noise).
 
 Run: ``python benchmarks/energy_accuracy.py`` (a minute; profiles are cached).
 """
@@ -39,7 +44,15 @@ import pandas as pd
 from gpucast.catalog import load_catalog
 from gpucast.inputs.calibration import step_time_efficiency
 from gpucast.inputs.energy import zeus_power_sweeps
-from gpucast.predict.power import INTERVAL_QUANTILES, cross_validated, optimal_limits, zeus_cost
+from gpucast.predict.power import (
+    INTERVAL_QUANTILES,
+    cross_validated,
+    measurement_noise,
+    optimal_limits,
+    tied_optimal_limits,
+    uncapped_sweeps,
+    zeus_cost,
+)
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 STEP_W = 25.0
@@ -103,16 +116,34 @@ def section_coverage(cvs: dict[str, pd.DataFrame]) -> None:
         print(pd.DataFrame(out).round(1).to_string(index=False))
 
 
-def section_optimal(cvs: dict[str, pd.DataFrame]) -> dict[str, float]:
+def section_optimal(
+    cvs: dict[str, pd.DataFrame],
+) -> tuple[dict[str, float], dict[str, float], float]:
     print("\n3. Optimal power limit per sweep: predicted pick vs measured pick")
-    results: dict[str, float] = {}
+    any_cv = next(iter(cvs.values()))
+    sigma, n_uncapped = measurement_noise(any_cv, "step_time_s", "avg_power_w")
+    tolerance = float(np.sqrt(2.0) * sigma)
+    uncapped = uncapped_sweeps(any_cv, "avg_power_w").to_numpy(dtype=bool)
+    print(
+        f"   measurement noise: sigma = {100 * sigma:.1f}% of energy per step (pooled over the "
+        f"{n_uncapped} sweeps the cap never binds);\n   noise-tied optimum: measured cost within "
+        f"{100 * (np.exp(tolerance) - 1):.1f}% (sqrt(2) sigma) of the measured minimum"
+    )
+    strict: dict[str, float] = {}
+    tied_share: dict[str, float] = {}
     for holdout, cv in cvs.items():
         rows = []
         for eta in (1.0, 0.5):
             measured = optimal_limits(cv, "step_time_s", "avg_power_w", eta=eta)
+            tied = tied_optimal_limits(
+                cv, "step_time_s", "avg_power_w", eta=eta, log_tolerance=tolerance
+            )
             for name, p in REGIMES.items():
                 pred = optimal_limits(cv, f"{p}_step_time_s", f"{p}_avg_power_w", eta=eta)
-                within = np.abs(pred - measured) <= STEP_W + 1e-9
+                within = (np.abs(pred - measured) <= STEP_W + 1e-9).to_numpy()
+                near_tied = np.array(
+                    [np.min(np.abs(tied[str(g)] - pred[g])) <= STEP_W + 1e-9 for g in pred.index]
+                )
                 regret = []
                 for group, part in cv.groupby("group", sort=True):
                     cost = zeus_cost(
@@ -130,15 +161,23 @@ def section_optimal(cvs: dict[str, pd.DataFrame]) -> dict[str, float]:
                         "regime": name,
                         "sweeps": len(measured),
                         "within 25 W %": 100 * within.mean(),
+                        "capped sweeps": 100 * within[~uncapped].mean(),
+                        "never capped": 100 * within[uncapped].mean(),
                         "within 25 W or regret <= 2% %": 100 * np.mean(within | (reg <= 2.0)),
+                        "within 25 W of a noise-tied optimum %": 100 * near_tied.mean(),
                         "mean regret %": reg.mean(),
                         "p90 regret %": np.quantile(reg, 0.9),
                     }
                 )
-                results[f"{holdout}/{eta}/{name}"] = 100 * float(within.mean())
+                strict[f"{holdout}/{eta}/{name}"] = 100 * float(within.mean())
+                tied_share[f"{holdout}/{eta}/{name}"] = 100 * float(near_tied.mean())
         print(f"   leave one {holdout} out")
         print(pd.DataFrame(rows).round(1).to_string(index=False))
-    return results
+    print(
+        f"   (within 25 W, split: the {int((~uncapped).sum())} sweeps the cap binds and the "
+        f"{int(uncapped.sum())} it never binds, whose measured argmin is a draw of the noise)"
+    )
+    return strict, tied_share, sigma
 
 
 def main() -> int:
@@ -156,7 +195,7 @@ def main() -> int:
         cvs = {h: cross_validated(sweeps, c) for h, c in (("GPU", "gpu"), ("workload", "dataset"))}
     overall = section_errors(cvs)
     section_coverage(cvs)
-    optimal = section_optimal(cvs)
+    optimal, tied, sigma = section_optimal(cvs)
     print("\nTargets (issue #15): time and power <= 10% MAPE each, leave one GPU / workload out;")
     print("energy-optimal limit within one 25 W step for >= 80% of sweeps")
     for holdout, errs in overall.items():
@@ -168,7 +207,16 @@ def main() -> int:
         holdout, eta, name = key.split("/")
         if float(eta) == 1.0:
             met = "met" if share >= 80 else "NOT met"
-            print(f"  energy-optimal limit, leave one {holdout} out, {name}: {share:.1f}% -> {met}")
+            print(
+                f"  energy-optimal limit (strict: the measured argmin), leave one {holdout} out, "
+                f"{name}: {share:.1f}% -> {met}"
+            )
+    print("  secondary (not the target's definition): within 25 W of a limit whose measured")
+    print(f"  energy is within sqrt(2) x {100 * sigma:.1f}% noise of the minimum:")
+    for key, share in tied.items():
+        holdout, eta, name = key.split("/")
+        if float(eta) == 1.0:
+            print(f"    leave one {holdout} out, {name}: {share:.1f}%")
     return 0
 
 

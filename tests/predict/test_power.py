@@ -20,8 +20,11 @@ from gpucast.predict.power import (
     energy_optimal,
     interval_table,
     kernel_share,
+    measurement_noise,
     optimal_limits,
     power_limit_grid,
+    tied_optimal_limits,
+    uncapped_sweeps,
     zeus_cost,
 )
 
@@ -150,6 +153,47 @@ def test_zeus_cost_and_the_optimal_limit() -> None:
     )
     assert optimal_limits(frame, "t", "p", eta=1.0)["a"] == 150.0  # 168 J (100 W: 180 J)
     assert optimal_limits(frame, "t", "p", eta=0.0)["a"] == 200.0  # fastest, lowest tie
+
+
+def test_measurement_noise_pools_only_the_sweeps_the_cap_never_binds() -> None:
+    limits = [100.0, 150.0, 200.0]
+    # two uncapped sweeps (40 W at limits from 100 W) with log-energy deviations +-d and
+    # (+d, 0, -d); a capped one (its draw follows the limit) whose spread must not count
+    d = 0.05
+    frame = pd.DataFrame(
+        {
+            "group": ["a"] * 3 + ["b"] * 3 + ["c"] * 3,
+            "power_limit_w": limits * 3,
+            "t": [*np.exp([d, -d, 0.0]), *np.exp([d, 0.0, -d]), 3.0, 2.0, 1.0],
+            "p": [40.0] * 6 + [95.0, 140.0, 150.0],
+        }
+    )
+    assert uncapped_sweeps(frame, "p").to_dict() == {"a": True, "b": True, "c": False}
+    sigma, sweeps = measurement_noise(frame, "t", "p")
+    assert sweeps == 2
+    assert sigma == pytest.approx(math.sqrt(4 * d**2 / (6 - 2)))
+    capped = frame[frame["group"] == "c"]
+    assert math.isnan(measurement_noise(capped, "t", "p")[0])
+    with pytest.raises(InvalidSpecError, match="sweeps"):
+        measurement_noise(frame.drop(columns=["p"]), "t", "p")
+
+
+def test_tied_optimal_limits_are_those_within_the_tolerance() -> None:
+    frame = pd.DataFrame(
+        {
+            "group": ["a"] * 4,
+            "power_limit_w": [100.0, 150.0, 200.0, 250.0],
+            "max_power_limit_w": 250.0,
+            "t": [1.0, 1.0, 1.0, 1.0],
+            "p": [101.0, 100.0, 110.0, 103.0],
+        }
+    )
+    tied = tied_optimal_limits(frame, "t", "p", eta=1.0, log_tolerance=math.log(1.02))
+    np.testing.assert_array_equal(tied["a"], [100.0, 150.0])
+    exact = tied_optimal_limits(frame, "t", "p", eta=1.0, log_tolerance=0.0)
+    np.testing.assert_array_equal(exact["a"], [150.0])
+    with pytest.raises(InvalidSpecError, match="log_tolerance"):
+        tied_optimal_limits(frame, "t", "p", eta=1.0, log_tolerance=-1.0)
 
 
 def test_power_limit_grid_and_board_facts() -> None:

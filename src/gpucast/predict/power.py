@@ -698,6 +698,72 @@ def optimal_limits(
     return pd.Series(out, name="power_limit_w", dtype=np.float64)
 
 
+#: A sweep whose highest draw stays below this share of its lowest limit is never capped.
+UNCAPPED_HEADROOM = 0.9
+
+
+def uncapped_sweeps(frame: pd.DataFrame, power_column: str) -> pd.Series:
+    """Per ``group`` (bool): whether the cap never binds the sweep -- its highest draw is
+    below :data:`UNCAPPED_HEADROOM` of its lowest limit, so no limit changes its step."""
+    _require(frame, ("group", "power_limit_w", power_column), "sweeps")
+    by = frame.groupby("group", sort=True)
+    out = by[power_column].max() < UNCAPPED_HEADROOM * by["power_limit_w"].min()
+    return out.rename("uncapped")
+
+
+def measurement_noise(
+    frame: pd.DataFrame, step_column: str, power_column: str
+) -> tuple[float, int]:
+    """(sigma, sweeps): the pooled standard deviation of log energy per step across the
+    limits of the :func:`uncapped_sweeps` -- no limit changes their step, so the whole
+    spread of their readings is the measurement's own -- and how many such sweeps there are
+    (``frame``: columns ``group``, ``power_limit_w`` and the two named). NaN when no sweep
+    qualifies or none has two readings."""
+    _require(frame, ("group", "power_limit_w", step_column, power_column), "sweeps")
+    uncapped = uncapped_sweeps(frame, power_column)
+    rows = frame[frame["group"].map(uncapped).to_numpy(dtype=bool)]
+    if not len(rows):
+        return math.nan, 0
+    log_e = pd.Series(
+        np.log(
+            rows[step_column].to_numpy(dtype=np.float64)
+            * rows[power_column].to_numpy(dtype=np.float64)
+        ),
+        index=rows.index,
+    )
+    grouped = log_e.groupby(rows["group"], sort=True)
+    dev = (log_e - grouped.transform("mean")).to_numpy()
+    dof = len(rows) - grouped.ngroups
+    sigma = float(np.sqrt(np.sum(dev**2) / dof)) if dof > 0 else math.nan
+    return sigma, int(grouped.ngroups)
+
+
+def tied_optimal_limits(
+    frame: pd.DataFrame,
+    step_column: str,
+    power_column: str,
+    *,
+    eta: float,
+    log_tolerance: float,
+) -> dict[str, FloatArray]:
+    """Per ``group``: every limit whose :func:`zeus_cost` is within ``exp(log_tolerance)``
+    of the group's least -- the limits one reading per limit cannot tell from the optimum
+    when ``log_tolerance`` is the noise of a difference of two readings (``sqrt(2)`` x
+    :func:`measurement_noise`)."""
+    _finite("log_tolerance", log_tolerance, low=0.0, high=math.inf)
+    out: dict[str, FloatArray] = {}
+    for group, part in frame.groupby("group", sort=True):
+        cost = zeus_cost(
+            part[step_column].to_numpy(dtype=np.float64),
+            part[power_column].to_numpy(dtype=np.float64),
+            eta=eta,
+            max_power_w=float(part["max_power_limit_w"].iloc[0]),
+        )
+        limits = part["power_limit_w"].to_numpy(dtype=np.float64)
+        out[str(group)] = np.sort(limits[np.log(cost) <= np.log(cost.min()) + log_tolerance])
+    return out
+
+
 def interval_table(cv: pd.DataFrame) -> dict[str, dict[str, tuple[float, float]]]:
     """The 80% interval of measured / predicted per regime and quantity from the rows of
     :func:`cross_validated` (rows at the reference limit, whose step time is known exactly,
