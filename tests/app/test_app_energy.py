@@ -53,6 +53,15 @@ def test_a_measured_step_and_power_calibrate_the_default_limit() -> None:
     assert low.step_time_s > 0.5 and low.avg_power_w <= 100.0 and low.throttled
 
 
+def test_a_step_under_every_limit_is_a_tie_and_says_so() -> None:
+    r = gpucast.predict_energy(**BASE, step_time_s=0.5, measured_power_w=40.0)
+    assert not any(p.clock_fraction < 1.0 for p in r.sweep)
+    assert r.energy_optimal_power_limit_w == 100.0  # the lowest of the tied limits
+    assert any("under every limit from 100 W" in n for n in r.notes)
+    capped = gpucast.predict_energy(**BASE, step_time_s=0.5, measured_power_w=180.0)
+    assert not any("under every limit" in n for n in capped.notes)
+
+
 def test_a_limit_off_the_grid_is_in_the_sweep() -> None:
     r = gpucast.predict_energy(**BASE, power_limit="210W")
     assert r.power_limit_w == 210.0

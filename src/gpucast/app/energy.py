@@ -486,6 +486,13 @@ def predict_energy(
     if power_band is None:
         power_band = (1.0, 1.0)
         notes.append("the power model carries no validated interval (fit it with cross-validation)")
+    if not sweep_frame["throttled"].any():
+        notes.append(
+            f"the step draws {float(powers.max()):.0f} W, under every limit from "
+            f"{float(limits.min()):g} W: each limit runs the same step, so the least-energy "
+            f"limit is a tie (the lowest is shown); measured sweeps of such steps differ from "
+            f"limit to limit by their measurement noise alone"
+        )
     if board.min_power_limit_w is None:
         notes.append(
             f"the {spec.name}'s minimum power limit is not in the catalog: the sweep starts at "
