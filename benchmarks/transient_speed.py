@@ -237,10 +237,10 @@ def big_cases() -> None:
 
 
 PESSIMISTIC = ExponentialLifetime(hazard_per_hour=17.6 / 24, source="pessimistic scenario")
-#: the round engine (commit 1832654) on the case below, one core shared with two test runs
-#: (2026-12-03; the windowed engine took 2.54 s beside it), best of 3:
+#: the round engine (commit 1832654) on the case below, one core of the idle development machine
+#: (2026-12-03; the windowed engine took 1.71 s beside it), best of 3:
 #: (seconds, mean duration h over the three jobs, mean revocations)
-BEFORE_PESSIMISTIC = (10.25, 26.50, 811.5)
+BEFORE_PESSIMISTIC = (7.72, 26.50, 811.5)
 T4 = PriceTable(
     usd_per_hour={
         ("T4", "spot"): 0.2,
