@@ -16,7 +16,7 @@ PLAN: dict[str, Any] = {"workload": "mlp", "steps": 2000, "provider": "gcp",
                         "batch_sizes": "32", "spot": False}  # fmt: skip
 
 
-def _said(plan: TrainPlan) -> Any:
+def _said(plan: Any) -> Any:
     (found,) = [a for a in plan.assumptions if a.name == "precision"]
     return found
 
@@ -81,3 +81,22 @@ def test_the_second_precision_is_profiled_once(monkeypatch: pytest.MonkeyPatch) 
 def test_an_unknown_precision_is_one_line() -> None:
     with pytest.raises(InvalidInputError, match="precision: must be one of .*auto"):
         gpucast.plan_train(**{**PLAN, "precision": "fp64"})
+
+
+SIM: dict[str, Any] = {"region": "us-central1", "provider": "gcp", "strategy": "allreduce",
+                       "workload": "mlp", "steps": 2000, "runs": 20, "batch_size": 32}  # fmt: skip
+
+
+def test_simulate_train_picks_each_groups_precision() -> None:
+    """simulate train shares the default: a plan's pick simulated as is agrees with it."""
+    a100 = gpucast.simulate_train(gpu="A100-40GB", workers=2, **SIM)
+    assert _said(a100).value.startswith("auto -- bf16 on A100-40GB (")
+    assert ", bf16, " in a100.validation["step time (roofline)"]
+    explicit = gpucast.simulate_train(gpu="A100-40GB", workers=2, precision="bf16", **SIM)
+    assert float(a100.on_demand.duration_s.mean()) == float(explicit.on_demand.duration_s.mean())
+    mixed = gpucast.simulate_train(gpu="K80:1,A100-40GB:1", **SIM)
+    assert _said(mixed).value.startswith("auto -- bf16 on A100-40GB; fp32 on K80 (")
+    assert ", fp32+bf16, " in mixed.validation["step time (roofline)"]
+    k80 = gpucast.simulate_train(gpu="K80", workers=2, **SIM)
+    fp32 = gpucast.simulate_train(gpu="K80", workers=2, precision="fp32", **SIM)
+    assert float(k80.on_demand.duration_s.mean()) == float(fp32.on_demand.duration_s.mean())
