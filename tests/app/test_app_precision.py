@@ -79,7 +79,7 @@ def test_the_second_precision_is_profiled_once(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_an_unknown_precision_is_one_line() -> None:
-    with pytest.raises(InvalidInputError, match="precision: must be one of .*auto"):
+    with pytest.raises(InvalidInputError, match=r"precision: must be one of .*auto"):
         gpucast.plan_train(**{**PLAN, "precision": "fp64"})
 
 
