@@ -52,6 +52,7 @@ def test_a_given_precision_is_used_on_every_gpu() -> None:
     assert {c.precision for c in plan.candidates} == {"fp32"}
     said = _said(plan)
     assert said.value.startswith("fp32 on every GPU") and said.source == "given"
+    assert "(--precision auto or bf16 predicts that)" in said.value  # A100 has bf16
     plan = gpucast.plan_train(**{**PLAN, "precision": "bf16"})
     assert {c.precision for c in plan.candidates} == {"bf16"}
 

@@ -100,10 +100,10 @@ def precision_assumption(
         value += (
             f"; practitioners train in bf16 (TF32 matmuls at least) on {', '.join(with_bf16[:6])}"
             + (", ..." if len(with_bf16) > 6 else "")
-            + " (--precision bf16 predicts that)"
+            + " (--precision auto or bf16 predicts that)"
         )
     return Assumption(name="precision", value=value, source="given" if given else "default",
-                      override="--precision bf16")  # fmt: skip
+                      override="--precision auto|bf16")  # fmt: skip
 
 
 #: Software stacks a training step is predicted for: eager PyTorch, TensorFlow 1.x (as the
