@@ -20,13 +20,23 @@ from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import is_default
 from gpucast.domain.plan import ModelInfo, PlanCandidate, TrainPlan, TrainRequest
 from gpucast.domain.provenance import Assumption
-from gpucast.domain.workload import precision_assumption
+from gpucast.domain.workload import (
+    AUTO_PRECISION,
+    auto_precision_assumption,
+    practitioner_compute_precision,
+    precision_assumption,
+    profiled_precision,
+)
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from gpucast.domain.provenance import Sourced
     from gpucast.domain.systems import ClusterSpec
     from gpucast.inputs.spot import Lifetimes, StartupDelays
     from gpucast.plan.inputs import PerfParams, RiskInputs, WorkloadFacts
     from gpucast.predict.convergence import ConvergenceCurve
+    from gpucast.predict.roofline import Calibration
 
 
 def plan_train(
@@ -58,17 +68,20 @@ def plan_train(
         workload_facts,
         workload_profile,
     )
-    from gpucast.plan.train import PlanContext, plan_training
+    from gpucast.plan.inputs import GpuPrecision
+    from gpucast.plan.train import PlanContext, plan_training, planned_gpus
     from gpucast.store.db import default_db_path
 
     request = resolve(TrainRequest, request, options, config)
     store = Path(db) if db is not None else default_db_path()
     stored = None
+    stored_precision = False  # the precision is the stored run's (none given)
     run_id = stored_run_id(request.workload)
     if run_id is not None:
         stored = load_stored_workload(store, run_id, trust_workload=request.trust_workload)
         changes: dict[str, Any] = {"workload": stored.workload}
-        if is_default(request, "precision"):
+        stored_precision = is_default(request, "precision")
+        if stored_precision:
             changes["precision"] = stored.precision
         request = dataclasses.replace(request, **changes)
     elif request.profile_file is None:
@@ -84,6 +97,21 @@ def plan_train(
         settings=request.cluster_set,
     )
     data_dir = published_data_dir(request.data_dir)
+    # --precision auto: each GPU type the search evaluates trains in what practitioners use
+    # on it; the workload is profiled once per precision that needs (cached)
+    by_gpu: dict[str, str] = {}
+    if request.precision == AUTO_PRECISION:
+        by_gpu = {
+            name: practitioner_compute_precision(
+                has_bf16=catalog.gpu(name).bf16_tflops is not None,
+                has_tf32=catalog.gpu(name).tf32_tflops is not None,
+            )
+            for name in planned_gpus(request, catalog, cluster)
+        }
+    profiled = sorted(
+        {profiled_precision(p) for p in by_gpu.values()} or {request.precision},
+        key=lambda p: p != "fp32",  # fp32 first: the facts of a plan with any fp32 GPU
+    )
     if stored is not None and stored.profile is not None and request.profile_file is None:
         prof = stored.profile
         if prof.precision != request.precision:
@@ -93,24 +121,48 @@ def plan_train(
                 got=request.precision,
                 fix=f"drop --precision or profile again with --precision {request.precision}",
             )
+        profiles = {prof.precision: prof}
     else:
-        prof = workload_profile(
-            request.workload,
-            request.precision,
-            request.profile_file,
-            options=dict(request.workload_options),
-        )
-    facts = workload_facts(prof)
+        profiles = {
+            p: workload_profile(
+                request.workload,
+                p,
+                request.profile_file,
+                options=dict(request.workload_options),
+            )
+            for p in (profiled[:1] if request.profile_file is not None else profiled)
+        }
+        prof = next(iter(profiles.values()))
+    kept = None  # why --precision auto kept one precision everywhere
+    if request.precision == AUTO_PRECISION and request.profile_file is not None:
+        kept = f"the precision of --profile {request.profile_file}"
+        request = dataclasses.replace(request, precision=prof.precision)
+        by_gpu = {name: prof.precision for name in by_gpu}
+    facts_by = {p: workload_facts(q) for p, q in profiles.items()}
+    facts = facts_by[prof.precision]
     efficiency = step_time_efficiency(request.software)
-    calibration = store_calibration(
-        store,
-        request.workload,
-        request.precision,
-        facts,
-        catalog,
-        prefer_run=None if stored is None else stored.measurement_run,
-        efficiency=efficiency.value,
-    )
+    calibrations = {
+        p: store_calibration(
+            store,
+            request.workload,
+            p,
+            f,
+            catalog,
+            prefer_run=None if stored is None else stored.measurement_run,
+            efficiency=efficiency.value,
+        )
+        for p, f in facts_by.items()
+    }
+    calibration = calibrations[prof.precision]
+    per_gpu = {
+        name: GpuPrecision(
+            precision=p,
+            facts=facts_by[profiled_precision(p)],
+            calibration=None if (cal := calibrations[profiled_precision(p)]) is None else cal.value,
+        )
+        for name, p in by_gpu.items()
+        if kept is None
+    }
     request, curve, efficiency_notes = _work_curve(request, store, data_dir)
     risk, lifetimes, startup = _risk_inputs(request, data_dir, facts, catalog, store)
     perf = perf_params(data_dir)
@@ -138,8 +190,9 @@ def plan_train(
         *efficiency_notes,
         Assumption(
             name="workload profile",
-            value=f"{prof.workload} profiled at batch {prof.batch_size}, {prof.precision}; "
-            "FLOPs, bytes and activations scaled linearly with the batch",
+            value=f"{prof.workload} profiled at batch {prof.batch_size}, "
+            f"{' and '.join(profiles)}; FLOPs, bytes and activations scaled linearly with "
+            "the batch",
             source="profiler" if stored is None else f"store run #{stored.run_id}",
             override="--profile",
         ),
@@ -149,15 +202,7 @@ def plan_train(
             source=efficiency.source,
             override="--software, gpucast fit steptime",
         ),
-        Assumption(
-            name="step-time calibration",
-            value="calibrated" if calibration is not None else "none (the fitted roofline alone)",
-            source=calibration.source
-            if calibration is not None
-            else f"no stored training measurement of {request.workload} at "
-            f"{request.precision} in {store}",
-            override="gpucast measure train (stores one)",
-        ),
+        _calibration_assumption(calibrations, request.workload, store),
         _deadline_assumption(request),
         Assumption(
             name="start-up",
@@ -230,20 +275,27 @@ def plan_train(
         assumptions=assumptions if cluster is None else _on_cluster(assumptions, cluster),
         cluster=cluster,
         work_curve=curve,
+        per_gpu=per_gpu,
     )
     plan = plan_training(request, ctx)
-    candidates = tuple(_with_validation(c, request.precision) for c in plan.candidates)
+    candidates = tuple(
+        _with_validation(c, c.precision or request.precision) for c in plan.candidates
+    )
     best = None if plan.recommended is None else candidates[plan.recommended]
+    best_precision = request.precision if best is None else best.precision or request.precision
+    best_calibration = calibrations.get(
+        profiled_precision(best_precision), calibration
+    )  # a mixed-precision pick: its first precision's (facts) calibration
     models = (
         *_models(
             best,
-            request.precision,
-            calibrated=None if calibration is None else calibration.source,
+            best_precision,
+            calibrated=None if best_calibration is None else best_calibration.source,
             lifetimes=lifetimes,
             perf=perf.value,
             risk=risk,
         ),
-        _efficiency_model(curve, efficiency_notes, request.precision),
+        _efficiency_model(curve, efficiency_notes, best_precision),
     )
     # what the Monte Carlo actually drew is known only now
     late = {
@@ -254,15 +306,57 @@ def plan_train(
         dataclasses.replace(a, source=late[a.name]) if a.name in late else a
         for a in plan.assumptions
     )
-    names = sorted({g for c in candidates for g in c.gpu.split("+")})
-    assumed += (
-        precision_assumption(
-            request.precision,
-            [(g, catalog.gpu(g).bf16_tflops is not None) for g in names],
-            given=not is_default(request, "precision"),
-        ),
-    )
+    if by_gpu:
+        assumed += (auto_precision_assumption(by_gpu, fixed=kept),)
+    elif stored is not None and stored_precision:
+        assumed += (
+            auto_precision_assumption(
+                {g: request.precision for g in planned_gpus(request, catalog, cluster)},
+                fixed=f"store run #{stored.run_id} was profiled at {request.precision}",
+            ),
+        )
+    else:
+        names = sorted({g for c in candidates for g in c.gpu.split("+")})
+        assumed += (
+            precision_assumption(
+                request.precision,
+                [(g, catalog.gpu(g).bf16_tflops is not None) for g in names],
+                given=True,
+            ),
+        )
     return dataclasses.replace(plan, candidates=candidates, models=models, assumptions=assumed)
+
+
+def _calibration_assumption(
+    calibrations: Mapping[str, Sourced[Calibration] | None], workload: str, store: Path
+) -> Assumption:
+    """Which stored measurement calibrates the step time, per precision profiled."""
+    if len(calibrations) == 1:
+        ((precision, cal),) = calibrations.items()
+        return Assumption(
+            name="step-time calibration",
+            value="calibrated" if cal is not None else "none (the fitted roofline alone)",
+            source=cal.source
+            if cal is not None
+            else f"no stored training measurement of {workload} at {precision} in {store}",
+            override="gpucast measure train (stores one)",
+        )
+    value = "; ".join(
+        f"{p}: {'calibrated' if c is not None else 'none (the fitted roofline alone)'}"
+        for p, c in calibrations.items()
+    )
+    source = "; ".join(
+        f"{p}: {c.source}"
+        if c is not None
+        else f"{p}: no stored training measurement of {workload} at {p} in {store}"
+        for p, c in calibrations.items()
+    )
+    return Assumption(
+        name="step-time calibration",
+        value=value,
+        source=source,
+        override="gpucast measure train --precision P (stores one)",
+    )
 
 
 def _with_work_defaults(request: TrainRequest) -> tuple[TrainRequest, tuple[Assumption, ...]]:

@@ -52,10 +52,15 @@ from gpucast.domain.variability import (
     gpu_variability_option,
 )
 from gpucast.domain.workload import (
+    AUTO_PRECISION,
+    PRECISIONS,
     SOFTWARE_HELP,
     WorkloadOptions,
+    auto_precision_assumption,
     check_software,
+    practitioner_compute_precision,
     precision_assumption,
+    profiled_precision,
     workload_options_field,
 )
 
@@ -127,7 +132,13 @@ class SimulateTrainRequest:
     batch_size: int = option(
         128, help="Per-worker batch (for the roofline step time).", example="128"
     )
-    precision: str = option("fp32", help="fp32 | bf16 | fp16.", example="bf16")
+    precision: str = option(
+        AUTO_PRECISION,
+        help="auto (per GPU type, what practitioners train in: bf16 where it has bf16 tensor "
+        "cores, fp32 with TF32 matmuls where it has TF32 ones, fp32 elsewhere), or fp32, "
+        "bf16 or fp16 on every GPU.",
+        example="bf16",
+    )
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
     workload_options: WorkloadOptions = workload_options_field()
     steps: int | None = option(
@@ -236,6 +247,12 @@ class SimulateTrainRequest:
             raise InvalidSpecError("workers", "must be >= 1", got=self.workers, fix="e.g. 4")
         if self.gpus_per_node < 1:
             raise InvalidSpecError("gpus-per-node", "must be >= 1", got=self.gpus_per_node)
+        if self.precision not in (*PRECISIONS, AUTO_PRECISION):
+            raise InvalidSpecError(
+                "precision",
+                f"must be one of {', '.join((*PRECISIONS, AUTO_PRECISION))}",
+                got=self.precision,
+            )
         check_software(self.software)
         check_variability_options(self.gpu_variability, self.exclude_slowest)
         if self.move_region is not None:
@@ -533,19 +550,43 @@ def simulate_train(
         else spot_inputs.named_lifetimes(store, request.lifetimes),
     )
     dists = [lifetimes(g.gpu, g.region, request.provider or "") if g.spot else None for g in groups]
-    work = workload_inputs(
-        request.workload, root, request.precision, options=dict(request.workload_options)
-    )
-    calibration = None
-    efficiency = step_time_efficiency(request.software).value
-    if work.facts is not None:
-        calibration = store_calibration(
-            store, work.name, request.precision, work.facts, catalog, efficiency=efficiency
+    # --precision auto: each GPU type at what practitioners train in on it (one precision:
+    # the request's from here on; two: each group's step time at its own)
+    by_gpu = {
+        g.gpu: request.precision
+        if request.precision != AUTO_PRECISION
+        else practitioner_compute_precision(
+            has_bf16=catalog.gpu(g.gpu).bf16_tflops is not None,
+            has_tf32=catalog.gpu(g.gpu).tf32_tflops is not None,
         )
-    single = tinputs.step_times(
-        groups, work, given_speed, request.strategy, root, request.batch_size,
-        request.precision, catalog, calibration, efficiency=efficiency,
-    )  # fmt: skip
+        for g in groups
+    }
+    auto = request.precision == AUTO_PRECISION
+    if len(set(by_gpu.values())) == 1 and (one := next(iter(by_gpu.values()))) in PRECISIONS:
+        request = dataclasses.replace(request, precision=one)
+    assert request.region is not None  # (as above: replace() forgets the narrowing)
+    efficiency = step_time_efficiency(request.software).value
+    single: dict[str, tinputs.StepTime] = {}
+    work = None
+    for prec in dict.fromkeys(by_gpu.values()):
+        work_p = workload_inputs(
+            request.workload, root, profiled_precision(prec), options=dict(request.workload_options)
+        )
+        work = work or work_p  # bytes and tensors: the same at every precision
+        calibration = None
+        if work_p.facts is not None:
+            calibration = store_calibration(
+                store, work_p.name, profiled_precision(prec), work_p.facts, catalog,
+                efficiency=efficiency,
+            )  # fmt: skip
+        single.update(
+            tinputs.step_times(
+                [g for g in groups if by_gpu[g.gpu] == prec], work_p, given_speed,
+                request.strategy, root, request.batch_size, prec, catalog, calibration,
+                efficiency=efficiency,
+            )
+        )  # fmt: skip
+    assert work is not None  # groups is never empty
     model = cluster_model(root)
     perf = perf_params(root).value
     rdma = (cluster.shape.rdma if cluster is not None else False) or (
@@ -791,7 +832,8 @@ def simulate_train(
             ("Young's interval from the lifetimes" if every_steps else "no revocations"),
             override="--checkpoint-every",
         ),
-        precision_assumption(
+        auto_precision_assumption({catalog.gpu(g).name: p for g, p in by_gpu.items()}) if auto
+        else precision_assumption(
             request.precision,
             [(g, catalog.gpu(g).bf16_tflops is not None) for g in gpus],
             given=not is_default(request, "precision"),
@@ -823,7 +865,9 @@ def simulate_train(
         result,
         notes=tuple(notes),
         assumptions=assumptions,
-        validation=_validation(request, gpus, nodes * gpn, modelled),
+        validation=_validation(
+            request, gpus, nodes * gpn, modelled, "+".join(dict.fromkeys(by_gpu.values()))
+        ),
         scenarios=scenarios,
     )
 
@@ -844,24 +888,18 @@ def _outcome(result: SimulationResult) -> dict[str, float | None]:
 
 
 def _validation(
-    request: SimulateTrainRequest, gpus: list[str], workers: int, modelled: bool
+    request: SimulateTrainRequest, gpus: list[str], workers: int, modelled: bool, precision: str
 ) -> dict[str, str]:
     """Validated errors of the models behind this scenario, in its regime."""
     from gpucast.catalog.validation import validation_for
 
     scaling = {"ps-async": "ps-cluster", "ps-sync": "ps-cluster"}.get(request.strategy, "allreduce")
     out = {
-        f"scaling ({request.strategy})": validation_for(
-            scaling, gpus, request.precision, workers
-        ).text(),
-        "transient Monte Carlo": validation_for(
-            "spot-training", gpus, request.precision, workers
-        ).text(),
+        f"scaling ({request.strategy})": validation_for(scaling, gpus, precision, workers).text(),
+        "transient Monte Carlo": validation_for("spot-training", gpus, precision, workers).text(),
     }
     if modelled:
-        out["step time (roofline)"] = validation_for(
-            "roofline-step", gpus, request.precision, 1
-        ).text()
+        out["step time (roofline)"] = validation_for("roofline-step", gpus, precision, 1).text()
     return out
 
 

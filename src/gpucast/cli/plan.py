@@ -42,9 +42,9 @@ def train(
     columns: str | None = typer.Option(
         None,
         "--columns",
-        help="Table columns, comma-separated: where, instance, gpus, market, strategy, batch, "
-        "time, p90, p-meet, cost, gpu-hours, bound, help, or all [default: all on a terminal "
-        "of 200+ columns or a pipe, fewer on a narrower one].",
+        help="Table columns, comma-separated: where, instance, gpus, market, strategy, "
+        "precision, batch, time, p90, p-meet, cost, gpu-hours, bound, help, or all [default: "
+        "all on a terminal of 200+ columns or a pipe, fewer on a narrower one].",
     ),
 ) -> None:
     """The cheapest cluster that meets the deadline (or the fastest within budget), explained."""

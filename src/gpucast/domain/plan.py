@@ -49,6 +49,7 @@ from gpucast.domain.variability import (
     gpu_variability_option,
 )
 from gpucast.domain.workload import (
+    AUTO_PRECISION,
     PRECISIONS,
     SOFTWARE_HELP,
     WorkloadOptions,
@@ -114,7 +115,13 @@ class TrainRequest:
         "in the store).",
         example="resnet50",
     )
-    precision: str = option("fp32", help="fp32, bf16 or fp16.", example="bf16")
+    precision: str = option(
+        AUTO_PRECISION,
+        help="auto (what practitioners train in on each GPU: bf16 where it has bf16 tensor "
+        "cores, fp32 with TF32 matmuls where it has TF32 ones, fp32 elsewhere), or fp32, "
+        "bf16 or fp16 on every GPU.",
+        example="bf16",
+    )
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
     workload_options: WorkloadOptions = workload_options_field()
     epochs: float | None = option(
@@ -303,9 +310,11 @@ class TrainRequest:
             allow_large=self.allow_large,
             fix="lower --runs (1000 gives the mean within ~1%) or --max-gpus",
         )
-        if self.precision not in PRECISIONS:
+        if self.precision not in (*PRECISIONS, AUTO_PRECISION):
             raise InvalidSpecError(
-                "precision", f"must be one of {', '.join(PRECISIONS)}", got=self.precision
+                "precision",
+                f"must be one of {', '.join((*PRECISIONS, AUTO_PRECISION))}",
+                got=self.precision,
             )
         check_software(self.software)
         check_hazard(self.hazard_per_hour)
@@ -472,6 +481,9 @@ class PlanCandidate:
     #: statistical efficiency), and throughput x that (reference samples per second)
     statistical_efficiency: float | None = None
     goodput_samples_per_s: float | None = None
+    #: the precision its GPUs train in (``bf16``, ``fp16``, ``tf32``: fp32 with TF32 matmuls,
+    #: ``fp32``; a mixed cluster of two: e.g. ``bf16+fp32``); "" in plans saved before it
+    precision: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "breakdown_s", MappingProxyType(dict(self.breakdown_s)))
@@ -499,7 +511,8 @@ class PlanCandidate:
             )
         else:
             what = f"{self.nodes}x {self.instance_type} ({self.gpus} {self.gpu})"
-        return f"{self.provider}/{self.region} {what} {self.market} {self.strategy}{shards}"
+        prec = f" {self.precision}" if self.precision else ""
+        return f"{self.provider}/{self.region} {what} {self.market} {self.strategy}{shards}{prec}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -541,6 +554,7 @@ class PlanCandidate:
             "co2e_kg": self.co2e_kg,
             "statistical_efficiency": self.statistical_efficiency,
             "goodput_samples_per_s": self.goodput_samples_per_s,
+            "precision": self.precision,
         }
 
     @classmethod

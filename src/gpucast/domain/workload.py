@@ -22,6 +22,62 @@ def practitioner_precision(has_bf16: bool) -> str:
     return "bf16" if has_bf16 else "fp32"
 
 
+#: The compute precision of ``fp32`` training with TF32 tensor-core matmuls (Ampere and
+#: later): the workload is fp32 (its profile, memory and gradients), its matmuls run at the
+#: GPU's TF32 peak.
+TF32 = "tf32"
+
+
+def practitioner_compute_precision(*, has_bf16: bool, has_tf32: bool) -> str:
+    """The precision practitioners train in on a GPU, as the roofline computes it: ``bf16``
+    (autocast mixed precision) where the GPU has bf16 tensor cores, else ``tf32`` (fp32 with
+    TF32 matmuls, PyTorch's ``allow_tf32``) where it has TF32 ones, else ``fp32``."""
+    if has_bf16:
+        return "bf16"
+    return TF32 if has_tf32 else "fp32"
+
+
+def profiled_precision(compute_precision: str) -> str:
+    """The precision a workload is profiled at for a compute precision (TF32 is fp32)."""
+    return "fp32" if compute_precision == TF32 else compute_precision
+
+
+def precision_label(compute_precision: str) -> str:
+    """How a compute precision reads in a plan: ``tf32`` is "fp32 (TF32 matmuls)"."""
+    return "fp32 (TF32 matmuls)" if compute_precision == TF32 else compute_precision
+
+
+def auto_precision_assumption(by_gpu: Mapping[str, str], *, fixed: str | None = None) -> Any:
+    """The assumption a plan states about ``--precision auto``: ``by_gpu`` maps each GPU it
+    evaluated to its compute precision (:func:`practitioner_compute_precision`), listed
+    per precision; ``fixed`` names what kept one precision instead (a stored run, a profile
+    file)."""
+    from gpucast.domain.provenance import Assumption
+
+    groups: dict[str, list[str]] = {}
+    for name, prec in sorted(by_gpu.items()):
+        groups.setdefault(prec, []).append(name)
+    rank = {p: k for k, p in enumerate(("bf16", "fp16", TF32, "fp32"))}
+    order = sorted(groups, key=lambda p: (rank.get(p, len(rank)), p))
+    parts = [
+        f"{precision_label(p)} on {', '.join(groups[p][:8])}"
+        + (f" and {len(groups[p]) - 8} more" if len(groups[p]) > 8 else "")
+        for p in order
+    ]
+    value = "auto -- " + ("; ".join(parts) or "no GPU evaluated")
+    if fixed is None:
+        value += (
+            " (what practitioners train in: bf16 mixed precision where the GPU has bf16 "
+            "tensor cores, fp32 with TF32 matmuls where it has TF32 ones, fp32 elsewhere)"
+        )
+        source = "--precision auto (the default)"
+    else:
+        value += f" ({fixed})"
+        source = fixed
+    return Assumption(name="precision", value=value, source=source,
+                      override="--precision fp32|bf16|fp16")  # fmt: skip
+
+
 def precision_assumption(
     precision: str, gpus: Sequence[tuple[str, bool]], *, auto: bool = False, given: bool = False
 ) -> Any:
@@ -44,10 +100,10 @@ def precision_assumption(
         value += (
             f"; practitioners train in bf16 (TF32 matmuls at least) on {', '.join(with_bf16[:6])}"
             + (", ..." if len(with_bf16) > 6 else "")
-            + " (--precision bf16 predicts that)"
+            + " (--precision auto or bf16 predicts that)"
         )
     return Assumption(name="precision", value=value, source="given" if given else "default",
-                      override="--precision bf16")  # fmt: skip
+                      override="--precision auto|bf16")  # fmt: skip
 
 
 #: Software stacks a training step is predicted for: eager PyTorch, TensorFlow 1.x (as the

@@ -272,7 +272,7 @@ def _evaluate_single(
             facts.weights_bytes + facts.gradient_bytes,
         ),
     )
-    acts = facts.activation_bytes_per_sample * b
+    acts = gpus.activation_bytes_per_sample[g] * b
     usable = gpus.usable_bytes[g]
     plain_fits = state + acts <= usable
     ckpt_fits = state + acts * facts.checkpoint_fraction <= usable
@@ -478,7 +478,7 @@ def evaluate_mixed(
         facts.weights_bytes + facts.gradient_bytes + facts.optimizer_bytes,
         facts.weights_bytes + facts.gradient_bytes,
     )[:, None]
-    acts = facts.activation_bytes_per_sample * top
+    acts = gpus.activation_bytes_per_sample[g] * top
     usable = gpus.usable_bytes[g]
     plain = state + acts <= usable
     ckpt_fits = state + acts * facts.checkpoint_fraction <= usable

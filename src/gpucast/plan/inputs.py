@@ -141,6 +141,18 @@ def intra_node_gbps(gpu: GpuSpec) -> float:
     return PCIE_GBPS.get(gpu.pcie_generation, 128.0)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuPrecision:
+    """What one GPU type trains in: the roofline's compute ``precision`` (``bf16``, ``fp16``,
+    ``tf32``: fp32 with TF32 matmuls, ``fp32``), the workload's ``facts`` profiled at it (a
+    tf32 GPU uses the fp32 profile) and the ``calibration`` a stored measurement at that
+    precision gives (None: none)."""
+
+    precision: str
+    facts: WorkloadFacts
+    calibration: Calibration | None = None
+
+
 #: Roofline terms, in the order of the GpuTable's coefficient columns.
 TERMS: tuple[str, ...] = ("compute", "memory_bandwidth", "overhead")
 
@@ -151,9 +163,15 @@ class GpuTable:
 
     ``fixed_s[g, t] + per_sample_s[g, t] * batch`` is term ``t`` (:data:`TERMS`) of one
     worker's step; ``lower_ratio`` / ``upper_ratio`` turn the step time into its interval.
+    ``precision`` is what each GPU trains in (:class:`GpuPrecision`) and
+    ``activation_bytes_per_sample`` its activations at that precision (weights, gradients
+    and optimizer state stay fp32 under autocast mixed precision, so they are the
+    workload's, one figure for every GPU).
     """
 
     names: tuple[str, ...]
+    precision: tuple[str, ...]
+    activation_bytes_per_sample: FloatArray
     fixed_s: FloatArray
     per_sample_s: FloatArray
     lower_ratio: FloatArray
@@ -180,9 +198,15 @@ def build_gpu_table(
     *,
     calibration: Calibration | None = None,
     efficiency: RooflineEfficiency | None = None,
+    per_gpu: Mapping[str, GpuPrecision] | None = None,
 ) -> GpuTable:
-    """Two roofline predictions per GPU (batch 1 and 2) give each term's ``a + c * b``."""
+    """Two roofline predictions per GPU (batch 1 and 2) give each term's ``a + c * b``.
+
+    A GPU in ``per_gpu`` is priced at its own precision, facts and calibration; the others
+    at ``facts.precision`` with ``facts`` and ``calibration``."""
     n = len(gpus)
+    same = GpuPrecision(precision=facts.precision, facts=facts, calibration=calibration)
+    choices = [(per_gpu or {}).get(g.name, same) for g in gpus]
     fixed = np.zeros((n, len(TERMS)))
     per = np.zeros((n, len(TERMS)))
     lower = np.ones(n)
@@ -191,13 +215,13 @@ def build_gpu_table(
     intra = np.zeros(n)
     nvlink = np.zeros(n, dtype=bool)
     sources: list[str] = []
-    for i, gpu in enumerate(gpus):
+    for i, (gpu, choice) in enumerate(zip(gpus, choices, strict=True)):
         one, two = (
             predict_step_time(
-                facts.roofline_workload(b),
+                choice.facts.roofline_workload(b),
                 gpu,
-                facts.precision,
-                calibration=calibration,
+                choice.precision,
+                calibration=choice.calibration,
                 efficiency=efficiency,
             )
             for b in (1, 2)
@@ -214,6 +238,10 @@ def build_gpu_table(
         sources.append(one.source)
     return GpuTable(
         names=tuple(g.name for g in gpus),
+        precision=tuple(c.precision for c in choices),
+        activation_bytes_per_sample=np.array(
+            [c.facts.activation_bytes_per_sample for c in choices], dtype=np.float64
+        ),
         fixed_s=fixed,
         per_sample_s=per,
         lower_ratio=lower,

@@ -61,7 +61,14 @@ from gpucast.plan.goodput import (
     batch_why,
     efficiency_and_goodput,
 )
-from gpucast.plan.inputs import GpuTable, PerfParams, RiskInputs, WorkloadFacts, build_gpu_table
+from gpucast.plan.inputs import (
+    GpuPrecision,
+    GpuTable,
+    PerfParams,
+    RiskInputs,
+    WorkloadFacts,
+    build_gpu_table,
+)
 from gpucast.plan.pareto import nondominated, pareto_front_2d
 from gpucast.plan.risk import (
     SpotDelays,
@@ -139,6 +146,9 @@ class PlanContext:
     #: samples to target at every global batch (None: the request's epochs/steps at its
     #: reference batch, scaled by the family's critical batch)
     work_curve: ConvergenceCurve | None = None
+    #: GPU types that train at their own precision (``--precision auto``): each one's
+    #: precision, facts and calibration (a GPU not in it: ``facts`` and ``calibration``)
+    per_gpu: Mapping[str, GpuPrecision] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -266,6 +276,17 @@ def _offers(request: TrainRequest, catalog: Catalog) -> OfferTable:
     return OfferTable.build(gpu_offers, cpu_offers, {n: i for i, n in enumerate(names)})
 
 
+def planned_gpus(
+    request: TrainRequest, catalog: Catalog, cluster: ClusterSpec | None = None
+) -> tuple[str, ...]:
+    """The GPU types a search of ``request`` evaluates: the cluster's, or those of the
+    catalog offers its filters keep (unknown names and an empty selection raise as in
+    :func:`search`)."""
+    if cluster is not None:
+        return (catalog.gpu(cluster.gpu).name,)
+    return tuple(sorted(set(_offers(request, catalog).gpu_name)))
+
+
 def _cluster_table(ctx: PlanContext) -> OfferTable:
     assert ctx.cluster is not None
     return cluster_offers(ctx.cluster, ctx.catalog.gpu(ctx.cluster.gpu), 0)
@@ -352,7 +373,13 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
     if request.objective == "goodput" and is_default(request, "batch_sizes"):
         space_request = replace(space_request, batch_sizes=GOODPUT_BATCHES)
     specs = [ctx.catalog.gpu(n) for n in sorted(set(offers.gpu_name))]
-    gpus = build_gpu_table(ctx.facts, specs, calibration=ctx.calibration, efficiency=ctx.efficiency)
+    gpus = build_gpu_table(
+        ctx.facts,
+        specs,
+        calibration=ctx.calibration,
+        efficiency=ctx.efficiency,
+        per_gpu=ctx.per_gpu,
+    )
     chunks, dropped = space_chunks(space_request, offers)
     work = make_work(request, ctx.facts, ctx.work_curve)
     marked: dict[str, int] = {}
@@ -1183,4 +1210,5 @@ def _candidate(
         parts=tuple(parts),
         help=tuple(helps),
         notes=tuple(notes),
+        precision="+".join(dict.fromkeys(res.gpus.precision[res.gpus.index(p.gpu)] for p in parts)),
     )

@@ -231,6 +231,14 @@ def _risk_table(plan: TrainPlan) -> str:
     return f'{table}{note}<table id="scenarios">{head}</tr>{"".join(cells)}</table>'
 
 
+def _precisions(plan: TrainPlan) -> str:
+    """The request's precision; ``auto``: with the precisions its candidates train in."""
+    if plan.request.precision != "auto":
+        return plan.request.precision
+    used = sorted({p for c in plan.candidates for p in c.precision.split("+") if p})
+    return f"auto: {', '.join(used)}" if used else "auto"
+
+
 def plan_html(plan: TrainPlan) -> str:
     """The whole plan report as one HTML document (a string)."""
     req = plan.request
@@ -238,7 +246,7 @@ def plan_html(plan: TrainPlan) -> str:
     title = f"gpucast training plan: {req.workload}"
     body = [f"<h1>{_h(title)}</h1>"]
     request_rows: dict[str, object] = {
-        "workload": f"{req.workload} ({plan.workload_family}, {req.precision})",
+        "workload": f"{req.workload} ({plan.workload_family}, {_precisions(plan)})",
         "work": (
             f"{req.epochs:g} epochs x {req.dataset_size:,} samples at batch {plan.reference_batch}"
             if req.epochs is not None and req.dataset_size is not None

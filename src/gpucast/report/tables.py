@@ -46,6 +46,7 @@ PLAN_COLUMNS: dict[str, tuple[str, str, Callable[[PlanCandidate], str]]] = {
     "gpus": ("GPUs", "right", lambda c: f"{c.gpus} {c.gpu}"),
     "market": ("market", "left", lambda c: c.market),
     "strategy": ("strategy", "left", _strategy),
+    "precision": ("precision", "left", lambda c: c.precision),
     "batch": ("batch", "right", lambda c: f"{c.per_worker_batch} ({c.global_batch:,})"),
     "time": (
         "time [interval]",
@@ -65,7 +66,8 @@ PLAN_COLUMNS: dict[str, tuple[str, str, Callable[[PlanCandidate], str]]] = {
 }
 #: Columns shown on a terminal narrower than :data:`WIDE_TERMINAL` (``--columns all``: all).
 NARROW_COLUMNS: tuple[str, ...] = (
-    "where", "instance", "gpus", "market", "strategy", "time", "p-meet", "cost", "bound",
+    "where", "instance", "gpus", "market", "strategy", "precision", "time", "p-meet", "cost",
+    "bound",
 )  # fmt: skip
 WIDE_TERMINAL = 200
 

@@ -1,0 +1,103 @@
+"""``plan train --precision auto`` (the default): each GPU type at what practitioners use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gpucast
+from gpucast.domain.errors import InvalidInputError
+from gpucast.domain.plan import TrainPlan
+
+PLAN: dict[str, Any] = {"workload": "mlp", "steps": 2000, "provider": "gcp",
+                        "gpu": "K80,T4,A100-40GB", "max_gpus": 2, "runs": 50,
+                        "batch_sizes": "32", "spot": False}  # fmt: skip
+
+
+def _said(plan: Any) -> Any:
+    (found,) = [a for a in plan.assumptions if a.name == "precision"]
+    return found
+
+
+def test_auto_is_bf16_on_bf16_gpus_and_fp32_on_the_rest() -> None:
+    plan = gpucast.plan_train(**PLAN)
+    assert plan.request.precision == "auto"
+    by_gpu = {c.gpu: c.precision for c in plan.candidates}
+    assert by_gpu == {"K80": "fp32", "T4": "fp32", "A100-40GB": "bf16"}
+    said = _said(plan)
+    assert said.value.startswith("auto -- bf16 on A100-40GB; fp32 on K80, T4 (")
+    assert said.source == "--precision auto (the default)"
+    profile = next(a for a in plan.assumptions if a.name == "workload profile")
+    assert "fp32 and bf16" in profile.value
+    # every candidate's validation is looked up at its own precision
+    for c in plan.candidates:
+        assert f", {c.precision}, " in c.validation["step time (roofline)"], c.validation
+        assert c.to_dict()["precision"] == c.precision
+        assert c.label().endswith(f" {c.precision}")
+    # the A100's step is predicted at bf16 (a tiny MLP: launch-bound, the casts cost more
+    # than the tensor cores save), the K80's as at fp32
+    fp32 = gpucast.plan_train(**{**PLAN, "precision": "fp32"})
+
+    def step(p: TrainPlan, gpu: str) -> float:
+        return min(c.step_time_s for c in p.candidates if c.gpu == gpu)
+
+    assert step(plan, "A100-40GB") != step(fp32, "A100-40GB")
+    assert step(plan, "K80") == step(fp32, "K80")
+
+
+def test_a_given_precision_is_used_on_every_gpu() -> None:
+    plan = gpucast.plan_train(**{**PLAN, "precision": "fp32"})
+    assert {c.precision for c in plan.candidates} == {"fp32"}
+    said = _said(plan)
+    assert said.value.startswith("fp32 on every GPU") and said.source == "given"
+    assert "(--precision auto or bf16 predicts that)" in said.value  # A100 has bf16
+    plan = gpucast.plan_train(**{**PLAN, "precision": "bf16"})
+    assert {c.precision for c in plan.candidates} == {"bf16"}
+
+
+def test_a_stored_run_keeps_its_precision(tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    stored = gpucast.profile_workload(workload="mlp", batch_size=4, precision="bf16", db=db)
+    plan = gpucast.plan_train(db=db, **{**PLAN, "workload": f"run:{stored.run_id}"})
+    assert plan.request.precision == "bf16"
+    assert {c.precision for c in plan.candidates} == {"bf16"}
+    said = _said(plan)
+    assert said.source == f"store run #{stored.run_id} was profiled at bf16"
+    assert "bf16 on A100-40GB, K80, T4" in said.value
+
+
+def test_the_second_precision_is_profiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    gpucast.plan_train(**PLAN)
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("profiled again: the profile cache was not used")
+
+    monkeypatch.setattr("gpucast.profile.profile_workload", fail)
+    again = gpucast.plan_train(**PLAN)
+    assert {c.precision for c in again.candidates} == {"fp32", "bf16"}
+
+
+def test_an_unknown_precision_is_one_line() -> None:
+    with pytest.raises(InvalidInputError, match=r"precision: must be one of .*auto"):
+        gpucast.plan_train(**{**PLAN, "precision": "fp64"})
+
+
+SIM: dict[str, Any] = {"region": "us-central1", "provider": "gcp", "strategy": "allreduce",
+                       "workload": "mlp", "steps": 2000, "runs": 20, "batch_size": 32}  # fmt: skip
+
+
+def test_simulate_train_picks_each_groups_precision() -> None:
+    """simulate train shares the default: a plan's pick simulated as is agrees with it."""
+    a100 = gpucast.simulate_train(gpu="A100-40GB", workers=2, **SIM)
+    assert _said(a100).value.startswith("auto -- bf16 on A100-40GB (")
+    assert ", bf16, " in a100.validation["step time (roofline)"]
+    explicit = gpucast.simulate_train(gpu="A100-40GB", workers=2, precision="bf16", **SIM)
+    assert float(a100.on_demand.duration_s.mean()) == float(explicit.on_demand.duration_s.mean())
+    mixed = gpucast.simulate_train(gpu="K80:1,A100-40GB:1", **SIM)
+    assert _said(mixed).value.startswith("auto -- bf16 on A100-40GB; fp32 on K80 (")
+    assert ", fp32+bf16, " in mixed.validation["step time (roofline)"]
+    k80 = gpucast.simulate_train(gpu="K80", workers=2, **SIM)
+    fp32 = gpucast.simulate_train(gpu="K80", workers=2, precision="fp32", **SIM)
+    assert float(k80.on_demand.duration_s.mean()) == float(fp32.on_demand.duration_s.mean())

@@ -1,0 +1,43 @@
+"""What practitioners train in on each GPU, and how a plan states it."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpucast.domain.workload import (
+    auto_precision_assumption,
+    practitioner_compute_precision,
+    precision_label,
+    profiled_precision,
+)
+
+
+@pytest.mark.parametrize(
+    ("bf16", "tf32", "want"),
+    [(True, True, "bf16"), (True, False, "bf16"), (False, True, "tf32"), (False, False, "fp32")],
+)
+def test_practitioners_use_bf16_then_tf32_then_fp32(bf16: bool, tf32: bool, want: str) -> None:
+    assert practitioner_compute_precision(has_bf16=bf16, has_tf32=tf32) == want
+
+
+def test_tf32_is_an_fp32_workload_with_tf32_matmuls() -> None:
+    assert profiled_precision("tf32") == "fp32"
+    assert profiled_precision("bf16") == "bf16"
+    assert precision_label("tf32") == "fp32 (TF32 matmuls)"
+    assert precision_label("fp32") == "fp32"
+
+
+def test_the_assumption_lists_gpus_per_precision() -> None:
+    said = auto_precision_assumption(
+        {"K80": "fp32", "A100-40GB": "bf16", "X": "tf32", "H100-SXM": "bf16"}
+    )
+    assert said.value.startswith(
+        "auto -- bf16 on A100-40GB, H100-SXM; fp32 (TF32 matmuls) on X; fp32 on K80 ("
+    )
+    assert said.source == "--precision auto (the default)"
+    assert "--precision fp32|bf16|fp16" in said.override
+    many = auto_precision_assumption({f"G{k}": "bf16" for k in range(10)})
+    assert "and 2 more" in many.value
+    kept = auto_precision_assumption({"K80": "bf16"}, fixed="store run #3 was profiled at bf16")
+    assert kept.source == "store run #3 was profiled at bf16"
+    assert "bf16 on K80 (store run #3" in kept.value
