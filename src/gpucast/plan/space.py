@@ -260,7 +260,7 @@ def build_space(request: TrainRequest, offers: OfferTable) -> tuple[Space, dict[
 
 
 #: Rows a chunk of :func:`space_chunks` holds at most (one base row's block is never split).
-CHUNK_ROWS = 1 << 18
+CHUNK_ROWS = 1 << 16
 
 
 def _variants(request: TrainRequest) -> list[tuple[int, int]]:
