@@ -249,7 +249,8 @@ class MarkovModulatedLifetime:
         u = rng.random(n)
         e = rng.standard_exponential(n)
         rate = np.where(u < weights[0], rates[0], rates[1])
-        t = np.where(rate > 0, e / np.where(rate > 0, rate, 1.0), np.inf)
+        with np.errstate(over="ignore"):  # a rate near 0: a lifetime of inf, as it should be
+            t = np.where(rate > 0, e / np.where(rate > 0, rate, 1.0), np.inf)
         return _cap(np.asarray(t, dtype=np.float64), self.cap_s)
 
     def median_s(self) -> float:
