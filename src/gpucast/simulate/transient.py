@@ -597,9 +597,6 @@ class _Engine:
         self.col_group = np.full((K, C), -1, dtype=np.int64)
         self.col_ps = np.zeros((K, C), dtype=bool)
         self.col_price = np.zeros((K, C))
-        self.col_od_price = np.zeros((K, C))
-        self.bounds = np.zeros((K, G + 1), dtype=np.int64)  # group g: bounds[k, g]:bounds[k, g+1]
-        self.n_workers = np.zeros(K, dtype=np.int64)
         self.n_workers_by_group = np.zeros((K, G), dtype=np.int64)
         self.n_ps = np.zeros(K, dtype=np.int64)
         self.col_bounds = [p.cols.bounds for p in prepared]
@@ -610,22 +607,18 @@ class _Engine:
             self.col_group[k, :w] = cols.group
             self.col_ps[k, :w] = cols.is_ps
             self.col_price[k, :w] = cols.price_usd_per_s
-            od = cols.fallback_price_usd_per_s
-            self.col_od_price[k, :w] = cols.price_usd_per_s if od is None else od
             groups = len(jobs[k].scenario.workers)
-            self.bounds[k, : groups + 1] = cols.bounds[: groups + 1]
-            self.bounds[k, groups + 1 :] = cols.bounds[groups]
-            self.n_workers[k] = int(np.count_nonzero(~cols.is_ps))
             self.n_workers_by_group[k, :groups] = [wg.count for wg in jobs[k].scenario.workers]
-            self.n_ps[k] = w - self.n_workers[k]
+            self.n_ps[k] = int(np.count_nonzero(cols.is_ps))
         # per class: US$/s of an incarnation and of an on-demand fallback; the other region's
         # classes (Move) follow everyone's own, paired both ways in ``alt_class``
         self.cls_price = np.zeros(self.n_classes)
         self.cls_od_price = np.zeros(self.n_classes)
         for k, p in enumerate(prepared):
-            w = p.cols.group.size
-            self.cls_price[self.col_cls[k, :w]] = self.col_price[k, :w]
-            self.cls_od_price[self.col_cls[k, :w]] = self.col_od_price[k, :w]
+            cols, w = p.cols, p.cols.group.size
+            od = cols.fallback_price_usd_per_s
+            self.cls_price[self.col_cls[k, :w]] = cols.price_usd_per_s
+            self.cls_od_price[self.col_cls[k, :w]] = cols.price_usd_per_s if od is None else od
         alt_class = [-1] * self.n_classes
         self.move_after = np.full(K, np.inf)
         for k, p in enumerate(prepared):
@@ -658,9 +651,8 @@ class _Engine:
         self.horizon = np.array([s.horizon_s for s in sc])[self.job]
         self.replace_revoked = np.array([s.replace_revoked for s in sc])[self.job]
         self.restarts_on_worker_loss = np.array([s.worker_loss_restarts for s in sc])[self.job]
-        self.single = K == 1
         self.speed: SpeedFunction = jobs[0].speed  # one job: its own speed function
-        self.speeds = None if self.single else _flat_speed(jobs, G)  # several: their tables
+        self.speeds = None if K == 1 else _flat_speed(jobs, G)  # several: their tables
         slow = [p.run_slowdown for p in prepared]
         self.run_slowdown: FloatArray | None = None
         if any(s is not None for s in slow):
@@ -696,12 +688,6 @@ class _Engine:
         if present.size == 1:
             return [(int(present[0]), slice(None), cls_of.size)]
         return [(int(c), np.flatnonzero(cls_of == c), int(counts[c])) for c in present]
-
-    def _cls(self, run: IntArray, col: IntArray) -> IntArray:
-        return np.asarray(self.col_cls[self.job[run], col], dtype=np.int64)
-
-    def _is_ps(self, run: IntArray, col: IntArray) -> npt.NDArray[np.bool_]:
-        return np.asarray(self.col_ps[self.job[run], col], dtype=np.bool_)
 
     def _draw_startup(
         self, cls_of: IntArray, on_demand: npt.NDArray[np.bool_] | None = None
