@@ -8,6 +8,13 @@ sampled nodes' features fetched over PCIe from host memory; the same step priced
 adjacency is shown beside it. With ``--parts K`` and an edge list the graph is partitioned by
 METIS (``gpucast[graph]``) and the halo nodes and bytes per full-graph epoch are counted from
 the partition.
+
+``--model gat`` (one node type: ``--nodes``/``--edges``) and ``--model rgat`` (a heterogeneous
+graph: ``--graph igbh-full`` from the catalog or ``--graph-stats FILE``) price a mini-batch of
+:mod:`gpucast.predict.gat` on each of ``--gpus`` GPUs: attention and aggregation as gathers,
+transforms as matmuls at the slower of their FLOPs and bytes, and the sampled input features
+gathered from where they live (``--feature-location``: sharded over the GPUs' memory as NVIDIA's
+MLPerf submissions do, host memory over PCIe, or ``auto``: as much as fits in HBM).
 """
 
 from __future__ import annotations
@@ -25,6 +32,12 @@ FLOP_EFFICIENCY = 0.4
 GATHER_EFFICIENCY = 0.5
 #: The most parts a partition is asked for.
 MAX_PARTS = 4096
+#: HBM kept for activations and workspace when features are placed on the GPUs.
+HBM_RESERVE_SHARE = 0.1
+#: Network per GPU (GB/s) between nodes: one 400 Gbit/s NIC per GPU (DGX H100 / H200).
+NETWORK_GBPS_PER_GPU = 50.0
+FEATURE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+GAT_MODELS = ("gat", "rgat")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,7 +46,9 @@ class PredictGnnRequest:
 
     VERB: ClassVar[str] = "predict gnn"
 
-    model: str = option("gcn", help="gcn or sage (GraphSAGE, mean aggregator).", example="sage")
+    model: str = option(
+        "gcn", help="gcn, sage (GraphSAGE, mean aggregator), gat or rgat.", example="rgat"
+    )
     gpu: str = option(help="Catalog GPU name.", example="A100-80GB")
     nodes: int | None = option(
         None, help="Nodes of the graph (or the id range of --edge-list).", example="2449029"
@@ -58,15 +73,80 @@ class PredictGnnRequest:
     parts: int | None = option(
         None, help="Partition --edge-list into this many parts (METIS) for the halo.", example="4"
     )
+    heads: int = option(4, help="gat/rgat: attention heads (--hidden is their total width).")
+    graph: str | None = option(
+        None, help="rgat: a catalog heterogeneous graph by name.", example="igbh-full"
+    )
+    graph_stats: Path | None = option(
+        None,
+        help="rgat: graph statistics CSV (kind,name,src,dst,count,feature_dim per row).",
+        example="graph.csv",
+    )
+    target: str = option("", help="rgat: node type of the seeds (default: the first).")
+    reverse_relations: bool = option(
+        True,
+        negative="no-reverse-relations",
+        help="rgat: sample every relation backwards too, as the MLPerf reference does.",
+    )
+    gpus: int = option(1, help="gat/rgat: data-parallel GPUs, --batch seeds each.", example="8")
+    feature_sharding: str = option(
+        "node",
+        help="gat/rgat: node (a copy of the features per node, over its GPUs) or global "
+        "(one copy over all GPUs: rows cross the network).",
+    )
+    gpus_per_node: int = option(8, help="gat/rgat: GPUs per node.")
+    feature_precision: str = option(
+        "fp16", help="gat/rgat: stored input features: fp32, fp16, bf16 or fp8.", example="fp8"
+    )
+    feature_location: str = option(
+        "auto",
+        help="gat/rgat: where features live: gpu (sharded over all GPUs), host, or auto "
+        "(in HBM as far as they fit, the rest in host memory).",
+    )
 
     def __post_init__(self) -> None:
-        for name in ("nodes", "edges", "batch", "parts"):
+        for name in ("nodes", "edges", "batch", "parts", "heads", "gpus", "gpus_per_node"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or value < 1):
                 raise InvalidSpecError(name, "must be an integer >= 1", got=value)
         if self.parts is not None and self.parts > MAX_PARTS:
             raise InvalidSpecError("parts", f"must be <= {MAX_PARTS}", got=self.parts)
-        if self.edge_list is None and (self.nodes is None or self.edges is None):
+        if self.model == "rgat":
+            if (self.graph is None) == (self.graph_stats is None):
+                raise InvalidSpecError(
+                    "graph", "rgat needs --graph NAME or --graph-stats FILE (one of them)",
+                    fix="e.g. --graph igbh-full",
+                )  # fmt: skip
+            if self.batch is None:
+                raise InvalidSpecError(
+                    "batch",
+                    "rgat is priced per mini-batch: give --batch and --fanouts",
+                    fix="e.g. --batch 1024 --fanouts 15,10,5",
+                )
+        elif self.graph is not None or self.graph_stats is not None:
+            raise InvalidSpecError("graph", "--graph and --graph-stats are for --model rgat")
+        if self.model == "gat" and self.batch is None:
+            raise InvalidSpecError(
+                "batch",
+                "gat is priced per mini-batch: give --batch and --fanouts",
+                fix="e.g. --batch 1024 --fanouts 10,5",
+            )
+        if self.feature_precision not in FEATURE_BYTES:
+            raise InvalidSpecError(
+                "feature_precision", f"must be one of {', '.join(FEATURE_BYTES)}",
+                got=self.feature_precision,
+            )  # fmt: skip
+        if self.feature_sharding not in ("node", "global"):
+            raise InvalidSpecError(
+                "feature_sharding", "must be node or global", got=self.feature_sharding
+            )
+        if self.feature_location not in ("auto", "gpu", "host"):
+            raise InvalidSpecError(
+                "feature_location", "must be auto, gpu or host", got=self.feature_location
+            )
+        if self.model == "rgat":
+            pass
+        elif self.edge_list is None and (self.nodes is None or self.edges is None):
             raise InvalidSpecError(
                 "edges", "give --nodes and --edges, or --edge-list", fix="e.g. --nodes 1e6"
             )
@@ -94,6 +174,9 @@ class PredictGnnResult:
     halo_bytes_per_epoch: float | None
     notes: tuple[str, ...] = ()
     assumptions: dict[str, str] = field(default_factory=dict)
+    phases_s: dict[str, float] = field(default_factory=dict)
+    eval_step_time_s: float | None = None
+    validated: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +193,9 @@ class PredictGnnResult:
             "halo_bytes_per_epoch": self.halo_bytes_per_epoch,
             "notes": list(self.notes),
             "assumptions": dict(self.assumptions),
+            "phases_s": dict(self.phases_s),
+            "eval_step_time_s": self.eval_step_time_s,
+            "validated": self.validated,
         }
 
 
@@ -120,8 +206,10 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
     from gpucast.predict import gnn
 
     request = resolve(PredictGnnRequest, request, options)
+    if request.model in GAT_MODELS:
+        return _predict_gat(request)
     if request.model not in gnn.GNN_MODELS:
-        raise InvalidSpecError("model", "must be gcn or sage", got=request.model)
+        raise InvalidSpecError("model", "must be gcn, sage, gat or rgat", got=request.model)
     gpu = load_catalog().gpu(request.gpu)
     spec = gnn.GnnSpec(
         model=request.model,
@@ -183,5 +271,144 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
             "(hubs repeat more: an upper estimate); CPU sampling time not included",
             "validated": "not validated against GPU measurements (benchmarks/gnn_cpu.py checks "
             "the pricing on the CPU)",
+        },
+    )
+
+
+def _gat_graph(request: PredictGnnRequest) -> tuple[Any, list[str]]:
+    """The graph of a gat/rgat request and notes on where it came from."""
+    from gpucast.predict import gat
+
+    if request.model == "gat":
+        if request.edge_list is not None:
+            from gpucast.inputs.graph import read_edge_list
+
+            el = read_edge_list(
+                request.edge_list, nodes=request.nodes, allow_self_loops=request.allow_self_loops
+            )
+            graph = gat.HeteroGraph.homogeneous(
+                nodes=el.nodes, edges=len(el.src), feature_dim=request.feature_dim
+            )
+            return graph, el.notes()
+        assert request.nodes is not None and request.edges is not None
+        graph = gat.HeteroGraph.homogeneous(
+            nodes=request.nodes, edges=request.edges, feature_dim=request.feature_dim
+        )
+        return graph, []
+    if request.graph_stats is not None:
+        from gpucast.inputs.graph import read_graph_stats
+
+        graph = read_graph_stats(request.graph_stats)
+        notes = [f"graph statistics from {request.graph_stats}"]
+    else:
+        from gpucast.catalog.gnn_graphs import graph_stats
+
+        assert request.graph is not None
+        graph = graph_stats(request.graph)
+        notes = [f"graph {graph.name} from catalog/data/gnn_graphs.csv"]
+    if request.reverse_relations:
+        graph = graph.with_reverse()
+        notes.append(f"{len(graph.relations)} relations sampled (reverse directions added)")
+    return graph, notes
+
+
+def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
+    """One data-parallel GAT / R-GAT training step (module docstring)."""
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.validation import validation_for
+    from gpucast.domain.units import GIB
+    from gpucast.plan.inputs import PCIE_GBPS, intra_node_gbps
+    from gpucast.predict import gat
+    from gpucast.predict.comm import DEFAULT_HOP_LATENCY_S, hierarchical_collective_s
+
+    gpu = load_catalog().gpu(request.gpu)
+    graph, notes = _gat_graph(request)
+    assert request.batch is not None
+    spec = gat.GatSpec(
+        heads=request.heads,
+        hidden=request.hidden,
+        classes=request.classes,
+        layers=request.layers,
+        fanouts=request.fanouts,
+        batch=request.batch,
+        target=request.target,
+    )
+    feature_bytes = FEATURE_BYTES[request.feature_precision]
+    cost = gat.gat_cost(graph, spec, feature_bytes_per_value=feature_bytes)
+    total_features = graph.feature_bytes(feature_bytes)
+    per_node = min(request.gpus, request.gpus_per_node)
+    structure = graph.structure_bytes() / per_node  # the graph replicated per node
+    free = gpu.memory_gib * GIB * (1.0 - HBM_RESERVE_SHARE) - structure
+    placement = gat.place_features(
+        total_features, gpus=request.gpus, gpus_per_node=request.gpus_per_node,
+        free_bytes_per_gpu=free, location=request.feature_location,
+        sharding=request.feature_sharding,
+    )  # fmt: skip
+    tflops = gpu.peak_tflops("bf16") * FLOP_EFFICIENCY
+    hbm = gpu.memory_bandwidth_gbps * GATHER_EFFICIENCY
+    peer = intra_node_gbps(gpu) / 8.0 * GATHER_EFFICIENCY
+    pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0
+    network = NETWORK_GBPS_PER_GPU * GATHER_EFFICIENCY
+    params = spec.parameters(graph)
+    allreduce = float(
+        hierarchical_collective_s(
+            4.0 * params,
+            request.gpus,
+            request.gpus_per_node,
+            intra_node_gbps(gpu),
+            NETWORK_GBPS_PER_GPU * 8.0 * per_node,
+            DEFAULT_HOP_LATENCY_S,
+        )
+    )
+    step = gat.gat_step_time(
+        cost, placement, tflops=tflops, hbm_gbps=hbm, peer_gbps=peer, network_gbps=network,
+        host_gbps=pcie, allreduce_s=allreduce,
+    )  # fmt: skip
+    evaluation = gat.gat_step_time(
+        cost.forward_only(), placement, tflops=tflops, hbm_gbps=hbm, peer_gbps=peer,
+        network_gbps=network, host_gbps=pcie,
+    )  # fmt: skip
+    dense = cost.dense_s(tflops=tflops) + step.feature_fetch_s + allreduce
+    validation = validation_for("gnn-rgat", [gpu.name], "bf16", request.gpus)
+    nodes = int(graph.counts().sum())
+    edges = sum(r.edges for r in graph.relations)
+    return PredictGnnResult(
+        model=request.model,
+        gpu=gpu.name,
+        nodes=nodes,
+        edges=edges,
+        step_time_s=step.total_s,
+        dense_step_time_s=dense,
+        feature_fetch_s=step.feature_fetch_s,
+        nodes_per_hop=cost.nodes_per_hop,
+        halo_nodes=None,
+        halo_bytes_per_epoch=None,
+        notes=tuple(notes),
+        phases_s={
+            "compute_s": step.compute_s,
+            "feature_fetch_s": step.feature_fetch_s,
+            "allreduce_s": step.allreduce_s,
+        },
+        eval_step_time_s=evaluation.total_s,
+        validated=validation.text(),
+        assumptions={
+            "compute": f"matmuls at the slower of {FLOP_EFFICIENCY:.0%} of {gpu.name}'s BF16 "
+            f"peak and {GATHER_EFFICIENCY:.0%} of HBM; activations in 16 bits; x3 for "
+            "forward + backward (x2 for the first layer: no gradient for the input features)",
+            "attention": f"per edge: the message ({request.hidden} values) and "
+            f"{gat.SOFTMAX_PASSES} passes over {request.heads} logits, HBM-bound; "
+            f"sampling {gat.SAMPLE_BYTES_PER_EDGE:.0f} HBM bytes per sampled edge (on the GPU)",
+            "features": f"{total_features / 1e9:,.0f} GB of {request.feature_precision} "
+            f"features ({request.feature_location}, {request.feature_sharding} sharding): a "
+            "sampled row is in "
+            f"{placement.describe()}; links at {GATHER_EFFICIENCY:.0%} of NVLink "
+            f"{intra_node_gbps(gpu) / 8:.0f} GB/s, a {NETWORK_GBPS_PER_GPU * 8:.0f} Gbit/s NIC "
+            f"per GPU, PCIe {pcie:.0f} GB/s; {HBM_RESERVE_SHARE:.0%} of HBM and the graph "
+            "structure kept out of the feature store",
+            "sampling": "uniform draws for the distinct nodes per hop and type (hubs repeat "
+            "more: an upper estimate); fan-out capped by each relation's mean in-degree",
+            "gradients": f"{params / 1e6:.1f}M parameters all-reduced in fp32 each step "
+            "(NVLink in a node, the NICs across)",
+            "phases": "added, no overlap",
         },
     )

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.predict.gat import HeteroGraph
 
 _SPLIT = re.compile(r"[,\s]+")
 _FIX = "one edge per line: two integer node ids, e.g. '0 17'"
@@ -84,3 +85,22 @@ def read_edge_list(
         self_loops_skipped=0 if allow_self_loops else int(loops.sum()),
         out_of_range_skipped=int((~inside).sum()),
     )
+
+
+def read_graph_stats(path: Path | str) -> HeteroGraph:
+    """A user's heterogeneous graph statistics (``--graph-stats FILE``): one row per node type
+    (``kind=node``, ``count`` nodes, ``feature_dim``) or relation (``kind=relation``, ``src``,
+    ``dst``, ``count`` edges); a bad cell or a relation naming an unknown node type is one
+    :class:`DataFormatError` naming the file and line."""
+    from gpucast.catalog.gnn_graphs import GRAPH_COLUMNS, parse_graphs
+    from gpucast.store.files import read_input_text
+
+    text = read_input_text(
+        path, "graph-stats", fix="a CSV with columns kind,name,src,dst,count,feature_dim"
+    )
+    graphs = parse_graphs(text, str(path), required=GRAPH_COLUMNS, default_graph="graph")
+    if len(graphs) != 1:
+        raise DataFormatError(
+            str(path), f"expected one graph, found {len(graphs)}", fix="drop the graph column"
+        )
+    return next(iter(graphs.values()))

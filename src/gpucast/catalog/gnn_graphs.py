@@ -1,0 +1,142 @@
+"""Heterogeneous graphs by their statistics (``data/gnn_graphs.csv``) and GNN configurations
+(``data/gnn_models.csv``).
+
+Graph rows: ``graph``, ``kind`` (``node`` or ``relation``), ``name``; a node row has ``count``
+(nodes) and ``feature_dim``; a relation row has ``src`` and ``dst`` (node types) and ``count``
+(edges). Shipped rows carry ``source_url`` and ``as_of``. A user's own graph
+(``--graph-stats FILE``) uses the same columns; only ``kind``, ``name``, ``src``, ``dst``,
+``count`` and ``feature_dim`` are required there.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+
+from gpucast.catalog._csv import parse_int, read_rows, require_text
+from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownModelError
+from gpucast.predict.gat import HeteroGraph, NodeType, Relation
+
+GRAPH_COLUMNS = ("kind", "name", "src", "dst", "count", "feature_dim")
+CATALOG_COLUMNS = ("graph", *GRAPH_COLUMNS, "source_url", "as_of")
+MODEL_COLUMNS = (
+    "model", "graph", "target_type", "layers", "hidden", "heads", "fanouts", "classes",
+    "batch_per_gpu", "reverse_relations", "source_url", "as_of",
+)  # fmt: skip
+
+
+def parse_graphs(
+    text: str, path: str, *, required: tuple[str, ...] = CATALOG_COLUMNS, default_graph: str = ""
+) -> dict[str, HeteroGraph]:
+    """Graphs from CSV text; a malformed cell or an inconsistent graph names the file and line."""
+    nodes: dict[str, list[NodeType]] = {}
+    rels: dict[str, list[Relation]] = {}
+    last_line: dict[str, int] = {}
+    for line, row in read_rows(text, path, required):
+        graph = require_text(row.get("graph") or default_graph, path=path, line=line,
+                             column="graph")  # fmt: skip
+        kind = row["kind"].lower()
+        name = require_text(row["name"], path=path, line=line, column="name")
+        count = parse_int(row["count"], path=path, line=line, column="count",
+                          minimum=1 if kind == "node" else 0)  # fmt: skip
+        last_line[graph] = line
+        try:
+            if kind == "node":
+                dim = parse_int(row["feature_dim"], path=path, line=line, column="feature_dim",
+                                minimum=1)  # fmt: skip
+                nodes.setdefault(graph, []).append(
+                    NodeType(name=name, count=count, feature_dim=dim)
+                )
+            elif kind == "relation":
+                src = require_text(row["src"], path=path, line=line, column="src")
+                dst = require_text(row["dst"], path=path, line=line, column="dst")
+                rels.setdefault(graph, []).append(
+                    Relation(name=name, src=src, dst=dst, edges=count)
+                )
+            else:
+                raise DataFormatError(
+                    path, f"kind must be node or relation, got {row['kind']!r}", line=line,
+                    column="kind",
+                )  # fmt: skip
+        except InvalidSpecError as exc:
+            raise DataFormatError(path, exc.message, line=line) from exc
+    out: dict[str, HeteroGraph] = {}
+    for graph in sorted(set(nodes) | set(rels)):
+        try:
+            out[graph] = HeteroGraph(
+                name=graph,
+                node_types=tuple(nodes.get(graph, ())),
+                relations=tuple(rels.get(graph, ())),
+            )
+        except InvalidSpecError as exc:
+            raise DataFormatError(path, f"graph {graph}: {exc.message}",
+                                  line=last_line[graph], fix=exc.fix) from exc  # fmt: skip
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def load_graphs() -> dict[str, HeteroGraph]:
+    """The shipped graphs (cached)."""
+    text = resources.files("gpucast.catalog").joinpath("data", "gnn_graphs.csv")
+    return parse_graphs(text.read_text(encoding="utf-8"), "catalog/data/gnn_graphs.csv")
+
+
+def graph_stats(name: str) -> HeteroGraph:
+    """A shipped graph by name (case-insensitive)."""
+    graphs = load_graphs()
+    for key, g in graphs.items():
+        if key.lower() == name.lower():
+            return g
+    raise UnknownModelError(
+        name, sorted(graphs),
+        fix="pass --graph-stats FILE with columns kind,name,src,dst,count,feature_dim",
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GnnConfig:
+    """A published GNN training configuration (the MLPerf reference R-GAT)."""
+
+    model: str
+    graph: str
+    target_type: str
+    layers: int
+    hidden: int
+    heads: int
+    fanouts: tuple[int, ...]
+    classes: int
+    batch_per_gpu: int
+    reverse_relations: bool
+    source_url: str
+
+
+@functools.lru_cache(maxsize=1)
+def load_gnn_configs() -> dict[str, GnnConfig]:
+    """The shipped configurations (cached)."""
+    path = "catalog/data/gnn_models.csv"
+    text = resources.files("gpucast.catalog").joinpath("data", "gnn_models.csv")
+    out: dict[str, GnnConfig] = {}
+    for line, row in read_rows(text.read_text(encoding="utf-8"), path, MODEL_COLUMNS):
+
+        def num(column: str, _row: dict[str, str] = row, _line: int = line) -> int:
+            return parse_int(_row[column], path=path, line=_line, column=column, minimum=1)
+
+        fanouts = tuple(
+            parse_int(c, path=path, line=line, column="fanouts", minimum=1)
+            for c in row["fanouts"].split(";")
+        )
+        out[row["model"]] = GnnConfig(
+            model=row["model"],
+            graph=row["graph"],
+            target_type=row["target_type"],
+            layers=num("layers"),
+            hidden=num("hidden"),
+            heads=num("heads"),
+            fanouts=fanouts,
+            classes=num("classes"),
+            batch_per_gpu=num("batch_per_gpu"),
+            reverse_relations=row["reverse_relations"] == "1",
+            source_url=require_text(row["source_url"], path=path, line=line, column="source_url"),
+        )
+    return out

@@ -1,0 +1,419 @@
+"""GAT and R-GAT training steps priced from graph statistics (mini-batch, neighbour sampling).
+
+A GAT layer (Velickovic et al.) transforms the source and destination nodes per head (dense
+matmuls), computes one attention logit per edge and head (``E x heads`` gathers of the per-node
+halves ``a_src . W h_j`` and ``a_dst . W h_i``), normalises them with a softmax over each
+node's in-edges (a segment softmax: memory-bound passes over the ``E x heads`` logits) and sums
+the weighted messages (``E x hidden`` gathered values, memory-bound). ``hidden`` is the
+concatenated width: ``heads`` heads of ``hidden / heads`` units each.
+
+An R-GAT (relational GAT, Busbridge et al.; the MLPerf ``gnn`` model) runs one GAT per
+relation type of a heterogeneous graph and sums, per destination node type, the outputs of
+the relations into it. The graph is given by its statistics: node types (count, feature
+dimension) and relation types (source type, destination type, edges); a homogeneous GAT is
+the same with one node type and one relation.
+
+Mini-batch sampling (the only regime priced here -- full-graph GAT on graphs of this size
+does not fit a GPU): ``batch`` seeds of the target node type, then at hop ``l`` every node
+reached so far samples ``min(f_l, mean in-degree)`` in-neighbours per relation into its type;
+the distinct nodes per type follow from the draws as in :func:`gpucast.predict.gnn.sampled_nodes`
+(uniform draws: an upper estimate, hubs repeat more).
+
+:class:`GatCost` carries the work of one step: transform FLOPs, edge bytes (attention,
+softmax, aggregation), sampling bytes, the input features gathered, and the aggregation priced
+as a dense adjacency matmul (the gap a dense roofline would make). :func:`place_features`
+splits the feature gathers between this GPU's HBM, peers over NVLink, other nodes over the
+network and host memory over PCIe, from where the features are stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import numpy.typing as npt
+
+from gpucast.domain.errors import InvalidSpecError
+
+FloatArray = npt.NDArray[np.float64]
+#: Forward + backward: the backward pass moves and computes about twice the forward.
+TRAIN_FACTOR = 3.0
+#: HBM bytes per sampled edge: the neighbour's index (a 32-byte sector read at random) and its
+#: insertion into the hash table that de-duplicates the sampled nodes (another sector).
+SAMPLE_BYTES_PER_EDGE = 64.0
+#: Attention passes over the ``E x heads`` logits: gather both halves, exponentiate, sum per
+#: node, normalise.
+SOFTMAX_PASSES = 4
+MAX_LAYERS = 64
+
+
+def _count(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise InvalidSpecError(name, f"must be an integer >= {minimum}", got=value)
+    return int(value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeType:
+    """One node type: how many nodes and the width of their input features."""
+
+    name: str
+    count: int
+    feature_dim: int
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise InvalidSpecError("node type", "needs a name")
+        _count(f"nodes of {self.name}", self.count, 1)
+        _count(f"feature_dim of {self.name}", self.feature_dim, 1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Relation:
+    """One relation type: messages flow along ``edges`` edges from ``src`` to ``dst`` nodes."""
+
+    name: str
+    src: str
+    dst: str
+    edges: int
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise InvalidSpecError("relation", "needs a name")
+        _count(f"edges of {self.name}", self.edges, 0)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeteroGraph:
+    """A heterogeneous graph by its statistics."""
+
+    name: str
+    node_types: tuple[NodeType, ...]
+    relations: tuple[Relation, ...]
+
+    def __post_init__(self) -> None:
+        if not self.node_types:
+            raise InvalidSpecError("node types", "a graph needs at least one node type")
+        if not self.relations:
+            raise InvalidSpecError("relations", "a graph needs at least one relation")
+        names = [t.name for t in self.node_types]
+        if len(set(names)) != len(names):
+            raise InvalidSpecError("node types", "names must be distinct", got=names)
+        rels = [r.name for r in self.relations]
+        if len(set(rels)) != len(rels):
+            raise InvalidSpecError("relations", "names must be distinct", got=rels)
+        for r in self.relations:
+            for end in (r.src, r.dst):
+                if end not in names:
+                    raise InvalidSpecError(
+                        "relation",
+                        f"{r.name} names unknown node type {end!r}",
+                        fix=f"use one of {', '.join(names)}",
+                    )
+
+    @classmethod
+    def homogeneous(cls, *, nodes: int, edges: int, feature_dim: int) -> HeteroGraph:
+        """One node type and one relation (a plain GAT)."""
+        return cls(
+            name="graph",
+            node_types=(NodeType(name="node", count=nodes, feature_dim=feature_dim),),
+            relations=(Relation(name="edge", src="node", dst="node", edges=edges),),
+        )
+
+    def index(self, node_type: str) -> int:
+        for i, t in enumerate(self.node_types):
+            if t.name == node_type:
+                return i
+        raise InvalidSpecError(
+            "target",
+            f"unknown node type {node_type!r}",
+            fix=f"use one of {', '.join(t.name for t in self.node_types)}",
+        )
+
+    def with_reverse(self) -> HeteroGraph:
+        """Each relation also sampled backwards (``rev_<name>``), as the MLPerf reference
+        does; a relation within one node type gets both directions in itself (its edges
+        doubled), as the reference treats citations."""
+        rels: list[Relation] = []
+        for r in self.relations:
+            if r.src == r.dst:
+                rels.append(replace(r, edges=2 * r.edges))
+            else:
+                rels += [r, Relation(name=f"rev_{r.name}", src=r.dst, dst=r.src, edges=r.edges)]
+        return replace(self, relations=tuple(rels))
+
+    def counts(self) -> FloatArray:
+        return np.array([t.count for t in self.node_types], dtype=np.float64)
+
+    def feature_dims(self) -> FloatArray:
+        return np.array([t.feature_dim for t in self.node_types], dtype=np.float64)
+
+    def feature_bytes(self, bytes_per_value: float) -> float:
+        """All input features of the graph."""
+        return float((self.counts() * self.feature_dims()).sum() * bytes_per_value)
+
+    def structure_bytes(self) -> float:
+        """The sampled graph in CSC form: an int32 index per edge, an int64 pointer per node
+        and relation."""
+        return float(
+            sum(4.0 * r.edges + 8.0 * self.node_types[self.index(r.dst)].count
+                for r in self.relations)
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatSpec:
+    """A GAT / R-GAT: layers, concatenated width, heads, fan-outs and seeds per GPU."""
+
+    heads: int
+    hidden: int
+    classes: int
+    layers: int
+    fanouts: tuple[int, ...]
+    batch: int
+    target: str = ""
+    activation_bytes: int = 2
+
+    def __post_init__(self) -> None:
+        _count("heads", self.heads, 1)
+        _count("hidden", self.hidden, 1)
+        _count("classes", self.classes, 1)
+        _count("layers", self.layers, 1)
+        _count("batch", self.batch, 1)
+        _count("activation_bytes", self.activation_bytes, 1)
+        if self.layers > MAX_LAYERS:
+            raise InvalidSpecError("layers", f"must be <= {MAX_LAYERS}", got=self.layers)
+        if self.hidden < self.heads:
+            raise InvalidSpecError(
+                "hidden", f"must be >= heads ({self.heads}): it is heads x units per head",
+                got=self.hidden,
+            )  # fmt: skip
+        if len(self.fanouts) != self.layers:
+            raise InvalidSpecError(
+                "fanouts", f"needs one fan-out per layer ({self.layers})", got=self.fanouts,
+                fix="e.g. --fanouts 15,10,5",
+            )  # fmt: skip
+        for f in self.fanouts:
+            if isinstance(f, bool) or not isinstance(f, int | np.integer) or f < 1:
+                raise InvalidSpecError(
+                    "fanouts", "every fan-out must be an integer >= 1", got=self.fanouts,
+                    fix="e.g. --fanouts 15,10,5",
+                )  # fmt: skip
+
+    def parameters(self, graph: HeteroGraph) -> float:
+        """Trainable weights: per layer and relation a source and a destination transform and
+        the two attention vectors; the final linear layer on the target type."""
+        dims = graph.feature_dims()
+        total = 0.0
+        for layer in range(self.layers):
+            for r in graph.relations:
+                d_src = dims[graph.index(r.src)] if layer == 0 else self.hidden
+                d_dst = dims[graph.index(r.dst)] if layer == 0 else self.hidden
+                total += (d_src + d_dst) * self.hidden + 2 * self.hidden
+        return total + self.hidden * self.classes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatCost:
+    """Work of one step on one GPU."""
+
+    gemm_flops: tuple[float, ...]
+    gemm_bytes: tuple[float, ...]
+    edge_bytes: float
+    dense_aggregation_flops: float
+    sampling_bytes: float
+    feature_bytes: float
+    sampled_edges: float
+    nodes_per_hop: tuple[float, ...]
+    input_nodes: float
+    forward_share: tuple[float, ...] = ()
+
+    @property
+    def transform_flops(self) -> float:
+        return float(sum(self.gemm_flops))
+
+    def forward_only(self) -> GatCost:
+        """The same mini-batch without the backward pass (evaluation)."""
+        f = self.forward_share
+        return replace(
+            self,
+            gemm_flops=tuple(v * s for v, s in zip(self.gemm_flops, f, strict=True)),
+            gemm_bytes=tuple(v * s for v, s in zip(self.gemm_bytes, f, strict=True)),
+            edge_bytes=self.edge_bytes / TRAIN_FACTOR,
+            dense_aggregation_flops=self.dense_aggregation_flops / TRAIN_FACTOR,
+            forward_share=tuple(1.0 for _ in f),
+        )
+
+    def compute_s(self, *, tflops: float, hbm_gbps: float) -> float:
+        """Transforms (each matmul at the slower of its FLOPs and its bytes), attention and
+        aggregation (HBM-bound) and sampling (HBM-bound)."""
+        flops = np.asarray(self.gemm_flops) / (tflops * 1e12)
+        moved = np.asarray(self.gemm_bytes) / (hbm_gbps * 1e9)
+        gemm = float(np.maximum(flops, moved).sum())
+        return gemm + (self.edge_bytes + self.sampling_bytes) / (hbm_gbps * 1e9)
+
+    def dense_s(self, *, tflops: float) -> float:
+        """The aggregation priced as a dense adjacency matmul, plus the same transforms."""
+        return (self.transform_flops + self.dense_aggregation_flops) / (tflops * 1e12)
+
+
+def sampled_hetero(
+    graph: HeteroGraph, target: str, batch: int, fanouts: Sequence[int]
+) -> tuple[FloatArray, FloatArray]:
+    """Expected distinct nodes per type up to each hop (``(L+1, T)``, seeds first) and sampled
+    edges per hop and relation (``(L, R)``)."""
+    counts = graph.counts()
+    src = np.array([graph.index(r.src) for r in graph.relations])
+    dst = np.array([graph.index(r.dst) for r in graph.relations])
+    degree = np.array([r.edges for r in graph.relations], dtype=np.float64) / counts[dst]
+    n = np.zeros(len(counts))
+    n[graph.index(target)] = min(batch, counts[graph.index(target)])
+    draws = n.copy()
+    nodes = [n]
+    edges = []
+    for f in fanouts:
+        e = nodes[-1][dst] * np.minimum(float(f), degree)
+        draws = draws + np.bincount(src, weights=e, minlength=len(counts))
+        nodes.append(np.maximum(nodes[-1], counts * -np.expm1(-draws / counts)))
+        edges.append(e)
+    return np.array(nodes), np.array(edges).reshape(len(fanouts), len(graph.relations))
+
+
+def gat_cost(graph: HeteroGraph, spec: GatSpec, *, feature_bytes_per_value: float) -> GatCost:
+    """One training step of ``spec.batch`` seeds (module docstring)."""
+    target = spec.target or graph.node_types[0].name
+    nodes, edges = sampled_hetero(graph, target, spec.batch, spec.fanouts)
+    src = np.array([graph.index(r.src) for r in graph.relations])
+    dst = np.array([graph.index(r.dst) for r in graph.relations])
+    dims = graph.feature_dims()
+    h, b, L = float(spec.hidden), float(spec.activation_bytes), spec.layers
+    gemm_flops: list[float] = []
+    gemm_bytes: list[float] = []
+    share: list[float] = []
+    edge_bytes = dense = 0.0
+    for layer in range(L):
+        hop = L - layer  # the input layer consumes the outermost hop
+        n_src, n_dst, e = nodes[hop][src], nodes[hop - 1][dst], edges[hop - 1]
+        d_src = dims[src] if layer == 0 else np.full(len(src), h)
+        d_dst = dims[dst] if layer == 0 else np.full(len(dst), h)
+        # the input features need no gradient: the first layer's backward is the weights' only
+        factor = TRAIN_FACTOR - 1.0 if layer == 0 else TRAIN_FACTOR
+        for n, d in ((n_src, d_src), (n_dst, d_dst)):  # W_src, W_dst and the attention halves
+            gemm_flops += list(factor * 2.0 * n * (d + 1.0) * h)
+            gemm_bytes += list(factor * n * (d + h) * b)
+            share += [1.0 / factor] * len(n)
+        edge_bytes += TRAIN_FACTOR * float(
+            (e * (h + SOFTMAX_PASSES * spec.heads) * b + n_dst * h * b).sum()
+        )
+        dense += TRAIN_FACTOR * float((2.0 * n_dst * n_src * h).sum())
+    seeds = float(nodes[0].sum())
+    gemm_flops.append(TRAIN_FACTOR * 2.0 * seeds * h * spec.classes)
+    gemm_bytes.append(TRAIN_FACTOR * seeds * (h + spec.classes) * b)
+    share.append(1.0 / TRAIN_FACTOR)
+    sampled = float(edges.sum())
+    return GatCost(
+        gemm_flops=tuple(gemm_flops),
+        gemm_bytes=tuple(gemm_bytes),
+        edge_bytes=edge_bytes,
+        dense_aggregation_flops=dense,
+        sampling_bytes=sampled * SAMPLE_BYTES_PER_EDGE,
+        feature_bytes=float((nodes[-1] * dims).sum() * feature_bytes_per_value),
+        sampled_edges=sampled,
+        nodes_per_hop=tuple(float(v) for v in nodes.sum(axis=1)),
+        input_nodes=float(nodes[-1].sum()),
+        forward_share=tuple(share),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FeaturePlacement:
+    """Shares of one GPU's feature gathers by where the rows live (they sum to 1)."""
+
+    local: float
+    peers: float
+    network: float
+    host: float
+
+    def fetch_s(
+        self, data_bytes: float, *, hbm_gbps: float, peer_gbps: float, network_gbps: float,
+        host_gbps: float,
+    ) -> float:  # fmt: skip
+        """Seconds to gather ``data_bytes``, the parts one after another (GB/s each)."""
+        return data_bytes * (
+            self.local / hbm_gbps + self.peers / peer_gbps
+            + (self.network / network_gbps if self.network else 0.0)
+            + (self.host / host_gbps if self.host else 0.0)
+        ) / 1e9  # fmt: skip
+
+    def describe(self) -> str:
+        parts = [
+            (self.local, "this GPU's HBM"),
+            (self.peers, "other GPUs of the node (NVLink)"),
+            (self.network, "other nodes (network)"),
+            (self.host, "host memory (PCIe / UVM)"),
+        ]
+        return ", ".join(f"{s:.0%} {w}" for s, w in parts if s > 0.0005)
+
+
+def place_features(
+    total_bytes: float, *, gpus: int, gpus_per_node: int, free_bytes_per_gpu: float,
+    location: str = "auto", sharding: str = "node",
+) -> FeaturePlacement:  # fmt: skip
+    """Where a random sampled row lives. ``location`` ``gpu``: sharded evenly over GPU memory
+    (NVIDIA's WholeGraph), ``host``: all in host memory, ``auto``: as much as fits in
+    ``free_bytes_per_gpu`` on the GPUs of the shard, the rest in host memory. ``sharding``
+    ``node``: each node holds a copy over its own GPUs (no feature traffic between nodes);
+    ``global``: one copy over all GPUs (a row is on another node with share
+    ``(gpus - per_node) / gpus``)."""
+    _count("gpus", gpus, 1)
+    _count("gpus_per_node", gpus_per_node, 1)
+    if location not in ("auto", "gpu", "host"):
+        raise InvalidSpecError("feature_location", "must be auto, gpu or host", got=location)
+    if sharding not in ("node", "global"):
+        raise InvalidSpecError("feature_sharding", "must be node or global", got=sharding)
+    if location == "host":
+        return FeaturePlacement(local=0.0, peers=0.0, network=0.0, host=1.0)
+    per_node = min(gpus, gpus_per_node)
+    shard = per_node if sharding == "node" else gpus
+    on_gpu = 1.0
+    if location == "auto":
+        room = max(free_bytes_per_gpu, 0.0) * shard
+        on_gpu = 1.0 if total_bytes <= room else room / total_bytes
+    return FeaturePlacement(
+        local=on_gpu / shard,
+        peers=on_gpu * (per_node - 1) / shard,
+        network=on_gpu * (shard - per_node) / shard,
+        host=1.0 - on_gpu,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatStepTime:
+    """One training step on one GPU by phase (seconds, added: no overlap)."""
+
+    compute_s: float
+    feature_fetch_s: float
+    allreduce_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.compute_s + self.feature_fetch_s + self.allreduce_s
+
+
+def gat_step_time(
+    cost: GatCost, placement: FeaturePlacement, *, tflops: float, hbm_gbps: float,
+    peer_gbps: float, network_gbps: float, host_gbps: float, allreduce_s: float = 0.0,
+) -> GatStepTime:  # fmt: skip
+    """The step from its work, where the features live and the links (GB/s; TFLOP/s)."""
+    return GatStepTime(
+        compute_s=cost.compute_s(tflops=tflops, hbm_gbps=hbm_gbps),
+        feature_fetch_s=placement.fetch_s(
+            cost.feature_bytes,
+            hbm_gbps=hbm_gbps,
+            peer_gbps=peer_gbps,
+            network_gbps=network_gbps,
+            host_gbps=host_gbps,
+        ),
+        allreduce_s=allreduce_s,
+    )
