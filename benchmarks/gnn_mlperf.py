@@ -7,9 +7,10 @@ train as MLPerf scores it (mean of the runs without the fastest and the slowest)
 Prediction per system: ``gpucast predict gnn --model rgat --graph igbh-full`` with the MLPerf
 reference model (``catalog/data/gnn_models.csv``: 3 layers, hidden 512, 4 heads, fan-outs
 15,10,5, 2983 classes, reverse relations) at the system's seeds per GPU (global batch / GPUs)
-on its GPUs, features in FP8 placed in GPU memory as far as they fit (NVIDIA's submissions
-shard FP8 features over the GPUs' memory with WholeGraph; the rest in host memory), sharded
-per node except where the submission's configuration says global (Eos 64 nodes), times the
+on its GPUs, with the FP8 features where the submission's configuration puts them (host
+memory, read over PCIe, on the single-node H100 systems; sharded over GPU memory with
+WholeGraph on H200 and the multi-node systems: ``PLACEMENT``), gathered while the previous
+batch computes (``TRAIN_OVERLAP=1`` in every configuration), times the
 steps to target, plus evaluation: every 0.05 epoch the 788,380 validation seeds, forward only,
 at the same seeds per GPU.
 **Convergence assumption**: the samples to target are MLCommons' reference convergence points
@@ -41,10 +42,21 @@ from gpucast.catalog.gnn_graphs import load_gnn_configs
 from gpucast.store.datasets.mlperf import mlperf_systems, read_mlperf_runs
 
 TARGET = 0.20
-#: Feature sharding of the submissions whose configuration file was read
-#: (NVIDIA/benchmarks/gnn/implementations/dgl/config_*.sh in mlcommons/training_results_v4.0):
-#: DGXH200_1x8x2048 WG_SHARDING_PARTITION=node, DGXH100_64x8x512 global. Others: node.
-GLOBAL_SHARDING = {"NVIDIA/eos_n64_ngc24.04_dgl"}
+#: Where each submission keeps the features, from its configuration file in
+#: mlcommons/training_results_v4.0 @ 62f111b (benchmarks/gnn/implementations/dgl/config_*.sh:
+#: WG_SHARDING_LOCATION cpu = host memory, cuda = GPU memory; WG_SHARDING_PARTITION).
+#: Read: Dell config_XE8640x4H100-SXM-80GB (cpu), Supermicro
+#: config_SYS-421GE-TNHR2-LCC_1x8x2048 (cpu), NVIDIA config_DGXH200_1x8x2048 (cuda, node),
+#: config_DGXH100_8x8x1024 (ASUSTeK's copy; cuda, global), config_DGXH100_64x8x512 (cuda,
+#: global). The other single-node 8 x H100 systems run NVIDIA's implementation at the same
+#: batch; their configuration files are not in the index read, so they are assumed to be as
+#: Supermicro's (host memory).
+PLACEMENT = {
+    "NVIDIA/h200_ngc24.04_dgl": ("gpu", "node"),
+    "NVIDIA/eos_n8_ngc24.04_dgl": ("gpu", "global"),
+    "NVIDIA/eos_n64_ngc24.04_dgl": ("gpu", "global"),
+}
+DEFAULT_PLACEMENT = ("host", "node")
 #: Evaluation every 5% of an epoch on 788,380 validation seeds (reference README).
 EVAL_EVERY_EPOCHS = 0.05
 VALIDATION_SEEDS = 788_380
@@ -67,8 +79,8 @@ def predict_systems(path: Path) -> pd.DataFrame:
             layers=config.layers, classes=config.classes, target=config.target_type,
             reverse_relations=config.reverse_relations, gpus=gpus,
             gpus_per_node=int(s.accel_per_node), feature_precision="fp8",
-            feature_location="auto",
-            feature_sharding="global" if name in GLOBAL_SHARDING else "node",
+            feature_location=PLACEMENT.get(name, DEFAULT_PLACEMENT)[0],
+            feature_sharding=PLACEMENT.get(name, DEFAULT_PLACEMENT)[1],
         )  # fmt: skip
         target = mlperf_samples_to_target("gnn", batch)
         steps = target.samples_mean / batch
@@ -83,7 +95,9 @@ def predict_systems(path: Path) -> pd.DataFrame:
                 "n_gpus": gpus,
                 "batch": batch,
                 "step_ms": result.step_time_s * 1e3,
+                "compute_ms": result.phases_s["compute_s"] * 1e3,
                 "fetch_ms": result.feature_fetch_s * 1e3,
+                "features": PLACEMENT.get(name, DEFAULT_PLACEMENT)[0],
                 "epochs": target.mean_in_unit,
                 "raw_min": raw_s / 60.0,
                 "measured_min": float(s.minutes_score),

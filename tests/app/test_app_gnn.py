@@ -69,7 +69,7 @@ def test_bad_requests() -> None:
     ("args", "text"),
     [
         (["--nodes", "100", "--edges", "200", "--batch", "8", "--fanouts", "0,3"], "fan-out"),
-        (["--nodes", "100", "--edges", "200", "--model", "gat"], "gcn or sage"),
+        (["--nodes", "100", "--edges", "200", "--model", "gin"], "gcn, sage, gat or rgat"),
     ],
 )
 def test_cli_bad_input_exit_2(args: list[str], text: str) -> None:

@@ -95,6 +95,11 @@ class PredictGnnRequest:
         "(one copy over all GPUs: rows cross the network).",
     )
     gpus_per_node: int = option(8, help="gat/rgat: GPUs per node.")
+    overlap_fetch: bool = option(
+        True,
+        negative="no-overlap-fetch",
+        help="gat/rgat: gather the next batch's features while this one computes.",
+    )
     feature_precision: str = option(
         "fp16", help="gat/rgat: stored input features: fp32, fp16, bf16 or fp8.", example="fp8"
     )
@@ -347,7 +352,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
     tflops = gpu.peak_tflops("bf16") * FLOP_EFFICIENCY
     hbm = gpu.memory_bandwidth_gbps * GATHER_EFFICIENCY
     peer = intra_node_gbps(gpu) / 8.0 * GATHER_EFFICIENCY
-    pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0
+    pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0 * GATHER_EFFICIENCY
     network = NETWORK_GBPS_PER_GPU * GATHER_EFFICIENCY
     params = spec.parameters(graph)
     allreduce = float(
@@ -362,11 +367,11 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
     )
     step = gat.gat_step_time(
         cost, placement, tflops=tflops, hbm_gbps=hbm, peer_gbps=peer, network_gbps=network,
-        host_gbps=pcie, allreduce_s=allreduce,
+        host_gbps=pcie, allreduce_s=allreduce, overlap=request.overlap_fetch,
     )  # fmt: skip
     evaluation = gat.gat_step_time(
         cost.forward_only(), placement, tflops=tflops, hbm_gbps=hbm, peer_gbps=peer,
-        network_gbps=network, host_gbps=pcie,
+        network_gbps=network, host_gbps=pcie, overlap=request.overlap_fetch,
     )  # fmt: skip
     dense = cost.dense_s(tflops=tflops) + step.feature_fetch_s + allreduce
     validation = validation_for("gnn-rgat", [gpu.name], "bf16", request.gpus)
@@ -401,14 +406,18 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
             "features": f"{total_features / 1e9:,.0f} GB of {request.feature_precision} "
             f"features ({request.feature_location}, {request.feature_sharding} sharding): a "
             "sampled row is in "
-            f"{placement.describe()}; links at {GATHER_EFFICIENCY:.0%} of NVLink "
-            f"{intra_node_gbps(gpu) / 8:.0f} GB/s, a {NETWORK_GBPS_PER_GPU * 8:.0f} Gbit/s NIC "
-            f"per GPU, PCIe {pcie:.0f} GB/s; {HBM_RESERVE_SHARE:.0%} of HBM and the graph "
-            "structure kept out of the feature store",
+            f"{placement.describe()}; random rows at {GATHER_EFFICIENCY:.0%} of each link "
+            f"(NVLink {intra_node_gbps(gpu) / 8:.0f} GB/s, a {NETWORK_GBPS_PER_GPU * 8:.0f} "
+            f"Gbit/s NIC per GPU, PCIe {pcie / GATHER_EFFICIENCY:.0f} GB/s); "
+            f"{HBM_RESERVE_SHARE:.0%} of HBM and the graph structure kept out of the feature "
+            "store",
             "sampling": "uniform draws for the distinct nodes per hop and type (hubs repeat "
             "more: an upper estimate); fan-out capped by each relation's mean in-degree",
             "gradients": f"{params / 1e6:.1f}M parameters all-reduced in fp32 each step "
             "(NVLink in a node, the NICs across)",
-            "phases": "added, no overlap",
+            "phases": "feature gathers overlapped with compute (the slower counts), the "
+            "all-reduce added"
+            if request.overlap_fetch
+            else "added, no overlap",
         },
     )

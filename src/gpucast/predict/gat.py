@@ -390,20 +390,26 @@ def place_features(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GatStepTime:
-    """One training step on one GPU by phase (seconds, added: no overlap)."""
+    """One training step on one GPU by phase (seconds). With ``overlap`` the next batch's
+    features are gathered while this one computes (NVIDIA's ``TRAIN_OVERLAP``): the slower of
+    the two counts; without, they add. The gradient all-reduce is added either way."""
 
     compute_s: float
     feature_fetch_s: float
     allreduce_s: float
+    overlap: bool = True
 
     @property
     def total_s(self) -> float:
+        if self.overlap:
+            return max(self.compute_s, self.feature_fetch_s) + self.allreduce_s
         return self.compute_s + self.feature_fetch_s + self.allreduce_s
 
 
 def gat_step_time(
     cost: GatCost, placement: FeaturePlacement, *, tflops: float, hbm_gbps: float,
     peer_gbps: float, network_gbps: float, host_gbps: float, allreduce_s: float = 0.0,
+    overlap: bool = True,
 ) -> GatStepTime:  # fmt: skip
     """The step from its work, where the features live and the links (GB/s; TFLOP/s)."""
     return GatStepTime(
@@ -416,4 +422,5 @@ def gat_step_time(
             host_gbps=host_gbps,
         ),
         allreduce_s=allreduce_s,
+        overlap=overlap,
     )
