@@ -349,6 +349,13 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
         free_bytes_per_gpu=free, location=request.feature_location,
         sharding=request.feature_sharding,
     )  # fmt: skip
+    shard = per_node if request.feature_sharding == "node" else request.gpus
+    if request.feature_location == "gpu" and total_features > max(free, 0.0) * shard:
+        notes.append(
+            f"the {total_features / 1e9:,.0f} GB of features do not fit the "
+            f"{max(free, 0.0) * shard / 1e9:,.0f} GB left on the {shard} GPUs sharing them "
+            "(--feature-location auto spills the rest to host memory)"
+        )
     tflops = gpu.peak_tflops("bf16") * FLOP_EFFICIENCY
     hbm = gpu.memory_bandwidth_gbps * GATHER_EFFICIENCY
     peer = intra_node_gbps(gpu) / 8.0 * GATHER_EFFICIENCY
@@ -374,7 +381,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
         network_gbps=network, host_gbps=pcie, overlap=request.overlap_fetch,
     )  # fmt: skip
     dense = cost.dense_s(tflops=tflops) + step.feature_fetch_s + allreduce
-    validation = validation_for("gnn-rgat", [gpu.name], "bf16", request.gpus)
+    validation = validation_for(f"gnn-{request.model}", [gpu.name], "bf16", request.gpus)
     nodes = int(graph.counts().sum())
     edges = sum(r.edges for r in graph.relations)
     return PredictGnnResult(

@@ -70,8 +70,10 @@ def parse_graphs(
                 relations=tuple(rels.get(graph, ())),
             )
         except InvalidSpecError as exc:
-            raise DataFormatError(path, f"graph {graph}: {exc.message}",
-                                  line=last_line[graph], fix=exc.fix) from exc  # fmt: skip
+            prefix = "" if graph == default_graph else f"graph {graph}: "
+            raise DataFormatError(
+                path, prefix + exc.message, line=last_line[graph], fix=exc.fix
+            ) from exc
     return out
 
 

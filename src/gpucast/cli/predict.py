@@ -243,8 +243,9 @@ def gnn(
     request: PredictGnnRequest,
     json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
 ) -> None:
-    """Predict one GCN / GraphSAGE training step (full graph or sampled mini-batch) with
-    sparse aggregation, against a dense-adjacency pricing; halo bytes of a METIS partition."""
+    """Predict one GCN / GraphSAGE (full graph or mini-batch) or GAT / R-GAT (mini-batch)
+    training step with sparse aggregation, against a dense-adjacency pricing; halo bytes of a
+    METIS partition."""
     from gpucast.app import predict_gnn
 
     result = predict_gnn(request)
@@ -270,7 +271,18 @@ def gnn(
             f"{result.halo_bytes_per_epoch / 2**30:.3g} GiB across parts per epoch",
             highlight=False,
         )
+    if result.phases_s:
+        phases = ", ".join(f"{k.removesuffix('_s')} {v * 1e3:.3g} ms" for k, v in
+                           result.phases_s.items())  # fmt: skip
+        console.print(f"  per GPU: {phases}", highlight=False)
+    if result.eval_step_time_s is not None:
+        console.print(
+            f"  evaluation step (forward only): {result.eval_step_time_s * 1e3:.3g} ms",
+            highlight=False,
+        )
     for note in result.notes:
         console.print(f"  {note}", highlight=False)
     for name, value in result.assumptions.items():
         console.print(f"  assumption {name}: {value}", highlight=False)
+    if result.validated:
+        console.print(f"  validated: {result.validated}", highlight=False)
