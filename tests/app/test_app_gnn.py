@@ -76,3 +76,114 @@ def test_cli_bad_input_exit_2(args: list[str], text: str) -> None:
     result = CliRunner().invoke(app, ["predict", "gnn", "--gpu", "A100-80GB", *args])
     assert result.exit_code == 2, result.output
     assert text in result.output
+
+
+RGAT_MLPERF = {
+    "model": "rgat", "graph": "igbh-full", "batch": 2048, "fanouts": (15, 10, 5), "hidden": 512,
+    "heads": 4, "layers": 3, "classes": 2983, "gpus": 8, "feature_precision": "fp8",
+}  # fmt: skip
+
+
+def test_rgat_on_igbh_names_its_assumptions_and_validation() -> None:
+    r = gpucast.predict_gnn(gpu="H100-SXM", feature_location="host", **RGAT_MLPERF)
+    assert r.model == "rgat" and r.nodes == 547_360_534
+    assert r.nodes_per_hop[0] == 2048 and len(r.nodes_per_hop) == 4
+    assert r.dense_step_time_s > 100 * r.step_time_s
+    assert "100% host memory" in r.assumptions["features"]
+    assert r.eval_step_time_s is not None and r.eval_step_time_s < r.step_time_s
+    assert "gnn-rgat" in r.validated or "median" in r.validated
+    on_gpu = gpucast.predict_gnn(gpu="H200", feature_location="gpu", **RGAT_MLPERF)
+    assert on_gpu.feature_fetch_s < r.feature_fetch_s / 5
+    assert on_gpu.step_time_s < r.step_time_s
+
+
+def test_rgat_more_heads_more_time_and_gpu_sharding() -> None:
+    base = {**RGAT_MLPERF, "feature_location": "gpu"}
+    few = gpucast.predict_gnn(gpu="H200", **{**base, "heads": 1})
+    many = gpucast.predict_gnn(gpu="H200", **{**base, "heads": 16})
+    assert many.phases_s["compute_s"] > few.phases_s["compute_s"]
+    node = gpucast.predict_gnn(gpu="H100-SXM", **{**base, "gpus": 64, "batch": 1024})
+    spread = gpucast.predict_gnn(
+        gpu="H100-SXM", **{**base, "gpus": 64, "batch": 1024, "feature_sharding": "global"}
+    )
+    assert spread.feature_fetch_s > 3 * node.feature_fetch_s  # rows cross the network
+    fp16 = gpucast.predict_gnn(gpu="H100-SXM", **{**base, "feature_precision": "fp16"})
+    assert any("do not fit" in n for n in fp16.notes)  # 1,121 GB on 8 x 80 GB
+
+
+def test_gat_homogeneous_and_graph_stats_file(tmp_path: Path) -> None:
+    g = gpucast.predict_gnn(
+        model="gat", gpu="A100-80GB", nodes=100_000, edges=2_000_000, batch=1024, fanouts=(10, 5)
+    )
+    sage = gpucast.predict_gnn(
+        model="sage", gpu="A100-80GB", nodes=100_000, edges=2_000_000, batch=1024,
+        fanouts=(10, 5),
+    )  # fmt: skip
+    assert g.model == "gat" and g.nodes_per_hop == pytest.approx(sage.nodes_per_hop)
+    path = tmp_path / "graph.csv"
+    path.write_text(
+        "kind,name,src,dst,count,feature_dim\nnode,user,,,1000,32\nnode,item,,,500,16\n"
+        "relation,buys,user,item,8000,\n"
+    )
+    r = gpucast.predict_gnn(
+        model="rgat", graph_stats=path, gpu="A100-80GB", batch=64, fanouts=(5, 5), target="item"
+    )
+    assert r.nodes == 1500 and r.edges == 16_000  # buys and rev_buys
+    one_way = gpucast.predict_gnn(
+        model="rgat", graph_stats=path, gpu="A100-80GB", batch=64, fanouts=(5, 5),
+        target="item", reverse_relations=False,
+    )  # fmt: skip
+    assert one_way.edges == 8000
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (["--model", "rgat", "--graph", "igbh-full", "--batch", "8", "--fanouts", "2,2",
+          "--heads", "0"], "heads: must be an integer >= 1"),
+        (["--model", "rgat", "--graph", "no-such-graph", "--batch", "8", "--fanouts", "2,2"],
+         "no-such-graph"),
+        (["--model", "rgat", "--batch", "8", "--fanouts", "2,2"], "--graph NAME or"),
+        (["--model", "rgat", "--graph", "igbh-full", "--batch", "8", "--fanouts", "2,2",
+          "--target", "venue"], "target: unknown node type 'venue'"),
+        (["--model", "rgat", "--graph", "igbh-full", "--batch", "8", "--fanouts", "2,2",
+          "--feature-precision", "fp4"], "feature_precision"),
+        (["--model", "gat", "--nodes", "100", "--edges", "200"], "mini-batch"),
+        (["--nodes", "100", "--edges", "200", "--graph", "igbh-full"], "for --model rgat"),
+    ],
+)  # fmt: skip
+def test_rgat_cli_bad_input_exit_2(args: list[str], text: str) -> None:
+    result = CliRunner().invoke(app, ["predict", "gnn", "--gpu", "H100-SXM", *args])
+    assert result.exit_code == 2, result.output
+    assert text in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("body", "text"),
+    [
+        ("node,a,,,100,8\nrelation,r,a,b,10,\n", "unknown node type 'b'"),
+        ("node,a,,,-100,8\nrelation,r,a,a,10,\n", "line 2, column 'count'"),
+        ("node,a,,,100,8\nrelation,r,a,a,-3,\n", "line 3, column 'count'"),
+        ("node,a,,,100,8\nedge,r,a,a,3,\n", "kind must be node or relation"),
+    ],
+)
+def test_graph_stats_file_bad_input(tmp_path: Path, body: str, text: str) -> None:
+    path = tmp_path / "g.csv"
+    path.write_text("kind,name,src,dst,count,feature_dim\n" + body)
+    result = CliRunner().invoke(
+        app, ["predict", "gnn", "--gpu", "H100-SXM", "--model", "rgat", "--graph-stats",
+              str(path), "--batch", "8", "--fanouts", "2,2"],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert text in result.output and "\n" not in result.output.strip()
+
+
+def test_rgat_cli_renders() -> None:
+    result = CliRunner().invoke(
+        app, ["predict", "gnn", "--gpu", "H200", "--model", "rgat", "--graph", "igbh-full",
+              "--batch", "2048", "--fanouts", "15,10,5", "--layers", "3", "--hidden", "512",
+              "--gpus", "8", "--feature-precision", "fp8", "--feature-location", "gpu"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "rgat on H200" in result.output and "evaluation step" in result.output
+    assert "assumption features" in result.output and "validated:" in result.output

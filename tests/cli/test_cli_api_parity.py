@@ -345,6 +345,16 @@ CASES = [
         ),
     ),
     Case(
+        "predict_gnn",
+        lambda t: ["predict", "gnn", "--model", "rgat", "--graph", "igbh-full", "--gpu",
+                   "H200", "--batch", "2048", "--fanouts", "15,10,5", "--layers", "3",
+                   "--hidden", "512", "--gpus", "8", "--feature-precision", "fp8"],
+        lambda t: gpucast.predict_gnn(
+            model="rgat", graph="igbh-full", gpu="H200", batch=2048, fanouts=(15, 10, 5),
+            layers=3, hidden=512, gpus=8, feature_precision="fp8",
+        ),
+    ),
+    Case(
         "plan_embeddings",
         lambda t: ["plan", "embeddings", "--model", "dlrm-dcnv2", "--gpu", "A100-80GB",
                    "--gpus", "8"],
@@ -711,6 +721,15 @@ BAD = [
      lambda: gpucast.predict_coldstart("mlp", gpu="T4", storage="floppy")),
     (["measure", "coldstart", "mlp", "--batch-size", "0"],
      lambda: gpucast.measure_coldstart("mlp", batch_size=0)),
+    # GAT / R-GAT (#17)
+    (["predict", "gnn", "--model", "rgat", "--graph", "igbh-full", "--gpu", "H200", "--batch",
+      "8", "--fanouts", "2,2", "--heads", "0"],
+     lambda: gpucast.predict_gnn(model="rgat", graph="igbh-full", gpu="H200", batch=8,
+                                 fanouts=(2, 2), heads=0)),
+    (["predict", "gnn", "--model", "rgat", "--graph", "igbh-full", "--gpu", "H200", "--batch",
+      "8", "--fanouts", "2,2", "--target", "venue"],
+     lambda: gpucast.predict_gnn(model="rgat", graph="igbh-full", gpu="H200", batch=8,
+                                 fanouts=(2, 2), target="venue")),
     # sharing GPUs (#18)
     (["catalog", "mig", "--gpu", "A100-40GB", "--layout", "4g.20gb,3g.20gb,1g.5gb"],
      lambda: gpucast.catalog_mig(gpu="A100-40GB", layout=["4g.20gb", "3g.20gb", "1g.5gb"])),

@@ -1,0 +1,50 @@
+"""Graph statistics and GNN configurations in the catalog: strict parsing, sources per row."""
+
+from __future__ import annotations
+
+import csv
+from importlib import resources
+
+import pytest
+
+from gpucast.catalog.gnn_graphs import graph_stats, load_gnn_configs, parse_graphs
+from gpucast.domain.errors import DataFormatError, UnknownModelError
+
+
+def _rows(name: str) -> list[dict[str, str]]:
+    text = resources.files("gpucast.catalog").joinpath("data", name).read_text(encoding="utf-8")
+    return list(csv.DictReader(text.splitlines()))
+
+
+@pytest.mark.parametrize("name", ["gnn_graphs.csv", "gnn_models.csv"])
+def test_every_row_has_a_source_and_a_date(name: str) -> None:
+    for row in _rows(name):
+        assert row["source_url"].startswith("https://github.com/") and row["as_of"]
+
+
+def test_shipped_graph_and_config() -> None:
+    g = graph_stats("igbh-full")
+    assert [t.name for t in g.node_types][:2] == ["paper", "author"]
+    assert {r.name for r in g.relations} == {"cites", "written_by", "topic", "affiliated_to"}
+    assert load_gnn_configs()["rgat-mlperf"].classes == 2983
+    with pytest.raises(UnknownModelError, match="igbh-full"):
+        graph_stats("ogbn-papers100m")
+
+
+HEADER = "graph,kind,name,src,dst,count,feature_dim,source_url,as_of\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        ("g,node,a,,,x,8,u,2026-01-01\n", "line 2, column 'count'"),
+        ("g,node,a,,,10,0,u,2026-01-01\n", "line 2, column 'feature_dim'"),
+        ("g,node,a,,,10,8,u,2026-01-01\ng,relation,r,a,c,5,,u,2026-01-01\n", "line 3"),
+        ("g,node,a,,,10,8,u,2026-01-01\ng,relation,r,a,,5,,u,2026-01-01\n", "column 'dst'"),
+        ("g,node,a,,,10,8,u,2026-01-01\n", "at least one relation"),
+    ],
+)
+def test_malformed_rows_name_file_and_line(body: str, where: str) -> None:
+    with pytest.raises(DataFormatError) as caught:
+        parse_graphs(HEADER + body, "graphs.csv")
+    assert "graphs.csv" in str(caught.value) and where in str(caught.value)

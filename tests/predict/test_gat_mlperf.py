@@ -1,0 +1,33 @@
+"""The MLPerf R-GAT benchmark's core (benchmarks/gnn_mlperf.py) on the published results."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+
+def _bench() -> ModuleType:
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gnn_mlperf.py"
+    spec = importlib.util.spec_from_file_location("gnn_mlperf", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_leave_one_system_out_on_mlperf_v4(shared_data: Path) -> None:
+    table = _bench().predict_systems(shared_data / "mlperf_training_v4.0" / "training_v4.0.csv")
+    assert len(table) == 11 and set(table.n_gpus) == {4, 8, 64, 512}
+    # each factor is fitted without its own system: the product of all ratios checks that
+    log_ratio = np.log(table.measured_min / table.raw_min)
+    for i, factor in enumerate(table.factor):
+        rest = (log_ratio.sum() - log_ratio[i]) / (len(table) - 1)
+        assert np.isclose(np.log(factor), rest)
+    err = table.error.abs()
+    assert err.median() <= 0.20  # the issue's target, met at the median
+    h200 = table[table.gpus.str.contains("H200")].iloc[0]
+    h100 = table[table.system == "NVIDIA/eos_ngc24.04_dgl"].iloc[0]
+    assert h200.raw_min < h100.raw_min  # features in HBM vs host memory: H200 is faster
