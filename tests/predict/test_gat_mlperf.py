@@ -7,6 +7,7 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+import pytest
 
 
 def _bench() -> ModuleType:
@@ -18,6 +19,7 @@ def _bench() -> ModuleType:
     return module
 
 
+@pytest.mark.shared_data
 def test_leave_one_system_out_on_mlperf_v4(shared_data: Path) -> None:
     table = _bench().predict_systems(shared_data / "mlperf_training_v4.0" / "training_v4.0.csv")
     assert len(table) == 11 and set(table.n_gpus) == {4, 8, 64, 512}
