@@ -150,6 +150,10 @@ def test_gat_homogeneous_and_graph_stats_file(tmp_path: Path) -> None:
           "--feature-precision", "fp4"], "feature_precision"),
         (["--model", "gat", "--nodes", "100", "--edges", "200"], "mini-batch"),
         (["--nodes", "100", "--edges", "200", "--graph", "igbh-full"], "for --model rgat"),
+        (["--model", "rgat", "--graph", "igbh-full", "--nodes", "100", "--batch", "8",
+          "--fanouts", "2,2"], "not --nodes"),
+        (["--model", "gat", "--nodes", "100", "--edges", "200", "--batch", "8", "--fanouts",
+          "2,2", "--parts", "2"], "gcn and sage only"),
     ],
 )  # fmt: skip
 def test_rgat_cli_bad_input_exit_2(args: list[str], text: str) -> None:

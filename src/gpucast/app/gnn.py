@@ -116,6 +116,15 @@ class PredictGnnRequest:
                 raise InvalidSpecError(name, "must be an integer >= 1", got=value)
         if self.parts is not None and self.parts > MAX_PARTS:
             raise InvalidSpecError("parts", f"must be <= {MAX_PARTS}", got=self.parts)
+        if self.model in GAT_MODELS and self.parts is not None:
+            raise InvalidSpecError("parts", "partitioning is priced for gcn and sage only")
+        if self.model == "rgat" and (
+            self.nodes is not None or self.edges is not None or self.edge_list is not None
+        ):
+            raise InvalidSpecError(
+                "graph", "rgat takes its graph from --graph or --graph-stats, not --nodes, "
+                "--edges or --edge-list",
+            )  # fmt: skip
         if self.model == "rgat":
             if (self.graph is None) == (self.graph_stats is None):
                 raise InvalidSpecError(
