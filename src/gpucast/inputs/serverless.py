@@ -95,16 +95,19 @@ def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
 
 def synthetic_trace(n_functions: int, *, minutes: int, seed: int) -> ServerlessTrace:
     """``n_functions`` generated functions (Shahrad et al. ATC'20 characteristics)."""
+    from gpucast.catalog.faas import load_faas_mix
     from gpucast.simulate.faas_workload import generate_faas_workload
 
-    work = generate_faas_workload(n_functions, np.random.default_rng(seed), minutes=minutes)
+    work = generate_faas_workload(
+        n_functions, np.random.default_rng(seed), mix=load_faas_mix(), minutes=minutes
+    )
     return ServerlessTrace(
         counts=work.counts,
         names=tuple(f"f{i}" for i in range(n_functions)),
         duration_s=work.duration_s,
         source=f"synthetic: {n_functions} functions over {minutes} minutes, seed {seed} "
-        "(invocation-frequency mix, triggers, inter-arrival CVs and durations of Shahrad et "
-        "al. ATC'20)",
+        "(invocation-frequency mix, triggers, inter-arrival patterns and durations of Shahrad "
+        "et al. ATC'20: catalog/data/faas_workload.csv)",
     )
 
 
