@@ -443,6 +443,12 @@ COMMANDS: tuple[Command, ...] = (
         ("--synthetic", "20", "--minutes", "120", "--models", "mlp", "--gpu", "T4"),
         "gpucast.app.serverless:SimulateServerlessRequest",
     ),
+    # plan serverless (issue #19, items 3-5)
+    Command(
+        ("plan", "serverless"),
+        ("--synthetic", "20", "--minutes", "120", "--models", "mlp", "--gpu", "T4"),
+        "gpucast.app.serverless:PlanServerlessRequest",
+    ),
     Command(
         ("measure", "coldstart"), ("--device", "cpu", "--steady-runs", "2", "--no-save"),
         "gpucast.app.coldstart:MeasureColdstartRequest", positional="mlp",

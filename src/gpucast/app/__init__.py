@@ -70,6 +70,7 @@ VERBS: dict[str, str] = {
     "measure_coldstart": "coldstart",
     "predict_coldstart": "coldstart",
     "simulate_serverless": "serverless",
+    "plan_serverless": "serverless",
 }
 
 __all__ = sorted(VERBS)
