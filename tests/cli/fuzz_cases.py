@@ -450,6 +450,10 @@ COMMANDS: tuple[Command, ...] = (
         "gpucast.app.serverless:PlanServerlessRequest",
     ),
     Command(
+        ("simulate", "kaas"), ("--models", "mlp", "--rate", "5", "--duration-s", "1"),
+        "gpucast.app.kaas:SimulateKaasRequest",
+    ),
+    Command(
         ("measure", "coldstart"), ("--device", "cpu", "--steady-runs", "2", "--no-save"),
         "gpucast.app.coldstart:MeasureColdstartRequest", positional="mlp",
     ),

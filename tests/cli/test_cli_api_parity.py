@@ -556,6 +556,14 @@ CASES = [
         ),
     ),
     Case(
+        "simulate_kaas",
+        lambda t: ["simulate", "kaas", "--models", "mlp,resnet18", "--rate", "10",
+                   "--pool-gpus", "1", "--duration-s", "2"],
+        lambda t: gpucast.simulate_kaas(
+            models=["mlp", "resnet18"], rate=10, pool_gpus=1, duration_s=2
+        ),
+    ),
+    Case(
         "predict_coldstart",
         lambda t: ["predict", "coldstart", "resnet18", "--gpu", "T4", "--storage", "s3",
                    "--network-gbps", "10"],
@@ -725,6 +733,7 @@ BAD = [
      lambda: gpucast.plan_serverless(synthetic=10, policies=["fixed:-5m"])),
     (["plan", "serverless", "--synthetic", "10", "--max-utilisation", "0"],
      lambda: gpucast.plan_serverless(synthetic=10, max_utilisation=0)),
+    (["simulate", "kaas", "--pool-gpus", "0"], lambda: gpucast.simulate_kaas(pool_gpus=0)),
     (["predict", "coldstart", "mlp", "--gpu", "T4", "--storage", "floppy"],
      lambda: gpucast.predict_coldstart("mlp", gpu="T4", storage="floppy")),
     (["measure", "coldstart", "mlp", "--batch-size", "0"],

@@ -92,3 +92,32 @@ def test_plan_serverless_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
         assert result.exit_code == 2, result.output
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and says in lines[0], lines
+
+
+def test_simulate_kaas_text_and_json() -> None:
+    argv = ["simulate", "kaas", "--models", "mlp,resnet18", "--rate", "20", "--pool-gpus", "1",
+            "--duration-s", "2"]  # fmt: skip
+    text = runner.invoke(app, argv)
+    assert text.exit_code == 0, text.output
+    assert "dedicated" in text.stdout and "kernel" in text.stdout
+    out = runner.invoke(app, [*argv, "--json"])
+    assert out.exit_code == 0, out.output
+    d = json.loads(out.stdout)
+    assert set(d["sharing"]) == {"dedicated", "function", "kernel"}
+    assert d["sharing"]["dedicated"]["gpus"] == 2
+    assert d["sharing"]["kernel"]["kernels"] > d["sharing"]["function"]["kernels"]
+
+
+def test_simulate_kaas_bad_input_is_one_line_exit_2() -> None:
+    cases = [
+        (["--rate", "-1"], "rate"),
+        (["--pool-gpus", "0"], "pool-gpus"),
+        (["--dispatch-us", "nan"], "dispatch-us"),
+        (["--models", "no-such-model"], "no-such-model"),
+        (["--gpu", "T5"], "T5"),
+    ]
+    for extra, says in cases:
+        result = runner.invoke(app, ["simulate", "kaas", "--duration-s", "1", *extra])
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0], lines

@@ -71,6 +71,7 @@ VERBS: dict[str, str] = {
     "predict_coldstart": "coldstart",
     "simulate_serverless": "serverless",
     "plan_serverless": "serverless",
+    "simulate_kaas": "kaas",
 }
 
 __all__ = sorted(VERBS)

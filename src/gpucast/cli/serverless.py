@@ -1,5 +1,5 @@
-"""`gpucast simulate serverless`, `gpucast plan serverless`, `gpucast measure coldstart`,
-`gpucast predict coldstart`.
+"""`gpucast simulate serverless`, `gpucast simulate kaas`, `gpucast plan serverless`,
+`gpucast measure coldstart`, `gpucast predict coldstart`.
 
 The flags are the fields of :class:`gpucast.app.serverless.SimulateServerlessRequest`,
 :class:`gpucast.app.coldstart.MeasureColdstartRequest` and
@@ -13,6 +13,7 @@ from __future__ import annotations
 import typer
 
 from gpucast.app.coldstart import MeasureColdstartRequest, PredictColdstartRequest
+from gpucast.app.kaas import SimulateKaasRequest
 from gpucast.app.serverless import PlanServerlessRequest, SimulateServerlessRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
@@ -114,6 +115,40 @@ def plan_command(
         _say(f"  assumption {key}: {value}")
     for w in d["warnings"]:
         _say(f"  warning: {w}")
+
+
+@request_command(SimulateKaasRequest)
+def kaas_command(
+    ctx: typer.Context,
+    request: SimulateKaasRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Kernel-as-a-Service: functions as sequences of their profiled kernels sharing a GPU
+    pool per kernel, vs per invocation, vs one GPU per function (latency, throughput)."""
+    from gpucast.app import simulate_kaas
+
+    with working("simulating kernel-level sharing"):
+        result = simulate_kaas(request)
+    d = result.to_dict()
+    if json_out:
+        emit_json(d)
+        return
+    _say(f"{', '.join(d['models'])} on {d['gpu']}")
+    _say(f"  {'sharing':<12}{'GPUs':>6}{'calls':>9}{'kernels':>10}{'p50 ms':>10}{'p99 ms':>10}"
+         f"{'calls/s':>10}{'util':>7}")  # fmt: skip
+    for name, r in d["sharing"].items():
+        lat = r["latency_s"]
+        _say(
+            f"  {name:<12}{r['gpus']:>6}{r['invocations']:>9,}{r['kernels']:>10,}"
+            f"{lat['p50'] * 1e3:>10.2f}{lat['p99'] * 1e3:>10.2f}{r['throughput_per_s']:>10.1f}"
+            f"{r['utilisation']:>7.0%}"
+        )
+        for model, f in r["per_function"].items():
+            _say(f"    {model:<20} p50 {f['p50_s'] * 1e3:.2f} ms, p99 {f['p99_s'] * 1e3:.2f} ms")
+    for key, value in d["sources"].items():
+        _say(f"  {key}: {value}")
+    for key, value in d["assumptions"].items():
+        _say(f"  assumption {key}: {value}")
 
 
 @request_command(MeasureColdstartRequest)

@@ -42,6 +42,7 @@ JOINS: dict[str, tuple[tuple[str, str, str, bool], ...]] = {
     "simulate": (
         ("serve", "llm_serve", "simulate_command", True),
         ("serverless", "serverless", "simulate_command", False),
+        ("kaas", "serverless", "kaas_command", False),
     ),
     "measure": (
         ("infer-curve", "curves", "command", False),

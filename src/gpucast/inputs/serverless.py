@@ -212,3 +212,32 @@ def gpu_function(
         source=f"{model}: {memory_gib:.2f} GiB held warm, cold start {cold.total_s:.2f} s "
         f"(weights {cold.weight_load_s:.2f} s bound by {cold.bound_by})",
     )
+
+
+def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], str]:
+    """The kernels of one batch-1 forward pass of ``model`` on ``gpu`` (seconds each) and
+    where they come from: the profile's inference operators by class (count, FLOPs, bytes
+    moved), each class's kernels equal, each class's time its roofline (compute- or
+    memory-bound, :func:`gpucast.predict.coldstart.forward_s`); classes in profile order."""
+    from gpucast.inputs.workload import check_workload_name, workload_profile
+    from gpucast.predict.coldstart import forward_s
+
+    check_workload_name(model)
+    profile = workload_profile(model, "fp32", batch_size=1)
+    phase = next(p for p in profile.phases if p.phase == "inference")
+    parts = []
+    for c in phase.by_class:
+        if c.calls <= 0:
+            continue
+        total = forward_s(
+            c.flops + c.approx_uncounted_flops,
+            c.bytes_moved,
+            flops=gpu.fp32_tflops * 1e12,
+            memory_gbs=gpu.memory_bandwidth_gbps,
+        )
+        parts.append(np.full(c.calls, total / c.calls))
+    seq = np.concatenate(parts) if parts else np.zeros(1)
+    return seq, (
+        f"{model}: {seq.size} kernels, {seq.sum() * 1e3:.2f} ms on {gpu.name} (profiled "
+        "inference operators by class, roofline per class)"
+    )
