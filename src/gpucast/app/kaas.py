@@ -18,6 +18,7 @@ from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 
 if TYPE_CHECKING:
+    from gpucast.domain.provenance import Validation
     from gpucast.simulate.kaas import KaasResult
 
 #: longest simulated span
@@ -74,6 +75,7 @@ class SimulateKaasResult:
     gpu: str
     results: dict[str, KaasResult]
     sources: dict[str, str]
+    validation: Validation
     assumptions: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -81,6 +83,7 @@ class SimulateKaasResult:
             "models": list(self.models),
             "gpu": self.gpu,
             "sharing": {k: r.to_dict(self.models) for k, r in self.results.items()},
+            "validation": self.validation.to_dict(),
             "sources": dict(self.sources),
             "assumptions": dict(self.assumptions),
         }
@@ -93,6 +96,7 @@ def simulate_kaas(
     import numpy as np
 
     from gpucast.catalog import load_catalog
+    from gpucast.catalog.validation import validation_for
     from gpucast.inputs.serverless import kernel_sequence
     from gpucast.simulate.kaas import SHARINGS, poisson_arrivals
     from gpucast.simulate.kaas import simulate_kaas as simulate
@@ -130,5 +134,6 @@ def simulate_kaas(
         gpu=gpu.name,
         results=results,
         sources=sources,
+        validation=validation_for("kaas-sharing", [gpu.name], "fp32", request.pool_gpus),
         assumptions=assumptions,
     )

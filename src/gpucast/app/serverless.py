@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from gpucast.domain.catalog import GpuSpec
+    from gpucast.domain.provenance import Validation
     from gpucast.inputs.serverless import GpuFunction, ServerlessTrace
     from gpucast.plan.serverless import ServerlessPlan
     from gpucast.simulate.serverless import PoolResult, ServerlessResult
@@ -428,11 +429,13 @@ class PlanServerlessResult:
     price_usd_per_hour: float
     sources: dict[str, str]
     assumptions: dict[str, str]
+    validation: Validation
     warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.plan.to_dict(),
+            "validation": self.validation.to_dict(),
             "gpu": self.gpu,
             "functions": self.functions,
             "price_usd_per_hour": self.price_usd_per_hour,
@@ -448,6 +451,7 @@ def plan_serverless(
     """Serverless (per keep-alive policy) vs always-on deployments of the same load: the
     cheapest meeting the latency SLO, and why (:mod:`gpucast.plan.serverless`)."""
     from gpucast.app.serve import parse_slo
+    from gpucast.catalog.validation import validation_for
     from gpucast.domain.serverless import parse_policy
     from gpucast.plan.serverless import plan_serverless as plan
 
@@ -493,5 +497,6 @@ def plan_serverless(
             **{f"model {f.model}": f.source for f in load.functions},
         },
         assumptions=assumptions,
+        validation=validation_for("serverless-keepalive", [load.gpu.name], "fp32"),
         warnings=load.trace.warnings,
     )

@@ -109,6 +109,7 @@ def plan_command(
             f"{'met' if o['meets_slo'] else 'missed'}"
         )
     _say(f"  choice: {d['reason']}")
+    _say(f"  validated: {result.validation.text()}")
     for key, value in d["sources"].items():
         _say(f"  {key}: {value}")
     for key, value in d["assumptions"].items():
@@ -145,6 +146,7 @@ def kaas_command(
         )
         for model, f in r["per_function"].items():
             _say(f"    {model:<20} p50 {f['p50_s'] * 1e3:.2f} ms, p99 {f['p99_s'] * 1e3:.2f} ms")
+    _say(f"  validated: {result.validation.text()}")
     for key, value in d["sources"].items():
         _say(f"  {key}: {value}")
     for key, value in d["assumptions"].items():
