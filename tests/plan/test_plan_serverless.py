@@ -40,6 +40,7 @@ def test_rare_functions_with_a_loose_slo_go_serverless_with_execution_billing() 
     assert "serverless" in plan.reason and "always-on" in plan.reason
     costs = [o.cost_usd for o in plan.options]
     assert costs == sorted(costs)
+    assert {"serverless fixed:10m", "serverless histogram"} <= {o.name for o in plan.options}
 
 
 def test_a_tight_slo_rules_out_cold_starts() -> None:

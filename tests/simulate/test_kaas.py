@@ -73,3 +73,11 @@ def test_bad_kernels_and_indices() -> None:
         simulate_kaas([np.array([-1.0])], [0], [0.0], sharing="kernel")
     with pytest.raises(InvalidSpecError, match="func"):
         simulate_kaas([LONG], [1], [0.0], sharing="kernel")
+
+
+def test_too_many_kernels_is_refused_before_the_loop() -> None:
+    many = np.full(1_000_000, 1e-6)
+    with pytest.raises(InvalidSpecError, match="kernels"):
+        simulate_kaas([many], [0] * 6, [0.0] * 6, sharing="kernel")
+    # per invocation the same load is 6 units of work
+    assert simulate_kaas([many], [0] * 6, [0.0] * 6, sharing="function").kernels == 6

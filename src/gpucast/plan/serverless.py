@@ -107,6 +107,14 @@ class ServerlessPlan:
         }
 
 
+def _duration(seconds: float) -> str:
+    """``600`` -> ``10m``, ``3600`` -> ``1h``, ``90`` -> ``90s``."""
+    for unit, size in (("h", 3600.0), ("m", 60.0)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
 def _latency(
     values: Sequence[FloatArray], weights: Sequence[npt.ArrayLike], q: float
 ) -> tuple[float, float]:
@@ -175,7 +183,7 @@ def plan_serverless(
             DeploymentOption(
                 kind="serverless",
                 name=f"serverless {policy.kind}"
-                + (f":{policy.keep_alive_s / 60:g}m" if policy.kind == "fixed" else ""),
+                + (f":{_duration(policy.keep_alive_s)}" if policy.kind == "fixed" else ""),
                 gpus=None,
                 cold_starts=int(r.cold_starts.sum()),
                 swaps=0,
@@ -189,7 +197,7 @@ def plan_serverless(
             )
         )
 
-    demand_s = (table * run[:, None]).sum(axis=0)  # GPU-seconds per minute
+    demand_s = run @ table  # GPU-seconds per minute
     peak = int(max(1, math.ceil(float(demand_s.max(initial=0.0)) / (bin_s * max_utilisation))))
     memory_gpus = int(max(1, math.ceil(float(mem.sum()) / gpu_memory_gib - 1e-9)))
     resident = max(peak, memory_gpus)

@@ -40,7 +40,7 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 SHARINGS: tuple[str, ...] = ("dedicated", "function", "kernel")
 #: most kernels one pool simulation may schedule (the loop is per kernel)
-MAX_KERNELS = 20_000_000
+MAX_KERNELS = 5_000_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,6 +147,7 @@ def simulate_kaas(
     order = np.argsort(arrival, kind="stable")
     owner, arrival = owner[order], arrival[order]
     total = np.array([s.sum() for s in seqs])
+    sizes = np.array([s.size for s in seqs], dtype=np.int64)
     if sharing == "dedicated":
         done = np.zeros(arrival.size)
         for f in range(len(seqs)):
@@ -154,10 +155,10 @@ def simulate_kaas(
             done[mine] = fifo_departures(arrival[mine], total[f] + dispatch_s)
         busy = float(total[owner].sum())
         n_gpus = len(seqs)
-        n_kernels = int(sum(seqs[f].size for f in owner))
+        n_kernels = int(sizes[owner].sum())
     else:
         unit = [np.array([t]) for t in total] if sharing == "function" else seqs
-        n_kernels = int(sum(unit[f].size for f in owner))
+        n_kernels = int(owner.size if sharing == "function" else sizes[owner].sum())
         if n_kernels > MAX_KERNELS:
             raise InvalidSpecError(
                 "kernels", f"{n_kernels:,} to schedule, more than {MAX_KERNELS:,}",
