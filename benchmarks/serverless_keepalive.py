@@ -3,8 +3,11 @@
 
     .venv/bin/python benchmarks/serverless_keepalive.py [--functions 2000] [--days 7] [--seeds 3]
 
-Traces: :mod:`gpucast.simulate.faas_workload` (the published invocation-frequency mix,
-trigger shares, inter-arrival CVs), ``--days`` of per-minute counts. Every function holds the
+Traces: :mod:`gpucast.simulate.faas_workload` drawing ``catalog/data/faas_workload.csv`` (the
+published invocation-frequency mix, trigger shares, and inter-arrival patterns: timers periodic
+with a small jitter, a share of the others near-periodic, Poisson or bursty), ``--days`` of
+per-minute counts; the generated functions' inter-arrival CVs are printed beside the figures
+they are drawn from. Every function holds the
 same memory, so wasted memory-time is loaded-but-idle function-minutes. Metrics, as in the
 paper's Figures 14-15: the 3rd quartile over functions of each function's cold-start
 percentage, and wasted memory-time normalised to the fixed 10-minute keep-alive. Fixed
@@ -19,8 +22,14 @@ import time
 
 import numpy as np
 
+from gpucast.catalog.faas import load_faas_mix
 from gpucast.domain.serverless import parse_policy
-from gpucast.simulate.faas_workload import generate_faas_workload
+from gpucast.simulate.faas_workload import (
+    PATTERNS,
+    FaasWorkload,
+    arrival_cv,
+    generate_faas_workload,
+)
 from gpucast.simulate.serverless import simulate_keep_alive
 
 FIXED = ("fixed:5m", "fixed:10m", "fixed:20m", "fixed:30m", "fixed:1h", "fixed:2h", "fixed:4h")
@@ -34,6 +43,26 @@ PUBLISHED = (
 )
 
 
+def _characteristics(work: FaasWorkload, timer_share: float) -> None:
+    """The generated functions beside the published figures they are drawn from."""
+    cv = arrival_cv(work.counts)
+    sparse = work.rate_per_day < 1440  # inter-arrival CVs at minute resolution: sparse only
+    timer = work.trigger == "timer"
+    share = float(work.counts[timer].sum() / max(1, work.counts.sum()))
+    print("generated (seed 0), inter-arrival CV of busy minutes, functions invoked <= 1/min:")
+    for label, sel in (("timer", timer), ("non-timer", ~timer)):
+        c = cv[sparse & sel & np.isfinite(cv)]
+        print(
+            f"  {label:<10} n={c.size:>5}  CV<0.1 {np.mean(c < 0.1):5.1%}  "
+            f"CV<=1 {np.mean(c <= 1):5.1%}  CV>1 {np.mean(c > 1):5.1%}"
+        )
+    print(
+        "  patterns: "
+        + ", ".join(f"{p} {np.mean(work.pattern == p):.1%}" for p in PATTERNS)
+        + f"; timers' share of invocations {share:.1%} (published {timer_share:.1%})"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--functions", type=int, default=2000)
@@ -42,10 +71,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     rows: dict[str, list[tuple[float, float, float]]] = {}
+    mix = load_faas_mix()
     for seed in range(args.seeds):
         work = generate_faas_workload(
-            args.functions, np.random.default_rng(seed), minutes=1440 * args.days
+            args.functions, np.random.default_rng(seed), mix=mix, minutes=1440 * args.days
         )
+        if seed == 0:
+            _characteristics(work, mix.timer_invocation_share)
         for text in (*FIXED, "histogram", "prewarm"):
             r = simulate_keep_alive(
                 work.counts, policy=parse_policy(text), exec_s=1.0, cold_s=1.0, memory_gib=1.0

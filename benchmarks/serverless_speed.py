@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from gpucast.catalog.faas import load_faas_mix
 from gpucast.domain.serverless import parse_policy
 from gpucast.simulate.faas_workload import generate_faas_workload
 from gpucast.simulate.serverless import simulate_keep_alive
@@ -50,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    work = generate_faas_workload(args.functions, np.random.default_rng(args.seed))
+    work = generate_faas_workload(
+        args.functions, np.random.default_rng(args.seed), mix=load_faas_mix()
+    )
     gen_s = time.perf_counter() - start
     n = args.functions
     busy = int((work.counts > 0).sum())

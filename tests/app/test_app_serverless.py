@@ -153,3 +153,26 @@ def test_a_multiplexed_pool_beside_the_keep_alive() -> None:
     assert pool["cost_usd"] == pytest.approx(10.0 * r.price_usd_per_hour)
     assert pool["cold_starts"] == int((r.result.invocations > 0).sum())
     assert gpucast.simulate_serverless(synthetic=5, minutes=10).to_dict()["pool"] is None
+
+
+def test_plan_serverless_on_a_trace_names_its_sources_and_validation(tmp_path: Path) -> None:
+    result = gpucast.plan_serverless(
+        trace=_trace(tmp_path), models=["mlp"], gpu="T4", price=1.0, slo="p99<10s",
+        policies=["fixed:10m", "histogram"], billing="execution",
+    )  # fmt: skip
+    d = result.to_dict()
+    assert d["functions"] == 3 and d["price_usd_per_hour"] == 1.0
+    assert {o["kind"] for o in d["options"]} == {"serverless", "always-on"}
+    # three functions of ~0 GiB: one T4 always on for 2 h = US$ 2, serverless bills seconds
+    always = next(o for o in d["options"] if o["kind"] == "always-on")
+    assert always["gpus"] == 1 and always["cost_usd"] == pytest.approx(2.0)
+    assert d["choice"]["kind"] == "serverless"
+    assert "Azure Functions 2019 trace" in d["sources"]["trace"]
+    assert "billing" in d["assumptions"] and "serverless-keepalive" in str(d["validation"])
+
+
+def test_plan_serverless_bad_options() -> None:
+    with pytest.raises(InvalidSpecError, match="billing"):
+        gpucast.plan_serverless(synthetic=5, billing="monthly")
+    with pytest.raises(InvalidSpecError, match="policy"):
+        gpucast.plan_serverless(synthetic=5, policies=["weekly"])

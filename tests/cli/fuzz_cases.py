@@ -443,6 +443,16 @@ COMMANDS: tuple[Command, ...] = (
         ("--synthetic", "20", "--minutes", "120", "--models", "mlp", "--gpu", "T4"),
         "gpucast.app.serverless:SimulateServerlessRequest",
     ),
+    # plan serverless (issue #19, items 3-5)
+    Command(
+        ("plan", "serverless"),
+        ("--synthetic", "20", "--minutes", "120", "--models", "mlp", "--gpu", "T4"),
+        "gpucast.app.serverless:PlanServerlessRequest",
+    ),
+    Command(
+        ("simulate", "kaas"), ("--models", "mlp", "--rate", "5", "--duration-s", "1"),
+        "gpucast.app.kaas:SimulateKaasRequest",
+    ),
     Command(
         ("measure", "coldstart"), ("--device", "cpu", "--steady-runs", "2", "--no-save"),
         "gpucast.app.coldstart:MeasureColdstartRequest", positional="mlp",

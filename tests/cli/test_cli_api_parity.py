@@ -554,6 +554,25 @@ CASES = [
             synthetic=200, minutes=600, policy="histogram", gpu="T4", models=["mlp", "resnet18"]
         ),
     ),
+    # plan serverless (issue #19, items 3-5)
+    Case(
+        "plan_serverless",
+        lambda t: ["plan", "serverless", "--synthetic", "100", "--minutes", "300",
+                   "--models", "mlp", "--gpu", "T4", "--slo", "p99<1s",
+                   "--policies", "fixed:10m,histogram"],
+        lambda t: gpucast.plan_serverless(
+            synthetic=100, minutes=300, models=["mlp"], gpu="T4", slo="p99<1s",
+            policies=["fixed:10m", "histogram"],
+        ),
+    ),
+    Case(
+        "simulate_kaas",
+        lambda t: ["simulate", "kaas", "--models", "mlp,resnet18", "--rate", "10",
+                   "--pool-gpus", "1", "--duration-s", "2"],
+        lambda t: gpucast.simulate_kaas(
+            models=["mlp", "resnet18"], rate=10, pool_gpus=1, duration_s=2
+        ),
+    ),
     Case(
         "predict_coldstart",
         lambda t: ["predict", "coldstart", "resnet18", "--gpu", "T4", "--storage", "s3",
@@ -717,6 +736,14 @@ BAD = [
      lambda: gpucast.simulate_serverless(synthetic=10, policy="fixed:0m")),
     (["simulate", "serverless", "--trace", "no-such-trace-dir"],
      lambda: gpucast.simulate_serverless(trace="no-such-trace-dir")),
+    # plan serverless (issue #19, items 3-5)
+    (["plan", "serverless", "--synthetic", "10", "--slo", "fast"],
+     lambda: gpucast.plan_serverless(synthetic=10, slo="fast")),
+    (["plan", "serverless", "--synthetic", "10", "--policies", "fixed:-5m"],
+     lambda: gpucast.plan_serverless(synthetic=10, policies=["fixed:-5m"])),
+    (["plan", "serverless", "--synthetic", "10", "--max-utilisation", "0"],
+     lambda: gpucast.plan_serverless(synthetic=10, max_utilisation=0)),
+    (["simulate", "kaas", "--pool-gpus", "0"], lambda: gpucast.simulate_kaas(pool_gpus=0)),
     (["predict", "coldstart", "mlp", "--gpu", "T4", "--storage", "floppy"],
      lambda: gpucast.predict_coldstart("mlp", gpu="T4", storage="floppy")),
     (["measure", "coldstart", "mlp", "--batch-size", "0"],

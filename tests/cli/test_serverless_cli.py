@@ -60,3 +60,64 @@ def test_a_trace_without_invocations_says_so(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "no invocations" in result.stdout and "nan" not in result.stdout.lower()
+
+
+def test_plan_serverless_text_and_json() -> None:
+    argv = ["plan", "serverless", "--synthetic", "60", "--minutes", "240", "--models", "mlp",
+            "--policies", "fixed:10m,histogram", "--slo", "p99<3s"]  # fmt: skip
+    text = runner.invoke(app, argv)
+    assert text.exit_code == 0, text.output
+    assert "serverless histogram" in text.stdout and "always-on" in text.stdout
+    assert "choice:" in text.stdout
+    out = runner.invoke(app, [*argv, "--json", "--billing", "execution"])
+    assert out.exit_code == 0, out.output
+    d = json.loads(out.stdout)
+    assert d["billing"] == "execution" and d["functions"] == 60
+    kinds = {o["kind"] for o in d["options"]}
+    assert {"serverless", "always-on"} <= kinds
+    assert d["choice"]["name"] in d["reason"]
+
+
+def test_plan_serverless_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
+    cases = [
+        (["--synthetic", "5", "--slo", "p99<0ms"], "slo"),
+        (["--synthetic", "5", "--policies", "fixed:0m"], "policy"),
+        (["--synthetic", "5", "--billing", "monthly"], "billing"),
+        (["--synthetic", "5", "--max-utilisation", "1.5"], "max-utilisation"),
+        (["--trace", str(tmp_path)], "invocations_per_function_md.anon.d01.csv"),
+        (["--synthetic", "5", "--models", "no-such-model"], "no-such-model"),
+    ]
+    for extra, says in cases:
+        result = runner.invoke(app, ["plan", "serverless", *extra])
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0], lines
+
+
+def test_simulate_kaas_text_and_json() -> None:
+    argv = ["simulate", "kaas", "--models", "mlp,resnet18", "--rate", "20", "--pool-gpus", "1",
+            "--duration-s", "2"]  # fmt: skip
+    text = runner.invoke(app, argv)
+    assert text.exit_code == 0, text.output
+    assert "dedicated" in text.stdout and "kernel" in text.stdout
+    out = runner.invoke(app, [*argv, "--json"])
+    assert out.exit_code == 0, out.output
+    d = json.loads(out.stdout)
+    assert set(d["sharing"]) == {"dedicated", "function", "kernel"}
+    assert d["sharing"]["dedicated"]["gpus"] == 2
+    assert d["sharing"]["kernel"]["kernels"] > d["sharing"]["function"]["kernels"]
+
+
+def test_simulate_kaas_bad_input_is_one_line_exit_2() -> None:
+    cases = [
+        (["--rate", "-1"], "rate"),
+        (["--pool-gpus", "0"], "pool-gpus"),
+        (["--dispatch-us", "nan"], "dispatch-us"),
+        (["--models", "no-such-model"], "no-such-model"),
+        (["--gpu", "T5"], "T5"),
+    ]
+    for extra, says in cases:
+        result = runner.invoke(app, ["simulate", "kaas", "--duration-s", "1", *extra])
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0], lines

@@ -70,6 +70,8 @@ VERBS: dict[str, str] = {
     "measure_coldstart": "coldstart",
     "predict_coldstart": "coldstart",
     "simulate_serverless": "serverless",
+    "plan_serverless": "serverless",
+    "simulate_kaas": "kaas",
 }
 
 __all__ = sorted(VERBS)

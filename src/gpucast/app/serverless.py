@@ -27,8 +27,16 @@ from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.options import option
 
 if TYPE_CHECKING:
-    from gpucast.inputs.serverless import GpuFunction
+    import numpy as np
+    import numpy.typing as npt
+
+    from gpucast.domain.catalog import GpuSpec
+    from gpucast.domain.provenance import Validation
+    from gpucast.inputs.serverless import GpuFunction, ServerlessTrace
+    from gpucast.plan.serverless import ServerlessPlan
     from gpucast.simulate.serverless import PoolResult, ServerlessResult
+
+    FloatArray = npt.NDArray[np.float64]
 
 #: functions a synthetic workload may have
 MAX_SYNTHETIC = 100_000
@@ -46,10 +54,9 @@ def _positive_int(name: str, value: int | None, high: int) -> None:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SimulateServerlessRequest:
-    """A serverless GPU workload to simulate (``gpucast simulate serverless``)."""
-
-    VERB: ClassVar[str] = "simulate serverless"
+class ServerlessLoad:
+    """The functions, their invocations and the GPU they run on: what ``simulate serverless``
+    and ``plan serverless`` share."""
 
     trace: Path | None = option(
         None,
@@ -64,12 +71,6 @@ class SimulateServerlessRequest:
     )
     day: int = option(1, help="Day of the trace to replay (1-14).", example="1")
     minutes: int = option(1440, help="Minutes of a synthetic workload.", example="1440")
-    policy: str = option(
-        "fixed:10m",
-        help="Keep-alive: fixed:DURATION (e.g. fixed:10m), histogram (hybrid histogram, "
-        "Shahrad et al. ATC'20) or prewarm (from predicted arrivals).",
-        example="histogram",
-    )
     gpu: str = option("T4", help="Catalog GPU the functions run on.", example="T4")
     models: tuple[str, ...] = option(
         ("resnet50",),
@@ -97,13 +98,6 @@ class SimulateServerlessRequest:
         "those are CPU functions' durations).",
         example="trace",
     )
-    pool_gpus: int | None = option(
-        None,
-        help="Also simulate the functions multiplexed on a pool of N such GPUs: models cached "
-        "in GPU memory (LRU), all kept in host memory and swapped in over PCIe on a miss "
-        "(Torpor-style).",
-        example="4",
-    )
     seed: int = option(0, help="Seed of the synthetic workload.")
 
     def __post_init__(self) -> None:
@@ -116,7 +110,6 @@ class SimulateServerlessRequest:
         _positive_int("synthetic", self.synthetic, MAX_SYNTHETIC)
         _positive_int("minutes", self.minutes, MAX_MINUTES)
         _positive_int("day", self.day, 14)
-        _positive_int("pool-gpus", self.pool_gpus, MAX_POOL_GPUS)
         if not self.models or any(not m.strip() for m in self.models):
             raise InvalidSpecError("models", "needs workload names", fix="e.g. resnet50")
         if isinstance(self.seed, bool) or not 0 <= self.seed < 2**63:
@@ -131,6 +124,31 @@ class SimulateServerlessRequest:
             raise InvalidSpecError("price", "must be in (0, 10000] US$/h", got=self.price)
         if self.durations not in ("model", "trace"):
             raise InvalidSpecError("durations", "must be model or trace", got=self.durations)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimulateServerlessRequest(ServerlessLoad):
+    """A serverless GPU workload to simulate (``gpucast simulate serverless``)."""
+
+    VERB: ClassVar[str] = "simulate serverless"
+
+    policy: str = option(
+        "fixed:10m",
+        help="Keep-alive: fixed:DURATION (e.g. fixed:10m), histogram (hybrid histogram, "
+        "Shahrad et al. ATC'20) or prewarm (from predicted arrivals).",
+        example="histogram",
+    )
+    pool_gpus: int | None = option(
+        None,
+        help="Also simulate the functions multiplexed on a pool of N such GPUs: models cached "
+        "in GPU memory (LRU), all kept in host memory and swapped in over PCIe on a miss "
+        "(Torpor-style).",
+        example="4",
+    )
+
+    def __post_init__(self) -> None:
+        ServerlessLoad.__post_init__(self)
+        _positive_int("pool-gpus", self.pool_gpus, MAX_POOL_GPUS)
         from gpucast.domain.serverless import parse_policy
 
         parse_policy(self.policy)
@@ -219,20 +237,29 @@ def _price(gpu: str, given: float | None) -> tuple[float, str]:
     )
 
 
-def simulate_serverless(
-    request: SimulateServerlessRequest | None = None, /, **options: Any
-) -> SimulateServerlessResult:
-    """Simulate GPU functions under a keep-alive policy (module docstring)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Load:
+    """A :class:`ServerlessLoad` resolved: counts, per-function figures, GPU and price."""
+
+    trace: ServerlessTrace
+    functions: tuple[GpuFunction, ...]
+    gpu: GpuSpec
+    price: float
+    price_source: str
+    exec_s: FloatArray
+    cold_s: FloatArray
+    memory_gib: FloatArray
+    swap_s: FloatArray
+    pcie_gbs: float
+
+
+def _load(request: ServerlessLoad) -> _Load:
     import numpy as np
 
     from gpucast.catalog import load_catalog
     from gpucast.catalog.coldstart import load_coldstart_facts
-    from gpucast.domain.serverless import parse_policy
     from gpucast.inputs.serverless import gpu_function, synthetic_trace, trace_from_dir
-    from gpucast.simulate.serverless import simulate_keep_alive
 
-    request = resolve(SimulateServerlessRequest, request, options)
-    policy = parse_policy(request.policy)
     gpu = load_catalog().gpu(request.gpu)
     storage = request.storage.strip().lower()
     load_coldstart_facts().get("storage", storage)
@@ -246,41 +273,72 @@ def simulate_serverless(
     else:
         assert request.synthetic is not None
         trace = synthetic_trace(request.synthetic, minutes=request.minutes, seed=request.seed)
-    n = trace.counts.shape[0]
-    which = np.arange(n) % len(funcs)
+    which = np.arange(trace.counts.shape[0]) % len(funcs)
     forward = np.array([f.forward_s for f in funcs])[which]
     if request.durations == "trace":
         exec_s = np.where(np.isnan(trace.duration_s), forward, np.fmax(trace.duration_s, forward))
     else:
         exec_s = forward
+    pcie = load_coldstart_facts().get("link", f"pcie{gpu.pcie_generation}").value
+    return _Load(
+        trace=trace,
+        functions=funcs,
+        gpu=gpu,
+        price=price,
+        price_source=price_source,
+        exec_s=exec_s,
+        cold_s=np.array([f.cold_start_s for f in funcs])[which],
+        memory_gib=np.array([f.memory_gib for f in funcs])[which],
+        swap_s=np.array([f.weight_bytes / (pcie * 1e9) for f in funcs])[which],
+        pcie_gbs=pcie,
+    )
+
+
+def _load_assumptions(request: ServerlessLoad, n_models: int) -> dict[str, str]:
+    return {
+        "assignment": f"function i serves model i mod {n_models} of --models",
+        "one instance": "one instance per function; the first invocation of a cold minute "
+        "pays the cold start, the others of that minute find it loaded",
+        "execution": "one forward pass of the function's model at batch 1 (roofline on the GPU)"
+        if request.durations == "model"
+        else "the trace's average duration per function, at least one forward pass",
+    }
+
+
+def simulate_serverless(
+    request: SimulateServerlessRequest | None = None, /, **options: Any
+) -> SimulateServerlessResult:
+    """Simulate GPU functions under a keep-alive policy (module docstring)."""
+    from gpucast.domain.serverless import parse_policy
+    from gpucast.simulate.serverless import simulate_keep_alive
+
+    request = resolve(SimulateServerlessRequest, request, options)
+    policy = parse_policy(request.policy)
+    load = _load(request)
+    trace, funcs, gpu, exec_s = load.trace, load.functions, load.gpu, load.exec_s
+    price, price_source = load.price, load.price_source
     result = simulate_keep_alive(
         trace.counts,
         policy=policy,
         exec_s=exec_s,
-        cold_s=np.array([f.cold_start_s for f in funcs])[which],
-        memory_gib=np.array([f.memory_gib for f in funcs])[which],
+        cold_s=load.cold_s,
+        memory_gib=load.memory_gib,
         functions=trace.names,
     )
     pool = None
     if request.pool_gpus is not None:
         from gpucast.simulate.serverless import simulate_gpu_pool
 
-        pcie = load_coldstart_facts().get("link", f"pcie{gpu.pcie_generation}")
         pool = simulate_gpu_pool(
             trace.counts,
             capacity_gib=request.pool_gpus * gpu.memory_gib,
-            memory_gib=np.array([f.memory_gib for f in funcs])[which],
-            swap_s=np.array([f.weight_bytes / (pcie.value * 1e9) for f in funcs])[which],
-            cold_s=np.array([f.cold_start_s for f in funcs])[which],
+            memory_gib=load.memory_gib,
+            swap_s=load.swap_s,
+            cold_s=load.cold_s,
             exec_s=exec_s,
         )
     assumptions = {
-        "assignment": f"function i serves model i mod {len(funcs)} of --models",
-        "one instance": "one instance per function; the first invocation of a cold minute "
-        "pays the cold start, the others of that minute find it loaded",
-        "execution": "one forward pass of the function's model at batch 1 (roofline on the GPU)"
-        if request.durations == "model"
-        else "the trace's average duration per function, at least one forward pass",
+        **_load_assumptions(request, len(funcs)),
         "concurrency": "invocations of one minute are billed in full; scale-out instances "
         "beyond the first are not kept warm",
         "policy": policy.describe(),
@@ -289,7 +347,7 @@ def simulate_serverless(
         assumptions["pool"] = (
             f"{request.pool_gpus} x {gpu.name} always on, their memory one cache of every "
             "function's model (each function its own weights), swapped in over PCIe at "
-            f"{load_coldstart_facts().get('link', f'pcie{gpu.pcie_generation}').value:g} GB/s"
+            f"{load.pcie_gbs:g} GB/s"
         )
     return SimulateServerlessResult(
         result=result,
@@ -303,4 +361,142 @@ def simulate_serverless(
         assumptions=assumptions,
         pool=pool,
         pool_gpus=request.pool_gpus,
+    )
+
+
+# -- plan serverless: serverless vs always-on for the same load ------------------------------
+
+#: keep-alive policies `plan serverless` compares by default
+DEFAULT_PLAN_POLICIES: tuple[str, ...] = ("fixed:10m", "fixed:1h", "histogram", "prewarm")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanServerlessRequest(ServerlessLoad):
+    """Serverless vs always-on deployments of one load (``gpucast plan serverless``)."""
+
+    VERB: ClassVar[str] = "plan serverless"
+
+    slo: str = option(
+        "p99<2s",
+        help="Latency SLO of an invocation, cold starts included: pNN<LATENCY (ms or s).",
+        example="p99<500ms",
+    )
+    policies: tuple[str, ...] = option(
+        DEFAULT_PLAN_POLICIES,
+        help="Keep-alive policies of the serverless candidates (fixed:DURATION, histogram, "
+        "prewarm).",
+        example="fixed:10m,histogram",
+    )
+    billing: str = option(
+        "instance",
+        help="What serverless bills: instance (GPU-seconds while an instance is loaded, "
+        "its keep-alive included: GPU serverless platforms) or execution (execution and "
+        "cold-start seconds only).",
+        example="execution",
+    )
+    max_utilisation: float = option(
+        0.7,
+        help="Always-on GPUs are sized for the peak minute at this utilisation.",
+        example="0.7",
+    )
+
+    def __post_init__(self) -> None:
+        ServerlessLoad.__post_init__(self)
+        from gpucast.app.serve import parse_slo
+        from gpucast.domain.serverless import parse_policy
+        from gpucast.plan.serverless import BILLINGS
+
+        parse_slo(self.slo)
+        if not self.policies:
+            raise InvalidSpecError("policies", "needs at least one policy", fix="e.g. histogram")
+        for text in self.policies:
+            parse_policy(text)
+        if self.billing not in BILLINGS:
+            raise InvalidSpecError(
+                "billing", f"must be one of {', '.join(BILLINGS)}", got=self.billing
+            )
+        if not (math.isfinite(self.max_utilisation) and 0 < self.max_utilisation <= 1):
+            raise InvalidSpecError("max-utilisation", "must be in (0, 1]", got=self.max_utilisation)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanServerlessResult:
+    """The candidates, the choice and why, with sources and assumptions."""
+
+    plan: ServerlessPlan
+    gpu: str
+    functions: int
+    price_usd_per_hour: float
+    sources: dict[str, str]
+    assumptions: dict[str, str]
+    validation: Validation
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.plan.to_dict(),
+            "validation": self.validation.to_dict(),
+            "gpu": self.gpu,
+            "functions": self.functions,
+            "price_usd_per_hour": self.price_usd_per_hour,
+            "sources": dict(self.sources),
+            "assumptions": dict(self.assumptions),
+            "warnings": list(self.warnings),
+        }
+
+
+def plan_serverless(
+    request: PlanServerlessRequest | None = None, /, **options: Any
+) -> PlanServerlessResult:
+    """Serverless (per keep-alive policy) vs always-on deployments of the same load: the
+    cheapest meeting the latency SLO, and why (:mod:`gpucast.plan.serverless`)."""
+    from gpucast.app.serve import parse_slo
+    from gpucast.catalog.validation import validation_for
+    from gpucast.domain.serverless import parse_policy
+    from gpucast.plan.serverless import plan_serverless as plan
+
+    request = resolve(PlanServerlessRequest, request, options)
+    percentile, slo_s = parse_slo(request.slo)
+    load = _load(request)
+    result = plan(
+        load.trace.counts,
+        exec_s=load.exec_s,
+        cold_s=load.cold_s,
+        memory_gib=load.memory_gib,
+        swap_s=load.swap_s,
+        gpu_memory_gib=load.gpu.memory_gib,
+        price_usd_per_hour=load.price,
+        policies=[parse_policy(p) for p in request.policies],
+        slo_percentile=percentile,
+        slo_s=slo_s,
+        billing=request.billing,
+        max_utilisation=request.max_utilisation,
+        gpu_name=load.gpu.name,
+    )
+    assumptions = {
+        **_load_assumptions(request, len(load.functions)),
+        "billing": "serverless bills the GPU while an instance is loaded (busy and keep-alive "
+        "minutes, cold starts), at the same price per GPU-hour as always-on"
+        if request.billing == "instance"
+        else "serverless bills execution and cold-start seconds only, at the same price per "
+        "GPU-hour as always-on",
+        "always-on": f"sized for the peak minute's GPU-seconds at {request.max_utilisation:.0%} "
+        "utilisation and for every model resident (memory packed perfectly); no queueing "
+        "delay below that utilisation; no cold starts",
+        "slo": f"p{percentile:g} of invocation latency (execution + cold start or swap) "
+        f"<= {slo_s:g} s",
+    }
+    return PlanServerlessResult(
+        plan=result,
+        gpu=load.gpu.name,
+        functions=int(load.trace.counts.shape[0]),
+        price_usd_per_hour=load.price,
+        sources={
+            "trace": load.trace.source,
+            "price": load.price_source,
+            **{f"model {f.model}": f.source for f in load.functions},
+        },
+        assumptions=assumptions,
+        validation=validation_for("serverless-keepalive", [load.gpu.name], "fp32"),
+        warnings=load.trace.warnings,
     )

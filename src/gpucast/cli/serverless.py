@@ -1,9 +1,11 @@
-"""`gpucast simulate serverless`, `gpucast measure coldstart`, `gpucast predict coldstart`.
+"""`gpucast simulate serverless`, `gpucast simulate kaas`, `gpucast plan serverless`,
+`gpucast measure coldstart`, `gpucast predict coldstart`.
 
 The flags are the fields of :class:`gpucast.app.serverless.SimulateServerlessRequest`,
 :class:`gpucast.app.coldstart.MeasureColdstartRequest` and
 :class:`~gpucast.app.coldstart.PredictColdstartRequest`; the work happens in :mod:`gpucast.app`.
-The commands join the ``simulate``, ``measure`` and ``predict`` groups in :mod:`gpucast.cli.verbs`.
+The commands join the ``simulate``, ``plan``, ``measure`` and ``predict`` groups in
+:mod:`gpucast.cli.verbs`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 import typer
 
 from gpucast.app.coldstart import MeasureColdstartRequest, PredictColdstartRequest
-from gpucast.app.serverless import SimulateServerlessRequest
+from gpucast.app.kaas import SimulateKaasRequest
+from gpucast.app.serverless import PlanServerlessRequest, SimulateServerlessRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
 
@@ -73,6 +76,81 @@ def simulate_command(
         _say(f"  assumption {key}: {value}")
     for w in d["warnings"]:
         _say(f"  warning: {w}")
+
+
+@request_command(PlanServerlessRequest)
+def plan_command(
+    ctx: typer.Context,
+    request: PlanServerlessRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Serverless (per keep-alive policy) vs always-on GPU deployments of the same functions:
+    cold starts, p50/pNN latency, GPU-hours, cost; the cheapest meeting --slo, and why."""
+    from gpucast.app import plan_serverless
+
+    with working("planning serverless vs always-on"):
+        result = plan_serverless(request)
+    d = result.to_dict()
+    if json_out:
+        emit_json(d)
+        return
+    q = f"p{d['slo_percentile']:g}"
+    _say(
+        f"{d['functions']:,} functions on {d['gpu']}, {d['horizon_s'] / 3600:g} h, "
+        f"{d['invocations']:,} invocations; SLO {q} <= {d['slo_s'] * 1e3:g} ms "
+        f"(peak {d['peak_gpus']} GPU(s), memory of all models {d['memory_gpus']} GPU(s))"
+    )
+    _say(f"  {'deployment':<44}{'cold':>9}{'swaps':>9}{'p50 ms':>10}{q + ' ms':>10}"
+         f"{'GPU-h':>9}{'US$':>10}  SLO")  # fmt: skip
+    for o in d["options"]:
+        _say(
+            f"  {o['name']:<44}{o['cold_starts']:>9,}{o['swaps']:>9,}{o['p50_s'] * 1e3:>10.1f}"
+            f"{o['slo_latency_s'] * 1e3:>10.1f}{o['gpu_hours']:>9.2f}{o['cost_usd']:>10.2f}  "
+            f"{'met' if o['meets_slo'] else 'missed'}"
+        )
+    _say(f"  choice: {d['reason']}")
+    _say(f"  validated: {result.validation.text()}")
+    for key, value in d["sources"].items():
+        _say(f"  {key}: {value}")
+    for key, value in d["assumptions"].items():
+        _say(f"  assumption {key}: {value}")
+    for w in d["warnings"]:
+        _say(f"  warning: {w}")
+
+
+@request_command(SimulateKaasRequest)
+def kaas_command(
+    ctx: typer.Context,
+    request: SimulateKaasRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Kernel-as-a-Service: functions as sequences of their profiled kernels sharing a GPU
+    pool per kernel, vs per invocation, vs one GPU per function (latency, throughput)."""
+    from gpucast.app import simulate_kaas
+
+    with working("simulating kernel-level sharing"):
+        result = simulate_kaas(request)
+    d = result.to_dict()
+    if json_out:
+        emit_json(d)
+        return
+    _say(f"{', '.join(d['models'])} on {d['gpu']}")
+    _say(f"  {'sharing':<12}{'GPUs':>6}{'calls':>9}{'kernels':>10}{'p50 ms':>10}{'p99 ms':>10}"
+         f"{'calls/s':>10}{'util':>7}")  # fmt: skip
+    for name, r in d["sharing"].items():
+        lat = r["latency_s"]
+        _say(
+            f"  {name:<12}{r['gpus']:>6}{r['invocations']:>9,}{r['kernels']:>10,}"
+            f"{lat['p50'] * 1e3:>10.2f}{lat['p99'] * 1e3:>10.2f}{r['throughput_per_s']:>10.1f}"
+            f"{r['utilisation']:>7.0%}"
+        )
+        for model, f in r["per_function"].items():
+            _say(f"    {model:<20} p50 {f['p50_s'] * 1e3:.2f} ms, p99 {f['p99_s'] * 1e3:.2f} ms")
+    _say(f"  validated: {result.validation.text()}")
+    for key, value in d["sources"].items():
+        _say(f"  {key}: {value}")
+    for key, value in d["assumptions"].items():
+        _say(f"  assumption {key}: {value}")
 
 
 @request_command(MeasureColdstartRequest)

@@ -35,10 +35,14 @@ VERBS: dict[str, tuple[str, str, str]] = {
 #: function makes the command rather than being it), ...). `--model LLM` dispatches to the
 #: LLM serving verbs (cli.llm_serve wraps cli.serve).
 JOINS: dict[str, tuple[tuple[str, str, str, bool], ...]] = {
-    "plan": (("serve", "llm_serve", "plan_command", True),),
+    "plan": (
+        ("serve", "llm_serve", "plan_command", True),
+        ("serverless", "serverless", "plan_command", False),
+    ),
     "simulate": (
         ("serve", "llm_serve", "simulate_command", True),
         ("serverless", "serverless", "simulate_command", False),
+        ("kaas", "serverless", "kaas_command", False),
     ),
     "measure": (
         ("infer-curve", "curves", "command", False),

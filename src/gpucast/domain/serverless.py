@@ -322,3 +322,74 @@ def parse_policy(text: str) -> KeepAlivePolicy:
         "policy", "must be fixed:DURATION, histogram or prewarm", got=text,
         fix="e.g. --policy fixed:10m",
     )  # fmt: skip
+
+
+# -- the published characteristics a synthetic FaaS workload is drawn from -------------------
+
+#: trigger groups of the Azure Functions trace (Shahrad et al. ATC'20)
+TRIGGERS: tuple[str, ...] = (
+    "http", "queue", "event", "orchestration", "timer", "storage", "others",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FaasMix:
+    """What :func:`gpucast.simulate.faas_workload.generate_faas_workload` draws from: the rows
+    of ``catalog/data/faas_workload.csv`` (each with its source).
+
+    Invocation rates: ``share_at_most_hourly`` of functions at most 24 a day,
+    ``share_at_most_per_minute`` at most 1,440 a day, the rest up to ``max_per_day``
+    (log-uniform inside each band, 1 a day the floor). Triggers in ``trigger_shares``. Timer
+    functions fire on a schedule (inter-arrival CV 0) with a normal start jitter of
+    ``timer_jitter_s``; of the other functions ``periodic_share`` are near-periodic (jitter
+    ``periodic_jitter_cv`` x the period), ``bursty_share`` renewal processes with CV
+    log-uniform in ``[1, bursty_cv_max]``, the rest Poisson (CV 1). Average execution times
+    log-normal (``duration_mu``, ``duration_sigma``, seconds)."""
+
+    share_at_most_hourly: float
+    share_at_most_per_minute: float
+    max_per_day: float
+    trigger_shares: dict[str, float]
+    timer_invocation_share: float
+    timer_jitter_s: float
+    periodic_share: float
+    periodic_jitter_cv: float
+    bursty_share: float
+    bursty_cv_max: float
+    duration_mu: float
+    duration_sigma: float
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.share_at_most_hourly <= self.share_at_most_per_minute <= 1:
+            raise InvalidSpecError(
+                "share_at_most_hourly/share_at_most_per_minute", "need 0 < hourly <= minute <= 1"
+            )
+        if not (math.isfinite(self.max_per_day) and self.max_per_day > 1440):
+            raise InvalidSpecError("max_per_day", "must be > 1440", got=self.max_per_day)
+        unknown = sorted(set(self.trigger_shares) - set(TRIGGERS))
+        if unknown or not self.trigger_shares:
+            raise InvalidSpecError(
+                "trigger shares", f"must name triggers among {', '.join(TRIGGERS)}", got=unknown
+            )
+        for name, share in self.trigger_shares.items():
+            if not (math.isfinite(share) and share >= 0):
+                raise InvalidSpecError(f"trigger.{name}", "must be >= 0", got=share)
+        if sum(self.trigger_shares.values()) <= 0:
+            raise InvalidSpecError("trigger shares", "must not all be 0")
+        for name in ("periodic_share", "bursty_share", "timer_invocation_share"):
+            value = getattr(self, name)
+            if not 0 <= value <= 1:
+                raise InvalidSpecError(name, "must be in [0, 1]", got=value)
+        if self.periodic_share + self.bursty_share > 1:
+            raise InvalidSpecError(
+                "periodic_share_nontimer + bursty_share_nontimer", "must be <= 1"
+            )
+        _check("timer_jitter_s", self.timer_jitter_s)
+        if not 0 <= self.periodic_jitter_cv < 1:
+            raise InvalidSpecError("periodic_jitter_cv", "must be in [0, 1)")
+        if not (math.isfinite(self.bursty_cv_max) and self.bursty_cv_max >= 1):
+            raise InvalidSpecError("bursty_cv_max", "must be >= 1", got=self.bursty_cv_max)
+        _check("duration_sigma", self.duration_sigma)
+        if not math.isfinite(self.duration_mu):
+            raise InvalidSpecError("duration_lognormal_mu", "must be finite")

@@ -95,16 +95,19 @@ def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
 
 def synthetic_trace(n_functions: int, *, minutes: int, seed: int) -> ServerlessTrace:
     """``n_functions`` generated functions (Shahrad et al. ATC'20 characteristics)."""
+    from gpucast.catalog.faas import load_faas_mix
     from gpucast.simulate.faas_workload import generate_faas_workload
 
-    work = generate_faas_workload(n_functions, np.random.default_rng(seed), minutes=minutes)
+    work = generate_faas_workload(
+        n_functions, np.random.default_rng(seed), mix=load_faas_mix(), minutes=minutes
+    )
     return ServerlessTrace(
         counts=work.counts,
         names=tuple(f"f{i}" for i in range(n_functions)),
         duration_s=work.duration_s,
         source=f"synthetic: {n_functions} functions over {minutes} minutes, seed {seed} "
-        "(invocation-frequency mix, triggers, inter-arrival CVs and durations of Shahrad et "
-        "al. ATC'20)",
+        "(invocation-frequency mix, triggers, inter-arrival patterns and durations of Shahrad "
+        "et al. ATC'20: catalog/data/faas_workload.csv)",
     )
 
 
@@ -208,4 +211,33 @@ def gpu_function(
         cold_start_s=cold.total_s,
         source=f"{model}: {memory_gib:.2f} GiB held warm, cold start {cold.total_s:.2f} s "
         f"(weights {cold.weight_load_s:.2f} s bound by {cold.bound_by})",
+    )
+
+
+def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], str]:
+    """The kernels of one batch-1 forward pass of ``model`` on ``gpu`` (seconds each) and
+    where they come from: the profile's inference operators by class (count, FLOPs, bytes
+    moved), each class's kernels equal, each class's time its roofline (compute- or
+    memory-bound, :func:`gpucast.predict.coldstart.forward_s`); classes in profile order."""
+    from gpucast.inputs.workload import check_workload_name, workload_profile
+    from gpucast.predict.coldstart import forward_s
+
+    check_workload_name(model)
+    profile = workload_profile(model, "fp32", batch_size=1)
+    phase = next(p for p in profile.phases if p.phase == "inference")
+    parts = []
+    for c in phase.by_class:
+        if c.calls <= 0:
+            continue
+        total = forward_s(
+            c.flops + c.approx_uncounted_flops,
+            c.bytes_moved,
+            flops=gpu.fp32_tflops * 1e12,
+            memory_gbs=gpu.memory_bandwidth_gbps,
+        )
+        parts.append(np.full(c.calls, total / c.calls))
+    seq = np.concatenate(parts) if parts else np.zeros(1)
+    return seq, (
+        f"{model}: {seq.size} kernels, {seq.sum() * 1e3:.2f} ms on {gpu.name} (profiled "
+        "inference operators by class, roofline per class)"
     )

@@ -1,17 +1,30 @@
 """Synthetic Azure-Functions-like workloads: per-minute invocation counts with the published
 characteristics (Shahrad et al., "Serverless in the Wild", USENIX ATC'20), vectorised.
 
-- invocation frequency: 45% of functions invoked once per hour or less on average, 81% once
-  per minute or less, the rest up to ~10^4 per minute (the paper's 8 orders of magnitude);
-  log-uniform inside each band (:data:`RATE_BANDS`);
-- triggers in the paper's shares of functions (:data:`TRIGGER_SHARES`); timer functions are
-  periodic (inter-arrival CV 0), the others renewal processes with CV 1 (Poisson, half of
-  them) or bursty (CV log-uniform in [1, 4]: gamma inter-arrivals of shape 1/CV^2);
-- average execution time log-normal with mu -0.38, sigma 2.36 (seconds), the paper's fit.
+What is drawn comes in as a :class:`~gpucast.domain.serverless.FaasMix` (the rows of
+``catalog/data/faas_workload.csv``, each with its source):
 
-Functions invoked at most once a minute get individual arrivals (a ragged flat array of
-renewal draws, binned by ``np.bincount``); busier ones get per-minute Poisson counts (a gamma
-intensity per minute for the bursty ones). Randomness comes in as a ``numpy`` Generator.
+- invocation frequency: ``share_at_most_hourly`` of functions invoked once per hour or less on
+  average, ``share_at_most_per_minute`` once per minute or less, the rest up to
+  ``max_per_day``; log-uniform inside each band;
+- triggers in the paper's shares of functions;
+- inter-arrival regularity (the paper's Fig. 6: timers periodic, CV 0; a share of the other
+  functions near-periodic, a share burstier than Poisson, CV > 1):
+
+  * ``periodic``: every timer function (a schedule of whole minutes, started with a normal
+    jitter of ``timer_jitter_s``) and ``periodic_share`` of the others (jitter
+    ``periodic_jitter_cv`` x the period); arrivals are ``phase + k x period + jitter``, not a
+    renewal process, so the jitter does not accumulate;
+  * ``bursty``: ``bursty_share`` of the non-timer functions, gamma renewal processes with CV
+    log-uniform in ``[1, bursty_cv_max]`` (shape ``1 / CV^2``);
+  * ``poisson``: the rest (CV 1);
+- average execution time log-normal (the paper's fit).
+
+Functions invoked at most once a minute get individual arrivals (ragged flat arrays, binned by
+``np.bincount``; renewal draws are topped up in rounds until each function's arrivals pass the
+horizon); busier ones get per-minute counts: a periodic one its schedule's exact count per
+minute, a Poisson one Poisson counts, a bursty one Poisson counts of a gamma intensity per
+minute. Randomness comes in as a ``numpy`` Generator.
 """
 
 from __future__ import annotations
@@ -22,89 +35,160 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.serverless import FaasMix
 
-#: (share of functions, lowest, highest invocations per day), log-uniform inside each band
-RATE_BANDS: tuple[tuple[float, float, float], ...] = (
-    (0.45, 1.0, 24.0),
-    (0.36, 24.0, 1440.0),
-    (0.19, 1440.0, 1440.0 * 1e4),
-)
-#: share of functions per trigger (Shahrad et al. ATC'20, Fig. 3)
-TRIGGER_SHARES: dict[str, float] = {
-    "http": 0.550,
-    "queue": 0.152,
-    "event": 0.022,
-    "orchestration": 0.069,
-    "timer": 0.156,
-    "storage": 0.028,
-    "others": 0.023,
-}
-DURATION_LOGNORMAL = (-0.38, 2.36)  # mu, sigma of ln(average execution time in s)
 MINUTES_PER_DAY = 1440
 #: most functions one synthetic workload may have
 MAX_FUNCTIONS = 1_000_000
+#: the arrival patterns a function is drawn with
+PATTERNS: tuple[str, ...] = ("periodic", "poisson", "bursty")
+#: most top-up rounds of renewal draws (each round draws what the remaining horizon needs)
+_MAX_ROUNDS = 64
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FaasWorkload:
     """``counts[f, m]``: invocations of function ``f`` in minute ``m``; per function its
-    trigger, mean rate (per day), inter-arrival CV and average execution time (s)."""
+    trigger, arrival pattern, mean rate (per day), nominal inter-arrival CV and average
+    execution time (s)."""
 
-    counts: npt.NDArray[np.int64]
+    counts: IntArray
     trigger: npt.NDArray[np.str_]
-    rate_per_day: npt.NDArray[np.float64]
-    iat_cv: npt.NDArray[np.float64]
-    duration_s: npt.NDArray[np.float64]
+    pattern: npt.NDArray[np.str_]
+    rate_per_day: FloatArray
+    iat_cv: FloatArray
+    duration_s: FloatArray
+
+
+def rate_bands(mix: FaasMix) -> tuple[tuple[float, float, float], ...]:
+    """(share of functions, lowest, highest invocations per day) of each rate band."""
+    return (
+        (mix.share_at_most_hourly, 1.0, 24.0),
+        (mix.share_at_most_per_minute - mix.share_at_most_hourly, 24.0, 1440.0),
+        (1.0 - mix.share_at_most_per_minute, 1440.0, mix.max_per_day),
+    )
+
+
+def _group_cumsum(owner: IntArray, values: FloatArray) -> FloatArray:
+    """Cumulative sums of ``values`` within runs of equal ``owner`` (sorted by owner)."""
+    total = np.cumsum(values)
+    first = np.ones(owner.size, dtype=bool)
+    first[1:] = owner[1:] != owner[:-1]
+    starts = np.flatnonzero(first)
+    before = np.concatenate([[0.0], total[:-1]])[starts]
+    out: FloatArray = total - np.repeat(before, np.diff(np.append(starts, owner.size)))
+    return out
+
+
+def _scheduled(
+    period: FloatArray, jitter: FloatArray, minutes: int, rng: np.random.Generator
+) -> tuple[IntArray, FloatArray]:
+    """Arrival minutes ``phase + k x period + N(0, jitter)`` per function (owner, time)."""
+    draws = np.ceil(minutes / period).astype(np.int64) + 2
+    owner = np.repeat(np.arange(period.size), draws)
+    k = np.arange(owner.size) - np.repeat(np.cumsum(draws) - draws, draws)
+    phase = rng.random(period.size) * period
+    t = phase[owner] + (k - 1) * period[owner] + rng.standard_normal(owner.size) * jitter[owner]
+    return owner, t
+
+
+def _renewal(
+    mean_iat: FloatArray, cv: FloatArray, minutes: int, rng: np.random.Generator
+) -> tuple[IntArray, FloatArray]:
+    """Gamma renewal arrivals (mean ``mean_iat``, CV ``cv``) over ``[0, minutes)``, each
+    function started at a random point of a mean residual life (owner, time)."""
+    n = mean_iat.size
+    shape = 1.0 / cv**2
+    start = -rng.random(n) * mean_iat * (1.0 + cv**2)
+    total = start.copy()
+    owners: list[IntArray] = []
+    gaps: list[FloatArray] = []
+    active = np.arange(n)
+    for _ in range(_MAX_ROUNDS):
+        if active.size == 0:
+            break
+        left = (minutes - total[active]) / mean_iat[active]
+        draws = np.ceil(1.2 * left + 3.0 * cv[active] * np.sqrt(np.maximum(left, 1.0)) + 4)
+        owner = np.repeat(active, draws.astype(np.int64))
+        gap = rng.gamma(shape[owner]) / shape[owner] * mean_iat[owner]
+        owners.append(owner)
+        gaps.append(gap)
+        total += np.bincount(owner, weights=gap, minlength=n)
+        active = active[total[active] < minutes]
+    if not owners:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    owner = np.concatenate(owners)
+    order = np.argsort(owner, kind="stable")  # rounds stay in order within a function
+    owner, gap = owner[order], np.concatenate(gaps)[order]
+    return owner, start[owner] + _group_cumsum(owner, gap)
 
 
 def generate_faas_workload(
-    n_functions: int, rng: np.random.Generator, *, minutes: int = MINUTES_PER_DAY
+    n_functions: int, rng: np.random.Generator, *, mix: FaasMix, minutes: int = MINUTES_PER_DAY
 ) -> FaasWorkload:
-    """``n_functions`` functions over ``minutes`` minutes (module docstring)."""
+    """``n_functions`` functions over ``minutes`` minutes drawn from ``mix`` (module
+    docstring)."""
     if isinstance(n_functions, bool) or not 1 <= n_functions <= MAX_FUNCTIONS:
         raise InvalidSpecError(
             "synthetic", f"must be an integer in [1, {MAX_FUNCTIONS:,}]", got=n_functions
         )
     if isinstance(minutes, bool) or not 1 <= minutes <= 14 * MINUTES_PER_DAY:
         raise InvalidSpecError("minutes", "must be in [1, 20160] (14 days)", got=minutes)
-    shares = np.array([b[0] for b in RATE_BANDS])
-    band = rng.choice(len(RATE_BANDS), size=n_functions, p=shares / shares.sum())
-    lo = np.log(np.array([b[1] for b in RATE_BANDS]))[band]
-    hi = np.log(np.array([b[2] for b in RATE_BANDS]))[band]
+    bands = rate_bands(mix)
+    shares = np.array([b[0] for b in bands])
+    band = rng.choice(len(bands), size=n_functions, p=shares / shares.sum())
+    lo = np.log(np.array([b[1] for b in bands]))[band]
+    hi = np.log(np.array([b[2] for b in bands]))[band]
     rate_day = np.exp(lo + (hi - lo) * rng.random(n_functions))
-    names = np.array(list(TRIGGER_SHARES))
-    probs = np.array(list(TRIGGER_SHARES.values()))
+    names = np.array(list(mix.trigger_shares))
+    probs = np.array(list(mix.trigger_shares.values()))
     trigger = names[rng.choice(names.size, size=n_functions, p=probs / probs.sum())]
     timer = trigger == "timer"
-    bursty = ~timer & (rng.random(n_functions) < 0.5)
-    cv = np.where(timer, 0.0, np.where(bursty, np.exp(rng.random(n_functions) * np.log(4)), 1.0))
-    duration = rng.lognormal(*DURATION_LOGNORMAL, size=n_functions)
+    u = rng.random(n_functions)
+    periodic = timer | (u < mix.periodic_share)
+    bursty = ~periodic & (u >= 1.0 - mix.bursty_share)
+    bursty_cv = np.exp(rng.random(n_functions) * np.log(mix.bursty_cv_max))
+    cv = np.where(
+        periodic,
+        np.where(timer, 0.0, mix.periodic_jitter_cv),
+        np.where(bursty, bursty_cv, 1.0),
+    )
+    pattern = np.where(periodic, "periodic", np.where(bursty, "bursty", "poisson"))
+    duration = rng.lognormal(mix.duration_mu, mix.duration_sigma, size=n_functions)
+
+    rate_min = rate_day / MINUTES_PER_DAY
+    # a timer's schedule is a whole number of minutes when it fires at most once a minute
+    whole = timer & (rate_min <= 1.0)
+    rate_min = np.where(whole, 1.0 / np.maximum(1.0, np.round(1.0 / rate_min)), rate_min)
+    rate_day = rate_min * MINUTES_PER_DAY
 
     counts = np.zeros((n_functions, minutes), dtype=np.int64)
-    rate_min = rate_day / MINUTES_PER_DAY
     sparse = rate_min <= 1.0
-    idx = np.flatnonzero(sparse)
+    cells: list[IntArray] = []
+    idx = np.flatnonzero(sparse & periodic)
     if idx.size:
-        mean_iat = 1.0 / rate_min[idx]
-        draws = np.ceil(minutes / mean_iat * 1.5 + 6).astype(np.int64)
-        owner = np.repeat(np.arange(idx.size), draws)
-        shape = np.repeat(np.where(cv[idx] > 0, 1.0 / np.maximum(cv[idx], 1e-9) ** 2, 0.0), draws)
-        scale = np.repeat(mean_iat, draws)
-        iat = np.where(
-            shape > 0, rng.gamma(np.where(shape > 0, shape, 1.0)) / np.where(shape > 0, shape, 1.0),
-            1.0,
-        ) * scale  # fmt: skip
-        ends = np.cumsum(draws)
-        starts = ends - draws
-        total = np.cumsum(iat)
-        before = np.concatenate([[0.0], total[:-1]])[starts]
-        # each function starts at a random phase of its first inter-arrival
-        phase = rng.random(idx.size) * mean_iat
-        t = total - np.repeat(before, draws) - np.repeat(mean_iat - phase, draws)
+        period = 1.0 / rate_min[idx]
+        jitter = np.where(timer[idx], mix.timer_jitter_s / 60.0, mix.periodic_jitter_cv * period)
+        owner, t = _scheduled(period, jitter, minutes, rng)
         ok = (t >= 0) & (t < minutes)
-        cell = idx[owner[ok]] * minutes + t[ok].astype(np.int64)
-        counts += np.bincount(cell, minlength=n_functions * minutes).reshape(n_functions, minutes)
-    idx = np.flatnonzero(~sparse)
+        cells.append(idx[owner[ok]] * minutes + t[ok].astype(np.int64))
+    idx = np.flatnonzero(sparse & ~periodic)
+    if idx.size:
+        owner, t = _renewal(1.0 / rate_min[idx], cv[idx], minutes, rng)
+        ok = (t >= 0) & (t < minutes)
+        cells.append(idx[owner[ok]] * minutes + t[ok].astype(np.int64))
+    if cells:
+        flat = np.concatenate(cells)
+        counts += np.bincount(flat, minlength=n_functions * minutes).reshape(n_functions, minutes)
+    idx = np.flatnonzero(~sparse & periodic)
+    if idx.size:  # a schedule faster than a minute: its exact count in each minute
+        edges = np.arange(minutes + 1)[None, :] * rate_min[idx, None]
+        edges = np.floor(edges + rng.random(idx.size)[:, None])
+        counts[idx] = np.diff(edges, axis=1).astype(np.int64)
+    idx = np.flatnonzero(~sparse & ~periodic)
     if idx.size:
         lam = np.broadcast_to(rate_min[idx, None], (idx.size, minutes))
         k = 1.0 / np.maximum(cv[idx], 1.0) ** 2
@@ -112,5 +196,29 @@ def generate_faas_workload(
         mod = np.where(bursty[idx, None], intensity, 1.0)
         counts[idx] = rng.poisson(lam * mod)
     return FaasWorkload(
-        counts=counts, trigger=trigger, rate_per_day=rate_day, iat_cv=cv, duration_s=duration
+        counts=counts,
+        trigger=trigger,
+        pattern=pattern,
+        rate_per_day=rate_day,
+        iat_cv=cv,
+        duration_s=duration,
     )
+
+
+def arrival_cv(counts: npt.ArrayLike) -> FloatArray:
+    """Per function, the CV of the gaps between its busy minutes (NaN with fewer than 3
+    busy minutes): the paper's inter-arrival CV at the trace's one-minute resolution."""
+    table = np.asarray(counts)
+    func, time = np.nonzero(table)
+    n_f = table.shape[0]
+    same = func[1:] == func[:-1]
+    gap = (time[1:] - time[:-1]).astype(np.float64)[same]
+    owner = func[1:][same]
+    n = np.bincount(owner, minlength=n_f).astype(np.float64)
+    s1 = np.bincount(owner, weights=gap, minlength=n_f)
+    s2 = np.bincount(owner, weights=gap**2, minlength=n_f)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = s1 / n
+        var = np.maximum(0.0, s2 / n - mean**2)
+        cv = np.sqrt(var) / mean
+    return np.where(n >= 2, cv, np.nan)

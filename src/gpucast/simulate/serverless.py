@@ -37,6 +37,7 @@ __all__ = [
     "keep_alive_windows",
     "simulate_gpu_pool",
     "simulate_keep_alive",
+    "weighted_percentiles",
 ]
 
 
@@ -218,9 +219,10 @@ def keep_alive_windows(
     return _prewarm_windows(gap, rank, policy, bin_s)
 
 
-def _weighted_percentiles(
+def weighted_percentiles(
     values: FloatArray, weights: FloatArray, qs: Sequence[float]
 ) -> list[float]:
+    """The ``qs`` percentiles of ``values`` each counted ``weights`` times (NaN if none)."""
     keep = weights > 0
     values, weights = values[keep], weights[keep]
     if values.size == 0:
@@ -298,7 +300,7 @@ def simulate_keep_alive(
     warm_calls = invocations - cold_starts
     values = np.concatenate([run, run + cold_cost])
     weights = np.concatenate([warm_calls, cold_starts]).astype(np.float64)
-    p50, p95, p99 = _weighted_percentiles(values, weights, (50.0, 95.0, 99.0))
+    p50, p95, p99 = weighted_percentiles(values, weights, (50.0, 95.0, 99.0))
     total = weights.sum()
     latency = {
         "p50": p50,
@@ -430,7 +432,7 @@ def simulate_gpu_pool(
     warm_calls = invocations - swapped - first
     values = np.concatenate([run, run + swap, run + cold_cost])
     weights = np.concatenate([warm_calls, swapped, first]).astype(np.float64)
-    p50, p95, p99 = _weighted_percentiles(values, weights, (50.0, 95.0, 99.0))
+    p50, p95, p99 = weighted_percentiles(values, weights, (50.0, 95.0, 99.0))
     total = weights.sum()
     return PoolResult(
         invocations=invocations,
