@@ -21,10 +21,16 @@ WORKLOADS = {
     "w5": (5.0, 120.0, 450, 0.9),
 }
 TRUE = {"fp32": 0.6, "tensor16": 0.35, "memory": 0.7, "overhead_pytorch": 8e-6}
+#: workloads whose matmul FLOPs are convolutions (with ``conv_ratio``)
+CONV_WORKLOADS = ("w1", "w2")
 
 
-def synthetic_steps(*, noise: float = 0.0, seed: int = 0) -> pd.DataFrame:
-    """Every workload on every GPU at 4 batches, fp32 on A-C, bf16 on D (one stack)."""
+def synthetic_steps(
+    *, noise: float = 0.0, seed: int = 0, conv_ratio: float | None = None
+) -> pd.DataFrame:
+    """Every workload on every GPU at 4 batches, fp32 on A-C, bf16 on D (one stack). With
+    ``conv_ratio``, the FLOPs of :data:`CONV_WORKLOADS` are convolutions that reach that
+    share of the matmul efficiency on tensor cores (a ``conv_flops`` column is added)."""
     rng = np.random.default_rng(seed)
     rows = []
     for gpu, (fp32, bf16, bw, kg) in GPUS.items():
@@ -34,17 +40,21 @@ def synthetic_steps(*, noise: float = 0.0, seed: int = 0) -> pd.DataFrame:
         for work, (gf, mb, kernels, kw) in WORKLOADS.items():
             for batch in (8, 32, 128, 256):
                 f, m = gf * 1e9 * batch, mb * 1e6 * batch
+                conv = f if conv_ratio is not None and work in CONV_WORKLOADS else 0.0
+                ratio = conv_ratio if conv_ratio is not None and precision == "bf16" else 1.0
                 t = (
                     kg
                     * kw
                     * (
-                        f / (eta * peak * 1e12)
+                        (f - conv + conv / ratio) / (eta * peak * 1e12)
                         + m / (TRUE["memory"] * bw * 1e9)
                         + kernels * TRUE["overhead_pytorch"]
                     )
                 )
+                extra = {"conv_flops": conv} if conv_ratio is not None else {}
                 rows.append(
                     {
+                        **extra,
                         "source": "synthetic",
                         "workload_key": work,
                         "gpu": gpu,

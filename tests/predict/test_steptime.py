@@ -31,6 +31,41 @@ def test_recovers_the_efficiencies_of_noise_free_data() -> None:
     assert model.gpu_factor_["A"] / model.gpu_factor_["C"] == pytest.approx(1.10, rel=0.02)
 
 
+def test_recovers_the_tensor_core_convolution_ratio() -> None:
+    rows = synthetic_steps(conv_ratio=0.5)
+    model = StepTimeModel(gpu_prior_sd=10.0, workload_prior_sd=10.0).fit(rows)
+    assert model.conv_ratio_ == pytest.approx(0.5, rel=0.02)
+    np.testing.assert_allclose(
+        model.predict(rows, use_workload_factor=True), rows["step_time_s"], rtol=1e-3
+    )
+    # the fitted set carries it to the roofline: a convolution costs more on tensor cores only
+    eff = model.efficiency()
+    assert eff.tensor_core_conv_ratio == pytest.approx(model.conv_ratio_)
+    conv = RooflineWorkload(name="c", batch_size=1, matmul_flops=1e12, memory_bytes=0.0,
+                            n_kernels=0, conv_flops=1e12)  # fmt: skip
+    gemm = RooflineWorkload(name="g", batch_size=1, matmul_flops=1e12, memory_bytes=0.0,
+                            n_kernels=0)  # fmt: skip
+    assert eff.compute_flops(conv, "bf16") == pytest.approx(2e12, rel=0.03)
+    assert eff.compute_flops(conv, "fp32") == eff.compute_flops(gemm, "bf16") == 1e12
+    # the state round-trips; a state written before the ratio existed reads as 1
+    state = model.to_dict()
+    assert StepTimeModel.from_dict(state).conv_ratio_ == model.conv_ratio_
+    old = {**state, "state": {k: v for k, v in state["state"].items() if k != "conv_ratio"}}
+    assert StepTimeModel.from_dict(old).conv_ratio_ == 1.0
+    # without convolutions on tensor cores there is nothing to fit it on
+    assert StepTimeModel().fit(rows.drop(columns="conv_flops")).conv_ratio_ == 1.0
+
+
+def test_conv_flops_above_the_matmul_flops_are_refused() -> None:
+    rows = synthetic_steps(conv_ratio=0.5)
+    rows.loc[0, "conv_flops"] = rows.loc[0, "matmul_flops"] * 2
+    with pytest.raises(InvalidSpecError, match="conv_flops"):
+        StepTimeModel().fit(rows)
+    with pytest.raises(InvalidSpecError, match="conv_flops"):
+        RooflineWorkload(name="c", batch_size=1, matmul_flops=1.0, memory_bytes=0.0,
+                         n_kernels=0, conv_flops=2.0)  # fmt: skip
+
+
 def test_a_gpu_left_out_is_predicted_from_its_specs() -> None:
     rows = synthetic_steps(noise=0.02)
     train, test = rows[rows.gpu != "B"], rows[rows.gpu == "B"]

@@ -34,6 +34,29 @@ def test_resnet50_forward_is_4_1_gmacs(resnet50_b1: WorkloadProfile) -> None:
     assert 1.9 < resnet50_b1.backward_flops / resnet50_b1.forward_flops < 2.0
 
 
+def test_convolution_flops_are_recorded_apart(resnet50_b1: WorkloadProfile) -> None:
+    # every ResNet-50 FLOP but the final classifier's (2 x 2048 x 1000 a sample) is a conv
+    for phase in ("forward", "backward"):
+        mm = resnet50_b1.phase(phase).cost("matmul_conv")
+        assert 0.999 < mm.conv_flops / mm.flops < 1.0
+    assert (
+        prof("mlp", 5, in_features=3, hidden=(4,), num_classes=2)
+        .phase("forward")
+        .cost("matmul_conv")
+        .conv_flops
+        == 0
+    )
+    # the planner's per-sample facts carry the share to the roofline
+    from gpucast.plan.inputs import WorkloadFacts
+
+    facts = WorkloadFacts.from_profile(resnet50_b1)
+    assert 0.999 < facts.conv_share < 1.0
+    roof = facts.roofline_workload(8)
+    assert roof.conv_flops == pytest.approx(facts.conv_share * 8 * facts.matmul_flops_per_sample)
+    again = WorkloadProfile.from_dict(resnet50_b1.to_dict())
+    assert again.phase("backward").cost("matmul_conv").conv_flops > 0
+
+
 def test_resnet50_parameters_and_tensors(resnet50_b1: WorkloadProfile) -> None:
     assert resnet50_b1.parameters_total == resnet50_b1.parameters_trainable == 25_557_032
     assert resnet50_b1.parameter_tensors == 161

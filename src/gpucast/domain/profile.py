@@ -40,6 +40,9 @@ class OperatorClassCost:
     approx_uncounted_flops: int
     bytes_read: int
     bytes_written: int
+    #: the part of ``flops`` done by convolutions (``matmul_conv`` only; 0 in profiles written
+    #: before it was recorded, which then price convolutions as matrix multiplications)
+    conv_flops: int = 0
 
     @property
     def bytes_moved(self) -> int:
@@ -61,6 +64,7 @@ class OperatorClassCost:
             approx_uncounted_flops=self.approx_uncounted_flops + other.approx_uncounted_flops,
             bytes_read=self.bytes_read + other.bytes_read,
             bytes_written=self.bytes_written + other.bytes_written,
+            conv_flops=self.conv_flops + other.conv_flops,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,6 +75,7 @@ class OperatorClassCost:
             "approx_uncounted_flops": self.approx_uncounted_flops,
             "bytes_read": self.bytes_read,
             "bytes_written": self.bytes_written,
+            "conv_flops": self.conv_flops,
             "arithmetic_intensity_flop_per_byte": self.arithmetic_intensity_flop_per_byte,
         }
 

@@ -388,7 +388,7 @@ def with_features(frame: pd.DataFrame, catalog: Any) -> pd.DataFrame:
 
     out = frame.copy()
     feats: dict[tuple[str, str, str, str], Any] = {}
-    flops, nbytes, kernels, peak, bandwidth = [], [], [], [], []
+    flops, conv, nbytes, kernels, peak, bandwidth = [], [], [], [], [], []
     for r in out.to_dict("records"):
         key = (str(r["workload"]), str(r["options"]), str(r["precision"]), str(r["optimizer"]))
         if key not in feats:
@@ -399,12 +399,14 @@ def with_features(frame: pd.DataFrame, catalog: Any) -> pd.DataFrame:
             feats[key] = workload_facts(profile)
         roof = feats[key].roofline_workload(max(1, round(float(r["batch"]))))
         flops.append(roof.matmul_flops)
+        conv.append(roof.conv_flops)
         nbytes.append(roof.memory_bytes)
         kernels.append(roof.n_kernels)
         spec = catalog.gpu(str(r["gpu"]))
         peak.append(spec.peak_tflops(str(r["precision"])))
         bandwidth.append(spec.memory_bandwidth_gbps)
     out["matmul_flops"] = np.asarray(flops, dtype=np.float64)
+    out["conv_flops"] = np.asarray(conv, dtype=np.float64)
     out["memory_bytes"] = np.asarray(nbytes, dtype=np.float64)
     out["n_kernels"] = np.asarray(kernels, dtype=np.float64)
     out["peak_tflops"] = np.asarray(peak, dtype=np.float64)

@@ -72,6 +72,9 @@ class WorkloadFacts:
     optimizer_bytes: float
     activation_bytes_per_sample: float
     n_layers: int
+    #: share of the per-sample matmul FLOPs done by convolutions (the roofline prices
+    #: tensor-core convolutions apart)
+    conv_share: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("gradient_bytes", "weights_bytes"):
@@ -85,6 +88,7 @@ class WorkloadFacts:
         """Split a profile: forward + backward scale with the batch, the optimizer is fixed."""
         b = float(profile.batch_size)
         per_sample_flops = 0.0
+        per_sample_conv = 0.0
         per_sample_bytes = 0.0
         fixed_flops = 0.0
         fixed_bytes = 0.0
@@ -98,6 +102,7 @@ class WorkloadFacts:
                 fixed_bytes += mem
             else:
                 per_sample_flops += mm / b
+                per_sample_conv += float(phase.cost("matmul_conv").conv_flops) / b
                 per_sample_bytes += mem / b
         whole = RooflineWorkload.from_profile(profile)
         memory = profile.memory
@@ -117,6 +122,7 @@ class WorkloadFacts:
             optimizer_bytes=float(memory.optimizer_state_bytes),
             activation_bytes_per_sample=float(memory.activations_bytes + memory.inputs_bytes) / b,
             n_layers=max(1, profile.parameter_tensors // 2),
+            conv_share=min(1.0, per_sample_conv / per_sample_flops) if per_sample_flops else 0.0,
         )
 
     def roofline_workload(self, batch: int) -> RooflineWorkload:
@@ -126,6 +132,7 @@ class WorkloadFacts:
             matmul_flops=self.matmul_flops_fixed + self.matmul_flops_per_sample * batch,
             memory_bytes=self.memory_bytes_fixed + self.memory_bytes_per_sample * batch,
             n_kernels=self.n_kernels,
+            conv_flops=self.conv_share * self.matmul_flops_per_sample * batch,
         )
 
     @property

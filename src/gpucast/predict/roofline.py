@@ -6,6 +6,7 @@ and written by element-wise, normalisation, reduction and copy kernels), plus a 
 and dispatch cost per kernel (``overhead``)::
 
     step_time_s = matmul_flops / (compute_efficiency * peak_flops(precision))
+                  (convolutions on tensor cores weighted by 1 / tensor_core_conv_ratio)
                 + memory_bytes / (bandwidth_efficiency * memory_bandwidth)
                 + n_kernels * kernel_overhead_s
 
@@ -68,9 +69,14 @@ class RooflineWorkload:
     matmul_flops: float  # FLOPs of matmul / convolution kernels
     memory_bytes: float  # bytes moved by memory-bound kernels
     n_kernels: int  # kernels launched per step
+    #: the part of ``matmul_flops`` done by convolutions (0: price them all as matmuls)
+    conv_flops: float = 0.0
 
     def __post_init__(self) -> None:
         _positive("matmul_flops", self.matmul_flops, allow_zero=True)
+        _positive("conv_flops", self.conv_flops, allow_zero=True)
+        if self.conv_flops > self.matmul_flops * (1.0 + 1e-9):
+            raise InvalidSpecError("conv_flops", "must be <= matmul_flops", got=self.conv_flops)
         _positive("memory_bytes", self.memory_bytes, allow_zero=True)
         if self.batch_size < 1:
             raise InvalidSpecError("batch_size", "must be >= 1", got=self.batch_size)
@@ -89,6 +95,7 @@ class RooflineWorkload:
             matmul_flops=float(sum(c.flops for c in by_class if c.op_class == "matmul_conv")),
             memory_bytes=float(sum(c.bytes_moved for c in by_class if c.op_class != "matmul_conv")),
             n_kernels=int(sum(c.calls for c in by_class)),
+            conv_flops=float(sum(c.conv_flops for c in by_class if c.op_class == "matmul_conv")),
         )
 
 
@@ -107,6 +114,10 @@ class RooflineEfficiency:
     #: TF32 and FP8 tensor-core efficiencies; ``None``: the fp16/bf16 figure
     compute_efficiency_tf32: float | None = None
     compute_efficiency_fp8: float | None = None
+    #: what convolutions reach on tensor cores (tf32, fp16/bf16, fp8) relative to matrix
+    #: multiplications; 1 for the priors, fitted in a fitted set. FP32 (SIMT) convolutions
+    #: and matmuls share one efficiency.
+    tensor_core_conv_ratio: float = 1.0
     bandwidth_efficiency: float = 0.70
     kernel_overhead_s: float = 10e-6
     #: fixed cost of one training step beyond its kernels (Python loop, data hand-off); the
@@ -130,6 +141,10 @@ class RooflineEfficiency:
                 continue
             if not (math.isfinite(value) and 0 < value <= 1):
                 raise InvalidSpecError(name, "must be in (0, 1]", got=value)
+        if not (math.isfinite(self.tensor_core_conv_ratio) and self.tensor_core_conv_ratio > 0):
+            raise InvalidSpecError(
+                "tensor_core_conv_ratio", "must be > 0", got=self.tensor_core_conv_ratio
+            )
         _positive("kernel_overhead_s", self.kernel_overhead_s, allow_zero=True)
         _positive("step_overhead_s", self.step_overhead_s, allow_zero=True)
         for gpu, factor in self.gpu_factors.items():
@@ -149,6 +164,13 @@ class RooflineEfficiency:
         if precision == "fp8" and self.compute_efficiency_fp8 is not None:
             return self.compute_efficiency_fp8
         return self.compute_efficiency_tensor_core
+
+    def compute_flops(self, workload: RooflineWorkload, precision: str) -> float:
+        """``workload``'s matmul FLOPs weighted for the kernels that run them: tensor-core
+        convolutions count ``1 / tensor_core_conv_ratio`` times (FP32 ones once)."""
+        ratio = 1.0 if precision == "fp32" else self.tensor_core_conv_ratio
+        conv = workload.conv_flops
+        return workload.matmul_flops - conv + conv / ratio
 
     def gpu_factor(self, name: str) -> float:
         """The fitted factor of GPU ``name`` (1: no data for it, specs only)."""
@@ -196,10 +218,12 @@ def _terms(
 ) -> dict[str, float]:
     if device.kind == "gpu":
         compute_eff, factor = eff.compute_efficiency(precision), eff.gpu_factor(device.name)
+        flops = eff.compute_flops(workload, precision)
     else:
         compute_eff, factor = eff.compute_efficiency_fp32, 1.0
+        flops = workload.matmul_flops
     return {
-        "compute": factor * workload.matmul_flops / (compute_eff * device.peak_tflops * _TERA),
+        "compute": factor * flops / (compute_eff * device.peak_tflops * _TERA),
         "memory_bandwidth": factor
         * workload.memory_bytes
         / (eff.bandwidth_efficiency * device.memory_bandwidth_gbps * _GIGA),

@@ -3,7 +3,7 @@
 One training step of a workload at per-GPU batch ``b`` on GPU ``g`` (roofline terms from
 :mod:`gpucast.predict.roofline`: matmul FLOPs ``F``, memory-bound bytes ``M``, kernels ``K``)::
 
-    t = k_gpu[g] * k_workload[w] * ( F / (eta_compute[class] * peak_g(precision))
+    t = k_gpu[g] * k_workload[w] * ( (F - C + C / r) / (eta_compute[class] * peak_g(precision))
                                    + traffic[stack] * M / (eta_memory * bandwidth_g)
                                    + K * overhead_s[stack] + step_s[stack] )  +  extra_s
 
@@ -12,6 +12,11 @@ One training step of a workload at per-GPU batch ``b`` on GPU ``g`` (roofline te
   TensorFlow 1 and vendor-tuned MLPerf code call the same cuDNN / cuBLAS kernels for
   convolutions and matmuls. A class without data borrows the nearest class that has some
   (``tf32`` and ``fp8`` from ``tensor16``; said in :attr:`StepTimeModel.borrowed_`).
+* ``r`` (``conv_ratio``): what convolutions (``C`` of the matmul FLOPs ``F``, recorded by the
+  profiler) reach on tensor cores relative to matrix multiplications -- implicit-GEMM
+  convolutions with small channel counts and layout conversions fill the tiles less well. One
+  figure for the tensor-core classes (tf32, fp16/bf16, fp8); FP32 (SIMT) convolutions share
+  the matmul efficiency (r = 1). Without tensor-core convolutions in the data it stays 1.
 * ``eta_memory``: achieved share of the datasheet bandwidth by memory-bound kernels.
 * Per **software stack** (``pytorch`` eager, ``tf1`` = TensorFlow 1.x as CM-DARE ran it,
   ``tuned`` = MLPerf-class code: fused element-wise kernels, CUDA graphs, channels-last):
@@ -107,6 +112,7 @@ _OVERHEAD_BOUNDS = (math.log(1e-8), math.log(5e-3))
 _TRAFFIC_BOUNDS = (math.log(0.02), math.log(10.0))
 _STEP_BOUNDS = (math.log(1e-7), math.log(1.0))
 _FACTOR_BOUNDS = (math.log(0.1), math.log(10.0))
+_CONV_BOUNDS = (math.log(0.1), math.log(2.0))
 
 
 def source_weights(sources: pd.Series) -> FloatArray:
@@ -158,6 +164,8 @@ class StepTimeModel(Estimator):
         self.workload_prior_sd = workload_prior_sd
         self.eta_compute_: dict[str, float] | None = None
         self.eta_memory_: float | None = None
+        #: tensor-core convolutions' efficiency relative to matmuls (1: no data to fit it)
+        self.conv_ratio_: float = 1.0
         self.overhead_s_: dict[str, float] = {}
         self.step_s_: dict[str, float] = {}
         self.traffic_: dict[str, float] = {}
@@ -204,7 +212,13 @@ class StepTimeModel(Estimator):
         traffic_stacks = [s for s in stacks if s != REFERENCE_STACK]
         gpus = sorted(set(frame["gpu"]))
         works = sorted(set(frame["workload_key"]))
-        layout = _Layout(classes, stacks, traffic_stacks, gpus, works)
+        tensor_conv = bool(
+            np.any(
+                (_conv_flops(frame) > 0)
+                & (frame["precision"].map(PRECISION_CLASS).to_numpy() != "fp32")
+            )
+        )
+        layout = _Layout(classes, stacks, traffic_stacks, gpus, works, tensor_conv)
         data = _Arrays.of(frame, layout)
         target = np.log(frame[TARGET].to_numpy(dtype=np.float64))
         extra = _extra(frame)
@@ -222,6 +236,9 @@ class StepTimeModel(Estimator):
         theta = solution.x
         self.eta_compute_ = {c: math.exp(theta[i]) for c, i in layout.eta_index.items()}
         self.eta_memory_ = math.exp(theta[layout.eta_memory_index])
+        self.conv_ratio_ = (
+            math.exp(theta[layout.conv_index]) if layout.conv_index is not None else 1.0
+        )
         self.overhead_s_ = {s: math.exp(theta[i]) for s, i in layout.overhead_index.items()}
         self.step_s_ = {s: math.exp(theta[i]) for s, i in layout.step_index.items()}
         self.traffic_ = {REFERENCE_STACK: 1.0} | {
@@ -281,6 +298,7 @@ class StepTimeModel(Estimator):
             compute_efficiency_tensor_core=eta["tensor16"],
             compute_efficiency_tf32=eta["tf32"],
             compute_efficiency_fp8=eta["fp8"],
+            tensor_core_conv_ratio=self.conv_ratio_,
             bandwidth_efficiency=min(1.0, self.eta_memory_ / self.traffic_[stack]),
             kernel_overhead_s=self.overhead_s_[stack],
             step_overhead_s=self.step_s_[stack],
@@ -314,6 +332,9 @@ class StepTimeModel(Estimator):
         if use_workload_factor:
             scale = scale * self.workload_factors(frame["workload_key"])
         f = frame["matmul_flops"].to_numpy(dtype=np.float64)
+        conv = _conv_flops(frame)
+        ratio = np.where(cls_.to_numpy() == "fp32", 1.0, self.conv_ratio_)
+        f = f - conv + conv / ratio
         m = frame["memory_bytes"].to_numpy(dtype=np.float64)
         k = frame["n_kernels"].to_numpy(dtype=np.float64)
         peak = frame["peak_tflops"].to_numpy(dtype=np.float64) * 1e12
@@ -343,6 +364,7 @@ class StepTimeModel(Estimator):
             "workload_prior_sd": self.workload_prior_sd,
             "eta_compute": dict(self.eta_compute_ or {}),
             "eta_memory": self.eta_memory_,
+            "conv_ratio": self.conv_ratio_,
             "overhead_s": dict(self.overhead_s_),
             "step_s": dict(self.step_s_),
             "traffic": dict(self.traffic_),
@@ -364,6 +386,7 @@ class StepTimeModel(Estimator):
             )
             model.eta_compute_ = {str(k): float(v) for k, v in state["eta_compute"].items()}
             model.eta_memory_ = float(state["eta_memory"])
+            model.conv_ratio_ = float(state.get("conv_ratio", 1.0))
             model.overhead_s_ = {str(k): float(v) for k, v in state["overhead_s"].items()}
             model.step_s_ = {str(k): float(v) for k, v in state["step_s"].items()}
             model.traffic_ = {str(k): float(v) for k, v in state["traffic"].items()}
@@ -382,7 +405,12 @@ class StepTimeModel(Estimator):
                 f"steptime model state is malformed ({exc})",
                 fix="refit it with `gpucast fit steptime`",
             ) from None
-        values = [*model.eta_compute_.values(), model.eta_memory_, *model.overhead_s_.values()]
+        values = [
+            *model.eta_compute_.values(),
+            model.eta_memory_,
+            model.conv_ratio_,
+            *model.overhead_s_.values(),
+        ]
         if not all(math.isfinite(v) and v > 0 for v in values):
             raise InvalidInputError(
                 "steptime model holds a non-positive or non-finite constant",
@@ -392,6 +420,17 @@ class StepTimeModel(Estimator):
 
 
 # -- internals ----------------------------------------------------------------------------
+def _conv_flops(frame: pd.DataFrame) -> FloatArray:
+    """The optional ``conv_flops`` column (0 without it), checked against ``matmul_flops``."""
+    if "conv_flops" not in frame.columns:
+        return np.zeros(len(frame))
+    conv = frame["conv_flops"].to_numpy(dtype=np.float64)
+    matmul = frame["matmul_flops"].to_numpy(dtype=np.float64)
+    if not np.all(np.isfinite(conv)) or np.any(conv < 0) or np.any(conv > matmul * (1 + 1e-9)):
+        raise InvalidSpecError("conv_flops", "must be finite, >= 0 and <= matmul_flops")
+    return conv
+
+
 def _extra(frame: pd.DataFrame) -> FloatArray:
     if "extra_s" not in frame.columns:
         return np.zeros(len(frame))
@@ -410,6 +449,7 @@ class _Layout:
     traffic_stacks: list[str]
     gpus: list[str]
     works: list[str]
+    tensor_conv: bool = False  # whether a tensor-core convolution ratio is fitted
     eta_index: dict[str, int] = field(init=False)
     eta_memory_index: int = field(init=False)
     overhead_index: dict[str, int] = field(init=False)
@@ -417,6 +457,7 @@ class _Layout:
     traffic_index: dict[str, int] = field(init=False)
     gpu_index: dict[str, int] = field(init=False)
     work_index: dict[str, int] = field(init=False)
+    conv_index: int | None = field(init=False)
     size: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -436,6 +477,8 @@ class _Layout:
         object.__setattr__(self, "traffic_index", take(self.traffic_stacks))
         object.__setattr__(self, "gpu_index", take(self.gpus))
         object.__setattr__(self, "work_index", take(self.works))
+        object.__setattr__(self, "conv_index", i if self.tensor_conv else None)
+        i += 1 if self.tensor_conv else 0
         object.__setattr__(self, "size", i)
 
     @property
@@ -464,6 +507,8 @@ class _Layout:
         put(self.traffic_index.values(), 0.0, _TRAFFIC_BOUNDS)
         put(self.gpu_index.values(), 0.0, _FACTOR_BOUNDS)
         put(self.work_index.values(), 0.0, _FACTOR_BOUNDS)
+        if self.conv_index is not None:
+            put([self.conv_index], 0.0, _CONV_BOUNDS)
         return x0, lo, hi
 
 
@@ -472,6 +517,7 @@ class _Arrays:
     """The frame as arrays and index vectors into the parameter vector."""
 
     flops_over_peak: FloatArray
+    conv_over_peak: FloatArray  # tensor-core convolution FLOPs / peak (0 for fp32 rows)
     bytes_over_bw: FloatArray
     kernels: FloatArray
     eta: npt.NDArray[np.int64]
@@ -486,9 +532,11 @@ class _Arrays:
         def idx(values: pd.Series, index: Mapping[str, int], missing: int = -1) -> Any:
             return np.array([index.get(v, missing) for v in values], dtype=np.int64)
 
+        peak = frame["peak_tflops"].to_numpy(dtype=np.float64) * 1e12
+        tensor = frame["precision"].map(PRECISION_CLASS).to_numpy() != "fp32"
         return cls(
-            flops_over_peak=frame["matmul_flops"].to_numpy(dtype=np.float64)
-            / (frame["peak_tflops"].to_numpy(dtype=np.float64) * 1e12),
+            flops_over_peak=frame["matmul_flops"].to_numpy(dtype=np.float64) / peak,
+            conv_over_peak=np.where(tensor, _conv_flops(frame), 0.0) / peak,
             bytes_over_bw=frame["memory_bytes"].to_numpy(dtype=np.float64)
             / (frame["bandwidth_gbps"].to_numpy(dtype=np.float64) * 1e9),
             kernels=frame["n_kernels"].to_numpy(dtype=np.float64),
@@ -506,8 +554,11 @@ class _Arrays:
         overhead = np.exp(theta[self.overhead])
         traffic = np.where(self.traffic >= 0, np.exp(theta[np.maximum(self.traffic, 0)]), 1.0)
         scale = np.exp(theta[self.gpu] + theta[self.work])
+        fop = self.flops_over_peak
+        if layout.conv_index is not None:
+            fop = fop + self.conv_over_peak * (math.exp(-theta[layout.conv_index]) - 1.0)
         core = (
-            self.flops_over_peak / eta_c
+            fop / eta_c
             + traffic * self.bytes_over_bw / eta_m
             + self.kernels * overhead
             + np.exp(theta[self.step])

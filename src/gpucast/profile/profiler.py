@@ -99,10 +99,10 @@ def _unique(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
 
 
 class _ClassTotals:
-    __slots__ = ("approx", "calls", "flops", "read", "written")
+    __slots__ = ("approx", "calls", "conv", "flops", "read", "written")
 
     def __init__(self) -> None:
-        self.calls = self.flops = self.approx = self.read = self.written = 0
+        self.calls = self.flops = self.approx = self.read = self.written = self.conv = 0
 
 
 class _OpRecorder(TorchDispatchMode):
@@ -148,7 +148,10 @@ class _OpRecorder(TorchDispatchMode):
             self.largest_op_bytes[self.phase], bytes_read + bytes_written
         )
         if formula is not None:
-            totals.flops += int(formula(*args, **kwargs, out_val=out))
+            flops = int(formula(*args, **kwargs, out_val=out))
+            totals.flops += flops
+            if "convolution" in name:
+                totals.conv += flops
         elif does_arithmetic(name, op_class):
             self.uncounted.add(f"aten.{name}")
             largest_input = max((t.numel() for t in inputs), default=0)
@@ -167,6 +170,7 @@ class _OpRecorder(TorchDispatchMode):
                     approx_uncounted_flops=t.approx,
                     bytes_read=t.read,
                     bytes_written=t.written,
+                    conv_flops=t.conv,
                 )
                 for c, t in by_class.items()
             ),
