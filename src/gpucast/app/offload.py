@@ -4,13 +4,14 @@
 ``--sizes`` parameter count (in ``--tensors`` tensors; :mod:`gpucast.measure.optimizer`),
 stores each size (``runs list --kind optimizer``) and, from three sizes or more, fits
 :class:`gpucast.predict.offload.CpuAdamModel` (streamed bytes / bandwidth + a cost per tensor
-+ a fixed cost) on them. :func:`cpu_adam_from_store` fits the same model on every stored size:
-what the offload model (``plan train`` when nothing fits in GPU memory) uses.
++ a fixed cost) on them. :func:`gpucast.inputs.offload.cpu_adam` fits the same model on every
+stored size: what the offload model (``plan train`` when nothing fits in GPU memory) uses.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -22,7 +23,6 @@ from gpucast.domain.options import option
 if TYPE_CHECKING:
     from gpucast.domain.offload import OptimizerStepMeasurement
     from gpucast.predict.offload import CpuAdamModel
-    from gpucast.store import Store
 
 #: the largest size one measurement may ask for (4e9 parameters = 64 GB of AdamW state)
 MAX_PARAMS = 4_000_000_000
@@ -78,6 +78,12 @@ class MeasureOptimizerRequest:
     threads: int | None = option(
         None, help="torch intra-op threads while timing (default: torch's).", example="1"
     )
+    timer: str = option(
+        "wall",
+        help="wall (the wall clock) or cpu (this process's CPU time: leaves out other "
+        "processes' turns on a shared machine; use with --threads 1).",
+        example="cpu",
+    )
     max_time_s: float = option(20.0, help="Time budget per size (s).", example="10")
     reserve_gib: float = option(
         6.0, help="Host memory to leave free (GiB); larger sizes are refused.", example="6"
@@ -110,8 +116,18 @@ class MeasureOptimizerRequest:
             raise InvalidSpecError(
                 "implementation", "must be fused, foreach or for-loop", got=self.implementation
             )
-        if self.threads is not None and (isinstance(self.threads, bool) or self.threads < 1):
-            raise InvalidSpecError("threads", "must be an integer >= 1", got=self.threads)
+        if self.timer not in ("wall", "cpu"):
+            raise InvalidSpecError("timer", "must be wall or cpu", got=self.timer)
+        cores = os.cpu_count() or 1
+        if self.threads is not None and (
+            isinstance(self.threads, bool) or not 1 <= self.threads <= cores
+        ):
+            raise InvalidSpecError(
+                "threads",
+                f"must be an integer in [1, {cores}] (this machine's cores)",
+                got=self.threads,
+                fix="e.g. --threads 1",
+            )
         if not (math.isfinite(self.max_time_s) and 0 < self.max_time_s <= 3600):
             raise InvalidSpecError("max-time-s", "must be in (0, 3600] s", got=self.max_time_s)
         if not (math.isfinite(self.reserve_gib) and 0 <= self.reserve_gib <= 1024):
@@ -151,31 +167,6 @@ class MeasureOptimizerResult:
         }
 
 
-def fit_cpu_adam(measurements: list[OptimizerStepMeasurement] | tuple[Any, ...]) -> CpuAdamModel:
-    """:class:`CpuAdamModel` fitted on measured steps (each size's fastest step: the least
-    disturbed by other processes on a shared machine; an offload node's CPU is the job's)."""
-    from gpucast.predict.offload import CpuAdamModel
-
-    return CpuAdamModel().fit(
-        [m.n_params for m in measurements],
-        [m.n_tensors for m in measurements],
-        [m.fastest_s for m in measurements],
-    )
-
-
-def cpu_adam_from_store(store: Store, *, max_params: float | None = None) -> CpuAdamModel | None:
-    """The CPU Adam model fitted on every stored optimizer measurement (of at most
-    ``max_params`` parameters); None with fewer than 3 sizes stored."""
-    from gpucast.store.optimizer import load_optimizer_steps
-
-    rows = [
-        m for m in load_optimizer_steps(store) if max_params is None or m.n_params <= max_params
-    ]
-    if len({(m.n_params, m.n_tensors) for m in rows}) < 3:
-        return None
-    return fit_cpu_adam(rows)
-
-
 def measure_optimizer(
     request: MeasureOptimizerRequest | None = None,
     /,
@@ -184,6 +175,7 @@ def measure_optimizer(
     **options: Any,
 ) -> MeasureOptimizerResult:
     """Time CPU AdamW steps at each size here, store them, fit the model (module docstring)."""
+    from gpucast.inputs.offload import distinct_sizes, fit_cpu_adam
     from gpucast.measure.optimizer import measure_optimizer_step
     from gpucast.store import Store, default_db_path
     from gpucast.store.optimizer import save_optimizer_step
@@ -202,6 +194,7 @@ def measure_optimizer(
                 max_time_s=request.max_time_s,
                 reserve_gib=request.reserve_gib,
                 threads=request.threads,
+                timer=request.timer,  # type: ignore[arg-type]
             )
             measured.append(m)
             if store is not None:
@@ -209,7 +202,7 @@ def measure_optimizer(
     finally:
         if store is not None:
             store.close()
-    distinct = len({(m.n_params, m.n_tensors) for m in measured})
+    distinct = distinct_sizes(measured)
     return MeasureOptimizerResult(
         measurements=tuple(measured),
         run_ids=tuple(ids),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from gpucast.domain.errors import InvalidSpecError
@@ -35,6 +36,7 @@ class OptimizerStepMeasurement:
     host: str
     created_at: str
     warnings: tuple[str, ...] = ()
+    timer: str = "wall"  # "wall": wall clock; "cpu": this process's CPU time per step
     schema_version: int = OPTIMIZER_STEP_SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -83,6 +85,7 @@ class OptimizerStepMeasurement:
             "host": self.host,
             "created_at": self.created_at,
             "warnings": list(self.warnings),
+            "timer": self.timer,
         }
 
     @classmethod
@@ -97,3 +100,16 @@ class OptimizerStepMeasurement:
         keep["step_times_s"] = tuple(float(t) for t in keep.get("step_times_s", ()))
         keep["warnings"] = tuple(str(w) for w in keep.get("warnings", ()))
         return cls(**keep)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CpuAdamFact:
+    """A CPU Adam speed from ``catalog/data/cpu_adam.csv``: the offload model's default."""
+
+    name: str
+    fixed_s: float
+    per_tensor_s: float
+    bandwidth_gbps: float
+    source_url: str
+    as_of: date
+    note: str = ""

@@ -15,7 +15,9 @@ refuses a size that would leave less than ``reserve_gib`` of this machine's avai
 
 from __future__ import annotations
 
+import os
 import socket
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Literal
@@ -29,6 +31,7 @@ from gpucast.domain.units import GIB
 from gpucast.measure.harness import StoppingRule, run_adaptive
 
 Implementation = Literal["fused", "foreach", "for-loop"]
+TimerKind = Literal["wall", "cpu"]
 IMPLEMENTATIONS: tuple[str, ...] = ("fused", "foreach", "for-loop")
 #: Peak bytes per parameter while stepping (16 held + foreach temporaries).
 PEAK_BYTES_PER_PARAM = ADAM_HOST_BYTES_PER_PARAM + 4.0
@@ -65,6 +68,7 @@ def measure_optimizer_step(
     max_time_s: float = 20.0,
     reserve_gib: float = 6.0,
     threads: int | None = None,
+    timer: TimerKind = "wall",
     available_bytes: float | None = None,
     clock: Callable[[], float] | None = None,
 ) -> OptimizerStepMeasurement:
@@ -77,8 +81,9 @@ def measure_optimizer_step(
         or not (1 <= n_tensors <= n_params)
     ):
         raise InvalidSpecError("tensors", "must be an integer in [1, parameters]", got=n_tensors)
-    if threads is not None and (isinstance(threads, bool) or threads < 1):
-        raise InvalidSpecError("threads", "must be an integer >= 1", got=threads)
+    cores = os.cpu_count() or 1
+    if threads is not None and (isinstance(threads, bool) or not 1 <= threads <= cores):
+        raise InvalidSpecError("threads", f"must be an integer in [1, {cores}]", got=threads)
     if implementation not in IMPLEMENTATIONS:
         raise InvalidSpecError(
             "implementation", f"must be one of {', '.join(IMPLEMENTATIONS)}", got=implementation
@@ -109,6 +114,10 @@ def measure_optimizer_step(
         warmup_window=2,
         max_warmup_steps=8,
     )
+    if timer not in ("wall", "cpu"):
+        raise InvalidSpecError("timer", "must be wall or cpu", got=timer)
+    if clock is None and timer == "cpu":
+        clock = time.process_time
     kwargs = {} if clock is None else {"clock": clock}
     before = torch.get_num_threads()
     used = before if threads is None else threads
@@ -124,6 +133,7 @@ def measure_optimizer_step(
         n_params=n_params,
         n_tensors=n_tensors,
         threads=used,
+        timer=timer,
         step_times_s=raw.step_times_s,
         host=socket.gethostname(),
         created_at=datetime.now(UTC).isoformat(),

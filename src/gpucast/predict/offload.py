@@ -92,6 +92,24 @@ class CpuAdamModel(Estimator):
         per_byte = self._coefficients()["per_byte_s"]
         return math.inf if per_byte <= 0 else 1e-9 / per_byte
 
+    @classmethod
+    def from_coefficients(
+        cls, *, fixed_s: float, per_tensor_s: float, bandwidth_gbps: float
+    ) -> CpuAdamModel:
+        """A model with given constants (a catalog row, not a fit)."""
+        values = (fixed_s, per_tensor_s, bandwidth_gbps)
+        if not all(math.isfinite(v) and v >= 0 for v in values) or bandwidth_gbps <= 0:
+            raise InvalidSpecError(
+                "cpu adam", "needs finite constants >= 0 and a bandwidth > 0", got=values
+            )
+        model = cls()
+        model.coef_ = {
+            "fixed_s": float(fixed_s),
+            "per_tensor_s": float(per_tensor_s),
+            "per_byte_s": 1e-9 / bandwidth_gbps,
+        }
+        return model
+
     def _state(self) -> dict[str, Any]:
         return {
             "coef": dict(self._coefficients()),
@@ -149,6 +167,27 @@ class CpuAdamModel(Estimator):
             c["fixed_s"] + c["per_tensor_s"] * t + c["per_byte_s"] * ADAM_BYTES_PER_PARAM * n,
             dtype=np.float64,
         )
+
+
+def zero_offload_step_s(
+    forward_s: npt.ArrayLike,
+    backward_s: npt.ArrayLike,
+    grads_down_s: npt.ArrayLike,
+    params_up_s: npt.ArrayLike,
+    cpu_step_s: npt.ArrayLike,
+    *,
+    delayed_update: bool,
+) -> FloatArray:
+    """One step with the optimizer on the host (module docstring), element-wise:
+    ``F + max(B, G) + max(C, U)``, or with the delayed parameter update
+    ``max(F + B, max(0, G - B) + max(C, U))``."""
+    f = np.asarray(forward_s, dtype=np.float64)
+    b = np.asarray(backward_s, dtype=np.float64)
+    g = np.asarray(grads_down_s, dtype=np.float64)
+    update = np.maximum(np.asarray(cpu_step_s, dtype=np.float64), params_up_s)
+    if delayed_update:
+        return np.asarray(np.maximum(f + b, np.maximum(0.0, g - b) + update), dtype=np.float64)
+    return np.asarray(f + np.maximum(b, g) + update, dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -306,12 +345,9 @@ def _arrays(x: OffloadInputs, cpu_adam: CpuAdamModel, opt: Tier, par: Tier) -> _
             cpu_phase = max(cpu_s, state_io)
         else:
             cpu_phase = cpu_s
-        update = max(cpu_phase, params_up)
-        exposed_grads = np.maximum(0.0, grads_down - b)
-        if x.delayed_update:
-            step = np.maximum(f + b, exposed_grads + update)
-        else:
-            step = f + np.maximum(b, grads_down) + update
+        step = zero_offload_step_s(
+            f, b, grads_down, params_up, cpu_phase, delayed_update=x.delayed_update
+        )
         pcie_s = grads_down + params_up
     return _Arrays(
         gpu=np.asarray(gpu, dtype=np.float64) * np.ones_like(r),
