@@ -79,3 +79,14 @@ def test_bad_requests() -> None:
         gpucast.measure_optimizer(sizes=[10, 20], tensors=[1, 2, 3])
     with pytest.raises(InvalidSpecError, match="timer"):
         gpucast.measure_optimizer(sizes=[10], timer="gpu")
+
+
+def test_predict_train_names_the_memory_plan() -> None:
+    big = gpucast.predict_train(workload="mlp", option=BIG["option"], gpu="T4", batch_size=8)
+    mem = big.memory
+    assert mem is not None and mem["plan"] == "cpu-offload"
+    assert mem["host_bytes"] == pytest.approx(12 * 1_611_000_000, rel=0.01)
+    assert mem["step_time_s"] > big.step_time_s  # the host's Adam step and PCIe are exposed
+    small = gpucast.predict_train(workload="mlp", gpu="T4", batch_size=8)
+    assert small.memory is not None and small.memory["plan"] == "data-parallel"
+    assert small.memory["slowdown"] == 1.0

@@ -10,11 +10,12 @@ workload's memory needs (:class:`MemoryNeeds`):
                                 parameters of the largest layer (twice: prefetch), plus
                                 activations (ZeRO-3 / PyTorch FSDP ``FULL_SHARD``)
 ``fsdp+checkpointing``          both
-``cpu-offload``                 optimizer state in host memory (ZeRO-Offload): weights +
-                                gradients + activations on the GPU; its time from
+``cpu-offload``                 ZeRO-Offload: weights + gradients + activations on the
+                                GPU; fp32 master weights, gradients and optimizer state
+                                (w + g + o) / N in host memory; its time from
                                 :mod:`gpucast.predict.offload` (PCIe and the CPU Adam step)
 ``fsdp+checkpointing+cpu-offload``  (weights + gradients) / N + gather buffer + checkpointed
-                                activations
+                                activations; host as ``cpu-offload``
 ==============================  ==========================================================
 
 Activation checkpointing keeps the activations at segment boundaries and recomputes one
@@ -101,7 +102,7 @@ def offload_slowdown(strategy: str, needs: MemoryNeeds, costs: OffloadCosts, wor
         gpu_bytes=1.0,  # bytes are counted by fit_memory; plan_at prices the time only
         host_bytes=1.0,
         pcie_gbps=costs.pcie_gbps,
-        shards=workers if ckpt else 1,
+        shards=workers,
         delayed_update=costs.delayed_update,
     )
     plan = plan_at(
@@ -291,7 +292,10 @@ def fit_memory(
                 0,
             ),
         ]
-    plans.append(("cpu-offload", {"weights": w, "gradients": g, "activations": acts}, o))
+    # ZeRO-Offload: fp32 master weights, gradients and optimizer state in host memory,
+    # partitioned over the data-parallel ranks (w + g + o: 16 B/param for Adam, fp32 or mixed)
+    host_state = (w + g + o) / n
+    plans.append(("cpu-offload", {"weights": w, "gradients": g, "activations": acts}, host_state))
     if n > 1:
         plans.append(
             (
@@ -302,7 +306,7 @@ def fit_memory(
                     "gather_buffer": gather,
                     "activations": acts_ckpt,
                 },
-                o / n,
+                host_state,
             )
         )
     options = tuple(
