@@ -15,7 +15,16 @@ processes' turns; its CPU time does not), and each size's fastest step is used o
 (the least disturbed, as ``timeit`` and ``coldstart_accuracy.py`` do; the median is shown
 too); ``--rounds`` repeats fit-then-check and reports every round.
 
-    .venv/bin/python benchmarks/offload_accuracy.py [--rounds 2] [--quick]
+**ZeRO memory per rank.** A small transformer (embedding, 4 encoder blocks of hidden 128, a
+linear head: 1.05M parameters in 51 tensors, fp32, Adam) trains 2 steps under ZeRO stage 1
+(``DistributedDataParallel`` + ``ZeroRedundancyOptimizer``) and stage 3 (FSDP2
+``fully_shard``) on 2 and 4 gloo processes (:mod:`gpucast.measure.zero_memory`); each rank
+counts the bytes of the tensors it holds (its parameters or their local shards, gradients,
+every optimizer-state tensor). Predicted: :func:`gpucast.predict.memory.zero_state_bytes` from
+the parameter count (fp32 Adam: 4 + 4 + 8 B per parameter, partitioned by stage). Target:
+every rank within 5% (issue #16).
+
+    .venv/bin/python benchmarks/offload_accuracy.py [--rounds 2] [--quick] [--only adam|zero]
 """
 
 from __future__ import annotations
@@ -45,6 +54,43 @@ CHECK_SIZES: tuple[tuple[int, int], ...] = (
     (500_000_000, 250),
 )
 TARGET_PCT = 15.0
+ZERO_TARGET_PCT = 5.0
+
+
+def _zero(quick: bool) -> bool:
+    """ZeRO stage 1 and 3 per-rank bytes, predicted vs held (module docstring)."""
+    from gpucast.measure.zero_memory import measure_zero_memory
+    from gpucast.predict.memory import MemoryNeeds, zero_state_bytes
+
+    print(
+        "\n| ZeRO stage | ranks | part | predicted per rank | held (min-max over ranks) | error |"
+    )
+    print("|---|---|---|---|---|---|")
+    worst = 0.0
+    for stage in (1, 3):
+        for nproc in (2,) if quick else (2, 4):
+            ranks = measure_zero_memory(stage, nproc=nproc)
+            needs = MemoryNeeds.from_parameters(
+                n_params=ranks[0]["n_params"], activations_bytes=0.0, n_layers=4
+            )
+            pred = zero_state_bytes(needs, stage=stage, ranks=nproc)
+            pred["total"] = sum(pred.values())
+            for r in ranks:
+                r["total_bytes"] = r["weights_bytes"] + r["gradients_bytes"] + r["optimizer_bytes"]
+            for part in ("weights", "gradients", "optimizer", "total"):
+                held = [r[f"{part}_bytes"] for r in ranks]
+                err = max(abs(h - pred[part]) / pred[part] * 100 for h in held)
+                worst = max(worst, err)
+                print(
+                    f"| {stage} | {nproc} | {part} | {pred[part] / 1e6:.3f} MB | "
+                    f"{min(held) / 1e6:.3f}-{max(held) / 1e6:.3f} MB | {err:.2f}% |"
+                )
+    met = worst <= ZERO_TARGET_PCT
+    print(
+        f"\nZeRO per-rank bytes: worst |error| {worst:.2f}% -> target <= "
+        f"{ZERO_TARGET_PCT:g}%: {'met' if met else 'NOT met'}"
+    )
+    return met
 
 
 def _measure(sizes: tuple[tuple[int, int], ...], db: Path, args: argparse.Namespace) -> Any:
@@ -68,7 +114,11 @@ def main() -> int:
     parser.add_argument("--reserve-gib", type=float, default=6.0)
     parser.add_argument("--quick", action="store_true", help="check 100M only, one round")
     parser.add_argument("--db", type=Path, default=None, help="store (default: a temporary one)")
+    parser.add_argument("--only", choices=("adam", "zero"), default=None)
     args = parser.parse_args()
+    zero_met = True if args.only == "adam" else _zero(args.quick)
+    if args.only == "zero":
+        return 0 if zero_met else 1
     checks = CHECK_SIZES[:1] if args.quick else CHECK_SIZES
     rounds = 1 if args.quick else args.rounds
     errors: list[float] = []
@@ -107,7 +157,7 @@ def main() -> int:
         f"{statistics.median(abs(e) for e in errors):.1f}%, worst {worst:.1f}% -> target "
         f"<= {TARGET_PCT:g}%: {'met' if met else 'NOT met'}"
     )
-    return 0 if met else 1
+    return 0 if met and zero_met else 1
 
 
 if __name__ == "__main__":

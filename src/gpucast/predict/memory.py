@@ -225,6 +225,22 @@ class MemoryFit:
         return self.best is not None
 
 
+def zero_state_bytes(needs: MemoryNeeds, *, stage: int, ranks: int) -> dict[str, float]:
+    """Model-state bytes one of ``ranks`` data-parallel ranks holds at rest under ZeRO
+    ``stage`` (Rajbhandari et al. 2020, section 5): stage 1 partitions the optimizer state,
+    2 also the gradients, 3 also the weights (the rule :mod:`gpucast.predict.parallel` applies
+    per pipeline stage); the gather buffer of stage 3 is live only inside a step."""
+    if stage not in (0, 1, 2, 3):
+        raise InvalidSpecError("stage", "must be a ZeRO stage 0-3", got=stage)
+    if isinstance(ranks, bool) or ranks < 1:
+        raise InvalidSpecError("ranks", "must be an integer >= 1", got=ranks)
+    return {
+        "weights": needs.weights_bytes / (ranks if stage >= 3 else 1),
+        "gradients": needs.gradients_bytes / (ranks if stage >= 2 else 1),
+        "optimizer": needs.optimizer_bytes / (ranks if stage >= 1 else 1),
+    }
+
+
 def _slowdown(name: str, needs: MemoryNeeds, offload: OffloadCosts | None, n: int) -> float:
     if name not in OFFLOAD_STRATEGIES:
         return SLOWDOWN[name]
