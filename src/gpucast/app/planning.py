@@ -568,6 +568,9 @@ def _validations(c: PlanCandidate, precision: str) -> dict[str, str]:
     }
     if c.market == "spot":
         out["spot simulation"] = validation_for("spot-training", gpus, precision, c.nodes).text()
+    if c.memory_plan.endswith("cpu-offload"):
+        # the host's Adam step (the offload's own model); PCIe and overlap are not validated
+        out["offload: CPU Adam step"] = validation_for("cpu-adam", ["cpu"], "fp32").text()
     return out
 
 

@@ -273,6 +273,7 @@ def _memory_plan(
 ) -> dict[str, Any]:
     """How one step fits one GPU (module ``predict.memory``), offload priced by the offload
     model with the CPU Adam speed of the store or the catalog."""
+    from gpucast.catalog.validation import validation_for
     from gpucast.inputs.offload import cpu_adam
     from gpucast.plan.inputs import PCIE_GBPS
     from gpucast.predict.memory import MemoryNeeds, OffloadCosts, fit_memory
@@ -306,6 +307,7 @@ def _memory_plan(
         "step_time_s": None if best is None else step_s * best.slowdown,
         "reason": fit.reason,
         "cpu_adam_source": adam.source,
+        "cpu_adam_validation": validation_for("cpu-adam", ["cpu"], "fp32").text(),
     }
 
 
