@@ -286,8 +286,10 @@ def _memory_plan(
         n_layers=max(1, facts.n_tensors // 2),
         largest_layer_bytes=facts.max_tensor_bytes,
     )
+    from gpucast.predict.comm import DEFAULT_BACKWARD_FRACTION
+
     adam = cpu_adam(store)
-    backward = step_s * 2.0 / 3.0  # backward ~ twice the forward
+    backward = step_s * DEFAULT_BACKWARD_FRACTION  # as plan train splits the step
     costs = OffloadCosts(
         forward_s=step_s - backward,
         backward_s=backward,

@@ -104,6 +104,7 @@ def offload_slowdown(strategy: str, needs: MemoryNeeds, costs: OffloadCosts, wor
         pcie_gbps=costs.pcie_gbps,
         shards=workers,
         delayed_update=costs.delayed_update,
+        transfer_bytes_per_param=needs.gradients_bytes / costs.n_params,
     )
     plan = plan_at(
         inputs,

@@ -10,8 +10,9 @@ here (``gpucast measure optimizer``).
 
 **Offload step time** (:func:`plan_offload`): per step, max-plus over the GPU (forward ``F``,
 backward ``B``, recomputed forwards ``R``), the PCIe link (gradients down and parameters up,
-2 bytes each per parameter at bf16/fp16; full duplex), the host CPU (the Adam step ``C`` from
-:class:`CpuAdamModel`) and the NVMe drive (ZeRO-Infinity):
+``transfer_bytes_per_param`` each: 2 at bf16/fp16, 4 in fp32; full duplex), the host CPU (the
+Adam step ``C`` from :class:`CpuAdamModel`) and the NVMe drive (ZeRO-Infinity); the bytes held
+per tier below are mixed precision's:
 
 * optimizer on the GPU: ``F + R + B`` (no transfer);
 * optimizer on the CPU (ZeRO-Offload): gradients stream down during backward (only the excess
@@ -206,13 +207,16 @@ class OffloadInputs:
     nvme_gbps: float | None = None  # GB/s; None: no NVMe tier
     shards: int = 1  # data-parallel ranks the optimizer state is partitioned over
     delayed_update: bool = False
+    #: bytes per parameter of the gradients sent down and the weights sent up (2: bf16/fp16
+    #: mixed precision, 4: fp32 training)
+    transfer_bytes_per_param: float = 2.0
 
     def __post_init__(self) -> None:
         for name in ("n_params", "activations_bytes", "forward_s", "backward_s"):
             v = float(getattr(self, name))
             if not math.isfinite(v) or v < 0:
                 raise InvalidSpecError(name, "must be a finite number >= 0", got=v)
-        for name in ("gpu_bytes", "host_bytes", "pcie_gbps"):
+        for name in ("gpu_bytes", "host_bytes", "pcie_gbps", "transfer_bytes_per_param"):
             v = float(getattr(self, name))
             if not math.isfinite(v) or v <= 0:
                 raise InvalidSpecError(name, "must be a finite number > 0", got=v)
@@ -326,18 +330,19 @@ def _arrays(x: OffloadInputs, cpu_adam: CpuAdamModel, opt: Tier, par: Tier) -> _
     nvme_s = 0.0
     if par != "gpu":
         link = pcie if par == "cpu" else min(pcie, nvme)
-        upload = 2.0 * n / link
+        upload = x.transfer_bytes_per_param * n / link
         f = np.maximum(f, upload)
         b = np.maximum(b, upload)
-        nvme_s += 0.0 if par == "cpu" else 2.0 * 2.0 * n / nvme
+        nvme_s += 0.0 if par == "cpu" else 2.0 * x.transfer_bytes_per_param * n / nvme
     compute = x.forward_s * (1.0 + r / layers) + x.backward_s
     if opt == "gpu":
         step = f + b
-        pcie_s = 0.0 if par == "gpu" else 2.0 * 2.0 * n / pcie
+        pcie_s = 0.0 if par == "gpu" else 2.0 * x.transfer_bytes_per_param * n / pcie
         cpu_s = 0.0
     else:
-        grads_down = 2.0 * n / pcie
-        params_up = 0.0 if par != "gpu" else 2.0 * n / pcie  # offloaded params upload per layer
+        grads_down = x.transfer_bytes_per_param * n / pcie
+        # offloaded parameters are uploaded per layer (above), not after the step
+        params_up = 0.0 if par != "gpu" else x.transfer_bytes_per_param * n / pcie
         cpu_s = float(cpu_adam.predict_s(n_shard, max(1, round(x.n_tensors / x.shards))))
         if opt == "nvme":
             state_io = 24.0 * n_shard / nvme
