@@ -18,6 +18,7 @@ local shard of a DTensor), their gradients, and its optimizer state (every tenso
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -96,8 +97,17 @@ def _worker(rank: int, world: int, init: str, cfg: dict[str, Any], out: str) -> 
             ),
         }
         Path(out, f"rank{rank}.txt").write_text(repr(held))
-    finally:
+        dist.barrier()
+    except BaseException:
         dist.destroy_process_group()
+        raise
+    # Leave without interpreter teardown, as gpucast.measure.distributed.worker does: every
+    # rank has passed the barrier with its file written, and tearing down DDP's reducer and
+    # gloo's threads after a peer has gone can abort the process ("terminate called without an
+    # active exception"), which would fail a run that succeeded.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def measure_zero_memory(
