@@ -474,6 +474,13 @@ COMMANDS: tuple[Command, ...] = (
         ("plan", "placement"), ("--topology", "dgx1-v100", "--gpus", "2"),
         "gpucast.app.placement:PlanPlacementRequest",
     ),
+    # training beyond GPU memory (#16, offload)
+    Command(
+        ("measure", "optimizer"),
+        ("--sizes", "1000,2000", "--implementation", "foreach", "--max-time-s", "0.2",
+         "--no-save"),
+        "gpucast.app.offload:MeasureOptimizerRequest",
+    ),
 )
 # fmt: on
 

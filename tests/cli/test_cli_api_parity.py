@@ -598,6 +598,17 @@ CASES = [
         lambda t: ["plan", "placement", "--topology", "dgx1-v100", "--gpus", "2", "--jobs", "20"],
         lambda t: gpucast.plan_placement(topology="dgx1-v100", gpus=2, jobs=20),
     ),
+    # training beyond GPU memory (#16, offload)
+    Case(
+        "measure_optimizer",
+        lambda t: ["measure", "optimizer", "--sizes", "2000,4000,8000", "--tensors", "1,4,2",
+                   "--implementation", "foreach", "--max-time-s", "0.3", "--no-save"],
+        lambda t: gpucast.measure_optimizer(
+            sizes=[2000, 4000, 8000], tensors=[1, 4, 2], implementation="foreach",
+            max_time_s=0.3, save=False,
+        ),
+        timed=True,
+    ),
 ]
 # fmt: on
 
@@ -765,6 +776,11 @@ BAD = [
     (["simulate", "serve", "--model", "mlp", "--gpu", "T4", "--rate", "10", "--deadline-ms",
       "0.001"],
      lambda: gpucast.simulate_serve(model="mlp", gpu="T4", rate=10, deadline_ms=0.001)),
+    # training beyond GPU memory (#16, offload)
+    (["measure", "optimizer", "--sizes", "100,200", "--tensors", "1,2,3"],
+     lambda: gpucast.measure_optimizer(sizes=[100, 200], tensors=[1, 2, 3])),
+    (["measure", "optimizer", "--sizes", "-5"],
+     lambda: gpucast.measure_optimizer(sizes=[-5])),
 ]
 # fmt: on
 

@@ -49,6 +49,7 @@ from gpucast.predict.collective import TCP_DEFAULT, CollectiveModel
 from gpucast.predict.convergence import ConvergenceModel
 from gpucast.predict.embedding_cache import EmbeddingLocalityModel
 from gpucast.predict.llm_infer import LlmInferenceModel
+from gpucast.predict.offload import CpuAdamModel
 from gpucast.predict.overheads import CheckpointModel, FrameworkStartModel, StartupModel
 from gpucast.predict.power import PowerModel
 from gpucast.predict.program import CpuMachine, ProgramModel, ProgramObservation
@@ -602,7 +603,24 @@ EMBEDDING_LOCALITY = Case(
 )
 
 
+# --------------------------------------------------------------------------- cpu adam
+def _cpu_adam_inputs() -> FitInputs:
+    params = [5e6, 1e7, 2e7, 2e7, 5e7]
+    tensors = [3.0, 50.0, 10.0, 200.0, 25.0]
+    step = [1e-3 + 5e-6 * t + 28 * n / 15e9 for n, t in zip(params, tensors, strict=True)]
+    return (params, tensors, step), {}
+
+
+CPU_ADAM = Case(
+    make=CpuAdamModel,
+    fit_inputs=_cpu_adam_inputs,
+    predict=lambda m: [m.predict_s([1e8, 5e8], [50, 250]), m.bandwidth_gbps],
+    unfitted_calls=(lambda m: m.predict_s(1e8, 50), lambda m: m.bandwidth_gbps),
+)
+
+
 CASES: dict[str, Case] = {
+    "cpu_adam": CPU_ADAM,
     "program": PROGRAM,
     "embedding_locality": EMBEDDING_LOCALITY,
     "convergence": CONVERGENCE,

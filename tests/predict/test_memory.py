@@ -76,7 +76,8 @@ def test_70b_on_8_h100_needs_fsdp_checkpointing_and_offload() -> None:
     # activations (2 / sqrt(80) of the full 91 GB).
     expected = 4 * 70e9 / 8 + 2 * (70e9 / 80) * 2 + 34 * 4096 * 8192 * 80 * 2 / 80**0.5
     assert best.bytes_needed == pytest.approx(expected)
-    assert best.host_bytes == pytest.approx(12 * 70e9 / 8)
+    # host: fp32 master weights, moments and gradients of this rank's partition, 16 B/param
+    assert best.host_bytes == pytest.approx(16 * 70e9 / 8)
     assert best.bytes_needed <= usable_bytes(H100)
 
 
@@ -122,3 +123,31 @@ def test_more_workers_never_hurt_and_best_is_fastest_feasible(
         assert fit.best.bytes_needed <= fit.bytes_available
     for option in fit.options:
         assert option.bytes_needed == pytest.approx(sum(option.components.values()))
+
+
+def test_offload_strategies_are_priced_by_the_offload_model() -> None:
+    import numpy as np
+
+    from gpucast.predict.memory import OffloadCosts
+    from gpucast.predict.offload import CpuAdamModel
+
+    params = np.array([5e6, 1e7, 2e7, 5e7])
+    tensors = np.array([3.0, 50.0, 10.0, 25.0])
+    cpu_adam = CpuAdamModel().fit(params, tensors, 1e-3 + 28 * params / 15e9 + 0 * tensors)
+    costs = OffloadCosts(
+        forward_s=1.0, backward_s=2.0, n_params=70e9, n_tensors=800, pcie_gbps=50.0,
+        cpu_adam=cpu_adam,
+    )  # fmt: skip
+    unpriced = fit_memory(llama70b(), H100, 8)
+    priced = fit_memory(llama70b(), H100, 8, offload=costs)
+    by_name = {o.strategy: o for o in priced.options}
+    assert {o.strategy: o.slowdown for o in unpriced.options}["cpu-offload"] == float("inf")
+    # ZeRO-Offload over 8 ranks: each rank's CPU steps 70e9 / 8 params
+    cpu = float(cpu_adam.predict_s(70e9 / 8, 100)[()])
+    grads = 2 * 70e9 / 50e9
+    one = 1.0 + max(2.0, grads) + max(cpu, grads)
+    assert by_name["cpu-offload"].slowdown == pytest.approx(one / 3.0)
+    ckpt = 2.0 + max(2.0, grads) + max(cpu, grads)  # one extra forward: every layer recomputed
+    assert by_name["fsdp+checkpointing+cpu-offload"].slowdown == pytest.approx(ckpt / 3.0)
+    assert priced.best is not None and priced.best.strategy == "fsdp+checkpointing+cpu-offload"
+    assert "slow-down x" in priced.reason

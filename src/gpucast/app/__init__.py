@@ -72,6 +72,8 @@ VERBS: dict[str, str] = {
     "simulate_serverless": "serverless",
     "plan_serverless": "serverless",
     "simulate_kaas": "kaas",
+    # training beyond GPU memory (issue #16, offload)
+    "measure_optimizer": "offload",
 }
 
 __all__ = sorted(VERBS)

@@ -60,6 +60,7 @@ def plan_train(
     from gpucast.inputs.clusters import load_cluster
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.energy import plan_power
+    from gpucast.inputs.offload import cpu_adam
     from gpucast.inputs.variability import gpu_variability, variability_assumption
     from gpucast.inputs.workload import (
         check_workload_name,
@@ -68,7 +69,7 @@ def plan_train(
         workload_facts,
         workload_profile,
     )
-    from gpucast.plan.inputs import GpuPrecision
+    from gpucast.plan.inputs import GpuPrecision, OffloadSetting
     from gpucast.plan.train import PlanContext, plan_training, planned_gpus
     from gpucast.store.db import default_db_path
 
@@ -168,6 +169,7 @@ def plan_train(
     perf = perf_params(data_dir)
     spread = gpu_variability(request.gpu_variability, store)
     power, power_note = plan_power(request, catalog, facts, efficiency.value)
+    adam = cpu_adam(store)
     perf = dataclasses.replace(
         perf,
         value=dataclasses.replace(
@@ -175,6 +177,7 @@ def plan_train(
             variability=spread.value,
             exclude_slowest=request.exclude_slowest,
             power=power.value,
+            offload=OffloadSetting(cpu_adam=adam.value, source=adam.source),
         ),
     )
     assumptions = (
@@ -249,6 +252,15 @@ def plan_train(
             override="--data-dir",
         ),
         variability_assumption(spread, request.exclude_slowest),
+        Assumption(
+            name="offload",
+            value="a DDP/FSDP candidate that fits no GPU memory otherwise keeps its optimizer "
+            "state in host memory (ZeRO-Offload, partitioned over the GPUs): gradients down "
+            "and weights up over PCIe x16, the Adam step on the host CPU, no delayed "
+            "parameter update; host memory per GPU = instance memory / GPUs",
+            source=adam.source,
+            override="gpucast measure optimizer (on the training host)",
+        ),
         Assumption(
             name="power and energy",
             value=power_note,
@@ -556,6 +568,9 @@ def _validations(c: PlanCandidate, precision: str) -> dict[str, str]:
     }
     if c.market == "spot":
         out["spot simulation"] = validation_for("spot-training", gpus, precision, c.nodes).text()
+    if c.memory_plan.endswith("cpu-offload"):
+        # the host's Adam step (the offload's own model); PCIe and overlap are not validated
+        out["offload: CPU Adam step"] = validation_for("cpu-adam", ["cpu"], "fp32").text()
     return out
 
 

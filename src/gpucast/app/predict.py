@@ -38,10 +38,14 @@ from gpucast.domain.workload import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import pandas as pd
 
+    from gpucast.domain.catalog import GpuSpec
     from gpucast.domain.prediction import Estimate
     from gpucast.domain.provenance import Assumption, Validation
+    from gpucast.plan.inputs import WorkloadFacts
     from gpucast.predict.base import Estimator
 
 E = TypeVar("E", bound="Estimator")
@@ -141,6 +145,9 @@ class PredictTrainResult:
     cluster: Assumption | None = None
     #: the precision predicted and why (the default, given, or chosen for the GPU)
     precision_assumption: Assumption | None = None
+    #: the memory plan on one GPU (:func:`gpucast.predict.memory.fit_memory`, offload priced
+    #: by :mod:`gpucast.predict.offload`): plan, bytes, host bytes, slow-down, reason
+    memory: Mapping[str, Any] | None = None
 
     @property
     def step_time_s(self) -> float:
@@ -172,6 +179,7 @@ class PredictTrainResult:
             "precision_assumption": None
             if self.precision_assumption is None
             else self.precision_assumption.to_dict(),
+            "memory": None if self.memory is None else dict(self.memory),
         }
 
 
@@ -256,7 +264,53 @@ def predict_train(
         step_time_model=efficiency.source,
         cluster=None if cluster is None else cluster_assumption(cluster),
         precision_assumption=said,
+        memory=_memory_plan(facts, spec, request.batch_size, estimate.value, store),
     )
+
+
+def _memory_plan(
+    facts: WorkloadFacts, spec: GpuSpec, batch_size: int, step_s: float, store: Path
+) -> dict[str, Any]:
+    """How one step fits one GPU (module ``predict.memory``), offload priced by the offload
+    model with the CPU Adam speed of the store or the catalog."""
+    from gpucast.catalog.validation import validation_for
+    from gpucast.inputs.offload import cpu_adam
+    from gpucast.plan.inputs import PCIE_GBPS
+    from gpucast.predict.memory import MemoryNeeds, OffloadCosts, fit_memory
+
+    needs = MemoryNeeds(
+        weights_bytes=facts.weights_bytes,
+        gradients_bytes=facts.gradient_bytes,
+        optimizer_bytes=facts.optimizer_bytes,
+        activations_bytes=facts.activation_bytes_per_sample * batch_size,
+        n_layers=max(1, facts.n_tensors // 2),
+        largest_layer_bytes=facts.max_tensor_bytes,
+    )
+    from gpucast.predict.comm import DEFAULT_BACKWARD_FRACTION
+
+    adam = cpu_adam(store)
+    backward = step_s * DEFAULT_BACKWARD_FRACTION  # as plan train splits the step
+    costs = OffloadCosts(
+        forward_s=step_s - backward,
+        backward_s=backward,
+        n_params=facts.weights_bytes / 4.0,
+        n_tensors=facts.n_tensors,
+        pcie_gbps=PCIE_GBPS.get(spec.pcie_generation, 128.0) / 8.0,
+        cpu_adam=adam.value,
+    )
+    fit = fit_memory(needs, spec, 1, offload=costs)
+    best = fit.best
+    return {
+        "plan": None if best is None else best.strategy,
+        "gpu_bytes": None if best is None else best.bytes_needed,
+        "usable_bytes": fit.bytes_available,
+        "host_bytes": None if best is None else best.host_bytes,
+        "slowdown": None if best is None else best.slowdown,
+        "step_time_s": None if best is None else step_s * best.slowdown,
+        "reason": fit.reason,
+        "cpu_adam_source": adam.source,
+        "cpu_adam_validation": validation_for("cpu-adam", ["cpu"], "fp32").text(),
+    }
 
 
 # -- predict speed / cluster / checkpoint: rows in, rows out -------------------------------

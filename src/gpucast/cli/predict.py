@@ -58,6 +58,16 @@ def train(
         console.print(
             f"  precision: {result.precision_assumption.text()}", highlight=False, markup=False
         )
+    mem = result.memory
+    if mem is not None:
+        line = f"  memory: {mem['reason']}"
+        if mem["plan"] is not None and mem["plan"].endswith("cpu-offload"):
+            line += (
+                f"; {mem['host_bytes'] / 2**30:.1f} GiB in host memory, step "
+                f"{mem['step_time_s'] * 1e3:.1f} ms with offload (CPU Adam: "
+                f"{mem['cpu_adam_source']})"
+            )
+        console.print(line, highlight=False, markup=False)
 
 
 @app.command("energy")

@@ -48,6 +48,7 @@ JOINS: dict[str, tuple[tuple[str, str, str, bool], ...]] = {
         ("infer-curve", "curves", "command", False),
         ("coldstart", "serverless", "measure_command", False),
         ("cmd", "program", "command", False),
+        ("optimizer", "offload", "measure_command", False),
     ),
     "predict": (
         ("coldstart", "serverless", "predict_command", False),

@@ -460,6 +460,10 @@ class PlanCandidate:
     p_meet_deadline: float | None = None
     mc_runs: int = 0
     activation_checkpointing: bool = False
+    #: what holds the step in GPU memory: data-parallel / fsdp / parameter-server, with
+    #: +checkpointing and +cpu-offload (ZeRO-Offload: optimizer state in host memory)
+    memory_plan: str = ""
+    host_memory_bytes: float = 0.0  # host memory per GPU the offload needs (0: none)
     parts: tuple[WorkerPart, ...] = ()
     help: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
@@ -543,6 +547,8 @@ class PlanCandidate:
             "p_meet_deadline": self.p_meet_deadline,
             "mc_runs": self.mc_runs,
             "activation_checkpointing": self.activation_checkpointing,
+            "memory_plan": self.memory_plan,
+            "host_memory_bytes": self.host_memory_bytes,
             "workers": [p.to_dict() for p in self.parts],
             "help": list(self.help),
             "notes": list(self.notes),

@@ -58,6 +58,7 @@ from gpucast.plan.inputs import CHECKPOINTING_SLOWDOWN, TERMS, GpuTable, PerfPar
 from gpucast.plan.space import DDP, FSDP, PS, PS_SYNC, Space
 from gpucast.predict import comm
 from gpucast.predict.convergence import ConvergenceCurve
+from gpucast.predict.offload import zero_offload_step_s
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -71,6 +72,7 @@ BOTTLENECKS: tuple[str, ...] = (
     "ps_network",
     "ps_cpu",
     "worker_network",
+    "cpu_offload",  # the host's optimizer step / PCIe transfers of ZeRO-Offload
 )
 _B = {name: i for i, name in enumerate(BOTTLENECKS)}
 #: The 90th percentile of a standard normal: the planner's intervals are 10th-90th.
@@ -137,6 +139,9 @@ class Evaluation:
     mem_bytes: FloatArray
     fits: BoolArray
     checkpointing: BoolArray
+    offload: BoolArray  # the optimizer state on the host (ZeRO-Offload): fits only so
+    host_bytes: FloatArray  # host memory per GPU the offload needs (0 without offload)
+    host_short: BoolArray  # would fit with offload, but the instance's host memory is short
     compute_s: FloatArray  # one worker's step compute (with checkpointing)
     comm_s: FloatArray  # collective time per step (sync) or PS time of a step, idle PS (async)
     exposed_s: FloatArray  # communication not hidden (sync), queueing + service (async)
@@ -194,6 +199,86 @@ def ps_demands(
     cpu = np.full_like(net, params.ps_per_tensor_cost_s * facts.n_tensors)
     largest = min(facts.max_tensor_bytes / facts.gradient_bytes, 1.0)
     return comm.shard_demands_s(net, cpu, shards, largest)
+
+
+def _offload_gpu_state(space: Space, facts: WorkloadFacts, nf: FloatArray) -> FloatArray:
+    """GPU bytes of a ZeRO-Offload row before activations: the weights and gradients
+    (DDP), or their shards plus the gather buffer (FSDP); the optimizer state is on the host."""
+    wg = facts.weights_bytes + facts.gradient_bytes
+    return np.asarray(
+        np.where(space.strategy == FSDP, wg / nf + 2.0 * facts.max_tensor_bytes, wg),
+        dtype=np.float64,
+    )
+
+
+def _offload_memory(
+    space: Space,
+    facts: WorkloadFacts,
+    gpus: GpuTable,
+    g: IntArray,
+    acts: FloatArray,
+    nf: FloatArray,
+    fits: BoolArray,
+    *,
+    enabled: bool,
+) -> tuple[BoolArray, FloatArray, BoolArray]:
+    """(rows that fit only with the optimizer on the host and whose instance has the host
+    memory, host bytes per GPU those rows need, rows whose host memory is short). ZeRO-Offload
+    partitions the host state over the data-parallel ranks: fp32 master weights, gradients and
+    optimizer state, ``(w + g + o) / n`` per GPU, against the instance's memory per GPU."""
+    rows = len(space)
+    none = np.zeros(rows, dtype=bool)
+    off = space.offers
+    if not enabled or gpus.pcie_gbytes_per_s is None:
+        return none, np.zeros(rows), none
+    candidate = ~fits & ((space.strategy == DDP) | (space.strategy == FSDP))
+    if not candidate.any():
+        return none, np.zeros(rows), none
+    gpu_state = _offload_gpu_state(space, facts, nf)
+    on_gpu = candidate & (gpu_state + acts * facts.checkpoint_fraction <= gpus.usable_bytes[g])
+    need = np.where(
+        on_gpu,
+        (facts.weights_bytes + facts.gradient_bytes + facts.optimizer_bytes) / nf,
+        0.0,
+    )
+    host = (
+        np.full(rows, np.inf)
+        if off.host_bytes_per_gpu is None
+        else np.asarray(off.host_bytes_per_gpu[space.offer], dtype=np.float64)
+    )
+    ok = need <= host
+    return on_gpu & ok, need, on_gpu & ~ok
+
+
+def _offload_step(
+    compute: FloatArray,
+    offload: BoolArray,
+    facts: WorkloadFacts,
+    gpus: GpuTable,
+    g: IntArray,
+    nf: FloatArray,
+    params: PerfParams,
+) -> tuple[FloatArray, FloatArray]:
+    """(the step of offload rows by :func:`gpucast.predict.offload.zero_offload_step_s`,
+    other rows unchanged; the seconds the host side adds). Each rank sends its gradient
+    partition down and gets its weight partition back over PCIe; the host's Adam step over
+    ``params / n`` parameters in ``tensors / n`` tensors is the CPU Adam model's."""
+    setting = params.offload
+    assert setting is not None and gpus.pcie_gbytes_per_s is not None
+    pcie = gpus.pcie_gbytes_per_s[g] * 1e9
+    backward = compute * params.backward_fraction
+    n_params = facts.weights_bytes / 4.0  # fp32 weights under autocast (GpuTable)
+    cpu = setting.cpu_adam.predict_s(n_params / nf, np.maximum(1.0, facts.n_tensors / nf))
+    step = zero_offload_step_s(
+        compute - backward,
+        backward,
+        facts.gradient_bytes / nf / pcie,
+        facts.weights_bytes / nf / pcie,
+        cpu,
+        delayed_update=setting.delayed_update,
+    )
+    out = np.where(offload, step, compute)
+    return np.asarray(out, dtype=np.float64), np.where(offload, out - compute, 0.0)
 
 
 def evaluate(
@@ -280,6 +365,20 @@ def _evaluate_single(
     fits = plain_fits | ckpt_fits
     mem_bytes = np.where(checkpointing, state + acts * facts.checkpoint_fraction, state + acts)
 
+    offload, host_need, host_short = _offload_memory(
+        space, facts, gpus, g, acts, nf, fits, enabled=params.offload is not None
+    )
+    if offload.any():
+        gpu_state = _offload_gpu_state(space, facts, nf)
+        off_plain = gpu_state + acts <= usable
+        checkpointing = np.where(offload, ~off_plain, checkpointing)
+        mem_bytes = np.where(
+            offload,
+            gpu_state + np.where(off_plain, acts, acts * facts.checkpoint_fraction),
+            mem_bytes,
+        )
+        fits = fits | offload
+
     # -- compute ---------------------------------------------------------------------------
     terms = gpus.step_terms(g, b)
     slow = np.where(checkpointing, CHECKPOINTING_SLOWDOWN, 1.0)
@@ -287,6 +386,9 @@ def _evaluate_single(
     power_slow, busy_power, power_limit, idle_power = _power(params, terms, g, gpus, b)
     compute = compute * power_slow
     roof_bottleneck = col_argmax(terms)
+    if offload.any():
+        compute, exposed = _offload_step(compute, offload, facts, gpus, g, nf, params)
+        roof_bottleneck = np.where(exposed > 0, _B["cpu_offload"], roof_bottleneck)
 
     # -- synchronous collectives -----------------------------------------------------------
     rdma = np.isin(np.asarray(off.instance_type)[o], list(params.rdma_instances))
@@ -393,6 +495,9 @@ def _evaluate_single(
         mem_bytes=mem_bytes,
         fits=fits,
         checkpointing=checkpointing,
+        offload=offload,
+        host_bytes=host_need,
+        host_short=host_short,
         compute_s=compute,
         comm_s=np.where(sync, coll, ps_latency),
         exposed_s=np.where(sync, exposed_sync, np.maximum(exposed_async, 0.0)),
@@ -607,6 +712,9 @@ def evaluate_mixed(
         mem_bytes=mem_bytes,
         fits=fits,
         checkpointing=col_max(ckpt),
+        offload=np.zeros(rows, dtype=bool),
+        host_bytes=np.zeros(rows),
+        host_short=np.zeros(rows, dtype=bool),
         compute_s=compute,
         comm_s=np.where(strat == DDP, coll, demand + col_max(nic_delay)),
         exposed_s=np.where(sync, exposed_sync, np.maximum(exposed_async, 0.0)),

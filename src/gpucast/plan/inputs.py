@@ -32,6 +32,7 @@ from gpucast.predict import comm
 from gpucast.predict.cluster import ClusterModel
 from gpucast.predict.collective import RDMA, TCP_DEFAULT, CollectiveConstants
 from gpucast.predict.memory import usable_bytes
+from gpucast.predict.offload import CpuAdamModel
 from gpucast.predict.revocation import LifetimeDistribution
 from gpucast.predict.roofline import (
     Calibration,
@@ -165,6 +166,17 @@ TERMS: tuple[str, ...] = ("compute", "memory_bandwidth", "overhead")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class OffloadSetting:
+    """How :mod:`gpucast.plan.evaluate` prices the optimizer on the host (ZeRO-Offload): the
+    CPU Adam model (:class:`~gpucast.predict.offload.CpuAdamModel`), whether the delayed
+    parameter update is used, and where the model came from."""
+
+    cpu_adam: CpuAdamModel
+    delayed_update: bool = False
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GpuTable:
     """Per GPU type (rows, in ``names`` order): step-time coefficients and hardware facts.
 
@@ -187,6 +199,8 @@ class GpuTable:
     intra_node_gbps: FloatArray
     nvlink: npt.NDArray[np.bool_]
     source: tuple[str, ...]
+    #: host-to-GPU PCIe x16 bandwidth, GB/s each way (None: not known; no offload priced)
+    pcie_gbytes_per_s: FloatArray | None = None
 
     def index(self, name: str) -> int:
         return self.names.index(name)
@@ -221,6 +235,7 @@ def build_gpu_table(
     usable = np.zeros(n)
     intra = np.zeros(n)
     nvlink = np.zeros(n, dtype=bool)
+    pcie = np.zeros(n)
     sources: list[str] = []
     for i, (gpu, choice) in enumerate(zip(gpus, choices, strict=True)):
         one, two = (
@@ -242,6 +257,7 @@ def build_gpu_table(
         usable[i] = usable_bytes(gpu)
         intra[i] = intra_node_gbps(gpu)
         nvlink[i] = gpu.interconnect_gbps is not None
+        pcie[i] = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0
         sources.append(one.source)
     return GpuTable(
         names=tuple(g.name for g in gpus),
@@ -257,6 +273,7 @@ def build_gpu_table(
         intra_node_gbps=intra,
         nvlink=nvlink,
         source=tuple(sources),
+        pcie_gbytes_per_s=pcie,
     )
 
 
@@ -296,6 +313,8 @@ class PerfParams:
     exclude_slowest: float = 0.0
     #: GPU power and the power limit (None: no power figures, every GPU at its default)
     power: PowerSetting | None = None
+    #: ZeRO-Offload for rows that fit no GPU memory otherwise (None: such rows are dropped)
+    offload: OffloadSetting | None = None
 
     def gpu_slowdown(self, n_gpus: npt.ArrayLike, sync: npt.ArrayLike) -> FloatArray:
         """The step-time multiplier of jobs of ``n_gpus`` GPUs from their speed spread: the

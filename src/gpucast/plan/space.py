@@ -27,6 +27,7 @@ from gpucast.domain.catalog import GpuSpec, Offer
 from gpucast.domain.limits import check_work
 from gpucast.domain.plan import STRATEGIES, TrainRequest
 from gpucast.domain.systems import ClusterSpec
+from gpucast.domain.units import GIB
 from gpucast.plan.inputs import PCIE_GBPS
 
 IntArray = npt.NDArray[np.int64]
@@ -68,6 +69,8 @@ class OfferTable:
     intra_node_gbps: FloatArray | None = None
     nvlink: BoolArray | None = None
     max_nodes: IntArray | None = None
+    #: host memory per GPU, bytes (instance memory / GPUs per instance; None: unknown)
+    host_bytes_per_gpu: FloatArray | None = None
 
     def __len__(self) -> int:
         return len(self.instance_type)
@@ -122,6 +125,9 @@ class OfferTable:
             ),
             cpu_network_gbps=np.array(
                 [nan if c is None else c.network_gbps for c in cpu], dtype=np.float64
+            ),
+            host_bytes_per_gpu=np.array(
+                [o.memory_gib * GIB / max(o.gpus, 1) for o in gpu_offers], dtype=np.float64
             ),
         )
 

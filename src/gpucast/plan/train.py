@@ -80,6 +80,7 @@ from gpucast.plan.risk import (
     simulate_spots,
 )
 from gpucast.plan.space import (
+    FSDP,
     PS,
     PS_SYNC,
     STRATEGY_LABELS,
@@ -102,6 +103,7 @@ R_SPOT = "not offered: no spot market for this instance"
 R_BATCH = "global batch smaller than the number of workers"
 R_CPU = "no CPU server for a parameter server in this region"
 R_MEMORY = "does not fit in GPU memory"
+R_HOST_MEMORY = "fits only with the optimizer in host memory, and the instance has too little"
 R_DEADLINE = "misses the deadline"
 R_BUDGET = "over budget"
 R_RISK = "P(meet deadline) below --min-p-meet"
@@ -113,6 +115,8 @@ RELAX = {
     R_CPU: "use --strategy ddp/fsdp or a region with CPU servers",
     R_MEMORY: "pick GPUs with more memory (--gpu), allow FSDP with more GPUs (--max-gpus) or "
     "use a smaller --batch-size",
+    R_HOST_MEMORY: "use more GPUs (the host state is partitioned over them: --max-gpus) or "
+    "instances with more memory per GPU",
     R_DEADLINE: "relax --deadline or raise --max-gpus",
     R_BUDGET: "raise --budget",
     R_RISK: "lower --min-p-meet, relax --deadline, or narrow the step-time interval with a "
@@ -185,6 +189,8 @@ class Unkept:
     fastest_physical_s: float = math.inf  # rows cut by deadline, budget or risk only
     cheapest_on_time_usd: float = math.inf  # of those, rows not cut by the deadline
     best_p_on_demand: float = -math.inf  # of those, on-demand P(meet deadline)
+    min_host_need_bytes: float = math.inf  # offload rows short of host memory: least need
+    max_host_bytes: float = -math.inf  # and the most host memory per GPU among them
 
     def merge(self, other: Unkept) -> Unkept:
         return Unkept(
@@ -193,6 +199,8 @@ class Unkept:
             fastest_physical_s=min(self.fastest_physical_s, other.fastest_physical_s),
             cheapest_on_time_usd=min(self.cheapest_on_time_usd, other.cheapest_on_time_usd),
             best_p_on_demand=max(self.best_p_on_demand, other.best_p_on_demand),
+            min_host_need_bytes=min(self.min_host_need_bytes, other.min_host_need_bytes),
+            max_host_bytes=max(self.max_host_bytes, other.max_host_bytes),
         )
 
     @staticmethod
@@ -215,7 +223,21 @@ class Unkept:
             fastest_physical_s=float(np.min(ev.time_s[physical])) if physical.any() else math.inf,
             cheapest_on_time_usd=float(np.min(ev.cost_usd[on_time])) if on_time.any() else math.inf,
             best_p_on_demand=float(np.max(p_model[od])) if od.any() else -math.inf,
+            min_host_need_bytes=_host_extremes(space, ev, rows)[0],
+            max_host_bytes=_host_extremes(space, ev, rows)[1],
         )
+
+
+def _host_extremes(
+    space: Space, ev: Evaluation, rows: npt.NDArray[np.bool_]
+) -> tuple[float, float]:
+    """(least host bytes per GPU an offload row short of host memory needs, most host bytes
+    per GPU those rows' instances have) over ``rows``; (inf, -inf) without such rows."""
+    short = rows & ev.host_short & ev.has_market
+    host = space.offers.host_bytes_per_gpu
+    if not short.any() or host is None:
+        return math.inf, -math.inf
+    return float(np.min(ev.host_bytes[short])), float(np.max(host[space.offer[short]]))
 
 
 def _resolve_names(
@@ -460,6 +482,7 @@ def _mark(
     mark(~ev.has_market, R_SPOT)
     mark(~ev.valid_batch, R_BATCH)
     mark(np.isin(space.strategy, (PS, PS_SYNC)) & ~ev.has_cpu, R_CPU)
+    mark(~ev.fits & ev.host_short, R_HOST_MEMORY)
     mark(~ev.fits, R_MEMORY)
     p_model = np.full(len(space), np.nan)
     if request.deadline_s is not None:
@@ -480,6 +503,18 @@ def _mark(
     if request.budget_usd is not None:
         mark(~space.spot & (ev.cost_usd > request.budget_usd), R_BUDGET)
     return reason, open_rows, p_model
+
+
+def _memory_plan(strategy: int, checkpointing: bool, offload: bool) -> str:
+    """The memory plan's name, as :mod:`gpucast.predict.memory` names its strategies."""
+    if strategy in (PS, PS_SYNC):
+        base = "parameter-server"
+    else:
+        base = "fsdp" if strategy == FSDP else ("" if offload else "data-parallel")
+    parts = [p for p in (base, "checkpointing" if checkpointing else "") if p]
+    if offload:
+        parts.append("cpu-offload")
+    return "+".join(parts)
 
 
 def _concat_spaces(parts: list[Space]) -> Space:
@@ -771,6 +806,17 @@ def _no_plan(
             f"{request.workload} fits no GPU with any strategy: the smallest need is "
             f"{need:.1f} GiB per GPU, the largest usable is {most:.1f} GiB",
             fix="use a smaller --batch-size, more GPUs for FSDP (--max-gpus) or larger GPUs",
+        )
+    if worst == R_HOST_MEMORY and not ((ev.fits & ev.has_market).any() or gone.any_fits_market):
+        here = _host_extremes(res.space, ev, np.ones(len(res.space), dtype=bool))
+        need = min(here[0], gone.min_host_need_bytes) / GIB
+        have = max(here[1], gone.max_host_bytes) / GIB
+        return NoFeasiblePlanError(
+            f"{request.workload} fits in GPU memory only with its optimizer state in host "
+            f"memory (ZeRO-Offload), which needs at least {need:.1f} GiB per GPU; the offers "
+            f"have at most {have:.1f} GiB per GPU",
+            fix="raise --max-gpus (the host state is partitioned over the GPUs) or pick "
+            "instances with more memory per GPU",
         )
     fastest = min(float(np.min(ev.time_s[physical], initial=math.inf)), gone.fastest_physical_s)
     if worst == R_DEADLINE and math.isfinite(fastest):
@@ -1207,6 +1253,10 @@ def _candidate(
         p_meet_deadline=p_meet,
         mc_runs=0 if spot is None else spot.runs,
         activation_checkpointing=bool(ev.checkpointing[i]),
+        memory_plan=_memory_plan(
+            int(space.strategy[i]), bool(ev.checkpointing[i]), bool(ev.offload[i])
+        ),
+        host_memory_bytes=float(ev.host_bytes[i]) if ev.offload[i] else 0.0,
         parts=tuple(parts),
         help=tuple(helps),
         notes=tuple(notes),

@@ -10,10 +10,12 @@ workload's memory needs (:class:`MemoryNeeds`):
                                 parameters of the largest layer (twice: prefetch), plus
                                 activations (ZeRO-3 / PyTorch FSDP ``FULL_SHARD``)
 ``fsdp+checkpointing``          both
-``cpu-offload``                 optimizer state in host memory (ZeRO-Offload): weights +
-                                gradients + activations on the GPU
+``cpu-offload``                 ZeRO-Offload: weights + gradients + activations on the
+                                GPU; fp32 master weights, gradients and optimizer state
+                                (w + g + o) / N in host memory; its time from
+                                :mod:`gpucast.predict.offload` (PCIe and the CPU Adam step)
 ``fsdp+checkpointing+cpu-offload``  (weights + gradients) / N + gather buffer + checkpointed
-                                activations
+                                activations; host as ``cpu-offload``
 ==============================  ==========================================================
 
 Activation checkpointing keeps the activations at segment boundaries and recomputes one
@@ -24,8 +26,13 @@ one extra forward pass (~ +33% compute).
 
 Every GPU loses ``reserved_bytes`` to the CUDA context, cuDNN/cuBLAS workspaces and allocator
 fragmentation (default 1 GiB plus 5% of memory). Strategies are tried in order of expected
-slow-down (``slowdown`` is a documented prior, not a measurement) and the first that fits is
-``best``. FSDP needs ``workers >= 2``.
+slow-down and the first that fits is ``best``. The slow-downs of the strategies without offload
+are documented priors, not measurements; the two offload strategies are priced by the offload
+step-time model (:func:`gpucast.predict.offload.plan_at`: PCIe transfers, the CPU Adam step
+measured on a host, max-plus overlap with the GPU's step) when ``offload`` gives the step's
+forward/backward times, the PCIe bandwidth and a fitted CPU Adam model -- without it they are
+listed unpriced (slow-down ``inf``: chosen only when nothing else fits). FSDP needs
+``workers >= 2``.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.units import GIB, MIB
+from gpucast.predict.offload import CpuAdamModel, OffloadInputs, plan_at
 
 #: Bytes per parameter of weights / gradients / optimizer state for common setups.
 #: fp32 + Adam: 4 / 4 / 8 (m and v). Mixed precision (bf16/fp16) + Adam: 2 / 2 / 12
@@ -53,17 +61,60 @@ BYTES_PER_PARAM: Mapping[str, tuple[float, float, float]] = MappingProxyType(
     }
 )
 
-#: Expected slow-down of each strategy relative to plain data parallel (priors, in order).
+#: Expected slow-down of each strategy without offload relative to plain data parallel
+#: (priors, in order); the offload strategies are priced by :mod:`gpucast.predict.offload`.
 SLOWDOWN: Mapping[str, float] = MappingProxyType(
     {
         "data-parallel": 1.0,
         "data-parallel+checkpointing": 1.33,  # one extra forward pass
         "fsdp": 1.15,  # all-gathers / reduce-scatter partly hidden under compute
         "fsdp+checkpointing": 1.5,
-        "cpu-offload": 1.6,  # optimizer step on the CPU, gradients over PCIe
-        "fsdp+checkpointing+cpu-offload": 2.0,
     }
 )
+OFFLOAD_STRATEGIES = ("cpu-offload", "fsdp+checkpointing+cpu-offload")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffloadCosts:
+    """What pricing an offload strategy needs: the GPU's step without offload, the model's
+    size, the PCIe link and a fitted :class:`~gpucast.predict.offload.CpuAdamModel`."""
+
+    forward_s: float
+    backward_s: float
+    n_params: float
+    n_tensors: int
+    pcie_gbps: float
+    cpu_adam: CpuAdamModel
+    delayed_update: bool = False
+
+
+def offload_slowdown(strategy: str, needs: MemoryNeeds, costs: OffloadCosts, workers: int) -> float:
+    """Step time of an offload strategy over the plain data-parallel step (forward +
+    backward), from :func:`gpucast.predict.offload.plan_at`."""
+    ckpt = strategy != "cpu-offload"
+    inputs = OffloadInputs(
+        n_params=costs.n_params,
+        n_tensors=costs.n_tensors,
+        n_layers=needs.n_layers,
+        activations_bytes=needs.activations_bytes,
+        forward_s=costs.forward_s,
+        backward_s=costs.backward_s,
+        gpu_bytes=1.0,  # bytes are counted by fit_memory; plan_at prices the time only
+        host_bytes=1.0,
+        pcie_gbps=costs.pcie_gbps,
+        shards=workers,
+        delayed_update=costs.delayed_update,
+        transfer_bytes_per_param=needs.gradients_bytes / costs.n_params,
+    )
+    plan = plan_at(
+        inputs,
+        costs.cpu_adam,
+        optimizer_on="cpu",
+        params_on="gpu",
+        recompute_layers=needs.n_layers if ckpt else 0,
+    )
+    base = costs.forward_s + costs.backward_s
+    return plan.step_s / base if base > 0 else math.inf
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -175,6 +226,30 @@ class MemoryFit:
         return self.best is not None
 
 
+def zero_state_bytes(needs: MemoryNeeds, *, stage: int, ranks: int) -> dict[str, float]:
+    """Model-state bytes one of ``ranks`` data-parallel ranks holds at rest under ZeRO
+    ``stage`` (Rajbhandari et al. 2020, section 5): stage 1 partitions the optimizer state,
+    2 also the gradients, 3 also the weights (the rule :mod:`gpucast.predict.parallel` applies
+    per pipeline stage); the gather buffer of stage 3 is live only inside a step."""
+    if stage not in (0, 1, 2, 3):
+        raise InvalidSpecError("stage", "must be a ZeRO stage 0-3", got=stage)
+    if isinstance(ranks, bool) or ranks < 1:
+        raise InvalidSpecError("ranks", "must be an integer >= 1", got=ranks)
+    return {
+        "weights": needs.weights_bytes / (ranks if stage >= 3 else 1),
+        "gradients": needs.gradients_bytes / (ranks if stage >= 2 else 1),
+        "optimizer": needs.optimizer_bytes / (ranks if stage >= 1 else 1),
+    }
+
+
+def _slowdown(name: str, needs: MemoryNeeds, offload: OffloadCosts | None, n: int) -> float:
+    if name not in OFFLOAD_STRATEGIES:
+        return SLOWDOWN[name]
+    if offload is None:
+        return math.inf
+    return offload_slowdown(name, needs, offload, n)
+
+
 def usable_bytes(
     gpu: GpuSpec, *, reserved_gib: float = 1.0, reserved_fraction: float = 0.05
 ) -> float:
@@ -190,6 +265,7 @@ def fit_memory(
     *,
     reserved_gib: float = 1.0,
     reserved_fraction: float = 0.05,
+    offload: OffloadCosts | None = None,
 ) -> MemoryFit:
     """Per-GPU memory of each strategy on ``workers`` GPUs of type ``gpu``; see module doc."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -233,7 +309,10 @@ def fit_memory(
                 0,
             ),
         ]
-    plans.append(("cpu-offload", {"weights": w, "gradients": g, "activations": acts}, o))
+    # ZeRO-Offload: fp32 master weights, gradients and optimizer state in host memory,
+    # partitioned over the data-parallel ranks (w + g + o: 16 B/param for Adam, fp32 or mixed)
+    host_state = (w + g + o) / n
+    plans.append(("cpu-offload", {"weights": w, "gradients": g, "activations": acts}, host_state))
     if n > 1:
         plans.append(
             (
@@ -244,7 +323,7 @@ def fit_memory(
                     "gather_buffer": gather,
                     "activations": acts_ckpt,
                 },
-                o / n,
+                host_state,
             )
         )
     options = tuple(
@@ -253,7 +332,7 @@ def fit_memory(
             bytes_needed=sum(parts.values()),
             bytes_available=available,
             fits=sum(parts.values()) <= available,
-            slowdown=SLOWDOWN[name],
+            slowdown=_slowdown(name, needs, offload, n),
             components=parts,
             host_bytes=host,
         )
@@ -265,7 +344,12 @@ def fit_memory(
     if best is not None:
         reason = (
             f"{best.strategy} needs {best.bytes_needed / GIB:.1f} GiB of {avail_gib:.1f} GiB "
-            f"usable per {gpu.name} (x{n}); expected slow-down x{best.slowdown:g}"
+            f"usable per {gpu.name} (x{n}); "
+            + (
+                f"expected slow-down x{best.slowdown:.3g}"
+                if math.isfinite(best.slowdown)
+                else "slow-down not priced (no offload costs given)"
+            )
         )
     else:
         smallest = min(options, key=lambda opt: opt.bytes_needed)

@@ -36,7 +36,8 @@ def _scenario(out: Mapping[str, float | None]) -> str:
 
 def _strategy(c: PlanCandidate) -> str:
     strat = c.strategy + (f"x{c.ps_shards}" if c.strategy.startswith("ps") else "")
-    return strat + ("+ckpt" if c.activation_checkpointing else "")
+    offload = "+offload" if c.memory_plan.endswith("cpu-offload") else ""
+    return strat + ("+ckpt" if c.activation_checkpointing else "") + offload
 
 
 #: The plan table's columns: name (for ``--columns``) -> (header, justify, cell).

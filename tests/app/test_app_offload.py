@@ -1,0 +1,92 @@
+"""`plan train` proposes ZeRO-Offload when nothing fits in GPU memory; too little host memory is
+one clear line; `measure optimizer` stores its sizes and fits the CPU Adam model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import gpucast
+from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
+from gpucast.domain.units import GIB
+from gpucast.inputs.offload import cpu_adam
+
+#: a 1.6B-parameter MLP (SGD with momentum: 12 B/param = 19 GB > a T4's 14 GB usable; its
+#: weights and gradients, 13 GB, fit)
+BIG = {
+    "workload": "mlp",
+    "option": ["in_features=16384", "hidden=16384,16384,16384,16384,16384,16384"],
+    "gpu": "T4",
+    "max_gpus": 1,
+    "epochs": 1,
+    "dataset_size": 1000,
+    "batch_size": 8,
+    "strategy": "ddp",
+    "spot": False,
+}
+
+
+@pytest.fixture(autouse=True)
+def _store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUCAST_DB", str(tmp_path / "store.db"))
+
+
+def test_plan_offloads_the_optimizer_when_nothing_fits() -> None:
+    plan = gpucast.plan_train(**BIG)
+    assert plan.candidates
+    for c in plan.candidates:
+        assert c.memory_plan == "cpu-offload"
+        assert c.bottleneck == "cpu_offload"
+        # host: fp32 weights, gradients and momentum, 12 B/param on one GPU
+        assert c.host_memory_bytes == pytest.approx(12 * 1_611_000_000, rel=0.01)
+    names = {a.name for a in plan.assumptions}
+    assert "offload" in names
+    d = plan.candidates[0].to_dict()
+    assert d["memory_plan"] == "cpu-offload" and d["host_memory_bytes"] > 17 * GIB
+
+
+def test_too_little_host_memory_is_one_line(tmp_path: Path) -> None:
+    offers = tmp_path / "lab.csv"
+    offers.write_text(
+        "provider,region,instance_type,gpu,gpus,vcpus,memory_gib,network_gbps,"
+        "on_demand_usd_per_hour,spot_usd_per_hour,source_url,as_of,note\n"
+        "aws,lab-r1,t4-small-host,T4,1,4,8,10,0.5,,https://example.org,2026-12-01,test\n"
+    )
+    with pytest.raises(NoFeasiblePlanError, match=r"needs at least 18\.0 GiB per GPU.*8\.0 GiB"):
+        gpucast.plan_train(**BIG, offers=str(offers), region=["lab-r1"])
+
+
+def test_measured_sizes_are_stored_and_used(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    default = cpu_adam(db)
+    assert "catalog/data/cpu_adam.csv" in default.source
+    result = gpucast.measure_optimizer(
+        sizes=[20_000, 40_000, 80_000],
+        tensors=[1, 8, 2],
+        implementation="foreach",
+        max_time_s=0.3,
+        db=db,
+    )
+    assert len(result.run_ids) == 3 and result.model is not None
+    measured = cpu_adam(db)
+    assert "measured on this host (3 sizes" in measured.source
+    assert measured.value.predict_s(1e6, 4)[()] > 0
+
+
+def test_bad_requests() -> None:
+    with pytest.raises(InvalidSpecError, match="tensors"):
+        gpucast.measure_optimizer(sizes=[10, 20], tensors=[1, 2, 3])
+    with pytest.raises(InvalidSpecError, match="timer"):
+        gpucast.measure_optimizer(sizes=[10], timer="gpu")
+
+
+def test_predict_train_names_the_memory_plan() -> None:
+    big = gpucast.predict_train(workload="mlp", option=BIG["option"], gpu="T4", batch_size=8)
+    mem = big.memory
+    assert mem is not None and mem["plan"] == "cpu-offload"
+    assert mem["host_bytes"] == pytest.approx(12 * 1_611_000_000, rel=0.01)
+    assert mem["step_time_s"] > big.step_time_s  # the host's Adam step and PCIe are exposed
+    small = gpucast.predict_train(workload="mlp", gpu="T4", batch_size=8)
+    assert small.memory is not None and small.memory["plan"] == "data-parallel"
+    assert small.memory["slowdown"] == 1.0
