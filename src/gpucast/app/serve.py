@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from gpucast.app.llm_serve import PlanLlmServeResult, SimulateLlmServeResult
+    from gpucast.app.mig_serve import PlanMigServeResult
     from gpucast.simulate.serving import Saturation, ServingResult
 
 HOST_CAPACITY_HELP = (
@@ -247,6 +248,15 @@ class PlanServeRequest:
         example="resnet50:150",
     )
     rate: float | None = option(None, help="Rate for a --model without one.", example="150")
+    mix: tuple[str, ...] = option(
+        (),
+        parse=lambda value: tuple(split_list(value)),
+        help="Models sharing MIG GPUs, NAME:RATE:SLO_MS each (e.g. "
+        "resnet50:400:50,bert-base:100:100): PARIS picks heterogeneous MIG layouts of one "
+        "--gpu (default A100-40GB), ELSA dispatches; compared with homogeneous layouts and "
+        "whole GPUs (instead of --model/--slo).",
+        example="resnet50:400:50,bert-base:100:100",
+    )
     trace: Path | None = option(
         None,
         help="Arrivals of the (single) --model: Azure LLM / Functions / CSV "
@@ -334,6 +344,11 @@ class PlanServeRequest:
     def __post_init__(self) -> None:
         if isinstance(self.models, str):  # one model given as text: "resnet50:150"
             object.__setattr__(self, "models", _model_items(self.models))
+        if isinstance(self.mix, str):
+            object.__setattr__(self, "mix", tuple(split_list(self.mix)))
+        if self.mix:
+            self._check_mix()
+            return
         if not self.models:
             raise InvalidSpecError("model", "is required", fix="e.g. --model resnet50:150")
         from gpucast.inputs.serving import check_arrival_kind
@@ -424,6 +439,76 @@ class PlanServeRequest:
             parse_latency_table_item(item)
         _check_at_least("seed", self.seed, 0)
 
+    def _check_mix(self) -> None:
+        """``--mix`` plans MIG layouts: its own models and SLOs, one GPU, no trace."""
+        if self.models or self.slo is not None or self.slo_ms is not None:
+            raise InvalidSpecError(
+                "mix", "gives the models and their SLOs: drop --model / --slo / --slo-ms",
+                fix="e.g. --mix resnet50:400:50,bert-base:100:100",
+            )  # fmt: skip
+        self.mix_models  # noqa: B018 -- parses every item, one clear error for a bad one
+        if len(self.gpus) > 1 or self.migs or self.no_mig:
+            raise InvalidSpecError(
+                "mix", "plans the MIG layouts of one GPU type: give at most one --gpu and no "
+                "--mig / --no-mig", fix="e.g. --mix ... --gpu A100-40GB",
+            )  # fmt: skip
+        if self.trace is not None or self.arrivals.startswith("trace:"):
+            raise InvalidSpecError(
+                "mix", "takes generated arrivals (poisson, constant, bursty), not a trace",
+                fix="drop --trace, or plan one model with --model",
+            )  # fmt: skip
+        from gpucast.inputs.serving import check_arrival_kind
+
+        check_arrival_kind(self.arrivals)
+        if self.slo_percentile is not None and not 0 < self.slo_percentile <= 100:
+            raise InvalidSpecError(
+                "slo-percentile", "must be in (0, 100]", got=self.slo_percentile, fix="e.g. 99"
+            )
+        _check_engine(self.engine)
+        _check_precision(self.precision)
+        for b in self.max_batch_sizes:
+            _check_at_least("max-batch-sizes", b, 1)
+            _check_at_most("max-batch-sizes", b, MAX_BATCH_SIZE)
+        _check_at_least("max-servers", self.max_servers, 1)
+        _check_at_most("max-servers", self.max_servers, MAX_SERVERS)
+        _check_positive("duration-s", self.duration_s, "seconds", "e.g. --duration-s 60")
+        _check_at_most("duration-s", self.duration_s, MAX_DURATION_S, "s (30 days)")
+        _check_simulated_requests(
+            "duration-s", sum(m[1] for m in self.mix_models), self.duration_s, False
+        )
+        from gpucast.inputs.serving import parse_latency_table_item
+
+        for item in self.latency_tables:
+            parse_latency_table_item(item)
+        _check_at_least("seed", self.seed, 0)
+
+    @property
+    def mix_models(self) -> tuple[tuple[str, float, float], ...]:
+        """(model, rate req/s, SLO seconds) per ``--mix`` item ``NAME:RATE:SLO_MS``."""
+        out: list[tuple[str, float, float]] = []
+        for item in self.mix:
+            parts = str(item).rsplit(":", 2)
+            try:
+                if len(parts) != 3 or not parts[0]:
+                    raise ValueError
+                name, rate, slo_ms = parts[0], float(parts[1]), float(parts[2])
+            except ValueError:
+                raise InvalidSpecError(
+                    "mix", "each item must be NAME:RATE:SLO_MS", got=item,
+                    fix="e.g. --mix resnet50:400:50,bert-base:100:100",
+                ) from None  # fmt: skip
+            for what, value in (("rate", rate), ("SLO", slo_ms)):
+                if not (math.isfinite(value) and value > 0):
+                    raise InvalidSpecError(
+                        f"mix {name}", f"{what} must be > 0", got=value,
+                        fix="e.g. --mix resnet50:400:50",
+                    )  # fmt: skip
+            out.append((name, rate, slo_ms / 1e3))
+        names = [m[0] for m in out]
+        if len(set(names)) != len(names):
+            raise InvalidSpecError("mix", "lists a model twice", got=names, fix="give each once")
+        return tuple(out)
+
     @property
     def arrival_kind(self) -> str:
         """The arrival process: ``--arrivals``, or ``trace:FILE`` for ``--trace FILE``."""
@@ -504,7 +589,7 @@ def plan_serve(
     *,
     config: Path | str | None = None,
     **options: Any,
-) -> PlanServeResult | PlanLlmServeResult:
+) -> PlanServeResult | PlanLlmServeResult | PlanMigServeResult:
     """The cheapest deployments that serve the models within the SLO (see
     :class:`PlanServeRequest` for the options): server type (GPU, MIG slice, CPU), count,
     batching and co-location, with the Pareto front of cost vs tail latency."""
@@ -519,6 +604,10 @@ def plan_serve(
     from gpucast.plan.serve import plan_serving
 
     request = resolve(PlanServeRequest, request, options, config)
+    if request.mix:  # PARIS + ELSA on MIG slices
+        from gpucast.app.mig_serve import plan_mig_serve
+
+        return plan_mig_serve(request)
     loads: list[ModelLoad] = []
     traffic: dict[str, Any] = {}
     sources: dict[str, str] = {}
