@@ -12,13 +12,34 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpucast.plan.mig_serve import MigMixPlan
+from gpucast.domain.serving_plan import ModelProfile
+from gpucast.plan.mig_serve import Layout, MigMixPlan, MixModel, SliceType
 
 if TYPE_CHECKING:
     import pandas as pd
 
 #: the GPU ``--mix`` plans on when no ``--gpu`` is given
 DEFAULT_MIX_GPU = "A100-40GB"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MigMixInputs:
+    """What ``plan serve --mix`` plans with (:func:`gpucast.app.serve.mig_mix_inputs`)."""
+
+    gpu: str
+    gpu_given: bool
+    price_usd_per_hour: float
+    offer: str
+    mix: tuple[MixModel, ...]
+    slice_types: Mapping[str, SliceType]
+    layouts: tuple[Layout, ...]  # every full MIG layout, then the whole GPU
+    baselines: tuple[Layout, ...]  # one per homogeneous layout, then the whole GPU
+    profiles: Mapping[tuple[str, str], ModelProfile]  # (model, slice type) -> curve
+    latency_source: str
+    engine_source: str
+    engine: str
+    precision: str
+    max_batch: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

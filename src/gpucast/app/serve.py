@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from gpucast.app.llm_serve import PlanLlmServeResult, SimulateLlmServeResult
-    from gpucast.app.mig_serve import PlanMigServeResult
+    from gpucast.app.mig_serve import MigMixInputs, PlanMigServeResult
     from gpucast.simulate.serving import Saturation, ServingResult
 
 HOST_CAPACITY_HELP = (
@@ -700,14 +700,16 @@ def plan_serve(
     )
 
 
-def _plan_mig_serve(request: PlanServeRequest) -> PlanMigServeResult:
-    """``plan serve --mix``: see :mod:`gpucast.plan.mig_serve`."""
-    from gpucast.app.mig_serve import DEFAULT_MIX_GPU, PlanMigServeResult
+def mig_mix_inputs(request: PlanServeRequest) -> MigMixInputs:
+    """What ``plan serve --mix`` plans with: the GPU, its price, the slice types, every full
+    layout (and the whole GPU), the homogeneous baselines and each model's latency curve per
+    slice type (see :mod:`gpucast.plan.mig_serve`)."""
+    from gpucast.app.mig_serve import DEFAULT_MIX_GPU, MigMixInputs
     from gpucast.catalog import load_catalog
     from gpucast.catalog.serving_engines import serving_engine
     from gpucast.domain.serving_plan import ModelLoad
     from gpucast.inputs import serving as inputs
-    from gpucast.plan.mig_serve import WHOLE, Layout, MixModel, SliceType, plan_mig_mix
+    from gpucast.plan.mig_serve import WHOLE, Layout, MixModel, SliceType
     from gpucast.predict.mig import (
         check_layout,
         enumerate_layouts,
@@ -767,6 +769,33 @@ def _plan_mig_serve(request: PlanServeRequest) -> PlanMigServeResult:
         as_layout([p.name] * p.max_instances, f"{p.max_instances}x {p.name}")
         for p in sorted(usable, key=lambda p: (p.compute_slices, p.memory_gib))
     ]
+    return MigMixInputs(
+        gpu=spec.name,
+        gpu_given=bool(request.gpus),
+        price_usd_per_hour=price,
+        offer=f"{whole.provider} {whole.instance_type}",
+        mix=tuple(mix),
+        slice_types=slice_types,
+        layouts=tuple(layouts),
+        baselines=(*homogeneous, whole_layout),
+        profiles=by_slice,
+        latency_source=profiles.source,
+        engine_source=engine.source,
+        engine=engine_profile.name,
+        precision=precision,
+        max_batch=max_batch,
+    )
+
+
+def _plan_mig_serve(request: PlanServeRequest) -> PlanMigServeResult:
+    """``plan serve --mix``: see :mod:`gpucast.plan.mig_serve`."""
+    from gpucast.app.mig_serve import PlanMigServeResult
+    from gpucast.catalog.validation import validation_for
+    from gpucast.inputs import serving as inputs
+    from gpucast.plan.mig_serve import plan_mig_mix
+
+    m_in = mig_mix_inputs(request)
+    mix = m_in.mix
     traffic: dict[str, Any] = {}
     processes = []
     for k, m in enumerate(mix):
@@ -776,29 +805,29 @@ def _plan_mig_serve(request: PlanServeRequest) -> PlanMigServeResult:
     percentile = request.slo_percentile if request.slo_percentile is not None else 99.0
     plan = plan_mig_mix(
         mix,
-        gpu=spec.name,
-        slice_types=slice_types,
-        layouts=layouts,
-        baselines=[*homogeneous, whole_layout],
-        profiles=by_slice,
-        gpu_price_usd_per_hour=price,
+        gpu=m_in.gpu,
+        slice_types=m_in.slice_types,
+        layouts=m_in.layouts,
+        baselines=m_in.baselines,
+        profiles=m_in.profiles,
+        gpu_price_usd_per_hour=m_in.price_usd_per_hour,
         arrivals=traffic,
         horizon_s=request.duration_s,
-        max_batch=max_batch,
+        max_batch=m_in.max_batch,
         target_attainment=percentile / 100.0,
         max_gpus=request.max_servers,
         seed=request.seed,
     )
     assumptions = {
-        "gpu": f"{spec.name}"
-        + ("" if request.gpus else " (the default; --gpu picks another MIG GPU)"),
-        "price": f"{price:.4g} US$/h per GPU ({whole.provider} {whole.instance_type}, "
+        "gpu": f"{m_in.gpu}"
+        + ("" if m_in.gpu_given else " (the default; --gpu picks another MIG GPU)"),
+        "price": f"{m_in.price_usd_per_hour:.4g} US$/h per GPU ({m_in.offer}, "
         + ("spot" if request.spot else "on demand")
         + "); a slice costs its layout's share, max(compute/7, memory/8)",
-        "layouts": f"{len(layouts) - 1} full MIG layouts of {spec.name} "
+        "layouts": f"{len(m_in.layouts) - 1} full MIG layouts of {m_in.gpu} "
         "(gpucast.predict.mig) and the whole GPU",
-        "latency": profiles.source,
-        "engine": engine.source,
+        "latency": m_in.latency_source,
+        "engine": m_in.engine_source,
         "arrivals": "; ".join(processes),
         "target": f"p{percentile:g}: a choice meets the mix when {percentile:g}% of the "
         "requests finish within their model's SLO (--slo-percentile)",
@@ -807,11 +836,11 @@ def _plan_mig_serve(request: PlanServeRequest) -> PlanMigServeResult:
         "added to its round trip)",
     }
     validation = serving_validation(
-        [spec.name], precision, calibrated=False, engine=engine_profile.name
+        [m_in.gpu], m_in.precision, calibrated=False, engine=m_in.engine
     )
-    from gpucast.catalog.validation import validation_for
-
-    validation["MIG slice speed"] = validation_for("mig-slice", [spec.name], precision, 1).text()
+    validation["MIG slice speed"] = validation_for(
+        "mig-slice", [m_in.gpu], m_in.precision, 1
+    ).text()
     return PlanMigServeResult(plan=plan, assumptions=assumptions, validation=validation)
 
 
