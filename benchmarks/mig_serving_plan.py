@@ -118,7 +118,7 @@ def run(duration_s: float, seed: int) -> dict[str, Any]:
                 m.slo_s,
                 max_batch=inputs.max_batch,
                 max_utilisation=0.8,
-            )  # fmt: skip
+            )
             for m in inputs.mix
             for t in inputs.slice_types
         }
@@ -171,7 +171,8 @@ def _print(results: dict[str, Any]) -> None:
     for title, r in results.items():
         print(f"\n## {title}: {', '.join(r['mix'])} (A100-40GB)\n")
         print(
-            "| choice | layouts | dispatch | GPUs | US$/h | capacity req/s | in SLO | goodput req/s |"
+            "| choice | layouts | dispatch | GPUs | US$/h | capacity req/s | in SLO "
+            "| goodput req/s |"
         )
         print("|---|---|---|---|---|---|---|---|")
         for row in r["plan"]:
