@@ -841,6 +841,9 @@ def _plan_mig_serve(request: PlanServeRequest) -> PlanMigServeResult:
     validation["MIG slice speed"] = validation_for(
         "mig-slice", [m_in.gpu], m_in.precision, 1
     ).text()
+    validation["PARIS + ELSA vs homogeneous layouts"] = validation_for(
+        "mig-paris-elsa", [m_in.gpu], m_in.precision, 1
+    ).text()
     return PlanMigServeResult(plan=plan, assumptions=assumptions, validation=validation)
 
 
