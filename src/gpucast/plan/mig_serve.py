@@ -274,7 +274,7 @@ def _milp(
         return None
     y = np.rint(res.x[:n_l]).astype(np.int64)
     x = np.rint(res.x[n_l : n_l + n_x]).astype(np.int64).reshape(n_m, n_t)
-    z = float((x * cap).sum(axis=1).__truediv__(rate).min())
+    z = float(((x * cap).sum(axis=1) / rate).min())
     return y, x, z
 
 
