@@ -540,6 +540,12 @@ CASES = [
             model=["mlp:200"], slo="p99<50ms", gpu=["T4"], no_mig=True, duration_s=5
         ),
     ),
+    # issue #18: PARIS + ELSA (plan serve --mix)
+    Case(
+        "plan_serve",
+        lambda t: ["plan", "serve", "--mix", "mlp:2000:5", "--duration-s", "2"],
+        lambda t: gpucast.plan_serve(mix=["mlp:2000:5"], duration_s=2),
+    ),
     Case(
         "write_report",
         lambda t: ["report", "--plan", str(_plan(t)), "--out", str(t / "report.html")],
@@ -694,6 +700,9 @@ BAD = [
      lambda: gpucast.simulate_serve(model="mlp", gpu="T4", rate=-1)),
     (["plan", "serve", "--model", "mlp:100", "--slo", "fast"],
      lambda: gpucast.plan_serve(model=["mlp:100"], slo="fast")),
+    # issue #18: plan serve --mix
+    (["plan", "serve", "--mix", "mlp:100:0.001", "--duration-s", "2"],
+     lambda: gpucast.plan_serve(mix=["mlp:100:0.001"], duration_s=2)),
     (["predict", "train", "--workload", "mlp", "--batch-size", "0", "--gpu", "A100"],
      lambda: gpucast.predict_train(workload="mlp", batch_size=0, gpu="A100")),
     (["profile", "nosuchmodel"], lambda: gpucast.profile_workload("nosuchmodel")),

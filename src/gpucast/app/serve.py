@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from gpucast.app.llm_serve import PlanLlmServeResult, SimulateLlmServeResult
+    from gpucast.app.mig_serve import MigMixInputs, PlanMigServeResult
     from gpucast.simulate.serving import Saturation, ServingResult
 
 HOST_CAPACITY_HELP = (
@@ -247,6 +248,15 @@ class PlanServeRequest:
         example="resnet50:150",
     )
     rate: float | None = option(None, help="Rate for a --model without one.", example="150")
+    mix: tuple[str, ...] = option(
+        (),
+        parse=lambda value: tuple(split_list(value)),
+        help="Models sharing MIG GPUs, NAME:RATE:SLO_MS each (e.g. "
+        "resnet50:400:50,bert-base:100:100): PARIS picks heterogeneous MIG layouts of one "
+        "--gpu (default A100-40GB), ELSA dispatches; compared with homogeneous layouts and "
+        "whole GPUs (instead of --model/--slo).",
+        example="resnet50:400:50,bert-base:100:100",
+    )
     trace: Path | None = option(
         None,
         help="Arrivals of the (single) --model: Azure LLM / Functions / CSV "
@@ -334,6 +344,11 @@ class PlanServeRequest:
     def __post_init__(self) -> None:
         if isinstance(self.models, str):  # one model given as text: "resnet50:150"
             object.__setattr__(self, "models", _model_items(self.models))
+        if isinstance(self.mix, str):
+            object.__setattr__(self, "mix", tuple(split_list(self.mix)))
+        if self.mix:
+            self._check_mix()
+            return
         if not self.models:
             raise InvalidSpecError("model", "is required", fix="e.g. --model resnet50:150")
         from gpucast.inputs.serving import check_arrival_kind
@@ -424,6 +439,76 @@ class PlanServeRequest:
             parse_latency_table_item(item)
         _check_at_least("seed", self.seed, 0)
 
+    def _check_mix(self) -> None:
+        """``--mix`` plans MIG layouts: its own models and SLOs, one GPU, no trace."""
+        if self.models or self.slo is not None or self.slo_ms is not None:
+            raise InvalidSpecError(
+                "mix", "gives the models and their SLOs: drop --model / --slo / --slo-ms",
+                fix="e.g. --mix resnet50:400:50,bert-base:100:100",
+            )  # fmt: skip
+        self.mix_models  # noqa: B018 -- parses every item, one clear error for a bad one
+        if len(self.gpus) > 1 or self.migs or self.no_mig:
+            raise InvalidSpecError(
+                "mix", "plans the MIG layouts of one GPU type: give at most one --gpu and no "
+                "--mig / --no-mig", fix="e.g. --mix ... --gpu A100-40GB",
+            )  # fmt: skip
+        if self.trace is not None or self.arrivals.startswith("trace:"):
+            raise InvalidSpecError(
+                "mix", "takes generated arrivals (poisson, constant, bursty), not a trace",
+                fix="drop --trace, or plan one model with --model",
+            )  # fmt: skip
+        from gpucast.inputs.serving import check_arrival_kind
+
+        check_arrival_kind(self.arrivals)
+        if self.slo_percentile is not None and not 0 < self.slo_percentile <= 100:
+            raise InvalidSpecError(
+                "slo-percentile", "must be in (0, 100]", got=self.slo_percentile, fix="e.g. 99"
+            )
+        _check_engine(self.engine)
+        _check_precision(self.precision)
+        for b in self.max_batch_sizes:
+            _check_at_least("max-batch-sizes", b, 1)
+            _check_at_most("max-batch-sizes", b, MAX_BATCH_SIZE)
+        _check_at_least("max-servers", self.max_servers, 1)
+        _check_at_most("max-servers", self.max_servers, MAX_SERVERS)
+        _check_positive("duration-s", self.duration_s, "seconds", "e.g. --duration-s 60")
+        _check_at_most("duration-s", self.duration_s, MAX_DURATION_S, "s (30 days)")
+        _check_simulated_requests(
+            "duration-s", sum(m[1] for m in self.mix_models), self.duration_s, False
+        )
+        from gpucast.inputs.serving import parse_latency_table_item
+
+        for item in self.latency_tables:
+            parse_latency_table_item(item)
+        _check_at_least("seed", self.seed, 0)
+
+    @property
+    def mix_models(self) -> tuple[tuple[str, float, float], ...]:
+        """(model, rate req/s, SLO seconds) per ``--mix`` item ``NAME:RATE:SLO_MS``."""
+        out: list[tuple[str, float, float]] = []
+        for item in self.mix:
+            parts = str(item).rsplit(":", 2)
+            try:
+                if len(parts) != 3 or not parts[0]:
+                    raise ValueError
+                name, rate, slo_ms = parts[0], float(parts[1]), float(parts[2])
+            except ValueError:
+                raise InvalidSpecError(
+                    "mix", "each item must be NAME:RATE:SLO_MS", got=item,
+                    fix="e.g. --mix resnet50:400:50,bert-base:100:100",
+                ) from None  # fmt: skip
+            for what, value in (("rate", rate), ("SLO", slo_ms)):
+                if not (math.isfinite(value) and value > 0):
+                    raise InvalidSpecError(
+                        f"mix {name}", f"{what} must be > 0", got=value,
+                        fix="e.g. --mix resnet50:400:50",
+                    )  # fmt: skip
+            out.append((name, rate, slo_ms / 1e3))
+        names = [m[0] for m in out]
+        if len(set(names)) != len(names):
+            raise InvalidSpecError("mix", "lists a model twice", got=names, fix="give each once")
+        return tuple(out)
+
     @property
     def arrival_kind(self) -> str:
         """The arrival process: ``--arrivals``, or ``trace:FILE`` for ``--trace FILE``."""
@@ -504,7 +589,7 @@ def plan_serve(
     *,
     config: Path | str | None = None,
     **options: Any,
-) -> PlanServeResult | PlanLlmServeResult:
+) -> PlanServeResult | PlanLlmServeResult | PlanMigServeResult:
     """The cheapest deployments that serve the models within the SLO (see
     :class:`PlanServeRequest` for the options): server type (GPU, MIG slice, CPU), count,
     batching and co-location, with the Pareto front of cost vs tail latency."""
@@ -519,6 +604,8 @@ def plan_serve(
     from gpucast.plan.serve import plan_serving
 
     request = resolve(PlanServeRequest, request, options, config)
+    if request.mix:  # PARIS + ELSA on MIG slices
+        return _plan_mig_serve(request)
     loads: list[ModelLoad] = []
     traffic: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -611,6 +698,153 @@ def plan_serve(
             engine=engine_profile.name,
         ),
     )
+
+
+def mig_mix_inputs(request: PlanServeRequest) -> MigMixInputs:
+    """What ``plan serve --mix`` plans with: the GPU, its price, the slice types, every full
+    layout (and the whole GPU), the homogeneous baselines and each model's latency curve per
+    slice type (see :mod:`gpucast.plan.mig_serve`)."""
+    from gpucast.app.mig_serve import DEFAULT_MIX_GPU, MigMixInputs
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.serving_engines import serving_engine
+    from gpucast.domain.serving_plan import ModelLoad
+    from gpucast.inputs import serving as inputs
+    from gpucast.plan.mig_serve import WHOLE, Layout, MixModel, SliceType
+    from gpucast.predict.mig import (
+        check_layout,
+        enumerate_layouts,
+        layout_prices_usd_per_hour,
+        placeable_profiles,
+    )
+
+    catalog = load_catalog()
+    gpu_name = request.gpus[0] if request.gpus else DEFAULT_MIX_GPU
+    spec = catalog.gpu(gpu_name)
+    usable = placeable_profiles(spec)  # one clear error for a GPU without MIG placements
+    mix = [MixModel(name=n, rate_rps=r, slo_s=s) for n, r, s in request.mix_models]
+    options, targets = inputs.build_server_options(
+        gpus=[spec.name],
+        no_cpu=True,
+        providers=request.providers,
+        regions=request.regions,
+        spot=request.spot,
+        catalog=catalog,
+    )
+    whole = next(o for o in options if o.kind == "gpu")
+    price = whole.price_usd_per_hour
+    keep = {p.name for p in usable}
+    kept = [o for o in options if o.kind == "gpu" or o.mig_profile in keep]
+    engine_profile = serving_engine(request.engine)
+    precision = request.precision or engine_profile.default_precision
+    engine = inputs.serving_efficiency(request.engine, precision)
+    max_batch = max(request.max_batch_sizes)
+    loads = [ModelLoad(name=m.name, rate_rps=m.rate_rps) for m in mix]
+    profiles = inputs.model_profiles(
+        loads, kept, targets, precision=precision, max_batch=max_batch,
+        measured=inputs.read_latency_tables(request.latency_tables), engine=engine.value,
+        workload_options=dict(request.workload_options),
+    )  # fmt: skip
+    by_slice = {
+        (model, WHOLE if o.kind == "gpu" else str(o.mig_profile)): prof
+        for (model, name), prof in profiles.value.items()
+        for o in kept
+        if o.name == name
+    }
+    slice_types = {WHOLE: SliceType(name=WHOLE, memory_gib=spec.memory_gib)}
+    slice_types |= {p.name: SliceType(name=p.name, memory_gib=p.memory_gib) for p in usable}
+    whole_layout = Layout(label="whole GPU", slices=(WHOLE,), prices_usd_per_hour=(price,))
+
+    def as_layout(names: list[str], label: str | None = None) -> Layout:
+        placed = check_layout(spec, names)
+        return Layout(
+            label=label or " + ".join(placed.names),
+            slices=placed.names,
+            prices_usd_per_hour=layout_prices_usd_per_hour(
+                price, [i.profile for i in placed.instances]
+            ),
+        )
+
+    layouts = [as_layout(list(lay.names)) for lay in enumerate_layouts(spec)] + [whole_layout]
+    homogeneous = [
+        as_layout([p.name] * p.max_instances, f"{p.max_instances}x {p.name}")
+        for p in sorted(usable, key=lambda p: (p.compute_slices, p.memory_gib))
+    ]
+    return MigMixInputs(
+        gpu=spec.name,
+        gpu_given=bool(request.gpus),
+        price_usd_per_hour=price,
+        offer=f"{whole.provider} {whole.instance_type}",
+        mix=tuple(mix),
+        slice_types=slice_types,
+        layouts=tuple(layouts),
+        baselines=(*homogeneous, whole_layout),
+        profiles=by_slice,
+        latency_source=profiles.source,
+        engine_source=engine.source,
+        engine=engine_profile.name,
+        precision=precision,
+        max_batch=max_batch,
+    )
+
+
+def _plan_mig_serve(request: PlanServeRequest) -> PlanMigServeResult:
+    """``plan serve --mix``: see :mod:`gpucast.plan.mig_serve`."""
+    from gpucast.app.mig_serve import PlanMigServeResult
+    from gpucast.catalog.validation import validation_for
+    from gpucast.inputs import serving as inputs
+    from gpucast.plan.mig_serve import plan_mig_mix
+
+    m_in = mig_mix_inputs(request)
+    mix = m_in.mix
+    traffic: dict[str, Any] = {}
+    processes = []
+    for k, m in enumerate(mix):
+        stream = inputs.arrivals(request.arrivals, m.rate_rps, request.duration_s, request.seed + k)
+        traffic[m.name] = stream.times_s
+        processes.append(f"{m.name}: {stream.source}")
+    percentile = request.slo_percentile if request.slo_percentile is not None else 99.0
+    plan = plan_mig_mix(
+        mix,
+        gpu=m_in.gpu,
+        slice_types=m_in.slice_types,
+        layouts=m_in.layouts,
+        baselines=m_in.baselines,
+        profiles=m_in.profiles,
+        gpu_price_usd_per_hour=m_in.price_usd_per_hour,
+        arrivals=traffic,
+        horizon_s=request.duration_s,
+        max_batch=m_in.max_batch,
+        target_attainment=percentile / 100.0,
+        max_gpus=request.max_servers,
+        seed=request.seed,
+    )
+    assumptions = {
+        "gpu": f"{m_in.gpu}"
+        + ("" if m_in.gpu_given else " (the default; --gpu picks another MIG GPU)"),
+        "price": f"{m_in.price_usd_per_hour:.4g} US$/h per GPU ({m_in.offer}, "
+        + ("spot" if request.spot else "on demand")
+        + "); a slice costs its layout's share, max(compute/7, memory/8)",
+        "layouts": f"{len(m_in.layouts) - 1} full MIG layouts of {m_in.gpu} "
+        "(gpucast.predict.mig) and the whole GPU",
+        "latency": m_in.latency_source,
+        "engine": m_in.engine_source,
+        "arrivals": "; ".join(processes),
+        "target": f"p{percentile:g}: a choice meets the mix when {percentile:g}% of the "
+        "requests finish within their model's SLO (--slo-percentile)",
+        "simulation": f"{request.duration_s:g} s per run in the event engine; slices as "
+        "separate servers without the network/PCIe stages (a request's transfer time is "
+        "added to its round trip)",
+    }
+    validation = serving_validation(
+        [m_in.gpu], m_in.precision, calibrated=False, engine=m_in.engine
+    )
+    validation["MIG slice speed"] = validation_for(
+        "mig-slice", [m_in.gpu], m_in.precision, 1
+    ).text()
+    validation["PARIS + ELSA vs homogeneous layouts"] = validation_for(
+        "mig-paris-elsa", [m_in.gpu], m_in.precision, 1
+    ).text()
+    return PlanMigServeResult(plan=plan, assumptions=assumptions, validation=validation)
 
 
 # -- simulate serve -------------------------------------------------------------------------

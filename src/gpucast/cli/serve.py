@@ -19,6 +19,7 @@ from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, working
 
 if TYPE_CHECKING:
+    from gpucast.app.mig_serve import PlanMigServeResult
     from gpucast.app.serve import PlanServeResult, SimulateServeResult
 
 
@@ -48,11 +49,26 @@ def plan_command(
     """The cheapest deployments that serve MODELs within a latency SLO, and the cost vs tail
     latency Pareto front: server type (GPU, MIG slice, CPU), count, batching, co-location."""
     from gpucast.app import plan_serve
+    from gpucast.app.mig_serve import PlanMigServeResult
 
+    if request.mix and (report is not None or save is not None):
+        from gpucast.domain.errors import InvalidSpecError
+
+        raise InvalidSpecError(
+            "report" if report is not None else "save",
+            "is not available with --mix yet",
+            fix="use --json for the whole MIG plan",
+        )
     check_plan_outputs(report, save, [request.trace, trace_of(request.arrivals)])
     with working("planning: pruning server options and simulating the survivors"):
         result = plan_serve(request)
     print_warnings(result.warnings)
+    if isinstance(result, PlanMigServeResult):
+        if json_out:
+            emit_json(result.to_dict())
+        else:
+            print_mig_plan(result)
+        return
     write_plan_outputs(result, report, save)
     if json_out:
         emit_json(result.to_dict())
@@ -128,6 +144,55 @@ def print_serve_plan(result: PlanServeResult, *, limit: int = 15) -> None:
         console.print(f"[dim]  {count} x {reason}[/dim]", highlight=False)
     for key, value in plan.assumptions.items():
         console.print(f"[dim]{key}: {value}[/dim]", highlight=False)
+    print_validation(result.validation)
+
+
+def print_mig_plan(result: PlanMigServeResult) -> None:
+    """PARIS's layouts and the baselines: GPUs, cost, capacity and the simulated runs."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    plan = result.plan
+    models = ", ".join(
+        f"{m.name} {m.rate_rps:g} req/s <= {m.slo_s * 1e3:g} ms" for m in plan.models
+    )
+    table = Table(title=f"plan serve --mix on {plan.gpu}: {models}")
+    for col in ("#", "choice", "layouts", "dispatch", "GPUs", "US$/h", "capacity req/s",
+                "in SLO", "goodput req/s", "worst p99 ms"):  # fmt: skip
+        table.add_column(col, justify="left" if col in ("choice", "layouts") else "right")
+    for k, o in enumerate(plan.outcomes):
+        choice = plan.choice(o.choice)
+        table.add_row(
+            f"{k}{' R' if k == plan.recommended else ''}",
+            escape(o.choice),
+            escape(choice.describe()),
+            o.dispatch,
+            str(o.gpus),
+            f"{o.cost_usd_per_hour:.2f}",
+            f"{choice.capacity_rps:.0f}",
+            f"{o.attainment:.1%}",
+            f"{o.goodput_rps:.0f}",
+            f"{o.worst_p99_over_slo * 1e3:.1f}",
+        )
+    console.print(table)
+    target = f"{plan.target_attainment:.0%}"
+    console.print(
+        f"[dim]R = recommended: the cheapest run with >= {target} of requests within their "
+        "SLO (ties: most goodput); capacity = the profile's rate within SLO[/dim]",
+        highlight=False,
+    )
+    paris = plan.choices[0]
+    for g in range(paris.gpus):
+        parts = [
+            f"{s.slice}[{s.model or 'idle'}{f' b{s.batch}' if s.model else ''}]"
+            for s in paris.slices
+            if s.gpu == g
+        ]
+        console.print(f"  paris GPU {g}: {escape(' + '.join(parts))}", highlight=False)
+    for label, why in plan.skipped.items():
+        console.print(f"[dim]  {label}: not planned, {why}[/dim]", highlight=False)
+    for key, value in {**plan.notes, **result.assumptions}.items():
+        console.print(f"[dim]{key}: {escape(value)}[/dim]", highlight=False)
     print_validation(result.validation)
 
 

@@ -25,8 +25,17 @@ from gpucast.domain.errors import InvalidSpecError
 
 ServerKind = Literal["gpu", "mig", "cpu"]
 SERVER_KINDS: tuple[str, ...] = get_args(ServerKind)
-LoadBalancing = Literal["round_robin", "random"]
+#: How a model's requests are spread over the servers that host it: ``round_robin`` and
+#: ``random`` decide before the run (each server a FIFO of its own); ``least_loaded`` sends a
+#: request, when it arrives, to the server with the fewest of that model's requests
+#: outstanding (join the shortest queue); ``elsa`` (ELSA, Kim et al. 2022) to the *smallest*
+#: server (lowest throughput at its largest batch) whose predicted latency for it -- the
+#: running batch's rest, the batches queued ahead and its own, from the server's latency
+#: curve -- meets the model's ``deadline_s`` (its SLO), else to the one predicted fastest.
+LoadBalancing = Literal["round_robin", "random", "least_loaded", "elsa"]
 LOAD_BALANCING: tuple[str, ...] = get_args(LoadBalancing)
+#: The policies that choose the server when a request arrives (event-driven engine).
+DYNAMIC_LOAD_BALANCING: tuple[str, ...] = ("least_loaded", "elsa")
 #: How a server picks the next batch among its models' queues (request classes): ``none``
 #: gives every model its own instances (batches of different models share the device);
 #: ``fifo`` / ``edf`` / ``priority`` make the models share one pool of instances and, at

@@ -77,6 +77,7 @@ import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.serving import (
+    DYNAMIC_LOAD_BALANCING,
     ClosedLoop,
     Deployment,
     ModelDeployment,
@@ -87,6 +88,7 @@ from gpucast.simulate.serving_events import (
     DeviceRecord,
     RunRecord,
     run_closed_loop,
+    run_dispatched,
     run_open_loop,
 )
 from gpucast.simulate.stages import (
@@ -806,16 +808,21 @@ def simulate_serving(
             hosts[dep.model].append(d)
     per_device: list[dict[str, IntArray]] = [{} for _ in devices]
     checked: dict[str, FloatArray] = {}
+    dynamic = deployment.load_balancing in DYNAMIC_LOAD_BALANCING
     for m in models:
         a = _check_arrivals(m, arrivals[m])
         checked[m] = a
+        if dynamic:
+            continue
         for d, idx in zip(
             hosts[m], _split(a, len(hosts[m]), deployment.load_balancing, generator), strict=True
         ):
             per_device[d][m] = idx
     horizon = horizon_s if horizon_s is not None else _default_horizon(checked)
     bounded = any(dep.batching.bounded for g in deployment.groups for dep in g.server.models)
-    if bounded or deployment.scheduling != "none":
+    if dynamic:
+        record = run_dispatched(deployment, checked, horizon)
+    elif bounded or deployment.scheduling != "none":
         device_of: dict[str, IntArray] = {}
         for m in models:
             owner = np.empty(checked[m].size, dtype=np.int64)

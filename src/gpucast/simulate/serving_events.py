@@ -27,7 +27,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from gpucast.domain.serving import ClosedLoop, Deployment, ModelDeployment, ServerSpec
+from gpucast.domain.serving import (
+    DYNAMIC_LOAD_BALANCING,
+    ClosedLoop,
+    Deployment,
+    ModelDeployment,
+    ServerSpec,
+)
 from gpucast.simulate.stages import (
     HOST_CONCURRENCY,
     device_slowdown,
@@ -51,6 +57,7 @@ _BATCH_HOST_DONE = 3  # a batch ends its host part and joins the device
 _DEVICE_DONE = 4  # the device's next completion (versioned)
 _TRY = 5  # an instance may take a batch
 _RESPONSE = 6  # a response (or a rejection) reaches a closed-loop client
+_DISPATCH = -1  # the _AT_STAGE "stage" of a request whose device is picked when it arrives
 
 
 @dataclass(slots=True)
@@ -99,6 +106,12 @@ class _ModelQueue:
     timeout_s: float | None
     queue: deque[int] = field(default_factory=deque)  # request ids
     timer_at: float = math.nan  # pending timer (head + delay) already scheduled
+    # what a dispatcher at arrival (least_loaded, elsa) reads: requests sent here and not
+    # yet completed or dropped, those of them in running batches, and the running batches'
+    # expected ends (start + the curve's latency)
+    pending: int = 0
+    in_batches: int = 0
+    running_ends: list[float] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -153,6 +166,7 @@ class _Engine:
         self.batch_device: list[int] = []
         self.batch_model: list[str] = []
         self.batch_work: list[float] = []
+        self.batch_expected: list[float] = []
         self.devices: list[_Device] = []
         self.hosts: dict[str, list[int]] = {m: [] for m in self.models}
         self.overhead: dict[str, float] = {}
@@ -196,6 +210,15 @@ class _Engine:
                         server.host_s, server.host_capacity_rps, server.host_concurrency
                     )
                 self.devices.append(dev)
+        # ELSA tries the smallest server first: least throughput at its largest batch
+        self.by_size: dict[str, list[int]] = {}
+        for m, hosts in self.hosts.items():
+            caps = [self._capacity_rps(self.devices[d].queues[m]) for d in hosts]
+            self.by_size[m] = [d for _, d in sorted(zip(caps, hosts, strict=True))]
+
+    @staticmethod
+    def _capacity_rps(q: _ModelQueue) -> float:
+        return q.instances * q.largest / q.latency[q.largest]
 
     # -- events ---------------------------------------------------------------------------------
     def push(self, t: float, kind: int, a: int = 0, b: int = 0) -> None:
@@ -203,6 +226,8 @@ class _Engine:
         self.seq += 1
 
     def new_request(self, model: int, t: float, device: int, client: int = -1) -> int:
+        """Request ``i`` of ``model`` arriving at ``t`` for ``device`` (-1: the load balancer
+        picks it when the request arrives, :meth:`pick_device`)."""
         i = len(self.model_of)
         self.model_of.append(model)
         self.arrival.append(t)
@@ -212,12 +237,57 @@ class _Engine:
         self.reason.append(0)
         self.device_of.append(device)
         self.client_of.append(client)
-        self.devices[device].record.requests += 1
-        self.push(t, _AT_STAGE, i, 0)
+        if device >= 0:
+            self.assign(i, device)
+        self.push(t, _AT_STAGE, i, 0 if device >= 0 else _DISPATCH)
         return i
+
+    def assign(self, i: int, d: int) -> None:
+        dev = self.devices[d]
+        self.device_of[i] = d
+        dev.record.requests += 1
+        dev.queues[self.models[self.model_of[i]]].pending += 1
+
+    # -- load balancing at arrival ----------------------------------------------------------------
+    def predicted_latency(self, t: float, q: _ModelQueue) -> float:
+        """ELSA's estimate of a new request's latency on queue ``q``: the rest of the running
+        batch it must wait for (when every instance is busy), then the batches queued ahead of
+        it and its own, each at the curve's latency of the batch the queue would form, and
+        the round trip."""
+        ahead = q.pending - q.in_batches
+        n = ahead + 1
+        wait = 0.0
+        if q.idle == 0 and q.running_ends:
+            wait = max(0.0, min(q.running_ends) - t)
+        rounds = -(-n // (q.largest * q.instances))
+        return wait + rounds * q.latency[min(n, q.largest)] + q.dep.request_overhead_s
+
+    def pick_device(self, t: float, model: int) -> int:
+        """The device for a request of ``model`` arriving at ``t`` under ``least_loaded`` or
+        ``elsa`` (see :data:`gpucast.domain.serving.LoadBalancing`); ties go to the first
+        device."""
+        name = self.models[model]
+        hosts = self.hosts[name]
+        if self.deployment.load_balancing == "least_loaded":
+            return min(hosts, key=lambda d: self.devices[d].queues[name].pending)
+        best_d, best_s = hosts[0], math.inf
+        for d in self.by_size[name]:
+            q = self.devices[d].queues[name]
+            est = self.predicted_latency(t, q)
+            # it joins the batch of the requests queued before it: they finish with it, so
+            # the oldest of them must meet the deadline too
+            oldest = self.arrival[q.queue[0]] if q.queue else t
+            if q.dep.deadline_s is not None and t + est - oldest <= q.dep.deadline_s:
+                return d
+            if est < best_s:
+                best_d, best_s = d, est
+        return best_d
 
     # -- host path --------------------------------------------------------------------------------
     def at_stage(self, t: float, i: int, stage: int) -> None:
+        if stage == _DISPATCH:
+            self.assign(i, self.pick_device(t, self.model_of[i]))
+            stage = 0
         dev = self.devices[self.device_of[i]]
         server = dev.server
         dep = dev.queues[self.models[self.model_of[i]]].dep
@@ -297,6 +367,7 @@ class _Engine:
 
     def drop(self, t: float, i: int, reason: int) -> None:
         self.reason[i] = reason
+        self.devices[self.device_of[i]].queues[self.models[self.model_of[i]]].pending -= 1
         c = self.client_of[i]
         if c >= 0:
             self.push(t + self.overhead[self.models[self.model_of[i]]], _RESPONSE, c, i)
@@ -380,6 +451,9 @@ class _Engine:
         self.batch_model.append(q.dep.model)
         host = q.host[b]
         self.batch_work.append(q.latency[b] - host)
+        self.batch_expected.append(t + q.latency[b])
+        q.in_batches += b
+        q.running_ends.append(t + q.latency[b])
         for i in members:
             self.batch[i] = b
         dev.record.starts.append(t)
@@ -416,6 +490,9 @@ class _Engine:
         dev.on_device -= 1
         dev.record.ends[slot] = t
         q = dev.queues[self.batch_model[k]]
+        q.pending -= len(self.batch_members[k])
+        q.in_batches -= len(self.batch_members[k])
+        q.running_ends.remove(self.batch_expected[k])
         if self.scheduling != "none":
             dev.pool_idle += 1
         else:
@@ -499,6 +576,19 @@ def run_open_loop(
     return engine.record()
 
 
+def run_dispatched(
+    deployment: Deployment, arrivals: Mapping[str, FloatArray], horizon_s: float
+) -> RunRecord:
+    """Open-loop ``arrivals`` (sorted, checked) whose server is picked when each request
+    arrives, by the deployment's ``least_loaded`` or ``elsa`` load balancing."""
+    engine = _Engine(deployment, horizon_s)
+    for model, m in enumerate(engine.models):
+        for t in arrivals[m].tolist():
+            engine.new_request(model, t, -1)
+    engine.run()
+    return engine.record()
+
+
 def run_closed_loop(
     deployment: Deployment,
     clients: Mapping[str, ClosedLoop],
@@ -511,6 +601,7 @@ def run_closed_loop(
     that host the model, or uniformly random (drawn per request from ``rng``)."""
     engine = _Engine(deployment, horizon_s)
     random_lb = deployment.load_balancing == "random"
+    dynamic_lb = deployment.load_balancing in DYNAMIC_LOAD_BALANCING
     owners: list[tuple[int, ClosedLoop]] = []  # client -> (model, spec)
     next_device = {m: 0 for m in engine.models}
 
@@ -527,7 +618,9 @@ def run_closed_loop(
         model, _spec = owners[client]
         name = engine.models[model]
         hosts = engine.hosts[name]
-        if random_lb:
+        if dynamic_lb:
+            d = -1  # picked when it arrives
+        elif random_lb:
             d = hosts[int(rng.integers(0, len(hosts)))]
         else:
             d = hosts[next_device[name] % len(hosts)]
