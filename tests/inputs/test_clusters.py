@@ -98,6 +98,55 @@ def test_the_file_wins_over_nothing_and_flags_win_over_the_file(tmp_path: Path) 
     assert spec is not None and spec.nodes == 1 and spec.shape.network == "roce"
 
 
+TOPOLOGY = """\
+gpu: V100-32GB
+topology: dgx1-v100
+gpu_ids: IDS
+"""
+
+
+def test_a_topology_and_a_gpu_subset_set_the_link(tmp_path: Path) -> None:
+    """The link is the ring bandwidth of the GPUs the job gets (predict.topology), both
+    directions; a quad with NVLink between all four beats two NV pairs beats PCIe/QPI."""
+    from gpucast.inputs.topology import resolve_topology
+    from gpucast.predict.topology import allreduce_bandwidth_gb_per_s
+
+    dgx1 = resolve_topology("dgx1-v100")
+    links = {}
+    for ids in ("0,1,2,3", "0,1,4,5", "gpu0,gpu1,gpu6,gpu7"):
+        spec = load_cluster(str(write(tmp_path, "t.yaml", TOPOLOGY.replace("IDS", ids))),
+                            load_catalog())  # fmt: skip
+        assert spec is not None and spec.gpus_per_node == 4
+        names = [t if t.startswith("gpu") else f"gpu{t}" for t in ids.split(",")]
+        ring = allreduce_bandwidth_gb_per_s(dgx1, names)
+        assert spec.shape.intra_node_gbps == pytest.approx(2 * ring)
+        assert f"{ring:g} GB/s each way" in cluster_assumption(spec).value
+        links[ids] = spec.shape.intra_node_gbps
+    assert links["0,1,2,3"] > links["0,1,4,5"] > links["gpu0,gpu1,gpu6,gpu7"]
+    # without gpu_ids: the first gpus_per_node GPUs (or all of them)
+    text = TOPOLOGY.replace("gpu_ids: IDS\n", "gpus_per_node: 2\n")
+    spec = load_cluster(str(write(tmp_path, "t.yaml", text)), load_catalog())
+    assert spec is not None and spec.gpus_per_node == 2
+    assert spec.shape.intra_node_gbps == pytest.approx(
+        2 * allreduce_bandwidth_gb_per_s(dgx1, ["gpu0", "gpu1"])
+    )
+
+
+def test_the_training_predictor_takes_the_subsets_bandwidth(tmp_path: Path) -> None:
+    """simulate train's all-reduce on a DGX-1: four GPUs that NVLink joins all-to-all step
+    faster than four whose ring falls back to PCIe and QPI."""
+    from gpucast.app.simulation import SimulateTrainRequest, simulate_train
+
+    median = {}
+    for ids in ("0,1,2,3", "0,1,6,7"):
+        path = write(tmp_path, f"t{ids[-1]}.yaml", TOPOLOGY.replace("IDS", ids))
+        result = simulate_train(SimulateTrainRequest(
+            workload="bert-base", cluster=str(path), strategy="allreduce", steps=2000, runs=20,
+        ))  # fmt: skip
+        median[ids] = result.to_dict()["on_demand"]["duration_s"]["median"]
+    assert median["0,1,2,3"] < median["0,1,6,7"]
+
+
 @pytest.mark.parametrize(
     ("text", "error", "match"),
     [
@@ -148,6 +197,31 @@ def test_the_file_wins_over_nothing_and_flags_win_over_the_file(tmp_path: Path) 
             YAML + "spot_usd_per_gpu_hour: 1\n",
             InvalidSpecError,
             r"^cluster\.price_usd_per_gpu_hour: is required with spot_usd_per_gpu_hour",
+        ),
+        (
+            TOPOLOGY.replace("IDS", "0,1,9"),
+            InvalidSpecError,
+            r"^cluster\.gpu_ids: '9' is not a GPU of dgx1-v100 .*name each once",
+        ),
+        (
+            TOPOLOGY.replace("IDS", "0,1,1"),
+            InvalidSpecError,
+            r"^cluster\.gpu_ids: '1' is not another GPU of dgx1-v100",
+        ),
+        (
+            TOPOLOGY.replace("dgx1-v100", "dgx-9000"),
+            InvalidSpecError,
+            r"^cluster\.topology: is not a usable server topology",
+        ),
+        (
+            TOPOLOGY.replace("IDS", "0,1,2") + "gpus_per_node: 8\n",
+            InvalidSpecError,
+            r"^cluster\.gpus_per_node: is 8 but gpu_ids names 3",
+        ),
+        (
+            "gpu: V100-32GB\ngpus_per_node: 1\ngpu_ids: 0,1\n",
+            InvalidSpecError,
+            r"^cluster\.gpu_ids: needs a topology to name GPUs of .*add topology: dgx1-v100",
         ),
         ("gpu: [H100\n", DataFormatError, r"bad\.yaml, line \d+: not valid YAML"),
         ("- gpu\n- H100\n", DataFormatError, r"must be a mapping of cluster fields"),

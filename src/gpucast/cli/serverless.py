@@ -10,6 +10,8 @@ The commands join the ``simulate``, ``plan``, ``measure`` and ``predict`` groups
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from gpucast.app.coldstart import MeasureColdstartRequest, PredictColdstartRequest
@@ -21,6 +23,16 @@ from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, wor
 
 def _say(text: str) -> None:
     console.print(text, highlight=False, markup=False)
+
+
+def _footer(d: dict[str, Any]) -> None:
+    """The result's sources, assumptions and warnings (where it has them), one a line."""
+    for key, value in d["sources"].items():
+        _say(f"  {key}: {value}")
+    for key, value in d["assumptions"].items():
+        _say(f"  assumption {key}: {value}")
+    for w in d.get("warnings", ()):
+        _say(f"  warning: {w}")
 
 
 @request_command(SimulateServerlessRequest)
@@ -70,12 +82,7 @@ def simulate_command(
         )
     for m in d["models"]:
         _say(f"  model {m['source']}")
-    for key, value in d["sources"].items():
-        _say(f"  {key}: {value}")
-    for key, value in d["assumptions"].items():
-        _say(f"  assumption {key}: {value}")
-    for w in d["warnings"]:
-        _say(f"  warning: {w}")
+    _footer(d)
 
 
 @request_command(PlanServerlessRequest)
@@ -110,12 +117,7 @@ def plan_command(
         )
     _say(f"  choice: {d['reason']}")
     _say(f"  validated: {result.validation.text()}")
-    for key, value in d["sources"].items():
-        _say(f"  {key}: {value}")
-    for key, value in d["assumptions"].items():
-        _say(f"  assumption {key}: {value}")
-    for w in d["warnings"]:
-        _say(f"  warning: {w}")
+    _footer(d)
 
 
 @request_command(SimulateKaasRequest)
@@ -147,10 +149,7 @@ def kaas_command(
         for model, f in r["per_function"].items():
             _say(f"    {model:<20} p50 {f['p50_s'] * 1e3:.2f} ms, p99 {f['p99_s'] * 1e3:.2f} ms")
     _say(f"  validated: {result.validation.text()}")
-    for key, value in d["sources"].items():
-        _say(f"  {key}: {value}")
-    for key, value in d["assumptions"].items():
-        _say(f"  assumption {key}: {value}")
+    _footer(d)
 
 
 @request_command(MeasureColdstartRequest)
@@ -216,8 +215,5 @@ def predict_command(
         f"{d['load_gbs']:.3g} GB/s, bound by {d['bound_by']})"
     )
     _say(f"  first inference   {d['first_inference_s'] * 1e3:.2f} ms")
-    for key, value in d["sources"].items():
-        _say(f"  {key}: {value}")
-    for key, value in d["assumptions"].items():
-        _say(f"  assumption {key}: {value}")
+    _footer(d)
     _say(f"  validated: {result.validation.text()}")

@@ -12,6 +12,9 @@
       nodes: 4                   # at most; plans use 1..nodes (default 1)
       intra_node: nvswitch       # nvswitch | nvlink-bridge | pcie (required with > 1 GPU/node)
       intra_node_gbps: 900       # GB/s per GPU, both directions (required with > 1 GPU/node)
+      topology: dgx1-v100        # or a server topology instead of the two lines above (a
+      gpu_ids: 0,1,4,5           #   built-in name or CSV) and the GPUs the job gets on it:
+                                 #   the link is the ring bandwidth of that subset
       inter_node_gbps: 400       # Gbit/s per node, compute NICs (required with nodes > 1)
       network: infiniband        # infiniband | roce | efa | ethernet (optional)
       price_usd_per_gpu_hour: 2  # optional: without it costs are shown as 0
@@ -67,6 +70,8 @@ FIELDS: tuple[str, ...] = (
     "nodes",
     "intra_node",
     "intra_node_gbps",
+    "topology",
+    "gpu_ids",
     "inter_node_gbps",
     "network",
     "price_usd_per_gpu_hour",
@@ -87,6 +92,8 @@ EXAMPLES = {
     "network": "infiniband",
     "price_usd_per_gpu_hour": "2.5",
     "spot_usd_per_gpu_hour": "1.0",
+    "topology": "dgx1-v100",
+    "gpu_ids": "0,1,2,3",
 }
 #: What each bandwidth means, for the fixes.
 UNITS = {
@@ -202,6 +209,73 @@ def _intra(value: str) -> IntraNode:
     )
 
 
+#: How the note of a cluster whose link came from a topology starts.
+TOPOLOGY_NOTE = "intra-node link:"
+
+
+def _topology_link(
+    origin: _Origin, values: Mapping[str, Any], per_node: int | None
+) -> tuple[int, float, str] | None:
+    """``(GPUs per node, intra-node GB/s per GPU both directions, a note)`` from the
+    ``topology`` and ``gpu_ids`` fields: the ring all-reduce bandwidth of the GPUs the job
+    gets on that server (:func:`gpucast.predict.topology.allreduce_bandwidth_gb_per_s`, one
+    direction) doubled to the both-directions figure the catalog quotes for NVLink.
+    ``None`` without a topology."""
+    from gpucast.domain.errors import GpucastError
+
+    raw = values.get("topology")
+    if raw is None:
+        if values.get("gpu_ids") is not None:
+            raise _bad(origin, "gpu_ids", "needs a topology to name GPUs of",
+                       fix=origin.add("topology", EXAMPLES["topology"]))  # fmt: skip
+        return None
+    from gpucast.inputs.topology import resolve_topology
+    from gpucast.predict.topology import allreduce_bandwidth_gb_per_s
+
+    try:
+        topology = resolve_topology(str(raw).strip())
+    except GpucastError as exc:
+        raise _bad(
+            origin,
+            "topology",
+            f"is not a usable server topology: {exc}",
+            fix="a built-in name (see gpucast plan placement --help) or a topology CSV",
+        ) from None
+    ids_raw = values.get("gpu_ids")
+    if ids_raw is None:
+        count = per_node or len(topology.gpus)
+        if count > len(topology.gpus):
+            raise _bad(origin, "gpus_per_node", f"is more than {topology.name}'s "
+                       f"{len(topology.gpus)} GPUs", got=per_node,
+                       fix=f"at most {len(topology.gpus)}, or another topology")  # fmt: skip
+        ids = topology.gpus[:count]
+    else:
+        tokens = ids_raw if isinstance(ids_raw, list | tuple) else str(ids_raw).split(",")
+        picked: list[str] = []
+        for token in (str(t).strip() for t in tokens):
+            name = token if token in topology.gpus else None
+            if name is None and token.isdigit() and int(token) < len(topology.gpus):
+                name = topology.gpus[int(token)]
+            if name is None or name in picked:
+                raise _bad(origin, "gpu_ids", f"{token!r} is not a{'nother' if name else ''} "
+                           f"GPU of {topology.name}", got=ids_raw,
+                           fix=f"name each once: {', '.join(topology.gpus)} or 0-"
+                           f"{len(topology.gpus) - 1}")  # fmt: skip
+            picked.append(name)
+        ids = tuple(picked)
+        if per_node is not None and per_node != len(ids):
+            raise _bad(origin, "gpus_per_node", f"is {per_node} but gpu_ids names {len(ids)}",
+                       fix="drop gpus_per_node (gpu_ids sets it) or make them agree")  # fmt: skip
+    if len(ids) < 2:
+        return len(ids), 0.0, f"1 GPU of {topology.name}: no intra-node all-reduce"
+    ring = allreduce_bandwidth_gb_per_s(topology, ids)
+    note = (
+        f"{TOPOLOGY_NOTE} ring all-reduce of {', '.join(ids)} on {topology.name} "
+        f"{ring:g} GB/s each way (x2 = {2 * ring:g} GB/s both directions; {topology.source})"
+    )
+    return len(ids), 2.0 * ring, note
+
+
 def _network(value: str) -> Network:
     if value in ("infiniband", "roce", "efa"):
         return "infiniband" if value == "infiniband" else "roce" if value == "roce" else "efa"
@@ -246,11 +320,16 @@ def _build(
             fix=f"fix cluster.gpu ({origin.where('gpu')}); see `gpucast catalog gpus`",
         ) from None
     per_node = _integer(origin, values, "gpus_per_node")
+    link = _topology_link(origin, values, per_node)
+    if link is not None:
+        per_node = link[0]
     if per_node is None:
         raise _required(origin, "gpus_per_node", "(GPUs in each node)")
     nodes = _integer(origin, values, "nodes") or 1
     intra_kind = _choice(origin, values, "intra_node", INTRA_NODE_KINDS)
     intra = _number(origin, values, "intra_node_gbps", minimum=0.0, strict=True)
+    if link is not None and per_node > 1:  # the topology's subset decides the link
+        intra_kind, intra = "nvswitch", link[1]
     if per_node > 1:
         if intra is None:
             raise _required(origin, "intra_node_gbps", f"with {per_node} GPUs per node")
@@ -284,7 +363,7 @@ def _build(
             cpu=_text(values, "cpu", ""),
             source_url=source_url,
             as_of=as_of,
-            note=_text(values, "note", ""),
+            note="; ".join(t for t in (_text(values, "note", ""), link[2] if link else "") if t),
         )
         return ClusterSpec(
             shape=shape,
@@ -399,9 +478,10 @@ def _system_names() -> list[str]:
 
 def cluster_assumption(cluster: ClusterSpec) -> Assumption:
     """What a result rests on when it rests on a user's cluster."""
+    link = next((n for n in cluster.shape.note.split("; ") if n.startswith(TOPOLOGY_NOTE)), "")
     return Assumption(
         name="cluster",
-        value=cluster.describe(),
+        value=cluster.describe() + (f"; {link}" if link else ""),
         source=cluster.source,
         override="--cluster FILE|NAME, --nodes, --price-per-gpu-hour, --cluster-set KEY=VALUE",
     )

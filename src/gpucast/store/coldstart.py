@@ -32,13 +32,7 @@ def save_coldstart(store: Store, measurement: ColdStartMeasurement) -> int:
         "gpu_name": m.gpu_name,
         "gpucast_version": __version__,
     }
-    columns = ", ".join(row)
-    marks = ", ".join("?" for _ in row)
-    with store.transaction() as conn:
-        cursor = conn.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", tuple(row.values()))
-        run_id = cursor.lastrowid
-    assert run_id is not None
-    return int(run_id)
+    return store.insert_run(row)
 
 
 def load_coldstarts(store: Store, workload: str | None = None) -> list[ColdStartMeasurement]:

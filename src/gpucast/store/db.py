@@ -283,7 +283,8 @@ class Store:
         return [] if rows == ["ok"] else rows
 
     # -- writes ----------------------------------------------------------------------------
-    def _insert_run(self, row: dict[str, Any]) -> int:
+    def insert_run(self, row: dict[str, Any]) -> int:
+        """Insert one row of the ``runs`` table (column -> value); its run id."""
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         with self.transaction() as conn:
@@ -297,7 +298,7 @@ class Store:
     def save_measurement(self, measurement: Measurement) -> int:
         """Store a measurement (one transaction); returns its run id."""
         m = measurement
-        return self._insert_run(
+        return self.insert_run(
             {
                 "kind": "measurement",
                 "workload": m.spec.name,
@@ -328,7 +329,7 @@ class Store:
         m = measurement
         env = m.environment
         ci = m.ci_halfwidth_rel
-        return self._insert_run(
+        return self.insert_run(
             {
                 "kind": "program",
                 "workload": m.name,
@@ -360,7 +361,7 @@ class Store:
         if not isinstance(profile, Mapping):
             raise InvalidInputError("profile must be a dict", fix="pass WorkloadProfile.to_dict()")
         when = created_at or datetime.now(UTC)
-        return self._insert_run(
+        return self.insert_run(
             {
                 "kind": "profile",
                 "workload": spec.name,

@@ -38,13 +38,7 @@ def save_optimizer_step(store: Store, measurement: OptimizerStepMeasurement) -> 
         "gpu_name": None,
         "gpucast_version": __version__,
     }
-    columns = ", ".join(row)
-    marks = ", ".join("?" for _ in row)
-    with store.transaction() as conn:
-        cursor = conn.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", tuple(row.values()))
-        run_id = cursor.lastrowid
-    assert run_id is not None
-    return int(run_id)
+    return store.insert_run(row)
 
 
 def load_optimizer_steps(store: Store) -> list[OptimizerStepMeasurement]:
