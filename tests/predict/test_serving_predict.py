@@ -147,3 +147,41 @@ def test_engine_efficiency_terms_of_the_curve() -> None:
     with pytest.raises(InvalidSpecError, match="compute_efficiency_tensor"):
         ServingEfficiency(engine="x", compute_efficiency_fp32=0.5, compute_efficiency_tensor=1.5,
                           bandwidth_efficiency=0.5)  # fmt: skip
+
+
+def test_convolutions_on_tensor_cores_take_the_conv_ratio() -> None:
+    import dataclasses
+
+    from gpucast.predict.roofline import DeviceRoofline
+    from gpucast.predict.serving import ServingEfficiency
+
+    conv = dataclasses.replace(WORK, conv_share=1.0, other_bytes_per_sample=0.0,
+                               other_bytes_fixed=0.0, n_kernels=0)  # fmt: skip
+    gemm = dataclasses.replace(conv, conv_share=0.0)
+    dev = DeviceRoofline(name="d", kind="gpu", peak_tflops=100.0, memory_bandwidth_gbps=1000.0)
+    eff = ServingEfficiency(engine="e", compute_efficiency_fp32=0.9,
+                            compute_efficiency_tensor=0.5, bandwidth_efficiency=1.0,
+                            kernel_overhead_s=0.0, tensor_core_conv_ratio=0.5)  # fmt: skip
+
+    def per_sample(work: InferenceWork, precision: str) -> float:
+        c = predict_latency_curve(work, dev, precision, max_batch=2, efficiency=eff)
+        return c.latency(2) - c.latency(1)
+
+    # convolutions run at half the matmul efficiency on tensor cores, the same in fp32
+    assert per_sample(conv, "fp16") == pytest.approx(2 * per_sample(gemm, "fp16"))
+    assert per_sample(conv, "fp32") == pytest.approx(per_sample(gemm, "fp32"))
+    with pytest.raises(InvalidSpecError, match="conv_share"):
+        dataclasses.replace(WORK, conv_share=1.5)
+    with pytest.raises(InvalidSpecError, match="tensor_core_conv_ratio"):
+        dataclasses.replace(eff, tensor_core_conv_ratio=0.0)
+
+
+def test_a_cnn_profile_carries_its_convolution_share() -> None:
+    from gpucast.inputs.serving import serving_efficiency
+    from gpucast.inputs.workload import workload_profile
+
+    one, two = (workload_profile("resnet50", "fp16", batch_size=b) for b in (1, 2))
+    assert 0.99 < InferenceWork.from_profiles(one, two).conv_share <= 1.0
+    # the eager engine's efficiency comes from the step-time model, with its fitted ratio
+    eager = serving_efficiency("eager-pytorch").value
+    assert eager.tensor_core_conv_ratio < 1.0

@@ -383,12 +383,18 @@ def serving_efficiency(
     stack = profile.stack
     eta = model.eta_compute_
     tensor = eta["tensor16"]
-    tensor_from = f"step-time model ({stack} stack)"
+    conv_ratio = model.conv_ratio_
+    tensor_from = (
+        f"step-time model ({stack} stack; convolutions at {conv_ratio:.2f} of it)"
+        if conv_ratio != 1.0
+        else f"step-time model ({stack} stack)"
+    )
     if profile.gemm_efficiency_from.startswith("inference_engines:"):
         from gpucast.catalog.engines import inference_engine
 
         row = inference_engine(profile.gemm_efficiency_from.partition(":")[2])
         tensor = row.compute_efficiency
+        conv_ratio = 1.0  # fitted on whole passes, not split by operator
         tensor_from = f"inference_engines.csv {row.name} ({row.fitted_on})"
     eff = ServingEfficiency(
         engine=profile.name,
@@ -398,6 +404,7 @@ def serving_efficiency(
         traffic_factor=model.traffic_[stack],
         kernel_overhead_s=model.overhead_s_[stack],
         source=f"{profile.display_name} (serving_engines.csv)",
+        tensor_core_conv_ratio=conv_ratio,
     )
     return Sourced(
         eff,

@@ -97,8 +97,13 @@ class InferenceWork:
     weights_bytes: float
     input_bytes_per_sample: float
     activation_bytes_per_sample: float
+    #: share of ``matmul_flops_per_sample`` done by convolutions (priced apart on tensor
+    #: cores where the efficiency says so; 0: all matmuls)
+    conv_share: float = 0.0
 
     def __post_init__(self) -> None:
+        if not (math.isfinite(self.conv_share) and 0.0 <= self.conv_share <= 1.0):
+            raise InvalidSpecError("conv_share", "must be in [0, 1]", got=self.conv_share)
         for attr in (
             "matmul_flops_per_sample",
             "other_bytes_fixed",
@@ -124,6 +129,8 @@ class InferenceWork:
             calls = sum(c.calls for c in phase.by_class)
             return float(flops), float(other), int(calls)
 
+        mm = two.phase("inference").cost("matmul_conv")
+
         f1, b1, k1 = totals(one)
         f2, b2, _k2 = totals(two)
         db = two.batch_size - one.batch_size
@@ -139,6 +146,7 @@ class InferenceWork:
             weights_bytes=float(one.memory.weights_bytes),
             input_bytes_per_sample=one.memory.inputs_bytes / one.batch_size,
             activation_bytes_per_sample=max((act2 - act1) / db, act1 / one.batch_size),
+            conv_share=min(1.0, mm.conv_flops / mm.flops) if mm.flops else 0.0,
         )
 
     def at_precision(self, precision: str, profiled_at: str) -> InferenceWork:
@@ -190,8 +198,15 @@ class ServingEfficiency:
     kernel_overhead_s: float = 10e-6
     batch_overhead_s: float = 0.0
     source: str = ""
+    #: what convolutions reach on tensor cores relative to ``compute_efficiency_tensor``
+    #: (the step-time model's fitted ratio where that efficiency comes from it; 1 otherwise)
+    tensor_core_conv_ratio: float = 1.0
 
     def __post_init__(self) -> None:
+        if not (math.isfinite(self.tensor_core_conv_ratio) and self.tensor_core_conv_ratio > 0):
+            raise InvalidSpecError(
+                "tensor_core_conv_ratio", "must be > 0", got=self.tensor_core_conv_ratio
+            )
         for name in ("compute_efficiency_fp32", "compute_efficiency_tensor",
                      "bandwidth_efficiency"):  # fmt: skip
             value = getattr(self, name)
@@ -221,6 +236,7 @@ class ServingEfficiency:
             bandwidth_efficiency=eff.bandwidth_efficiency,
             kernel_overhead_s=eff.kernel_overhead_s,
             source=eff.source,
+            tensor_core_conv_ratio=eff.tensor_core_conv_ratio,
         )
 
 
@@ -262,9 +278,13 @@ def _terms(
     compute_eff = (
         eff.compute_efficiency(precision) if device.kind == "gpu" else eff.compute_efficiency_fp32
     )
+    tensor = device.kind == "gpu" and precision != "fp32"
+    ratio = eff.tensor_core_conv_ratio if tensor else 1.0
+    weight = 1.0 - work.conv_share + work.conv_share / ratio
     return {
         "overhead": work.n_kernels * eff.kernel_overhead_s + eff.batch_overhead_s,
         "compute": work.matmul_flops_per_sample
+        * weight
         * batch_size
         * compute_slowdown
         / (compute_eff * device.peak_tflops * _TERA),
