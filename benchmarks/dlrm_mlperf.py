@@ -26,11 +26,9 @@ Run: ``python benchmarks/dlrm_mlperf.py [--data-dir ../shared/data]`` (a few sec
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from gpucast.catalog import load_catalog
@@ -39,6 +37,7 @@ from gpucast.catalog.embeddings import rec_model
 from gpucast.domain.units import GIB
 from gpucast.plan.inputs import PCIE_GBPS, intra_node_gbps
 from gpucast.predict import embeddings as emb
+from gpucast.predict.validation import held_out_scale
 from gpucast.store.datasets.mlperf import mlperf_systems, read_mlperf_runs
 
 TARGET = 0.20
@@ -102,9 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
     table = pd.DataFrame(rows)
-    log_ratio = np.log(table.measured_min / table.raw_min)
-    n = len(table)
-    held = np.array([math.exp((log_ratio.sum() - log_ratio[i]) / (n - 1)) for i in range(n)])
+    held = held_out_scale(table.raw_min, table.measured_min)
     table["factor"] = held
     table["predicted_min"] = table.raw_min * held
     table["error"] = table.predicted_min / table.measured_min - 1.0
@@ -114,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     within = float((err <= TARGET).mean())
     print(
         f"\nleave-one-system-out |error|: median {err.median():.1%}, max {err.max():.1%}; "
-        f"{within:.0%} of {n} systems within {TARGET:.0%}"
+        f"{within:.0%} of {len(table)} systems within {TARGET:.0%}"
     )
     sxm = table[~table.gpus.str.contains("PCIe")]
     print(

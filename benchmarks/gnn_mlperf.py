@@ -33,12 +33,12 @@ import math
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from gpucast.app import predict_gnn
 from gpucast.catalog.convergence import mlperf_samples_to_target
 from gpucast.catalog.gnn_graphs import load_gnn_configs
+from gpucast.predict.validation import held_out_scale
 from gpucast.store.datasets.mlperf import mlperf_systems, read_mlperf_runs
 
 TARGET = 0.20
@@ -104,9 +104,7 @@ def predict_systems(path: Path) -> pd.DataFrame:
             }
         )
     table = pd.DataFrame(rows)
-    log_ratio = np.log(table.measured_min / table.raw_min)
-    n = len(table)
-    held = np.array([math.exp((log_ratio.sum() - log_ratio[i]) / (n - 1)) for i in range(n)])
+    held = held_out_scale(table.raw_min, table.measured_min)
     table["factor"] = held
     table["predicted_min"] = table.raw_min * held
     table["error"] = table.predicted_min / table.measured_min - 1.0

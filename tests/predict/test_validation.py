@@ -104,3 +104,13 @@ def test_speed_adapter_on_synthetic_rows() -> None:
     cv = leave_one_group_out(speed_fit_predict(), rows, MODEL_COL, target_col=STEP_TIME_COL)
     assert cv["ape_pct"].max() < 1.0  # noiseless rows of the model's own form
     assert {"source", "bottleneck"} <= set(cv.columns)
+
+
+def test_held_out_scale_is_the_geometric_mean_of_the_other_rows() -> None:
+    from gpucast.predict.validation import held_out_scale
+
+    predicted = np.array([1.0, 2.0, 4.0])
+    measured = np.array([2.0, 2.0, 2.0])  # ratios 2, 1, 0.5
+    np.testing.assert_allclose(held_out_scale(predicted, measured), [0.5**0.5, 1.0, 2**0.5])
+    with pytest.raises(InvalidSpecError, match="rows"):
+        held_out_scale([1.0], [1.0])

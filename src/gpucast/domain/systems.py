@@ -56,6 +56,9 @@ class NodeShape:
     source_url: str
     as_of: date
     note: str = ""
+    #: where ``intra_node_gbps`` was derived from, when it was (e.g. the ring bandwidth of the
+    #: GPUs a job gets on a server topology); shown with the link
+    link_source: str = ""
 
     def __post_init__(self) -> None:
         owner = f"system {self.name}"
@@ -217,6 +220,8 @@ class ClusterSpec:
         """One line: the nodes, their links and the price."""
         s = self.shape
         intra = f"{s.intra_node} {s.intra_node_gbps:g} GB/s per GPU"
+        if s.link_source:
+            intra += f": {s.link_source}"
         if s.inter_node_gbps is None:
             inter = "no inter-node network"
         else:

@@ -43,7 +43,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpucast.domain.catalog import Catalog
-from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownGpuError
+from gpucast.domain.errors import (
+    DataFormatError,
+    GpucastError,
+    InvalidSpecError,
+    UnknownGpuError,
+)
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.systems import (
     INTRA_NODE_KINDS,
@@ -209,20 +214,14 @@ def _intra(value: str) -> IntraNode:
     )
 
 
-#: How the note of a cluster whose link came from a topology starts.
-TOPOLOGY_NOTE = "intra-node link:"
-
-
 def _topology_link(
     origin: _Origin, values: Mapping[str, Any], per_node: int | None
 ) -> tuple[int, float, str] | None:
-    """``(GPUs per node, intra-node GB/s per GPU both directions, a note)`` from the
-    ``topology`` and ``gpu_ids`` fields: the ring all-reduce bandwidth of the GPUs the job
+    """``(GPUs per node, intra-node GB/s per GPU both directions, where that comes from)``
+    from the ``topology`` and ``gpu_ids`` fields: the ring all-reduce bandwidth of the GPUs the job
     gets on that server (:func:`gpucast.predict.topology.allreduce_bandwidth_gb_per_s`, one
     direction) doubled to the both-directions figure the catalog quotes for NVLink.
     ``None`` without a topology."""
-    from gpucast.domain.errors import GpucastError
-
     raw = values.get("topology")
     if raw is None:
         if values.get("gpu_ids") is not None:
@@ -270,7 +269,7 @@ def _topology_link(
         return len(ids), 0.0, f"1 GPU of {topology.name}: no intra-node all-reduce"
     ring = allreduce_bandwidth_gb_per_s(topology, ids)
     note = (
-        f"{TOPOLOGY_NOTE} ring all-reduce of {', '.join(ids)} on {topology.name} "
+        f"ring all-reduce of {', '.join(ids)} on {topology.name} "
         f"{ring:g} GB/s each way (x2 = {2 * ring:g} GB/s both directions; {topology.source})"
     )
     return len(ids), 2.0 * ring, note
@@ -363,7 +362,8 @@ def _build(
             cpu=_text(values, "cpu", ""),
             source_url=source_url,
             as_of=as_of,
-            note="; ".join(t for t in (_text(values, "note", ""), link[2] if link else "") if t),
+            note=_text(values, "note", ""),
+            link_source=link[2] if link else "",
         )
         return ClusterSpec(
             shape=shape,
@@ -478,10 +478,9 @@ def _system_names() -> list[str]:
 
 def cluster_assumption(cluster: ClusterSpec) -> Assumption:
     """What a result rests on when it rests on a user's cluster."""
-    link = next((n for n in cluster.shape.note.split("; ") if n.startswith(TOPOLOGY_NOTE)), "")
     return Assumption(
         name="cluster",
-        value=cluster.describe() + (f"; {link}" if link else ""),
+        value=cluster.describe(),
         source=cluster.source,
         override="--cluster FILE|NAME, --nodes, --price-per-gpu-hour, --cluster-set KEY=VALUE",
     )

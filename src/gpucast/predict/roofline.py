@@ -43,6 +43,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING, TypeVar
 
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidSpecError
@@ -50,7 +51,12 @@ from gpucast.domain.prediction import Estimate
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.predict.intervals import IntervalTable
 
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
 _TERA = 1e12
+_F = TypeVar("_F", float, "npt.NDArray[np.float64]")
 _GIGA = 1e9
 
 
@@ -58,6 +64,12 @@ def _positive(name: str, value: float, *, allow_zero: bool = False) -> None:
     ok = math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
     if not ok:
         raise InvalidSpecError(name, "must be >= 0" if allow_zero else "must be > 0", got=value)
+
+
+def conv_weighted_flops(flops: _F, conv_flops: _F, ratio: _F) -> _F:
+    """Matmul FLOPs with the ``conv_flops`` among them counted ``1 / ratio`` times: what they
+    cost at the matmul efficiency when convolutions reach ``ratio`` of it (scalars or arrays)."""
+    return flops - conv_flops + conv_flops / ratio
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,8 +181,7 @@ class RooflineEfficiency:
         """``workload``'s matmul FLOPs weighted for the kernels that run them: tensor-core
         convolutions count ``1 / tensor_core_conv_ratio`` times (FP32 ones once)."""
         ratio = 1.0 if precision == "fp32" else self.tensor_core_conv_ratio
-        conv = workload.conv_flops
-        return workload.matmul_flops - conv + conv / ratio
+        return float(conv_weighted_flops(workload.matmul_flops, workload.conv_flops, ratio))
 
     def gpu_factor(self, name: str) -> float:
         """The fitted factor of GPU ``name`` (1: no data for it, specs only)."""

@@ -52,7 +52,7 @@ from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.serving import LatencyCurve
 from gpucast.predict.base import Estimator, register
 from gpucast.predict.mig import mig_share
-from gpucast.predict.roofline import DeviceRoofline, RooflineEfficiency
+from gpucast.predict.roofline import DeviceRoofline, RooflineEfficiency, conv_weighted_flops
 
 _TERA = 1e12
 _GIGA = 1e9
@@ -280,11 +280,10 @@ def _terms(
     )
     tensor = device.kind == "gpu" and precision != "fp32"
     ratio = eff.tensor_core_conv_ratio if tensor else 1.0
-    weight = 1.0 - work.conv_share + work.conv_share / ratio
+    flops = conv_weighted_flops(1.0, work.conv_share, ratio) * work.matmul_flops_per_sample
     return {
         "overhead": work.n_kernels * eff.kernel_overhead_s + eff.batch_overhead_s,
-        "compute": work.matmul_flops_per_sample
-        * weight
+        "compute": flops
         * batch_size
         * compute_slowdown
         / (compute_eff * device.peak_tflops * _TERA),

@@ -62,7 +62,7 @@ from gpucast.domain.workload import SOFTWARE_STACKS
 from gpucast.predict.base import Estimator, register
 from gpucast.predict.collective import NETWORK_KINDS, RDMA, TCP_DEFAULT, CollectiveConstants
 from gpucast.predict.intervals import INTERVAL_QUANTILES, IntervalTable
-from gpucast.predict.roofline import RooflineEfficiency
+from gpucast.predict.roofline import RooflineEfficiency, conv_weighted_flops
 
 if TYPE_CHECKING:  # pandas loads where a frame is built (fits), not to predict
     import pandas as pd
@@ -332,9 +332,8 @@ class StepTimeModel(Estimator):
         if use_workload_factor:
             scale = scale * self.workload_factors(frame["workload_key"])
         f = frame["matmul_flops"].to_numpy(dtype=np.float64)
-        conv = _conv_flops(frame)
         ratio = np.where(cls_.to_numpy() == "fp32", 1.0, self.conv_ratio_)
-        f = f - conv + conv / ratio
+        f = conv_weighted_flops(f, _conv_flops(frame), ratio)
         m = frame["memory_bytes"].to_numpy(dtype=np.float64)
         k = frame["n_kernels"].to_numpy(dtype=np.float64)
         peak = frame["peak_tflops"].to_numpy(dtype=np.float64) * 1e12

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from gpucast.domain.catalog import GpuSpec
@@ -108,6 +109,18 @@ def leave_one_group_out(
             out[column] = preds[column].to_numpy()
     out["ape_pct"] = np.abs(out["predicted"].to_numpy() / actual - 1.0) * 100.0
     return out
+
+
+def held_out_scale(predicted: npt.ArrayLike, measured: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Per row, the one calibration factor a user who measured every *other* row would apply:
+    the geometric mean of ``measured / predicted`` over the other rows (leave one out)."""
+    log_ratio = np.log(
+        np.asarray(measured, dtype=np.float64) / np.asarray(predicted, dtype=np.float64)
+    )
+    n = log_ratio.size
+    if n < 2:
+        raise InvalidSpecError("rows", "need at least 2 to hold one out", got=n)
+    return np.asarray(np.exp((log_ratio.sum() - log_ratio) / (n - 1)), dtype=np.float64)
 
 
 def error_summary(cv: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
