@@ -171,14 +171,20 @@ def _fit_tcp_collective(
     rows = pollux_collective_rows(data_dir, catalog, model)
     if not len(rows):
         return {}
-    fitted = CollectiveModel().fit(rows, fitted_on=f"Pollux traces: {len(rows)} multi-GPU steps")
-    model.with_collective("tcp", fitted.constants)
-    out: dict[str, Any] = {"tcp": fitted.constants.to_dict(), "rows": len(rows)}
+    out: dict[str, Any] = {"rows": len(rows)}
+    validated = ""
     if request.cross_validate:
         errors = []
         for placement in sorted(set(rows["placement"])):
             held = rows["placement"] == placement
             part = CollectiveModel().fit(rows[~held]).predict(rows[held])
             errors.append(np.abs(part / rows.loc[held, "step_time_s"].to_numpy() - 1.0))
-        out["leave_one_placement_out_mape_pct"] = float(100.0 * np.mean(np.concatenate(errors)))
+        mape = float(100.0 * np.mean(np.concatenate(errors)))
+        out["leave_one_placement_out_mape_pct"] = mape
+        validated = f", leave one placement out {mape:.1f}%"
+    fitted = CollectiveModel().fit(
+        rows, fitted_on=f"Pollux traces: {len(rows)} multi-GPU steps{validated}"
+    )
+    model.with_collective("tcp", fitted.constants)
+    out["tcp"] = fitted.constants.to_dict()
     return out

@@ -42,6 +42,10 @@ FloatArray = npt.NDArray[np.float64]
 
 #: Network kinds a collective is priced for.
 NETWORK_KINDS: tuple[str, ...] = ("rdma", "tcp")
+#: How the bytes cross the links: :func:`gpucast.predict.comm.hierarchical_collective_s`
+#: (intra-node phase, then the nodes' shards over their NICs) or :func:`gpucast.predict.comm.
+#: flat_ring_collective_s` (one ring through every GPU at its slowest link).
+ALGORITHMS: tuple[str, ...] = ("hierarchical", "flat_ring")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,6 +57,7 @@ class CollectiveConstants:
     latency_s: float = 0.0
     overlap_fraction: float = comm.DEFAULT_OVERLAP_FRACTION
     hop_latency_s: float = comm.DEFAULT_HOP_LATENCY_S
+    algorithm: str = "hierarchical"
     source: str = "nominal bandwidths (validated on MLPerf v4.0 scaling, not fitted)"
 
     def __post_init__(self) -> None:
@@ -68,6 +73,10 @@ class CollectiveConstants:
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
                 raise InvalidSpecError(name, "must be >= 0", got=v)
+        if self.algorithm not in ALGORITHMS:
+            raise InvalidSpecError(
+                "algorithm", f"must be one of {', '.join(ALGORITHMS)}", got=self.algorithm
+            )
 
     def total_s(
         self,
@@ -80,7 +89,12 @@ class CollectiveConstants:
         passes: npt.ArrayLike = 2.0,
     ) -> FloatArray:
         """Seconds of the whole collective (vectorised)."""
-        base = comm.hierarchical_collective_s(
+        price = (
+            comm.flat_ring_collective_s
+            if self.algorithm == "flat_ring"
+            else comm.hierarchical_collective_s
+        )
+        base = price(
             data_bytes,
             workers,
             gpus_per_node,
@@ -108,6 +122,7 @@ class CollectiveConstants:
             "latency_s": self.latency_s,
             "overlap_fraction": self.overlap_fraction,
             "hop_latency_s": self.hop_latency_s,
+            "algorithm": self.algorithm,
             "source": self.source,
         }
 
@@ -117,11 +132,13 @@ RDMA = CollectiveConstants()
 #: TCP networks as the shipped fit on the Pollux traces found them (``gpucast fit steptime``
 #: refits them; see :class:`CollectiveModel`). Used where no fitted model is at hand.
 TCP_DEFAULT = CollectiveConstants(
-    network_efficiency=0.148,
-    intra_efficiency=0.119,
-    latency_s=4.4e-3,
+    network_efficiency=0.143,
+    intra_efficiency=1.0,
+    latency_s=4.8e-3,
     overlap_fraction=0.0,
-    source="fitted on the Pollux traces (16 x g4dn.12xlarge, T4, 50 Gbit/s TCP)",
+    algorithm="flat_ring",
+    source="fitted on the Pollux traces (16 x g4dn.12xlarge, T4, 50 Gbit/s TCP; leave one "
+    "placement out 9.7%)",
 )
 
 #: Columns :meth:`CollectiveModel.fit` reads (one row per multi-GPU step).
@@ -155,8 +172,11 @@ class CollectiveModel(Estimator):
     kind: ClassVar[str] = "collective"
     schema_version: ClassVar[int] = 1
 
-    def __init__(self, *, hop_latency_s: float = comm.DEFAULT_HOP_LATENCY_S) -> None:
+    def __init__(
+        self, *, hop_latency_s: float = comm.DEFAULT_HOP_LATENCY_S, algorithm: str = "flat_ring"
+    ) -> None:
         self.hop_latency_s = hop_latency_s
+        self.algorithm = algorithm
         self.constants_: CollectiveConstants | None = None
         self.train_mape_pct_: float | None = None
 
@@ -178,6 +198,7 @@ class CollectiveModel(Estimator):
                 latency_s=float(lat),
                 overlap_fraction=float(min(ov, 1.0)),
                 hop_latency_s=self.hop_latency_s,
+                algorithm=self.algorithm,
                 source=fitted_on,
             )
 
@@ -210,6 +231,7 @@ class CollectiveModel(Estimator):
     def _state(self) -> dict[str, Any]:
         return {
             "hop_latency_s": self.hop_latency_s,
+            "algorithm": self.algorithm,
             "constants": self.constants.to_dict(),
             "train_mape_pct": self.train_mape_pct_,
         }
@@ -217,14 +239,17 @@ class CollectiveModel(Estimator):
     @classmethod
     def _from_state(cls, state: dict[str, Any]) -> Self:
         try:
-            model = cls(hop_latency_s=float(state["hop_latency_s"]))
             c = dict(state["constants"])
+            # states written before the flat ring were fitted with the hierarchical one
+            algorithm = str(c.get("algorithm", "hierarchical"))
+            model = cls(hop_latency_s=float(state["hop_latency_s"]), algorithm=algorithm)
             model.constants_ = CollectiveConstants(
                 network_efficiency=float(c["network_efficiency"]),
                 intra_efficiency=float(c["intra_efficiency"]),
                 latency_s=float(c["latency_s"]),
                 overlap_fraction=float(c["overlap_fraction"]),
                 hop_latency_s=float(c["hop_latency_s"]),
+                algorithm=algorithm,
                 source=str(c.get("source", "")),
             )
             mape = state.get("train_mape_pct")

@@ -290,6 +290,40 @@ def hierarchical_collective_s(
     return np.asarray(np.where(n > 1, intra_s + inter_s, 0.0), dtype=np.float64)
 
 
+def flat_ring_collective_s(
+    data_bytes: npt.ArrayLike,
+    workers: npt.ArrayLike,
+    gpus_per_node: npt.ArrayLike,
+    intra_node_gbps: npt.ArrayLike,
+    node_network_gbps: npt.ArrayLike,
+    hop_latency_s: float,
+    *,
+    passes: npt.ArrayLike = 2.0,
+) -> FloatArray:
+    """A collective as NCCL's ring runs it over one NIC per node without RDMA (vectorised).
+
+    NCCL's ring goes through all ``n`` GPUs, every link carrying ``passes (n-1)/n`` x the
+    bytes at once, so it runs at its slowest link: the intra-node link inside one node, the
+    node's NIC once the ring leaves it (the NIC carries the whole ring's share, not a shard as
+    in :func:`hierarchical_collective_s`, whose intra-node phase reduces first). Across nodes
+    a tree (``passes`` x the bytes through the NIC, ``k - 1`` hops inside each node and
+    ``ceil(log2 m)`` between nodes per pass) is taken where it is faster.
+    """
+    b = np.asarray(data_bytes, dtype=np.float64)
+    n = np.maximum(np.asarray(workers, dtype=np.float64), 1.0)
+    k = np.minimum(n, np.maximum(np.asarray(gpus_per_node, dtype=np.float64), 1.0))
+    m = np.ceil(n / k)
+    p = np.asarray(passes, dtype=np.float64)
+    intra = np.asarray(intra_node_gbps, dtype=np.float64) * 1e9 / 8.0
+    nic = np.asarray(node_network_gbps, dtype=np.float64) * 1e9 / 8.0
+    link = np.where(m > 1, np.minimum(intra, nic), intra)
+    ring_s = p * (n - 1) / n * b / link + p * (n - 1) * hop_latency_s
+    depth = (k - 1) + np.ceil(np.log2(np.maximum(m, 1.0)))
+    tree_s = p * b / link + p * depth * hop_latency_s
+    out = np.where(m > 1, np.minimum(ring_s, tree_s), ring_s)
+    return np.asarray(np.where(n > 1, out, 0.0), dtype=np.float64)
+
+
 def exposed_comm_s(
     comm_s: float,
     compute_s: float,
