@@ -310,9 +310,7 @@ def pollux_collective_rows(data_dir: Path, catalog: Any, model: Any) -> pd.DataF
     placements = read_pollux_placements(folder)
     multi = placements[placements["gpus"] > 1]
     single = (
-        placements[placements["gpus"] == 1]
-        .groupby(["job", "local_bsz"])["step_time_s"]
-        .median()
+        placements[placements["gpus"] == 1].groupby(["job", "local_bsz"])["step_time_s"].median()
     )
     spec = catalog.gpu(POLLUX_TESTBED.gpu)
     parts = []
