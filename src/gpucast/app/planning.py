@@ -29,8 +29,9 @@ from gpucast.domain.workload import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping, Sequence
 
+    from gpucast.domain.catalog import Offer
     from gpucast.domain.provenance import Sourced
     from gpucast.domain.systems import ClusterSpec
     from gpucast.inputs.spot import Lifetimes, StartupDelays
@@ -244,6 +245,22 @@ def plan_train(
             source=lifetimes.fitted_on,
             override="--lifetimes NAME (gpucast fit lifetimes), --spot-scenario, "
             "--hazard-per-hour, --interruption-band, --data-dir",
+        ),
+        Assumption(
+            name="managed recovery",
+            value="replacements stay in their region"
+            if request.move_region is None
+            else f"a spot replacement that waited {request.move_after_s / 60:g} min for "
+            "capacity is launched in "
+            + (
+                "the region of its provider with the cheapest spot price for the same instance type"
+                if request.move_region.strip().lower() == "auto"
+                else request.move_region
+            )
+            + " (its lifetimes, gaps, start-ups and prices) and moves back the same way; "
+            "clusters of two instance types stay",
+            source="SkyPilot managed spot jobs (failover across regions)",
+            override="--move-region auto|REGION, --move-after",
         ),
         Assumption(
             name="performance constants",
@@ -546,8 +563,49 @@ def _risk_inputs(
         on_scenario=lifetimes.rests_on_scenario,
         capacity_gap=lifetimes.capacity_gap,
         fallback_after_s=request.fallback_after_s,
+        move_to=None
+        if request.move_region is None
+        else _move_targets(catalog.offers, request.move_region),
+        move_after_s=request.move_after_s,
     )
     return risk, lifetimes, startup
+
+
+def _move_targets(
+    offers: Sequence[Offer], move_region: str
+) -> Callable[[str, str, str], tuple[str, float, float] | None]:
+    """For ``--move-region``: where a (provider, instance type) in a home region moves -- the
+    named region, or ('auto') the cheapest other spot region of its provider -- and that
+    region's spot and on-demand US$/h; None where the catalog sells no such spot offer."""
+    wanted = move_region.strip().lower()
+    regions = {o.region.lower() for o in offers}
+    if wanted != "auto" and wanted not in regions:
+        raise InvalidSpecError(
+            "move-region",
+            "is not a region of any catalog offer",
+            got=move_region,
+            fix="use 'auto' or a region listed by `gpucast catalog offers --spot`",
+        )
+    spot: dict[tuple[str, str], list[tuple[float, str, float]]] = {}
+    for o in offers:
+        if o.gpu is not None and o.spot_usd_per_hour is not None:
+            key = (o.provider, o.instance_type)
+            spot.setdefault(key, []).append(
+                (o.spot_usd_per_hour, o.region, o.on_demand_usd_per_hour)
+            )
+
+    def target(provider: str, instance_type: str, home: str) -> tuple[str, float, float] | None:
+        there = [
+            x
+            for x in spot.get((provider, instance_type), [])
+            if x[1].lower() != home.lower() and (wanted == "auto" or x[1].lower() == wanted)
+        ]
+        if not there:
+            return None
+        usd, region, od = min(there)
+        return region, usd, od
+
+    return target
 
 
 def _regime(c: PlanCandidate) -> tuple[list[str], int]:

@@ -32,6 +32,8 @@ from gpucast.domain.spot import (
     hazard_option,
     interruption_band_option,
     lifetimes_option,
+    move_after_option,
+    plan_move_region_option,
     spot_scenario_option,
 )
 from gpucast.domain.systems import (
@@ -195,6 +197,8 @@ class TrainRequest:
     hazard_per_hour: float | None = hazard_option()
     lifetimes: str | None = lifetimes_option()
     fallback_after_s: float | None = fallback_after_option()
+    move_region: str | None = plan_move_region_option()
+    move_after_s: float = move_after_option()
     spot_scenario: str = spot_scenario_option()
     gpu_variability: str = gpu_variability_option()
     exclude_slowest: float = exclude_slowest_option()
@@ -250,6 +254,14 @@ class TrainRequest:
                         + ("" if spec.table else f" (the batch after @ in {spec.text} is it)"),
                     )
         _finite_positive("epochs", self.epochs, fix="e.g. --epochs 90")
+        if self.move_region is not None and not self.move_region.strip():
+            raise InvalidSpecError(
+                "move-region", "must be 'auto' or a region", fix="e.g. --move-region auto"
+            )
+        if not (math.isfinite(self.move_after_s) and self.move_after_s >= 0):
+            raise InvalidSpecError(
+                "move-after", "must be a wait >= 0", got=self.move_after_s, fix="e.g. 10m"
+            )
         _positive_int("dataset-size", self.dataset_size, fix="e.g. --dataset-size 1281167")
         _positive_int("steps", self.steps, fix="e.g. --steps 100000")
         _positive_int("reference_batch", self.reference_batch, fix="e.g. --reference-batch 256")

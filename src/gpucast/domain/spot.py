@@ -182,6 +182,18 @@ def move_region_option() -> Any:
     )
 
 
+def plan_move_region_option() -> Any:
+    return option(
+        None,
+        flag="move-region",
+        help="Managed recovery in plans (SkyPilot-style failover): a spot candidate's "
+        "replacement that waited --move-after for capacity is launched in another region of "
+        "its provider -- 'auto': the one with the cheapest spot price for the same instance "
+        "type, or a region name; default: replacements stay in their region.",
+        example="auto",
+    )
+
+
 def move_after_option() -> Any:
     return option(
         900.0,

@@ -435,6 +435,11 @@ class RiskInputs:
     #: replacement that waited ``fallback_after_s`` is launched on demand (None: never)
     capacity_gap: Callable[[str, str, str], Delay] | None = None
     fallback_after_s: float | None = None
+    #: managed recovery: for (provider, instance type, home region) the region a replacement
+    #: that waited ``move_after_s`` is launched in and that region's spot and on-demand US$/h
+    #: per node (None: it stays); None: nothing moves
+    move_to: Callable[[str, str, str], tuple[str, float, float] | None] | None = None
+    move_after_s: float = 900.0
 
     def gap(self, gpu: str, region: str, provider: str) -> Delay:
         return 0.0 if self.capacity_gap is None else self.capacity_gap(gpu, region, provider)

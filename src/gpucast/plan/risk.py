@@ -44,7 +44,7 @@ from gpucast.domain.simulation import (
     WorkerGroup,
 )
 from gpucast.predict.revocation import LifetimeDistribution
-from gpucast.simulate.transient import Delay, Job, SpeedTable, simulate_batch
+from gpucast.simulate.transient import Delay, Job, Move, SpeedTable, simulate_batch
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -179,6 +179,9 @@ class SpotOutcome:
     p_unfinished: float
     revocations_mean: float
     checkpoint_every_steps: int
+    #: the region replacements may move to (managed recovery) and the moves per run
+    moved_to: str | None = None
+    moves_mean: float | None = None
 
 
 def candidate_seed(seed: int, key: str) -> int:
@@ -199,6 +202,21 @@ class SpotDelays:
     startup_on_demand_s: Delay
     capacity_gap_s: Delay = 0.0
     fallback_after_s: float | None = None
+    move: SpotMove | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpotMove:
+    """Managed recovery (:class:`gpucast.simulate.transient.Move`): a replacement that waited
+    ``after_s`` for capacity is launched in ``region``; ``parts`` are the candidate's parts as
+    that region sells and revokes them (same instance types and node counts), with that
+    region's start-up and capacity gap."""
+
+    region: str
+    after_s: float
+    parts: tuple[SpotPart, ...]
+    startup_spot_s: Delay
+    capacity_gap_s: Delay = 0.0
 
 
 def simulate_spot(
@@ -261,40 +279,34 @@ def simulate_spots(
             rng=np.random.default_rng([candidate_seed(seed, key), members[0]]),
         )
         stats.update(zip(members, out, strict=True))
-    return [_outcome(stats[i], candidates[i][0], built[i][1]) for i in range(len(candidates))]
+    return [
+        _outcome(stats[i], candidates[i][0], built[i][1], candidates[i][1].move)
+        for i in range(len(candidates))
+    ]
 
 
 def _batch_job(job: SpotJob, delays: SpotDelays, runs: int, checkpoint_s: float) -> tuple[Job, int]:
     """The simulator's job for one spot candidate, and its checkpoint interval (steps)."""
     prices: dict[tuple[str, str], float] = {}
+    lifetimes, spot_usd, od_usd = _group_terms(job.parts, synchronous=job.synchronous)
     if job.synchronous:
         label = " + ".join(f"{p.nodes}x {p.instance_type}" for p in job.parts)
         groups: tuple[WorkerGroup, ...] = (
             WorkerGroup(gpu=label, count=1, region=job.region, spot=True),
         )
-        if len(job.parts) == 1:
-            only: LifetimeDistribution = MinLifetime(
-                base=job.parts[0].lifetime, count=job.parts[0].nodes
-            )
-        else:
-            only = MinLifetimes(
-                bases=tuple(p.lifetime for p in job.parts),
-                counts=tuple(p.nodes for p in job.parts),
-            )
-        lifetimes: list[LifetimeDistribution | None] = [only]
-        prices[(label, "spot")] = sum(p.spot_usd_per_hour * p.nodes for p in job.parts)
-        prices[(label, "on-demand")] = sum(p.on_demand_usd_per_hour * p.nodes for p in job.parts)
-        hazard = 1.0 / max(mean_lifetime_s(only), 1.0)
+        labels = [label]
     else:
         groups = tuple(
             WorkerGroup(gpu=p.instance_type, count=p.nodes, region=job.region, spot=True)
             for p in job.parts
         )
-        lifetimes = [p.lifetime for p in job.parts]
-        for p in job.parts:
-            prices[(p.instance_type, "spot")] = p.spot_usd_per_hour
-            prices[(p.instance_type, "on-demand")] = p.on_demand_usd_per_hour
-        hazard = 1.0 / max(mean_lifetime_s(job.parts[0].lifetime), 1.0)  # the chief's
+        labels = [p.instance_type for p in job.parts]
+    for label, spot, od in zip(labels, spot_usd, od_usd, strict=True):
+        prices[(label, "spot")] = spot
+        prices[(label, "on-demand")] = od
+    first = job.parts[0].lifetime if not job.synchronous else lifetimes[0]
+    assert first is not None
+    hazard = 1.0 / max(mean_lifetime_s(first), 1.0)  # the cluster's, or the chief's
     table = np.asarray(job.speed, dtype=np.float64)
     rate = float(table.flat[-1])
     if job.ps_shards:
@@ -330,11 +342,55 @@ def _batch_job(job: SpotJob, delays: SpotDelays, runs: int, checkpoint_s: float)
         capacity_gap_s=delays.capacity_gap_s,
         runs=int(slowdown.size),
         run_slowdown=slowdown,
+        move=_move(delays.move, synchronous=job.synchronous),
     )
     return batch_job, every
 
 
-def _outcome(pooled: RunStatistics, job: SpotJob, every: int) -> SpotOutcome:
+def _group_terms(
+    parts: Sequence[SpotPart], *, synchronous: bool
+) -> tuple[list[LifetimeDistribution | None], list[float], list[float]]:
+    """Per worker group of the simulator: lifetime, spot and on-demand US$/h. A synchronous
+    cluster is one group (the first revocation of any node stops it); an asynchronous one a
+    group per part."""
+    if not synchronous:
+        return (
+            [p.lifetime for p in parts],
+            [p.spot_usd_per_hour for p in parts],
+            [p.on_demand_usd_per_hour for p in parts],
+        )
+    only: LifetimeDistribution
+    if len(parts) == 1:
+        only = MinLifetime(base=parts[0].lifetime, count=parts[0].nodes)
+    else:
+        only = MinLifetimes(
+            bases=tuple(p.lifetime for p in parts), counts=tuple(p.nodes for p in parts)
+        )
+    return (
+        [only],
+        [sum(p.spot_usd_per_hour * p.nodes for p in parts)],
+        [sum(p.on_demand_usd_per_hour * p.nodes for p in parts)],
+    )
+
+
+def _move(move: SpotMove | None, *, synchronous: bool) -> Move | None:
+    if move is None:
+        return None
+    lifetimes, spot_usd, od_usd = _group_terms(move.parts, synchronous=synchronous)
+    return Move(
+        region=move.region,
+        after_s=move.after_s,
+        lifetimes=lifetimes,
+        spot_usd_per_hour=spot_usd,
+        on_demand_usd_per_hour=od_usd,
+        startup_spot_s=move.startup_spot_s,
+        capacity_gap_s=move.capacity_gap_s,
+    )
+
+
+def _outcome(
+    pooled: RunStatistics, job: SpotJob, every: int, move: SpotMove | None = None
+) -> SpotOutcome:
     dur = Summary.of(pooled.duration_s)
     cost = Summary.of(pooled.cost_usd)
     p_meet = None if job.deadline_s is None else 1.0 - float(pooled.p_miss_deadline or 0.0)
@@ -348,4 +404,6 @@ def _outcome(pooled: RunStatistics, job: SpotJob, every: int) -> SpotOutcome:
         p_unfinished=pooled.p_unfinished,
         revocations_mean=float(np.mean(pooled.revocations)),
         checkpoint_every_steps=every,
+        moved_to=None if move is None else move.region,
+        moves_mean=None if pooled.moves is None else float(np.mean(pooled.moves)),
     )

@@ -73,6 +73,7 @@ from gpucast.plan.pareto import nondominated, pareto_front_2d
 from gpucast.plan.risk import (
     SpotDelays,
     SpotJob,
+    SpotMove,
     SpotOutcome,
     SpotPart,
     approx_spot_time_s,
@@ -667,6 +668,7 @@ def _simulate(
             startup_on_demand_s=ctx.risk.startup_delay(gpu, "on-demand", region),
             capacity_gap_s=ctx.risk.gap(gpu, region, provider),
             fallback_after_s=ctx.risk.fallback_after_s,
+            move=_spot_move(ctx, job, gpu, region, provider, lifetimes),
         )
         candidates.append((job, delays))
     outcomes = simulate_spots(
@@ -677,6 +679,40 @@ def _simulate(
         restart_penalty_s=ctx.risk.restart_penalty_s,
     )
     return {int(i): out for i, out in zip(rows, outcomes, strict=True)}
+
+
+def _spot_move(
+    ctx: PlanContext,
+    job: SpotJob,
+    gpu: str,
+    region: str,
+    provider: str,
+    lifetimes: dict[tuple[str, str, str], object],
+) -> SpotMove | None:
+    """Where a single-instance-type candidate's replacements move (``ctx.risk.move_to``),
+    as that region sells, revokes, starts and delays them; None: they stay."""
+    risk = ctx.risk
+    if risk.move_to is None or len(job.parts) != 1:
+        return None
+    (part,) = job.parts
+    target = risk.move_to(provider, part.instance_type, region)
+    if target is None:
+        return None
+    there, spot_usd, od_usd = target
+    return SpotMove(
+        region=there,
+        after_s=risk.move_after_s,
+        parts=(
+            replace(
+                part,
+                spot_usd_per_hour=spot_usd,
+                on_demand_usd_per_hour=od_usd,
+                lifetime=_lifetime(ctx, lifetimes, (gpu, there, provider)),  # type: ignore[arg-type]
+            ),
+        ),
+        startup_spot_s=risk.startup_delay(gpu, "spot", there),
+        capacity_gap_s=risk.gap(gpu, there, provider),
+    )
 
 
 def _hazards(
@@ -1100,6 +1136,7 @@ def _outcome(out: SpotOutcome) -> dict[str, float | None]:
         "cost_usd": out.cost_mean_usd,
         "p_meet_deadline": out.p_meet_deadline,
         "revocations": out.revocations_mean,
+        "moves": out.moves_mean,
     }
 
 
@@ -1175,6 +1212,12 @@ def _candidate(
             f"spot: {spot.runs} simulated runs, {spot.revocations_mean:.2f} revocations on "
             f"average, checkpoint every {spot.checkpoint_every_steps:,} steps"
         )
+        if spot.moved_to is not None:
+            notes.append(
+                f"managed recovery: a replacement that waited "
+                f"{ctx.risk.move_after_s / 60:g} min for spot capacity is launched in "
+                f"{spot.moved_to} ({spot.moves_mean or 0.0:.2f} moves per run on average)"
+            )
     parts = []
     for k, (po, nodes) in enumerate(_part_offers(space, i)):
         parts.append(

@@ -1,0 +1,64 @@
+"""Managed recovery in plans (issue #14): a spot replacement that waited for capacity is
+launched in another region (``--move-region``), priced and revoked as that region's."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpucast.plan.risk import SpotDelays, SpotJob, SpotMove, SpotPart, simulate_spots
+from gpucast.predict.revocation import ExponentialLifetime
+
+
+def _part(usd: float) -> SpotPart:
+    return SpotPart(
+        instance_type="x",
+        nodes=4,
+        spot_usd_per_hour=usd,
+        on_demand_usd_per_hour=3 * usd,
+        lifetime=ExponentialLifetime(hazard_per_hour=0.05, source="test"),
+    )
+
+
+def _job() -> SpotJob:
+    return SpotJob(
+        key="k",
+        region="home",
+        parts=(_part(1.0),),
+        synchronous=True,
+        steps=36_000,
+        speed=np.array([0.0, 2.0]),  # 5 h while the cluster is up
+        ps_shards=0,
+        cpu_usd_per_hour=0.0,
+        deadline_s=None,
+        expected_time_s=5 * 3600.0,
+        speed_factors=(1.0,),
+    )
+
+
+def _run(move: SpotMove | None) -> tuple[float, float, float | None, str | None]:
+    delays = SpotDelays(
+        startup_spot_s=60.0, startup_on_demand_s=60.0, capacity_gap_s=3 * 3600.0, move=move
+    )
+    (out,) = simulate_spots(
+        [(_job(), delays)], runs=400, seed=1, checkpoint_s=5.0, restart_penalty_s=30.0
+    )
+    return out.time_mean_s, out.cost_mean_usd, out.moves_mean, out.moved_to
+
+
+def test_moving_pays_where_the_other_region_has_capacity_and_is_counted() -> None:
+    stay_t, _, stay_moves, stay_to = _run(None)
+    move = SpotMove(
+        region="there", after_s=600.0, parts=(_part(1.0),), startup_spot_s=60.0, capacity_gap_s=0
+    )
+    move_t, _, moves, to = _run(move)
+    assert stay_moves is None and stay_to is None
+    assert to == "there" and moves is not None and moves > 0
+    assert move_t < 0.8 * stay_t  # 3 h gaps at home, none there
+
+
+def test_the_other_regions_prices_are_billed() -> None:
+    cheap = SpotMove(region="a", after_s=0.0, parts=(_part(1.0),), startup_spot_s=60.0)
+    dear = SpotMove(region="b", after_s=0.0, parts=(_part(10.0),), startup_spot_s=60.0)
+    _, cheap_cost, _, _ = _run(cheap)
+    _, dear_cost, _, _ = _run(dear)
+    assert dear_cost > 1.5 * cheap_cost
