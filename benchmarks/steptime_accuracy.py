@@ -32,7 +32,7 @@ import pandas as pd
 
 from gpucast.catalog import load_catalog
 from gpucast.catalog.convergence import mlperf_samples_to_target
-from gpucast.domain.published import MLPERF_WORKLOADS
+from gpucast.domain.published import MLPERF_HELD_OUT, MLPERF_WORKLOADS
 from gpucast.inputs import steptime as st
 from gpucast.predict.collective import RDMA, CollectiveModel
 from gpucast.predict.steptime import (
@@ -41,6 +41,7 @@ from gpucast.predict.steptime import (
     error_table,
     nested_coverage,
 )
+from gpucast.predict.validation import held_out_scale
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 pd.set_option("display.width", 200)
@@ -156,6 +157,51 @@ def section_mlperf(obs: pd.DataFrame, catalog: object) -> None:
               f"{len(part)} systems")  # fmt: skip
 
 
+def section_held_out(obs: pd.DataFrame, catalog: object) -> None:
+    """MLPerf benchmarks expressed but not in the fit (MLPERF_HELD_OUT): every system predicted
+    by the model fitted on all sources, uncalibrated and with one factor from its benchmark's
+    other systems (leave one system out)."""
+
+    def s2t(benchmark: str, batch: float) -> float:
+        return float(mlperf_samples_to_target(benchmark, round(batch)).samples_mean)
+
+    systems = st.mlperf_system_rows(DATA, s2t, catalog=catalog, workloads=MLPERF_HELD_OUT)
+    if not len(systems):
+        return
+    systems = st.with_collective(systems, catalog)
+    totals = systems.extra_s.to_numpy() / (1.0 - RDMA.overlap_fraction)
+    systems = st.with_features(systems.assign(extra_s=0.0), catalog)
+    compute = StepTimeModel().fit(obs).predict(systems, use_workload_factor=True)
+    predicted = compute + RDMA.exposed_s(totals, compute)
+    measured = systems.step_time_s.to_numpy()
+    table = pd.DataFrame(
+        {
+            "benchmark": [str(g).split("/")[-1] for g in systems.group],
+            "system": ["/".join(str(g).split("/")[:2]) for g in systems.group],
+            "gpu": systems.gpu,
+            "gpus": systems.gpus.astype(int),
+            "per_gpu_batch": systems.batch,
+            "measured_step_ms": 1e3 * measured,
+            "predicted_step_ms": 1e3 * predicted,
+        }
+    )
+    table["uncalibrated_pct"] = _ape(predicted, measured)
+    table["calibrated_pct"] = np.nan
+    for _, part in table.groupby("benchmark"):
+        idx = part.index.to_numpy()
+        scale = held_out_scale(predicted[idx], measured[idx])
+        table.loc[idx, "calibrated_pct"] = _ape(predicted[idx] * scale, measured[idx])
+    print("\n5. MLPerf benchmarks expressed but kept out of the fit (ssd: RetinaNet), per-GPU")
+    print("   step: uncalibrated, and with one factor from the benchmark's other systems")
+    print(table.sort_values(["benchmark", "gpus"]).round(1).to_string(index=False))
+    for bench, part in table.groupby("benchmark"):
+        print(
+            f"   {bench}: median |error| uncalibrated "
+            f"{np.median(np.abs(part.uncalibrated_pct)):.1f}%, calibrated "
+            f"{np.median(np.abs(part.calibrated_pct)):.1f}% over {len(part)} systems"
+        )
+
+
 #: MLPerf LLM benchmarks through the 3D-parallel model: (model, sequence length, LoRA rank);
 #: both from the MLPerf Training v4.0 rules (GPT-3 175B at 2,048 tokens; Llama-2-70B LoRA on
 #: GovReport at 8,192 tokens, rank 16)
@@ -245,6 +291,7 @@ def main() -> int:
     section_pollux(obs, catalog)
     section_mlperf(obs, catalog)
     section_llm(catalog)
+    section_held_out(obs, catalog)
     return 0
 
 

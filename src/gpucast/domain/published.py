@@ -54,6 +54,20 @@ MLPERF_WORKLOADS.update(
         ),
     }
 )
+#: MLPerf v4.0 benchmarks expressed but kept out of the step-time fit, checked out of sample
+#: (``benchmarks/steptime_accuracy.py`` section 5). RetinaNet's eager focal loss streams ~30 M
+#: logits per image several times; the tuned submissions fuse it, and fitting these rows drives
+#: the tuned stack's one traffic factor to its bound (0.02) and the convolution ratio from 0.36
+#: to 0.51, moving every other workload.
+MLPERF_HELD_OUT: dict[str, PublishedWorkload] = {
+    "ssd": PublishedWorkload(
+        workload="retinanet",
+        precision="bf16",
+        optimizer="adam",
+        note="RetinaNet ResNeXt-50 32x4d FPN, OpenImages 800x800, 264 classes (focal loss "
+        "over every anchor; anchor matching on the host not modelled)",
+    ),
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -24,7 +24,7 @@ Columns: ``source``, ``group`` (the run or system it came from), ``workload``, `
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -124,12 +124,20 @@ def _less_ps(step_s: float, ps_s: float) -> float:
 
 # -- MLPerf ---------------------------------------------------------------------------------
 def mlperf_system_rows(
-    data_dir: Path, samples_to_target: SamplesToTarget, *, catalog: Any
+    data_dir: Path,
+    samples_to_target: SamplesToTarget,
+    *,
+    catalog: Any,
+    workloads: Mapping[str, PublishedWorkload] | None = None,
 ) -> pd.DataFrame:
-    """Every MLPerf v4.0 system whose benchmark gpucast can express, on a catalog GPU: one GPU's
-    step time at the per-GPU batch (no ``extra_s`` yet: see :func:`mlperf_observations`)."""
+    """Every MLPerf v4.0 system whose benchmark gpucast expresses (``workloads``, by default the
+    fitted ones, :data:`~gpucast.domain.published.MLPERF_WORKLOADS`), on a catalog GPU: one
+    GPU's step time at the per-GPU batch (no ``extra_s`` yet: see :func:`mlperf_observations`)."""
     from gpucast.domain.errors import GpucastError
     from gpucast.domain.published import MLPERF_WORKLOADS
+
+    if workloads is None:
+        workloads = MLPERF_WORKLOADS
     from gpucast.store.datasets.mlperf import mlperf_systems, read_mlperf_runs
 
     path = data_path(data_dir, "mlperf_training_v4.0", "training_v4.0.csv")
@@ -138,7 +146,7 @@ def mlperf_system_rows(
     systems = mlperf_systems(read_mlperf_runs(path))
     rows = []
     for r in systems.to_dict("records"):
-        bench = MLPERF_WORKLOADS.get(str(r["benchmark"]))
+        bench = workloads.get(str(r["benchmark"]))
         if bench is None or not r["gpu"]:
             continue
         try:
