@@ -256,6 +256,24 @@ def slowest_link_gbps(
     return min(intra_node_gbps, network_gbps)
 
 
+def _ring_terms(
+    data_bytes: npt.ArrayLike,
+    workers: npt.ArrayLike,
+    gpus_per_node: npt.ArrayLike,
+    intra_node_gbps: npt.ArrayLike,
+    node_network_gbps: npt.ArrayLike,
+    passes: npt.ArrayLike,
+) -> tuple[FloatArray, ...]:
+    """Bytes, GPUs ``n``, GPUs per node ``k`` (at most ``n``), nodes ``m``, passes, and the
+    intra-node and NIC bandwidths in bytes/s, as float arrays."""
+    b = np.asarray(data_bytes, dtype=np.float64)
+    n = np.maximum(np.asarray(workers, dtype=np.float64), 1.0)
+    k = np.minimum(n, np.maximum(np.asarray(gpus_per_node, dtype=np.float64), 1.0))
+    intra = np.asarray(intra_node_gbps, dtype=np.float64) * 1e9 / 8.0
+    nic = np.asarray(node_network_gbps, dtype=np.float64) * 1e9 / 8.0
+    return b, n, k, np.ceil(n / k), np.asarray(passes, dtype=np.float64), intra, nic
+
+
 def hierarchical_collective_s(
     data_bytes: npt.ArrayLike,
     workers: npt.ArrayLike,
@@ -276,13 +294,9 @@ def hierarchical_collective_s(
     ``passes ceil(log2 m)`` hops), whichever is faster -- NCCL switches to trees at scale, so
     the latency grows with log m, not with the GPU count.
     """
-    b = np.asarray(data_bytes, dtype=np.float64)
-    n = np.maximum(np.asarray(workers, dtype=np.float64), 1.0)
-    k = np.minimum(n, np.maximum(np.asarray(gpus_per_node, dtype=np.float64), 1.0))
-    m = np.ceil(n / k)
-    p = np.asarray(passes, dtype=np.float64)
-    intra = np.asarray(intra_node_gbps, dtype=np.float64) * 1e9 / 8.0
-    nic = np.asarray(node_network_gbps, dtype=np.float64) * 1e9 / 8.0
+    b, n, k, m, p, intra, nic = _ring_terms(
+        data_bytes, workers, gpus_per_node, intra_node_gbps, node_network_gbps, passes
+    )
     intra_s = np.where(k > 1, p * (k - 1) / k * b / intra + p * (k - 1) * hop_latency_s, 0.0)
     ring_s = p * (m - 1) / m * b / nic + p * (m - 1) * hop_latency_s
     tree_s = p * b / nic + p * np.ceil(np.log2(np.maximum(m, 1.0))) * hop_latency_s
@@ -309,13 +323,9 @@ def flat_ring_collective_s(
     a tree (``passes`` x the bytes through the NIC, ``k - 1`` hops inside each node and
     ``ceil(log2 m)`` between nodes per pass) is taken where it is faster.
     """
-    b = np.asarray(data_bytes, dtype=np.float64)
-    n = np.maximum(np.asarray(workers, dtype=np.float64), 1.0)
-    k = np.minimum(n, np.maximum(np.asarray(gpus_per_node, dtype=np.float64), 1.0))
-    m = np.ceil(n / k)
-    p = np.asarray(passes, dtype=np.float64)
-    intra = np.asarray(intra_node_gbps, dtype=np.float64) * 1e9 / 8.0
-    nic = np.asarray(node_network_gbps, dtype=np.float64) * 1e9 / 8.0
+    b, n, k, m, p, intra, nic = _ring_terms(
+        data_bytes, workers, gpus_per_node, intra_node_gbps, node_network_gbps, passes
+    )
     link = np.where(m > 1, np.minimum(intra, nic), intra)
     ring_s = p * (n - 1) / n * b / link + p * (n - 1) * hop_latency_s
     depth = (k - 1) + np.ceil(np.log2(np.maximum(m, 1.0)))
