@@ -48,6 +48,7 @@ from gpucast.predict.cluster import ClusterModel
 from gpucast.predict.collective import TCP_DEFAULT, CollectiveModel
 from gpucast.predict.convergence import ConvergenceModel
 from gpucast.predict.embedding_cache import EmbeddingLocalityModel
+from gpucast.predict.kernels import KernelTimeModel
 from gpucast.predict.llm_infer import LlmInferenceModel
 from gpucast.predict.offload import CpuAdamModel
 from gpucast.predict.overheads import CheckpointModel, FrameworkStartModel, StartupModel
@@ -619,7 +620,50 @@ CPU_ADAM = Case(
 )
 
 
+# ------------------------------------------------------------------------- kernel forest
+def _kernel_inputs() -> FitInputs:
+    from kernel_factories import synthetic_observations
+
+    return (synthetic_observations(),), {}
+
+
+def _kernel_predict(model: KernelTimeModel) -> list[Any]:
+    from kernel_factories import CPU, synthetic_trace
+
+    trace = synthetic_trace("held-out", scale=1.5)
+    return [
+        model.predict_call_s(trace.operators, CPU),
+        model.predict_step(trace, CPU).to_dict(),
+        model.training,
+    ]
+
+
+def _kernel_unfitted_trace() -> Any:
+    from kernel_factories import synthetic_trace
+
+    return synthetic_trace("x")
+
+
+KERNEL_FOREST = Case(
+    make=lambda: KernelTimeModel(n_estimators=8),
+    fit_inputs=_kernel_inputs,
+    predict=_kernel_predict,
+    unfitted_calls=(
+        lambda m: m.predict_step(_kernel_unfitted_trace(), _kernel_cpu()),
+        lambda m: m.predict_call_s(_kernel_unfitted_trace().operators, _kernel_cpu()),
+        lambda m: m.training,
+    ),
+)
+
+
+def _kernel_cpu() -> Any:
+    from kernel_factories import CPU
+
+    return CPU
+
+
 CASES: dict[str, Case] = {
+    "kernel-forest": KERNEL_FOREST,
     "cpu_adam": CPU_ADAM,
     "program": PROGRAM,
     "embedding_locality": EMBEDDING_LOCALITY,

@@ -24,6 +24,7 @@ from gpucast.domain.workload import Precision, WorkloadSpec
 
 if TYPE_CHECKING:  # these pull in numpy/torch; annotations only here
     from gpucast.domain.distributed import DistributedConfig, DistributedMeasurement
+    from gpucast.domain.kernels import KernelTrace
     from gpucast.domain.measurement import Measurement
     from gpucast.measure.energy import PowerLimitControl
     from gpucast.measure.harness import Progress
@@ -61,6 +62,13 @@ class _StepRequest:
     min_samples: int = option(10, help="Measured steps before stopping (>= 2).", example="10")
     save: bool = option(
         True, negative="no-save", help="Write the result to the store (--no-save: do not)."
+    )
+    kernels: bool = option(
+        False,
+        negative="no-kernels",
+        help="Also run 3 steps under torch.profiler and store per-operator (CPU) or "
+        "per-kernel (GPU) times with their FLOPs, bytes and class (for gpucast predict "
+        "kernels).",
     )
 
     def _check_steps(self) -> None:
@@ -174,6 +182,12 @@ class MeasureTrainRequest(_StepRequest):
                     got=self.noise_micro_batches,
                     fix="e.g. --noise-micro-batches 4 with --batch-size >= 4",
                 )
+        if self.kernels and (self.distributed or self.power_limits):
+            raise InvalidSpecError(
+                "kernels",
+                "profiles a single-process run without a power sweep",
+                fix="drop --distributed/--power-limits, or measure --kernels apart",
+            )
         if self.power_limits and self.distributed:
             raise InvalidSpecError(
                 "power-limits",
@@ -225,6 +239,8 @@ class MeasureResult:
     node_rank: int = 0
     #: ``--power-limits``: one run per limit (``measurement`` is the first of them)
     sweep: tuple[PowerLimitRun, ...] = ()
+    #: ``--kernels``: the step's operators (CPU) or kernels (GPU), stored with the run
+    kernels: KernelTrace | None = None
 
     def to_dict(self) -> dict[str, Any]:
         if self.measurement is None:
@@ -236,6 +252,8 @@ class MeasureResult:
         out = {**self.measurement.to_dict(), "run_id": self.run_id}
         if self.sweep:
             out["power_sweep"] = [p.to_dict() for p in self.sweep]
+        if self.kernels is not None:
+            out["kernels"] = self.kernels.to_dict()
         return out
 
 
@@ -340,7 +358,7 @@ def _single(
     db: Path | str | None,
     on_progress: Callable[[Progress], None] | None,
 ) -> MeasureResult:
-    from gpucast.measure import measure, resolve_device
+    from gpucast.measure import measure_kernels, resolve_device
     from gpucast.store import Store
     from gpucast.workloads import get_workload
 
@@ -349,8 +367,9 @@ def _single(
     db_path = _db_path(db)
     store = Store(db_path).open() if request.save else None  # a bad db fails before measuring
     try:
-        result = measure(
+        result, trace = measure_kernels(
             request.spec,
+            kernel_steps=3 if request.kernels else 0,
             mode=mode,
             device=request.device,
             target_ci=request.target_ci,
@@ -363,11 +382,16 @@ def _single(
             if isinstance(request, MeasureTrainRequest)
             else 4,
         )
-        run_id = None if store is None else store.save_measurement(result)
+        run_id = None if store is None else store.save_measurement(result, kernels=trace)
     finally:
         if store is not None:
             store.close()
-    return MeasureResult(measurement=result, run_id=run_id, db=None if store is None else db_path)
+    return MeasureResult(
+        measurement=result,
+        run_id=run_id,
+        db=None if store is None else db_path,
+        kernels=trace,
+    )
 
 
 def _distributed(

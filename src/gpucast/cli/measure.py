@@ -220,6 +220,15 @@ def render(result: MeasureResult, *, as_json: bool) -> None:
         )
     if not result.sweep:
         console.print(measurement_table(m) if isinstance(m, Measurement) else distributed_table(m))
+    if result.kernels is not None:
+        trace = result.kernels
+        err_console.print(
+            f"kernels: {len(trace.operators)} distinct operators, "
+            f"{trace.calls_per_step:.0f} calls and "
+            f"{trace.operator_time_s_per_step * 1e3:.4g} ms of operator time per step "
+            f"({trace.activity} times over {trace.steps} profiled steps)",
+            highlight=False,
+        )
     print_warnings(m)
     if result.run_id is not None:
         err_console.print(

@@ -8,11 +8,12 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
 from gpucast.domain.errors import InvalidSpecError, MeasurementError
+from gpucast.domain.kernels import KernelTrace
 from gpucast.domain.measurement import MODES, EnergySummary, Measurement, TelemetrySummary
 from gpucast.domain.workload import Mode, WorkloadSpec
 from gpucast.measure.devices import device_label, resolve_device
@@ -207,6 +208,64 @@ def measure(
     Raises InvalidSpecError / DeviceUnavailableError / UnknownWorkloadError for bad input
     (checked before any model is built) and MeasurementError when a step fails.
     """
+    return _measure(
+        spec,
+        mode=mode,
+        device=device,
+        target_ci=target_ci,
+        max_time_s=max_time_s,
+        min_samples=min_samples,
+        max_samples=max_samples,
+        confidence=confidence,
+        warmup_window=warmup_window,
+        warmup_tolerance=warmup_tolerance,
+        max_warmup_steps=max_warmup_steps,
+        workload=workload,
+        clock=clock,
+        telemetry=telemetry,
+        on_progress=on_progress,
+        noise_scale=noise_scale,
+        noise_micro_batches=noise_micro_batches,
+        noise_steps=noise_steps,
+    )[0]
+
+
+def measure_kernels(
+    spec: WorkloadSpec, *, kernel_steps: int = 3, **options: Any
+) -> tuple[Measurement, KernelTrace | None]:
+    """:func:`measure` (same ``options``), then ``kernel_steps`` more steps under
+    ``torch.profiler`` for the per-operator (CPU) or per-kernel (GPU) times and features of
+    the step (:mod:`gpucast.measure.kernels`); ``kernel_steps=0``: no trace (``None``)."""
+    return _measure(spec, kernel_steps=kernel_steps, **options)
+
+
+def _measure(
+    spec: WorkloadSpec,
+    *,
+    mode: str = "train",
+    device: str = "cpu",
+    target_ci: float = 0.02,
+    max_time_s: float = 60.0,
+    min_samples: int = 10,
+    max_samples: int = 100_000,
+    confidence: float = 0.95,
+    warmup_window: int = 3,
+    warmup_tolerance: float = 0.05,
+    max_warmup_steps: int = 50,
+    workload: Workload | None = None,
+    clock: Clock | None = None,
+    telemetry: bool = True,
+    on_progress: Callable[[Progress], None] | None = None,
+    noise_scale: bool = False,
+    noise_micro_batches: int = 4,
+    noise_steps: int = 8,
+    kernel_steps: int = 0,
+) -> tuple[Measurement, KernelTrace | None]:
+    """:func:`measure`, and with ``kernel_steps`` its operator trace (:func:`measure_kernels`)."""
+    if kernel_steps and (
+        isinstance(kernel_steps, bool) or not isinstance(kernel_steps, int) or kernel_steps < 1
+    ):
+        raise InvalidSpecError("kernel-steps", "must be an integer >= 1", got=kernel_steps)
     rule = StoppingRule(
         target_ci=target_ci,
         confidence=confidence,
@@ -256,11 +315,19 @@ def measure(
         telemetry=telemetry,
         on_progress=on_progress,
     )
+    trace = None
+    if kernel_steps:
+        from gpucast.measure.kernels import record_kernels
+
+        with _translate_failures(spec, checked_mode, device_label(torch_device)):
+            trace = record_kernels(
+                runner, torch_device, steps=kernel_steps, label=device_label(torch_device)
+            )
     if noise is None and not noise_notes:
-        return result
+        return result, trace
     return dataclasses.replace(
         result, gradient_noise=noise, warnings=(*result.warnings, *noise_notes)
-    )
+    ), trace
 
 
 def check_noise_options(mode: str, batch_size: int, micro_batches: int, steps: int) -> None:

@@ -30,6 +30,7 @@ import contextlib
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -98,6 +99,65 @@ def _unique(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     return list(seen.values())
 
 
+@dataclass(frozen=True, slots=True)
+class OpCost:
+    """What one aten op call costs: its class, FLOPs (counted, or approximated for arithmetic
+    flop_counter does not count) and the bytes of the distinct tensors it reads and writes."""
+
+    name: str
+    op_class: str
+    flops: int
+    conv_flops: int
+    approx_uncounted_flops: int
+    bytes_read: int
+    bytes_written: int
+
+
+def op_cost(
+    func: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    out: Any,
+    formulas: dict[Any, Callable[..., int]],
+) -> OpCost | None:
+    """The cost of one aten op call (``None``: not an aten op, a view or metadata only).
+
+    ``formulas`` is :func:`gpucast.profile.flops.registry`; an op with a formula is
+    ``matmul_conv``, any other is classed by :func:`gpucast.profile.opclasses.classify`.
+    """
+    if not isinstance(func, torch._ops.OpOverload) or func.namespace != "aten":
+        return None
+    packet = func._overloadpacket
+    name = packet.__name__
+    if func.is_view or name in NO_TRAFFIC:
+        return None
+    formula = formulas.get(packet)
+    op_class = "matmul_conv" if formula is not None else classify(name, is_pointwise(func))
+    inputs = _unique(_tensors((args, {k: v for k, v in kwargs.items() if k != "out"})))
+    written = _tensors(out)
+    for index, argument in enumerate(func._schema.arguments):
+        if argument.alias_info is not None and argument.alias_info.is_write:
+            value = args[index] if index < len(args) else kwargs.get(argument.name)
+            written.extend(_tensors(value))
+    written = _unique(written)
+    flops = conv = approx = 0
+    if formula is not None:
+        flops = int(formula(*args, **kwargs, out_val=out))
+        conv = flops if "convolution" in name else 0
+    elif does_arithmetic(name, op_class):
+        largest_input = max((t.numel() for t in inputs), default=0)
+        approx = max(sum(t.numel() for t in written), largest_input)
+    return OpCost(
+        name=name,
+        op_class=op_class,
+        flops=flops,
+        conv_flops=conv,
+        approx_uncounted_flops=approx,
+        bytes_read=sum(tensor_bytes(t) for t in inputs),
+        bytes_written=sum(tensor_bytes(t) for t in written),
+    )
+
+
 class _ClassTotals:
     __slots__ = ("approx", "calls", "conv", "flops", "read", "written")
 
@@ -123,39 +183,21 @@ class _OpRecorder(TorchDispatchMode):
     ) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if not isinstance(func, torch._ops.OpOverload) or func.namespace != "aten":
+        cost = op_cost(func, args, kwargs, out, self.formulas)
+        if cost is None:
             return out
-        packet = func._overloadpacket
-        name = packet.__name__
-        if func.is_view or name in NO_TRAFFIC:
-            return out
-        formula = self.formulas.get(packet)
-        op_class = "matmul_conv" if formula is not None else classify(name, is_pointwise(func))
-        inputs = _unique(_tensors((args, {k: v for k, v in kwargs.items() if k != "out"})))
-        written = _tensors(out)
-        for index, argument in enumerate(func._schema.arguments):
-            if argument.alias_info is not None and argument.alias_info.is_write:
-                value = args[index] if index < len(args) else kwargs.get(argument.name)
-                written.extend(_tensors(value))
-        written = _unique(written)
-        bytes_read = sum(tensor_bytes(t) for t in inputs)
-        bytes_written = sum(tensor_bytes(t) for t in written)
-        totals = self.totals[self.phase][op_class]
+        totals = self.totals[self.phase][cost.op_class]
         totals.calls += 1
-        totals.read += bytes_read
-        totals.written += bytes_written
+        totals.read += cost.bytes_read
+        totals.written += cost.bytes_written
         self.largest_op_bytes[self.phase] = max(
-            self.largest_op_bytes[self.phase], bytes_read + bytes_written
+            self.largest_op_bytes[self.phase], cost.bytes_read + cost.bytes_written
         )
-        if formula is not None:
-            flops = int(formula(*args, **kwargs, out_val=out))
-            totals.flops += flops
-            if "convolution" in name:
-                totals.conv += flops
-        elif does_arithmetic(name, op_class):
-            self.uncounted.add(f"aten.{name}")
-            largest_input = max((t.numel() for t in inputs), default=0)
-            totals.approx += max(sum(t.numel() for t in written), largest_input)
+        totals.flops += cost.flops
+        totals.conv += cost.conv_flops
+        totals.approx += cost.approx_uncounted_flops
+        if cost.op_class != "matmul_conv" and does_arithmetic(cost.name, cost.op_class):
+            self.uncounted.add(f"aten.{cost.name}")
         return out
 
     def phase_cost(self, phase: str) -> PhaseCost:

@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from gpucast._version import __version__
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError, StoreError
+from gpucast.domain.kernels import KernelTrace
 from gpucast.domain.measurement import Measurement
 from gpucast.domain.program import ProgramMeasurement
 from gpucast.domain.workload import WorkloadSpec
@@ -283,8 +284,9 @@ class Store:
         return [] if rows == ["ok"] else rows
 
     # -- writes ----------------------------------------------------------------------------
-    def insert_run(self, row: dict[str, Any]) -> int:
-        """Insert one row of the ``runs`` table (column -> value); its run id."""
+    def insert_run(self, row: dict[str, Any], *, kernels: KernelTrace | None = None) -> int:
+        """Insert one row of the ``runs`` table (column -> value), and its kernel trace when
+        given, in one transaction; its run id."""
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         with self.transaction() as conn:
@@ -292,11 +294,27 @@ class Store:
                 f"INSERT INTO runs ({columns}) VALUES ({marks})", tuple(row.values())
             )
             run_id = cursor.lastrowid
-        assert run_id is not None
+            assert run_id is not None
+            if kernels is not None:
+                conn.execute(
+                    "INSERT INTO kernel_traces (run_id, activity, steps, n_operators, "
+                    "operator_time_s, trace_json) VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        int(run_id),
+                        kernels.activity,
+                        kernels.steps,
+                        len(kernels.operators),
+                        kernels.operator_time_s_per_step,
+                        _dumps(kernels.to_dict()),
+                    ),
+                )
         return int(run_id)
 
-    def save_measurement(self, measurement: Measurement) -> int:
-        """Store a measurement (one transaction); returns its run id."""
+    def save_measurement(
+        self, measurement: Measurement, *, kernels: KernelTrace | None = None
+    ) -> int:
+        """Store a measurement and, from ``--kernels``, its operator trace (one transaction);
+        returns its run id."""
         m = measurement
         return self.insert_run(
             {
@@ -320,7 +338,8 @@ class Store:
                 "host": m.environment.host,
                 "gpu_name": m.environment.gpu_name,
                 "gpucast_version": __version__,
-            }
+            },
+            kernels=kernels,
         )
 
     def save_program(self, measurement: ProgramMeasurement, result: Mapping[str, Any]) -> int:
@@ -455,6 +474,19 @@ class Store:
 
     def get_measurement(self, run_id: int) -> Measurement:
         return self.get_run(run_id).measurement()
+
+    def kernel_trace(self, run_id: int) -> KernelTrace | None:
+        """The operator trace stored with run ``run_id`` (``None``: measured without
+        ``--kernels``)."""
+        row = self.connection.execute(
+            "SELECT trace_json FROM kernel_traces WHERE run_id = ?", (int(run_id),)
+        ).fetchone()
+        return None if row is None else KernelTrace.from_dict(json.loads(row[0]))
+
+    def kernel_run_ids(self) -> list[int]:
+        """Ids of the runs stored with an operator trace, oldest first."""
+        rows = self.connection.execute("SELECT run_id FROM kernel_traces ORDER BY run_id")
+        return [int(r[0]) for r in rows]
 
     # -- named models --------------------------------------------------------------------------
     def save_named_model(

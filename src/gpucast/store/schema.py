@@ -98,8 +98,22 @@ CREATE TABLE named_models (
 );
 """
 
+# Per-operator / per-kernel times of a measured step (`gpucast measure train|infer --kernels`,
+# gpucast.domain.kernels.KernelTrace): at most one trace per run, written in the transaction
+# that inserts the run. The summary columns copy what listing needs; trace_json holds it all.
+_V4_KERNEL_TRACES = """
+CREATE TABLE kernel_traces (
+    run_id          INTEGER PRIMARY KEY REFERENCES runs (id),
+    activity        TEXT    NOT NULL,             -- cpu (operator times) | cuda (kernel times)
+    steps           INTEGER NOT NULL CHECK (steps >= 1),
+    n_operators     INTEGER NOT NULL,
+    operator_time_s REAL    NOT NULL,             -- every operator of one step, summed
+    trace_json      TEXT    NOT NULL
+);
+"""
+
 #: Append-only. Version N of the schema is the state after MIGRATIONS[:N].
-MIGRATIONS: list[str] = [_V1, _V2_CAMPAIGNS, _V3_NAMED_MODELS]
+MIGRATIONS: list[str] = [_V1, _V2_CAMPAIGNS, _V3_NAMED_MODELS, _V4_KERNEL_TRACES]
 
 
 def latest_version() -> int:
