@@ -328,6 +328,10 @@ COMMANDS: tuple[Command, ...] = (
         ("predict", "cmd"), ("--arch", "arm64"), "gpucast.app.program:PredictCmdRequest",
         positional="1",
     ),
+    Command(
+        ("predict", "kernels"), ("--cpu-instance", "c7i.large"),
+        "gpucast.app.kernels:PredictKernelsRequest", positional="1",
+    ),
     Command(("runs", "list"), (), "gpucast.app.runs:RunsListRequest"),
     Command(("runs", "show"), (), "gpucast.app.runs:RunsShowRequest", positional="1"),
     Command(("runs", "export"), ("--out", "@out_csv"), "gpucast.app.runs:RunsExportRequest"),

@@ -103,6 +103,18 @@ def _program_run(tmp: Path) -> int:
     return int(marker.read_text())
 
 
+def _kernel_run(tmp: Path) -> int:
+    """A stored ``--kernels`` run of mlp, with ncf and gcn runs to fit on (measured once)."""
+    marker = tmp / "kernel-run-id"
+    if not marker.exists():
+        ids = [
+            gpucast.measure_train(name, batch_size=4, kernels=True, **QUICK_API).run_id
+            for name in ("ncf", "gcn", "mlp")
+        ]
+        marker.write_text(str(ids[-1]))
+    return int(marker.read_text())
+
+
 def _rows(tmp: Path, name: str, text: str) -> Path:
     path = tmp / name
     path.write_text(text)
@@ -202,6 +214,11 @@ CASES = [
         "predict_cmd",
         lambda t: ["predict", "cmd", str(_program_run(t)), "--arch", "arm64"],
         lambda t: gpucast.predict_cmd(runs=[_program_run(t)], arch="arm64"),
+    ),
+    Case(
+        "predict_kernels",
+        lambda t: ["predict", "kernels", str(_kernel_run(t))],
+        lambda t: gpucast.predict_kernels(_kernel_run(t)),
     ),
     Case("runs_list", lambda t: ["runs", "list"], lambda t: gpucast.runs_list()),
     Case("runs_show", lambda t: ["runs", "show", "1"], lambda t: gpucast.runs_show(1)),
@@ -790,6 +807,11 @@ BAD = [
      lambda: gpucast.measure_optimizer(sizes=[100, 200], tensors=[1, 2, 3])),
     (["measure", "optimizer", "--sizes", "-5"],
      lambda: gpucast.measure_optimizer(sizes=[-5])),
+    # per-operator prediction (#20 item 4)
+    (["predict", "kernels", "1", "--train-runs", "1"],
+     lambda: gpucast.predict_kernels(1, train_runs=[1])),
+    (["measure", "train", "mlp", "--kernels", "--distributed", "ddp"],
+     lambda: gpucast.measure_train("mlp", kernels=True, distributed="ddp")),
 ]
 # fmt: on
 

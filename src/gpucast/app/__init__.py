@@ -74,6 +74,8 @@ VERBS: dict[str, str] = {
     "simulate_kaas": "kaas",
     # training beyond GPU memory (issue #16, offload)
     "measure_optimizer": "offload",
+    # per-operator / per-kernel prediction (issue #20, item 4)
+    "predict_kernels": "kernels",
 }
 
 __all__ = sorted(VERBS)

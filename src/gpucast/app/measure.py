@@ -11,7 +11,9 @@ checked before a model is built or the store is written: bad input creates no fi
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +65,12 @@ class _StepRequest:
     save: bool = option(
         True, negative="no-save", help="Write the result to the store (--no-save: do not)."
     )
+    timer: str = option(
+        "wall",
+        help="wall, or cpu: time steps (and --kernels operator calls) by this process's CPU "
+        "time, steadier on a shared machine (--device cpu only).",
+        example="cpu",
+    )
     kernels: bool = option(
         False,
         negative="no-kernels",
@@ -77,6 +85,15 @@ class _StepRequest:
         _check_number("max_time_s", self.max_time_s, low=0.0)
         if self.min_samples < 2:
             raise InvalidSpecError("min_samples", "must be >= 2", got=self.min_samples)
+        if self.timer not in ("wall", "cpu"):
+            raise InvalidSpecError("timer", "must be wall or cpu", got=self.timer)
+        if self.timer == "cpu" and self.device != "cpu":
+            raise InvalidSpecError(
+                "timer",
+                "cpu times the host's CPU time, which a GPU step does not show",
+                got=self.device,
+                fix="pass --device cpu, or drop --timer cpu",
+            )
 
     @property
     def spec(self) -> WorkloadSpec:
@@ -370,6 +387,7 @@ def _single(
         result, trace = measure_kernels(
             request.spec,
             kernel_steps=3 if request.kernels else 0,
+            clock=time.process_time if request.timer == "cpu" else None,
             mode=mode,
             device=request.device,
             target_ci=request.target_ci,
@@ -382,6 +400,9 @@ def _single(
             if isinstance(request, MeasureTrainRequest)
             else 4,
         )
+        if request.timer == "cpu":
+            note = "step times are this process's CPU time (--timer cpu), not wall-clock time"
+            result = dataclasses.replace(result, warnings=(*result.warnings, note))
         run_id = None if store is None else store.save_measurement(result, kernels=trace)
     finally:
         if store is not None:

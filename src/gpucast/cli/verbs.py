@@ -53,6 +53,7 @@ JOINS: dict[str, tuple[tuple[str, str, str, bool], ...]] = {
     "predict": (
         ("coldstart", "serverless", "predict_command", False),
         ("cmd", "program", "predict_command", False),
+        ("kernels", "kernels", "predict_command", False),
     ),
 }
 

@@ -133,9 +133,12 @@ class KernelTrace:
     device: str  # "cpu" or "cuda:N"
     activity: str  # "cpu" (operator times) or "cuda" (kernel times on the device)
     steps: int
-    #: wall time of a profiled step (profiler and recording overhead included)
+    #: time of a profiled step on the trace's clock (profiler and recording overhead included)
     profiled_step_s: float
     operators: tuple[OperatorRecord, ...]
+    #: what timed the CPU operator calls: "wall" (the profiler's durations) or "cpu" (the
+    #: process's CPU time around each call, ``--timer cpu``); GPU kernels are device time
+    timer: str = "wall"
 
     def __post_init__(self) -> None:
         if self.steps < 1:
@@ -166,6 +169,7 @@ class KernelTrace:
             "activity": self.activity,
             "steps": self.steps,
             "profiled_step_s": self.profiled_step_s,
+            "timer": self.timer,
             "operator_time_s_per_step": self.operator_time_s_per_step,
             "operators": [op.to_dict() for op in self.operators],
         }
@@ -179,6 +183,7 @@ class KernelTrace:
                 steps=int(data["steps"]),
                 profiled_step_s=float(data["profiled_step_s"]),
                 operators=tuple(OperatorRecord.from_dict(o) for o in data["operators"]),
+                timer=str(data.get("timer", "wall")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidInputError(

@@ -321,7 +321,11 @@ def _measure(
 
         with _translate_failures(spec, checked_mode, device_label(torch_device)):
             trace = record_kernels(
-                runner, torch_device, steps=kernel_steps, label=device_label(torch_device)
+                runner,
+                torch_device,
+                steps=kernel_steps,
+                label=device_label(torch_device),
+                clock=clock if torch_device.type == "cpu" else None,
             )
     if noise is None and not noise_notes:
         return result, trace

@@ -17,9 +17,11 @@ largest seen, scaled by its own FLOPs and bytes, instead of the time of the larg
 Rows are weighted by calls per step.
 
 The step is the sum of the predicted calls plus a per-step overhead fitted on the training
-runs: ``measured step - measured operator time = a + b * calls per step`` (least squares).
-It covers what no operator times (Python, the autograd engine, the optimizer's loop) and,
-with ``b < 0``, the profiler's own cost inside the operator times.
+runs: ``b * calls per step``, ``b`` the median over the runs of ``(measured step - measured
+operator time) / calls``. It covers what no operator times (Python between the calls, the
+autograd engine, the optimizer's loop) and, when ``b < 0``, the profiler's own cost inside
+the operator times. (A free intercept as well, by least squares, followed the noise of a
+shared machine: one run's burst of load moved every prediction.)
 
 Saved state: the trees' arrays (``children_left``, ``children_right``, ``feature``,
 ``threshold``, ``value`` of each ``sklearn.tree.Tree``) as JSON, and prediction walks them in
@@ -298,12 +300,8 @@ class KernelTimeModel(Estimator):
         ]
         residual = np.array([o.step_time_s - o.trace.operator_time_s_per_step for o in obs])
         calls = np.array([o.trace.calls_per_step for o in obs])
-        if np.unique(calls).size >= 2:
-            design = np.column_stack((np.ones_like(calls), calls))
-            (a, b), *_ = np.linalg.lstsq(design, residual, rcond=None)
-            self._overhead_s, self._overhead_s_per_call = float(a), float(b)
-        else:
-            self._overhead_s, self._overhead_s_per_call = float(residual.mean()), 0.0
+        self._overhead_s = 0.0
+        self._overhead_s_per_call = float(np.median(residual / calls))
         self._training = {
             "workloads": sorted({o.workload for o in obs}),
             "devices": sorted({o.device.name for o in obs}),

@@ -1,0 +1,275 @@
+"""``gpucast.predict_kernels``: a measured step predicted operator by operator (issue #20.4).
+
+The run's operator trace (``gpucast measure train|infer --kernels``) is priced by
+:class:`gpucast.predict.kernels.KernelTimeModel`, a random forest fitted on the store's
+*other* ``--kernels`` runs (every run of another workload, or ``--train-runs``): each call
+predicted, summed per operator class, plus the fitted per-step overhead. Beside it: the
+measured step (when predicting on the machine that measured it) and the roofline of the same
+operators calibrated on the same training runs.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from gpucast.app._request import resolve
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+from gpucast.domain.options import option
+from gpucast.domain.provenance import Assumption
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictKernelsRequest:
+    """A stored ``--kernels`` run to predict (``gpucast predict kernels RUN_ID``)."""
+
+    VERB: ClassVar[str] = "predict kernels"
+
+    run: int = option(
+        help="Id of a run measured with --kernels (gpucast measure train|infer ... --kernels).",
+        argument=True,
+        metavar="RUN_ID",
+        example="3",
+    )
+    train_runs: tuple[int, ...] = option(
+        (),
+        help="Runs to fit the forest on (default: every stored --kernels run of another workload).",
+        example="1,2,4",
+    )
+    cpu_instance: str | None = option(
+        None,
+        help="Predict on this catalog CPU instance type instead of the measuring machine "
+        "(not validated).",
+        example="c7i.large",
+    )
+    gpu: str | None = option(
+        None,
+        help="Predict on this catalog GPU (needs training runs measured with --kernels on a GPU).",
+        example="A100-40GB",
+    )
+
+    def __post_init__(self) -> None:
+        for name, ids in (("run", (self.run,)), ("train-runs", self.train_runs)):
+            for run in ids:
+                if isinstance(run, bool) or not isinstance(run, int) or run < 1:
+                    raise InvalidSpecError(name, "must be run ids >= 1", got=run)
+        if self.run in self.train_runs:
+            raise InvalidSpecError(
+                "train-runs",
+                f"must not hold the predicted run {self.run}",
+                fix="fit on other runs",
+            )
+        if self.cpu_instance is not None and self.gpu is not None:
+            raise InvalidSpecError(
+                "gpu", "and --cpu-instance name two devices", fix="pass one of them"
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KernelClassRow:
+    """One operator class of the step: calls and predicted (and measured) seconds."""
+
+    op_class: str
+    calls_per_step: float
+    predicted_s: float
+    measured_s: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "op_class": self.op_class,
+            "calls_per_step": self.calls_per_step,
+            "predicted_s": self.predicted_s,
+            "measured_s": self.measured_s,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictKernelsResult:
+    """The step predicted from its operators, the roofline beside it, what it rests on."""
+
+    run_id: int
+    workload: str
+    device: str
+    device_source: str
+    classes: tuple[KernelClassRow, ...]
+    operator_time_s: float
+    overhead_s: float
+    step_time_s: float
+    #: the harness's median step of the run (``None`` on another device)
+    measured_step_s: float | None
+    roofline_step_s: float
+    train_runs: tuple[int, ...]
+    train_workloads: tuple[str, ...]
+    assumptions: tuple[Assumption, ...]
+    validation: dict[str, Any]
+
+    @property
+    def error_pct(self) -> float | None:
+        if self.measured_step_s is None:
+            return None
+        return 100.0 * (self.step_time_s - self.measured_step_s) / self.measured_step_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "workload": self.workload,
+            "device": self.device,
+            "device_source": self.device_source,
+            "classes": [c.to_dict() for c in self.classes],
+            "operator_time_s": self.operator_time_s,
+            "overhead_s": self.overhead_s,
+            "step_time_s": self.step_time_s,
+            "measured_step_s": self.measured_step_s,
+            "error_pct": self.error_pct,
+            "roofline_step_s": self.roofline_step_s,
+            "train_runs": list(self.train_runs),
+            "train_workloads": list(self.train_workloads),
+            "assumptions": [a.to_dict() for a in self.assumptions],
+            "validation": self.validation,
+        }
+
+    def to_frame(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame([c.to_dict() for c in self.classes])
+
+
+def predict_kernels(
+    request: PredictKernelsRequest | int | None = None,
+    /,
+    *,
+    db: Path | str | None = None,
+    **options: Any,
+) -> PredictKernelsResult:
+    """Predict a ``--kernels`` run's step from its operators with a random forest fitted on
+    the store's other ``--kernels`` runs (:mod:`gpucast.predict.kernels`)."""
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.validation import validation_for
+    from gpucast.inputs.kernels import (
+        KERNELS_FIX,
+        cpu_instance_device,
+        gpu_device,
+        observations,
+        run_device,
+        trace_of,
+    )
+    from gpucast.predict.kernels import KernelTimeModel, roofline_step_s
+    from gpucast.store import Store, default_db_path
+
+    if isinstance(request, int) and not isinstance(request, bool):
+        request = resolve(PredictKernelsRequest, None, {"run": request, **options})
+    else:
+        request = resolve(PredictKernelsRequest, request, options)
+    db_path = Path(db) if db is not None else default_db_path()
+    catalog = load_catalog()
+    with Store(db_path).open(create=False) as store:
+        run, trace = trace_of(store, request.run)
+        train_ids = request.train_runs or tuple(
+            i
+            for i in store.kernel_run_ids()
+            if i != request.run and store.get_run(i).summary.workload != run.summary.workload
+        )
+        own = run_device(run, catalog)
+    if not train_ids:
+        raise InvalidInputError(
+            f"no other workload's --kernels run in {db_path} to fit the kernel model on",
+            fix=f"{KERNELS_FIX.removesuffix(')')} for two or more other workloads)",
+        )
+    train, _ = observations(db_path, train_ids, catalog)
+    kind = (trace.activity, trace.timer)
+    if request.train_runs:
+        for run_id, o in zip(train_ids, train, strict=True):
+            if (o.trace.activity, o.trace.timer) != kind:
+                raise InvalidInputError(
+                    f"--train-runs {run_id}: its operators were timed as "
+                    f"{o.trace.activity}/{o.trace.timer}, run {request.run}'s as "
+                    f"{kind[0]}/{kind[1]}",
+                    fix="fit on runs measured the same way (--timer, CPU or GPU)",
+                )
+    else:
+        kept = [(i, o) for i, o in zip(train_ids, train, strict=True)
+                if (o.trace.activity, o.trace.timer) == kind]  # fmt: skip
+        if not kept:
+            raise InvalidInputError(
+                f"no other workload's --kernels run timed like run {request.run} "
+                f"({kind[0]} operators, --timer {kind[1]}) in {db_path}",
+                fix=f"measure two or more other workloads with --kernels --timer {kind[1]}",
+            )
+        train_ids = tuple(i for i, _ in kept)
+        train = [o for _, o in kept]
+    assumptions: list[Assumption] = []
+    if request.gpu is not None:
+        if all(o.device.kind != "gpu" for o in train):
+            raise InvalidInputError(
+                f"--gpu {request.gpu}: the training runs ({', '.join(map(str, train_ids))}) "
+                "hold CPU operator times only; the forest cannot learn GPU kernels from them",
+                fix="measure runs on a GPU with --kernels and pass them with --train-runs",
+            )
+        device = gpu_device(catalog, request.gpu, run.summary.precision)
+        device_source = f"catalog specs of {device.name} ({run.summary.precision} peak)"
+    elif request.cpu_instance is not None:
+        threads = own.value.cores if own.value.kind == "cpu" else 1
+        device = cpu_instance_device(request.cpu_instance, threads)
+        device_source = (
+            f"catalog CPU instance {request.cpu_instance}: {device.cores} core(s) x clock x "
+            "32 FLOP/cycle, its memory bandwidth"
+        )
+        assumptions.append(
+            Assumption(
+                name="another CPU",
+                value="the operators' efficiency relative to their roofline carries over",
+                source="trained on one machine, the forest sees no other device's specs "
+                "(not validated)",
+            )
+        )
+    else:
+        device, device_source = own.value, own.source
+    if all(o.device.kind == "cpu" for o in train) and own.value.kind == "cpu":
+        assumptions.append(
+            Assumption(
+                name="CPU specs",
+                value=f"{own.value.peak_flops_per_s / 1e9:.0f} GFLOP/s, "
+                f"{own.value.memory_bandwidth_bytes_per_s / 1e9:.0f} GB/s",
+                source=own.source,
+            )
+        )
+    model = KernelTimeModel().fit(train)
+    predicted = model.predict_step(trace, device)
+    same_device = device == own.value
+    measured_by_class = trace.by_class()
+    classes = tuple(
+        KernelClassRow(
+            op_class=c,
+            calls_per_step=measured_by_class[c][0],
+            predicted_s=predicted.by_class_s[c],
+            measured_s=measured_by_class[c][1] if same_device else None,
+        )
+        for c in predicted.by_class_s
+        if measured_by_class[c][0] > 0
+    )
+    scale = statistics.median(o.step_time_s / roofline_step_s(o.trace, o.device) for o in train)
+    regime = ("cpu",) if same_device and device.kind == "cpu" else (device.name,)
+    check = validation_for("kernel-forest", regime, run.summary.precision, 1)
+    return PredictKernelsResult(
+        run_id=request.run,
+        workload=run.summary.workload,
+        device=device.name,
+        device_source=device_source,
+        classes=classes,
+        operator_time_s=predicted.operator_time_s,
+        overhead_s=predicted.overhead_s,
+        step_time_s=predicted.step_time_s,
+        measured_step_s=run.summary.median_s if same_device else None,
+        roofline_step_s=scale * roofline_step_s(trace, device),
+        train_runs=tuple(train_ids),
+        train_workloads=tuple(sorted({o.workload for o in train})),
+        assumptions=tuple(assumptions),
+        validation={
+            "model": "kernel-forest",
+            "error": check.error,
+            "data": check.data,
+            "command": check.command,
+        },
+    )
