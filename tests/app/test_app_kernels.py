@@ -62,7 +62,7 @@ def test_a_run_without_kernel_data_names_the_flag(
     kernel_store: tuple[Path, dict[str, int]],
 ) -> None:
     db, ids = kernel_store
-    with pytest.raises(InvalidInputError, match="has no kernel data.*--kernels"):
+    with pytest.raises(InvalidInputError, match=r"has no kernel data.*--kernels"):
         gpucast.predict_kernels(ids["plain"], db=db)
     result = runner.invoke(app, ["--db", str(db), "predict", "kernels", str(ids["plain"])])
     assert result.exit_code == 2, result.output
