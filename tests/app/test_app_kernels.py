@@ -87,3 +87,10 @@ def test_the_cli_prints_the_class_table_and_what_it_rests_on(
 def test_kernels_refuses_distributed_and_power_sweeps() -> None:
     with pytest.raises(InvalidSpecError, match="kernels"):
         gpucast.measure_train("mlp", kernels=True, power_limits=[150])
+
+
+def test_the_cpu_timer_is_for_cpu_steps_only() -> None:
+    with pytest.raises(InvalidSpecError, match="timer"):
+        gpucast.measure_train("mlp", timer="cpu", device="auto")
+    with pytest.raises(InvalidSpecError, match="wall or cpu"):
+        gpucast.measure_infer("mlp", timer="gpu", device="cpu")

@@ -62,3 +62,15 @@ def test_on_a_gpu_the_kernels_are_timed_on_the_device() -> None:
     assert forward.kernels, "the addmm call launched no CUDA kernel the profiler saw"
     assert forward.time_s_per_call > 0
     assert trace.operator_time_s_per_step <= trace.profiled_step_s
+
+
+def test_an_injected_clock_times_each_call() -> None:
+    ticks = iter(range(10**6))
+
+    def clock() -> float:  # advances 1 ms per read: every call lasts exactly 1 ms
+        return next(ticks) * 1e-3
+
+    _, step = _linear_step(torch.device("cpu"))
+    trace = record_kernels(step, torch.device("cpu"), steps=2, clock=clock)
+    assert trace.timer == "cpu"
+    assert all(op.time_s_per_call == pytest.approx(1e-3) for op in trace.operators)
