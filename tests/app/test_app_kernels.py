@@ -94,3 +94,18 @@ def test_the_cpu_timer_is_for_cpu_steps_only() -> None:
         gpucast.measure_train("mlp", timer="cpu", device="auto")
     with pytest.raises(InvalidSpecError, match="wall or cpu"):
         gpucast.measure_infer("mlp", timer="gpu", device="cpu")
+
+
+def test_measure_infer_kernels_on_the_command_line(tmp_path: Path) -> None:
+    argv = ["--db", str(tmp_path / "s.db"), "measure", "infer", "mlp", "--kernels",
+            "--device", "cpu", "--max-time-s", "0.5", "--min-samples", "3", "--target-ci",
+            "0.9", "--timer", "cpu"]  # fmt: skip
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    assert "kernels:" in result.stderr and "distinct operators" in result.stderr
+    assert "CPU time (--timer cpu)" in result.stdout
+    with open_store(tmp_path / "s.db") as store:
+        (run_id,) = store.kernel_run_ids()
+        trace = store.kernel_trace(run_id)
+    assert trace is not None and trace.timer == "cpu"
+    assert not any("backward" in op.name for op in trace.operators)  # inference: no backward
