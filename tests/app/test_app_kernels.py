@@ -109,3 +109,70 @@ def test_measure_infer_kernels_on_the_command_line(tmp_path: Path) -> None:
         trace = store.kernel_trace(run_id)
     assert trace is not None and trace.timer == "cpu"
     assert not any("backward" in op.name for op in trace.operators)  # inference: no backward
+
+
+def _gpu_run(store: object, name: str, scale: float) -> int:
+    """A stored cuda run with a synthetic kernel trace (no GPU needed to store one)."""
+    from datetime import UTC, datetime
+
+    from gpucast.domain.kernels import KernelTrace, OperatorRecord
+    from gpucast.domain.measurement import EnvironmentFingerprint, Measurement
+    from gpucast.domain.workload import WorkloadSpec
+
+    ops = tuple(
+        OperatorRecord(
+            name=f"aten.op{i}",
+            op_class=op_class,
+            input_shapes=f"{i}",
+            dtype="float32",
+            calls_per_step=2.0,
+            time_s_per_call=(flops / 1e13 + moved / 1e12 + 5e-6),
+            flops=flops,
+            bytes_read=moved // 2,
+            bytes_written=moved - moved // 2,
+            kernels=(f"kernel{i}",),
+        )
+        for i, (op_class, flops, moved) in enumerate(
+            (("conv", int(4e9 * scale), int(4e7 * scale)),
+             ("matmul", int(1e9 * scale), int(1e7 * scale)),
+             ("elementwise", int(1e7 * scale), int(8e7 * scale)))
+        )
+    )  # fmt: skip
+    trace = KernelTrace(
+        device="cuda:0", activity="cuda", steps=3, profiled_step_s=1.0, operators=ops
+    )
+    step = trace.operator_time_s_per_step * 1.1
+    env = EnvironmentFingerprint(
+        host="gpu-host", os="Linux", python_version="3.11", cpu_model="x", cpu_cores=8,
+        torch_threads=8, torch_version="2.13.0", gpu_name="A100-40GB",
+    )  # fmt: skip
+    m = Measurement(
+        spec=WorkloadSpec(name=name, batch_size=8),
+        mode="train",
+        device="cuda:0",
+        step_times_s=tuple(step * (1 + 0.001 * k) for k in range(5)),
+        warmup_step_times_s=(step,),
+        samples_per_step=8,
+        stop_reason="ci_reached",
+        target_ci=0.02,
+        environment=env,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    return int(store.save_measurement(m, kernels=trace))  # type: ignore[attr-defined]
+
+
+def test_gpu_runs_predict_another_gpu_through_the_same_code_path(tmp_path: Path) -> None:
+    db = tmp_path / "gpu.db"
+    with open_store(db) as store:
+        train = [_gpu_run(store, f"m{i}", s) for i, s in enumerate((0.5, 1.0, 2.0))]
+        target = _gpu_run(store, "held-out", 1.5)
+    own = gpucast.predict_kernels(target, db=db)
+    assert own.device == "A100-40GB" and own.measured_step_s is not None
+    assert own.train_runs == tuple(train)
+    h100 = gpucast.predict_kernels(target, db=db, gpu="H100-SXM")
+    assert h100.device == "H100-SXM" and h100.measured_step_s is None
+    assert h100.step_time_s < own.step_time_s  # more FLOP/s and bandwidth
+    assert h100.validation["error"] is None  # only this CPU is validated
+    with pytest.raises(InvalidInputError, match="timed as"):
+        plain_cpu = gpucast.measure_train("mlp", db=db, kernels=True, **QUICK).run_id
+        gpucast.predict_kernels(target, db=db, train_runs=[plain_cpu])
