@@ -50,9 +50,6 @@ TARGET_PCT = 15.0
 
 
 def _measure(models: list[tuple[str, int, bool]], rounds: int) -> dict[str, list[Any]]:
-    import torch
-
-    torch.set_num_threads(1)
     runs: dict[str, list[Any]] = {name: [] for name, _, _ in models}
     for r in range(rounds):
         for name, batch, _ in models:
@@ -63,6 +60,7 @@ def _measure(models: list[tuple[str, int, bool]], rounds: int) -> dict[str, list
                 batch_size=batch,
                 kernels=True,
                 timer="cpu",
+                threads=1,
                 save=False,
                 max_time_s=1.0,
                 min_samples=3,

@@ -176,3 +176,19 @@ def test_gpu_runs_predict_another_gpu_through_the_same_code_path(tmp_path: Path)
     with pytest.raises(InvalidInputError, match="timed as"):
         plain_cpu = gpucast.measure_train("mlp", db=db, kernels=True, **QUICK).run_id
         gpucast.predict_kernels(target, db=db, train_runs=[plain_cpu])
+
+
+def test_threads_are_set_for_the_run_and_restored() -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    quick = {**QUICK, "save": False, "timer": "cpu"}
+    one = gpucast.measure_infer("mlp", threads=1, **quick)
+    assert torch.get_num_threads() == before
+    assert one.measurement is not None
+    notes = " ".join(one.measurement.warnings)
+    assert "CPU time (--timer cpu)" in notes and "summed over" not in notes
+    with pytest.raises(InvalidSpecError, match="threads"):
+        gpucast.measure_infer("mlp", threads=0, **quick)
+    with pytest.raises(InvalidSpecError, match="single-process"):
+        gpucast.measure_train("mlp", threads=1, distributed="ddp")

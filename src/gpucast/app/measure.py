@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,8 +69,11 @@ class _StepRequest:
     timer: str = option(
         "wall",
         help="wall, or cpu: time steps (and --kernels operator calls) by this process's CPU "
-        "time, steadier on a shared machine (--device cpu only).",
+        "time, steadier on a shared machine (--device cpu only; use with --threads 1).",
         example="cpu",
+    )
+    threads: int | None = option(
+        None, help="torch intra-op threads while measuring (default: torch's).", example="1"
     )
     kernels: bool = option(
         False,
@@ -87,6 +91,16 @@ class _StepRequest:
             raise InvalidSpecError("min_samples", "must be >= 2", got=self.min_samples)
         if self.timer not in ("wall", "cpu"):
             raise InvalidSpecError("timer", "must be wall or cpu", got=self.timer)
+        cores = os.cpu_count() or 1
+        if self.threads is not None and (
+            isinstance(self.threads, bool)
+            or not isinstance(self.threads, int)
+            or not 1 <= self.threads <= cores
+        ):
+            raise InvalidSpecError(
+                "threads", f"must be an integer in [1, {cores}]", got=self.threads,
+                fix="e.g. --threads 1",
+            )  # fmt: skip
         if self.timer == "cpu" and self.device != "cpu":
             raise InvalidSpecError(
                 "timer",
@@ -199,6 +213,13 @@ class MeasureTrainRequest(_StepRequest):
                     got=self.noise_micro_batches,
                     fix="e.g. --noise-micro-batches 4 with --batch-size >= 4",
                 )
+        if self.threads is not None and self.distributed:
+            raise InvalidSpecError(
+                "threads",
+                "applies to single-process runs",
+                got=self.threads,
+                fix="drop --threads, or set OMP_NUM_THREADS for the distributed workers",
+            )
         if self.kernels and (self.distributed or self.power_limits):
             raise InvalidSpecError(
                 "kernels",
@@ -382,8 +403,14 @@ def _single(
     resolve_device(request.device)  # checked before a model is built or the store touched
     chosen = get_workload(request.workload)
     db_path = _db_path(db)
+    import torch
+
+    threads_before = torch.get_num_threads()
     store = Store(db_path).open() if request.save else None  # a bad db fails before measuring
     try:
+        if request.threads is not None:
+            torch.set_num_threads(request.threads)
+        threads = torch.get_num_threads()
         result, trace = measure_kernels(
             request.spec,
             kernel_steps=3 if request.kernels else 0,
@@ -402,9 +429,15 @@ def _single(
         )
         if request.timer == "cpu":
             note = "step times are this process's CPU time (--timer cpu), not wall-clock time"
+            if threads > 1:
+                note += (
+                    f", summed over {threads} threads (idle intra-op threads spin and count "
+                    "too; pass --threads 1 for times comparable to one core's)"
+                )
             result = dataclasses.replace(result, warnings=(*result.warnings, note))
         run_id = None if store is None else store.save_measurement(result, kernels=trace)
     finally:
+        torch.set_num_threads(threads_before)
         if store is not None:
             store.close()
     return MeasureResult(
