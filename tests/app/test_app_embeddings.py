@@ -55,7 +55,12 @@ def test_user_tables(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "text"),
     [
-        (["--gpus", "1", "--host-memory-gib", "16"], "more than HBM and host memory"),
+        (
+            ["--gpus", "1", "--host-memory-gib", "16", "--ssd", "none"],
+            "more than HBM and host memory",
+        ),
+        (["--ssd-drives", "0"], "ssd_drives"),
+        (["--ssd", "floppy"], "unknown drive"),
         (["--gpus", "2", "--sharding", "table-wise"], "fits on 2 GPUs"),
         (["--cache-fraction", "0"], "cache-fraction"),
         (["--sharding", "diagonal"], "sharding"),
@@ -66,3 +71,32 @@ def test_bad_input_is_one_line_exit_2(args: list[str], text: str) -> None:
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 2, result.output
     assert text in result.output or text in (result.stderr or "")
+
+
+def test_ssd_tier_holds_what_hbm_and_dram_cannot() -> None:
+    """Without the SSD tier 16 GiB of host memory is too little for DLRM-DCNv2 on one
+    A100-40GB; with one NVMe drive the tiered plan spills the rest there."""
+    result = gpucast.plan_embeddings(
+        model="dlrm-dcnv2", gpu="A100-40GB", gpus=1, host_memory_gib=16.0
+    )
+    assert result.best.name == "tiered" and result.best.ssd_bytes_per_node > 0
+    assert result.best.ssd_s > 0 and "ssd" in result.assumptions
+    out = result.to_dict()
+    assert out["pick"]["tier_shares"]["ssd"] > 0
+    assert out["pick"]["phases_s"]["ssd_reads"] == pytest.approx(result.best.ssd_s)
+    text = CliRunner().invoke(
+        app,
+        ["plan", "embeddings", "--model", "dlrm-dcnv2", "--gpu", "A100-40GB", "--gpus", "1",
+         "--host-memory-gib", "16"],
+    )  # fmt: skip
+    assert text.exit_code == 0 and "SSD" in text.output
+
+
+def test_hierarchical_ps_is_a_candidate_across_nodes() -> None:
+    result = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=32)
+    ps = next(c for c in result.plans if c.name == "hierarchical-ps")
+    assert ps.ps_network_s > 0 and "hierarchical ps" in result.assumptions
+    only = gpucast.plan_embeddings(
+        model="dlrm-dcnv2", gpu="A100-80GB", gpus=32, sharding="hierarchical-ps"
+    )
+    assert [c.name for c in only.plans] == ["hierarchical-ps"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from gpucast.domain.embeddings import EmbeddingTable, RecModel
+from gpucast.domain.embeddings import EmbeddingTable, RecModel, SsdSpec
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.predict import embeddings as emb
 
@@ -125,3 +127,101 @@ def test_column_shards_are_at_least_16_wide_and_spread() -> None:
     assert max(cost.hbm_bytes_per_gpu) == pytest.approx(
         1e6 * 16 + (big.bytes + big.rows * emb.OPTIMIZER_BYTES_PER_ROW) / 8
     )
+
+
+_SSD = SsdSpec(
+    name="test-nvme", read_gbps=7.0, random_read_iops=1e6, read_latency_s=45e-6, capacity_bytes=2e12
+)
+
+
+def _ssd_hw(gpus: int = 1, host_gib: float = 64.0, drives: int = 1) -> emb.ShardingHardware:
+    return replace(
+        _hw(gpus=gpus, hbm_gib=16.0, host_gib=host_gib), ssd=_SSD, ssd_drives_per_node=drives
+    )
+
+
+def test_tier_shares_are_inclusive_and_sum_to_one() -> None:
+    def h(f: float) -> float:
+        return 0.9 * f**0.3
+
+    shares = emb.tier_shares(h, 0.05, 0.4)
+    assert shares == pytest.approx((h(0.05), h(0.4) - h(0.05), 1 - h(0.4)))
+    assert sum(shares) == pytest.approx(1.0)
+    assert emb.tier_shares(h, 0.05, 1.0)[2] == 0.0  # DRAM holds every row: no SSD reads
+    assert emb.tier_shares(None, 0.2, 0.5) == (1.0, 0.0, 0.0)
+    with pytest.raises(InvalidSpecError, match="dram fraction"):
+        emb.tier_shares(h, 0.5, 0.2)
+
+
+def test_ssd_time_is_the_slower_of_bandwidth_and_iops() -> None:
+    # 512-byte rows: 1 page each, IOPS-bound (1e6 rows / 1e6 IOPS = 1 s vs 0.07 s of bandwidth)
+    assert emb.ssd_read_s(1e6, 512, _SSD) == pytest.approx(1.0)
+    # 64 KiB rows: 16 pages each but bandwidth-bound (65.5 GB / 7 GB/s = 9.4 s vs 16 s of IOPS)
+    assert emb.ssd_read_s(1e6, 65536, _SSD) == pytest.approx(16.0)
+    assert emb.ssd_read_s(1e5, 8192, _SSD) == pytest.approx(max(8192e5 / 7e9, 2e5 / 1e6))
+    assert emb.ssd_read_s(1e6, 512, _SSD, drives=4) == pytest.approx(0.25)
+
+
+def test_tables_beyond_hbm_and_dram_spill_to_ssd_instead_of_failing() -> None:
+    model = _model(big_rows=400_000_000)  # 191 GiB of fp32 rows + state
+    with pytest.raises(InvalidSpecError, match="more than HBM and host memory"):
+        emb.plan_embeddings(model, _hw(gpus=1, hbm_gib=16.0, host_gib=64.0))
+    best, _ = emb.plan_embeddings(model, _ssd_hw(), hit_rate=lambda c: min(1.0, 0.5 + c))
+    assert best.name == "tiered" and best.feasible
+    uvm = [p for p in best.placements if p.sharding == "row_wise_uvm"]
+    d = uvm[0].dram_fraction
+    assert d is not None and uvm[0].cache_fraction is not None
+    assert uvm[0].cache_fraction < d < 1
+    assert best.host_bytes_per_node == pytest.approx(64 * GIB)  # DRAM filled first
+    assert best.ssd_bytes_per_node > 100 * GIB
+    hbm, dram, ssd = best.tier_shares or (0, 0, 0)
+    assert ssd == pytest.approx(1 - min(1.0, 0.5 + d)) and ssd > 0
+    assert hbm + dram + ssd == pytest.approx(1.0)
+    # SSD reads by hand: the big table's SSD share of its lookups, read and written back
+    big = model.tables[0]
+    rows = ssd * 8192 * big.pooling
+    assert best.ssd_s == pytest.approx(2 * emb.ssd_read_s(rows, big.row_bytes, _SSD))
+    assert best.uvm_s > 0
+    four, _ = emb.plan_embeddings(model, _ssd_hw(drives=4), hit_rate=lambda c: min(1.0, 0.5 + c))
+    assert four.ssd_s == pytest.approx(best.ssd_s / 4)
+
+
+def test_tables_larger_than_hbm_dram_and_ssd_together() -> None:
+    small_ssd = replace(_SSD, capacity_bytes=50 * GIB)
+    hw = replace(_ssd_hw(), ssd=small_ssd)
+    with pytest.raises(
+        InvalidSpecError, match=r"more than HBM, host memory and SSDs.*--ssd-drives"
+    ):
+        emb.plan_embeddings(_model(big_rows=400_000_000), hw)
+    with pytest.raises(InvalidSpecError, match="ssd-drives"):
+        replace(_ssd_hw(), ssd_drives_per_node=0)
+
+
+def test_lookup_time_per_tier() -> None:
+    hw = _ssd_hw()
+    t = emb.lookup_time_s(1e6, 512, hw, (0.8, 0.15, 0.05))
+    assert t.hbm_s == pytest.approx(0.8e6 * 512 / (2000e9 * emb.GATHER_EFFICIENCY))
+    assert t.dram_s == pytest.approx(0.2e6 * 512 / 32e9)
+    assert t.ssd_s == pytest.approx(45e-6 + 0.05e6 / 1e6)
+    assert t.time_s == pytest.approx(t.hbm_s + t.dram_s + t.ssd_s)
+    assert emb.lookup_time_s(1e6, 512, hw, (1.0, 0.0, 0.0)).ssd_s == 0.0
+    with pytest.raises(InvalidSpecError, match="ssd"):
+        emb.lookup_time_s(1e6, 512, _hw(), (0.8, 0.1, 0.1))
+
+
+def test_hierarchical_ps_pulls_each_distinct_row_once() -> None:
+    model, hw = _model(), _hw(gpus=16)  # two nodes of 8
+    u = 0.1
+    ps = emb.evaluate_parameter_server(model, hw, distinct_per_lookup=u)
+    working = sum(min(u * 8192 / 2 * t.pooling, t.rows) * t.row_bytes for t in model.tables)
+    assert ps.ps_network_s == pytest.approx(2 * working * 0.5 / (400 / 8 * 1e9))
+    assert ps.uvm_s == pytest.approx(2 * working / 8 / 32e9)
+    assert ps.ssd_s == 0.0 and ps.feasible
+    more = emb.evaluate_parameter_server(model, hw, distinct_per_lookup=2 * u)
+    assert more.ps_network_s > 1.9 * ps.ps_network_s
+    _, costs = emb.plan_embeddings(model, hw, distinct_per_lookup=u)
+    assert "hierarchical-ps" in {c.name for c in costs}
+    one_node = {c.name for c in emb.plan_embeddings(model, _hw(gpus=8))[1]}
+    assert "hierarchical-ps" not in one_node
+    with pytest.raises(InvalidSpecError, match="distinct rows per lookup"):
+        emb.evaluate_parameter_server(model, hw, distinct_per_lookup=0.0)

@@ -34,7 +34,9 @@ DEFAULT_HOST_GIB = 1024.0
 DEFAULT_NETWORK_GBPS = 100.0
 #: The most GPUs a plan is priced for (per-GPU arrays are allocated).
 MAX_GPUS = 65536
-SHARDINGS = ("data-parallel", "table-wise", "row-wise", "column-wise", "mixed", "tiered")
+SHARDINGS = (
+    "data-parallel", "table-wise", "row-wise", "column-wise", "mixed", "tiered", "hierarchical-ps",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +75,12 @@ class PlanEmbeddingsRequest:
         help="Host DRAM per node for UVM tables (default: the offer's, else 1024).",
         example="2048",
     )
+    ssd: str = option(
+        "local-nvme",
+        help="NVMe drive of catalog/data/ssd.csv for the SSD tier, or none (no SSD tier).",
+        example="none",
+    )
+    ssd_drives: int = option(1, help="SSD drives per node (the SSD tier).", example="4")
     cache_policy: str = option("lru", help="UVM cache policy: lru or lfu.", example="lfu")
     locality: str = option(
         "2022", help="dlrm_datasets window the hit rate is fitted on: 2021 or 2022.", example="2021"
@@ -84,7 +92,7 @@ class PlanEmbeddingsRequest:
     )
 
     def __post_init__(self) -> None:
-        for name in ("gpus", "batch"):
+        for name in ("gpus", "batch", "ssd_drives"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or value < 1):
                 raise InvalidSpecError(name, "must be an integer >= 1", got=value)
@@ -163,6 +171,7 @@ class PlanEmbeddingsResult:
                         "sharding": p.sharding,
                         "gpu": p.gpu,
                         "cache_fraction": p.cache_fraction,
+                        "dram_fraction": p.dram_fraction,
                     }
                     for p in self.best.placements
                 ]
@@ -217,6 +226,17 @@ def _hardware(
     if request.host_memory_gib is not None:
         host_gib = request.host_memory_gib
         notes["host memory"] = f"{host_gib:g} GiB per node (--host-memory-gib)"
+    ssd = None
+    if request.ssd.strip().lower() != "none":
+        from gpucast.catalog.ssd import ssd_drive
+
+        ssd = ssd_drive(request.ssd)
+        notes["ssd"] = (
+            f"{request.ssd_drives} x {ssd.name} per node for rows host memory cannot hold: "
+            f"{ssd.read_gbps:g} GB/s, {ssd.random_read_iops:,.0f} random 4 KiB reads/s, "
+            f"{ssd.read_latency_s * 1e6:.0f} us a read, {ssd.capacity_bytes / 1e12:g} TB each; "
+            f"write-back at the read rates ({ssd.source})"
+        )
     pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0
     dense = gpu.peak_tflops("bf16") * DENSE_EFFICIENCY
     notes["dense compute"] = (
@@ -232,6 +252,8 @@ def _hardware(
         host_bytes_per_node=host_gib * GIB,
         host_link_gbps=pcie,
         dense_tflops=dense,
+        ssd=ssd,
+        ssd_drives_per_node=request.ssd_drives,
     )
     return hw, gpu.name, price, notes
 
@@ -241,19 +263,21 @@ def plan_embeddings(
 ) -> PlanEmbeddingsResult:
     """The fastest (for fixed GPUs: cheapest) sharding that fits, explained (module docstring)."""
     from gpucast.catalog.validation import validation_for
-    from gpucast.inputs.embeddings import hit_rate_curve, rec_model_input
+    from gpucast.inputs.embeddings import distinct_per_lookup, hit_rate_curve, rec_model_input
     from gpucast.predict import embeddings as emb
 
     request = resolve(PlanEmbeddingsRequest, request, options)
     model = rec_model_input(request.model, request.tables, request.batch)
     hw, gpu_name, price, notes = _hardware(request)
     curve = hit_rate_curve(request.data_dir, request.locality, request.cache_policy)
+    distinct = distinct_per_lookup(request.data_dir, request.locality)
     best, costs = emb.plan_embeddings(
         model,
         hw,
         hit_rate=curve.value,
         cache_fraction=request.cache_fraction,
         sharding=request.sharding,
+        distinct_per_lookup=distinct.value,
     )
     notes |= {
         "tables": f"{len(model.tables)} tables, {model.embedding_bytes / 2**30:.1f} GiB in fp32"
@@ -264,6 +288,11 @@ def plan_embeddings(
         "hbm": f"{emb.HBM_USABLE_FRACTION:.0%} of HBM for tables and the dense part",
         "uvm hit rate": curve.source,
     }
+    if hw.nodes > 1:
+        notes["hierarchical ps"] = (
+            f"each node pulls its batch share's distinct rows from their owners and pushes "
+            f"their gradients over its NIC; {distinct.source}"
+        )
     return PlanEmbeddingsResult(
         model=model.name,
         gpu=gpu_name,

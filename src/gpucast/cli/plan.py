@@ -116,7 +116,8 @@ def embeddings(
     json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
 ) -> None:
     """Shard a recommendation model's embedding tables over GPUs (data-parallel, table-,
-    row-, column-wise, tiered over a UVM cache): memory per GPU, step time, the pick."""
+    row-, column-wise, tiered over HBM / DRAM / SSD, a hierarchical parameter server across
+    nodes): memory per GPU, step time, the pick."""
     from gpucast.app import plan_embeddings
 
     result = plan_embeddings(request)
@@ -131,8 +132,15 @@ def embeddings(
     for c in result.plans:
         mark = ">" if c is result.best else " "
         hit = "" if c.hit_rate is None else f", UVM hit rate {c.hit_rate:.0%}"
+        if c.tier_shares is not None and (c.tier_shares[2] > 0 or c.ps_network_s > 0):
+            hbm, dram, ssd = c.tier_shares
+            hit = (
+                f", lookups HBM {hbm:.1%} / DRAM {dram:.1%} / SSD {ssd:.1%}"
+                f" (SSD {c.ssd_bytes_per_node / 2**30:,.0f} GiB/node, {c.ssd_s * 1e3:.1f} ms"
+                + (f"; PS pull/push {c.ps_network_s * 1e3:.1f} ms)" if c.ps_network_s else ")")
+            )
         console.print(
-            f"{mark} {c.name:<13} {c.step_time_s * 1e3:9.2f} ms/step  "
+            f"{mark} {c.name:<15} {c.step_time_s * 1e3:9.2f} ms/step  "
             f"{max(c.hbm_bytes_per_gpu) / 2**30:6.1f} GiB/GPU"
             + ("" if c.feasible else f"  does not fit: {c.reason}")
             + hit,

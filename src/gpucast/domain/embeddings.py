@@ -13,13 +13,16 @@ from typing import Literal
 
 from gpucast.domain.errors import InvalidSpecError
 
-ShardingType = Literal["data_parallel", "table_wise", "row_wise", "column_wise", "row_wise_uvm"]
+ShardingType = Literal[
+    "data_parallel", "table_wise", "row_wise", "column_wise", "row_wise_uvm", "parameter_server"
+]
 SHARDING_TYPES: tuple[ShardingType, ...] = (
     "data_parallel",
     "table_wise",
     "row_wise",
     "column_wise",
     "row_wise_uvm",
+    "parameter_server",
 )
 
 
@@ -88,3 +91,22 @@ class RecModel:
     @property
     def embedding_params(self) -> int:
         return sum(t.rows * t.dim for t in self.tables)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SsdSpec:
+    """One NVMe drive as an embedding tier: sequential read bandwidth (GB/s), 4 KiB random
+    reads per second at depth, the latency of one read (s) and capacity (bytes)."""
+
+    name: str
+    read_gbps: float
+    random_read_iops: float
+    read_latency_s: float
+    capacity_bytes: float
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("read_gbps", "random_read_iops", "read_latency_s", "capacity_bytes"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise InvalidSpecError(name, "must be a number > 0", got=value)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpucast.domain.embeddings import RecModel
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.provenance import Sourced
+
+if TYPE_CHECKING:
+    from gpucast.predict.embedding_cache import EmbeddingLocalityModel
 
 LOCALITY_WINDOWS = ("2021", "2022")
 
@@ -47,21 +52,18 @@ def rec_model_input(name: str | None, tables: Path | None, batch: int | None) ->
     return model if batch is None else replace(model, global_batch=batch)
 
 
-def hit_rate_curve(
-    data_dir: Path | None, window: str, policy: str
-) -> Sourced[Callable[[float], float]]:
-    """The LRU/LFU hit rate vs cache share fitted on a dlrm_datasets window (its first trace),
-    or uniform access (hit rate = cache share) where the data is absent."""
+@functools.lru_cache(maxsize=4)
+def _locality(
+    data_dir: Path | None, window: str
+) -> tuple[EmbeddingLocalityModel, str, int, int] | None:
+    """The locality model fitted on a dlrm_datasets window's first trace, with the trace's
+    name, lookups and distinct rows (None where the data is absent)."""
     from gpucast.inputs.data import data_path, published_data_dir
 
     root = published_data_dir(data_dir)
     path = data_path(root, "dlrm_datasets", f"embedding_bag_{window}_locality_stats.txt")
     if path is None:
-        return Sourced(
-            lambda c: float(c),
-            "no dlrm_datasets locality data (--data-dir): uniform access assumed, hit rate = "
-            "cache share of the rows",
-        )
+        return None
     from gpucast.predict.embedding_cache import EmbeddingLocalityModel
     from gpucast.store.datasets.dlrm_locality import read_dlrm_locality
 
@@ -72,13 +74,46 @@ def hit_rate_curve(
         lookups=int(total.lookups),
         unique_rows=int(total.unique_rows),
     )
+    return model, str(total.trace), int(total.lookups), int(total.unique_rows)
+
+
+def hit_rate_curve(
+    data_dir: Path | None, window: str, policy: str
+) -> Sourced[Callable[[float], float]]:
+    """The LRU/LFU hit rate vs cache share fitted on a dlrm_datasets window (its first trace),
+    or uniform access (hit rate = cache share) where the data is absent."""
+    fitted = _locality(data_dir, window)
+    if fitted is None:
+        return Sourced(
+            lambda c: float(c),
+            "no dlrm_datasets locality data (--data-dir): uniform access assumed, hit rate = "
+            "cache share of the rows",
+        )
+    model, trace, lookups, unique = fitted
 
     def curve(c: float) -> float:
         return float(model.hit_rate([c], policy=policy)[0])  # type: ignore[arg-type]
 
     return Sourced(
         curve,
-        f"{policy.upper()} hit rate fitted on dlrm_datasets {window} window {total.trace} "
-        f"({int(total.lookups):,} lookups, {int(total.unique_rows):,} distinct rows); the "
-        "cache share of a table's rows is read as the share of the window's distinct rows",
+        f"{policy.upper()} hit rate fitted on dlrm_datasets {window} window {trace} "
+        f"({lookups:,} lookups, {unique:,} distinct rows); the cache share of a table's rows "
+        "is read as the share of the window's distinct rows; tiers inclusive (HBM h(c), "
+        "DRAM h(d) - h(c), SSD 1 - h(d))",
+    )
+
+
+def distinct_per_lookup(data_dir: Path | None, window: str) -> Sourced[float]:
+    """Distinct rows per lookup of a batch (the hierarchical PS pulls each once): the
+    window's distinct rows over its lookups, or 1 (every lookup a new row) without data."""
+    fitted = _locality(data_dir, window)
+    if fitted is None:
+        return Sourced(
+            1.0, "no dlrm_datasets locality data: every lookup of a batch a distinct row"
+        )
+    _, trace, lookups, unique = fitted
+    return Sourced(
+        unique / lookups,
+        f"{unique / lookups:.3f} distinct rows per lookup, as in dlrm_datasets {window} window "
+        f"{trace} ({unique:,} of {lookups:,}); the same ratio assumed at every node's batch",
     )

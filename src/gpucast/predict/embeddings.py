@@ -12,6 +12,7 @@ table_wise      whole, on one GPU ``B pool`` (on that GPU)    all-to-all of pool
 row_wise        ``1 / P``         ``B pool / P``              reduce-scatter / all-gather ``B r``
 column_wise     ``1 / s``         ``B pool / s`` (dim / s)    all-to-all ``B r / s``
 row_wise_uvm    ``c / P`` (cache) hits in HBM, misses on host as row_wise
+                                  (then on SSD)
 =============== ================= =========================== =================================
 
 (``s = min(P, dim / 16)`` column shards a table, each on its own GPU.)
@@ -30,17 +31,37 @@ row-wise or column-wise), a mixed plan (small tables data-parallel, tables that 
 table-wise, balanced greedily, the rest row-wise) and a tiered plan (the mixed plan with the
 tables that do not fit in HBM row-wise over a UVM cache), and picks the fastest that fits in
 memory (for a fixed GPU count the fastest is the cheapest).
+
+**Three tiers** (HugeCTR's hierarchical parameter server: HBM cache, host DRAM, NVMe SSD). A
+UVM-cached table keeps a share ``c`` of its rows in HBM and a share ``d >= c`` in HBM or host
+DRAM; the rest lives on the node's SSDs when host memory runs out (``ShardingHardware.ssd``).
+Hit rates come from one curve ``h`` (the locality model's LRU or LFU curve) read as inclusive
+tiers: HBM serves ``h(c)`` of the lookups, DRAM ``h(d) - h(c)``, the SSD ``1 - h(d)`` (the two
+upper tiers together act as one cache of ``d``: exact for LFU with global counters and for an
+LRU stack, checked against a replay of a real two-level LRU in
+``benchmarks/embedding_cache.py``). Every miss of HBM crosses PCIe (read, update written back);
+an SSD miss also costs, per node, ``max(bytes / bandwidth, 4 KiB pages / IOPS)`` over its
+drives, twice (read, write-back at the read rates). :func:`lookup_time_s` gives the same per
+tier for a batch of lookups (serving).
+
+**Hierarchical parameter server** (Baidu AIBox) on more than one node: every node holds
+``1 / nodes`` of all rows in its DRAM (spilling to its SSDs), each node pulls the *distinct*
+rows its share of the batch touches (``u`` distinct rows per lookup, from the locality data)
+from their owners over the NIC and pushes their gradients back; the node's GPUs hold that
+working set in HBM row-wise, with an all-to-all of pooled rows over NVLink inside the node.
+TorchRec's plans instead send every sample's pooled rows across nodes; the PS sends each
+distinct row once, so it wins where rows repeat within a batch.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from gpucast.domain.embeddings import EmbeddingTable, RecModel, ShardingType
+from gpucast.domain.embeddings import EmbeddingTable, RecModel, ShardingType, SsdSpec
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.predict.comm import DEFAULT_HOP_LATENCY_S, hierarchical_collective_s
 
@@ -58,6 +79,8 @@ HBM_USABLE_FRACTION = 0.85
 MIN_COLUMN_SHARD = 16
 #: Index bytes per lookup sent to the owning GPU (int64).
 INDEX_BYTES = 8
+#: An SSD reads whole pages: a row costs ``ceil(row bytes / page)`` random reads.
+SSD_PAGE_BYTES = 4096
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,6 +97,8 @@ class ShardingHardware:
     host_link_gbps: float  # GB/s per GPU to host memory (PCIe)
     dense_tflops: float  # achieved on the dense MLPs
     hop_latency_s: float = DEFAULT_HOP_LATENCY_S
+    ssd: SsdSpec | None = None  # the NVMe tier (None: none)
+    ssd_drives_per_node: int = 1
 
     def __post_init__(self) -> None:
         if self.gpus < 1 or self.gpus_per_node < 1:
@@ -87,10 +112,23 @@ class ShardingHardware:
                 raise InvalidSpecError(name, "must be a number > 0", got=value)
         if not (math.isfinite(self.host_bytes_per_node) and self.host_bytes_per_node >= 0):
             raise InvalidSpecError("host memory", "must be >= 0", got=self.host_bytes_per_node)
+        if isinstance(self.ssd_drives_per_node, bool) or self.ssd_drives_per_node < 1:
+            raise InvalidSpecError(
+                "ssd-drives", "must be an integer >= 1", got=self.ssd_drives_per_node
+            )
 
     @property
     def nodes(self) -> int:
         return math.ceil(self.gpus / self.gpus_per_node)
+
+    @property
+    def node_gpus(self) -> int:
+        """GPUs in one node of this plan."""
+        return min(self.gpus, self.gpus_per_node)
+
+    @property
+    def ssd_bytes_per_node(self) -> float:
+        return 0.0 if self.ssd is None else self.ssd.capacity_bytes * self.ssd_drives_per_node
 
     @property
     def table_capacity_bytes(self) -> float:
@@ -108,6 +146,8 @@ class Placement:
     #: column-wise: shards of ``dim / shards`` columns on GPUs ``gpu, gpu + 1, ...`` (mod P);
     #: None: one per GPU
     shards: int | None = None
+    #: share of the rows in HBM or host DRAM (>= cache_fraction); the rest on SSD; None: all
+    dram_fraction: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,10 +167,23 @@ class PlanCost:
     reason: str = ""
     hit_rate: float | None = None
     counts: dict[str, int] = field(default_factory=dict)
+    ssd_s: float = 0.0
+    ps_network_s: float = 0.0
+    ssd_bytes_per_node: float = 0.0
+    #: lookup shares served by HBM, host DRAM and SSD (UVM-cached and PS tables)
+    tier_shares: tuple[float, float, float] | None = None
 
     @property
     def step_time_s(self) -> float:
-        return self.gather_s + self.uvm_s + self.alltoall_s + self.allreduce_s + self.dense_s
+        return (
+            self.gather_s
+            + self.uvm_s
+            + self.ssd_s
+            + self.ps_network_s
+            + self.alltoall_s
+            + self.allreduce_s
+            + self.dense_s
+        )
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -141,18 +194,90 @@ class PlanCost:
             "phases_s": {
                 "embedding_gather": self.gather_s,
                 "uvm_misses": self.uvm_s,
+                "ssd_reads": self.ssd_s,
+                "ps_pull_push": self.ps_network_s,
                 "all_to_all": self.alltoall_s,
                 "all_reduce": self.allreduce_s,
                 "dense_compute": self.dense_s,
             },
             "max_hbm_bytes_per_gpu": max(self.hbm_bytes_per_gpu),
             "host_bytes_per_node": self.host_bytes_per_node,
+            "ssd_bytes_per_node": self.ssd_bytes_per_node,
             "uvm_hit_rate": self.hit_rate,
+            "tier_shares": None
+            if self.tier_shares is None
+            else dict(zip(("hbm", "dram", "ssd"), self.tier_shares, strict=True)),
             "tables_by_sharding": dict(self.counts),
         }
 
 
 HitRate = Callable[[float], float]
+
+
+def tier_shares(
+    hit_rate: HitRate | None, cache_fraction: float, dram_fraction: float = 1.0
+) -> tuple[float, float, float]:
+    """Shares of the lookups served by HBM, host DRAM and SSD (inclusive tiers, module
+    docstring): ``h(c)``, ``h(d) - h(c)``, ``1 - h(d)``; a tier holding every row serves
+    every lookup that reaches it."""
+    if not (0.0 <= cache_fraction <= dram_fraction <= 1.0):
+        raise InvalidSpecError(
+            "dram fraction",
+            "must satisfy 0 <= cache fraction <= dram fraction <= 1",
+            got=(cache_fraction, dram_fraction),
+        )
+
+    def h(f: float) -> float:
+        return 1.0 if hit_rate is None or f >= 1.0 else float(hit_rate(f))
+
+    h1 = h(cache_fraction)
+    h2 = max(h(dram_fraction), h1)
+    return h1, h2 - h1, 1.0 - h2
+
+
+def ssd_read_s(rows: float, row_bytes: float, ssd: SsdSpec, drives: int = 1) -> float:
+    """Reading ``rows`` random rows from ``drives`` drives at full depth: the slower of the
+    bandwidth and the page-read (IOPS) bound."""
+    return _ssd_s(rows * row_bytes, rows * math.ceil(row_bytes / SSD_PAGE_BYTES), ssd, drives)
+
+
+def _ssd_s(n_bytes: float, pages: float, ssd: SsdSpec, drives: int) -> float:
+    return max(n_bytes / (ssd.read_gbps * 1e9 * drives), pages / (ssd.random_read_iops * drives))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TierLookup:
+    """One batch of lookups through the tiers: shares and time per tier (serving)."""
+
+    shares: tuple[float, float, float]
+    hbm_s: float
+    dram_s: float
+    ssd_s: float
+
+    @property
+    def time_s(self) -> float:
+        return self.hbm_s + self.dram_s + self.ssd_s
+
+
+def lookup_time_s(
+    lookups: float,
+    row_bytes: float,
+    hw: ShardingHardware,
+    shares: tuple[float, float, float],
+) -> TierLookup:
+    """Forward lookups of one GPU's batch (no update): hits gathered from HBM, DRAM rows over
+    PCIe, SSD rows at the drive's rates plus one read latency (the batch's reads are issued
+    together)."""
+    hbm_s = shares[0] * lookups * row_bytes / (hw.hbm_gbps * 1e9 * GATHER_EFFICIENCY)
+    dram_s = (shares[1] + shares[2]) * lookups * row_bytes / (hw.host_link_gbps * 1e9)
+    ssd_s = 0.0
+    if shares[2] > 0:
+        if hw.ssd is None:
+            raise InvalidSpecError("ssd", "is needed: rows live on SSD but no drive is given")
+        ssd_s = hw.ssd.read_latency_s + ssd_read_s(
+            shares[2] * lookups, row_bytes, hw.ssd, hw.ssd_drives_per_node
+        )
+    return TierLookup(shares=shares, hbm_s=hbm_s, dram_s=dram_s, ssd_s=ssd_s)
 
 
 def _a2a_s(per_gpu_bytes: float, hw: ShardingHardware) -> float:
@@ -205,6 +330,9 @@ def evaluate_plan(
     allreduce_bytes = model.dense_params * 4.0
     counts: dict[str, int] = {}
     hits: list[tuple[float, float]] = []
+    shares: list[tuple[tuple[float, float, float], float]] = []
+    ssd_total = 0.0
+    ssd_io = np.zeros(2)  # per node: bytes and pages read from SSD
     for pl in placements:
         t: EmbeddingTable = tables[pl.table]
         counts[pl.sharding] = counts.get(pl.sharding, 0) + 1
@@ -235,29 +363,47 @@ def evaluate_plan(
                 gather += lookups * t.row_bytes / p
             else:
                 c = 1.0 if pl.cache_fraction is None else pl.cache_fraction
-                h = 1.0 if hit_rate is None or c >= 1.0 else float(hit_rate(c))
+                d = 1.0 if pl.dram_fraction is None else max(pl.dram_fraction, c)
+                share = tier_shares(hit_rate, c, d)
+                h = share[0]
                 hits.append((h, lookups))
+                shares.append((share, lookups))
                 hbm += c * t.bytes / p
-                host_total += (1.0 - c) * t.bytes + state
+                host_total += (d - c) * t.bytes + d * state
+                ssd_total += (1.0 - d) * full
                 gather += h * lookups * t.row_bytes / p
                 uvm += 2.0 * (1.0 - h) * lookups * t.row_bytes / p
+                rows = share[2] * lookups * hw.node_gpus / p
+                ssd_io += (rows * t.row_bytes, rows * math.ceil(t.row_bytes / SSD_PAGE_BYTES))
     host_per_node = host_total / hw.nodes
-    over = [i for i in range(p) if hbm[i] > hw.table_capacity_bytes]
+    ssd_per_node = ssd_total / hw.nodes
+    ssd_s = 0.0
+    if ssd_io[0] > 0 and hw.ssd is not None:  # read, then the updated row written back
+        ssd_s = 2.0 * _ssd_s(float(ssd_io[0]), float(ssd_io[1]), hw.ssd, hw.ssd_drives_per_node)
+    over = [i for i in range(p) if hbm[i] > hw.table_capacity_bytes * (1 + 1e-9)]
     reason = ""
     if over:
         reason = (
             f"GPU {over[0]} needs {hbm[over[0]] / 2**30:.1f} GiB of HBM, "
             f"{hw.table_capacity_bytes / 2**30:.1f} GiB usable"
         )
-    elif host_per_node > hw.host_bytes_per_node:
+    elif host_per_node > hw.host_bytes_per_node * (1 + 1e-9):
         reason = (
             f"host memory {host_per_node / 2**30:.0f} GiB per node exceeds "
             f"{hw.host_bytes_per_node / 2**30:.0f} GiB"
         )
+    elif ssd_per_node > hw.ssd_bytes_per_node * (1 + 1e-9):
+        reason = (
+            f"SSD {ssd_per_node / 2**30:.0f} GiB per node exceeds "
+            f"{hw.ssd_bytes_per_node / 2**30:.0f} GiB"
+        )
     hit = None
+    mean_shares = None
     if hits:
         weights = np.array([w for _, w in hits])
         hit = float(np.array([h for h, _ in hits]) @ weights / weights.sum())
+        avg = np.array([sh for sh, _ in shares]).T @ weights / weights.sum()
+        mean_shares = (float(avg[0]), float(avg[1]), float(avg[2]))
     return PlanCost(
         name=name,
         placements=tuple(placements),
@@ -274,6 +420,87 @@ def evaluate_plan(
         reason=reason,
         hit_rate=hit,
         counts=counts,
+        ssd_s=ssd_s,
+        ssd_bytes_per_node=ssd_per_node,
+        tier_shares=mean_shares,
+    )
+
+
+def evaluate_parameter_server(
+    model: RecModel,
+    hw: ShardingHardware,
+    *,
+    hit_rate: HitRate | None = None,
+    distinct_per_lookup: float = 1.0,
+) -> PlanCost:
+    """Baidu AIBox-style hierarchical parameter server (module docstring): per node the
+    distinct rows of its share of the batch pulled from (and their gradients pushed to) the
+    nodes that own them, through their DRAM (and SSD) tier; inside the node row-wise in HBM."""
+    if not (math.isfinite(distinct_per_lookup) and 0.0 < distinct_per_lookup <= 1.0):
+        raise InvalidSpecError(
+            "distinct rows per lookup", "must be in (0, 1]", got=distinct_per_lookup
+        )
+    n, g, p = hw.nodes, hw.node_gpus, hw.gpus
+    tables = model.tables
+    big_b = float(model.global_batch)
+    local_b = big_b / p
+    rb = np.array([t.row_bytes for t in tables], dtype=np.float64)
+    pool = np.array([t.pooling for t in tables], dtype=np.float64)
+    rows = np.array([t.rows for t in tables], dtype=np.float64)
+    # distinct rows a node's share of the batch touches (at most the table's rows)
+    working = np.minimum(distinct_per_lookup * big_b / n * pool, rows)
+    working_bytes = float(working @ rb)
+    state = rows * OPTIMIZER_BYTES_PER_ROW
+    total = float(rows @ rb + state.sum())
+    dense_bytes = model.dense_params * DENSE_BYTES_PER_PARAM
+    hbm = dense_bytes + (working_bytes + float(working.sum()) * OPTIMIZER_BYTES_PER_ROW) / g
+    # every node keeps 1/n of all rows: DRAM first, the rest on its SSDs
+    d = min(1.0, hw.host_bytes_per_node * n / total) if total else 1.0
+    share = tier_shares(hit_rate, 0.0, d)
+    host_per_node = d * total / n
+    ssd_per_node = (1.0 - d) * total / n
+    remote = (n - 1) / n
+    ps_network_s = 2.0 * working_bytes * remote / (hw.network_gbps / 8.0 * 1e9)
+    ssd_s = 0.0
+    if share[2] > 0 and hw.ssd is not None:  # the rows this node serves, read and written
+        ssd_s = 2.0 * _ssd_s(
+            share[2] * working_bytes,
+            share[2] * float(working @ np.ceil(rb / SSD_PAGE_BYTES)),
+            hw.ssd,
+            hw.ssd_drives_per_node,
+        )
+    node_hw = replace(hw, gpus=g)
+    gathered = local_b * float(pool @ rb)
+    send = local_b * float(rb.sum()) + local_b * float(pool.sum()) * INDEX_BYTES
+    reason = ""
+    if hbm > hw.table_capacity_bytes:
+        reason = (
+            f"the batch's working set needs {hbm / 2**30:.1f} GiB of HBM per GPU, "
+            f"{hw.table_capacity_bytes / 2**30:.1f} GiB usable"
+        )
+    elif ssd_per_node > hw.ssd_bytes_per_node * (1 + 1e-9):
+        reason = (
+            f"SSD {ssd_per_node / 2**30:.0f} GiB per node exceeds "
+            f"{hw.ssd_bytes_per_node / 2**30:.0f} GiB"
+        )
+    return PlanCost(
+        name="hierarchical-ps",
+        placements=tuple(Placement(table=t.name, sharding="parameter_server") for t in tables),
+        hbm_bytes_per_gpu=(hbm,) * p,
+        host_bytes_per_node=host_per_node,
+        gather_s=TRAIN_TRAFFIC_FACTOR * gathered / (hw.hbm_gbps * 1e9 * GATHER_EFFICIENCY),
+        uvm_s=2.0 * working_bytes / g / (hw.host_link_gbps * 1e9),
+        alltoall_s=2.0 * _a2a_s(send, node_hw) if g > 1 else 0.0,
+        allreduce_s=_allreduce_s(model.dense_params * 4.0, hw),
+        dense_s=local_b * model.dense_train_flops_per_sample / (hw.dense_tflops * 1e12),
+        feasible=not reason,
+        reason=reason,
+        hit_rate=None,
+        counts={"parameter_server": len(tables)},
+        ssd_s=ssd_s,
+        ps_network_s=ps_network_s,
+        ssd_bytes_per_node=ssd_per_node,
+        tier_shares=share,
     )
 
 
@@ -352,12 +579,22 @@ def candidate_plans(
             c = float(np.clip(free * hw.gpus / large_bytes, 0.0, 1.0)) if large_bytes else 1.0
         if c >= 1.0 and cache_fraction is None:
             return plans  # everything fits in HBM: no cache to plan
+        d = 1.0
+        if hw.ssd is not None:  # what host DRAM cannot hold goes to the node's SSDs
+            state = sum(t.rows * OPTIMIZER_BYTES_PER_ROW for t in large)
+            host = hw.host_bytes_per_node * hw.nodes  # the other tables live in HBM only
+            d = float(np.clip((host + c * large_bytes) / (large_bytes + state), c, 1.0))
         plans.append(
             (
                 "tiered",
                 base
                 + [
-                    Placement(table=t.name, sharding="row_wise_uvm", cache_fraction=c)
+                    Placement(
+                        table=t.name,
+                        sharding="row_wise_uvm",
+                        cache_fraction=c,
+                        dram_fraction=None if d >= 1.0 else d,
+                    )
                     for t in large
                 ],
             )
@@ -379,24 +616,30 @@ def plan_embeddings(
     hit_rate: HitRate | None = None,
     cache_fraction: float | None = None,
     sharding: str | None = None,
+    distinct_per_lookup: float = 1.0,
 ) -> tuple[PlanCost, list[PlanCost]]:
     """The fastest memory-feasible plan and every plan evaluated (fastest first).
 
     ``sharding`` restricts the choice to one candidate (``mixed``, ``row-wise``, ...); a
     candidate that does not fit is then an error naming the GPU, the bytes and a fix."""
     total = model.embedding_bytes + sum(t.rows for t in model.tables) * OPTIMIZER_BYTES_PER_ROW
-    tiers = hw.table_capacity_bytes * hw.gpus + hw.host_bytes_per_node * hw.nodes
+    tiers = (
+        hw.table_capacity_bytes * hw.gpus
+        + (hw.host_bytes_per_node + hw.ssd_bytes_per_node) * hw.nodes
+    )
     if total > tiers:
+        held = "HBM, host memory and SSDs" if hw.ssd is not None else "HBM and host memory"
         raise InvalidSpecError(
             "model",
             f"{model.name}'s tables and optimizer state take {total / 2**30:,.0f} GiB, more "
-            f"than HBM and host memory of {hw.gpus} GPUs hold ({tiers / 2**30:,.0f} GiB)",
-            fix="use more GPUs (--gpus) or more host memory per node (--host-memory-gib)",
+            f"than {held} of {hw.gpus} GPUs hold ({tiers / 2**30:,.0f} GiB)",
+            fix="use more GPUs (--gpus), more host memory per node (--host-memory-gib)"
+            + (" or more SSDs per node (--ssd-drives)" if hw.ssd is not None else ""),
         )
     if cache_fraction is not None and not (0.0 < cache_fraction <= 1.0):
         raise InvalidSpecError("cache-fraction", "must be in (0, 1]", got=cache_fraction)
     candidates = candidate_plans(model, hw, cache_fraction=cache_fraction)
-    names = [n for n, _ in candidates]
+    names = [n for n, _ in candidates] + (["hierarchical-ps"] if hw.nodes > 1 else [])
     if sharding is not None:
         if sharding not in names:
             raise InvalidSpecError(
@@ -404,6 +647,12 @@ def plan_embeddings(
             )
         candidates = [(n, pl) for n, pl in candidates if n == sharding]
     costs = [evaluate_plan(n, model, pl, hw, hit_rate=hit_rate) for n, pl in candidates]
+    if hw.nodes > 1 and sharding in (None, "hierarchical-ps"):
+        costs.append(
+            evaluate_parameter_server(
+                model, hw, hit_rate=hit_rate, distinct_per_lookup=distinct_per_lookup
+            )
+        )
     costs.sort(key=lambda c: (not c.feasible, c.step_time_s))
     best = costs[0]
     if not best.feasible:
