@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.simulate.embedding_cache import hit_rates, replay_lfu, replay_lru, stack_distances
+from gpucast.simulate.embedding_cache import (
+    hit_rates,
+    replay_lfu,
+    replay_lru,
+    replay_tiered_lru,
+    stack_distances,
+)
 
 
 def _lru(stream: list[int], capacity: int) -> int:
@@ -76,3 +82,18 @@ def test_bad_streams() -> None:
         replay_lfu(np.array([-1, 2]), np.array([1]))
     with pytest.raises(InvalidSpecError, match="capacities"):
         replay_lru(np.array([1, 2]), np.array([-1]))
+
+
+def test_tiered_lru_by_hand() -> None:
+    # HBM 1 row, DRAM 2 rows. 0: SSD; 1: SSD (HBM 1, DRAM 0 1); 0: DRAM hit (DRAM 1 0);
+    # 0: HBM hit; 2: SSD (DRAM 0 2, 1 evicted); 0: DRAM hit; 1: SSD
+    stream = np.array([0, 1, 0, 0, 2, 0, 1])
+    assert replay_tiered_lru(stream, 1, 2) == (1, 2)
+    # no DRAM tier: the HBM hits are a plain LRU's
+    rng = np.random.default_rng(0)
+    s = rng.integers(0, 50, 2000)
+    assert replay_tiered_lru(s, 10, 0)[0] == int(replay_lru(s, np.array([10]))[0])
+    hbm, dram = replay_tiered_lru(s, 10, 30)
+    # a DRAM tier of 30 rows over an HBM cache of 10 serves about what an LRU of 30 adds
+    lru30 = int(replay_lru(s, np.array([30]))[0])
+    assert abs((hbm + dram) - lru30) < 0.05 * len(s)

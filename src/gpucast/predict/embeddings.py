@@ -33,8 +33,9 @@ tables that do not fit in HBM row-wise over a UVM cache), and picks the fastest 
 memory (for a fixed GPU count the fastest is the cheapest).
 
 **Three tiers** (HugeCTR's hierarchical parameter server: HBM cache, host DRAM, NVMe SSD). A
-UVM-cached table keeps a share ``c`` of its rows in HBM and a share ``d >= c`` in HBM or host
-DRAM; the rest lives on the node's SSDs when host memory runs out (``ShardingHardware.ssd``).
+UVM-cached table keeps a share ``d`` of its rows (with their optimizer state) in host DRAM and
+the rest on the node's SSDs when host memory runs out (``ShardingHardware.ssd``); a share
+``c`` is cached in HBM (copies, as in FBGEMM's UVM caching and HugeCTR's GPU cache).
 Hit rates come from one curve ``h`` (the locality model's LRU or LFU curve) read as inclusive
 tiers: HBM serves ``h(c)`` of the lookups, DRAM ``h(d) - h(c)``, the SSD ``1 - h(d)`` (the two
 upper tiers together act as one cache of ``d``: exact for LFU with global counters and for an
@@ -146,7 +147,7 @@ class Placement:
     #: column-wise: shards of ``dim / shards`` columns on GPUs ``gpu, gpu + 1, ...`` (mod P);
     #: None: one per GPU
     shards: int | None = None
-    #: share of the rows in HBM or host DRAM (>= cache_fraction); the rest on SSD; None: all
+    #: share of the rows in host DRAM; the rest on SSD; None: all
     dram_fraction: float | None = None
 
 
@@ -218,13 +219,11 @@ def tier_shares(
     hit_rate: HitRate | None, cache_fraction: float, dram_fraction: float = 1.0
 ) -> tuple[float, float, float]:
     """Shares of the lookups served by HBM, host DRAM and SSD (inclusive tiers, module
-    docstring): ``h(c)``, ``h(d) - h(c)``, ``1 - h(d)``; a tier holding every row serves
-    every lookup that reaches it."""
-    if not (0.0 <= cache_fraction <= dram_fraction <= 1.0):
+    docstring): ``h(c)``, ``h(d) - h(c)``, ``1 - h(d)`` (a DRAM tier smaller than the HBM
+    cache adds nothing); a tier holding every row serves every lookup that reaches it."""
+    if not (0.0 <= cache_fraction <= 1.0 and 0.0 <= dram_fraction <= 1.0):
         raise InvalidSpecError(
-            "dram fraction",
-            "must satisfy 0 <= cache fraction <= dram fraction <= 1",
-            got=(cache_fraction, dram_fraction),
+            "cache and dram fractions", "must be in [0, 1]", got=(cache_fraction, dram_fraction)
         )
 
     def h(f: float) -> float:
@@ -363,13 +362,13 @@ def evaluate_plan(
                 gather += lookups * t.row_bytes / p
             else:
                 c = 1.0 if pl.cache_fraction is None else pl.cache_fraction
-                d = 1.0 if pl.dram_fraction is None else max(pl.dram_fraction, c)
+                d = 1.0 if pl.dram_fraction is None else pl.dram_fraction
                 share = tier_shares(hit_rate, c, d)
                 h = share[0]
                 hits.append((h, lookups))
                 shares.append((share, lookups))
                 hbm += c * t.bytes / p
-                host_total += (d - c) * t.bytes + d * state
+                host_total += d * full  # inclusive: the HBM rows keep their host copy
                 ssd_total += (1.0 - d) * full
                 gather += h * lookups * t.row_bytes / p
                 uvm += 2.0 * (1.0 - h) * lookups * t.row_bytes / p
@@ -583,7 +582,7 @@ def candidate_plans(
         if hw.ssd is not None:  # what host DRAM cannot hold goes to the node's SSDs
             state = sum(t.rows * OPTIMIZER_BYTES_PER_ROW for t in large)
             host = hw.host_bytes_per_node * hw.nodes  # the other tables live in HBM only
-            d = float(np.clip((host + c * large_bytes) / (large_bytes + state), c, 1.0))
+            d = float(np.clip(host / (large_bytes + state), 0.0, 1.0))
         plans.append(
             (
                 "tiered",

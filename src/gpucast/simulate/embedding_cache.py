@@ -142,3 +142,36 @@ def _lfu_hits(rows: list[int], n_rows: int, capacity: int) -> int:
 def hit_rates(hits: IntArray, stream_length: int) -> FloatArray:
     """Hits as a share of the lookups."""
     return hits.astype(np.float64) / max(stream_length, 1)
+
+
+def replay_tiered_lru(
+    stream: npt.ArrayLike, hbm_capacity: int, dram_capacity: int
+) -> tuple[int, int]:
+    """Hits of HBM and of host DRAM in a two-level LRU hierarchy as HugeCTR's hierarchical
+    parameter server runs it: an LRU GPU cache of ``hbm_capacity`` rows; its misses go to an
+    LRU CPU cache of ``dram_capacity`` rows (which sees only those misses: an HBM hit does not
+    refresh it); a row missing from both is read from SSD and inserted into both. Returns
+    ``(HBM hits, DRAM hits)``; the rest of the lookups went to SSD."""
+    from collections import OrderedDict
+
+    s, _ = _check(stream, np.array([hbm_capacity, dram_capacity], dtype=np.int64))
+    hbm: OrderedDict[int, None] = OrderedDict()
+    dram: OrderedDict[int, None] = OrderedDict()
+    hbm_hits = dram_hits = 0
+    for r in s.tolist():
+        if r in hbm:
+            hbm_hits += 1
+            hbm.move_to_end(r)
+            continue
+        if r in dram:
+            dram_hits += 1
+            dram.move_to_end(r)
+        elif dram_capacity > 0:
+            dram[r] = None
+            if len(dram) > dram_capacity:
+                dram.popitem(last=False)
+        if hbm_capacity > 0:
+            hbm[r] = None
+            if len(hbm) > hbm_capacity:
+                hbm.popitem(last=False)
+    return hbm_hits, dram_hits
