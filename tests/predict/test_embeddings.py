@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from gpucast.domain.embeddings import EmbeddingTable, RecModel, SsdSpec
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.serving import LatencyCurve
 from gpucast.predict import embeddings as emb
 
 GIB = 2**30
@@ -199,15 +201,28 @@ def test_tables_larger_than_hbm_dram_and_ssd_together() -> None:
 
 
 def test_lookup_time_per_tier() -> None:
-    hw = _ssd_hw()
-    t = emb.lookup_time_s(1e6, 512, hw, (0.8, 0.15, 0.05))
+    kw = {"hbm_gbps": 2000.0, "host_link_gbps": 32.0}
+    t = emb.lookup_time_s(1e6, 512, (0.8, 0.15, 0.05), ssd=_SSD, **kw)
     assert t.hbm_s == pytest.approx(0.8e6 * 512 / (2000e9 * emb.GATHER_EFFICIENCY))
     assert t.dram_s == pytest.approx(0.2e6 * 512 / 32e9)
     assert t.ssd_s == pytest.approx(45e-6 + 0.05e6 / 1e6)
     assert t.time_s == pytest.approx(t.hbm_s + t.dram_s + t.ssd_s)
-    assert emb.lookup_time_s(1e6, 512, hw, (1.0, 0.0, 0.0)).ssd_s == 0.0
+    assert emb.lookup_time_s(1e6, 512, (1.0, 0.0, 0.0), **kw).ssd_s == 0.0
     with pytest.raises(InvalidSpecError, match="ssd"):
-        emb.lookup_time_s(1e6, 512, _hw(), (0.8, 0.1, 0.1))
+        emb.lookup_time_s(1e6, 512, (0.8, 0.1, 0.1), **kw)
+
+
+def test_cached_lookup_curve_adds_the_misses_per_batch() -> None:
+    curve = LatencyCurve(batch_sizes=(1, 8, 64), latency_s=(1e-3, 2e-3, 8e-3), host_s=2e-4)
+    kw = {"hbm_gbps": 2000.0, "host_link_gbps": 32.0, "lookups_per_sample": 26.0}
+    all_hbm = emb.cached_lookup_curve(curve, row_bytes=256, shares=(1.0, 0.0, 0.0), **kw)
+    assert all_hbm.latency_s == pytest.approx(curve.latency_s)
+    dram = emb.cached_lookup_curve(curve, row_bytes=256, shares=(0.6, 0.4, 0.0), **kw)
+    assert dram.latency_s[2] - curve.latency_s[2] == pytest.approx(0.4 * 64 * 26 * 256 / 32e9)
+    assert dram.host_s == curve.host_s and "DRAM 40.0%" in dram.source
+    ssd = emb.cached_lookup_curve(curve, row_bytes=256, shares=(0.6, 0.3, 0.1), ssd=_SSD, **kw)
+    extra = np.array(ssd.latency_s) - np.array(dram.latency_s)
+    assert extra == pytest.approx(45e-6 + 0.1 * np.array([1, 8, 64]) * 26 / 1e6)
 
 
 def test_hierarchical_ps_pulls_each_distinct_row_once() -> None:

@@ -965,9 +965,39 @@ class SimulateServeRequest:
     )
     allow_large: bool = allow_large_option()
     seed: int = option(0, help="Same seed, same result.", example="0")
+    cache_fraction: float | None = option(
+        None,
+        help="Recommendation model (dlrm): share of its embedding rows cached in HBM; lookups "
+        "that miss are read from host DRAM (and SSD) in every batch (default: all in HBM).",
+        example="0.1",
+    )
+    dram_fraction: float = option(
+        1.0,
+        help="With --cache-fraction: share of the rows in host DRAM, the rest on the "
+        "catalog's NVMe drive (catalog/data/ssd.csv).",
+        example="0.5",
+    )
+    cache_policy: str = option(
+        "lru", help="With --cache-fraction: embedding cache policy, lru or lfu.", example="lfu"
+    )
+    data_dir: Path | None = option(
+        None,
+        help="With --cache-fraction: published data folder holding dlrm_datasets/ (the hit "
+        "rate's locality; default: $GPUCAST_SHARED_DATA).",
+        example="../shared/data",
+    )
 
     def __post_init__(self) -> None:
         from gpucast.inputs.serving import check_arrival_kind
+
+        if self.cache_fraction is not None and not (
+            math.isfinite(self.cache_fraction) and 0.0 < self.cache_fraction <= 1.0
+        ):
+            raise InvalidSpecError("cache-fraction", "must be in (0, 1]", got=self.cache_fraction)
+        if not (math.isfinite(self.dram_fraction) and 0.0 <= self.dram_fraction <= 1.0):
+            raise InvalidSpecError("dram-fraction", "must be in [0, 1]", got=self.dram_fraction)
+        if self.cache_policy not in ("lru", "lfu"):
+            raise InvalidSpecError("cache-policy", "must be lru or lfu", got=self.cache_policy)
 
         if not self.model:
             raise InvalidSpecError("model", "must not be empty", fix="e.g. --model resnet50")
@@ -1275,6 +1305,22 @@ def simulate_serve(
     )
     overhead = inputs.request_overhead(work, gbps or math.inf) if gbps else None
     pcie = request.pcie_gbps or inputs.pcie_gbps(server.spec).value / slices
+    if request.cache_fraction is not None:
+        from gpucast.inputs.embeddings import embedding_cache_curve
+
+        cached = embedding_cache_curve(
+            curve,
+            request.model,
+            dict(request.workload_options),
+            precision,
+            server.spec,
+            cache_fraction=request.cache_fraction,
+            dram_fraction=request.dram_fraction,
+            policy=request.cache_policy,
+            data_dir=request.data_dir,
+        )
+        curve = cached.value
+        sources["embedding cache"] = cached.source
     sources["latency"] = curve.source
     if overhead is not None:
         sources["network"] = overhead.source

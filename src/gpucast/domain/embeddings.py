@@ -8,14 +8,22 @@ A table is ``rows x dim`` values; each sample looks up ``pooling`` rows of it on
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from gpucast.domain.errors import InvalidSpecError
 
 ShardingType = Literal[
     "data_parallel", "table_wise", "row_wise", "column_wise", "row_wise_uvm", "parameter_server"
 ]
+#: The built-in ``dlrm`` workload's embedding defaults (``workloads/other.py``): 26 tables of
+#: 10,000 rows, dim 64, one row summed per table and sample.
+DLRM_TABLES = 26
+DLRM_TABLE_ROWS = 10_000
+DLRM_EMBEDDING_DIM = 64
+DLRM_LOOKUPS = 1
+
 SHARDING_TYPES: tuple[ShardingType, ...] = (
     "data_parallel",
     "table_wise",
@@ -110,3 +118,11 @@ class SsdSpec:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise InvalidSpecError(name, "must be a number > 0", got=value)
+
+
+def dlrm_lookups(options: Mapping[str, Any]) -> tuple[int, int]:
+    """Rows looked up per sample and values per row of the ``dlrm`` workload built with
+    ``options`` (the workload itself checks them)."""
+    tables = options.get("table_sizes", (DLRM_TABLE_ROWS,) * DLRM_TABLES)
+    dim = int(options.get("embedding_dim", DLRM_EMBEDDING_DIM))
+    return len(tuple(tables)) * int(options.get("lookups", DLRM_LOOKUPS)), dim

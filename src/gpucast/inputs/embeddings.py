@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpucast.domain.embeddings import RecModel
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.provenance import Sourced
 
 if TYPE_CHECKING:
+    from gpucast.domain.catalog import GpuSpec
+    from gpucast.domain.serving import LatencyCurve
     from gpucast.predict.embedding_cache import EmbeddingLocalityModel
 
 LOCALITY_WINDOWS = ("2021", "2022")
@@ -117,3 +119,59 @@ def distinct_per_lookup(data_dir: Path | None, window: str) -> Sourced[float]:
         f"{unique / lookups:.3f} distinct rows per lookup, as in dlrm_datasets {window} window "
         f"{trace} ({unique:,} of {lookups:,}); the same ratio assumed at every node's batch",
     )
+
+
+def embedding_cache_curve(
+    curve: LatencyCurve,
+    model: str,
+    options: Mapping[str, Any],
+    precision: str,
+    gpu: GpuSpec,
+    *,
+    cache_fraction: float,
+    dram_fraction: float,
+    policy: str,
+    data_dir: Path | None,
+) -> Sourced[LatencyCurve]:
+    """A served recommendation model's latency curve with its embedding rows behind an HBM
+    cache (``cache_fraction``) over host DRAM (``dram_fraction``) over the catalog's NVMe
+    drive: :func:`gpucast.predict.embeddings.cached_lookup_curve` with the hit rates of the
+    locality model (:func:`hit_rate_curve`)."""
+    from gpucast.domain.embeddings import dlrm_lookups
+    from gpucast.inputs.serving import pcie_gbps
+    from gpucast.predict.embeddings import cached_lookup_curve, tier_shares
+    from gpucast.predict.serving import ELEMENT_BYTES
+
+    if model != "dlrm":
+        raise InvalidSpecError(
+            "cache-fraction",
+            f"applies to a recommendation model with embedding tables, not {model!r}",
+            fix="use --model dlrm (its tables: --workload-option table_sizes=..., ...)",
+        )
+    lookups, dim = dlrm_lookups(options)
+    row_bytes = dim * ELEMENT_BYTES.get(precision, 4.0)
+    hit = hit_rate_curve(data_dir, "2022", policy)
+    shares = tier_shares(hit.value, cache_fraction, dram_fraction)
+    ssd = None
+    if shares[2] > 0:
+        from gpucast.catalog.ssd import ssd_drive
+
+        ssd = ssd_drive()
+    link = pcie_gbps(gpu)
+    out = cached_lookup_curve(
+        curve,
+        lookups_per_sample=lookups,
+        row_bytes=row_bytes,
+        shares=shares,
+        hbm_gbps=gpu.memory_bandwidth_gbps,
+        host_link_gbps=link.value,
+        ssd=ssd,
+    )
+    text = (
+        f"{lookups} lookups of {row_bytes:g} B per request; HBM cache {cache_fraction:.0%} of "
+        f"the rows, host DRAM {dram_fraction:.0%}; lookups served HBM {shares[0]:.1%} / DRAM "
+        f"{shares[1]:.1%} / SSD {shares[2]:.1%} ({hit.source}); misses over {link.source}"
+    )
+    if ssd is not None:
+        text += f"; SSD reads with one read latency a batch ({ssd.source})"
+    return Sourced(out, text)

@@ -64,6 +64,7 @@ import numpy as np
 
 from gpucast.domain.embeddings import EmbeddingTable, RecModel, ShardingType, SsdSpec
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.serving import LatencyCurve
 from gpucast.predict.comm import DEFAULT_HOP_LATENCY_S, hierarchical_collective_s
 
 #: Share of the HBM bandwidth a random row gather achieves (FBGEMM table-batched embedding).
@@ -261,22 +262,55 @@ class TierLookup:
 def lookup_time_s(
     lookups: float,
     row_bytes: float,
-    hw: ShardingHardware,
     shares: tuple[float, float, float],
+    *,
+    hbm_gbps: float,
+    host_link_gbps: float,
+    ssd: SsdSpec | None = None,
+    ssd_drives: int = 1,
 ) -> TierLookup:
     """Forward lookups of one GPU's batch (no update): hits gathered from HBM, DRAM rows over
     PCIe, SSD rows at the drive's rates plus one read latency (the batch's reads are issued
-    together)."""
-    hbm_s = shares[0] * lookups * row_bytes / (hw.hbm_gbps * 1e9 * GATHER_EFFICIENCY)
-    dram_s = (shares[1] + shares[2]) * lookups * row_bytes / (hw.host_link_gbps * 1e9)
+    together) and then over PCIe too."""
+    hbm_s = shares[0] * lookups * row_bytes / (hbm_gbps * 1e9 * GATHER_EFFICIENCY)
+    dram_s = (shares[1] + shares[2]) * lookups * row_bytes / (host_link_gbps * 1e9)
     ssd_s = 0.0
     if shares[2] > 0:
-        if hw.ssd is None:
+        if ssd is None:
             raise InvalidSpecError("ssd", "is needed: rows live on SSD but no drive is given")
-        ssd_s = hw.ssd.read_latency_s + ssd_read_s(
-            shares[2] * lookups, row_bytes, hw.ssd, hw.ssd_drives_per_node
-        )
+        ssd_s = ssd.read_latency_s + ssd_read_s(shares[2] * lookups, row_bytes, ssd, ssd_drives)
     return TierLookup(shares=shares, hbm_s=hbm_s, dram_s=dram_s, ssd_s=ssd_s)
+
+
+def cached_lookup_curve(
+    curve: LatencyCurve,
+    *,
+    lookups_per_sample: float,
+    row_bytes: float,
+    shares: tuple[float, float, float],
+    hbm_gbps: float,
+    host_link_gbps: float,
+    ssd: SsdSpec | None = None,
+    ssd_drives: int = 1,
+) -> LatencyCurve:
+    """A served recommendation model's batch latency with its embeddings behind a cache:
+    ``curve`` (every row in HBM) plus, per batch, the time of the lookups that miss HBM
+    (host DRAM over PCIe, SSD reads): device time, as the GPU waits for them."""
+    extra = [
+        lookup_time_s(
+            b * lookups_per_sample, row_bytes, shares, hbm_gbps=hbm_gbps,
+            host_link_gbps=host_link_gbps, ssd=ssd, ssd_drives=ssd_drives,
+        )
+        for b in curve.batch_sizes
+    ]  # fmt: skip
+    return replace(
+        curve,
+        latency_s=tuple(
+            t + e.dram_s + e.ssd_s for t, e in zip(curve.latency_s, extra, strict=True)
+        ),
+        source=f"{curve.source}; embedding lookups HBM {shares[0]:.1%} / DRAM {shares[1]:.1%}"
+        f" / SSD {shares[2]:.1%} (misses added per batch)",
+    )
 
 
 def _a2a_s(per_gpu_bytes: float, hw: ShardingHardware) -> float:

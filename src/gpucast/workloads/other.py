@@ -32,6 +32,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gpucast.domain.embeddings import (
+    DLRM_EMBEDDING_DIM,
+    DLRM_LOOKUPS,
+    DLRM_TABLE_ROWS,
+    DLRM_TABLES,
+)
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.workloads._options import positive_int, positive_ints, probability, reject_unknown
 from gpucast.workloads.base import Batch, Workload
@@ -90,12 +96,14 @@ def dlrm(**options: Any) -> Workload:
         options,
         ("table_sizes", "embedding_dim", "bottom_mlp", "top_mlp", "dense_features", "lookups"),
     )
-    table_sizes = positive_ints("table_sizes", options.get("table_sizes", (10_000,) * 26))
-    embedding_dim = positive_int("embedding_dim", options.get("embedding_dim", 64))
+    table_sizes = positive_ints(
+        "table_sizes", options.get("table_sizes", (DLRM_TABLE_ROWS,) * DLRM_TABLES)
+    )
+    embedding_dim = positive_int("embedding_dim", options.get("embedding_dim", DLRM_EMBEDDING_DIM))
     bottom_mlp = positive_ints("bottom_mlp", options.get("bottom_mlp", (512, 256, embedding_dim)))
     top_mlp = positive_ints("top_mlp", options.get("top_mlp", (512, 256)))
     dense_features = positive_int("dense_features", options.get("dense_features", 13))
-    lookups = positive_int("lookups", options.get("lookups", 1))
+    lookups = positive_int("lookups", options.get("lookups", DLRM_LOOKUPS))
     if bottom_mlp[-1] != embedding_dim:
         raise InvalidSpecError(
             "bottom_mlp",

@@ -1,0 +1,64 @@
+"""``simulate serve --cache-fraction``: a recommendation model served with its embedding rows
+behind an HBM cache over host DRAM over SSD (issue #17, HugeCTR-style inference)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import gpucast
+from gpucast.cli.app import app
+from gpucast.domain.errors import InvalidSpecError
+
+#: 520 lookups of 512-byte rows a request, so misses show in the latency
+OPTIONS = {"lookups": 20, "embedding_dim": 128, "bottom_mlp": (512, 256, 128)}
+BASE = {
+    "model": "dlrm", "gpu": "A100-80GB", "rate": 2000.0, "duration_s": 5.0, "max_batch": 64,
+    "max_delay_ms": 1.0, "workload_options": OPTIONS,
+}  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _no_shared_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    # without dlrm_datasets the hit rate is the cache share (uniform access): exact shares
+    monkeypatch.delenv("GPUCAST_SHARED_DATA", raising=False)
+
+
+def test_misses_add_lookup_time_per_batch() -> None:
+    plain = gpucast.simulate_serve(**BASE)
+    dram = gpucast.simulate_serve(**BASE, cache_fraction=0.2)
+    ssd = gpucast.simulate_serve(**BASE, cache_fraction=0.2, dram_fraction=0.5)
+    assert "embedding cache" not in plain.sources
+    assert "HBM 20.0% / DRAM 80.0% / SSD 0.0%" in dram.sources["embedding cache"]
+    assert "SSD 50.0%" in ssd.sources["embedding cache"]
+    assert "ssd.csv" in ssd.sources["embedding cache"]
+    b = np.array(plain.latency_curve.batch_sizes)
+    added = np.array(dram.latency_curve.latency_s) - np.array(plain.latency_curve.latency_s)
+    assert added == pytest.approx(0.8 * b * 520 * 512 / 31.5e9)  # PCIe 4.0 x16
+    p99 = [r.serving.latencies().max() for r in (plain, dram, ssd)]
+    assert p99[0] <= p99[1] < p99[2]
+    summary = [np.percentile(r.serving.latencies(), 50) for r in (plain, ssd)]
+    assert summary[1] > summary[0]
+
+
+def test_cache_options_are_checked() -> None:
+    with pytest.raises(InvalidSpecError, match="cache-fraction: applies to a recommendation"):
+        gpucast.simulate_serve(model="resnet50", gpu="T4", rate=10.0, cache_fraction=0.1)
+    for bad, match in (
+        ({"cache_fraction": 0.0}, "cache-fraction"),
+        ({"cache_fraction": 0.1, "dram_fraction": 1.5}, "dram-fraction"),
+        ({"cache_fraction": 0.1, "cache_policy": "fifo"}, "cache-policy"),
+    ):
+        with pytest.raises(InvalidSpecError, match=match):
+            gpucast.simulate_serve(**BASE, **bad)
+
+
+def test_cli_bad_cache_fraction_is_one_line_exit_2(tmp_path: Path) -> None:
+    argv = ["simulate", "serve", "--model", "dlrm", "--gpu", "A100-80GB", "--rate", "100",
+            "--cache-fraction", "2"]  # fmt: skip
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2
+    assert "cache-fraction" in result.output or "cache-fraction" in (result.stderr or "")
