@@ -191,3 +191,47 @@ def test_rgat_cli_renders() -> None:
     assert result.exit_code == 0, result.output
     assert "rgat on H200" in result.output and "evaluation step" in result.output
     assert "assumption features" in result.output and "validated:" in result.output
+
+
+def test_dorylus_split_prices_three_epochs() -> None:
+    result = gpucast.predict_gnn(
+        model="sage", gpu="A100-80GB", nodes=2_449_029, edges=123_718_280, feature_dim=100,
+        split=True, graph_servers=4, functions=128,
+    )  # fmt: skip
+    gpu, cpu_gpu, _ = result.split
+    assert [o.name for o in result.split] == ["gpu", "cpu+gpu", "cpu+serverless"]
+    assert gpu.epoch_s == pytest.approx(result.step_time_s)  # the full-graph step
+    assert all(o.usd_per_epoch > 0 for o in result.split)
+    assert "4 x aws c5.4xlarge" in result.assumptions["graph servers"]
+    assert "128 x aws-lambda-x86" in result.assumptions["functions"]
+    out = result.to_dict()["split"]
+    assert out[2]["usd"]["functions"] > 0 and out[1]["bottleneck"] in out[1]["stages_s"]
+    fewer = gpucast.predict_gnn(
+        model="sage", gpu="A100-80GB", nodes=2_449_029, edges=123_718_280, feature_dim=100,
+        split=True, graph_servers=1,
+    )  # fmt: skip
+    assert fewer.split[1].stages_s["graph (CPU servers)"] == pytest.approx(
+        4 * cpu_gpu.stages_s["graph (CPU servers)"]
+    )
+    text = CliRunner().invoke(
+        app, ["predict", "gnn", "--gpu", "A100-80GB", "--nodes", "100000", "--edges", "2000000",
+              "--split"],
+    )  # fmt: skip
+    assert text.exit_code == 0 and "epoch cpu+serverless" in text.output
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (["--split", "--batch", "512", "--fanouts", "10,5"], "full-graph"),
+        (["--split", "--graph-server", "z9.huge"], "no CPU offer"),
+        (["--split", "--function", "gcf"], "unknown 'gcf'"),
+        (["--split", "--function-memory-gb", "64"], "function memory"),
+        (["--split", "--functions", "0"], "functions"),
+    ],
+)
+def test_split_bad_input_is_one_line_exit_2(args: list[str], text: str) -> None:
+    argv = ["predict", "gnn", "--gpu", "A100-80GB", "--nodes", "1000", "--edges", "5000", *args]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2, result.output
+    assert text in result.output or text in (result.stderr or "")

@@ -19,6 +19,7 @@ MLPerf submissions do, host memory over PCIe, or ``auto``: as much as fits in HB
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -109,8 +110,37 @@ class PredictGnnRequest:
         "(in HBM as far as they fit, the rest in host memory).",
     )
 
+    split: bool = option(
+        False,
+        help="gcn/sage full graph: also price an epoch Dorylus-style -- graph operations on "
+        "CPU servers, tensor operations on the GPU or on serverless functions -- against "
+        "GPU-only, time and cost.",
+    )
+    graph_server: str = option(
+        "c5.4xlarge", help="--split: CPU instance type of the graph servers (catalog offers).",
+        example="c5.9xlarge",
+    )  # fmt: skip
+    graph_servers: int | None = option(
+        None, help="--split: graph servers (default: enough memory for the graph).", example="4"
+    )
+    functions: int = option(
+        64, help="--split: concurrent serverless functions for the tensor operations.",
+        example="128",
+    )  # fmt: skip
+    function_memory_gb: float = option(
+        3.538, help="--split: memory per function, GB (2 vCPUs at 1.769 GB each).", example="10"
+    )
+    function: str = option(
+        "aws-lambda-x86",
+        help="--split: serverless offering of catalog/data/function_compute.csv.",
+        example="aws-lambda-arm",
+    )
+
     def __post_init__(self) -> None:
-        for name in ("nodes", "edges", "batch", "parts", "heads", "gpus", "gpus_per_node"):
+        for name in (
+            "nodes", "edges", "batch", "parts", "heads", "gpus", "gpus_per_node",
+            "graph_servers", "functions",
+        ):  # fmt: skip
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or value < 1):
                 raise InvalidSpecError(name, "must be an integer >= 1", got=value)
@@ -170,6 +200,16 @@ class PredictGnnRequest:
             raise InvalidSpecError("parts", "needs --edge-list (the partition is computed)")
         if (self.batch is None) != (not self.fanouts):
             raise InvalidSpecError("fanouts", "give --batch and --fanouts together")
+        if self.split and (self.model not in ("gcn", "sage") or self.batch is not None):
+            raise InvalidSpecError(
+                "split",
+                "prices full-graph gcn or sage epochs (Dorylus)",
+                fix="use --model gcn or sage without --batch/--fanouts",
+            )
+        if not (math.isfinite(self.function_memory_gb) and self.function_memory_gb > 0):
+            raise InvalidSpecError(
+                "function-memory-gb", "must be a number > 0", got=self.function_memory_gb
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -191,6 +231,8 @@ class PredictGnnResult:
     phases_s: dict[str, float] = field(default_factory=dict)
     eval_step_time_s: float | None = None
     validated: str = ""
+    #: --split: GPU-only, CPU + GPU and CPU + serverless epochs (predict.gnn_split.SplitOption)
+    split: tuple[Any, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -210,6 +252,7 @@ class PredictGnnResult:
             "phases_s": dict(self.phases_s),
             "eval_step_time_s": self.eval_step_time_s,
             "validated": self.validated,
+            "split": [o.to_dict() for o in self.split],
         }
 
 
@@ -263,6 +306,10 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
     pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0
     host = pcie if request.batch is not None else None
     step = cost.step_time_s(tflops=tflops, memory_gbps=hbm, host_link_gbps=host)
+    split: tuple[Any, ...] = ()
+    split_notes: dict[str, str] = {}
+    if request.split:
+        split, split_notes = _split(request, spec, cost, nodes, edges, gpu, tflops, hbm)
     return PredictGnnResult(
         model=request.model,
         gpu=gpu.name,
@@ -285,8 +332,97 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
             "(hubs repeat more: an upper estimate); CPU sampling time not included",
             "validated": "not validated against GPU measurements (benchmarks/gnn_cpu.py checks "
             "the pricing on the CPU)",
-        },
+        }
+        | split_notes,
+        split=split,
     )
+
+
+def _split(
+    request: PredictGnnRequest,
+    spec: Any,
+    cost: Any,
+    nodes: int,
+    edges: int,
+    gpu: Any,
+    tflops: float,
+    hbm: float,
+) -> tuple[tuple[Any, ...], dict[str, str]]:
+    """The Dorylus-style epochs (:mod:`gpucast.predict.gnn_split`) with catalog prices."""
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.function_compute import function_compute
+    from gpucast.predict import gnn_split
+    from gpucast.predict.serving import CPU_GFLOPS_PER_VCPU, cpu_device
+
+    catalog = load_catalog()
+    gpu_offers = [o for o in catalog.find_offers(gpu=gpu.name) if o.gpus > 0]
+    if not gpu_offers:
+        raise InvalidSpecError(
+            "split", f"needs a price: no offer with {gpu.name} in the catalog",
+            fix="pick a GPU with offers (gpucast catalog offers)",
+        )  # fmt: skip
+    g = min(gpu_offers, key=lambda o: (o.on_demand_usd_per_hour / o.gpus, -o.gpus))
+    servers = [
+        o for o in catalog.find_offers(cpu_only=True) if o.instance_type == request.graph_server
+    ]
+    if not servers:
+        known = sorted({o.instance_type for o in catalog.find_offers(cpu_only=True)})
+        raise InvalidSpecError(
+            "graph-server", f"no CPU offer {request.graph_server!r}",
+            fix=f"use one of {', '.join(known[:8])}, ...",
+        )  # fmt: skip
+    server = min(servers, key=lambda o: o.on_demand_usd_per_hour)
+    # the graph, its features and every layer's activations and gradients in DRAM
+    widths = sum(d_in for d_in, _ in spec.dims()) + spec.classes
+    graph_bytes = 8.0 * edges + 2.0 * nodes * widths * spec.bytes_per_value
+    count = request.graph_servers or max(
+        1, math.ceil(graph_bytes / (0.8 * server.memory_gib * 2**30))
+    )
+    fn = function_compute(request.function)
+    device = cpu_device(server)
+    hw = gnn_split.SplitHardware(
+        gpu_tflops=tflops,
+        gpu_memory_gbps=hbm,
+        gpu_network_gbps=g.network_gbps / g.gpus,
+        gpu_usd_per_hour=g.on_demand_usd_per_hour / g.gpus,
+        graph_servers=count,
+        server_memory_gbps=device.memory_bandwidth_gbps * GATHER_EFFICIENCY,
+        server_network_gbps=server.network_gbps,
+        server_usd_per_hour=server.on_demand_usd_per_hour,
+        function=fn,
+        functions=request.functions,
+        function_gb=request.function_memory_gb,
+        function_gflops_per_vcpu=CPU_GFLOPS_PER_VCPU * FLOP_EFFICIENCY,
+    )
+    options = gnn_split.split_epoch(cost, spec, nodes=nodes, hw=hw)
+    notes = {
+        "split": f"Dorylus-style epochs pipelined over {hw.intervals} vertex intervals (slowest "
+        "stage + fill); the GPU-only epoch is the full-graph step above; the CPU and serverless "
+        "parts are a model with no measurement behind it",
+        "split gpu": f"{g.provider} {g.instance_type} ({g.region}): "
+        f"${hw.gpu_usd_per_hour:.2f} per GPU-hour, {hw.gpu_network_gbps:g} Gbit/s per GPU",
+        "graph servers": f"{count} x {server.provider} {server.instance_type} ({server.region}, "
+        f"${server.on_demand_usd_per_hour:g}/h, {server.memory_gib:g} GiB, "
+        f"{server.network_gbps:g} Gbit/s): gathers at {GATHER_EFFICIENCY:.0%} of "
+        f"{device.memory_bandwidth_gbps:g} GB/s (the CPU roofline prior)"
+        + (
+            ""
+            if request.graph_servers
+            else f"; enough for {graph_bytes / 2**30:,.1f} GiB of "
+            "graph, features and activations at 80% of memory"
+        ),
+        "functions": f"{request.functions} x {fn.name} of {request.function_memory_gb:g} GB "
+        f"({request.function_memory_gb / fn.gb_per_vcpu:.1f} vCPUs at "
+        f"{hw.function_gflops_per_vcpu:g} GFLOP/s each, {FLOP_EFFICIENCY:.0%} of the "
+        f"{CPU_GFLOPS_PER_VCPU:g} GFLOP/s prior), billed per GB-second busy and per request "
+        f"({fn.source})",
+    }
+    if graph_bytes > gpu.memory_gib * 2**30:
+        notes["split gpu memory"] = (
+            f"the graph and activations ({graph_bytes / 2**30:,.0f} GiB) do not fit one "
+            f"{gpu.name}; the GPU-only epoch is priced as if they did"
+        )
+    return options, notes
 
 
 def _gat_graph(request: PredictGnnRequest) -> tuple[Any, list[str]]:

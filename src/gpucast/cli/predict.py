@@ -290,6 +290,13 @@ def gnn(
             f"  evaluation step (forward only): {result.eval_step_time_s * 1e3:.3g} ms",
             highlight=False,
         )
+    for option in result.split:
+        stages = ", ".join(f"{k} {v:.3g} s" for k, v in option.stages_s.items())
+        console.print(
+            f"  epoch {option.name:<15} {option.epoch_s:9.3g} s  ${option.usd_per_epoch:.4g}"
+            f"  ({stages}; bound by {option.bottleneck})",
+            highlight=False,
+        )
     for note in result.notes:
         console.print(f"  {note}", highlight=False)
     for name, value in result.assumptions.items():
