@@ -288,6 +288,9 @@ def plan_embeddings(
         "hbm": f"{emb.HBM_USABLE_FRACTION:.0%} of HBM for tables and the dense part",
         "uvm hit rate": curve.source,
     }
+    if best.ssd_bytes_per_node > 0 or hw.nodes > 1:
+        tiers = validation_for("embedding-cache-tiers", [gpu_name], "fp32", request.gpus)
+        notes["tier shares validated"] = tiers.text()
     if hw.nodes > 1:
         notes["hierarchical ps"] = (
             f"each node pulls its batch share's distinct rows from their owners and pushes "

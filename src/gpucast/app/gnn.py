@@ -417,6 +417,9 @@ def _split(
         f"{CPU_GFLOPS_PER_VCPU:g} GFLOP/s prior), billed per GB-second busy and per request "
         f"({fn.source})",
     }
+    from gpucast.catalog.validation import validation_for
+
+    notes["split validated"] = validation_for("gnn-split", [gpu.name], "fp32").text()
     if graph_bytes > gpu.memory_gib * 2**30:
         notes["split gpu memory"] = (
             f"the graph and activations ({graph_bytes / 2**30:,.0f} GiB) do not fit one "

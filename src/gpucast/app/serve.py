@@ -1319,8 +1319,11 @@ def simulate_serve(
             policy=request.cache_policy,
             data_dir=request.data_dir,
         )
+        from gpucast.catalog.validation import validation_for
+
         curve = cached.value
-        sources["embedding cache"] = cached.source
+        checked = validation_for("embedding-serving-cache", [server.spec.name], precision)
+        sources["embedding cache"] = f"{cached.source}; validated: {checked.text()}"
     sources["latency"] = curve.source
     if overhead is not None:
         sources["network"] = overhead.source
