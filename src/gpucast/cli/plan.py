@@ -136,9 +136,13 @@ def embeddings(
             hbm, dram, ssd = c.tier_shares
             hit = (
                 f", lookups HBM {hbm:.1%} / DRAM {dram:.1%} / SSD {ssd:.1%}"
-                f" (SSD {c.ssd_bytes_per_node / 2**30:,.0f} GiB/node, {c.ssd_s * 1e3:.1f} ms"
-                + (f"; PS pull/push {c.ps_network_s * 1e3:.1f} ms)" if c.ps_network_s else ")")
+                f" (SSD {c.ssd_bytes_per_node / 2**30:,.0f} GiB/node, {c.ssd_s * 1e3:.1f} ms)"
             )
+            if c.ps_network_s:
+                hit = (
+                    f", distinct rows pulled from DRAM {dram:.1%} / SSD {ssd:.1%}, pull/push "
+                    f"{c.ps_network_s * 1e3:.2f} ms over the NICs"
+                )
         console.print(
             f"{mark} {c.name:<15} {c.step_time_s * 1e3:9.2f} ms/step  "
             f"{max(c.hbm_bytes_per_gpu) / 2**30:6.1f} GiB/GPU"
