@@ -31,9 +31,11 @@ IntArray = npt.NDArray[np.int64]
 OOB_MARGIN = 0.15
 
 __all__ = [
+    "BusyBins",
     "KeepAliveWindows",
     "PoolResult",
     "ServerlessResult",
+    "busy_bins",
     "keep_alive_windows",
     "latency_summary",
     "service_quantiles",
@@ -107,6 +109,37 @@ class KeepAliveWindows:
 
     pre: IntArray
     keep: IntArray
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BusyBins:
+    """The busy bins of a ``(functions, bins)`` count table, sorted by function then time:
+    ``gap[k]`` idle bins before busy bin ``k`` since the function's previous one (-1 at its
+    first), ``rank[k]`` its position among the function's busy bins, ``first``/``last`` the
+    function's first/last busy bin."""
+
+    func: IntArray
+    time: IntArray
+    gap: IntArray
+    rank: IntArray
+    first: npt.NDArray[np.bool_]
+    last: npt.NDArray[np.bool_]
+
+
+def busy_bins(counts: npt.ArrayLike) -> BusyBins:
+    """:class:`BusyBins` of ``counts`` (``np.nonzero``: no loop)."""
+    func, time = (a.astype(np.int64) for a in np.nonzero(np.asarray(counts)))
+    n = func.size
+    first = np.ones(n, dtype=bool)
+    first[1:] = func[1:] != func[:-1]
+    last = np.ones(n, dtype=bool)
+    last[:-1] = func[1:] != func[:-1]
+    starts = np.flatnonzero(first)
+    rank = np.arange(n, dtype=np.int64) - np.repeat(starts, np.diff(np.append(starts, n)))
+    gap = np.full(n, -1, dtype=np.int64)
+    gap[1:] = time[1:] - time[:-1] - 1
+    gap[first] = -1
+    return BusyBins(func=func, time=time, gap=gap, rank=rank, first=first, last=last)
 
 
 def _bins(seconds: float, bin_s: float) -> int:
@@ -320,17 +353,9 @@ def simulate_keep_alive(
     if len(names) != n_f:
         raise InvalidSpecError("functions", f"must name all {n_f} functions", got=len(names))
 
-    func, time = (a.astype(np.int64) for a in np.nonzero(table))
+    b = busy_bins(table)
+    func, time, gap, rank, first, last = b.func, b.time, b.gap, b.rank, b.first, b.last
     n = func.size
-    first = np.ones(n, dtype=bool)
-    first[1:] = func[1:] != func[:-1]
-    last = np.ones(n, dtype=bool)
-    last[:-1] = func[1:] != func[:-1]
-    starts = np.flatnonzero(first)
-    rank = np.arange(n, dtype=np.int64) - np.repeat(starts, np.diff(np.append(starts, n)))
-    gap = np.full(n, -1, dtype=np.int64)
-    gap[1:] = time[1:] - time[:-1] - 1
-    gap[first] = -1
 
     win = keep_alive_windows(func, time, gap, rank, n_f, policy, bin_s)
     prev_pre = np.zeros(n, dtype=np.int64)
@@ -346,7 +371,7 @@ def simulate_keep_alive(
     invocations = table.sum(axis=1).astype(np.int64)
     cold_starts = np.bincount(func, weights=cold, minlength=n_f).astype(np.int64)
     idle_bins = np.bincount(func, weights=idle_loaded, minlength=n_f)
-    busy_bins = np.bincount(func, minlength=n_f).astype(np.float64)
+    n_busy = np.bincount(func, minlength=n_f).astype(np.float64)
     latency = latency_summary(
         run, ((0.0, invocations - cold_starts), (cold_cost, cold_starts)), spread=exec_spread
     )
@@ -355,7 +380,7 @@ def simulate_keep_alive(
         invocations=invocations,
         cold_starts=cold_starts,
         wasted_memory_gib_s=idle_bins * bin_s * mem,
-        loaded_s=(idle_bins + busy_bins) * bin_s,
+        loaded_s=(idle_bins + n_busy) * bin_s,
         busy_s=invocations * run,
         cold_start_s=cold_starts * cold_cost,
         latency_s=latency,
