@@ -176,3 +176,107 @@ def test_plan_serverless_bad_options() -> None:
         gpucast.plan_serverless(synthetic=5, billing="monthly")
     with pytest.raises(InvalidSpecError, match="policy"):
         gpucast.plan_serverless(synthetic=5, policies=["weekly"])
+
+
+# -- the Azure LLM inference trace (one function per file) -----------------------------------
+LLM_HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+
+
+def _llm_trace(folder: Path) -> Path:
+    """Two deployments: ``code`` every minute from 12:00:30, ``conv`` at 12:00:10, 12:03:10
+    and a request beyond llama-2-7b's 4,096-token window."""
+    code = "".join(f"2023-11-16 12:{m:02d}:30.5,{100 + m},{10 + m}\n" for m in range(6))
+    conv = (
+        "2023-11-16 12:00:10.0000000,800,0\n"
+        "2023-11-16 12:03:10.1234567,200,50\n"
+        "2023-11-16 12:04:00.0,4000,200\n"
+    )
+    (folder / "AzureLLMInferenceTrace_code.csv").write_text(LLM_HEADER + code)
+    (folder / "AzureLLMInferenceTrace_conv.csv").write_text(LLM_HEADER + conv)
+    return folder
+
+
+def test_replays_the_azure_llm_trace_with_token_priced_requests(tmp_path: Path) -> None:
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.engines import inference_engine
+    from gpucast.catalog.llm import llm_model
+    from gpucast.predict.llm_infer import request_latency_s
+
+    r = gpucast.simulate_serverless(
+        trace=_llm_trace(tmp_path), models=["llama-2-7b"], gpu="A100", policy="fixed:3m"
+    )
+    d = r.to_dict()
+    assert d["functions"] == 2 and r.result.functions == ("code", "conv")
+    assert d["arrival_process"].startswith("replayed: the Azure LLM trace's request timestamps")
+    # aligned on conv's first request (12:00:10): code's lie in minutes 0..5, conv's in 0 and 3;
+    # conv's 4,200-token request exceeds the context window and is dropped
+    assert list(r.result.invocations) == [6, 2]
+    assert any("1 of 3 requests need more than" in w for w in d["warnings"])
+    assert any("0 prompt or output tokens" in w for w in d["warnings"])
+    # conv idles 2 minutes (1, 2) between its calls: a 3-minute keep-alive keeps it warm
+    assert list(r.result.cold_starts) == [1, 1]
+    spec, engine = llm_model("llama-2-7b"), inference_engine("vllm")
+    gpu = load_catalog().gpu("A100")
+    code = request_latency_s(
+        spec, gpu, engine, input_len=100 + np.arange(6), output_len=10 + np.arange(6)
+    )
+    conv = request_latency_s(spec, gpu, engine, input_len=[800, 200], output_len=[1, 50])
+    assert r.result.busy_s == pytest.approx([code.sum(), conv.sum()])
+    # latency percentiles from the requests' own service times (not one mean per function)
+    assert d["latency_s"]["max"] == pytest.approx(
+        max(code.max() + r.functions[0].cold_start_s, conv.max() + r.functions[1].cold_start_s),
+        rel=0.05,
+    )
+    assert r.functions[0].memory_gib > 13.0  # the weights (13.5 GB) and the engine's KV cache
+    # one file is one function; a folder of them is the whole trace
+    one = gpucast.simulate_serverless(
+        trace=tmp_path / "AzureLLMInferenceTrace_code.csv", models=["llama-2-7b"], gpu="A100"
+    )
+    assert one.result.functions == ("code",) and list(one.result.invocations) == [6]
+
+
+def test_plan_serverless_on_the_azure_llm_trace(tmp_path: Path) -> None:
+    r = gpucast.plan_serverless(
+        trace=_llm_trace(tmp_path), models=["llama-2-7b"], gpu="A100", price=2.0,
+        slo="p99<60s", policies=["fixed:10m"],
+    )  # fmt: skip
+    d = r.to_dict()
+    assert d["invocations"] == 8 and d["arrival_process"].startswith("replayed")
+    assert d["choice"] is not None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"models": ["resnet50"]}, "resnet50 is not a language model"),
+        ({"models": ["llama-2-7b"], "durations": "trace"}, "durations"),
+        ({"models": ["llama-2-70b"], "gpu": "T4"}, "models: llama-2-70b"),
+    ],
+)
+def test_llm_trace_bad_input(tmp_path: Path, kwargs: dict[str, object], match: str) -> None:
+    with pytest.raises(InvalidSpecError, match=match):
+        gpucast.simulate_serverless(trace=_llm_trace(tmp_path), **kwargs)
+
+
+def test_a_language_model_needs_a_token_trace() -> None:
+    with pytest.raises(InvalidSpecError, match="llama-2-7b is a language model"):
+        gpucast.simulate_serverless(synthetic=5, models=["llama-2-7b"])
+
+
+def test_an_llm_trace_without_tokens_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "arrivals.csv"
+    path.write_text("arrival_s\n0.5\n70\n")
+    with pytest.raises(InvalidInputError, match="no ContextTokens/GeneratedTokens"):
+        gpucast.simulate_serverless(trace=path, models=["llama-2-7b"])
+
+
+def test_the_published_azure_llm_trace(shared_data: Path) -> None:
+    folder = shared_data / "azure_llm_2023"
+    if not (folder / "AzureLLMInferenceTrace_conv.csv").is_file():
+        pytest.skip("../shared/data/azure_llm_2023 is absent")
+    r = gpucast.simulate_serverless(trace=folder, models=["mistral-7b"], gpu="A100")
+    d = r.to_dict()
+    assert r.result.functions == ("code", "conv")
+    assert d["invocations"] == 8819 + 19366  # every request within mistral-7b's 32k window
+    assert d["horizon_s"] == pytest.approx(59 * 60.0)
+    assert d["cold_starts"] == 2  # both deployments are called every minute of the hour

@@ -121,3 +121,23 @@ def test_simulate_kaas_bad_input_is_one_line_exit_2() -> None:
         assert result.exit_code == 2, result.output
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and says in lines[0], lines
+
+
+def test_simulate_and_plan_serverless_on_an_azure_llm_trace(tmp_path: Path) -> None:
+    trace = tmp_path / "AzureLLMInferenceTrace_conv.csv"
+    trace.write_text(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+        "2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:27:50.9951690,396,109\n"
+    )
+    argv = ["--trace", str(trace), "--models", "llama-2-7b", "--gpu", "A100"]
+    text = runner.invoke(app, ["simulate", "serverless", *argv])
+    assert text.exit_code == 0, text.output
+    assert "arrivals replayed: the Azure LLM trace" in text.stdout
+    out = runner.invoke(app, ["simulate", "serverless", *argv, "--json"])
+    d = json.loads(out.stdout)
+    assert d["invocations"] == 2 and d["cold_starts"] == 2  # 12 min apart, fixed 10 min
+    plan = runner.invoke(app, ["plan", "serverless", *argv, "--price", "2", "--json"])
+    assert plan.exit_code == 0, plan.output
+    assert json.loads(plan.stdout)["arrival_process"].startswith("replayed")
+    bad = runner.invoke(app, ["simulate", "serverless", "--trace", str(trace)])
+    assert bad.exit_code == 2 and "resnet50 is not a language model" in bad.stderr

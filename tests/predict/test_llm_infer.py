@@ -18,6 +18,7 @@ from gpucast.predict.llm_infer import (
     LlmInferenceModel,
     kv_bytes_per_token,
     predict_inference,
+    request_latency_s,
     smallest_fitting_tp,
     tp_problem,
 )
@@ -243,3 +244,29 @@ def test_fit_refuses_rows_of_an_unknown_framework() -> None:
 def test_memory_reserve_is_in_gib() -> None:
     p = run(engine=dataclasses.replace(TRUE, memory_reserve_gib=4.0, memory_fraction=0.5))
     assert p.memory.capacity_bytes == pytest.approx(0.5 * 40 * GIB - 4 * GIB)
+
+
+# -- many requests at once ---------------------------------------------------------------------
+@pytest.mark.parametrize("tp", [1, 2])
+def test_request_latency_is_predict_inference_of_each_request_alone(tp: int) -> None:
+    import numpy as np
+
+    prompts, outputs = np.array([1, 37, 512, 3000]), np.array([1, 200, 128, 17])
+    chunked = dataclasses.replace(TRUE, prompt_chunk_tokens=256)
+    for engine in (TRUE, chunked):
+        got = request_latency_s(
+            SPECS["small"], G, engine, input_len=prompts, output_len=outputs, tp=tp
+        )
+        want = [
+            run(engine=engine, input_len=int(i), output_len=int(o), tp=tp).latency_s
+            for i, o in zip(prompts, outputs, strict=True)
+        ]
+        assert got == pytest.approx(want, rel=1e-12)
+    assert request_latency_s(SPECS["small"], G, TRUE, input_len=[], output_len=[]).size == 0
+
+
+def test_request_latency_bad_token_counts() -> None:
+    with pytest.raises(InvalidSpecError, match="token count"):
+        request_latency_s(SPECS["small"], G, TRUE, input_len=[0], output_len=[5])
+    with pytest.raises(InvalidSpecError, match="equal length"):
+        request_latency_s(SPECS["small"], G, TRUE, input_len=[1, 2], output_len=[5])

@@ -87,3 +87,21 @@ def test_all_periodic_mix_draws_no_bursts() -> None:
 def test_bad_sizes(n: int, minutes: int) -> None:
     with pytest.raises(InvalidSpecError):
         generate_faas_workload(n, np.random.default_rng(0), mix=MIX, minutes=minutes)
+
+
+def test_timers_carry_their_published_share_of_invocations() -> None:
+    from gpucast.simulate.faas_workload import timer_propensity
+
+    w = generate_faas_workload(4000, np.random.default_rng(5), mix=MIX)
+    timer = w.trigger == "timer"
+    assert np.mean(timer) == pytest.approx(0.156, abs=0.02)
+    # expected 2.0% (Fig. 2); a draw of 4,000 functions lands near it
+    share = w.counts[timer].sum() / w.counts.sum()
+    assert share == pytest.approx(MIX.timer_invocation_share, abs=0.015)
+    rate = np.array([1.0, 10.0, 100.0, 1000.0])
+    p = timer_propensity(rate, 0.25, 0.01)
+    assert p.mean() == pytest.approx(0.25)
+    assert (p * rate).sum() / rate.sum() == pytest.approx(0.01, rel=1e-3)
+    assert np.all(np.diff(p) <= 0)  # rarer functions are likelier timers
+    # a target already met by independent triggers keeps them independent
+    assert timer_propensity(rate, 0.25, 0.5) == pytest.approx(np.full(4, 0.25))

@@ -10,7 +10,12 @@ from hypothesis import strategies as st
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.serverless import KeepAlivePolicy, parse_policy
-from gpucast.simulate.serverless import keep_alive_windows, simulate_keep_alive
+from gpucast.simulate.serverless import (
+    keep_alive_windows,
+    latency_summary,
+    service_quantiles,
+    simulate_keep_alive,
+)
 
 
 def _run(counts: np.ndarray, policy: KeepAlivePolicy, **kw: object):  # type: ignore[no-untyped-def]
@@ -213,3 +218,33 @@ def test_pool_refuses_a_model_larger_than_the_pool() -> None:
             np.ones((1, 3), dtype=np.int64), capacity_gib=1.0, memory_gib=2.0, swap_s=0.1,
             cold_s=1.0, exec_s=0.01,
         )  # fmt: skip
+
+
+def test_latency_from_each_calls_service_time_when_calls_differ() -> None:
+    # function 0: calls of 1, 2, 3, 4 s (equally likely); function 1: always 10 s
+    samples = [np.array([1.0, 2.0, 3.0, 4.0]), np.array([10.0])]
+    spread = service_quantiles(samples, points=4)
+    assert spread[0] == pytest.approx([1.0, 2.0, 3.0, 4.0])
+    run = np.array([2.5, 10.0])
+    # 4 warm calls of function 0, 4 cold calls (+100 s) of function 1
+    out = latency_summary(run, ((0.0, [4, 0]), (100.0, [0, 4])), spread=spread, qs=(25.0, 50.0))
+    assert out["p25"] == pytest.approx(2.0) and out["p50"] == pytest.approx(4.0)
+    assert out["mean"] == pytest.approx((4 * 2.5 + 4 * 110.0) / 8)
+    assert out["max"] == pytest.approx(110.0)
+    # without a spread every call takes its function's mean; a function without samples too
+    flat = latency_summary(run, ((0.0, [4, 4]),), qs=(25.0,))
+    assert flat["p25"] == pytest.approx(2.5)
+    none = service_quantiles([np.array([]), np.array([5.0])], points=2)
+    assert np.isnan(none[0]).all()
+    assert latency_summary(run, ((0.0, [2, 2]),), spread=none)["p50"] == pytest.approx(2.5)
+
+
+def test_keep_alive_latency_with_a_spread_keeps_busy_time_from_the_mean() -> None:
+    counts = np.array([[1, 0, 1, 1]])
+    policy = parse_policy("fixed:1m")
+    spread = service_quantiles([np.array([1.0, 3.0])], points=2)
+    r = simulate_keep_alive(
+        counts, policy=policy, exec_s=2.0, cold_s=10.0, memory_gib=1.0, exec_spread=spread
+    )
+    assert r.busy_s == pytest.approx([6.0])
+    assert r.latency_s["max"] == pytest.approx(13.0)  # the slow call of a cold minute

@@ -273,7 +273,8 @@ def predict_coldstart(
         from gpucast.inputs.serverless import gpu_cold_start
 
         prediction, assumptions = gpu_cold_start(
-            profile,
+            profile.memory.weights_bytes,
+            profile.inference_flops,
             gpu,
             links=links,
             sources=sources,

@@ -17,6 +17,7 @@ the memory held warm while idle costs (its share of the GPU's memory x the GPU's
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from gpucast.simulate.serverless import PoolResult, ServerlessResult
 
     FloatArray = npt.NDArray[np.float64]
+    IntArray = npt.NDArray[np.int64]
 
 #: functions a synthetic workload may have
 MAX_SYNTHETIC = 100_000
@@ -61,7 +63,9 @@ class ServerlessLoad:
     trace: Path | None = option(
         None,
         help="Folder of the Azure Functions 2019 trace (invocations_per_function_md.anon.dNN"
-        ".csv and function_durations_percentiles.anon.dNN.csv).",
+        ".csv and function_durations_percentiles.anon.dNN.csv), or an Azure LLM inference "
+        "trace (an AzureLLMInferenceTrace_*.csv file or a folder of them: one function per "
+        "file, --models from llm_models.csv).",
         example="azure_functions_2019/",
     )
     synthetic: int | None = option(
@@ -165,6 +169,7 @@ class SimulateServerlessResult:
     price_usd_per_hour: float
     price_source: str
     trace_source: str
+    arrival_process: str = ""
     warnings: tuple[str, ...] = ()
     assumptions: dict[str, str] = field(default_factory=dict)
     pool: PoolResult | None = None
@@ -184,6 +189,7 @@ class SimulateServerlessResult:
         return {
             **r.to_dict(),
             "gpu": self.gpu,
+            "arrival_process": self.arrival_process,
             "billed_gpu_hours": self.billed_gpu_hours,
             "warm_idle_gib_hours": self.warm_idle_gib_hours,
             "warm_idle_gpu_hours": idle_gpu_hours,
@@ -251,6 +257,52 @@ class _Load:
     memory_gib: FloatArray
     swap_s: FloatArray
     pcie_gbs: float
+    #: each function's service times at equally likely points (an LLM trace), else None
+    exec_spread: FloatArray | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def _llm_functions(
+    request: ServerlessLoad, trace: ServerlessTrace, gpu: GpuSpec, storage: str
+) -> tuple[tuple[GpuFunction, ...], FloatArray, IntArray, tuple[str, ...]]:
+    """One :func:`~gpucast.inputs.serverless.llm_gpu_function` per function of an LLM trace
+    (function i serves model i mod len(models)), their service-time quantiles, the counts of
+    the requests served (those within the model's context window) and warnings."""
+    import numpy as np
+
+    from gpucast.inputs.llm_serving import is_llm_model
+    from gpucast.inputs.serverless import llm_gpu_function
+    from gpucast.simulate.serverless import service_quantiles
+
+    for m in request.models:
+        if not is_llm_model(m):
+            raise InvalidSpecError(
+                "models",
+                f"{m} is not a language model of llm_models.csv: the requests of an Azure LLM "
+                "trace are priced by their tokens",
+                fix="e.g. --models llama-2-7b",
+            )
+    if request.durations == "trace":
+        raise InvalidSpecError(
+            "durations",
+            "the Azure LLM trace has no durations: each request's service time comes from "
+            "its tokens",
+            fix="drop --durations",
+        )
+    funcs, services, warnings = [], [], []
+    counts = np.zeros_like(trace.counts)
+    for i, (bins, inp, out) in enumerate(trace.tokens):
+        model = request.models[i % len(request.models)]
+        f, service, notes = llm_gpu_function(
+            model, gpu, storage=storage, network_gbps=request.network_gbps,
+            input_tokens=inp, output_tokens=out,
+        )  # fmt: skip
+        served = ~np.isnan(service)
+        counts[i] = np.bincount(bins[served], minlength=counts.shape[1])
+        funcs.append(f)
+        services.append(service[served])
+        warnings += [f"{trace.names[i]}: {n}" for n in notes]
+    return tuple(funcs), service_quantiles(services), counts, tuple(warnings)
 
 
 def _load(request: ServerlessLoad) -> _Load:
@@ -258,28 +310,54 @@ def _load(request: ServerlessLoad) -> _Load:
 
     from gpucast.catalog import load_catalog
     from gpucast.catalog.coldstart import load_coldstart_facts
-    from gpucast.inputs.serverless import gpu_function, synthetic_trace, trace_from_dir
+    from gpucast.inputs.llm_serving import is_llm_model
+    from gpucast.inputs.serverless import gpu_function, synthetic_trace, trace_from_path
 
     gpu = load_catalog().gpu(request.gpu)
     storage = request.storage.strip().lower()
     load_coldstart_facts().get("storage", storage)
     price, price_source = _price(gpu.name, request.price)
+    if request.trace is not None:
+        trace = trace_from_path(request.trace, request.day)
+    else:
+        assert request.synthetic is not None
+        trace = synthetic_trace(request.synthetic, minutes=request.minutes, seed=request.seed)
+    pcie = load_coldstart_facts().get("link", f"pcie{gpu.pcie_generation}").value
+    if trace.tokens:
+        funcs, spread, served, notes = _llm_functions(request, trace, gpu, storage)
+        return _Load(
+            trace=dataclasses.replace(trace, counts=served),
+            functions=funcs,
+            gpu=gpu,
+            price=price,
+            price_source=price_source,
+            exec_s=np.array([f.forward_s for f in funcs]),
+            cold_s=np.array([f.cold_start_s for f in funcs]),
+            memory_gib=np.array([f.memory_gib for f in funcs]),
+            swap_s=np.array([f.weight_bytes / (pcie * 1e9) for f in funcs]),
+            pcie_gbs=pcie,
+            exec_spread=spread,
+            warnings=trace.warnings + notes,
+        )
+    for m in request.models:
+        if is_llm_model(m):
+            raise InvalidSpecError(
+                "models",
+                f"{m} is a language model: its requests need token counts, which "
+                f"{'a generated workload' if request.trace is None else 'this trace'} has not",
+                fix="give --trace an Azure LLM inference trace (AzureLLMInferenceTrace_*.csv), "
+                "or a DNN workload (e.g. resnet50)",
+            )
     funcs = tuple(
         gpu_function(m, gpu, storage=storage, network_gbps=request.network_gbps)
         for m in request.models
     )
-    if request.trace is not None:
-        trace = trace_from_dir(request.trace, request.day)
-    else:
-        assert request.synthetic is not None
-        trace = synthetic_trace(request.synthetic, minutes=request.minutes, seed=request.seed)
     which = np.arange(trace.counts.shape[0]) % len(funcs)
     forward = np.array([f.forward_s for f in funcs])[which]
     if request.durations == "trace":
         exec_s = np.where(np.isnan(trace.duration_s), forward, np.fmax(trace.duration_s, forward))
     else:
         exec_s = forward
-    pcie = load_coldstart_facts().get("link", f"pcie{gpu.pcie_generation}").value
     return _Load(
         trace=trace,
         functions=funcs,
@@ -291,17 +369,28 @@ def _load(request: ServerlessLoad) -> _Load:
         memory_gib=np.array([f.memory_gib for f in funcs])[which],
         swap_s=np.array([f.weight_bytes / (pcie * 1e9) for f in funcs])[which],
         pcie_gbs=pcie,
+        warnings=trace.warnings,
     )
 
 
-def _load_assumptions(request: ServerlessLoad, n_models: int) -> dict[str, str]:
+def _load_assumptions(request: ServerlessLoad, load: _Load) -> dict[str, str]:
+    if load.exec_spread is not None:
+        from gpucast.inputs.serverless import LLM_ENGINE
+
+        execution = (
+            f"each request alone on its instance ({LLM_ENGINE}, batch 1: prefill then decode "
+            "of its tokens); requests of one minute do not batch or queue; latency "
+            "percentiles from each function's service times at 64 quantiles"
+        )
+    elif request.durations == "model":
+        execution = "one forward pass of the function's model at batch 1 (roofline on the GPU)"
+    else:
+        execution = "the trace's average duration per function, at least one forward pass"
     return {
-        "assignment": f"function i serves model i mod {n_models} of --models",
+        "assignment": f"function i serves model i mod {len(request.models)} of --models",
         "one instance": "one instance per function; the first invocation of a cold minute "
         "pays the cold start, the others of that minute find it loaded",
-        "execution": "one forward pass of the function's model at batch 1 (roofline on the GPU)"
-        if request.durations == "model"
-        else "the trace's average duration per function, at least one forward pass",
+        "execution": execution,
     }
 
 
@@ -324,6 +413,7 @@ def simulate_serverless(
         cold_s=load.cold_s,
         memory_gib=load.memory_gib,
         functions=trace.names,
+        exec_spread=load.exec_spread,
     )
     pool = None
     if request.pool_gpus is not None:
@@ -336,9 +426,10 @@ def simulate_serverless(
             swap_s=load.swap_s,
             cold_s=load.cold_s,
             exec_s=exec_s,
+            exec_spread=load.exec_spread,
         )
     assumptions = {
-        **_load_assumptions(request, len(funcs)),
+        **_load_assumptions(request, load),
         "concurrency": "invocations of one minute are billed in full; scale-out instances "
         "beyond the first are not kept warm",
         "policy": policy.describe(),
@@ -357,7 +448,8 @@ def simulate_serverless(
         price_usd_per_hour=price,
         price_source=price_source,
         trace_source=trace.source,
-        warnings=trace.warnings,
+        arrival_process=trace.arrival_process,
+        warnings=load.warnings,
         assumptions=assumptions,
         pool=pool,
         pool_gpus=request.pool_gpus,
@@ -430,6 +522,7 @@ class PlanServerlessResult:
     sources: dict[str, str]
     assumptions: dict[str, str]
     validation: Validation
+    arrival_process: str = ""
     warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -437,6 +530,7 @@ class PlanServerlessResult:
             **self.plan.to_dict(),
             "validation": self.validation.to_dict(),
             "gpu": self.gpu,
+            "arrival_process": self.arrival_process,
             "functions": self.functions,
             "price_usd_per_hour": self.price_usd_per_hour,
             "sources": dict(self.sources),
@@ -472,9 +566,10 @@ def plan_serverless(
         billing=request.billing,
         max_utilisation=request.max_utilisation,
         gpu_name=load.gpu.name,
+        exec_spread=load.exec_spread,
     )
     assumptions = {
-        **_load_assumptions(request, len(load.functions)),
+        **_load_assumptions(request, load),
         "billing": "serverless bills the GPU while an instance is loaded (busy and keep-alive "
         "minutes, cold starts), at the same price per GPU-hour as always-on"
         if request.billing == "instance"
@@ -498,5 +593,6 @@ def plan_serverless(
         },
         assumptions=assumptions,
         validation=validation_for("serverless-keepalive", [load.gpu.name], "fp32"),
-        warnings=load.trace.warnings,
+        arrival_process=load.trace.arrival_process,
+        warnings=load.warnings,
     )

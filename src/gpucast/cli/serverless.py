@@ -56,6 +56,7 @@ def simulate_command(
         f"{d['functions']:,} functions on {d['gpu']}, {d['horizon_s'] / 3600:g} h, "
         f"{d['policy_text']}"
     )
+    _say(f"  arrivals {d['arrival_process']}")
     if d["invocations"] == 0:
         _say("  no invocations in the trace: nothing to simulate")
         return
@@ -107,6 +108,7 @@ def plan_command(
         f"{d['invocations']:,} invocations; SLO {q} <= {d['slo_s'] * 1e3:g} ms "
         f"(peak {d['peak_gpus']} GPU(s), memory of all models {d['memory_gpus']} GPU(s))"
     )
+    _say(f"  arrivals {d['arrival_process']}")
     _say(f"  {'deployment':<44}{'cold':>9}{'swaps':>9}{'p50 ms':>10}{q + ' ms':>10}"
          f"{'GPU-h':>9}{'US$':>10}  SLO")  # fmt: skip
     for o in d["options"]:

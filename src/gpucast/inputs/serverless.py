@@ -23,7 +23,6 @@ from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 
 if TYPE_CHECKING:
     from gpucast.domain.catalog import GpuSpec
-    from gpucast.domain.profile import WorkloadProfile
     from gpucast.domain.serverless import ColdStartPrediction
 
 
@@ -35,7 +34,13 @@ class ServerlessTrace:
     names: tuple[str, ...]
     duration_s: npt.NDArray[np.float64]
     source: str
+    arrival_process: str
     warnings: tuple[str, ...] = field(default=())
+    #: per function, the bin, prompt and output tokens of each request (an LLM trace), else
+    #: empty
+    tokens: tuple[
+        tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]], ...
+    ] = field(default=())
 
 
 def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
@@ -89,7 +94,84 @@ def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
         duration_s=duration_s,
         source=f"Azure Functions 2019 trace day {day} in {folder} ({len(keys)} functions, "
         f"{counts.minutes} minutes)",
+        arrival_process=f"replayed: the Azure Functions 2019 trace's per-minute invocation "
+        f"counts of day {day}",
         warnings=tuple(warnings),
+    )
+
+
+#: the file names of the Azure LLM inference trace 2023 (one per deployment: code, conv)
+LLM_TRACE_GLOB = "AzureLLMInferenceTrace_*.csv"
+
+
+def trace_from_path(path: Path, day: int = 1) -> ServerlessTrace:
+    """``--trace PATH``: an Azure LLM inference trace file, a folder of them
+    (:data:`LLM_TRACE_GLOB`, :func:`llm_trace`), or a folder of the Azure Functions 2019
+    trace (:func:`trace_from_dir`)."""
+    from gpucast.store.datasets.azure_functions import INVOCATIONS_FILE
+
+    path = Path(path)
+    if path.is_file():
+        return llm_trace([path])
+    if path.is_dir() and not (path / INVOCATIONS_FILE.format(day=day)).exists():
+        files = sorted(path.glob(LLM_TRACE_GLOB))
+        if files:
+            return llm_trace(files)
+    return trace_from_dir(path, day)
+
+
+def llm_trace(paths: list[Path], bin_s: float = 60.0) -> ServerlessTrace:
+    """Azure LLM inference trace files (``TIMESTAMP, ContextTokens, GeneratedTokens``; read
+    by :func:`gpucast.store.datasets.azure_traces.read_arrival_trace`), one function per file
+    (a deployment: ``code``, ``conv``), replayed at their recorded timestamps, aligned on the
+    earliest and counted in bins of ``bin_s``; each request's tokens are kept for its service
+    time. Requests with 0 prompt or output tokens are served as 1 token."""
+    from gpucast.inputs.serving import skipped_rows_warning
+    from gpucast.store.datasets.azure_traces import ORIGIN_ATTR, read_arrival_trace
+
+    frames, warnings = [], []
+    for path in paths:
+        parsed = read_arrival_trace(path)
+        if "context_tokens" not in parsed.frame:
+            raise InvalidInputError(
+                f"--trace {path}: no ContextTokens/GeneratedTokens columns",
+                fix="give an Azure LLM inference trace (TIMESTAMP,ContextTokens,"
+                "GeneratedTokens) or a folder of the Azure Functions 2019 trace",
+            )
+        if parsed.skipped:
+            warnings.append(skipped_rows_warning(path, parsed.skipped))
+        frames.append(parsed.frame)
+    origin = min(float(f.attrs[ORIGIN_ATTR]) for f in frames)
+    bins = [
+        np.floor((f["arrival_s"].to_numpy() + float(f.attrs[ORIGIN_ATTR]) - origin) / bin_s).astype(
+            np.int64
+        )
+        for f in frames
+    ]
+    n_bins = int(max(int(b.max()) for b in bins)) + 1
+    counts = np.stack([np.bincount(b, minlength=n_bins) for b in bins]).astype(np.int64)
+    tokens = []
+    for path, f, b in zip(paths, frames, bins, strict=True):
+        inp = f["context_tokens"].to_numpy(dtype=np.int64)
+        out = f["generated_tokens"].to_numpy(dtype=np.int64)
+        zero = int(((inp < 1) | (out < 1)).sum())
+        if zero:
+            warnings.append(
+                f"{zero} request(s) of {path.name} with 0 prompt or output tokens are served "
+                "as 1 token"
+            )
+        tokens.append((b, np.maximum(inp, 1), np.maximum(out, 1)))
+    names = tuple(p.stem.removeprefix("AzureLLMInferenceTrace_") for p in paths)
+    each = ", ".join(f"{n} {len(f):,} requests" for n, f in zip(names, frames, strict=True))
+    return ServerlessTrace(
+        counts=counts,
+        names=names,
+        duration_s=np.full(len(paths), np.nan),
+        source=f"Azure LLM inference trace ({each}; {', '.join(p.name for p in paths)})",
+        arrival_process=f"replayed: the Azure LLM trace's request timestamps, one function per "
+        f"file, aligned on the first request and counted in {bin_s:g} s bins ({n_bins} bins)",
+        warnings=tuple(warnings),
+        tokens=tuple(tokens),
     )
 
 
@@ -108,6 +190,9 @@ def synthetic_trace(n_functions: int, *, minutes: int, seed: int) -> ServerlessT
         source=f"synthetic: {n_functions} functions over {minutes} minutes, seed {seed} "
         "(invocation-frequency mix, triggers, inter-arrival patterns and durations of Shahrad "
         "et al. ATC'20: catalog/data/faas_workload.csv)",
+        arrival_process="generated: per-minute counts of timer (scheduled), near-periodic, "
+        "Poisson and bursty (gamma renewal) functions with the published invocation-frequency "
+        "mix",
     )
 
 
@@ -124,17 +209,20 @@ class GpuFunction:
 
 
 def gpu_cold_start(
-    profile: WorkloadProfile,
+    weight_bytes: float,
+    inference_flops: float,
     gpu: GpuSpec,
     *,
     links: dict[str, float | None],
     sources: dict[str, str],
     container_s: float | None = None,
     cuda_context_s: float | None = None,
+    gpus: int = 1,
 ) -> tuple[ColdStartPrediction, dict[str, str]]:
-    """The cold start of ``profile``'s model on ``gpu`` (weights through ``links`` and the
-    GPU's PCIe link; container, CUDA context and first call from ``coldstart.csv`` unless
-    given) and the assumptions it rests on."""
+    """The cold start of a model of ``weight_bytes`` whose first call runs ``inference_flops``
+    on ``gpu`` (weights through ``links`` and the GPUs' PCIe links -- ``gpus`` of them, each
+    loading its shard at once; container, CUDA context and first call from ``coldstart.csv``
+    unless given) and the assumptions it rests on."""
     from gpucast.catalog.coldstart import load_coldstart_facts
     from gpucast.predict.coldstart import predict_cold_start
 
@@ -143,8 +231,8 @@ def gpu_cold_start(
     sources = dict(sources)
     assumptions: dict[str, str] = {}
     pcie = facts.get("link", f"pcie{gpu.pcie_generation}")
-    links[f"pcie{gpu.pcie_generation}"] = pcie.value
-    sources["pcie"] = pcie.source()
+    links[f"pcie{gpu.pcie_generation}"] = pcie.value * gpus
+    sources["pcie"] = pcie.source() + (f", {gpus} GPUs' links at once" if gpus > 1 else "")
 
     def phase(name: str, given: float | None, flag: str) -> float:
         if given is not None:
@@ -160,9 +248,9 @@ def gpu_cold_start(
     first_call = facts.get("phase", "first-call")
     assumptions["first-call"] = f"{first_call.value:g} s ({first_call.note})"
     prediction = predict_cold_start(
-        weight_bytes=profile.memory.weights_bytes,
+        weight_bytes=int(weight_bytes),
         parameter_tensors=0,
-        inference_flops=profile.inference_flops,
+        inference_flops=inference_flops,
         links_gbs=links,
         flops=gpu.fp32_tflops * 1e12,
         memory_gbs=gpu.memory_bandwidth_gbps,
@@ -197,7 +285,13 @@ def gpu_function(
             f"GiB of a {gpu.name}",
             fix="pick a GPU with more memory (--gpu) or a smaller model",
         )
-    cold, _ = gpu_cold_start(profile, gpu, links=links, sources={"storage": fact.source()})
+    cold, _ = gpu_cold_start(
+        profile.memory.weights_bytes,
+        profile.inference_flops,
+        gpu,
+        links=links,
+        sources={"storage": fact.source()},
+    )
     return GpuFunction(
         model=model,
         memory_gib=memory_gib,
@@ -212,6 +306,100 @@ def gpu_function(
         source=f"{model}: {memory_gib:.2f} GiB held warm, cold start {cold.total_s:.2f} s "
         f"(weights {cold.weight_load_s:.2f} s bound by {cold.bound_by})",
     )
+
+
+#: the serving engine whose model prices an LLM function's requests
+LLM_ENGINE = "vllm"
+
+
+def llm_gpu_function(
+    model: str,
+    gpu: GpuSpec,
+    *,
+    storage: str,
+    network_gbps: float | None,
+    input_tokens: npt.NDArray[np.int64],
+    output_tokens: npt.NDArray[np.int64],
+) -> tuple[GpuFunction, npt.NDArray[np.float64], tuple[str, ...]]:
+    """A language model of ``llm_models.csv`` served as a function (vLLM, its default
+    precision): the fewest GPUs of 1, 2, 4, 8 holding its weights and the longest request;
+    the memory it holds warm is the engine's preallocated share of those GPUs (weights and
+    KV cache, vLLM's ``gpu_memory_utilization``); each request's service time is its batch-1
+    latency (:func:`gpucast.predict.llm_infer.request_latency_s`: prefill, then its decode
+    steps); the cold start loads the catalog weights (:func:`gpu_cold_start`). Returns the
+    function, the service time of each request (NaN for a request beyond the context window:
+    dropped) and warnings."""
+    from gpucast.catalog.coldstart import load_coldstart_facts
+    from gpucast.catalog.engines import inference_engine
+    from gpucast.catalog.llm import llm_model
+    from gpucast.domain.errors import NoFeasiblePlanError
+    from gpucast.domain.units import GIB
+    from gpucast.predict.llm_infer import (
+        predict_inference,
+        request_latency_s,
+        smallest_fitting_tp,
+    )
+
+    spec = llm_model(model)
+    engine = inference_engine(LLM_ENGINE)
+    warnings: list[str] = []
+    beyond = input_tokens + output_tokens > spec.max_context
+    if beyond.all():
+        raise InvalidSpecError(
+            "models",
+            f"every request needs more than {spec.name}'s context window of "
+            f"{spec.max_context} tokens",
+            fix="serve a model with a longer context (e.g. mistral-7b: 32768)",
+        )
+    if beyond.any():
+        warnings.append(
+            f"{int(beyond.sum())} of {beyond.size} requests need more than {spec.name}'s "
+            f"context window of {spec.max_context} tokens; they are dropped"
+        )
+    inp, out = input_tokens[~beyond], output_tokens[~beyond]
+    longest = int(np.argmax(inp + out))
+    try:
+        tp = smallest_fitting_tp(
+            spec, gpu, engine, input_len=int(inp[longest]), output_len=int(out[longest])
+        )
+    except NoFeasiblePlanError as exc:
+        raise InvalidSpecError(
+            "models", str(exc.args[0]), fix="pick a GPU with more memory (--gpu) or a smaller model"
+        ) from None
+    one = predict_inference(
+        spec, gpu, engine, batch_size=1, input_len=int(inp[longest]),
+        output_len=int(out[longest]), tp=tp,
+    )  # fmt: skip
+    served = request_latency_s(spec, gpu, engine, input_len=inp, output_len=out, tp=tp)
+    service = np.full(beyond.size, np.nan)
+    service[~beyond] = served
+    memory_gib = tp * one.memory.capacity_bytes / GIB
+    fact = load_coldstart_facts().get("storage", storage)
+    links: dict[str, float | None] = {storage: fact.value}
+    if network_gbps is not None:
+        links["network"] = network_gbps / 8.0
+    cold, _ = gpu_cold_start(
+        one.weight_bytes,
+        2.0 * spec.matmul_params_per_token,
+        gpu,
+        links=links,
+        sources={"storage": fact.source()},
+        gpus=tp,
+    )
+    function = GpuFunction(
+        model=spec.name,
+        memory_gib=memory_gib,
+        weight_bytes=cold.weight_bytes,
+        forward_s=float(served.mean()),
+        cold_start_s=cold.total_s,
+        source=f"{spec.name} on {tp} x {gpu.name} ({engine.display_name}, {one.precision}): "
+        f"{memory_gib:.1f} GiB held warm (the engine's share: weights and KV cache), "
+        f"requests {float(np.median(served)):.2f} s median / {float(served.mean()):.2f} s "
+        f"mean alone (prefill + decode of their tokens, {engine.provenance()}), cold start "
+        f"{cold.total_s:.1f} s (weights {cold.weight_bytes / 1e9:.1f} GB in "
+        f"{cold.weight_load_s:.1f} s bound by {cold.bound_by})",
+    )
+    return function, service, tuple(warnings)
 
 
 def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], str]:

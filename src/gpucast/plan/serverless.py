@@ -34,11 +34,7 @@ import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.serverless import KeepAlivePolicy
-from gpucast.simulate.serverless import (
-    simulate_gpu_pool,
-    simulate_keep_alive,
-    weighted_percentiles,
-)
+from gpucast.simulate.serverless import latency_summary, simulate_gpu_pool, simulate_keep_alive
 
 BILLINGS: tuple[str, ...] = ("instance", "execution")
 
@@ -116,15 +112,14 @@ def _duration(seconds: float) -> str:
 
 
 def _latency(
-    values: Sequence[FloatArray], weights: Sequence[npt.ArrayLike], q: float
+    run: FloatArray,
+    cases: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]],
+    q: float,
+    spread: FloatArray | None,
 ) -> tuple[float, float]:
-    """Invocation-weighted p50 and ``q``-th percentile of latency ``values``."""
-    p50, pq = weighted_percentiles(
-        np.concatenate(values),
-        np.concatenate([np.asarray(w, dtype=np.float64) for w in weights]),
-        (50.0, q),
-    )
-    return p50, pq
+    """Invocation-weighted p50 and ``q``-th percentile of latency (:func:`latency_summary`)."""
+    out = latency_summary(run, cases, spread=spread, qs=(50.0, q))
+    return out["p50"], out[f"p{q:g}"]
 
 
 def plan_serverless(
@@ -142,6 +137,7 @@ def plan_serverless(
     billing: str = "instance",
     max_utilisation: float = 0.7,
     gpu_name: str = "GPU",
+    exec_spread: FloatArray | None = None,
 ) -> ServerlessPlan:
     """The candidates for ``counts`` (module docstring), cheapest first, and the choice."""
     if billing not in BILLINGS:
@@ -171,9 +167,11 @@ def plan_serverless(
     options: list[DeploymentOption] = []
 
     for policy in policies:
-        r = simulate_keep_alive(table, policy=policy, exec_s=run, cold_s=cold, memory_gib=mem)
+        r = simulate_keep_alive(
+            table, policy=policy, exec_s=run, cold_s=cold, memory_gib=mem, exec_spread=exec_spread
+        )
         warm = r.invocations - r.cold_starts
-        p50, pq = _latency((run, run + cold), (warm, r.cold_starts), slo_percentile)
+        p50, pq = _latency(run, ((0.0, warm), (cold, r.cold_starts)), slo_percentile, exec_spread)
         if billing == "instance":
             billed_s = float(np.maximum(r.loaded_s, r.busy_s).sum() + r.cold_start_s.sum())
         else:
@@ -201,7 +199,7 @@ def plan_serverless(
     peak = int(max(1, math.ceil(float(demand_s.max(initial=0.0)) / (bin_s * max_utilisation))))
     memory_gpus = int(max(1, math.ceil(float(mem.sum()) / gpu_memory_gib - 1e-9)))
     resident = max(peak, memory_gpus)
-    p50, pq = _latency((run,), (invocations,), slo_percentile)
+    p50, pq = _latency(run, ((0.0, invocations),), slo_percentile, exec_spread)
     options.append(
         DeploymentOption(
             kind="always-on",
@@ -228,12 +226,15 @@ def plan_serverless(
             cold_s=cold,
             exec_s=run,
             bin_s=bin_s,
+            exec_spread=exec_spread,
         )
         swap = np.broadcast_to(np.asarray(swap_s, dtype=np.float64), (n_f,))
         # always on: every model is in host memory before the traffic, so a function's first
         # call is a swap too, not a load from storage
         swaps = pool.swaps + pool.cold_starts
-        p50, pq = _latency((run, run + swap), (pool.invocations - swaps, swaps), slo_percentile)
+        p50, pq = _latency(
+            run, ((0.0, pool.invocations - swaps), (swap, swaps)), slo_percentile, exec_spread
+        )
         options.append(
             DeploymentOption(
                 kind="pool",

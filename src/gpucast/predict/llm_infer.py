@@ -504,6 +504,43 @@ def predict_inference(
     )
 
 
+def request_latency_s(
+    spec: TransformerSpec,
+    gpu: GpuSpec,
+    engine: EngineProfile,
+    *,
+    input_len: npt.ArrayLike,
+    output_len: npt.ArrayLike,
+    tp: int = 1,
+    precision: str | None = None,
+    kv_precision: str | None = None,
+) -> FloatArray:
+    """The latency of each request served alone (batch 1: its prefill then its decode steps)
+    for arrays of prompt and output tokens: :func:`predict_inference`'s ``latency_s``, one
+    vectorised evaluation for all of them (e.g. every request of a trace)."""
+    n_in = np.asarray(input_len, dtype=np.float64)
+    n_out = np.asarray(output_len, dtype=np.float64)
+    if n_in.shape != n_out.shape or n_in.ndim != 1:
+        raise InvalidSpecError("input_len/output_len", "must be 1-D arrays of equal length")
+    if n_in.size == 0:
+        return np.zeros(0)
+    if not (np.all(n_in >= 1) and np.all(n_out >= 1)):
+        raise InvalidSpecError("input_len/output_len", "every token count must be >= 1")
+    check_tp(spec, engine, tp)
+    weights, kv = resolve_precisions(engine, precision, kv_precision)
+    one = _cases([
+        _Case(spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=1, input_len=1,
+              output_len=1, precision=weights, kv_precision=kv)
+    ])  # fmt: skip
+    columns = {
+        f.name: np.repeat(getattr(one, f.name), n_in.size) for f in dataclasses.fields(_Cases)
+    }
+    chunk = engine.prompt_chunk_tokens
+    columns["input_len"], columns["output_len"] = n_in, n_out
+    columns["chunk_tokens"] = np.minimum(chunk, n_in) if chunk > 0 else n_in
+    return _evaluate(_Cases(**columns), engine.params())["latency_s"]
+
+
 def _notes(
     spec: TransformerSpec,
     gpu: GpuSpec,

@@ -7,7 +7,11 @@ What is drawn comes in as a :class:`~gpucast.domain.serverless.FaasMix` (the row
 - invocation frequency: ``share_at_most_hourly`` of functions invoked once per hour or less on
   average, ``share_at_most_per_minute`` once per minute or less, the rest up to
   ``max_per_day``; log-uniform inside each band;
-- triggers in the paper's shares of functions;
+- triggers in the paper's shares of functions; timers, 15.6% of functions but 2.0% of the
+  invocations, are drawn more likely among rarely invoked functions (probability ``~
+  rate^-alpha``, ``alpha`` solved so that their expected share of invocations is
+  ``timer_invocation_share``: :func:`timer_propensity`) -- drawn independently of the rates
+  they carried 14% of the invocations;
 - inter-arrival regularity (the paper's Fig. 6: timers periodic, CV 0; a share of the other
   functions near-periodic, a share burstier than Poisson, CV > 1):
 
@@ -126,6 +130,57 @@ def _renewal(
     return owner, start[owner] + _group_cumsum(owner, gap)
 
 
+def timer_propensity(
+    rate_day: FloatArray, timer_share: float, invocation_share: float
+) -> FloatArray:
+    """Per function, the probability that it is a timer: ``min(1, c x rate^-alpha)``, ``c``
+    making the mean ``timer_share`` (the timers' share of functions) and ``alpha >= 0`` making
+    the timers' expected share of the invocations ``invocation_share`` (``alpha = 0``: triggers
+    independent of rates, when that already gives no more than ``invocation_share``). Both by
+    bisection (monotone), vectorised over the functions."""
+    rate = np.asarray(rate_day, dtype=np.float64)
+    if rate.size == 0 or timer_share <= 0:
+        return np.zeros(rate.size)
+    log_rate = np.log(rate)
+
+    def probs(alpha: float) -> FloatArray:
+        lo, hi = -60.0, 60.0  # log c
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            mean = np.minimum(1.0, np.exp(mid - alpha * log_rate)).mean()
+            lo, hi = (mid, hi) if mean < timer_share else (lo, mid)
+        out: FloatArray = np.minimum(1.0, np.exp(0.5 * (lo + hi) - alpha * log_rate))
+        return out
+
+    def share(alpha: float) -> float:
+        return float((probs(alpha) * rate).sum() / rate.sum())
+
+    if share(0.0) <= invocation_share:
+        return probs(0.0)
+    lo, hi = 0.0, 8.0
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if share(mid) < invocation_share else (mid, hi)
+    return probs(hi)
+
+
+def _draw_triggers(
+    rate_day: FloatArray, mix: FaasMix, rng: np.random.Generator
+) -> npt.NDArray[np.str_]:
+    """Triggers in the paper's shares of functions, timers among the rarely invoked so that
+    they carry their published share of the invocations (:func:`timer_propensity`)."""
+    shares = dict(mix.trigger_shares)
+    total = sum(shares.values())
+    timer_share = shares.pop("timer", 0.0) / total
+    timer = rng.random(rate_day.size) < timer_propensity(
+        rate_day, timer_share, mix.timer_invocation_share
+    )
+    names = np.array(list(shares))
+    probs = np.array(list(shares.values()))
+    other = names[rng.choice(names.size, size=rate_day.size, p=probs / probs.sum())]
+    return np.where(timer, "timer", other)
+
+
 def generate_faas_workload(
     n_functions: int, rng: np.random.Generator, *, mix: FaasMix, minutes: int = MINUTES_PER_DAY
 ) -> FaasWorkload:
@@ -143,9 +198,7 @@ def generate_faas_workload(
     lo = np.log(np.array([b[1] for b in bands]))[band]
     hi = np.log(np.array([b[2] for b in bands]))[band]
     rate_day = np.exp(lo + (hi - lo) * rng.random(n_functions))
-    names = np.array(list(mix.trigger_shares))
-    probs = np.array(list(mix.trigger_shares.values()))
-    trigger = names[rng.choice(names.size, size=n_functions, p=probs / probs.sum())]
+    trigger = _draw_triggers(rate_day, mix, rng)
     timer = trigger == "timer"
     u = rng.random(n_functions)
     periodic = timer | (u < mix.periodic_share)

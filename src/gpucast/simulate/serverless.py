@@ -31,10 +31,14 @@ IntArray = npt.NDArray[np.int64]
 OOB_MARGIN = 0.15
 
 __all__ = [
+    "BusyBins",
     "KeepAliveWindows",
     "PoolResult",
     "ServerlessResult",
+    "busy_bins",
     "keep_alive_windows",
+    "latency_summary",
+    "service_quantiles",
     "simulate_gpu_pool",
     "simulate_keep_alive",
     "weighted_percentiles",
@@ -105,6 +109,37 @@ class KeepAliveWindows:
 
     pre: IntArray
     keep: IntArray
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BusyBins:
+    """The busy bins of a ``(functions, bins)`` count table, sorted by function then time:
+    ``gap[k]`` idle bins before busy bin ``k`` since the function's previous one (-1 at its
+    first), ``rank[k]`` its position among the function's busy bins, ``first``/``last`` the
+    function's first/last busy bin."""
+
+    func: IntArray
+    time: IntArray
+    gap: IntArray
+    rank: IntArray
+    first: npt.NDArray[np.bool_]
+    last: npt.NDArray[np.bool_]
+
+
+def busy_bins(counts: npt.ArrayLike) -> BusyBins:
+    """:class:`BusyBins` of ``counts`` (``np.nonzero``: no loop)."""
+    func, time = (a.astype(np.int64) for a in np.nonzero(np.asarray(counts)))
+    n = func.size
+    first = np.ones(n, dtype=bool)
+    first[1:] = func[1:] != func[:-1]
+    last = np.ones(n, dtype=bool)
+    last[:-1] = func[1:] != func[:-1]
+    starts = np.flatnonzero(first)
+    rank = np.arange(n, dtype=np.int64) - np.repeat(starts, np.diff(np.append(starts, n)))
+    gap = np.full(n, -1, dtype=np.int64)
+    gap[1:] = time[1:] - time[:-1] - 1
+    gap[first] = -1
+    return BusyBins(func=func, time=time, gap=gap, rank=rank, first=first, last=last)
 
 
 def _bins(seconds: float, bin_s: float) -> int:
@@ -234,6 +269,51 @@ def weighted_percentiles(
     return [float(values[min(i, values.size - 1)]) for i in idx]
 
 
+def service_quantiles(samples: Sequence[npt.ArrayLike], points: int = 64) -> FloatArray:
+    """``(functions, points)``: each function's service times (e.g. every request of an LLM
+    trace) at ``points`` equally likely mid-quantiles, ``(k + 0.5) / points``, each one of
+    the samples; a function without samples gets NaN (callers fill it with its mean)."""
+    out = np.full((len(samples), points), np.nan)
+    q = (np.arange(points) + 0.5) / points
+    for i, values in enumerate(samples):
+        arr = np.asarray(values, dtype=np.float64)
+        if arr.size:
+            out[i] = np.quantile(arr, q, method="inverted_cdf")
+    return out
+
+
+def latency_summary(
+    run: FloatArray,
+    cases: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]],
+    *,
+    spread: FloatArray | None = None,
+    qs: Sequence[float] = (50.0, 95.0, 99.0),
+) -> dict[str, float]:
+    """Invocation-weighted latency of calls that each take their function's service time plus
+    an extra: ``cases`` are ``(extra_s, calls)`` per function (e.g. ``(0, warm calls)``,
+    ``(cold_s, cold starts)``). ``run``: mean service time per function; ``spread``:
+    ``(functions, K)`` service times at K equally likely points (:func:`service_quantiles`),
+    when a function's calls differ (tokens of LLM requests); without it every call of a
+    function takes ``run``. Returns ``p{q}`` for ``qs``, ``mean`` (exact, from ``run``) and
+    ``max``."""
+    n_f = run.size
+    table = run[:, None] if spread is None else np.where(np.isnan(spread), run[:, None], spread)
+    k = table.shape[1]
+    values, weights, mean_num = [], [], 0.0
+    for extra, calls in cases:
+        add = np.broadcast_to(np.asarray(extra, dtype=np.float64), (n_f,))
+        n = np.broadcast_to(np.asarray(calls, dtype=np.float64), (n_f,))
+        values.append((table + add[:, None]).ravel())
+        weights.append(np.repeat(n / k, k))
+        mean_num += float((n * (run + add)).sum())
+    v, w = np.concatenate(values), np.concatenate(weights)
+    total = float(w.sum())
+    out = dict(zip((f"p{q:g}" for q in qs), weighted_percentiles(v, w, qs), strict=True))
+    out["mean"] = mean_num / total if total else math.nan
+    out["max"] = float(v[w > 0].max()) if total else math.nan
+    return out
+
+
 def _per_function(name: str, value: npt.ArrayLike, n: int) -> FloatArray:
     arr = np.broadcast_to(np.asarray(value, dtype=np.float64), (n,)).astype(np.float64)
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
@@ -250,11 +330,14 @@ def simulate_keep_alive(
     cold_s: npt.ArrayLike,
     memory_gib: npt.ArrayLike,
     functions: Sequence[str] | None = None,
+    exec_spread: FloatArray | None = None,
 ) -> ServerlessResult:
     """Cold starts, latency and warm-idle memory-time of ``policy`` (module docstring).
 
     ``counts``: ``(functions, bins)`` invocations per bin of ``policy.bin_s`` seconds;
-    ``exec_s``, ``cold_s``, ``memory_gib``: per function (or one value for all).
+    ``exec_s`` (mean), ``cold_s``, ``memory_gib``: per function (or one value for all);
+    ``exec_spread``: each function's service times at equally likely points when its calls
+    differ (:func:`latency_summary`).
     """
     table = np.asarray(counts)
     if table.ndim != 2:
@@ -270,17 +353,9 @@ def simulate_keep_alive(
     if len(names) != n_f:
         raise InvalidSpecError("functions", f"must name all {n_f} functions", got=len(names))
 
-    func, time = (a.astype(np.int64) for a in np.nonzero(table))
+    b = busy_bins(table)
+    func, time, gap, rank, first, last = b.func, b.time, b.gap, b.rank, b.first, b.last
     n = func.size
-    first = np.ones(n, dtype=bool)
-    first[1:] = func[1:] != func[:-1]
-    last = np.ones(n, dtype=bool)
-    last[:-1] = func[1:] != func[:-1]
-    starts = np.flatnonzero(first)
-    rank = np.arange(n, dtype=np.int64) - np.repeat(starts, np.diff(np.append(starts, n)))
-    gap = np.full(n, -1, dtype=np.int64)
-    gap[1:] = time[1:] - time[:-1] - 1
-    gap[first] = -1
 
     win = keep_alive_windows(func, time, gap, rank, n_f, policy, bin_s)
     prev_pre = np.zeros(n, dtype=np.int64)
@@ -296,25 +371,16 @@ def simulate_keep_alive(
     invocations = table.sum(axis=1).astype(np.int64)
     cold_starts = np.bincount(func, weights=cold, minlength=n_f).astype(np.int64)
     idle_bins = np.bincount(func, weights=idle_loaded, minlength=n_f)
-    busy_bins = np.bincount(func, minlength=n_f).astype(np.float64)
-    warm_calls = invocations - cold_starts
-    values = np.concatenate([run, run + cold_cost])
-    weights = np.concatenate([warm_calls, cold_starts]).astype(np.float64)
-    p50, p95, p99 = weighted_percentiles(values, weights, (50.0, 95.0, 99.0))
-    total = weights.sum()
-    latency = {
-        "p50": p50,
-        "p95": p95,
-        "p99": p99,
-        "mean": float((values * weights).sum() / total) if total else math.nan,
-        "max": float(values[weights > 0].max()) if total else math.nan,
-    }
+    n_busy = np.bincount(func, minlength=n_f).astype(np.float64)
+    latency = latency_summary(
+        run, ((0.0, invocations - cold_starts), (cold_cost, cold_starts)), spread=exec_spread
+    )
     return ServerlessResult(
         functions=names,
         invocations=invocations,
         cold_starts=cold_starts,
         wasted_memory_gib_s=idle_bins * bin_s * mem,
-        loaded_s=(idle_bins + busy_bins) * bin_s,
+        loaded_s=(idle_bins + n_busy) * bin_s,
         busy_s=invocations * run,
         cold_start_s=cold_starts * cold_cost,
         latency_s=latency,
@@ -369,6 +435,7 @@ def simulate_gpu_pool(
     cold_s: npt.ArrayLike,
     exec_s: npt.ArrayLike,
     bin_s: float = 60.0,
+    exec_spread: FloatArray | None = None,
 ) -> PoolResult:
     """Swaps and latency of functions multiplexed on ``capacity_gib`` of GPU memory.
 
@@ -429,23 +496,17 @@ def simulate_gpu_pool(
                 over += 1
     invocations = table.sum(axis=1).astype(np.int64)
     extra = swapped * swap + first * cold_cost
-    warm_calls = invocations - swapped - first
-    values = np.concatenate([run, run + swap, run + cold_cost])
-    weights = np.concatenate([warm_calls, swapped, first]).astype(np.float64)
-    p50, p95, p99 = weighted_percentiles(values, weights, (50.0, 95.0, 99.0))
-    total = weights.sum()
+    latency = latency_summary(
+        run,
+        ((0.0, invocations - swapped - first), (swap, swapped), (cold_cost, first)),
+        spread=exec_spread,
+    )
     return PoolResult(
         invocations=invocations,
         swaps=swapped,
         cold_starts=first,
         swap_s=extra,
-        latency_s={
-            "p50": p50,
-            "p95": p95,
-            "p99": p99,
-            "mean": float((values * weights).sum() / total) if total else math.nan,
-            "max": float(values[weights > 0].max()) if total else math.nan,
-        },
+        latency_s=latency,
         capacity_gib=capacity_gib,
         oversubscribed_bins=over,
         bin_s=bin_s,

@@ -25,6 +25,10 @@ from gpucast.store.datasets._import import ImportResult
 from gpucast.store.files import check_header, not_utf8, open_input_text
 
 AZURE_LLM_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+#: ``frame.attrs`` key of the first request's time (seconds since the epoch for an Azure LLM
+#: trace, the first ``arrival_s`` otherwise): ``arrival_s`` counts from it, and traces read
+#: apart are aligned with it
+ORIGIN_ATTR = "origin_s"
 
 
 def _parse_timestamp(text: str) -> float:
@@ -39,7 +43,8 @@ def _parse_timestamp(text: str) -> float:
 
 def read_arrival_trace(path: Path) -> ImportResult:
     """Read an Azure LLM trace or an ``arrival_s`` CSV into a frame with ``arrival_s``
-    (seconds from the first request, sorted) plus the token columns when present."""
+    (seconds from the first request, sorted) plus the token columns when present; the first
+    request's own time is ``frame.attrs[ORIGIN_ATTR]``."""
     path = Path(path)
     handle = open_input_text(path, "trace", fix="check the trace's path")
     try:
@@ -118,9 +123,12 @@ def _read_arrival_rows(path: Path, handle: TextIO) -> ImportResult:
         )
     arrival = np.frombuffer(times, dtype=np.float64)
     order = np.argsort(arrival, kind="stable")
-    data: dict[str, object] = {"arrival_s": arrival[order] - arrival[order[0]]}
+    origin = float(arrival[order[0]])
+    data: dict[str, object] = {"arrival_s": arrival[order] - origin}
     del times
     if azure:
         data["context_tokens"] = np.frombuffer(context, dtype=np.int64)[order]
         data["generated_tokens"] = np.frombuffer(generated, dtype=np.int64)[order]
-    return ImportResult(frame=pd.DataFrame(data, copy=False), skipped=tuple(skipped))
+    frame = pd.DataFrame(data, copy=False)
+    frame.attrs[ORIGIN_ATTR] = origin
+    return ImportResult(frame=frame, skipped=tuple(skipped))
