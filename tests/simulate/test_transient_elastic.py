@@ -117,3 +117,30 @@ def test_elastic_and_restarting_exclude_each_other() -> None:
         _two_workers(elastic=True, worker_loss_restarts=True)
     with pytest.raises(InvalidSpecError, match="reshard-s"):
         _two_workers(elastic=True, reshard_s=-1.0)
+
+
+def test_losing_every_worker_at_once_rolls_back_to_the_checkpoint() -> None:
+    # two spot workers revoked together every 1000 s (replacements up 50 s later, then a
+    # 20 s re-shard): the state in their memory is gone, back to the last checkpoint (every
+    # 1000 steps). 1,900 steps by 1000 -> 1000; 1070-2000 at 2/s -> 2,860 -> 2000;
+    # 2070-3000 -> 3,860 -> 3000; the last 1,000 steps from 3070: done at 3570
+    sc = ClusterScenario(
+        workers=(WorkerGroup(gpu="K80", count=2, region="r", spot=True),),
+        ps_count=0,
+        steps=4000,
+        replace_revoked=True,
+        checkpoint_every_steps=1000,
+        elastic=True,
+        reshard_s=20.0,
+    )
+    res = simulate_runs(
+        sc,
+        speed=SpeedTable(np.array([0.0, 1.0, 2.0])),
+        prices=PRICES,
+        lifetimes=[_Fixed(1000.0)],
+        startup_spot_s=50.0,
+        startup_on_demand_s=50.0,
+        runs=3,
+        rng=0,
+    )
+    np.testing.assert_allclose(res.duration_s, 3570.0)

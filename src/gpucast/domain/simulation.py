@@ -102,7 +102,8 @@ class ClusterScenario:
     ``elastic`` (synchronous training that re-plans as workers come and go, e.g. TorchElastic
     or Horovod Elastic): a lost worker, the chief included, only changes the progress rate,
     and each change in the number of ready workers costs ``reshard_s`` without progress
-    (re-rendezvous, re-sharding the data, rebuilding the communicators).
+    (re-rendezvous, re-sharding the data, rebuilding the communicators); losing the last
+    ready worker loses the state in memory (back to the last checkpoint).
     """
 
     workers: tuple[WorkerGroup, ...]

@@ -24,6 +24,11 @@ The model, per run:
 * Synchronous training (``scenario.worker_loss_restarts``: sync PS, all-reduce) treats every
   worker like the chief: losing one rolls back to the last checkpoint, and the job resumes
   ``restart_penalty_s`` after every remaining (or replacement) worker and PS is ready.
+* Elastic synchronous training (``scenario.elastic``): no worker is critical -- the job goes
+  on at ``speed(ready workers)`` (the caller's re-planned progress rate), each change in
+  their number costs ``scenario.reshard_s`` without progress (overlapping pauses merge; the
+  initial workers' arrivals are the job's start, not changes), and only losing the last
+  ready worker (its state was in memory) or a parameter server rolls back.
 * Revoked workers are replaced after a start-up delay when ``replace_revoked``, otherwise the
   job goes on with fewer; parameter servers are always replaced (no job without them).
 * Capacity gaps (``capacity_gap_s``): a spot replacement first waits this long for capacity,
@@ -941,6 +946,21 @@ class _Engine:
             spd = self.speeds(alive, self.job[runs_e])
         if self.run_slowdown is not None:
             spd = spd / self.run_slowdown[runs_e]
+        if self.elastic[rs].any():
+            # an elastic job keeps its state in its workers' memory: losing the last one is
+            # critical (back to the checkpoint)
+            last = np.flatnonzero(
+                self.elastic[runs_e]
+                & (delta.sum(axis=1) < 0)
+                & (alive.sum(axis=1) == 0)
+                & (ev_t < b[ev_loc])
+            )
+            if last.size:
+                c_loc = np.concatenate([c_loc, ev_loc[last]])
+                c_t = np.concatenate([c_t, ev_t[last]])
+                c_key = c_t - a[c_loc] + spans[c_loc]
+                order = np.argsort(c_key, kind="stable")
+                c_loc, c_t, c_key = c_loc[order], c_t[order], c_key[order]
         # synchronous jobs: the first event from which every worker is ready
         full_next = None
         if self.restarts_on_worker_loss[rs].any():
