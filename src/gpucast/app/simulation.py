@@ -491,7 +491,12 @@ def _elastic_speed(
         if measured
         else ""
     )
-    text = "--elastic re-plans the batch as nodes come and go: " + "; ".join(parts) + why
+    text = (
+        "--elastic re-plans the batch as nodes come and go: " + "; ".join(parts) + why
+        if parts
+        else "--elastic: one node, nothing to re-plan (without it the job waits for its "
+        "replacement either way)"
+    )
     assumption = Assumption(
         name="elastic batch",
         value=f"at each count of ready GPUs the better goodput of the same global batch "
