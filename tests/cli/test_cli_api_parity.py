@@ -812,6 +812,15 @@ BAD = [
      lambda: gpucast.predict_kernels(1, train_runs=[1])),
     (["measure", "train", "mlp", "--kernels", "--distributed", "ddp"],
      lambda: gpucast.measure_train("mlp", kernels=True, distributed="ddp")),
+    # elastic batch on spot clusters (#16, items 3/5)
+    (["simulate", "train", "--gpu", "K80", "--workers", "2", "--region", "us-east1",
+      "--steps", "10", "--elastic", "--strategy", "ps-async"],
+     lambda: gpucast.simulate_train(gpu="K80", workers=2, region="us-east1", steps=10,
+                                    elastic=True, strategy="ps-async")),
+    (["simulate", "train", "--gpu", "K80", "--workers", "2", "--region", "us-east1",
+      "--steps", "10", "--strategy", "allreduce", "--elastic", "--reshard-s", "-1"],
+     lambda: gpucast.simulate_train(gpu="K80", workers=2, region="us-east1", steps=10,
+                                    strategy="allreduce", elastic=True, reshard_s=-1)),
 ]
 # fmt: on
 

@@ -199,3 +199,96 @@ def test_mixed_spot_plans_are_simulated() -> None:
     for c in spot_mixed:
         assert c.mc_runs >= 1000 and c.time_p90_s is not None and c.p_meet_deadline is not None
         assert c.time_s >= c.breakdown_s["train_s"]
+
+
+def _v100_k80_search(**fact_changes: object):  # type: ignore[no-untyped-def]
+    """4 x V100 + 4 x K80 (one GPU per node, AWS, the catalog's specs), batch 64 per worker."""
+    from dataclasses import replace
+
+    from plan_factories import offer
+
+    from gpucast.catalog import Catalog, load_catalog
+
+    real = load_catalog()
+    cat = Catalog(
+        gpus=(real.gpu("V100"), real.gpu("K80")),
+        offers=(
+            offer("aws", "r1", "p3.2xlarge", real.gpu("V100").name, 1, 3.06, 0.92),
+            offer("aws", "r1", "p2.xlarge", real.gpu("K80").name, 1, 0.90, 0.27),
+        ),
+    )
+    ctx = replace(context(**fact_changes), catalog=cat)
+    req = request(
+        allow_mixed=True, deadline_s=None, max_gpus=8, batch_size=64, strategies=("ddp",),
+        allow_spot=False,
+    )  # fmt: skip
+    return search(req, ctx)
+
+
+def _mixed_row(res) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    """The 4 x V100 + 4 x K80 DDP row and the index of its V100 part."""
+    space = res.space
+    for i in np.flatnonzero(space.mixed & (space.strategy == DDP)):
+        if int(space.nodes[i]) == 4 and int(space.count2[i]) == 4:
+            return int(i), int(space.offers.gpu_name[space.offer[i]] != "V100-16GB")
+    raise AssertionError("no 4 + 4 row")
+
+
+def _single_row(res, gpu: str) -> int:  # type: ignore[no-untyped-def]
+    space = res.space
+    one = (~space.mixed) & (space.nodes == 1) & (space.strategy == DDP)
+    return int(next(i for i in np.flatnonzero(one) if space.offers.gpu_name[space.offer[i]] == gpu))
+
+
+def test_v100_k80_proportional_batches_beat_equal_ones() -> None:
+    from gpucast.plan.hetero import SPLIT_PROPORTIONAL
+
+    res = _v100_k80_search()
+    ev = res.evaluation
+    i, fast = _mixed_row(res)
+    one_v100, one_k80 = _single_row(res, "V100-16GB"), _single_row(res, "K80")
+    assert ev.global_batch[i] == 512 and ev.batch_split[i] == SPLIT_PROPORTIONAL
+    # equal batches of 64: every step waits for the K80s (their own compute at batch 64)
+    assert ev.equal_compute_s[i] > 2.0 * ev.compute_s[i]
+    k80_at_64 = ev.compute_s[one_k80]
+    assert ev.equal_compute_s[i] == pytest.approx(k80_at_64, rel=0.05)
+    # proportional: the V100s take more; the cluster's compute throughput is about the sum of
+    # the eight GPUs' own throughputs at batch 64
+    assert ev.part_batch[i, fast] > 2 * ev.part_batch[i, 1 - fast]
+    alone = 4 * 64 / ev.compute_s[one_v100] + 4 * 64 / ev.compute_s[one_k80]
+    together = ev.global_batch[i] / ev.compute_s[i]
+    assert together == pytest.approx(alone, rel=0.10)
+    equal = ev.global_batch[i] / ev.equal_compute_s[i]
+    assert equal < 0.5 * alone
+
+
+def test_v100_k80_split_capped_by_memory() -> None:
+    from gpucast.plan.hetero import SPLIT_CAPPED
+
+    # activations that let a GPU hold ~90 samples: the proportional split would give the
+    # V100s more than fits; capped, they keep what fits and the K80s take the rest
+    res = _v100_k80_search(activation_bytes_per_sample=1.6e8)
+    ev, space = res.evaluation, res.space
+    i, fast = _mixed_row(res)
+    g = space.offers.gpu[space.offer[i] if fast == 0 else space.part2[i]]
+    cap = (res.gpus.usable_bytes[g] - 3e8) // 1.6e8
+    assert ev.batch_split[i] == SPLIT_CAPPED, ev.part_batch[i]
+    assert ev.part_batch[i, fast] == cap and ev.part_extra[i, fast] == 0
+    assert 4 * ev.part_batch[i].sum() + ev.part_extra[i].sum() == 512
+    assert not ev.checkpointing[i] and ev.fits[i]
+    assert ev.compute_s[i] < ev.equal_compute_s[i]
+
+
+def test_equal_and_capped_batches_sum_to_the_global_batch() -> None:
+    from gpucast.plan.hetero import capped_batches, equal_batches
+
+    n = np.array([[4, 4], [3, 5], [2, 7]])
+    g = np.array([515, 17, 40])
+    base, extra = equal_batches(np.array([[1.0, 3.0], [2.0, 1.0], [1.0, 1.0]]), n, g)
+    assert ((n * base + extra).sum(axis=1) == g).all() and (extra <= n).all()
+    assert extra[0, 0] == 3 and extra[0, 1] == 0  # the cheaper sample's part first
+    b, e, changed = capped_batches(
+        np.array([[100, 28]]), np.array([[0, 0]]), np.array([[4, 4]]), np.array([512]),
+        np.array([[90, 500]]),
+    )  # fmt: skip
+    assert changed[0] and b[0, 0] == 90 and (4 * b[0] + e[0]).sum() == 512

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -113,11 +114,33 @@ class PredictTrainRequest:
     workload_options: WorkloadOptions = workload_options_field()
     cluster: str | None = cluster_option()
     cluster_set: ClusterSettings = cluster_set_option()
+    learners: int = option(
+        1,
+        help="Crossbow: this many learners of --batch-size each share the GPU (model "
+        "averaging), compared with one learner at learners x batch.",
+        example="4",
+    )
+    critical_batch: float | None = option(
+        None,
+        help="--learners: the gradient noise scale B_noise [default: the workload family's].",
+        example="4096",
+    )
 
     def __post_init__(self) -> None:
         named = check_cluster_options(self.cluster, None, None, self.cluster_set)
         if not named and self.gpu is None:
             raise InvalidSpecError("gpu", "is required (or --cluster)", fix="e.g. --gpu A100")
+        if isinstance(self.learners, bool) or self.learners < 1:
+            raise InvalidSpecError(
+                "learners", "must be >= 1", got=self.learners, fix="e.g. --learners 4"
+            )
+        if self.critical_batch is not None and not (
+            math.isfinite(self.critical_batch) and self.critical_batch > 0
+        ):
+            raise InvalidSpecError(
+                "critical-batch", "must be > 0 samples", got=self.critical_batch,
+                fix="e.g. --critical-batch 4096",
+            )  # fmt: skip
         if isinstance(self.batch_size, bool) or self.batch_size < 1:
             raise InvalidSpecError(
                 "batch-size", "must be >= 1", got=self.batch_size, fix="e.g. --batch-size 64"
@@ -148,6 +171,10 @@ class PredictTrainResult:
     #: the memory plan on one GPU (:func:`gpucast.predict.memory.fit_memory`, offload priced
     #: by :mod:`gpucast.predict.offload`): plan, bytes, host bytes, slow-down, reason
     memory: Mapping[str, Any] | None = None
+    #: ``--learners K``: Crossbow's K learners on the GPU against one at K x batch
+    #: (:class:`gpucast.predict.crossbow.CrossbowEstimate`), and where B_noise came from
+    crossbow: Any = None
+    crossbow_assumption: Assumption | None = None
 
     @property
     def step_time_s(self) -> float:
@@ -180,6 +207,10 @@ class PredictTrainResult:
             if self.precision_assumption is None
             else self.precision_assumption.to_dict(),
             "memory": None if self.memory is None else dict(self.memory),
+            "crossbow": None if self.crossbow is None else self.crossbow.to_dict(),
+            "crossbow_assumption": None
+            if self.crossbow_assumption is None
+            else self.crossbow_assumption.to_dict(),
         }
 
 
@@ -265,7 +296,55 @@ def predict_train(
         cluster=None if cluster is None else cluster_assumption(cluster),
         precision_assumption=said,
         memory=_memory_plan(facts, spec, request.batch_size, estimate.value, store),
+        **_crossbow(request, facts, spec, estimate, calibration, efficiency.value),
     )
+
+
+def _crossbow(
+    request: PredictTrainRequest,
+    facts: WorkloadFacts,
+    spec: GpuSpec,
+    small: Any,
+    calibration: Any,
+    efficiency: Any,
+) -> dict[str, Any]:
+    """``--learners K``: Crossbow on this GPU (:mod:`gpucast.predict.crossbow`)."""
+    if request.learners == 1:
+        return {}
+    from gpucast.domain.provenance import Assumption
+    from gpucast.plan.efficiency import workload_family
+    from gpucast.predict.crossbow import crossbow
+    from gpucast.predict.roofline import predict_step_time
+
+    k, b = request.learners, request.batch_size
+    large = predict_step_time(
+        facts.roofline_workload(k * b),
+        spec,
+        request.precision,
+        calibration=None if calibration is None else calibration.value,
+        efficiency=efficiency,
+    )
+    fam = workload_family(request.workload)
+    noise = request.critical_batch or fam.critical_batch
+    est = crossbow(
+        learners=k,
+        batch=b,
+        small_breakdown_s=dict(small.breakdown),
+        single_step_s=large.value,
+        weights_bytes=facts.weights_bytes,
+        bandwidth_bytes_per_s=spec.memory_bandwidth_gbps * 1e9 * efficiency.bandwidth_efficiency,
+        noise_batch=noise,
+    )
+    said = Assumption(
+        name="crossbow",
+        value=f"{k} learners on CUDA streams (SMs and bandwidth shared), model averaging "
+        f"every iteration; statistical efficiency from B_noise {noise:,.0f} "
+        "(range: SMA keeps each learner's small-batch efficiency .. progresses like one "
+        f"batch of {k * b:,})",
+        source="--critical-batch" if request.critical_batch else fam.source,
+        override="--critical-batch (gpucast measure train --noise-scale measures it)",
+    )
+    return {"crossbow": est, "crossbow_assumption": said}
 
 
 def _memory_plan(

@@ -206,11 +206,42 @@ class SimulateTrainRequest:
     )
     offers_file: Path | None = offers_option()
     allow_large: bool = allow_large_option()
+    elastic: bool = option(
+        False,
+        help="Synchronous strategies: go on with the ready workers instead of waiting for "
+        "revoked ones' replacements (re-planning the batch at each count: same global batch "
+        "where it fits, else the per-GPU batch, by goodput), and grow back as they arrive.",
+    )
+    reshard_s: float | None = option(
+        None,
+        help="--elastic: seconds without progress per change in ready workers (default: the "
+        "restart penalty).",
+        example="60",
+    )
 
     def __post_init__(self) -> None:
         on_cluster = check_cluster_options(
             self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
         )
+        if self.elastic and _strategy(self.strategy) == "ps-async":
+            raise InvalidSpecError(
+                "elastic",
+                "re-plans a synchronous job; asynchronous PS workers already go on without "
+                "the revoked ones",
+                got="--strategy ps-async",
+                fix="use --strategy allreduce, ps-sync or fsdp, or drop --elastic",
+            )
+        if self.reshard_s is not None:
+            if not self.elastic:
+                raise InvalidSpecError(
+                    "reshard-s", "only applies to --elastic", got=self.reshard_s,
+                    fix="add --elastic, or drop --reshard-s",
+                )  # fmt: skip
+            if not (math.isfinite(self.reshard_s) and self.reshard_s >= 0):
+                raise InvalidSpecError(
+                    "reshard-s", "must be a finite number of seconds >= 0", got=self.reshard_s,
+                    fix="e.g. --reshard-s 60",
+                )  # fmt: skip
         if on_cluster:
             for flag, given in (
                 ("gpu", self.gpu),
@@ -325,18 +356,23 @@ def _steps_to_target(
     gpus_per_node: int,
     data_dir: Path | None,
     db: Path | str | None,
-) -> tuple[int, tuple[Assumption, ...]]:
+) -> tuple[int, tuple[Assumption, ...], Any]:
     """``--target`` as steps at this cluster's global batch (every GPU's batch for synchronous
-    strategies; one worker's for the asynchronous PS, as the planner counts it)."""
+    strategies; one worker's for the asynchronous PS, as the planner counts it), and the
+    samples-to-target curve (``--steps``: those steps at this batch, scaled by the workload
+    family's noise scale, for ``--elastic``)."""
     from gpucast.inputs.convergence import stored_noise_scale, work_curve
     from gpucast.plan.efficiency import at_batch_note, workload_family
     from gpucast.store.db import default_db_path
 
-    assert request.target is not None
-    spec = parse_target(request.target)
-    fam = workload_family(request.workload or "")
     gpus = sum(g.count for g in groups) * gpus_per_node
     batch = request.batch_size * (1 if request.strategy == "ps-async" else gpus)
+    text = request.target
+    if text is None:
+        assert request.steps is not None
+        text = f"{request.steps * batch}samples@{batch}"
+    spec = parse_target(text)
+    fam = workload_family(request.workload or "")
     noise = None
     if not spec.table and request.workload:
         noise = stored_noise_scale(
@@ -354,6 +390,8 @@ def _steps_to_target(
     )
     samples = float(curve.samples([batch])[0])
     steps = max(1, math.ceil(samples / batch))
+    if request.target is None:
+        return int(request.steps or steps), notes, curve
     note = at_batch_note(curve, float(batch), epoch).replace("the recommended", "this")
     notes = tuple(
         dataclasses.replace(
@@ -363,7 +401,111 @@ def _steps_to_target(
         )
         for a in notes
     )
-    return steps, notes
+    return steps, notes, curve
+
+
+def _elastic_speed(
+    request: SimulateTrainRequest,
+    groups: Sequence[WorkerGroup],
+    gpus_per_node: int,
+    keep: Any,
+    curve: Any,
+    works: dict[str, Any],
+    by_gpu: dict[str, str],
+    single: dict[str, Any],
+    catalog: Any,
+    efficiency: Any,
+    table_at: Any,
+) -> tuple[Any, tuple[Assumption, ...], str]:
+    """``--elastic``: the progress table (steps of the planned job per second) at every count
+    of ready workers, re-planned by :func:`gpucast.plan.elastic.elastic_table`, with its
+    assumption and a note of what it does at a few counts."""
+    import numpy as np
+
+    from gpucast.plan.elastic import KEEP_GLOBAL, elastic_table, rebalanced_batch
+    from gpucast.predict.memory import usable_bytes
+    from gpucast.predict.roofline import predict_step_time
+    from gpucast.simulate.transient import SpeedTable
+
+    b = request.batch_size
+    full = sum(g.count for g in groups) * gpus_per_node
+    planned = b * full
+    facts = {g.gpu: works[by_gpu[g.gpu]].facts for g in groups}
+    measured = [g.gpu for g in groups if facts[g.gpu] is None]
+    cache: dict[tuple[str, int], float] = {}
+
+    def roof_s(gpu: str, batch: int) -> float:
+        """Roofline step time of one GPU at ``batch`` (only its ratio between batches is
+        used: the single-worker time, measured or modelled, is scaled by it)."""
+        if (gpu, batch) not in cache:
+            f = facts[gpu]
+            state = f.weights_bytes + f.gradient_bytes + f.optimizer_bytes
+            spec = catalog.gpu(gpu)
+            if state + f.activation_bytes_per_sample * batch > usable_bytes(spec):
+                cache[gpu, batch] = math.inf
+            else:
+                cache[gpu, batch] = predict_step_time(
+                    f.roofline_workload(batch), spec, by_gpu[gpu],
+                    efficiency=efficiency,
+                ).value  # fmt: skip
+        return cache[gpu, batch]
+
+    def scale(live: int) -> list[float]:
+        b_same = int(rebalanced_batch(planned, np.array([live]))[0])
+        return [roof_s(g.gpu, b_same) / roof_s(g.gpu, b) for g in groups]
+
+    shape = keep.table.shape
+    gpus = np.indices(shape).sum(axis=0).reshape(-1) * gpus_per_node
+    if measured:
+        same = np.full(gpus.size, np.nan)
+    else:
+        same = np.asarray(table_at(scale).table, dtype=np.float64).reshape(-1)
+        same = np.where(same > 0, same, np.nan)
+    el = elastic_table(
+        keep_steps_per_s=keep.table.reshape(-1),
+        same_steps_per_s=same,
+        gpus=gpus,
+        batch=b,
+        full_gpus=full,
+        samples_to_target=curve.samples,
+    )
+    # a few counts of ready GPUs (all groups shrinking together) to show
+    shown = sorted({full - gpus_per_node, max(full // 2, 1), gpus_per_node} - {full, 0})
+    full_rate = float(el.progress_steps_per_s[-1])
+    parts = []
+    for k in reversed(shown):
+        cell = int(np.flatnonzero(gpus == k)[-1])  # (the last such cell: the most of group 0)
+        how = (
+            f"global batch {planned:,} kept ({int(el.per_gpu_batch[cell])} per GPU)"
+            if el.choice[cell] == KEEP_GLOBAL
+            else f"{b} per GPU (global {int(el.global_batch[cell]):,}, statistical "
+            f"efficiency x{float(el.efficiency[cell]):.2f})"
+        )
+        parts.append(
+            f"{k} GPUs: {how}, {float(el.progress_steps_per_s[cell]) / full_rate:.0%} of the "
+            "full cluster's progress"
+        )
+    why = (
+        f" (keeping the global batch needs the roofline: {', '.join(measured)} has a "
+        "measured step time only)"
+        if measured
+        else ""
+    )
+    text = (
+        "--elastic re-plans the batch as nodes come and go: " + "; ".join(parts) + why
+        if parts
+        else "--elastic: one node, nothing to re-plan (without it the job waits for its "
+        "replacement either way)"
+    )
+    assumption = Assumption(
+        name="elastic batch",
+        value=f"at each count of ready GPUs the better goodput of the same global batch "
+        f"{planned:,} (where it fits in memory) or {b} per GPU",
+        source=f"samples to target at each batch: {curve.source}; memory: weights, gradients, "
+        "optimizer state and activations vs the GPU's usable memory",
+        override="--target, --batch-size, --reshard-s, drop --elastic",
+    )
+    return SpeedTable(el.progress_steps_per_s.reshape(shape)), (assumption,), text
 
 
 #: Estimated bytes of the Monte Carlo per (run, server) cell and per entry of the speed table.
@@ -515,10 +657,16 @@ def simulate_train(
     given_speed = tinputs.parse_speed(request.speed, groups)
     root = published_data_dir(request.data_dir)
     target_notes: tuple[Assumption, ...] = ()
-    if request.steps is not None:
+    curve = None
+    if request.steps is not None and not request.elastic:
         total_steps = request.steps
     else:
-        total_steps, target_notes = _steps_to_target(request, groups, gpn, root, db)
+        total_steps, target_notes, curve = _steps_to_target(request, groups, gpn, root, db)
+        if request.steps is not None:
+            target_notes = tuple(
+                dataclasses.replace(a, name=f"{a.name} (--elastic: batches other than this one)")
+                for a in target_notes
+            )
     intra_gbps = None
     if cluster is None:
         tinputs.check_names(groups, request.region, catalog)
@@ -568,10 +716,12 @@ def simulate_train(
     efficiency = step_time_efficiency(request.software).value
     single: dict[str, tinputs.StepTime] = {}
     work = None
+    works: dict[str, Any] = {}
     for prec in dict.fromkeys(by_gpu.values()):
         work_p = workload_inputs(
             request.workload, root, profiled_precision(prec), options=dict(request.workload_options)
         )
+        works[prec] = work_p
         work = work or work_p  # bytes and tensors: the same at every precision
         calibration = None
         if work_p.facts is not None:
@@ -611,8 +761,22 @@ def simulate_train(
         collective=perf.collective_for(rdma=rdma, nvlink=nvlink),
     )
     synchronous = request.strategy != "ps-async"
-    full_speed = float(table.table[tuple(g.count for g in groups)])
     notes: list[str] = []
+    elastic_notes: tuple[Assumption, ...] = ()
+    if request.elastic:
+        assert curve is not None
+        table, elastic_notes, elastic_text = _elastic_speed(
+            request, groups, gpn, table, curve, works, by_gpu, single, catalog, efficiency,
+            lambda scale: tinputs.speed_table(
+                groups, single, model.value, work, strategy=request.strategy, ps_shards=ps,
+                ps_region=request.region or "", network=network,
+                rtt_s=request.inter_region_rtt_ms / 1e3, catalog=catalog, gpus_per_node=gpn,
+                intra_node_gbps=intra_gbps,
+                collective=perf.collective_for(rdma=rdma, nvlink=nvlink), step_scale=scale,
+            )[0],
+        )  # fmt: skip
+        notes.append(elastic_text)
+    full_speed = float(table.table[tuple(g.count for g in groups)])
     if offers is not None:
         notes.append(f"prices: the built-in catalog plus the offers of {offers}")
     if request.checkpoint_s is None:
@@ -639,7 +803,7 @@ def simulate_train(
         # what rolls the job back: any node (synchronous), else the chief's node
         spot_dists = [(d, g.count) for d, g in zip(dists, groups, strict=True) if d is not None]
         hazard = sum(c / max(mean_lifetime_s(d), 1.0) for d, c in spot_dists)
-        if not synchronous:
+        if not synchronous or request.elastic:
             hazard = 1.0 / max(mean_lifetime_s(spot_dists[0][0]), 1.0)
         tau = young_interval_s(ckpt_s, hazard)
         if math.isfinite(tau):
@@ -657,18 +821,28 @@ def simulate_train(
         checkpoint_every_steps=every_steps,
         replace_revoked=request.replace,
         deadline_s=deadline_s,
-        worker_loss_restarts=synchronous,
+        worker_loss_restarts=synchronous and not request.elastic,
         fallback_after_s=request.fallback_after_s,
-    )
+        elastic=request.elastic,
+        reshard_s=0.0 if not request.elastic else (
+            request.reshard_s if request.reshard_s is not None
+            else spot_inputs.restart_penalty(root).value
+        ),
+    )  # fmt: skip
     startup = spot_inputs.StartupDelays(data_dir=root)
     start_spot = [startup(g.gpu, "spot", g.region) for g in groups]
     start_spot.append(startup("cpu", "spot", request.region))
     start_od = [startup(g.gpu, "on-demand", g.region) for g in groups]
     start_od.append(startup("cpu", "on-demand", request.region))
     penalty = spot_inputs.restart_penalty(root)
-    if synchronous:
+    if synchronous and not request.elastic:
         notes.append(
             f"{request.strategy} is synchronous: losing any node rolls back to the last checkpoint"
+        )
+    elif request.elastic:
+        notes.append(
+            f"--elastic: a lost node only slows the job (no rollback, no wait for its "
+            f"replacement); every change in ready nodes costs {scenario.reshard_s:.0f} s"
         )
     spread = gpu_variability(request.gpu_variability, store)
     if spread.value is not None:
@@ -853,6 +1027,7 @@ def simulate_train(
         Assumption(name="cluster model", value=request.strategy, source=model.source,
                    override="--data-dir"),
         *target_notes,
+        *elastic_notes,
     )  # fmt: skip
     if cluster is not None:
         from gpucast.domain.systems import NO_PRICE_NOTE

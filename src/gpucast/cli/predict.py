@@ -68,6 +68,20 @@ def train(
                 f"{mem['cpu_adam_source']})"
             )
         console.print(line, highlight=False, markup=False)
+    cb = result.crossbow
+    if cb is not None:
+        console.print(
+            f"  crossbow: {cb.learners} learners x {cb.batch} share the GPU: "
+            f"{cb.learner_step_s * 1e3:.1f} ms per learner step (x{cb.slowdown:.2f} beside each "
+            f"other) + {cb.averaging_s * 1e3:.1f} ms model averaging = {cb.samples_per_s:.0f} "
+            f"samples/s, vs one learner at {cb.learners * cb.batch}: "
+            f"{cb.single_samples_per_s:.0f} samples/s; time to accuracy "
+            f"x{cb.time_ratio_low:.2f}..x{cb.time_ratio_high:.2f} of one learner's",
+            highlight=False,
+            markup=False,
+        )
+        if result.crossbow_assumption is not None:
+            console.print(f"  {result.crossbow_assumption.text()}", highlight=False, markup=False)
 
 
 @app.command("energy")

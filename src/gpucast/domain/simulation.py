@@ -99,6 +99,11 @@ class ClusterScenario:
     revoked. "Fall back after K failed launches retried every r seconds" is
     ``fallback_after_s = K * r``; ``0`` falls back at once whenever spot capacity is short;
     ``None`` (default) never falls back.
+    ``elastic`` (synchronous training that re-plans as workers come and go, e.g. TorchElastic
+    or Horovod Elastic): a lost worker, the chief included, only changes the progress rate,
+    and each change in the number of ready workers costs ``reshard_s`` without progress
+    (re-rendezvous, re-sharding the data, rebuilding the communicators); losing the last
+    ready worker loses the state in memory (back to the last checkpoint).
     """
 
     workers: tuple[WorkerGroup, ...]
@@ -113,8 +118,23 @@ class ClusterScenario:
     worker_loss_restarts: bool = False
     horizon_s: float = 30 * 86400.0
     fallback_after_s: float | None = None
+    #: elastic synchronous training: no worker (the chief included) is critical -- the job
+    #: goes on with the ready workers (the speed function gives its progress rate at each
+    #: count) and pays ``reshard_s`` without progress after every change in their number
+    elastic: bool = False
+    reshard_s: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.elastic and self.worker_loss_restarts:
+            raise InvalidSpecError(
+                "elastic",
+                "an elastic job never waits for lost workers: it cannot also restart on one",
+                fix="set worker_loss_restarts=False with elastic=True",
+            )
+        if not (math.isfinite(self.reshard_s) and self.reshard_s >= 0):
+            raise InvalidSpecError(
+                "reshard-s", "must be a finite number of seconds >= 0", got=self.reshard_s
+            )
         if not self.workers:
             raise InvalidSpecError(
                 "workers", "must be >= 1", got=0, fix="give at least one worker, e.g. --workers 4"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -379,9 +379,12 @@ def speed_table(
     gpus_per_node: int = 1,
     intra_node_gbps: float | None = None,
     collective: CollectiveConstants | None = None,
+    step_scale: Callable[[int], Sequence[float]] | None = None,
 ) -> tuple[SpeedTable, str]:
     """Cluster steps/s for every count of live nodes per group, from the cluster model;
-    ``intra_node_gbps`` (Gbit/s per GPU, a user's cluster) wins over the GPUs' own links."""
+    ``intra_node_gbps`` (Gbit/s per GPU, a user's cluster) wins over the GPUs' own links.
+    ``step_scale(live GPUs)``: a factor per group on its single-worker step time (the
+    per-GPU batch an elastic job re-plans at that count; ``inf``: it does not fit -> 0)."""
     from gpucast.plan.inputs import intra_node_gbps as gpu_link_gbps
     from gpucast.simulate.transient import SpeedTable
 
@@ -396,8 +399,18 @@ def speed_table(
     )
 
     def speed(alive: Sequence[int]) -> float:
+        scale = [1.0] * len(per_group)
+        if step_scale is not None:
+            live = int(sum(alive)) * gpus_per_node
+            if live == 0:
+                return 0.0
+            scale = list(step_scale(live))
+            if not all(math.isfinite(f) for f in scale):
+                return 0.0
         times = [
-            t for t, n in zip(per_group, alive, strict=True) for _ in range(int(n) * gpus_per_node)
+            t * f
+            for t, f, n in zip(per_group, scale, alive, strict=True)
+            for _ in range(int(n) * gpus_per_node)
         ]
         est = model.predict(
             times,

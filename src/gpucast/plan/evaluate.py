@@ -46,10 +46,15 @@ import numpy.typing as npt
 
 from gpucast.plan.efficiency import epochs_needed
 from gpucast.plan.hetero import (
+    SPLIT_CAPPED,
+    SPLIT_EQUAL,
+    SPLIT_PROPORTIONAL,
+    capped_batches,
     col_argmax,
     col_max,
     col_min,
     col_sum,
+    equal_batches,
     equivalent_think_time_s,
     proportional_batches,
     update_shares,
@@ -164,6 +169,8 @@ class Evaluation:
     part_batch: IntArray  # (rows, 2): per-worker batch of each part (part 2: 0 if none)
     part_extra: IntArray  # (rows, 2): workers of the part with one more sample
     part_compute_s: FloatArray  # (rows, 2): one worker's step compute, largest batch of part
+    batch_split: IntArray  # how a mixed synchronous row splits its batch (hetero.SPLIT_*)
+    equal_compute_s: FloatArray  # its step compute with equal per-worker batches
     gpu_power_w: FloatArray  # one GPU's average board power (NaN: no power facts / model)
     power_limit_w: FloatArray  # the power limit it runs at (NaN: none set)
 
@@ -520,11 +527,62 @@ def _evaluate_single(
         part_batch=np.stack([per_worker, np.zeros_like(per_worker)], axis=1),
         part_extra=np.zeros((len(space), 2), dtype=np.int64),
         part_compute_s=np.stack([compute, np.zeros_like(compute)], axis=1),
+        batch_split=np.full(len(space), SPLIT_EQUAL, dtype=np.int64),
+        equal_compute_s=compute,
         gpu_power_w=_average_power(
             busy_power, idle_power, compute, np.where(sync, step_sync, step_async)
         ),
         power_limit_w=power_limit,
     )
+
+
+def _sync_split(
+    a: FloatArray,
+    c: FloatArray,
+    counts: IntArray,
+    g_sync: IntArray,
+    state: FloatArray,
+    act_per_sample: FloatArray,
+    usable: FloatArray,
+    checkpoint_fraction: float,
+) -> tuple[IntArray, IntArray, IntArray, FloatArray]:
+    """The per-worker batches of a synchronous mixed row: the fastest step of three splits of
+    its global batch -- in proportion to speed, the same with a part over its memory held at
+    the largest batch that fits (the rest to the other part), and equal batches (which the
+    slowest GPU paces). Each is priced by its slowest part's compute ``a + c b`` (x the
+    activation-checkpointing slowdown where only that fits; ``inf`` where nothing fits).
+    Returns ``(base, extra, split, equal_ratio)``: ``equal_ratio`` = the equal split's step
+    compute over the chosen one's."""
+    base_p, extra_p = proportional_batches(a, c, counts, g_sync)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = (usable - state) / np.maximum(act_per_sample, 1e-300)
+    cap = np.floor(np.clip(room, 0.0, 2.0**40)).astype(np.int64)
+    base_c, extra_c, capped = capped_batches(base_p, extra_p, counts, g_sync, cap)
+    base_e, extra_e = equal_batches(c, counts, g_sync)
+
+    def step(base: IntArray, extra: IntArray) -> FloatArray:
+        top = base + (extra > 0)
+        acts = act_per_sample * top
+        plain = state + acts <= usable
+        ckpt = state + acts * checkpoint_fraction <= usable
+        t = (a + c * top) * np.where(plain, 1.0, CHECKPOINTING_SLOWDOWN)
+        t = np.where(counts > 0, np.where(plain | ckpt, t, np.inf), 0.0)
+        return col_max(t)
+
+    t_e = step(base_e, extra_e)
+    times = np.stack([step(base_p, extra_p), np.where(capped, step(base_c, extra_c), np.inf), t_e])
+    split = np.argmin(times, axis=0).astype(np.int64)  # ties: proportional first
+    pick = split[:, None]
+    base = np.where(
+        pick == SPLIT_PROPORTIONAL, base_p, np.where(pick == SPLIT_CAPPED, base_c, base_e)
+    )
+    extra = np.where(
+        pick == SPLIT_PROPORTIONAL, extra_p, np.where(pick == SPLIT_CAPPED, extra_c, extra_e)
+    )
+    chosen = times[split, np.arange(split.size)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(np.isfinite(chosen) & (chosen > 0), t_e / chosen, 1.0)
+    return base, extra, split, ratio
 
 
 def evaluate_mixed(
@@ -571,20 +629,23 @@ def evaluate_mixed(
     else:
         mean_b = space.batch.copy()
         g_sync = space.batch * n
-    base_sync, extra_sync = proportional_batches(a, c, counts, g_sync)
+    state = np.where(
+        strat == DDP,
+        facts.weights_bytes + facts.gradient_bytes + facts.optimizer_bytes,
+        facts.weights_bytes + facts.gradient_bytes,
+    )[:, None]
+    act_per_sample = gpus.activation_bytes_per_sample[g]
+    usable = gpus.usable_bytes[g]
+    base_sync, extra_sync, split, split_ratio = _sync_split(
+        a, c, counts, g_sync, state, act_per_sample, usable, facts.checkpoint_fraction
+    )
     base = np.where(sync[:, None], base_sync, np.maximum(mean_b, 1)[:, None])
     extra = np.where(sync[:, None], extra_sync, 0)
     valid_batch = np.where(sync, g_sync >= n, mean_b >= 1)
     top = (base + (extra > 0)).astype(np.float64)  # the largest batch in each part
 
     # -- memory per part ---------------------------------------------------------------------
-    state = np.where(
-        strat == DDP,
-        facts.weights_bytes + facts.gradient_bytes + facts.optimizer_bytes,
-        facts.weights_bytes + facts.gradient_bytes,
-    )[:, None]
-    acts = gpus.activation_bytes_per_sample[g] * top
-    usable = gpus.usable_bytes[g]
+    acts = act_per_sample * top
     plain = state + acts <= usable
     ckpt_fits = state + acts * facts.checkpoint_fraction <= usable
     ckpt = ~plain & ckpt_fits
@@ -737,6 +798,8 @@ def evaluate_mixed(
         part_batch=base.astype(np.int64),
         part_extra=extra.astype(np.int64),
         part_compute_s=part_compute,
+        batch_split=np.where(sync, split, SPLIT_EQUAL).astype(np.int64),
+        equal_compute_s=np.where(sync, compute * split_ratio, compute),
         # one GPU's mean draw over the cluster (its parts weighted by their GPU counts)
         gpu_power_w=col_sum(
             _average_power(

@@ -194,3 +194,62 @@ def mva_at(
         hit = workers == n
         out[hit] = x[hit]
     return out
+
+
+#: How a synchronous mixed row splits its global batch (``Evaluation.batch_split``).
+SPLIT_PROPORTIONAL, SPLIT_CAPPED, SPLIT_EQUAL = 0, 1, 2
+SPLIT_LABELS = ("proportional to speed", "proportional to speed, capped by memory", "equal")
+
+
+def equal_batches(
+    per_sample_s: FloatArray, counts: IntArray, global_batch: IntArray
+) -> tuple[IntArray, IntArray]:
+    """The same batch on every worker (``global_batch // n``); the remainder's one-more
+    samples go to the part with the cheaper sample first. Same ``(base, extra)`` form as
+    :func:`proportional_batches` (two parts)."""
+    n = np.asarray(counts, dtype=np.int64)
+    g_batch = np.asarray(global_batch, dtype=np.int64)
+    total = np.maximum(col_sum(n), 1)
+    each = g_batch // total
+    rem = g_batch - each * total
+    present = n > 0
+    base = np.where(present, each[:, None], 0)
+    fast = (np.asarray(per_sample_s)[:, 1] < np.asarray(per_sample_s)[:, 0]).astype(np.int64)
+    rows = np.arange(n.shape[0])
+    extra = np.zeros_like(n)
+    first = np.minimum(rem, n[rows, fast])
+    extra[rows, fast] = first
+    extra[rows, 1 - fast] = rem - first
+    return base, extra
+
+
+def capped_batches(
+    base: IntArray, extra: IntArray, counts: IntArray, global_batch: IntArray, cap: IntArray
+) -> tuple[IntArray, IntArray, npt.NDArray[np.bool_]]:
+    """A two-part split with a part over its memory ``cap`` (largest per-worker batch that
+    fits) held at the cap and the rest of the global batch spread over the other part.
+    Returns ``(base, extra, changed)``; ``changed`` is False where no part was over its cap,
+    or where both were (nothing to move)."""
+    n = np.asarray(counts, dtype=np.int64)
+    g_batch = np.asarray(global_batch, dtype=np.int64)
+    top = base + (extra > 0)
+    over = (top > cap) & (n > 0)
+    changed: npt.NDArray[np.bool_] = np.asarray(over.any(axis=1) & ~over.all(axis=1))
+    out_base, out_extra = base.copy(), extra.copy()
+    for k in (0, 1):
+        o = 1 - k
+        rows = np.flatnonzero(changed & over[:, k])
+        if not rows.size:
+            continue
+        held = np.maximum(cap[rows, k], 1)
+        left = g_batch[rows] - n[rows, k] * held
+        other = np.maximum(n[rows, o], 1)
+        ok = left >= n[rows, o]  # every worker of the other part keeps a sample
+        out_base[rows, k] = held
+        out_extra[rows, k] = 0
+        out_base[rows, o] = np.where(ok, left // other, out_base[rows, o])
+        out_extra[rows, o] = np.where(ok, left - (left // other) * other, out_extra[rows, o])
+        out_base[rows[~ok], k] = base[rows[~ok], k]
+        out_extra[rows[~ok], k] = extra[rows[~ok], k]
+        changed[rows[~ok]] = False
+    return out_base, out_extra, changed

@@ -61,6 +61,7 @@ from gpucast.plan.goodput import (
     batch_why,
     efficiency_and_goodput,
 )
+from gpucast.plan.hetero import SPLIT_EQUAL, SPLIT_LABELS
 from gpucast.plan.inputs import (
     GpuPrecision,
     GpuTable,
@@ -1248,10 +1249,19 @@ def _candidate(
                 for p in parts
             )
             idle = 1.0 - min(p.compute_s for p in parts) / max(p.compute_s for p in parts)
-            notes.append(
-                f"per-worker batches in proportion to speed: {split}; global batch "
+            how = int(ev.batch_split[i])
+            note = (
+                f"per-worker batches {SPLIT_LABELS[how]}: {split}; global batch "
                 f"{int(ev.global_batch[i]):,}; the fastest worker idles {idle:.1%} of its compute"
             )
+            if how != SPLIT_EQUAL:
+                slow = max(parts, key=lambda p: p.compute_s / max(p.per_worker_batch, 1))
+                note += (
+                    f"; equal batches of {int(ev.batch[i])} would take "
+                    f"{float(ev.equal_compute_s[i]) / float(ev.compute_s[i]):.2f}x the step "
+                    f"compute (paced by the {slow.gpu} workers)"
+                )
+            notes.append(note)
     if ctx.cluster is not None and not ctx.cluster.priced:
         notes.append("no price given: cost shown as $0")
     epochs = float(ev.samples_needed[i]) / (res.work.dataset_size or float(ev.samples_needed[i]))

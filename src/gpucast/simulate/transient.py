@@ -24,6 +24,11 @@ The model, per run:
 * Synchronous training (``scenario.worker_loss_restarts``: sync PS, all-reduce) treats every
   worker like the chief: losing one rolls back to the last checkpoint, and the job resumes
   ``restart_penalty_s`` after every remaining (or replacement) worker and PS is ready.
+* Elastic synchronous training (``scenario.elastic``): no worker is critical -- the job goes
+  on at ``speed(ready workers)`` (the caller's re-planned progress rate), each change in
+  their number costs ``scenario.reshard_s`` without progress (overlapping pauses merge; the
+  initial workers' arrivals are the job's start, not changes), and only losing the last
+  ready worker (its state was in memory) or a parameter server rolls back.
 * Revoked workers are replaced after a start-up delay when ``replace_revoked``, otherwise the
   job goes on with fewer; parameter servers are always replaced (no job without them).
 * Capacity gaps (``capacity_gap_s``): a spot replacement first waits this long for capacity,
@@ -491,6 +496,9 @@ class _Window:
     ev_off: IntArray
     full_next: IntArray | None
     speed: FloatArray
+    #: when progress resumes in each event's interval (elastic jobs: after the re-shard
+    #: pause that a change in ready workers starts); None: at the event (no elastic run)
+    resume: FloatArray | None
     work: FloatArray
     crit_t: FloatArray
     crit_key: FloatArray
@@ -651,6 +659,8 @@ class _Engine:
         self.horizon = np.array([s.horizon_s for s in sc])[self.job]
         self.replace_revoked = np.array([s.replace_revoked for s in sc])[self.job]
         self.restarts_on_worker_loss = np.array([s.worker_loss_restarts for s in sc])[self.job]
+        self.elastic = np.array([s.elastic for s in sc])[self.job]
+        self.reshard_s = np.array([s.reshard_s if s.elastic else 0.0 for s in sc])[self.job]
         self.speed: SpeedFunction = jobs[0].speed  # one job: its own speed function
         self.speeds = None if K == 1 else _flat_speed(jobs, G)  # several: their tables
         slow = [p.run_slowdown for p in prepared]
@@ -881,7 +891,9 @@ class _Engine:
         sync = self.restarts_on_worker_loss[o_inc]
         keep = self.replace_revoked[o_inc]
         worker = self.col_worker[j_inc, inc.col]
-        looked = self.col_ps[j_inc, inc.col] | ((inc.col == 0) & keep & ~sync)
+        looked = self.col_ps[j_inc, inc.col] | (
+            (inc.col == 0) & keep & ~sync & ~self.elastic[o_inc]
+        )
         pick = np.flatnonzero(looked)
         pick = pick[np.argsort(inc.loc[pick] * C + inc.col[pick], kind="stable")]
         l_loc, l_col, l_up, l_down = inc.loc[pick], inc.col[pick], inc.up[pick], inc.down[pick]
@@ -934,6 +946,21 @@ class _Engine:
             spd = self.speeds(alive, self.job[runs_e])
         if self.run_slowdown is not None:
             spd = spd / self.run_slowdown[runs_e]
+        if self.elastic[rs].any():
+            # an elastic job keeps its state in its workers' memory: losing the last one is
+            # critical (back to the checkpoint)
+            last = np.flatnonzero(
+                self.elastic[runs_e]
+                & (delta.sum(axis=1) < 0)
+                & (alive.sum(axis=1) == 0)
+                & (ev_t < b[ev_loc])
+            )
+            if last.size:
+                c_loc = np.concatenate([c_loc, ev_loc[last]])
+                c_t = np.concatenate([c_t, ev_t[last]])
+                c_key = c_t - a[c_loc] + spans[c_loc]
+                order = np.argsort(c_key, kind="stable")
+                c_loc, c_t, c_key = c_loc[order], c_t[order], c_key[order]
         # synchronous jobs: the first event from which every worker is ready
         full_next = None
         if self.restarts_on_worker_loss[rs].any():
@@ -943,11 +970,23 @@ class _Engine:
         nxt = np.empty_like(ev_t)
         nxt[:-1] = ev_t[1:]
         nxt[ev_off[1:] - 1] = b
-        work = np.concatenate([[0.0], np.cumsum(spd * (nxt - ev_t))])
+        resume = None
+        if (self.reshard_s[rs] > 0).any():
+            # elastic: each change in ready workers (not a window's start) pauses progress
+            # for reshard_s; pauses that overlap merge (the latest change's end counts)
+            change = ev_t > self.elastic_start[runs_e]
+            change[ev_off[:-1]] = False
+            idx = np.maximum.accumulate(np.where(change, np.arange(ev_t.size), -1))
+            mine = idx >= ev_off[ev_loc]
+            until = np.where(mine, ev_t[np.maximum(idx, 0)] + self.reshard_s[runs_e], -np.inf)
+            resume = np.clip(until, ev_t, nxt)
+            work = np.concatenate([[0.0], np.cumsum(spd * (nxt - resume))])
+        else:
+            work = np.concatenate([[0.0], np.cumsum(spd * (nxt - ev_t))])
         return _Window(
             runs=rs, a=a, b=b, inc=inc, look_up=l_up, look_down=l_down, look_first=first,
             look_count=counts, spans=spans, ev_t=ev_t, ev_key=ev_key, ev_off=ev_off, speed=spd,
-            full_next=full_next,
+            full_next=full_next, resume=resume,
             work=work, crit_t=c_t, crit_key=c_key,
             crit_off=np.concatenate([[0], np.cumsum(np.bincount(c_loc, minlength=L))]),
             capped=capped,
@@ -1000,7 +1039,8 @@ class _Engine:
         lo, hi = w.crit_off[loc], w.crit_off[loc + 1]
         idx = np.maximum(np.searchsorted(w.crit_key, q, side="right"), lo)
         c = _take(w.crit_t, idx, idx < hi, np.inf)
-        dropped = ~self.replace_revoked[o]  # the chief of a job that drops revoked workers
+        # the chief of a job that drops revoked workers (an elastic job has none)
+        dropped = ~self.replace_revoked[o] & ~self.elastic[o]
         if dropped.any():
             chief_down = self.down[o, s.chief[o]]
             follow = dropped & (chief_down > s.crit_after[o]) & (chief_down < w.b[loc])
@@ -1014,11 +1054,15 @@ class _Engine:
         i0 = np.clip(
             np.searchsorted(w.ev_key, start - w.a[loc] + w.spans[loc], "right") - 1, lo, hi
         )
-        v = w.work[i0] + w.speed[i0] * (start - w.ev_t[i0]) + need
+        if w.resume is None:
+            v = w.work[i0] + w.speed[i0] * (start - w.ev_t[i0]) + need
+        else:
+            v = w.work[i0] + w.speed[i0] * np.maximum(start - w.resume[i0], 0.0) + need
         j = np.clip(np.searchsorted(w.work, v, "left") - 1, lo, hi)
         rate = w.speed[j]
         with np.errstate(divide="ignore", invalid="ignore"):
-            t = w.ev_t[j] + (v - w.work[j]) / rate
+            at = w.ev_t[j] if w.resume is None else w.resume[j]
+            t = at + (v - w.work[j]) / rate
         ok = (v <= w.work[hi + 1]) & (rate > 0) & (start < w.b[loc])
         return np.where(ok, np.maximum(t, start), np.inf)
 
@@ -1034,10 +1078,11 @@ class _Engine:
         keep = self.replace_revoked[o]
         resume = np.full(o.size, -np.inf)
         sync_keep = keep & self.restarts_on_worker_loss[o]
-        if (keep & ~sync_keep).any():  # (a synchronous job's chief is one of its workers)
-            k = np.flatnonzero(keep & ~sync_keep)
+        elastic = self.elastic[o]  # (no chief to wait for: the PS only)
+        if (keep & ~sync_keep & ~elastic).any():  # (a synchronous job's chief: a worker)
+            k = np.flatnonzero(keep & ~sync_keep & ~elastic)
             resume[k] = self._current_up(w, loc[k], s.chief[o[k]], at[k])
-        drop = np.flatnonzero(~keep)
+        drop = np.flatnonzero(~keep & ~elastic)
         if drop.size:
             od, at_d = o[drop], at[drop]
             up0, down0 = self.up[od], self.down[od]
@@ -1203,6 +1248,11 @@ class _Engine:
         first_up = self.up[np.arange(R), 0]
         ps_up = np.where(self.col_ps[self.job], self.up, -np.inf).max(axis=1)
         s.pause[:] = np.maximum(first_up, ps_up)
+        # an elastic job starts once its initial workers are all up (their arrivals are its
+        # first rendezvous, not re-shards)
+        all_up = np.where(workers & (self.down > self.up), self.up, -np.inf).max(axis=1)
+        self.elastic_start = np.where(self.elastic, np.maximum(all_up, 0.0), np.inf)
+        s.pause[:] = np.where(self.elastic, np.maximum(s.pause, all_up), s.pause)
         self.out_dur = np.full(R, np.inf)
         self.out_cost = np.zeros(R)
         self.out_revs = np.zeros(R, dtype=np.int64)

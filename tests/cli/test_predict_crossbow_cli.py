@@ -1,0 +1,39 @@
+"""predict train --learners K (Crossbow) through the CLI and the Python API."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+import gpucast
+from gpucast.cli.app import app
+
+runner = CliRunner()
+ARGS = ["predict", "train", "--workload", "mlp", "--batch-size", "8", "--gpu", "V100"]
+
+
+def test_learners_compare_with_one_large_batch() -> None:
+    result = runner.invoke(app, [*ARGS, "--learners", "4", "--critical-batch", "64", "--json"])
+    assert result.exit_code == 0, result.output
+    cb = json.loads(result.output)["crossbow"]
+    assert cb["learners"] == 4 and cb["single_batch"] == 32
+    low, high = cb["time_to_accuracy_ratio"]["low"], cb["time_to_accuracy_ratio"]["high"]
+    assert 0 < low < high  # SMA at small-batch efficiency beats large-batch-like SMA
+    assert high == cb["single_samples_per_s"] / cb["samples_per_s"]
+    api = gpucast.predict_train(
+        workload="mlp", batch_size=8, gpu="V100", learners=4, critical_batch=64
+    )
+    assert api.crossbow.samples_per_s == cb["samples_per_s"]
+    assert api.crossbow_assumption.source == "--critical-batch"
+    text = runner.invoke(app, [*ARGS, "--learners", "4"])
+    assert "crossbow: 4 learners x 8 share the GPU" in text.output
+    plain = runner.invoke(app, [*ARGS, "--json"])
+    assert json.loads(plain.output)["crossbow"] is None
+
+
+def test_bad_learners_is_one_line_exit_2() -> None:
+    for extra in (["--learners", "0"], ["--learners", "2", "--critical-batch", "-5"]):
+        result = runner.invoke(app, [*ARGS, *extra])
+        assert result.exit_code == 2, result.output
+        assert len(result.output.strip().splitlines()) == 1
