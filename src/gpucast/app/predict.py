@@ -184,6 +184,21 @@ class PredictTrainResult:
     def samples_per_s(self) -> float:
         return self.batch_size / self.estimate.value
 
+    def memory_text(self) -> str | None:
+        """The memory plan in one sentence (with the host memory and step of an offload
+        plan); ``None`` without a memory plan."""
+        mem = self.memory
+        if mem is None:
+            return None
+        line = str(mem["reason"])
+        if mem["plan"] is not None and str(mem["plan"]).endswith("cpu-offload"):
+            line += (
+                f"; {mem['host_bytes'] / 2**30:.1f} GiB in host memory, step "
+                f"{mem['step_time_s'] * 1e3:.1f} ms with offload (CPU Adam: "
+                f"{mem['cpu_adam_source']})"
+            )
+        return line
+
     def to_dict(self) -> dict[str, Any]:
         est = self.estimate
         return {

@@ -5,10 +5,11 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import date
+from typing import TypeVar
 
-from gpucast.domain.errors import DataFormatError
+from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.store.files import check_header
 
 
@@ -48,6 +49,43 @@ def read_rows(
                 fix="check for unquoted commas or a missing cell",
             )
         yield line, {h: c.strip() for h, c in zip(header, cells, strict=True)}
+
+
+def named_rows(
+    text: str, path: str, required: Sequence[str], *, lower: bool = True
+) -> Iterator[tuple[int, dict[str, str], str]]:
+    """:func:`read_rows` of a file keyed by its ``name`` column: ``(line, row, name)``, the
+    name lower-cased unless ``lower`` is False; a name twice or no row at all is an error."""
+    seen: set[str] = set()
+    for line, row in read_rows(text, path, required):
+        name = require_text(row["name"], path=path, line=line, column="name")
+        name = name.lower() if lower else name
+        if name in seen:
+            raise DataFormatError(path, f"name {name!r} appears twice", line=line)
+        seen.add(name)
+        yield line, row, name
+    if not seen:
+        raise DataFormatError(path, "has no rows")
+
+
+def provenance(row: Mapping[str, str], *, path: str, line: int) -> str:
+    """``(source_url, as of date)`` of a row, both checked."""
+    url = require_text(row["source_url"], path=path, line=line, column="source_url")
+    as_of = parse_date(row["as_of"], path=path, line=line, column="as_of")
+    return f"({url}, as of {as_of})"
+
+
+_T = TypeVar("_T")
+
+
+def by_name(rows: Mapping[str, _T], name: str, *, field: str, file: str, kind: str = "") -> _T:
+    """The row called ``name`` (case-insensitive); an unknown name is one line naming the
+    known ones (``kind``: what a row is, e.g. "drive")."""
+    key = name.strip().lower()
+    if key not in rows:
+        what = f"unknown {kind} {name!r}" if kind else f"unknown {name!r}"
+        raise InvalidSpecError(field, what, fix=f"use one of {', '.join(rows)} ({file})")
+    return rows[key]
 
 
 def parse_float(

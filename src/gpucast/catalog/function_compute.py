@@ -10,8 +10,7 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
-from gpucast.catalog._csv import parse_date, read_rows, require_float, require_text
-from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.catalog._csv import by_name, named_rows, provenance, require_float
 from gpucast.domain.gnn_split import FunctionCompute
 
 FUNCTION_COLUMNS = (
@@ -24,26 +23,20 @@ DEFAULT_FUNCTION = "aws-lambda-x86"
 def parse_function_compute(text: str, path: str = _PATH) -> dict[str, FunctionCompute]:
     """Rows of ``function_compute.csv`` by name."""
     out: dict[str, FunctionCompute] = {}
-    for line, row in read_rows(text, path, FUNCTION_COLUMNS):
-        name = require_text(row["name"], path=path, line=line, column="name").lower()
-        if name in out:
-            raise DataFormatError(path, f"name {name!r} appears twice", line=line)
+    for line, row, name in named_rows(text, path, FUNCTION_COLUMNS):
 
         def num(column: str, line: int = line, row: dict[str, str] = row) -> float:
             return require_float(row[column], path=path, line=line, column=column)
 
-        url = require_text(row["source_url"], path=path, line=line, column="source_url")
-        as_of = parse_date(row["as_of"], path=path, line=line, column="as_of")
+        where = provenance(row, path=path, line=line)
         out[name] = FunctionCompute(
             name=name,
             usd_per_gb_s=num("usd_per_gb_s"),
             usd_per_request=num("usd_per_request"),
             gb_per_vcpu=num("gb_per_vcpu"),
             max_gb=num("max_gb"),
-            source=f"catalog/data/function_compute.csv {name} ({url}, as of {as_of})",
+            source=f"catalog/data/function_compute.csv {name} {where}",
         )
-    if not out:
-        raise DataFormatError(path, "has no rows")
     return out
 
 
@@ -56,8 +49,4 @@ def load_function_compute() -> dict[str, FunctionCompute]:
 
 def function_compute(name: str = DEFAULT_FUNCTION) -> FunctionCompute:
     """One offering by name (an unknown name is one line naming the known ones)."""
-    rows = load_function_compute()
-    key = name.strip().lower()
-    if key not in rows:
-        raise InvalidSpecError("function", f"unknown {name!r}", fix=f"use one of {', '.join(rows)}")
-    return rows[key]
+    return by_name(load_function_compute(), name, field="function", file="function_compute.csv")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
-from gpucast.catalog._csv import parse_date, read_rows, require_float, require_text
+from gpucast.catalog._csv import by_name, named_rows, provenance, require_float
 from gpucast.catalog.coldstart import load_coldstart_facts
 from gpucast.domain.embeddings import SsdSpec
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
@@ -27,12 +27,8 @@ def parse_ssd(text: str, path: str = _PATH) -> dict[str, SsdSpec]:
     """Drives of ``ssd.csv`` by name, each with its ``coldstart.csv`` read bandwidth."""
     facts = load_coldstart_facts()
     out: dict[str, SsdSpec] = {}
-    for line, row in read_rows(text, path, SSD_COLUMNS):
-        name = require_text(row["name"], path=path, line=line, column="name").lower()
-        if name in out:
-            raise DataFormatError(path, f"name {name!r} appears twice", line=line)
-        url = require_text(row["source_url"], path=path, line=line, column="source_url")
-        as_of = parse_date(row["as_of"], path=path, line=line, column="as_of")
+    for line, row, name in named_rows(text, path, SSD_COLUMNS):
+        where = provenance(row, path=path, line=line)
         try:
             bandwidth = facts.get("storage", name)
         except InvalidSpecError as exc:
@@ -52,10 +48,8 @@ def parse_ssd(text: str, path: str = _PATH) -> dict[str, SsdSpec]:
                 row["capacity_tb"], path=path, line=line, column="capacity_tb"
             )
             * 1e12,
-            source=f"catalog/data/ssd.csv {name} ({url}, as of {as_of}); {bandwidth.source()}",
+            source=f"catalog/data/ssd.csv {name} {where}; {bandwidth.source()}",
         )
-    if not out:
-        raise DataFormatError(path, "has no rows")
     return out
 
 
@@ -68,10 +62,4 @@ def load_ssd() -> dict[str, SsdSpec]:
 
 def ssd_drive(name: str = DEFAULT_SSD) -> SsdSpec:
     """One drive by name (an unknown name is one line naming the known ones)."""
-    drives = load_ssd()
-    key = name.strip().lower()
-    if key not in drives:
-        raise InvalidSpecError(
-            "ssd", f"unknown drive {name!r}", fix=f"use one of {', '.join(drives)} (ssd.csv)"
-        )
-    return drives[key]
+    return by_name(load_ssd(), name, field="ssd", file="ssd.csv", kind="drive")

@@ -58,28 +58,11 @@ def train(
         console.print(
             f"  precision: {result.precision_assumption.text()}", highlight=False, markup=False
         )
-    mem = result.memory
-    if mem is not None:
-        line = f"  memory: {mem['reason']}"
-        if mem["plan"] is not None and mem["plan"].endswith("cpu-offload"):
-            line += (
-                f"; {mem['host_bytes'] / 2**30:.1f} GiB in host memory, step "
-                f"{mem['step_time_s'] * 1e3:.1f} ms with offload (CPU Adam: "
-                f"{mem['cpu_adam_source']})"
-            )
-        console.print(line, highlight=False, markup=False)
-    cb = result.crossbow
-    if cb is not None:
-        console.print(
-            f"  crossbow: {cb.learners} learners x {cb.batch} share the GPU: "
-            f"{cb.learner_step_s * 1e3:.1f} ms per learner step (x{cb.slowdown:.2f} beside each "
-            f"other) + {cb.averaging_s * 1e3:.1f} ms model averaging = {cb.samples_per_s:.0f} "
-            f"samples/s, vs one learner at {cb.learners * cb.batch}: "
-            f"{cb.single_samples_per_s:.0f} samples/s; time to accuracy "
-            f"x{cb.time_ratio_low:.2f}..x{cb.time_ratio_high:.2f} of one learner's",
-            highlight=False,
-            markup=False,
-        )
+    memory = result.memory_text()
+    if memory is not None:
+        console.print(f"  memory: {memory}", highlight=False, markup=False)
+    if result.crossbow is not None:
+        console.print(f"  crossbow: {result.crossbow.text()}", highlight=False, markup=False)
         if result.crossbow_assumption is not None:
             console.print(f"  {result.crossbow_assumption.text()}", highlight=False, markup=False)
 
@@ -305,12 +288,7 @@ def gnn(
             highlight=False,
         )
     for option in result.split:
-        stages = ", ".join(f"{k} {v:.3g} s" for k, v in option.stages_s.items())
-        console.print(
-            f"  epoch {option.name:<15} {option.epoch_s:9.3g} s  ${option.usd_per_epoch:.4g}"
-            f"  ({stages}; bound by {option.bottleneck})",
-            highlight=False,
-        )
+        console.print(f"  {option.text()}", highlight=False)
     for note in result.notes:
         console.print(f"  {note}", highlight=False)
     for name, value in result.assumptions.items():

@@ -304,9 +304,9 @@ def _batch_job(job: SpotJob, delays: SpotDelays, runs: int, checkpoint_s: float)
     for label, spot, od in zip(labels, spot_usd, od_usd, strict=True):
         prices[(label, "spot")] = spot
         prices[(label, "on-demand")] = od
-    first = job.parts[0].lifetime if not job.synchronous else lifetimes[0]
+    first = lifetimes[0]  # the synchronous cluster's, or the chief's
     assert first is not None
-    hazard = 1.0 / max(mean_lifetime_s(first), 1.0)  # the cluster's, or the chief's
+    hazard = 1.0 / max(mean_lifetime_s(first), 1.0)
     table = np.asarray(job.speed, dtype=np.float64)
     rate = float(table.flat[-1])
     if job.ps_shards:

@@ -53,6 +53,18 @@ class CrossbowEstimate:
     time_ratio_low: float
     time_ratio_high: float
 
+    def text(self) -> str:
+        """One sentence: the learners' throughput against one learner's, and the time to
+        accuracy range."""
+        return (
+            f"{self.learners} learners x {self.batch} share the GPU: "
+            f"{self.learner_step_s * 1e3:.1f} ms per learner step (x{self.slowdown:.2f} beside "
+            f"each other) + {self.averaging_s * 1e3:.1f} ms model averaging = "
+            f"{self.samples_per_s:.0f} samples/s, vs one learner at {self.learners * self.batch}: "
+            f"{self.single_samples_per_s:.0f} samples/s; time to accuracy "
+            f"x{self.time_ratio_low:.2f}..x{self.time_ratio_high:.2f} of one learner's"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "learners": self.learners,

@@ -87,6 +87,14 @@ class SplitOption:
     def bottleneck(self) -> str:
         return max(self.stages_s, key=lambda k: self.stages_s[k])
 
+    def text(self) -> str:
+        """One row: epoch time, cost, each stage's time and the slowest."""
+        stages = ", ".join(f"{k} {v:.3g} s" for k, v in self.stages_s.items())
+        return (
+            f"epoch {self.name:<15} {self.epoch_s:9.3g} s  ${self.usd_per_epoch:.4g}"
+            f"  ({stages}; bound by {self.bottleneck})"
+        )
+
     def to_dict(self) -> dict[str, object]:
         return {
             "name": self.name,
