@@ -250,6 +250,52 @@ def pollux(data_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def learning_rate_rule(zeus: dict[str, Runs]) -> pd.DataFrame:
+    """Part 4: leave one batch out on the per-batch means of Zeus's seeds, the tuned law
+    ``E_min (1 + B/B_noise)`` against the same law under the data's own learning-rate rule
+    (``fixed`` Adadelta, ``sqrt`` Adam/AdamW; :mod:`gpucast.predict.lr_scaling`), with the
+    step efficiency ``2x/(1+x^2)`` the product uses and the quadratic model's ``x(2-x)``."""
+    from scipy.optimize import least_squares
+
+    import gpucast.predict.lr_scaling as lrs
+
+    def law_fit(b: np.ndarray, y: np.ndarray) -> np.ndarray:
+        f = least_squares(
+            lambda p: p[0] + np.log1p(b / np.exp(p[1])) - np.log(y),
+            [np.log(y.min()), np.log(np.median(b) * 4.0)],
+        )
+        return np.asarray(f.x)
+
+    rows = []
+    for name, r in zeus.items():
+        ok = np.isfinite(r.value)
+        bs = np.unique(r.batch[ok])
+        mean = np.array([np.mean(r.value[ok & (r.batch == b)]) for b in bs])
+        for i in range(len(bs)):
+            tr = np.arange(len(bs)) != i
+            p = law_fit(bs[tr], mean[tr])
+            law = float(np.exp(p[0]) * (1.0 + bs[i] / np.exp(p[1])))
+            preds = {"law": law}
+            for label, eff in (("rule", lrs.step_efficiency), ("rule x(2-x)", _quadratic)):
+                kw = {"rule": r.lr_rule, "optimizer": r.optimizer, "efficiency": eff}
+                params = lrs.fit_rule_law(bs[tr], mean[tr], **kw)
+                preds[label] = float(lrs.rule_law_samples([bs[i]], params, **kw)[0])
+            rows.append(
+                {
+                    "workload": name,
+                    "rule": f"{r.optimizer} {r.lr_rule}",
+                    "batch": bs[i],
+                    **{f"err_{k}": v / mean[i] - 1.0 for k, v in preds.items()},
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _quadratic(x: object) -> np.ndarray:
+    v = np.asarray(x, dtype=np.float64)
+    return np.where((v > 0) & (v < 2), v * (2.0 - v), 1e-6)
+
+
 def _mape(s: pd.Series) -> float:
     return float(np.median(np.abs(s))) * 100.0
 
@@ -332,6 +378,24 @@ def main() -> int:
                 "|err| LOJO": round(_mape(g[f"err_{chosen}"]), 1),
             }
         )
+    print(pd.DataFrame(rows).to_string(index=False))
+    print(
+        "\n4. Learning-rate rule: leave one batch out on Zeus's per-batch means, the tuned law vs"
+    )
+    print("   the law under the data's own rule (median / max |error| %)\n")
+    lr = learning_rate_rule(zeus)
+    rows = []
+    for (wl, rule), g in lr.groupby(["workload", "rule"], sort=False):
+        row = {"workload": wl, "data's rule": rule, "batches": len(g)}
+        for k in ("law", "rule", "rule x(2-x)"):
+            e = np.abs(g[f"err_{k}"]) * 100.0
+            row[f"{k}"] = f"{np.median(e):.1f} / {np.max(e):.0f}"
+        rows.append(row)
+    row = {"workload": "ALL", "data's rule": "", "batches": len(lr)}
+    for k in ("law", "rule", "rule x(2-x)"):
+        e = np.abs(lr[f"err_{k}"]) * 100.0
+        row[k] = f"{np.median(e):.1f} / {np.max(e):.0f}"
+    rows.append(row)
     print(pd.DataFrame(rows).to_string(index=False))
     target_met = shares["model"] >= 0.8
     print(

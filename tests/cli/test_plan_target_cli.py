@@ -178,3 +178,42 @@ def test_simulate_target_bad_input(args: list[str], needle: str) -> None:
     result = runner.invoke(cli, [*SIM, *args])
     assert result.exit_code == 2, result.output
     assert needle in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def _rule_note(plan: dict) -> str:  # type: ignore[type-arg]
+    (note,) = [a for a in plan["assumptions"] if a["name"] == "learning rate"]
+    return str(note["value"])
+
+
+def test_lr_rule_prices_a_fixed_rule_and_auto_names_its_choice() -> None:
+    base = ["--target", "10epochs@128", "--dataset-size", "50000", "--batch-size", "512"]
+    tuned = _plan(*base)
+    sqrt = _plan(*base, "--lr-rule", "sqrt")
+    auto = _plan(*base, "--lr-rule", "auto")
+    best = [p["candidates"][p["recommended"]] for p in (tuned, sqrt, auto)]
+    assert best[1]["epochs"] > best[0]["epochs"] * 1.01  # sqrt under-steps SGD at 4 x B0+
+    assert best[2]["epochs"] == pytest.approx(best[0]["epochs"], rel=0.011)
+    assert "sqrt rule" in _rule_note(sqrt) and "sgd optimizer" in _rule_note(sqrt)
+    # cifar family: B_noise 2,048; at 512 linear costs +1.3% (> 1%): AdaScale
+    assert "learning rate chosen: adascale" in _efficiency(auto)
+    assert "linear +1.3%" in _efficiency(auto)
+    adam = _plan(*base, "--lr-rule", "sqrt", "--optimizer", "adam")
+    assert adam["candidates"][adam["recommended"]]["epochs"] < best[1]["epochs"]
+    assert not [a for a in tuned["assumptions"] if a["name"] == "learning rate"]
+
+
+def test_lr_rule_bad_input_is_one_line() -> None:
+    result = runner.invoke(cli, [*SMALL, "--lr-rule", "cubic"])
+    assert result.exit_code == 2
+    assert "lr-rule" in result.output and "auto, tuned" in result.output
+    result = runner.invoke(cli, [*SMALL, "--lr-rule", "linear", "--optimizer", "quantum"])
+    assert result.exit_code == 2 and "optimizer" in result.output
+
+
+def test_lr_rule_keeps_a_curve_measured_under_its_own_rule(shared_data: Path) -> None:
+    args = ["--target", "zeus:cifar100", "--data-dir", str(shared_data)]
+    kept = _plan(*args, "--lr-rule", "auto")
+    assert "the data's own" in _rule_note(kept) and "fixed rule" in _rule_note(kept)
+    result = runner.invoke(cli, [*SMALL, *args, "--lr-rule", "linear"])
+    assert result.exit_code == 2
+    assert "not identifiable" in result.output and "--target Nepochs@B" in result.output

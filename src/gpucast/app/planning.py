@@ -498,7 +498,53 @@ def _work_curve(
             )
             for a in notes
         )
+    if request.lr_rule is not None:
+        curve, rule_note = lr_rule_curve(curve, request.lr_rule, request.optimizer, fam)
+        notes = (*notes, rule_note)
     return request, curve, notes
+
+
+def lr_rule_curve(
+    curve: ConvergenceCurve, rule: str, optimizer: str | None, fam: Any
+) -> tuple[ConvergenceCurve, Assumption]:
+    """``curve`` under learning-rate ``rule`` (:mod:`gpucast.predict.lr_scaling`) and the
+    assumption that says so; a curve measured under its own fixed rule (Zeus) keeps it."""
+    from gpucast.predict.lr_scaling import SOURCE, optimizer_family
+
+    own = curve.lr
+    if own is not None and own.baseline != "tuned":
+        if rule not in ("auto", own.baseline):
+            raise InvalidSpecError(
+                "lr-rule",
+                f"the target's seeds were measured with {own.optimizer} at the {own.baseline} "
+                "learning-rate rule, and where its step was tuned is not identifiable from "
+                f"them: {rule} cannot be priced from this curve",
+                fix="drop --lr-rule, or give the work as --target Nepochs@B at the batch your "
+                "learning rate was tuned for",
+            )
+        return curve, Assumption(
+            name="learning rate",
+            value=f"the data's own: {own.optimizer}, {own.baseline} rule (--lr-rule {rule})",
+            source=curve.source,
+            override="--target",
+        )
+    family = optimizer_family(optimizer or fam.optimizer)
+    out = curve.with_lr_rule(rule, family)
+    assert out.lr is not None
+    what = {
+        "auto": f"auto: the {family} optimizer's own rule "
+        f"({'linear' if family == 'sgd' else 'sqrt'}) while it costs at most 1% more samples "
+        "than a tuned run, AdaScale beyond",
+        "tuned": "re-tuned at every batch (the curve as it is)",
+        "adascale": "AdaScale's gain ratio (the noise-scale law itself)",
+    }.get(rule, f"the {rule} rule from the step tuned at global batch {out.lr.tuned_batch:,.0f}")
+    return out, Assumption(
+        name="learning rate",
+        value=f"{what}; {family} optimizer"
+        + ("" if optimizer else f" ({fam.family} family default)"),
+        source=SOURCE,
+        override="--lr-rule, --optimizer, --reference-batch",
+    )
 
 
 def _deadline_assumption(request: TrainRequest) -> Assumption:

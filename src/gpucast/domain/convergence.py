@@ -44,6 +44,10 @@ CONVERGENCE_UNITS: tuple[str, ...] = get_args(ConvergenceUnit)
 # Names the MLPerf rules use for the same benchmark in other rounds.
 BENCHMARK_ALIASES = {"retinanet": "ssd", "rgat": "gnn"}
 
+#: Learning-rate rules a plan can apply at batches other than the tuned one
+#: (:mod:`gpucast.predict.lr_scaling`; ``auto`` lets the planner choose).
+LR_RULES: tuple[str, ...] = ("tuned", "adascale", "linear", "sqrt", "fixed")
+
 
 class UnknownBenchmarkError(UnknownNameError):
     kind = "MLPerf benchmark"

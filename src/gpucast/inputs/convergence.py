@@ -19,7 +19,7 @@ Each comes back with the assumption that names its rule and source.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +31,7 @@ from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.provenance import Assumption, Sourced
 from gpucast.inputs.data import data_path
 from gpucast.predict.convergence import ConvergenceCurve, ConvergenceModel
+from gpucast.predict.lr_scaling import LrScaling, rule_of_learning_rates
 
 if TYPE_CHECKING:
     from gpucast.domain.measurement import GradientNoise
@@ -58,6 +59,11 @@ class Runs:
     target: str
     source: str
     note: str = ""
+    #: how the data's learning rate moved with the batch (:mod:`gpucast.predict.lr_scaling`):
+    #: ``tuned`` per batch (MLPerf), or Zeus's ``fixed`` / ``sqrt``
+    lr_rule: str = "tuned"
+    #: the optimizer the data trained with (``sgd`` when not known)
+    optimizer: str = "sgd"
 
 
 def mlperf_runs(benchmark: str) -> Runs:
@@ -101,6 +107,7 @@ def zeus_runs(data_dir: Path | None) -> dict[str, Runs]:
         optimizer = str(rows["optimizer"].iloc[0])
         lr = rows.groupby("batch_size")["learning_rate"].first()
         fixed = lr.nunique() == 1
+        rule = rule_of_learning_rates(lr.index.to_numpy(), lr.to_numpy())
         out[str(dataset)] = Runs(
             name=f"zeus:{dataset}",
             batch=rows["batch_size"].to_numpy(dtype=np.float64),
@@ -111,7 +118,9 @@ def zeus_runs(data_dir: Path | None) -> dict[str, Runs]:
             f"{float(rows['target_metric'].iloc[0]):g}",
             source=f"Zeus NSDI'23 summary_train.csv ({path})",
             note=f"{optimizer}, learning rate "
-            + ("fixed across batches" if fixed else "scaled with the batch (about sqrt(B))"),
+            + ("fixed across batches" if fixed else f"scaled with the batch ({rule} rule)"),
+            lr_rule="fixed" if fixed else rule,
+            optimizer=optimizer,
         )
     return out
 
@@ -145,6 +154,16 @@ def _table_curve(
         runs = table[spec.name]
     model = fit_runs(runs)
     curve = model.curve
+    if runs.lr_rule != "tuned":
+        # the data's own rule (identity): where the step was tuned is not identifiable from
+        # the seeds, so a plan cannot move such a curve to another rule
+        curve = replace(
+            curve,
+            lr=LrScaling(
+                rule=runs.lr_rule, baseline=runs.lr_rule, tuned_batch=curve.reference_batch,
+                optimizer=runs.optimizer,
+            ),
+        )  # fmt: skip
     epoch = runs.epoch_samples if dataset_size is None else float(dataset_size)
     if runs.unit == "epochs":
         if epoch is None:

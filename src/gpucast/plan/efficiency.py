@@ -55,6 +55,8 @@ class FamilyDefaults:
     default_dataset_size: int | None
     default_epochs: float | None
     source: str
+    #: optimizer family the learning-rate rules assume (``--optimizer`` overrides)
+    optimizer: str = "sgd"
 
 
 FAMILIES: dict[str, FamilyDefaults] = {
@@ -83,6 +85,7 @@ FAMILIES: dict[str, FamilyDefaults] = {
     ),
     "transformer": FamilyDefaults(
         family="transformer",
+        optimizer="adaptive",
         critical_batch=1024.0,
         reference_batch=256,
         default_dataset_size=None,
@@ -93,6 +96,7 @@ FAMILIES: dict[str, FamilyDefaults] = {
     ),
     "recommender": FamilyDefaults(
         family="recommender",
+        optimizer="adaptive",
         critical_batch=65536.0,
         reference_batch=2048,
         default_dataset_size=None,

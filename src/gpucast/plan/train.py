@@ -1031,7 +1031,10 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     if pick is not None:
         choice = batch_choice(res, int(rows[order[pick]]))
         chosen_batch = float(ev.global_batch[rows[order[pick]]])
-        note = at_batch_note(res.work.curve_or_rule(), chosen_batch, res.work.dataset_size)
+        curve = res.work.curve_or_rule()
+        note = at_batch_note(curve, chosen_batch, res.work.dataset_size)
+        if curve.lr is not None and curve.lr.rule != curve.lr.baseline:
+            note += "; " + curve.lr.text(chosen_batch, curve.noise_batch)
         assumptions = [
             replace(a, value=f"{a.value}; {note}") if a.name == "statistical efficiency" else a
             for a in assumptions

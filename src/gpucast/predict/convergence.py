@@ -49,6 +49,7 @@ import numpy.typing as npt
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.prediction import Estimate
 from gpucast.predict.base import Estimator, register
+from gpucast.predict.lr_scaling import LrScaling
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -93,6 +94,8 @@ class ConvergenceCurve:
     source: str = ""
     #: batches where no run of the data reached the target (the curve is no evidence there)
     unreached_batch: tuple[float, ...] = field(default=())
+    #: the learning-rate rule applied over the curve's own (None: as measured / tuned)
+    lr: LrScaling | None = None
 
     def __post_init__(self) -> None:
         for name in ("min_samples", "noise_batch", "reference_batch"):
@@ -156,7 +159,10 @@ class ConvergenceCurve:
         logb = self._log_b(batch)
         knots = np.log(np.asarray(self.knot_batch))
         resid = np.interp(logb, knots, np.asarray(self.knot_log_residual))
-        law = self.min_samples * (1.0 + np.exp(logb) / self.noise_batch)
+        b = np.exp(logb)
+        law = self.min_samples * (1.0 + b / self.noise_batch)
+        if self.lr is not None:
+            law = law * self.lr.factor(b, self.noise_batch)
         return np.asarray(law * np.exp(resid), dtype=np.float64)
 
     def sigma_log(self, batch: npt.ArrayLike) -> FloatArray:
@@ -200,6 +206,15 @@ class ConvergenceCurve:
     def with_reference(self, reference_batch: float) -> ConvergenceCurve:
         return replace(self, reference_batch=float(reference_batch))
 
+    def with_lr_rule(self, rule: str, optimizer: str = "sgd") -> ConvergenceCurve:
+        """The curve under learning-rate ``rule`` (:mod:`gpucast.predict.lr_scaling`); the
+        data's own rule and optimizer (``lr``) stay the baseline; without them the curve is
+        a tuned one, the step tuned at the reference batch for an ``optimizer``."""
+        lr = self.lr or LrScaling(
+            rule="tuned", tuned_batch=self.reference_batch, optimizer=optimizer
+        )
+        return replace(self, lr=replace(lr, rule=rule))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "min_samples": self.min_samples,
@@ -212,6 +227,7 @@ class ConvergenceCurve:
             "unit": self.unit,
             "source": self.source,
             "unreached_batch": list(self.unreached_batch),
+            **({"lr": self.lr.to_dict()} if self.lr is not None else {}),
         }
 
     @classmethod
@@ -228,6 +244,7 @@ class ConvergenceCurve:
                 unit=str(data.get("unit", "samples")),
                 source=str(data.get("source", "")),
                 unreached_batch=tuple(float(b) for b in data.get("unreached_batch", ())),
+                lr=LrScaling.from_dict(data["lr"]) if data.get("lr") else None,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidInputError(
