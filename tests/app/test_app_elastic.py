@@ -39,6 +39,25 @@ def test_elastic_finishes_sooner_and_cheaper_than_waiting() -> None:
     assert slow.transient.duration_s.mean() > el.transient.duration_s.mean()
 
 
+def test_a_fixed_learning_rate_makes_the_re_planned_batches_cost_more() -> None:
+    kw = {**SIM, "workload": "resnet50", "batch_size": 64, "elastic": True, "runs": 50}
+    runs = {r: gpucast.simulate_train(**kw, lr_rule=r) for r in (None, "linear", "fixed")}
+    # the planned batch is where the step was tuned: the same steps to target there
+    assert len({r.scenario.steps for r in runs.values()}) == 1
+
+    def note(r: Any) -> str:
+        return str(next(n for n in r.notes if n.startswith("--elastic re-plans")))
+
+    # 4 K80s keep 64 per GPU (global 256 of the planned 512): a tuned or linear-scaled step
+    # gains a little statistical efficiency, a fixed one (twice the tuned step) loses
+    assert "4 GPUs: 64 per GPU (global 256, statistical efficiency x1.01)" in note(runs[None])
+    assert "(global 256, statistical efficiency x1.01)" in note(runs["linear"])
+    assert "(global 256, statistical efficiency x0.81)" in note(runs["fixed"])
+    assert runs["fixed"].transient.duration_s.mean() >= runs[None].transient.duration_s.mean()
+    (said,) = [a for a in runs["fixed"].assumptions if a.name.startswith("learning rate")]
+    assert "fixed rule from the step tuned at global batch 512" in said.value
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
@@ -46,6 +65,8 @@ def test_elastic_finishes_sooner_and_cheaper_than_waiting() -> None:
         ({"reshard_s": 30.0}, r"reshard-s: only applies to --elastic"),
         ({"elastic": True, "reshard_s": -1.0}, r"reshard-s: must be a finite number"),
         ({"elastic": True, "batch_size": 0}, r"batch-size: must be >= 1"),
+        ({"lr_rule": "linear"}, r"lr-rule: only applies to --elastic"),
+        ({"elastic": True, "lr_rule": "cubic"}, r"lr-rule: must be one of auto, tuned"),
     ],
 )
 def test_bad_elastic_input_is_one_line(changes: dict[str, Any], message: str) -> None:

@@ -505,10 +505,15 @@ def _work_curve(
 
 
 def lr_rule_curve(
-    curve: ConvergenceCurve, rule: str, optimizer: str | None, fam: Any
+    curve: ConvergenceCurve,
+    rule: str,
+    optimizer: str | None,
+    fam: Any,
+    tuned_batch: float | None = None,
 ) -> tuple[ConvergenceCurve, Assumption]:
-    """``curve`` under learning-rate ``rule`` (:mod:`gpucast.predict.lr_scaling`) and the
-    assumption that says so; a curve measured under its own fixed rule (Zeus) keeps it."""
+    """``curve`` under learning-rate ``rule`` (:mod:`gpucast.predict.lr_scaling`), the step
+    tuned at ``tuned_batch`` (default: the curve's reference batch), and the assumption that
+    says so; a curve measured under its own fixed rule (Zeus) keeps it."""
     from gpucast.predict.lr_scaling import SOURCE, optimizer_family
 
     own = curve.lr
@@ -529,7 +534,7 @@ def lr_rule_curve(
             override="--target",
         )
     family = optimizer_family(optimizer or fam.optimizer)
-    out = curve.with_lr_rule(rule, family)
+    out = curve.with_lr_rule(rule, family, tuned_batch)
     assert out.lr is not None
     what = {
         "auto": f"auto: the {family} optimizer's own rule "

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.catalog import offers_option
-from gpucast.domain.convergence import parse_target
+from gpucast.domain.convergence import check_lr_rule, lr_rule_option, optimizer_option, parse_target
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_work
 from gpucast.domain.options import is_default, option
@@ -218,6 +218,8 @@ class SimulateTrainRequest:
         "restart penalty).",
         example="60",
     )
+    lr_rule: str | None = lr_rule_option("the batches --elastic re-plans (tuned at this job's)")
+    optimizer: str | None = optimizer_option()
 
     def __post_init__(self) -> None:
         on_cluster = check_cluster_options(
@@ -231,6 +233,12 @@ class SimulateTrainRequest:
                 got="--strategy ps-async",
                 fix="use --strategy allreduce, ps-sync or fsdp, or drop --elastic",
             )
+        check_lr_rule(self.lr_rule)
+        if (self.lr_rule is not None or self.optimizer is not None) and not self.elastic:
+            raise InvalidSpecError(
+                "lr-rule", "only applies to --elastic (the batch changes only there)",
+                got=self.lr_rule or self.optimizer, fix="add --elastic, or drop --lr-rule",
+            )  # fmt: skip
         if self.reshard_s is not None:
             if not self.elastic:
                 raise InvalidSpecError(
@@ -388,10 +396,18 @@ def _steps_to_target(
         data_dir=data_dir,
         noise=noise,
     )
+    rule: tuple[Assumption, ...] = ()
+    if request.lr_rule is not None:
+        from gpucast.app.planning import lr_rule_curve
+
+        curve, rule_note = lr_rule_curve(
+            curve, request.lr_rule, request.optimizer, fam, tuned_batch=float(batch)
+        )
+        rule = (rule_note,)
     samples = float(curve.samples([batch])[0])
     steps = max(1, math.ceil(samples / batch))
     if request.target is None:
-        return int(request.steps or steps), notes, curve
+        return int(request.steps or steps), (*notes, *rule), curve
     note = at_batch_note(curve, float(batch), epoch).replace("the recommended", "this")
     notes = tuple(
         dataclasses.replace(
@@ -401,7 +417,7 @@ def _steps_to_target(
         )
         for a in notes
     )
-    return steps, notes, curve
+    return steps, (*notes, *rule), curve
 
 
 def _elastic_speed(

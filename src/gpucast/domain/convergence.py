@@ -34,9 +34,10 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from gpucast.domain.errors import InvalidSpecError, UnknownNameError
+from gpucast.domain.options import option
 
 ConvergenceUnit = Literal["epochs", "samples", "tokens"]
 CONVERGENCE_UNITS: tuple[str, ...] = get_args(ConvergenceUnit)
@@ -47,6 +48,31 @@ BENCHMARK_ALIASES = {"retinanet": "ssd", "rgat": "gnn"}
 #: Learning-rate rules a plan can apply at batches other than the tuned one
 #: (:mod:`gpucast.predict.lr_scaling`; ``auto`` lets the planner choose).
 LR_RULES: tuple[str, ...] = ("tuned", "adascale", "linear", "sqrt", "fixed")
+
+
+def lr_rule_option(where: str = "batches other than the tuned one") -> Any:
+    """``--lr-rule``: how the learning rate follows the batch (checked by :func:`check_lr_rule`)."""
+    return option(
+        None,
+        help=f"Learning rate at {where}: auto (the optimizer's own rule while it costs < 1% "
+        "more samples, else AdaScale), tuned, adascale, linear, sqrt or fixed [default: as "
+        "the target's data: tuned per batch, or its own rule].",
+        example="auto",
+    )
+
+
+def optimizer_option() -> Any:
+    return option(
+        None,
+        help="Optimizer family for --lr-rule: sgd or adaptive (adam, adamw, lamb, adadelta) "
+        "[default: the workload family's].",
+        example="adam",
+    )
+
+
+def check_lr_rule(rule: str | None) -> None:
+    if rule is not None and rule not in (*LR_RULES, "auto"):
+        raise InvalidSpecError("lr-rule", f"must be one of auto, {', '.join(LR_RULES)}", got=rule)
 
 
 class UnknownBenchmarkError(UnknownNameError):

@@ -19,7 +19,13 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from gpucast.domain.catalog import offers_option
-from gpucast.domain.convergence import LR_RULES, TARGET_HELP, parse_target
+from gpucast.domain.convergence import (
+    TARGET_HELP,
+    check_lr_rule,
+    lr_rule_option,
+    optimizer_option,
+    parse_target,
+)
 from gpucast.domain.energy import check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_work
@@ -186,19 +192,8 @@ class TrainRequest:
         "[default: the workload family's].",
         example="8192",
     )
-    lr_rule: str | None = option(
-        None,
-        help="Learning rate at batches other than the tuned one: auto (the optimizer's own "
-        "rule while it costs < 1% more samples, else AdaScale), tuned, adascale, linear, sqrt "
-        "or fixed [default: as the target's data: tuned per batch, or its own rule].",
-        example="auto",
-    )
-    optimizer: str | None = option(
-        None,
-        help="Optimizer family for --lr-rule: sgd or adaptive (adam, adamw, lamb, adadelta) "
-        "[default: the workload family's].",
-        example="adam",
-    )
+    lr_rule: str | None = lr_rule_option()
+    optimizer: str | None = optimizer_option()
     strategies: tuple[str, ...] = option(
         STRATEGIES, flag="strategy", parse=lower_list, help="ddp, fsdp, ps.", example="ddp"
     )
@@ -315,10 +310,7 @@ class TrainRequest:
                 "objective", f"must be one of {', '.join(OBJECTIVES)}", got=self.objective
             )
         _finite_positive("critical-batch", self.critical_batch, fix="e.g. --critical-batch 8192")
-        if self.lr_rule is not None and self.lr_rule not in (*LR_RULES, "auto"):
-            raise InvalidSpecError(
-                "lr-rule", f"must be one of auto, {', '.join(LR_RULES)}", got=self.lr_rule
-            )
+        check_lr_rule(self.lr_rule)
         if not self.strategies:
             raise InvalidSpecError("strategies", "must list at least one strategy")
         bad = [s for s in self.strategies if s not in STRATEGIES]

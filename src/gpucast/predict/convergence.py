@@ -206,13 +206,15 @@ class ConvergenceCurve:
     def with_reference(self, reference_batch: float) -> ConvergenceCurve:
         return replace(self, reference_batch=float(reference_batch))
 
-    def with_lr_rule(self, rule: str, optimizer: str = "sgd") -> ConvergenceCurve:
+    def with_lr_rule(
+        self, rule: str, optimizer: str = "sgd", tuned_batch: float | None = None
+    ) -> ConvergenceCurve:
         """The curve under learning-rate ``rule`` (:mod:`gpucast.predict.lr_scaling`); the
         data's own rule and optimizer (``lr``) stay the baseline; without them the curve is
-        a tuned one, the step tuned at the reference batch for an ``optimizer``."""
-        lr = self.lr or LrScaling(
-            rule="tuned", tuned_batch=self.reference_batch, optimizer=optimizer
-        )
+        a tuned one, the step tuned at ``tuned_batch`` (default: the reference batch) for an
+        ``optimizer``."""
+        at = self.reference_batch if tuned_batch is None else tuned_batch
+        lr = self.lr or LrScaling(rule="tuned", tuned_batch=at, optimizer=optimizer)
         return replace(self, lr=replace(lr, rule=rule))
 
     def to_dict(self) -> dict[str, Any]:
