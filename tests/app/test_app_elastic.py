@@ -58,6 +58,22 @@ def test_a_fixed_learning_rate_makes_the_re_planned_batches_cost_more() -> None:
     assert "fixed rule from the step tuned at global batch 512" in said.value
 
 
+def test_a_mixed_cluster_splits_the_global_batch_in_proportion_to_speed() -> None:
+    kw = {**SIM, "gpu": "V100:4,K80:4", "workload": "resnet50", "batch_size": 64, "runs": 30}
+    kw.pop("workers")
+    kw.pop("speed")
+    equal = gpucast.simulate_train(**kw)
+    el = gpucast.simulate_train(**kw, elastic=True)
+    note = next(n for n in el.notes if n.startswith("--elastic re-plans"))
+    assert "all 8 GPUs: per-GPU batches in proportion to speed (V100 " in note
+    shares = note.split("(V100 ")[1].split(";")[0]  # "108, K80 20"
+    fast, slow = int(shares.split(",")[0]), int(shares.split("K80 ")[1])
+    assert fast > 64 > slow and 4 * fast + 4 * slow == 512
+    # on demand nothing is revoked: the whole gain is the balanced step (not waiting on K80s)
+    assert el.on_demand.duration_s.mean() < 0.9 * equal.on_demand.duration_s.mean()
+    assert "7 GPUs: global batch 512 kept (V100 " in note
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [

@@ -466,9 +466,41 @@ def _elastic_speed(
                 ).value  # fmt: skip
         return cache[gpu, batch]
 
-    def scale(live: int) -> list[float]:
+    mixed = len({g.gpu for g in groups}) > 1
+
+    def scale(alive: Sequence[int]) -> list[float]:
+        """Per group, its step time at the re-planned batch over its step at ``b``: the
+        same global batch in equal shares, or on a mixed cluster in proportion to each
+        GPU's speed (:func:`gpucast.plan.hetero.proportional_batches`)."""
+        live = int(sum(alive)) * gpus_per_node
+        if mixed:
+            shares = proportional_shares(alive)
+            return [
+                roof_s(g.gpu, int(x)) / roof_s(g.gpu, b) if n else 1.0
+                for g, x, n in zip(groups, shares, alive, strict=True)
+            ]
         b_same = int(rebalanced_batch(planned, np.array([live]))[0])
         return [roof_s(g.gpu, b_same) / roof_s(g.gpu, b) for g in groups]
+
+    def proportional_shares(alive: Sequence[int]) -> list[int]:
+        """The largest per-GPU batch of each group when ``planned`` is split over the ready
+        GPUs in proportion to speed (the step time of each group's worker: its single-worker
+        time at ``b`` times the roofline's ratio, linear in the batch)."""
+        from gpucast.plan.hetero import proportional_batches
+
+        lo, hi = max(b // 2, 1), b
+        per: list[float] = []
+        fixed: list[float] = []
+        for g in groups:
+            k = single[g.gpu].step_time_s / roof_s(g.gpu, b)
+            c = (roof_s(g.gpu, hi) - roof_s(g.gpu, lo)) / max(hi - lo, 1) * k
+            per.append(max(c, 1e-12))
+            fixed.append(max(roof_s(g.gpu, b) * k - c * b, 0.0))
+        counts = np.array([[n * gpus_per_node for n in alive]], dtype=np.int64)
+        base, extra = proportional_batches(
+            np.array([fixed]), np.array([per]), counts, np.array([planned], dtype=np.int64)
+        )
+        return [int(x + (e > 0)) for x, e in zip(base[0], extra[0], strict=True)]
 
     shape = keep.table.shape
     gpus = np.indices(shape).sum(axis=0).reshape(-1) * gpus_per_node
@@ -489,10 +521,33 @@ def _elastic_speed(
     shown = sorted({full - gpus_per_node, max(full // 2, 1), gpus_per_node} - {full, 0})
     full_rate = float(el.progress_steps_per_s[-1])
     parts = []
+    if mixed:
+        counts = tuple(g.count for g in groups)
+        keep_rate = float(keep.table[counts])
+        shares = ", ".join(
+            f"{g.gpu} {x}" for g, x in zip(groups, proportional_shares(counts), strict=True)
+        )
+        parts.append(
+            f"all {full} GPUs: per-GPU batches in proportion to speed ({shares}; global "
+            f"{planned:,}), {full_rate / keep_rate:.2f}x the progress of {b} on every GPU"
+            if el.choice[-1] == KEEP_GLOBAL
+            else f"all {full} GPUs: {b} on every GPU (proportional batches do not fit or "
+            "do not pay)"
+        )
     for k in reversed(shown):
         cell = int(np.flatnonzero(gpus == k)[-1])  # (the last such cell: the most of group 0)
+        alive = [int(x) for x in np.unravel_index(cell, shape)]
+        per_gpu = (
+            ", ".join(
+                f"{g.gpu} {x}"
+                for g, x, n in zip(groups, proportional_shares(alive), alive, strict=True)
+                if n
+            )
+            if mixed
+            else f"{int(el.per_gpu_batch[cell])}"
+        )
         how = (
-            f"global batch {planned:,} kept ({int(el.per_gpu_batch[cell])} per GPU)"
+            f"global batch {planned:,} kept ({per_gpu} per GPU)"
             if el.choice[cell] == KEEP_GLOBAL
             else f"{b} per GPU (global {int(el.global_batch[cell]):,}, statistical "
             f"efficiency x{float(el.efficiency[cell]):.2f})"

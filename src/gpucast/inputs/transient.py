@@ -379,12 +379,13 @@ def speed_table(
     gpus_per_node: int = 1,
     intra_node_gbps: float | None = None,
     collective: CollectiveConstants | None = None,
-    step_scale: Callable[[int], Sequence[float]] | None = None,
+    step_scale: Callable[[Sequence[int]], Sequence[float]] | None = None,
 ) -> tuple[SpeedTable, str]:
     """Cluster steps/s for every count of live nodes per group, from the cluster model;
     ``intra_node_gbps`` (Gbit/s per GPU, a user's cluster) wins over the GPUs' own links.
-    ``step_scale(live GPUs)``: a factor per group on its single-worker step time (the
-    per-GPU batch an elastic job re-plans at that count; ``inf``: it does not fit -> 0)."""
+    ``step_scale(live nodes per group)``: a factor per group on its single-worker step time
+    (the per-GPU batch an elastic job re-plans at those counts; ``inf``: it does not fit ->
+    0)."""
     from gpucast.plan.inputs import intra_node_gbps as gpu_link_gbps
     from gpucast.simulate.transient import SpeedTable
 
@@ -404,7 +405,7 @@ def speed_table(
             live = int(sum(alive)) * gpus_per_node
             if live == 0:
                 return 0.0
-            scale = list(step_scale(live))
+            scale = list(step_scale(alive))
             if not all(math.isfinite(f) for f in scale):
                 return 0.0
         times = [
