@@ -609,6 +609,47 @@ class PlanCandidate:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LearnerOption:
+    """Crossbow on the recommended plan's hardware: ``learners`` learners of
+    ``batch_per_learner`` samples on every GPU (the same samples per step), model averaging
+    every iteration, against the plan's one learner per GPU. ``time_s_low``/``time_s_high``:
+    the time to target if SMA keeps each learner's small-batch efficiency .. if it progresses
+    like the plan's global batch (:mod:`gpucast.predict.crossbow`); ``reason``: why it
+    cannot run ("" when it can)."""
+
+    learners: int
+    batch_per_learner: int
+    samples_per_s: float
+    time_s_low: float
+    time_s_high: float
+    memory_bytes: float
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "learners": self.learners,
+            "batch_per_learner": self.batch_per_learner,
+            "samples_per_s": self.samples_per_s,
+            "time_s_low": self.time_s_low,
+            "time_s_high": self.time_s_high,
+            "memory_bytes": self.memory_bytes,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LearnerOption:
+        return cls(
+            learners=int(data["learners"]),
+            batch_per_learner=int(data["batch_per_learner"]),
+            samples_per_s=float(data["samples_per_s"]),
+            time_s_low=float(data["time_s_low"]),
+            time_s_high=float(data["time_s_high"]),
+            memory_bytes=float(data["memory_bytes"]),
+            reason=str(data.get("reason", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BatchOption:
     """One global batch on the recommended plan's hardware: its throughput, statistical
     efficiency and goodput (their product), time and cost (spot: without revocations), and
@@ -718,6 +759,9 @@ class TrainPlan:
     #: the global batches evaluated on the recommended plan's hardware, and why this one
     batch_choice: tuple[BatchOption, ...] = ()
     batch_why: str = ""
+    #: Crossbow's learners per GPU on the recommended plan's hardware, and what they give
+    learner_choice: tuple[LearnerOption, ...] = ()
+    learners_why: str = ""
     schema_version: int = PLAN_SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -760,6 +804,8 @@ class TrainPlan:
             "notes": list(self.notes),
             "batch_choice": [b.to_dict() for b in self.batch_choice],
             "batch_why": self.batch_why,
+            "learner_choice": [o.to_dict() for o in self.learner_choice],
+            "learners_why": self.learners_why,
         }
 
     def to_frame(self) -> Any:
@@ -808,6 +854,10 @@ class TrainPlan:
                 notes=tuple(str(n) for n in data.get("notes", ())),
                 batch_choice=tuple(BatchOption.from_dict(b) for b in data.get("batch_choice", ())),
                 batch_why=str(data.get("batch_why", "")),
+                learner_choice=tuple(
+                    LearnerOption.from_dict(o) for o in data.get("learner_choice", ())
+                ),
+                learners_why=str(data.get("learners_why", "")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise DataFormatError(

@@ -43,6 +43,7 @@ from gpucast.domain.options import is_default
 from gpucast.domain.plan import (
     MAX_SAMPLES,
     BatchOption,
+    LearnerOption,
     ModelInfo,
     PlanCandidate,
     TrainPlan,
@@ -70,6 +71,7 @@ from gpucast.plan.inputs import (
     WorkloadFacts,
     build_gpu_table,
 )
+from gpucast.plan.learners import learner_choice
 from gpucast.plan.pareto import nondominated, pareto_front_2d
 from gpucast.plan.risk import (
     SpotDelays,
@@ -1028,7 +1030,15 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     )
     pick = picks[request.objective]
     choice: tuple[BatchOption, ...] = ()
+    learners: tuple[LearnerOption, ...] = ()
+    learners_text = ""
     if pick is not None:
+        row = int(rows[order[pick]])
+        spec = ctx.catalog.gpu(res.gpus.names[int(res.space.offers.gpu[res.space.offer[row]])])
+        eff = ctx.efficiency or RooflineEfficiency()
+        learners, learners_text = learner_choice(
+            res, row, ctx.facts, spec.memory_bandwidth_gbps * 1e9 * eff.bandwidth_efficiency
+        )
         choice = batch_choice(res, int(rows[order[pick]]))
         chosen_batch = float(ev.global_batch[rows[order[pick]]])
         curve = res.work.curve_or_rule()
@@ -1091,6 +1101,8 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         else (),
         batch_choice=choice,
         batch_why=batch_why(choice, request.objective),
+        learner_choice=learners,
+        learners_why=learners_text,
     )
 
 

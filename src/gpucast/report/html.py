@@ -279,6 +279,7 @@ def plan_html(plan: TrainPlan) -> str:
             f"{_money(best.cost_usd)}, {best.gpu_hours:,.1f} GPU-hours, bound by "
             f'{_h(best.bottleneck)}{_h(p_meet)}<ul class="help">{helps}</ul>'
             + (f"<p>Batch: {_h(plan.batch_why)}</p>" if plan.batch_why else "")
+            + (f"<p>Learners: {_h(plan.learners_why)}</p>" if plan.learners_why else "")
             + "</div>"
         )
     body.append(

@@ -196,6 +196,8 @@ def print_plan(
                 )
         if plan.batch_why:
             console.print(Text(f"  batch: {plan.batch_why}"))
+        if plan.learners_why:
+            console.print(Text(f"  learners: {plan.learners_why}", style="dim"))
         if plan.request.objective == "goodput" and len(plan.batch_choice) > 1:
             console.print(batch_choice_table(plan))
         for name, out in best.scenarios.items():
