@@ -46,6 +46,25 @@ def test_plan_offloads_the_optimizer_when_nothing_fits() -> None:
     assert d["memory_plan"] == "cpu-offload" and d["host_memory_bytes"] > 17 * GIB
 
 
+def test_plan_offloads_the_parameters_when_even_weights_and_gradients_do_not_fit() -> None:
+    # 3.2B parameters: weights + gradients 25.8 GB > a T4's 14 GB usable
+    huge = {**BIG, "option": ["in_features=16384", "hidden=" + ",".join(["16384"] * 12)]}
+    plan = gpucast.plan_train(**huge)
+    assert plan.candidates
+    small = gpucast.plan_train(**BIG)
+    for c in plan.candidates:
+        assert c.memory_plan == "cpu-offload+params"
+        assert c.bottleneck == "cpu_offload"
+        # host: fp32 weights, gradients, momentum and the parameters, 16 B/param on one GPU
+        params = 12 * 16384 * 16384 + 16384 * 10
+        assert c.host_memory_bytes == pytest.approx(16 * params, rel=0.02)
+        # twice the parameters, at least twice the optimizer-offload step (host-bound)
+        assert c.step_time_s > 1.9 * small.candidates[0].step_time_s
+    # four GPUs: FSDP rows keep the parameters on the GPUs (their shards fit)
+    four = gpucast.plan_train(**{**huge, "max_gpus": 4, "strategy": ["fsdp"]})
+    assert any("params" not in c.memory_plan for c in four.candidates)
+
+
 def test_too_little_host_memory_is_one_line(tmp_path: Path) -> None:
     offers = tmp_path / "lab.csv"
     offers.write_text(

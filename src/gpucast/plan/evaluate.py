@@ -145,6 +145,7 @@ class Evaluation:
     fits: BoolArray
     checkpointing: BoolArray
     offload: BoolArray  # the optimizer state on the host (ZeRO-Offload): fits only so
+    params_offload: BoolArray  # ... and the parameters too (ZeRO-3 / ZeRO-Infinity offload)
     host_bytes: FloatArray  # host memory per GPU the offload needs (0 without offload)
     host_short: BoolArray  # would fit with offload, but the instance's host memory is short
     compute_s: FloatArray  # one worker's step compute (with checkpointing)
@@ -208,6 +209,11 @@ def ps_demands(
     return comm.shard_demands_s(net, cpu, shards, largest)
 
 
+#: Tensors of the parameters' buffer on the GPU when they live on the host (the layer in use
+#: and the next one, prefetched): ZeRO-3 offload's working set.
+_PARAM_BUFFER_TENSORS = 2.0
+
+
 def _offload_gpu_state(space: Space, facts: WorkloadFacts, nf: FloatArray) -> FloatArray:
     """GPU bytes of a ZeRO-Offload row before activations: the weights and gradients
     (DDP), or their shards plus the gather buffer (FSDP); the optimizer state is on the host."""
@@ -228,38 +234,49 @@ def _offload_memory(
     fits: BoolArray,
     *,
     enabled: bool,
-) -> tuple[BoolArray, FloatArray, BoolArray]:
+) -> tuple[BoolArray, BoolArray, FloatArray, BoolArray]:
     """(rows that fit only with the optimizer on the host and whose instance has the host
-    memory, host bytes per GPU those rows need, rows whose host memory is short). ZeRO-Offload
-    partitions the host state over the data-parallel ranks: fp32 master weights, gradients and
-    optimizer state, ``(w + g + o) / n`` per GPU, against the instance's memory per GPU."""
+    memory, rows of those that also need the parameters there, host bytes per GPU those rows
+    need, rows whose host memory is short). ZeRO-Offload partitions the host state over the
+    data-parallel ranks: fp32 master weights, gradients and optimizer state, ``(w + g + o) /
+    n`` per GPU, against the instance's memory per GPU. Where even the weights and gradients
+    do not fit (ZeRO-3 / ZeRO-Infinity offload of the parameters: FSDP rows, or one GPU), the
+    GPU keeps a two-layer buffer (``2 x`` the largest tensor) and the activations, and the
+    host also the rank's parameters, ``w / n``."""
     rows = len(space)
     none = np.zeros(rows, dtype=bool)
     off = space.offers
     if not enabled or gpus.pcie_gbytes_per_s is None:
-        return none, np.zeros(rows), none
+        return none, none, np.zeros(rows), none
     candidate = ~fits & ((space.strategy == DDP) | (space.strategy == FSDP))
     if not candidate.any():
-        return none, np.zeros(rows), none
+        return none, none, np.zeros(rows), none
+    usable = gpus.usable_bytes[g]
+    ckpt_acts = acts * facts.checkpoint_fraction
     gpu_state = _offload_gpu_state(space, facts, nf)
-    on_gpu = candidate & (gpu_state + acts * facts.checkpoint_fraction <= gpus.usable_bytes[g])
-    need = np.where(
-        on_gpu,
-        (facts.weights_bytes + facts.gradient_bytes + facts.optimizer_bytes) / nf,
-        0.0,
+    on_gpu = candidate & (gpu_state + ckpt_acts <= usable)
+    params = (
+        candidate
+        & ~on_gpu
+        & ((space.strategy == FSDP) | (nf == 1))
+        & (_PARAM_BUFFER_TENSORS * facts.max_tensor_bytes + ckpt_acts <= usable)
     )
+    host_state = (facts.weights_bytes + facts.gradient_bytes + facts.optimizer_bytes) / nf
+    need = np.where(on_gpu, host_state, np.where(params, host_state + facts.weights_bytes / nf, 0))
     host = (
         np.full(rows, np.inf)
         if off.host_bytes_per_gpu is None
         else np.asarray(off.host_bytes_per_gpu[space.offer], dtype=np.float64)
     )
     ok = need <= host
-    return on_gpu & ok, need, on_gpu & ~ok
+    either = on_gpu | params
+    return either & ok, params & ok, need, either & ~ok
 
 
 def _offload_step(
     compute: FloatArray,
     offload: BoolArray,
+    params_off: BoolArray,
     facts: WorkloadFacts,
     gpus: GpuTable,
     g: IntArray,
@@ -269,16 +286,21 @@ def _offload_step(
     """(the step of offload rows by :func:`gpucast.predict.offload.zero_offload_step_s`,
     other rows unchanged; the seconds the host side adds). Each rank sends its gradient
     partition down and gets its weight partition back over PCIe; the host's Adam step over
-    ``params / n`` parameters in ``tensors / n`` tensors is the CPU Adam model's."""
+    ``params / n`` parameters in ``tensors / n`` tensors is the CPU Adam model's. Rows with
+    the parameters on the host (``params_off``) also upload the rank's weights before the
+    forward and again before the backward, overlapped with them: ``F' = max(F, w / n /
+    pcie)``, likewise ``B'``."""
     setting = params.offload
     assert setting is not None and gpus.pcie_gbytes_per_s is not None
     pcie = gpus.pcie_gbytes_per_s[g] * 1e9
     backward = compute * params.backward_fraction
+    forward = compute - backward
+    upload = np.where(params_off, facts.weights_bytes / nf / pcie, 0.0)
     n_params = facts.weights_bytes / 4.0  # fp32 weights under autocast (GpuTable)
     cpu = setting.cpu_adam.predict_s(n_params / nf, np.maximum(1.0, facts.n_tensors / nf))
     step = zero_offload_step_s(
-        compute - backward,
-        backward,
+        np.maximum(forward, upload),
+        np.maximum(backward, upload),
         facts.gradient_bytes / nf / pcie,
         facts.weights_bytes / nf / pcie,
         cpu,
@@ -372,11 +394,15 @@ def _evaluate_single(
     fits = plain_fits | ckpt_fits
     mem_bytes = np.where(checkpointing, state + acts * facts.checkpoint_fraction, state + acts)
 
-    offload, host_need, host_short = _offload_memory(
+    offload, params_off, host_need, host_short = _offload_memory(
         space, facts, gpus, g, acts, nf, fits, enabled=params.offload is not None
     )
     if offload.any():
-        gpu_state = _offload_gpu_state(space, facts, nf)
+        gpu_state = np.where(
+            params_off,
+            _PARAM_BUFFER_TENSORS * facts.max_tensor_bytes,
+            _offload_gpu_state(space, facts, nf),
+        )
         off_plain = gpu_state + acts <= usable
         checkpointing = np.where(offload, ~off_plain, checkpointing)
         mem_bytes = np.where(
@@ -394,7 +420,7 @@ def _evaluate_single(
     compute = compute * power_slow
     roof_bottleneck = col_argmax(terms)
     if offload.any():
-        compute, exposed = _offload_step(compute, offload, facts, gpus, g, nf, params)
+        compute, exposed = _offload_step(compute, offload, params_off, facts, gpus, g, nf, params)
         roof_bottleneck = np.where(exposed > 0, _B["cpu_offload"], roof_bottleneck)
 
     # -- synchronous collectives -----------------------------------------------------------
@@ -503,6 +529,7 @@ def _evaluate_single(
         fits=fits,
         checkpointing=checkpointing,
         offload=offload,
+        params_offload=params_off,
         host_bytes=host_need,
         host_short=host_short,
         compute_s=compute,
@@ -774,6 +801,7 @@ def evaluate_mixed(
         fits=fits,
         checkpointing=col_max(ckpt),
         offload=np.zeros(rows, dtype=bool),
+        params_offload=np.zeros(rows, dtype=bool),
         host_bytes=np.zeros(rows),
         host_short=np.zeros(rows, dtype=bool),
         compute_s=compute,

@@ -509,7 +509,9 @@ def _mark(
     return reason, open_rows, p_model
 
 
-def _memory_plan(strategy: int, checkpointing: bool, offload: bool) -> str:
+def _memory_plan(
+    strategy: int, checkpointing: bool, offload: bool, params_offload: bool = False
+) -> str:
     """The memory plan's name, as :mod:`gpucast.predict.memory` names its strategies."""
     if strategy in (PS, PS_SYNC):
         base = "parameter-server"
@@ -518,6 +520,8 @@ def _memory_plan(strategy: int, checkpointing: bool, offload: bool) -> str:
     parts = [p for p in (base, "checkpointing" if checkpointing else "") if p]
     if offload:
         parts.append("cpu-offload")
+    if params_offload:
+        parts.append("params")
     return "+".join(parts)
 
 
@@ -851,8 +855,9 @@ def _no_plan(
         need = min(here[0], gone.min_host_need_bytes) / GIB
         have = max(here[1], gone.max_host_bytes) / GIB
         return NoFeasiblePlanError(
-            f"{request.workload} fits in GPU memory only with its optimizer state in host "
-            f"memory (ZeRO-Offload), which needs at least {need:.1f} GiB per GPU; the offers "
+            f"{request.workload} fits in GPU memory only with its optimizer state (or also its "
+            "parameters) in host memory (ZeRO-Offload / ZeRO-Infinity), which needs at least "
+            f"{need:.1f} GiB per GPU; the offers "
             f"have at most {have:.1f} GiB per GPU",
             fix="raise --max-gpus (the host state is partitioned over the GPUs) or pick "
             "instances with more memory per GPU",
@@ -1322,7 +1327,10 @@ def _candidate(
         mc_runs=0 if spot is None else spot.runs,
         activation_checkpointing=bool(ev.checkpointing[i]),
         memory_plan=_memory_plan(
-            int(space.strategy[i]), bool(ev.checkpointing[i]), bool(ev.offload[i])
+            int(space.strategy[i]),
+            bool(ev.checkpointing[i]),
+            bool(ev.offload[i]),
+            bool(ev.params_offload[i]),
         ),
         host_memory_bytes=float(ev.host_bytes[i]) if ev.offload[i] else 0.0,
         parts=tuple(parts),
