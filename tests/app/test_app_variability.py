@@ -64,10 +64,40 @@ def test_a_plan_with_variability_says_so_and_is_slower_for_big_jobs() -> None:
     assert all(by_label(spread)[k] >= by_label(base)[k] for k in shared)
 
 
+def test_balanced_batches_run_at_the_mean_speed_not_the_slowest() -> None:
+    kw = {**PLAN, "strategy": ["ddp"], "max_gpus": 64, "gpu_variability": "worst"}
+    paced = gpucast.plan_train(**kw)
+    balanced = gpucast.plan_train(**kw, balance_batches=True)
+    none = gpucast.plan_train(**{**kw, "gpu_variability": "none"})
+
+    def steps(plan: object) -> dict[str, float]:
+        return {c.label(): c.step_time_s for c in plan.candidates}  # type: ignore[attr-defined]
+
+    shared = set(steps(paced)) & set(steps(balanced)) & set(steps(none))
+    big = [k for k in shared if "(64 " in k or "(32 " in k]
+    assert big
+    for k in big:
+        # the slowest of 32-64 GPUs of the worst fleet paces the unbalanced step; the mean
+        # speed is within a few percent of the median GPU's
+        assert steps(balanced)[k] < steps(paced)[k]
+        assert steps(balanced)[k] == pytest.approx(steps(none)[k], rel=0.03)
+    said = {a.name: a for a in balanced.assumptions}["GPU variability"].value
+    assert "batches split by each GPU's measured speed" in said
+    sim = {
+        "gpu": "V100", "workers": 64, "region": "us-east-1", "provider": "aws",
+        "strategy": "ddp", "workload": "mlp", "steps": 2000, "runs": 50,
+        "gpu_variability": "worst",
+    }  # fmt: skip
+    slow = gpucast.simulate_train(**sim).on_demand.duration_s.mean()
+    fast = gpucast.simulate_train(**sim, balance_batches=True).on_demand.duration_s.mean()
+    assert fast < slow
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
         ({"exclude_slowest": 0.1}, "exclude-slowest: needs a GPU-variability profile"),
+        ({"balance_batches": True}, "balance-batches: needs a GPU-variability profile"),
         ({"gpu_variability": "typical", "exclude_slowest": 0.9}, "must be a share in [0, 0.5]"),
         ({"gpu_variability": "sometimes"}, "gpu-variability: unknown profile 'sometimes'"),
     ],

@@ -177,6 +177,7 @@ def plan_train(
             perf.value,
             variability=spread.value,
             exclude_slowest=request.exclude_slowest,
+            balance_batches=request.balance_batches,
             power=power.value,
             offload=OffloadSetting(cpu_adam=adam.value, source=adam.source),
         ),
@@ -268,7 +269,7 @@ def plan_train(
             source=perf.source,
             override="--data-dir",
         ),
-        variability_assumption(spread, request.exclude_slowest),
+        variability_assumption(spread, request.exclude_slowest, request.balance_batches),
         Assumption(
             name="offload",
             value="a DDP/FSDP candidate that fits no GPU memory otherwise keeps its optimizer "

@@ -48,6 +48,7 @@ from gpucast.domain.systems import (
 )
 from gpucast.domain.units import format_duration, parse_duration_s
 from gpucast.domain.variability import (
+    balance_batches_option,
     check_variability_options,
     exclude_slowest_option,
     gpu_variability_option,
@@ -191,6 +192,7 @@ class SimulateTrainRequest:
     move_after_s: float = move_after_option()
     gpu_variability: str = gpu_variability_option()
     exclude_slowest: float = exclude_slowest_option()
+    balance_batches: bool = balance_batches_option()
     spot_kind: str = option(
         "spot",
         help="GCP only: spot (Spot VMs, no maximum lifetime) or preemptible (legacy, stopped "
@@ -294,7 +296,7 @@ class SimulateTrainRequest:
                 got=self.precision,
             )
         check_software(self.software)
-        check_variability_options(self.gpu_variability, self.exclude_slowest)
+        check_variability_options(self.gpu_variability, self.exclude_slowest, self.balance_batches)
         if self.move_region is not None:
             if on_cluster or not self.spot:
                 raise InvalidSpecError(
@@ -761,7 +763,7 @@ def simulate_train(
     if spread.value is not None:
         notes.append(
             "every run draws one speed factor per GPU ("
-            + variability_assumption(spread, request.exclude_slowest).value
+            + variability_assumption(spread, request.exclude_slowest, request.balance_batches).value
             + ")"
         )
     lo = min(s.lower_ratio for s in single.values())
@@ -849,6 +851,7 @@ def simulate_train(
             speed_factors=factors,
             variability=spread.value,
             exclude_slowest=request.exclude_slowest,
+            balance_batches=request.balance_batches,
             sources=sources,
             notes=notes,
             move=move,

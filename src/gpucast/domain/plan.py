@@ -52,6 +52,7 @@ from gpucast.domain.systems import (
 )
 from gpucast.domain.units import duration_s
 from gpucast.domain.variability import (
+    balance_batches_option,
     check_variability_options,
     exclude_slowest_option,
     gpu_variability_option,
@@ -210,6 +211,7 @@ class TrainRequest:
     spot_scenario: str = spot_scenario_option()
     gpu_variability: str = gpu_variability_option()
     exclude_slowest: float = exclude_slowest_option()
+    balance_batches: bool = balance_batches_option()
     power_limit: float | str | None = power_limit_option(
         " Energy and carbon use the power model fitted on the Zeus traces."
     )
@@ -340,7 +342,7 @@ class TrainRequest:
         check_software(self.software)
         check_hazard(self.hazard_per_hour)
         check_spot_options(self.spot_scenario)
-        check_variability_options(self.gpu_variability, self.exclude_slowest)
+        check_variability_options(self.gpu_variability, self.exclude_slowest, self.balance_batches)
         check_eta(self.eta)
         if isinstance(self.pue, bool) or not (math.isfinite(self.pue) and 1.0 <= self.pue <= 3.0):
             raise InvalidSpecError("pue", "must be in [1, 3]", got=self.pue, fix="e.g. --pue 1.1")

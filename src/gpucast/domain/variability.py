@@ -40,8 +40,25 @@ def exclude_slowest_option() -> Any:
     )
 
 
-def check_variability_options(gpu_variability: str, exclude_slowest: float) -> None:
-    """Edge checks of the two options (the name itself is resolved by ``gpucast.inputs``)."""
+def balance_batches_option() -> Any:
+    return option(
+        False,
+        help="Synchronous jobs: split the global batch in proportion to each GPU's measured "
+        "speed (adaptive SGD), so a job runs at its GPUs' mean speed instead of its slowest; "
+        "needs --gpu-variability.",
+    )
+
+
+def check_variability_options(
+    gpu_variability: str, exclude_slowest: float, balance_batches: bool = False
+) -> None:
+    """Edge checks of the options (the name itself is resolved by ``gpucast.inputs``)."""
+    if balance_batches and gpu_variability == NO_VARIABILITY:
+        raise InvalidSpecError(
+            "balance-batches",
+            "needs a GPU-variability profile (without one every GPU is as fast)",
+            fix="add --gpu-variability typical (or a measured fleet)",
+        )
     if not isinstance(gpu_variability, str) or not gpu_variability.strip():
         raise InvalidSpecError(
             "gpu-variability", "must name a profile", got=gpu_variability, fix="e.g. typical"

@@ -48,7 +48,7 @@ def gpu_variability(name: str, db: Path) -> Sourced[SpeedVariability | None]:
 
 
 def variability_assumption(
-    profile: Sourced[SpeedVariability | None], exclude_slowest: float
+    profile: Sourced[SpeedVariability | None], exclude_slowest: float, balance: bool = False
 ) -> Assumption:
     """How a result treats GPU-to-GPU variability (an assumption every plan lists)."""
     v = profile.value
@@ -57,8 +57,14 @@ def variability_assumption(
     else:
         value = (
             f"per-GPU speed spread sigma {v.sigma_log:.3f} (log), {v.outlier_share:.1%} "
-            f"outliers up to {v.outlier_max_factor:.2f}x; a synchronous job runs at its "
-            "slowest GPU"
+            f"outliers up to {v.outlier_max_factor:.2f}x; "
+            + (
+                "batches split by each GPU's measured speed (adaptive SGD): a synchronous job "
+                "runs at its GPUs' mean speed (1 / mean(1 / f); the split follows the steps' own "
+                "timings and moves no state at a step boundary: nothing priced)"
+                if balance
+                else "a synchronous job runs at its slowest GPU"
+            )
         )
         if exclude_slowest > 0:
             value += (
@@ -69,5 +75,5 @@ def variability_assumption(
         name="GPU variability",
         value=value,
         source=profile.source,
-        override="--gpu-variability typical|worst|NAME, --exclude-slowest SHARE",
+        override="--gpu-variability typical|worst|NAME, --exclude-slowest SHARE, --balance-batches",
     )

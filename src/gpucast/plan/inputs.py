@@ -311,6 +311,8 @@ class PerfParams:
     #: GPU-to-GPU speed spread (None: the step times as fitted) and straggler-aware placement
     variability: SpeedVariability | None = None
     exclude_slowest: float = 0.0
+    #: synchronous batches split by each GPU's speed: the job runs at the mean speed
+    balance_batches: bool = False
     #: GPU power and the power limit (None: no power figures, every GPU at its default)
     power: PowerSetting | None = None
     #: ZeRO-Offload for rows that fit no GPU memory otherwise (None: such rows are dropped)
@@ -327,7 +329,7 @@ class PerfParams:
             np.stack(
                 [
                     n.ravel(),
-                    np.asarray(sync, dtype=bool).ravel() * 1.0,
+                    (np.asarray(sync, dtype=bool) & (not self.balance_batches)).ravel() * 1.0,
                 ],
                 axis=1,
             ),

@@ -1378,6 +1378,7 @@ def simulate_scenario(
     speed_factors: Sequence[float] = (1.0,),
     variability: SpeedVariability | None = None,
     exclude_slowest: float = 0.0,
+    balance_batches: bool = False,
     sources: dict[str, str] | None = None,
     notes: Sequence[str] = (),
     move: Move | None = None,
@@ -1396,7 +1397,8 @@ def simulate_scenario(
     stream, so runs without it are unchanged bit for bit) and runs at its slowest GPU's pace
     when the job is synchronous (``scenario.worker_loss_restarts``), at the mean speed of its
     workers otherwise; ``exclude_slowest`` rents ``ceil(n / (1 - share))`` GPUs per run and
-    keeps the fastest ``n``. A replacement keeps the factor of the GPU it replaces.
+    keeps the fastest ``n``. A replacement keeps the factor of the GPU it replaces. With
+    ``balance_batches`` a synchronous job's batch is split by speed: it runs at the mean speed.
     """
     transient_ss, on_demand_ss, variability_ss = np.random.SeedSequence(seed).spawn(3)
     slowdowns: dict[bool, FloatArray] = {}
@@ -1409,7 +1411,7 @@ def simulate_scenario(
                 vrng,
                 runs,
                 n_gpus,
-                sync=scenario.worker_loss_restarts,
+                sync=scenario.worker_loss_restarts and not balance_batches,
                 exclude=exclude_slowest,
             )
     factors = [float(f) for f in speed_factors] or [1.0]
