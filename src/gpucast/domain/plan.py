@@ -193,6 +193,13 @@ class TrainRequest:
         "[default: the workload family's].",
         example="8192",
     )
+    elastic: bool = option(
+        False,
+        help="Spot candidates of synchronous strategies go on with the ready nodes (the batch "
+        "re-planned at each count: the planned global batch where it fits, else the per-GPU "
+        "batch, by goodput) instead of waiting for revoked nodes' replacements; each change "
+        "costs the restart penalty.",
+    )
     lr_rule: str | None = lr_rule_option()
     optimizer: str | None = optimizer_option()
     strategies: tuple[str, ...] = option(

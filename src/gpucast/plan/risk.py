@@ -166,6 +166,10 @@ class SpotJob:
     deadline_s: float | None
     expected_time_s: float  # without revocations, for the horizon
     speed_factors: tuple[float, ...] = (1.0,)
+    #: synchronous and elastic: the job goes on with the ready nodes (``speed`` indexed by
+    #: ready nodes of each part, in steps of the planned job per second) and pays the
+    #: restart penalty per change in their number instead of waiting for replacements
+    elastic: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -265,7 +269,9 @@ def simulate_spots(
     same outcomes."""
     if not candidates:
         return []
-    built = [_batch_job(job, delays, runs, checkpoint_s) for job, delays in candidates]
+    built = [
+        _batch_job(job, delays, runs, checkpoint_s, restart_penalty_s) for job, delays in candidates
+    ]
     key = "|".join(job.key for job, _ in candidates)
     by_fallback: dict[float | None, list[int]] = {}
     for i, (_, delays) in enumerate(candidates):
@@ -285,11 +291,14 @@ def simulate_spots(
     ]
 
 
-def _batch_job(job: SpotJob, delays: SpotDelays, runs: int, checkpoint_s: float) -> tuple[Job, int]:
+def _batch_job(
+    job: SpotJob, delays: SpotDelays, runs: int, checkpoint_s: float, reshard_s: float = 0.0
+) -> tuple[Job, int]:
     """The simulator's job for one spot candidate, and its checkpoint interval (steps)."""
     prices: dict[tuple[str, str], float] = {}
-    lifetimes, spot_usd, od_usd = _group_terms(job.parts, synchronous=job.synchronous)
-    if job.synchronous:
+    one_server = job.synchronous and not job.elastic
+    lifetimes, spot_usd, od_usd = _group_terms(job.parts, synchronous=one_server)
+    if one_server:
         label = " + ".join(f"{p.nodes}x {p.instance_type}" for p in job.parts)
         groups: tuple[WorkerGroup, ...] = (
             WorkerGroup(gpu=label, count=1, region=job.region, spot=True),
@@ -328,6 +337,8 @@ def _batch_job(job: SpotJob, delays: SpotDelays, runs: int, checkpoint_s: float)
         include_startup=True,
         horizon_s=horizon,
         fallback_after_s=delays.fallback_after_s,
+        elastic=job.elastic,
+        reshard_s=reshard_s if job.elastic else 0.0,
     )
     # the strata of the step-time model's uncertainty: run i is slowed by its stratum's factor
     split = _split(runs, len(job.speed_factors))
@@ -342,7 +353,7 @@ def _batch_job(job: SpotJob, delays: SpotDelays, runs: int, checkpoint_s: float)
         capacity_gap_s=delays.capacity_gap_s,
         runs=int(slowdown.size),
         run_slowdown=slowdown,
-        move=_move(delays.move, synchronous=job.synchronous),
+        move=_move(delays.move, synchronous=one_server),
     )
     return batch_job, every
 

@@ -441,7 +441,7 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
         evaluated += len(chunk)
         passed[False] += int(np.count_nonzero(ok & ~chunk.spot))
         passed[True] += int(np.count_nonzero(ok & chunk.spot))
-        keep = _worth_keeping(chunk, ev, ok, ctx, work, cache)
+        keep = _worth_keeping(chunk, ev, ok, ctx, work, cache, elastic=request.elastic)
         unkept = unkept.merge(Unkept.of(chunk, ev, reason, p_model, ~keep))
         if keep.any() or not kept:  # (the first chunk's rows, even none, set the shapes)
             idx = np.flatnonzero(keep)
@@ -564,12 +564,16 @@ def _row_key(space: Space, i: int, ev: Evaluation) -> str:
     )
 
 
-def speed_by_live_nodes(res: SearchResult, ctx: PlanContext, i: int) -> FloatArray:
+def speed_by_live_nodes(
+    res: SearchResult, ctx: PlanContext, i: int, *, elastic: bool = False
+) -> FloatArray:
     """Progress rate by live nodes, from the same vectorised model: synchronous plans
     ``[0, global steps/s]`` (full cluster only); asynchronous PS worker steps/s with 0..nodes
-    live nodes (of each part for a mixed cluster: shape ``(nodes + 1, nodes2 + 1)``)."""
+    live nodes (of each part for a mixed cluster: shape ``(nodes + 1, nodes2 + 1)``);
+    synchronous ``elastic`` plans steps *of the planned job* per second with 0..nodes ready
+    (:func:`_elastic_speed`)."""
     space, ev = res.space, res.evaluation
-    if space.strategy[i] != PS:
+    if space.strategy[i] != PS and not elastic:
         return np.array([0.0, float(1.0 / ev.step_s[i])])
     nodes = int(space.nodes[i])
     nodes2 = int(space.count2[i])
@@ -586,17 +590,55 @@ def speed_by_live_nodes(res: SearchResult, ctx: PlanContext, i: int) -> FloatArr
         offer2=np.where((a > 0) & (b > 0), o2, -1).astype(np.int64),
         nodes2=np.where((a > 0) & (b > 0), b, 0).astype(np.int64),
     )
-    sub_ev = evaluate(
-        sub,
-        facts=ctx.facts,
-        gpus=res.gpus,
-        params=ctx.perf,
-        work=res.work,
-        startup_s=ctx.risk.startup_mean_s,
-    )
+
+    def run(part: Space) -> Evaluation:
+        return evaluate(
+            part,
+            facts=ctx.facts,
+            gpus=res.gpus,
+            params=ctx.perf,
+            work=res.work,
+            startup_s=ctx.risk.startup_mean_s,
+        )
+
     table = np.zeros((nodes + 1, nodes2 + 1))
-    table[a, b] = sub_ev.samples_per_s / np.maximum(sub_ev.batch, 1)
+    if space.strategy[i] == PS:
+        sub_ev = run(sub)
+        table[a, b] = sub_ev.samples_per_s / np.maximum(sub_ev.batch, 1)
+    else:
+        table[a, b] = _elastic_speed(res, i, run(sub), run(_same_global(sub, ev, i)))
     return table if nodes2 else table[:, 0]
+
+
+def _same_global(sub: Space, ev: Evaluation, i: int) -> Space:
+    """``sub`` with the planned global batch split over its GPUs (per-worker batch 0)."""
+    return Space(
+        offers=sub.offers,
+        offer=sub.offer,
+        nodes=sub.nodes,
+        spot=sub.spot,
+        strategy=sub.strategy,
+        shards=sub.shards,
+        batch=np.zeros_like(sub.batch),
+        global_batch=int(ev.global_batch[i]),
+        offer2=sub.offer2,
+        nodes2=sub.nodes2,
+    )
+
+
+def _elastic_speed(res: SearchResult, i: int, keep: Evaluation, same: Evaluation) -> FloatArray:
+    """Per count of ready nodes, the progress of an elastic synchronous job in steps of the
+    planned job per second (:mod:`gpucast.plan.elastic`, Pollux-style): the better of the
+    planned per-GPU batch (global batch ``k b``) and the planned global batch split over the
+    ready GPUs (where it fits), each at its samples to target."""
+    planned = float(res.evaluation.samples_needed[i]) / float(res.evaluation.global_batch[i])
+
+    def rate(e: Evaluation) -> FloatArray:
+        ok = e.fits & e.valid_batch & (e.samples_per_s > 0)
+        r = e.samples_per_s / np.maximum(e.samples_needed, 1e-300) * planned
+        return np.asarray(np.where(ok, r, 0.0), dtype=np.float64)
+
+    return np.maximum(rate(keep), rate(same))
 
 
 def _lifetime(
@@ -625,6 +667,7 @@ def _spot_job(
     lifetimes: dict[tuple[str, str, str], object],
 ) -> SpotJob:
     space, ev = res.space, res.evaluation
+    elastic = request.elastic and space.strategy[i] != PS
     off = space.offers
     o = int(space.offer[i])
     parts = []
@@ -647,12 +690,13 @@ def _spot_job(
         parts=tuple(parts),
         synchronous=bool(space.strategy[i] != PS),
         steps=int(ev.steps[i]),
-        speed=speed_by_live_nodes(res, ctx, i),
+        speed=speed_by_live_nodes(res, ctx, i, elastic=elastic),
         ps_shards=int(space.shards[i]) if is_ps else 0,
         cpu_usd_per_hour=float(np.nan_to_num(off.cpu_usd_per_hour[o])),
         deadline_s=request.deadline_s,
         expected_time_s=float(ev.time_s[i]),
         speed_factors=strata(float(ev.train_ratio_lower[i]), float(ev.train_ratio_upper[i])),
+        elastic=elastic,
     )
 
 
@@ -770,22 +814,43 @@ class _Pruning:
 
 
 def _spot_estimates(
-    space: Space, ev: Evaluation, ctx: PlanContext, rows: IntArray, cache: _Pruning
+    space: Space,
+    ev: Evaluation,
+    ctx: PlanContext,
+    rows: IntArray,
+    cache: _Pruning,
+    *,
+    elastic: bool = False,
 ) -> tuple[FloatArray, FloatArray]:
-    """First-order (time, cost) of spot ``rows`` with revocations (the pruning estimate)."""
+    """First-order (time, cost) of spot ``rows`` with revocations (the pruning estimate). An
+    elastic synchronous row loses no work to a revocation: it pays the restart penalty and
+    runs without the node for its capacity gap and start-up (``1 / nodes`` of its progress)."""
     hz = _hazards(space, ctx, rows, cache.lifetimes)
+    gaps = _mean_gaps(space, ctx, rows, cache.gaps)
     approx_t = approx_spot_time_s(
         ev.train_s[rows],
         hz,
         checkpoint_s=ctx.risk.checkpoint_s(ctx.facts),
-        restart_s=ctx.risk.restart_penalty_s + _mean_gaps(space, ctx, rows, cache.gaps),
+        restart_s=ctx.risk.restart_penalty_s + gaps,
         startup_s=ctx.risk.startup_mean_s,
     )
+    if elastic:
+        nodes = space.nodes[rows] + space.count2[rows]
+        lost = ctx.risk.restart_penalty_s + (gaps + ctx.risk.startup_mean_s) / nodes
+        flowing = ctx.risk.startup_mean_s + ev.train_s[rows] * (1.0 + hz * lost)
+        approx_t = np.where(space.strategy[rows] != PS, flowing, approx_t)
     return approx_t, approx_t / 3600.0 * ev.usd_per_hour[rows]
 
 
 def _worth_keeping(
-    space: Space, ev: Evaluation, ok: BoolArray, ctx: PlanContext, work: Work, cache: _Pruning
+    space: Space,
+    ev: Evaluation,
+    ok: BoolArray,
+    ctx: PlanContext,
+    work: Work,
+    cache: _Pruning,
+    *,
+    elastic: bool = False,
 ) -> BoolArray:
     """The rows a plan can still show, pick or simulate, whatever the other chunks hold
     (see :func:`plan_training`): of the passing on-demand rows, the (time, cost) front, the
@@ -817,7 +882,7 @@ def _worth_keeping(
                 keep[od[known[np.lexsort((t[known], c[known], values[known]))[0]]]] = True
     sp = np.flatnonzero(ok & space.spot)
     if sp.size:
-        t, c = _spot_estimates(space, ev, ctx, sp, cache)
+        t, c = _spot_estimates(space, ev, ctx, sp, cache, elastic=elastic)
         keep[sp[pareto_front_2d(t, c)]] = True
     twin = market_twins(space)
     keep |= (twin >= 0) & keep[np.maximum(twin, 0)]
@@ -907,7 +972,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     pruned = 0
     if spot_pre.size:
         approx_t, approx_c = _spot_estimates(
-            space, ev, ctx, spot_pre, _Pruning(lifetimes=lifetimes)
+            space, ev, ctx, spot_pre, _Pruning(lifetimes=lifetimes), elastic=request.elastic
         )
         front = pareto_front_2d(approx_t, approx_c)
         chosen = spot_pre[_spread(front, request.max_simulated)]
@@ -1076,6 +1141,17 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
             "proportion to each worker's speed (equal compute per step, whole samples); "
             "asynchronous PS: every worker at the same batch, rates add up to the PS bound "
             "(exact MVA with an equivalent think time)",
+        )
+    if request.elastic:
+        assume(
+            "elastic",
+            "spot candidates of synchronous strategies go on with the ready nodes instead of "
+            "waiting for revoked nodes' replacements: at each count the better of the planned "
+            "global batch split over them (where it fits) and the planned per-GPU batch, each "
+            "at its samples to target (plan.elastic, Pollux-style); each change in ready nodes "
+            "costs the restart penalty; losing every node rolls back to the checkpoint",
+            "",
+            "drop --elastic",
         )
     assume(
         "spot simulation",
