@@ -40,6 +40,7 @@ Pure: numbers in, numbers out.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -64,6 +65,9 @@ from gpucast.plan.space import DDP, FSDP, PS, PS_SYNC, Space
 from gpucast.predict import comm
 from gpucast.predict.convergence import ConvergenceCurve
 from gpucast.predict.offload import zero_offload_step_s
+
+if TYPE_CHECKING:
+    from gpucast.plan.train import PlanContext, SearchResult
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -308,6 +312,19 @@ def _offload_step(
     )
     out = np.where(offload, step, compute)
     return np.asarray(out, dtype=np.float64), np.where(offload, out - compute, 0.0)
+
+
+def evaluate_like(space: Space, res: SearchResult, ctx: PlanContext) -> Evaluation:
+    """``space`` (rows derived from a search: what-ifs, the same offer at other node counts)
+    evaluated with that search's facts, GPU table, work and parameters."""
+    return evaluate(
+        space,
+        facts=ctx.facts,
+        gpus=res.gpus,
+        params=ctx.perf,
+        work=res.work,
+        startup_s=ctx.risk.startup_mean_s,
+    )
 
 
 def evaluate(

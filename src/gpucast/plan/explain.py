@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpucast.plan.evaluate import BOTTLENECKS, evaluate
+from gpucast.plan.evaluate import BOTTLENECKS, evaluate_like
 from gpucast.plan.space import PS, PS_SYNC
 
 if TYPE_CHECKING:
@@ -54,14 +54,7 @@ def explain(
 
     def what_if(**cols: np.ndarray) -> tuple[float, float, float]:
         sub = space.take(np.array([i])).replace(**cols)
-        e = evaluate(
-            sub,
-            facts=ctx.facts,
-            gpus=res.gpus,
-            params=ctx.perf,
-            work=res.work,
-            startup_s=ctx.risk.startup_mean_s,
-        )
+        e = evaluate_like(sub, res, ctx)
         ok = bool(e.fits[0] and e.valid_batch[0])
         return (float(e.step_s[0]) if ok else np.inf, float(e.time_s[0]), float(e.cost_usd[0]))
 
@@ -159,14 +152,7 @@ def _better_node(res: SearchResult, ctx: PlanContext, i: int, step: float) -> li
         offer=np.array(alt, dtype=np.int64),
         nodes=np.array([n // int(off.gpus_per_node[a]) for a in alt], dtype=np.int64),
     )
-    e = evaluate(
-        sub,
-        facts=ctx.facts,
-        gpus=res.gpus,
-        params=ctx.perf,
-        work=res.work,
-        startup_s=ctx.risk.startup_mean_s,
-    )
+    e = evaluate_like(sub, res, ctx)
     steps = np.where(e.fits & e.valid_batch, e.step_s, np.inf)
     best = int(np.argmin(steps))
     if not steps[best] < step * (1 - MIN_GAIN):

@@ -54,7 +54,7 @@ from gpucast.domain.provenance import Assumption
 from gpucast.domain.systems import NO_PRICE_NOTE, ClusterSpec
 from gpucast.domain.units import GIB
 from gpucast.plan.efficiency import at_batch_note, workload_family
-from gpucast.plan.evaluate import BOTTLENECKS, Evaluation, Work, evaluate
+from gpucast.plan.evaluate import BOTTLENECKS, Evaluation, Work, evaluate, evaluate_like
 from gpucast.plan.explain import explain
 from gpucast.plan.goodput import (
     GOODPUT_BATCHES,
@@ -592,14 +592,7 @@ def speed_by_live_nodes(
     )
 
     def run(part: Space) -> Evaluation:
-        return evaluate(
-            part,
-            facts=ctx.facts,
-            gpus=res.gpus,
-            params=ctx.perf,
-            work=res.work,
-            startup_s=ctx.risk.startup_mean_s,
-        )
+        return evaluate_like(part, res, ctx)
 
     table = np.zeros((nodes + 1, nodes2 + 1))
     if space.strategy[i] == PS:
