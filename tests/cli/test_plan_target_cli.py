@@ -208,6 +208,8 @@ def test_lr_rule_bad_input_is_one_line() -> None:
     assert "lr-rule" in result.output and "auto, tuned" in result.output
     result = runner.invoke(cli, [*SMALL, "--lr-rule", "linear", "--optimizer", "quantum"])
     assert result.exit_code == 2 and "optimizer" in result.output
+    result = runner.invoke(cli, [*SMALL, "--optimizer", "adam"])
+    assert result.exit_code == 2 and "optimizer: only applies with --lr-rule" in result.output
 
 
 def test_lr_rule_keeps_a_curve_measured_under_its_own_rule(shared_data: Path) -> None:

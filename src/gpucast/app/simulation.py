@@ -236,7 +236,7 @@ class SimulateTrainRequest:
                 got="--strategy ps-async",
                 fix="use --strategy allreduce, ps-sync or fsdp, or drop --elastic",
             )
-        check_lr_rule(self.lr_rule)
+        check_lr_rule(self.lr_rule, self.optimizer)
         if (self.lr_rule is not None or self.optimizer is not None) and not self.elastic:
             raise InvalidSpecError(
                 "lr-rule", "only applies to --elastic (the batch changes only there)",

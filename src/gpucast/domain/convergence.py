@@ -70,9 +70,13 @@ def optimizer_option() -> Any:
     )
 
 
-def check_lr_rule(rule: str | None) -> None:
+def check_lr_rule(rule: str | None, optimizer: str | None = None) -> None:
     if rule is not None and rule not in (*LR_RULES, "auto"):
         raise InvalidSpecError("lr-rule", f"must be one of auto, {', '.join(LR_RULES)}", got=rule)
+    if optimizer is not None and rule is None:
+        raise InvalidSpecError(
+            "optimizer", "only applies with --lr-rule", got=optimizer, fix="add --lr-rule auto"
+        )
 
 
 class UnknownBenchmarkError(UnknownNameError):

@@ -319,7 +319,7 @@ class TrainRequest:
                 "objective", f"must be one of {', '.join(OBJECTIVES)}", got=self.objective
             )
         _finite_positive("critical-batch", self.critical_batch, fix="e.g. --critical-batch 8192")
-        check_lr_rule(self.lr_rule)
+        check_lr_rule(self.lr_rule, self.optimizer)
         if not self.strategies:
             raise InvalidSpecError("strategies", "must list at least one strategy")
         bad = [s for s in self.strategies if s not in STRATEGIES]
