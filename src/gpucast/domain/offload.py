@@ -19,6 +19,19 @@ OPTIMIZER_STEP_SCHEMA_VERSION = 1
 #: Bytes AdamW streams per fp32 parameter and step: reads the weight, gradient and two
 #: moments (16 B), writes the weight and two moments (12 B).
 ADAM_BYTES_PER_PARAM = 28.0
+
+
+def streamed_bytes_per_param(
+    optimizer_bytes_per_param: float, weights_bytes_per_param: float = 4.0
+) -> float:
+    """Bytes an optimizer step streams per parameter: reads the fp32 (master) weight and
+    gradient, writes the weight, reads and writes its state (``12 + 2 x state``: AdamW's two
+    moments, 28; SGD with momentum, 20; plain SGD, 12). Under mixed precision (weights of
+    fewer than 4 bytes) the optimizer bytes hold the fp32 master weights too: not state."""
+    master = 4.0 if weights_bytes_per_param < 4.0 else 0.0
+    return 12.0 + 2.0 * max(0.0, float(optimizer_bytes_per_param) - master)
+
+
 #: Host bytes AdamW holds per fp32 parameter: weight, gradient, two moments.
 ADAM_HOST_BYTES_PER_PARAM = 16.0
 

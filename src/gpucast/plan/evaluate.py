@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from gpucast.domain.offload import streamed_bytes_per_param
 from gpucast.plan.efficiency import epochs_needed
 from gpucast.plan.hetero import (
     SPLIT_CAPPED,
@@ -301,7 +302,11 @@ def _offload_step(
     forward = compute - backward
     upload = np.where(params_off, facts.weights_bytes / nf / pcie, 0.0)
     n_params = facts.weights_bytes / 4.0  # fp32 weights under autocast (GpuTable)
-    cpu = setting.cpu_adam.predict_s(n_params / nf, np.maximum(1.0, facts.n_tensors / nf))
+    cpu = setting.cpu_adam.predict_s(
+        n_params / nf,
+        np.maximum(1.0, facts.n_tensors / nf),
+        streamed_bytes_per_param(facts.optimizer_bytes / n_params, 4.0),
+    )
     step = zero_offload_step_s(
         np.maximum(forward, upload),
         np.maximum(backward, upload),

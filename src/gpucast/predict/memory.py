@@ -105,6 +105,7 @@ def offload_slowdown(strategy: str, needs: MemoryNeeds, costs: OffloadCosts, wor
         shards=workers,
         delayed_update=costs.delayed_update,
         transfer_bytes_per_param=needs.gradients_bytes / costs.n_params,
+        optimizer_bytes_per_param=needs.optimizer_bytes / costs.n_params,
     )
     plan = plan_at(
         inputs,

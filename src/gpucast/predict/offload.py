@@ -56,7 +56,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
-from gpucast.domain.offload import ADAM_BYTES_PER_PARAM
+from gpucast.domain.offload import ADAM_BYTES_PER_PARAM, streamed_bytes_per_param
 from gpucast.predict.base import Estimator, register
 
 FloatArray = npt.NDArray[np.float64]
@@ -159,13 +159,21 @@ class CpuAdamModel(Estimator):
         self.max_params_ = float(n.max())
         return self
 
-    def predict_s(self, params: npt.ArrayLike, tensors: npt.ArrayLike) -> FloatArray:
-        """Predicted step seconds for each (params, tensors)."""
+    def predict_s(
+        self,
+        params: npt.ArrayLike,
+        tensors: npt.ArrayLike,
+        bytes_per_param: npt.ArrayLike = ADAM_BYTES_PER_PARAM,
+    ) -> FloatArray:
+        """Predicted step seconds for each (params, tensors); ``bytes_per_param`` streamed
+        (AdamW's 28 by default; another optimizer's from
+        :func:`gpucast.domain.offload.streamed_bytes_per_param`, at the same bandwidth)."""
         c = self._coefficients()
         n = np.asarray(params, dtype=np.float64)
         t = np.asarray(tensors, dtype=np.float64)
+        per = np.asarray(bytes_per_param, dtype=np.float64)
         return np.asarray(
-            c["fixed_s"] + c["per_tensor_s"] * t + c["per_byte_s"] * ADAM_BYTES_PER_PARAM * n,
+            c["fixed_s"] + c["per_tensor_s"] * t + c["per_byte_s"] * per * n,
             dtype=np.float64,
         )
 
@@ -210,6 +218,10 @@ class OffloadInputs:
     #: bytes per parameter of the gradients sent down and the weights sent up (2: bf16/fp16
     #: mixed precision, 4: fp32 training)
     transfer_bytes_per_param: float = 2.0
+    #: the optimizer's bytes per parameter on the GPU side of the model (AdamW in fp32: its two
+    #: moments, 8; mixed precision: the fp32 master weights too, 12), for its CPU step; None:
+    #: AdamW
+    optimizer_bytes_per_param: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("n_params", "activations_bytes", "forward_s", "backward_s"):
@@ -343,7 +355,17 @@ def _arrays(x: OffloadInputs, cpu_adam: CpuAdamModel, opt: Tier, par: Tier) -> _
         grads_down = x.transfer_bytes_per_param * n / pcie
         # offloaded parameters are uploaded per layer (above), not after the step
         params_up = 0.0 if par != "gpu" else x.transfer_bytes_per_param * n / pcie
-        cpu_s = float(cpu_adam.predict_s(n_shard, max(1, round(x.n_tensors / x.shards))))
+        cpu_s = float(
+            cpu_adam.predict_s(
+                n_shard,
+                max(1, round(x.n_tensors / x.shards)),
+                ADAM_BYTES_PER_PARAM
+                if x.optimizer_bytes_per_param is None
+                else streamed_bytes_per_param(
+                    x.optimizer_bytes_per_param, x.transfer_bytes_per_param
+                ),
+            )
+        )
         if opt == "nvme":
             state_io = 24.0 * n_shard / nvme
             nvme_s += state_io
