@@ -27,7 +27,7 @@ values; nothing here reads files, the clock or the terminal.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
@@ -54,7 +54,7 @@ from gpucast.domain.provenance import Assumption
 from gpucast.domain.systems import NO_PRICE_NOTE, ClusterSpec
 from gpucast.domain.units import GIB
 from gpucast.plan.efficiency import at_batch_note, workload_family
-from gpucast.plan.evaluate import BOTTLENECKS, Evaluation, Work, evaluate, evaluate_like
+from gpucast.plan.evaluate import BOTTLENECKS, Evaluation, Work, evaluate
 from gpucast.plan.explain import explain
 from gpucast.plan.goodput import (
     GOODPUT_BATCHES,
@@ -74,14 +74,8 @@ from gpucast.plan.inputs import (
 from gpucast.plan.learners import learner_choice
 from gpucast.plan.pareto import nondominated, pareto_front_2d
 from gpucast.plan.risk import (
-    SpotDelays,
-    SpotJob,
-    SpotMove,
     SpotOutcome,
-    SpotPart,
     approx_spot_time_s,
-    mean_lifetime_s,
-    simulate_spots,
 )
 from gpucast.plan.space import (
     FSDP,
@@ -95,7 +89,8 @@ from gpucast.plan.space import (
     market_twins,
     space_chunks,
 )
-from gpucast.plan.uncertainty import SPOT_STRATA, p_meet_deadline, strata
+from gpucast.plan.spot_rows import hazards, mean_gaps, part_offers, simulate_rows
+from gpucast.plan.uncertainty import SPOT_STRATA, p_meet_deadline
 from gpucast.predict.convergence import ConvergenceCurve
 from gpucast.predict.roofline import Calibration, RooflineEfficiency
 
@@ -552,252 +547,6 @@ def _spread(order: IntArray, cap: int) -> IntArray:
     return np.asarray(order[pick], dtype=np.int64)
 
 
-def _row_key(space: Space, i: int, ev: Evaluation) -> str:
-    off = space.offers
-    o = int(space.offer[i])
-    o2 = int(space.part2[i])
-    second = "" if o2 < 0 else f"+{off.instance_type[o2]}|{int(space.count2[i])}"
-    return (
-        f"{off.provider[o]}|{off.region[o]}|{off.instance_type[o]}|{int(space.nodes[i])}"
-        f"{second}|{'spot' if space.spot[i] else 'od'}|"
-        f"{STRATEGY_LABELS[int(space.strategy[i])]}|{int(space.shards[i])}|{int(ev.batch[i])}"
-    )
-
-
-def speed_by_live_nodes(
-    res: SearchResult, ctx: PlanContext, i: int, *, elastic: bool = False
-) -> FloatArray:
-    """Progress rate by live nodes, from the same vectorised model: synchronous plans
-    ``[0, global steps/s]`` (full cluster only); asynchronous PS worker steps/s with 0..nodes
-    live nodes (of each part for a mixed cluster: shape ``(nodes + 1, nodes2 + 1)``);
-    synchronous ``elastic`` plans steps *of the planned job* per second with 0..nodes ready
-    (:func:`_elastic_speed`)."""
-    space, ev = res.space, res.evaluation
-    if space.strategy[i] != PS and not elastic:
-        return np.array([0.0, float(1.0 / ev.step_s[i])])
-    nodes = int(space.nodes[i])
-    nodes2 = int(space.count2[i])
-    grid = np.array(
-        [(a, b) for a in range(nodes + 1) for b in range(nodes2 + 1) if a + b > 0],
-        dtype=np.int64,
-    )
-    a, b = grid[:, 0], grid[:, 1]
-    o, o2 = int(space.offer[i]), int(space.part2[i])
-    only_b = a == 0
-    sub = space.take(np.full(grid.shape[0], i, dtype=np.int64)).replace(
-        offer=np.where(only_b, o2, o).astype(np.int64),
-        nodes=np.where(only_b, b, a).astype(np.int64),
-        offer2=np.where((a > 0) & (b > 0), o2, -1).astype(np.int64),
-        nodes2=np.where((a > 0) & (b > 0), b, 0).astype(np.int64),
-    )
-
-    def run(part: Space) -> Evaluation:
-        return evaluate_like(part, res, ctx)
-
-    table = np.zeros((nodes + 1, nodes2 + 1))
-    if space.strategy[i] == PS:
-        sub_ev = run(sub)
-        table[a, b] = sub_ev.samples_per_s / np.maximum(sub_ev.batch, 1)
-    else:
-        table[a, b] = _elastic_speed(res, i, run(sub), run(_same_global(sub, ev, i)))
-    return table if nodes2 else table[:, 0]
-
-
-def _same_global(sub: Space, ev: Evaluation, i: int) -> Space:
-    """``sub`` with the planned global batch split over its GPUs (per-worker batch 0)."""
-    return Space(
-        offers=sub.offers,
-        offer=sub.offer,
-        nodes=sub.nodes,
-        spot=sub.spot,
-        strategy=sub.strategy,
-        shards=sub.shards,
-        batch=np.zeros_like(sub.batch),
-        global_batch=int(ev.global_batch[i]),
-        offer2=sub.offer2,
-        nodes2=sub.nodes2,
-    )
-
-
-def _elastic_speed(res: SearchResult, i: int, keep: Evaluation, same: Evaluation) -> FloatArray:
-    """Per count of ready nodes, the progress of an elastic synchronous job in steps of the
-    planned job per second (:mod:`gpucast.plan.elastic`, Pollux-style): the better of the
-    planned per-GPU batch (global batch ``k b``) and the planned global batch split over the
-    ready GPUs (where it fits), each at its samples to target."""
-    planned = float(res.evaluation.samples_needed[i]) / float(res.evaluation.global_batch[i])
-
-    def rate(e: Evaluation) -> FloatArray:
-        ok = e.fits & e.valid_batch & (e.samples_per_s > 0)
-        r = e.samples_per_s / np.maximum(e.samples_needed, 1e-300) * planned
-        return np.asarray(np.where(ok, r, 0.0), dtype=np.float64)
-
-    return np.maximum(rate(keep), rate(same))
-
-
-def _lifetime(
-    ctx: PlanContext, lifetimes: dict[tuple[str, str, str], object], key3: tuple[str, str, str]
-) -> object:
-    dist = lifetimes.get(key3)
-    if dist is None:
-        dist = ctx.risk.lifetime(*key3)
-        lifetimes[key3] = dist
-    return dist
-
-
-def _part_offers(space: Space, i: int) -> list[tuple[int, int]]:
-    """(offer, nodes) of each part of row ``i``."""
-    out = [(int(space.offer[i]), int(space.nodes[i]))]
-    if space.part2[i] >= 0:
-        out.append((int(space.part2[i]), int(space.count2[i])))
-    return out
-
-
-def _spot_job(
-    res: SearchResult,
-    ctx: PlanContext,
-    request: TrainRequest,
-    i: int,
-    lifetimes: dict[tuple[str, str, str], object],
-) -> SpotJob:
-    space, ev = res.space, res.evaluation
-    elastic = request.elastic and space.strategy[i] != PS
-    off = space.offers
-    o = int(space.offer[i])
-    parts = []
-    for po, nodes in _part_offers(space, i):
-        parts.append(
-            SpotPart(
-                instance_type=off.instance_type[po],
-                nodes=nodes,
-                spot_usd_per_hour=float(off.spot_usd_per_hour[po]),
-                on_demand_usd_per_hour=float(off.on_demand_usd_per_hour[po]),
-                lifetime=_lifetime(  # type: ignore[arg-type]
-                    ctx, lifetimes, (off.gpu_name[po], off.region[po], off.provider[po])
-                ),
-            )
-        )
-    is_ps = space.strategy[i] in (PS, PS_SYNC)
-    return SpotJob(
-        key=_row_key(space, i, ev),
-        region=off.region[o],
-        parts=tuple(parts),
-        synchronous=bool(space.strategy[i] != PS),
-        steps=int(ev.steps[i]),
-        speed=speed_by_live_nodes(res, ctx, i, elastic=elastic),
-        ps_shards=int(space.shards[i]) if is_ps else 0,
-        cpu_usd_per_hour=float(np.nan_to_num(off.cpu_usd_per_hour[o])),
-        deadline_s=request.deadline_s,
-        expected_time_s=float(ev.time_s[i]),
-        speed_factors=strata(float(ev.train_ratio_lower[i]), float(ev.train_ratio_upper[i])),
-        elastic=elastic,
-    )
-
-
-def _simulate(
-    res: SearchResult,
-    ctx: PlanContext,
-    request: TrainRequest,
-    rows: Sequence[int],
-    lifetimes: dict[tuple[str, str, str], object],
-) -> dict[int, SpotOutcome]:
-    """The Monte Carlo of spot ``rows``, all in one batch (:func:`simulate_spots`)."""
-    off = res.space.offers
-    candidates = []
-    for i in rows:
-        job = _spot_job(res, ctx, request, int(i), lifetimes)
-        o = int(res.space.offer[int(i)])
-        gpu, region, provider = off.gpu_name[o], off.region[o], off.provider[o]
-        delays = SpotDelays(
-            startup_spot_s=ctx.risk.startup_delay(gpu, "spot", region),
-            startup_on_demand_s=ctx.risk.startup_delay(gpu, "on-demand", region),
-            capacity_gap_s=ctx.risk.gap(gpu, region, provider),
-            fallback_after_s=ctx.risk.fallback_after_s,
-            move=_spot_move(ctx, job, gpu, region, provider, lifetimes),
-        )
-        candidates.append((job, delays))
-    outcomes = simulate_spots(
-        candidates,
-        runs=request.mc_runs,
-        seed=request.seed,
-        checkpoint_s=ctx.risk.checkpoint_s(ctx.facts),
-        restart_penalty_s=ctx.risk.restart_penalty_s,
-    )
-    return {int(i): out for i, out in zip(rows, outcomes, strict=True)}
-
-
-def _spot_move(
-    ctx: PlanContext,
-    job: SpotJob,
-    gpu: str,
-    region: str,
-    provider: str,
-    lifetimes: dict[tuple[str, str, str], object],
-) -> SpotMove | None:
-    """Where a single-instance-type candidate's replacements move (``ctx.risk.move_to``),
-    as that region sells, revokes, starts and delays them; None: they stay."""
-    risk = ctx.risk
-    if risk.move_to is None or len(job.parts) != 1:
-        return None
-    (part,) = job.parts
-    target = risk.move_to(provider, part.instance_type, region)
-    if target is None:
-        return None
-    there, spot_usd, od_usd = target
-    return SpotMove(
-        region=there,
-        after_s=risk.move_after_s,
-        parts=(
-            replace(
-                part,
-                spot_usd_per_hour=spot_usd,
-                on_demand_usd_per_hour=od_usd,
-                lifetime=_lifetime(ctx, lifetimes, (gpu, there, provider)),  # type: ignore[arg-type]
-            ),
-        ),
-        startup_spot_s=risk.startup_delay(gpu, "spot", there),
-        capacity_gap_s=risk.gap(gpu, there, provider),
-    )
-
-
-def _hazards(
-    space: Space,
-    ctx: PlanContext,
-    rows: IntArray,
-    lifetimes: dict[tuple[str, str, str], object],
-) -> FloatArray:
-    """Revocations per second of what rolls a job back: any node (sync), the chief (PS)."""
-    off = space.offers
-    per_offer = np.zeros(len(off) + 1)  # the last entry: "no second part" (index -1)
-    offers_used = np.unique(np.concatenate([space.offer[rows], space.part2[rows]]))
-    for o in offers_used[offers_used >= 0]:
-        dist = _lifetime(ctx, lifetimes, (off.gpu_name[o], off.region[o], off.provider[o]))
-        per_offer[int(o)] = 1.0 / max(mean_lifetime_s(dist), 1.0)  # type: ignore[arg-type]
-    node_h = per_offer[space.offer[rows]]
-    node_h2 = per_offer[space.part2[rows]]
-    sync = space.strategy[rows] != PS
-    return np.where(sync, node_h * space.nodes[rows] + node_h2 * space.count2[rows], node_h)
-
-
-def _mean_gaps(
-    space: Space, ctx: PlanContext, rows: IntArray, gaps: dict[int, float]
-) -> FloatArray:
-    """Mean capacity gap (s) a replacement of each row's nodes waits (for pruning only);
-    ``gaps`` caches it per offer."""
-    off = space.offers
-    per_offer = np.zeros(len(off))
-    for o in np.unique(space.offer[rows]):
-        if int(o) in gaps:
-            per_offer[int(o)] = gaps[int(o)]
-            continue
-        gap = ctx.risk.gap(off.gpu_name[o], off.region[o], off.provider[o])
-        if callable(gap):
-            per_offer[int(o)] = float(np.mean(gap(np.random.default_rng(0), 1000)))
-        else:
-            per_offer[int(o)] = float(gap)
-        gaps[int(o)] = float(per_offer[int(o)])
-    return np.asarray(per_offer[space.offer[rows]], dtype=np.float64)
-
-
 @dataclass
 class _Pruning:
     """Per-offer caches of the spot pruning estimate (lifetimes, capacity gaps)."""
@@ -818,8 +567,8 @@ def _spot_estimates(
     """First-order (time, cost) of spot ``rows`` with revocations (the pruning estimate). An
     elastic synchronous row loses no work to a revocation: it pays the restart penalty and
     runs without the node for its capacity gap and start-up (``1 / nodes`` of its progress)."""
-    hz = _hazards(space, ctx, rows, cache.lifetimes)
-    gaps = _mean_gaps(space, ctx, rows, cache.gaps)
+    hz = hazards(space, ctx, rows, cache.lifetimes)
+    gaps = mean_gaps(space, ctx, rows, cache.gaps)
     approx_t = approx_spot_time_s(
         ev.train_s[rows],
         hz,
@@ -970,7 +719,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         front = pareto_front_2d(approx_t, approx_c)
         chosen = spot_pre[_spread(front, request.max_simulated)]
         pruned = int(res.passed_spot - chosen.size)
-        spot_out = _simulate(res, ctx, request, chosen.tolist(), lifetimes)
+        spot_out = simulate_rows(res, ctx, request, chosen.tolist(), lifetimes)
 
     # feasibility of the simulated spot plans
     spot_ok: list[int] = []
@@ -1051,7 +800,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
             extra.append(tw)
     twin_out = dict(spot_out)
     if extra:
-        twin_out.update(_simulate(res, ctx, request, extra, lifetimes))
+        twin_out.update(simulate_rows(res, ctx, request, extra, lifetimes))
 
     scenario_out = _other_scenario(res, ctx, request, [int(rows[j]) for j in order], spot_out)
     candidates = []
@@ -1247,7 +996,7 @@ def _other_scenario(
     for i in shown:
         if i not in spot_out:
             continue
-        parts = _part_offers(res.space, i)
+        parts = part_offers(res.space, i)
         if any(risk.on_scenario(off.gpu_name[o], off.region[o], off.provider[o]) for o, _ in parts):
             rows.append(i)
     if not rows:
@@ -1256,7 +1005,7 @@ def _other_scenario(
     alt_ctx = replace(ctx, risk=replace(risk, lifetime=other, alternative=None))
     # shown beside the ranking scenario, not ranked by: a quarter of the runs is enough
     alt_request = replace(request, mc_runs=max(200, request.mc_runs // 4))
-    alt_out = _simulate(res, alt_ctx, alt_request, rows, {})
+    alt_out = simulate_rows(res, alt_ctx, alt_request, rows, {})
     return {i: {risk.scenario: _outcome(spot_out[i]), name: _outcome(alt_out[i])} for i in rows}
 
 
@@ -1309,7 +1058,7 @@ def _candidate(
                 f"{spot.moved_to} ({spot.moves_mean or 0.0:.2f} moves per run on average)"
             )
     parts = []
-    for k, (po, nodes) in enumerate(_part_offers(space, i)):
+    for k, (po, nodes) in enumerate(part_offers(space, i)):
         parts.append(
             WorkerPart(
                 gpu=off.gpu_name[po],
