@@ -201,3 +201,23 @@ def test_recovers_the_latency_of_evaluations_inside_a_timed_run() -> None:
     bad = {**state, "state": {**state["state"], "eval_latency_s": -1.0}}
     with pytest.raises(InvalidInputError, match="non-positive"):
         StepTimeModel.from_dict(bad)
+
+
+def test_a_stacks_unidentified_per_kernel_cost_is_drawn_to_the_reference_stacks() -> None:
+    rows = synthetic_steps()
+    # a second stack whose rows cannot tell a per-kernel from a per-step cost: one workload
+    tuned = rows[rows.workload_key == "w1"].assign(stack="tuned", workload_key="t1")
+    frame = pd.concat([rows, tuned], ignore_index=True)
+    with_prior = StepTimeModel().fit(frame)
+    reference = with_prior.overhead_s_["pytorch"]
+    assert reference == pytest.approx(8e-6, rel=0.1)
+    assert with_prior.overhead_s_["tuned"] == pytest.approx(reference, rel=0.5)
+    # without the prior nothing pins it: it may sit anywhere, the fit is as good either way
+    free = StepTimeModel(kernel_prior_sd=float("inf")).fit(frame)
+    for model in (with_prior, free):
+        np.testing.assert_allclose(
+            model.predict(tuned, use_workload_factor=True), tuned.step_time_s, rtol=0.05
+        )
+    assert StepTimeModel.from_dict(with_prior.to_dict()).kernel_prior_sd == 1.0
+    with pytest.raises(InvalidSpecError, match="kernel_prior_sd"):
+        StepTimeModel(kernel_prior_sd=0.0).fit(frame)
