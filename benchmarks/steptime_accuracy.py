@@ -159,8 +159,8 @@ def section_mlperf(obs: pd.DataFrame, catalog: object) -> None:
             "in_fit": bool((obs.group == r["group"]).any()),
         }
         for name, (frame, rows_of) in variants.items():
-            make = StepTimeModel(kernel_prior_sd=math.inf) if name == "before" else StepTimeModel()
-            model = make.fit(frame[frame.group != r["group"]])
+            prior = math.inf if name == "before" else 1.0
+            model = StepTimeModel(kernel_prior_sd=prior).fit(frame[frame.group != r["group"]])
             step = _mlperf_step(model, rows_of.iloc[[i]], totals[[i]])
             # one step of the global batch = one GPU's step of its share
             row[f"{name}_min"] = float(samples * step[0] / (r["batch"] * r["gpus"]) / 60.0)
@@ -190,8 +190,9 @@ def section_mlperf(obs: pd.DataFrame, catalog: object) -> None:
     print("\n   error by benchmark and GPU count (median |error| and median signed error, %):")
     print(summary.round(1).to_string())
     for bench, part in table.groupby("benchmark"):
-        print(f"   {bench}: median |error| before {np.median(np.abs(part.before_pct)):.1f}%, "
-              f"after {np.median(np.abs(part.after_pct)):.1f}% over {len(part)} systems")  # fmt: skip
+        before, after = (float(np.median(np.abs(part[c]))) for c in ("before_pct", "after_pct"))
+        print(f"   {bench}: median |error| before {before:.1f}%, after {after:.1f}% over "
+              f"{len(part)} systems")  # fmt: skip
     for name in variants:
         e = table[f"{name}_pct"].to_numpy()
         slope = np.polyfit(np.log10(table.gpus.to_numpy(dtype=float)), e, 1)[0]

@@ -24,8 +24,8 @@ Columns: ``source``, ``group`` (the run or system it came from), ``workload``, `
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 

@@ -252,10 +252,8 @@ class StepTimeModel(Estimator):
         sqrt_w = np.sqrt(w)
         # each stack's per-kernel cost is drawn toward the reference stack's (kernel_prior_sd)
         ref = layout.overhead_index.get(REFERENCE_STACK)
-        kernel_others = np.array(
-            [i for k, i in layout.overhead_index.items() if k != REFERENCE_STACK and ref is not None],
-            dtype=np.int64,
-        )
+        others = [i for k, i in layout.overhead_index.items() if k != REFERENCE_STACK]
+        kernel_others = np.array(others if ref is not None else [], dtype=np.int64)
         kernel_ref = ref if ref is not None else 0
 
         def residuals(theta: FloatArray) -> FloatArray:
