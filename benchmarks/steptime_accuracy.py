@@ -16,10 +16,15 @@ What is printed (nothing here is tuned on the rows it is scored on):
    hidden under backward).
 3. MLPerf, leave one system out: each system's time to train = samples to target at its
    global batch (MLCommons' reference convergence points, ``catalog/data/convergence.csv``)
-   x (one GPU's step + exposed all-reduce) / global batch, with the model refitted without
-   that system; error per benchmark and by GPU count.
+   x (one GPU's step + exposed all-reduce + the run's evaluations per step, by the rules in
+   ``catalog/data/mlperf_eval.csv``) / global batch, with the model refitted without that
+   system; error per benchmark and by GPU-count bucket (4-8, 9-64, 65-512, 513-3,584),
+   before session 9 (no evaluations, a share of a sample priced as a whole one, no per-kernel
+   prior) and after.
+4. The LLM benchmarks through the 3D-parallel model; 5. ssd (RetinaNet), kept out of the fit.
 
-Run: ``python benchmarks/steptime_accuracy.py`` (about a minute; profiles are cached).
+Run: ``python benchmarks/steptime_accuracy.py`` (a few minutes; profiles are cached), or one
+section: ``--section mlperf`` (repeatable: cv, pollux, mlperf, llm, held_out).
 """
 
 from __future__ import annotations
