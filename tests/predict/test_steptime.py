@@ -171,3 +171,53 @@ def _spec(name: str, fp32: float, bf16: float, bw: float) -> GpuSpec:
         memory_bandwidth_gbps=bw, interconnect_gbps=None, pcie_generation=4, tdp_w=300, sm_count=80,
         source_url="https://example.org", as_of=date(2026, 12, 2),
     )  # fmt: skip
+
+
+def test_recovers_the_latency_of_evaluations_inside_a_timed_run() -> None:
+    rows = synthetic_steps()
+    # some runs evaluate: a fixed 0.2 s per evaluation, spread over their steps
+    runs = np.where(rows.gpu == "D", np.linspace(0.0, 0.05, len(rows)), 0.0)
+    rows = rows.assign(eval_runs=runs, eval_work=0.0, step_time_s=rows.step_time_s + runs * 0.2)
+    model = StepTimeModel(gpu_prior_sd=10.0, workload_prior_sd=10.0).fit(rows)
+    assert model.eval_latency_s_ == pytest.approx(0.2, rel=0.02)
+    np.testing.assert_allclose(
+        model.predict(rows, use_workload_factor=True), rows["step_time_s"], rtol=5e-3
+    )
+    # the forward passes of the evaluated samples: a third of a trained sample's work
+    terms = model.terms(rows.assign(eval_runs=0.0, eval_work=0.3))
+    np.testing.assert_allclose(
+        terms["evaluation"], 0.1 * (terms["compute"] + terms["memory_bandwidth"]), rtol=1e-9
+    )
+    # rows without the columns hold no evaluation; a state from before the term reads as 0
+    assert not model.terms(rows.drop(columns=["eval_runs", "eval_work"]))["evaluation"].any()
+    state = model.to_dict()
+    assert StepTimeModel.from_dict(state).eval_latency_s_ == model.eval_latency_s_
+    old = {**state, "state": {k: v for k, v in state["state"].items() if k != "eval_latency_s"}}
+    assert StepTimeModel.from_dict(old).eval_latency_s_ == 0.0
+    # nothing to fit it on without evaluations
+    assert StepTimeModel().fit(synthetic_steps()).eval_latency_s_ == 0.0
+    with pytest.raises(InvalidSpecError, match="eval_runs"):
+        StepTimeModel().fit(rows.assign(eval_runs=-1.0))
+    bad = {**state, "state": {**state["state"], "eval_latency_s": -1.0}}
+    with pytest.raises(InvalidInputError, match="non-positive"):
+        StepTimeModel.from_dict(bad)
+
+
+def test_a_stacks_unidentified_per_kernel_cost_is_drawn_to_the_reference_stacks() -> None:
+    rows = synthetic_steps()
+    # a second stack whose rows cannot tell a per-kernel from a per-step cost: one workload
+    tuned = rows[rows.workload_key == "w1"].assign(stack="tuned", workload_key="t1")
+    frame = pd.concat([rows, tuned], ignore_index=True)
+    with_prior = StepTimeModel().fit(frame)
+    reference = with_prior.overhead_s_["pytorch"]
+    assert reference == pytest.approx(8e-6, rel=0.1)
+    assert with_prior.overhead_s_["tuned"] == pytest.approx(reference, rel=0.5)
+    # without the prior nothing pins it: it may sit anywhere, the fit is as good either way
+    free = StepTimeModel(kernel_prior_sd=float("inf")).fit(frame)
+    for model in (with_prior, free):
+        np.testing.assert_allclose(
+            model.predict(tuned, use_workload_factor=True), tuned.step_time_s, rtol=0.05
+        )
+    assert StepTimeModel.from_dict(with_prior.to_dict()).kernel_prior_sd == 1.0
+    with pytest.raises(InvalidSpecError, match="kernel_prior_sd"):
+        StepTimeModel(kernel_prior_sd=0.0).fit(frame)

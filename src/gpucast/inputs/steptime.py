@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,8 @@ SamplesToTarget = Callable[[str, float], float]
 
 COLUMNS: tuple[str, ...] = (
     "source", "group", "workload", "options", "workload_key", "precision", "stack", "gpu",
-    "batch", "gpus", "gpus_per_node", "step_time_s", "extra_s",
+    "batch", "gpus", "gpus_per_node", "step_time_s", "extra_s", "eval_runs", "eval_work",
+    "sample_share",
 )  # fmt: skip
 
 
@@ -56,6 +58,9 @@ def _row(
     gpus: int = 1,
     gpus_per_node: int = 1,
     extra_s: float = 0.0,
+    eval_runs: float = 0.0,
+    eval_work: float = 0.0,
+    sample_share: float = 1.0,
 ) -> dict[str, Any]:
     options = json.dumps(dict(spec.options), sort_keys=True)
     return {
@@ -72,6 +77,9 @@ def _row(
         "gpus_per_node": int(gpus_per_node),
         "step_time_s": float(step_time_s),
         "extra_s": float(extra_s),
+        "eval_runs": float(eval_runs),
+        "eval_work": float(eval_work),
+        "sample_share": float(sample_share),
         "optimizer": spec.optimizer,
     }
 
@@ -155,7 +163,14 @@ def mlperf_system_rows(
         except GpucastError:
             continue
         seconds = float(r["minutes_score"]) * 60.0
-        per_gpu = float(r["global_batch_size"]) / int(r["accelerators"])
+        global_batch = float(r["global_batch_size"])
+        per_gpu = global_batch / int(r["accelerators"])
+        share = sample_share(global_batch, int(r["accelerators"]), int(r["accel_per_node"]))
+        runs, work = _evaluations(str(r["benchmark"]), samples, global_batch)
+        if int(r["accelerators"]) - global_batch / share >= 1:
+            # GPUs no sample is placed on evaluate beside the training ones (NVIDIA's 3D U-Net
+            # at 72 and 768 GPUs: --nodes_for_eval): off the training GPUs' critical path
+            runs, work = 0.0, 0.0
         rows.append(
             _row(
                 source="mlperf",
@@ -168,9 +183,37 @@ def mlperf_system_rows(
                 step_time_s=float(r["global_batch_size"]) * seconds / samples,
                 gpus=int(r["accelerators"]),
                 gpus_per_node=int(r["accel_per_node"]),
+                # evaluations per training step, and evaluated samples per trained sample
+                eval_runs=runs * global_batch / samples,
+                eval_work=work,
+                sample_share=share,
             )
         )
     return _frame(rows)
+
+
+def _evaluations(benchmark: str, samples: float, global_batch: float) -> tuple[float, float]:
+    """(evaluations in the run, evaluated samples per trained sample) by the MLPerf rules
+    (``catalog/data/mlperf_eval.csv``); (0, 0) for a benchmark without a row."""
+    from gpucast.catalog.mlperf_eval import load_mlperf_eval
+
+    schedule = load_mlperf_eval().get(benchmark.lower())
+    if schedule is None:
+        return 0.0, 0.0
+    runs = schedule.evaluations(samples, global_batch)
+    return runs, runs * schedule.eval_samples / samples
+
+
+def sample_share(global_batch: float, gpus: int, gpus_per_node: int) -> float:
+    """The share of one sample a GPU computes per step. With at least one sample per GPU, 1
+    (the per-GPU batch is its count of samples). Fewer samples than GPUs: each sample is split
+    over ``s = min(floor(gpus / global batch), gpus_per_node)`` GPUs of a node (spatial
+    parallelism over NVLink; the GPUs left over evaluate or idle), so a GPU computes ``1 / s``
+    of one -- e.g. 3D U-Net's 84 samples on 768 H100s: 8 GPUs per sample, 672 training."""
+    if global_batch >= gpus:
+        return 1.0
+    split = max(1, min(int(gpus // global_batch), max(1, gpus_per_node)))
+    return 1.0 / split
 
 
 def mlperf_observations(
@@ -178,11 +221,14 @@ def mlperf_observations(
 ) -> pd.DataFrame:
     """:func:`mlperf_system_rows` of every system, 4 to 3,584 GPUs, with the gradient
     all-reduce that the backward pass cannot hide in ``extra_s``. The large systems, whose
-    per-GPU batch is small, are what pins the tuned stack's per-step and per-kernel costs."""
+    per-GPU batch is small, are what pins the tuned stack's per-step costs and the latency of
+    an evaluation. Systems that split a sample over GPUs (:func:`sample_share` < 1: NVIDIA's
+    3D U-Net on 768 GPUs) are left out: the model has no term for the halo exchanges of a
+    spatial split, and one such row would bend the per-step costs of every other."""
     rows = mlperf_system_rows(data_dir, samples_to_target, catalog=catalog)
     if not len(rows):
         return rows
-    return with_collective(rows, catalog)
+    return with_collective(rows[rows["sample_share"] >= 1.0], catalog)
 
 
 def with_collective(frame: pd.DataFrame, catalog: Any) -> pd.DataFrame:
@@ -389,6 +435,9 @@ def step_time_observations(
         parts.append(pollux_observations(data_dir))
     parts = [p for p in parts if len(p)]
     frame = require_rows(pd.concat(parts, ignore_index=True) if parts else _empty(), data_dir)
+    for column, missing in (("eval_runs", 0.0), ("eval_work", 0.0), ("sample_share", 1.0)):
+        values = frame[column] if column in frame.columns else pd.Series(np.nan, frame.index)
+        frame[column] = values.astype(np.float64).fillna(missing)
     known = frame["samples_known"] if "samples_known" in frame.columns else None
     frame["samples_known"] = [
         True if k is None or k != k else bool(k)
@@ -414,7 +463,17 @@ def with_features(frame: pd.DataFrame, catalog: Any) -> pd.DataFrame:
                 key[0], key[2], options=options, optimizer=key[3] if key[3] else "sgd"
             )
             feats[key] = workload_facts(profile)
+        share = float(r.get("sample_share", 1.0))
+        share = 1.0 if share != share else share  # NaN: a source without the column
         roof = feats[key].roofline_workload(max(1, round(float(r["batch"]))))
+        if share < 1.0:  # a share of one sample: the per-sample terms scale, the fixed do not
+            one = feats[key]
+            roof = replace(
+                roof,
+                matmul_flops=one.matmul_flops_fixed + one.matmul_flops_per_sample * share,
+                memory_bytes=one.memory_bytes_fixed + one.memory_bytes_per_sample * share,
+                conv_flops=roof.conv_flops * share,
+            )
         flops.append(roof.matmul_flops)
         conv.append(roof.conv_flops)
         nbytes.append(roof.memory_bytes)

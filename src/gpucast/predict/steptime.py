@@ -33,6 +33,14 @@ One training step of a workload at per-GPU batch ``b`` on GPU ``g`` (roofline te
   unless a measurement of it calibrates it (:func:`gpucast.predict.roofline.calibrate`).
 * ``extra_s``: time the observation spends outside the GPU's step (exposed communication of a
   multi-GPU run, as :mod:`gpucast.predict.comm` prices it); added, not fitted.
+* **Evaluation inside a timed run** (MLPerf's time to train includes the evaluations its rules
+  require; :mod:`gpucast.domain.evaluation`): per training step, ``eval_runs`` evaluations
+  (evaluations in the run / its steps) each costing a fitted fixed latency ``eval_latency_s``
+  (the metric gathered from every GPU, host-side scoring, barriers: it does not shrink with
+  the GPU count), plus their forward passes, ``eval_work`` evaluated samples per trained
+  sample at :data:`EVAL_FORWARD_SHARE` of a training sample's compute and memory time. Rows
+  without the columns (step times measured outside such a run) have none; the latency is
+  fitted only when some row has evaluations (``eval_latency_s_`` 0 otherwise).
 
 Fit: weighted least squares on log step time (:func:`scipy.optimize.least_squares`), the
 priors as extra residuals, efficiencies bounded to (0.01, 1]. Each source carries the same
@@ -106,6 +114,9 @@ FEATURES: tuple[str, ...] = (
     "workload_key",
 )
 TARGET = "step_time_s"
+#: An evaluated sample's compute and memory time relative to a trained one's: the forward
+#: pass alone (about 1/3 of forward + backward, whose backward does twice the forward's FLOPs)
+EVAL_FORWARD_SHARE = 1.0 / 3.0
 
 _ETA_BOUNDS = (math.log(0.01), 0.0)
 _OVERHEAD_BOUNDS = (math.log(1e-8), math.log(5e-3))
@@ -113,6 +124,7 @@ _TRAFFIC_BOUNDS = (math.log(0.02), math.log(10.0))
 _STEP_BOUNDS = (math.log(1e-7), math.log(1.0))
 _FACTOR_BOUNDS = (math.log(0.1), math.log(10.0))
 _CONV_BOUNDS = (math.log(0.1), math.log(2.0))
+_EVAL_BOUNDS = (math.log(1e-4), math.log(30.0))
 
 
 def source_weights(sources: pd.Series) -> FloatArray:
@@ -159,9 +171,21 @@ class StepTimeModel(Estimator):
     kind: ClassVar[str] = "steptime"
     schema_version: ClassVar[int] = 1
 
-    def __init__(self, *, gpu_prior_sd: float = 0.25, workload_prior_sd: float = 0.5) -> None:
+    def __init__(
+        self,
+        *,
+        gpu_prior_sd: float = 0.25,
+        workload_prior_sd: float = 0.5,
+        kernel_prior_sd: float = 1.0,
+    ) -> None:
         self.gpu_prior_sd = gpu_prior_sd
         self.workload_prior_sd = workload_prior_sd
+        #: sd (log space) of the prior drawing each software stack's per-kernel cost toward
+        #: the reference stack's: the same GPUs launch and drain the kernels whatever the
+        #: stack, and where a stack's data cannot tell a per-kernel from a per-step cost (the
+        #: tuned MLPerf rows: each workload's kernel count is fixed) the prior decides, not a
+        #: bound (``math.inf``: no prior, as before session 9)
+        self.kernel_prior_sd = kernel_prior_sd
         self.eta_compute_: dict[str, float] | None = None
         self.eta_memory_: float | None = None
         #: tensor-core convolutions' efficiency relative to matmuls (1: no data to fit it)
@@ -172,6 +196,8 @@ class StepTimeModel(Estimator):
         self.gpu_factor_: dict[str, float] = {}
         self.workload_factor_: dict[str, float] = {}
         self.borrowed_: dict[str, str] = {}
+        #: fixed seconds of one evaluation inside a timed run (0: no row had evaluations)
+        self.eval_latency_s_: float = 0.0
         self.intervals_: IntervalTable = IntervalTable()
         #: collective constants per network kind fitted with the step times (see
         #: :mod:`gpucast.predict.collective`); kinds without a fit use its defaults
@@ -192,9 +218,9 @@ class StepTimeModel(Estimator):
         (or 1). ``frame`` is not modified."""
         from scipy.optimize import least_squares
 
-        for sd_name in ("gpu_prior_sd", "workload_prior_sd"):
+        for sd_name in ("gpu_prior_sd", "workload_prior_sd", "kernel_prior_sd"):
             sd = getattr(self, sd_name)
-            if not (math.isfinite(sd) and sd > 0):
+            if not (sd > 0 and (math.isfinite(sd) or sd_name == "kernel_prior_sd")):
                 raise InvalidSpecError(sd_name, "must be > 0", got=sd)
         _check_frame(frame, need_target=True)
         if weights is None:
@@ -218,18 +244,25 @@ class StepTimeModel(Estimator):
                 & (frame["precision"].map(PRECISION_CLASS).to_numpy() != "fp32")
             )
         )
-        layout = _Layout(classes, stacks, traffic_stacks, gpus, works, tensor_conv)
+        evaluation = bool(np.any(_column(frame, "eval_runs", 0.0) > 0))
+        layout = _Layout(classes, stacks, traffic_stacks, gpus, works, tensor_conv, evaluation)
         data = _Arrays.of(frame, layout)
         target = np.log(frame[TARGET].to_numpy(dtype=np.float64))
         extra = _extra(frame)
         sqrt_w = np.sqrt(w)
+        # each stack's per-kernel cost is drawn toward the reference stack's (kernel_prior_sd)
+        ref = layout.overhead_index.get(REFERENCE_STACK)
+        others = [i for k, i in layout.overhead_index.items() if k != REFERENCE_STACK]
+        kernel_others = np.array(others if ref is not None else [], dtype=np.int64)
+        kernel_ref = ref if ref is not None else 0
 
         def residuals(theta: FloatArray) -> FloatArray:
             pred = data.predict(theta, layout, extra)
             fit_r = sqrt_w * (np.log(np.maximum(pred, 1e-30)) - target)
             prior_g = theta[layout.gpu_slice] / self.gpu_prior_sd
             prior_w = theta[layout.work_slice] / self.workload_prior_sd
-            return np.concatenate([fit_r, prior_g, prior_w])
+            prior_k = (theta[kernel_others] - theta[kernel_ref]) / self.kernel_prior_sd
+            return np.concatenate([fit_r, prior_g, prior_w, prior_k])
 
         x0, lower, upper = layout.start_and_bounds()
         solution = least_squares(residuals, x0, bounds=(lower, upper), method="trf", x_scale=1.0)
@@ -238,6 +271,9 @@ class StepTimeModel(Estimator):
         self.eta_memory_ = math.exp(theta[layout.eta_memory_index])
         self.conv_ratio_ = (
             math.exp(theta[layout.conv_index]) if layout.conv_index is not None else 1.0
+        )
+        self.eval_latency_s_ = (
+            math.exp(theta[layout.eval_index]) if layout.eval_index is not None else 0.0
         )
         self.overhead_s_ = {s: math.exp(theta[i]) for s, i in layout.overhead_index.items()}
         self.step_s_ = {s: math.exp(theta[i]) for s, i in layout.step_index.items()}
@@ -338,10 +374,13 @@ class StepTimeModel(Estimator):
         k = frame["n_kernels"].to_numpy(dtype=np.float64)
         peak = frame["peak_tflops"].to_numpy(dtype=np.float64) * 1e12
         bw = frame["bandwidth_gbps"].to_numpy(dtype=np.float64) * 1e9
+        compute = scale * f / (eta_c * peak)
+        memory = scale * traffic * m / (self.eta_memory_ * bw)
         return {
-            "compute": scale * f / (eta_c * peak),
-            "memory_bandwidth": scale * traffic * m / (self.eta_memory_ * bw),
+            "compute": compute,
+            "memory_bandwidth": memory,
             "overhead": scale * (k * overhead + step),
+            "evaluation": _evaluation_s(frame, compute + memory, self.eval_latency_s_),
             "extra": _extra(frame),
         }
 
@@ -361,6 +400,7 @@ class StepTimeModel(Estimator):
         return {
             "gpu_prior_sd": self.gpu_prior_sd,
             "workload_prior_sd": self.workload_prior_sd,
+            "kernel_prior_sd": self.kernel_prior_sd,
             "eta_compute": dict(self.eta_compute_ or {}),
             "eta_memory": self.eta_memory_,
             "conv_ratio": self.conv_ratio_,
@@ -370,6 +410,7 @@ class StepTimeModel(Estimator):
             "gpu_factor": dict(self.gpu_factor_),
             "workload_factor": dict(self.workload_factor_),
             "borrowed": dict(self.borrowed_),
+            "eval_latency_s": self.eval_latency_s_,
             "intervals": self.intervals_.to_dict(),
             "collective": {k: c.to_dict() for k, c in self.collective_.items()},
             "fitted_on": self.fitted_on_,
@@ -382,6 +423,7 @@ class StepTimeModel(Estimator):
             model = cls(
                 gpu_prior_sd=float(state["gpu_prior_sd"]),
                 workload_prior_sd=float(state["workload_prior_sd"]),
+                kernel_prior_sd=float(state.get("kernel_prior_sd", math.inf)),
             )
             model.eta_compute_ = {str(k): float(v) for k, v in state["eta_compute"].items()}
             model.eta_memory_ = float(state["eta_memory"])
@@ -392,6 +434,7 @@ class StepTimeModel(Estimator):
             model.gpu_factor_ = {str(k): float(v) for k, v in state["gpu_factor"].items()}
             model.workload_factor_ = {str(k): float(v) for k, v in state["workload_factor"].items()}
             model.borrowed_ = {str(k): str(v) for k, v in state.get("borrowed", {}).items()}
+            model.eval_latency_s_ = float(state.get("eval_latency_s", 0.0))
             model.intervals_ = IntervalTable.from_dict(state.get("intervals", {}))
             model.collective_ = {
                 str(k): CollectiveConstants(**dict(v))
@@ -410,7 +453,9 @@ class StepTimeModel(Estimator):
             model.conv_ratio_,
             *model.overhead_s_.values(),
         ]
-        if not all(math.isfinite(v) and v > 0 for v in values):
+        if not all(math.isfinite(v) and v > 0 for v in values) or not (
+            math.isfinite(model.eval_latency_s_) and model.eval_latency_s_ >= 0
+        ):
             raise InvalidInputError(
                 "steptime model holds a non-positive or non-finite constant",
                 fix="refit it with `gpucast fit steptime`",
@@ -428,6 +473,26 @@ def _conv_flops(frame: pd.DataFrame) -> FloatArray:
     if not np.all(np.isfinite(conv)) or np.any(conv < 0) or np.any(conv > matmul * (1 + 1e-9)):
         raise InvalidSpecError("conv_flops", "must be finite, >= 0 and <= matmul_flops")
     return conv
+
+
+def _column(frame: pd.DataFrame, name: str, missing: float) -> FloatArray:
+    """An optional numeric column (``missing`` without it or where NaN), finite and >= 0."""
+    if name not in frame.columns:
+        return np.full(len(frame), missing)
+    values = frame[name].to_numpy(dtype=np.float64)
+    values = np.where(np.isnan(values), missing, values)
+    if not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise InvalidSpecError(name, "must be finite and >= 0 in every row")
+    return np.asarray(values, dtype=np.float64)
+
+
+def _evaluation_s(frame: pd.DataFrame, work_s: FloatArray, latency_s: float) -> FloatArray:
+    """Seconds of evaluation per training step: ``eval_runs`` evaluations of ``latency_s``
+    each, plus their forward passes (``eval_work`` samples per trained one, each
+    :data:`EVAL_FORWARD_SHARE` of ``work_s``, the step's compute and memory time)."""
+    runs = _column(frame, "eval_runs", 0.0)
+    work = _column(frame, "eval_work", 0.0)
+    return np.asarray(runs * latency_s + work * EVAL_FORWARD_SHARE * work_s, dtype=np.float64)
 
 
 def _extra(frame: pd.DataFrame) -> FloatArray:
@@ -449,6 +514,7 @@ class _Layout:
     gpus: list[str]
     works: list[str]
     tensor_conv: bool = False  # whether a tensor-core convolution ratio is fitted
+    evaluation: bool = False  # whether an evaluation latency is fitted
     eta_index: dict[str, int] = field(init=False)
     eta_memory_index: int = field(init=False)
     overhead_index: dict[str, int] = field(init=False)
@@ -457,6 +523,7 @@ class _Layout:
     gpu_index: dict[str, int] = field(init=False)
     work_index: dict[str, int] = field(init=False)
     conv_index: int | None = field(init=False)
+    eval_index: int | None = field(init=False)
     size: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -478,6 +545,8 @@ class _Layout:
         object.__setattr__(self, "work_index", take(self.works))
         object.__setattr__(self, "conv_index", i if self.tensor_conv else None)
         i += 1 if self.tensor_conv else 0
+        object.__setattr__(self, "eval_index", i if self.evaluation else None)
+        i += 1 if self.evaluation else 0
         object.__setattr__(self, "size", i)
 
     @property
@@ -508,6 +577,8 @@ class _Layout:
         put(self.work_index.values(), 0.0, _FACTOR_BOUNDS)
         if self.conv_index is not None:
             put([self.conv_index], 0.0, _CONV_BOUNDS)
+        if self.eval_index is not None:
+            put([self.eval_index], math.log(0.05), _EVAL_BOUNDS)
         return x0, lo, hi
 
 
@@ -525,6 +596,8 @@ class _Arrays:
     traffic: npt.NDArray[np.int64]  # -1: the reference stack (traffic 1)
     gpu: npt.NDArray[np.int64]
     work: npt.NDArray[np.int64]
+    eval_runs: FloatArray
+    eval_work: FloatArray
 
     @classmethod
     def of(cls, frame: pd.DataFrame, layout: _Layout) -> _Arrays:
@@ -545,6 +618,8 @@ class _Arrays:
             traffic=idx(frame["stack"], layout.traffic_index),
             gpu=idx(frame["gpu"], layout.gpu_index),
             work=idx(frame["workload_key"], layout.work_index),
+            eval_runs=_column(frame, "eval_runs", 0.0),
+            eval_work=_column(frame, "eval_work", 0.0),
         )
 
     def predict(self, theta: FloatArray, layout: _Layout, extra: FloatArray) -> FloatArray:
@@ -556,12 +631,11 @@ class _Arrays:
         fop = self.flops_over_peak
         if layout.conv_index is not None:
             fop = fop + self.conv_over_peak * (math.exp(-theta[layout.conv_index]) - 1.0)
-        core = (
-            fop / eta_c
-            + traffic * self.bytes_over_bw / eta_m
-            + self.kernels * overhead
-            + np.exp(theta[self.step])
-        )
+        work = fop / eta_c + traffic * self.bytes_over_bw / eta_m
+        core = work * (1.0 + EVAL_FORWARD_SHARE * self.eval_work)
+        core = core + self.kernels * overhead + np.exp(theta[self.step])
+        if layout.eval_index is not None:
+            extra = extra + self.eval_runs * math.exp(theta[layout.eval_index])
         return np.asarray(scale * core + extra, dtype=np.float64)
 
 

@@ -1,0 +1,38 @@
+"""MLPerf evaluation schedules (``catalog/data/mlperf_eval.csv``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpucast.catalog.mlperf_eval import load_mlperf_eval, mlperf_eval_schedule, parse_mlperf_eval
+from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.domain.published import MLPERF_HELD_OUT, MLPERF_WORKLOADS
+
+_HEAD = (
+    "name,every_samples,every_samples_per_batch,every_round,start_samples,eval_samples,"
+    "source_url,as_of\n"
+)
+
+
+def test_every_expressed_benchmark_has_a_sourced_schedule() -> None:
+    rows = load_mlperf_eval()
+    assert set(MLPERF_WORKLOADS) | set(MLPERF_HELD_OUT) <= set(rows)
+    for schedule in rows.values():
+        assert "mlperf_eval.csv" in schedule.source and "as of 2026-" in schedule.source
+    resnet = mlperf_eval_schedule("ResNet")
+    assert resnet.interval_samples(3200) == 4 * 1_281_167  # every 4 epochs
+    assert resnet.eval_samples == 50_000
+    assert mlperf_eval_schedule("bert").interval_samples(4608) == 200_000
+    with pytest.raises(InvalidSpecError, match="unknown benchmark 'gnn'"):
+        mlperf_eval_schedule("gnn")
+
+
+def test_malformed_rows_name_file_line_and_column() -> None:
+    with pytest.raises(DataFormatError, match=r"line 2.*every_samples"):
+        parse_mlperf_eval(_HEAD + "x,0,0,0,0,10,https://x,2026-12-03\n")
+    with pytest.raises(DataFormatError, match=r"line 2.*start_samples"):
+        parse_mlperf_eval(_HEAD + "x,1,0,0,-5,10,https://x,2026-12-03\n")
+    with pytest.raises(DataFormatError, match=r"as_of"):
+        parse_mlperf_eval(_HEAD + "x,1,0,0,0,10,https://x,yesterday\n")
+    with pytest.raises(DataFormatError, match="missing column"):
+        parse_mlperf_eval("name,every_samples\nx,1\n")

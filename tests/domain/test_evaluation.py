@@ -1,0 +1,50 @@
+"""Evaluations inside a timed run: how many a run holds by its benchmark's rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.evaluation import EvaluationSchedule
+
+BERT = EvaluationSchedule(
+    benchmark="bert",
+    every_samples=150_000,
+    every_samples_per_batch=11.5115,
+    every_round=25_000,
+    eval_samples=10_000,
+)
+
+
+def test_bert_interval_follows_the_rule_and_nvidias_config() -> None:
+    # FLOOR(0.05 x (230.23 x 4,608 + 3,000,000), 25,000) = 200,000 (NVIDIA's EVAL_ITER_SAMPLES)
+    assert BERT.interval_samples(4608) == 200_000
+    assert BERT.interval_samples(13_888) == 300_000
+    assert BERT.evaluations(4_850_000, 13_888) == pytest.approx(4_850_000 / 300_000)
+
+
+def test_evaluations_start_late_and_a_run_holds_at_least_one() -> None:
+    unet = EvaluationSchedule(
+        benchmark="unet3d", every_samples=3360, start_samples=168_000, eval_samples=42
+    )
+    assert unet.evaluations(420_000, 84) == pytest.approx((420_000 - 168_000) / 3360)
+    assert unet.evaluations(100_000, 84) == 1.0  # the target found before the first interval
+    resnet = EvaluationSchedule(benchmark="resnet", every_samples=5_124_668, eval_samples=50_000)
+    assert resnet.evaluations(37 * 1_281_167, 3200) == pytest.approx(9.25)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("every_samples", 0.0), ("eval_samples", float("nan")), ("start_samples", -1.0)],
+)
+def test_bad_schedules_name_the_field(field: str, value: float) -> None:
+    fields = {"benchmark": "x", "every_samples": 1.0, "eval_samples": 1.0, field: value}
+    with pytest.raises(InvalidSpecError, match=field):
+        EvaluationSchedule(**fields)  # type: ignore[arg-type]
+
+
+def test_bad_run_sizes_are_refused() -> None:
+    with pytest.raises(InvalidSpecError, match="samples"):
+        BERT.evaluations(0.0, 256)
+    with pytest.raises(InvalidSpecError, match="global_batch"):
+        BERT.interval_samples(-1.0)
