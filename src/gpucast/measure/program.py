@@ -148,9 +148,7 @@ def _thread_schedstats(pid: int) -> dict[int, tuple[float, float]]:
     return out
 
 
-def contention_s(
-    run_s: np.ndarray, wait_s: np.ndarray, interval_s: float, cores: float
-) -> float:
+def contention_s(run_s: np.ndarray, wait_s: np.ndarray, interval_s: float, cores: float) -> float:
     """Seconds of an interval of ``interval_s`` that a program lost to *other* tasks, from
     its threads' time on a CPU (``run_s``) and waiting for one (``wait_s``) in it.
 
