@@ -36,7 +36,9 @@ Cross-hardware prediction (:class:`ProgramModel`)
     and ``B_eff = min(p * PER_CORE_BANDWIDTH_GBS, B)`` (one core
     cannot draw a socket's bandwidth). GPU time is carried over unchanged (GPU programs are
     predicted by the step-time model, not this one). ``d`` is the 90th percentile of the
-    active threads in busy intervals; with measurements at two or more core counts,
+    active threads in busy intervals (with per-thread schedstat, at most the time-weighted
+    median of the threads kept runnable: cores used plus cores waited for); with measurements
+    at two or more core counts,
     :meth:`ProgramModel.fit` picks the ``d`` that best predicts them from one another.
     Pure: no I/O.
 """
@@ -262,6 +264,14 @@ def characterise(measurement: ProgramMeasurement) -> ProgramProfile | None:
     )
     parallelism = float(np.average(c[busy], weights=w[busy])) if busy.any() else 0.0
     thread_demand = float(np.percentile(th[busy], 90)) if busy.any() else 1.0
+    if busy.any() and all(r.series is not None and r.series.contention_s for r in measured):
+        # per-thread schedstat (runs that recorded their contention): the threads it kept
+        # runnable, on a CPU or waiting for one, over most of its busy time -- a start-up
+        # burst of helper threads (numpy's pool) counts as active but is not its demand
+        kept = demand[busy]
+        order = np.argsort(kept)
+        half = int(np.searchsorted(np.cumsum(w[busy][order]), 0.5 * float(w[busy].sum())))
+        thread_demand = min(thread_demand, float(kept[order][min(half, order.size - 1)]))
     first = measured[0].series
     assert first is not None
     gpu_all = np.concatenate(gpu) if gpu else np.zeros(0)
