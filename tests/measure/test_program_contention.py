@@ -52,15 +52,18 @@ def test_a_busy_neighbour_on_the_same_cpu_is_taken_out_of_the_run_time() -> None
     it, landing near the same program's time alone and near its own CPU time."""
     cpu = sorted(os.sched_getaffinity(0))[0]
     spec = ProgramSpec(
-        command=(PY, "-c", "x = 0\nfor i in range(4_000_000): x += i"),
+        command=(PY, "-c", "x = 0\nfor i in range(6_000_000): x += i"),
         cpus=(cpu,),
         interval_s=0.05,
     )
     alone = run_once(spec)
     hog = subprocess.Popen(
-        [PY, "-c", f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"]
-    )
+        [PY, "-c", f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nprint('on', flush=True)\n"
+         "while True: pass"],
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
     try:
+        assert hog.stdout is not None and hog.stdout.readline().strip() == b"on"  # spinning
         shared = run_once(spec)
     finally:
         hog.kill()

@@ -182,6 +182,8 @@ class _TreeSampler:
         # (pid, tid) -> (run s, wait s) from schedstat; totals over every thread seen
         self._sched: dict[tuple[int, int], tuple[float, float]] = {}
         self._cores = max(1, cores)
+        # without per-thread schedstat (not Linux) the contention is unknown, not zero
+        self._has_schedstat = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/schedstat")
         self._t_last: float | None = None
         self._wait_total = 0.0
         self._lost_total = 0.0
@@ -307,7 +309,7 @@ class _TreeSampler:
             net_recv_bytes=col(table[:, 9]),
             active_threads=col(table[:, 10]),
             runnable_tasks=col(table[:, 14]),
-            contention_s=cumulative(15),
+            contention_s=cumulative(15) if self._has_schedstat else (),
             core_util_pct=tuple(tuple(float(v) for v in row) for row in cores[keep])
             if cores.size
             else (),
