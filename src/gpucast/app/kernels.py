@@ -273,7 +273,8 @@ def predict_kernels(
                 value=f"a random forest fitted on {metered} operator energy readings "
                 f"({', '.join(sorted({o.trace.energy_source for o in train} - {''}))}); "
                 "a package's or board's power, idle draw included",
-                source="not validated: no GPU and no readable RAPL where gpucast was built",
+                source=validation_for("kernel-forest-power", (), "fp32", 1).error
+                or "not validated",
             )
         )
     else:
