@@ -49,7 +49,7 @@ def test_the_loss_never_exceeds_the_interval_and_empty_input_loses_nothing() -> 
 def test_a_busy_neighbour_on_the_same_cpu_is_taken_out_of_the_run_time() -> None:
     """A CPU-bound program shares its one CPU with a busy process: its wall time grows by
     about the time the neighbour held the CPU, and the dedicated-equivalent time removes
-    it, landing near the same program's time alone and near its own CPU time."""
+    it, landing near the same program's time alone and not below its own CPU time."""
     cpu = sorted(os.sched_getaffinity(0))[0]
     spec = ProgramSpec(
         command=(PY, "-c", "x = 0\nfor i in range(6_000_000): x += i"),
@@ -73,8 +73,9 @@ def test_a_busy_neighbour_on_the_same_cpu_is_taken_out_of_the_run_time() -> None
     # the neighbour took a real share of the CPU (CFS gives two busy tasks ~half each) ...
     assert shared.contention_s > 0.3 * shared.wall_s
     assert shared.wall_s > 1.3 * shared.dedicated_s
-    # ... and the corrected time is the program's own: near its time alone (sharing a core
-    # also costs it cache, hence the margin) and near the CPU time it used
-    assert shared.dedicated_s == pytest.approx(alone.dedicated_s, rel=0.3)
-    assert shared.dedicated_s == pytest.approx(shared.cpu_s, rel=0.25)
+    # ... and the corrected time is the program's own: never less than the CPU time it used,
+    # and near its time alone (sharing a core also costs it cache, and a loaded machine's
+    # disk its start-up, hence the margin)
+    assert shared.dedicated_s >= 0.9 * shared.cpu_s
+    assert shared.dedicated_s == pytest.approx(alone.dedicated_s, rel=0.5)
     assert alone.dedicated_s <= alone.wall_s
