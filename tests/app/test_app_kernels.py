@@ -51,6 +51,8 @@ def test_predict_kernels_fits_on_the_other_workloads(
     assert {c.op_class for c in result.classes} >= {"matmul"}
     assert result.roofline_step_s > 0
     assert result.validation["model"] == "kernel-forest" and result.validation["error"]
+    if result.energy_j is None:  # no RAPL here: time only, and it says why
+        assert "no energy readings" in result.energy_note
     other = gpucast.predict_kernels(ids["mlp"], db=db, cpu_instance="c7i.large")
     assert other.measured_step_s is None and other.device.startswith("c7i.large")
     assert any(a.name == "another CPU" for a in other.assumptions)
@@ -111,7 +113,11 @@ def test_measure_infer_kernels_on_the_command_line(tmp_path: Path) -> None:
     assert not any("backward" in op.name for op in trace.operators)  # inference: no backward
 
 
-def _gpu_run(store: object, name: str, scale: float) -> int:
+#: the synthetic GPU's power per class while a kernel runs (W)
+GPU_WATTS = {"conv": 350.0, "matmul": 300.0, "elementwise": 180.0}
+
+
+def _gpu_run(store: object, name: str, scale: float, *, energy: bool = False) -> int:
     """A stored cuda run with a synthetic kernel trace (no GPU needed to store one)."""
     from datetime import UTC, datetime
 
@@ -131,6 +137,9 @@ def _gpu_run(store: object, name: str, scale: float) -> int:
             bytes_read=moved // 2,
             bytes_written=moved - moved // 2,
             kernels=(f"kernel{i}",),
+            energy_j_per_call=GPU_WATTS[op_class] * (flops / 1e13 + moved / 1e12 + 5e-6)
+            if energy
+            else None,
         )
         for i, (op_class, flops, moved) in enumerate(
             (("conv", int(4e9 * scale), int(4e7 * scale)),
@@ -139,8 +148,9 @@ def _gpu_run(store: object, name: str, scale: float) -> int:
         )
     )  # fmt: skip
     trace = KernelTrace(
-        device="cuda:0", activity="cuda", steps=3, profiled_step_s=1.0, operators=ops
-    )
+        device="cuda:0", activity="cuda", steps=3, profiled_step_s=1.0, operators=ops,
+        energy_source="nvml" if energy else "",
+    )  # fmt: skip
     step = trace.operator_time_s_per_step * 1.1
     env = EnvironmentFingerprint(
         host="gpu-host", os="Linux", python_version="3.11", cpu_model="x", cpu_cores=8,
@@ -192,3 +202,19 @@ def test_threads_are_set_for_the_run_and_restored() -> None:
         gpucast.measure_infer("mlp", threads=0, **quick)
     with pytest.raises(InvalidSpecError, match="single-process"):
         gpucast.measure_train("mlp", threads=1, distributed="ddp")
+
+
+def test_gpu_runs_with_energy_readings_predict_the_steps_energy(tmp_path: Path) -> None:
+    db = tmp_path / "gpu.db"
+    with open_store(db) as store:
+        for i, s in enumerate((0.5, 1.0, 2.0, 4.0)):
+            _gpu_run(store, f"m{i}", s, energy=True)
+        target = _gpu_run(store, "held-out", 1.5, energy=True)
+    own = gpucast.predict_kernels(target, db=db)
+    assert own.energy_j is not None and own.measured_operator_energy_j is not None
+    assert own.operator_energy_j == pytest.approx(own.measured_operator_energy_j, rel=0.25)
+    assert own.energy_note == ""
+    assert any(a.name == "power per call" and "not validated" in a.text() for a in own.assumptions)
+    out = runner.invoke(app, ["--db", str(db), "predict", "kernels", str(target)])
+    assert out.exit_code == 0, out.output
+    assert "energy:" in out.stdout and " J per step" in out.stdout

@@ -35,6 +35,7 @@ VOLATILE = {
     "elapsed_s", "fit", "latency_curve", "points", "environment", "id", "updated_at",
 }  # fmt: skip
 VOLATILE |= {"runs", "profile"}  # measure cmd: each run's resource samples differ
+VOLATILE |= {"contention_share"}  # measure cmd: the share of time other tasks took
 
 
 def _volatile(key: str) -> bool:

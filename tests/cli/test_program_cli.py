@@ -29,6 +29,9 @@ def test_measure_cmd_runs_the_program_after_the_double_dash(tmp_path: Path) -> N
     shown = runner.invoke(app, ["--db", db, "runs", "show", "1"])
     assert shown.exit_code == 0, shown.output
     assert "bound by" in shown.output and "rate/s = 7" in shown.output
+    if out["dedicated_median_s"] is not None:  # Linux schedstat: the corrected time is shown
+        assert out["dedicated_median_s"] <= out["median_s"]
+        assert "dedicated-equivalent" in shown.output
 
 
 def test_options_of_the_program_stay_the_programs(tmp_path: Path) -> None:
@@ -77,5 +80,6 @@ def test_predict_cmd_renders_the_instances(tmp_path: Path) -> None:
     result = runner.invoke(app, ["--db", db, "predict", "cmd", "1", "--instances", "c7g.large"])
     assert result.exit_code == 0, result.output
     assert "c7g.large" in result.output and "assumption" in result.output
+    assert "dedicated" in result.output  # the measured table's column (and the assumption)
     bad = runner.invoke(app, ["--db", db, "predict", "cmd", "1", "--arch", "sparc"])
     assert bad.exit_code == 2 and "arch" in bad.output

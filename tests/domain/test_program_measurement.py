@@ -124,3 +124,22 @@ def test_a_command_is_needed() -> None:
             name="p", command=(), n_cores=1, runs=(), stop_reason="failed", environment=ENV,
             created_at=datetime(2026, 1, 1, tzinfo=UTC),
         )  # fmt: skip
+
+
+def _contended(i: int, wall: float, lost: float) -> ProgramRun:
+    s = _series()
+    cumulative = tuple(lost * k / (s.n_samples - 1) for k in range(s.n_samples))
+    series = ResourceSeries.from_dict({**s.to_dict(), "contention_s": list(cumulative)})
+    return ProgramRun(index=i, warmup=False, status="ok", wall_s=wall, series=series)
+
+
+def test_the_dedicated_time_is_the_wall_time_less_the_contention() -> None:
+    m = _measurement([_contended(0, 2.0, 0.5), _contended(1, 3.0, 1.5), _contended(2, 1.0, 0.0)])
+    assert [r.dedicated_s for r in m.runs] == [1.5, 1.5, 1.0]
+    assert m.dedicated_median_s == 1.5 and m.median_s == 2.0
+    assert m.contention_share == pytest.approx(2.0 / 6.0)
+    back = ProgramMeasurement.from_dict(json.loads(json.dumps(m.to_dict())))
+    assert back.dedicated_median_s == 1.5 and back.runs[1].contention_s == 1.5
+    # a run stored before the contention was recorded has none, and neither has the median
+    older = _measurement([_run(1, 1.0), _contended(2, 2.0, 0.5)])
+    assert older.runs[0].dedicated_s is None and older.dedicated_median_s is None

@@ -74,3 +74,66 @@ def test_an_injected_clock_times_each_call() -> None:
     trace = record_kernels(step, torch.device("cpu"), steps=2, clock=clock)
     assert trace.timer == "cpu"
     assert all(op.time_s_per_call == pytest.approx(1e-3) for op in trace.operators)
+
+
+def test_each_call_is_replayed_to_meter_its_power_and_the_step_is_untouched() -> None:
+    import time
+    from pathlib import Path
+
+    # a stand-in meter: 25 W, read off the same clock as the replay's time
+    def meter() -> float:
+        return 25.0 * time.perf_counter()
+
+    model, step = _linear_step(torch.device("cpu"))
+    trace = record_kernels(
+        step, torch.device("cpu"), steps=1, energy=meter, energy_source="test",
+        energy_window_s=0.002,
+    )  # fmt: skip
+    assert trace.energy_source == "test" and trace.energy_note == ""
+    assert all(op.power_w == pytest.approx(25.0, rel=0.05) for op in trace.operators)
+    energy = trace.energy_j_per_step
+    assert energy == pytest.approx(25.0 * trace.operator_time_s_per_step, rel=0.05)
+    # the replays ran on clones: the weights are those of the same steps without replay
+    twin, twin_step = _linear_step(torch.device("cpu"))
+    record_kernels(twin_step, torch.device("cpu"), steps=1)
+    twin_step()  # the replay pass ran one more step
+    assert torch.equal(model.weight, twin.weight)
+    # no RAPL (this container) or an unreadable one: a one-line note, no counter
+    from gpucast.measure.kernels import open_energy_counter
+
+    counter, source, note = open_energy_counter(torch.device("cpu"), powercap_root=Path("/none"))
+    assert counter is None and source == "" and "RAPL" in note and "\n" not in note
+
+
+def test_a_readable_rapl_powercap_gives_a_counter(tmp_path) -> None:
+    from gpucast.measure.kernels import open_energy_counter
+
+    zone = tmp_path / "intel-rapl:0"
+    zone.mkdir()
+    (zone / "name").write_text("package-0\n")
+    (zone / "energy_uj").write_text("1000000\n")
+    (zone / "max_energy_range_uj").write_text("262143328850\n")
+    counter, source, note = open_energy_counter(torch.device("cpu"), powercap_root=tmp_path)
+    assert counter is not None and source == "rapl" and note == ""
+    (zone / "energy_uj").write_text("3500000\n")
+    assert counter() == pytest.approx(2.5)
+
+
+@pytest.mark.skipif(
+    not any(
+        p.name.count(":") == 1 and (p / "energy_uj").exists()
+        for p in __import__("pathlib").Path("/sys/class/powercap").glob("intel-rapl:*")
+    ),
+    reason="no RAPL powercap in this machine or container (/sys/class/powercap): CPU energy "
+    "per operator cannot be read here",
+)
+def test_real_rapl_energy_per_operator() -> None:  # pragma: no cover - needs RAPL
+    from gpucast.measure.kernels import open_energy_counter
+
+    counter, source, note = open_energy_counter(torch.device("cpu"))
+    if counter is None:
+        pytest.skip(note)
+    _, step = _linear_step(torch.device("cpu"))
+    trace = record_kernels(step, torch.device("cpu"), steps=1, energy=counter, energy_source=source)
+    powers = [op.power_w for op in trace.operators if op.power_w is not None]
+    assert powers and all(0 < p < 2000 for p in powers)

@@ -24,7 +24,19 @@ def call_time_s(flops: int, moved: int, device: KernelDevice = CPU) -> float:
     )
 
 
-def synthetic_trace(name: str, *, scale: float = 1.0, device: KernelDevice = CPU) -> KernelTrace:
+#: the power law (W): an idle floor, more for compute-dense classes, rising with intensity
+IDLE_W = 30.0
+CLASS_W = {"conv": 60.0, "matmul": 50.0, "elementwise": 15.0, "norm": 20.0, "reduction": 10.0}
+
+
+def call_power_w(op_class: str, flops: int, moved: int) -> float:
+    intensity = (flops + 1.0) / (moved + 1.0)
+    return IDLE_W + CLASS_W.get(op_class, 5.0) * min(1.0, intensity / 100.0) ** 0.5
+
+
+def synthetic_trace(
+    name: str, *, scale: float = 1.0, device: KernelDevice = CPU, energy: bool = True
+) -> KernelTrace:
     ops = []
     for i, (op_class, flops, moved) in enumerate(
         (
@@ -39,6 +51,7 @@ def synthetic_trace(name: str, *, scale: float = 1.0, device: KernelDevice = CPU
         )
     ):
         f, m = int(flops * scale), int(moved * scale)
+        time_s = call_time_s(f, m, device)
         ops.append(
             OperatorRecord(
                 name=f"aten.op{i}",
@@ -46,10 +59,11 @@ def synthetic_trace(name: str, *, scale: float = 1.0, device: KernelDevice = CPU
                 input_shapes=f"{i}x{scale:g}",
                 dtype="float32",
                 calls_per_step=float(1 + i % 3),
-                time_s_per_call=call_time_s(f, m, device),
+                time_s_per_call=time_s,
                 flops=f,
                 bytes_read=m * 2 // 3,
                 bytes_written=m - m * 2 // 3,
+                energy_j_per_call=call_power_w(op_class, f, m) * time_s if energy else None,
             )
         )
     return KernelTrace(

@@ -101,3 +101,51 @@ def test_bad_inputs_and_states_are_refused() -> None:
     other_features["state"]["features"] = ["a"]
     with pytest.raises(InvalidInputError, match="features"):
         KernelTimeModel.from_dict(other_features)
+
+
+def test_the_power_forest_learns_each_calls_power_and_sums_the_steps_energy() -> None:
+    from kernel_factories import call_power_w
+
+    model = KernelTimeModel(n_estimators=16).fit(synthetic_observations())
+    assert model.has_power and model.training["operators_with_power"] == 40
+    trace = synthetic_trace("held-out", scale=1.5)
+    power = model.predict_call_power_w(trace.operators, CPU)
+    truth = np.array(
+        [call_power_w(op.op_class, op.flops, op.bytes_moved) for op in trace.operators]
+    )
+    assert np.max(np.abs(power / truth - 1.0)) < 0.1
+    # compute-dense calls draw more than the data-moving ones, as in the law
+    classes = [op.op_class for op in trace.operators]
+    assert power[classes.index("conv")] > power[classes.index("other")] + 10.0
+    step = model.predict_step(trace, CPU)
+    measured_j = trace.energy_j_per_step
+    assert step.energy_j is not None and measured_j is not None
+    assert step.energy_j == pytest.approx(measured_j, rel=0.15)
+    assert step.power_w == pytest.approx(step.energy_j / step.step_time_s)
+    assert sum(step.by_class_j.values()) <= step.energy_j + 1e-12 or step.overhead_s < 0
+
+
+def test_without_energy_readings_it_predicts_time_only_and_says_so() -> None:
+    obs = [
+        type(o)(
+            workload=o.workload,
+            device=o.device,
+            trace=synthetic_trace(o.workload, scale=s, energy=False),
+            step_time_s=o.step_time_s,
+        )
+        for o, s in zip(synthetic_observations(), (0.25, 0.5, 1.0, 2.0, 4.0), strict=True)
+    ]
+    model = KernelTimeModel(n_estimators=4).fit(obs)
+    assert not model.has_power
+    assert model.predict_step(synthetic_trace("x"), CPU).energy_j is None
+    with pytest.raises(InvalidSpecError, match="energy readings"):
+        model.predict_call_power_w(synthetic_trace("x").operators, CPU)
+    # a state saved before the power forest existed loads as a time-only model
+    state = model.to_dict()
+    state["state"].pop("power_trees")
+    state["state"].pop("overhead_power_w")
+    assert not KernelTimeModel.from_dict(state).has_power
+    broken = copy.deepcopy(model.to_dict())
+    broken["state"]["power_trees"] = []
+    with pytest.raises(InvalidInputError, match="power_trees"):
+        KernelTimeModel.from_dict(broken)

@@ -115,6 +115,20 @@ def test_characterise_summarises_the_measured_runs() -> None:
     assert sum(q.shares.values()) == pytest.approx(1.0)
 
 
+def test_shares_are_of_the_dedicated_time_when_the_contention_is_known() -> None:
+    # 3 CPU-busy intervals of 0.1 s that waited half their time, then 4 of disk reads: on a
+    # machine of its own the CPU part takes half as long
+    read = np.cumsum([0, 0, 0, 0, 20e6, 20e6, 20e6, 20e6]).tolist()
+    base = _series([0.5] * 4 + [0.0] * 4, read=read, wait=[0.5] * 4 + [0.0] * 4)
+    lost = np.cumsum([0.0, 0.05, 0.05, 0.05, 0.0, 0.0, 0.0, 0.0]).tolist()
+    contended = ResourceSeries.from_dict({**base.to_dict(), "contention_s": lost})
+    p = characterise(_measurement([base, contended]))
+    q = characterise(_measurement([base, base]))
+    assert p is not None and q is not None
+    assert q.shares["cpu"] == pytest.approx(0.3 / 0.7)
+    assert p.shares["cpu"] == pytest.approx(0.15 / 0.55)
+
+
 def _machine(cores: float, clock: float = 2.0, bw: float = 100.0, disk: float = 100.0):
     return CpuMachine(
         name="m", cores=cores, clock_ghz=clock, memory_bandwidth_gbs=bw, disk_mb_per_s=disk

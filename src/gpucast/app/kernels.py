@@ -10,6 +10,7 @@ operators calibrated on the same training runs.
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,6 +105,13 @@ class PredictKernelsResult:
     train_workloads: tuple[str, ...]
     assumptions: tuple[Assumption, ...]
     validation: dict[str, Any]
+    #: predicted energy of the step (J) and of its operators, and the measured operators'
+    #: energy (same device only); ``None`` without energy readings in the training runs
+    energy_j: float | None = None
+    operator_energy_j: float | None = None
+    measured_operator_energy_j: float | None = None
+    #: why there is no energy prediction ("" when there is one)
+    energy_note: str = ""
 
     @property
     def error_pct(self) -> float | None:
@@ -128,6 +136,13 @@ class PredictKernelsResult:
             "train_workloads": list(self.train_workloads),
             "assumptions": [a.to_dict() for a in self.assumptions],
             "validation": self.validation,
+            "energy_j": self.energy_j,
+            "power_w": None
+            if self.energy_j is None or self.step_time_s <= 0
+            else self.energy_j / self.step_time_s,
+            "operator_energy_j": self.operator_energy_j,
+            "measured_operator_energy_j": self.measured_operator_energy_j,
+            "energy_note": self.energy_note,
         }
 
     def to_frame(self) -> Any:
@@ -249,6 +264,24 @@ def predict_kernels(
         for c in predicted.by_class_s
         if measured_by_class[c][0] > 0
     )
+    energy_note = ""
+    if model.has_power:
+        metered = model.training["operators_with_power"]
+        assumptions.append(
+            Assumption(
+                name="power per call",
+                value=f"a random forest fitted on {metered} operator energy readings "
+                f"({', '.join(sorted({o.trace.energy_source for o in train} - {''}))}); "
+                "a package's or board's power, idle draw included",
+                source=validation_for("kernel-forest-power", (), "fp32", 1).error
+                or "not validated",
+            )
+        )
+    else:
+        notes = sorted({o.trace.energy_note for o in train if o.trace.energy_note})
+        energy_note = "time only: the training runs have no energy readings" + (
+            f" ({notes[0]})" if notes else ""
+        )
     scale = statistics.median(o.step_time_s / roofline_step_s(o.trace, o.device) for o in train)
     regime = ("cpu",) if same_device and device.kind == "cpu" else (device.name,)
     check = validation_for("kernel-forest", regime, run.summary.precision, 1)
@@ -272,4 +305,10 @@ def predict_kernels(
             "data": check.data,
             "command": check.command,
         },
+        energy_j=predicted.energy_j,
+        operator_energy_j=math.fsum(predicted.by_class_j.values())
+        if predicted.energy_j is not None
+        else None,
+        measured_operator_energy_j=trace.energy_j_per_step if same_device else None,
+        energy_note=energy_note,
     )

@@ -443,6 +443,9 @@ def predict_cmd(
                 "run_id": run_id,
                 "machine": obs.machine.to_dict(),
                 "median_s": m.median_s,
+                "dedicated_median_s": m.dedicated_median_s,
+                "contention_share": m.contention_share,
+                "observed_s": obs.wall_s,
                 "bound_by": profile.bound_by,
                 "shares": profile.shares,
                 "thread_demand": profile.thread_demand,
@@ -472,6 +475,16 @@ def predict_cmd(
         ),
         key=lambda p: p.usd_per_unit,
     )
+    lost = [m.contention_share for m in measurements if m.contention_share is not None]
+    if lost:
+        notes["dedicated"] = Assumption(
+            name="dedicated machine",
+            value="run times are for an instance of the program's own; measured from the "
+            "runs' dedicated-equivalent time (wall time less the "
+            + ", ".join(f"{x:.0%}" for x in lost)
+            + " other tasks took, per thread from schedstat)",
+            source="gpucast.measure.program.contention_s",
+        )
     notes["SMT"] = Assumption(
         name="SMT",
         value="a second hardware thread adds 25% of a core",

@@ -64,6 +64,17 @@ def print_kernels(result: PredictKernelsResult) -> None:
         f"{format_seconds(result.roofline_step_s)}",
         highlight=False,
     )
+    if result.energy_j is not None:
+        measured = result.measured_operator_energy_j
+        console.print(
+            f"energy: {result.energy_j:.4g} J per step "
+            f"({result.energy_j / max(result.step_time_s, 1e-12):.4g} W), operators "
+            f"{result.operator_energy_j or 0.0:.4g} J"
+            + ("" if measured is None else f" (measured {measured:.4g} J)"),
+            highlight=False,
+        )
+    elif result.energy_note:
+        console.print(f"[dim]{escape(result.energy_note)}[/dim]", highlight=False)
     console.print(
         f"[dim]trained on:[/dim] runs {', '.join(map(str, result.train_runs))} "
         f"({escape(', '.join(result.train_workloads))}); device specs: "

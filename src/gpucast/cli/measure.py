@@ -229,6 +229,16 @@ def render(result: MeasureResult, *, as_json: bool) -> None:
             f"({trace.activity} times over {trace.steps} profiled steps)",
             highlight=False,
         )
+        energy = trace.energy_j_per_step
+        if energy is not None:
+            err_console.print(
+                f"energy ({trace.energy_source}, each call replayed): {energy:.4g} J of "
+                f"operators per step, {energy / max(trace.operator_time_s_per_step, 1e-12):.4g}"
+                " W while they run",
+                highlight=False,
+            )
+        if trace.energy_note:
+            err_console.print(escape(trace.energy_note), highlight=False)
     print_warnings(m)
     if result.run_id is not None:
         err_console.print(

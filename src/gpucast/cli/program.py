@@ -50,6 +50,13 @@ def program_table(result: dict[str, Any], *, title: str | None = None) -> Table:
         "ok" if status == "ok" else f"[red]failed[/red]: {escape(str(result.get('failure')))}",
     )
     table.add_row("median run", format_seconds(result.get("median_s")))
+    dedicated = result.get("dedicated_median_s")
+    if dedicated is not None:
+        table.add_row(
+            "dedicated-equivalent",
+            f"{format_seconds(dedicated)} median (the wall time less the "
+            f"{result.get('contention_share') or 0.0:.0%} other tasks on this machine took)",
+        )
     table.add_row("mean run", format_seconds(result.get("mean_s")))
     ci = result.get("ci_halfwidth_rel")
     table.add_row(
@@ -169,13 +176,14 @@ def predict_command(
 def print_prediction(result: PredictCmdResult) -> None:
     unit = escape(result.work_unit)
     measured = Table(title=f"measured: {escape(result.program)}", title_justify="left")
-    for column in ("run", "machine", "median run", "bound by", "thread demand"):
+    for column in ("run", "machine", "median run", "dedicated", "bound by", "thread demand"):
         measured.add_column(column)
     for m in result.measured:
         measured.add_row(
             str(m["run_id"]),
             escape(str(m["machine"]["name"])),
             format_seconds(m["median_s"]),
+            format_seconds(m.get("dedicated_median_s")),
             f"{m['bound_by']} ("
             + ", ".join(f"{k} {v:.0%}" for k, v in m["shares"].items() if v >= 0.005)
             + ")",

@@ -53,6 +53,10 @@ class OperatorRecord:
     #: profiler reports one ("" otherwise)
     kernels: tuple[str, ...] = ()
     launch: str = ""
+    #: energy of one call (J): the power the device drew while the call was replayed on its
+    #: own (RAPL on a CPU, NVML on a GPU) times ``time_s_per_call``; ``None`` without a
+    #: power reading or for a call not replayed
+    energy_j_per_call: float | None = None
 
     def __post_init__(self) -> None:
         if self.op_class not in KERNEL_OP_CLASSES:
@@ -73,6 +77,13 @@ class OperatorRecord:
                     f"operator {self.name}: {field} must be a finite number >= 0 (got {value})",
                     fix="re-measure with --kernels",
                 )
+        energy = self.energy_j_per_call
+        if energy is not None and not (math.isfinite(energy) and energy >= 0):
+            raise InvalidInputError(
+                f"operator {self.name}: energy_j_per_call must be a finite number >= 0 "
+                f"(got {energy})",
+                fix="re-measure with --kernels",
+            )
 
     @property
     def bytes_moved(self) -> int:
@@ -86,6 +97,13 @@ class OperatorRecord:
     @property
     def time_s_per_step(self) -> float:
         return self.time_s_per_call * self.calls_per_step
+
+    @property
+    def power_w(self) -> float | None:
+        """Mean power while the call runs (W), or ``None`` without an energy reading."""
+        if self.energy_j_per_call is None or self.time_s_per_call <= 0:
+            return None
+        return self.energy_j_per_call / self.time_s_per_call
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -101,6 +119,8 @@ class OperatorRecord:
             "arithmetic_intensity_flop_per_byte": self.arithmetic_intensity_flop_per_byte,
             "kernels": list(self.kernels),
             "launch": self.launch,
+            "energy_j_per_call": self.energy_j_per_call,
+            "power_w": self.power_w,
         }
 
     @classmethod
@@ -118,6 +138,9 @@ class OperatorRecord:
                 bytes_written=int(data["bytes_written"]),
                 kernels=tuple(str(k) for k in data.get("kernels", ())),
                 launch=str(data.get("launch", "")),
+                energy_j_per_call=None
+                if data.get("energy_j_per_call") is None
+                else float(data["energy_j_per_call"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidInputError(
@@ -139,6 +162,10 @@ class KernelTrace:
     #: what timed the CPU operator calls: "wall" (the profiler's durations) or "cpu" (the
     #: process's CPU time around each call, ``--timer cpu``); GPU kernels are device time
     timer: str = "wall"
+    #: what read the operators' energy: "rapl" (CPU packages), "nvml" (the GPU board), or ""
+    #: (none; ``energy_note`` says why)
+    energy_source: str = ""
+    energy_note: str = ""
 
     def __post_init__(self) -> None:
         if self.steps < 1:
@@ -155,6 +182,13 @@ class KernelTrace:
     def calls_per_step(self) -> float:
         return math.fsum(op.calls_per_step for op in self.operators)
 
+    @property
+    def energy_j_per_step(self) -> float | None:
+        """Energy of every operator of one step (J), or ``None`` unless each has one."""
+        if not self.operators or any(op.energy_j_per_call is None for op in self.operators):
+            return None
+        return math.fsum((op.energy_j_per_call or 0.0) * op.calls_per_step for op in self.operators)
+
     def by_class(self) -> dict[str, tuple[float, float]]:
         """op class -> (calls per step, seconds per step), every class listed."""
         out = {c: (0.0, 0.0) for c in KERNEL_OP_CLASSES}
@@ -170,6 +204,9 @@ class KernelTrace:
             "steps": self.steps,
             "profiled_step_s": self.profiled_step_s,
             "timer": self.timer,
+            "energy_source": self.energy_source,
+            "energy_note": self.energy_note,
+            "energy_j_per_step": self.energy_j_per_step,
             "operator_time_s_per_step": self.operator_time_s_per_step,
             "operators": [op.to_dict() for op in self.operators],
         }
@@ -184,6 +221,8 @@ class KernelTrace:
                 profiled_step_s=float(data["profiled_step_s"]),
                 operators=tuple(OperatorRecord.from_dict(o) for o in data["operators"]),
                 timer=str(data.get("timer", "wall")),
+                energy_source=str(data.get("energy_source", "")),
+                energy_note=str(data.get("energy_note", "")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidInputError(

@@ -96,7 +96,10 @@ class ResourceSeries:
     machine's utilisation per core (other load included). Byte counters are cumulative from
     the run's start: ``read_bytes`` / ``write_bytes`` reached the storage device,
     ``read_chars`` / ``write_chars`` went through read/write calls (page cache included);
-    ``net_*`` are machine-wide. GPU series are ``None`` without NVML.
+    ``net_*`` are machine-wide. GPU series are ``None`` without NVML. ``contention_s`` is
+    cumulative too: the wall-clock seconds the program lost to *other* tasks holding the CPUs
+    it would have had on a dedicated machine (per thread from schedstat; see
+    :func:`gpucast.measure.program.contention_s`); ``()`` in runs stored before it existed.
     """
 
     interval_s: float
@@ -112,6 +115,7 @@ class ResourceSeries:
     active_threads: tuple[float, ...] = ()
     cpu_wait_cores: tuple[float, ...] = ()
     runnable_tasks: tuple[float, ...] = ()
+    contention_s: tuple[float, ...] = ()
     core_util_pct: tuple[tuple[float, ...], ...] = ()
     gpu_util_pct: tuple[float, ...] | None = None
     gpu_memory_bytes: tuple[float, ...] | None = None
@@ -122,12 +126,16 @@ class ResourceSeries:
         for name in (
             "cpu_cores", "rss_bytes", "read_bytes", "write_bytes", "read_chars", "write_chars",
             "net_sent_bytes", "net_recv_bytes", "active_threads", "cpu_wait_cores",
-            "runnable_tasks", "gpu_util_pct", "gpu_memory_bytes", "gpu_power_w",
+            "runnable_tasks", "contention_s", "gpu_util_pct", "gpu_memory_bytes", "gpu_power_w",
         ):  # fmt: skip
             values = getattr(self, name)
             if (
                 values is not None
-                and (values or name not in ("active_threads", "cpu_wait_cores", "runnable_tasks"))
+                and (
+                    values
+                    or name
+                    not in ("active_threads", "cpu_wait_cores", "runnable_tasks", "contention_s")
+                )
                 and len(values) != n
             ):
                 raise InvalidSpecError(
@@ -157,6 +165,7 @@ class ResourceSeries:
             "active_threads": _json_floats(self.active_threads),
             "cpu_wait_cores": _json_floats(self.cpu_wait_cores),
             "runnable_tasks": _json_floats(self.runnable_tasks),
+            "contention_s": _json_floats(self.contention_s),
             "core_util_pct": [list(row) for row in self.core_util_pct],
             "gpu_util_pct": _json_floats(self.gpu_util_pct),
             "gpu_memory_bytes": _json_floats(self.gpu_memory_bytes),
@@ -179,6 +188,7 @@ class ResourceSeries:
             active_threads=_floats(data.get("active_threads") or ()),
             cpu_wait_cores=_floats(data.get("cpu_wait_cores") or ()),
             runnable_tasks=_floats(data.get("runnable_tasks") or ()),
+            contention_s=_floats(data.get("contention_s") or ()),
             core_util_pct=tuple(_floats(row) for row in data.get("core_util_pct") or ()),
             gpu_util_pct=_opt_floats(data.get("gpu_util_pct")),
             gpu_memory_bytes=_opt_floats(data.get("gpu_memory_bytes")),
@@ -192,6 +202,7 @@ class ProgramRun:
 
     ``user_s``/``system_s`` are the CPU seconds of the program and every child it waited for
     (``wait4``'s rusage); ``max_rss_bytes`` the largest resident set among them.
+    :attr:`dedicated_s` is the wall time less what other tasks on the machine cost it.
     """
 
     index: int
@@ -223,6 +234,22 @@ class ProgramRun:
     def cpu_s(self) -> float:
         return self.user_s + self.system_s
 
+    @property
+    def contention_s(self) -> float | None:
+        """Wall seconds lost to other tasks (the series' last cumulative value), or ``None``
+        for a run stored without it."""
+        if self.series is None or not self.series.contention_s:
+            return None
+        lost = self.series.contention_s[-1]
+        return float(lost) if math.isfinite(lost) else None
+
+    @property
+    def dedicated_s(self) -> float | None:
+        """The dedicated-equivalent run time: the wall time less :attr:`contention_s` (what
+        the run would have taken with its cores to itself), or ``None`` without it."""
+        lost = self.contention_s
+        return None if lost is None else max(0.0, self.wall_s - lost)
+
     def failure(self, *, timeout_s: float | None = None, metric: str | None = None) -> str:
         """How the run failed, in a few words, with the last stderr line ('' when ok)."""
         if self.status == "ok":
@@ -252,6 +279,8 @@ class ProgramRun:
             "max_rss_bytes": self.max_rss_bytes,
             "metric_value": self.metric_value,
             "stderr_tail": list(self.stderr_tail),
+            "contention_s": self.contention_s,
+            "dedicated_s": self.dedicated_s,
             "series": None if self.series is None else self.series.to_dict(),
         }
 
@@ -288,7 +317,9 @@ class ProgramMeasurement:
     Derived from the measured ``ok`` runs: ``n_samples``, ``median_s``, ``mean_s``, ``p5_s``,
     ``p95_s``, ``ci_halfwidth_rel`` (Student-t, ``inf`` below 2 runs), ``metric_median``
     and ``work_per_s`` (the metric for a rate; metric / wall time for a count; runs per
-    second without a metric).
+    second without a metric); ``dedicated_median_s`` the median dedicated-equivalent run
+    time (:attr:`ProgramRun.dedicated_s`; ``None`` when a measured run lacks it) and
+    ``contention_share`` the share of the measured wall time lost to other tasks.
     """
 
     name: str
@@ -316,6 +347,8 @@ class ProgramMeasurement:
     ci_halfwidth_rel: float | None = field(init=False)
     metric_median: float | None = field(init=False)
     work_per_s: float | None = field(init=False)
+    dedicated_median_s: float | None = field(init=False)
+    contention_share: float | None = field(init=False)
 
     def __post_init__(self) -> None:
         if not self.command or not self.command[0]:
@@ -337,7 +370,7 @@ class ProgramMeasurement:
         if times.size == 0:
             for name in (
                 "median_s", "mean_s", "p5_s", "p95_s", "ci_halfwidth_rel", "metric_median",
-                "work_per_s",
+                "work_per_s", "dedicated_median_s", "contention_share",
             ):  # fmt: skip
                 set_(self, name, None)
             return
@@ -361,6 +394,14 @@ class ProgramMeasurement:
         else:
             work = metric / p50 if p50 > 0 else None
         set_(self, "work_per_s", work)
+        dedicated = [r.dedicated_s for r in measured]
+        if all(d is not None for d in dedicated):
+            kept = np.asarray(dedicated, dtype=np.float64)
+            set_(self, "dedicated_median_s", float(np.median(kept)))
+            set_(self, "contention_share", float(1.0 - kept.sum() / max(times.sum(), 1e-12)))
+        else:
+            set_(self, "dedicated_median_s", None)
+            set_(self, "contention_share", None)
 
     @property
     def metric_name(self) -> str | None:
@@ -424,6 +465,8 @@ class ProgramMeasurement:
             else self.ci_halfwidth_rel,
             "metric_median": self.metric_median,
             "work_per_s": self.work_per_s,
+            "dedicated_median_s": self.dedicated_median_s,
+            "contention_share": self.contention_share,
             "environment": self.environment.to_dict(),
             "cpu_clock_ghz": self.cpu_clock_ghz,
             "threads_per_core": self.threads_per_core,

@@ -108,8 +108,16 @@ def observation(
     *,
     memory_bandwidth_gbs: float | None = None,
     disk_mb_per_s: float | None = None,
+    dedicated: bool = True,
 ) -> tuple[ProgramObservation, ProgramProfile, list[Assumption]]:
-    """``m`` as an observation of the program model, its profile, and what was assumed."""
+    """``m`` as an observation of the program model, its profile, and what was assumed.
+
+    With ``dedicated`` (the default) and runs that recorded their contention, the
+    observation is the median *dedicated-equivalent* run time on the cores the runs were
+    given, with no background load: what the program would take on a machine of its own,
+    like a catalog instance. Otherwise (``dedicated=False``, or runs stored before the
+    contention was recorded) it is the median wall time on a machine shared with the
+    profile's background tasks (the fair-share term of the model)."""
     if m.n_samples == 0 or m.median_s is None:
         raise InvalidSpecError(
             "run",
@@ -123,13 +131,25 @@ def observation(
             f"program {m.name!r} has no resource samples to split its time by",
             fix="measure it again with a shorter --sample-interval",
         )
+    use_dedicated = dedicated and m.dedicated_median_s is not None
     machine, notes = host_machine(
         m,
         memory_bandwidth_gbs=memory_bandwidth_gbs,
         disk_mb_per_s=disk_mb_per_s,
-        background_tasks=profile.background_tasks,
+        background_tasks=0.0 if use_dedicated else profile.background_tasks,
     )
-    return ProgramObservation.of(m, profile, machine), profile, notes
+    if dedicated and not use_dedicated:
+        notes.append(
+            Assumption(
+                name="measured run time",
+                value="the wall time on a shared machine, corrected by the fair-share term",
+                source="the run was stored without its contention (an older gpucast): "
+                "measure it again for a dedicated-equivalent run time",
+                override="gpucast measure cmd",
+            )
+        )
+    obs = ProgramObservation.of(m, profile, machine, dedicated=use_dedicated)
+    return obs, profile, notes
 
 
 def same_program(measurements: Sequence[ProgramMeasurement]) -> None:

@@ -317,8 +317,12 @@ def _measure(
     )
     trace = None
     if kernel_steps:
-        from gpucast.measure.kernels import record_kernels
+        from gpucast.measure.kernels import open_energy_counter, record_kernels
 
+        # energy per operator/kernel where a counter is readable; else a one-line note
+        meter, meter_source, meter_note = (
+            open_energy_counter(torch_device) if telemetry else (None, "", "")
+        )
         with _translate_failures(spec, checked_mode, device_label(torch_device)):
             trace = record_kernels(
                 runner,
@@ -326,6 +330,9 @@ def _measure(
                 steps=kernel_steps,
                 label=device_label(torch_device),
                 clock=clock if torch_device.type == "cpu" else None,
+                energy=meter,
+                energy_source=meter_source,
+                energy_note=meter_note,
             )
     if noise is None and not noise_notes:
         return result, trace

@@ -51,6 +51,11 @@ MAX_SERIES_SAMPLES = 2000
 
 Clock = Callable[[], float]
 
+#: Linux's ``waitid(WNOWAIT)`` tells that a child exited and leaves it unreaped, so its final
+#: schedstat and counters can still be read.
+_CAN_PEEK = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
+_PEEK = (os.WEXITED | os.WNOHANG | os.WNOWAIT) if _CAN_PEEK else 0
+
 
 def _import_psutil() -> Any:
     try:
@@ -124,23 +129,64 @@ def _procs_running() -> float:
     return float("nan")
 
 
-def _run_delay_s(pid: int) -> float:
-    """Seconds the process spent runnable but waiting for a CPU (Linux schedstat), else 0."""
+def _thread_schedstats(pid: int) -> dict[int, tuple[float, float]]:
+    """Per thread of process ``pid``: (seconds on a CPU, seconds runnable but waiting for
+    one), from Linux ``/proc/PID/task/TID/schedstat`` (``/proc/PID/schedstat`` is the main
+    thread's alone); empty where unreadable (not Linux, exited)."""
+    out: dict[int, tuple[float, float]] = {}
     try:
-        with open(f"/proc/{pid}/schedstat", encoding="ascii") as handle:
-            return float(handle.read().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", encoding="ascii") as handle:
+                fields = handle.read().split()
+            out[int(tid)] = (float(fields[0]) / 1e9, float(fields[1]) / 1e9)
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def contention_s(run_s: np.ndarray, wait_s: np.ndarray, interval_s: float, cores: float) -> float:
+    """Seconds of an interval of ``interval_s`` that a program lost to *other* tasks, from
+    its threads' time on a CPU (``run_s``) and waiting for one (``wait_s``) in it.
+
+    On a dedicated machine with ``cores`` CPUs, a program keeping ``k`` threads runnable
+    (``k = max(1, sum(run + wait) / interval)``) still waits ``run x (k/cores - 1)`` per
+    thread when ``k > cores`` (its own threads queue for the cores); the rest of each
+    thread's wait was caused by other tasks. Spread over the ``k`` threads that ran side by
+    side, that foreign wait is the wall time the interval lost. Exact for one thread (its
+    wait), for ``k`` equal threads on ``cores`` CPUs with any load beside them, and for
+    threads that run one after another; it over-counts threads that are runnable at the
+    same time for only part of the interval (a shorter sampling interval narrows that).
+    """
+    run = np.maximum(np.asarray(run_s, dtype=np.float64), 0.0)
+    wait = np.maximum(np.asarray(wait_s, dtype=np.float64), 0.0)
+    if interval_s <= 0 or run.size == 0:
         return 0.0
+    k = max(1.0, float(np.sum(run + wait)) / interval_s)
+    own = run * max(0.0, k / max(cores, 1e-9) - 1.0)
+    foreign = float(np.sum(np.maximum(0.0, wait - own)))
+    return min(interval_s, foreign / k)
 
 
 class _TreeSampler:
     """Cumulative counters of a process tree, keeping those of descendants that exited."""
 
-    def __init__(self, psutil: Any, pid: int, gpus: GpuReaders | None) -> None:
+    def __init__(self, psutil: Any, pid: int, gpus: GpuReaders | None, cores: int = 1) -> None:
         self._psutil = psutil
         self._root = psutil.Process(pid)
         self._last: dict[int, tuple[float, ...]] = {}  # pid -> last counters seen
         self._threads: dict[tuple[int, int], float] = {}  # (pid, tid) -> cpu seconds
+        # (pid, tid) -> (run s, wait s) from schedstat; totals over every thread seen
+        self._sched: dict[tuple[int, int], tuple[float, float]] = {}
+        self._cores = max(1, cores)
+        # without per-thread schedstat (not Linux) the contention is unknown, not zero
+        self._has_schedstat = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/schedstat")
+        self._t_last: float | None = None
+        self._wait_total = 0.0
+        self._lost_total = 0.0
         self._gpus = gpus
         self.rows: list[list[float]] = []
         self.cores: list[list[float]] = []
@@ -158,7 +204,23 @@ class _TreeSampler:
         psutil = self._psutil
         rss = 0.0
         active_threads = 0
-        for proc in self._processes():
+        processes = self._processes()
+        run_d: list[float] = []
+        wait_d: list[float] = []
+        for proc in processes:  # schedstat first: it stays readable while the root is a zombie
+            for tid, (run, wait) in _thread_schedstats(proc.pid).items():
+                key = (proc.pid, tid)
+                run0, wait0 = self._sched.get(key, (0.0, 0.0))
+                run_d.append(max(0.0, run - run0))
+                wait_d.append(max(0.0, wait - wait0))
+                self._sched[key] = (run, wait)
+        interval = t_s - (self._t_last if self._t_last is not None else 0.0)
+        self._t_last = t_s
+        self._wait_total += float(np.sum(wait_d)) if wait_d else 0.0
+        self._lost_total += contention_s(
+            np.asarray(run_d), np.asarray(wait_d), interval, float(self._cores)
+        )
+        for proc in processes:
             try:
                 with proc.oneshot():
                     times = proc.cpu_times()
@@ -169,7 +231,7 @@ class _TreeSampler:
                 continue
             counters = (
                 float(times.user + times.system),
-                _run_delay_s(proc.pid),
+                0.0,  # waiting time: summed over threads above (schedstat)
                 float(getattr(io, "read_bytes", 0.0)),
                 float(getattr(io, "write_bytes", 0.0)),
                 float(getattr(io, "read_chars", getattr(io, "read_bytes", 0.0))),
@@ -190,16 +252,17 @@ class _TreeSampler:
             else (float(net.bytes_sent) - self._net0[0], float(net.bytes_recv) - self._net0[1])
         )
         gpu = self._gpus.read() if self._gpus is not None else (np.nan, np.nan, np.nan)
+        totals[1] = self._wait_total
         self.rows.append(
             [t_s, *(float(v) for v in totals), rss, sent, recv, float(active_threads), *gpu,
-             _procs_running()]
+             _procs_running(), self._lost_total]
         )  # fmt: skip
         self.cores.append([float(v) for v in psutil.cpu_percent(percpu=True)])
 
     def series(self, interval_s: float, total_cpu_s: float | None) -> ResourceSeries:
         # columns: t, cpu, run delay, read/write bytes, read/write chars, rss, net sent/recv,
-        # active threads, GPU util/memory/power, machine-wide runnable tasks
-        table = np.array(self.rows, dtype=np.float64).reshape(-1, 15)
+        # active threads, GPU util/memory/power, machine-wide runnable tasks, contention
+        table = np.array(self.rows, dtype=np.float64).reshape(-1, 16)
         if total_cpu_s is not None and table.shape[0] > 1:
             # rusage counts children too short-lived for the sampler to see: their CPU time
             # is spread over the run in proportion to time, so the series adds up to it.
@@ -246,6 +309,7 @@ class _TreeSampler:
             net_recv_bytes=col(table[:, 9]),
             active_threads=col(table[:, 10]),
             runnable_tasks=col(table[:, 14]),
+            contention_s=cumulative(15) if self._has_schedstat else (),
             core_util_pct=tuple(tuple(float(v) for v in row) for row in cores[keep])
             if cores.size
             else (),
@@ -324,19 +388,30 @@ def run_once(spec: ProgramSpec, *, index: int = 0, warmup: bool = False) -> Prog
                 f"command {spec.command[0]!r}: cannot start it ({exc.strerror})",
                 fix="check the program's name and that it is executable",
             ) from None
-        sampler = _TreeSampler(psutil, proc.pid, gpus)
+        sampler = _TreeSampler(
+            psutil, proc.pid, gpus, len(cpus) if cpus else len(os.sched_getaffinity(0))
+        )
         # one sample at the start and one after the exit: even a program that ends before
         # the first interval has a series (of two samples)
         sampler.sample(time.perf_counter() - started)
         status: RunStatus = "ok"
         rusage: Any = None
         wait_status = 0
+        ended: float | None = None
         try:
             next_sample = started + spec.interval_s
             while True:
-                pid, wait_status, rusage = os.wait4(proc.pid, os.WNOHANG)
-                if pid == proc.pid:
-                    break
+                if _CAN_PEEK:
+                    if os.waitid(os.P_PID, proc.pid, _PEEK) is not None:
+                        # exited, not reaped: its threads' last counters are read first
+                        ended = time.perf_counter() - started
+                        sampler.sample(ended)
+                        _, wait_status, rusage = os.wait4(proc.pid, 0)
+                        break
+                else:  # pragma: no cover - no waitid (not Linux)
+                    pid, wait_status, rusage = os.wait4(proc.pid, os.WNOHANG)
+                    if pid == proc.pid:
+                        break
                 now = time.perf_counter()
                 if now >= next_sample:
                     sampler.sample(now - started)
@@ -357,12 +432,13 @@ def run_once(spec: ProgramSpec, *, index: int = 0, warmup: bool = False) -> Prog
         finally:
             if gpus is not None:
                 gpus.close()
-        wall_s = time.perf_counter() - started
+        wall_s = time.perf_counter() - started if ended is None else ended
         proc.returncode = os.waitstatus_to_exitcode(wait_status)
         # the program's own process group may still hold children it did not wait for
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal_module.SIGKILL)
-        sampler.sample(wall_s)
+        if ended is None:
+            sampler.sample(wall_s)
         stdout, stderr = _tail(out), _tail(err)
     cpu_s = float(rusage.ru_utime + rusage.ru_stime)
     exit_code: int | None = None

@@ -30,6 +30,14 @@ the fitted one did without scikit-learn or a refit. Refitting from stored data o
 alternative; it would tie a saved model to the store it came from and to scikit-learn's
 version (the same seed need not give the same forest across releases). Pickle is not used.
 
+Power (issue #20 item 4, "time and power"): where the training operators carry an energy
+reading (``--kernels`` on a machine with RAPL or NVML; :mod:`gpucast.measure.kernels`
+replays each call to meter it), a second forest on the same features predicts
+``log(power_w)`` of a call (rows weighted by calls per step); a call's energy is its
+predicted power times its predicted time, the step's the sum plus the overhead time at the
+training operators' time-weighted mean power. Without energy readings the model predicts time
+only (:attr:`KernelTimeModel.has_power` is false). Not validated on a GPU.
+
 Only device features that vary in the training data can be learned: trained on one machine,
 the model carries its efficiencies to another device through ``t_roof`` alone (a prior, not
 validated); trained on several, the forest also learns how efficiency changes with the specs.
@@ -64,6 +72,8 @@ FEATURES: tuple[str, ...] = (
 )
 #: floor of a call's roofline time: a call costs at least a dispatch
 ROOFLINE_FLOOR_S = 1e-6
+#: operator rows with an energy reading needed to fit the power forest
+MIN_POWER_ROWS = 4
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,9 +149,20 @@ class KernelStepPrediction:
     overhead_s: float
     #: op class -> predicted seconds per step (every class listed)
     by_class_s: Mapping[str, float] = field(default_factory=dict)
+    #: predicted energy of the step (J) and per op class; ``None``/empty without a power model
+    energy_j: float | None = None
+    by_class_j: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "by_class_s", MappingProxyType(dict(self.by_class_s)))
+        object.__setattr__(self, "by_class_j", MappingProxyType(dict(self.by_class_j)))
+
+    @property
+    def power_w(self) -> float | None:
+        """Mean power over the step (W), or ``None`` without a power model."""
+        if self.energy_j is None or self.step_time_s <= 0:
+            return None
+        return self.energy_j / self.step_time_s
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -149,6 +170,9 @@ class KernelStepPrediction:
             "operator_time_s": self.operator_time_s,
             "overhead_s": self.overhead_s,
             "by_class_s": dict(self.by_class_s),
+            "energy_j": self.energy_j,
+            "power_w": self.power_w,
+            "by_class_j": dict(self.by_class_j),
         }
 
 
@@ -232,6 +256,36 @@ def _tree_predict(
         node = np.where(inner, np.where(go_left, left[node], right[node]), node)
 
 
+def _load_trees(raw_trees: Any) -> list[dict[str, npt.NDArray[Any]]]:
+    """Saved trees back as arrays, checked so that every walk ends at a leaf."""
+    trees: list[dict[str, npt.NDArray[Any]]] = []
+    for raw in raw_trees:
+        tree = {
+            "left": np.asarray(raw["left"], dtype=np.int64),
+            "right": np.asarray(raw["right"], dtype=np.int64),
+            "feature": np.asarray(raw["feature"], dtype=np.int64),
+            "threshold": np.asarray(raw["threshold"], dtype=np.float64),
+            "value": np.asarray(raw["value"], dtype=np.float64),
+        }
+        sizes = {v.shape for v in tree.values()}
+        n = tree["left"].size
+        inner = tree["left"] >= 0
+        index = np.arange(n)
+        if (
+            len(sizes) != 1
+            or n == 0
+            or tree["left"].max() >= n
+            or tree["right"].max() >= n
+            or (tree["feature"][inner] >= len(FEATURES)).any()
+            or (tree["feature"][inner] < 0).any()
+            or (tree["right"][inner] <= index[inner]).any()
+            or (tree["left"][inner] <= index[inner]).any()
+        ):  # children after their parent: every walk ends at a leaf
+            raise ValueError("a tree's arrays are inconsistent")
+        trees.append(tree)
+    return trees
+
+
 @register
 class KernelTimeModel(Estimator):
     """Random forest of per-call time, summed to the step (see the module docstring).
@@ -257,6 +311,8 @@ class KernelTimeModel(Estimator):
         self.max_features = max_features
         self.random_state = random_state
         self._trees: list[dict[str, npt.NDArray[Any]]] | None = None
+        self._power_trees: list[dict[str, npt.NDArray[Any]]] | None = None
+        self._overhead_power_w = 0.0
         self._overhead_s = 0.0
         self._overhead_s_per_call = 0.0
         self._training: dict[str, Any] = {}
@@ -265,9 +321,29 @@ class KernelTimeModel(Estimator):
     def is_fitted(self) -> bool:
         return self._trees is not None
 
-    def fit(self, observations: Sequence[KernelObservation]) -> KernelTimeModel:
+    def _forest(
+        self, x: npt.NDArray[np.float64], target: npt.NDArray[np.float64], weight: Any
+    ) -> list[dict[str, npt.NDArray[Any]]]:
         from sklearn.ensemble import RandomForestRegressor
 
+        forest = RandomForestRegressor(
+            n_estimators=self.n_estimators,
+            min_samples_leaf=self.min_samples_leaf,
+            max_features=self.max_features,
+            random_state=self.random_state,
+        ).fit(x, target, sample_weight=weight)
+        return [
+            {
+                "left": np.asarray(t.tree_.children_left, dtype=np.int64),
+                "right": np.asarray(t.tree_.children_right, dtype=np.int64),
+                "feature": np.asarray(t.tree_.feature, dtype=np.int64),
+                "threshold": np.asarray(t.tree_.threshold, dtype=np.float64),
+                "value": np.asarray(t.tree_.value, dtype=np.float64).reshape(-1),
+            }
+            for t in forest.estimators_
+        ]
+
+    def fit(self, observations: Sequence[KernelObservation]) -> KernelTimeModel:
         obs = tuple(observations)
         if not obs:
             raise InvalidSpecError("observations", "needs at least one run measured with --kernels")
@@ -282,22 +358,18 @@ class KernelTimeModel(Estimator):
             [[op.calls_per_step for op in o.trace.operators] for o in obs]
         ).astype(np.float64)
         target = np.log(np.maximum(time_s, 1e-9) / roof)
-        forest = RandomForestRegressor(
-            n_estimators=self.n_estimators,
-            min_samples_leaf=self.min_samples_leaf,
-            max_features=self.max_features,
-            random_state=self.random_state,
-        ).fit(x, target, sample_weight=weight)
-        self._trees = [
-            {
-                "left": np.asarray(t.tree_.children_left, dtype=np.int64),
-                "right": np.asarray(t.tree_.children_right, dtype=np.int64),
-                "feature": np.asarray(t.tree_.feature, dtype=np.int64),
-                "threshold": np.asarray(t.tree_.threshold, dtype=np.float64),
-                "value": np.asarray(t.tree_.value, dtype=np.float64).reshape(-1),
-            }
-            for t in forest.estimators_
-        ]
+        self._trees = self._forest(x, target, weight)
+        power = np.array(
+            [np.nan if op.power_w is None else op.power_w for o in obs for op in o.trace.operators],
+            dtype=np.float64,
+        )
+        metered = np.isfinite(power) & (power > 0) & (time_s > 0)
+        self._power_trees = None
+        self._overhead_power_w = 0.0
+        if int(metered.sum()) >= MIN_POWER_ROWS:
+            self._power_trees = self._forest(x[metered], np.log(power[metered]), weight[metered])
+            busy = (weight * time_s)[metered]  # seconds per step
+            self._overhead_power_w = float(np.average(power[metered], weights=busy))
         residual = np.array([o.step_time_s - o.trace.operator_time_s_per_step for o in obs])
         calls = np.array([o.trace.calls_per_step for o in obs])
         self._overhead_s = 0.0
@@ -307,8 +379,32 @@ class KernelTimeModel(Estimator):
             "devices": sorted({o.device.name for o in obs}),
             "runs": len(obs),
             "operators": int(x.shape[0]),
+            "operators_with_power": int(metered.sum()),
         }
         return self
+
+    @property
+    def has_power(self) -> bool:
+        """Whether a power forest was fitted (training operators with energy readings)."""
+        self._require_fitted()
+        return self._power_trees is not None
+
+    def predict_call_power_w(
+        self, ops: Sequence[OperatorRecord], device: KernelDevice
+    ) -> npt.NDArray[np.float64]:
+        """Predicted power while each op's call runs on ``device`` (W)."""
+        self._require_fitted()
+        if self._power_trees is None:
+            raise InvalidSpecError(
+                "power",
+                "needs training runs whose operators have energy readings",
+                fix="measure --kernels where RAPL (CPU) or NVML (GPU) energy is readable",
+            )
+        if not ops:
+            return np.zeros(0)
+        x = operator_features(ops, device).astype(np.float32).astype(np.float64)
+        log_power = np.mean([_tree_predict(x, tree) for tree in self._power_trees], axis=0)
+        return np.asarray(np.exp(log_power), dtype=np.float64)
 
     @property
     def training(self) -> dict[str, Any]:
@@ -340,11 +436,21 @@ class KernelTimeModel(Estimator):
         by_class = {c: 0.0 for c in KERNEL_OP_CLASSES}
         for op, seconds in zip(trace.operators, per_op.tolist(), strict=True):
             by_class[op.op_class] += seconds
+        energy: float | None = None
+        by_class_j: dict[str, float] = {}
+        if self._power_trees is not None:
+            joules = self.predict_call_power_w(trace.operators, device) * per_op
+            by_class_j = {c: 0.0 for c in KERNEL_OP_CLASSES}
+            for op, j in zip(trace.operators, joules.tolist(), strict=True):
+                by_class_j[op.op_class] += j
+            energy = max(0.0, float(joules.sum()) + overhead * self._overhead_power_w)
         return KernelStepPrediction(
             step_time_s=operators_s + overhead,
             operator_time_s=operators_s,
             overhead_s=overhead,
             by_class_s=by_class,
+            energy_j=energy,
+            by_class_j=by_class_j,
         )
 
     def _state(self) -> dict[str, Any]:
@@ -358,6 +464,10 @@ class KernelTimeModel(Estimator):
             },
             "features": list(FEATURES),
             "trees": [{k: v.tolist() for k, v in tree.items()} for tree in self._trees],
+            "power_trees": None
+            if self._power_trees is None
+            else [{k: v.tolist() for k, v in tree.items()} for tree in self._power_trees],
+            "overhead_power_w": self._overhead_power_w,
             "overhead_s": self._overhead_s,
             "overhead_s_per_call": self._overhead_s_per_call,
             "training": self._training,
@@ -371,33 +481,14 @@ class KernelTimeModel(Estimator):
             )})  # fmt: skip
             if list(state["features"]) != list(FEATURES):
                 raise ValueError("its features are not this gpucast's")
-            trees = []
-            for raw in state["trees"]:
-                tree = {
-                    "left": np.asarray(raw["left"], dtype=np.int64),
-                    "right": np.asarray(raw["right"], dtype=np.int64),
-                    "feature": np.asarray(raw["feature"], dtype=np.int64),
-                    "threshold": np.asarray(raw["threshold"], dtype=np.float64),
-                    "value": np.asarray(raw["value"], dtype=np.float64),
-                }
-                sizes = {v.shape for v in tree.values()}
-                n = tree["left"].size
-                inner = tree["left"] >= 0
-                index = np.arange(n)
-                if (
-                    len(sizes) != 1
-                    or n == 0
-                    or tree["left"].max() >= n
-                    or tree["right"].max() >= n
-                    or (tree["feature"][inner] >= len(FEATURES)).any()
-                    or (tree["feature"][inner] < 0).any()
-                    or (tree["right"][inner] <= index[inner]).any()
-                    or (tree["left"][inner] <= index[inner]).any()
-                ):  # children after their parent: every walk ends at a leaf
-                    raise ValueError("a tree's arrays are inconsistent")
-                trees.append(tree)
+            trees = _load_trees(state["trees"])
             if not trees:
                 raise ValueError("no trees")
+            power = state.get("power_trees")
+            model._power_trees = None if power is None else _load_trees(power)
+            if model._power_trees is not None and not model._power_trees:
+                raise ValueError("power_trees is empty")
+            model._overhead_power_w = float(state.get("overhead_power_w", 0.0))
             model._trees = trees
             model._overhead_s = float(state["overhead_s"])
             model._overhead_s_per_call = float(state["overhead_s_per_call"])

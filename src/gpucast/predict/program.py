@@ -13,6 +13,11 @@ Characterisation (:func:`characterise`)
       read/write calls, or >= 1 MB/s over the network (machine-wide);
     * ``idle``: none of these (sleeping, waiting on locks or a peer).
 
+    The shares are of the *dedicated-equivalent* time where the runs recorded their
+    contention (``ResourceSeries.contention_s``): each interval counts for its length less
+    the time other tasks took from the program in it, so a loaded machine does not inflate
+    the CPU share of a program that also does I/O.
+
     Phases are the runs of one class (a class held for fewer than ``MIN_PHASE_SAMPLES``
     samples joins the phase before it). Burstiness is the coefficient of variation of the
     CPU demand; peak vs mean is given for CPU, memory and I/O rate.
@@ -31,7 +36,9 @@ Cross-hardware prediction (:class:`ProgramModel`)
     and ``B_eff = min(p * PER_CORE_BANDWIDTH_GBS, B)`` (one core
     cannot draw a socket's bandwidth). GPU time is carried over unchanged (GPU programs are
     predicted by the step-time model, not this one). ``d`` is the 90th percentile of the
-    active threads in busy intervals; with measurements at two or more core counts,
+    active threads in busy intervals (with per-thread schedstat, at most the time-weighted
+    median of the threads kept runnable: cores used plus cores waited for); with measurements
+    at two or more core counts,
     :meth:`ProgramModel.fit` picks the ``d`` that best predicts them from one another.
     Pure: no I/O.
 """
@@ -191,6 +198,7 @@ def characterise(measurement: ProgramMeasurement) -> ProgramProfile | None:
         return None
     classes: list[np.ndarray] = []
     weights: list[np.ndarray] = []
+    dedicated: list[np.ndarray] = []
     cpu: list[np.ndarray] = []
     wait: list[np.ndarray] = []
     threads: list[np.ndarray] = []
@@ -206,6 +214,13 @@ def characterise(measurement: ProgramMeasurement) -> ProgramProfile | None:
         dt[0] = 0.0
         classes.append(classify(s, measurement.n_cores))
         weights.append(dt)
+        lost = (
+            np.diff(np.nan_to_num(np.asarray(s.contention_s, dtype=np.float64)), prepend=0.0)
+            if s.contention_s
+            else np.zeros(t.size)
+        )
+        lost[0] = 0.0
+        dedicated.append(np.clip(dt - lost, 0.0, None))
         cpu.append(np.nan_to_num(np.asarray(s.cpu_cores, dtype=np.float64)))
         wait.append(
             np.nan_to_num(np.asarray(s.cpu_wait_cores, dtype=np.float64))
@@ -230,7 +245,13 @@ def characterise(measurement: ProgramMeasurement) -> ProgramProfile | None:
     cls = np.concatenate(classes)
     w = np.concatenate(weights)
     total = float(w.sum()) or 1.0
-    shares = {name: float(w[cls == i].sum() / total) for i, name in enumerate(PHASE_CLASSES)}
+    wd = np.concatenate(dedicated)
+    if not wd.sum() > 0:
+        wd = w
+    shares = {
+        name: float(wd[cls == i].sum() / (float(wd.sum()) or 1.0))
+        for i, name in enumerate(PHASE_CLASSES)
+    }
     c = np.concatenate(cpu)
     demand = c + np.concatenate(wait)
     th = np.concatenate(threads)
@@ -243,6 +264,14 @@ def characterise(measurement: ProgramMeasurement) -> ProgramProfile | None:
     )
     parallelism = float(np.average(c[busy], weights=w[busy])) if busy.any() else 0.0
     thread_demand = float(np.percentile(th[busy], 90)) if busy.any() else 1.0
+    if busy.any() and all(r.series is not None and r.series.contention_s for r in measured):
+        # per-thread schedstat (runs that recorded their contention): the threads it kept
+        # runnable, on a CPU or waiting for one, over most of its busy time -- a start-up
+        # burst of helper threads (numpy's pool) counts as active but is not its demand
+        kept = demand[busy]
+        order = np.argsort(kept)
+        half = int(np.searchsorted(np.cumsum(w[busy][order]), 0.5 * float(w[busy].sum())))
+        thread_demand = min(thread_demand, float(kept[order][min(half, order.size - 1)]))
     first = measured[0].series
     assert first is not None
     gpu_all = np.concatenate(gpu) if gpu else np.zeros(0)
@@ -354,15 +383,26 @@ class ProgramObservation:
 
     @classmethod
     def of(
-        cls, measurement: ProgramMeasurement, profile: ProgramProfile, machine: CpuMachine
+        cls,
+        measurement: ProgramMeasurement,
+        profile: ProgramProfile,
+        machine: CpuMachine,
+        *,
+        dedicated: bool = False,
     ) -> ProgramObservation:
-        if measurement.median_s is None:
+        """``measurement`` on ``machine``: its median wall time or, with ``dedicated``, its
+        median dedicated-equivalent time (``machine`` should then carry no background load)."""
+        wall = measurement.dedicated_median_s if dedicated else measurement.median_s
+        if wall is None or not wall > 0:
             raise InvalidSpecError(
-                "run", f"{measurement.name}: has no successful measured run to predict from"
+                "run",
+                f"{measurement.name}: has no successful measured run"
+                + (" with its contention recorded" if dedicated else "")
+                + " to predict from",
             )
         return cls(
             machine=machine,
-            wall_s=measurement.median_s,
+            wall_s=wall,
             shares=dict(profile.shares),
             thread_demand=profile.thread_demand,
         )
