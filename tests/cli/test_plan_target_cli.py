@@ -56,6 +56,34 @@ def test_mlperf_target_is_turned_into_samples_at_each_global_batch() -> None:
         assert 30 < c["epochs"] < 90  # ImageNet epochs of the MLPerf reference
 
 
+def test_mlperf_target_times_the_run_with_its_evaluations() -> None:
+    from gpucast.catalog.mlperf_eval import mlperf_eval_schedule
+    from gpucast.catalog.steptime import shipped_step_time_model
+
+    model = shipped_step_time_model()
+    assert model is not None and model.eval_latency_s_ > 0
+    rule = mlperf_eval_schedule("resnet")
+    plan = _plan("--target", "mlperf:resnet")
+    (note,) = [a for a in plan["assumptions"] if a["name"] == "evaluations"]
+    assert "every 5,124,668 samples on 50,000 samples" in note["value"]
+    assert "mlperf_eval.csv" in note["source"] and note["override"]
+    for c in plan["candidates"]:
+        b = c["breakdown_s"]
+        samples = c["epochs"] * 1_281_167
+        runs = max(1.0, samples / rule.every_samples)
+        # every worker evaluates its share (an async PS's global batch is one worker's)
+        batch = c["global_batch"] * (c["gpus"] if c["strategy"] == "ps" else 1)
+        forward = rule.eval_samples / batch / 3 * b["compute_s"]
+        assert b["evaluation_s"] == pytest.approx(runs * (model.eval_latency_s_ + forward))
+        assert 0 < b["evaluation_s"] < b["train_s"]
+        if c["market"] == "on-demand":
+            assert c["time_s"] == pytest.approx(b["startup_s"] + b["train_s"])
+    # a target in samples holds no evaluations
+    plain = _plan("--target", "5e6samples@1024")
+    assert not [a for a in plain["assumptions"] if a["name"] == "evaluations"]
+    assert all(c["breakdown_s"]["evaluation_s"] == 0.0 for c in plain["candidates"])
+
+
 def test_zeus_target_uses_the_published_seeds(shared_data: Path) -> None:
     plan = _plan("--target", "zeus:cifar100", "--data-dir", str(shared_data))
     assert "zeus:cifar100" in _efficiency(plan)
@@ -163,6 +191,24 @@ def test_simulate_train_turns_a_target_into_steps_at_its_global_batch() -> None:
         a for a in json.loads(larger.output)["assumptions"] if a["name"] == "statistical efficiency"
     ]
     assert "at this global batch 512" in note["value"]
+
+
+def test_simulate_train_runs_an_mlperf_target_with_its_evaluations() -> None:
+    import re
+
+    result = runner.invoke(cli, [*SIM, "--target", "mlperf:resnet", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    notes = {a["name"]: a["value"] for a in data["assumptions"]}
+    train = re.search(r"([\d,]+) steps of 512 samples", notes["statistical efficiency"])
+    extra = re.search(r"simulated as ([\d,]+) more steps", notes["evaluations"])
+    assert train is not None and extra is not None
+    steps, more = (int(m.group(1).replace(",", "")) for m in (train, extra))
+    # every 4 epochs, a forward pass over 50,000 images at a third of a 1 s step per 512
+    runs = max(1.0, steps * 512 / 5_124_668)
+    assert more == pytest.approx(runs * 50_000 / 512 / 3, rel=0.02)
+    same = runner.invoke(cli, [*SIM, "--steps", str(steps + more), "--json"])
+    assert json.loads(same.output)["duration_s"] == data["duration_s"]
 
 
 @pytest.mark.parametrize(

@@ -56,9 +56,11 @@ def plan_train(
     """
     from gpucast.catalog import load_catalog, offers_file
     from gpucast.catalog.carbon import grid_carbon
+    from gpucast.domain.convergence import parse_target
     from gpucast.inputs.calibration import step_time_efficiency, store_calibration
     from gpucast.inputs.cluster import perf_params
     from gpucast.inputs.clusters import load_cluster
+    from gpucast.inputs.convergence import target_evaluations
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.energy import plan_power
     from gpucast.inputs.offload import cpu_adam
@@ -166,6 +168,9 @@ def plan_train(
         if kept is None
     }
     request, curve, efficiency_notes = _work_curve(request, store, data_dir)
+    evaluation, eval_note = (
+        (None, None) if request.target is None else target_evaluations(parse_target(request.target))
+    )
     risk, lifetimes, startup = _risk_inputs(request, data_dir, facts, catalog, store)
     perf = perf_params(data_dir)
     spread = gpu_variability(request.gpu_variability, store)
@@ -193,6 +198,7 @@ def plan_train(
         ),
         *work_assumptions,
         *efficiency_notes,
+        *(() if eval_note is None else (eval_note,)),
         Assumption(
             name="workload profile",
             value=f"{prof.workload} profiled at batch {prof.batch_size}, "
@@ -305,6 +311,7 @@ def plan_train(
         assumptions=assumptions if cluster is None else _on_cluster(assumptions, cluster),
         cluster=cluster,
         work_curve=curve,
+        evaluation=evaluation,
         per_gpu=per_gpu,
     )
     plan = plan_training(request, ctx)

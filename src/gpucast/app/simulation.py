@@ -423,6 +423,26 @@ def _steps_to_target(
     return steps, (*notes, *rule), curve
 
 
+def _evaluation_steps(
+    request: SimulateTrainRequest, groups: Any, gpus_per_node: int, steps: int, speed: float
+) -> tuple[int, Assumption | None]:
+    """The evaluations an MLPerf target's run holds (as ``plan train`` prices them, each
+    forward pass at a third of a step), simulated as that much more time at the full
+    cluster's pace ``speed`` (steps/s); (0, None) for other targets."""
+    from gpucast.inputs.convergence import target_evaluations
+
+    assert request.target is not None
+    cost, note = target_evaluations(parse_target(request.target))
+    if cost is None or note is None:
+        return 0, None
+    gpus = sum(g.count for g in groups) * gpus_per_node
+    batch = request.batch_size * (1 if request.strategy == "ps-async" else gpus)
+    eval_s = float(cost.seconds(steps * batch, request.batch_size * gpus, 1.0 / speed))
+    extra = math.ceil(eval_s * speed)
+    value = f"{note.value}: {eval_s:,.0f} s, simulated as {extra:,} more steps at full speed"
+    return extra, dataclasses.replace(note, value=value)
+
+
 #: Estimated bytes of the Monte Carlo per (run, server) cell and per entry of the speed table.
 _BYTES_PER_CELL = 64
 _BYTES_PER_SPEED_ENTRY = 8
@@ -692,6 +712,10 @@ def simulate_train(
         )  # fmt: skip
         notes.append(elastic_text)
     full_speed = float(table.table[tuple(g.count for g in groups)])
+    if request.target is not None:
+        extra, eval_note = _evaluation_steps(request, groups, gpn, total_steps, full_speed)
+        total_steps += extra
+        target_notes = (*target_notes, *(() if eval_note is None else (eval_note,)))
     if offers is not None:
         notes.append(f"prices: the built-in catalog plus the offers of {offers}")
     if request.checkpoint_s is None:

@@ -6,8 +6,11 @@ but each also costs a fixed latency (gathering the metric from every GPU, the ho
 scoring, the barrier), which does not shrink with the GPU count: on thousands of GPUs a run
 of seconds holds tens of evaluations. :class:`EvaluationSchedule` holds one benchmark's rule
 (how often, on how many samples); :meth:`EvaluationSchedule.evaluations` counts a run's.
+:class:`EvaluationCost` prices them: a fixed latency each plus their forward passes (the
+same two terms the step-time model fits on MLPerf's rows), so a plan to an MLPerf target
+times the run as MLPerf does.
 
-Pure: numbers in, numbers out.
+Pure: numbers (or arrays of them) in, numbers out.
 """
 
 from __future__ import annotations
@@ -15,7 +18,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from gpucast.domain.errors import InvalidSpecError
+
+FloatArray = npt.NDArray[np.float64]
+
+#: An evaluated sample's compute and memory time relative to a trained one's: the forward
+#: pass alone (about 1/3 of forward + backward, whose backward does twice the forward's FLOPs)
+EVAL_FORWARD_SHARE = 1.0 / 3.0
+
+
+def _positive(name: str, value: npt.ArrayLike) -> FloatArray:
+    v = np.asarray(value, dtype=np.float64)
+    if not (np.isfinite(v).all() and (v > 0).all()):
+        raise InvalidSpecError(name, "must be > 0", got=value)
+    return v
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,19 +63,66 @@ class EvaluationSchedule:
             if not (math.isfinite(v) and v >= 0):
                 raise InvalidSpecError(name, "must be >= 0", got=v)
 
-    def interval_samples(self, global_batch: float) -> float:
-        """Training samples between two evaluations at ``global_batch``."""
-        if not (math.isfinite(global_batch) and global_batch > 0):
-            raise InvalidSpecError("global_batch", "must be > 0", got=global_batch)
-        every = self.every_samples + self.every_samples_per_batch * global_batch
+    def interval_samples(self, global_batch: npt.ArrayLike) -> FloatArray:
+        """Training samples between two evaluations at ``global_batch`` (element-wise)."""
+        every = self.every_samples + self.every_samples_per_batch * _positive(
+            "global_batch", global_batch
+        )
         if self.every_round > 0:
-            every = max(self.every_round, math.floor(every / self.every_round) * self.every_round)
-        return every
+            every = np.maximum(
+                self.every_round, np.floor(every / self.every_round) * self.every_round
+            )
+        return np.asarray(every, dtype=np.float64)
 
-    def evaluations(self, samples: float, global_batch: float) -> float:
+    def evaluations(self, samples: npt.ArrayLike, global_batch: npt.ArrayLike) -> FloatArray:
         """Evaluations in a run that trains ``samples`` at ``global_batch`` (at least one: the
-        one that finds the target; fractional, as ``samples`` is a mean)."""
-        if not (math.isfinite(samples) and samples > 0):
-            raise InvalidSpecError("samples", "must be > 0", got=samples)
-        after = max(samples - self.start_samples, 0.0)
-        return max(1.0, after / self.interval_samples(global_batch))
+        one that finds the target; fractional, as ``samples`` is a mean; element-wise)."""
+        after = np.maximum(_positive("samples", samples) - self.start_samples, 0.0)
+        return np.asarray(
+            np.maximum(1.0, after / self.interval_samples(global_batch)), dtype=np.float64
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvaluationCost:
+    """What a run's evaluations add to its time: ``latency_s`` each (the metric gathered from
+    every GPU, scoring, barriers) plus their forward passes over ``eval_samples``, spread over
+    the data-parallel GPUs like a training batch (each sample :data:`EVAL_FORWARD_SHARE` of a
+    trained one's work)."""
+
+    schedule: EvaluationSchedule
+    latency_s: float
+    #: where the latency comes from (the fitted step-time model)
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.latency_s) and self.latency_s >= 0):
+            raise InvalidSpecError("eval_latency_s", "must be >= 0", got=self.latency_s)
+
+    def seconds(
+        self, samples: npt.ArrayLike, global_batch: npt.ArrayLike, step_work_s: npt.ArrayLike
+    ) -> FloatArray:
+        """Seconds of evaluation in a run of ``samples`` at ``global_batch`` whose training
+        step computes for ``step_work_s`` (element-wise)."""
+        runs = self.schedule.evaluations(samples, global_batch)
+        batch = np.asarray(global_batch, dtype=np.float64)
+        forward = self.schedule.eval_samples / batch * EVAL_FORWARD_SHARE
+        return np.asarray(
+            runs * (self.latency_s + forward * np.asarray(step_work_s, dtype=np.float64)),
+            dtype=np.float64,
+        )
+
+    def text(self) -> str:
+        """The rule and its price, for the plan's assumptions."""
+        s = self.schedule
+        every = (
+            f"every {s.every_samples:,.0f} samples"
+            if s.every_samples_per_batch == 0
+            else f"every FLOOR({s.every_samples:,.0f} + {s.every_samples_per_batch:g} x batch, "
+            f"{s.every_round:,.0f}) samples"
+        )
+        start = f" from sample {s.start_samples:,.0f}" if s.start_samples > 0 else ""
+        return (
+            f"{s.benchmark}: {every}{start} on {s.eval_samples:,.0f} samples, "
+            f"{self.latency_s:.3g} s each plus the forward passes"
+        )

@@ -34,6 +34,7 @@ from gpucast.predict.convergence import ConvergenceCurve, ConvergenceModel
 from gpucast.predict.lr_scaling import LrScaling, rule_of_learning_rates
 
 if TYPE_CHECKING:
+    from gpucast.domain.evaluation import EvaluationCost
     from gpucast.domain.measurement import GradientNoise
 
 FloatArray = npt.NDArray[np.float64]
@@ -272,3 +273,30 @@ def work_curve(
         "gpucast measure train --noise-scale",
     )
     return curve, (None if dataset_size is None else float(dataset_size)), (assumption,)
+
+
+def target_evaluations(spec: TargetSpec) -> tuple[EvaluationCost | None, Assumption | None]:
+    """The evaluations a run to ``spec`` holds and the assumption that says so: an MLPerf
+    target's rules (``catalog/data/mlperf_eval.csv``) at the shipped step-time model's fitted
+    latency per evaluation; (None, None) for any other target or a benchmark without a rule."""
+    from gpucast.catalog.mlperf_eval import load_mlperf_eval
+    from gpucast.catalog.steptime import shipped_step_time_model
+    from gpucast.domain.evaluation import EvaluationCost
+
+    schedule = load_mlperf_eval().get(spec.name or "") if spec.kind == "mlperf" else None
+    model = shipped_step_time_model()
+    if schedule is None or model is None:
+        return None, None
+    cost = EvaluationCost(
+        schedule=schedule,
+        latency_s=model.eval_latency_s_,
+        source="gpucast/catalog/data/steptime.json (fitted on MLPerf Training v4.0 rows)",
+    )
+    note = Assumption(
+        name="evaluations",
+        value=f"{cost.text()}; in the training time, as MLPerf times a run (run_start to "
+        "run_stop holds them)",
+        source=f"{schedule.source}; latency: {cost.source}",
+        override="--target Nsamples@B with the same samples leaves them out",
+    )
+    return cost, note

@@ -200,7 +200,7 @@ def _evaluations(benchmark: str, samples: float, global_batch: float) -> tuple[f
     schedule = load_mlperf_eval().get(benchmark.lower())
     if schedule is None:
         return 0.0, 0.0
-    runs = schedule.evaluations(samples, global_batch)
+    runs = float(schedule.evaluations(samples, global_batch))
     return runs, runs * schedule.eval_samples / samples
 
 

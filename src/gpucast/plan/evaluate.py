@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from gpucast.domain.evaluation import EvaluationCost
 from gpucast.domain.offload import streamed_bytes_per_param
 from gpucast.plan.efficiency import epochs_needed
 from gpucast.plan.hetero import (
@@ -100,6 +101,16 @@ class Work:
     dataset_size: float | None
     #: samples to target at every global batch, with a run's spread (None: the rule above)
     curve: ConvergenceCurve | None = None
+    #: evaluations the timed run holds (an MLPerf target: its rules); None: none counted
+    evaluation: EvaluationCost | None = None
+
+    def evaluation_s(
+        self, samples: FloatArray, global_batch: FloatArray, step_work_s: FloatArray
+    ) -> FloatArray:
+        """Seconds of evaluation in each row's run (zeros without :attr:`evaluation`)."""
+        if self.evaluation is None:
+            return np.zeros(np.shape(samples))
+        return self.evaluation.seconds(samples, global_batch, step_work_s)
 
     def curve_or_rule(self) -> ConvergenceCurve:
         """The curve, or the rule above as a curve (no spread)."""
@@ -160,7 +171,8 @@ class Evaluation:
     samples_per_s: FloatArray
     samples_needed: FloatArray
     steps: IntArray
-    train_s: FloatArray
+    train_s: FloatArray  # training time to target, evaluations (eval_s) included
+    eval_s: FloatArray  # of which evaluations (0 unless the target's rules require them)
     time_s: FloatArray
     time_lower_s: FloatArray
     time_upper_s: FloatArray
@@ -511,7 +523,8 @@ def _evaluate_single(
     global_batch = np.where(sync, nf * b, b)
     samples = work.samples_needed(global_batch)
     steps = np.ceil(samples / global_batch).astype(np.int64)
-    train_s = samples / samples_per_s
+    eval_s = work.evaluation_s(samples, np.maximum(nf * b, 1.0), compute)
+    train_s = samples / samples_per_s + eval_s
     time_s = startup_s + train_s
     unc = params.collective_uncertainty
     lo_ratio = gpus.lower_ratio[g]
@@ -562,6 +575,7 @@ def _evaluate_single(
         samples_needed=samples,
         steps=steps,
         train_s=train_s,
+        eval_s=eval_s,
         time_s=time_s,
         time_lower_s=time_lower,
         time_upper_s=time_upper,
@@ -768,7 +782,8 @@ def evaluate_mixed(
     util = np.where(sync, np.where(strat == PS_SYNC, ps_serve / step_sync, 0.0), x_ps * push)
     samples = work.samples_needed(g_stat)
     steps = np.ceil(samples / g_stat).astype(np.int64)
-    train_s = samples / samples_per_s
+    eval_s = work.evaluation_s(samples, np.where(sync, g_stat, nf * g_stat), compute)
+    train_s = samples / samples_per_s + eval_s
     time_s = startup_s + train_s
 
     unc = params.collective_uncertainty
@@ -834,6 +849,7 @@ def evaluate_mixed(
         samples_needed=samples,
         steps=steps,
         train_s=train_s,
+        eval_s=eval_s,
         time_s=time_s,
         time_lower_s=startup_s + train_s * ratio_lower,
         time_upper_s=startup_s + train_s * ratio_upper,

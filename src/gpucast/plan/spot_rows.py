@@ -109,8 +109,8 @@ def _elastic_speed(res: SearchResult, i: int, keep: Evaluation, same: Evaluation
     planned = float(res.evaluation.samples_needed[i]) / float(res.evaluation.global_batch[i])
 
     def rate(e: Evaluation) -> FloatArray:
-        ok = e.fits & e.valid_batch & (e.samples_per_s > 0)
-        r = e.samples_per_s / np.maximum(e.samples_needed, 1e-300) * planned
+        ok = e.fits & e.valid_batch & (e.samples_per_s > 0) & (e.train_s > 0)
+        r = planned / np.where(ok, e.train_s, 1.0)  # the whole run's pace, evaluations in
         return np.asarray(np.where(ok, r, 0.0), dtype=np.float64)
 
     return np.maximum(rate(keep), rate(same))

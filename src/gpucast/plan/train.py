@@ -39,6 +39,7 @@ from gpucast.domain.errors import (
     NoFeasiblePlanError,
     UnknownRegionError,
 )
+from gpucast.domain.evaluation import EvaluationCost
 from gpucast.domain.options import is_default
 from gpucast.domain.plan import (
     MAX_SAMPLES,
@@ -149,6 +150,8 @@ class PlanContext:
     #: samples to target at every global batch (None: the request's epochs/steps at its
     #: reference batch, scaled by the family's critical batch)
     work_curve: ConvergenceCurve | None = None
+    #: evaluations the timed run holds (an MLPerf target's rules); None: none counted
+    evaluation: EvaluationCost | None = None
     #: GPU types that train at their own precision (``--precision auto``): each one's
     #: precision, facts and calibration (a GPU not in it: ``facts`` and ``calibration``)
     per_gpu: Mapping[str, GpuPrecision] = field(default_factory=dict)
@@ -333,7 +336,10 @@ def within_cluster(request: TrainRequest, cluster: ClusterSpec) -> TrainRequest:
 
 
 def make_work(
-    request: TrainRequest, facts: WorkloadFacts, curve: ConvergenceCurve | None = None
+    request: TrainRequest,
+    facts: WorkloadFacts,
+    curve: ConvergenceCurve | None = None,
+    evaluation: EvaluationCost | None = None,
 ) -> Work:
     dataset = None if request.dataset_size is None else float(request.dataset_size)
     if curve is not None:
@@ -344,6 +350,7 @@ def make_work(
             critical_batch=curve.noise_batch,
             dataset_size=dataset,
             curve=curve,
+            evaluation=evaluation,
         )
     fam = workload_family(request.workload)
     ref = float(request.reference_batch or fam.reference_batch)
@@ -402,7 +409,7 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
         per_gpu=ctx.per_gpu,
     )
     chunks, dropped = space_chunks(space_request, offers)
-    work = make_work(request, ctx.facts, ctx.work_curve)
+    work = make_work(request, ctx.facts, ctx.work_curve, ctx.evaluation)
     marked: dict[str, int] = {}
 
     def run(chunk: Space) -> tuple[Evaluation, npt.NDArray[np.object_], FloatArray, BoolArray]:
@@ -1110,6 +1117,7 @@ def _candidate(
         "step_s": float(ev.step_s[i]),
         "startup_s": float(ev.time_s[i] - ev.train_s[i]),
         "train_s": float(ev.train_s[i]),
+        "evaluation_s": float(ev.eval_s[i]),
     }
     if space.strategy[i] in (PS, PS_SYNC):
         breakdown["ps_utilization"] = float(ev.ps_utilization[i])

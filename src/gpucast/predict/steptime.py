@@ -66,6 +66,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+from gpucast.domain.evaluation import EVAL_FORWARD_SHARE
 from gpucast.domain.workload import SOFTWARE_STACKS
 from gpucast.predict.base import Estimator, register
 from gpucast.predict.collective import NETWORK_KINDS, RDMA, TCP_DEFAULT, CollectiveConstants
@@ -114,9 +115,6 @@ FEATURES: tuple[str, ...] = (
     "workload_key",
 )
 TARGET = "step_time_s"
-#: An evaluated sample's compute and memory time relative to a trained one's: the forward
-#: pass alone (about 1/3 of forward + backward, whose backward does twice the forward's FLOPs)
-EVAL_FORWARD_SHARE = 1.0 / 3.0
 
 _ETA_BOUNDS = (math.log(0.01), 0.0)
 _OVERHEAD_BOUNDS = (math.log(1e-8), math.log(5e-3))
