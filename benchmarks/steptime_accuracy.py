@@ -238,7 +238,10 @@ def section_held_out(obs: pd.DataFrame, catalog: object) -> None:
         idx = part.index.to_numpy()
         scale = held_out_scale(predicted[idx], measured[idx])
         table.loc[idx, "calibrated_pct"] = _ape(predicted[idx] * scale, measured[idx])
-    print("\n5. MLPerf benchmarks expressed but kept out of the fit (ssd: RetinaNet), per-GPU")
+    print(
+        "\n5. MLPerf benchmarks expressed but kept out of the fit (ssd: RetinaNet;\n"
+        "   stable_diffusion: SD v2 UNet + frozen text encoder), per-GPU"
+    )
     print("   step: uncalibrated, and with one factor from the benchmark's other systems")
     print(table.sort_values(["benchmark", "gpus"]).round(1).to_string(index=False))
     for bench, part in table.groupby("benchmark"):

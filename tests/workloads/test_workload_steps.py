@@ -33,6 +33,7 @@ CASES = [
     ("bert-large", {"seq_len": 8, "layers": 1}, 2),
     ("transformer-base", {"seq_len": 8, "layers": 1}, 2),
     ("lstm-lm", {"seq_len": 8}, 2),
+    ("stable-diffusion", {"resolution": 64, "width": 32, "text_layers": 1}, 2),
 ]
 # unet3d is too slow for a CPU step (3D convolutions over >= 64^3 voxels); it is profiled on
 # fake tensors in tests/profile and stepped on a GPU in test_cuda_steps.

@@ -67,6 +67,14 @@ MLPERF_HELD_OUT: dict[str, PublishedWorkload] = {
         note="RetinaNet ResNeXt-50 32x4d FPN, OpenImages 800x800, 264 classes (focal loss "
         "over every anchor; anchor matching on the host not modelled)",
     ),
+    "stable_diffusion": PublishedWorkload(
+        workload="stable-diffusion",
+        precision="bf16",
+        optimizer="adam",
+        note="Stable Diffusion v2 UNet (865.9 M parameters), 512x512 images as 64x64 latents "
+        "(the data are the VAE's latent moments), the frozen OpenCLIP ViT-H text tower run "
+        "forward, AdamW (profiled with Adam); no evaluation counted in the timed run",
+    ),
 }
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpucast.domain.errors import UnknownWorkloadError
-from gpucast.workloads import detection, language, other, speech, vision
+from gpucast.workloads import detection, diffusion, language, other, speech, vision
 from gpucast.workloads.base import Workload
 from gpucast.workloads.user import is_user_spec, load_user_workload
 
@@ -22,6 +22,7 @@ _FACTORIES: dict[str, Callable[..., Workload]] = {
     "shufflenetv2": vision.shufflenetv2,
     "unet3d": vision.unet3d,
     "retinanet": detection.retinanet,
+    "stable-diffusion": diffusion.stable_diffusion,
     "bert-base": language.bert_base,
     "bert-large": language.bert_large,
     "gpt2-small": language.gpt2_small,
