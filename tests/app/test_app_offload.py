@@ -76,6 +76,40 @@ def test_too_little_host_memory_is_one_line(tmp_path: Path) -> None:
         gpucast.plan_train(**BIG, offers=str(offers), region=["lab-r1"])
 
 
+def _small_host_offers(tmp_path: Path) -> str:
+    offers = tmp_path / "lab.csv"
+    offers.write_text(
+        "provider,region,instance_type,gpu,gpus,vcpus,memory_gib,network_gbps,"
+        "on_demand_usd_per_hour,spot_usd_per_hour,source_url,as_of,note\n"
+        "aws,lab-r1,t4-small-host,T4,1,4,8,10,0.5,,https://example.org,2026-12-01,test\n"
+    )
+    return str(offers)
+
+
+def test_local_nvme_takes_the_optimizer_state_when_host_memory_is_short(tmp_path: Path) -> None:
+    lab = {**BIG, "offers": _small_host_offers(tmp_path), "region": ["lab-r1"]}
+    with pytest.raises(NoFeasiblePlanError, match="--nvme-gbps"):
+        gpucast.plan_train(**lab)
+    host = gpucast.plan_train(**BIG).candidates[0]
+    slow = gpucast.plan_train(**lab, nvme_gbps=3.0)
+    (c,) = [c for c in slow.candidates if c.region == "lab-r1"]
+    assert c.memory_plan == "nvme-offload" and c.bottleneck == "cpu_offload"
+    # the host keeps the fp32 gradients (4 B/param), NVMe the weights and momentum
+    assert c.host_memory_bytes == pytest.approx(4 * 1_611_000_000, rel=0.01)
+    # 2 x (4 + 4) B/param read and written at 3 GB/s each step, slower than the host's step
+    assert c.step_time_s >= 16 * 1_611_000_000 / 3e9 > host.step_time_s
+    fast = gpucast.plan_train(**lab, nvme_gbps=1000.0).candidates[0]
+    assert fast.step_time_s == pytest.approx(host.step_time_s, rel=1e-6)  # the CPU's step
+    text = {a.name: a.value for a in slow.assumptions}["offload"]
+    assert "NVMe at 3 GB/s" in text
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
+def test_nvme_bandwidth_must_be_positive(bad: float) -> None:
+    with pytest.raises(InvalidSpecError, match=r"nvme[-_]gbps"):
+        gpucast.plan_train(**BIG, nvme_gbps=bad)
+
+
 def test_measured_sizes_are_stored_and_used(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     default = cpu_adam(db)

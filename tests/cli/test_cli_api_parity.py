@@ -741,6 +741,8 @@ BAD = [
      lambda: gpucast.simulate_train(cluster="tinybox_green", nodes=2, steps=10)),
     (["plan", "train", "--workload", "mlp", "--epochs", "3", "--exclude-slowest", "0.1"],
      lambda: gpucast.plan_train(workload="mlp", epochs=3, exclude_slowest=0.1)),
+    (["plan", "train", "--workload", "mlp", "--epochs", "3", "--nvme-gbps", "-1"],
+     lambda: gpucast.plan_train(workload="mlp", epochs=3, nvme_gbps=-1.0)),
     (["predict", "energy", "--workload", "mlp", "--batch-size", "8", "--gpu", "T4",
       "--power-limit", "500"],
      lambda: gpucast.predict_energy(workload="mlp", batch_size=8, gpu="T4", power_limit=500)),

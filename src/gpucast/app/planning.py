@@ -184,7 +184,9 @@ def plan_train(
             exclude_slowest=request.exclude_slowest,
             balance_batches=request.balance_batches,
             power=power.value,
-            offload=OffloadSetting(cpu_adam=adam.value, source=adam.source),
+            offload=OffloadSetting(
+                cpu_adam=adam.value, source=adam.source, nvme_gbps=request.nvme_gbps
+            ),
         ),
     )
     assumptions = (
@@ -281,9 +283,16 @@ def plan_train(
             value="a DDP/FSDP candidate that fits no GPU memory otherwise keeps its optimizer "
             "state in host memory (ZeRO-Offload, partitioned over the GPUs): gradients down "
             "and weights up over PCIe x16, the Adam step on the host CPU, no delayed "
-            "parameter update; host memory per GPU = instance memory / GPUs",
+            "parameter update; host memory per GPU = instance memory / GPUs"
+            + (
+                "; no NVMe tier"
+                if request.nvme_gbps is None
+                else f"; where host memory is short, master weights and optimizer state on "
+                f"the node's NVMe at {request.nvme_gbps:g} GB/s shared by its GPUs, read "
+                "and written each step (ZeRO-Infinity; its capacity is not checked)"
+            ),
             source=adam.source,
-            override="gpucast measure optimizer (on the training host)",
+            override="gpucast measure optimizer (on the training host), --nvme-gbps",
         ),
         Assumption(
             name="power and energy",
@@ -685,7 +694,7 @@ def _validations(c: PlanCandidate, precision: str) -> dict[str, str]:
     }
     if c.market == "spot":
         out["spot simulation"] = validation_for("spot-training", gpus, precision, c.nodes).text()
-    if c.memory_plan.endswith("cpu-offload"):
+    if "offload" in c.memory_plan:
         # the host's Adam step (the offload's own model); PCIe and overlap are not validated
         out["offload: CPU Adam step"] = validation_for("cpu-adam", ["cpu"], "fp32").text()
     return out

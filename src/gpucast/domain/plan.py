@@ -223,6 +223,13 @@ class TrainRequest:
         " Energy and carbon use the power model fitted on the Zeus traces."
     )
     eta: float = eta_option()
+    nvme_gbps: float | None = option(
+        None,
+        help="The node's local NVMe bandwidth in GB/s (all drives, shared by its GPUs): where "
+        "host memory is too small for ZeRO-Offload, the master weights and optimizer state go "
+        "to NVMe (ZeRO-Infinity) [default: no NVMe tier].",
+        example="6",
+    )
     pue: float = option(
         1.0,
         help="Power usage effectiveness: the facility's energy per unit of GPU energy "
@@ -351,6 +358,14 @@ class TrainRequest:
         check_spot_options(self.spot_scenario)
         check_variability_options(self.gpu_variability, self.exclude_slowest, self.balance_batches)
         check_eta(self.eta)
+        if self.nvme_gbps is not None and (
+            isinstance(self.nvme_gbps, bool)
+            or not (math.isfinite(self.nvme_gbps) and self.nvme_gbps > 0)
+        ):
+            raise InvalidSpecError(
+                "nvme_gbps", "must be a finite number > 0 (GB/s)", got=self.nvme_gbps,
+                fix="e.g. --nvme-gbps 6 (one PCIe 4.0 NVMe drive reads ~7 GB/s)",
+            )  # fmt: skip
         if isinstance(self.pue, bool) or not (math.isfinite(self.pue) and 1.0 <= self.pue <= 3.0):
             raise InvalidSpecError("pue", "must be in [1, 3]", got=self.pue, fix="e.g. --pue 1.1")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:

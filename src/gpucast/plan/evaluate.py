@@ -162,6 +162,7 @@ class Evaluation:
     checkpointing: BoolArray
     offload: BoolArray  # the optimizer state on the host (ZeRO-Offload): fits only so
     params_offload: BoolArray  # ... and the parameters too (ZeRO-3 / ZeRO-Infinity offload)
+    nvme_offload: BoolArray  # ... the optimizer state (and master weights) on local NVMe
     host_bytes: FloatArray  # host memory per GPU the offload needs (0 without offload)
     host_short: BoolArray  # would fit with offload, but the instance's host memory is short
     compute_s: FloatArray  # one worker's step compute (with checkpointing)
@@ -251,23 +252,27 @@ def _offload_memory(
     fits: BoolArray,
     *,
     enabled: bool,
-) -> tuple[BoolArray, BoolArray, FloatArray, BoolArray]:
-    """(rows that fit only with the optimizer on the host and whose instance has the host
-    memory, rows of those that also need the parameters there, host bytes per GPU those rows
-    need, rows whose host memory is short). ZeRO-Offload partitions the host state over the
-    data-parallel ranks: fp32 master weights, gradients and optimizer state, ``(w + g + o) /
-    n`` per GPU, against the instance's memory per GPU. Where even the weights and gradients
-    do not fit (ZeRO-3 / ZeRO-Infinity offload of the parameters: FSDP rows, or one GPU), the
-    GPU keeps a two-layer buffer (``2 x`` the largest tensor) and the activations, and the
-    host also the rank's parameters, ``w / n``."""
+    nvme: bool,
+) -> tuple[BoolArray, BoolArray, BoolArray, FloatArray, BoolArray]:
+    """(rows that fit only with the optimizer off the GPU and whose instance has the host
+    memory, rows of those that also need the parameters on the host, rows of those whose
+    optimizer state is on NVMe, host bytes per GPU those rows need, rows whose host memory
+    is short). ZeRO-Offload partitions the host state over the data-parallel ranks: fp32
+    master weights, gradients and optimizer state, ``(w + g + o) / n`` per GPU, against the
+    instance's memory per GPU. Where even the weights and gradients do not fit (ZeRO-3 /
+    ZeRO-Infinity offload of the parameters: FSDP rows, or one GPU), the GPU keeps a
+    two-layer buffer (``2 x`` the largest tensor) and the activations, and the host also the
+    rank's parameters, ``w / n``. Where that host state does not fit and the node has NVMe
+    (``nvme``), the master weights and optimizer state go there (ZeRO-Infinity) and the host
+    keeps the rank's gradients, ``g / n`` (and ``w / n`` with the parameters)."""
     rows = len(space)
     none = np.zeros(rows, dtype=bool)
     off = space.offers
     if not enabled or gpus.pcie_gbytes_per_s is None:
-        return none, none, np.zeros(rows), none
+        return none, none, none, np.zeros(rows), none
     candidate = ~fits & ((space.strategy == DDP) | (space.strategy == FSDP))
     if not candidate.any():
-        return none, none, np.zeros(rows), none
+        return none, none, none, np.zeros(rows), none
     usable = gpus.usable_bytes[g]
     ckpt_acts = acts * facts.checkpoint_fraction
     gpu_state = _offload_gpu_state(space, facts, nf)
@@ -287,13 +292,19 @@ def _offload_memory(
     )
     ok = need <= host
     either = on_gpu | params
-    return either & ok, params & ok, need, either & ~ok
+    nvme_need = (facts.gradient_bytes + np.where(params, facts.weights_bytes, 0.0)) / nf
+    on_nvme = either & ~ok & nvme & (nvme_need <= host)
+    need = np.where(on_nvme, nvme_need, need)
+    placed = either & (ok | on_nvme)
+    return placed, params & placed, on_nvme, need, either & ~placed
 
 
 def _offload_step(
     compute: FloatArray,
     offload: BoolArray,
     params_off: BoolArray,
+    nvme_off: BoolArray,
+    space: Space,
     facts: WorkloadFacts,
     gpus: GpuTable,
     g: IntArray,
@@ -306,7 +317,9 @@ def _offload_step(
     ``params / n`` parameters in ``tensors / n`` tensors is the CPU Adam model's. Rows with
     the parameters on the host (``params_off``) also upload the rank's weights before the
     forward and again before the backward, overlapped with them: ``F' = max(F, w / n /
-    pcie)``, likewise ``B'``."""
+    pcie)``, likewise ``B'``. Rows with the optimizer state on NVMe read and write the rank's
+    master weights and state each step, chunked under the CPU's work: ``C' = max(C, 2 (w + o)
+    / n / nvme)``, the node's NVMe bandwidth shared by its GPUs."""
     setting = params.offload
     assert setting is not None and gpus.pcie_gbytes_per_s is not None
     pcie = gpus.pcie_gbytes_per_s[g] * 1e9
@@ -319,6 +332,10 @@ def _offload_step(
         np.maximum(1.0, facts.n_tensors / nf),
         streamed_bytes_per_param(facts.optimizer_bytes / n_params, 4.0),
     )
+    if setting.nvme_gbps is not None and nvme_off.any():
+        per_gpu = setting.nvme_gbps * 1e9 / space.offers.gpus_per_node[space.offer]
+        state_io = 2.0 * (facts.weights_bytes + facts.optimizer_bytes) / nf / per_gpu
+        cpu = np.where(nvme_off, np.maximum(cpu, state_io), cpu)
     step = zero_offload_step_s(
         np.maximum(forward, upload),
         np.maximum(backward, upload),
@@ -428,9 +445,11 @@ def _evaluate_single(
     fits = plain_fits | ckpt_fits
     mem_bytes = np.where(checkpointing, state + acts * facts.checkpoint_fraction, state + acts)
 
-    offload, params_off, host_need, host_short = _offload_memory(
-        space, facts, gpus, g, acts, nf, fits, enabled=params.offload is not None
-    )
+    offload, params_off, nvme_off, host_need, host_short = _offload_memory(
+        space, facts, gpus, g, acts, nf, fits,
+        enabled=params.offload is not None,
+        nvme=params.offload is not None and params.offload.nvme_gbps is not None,
+    )  # fmt: skip
     if offload.any():
         gpu_state = np.where(
             params_off,
@@ -454,7 +473,9 @@ def _evaluate_single(
     compute = compute * power_slow
     roof_bottleneck = col_argmax(terms)
     if offload.any():
-        compute, exposed = _offload_step(compute, offload, params_off, facts, gpus, g, nf, params)
+        compute, exposed = _offload_step(
+            compute, offload, params_off, nvme_off, space, facts, gpus, g, nf, params
+        )
         roof_bottleneck = np.where(exposed > 0, _B["cpu_offload"], roof_bottleneck)
 
     # -- synchronous collectives -----------------------------------------------------------
@@ -565,6 +586,7 @@ def _evaluate_single(
         checkpointing=checkpointing,
         offload=offload,
         params_offload=params_off,
+        nvme_offload=nvme_off,
         host_bytes=host_need,
         host_short=host_short,
         compute_s=compute,
@@ -839,6 +861,7 @@ def evaluate_mixed(
         checkpointing=col_max(ckpt),
         offload=np.zeros(rows, dtype=bool),
         params_offload=np.zeros(rows, dtype=bool),
+        nvme_offload=np.zeros(rows, dtype=bool),
         host_bytes=np.zeros(rows),
         host_short=np.zeros(rows, dtype=bool),
         compute_s=compute,

@@ -169,11 +169,13 @@ TERMS: tuple[str, ...] = ("compute", "memory_bandwidth", "overhead")
 class OffloadSetting:
     """How :mod:`gpucast.plan.evaluate` prices the optimizer on the host (ZeRO-Offload): the
     CPU Adam model (:class:`~gpucast.predict.offload.CpuAdamModel`), whether the delayed
-    parameter update is used, and where the model came from."""
+    parameter update is used, where the model came from, and the node's local NVMe
+    bandwidth for ZeRO-Infinity (GB/s; None: no NVMe tier)."""
 
     cpu_adam: CpuAdamModel
     delayed_update: bool = False
     source: str = ""
+    nvme_gbps: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

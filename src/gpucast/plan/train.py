@@ -512,16 +512,21 @@ def _mark(
 
 
 def _memory_plan(
-    strategy: int, checkpointing: bool, offload: bool, params_offload: bool = False
+    strategy: int,
+    checkpointing: bool,
+    offload: bool,
+    params_offload: bool = False,
+    nvme_offload: bool = False,
 ) -> str:
-    """The memory plan's name, as :mod:`gpucast.predict.memory` names its strategies."""
+    """The memory plan's name, as :mod:`gpucast.predict.memory` names its strategies
+    (``nvme-offload``: the optimizer state on local NVMe, ZeRO-Infinity)."""
     if strategy in (PS, PS_SYNC):
         base = "parameter-server"
     else:
         base = "fsdp" if strategy == FSDP else ("" if offload else "data-parallel")
     parts = [p for p in (base, "checkpointing" if checkpointing else "") if p]
     if offload:
-        parts.append("cpu-offload")
+        parts.append("nvme-offload" if nvme_offload else "cpu-offload")
     if params_offload:
         parts.append("params")
     return "+".join(parts)
@@ -673,8 +678,14 @@ def _no_plan(
             "parameters) in host memory (ZeRO-Offload / ZeRO-Infinity), which needs at least "
             f"{need:.1f} GiB per GPU; the offers "
             f"have at most {have:.1f} GiB per GPU",
-            fix="raise --max-gpus (the host state is partitioned over the GPUs) or pick "
-            "instances with more memory per GPU",
+            fix="raise --max-gpus (the host state is partitioned over the GPUs), pick "
+            "instances with more memory per GPU"
+            + (
+                ""
+                if request.nvme_gbps is not None
+                else ", or give --nvme-gbps (the node's "
+                "local NVMe holds the optimizer state, ZeRO-Infinity)"
+            ),
         )
     fastest = min(float(np.min(ev.time_s[physical], initial=math.inf)), gone.fastest_physical_s)
     if worst == R_DEADLINE and math.isfinite(fastest):
@@ -1157,6 +1168,7 @@ def _candidate(
             bool(ev.checkpointing[i]),
             bool(ev.offload[i]),
             bool(ev.params_offload[i]),
+            bool(ev.nvme_offload[i]),
         ),
         host_memory_bytes=float(ev.host_bytes[i]) if ev.offload[i] else 0.0,
         parts=tuple(parts),

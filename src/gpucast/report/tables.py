@@ -36,7 +36,11 @@ def _scenario(out: Mapping[str, float | None]) -> str:
 
 def _strategy(c: PlanCandidate) -> str:
     strat = c.strategy + (f"x{c.ps_shards}" if c.strategy.startswith("ps") else "")
-    offload = "+offload" if c.memory_plan.endswith("cpu-offload") else ""
+    offload = (
+        "+nvme" if "nvme-offload" in c.memory_plan
+        else "+offload" if "cpu-offload" in c.memory_plan
+        else ""
+    )  # fmt: skip
     return strat + ("+ckpt" if c.activation_checkpointing else "") + offload
 
 
