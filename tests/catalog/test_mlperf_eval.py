@@ -9,7 +9,7 @@ from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.published import MLPERF_HELD_OUT, MLPERF_WORKLOADS
 
 _HEAD = (
-    "name,every_samples,every_samples_per_batch,every_round,start_samples,eval_samples,"
+    "name,every_samples,every_samples_per_batch,every_round,start_samples,eval_samples,timed,"
     "source_url,as_of\n"
 )
 
@@ -23,16 +23,20 @@ def test_every_expressed_benchmark_has_a_sourced_schedule() -> None:
     assert resnet.interval_samples(3200) == 4 * 1_281_167  # every 4 epochs
     assert resnet.eval_samples == 50_000
     assert mlperf_eval_schedule("bert").interval_samples(4608) == 200_000
+    assert all(mlperf_eval_schedule(b).timed for b in ("resnet", "bert", "unet3d", "ssd"))
+    assert not mlperf_eval_schedule("stable_diffusion").timed  # checkpoints scored offline
     with pytest.raises(InvalidSpecError, match="unknown benchmark 'gnn'"):
         mlperf_eval_schedule("gnn")
 
 
 def test_malformed_rows_name_file_line_and_column() -> None:
     with pytest.raises(DataFormatError, match=r"line 2.*every_samples"):
-        parse_mlperf_eval(_HEAD + "x,0,0,0,0,10,https://x,2026-12-03\n")
+        parse_mlperf_eval(_HEAD + "x,0,0,0,0,10,true,https://x,2026-12-03\n")
     with pytest.raises(DataFormatError, match=r"line 2.*start_samples"):
-        parse_mlperf_eval(_HEAD + "x,1,0,0,-5,10,https://x,2026-12-03\n")
+        parse_mlperf_eval(_HEAD + "x,1,0,0,-5,10,true,https://x,2026-12-03\n")
     with pytest.raises(DataFormatError, match=r"as_of"):
-        parse_mlperf_eval(_HEAD + "x,1,0,0,0,10,https://x,yesterday\n")
+        parse_mlperf_eval(_HEAD + "x,1,0,0,0,10,true,https://x,yesterday\n")
+    with pytest.raises(DataFormatError, match=r"line 2.*timed.*not a boolean"):
+        parse_mlperf_eval(_HEAD + "x,1,0,0,0,10,sometimes,https://x,2026-12-03\n")
     with pytest.raises(DataFormatError, match="missing column"):
         parse_mlperf_eval("name,every_samples\nx,1\n")

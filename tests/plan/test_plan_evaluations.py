@@ -64,3 +64,14 @@ def test_an_evaluation_cost_rejects_a_negative_latency() -> None:
 
     with pytest.raises(InvalidSpecError, match="eval_latency_s"):
         EvaluationCost(schedule=RULE, latency_s=-1.0)
+
+
+def test_a_benchmark_scored_outside_the_timed_run_adds_no_time_and_says_so() -> None:
+    from gpucast.domain.convergence import parse_target
+    from gpucast.inputs.convergence import target_evaluations
+
+    cost, note = target_evaluations(parse_target("mlperf:stable_diffusion"))
+    assert cost is None and note is not None
+    assert "outside the timed run" in note.value and "mlperf_eval.csv" in note.source
+    timed, timed_note = target_evaluations(parse_target("mlperf:bert"))
+    assert timed is not None and timed_note is not None and timed.schedule.timed

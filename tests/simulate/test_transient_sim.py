@@ -689,9 +689,18 @@ def _fingerprint(stats: object) -> tuple[object, ...]:
     )
 
 
-def test_pinned_outputs_are_unchanged_bit_for_bit() -> None:
+def test_pinned_outputs_are_unchanged() -> None:
+    # counts exactly; sums and the first runs to 1e-12 relative: numpy releases may change
+    # the last bit of a reduction (2.4 moved two of these by one ulp), no logic change can
+    # stay that close
     got = {name: _fingerprint(stats) for name, stats in _pinned_cases().items()}
-    assert got == _PINNED
+    assert got.keys() == _PINNED.keys()
+    for name, (finished, dur, cost, revs, first_d, first_c) in _PINNED.items():
+        g = got[name]
+        assert (g[0], g[3]) == (finished, revs), name
+        assert g[1] == pytest.approx(dur, rel=1e-12) and g[2] == pytest.approx(cost, rel=1e-12)
+        assert g[4] == pytest.approx(first_d, rel=1e-12), name
+        assert g[5] == pytest.approx(first_c, rel=1e-12), name
 
 
 def test_a_run_slowdown_divides_that_runs_speed() -> None:

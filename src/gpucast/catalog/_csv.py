@@ -147,6 +147,18 @@ def parse_date(value: str, *, path: str, line: int, column: str) -> date:
         ) from None
 
 
+def parse_bool(value: str, *, path: str, line: int, column: str) -> bool:
+    """``true``/``false`` (also ``yes``/``no``, ``1``/``0``; any case)."""
+    lowered = value.strip().lower()
+    if lowered in ("true", "yes", "1"):
+        return True
+    if lowered in ("false", "no", "0"):
+        return False
+    raise DataFormatError(
+        path, f"not a boolean: {value!r}", line=line, column=column, fix="use true or false"
+    )
+
+
 def require_text(value: str, *, path: str, line: int, column: str) -> str:
     if not value:
         raise DataFormatError(path, "value is required", line=line, column=column)

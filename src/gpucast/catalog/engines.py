@@ -15,7 +15,14 @@ import functools
 from importlib import resources
 from typing import cast
 
-from gpucast.catalog._csv import parse_date, parse_float, parse_int, read_rows, require_text
+from gpucast.catalog._csv import (
+    parse_bool,
+    parse_date,
+    parse_float,
+    parse_int,
+    read_rows,
+    require_text,
+)
 from gpucast.catalog._shipped import by_name_or_alias
 from gpucast.domain.catalog import lookup_key
 from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownEngineError
@@ -58,12 +65,9 @@ def parse_inference_engines(text: str, path: str = _PATH) -> tuple[EngineProfile
     seen: dict[str, int] = {}
     for line, row in read_rows(text, path, ENGINE_COLUMNS):
         name = require_text(row["name"], path=path, line=line, column="name")
-        flag = row["bench_identical_prompts"].lower()
-        if flag not in ("true", "false"):
-            raise DataFormatError(
-                path, f"not a boolean: {flag!r}", line=line, column="bench_identical_prompts",
-                fix="use true or false",
-            )  # fmt: skip
+        identical = parse_bool(
+            row["bench_identical_prompts"], path=path, line=line, column="bench_identical_prompts"
+        )
         params = {}
         for column in ENGINE_PARAMS:
             value = parse_float(row[column], path=path, line=line, column=column, positive=False)
@@ -91,7 +95,7 @@ def parse_inference_engines(text: str, path: str = _PATH) -> tuple[EngineProfile
                 prompt_chunk_tokens=parse_int(
                     row["prompt_chunk_tokens"], path=path, line=line, column="prompt_chunk_tokens"
                 ),
-                bench_identical_prompts=flag == "true",
+                bench_identical_prompts=identical,
                 **params,
                 fitted_params=_split(row["fitted_params"]),
                 fitted_on=row["fitted_on"],

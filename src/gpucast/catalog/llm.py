@@ -13,6 +13,7 @@ from importlib import resources
 from typing import cast
 
 from gpucast.catalog._csv import (
+    parse_bool,
     parse_date,
     parse_float,
     parse_int,
@@ -61,19 +62,6 @@ LLM_COLUMNS = (
     "as_of",
 )
 _PATH = "llm_models.csv"
-_TRUE = ("true", "yes", "1")
-_FALSE = ("false", "no", "0")
-
-
-def _bool(value: str, *, path: str, line: int, column: str) -> bool:
-    lowered = value.lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
-    raise DataFormatError(
-        path, f"not a boolean: {value!r}", line=line, column=column, fix="use true or false"
-    )
 
 
 def _choice(value: str, choices: tuple[str, ...], *, path: str, line: int, column: str) -> str:
@@ -97,7 +85,7 @@ def parse_llm_models(text: str, path: str = _PATH) -> tuple[TransformerSpec, ...
             return parse_int(_row[column], path=path, line=_line, column=column, minimum=1)
 
         def flag(column: str, _row: dict[str, str] = row, _line: int = line) -> bool:
-            return _bool(_row[column], path=path, line=_line, column=column)
+            return parse_bool(_row[column], path=path, line=_line, column=column)
 
         def count(column: str, _row: dict[str, str] = row, _line: int = line) -> float | None:
             return parse_float(_row[column], path=path, line=_line, column=column, optional=True)

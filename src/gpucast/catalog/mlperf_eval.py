@@ -10,12 +10,12 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
-from gpucast.catalog._csv import by_name, named_rows, provenance, require_float
+from gpucast.catalog._csv import by_name, named_rows, parse_bool, provenance, require_float
 from gpucast.domain.evaluation import EvaluationSchedule
 
 EVAL_COLUMNS = (
     "name", "every_samples", "every_samples_per_batch", "every_round", "start_samples",
-    "eval_samples", "source_url", "as_of",
+    "eval_samples", "timed", "source_url", "as_of",
 )  # fmt: skip
 _PATH = "mlperf_eval.csv"
 _POSITIVE = frozenset({"every_samples", "eval_samples"})
@@ -33,7 +33,10 @@ def parse_mlperf_eval(text: str, path: str = _PATH) -> dict[str, EvaluationSched
             for column in EVAL_COLUMNS[1:6]
         }
         out[name] = EvaluationSchedule(
-            benchmark=name, **value, source=f"catalog/data/mlperf_eval.csv {name} {where}"
+            benchmark=name,
+            **value,
+            timed=parse_bool(row["timed"], path=path, line=line, column="timed"),
+            source=f"catalog/data/mlperf_eval.csv {name} {where}",
         )
     return out
 

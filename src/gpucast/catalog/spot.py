@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
-from gpucast.catalog._csv import read_rows
+from gpucast.catalog._csv import parse_bool, read_rows
 from gpucast.domain.catalog import PROVIDERS
 from gpucast.domain.errors import DataFormatError, UnknownProviderError
 from gpucast.domain.spot import SPOT_SCENARIOS, SpotMarket, SpotScenario
@@ -39,13 +39,6 @@ def _number(row: dict[str, str], column: str, path: str, line: int) -> float:
     return value
 
 
-def _flag(row: dict[str, str], column: str, path: str, line: int) -> bool:
-    text = row[column].strip().lower()
-    if text not in ("true", "false"):
-        raise DataFormatError(path, "must be true or false", line=line, column=column)
-    return text == "true"
-
-
 @functools.cache
 def spot_markets() -> tuple[SpotMarket, ...]:
     """Every provider's transient-server semantics."""
@@ -61,9 +54,14 @@ def spot_markets() -> tuple[SpotMarket, ...]:
                 max_lifetime_s=None if not cap else _number(row, "max_lifetime_s", path, line),
                 billing_increment_s=_number(row, "billing_increment_s", path, line),
                 billing_minimum_s=_number(row, "billing_minimum_s", path, line),
-                replacement_guaranteed=_flag(row, "replacement_guaranteed", path, line),
+                replacement_guaranteed=parse_bool(
+                    row["replacement_guaranteed"],
+                    path=path,
+                    line=line,
+                    column="replacement_guaranteed",
+                ),
                 eviction=row["eviction"],
-                current=_flag(row, "current", path, line),
+                current=parse_bool(row["current"], path=path, line=line, column="current"),
                 source_url=row["source_url"],
                 as_of=row["as_of"],
             )

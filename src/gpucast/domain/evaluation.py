@@ -43,7 +43,8 @@ class EvaluationSchedule:
 
     The interval in training samples is ``every_samples + every_samples_per_batch x global
     batch``, rounded down to a multiple of ``every_round`` where that is > 0 (BERT's rule);
-    evaluations start after ``start_samples``."""
+    evaluations start after ``start_samples``. ``timed`` False: the rules have checkpoints
+    scored offline, outside the timed run (Stable Diffusion), so they add no time."""
 
     benchmark: str
     every_samples: float
@@ -51,6 +52,7 @@ class EvaluationSchedule:
     every_samples_per_batch: float = 0.0
     every_round: float = 0.0
     start_samples: float = 0.0
+    timed: bool = True
     source: str = ""
 
     def __post_init__(self) -> None:

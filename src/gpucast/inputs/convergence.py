@@ -278,7 +278,8 @@ def work_curve(
 def target_evaluations(spec: TargetSpec) -> tuple[EvaluationCost | None, Assumption | None]:
     """The evaluations a run to ``spec`` holds and the assumption that says so: an MLPerf
     target's rules (``catalog/data/mlperf_eval.csv``) at the shipped step-time model's fitted
-    latency per evaluation; (None, None) for any other target or a benchmark without a rule."""
+    latency per evaluation; (None, None) for any other target or a benchmark without a rule;
+    (None, the assumption) where the rules score checkpoints outside the timed run."""
     from gpucast.catalog.mlperf_eval import load_mlperf_eval
     from gpucast.catalog.steptime import shipped_step_time_model
     from gpucast.domain.evaluation import EvaluationCost
@@ -287,6 +288,14 @@ def target_evaluations(spec: TargetSpec) -> tuple[EvaluationCost | None, Assumpt
     model = shipped_step_time_model()
     if schedule is None or model is None:
         return None, None
+    if not schedule.timed:
+        return None, Assumption(
+            name="evaluations",
+            value=f"{schedule.benchmark}: checkpoints every {schedule.every_samples:,.0f} "
+            "samples are scored outside the timed run (MLPerf's rules): no evaluation time in "
+            "the training time; checkpoint writes are not priced",
+            source=schedule.source,
+        )
     cost = EvaluationCost(
         schedule=schedule,
         latency_s=model.eval_latency_s_,

@@ -194,11 +194,12 @@ def mlperf_system_rows(
 
 def _evaluations(benchmark: str, samples: float, global_batch: float) -> tuple[float, float]:
     """(evaluations in the run, evaluated samples per trained sample) by the MLPerf rules
-    (``catalog/data/mlperf_eval.csv``); (0, 0) for a benchmark without a row."""
+    (``catalog/data/mlperf_eval.csv``); (0, 0) for a benchmark without a row or whose
+    evaluations are outside the timed run."""
     from gpucast.catalog.mlperf_eval import load_mlperf_eval
 
     schedule = load_mlperf_eval().get(benchmark.lower())
-    if schedule is None:
+    if schedule is None or not schedule.timed:
         return 0.0, 0.0
     runs = float(schedule.evaluations(samples, global_batch))
     return runs, runs * schedule.eval_samples / samples
