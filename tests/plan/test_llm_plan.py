@@ -67,3 +67,39 @@ def test_front_pick_deadline_and_tcp() -> None:
 def test_nothing_runs_says_why() -> None:
     with pytest.raises(NoFeasiblePlanError, match="no offer runs"):
         _plan([_offer("tiny", "T4", 1.0)], model="gpt-3-175b")
+
+
+def test_tcp_rows_are_priced_with_nccls_flat_ring() -> None:
+    from gpucast.domain.llm import TransformerSpec
+    from gpucast.predict.parallel import best_layout, cluster_shape
+
+    # a 0.5B decoder: on 2 nodes the hierarchical model would pick pure data parallelism
+    small = TransformerSpec(
+        name="small", layers=8, hidden=2048, heads=16, kv_heads=16, head_dim=128,
+        ffn_hidden=8192, vocab=32000, max_context=2048, gated_mlp=False, activation="gelu",
+        norm="layernorm",
+    )  # fmt: skip
+    catalog = load_catalog()
+    gpu = catalog.gpu("H100-SXM")
+    plan = plan_llm(
+        small, [_offer("slow", "H100-SXM", 98.0, gbps=400.0)], {g.name: g for g in catalog.gpus},
+        tokens=2e10, global_batch=256, seq_len=2048, max_gpus=16,
+        space=LayoutSpace(micro_batch_sizes=(1, 2), zero_stages=(1,), recompute=("selective",)),
+        efficiency=RooflineEfficiency(), tcp=TCP_DEFAULT, rdma_instances=frozenset(),
+    )  # fmt: skip
+    row = {r.nodes: r for r in plan.candidates}[2]
+    assert row.network == "tcp" and TCP_DEFAULT.algorithm == "flat_ring"
+    nic = 400.0 * TCP_DEFAULT.network_efficiency
+
+    def best(collective: str) -> object:
+        links = cluster_shape(gpu, gpus_per_node=8, node_network_gbps=nic, collective=collective)
+        return best_layout(
+            small, gpu, 16, 256, seq_len=2048, cluster=links, efficiency=RooflineEfficiency(),
+            space=LayoutSpace(micro_batch_sizes=(1, 2), zero_stages=(1,), recompute=("selective",)),
+        )  # fmt: skip
+
+    flat, tree = best("flat_ring"), best("hierarchical")
+    assert row.step_time_s == pytest.approx(flat.step_time_s, rel=1e-9)  # type: ignore[attr-defined]
+    assert row.layout == flat.layout.label() != tree.layout.label()  # type: ignore[attr-defined]
+    # each node's NIC carries the whole ring's share: pure data parallelism no longer wins
+    assert "pp=1" in tree.layout.label() and "pp=1" not in row.layout  # type: ignore[attr-defined]

@@ -238,6 +238,27 @@ def test_tp_and_dp_communication_appear_with_their_layouts(h100: GpuSpec) -> Non
     assert z3.breakdown["dp_comm"] == pytest.approx(1.5 * dp.breakdown["dp_comm"], rel=0.05)
 
 
+def test_a_flat_ring_over_tcp_sends_the_whole_ring_through_each_nic(h100: GpuSpec) -> None:
+    spec = tiny()
+    no_overlap = ParallelAssumptions(dp_overlap_fraction=0.0)
+
+    def dp_comm(dp: int, collective: str) -> float:
+        links = cluster_shape(h100, node_network_gbps=50.0, collective=collective)
+        pred = predict_training_step(
+            spec, h100, ParallelLayout(dp=dp), seq_len=512, cluster=links, assumptions=no_overlap
+        )
+        return float(pred.breakdown["dp_comm"])
+
+    # one node: both cross NVLink alone and agree to within the hop latencies
+    assert dp_comm(8, "flat_ring") == pytest.approx(dp_comm(8, "hierarchical"), rel=0.05)
+    # two nodes: per pass the hierarchical NIC carries (m-1)/m = 1/2 of the bytes (its 8
+    # GPUs' shards), the flat ring (n-1)/n = 15/16 of them: 1.875x the NIC time
+    flat, tree = dp_comm(16, "flat_ring"), dp_comm(16, "hierarchical")
+    assert flat / tree == pytest.approx(1.875, rel=0.05)
+    with pytest.raises(InvalidSpecError, match="collective"):
+        cluster_shape(h100, collective="butterfly")
+
+
 def test_full_recompute_costs_about_one_more_forward(h100: GpuSpec) -> None:
     spec = tiny(layers=16, hidden=2048, heads=16, head_dim=128, ffn_hidden=8192)
     base = predict_training_step(spec, h100, ParallelLayout(recompute="selective"), seq_len=1024)

@@ -156,6 +156,13 @@ class ParallelLayout:
         return " ".join(parts)
 
 
+#: How a collective's bytes cross the links: :func:`gpucast.predict.comm.
+#: hierarchical_collective_s` (intra-node phase, then the nodes' shards over their NICs) or
+#: :func:`gpucast.predict.comm.flat_ring_collective_s` (one ring through every GPU at its
+#: slowest link).
+COLLECTIVE_ALGORITHMS: tuple[str, ...] = ("hierarchical", "flat_ring")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClusterShape:
     """The links of a GPU cluster of identical nodes.
@@ -164,7 +171,9 @@ class ClusterShape:
     node's NICs together (Gbit/s; 8 x 400 Gb/s InfiniBand on a DGX H100 is 3,200), as
     :func:`gpucast.predict.comm.hierarchical_collective_s` takes them. ``hop_latency_s`` is
     one network step of a ring or tree, ``nvlink_hop_latency_s`` one step inside a node.
-    Tensor parallelism across nodes is refused unless ``allow_cross_node_tp``.
+    Tensor parallelism across nodes is refused unless ``allow_cross_node_tp``. ``collective``
+    is how a data-parallel collective crosses the nodes (:data:`COLLECTIVE_ALGORITHMS`):
+    ``hierarchical`` on RDMA fabrics, ``flat_ring`` for NCCL over TCP with one NIC per node.
     """
 
     gpus_per_node: int = 8
@@ -173,6 +182,7 @@ class ClusterShape:
     hop_latency_s: float = 25e-6
     nvlink_hop_latency_s: float = 3e-6
     allow_cross_node_tp: bool = False
+    collective: str = "hierarchical"
 
     def __post_init__(self) -> None:
         _int_at_least("gpus_per_node", self.gpus_per_node, 1)
@@ -184,6 +194,12 @@ class ClusterShape:
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise InvalidSpecError(name, "must be >= 0", got=value)
+        if self.collective not in COLLECTIVE_ALGORITHMS:
+            raise InvalidSpecError(
+                "collective",
+                f"must be one of {', '.join(COLLECTIVE_ALGORITHMS)}",
+                got=self.collective,
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

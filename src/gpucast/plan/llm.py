@@ -5,7 +5,9 @@ up to ``max_gpus``, :func:`gpucast.predict.parallel.best_layout` finds the faste
 fits (tensor, pipeline and data parallelism, micro-batch, ZeRO stage, recomputation); the
 job's time is ``steps x step time`` (``steps = tokens / (global batch x sequence length)``)
 and its cost ``nodes x on-demand price x time``. Networks without RDMA run at the share of
-their NIC the fitted TCP collective found (:mod:`gpucast.predict.collective`). Rows that miss
+their NIC the fitted TCP collective found (:mod:`gpucast.predict.collective`) and with its
+algorithm (NCCL's flat ring: each node's NIC carries the whole ring's share of the
+data-parallel bytes, as ``plan train`` prices TCP clusters). Rows that miss
 the deadline or the budget are kept but marked; the front is the cost-vs-time Pareto set and
 the pick the cheapest row that meets both.
 
@@ -113,15 +115,18 @@ def plan_llm(
     steps = math.ceil(tokens / (global_batch * seq_len))
     rows: list[LlmCandidate] = []
     infeasible: list[str] = []
-    cache: dict[tuple[str, int, float, int], ParallelStepPrediction | str] = {}
+    cache: dict[tuple[str, int, float, str, int], ParallelStepPrediction | str] = {}
     for offer in cheapest_offers(offers):
         gpu = gpus[str(offer.gpu)]
         rdma = offer.instance_type in rdma_instances
         network = offer.network_gbps * (1.0 if rdma else tcp.network_efficiency)
-        links = cluster_shape(gpu, gpus_per_node=offer.gpus, node_network_gbps=network)
+        links = cluster_shape(
+            gpu, gpus_per_node=offer.gpus, node_network_gbps=network,
+            collective="hierarchical" if rdma else tcp.algorithm,
+        )  # fmt: skip
         for nodes in node_counts(offer.gpus, max_gpus):
             n = nodes * offer.gpus
-            key = (gpu.name, offer.gpus, network, n)
+            key = (gpu.name, offer.gpus, network, links.collective, n)
             if key not in cache:
                 try:
                     cache[key] = best_layout(

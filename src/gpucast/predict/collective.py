@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+from gpucast.domain.parallel import COLLECTIVE_ALGORITHMS
 from gpucast.predict import comm
 from gpucast.predict.base import Estimator, register
 
@@ -42,10 +43,8 @@ FloatArray = npt.NDArray[np.float64]
 
 #: Network kinds a collective is priced for.
 NETWORK_KINDS: tuple[str, ...] = ("rdma", "tcp")
-#: How the bytes cross the links: :func:`gpucast.predict.comm.hierarchical_collective_s`
-#: (intra-node phase, then the nodes' shards over their NICs) or :func:`gpucast.predict.comm.
-#: flat_ring_collective_s` (one ring through every GPU at its slowest link).
-ALGORITHMS: tuple[str, ...] = ("hierarchical", "flat_ring")
+#: How the bytes cross the links (the domain's list: one for both models).
+ALGORITHMS: tuple[str, ...] = COLLECTIVE_ALGORITHMS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -150,8 +150,10 @@ def cluster_shape(
     node_network_gbps: float = DEFAULT_NODE_NETWORK_GBPS,
     hop_latency_s: float = 25e-6,
     allow_cross_node_tp: bool = False,
+    collective: str = "hierarchical",
 ) -> ClusterShape:
-    """Links of a cluster of ``gpu`` nodes: NVLink per GPU (datasheet GB/s x 8), else PCIe.
+    """Links of a cluster of ``gpu`` nodes: NVLink per GPU (datasheet GB/s x 8), else PCIe;
+    ``collective`` as :class:`~gpucast.domain.parallel.ClusterShape` takes it.
 
     The rule is :func:`gpucast.plan.inputs.intra_node_gbps`'s, so planner and this model see
     the same link. Datasheet NVLink figures add both directions; a ring sends and receives at
@@ -167,6 +169,7 @@ def cluster_shape(
         node_network_gbps=node_network_gbps,
         hop_latency_s=hop_latency_s,
         allow_cross_node_tp=allow_cross_node_tp,
+        collective=collective,
     )
 
 
@@ -733,6 +736,11 @@ def _dp_comm_s(
         dense = [(ACTIVATION_BYTES * params.dense, 2.0 * m), (grad * params.trained_dense, m)]
         expert = [(ACTIVATION_BYTES * params.expert, 2.0 * m), (grad * params.trained_expert, m)]
     gpn = cluster.gpus_per_node
+    collective = (
+        comm.flat_ring_collective_s
+        if cluster.collective == "flat_ring"
+        else comm.hierarchical_collective_s
+    )
     total = 0.0
     for parts, size, stride in (
         (dense, group, layout.tp),
@@ -743,7 +751,7 @@ def _dp_comm_s(
             if n_bytes <= 0 or size <= 1:
                 continue
             total += float(
-                comm.hierarchical_collective_s(
+                collective(
                     n_bytes,
                     size,
                     on_node,
