@@ -14,7 +14,8 @@ def test_shipped_rows() -> None:
     x86 = function_compute()
     assert x86.usd_per_gb_s == pytest.approx(1.66667e-5)
     assert x86.usd_per_request == pytest.approx(2e-7)
-    assert x86.gb_per_vcpu == pytest.approx(1.769) and x86.max_gb == pytest.approx(10.24)
+    # 1,769 MB and 10,240 MB in the 1,024-MB GB Lambda bills
+    assert x86.gb_per_vcpu == pytest.approx(1769 / 1024) and x86.max_gb == pytest.approx(10.0)
     assert "function_compute.csv" in x86.source
     assert function_compute("aws-lambda-arm").usd_per_gb_s < x86.usd_per_gb_s
     with pytest.raises(InvalidSpecError, match="unknown 'gcf'"):

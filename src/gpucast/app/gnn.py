@@ -128,7 +128,10 @@ class PredictGnnRequest:
         example="128",
     )  # fmt: skip
     function_memory_gb: float = option(
-        3.538, help="--split: memory per function, GB (2 vCPUs at 1.769 GB each).", example="10"
+        3.455,
+        help="--split: memory per function in billed GB of 1,024 MB (3.455: 3,538 MB, 2 vCPUs "
+        "at 1,769 MB each).",
+        example="10",
     )
     function: str = option(
         "aws-lambda-x86",

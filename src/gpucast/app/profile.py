@@ -38,8 +38,9 @@ class ProfileRequest:
     VERB: ClassVar[str] = "profile"
 
     workload: str = option(
-        help="resnet50, cifar-resnetN (N = 15 or 6n+2), shake-shake, bert-base, gpt2-small, "
-        "dlrm, gcn, mlp, or a user model as module:factory.",
+        help="A built-in name (e.g. resnet50, cifar-resnet20, bert-large, gpt2-small, dlrm, "
+        "retinanet, stable-diffusion; README lists them all) or a user model as "
+        "module:factory.",
         argument=True,
         example="resnet50",
     )
