@@ -211,6 +211,21 @@ def test_simulate_train_runs_an_mlperf_target_with_its_evaluations() -> None:
     assert json.loads(same.output)["duration_s"] == data["duration_s"]
 
 
+def test_simulate_train_says_when_evaluations_are_outside_the_timed_run() -> None:
+    import re
+
+    result = runner.invoke(cli, [*SIM, "--target", "mlperf:stable_diffusion", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    notes = {a["name"]: a["value"] for a in data["assumptions"]}
+    assert "outside the timed run" in notes["evaluations"]
+    train = re.search(r"([\d,]+) steps of 512 samples", notes["statistical efficiency"])
+    assert train is not None
+    steps = int(train.group(1).replace(",", ""))
+    same = runner.invoke(cli, [*SIM, "--steps", str(steps), "--json"])
+    assert json.loads(same.output)["duration_s"] == data["duration_s"]  # no steps added
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [

@@ -428,13 +428,14 @@ def _evaluation_steps(
 ) -> tuple[int, Assumption | None]:
     """The evaluations an MLPerf target's run holds (as ``plan train`` prices them, each
     forward pass at a third of a step), simulated as that much more time at the full
-    cluster's pace ``speed`` (steps/s); (0, None) for other targets."""
+    cluster's pace ``speed`` (steps/s); (0, the note) where the rules score checkpoints
+    outside the timed run; (0, None) for other targets."""
     from gpucast.inputs.convergence import target_evaluations
 
     assert request.target is not None
     cost, note = target_evaluations(parse_target(request.target))
     if cost is None or note is None:
-        return 0, None
+        return 0, note
     gpus = sum(g.count for g in groups) * gpus_per_node
     batch = request.batch_size * (1 if request.strategy == "ps-async" else gpus)
     eval_s = float(cost.seconds(steps * batch, request.batch_size * gpus, 1.0 / speed))
