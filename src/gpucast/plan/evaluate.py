@@ -62,7 +62,14 @@ from gpucast.plan.hetero import (
     proportional_batches,
     update_shares,
 )
-from gpucast.plan.inputs import CHECKPOINTING_SLOWDOWN, TERMS, GpuTable, PerfParams, WorkloadFacts
+from gpucast.plan.inputs import (
+    CHECKPOINTING_SLOWDOWN,
+    TERMS,
+    GpuTable,
+    OffloadSetting,
+    PerfParams,
+    WorkloadFacts,
+)
 from gpucast.plan.space import DDP, FSDP, PS, PS_SYNC, Space
 from gpucast.predict import comm
 from gpucast.predict.convergence import ConvergenceCurve
@@ -250,9 +257,7 @@ def _offload_memory(
     acts: FloatArray,
     nf: FloatArray,
     fits: BoolArray,
-    *,
-    enabled: bool,
-    nvme: bool,
+    setting: OffloadSetting | None,
 ) -> tuple[BoolArray, BoolArray, BoolArray, FloatArray, BoolArray]:
     """(rows that fit only with the optimizer off the GPU and whose instance has the host
     memory, rows of those that also need the parameters on the host, rows of those whose
@@ -262,13 +267,14 @@ def _offload_memory(
     instance's memory per GPU. Where even the weights and gradients do not fit (ZeRO-3 /
     ZeRO-Infinity offload of the parameters: FSDP rows, or one GPU), the GPU keeps a
     two-layer buffer (``2 x`` the largest tensor) and the activations, and the host also the
-    rank's parameters, ``w / n``. Where that host state does not fit and the node has NVMe
-    (``nvme``), the master weights and optimizer state go there (ZeRO-Infinity) and the host
-    keeps the rank's gradients, ``g / n`` (and ``w / n`` with the parameters)."""
+    rank's parameters, ``w / n``. Without ``setting`` nothing is offloaded. Where that host
+    state does not fit and the setting gives the node's NVMe, the master weights and
+    optimizer state go there (ZeRO-Infinity) and the host keeps the rank's gradients, ``g /
+    n`` (and ``w / n`` with the parameters)."""
     rows = len(space)
     none = np.zeros(rows, dtype=bool)
     off = space.offers
-    if not enabled or gpus.pcie_gbytes_per_s is None:
+    if setting is None or gpus.pcie_gbytes_per_s is None:
         return none, none, none, np.zeros(rows), none
     candidate = ~fits & ((space.strategy == DDP) | (space.strategy == FSDP))
     if not candidate.any():
@@ -293,7 +299,7 @@ def _offload_memory(
     ok = need <= host
     either = on_gpu | params
     nvme_need = (facts.gradient_bytes + np.where(params, facts.weights_bytes, 0.0)) / nf
-    on_nvme = either & ~ok & nvme & (nvme_need <= host)
+    on_nvme = either & ~ok & (setting.nvme_gbps is not None) & (nvme_need <= host)
     need = np.where(on_nvme, nvme_need, need)
     placed = either & (ok | on_nvme)
     return placed, params & placed, on_nvme, need, either & ~placed
@@ -446,10 +452,8 @@ def _evaluate_single(
     mem_bytes = np.where(checkpointing, state + acts * facts.checkpoint_fraction, state + acts)
 
     offload, params_off, nvme_off, host_need, host_short = _offload_memory(
-        space, facts, gpus, g, acts, nf, fits,
-        enabled=params.offload is not None,
-        nvme=params.offload is not None and params.offload.nvme_gbps is not None,
-    )  # fmt: skip
+        space, facts, gpus, g, acts, nf, fits, params.offload
+    )
     if offload.any():
         gpu_state = np.where(
             params_off,

@@ -88,12 +88,7 @@ class CollectiveConstants:
         passes: npt.ArrayLike = 2.0,
     ) -> FloatArray:
         """Seconds of the whole collective (vectorised)."""
-        price = (
-            comm.flat_ring_collective_s
-            if self.algorithm == "flat_ring"
-            else comm.hierarchical_collective_s
-        )
-        base = price(
+        base = comm.collective_function(self.algorithm)(
             data_bytes,
             workers,
             gpus_per_node,

@@ -27,7 +27,7 @@ Collectives
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -332,6 +332,13 @@ def flat_ring_collective_s(
     tree_s = p * b / link + p * depth * hop_latency_s
     out = np.where(m > 1, np.minimum(ring_s, tree_s), ring_s)
     return np.asarray(np.where(n > 1, out, 0.0), dtype=np.float64)
+
+
+def collective_function(algorithm: str) -> Callable[..., FloatArray]:
+    """The pricing function of a collective ``algorithm`` (``hierarchical`` or
+    ``flat_ring``, :data:`gpucast.domain.parallel.COLLECTIVE_ALGORITHMS`): one dispatch for
+    the fitted collective constants and the 3D-parallel model alike."""
+    return flat_ring_collective_s if algorithm == "flat_ring" else hierarchical_collective_s
 
 
 def exposed_comm_s(

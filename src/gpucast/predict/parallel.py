@@ -736,11 +736,7 @@ def _dp_comm_s(
         dense = [(ACTIVATION_BYTES * params.dense, 2.0 * m), (grad * params.trained_dense, m)]
         expert = [(ACTIVATION_BYTES * params.expert, 2.0 * m), (grad * params.trained_expert, m)]
     gpn = cluster.gpus_per_node
-    collective = (
-        comm.flat_ring_collective_s
-        if cluster.collective == "flat_ring"
-        else comm.hierarchical_collective_s
-    )
+    collective = comm.collective_function(cluster.collective)
     total = 0.0
     for parts, size, stride in (
         (dense, group, layout.tp),
