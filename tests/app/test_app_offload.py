@@ -104,6 +104,17 @@ def test_local_nvme_takes_the_optimizer_state_when_host_memory_is_short(tmp_path
     assert "NVMe at 3 GB/s" in text
 
 
+def test_too_little_host_memory_even_with_nvme_names_the_smaller_need(tmp_path: Path) -> None:
+    # 3.2B parameters on one T4: host-only offload needs 16 B/param (48 GiB); with the master
+    # weights and momentum on NVMe the host keeps gradients and parameters, 8 B/param (24 GiB)
+    huge = {**BIG, "option": ["in_features=16384", "hidden=" + ",".join(["16384"] * 12)]}
+    lab = {**huge, "offers": _small_host_offers(tmp_path), "region": ["lab-r1"]}
+    with pytest.raises(NoFeasiblePlanError, match=r"needs at least 4[78]\.\d GiB"):
+        gpucast.plan_train(**lab)
+    with pytest.raises(NoFeasiblePlanError, match=r"on NVMe.*needs at least 2[34]\.\d GiB"):
+        gpucast.plan_train(**lab, nvme_gbps=3.0)
+
+
 @pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
 def test_nvme_bandwidth_must_be_positive(bad: float) -> None:
     with pytest.raises(InvalidSpecError, match=r"nvme[-_]gbps"):

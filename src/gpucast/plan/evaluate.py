@@ -299,8 +299,9 @@ def _offload_memory(
     ok = need <= host
     either = on_gpu | params
     nvme_need = (facts.gradient_bytes + np.where(params, facts.weights_bytes, 0.0)) / nf
-    on_nvme = either & ~ok & (setting.nvme_gbps is not None) & (nvme_need <= host)
-    need = np.where(on_nvme, nvme_need, need)
+    short = either & ~ok & (setting.nvme_gbps is not None)  # the host keeps only g (+ w)
+    need = np.where(short, nvme_need, need)
+    on_nvme = short & (nvme_need <= host)
     placed = either & (ok | on_nvme)
     return placed, params & placed, on_nvme, need, either & ~placed
 

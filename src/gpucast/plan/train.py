@@ -675,8 +675,9 @@ def _no_plan(
         have = max(here[1], gone.max_host_bytes) / GIB
         return NoFeasiblePlanError(
             f"{request.workload} fits in GPU memory only with its optimizer state (or also its "
-            "parameters) in host memory (ZeRO-Offload / ZeRO-Infinity), which needs at least "
-            f"{need:.1f} GiB per GPU; the offers "
+            "parameters) in host memory (ZeRO-Offload / ZeRO-Infinity)"
+            + ("" if request.nvme_gbps is None else ", or on NVMe with the gradients in it")
+            + f", which needs at least {need:.1f} GiB per GPU; the offers "
             f"have at most {have:.1f} GiB per GPU",
             fix="raise --max-gpus (the host state is partitioned over the GPUs), pick "
             "instances with more memory per GPU"
