@@ -84,12 +84,13 @@ def test_file_without_clock_columns_still_loads() -> None:
     text = BUILTIN.read_text()
     header, *rows = text.splitlines()
     columns = header.split(",")
-    drop = [columns.index("base_clock_mhz"), columns.index("boost_clock_mhz")]
+    drop = [columns.index(c) for c in ("base_clock_mhz", "boost_clock_mhz", "sustained_clock_mhz")]
     first = rows[0].split(",")  # the K80 row has no quoted commas before the clock cells
     old = ",".join(c for i, c in enumerate(columns) if i not in drop) + "\n"
     old += ",".join(c for i, c in enumerate(first) if i not in drop) + "\n"
     (k80,) = parse_gpus(old, "old.csv")
     assert k80.name == "K80" and k80.base_clock_mhz is None and k80.boost_clock_mhz is None
+    assert k80.peak_tflops("fp32") == k80.fp32_tflops  # no sustained clock: the datasheet's
 
 
 @pytest.mark.parametrize(
@@ -108,3 +109,25 @@ def test_boost_below_base_is_rejected() -> None:
     with pytest.raises(DataFormatError) as info:
         parse_gpus(text, "gpus.csv")
     assert info.value.line == 2 and "boost_clock_mhz" in str(info.value)
+
+
+def test_a_sustained_clock_below_the_boost_scales_the_peaks() -> None:
+    c = load_catalog()
+    k80 = c.gpu("K80")
+    assert k80.fp32_tflops == 4.37  # the datasheet figure stays as published
+    assert k80.peak_tflops("fp32") == pytest.approx(4.37 * 562 / 875)
+    assert k80.peak_tflops("bf16") == pytest.approx(4.37 * 562 / 875)  # falls back to fp32
+    assert c.gpu("P100").clock_share == 1.0 and c.gpu("P100").peak_tflops("fp32") == 9.3
+
+
+@pytest.mark.parametrize(
+    ("cells", "why"), [(("560", "875", "900"), "<= boost"), (("560", "", "562"), "<= boost")]
+)
+def test_a_sustained_clock_above_or_without_the_boost_is_rejected(
+    cells: tuple[str, str, str], why: str
+) -> None:
+    text = BUILTIN.read_text().replace(",13,560,875,562,", ",13,{},{},{},".format(*cells), 1)
+    with pytest.raises(DataFormatError) as info:
+        parse_gpus(text, "gpus.csv")
+    assert info.value.line == 2 and "sustained_clock_mhz" in str(info.value)
+    assert why in str(info.value)

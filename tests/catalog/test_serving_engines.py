@@ -83,4 +83,4 @@ def test_int8_peaks_are_dense_datasheet_figures() -> None:
     # no INT8 figure: the fastest mode it has below it
     assert gpus["V100-16GB"].int8_tops is None
     assert gpus["V100-16GB"].peak_tflops("int8") == gpus["V100-16GB"].fp16_tflops
-    assert gpus["K80"].peak_tflops("int8") == gpus["K80"].fp32_tflops
+    assert gpus["K80"].peak_tflops("int8") == gpus["K80"].peak_tflops("fp32")

@@ -221,3 +221,35 @@ def test_a_stacks_unidentified_per_kernel_cost_is_drawn_to_the_reference_stacks(
     assert StepTimeModel.from_dict(with_prior.to_dict()).kernel_prior_sd == 1.0
     with pytest.raises(InvalidSpecError, match="kernel_prior_sd"):
         StepTimeModel(kernel_prior_sd=0.0).fit(frame)
+
+
+def test_a_stack_measured_at_one_batch_has_its_per_step_cost_drawn_to_the_reference() -> None:
+    rows = synthetic_steps()
+    # a second stack measured on one GPU at one batch per workload: its per-step cost cannot be
+    # told from per-sample work there, and only the split carries to a faster GPU
+    one = rows[(rows.gpu == "A") & (rows.batch == 128.0)].assign(stack="tf1")
+    one = one.assign(workload_key="tf1:" + one.workload_key)
+    frame = pd.concat([rows, one], ignore_index=True)
+    with_prior = StepTimeModel().fit(frame)
+    assert with_prior.step_s_["tf1"] == pytest.approx(with_prior.step_s_["pytorch"], abs=2e-3)
+    on_b = rows[(rows.gpu == "B") & (rows.batch == 128.0)].assign(stack="tf1")
+    on_b = on_b.assign(workload_key="tf1:" + on_b.workload_key)
+    free = StepTimeModel(step_prior_sd=float("inf")).fit(frame)
+    # both fit the GPU they saw; the prior's split carries better to the other one
+    errors = {}
+    for name, model in (("prior", with_prior), ("free", free)):
+        np.testing.assert_allclose(
+            model.predict(one, use_workload_factor=True), one.step_time_s, rtol=0.15
+        )
+        errors[name] = np.abs(
+            np.log(model.predict(on_b, use_workload_factor=True) / on_b.step_time_s)
+        )
+    assert errors["prior"].max() < 0.12
+    assert errors["prior"].mean() < 0.75 * errors["free"].mean()
+    # the reference stack, measured at several batches, has no such prior
+    from gpucast.predict.steptime import _single_batch_stacks
+
+    assert _single_batch_stacks(frame) == {"tf1"}
+    assert StepTimeModel.from_dict(with_prior.to_dict()).step_prior_sd == 0.5
+    with pytest.raises(InvalidSpecError, match="step_prior_sd"):
+        StepTimeModel(step_prior_sd=-1.0).fit(frame)

@@ -224,6 +224,7 @@ def parse_gpus(
                 as_of=parse_date(row["as_of"], path=path, line=line, column="as_of"),
                 base_clock_mhz=opt("base_clock_mhz"),
                 boost_clock_mhz=opt("boost_clock_mhz"),
+                sustained_clock_mhz=opt("sustained_clock_mhz"),
                 idle_power_w=opt("idle_power_w"),
                 min_power_limit_w=opt("min_power_limit_w"),
                 max_power_limit_w=opt("max_power_limit_w"),

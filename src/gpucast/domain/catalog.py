@@ -87,6 +87,10 @@ class GpuSpec:
     # Optional datasheet figures; None where the vendor publishes none.
     base_clock_mhz: float | None = None
     boost_clock_mhz: float | None = None  # max boost (AMD: peak engine clock)
+    #: The SM clock the board holds under sustained load at its default settings, where that
+    #: is below the boost clock its peaks are quoted at (K80: its default application clock);
+    #: ``peak_tflops`` scales the datasheet peaks by ``sustained / boost``. None: the boost.
+    sustained_clock_mhz: float | None = None
     # Power facts (W); None where no source gives them. ``max_power_limit_w`` is the default
     # power limit (the highest a data-center board accepts), ``min_power_limit_w`` the lowest
     # it accepts (``nvidia-smi -q``: Min/Max Power Limit), ``idle_power_w`` the board's draw
@@ -109,6 +113,7 @@ class GpuSpec:
             "interconnect_gbps",
             "base_clock_mhz",
             "boost_clock_mhz",
+            "sustained_clock_mhz",
             "idle_power_w",
             "min_power_limit_w",
             "max_power_limit_w",
@@ -124,6 +129,14 @@ class GpuSpec:
                 f"{owner}.boost_clock_mhz",
                 f"must be >= base_clock_mhz ({self.base_clock_mhz:g})",
                 got=self.boost_clock_mhz,
+            )
+        if self.sustained_clock_mhz is not None and (
+            self.boost_clock_mhz is None or self.sustained_clock_mhz > self.boost_clock_mhz
+        ):
+            raise InvalidSpecError(
+                f"{owner}.sustained_clock_mhz",
+                "must be <= boost_clock_mhz (the clock the peaks are quoted at; give it too)",
+                got=self.sustained_clock_mhz,
             )
         for name in ("memory_gib", "memory_bandwidth_gbps", "tdp_w"):
             _check_positive(owner, name, getattr(self, name), allow_none=False)
@@ -159,8 +172,17 @@ class GpuSpec:
         for attr in order[precision]:
             value = getattr(self, attr)
             if value is not None:
-                return float(value)
+                return float(value) * self.clock_share
         return self.fp32_tflops  # pragma: no cover - fp32 is always present
+
+    @property
+    def clock_share(self) -> float:
+        """The share of the datasheet peaks the board sustains at its default clocks
+        (``sustained_clock_mhz / boost_clock_mhz``; 1 where the catalog gives no sustained
+        clock)."""
+        if self.sustained_clock_mhz is None or self.boost_clock_mhz is None:
+            return 1.0
+        return self.sustained_clock_mhz / self.boost_clock_mhz
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

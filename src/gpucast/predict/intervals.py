@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -57,32 +57,18 @@ class IntervalTable:
     n: Mapping[str, int] = field(default_factory=dict)
     mape_pct: Mapping[str, float] = field(default_factory=dict)
 
-    #: fewest held-out predictions a (regime, stack) row needs to be used on its own
-    MIN_ROWS: ClassVar[int] = 20
-
-    def _candidates(self, name: str, stack: str | None) -> list[str]:
-        keys: list[str] = []
-        for regime in _FALLBACK.get(name, (name,)):
-            if stack is not None:
-                keys.append(f"{regime}|{stack}")
-            keys.append(regime)
-        return keys
-
-    def resolved(self, name: str, stack: str | None = None) -> str | None:
-        """The row whose quantiles :meth:`ratios` uses for regime ``name`` and software
-        ``stack``: the (regime, stack) row when it rests on :attr:`MIN_ROWS` predictions, else
-        the regime's, else the next wider regime's (None: none)."""
-        for key in self._candidates(name, stack):
+    def resolved(self, name: str) -> str | None:
+        """The row whose quantiles :meth:`ratios` uses for regime ``name``: the regime's own,
+        else the next wider regime's (None: none)."""
+        for key in _FALLBACK.get(name, (name,)):
             if key in self.q_low and key in self.q_high:
-                if "|" in key and self.n.get(key, 0) < self.MIN_ROWS:
-                    continue
                 return key
         return None
 
-    def ratios(self, name: str, stack: str | None = None) -> tuple[float, float]:
+    def ratios(self, name: str) -> tuple[float, float]:
         """(lower, upper) multipliers of a prediction in regime ``name`` (see
         :meth:`resolved`; 1/1.5 and 1.5 when nothing is validated)."""
-        key = self.resolved(name, stack)
+        key = self.resolved(name)
         if key is None:
             return 1.0 / 1.5, 1.5
         return math.exp(self.q_low[key]), math.exp(self.q_high[key])

@@ -333,19 +333,18 @@ def _interval(
     elif regime.startswith("gpu_seen"):
         source = "fitted"
     if regime and eff.fitted:
-        used = eff.intervals.resolved(regime, eff.stack)
+        used = eff.intervals.resolved(regime)
         if used is not None:
-            low, high = eff.intervals.ratios(regime, eff.stack)
+            low, high = eff.intervals.ratios(regime)
             n = eff.intervals.n.get(used, 0)
             mape = eff.intervals.mape_pct.get(used, math.nan)
-            borrowed = "" if used.split("|")[0] == regime else f", borrowed from {used}"
+            borrowed = "" if used == regime else f", borrowed from {used}"
             return (
                 low,
                 high,
                 source,
                 (
                     f"80% interval from {n} cross-validated predictions in regime {regime}"
-                    f"{'' if '|' not in used else ' of ' + used.split('|')[1] + ' code'}"
                     f"{borrowed} (their MAPE {mape:.1f}%)"
                 ),
             )

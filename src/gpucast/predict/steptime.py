@@ -175,6 +175,7 @@ class StepTimeModel(Estimator):
         gpu_prior_sd: float = 0.25,
         workload_prior_sd: float = 0.5,
         kernel_prior_sd: float = 1.0,
+        step_prior_sd: float = 0.5,
     ) -> None:
         self.gpu_prior_sd = gpu_prior_sd
         self.workload_prior_sd = workload_prior_sd
@@ -184,6 +185,10 @@ class StepTimeModel(Estimator):
         #: tuned MLPerf rows: each workload's kernel count is fixed) the prior decides, not a
         #: bound (``math.inf``: no prior, as before session 9)
         self.kernel_prior_sd = kernel_prior_sd
+        #: sd (log space) of the prior drawing each stack's per-step cost toward the
+        #: reference stack's, where a stack's data (one batch per workload) cannot tell a
+        #: per-step cost from per-sample work (``math.inf``: no prior)
+        self.step_prior_sd = step_prior_sd
         self.eta_compute_: dict[str, float] | None = None
         self.eta_memory_: float | None = None
         #: tensor-core convolutions' efficiency relative to matmuls (1: no data to fit it)
@@ -216,9 +221,9 @@ class StepTimeModel(Estimator):
         (or 1). ``frame`` is not modified."""
         from scipy.optimize import least_squares
 
-        for sd_name in ("gpu_prior_sd", "workload_prior_sd", "kernel_prior_sd"):
+        for sd_name in ("gpu_prior_sd", "workload_prior_sd", "kernel_prior_sd", "step_prior_sd"):
             sd = getattr(self, sd_name)
-            if not (sd > 0 and (math.isfinite(sd) or sd_name == "kernel_prior_sd")):
+            if not (sd > 0 and (math.isfinite(sd) or sd_name.startswith(("kernel", "step")))):
                 raise InvalidSpecError(sd_name, "must be > 0", got=sd)
         _check_frame(frame, need_target=True)
         if weights is None:
@@ -253,6 +258,16 @@ class StepTimeModel(Estimator):
         others = [i for k, i in layout.overhead_index.items() if k != REFERENCE_STACK]
         kernel_others = np.array(others if ref is not None else [], dtype=np.int64)
         kernel_ref = ref if ref is not None else 0
+        # a stack measured at one batch per workload cannot tell a per-step cost from
+        # per-sample work: its per-step cost is drawn toward the reference stack's
+        step_ref = layout.step_index.get(REFERENCE_STACK)
+        single = _single_batch_stacks(frame)
+        step_others = np.array(
+            [i for k, i in layout.step_index.items() if k != REFERENCE_STACK and k in single]
+            if step_ref is not None
+            else [],
+            dtype=np.int64,
+        )
 
         def residuals(theta: FloatArray) -> FloatArray:
             pred = data.predict(theta, layout, extra)
@@ -260,7 +275,8 @@ class StepTimeModel(Estimator):
             prior_g = theta[layout.gpu_slice] / self.gpu_prior_sd
             prior_w = theta[layout.work_slice] / self.workload_prior_sd
             prior_k = (theta[kernel_others] - theta[kernel_ref]) / self.kernel_prior_sd
-            return np.concatenate([fit_r, prior_g, prior_w, prior_k])
+            prior_s = (theta[step_others] - theta[step_ref or 0]) / self.step_prior_sd
+            return np.concatenate([fit_r, prior_g, prior_w, prior_k, prior_s])
 
         x0, lower, upper = layout.start_and_bounds()
         solution = least_squares(residuals, x0, bounds=(lower, upper), method="trf", x_scale=1.0)
@@ -399,6 +415,7 @@ class StepTimeModel(Estimator):
             "gpu_prior_sd": self.gpu_prior_sd,
             "workload_prior_sd": self.workload_prior_sd,
             "kernel_prior_sd": self.kernel_prior_sd,
+            "step_prior_sd": self.step_prior_sd,
             "eta_compute": dict(self.eta_compute_ or {}),
             "eta_memory": self.eta_memory_,
             "conv_ratio": self.conv_ratio_,
@@ -422,6 +439,7 @@ class StepTimeModel(Estimator):
                 gpu_prior_sd=float(state["gpu_prior_sd"]),
                 workload_prior_sd=float(state["workload_prior_sd"]),
                 kernel_prior_sd=float(state.get("kernel_prior_sd", math.inf)),
+                step_prior_sd=float(state.get("step_prior_sd", math.inf)),
             )
             model.eta_compute_ = {str(k): float(v) for k, v in state["eta_compute"].items()}
             model.eta_memory_ = float(state["eta_memory"])
@@ -647,6 +665,13 @@ def _log_residuals(model: StepTimeModel, test: pd.DataFrame, *, calibrated: bool
     return np.asarray(np.log(test[TARGET].to_numpy(dtype=np.float64) / predicted), dtype=np.float64)
 
 
+def _single_batch_stacks(frame: pd.DataFrame) -> set[str]:
+    """Software stacks whose every workload was measured at one batch size only."""
+    batches = frame.groupby(["stack", "workload_key"])["batch"].nunique()
+    per_stack = batches.groupby(level="stack").max()
+    return {str(s) for s, n in per_stack.items() if n <= 1}
+
+
 def cross_validated_residuals(
     frame: pd.DataFrame,
     *,
@@ -745,17 +770,19 @@ def _same_gpu_residuals(
 
 
 def interval_table(residuals: pd.DataFrame) -> IntervalTable:
-    """The interval table of :func:`cross_validated_residuals`' output: one row per regime
-    and one per (regime, software stack) -- ``"regime|stack"`` -- since how far a published
-    implementation sits from its rebuilt profile differs by stack."""
-    groups: dict[str, FloatArray] = {
-        str(name): part["residual"].to_numpy(dtype=np.float64)
-        for name, part in residuals.groupby("regime")
-    }
-    if "stack" in residuals.columns:
-        for (name, stack), part in residuals.groupby(["regime", "stack"]):
-            groups[f"{name}|{stack}"] = part["residual"].to_numpy(dtype=np.float64)
-    return IntervalTable.from_residuals(groups)
+    """The interval table of :func:`cross_validated_residuals`' output: one row per regime.
+
+    Rows per (regime, software stack) were stated until session 12; judged as
+    :func:`nested_coverage` judges (each held-out group against the quantiles of the others)
+    they covered less than the regime's own -- 47-78% against 66-80% -- because a stack's
+    residuals in a regime come from a handful of held-out groups (2-4 GPUs, 3 MLPerf
+    workloads), too few to place a 10th or 90th percentile."""
+    return IntervalTable.from_residuals(
+        {
+            str(name): part["residual"].to_numpy(dtype=np.float64)
+            for name, part in residuals.groupby("regime")
+        }
+    )
 
 
 def error_table(residuals: pd.DataFrame) -> pd.DataFrame:
