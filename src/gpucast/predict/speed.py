@@ -40,14 +40,17 @@ the overheads scale with memory bandwidth and 40-80% when they are held fixed):
 Which peak. A GPU's reference peak is the ``GPU TFLOPS`` of its rows when they give one, else
 its catalog FP32 peak; the same rule holds for a GPU predicted without rows (a row's figure,
 else the catalog's at the requested precision). CM-DARE assigns 4.113 (K80 die) and 9.526
-(P100) TFLOP/s; the catalog's datasheet figures are 4.37 and 9.3. Both are cores x 2 x a
-clock (the study's K80 clock is 824 MHz against the 875 MHz boost, its P100 clock 1329 against
-1303 MHz), so the bases differ by at most 6% per GPU. Leave-one-GPU-out favours the data's
-own figures (K80 9.8% / P100 11.1% MAPE, against 16.0% / 18.6% with the datasheet peaks:
-the measured K80/P100 step-time ratio, median 2.48, is nearer 9.526/4.113 = 2.32 than
-9.3/4.37 = 2.13). For a catalog GPU such as V100 the compute term is scaled from the
-geometric mean of ``compute * peak`` over the fitted GPUs; using the study's peaks there
-rather than the datasheet's changes it by 1.8% (``sqrt(4.113 * 9.526 / (4.37 * 9.3))``).
+(P100) TFLOP/s; the datasheet figures are 4.37 and 9.3. Both are cores x 2 x a clock (the
+study's K80 clock is 824 MHz against the 875 MHz boost, its P100 clock 1329 against 1303 MHz),
+so those bases differ by at most 6% per GPU; the catalog's K80 peak is at its sustained
+562 MHz clock (2.81). Leave-one-GPU-out favours the data's
+own figures (K80 9.8% / P100 11.1% MAPE, against 16.0% / 18.6% with the boost-clock
+datasheet peaks and 32.4% / 24.6% with the catalog's peaks since K80's are at its sustained
+562 MHz clock (2.81 TFLOP/s): these rows hold the parameter-server exchange, which does not
+speed up with the GPU, so their K80/P100 ratio, median 2.48, is nearer 9.526/4.113 = 2.32
+than 9.3/2.81 = 3.31 -- the roofline's rows, less that exchange, run 3.2x apart). For a
+catalog GPU such as V100 the compute term is scaled from the geometric mean of
+``compute * peak`` over the fitted GPUs, at the rows' own peaks.
 
 Accuracy (``benchmarks/speed_accuracy.py``, ``gpucast validate --what speed``): leave-one-model-
 out MAPE 4.81% on K80 and 8.91% on P100 against the target of 3%. The form is kept because none of
