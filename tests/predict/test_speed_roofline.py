@@ -61,6 +61,17 @@ def test_terms_follow_the_roofline() -> None:
     assert est.lower < est.value < est.upper
 
 
+def test_a_sustained_clock_slows_compute_and_says_so() -> None:
+    from dataclasses import replace
+
+    slow = replace(V100, boost_clock_mhz=1530.0, sustained_clock_mhz=765.0)
+    est, base = predict_step_time(RESNET, slow, "fp32"), predict_step_time(RESNET, V100, "fp32")
+    assert est.breakdown["compute"] == pytest.approx(2 * base.breakdown["compute"])
+    assert est.breakdown["memory_bandwidth"] == base.breakdown["memory_bandwidth"]
+    assert any("sustained 765 MHz clock, x0.50" in n for n in est.notes)
+    assert not any("sustained" in n for n in base.notes)
+
+
 def test_tensor_cores_make_memory_the_bottleneck() -> None:
     est = predict_step_time(RESNET, A100, "bf16")
     assert est.bottleneck == "memory_bandwidth"

@@ -299,6 +299,12 @@ def predict_step_time(
             f"calibrated by a measurement on {calibration.device} "
             f"({calibration.measured_step_time_s:.4g} s/step, scale x{scale:.3g})"
         )
+    if gpu.clock_share < 1.0:
+        notes.append(
+            f"{gpu.name} peaks at its sustained {gpu.sustained_clock_mhz:g} MHz clock, "
+            f"x{gpu.clock_share:.2f} of the datasheet's {gpu.boost_clock_mhz:g} MHz figures "
+            "(catalog gpus.csv sustained_clock_mhz)"
+        )
     low, high, source, interval_note = _interval(eff, regime, calibration)
     notes.append(interval_note)
     breakdown = {k: v * scale for k, v in terms.items()}
