@@ -253,3 +253,32 @@ def test_a_stack_measured_at_one_batch_has_its_per_step_cost_drawn_to_the_refere
     assert StepTimeModel.from_dict(with_prior.to_dict()).step_prior_sd == 0.5
     with pytest.raises(InvalidSpecError, match="step_prior_sd"):
         StepTimeModel(step_prior_sd=-1.0).fit(frame)
+
+
+def test_the_interval_level_widens_until_held_out_groups_are_covered() -> None:
+    from gpucast.predict.intervals import LEVELS, calibrated_level, held_out_coverage
+
+    rng = np.random.default_rng(7)
+    # 12 groups whose residuals share an offset: pooled percentiles are too narrow for a
+    # new group, so the nominal 0.90 level covers well under 80% of each held-out group
+    offsets = rng.normal(0.0, 0.5, 12)
+    groups = np.repeat(np.arange(12), 20)
+    r = offsets[groups] + rng.normal(0.0, 0.05, groups.size)
+    assert held_out_coverage(r, groups, 0.90) < 0.8
+    level = calibrated_level(r, groups)
+    assert 0.90 < level <= LEVELS[-1]
+    assert held_out_coverage(r, groups, level) >= 0.8
+    # independent residuals: the nominal level already covers 80%
+    iid = rng.normal(0.0, 0.3, groups.size)
+    assert calibrated_level(iid, groups) <= 0.91
+    # the table states the level; a table written before it reads as the nominal 0.90
+    frame = pd.DataFrame({"regime": "gpu_unseen/calibrated", "held_out": groups, "residual": r})
+    table = interval_table(frame)
+    assert table.level["gpu_unseen/calibrated"] == level
+    assert table.q_high["gpu_unseen/calibrated"] == pytest.approx(np.quantile(r, level))
+    old = {k: v for k, v in table.to_dict().items() if k != "level"}
+    assert IntervalTable.from_dict(old).level == {}
+    assert IntervalTable.from_dict(table.to_dict()) == table
+    # judged on groups it never saw, the widened band covers about 80%, the nominal one less
+    honest = nested_coverage(frame).set_index("regime").loc["gpu_unseen/calibrated", "coverage"]
+    assert honest > held_out_coverage(r, groups, 0.90)

@@ -5,6 +5,8 @@ The flags are the fields of the requests in :mod:`gpucast.app.fit`; the work hap
 
 from __future__ import annotations
 
+import math
+
 import typer
 
 from gpucast.app.energy import FitPowerRequest
@@ -165,12 +167,14 @@ def steptime(
             + ("" if cv is None else f"; leave-one-placement-out MAPE {cv:.1f}%"),
             highlight=False,
         )
-    for regime, n in sorted(result.intervals.get("n", {}).items()):
-        if "|" in regime:
-            continue
-        mape = result.intervals["mape_pct"][regime]
+    table = result.intervals
+    for regime, n in sorted(table.get("n", {}).items()):
+        mape = table["mape_pct"][regime]
+        level = float(table.get("level", {}).get(regime, 0.9))
+        low, high = math.exp(table["q_low"][regime]), math.exp(table["q_high"][regime])
         console.print(
-            f"  {regime}: cross-validated MAPE {mape:.1f}% over {n} held-out predictions",
+            f"  {regime}: cross-validated MAPE {mape:.1f}% over {n} held-out predictions; "
+            f"80% interval x{low:.2f}-{high:.2f} (quantile level {level:.3f})",
             highlight=False,
         )
 

@@ -32,6 +32,12 @@ REGIMES: tuple[str, ...] = (
 )
 #: What an 80% interval is made of: the 10th and 90th percentiles.
 INTERVAL_QUANTILES = (0.10, 0.90)
+#: The share of held-out cases a stated interval is meant to cover.
+TARGET_COVERAGE = 0.80
+#: Upper quantile levels :func:`calibrated_level` tries, from the nominal 0.90 up: residuals
+#: pooled over few held-out groups spread less than a new group's do, so the nominal
+#: percentiles cover fewer than 80% of new groups.
+LEVELS: tuple[float, ...] = tuple(round(0.90 + 0.005 * i, 3) for i in range(20))
 #: Where a regime without validated residuals borrows from (the next less informed one).
 _FALLBACK: dict[str, tuple[str, ...]] = {
     "same_gpu/calibrated": REGIMES,
@@ -56,6 +62,10 @@ class IntervalTable:
     q_high: Mapping[str, float] = field(default_factory=dict)
     n: Mapping[str, int] = field(default_factory=dict)
     mape_pct: Mapping[str, float] = field(default_factory=dict)
+    #: per regime, the upper quantile level of ``q_high`` (``q_low`` at 1 - level): 0.90 where
+    #: the nominal 10th/90th percentiles were kept, more where they covered too few held-out
+    #: groups (:func:`calibrated_level`); regimes absent: 0.90
+    level: Mapping[str, float] = field(default_factory=dict)
 
     def resolved(self, name: str) -> str | None:
         """The row whose quantiles :meth:`ratios` uses for regime ``name``: the regime's own,
@@ -82,6 +92,7 @@ class IntervalTable:
             "q_high": dict(self.q_high),
             "n": dict(self.n),
             "mape_pct": dict(self.mape_pct),
+            "level": dict(self.level),
         }
 
     @classmethod
@@ -91,19 +102,55 @@ class IntervalTable:
             q_high={str(k): float(v) for k, v in dict(data.get("q_high", {})).items()},
             n={str(k): int(v) for k, v in dict(data.get("n", {})).items()},
             mape_pct={str(k): float(v) for k, v in dict(data.get("mape_pct", {})).items()},
+            level={str(k): float(v) for k, v in dict(data.get("level", {})).items()},
         )
 
     @classmethod
-    def from_residuals(cls, residuals: Mapping[str, FloatArray]) -> IntervalTable:
-        """Quantiles of log residuals per regime (regimes without residuals are left out)."""
-        lo, hi, n, mape = {}, {}, {}, {}
+    def from_residuals(
+        cls,
+        residuals: Mapping[str, FloatArray],
+        levels: Mapping[str, float] | None = None,
+    ) -> IntervalTable:
+        """Quantiles of log residuals per regime, at ``levels[regime]`` (default the nominal
+        :data:`INTERVAL_QUANTILES`); regimes without residuals are left out."""
+        lo, hi, n, mape, level = {}, {}, {}, {}, {}
         for name, r in residuals.items():
             r = np.asarray(r, dtype=np.float64)
             r = r[np.isfinite(r)]
             if not r.size:
                 continue
-            lo[name] = float(np.quantile(r, INTERVAL_QUANTILES[0]))
-            hi[name] = float(np.quantile(r, INTERVAL_QUANTILES[1]))
+            q = float((levels or {}).get(name, INTERVAL_QUANTILES[1]))
+            lo[name], hi[name] = (float(x) for x in np.quantile(r, (1.0 - q, q)))
             n[name] = int(r.size)
             mape[name] = float(100.0 * np.mean(np.abs(np.exp(-r) - 1.0)))
-        return cls(q_low=lo, q_high=hi, n=n, mape_pct=mape)
+            level[name] = q
+        return cls(q_low=lo, q_high=hi, n=n, mape_pct=mape, level=level)
+
+
+def held_out_coverage(residuals: FloatArray, groups: npt.ArrayLike, level: float) -> float:
+    """Share of residuals inside the (1 - level, level) quantiles of the *other* groups'
+    residuals (NaN when no group has 5 others to compare with)."""
+    r = np.asarray(residuals, dtype=np.float64)
+    g = np.asarray(groups)
+    inside = total = 0
+    for value in np.unique(g):
+        mine = g == value
+        others = r[~mine]
+        if others.size < 5:
+            continue
+        lo, hi = np.quantile(others, (1.0 - level, level))
+        inside += int(np.sum((r[mine] >= lo) & (r[mine] <= hi)))
+        total += int(mine.sum())
+    return inside / total if total else math.nan
+
+
+def calibrated_level(residuals: FloatArray, groups: npt.ArrayLike) -> float:
+    """The least upper quantile level in :data:`LEVELS` whose (1 - level, level) band of the
+    other groups covers :data:`TARGET_COVERAGE` of each held-out group's residuals (the
+    highest level where none does): split-conformal calibration with the groups as the
+    exchangeable units, since residuals of one group (a GPU, a workload) move together."""
+    for level in LEVELS:
+        covered = held_out_coverage(residuals, groups, level)
+        if not math.isnan(covered) and covered >= TARGET_COVERAGE:
+            return level
+    return LEVELS[-1]

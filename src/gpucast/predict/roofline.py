@@ -329,6 +329,14 @@ def predict_step_time(
 _PRIOR_HALFWIDTH = {"same": 0.10, "gpu": 0.25, "cpu": 0.40, "none": 0.50}
 
 
+def _percentiles(level: float) -> str:
+    """How an interval at upper quantile ``level`` was made, in words."""
+    low, high = f"{100 * (1 - level):.3g}", f"{100 * level:.3g}"
+    if abs(level - 0.9) < 1e-9:
+        return "10th-90th percentiles"
+    return f"{low}th-{high}th percentiles, the band that covered 80% of held-out groups"
+
+
 def _interval(
     eff: RooflineEfficiency, regime: str, calibration: Calibration | None
 ) -> tuple[float, float, str, str]:
@@ -351,7 +359,8 @@ def _interval(
                 source,
                 (
                     f"80% interval from {n} cross-validated predictions in regime {regime}"
-                    f"{borrowed} (their MAPE {mape:.1f}%)"
+                    f"{borrowed} (their {_percentiles(eff.intervals.level.get(used, 0.9))}; "
+                    f"their MAPE {mape:.1f}%)"
                 ),
             )
     if calibration is None:
