@@ -46,10 +46,11 @@ Fit: weighted least squares on log step time (:func:`scipy.optimize.least_square
 priors as extra residuals, efficiencies bounded to (0.01, 1]. Each source carries the same
 total weight (:func:`source_weights`), so 1,900 MLPerf runs do not drown 14 CM-DARE models.
 
-Uncertainty (:class:`IntervalTable`): the 10th / 90th percentiles of *cross-validated*
-log residuals per regime -- whether the GPU has data (``gpu_seen``) and whether the workload was
-calibrated by a measurement (``calibrated``) -- so a stated 80% interval is what held-out
-data achieved. :func:`cross_validated_residuals` computes them; ``benchmarks/steptime_accuracy.py``
+Uncertainty (:class:`IntervalTable`): percentiles of *cross-validated* log residuals per
+regime -- whether the GPU has data (``gpu_seen``) and whether the workload was calibrated by a
+measurement (``calibrated``) -- at the least level (the 10th/90th or wider) whose band covers
+80% of each held-out group (:func:`gpucast.predict.intervals.calibrated_level`), so a stated
+80% interval is what held-out data achieved. :func:`cross_validated_residuals` computes them; ``benchmarks/steptime_accuracy.py``
 checks their coverage on groups the quantiles never saw.
 
 Pure: frames in, numbers out.
