@@ -3,9 +3,10 @@
 An :class:`IntervalTable` holds, per *regime*, percentiles of ``log(measured / predicted)``
 over held-out predictions (see :func:`gpucast.predict.steptime.cross_validated_residuals`) --
 the 10th and 90th, or wider where those covered fewer than 80% of held-out groups
-(:func:`calibrated_level`) -- so a stated 80% interval covers what cross-validation saw. Regimes say what the prediction knows: whether the GPU type had
-data in the fit (``gpu_seen``) and whether the workload was calibrated by a measurement
-(``calibrated``); ``same_gpu`` is a measurement on the very GPU predicted (another batch).
+(:func:`calibrated_level`) -- so a stated 80% interval covers what cross-validation saw.
+Regimes say what the prediction knows: whether the GPU type had data in the fit (``gpu_seen``)
+and whether the workload was calibrated by a measurement (``calibrated``); ``same_gpu`` is a
+measurement on the very GPU predicted (another batch).
 
 Pure: numbers in, numbers out.
 """

@@ -50,8 +50,9 @@ Uncertainty (:class:`IntervalTable`): percentiles of *cross-validated* log resid
 regime -- whether the GPU has data (``gpu_seen``) and whether the workload was calibrated by a
 measurement (``calibrated``) -- at the least level (the 10th/90th or wider) whose band covers
 80% of each held-out group (:func:`gpucast.predict.intervals.calibrated_level`), so a stated
-80% interval is what held-out data achieved. :func:`cross_validated_residuals` computes them; ``benchmarks/steptime_accuracy.py``
-checks their coverage on groups the quantiles never saw.
+80% interval is what held-out data achieved. :func:`cross_validated_residuals` computes
+them; ``benchmarks/steptime_accuracy.py`` checks their coverage on groups the quantiles never
+saw.
 
 Pure: frames in, numbers out.
 """
