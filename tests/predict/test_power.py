@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from power_factories import BOARDS, TRUE, WORKLOADS, sweep_rows, true_model
 
 from gpucast.domain.errors import InvalidSpecError, NotFittedError
+from gpucast.predict.intervals import calibrated_level
 from gpucast.predict.power import (
     BoardPower,
     PowerModel,
@@ -124,6 +125,16 @@ def test_cross_validation_and_intervals_contain_one() -> None:
         for quantity in ("step_time", "avg_power"):
             low, high = table[regime][quantity]
             assert 0 < low <= 1.0 <= high
+    # each band is at the level whose band of the other folds covers 80% of each fold: at
+    # least as wide as the nominal 10th/90th percentiles
+    ref = (cv["power_limit_w"] == cv["reference_power_limit_w"]).to_numpy()
+    ratio = (cv["avg_power_w"] / cv["pred_avg_power_w"]).to_numpy()
+    level = calibrated_level(np.log(ratio), cv["fold"].astype(str).to_numpy())
+    low, high = np.quantile(ratio, [1.0 - level, level])
+    assert table["predicted_power"]["avg_power"] == (min(low, 1.0), max(high, 1.0))
+    nominal = np.quantile(ratio, [0.1, 0.9])
+    assert min(low, 1.0) <= min(nominal[0], 1.0) and max(high, 1.0) >= max(nominal[1], 1.0)
+    assert ref.any()
     model = PowerModel().fit(data).with_intervals(table)
     assert model.interval("measured_power", "avg_power") == table["measured_power"]["avg_power"]
     assert model.interval("nope", "avg_power") is None

@@ -155,3 +155,20 @@ def calibrated_level(residuals: FloatArray, groups: npt.ArrayLike) -> float:
         if not math.isnan(covered) and covered >= TARGET_COVERAGE:
             return level
     return LEVELS[-1]
+
+
+def held_out_bands(residuals: FloatArray, groups: npt.ArrayLike) -> dict[str, tuple[float, float]]:
+    """Per group: the band the *other* groups give it, at the level :func:`calibrated_level`
+    picks on those others alone, so a check of its coverage never sees the group it scores
+    (groups with fewer than 5 other residuals get none)."""
+    r = np.asarray(residuals, dtype=np.float64)
+    g = np.asarray(groups).astype(str)
+    bands: dict[str, tuple[float, float]] = {}
+    for value in np.unique(g):
+        others, their_groups = r[g != value], g[g != value]
+        if others.size < 5:
+            continue
+        level = calibrated_level(others, their_groups)
+        lo, hi = np.quantile(others, (1.0 - level, level))
+        bands[str(value)] = (float(lo), float(hi))
+    return bands

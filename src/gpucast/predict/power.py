@@ -767,9 +767,14 @@ def tied_optimal_limits(
 def interval_table(cv: pd.DataFrame) -> dict[str, dict[str, tuple[float, float]]]:
     """The 80% interval of measured / predicted per regime and quantity from the rows of
     :func:`cross_validated` (rows at the reference limit, whose step time is known exactly,
-    are left out of the step-time quantiles; each interval contains 1)."""
+    are left out of the step-time quantiles; each interval contains 1), at the quantile level
+    that covers 80% of each held-out fold's rows with the other folds' band
+    (:func:`gpucast.predict.intervals.calibrated_level`; the 10th/90th percentiles where
+    those already do)."""
+    from gpucast.predict.intervals import calibrated_level
+
     ref = cv["power_limit_w"].to_numpy() == cv["reference_power_limit_w"].to_numpy()
-    lo_q, hi_q = INTERVAL_QUANTILES
+    folds = cv["fold"].astype(str).to_numpy()
     out: dict[str, dict[str, tuple[float, float]]] = {}
     for regime, prefix in (("measured_power", "cal"), ("predicted_power", "pred")):
         out[regime] = {}
@@ -780,6 +785,7 @@ def interval_table(cv: pd.DataFrame) -> dict[str, dict[str, tuple[float, float]]
             ratio = cv[column].to_numpy()[rows] / cv[f"{prefix}_{column}"].to_numpy()[rows]
             if not ratio.size:
                 continue
-            low, high = np.quantile(ratio, [lo_q, hi_q])
+            level = calibrated_level(np.log(ratio), folds[rows])
+            low, high = np.quantile(ratio, [1.0 - level, level])
             out[regime][quantity] = (float(min(low, 1.0)), float(max(high, 1.0)))
     return out

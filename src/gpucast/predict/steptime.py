@@ -72,7 +72,7 @@ from gpucast.domain.evaluation import EVAL_FORWARD_SHARE
 from gpucast.domain.workload import SOFTWARE_STACKS
 from gpucast.predict.base import Estimator, register
 from gpucast.predict.collective import NETWORK_KINDS, RDMA, TCP_DEFAULT, CollectiveConstants
-from gpucast.predict.intervals import IntervalTable, calibrated_level
+from gpucast.predict.intervals import IntervalTable, calibrated_level, held_out_bands
 from gpucast.predict.roofline import RooflineEfficiency, conv_weighted_flops
 
 if TYPE_CHECKING:  # pandas loads where a frame is built (fits), not to predict
@@ -809,20 +809,11 @@ def error_table(residuals: pd.DataFrame) -> pd.DataFrame:
 
 
 def _held_out_bands(part: pd.DataFrame) -> dict[str, tuple[float, float]]:
-    """Per held-out group of one regime: the interval the *other* groups give it, at the
-    level :func:`calibrated_level` picks on those others alone (so the check never sees the
-    group it scores); groups with fewer than 5 other residuals get none."""
-    r = part["residual"].to_numpy(dtype=np.float64)
-    g = part["held_out"].astype(str).to_numpy()
-    bands = {}
-    for value in np.unique(g):
-        others, their_groups = r[g != value], g[g != value]
-        if others.size < 5:
-            continue
-        level = calibrated_level(others, their_groups)
-        lo, hi = np.quantile(others, (1.0 - level, level))
-        bands[str(value)] = (float(lo), float(hi))
-    return bands
+    """Per held-out group of one regime: the interval the other groups give it
+    (:func:`gpucast.predict.intervals.held_out_bands`)."""
+    return held_out_bands(
+        part["residual"].to_numpy(dtype=np.float64), part["held_out"].astype(str).to_numpy()
+    )
 
 
 def _nested_inside(residuals: pd.DataFrame) -> FloatArray:
