@@ -44,9 +44,13 @@ import pandas as pd
 from gpucast.catalog import load_catalog
 from gpucast.inputs.calibration import step_time_efficiency
 from gpucast.inputs.energy import zeus_power_sweeps
-from gpucast.predict.intervals import calibrated_level, held_out_bands
-from gpucast.predict.power import (
+from gpucast.predict.intervals import (
     INTERVAL_QUANTILES,
+    calibrated_level,
+    held_out_bands,
+    held_out_coverage,
+)
+from gpucast.predict.power import (
     cross_validated,
     measurement_noise,
     optimal_limits,
@@ -107,21 +111,15 @@ def section_coverage(cvs: dict[str, pd.DataFrame]) -> None:
             for quantity, column in (("time", "step_time_s"), ("power", "avg_power_w")):
                 ratio = np.log(rows[column].to_numpy() / rows[f"{p}_{column}"].to_numpy())
                 folds = rows["fold"].astype(str).to_numpy()
-                nominal = np.zeros(len(rows), dtype=bool)
-                calibrated = np.zeros(len(rows), dtype=bool)
                 bands = held_out_bands(ratio, folds)
-                for fold in np.unique(folds):
-                    mine = folds == fold
-                    low, high = np.quantile(ratio[~mine], [lo_q, hi_q])
-                    nominal[mine] = (ratio[mine] >= low) & (ratio[mine] <= high)
-                    low, high = bands[str(fold)]
-                    calibrated[mine] = (ratio[mine] >= low) & (ratio[mine] <= high)
+                low = np.array([bands[f][0] for f in folds])
+                high = np.array([bands[f][1] for f in folds])
                 out.append(
                     {
                         "regime": name,
                         "quantity": quantity,
-                        "nominal %": 100 * nominal.mean(),
-                        "calibrated %": 100 * calibrated.mean(),
+                        "nominal %": 100 * held_out_coverage(ratio, folds, hi_q),
+                        "calibrated %": 100 * np.mean((ratio >= low) & (ratio <= high)),
                         "level (all groups)": calibrated_level(ratio, folds),
                     }
                 )

@@ -60,6 +60,7 @@ import pandas as pd
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.predict.base import Estimator, register
+from gpucast.predict.intervals import calibrated_level
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -72,8 +73,6 @@ CAPPED_TOLERANCE = 0.02
 #: measured there (``measured_power``: the model is calibrated to it) or nothing
 #: (``predicted_power``: the power comes from the roofline's shares and the fitted constants).
 REGIMES: tuple[str, ...] = ("measured_power", "predicted_power")
-#: Interval quantiles (an 80% interval).
-INTERVAL_QUANTILES: tuple[float, float] = (0.10, 0.90)
 #: Phases of a step, in the order of :class:`PowerTerms`.
 PHASES: tuple[str, ...] = ("compute", "memory", "kernel", "host")
 TERM_COLUMNS: tuple[str, ...] = ("compute_s", "memory_s", "kernel_s", "host_s")
@@ -771,8 +770,6 @@ def interval_table(cv: pd.DataFrame) -> dict[str, dict[str, tuple[float, float]]
     that covers 80% of each held-out fold's rows with the other folds' band
     (:func:`gpucast.predict.intervals.calibrated_level`; the 10th/90th percentiles where
     those already do)."""
-    from gpucast.predict.intervals import calibrated_level
-
     ref = cv["power_limit_w"].to_numpy() == cv["reference_power_limit_w"].to_numpy()
     folds = cv["fold"].astype(str).to_numpy()
     out: dict[str, dict[str, tuple[float, float]]] = {}

@@ -808,53 +808,50 @@ def error_table(residuals: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _held_out_bands(part: pd.DataFrame) -> dict[str, tuple[float, float]]:
-    """Per held-out group of one regime: the interval the other groups give it
-    (:func:`gpucast.predict.intervals.held_out_bands`)."""
-    return held_out_bands(
-        part["residual"].to_numpy(dtype=np.float64), part["held_out"].astype(str).to_numpy()
-    )
+def _held_out_limits(residuals: pd.DataFrame) -> tuple[FloatArray, FloatArray]:
+    """Per row: the (low, high) log-residual band the *other* held-out groups of its regime
+    give it (:func:`gpucast.predict.intervals.held_out_bands`: its level calibrated on those
+    others alone); NaN where too few other residuals exist."""
+    low = np.full(len(residuals), np.nan)
+    high = np.full(len(residuals), np.nan)
+    groups = residuals["held_out"].astype(str).to_numpy()
+    for _, part in residuals.groupby("regime"):
+        pos = residuals.index.get_indexer(part.index)
+        bands = held_out_bands(part["residual"].to_numpy(dtype=np.float64), groups[pos])
+        for i in pos:
+            low[i], high[i] = bands.get(groups[i], (math.nan, math.nan))
+    return low, high
 
 
 def _nested_inside(residuals: pd.DataFrame) -> FloatArray:
-    """Per row: 1 if inside the interval the other held-out groups of its regime give it
-    (:func:`_held_out_bands`), 0 if not, NaN when too few other residuals exist."""
-    flag = np.full(len(residuals), np.nan)
+    """Per row: 1 if inside the band the other held-out groups of its regime give it
+    (:func:`_held_out_limits`), 0 if not, NaN when too few other residuals exist."""
     r = residuals["residual"].to_numpy(dtype=np.float64)
-    for _, part in residuals.groupby("regime"):
-        bands = _held_out_bands(part)
-        for value, held in part.groupby(part["held_out"].astype(str)):
-            if str(value) not in bands:
-                continue
-            lo, hi = bands[str(value)]
-            pos = residuals.index.get_indexer(held.index)
-            flag[pos] = ((r[pos] >= lo) & (r[pos] <= hi)).astype(np.float64)
-    return flag
+    low, high = _held_out_limits(residuals)
+    inside = ((r >= low) & (r <= high)).astype(np.float64)
+    return np.where(np.isnan(low), np.nan, inside)
 
 
 def nested_coverage(residuals: pd.DataFrame) -> pd.DataFrame:
     """Honest coverage of the stated 80% interval: each held-out group's residuals against
     the interval of the *other* groups in the same regime, its quantile level calibrated on
-    those others alone (:func:`_held_out_bands`). One row per regime with the coverage, the
+    those others alone (:func:`_held_out_limits`). One row per regime with the coverage, the
     share above / below and the number of rows."""
+    r = residuals["residual"].to_numpy(dtype=np.float64)
+    low, high = _held_out_limits(residuals)
+    judged = ~np.isnan(low)
+    regime = residuals["regime"].to_numpy()
     rows = []
-    for name, part in residuals.groupby("regime"):
-        bands = _held_out_bands(part)
-        inside = above = below = 0
-        for value, held in part.groupby(part["held_out"].astype(str)):
-            if str(value) not in bands:
-                continue
-            lo, hi = bands[str(value)]
-            r = held["residual"].to_numpy(dtype=np.float64)
-            inside += int(np.sum((r >= lo) & (r <= hi)))
-            above += int(np.sum(r > hi))
-            below += int(np.sum(r < lo))
-        total = inside + above + below
+    for name in sorted(set(regime)):
+        mine = judged & (regime == name)
+        total = int(mine.sum())
+        above = int(np.sum(mine & (r > high)))
+        below = int(np.sum(mine & (r < low)))
         rows.append(
             {
                 "regime": name,
                 "rows": total,
-                "coverage": inside / total if total else math.nan,
+                "coverage": (total - above - below) / total if total else math.nan,
                 "above": above / total if total else math.nan,
                 "below": below / total if total else math.nan,
             }
