@@ -22,9 +22,12 @@ What is printed (nothing here is tuned on the rows it is scored on):
    before session 9 (no evaluations, a share of a sample priced as a whole one, no per-kernel
    prior) and after.
 4. The LLM benchmarks through the 3D-parallel model; 5. ssd (RetinaNet), kept out of the fit.
+6. Leave one source out: each source predicted uncalibrated by the model (and its interval
+   table) fitted on the others -- a new lab's code on GPUs it may share with them -- with the
+   coverage of the 80% band the product would state.
 
 Run: ``python benchmarks/steptime_accuracy.py`` (a few minutes; profiles are cached), or one
-section: ``--section mlperf`` (repeatable: cv, pollux, mlperf, llm, held_out).
+section: ``--section mlperf`` (repeatable: cv, pollux, mlperf, llm, held_out, sources).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from gpucast.predict.steptime import (
     cross_validated_residuals,
     error_table,
     nested_coverage,
+    source_held_out,
 )
 from gpucast.predict.validation import held_out_scale
 
@@ -205,6 +209,40 @@ def section_mlperf(obs: pd.DataFrame, catalog: object) -> None:
               f"per decade")  # fmt: skip
 
 
+def section_sources(obs: pd.DataFrame) -> None:
+    """Leave one source out (:func:`gpucast.predict.steptime.source_held_out`): each source's
+    rows predicted uncalibrated by the model and interval table fitted on the other sources,
+    against the 80% band the product would state."""
+    out = source_held_out(obs)
+    out = out.assign(
+        ape=100.0 * np.abs(np.exp(-out["residual"]) - 1.0),
+        err=100.0 * (np.exp(-out["residual"]) - 1.0),
+    )
+    stacks = {s: set(obs.loc[obs.source != s, "stack"]) for s in set(obs.source)}
+    pairs = zip(out["source"], out["stack"], strict=True)
+    out["stack_fitted"] = [st in stacks[src] for src, st in pairs]
+    print("6. Leave one source out: a source's rows predicted uncalibrated by the model fitted")
+    print("   on the other sources; coverage of the 80% band the product states (its")
+    print("   uncalibrated regime, calibrated on the other sources' cross-validation)")
+    table = (
+        out.groupby(["source", "gpu", "stack_fitted"])
+        .agg(rows=("ape", "size"), mape_pct=("ape", "mean"), median_error_pct=("err", "median"),
+             coverage=("inside", "mean"))
+        .reset_index()
+    )  # fmt: skip
+    print(table.round(2).to_string(index=False))
+    by = out.groupby(["source", "stack_fitted"]).agg(
+        rows=("ape", "size"), mape_pct=("ape", "mean"), coverage=("inside", "mean")
+    )
+    print("\n   per source (stack_fitted: another source was measured with its software stack):")
+    print(by.round(2).to_string())
+    same = out[out.stack_fitted]
+    print(
+        f"   sources whose stack another source has ({', '.join(sorted(set(same.source)))}): "
+        f"MAPE {same.ape.mean():.1f}%, the stated 80% band covered {100 * same.inside.mean():.1f}%"
+    )
+
+
 def section_held_out(obs: pd.DataFrame, catalog: object) -> None:
     """MLPerf benchmarks expressed but not in the fit (MLPERF_HELD_OUT): every system predicted
     by the model fitted on all sources, uncalibrated and with one factor from its benchmark's
@@ -329,7 +367,7 @@ def section_llm(catalog: object) -> None:
         )
 
 
-SECTIONS = ("cv", "pollux", "mlperf", "llm", "held_out")
+SECTIONS = ("cv", "pollux", "mlperf", "llm", "held_out", "sources")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -360,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
         section_llm(catalog)
     if "held_out" in wanted:
         section_held_out(obs, catalog)
+    if "sources" in wanted:
+        section_sources(obs)
     return 0
 
 

@@ -16,6 +16,7 @@ from gpucast.predict.steptime import (
     cross_validated_residuals,
     interval_table,
     nested_coverage,
+    source_held_out,
     source_weights,
 )
 
@@ -282,3 +283,26 @@ def test_the_interval_level_widens_until_held_out_groups_are_covered() -> None:
     # judged on groups it never saw, the widened band covers about 80%, the nominal one less
     honest = nested_coverage(frame).set_index("regime").loc["gpu_unseen/calibrated", "coverage"]
     assert honest > held_out_coverage(r, groups, 0.90)
+
+
+def test_a_source_left_out_is_predicted_from_the_others_and_judged_on_its_band() -> None:
+    """Two labs: lab b (GPUs C and D) runs the same physics 2x slower (its host and code).
+    Left out, b's rows are predicted from lab a alone -- uncalibrated, its GPUs unseen --
+    so they come out 2x fast, and the band a's cross-validation states cannot cover them;
+    a's rows predicted from b come out 2x slow. Rows without an absolute scale are left out;
+    one source is refused."""
+    rows = synthetic_steps(noise=0.02, seed=3)
+    rows["source"] = np.where(rows["gpu"].isin(["A", "B"]), "a", "b")
+    rows.loc[rows["source"] == "b", "step_time_s"] *= 2.0
+    rows["samples_known"] = True
+    rows.loc[rows.index[:3], "samples_known"] = False  # three of lab a's rows
+    out = source_held_out(rows)
+    assert len(out) == len(rows) - 3
+    assert set(out["regime"]) == {"gpu_unseen/uncalibrated"}
+    b = out[out["source"] == "b"]
+    assert np.median(b["residual"]) == pytest.approx(np.log(2.0), abs=0.15)
+    assert b["inside"].mean() < 0.5
+    a = out[out["source"] == "a"]
+    assert np.median(a["residual"]) == pytest.approx(-np.log(2.0), abs=0.15)
+    with pytest.raises(InvalidInputError, match="two sources"):
+        source_held_out(rows[rows["source"] == "a"])

@@ -737,6 +737,57 @@ def cross_validated_residuals(
     return pd.concat(out, ignore_index=True)
 
 
+def source_held_out(
+    frame: pd.DataFrame, *, make_model: Callable[[], StepTimeModel] = StepTimeModel
+) -> pd.DataFrame:
+    """Leave one *source* out, as a user meets a new lab, framework or code base: per source,
+    the model and its interval table are fitted on the other sources alone
+    (:func:`cross_validated_residuals` on them, :func:`interval_table`), then each of the
+    source's rows is predicted uncalibrated (no factor of its workload) and judged against
+    the 80% interval the product would state -- the ``gpu_seen`` or ``gpu_unseen``
+    uncalibrated band, by whether another source measured the row's GPU. A stack or
+    precision class only this source has is borrowed (:attr:`StepTimeModel.borrowed_`).
+    Rows whose source does not give an absolute scale (``samples_known`` false) are left
+    out. One row per predicted observation: the frame's ``source``, ``gpu``,
+    ``workload_key``, ``stack``, ``regime``, ``residual`` (log measured / predicted) and
+    ``inside`` (1 within the stated band)."""
+    import pandas as pd
+
+    if "source" not in frame.columns or frame["source"].nunique() < 2:
+        raise InvalidInputError(
+            "leaving a source out needs rows from two sources or more",
+            fix="give a frame with a source column",
+        )
+    out: list[pd.DataFrame] = []
+    for source in sorted(set(frame["source"])):
+        test_mask = (frame["source"] == source).to_numpy()
+        train, test = frame[~test_mask], frame[test_mask]
+        if "samples_known" in test.columns:
+            test = test[test["samples_known"].to_numpy(dtype=bool)]
+        if not len(test):
+            continue
+        table = interval_table(cross_validated_residuals(train, make_model=make_model))
+        model = make_model().fit(train)
+        residual = np.log(test[TARGET].to_numpy(dtype=np.float64) / model.predict(test))
+        seen = test["gpu"].isin(set(train["gpu"])).to_numpy()
+        regime = np.where(seen, "gpu_seen/uncalibrated", "gpu_unseen/uncalibrated")
+        bands = {r: table.ratios(r) for r in set(regime)}
+        low = np.log([bands[r][0] for r in regime])
+        high = np.log([bands[r][1] for r in regime])
+        keep = [c for c in ("source", "gpu", "workload_key", "stack") if c in test.columns]
+        part = test[keep].copy()
+        part["regime"] = regime
+        part["residual"] = residual
+        part["inside"] = ((residual >= low) & (residual <= high)).astype(np.float64)
+        out.append(part)
+    if not out:
+        raise InvalidInputError(
+            "no source has rows with an absolute scale to predict",
+            fix="give rows whose samples_known is true",
+        )
+    return pd.concat(out, ignore_index=True)
+
+
 def _same_gpu_residuals(
     frame: pd.DataFrame,
     pair: pd.Series,
