@@ -662,6 +662,14 @@ class _Arrays:
 Fold = Callable[["pd.DataFrame", "pd.DataFrame"], FloatArray]
 
 
+def _scale_known(frame: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    """Rows whose source gives an absolute scale (``samples_known``; all without the column):
+    only those can test a prediction that no measurement of the workload calibrates."""
+    if "samples_known" not in frame.columns:
+        return np.ones(len(frame), dtype=bool)
+    return np.asarray(frame["samples_known"].to_numpy(dtype=bool))
+
+
 def _log_residuals(model: StepTimeModel, test: pd.DataFrame, *, calibrated: bool) -> FloatArray:
     predicted = model.predict(test, use_workload_factor=calibrated)
     return np.asarray(np.log(test[TARGET].to_numpy(dtype=np.float64) / predicted), dtype=np.float64)
@@ -717,9 +725,8 @@ def cross_validated_residuals(
             seen_gpu = test["gpu"].isin(set(train["gpu"])).to_numpy()
             seen_work = test["workload_key"].isin(set(train["workload_key"])).to_numpy()
             wanted = (seen_gpu == name.startswith("gpu_seen")) & (seen_work | (not calibrated))
-            if not calibrated and "samples_known" in test.columns:
-                # a row whose absolute scale the source does not give cannot test one
-                wanted &= test["samples_known"].to_numpy(dtype=bool)
+            if not calibrated:
+                wanted &= _scale_known(test)
             if not wanted.any():
                 continue
             test = test[wanted]
@@ -762,18 +769,20 @@ def source_held_out(
     for source in sorted(set(frame["source"])):
         test_mask = (frame["source"] == source).to_numpy()
         train, test = frame[~test_mask], frame[test_mask]
-        if "samples_known" in test.columns:
-            test = test[test["samples_known"].to_numpy(dtype=bool)]
+        test = test[_scale_known(test)]
         if not len(test):
             continue
         table = interval_table(cross_validated_residuals(train, make_model=make_model))
-        model = make_model().fit(train)
-        residual = np.log(test[TARGET].to_numpy(dtype=np.float64) / model.predict(test))
+        residual = _log_residuals(make_model().fit(train), test, calibrated=False)
         seen = test["gpu"].isin(set(train["gpu"])).to_numpy()
         regime = np.where(seen, "gpu_seen/uncalibrated", "gpu_unseen/uncalibrated")
-        bands = {r: table.ratios(r) for r in set(regime)}
-        low = np.log([bands[r][0] for r in regime])
-        high = np.log([bands[r][1] for r in regime])
+        low, high = np.log(
+            np.where(
+                seen[:, None],
+                table.ratios("gpu_seen/uncalibrated"),
+                table.ratios("gpu_unseen/uncalibrated"),
+            )
+        ).T
         keep = [c for c in ("source", "gpu", "workload_key", "stack") if c in test.columns]
         part = test[keep].copy()
         part["regime"] = regime
