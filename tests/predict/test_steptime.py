@@ -163,6 +163,69 @@ def test_interval_table_falls_back_to_a_wider_regime() -> None:
     assert IntervalTable.from_dict(table.to_dict()) == table
 
 
+def test_an_uncalibrated_band_is_widened_to_what_a_new_code_base_earned() -> None:
+    """The new-source row widens uncalibrated regimes only, on the side it is wider, says
+    so, survives a round trip, and a regime that borrows its band is widened all the same."""
+    from gpucast.predict.intervals import NEW_SOURCE
+
+    table = IntervalTable.from_residuals(
+        {
+            "gpu_unseen/uncalibrated": np.linspace(-0.3, 0.3, 11),
+            "gpu_unseen/calibrated": np.linspace(-0.1, 0.1, 11),
+            NEW_SOURCE: np.linspace(-0.2, 1.0, 13),
+        }
+    )
+    q_low, q_high = table.q_low[NEW_SOURCE], table.q_high[NEW_SOURCE]
+    low, high = table.ratios("gpu_unseen/uncalibrated")
+    assert low == pytest.approx(np.exp(-0.24))  # its own lower side is the wider
+    assert high == pytest.approx(np.exp(q_high)) and q_high > 0.24
+    assert table.widened("gpu_unseen/uncalibrated")
+    assert table.ratios("gpu_seen/uncalibrated") == (low, high)  # borrowed, then widened
+    assert not table.widened("gpu_unseen/calibrated")
+    assert table.ratios("gpu_unseen/calibrated") == pytest.approx((np.exp(-0.08), np.exp(0.08)))
+    assert not table.widened(NEW_SOURCE)
+    assert table.ratios(NEW_SOURCE) == pytest.approx((np.exp(q_low), np.exp(q_high)))
+    assert IntervalTable.from_dict(table.to_dict()) == table
+    narrow = IntervalTable.from_residuals(
+        {"gpu_unseen/uncalibrated": np.linspace(-0.3, 0.3, 11), NEW_SOURCE: np.zeros(5)}
+    )
+    assert not narrow.widened("gpu_unseen/uncalibrated")
+
+
+def test_a_prediction_without_a_measurement_states_the_new_code_base_band() -> None:
+    """Fitted with a source table, an uncalibrated prediction's interval is the envelope and
+    its note names the band and how to narrow it; a calibrated one keeps its regime's."""
+    from gpucast.predict.intervals import NEW_SOURCE
+
+    rows = synthetic_steps(noise=0.05)
+    model = StepTimeModel().fit(rows, fitted_on="synthetic")
+    residuals = cross_validated_residuals(rows)
+    sources = pd.DataFrame(
+        {"source": np.repeat(["a", "b", "c"], 10), "residual": np.linspace(-1.2, 1.5, 30)}
+    )
+    model.with_intervals(interval_table(residuals, sources))
+    assert model.intervals_.level[NEW_SOURCE] >= 0.9
+    eff = model.efficiency()
+    fp32, bf16, bw, _ = GPUS["A"]
+    work = RooflineWorkload(
+        name="w1", batch_size=32, matmul_flops=3e9 * 32, memory_bytes=40e6 * 32, n_kernels=300
+    )
+    est = predict_step_time(work, _spec("Z", fp32, bf16, bw), "fp32", efficiency=eff)
+    low, high = model.intervals_.ratios("gpu_unseen/uncalibrated")
+    assert est.lower == pytest.approx(est.value * low) and est.upper == pytest.approx(
+        est.value * high
+    )
+    assert high >= np.exp(model.intervals_.q_high[NEW_SOURCE]) - 1e-12
+    notes = " ".join(est.notes)
+    assert "a code base no source ran" in notes and "gpucast measure train" in notes
+    gpu_a = _spec("A", fp32, bf16, bw)
+    cal = calibrate(work, est.value, gpu_a, "fp32", efficiency=eff)
+    calibrated = predict_step_time(work, _spec("Z", fp32, bf16, bw), "fp32", calibration=cal,
+                                   efficiency=eff)  # fmt: skip
+    assert "a code base no source ran" not in " ".join(calibrated.notes)
+    assert calibrated.upper / calibrated.value < high
+
+
 def _spec(name: str, fp32: float, bf16: float, bw: float) -> GpuSpec:
     from datetime import date
 
@@ -304,5 +367,11 @@ def test_a_source_left_out_is_predicted_from_the_others_and_judged_on_its_band()
     assert b["inside"].mean() < 0.5
     a = out[out["source"] == "a"]
     assert np.median(a["residual"]) == pytest.approx(-np.log(2.0), abs=0.15)
+    # widened by the band the *other* lab's rows give: a's residuals (2x fast) widen b's
+    # band downwards only, so b's (2x slow) stay outside -- two labs teach no shift's size
+    assert (out["widened_low"] <= out["low"]).all() and (out["widened_high"] >= out["high"]).all()
+    assert (out["widened_inside"] >= out["inside"]).all()
+    assert b["widened_low"].iloc[0] < b["low"].iloc[0]
+    assert b["widened_inside"].mean() < 0.5
     with pytest.raises(InvalidInputError, match="two sources"):
         source_held_out(rows[rows["source"] == "a"])

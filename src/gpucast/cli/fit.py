@@ -177,6 +177,12 @@ def steptime(
             f"80% interval x{low:.2f}-{high:.2f} (quantile level {level:.3f})",
             highlight=False,
         )
+    if "new_source/uncalibrated" in table.get("n", {}):
+        console.print(
+            "  an uncalibrated prediction states the envelope of its regime's interval and "
+            "new_source/uncalibrated's (a code base no source ran: leave one source out)",
+            highlight=False,
+        )
 
 
 @app.command("power")

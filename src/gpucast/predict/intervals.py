@@ -6,7 +6,11 @@ the 10th and 90th, or wider where those covered fewer than 80% of held-out group
 (:func:`calibrated_level`) -- so a stated 80% interval covers what cross-validation saw.
 Regimes say what the prediction knows: whether the GPU type had data in the fit (``gpu_seen``)
 and whether the workload was calibrated by a measurement (``calibrated``); ``same_gpu`` is a
-measurement on the very GPU predicted (another batch).
+measurement on the very GPU predicted (another batch). :data:`NEW_SOURCE` holds what leaving
+a whole *source* out earned (a code base, its servers and data loaders, the fit never saw:
+:func:`gpucast.predict.steptime.source_held_out`); an uncalibrated prediction -- no
+measurement of the user's own workload -- states the envelope of its regime's band and that
+one (:meth:`IntervalTable.ratios`), since the user's code base is never one of the sources.
 
 Pure: numbers in, numbers out.
 """
@@ -31,6 +35,8 @@ REGIMES: tuple[str, ...] = (
     "gpu_unseen/calibrated",
     "gpu_unseen/uncalibrated",
 )
+#: A code base none of the fit's sources ran (leave one source out, grouped by source).
+NEW_SOURCE = "new_source/uncalibrated"
 #: What an 80% interval is made of: the 10th and 90th percentiles.
 INTERVAL_QUANTILES = (0.10, 0.90)
 #: The share of held-out cases a stated interval is meant to cover.
@@ -78,11 +84,26 @@ class IntervalTable:
 
     def ratios(self, name: str) -> tuple[float, float]:
         """(lower, upper) multipliers of a prediction in regime ``name`` (see
-        :meth:`resolved`; 1/1.5 and 1.5 when nothing is validated)."""
+        :meth:`resolved`; 1/1.5 and 1.5 when nothing is validated), widened to the
+        :data:`NEW_SOURCE` band for an uncalibrated regime (:meth:`widened`)."""
         key = self.resolved(name)
         if key is None:
             return 1.0 / 1.5, 1.5
-        return math.exp(self.q_low[key]), math.exp(self.q_high[key])
+        low, high = self.q_low[key], self.q_high[key]
+        if self.widened(name):
+            low = min(low, self.q_low[NEW_SOURCE])
+            high = max(high, self.q_high[NEW_SOURCE])
+        return math.exp(low), math.exp(high)
+
+    def widened(self, name: str) -> bool:
+        """Whether :meth:`ratios` of regime ``name`` reaches past the regime's own band to the
+        :data:`NEW_SOURCE` one (uncalibrated regimes, where the table has that row)."""
+        key = self.resolved(name)
+        if key is None or not name.endswith("/uncalibrated") or NEW_SOURCE not in self.q_low:
+            return False
+        return (
+            self.q_low[NEW_SOURCE] < self.q_low[key] or self.q_high[NEW_SOURCE] > self.q_high[key]
+        )
 
     def __bool__(self) -> bool:
         return bool(self.q_low)

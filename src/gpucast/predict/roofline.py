@@ -49,7 +49,7 @@ from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.prediction import Estimate
 from gpucast.domain.profile import WorkloadProfile
-from gpucast.predict.intervals import IntervalTable
+from gpucast.predict.intervals import NEW_SOURCE, IntervalTable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -353,16 +353,21 @@ def _interval(
             n = eff.intervals.n.get(used, 0)
             mape = eff.intervals.mape_pct.get(used, math.nan)
             borrowed = "" if used == regime else f", borrowed from {used}"
-            return (
-                low,
-                high,
-                source,
-                (
-                    f"80% interval from {n} cross-validated predictions in regime {regime}"
-                    f"{borrowed} (their {_percentiles(eff.intervals.level.get(used, 0.9))}; "
-                    f"their MAPE {mape:.1f}%)"
-                ),
+            note = (
+                f"80% interval from {n} cross-validated predictions in regime {regime}"
+                f"{borrowed} (their {_percentiles(eff.intervals.level.get(used, 0.9))}; "
+                f"their MAPE {mape:.1f}%)"
             )
+            if eff.intervals.widened(regime):
+                new = eff.intervals
+                lo, hi = new.ratios(NEW_SOURCE)
+                note += (
+                    f", widened to what a code base no source ran needs: x{lo:.2f}-{hi:.2f} "
+                    f"from {new.n[NEW_SOURCE]} predictions of sources left out "
+                    f"(their MAPE {new.mape_pct[NEW_SOURCE]:.1f}%); a stored measurement of your "
+                    "own workload (gpucast measure train) narrows it"
+                )
+            return low, high, source, note
     if calibration is None:
         kind = "none"
     elif calibration.device_kind != "gpu":

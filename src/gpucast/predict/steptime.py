@@ -72,7 +72,12 @@ from gpucast.domain.evaluation import EVAL_FORWARD_SHARE
 from gpucast.domain.workload import SOFTWARE_STACKS
 from gpucast.predict.base import Estimator, register
 from gpucast.predict.collective import NETWORK_KINDS, RDMA, TCP_DEFAULT, CollectiveConstants
-from gpucast.predict.intervals import IntervalTable, calibrated_level, held_out_bands
+from gpucast.predict.intervals import (
+    NEW_SOURCE,
+    IntervalTable,
+    calibrated_level,
+    held_out_bands,
+)
 from gpucast.predict.roofline import RooflineEfficiency, conv_weighted_flops
 
 if TYPE_CHECKING:  # pandas loads where a frame is built (fits), not to predict
@@ -756,8 +761,11 @@ def source_held_out(
     precision class only this source has is borrowed (:attr:`StepTimeModel.borrowed_`).
     Rows whose source does not give an absolute scale (``samples_known`` false) are left
     out. One row per predicted observation: the frame's ``source``, ``gpu``,
-    ``workload_key``, ``stack``, ``regime``, ``residual`` (log measured / predicted) and
-    ``inside`` (1 within the stated band)."""
+    ``workload_key``, ``stack``, ``regime``, ``residual`` (log measured / predicted), the
+    regime's band ``low`` and ``high`` (log ratios) and ``inside`` (1 within it), and
+    ``widened_low``, ``widened_high``, ``widened_inside``: the band widened to the
+    new-code-base one the other sources' rows give (:func:`_widened_limits`), as
+    :meth:`IntervalTable.ratios` states an uncalibrated prediction's."""
     import pandas as pd
 
     if "source" not in frame.columns or frame["source"].nunique() < 2:
@@ -787,6 +795,7 @@ def source_held_out(
         part = test[keep].copy()
         part["regime"] = regime
         part["residual"] = residual
+        part["low"], part["high"] = low, high
         part["inside"] = ((residual >= low) & (residual <= high)).astype(np.float64)
         out.append(part)
     if not out:
@@ -794,7 +803,37 @@ def source_held_out(
             "no source has rows with an absolute scale to predict",
             fix="give rows whose samples_known is true",
         )
-    return pd.concat(out, ignore_index=True)
+    result = pd.concat(out, ignore_index=True)
+    low, high = _widened_limits(
+        result, result["low"].to_numpy(np.float64), result["high"].to_numpy(np.float64), result
+    )
+    r = result["residual"].to_numpy(np.float64)
+    result["widened_low"], result["widened_high"] = low, high
+    result["widened_inside"] = ((r >= low) & (r <= high)).astype(np.float64)
+    return result
+
+
+def _widened_limits(
+    rows: pd.DataFrame, low: FloatArray, high: FloatArray, sources: pd.DataFrame
+) -> tuple[FloatArray, FloatArray]:
+    """``rows``' uncalibrated (low, high) bands widened to the new-code-base band
+    (:data:`~gpucast.predict.intervals.NEW_SOURCE`) that the *other* sources of
+    :func:`source_held_out`'s output ``sources`` give each row's source, as
+    :meth:`IntervalTable.ratios` widens a stated one -- a nested check: the scored source's
+    residuals never place its band."""
+    bands = held_out_bands(
+        sources["residual"].to_numpy(dtype=np.float64), sources["source"].astype(str).to_numpy()
+    )
+    nan = (math.nan, math.nan)
+    own = np.array([bands.get(str(s), nan) for s in rows["source"]], dtype=np.float64)
+    own = own.reshape(len(rows), 2)
+    widen = rows["regime"].astype(str).str.endswith("/uncalibrated").to_numpy() & ~np.isnan(
+        own[:, 0]
+    )
+    return (
+        np.where(widen, np.fmin(low, own[:, 0]), low),
+        np.where(widen, np.fmax(high, own[:, 1]), high),
+    )
 
 
 def _same_gpu_residuals(
@@ -831,9 +870,11 @@ def _same_gpu_residuals(
     return out
 
 
-def interval_table(residuals: pd.DataFrame) -> IntervalTable:
+def interval_table(residuals: pd.DataFrame, sources: pd.DataFrame | None = None) -> IntervalTable:
     """The interval table of :func:`cross_validated_residuals`' output: one row per regime, at
-    the quantile level that covered 80% of held-out groups (:func:`calibrated_level`).
+    the quantile level that covered 80% of held-out groups (:func:`calibrated_level`); with
+    ``sources`` (:func:`source_held_out`'s output) a :data:`~gpucast.predict.intervals.NEW_SOURCE`
+    row too, its level calibrated with the sources as the groups.
 
     Rows per (regime, software stack) were stated until session 12; judged as
     :func:`nested_coverage` judges (each held-out group against the quantiles of the others)
@@ -845,14 +886,18 @@ def interval_table(residuals: pd.DataFrame) -> IntervalTable:
         r = part["residual"].to_numpy(dtype=np.float64)
         residual[str(name)] = r
         levels[str(name)] = calibrated_level(r, part["held_out"].astype(str).to_numpy())
+    if sources is not None and len(sources):
+        r = sources["residual"].to_numpy(dtype=np.float64)
+        residual[NEW_SOURCE] = r
+        levels[NEW_SOURCE] = calibrated_level(r, sources["source"].astype(str).to_numpy())
     return IntervalTable.from_residuals(residual, levels)
 
 
-def error_table(residuals: pd.DataFrame) -> pd.DataFrame:
+def error_table(residuals: pd.DataFrame, sources: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per (regime, source, gpu): held-out rows, MAPE (%), signed median error (%) and the
     share inside the 80% interval built from the *other* held-out groups of the regime
-    (:func:`nested_coverage`'s rule)."""
-    inside = _nested_inside(residuals)
+    (:func:`nested_coverage`'s rule, ``sources`` as there)."""
+    inside = _nested_inside(residuals, sources)
     frame = residuals.assign(
         ape=100.0 * np.abs(np.exp(-residuals["residual"]) - 1.0),
         err=100.0 * (np.exp(-residuals["residual"]) - 1.0),
@@ -868,10 +913,14 @@ def error_table(residuals: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _held_out_limits(residuals: pd.DataFrame) -> tuple[FloatArray, FloatArray]:
+def _held_out_limits(
+    residuals: pd.DataFrame, sources: pd.DataFrame | None = None
+) -> tuple[FloatArray, FloatArray]:
     """Per row: the (low, high) log-residual band the *other* held-out groups of its regime
     give it (:func:`gpucast.predict.intervals.held_out_bands`: its level calibrated on those
-    others alone); NaN where too few other residuals exist."""
+    others alone), with ``sources`` (:func:`source_held_out`'s output) widened as an
+    uncalibrated prediction states it (:func:`_widened_limits`); NaN where too few other
+    residuals exist."""
     low = np.full(len(residuals), np.nan)
     high = np.full(len(residuals), np.nan)
     groups = residuals["held_out"].astype(str).to_numpy()
@@ -880,25 +929,30 @@ def _held_out_limits(residuals: pd.DataFrame) -> tuple[FloatArray, FloatArray]:
         bands = held_out_bands(part["residual"].to_numpy(dtype=np.float64), groups[pos])
         for i in pos:
             low[i], high[i] = bands.get(groups[i], (math.nan, math.nan))
+    if sources is not None and "source" in residuals.columns:
+        judged = ~np.isnan(low)
+        low, high = _widened_limits(residuals, low, high, sources)
+        low, high = np.where(judged, low, np.nan), np.where(judged, high, np.nan)
     return low, high
 
 
-def _nested_inside(residuals: pd.DataFrame) -> FloatArray:
+def _nested_inside(residuals: pd.DataFrame, sources: pd.DataFrame | None = None) -> FloatArray:
     """Per row: 1 if inside the band the other held-out groups of its regime give it
     (:func:`_held_out_limits`), 0 if not, NaN when too few other residuals exist."""
     r = residuals["residual"].to_numpy(dtype=np.float64)
-    low, high = _held_out_limits(residuals)
+    low, high = _held_out_limits(residuals, sources)
     inside = ((r >= low) & (r <= high)).astype(np.float64)
     return np.where(np.isnan(low), np.nan, inside)
 
 
-def nested_coverage(residuals: pd.DataFrame) -> pd.DataFrame:
+def nested_coverage(residuals: pd.DataFrame, sources: pd.DataFrame | None = None) -> pd.DataFrame:
     """Honest coverage of the stated 80% interval: each held-out group's residuals against
     the interval of the *other* groups in the same regime, its quantile level calibrated on
-    those others alone (:func:`_held_out_limits`). One row per regime with the coverage, the
-    share above / below and the number of rows."""
+    those others alone -- with ``sources`` (:func:`source_held_out`'s output), uncalibrated
+    regimes widened as the product states them (:func:`_held_out_limits`). One row per
+    regime with the coverage, the share above / below and the number of rows."""
     r = residuals["residual"].to_numpy(dtype=np.float64)
-    low, high = _held_out_limits(residuals)
+    low, high = _held_out_limits(residuals, sources)
     judged = ~np.isnan(low)
     regime = residuals["regime"].to_numpy()
     rows = []
