@@ -17,13 +17,18 @@ What is printed (nothing is scored on rows it was fitted on, except table 1):
    sequence for llama.cpp). Same targets.
 4. MI250 from the A100 fit and the MI250's datasheet (no MI250 row is fitted on).
 5. Leave-one-model-out throughput error by batch size and by sequence length.
+6. The 80% intervals ``predict infer`` states (:mod:`gpucast.predict.llm_infer_intervals`): per
+   regime (a model left out, an engine left out, another GPU) and quantity, the band at the
+   level calibrated over the held-out groups, and its nested coverage (each group against
+   the band the other groups place, its level chosen on them alone). Target: 75-85%.
 
 Throughput error is ``|predicted / measured - 1|`` of tokens per second (the same for prompt +
 generated and generated tokens: both are a fixed count over the batch latency); signed
 medians show the bias (+: predicted faster).
 
 Run: ``python benchmarks/llm_inference_accuracy.py`` (seconds); ``--profiles`` also prints the
-fitted rows in the format of ``inference_engines.csv``.
+fitted rows in the format of ``inference_engines.csv``, ``--intervals`` the rows of
+``llm_infer_intervals.csv``.
 """
 
 from __future__ import annotations
@@ -38,7 +43,9 @@ import pandas as pd
 
 from gpucast.domain.llm_infer import ENGINE_PARAMS
 from gpucast.inputs.llm_bench import BenchData, bench_data
+from gpucast.predict.intervals import held_out_bands
 from gpucast.predict.llm_infer import LlmInferenceModel
+from gpucast.predict.llm_infer_intervals import held_out_residuals, interval_table
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 A100, MI250 = "A100-40GB", "MI250"
@@ -179,6 +186,64 @@ def section_regimes(errors: pd.DataFrame) -> None:
     print(multi.round(1).to_string())
 
 
+def section_intervals(bench: BenchData, print_rows: bool) -> None:
+    residuals = held_out_residuals(
+        bench.throughput, bench.ttft, specs=bench.specs, gpus=bench.gpus,
+        engines=bench.engines, fitted_gpu=A100,
+    )  # fmt: skip
+    table = interval_table(residuals)
+    print("\n6. 80% intervals of predict infer (ratio measured / predicted; tokens/s: inverse)")
+    rows = []
+    for (regime, quantity), part in residuals.groupby(["regime", "quantity"]):
+        name = f"{regime}/{quantity}"
+        r = part["residual"].to_numpy(dtype=np.float64)
+        groups = part["group"].astype(str).to_numpy()
+        bands = held_out_bands(r, groups)
+        inside = [
+            float(np.mean((r[groups == g] >= lo) & (r[groups == g] <= hi)))
+            for g, (lo, hi) in bands.items()
+        ]
+        judged = sum(int(np.sum(groups == g)) for g in bands)
+        covered = sum(
+            int(np.sum((r[groups == g] >= lo) & (r[groups == g] <= hi)))
+            for g, (lo, hi) in bands.items()
+        )
+        low, high = table.ratios(name)
+        rows.append(
+            {
+                "band": name,
+                "rows": len(r),
+                "groups": len(set(groups)),
+                "level": table.level[name],
+                "x_low": round(low, 2),
+                "x_high": round(high, 2),
+                "MAPE %": round(table.mape_pct[name], 1),
+                "nested coverage": f"{covered / judged:.0%}" if judged else "n/a",
+                "per group": ", ".join(f"{v:.0%}" for v in inside) or "n/a",
+            }
+        )
+    print(pd.DataFrame(rows).to_string(index=False))
+    if print_rows:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        from gpucast.catalog.engines import INTERVAL_COLUMNS
+
+        writer.writerow(INTERVAL_COLUMNS)
+        for name in sorted(table.n):
+            groups = residuals[residuals["regime"] + "/" + residuals["quantity"] == name]
+            what = ", ".join(sorted(set(groups["group"])))
+            writer.writerow([
+                name, f"{np.exp(table.q_low[name]):.6g}", f"{np.exp(table.q_high[name]):.6g}",
+                f"{table.level[name]:.3f}", table.n[name], f"{table.mape_pct[name]:.2f}",
+                what, A100, "nvidia",
+                "LLM-Inference-Bench (arXiv 2411.00136) via benchmarks/llm_inference_accuracy.py "
+                f"--intervals; held out: {', '.join(sorted(set(groups['gpu'])))}",
+                "2026-12-04",
+            ])  # fmt: skip
+        print("\nllm_infer_intervals.csv:")
+        print(out.getvalue(), end="")
+
+
 def print_profiles(model: LlmInferenceModel, bench: BenchData) -> None:
     from gpucast.catalog.engines import ENGINE_COLUMNS
 
@@ -213,6 +278,7 @@ def main(argv: list[str]) -> int:
     section_lofo(bench, a100, ttft)
     section_mi250(bench, model)
     section_regimes(errors)
+    section_intervals(bench, "--intervals" in argv)
     if "--profiles" in argv:
         print_profiles(model, bench)
     return 0

@@ -24,6 +24,29 @@ def test_the_issue_example_gives_the_fields_it_asks_for() -> None:
     assert "LLM-Inference-Bench" in out["data"]
     # validated on A100-40GB, not on the 80 GB card: the result says so
     assert not out["validation"]["validated"] and "A100-40GB" in out["validation"]["regime"]
+    # and its band is the model-left-out one widened to the unvalidated prior
+    band = out["interval_80"]
+    assert band["regimes"] == ["model_unseen", "prior"] and "not validated" in band["note"]
+    for key in ("latency_s", "ttft_s", "tokens_per_s", "total_tokens_per_s"):
+        assert band[key][0] < out[key] < band[key][1], key
+
+
+def test_the_band_follows_what_the_prediction_does_not_know() -> None:
+    """The fitted GPU states the model-left-out band; another vendor's GPU the envelope with
+    what its rows showed (slower than predicted); an engine on priors the engine-left-out one."""
+    common = {"model": "llama-3-8b", "batch_size": 16, "input_len": 1024, "output_len": 256}
+    a100 = gpucast.predict_infer(**common, gpu="A100-40GB")
+    mi250 = gpucast.predict_infer(**common, gpu="MI250")
+    eager = gpucast.predict_infer(**common, gpu="A100-40GB", framework="eager-pytorch")
+    assert a100.band.regimes == ("model_unseen",)
+    assert mi250.band.regimes == ("model_unseen", "gpu_unseen")
+    assert eager.band.regimes == ("engine_unseen",)
+    lo, hi = a100.interval("latency_s")
+    assert lo < a100.prediction.latency_s < hi
+    assert mi250.band.latency[1] > 2 * a100.band.latency[1]  # ROCm ran 1.3-5x slower
+    r_lo, r_hi = a100.interval("tokens_per_s")
+    assert r_lo == pytest.approx(a100.prediction.tokens_per_s * a100.prediction.latency_s / hi)
+    assert r_hi > a100.prediction.tokens_per_s > r_lo
 
 
 def test_a_validated_regime_carries_its_error() -> None:

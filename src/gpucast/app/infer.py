@@ -8,7 +8,9 @@ DeepSpeed-MII fitted on LLM-Inference-Bench; eager PyTorch priors only), the pre
 and the KV cache, tensor-parallel all-reduces, KV-cache capacity, MoE experts). Without
 ``--tp`` the fewest GPUs of 1, 2, 4, 8 on which the model and one whole sequence fit are
 used. Every result names the rows its engine was fitted on and the error validated for its
-regime (``catalog/data/validation.csv``: ``benchmarks/llm_inference_accuracy.py``).
+regime (``catalog/data/validation.csv``: ``benchmarks/llm_inference_accuracy.py``), and states
+80% intervals of the latency, tokens/s and TTFT that held-out rows earned
+(``catalog/data/llm_infer_intervals.csv``, :mod:`gpucast.predict.llm_infer_intervals`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from gpucast.domain.options import option
 if TYPE_CHECKING:
     from gpucast.domain.llm_infer import EngineProfile, InferencePrediction
     from gpucast.domain.provenance import Validation
+    from gpucast.predict.llm_infer_intervals import StatedBand
 
 _PRECISION_HELP = f"Weight precision: {', '.join(INFER_PRECISIONS)} (default: the engine's, fp16)."
 
@@ -81,12 +84,32 @@ class PredictInferResult:
     prediction: InferencePrediction
     engine: EngineProfile
     validation: Validation
+    #: the 80% band (ratios of measured / predicted) and the held-out regimes it rests on
+    band: StatedBand
     assumptions: dict[str, str] = field(default_factory=dict)
+
+    def interval(self, quantity: str) -> tuple[float, float]:
+        """The 80% interval of ``latency_s``, ``ttft_s``, ``tokens_per_s`` or
+        ``total_tokens_per_s`` (a rate's is the latency's, inverted)."""
+        p = self.prediction
+        lat_lo, lat_hi = self.band.latency
+        if quantity == "latency_s":
+            return p.latency_s * lat_lo, p.latency_s * lat_hi
+        if quantity == "ttft_s":
+            return p.ttft_s * self.band.ttft[0], p.ttft_s * self.band.ttft[1]
+        value = float(getattr(p, quantity))
+        return value / lat_hi, value / lat_lo
 
     def to_dict(self) -> dict[str, Any]:
         engine = self.engine
+        quantities = ("latency_s", "ttft_s", "tokens_per_s", "total_tokens_per_s")
         return {
             **self.prediction.to_dict(),
+            "interval_80": {
+                **{q: list(self.interval(q)) for q in quantities},
+                "regimes": list(self.band.regimes),
+                "note": self.band.note,
+            },
             "engine_profile": {
                 "name": engine.name,
                 "display_name": engine.display_name,
@@ -107,12 +130,13 @@ def predict_infer(
 ) -> PredictInferResult:
     """TTFT, batch latency, tokens/s and memory of one batch (module docstring)."""
     from gpucast.catalog import load_catalog
-    from gpucast.catalog.engines import inference_engine
+    from gpucast.catalog.engines import inference_engine, load_llm_infer_intervals
     from gpucast.catalog.llm import llm_model, load_llm_models
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.errors import UnknownModelError
     from gpucast.domain.units import GIB
     from gpucast.predict.llm_infer import predict_inference, smallest_fitting_tp
+    from gpucast.predict.llm_infer_intervals import stated_ratios
 
     request = resolve(PredictInferRequest, request, options)
     try:
@@ -162,10 +186,18 @@ def predict_infer(
     validation = validation_for(
         f"llm-infer:{engine.name}", [gpu.name], predict.precision, predict.tp
     )
+    table, fitted_gpu, vendor = load_llm_infer_intervals()
+    band = stated_ratios(
+        table,
+        engine_fitted=bool(engine.fitted_params),
+        gpu_fitted=gpu.name == fitted_gpu,
+        same_vendor=gpu.vendor.lower() == vendor.lower(),
+    )
     return PredictInferResult(
         prediction=predict,
         engine=engine,
         validation=validation,
+        band=band,
         assumptions={
             "batch": f"{request.batch_size} sequences of {request.input_len} prompt tokens, "
             f"each generating {request.output_len} (an offline batch, as LLM-Inference-Bench)",

@@ -224,13 +224,17 @@ def infer(
         return
     p = result.prediction
     mem = p.memory
+    (t_lo, t_hi), (l_lo, l_hi) = result.interval("ttft_s"), result.interval("latency_s")
+    r_lo, r_hi = result.interval("tokens_per_s")
     console.print(
         f"{p.model} on {p.tp} x {p.gpu} with {result.engine.display_name} ({p.precision}, "
         f"batch {p.batch_size} x {p.input_len} + {p.output_len} tokens): "
-        f"TTFT {p.ttft_s:.3g} s, batch latency {p.latency_s:.3g} s, "
-        f"{p.tokens_per_s:,.0f} generated tokens/s, {p.tpot_s * 1e3:.1f} ms per output token",
+        f"TTFT {p.ttft_s:.3g} s [{t_lo:.3g}, {t_hi:.3g}], batch latency {p.latency_s:.3g} s "
+        f"[{l_lo:.3g}, {l_hi:.3g}], {p.tokens_per_s:,.0f} generated tokens/s "
+        f"[{r_lo:,.0f}, {r_hi:,.0f}], {p.tpot_s * 1e3:.1f} ms per output token",
         highlight=False,
     )
+    console.print(f"  {result.band.note}", highlight=False)
     console.print(
         f"  memory per GPU: {mem.total_bytes / 2**30:.1f} GiB (weights "
         f"{mem.weights_bytes / 2**30:.1f} + KV cache {mem.kv_cache_bytes / 2**30:.1f}) of "
