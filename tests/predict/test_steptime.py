@@ -226,6 +226,26 @@ def test_a_prediction_without_a_measurement_states_the_new_code_base_band() -> N
     assert calibrated.upper / calibrated.value < high
 
 
+def test_nested_coverage_as_stated_widens_the_uncalibrated_regimes_only() -> None:
+    """Judged as the product states them, uncalibrated regimes take the new-code-base band the
+    other sources give each row's source: coverage can only rise there, and the calibrated
+    regimes are judged exactly as before."""
+    rows = synthetic_steps(noise=0.08, seed=3)
+    rows["source"] = np.where(rows["gpu"].isin(["A", "B"]), "a", "b")
+    residuals = cross_validated_residuals(rows)
+    sources = pd.DataFrame(
+        {"source": np.repeat(["a", "b", "c"], 12), "residual": np.linspace(-2.0, 2.0, 36)}
+    )
+    own = nested_coverage(residuals).set_index("regime")
+    stated = nested_coverage(residuals, sources).set_index("regime")
+    for regime in own.index:
+        if regime.endswith("/uncalibrated"):
+            assert stated.loc[regime, "coverage"] >= own.loc[regime, "coverage"]
+        else:
+            assert stated.loc[regime, "coverage"] == own.loc[regime, "coverage"]
+    assert stated.loc["gpu_unseen/uncalibrated", "coverage"] == pytest.approx(1.0)
+
+
 def _spec(name: str, fp32: float, bf16: float, bw: float) -> GpuSpec:
     from datetime import date
 
