@@ -243,6 +243,14 @@ def section_sources(loso: pd.DataFrame, obs: pd.DataFrame) -> None:
         band_low=("widened_low", lambda x: math.exp(x.min())),
         band_high=("widened_high", lambda x: math.exp(x.max())),
     )  # fmt: skip
+    per_workload = (
+        out.groupby(["source", "workload_key"])
+        .agg(rows=("ape", "size"), median_error_pct=("err", "median"),
+             widened=("widened_inside", "mean"))
+        .reset_index()
+    )  # fmt: skip
+    print("\n   per workload (what a left-out source's miss is made of):")
+    print(per_workload.round(2).to_string(index=False))
     print("\n   per source (stack_fitted: another source was measured with its software stack):")
     print(by.round(2).to_string())
     same = out[out.stack_fitted]
