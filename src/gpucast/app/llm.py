@@ -22,6 +22,7 @@ from gpucast.domain.workload import SOFTWARE_HELP, check_software
 
 if TYPE_CHECKING:
     from gpucast.domain.parallel import ParallelStepPrediction
+    from gpucast.domain.provenance import Validation
 
 _RECOMPUTE = ("none", "selective", "full")
 _PRECISIONS = ("bf16", "fp16", "fp8")
@@ -103,6 +104,8 @@ class PredictLlmTrainResult:
     alternatives: tuple[ParallelStepPrediction, ...]
     layouts_tried: int
     step_time_model: str
+    #: the validated error of LLM training in this regime (``validation.csv``: ``llm-train``)
+    validation: Validation
     assumptions: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -112,9 +115,7 @@ class PredictLlmTrainResult:
             "layouts_tried": self.layouts_tried,
             "step_time_model": self.step_time_model,
             "assumptions": dict(self.assumptions),
-            "validation": "MLPerf Training v4.0 time to train (benchmarks/steptime_accuracy.py "
-            "section 4): gpt3 17% / llama2_70b_lora 22% median error out of sample, 9.5% / "
-            "7.4% calibrated by one measured system",
+            "validation": self.validation.to_dict(),
         }
 
 
@@ -124,6 +125,7 @@ def predict_llm_train(
     """The fastest layout of ``model`` on ``gpus`` x ``gpu`` that fits (module docstring)."""
     from gpucast.catalog import load_catalog
     from gpucast.catalog.llm import llm_model
+    from gpucast.catalog.validation import validation_for
     from gpucast.domain.errors import NoFeasiblePlanError
     from gpucast.domain.parallel import LayoutSpace
     from gpucast.inputs.calibration import step_time_efficiency
@@ -188,11 +190,13 @@ def predict_llm_train(
             space=space, efficiency=efficiency.value,
         )  # fmt: skip
     fitting = [p for p in ranked if p.fits]
+    best = fitting[0]
     return PredictLlmTrainResult(
-        best=fitting[0],
+        best=best,
         alternatives=tuple(fitting[1 : 1 + request.top]),
         layouts_tried=len(ranked),
         step_time_model=efficiency.source,
+        validation=validation_for("llm-train", [gpu.name], best.layout.precision, best.layout.gpus),
         assumptions={
             "sequence length": f"{seq} tokens"
             + (" (the model's context)" if request.seq_len is None else ""),
@@ -307,6 +311,7 @@ def plan_llm_train(
 
     from gpucast.catalog import load_catalog
     from gpucast.catalog.llm import llm_model
+    from gpucast.catalog.validation import validation_for
     from gpucast.domain.parallel import LayoutSpace
     from gpucast.inputs.calibration import step_time_efficiency
     from gpucast.inputs.cluster import perf_params
@@ -374,7 +379,7 @@ def plan_llm_train(
             "layout search": "tp x pp x dp over each GPU count, micro-batch 1/2/4, ZeRO-1/3, "
             "selective or full recompute (predict llm-train searches more)",
             "market": "on demand only (spot is not modelled for LLM jobs)",
-            "validation": "MLPerf v4.0 gpt3 17% / llama2_70b_lora 22% median error out of "
-            "sample (benchmarks/steptime_accuracy.py section 4)",
+            "validation": f"{validation_for('llm-train', [], 'bf16', 8).error} "
+            "(catalog/data/validation.csv: llm-train)",
         },
     )

@@ -194,16 +194,21 @@ def llm_train(
         return
     for i, p in enumerate((result.best, *result.alternatives)):
         mem = p.memory
+        band = f" [{p.step_time.lower:.3g}, {p.step_time.upper:.3g}]" if i == 0 else ""
         console.print(
             f"{'best' if i == 0 else f'  #{i + 1}'}: {p.layout.label()}: "
-            f"{p.step_time_s:.3g} s/step, {p.tokens_per_s:,.0f} tokens/s, MFU {p.mfu:.0%}, "
-            f"{mem.total_bytes / 2**30:.1f} of {mem.usable_bytes / 2**30:.1f} GiB per GPU, "
-            f"bound by {p.bottleneck}",
+            f"{p.step_time_s:.3g} s/step{band}, {p.tokens_per_s:,.0f} tokens/s, MFU "
+            f"{p.mfu:.0%}, {mem.total_bytes / 2**30:.1f} of {mem.usable_bytes / 2**30:.1f} GiB "
+            f"per GPU, bound by {p.bottleneck}",
             highlight=False,
         )
     console.print(
         f"  {result.layouts_tried} layouts tried; {result.step_time_model}", highlight=False
     )
+    for note in result.best.step_time.notes:
+        if note.startswith("80% interval"):
+            console.print(f"  {note}", highlight=False)
+    console.print(f"  validated: {result.validation.text()}", highlight=False)
     for name, value in result.assumptions.items():
         console.print(f"  assumption {name}: {value}", highlight=False)
 
