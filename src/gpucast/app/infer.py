@@ -24,6 +24,7 @@ from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision
 from gpucast.domain.options import option
 
 if TYPE_CHECKING:
+    from gpucast.domain.catalog import GpuSpec
     from gpucast.domain.llm_infer import EngineProfile, InferencePrediction
     from gpucast.domain.provenance import Validation
     from gpucast.predict.llm_infer_intervals import StatedBand
@@ -125,18 +126,34 @@ class PredictInferResult:
         }
 
 
+def infer_band(engine: EngineProfile, gpu: GpuSpec) -> StatedBand:
+    """The 80% band of ``engine``'s latency and TTFT on ``gpu``
+    (:func:`gpucast.predict.llm_infer_intervals.stated_ratios` on the shipped
+    ``llm_infer_intervals.csv``): by whether the engine was fitted, the GPU is the fitted
+    one, and else whether it is of the fitted GPU's vendor."""
+    from gpucast.catalog.engines import load_llm_infer_intervals
+    from gpucast.predict.llm_infer_intervals import stated_ratios
+
+    table, fitted_gpu, vendor = load_llm_infer_intervals()
+    return stated_ratios(
+        table,
+        engine_fitted=bool(engine.fitted_params),
+        gpu_fitted=gpu.name == fitted_gpu,
+        same_vendor=gpu.vendor.lower() == vendor.lower(),
+    )
+
+
 def predict_infer(
     request: PredictInferRequest | None = None, /, **options: Any
 ) -> PredictInferResult:
     """TTFT, batch latency, tokens/s and memory of one batch (module docstring)."""
     from gpucast.catalog import load_catalog
-    from gpucast.catalog.engines import inference_engine, load_llm_infer_intervals
+    from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model, load_llm_models
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.errors import UnknownModelError
     from gpucast.domain.units import GIB
     from gpucast.predict.llm_infer import predict_inference, smallest_fitting_tp
-    from gpucast.predict.llm_infer_intervals import stated_ratios
 
     request = resolve(PredictInferRequest, request, options)
     try:
@@ -186,13 +203,7 @@ def predict_infer(
     validation = validation_for(
         f"llm-infer:{engine.name}", [gpu.name], predict.precision, predict.tp
     )
-    table, fitted_gpu, vendor = load_llm_infer_intervals()
-    band = stated_ratios(
-        table,
-        engine_fitted=bool(engine.fitted_params),
-        gpu_fitted=gpu.name == fitted_gpu,
-        same_vendor=gpu.vendor.lower() == vendor.lower(),
-    )
+    band = infer_band(engine, gpu)
     return PredictInferResult(
         prediction=predict,
         engine=engine,

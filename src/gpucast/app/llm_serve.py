@@ -260,13 +260,22 @@ class SimulateLlmServeResult:
 
 def llm_validation(engine: str, gpu: str, precision: str, tp: int) -> dict[str, str]:
     """The validated errors an LLM serving figure rests on: the engine's iteration times
-    (LLM-Inference-Bench) and the simulator's agreement with them."""
+    (LLM-Inference-Bench) with their 80% band (:func:`gpucast.app.infer.infer_band`) and the
+    simulator's agreement with them."""
+    from gpucast.app.infer import infer_band
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.validation import validation_for
 
+    band = infer_band(inference_engine(engine), load_catalog().gpu(gpu))
+    low, high = band.latency
     return {
         f"iteration times (llm-infer:{engine})": validation_for(
             f"llm-infer:{engine}", [gpu], precision, tp
         ).text(),
+        "iteration times, 80% band": f"x{low:.2f}-{high:.2f} of the engine's batch latency "
+        f"({band.note}); not carried through the queue: the TTFT and TPOT percentiles above "
+        "are at the central iteration times",
         "token-level simulator": validation_for("llm-serve", [gpu], precision, tp).text(),
     }
 
