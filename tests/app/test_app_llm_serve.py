@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gpucast
-from gpucast.domain.errors import InvalidInputError, NoFeasiblePlanError
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError, NoFeasiblePlanError
 from gpucast.plan.pareto import nondominated
 
 AZURE = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
@@ -199,3 +199,36 @@ def test_trace_options_are_checked(tmp_path: Path) -> None:
     ).to_dict()
     assert stopped["running"] > 0
     assert stopped["finished"] + stopped["dropped"] + stopped["running"] == stopped["requests"]
+
+
+def test_band_runs_the_edges_of_the_iteration_time_band() -> None:
+    """--band: the fast and slow edges bracket every latency percentile of the central run,
+    the slow edge attains the SLO no more often than the fast one, and an iteration cost
+    scaled by f takes f times as long."""
+    common = {"model": "llama-3-8b", "gpu": "A100-40GB", "rate": 4, "duration_s": 20,
+              "input_len": "512", "output_len": "64", "slo_ttft_ms": 200, "slo_tpot_ms": 25,
+              "seed": 2}  # fmt: skip
+    plain = gpucast.simulate_llm_serve(**common)
+    assert plain.band is None and "band_80" not in plain.to_dict()
+    result = gpucast.simulate_llm_serve(**common, band=True)
+    out = result.to_dict()
+    band = out["band_80"]
+    low, high = band["iteration_factor"]
+    assert low < 1.0 < high
+    for key in ("ttft_s", "tpot_s", "latency_s"):
+        for q in ("p50", "p99"):
+            fast, slow = band[key][q]
+            assert fast < out[key][q] < slow, (key, q)
+    assert band["slo_attainment"][0] <= out["slo_attainment"] <= band["slo_attainment"][1]
+    cost = result.band[2].requests  # the same requests in every run
+    assert cost.count == result.serving.requests.count
+    from gpucast.domain.llm_serving import IterationCost
+
+    one = IterationCost(pass_s=[0.0, 0.01, 0.02], token_s=1e-4, sequence_s=1e-5,
+                        kv_s_per_token=1e-7, attention_s_per_unit=1e-9,
+                        kv_capacity_tokens=1000, kv_bytes_per_token=1.0)  # fmt: skip
+    assert one.scaled(2.0).iteration_s(2, 1, 10, 10) == pytest.approx(
+        2.0 * one.iteration_s(2, 1, 10, 10)
+    )
+    with pytest.raises(InvalidSpecError, match="factor"):
+        one.scaled(0.0)

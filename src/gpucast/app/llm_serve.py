@@ -161,6 +161,11 @@ class SimulateLlmServeRequest:
         None, help="Stop at this time (default: when every request is done).", example="600"
     )
     seed: int = option(0, help="Same seed, same result.", example="0")
+    band: bool = option(
+        False,
+        help="Also simulate at the edges of the engine's 80% iteration-time band (two more "
+        "runs): TTFT/TPOT/latency percentiles and SLO attainment as an 80% interval.",
+    )
 
     def __post_init__(self) -> None:
         from gpucast.inputs.serving import check_arrival_kind
@@ -206,6 +211,23 @@ class SimulateLlmServeResult:
     assumptions: dict[str, str]
     warnings: tuple[str, ...] = ()
     validation: dict[str, str] = field(default_factory=dict)
+    #: ``--band``: the runs with every iteration at the band's lower / upper factor
+    band: tuple[float, float, LlmServingResult, LlmServingResult] | None = None
+
+    def band_dict(self) -> dict[str, Any] | None:
+        """``--band``: per latency percentile and for SLO attainment and tokens/s, the values
+        of the fast and the slow edge runs (an 80% interval when the engine's error is one
+        factor on every iteration, as the validation measured it)."""
+        if self.band is None:
+            return None
+        low, high, fast, slow = self.band
+        a, b = fast.to_dict(), slow.to_dict()
+        out: dict[str, Any] = {"iteration_factor": [low, high]}
+        for key in ("ttft_s", "tpot_s", "latency_s"):
+            out[key] = {q: [a[key][q], b[key][q]] for q in ("p50", "p90", "p99")}
+        out["slo_attainment"] = [b["slo_attainment"], a["slo_attainment"]]
+        out["tokens_per_s"] = [b["tokens_per_s"], a["tokens_per_s"]]
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """``simulate serve --json`` for a language model: the fields of the CNN result
@@ -236,6 +258,9 @@ class SimulateLlmServeResult:
             warnings=list(self.warnings),
             validation=dict(self.validation),
         )
+        band = self.band_dict()
+        if band is not None:
+            out["band_80"] = band
         return out
 
     def to_frame(self) -> pd.DataFrame:
@@ -274,8 +299,8 @@ def llm_validation(engine: str, gpu: str, precision: str, tp: int) -> dict[str, 
             f"llm-infer:{engine}", [gpu], precision, tp
         ).text(),
         "iteration times, 80% band": f"x{low:.2f}-{high:.2f} of the engine's batch latency "
-        f"({band.note}); not carried through the queue: the TTFT and TPOT percentiles above "
-        "are at the central iteration times",
+        f"({band.note}); the TTFT and TPOT percentiles are at the central iteration times "
+        "(simulate serve --band runs the edges too)",
         "token-level simulator": validation_for("llm-serve", [gpu], precision, tp).text(),
     }
 
@@ -363,14 +388,24 @@ def simulate_llm_serve(
         "iteration times": model.cost.source,
         "price": model.price_per_gpu.source,
     }
-    result = simulate_llm_serving(
-        reqs, model.cost, scheduler, max_context=spec.max_context,
-        replicas=1 if disagg else request.replicas, disaggregation=disagg,
-        price_usd_per_hour=price,
-        slo_ttft_s=None if request.slo_ttft_ms is None else request.slo_ttft_ms / 1e3,
-        slo_tpot_s=None if request.slo_tpot_ms is None else request.slo_tpot_ms / 1e3,
-        until_s=request.horizon_s, swap_gbps=inputs.swap_gbps(model.gpu), sources=sources,
-    )  # fmt: skip
+
+    def run(cost: Any) -> Any:
+        return simulate_llm_serving(
+            reqs, cost, scheduler, max_context=spec.max_context,
+            replicas=1 if disagg else request.replicas, disaggregation=disagg,
+            price_usd_per_hour=price,
+            slo_ttft_s=None if request.slo_ttft_ms is None else request.slo_ttft_ms / 1e3,
+            slo_tpot_s=None if request.slo_tpot_ms is None else request.slo_tpot_ms / 1e3,
+            until_s=request.horizon_s, swap_gbps=inputs.swap_gbps(model.gpu), sources=sources,
+        )  # fmt: skip
+
+    result = run(model.cost)
+    band = None
+    if request.band:
+        from gpucast.app.infer import infer_band
+
+        low, high = infer_band(model.engine, model.gpu).latency
+        band = (low, high, run(model.cost.scaled(low)), run(model.cost.scaled(high)))
     warnings = list(traffic.warnings)
     others = {k: v for k, v in result.drop_reasons.items() if "context" not in k}
     if others:  # those beyond the context window were named with the traffic
@@ -409,6 +444,7 @@ def simulate_llm_serve(
         assumptions=assumptions,
         warnings=tuple(warnings),
         validation=llm_validation(model.engine.name, model.gpu.name, model.precision, model.tp),
+        band=band,
     )
 
 

@@ -121,6 +121,10 @@ def _ms(summary: dict[str, float], key: str) -> str:
     return "-" if value is None or value != value else f"{value * 1e3:.1f}"
 
 
+def _ms_pair(values: list[float]) -> str:
+    return ", ".join("-" if v is None or v != v else f"{v * 1e3:.1f}" for v in values)
+
+
 def _run_simulate(request: SimulateLlmServeRequest, cli: Mapping[str, Any]) -> None:
     from gpucast.app import simulate_llm_serve
 
@@ -159,6 +163,16 @@ def print_llm_serving(result: SimulateLlmServeResult) -> None:
         console.print(
             f"  {label:<8} p50 {_ms(s, 'p50')} ms  p90 {_ms(s, 'p90')} ms  p99 {_ms(s, 'p99')} ms",
             highlight=False,
+        )
+    band = out.get("band_80")
+    if band is not None:
+        low, high = band["iteration_factor"]
+        edges = "  ".join(
+            f"{label} p50 [{_ms_pair(band[key]['p50'])}] p99 [{_ms_pair(band[key]['p99'])}]"
+            for label, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"))
+        )
+        console.print(
+            f"  80% band (iterations x{low:.2f} .. x{high:.2f}): {edges} ms", highlight=False
         )
     console.print(
         f"  throughput {out['throughput_rps']:.2f} req/s, {out['tokens_per_s']:.0f} output "

@@ -17,6 +17,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Literal, get_args
@@ -218,6 +219,20 @@ class IterationCost:
         _int_at_least("iteration cost.kv_capacity_tokens", self.kv_capacity_tokens, 0)
         _int_at_least("iteration cost.pipeline_depth", self.pipeline_depth, 1)
         _int_at_least("iteration cost.gpus", self.gpus, 1)
+
+    def scaled(self, factor: float) -> IterationCost:
+        """Every iteration ``factor`` times as long (the KV capacity unchanged): the engine's
+        iteration times at an edge of their validated band."""
+        if not (math.isfinite(factor) and factor > 0):
+            raise InvalidSpecError("iteration cost factor", "must be > 0", got=factor)
+        return dataclasses.replace(
+            self,
+            pass_s=self.pass_s * factor,
+            token_s=self.token_s * factor,
+            sequence_s=self.sequence_s * factor,
+            kv_s_per_token=self.kv_s_per_token * factor,
+            attention_s_per_unit=self.attention_s_per_unit * factor,
+        )
 
     @property
     def max_tokens(self) -> int:
