@@ -221,7 +221,8 @@ class SimulateLlmServeResult:
         if self.band is None:
             return None
         low, high, fast, slow = self.band
-        a, b = fast.to_dict(), slow.to_dict()
+        a: dict[str, Any] = fast.to_dict()
+        b: dict[str, Any] = slow.to_dict()
         out: dict[str, Any] = {"iteration_factor": [low, high]}
         for key in ("ttft_s", "tpot_s", "latency_s"):
             out[key] = {q: [a[key][q], b[key][q]] for q in ("p50", "p90", "p99")}
