@@ -9,7 +9,7 @@ from steptime_factories import GPUS, TRUE, synthetic_steps
 
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
-from gpucast.predict.intervals import IntervalTable
+from gpucast.predict.intervals import UNCALIBRATED, IntervalTable
 from gpucast.predict.roofline import RooflineWorkload, calibrate, predict_step_time
 from gpucast.predict.steptime import (
     StepTimeModel,
@@ -95,7 +95,12 @@ def test_cross_validated_intervals_cover_about_80_percent() -> None:
         "gpu_seen/uncalibrated",
         "gpu_unseen/calibrated",
         "gpu_unseen/uncalibrated",
+        "gpu_seen/measured_elsewhere",
     }
+    # the pair fold, predicted with and without the workload's factor
+    pairs = residuals[residuals.regime == "gpu_seen/calibrated"]
+    elsewhere = residuals[residuals.regime == "gpu_seen/measured_elsewhere"]
+    assert len(elsewhere) == len(pairs)
     table = interval_table(residuals)
     assert table.n["gpu_unseen/uncalibrated"] == len(rows)
     low, high = table.ratios("gpu_unseen/uncalibrated")
@@ -239,11 +244,50 @@ def test_nested_coverage_as_stated_widens_the_uncalibrated_regimes_only() -> Non
     own = nested_coverage(residuals).set_index("regime")
     stated = nested_coverage(residuals, sources).set_index("regime")
     for regime in own.index:
-        if regime.endswith("/uncalibrated"):
+        if regime in UNCALIBRATED:
             assert stated.loc[regime, "coverage"] >= own.loc[regime, "coverage"]
         else:
             assert stated.loc[regime, "coverage"] == own.loc[regime, "coverage"]
     assert stated.loc["gpu_unseen/uncalibrated", "coverage"] == pytest.approx(1.0)
+
+
+def test_the_uncalibrated_regime_follows_what_the_fit_has_measured() -> None:
+    """A workload the fit has rows of, on a GPU type it has: measured_elsewhere; a workload it
+    never saw on a GPU it never saw: the envelope of the two less-informed bands, never
+    narrower than either."""
+    from dataclasses import replace
+
+    from gpucast.predict.intervals import NOVEL
+
+    rows = synthetic_steps(noise=0.05).assign(workload=lambda f: f["workload_key"])
+    model = StepTimeModel().fit(rows, fitted_on="synthetic")
+    assert model.workloads_ == frozenset(rows["workload_key"])
+    model.with_intervals(interval_table(cross_validated_residuals(rows)))
+    eff = model.efficiency()
+    assert eff.measured_workloads == model.workloads_
+    fp32, bf16, bw, _ = GPUS["A"]
+
+    def regime_of(name: str, gpu: str) -> str:
+        work = RooflineWorkload(name=name, batch_size=32, matmul_flops=3e9 * 32,
+                                memory_bytes=40e6 * 32, n_kernels=300)  # fmt: skip
+        est = predict_step_time(work, _spec(gpu, fp32, bf16, bw), "fp32", efficiency=eff)
+        note = next(n for n in est.notes if n.startswith("80% interval"))
+        return note.split("in regime ")[1].split()[0].rstrip(",")
+
+    assert regime_of("w1", "A") == "gpu_seen/measured_elsewhere"
+    assert regime_of("mine", "A") == "gpu_seen/uncalibrated"
+    assert regime_of("w1", "Z") == "gpu_unseen/uncalibrated"
+    assert regime_of("mine", "Z") == NOVEL
+    table = eff.intervals
+    low, high = table.ratios(NOVEL)
+    for other in ("gpu_seen/uncalibrated", "gpu_unseen/uncalibrated"):
+        lo, hi = table.ratios(other)
+        assert low <= lo and high >= hi
+    # a model saved before the workload list existed treats every workload as new
+    state = model._state()
+    state.pop("workloads")
+    assert StepTimeModel._from_state(state).workloads_ == frozenset()
+    assert replace(eff, measured_workloads=frozenset()).measured_workloads == frozenset()
 
 
 def _spec(name: str, fp32: float, bf16: float, bw: float) -> GpuSpec:
@@ -379,9 +423,13 @@ def test_a_source_left_out_is_predicted_from_the_others_and_judged_on_its_band()
     rows.loc[rows["source"] == "b", "step_time_s"] *= 2.0
     rows["samples_known"] = True
     rows.loc[rows.index[:3], "samples_known"] = False  # three of lab a's rows
+    rows["workload"] = rows["workload_key"]  # both labs ran the same models
     out = source_held_out(rows)
     assert len(out) == len(rows) - 3
     assert set(out["regime"]) == {"gpu_unseen/uncalibrated"}
+    # models the other lab never ran: the envelope of a new GPU and a new workload
+    novel = source_held_out(rows.assign(workload=rows["source"] + rows["workload_key"]))
+    assert set(novel["regime"]) == {"gpu_unseen/novel_workload"}
     b = out[out["source"] == "b"]
     assert np.median(b["residual"]) == pytest.approx(np.log(2.0), abs=0.15)
     assert b["inside"].mean() < 0.5

@@ -27,13 +27,24 @@ import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
 
-#: Regimes of the interval table, most informed first.
+#: Regimes of the interval table, most informed first. ``uncalibrated`` without a qualifier
+#: is a workload the data never measured on a GPU type it has (``gpu_seen``), or one it
+#: measured on other GPU types (``gpu_unseen``); ``gpu_seen/measured_elsewhere`` a workload
+#: the data measured (on other GPU types or in another source) predicted without its factor.
 REGIMES: tuple[str, ...] = (
     "same_gpu/calibrated",
     "gpu_seen/calibrated",
     "gpu_seen/uncalibrated",
     "gpu_unseen/calibrated",
     "gpu_unseen/uncalibrated",
+    "gpu_seen/measured_elsewhere",
+)
+#: A GPU type without data running a workload without data: no held-out fold is both, so it
+#: states the envelope of the two it combines (:meth:`IntervalTable.ratios`).
+NOVEL = "gpu_unseen/novel_workload"
+#: Regimes without a measurement of the user's workload: :data:`NEW_SOURCE` widens them.
+UNCALIBRATED: frozenset[str] = frozenset(
+    {"gpu_seen/uncalibrated", "gpu_unseen/uncalibrated", "gpu_seen/measured_elsewhere", NOVEL}
 )
 #: A code base none of the fit's sources ran (leave one source out, grouped by source).
 NEW_SOURCE = "new_source/uncalibrated"
@@ -52,6 +63,12 @@ _FALLBACK: dict[str, tuple[str, ...]] = {
     "gpu_seen/uncalibrated": (REGIMES[2], REGIMES[4]),
     "gpu_unseen/calibrated": (REGIMES[3], REGIMES[4]),
     "gpu_unseen/uncalibrated": (REGIMES[4],),
+    "gpu_seen/measured_elsewhere": (REGIMES[5], REGIMES[2]),
+    NOVEL: (REGIMES[2], REGIMES[4]),
+}
+#: Regimes whose band also spans these others' (on top of :data:`NEW_SOURCE`'s).
+_ENVELOPE: dict[str, tuple[str, ...]] = {
+    NOVEL: ("gpu_seen/uncalibrated", "gpu_unseen/uncalibrated")
 }
 
 
@@ -90,6 +107,9 @@ class IntervalTable:
         if key is None:
             return 1.0 / 1.5, 1.5
         low, high = self.q_low[key], self.q_high[key]
+        for other in _ENVELOPE.get(name, ()):
+            if other in self.q_low:
+                low, high = min(low, self.q_low[other]), max(high, self.q_high[other])
         if self.widened(name):
             low = min(low, self.q_low[NEW_SOURCE])
             high = max(high, self.q_high[NEW_SOURCE])
@@ -99,11 +119,12 @@ class IntervalTable:
         """Whether :meth:`ratios` of regime ``name`` reaches past the regime's own band to the
         :data:`NEW_SOURCE` one (uncalibrated regimes, where the table has that row)."""
         key = self.resolved(name)
-        if key is None or not name.endswith("/uncalibrated") or NEW_SOURCE not in self.q_low:
+        if key is None or name not in UNCALIBRATED or NEW_SOURCE not in self.q_low:
             return False
-        return (
-            self.q_low[NEW_SOURCE] < self.q_low[key] or self.q_high[NEW_SOURCE] > self.q_high[key]
-        )
+        keys = [key, *(k for k in _ENVELOPE.get(name, ()) if k in self.q_low)]
+        return self.q_low[NEW_SOURCE] < min(self.q_low[k] for k in keys) or self.q_high[
+            NEW_SOURCE
+        ] > max(self.q_high[k] for k in keys)
 
     def __bool__(self) -> bool:
         return bool(self.q_low)

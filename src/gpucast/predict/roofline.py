@@ -49,7 +49,7 @@ from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.prediction import Estimate
 from gpucast.domain.profile import WorkloadProfile
-from gpucast.predict.intervals import NEW_SOURCE, IntervalTable
+from gpucast.predict.intervals import NEW_SOURCE, NOVEL, IntervalTable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -136,6 +136,10 @@ class RooflineEfficiency:
     #: priors leave it out, a fitted set carries it
     step_overhead_s: float = 0.0
     gpu_factors: Mapping[str, float] = field(default_factory=dict)
+    #: workloads (built-in names) the fit has rows of: an uncalibrated prediction of one of
+    #: them states the ``gpu_seen/measured_elsewhere`` band on a GPU with data, of any other
+    #: on a GPU without data the ``gpu_unseen/novel_workload`` envelope
+    measured_workloads: frozenset[str] = frozenset()
     intervals: IntervalTable = field(default_factory=IntervalTable)
     stack: str = "pytorch"
     source: str = "priors (module docstring of gpucast.predict.roofline)"
@@ -279,8 +283,8 @@ def predict_step_time(
     terms = _terms(workload, device, precision, eff)
     scale, regime, notes = 1.0, "", []
     if calibration is None:
-        regime = (
-            "gpu_seen/uncalibrated" if gpu.name in eff.gpu_factors else ("gpu_unseen/uncalibrated")
+        regime = uncalibrated_regime(
+            gpu.name in eff.gpu_factors, workload.name in eff.measured_workloads
         )
         notes.append(
             f"{'fitted' if eff.fitted else 'uncalibrated'} roofline from {gpu.name} specs"
@@ -335,6 +339,14 @@ def _percentiles(level: float) -> str:
     if abs(level - 0.9) < 1e-9:
         return "10th-90th percentiles"
     return f"{low}th-{high}th percentiles, the band that covered 80% of held-out groups"
+
+
+def uncalibrated_regime(gpu_seen: bool, workload_seen: bool) -> str:
+    """The interval regime of a prediction no measurement of its workload calibrates: by
+    whether the fit has the GPU type and the workload (its built-in name)."""
+    if gpu_seen:
+        return "gpu_seen/measured_elsewhere" if workload_seen else "gpu_seen/uncalibrated"
+    return "gpu_unseen/uncalibrated" if workload_seen else NOVEL
 
 
 def _interval(

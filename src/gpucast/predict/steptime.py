@@ -74,11 +74,16 @@ from gpucast.predict.base import Estimator, register
 from gpucast.predict.collective import NETWORK_KINDS, RDMA, TCP_DEFAULT, CollectiveConstants
 from gpucast.predict.intervals import (
     NEW_SOURCE,
+    UNCALIBRATED,
     IntervalTable,
     calibrated_level,
     held_out_bands,
 )
-from gpucast.predict.roofline import RooflineEfficiency, conv_weighted_flops
+from gpucast.predict.roofline import (
+    RooflineEfficiency,
+    conv_weighted_flops,
+    uncalibrated_regime,
+)
 
 if TYPE_CHECKING:  # pandas loads where a frame is built (fits), not to predict
     import pandas as pd
@@ -205,6 +210,8 @@ class StepTimeModel(Estimator):
         self.traffic_: dict[str, float] = {}
         self.gpu_factor_: dict[str, float] = {}
         self.workload_factor_: dict[str, float] = {}
+        #: the workloads (built-in names, ``workload`` column) the fit has rows of
+        self.workloads_: frozenset[str] = frozenset()
         self.borrowed_: dict[str, str] = {}
         #: fixed seconds of one evaluation inside a timed run (0: no row had evaluations)
         self.eval_latency_s_: float = 0.0
@@ -303,6 +310,7 @@ class StepTimeModel(Estimator):
         }
         self.gpu_factor_ = {g: math.exp(theta[i]) for g, i in layout.gpu_index.items()}
         self.workload_factor_ = {k: math.exp(theta[i]) for k, i in layout.work_index.items()}
+        self.workloads_ = _workload_names(frame)
         self.borrowed_ = {}
         for cls_ in PRECISION_CLASS.values():
             if cls_ not in self.eta_compute_:
@@ -360,6 +368,7 @@ class StepTimeModel(Estimator):
             kernel_overhead_s=self.overhead_s_[stack],
             step_overhead_s=self.step_s_[stack],
             gpu_factors=dict(self.gpu_factor_),
+            measured_workloads=self.workloads_,
             intervals=self.intervals_,
             stack=stack,
             source=f"step-time model fitted on {self.fitted_on_ or 'published data'}"
@@ -431,6 +440,7 @@ class StepTimeModel(Estimator):
             "traffic": dict(self.traffic_),
             "gpu_factor": dict(self.gpu_factor_),
             "workload_factor": dict(self.workload_factor_),
+            "workloads": sorted(self.workloads_),
             "borrowed": dict(self.borrowed_),
             "eval_latency_s": self.eval_latency_s_,
             "intervals": self.intervals_.to_dict(),
@@ -456,6 +466,7 @@ class StepTimeModel(Estimator):
             model.traffic_ = {str(k): float(v) for k, v in state["traffic"].items()}
             model.gpu_factor_ = {str(k): float(v) for k, v in state["gpu_factor"].items()}
             model.workload_factor_ = {str(k): float(v) for k, v in state["workload_factor"].items()}
+            model.workloads_ = frozenset(str(w) for w in state.get("workloads", ()))
             model.borrowed_ = {str(k): str(v) for k, v in state.get("borrowed", {}).items()}
             model.eval_latency_s_ = float(state.get("eval_latency_s", 0.0))
             model.intervals_ = IntervalTable.from_dict(state.get("intervals", {}))
@@ -487,6 +498,13 @@ class StepTimeModel(Estimator):
 
 
 # -- internals ----------------------------------------------------------------------------
+def _workload_names(frame: pd.DataFrame) -> frozenset[str]:
+    """The built-in workload names of ``frame``'s rows (``workload``; none without it)."""
+    if "workload" not in frame.columns:
+        return frozenset()
+    return frozenset(str(w) for w in frame["workload"].dropna().unique())
+
+
 def _conv_flops(frame: pd.DataFrame) -> FloatArray:
     """The optional ``conv_flops`` column (0 without it), checked against ``matmul_flops``."""
     if "conv_flops" not in frame.columns:
@@ -701,7 +719,9 @@ def cross_validated_residuals(
     * ``gpu_seen/uncalibrated`` -- leave one (source, workload) out: the GPU factors apply,
       the workload is new;
     * ``gpu_seen/calibrated`` -- leave one (GPU, workload) pair out: both factors come from
-      the other rows (the workload measured on other GPUs, the GPU seen with other work).
+      the other rows (the workload measured on other GPUs, the GPU seen with other work);
+    * ``gpu_seen/measured_elsewhere`` -- the same fold predicted with workload factor 1: a
+      workload the data has, on a GPU type it has, without a measurement of the user's own.
 
     Returns one row per (observation, regime): the frame's ``source``, ``gpu``,
     ``workload_key`` (and ``group`` when present), ``regime``, ``held_out`` and ``residual``.
@@ -741,6 +761,14 @@ def cross_validated_residuals(
             part["held_out"] = value
             part["residual"] = _log_residuals(model, test, calibrated=calibrated)
             out.append(part)
+            if name == "gpu_seen/calibrated":  # the same fold without the workload's factor
+                known = test[_scale_known(test)]
+                if len(known):
+                    part = known[keep].copy()
+                    part["regime"] = "gpu_seen/measured_elsewhere"
+                    part["held_out"] = value
+                    part["residual"] = _log_residuals(model, known, calibrated=False)
+                    out.append(part)
     out.extend(_same_gpu_residuals(frame, pair, keep, make_model))
     if not out:
         raise InvalidInputError("no fold could be fitted", fix="give more than one group")
@@ -756,8 +784,8 @@ def source_held_out(
     the model and its interval table are fitted on the other sources alone
     (:func:`cross_validated_residuals` on them, :func:`interval_table`), then each of the
     source's rows is predicted uncalibrated (no factor of its workload) and judged against
-    the 80% interval the product would state -- the ``gpu_seen`` or ``gpu_unseen``
-    uncalibrated band, by whether another source measured the row's GPU. A stack or
+    the 80% interval the product would state -- the uncalibrated band of its regime, by
+    whether another source measured the row's GPU type and its workload. A stack or
     precision class only this source has is borrowed (:attr:`StepTimeModel.borrowed_`).
     Rows whose source does not give an absolute scale (``samples_known`` false) are left
     out. One row per predicted observation: the frame's ``source``, ``gpu``,
@@ -783,14 +811,18 @@ def source_held_out(
         table = interval_table(cross_validated_residuals(train, make_model=make_model))
         residual = _log_residuals(make_model().fit(train), test, calibrated=False)
         seen = test["gpu"].isin(set(train["gpu"])).to_numpy()
-        regime = np.where(seen, "gpu_seen/uncalibrated", "gpu_unseen/uncalibrated")
-        low, high = np.log(
-            np.where(
-                seen[:, None],
-                table.ratios("gpu_seen/uncalibrated"),
-                table.ratios("gpu_unseen/uncalibrated"),
-            )
-        ).T
+        known = _workload_names(train)
+        measured = (
+            test["workload"].astype(str).isin(known).to_numpy()
+            if "workload" in test.columns
+            else np.zeros(len(test), dtype=bool)
+        )
+        regime = np.array(
+            [uncalibrated_regime(g, w) for g, w in zip(seen, measured, strict=True)], dtype=object
+        )
+        bands = {r: np.log(table.ratios(r)) for r in set(regime)}
+        low = np.array([bands[r][0] for r in regime], dtype=np.float64)
+        high = np.array([bands[r][1] for r in regime], dtype=np.float64)
         keep = [c for c in ("source", "gpu", "workload_key", "stack") if c in test.columns]
         part = test[keep].copy()
         part["regime"] = regime
@@ -827,9 +859,7 @@ def _widened_limits(
     nan = (math.nan, math.nan)
     own = np.array([bands.get(str(s), nan) for s in rows["source"]], dtype=np.float64)
     own = own.reshape(len(rows), 2)
-    widen = rows["regime"].astype(str).str.endswith("/uncalibrated").to_numpy() & ~np.isnan(
-        own[:, 0]
-    )
+    widen = rows["regime"].astype(str).isin(UNCALIBRATED).to_numpy() & ~np.isnan(own[:, 0])
     return (
         np.where(widen, np.fmin(low, own[:, 0]), low),
         np.where(widen, np.fmax(high, own[:, 1]), high),
