@@ -232,3 +232,21 @@ def test_band_runs_the_edges_of_the_iteration_time_band() -> None:
     )
     with pytest.raises(InvalidSpecError, match="factor"):
         one.scaled(0.0)
+
+
+def test_plan_band_resimulates_the_pick_at_the_edges(small_plan) -> None:
+    """--band: the same plan (the same pick), plus the pick at the engine's band edges: the
+    slow edge's SLO percentiles are no better than the fast edge's, and the JSON says both."""
+    banded = gpucast.plan_llm_serve(
+        model="llama-3-8b", rate=3, duration_s=30, gpu=["H100-SXM", "A100-80GB", "L4"],
+        slo_ttft_ms=1000, slo_tpot_ms=80, max_replicas=8, tp=[1, 2], band=True,
+    )  # fmt: skip
+    assert small_plan.plan.best_band is None and "best_band_80" not in small_plan.to_dict()
+    assert banded.plan.best == small_plan.plan.best
+    low, high, fast, slow = banded.plan.best_band
+    assert low < 1.0 < high
+    assert fast.ttft_s <= banded.plan.best.ttft_s <= slow.ttft_s
+    assert fast.tpot_s <= banded.plan.best.tpot_s <= slow.tpot_s
+    band = banded.to_dict()["best_band_80"]
+    assert band["iteration_factor"] == [low, high]
+    assert band["meets_slo"] == [fast.meets_slo, slow.meets_slo]

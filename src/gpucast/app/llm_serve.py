@@ -301,7 +301,7 @@ def llm_validation(engine: str, gpu: str, precision: str, tp: int) -> dict[str, 
         ).text(),
         "iteration times, 80% band": f"x{low:.2f}-{high:.2f} of the engine's batch latency "
         f"({band.note}); the TTFT and TPOT percentiles are at the central iteration times "
-        "(simulate serve --band runs the edges too)",
+        "(--band simulates the edges too)",
         "token-level simulator": validation_for("llm-serve", [gpu], precision, tp).text(),
     }
 
@@ -500,6 +500,11 @@ class PlanLlmServeRequest:
     max_batched_tokens: int | None = option(None, help="Tokens per iteration.", example="4096")
     budget_usd_per_hour: float | None = option(None, help="Cost cap, US$/h.", example="50")
     seed: int = option(0, help="Same seed, same plan.", example="0")
+    band: bool = option(
+        False,
+        help="Re-simulate the pick at the edges of the engine's 80% iteration-time band: "
+        "whether it still meets the SLOs when the engine runs slower than predicted.",
+    )
 
     def __post_init__(self) -> None:
         from gpucast.inputs.serving import check_arrival_kind
@@ -585,6 +590,7 @@ class PlanLlmServeResult:
             "assumptions": dict(self.assumptions),
             "warnings": list(self.warnings),
             "validation": dict(self.validation),
+            **({} if plan.best_band is None else {"best_band_80": plan.band_dict()}),
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -598,6 +604,13 @@ class PlanLlmServeResult:
             row["recommended"] = i == self.plan.recommended
             rows.append(row)
         return pd.DataFrame(rows)
+
+
+def _band_of(engine: Any) -> Any:
+    """GPU -> ``engine``'s 80% iteration-time factors (:func:`gpucast.app.infer.infer_band`)."""
+    from gpucast.app.infer import infer_band
+
+    return lambda gpu: infer_band(engine, gpu).latency
 
 
 def plan_llm_serve(
@@ -651,7 +664,7 @@ def plan_llm_serve(
         percentile=request.slo_percentile, tps=request.tps, max_replicas=request.max_replicas,
         disaggregation=not request.no_disaggregation,
         budget_usd_per_hour=request.budget_usd_per_hour, precision=request.precision,
-        kv_precision=request.kv_precision,
+        kv_precision=request.kv_precision, band_of=_band_of(engine) if request.band else None,
     )  # fmt: skip
     best = plan.best
     validation = (

@@ -263,6 +263,20 @@ def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
     )
     if plan.recommended is None:
         console.print("[yellow]no deployment meets the SLOs within the limits[/yellow]")
+    band = plan.band_dict()
+    if band is not None:
+        low, high = band["iteration_factor"]
+        t_fast, t_slow = band["ttft_s"]
+        p_fast, p_slow = band["tpot_s"]
+        still = band["meets_slo"][1]
+        console.print(
+            f"  the pick with iterations x{low:.2f} .. x{high:.2f} (the engine's 80% band): "
+            f"TTFT {t_fast * 1e3:.0f} .. {t_slow * 1e3:.0f} ms, TPOT {p_fast * 1e3:.1f} .. "
+            f"{p_slow * 1e3:.1f} ms at the SLO percentile; "
+            + ("still meets the SLOs at the slow edge" if still else
+               "[yellow]misses the SLOs at the slow edge[/yellow]"),
+            highlight=False,
+        )  # fmt: skip
     for reason in plan.infeasible[:8]:
         console.print(f"[dim]  not simulated: {escape(reason)}[/dim]", highlight=False)
     for key, value in result.assumptions.items():

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -100,6 +101,24 @@ class LlmServePlan:
     recommended: int | None
     infeasible: tuple[str, ...]
     simulated: int
+    #: with ``band_of``: (lower factor, upper factor, the pick simulated with every iteration
+    #: at the lower factor, at the upper)
+    best_band: tuple[float, float, LlmServeCandidate, LlmServeCandidate] | None = None
+
+    def band_dict(self) -> dict[str, Any] | None:
+        """The pick at the edges of its iteration-time band: SLO percentiles, attainment and
+        whether it still meets the SLOs (fast edge, slow edge)."""
+        if self.best_band is None:
+            return None
+        low, high, fast, slow = self.best_band
+        return {
+            "iteration_factor": [low, high],
+            "ttft_s": [fast.ttft_s, slow.ttft_s],
+            "tpot_s": [fast.tpot_s, slow.tpot_s],
+            "ttft_attainment": [slow.ttft_attainment, fast.ttft_attainment],
+            "tpot_attainment": [slow.tpot_attainment, fast.tpot_attainment],
+            "meets_slo": [fast.meets_slo, slow.meets_slo],
+        }
 
     @property
     def best(self) -> LlmServeCandidate | None:
@@ -266,8 +285,11 @@ def plan_llm_serving(
     budget_usd_per_hour: float | None = None,
     precision: str | None = None,
     kv_precision: str | None = None,
+    band_of: Callable[[GpuSpec], tuple[float, float]] | None = None,
 ) -> LlmServePlan:
-    """Every GPU choice x tensor-parallel degree x replica count searched (module docstring)."""
+    """Every GPU choice x tensor-parallel degree x replica count searched (module docstring).
+    ``band_of`` (a GPU -> the engine's 80% iteration-time factors) re-simulates the pick at
+    both edges (:attr:`LlmServePlan.best_band`)."""
     if slo_ttft_s is None and slo_tpot_s is None:
         raise InvalidSpecError("slo", "is required", fix="give --slo-ttft-ms and/or --slo-tpot-ms")
     if requests.count == 0:
@@ -292,6 +314,7 @@ def plan_llm_serving(
     by_gpu: dict[str, list[GpuChoice]] = {}
     for c in choices:
         by_gpu.setdefault(c.gpu.name, []).append(c)
+    built: dict[tuple[str, int], tuple[GpuChoice, IterationCost]] = {}
     pairs = []
     for name in sorted(by_gpu):
         for tp in tps:
@@ -318,6 +341,7 @@ def plan_llm_serving(
             )
             continue
         fitting += 1
+        built[(choice.gpu.name, tp)] = (choice, cost)
         alone = cost.iteration_s(p_in, 1, p_in, 0.5 * p_in * p_in, cost.passes(p_in))
         step = cost.iteration_s(1, 1, med_in + med_out / 2, med_in + med_out / 2)
         if fastest_prefill is None or alone < fastest_prefill[0]:
@@ -376,12 +400,24 @@ def plan_llm_serving(
     front = tuple(sorted(int(i) for i in nondominated(points))) if len(ranked) else ()
     ok = [i for i, r in enumerate(ranked) if r.meets_slo and r.within_budget]
     pick = min(ok, key=lambda i: (ranked[i].cost_usd_per_hour, ranked[i].ttft_s)) if ok else None
+    best_band = None
+    if band_of is not None and pick is not None:
+        row = ranked[pick]
+        choice, cost = built[(row.gpu, row.tp)]
+        f_low, f_high = band_of(choice.gpu)
+        split = None if row.mode == "colocated" else (row.prefill_instances, row.decode_instances)
+        edges = [
+            _evaluate(s, choice, row.tp, cost.scaled(f), replicas=row.replicas or 1, split=split)[0]
+            for f in (f_low, f_high)
+        ]
+        best_band = (f_low, f_high, edges[0], edges[1])
     return LlmServePlan(
         candidates=ranked,
         pareto=front,
         recommended=pick,
         infeasible=tuple(infeasible),
         simulated=len(rows),
+        best_band=best_band,
     )
 
 
