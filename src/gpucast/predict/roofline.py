@@ -365,6 +365,11 @@ def _interval(
             n = eff.intervals.n.get(used, 0)
             mape = eff.intervals.mape_pct.get(used, math.nan)
             borrowed = "" if used == regime else f", borrowed from {used}"
+            if regime == NOVEL:
+                borrowed = (
+                    f", the wider of {used} and gpu_unseen/uncalibrated: no held-out fold is "
+                    "both a new GPU type and a new workload"
+                )
             note = (
                 f"80% interval from {n} cross-validated predictions in regime {regime}"
                 f"{borrowed} (their {_percentiles(eff.intervals.level.get(used, 0.9))}; "
