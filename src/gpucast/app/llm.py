@@ -108,6 +108,11 @@ class PredictLlmTrainResult:
     validation: Validation
     assumptions: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def interval_note(self) -> str | None:
+        """What the best layout's 80% step-time interval rests on (its regime's note)."""
+        return next((n for n in self.best.step_time.notes if n.startswith("80% interval")), None)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "best": self.best.to_dict(),

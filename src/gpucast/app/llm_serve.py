@@ -30,8 +30,13 @@ from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision
 from gpucast.domain.options import lower_list, option
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pandas as pd
 
+    from gpucast.domain.catalog import GpuSpec
+    from gpucast.domain.llm_infer import EngineProfile
+    from gpucast.domain.llm_serving import IterationCost
     from gpucast.plan.llm_serve import LlmServePlan
     from gpucast.simulate.llm_serving import LlmServingResult
 
@@ -230,6 +235,18 @@ class SimulateLlmServeResult:
         out["tokens_per_s"] = [b["tokens_per_s"], a["tokens_per_s"]]
         return out
 
+    def band_text(self) -> str | None:
+        """``--band`` in one line: TTFT and TPOT p50 / p99 at the fast and slow edges (ms)."""
+        band = self.band_dict()
+        if band is None:
+            return None
+        low, high = band["iteration_factor"]
+        edges = "  ".join(
+            f"{label} p50 [{_ms_pair(band[key]['p50'])}] p99 [{_ms_pair(band[key]['p99'])}]"
+            for label, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"))
+        )
+        return f"80% band (iterations x{low:.2f} .. x{high:.2f}): {edges} ms"
+
     def to_dict(self) -> dict[str, Any]:
         """``simulate serve --json`` for a language model: the fields of the CNN result
         (requests, latency_s, throughput_rps, slo_*, cost_*, mean_batch_size, models,
@@ -390,7 +407,7 @@ def simulate_llm_serve(
         "price": model.price_per_gpu.source,
     }
 
-    def run(cost: Any) -> Any:
+    def run(cost: IterationCost) -> LlmServingResult:
         return simulate_llm_serving(
             reqs, cost, scheduler, max_context=spec.max_context,
             replicas=1 if disagg else request.replicas, disaggregation=disagg,
@@ -593,6 +610,23 @@ class PlanLlmServeResult:
             **({} if plan.best_band is None else {"best_band_80": plan.band_dict()}),
         }
 
+    def band_text(self) -> str | None:
+        """``--band`` in one line: the pick's SLO percentiles at the band's edges and whether
+        it still meets the SLOs at the slow one."""
+        band = self.plan.band_dict()
+        if band is None:
+            return None
+        low, high = band["iteration_factor"]
+        (t_fast, t_slow), (p_fast, p_slow) = band["ttft_s"], band["tpot_s"]
+        still = band["meets_slo"][1]
+        return (
+            f"the pick with iterations x{low:.2f} .. x{high:.2f} (the engine's 80% band): TTFT "
+            f"{t_fast * 1e3:.0f} .. {t_slow * 1e3:.0f} ms, TPOT {p_fast * 1e3:.1f} .. "
+            f"{p_slow * 1e3:.1f} ms at the SLO percentile; "
+            + ("still meets" if still else "misses")
+            + " the SLOs at the slow edge"
+        )
+
     def to_frame(self) -> pd.DataFrame:
         import pandas as pd
 
@@ -606,11 +640,15 @@ class PlanLlmServeResult:
         return pd.DataFrame(rows)
 
 
-def _band_of(engine: Any) -> Any:
+def _band_of(engine: EngineProfile) -> Callable[[GpuSpec], tuple[float, float]]:
     """GPU -> ``engine``'s 80% iteration-time factors (:func:`gpucast.app.infer.infer_band`)."""
     from gpucast.app.infer import infer_band
 
     return lambda gpu: infer_band(engine, gpu).latency
+
+
+def _ms_pair(values: list[float | None]) -> str:
+    return ", ".join("-" if v is None or v != v else f"{v * 1e3:.1f}" for v in values)
 
 
 def plan_llm_serve(

@@ -121,10 +121,6 @@ def _ms(summary: dict[str, float], key: str) -> str:
     return "-" if value is None or value != value else f"{value * 1e3:.1f}"
 
 
-def _ms_pair(values: list[float]) -> str:
-    return ", ".join("-" if v is None or v != v else f"{v * 1e3:.1f}" for v in values)
-
-
 def _run_simulate(request: SimulateLlmServeRequest, cli: Mapping[str, Any]) -> None:
     from gpucast.app import simulate_llm_serve
 
@@ -164,16 +160,8 @@ def print_llm_serving(result: SimulateLlmServeResult) -> None:
             f"  {label:<8} p50 {_ms(s, 'p50')} ms  p90 {_ms(s, 'p90')} ms  p99 {_ms(s, 'p99')} ms",
             highlight=False,
         )
-    band = out.get("band_80")
-    if band is not None:
-        low, high = band["iteration_factor"]
-        edges = "  ".join(
-            f"{label} p50 [{_ms_pair(band[key]['p50'])}] p99 [{_ms_pair(band[key]['p99'])}]"
-            for label, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"))
-        )
-        console.print(
-            f"  80% band (iterations x{low:.2f} .. x{high:.2f}): {edges} ms", highlight=False
-        )
+    if (band := result.band_text()) is not None:
+        console.print(f"  {band}", highlight=False)
     console.print(
         f"  throughput {out['throughput_rps']:.2f} req/s, {out['tokens_per_s']:.0f} output "
         f"tokens/s ({out['total_tokens_per_s']:.0f} with prompts)",
@@ -263,20 +251,8 @@ def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
     )
     if plan.recommended is None:
         console.print("[yellow]no deployment meets the SLOs within the limits[/yellow]")
-    band = plan.band_dict()
-    if band is not None:
-        low, high = band["iteration_factor"]
-        t_fast, t_slow = band["ttft_s"]
-        p_fast, p_slow = band["tpot_s"]
-        still = band["meets_slo"][1]
-        console.print(
-            f"  the pick with iterations x{low:.2f} .. x{high:.2f} (the engine's 80% band): "
-            f"TTFT {t_fast * 1e3:.0f} .. {t_slow * 1e3:.0f} ms, TPOT {p_fast * 1e3:.1f} .. "
-            f"{p_slow * 1e3:.1f} ms at the SLO percentile; "
-            + ("still meets the SLOs at the slow edge" if still else
-               "[yellow]misses the SLOs at the slow edge[/yellow]"),
-            highlight=False,
-        )  # fmt: skip
+    if (band := result.band_text()) is not None:
+        console.print(f"  {band}", highlight=False)
     for reason in plan.infeasible[:8]:
         console.print(f"[dim]  not simulated: {escape(reason)}[/dim]", highlight=False)
     for key, value in result.assumptions.items():

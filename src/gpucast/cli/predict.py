@@ -205,9 +205,8 @@ def llm_train(
     console.print(
         f"  {result.layouts_tried} layouts tried; {result.step_time_model}", highlight=False
     )
-    for note in result.best.step_time.notes:
-        if note.startswith("80% interval"):
-            console.print(f"  {note}", highlight=False)
+    if result.interval_note:
+        console.print(f"  {result.interval_note}", highlight=False)
     console.print(f"  validated: {result.validation.text()}", highlight=False)
     for name, value in result.assumptions.items():
         console.print(f"  assumption {name}: {value}", highlight=False)
