@@ -16,9 +16,14 @@ the global batch; ``catalog/data/convergence.csv``): every submission is assumed
 like the reference runs at its batch.
 
 The raw model ignores the submitters' software (HugeCTR hybrid embeddings, FP16 tables, fused
-kernels), so one calibration factor (the geometric mean of measured / raw predicted time) is
-fitted on the other systems and applied to the held-out one (leave one system out). Reported:
-per-system error and the median / max |error|; target (issue #17): within 20%.
+kernels), so one calibration factor (the median of measured / raw predicted time over the
+other systems) is fitted and applied to the held-out one (leave one system out); the median,
+not the geometric mean, because one system (4 x H100-PCIe, 5x slower than the bandwidths say)
+would otherwise move every other system's factor by +11%. Reported: per-system error with no
+factor, with the geometric-mean factor and with the median one, and the median / max |error|;
+target (issue #17): within 20%. On more GPUs than a table has 16-wide column shards the
+planner's grid plan (column shards split row-wise, as TorchRec's grid sharding and HugeCTR's
+planner spread a hot table) is what the 64- and 128-GPU systems get.
 
 Run: ``python benchmarks/dlrm_mlperf.py [--data-dir ../shared/data]`` (a few seconds).
 """
@@ -62,14 +67,10 @@ def _hardware(gpu_name: str, per_node: int, gpus: int) -> emb.ShardingHardware:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
-    args = parser.parse_args(argv)
-    path = args.data_dir / "mlperf_training_v4.0" / "training_v4.0.csv"
-    if not path.is_file():
-        print(f"no {path}", file=sys.stderr)
-        return 2
+def predict_systems(path: Path) -> pd.DataFrame:
+    """One row per MLPerf DLRM-DCNv2 system: the fastest plan, its step, the predicted time to
+    train with no calibration (``raw_min``, ``raw_error``), with the geometric mean of the
+    other systems' ratios (``geo_error``) and with their median (``factor``, ``error``)."""
     systems = mlperf_systems(read_mlperf_runs(path))
     systems = systems[(systems.benchmark == "dlrm_dcnv2") & (systems.gpu != "")].copy()
     base = rec_model("dlrm-dcnv2")
@@ -101,23 +102,39 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
     table = pd.DataFrame(rows)
-    held = held_out_scale(table.raw_min, table.measured_min)
+    table["raw_error"] = table.raw_min / table.measured_min - 1.0
+    geo = held_out_scale(table.raw_min, table.measured_min)
+    table["geo_error"] = table.raw_min * geo / table.measured_min - 1.0
+    held = held_out_scale(table.raw_min, table.measured_min, median=True)
     table["factor"] = held
     table["predicted_min"] = table.raw_min * held
     table["error"] = table.predicted_min / table.measured_min - 1.0
-    pd.set_option("display.width", 200)
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
+    args = parser.parse_args(argv)
+    path = args.data_dir / "mlperf_training_v4.0" / "training_v4.0.csv"
+    if not path.is_file():
+        print(f"no {path}", file=sys.stderr)
+        return 2
+    table = predict_systems(path)
+    pd.set_option("display.width", 220)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-    err = table.error.abs()
-    within = float((err <= TARGET).mean())
-    print(
-        f"\nleave-one-system-out |error|: median {err.median():.1%}, max {err.max():.1%}; "
-        f"{within:.0%} of {len(table)} systems within {TARGET:.0%}"
-    )
-    sxm = table[~table.gpus.str.contains("PCIe")]
-    print(
-        f"without the H100-PCIe system: median {sxm.error.abs().median():.1%}, "
-        f"max {sxm.error.abs().max():.1%}"
-    )
+    for label, col in (
+        ("no calibration", "raw_error"),
+        ("factor = geometric mean of the others", "geo_error"),
+        ("factor = median of the others (the target's figure)", "error"),
+    ):
+        err = table[col].abs()
+        sxm = table[~table.gpus.str.contains("PCIe")][col].abs()
+        print(
+            f"{label}: |error| median {err.median():.1%}, max {err.max():.1%}; "
+            f"{(err <= TARGET).sum()} of {len(table)} systems within {TARGET:.0%} "
+            f"(without the H100-PCIe system: median {sxm.median():.1%}, max {sxm.max():.1%})"
+        )
     return 0
 
 

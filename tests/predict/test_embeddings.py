@@ -131,6 +131,64 @@ def test_column_shards_are_at_least_16_wide_and_spread() -> None:
     )
 
 
+def _hot_model(batch: int = 131_072) -> RecModel:
+    """One table with a pooling factor of 100 (as MLPerf DLRM-DCNv2's) among light ones."""
+    light = tuple(
+        EmbeddingTable(name=f"t{i}", rows=1_000_000, dim=128, pooling=1.0) for i in range(6)
+    )
+    return replace(
+        _model(),
+        tables=(EmbeddingTable(name="hot", rows=40_000_000, dim=128, pooling=100.0), *light),
+        global_batch=batch,
+    )
+
+
+def test_grid_spreads_a_hot_table_past_its_column_shards() -> None:
+    model, hw = _hot_model(), _hw(gpus=64)
+    plans = dict(emb.candidate_plans(model, hw))
+    hot = next(p for p in plans["grid"] if p.table == "hot")
+    assert hot.sharding == "grid" and hot.shards == 8 and hot.row_shards > 1
+    grid = emb.evaluate_plan("grid", model, plans["grid"], hw)
+    cw = emb.evaluate_plan("column-wise", model, plans["column-wise"], hw)
+    assert grid.gather_s < cw.gather_s / 2  # the pooling-100 table's gathers over more GPUs
+    best, _ = emb.plan_embeddings(model, hw)
+    assert best.name == "grid" and best.step_time_s < cw.step_time_s
+    assert best.counts.get("grid", 0) >= 1
+
+
+def test_grid_memory_and_traffic_by_hand() -> None:
+    model = replace(_hot_model(), tables=(_hot_model().tables[0],))
+    hw = _hw(gpus=32)
+    hot = model.tables[0]
+    plan = [emb.Placement(table="hot", sharding="grid", gpu=0, shards=8, row_shards=2)]
+    cost = emb.evaluate_plan("grid", model, plan, hw)
+    full = hot.bytes + hot.rows * emb.OPTIMIZER_BYTES_PER_ROW
+    dense = 1e6 * emb.DENSE_BYTES_PER_PARAM
+    assert cost.hbm_bytes_per_gpu[:16] == pytest.approx((dense + full / 16,) * 16)
+    assert cost.hbm_bytes_per_gpu[16:] == pytest.approx((dense,) * 16)
+    gathered = model.global_batch * hot.pooling * hot.row_bytes / 16
+    expect = emb.TRAIN_TRAFFIC_FACTOR * gathered / (2000e9 * emb.GATHER_EFFICIENCY)
+    assert cost.gather_s == pytest.approx(expect)
+    # each GPU of the span sends partial sums of its 16 columns for the whole batch
+    cw = emb.evaluate_plan(
+        "cw", model, [replace(plan[0], sharding="column_wise", row_shards=1)], hw
+    )
+    assert cost.alltoall_s == pytest.approx(cw.alltoall_s)
+
+
+def test_no_grid_where_column_shards_already_cover_every_gpu() -> None:
+    assert "grid" not in dict(emb.candidate_plans(_hot_model(), _hw(gpus=8)))
+    with pytest.raises(InvalidSpecError, match="sharding"):
+        emb.plan_embeddings(_hot_model(), _hw(gpus=8), sharding="grid")
+
+
+def test_grid_plans_for_the_most_gpus_a_plan_takes() -> None:
+    hw = replace(_hw(gpus=65_536), gpus_per_node=8)
+    plans = dict(emb.candidate_plans(_hot_model(batch=1 << 22), hw))
+    hot = next(p for p in plans["grid"] if p.table == "hot")
+    assert hot.shards * hot.row_shards <= 65_536
+
+
 _SSD = SsdSpec(
     name="test-nvme", read_gbps=7.0, random_read_iops=1e6, read_latency_s=45e-6, capacity_bytes=2e12
 )

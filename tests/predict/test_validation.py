@@ -114,3 +114,15 @@ def test_held_out_scale_is_the_geometric_mean_of_the_other_rows() -> None:
     np.testing.assert_allclose(held_out_scale(predicted, measured), [0.5**0.5, 1.0, 2**0.5])
     with pytest.raises(InvalidSpecError, match="rows"):
         held_out_scale([1.0], [1.0])
+
+
+def test_held_out_median_scale_ignores_one_outlier() -> None:
+    from gpucast.predict.validation import held_out_scale
+
+    predicted = np.ones(5)
+    measured = np.array([1.0, 1.1, 0.9, 1.0, 5.0])  # one row the model cannot explain
+    median = held_out_scale(predicted, measured, median=True)
+    mean = held_out_scale(predicted, measured)
+    assert median[0] == pytest.approx(np.exp(np.median(np.log([1.1, 0.9, 1.0, 5.0]))))
+    assert median[1] < 1.01 < mean[1]  # the outlier drags the geometric mean, not the median
+    assert median[4] == pytest.approx(1.0)

@@ -35,7 +35,8 @@ DEFAULT_NETWORK_GBPS = 100.0
 #: The most GPUs a plan is priced for (per-GPU arrays are allocated).
 MAX_GPUS = 65536
 SHARDINGS = (
-    "data-parallel", "table-wise", "row-wise", "column-wise", "mixed", "tiered", "hierarchical-ps",
+    "data-parallel", "table-wise", "row-wise", "column-wise", "grid", "mixed", "tiered",
+    "hierarchical-ps",
 )  # fmt: skip
 
 

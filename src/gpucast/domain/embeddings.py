@@ -15,7 +15,13 @@ from typing import Any, Literal
 from gpucast.domain.errors import InvalidSpecError
 
 ShardingType = Literal[
-    "data_parallel", "table_wise", "row_wise", "column_wise", "row_wise_uvm", "parameter_server"
+    "data_parallel",
+    "table_wise",
+    "row_wise",
+    "column_wise",
+    "grid",
+    "row_wise_uvm",
+    "parameter_server",
 ]
 #: The built-in ``dlrm`` workload's embedding defaults (``workloads/other.py``): 26 tables of
 #: 10,000 rows, dim 64, one row summed per table and sample.
@@ -29,6 +35,7 @@ SHARDING_TYPES: tuple[ShardingType, ...] = (
     "table_wise",
     "row_wise",
     "column_wise",
+    "grid",
     "row_wise_uvm",
     "parameter_server",
 )

@@ -11,11 +11,16 @@ data_parallel   whole table       ``b pool``                  all-reduce of the 
 table_wise      whole, on one GPU ``B pool`` (on that GPU)    all-to-all of pooled rows ``B r``
 row_wise        ``1 / P``         ``B pool / P``              reduce-scatter / all-gather ``B r``
 column_wise     ``1 / s``         ``B pool / s`` (dim / s)    all-to-all ``B r / s``
+grid            ``1 / (s k)``     ``B pool / (s k)``          all-to-all ``B r / s`` (partial
+                                                              sums of the shard's columns)
 row_wise_uvm    ``c / P`` (cache) hits in HBM, misses on host as row_wise
                                   (then on SSD)
 =============== ================= =========================== =================================
 
-(``s = min(P, dim / 16)`` column shards a table, each on its own GPU.)
+(``s = min(P, dim / 16)`` column shards a table, each on its own GPU; a grid plan also splits
+each column shard of a hot table row-wise over ``k`` GPUs, TorchRec's grid sharding and what
+HugeCTR's planner does when it splits the hottest table again, so that a table with a high
+pooling factor can spread over more GPUs than it has 16-wide column shards.)
 
 Lookups are memory-bound gathers: ``TRAIN_TRAFFIC_FACTOR`` x the gathered bytes (forward read,
 backward gradient and the row-wise Adagrad update) at :data:`GATHER_EFFICIENCY` of the HBM
@@ -59,7 +64,7 @@ distinct row once, so it wins where rows repeat within a batch.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -81,6 +86,8 @@ DENSE_BYTES_PER_PARAM = 16
 HBM_USABLE_FRACTION = 0.85
 #: A column-wise shard is at least this wide.
 MIN_COLUMN_SHARD = 16
+#: The most row splits the grid plan tries (each doubles the hottest table's GPUs).
+GRID_SPLITS = 32
 #: Index bytes per lookup sent to the owning GPU (int64).
 INDEX_BYTES = 8
 #: An SSD reads whole pages: a row costs ``ceil(row bytes / page)`` random reads.
@@ -150,6 +157,9 @@ class Placement:
     #: column-wise: shards of ``dim / shards`` columns on GPUs ``gpu, gpu + 1, ...`` (mod P);
     #: None: one per GPU
     shards: int | None = None
+    #: grid: each column shard split row-wise over this many further GPUs (the table spans
+    #: ``shards x row_shards`` consecutive GPUs from ``gpu``)
+    row_shards: int = 1
     #: share of the rows in host DRAM; the rest on SSD; None: all
     dram_fraction: float | None = None
 
@@ -384,11 +394,12 @@ def evaluate_plan(
             gather[g] += lookups * t.row_bytes
             send[g] += big_b * t.row_bytes * (p - 1) / p
             send += local_b * t.pooling * INDEX_BYTES / p
-        elif pl.sharding == "column_wise":
+        elif pl.sharding in ("column_wise", "grid"):
             n = p if pl.shards is None else min(pl.shards, p)
-            on = (np.arange(n) + (pl.gpu or 0)) % p
-            hbm[on] += full / n
-            gather[on] += lookups * t.row_bytes / n
+            m = min(n * max(pl.row_shards, 1), p)  # GPUs the table spans
+            on = (np.arange(m) + (pl.gpu or 0)) % p
+            hbm[on] += full / m
+            gather[on] += lookups * t.row_bytes / m
             send[on] += big_b * t.row_bytes / n * (p - 1) / p
             send += local_b * t.pooling * INDEX_BYTES * n / p
         else:  # row_wise, row_wise_uvm
@@ -558,22 +569,56 @@ def _table_wise(
     return out
 
 
-def _column_wise(tables: Sequence[EmbeddingTable], hw: ShardingHardware) -> list[Placement]:
-    """Each table cut into ``min(P, dim / MIN_COLUMN_SHARD)`` column shards on consecutive
-    GPUs, the heaviest tables first where the gathered bytes are lowest (TorchRec's
-    column-wise and table-wise-column-wise)."""
+def _column_shards(t: EmbeddingTable, hw: ShardingHardware) -> int:
+    return max(1, min(hw.gpus, t.dim // MIN_COLUMN_SHARD))
+
+
+def _column_wise(
+    tables: Sequence[EmbeddingTable],
+    hw: ShardingHardware,
+    row_shards: Mapping[str, int] | None = None,
+) -> list[Placement]:
+    """Each table cut into ``min(P, dim / MIN_COLUMN_SHARD)`` column shards (each split
+    row-wise over ``row_shards[table]`` GPUs: a grid) on consecutive GPUs, the heaviest
+    tables first where the gathered bytes are lowest (TorchRec's column-wise and
+    table-wise-column-wise)."""
     p = hw.gpus
     load = np.zeros(p)
     out: list[Placement] = []
     for t in sorted(tables, key=lambda t: (-t.pooling * t.row_bytes, t.name)):
-        n = max(1, min(p, t.dim // MIN_COLUMN_SHARD))
-        window = np.zeros(p)
-        for j in range(n):  # load over GPUs start, start + 1, ..., start + n - 1
-            window += np.roll(load, -j)
+        n = _column_shards(t, hw)
+        k = 1 if row_shards is None else row_shards.get(t.name, 1)
+        m = min(n * k, p)
+        ring = np.concatenate(([0.0], np.cumsum(np.concatenate((load, load)))))
+        window = ring[m : m + p] - ring[:p]  # load over GPUs start, ..., start + m - 1
         start = int(np.argmin(window))
-        load[(np.arange(n) + start) % p] += t.pooling * t.row_bytes / n
-        out.append(Placement(table=t.name, sharding="column_wise", gpu=start, shards=n))
+        load[(np.arange(m) + start) % p] += t.pooling * t.row_bytes / m
+        kind: ShardingType = "grid" if k > 1 else "column_wise"
+        out.append(Placement(table=t.name, sharding=kind, gpu=start, shards=n, row_shards=k))
     return out
+
+
+def _grid(model: RecModel, hw: ShardingHardware) -> list[Placement] | None:
+    """Column-wise, then the table with the most gathered bytes per GPU of its span split
+    row-wise over twice as many GPUs, again and again while a table can still spread; the
+    fastest of these plans (None: no table can spread past its column shards)."""
+    k = {t.name: 1 for t in model.tables}
+    best: tuple[float, list[Placement]] | None = None
+    for _ in range(GRID_SPLITS):
+        spreadable = [t for t in model.tables if 2 * k[t.name] * _column_shards(t, hw) <= hw.gpus]
+        if not spreadable:
+            break
+        hot = max(
+            spreadable,
+            key=lambda t: (t.pooling * t.row_bytes / (k[t.name] * _column_shards(t, hw)), t.name),
+        )
+        k[hot.name] *= 2
+        placements = _column_wise(model.tables, hw, k)
+        cost = evaluate_plan("grid", model, placements, hw)
+        key = cost.step_time_s if cost.feasible else math.inf
+        if best is None or key < best[0]:
+            best = (key, placements)
+    return None if best is None else best[1]
 
 
 def candidate_plans(
@@ -587,6 +632,9 @@ def candidate_plans(
         ("row-wise", [Placement(table=t.name, sharding="row_wise") for t in tables]),
     ]
     plans.append(("column-wise", _column_wise(tables, hw)))
+    grid = _grid(model, hw)
+    if grid is not None:
+        plans.append(("grid", grid))
     tw = _table_wise(tables, hw, dense_bytes)
     plans.append(
         ("table-wise", tw or [Placement(table=t.name, sharding="table_wise") for t in tables])

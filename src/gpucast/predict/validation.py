@@ -111,15 +111,21 @@ def leave_one_group_out(
     return out
 
 
-def held_out_scale(predicted: npt.ArrayLike, measured: npt.ArrayLike) -> npt.NDArray[np.float64]:
+def held_out_scale(
+    predicted: npt.ArrayLike, measured: npt.ArrayLike, *, median: bool = False
+) -> npt.NDArray[np.float64]:
     """Per row, the one calibration factor a user who measured every *other* row would apply:
-    the geometric mean of ``measured / predicted`` over the other rows (leave one out)."""
+    the geometric mean of ``measured / predicted`` over the other rows (leave one out), or
+    with ``median`` their median (robust to one row the model cannot explain)."""
     log_ratio = np.log(
         np.asarray(measured, dtype=np.float64) / np.asarray(predicted, dtype=np.float64)
     )
     n = log_ratio.size
     if n < 2:
         raise InvalidSpecError("rows", "need at least 2 to hold one out", got=n)
+    if median:
+        others = [np.median(np.delete(log_ratio, i)) for i in range(n)]
+        return np.asarray(np.exp(others), dtype=np.float64)
     return np.asarray(np.exp((log_ratio.sum() - log_ratio) / (n - 1)), dtype=np.float64)
 
 
