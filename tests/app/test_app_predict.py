@@ -250,3 +250,19 @@ def test_precision_is_stated_and_auto_picks_what_practitioners_use() -> None:
     assert on_a100.step_time_s == explicit.step_time_s
     assert on_a100.precision_assumption is not None
     assert on_a100.precision_assumption.source == "--precision auto"
+
+
+def test_the_measurement_nearest_the_batch_calibrates_and_narrows_the_band(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "store.db"
+    _store_measurement(db, batch=8, step_s=0.004)
+    _store_measurement(db, batch=64, step_s=0.020)  # newer, 8x the batch
+    near_small = predict_train(workload=WORKLOAD, batch_size=8, gpu="H100", db=db)
+    near_large = predict_train(workload=WORKLOAD, batch_size=48, gpu="H100", db=db)
+    assert "store run #1" in near_small.calibration_source  # batch 8, though older
+    assert "store run #2" in near_large.calibration_source
+    # a CPU measurement transfers to the GPU: its band does not depend on the batch distance
+    assert near_small.estimate.upper / near_small.estimate.value == pytest.approx(
+        near_large.estimate.upper / near_large.estimate.value
+    )

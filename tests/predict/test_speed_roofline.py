@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from datetime import date
 
 import pytest
 
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.predict.intervals import BATCH_DISTANCE, IntervalTable, same_gpu_regime
 from gpucast.predict.roofline import (
     DeviceRoofline,
     RooflineEfficiency,
@@ -83,6 +85,40 @@ def test_calibration_same_device_reproduces_measurement() -> None:
     est = predict_step_time(RESNET, V100, "fp32", calibration=cal)
     assert est.value == pytest.approx(0.25)
     assert est.source == "measured" and est.relative_halfwidth < 0.11
+
+
+def _distance_table() -> IntervalTable:
+    """Bands that widen with the distance from the measured batch (as the data's do)."""
+    width = {"same_gpu/calibrated": 0.4, **{n: 0.1 * (i + 1) for i, (_, n) in
+             enumerate(BATCH_DISTANCE)}}  # fmt: skip
+    return IntervalTable(
+        q_low={k: -w for k, w in width.items()},
+        q_high=dict(width),
+        n=dict.fromkeys(width, 50),
+        mape_pct=dict.fromkeys(width, 10.0),
+    )
+
+
+def test_a_same_gpu_calibration_states_the_band_of_the_batch_distance() -> None:
+    from dataclasses import replace
+
+    eff = replace(RooflineEfficiency(), intervals=_distance_table())
+    cal = calibrate(RESNET, 0.25, V100, "fp32", efficiency=eff)
+    assert cal.batch_size == 64
+    widths = []
+    for batch in (64, 128, 256, 512, 4096):  # x1, x2, x4, x8, x64 of the measured batch
+        work = replace(RESNET, batch_size=batch)
+        est = predict_step_time(work, V100, "fp32", calibration=cal, efficiency=eff)
+        widths.append(est.upper / est.value)
+        assert any("at batch 64" in n for n in est.notes)
+    assert widths[0] == widths[1] == pytest.approx(math.exp(0.1))  # within 2x
+    assert widths[2:] == pytest.approx([math.exp(0.2), math.exp(0.3), math.exp(0.4)])
+    assert any("batch_far" in n for n in est.notes)
+    # a calibration whose batch is not known pools every distance
+    pooled = replace(cal, batch_size=None)
+    est = predict_step_time(RESNET, V100, "fp32", calibration=pooled, efficiency=eff)
+    assert est.upper / est.value == pytest.approx(math.exp(0.4))
+    assert same_gpu_regime(64, 32) == same_gpu_regime(64, 128) == BATCH_DISTANCE[0][1]
 
 
 def test_calibration_from_cpu_transfers_with_wider_interval() -> None:

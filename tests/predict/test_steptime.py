@@ -9,7 +9,7 @@ from steptime_factories import GPUS, TRUE, synthetic_steps
 
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
-from gpucast.predict.intervals import UNCALIBRATED, IntervalTable
+from gpucast.predict.intervals import BATCH_DISTANCE, UNCALIBRATED, IntervalTable
 from gpucast.predict.roofline import RooflineWorkload, calibrate, predict_step_time
 from gpucast.predict.steptime import (
     StepTimeModel,
@@ -89,7 +89,8 @@ def test_fit_does_not_modify_its_input_and_weights_balance_sources() -> None:
 def test_cross_validated_intervals_cover_about_80_percent() -> None:
     rows = synthetic_steps(noise=0.08, seed=3)
     residuals = cross_validated_residuals(rows)
-    assert set(residuals.regime) == {
+    by_distance = {name for _, name in BATCH_DISTANCE}
+    assert set(residuals.regime) - by_distance == {
         "same_gpu/calibrated",
         "gpu_seen/calibrated",
         "gpu_seen/uncalibrated",
@@ -97,6 +98,10 @@ def test_cross_validated_intervals_cover_about_80_percent() -> None:
         "gpu_unseen/uncalibrated",
         "gpu_seen/measured_elsewhere",
     }
+    # the same-GPU predictions again, each under how far its batch is from the measured one
+    same = residuals[residuals.regime == "same_gpu/calibrated"]
+    split = residuals[residuals.regime.isin(by_distance)]
+    assert len(split) == len(same) and len(set(split.regime)) >= 2
     # the pair fold, predicted with and without the workload's factor
     pairs = residuals[residuals.regime == "gpu_seen/calibrated"]
     elsewhere = residuals[residuals.regime == "gpu_seen/measured_elsewhere"]

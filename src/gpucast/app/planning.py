@@ -154,6 +154,7 @@ def plan_train(
             catalog,
             prefer_run=None if stored is None else stored.measurement_run,
             efficiency=efficiency.value,
+            batch=request.batch_size,  # a fixed per-worker batch: the nearest measurement
         )
         for p, f in facts_by.items()
     }

@@ -283,8 +283,9 @@ def predict_train(
     )
     efficiency = step_time_efficiency(request.software)
     calibration = store_calibration(
-        store, request.workload, request.precision, facts, catalog, efficiency=efficiency.value
-    )
+        store, request.workload, request.precision, facts, catalog,
+        efficiency=efficiency.value, batch=request.batch_size,
+    )  # fmt: skip
     estimate = predict_step_time(
         facts.roofline_workload(request.batch_size),
         spec,

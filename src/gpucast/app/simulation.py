@@ -663,7 +663,7 @@ def simulate_train(
         if work_p.facts is not None:
             calibration = store_calibration(
                 store, work_p.name, profiled_precision(prec), work_p.facts, catalog,
-                efficiency=efficiency,
+                efficiency=efficiency, batch=request.batch_size,
             )  # fmt: skip
         single.update(
             tinputs.step_times(

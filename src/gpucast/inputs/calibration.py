@@ -8,12 +8,14 @@ cross-validation earned; :mod:`gpucast.catalog.steptime`), or a model file the u
 :func:`store_calibration` finds a stored training measurement of the workload (run
 ``prefer_run`` when given, else the newest at the precision, any batch, any device) and
 calibrates the roofline with it (:func:`gpucast.predict.roofline.calibrate`): the measured
-step at its own batch against the roofline of that batch on that device. A CPU measurement is
+step at its own batch against the roofline of that batch on that device. Given the batch to
+predict, the stored measurement nearest it is used. A CPU measurement is
 calibrated against :func:`host_cpu_roofline`, the one rough peak of this machine's CPU.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -107,9 +109,12 @@ def store_calibration(
     *,
     prefer_run: int | None = None,
     efficiency: RooflineEfficiency | None = None,
+    batch: int | None = None,
 ) -> Sourced[Calibration] | None:
     """The roofline calibrated by a stored training measurement of ``workload`` (module
-    docstring); ``None`` when the store has none."""
+    docstring); with ``batch``, the measurement whose batch is nearest it (in doublings; the
+    newest of equals), since the error of a calibration grows with the distance between the
+    batches; ``None`` when the store has none."""
     if db_path is None or not Path(db_path).exists():
         return None
     from gpucast.domain.errors import UnknownGpuError
@@ -120,9 +125,15 @@ def store_calibration(
         runs = store.list_runs(kind="measurement", workload=workload, limit=50)
         if prefer_run is not None:
             runs = [store.get_run(prefer_run).summary]
+    runs = [
+        r
+        for r in runs
+        if r.precision == precision and r.median_s is not None and r.mode in (None, "train")
+    ]
+    if batch is not None and batch > 0:
+        runs.sort(key=lambda r: abs(math.log2(max(r.batch_size or batch, 1) / batch)))
     for run in runs:
-        if run.precision != precision or run.median_s is None or run.mode not in (None, "train"):
-            continue
+        assert run.median_s is not None
         try:
             device: Any = catalog.gpu(run.gpu_name or "")
         except UnknownGpuError:

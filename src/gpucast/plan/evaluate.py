@@ -553,8 +553,7 @@ def _evaluate_single(
     train_s = samples / samples_per_s + eval_s
     time_s = startup_s + train_s
     unc = params.collective_uncertainty
-    lo_ratio = gpus.lower_ratio[g]
-    hi_ratio = gpus.upper_ratio[g]
+    lo_ratio, hi_ratio = gpus.interval_ratios(g, b)
     lo_sync = (compute * lo_ratio + exposed_sync * (1.0 - unc)) / step_sync
     hi_sync = (compute * hi_ratio + exposed_sync * (1.0 + unc)) / step_sync
     ps_bound = util >= params.ps_bottleneck_utilization
@@ -814,8 +813,9 @@ def evaluate_mixed(
     time_s = startup_s + train_s
 
     unc = params.collective_uncertainty
-    lo_ratio = col_min(gpus.lower_ratio[g])  # the wider of the two GPUs' intervals
-    hi_ratio = col_max(gpus.upper_ratio[g])
+    lo_parts, hi_parts = gpus.interval_ratios(g, top)
+    lo_ratio = col_min(lo_parts)  # the wider of the two GPUs' intervals
+    hi_ratio = col_max(hi_parts)
     ps_bound = util >= params.ps_bottleneck_utilization
     comm_unc = np.where(strat == DDP, unc, 0.0)
     lo_sync = (compute * lo_ratio + exposed_sync * (1.0 - comm_unc)) / step_sync

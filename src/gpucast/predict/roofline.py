@@ -49,7 +49,14 @@ from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.prediction import Estimate
 from gpucast.domain.profile import WorkloadProfile
-from gpucast.predict.intervals import NEW_SOURCE, NOVEL, IntervalTable
+from gpucast.predict.intervals import (
+    BATCH_DISTANCE,
+    NEW_SOURCE,
+    NOVEL,
+    SAME_GPU,
+    IntervalTable,
+    same_gpu_regime,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -223,6 +230,9 @@ class Calibration:
     device: str
     device_kind: str
     measured_step_time_s: float
+    #: the batch the measurement ran at (None: not known; the interval then pools every
+    #: distance from it, :data:`~gpucast.predict.intervals.SAME_GPU`)
+    batch_size: int | None = None
 
     def __post_init__(self) -> None:
         _positive("scale", self.scale)
@@ -266,6 +276,7 @@ def calibrate(
         device=dev.name,
         device_kind=dev.kind,
         measured_step_time_s=measured_step_time_s,
+        batch_size=workload.batch_size,
     )
 
 
@@ -294,13 +305,14 @@ def predict_step_time(
     else:
         scale = calibration.scale
         if calibration.device == gpu.name:
-            regime = "same_gpu/calibrated"
+            regime = same_gpu_regime(calibration.batch_size, workload.batch_size)
         elif calibration.device_kind == "gpu":
             regime = (
                 "gpu_seen/calibrated" if gpu.name in eff.gpu_factors else ("gpu_unseen/calibrated")
             )
+        at = "" if calibration.batch_size is None else f" at batch {calibration.batch_size}"
         notes.append(
-            f"calibrated by a measurement on {calibration.device} "
+            f"calibrated by a measurement on {calibration.device}{at} "
             f"({calibration.measured_step_time_s:.4g} s/step, scale x{scale:.3g})"
         )
     if gpu.clock_share < 1.0:
@@ -333,6 +345,26 @@ def predict_step_time(
 _PRIOR_HALFWIDTH = {"same": 0.10, "gpu": 0.25, "cpu": 0.40, "none": 0.50}
 
 
+def same_gpu_bands(
+    eff: RooflineEfficiency, calibration: Calibration
+) -> tuple[tuple[float, float], ...]:
+    """(lower, upper) ratios of a prediction calibrated on its own GPU, one per
+    :data:`~gpucast.predict.intervals.BATCH_DISTANCE` bucket (for callers that price many
+    batches at once, as the planner does)."""
+    return tuple(_interval(eff, name, calibration)[:2] for _, name in BATCH_DISTANCE)
+
+
+def _distance_words(regime: str) -> str:
+    """``regime``'s batch distance in words (empty for other regimes)."""
+    limits = [(limit, name) for limit, name in BATCH_DISTANCE]
+    for i, (limit, name) in enumerate(limits):
+        if regime == name:
+            if math.isinf(limit):
+                return f" (a batch more than {2 ** int(limits[i - 1][0])}x from the measured one)"
+            return f" (a batch within {2 ** int(limit)}x of the measured one)"
+    return ""
+
+
 def _percentiles(level: float) -> str:
     """How an interval at upper quantile ``level`` was made, in words."""
     low, high = f"{100 * (1 - level):.3g}", f"{100 * level:.3g}"
@@ -354,7 +386,7 @@ def _interval(
 ) -> tuple[float, float, str, str]:
     """(lower ratio, upper ratio, Estimate.source, a note saying what the interval rests on)."""
     source = "catalog"
-    if regime == "same_gpu/calibrated":
+    if regime.startswith(SAME_GPU):
         source = "measured"
     elif regime.startswith("gpu_seen"):
         source = "fitted"
@@ -372,7 +404,8 @@ def _interval(
                 )
             note = (
                 f"80% interval from {n} cross-validated predictions in regime {regime}"
-                f"{borrowed} (their {_percentiles(eff.intervals.level.get(used, 0.9))}; "
+                f"{_distance_words(regime)}{borrowed} "
+                f"(their {_percentiles(eff.intervals.level.get(used, 0.9))}; "
                 f"their MAPE {mape:.1f}%)"
             )
             if eff.intervals.widened(regime):
@@ -390,7 +423,7 @@ def _interval(
     elif calibration.device_kind != "gpu":
         kind = "cpu"
     else:
-        kind = "same" if regime == "same_gpu/calibrated" else "gpu"
+        kind = "same" if regime.startswith(SAME_GPU) else "gpu"
     h = _PRIOR_HALFWIDTH[kind]
     what = "a CPU measurement" if kind == "cpu" else "priors"
     return 1.0 / (1.0 + h), 1.0 + h, source, f"+-{h:.0%} interval: not validated ({what})"

@@ -73,11 +73,14 @@ from gpucast.domain.workload import SOFTWARE_STACKS
 from gpucast.predict.base import Estimator, register
 from gpucast.predict.collective import NETWORK_KINDS, RDMA, TCP_DEFAULT, CollectiveConstants
 from gpucast.predict.intervals import (
+    BATCH_DISTANCE,
     NEW_SOURCE,
+    SAME_GPU,
     UNCALIBRATED,
     IntervalTable,
     calibrated_level,
     held_out_bands,
+    same_gpu_regimes,
 )
 from gpucast.predict.roofline import (
     RooflineEfficiency,
@@ -874,7 +877,9 @@ def _same_gpu_residuals(
 ) -> list[pd.DataFrame]:
     """``same_gpu/calibrated``: the (GPU, workload) pair left out of the fit, then each of its
     rows predicted from a measurement of another of its rows (another batch) -- every ordered
-    pair of rows, as :func:`gpucast.predict.roofline.calibrate` would scale it."""
+    pair of rows, as :func:`gpucast.predict.roofline.calibrate` would scale it; each also under
+    its :data:`~gpucast.predict.intervals.BATCH_DISTANCE` regime (how many doublings apart the
+    two batches are)."""
     out: list[pd.DataFrame] = []
     for value in sorted(set(pair)):
         mask = (pair == value).to_numpy()
@@ -893,10 +898,14 @@ def _same_gpu_residuals(
         i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
         off = i != j
         part = test[keep].iloc[i[off]].copy()
-        part["regime"] = "same_gpu/calibrated"
+        part["regime"] = SAME_GPU
         part["held_out"] = value
         part["residual"] = np.log(measured[i[off]] / (ratio[j[off]] * predicted[i[off]]))
         out.append(part)
+        if "batch" in test.columns:  # the same predictions by distance from the measured batch
+            batch = test["batch"].to_numpy(dtype=np.float64)
+            bucket = same_gpu_regimes(batch[j[off]], batch[i[off]])
+            out.append(part.assign(regime=[BATCH_DISTANCE[k][1] for k in bucket]))
     return out
 
 

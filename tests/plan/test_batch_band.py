@@ -1,0 +1,66 @@
+"""A measurement on a GPU narrows its interval most near the measured batch (issue #22)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from plan_factories import catalog, context, facts, request
+
+from gpucast.plan.inputs import build_gpu_table
+from gpucast.plan.train import plan_training
+from gpucast.predict.intervals import BATCH_DISTANCE, IntervalTable
+from gpucast.predict.roofline import Calibration, RooflineEfficiency, calibrate
+
+#: bands that widen with the distance from the measured batch, as the published data's do
+WIDTH = {
+    "same_gpu/calibrated": 0.5,
+    **{n: 0.1 * (i + 1) for i, (_, n) in enumerate(BATCH_DISTANCE)},
+}
+TABLE = IntervalTable(
+    q_low={k: -w for k, w in WIDTH.items()},
+    q_high=dict(WIDTH),
+    n=dict.fromkeys(WIDTH, 50),
+    mape_pct=dict.fromkeys(WIDTH, 10.0),
+)
+EFF = replace(RooflineEfficiency(), intervals=TABLE)
+
+
+def test_gpu_table_bands_by_distance_from_the_measured_batch() -> None:
+    cat, f = catalog(), facts()
+    fast, slow = cat.gpu("FAST"), cat.gpu("SLOW")
+    cal = calibrate(f.roofline_workload(64), 0.2, fast, f.precision, efficiency=EFF)
+    table = build_gpu_table(f, [slow, fast], calibration=cal, efficiency=EFF)
+    assert np.isnan(table.calibrated_batch[0]) and table.calibrated_batch[1] == 64
+    g = np.array([1, 1, 1, 0])
+    lo, hi = table.interval_ratios(g, np.array([64.0, 200.0, 4096.0, 64.0]))
+    assert hi[:3] == pytest.approx([math.exp(0.1), math.exp(0.2), math.exp(0.4)])
+    assert lo[:3] == pytest.approx([math.exp(-0.1), math.exp(-0.2), math.exp(-0.4)])
+    # the other GPU (calibrated from FAST) keeps its own band, the same at every batch
+    assert (lo[3], hi[3]) == (table.lower_ratio[0], table.upper_ratio[0])
+
+
+def _upper_widths(calibration: Calibration) -> dict[tuple[int, int, str, str], float]:
+    ctx = replace(context(), calibration=calibration, efficiency=EFF)
+    plan = plan_training(request(gpus=("FAST",), batch_sizes=(32, 256)), ctx)
+    return {
+        (c.per_worker_batch, c.gpus, c.strategy, c.market): math.log(c.time_upper_s / c.time_s)
+        for c in plan.candidates
+    }
+
+
+def test_plans_near_the_measured_batch_carry_the_narrower_band() -> None:
+    ctx = context()
+    cal = calibrate(
+        ctx.facts.roofline_workload(32), 0.05, ctx.catalog.gpu("FAST"), "fp32", efficiency=EFF
+    )
+    near_far = _upper_widths(cal)
+    pooled = _upper_widths(replace(cal, batch_size=None))  # every distance: the widest band
+    shrink: dict[int, list[float]] = {}
+    for key, width in near_far.items():
+        if key in pooled:
+            shrink.setdefault(key[0], []).append(width / pooled[key])
+    assert set(shrink) == {32, 256}
+    assert max(shrink[32]) < min(shrink[256]) < 1.0  # x2 band at 32, x8 band at 256
