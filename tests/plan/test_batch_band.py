@@ -11,14 +11,13 @@ from plan_factories import catalog, context, facts, request
 
 from gpucast.plan.inputs import build_gpu_table
 from gpucast.plan.train import plan_training
-from gpucast.predict.intervals import BATCH_DISTANCE, IntervalTable
+from gpucast.predict.intervals import IntervalTable, distance_regimes
 from gpucast.predict.roofline import Calibration, RooflineEfficiency, calibrate
 
 #: bands that widen with the distance from the measured batch, as the published data's do
-WIDTH = {
-    "same_gpu/calibrated": 0.5,
-    **{n: 0.1 * (i + 1) for i, (_, n) in enumerate(BATCH_DISTANCE)},
-}
+WIDTH = {"same_gpu/calibrated": 0.5, "gpu_unseen/calibrated": 0.9}
+for _base, _step in (("same_gpu/calibrated", 0.1), ("gpu_unseen/calibrated", 0.2)):
+    WIDTH.update({n: _step * (i + 1) for i, n in enumerate(distance_regimes(_base))})
 TABLE = IntervalTable(
     q_low={k: -w for k, w in WIDTH.items()},
     q_high=dict(WIDTH),
@@ -33,13 +32,15 @@ def test_gpu_table_bands_by_distance_from_the_measured_batch() -> None:
     fast, slow = cat.gpu("FAST"), cat.gpu("SLOW")
     cal = calibrate(f.roofline_workload(64), 0.2, fast, f.precision, efficiency=EFF)
     table = build_gpu_table(f, [slow, fast], calibration=cal, efficiency=EFF)
-    assert np.isnan(table.calibrated_batch[0]) and table.calibrated_batch[1] == 64
+    assert list(table.calibrated_batch) == [64, 64]  # FAST measured, SLOW calibrated from it
     g = np.array([1, 1, 1, 0])
     lo, hi = table.interval_ratios(g, np.array([64.0, 200.0, 4096.0, 64.0]))
     assert hi[:3] == pytest.approx([math.exp(0.1), math.exp(0.2), math.exp(0.4)])
     assert lo[:3] == pytest.approx([math.exp(-0.1), math.exp(-0.2), math.exp(-0.4)])
-    # the other GPU (calibrated from FAST) keeps its own band, the same at every batch
-    assert (lo[3], hi[3]) == (table.lower_ratio[0], table.upper_ratio[0])
+    # the other GPU, calibrated from FAST: the band of a GPU type the fit lacks at that distance
+    assert hi[3] == pytest.approx(math.exp(0.2))
+    lo, hi = table.interval_ratios(np.array([0]), np.array([4096.0]))
+    assert hi[0] == pytest.approx(math.exp(0.8))
 
 
 def _upper_widths(calibration: Calibration) -> dict[tuple[int, int, str, str], float]:

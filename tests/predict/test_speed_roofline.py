@@ -9,7 +9,7 @@ import pytest
 
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.predict.intervals import BATCH_DISTANCE, IntervalTable, same_gpu_regime
+from gpucast.predict.intervals import IntervalTable, batch_regime, distance_regimes
 from gpucast.predict.roofline import (
     DeviceRoofline,
     RooflineEfficiency,
@@ -89,8 +89,9 @@ def test_calibration_same_device_reproduces_measurement() -> None:
 
 def _distance_table() -> IntervalTable:
     """Bands that widen with the distance from the measured batch (as the data's do)."""
-    width = {"same_gpu/calibrated": 0.4, **{n: 0.1 * (i + 1) for i, (_, n) in
-             enumerate(BATCH_DISTANCE)}}  # fmt: skip
+    width = {"same_gpu/calibrated": 0.4, "gpu_unseen/calibrated": 0.6}
+    for base, step in (("same_gpu/calibrated", 0.1), ("gpu_unseen/calibrated", 0.2)):
+        width.update({n: step * (i + 1) for i, n in enumerate(distance_regimes(base))})
     return IntervalTable(
         q_low={k: -w for k, w in width.items()},
         q_high=dict(width),
@@ -118,7 +119,17 @@ def test_a_same_gpu_calibration_states_the_band_of_the_batch_distance() -> None:
     pooled = replace(cal, batch_size=None)
     est = predict_step_time(RESNET, V100, "fp32", calibration=pooled, efficiency=eff)
     assert est.upper / est.value == pytest.approx(math.exp(0.4))
-    assert same_gpu_regime(64, 32) == same_gpu_regime(64, 128) == BATCH_DISTANCE[0][1]
+    near = "same_gpu/calibrated/batch_x2"
+    assert batch_regime("same_gpu/calibrated", 64, 32) == near
+    assert batch_regime("same_gpu/calibrated", 64, 128) == near
+    # a measurement on another GPU type: that regime's split, wider at each distance here
+    other = predict_step_time(RESNET, A100, "fp32", calibration=cal, efficiency=eff)
+    far = predict_step_time(
+        replace(RESNET, batch_size=4096), A100, "fp32", calibration=cal, efficiency=eff
+    )
+    assert other.upper / other.value == pytest.approx(math.exp(0.2))
+    assert far.upper / far.value == pytest.approx(math.exp(0.8))
+    assert any("gpu_unseen/calibrated/batch_far" in n for n in far.notes)
 
 
 def test_calibration_from_cpu_transfers_with_wider_interval() -> None:

@@ -9,7 +9,12 @@ from steptime_factories import GPUS, TRUE, synthetic_steps
 
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
-from gpucast.predict.intervals import BATCH_DISTANCE, UNCALIBRATED, IntervalTable
+from gpucast.predict.intervals import (
+    CALIBRATED,
+    UNCALIBRATED,
+    IntervalTable,
+    distance_regimes,
+)
 from gpucast.predict.roofline import RooflineWorkload, calibrate, predict_step_time
 from gpucast.predict.steptime import (
     StepTimeModel,
@@ -89,7 +94,7 @@ def test_fit_does_not_modify_its_input_and_weights_balance_sources() -> None:
 def test_cross_validated_intervals_cover_about_80_percent() -> None:
     rows = synthetic_steps(noise=0.08, seed=3)
     residuals = cross_validated_residuals(rows)
-    by_distance = {name for _, name in BATCH_DISTANCE}
+    by_distance = {name for base in CALIBRATED for name in distance_regimes(base)}
     assert set(residuals.regime) - by_distance == {
         "same_gpu/calibrated",
         "gpu_seen/calibrated",
@@ -100,8 +105,11 @@ def test_cross_validated_intervals_cover_about_80_percent() -> None:
     }
     # the same-GPU predictions again, each under how far its batch is from the measured one
     same = residuals[residuals.regime == "same_gpu/calibrated"]
-    split = residuals[residuals.regime.isin(by_distance)]
+    split = residuals[residuals.regime.isin(distance_regimes("same_gpu/calibrated"))]
     assert len(split) == len(same) and len(set(split.regime)) >= 2
+    # a held-out GPU's rows, each calibrated by one measurement on another GPU
+    one = residuals[residuals.regime.isin(distance_regimes("gpu_unseen/calibrated"))]
+    assert len(one) > len(residuals[residuals.regime == "gpu_unseen/calibrated"])
     # the pair fold, predicted with and without the workload's factor
     pairs = residuals[residuals.regime == "gpu_seen/calibrated"]
     elsewhere = residuals[residuals.regime == "gpu_seen/measured_elsewhere"]

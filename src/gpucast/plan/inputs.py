@@ -31,7 +31,7 @@ from gpucast.domain.units import MIB
 from gpucast.predict import comm
 from gpucast.predict.cluster import ClusterModel
 from gpucast.predict.collective import RDMA, TCP_DEFAULT, CollectiveConstants
-from gpucast.predict.intervals import same_gpu_regimes
+from gpucast.predict.intervals import BATCH_DISTANCE, batch_distance_index
 from gpucast.predict.memory import usable_bytes
 from gpucast.predict.offload import CpuAdamModel
 from gpucast.predict.revocation import LifetimeDistribution
@@ -39,8 +39,9 @@ from gpucast.predict.roofline import (
     Calibration,
     RooflineEfficiency,
     RooflineWorkload,
+    batch_bands,
+    calibrated_regime,
     predict_step_time,
-    same_gpu_bands,
 )
 from gpucast.predict.variability import SpeedVariability
 from gpucast.simulate.transient import Delay
@@ -205,11 +206,12 @@ class GpuTable:
     source: tuple[str, ...]
     #: host-to-GPU PCIe x16 bandwidth, GB/s each way (None: not known; no offload priced)
     pcie_gbytes_per_s: FloatArray | None = None
-    #: per GPU, the batch of a measurement on that very GPU that calibrates it (NaN: none);
-    #: its interval then depends on how far a batch is from it (``batch_bands``)
+    #: per GPU, the batch of the GPU measurement that calibrates it (NaN: none); its interval
+    #: then depends on how far a batch is from it (``batch_bands``)
     calibrated_batch: FloatArray | None = None
-    #: (lower, upper) ratios per :data:`~gpucast.predict.intervals.BATCH_DISTANCE` bucket
-    batch_bands: tuple[tuple[float, float], ...] = ()
+    #: per GPU, (lower, upper) ratios per :data:`~gpucast.predict.intervals.BATCH_DISTANCE`
+    #: bucket, shape (GPUs, buckets, 2)
+    batch_bands: FloatArray | None = None
 
     def index(self, name: str) -> int:
         return self.names.index(name)
@@ -222,16 +224,16 @@ class GpuTable:
         distance from the measured one."""
         lo = np.asarray(self.lower_ratio[gpu], dtype=np.float64)
         hi = np.asarray(self.upper_ratio[gpu], dtype=np.float64)
-        if self.calibrated_batch is None or not self.batch_bands:
+        if self.calibrated_batch is None or self.batch_bands is None:
             return lo, hi
         measured = self.calibrated_batch[gpu]
         own = ~np.isnan(measured)
         if not own.any():
             return lo, hi
         b = np.broadcast_to(np.maximum(np.asarray(batch, dtype=np.float64), 1.0), lo.shape)
-        bucket = same_gpu_regimes(np.where(own, measured, 1.0), b)
-        bands = np.asarray(self.batch_bands, dtype=np.float64)
-        return np.where(own, bands[bucket, 0], lo), np.where(own, bands[bucket, 1], hi)
+        bucket = batch_distance_index(np.where(own, measured, 1.0), b)
+        bands = self.batch_bands[gpu, bucket]
+        return np.where(own, bands[..., 0], lo), np.where(own, bands[..., 1], hi)
 
     def step_terms(self, gpu: npt.NDArray[np.int64], batch: FloatArray) -> FloatArray:
         """(rows, 3) roofline terms for GPU indices and per-worker batches."""
@@ -265,7 +267,7 @@ def build_gpu_table(
     nvlink = np.zeros(n, dtype=bool)
     pcie = np.zeros(n)
     measured = np.full(n, np.nan)
-    bands: tuple[tuple[float, float], ...] = ()
+    bands = np.ones((n, len(BATCH_DISTANCE), 2))
     sources: list[str] = []
     for i, (gpu, choice) in enumerate(zip(gpus, choices, strict=True)):
         one, two = (
@@ -285,10 +287,11 @@ def build_gpu_table(
         lower[i] = one.lower / one.value
         upper[i] = one.upper / one.value
         cal = choice.calibration
-        if cal is not None and cal.device == gpu.name and cal.batch_size is not None:
+        eff = efficiency or RooflineEfficiency()
+        base = "" if cal is None else calibrated_regime(gpu, cal, eff)
+        if cal is not None and base and cal.batch_size is not None:
             measured[i] = cal.batch_size
-            if not bands:
-                bands = same_gpu_bands(efficiency or RooflineEfficiency(), cal)
+            bands[i] = batch_bands(eff, base, cal)
         usable[i] = usable_bytes(gpu)
         intra[i] = intra_node_gbps(gpu)
         nvlink[i] = gpu.interconnect_gbps is not None

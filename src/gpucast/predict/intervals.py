@@ -39,17 +39,22 @@ REGIMES: tuple[str, ...] = (
     "gpu_unseen/uncalibrated",
     "gpu_seen/measured_elsewhere",
 )
-#: A measurement on this very GPU at another batch, by how far the predicted batch is from
-#: the measured one: up to this many doublings either way (the error grows with the distance:
-#: the fit's split between a step's fixed and per-sample cost is off by a slope that differs
-#: from one workload to the next). The plain ``same_gpu/calibrated`` row pools every distance.
-SAME_GPU = "same_gpu/calibrated"
+#: A prediction calibrated by one measurement, by how far the predicted batch is from the
+#: measured one: up to this many doublings either way (the error grows with the distance: the
+#: fit's split between a step's fixed and per-sample cost is off by a slope that differs from
+#: one workload to the next). Each regime of :data:`CALIBRATED` splits into these
+#: (``same_gpu/calibrated/batch_x2``, ...); the plain regime pools every distance.
 BATCH_DISTANCE: tuple[tuple[float, str], ...] = (
-    (1.0, f"{SAME_GPU}/batch_x2"),
-    (2.0, f"{SAME_GPU}/batch_x4"),
-    (3.0, f"{SAME_GPU}/batch_x8"),
-    (math.inf, f"{SAME_GPU}/batch_far"),
+    (1.0, "batch_x2"),
+    (2.0, "batch_x4"),
+    (3.0, "batch_x8"),
+    (math.inf, "batch_far"),
 )
+#: A measurement on this very GPU (at another batch).
+SAME_GPU = "same_gpu/calibrated"
+#: Regimes a measurement of the user's workload calibrates (on this GPU, on another GPU type
+#: the fit has, on another GPU type it lacks): split by :data:`BATCH_DISTANCE`.
+CALIBRATED: tuple[str, ...] = (SAME_GPU, "gpu_seen/calibrated", "gpu_unseen/calibrated")
 #: A GPU type without data running a workload without data: no held-out fold is both, so it
 #: states the envelope of the two it combines (:meth:`IntervalTable.ratios`).
 NOVEL = "gpu_unseen/novel_workload"
@@ -77,23 +82,37 @@ _FALLBACK: dict[str, tuple[str, ...]] = {
     "gpu_seen/measured_elsewhere": (REGIMES[5], REGIMES[2]),
     NOVEL: (REGIMES[2], REGIMES[4]),
 }
-_FALLBACK.update({name: (name, *REGIMES) for _, name in BATCH_DISTANCE})
+_FALLBACK.update(
+    {
+        f"{base}/{suffix}": (f"{base}/{suffix}", *_FALLBACK[base])
+        for base in CALIBRATED
+        for _, suffix in BATCH_DISTANCE
+    }
+)
 #: Regimes whose band also spans these others' (on top of :data:`NEW_SOURCE`'s).
 _ENVELOPE: dict[str, tuple[str, ...]] = {
     NOVEL: ("gpu_seen/uncalibrated", "gpu_unseen/uncalibrated")
 }
 
 
-def same_gpu_regime(measured_batch: float | None, batch: float) -> str:
-    """The :data:`BATCH_DISTANCE` regime of a prediction at ``batch`` calibrated by a
-    measurement at ``measured_batch`` on the same GPU (:data:`SAME_GPU` when not known)."""
+def batch_regime(base: str, measured_batch: float | None, batch: float) -> str:
+    """The :data:`BATCH_DISTANCE` split of calibrated regime ``base`` for a prediction at
+    ``batch`` from a measurement at ``measured_batch`` (``base`` itself when not known)."""
     if measured_batch is None or measured_batch <= 0 or batch <= 0:
-        return SAME_GPU
-    return BATCH_DISTANCE[int(same_gpu_regimes(measured_batch, batch))][1]
+        return base
+    return distance_regimes(base)[int(batch_distance_index(measured_batch, batch))]
 
 
-def same_gpu_regimes(measured_batch: npt.ArrayLike, batch: npt.ArrayLike) -> npt.NDArray[np.int64]:
-    """Vectorised :func:`same_gpu_regime`: the index into :data:`BATCH_DISTANCE` per batch."""
+def distance_regimes(base: str) -> tuple[str, ...]:
+    """The names of ``base``'s :data:`BATCH_DISTANCE` regimes, nearest first."""
+    return tuple(f"{base}/{suffix}" for _, suffix in BATCH_DISTANCE)
+
+
+def batch_distance_index(
+    measured_batch: npt.ArrayLike, batch: npt.ArrayLike
+) -> npt.NDArray[np.int64]:
+    """Per batch, the index into :data:`BATCH_DISTANCE` of its distance from the measured
+    batch (vectorised)."""
     doublings = np.abs(
         np.log2(np.asarray(batch, dtype=np.float64) / np.asarray(measured_batch, dtype=np.float64))
     )

@@ -55,7 +55,8 @@ from gpucast.predict.intervals import (
     NOVEL,
     SAME_GPU,
     IntervalTable,
-    same_gpu_regime,
+    batch_regime,
+    distance_regimes,
 )
 
 if TYPE_CHECKING:
@@ -304,12 +305,9 @@ def predict_step_time(
         )
     else:
         scale = calibration.scale
-        if calibration.device == gpu.name:
-            regime = same_gpu_regime(calibration.batch_size, workload.batch_size)
-        elif calibration.device_kind == "gpu":
-            regime = (
-                "gpu_seen/calibrated" if gpu.name in eff.gpu_factors else ("gpu_unseen/calibrated")
-            )
+        regime = calibrated_regime(gpu, calibration, eff)
+        if regime:
+            regime = batch_regime(regime, calibration.batch_size, workload.batch_size)
         at = "" if calibration.batch_size is None else f" at batch {calibration.batch_size}"
         notes.append(
             f"calibrated by a measurement on {calibration.device}{at} "
@@ -345,22 +343,33 @@ def predict_step_time(
 _PRIOR_HALFWIDTH = {"same": 0.10, "gpu": 0.25, "cpu": 0.40, "none": 0.50}
 
 
-def same_gpu_bands(
-    eff: RooflineEfficiency, calibration: Calibration
+def calibrated_regime(gpu: GpuSpec, calibration: Calibration, eff: RooflineEfficiency) -> str:
+    """The interval regime ``calibration`` puts a prediction for ``gpu`` in, before its batch
+    distance splits it: the same GPU, another GPU type the fit has or lacks ("" for a CPU
+    measurement, whose band is a prior)."""
+    if calibration.device == gpu.name:
+        return SAME_GPU
+    if calibration.device_kind == "gpu":
+        return "gpu_seen/calibrated" if gpu.name in eff.gpu_factors else "gpu_unseen/calibrated"
+    return ""
+
+
+def batch_bands(
+    eff: RooflineEfficiency, regime: str, calibration: Calibration
 ) -> tuple[tuple[float, float], ...]:
-    """(lower, upper) ratios of a prediction calibrated on its own GPU, one per
+    """(lower, upper) ratios of a prediction in calibrated ``regime``, one per
     :data:`~gpucast.predict.intervals.BATCH_DISTANCE` bucket (for callers that price many
     batches at once, as the planner does)."""
-    return tuple(_interval(eff, name, calibration)[:2] for _, name in BATCH_DISTANCE)
+    return tuple(_interval(eff, name, calibration)[:2] for name in distance_regimes(regime))
 
 
 def _distance_words(regime: str) -> str:
     """``regime``'s batch distance in words (empty for other regimes)."""
-    limits = [(limit, name) for limit, name in BATCH_DISTANCE]
-    for i, (limit, name) in enumerate(limits):
-        if regime == name:
+    for i, (limit, suffix) in enumerate(BATCH_DISTANCE):
+        if regime.endswith("/" + suffix):
             if math.isinf(limit):
-                return f" (a batch more than {2 ** int(limits[i - 1][0])}x from the measured one)"
+                far = 2 ** int(BATCH_DISTANCE[i - 1][0])
+                return f" (a batch more than {far}x from the measured one)"
             return f" (a batch within {2 ** int(limit)}x of the measured one)"
     return ""
 

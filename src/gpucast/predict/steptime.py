@@ -73,14 +73,14 @@ from gpucast.domain.workload import SOFTWARE_STACKS
 from gpucast.predict.base import Estimator, register
 from gpucast.predict.collective import NETWORK_KINDS, RDMA, TCP_DEFAULT, CollectiveConstants
 from gpucast.predict.intervals import (
-    BATCH_DISTANCE,
     NEW_SOURCE,
     SAME_GPU,
     UNCALIBRATED,
     IntervalTable,
+    batch_distance_index,
     calibrated_level,
+    distance_regimes,
     held_out_bands,
-    same_gpu_regimes,
 )
 from gpucast.predict.roofline import (
     RooflineEfficiency,
@@ -726,6 +726,10 @@ def cross_validated_residuals(
     * ``gpu_seen/measured_elsewhere`` -- the same fold predicted with workload factor 1: a
       workload the data has, on a GPU type it has, without a measurement of the user's own.
 
+    The two calibrated folds are also scored as one measurement calibrates them (each held-out
+    row from each row of its workload on another GPU, by batch distance: ``.../batch_x2`` ...),
+    and the same-GPU regime pairs the rows of one (GPU, workload) (:func:`_same_gpu_residuals`).
+
     Returns one row per (observation, regime): the frame's ``source``, ``gpu``,
     ``workload_key`` (and ``group`` when present), ``regime``, ``held_out`` and ``residual``.
     """
@@ -764,6 +768,10 @@ def cross_validated_residuals(
             part["held_out"] = value
             part["residual"] = _log_residuals(model, test, calibrated=calibrated)
             out.append(part)
+            if calibrated:  # the regime as one measurement on another GPU calibrates it
+                one = _one_measurement_residuals(model, train, test, name, str(value), keep)
+                if one is not None:
+                    out.append(one)
             if name == "gpu_seen/calibrated":  # the same fold without the workload's factor
                 known = test[_scale_known(test)]
                 if len(known):
@@ -904,9 +912,45 @@ def _same_gpu_residuals(
         out.append(part)
         if "batch" in test.columns:  # the same predictions by distance from the measured batch
             batch = test["batch"].to_numpy(dtype=np.float64)
-            bucket = same_gpu_regimes(batch[j[off]], batch[i[off]])
-            out.append(part.assign(regime=[BATCH_DISTANCE[k][1] for k in bucket]))
+            names = np.asarray(distance_regimes(SAME_GPU), dtype=object)
+            out.append(
+                part.assign(regime=names[batch_distance_index(batch[j[off]], batch[i[off]])])
+            )
     return out
+
+
+def _one_measurement_residuals(
+    model: StepTimeModel,
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    regime: str,
+    value: str,
+    keep: list[str],
+) -> pd.DataFrame | None:
+    """A calibrated regime as a user meets it: each held-out row predicted from *one*
+    measurement of its workload on another GPU (each train row of the same workload key, at
+    its own batch), no workload factor -- the residual ``log(T_i / P_i) - log(T_j / P_j)``,
+    under ``regime``'s :data:`~gpucast.predict.intervals.BATCH_DISTANCE` split."""
+    if "batch" not in test.columns:
+        return None
+    same = train[train["workload_key"].isin(set(test["workload_key"]))]
+    if not len(same):
+        return None
+    own = np.log(test[TARGET].to_numpy(dtype=np.float64) / model.predict(test))
+    other = np.log(same[TARGET].to_numpy(dtype=np.float64) / model.predict(same))
+    key_t = test["workload_key"].to_numpy()
+    key_s = same["workload_key"].to_numpy()
+    i, j = np.nonzero(key_t[:, None] == key_s[None, :])
+    if not len(i):
+        return None
+    part = test[keep].iloc[i].copy()
+    part["held_out"] = str(value)
+    part["residual"] = own[i] - other[j]
+    b_t = test["batch"].to_numpy(dtype=np.float64)[i]
+    b_s = same["batch"].to_numpy(dtype=np.float64)[j]
+    names = np.asarray(distance_regimes(regime), dtype=object)
+    part["regime"] = names[batch_distance_index(b_s, b_t)]
+    return part
 
 
 def interval_table(residuals: pd.DataFrame, sources: pd.DataFrame | None = None) -> IntervalTable:
