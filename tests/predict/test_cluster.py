@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -425,16 +427,10 @@ def test_ps_mva_between_the_bounds(
 
 # ---------------------------------------------------------------- accuracy on CM-DARE
 @pytest.mark.shared_data
-def test_leave_one_model_out_accuracy_on_cmdare(shared_data: Path) -> None:
-    import importlib.util
-
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location(
-        "cluster_bench", root / "benchmarks" / "cluster_accuracy.py"
-    )
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+def test_leave_one_model_out_accuracy_on_cmdare(
+    shared_data: Path, load_benchmark: Callable[[str], Any]
+) -> None:
+    bench = load_benchmark("cluster_accuracy")
     from gpucast.store.datasets.cmdare_cluster import cluster_fit_table
 
     table = cluster_fit_table(shared_data / "cmdare" / "cluster_scaling")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -10,18 +10,12 @@ import numpy as np
 import pytest
 
 
-def _bench() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "dlrm_mlperf.py"
-    spec = importlib.util.spec_from_file_location("dlrm_mlperf", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.shared_data
-def test_leave_one_system_out_on_mlperf_v4(shared_data: Path) -> None:
-    table = _bench().predict_systems(shared_data / "mlperf_training_v4.0" / "training_v4.0.csv")
+def test_leave_one_system_out_on_mlperf_v4(
+    shared_data: Path, load_benchmark: Callable[[str], ModuleType]
+) -> None:
+    bench = load_benchmark("dlrm_mlperf")
+    table = bench.predict_systems(shared_data / "mlperf_training_v4.0" / "training_v4.0.csv")
     assert len(table) == 15
     # each factor is the median of the *other* systems' ratios
     log_ratio = np.log(table.measured_min / table.raw_min).to_numpy()

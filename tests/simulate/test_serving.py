@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -178,16 +181,9 @@ def test_invariants(
     assert d["cost_usd_per_hour"] == pytest.approx(2.0 * servers)
 
 
-def test_matches_an_equivalent_simpy_model() -> None:
+def test_matches_an_equivalent_simpy_model(load_benchmark: Callable[[str], Any]) -> None:
     pytest.importorskip("simpy")
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "serving_speed.py"
-    spec = importlib.util.spec_from_file_location("serving_speed", path)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("serving_speed")
     a = arr.poisson(1200.0, 5.0, np.random.default_rng(2))
     ours = simulate_serving(bench.deployment(), {"m": a}).latencies()
     np.testing.assert_allclose(ours, bench.simpy_latencies(a), rtol=0, atol=1e-12)

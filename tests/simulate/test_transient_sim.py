@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -314,18 +314,11 @@ def test_revocations_are_non_negative_and_costs_finite(
     assert np.all(res.duration_s[finished] >= 3000 / 6.0)
 
 
-def _benchmark_module() -> object:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "transient_speed.py"
-    spec = importlib.util.spec_from_file_location("transient_speed_bench", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("replace", [False, True])
-def test_vectorised_agrees_with_the_python_loop(replace: bool) -> None:
-    bench = _benchmark_module()
+def test_vectorised_agrees_with_the_python_loop(
+    replace: bool, load_benchmark: Callable[[str], Any]
+) -> None:
+    bench = load_benchmark("transient_speed")
     sc = bench.scenario(4, replace=replace)  # type: ignore[attr-defined]
     speed = SpeedTable.linear([4.5], [4])
     d_v, c_v, r_v = bench.vector_simulate(sc, speed, 3000, 11)  # type: ignore[attr-defined]
@@ -340,14 +333,14 @@ def test_vectorised_agrees_with_the_python_loop(replace: bool) -> None:
 
 @pytest.mark.parametrize("replace", [False, True])
 def test_agrees_with_the_python_loop_across_windows_and_chunks(
-    replace: bool, monkeypatch: pytest.MonkeyPatch
+    replace: bool, monkeypatch: pytest.MonkeyPatch, load_benchmark: Callable[[str], Any]
 ) -> None:
     """Lifetimes of ~1 h against a ~1 h job, first windows of 10 minutes (each next one sized
     from the pace so far) and chunks of a few runs: the law of the outcome is still the
     per-event loop's."""
     import gpucast.simulate.transient as transient
 
-    bench = _benchmark_module()
+    bench = load_benchmark("transient_speed")
     monkeypatch.setattr(bench, "LIFETIME", WeibullLifetime(scale_s=3600.0, shape=0.8))
     monkeypatch.setattr(transient, "_CHUNK_INCARNATIONS", 500)
     monkeypatch.setattr(transient._Engine, "_first_span", lambda self: np.full(self.runs, 600.0))

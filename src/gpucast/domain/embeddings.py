@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from gpucast.domain.errors import InvalidSpecError
 
@@ -30,15 +30,7 @@ DLRM_TABLE_ROWS = 10_000
 DLRM_EMBEDDING_DIM = 64
 DLRM_LOOKUPS = 1
 
-SHARDING_TYPES: tuple[ShardingType, ...] = (
-    "data_parallel",
-    "table_wise",
-    "row_wise",
-    "column_wise",
-    "grid",
-    "row_wise_uvm",
-    "parameter_server",
-)
+SHARDING_TYPES: tuple[ShardingType, ...] = get_args(ShardingType)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
