@@ -43,7 +43,7 @@ def _planner_step_s(batch: int, gpu: str, precision: str, db: Path | None) -> tu
     return float((table.fixed_s[0] + table.per_sample_s[0] * batch).sum()), cal is not None
 
 
-def _store_measurement(db: Path, batch: int, step_s: float) -> None:
+def _store_measurement(db: Path, batch: int, step_s: float, gpu_name: str | None = None) -> None:
     from gpucast.domain.measurement import EnvironmentFingerprint, Measurement
     from gpucast.domain.workload import WorkloadSpec
     from gpucast.store.db import open_store
@@ -56,11 +56,12 @@ def _store_measurement(db: Path, batch: int, step_s: float) -> None:
         cpu_cores=2,
         torch_threads=2,
         torch_version="2",
+        gpu_name=gpu_name,
     )
     measurement = Measurement(
         spec=WorkloadSpec(name=WORKLOAD, batch_size=batch),
         mode="train",
-        device="cpu",
+        device="cpu" if gpu_name is None else "cuda",
         step_times_s=(step_s, step_s * 1.01, step_s * 0.99),
         samples_per_step=batch,
         stop_reason="ci_reached",
@@ -265,4 +266,22 @@ def test_the_measurement_nearest_the_batch_calibrates_and_narrows_the_band(
     # a CPU measurement transfers to the GPU: its band does not depend on the batch distance
     assert near_small.estimate.upper / near_small.estimate.value == pytest.approx(
         near_large.estimate.upper / near_large.estimate.value
+    )
+
+
+def test_a_measurement_on_the_gpu_states_the_band_of_the_batch_distance(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    _store_measurement(db, batch=64, step_s=0.01, gpu_name="A100-40GB")
+    near = predict_train(workload=WORKLOAD, batch_size=64, gpu="A100-40GB", db=db)
+    far = predict_train(workload=WORKLOAD, batch_size=2048, gpu="A100-40GB", db=db)
+    assert near.step_time_s == pytest.approx(0.01)
+    width = [r.estimate.upper / r.estimate.lower for r in (near, far)]
+    assert width[0] < width[1]
+    notes = " ".join(near.estimate.notes)
+    assert "same_gpu/calibrated/batch_x2" in notes and "at batch 64" in notes
+    assert "batch_far" in " ".join(far.estimate.notes)
+    # another GPU type, calibrated from it: its regime's split by the same distance
+    other = predict_train(workload=WORKLOAD, batch_size=64, gpu="H100-SXM", db=db)
+    assert "gpu_" in " ".join(other.estimate.notes) and "calibrated/batch_x2" in " ".join(
+        other.estimate.notes
     )

@@ -378,20 +378,28 @@ def _calibration_assumption(
     calibrations: Mapping[str, Sourced[Calibration] | None], workload: str, store: Path
 ) -> Assumption:
     """Which stored measurement calibrates the step time, per precision profiled."""
+
+    def said(cal: Sourced[Calibration] | None) -> str:
+        if cal is None:
+            return "none (the fitted roofline alone)"
+        if cal.value.device_kind != "gpu" or cal.value.batch_size is None:
+            return "calibrated"
+        return (
+            f"calibrated at batch {cal.value.batch_size}; each candidate's interval is the one "
+            "validated for its batch's distance from it (wider beyond 2x)"
+        )
+
     if len(calibrations) == 1:
         ((precision, cal),) = calibrations.items()
         return Assumption(
             name="step-time calibration",
-            value="calibrated" if cal is not None else "none (the fitted roofline alone)",
+            value=said(cal),
             source=cal.source
             if cal is not None
             else f"no stored training measurement of {workload} at {precision} in {store}",
             override="gpucast measure train (stores one)",
         )
-    value = "; ".join(
-        f"{p}: {'calibrated' if c is not None else 'none (the fitted roofline alone)'}"
-        for p, c in calibrations.items()
-    )
+    value = "; ".join(f"{p}: {said(c)}" for p, c in calibrations.items())
     source = "; ".join(
         f"{p}: {c.source}"
         if c is not None
