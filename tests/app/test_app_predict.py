@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from test_app_fit import checkpoint_csv, cluster_folder, speed_csv
@@ -27,7 +28,8 @@ WORKLOAD = "mlp"
 
 def _planner_step_s(batch: int, gpu: str, precision: str, db: Path | None) -> tuple[float, bool]:
     """The step time ``plan train`` uses for one worker of ``gpu`` at ``batch``: its GPU
-    table (``fixed_s + per_sample_s * batch`` summed over the roofline terms)."""
+    table (``fixed_s + per_sample_s * batch`` summed over the roofline terms, each batch at
+    the scale of the stored measurement nearest it)."""
     from gpucast.catalog import load_catalog
     from gpucast.inputs.calibration import step_time_efficiency, store_calibration
     from gpucast.inputs.workload import workload_facts, workload_profile
@@ -40,7 +42,8 @@ def _planner_step_s(batch: int, gpu: str, precision: str, db: Path | None) -> tu
     table = build_gpu_table(
         facts, [catalog.gpu(gpu)], calibration=None if cal is None else cal.value, efficiency=eff
     )
-    return float((table.fixed_s[0] + table.per_sample_s[0] * batch).sum()), cal is not None
+    step = table.step_terms(np.zeros(1, dtype=np.int64), np.array([float(batch)])).sum()
+    return float(step), cal is not None
 
 
 def _store_measurement(db: Path, batch: int, step_s: float, gpu_name: str | None = None) -> None:
@@ -284,4 +287,24 @@ def test_a_measurement_on_the_gpu_states_the_band_of_the_batch_distance(tmp_path
     other = predict_train(workload=WORKLOAD, batch_size=64, gpu="H100-SXM", db=db)
     assert "gpu_" in " ".join(other.estimate.notes) and "calibrated/batch_x2" in " ".join(
         other.estimate.notes
+    )
+
+
+def test_measurements_at_several_batches_each_calibrate_their_neighbourhood(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "store.db"
+    _store_measurement(db, batch=16, step_s=0.9, gpu_name="H100-SXM")  # another device: not one
+    _store_measurement(db, batch=8, step_s=0.004, gpu_name="A100-40GB")
+    _store_measurement(db, batch=256, step_s=0.050, gpu_name="A100-40GB")
+    small = predict_train(workload=WORKLOAD, batch_size=8, gpu="A100-40GB", db=db)
+    large = predict_train(workload=WORKLOAD, batch_size=256, gpu="A100-40GB", db=db)
+    assert small.step_time_s == pytest.approx(0.004)
+    assert large.step_time_s == pytest.approx(0.050)
+    # the planner's table: each batch from the measurement nearest it, as predict train
+    planned, _ = _planner_step_s(8, "A100-40GB", "fp32", db)
+    assert planned == pytest.approx(0.004)
+    planned, _ = _planner_step_s(200, "A100-40GB", "fp32", db)
+    assert planned == pytest.approx(
+        predict_train(workload=WORKLOAD, batch_size=200, gpu="A100-40GB", db=db).step_time_s
     )

@@ -15,6 +15,7 @@ calibrated against :func:`host_cpu_roofline`, the one rough peak of this machine
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from pathlib import Path
@@ -132,22 +133,37 @@ def store_calibration(
     ]
     if batch is not None and batch > 0:
         runs.sort(key=lambda r: abs(math.log2(max(r.batch_size or batch, 1) / batch)))
-    for run in runs:
-        assert run.median_s is not None
-        try:
-            device: Any = catalog.gpu(run.gpu_name or "")
-        except UnknownGpuError:
-            device = host_cpu_roofline()
-        cal = calibrate(
-            facts.roofline_workload(run.batch_size),
-            run.median_s,
-            device,
-            precision,
+    if not runs:
+        return None
+    run = runs[0]
+    try:
+        device: Any = catalog.gpu(run.gpu_name or "")
+    except UnknownGpuError:
+        device = host_cpu_roofline()
+
+    def scale_of(r: Any) -> float:
+        return calibrate(
+            facts.roofline_workload(r.batch_size), r.median_s, device, precision,
             efficiency=efficiency,
-        )
-        return Sourced(
-            cal,
-            f"store run #{run.id} ({run.device}, batch {run.batch_size}, "
-            f"{run.median_s * 1e3:.3g} ms/step)",
-        )
-    return None
+        ).scale  # fmt: skip
+
+    # the same device's measurements at other batches (the newest at each batch)
+    others: dict[int, tuple[int, float, float]] = {}
+    for r in sorted(runs[1:], key=lambda r: -r.id):
+        if (r.gpu_name, r.device) == (run.gpu_name, run.device) and r.batch_size != run.batch_size:
+            others.setdefault(r.batch_size, (r.batch_size, scale_of(r), float(r.median_s or 0)))
+    assert run.median_s is not None
+    cal = calibrate(
+        facts.roofline_workload(run.batch_size),
+        run.median_s,
+        device,
+        precision,
+        efficiency=efficiency,
+    )
+    cal = dataclasses.replace(cal, others=tuple(others[b] for b in sorted(others)))
+    more = f"; and at batches {', '.join(str(b) for b in sorted(others))}" if others else ""
+    return Sourced(
+        cal,
+        f"store run #{run.id} ({run.device}, batch {run.batch_size}, "
+        f"{run.median_s * 1e3:.3g} ms/step){more}",
+    )

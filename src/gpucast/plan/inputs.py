@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -206,9 +206,12 @@ class GpuTable:
     source: tuple[str, ...]
     #: host-to-GPU PCIe x16 bandwidth, GB/s each way (None: not known; no offload priced)
     pcie_gbytes_per_s: FloatArray | None = None
-    #: per GPU, the batch of the GPU measurement that calibrates it (NaN: none); its interval
-    #: then depends on how far a batch is from it (``batch_bands``)
-    calibrated_batch: FloatArray | None = None
+    #: per GPU, the batches of the GPU measurements that calibrate it (NaN-padded, shape
+    #: (GPUs, k); all NaN: none) and each one's scale relative to the coefficients above: a
+    #: batch is priced by the measurement nearest it (:meth:`anchor_at`) and its interval
+    #: depends on how far it is from that one (``batch_bands``)
+    anchor_batch: FloatArray | None = None
+    anchor_scale: FloatArray | None = None
     #: per GPU, (lower, upper) ratios per :data:`~gpucast.predict.intervals.BATCH_DISTANCE`
     #: bucket, shape (GPUs, buckets, 2)
     batch_bands: FloatArray | None = None
@@ -224,9 +227,9 @@ class GpuTable:
         distance from the measured one."""
         lo = np.asarray(self.lower_ratio[gpu], dtype=np.float64)
         hi = np.asarray(self.upper_ratio[gpu], dtype=np.float64)
-        if self.calibrated_batch is None or self.batch_bands is None:
+        if self.batch_bands is None:
             return lo, hi
-        measured = self.calibrated_batch[gpu]
+        measured, _ = self.anchor_at(gpu, batch)
         own = ~np.isnan(measured)
         if not own.any():
             return lo, hi
@@ -236,11 +239,28 @@ class GpuTable:
         return np.where(own, bands[..., 0], lo), np.where(own, bands[..., 1], hi)
 
     def step_terms(self, gpu: npt.NDArray[np.int64], batch: FloatArray) -> FloatArray:
-        """(rows, 3) roofline terms for GPU indices and per-worker batches."""
-        return np.asarray(
-            self.fixed_s[gpu] + self.per_sample_s[gpu] * np.asarray(batch)[:, None],
-            dtype=np.float64,
-        )
+        """(rows, 3) roofline terms for GPU indices and per-worker batches (each scaled by the
+        measurement nearest its batch, where several calibrate the GPU)."""
+        terms = self.fixed_s[gpu] + self.per_sample_s[gpu] * np.asarray(batch)[:, None]
+        _, scale = self.anchor_at(gpu, batch)
+        return np.asarray(terms * scale[..., None], dtype=np.float64)
+
+    def anchor_at(
+        self, gpu: npt.NDArray[np.int64], batch: npt.ArrayLike
+    ) -> tuple[FloatArray, FloatArray]:
+        """Per (GPU, batch) of the same shape: the batch of the measurement nearest it (NaN:
+        the GPU has none) and that measurement's scale relative to the coefficients (1
+        without one)."""
+        shape = np.shape(gpu)
+        b = np.broadcast_to(np.maximum(np.asarray(batch, dtype=np.float64), 1.0), shape)
+        if self.anchor_batch is None or self.anchor_scale is None:
+            return np.full(shape, np.nan), np.ones(shape)
+        anchors = self.anchor_batch[gpu]  # (..., k)
+        far = np.abs(np.log2(b[..., None] / np.where(np.isnan(anchors), 1.0, anchors)))
+        k = np.argmin(np.where(np.isnan(anchors), np.inf, far), axis=-1)[..., None]
+        nearest = np.take_along_axis(anchors, k, axis=-1)[..., 0]
+        scale = np.take_along_axis(self.anchor_scale[gpu], k, axis=-1)[..., 0]
+        return nearest, np.where(np.isnan(nearest), 1.0, scale)
 
 
 def build_gpu_table(
@@ -266,16 +286,18 @@ def build_gpu_table(
     intra = np.zeros(n)
     nvlink = np.zeros(n, dtype=bool)
     pcie = np.zeros(n)
-    measured = np.full(n, np.nan)
+    anchors: list[list[tuple[float, float]]] = []
     bands = np.ones((n, len(BATCH_DISTANCE), 2))
     sources: list[str] = []
     for i, (gpu, choice) in enumerate(zip(gpus, choices, strict=True)):
+        # the coefficients at the primary measurement's scale (the others: ``anchor_scale``)
+        primary = None if choice.calibration is None else replace(choice.calibration, others=())
         one, two = (
             predict_step_time(
                 choice.facts.roofline_workload(b),
                 gpu,
                 choice.precision,
-                calibration=choice.calibration,
+                calibration=primary,
                 efficiency=efficiency,
             )
             for b in (1, 2)
@@ -290,13 +312,22 @@ def build_gpu_table(
         eff = efficiency or RooflineEfficiency()
         base = "" if cal is None else calibrated_regime(gpu, cal, eff)
         if cal is not None and base and cal.batch_size is not None:
-            measured[i] = cal.batch_size
+            points = [(cal.batch_size, cal.scale), *((b, c) for b, c, _ in cal.others)]
+            anchors.append([(float(b), c / cal.scale) for b, c in points])
             bands[i] = batch_bands(eff, base, cal)
+        else:
+            anchors.append([])
         usable[i] = usable_bytes(gpu)
         intra[i] = intra_node_gbps(gpu)
         nvlink[i] = gpu.interconnect_gbps is not None
         pcie[i] = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0
         sources.append(one.source)
+    width = max((len(a) for a in anchors), default=0) or 1
+    anchor_batch = np.full((n, width), np.nan)
+    anchor_scale = np.ones((n, width))
+    for i, row in enumerate(anchors):
+        for k, (b, c) in enumerate(row):
+            anchor_batch[i, k], anchor_scale[i, k] = b, c
     return GpuTable(
         names=tuple(g.name for g in gpus),
         precision=tuple(c.precision for c in choices),
@@ -312,7 +343,8 @@ def build_gpu_table(
         nvlink=nvlink,
         source=tuple(sources),
         pcie_gbytes_per_s=pcie,
-        calibrated_batch=measured,
+        anchor_batch=anchor_batch,
+        anchor_scale=anchor_scale,
         batch_bands=bands,
     )
 

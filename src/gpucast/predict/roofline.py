@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeVar
 
@@ -234,9 +234,31 @@ class Calibration:
     #: the batch the measurement ran at (None: not known; the interval then pools every
     #: distance from it, :data:`~gpucast.predict.intervals.SAME_GPU`)
     batch_size: int | None = None
+    #: other measurements of the workload on ``device`` at other batches, ``(batch, scale,
+    #: measured step s)``: a prediction takes the one whose batch is nearest its own
+    #: (:meth:`at`), as the error of a calibration grows with the distance between the batches
+    others: tuple[tuple[int, float, float], ...] = ()
 
     def __post_init__(self) -> None:
         _positive("scale", self.scale)
+        for batch, scale, step in self.others:
+            _positive("others batch", batch)
+            _positive("others scale", scale)
+            _positive("others step", step)
+
+    def at(self, batch: int) -> Calibration:
+        """This calibration as the measurement whose batch is nearest ``batch`` gives it
+        (itself when it has no others or its own batch is nearest; ties: itself)."""
+        if not self.others or self.batch_size is None or batch <= 0:
+            return self
+        own = (self.batch_size, self.scale, self.measured_step_time_s)
+        best = min((own, *self.others), key=lambda o: abs(math.log2(o[0] / batch)))
+        if best is own:
+            return self
+        rest = tuple(o for o in (own, *self.others) if o is not best)
+        return replace(
+            self, batch_size=best[0], scale=best[1], measured_step_time_s=best[2], others=rest
+        )
 
 
 def _terms(
@@ -304,6 +326,7 @@ def predict_step_time(
             f"({eff.source}; no measurement of this workload)"
         )
     else:
+        calibration = calibration.at(workload.batch_size)
         scale = calibration.scale
         regime = calibrated_regime(gpu, calibration, eff)
         if regime:
