@@ -308,3 +308,26 @@ def test_measurements_at_several_batches_each_calibrate_their_neighbourhood(
     assert planned == pytest.approx(
         predict_train(workload=WORKLOAD, batch_size=200, gpu="A100-40GB", db=db).step_time_s
     )
+
+
+def test_each_measured_gpu_type_calibrates_from_its_own_measurements(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    _store_measurement(db, batch=64, step_s=0.010, gpu_name="A100-40GB")
+    _store_measurement(db, batch=64, step_s=0.004, gpu_name="H100-SXM")  # the newest
+    a100 = predict_train(workload=WORKLOAD, batch_size=64, gpu="A100-40GB", db=db)
+    assert a100.step_time_s == pytest.approx(0.010)  # its own, though H100's is newer
+    assert "store run #1" in a100.calibration_source
+    plan = gpucast.plan_train(
+        workload=WORKLOAD, epochs=1, dataset_size=64_000, deadline="100h",
+        gpus=("A100-40GB", "H100-SXM"), batch_size=64, max_gpus=8, precision="fp32", db=db,
+    )  # fmt: skip
+    fastest = {
+        g: min(c.step_time_s for c in plan.candidates if c.gpu == g)
+        for g in ("A100-40GB", "H100-SXM")
+    }
+    # each type's step at the measured batch is its own measurement (plus any all-reduce,
+    # variability and power); calibrated from H100's, the A100 would be priced ~2x faster
+    assert fastest["A100-40GB"] == pytest.approx(0.010, rel=0.05)
+    assert fastest["H100-SXM"] == pytest.approx(0.004, rel=0.05)
+    calibration = plan.assumption("step-time calibration")
+    assert calibration is not None and "A100-40GB: its own, store run #1" in calibration.source

@@ -35,9 +35,9 @@ if TYPE_CHECKING:
     from gpucast.domain.provenance import Sourced
     from gpucast.domain.systems import ClusterSpec
     from gpucast.inputs.spot import Lifetimes, StartupDelays
-    from gpucast.plan.inputs import PerfParams, RiskInputs, WorkloadFacts
+    from gpucast.plan.inputs import GpuPrecision, PerfParams, RiskInputs, WorkloadFacts
     from gpucast.predict.convergence import ConvergenceCurve
-    from gpucast.predict.roofline import Calibration
+    from gpucast.predict.roofline import Calibration, RooflineEfficiency
 
 
 def plan_train(
@@ -168,6 +168,13 @@ def plan_train(
         for name, p in by_gpu.items()
         if kept is None
     }
+    own: dict[str, tuple[GpuPrecision, str]] = {}
+    if stored is None or stored.measurement_run is None:  # a measured GPU type: its own
+        own = _own_gpu_calibrations(
+            store, request, catalog, facts_by, by_gpu if kept is None else {},
+            prof.precision, efficiency.value,
+        )  # fmt: skip
+        per_gpu.update({name: choice for name, (choice, _) in own.items()})
     request, curve, efficiency_notes = _work_curve(request, store, data_dir)
     evaluation, eval_note = (
         (None, None) if request.target is None else target_evaluations(parse_target(request.target))
@@ -216,7 +223,9 @@ def plan_train(
             source=efficiency.source,
             override="--software, gpucast fit steptime",
         ),
-        _calibration_assumption(calibrations, request.workload, store),
+        _calibration_assumption(
+            calibrations, request.workload, store, {n: src for n, (_, src) in own.items()}
+        ),
         _deadline_assumption(request),
         Assumption(
             name="start-up",
@@ -374,10 +383,51 @@ def plan_train(
     return dataclasses.replace(plan, candidates=candidates, models=models, assumptions=assumed)
 
 
+def _own_gpu_calibrations(
+    store: Path,
+    request: TrainRequest,
+    catalog: Any,
+    facts_by: Mapping[str, WorkloadFacts],
+    by_gpu: Mapping[str, str],
+    precision: str,
+    efficiency: RooflineEfficiency,
+) -> dict[str, tuple[GpuPrecision, str]]:
+    """Per catalog GPU type with stored measurements of the workload on it: its own
+    calibration and where it comes from (the plan's default calibration may come from another
+    GPU's measurement)."""
+    from gpucast.domain.errors import UnknownGpuError
+    from gpucast.inputs.calibration import measured_gpus, store_calibration
+    from gpucast.plan.inputs import GpuPrecision
+
+    out: dict[str, tuple[GpuPrecision, str]] = {}
+    for p in dict.fromkeys([precision, *(profiled_precision(q) for q in by_gpu.values())]):
+        for name in measured_gpus(store, request.workload, p):
+            try:
+                spec = catalog.gpu(name)
+            except UnknownGpuError:
+                continue
+            wanted = by_gpu.get(spec.name, precision)
+            if profiled_precision(wanted) != p or spec.name in out:
+                continue
+            cal = store_calibration(
+                store, request.workload, p, facts_by[p], catalog,
+                efficiency=efficiency, batch=request.batch_size, gpu=spec.name,
+            )  # fmt: skip
+            if cal is not None:
+                choice = GpuPrecision(precision=wanted, facts=facts_by[p], calibration=cal.value)
+                out[spec.name] = (choice, cal.source)
+    return out
+
+
 def _calibration_assumption(
-    calibrations: Mapping[str, Sourced[Calibration] | None], workload: str, store: Path
+    calibrations: Mapping[str, Sourced[Calibration] | None],
+    workload: str,
+    store: Path,
+    own: Mapping[str, str] | None = None,
 ) -> Assumption:
-    """Which stored measurement calibrates the step time, per precision profiled."""
+    """Which stored measurement calibrates the step time, per precision profiled (and per GPU
+    type measured itself: ``own``, its source)."""
+    mine = "".join(f"; {name}: its own, {src}" for name, src in (own or {}).items())
 
     def said(cal: Sourced[Calibration] | None) -> str:
         if cal is None:
@@ -394,9 +444,12 @@ def _calibration_assumption(
         return Assumption(
             name="step-time calibration",
             value=said(cal),
-            source=cal.source
-            if cal is not None
-            else f"no stored training measurement of {workload} at {precision} in {store}",
+            source=(
+                cal.source
+                if cal is not None
+                else f"no stored training measurement of {workload} at {precision} in {store}"
+            )
+            + mine,
             override="gpucast measure train (stores one)",
         )
     value = "; ".join(f"{p}: {said(c)}" for p, c in calibrations.items())
@@ -409,7 +462,7 @@ def _calibration_assumption(
     return Assumption(
         name="step-time calibration",
         value=value,
-        source=source,
+        source=source + mine,
         override="gpucast measure train --precision P (stores one)",
     )
 

@@ -282,7 +282,10 @@ def predict_train(
         )
     )
     efficiency = step_time_efficiency(request.software)
-    calibration = store_calibration(
+    calibration = store_calibration(  # a measurement on this GPU type first, else any
+        store, request.workload, request.precision, facts, catalog,
+        efficiency=efficiency.value, batch=request.batch_size, gpu=spec.name,
+    ) or store_calibration(
         store, request.workload, request.precision, facts, catalog,
         efficiency=efficiency.value, batch=request.batch_size,
     )  # fmt: skip

@@ -111,25 +111,26 @@ def store_calibration(
     prefer_run: int | None = None,
     efficiency: RooflineEfficiency | None = None,
     batch: int | None = None,
+    gpu: str | None = None,
 ) -> Sourced[Calibration] | None:
     """The roofline calibrated by a stored training measurement of ``workload`` (module
     docstring); with ``batch``, the measurement whose batch is nearest it (in doublings; the
     newest of equals), since the error of a calibration grows with the distance between the
-    batches; ``None`` when the store has none."""
-    if db_path is None or not Path(db_path).exists():
-        return None
+    batches; with ``gpu`` (a catalog name), only measurements on that GPU type; ``None`` when
+    the store has none."""
     from gpucast.domain.errors import UnknownGpuError
     from gpucast.predict.roofline import calibrate
-    from gpucast.store.db import Store
 
-    with Store(db_path).open(create=False) as store:
-        runs = store.list_runs(kind="measurement", workload=workload, limit=50)
-        if prefer_run is not None:
-            runs = [store.get_run(prefer_run).summary]
+    def on_gpu(r: Any) -> bool:
+        try:
+            return bool(catalog.gpu(r.gpu_name or "").name == gpu)
+        except UnknownGpuError:
+            return False
+
     runs = [
         r
-        for r in runs
-        if r.precision == precision and r.median_s is not None and r.mode in (None, "train")
+        for r in _training_runs(db_path, workload, precision, prefer_run)
+        if gpu is None or on_gpu(r)
     ]
     if batch is not None and batch > 0:
         runs.sort(key=lambda r: abs(math.log2(max(r.batch_size or batch, 1) / batch)))
@@ -167,3 +168,30 @@ def store_calibration(
         f"store run #{run.id} ({run.device}, batch {run.batch_size}, "
         f"{run.median_s * 1e3:.3g} ms/step){more}",
     )
+
+
+def measured_gpus(db_path: Path | None, workload: str, precision: str) -> tuple[str, ...]:
+    """The GPU names (as measured) of the stored training measurements of ``workload`` at
+    ``precision``, newest first."""
+    runs = _training_runs(db_path, workload, precision)
+    return tuple(dict.fromkeys(r.gpu_name for r in runs if r.gpu_name))
+
+
+def _training_runs(
+    db_path: Path | None, workload: str, precision: str, prefer_run: int | None = None
+) -> list[Any]:
+    """The store's training measurements of ``workload`` at ``precision`` with a median step
+    (newest first; only run ``prefer_run`` when given)."""
+    if db_path is None or not Path(db_path).exists():
+        return []
+    from gpucast.store.db import Store
+
+    with Store(db_path).open(create=False) as store:
+        runs = store.list_runs(kind="measurement", workload=workload, limit=50)
+        if prefer_run is not None:
+            runs = [store.get_run(prefer_run).summary]
+    return [
+        r
+        for r in runs
+        if r.precision == precision and r.median_s is not None and r.mode in (None, "train")
+    ]
