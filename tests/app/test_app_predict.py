@@ -331,3 +331,21 @@ def test_each_measured_gpu_type_calibrates_from_its_own_measurements(tmp_path: P
     assert fastest["H100-SXM"] == pytest.approx(0.004, rel=0.05)
     calibration = plan.assumption("step-time calibration")
     assert calibration is not None and "A100-40GB: its own, store run #1" in calibration.source
+
+
+def test_simulate_train_calibrates_each_gpu_type_from_its_own_measurements(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    db = tmp_path / "store.db"
+    _store_measurement(db, batch=64, step_s=0.010, gpu_name="A100-40GB")
+    _store_measurement(db, batch=64, step_s=0.004, gpu_name="H100-SXM")  # the newest
+    result = gpucast.simulate_train(
+        instance="a2-highgpu-1g", workers=1, region="us-central1", provider="gcp",
+        strategy="allreduce", workload=WORKLOAD, batch_size=64, steps=1000, runs=50, seed=1,
+        precision="fp32", db=db,
+    )  # fmt: skip
+    said = json.dumps(result.to_dict())
+    assert "calibrated by store run #1" in said and "store run #2" not in said
+    assert "10.0 ms at batch 64 on A100-40GB" in said

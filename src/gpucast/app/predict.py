@@ -284,10 +284,7 @@ def predict_train(
     efficiency = step_time_efficiency(request.software)
     calibration = store_calibration(  # a measurement on this GPU type first, else any
         store, request.workload, request.precision, facts, catalog,
-        efficiency=efficiency.value, batch=request.batch_size, gpu=spec.name,
-    ) or store_calibration(
-        store, request.workload, request.precision, facts, catalog,
-        efficiency=efficiency.value, batch=request.batch_size,
+        efficiency=efficiency.value, batch=request.batch_size, prefer_gpu=spec.name,
     )  # fmt: skip
     estimate = predict_step_time(
         facts.roofline_workload(request.batch_size),

@@ -659,19 +659,23 @@ def simulate_train(
         )
         works[prec] = work_p
         work = work or work_p  # bytes and tensors: the same at every precision
-        calibration = None
-        if work_p.facts is not None:
-            calibration = store_calibration(
-                store, work_p.name, profiled_precision(prec), work_p.facts, catalog,
-                efficiency=efficiency, batch=request.batch_size,
+        at_prec = [g for g in groups if by_gpu[g.gpu] == prec]
+        for name in dict.fromkeys(g.gpu for g in at_prec):
+            # a GPU type measured itself: its own measurements; else the nearest batch's
+            calibration = None
+            if work_p.facts is not None:
+                calibration = store_calibration(
+                    store, work_p.name, profiled_precision(prec), work_p.facts, catalog,
+                    efficiency=efficiency, batch=request.batch_size,
+                    prefer_gpu=catalog.gpu(name).name,
+                )  # fmt: skip
+            single.update(
+                tinputs.step_times(
+                    [g for g in at_prec if g.gpu == name], work_p, given_speed,
+                    request.strategy, root, request.batch_size, prec, catalog, calibration,
+                    efficiency=efficiency,
+                )
             )  # fmt: skip
-        single.update(
-            tinputs.step_times(
-                [g for g in groups if by_gpu[g.gpu] == prec], work_p, given_speed,
-                request.strategy, root, request.batch_size, prec, catalog, calibration,
-                efficiency=efficiency,
-            )
-        )  # fmt: skip
     assert work is not None  # groups is never empty
     model = cluster_model(root)
     perf = perf_params(root).value

@@ -112,26 +112,29 @@ def store_calibration(
     efficiency: RooflineEfficiency | None = None,
     batch: int | None = None,
     gpu: str | None = None,
+    prefer_gpu: str | None = None,
 ) -> Sourced[Calibration] | None:
     """The roofline calibrated by a stored training measurement of ``workload`` (module
     docstring); with ``batch``, the measurement whose batch is nearest it (in doublings; the
     newest of equals), since the error of a calibration grows with the distance between the
-    batches; with ``gpu`` (a catalog name), only measurements on that GPU type; ``None`` when
-    the store has none."""
+    batches; with ``gpu`` (a catalog name), only measurements on that GPU type, with
+    ``prefer_gpu`` those first (else any); ``None`` when the store has none."""
     from gpucast.domain.errors import UnknownGpuError
     from gpucast.predict.roofline import calibrate
 
-    def on_gpu(r: Any) -> bool:
+    def on(r: Any, name: str) -> bool:
         try:
-            return bool(catalog.gpu(r.gpu_name or "").name == gpu)
+            return bool(catalog.gpu(r.gpu_name or "").name == name)
         except UnknownGpuError:
             return False
 
     runs = [
         r
         for r in _training_runs(db_path, workload, precision, prefer_run)
-        if gpu is None or on_gpu(r)
+        if gpu is None or on(r, gpu)
     ]
+    if prefer_gpu is not None:
+        runs = [r for r in runs if on(r, prefer_gpu)] or runs
     if batch is not None and batch > 0:
         runs.sort(key=lambda r: abs(math.log2(max(r.batch_size or batch, 1) / batch)))
     if not runs:
