@@ -287,6 +287,7 @@ def build_gpu_table(
     nvlink = np.zeros(n, dtype=bool)
     pcie = np.zeros(n)
     anchors: list[list[tuple[float, float]]] = []
+    eff = efficiency or RooflineEfficiency()
     bands = np.ones((n, len(BATCH_DISTANCE), 2))
     sources: list[str] = []
     for i, (gpu, choice) in enumerate(zip(gpus, choices, strict=True)):
@@ -309,7 +310,6 @@ def build_gpu_table(
         lower[i] = one.lower / one.value
         upper[i] = one.upper / one.value
         cal = choice.calibration
-        eff = efficiency or RooflineEfficiency()
         base = "" if cal is None else calibrated_regime(gpu, cal, eff)
         if cal is not None and base and cal.batch_size is not None:
             points = [(cal.batch_size, cal.scale), *((b, c) for b, c, _ in cal.others)]

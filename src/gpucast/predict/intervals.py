@@ -108,6 +108,14 @@ def distance_regimes(base: str) -> tuple[str, ...]:
     return tuple(f"{base}/{suffix}" for _, suffix in BATCH_DISTANCE)
 
 
+def batch_regimes(
+    base: str, measured_batch: npt.ArrayLike, batch: npt.ArrayLike
+) -> npt.NDArray[np.object_]:
+    """Vectorised :func:`batch_regime` (batches known)."""
+    names = np.asarray(distance_regimes(base), dtype=object)
+    return np.asarray(names[batch_distance_index(measured_batch, batch)], dtype=object)
+
+
 def batch_distance_index(
     measured_batch: npt.ArrayLike, batch: npt.ArrayLike
 ) -> npt.NDArray[np.int64]:

@@ -77,9 +77,8 @@ from gpucast.predict.intervals import (
     SAME_GPU,
     UNCALIBRATED,
     IntervalTable,
-    batch_distance_index,
+    batch_regimes,
     calibrated_level,
-    distance_regimes,
     held_out_bands,
 )
 from gpucast.predict.roofline import (
@@ -912,10 +911,7 @@ def _same_gpu_residuals(
         out.append(part)
         if "batch" in test.columns:  # the same predictions by distance from the measured batch
             batch = test["batch"].to_numpy(dtype=np.float64)
-            names = np.asarray(distance_regimes(SAME_GPU), dtype=object)
-            out.append(
-                part.assign(regime=names[batch_distance_index(batch[j[off]], batch[i[off]])])
-            )
+            out.append(part.assign(regime=batch_regimes(SAME_GPU, batch[j[off]], batch[i[off]])))
     return out
 
 
@@ -948,8 +944,7 @@ def _one_measurement_residuals(
     part["residual"] = own[i] - other[j]
     b_t = test["batch"].to_numpy(dtype=np.float64)[i]
     b_s = same["batch"].to_numpy(dtype=np.float64)[j]
-    names = np.asarray(distance_regimes(regime), dtype=object)
-    part["regime"] = names[batch_distance_index(b_s, b_t)]
+    part["regime"] = batch_regimes(regime, b_s, b_t)
     return part
 
 
