@@ -30,6 +30,21 @@ def test_fixed_choices_are_kept() -> None:
         assert p.layout.tp == 2 and p.layout.zero_stage == 1 and p.layout.recompute == "full"
 
 
+def test_interleaved_stages_and_context_parallel_are_searched_unless_fixed() -> None:
+    common = {"model": "llama-2-70b", "gpu": "H100", "gpus": 64, "seq_len": 4096, "top": 40}
+    searched = gpucast.predict_llm_train(**common, global_batch=64)
+    layouts = [p.layout for p in (searched.best, *searched.alternatives)]
+    assert {lay.cp for lay in layouts} == {1, 2}  # both context-parallel sizes tried
+    assert {lay.virtual_stages for lay in layouts if lay.pp > 1} > {1}  # interleaving tried
+    flat = gpucast.predict_llm_train(**common, global_batch=64, cp=1, vpp=1)
+    assert all(
+        p.layout.cp == 1 and p.layout.virtual_stages == 1
+        for p in (flat.best, *flat.alternatives)
+    )
+    # a wider search can only find the same step or a faster one
+    assert searched.best.step_time_s <= flat.best.step_time_s
+
+
 def test_lora_fits_where_full_fine_tuning_does_not() -> None:
     with pytest.raises(NoFeasiblePlanError, match="does not fit"):
         gpucast.predict_llm_train(
@@ -50,6 +65,7 @@ def test_lora_fits_where_full_fine_tuning_does_not() -> None:
         ({"zero": 4}, "zero"),
         ({"precision": "int4"}, "precision"),
         ({"recompute": "most"}, "recompute"),
+        ({"vpp": 0}, "vpp"),
     ],
 )
 def test_bad_requests_name_the_field(options: dict[str, object], field: str) -> None:

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.evaluation import EvaluationSchedule
+from gpucast.domain.evaluation import (
+    EVAL_FORWARD_SHARE,
+    LORA_FORWARD_SHARE,
+    EvaluationCost,
+    EvaluationSchedule,
+)
 
 BERT = EvaluationSchedule(
     benchmark="bert",
@@ -35,7 +40,12 @@ def test_evaluations_start_late_and_a_run_holds_at_least_one() -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("every_samples", 0.0), ("eval_samples", float("nan")), ("start_samples", -1.0)],
+    [
+        ("every_samples", 0.0),
+        ("eval_samples", float("nan")),
+        ("start_samples", -1.0),
+        ("skip_evaluations_per_batch", -0.1),
+    ],
 )
 def test_bad_schedules_name_the_field(field: str, value: float) -> None:
     fields = {"benchmark": "x", "every_samples": 1.0, "eval_samples": 1.0, field: value}
@@ -48,3 +58,25 @@ def test_bad_run_sizes_are_refused() -> None:
         BERT.evaluations(0.0, 256)
     with pytest.raises(InvalidSpecError, match="global_batch"):
         BERT.interval_samples(-1.0)
+
+
+def test_skipped_evaluations_grow_with_the_batch_and_lora_evaluates_at_half_a_step() -> None:
+    # Llama-2-70B LoRA: every 384 sequences on 173, the first FLOOR(0.125 x batch + 2) skipped
+    lora = EvaluationSchedule(
+        benchmark="llama2_70b_lora",
+        every_samples=384,
+        eval_samples=173,
+        skip_evaluations=2,
+        skip_evaluations_per_batch=0.125,
+    )
+    runs = lora.evaluations([3187.2, 11289.6], [8, 128])
+    assert runs == pytest.approx([3187.2 / 384 - 3, 11289.6 / 384 - 18])
+    assert "FLOOR(2 + 0.125 x batch) skipped" in EvaluationCost(schedule=lora, latency_s=0).text()
+    cost = EvaluationCost(schedule=lora, latency_s=0.5)
+    full = cost.seconds(3187.2, 8, 4.0)
+    half = cost.seconds(3187.2, 8, 4.0, forward_share=LORA_FORWARD_SHARE)
+    forward = 173 / 8 * 4.0  # the validation set's share of a step's work
+    assert full == pytest.approx(runs[0] * (0.5 + forward * EVAL_FORWARD_SHARE))
+    assert half == pytest.approx(runs[0] * (0.5 + forward / 2))
+    with pytest.raises(InvalidSpecError, match="forward_share"):
+        cost.seconds(3187.2, 8, 4.0, forward_share=0.0)

@@ -63,14 +63,17 @@ class PredictLlmTrainRequest:
     lora_rank: int = option(0, help="LoRA rank (0: full fine-tuning / pre-training).")
     tp: int | None = option(None, help="Tensor-parallel size (default: searched).")
     pp: int | None = option(None, help="Pipeline stages (default: searched).")
-    cp: int | None = option(None, help="Context-parallel size (default: 1).")
+    cp: int | None = option(None, help="Context-parallel size (default: searched, 1 or 2).")
+    vpp: int | None = option(
+        None, help="Interleaved pipeline stages per GPU (default: searched, 1/2/4/8)."
+    )
     micro_batch: int | None = option(None, help="Sequences per micro-batch (default: searched).")
     zero: int | None = option(None, help="ZeRO stage 0-3 (default: searched).")
     recompute: str | None = option(None, help="none, selective or full (default: searched).")
     top: int = option(5, help="Runner-up layouts to show.")
 
     def __post_init__(self) -> None:
-        for name in ("gpus", "gpus_per_node", "seq_len", "global_batch", "tp", "pp", "cp"):
+        for name in ("gpus", "gpus_per_node", "seq_len", "global_batch", "tp", "pp", "cp", "vpp"):
             _positive_or_none(name.replace("_", "-"), getattr(self, name))
         _positive_or_none("micro-batch", self.micro_batch)
         _positive_or_none("top", self.top)
@@ -132,7 +135,11 @@ def predict_llm_train(
     from gpucast.catalog.llm import llm_model
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.errors import NoFeasiblePlanError
-    from gpucast.domain.parallel import LayoutSpace
+    from gpucast.domain.parallel import (
+        SEARCHED_CP_SIZES,
+        SEARCHED_VIRTUAL_STAGES,
+        LayoutSpace,
+    )
     from gpucast.inputs.calibration import step_time_efficiency
     from gpucast.inputs.steptime import node_network_gbps
     from gpucast.predict.parallel import best_layout, cluster_shape, rank_layouts
@@ -162,7 +169,8 @@ def predict_llm_train(
         micro_batch_sizes=(request.micro_batch,) if request.micro_batch else (1, 2, 4, 8),
         zero_stages=(request.zero,) if request.zero is not None else (0, 1, 2, 3),
         recompute=(request.recompute,) if request.recompute else _RECOMPUTE,  # type: ignore[arg-type]
-        cp_sizes=(request.cp or 1,),
+        cp_sizes=(request.cp,) if request.cp else SEARCHED_CP_SIZES,
+        virtual_stages=(request.vpp,) if request.vpp else SEARCHED_VIRTUAL_STAGES,
         precision=request.precision,  # type: ignore[arg-type]
         lora_rank=request.lora_rank,
     )

@@ -15,7 +15,8 @@ from gpucast.domain.evaluation import EvaluationSchedule
 
 EVAL_COLUMNS = (
     "name", "every_samples", "every_samples_per_batch", "every_round", "start_samples",
-    "eval_samples", "timed", "source_url", "as_of",
+    "eval_samples", "skip_evaluations", "skip_evaluations_per_batch", "timed", "source_url",
+    "as_of",
 )  # fmt: skip
 _PATH = "mlperf_eval.csv"
 _POSITIVE = frozenset({"every_samples", "eval_samples"})
@@ -30,7 +31,7 @@ def parse_mlperf_eval(text: str, path: str = _PATH) -> dict[str, EvaluationSched
             column: require_float(
                 row[column], path=path, line=line, column=column, positive=column in _POSITIVE
             )
-            for column in EVAL_COLUMNS[1:6]
+            for column in EVAL_COLUMNS[1:8]
         }
         out[name] = EvaluationSchedule(
             benchmark=name,

@@ -28,6 +28,9 @@ FloatArray = npt.NDArray[np.float64]
 #: An evaluated sample's compute and memory time relative to a trained one's: the forward
 #: pass alone (about 1/3 of forward + backward, whose backward does twice the forward's FLOPs)
 EVAL_FORWARD_SHARE = 1.0 / 3.0
+#: the same for LoRA fine-tuning: the backward computes the activations' gradients only (the
+#: frozen weights get none), as many FLOPs as the forward, so the forward is half the work
+LORA_FORWARD_SHARE = 1.0 / 2.0
 
 
 def _positive(name: str, value: npt.ArrayLike) -> FloatArray:
@@ -43,8 +46,10 @@ class EvaluationSchedule:
 
     The interval in training samples is ``every_samples + every_samples_per_batch x global
     batch``, rounded down to a multiple of ``every_round`` where that is > 0 (BERT's rule);
-    evaluations start after ``start_samples``. ``timed`` False: the rules have checkpoints
-    scored offline, outside the timed run (Stable Diffusion), so they add no time."""
+    evaluations start after ``start_samples``, and the first ``FLOOR(skip_evaluations +
+    skip_evaluations_per_batch x global batch)`` due are skipped (Llama-2-70B LoRA's rule:
+    FLOOR(0.125 x batch + 2)). ``timed`` False: the rules have checkpoints scored offline,
+    outside the timed run (Stable Diffusion), so they add no time."""
 
     benchmark: str
     every_samples: float
@@ -52,6 +57,8 @@ class EvaluationSchedule:
     every_samples_per_batch: float = 0.0
     every_round: float = 0.0
     start_samples: float = 0.0
+    skip_evaluations: float = 0.0
+    skip_evaluations_per_batch: float = 0.0
     timed: bool = True
     source: str = ""
 
@@ -60,7 +67,13 @@ class EvaluationSchedule:
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
                 raise InvalidSpecError(name, "must be > 0", got=v)
-        for name in ("every_samples_per_batch", "every_round", "start_samples"):
+        for name in (
+            "every_samples_per_batch",
+            "every_round",
+            "start_samples",
+            "skip_evaluations",
+            "skip_evaluations_per_batch",
+        ):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
                 raise InvalidSpecError(name, "must be >= 0", got=v)
@@ -80,8 +93,13 @@ class EvaluationSchedule:
         """Evaluations in a run that trains ``samples`` at ``global_batch`` (at least one: the
         one that finds the target; fractional, as ``samples`` is a mean; element-wise)."""
         after = np.maximum(_positive("samples", samples) - self.start_samples, 0.0)
+        skipped = np.floor(
+            self.skip_evaluations
+            + self.skip_evaluations_per_batch * np.asarray(global_batch, dtype=np.float64)
+        )
         return np.asarray(
-            np.maximum(1.0, after / self.interval_samples(global_batch)), dtype=np.float64
+            np.maximum(1.0, after / self.interval_samples(global_batch) - skipped),
+            dtype=np.float64,
         )
 
 
@@ -102,13 +120,22 @@ class EvaluationCost:
             raise InvalidSpecError("eval_latency_s", "must be >= 0", got=self.latency_s)
 
     def seconds(
-        self, samples: npt.ArrayLike, global_batch: npt.ArrayLike, step_work_s: npt.ArrayLike
+        self,
+        samples: npt.ArrayLike,
+        global_batch: npt.ArrayLike,
+        step_work_s: npt.ArrayLike,
+        *,
+        forward_share: float = EVAL_FORWARD_SHARE,
     ) -> FloatArray:
         """Seconds of evaluation in a run of ``samples`` at ``global_batch`` whose training
-        step computes for ``step_work_s`` (element-wise)."""
+        step computes for ``step_work_s`` (element-wise). ``forward_share``: an evaluated
+        sample's work relative to a trained one's (1/2 for LoRA, whose backward skips the
+        frozen weights' gradients: :data:`LORA_FORWARD_SHARE`)."""
+        if not (math.isfinite(forward_share) and 0 < forward_share <= 1):
+            raise InvalidSpecError("forward_share", "must be in (0, 1]", got=forward_share)
         runs = self.schedule.evaluations(samples, global_batch)
         batch = np.asarray(global_batch, dtype=np.float64)
-        forward = self.schedule.eval_samples / batch * EVAL_FORWARD_SHARE
+        forward = self.schedule.eval_samples / batch * forward_share
         return np.asarray(
             runs * (self.latency_s + forward * np.asarray(step_work_s, dtype=np.float64)),
             dtype=np.float64,
@@ -124,6 +151,11 @@ class EvaluationCost:
             f"{s.every_round:,.0f}) samples"
         )
         start = f" from sample {s.start_samples:,.0f}" if s.start_samples > 0 else ""
+        if s.skip_evaluations or s.skip_evaluations_per_batch:
+            start += (
+                f", the first FLOOR({s.skip_evaluations:g} + {s.skip_evaluations_per_batch:g}"
+                " x batch) skipped"
+            )
         return (
             f"{s.benchmark}: {every}{start} on {s.eval_samples:,.0f} samples, "
             f"{self.latency_s:.3g} s each plus the forward passes"

@@ -29,6 +29,11 @@ from gpucast.domain.units import GIB
 Recompute = Literal["none", "selective", "full"]
 TrainPrecision = Literal["bf16", "fp16", "fp8"]
 RECOMPUTE: tuple[str, ...] = get_args(Recompute)
+#: What ``predict llm-train`` searches when the user fixes neither: the context-parallel sizes
+#: and interleaved pipeline stages that Megatron/NeMo runs use (MLPerf Training v4.0: GPT-3
+#: 175B on 10,752-11,616 H100 with 8 virtual stages per GPU, Llama-2-70B LoRA with cp=2)
+SEARCHED_CP_SIZES: tuple[int, ...] = (1, 2)
+SEARCHED_VIRTUAL_STAGES: tuple[int, ...] = (1, 2, 4, 8)
 TRAIN_PRECISIONS: tuple[str, ...] = get_args(TrainPrecision)
 #: Matrices LoRA adapters can be attached to: attention q, k, v, o and MLP gate, up, down.
 LORA_TARGETS: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
