@@ -416,10 +416,11 @@ def section_llm(catalog: object) -> None:
     print("\n   median signed error by benchmark and GPU count (%):")
     print(summary.round(1).to_string())
     for bench, part in table.groupby("benchmark"):
+        unc, cal = np.abs(part.uncalibrated_pct), np.abs(part.calibrated_pct)
         print(
-            f"   {bench}: median |error| uncalibrated "
-            f"{np.median(np.abs(part.uncalibrated_pct)):.1f}%, calibrated "
-            f"{np.median(np.abs(part.calibrated_pct)):.1f}% over {len(part)} systems"
+            f"   {bench}: median |error| uncalibrated {np.median(unc):.1f}%, calibrated "
+            f"{np.median(cal):.1f}% (mean {unc.mean():.1f}% / {cal.mean():.1f}%) over "
+            f"{len(part)} systems"
         )
 
 

@@ -38,8 +38,7 @@ def test_interleaved_stages_and_context_parallel_are_searched_unless_fixed() -> 
     assert {lay.virtual_stages for lay in layouts if lay.pp > 1} > {1}  # interleaving tried
     flat = gpucast.predict_llm_train(**common, global_batch=64, cp=1, vpp=1)
     assert all(
-        p.layout.cp == 1 and p.layout.virtual_stages == 1
-        for p in (flat.best, *flat.alternatives)
+        p.layout.cp == 1 and p.layout.virtual_stages == 1 for p in (flat.best, *flat.alternatives)
     )
     # a wider search can only find the same step or a faster one
     assert searched.best.step_time_s <= flat.best.step_time_s

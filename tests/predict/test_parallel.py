@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -440,3 +441,24 @@ def test_prediction_serialises(h100: GpuSpec) -> None:
     assert data["gpus"] == 4 and data["layout"] == pred.layout.label()
     assert data["memory"]["total_bytes"] == pytest.approx(pred.memory.total_bytes)  # type: ignore[index]
     assert pred.memory.total_bytes / GIB < 80
+
+
+def test_a_search_shares_stage_times_across_virtual_stages_without_changing_a_result(
+    h100: GpuSpec,
+) -> None:
+    spec = llm_model("llama-2-70b")
+    space = LayoutSpace(cp_sizes=(1, 2), virtual_stages=(1, 2, 4, 8), zero_stages=(1,))
+    ranked = rank_layouts(spec, h100, 32, 64, seq_len=4096, space=space)
+    assert {p.layout.virtual_stages for p in ranked if p.layout.pp > 1} == {1, 2, 4, 8}
+    links = cluster_shape(h100)
+    for shared in ranked:
+        alone = predict_training_step(spec, h100, shared.layout, seq_len=4096, cluster=links)
+        assert alone.step_time.breakdown == shared.step_time.breakdown
+        assert alone.memory == shared.memory and alone.notes == shared.notes
+    # interleaving shrinks the bubble alone: same compute, fewer idle slots
+    by_layout = {p.layout: p for p in ranked}
+    for p in ranked:
+        if p.layout.pp > 1 and p.layout.virtual_stages > 1:
+            flat = by_layout[replace(p.layout, virtual_stages=1)]
+            assert p.step_time.breakdown["compute"] == flat.step_time.breakdown["compute"]
+            assert p.step_time.breakdown["pp_bubble"] < flat.step_time.breakdown["pp_bubble"]

@@ -96,7 +96,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
@@ -775,11 +775,15 @@ def predict_training_step(
     cluster: ClusterShape | None = None,
     efficiency: RooflineEfficiency | None = None,
     assumptions: ParallelAssumptions | None = None,
+    memo: dict[object, object] | None = None,
 ) -> ParallelStepPrediction:
     """One optimizer step of ``spec`` on ``layout.gpus`` GPUs of type ``gpu``.
 
     Raises :class:`InvalidSpecError` (naming the field) when the layout cannot run the model;
-    a layout that runs but does not fit in memory is returned with ``fits`` False.
+    a layout that runs but does not fit in memory is returned with ``fits`` False. ``memo``:
+    stage times and data-parallel communication shared by layouts that differ only in their
+    virtual stages (which change the bubble, the point-to-point sends and the memory alone);
+    :func:`rank_layouts` passes one per search, with every other argument the same.
     """
     links = cluster or cluster_shape(gpu)
     opts = assumptions or ParallelAssumptions()
@@ -796,14 +800,14 @@ def predict_training_step(
     layers = _stage_layers(spec, layout.pp)
     stage_memory = _all_stage_memory(spec, gpu, layout, seq_len, opts)
     # stages differ only by their layer count and by being first or last
-    cache: dict[tuple[int, bool], _StageTime] = {}
+    flat = replace(layout, virtual_stages=1)
+    cache: dict[object, object] = {} if memo is None else memo
     times: list[_StageTime] = []
     for i, n in enumerate(layers):
-        last = i == layout.pp - 1
-        key = (n, last)
+        key = ("stage", flat, n, i == layout.pp - 1)
         if key not in cache:
             cache[key] = _stage_time(spec, gpu, layout, shapes, links, seq_len, n, i, eff, opts)
-        times.append(cache[key])
+        times.append(cache[key])  # type: ignore[arg-type]
     slowest = max(range(layout.pp), key=lambda i: times[i].micro_batch_s)
     pace = times[slowest]
     m, p, v = layout.micro_batches, layout.pp, layout.virtual_stages
@@ -827,10 +831,13 @@ def predict_training_step(
         else:
             send = _link_s(message, links.intra_node_gbps, links.nvlink_hop_latency_s)
         terms["pp_p2p"] = 2.0 * (v * m + p - 1) * send
-    terms["dp_comm"] = max(
-        _dp_comm_s(layout, shapes, i, links, n, times[i].micro_batch_s, opts)
-        for i, n in enumerate(layers)
-    )
+    dp_key = ("dp_comm", flat)
+    if dp_key not in cache:
+        cache[dp_key] = max(
+            _dp_comm_s(layout, shapes, i, links, n, times[i].micro_batch_s, opts)
+            for i, n in enumerate(layers)
+        )
+    terms["dp_comm"] = float(cache[dp_key])  # type: ignore[arg-type]
     step = sum(terms.values())
     lower = step * pace.estimate.lower / pace.estimate.value
     upper = step * pace.estimate.upper / pace.estimate.value
@@ -986,6 +993,7 @@ def rank_layouts(
         allow_cross_node_tp=links.allow_cross_node_tp,
         allow_uneven_pp=opts.allow_uneven_pp,
     )
+    memo: dict[object, object] = {}
     predictions = [
         predict_training_step(
             spec,
@@ -995,6 +1003,7 @@ def rank_layouts(
             cluster=links,
             efficiency=efficiency,
             assumptions=opts,
+            memo=memo,
         )
         for layout in layouts
     ]
