@@ -98,3 +98,21 @@ def test_the_result_states_its_band_and_the_validated_error_of_its_regime() -> N
     step = h100.best.step_time
     assert step.lower < step.value < step.upper
     assert h100.to_dict()["validation"]["validated"] is True
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"vpp": 3}, "vpp=3"),  # 3 divides no stage split of 80 layers
+        ({"pp": 1, "vpp": 2}, "drop --pp/--vpp"),  # interleaving needs stages
+        ({"cp": 3}, "cp=3"),  # 4,096 tokens do not split in three
+    ],
+)
+def test_a_fixed_choice_no_layout_can_take_is_named_with_its_rule(
+    options: dict[str, int], named: str
+) -> None:
+    with pytest.raises(NoFeasiblePlanError, match="pp x vpp the 80 layers") as err:
+        gpucast.predict_llm_train(
+            model="llama-2-70b", gpu="H100", gpus=16, seq_len=4096, global_batch=64, **options
+        )
+    assert named in str(err.value)

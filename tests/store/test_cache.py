@@ -19,6 +19,12 @@ from gpucast.store.cache import cache_dir, cache_key, cached_fit, cached_json, c
 ROWS = "checkpoint_mb,duration_s\n10,1.2\n20,2.1\n40,4.3\n80,8.0\n160,16.5\n"
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests count the cache's entries: each gets an empty cache of its own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+
+
 @pytest.fixture
 def data_file(tmp_path: Path) -> Path:
     path = tmp_path / "data" / "checkpoints.csv"

@@ -191,12 +191,16 @@ def predict_llm_train(
     ]
     if not ranked or not ranked[0].fits:
         if not ranked:
+            fixed = {"tp": request.tp, "pp": request.pp, "cp": request.cp, "vpp": request.vpp}
+            dropped = "/".join(f"--{k}" for k, v in fixed.items() if v)
             raise NoFeasiblePlanError(
-                f"no layout of {request.gpus} GPUs with tp={request.tp or 'any'}, "
-                f"pp={request.pp or 'any'} runs {spec.name} at a global batch of "
-                f"{request.global_batch}",
-                fix="tp must divide the heads and fit in a node, pp the layers, and the "
-                "global batch must divide by dp; drop --tp/--pp to search them",
+                f"no layout of {request.gpus} GPUs with "
+                + ", ".join(f"{k}={v or 'any'}" for k, v in fixed.items())
+                + f" runs {spec.name} at a global batch of {request.global_batch}",
+                fix=f"tp must divide the heads and fit in a node, pp x vpp the {spec.layers} "
+                f"layers (vpp > 1 needs pp > 1), cp the {seq} tokens, and the global batch "
+                "must divide by dp"
+                + (f"; drop {dropped} to search them" if dropped else ""),
             )
         best_layout(  # raises, naming the smallest layout's memory
             spec, gpu, request.gpus, request.global_batch, seq_len=seq, cluster=links,
