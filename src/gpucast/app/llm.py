@@ -199,8 +199,7 @@ def predict_llm_train(
                 + f" runs {spec.name} at a global batch of {request.global_batch}",
                 fix=f"tp must divide the heads and fit in a node, pp x vpp the {spec.layers} "
                 f"layers (vpp > 1 needs pp > 1), cp the {seq} tokens, and the global batch "
-                "must divide by dp"
-                + (f"; drop {dropped} to search them" if dropped else ""),
+                "must divide by dp" + (f"; drop {dropped} to search them" if dropped else ""),
             )
         best_layout(  # raises, naming the smallest layout's memory
             spec, gpu, request.gpus, request.global_batch, seq_len=seq, cluster=links,
