@@ -462,3 +462,18 @@ def test_a_search_shares_stage_times_across_virtual_stages_without_changing_a_re
             flat = by_layout[replace(p.layout, virtual_stages=1)]
             assert p.step_time.breakdown["compute"] == flat.step_time.breakdown["compute"]
             assert p.step_time.breakdown["pp_bubble"] < flat.step_time.breakdown["pp_bubble"]
+
+
+def test_best_layout_times_only_what_fits_and_picks_the_head_of_the_ranking(
+    h100: GpuSpec,
+) -> None:
+    spec = llm_model("llama-2-70b")
+    space = LayoutSpace(cp_sizes=(1, 2), virtual_stages=(1, 2))
+    ranked = rank_layouts(spec, h100, 16, 32, seq_len=4096, space=space)
+    assert any(not p.fits for p in ranked) and ranked[0].fits  # a search with both kinds
+    best = best_layout(spec, h100, 16, 32, seq_len=4096, space=space)
+    assert best.layout == ranked[0].layout
+    assert best.step_time.breakdown == ranked[0].step_time.breakdown
+    assert best.memory == ranked[0].memory
+    with pytest.raises(NoFeasiblePlanError, match="does not fit on 2 x H100"):
+        best_layout(spec, h100, 2, 2, seq_len=4096, space=LayoutSpace(zero_stages=(0,)))

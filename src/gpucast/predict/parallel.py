@@ -798,10 +798,12 @@ def predict_training_step(
     )
     shapes = _shapes(spec, layout)
     layers = _stage_layers(spec, layout.pp)
-    stage_memory = _all_stage_memory(spec, gpu, layout, seq_len, opts)
+    cache: dict[object, object] = {} if memo is None else memo
+    stage_memory: list[ParallelMemory] = cache.pop(  # type: ignore[assignment]
+        ("memory", layout), None
+    ) or _all_stage_memory(spec, gpu, layout, seq_len, opts)
     # stages differ only by their layer count and by being first or last
     flat = replace(layout, virtual_stages=1)
-    cache: dict[object, object] = {} if memo is None else memo
     times: list[_StageTime] = []
     for i, n in enumerate(layers):
         key = ("stage", flat, n, i == layout.pp - 1)
@@ -833,10 +835,15 @@ def predict_training_step(
         terms["pp_p2p"] = 2.0 * (v * m + p - 1) * send
     dp_key = ("dp_comm", flat)
     if dp_key not in cache:
-        cache[dp_key] = max(
-            _dp_comm_s(layout, shapes, i, links, n, times[i].micro_batch_s, opts)
-            for i, n in enumerate(layers)
-        )
+        # a stage's share depends on its layer count and on holding the embedding or the head
+        per_kind: dict[tuple[int, bool, bool], float] = {}
+        for i, n in enumerate(layers):
+            kind = (n, i == 0, i == layout.pp - 1)
+            if kind not in per_kind:
+                per_kind[kind] = _dp_comm_s(
+                    layout, shapes, i, links, n, times[i].micro_batch_s, opts
+                )
+        cache[dp_key] = max(per_kind.values())
     terms["dp_comm"] = float(cache[dp_key])  # type: ignore[arg-type]
     step = sum(terms.values())
     lower = step * pace.estimate.lower / pace.estimate.value
@@ -1032,32 +1039,57 @@ def best_layout(
     efficiency: RooflineEfficiency | None = None,
     assumptions: ParallelAssumptions | None = None,
 ) -> ParallelStepPrediction:
-    """The fastest layout that fits; :class:`NoFeasiblePlanError` saying why when none does."""
-    ranked = rank_layouts(
+    """The fastest layout that fits; :class:`NoFeasiblePlanError` saying why when none does.
+
+    Only layouts whose memory fits are timed (memory is the cheaper half of a prediction):
+    the same pick as the head of :func:`rank_layouts`, for a fraction of the work where
+    most layouts do not fit (``plan llm-train`` calls this for every GPU type and count)."""
+    links = cluster or cluster_shape(gpu)
+    opts = assumptions or ParallelAssumptions()
+    layouts = enumerate_layouts(
         spec,
-        gpu,
         gpus,
+        links.gpus_per_node,
         global_batch,
         seq_len=seq_len,
-        cluster=cluster,
         space=space,
-        efficiency=efficiency,
-        assumptions=assumptions,
+        allow_cross_node_tp=links.allow_cross_node_tp,
+        allow_uneven_pp=opts.allow_uneven_pp,
     )
-    if not ranked:
+    memo: dict[object, object] = {}
+    memories = []
+    for layout in layouts:
+        stages = _all_stage_memory(spec, gpu, layout, seq_len, opts)
+        memories.append(max(stages, key=lambda mem: mem.total_bytes))
+        memo[("memory", layout)] = stages  # taken back by predict_training_step
+    fitting = [layout for layout, mem in zip(layouts, memories, strict=True) if mem.fits]
+    if fitting:
+        timed = [
+            predict_training_step(
+                spec,
+                gpu,
+                layout,
+                seq_len=seq_len,
+                cluster=links,
+                efficiency=efficiency,
+                assumptions=opts,
+                memo=memo,
+            )
+            for layout in fitting
+        ]
+        return min(timed, key=lambda pr: pr.step_time_s)  # the first of equals, as sorted()
+    if not layouts:
         raise NoFeasiblePlanError(
             f"no valid layout of {gpus} GPUs runs {spec.name} with a global batch of "
             f"{global_batch} sequences of {seq_len} tokens",
             fix="the global batch must be divisible by dp; tp must divide the heads and fit "
             "in a node, pp the layers -- try a GPU count and batch with more divisors",
         )
-    if ranked[0].fits:
-        return ranked[0]
-    smallest = min(ranked, key=lambda pr: pr.memory.total_bytes)
-    mem = smallest.memory
+    index = min(range(len(layouts)), key=lambda i: memories[i].total_bytes)
+    smallest, mem = layouts[index], memories[index]
     raise NoFeasiblePlanError(
         f"{spec.name} does not fit on {gpus} x {gpu.name} even with "
-        f"{_describe(smallest.layout)} (micro-batch {smallest.layout.micro_batch_size}): "
+        f"{_describe(smallest)} (micro-batch {smallest.micro_batch_size}): "
         f"needs {mem.total_bytes / GIB:.1f} GiB per GPU of {mem.usable_bytes / GIB:.1f} GiB "
         "usable",
         fix="use more GPUs or GPUs with more memory, train LoRA adapters (lora_rank), or "
