@@ -1000,8 +1000,22 @@ def rank_layouts(
         allow_cross_node_tp=links.allow_cross_node_tp,
         allow_uneven_pp=opts.allow_uneven_pp,
     )
-    memo: dict[object, object] = {}
-    predictions = [
+    predictions = _time_layouts(spec, gpu, layouts, seq_len, links, efficiency, opts, {})
+    return tuple(sorted(predictions, key=lambda pr: (not pr.fits, pr.step_time_s)))
+
+
+def _time_layouts(
+    spec: TransformerSpec,
+    gpu: GpuSpec,
+    layouts: Sequence[ParallelLayout],
+    seq_len: int,
+    links: ClusterShape,
+    efficiency: RooflineEfficiency | None,
+    opts: ParallelAssumptions,
+    memo: dict[object, object],
+) -> list[ParallelStepPrediction]:
+    """:func:`predict_training_step` of each layout, sharing ``memo`` among them."""
+    return [
         predict_training_step(
             spec,
             gpu,
@@ -1014,7 +1028,6 @@ def rank_layouts(
         )
         for layout in layouts
     ]
-    return tuple(sorted(predictions, key=lambda pr: (not pr.fits, pr.step_time_s)))
 
 
 def _describe(layout: ParallelLayout) -> str:
@@ -1064,19 +1077,7 @@ def best_layout(
         memo[("memory", layout)] = stages  # taken back by predict_training_step
     fitting = [layout for layout, mem in zip(layouts, memories, strict=True) if mem.fits]
     if fitting:
-        timed = [
-            predict_training_step(
-                spec,
-                gpu,
-                layout,
-                seq_len=seq_len,
-                cluster=links,
-                efficiency=efficiency,
-                assumptions=opts,
-                memo=memo,
-            )
-            for layout in fitting
-        ]
+        timed = _time_layouts(spec, gpu, fitting, seq_len, links, efficiency, opts, memo)
         return min(timed, key=lambda pr: pr.step_time_s)  # the first of equals, as sorted()
     if not layouts:
         raise NoFeasiblePlanError(
