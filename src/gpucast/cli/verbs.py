@@ -51,6 +51,9 @@ JOINS: dict[str, tuple[tuple[str, str, str, bool], ...]] = {
         ("optimizer", "offload", "measure_command", False),
     ),
     "predict": (
+        ("llm-train", "predict_models", "llm_train_command", False),
+        ("infer", "predict_models", "infer_command", False),
+        ("gnn", "predict_models", "gnn_command", False),
         ("coldstart", "serverless", "predict_command", False),
         ("cmd", "program", "predict_command", False),
         ("kernels", "kernels", "predict_command", False),

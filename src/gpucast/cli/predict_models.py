@@ -1,0 +1,139 @@
+"""`gpucast predict llm-train|infer|gnn`: published LLMs and graph models.
+
+Each command joins the `predict` group (:data:`gpucast.cli.verbs.JOINS`); the flags are the
+fields of its request, the work happens in :mod:`gpucast.app`, this module only renders.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from gpucast.app.gnn import PredictGnnRequest
+from gpucast.app.infer import PredictInferRequest
+from gpucast.app.llm import PredictLlmTrainRequest
+from gpucast.cli._command import request_command
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json
+
+
+@request_command(PredictLlmTrainRequest)
+def llm_train_command(
+    request: PredictLlmTrainRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Predict one training step of a published LLM under 3D parallelism: the fastest layout
+    (tp, pp, dp, micro-batch, ZeRO, recompute) that fits, its memory per GPU, MFU, tokens/s."""
+    from gpucast.app import predict_llm_train
+
+    result = predict_llm_train(request)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    for i, p in enumerate((result.best, *result.alternatives)):
+        mem = p.memory
+        band = f" [{p.step_time.lower:.3g}, {p.step_time.upper:.3g}]" if i == 0 else ""
+        console.print(
+            f"{'best' if i == 0 else f'  #{i + 1}'}: {p.layout.label()}: "
+            f"{p.step_time_s:.3g} s/step{band}, {p.tokens_per_s:,.0f} tokens/s, MFU "
+            f"{p.mfu:.0%}, {mem.total_bytes / 2**30:.1f} of {mem.usable_bytes / 2**30:.1f} GiB "
+            f"per GPU, bound by {p.bottleneck}",
+            highlight=False,
+        )
+    console.print(
+        f"  {result.layouts_tried} layouts tried; {result.step_time_model}", highlight=False
+    )
+    if result.interval_note:
+        console.print(f"  {result.interval_note}", highlight=False)
+    console.print(f"  validated: {result.validation.text()}", highlight=False)
+    for name, value in result.assumptions.items():
+        console.print(f"  assumption {name}: {value}", highlight=False)
+
+
+@request_command(PredictInferRequest)
+def infer_command(
+    request: PredictInferRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Predict one batch of a published LLM with an inference engine: time to first token,
+    batch latency, generated tokens/s, memory per GPU and whether it fits."""
+    from gpucast.app import predict_infer
+
+    result = predict_infer(request)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    p = result.prediction
+    mem = p.memory
+    (t_lo, t_hi), (l_lo, l_hi) = result.interval("ttft_s"), result.interval("latency_s")
+    r_lo, r_hi = result.interval("tokens_per_s")
+    console.print(
+        f"{p.model} on {p.tp} x {p.gpu} with {result.engine.display_name} ({p.precision}, "
+        f"batch {p.batch_size} x {p.input_len} + {p.output_len} tokens): "
+        f"TTFT {p.ttft_s:.3g} s [{t_lo:.3g}, {t_hi:.3g}], batch latency {p.latency_s:.3g} s "
+        f"[{l_lo:.3g}, {l_hi:.3g}], {p.tokens_per_s:,.0f} generated tokens/s "
+        f"[{r_lo:,.0f}, {r_hi:,.0f}], {p.tpot_s * 1e3:.1f} ms per output token",
+        highlight=False,
+    )
+    console.print(f"  {result.band.note}", highlight=False)
+    console.print(
+        f"  memory per GPU: {mem.total_bytes / 2**30:.1f} GiB (weights "
+        f"{mem.weights_bytes / 2**30:.1f} + KV cache {mem.kv_cache_bytes / 2**30:.1f}) of "
+        f"{mem.capacity_bytes / 2**30:.1f} GiB the engine gives them: "
+        f"{'fits' if p.fits else 'does NOT fit'}; bound by {p.bottleneck}",
+        highlight=False,
+    )
+    for note in p.notes:
+        console.print(f"  {note}", highlight=False)
+    console.print(f"  engine: {result.engine.provenance()}", highlight=False)
+    console.print(f"  validated: {result.validation.text()}", highlight=False)
+
+
+@request_command(PredictGnnRequest)
+def gnn_command(
+    request: PredictGnnRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Predict one GCN / GraphSAGE (full graph or mini-batch) or GAT / R-GAT (mini-batch)
+    training step with sparse aggregation, against a dense-adjacency pricing; halo bytes of a
+    METIS partition."""
+    from gpucast.app import predict_gnn
+
+    result = predict_gnn(request)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    console.print(
+        f"{result.model} on {result.gpu}, {result.nodes:,} nodes, {result.edges:,} edges: "
+        f"{result.step_time_s * 1e3:.3g} ms per step (sparse aggregation); a dense adjacency "
+        f"would take {result.dense_step_time_s:.3g} s "
+        f"({result.dense_step_time_s / result.step_time_s:,.0f}x)",
+        highlight=False,
+    )
+    if result.nodes_per_hop:
+        hops = ", ".join(f"{n:,.0f}" for n in result.nodes_per_hop)
+        console.print(
+            f"  sampled nodes per hop: {hops}; feature fetch {result.feature_fetch_s * 1e3:.3g} ms",
+            highlight=False,
+        )
+    if result.halo_nodes is not None and result.halo_bytes_per_epoch is not None:
+        console.print(
+            f"  halo nodes per part: {', '.join(f'{h:,}' for h in result.halo_nodes)}; "
+            f"{result.halo_bytes_per_epoch / 2**30:.3g} GiB across parts per epoch",
+            highlight=False,
+        )
+    if result.phases_s:
+        phases = ", ".join(f"{k.removesuffix('_s')} {v * 1e3:.3g} ms" for k, v in
+                           result.phases_s.items())  # fmt: skip
+        console.print(f"  per GPU: {phases}", highlight=False)
+    if result.eval_step_time_s is not None:
+        console.print(
+            f"  evaluation step (forward only): {result.eval_step_time_s * 1e3:.3g} ms",
+            highlight=False,
+        )
+    for option in result.split:
+        console.print(f"  {option.text()}", highlight=False)
+    for note in result.notes:
+        console.print(f"  {note}", highlight=False)
+    for name, value in result.assumptions.items():
+        console.print(f"  assumption {name}: {value}", highlight=False)
+    if result.validated:
+        console.print(f"  validated: {result.validated}", highlight=False)
