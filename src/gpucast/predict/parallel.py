@@ -96,7 +96,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
@@ -564,6 +564,18 @@ class _StageTime:
         return self.estimate.value + self.tp_s + self.cp_s + self.moe_s
 
 
+@dataclass(slots=True)
+class SearchMemo:
+    """What one layout search computes once and its layouts share (every other argument of
+    :func:`predict_training_step` the same): stage times and data-parallel traffic by the
+    layout without its virtual stages (which change the bubble, the point-to-point sends and
+    the memory alone), and the per-stage memory :func:`best_layout` already computed."""
+
+    stage_times: dict[tuple[ParallelLayout, int, bool], _StageTime] = field(default_factory=dict)
+    dp_comm_s: dict[ParallelLayout, float] = field(default_factory=dict)
+    memory: dict[ParallelLayout, list[ParallelMemory]] = field(default_factory=dict)
+
+
 def _link_s(n_bytes: float, gbps: float, latency_s: float) -> float:
     return float(comm.transfer_time_s(n_bytes, gbps)) + latency_s
 
@@ -775,15 +787,14 @@ def predict_training_step(
     cluster: ClusterShape | None = None,
     efficiency: RooflineEfficiency | None = None,
     assumptions: ParallelAssumptions | None = None,
-    memo: dict[object, object] | None = None,
+    memo: SearchMemo | None = None,
 ) -> ParallelStepPrediction:
     """One optimizer step of ``spec`` on ``layout.gpus`` GPUs of type ``gpu``.
 
     Raises :class:`InvalidSpecError` (naming the field) when the layout cannot run the model;
     a layout that runs but does not fit in memory is returned with ``fits`` False. ``memo``:
-    stage times and data-parallel communication shared by layouts that differ only in their
-    virtual stages (which change the bubble, the point-to-point sends and the memory alone);
-    :func:`rank_layouts` passes one per search, with every other argument the same.
+    what the layouts of one search share (:class:`SearchMemo`; :func:`rank_layouts` and
+    :func:`best_layout` pass one per search).
     """
     links = cluster or cluster_shape(gpu)
     opts = assumptions or ParallelAssumptions()
@@ -798,18 +809,20 @@ def predict_training_step(
     )
     shapes = _shapes(spec, layout)
     layers = _stage_layers(spec, layout.pp)
-    cache: dict[object, object] = {} if memo is None else memo
-    stage_memory: list[ParallelMemory] = cache.pop(  # type: ignore[assignment]
-        ("memory", layout), None
-    ) or _all_stage_memory(spec, gpu, layout, seq_len, opts)
+    cache = memo if memo is not None else SearchMemo()
+    stage_memory = cache.memory.pop(layout, None) or _all_stage_memory(
+        spec, gpu, layout, seq_len, opts
+    )
     # stages differ only by their layer count and by being first or last
     flat = replace(layout, virtual_stages=1)
     times: list[_StageTime] = []
     for i, n in enumerate(layers):
-        key = ("stage", flat, n, i == layout.pp - 1)
-        if key not in cache:
-            cache[key] = _stage_time(spec, gpu, layout, shapes, links, seq_len, n, i, eff, opts)
-        times.append(cache[key])  # type: ignore[arg-type]
+        key = (flat, n, i == layout.pp - 1)
+        if key not in cache.stage_times:
+            cache.stage_times[key] = _stage_time(
+                spec, gpu, layout, shapes, links, seq_len, n, i, eff, opts
+            )
+        times.append(cache.stage_times[key])
     slowest = max(range(layout.pp), key=lambda i: times[i].micro_batch_s)
     pace = times[slowest]
     m, p, v = layout.micro_batches, layout.pp, layout.virtual_stages
@@ -833,8 +846,7 @@ def predict_training_step(
         else:
             send = _link_s(message, links.intra_node_gbps, links.nvlink_hop_latency_s)
         terms["pp_p2p"] = 2.0 * (v * m + p - 1) * send
-    dp_key = ("dp_comm", flat)
-    if dp_key not in cache:
+    if flat not in cache.dp_comm_s:
         # a stage's share depends on its layer count and on holding the embedding or the head
         per_kind: dict[tuple[int, bool, bool], float] = {}
         for i, n in enumerate(layers):
@@ -843,8 +855,8 @@ def predict_training_step(
                 per_kind[kind] = _dp_comm_s(
                     layout, shapes, i, links, n, times[i].micro_batch_s, opts
                 )
-        cache[dp_key] = max(per_kind.values())
-    terms["dp_comm"] = float(cache[dp_key])  # type: ignore[arg-type]
+        cache.dp_comm_s[flat] = max(per_kind.values())
+    terms["dp_comm"] = cache.dp_comm_s[flat]
     step = sum(terms.values())
     lower = step * pace.estimate.lower / pace.estimate.value
     upper = step * pace.estimate.upper / pace.estimate.value
@@ -990,18 +1002,25 @@ def rank_layouts(
     """Predictions for every valid layout: those that fit first, fastest first."""
     links = cluster or cluster_shape(gpu)
     opts = assumptions or ParallelAssumptions()
-    layouts = enumerate_layouts(
-        spec,
-        gpus,
-        links.gpus_per_node,
-        global_batch,
-        seq_len=seq_len,
-        space=space,
-        allow_cross_node_tp=links.allow_cross_node_tp,
-        allow_uneven_pp=opts.allow_uneven_pp,
-    )
-    predictions = _time_layouts(spec, gpu, layouts, seq_len, links, efficiency, opts, {})
+    layouts = _search(spec, gpus, global_batch, seq_len, links, space, opts)
+    predictions = _time_layouts(spec, gpu, layouts, seq_len, links, efficiency, opts, SearchMemo())
     return tuple(sorted(predictions, key=lambda pr: (not pr.fits, pr.step_time_s)))
+
+
+def _search(
+    spec: TransformerSpec,
+    gpus: int,
+    global_batch: int,
+    seq_len: int,
+    links: ClusterShape,
+    space: LayoutSpace | None,
+    opts: ParallelAssumptions,
+) -> tuple[ParallelLayout, ...]:
+    """:func:`enumerate_layouts` on ``links``' node shape under ``opts``."""
+    return enumerate_layouts(
+        spec, gpus, links.gpus_per_node, global_batch, seq_len=seq_len, space=space,
+        allow_cross_node_tp=links.allow_cross_node_tp, allow_uneven_pp=opts.allow_uneven_pp,
+    )  # fmt: skip
 
 
 def _time_layouts(
@@ -1012,7 +1031,7 @@ def _time_layouts(
     links: ClusterShape,
     efficiency: RooflineEfficiency | None,
     opts: ParallelAssumptions,
-    memo: dict[object, object],
+    memo: SearchMemo,
 ) -> list[ParallelStepPrediction]:
     """:func:`predict_training_step` of each layout, sharing ``memo`` among them."""
     return [
@@ -1059,22 +1078,13 @@ def best_layout(
     most layouts do not fit (``plan llm-train`` calls this for every GPU type and count)."""
     links = cluster or cluster_shape(gpu)
     opts = assumptions or ParallelAssumptions()
-    layouts = enumerate_layouts(
-        spec,
-        gpus,
-        links.gpus_per_node,
-        global_batch,
-        seq_len=seq_len,
-        space=space,
-        allow_cross_node_tp=links.allow_cross_node_tp,
-        allow_uneven_pp=opts.allow_uneven_pp,
-    )
-    memo: dict[object, object] = {}
+    layouts = _search(spec, gpus, global_batch, seq_len, links, space, opts)
+    memo = SearchMemo()
     memories = []
     for layout in layouts:
         stages = _all_stage_memory(spec, gpu, layout, seq_len, opts)
         memories.append(max(stages, key=lambda mem: mem.total_bytes))
-        memo[("memory", layout)] = stages  # taken back by predict_training_step
+        memo.memory[layout] = stages  # taken back by predict_training_step
     fitting = [layout for layout, mem in zip(layouts, memories, strict=True) if mem.fits]
     if fitting:
         timed = _time_layouts(spec, gpu, fitting, seq_len, links, efficiency, opts, memo)
@@ -1099,6 +1109,7 @@ def best_layout(
 
 
 __all__ = [
+    "SearchMemo",
     "best_layout",
     "cluster_shape",
     "enumerate_layouts",
