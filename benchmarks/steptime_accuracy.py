@@ -314,79 +314,12 @@ def section_held_out(obs: pd.DataFrame, catalog: object) -> None:
         )
 
 
-#: MLPerf LLM benchmarks through the 3D-parallel model: (model, sequence length, LoRA rank);
-#: both from the MLPerf Training v4.0 rules (GPT-3 175B at 2,048 tokens; Llama-2-70B LoRA on
-#: GovReport at 8,192 tokens, rank 16)
-LLM_BENCHMARKS = {"gpt3": ("gpt-3-175b", 2048, 0), "llama2_70b_lora": ("llama-2-70b", 8192, 16)}
+def section_llm(print_intervals: bool = False) -> None:
+    from gpucast.inputs.mlperf_llm import llm_system_predictions
 
-
-def section_llm(catalog: object) -> None:
-    from gpucast.catalog.llm import llm_model
-    from gpucast.catalog.mlperf_eval import mlperf_eval_schedule
-    from gpucast.catalog.steptime import shipped_step_time_model
-    from gpucast.domain.evaluation import EVAL_FORWARD_SHARE, LORA_FORWARD_SHARE, EvaluationCost
-    from gpucast.domain.parallel import SEARCHED_CP_SIZES, SEARCHED_VIRTUAL_STAGES, LayoutSpace
-    from gpucast.inputs.calibration import step_time_efficiency
-    from gpucast.predict.parallel import best_layout, cluster_shape
-    from gpucast.store.datasets.mlperf import mlperf_systems, read_mlperf_runs
-
-    eff = step_time_efficiency("tuned").value
-    model = shipped_step_time_model()
-    latency = model.eval_latency_s_ if model is not None else 0.0
-    systems = mlperf_systems(read_mlperf_runs(DATA / "mlperf_training_v4.0" / "training_v4.0.csv"))
-    systems = systems[systems.benchmark.isin(list(LLM_BENCHMARKS)) & (systems.gpu != "")]
-    rows = []
-    for r in systems.to_dict("records"):
-        spec = catalog.gpu(r["gpu"])  # type: ignore[attr-defined]
-        name, seq, lora = LLM_BENCHMARKS[r["benchmark"]]
-        precision = "fp8" if spec.fp8_tflops is not None else "bf16"
-        batch, n, per_node = (
-            int(r["global_batch_size"]),
-            int(r["accelerators"]),
-            int(r["accel_per_node"]),
-        )
-        links = cluster_shape(
-            spec,
-            gpus_per_node=per_node,
-            node_network_gbps=st.node_network_gbps(spec.name, per_node),
-        )
-        # the layouts predict llm-train searches (interleaved stages, context parallel)
-        space = LayoutSpace(
-            precision=precision,
-            lora_rank=lora,
-            micro_batch_sizes=(1, 2, 4),
-            cp_sizes=SEARCHED_CP_SIZES,
-            virtual_stages=SEARCHED_VIRTUAL_STAGES,
-        )
-        best = best_layout(
-            llm_model(name), spec, n, batch, seq_len=seq, cluster=links, efficiency=eff,
-            space=space,
-        )  # fmt: skip
-        samples = mlperf_samples_to_target(r["benchmark"], batch).samples_mean
-        steps = samples / batch
-        # the evaluations the rules hold inside the timed run (catalog/data/mlperf_eval.csv)
-        evaluation = EvaluationCost(
-            schedule=mlperf_eval_schedule(r["benchmark"]), latency_s=latency
-        ).seconds(
-            samples,
-            batch,
-            best.step_time_s,
-            forward_share=LORA_FORWARD_SHARE if lora else EVAL_FORWARD_SHARE,
-        )
-        rows.append(
-            {
-                "benchmark": r["benchmark"],
-                "system": f"{r['submitter']}/{r['system']}",
-                "gpu": spec.name,
-                "gpus": n,
-                "measured_min": float(r["minutes_score"]),
-                "predicted_min": (steps * best.step_time_s + float(evaluation)) / 60.0,
-                "eval_pct": 100.0 * float(evaluation) / (steps * best.step_time_s),
-                "mfu": best.mfu,
-                "layout": best.layout.label(),
-            }
-        )
-    table = pd.DataFrame(rows)
+    # gpucast.inputs.mlperf_llm.LLM_BENCHMARKS: GPT-3 175B at 2,048 tokens; Llama-2-70B LoRA
+    # on GovReport at 8,192 tokens, rank 16 (the MLPerf Training v4.0 rules)
+    table = llm_system_predictions(DATA)
     table["uncalibrated_pct"] = _ape(table.predicted_min.to_numpy(), table.measured_min.to_numpy())
     # calibrated: one factor per benchmark, the median measured/predicted of its OTHER systems
     ratio = table.measured_min / table.predicted_min
@@ -422,6 +355,62 @@ def section_llm(catalog: object) -> None:
             f"{np.median(cal):.1f}% (mean {unc.mean():.1f}% / {cal.mean():.1f}%) over "
             f"{len(part)} systems"
         )
+    llm_intervals(table, print_intervals)
+
+
+def llm_intervals(table: pd.DataFrame, print_rows: bool) -> None:
+    """The 80% bands predict/plan llm-train state, and how they cover what they did not see."""
+    import csv
+    import io
+
+    from gpucast.catalog._intervals import INTERVAL_COLUMNS
+    from gpucast.inputs.mlperf_llm import ANY_STACK, CITATION, TUNED, interval_table
+    from gpucast.predict.intervals import held_out_bands
+
+    band = interval_table(table)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(INTERVAL_COLUMNS)
+    for regime, rows in ((TUNED, table[table.software == "tuned"]), (ANY_STACK, table)):
+        low, high = band.ratios(regime)
+        r = rows.residual.to_numpy()
+        print(
+            f"\n   80% band {regime} ({len(rows)} systems): x{low:.2f}-{high:.2f} (level "
+            f"{band.level[regime]:.3f}, MAPE {band.mape_pct[regime]:.1f}%)"
+        )
+        # nested: each submitter scored against the band the other submitters give it
+        bands = held_out_bands(r, rows.submitter.to_numpy())
+        inside = np.array(
+            [bands[s][0] <= x <= bands[s][1] if s in bands else np.nan
+             for s, x in zip(rows.submitter, r, strict=True)],
+            dtype=float,
+        )  # fmt: skip
+        print(
+            f"   coverage, each submitter against the others' band: {np.nanmean(inside):.0%} "
+            f"of {int(np.isfinite(inside).sum())} systems (target 75-85%)"
+        )
+        scored = rows.assign(
+            inside_nested=inside, inside_stated=(r >= np.log(low)) & (r <= np.log(high))
+        )
+        for column in ("gpu", "benchmark"):
+            part = scored.groupby(column).agg(
+                systems=("residual", "size"),
+                nested=("inside_nested", "mean"),
+                stated=("inside_stated", "mean"),
+            )
+            print(f"   coverage by {column} (nested / of the stated band):")
+            print(part.round(2).to_string())
+        gpus = "/".join(sorted(set(rows.gpu)))
+        writer.writerow([
+            regime, f"{low:.6g}", f"{high:.6g}", f"{band.level[regime]:.3f}", band.n[regime],
+            f"{band.mape_pct[regime]:.2f}", ", ".join(sorted(set(rows.submitter))),
+            f"{CITATION} ({len(rows)} systems, {rows.gpus.min()}-{rows.gpus.max():,} "
+            f"{gpus}) via benchmarks/steptime_accuracy.py --section llm --intervals",
+            "2026-12-05",
+        ])  # fmt: skip
+    if print_rows:
+        print("\nllm_train_intervals.csv:")
+        print(out.getvalue(), end="")
 
 
 SECTIONS = ("cv", "pollux", "mlperf", "llm", "held_out", "sources")
@@ -437,7 +426,13 @@ def main(argv: list[str] | None = None) -> int:
         choices=SECTIONS,
         help="run only these sections (repeatable; default: all)",
     )
-    wanted = set(parser.parse_args(argv).section or SECTIONS)
+    parser.add_argument(
+        "--intervals",
+        action="store_true",
+        help="print llm_train_intervals.csv (the LLM band, section llm)",
+    )
+    args = parser.parse_args(argv)
+    wanted = set(args.section or SECTIONS)
     if not (DATA / "README.md").is_file():
         print(f"published data not found at {DATA.resolve()}; nothing to compare")
         return 0
@@ -453,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     if "mlperf" in wanted:
         section_mlperf(obs, catalog)
     if "llm" in wanted:
-        section_llm(catalog)
+        section_llm(args.intervals)
     if "held_out" in wanted:
         section_held_out(obs, catalog)
     if "sources" in wanted:

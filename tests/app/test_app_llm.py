@@ -83,6 +83,15 @@ def test_plan_llm_train_picks_the_cheapest_row_in_time() -> None:
     assert plan.recommended in plan.pareto or plan.best.meets_deadline
     frame = plan.to_frame()
     assert len(frame) == len(plan.candidates) and "layout" in frame.columns
+    # every row carries the tuned stack's 80% band of its time
+    from gpucast.catalog.llm import load_llm_train_intervals
+    from gpucast.inputs.mlperf_llm import TUNED
+
+    low, high = load_llm_train_intervals()[0].ratios(TUNED)
+    for c in plan.candidates:
+        assert c.time_low_s == pytest.approx(c.time_s * min(low, 1.0))
+        assert c.time_high_s == pytest.approx(c.time_s * high)
+    assert "MLPerf LLM systems" in plan.assumptions["time interval"]
     with pytest.raises(InvalidSpecError, match="tokens"):
         gpucast.plan_llm_train(model="llama-2-7b", tokens=-1, global_batch=8)
 
@@ -116,3 +125,22 @@ def test_a_fixed_choice_no_layout_can_take_is_named_with_its_rule(
             model="llama-2-70b", gpu="H100", gpus=16, seq_len=4096, global_batch=64, **options
         )
     assert named in str(err.value)
+
+
+def test_the_step_states_the_band_mlperf_runs_of_its_stack_earned() -> None:
+    from gpucast.catalog.llm import load_llm_train_intervals
+    from gpucast.inputs.mlperf_llm import ANY_STACK, TUNED
+
+    table, _ = load_llm_train_intervals()
+    common = {"model": "llama-2-7b", "gpu": "H100", "gpus": 8, "seq_len": 2048, "top": 2}
+    for software, regime in (("tuned", TUNED), ("pytorch", ANY_STACK)):
+        result = gpucast.predict_llm_train(**common, global_batch=64, software=software)
+        low, high = table.ratios(regime)
+        for p in (result.best, *result.alternatives):
+            assert p.step_time.lower == pytest.approx(p.step_time_s * min(low, 1.0))
+            assert p.step_time.upper == pytest.approx(p.step_time_s * high)
+        assert result.interval_note is not None and "MLPerf LLM systems" in result.interval_note
+        assert ("tuned-stack" in result.interval_note) == (software == "tuned")
+        assert result.to_dict()["best"]["step_time"]["upper"] == pytest.approx(
+            result.best.step_time_s * high
+        )

@@ -477,3 +477,24 @@ def test_best_layout_times_only_what_fits_and_picks_the_head_of_the_ranking(
     assert best.memory == ranked[0].memory
     with pytest.raises(NoFeasiblePlanError, match="does not fit on 2 x H100"):
         best_layout(spec, h100, 2, 2, seq_len=4096, space=LayoutSpace(zero_stages=(0,)))
+
+
+def test_a_band_replaces_the_interval_and_its_note_and_always_holds_the_point(
+    h100: GpuSpec,
+) -> None:
+    pred = predict_training_step(tiny(), h100, ParallelLayout(micro_batches=4), seq_len=512)
+    value = pred.step_time_s
+    banded = pred.with_band(0.8, 2.0, "80% interval x0.80-2.00 from held-out runs")
+    assert banded.step_time.lower == pytest.approx(0.8 * value)
+    assert banded.step_time.upper == pytest.approx(2.0 * value)
+    assert banded.step_time_s == value and banded.breakdown == pred.breakdown
+    for notes in (banded.notes, banded.step_time.notes):
+        assert [n for n in notes if n.startswith("80% interval")] == [
+            "80% interval x0.80-2.00 from held-out runs"
+        ]
+    slower = pred.with_band(1.2, 3.0, "80% interval x1.20-3.00")
+    assert slower.step_time.lower == value < slower.step_time.upper
+    with pytest.raises(InvalidSpecError, match="band"):
+        pred.with_band(2.0, 1.0, "backwards")
+    with pytest.raises(InvalidSpecError, match="band"):
+        pred.with_band(0.0, 1.0, "zero")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
+from gpucast.domain.parallel import INTERVAL_NOTE
 from gpucast.domain.workload import SOFTWARE_HELP, check_software
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ class PredictLlmTrainResult:
     @property
     def interval_note(self) -> str | None:
         """What the best layout's 80% step-time interval rests on (its regime's note)."""
-        return next((n for n in self.best.step_time.notes if n.startswith("80% interval")), None)
+        return next((n for n in self.best.step_time.notes if n.startswith(INTERVAL_NOTE)), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -141,6 +142,7 @@ def predict_llm_train(
         LayoutSpace,
     )
     from gpucast.inputs.calibration import step_time_efficiency
+    from gpucast.inputs.mlperf_llm import stated_band
     from gpucast.inputs.steptime import node_network_gbps
     from gpucast.predict.parallel import best_layout, cluster_shape, rank_layouts
 
@@ -205,7 +207,8 @@ def predict_llm_train(
             spec, gpu, request.gpus, request.global_batch, seq_len=seq, cluster=links,
             space=space, efficiency=efficiency.value,
         )  # fmt: skip
-    fitting = [p for p in ranked if p.fits]
+    low, high, note = stated_band(request.software)
+    fitting = [p.with_band(low, high, note) for p in ranked if p.fits][: 1 + request.top]
     best = fitting[0]
     return PredictLlmTrainResult(
         best=best,
@@ -331,6 +334,7 @@ def plan_llm_train(
     from gpucast.domain.parallel import LayoutSpace
     from gpucast.inputs.calibration import step_time_efficiency
     from gpucast.inputs.cluster import perf_params
+    from gpucast.inputs.mlperf_llm import stated_band
     from gpucast.plan.llm import plan_llm
 
     request = resolve(PlanLlmTrainRequest, request, options)
@@ -357,6 +361,7 @@ def plan_llm_train(
         )  # fmt: skip
     efficiency = step_time_efficiency(request.software)
     perf = perf_params(None).value
+    band = stated_band(request.software)
     space = LayoutSpace(
         micro_batch_sizes=(1, 2, 4),
         zero_stages=(1, 3),
@@ -378,6 +383,7 @@ def plan_llm_train(
         rdma_instances=perf.rdma_instances,
         deadline_s=request.deadline_s,
         budget_usd=request.budget_usd,
+        band=band[:2],
     )
     return PlanLlmTrainResult(
         model=spec.name,
@@ -395,6 +401,7 @@ def plan_llm_train(
             "layout search": "tp x pp x dp over each GPU count, micro-batch 1/2/4, ZeRO-1/3, "
             "selective or full recompute (predict llm-train searches more)",
             "market": "on demand only (spot is not modelled for LLM jobs)",
+            "time interval": band[2],
             "validation": f"{validation_for('llm-train', [], 'bf16', 8).error} "
             "(catalog/data/validation.csv: llm-train)",
         },

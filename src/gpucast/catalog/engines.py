@@ -12,7 +12,6 @@ the file matches a refit on the published data. Parsing is strict and cached per
 from __future__ import annotations
 
 import functools
-import math
 from importlib import resources
 from typing import cast
 
@@ -22,9 +21,10 @@ from gpucast.catalog._csv import (
     parse_float,
     parse_int,
     read_rows,
-    require_float,
     require_text,
 )
+from gpucast.catalog._intervals import INTERVAL_COLUMNS as _BAND_COLUMNS
+from gpucast.catalog._intervals import parse_interval_rows
 from gpucast.catalog._shipped import by_name_or_alias
 from gpucast.domain.catalog import lookup_key
 from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownEngineError
@@ -140,10 +140,7 @@ def inference_engine(name: str) -> EngineProfile:
     )
 
 
-INTERVAL_COLUMNS = (
-    "name", "ratio_low", "ratio_high", "level", "n", "mape_pct", "groups", "fitted_gpu", "vendor",
-    "source", "as_of",
-)  # fmt: skip
+INTERVAL_COLUMNS = (*_BAND_COLUMNS[:7], "fitted_gpu", "vendor", *_BAND_COLUMNS[7:])
 _INTERVALS_PATH = "llm_infer_intervals.csv"
 
 
@@ -152,44 +149,20 @@ def parse_llm_infer_intervals(
 ) -> tuple[IntervalTable, str, str]:
     """(the interval table, the GPU the engines were fitted on, its vendor) from CSV text in
     the format of ``data/llm_infer_intervals.csv``: one row per ``regime/quantity`` of
-    :func:`gpucast.predict.llm_infer_intervals.interval_table`: the band as ratios of measured
-    / predicted, its quantile level, rows, MAPE and held-out groups --
-    ``benchmarks/llm_inference_accuracy.py --intervals``'s output."""
-    lo: dict[str, float] = {}
-    hi: dict[str, float] = {}
-    n: dict[str, int] = {}
-    mape: dict[str, float] = {}
-    level: dict[str, float] = {}
-    fitted: set[tuple[str, str]] = set()
-    for line, row in read_rows(text, path, INTERVAL_COLUMNS):
-        name = require_text(row["name"], path=path, line=line, column="name")
-        if name in n:
-            raise DataFormatError(path, f"{name!r} appears twice", line=line, column="name")
-        values = {}
-        for column in ("ratio_low", "ratio_high", "level", "mape_pct"):
-            values[column] = require_float(row[column], path=path, line=line, column=column)
-        if values["ratio_low"] > values["ratio_high"]:
-            raise DataFormatError(
-                path, "must not exceed ratio_high", line=line, column="ratio_low",
-                fix="ratio_low and ratio_high are the band's lower and upper multipliers",
-            )  # fmt: skip
-        if not 0.5 < values["level"] < 1.0:
-            raise DataFormatError(path, "must be in (0.5, 1)", line=line, column="level")
-        lo[name], hi[name] = math.log(values["ratio_low"]), math.log(values["ratio_high"])
-        level[name], mape[name] = values["level"], values["mape_pct"]
-        n[name] = parse_int(row["n"], path=path, line=line, column="n", minimum=1)
-        require_text(row["source"], path=path, line=line, column="source")
-        parse_date(row["as_of"], path=path, line=line, column="as_of")
-        fitted.add(
-            (
-                require_text(row["fitted_gpu"], path=path, line=line, column="fitted_gpu"),
-                require_text(row["vendor"], path=path, line=line, column="vendor"),
-            )
+    :func:`gpucast.predict.llm_infer_intervals.interval_table` (the columns of
+    :func:`gpucast.catalog._intervals.parse_interval_rows`, and the fitted GPU and its vendor)
+    -- ``benchmarks/llm_inference_accuracy.py --intervals``'s output."""
+    table, rows = parse_interval_rows(text, path, ("fitted_gpu", "vendor"))
+    fitted = {
+        (
+            require_text(row["fitted_gpu"], path=path, line=line, column="fitted_gpu"),
+            require_text(row["vendor"], path=path, line=line, column="vendor"),
         )
+        for line, row in rows
+    }
     if len(fitted) != 1:
         raise DataFormatError(path, "every row must name the same fitted_gpu and vendor")
     gpu, vendor = fitted.pop()
-    table = IntervalTable(q_low=lo, q_high=hi, n=n, mape_pct=mape, level=level)
     return table, gpu, vendor
 
 

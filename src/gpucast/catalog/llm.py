@@ -20,6 +20,7 @@ from gpucast.catalog._csv import (
     read_rows,
     require_text,
 )
+from gpucast.catalog._intervals import parse_interval_rows
 from gpucast.domain.catalog import lookup_key
 from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownModelError
 from gpucast.domain.llm import (
@@ -33,6 +34,7 @@ from gpucast.domain.llm import (
     PositionType,
     TransformerSpec,
 )
+from gpucast.predict.intervals import IntervalTable
 
 LLM_COLUMNS = (
     "name",
@@ -174,3 +176,27 @@ def llm_model(name: str) -> TransformerSpec:
     raise UnknownModelError(
         name, [m.name for m in models], fix="see catalog/data/llm_models.csv for the models"
     )
+
+
+_TRAIN_INTERVALS_PATH = "llm_train_intervals.csv"
+
+
+def parse_llm_train_intervals(
+    text: str, path: str = _TRAIN_INTERVALS_PATH
+) -> tuple[IntervalTable, str]:
+    """(the band of LLM training step times, what it rests on) from CSV text in the format of
+    ``data/llm_train_intervals.csv`` (the columns of
+    :func:`gpucast.catalog._intervals.parse_interval_rows`; one row, regime
+    ``llm_train/uncalibrated``) -- ``benchmarks/steptime_accuracy.py --section llm
+    --intervals``'s output."""
+    table, rows = parse_interval_rows(text, path)
+    sources = {row["source"].strip() for _, row in rows}
+    return table, "; ".join(sorted(sources))
+
+
+@functools.lru_cache(maxsize=1)
+def load_llm_train_intervals() -> tuple[IntervalTable, str]:
+    """The built-in ``llm_train_intervals.csv`` (:func:`parse_llm_train_intervals`)."""
+    path = _TRAIN_INTERVALS_PATH
+    text = resources.files("gpucast.catalog").joinpath("data", path).read_text(encoding="utf-8")
+    return parse_llm_train_intervals(text, path)

@@ -105,6 +105,13 @@ def llm_train(
         )
     if result.recommended is None:
         console.print("no row meets the deadline and the budget", highlight=False)
+    else:
+        pick = result.candidates[result.recommended]
+        console.print(
+            f"  pick's time, 80% interval: {pick.time_low_s / 3600:.1f}-"
+            f"{pick.time_high_s / 3600:.1f} h (cost scales with it)",
+            highlight=False,
+        )
     for name, value in result.assumptions.items():
         console.print(f"  assumption {name}: {value}", highlight=False)
 

@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.prediction import Estimate
 from gpucast.domain.units import GIB
 
+#: How the note of a step time's 80% interval begins (one per prediction).
+INTERVAL_NOTE = "80% interval"
 Recompute = Literal["none", "selective", "full"]
 TrainPrecision = Literal["bf16", "fp16", "fp8"]
 RECOMPUTE: tuple[str, ...] = get_args(Recompute)
@@ -361,6 +363,24 @@ class ParallelStepPrediction:
     @property
     def fits(self) -> bool:
         return self.memory.fits
+
+    def with_band(self, low: float, high: float, note: str) -> ParallelStepPrediction:
+        """This prediction with its step time's interval set to ``low``-``high`` times the
+        point value (ratios of measured / predicted that held-out runs earned) and ``note``
+        in place of the interval note it had. A band that does not straddle the point (every
+        held-out run slower, say) keeps the point as its near edge: an interval holds its
+        prediction."""
+        if not 0.0 < low <= high or not math.isfinite(high):
+            raise InvalidSpecError("band", "must satisfy 0 < low <= high", got=(low, high))
+        value = self.step_time.value
+        kept = tuple(n for n in self.notes if not n.startswith(INTERVAL_NOTE))
+        step = replace(
+            self.step_time,
+            lower=min(value * low, value),
+            upper=max(value * high, value),
+            notes=(*(n for n in self.step_time.notes if not n.startswith(INTERVAL_NOTE)), note),
+        )
+        return replace(self, step_time=step, notes=(*kept, note))
 
     def to_dict(self) -> dict[str, object]:
         return {

@@ -52,6 +52,9 @@ class LlmCandidate:
     memory_gib: float
     bottleneck: str
     time_s: float
+    #: the 80% interval of ``time_s`` (the band ``plan_llm`` was given)
+    time_low_s: float
+    time_high_s: float
     cost_usd: float
     usd_per_hour: float
     meets_deadline: bool
@@ -108,10 +111,15 @@ def plan_llm(
     rdma_instances: frozenset[str],
     deadline_s: float | None = None,
     budget_usd: float | None = None,
+    band: tuple[float, float] = (1.0, 1.0),
 ) -> LlmPlan:
-    """Every offer x node count (module docstring)."""
+    """Every offer x node count (module docstring); ``band``: the (lower, upper) ratios of
+    measured / predicted time that each row's 80% interval spans (never narrower than the
+    point: an interval holds its prediction)."""
     if not (math.isfinite(tokens) and tokens > 0):
         raise InvalidSpecError("tokens", "must be a finite number > 0", got=tokens)
+    if not 0.0 < band[0] <= band[1] < math.inf:
+        raise InvalidSpecError("band", "must satisfy 0 < lower <= upper", got=band)
     steps = math.ceil(tokens / (global_batch * seq_len))
     rows: list[LlmCandidate] = []
     infeasible: list[str] = []
@@ -159,6 +167,8 @@ def plan_llm(
                     memory_gib=found.memory.total_bytes / 2**30,
                     bottleneck=found.bottleneck,
                     time_s=time_s,
+                    time_low_s=time_s * min(band[0], 1.0),
+                    time_high_s=time_s * max(band[1], 1.0),
                     cost_usd=cost,
                     usd_per_hour=usd_h,
                     meets_deadline=deadline_s is None or time_s <= deadline_s,

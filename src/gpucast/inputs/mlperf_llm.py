@@ -1,0 +1,185 @@
+"""MLPerf Training v4.0's LLM systems predicted as ``predict llm-train`` predicts a run.
+
+:func:`llm_system_predictions` prices each GPT-3 and Llama-2-70B LoRA system of
+``mlperf_training_v4.0/`` (nothing fitted on these rows): samples to target at its global batch
+(MLCommons' convergence points, ``catalog/data/convergence.csv``) x the step of the fastest
+layout that fits among those ``predict llm-train`` searches (tuned stack; fp8 where the GPU has
+it), plus the evaluations the rules hold inside the timed run (``catalog/data/mlperf_eval.csv``).
+Its ``log(measured / predicted)`` per system is what :func:`interval_table` turns into the
+80% bands ``predict llm-train`` and ``plan llm-train`` state (``catalog/data/
+llm_train_intervals.csv``), held out one submitter at a time: a submitter is one software stack
+and one way of running it, the unit a new user's run is exchangeable with.
+
+The submissions name their stack only in the system name: NVIDIA's NeMo containers (and the
+OEMs' reruns of them, ``..._pytorch_24.04``) are the ``tuned`` stack; a DeepSpeed system
+(JuniperNetworks' ``..._pytorch_deepspeed``) is priced with the ``pytorch`` stack's
+efficiencies, as a user running DeepSpeed would ask. Two regimes follow: :data:`TUNED` (the
+tuned systems alone: what ``--software tuned`` states) and :data:`ANY_STACK` (every system:
+what the other stacks state, one submitter's three DeepSpeed runs being all the data has of
+them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gpucast.predict.intervals import IntervalTable, calibrated_level
+
+RUNS_FILE = "mlperf_training_v4.0/training_v4.0.csv"
+#: MLPerf benchmark -> (catalog model, sequence length, LoRA rank) as the rules run it.
+LLM_BENCHMARKS: dict[str, tuple[str, int, int]] = {
+    "gpt3": ("gpt-3-175b", 2048, 0),
+    "llama2_70b_lora": ("llama-2-70b", 8192, 16),
+}
+#: The band of a tuned-stack run nothing calibrates (no measurement of it is stored).
+TUNED = "llm_train/tuned"
+#: The band of any stack: every system, DeepSpeed's included.
+ANY_STACK = "llm_train/any_stack"
+#: A system whose name holds one of these runs that stack (else ``tuned``).
+_STACK_MARKERS: dict[str, str] = {"deepspeed": "pytorch"}
+
+
+def system_stack(system: str) -> str:
+    """The software stack (:data:`gpucast.domain.workload.SOFTWARE_STACKS`) an MLPerf LLM
+    system's name says it ran."""
+    name = system.lower()
+    return next((stack for marker, stack in _STACK_MARKERS.items() if marker in name), "tuned")
+
+
+def regime_for(software: str) -> str:
+    """The band a prediction for ``software`` states."""
+    return TUNED if software == "tuned" else ANY_STACK
+
+
+#: What the band rests on, in words (its notes and the shipped file's ``source``).
+CITATION = "MLPerf Training v4.0 gpt3 and llama2_70b_lora time to train"
+#: Micro-batch sizes the benchmark's search tries (the submissions run 1 or 2).
+MICRO_BATCHES = (1, 2, 4)
+
+
+def llm_system_predictions(data_dir: Path) -> pd.DataFrame:
+    """One row per MLPerf LLM system of a catalog GPU: ``benchmark``, ``submitter``,
+    ``system``, ``software`` (:func:`system_stack`), ``gpu``, ``gpus``, ``measured_min``
+    (MLPerf's score), ``predicted_min``, ``eval_pct`` (the evaluations' time as % of
+    training), ``mfu``, ``layout`` and ``residual`` = log(measured / predicted). Systems alike
+    in every input share one search."""
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.convergence import mlperf_samples_to_target
+    from gpucast.catalog.llm import llm_model
+    from gpucast.catalog.mlperf_eval import mlperf_eval_schedule
+    from gpucast.catalog.steptime import shipped_step_time_model
+    from gpucast.domain.evaluation import EVAL_FORWARD_SHARE, LORA_FORWARD_SHARE, EvaluationCost
+    from gpucast.domain.parallel import SEARCHED_CP_SIZES, SEARCHED_VIRTUAL_STAGES, LayoutSpace
+    from gpucast.inputs.calibration import step_time_efficiency
+    from gpucast.inputs.steptime import node_network_gbps
+    from gpucast.predict.parallel import best_layout, cluster_shape
+    from gpucast.store.datasets.mlperf import mlperf_systems, read_mlperf_runs
+
+    catalog = load_catalog()
+    fitted = shipped_step_time_model()
+    latency = fitted.eval_latency_s_ if fitted is not None else 0.0
+    systems = mlperf_systems(read_mlperf_runs(Path(data_dir) / RUNS_FILE))
+    systems = systems[systems.benchmark.isin(list(LLM_BENCHMARKS)) & (systems.gpu != "")]
+    searched: dict[tuple[str, str, str, int, int, int], tuple[float, float, str]] = {}
+    rows = []
+    for r in systems.to_dict("records"):
+        spec = catalog.gpu(r["gpu"])
+        name, seq, lora = LLM_BENCHMARKS[r["benchmark"]]
+        batch, n = int(r["global_batch_size"]), int(r["accelerators"])
+        per_node = int(r["accel_per_node"])
+        software = system_stack(r["system"])
+        key = (r["benchmark"], software, spec.name, n, per_node, batch)
+        if key not in searched:
+            links = cluster_shape(
+                spec,
+                gpus_per_node=per_node,
+                node_network_gbps=node_network_gbps(spec.name, per_node),
+            )
+            space = LayoutSpace(
+                precision="fp8" if spec.fp8_tflops is not None else "bf16",
+                lora_rank=lora,
+                micro_batch_sizes=MICRO_BATCHES,
+                cp_sizes=SEARCHED_CP_SIZES,
+                virtual_stages=SEARCHED_VIRTUAL_STAGES,
+            )
+            best = best_layout(
+                llm_model(name), spec, n, batch, seq_len=seq, cluster=links,
+                efficiency=step_time_efficiency(software).value, space=space,
+            )  # fmt: skip
+            searched[key] = (best.step_time_s, best.mfu, best.layout.label())
+        step_s, mfu, layout = searched[key]
+        samples = mlperf_samples_to_target(r["benchmark"], batch).samples_mean
+        train_s = samples / batch * step_s
+        evaluation = float(
+            EvaluationCost(
+                schedule=mlperf_eval_schedule(r["benchmark"]), latency_s=latency
+            ).seconds(
+                samples,
+                batch,
+                step_s,
+                forward_share=LORA_FORWARD_SHARE if lora else EVAL_FORWARD_SHARE,
+            )
+        )
+        measured = float(r["minutes_score"])
+        predicted = (train_s + evaluation) / 60.0
+        rows.append(
+            {
+                "benchmark": r["benchmark"],
+                "submitter": r["submitter"],
+                "system": f"{r['submitter']}/{r['system']}",
+                "software": software,
+                "gpu": spec.name,
+                "gpus": n,
+                "measured_min": measured,
+                "predicted_min": predicted,
+                "eval_pct": 100.0 * evaluation / train_s,
+                "mfu": mfu,
+                "layout": layout,
+                "residual": float(np.log(measured / predicted)),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def interval_table(predictions: pd.DataFrame) -> IntervalTable:
+    """The :data:`TUNED` and :data:`ANY_STACK` bands of :func:`llm_system_predictions`'
+    residuals: their quantiles at the least level whose band of the other submitters covers
+    80% of each held-out submitter's systems
+    (:func:`gpucast.predict.intervals.calibrated_level`)."""
+    residuals, levels = {}, {}
+    for name, rows in (
+        (TUNED, predictions[predictions["software"] == "tuned"]),
+        (ANY_STACK, predictions),
+    ):
+        r = rows["residual"].to_numpy(dtype=np.float64)
+        residuals[name] = r
+        levels[name] = calibrated_level(r, rows["submitter"].to_numpy())
+    return IntervalTable.from_residuals(residuals, levels)
+
+
+def stated_band(software: str) -> tuple[float, float, str]:
+    """(lower, upper) ratios of measured / predicted and the note of the 80% interval an LLM
+    training prediction for ``software`` states: the shipped ``llm_train_intervals.csv``."""
+    from gpucast.catalog.llm import load_llm_train_intervals
+    from gpucast.domain.parallel import INTERVAL_NOTE
+
+    table, source = load_llm_train_intervals()
+    regime = regime_for(software)
+    low, high = table.ratios(regime)
+    level = table.level[regime]
+    which = "tuned-stack (NeMo-class) " if regime == TUNED else ""
+    percentiles = (
+        "10th-90th percentiles"
+        if abs(level - 0.9) < 1e-9
+        else f"{100 * (1 - level):.3g}th-{100 * level:.3g}th percentiles, the band that "
+        "covered 80% of each submitter's systems held out"
+    )
+    note = (
+        f"{INTERVAL_NOTE} x{low:.2f}-{high:.2f} from {table.n[regime]} {which}MLPerf LLM "
+        f"systems predicted with nothing fitted on them, held out one submitter at a time "
+        f"(their {percentiles}; their MAPE {table.mape_pct[regime]:.1f}%): {source}"
+    )
+    return low, high, note
