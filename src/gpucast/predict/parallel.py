@@ -94,8 +94,9 @@ by padding.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from gpucast.domain.catalog import GpuSpec
@@ -522,6 +523,7 @@ def _all_stage_memory(
     seq_len: int,
     assumptions: ParallelAssumptions,
 ) -> list[ParallelMemory]:
+    """Per-GPU memory of the stages that can need the most (:func:`_candidate_stages`)."""
     shapes = _shapes(spec, layout)
     usable = usable_bytes(
         gpu, reserved_gib=assumptions.reserved_gib, reserved_fraction=assumptions.reserved_fraction
@@ -529,8 +531,23 @@ def _all_stage_memory(
     framework = assumptions.framework_overhead_gib * GIB
     return [
         _stage_memory(spec, layout, shapes, seq_len, i, n, framework, usable)
-        for i, n in enumerate(_stage_layers(spec, layout.pp))
+        for i, n in _candidate_stages(_stage_layers(spec, layout.pp))
     ]
+
+
+def _candidate_stages(layers: Sequence[int]) -> list[tuple[int, int]]:
+    """(stage, layers) of the stages that can need the most memory: the first (embedding), the
+    last (LM head, logits) and, per layer count, the earliest middle stage. Middle stages
+    with as many layers hold the same weights and states, and a later stage never holds more
+    micro-batches in flight (1F1B, interleaved or not), so the earliest bounds the rest."""
+    last = len(layers) - 1
+    chosen = {0, last}
+    seen: set[int] = set()
+    for i in range(1, last):
+        if layers[i] not in seen:
+            seen.add(layers[i])
+            chosen.add(i)
+    return [(i, layers[i]) for i in sorted(chosen)]
 
 
 def training_memory(
@@ -935,6 +952,18 @@ def enumerate_layouts(
     sp = space or LayoutSpace()
     out: list[ParallelLayout] = []
     ep_sizes = sp.ep_sizes or tuple(_divisors(spec.n_experts))
+
+    def check(sized: Callable[..., ParallelLayout], ep: int, v: int) -> bool:
+        try:
+            validate_layout(
+                spec, sized(ep=ep, virtual_stages=v), seq_len=seq_len,
+                gpus_per_node=gpus_per_node, gpus=gpus, allow_cross_node_tp=allow_cross_node_tp,
+                allow_uneven_pp=allow_uneven_pp,
+            )  # fmt: skip
+        except InvalidSpecError:
+            return False
+        return True
+
     for tp in _divisors(gpus):
         for pp in _divisors(gpus // tp):
             for cp in sp.cp_sizes:
@@ -948,42 +977,33 @@ def enumerate_layouts(
                     if per_replica % b:
                         continue
                     m = per_replica // b
-                    zeros = sp.zero_stages if dp * cp > 1 else (0,)
-                    for zero in sorted(set(zeros)):
+                    zeros = sorted(set(sp.zero_stages if dp * cp > 1 else (0,)))
+                    sized = functools.partial(
+                        ParallelLayout, dp=dp, tp=tp, pp=pp, cp=cp,
+                        sequence_parallel=sp.sequence_parallel, micro_batch_size=b,
+                        micro_batches=m, precision=sp.precision, lora_rank=sp.lora_rank,
+                        lora_targets=sp.lora_targets,
+                    )  # fmt: skip
+                    # whether a layout runs does not depend on its ZeRO stage or recomputation:
+                    # check each (ep, virtual stages) once, then emit the recipes in order
+                    runs = [
+                        (ep, v)
+                        for ep in ep_sizes
+                        for v in sp.virtual_stages
+                        if not (v > 1 and pp == 1) and check(sized, ep, v)
+                    ]
+                    for zero in zeros:
                         for recompute in sp.recompute:
-                            for ep in ep_sizes:
-                                for v in sp.virtual_stages:
-                                    if v > 1 and pp == 1:
-                                        continue
-                                    try:
-                                        layout = ParallelLayout(
-                                            dp=dp,
-                                            tp=tp,
-                                            pp=pp,
-                                            cp=cp,
-                                            ep=ep,
-                                            sequence_parallel=sp.sequence_parallel,
-                                            micro_batch_size=b,
-                                            micro_batches=m,
-                                            virtual_stages=v,
-                                            zero_stage=zero,
+                            for ep, v in runs:
+                                try:
+                                    out.append(
+                                        sized(
+                                            ep=ep, virtual_stages=v, zero_stage=zero,
                                             recompute=recompute,
-                                            precision=sp.precision,
-                                            lora_rank=sp.lora_rank,
-                                            lora_targets=sp.lora_targets,
                                         )
-                                        validate_layout(
-                                            spec,
-                                            layout,
-                                            seq_len=seq_len,
-                                            gpus_per_node=gpus_per_node,
-                                            gpus=gpus,
-                                            allow_cross_node_tp=allow_cross_node_tp,
-                                            allow_uneven_pp=allow_uneven_pp,
-                                        )
-                                    except InvalidSpecError:
-                                        continue
-                                    out.append(layout)
+                                    )  # fmt: skip
+                                except InvalidSpecError:
+                                    continue
     return tuple(out)
 
 
