@@ -77,3 +77,33 @@ def test_published_checkpoint_and_cluster(shared_data: Path) -> None:
     speed = result.check("speed")
     per_gpu = {r["gpu"]: r["mape_pct"] for r in speed.per_gpu}
     assert per_gpu["K80"] < 5.5 and per_gpu["P100"] < 9.8 and speed.target_met is False
+
+
+def test_a_rerun_reads_the_cache_and_changed_data_is_refitted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The held-out rows are cached on the data files, the catalog and the model code: a
+    second run reads them back (the same result), a data file edited is cross-validated anew."""
+    import os
+
+    from gpucast.app import validation as module
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = _cmdare(tmp_path)
+    calls: list[str] = []
+    real = module._RUN["checkpoint"]
+
+    def counted(cmdare: Path) -> object:
+        calls.append("checkpoint")
+        return real(cmdare)
+
+    monkeypatch.setitem(module._RUN, "checkpoint", counted)  # type: ignore[arg-type]
+    first = validate(data_dir=root, what="checkpoint").to_dict()
+    assert validate(data_dir=root, what="checkpoint").to_dict() == first
+    assert calls == ["checkpoint"]
+    csv = root / "cmdare" / "checkpoint" / "whole_data.csv"
+    csv.write_text(csv.read_text().replace("m3,0.1,", "m3,0.2,"))
+    stat = csv.stat()
+    os.utime(csv, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    validate(data_dir=root, what="checkpoint")
+    assert calls == ["checkpoint", "checkpoint"]

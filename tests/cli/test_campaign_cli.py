@@ -128,14 +128,14 @@ def test_sigkill_at_random_moments_never_loses_or_duplicates_a_point(tmp_path: P
     # 0.6 s of reaching the target count always lands mid-campaign.
     sweep = write(
         tmp_path,
-        "workloads: [mlp]\nbatch_sizes: [1, 2, 3, 4, 5, 6, 7, 8]\ndevices: [cpu]\n"
+        "workloads: [mlp]\nbatch_sizes: [1, 2, 3, 4, 5, 6]\ndevices: [cpu]\n"
         "settings: {max_time_s: 0.5, min_samples: 3, target_ci: 0.000001}\n",
     )
     db = tmp_path / "c.db"
     args = ("--db", str(db), "campaign", "run", str(sweep))
     rng = random.Random(7)
     done_before = 0
-    for target in (1, 3, 5):  # kill after some progress, at a random moment within a point
+    for target in (1, 3):  # kill after some progress, at a random moment within a point
         proc = _gpucast(*args)
         # wait for the event (the target count of points done), not for an amount of time:
         # the limit only stops a hung run, and is generous for a loaded CI machine
@@ -152,14 +152,14 @@ def test_sigkill_at_random_moments_never_loses_or_duplicates_a_point(tmp_path: P
         done = [p for p in points if p[1] == "done"]
         assert runs == len(done) >= max(done_before, target)  # nothing lost, nothing extra
         done_before = len(done)
-        assert len(done) < 8, "the campaign finished before it could be killed"
+        assert len(done) < 6, "the campaign finished before it could be killed"
     proc = _gpucast(*args)
     _, err = proc.communicate(timeout=900)
     assert proc.returncode == 0, err
     runs, points = _rows(db)
-    assert len(points) == 8 and all(p[1] == "done" for p in points)
+    assert len(points) == 6 and all(p[1] == "done" for p in points)
     run_ids = [p[2] for p in points]
-    assert runs == 8 and len(set(run_ids)) == 8
+    assert runs == 6 and len(set(run_ids)) == 6
 
 
 def test_sigterm_stops_quickly_and_leaves_a_resumable_campaign(tmp_path: Path) -> None:
