@@ -92,6 +92,29 @@ def test_plan_llm_train_picks_the_cheapest_row_in_time() -> None:
         assert c.time_low_s == pytest.approx(c.time_s * min(low, 1.0))
         assert c.time_high_s == pytest.approx(c.time_s * high)
     assert "MLPerf LLM systems" in plan.assumptions["time interval"]
+    # the safe row: the cheapest that meets the deadline even at its slow edge
+    deadline = 30 * 86400
+    held = [c for c in plan.candidates if c.time_high_s <= deadline]
+    assert all(c.holds_at_slow_edge == (c in held) for c in plan.candidates)
+    assert plan.safe is not None and plan.candidates[plan.safe] in held
+    assert plan.candidates[plan.safe].cost_usd == min(c.cost_usd for c in held)
+    assert plan.to_dict()["safe"] == plan.safe
+
+
+def test_a_tight_deadline_has_a_pick_that_holds_only_at_its_point() -> None:
+    """A deadline between a row's point and its slow edge: picked, but not safe."""
+    loose = gpucast.plan_llm_train(
+        model="llama-2-7b", tokens=1e10, seq_len=2048, global_batch=256, gpu=["H100"],
+        max_gpus=32,
+    )  # fmt: skip
+    fastest = min(loose.candidates, key=lambda c: c.time_s)
+    deadline = 1.01 * fastest.time_s  # only the fastest rows meet it, none at the slow edge
+    tight = gpucast.plan_llm_train(
+        model="llama-2-7b", tokens=1e10, seq_len=2048, global_batch=256, gpu=["H100"],
+        max_gpus=32, deadline=f"{deadline:.0f}s",
+    )  # fmt: skip
+    assert tight.best is not None and tight.best.meets_deadline
+    assert not tight.best.holds_at_slow_edge and tight.safe is None
     with pytest.raises(InvalidSpecError, match="tokens"):
         gpucast.plan_llm_train(model="llama-2-7b", tokens=-1, global_batch=8)
 

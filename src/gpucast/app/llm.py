@@ -298,6 +298,9 @@ class PlanLlmTrainResult:
     recommended: int | None
     infeasible: tuple[str, ...]
     assumptions: dict[str, str]
+    #: the cheapest row that meets the deadline and the budget even at the slow edge of its
+    #: 80% interval (None: none does)
+    safe: int | None = None
 
     @property
     def best(self) -> Any:
@@ -309,6 +312,7 @@ class PlanLlmTrainResult:
             "tokens": self.tokens,
             "steps": self.steps,
             "recommended": self.recommended,
+            "safe": self.safe,
             "pareto": list(self.pareto),
             "candidates": [c.to_dict() for c in self.candidates],
             "infeasible": list(self.infeasible),
@@ -392,6 +396,7 @@ def plan_llm_train(
         candidates=plan.candidates,
         pareto=plan.pareto,
         recommended=plan.recommended,
+        safe=plan.safe,
         infeasible=plan.infeasible,
         assumptions={
             "step-time model": efficiency.source,

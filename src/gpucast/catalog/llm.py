@@ -183,19 +183,18 @@ _TRAIN_INTERVALS_PATH = "llm_train_intervals.csv"
 
 def parse_llm_train_intervals(
     text: str, path: str = _TRAIN_INTERVALS_PATH
-) -> tuple[IntervalTable, str]:
-    """(the band of LLM training step times, what it rests on) from CSV text in the format of
-    ``data/llm_train_intervals.csv`` (the columns of
-    :func:`gpucast.catalog._intervals.parse_interval_rows`; one row, regime
-    ``llm_train/uncalibrated``) -- ``benchmarks/steptime_accuracy.py --section llm
+) -> tuple[IntervalTable, dict[str, str]]:
+    """(the bands of LLM training step times, what each rests on by regime) from CSV text in
+    the format of ``data/llm_train_intervals.csv`` (the columns of
+    :func:`gpucast.catalog._intervals.parse_interval_rows`; regimes ``llm_train/tuned`` and
+    ``llm_train/any_stack``) -- ``benchmarks/steptime_accuracy.py --section llm
     --intervals``'s output."""
     table, rows = parse_interval_rows(text, path)
-    sources = {row["source"].strip() for _, row in rows}
-    return table, "; ".join(sorted(sources))
+    return table, {row["name"].strip(): row["source"].strip() for _, row in rows}
 
 
 @functools.lru_cache(maxsize=1)
-def load_llm_train_intervals() -> tuple[IntervalTable, str]:
+def load_llm_train_intervals() -> tuple[IntervalTable, dict[str, str]]:
     """The built-in ``llm_train_intervals.csv`` (:func:`parse_llm_train_intervals`)."""
     path = _TRAIN_INTERVALS_PATH
     text = resources.files("gpucast.catalog").joinpath("data", path).read_text(encoding="utf-8")

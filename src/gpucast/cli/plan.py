@@ -112,6 +112,21 @@ def llm_train(
             f"{pick.time_high_s / 3600:.1f} h (cost scales with it)",
             highlight=False,
         )
+        if result.safe is None and not pick.holds_at_slow_edge:
+            console.print(
+                "  at the slow edge of its interval the pick misses the deadline or the "
+                "budget, and so does every row",
+                highlight=False,
+            )
+        elif result.safe is not None and result.safe != result.recommended:
+            s = result.candidates[result.safe]
+            console.print(
+                f"  at the slow edge the pick misses the deadline or the budget; the cheapest "
+                f"row that holds there: {s.provider}/{s.region} {s.nodes}x {s.instance_type} "
+                f"({s.gpus} {s.gpu}): {s.time_s / 3600:.1f} h "
+                f"({s.time_low_s / 3600:.1f}-{s.time_high_s / 3600:.1f}), ${s.cost_usd:,.0f}",
+                highlight=False,
+            )
     for name, value in result.assumptions.items():
         console.print(f"  assumption {name}: {value}", highlight=False)
 

@@ -166,7 +166,7 @@ def stated_band(software: str) -> tuple[float, float, str]:
     from gpucast.catalog.llm import load_llm_train_intervals
     from gpucast.domain.parallel import INTERVAL_NOTE
 
-    table, source = load_llm_train_intervals()
+    table, sources = load_llm_train_intervals()
     regime = regime_for(software)
     low, high = table.ratios(regime)
     level = table.level[regime]
@@ -180,6 +180,6 @@ def stated_band(software: str) -> tuple[float, float, str]:
     note = (
         f"{INTERVAL_NOTE} x{low:.2f}-{high:.2f} from {table.n[regime]} {which}MLPerf LLM "
         f"systems predicted with nothing fitted on them, held out one submitter at a time "
-        f"(their {percentiles}; their MAPE {table.mape_pct[regime]:.1f}%): {source}"
+        f"(their {percentiles}; their MAPE {table.mape_pct[regime]:.1f}%): {sources[regime]}"
     )
     return low, high, note

@@ -59,6 +59,9 @@ class LlmCandidate:
     usd_per_hour: float
     meets_deadline: bool
     within_budget: bool
+    #: the deadline and the budget still met at the slow edge of the 80% interval
+    #: (``time_high_s``, its cost in proportion)
+    holds_at_slow_edge: bool
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -66,13 +69,16 @@ class LlmCandidate:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LlmPlan:
-    """All rows evaluated, the Pareto front (indices), the pick (index or None), and the
-    shapes that ran no layout at all with the reason of one of them."""
+    """All rows evaluated, the Pareto front (indices), the pick (index or None), the cheapest
+    row that still meets the deadline and the budget at the slow edge of its 80% interval
+    (``safe``: index or None), and the shapes that ran no layout at all with the reason of one
+    of them."""
 
     candidates: tuple[LlmCandidate, ...]
     pareto: tuple[int, ...]
     recommended: int | None
     infeasible: tuple[str, ...]
+    safe: int | None = None
 
 
 def node_counts(gpus_per_node: int, max_gpus: int) -> list[int]:
@@ -151,6 +157,7 @@ def plan_llm(
             time_s = steps * found.step_time_s
             usd_h = nodes * offer.on_demand_usd_per_hour
             cost = usd_h * time_s / 3600.0
+            slow = max(band[1], 1.0)
             rows.append(
                 LlmCandidate(
                     provider=offer.provider,
@@ -168,11 +175,13 @@ def plan_llm(
                     bottleneck=found.bottleneck,
                     time_s=time_s,
                     time_low_s=time_s * min(band[0], 1.0),
-                    time_high_s=time_s * max(band[1], 1.0),
+                    time_high_s=time_s * slow,
                     cost_usd=cost,
                     usd_per_hour=usd_h,
                     meets_deadline=deadline_s is None or time_s <= deadline_s,
                     within_budget=budget_usd is None or cost <= budget_usd,
+                    holds_at_slow_edge=(deadline_s is None or time_s * slow <= deadline_s)
+                    and (budget_usd is None or cost * slow <= budget_usd),
                 )
             )
     if not rows:
@@ -187,6 +196,12 @@ def plan_llm(
     front = tuple(int(i) for i in sorted(pareto_front_2d(t, c).tolist()))
     ok = [i for i, r in enumerate(rows) if r.meets_deadline and r.within_budget]
     pick = min(ok, key=lambda i: (rows[i].cost_usd, rows[i].time_s)) if ok else None
+    held = [i for i, r in enumerate(rows) if r.holds_at_slow_edge]
+    safe = min(held, key=lambda i: (rows[i].cost_usd, rows[i].time_s)) if held else None
     return LlmPlan(
-        candidates=tuple(rows), pareto=front, recommended=pick, infeasible=tuple(infeasible)
+        candidates=tuple(rows),
+        pareto=front,
+        recommended=pick,
+        infeasible=tuple(infeasible),
+        safe=safe,
     )
