@@ -261,10 +261,21 @@ def _at_limit(
     _, p1 = _time_and_power(c, rows, ones, scale)
     lo = np.full_like(limit_w, MIN_CLOCK_FRACTION)
     hi = ones.copy()
+    # _time_and_power's terms gathered by their dependence on the clock x (tau = a / x + b,
+    # energy = v(x)^2 e + f): the bisection then costs a few array operations per step
+    fc, fm, fk, fh = rows.shares
+    mu, kappa, rho = c.memory_clock_share, c.kernel_clock_share, c.memory_dram_energy
+    a = fc + fm * mu + fk * kappa
+    b = fm * (1.0 - mu) + fk * (1.0 - kappa) + fh
+    e = c.activity_compute * fc + c.activity_memory * fm * (1.0 - rho) + c.activity_kernel * fk
+    f = c.activity_memory * fm * rho + c.activity_host * fh
+    # the draw meets the budget where static + dynamic * (v^2 e + f) / (a / x + b) <= budget
+    dynamic = scale * rows.dynamic_w
+    room = budget - rows.static_w
     for _ in range(_BISECTIONS):
         mid = 0.5 * (lo + hi)
-        _, p = _time_and_power(c, rows, mid, scale)
-        ok = p <= budget
+        v = np.maximum(c.voltage_floor, 1.0 - c.voltage_slope * (1.0 - mid))
+        ok = dynamic * (v * v * e + f) <= room * (a / mid + b)
         lo = np.where(ok, mid, lo)
         hi = np.where(ok, hi, mid)
     x = np.where(p1 <= budget, 1.0, lo)
