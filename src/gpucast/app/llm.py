@@ -7,7 +7,11 @@ efficiencies of the fitted step-time model (``--software``, default ``tuned``: M
 class code). Give any of ``--tp --pp --dp --cp --micro-batch --zero --recompute`` to fix them;
 what is left open is searched, and the fastest layout that fits is returned with the runners-
 up. Validated on MLPerf Training v4.0's GPT-3 and Llama-2-70B LoRA systems
-(``benchmarks/steptime_accuracy.py`` section 4).
+(``benchmarks/steptime_accuracy.py`` section 4); every step states the 80% band those systems
+earned held out one submitter at a time (``catalog/data/llm_train_intervals.csv``, by the
+software stack: :func:`gpucast.inputs.mlperf_llm.stated_band`). ``plan llm-train`` carries
+the same band on every row and names the cheapest row that still meets the deadline and the
+budget at its slow edge (``safe``).
 """
 
 from __future__ import annotations

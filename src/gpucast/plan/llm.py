@@ -9,7 +9,10 @@ their NIC the fitted TCP collective found (:mod:`gpucast.predict.collective`) an
 algorithm (NCCL's flat ring: each node's NIC carries the whole ring's share of the
 data-parallel bytes, as ``plan train`` prices TCP clusters). Rows that miss
 the deadline or the budget are kept but marked; the front is the cost-vs-time Pareto set and
-the pick the cheapest row that meets both.
+the pick the cheapest row that meets both. Each row carries the 80% interval of its time
+(the ``band`` the caller gives: ratios of measured / predicted that held-out runs earned) and
+whether the deadline and the budget still hold at its slow edge; ``safe`` is the cheapest row
+where they do.
 
 On-demand only: a multi-week LLM job on spot capacity is not modelled here.
 Pure: numbers in, numbers out.
