@@ -100,3 +100,36 @@ def test_hierarchical_ps_is_a_candidate_across_nodes() -> None:
         model="dlrm-dcnv2", gpu="A100-80GB", gpus=32, sharding="hierarchical-ps"
     )
     assert [c.name for c in only.plans] == ["hierarchical-ps"]
+
+
+def test_a_server_with_bridged_pairs_prices_its_all_to_all_over_pcie() -> None:
+    """D54U-3U (catalog systems.csv): 4 H100-PCIe joined in NVLink-bridged pairs; the
+    all-to-all between the pairs crosses PCIe Gen5 (64 GB/s), not the bridge's 600 GB/s."""
+    common = {"model": "dlrm-dcnv2", "gpus": 4, "batch": 55296}
+    server = gpucast.plan_embeddings(**common, cluster="D54U-3U")
+    assert server.gpu == "H100-PCIe" and server.hardware.link_gbps == pytest.approx(64.0)
+    assert "over PCIe between the bridged pairs" in server.assumptions["node"]
+    assert server.price_usd_per_gpu_hour is None  # the catalog shape has no price
+    card = gpucast.plan_embeddings(**common, gpu="H100-PCIe")
+    assert card.hardware.link_gbps == pytest.approx(600.0)
+    assert server.best.step_time_s > card.best.step_time_s
+    # one pair stays on its bridge; a user's file prices its own topology and price
+    pair = gpucast.plan_embeddings(**common | {"gpus": 2}, cluster="D54U-3U", sharding="row-wise")
+    assert pair.hardware.link_gbps == pytest.approx(600.0)
+
+
+def test_cluster_options_are_checked(tmp_path: Path) -> None:
+    with pytest.raises(InvalidSpecError, match="gpu: is required"):
+        gpucast.plan_embeddings(model="dlrm-dcnv2")
+    with pytest.raises(InvalidSpecError, match="has H100-PCIe GPUs"):
+        gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", cluster="D54U-3U")
+    with pytest.raises(InvalidSpecError, match="exceeds the 4 GPUs"):
+        gpucast.plan_embeddings(model="dlrm-dcnv2", gpus=8, cluster="D54U-3U")
+    cluster = tmp_path / "pcie.yaml"
+    cluster.write_text(
+        "gpu: L40S\ngpus_per_node: 4\nnodes: 1\nintra_node: pcie\nintra_node_gbps: 64\n"
+        "price_usd_per_gpu_hour: 1.5\n"
+    )
+    mine = gpucast.plan_embeddings(model="dlrm-dcnv2", gpus=4, batch=65536, cluster=cluster)
+    assert mine.gpu == "L40S" and mine.price_usd_per_gpu_hour == 1.5
+    assert mine.hardware.link_gbps == pytest.approx(64.0)

@@ -4,11 +4,14 @@ The model is a shipped one (``catalog/data/embedding_tables.csv``: the MLPerf DL
 reference with its published Criteo 1TB table sizes) or the user's tables (``--tables FILE``:
 ``table,rows,dim,pooling``). The hardware comes from the catalog: the GPU's HBM, its
 bandwidth and NVLink/PCIe; the node (GPUs, host memory, NIC, price) from the cheapest
-on-demand offer with that GPU. :func:`gpucast.predict.embeddings.plan_embeddings` prices the
-candidate plans (data-parallel, table-wise, row-wise, column-wise, mixed, tiered over a UVM
-cache whose hit rate comes from the locality model fitted on ``dlrm_datasets``) and picks the
-fastest that fits; the result explains the pick against the others and shows how far pricing
-the tables as dense weights would be off.
+on-demand offer with that GPU -- or from the server the user has (``--cluster FILE|NAME``: a
+cluster file or a node shape of ``catalog/data/systems.csv``), whose intra-node topology then
+prices the all-to-all (GPUs joined in NVLink-bridged pairs reach the other pairs over PCIe).
+:func:`gpucast.predict.embeddings.plan_embeddings` prices the candidate plans (data-parallel,
+table-wise, row-wise, column-wise, mixed, tiered over a UVM cache whose hit rate comes from the
+locality model fitted on ``dlrm_datasets``) and picks the fastest that fits; the result
+explains the pick against the others and shows how far pricing the tables as dense weights
+would be off.
 """
 
 from __future__ import annotations
@@ -21,6 +24,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
+from gpucast.domain.systems import (
+    ClusterSettings,
+    check_cluster_options,
+    cluster_option,
+    cluster_set_option,
+)
 
 if TYPE_CHECKING:
     from gpucast.domain.provenance import Validation
@@ -54,8 +63,12 @@ class PlanEmbeddingsRequest:
         help="Your own tables: CSV with columns table,rows,dim,pooling (instead of --model).",
         example="tables.csv",
     )
-    gpu: str = option(help="Catalog GPU name.", example="A100-80GB")
+    gpu: str | None = option(
+        None, help="Catalog GPU name [default: the --cluster's GPU].", example="A100-80GB"
+    )
     gpus: int = option(8, help="GPUs the tables are sharded over.", example="8")
+    cluster: str | None = cluster_option()
+    cluster_set: ClusterSettings = cluster_set_option()
     batch: int | None = option(
         None,
         help="Global samples per step (default: the model's reference batch).",
@@ -93,6 +106,11 @@ class PlanEmbeddingsRequest:
     )
 
     def __post_init__(self) -> None:
+        named = check_cluster_options(self.cluster, None, None, self.cluster_set)
+        if self.gpu is None and not named:
+            raise InvalidSpecError(
+                "gpu", "is required (or --cluster)", fix="e.g. --gpu A100-80GB or --cluster D54U-3U"
+            )
         for name in ("gpus", "batch", "ssd_drives"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or value < 1):
@@ -194,15 +212,45 @@ def _hardware(
 ) -> tuple[ShardingHardware, str, float | None, dict[str, str]]:
     from gpucast.catalog import load_catalog
     from gpucast.domain.units import GIB
+    from gpucast.inputs.clusters import load_cluster
     from gpucast.plan.inputs import PCIE_GBPS, intra_node_gbps
     from gpucast.predict.embeddings import ShardingHardware
 
     catalog = load_catalog()
-    gpu = catalog.gpu(request.gpu)
+    cluster = load_cluster(request.cluster, catalog, settings=request.cluster_set)
+    gpu = catalog.gpu(cluster.gpu if cluster is not None else str(request.gpu))
+    if cluster is not None and request.gpu is not None and catalog.gpu(request.gpu) != gpu:
+        raise InvalidSpecError(
+            "gpu",
+            f"the cluster {cluster.name} has {gpu.name} GPUs",
+            got=request.gpu,
+            fix="drop --gpu (the cluster gives it) or pick another --cluster",
+        )
     offers = [o for o in catalog.find_offers(gpu=gpu.name) if o.gpus > 0]
     notes: dict[str, str] = {}
     price = None
-    if offers:
+    link = intra_node_gbps(gpu) / 8.0
+    if cluster is not None:
+        if request.gpus > cluster.max_gpus:
+            raise InvalidSpecError(
+                "gpus",
+                f"exceeds the {cluster.max_gpus} GPUs of the cluster {cluster.name}",
+                got=request.gpus,
+                fix=f"use --gpus <= {cluster.max_gpus} or more --cluster-set nodes=N",
+            )
+        per_node, host_gib = cluster.gpus_per_node, DEFAULT_HOST_GIB
+        network = cluster.shape.inter_node_gbps or DEFAULT_NETWORK_GBPS
+        price = cluster.price_usd_per_gpu_hour
+        pcie_gbit = PCIE_GBPS.get(gpu.pcie_generation, 128.0)
+        link = cluster.shape.ring_gbps(min(request.gpus, per_node), pcie_gbit) / 8.0
+        notes["node"] = (
+            f"{cluster.describe()} ({cluster.source}); all-to-all inside a node at "
+            f"{link:g} GB/s per GPU ({cluster.shape.intra_node}"
+            + (", over PCIe between the bridged pairs" if link < cluster.shape.intra_node_gbps
+               else "")
+            + f"); {host_gib:g} GiB host memory per node assumed"
+        )  # fmt: skip
+    elif offers:
         # the fewest nodes first (all-to-all stays on NVLink), then the cheapest per GPU
         need = min(request.gpus, max(o.gpus for o in offers))
         wide = [o for o in offers if o.gpus >= need]
@@ -248,7 +296,7 @@ def _hardware(
         gpus_per_node=per_node,
         hbm_bytes=gpu.memory_gib * GIB,
         hbm_gbps=gpu.memory_bandwidth_gbps,
-        link_gbps=intra_node_gbps(gpu) / 8.0,
+        link_gbps=link,
         network_gbps=network,
         host_bytes_per_node=host_gib * GIB,
         host_link_gbps=pcie,
