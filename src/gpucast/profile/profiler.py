@@ -3,15 +3,14 @@
 The model and batch are built under ``FakeTensorMode`` on a fake CPU device (no memory is
 allocated for weights or data, so ResNet-50 at batch 64 takes about as long as at batch 1),
 and one training step (forward with loss, backward, optimizer step) and one inference
-forward run under two dispatch modes:
-
-* ``torch.utils.flop_counter.FlopCounterMode`` (with our extra formulas for sparse matmul, CPU
-  attention, grouped-convolution backward and fused LSTM kernels: :mod:`.flops`) gives the
-  headline FLOPs per phase;
-* :class:`_OpRecorder`, a ``TorchDispatchMode``, sees every aten op and records, per operator
-  class, the FLOPs (same formulas), an estimate of the arithmetic flop_counter does not count,
-  and the bytes of the tensors read and written. It also collects the names of the ops that do
-  arithmetic flop_counter does not count (``uncounted_ops``).
+forward run under :class:`_OpRecorder`, a ``TorchDispatchMode`` that sees every aten op and
+records, per operator class, the FLOPs (``torch.utils.flop_counter``'s formulas with ours for
+sparse matmul, CPU attention, grouped-convolution backward and fused LSTM kernels:
+:mod:`.flops`), an estimate of the arithmetic flop_counter does not count, and the bytes of
+the tensors read and written. It also collects the names of the ops that do arithmetic
+flop_counter does not count (``uncounted_ops``). The headline FLOPs per phase are its sums:
+the op-level dispatch sees what ``FlopCounterMode`` would count (composite ops are decomposed
+before it), without the module tracking that made ``FlopCounterMode`` half of a profile's time.
 
 A model that comes back holding real tensors (built before profiling, e.g. a user's) is
 replaced by a fake copy (:func:`gpucast.workloads.user.copy_module`), so that nothing real is
@@ -37,7 +36,6 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
-from torch.utils.flop_counter import FlopCounterMode
 
 from gpucast.domain.errors import GpucastError, InvalidSpecError
 from gpucast.domain.profile import (
@@ -262,14 +260,10 @@ def profile_workload(
 
 
 @contextlib.contextmanager
-def _phase(
-    recorder: _OpRecorder, name: str, counts: dict[str, int], formulas: dict[Any, Any]
-) -> Iterator[None]:
+def _phase(recorder: _OpRecorder, name: str) -> Iterator[None]:
     recorder.phase = name
-    counter = FlopCounterMode(display=False, custom_mapping=formulas)
-    with counter, recorder:
+    with recorder:
         yield
-    counts[name] = counter.get_total_flops()
 
 
 def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -> WorkloadProfile:
@@ -279,9 +273,7 @@ def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -
             "optimizer", f"must be one of {', '.join(OPTIMIZERS)}", got=optimizer
         )
     autocast_for(_FAKE_DEVICE, spec.precision)  # raises for a precision CPU autocast lacks
-    formulas = flop_formulas.extra_formulas()
     recorder = _OpRecorder(flop_formulas.registry())
-    counts: dict[str, int] = {}
     notes: list[str] = []
     with static_shape_rules(), FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
         try:
@@ -303,13 +295,13 @@ def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -
         try:
             model.train()
             with (
-                _phase(recorder, "forward", counts, formulas),
+                _phase(recorder, "forward"),
                 torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack),
                 autocast_for(_FAKE_DEVICE, spec.precision),
             ):
                 loss = workload.loss(model(*inputs), target)
             activations_bytes = saved.total_bytes
-            with _phase(recorder, "backward", counts, formulas):
+            with _phase(recorder, "backward"):
                 if loss.requires_grad:
                     loss.backward()
             optimizer_state_bytes = 0
@@ -317,14 +309,14 @@ def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -
                 opt = make_optimizer(optimizer, trainable)
                 # The first step creates the state (clones, zeros); record a steady-state one.
                 opt.step()
-                with _phase(recorder, "optimizer", counts, formulas):
+                with _phase(recorder, "optimizer"):
                     opt.step()
                 state = _unique([t for s in opt.state.values() for t in _tensors(dict(s))])
                 optimizer_state_bytes = sum(tensor_bytes(t) for t in state)
             model.eval()
             with (
                 torch.no_grad(),
-                _phase(recorder, "inference", counts, formulas),
+                _phase(recorder, "inference"),
                 autocast_for(_FAKE_DEVICE, spec.precision),
             ):
                 model(*inputs)
@@ -346,12 +338,7 @@ def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -
     phases = tuple(
         recorder.phase_cost(p) for p in ("forward", "backward", "optimizer", "inference")
     )
-    for phase in phases:
-        if phase.phase in counts and phase.flops != counts[phase.phase]:
-            notes.append(
-                f"{phase.phase}: per-op FLOPs {phase.flops} differ from FlopCounterMode's "
-                f"{counts[phase.phase]} (an op decomposed differently); headline uses the latter"
-            )
+    counts = {p.phase: p.flops for p in phases}
     if spec.precision != "fp32":
         notes.append(
             f"{spec.precision} profiled as torch.autocast mixed precision with CPU autocast's "
