@@ -167,3 +167,33 @@ def test_the_step_states_the_band_mlperf_runs_of_its_stack_earned() -> None:
         assert result.to_dict()["best"]["step_time"]["upper"] == pytest.approx(
             result.best.step_time_s * high
         )
+
+
+def test_a_cluster_gives_the_gpu_the_nodes_and_the_links() -> None:
+    """D54U-3U (catalog systems.csv): 4 H100-PCIe in NVLink-bridged pairs, 25 Gbit/s
+    Ethernet. TP over the four crosses PCIe (64 GB/s), not the bridge (600 GB/s)."""
+    common = {"model": "llama-2-7b", "gpus": 4, "seq_len": 2048, "global_batch": 16, "tp": 4}
+    server = gpucast.predict_llm_train(**common, cluster="D54U-3U")
+    assert server.best.gpu == "H100-PCIe"
+    assert "D54U-3U" in server.assumptions["cluster"]
+    assert "inside a node 64 GB/s per GPU" in server.assumptions["node network"]
+    cards = gpucast.predict_llm_train(**common, gpu="H100-PCIe", gpus_per_node=4)
+    assert server.best.breakdown["tp_comm"] > 2 * cards.best.breakdown["tp_comm"]
+    assert server.best.step_time_s > cards.best.step_time_s
+    assert server.to_dict()["assumptions"]["cluster"] == server.assumptions["cluster"]
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({}, "gpu: is required"),
+        ({"cluster": "D54U-3U", "gpu": "A100-80GB"}, "has H100-PCIe GPUs"),
+        ({"cluster": "D54U-3U", "gpus": 8}, "exceeds the 4 GPUs"),
+        ({"cluster": "D54U-3U", "gpus_per_node": 2}, "gpus-per-node: is the --cluster's"),
+        ({"cluster": "DGX-H100", "node_network_gbps": 100.0}, "node-network-gbps"),
+    ],
+)
+def test_cluster_options_are_checked(options: dict[str, object], named: str) -> None:
+    base = {"model": "llama-2-7b", "seq_len": 2048, "global_batch": 16, "gpus": 4}
+    with pytest.raises(InvalidSpecError, match=named):
+        gpucast.predict_llm_train(**(base | options))

@@ -23,6 +23,12 @@ from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.parallel import INTERVAL_NOTE
+from gpucast.domain.systems import (
+    ClusterSettings,
+    check_cluster_options,
+    cluster_option,
+    cluster_set_option,
+)
 from gpucast.domain.workload import SOFTWARE_HELP, check_software
 
 if TYPE_CHECKING:
@@ -51,7 +57,9 @@ class PredictLlmTrainRequest:
     VERB: ClassVar[str] = "predict llm-train"
 
     model: str = option(help="A model of catalog/data/llm_models.csv.", example="llama-2-70b")
-    gpu: str = option(help="Catalog GPU name.", example="H100")
+    gpu: str | None = option(
+        None, help="Catalog GPU name [default: the --cluster's GPU].", example="H100"
+    )
     gpus: int = option(8, help="GPUs in all.", example="64")
     gpus_per_node: int | None = option(None, help="GPUs per node (default: up to 8).", example="8")
     node_network_gbps: float | None = option(
@@ -76,8 +84,22 @@ class PredictLlmTrainRequest:
     zero: int | None = option(None, help="ZeRO stage 0-3 (default: searched).")
     recompute: str | None = option(None, help="none, selective or full (default: searched).")
     top: int = option(5, help="Runner-up layouts to show.")
+    cluster: str | None = cluster_option()
+    cluster_set: ClusterSettings = cluster_set_option()
 
     def __post_init__(self) -> None:
+        named = check_cluster_options(self.cluster, None, None, self.cluster_set)
+        if self.gpu is None and not named:
+            raise InvalidSpecError(
+                "gpu", "is required (or --cluster)", fix="e.g. --gpu H100 or --cluster DGX-H100"
+            )
+        if named and (self.gpus_per_node is not None or self.node_network_gbps is not None):
+            flag = "gpus-per-node" if self.gpus_per_node is not None else "node-network-gbps"
+            raise InvalidSpecError(
+                flag,
+                "is the --cluster's to say",
+                fix=f"drop --{flag}, or change the cluster: --cluster-set KEY=VALUE",
+            )
         for name in ("gpus", "gpus_per_node", "seq_len", "global_batch", "tp", "pp", "cp", "vpp"):
             _positive_or_none(name.replace("_", "-"), getattr(self, name))
         _positive_or_none("micro-batch", self.micro_batch)
@@ -136,6 +158,8 @@ def predict_llm_train(
     request: PredictLlmTrainRequest | None = None, /, **options: Any
 ) -> PredictLlmTrainResult:
     """The fastest layout of ``model`` on ``gpus`` x ``gpu`` that fits (module docstring)."""
+    from dataclasses import replace
+
     from gpucast.catalog import load_catalog
     from gpucast.catalog.llm import llm_model
     from gpucast.catalog.validation import validation_for
@@ -146,14 +170,37 @@ def predict_llm_train(
         LayoutSpace,
     )
     from gpucast.inputs.calibration import step_time_efficiency
+    from gpucast.inputs.clusters import load_cluster
     from gpucast.inputs.mlperf_llm import stated_band
     from gpucast.inputs.steptime import node_network_gbps
+    from gpucast.plan.inputs import PCIE_GBPS
     from gpucast.predict.parallel import best_layout, cluster_shape, rank_layouts
 
     request = resolve(PredictLlmTrainRequest, request, options)
     spec = llm_model(request.model)
-    gpu = load_catalog().gpu(request.gpu)
-    per_node = request.gpus_per_node or min(8, request.gpus)
+    catalog = load_catalog()
+    cluster = load_cluster(request.cluster, catalog, settings=request.cluster_set)
+    gpu = catalog.gpu(cluster.gpu if cluster is not None else str(request.gpu))
+    if cluster is not None:
+        if request.gpu is not None and catalog.gpu(request.gpu) != gpu:
+            raise InvalidSpecError(
+                "gpu",
+                f"the cluster {cluster.name} has {gpu.name} GPUs",
+                got=request.gpu,
+                fix="drop --gpu (the cluster gives it) or pick another --cluster",
+            )
+        if request.gpus > cluster.max_gpus:
+            raise InvalidSpecError(
+                "gpus",
+                f"exceeds the {cluster.max_gpus} GPUs of the cluster {cluster.name}",
+                got=request.gpus,
+                fix=f"use --gpus <= {cluster.max_gpus} or more --cluster-set nodes=N",
+            )
+    per_node = (
+        min(cluster.gpus_per_node, request.gpus)
+        if cluster is not None
+        else request.gpus_per_node or min(8, request.gpus)
+    )
     if request.gpus % per_node:
         raise InvalidSpecError(
             "gpus",
@@ -168,8 +215,17 @@ def predict_llm_train(
             got=seq,
             fix=f"use --seq-len <= {spec.max_context}",
         )
-    network = request.node_network_gbps or node_network_gbps(gpu.name, per_node)
-    links = cluster_shape(gpu, gpus_per_node=per_node, node_network_gbps=network)
+    if cluster is not None:
+        network = cluster.shape.inter_node_gbps or node_network_gbps(gpu.name, per_node)
+        # one link for the node: a ring over more than a bridged pair crosses PCIe
+        intra = cluster.shape.ring_gbps(per_node, PCIE_GBPS.get(gpu.pcie_generation, 128.0))
+        links = replace(
+            cluster_shape(gpu, gpus_per_node=per_node, node_network_gbps=network),
+            intra_node_gbps=intra,
+        )
+    else:
+        network = request.node_network_gbps or node_network_gbps(gpu.name, per_node)
+        links = cluster_shape(gpu, gpus_per_node=per_node, node_network_gbps=network)
     efficiency = step_time_efficiency(request.software)
     space = LayoutSpace(
         micro_batch_sizes=(request.micro_batch,) if request.micro_batch else (1, 2, 4, 8),
@@ -224,7 +280,14 @@ def predict_llm_train(
             "sequence length": f"{seq} tokens"
             + (" (the model's context)" if request.seq_len is None else ""),
             "node network": f"{network:g} Gbit/s per {per_node}-GPU node"
-            + (" (default per GPU type)" if request.node_network_gbps is None else ""),
+            + (
+                f"; inside a node {links.intra_node_gbps / 8:g} GB/s per GPU"
+                if cluster is not None
+                else " (default per GPU type)"
+                if request.node_network_gbps is None
+                else ""
+            ),
+            **({"cluster": f"{cluster.describe()} ({cluster.source})"} if cluster else {}),
             "software": f"{request.software} stack efficiencies",
             "optimizer": "Adam, mixed precision: 16 B per trained parameter",
         },
