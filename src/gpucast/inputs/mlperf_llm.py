@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpucast.predict.intervals import IntervalTable, calibrated_level
+from gpucast.predict.intervals import IntervalTable, calibrated_level, percentile_words
 
 RUNS_FILE = "mlperf_training_v4.0/training_v4.0.csv"
 #: MLPerf benchmark -> (catalog model, sequence length, LoRA rank) as the rules run it.
@@ -171,12 +171,7 @@ def stated_band(software: str) -> tuple[float, float, str]:
     low, high = table.ratios(regime)
     level = table.level[regime]
     which = "tuned-stack (NeMo-class) " if regime == TUNED else ""
-    percentiles = (
-        "10th-90th percentiles"
-        if abs(level - 0.9) < 1e-9
-        else f"{100 * (1 - level):.3g}th-{100 * level:.3g}th percentiles, the band that "
-        "covered 80% of each submitter's systems held out"
-    )
+    percentiles = percentile_words(level, "each submitter's systems held out")
     note = (
         f"{INTERVAL_NOTE} x{low:.2f}-{high:.2f} from {table.n[regime]} {which}MLPerf LLM "
         f"systems predicted with nothing fitted on them, held out one submitter at a time "

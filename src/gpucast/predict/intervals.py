@@ -226,6 +226,15 @@ class IntervalTable:
         return cls(q_low=lo, q_high=hi, n=n, mape_pct=mape, level=level)
 
 
+def percentile_words(level: float, groups: str = "held-out groups") -> str:
+    """How an interval at upper quantile ``level`` was made, in words (``groups``: what was
+    held out)."""
+    if abs(level - INTERVAL_QUANTILES[1]) < 1e-9:
+        return "10th-90th percentiles"
+    low, high = f"{100 * (1 - level):.3g}", f"{100 * level:.3g}"
+    return f"{low}th-{high}th percentiles, the band that covered 80% of {groups}"
+
+
 def held_out_coverage(residuals: FloatArray, groups: npt.ArrayLike, level: float) -> float:
     """Share of residuals inside the (1 - level, level) quantiles of the *other* groups'
     residuals (NaN when no group has 5 others to compare with)."""

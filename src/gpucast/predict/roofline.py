@@ -57,6 +57,7 @@ from gpucast.predict.intervals import (
     IntervalTable,
     batch_regime,
     distance_regimes,
+    percentile_words,
 )
 
 if TYPE_CHECKING:
@@ -400,14 +401,6 @@ def _distance_words(regime: str) -> str:
     return ""
 
 
-def _percentiles(level: float) -> str:
-    """How an interval at upper quantile ``level`` was made, in words."""
-    low, high = f"{100 * (1 - level):.3g}", f"{100 * level:.3g}"
-    if abs(level - 0.9) < 1e-9:
-        return "10th-90th percentiles"
-    return f"{low}th-{high}th percentiles, the band that covered 80% of held-out groups"
-
-
 def uncalibrated_regime(gpu_seen: bool, workload_seen: bool) -> str:
     """The interval regime of a prediction no measurement of its workload calibrates: by
     whether the fit has the GPU type and the workload (its built-in name)."""
@@ -459,7 +452,7 @@ def _interval(
             note = (
                 f"80% interval from {n} cross-validated predictions in regime {regime}"
                 f"{_distance_words(regime)}{borrowed} "
-                f"(their {_percentiles(eff.intervals.level.get(used, 0.9))}; "
+                f"(their {percentile_words(eff.intervals.level.get(used, 0.9))}; "
                 f"their MAPE {mape:.1f}%)"
             )
             if eff.intervals.widened(regime):
