@@ -212,32 +212,18 @@ def _hardware(
 ) -> tuple[ShardingHardware, str, float | None, dict[str, str]]:
     from gpucast.catalog import load_catalog
     from gpucast.domain.units import GIB
-    from gpucast.inputs.clusters import load_cluster
+    from gpucast.inputs.clusters import cluster_gpu, load_cluster
     from gpucast.plan.inputs import PCIE_GBPS, intra_node_gbps
     from gpucast.predict.embeddings import ShardingHardware
 
     catalog = load_catalog()
     cluster = load_cluster(request.cluster, catalog, settings=request.cluster_set)
-    gpu = catalog.gpu(cluster.gpu if cluster is not None else str(request.gpu))
-    if cluster is not None and request.gpu is not None and catalog.gpu(request.gpu) != gpu:
-        raise InvalidSpecError(
-            "gpu",
-            f"the cluster {cluster.name} has {gpu.name} GPUs",
-            got=request.gpu,
-            fix="drop --gpu (the cluster gives it) or pick another --cluster",
-        )
+    gpu = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
     offers = [o for o in catalog.find_offers(gpu=gpu.name) if o.gpus > 0]
     notes: dict[str, str] = {}
     price = None
     link = intra_node_gbps(gpu) / 8.0
     if cluster is not None:
-        if request.gpus > cluster.max_gpus:
-            raise InvalidSpecError(
-                "gpus",
-                f"exceeds the {cluster.max_gpus} GPUs of the cluster {cluster.name}",
-                got=request.gpus,
-                fix=f"use --gpus <= {cluster.max_gpus} or more --cluster-set nodes=N",
-            )
         per_node, host_gib = cluster.gpus_per_node, DEFAULT_HOST_GIB
         network = cluster.shape.inter_node_gbps or DEFAULT_NETWORK_GBPS
         price = cluster.price_usd_per_gpu_hour

@@ -170,7 +170,7 @@ def predict_llm_train(
         LayoutSpace,
     )
     from gpucast.inputs.calibration import step_time_efficiency
-    from gpucast.inputs.clusters import load_cluster
+    from gpucast.inputs.clusters import cluster_gpu, load_cluster
     from gpucast.inputs.mlperf_llm import stated_band
     from gpucast.inputs.steptime import node_network_gbps
     from gpucast.plan.inputs import PCIE_GBPS
@@ -180,22 +180,7 @@ def predict_llm_train(
     spec = llm_model(request.model)
     catalog = load_catalog()
     cluster = load_cluster(request.cluster, catalog, settings=request.cluster_set)
-    gpu = catalog.gpu(cluster.gpu if cluster is not None else str(request.gpu))
-    if cluster is not None:
-        if request.gpu is not None and catalog.gpu(request.gpu) != gpu:
-            raise InvalidSpecError(
-                "gpu",
-                f"the cluster {cluster.name} has {gpu.name} GPUs",
-                got=request.gpu,
-                fix="drop --gpu (the cluster gives it) or pick another --cluster",
-            )
-        if request.gpus > cluster.max_gpus:
-            raise InvalidSpecError(
-                "gpus",
-                f"exceeds the {cluster.max_gpus} GPUs of the cluster {cluster.name}",
-                got=request.gpus,
-                fix=f"use --gpus <= {cluster.max_gpus} or more --cluster-set nodes=N",
-            )
+    gpu = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
     per_node = (
         min(cluster.gpus_per_node, request.gpus)
         if cluster is not None

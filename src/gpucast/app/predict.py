@@ -245,7 +245,7 @@ def predict_train(
     from gpucast.catalog import load_catalog
     from gpucast.catalog.validation import validation_for
     from gpucast.inputs.calibration import step_time_efficiency, store_calibration
-    from gpucast.inputs.clusters import cluster_assumption, load_cluster
+    from gpucast.inputs.clusters import cluster_assumption, cluster_gpu, load_cluster
     from gpucast.inputs.workload import workload_facts, workload_profile
     from gpucast.predict.roofline import predict_step_time
     from gpucast.store.db import default_db_path
@@ -254,18 +254,7 @@ def predict_train(
     store = Path(db) if db is not None else default_db_path()
     catalog = load_catalog()
     cluster = load_cluster(request.cluster, catalog, settings=request.cluster_set)
-    if cluster is None:
-        assert request.gpu is not None
-        spec = catalog.gpu(request.gpu)
-    else:
-        spec = catalog.gpu(cluster.gpu)
-        if request.gpu is not None and catalog.gpu(request.gpu).name != spec.name:
-            raise InvalidSpecError(
-                "gpu",
-                f"the cluster {cluster.name} has {spec.name} GPUs",
-                got=request.gpu,
-                fix="drop --gpu (the cluster gives it) or pick another --cluster",
-            )
+    spec = cluster_gpu(cluster, catalog, request.gpu)
     has_bf16 = spec.bf16_tflops is not None
     if request.precision == AUTO_PRECISION:
         request = dataclasses.replace(request, precision=practitioner_precision(has_bf16))

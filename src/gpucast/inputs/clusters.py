@@ -42,7 +42,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpucast.domain.catalog import Catalog
+from gpucast.domain.catalog import Catalog, GpuSpec
 from gpucast.domain.errors import (
     DataFormatError,
     GpucastError,
@@ -484,6 +484,33 @@ def cluster_assumption(cluster: ClusterSpec) -> Assumption:
         source=cluster.source,
         override="--cluster FILE|NAME, --nodes, --price-per-gpu-hour, --cluster-set KEY=VALUE",
     )
+
+
+def cluster_gpu(
+    cluster: ClusterSpec | None, catalog: Catalog, gpu: str | None, gpus: int | None = None
+) -> GpuSpec:
+    """The GPU a request runs on: the cluster's (a ``--gpu`` naming another type is refused,
+    as are more ``gpus`` than the cluster has), else the one ``--gpu`` names."""
+    if cluster is None:
+        if gpu is None:
+            raise InvalidSpecError("gpu", "is required (or --cluster)", fix="e.g. --gpu H100")
+        return catalog.gpu(gpu)
+    spec = catalog.gpu(cluster.gpu)
+    if gpu is not None and catalog.gpu(gpu).name != spec.name:
+        raise InvalidSpecError(
+            "gpu",
+            f"the cluster {cluster.name} has {spec.name} GPUs",
+            got=gpu,
+            fix="drop --gpu (the cluster gives it) or pick another --cluster",
+        )
+    if gpus is not None and gpus > cluster.max_gpus:
+        raise InvalidSpecError(
+            "gpus",
+            f"exceeds the {cluster.max_gpus} GPUs of the cluster {cluster.name}",
+            got=gpus,
+            fix=f"use --gpus <= {cluster.max_gpus} or more --cluster-set nodes=N",
+        )
+    return spec
 
 
 def host_link_gbps(cluster: ClusterSpec, pcie_generation: int) -> float:
