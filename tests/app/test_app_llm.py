@@ -197,3 +197,21 @@ def test_cluster_options_are_checked(options: dict[str, object], named: str) -> 
     base = {"model": "llama-2-7b", "seq_len": 2048, "global_batch": 16, "gpus": 4}
     with pytest.raises(InvalidSpecError, match=named):
         gpucast.predict_llm_train(**(base | options))
+
+
+def test_plan_llm_train_on_a_cluster_you_have() -> None:
+    """A priced file cluster: its GPU, up to its nodes, its price; an unpriced catalog shape
+    ranks by GPU-hours. Catalog filters with a cluster are refused."""
+    common = {"model": "llama-2-7b", "tokens": 1e10, "seq_len": 2048, "global_batch": 256}
+    plan = gpucast.plan_llm_train(
+        **common, cluster="DGX-H100", cluster_set=(("nodes", 2), ("price_usd_per_gpu_hour", 2.5))
+    )
+    rows = plan.candidates
+    assert {r.gpu for r in rows} == {"H100-SXM"} and {r.nodes for r in rows} <= {1, 2}
+    assert all(r.usd_per_hour == pytest.approx(r.gpus * 2.5) for r in rows)
+    assert "DGX-H100" in plan.assumptions["cluster"]
+    unpriced = gpucast.plan_llm_train(**common, cluster="D54U-3U")
+    assert {r.gpus for r in unpriced.candidates} <= {4} and unpriced.best is not None
+    assert unpriced.best.cost_usd == 0 and "fewest GPU-hours" in unpriced.assumptions["cluster"]
+    with pytest.raises(InvalidSpecError, match="gpu: filters the cloud catalog"):
+        gpucast.plan_llm_train(**common, cluster="DGX-H100", gpu=["H100"])

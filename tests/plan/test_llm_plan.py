@@ -11,7 +11,7 @@ from gpucast.catalog.llm import llm_model
 from gpucast.domain.catalog import Offer
 from gpucast.domain.errors import NoFeasiblePlanError
 from gpucast.domain.parallel import LayoutSpace
-from gpucast.plan.llm import cheapest_offers, node_counts, plan_llm
+from gpucast.plan.llm import cheapest_offers, node_counts, offer_nodes, plan_llm
 from gpucast.predict.collective import TCP_DEFAULT
 from gpucast.predict.roofline import RooflineEfficiency
 
@@ -29,11 +29,11 @@ def _offer(
 def _plan(offers: list[Offer], model: str = "llama-2-7b", **kw: object) -> object:
     catalog = load_catalog()
     return plan_llm(
-        llm_model(model), offers, {g.name: g for g in catalog.gpus},
+        llm_model(model), offer_nodes(offers, frozenset({"fast"})),
+        {g.name: g for g in catalog.gpus},
         tokens=2e10, global_batch=256, seq_len=2048, max_gpus=64,
         space=LayoutSpace(micro_batch_sizes=(1, 2), zero_stages=(1,), recompute=("selective",)),
-        efficiency=RooflineEfficiency(), tcp=TCP_DEFAULT, rdma_instances=frozenset({"fast"}),
-        **kw,
+        efficiency=RooflineEfficiency(), tcp=TCP_DEFAULT, **kw,
     )  # fmt: skip
 
 
@@ -82,10 +82,11 @@ def test_tcp_rows_are_priced_with_nccls_flat_ring() -> None:
     catalog = load_catalog()
     gpu = catalog.gpu("H100-SXM")
     plan = plan_llm(
-        small, [_offer("slow", "H100-SXM", 98.0, gbps=400.0)], {g.name: g for g in catalog.gpus},
+        small, offer_nodes([_offer("slow", "H100-SXM", 98.0, gbps=400.0)], frozenset()),
+        {g.name: g for g in catalog.gpus},
         tokens=2e10, global_batch=256, seq_len=2048, max_gpus=16,
         space=LayoutSpace(micro_batch_sizes=(1, 2), zero_stages=(1,), recompute=("selective",)),
-        efficiency=RooflineEfficiency(), tcp=TCP_DEFAULT, rdma_instances=frozenset(),
+        efficiency=RooflineEfficiency(), tcp=TCP_DEFAULT,
     )  # fmt: skip
     row = {r.nodes: r for r in plan.candidates}[2]
     assert row.network == "tcp" and TCP_DEFAULT.algorithm == "flat_ring"

@@ -315,9 +315,21 @@ class PlanLlmTrainRequest:
     precision: str = option("bf16", help="bf16, fp16 or fp8.", example="fp8")
     software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: all weights trained).")
+    cluster: str | None = cluster_option()
+    cluster_set: ClusterSettings = cluster_set_option()
 
     def __post_init__(self) -> None:
         import math
+
+        if check_cluster_options(self.cluster, None, None, self.cluster_set) and (
+            self.providers or self.gpus
+        ):
+            flag = "provider" if self.providers else "gpu"
+            raise InvalidSpecError(
+                flag,
+                "filters the cloud catalog, and a --cluster replaces it",
+                fix=f"drop --{flag}, or drop --cluster to search the catalog",
+            )
 
         if isinstance(self.tokens, bool) or not (
             isinstance(self.tokens, int | float) and math.isfinite(self.tokens) and self.tokens > 0
@@ -390,8 +402,9 @@ def plan_llm_train(
     from gpucast.domain.parallel import LayoutSpace
     from gpucast.inputs.calibration import step_time_efficiency
     from gpucast.inputs.cluster import perf_params
+    from gpucast.inputs.clusters import cluster_gpu, intra_link_gbps, load_cluster
     from gpucast.inputs.mlperf_llm import stated_band
-    from gpucast.plan.llm import plan_llm
+    from gpucast.plan.llm import NodeOption, offer_nodes, plan_llm
 
     request = resolve(PlanLlmTrainRequest, request, options)
     spec = llm_model(request.model)
@@ -401,22 +414,42 @@ def plan_llm_train(
         raise InvalidSpecError(
             "seq-len", f"is beyond {spec.name}'s context of {spec.max_context} tokens", got=seq
         )
-    wanted = {catalog.gpu(g).name for g in request.gpus}
-    providers = {p.lower() for p in request.providers}
-    offers = [
-        o
-        for o in catalog.offers
-        if o.gpu is not None
-        and (not wanted or o.gpu in wanted)
-        and (not providers or o.provider in providers)
-    ]
-    if not offers:
-        raise InvalidSpecError(
-            "gpu", "no catalog offer matches the GPU and provider filters",
-            fix="drop --gpu/--provider or see gpucast catalog offers",
-        )  # fmt: skip
-    efficiency = step_time_efficiency(request.software)
     perf = perf_params(None).value
+    cluster = load_cluster(request.cluster, catalog, settings=request.cluster_set)
+    if cluster is not None:
+        gpu = cluster_gpu(cluster, catalog, None)
+        nodes = [
+            NodeOption(
+                provider=cluster.provider,
+                region=cluster.region,
+                instance_type=cluster.name,
+                gpu=gpu.name,
+                gpus_per_node=cluster.gpus_per_node,
+                # one node needs no network; NodeShape says None then
+                network_gbps=cluster.shape.inter_node_gbps or 1.0,
+                usd_per_hour=cluster.usd_per_hour(cluster.gpus_per_node) or 0.0,
+                rdma=cluster.shape.rdma,
+                intra_node_gbps=intra_link_gbps(cluster, catalog),
+                max_nodes=cluster.nodes,
+            )
+        ]
+    else:
+        wanted = {catalog.gpu(g).name for g in request.gpus}
+        providers = {p.lower() for p in request.providers}
+        offers = [
+            o
+            for o in catalog.offers
+            if o.gpu is not None
+            and (not wanted or o.gpu in wanted)
+            and (not providers or o.provider in providers)
+        ]
+        if not offers:
+            raise InvalidSpecError(
+                "gpu", "no catalog offer matches the GPU and provider filters",
+                fix="drop --gpu/--provider or see gpucast catalog offers",
+            )  # fmt: skip
+        nodes = offer_nodes(offers, perf.rdma_instances)
+    efficiency = step_time_efficiency(request.software)
     band = stated_band(request.software)
     space = LayoutSpace(
         micro_batch_sizes=(1, 2, 4),
@@ -427,7 +460,7 @@ def plan_llm_train(
     )
     plan = plan_llm(
         spec,
-        offers,
+        nodes,
         {g.name: g for g in catalog.gpus},
         tokens=float(request.tokens),
         global_batch=request.global_batch,
@@ -436,7 +469,6 @@ def plan_llm_train(
         space=space,
         efficiency=efficiency.value,
         tcp=perf.collective_tcp,
-        rdma_instances=perf.rdma_instances,
         deadline_s=request.deadline_s,
         budget_usd=request.budget_usd,
         band=band[:2],
@@ -458,6 +490,18 @@ def plan_llm_train(
             "layout search": "tp x pp x dp over each GPU count, micro-batch 1/2/4, ZeRO-1/3, "
             "selective or full recompute (predict llm-train searches more)",
             "market": "on demand only (spot is not modelled for LLM jobs)",
+            **(
+                {
+                    "cluster": f"{cluster.describe()} ({cluster.source})"
+                    + (
+                        ""
+                        if cluster.priced
+                        else "; no price given: costs are $0 and the pick is the fewest GPU-hours"
+                    )
+                }
+                if cluster is not None
+                else {}
+            ),
             "time interval": band[2],
             "validation": f"{validation_for('llm-train', [], 'bf16', 8).error} "
             "(catalog/data/validation.csv: llm-train)",

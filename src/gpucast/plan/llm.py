@@ -93,6 +93,42 @@ def node_counts(gpus_per_node: int, max_gpus: int) -> list[int]:
     return counts
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeOption:
+    """One kind of node to plan on: a catalog offer (:func:`offer_nodes`) or the nodes of a
+    cluster the user has. ``usd_per_hour`` is one node's price (0: none given);
+    ``intra_node_gbps`` overrides the GPU's NVLink/PCIe figure (a cluster's topology: bridged
+    pairs cross PCIe); ``max_nodes`` bounds the count (None: ``max_gpus`` alone)."""
+
+    provider: str
+    region: str
+    instance_type: str
+    gpu: str
+    gpus_per_node: int
+    network_gbps: float
+    usd_per_hour: float
+    rdma: bool
+    intra_node_gbps: float | None = None
+    max_nodes: int | None = None
+
+
+def offer_nodes(offers: Iterable[Offer], rdma_instances: frozenset[str]) -> list[NodeOption]:
+    """The :class:`NodeOption` of each offer of :func:`cheapest_offers`."""
+    return [
+        NodeOption(
+            provider=o.provider,
+            region=o.region,
+            instance_type=o.instance_type,
+            gpu=str(o.gpu),
+            gpus_per_node=o.gpus,
+            network_gbps=o.network_gbps,
+            usd_per_hour=o.on_demand_usd_per_hour,
+            rdma=o.instance_type in rdma_instances,
+        )
+        for o in cheapest_offers(offers)
+    ]
+
+
 def cheapest_offers(offers: Iterable[Offer]) -> list[Offer]:
     """One offer per (provider, instance type): its cheapest on-demand region."""
     best: dict[tuple[str, str], Offer] = {}
@@ -107,7 +143,7 @@ def cheapest_offers(offers: Iterable[Offer]) -> list[Offer]:
 
 def plan_llm(
     spec: TransformerSpec,
-    offers: Sequence[Offer],
+    nodes_to_plan: Sequence[NodeOption],
     gpus: dict[str, GpuSpec],
     *,
     tokens: float,
@@ -117,7 +153,6 @@ def plan_llm(
     space: LayoutSpace,
     efficiency: RooflineEfficiency,
     tcp: CollectiveConstants,
-    rdma_instances: frozenset[str],
     deadline_s: float | None = None,
     budget_usd: float | None = None,
     band: tuple[float, float] = (1.0, 1.0),
@@ -132,18 +167,30 @@ def plan_llm(
     steps = math.ceil(tokens / (global_batch * seq_len))
     rows: list[LlmCandidate] = []
     infeasible: list[str] = []
-    cache: dict[tuple[str, int, float, str, int], ParallelStepPrediction | str] = {}
-    for offer in cheapest_offers(offers):
-        gpu = gpus[str(offer.gpu)]
-        rdma = offer.instance_type in rdma_instances
+    cache: dict[tuple[str, int, float, float, str, int], ParallelStepPrediction | str] = {}
+    for offer in nodes_to_plan:
+        gpu = gpus[offer.gpu]
+        rdma = offer.rdma
         network = offer.network_gbps * (1.0 if rdma else tcp.network_efficiency)
         links = cluster_shape(
-            gpu, gpus_per_node=offer.gpus, node_network_gbps=network,
+            gpu, gpus_per_node=offer.gpus_per_node, node_network_gbps=network,
             collective="hierarchical" if rdma else tcp.algorithm,
         )  # fmt: skip
-        for nodes in node_counts(offer.gpus, max_gpus):
-            n = nodes * offer.gpus
-            key = (gpu.name, offer.gpus, network, links.collective, n)
+        if offer.intra_node_gbps is not None:
+            links = dataclasses.replace(links, intra_node_gbps=offer.intra_node_gbps)
+        top = max_gpus
+        if offer.max_nodes is not None:
+            top = min(top, offer.max_nodes * offer.gpus_per_node)
+        for nodes in node_counts(offer.gpus_per_node, top):
+            n = nodes * offer.gpus_per_node
+            key = (
+                gpu.name,
+                offer.gpus_per_node,
+                network,
+                links.intra_node_gbps,
+                links.collective,
+                n,
+            )
             if key not in cache:
                 try:
                     cache[key] = best_layout(
@@ -158,7 +205,7 @@ def plan_llm(
                     infeasible.append(found)
                 continue
             time_s = steps * found.step_time_s
-            usd_h = nodes * offer.on_demand_usd_per_hour
+            usd_h = nodes * offer.usd_per_hour
             cost = usd_h * time_s / 3600.0
             slow = max(band[1], 1.0)
             rows.append(
@@ -198,9 +245,14 @@ def plan_llm(
     c = np.array([r.cost_usd for r in rows])
     front = tuple(int(i) for i in sorted(pareto_front_2d(t, c).tolist()))
     ok = [i for i, r in enumerate(rows) if r.meets_deadline and r.within_budget]
-    pick = min(ok, key=lambda i: (rows[i].cost_usd, rows[i].time_s)) if ok else None
+
+    # the cheapest; where no price is given (all $0), the fewest GPU-hours
+    def cheapest(i: int) -> tuple[float, float, float]:
+        return (rows[i].cost_usd, rows[i].gpus * rows[i].time_s, rows[i].time_s)
+
+    pick = min(ok, key=cheapest) if ok else None
     held = [i for i, r in enumerate(rows) if r.holds_at_slow_edge]
-    safe = min(held, key=lambda i: (rows[i].cost_usd, rows[i].time_s)) if held else None
+    safe = min(held, key=cheapest) if held else None
     return LlmPlan(
         candidates=tuple(rows),
         pareto=front,
