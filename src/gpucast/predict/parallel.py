@@ -591,6 +591,8 @@ class SearchMemo:
     stage_times: dict[tuple[ParallelLayout, int, bool], _StageTime] = field(default_factory=dict)
     dp_comm_s: dict[ParallelLayout, float] = field(default_factory=dict)
     memory: dict[ParallelLayout, list[ParallelMemory]] = field(default_factory=dict)
+    #: the roofline's interval per regime (``predict_step_time(intervals=...)``)
+    intervals: dict[str, tuple[float, float, str, str]] = field(default_factory=dict)
 
 
 def _link_s(n_bytes: float, gbps: float, latency_s: float) -> float:
@@ -608,6 +610,7 @@ def _stage_time(
     stage: int,
     efficiency: RooflineEfficiency,
     assumptions: ParallelAssumptions,
+    intervals: dict[str, tuple[float, float, str, str]],
 ) -> _StageTime:
     t, c, b = layout.tp, layout.cp, layout.micro_batch_size
     last = stage == layout.pp - 1
@@ -655,7 +658,9 @@ def _stage_time(
         memory_bytes=memory,
         n_kernels=kernels,
     )
-    estimate = predict_step_time(workload, gpu, layout.precision, efficiency=efficiency)
+    estimate = predict_step_time(
+        workload, gpu, layout.precision, efficiency=efficiency, intervals=intervals
+    )
     # -- the optimizer step, once per step
     params = _stage_params(layout, shapes, stage, layers)
     z_dense, z_expert = _zero_groups(layout)
@@ -673,6 +678,7 @@ def _stage_time(
         gpu,
         layout.precision,
         efficiency=efficiency,
+        intervals=intervals,
     )
     gpn = cluster.gpus_per_node
     nic_per_gpu = cluster.node_network_gbps / gpn
@@ -837,7 +843,7 @@ def predict_training_step(
         key = (flat, n, i == layout.pp - 1)
         if key not in cache.stage_times:
             cache.stage_times[key] = _stage_time(
-                spec, gpu, layout, shapes, links, seq_len, n, i, eff, opts
+                spec, gpu, layout, shapes, links, seq_len, n, i, eff, opts, cache.intervals
             )
         times.append(cache.stage_times[key])
     slowest = max(range(layout.pp), key=lambda i: times[i].micro_batch_s)

@@ -311,8 +311,12 @@ def predict_step_time(
     *,
     calibration: Calibration | None = None,
     efficiency: RooflineEfficiency | None = None,
+    intervals: dict[str, tuple[float, float, str, str]] | None = None,
 ) -> Estimate:
-    """Roofline step time (s) of ``workload`` on ``gpu``; see the module docstring."""
+    """Roofline step time (s) of ``workload`` on ``gpu``; see the module docstring.
+
+    ``intervals``: a memo the caller owns for many uncalibrated predictions with one
+    ``efficiency`` (a layout search's stages): each regime's interval is worked out once."""
     eff = efficiency or RooflineEfficiency()
     device = DeviceRoofline.of_gpu(gpu, precision)
     terms = _terms(workload, device, precision, eff)
@@ -343,8 +347,10 @@ def predict_step_time(
             f"x{gpu.clock_share:.2f} of the datasheet's {gpu.boost_clock_mhz:g} MHz figures "
             "(catalog gpus.csv sustained_clock_mhz)"
         )
-    if calibration is None:
-        low, high, source, interval_note = _uncalibrated_interval(eff, regime)
+    if calibration is None and intervals is not None:
+        if regime not in intervals:
+            intervals[regime] = _interval(eff, regime, None)
+        low, high, source, interval_note = intervals[regime]
     else:
         low, high, source, interval_note = _interval(eff, regime, calibration)
     notes.append(interval_note)
@@ -407,25 +413,6 @@ def uncalibrated_regime(gpu_seen: bool, workload_seen: bool) -> str:
     if gpu_seen:
         return "gpu_seen/measured_elsewhere" if workload_seen else "gpu_seen/uncalibrated"
     return "gpu_unseen/uncalibrated" if workload_seen else NOVEL
-
-
-#: :func:`_interval` of uncalibrated predictions, per efficiency set (held here, so that its
-#: id names it while cached) and regime: a 3D-parallel search prices thousands of stages
-#: with one set. The few most recent sets are kept.
-_UNCALIBRATED: dict[int, tuple[RooflineEfficiency, dict[str, tuple[float, float, str, str]]]] = {}
-_UNCALIBRATED_SETS = 8
-
-
-def _uncalibrated_interval(eff: RooflineEfficiency, regime: str) -> tuple[float, float, str, str]:
-    """:func:`_interval` without a calibration (it depends on ``eff`` and ``regime`` only)."""
-    entry = _UNCALIBRATED.get(id(eff))
-    if entry is None or entry[0] is not eff:
-        if len(_UNCALIBRATED) >= _UNCALIBRATED_SETS:
-            _UNCALIBRATED.pop(next(iter(_UNCALIBRATED)))
-        entry = _UNCALIBRATED[id(eff)] = (eff, {})
-    if regime not in entry[1]:
-        entry[1][regime] = _interval(eff, regime, None)
-    return entry[1][regime]
 
 
 def _interval(
