@@ -212,7 +212,7 @@ def _hardware(
 ) -> tuple[ShardingHardware, str, float | None, dict[str, str]]:
     from gpucast.catalog import load_catalog
     from gpucast.domain.units import GIB
-    from gpucast.inputs.clusters import cluster_gpu, load_cluster
+    from gpucast.inputs.clusters import cluster_gpu, host_link_gbps, load_cluster
     from gpucast.plan.inputs import PCIE_GBPS, intra_node_gbps
     from gpucast.predict.embeddings import ShardingHardware
 
@@ -225,7 +225,7 @@ def _hardware(
     link = intra_node_gbps(gpu) / 8.0
     if cluster is not None:
         per_node, host_gib = cluster.gpus_per_node, DEFAULT_HOST_GIB
-        network = cluster.shape.inter_node_gbps or DEFAULT_NETWORK_GBPS
+        network = host_link_gbps(cluster, gpu.pcie_generation)
         price = cluster.price_usd_per_gpu_hour
         pcie_gbit = PCIE_GBPS.get(gpu.pcie_generation, 128.0)
         link = cluster.shape.ring_gbps(min(request.gpus, per_node), pcie_gbit) / 8.0

@@ -170,7 +170,7 @@ def predict_llm_train(
         LayoutSpace,
     )
     from gpucast.inputs.calibration import step_time_efficiency
-    from gpucast.inputs.clusters import cluster_gpu, load_cluster
+    from gpucast.inputs.clusters import cluster_gpu, host_link_gbps, load_cluster
     from gpucast.inputs.mlperf_llm import stated_band
     from gpucast.inputs.steptime import node_network_gbps
     from gpucast.plan.inputs import PCIE_GBPS
@@ -201,7 +201,7 @@ def predict_llm_train(
             fix=f"use --seq-len <= {spec.max_context}",
         )
     if cluster is not None:
-        network = cluster.shape.inter_node_gbps or node_network_gbps(gpu.name, per_node)
+        network = host_link_gbps(cluster, gpu.pcie_generation)
         # one link for the node: a ring over more than a bridged pair crosses PCIe
         intra = cluster.shape.ring_gbps(per_node, PCIE_GBPS.get(gpu.pcie_generation, 128.0))
         links = replace(
@@ -402,7 +402,12 @@ def plan_llm_train(
     from gpucast.domain.parallel import LayoutSpace
     from gpucast.inputs.calibration import step_time_efficiency
     from gpucast.inputs.cluster import perf_params
-    from gpucast.inputs.clusters import cluster_gpu, intra_link_gbps, load_cluster
+    from gpucast.inputs.clusters import (
+        cluster_gpu,
+        host_link_gbps,
+        intra_link_gbps,
+        load_cluster,
+    )
     from gpucast.inputs.mlperf_llm import stated_band
     from gpucast.plan.llm import NodeOption, offer_nodes, plan_llm
 
@@ -425,8 +430,7 @@ def plan_llm_train(
                 instance_type=cluster.name,
                 gpu=gpu.name,
                 gpus_per_node=cluster.gpus_per_node,
-                # one node needs no network; NodeShape says None then
-                network_gbps=cluster.shape.inter_node_gbps or 1.0,
+                network_gbps=host_link_gbps(cluster, gpu.pcie_generation),
                 usd_per_hour=cluster.usd_per_hour(cluster.gpus_per_node) or 0.0,
                 rdma=cluster.shape.rdma,
                 intra_node_gbps=intra_link_gbps(cluster, catalog),
