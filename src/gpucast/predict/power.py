@@ -231,19 +231,26 @@ def _voltage(c: PowerConstants, x: FloatArray) -> FloatArray:
     return np.maximum(c.voltage_floor, 1.0 - c.voltage_slope * (1.0 - x))
 
 
+def _clock_terms(
+    c: PowerConstants, rows: _Rows
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """(a, b, e, f) of a step at clock fraction x: time tau = a / x + b (the shares the clock
+    slows, the rest), energy = v(x)^2 e + f (what scales with the voltage squared, the rest)."""
+    fc, fm, fk, fh = rows.shares
+    mu, kappa, rho = c.memory_clock_share, c.kernel_clock_share, c.memory_dram_energy
+    a = fc + fm * mu + fk * kappa
+    b = fm * (1.0 - mu) + fk * (1.0 - kappa) + fh
+    e = c.activity_compute * fc + c.activity_memory * fm * (1.0 - rho) + c.activity_kernel * fk
+    f = c.activity_memory * fm * rho + c.activity_host * fh
+    return a, b, e, f
+
+
 def _time_and_power(
     c: PowerConstants, rows: _Rows, x: FloatArray, scale: FloatArray
 ) -> tuple[FloatArray, FloatArray]:
-    fc, fm, fk, fh = rows.shares
-    v2 = _voltage(c, x) ** 2
-    mu, kappa, rho = c.memory_clock_share, c.kernel_clock_share, c.memory_dram_energy
-    tau = fc / x + fm * (mu / x + 1.0 - mu) + fk * (kappa / x + 1.0 - kappa) + fh
-    energy = (
-        c.activity_compute * fc * v2
-        + c.activity_memory * fm * (rho + (1.0 - rho) * v2)
-        + c.activity_kernel * fk * v2
-        + c.activity_host * fh
-    )
+    a, b, e, f = _clock_terms(c, rows)
+    tau = a / x + b
+    energy = _voltage(c, x) ** 2 * e + f
     return tau, rows.static_w + scale * rows.dynamic_w * energy / tau
 
 
@@ -261,15 +268,9 @@ def _at_limit(
     _, p1 = _time_and_power(c, rows, ones, scale)
     lo = np.full_like(limit_w, MIN_CLOCK_FRACTION)
     hi = ones.copy()
-    # _time_and_power's terms gathered by their dependence on the clock x (tau = a / x + b,
-    # energy = v(x)^2 e + f): the bisection then costs a few array operations per step
-    fc, fm, fk, fh = rows.shares
-    mu, kappa, rho = c.memory_clock_share, c.kernel_clock_share, c.memory_dram_energy
-    a = fc + fm * mu + fk * kappa
-    b = fm * (1.0 - mu) + fk * (1.0 - kappa) + fh
-    e = c.activity_compute * fc + c.activity_memory * fm * (1.0 - rho) + c.activity_kernel * fk
-    f = c.activity_memory * fm * rho + c.activity_host * fh
-    # the draw meets the budget where static + dynamic * (v^2 e + f) / (a / x + b) <= budget
+    # the draw meets the budget where static + dynamic * (v^2 e + f) / (a / x + b) <= budget:
+    # a few array operations per bisection step
+    a, b, e, f = _clock_terms(c, rows)
     dynamic = scale * rows.dynamic_w
     room = budget - rows.static_w
     for _ in range(_BISECTIONS):
