@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -76,3 +77,31 @@ def _isolated_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _run_cache:
     monkeypatch.setenv("XDG_CACHE_HOME", str(_run_cache))
     monkeypatch.delenv("GPUCAST_SHARED_DATA", raising=False)
     monkeypatch.delenv("GPUCAST_OFFERS", raising=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_click_command_per_app() -> Iterator[None]:
+    """Typer's ``CliRunner.invoke`` rebuilds the whole click command tree on every call (~60
+    ms here: every parameter's signature and Pydantic coercion adapter, then each verb's group
+    again), which is what a process pays once at start-up and the suite paid ~4,000 times.
+    A click command is built to be invoked repeatedly, so each Typer app is built once per
+    test process and reused (its verbs stay loaded; its parameters keep their adapters). The
+    CLI's own start-up is tested in subprocesses (``tests/cli/test_startup.py``)."""
+    import typer.testing
+
+    build = getattr(typer.testing, "_get_command", None)
+    if build is None:  # a Typer without the hook: every invoke builds, as before
+        yield
+        return
+    built: dict[int, tuple[object, Any]] = {}
+
+    def once(app: Any) -> Any:
+        if id(app) not in built:
+            built[id(app)] = (app, build(app))  # keeps the app alive: its id stays its own
+        return built[id(app)][1]
+
+    typer.testing._get_command = once
+    try:
+        yield
+    finally:
+        typer.testing._get_command = build

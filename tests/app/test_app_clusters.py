@@ -25,16 +25,6 @@ provider: on-prem
 """
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("cluster-cache")
-
-
-@pytest.fixture(autouse=True)
-def _shared_cache(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_dir))  # one profile for the module
-
-
 @pytest.fixture
 def onprem(tmp_path: Path) -> Path:
     path = tmp_path / "onprem.yaml"

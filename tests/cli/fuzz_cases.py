@@ -394,7 +394,7 @@ COMMANDS: tuple[Command, ...] = (
         "gpucast.app.predict:PredictCheckpointRequest",
     ),
     Command(
-        ("predict", "llm-train"), ("--model", "llama-3-8b", "--gpu", "H100", "--gpus", "8",
+        ("predict", "llm-train"), ("--model", "llama-3-8b", "--gpu", "H100", "--gpus", "2",
                                    "--global-batch", "64", "--top", "1"),
         "gpucast.app.llm:PredictLlmTrainRequest",
     ),
@@ -426,7 +426,7 @@ COMMANDS: tuple[Command, ...] = (
         ("plan", "serve"),
         ("--model", "mlp:50", "--slo-ms", "50", "--gpu", "T4", "--no-mig", "--no-cpu",
          "--duration-s", "5", "--max-batch-sizes", "4", "--max-delays-ms", "5",
-         "--instances", "1"),
+         "--instances", "1", "--saturation-s", "2"),
         "gpucast.app.serve:PlanServeRequest",
     ),
     Command(

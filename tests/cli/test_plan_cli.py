@@ -14,15 +14,9 @@ runner = CliRunner()
 SMALL = ["--workload", "cifar-resnet20", "--epochs", "10", "--dataset-size", "50000"]
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("gpucast-cache")
-
-
 @pytest.fixture(autouse=True)
-def _env(cache_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    # profiles and lifetime fits are cached per module; no published data unless asked for
-    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_dir))
+def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # no published data unless asked for (profiles and fits: the run's cache, conftest)
     monkeypatch.delenv("GPUCAST_SHARED_DATA", raising=False)
     monkeypatch.chdir(tmp_path)
 

@@ -15,7 +15,6 @@ runner = CliRunner()
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("GPUCAST_SHARED_DATA", raising=False)
     monkeypatch.chdir(tmp_path)
 

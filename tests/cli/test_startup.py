@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("torch", "pandas", "scipy", "numpy", "sklearn", "pyarrow")
 
@@ -39,3 +40,30 @@ def test_version_and_help_load_no_numeric_stack() -> None:
             "try:\n    main()\nexcept SystemExit:\n    pass"
         )
         assert _loaded_after(statement) == [], argv
+
+
+def test_a_campaign_driver_and_its_ray_tasks_load_no_torch(tmp_path: Path) -> None:
+    # The driver only starts the points' processes (which import torch themselves): checking
+    # a sweep of built-ins and running its campaign must not cost the driver a torch import
+    # (once the built-in names are cached: the first call lists them, importing torch).
+    from gpucast.inputs.workload import builtin_workloads
+
+    assert "mlp" in builtin_workloads()
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text("workloads: [mlp]\nbatch_sizes: [1]\nsettings: {max_time_s: 0.2}\n")
+    statement = (
+        "import gpucast.measure.campaign, gpucast.measure.campaign_ray\n"
+        "from gpucast.app.campaign import _check_workload\n"
+        "from gpucast.measure.campaign import load_sweep\n"
+        f"load_sweep({str(sweep)!r}, check_workload=_check_workload)"
+    )
+    assert "torch" not in _loaded_after(statement)
+
+
+def test_lazy_measure_packages_resolve_every_public_name() -> None:
+    import gpucast.measure
+    import gpucast.measure.distributed
+
+    for package in (gpucast.measure, gpucast.measure.distributed):
+        for name in package.__all__:
+            assert callable(getattr(package, name)), name

@@ -52,6 +52,7 @@ def test_sweep_expands_axes_and_repeats(tmp_path: Path) -> None:
         ("workloads: [mlp]\nbatch_sizes: [4]\nbogus: 1\n", 3, "'bogus'.*unknown key"),
         ("workloads: [mlp]\nbatch_sizes: []\n", 2, "'batch_sizes'.*empty"),
         ("workloads:\n  - mlp\n  - resnet-9000\nbatch_sizes: [4]\n", 3, "'workloads'.*resnet-9000"),
+        ("batch_sizes: [4]\nworkloads: [cifar-resnet21]\n", 2, "'workloads'.*depth.*got 21"),
         ("workloads: [mlp]\nbatch_sizes: [4]\nsettings:\n  stepz: 3\n", 4, "settings.stepz"),
         ("workloads: [mlp]\nbatch_sizes: [4, x]\n", 2, "'batch_sizes'.*integer"),
         ("workloads: [mlp]\nbatch_sizes: [4]\ndevices: [tpu]\n", 3, "'devices'.*tpu"),
@@ -59,12 +60,17 @@ def test_sweep_expands_axes_and_repeats(tmp_path: Path) -> None:
         ("workloads: [mlp]\nbatch_sizes: [4\n", None, "not valid YAML"),
     ],
 )
+@pytest.mark.parametrize("names_only", [False, True], ids=["build", "app-check"])
 def test_bad_sweeps_name_the_key_and_line(
-    tmp_path: Path, text: str, line: int | None, pattern: str
+    tmp_path: Path, text: str, line: int | None, pattern: str, names_only: bool
 ) -> None:
+    # the app's check (cached names for built-ins, no torch in the driver) finds what
+    # building every workload finds
+    from gpucast.app.campaign import _check_workload
+
     path = write(tmp_path, text)
     with pytest.raises(DataFormatError, match=pattern) as info:
-        load_sweep(path)
+        load_sweep(path, check_workload=_check_workload) if names_only else load_sweep(path)
     if line is not None:
         assert f"line {line}" in str(info.value)
 

@@ -29,6 +29,20 @@ def _backend(value: Any) -> str:
     return str(value).strip().lower()
 
 
+def _check_workload(name: str) -> None:
+    """A sweep's workload name, checked as its points will build it: a listed built-in against
+    the cached names (this driver only starts the points' processes and need not import
+    torch); anything else (``module:factory``, another cifar-resnet depth, a typo) by building
+    it, so its error comes now and not from every point."""
+    from gpucast.inputs.workload import builtin_workloads
+
+    if name.strip().lower() in builtin_workloads():
+        return
+    from gpucast.workloads import get_workload
+
+    get_workload(name)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CampaignRunRequest:
     """A sweep to run or resume (``gpucast campaign run``)."""
@@ -194,7 +208,7 @@ def campaign_run(
     from gpucast.measure.campaign import PointRunner, load_sweep, run_campaign
 
     request = resolve(CampaignRunRequest, request, options)
-    sweep = load_sweep(request.sweep_file)  # every check before anything runs
+    sweep = load_sweep(request.sweep_file, check_workload=_check_workload)  # every check first
     runner: PointRunner | None = None
     if request.backend == "ray":
         from gpucast.measure.campaign_ray import RayRunner
@@ -228,7 +242,7 @@ def campaign_status(
         campaign_id = request.campaign
     else:
         assert request.sweep_file is not None  # the request holds exactly one
-        campaign_id = load_sweep(request.sweep_file).name
+        campaign_id = load_sweep(request.sweep_file, check_workload=_check_workload).name
     return _status(_db_path(db), campaign_id)
 
 

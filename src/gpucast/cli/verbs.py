@@ -95,18 +95,21 @@ def load(name: str) -> Any:
 def plain_flags(command: Any) -> None:
     """Show boolean flags as flags in ``--help`` (``--json``, not ``--json <bool>``: Typer
     labels every option with its type, and a flag takes no value), for ``command`` and every
-    subcommand, ``--help`` included."""
+    subcommand, ``--help`` included. Idempotent: a command invoked again (``main`` calls this
+    on every run) keeps one wrapper round its help option, not one more per run."""
     for param in command.params:
         if getattr(param, "is_flag", False):
             param.metavar = ""
-    make_help = command.get_help_option
+    if not getattr(command, "_gpucast_plain_help", False):
+        make_help = command.get_help_option
 
-    def get_help_option(ctx: Any) -> Any:
-        option = make_help(ctx)
-        if option is not None:
-            option.metavar = ""
-        return option
+        def get_help_option(ctx: Any) -> Any:
+            option = make_help(ctx)
+            if option is not None:
+                option.metavar = ""
+            return option
 
-    command.get_help_option = get_help_option
+        command.get_help_option = get_help_option
+        command._gpucast_plain_help = True
     for sub in getattr(command, "commands", {}).values():
         plain_flags(sub)

@@ -116,13 +116,25 @@ def _axis(path: Path, key: str, node: Any, kind: type) -> tuple[Any, ...]:
     return tuple(values)
 
 
-def load_sweep(path: Path | str) -> Sweep:
-    """Parse and check a sweep YAML file; every error names the file, line and key."""
+def _build_workload(name: str) -> None:
+    from gpucast.workloads import get_workload
+
+    get_workload(name)
+
+
+def load_sweep(
+    path: Path | str, *, check_workload: Callable[[str], None] = _build_workload
+) -> Sweep:
+    """Parse and check a sweep YAML file; every error names the file, line and key.
+
+    ``check_workload`` raises :class:`~gpucast.domain.errors.UnknownWorkloadError` for a name
+    that is no workload; by default it builds the workload (torch), which a driver that only
+    starts the points' processes can avoid by checking names (``gpucast.app`` does).
+    """
     import yaml
 
     from gpucast.domain.errors import UnknownWorkloadError
     from gpucast.store.files import read_input_text
-    from gpucast.workloads import get_workload
 
     path = Path(path)
     text = read_input_text(path, "sweep-file", fix="check the path")
@@ -173,8 +185,8 @@ def load_sweep(path: Path | str) -> Sweep:
     # Values: workloads exist, devices parse, and the rest via the domain's checks.
     for item, name in zip(_items(nodes["workloads"][1]), fields["workloads"], strict=True):
         try:
-            get_workload(name)
-        except UnknownWorkloadError as exc:
+            check_workload(name)
+        except (UnknownWorkloadError, InvalidSpecError) as exc:
             raise _bad(path, item, "workloads", exc.message, fix=exc.fix) from None
     if "devices" in nodes:
         for item, device in zip(_items(nodes["devices"][1]), fields["devices"], strict=True):
