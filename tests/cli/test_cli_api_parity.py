@@ -553,9 +553,12 @@ CASES = [
             "--no-mig",
             "--duration-s",
             "5",
+            "--saturation-s",
+            "3",
         ],
         lambda t: gpucast.plan_serve(
-            model=["mlp:200"], slo="p99<50ms", gpu=["T4"], no_mig=True, duration_s=5
+            model=["mlp:200"], slo="p99<50ms", gpu=["T4"], no_mig=True, duration_s=5,
+            saturation_s=3,
         ),
     ),
     # issue #18: PARIS + ELSA (plan serve --mix)
