@@ -28,6 +28,7 @@ from gpucast.domain.parallel import (
 )
 from gpucast.domain.units import GIB
 from gpucast.predict.parallel import (
+    SearchMemo,
     best_layout,
     cluster_shape,
     enumerate_layouts,
@@ -194,6 +195,17 @@ def test_bubble_is_p_minus_1_over_m_of_the_pipeline_when_comm_is_free(h100: GpuS
         busy = sum(pred.breakdown[k] for k in ("compute", "memory_bandwidth", "kernel_overhead"))
         assert pred.breakdown["pp_bubble"] / busy == pytest.approx((pp - 1) / m, rel=1e-6)
         assert pred.breakdown["pp_p2p"] < 1e-9
+
+
+def test_a_middle_stage_is_not_priced_as_the_first(h100: GpuSpec) -> None:
+    # stage 0 holds the embedding's optimizer state; a middle stage of as many layers does not
+    memo = SearchMemo()
+    layout = ParallelLayout(pp=4, micro_batches=8)
+    predict_training_step(tiny(vocab=50_000), h100, layout, seq_len=512, memo=memo)
+    first, middle, last = (memo.stage_times[(layout, 2, i == 0, i == 3)] for i in (0, 1, 3))
+    assert first.optimizer.value > middle.optimizer.value
+    assert last.optimizer.value > middle.optimizer.value
+    assert first.micro_batch_s == pytest.approx(middle.micro_batch_s)
 
 
 def test_interleaving_divides_the_bubble(h100: GpuSpec) -> None:

@@ -588,7 +588,9 @@ class SearchMemo:
     layout without its virtual stages (which change the bubble, the point-to-point sends and
     the memory alone), and the per-stage memory :func:`best_layout` already computed."""
 
-    stage_times: dict[tuple[ParallelLayout, int, bool], _StageTime] = field(default_factory=dict)
+    stage_times: dict[tuple[ParallelLayout, int, bool, bool], _StageTime] = field(
+        default_factory=dict
+    )
     dp_comm_s: dict[ParallelLayout, float] = field(default_factory=dict)
     memory: dict[ParallelLayout, list[ParallelMemory]] = field(default_factory=dict)
     #: the roofline's interval per regime (``predict_step_time(intervals=...)``)
@@ -836,11 +838,12 @@ def predict_training_step(
     stage_memory = cache.memory.pop(layout, None) or _all_stage_memory(
         spec, gpu, layout, seq_len, opts
     )
-    # stages differ only by their layer count and by being first or last
+    # stages differ only by their layer count and by being first (the embedding's optimizer
+    # state) or last (the head's FLOPs and optimizer state)
     flat = replace(layout, virtual_stages=1)
     times: list[_StageTime] = []
     for i, n in enumerate(layers):
-        key = (flat, n, i == layout.pp - 1)
+        key = (flat, n, i == 0, i == layout.pp - 1)
         if key not in cache.stage_times:
             cache.stage_times[key] = _stage_time(
                 spec, gpu, layout, shapes, links, seq_len, n, i, eff, opts, cache.intervals
