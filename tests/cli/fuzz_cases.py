@@ -426,7 +426,7 @@ COMMANDS: tuple[Command, ...] = (
         ("plan", "serve"),
         ("--model", "mlp:50", "--slo-ms", "50", "--gpu", "T4", "--no-mig", "--no-cpu",
          "--duration-s", "5", "--max-batch-sizes", "4", "--max-delays-ms", "5",
-         "--instances", "1", "--saturation-s", "2"),
+         "--instances", "1", "--saturation-s", "0.05"),
         "gpucast.app.serve:PlanServeRequest",
     ),
     Command(

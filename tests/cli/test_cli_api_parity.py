@@ -554,11 +554,11 @@ CASES = [
             "--duration-s",
             "5",
             "--saturation-s",
-            "3",
+            "0.2",
         ],
         lambda t: gpucast.plan_serve(
             model=["mlp:200"], slo="p99<50ms", gpu=["T4"], no_mig=True, duration_s=5,
-            saturation_s=3,
+            saturation_s=0.2,
         ),
     ),
     # issue #18: PARIS + ELSA (plan serve --mix)
