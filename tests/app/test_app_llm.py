@@ -215,3 +215,24 @@ def test_plan_llm_train_on_a_cluster_you_have() -> None:
     assert unpriced.best.cost_usd == 0 and "fewest GPU-hours" in unpriced.assumptions["cluster"]
     with pytest.raises(InvalidSpecError, match="gpu: filters the cloud catalog"):
         gpucast.plan_llm_train(**common, cluster="DGX-H100", gpu=["H100"])
+
+
+def test_nodes_and_price_are_shorthands_of_the_cluster_settings() -> None:
+    """--nodes / --price-per-gpu-hour (as on plan train and simulate train) give the plan that
+    --cluster-set nodes=... price_usd_per_gpu_hour=... gives, and say they were set."""
+    common = {"model": "llama-2-7b", "tokens": 1e10, "seq_len": 2048, "global_batch": 256}
+    long = gpucast.plan_llm_train(
+        **common, cluster="DGX-H100", cluster_set=(("nodes", 2), ("price_usd_per_gpu_hour", 2.5))
+    )
+    short = gpucast.plan_llm_train(
+        **common, cluster="DGX-H100", cluster_nodes=2, cluster_price_usd_per_gpu_hour=2.5
+    )
+    assert [r.to_dict() for r in short.candidates] == [r.to_dict() for r in long.candidates]
+    assert "--nodes 2" in short.assumptions["cluster"]
+    step = {"model": "llama-2-7b", "seq_len": 2048, "global_batch": 16}
+    two = gpucast.predict_llm_train(**step, gpus=8, cluster="D54U-3U", cluster_nodes=2)
+    assert two.best.layout.gpus == 8 and "2 nodes x 4 H100-PCIe" in two.assumptions["cluster"]
+    with pytest.raises(InvalidSpecError, match="exceeds the 4 GPUs.*--nodes N"):
+        gpucast.predict_llm_train(**step, gpus=8, cluster="D54U-3U")
+    with pytest.raises(InvalidSpecError, match="nodes: describes a --cluster"):
+        gpucast.plan_llm_train(**common, cluster_nodes=2)

@@ -27,7 +27,9 @@ from gpucast.domain.options import option
 from gpucast.domain.systems import (
     ClusterSettings,
     check_cluster_options,
+    cluster_nodes_option,
     cluster_option,
+    cluster_price_option,
     cluster_set_option,
 )
 
@@ -68,6 +70,8 @@ class PlanEmbeddingsRequest:
     )
     gpus: int = option(8, help="GPUs the tables are sharded over.", example="8")
     cluster: str | None = cluster_option()
+    cluster_nodes: int | None = cluster_nodes_option()
+    cluster_price_usd_per_gpu_hour: float | None = cluster_price_option()
     cluster_set: ClusterSettings = cluster_set_option()
     batch: int | None = option(
         None,
@@ -106,7 +110,9 @@ class PlanEmbeddingsRequest:
     )
 
     def __post_init__(self) -> None:
-        named = check_cluster_options(self.cluster, None, None, self.cluster_set)
+        named = check_cluster_options(
+            self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
+        )
         if self.gpu is None and not named:
             raise InvalidSpecError(
                 "gpu", "is required (or --cluster)", fix="e.g. --gpu A100-80GB or --cluster D54U-3U"
@@ -212,12 +218,12 @@ def _hardware(
 ) -> tuple[ShardingHardware, str, float | None, dict[str, str]]:
     from gpucast.catalog import load_catalog
     from gpucast.domain.units import GIB
-    from gpucast.inputs.clusters import cluster_gpu, host_link_gbps, load_cluster
+    from gpucast.inputs.clusters import cluster_gpu, host_link_gbps, request_cluster
     from gpucast.plan.inputs import PCIE_GBPS, intra_node_gbps
     from gpucast.predict.embeddings import ShardingHardware
 
     catalog = load_catalog()
-    cluster = load_cluster(request.cluster, catalog, settings=request.cluster_set)
+    cluster = request_cluster(request, catalog)
     gpu = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
     offers = [o for o in catalog.find_offers(gpu=gpu.name) if o.gpus > 0]
     notes: dict[str, str] = {}

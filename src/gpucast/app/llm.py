@@ -26,7 +26,9 @@ from gpucast.domain.parallel import INTERVAL_NOTE
 from gpucast.domain.systems import (
     ClusterSettings,
     check_cluster_options,
+    cluster_nodes_option,
     cluster_option,
+    cluster_price_option,
     cluster_set_option,
 )
 from gpucast.domain.workload import SOFTWARE_HELP, check_software
@@ -85,10 +87,14 @@ class PredictLlmTrainRequest:
     recompute: str | None = option(None, help="none, selective or full (default: searched).")
     top: int = option(5, help="Runner-up layouts to show.")
     cluster: str | None = cluster_option()
+    cluster_nodes: int | None = cluster_nodes_option()
+    cluster_price_usd_per_gpu_hour: float | None = cluster_price_option()
     cluster_set: ClusterSettings = cluster_set_option()
 
     def __post_init__(self) -> None:
-        named = check_cluster_options(self.cluster, None, None, self.cluster_set)
+        named = check_cluster_options(
+            self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
+        )
         if self.gpu is None and not named:
             raise InvalidSpecError(
                 "gpu", "is required (or --cluster)", fix="e.g. --gpu H100 or --cluster DGX-H100"
@@ -170,7 +176,7 @@ def predict_llm_train(
         LayoutSpace,
     )
     from gpucast.inputs.calibration import step_time_efficiency
-    from gpucast.inputs.clusters import cluster_gpu, host_link_gbps, load_cluster
+    from gpucast.inputs.clusters import cluster_gpu, host_link_gbps, request_cluster
     from gpucast.inputs.mlperf_llm import stated_band
     from gpucast.inputs.steptime import node_network_gbps
     from gpucast.plan.inputs import PCIE_GBPS
@@ -179,7 +185,7 @@ def predict_llm_train(
     request = resolve(PredictLlmTrainRequest, request, options)
     spec = llm_model(request.model)
     catalog = load_catalog()
-    cluster = load_cluster(request.cluster, catalog, settings=request.cluster_set)
+    cluster = request_cluster(request, catalog)
     gpu = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
     per_node = (
         min(cluster.gpus_per_node, request.gpus)
@@ -316,14 +322,16 @@ class PlanLlmTrainRequest:
     software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: all weights trained).")
     cluster: str | None = cluster_option()
+    cluster_nodes: int | None = cluster_nodes_option()
+    cluster_price_usd_per_gpu_hour: float | None = cluster_price_option()
     cluster_set: ClusterSettings = cluster_set_option()
 
     def __post_init__(self) -> None:
         import math
 
-        if check_cluster_options(self.cluster, None, None, self.cluster_set) and (
-            self.providers or self.gpus
-        ):
+        if check_cluster_options(
+            self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
+        ) and (self.providers or self.gpus):
             flag = "provider" if self.providers else "gpu"
             raise InvalidSpecError(
                 flag,
@@ -406,7 +414,7 @@ def plan_llm_train(
         cluster_gpu,
         host_link_gbps,
         intra_link_gbps,
-        load_cluster,
+        request_cluster,
     )
     from gpucast.inputs.mlperf_llm import stated_band
     from gpucast.plan.llm import NodeOption, offer_nodes, plan_llm
@@ -420,7 +428,7 @@ def plan_llm_train(
             "seq-len", f"is beyond {spec.name}'s context of {spec.max_context} tokens", got=seq
         )
     perf = perf_params(None).value
-    cluster = load_cluster(request.cluster, catalog, settings=request.cluster_set)
+    cluster = request_cluster(request, catalog)
     if cluster is not None:
         gpu = cluster_gpu(cluster, catalog, None)
         nodes = [

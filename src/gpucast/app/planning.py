@@ -59,7 +59,7 @@ def plan_train(
     from gpucast.domain.convergence import parse_target
     from gpucast.inputs.calibration import step_time_efficiency, store_calibration
     from gpucast.inputs.cluster import perf_params
-    from gpucast.inputs.clusters import load_cluster
+    from gpucast.inputs.clusters import request_cluster
     from gpucast.inputs.convergence import target_evaluations
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.energy import plan_power
@@ -93,13 +93,7 @@ def plan_train(
     request, work_assumptions = _with_work_defaults(request)
     offers = offers_file(request.offers_file)
     catalog = load_catalog(offers)
-    cluster = load_cluster(
-        request.cluster,
-        catalog,
-        nodes=request.cluster_nodes,
-        price_usd_per_gpu_hour=request.cluster_price_usd_per_gpu_hour,
-        settings=request.cluster_set,
-    )
+    cluster = request_cluster(request, catalog)
     data_dir = published_data_dir(request.data_dir)
     # --precision auto: each GPU type the search evaluates trains in what practitioners use
     # on it; the workload is profiled once per precision that needs (cached)

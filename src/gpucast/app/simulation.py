@@ -562,7 +562,7 @@ def simulate_train(
     from gpucast.inputs import transient as tinputs
     from gpucast.inputs.calibration import step_time_efficiency, store_calibration
     from gpucast.inputs.cluster import cluster_model, perf_params
-    from gpucast.inputs.clusters import intra_link_gbps, load_cluster, simulation_prices
+    from gpucast.inputs.clusters import intra_link_gbps, request_cluster, simulation_prices
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.variability import gpu_variability, variability_assumption
     from gpucast.inputs.workload import workload_inputs
@@ -576,13 +576,7 @@ def simulate_train(
     every_steps, every_s = checkpoint_every(request.checkpoint_every)
     offers = offers_file(request.offers_file)
     catalog = load_catalog(offers)
-    cluster = load_cluster(
-        request.cluster,
-        catalog,
-        nodes=request.cluster_nodes,
-        price_usd_per_gpu_hour=request.cluster_price_usd_per_gpu_hour,
-        settings=request.cluster_set,
-    )
+    cluster = request_cluster(request, catalog)
     if cluster is not None:
         request = _on_cluster(request, cluster)
     request, gpn = _instance(request, catalog)

@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gpucast.domain.catalog import Catalog, GpuSpec
 from gpucast.domain.errors import (
@@ -379,6 +379,31 @@ def _build(
         raise _bad(origin, field, exc.message.partition(": ")[2], fix=exc.fix) from None
 
 
+class NamesCluster(Protocol):
+    """A request with the cluster options (``--cluster``, ``--nodes``,
+    ``--price-per-gpu-hour``, ``--cluster-set``)."""
+
+    @property
+    def cluster(self) -> str | None: ...
+    @property
+    def cluster_nodes(self) -> int | None: ...
+    @property
+    def cluster_price_usd_per_gpu_hour(self) -> float | None: ...
+    @property
+    def cluster_set(self) -> ClusterSettings: ...
+
+
+def request_cluster(request: NamesCluster, catalog: Catalog) -> ClusterSpec | None:
+    """The cluster a request's options name (:func:`load_cluster`; ``None`` when none)."""
+    return load_cluster(
+        request.cluster,
+        catalog,
+        nodes=request.cluster_nodes,
+        price_usd_per_gpu_hour=request.cluster_price_usd_per_gpu_hour,
+        settings=request.cluster_set,
+    )
+
+
 def is_cluster_file(ref: str) -> bool:
     """Whether ``--cluster`` names a file (a YAML/TOML suffix, a folder, or an existing
     path) rather than a node shape of the catalog."""
@@ -508,7 +533,7 @@ def cluster_gpu(
             "gpus",
             f"exceeds the {cluster.max_gpus} GPUs of the cluster {cluster.name}",
             got=gpus,
-            fix=f"use --gpus <= {cluster.max_gpus} or more --cluster-set nodes=N",
+            fix=f"use --gpus <= {cluster.max_gpus}, or more nodes: --nodes N",
         )
     return spec
 
