@@ -232,7 +232,7 @@ def test_nodes_and_price_are_shorthands_of_the_cluster_settings() -> None:
     step = {"model": "llama-2-7b", "seq_len": 2048, "global_batch": 16}
     two = gpucast.predict_llm_train(**step, gpus=8, cluster="D54U-3U", cluster_nodes=2)
     assert two.best.layout.gpus == 8 and "2 nodes x 4 H100-PCIe" in two.assumptions["cluster"]
-    with pytest.raises(InvalidSpecError, match="exceeds the 4 GPUs.*--nodes N"):
+    with pytest.raises(InvalidSpecError, match=r"exceeds the 4 GPUs.*--nodes N"):
         gpucast.predict_llm_train(**step, gpus=8, cluster="D54U-3U")
     with pytest.raises(InvalidSpecError, match="nodes: describes a --cluster"):
         gpucast.plan_llm_train(**common, cluster_nodes=2)
