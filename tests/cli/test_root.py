@@ -56,3 +56,21 @@ def test_flags_are_shown_as_flags() -> None:
         assert result.exit_code == 0
         assert "<bool>" not in result.stdout, argv
         assert "--help" in result.stdout
+
+
+def test_one_command_invoked_again_and_again_keeps_one_help_wrapper() -> None:
+    """A process that runs the CLI many times (a notebook, a server, this suite) reuses one
+    click command; each run used to wrap its help option once more, until RecursionError."""
+    import typer.main
+
+    from gpucast.cli.verbs import plain_flags
+
+    command = typer.main.get_command(app)
+    plain_flags(command)
+    wrapper = command.get_help_option
+    for _ in range(3):
+        plain_flags(command)
+    assert command.get_help_option is wrapper
+    for _ in range(3):
+        result = runner.invoke(app, ["plan", "--help"])
+        assert result.exit_code == 0 and "train" in result.stdout
