@@ -218,7 +218,12 @@ def _hardware(
 ) -> tuple[ShardingHardware, str, float | None, dict[str, str]]:
     from gpucast.catalog import load_catalog
     from gpucast.domain.units import GIB
-    from gpucast.inputs.clusters import cluster_gpu, host_link_gbps, request_cluster
+    from gpucast.inputs.clusters import (
+        cluster_gpu,
+        host_link_gbps,
+        intra_link_gbps,
+        request_cluster,
+    )
     from gpucast.plan.inputs import PCIE_GBPS, intra_node_gbps
     from gpucast.predict.embeddings import ShardingHardware
 
@@ -233,8 +238,7 @@ def _hardware(
         per_node, host_gib = cluster.gpus_per_node, DEFAULT_HOST_GIB
         network = host_link_gbps(cluster, gpu.pcie_generation)
         price = cluster.price_usd_per_gpu_hour
-        pcie_gbit = PCIE_GBPS.get(gpu.pcie_generation, 128.0)
-        link = cluster.shape.ring_gbps(min(request.gpus, per_node), pcie_gbit) / 8.0
+        link = intra_link_gbps(cluster, catalog, min(request.gpus, per_node)) / 8.0
         notes["node"] = (
             f"{cluster.describe()} ({cluster.source}); all-to-all inside a node at "
             f"{link:g} GB/s per GPU ({cluster.shape.intra_node}"

@@ -176,10 +176,14 @@ def predict_llm_train(
         LayoutSpace,
     )
     from gpucast.inputs.calibration import step_time_efficiency
-    from gpucast.inputs.clusters import cluster_gpu, host_link_gbps, request_cluster
+    from gpucast.inputs.clusters import (
+        cluster_gpu,
+        host_link_gbps,
+        intra_link_gbps,
+        request_cluster,
+    )
     from gpucast.inputs.mlperf_llm import stated_band
     from gpucast.inputs.steptime import node_network_gbps
-    from gpucast.plan.inputs import PCIE_GBPS
     from gpucast.predict.parallel import best_layout, cluster_shape, rank_layouts
 
     request = resolve(PredictLlmTrainRequest, request, options)
@@ -208,11 +212,9 @@ def predict_llm_train(
         )
     if cluster is not None:
         network = host_link_gbps(cluster, gpu.pcie_generation)
-        # one link for the node: a ring over more than a bridged pair crosses PCIe
-        intra = cluster.shape.ring_gbps(per_node, PCIE_GBPS.get(gpu.pcie_generation, 128.0))
         links = replace(
             cluster_shape(gpu, gpus_per_node=per_node, node_network_gbps=network),
-            intra_node_gbps=intra,
+            intra_node_gbps=intra_link_gbps(cluster, catalog, per_node),
         )
     else:
         network = request.node_network_gbps or node_network_gbps(gpu.name, per_node)

@@ -548,13 +548,14 @@ def host_link_gbps(cluster: ClusterSpec, pcie_generation: int) -> float:
     return PCIE_GBPS.get(pcie_generation, 128.0) * cluster.gpus_per_node
 
 
-def intra_link_gbps(cluster: ClusterSpec, catalog: Catalog) -> float:
-    """Gbit/s per GPU of a collective over one whole node of ``cluster`` (the planner's
-    figure for its whole-node offer)."""
+def intra_link_gbps(cluster: ClusterSpec, catalog: Catalog, gpus: int | None = None) -> float:
+    """Gbit/s per GPU of a collective over ``gpus`` GPUs of one node of ``cluster`` (default:
+    the whole node, the planner's figure for its whole-node offer); a ring over more than a
+    bridged pair crosses PCIe."""
     from gpucast.plan.inputs import PCIE_GBPS
 
     pcie = PCIE_GBPS.get(catalog.gpu(cluster.gpu).pcie_generation, 128.0)
-    return cluster.shape.ring_gbps(cluster.gpus_per_node, pcie)
+    return cluster.shape.ring_gbps(cluster.gpus_per_node if gpus is None else gpus, pcie)
 
 
 def simulation_prices(

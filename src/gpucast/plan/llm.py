@@ -168,24 +168,23 @@ def plan_llm(
     rows: list[LlmCandidate] = []
     infeasible: list[str] = []
     cache: dict[tuple[str, int, float, float, str, int], ParallelStepPrediction | str] = {}
-    for offer in nodes_to_plan:
-        gpu = gpus[offer.gpu]
-        rdma = offer.rdma
-        network = offer.network_gbps * (1.0 if rdma else tcp.network_efficiency)
+    for option in nodes_to_plan:
+        gpu = gpus[option.gpu]
+        network = option.network_gbps * (1.0 if option.rdma else tcp.network_efficiency)
         links = cluster_shape(
-            gpu, gpus_per_node=offer.gpus_per_node, node_network_gbps=network,
-            collective="hierarchical" if rdma else tcp.algorithm,
+            gpu, gpus_per_node=option.gpus_per_node, node_network_gbps=network,
+            collective="hierarchical" if option.rdma else tcp.algorithm,
         )  # fmt: skip
-        if offer.intra_node_gbps is not None:
-            links = dataclasses.replace(links, intra_node_gbps=offer.intra_node_gbps)
+        if option.intra_node_gbps is not None:
+            links = dataclasses.replace(links, intra_node_gbps=option.intra_node_gbps)
         top = max_gpus
-        if offer.max_nodes is not None:
-            top = min(top, offer.max_nodes * offer.gpus_per_node)
-        for nodes in node_counts(offer.gpus_per_node, top):
-            n = nodes * offer.gpus_per_node
+        if option.max_nodes is not None:
+            top = min(top, option.max_nodes * option.gpus_per_node)
+        for nodes in node_counts(option.gpus_per_node, top):
+            n = nodes * option.gpus_per_node
             key = (
                 gpu.name,
-                offer.gpus_per_node,
+                option.gpus_per_node,
                 network,
                 links.intra_node_gbps,
                 links.collective,
@@ -205,19 +204,19 @@ def plan_llm(
                     infeasible.append(found)
                 continue
             time_s = steps * found.step_time_s
-            usd_h = nodes * offer.usd_per_hour
+            usd_h = nodes * option.usd_per_hour
             cost = usd_h * time_s / 3600.0
             slow = max(band[1], 1.0)
             rows.append(
                 LlmCandidate(
-                    provider=offer.provider,
-                    region=offer.region,
-                    instance_type=offer.instance_type,
+                    provider=option.provider,
+                    region=option.region,
+                    instance_type=option.instance_type,
                     gpu=gpu.name,
                     nodes=nodes,
                     gpus=n,
                     layout=found.layout.label(),
-                    network="rdma" if rdma else "tcp",
+                    network="rdma" if option.rdma else "tcp",
                     step_time_s=found.step_time_s,
                     tokens_per_s=found.tokens_per_s,
                     mfu=found.mfu,
