@@ -36,6 +36,9 @@ MLPERF = re.compile(
         ("g4dn.12xlarge", "g4dn.12xlarge", 4),
         ("a3-highgpu-8g", "a3-highgpu-8g", 8),
         ("ND H100 v5", "Standard_ND96isr_H100_v5", 8),
+        ("ND A100 v4", "Standard_ND96asr_v4", 8),
+        ("AWS p6-b200.48xlarge", "p6-b200.48xlarge", 8),
+        ("gcp-a4", "a4-highgpu-8g", 8),
     ],
 )
 def test_named_systems_resolve(label: str, name: str, gpus: int) -> None:
@@ -48,7 +51,7 @@ def test_rows_are_sourced_dated_and_use_catalog_gpus() -> None:
     for s in load_systems():
         assert s.gpu in names, s.name
         assert s.source_url.startswith("https://"), s.name
-        assert s.as_of.isoformat() == "2026-12-02"
+        assert s.as_of.isoformat() in {"2026-12-02", "2026-12-05"}, s.name
         if "training_results_v4.0" in s.source_url:
             assert MLPERF.match(s.source_url), s.source_url
 
@@ -67,17 +70,32 @@ def test_intra_node_bandwidth_matches_the_gpu_rows() -> None:
 
 
 def test_cloud_shapes_agree_with_the_offers() -> None:
+    """Every shape named after an instance type states the network its offers carry (the
+    planners read the offer's figure, the shape says whether it is RDMA)."""
     catalog = load_catalog()
-    for instance in ("p5.48xlarge", "p4d.24xlarge", "g4dn.12xlarge", "a3-highgpu-8g"):
-        shape = get_system(instance)
-        offers = [o for o in catalog.offers if o.instance_type == instance]
-        assert offers, instance
+    offered = {o.instance_type for o in catalog.offers}
+    shapes = [s for s in load_systems() if s.name in offered]
+    assert len(shapes) >= 12
+    for shape in shapes:
+        offers = [o for o in catalog.offers if o.instance_type == shape.name]
         for o in offers:
             assert (o.gpu, o.gpus, o.network_gbps) == (
                 shape.gpu,
                 shape.gpus_per_node,
                 shape.inter_node_gbps,
             )
+
+
+def test_every_nvswitch_class_offer_states_its_fabric() -> None:
+    """An 8-GPU offer of an NVLink/NVSwitch GPU (A100, H100, H200, B200) has a shape, so the
+    planners never price its collectives over TCP for want of a row (p5en, p6-b200, a3-ultra, a4
+    and the Azure ND series were, until 2026-12-05)."""
+    catalog = load_catalog()
+    names = {s.name for s in load_systems()}
+    for o in catalog.offers:
+        link = catalog.gpu(o.gpu).interconnect_gbps if o.gpu else None
+        if o.gpus == 8 and link is not None and link >= 600:
+            assert o.instance_type in names, o.instance_type
 
 
 def test_per_gpu_network() -> None:
