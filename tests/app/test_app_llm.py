@@ -199,6 +199,22 @@ def test_cluster_options_are_checked(options: dict[str, object], named: str) -> 
         gpucast.predict_llm_train(**(base | options))
 
 
+def test_an_nvl72_rack_is_one_nvlink_domain() -> None:
+    """GB200 NVL72 (catalog systems.csv): 72 GPUs behind one NVLink switch system, so tensor
+    parallelism of 16 stays on NVLink, where 8-GPU B200 servers refuse it; on the same GPU
+    count and layout space the rack is faster (GB200 runs above B200 and its NVLink spans
+    18 of the servers)."""
+    common = {"model": "llama-3-70b", "gpus": 144, "global_batch": 576}
+    rack = gpucast.predict_llm_train(**common, cluster="GB200-NVL72", cluster_nodes=2, tp=16)
+    assert rack.best.gpu == "GB200" and rack.best.layout.tp == 16
+    assert "GB200-NVL72" in rack.assumptions["cluster"]
+    with pytest.raises(NoFeasiblePlanError, match="tp=16"):
+        gpucast.predict_llm_train(**common, cluster="DGX-B200", cluster_nodes=18, tp=16)
+    best_rack = gpucast.predict_llm_train(**common, cluster="GB200-NVL72", cluster_nodes=2)
+    servers = gpucast.predict_llm_train(**common, cluster="DGX-B200", cluster_nodes=18)
+    assert best_rack.best.step_time_s < servers.best.step_time_s
+
+
 def test_plan_llm_train_on_a_cluster_you_have() -> None:
     """A priced file cluster: its GPU, up to its nodes, its price; an unpriced catalog shape
     ranks by GPU-hours. Catalog filters with a cluster are refused."""
