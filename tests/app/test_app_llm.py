@@ -215,6 +215,17 @@ def test_an_nvl72_rack_is_one_nvlink_domain() -> None:
     assert best_rack.best.step_time_s < servers.best.step_time_s
 
 
+def test_a_rack_of_72_names_the_batches_it_divides() -> None:
+    """72 = 8 x 9: no data-parallel size of a whole rack divides a power-of-two global batch,
+    so the refusal names the nearest batches that run; one of them plans."""
+    common = {"model": "llama-3-8b", "tokens": 1e10, "cluster": "GB200-NVL72", "cluster_nodes": 2}
+    with pytest.raises(NoFeasiblePlanError) as err:
+        gpucast.plan_llm_train(**common, global_batch=1024)
+    assert "1,008 or 1,080 (now 1,024)" in str(err.value.fix)
+    plan = gpucast.plan_llm_train(**common, global_batch=1080)
+    assert {row.gpus for row in plan.candidates} == {72, 144}
+
+
 def test_plan_llm_train_on_a_cluster_you_have() -> None:
     """A priced file cluster: its GPU, up to its nodes, its price; an unpriced catalog shape
     ranks by GPU-hours. Catalog filters with a cluster are refused."""

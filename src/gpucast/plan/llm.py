@@ -141,6 +141,22 @@ def cheapest_offers(offers: Iterable[Offer]) -> list[Offer]:
     return sorted(best.values(), key=lambda o: (o.provider, o.instance_type))
 
 
+def _batch_fix(nodes_to_plan: Sequence[NodeOption], global_batch: int) -> str | None:
+    """The nearest global batches a whole node divides, where every node size has an odd
+    factor the batch lacks (a 72-GPU NVL72 rack or a 6-GPU box against a power-of-two batch:
+    no data-parallel size of a whole node divides it), else None."""
+    sizes = {o.gpus_per_node for o in nodes_to_plan}
+    if not sizes or any(global_batch % (n // (n & -n)) == 0 for n in sizes):
+        return None
+    step = math.lcm(*sizes)
+    below = global_batch // step * step
+    near = [b for b in (below, below + step) if b > 0]
+    return (
+        f"use a global batch that the {'/'.join(map(str, sorted(sizes)))} GPUs of a node "
+        f"divide, e.g. {' or '.join(f'{b:,}' for b in near)} (now {global_batch:,})"
+    )
+
+
 def plan_llm(
     spec: TransformerSpec,
     nodes_to_plan: Sequence[NodeOption],
@@ -238,7 +254,8 @@ def plan_llm(
             f"no offer runs {spec.name} with a global batch of {global_batch} sequences of "
             f"{seq_len} tokens on up to {max_gpus} GPUs"
             + (f" ({infeasible[0]})" if infeasible else ""),
-            fix="raise --max-gpus, use LoRA (--lora-rank) or a global batch with more divisors",
+            fix=_batch_fix(nodes_to_plan, global_batch)
+            or "raise --max-gpus, use LoRA (--lora-rank) or a global batch with more divisors",
         )
     t = np.array([r.time_s for r in rows])
     c = np.array([r.cost_usd for r in rows])
