@@ -23,7 +23,11 @@ Targets (issue #14): revocations per node per 24 h within 25%, median lifetime w
     (constant hazard, the Weibull RevocationModel, a piecewise hazard on age), the rest
     predicted.
 
-Run: ``python benchmarks/spot_trace_fit.py`` (about 25 s).
+(iii) Section (i)'s mild, bursty and storm processes on 16 nodes over 8 and 16 weeks (half
+    fitted, half predicted): how much trace the targets need when every node shares the
+    market's storms.
+
+Run: ``python benchmarks/spot_trace_fit.py`` (about 40 s).
 """
 
 from __future__ import annotations
@@ -100,14 +104,14 @@ def err(pred: float, obs: float) -> float:
 
 
 def simulate(
-    life: MarkovModulatedLifetime, nodes: int, seed: int
+    life: MarkovModulatedLifetime, nodes: int, seed: int, days: int = DAYS
 ) -> tuple[npt.NDArray[np.int64], FloatArray, FloatArray]:
-    """A node-count trace of ``nodes`` kept running for :data:`DAYS`, and every node's
+    """A node-count trace of ``nodes`` kept running for ``days``, and every node's
     (start, end) in seconds. A revocation is noticed at the next tick; if the market is in a
     storm then, capacity comes back when the storm ends; the replacement is up an
     Exp(:data:`REPLACE_MEAN_S`) later."""
     rng = np.random.default_rng(seed)
-    horizon = DAYS * DAY
+    horizon = days * DAY
     env = life.environment(rng, 1, horizon)
     edges, storm = env.edges_s[0], env.storm[0]
     start = np.zeros(nodes)
@@ -136,19 +140,19 @@ def simulate(
     return np.cumsum(delta)[: ticks + 1], s, e
 
 
-def dispersion(e: FloatArray) -> float:
+def dispersion(e: FloatArray, days: int = DAYS) -> float:
     """Variance / mean of the revocations per :data:`WINDOW_H` window of the second half (1 for
     independent nodes at a steady rate; more when revocations come in bursts)."""
-    half_s, end_s = DAYS * DAY / 2, DAYS * DAY
+    half_s, end_s = days * DAY / 2, days * DAY
     bins = np.arange(half_s, end_s + 1, WINDOW_H * H)
     counts = np.histogram(e[(e >= half_s) & (e < end_s)], bins=bins)[0]
     return float(counts.var() / counts.mean()) if counts.mean() > 0 else math.nan
 
 
-def second_half(s: FloatArray, e: FloatArray) -> tuple[float, float, int]:
+def second_half(s: FloatArray, e: FloatArray, days: int = DAYS) -> tuple[float, float, int]:
     """Revocations per node-day in the second half, the Kaplan–Meier median lifetime of the
     nodes started in it (censored at the end), and its revocation count."""
-    half_s, end_s = DAYS * DAY / 2, DAYS * DAY
+    half_s, end_s = days * DAY / 2, days * DAY
     revoked = int(np.count_nonzero((e >= half_s) & (e < end_s)))
     exposure = float(np.clip(np.minimum(e, end_s) - np.maximum(s, half_s), 0, None).sum())
     late = (s >= half_s) & (s < end_s)
@@ -157,16 +161,16 @@ def second_half(s: FloatArray, e: FloatArray) -> tuple[float, float, int]:
 
 
 def policy_prediction(
-    life: MarkovModulatedLifetime, nodes: int, seed: int, reps: int
+    life: MarkovModulatedLifetime, nodes: int, seed: int, reps: int, days: int = DAYS
 ) -> tuple[float, float, float]:
     """Rate and median of the second half in ``reps`` traces simulated with ``life`` under the
     same replacement policy (pooled): the model used the way the simulator uses it."""
     s_all, e_all = [], []
     for k in range(reps):
-        _, s, e = simulate(life, nodes, 10_000 + 97 * seed + k)
+        _, s, e = simulate(life, nodes, 10_000 + 97 * seed + k, days)
         s_all.append(s)
         e_all.append(e)
-    half_s, end_s = DAYS * DAY / 2, DAYS * DAY
+    half_s, end_s = days * DAY / 2, days * DAY
     revoked = sum(int(np.count_nonzero((e >= half_s) & (e < end_s))) for e in e_all)
     exposure = sum(
         float(np.clip(np.minimum(e, end_s) - np.maximum(s, half_s), 0, None).sum())
@@ -177,7 +181,7 @@ def policy_prediction(
         [np.minimum(e[m], end_s) - s[m] for s, e, m in zip(s_all, e_all, late, strict=True)]
     )
     observed = np.concatenate([e[m] < end_s for e, m in zip(e_all, late, strict=True)])
-    index = float(np.nanmean([dispersion(e) for e in e_all]))
+    index = float(np.nanmean([dispersion(e, days) for e in e_all]))
     return revoked / (exposure / DAY), km_median(d, observed), index
 
 
@@ -185,66 +189,72 @@ def policy_prediction(
 MODELS = ("constant", "MMPP marginal", "MMPP as simulated", "oracle")
 
 
-def synthetic() -> list[dict[str, object]]:
+def synthetic(
+    settings: list[tuple[str, int, int]] | None = None,
+) -> list[dict[str, object]]:
+    """One row per (process, nodes, days) setting and model; by default every process on 1
+    and 16 nodes over :data:`DAYS` days."""
     rows: list[dict[str, object]] = []
-    half_tick = int(DAYS * DAY / 2 / GAP_S)
-    for name, (hc, hs, calm_h, storm_h) in PROCESSES.items():
+    todo = settings or [(name, nodes, DAYS) for name in PROCESSES for nodes in (1, 16)]
+    for name, nodes, days in todo:
+        hc, hs, calm_h, storm_h = PROCESSES[name]
+        half_tick = int(days * DAY / 2 / GAP_S)
         truth = MarkovModulatedLifetime(
             hazard_calm_per_hour=hc,
             hazard_storm_per_hour=hs,
             calm_mean_h=calm_h,
             storm_mean_h=storm_h,
         )
-        for nodes in (1, 16):
-            oracle = policy_prediction(truth, nodes, 999, ORACLE_REPS)
-            errors: dict[str, list[tuple[float, float]]] = {m: [] for m in MODELS}
-            index: dict[str, list[float]] = {m: [] for m in MODELS}
-            seen, bursty_fits, events, index_obs = [], 0, [], []
-            for seed in SEEDS:
-                counts, s, e = simulate(truth, nodes, 1000 * seed + nodes)
-                obs_rate, obs_median, revoked = second_half(s, e)
-                events.append(revoked)
-                index_obs.append(dispersion(e))
-                seen.append(
-                    node_count_trace(counts[half_tick:], GAP_S).revocations.sum() / max(revoked, 1)
-                )
-                first = node_count_trace(counts[: half_tick + 1], GAP_S)
-                n1 = int(first.revocations.sum())
-                const_h = (n1 if n1 else 0.5) / first.exposure_node_h
-                fit = MMPPModel(seed=seed).fit(first.counts, GAP_S)
-                bursty_fits += not fit.result.constant
-                life = fit.distribution()
-                preds = {
-                    "constant": (const_h * 24, math.log(2) / const_h * H, 1.0),
-                    "MMPP marginal": (life.mean_hazard_per_hour * 24, life.median_s(), 1.0),
-                    "MMPP as simulated": policy_prediction(life, nodes, seed, PREDICT_REPS),
-                    "oracle": oracle,
+        oracle = policy_prediction(truth, nodes, 999, ORACLE_REPS, days)
+        errors: dict[str, list[tuple[float, float]]] = {m: [] for m in MODELS}
+        index: dict[str, list[float]] = {m: [] for m in MODELS}
+        seen, bursty_fits, events, index_obs = [], 0, [], []
+        for seed in SEEDS:
+            counts, s, e = simulate(truth, nodes, 1000 * seed + nodes, days)
+            obs_rate, obs_median, revoked = second_half(s, e, days)
+            events.append(revoked)
+            index_obs.append(dispersion(e, days))
+            seen.append(
+                node_count_trace(counts[half_tick:], GAP_S).revocations.sum() / max(revoked, 1)
+            )
+            first = node_count_trace(counts[: half_tick + 1], GAP_S)
+            n1 = int(first.revocations.sum())
+            const_h = (n1 if n1 else 0.5) / first.exposure_node_h
+            fit = MMPPModel(seed=seed).fit(first.counts, GAP_S)
+            bursty_fits += not fit.result.constant
+            life = fit.distribution()
+            preds = {
+                "constant": (const_h * 24, math.log(2) / const_h * H, 1.0),
+                "MMPP marginal": (life.mean_hazard_per_hour * 24, life.median_s(), 1.0),
+                "MMPP as simulated": policy_prediction(life, nodes, seed, PREDICT_REPS, days),
+                "oracle": oracle,
+            }
+            for model, (rate, median, disp) in preds.items():
+                errors[model].append((err(rate, obs_rate), err(median, obs_median)))
+                index[model].append(disp)
+        for model in MODELS:
+            rate_e = np.array([x for x, _ in errors[model]])
+            med_e = np.array([y for _, y in errors[model]])
+            rows.append(
+                {
+                    "process": name,
+                    "nodes": nodes,
+                    "days": days,
+                    "model": model,
+                    "events": float(np.median(events)),
+                    "rate_err": float(np.nanmedian(np.abs(rate_e))),
+                    "rate_ok": int(np.sum(np.abs(rate_e) <= RATE_TARGET)),
+                    "median_err": float(np.nanmedian(np.abs(med_e)))
+                    if np.isfinite(med_e).any()
+                    else math.nan,
+                    "median_ok": int(np.sum(np.abs(med_e) <= MEDIAN_TARGET)),
+                    "median_n": int(np.isfinite(med_e).sum()),
+                    "seen": float(np.mean(seen)),
+                    "index_obs": float(np.nanmedian(index_obs)),
+                    "index_pred": float(np.nanmedian(index[model])),
+                    "bursty_fits": bursty_fits,
                 }
-                for model, (rate, median, disp) in preds.items():
-                    errors[model].append((err(rate, obs_rate), err(median, obs_median)))
-                    index[model].append(disp)
-            for model in MODELS:
-                rate_e = np.array([x for x, _ in errors[model]])
-                med_e = np.array([y for _, y in errors[model]])
-                rows.append(
-                    {
-                        "process": name,
-                        "nodes": nodes,
-                        "model": model,
-                        "events": float(np.median(events)),
-                        "rate_err": float(np.nanmedian(np.abs(rate_e))),
-                        "rate_ok": int(np.sum(np.abs(rate_e) <= RATE_TARGET)),
-                        "median_err": float(np.nanmedian(np.abs(med_e)))
-                        if np.isfinite(med_e).any()
-                        else math.nan,
-                        "median_ok": int(np.sum(np.abs(med_e) <= MEDIAN_TARGET)),
-                        "median_n": int(np.isfinite(med_e).sum()),
-                        "seen": float(np.mean(seen)),
-                        "index_obs": float(np.nanmedian(index_obs)),
-                        "index_pred": float(np.nanmedian(index[model])),
-                        "bursty_fits": bursty_fits,
-                    }
-                )
+            )
     return rows
 
 
@@ -331,15 +341,14 @@ def gce() -> list[dict[str, object]] | None:
 
 
 # -- report ---------------------------------------------------------------------------------
-def main() -> int:
-    t0 = time.perf_counter()
-    rows = synthetic()
-    print(
-        f"(i) synthetic traces: {GAP_S / 60:.0f}-minute ticks, {DAYS} days, fit on the first "
-        f"week, predict the second; {len(SEEDS)} seeds per setting"
-    )
+#: trace lengths (days, half fitted, half predicted) of section (iii)
+LONGER_DAYS = (56, 112)
+
+
+def print_rows(rows: list[dict[str, object]], *, with_days: bool = False) -> None:
+    days = f"{'days':>5} " if with_days else ""
     header = (
-        f"{'process':<8} {'nodes':>5} {'events':>6} {'seen':>5} {'model':<17} "
+        f"{'process':<8} {'nodes':>5} {days}{'events':>6} {'seen':>5} {'model':<17} "
         f"{'|rate err|':>10} {'<=25%':>6} {'|median err|':>12} {'<=30%':>6} "
         f"{'burst':>5} {'pred':>5}"
     )
@@ -348,12 +357,33 @@ def main() -> int:
     for r in rows:
         median_err = float(r["median_err"])  # type: ignore[arg-type]
         med = "n/a" if not math.isfinite(median_err) else f"{median_err:.0%}"
+        day = f"{r['days']:>5} " if with_days else ""
         print(
-            f"{r['process']:<8} {r['nodes']:>5} {r['events']:>6.0f} {r['seen']:>5.0%} "
+            f"{r['process']:<8} {r['nodes']:>5} {day}{r['events']:>6.0f} {r['seen']:>5.0%} "
             f"{r['model']:<17} {r['rate_err']:>10.0%} {r['rate_ok']:>3}/{len(SEEDS):<2} "
             f"{med:>12} {r['median_ok']:>3}/{r['median_n']:<2} "
             f"{r['index_obs']:>5.1f} {r['index_pred']:>5.1f}"
         )
+
+
+def summarize(rows: list[dict[str, object]]) -> None:
+    for model in MODELS:
+        mine = [r for r in rows if r["model"] == model]
+        print(
+            f"  {model:<17} targets met: rate {sum(int(r['rate_ok']) for r in mine)}/"  # type: ignore[call-overload]
+            f"{len(mine) * len(SEEDS)}, median {sum(int(r['median_ok']) for r in mine)}/"  # type: ignore[call-overload]
+            f"{sum(int(r['median_n']) for r in mine)}"  # type: ignore[call-overload]
+        )
+
+
+def main() -> int:
+    t0 = time.perf_counter()
+    rows = synthetic()
+    print(
+        f"(i) synthetic traces: {GAP_S / 60:.0f}-minute ticks, {DAYS} days, fit on the first "
+        f"week, predict the second; {len(SEEDS)} seeds per setting"
+    )
+    print_rows(rows)
     print(
         "events: revocations in the second week (median over seeds); seen: the share of them "
         "the net node counts show; errors: median |predicted / observed - 1| over seeds, then "
@@ -362,13 +392,8 @@ def main() -> int:
         f"of the revocations per {WINDOW_H:.0f} h in the second week (1: no bursts), observed "
         "and predicted (medians over seeds)."
     )
-    for model in MODELS:
-        mine = [r for r in rows if r["model"] == model]
-        print(
-            f"  {model:<17} targets met: rate {sum(int(r['rate_ok']) for r in mine)}/"
-            f"{len(mine) * len(SEEDS)}, median {sum(int(r['median_ok']) for r in mine)}/"
-            f"{sum(int(r['median_n']) for r in mine)}"
-        )
+    summarize(rows)
+    print()
     print()
     gce_rows = gce()
     if gce_rows is None:
@@ -398,6 +423,17 @@ def main() -> int:
             "study launched one GPU type after the other, so the split by start time is a split "
             "by GPU: the K80 rate does not carry over to P100/V100 (target not met, by any model)."
         )
+    print()
+    longer = synthetic([(p, 16, d) for d in LONGER_DAYS for p in ("mild", "bursty", "storms")])
+    print(
+        f"(iii) the same, 16 nodes, longer traces: {' and '.join(map(str, LONGER_DAYS))} days "
+        "(fit the first half, predict the second): how much trace the targets need. Every node "
+        "shares the market's storms, so more nodes do not shorten it; more storms seen do."
+    )
+    print_rows(longer, with_days=True)
+    for days in LONGER_DAYS:
+        print(f"  {days} days:")
+        summarize([r for r in longer if r["days"] == days])
     print(f"\nruntime {time.perf_counter() - t0:.1f} s")
     return 0
 
