@@ -63,3 +63,39 @@ def test_a_bad_offers_file_is_one_line(tmp_path: Path) -> None:
     bad.write_text("provider,region\n", encoding="utf-8")
     with pytest.raises(InvalidInputError, match=r"bad\.csv"):
         gpucast.plan_train(offers=bad, **PLAN)
+
+
+def _guessed(tmp_path: Path, row: str) -> Path:
+    path = tmp_path / "guessed.csv"
+    path.write_text(HEADER + row + ",https://example.com,2026-12-05,UNVERIFIED: a guess\n")
+    return path
+
+
+def test_plans_name_the_estimated_prices_they_rest_on(tmp_path: Path) -> None:
+    """A row whose note starts UNVERIFIED (prices not read from a source) is priced, and a
+    plan whose shown rows rest on it says so in one note naming it (and whether it is the
+    pick); a plan on read prices says nothing."""
+    guessed = _guessed(tmp_path, "gcp,us-central1,guessed-t4,T4,1,8,30,16,0.01,0.005")
+    plan = gpucast.plan_train(offers=guessed, **PLAN)
+    assert plan.best.instance_type == "guessed-t4"
+    (note,) = [n for n in plan.notes if n.startswith("estimated prices")]
+    assert "gcp/us-central1 guessed-t4 (the pick)" in note and "UNVERIFIED" in note
+    assert not any(n.startswith("estimated prices") for n in gpucast.plan_train(**PLAN).notes)
+    # the built-in catalog marks its own guesses the same way (AWS p2 K80 rows)
+    k80 = gpucast.plan_train(**{**PLAN, "provider": "aws", "gpu": "K80"})
+    assert any("p2." in n and n.startswith("estimated prices") for n in k80.notes)
+
+
+def test_plan_llm_train_takes_offers_and_names_estimated_prices(tmp_path: Path) -> None:
+    common = {"model": "llama-3-8b", "tokens": 1e10, "global_batch": 512, "max_gpus": 16,
+              "provider": ["aws"], "gpu": ["H100"]}  # fmt: skip
+    plain = gpucast.plan_llm_train(**common)
+    assert "estimated prices" not in plain.assumptions
+    guessed = _guessed(tmp_path, "aws,us-west-1,p5.48xlarge,H100-SXM,8,192,2048,3200,5.0,")
+    plan = gpucast.plan_llm_train(**common, offers=guessed)
+    assert plan.best.region == "us-west-1" and plan.best.price_estimated
+    assert "aws/us-west-1 p5.48xlarge (the pick)" in plan.assumptions["estimated prices"]
+    with pytest.raises(InvalidInputError, match="offers: adds to the cloud catalog"):
+        gpucast.plan_llm_train(
+            model="llama-3-8b", tokens=1e10, global_batch=512, cluster="DGX-H100", offers=guessed
+        )

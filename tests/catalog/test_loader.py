@@ -9,7 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpucast.catalog import load_catalog, write_offers_csv
-from gpucast.catalog.loader import OFFER_COLUMNS, parse_gpus, parse_mig_profiles, parse_offers
+from gpucast.catalog.loader import (
+    OFFER_COLUMNS,
+    offers_to_csv,
+    parse_gpus,
+    parse_mig_profiles,
+    parse_offers,
+)
 from gpucast.domain.errors import (
     DataFormatError,
     InvalidInputError,
@@ -171,3 +177,14 @@ def test_bad_placements_in_the_profile_file_name_line_and_column() -> None:
         parse_mig_profiles(head + "X,1g.5gb,1,5,7,9,14,0" + tail, "m.csv")
     ok = parse_mig_profiles(head + "X,1g.5gb,1,5,7,,," + tail, "m.csv")
     assert ok["X"][0].placements == () and ok["X"][0].sm_count is None
+
+
+def test_estimated_prices_are_marked_and_survive_a_round_trip() -> None:
+    """Rows whose note starts UNVERIFIED are the catalog's guesses (README "Facts and data":
+    47 of them); written back without notes they keep the mark, read rows stay unmarked."""
+    catalog = load_catalog()
+    guessed = [o for o in catalog.offers if o.price_estimated]
+    assert len(guessed) == 47 and all(o.provider and o.as_of for o in guessed)
+    sample = [guessed[0], next(o for o in catalog.offers if not o.price_estimated)]
+    again = parse_offers(offers_to_csv(sample), "round-trip.csv", catalog.gpus)
+    assert [o.price_estimated for o in again] == [True, False]

@@ -17,9 +17,11 @@ budget at its slow edge (``safe``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
+from gpucast.domain.catalog import offers_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.parallel import INTERVAL_NOTE
@@ -36,6 +38,7 @@ from gpucast.domain.workload import SOFTWARE_HELP, check_software
 if TYPE_CHECKING:
     from gpucast.domain.parallel import ParallelStepPrediction
     from gpucast.domain.provenance import Validation
+    from gpucast.plan.llm import LlmPlan
 
 _RECOMPUTE = ("none", "selective", "full")
 _PRECISIONS = ("bf16", "fp16", "fp8")
@@ -323,6 +326,7 @@ class PlanLlmTrainRequest:
     precision: str = option("bf16", help="bf16, fp16 or fp8.", example="fp8")
     software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: all weights trained).")
+    offers_file: Path | None = offers_option()
     cluster: str | None = cluster_option()
     cluster_nodes: int | None = cluster_nodes_option()
     cluster_price_usd_per_gpu_hour: float | None = cluster_price_option()
@@ -333,11 +337,12 @@ class PlanLlmTrainRequest:
 
         if check_cluster_options(
             self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
-        ) and (self.providers or self.gpus):
-            flag = "provider" if self.providers else "gpu"
+        ) and (self.providers or self.gpus or self.offers_file):
+            flag = "provider" if self.providers else "gpu" if self.gpus else "offers"
             raise InvalidSpecError(
                 flag,
-                "filters the cloud catalog, and a --cluster replaces it",
+                f"{'adds to' if flag == 'offers' else 'filters'} the cloud catalog, and a "
+                "--cluster replaces it",
                 fix=f"drop --{flag}, or drop --cluster to search the catalog",
             )
 
@@ -399,6 +404,27 @@ class PlanLlmTrainResult:
         return pd.DataFrame([c.to_dict() for c in self.candidates])
 
 
+def _estimated_prices(plan: LlmPlan) -> dict[str, str]:
+    """An ``estimated prices`` assumption naming the front's (and the pick's) offers whose
+    prices were not read from a source, or nothing."""
+    from gpucast.domain.catalog import ESTIMATED_PRICE_MARK
+
+    rows = sorted({*plan.pareto, *([] if plan.recommended is None else [plan.recommended])})
+    named = {
+        f"{r.provider}/{r.region} {r.instance_type}"
+        + (" (the pick)" if i == plan.recommended else ""): None
+        for i in rows
+        if (r := plan.candidates[i]).price_estimated
+    }
+    if not named:
+        return {}
+    return {
+        "estimated prices": f"{', '.join(named)} -- not read from any source (the catalog's "
+        f"offers.csv marks these rows {ESTIMATED_PRICE_MARK}); refresh them with `gpucast "
+        "catalog import-skypilot` or give your own with --offers FILE"
+    }
+
+
 def plan_llm_train(
     request: PlanLlmTrainRequest | None = None, /, **options: Any
 ) -> PlanLlmTrainResult:
@@ -406,7 +432,7 @@ def plan_llm_train(
     deadline and budget (:mod:`gpucast.plan.llm`)."""
     import math
 
-    from gpucast.catalog import load_catalog
+    from gpucast.catalog import load_catalog, offers_file
     from gpucast.catalog.llm import llm_model
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.parallel import LayoutSpace
@@ -423,7 +449,7 @@ def plan_llm_train(
 
     request = resolve(PlanLlmTrainRequest, request, options)
     spec = llm_model(request.model)
-    catalog = load_catalog()
+    catalog = load_catalog(offers_file(request.offers_file))
     seq = request.seq_len or spec.max_context
     if seq > spec.max_context:
         raise InvalidSpecError(
@@ -517,6 +543,7 @@ def plan_llm_train(
                 else {}
             ),
             "time interval": band[2],
+            **_estimated_prices(plan),
             "validation": f"{validation_for('llm-train', [], 'bf16', 8).error} "
             "(catalog/data/validation.csv: llm-train)",
         },

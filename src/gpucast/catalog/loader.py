@@ -22,7 +22,14 @@ from gpucast.catalog._csv import (
     require_float,
     require_text,
 )
-from gpucast.domain.catalog import PROVIDERS, Catalog, GpuSpec, MigProfile, Offer
+from gpucast.domain.catalog import (
+    ESTIMATED_PRICE_MARK,
+    PROVIDERS,
+    Catalog,
+    GpuSpec,
+    MigProfile,
+    Offer,
+)
 from gpucast.domain.errors import (
     DataFormatError,
     InvalidSpecError,
@@ -301,6 +308,10 @@ def parse_offers(text: str, path: str, gpus: Sequence[GpuSpec]) -> tuple[Offer, 
                         row["source_url"], path=path, line=line, column="source_url"
                     ),
                     as_of=parse_date(row["as_of"], path=path, line=line, column="as_of"),
+                    price_estimated=(row.get("note") or "")
+                    .lstrip()
+                    .upper()
+                    .startswith(ESTIMATED_PRICE_MARK),
                 )
             )
         except InvalidSpecError as exc:
@@ -375,7 +386,13 @@ def offers_to_csv(offers: Iterable[Offer], notes: Sequence[str] | None = None) -
                 "" if o.spot_usd_per_hour is None else f"{o.spot_usd_per_hour:.6g}",
                 o.source_url,
                 o.as_of.isoformat(),
-                notes[i] if notes else "",
+                notes[i]
+                if notes
+                else (
+                    f"{ESTIMATED_PRICE_MARK}: prices not read from a source"
+                    if o.price_estimated
+                    else ""
+                ),
             ]
         )
     return buffer.getvalue()

@@ -105,7 +105,12 @@ def offers_table(result: OffersResult) -> Table:
             _fmt(o.network_gbps),
             f"{o.on_demand_usd_per_hour:.4f}",
             _fmt(o.spot_usd_per_hour, ".4f"),
-            o.as_of.isoformat(),
+            o.as_of.isoformat() + (" (estimated)" if o.price_estimated else ""),
+        )
+    if any(o.price_estimated for o in found):
+        table.caption = (
+            "(estimated): prices not read from any source -- refresh them with "
+            "`gpucast catalog import-skypilot`"
         )
     return table
 

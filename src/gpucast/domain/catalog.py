@@ -191,6 +191,8 @@ class Offer:
 
     CPU-only instances (parameter servers, CPU inference) have ``gpu=None`` and ``gpus=0``.
     ``spot_usd_per_hour`` is ``None`` where the provider offers no spot/preemptible market.
+    ``price_estimated``: the prices were not read from a source (a CSV row whose ``note``
+    starts with :data:`ESTIMATED_PRICE_MARK`); plans that rest on such a row say so.
     """
 
     provider: str  # "aws" | "gcp" | "azure"
@@ -205,6 +207,7 @@ class Offer:
     spot_usd_per_hour: float | None
     source_url: str
     as_of: date
+    price_estimated: bool = False
 
     def __post_init__(self) -> None:
         owner = f"offer {self.provider}/{self.region}/{self.instance_type}"
@@ -229,6 +232,9 @@ class Offer:
 
 
 PROVIDERS = ("aws", "gcp", "azure")
+#: How an offers CSV marks a row whose prices were not read from any source (its ``note``
+#: starts with it).
+ESTIMATED_PRICE_MARK = "UNVERIFIED"
 
 
 def lookup_key(name: str) -> str:

@@ -65,6 +65,8 @@ class LlmCandidate:
     #: the deadline and the budget still met at the slow edge of the 80% interval
     #: (``time_high_s``, its cost in proportion)
     holds_at_slow_edge: bool
+    #: the node price is an estimate, not read from a source (``Offer.price_estimated``)
+    price_estimated: bool = False
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -110,6 +112,7 @@ class NodeOption:
     rdma: bool
     intra_node_gbps: float | None = None
     max_nodes: int | None = None
+    price_estimated: bool = False
 
 
 def offer_nodes(offers: Iterable[Offer], rdma_instances: frozenset[str]) -> list[NodeOption]:
@@ -124,6 +127,7 @@ def offer_nodes(offers: Iterable[Offer], rdma_instances: frozenset[str]) -> list
             network_gbps=o.network_gbps,
             usd_per_hour=o.on_demand_usd_per_hour,
             rdma=o.instance_type in rdma_instances,
+            price_estimated=o.price_estimated,
         )
         for o in cheapest_offers(offers)
     ]
@@ -247,6 +251,7 @@ def plan_llm(
                     within_budget=budget_usd is None or cost <= budget_usd,
                     holds_at_slow_edge=(deadline_s is None or time_s * slow <= deadline_s)
                     and (budget_usd is None or cost * slow <= budget_usd),
+                    price_estimated=option.price_estimated,
                 )
             )
     if not rows:

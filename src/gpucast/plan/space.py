@@ -71,6 +71,10 @@ class OfferTable:
     max_nodes: IntArray | None = None
     #: host memory per GPU, bytes (instance memory / GPUs per instance; None: unknown)
     host_bytes_per_gpu: FloatArray | None = None
+    #: the offer's (and its PS server's) prices are estimates, not read from a source
+    #: (:attr:`gpucast.domain.catalog.Offer.price_estimated`; None: all read)
+    price_estimated: BoolArray | None = None
+    cpu_price_estimated: BoolArray | None = None
 
     def __len__(self) -> int:
         return len(self.instance_type)
@@ -128,6 +132,10 @@ class OfferTable:
             ),
             host_bytes_per_gpu=np.array(
                 [o.memory_gib * GIB / max(o.gpus, 1) for o in gpu_offers], dtype=np.float64
+            ),
+            price_estimated=np.array([o.price_estimated for o in gpu_offers], dtype=np.bool_),
+            cpu_price_estimated=np.array(
+                [c is not None and c.price_estimated for c in cpu], dtype=np.bool_
             ),
         )
 

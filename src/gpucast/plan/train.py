@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 import numpy.typing as npt
 
-from gpucast.domain.catalog import Catalog
+from gpucast.domain.catalog import ESTIMATED_PRICE_MARK, Catalog
 from gpucast.domain.errors import (
     InvalidSpecError,
     NoFeasiblePlanError,
@@ -939,13 +939,42 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         reference_batch=int(res.work.reference_batch),
         assumptions=tuple(assumptions),
         models=ctx.models,
-        notes=(NO_PRICE_NOTE + "; 'cheapest' ranks by GPU-hours",)
-        if ctx.cluster is not None and not ctx.cluster.priced
-        else (),
+        notes=(
+            (NO_PRICE_NOTE + "; 'cheapest' ranks by GPU-hours",)
+            if ctx.cluster is not None and not ctx.cluster.priced
+            else ()
+        )
+        + _estimated_prices(res, [int(rows[j]) for j in order], picks[request.objective]),
         batch_choice=choice,
         batch_why=batch_why(choice, request.objective),
         learner_choice=learners,
         learners_why=learners_text,
+    )
+
+
+def _estimated_prices(res: SearchResult, shown: list[int], pick: int | None) -> tuple[str, ...]:
+    """A note naming the offers of the ``shown`` rows whose prices are estimates, not read from
+    a source (``pick``: the recommended row's position in ``shown``), or none."""
+    space = res.space
+    off = space.offers
+    if off.price_estimated is None or off.cpu_price_estimated is None:
+        return ()
+    named: dict[str, bool] = {}
+    for k, i in enumerate(shown):
+        offers = [f"{off.provider[o]}/{off.region[o]} {off.instance_type[o]}"
+                  for o, _ in part_offers(space, i) if off.price_estimated[o]]  # fmt: skip
+        o = int(space.offer[i])
+        if space.strategy[i] in (PS, PS_SYNC) and off.cpu_price_estimated[o]:
+            offers.append(f"{off.provider[o]}/{off.region[o]} {off.cpu_instance[o]} (PS)")
+        for name in offers:
+            named[name] = named.get(name, False) or k == pick
+    if not named:
+        return ()
+    listed = ", ".join(f"{n}{' (the pick)' if mine else ''}" for n, mine in named.items())
+    return (
+        f"estimated prices: {listed} -- not read from any source (the catalog's offers.csv "
+        f"marks these rows {ESTIMATED_PRICE_MARK}); refresh them with `gpucast catalog "
+        "import-skypilot` or give your own with --offers FILE",
     )
 
 
