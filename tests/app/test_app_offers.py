@@ -99,3 +99,26 @@ def test_plan_llm_train_takes_offers_and_names_estimated_prices(tmp_path: Path) 
         gpucast.plan_llm_train(
             model="llama-3-8b", tokens=1e10, global_batch=512, cluster="DGX-H100", offers=guessed
         )
+
+
+def test_every_verb_that_prices_offers_takes_the_offers_file(tmp_path: Path) -> None:
+    """The serving, serverless and embedding verbs price the same refreshed offers as plan
+    train (they read the built-in catalog alone before session 19, $GPUCAST_OFFERS included)."""
+    offers = _offers(tmp_path)
+    served = gpucast.simulate_serve(
+        model="resnet50", gpu="T4", rate=50, duration_s=5, offers=offers
+    )
+    assert "bargain-t4" in served.sources["price"]
+    plan = gpucast.plan_serve(
+        model=["resnet50:50"], slo="p99<200ms", gpu=["T4"], provider=["gcp"], no_cpu=True,
+        saturation_s=0, offers=offers,
+    )  # fmt: skip
+    assert plan.best.cost_usd_per_hour == pytest.approx(0.01)
+    functions = gpucast.simulate_serverless(
+        synthetic=5, minutes=10, models=["mlp"], gpu="T4", offers=offers
+    )
+    assert functions.price_usd_per_hour == pytest.approx(0.01)
+    tables = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="T4", gpus=1, offers=offers)
+    assert "bargain-t4" in tables.assumptions["node"]
+    with pytest.raises(InvalidInputError, match="offers: adds to the cloud catalog"):
+        gpucast.plan_embeddings(model="dlrm-dcnv2", cluster="D54U-3U", offers=offers)

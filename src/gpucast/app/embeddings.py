@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
+from gpucast.domain.catalog import offers_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.systems import (
@@ -73,6 +74,7 @@ class PlanEmbeddingsRequest:
     cluster_nodes: int | None = cluster_nodes_option()
     cluster_price_usd_per_gpu_hour: float | None = cluster_price_option()
     cluster_set: ClusterSettings = cluster_set_option()
+    offers_file: Path | None = offers_option()
     batch: int | None = option(
         None,
         help="Global samples per step (default: the model's reference batch).",
@@ -116,6 +118,12 @@ class PlanEmbeddingsRequest:
         if self.gpu is None and not named:
             raise InvalidSpecError(
                 "gpu", "is required (or --cluster)", fix="e.g. --gpu A100-80GB or --cluster D54U-3U"
+            )
+        if named and self.offers_file is not None:
+            raise InvalidSpecError(
+                "offers",
+                "adds to the cloud catalog, and a --cluster replaces it",
+                fix="drop --offers, or drop --cluster to price catalog offers",
             )
         for name in ("gpus", "batch", "ssd_drives"):
             value = getattr(self, name)
@@ -216,7 +224,7 @@ class PlanEmbeddingsResult:
 def _hardware(
     request: PlanEmbeddingsRequest,
 ) -> tuple[ShardingHardware, str, float | None, dict[str, str]]:
-    from gpucast.catalog import load_catalog
+    from gpucast.catalog import load_catalog, offers_file
     from gpucast.domain.units import GIB
     from gpucast.inputs.clusters import (
         cluster_gpu,
@@ -227,7 +235,7 @@ def _hardware(
     from gpucast.plan.inputs import PCIE_GBPS, intra_node_gbps
     from gpucast.predict.embeddings import ShardingHardware
 
-    catalog = load_catalog()
+    catalog = load_catalog(offers_file(request.offers_file))
     cluster = request_cluster(request, catalog)
     gpu = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
     offers = [o for o in catalog.find_offers(gpu=gpu.name) if o.gpus > 0]

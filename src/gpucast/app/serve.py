@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
+from gpucast.domain.catalog import offers_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_work
 from gpucast.domain.options import lower_list, option, split_list
@@ -285,6 +286,7 @@ class PlanServeRequest:
         (), flag="region", help="Region filter.", example="us-central1"
     )
     spot: bool = option(False, help="Spot prices.")
+    offers_file: Path | None = offers_option()
     engine: str = option("eager-pytorch", help=ENGINE_HELP, example="tensorrt")
     precision: str | None = option(None, help=SERVING_PRECISION_HELP, example="fp16")
     workload_options: WorkloadOptions = workload_options_field()
@@ -597,7 +599,7 @@ def plan_serve(
         from gpucast.app.llm_serve import plan_llm_serve
 
         return plan_llm_serve(config=config, **_llm_options(options))
-    from gpucast.catalog import load_catalog
+    from gpucast.catalog import load_catalog, offers_file
     from gpucast.catalog.serving_engines import serving_engine
     from gpucast.domain.serving_plan import ModelLoad
     from gpucast.inputs import serving as inputs
@@ -642,7 +644,7 @@ def plan_serve(
         max_servers=request.max_servers,
         placements=request.placements,
     )
-    catalog = load_catalog()
+    catalog = load_catalog(offers_file(request.offers_file))
     servers, targets = inputs.build_server_options(
         gpus=request.gpus,
         migs=request.migs,
@@ -705,7 +707,7 @@ def mig_mix_inputs(request: PlanServeRequest) -> MigMixInputs:
     layout (and the whole GPU), the homogeneous baselines and each model's latency curve per
     slice type (see :mod:`gpucast.plan.mig_serve`)."""
     from gpucast.app.mig_serve import DEFAULT_MIX_GPU, MigMixInputs
-    from gpucast.catalog import load_catalog
+    from gpucast.catalog import load_catalog, offers_file
     from gpucast.catalog.serving_engines import serving_engine
     from gpucast.domain.serving_plan import ModelLoad
     from gpucast.inputs import serving as inputs
@@ -717,7 +719,7 @@ def mig_mix_inputs(request: PlanServeRequest) -> MigMixInputs:
         placeable_profiles,
     )
 
-    catalog = load_catalog()
+    catalog = load_catalog(offers_file(request.offers_file))
     gpu_name = request.gpus[0] if request.gpus else DEFAULT_MIX_GPU
     spec = catalog.gpu(gpu_name)
     usable = placeable_profiles(spec)  # one clear error for a GPU without MIG placements
@@ -914,6 +916,7 @@ class SimulateServeRequest:
     price: float | None = option(
         None, help="US$/h per GPU (default: catalog); a MIG slice costs its share.", example="0.6"
     )
+    offers_file: Path | None = offers_option()
     host_capacity_rps: float | None = option(
         None,
         kind="float",
@@ -1266,7 +1269,7 @@ def simulate_serve(
         return simulate_llm_serve(config=config, **options)
     import numpy as np
 
-    from gpucast.catalog import load_catalog
+    from gpucast.catalog import load_catalog, offers_file
     from gpucast.catalog.serving_engines import serving_engine
     from gpucast.domain.serving import Deployment, ModelDeployment, ServerGroup, ServerSpec
     from gpucast.inputs import serving as inputs
@@ -1283,7 +1286,8 @@ def simulate_serve(
     policy = request.batching
     engine_profile = serving_engine(request.engine)
     precision = request.precision or engine_profile.default_precision
-    server = inputs.gpu_server(load_catalog(), request.gpu, request.mig, request.price)
+    catalog = load_catalog(offers_file(request.offers_file))
+    server = inputs.gpu_server(catalog, request.gpu, request.mig, request.price)
     sources: dict[str, str] = {"price": server.price.source}
     engine = inputs.serving_efficiency(request.engine, precision)
     work = inputs.inference_work(request.model, precision, dict(request.workload_options))

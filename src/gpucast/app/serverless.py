@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
+from gpucast.domain.catalog import offers_option
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.options import option
 
@@ -95,6 +96,7 @@ class ServerlessLoad:
         help="GPU price, US$/h (default: the cheapest on-demand offer of the GPU, per GPU).",
         example="0.53",
     )
+    offers_file: Path | None = offers_option()
     durations: str = option(
         "model",
         help="How long an invocation runs: model (one forward pass of its model on the GPU) "
@@ -225,12 +227,12 @@ class SimulateServerlessResult:
         }
 
 
-def _price(gpu: str, given: float | None) -> tuple[float, str]:
-    from gpucast.catalog import load_catalog
+def _price(gpu: str, given: float | None, offers_path: Path | None) -> tuple[float, str]:
+    from gpucast.catalog import load_catalog, offers_file
 
     if given is not None:
         return given, f"--price {given:g} US$/h"
-    offers = load_catalog().find_offers(gpu=gpu)
+    offers = load_catalog(offers_file(offers_path)).find_offers(gpu=gpu)
     if not offers:
         raise InvalidInputError(
             f"--gpu {gpu}: no cloud offer in the catalog to price it", fix="pass --price US$/h"
@@ -316,7 +318,7 @@ def _load(request: ServerlessLoad) -> _Load:
     gpu = load_catalog().gpu(request.gpu)
     storage = request.storage.strip().lower()
     load_coldstart_facts().get("storage", storage)
-    price, price_source = _price(gpu.name, request.price)
+    price, price_source = _price(gpu.name, request.price, request.offers_file)
     if request.trace is not None:
         trace = trace_from_path(request.trace, request.day)
     else:
