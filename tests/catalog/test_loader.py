@@ -188,3 +188,13 @@ def test_estimated_prices_are_marked_and_survive_a_round_trip() -> None:
     sample = [guessed[0], next(o for o in catalog.offers if not o.price_estimated)]
     again = parse_offers(offers_to_csv(sample), "round-trip.csv", catalog.gpus)
     assert [o.price_estimated for o in again] == [True, False]
+
+
+def test_an_instance_type_is_the_same_machine_in_every_region() -> None:
+    """GPUs, vCPUs, memory and network belong to the instance type, not the region (the
+    NDm A100 v4's eastus row said 1,800 GiB where its other regions say 1,900)."""
+    facts: dict[tuple[str, str], set[tuple[object, ...]]] = {}
+    for o in load_catalog().offers:
+        key = (o.provider, o.instance_type)
+        facts.setdefault(key, set()).add((o.gpu, o.gpus, o.vcpus, o.memory_gib, o.network_gbps))
+    assert {k: v for k, v in facts.items() if len(v) > 1} == {}
