@@ -215,15 +215,23 @@ def test_an_nvl72_rack_is_one_nvlink_domain() -> None:
     assert best_rack.best.step_time_s < servers.best.step_time_s
 
 
-def test_a_rack_of_72_names_the_batches_it_divides() -> None:
+def test_a_rack_of_72_runs_a_power_of_two_batch_on_64_of_its_gpus() -> None:
     """72 = 8 x 9: no data-parallel size of a whole rack divides a power-of-two global batch,
-    so the refusal names the nearest batches that run; one of them plans."""
-    common = {"model": "llama-3-8b", "tokens": 1e10, "cluster": "GB200-NVL72", "cluster_nodes": 2}
-    with pytest.raises(NoFeasiblePlanError) as err:
-        gpucast.plan_llm_train(**common, global_batch=1024)
-    assert "1,008 or 1,080 (now 1,024)" in str(err.value.fix)
-    plan = gpucast.plan_llm_train(**common, global_batch=1080)
-    assert {row.gpus for row in plan.candidates} == {72, 144}
+    so such a batch runs on 64 GPUs of each rack (8 idle, paid for); a batch that 72 divides
+    runs on whole racks, which then cost less for the same time."""
+    common = {"model": "llama-3-8b", "tokens": 1e10, "cluster": "GB200-NVL72", "cluster_nodes": 2,
+              "cluster_price_usd_per_gpu_hour": 5.0}  # fmt: skip
+    two = gpucast.plan_llm_train(**common, global_batch=1024)
+    assert {(row.gpus, row.idle_gpus) for row in two.candidates} == {(64, 8), (128, 16)}
+    assert "partial nodes" in two.assumptions
+    for row in two.candidates:  # every rack is paid whole
+        assert row.usd_per_hour == pytest.approx(row.nodes * 72 * 5.0)
+    whole = gpucast.plan_llm_train(**common, global_batch=1152)
+    assert {(72, 0), (144, 0)} <= {(row.gpus, row.idle_gpus) for row in whole.candidates}
+    assert whole.best.idle_gpus == 0
+    on_8 = gpucast.plan_llm_train(**{**common, "cluster": "DGX-B200"}, global_batch=1024)
+    assert all(row.idle_gpus == 0 for row in on_8.candidates)
+    assert "partial nodes" not in on_8.assumptions
 
 
 def test_plan_llm_train_on_a_cluster_you_have() -> None:

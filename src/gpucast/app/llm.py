@@ -532,6 +532,16 @@ def plan_llm_train(
             "market": "on demand only (spot is not modelled for LLM jobs)",
             **(
                 {
+                    "partial nodes": "a node whose GPU count has an odd factor (a 72-GPU "
+                    "rack, a 6-GPU box) is also planned on its largest power of two (64, 4), "
+                    "which power-of-two batches and tensor-parallel sizes divide; its other "
+                    "GPUs are paid for and idle (rows say how many)"
+                }
+                if any(n.gpus_per_node & (n.gpus_per_node - 1) for n in nodes)
+                else {}
+            ),
+            **(
+                {
                     "cluster": f"{cluster.describe()} ({cluster.source})"
                     + (
                         ""

@@ -98,8 +98,9 @@ def llm_train(
         c = result.candidates[i]
         mark = ">" if i == result.recommended else " "
         console.print(
-            f"{mark} {c.provider}/{c.region} {c.nodes}x {c.instance_type} ({c.gpus} {c.gpu}, "
-            f"{c.network}): {c.time_s / 3600:.1f} h, ${c.cost_usd:,.0f}; {c.layout}; "
+            f"{mark} {c.provider}/{c.region} {c.nodes}x {c.instance_type} ({c.gpus} {c.gpu}"
+            f"{f' + {c.idle_gpus} idle' if c.idle_gpus else ''}, {c.network}): "
+            f"{c.time_s / 3600:.1f} h, ${c.cost_usd:,.0f}; {c.layout}; "
             f"MFU {c.mfu:.0%}, {c.memory_gib:.0f} GiB/GPU",
             highlight=False,
         )
@@ -123,7 +124,8 @@ def llm_train(
             console.print(
                 f"  at the slow edge the pick misses the deadline or the budget; the cheapest "
                 f"row that holds there: {s.provider}/{s.region} {s.nodes}x {s.instance_type} "
-                f"({s.gpus} {s.gpu}): {s.time_s / 3600:.1f} h "
+                f"({s.gpus} {s.gpu}{f' + {s.idle_gpus} idle' if s.idle_gpus else ''}): "
+                f"{s.time_s / 3600:.1f} h "
                 f"({s.time_low_s / 3600:.1f}-{s.time_high_s / 3600:.1f}), ${s.cost_usd:,.0f}",
                 highlight=False,
             )

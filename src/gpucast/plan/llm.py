@@ -67,6 +67,9 @@ class LlmCandidate:
     holds_at_slow_edge: bool
     #: the node price is an estimate, not read from a source (``Offer.price_estimated``)
     price_estimated: bool = False
+    #: GPUs paid for but left idle: a node whose GPU count has an odd factor (a 72-GPU NVL72
+    #: rack) may run on its largest power of two (64) so that a power-of-two batch divides
+    idle_gpus: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -145,20 +148,19 @@ def cheapest_offers(offers: Iterable[Offer]) -> list[Offer]:
     return sorted(best.values(), key=lambda o: (o.provider, o.instance_type))
 
 
-def _batch_fix(nodes_to_plan: Sequence[NodeOption], global_batch: int) -> str | None:
-    """The nearest global batches a whole node divides, where every node size has an odd
-    factor the batch lacks (a 72-GPU NVL72 rack or a 6-GPU box against a power-of-two batch:
-    no data-parallel size of a whole node divides it), else None."""
-    sizes = {o.gpus_per_node for o in nodes_to_plan}
-    if not sizes or any(global_batch % (n // (n & -n)) == 0 for n in sizes):
-        return None
-    step = math.lcm(*sizes)
-    below = global_batch // step * step
-    near = [b for b in (below, below + step) if b > 0]
-    return (
-        f"use a global batch that the {'/'.join(map(str, sorted(sizes)))} GPUs of a node "
-        f"divide, e.g. {' or '.join(f'{b:,}' for b in near)} (now {global_batch:,})"
-    )
+def _node_counts(option: NodeOption, max_gpus: int) -> list[tuple[int, int]]:
+    """(GPUs used per node, nodes) to plan: every node whole (:func:`node_counts`), and where
+    the node's GPU count has an odd factor (72 = 8 x 9, 6 = 2 x 3), also its largest power of
+    two per node (64 of 72), which power-of-two batches and tensor-parallel sizes divide. Both
+    bounded by ``max_gpus`` GPUs used and the option's ``max_nodes``."""
+    gpn = option.gpus_per_node
+    out: list[tuple[int, int]] = []
+    for used in dict.fromkeys((gpn, 1 << (gpn.bit_length() - 1))):
+        top = max_gpus
+        if option.max_nodes is not None:
+            top = min(top, option.max_nodes * used)
+        out += [(used, nodes) for nodes in node_counts(used, top)]
+    return out
 
 
 def plan_llm(
@@ -197,23 +199,26 @@ def plan_llm(
         )  # fmt: skip
         if option.intra_node_gbps is not None:
             links = dataclasses.replace(links, intra_node_gbps=option.intra_node_gbps)
-        top = max_gpus
-        if option.max_nodes is not None:
-            top = min(top, option.max_nodes * option.gpus_per_node)
-        for nodes in node_counts(option.gpus_per_node, top):
-            n = nodes * option.gpus_per_node
+        for used, nodes in _node_counts(option, max_gpus):
+            n = nodes * used
+            # the used GPUs keep their own share of the node's NICs (one per GPU on rails)
+            shape = dataclasses.replace(
+                links,
+                gpus_per_node=used,
+                node_network_gbps=links.node_network_gbps * used / option.gpus_per_node,
+            )
             key = (
                 gpu.name,
-                option.gpus_per_node,
-                network,
-                links.intra_node_gbps,
-                links.collective,
+                used,
+                shape.node_network_gbps,
+                shape.intra_node_gbps,
+                shape.collective,
                 n,
             )
             if key not in cache:
                 try:
                     cache[key] = best_layout(
-                        spec, gpu, n, global_batch, seq_len=seq_len, cluster=links,
+                        spec, gpu, n, global_batch, seq_len=seq_len, cluster=shape,
                         space=space, efficiency=efficiency,
                     )  # fmt: skip
                 except (NoFeasiblePlanError, InvalidSpecError) as exc:
@@ -252,6 +257,7 @@ def plan_llm(
                     holds_at_slow_edge=(deadline_s is None or time_s * slow <= deadline_s)
                     and (budget_usd is None or cost * slow <= budget_usd),
                     price_estimated=option.price_estimated,
+                    idle_gpus=nodes * (option.gpus_per_node - used),
                 )
             )
     if not rows:
@@ -259,17 +265,17 @@ def plan_llm(
             f"no offer runs {spec.name} with a global batch of {global_batch} sequences of "
             f"{seq_len} tokens on up to {max_gpus} GPUs"
             + (f" ({infeasible[0]})" if infeasible else ""),
-            fix=_batch_fix(nodes_to_plan, global_batch)
-            or "raise --max-gpus, use LoRA (--lora-rank) or a global batch with more divisors",
+            fix="raise --max-gpus, use LoRA (--lora-rank) or a global batch with more divisors",
         )
     t = np.array([r.time_s for r in rows])
     c = np.array([r.cost_usd for r in rows])
     front = tuple(int(i) for i in sorted(pareto_front_2d(t, c).tolist()))
     ok = [i for i, r in enumerate(rows) if r.meets_deadline and r.within_budget]
 
-    # the cheapest; where no price is given (all $0), the fewest GPU-hours
+    # the cheapest; where no price is given (all $0), the fewest GPU-hours (idle GPUs count)
     def cheapest(i: int) -> tuple[float, float, float]:
-        return (rows[i].cost_usd, rows[i].gpus * rows[i].time_s, rows[i].time_s)
+        paid = rows[i].gpus + rows[i].idle_gpus
+        return (rows[i].cost_usd, paid * rows[i].time_s, rows[i].time_s)
 
     pick = min(ok, key=cheapest) if ok else None
     held = [i for i, r in enumerate(rows) if r.holds_at_slow_edge]
