@@ -213,6 +213,15 @@ def test_an_nvl72_rack_is_one_nvlink_domain() -> None:
     best_rack = gpucast.predict_llm_train(**common, cluster="GB200-NVL72", cluster_nodes=2)
     servers = gpucast.predict_llm_train(**common, cluster="DGX-B200", cluster_nodes=18)
     assert best_rack.best.step_time_s < servers.best.step_time_s
+    # 128 GPUs of two racks: 64 of each, as plan llm-train plans a power-of-two batch
+    part = gpucast.predict_llm_train(**{**common, "gpus": 128, "global_batch": 512},
+                                     cluster="GB200-NVL72", cluster_nodes=2)  # fmt: skip
+    assert (
+        part.best.layout.gpus == 128
+        and "64 GPUs of each 72-GPU node" in (part.assumptions["partial nodes"])
+    )
+    with pytest.raises(InvalidSpecError, match=r"of 72 \(whole nodes\) or of 64"):
+        gpucast.predict_llm_train(**{**common, "gpus": 100}, cluster="GB200-NVL72", cluster_nodes=2)
 
 
 def test_a_rack_of_72_runs_a_power_of_two_batch_on_64_of_its_gpus() -> None:

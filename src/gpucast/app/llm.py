@@ -199,11 +199,26 @@ def predict_llm_train(
         if cluster is not None
         else request.gpus_per_node or min(8, request.gpus)
     )
+    whole = per_node
+    if request.gpus % per_node and cluster is not None:
+        # a node whose GPU count has an odd factor (a 72-GPU rack) runs on its largest power
+        # of two (64), as plan llm-train plans it; the rest of each node idles
+        part = 1 << (per_node.bit_length() - 1)
+        if request.gpus % part == 0 and request.gpus // part <= cluster.nodes:
+            per_node = part
     if request.gpus % per_node:
+        part = 1 << (per_node.bit_length() - 1)
         raise InvalidSpecError(
             "gpus",
             f"{request.gpus} is not a whole number of {per_node}-GPU nodes",
-            fix=f"use a multiple of {per_node} or set --gpus-per-node",
+            fix=f"use a multiple of {per_node}"
+            + (
+                f" (whole nodes) or of {part} ({part} GPUs of each node)"
+                if cluster is not None and part != per_node
+                else ""
+                if cluster is not None
+                else " or set --gpus-per-node"
+            ),
         )
     seq = request.seq_len or spec.max_context
     if seq > spec.max_context:
@@ -214,7 +229,8 @@ def predict_llm_train(
             fix=f"use --seq-len <= {spec.max_context}",
         )
     if cluster is not None:
-        network = host_link_gbps(cluster, gpu.pcie_generation)
+        # the GPUs used keep their own share of the node's NICs
+        network = host_link_gbps(cluster, gpu.pcie_generation) * per_node / whole
         links = replace(
             cluster_shape(gpu, gpus_per_node=per_node, node_network_gbps=network),
             intra_node_gbps=intra_link_gbps(cluster, catalog, per_node),
@@ -284,6 +300,15 @@ def predict_llm_train(
                 else ""
             ),
             **({"cluster": f"{cluster.describe()} ({cluster.source})"} if cluster else {}),
+            **(
+                {
+                    "partial nodes": f"{per_node} GPUs of each {whole}-GPU node "
+                    f"({whole - per_node} idle): --gpus {request.gpus} is no whole number of "
+                    "nodes"
+                }
+                if per_node != whole
+                else {}
+            ),
             "software": f"{request.software} stack efficiencies",
             "optimizer": "Adam, mixed precision: 16 B per trained parameter",
         },
