@@ -122,3 +122,21 @@ def test_simulate_train_refuses_what_the_cluster_gives(onprem: Path) -> None:
         gpucast.simulate_train(**base, workers=5)
     with pytest.raises(InvalidSpecError, match=r"^spot: the cluster onprem-h100 has no spot"):
         gpucast.simulate_train(**base, spot=True, strategy="allreduce")
+
+
+def test_catalog_systems_lists_the_cluster_names() -> None:
+    """Every shape `--cluster NAME` accepts, with its source; a GPU filter by alias; an unknown
+    GPU names the close ones."""
+    from gpucast.domain.errors import UnknownGpuError
+
+    every = gpucast.catalog_systems()
+    names = {s.name for s in every.systems}
+    assert {"DGX-H100", "GB200-NVL72", "p5.48xlarge", "a4-highgpu-8g"} <= names
+    assert all(row["source_url"].startswith("https://") for row in every.to_dict()["systems"])
+    h100 = gpucast.catalog_systems(gpu="H100")
+    assert h100.systems and {s.gpu for s in h100.systems} == {"H100-SXM"}
+    assert len(h100.to_frame()) == len(h100.systems)
+    with pytest.raises(UnknownGpuError):
+        gpucast.catalog_systems(gpu="H1000")
+    plan = gpucast.plan_train(**WORK, cluster=next(iter(h100.systems)).name)
+    assert plan.best.gpu == "H100-SXM"

@@ -293,6 +293,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(("catalog", "gpus"), (), "gpucast.app.catalog:CatalogGpusRequest"),
     Command(("catalog", "offers"), ("--provider", "gcp"), "gpucast.app.catalog:CatalogOffersRequest"),  # noqa: E501
     Command(("catalog", "spot"), (), "gpucast.app.catalog:CatalogSpotRequest"),
+    Command(("catalog", "systems"), (), "gpucast.app.catalog:CatalogSystemsRequest"),
     Command(
         ("catalog", "import-skypilot"),
         ("--cloud", "gcp", "--out", "@out_csv"),

@@ -145,6 +145,11 @@ CASES = [
         lambda t: gpucast.catalog_offers(provider="gcp", gpu="V100", spot=True),
     ),
     Case(
+        "catalog_systems",
+        lambda t: ["catalog", "systems", "--gpu", "H100"],
+        lambda t: gpucast.catalog_systems(gpu="H100"),
+    ),
+    Case(
         "catalog_spot",
         lambda t: ["catalog", "spot", "--provider", "aws"],
         lambda t: gpucast.catalog_spot(provider="aws"),

@@ -52,6 +52,7 @@ VERBS: dict[str, str] = {
     "catalog_gpus": "catalog",
     "catalog_offers": "catalog",
     "catalog_spot": "catalog",
+    "catalog_systems": "catalog",
     "import_skypilot": "catalog",
     "catalog_mig": "catalog",
     "plan_placement": "placement",

@@ -1,7 +1,9 @@
-"""``gpucast.catalog_gpus``, ``catalog_offers``, ``import_skypilot``: the facts gpucast plans on.
+"""``gpucast.catalog_gpus``, ``catalog_offers``, ``catalog_systems``, ``import_skypilot``: the
+facts gpucast plans on.
 
-GPU specs and cloud offers come from the built-in catalog (each row with a source and a date),
-plus an offers CSV of your own (``offers=``, e.g. written by :func:`import_skypilot`).
+GPU specs, cloud offers and node shapes come from the built-in catalog (each row with a source
+and a date), plus an offers CSV of your own (``offers=``, e.g. written by
+:func:`import_skypilot`).
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ from gpucast.domain.catalog import GpuSpec, Offer, offers_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.provenance import Validation
+from gpucast.domain.systems import NodeShape
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-def _row(value: GpuSpec | Offer) -> dict[str, Any]:
+def _row(value: GpuSpec | Offer | NodeShape) -> dict[str, Any]:
     out = asdict(value)
     out["as_of"] = value.as_of.isoformat()
     return out
@@ -54,6 +57,46 @@ def catalog_gpus(request: CatalogGpusRequest | None = None, /, **options: Any) -
 
     resolve(CatalogGpusRequest, request, options)
     return GpusResult(gpus=tuple(load_catalog().gpus))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CatalogSystemsRequest:
+    """The node shapes a ``--cluster NAME`` can name (``gpucast catalog systems``)."""
+
+    VERB: ClassVar[str] = "catalog systems"
+
+    gpu: str | None = option(None, help="Only shapes of this GPU (name or alias).", example="H100")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SystemsResult:
+    systems: tuple[NodeShape, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"count": len(self.systems), "systems": [_row(s) for s in self.systems]}
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per node shape (bandwidths as the shape states them)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.to_dict()["systems"], columns=_columns(NodeShape))
+
+
+def catalog_systems(
+    request: CatalogSystemsRequest | None = None, /, **options: Any
+) -> SystemsResult:
+    """Node shapes (DGX and HGX servers, a GB200 NVL72 rack, MLPerf systems, cloud instance
+    types): GPUs per node, the link inside a node and the network between nodes, each with
+    its source; any of them is a ``--cluster NAME``."""
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.systems import load_systems
+
+    request = resolve(CatalogSystemsRequest, request, options)
+    shapes = load_systems()
+    if request.gpu is not None:
+        name = load_catalog().gpu(request.gpu).name  # an unknown GPU names the close ones
+        shapes = tuple(s for s in shapes if s.gpu == name)
+    return SystemsResult(systems=shapes)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

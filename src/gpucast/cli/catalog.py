@@ -1,4 +1,4 @@
-"""`gpucast catalog gpus|offers|import-skypilot`: GPU specs, cloud offers, SkyPilot import.
+"""`gpucast catalog gpus|offers|systems|spot|mig|import-skypilot`: the catalog's facts.
 
 The flags are the fields of the requests in :mod:`gpucast.app.catalog`; the work happens in
 its verbs. This module renders the tables.
@@ -14,6 +14,7 @@ from gpucast.app.catalog import (
     CatalogMigRequest,
     CatalogOffersRequest,
     CatalogSpotRequest,
+    CatalogSystemsRequest,
     GpusResult,
     ImportSkypilotRequest,
     MigResult,
@@ -145,6 +146,42 @@ def offers(
         emit_json(result.to_dict())
     else:
         console.print(offers_table(result))
+
+
+@app.command("systems")
+@request_command(CatalogSystemsRequest)
+def systems(
+    request: CatalogSystemsRequest,
+    as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """List node shapes (servers, racks, cloud instance types): any is a --cluster NAME."""
+    from gpucast.app import catalog_systems
+
+    result = catalog_systems(request)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    table = Table(title=f"{len(result.systems)} node shapes (catalog/data/systems.csv)")
+    for col in ("name", "GPU", "GPUs", "inside a node", "GB/s per GPU", "network", "Gbit/s",
+                "as of"):  # fmt: skip
+        table.add_column(col, justify="right" if col in ("GPUs", "GB/s per GPU", "Gbit/s")
+                         else "left", no_wrap=col == "name")  # fmt: skip
+    for n in result.systems:
+        table.add_row(
+            n.name,
+            n.gpu,
+            str(n.gpus_per_node),
+            n.intra_node,
+            _fmt(n.intra_node_gbps),
+            (n.network or "-") + (" (RDMA)" if n.rdma else ""),
+            _fmt(n.inter_node_gbps),
+            n.as_of.isoformat(),
+        )
+    table.caption = (
+        "use a name with --cluster NAME (plan/simulate/predict train, predict/plan llm-train, "
+        "plan embeddings); --cluster-set KEY=VALUE changes a field"
+    )
+    console.print(table)
 
 
 @app.command("spot")
