@@ -86,6 +86,15 @@ def test_plans_name_the_estimated_prices_they_rest_on(tmp_path: Path) -> None:
     assert any("p2." in n and n.startswith("estimated prices") for n in k80.notes)
 
 
+def test_plan_serve_names_the_servers_priced_by_estimates() -> None:
+    k80 = gpucast.plan_serve(model=["resnet50:20"], slo="p99<2000ms", gpu=["K80"],
+                             provider=["aws"], no_cpu=True, saturation_s=0)  # fmt: skip
+    assert "K80 (aws/us-east-1 p2.xlarge)" in k80.plan.assumptions["estimated prices"]
+    t4 = gpucast.plan_serve(model=["resnet50:20"], slo="p99<2000ms", gpu=["T4"],
+                            provider=["gcp"], no_cpu=True, saturation_s=0)  # fmt: skip
+    assert "estimated prices" not in t4.plan.assumptions
+
+
 def test_plan_llm_train_takes_offers_and_names_estimated_prices(tmp_path: Path) -> None:
     common = {"model": "llama-3-8b", "tokens": 1e10, "global_batch": 512, "max_gpus": 16,
               "provider": ["aws"], "gpu": ["H100"]}  # fmt: skip

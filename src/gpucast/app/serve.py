@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -680,6 +680,9 @@ def plan_serve(
     )
     sources["latency"] = profiles.source
     sources["prices"] = "catalog spot" if request.spot else "catalog on-demand"
+    guessed = _estimated_servers(servers, catalog)
+    if guessed:
+        sources["estimated prices"] = guessed
     plan = plan_serving(
         serve_request,
         servers,
@@ -699,6 +702,26 @@ def plan_serve(
             calibrated=request.host_capacity_rps is not None or request.host_ms is not None,
             engine=engine_profile.name,
         ),
+    )
+
+
+def _estimated_servers(servers: Sequence[Any], catalog: Any) -> str:
+    """The server options priced from offers whose prices were never read from a source
+    (``Offer.price_estimated``), named with their offer; "" when none."""
+    from gpucast.domain.catalog import ESTIMATED_PRICE_MARK
+
+    guessed = {(o.provider, o.region, o.instance_type) for o in catalog.offers if o.price_estimated}
+    named = [
+        f"{s.name} ({s.provider}/{s.region} {s.instance_type})"
+        for s in servers
+        if s.kind != "mig" and (s.provider, s.region, s.instance_type) in guessed
+    ]
+    if not named:
+        return ""
+    return (
+        f"{', '.join(named)} -- not read from any source (the catalog's offers.csv marks these "
+        f"rows {ESTIMATED_PRICE_MARK}); refresh them with `gpucast catalog import-skypilot` or "
+        "give your own with --offers FILE"
     )
 
 
