@@ -80,6 +80,32 @@ def test_tensor_cores_make_memory_the_bottleneck() -> None:
     assert est.value < predict_step_time(RESNET, A100, "fp32").value
 
 
+def test_half_precision_priced_slower_than_fp32_or_missing_says_so() -> None:
+    """A tensor-core path the efficiencies price slower than the FP32 units (a GPU whose bf16
+    peak is only 2x its FP32 one, convolutions at a third of the tensor efficiency) is named
+    with both figures; a GPU without bf16 units says what it was priced at; neither note on a
+    GPU whose bf16 path is faster."""
+    from dataclasses import replace
+
+    eff = RooflineEfficiency(
+        compute_efficiency_fp32=0.94, compute_efficiency_tensor_core=0.51,
+        tensor_core_conv_ratio=0.34,
+    )  # fmt: skip
+    convs = replace(RESNET, conv_flops=RESNET.matmul_flops * 0.99)
+    small = gpu("A10G-like", 35.0, 70.0, 600.0)
+    slow = predict_step_time(convs, small, "bf16", efficiency=eff)
+    (note,) = [n for n in slow.notes if "FP32 units would take" in n]
+    assert "on A10G-like at 2.69x" in note and "convolutions 0.34 of that" in note
+    assert "2.0x" in note
+    fast = predict_step_time(convs, A100, "bf16", efficiency=eff)
+    assert not any("FP32 units" in n or "no bf16 units" in n for n in fast.notes)
+    old = replace(V100, bf16_tflops=None, fp16_tflops=None)
+    (none,) = [n for n in predict_step_time(convs, old, "bf16", efficiency=eff).notes
+               if "units" in n]  # fmt: skip
+    assert none.startswith("V100 has no bf16 units: priced at the 15.7 TFLOP/s")
+    assert not any("units" in n for n in predict_step_time(convs, old, "fp32").notes)
+
+
 def test_calibration_same_device_reproduces_measurement() -> None:
     cal = calibrate(RESNET, 0.25, V100, "fp32")
     est = predict_step_time(RESNET, V100, "fp32", calibration=cal)

@@ -341,6 +341,8 @@ def predict_step_time(
             f"calibrated by a measurement on {calibration.device}{at} "
             f"({calibration.measured_step_time_s:.4g} s/step, scale x{scale:.3g})"
         )
+    if calibration is None or calibration.device != gpu.name:
+        notes += _precision_notes(workload, gpu, precision, eff)
     if gpu.clock_share < 1.0:
         notes.append(
             f"{gpu.name} peaks at its sustained {gpu.sustained_clock_mhz:g} MHz clock, "
@@ -369,6 +371,50 @@ def predict_step_time(
         breakdown=breakdown,
         notes=tuple(notes),
     )
+
+
+#: the catalog column of each precision's own units
+_NATIVE = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "tf32": "tf32_tflops",
+           "fp8": "fp8_tflops", "int8": "int8_tops"}  # fmt: skip
+
+
+def _precision_notes(
+    workload: RooflineWorkload, gpu: GpuSpec, precision: str, eff: RooflineEfficiency
+) -> list[str]:
+    """What a user should know about pricing ``precision`` on ``gpu``: a precision the GPU has
+    no units for (priced at the mode it falls back to), and a tensor-core path the model prices
+    slower than the GPU's FP32 units would run the same matrix work (its tensor-core
+    efficiencies come from systems whose half-precision peak is 4-15x the FP32 one)."""
+    column = _NATIVE.get(precision)
+    if column is None:
+        return []
+    if getattr(gpu, column) is None:
+        return [
+            f"{gpu.name} has no {precision} units: priced at the "
+            f"{gpu.peak_tflops(precision):.3g} TFLOP/s of the mode it falls back to (catalog "
+            f"gpus.csv {column} is empty)"
+        ]
+    notes: list[str] = []
+    if workload.matmul_flops <= 0:
+        return notes
+    tensor = eff.compute_flops(workload, precision) / (
+        eff.compute_efficiency(precision) * gpu.peak_tflops(precision)
+    )
+    simt = workload.matmul_flops / (eff.compute_efficiency_fp32 * gpu.peak_tflops("fp32"))
+    if tensor > simt * 1.05:
+        conv = workload.conv_flops > 0 and eff.tensor_core_conv_ratio != 1.0
+        notes.append(
+            f"the model prices this step's {precision} matrix work on {gpu.name} at "
+            f"{tensor / simt:.2f}x the time its FP32 units would take (tensor cores at "
+            f"{eff.compute_efficiency(precision):.2f} of peak"
+            + (f", convolutions {eff.tensor_core_conv_ratio:.2f} of that" if conv else "")
+            + f", FP32 at {eff.compute_efficiency_fp32:.2f}; fitted on MLPerf systems whose "
+            f"half-precision peak is 4-15x their FP32 one, {gpu.name}'s is "
+            f"{gpu.peak_tflops(precision) / gpu.peak_tflops('fp32'):.1f}x): real mixed-precision "
+            "runs are usually faster than fp32 -- a measurement (gpucast measure train "
+            f"--precision {precision}) calibrates it"
+        )
+    return notes
 
 
 #: Interval half-widths of the priors (no validated residuals): same device, another GPU, a CPU
