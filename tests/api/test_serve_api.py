@@ -121,6 +121,25 @@ def test_simulate_serve_warnings_come_back_in_the_result(table: Path, tmp_path: 
     assert result.serving.throughput_rps() == pytest.approx(50, rel=0.05)
 
 
+def test_a_trace_shorter_than_the_duration_is_offered_at_its_own_rate(
+    table: Path, tmp_path: Path
+) -> None:
+    """3,000 requests over 30 s, time-scaled to 100 req/s and simulated with the default 60 s:
+    the run ends with the trace, so 100 req/s are offered (it read 50, the 3,000 requests
+    spread over 60 s, and priced each request twice as dear)."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s\n" + "\n".join(f"{i * 0.01:.3f}" for i in range(3000)) + "\n")
+    kw = {"model": "resnet50", "gpu": "P4", "latency_table": table, "arrivals": f"trace:{trace}"}
+    short = gpucast.simulate_serve(**kw, rate=100).to_dict()
+    assert short["horizon_s"] == pytest.approx(30, rel=0.01)
+    assert short["offered_rps"] == pytest.approx(100, rel=0.01)
+    cut = gpucast.simulate_serve(**kw, rate=100, duration_s=10).to_dict()
+    assert cut["horizon_s"] == 10 and cut["offered_rps"] == pytest.approx(100, rel=0.02)
+    # the mean batch is per batch, as each server's (requests / batches)
+    server = short["servers"][0]
+    assert short["mean_batch_size"] == pytest.approx(server["mean_batch_size"], rel=0.02)
+
+
 def test_simulate_serve_prices_a_mig_slice_by_the_planner_rule() -> None:
     from gpucast.inputs.serving import build_server_options
 

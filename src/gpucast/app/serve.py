@@ -1360,9 +1360,11 @@ def simulate_serve(
     closed = request.closed_loop
     traffic: dict[str, Any] = {}
     trace = None
+    horizon_s = request.duration_s
     if closed is None:
         arrivals = inputs.arrivals(request.arrivals, request.rate, request.duration_s, request.seed)
         traffic = {request.model: arrivals.times_s}
+        horizon_s = arrivals.duration_s  # a trace shorter than --duration-s ends with it
         process = arrivals.source
         trace = arrivals if request.arrivals.startswith("trace:") else None
         warnings = list(arrivals.warnings)
@@ -1442,7 +1444,7 @@ def simulate_serve(
     if closed is None:
         result = simulate_serving(
             deployment, traffic, seed=request.seed, slo_s=slo_s,
-            horizon_s=request.duration_s, sources=sources,
+            horizon_s=horizon_s, sources=sources,
         )  # fmt: skip
     else:
         result = simulate_closed_loop(

@@ -678,6 +678,11 @@ def arrivals(
     if rate_rps is not None:
         times = gen.from_timestamps(times, target_rate_rps=rate_rps)
         source += f", time-scaled to {rate_rps:g} req/s"
+    # a trace shorter than the duration asked for ends where its requests end (its last
+    # arrival plus one mean gap): the offered rate is the trace's, not diluted over seconds
+    # nothing arrives in
+    n = times.size
+    own = float(times[-1]) * n / (n - 1) if n > 1 else float(times[-1])
     if duration_s is not None:
         times = gen.from_timestamps(times, duration_s=duration_s)
         if times.size == 0:
@@ -685,7 +690,7 @@ def arrivals(
                 "duration-s", f"keeps no request of {path.name}", got=duration_s,
                 fix="give a longer duration",
             )  # fmt: skip
-    span = duration_s if duration_s is not None else float(times[-1])
+    span = float(times[-1]) if duration_s is None else min(duration_s, own)
     return dataclasses.replace(trace, times_s=times, source=source, duration_s=span)
 
 

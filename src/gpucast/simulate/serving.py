@@ -377,7 +377,9 @@ class ServingResult:
             "slo_attainment": self.slo_attainment(),
             "cost_usd_per_hour": self.price_usd_per_hour,
             "cost_usd_per_million": self.cost_usd_per_million,
-            "mean_batch_size": float(ran.mean()) if ran.size else math.nan,
+            # per batch, as each server's: n requests in batches of sizes b_i make sum(1/b_i)
+            # batches (the mean over requests, which counts big batches more, reads higher)
+            "mean_batch_size": float(ran.size / np.sum(1.0 / ran)) if ran.size else math.nan,
             "models": per_model,
             "servers": [s.to_dict() for s in self.servers],
             "seed": self.seed,
