@@ -413,3 +413,20 @@ def test_table_options_are_checked_before_planning(
     result = runner.invoke(cli, ["plan", "train", *SMALL, "--profile", "prof.json", *extra])
     assert result.exit_code == 2 and needle in result.stderr
     assert (tmp_path / "prof.json").read_text(encoding="utf-8") == "{}"
+
+
+def test_plan_llm_train_without_a_row_in_time_names_the_limit_and_the_fastest() -> None:
+    """No budget given: the refusal names the deadline alone, and the fastest row; the front
+    is listed cheapest first."""
+    result = runner.invoke(cli, [
+        "plan", "llm-train", "--model", "llama-3-8b", "--tokens", "2e11", "--global-batch",
+        "512", "--deadline", "7d", "--cluster", "DGX-H100", "--nodes", "2",
+        "--price-per-gpu-hour", "2.5",
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "no row meets the deadline; the fastest: 2x DGX-H100 (16 H100-SXM)" in text
+    assert "budget;" not in text and "and the budget" not in text
+    costs = [float(line.split("$")[1].split(";")[0].replace(",", ""))
+             for line in result.output.splitlines() if "rdma): " in line]  # fmt: skip
+    assert costs == sorted(costs) and len(costs) == 2

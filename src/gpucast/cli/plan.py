@@ -91,7 +91,10 @@ def llm_train(
     if json_out:
         emit_json(result.to_dict())
         return
-    shown = sorted(set(result.pareto) | ({result.recommended} - {None}))  # type: ignore[arg-type]
+    shown = sorted(
+        set(result.pareto) | ({result.recommended} - {None}),  # type: ignore[arg-type]
+        key=lambda i: (result.candidates[i].cost_usd, result.candidates[i].time_s),
+    )
     console.print(f"{result.model}: {result.tokens:.3g} tokens in {result.steps:,} steps; "
                   "Pareto front of time vs cost (> pick):", highlight=False)  # fmt: skip
     for i in shown:
@@ -105,7 +108,16 @@ def llm_train(
             highlight=False,
         )
     if result.recommended is None:
-        console.print("no row meets the deadline and the budget", highlight=False)
+        given = (("the deadline", request.deadline_s), ("the budget", request.budget_usd))
+        limits = [word for word, value in given if value is not None]
+        fastest = min(result.candidates, key=lambda c: c.time_s)
+        console.print(
+            f"no row meets {' and '.join(limits) or 'the constraints'}; the fastest: "
+            f"{fastest.nodes}x {fastest.instance_type} ({fastest.gpus} {fastest.gpu}) "
+            f"{fastest.time_s / 3600:.1f} h, ${fastest.cost_usd:,.0f} -- raise --max-gpus "
+            "(or --nodes on a --cluster), relax the deadline or the budget",
+            highlight=False,
+        )
     else:
         pick = result.candidates[result.recommended]
         console.print(

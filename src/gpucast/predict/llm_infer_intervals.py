@@ -149,8 +149,9 @@ def stated_ratios(
     for regime in regimes:
         if regime == "prior":
             parts.append(
-                f"this GPU has no LLM inference rows and no GPU of its vendor was validated "
-                f"against the fitted one: widened to +-{PRIOR_HALFWIDTH:.0%} (not validated)"
+                f"this GPU has no LLM inference rows, and the data check a transfer only to "
+                f"another vendor's GPU, never to another GPU of the fitted one's vendor: "
+                f"widened to +-{PRIOR_HALFWIDTH:.0%} (not validated)"
             )
             continue
         name = f"{regime}/latency"
