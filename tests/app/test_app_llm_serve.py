@@ -250,3 +250,15 @@ def test_plan_band_resimulates_the_pick_at_the_edges(small_plan) -> None:
     band = banded.to_dict()["best_band_80"]
     assert band["iteration_factor"] == [low, high]
     assert band["meets_slo"] == [fast.meets_slo, slow.meets_slo]
+
+
+def test_an_overloaded_llm_server_says_so() -> None:
+    """More prompts than one GPU prefills: fewer finish while they arrive than arrive, and the
+    result says so (the CNN path's warning had no LLM twin); a light load says nothing."""
+    common = {"model": "llama-3-8b", "gpu": "A100-40GB", "duration_s": 30, "input_len": 4000,
+              "output_len": 64, "seed": 1}  # fmt: skip
+    heavy = gpucast.simulate_llm_serve(**common, rate=40)
+    (warning,) = [w for w in heavy.warnings if w.startswith("overloaded:")]
+    assert warning.startswith("overloaded: 39.") and "grows with the run" in warning
+    light = gpucast.simulate_llm_serve(**common, rate=0.5)
+    assert not any(w.startswith("overloaded:") for w in light.warnings)

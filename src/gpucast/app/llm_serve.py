@@ -429,6 +429,7 @@ def simulate_llm_serve(
     if others:  # those beyond the context window were named with the traffic
         reasons = ", ".join(f"{n} {why}" for why, n in others.items())
         warnings.append(f"{sum(others.values())} of {reqs.count} requests dropped: {reasons}")
+    warnings += _overload_warning(result)
     assumptions = {
         "gpus": f"{model.tp} x {model.gpu.name} per instance ({model.tp_source})",
         "engine": model.engine.provenance(),
@@ -464,6 +465,32 @@ def simulate_llm_serve(
         validation=llm_validation(model.engine.name, model.gpu.name, model.precision, model.tp),
         band=band,
     )
+
+
+def _overload_warning(result: LlmServingResult) -> list[str]:
+    """A queue that grew while requests arrived, in words: fewer requests finished over the
+    arrival window than arrived in it (a loaded server finishes about as many as arrive, less
+    those in flight)."""
+    import numpy as np
+
+    arrival = result.requests.arrival_s
+    if arrival.size < 20:
+        return []
+    start, end = float(arrival.min()), float(arrival.max())
+    span = end - start
+    if span <= 0:
+        return []
+    done = int(np.count_nonzero(result.finish_s <= end))
+    offered, served = arrival.size / span, done / span
+    if served >= 0.9 * offered:
+        return []
+    ttft = float(np.nanmedian(result.ttft_s))
+    return [
+        f"overloaded: {offered:.2f} req/s offered, {served:.2f} finished while they arrived; "
+        f"{arrival.size - done} requests still queued or running when the last arrived, and "
+        f"TTFT (p50 {ttft:.1f} s) grows with the run. Add --replicas, a faster GPU or tensor "
+        "parallelism, or see plan serve."
+    ]
 
 
 # -- plan serve (LLM) ------------------------------------------------------------------------
