@@ -182,8 +182,12 @@ def print_plan(
         )
         if best.energy_kwh is not None:
             co2 = "" if best.co2e_kg is None else f", {best.co2e_kg:,.1f} kg CO2e"
-            at = "" if best.power_limit_w is None else f" at {best.power_limit_w:g} W"
-            console.print(Text(f"  energy: {best.energy_kwh:,.1f} kWh{co2} (GPUs{at}, x PUE)"))
+            draw = "" if best.gpu_power_w is None else f" averaging {best.gpu_power_w:.0f} W"
+            cap = "" if best.power_limit_w is None else f" under a {best.power_limit_w:g} W limit"
+            line = (
+                f"  energy: {best.energy_kwh:,.1f} kWh{co2} (GPUs{draw}{cap} while training, x PUE)"
+            )
+            console.print(Text(line))
         for name in ("energy", "carbon"):
             k = plan.picks.get(name)
             if k is not None and name != plan.request.objective:
