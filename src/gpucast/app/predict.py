@@ -474,7 +474,12 @@ class PredictClusterRequest:
     VERB: ClassVar[str] = "predict cluster"
 
     model: Path = option(help="JSON from `gpucast fit cluster`", example="cluster.json")
-    input: Path = option(help="CSV of rows to predict", example="rows.csv")
+    input: Path = option(
+        help="CSV of rows to predict: Number of Parameters, Number of Tensors, Workers, "
+        "Parameter Servers, and Step Time (s) or the GPU (temp) and Model (temp) of a fitted "
+        "run; optional Strategy, Max Tensor Size (MB) (docs/formats.md)",
+        example="rows.csv",
+    )
     output: Path = option(help="CSV to write (input + predictions)", example="out.csv")
 
 

@@ -124,7 +124,8 @@ def llm_traffic(
         if input_len.kind == "fixed" and input_len.a >= spec.max_context:
             raise InvalidSpecError(
                 "input-len", f"is beyond {spec.name}'s context window of {spec.max_context} "
-                "tokens", got=int(input_len.a), fix=f"use --input-len < {spec.max_context}",
+                "tokens", got=int(input_len.a),
+                fix=f"use --input-len + --output-len <= {spec.max_context}",
             )  # fmt: skip
         fixed = input_len.kind == "fixed" and output_len.kind == "fixed"
         if fixed and input_len.a + output_len.a > spec.max_context:
