@@ -66,6 +66,23 @@ def test_a_named_model_drives_simulate_train_with_correlated_bursts(tmp_path: Pa
     assert set(flat.scenarios) == {"pessimistic", "optimistic"}  # no data: both shown
 
 
+def test_a_plan_names_the_model_it_rests_on_and_the_fallback(tmp_path: Path) -> None:
+    """The plan's spot-lifetimes assumption names the --lifetimes model and the nodes it covers
+    (the text output showed only the generic rule) and the --fallback-after rule."""
+    db = tmp_path / "s.db"
+    gpucast.fit_lifetimes(
+        trace=str(_bursty_trace(tmp_path / "t.json")), name="aws-v100", provider="aws",
+        gpu="V100", db=db,
+    )  # fmt: skip
+    plan = gpucast.plan_train(
+        workload="mlp", steps=2000, provider="aws", gpu="V100", max_gpus=2, runs=50,
+        lifetimes="aws-v100", fallback_after="15m", db=db,
+    )  # fmt: skip
+    (said,) = [a.value for a in plan.assumptions if a.name == "spot lifetimes"]
+    assert "the named model 'aws-v100' (aws V100) where it applies" in said
+    assert "waits 15 min for spot capacity launches on demand" in said
+
+
 def test_instance_lifetimes_and_a_hazard(tmp_path: Path) -> None:
     csv = tmp_path / "l.csv"
     rows = [f"{3600 * i},{3600 * i + 1800 + 60 * i},revoked,V100" for i in range(30)]

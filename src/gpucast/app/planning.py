@@ -252,9 +252,20 @@ def plan_train(
             name="spot lifetimes",
             value=f"{request.hazard_per_hour:g} revocations per node-hour"
             if request.hazard_per_hour is not None
-            else "a named model where its scope applies, the published GCE lifetimes for GCP "
+            else (
+                f"the named model {lifetimes.named_scope(request.lifetimes)} where it applies"
+                if request.lifetimes is not None
+                else "a named model where its scope applies"
+            )
+            + ", the published GCE lifetimes for GCP "
             f"GPUs they cover, else the {request.spot_scenario} scenario (plans rank by it "
-            "and show the other)",
+            "and show the other)"
+            + (
+                f"; a replacement that waits {request.fallback_after_s / 60:g} min for spot "
+                "capacity launches on demand (--fallback-after)"
+                if request.fallback_after_s is not None
+                else ""
+            ),
             source=lifetimes.fitted_on,
             override="--lifetimes NAME (gpucast fit lifetimes), --spot-scenario, "
             "--hazard-per-hour, --interruption-band, --data-dir",

@@ -158,6 +158,12 @@ class Lifetimes:
             return 0.0 if gaps is None else gaps.sample
         return spot_scenarios()[self.scenario].capacity_gap_s if kind == "scenario" else 0.0
 
+    def named_scope(self, name: str) -> str:
+        """The named model ``name`` (``--lifetimes``) with the nodes it covers, in words."""
+        meta = self.named[1] if self.named is not None and isinstance(self.named[1], dict) else {}
+        parts = [str(meta[k]) for k in ("provider", "gpu", "region") if meta.get(k)]
+        return f"{name!r} ({' '.join(parts) or 'every node'})"
+
     def rests_on_scenario(self, gpu: str, region: str, provider: str = "") -> bool:
         return self._choose(gpu, region, provider or self._provider_of(region))[1] == "scenario"
 
