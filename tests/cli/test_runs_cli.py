@@ -107,6 +107,11 @@ def test_show_round_trips_the_measurement(db: Path) -> None:
     assert "run 2: train resnet50" in table.stdout and "median step" in table.stdout
     profile = runner.invoke(app, ["--db", str(db), "runs", "show", "4"])
     assert profile.exit_code == 0 and "25557032" in profile.stdout
+    # piped (not a terminal): the stored JSON as is, no line padded to the console width
+    body = profile.stdout.split("\n", 1)[1]
+    assert json.loads(body) == {"parameters": 25557032} and not any(
+        line.endswith(" ") for line in body.splitlines()
+    )
 
 
 @pytest.mark.parametrize("run_id", ["99", "0", "abc"])

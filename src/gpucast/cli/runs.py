@@ -118,7 +118,11 @@ def show(
         f"{s.precision} · {s.created_at.isoformat(timespec='seconds')}",
         highlight=False,
     )
-    console.print(Syntax(json.dumps(run.result, indent=2), "json", word_wrap=True))
+    text = json.dumps(run.result, indent=2)
+    if console.is_terminal:
+        console.print(Syntax(text, "json", word_wrap=True))
+    else:  # piped: the JSON as is, not padded to the console's width
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("export")
