@@ -369,6 +369,9 @@ def plan_train(
     )
     if by_gpu:
         assumed += (auto_precision_assumption(by_gpu, fixed=kept),)
+        slow = _half_priced_slow(by_gpu, profiles, catalog, efficiency.value)
+        if slow is not None:
+            assumed += (slow,)
     elif stored is not None and stored_precision:
         assumed += (
             auto_precision_assumption(
@@ -386,6 +389,39 @@ def plan_train(
             ),
         )
     return dataclasses.replace(plan, candidates=candidates, models=models, assumptions=assumed)
+
+
+def _half_priced_slow(
+    by_gpu: Mapping[str, str],
+    profiles: Mapping[str, Any],
+    catalog: Any,
+    efficiency: RooflineEfficiency,
+) -> Assumption | None:
+    """The GPUs ``--precision auto`` trains in half precision although the fitted efficiencies
+    price that matrix work slower than their FP32 units (``predict train`` notes each), or
+    None."""
+    from gpucast.predict.roofline import SLOWER_THAN_FP32, RooflineWorkload, half_over_fp32
+
+    slow = []
+    for name, precision in sorted(by_gpu.items()):
+        profile = profiles.get(profiled_precision(precision))
+        if profile is None or name in efficiency.gpu_factors:  # fitted GPUs carry a factor
+            continue
+        work = RooflineWorkload.from_profile(profile)
+        ratio = half_over_fp32(work, catalog.gpu(name), precision, efficiency)
+        if ratio is not None and ratio > SLOWER_THAN_FP32:
+            slow.append(f"{name} ({precision} x{ratio:.2f})")
+    if not slow:
+        return None
+    return Assumption(
+        name="half precision priced slow",
+        value=f"on {', '.join(slow)} the model prices the matrix work slower than the GPU's "
+        "FP32 units would run it: its tensor-core efficiencies are fitted on MLPerf systems "
+        "whose half-precision peak is 4-15x the FP32 one; real mixed precision is usually "
+        "faster there, so these plans are pessimistic",
+        source=efficiency.source,
+        override="--precision fp32, or a measurement: gpucast measure train --precision bf16",
+    )
 
 
 def _own_gpu_calibrations(

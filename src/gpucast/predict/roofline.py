@@ -378,13 +378,33 @@ _NATIVE = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "tf32": "tf32_tflops",
            "fp8": "fp8_tflops", "int8": "int8_tops"}  # fmt: skip
 
 
+#: a half-precision path priced more than this times the FP32 units' time is named
+SLOWER_THAN_FP32 = 1.05
+
+
+def half_over_fp32(
+    workload: RooflineWorkload, gpu: GpuSpec, precision: str, eff: RooflineEfficiency
+) -> float | None:
+    """How many times the time of ``gpu``'s FP32 units the efficiencies price ``workload``'s
+    matrix work at ``precision`` (None: fp32 itself, a precision the GPU has no units for, or
+    no matrix work)."""
+    column = _NATIVE.get(precision)
+    if column is None or getattr(gpu, column) is None or workload.matmul_flops <= 0:
+        return None
+    tensor = eff.compute_flops(workload, precision) / (
+        eff.compute_efficiency(precision) * gpu.peak_tflops(precision)
+    )
+    return tensor * eff.compute_efficiency_fp32 * gpu.peak_tflops("fp32") / workload.matmul_flops
+
+
 def _precision_notes(
     workload: RooflineWorkload, gpu: GpuSpec, precision: str, eff: RooflineEfficiency
 ) -> list[str]:
     """What a user should know about pricing ``precision`` on ``gpu``: a precision the GPU has
-    no units for (priced at the mode it falls back to), and a tensor-core path the model prices
-    slower than the GPU's FP32 units would run the same matrix work (its tensor-core
-    efficiencies come from systems whose half-precision peak is 4-15x the FP32 one)."""
+    no units for (priced at the mode it falls back to), and, on a GPU the fit has no data of,
+    a tensor-core path the model prices slower than the GPU's FP32 units would run the same
+    matrix work (its tensor-core efficiencies come from systems whose half-precision peak is
+    4-15x the FP32 one)."""
     column = _NATIVE.get(precision)
     if column is None:
         return []
@@ -395,17 +415,13 @@ def _precision_notes(
             f"gpus.csv {column} is empty)"
         ]
     notes: list[str] = []
-    if workload.matmul_flops <= 0:
-        return notes
-    tensor = eff.compute_flops(workload, precision) / (
-        eff.compute_efficiency(precision) * gpu.peak_tflops(precision)
-    )
-    simt = workload.matmul_flops / (eff.compute_efficiency_fp32 * gpu.peak_tflops("fp32"))
-    if tensor > simt * 1.05:
+    # a GPU the fit has data of carries a factor fitted to it (and its own validation)
+    ratio = None if gpu.name in eff.gpu_factors else half_over_fp32(workload, gpu, precision, eff)
+    if ratio is not None and ratio > SLOWER_THAN_FP32:
         conv = workload.conv_flops > 0 and eff.tensor_core_conv_ratio != 1.0
         notes.append(
             f"the model prices this step's {precision} matrix work on {gpu.name} at "
-            f"{tensor / simt:.2f}x the time its FP32 units would take (tensor cores at "
+            f"{ratio:.2f}x the time its FP32 units would take (tensor cores at "
             f"{eff.compute_efficiency(precision):.2f} of peak"
             + (f", convolutions {eff.tensor_core_conv_ratio:.2f} of that" if conv else "")
             + f", FP32 at {eff.compute_efficiency_fp32:.2f}; fitted on MLPerf systems whose "
