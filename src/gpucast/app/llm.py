@@ -187,6 +187,7 @@ def predict_llm_train(
     )
     from gpucast.inputs.mlperf_llm import stated_band
     from gpucast.inputs.steptime import node_network_gbps
+    from gpucast.plan.llm import power_of_two_part
     from gpucast.predict.parallel import best_layout, cluster_shape, rank_layouts
 
     request = resolve(PredictLlmTrainRequest, request, options)
@@ -199,15 +200,17 @@ def predict_llm_train(
         if cluster is not None
         else request.gpus_per_node or min(8, request.gpus)
     )
-    whole = per_node
-    if request.gpus % per_node and cluster is not None:
-        # a node whose GPU count has an odd factor (a 72-GPU rack) runs on its largest power
-        # of two (64), as plan llm-train plans it; the rest of each node idles
-        part = 1 << (per_node.bit_length() - 1)
-        if request.gpus % part == 0 and request.gpus // part <= cluster.nodes:
-            per_node = part
+    whole, part = per_node, power_of_two_part(per_node)
+    # a node whose GPU count has an odd factor (a 72-GPU rack) runs on its largest power of
+    # two (64), as plan llm-train plans it; the rest of each node idles
+    if (
+        cluster is not None
+        and request.gpus % per_node
+        and request.gpus % part == 0
+        and request.gpus // part <= cluster.nodes
+    ):
+        per_node = part
     if request.gpus % per_node:
-        part = 1 << (per_node.bit_length() - 1)
         raise InvalidSpecError(
             "gpus",
             f"{request.gpus} is not a whole number of {per_node}-GPU nodes",
@@ -432,22 +435,16 @@ class PlanLlmTrainResult:
 def _estimated_prices(plan: LlmPlan) -> dict[str, str]:
     """An ``estimated prices`` assumption naming the front's (and the pick's) offers whose
     prices were not read from a source, or nothing."""
-    from gpucast.domain.catalog import ESTIMATED_PRICE_MARK
+    from gpucast.domain.catalog import estimated_prices_note
 
     rows = sorted({*plan.pareto, *([] if plan.recommended is None else [plan.recommended])})
-    named = {
+    note = estimated_prices_note(
         f"{r.provider}/{r.region} {r.instance_type}"
-        + (" (the pick)" if i == plan.recommended else ""): None
+        + (" (the pick)" if i == plan.recommended else "")
         for i in rows
         if (r := plan.candidates[i]).price_estimated
-    }
-    if not named:
-        return {}
-    return {
-        "estimated prices": f"{', '.join(named)} -- not read from any source (the catalog's "
-        f"offers.csv marks these rows {ESTIMATED_PRICE_MARK}); refresh them with `gpucast "
-        "catalog import-skypilot` or give your own with --offers FILE"
-    }
+    )
+    return {"estimated prices": note} if note else {}
 
 
 def plan_llm_train(
@@ -470,7 +467,7 @@ def plan_llm_train(
         request_cluster,
     )
     from gpucast.inputs.mlperf_llm import stated_band
-    from gpucast.plan.llm import NodeOption, offer_nodes, plan_llm
+    from gpucast.plan.llm import NodeOption, offer_nodes, plan_llm, power_of_two_part
 
     request = resolve(PlanLlmTrainRequest, request, options)
     spec = llm_model(request.model)
@@ -562,7 +559,7 @@ def plan_llm_train(
                     "which power-of-two batches and tensor-parallel sizes divide; its other "
                     "GPUs are paid for and idle (rows say how many)"
                 }
-                if any(n.gpus_per_node & (n.gpus_per_node - 1) for n in nodes)
+                if any(power_of_two_part(n.gpus_per_node) != n.gpus_per_node for n in nodes)
                 else {}
             ),
             **(

@@ -400,16 +400,16 @@ def _half_priced_slow(
     """The GPUs ``--precision auto`` trains in half precision although the fitted efficiencies
     price that matrix work slower than their FP32 units (``predict train`` notes each), or
     None."""
-    from gpucast.predict.roofline import SLOWER_THAN_FP32, RooflineWorkload, half_over_fp32
+    from gpucast.predict.roofline import RooflineWorkload, half_priced_slow
 
     slow = []
     for name, precision in sorted(by_gpu.items()):
         profile = profiles.get(profiled_precision(precision))
-        if profile is None or name in efficiency.gpu_factors:  # fitted GPUs carry a factor
+        if profile is None:
             continue
         work = RooflineWorkload.from_profile(profile)
-        ratio = half_over_fp32(work, catalog.gpu(name), precision, efficiency)
-        if ratio is not None and ratio > SLOWER_THAN_FP32:
+        ratio = half_priced_slow(work, catalog.gpu(name), precision, efficiency)
+        if ratio is not None:
             slow.append(f"{name} ({precision} x{ratio:.2f})")
     if not slow:
         return None

@@ -708,20 +708,13 @@ def plan_serve(
 def _estimated_servers(servers: Sequence[Any], catalog: Any) -> str:
     """The server options priced from offers whose prices were never read from a source
     (``Offer.price_estimated``), named with their offer; "" when none."""
-    from gpucast.domain.catalog import ESTIMATED_PRICE_MARK
+    from gpucast.domain.catalog import estimated_prices_note
 
     guessed = {(o.provider, o.region, o.instance_type) for o in catalog.offers if o.price_estimated}
-    named = [
+    return estimated_prices_note(
         f"{s.name} ({s.provider}/{s.region} {s.instance_type})"
         for s in servers
         if s.kind != "mig" and (s.provider, s.region, s.instance_type) in guessed
-    ]
-    if not named:
-        return ""
-    return (
-        f"{', '.join(named)} -- not read from any source (the catalog's offers.csv marks these "
-        f"rows {ESTIMATED_PRICE_MARK}); refresh them with `gpucast catalog import-skypilot` or "
-        "give your own with --offers FILE"
     )
 
 

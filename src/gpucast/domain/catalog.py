@@ -7,6 +7,7 @@ Every figure carries its unit in its name. Peak FLOP/s are *dense* (no sparsity)
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -235,6 +236,19 @@ PROVIDERS = ("aws", "gcp", "azure")
 #: How an offers CSV marks a row whose prices were not read from any source (its ``note``
 #: starts with it).
 ESTIMATED_PRICE_MARK = "UNVERIFIED"
+
+
+def estimated_prices_note(offers: Iterable[str]) -> str:
+    """What a plan says about the ``offers`` (named in words) whose prices it rests on but no
+    source gave ("" when there are none)."""
+    named = list(offers)
+    if not named:
+        return ""
+    return (
+        f"{', '.join(named)} -- not read from any source (the catalog's offers.csv marks these "
+        f"rows {ESTIMATED_PRICE_MARK}); refresh them with `gpucast catalog import-skypilot` or "
+        "give your own with --offers FILE"
+    )
 
 
 def lookup_key(name: str) -> str:

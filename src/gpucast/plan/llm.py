@@ -148,6 +148,12 @@ def cheapest_offers(offers: Iterable[Offer]) -> list[Offer]:
     return sorted(best.values(), key=lambda o: (o.provider, o.instance_type))
 
 
+def power_of_two_part(gpus_per_node: int) -> int:
+    """The GPUs of a node a power-of-two batch and tensor-parallel size can use: the largest
+    power of two in ``gpus_per_node`` (64 of a 72-GPU rack; the node itself when it is one)."""
+    return 1 << (gpus_per_node.bit_length() - 1)
+
+
 def _node_counts(option: NodeOption, max_gpus: int) -> list[tuple[int, int]]:
     """(GPUs used per node, nodes) to plan: every node whole (:func:`node_counts`), and where
     the node's GPU count has an odd factor (72 = 8 x 9, 6 = 2 x 3), also its largest power of
@@ -155,7 +161,7 @@ def _node_counts(option: NodeOption, max_gpus: int) -> list[tuple[int, int]]:
     bounded by ``max_gpus`` GPUs used and the option's ``max_nodes``."""
     gpn = option.gpus_per_node
     out: list[tuple[int, int]] = []
-    for used in dict.fromkeys((gpn, 1 << (gpn.bit_length() - 1))):
+    for used in dict.fromkeys((gpn, power_of_two_part(gpn))):
         top = max_gpus
         if option.max_nodes is not None:
             top = min(top, option.max_nodes * used)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 import numpy.typing as npt
 
-from gpucast.domain.catalog import ESTIMATED_PRICE_MARK, Catalog
+from gpucast.domain.catalog import Catalog, estimated_prices_note
 from gpucast.domain.errors import (
     InvalidSpecError,
     NoFeasiblePlanError,
@@ -968,14 +968,8 @@ def _estimated_prices(res: SearchResult, shown: list[int], pick: int | None) -> 
             offers.append(f"{off.provider[o]}/{off.region[o]} {off.cpu_instance[o]} (PS)")
         for name in offers:
             named[name] = named.get(name, False) or k == pick
-    if not named:
-        return ()
-    listed = ", ".join(f"{n}{' (the pick)' if mine else ''}" for n, mine in named.items())
-    return (
-        f"estimated prices: {listed} -- not read from any source (the catalog's offers.csv "
-        f"marks these rows {ESTIMATED_PRICE_MARK}); refresh them with `gpucast catalog "
-        "import-skypilot` or give your own with --offers FILE",
-    )
+    note = estimated_prices_note(f"{n}{' (the pick)' if mine else ''}" for n, mine in named.items())
+    return (f"estimated prices: {note}",) if note else ()
 
 
 def _finite_or_none(value: float) -> float | None:

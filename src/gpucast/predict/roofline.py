@@ -397,6 +397,18 @@ def half_over_fp32(
     return tensor * eff.compute_efficiency_fp32 * gpu.peak_tflops("fp32") / workload.matmul_flops
 
 
+def half_priced_slow(
+    workload: RooflineWorkload, gpu: GpuSpec, precision: str, eff: RooflineEfficiency
+) -> float | None:
+    """:func:`half_over_fp32` where it is worth saying: above :data:`SLOWER_THAN_FP32` on a GPU
+    the fit has no data of (a fitted GPU carries a factor fitted to it, and its own
+    validation); None elsewhere."""
+    if gpu.name in eff.gpu_factors:
+        return None
+    ratio = half_over_fp32(workload, gpu, precision, eff)
+    return ratio if ratio is not None and ratio > SLOWER_THAN_FP32 else None
+
+
 def _precision_notes(
     workload: RooflineWorkload, gpu: GpuSpec, precision: str, eff: RooflineEfficiency
 ) -> list[str]:
@@ -415,9 +427,8 @@ def _precision_notes(
             f"gpus.csv {column} is empty)"
         ]
     notes: list[str] = []
-    # a GPU the fit has data of carries a factor fitted to it (and its own validation)
-    ratio = None if gpu.name in eff.gpu_factors else half_over_fp32(workload, gpu, precision, eff)
-    if ratio is not None and ratio > SLOWER_THAN_FP32:
+    ratio = half_priced_slow(workload, gpu, precision, eff)
+    if ratio is not None:
         conv = workload.conv_flops > 0 and eff.tensor_core_conv_ratio != 1.0
         notes.append(
             f"the model prices this step's {precision} matrix work on {gpu.name} at "
