@@ -103,14 +103,16 @@ def test_simulate_train_picks_each_groups_precision() -> None:
     assert float(k80.on_demand.duration_s.mean()) == float(fp32.on_demand.duration_s.mean())
 
 
-def test_auto_names_the_gpus_whose_half_precision_is_priced_slow() -> None:
-    """Convolutions on A10G/L4 (no data of them in the fit; bf16 peak 2-4x FP32): the model
-    prices their bf16 path slower than their FP32 units, and the plan says so; on A100 (8x)
-    it does not; an MLP's plain matmuls on A10G are not priced slow."""
+def test_auto_names_the_gpus_whose_half_precision_runs_at_the_fp32_rate() -> None:
+    """Convolutions on A10G (bf16 peak 2x its dedicated FP32 lanes' 4x): the fitted tensor-core
+    path would be slower than its FP32 units, so bf16 is priced at their rate and the plan
+    says so; on L4 and A100 (bf16 8x their dedicated FP32) it is not; an MLP's plain matmuls
+    on A10G are not priced at the FP32 rate."""
     convs = {**PLAN, "workload": "cifar-resnet20", "provider": "aws", "gpu": "A10G,L4,A100-40GB"}
     plan = gpucast.plan_train(**convs)
-    (slow,) = [a for a in plan.assumptions if a.name == "half precision priced slow"]
-    assert "A10G (bf16 x" in slow.value and "L4 (bf16 x" in slow.value
-    assert "A100" not in slow.value and "--precision fp32" in slow.override
+    (slow,) = [a for a in plan.assumptions if a.name == "half precision at FP32 rate"]
+    assert "A10G (bf16: tensor-core path x" in slow.value
+    assert "L4" not in slow.value and "A100" not in slow.value
+    assert "gpucast measure train" in slow.override
     mlp = gpucast.plan_train(**{**PLAN, "provider": "aws", "gpu": "A10G"})
-    assert not any(a.name == "half precision priced slow" for a in mlp.assumptions)
+    assert not any(a.name == "half precision at FP32 rate" for a in mlp.assumptions)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 from datetime import date
 from pathlib import Path
 
@@ -131,3 +133,33 @@ def test_a_sustained_clock_above_or_without_the_boost_is_rejected(
         parse_gpus(text, "gpus.csv")
     assert info.value.line == 2 and "sustained_clock_mhz" in str(info.value)
     assert why in str(info.value)
+
+
+#: GPUs whose datasheet FP32 figure counts lanes shared with INT32 (GA10x, Ada) or dual-issued
+#: (RDNA3); GA100, Hopper, Blackwell, Volta, Turing and CDNA have dedicated FP32 lanes
+SHARED_FP32 = ("A10G", "A10", "A40", "RTX-A6000", "L4", "L40S", "L40", "RTX4090", "RX7900XTX")
+
+
+def test_fp32_dedicated_lanes_are_stated_with_their_source() -> None:
+    c = load_catalog()
+    notes = {r["name"]: r["note"] for r in csv.DictReader(io.StringIO(BUILTIN.read_text()))}
+    for g in c.gpus:
+        if g.name in SHARED_FP32:
+            assert g.fp32_dedicated_tflops == pytest.approx(g.fp32_tflops / 2), g.name
+            assert "fp32_dedicated_tflops = half of fp32_tflops" in notes[g.name], g.name
+            assert "whitepaper" in notes[g.name] or "RDNA 3" in notes[g.name], g.name
+            assert g.fp32_path_tflops() == pytest.approx(g.fp32_tflops / 2 * g.clock_share)
+        else:
+            assert g.fp32_dedicated_tflops is None, g.name
+            assert g.fp32_path_tflops() == g.peak_tflops("fp32")
+    assert c.gpu("L40S").peak_tflops("fp32") == 91.6  # the catalog shows the datasheet's
+
+
+def test_fp32_dedicated_above_the_fp32_figure_is_rejected() -> None:
+    text = BUILTIN.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("A10G,"))
+    bad = row.replace("70,70,,,17.5,", "70,70,,,40,", 1)
+    assert bad != row
+    with pytest.raises(DataFormatError) as info:
+        parse_gpus(text.replace(row, bad), "gpus.csv")
+    assert "fp32_dedicated_tflops" in str(info.value) and "<= fp32_tflops" in str(info.value)

@@ -185,3 +185,27 @@ def test_a_cnn_profile_carries_its_convolution_share() -> None:
     # the eager engine's efficiency comes from the step-time model, with its fitted ratio
     eager = serving_efficiency("eager-pytorch").value
     assert eager.tensor_core_conv_ratio < 1.0
+
+
+def test_reduced_precision_serving_is_never_priced_slower_than_fp32_units() -> None:
+    """Convolutions at a low tensor-core ratio on A10G (bf16 2x its FP32 figure, 4x its
+    dedicated lanes'): bf16 matrix work falls back to the FP32 units' rate, so a bf16 batch
+    costs at most what fp32 costs; on A100 (bf16 16x) the tensor path stays far faster."""
+    from dataclasses import replace
+
+    from gpucast.predict.roofline import RooflineEfficiency
+
+    convs = replace(WORK, conv_share=1.0, other_bytes_per_sample=0.0, other_bytes_fixed=0.0)
+    eff = RooflineEfficiency(compute_efficiency_fp32=0.9, compute_efficiency_tensor_core=0.5,
+                             tensor_core_conv_ratio=0.3, kernel_overhead_s=0.0)  # fmt: skip
+    cat = load_catalog()
+    a10g = cat.gpu("A10G")
+    half = predict_latency_curve(convs, a10g, "bf16", max_batch=64, efficiency=eff)
+    full = predict_latency_curve(convs, a10g, "fp32", max_batch=64, efficiency=eff)
+    assert half.latency(64) == pytest.approx(full.latency(64), rel=1e-9)
+    tensor_s = 64 * 8e9 / (0.5 * 0.3 * 70e12)  # what the tensor path alone would take
+    assert half.latency(64) == pytest.approx(64 * 8e9 / (0.9 * 17.5e12))
+    assert half.latency(64) < tensor_s / 1.4
+    a100 = cat.gpu("A100-40GB")
+    fast = predict_latency_curve(convs, a100, "bf16", max_batch=64, efficiency=eff)
+    assert fast.latency(64) == pytest.approx(64 * 8e9 / (0.5 * 0.3 * 312e12), rel=1e-9)

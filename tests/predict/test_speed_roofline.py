@@ -80,11 +80,12 @@ def test_tensor_cores_make_memory_the_bottleneck() -> None:
     assert est.value < predict_step_time(RESNET, A100, "fp32").value
 
 
-def test_half_precision_priced_slower_than_fp32_or_missing_says_so() -> None:
-    """A tensor-core path the efficiencies price slower than the FP32 units (a GPU whose bf16
-    peak is only 2x its FP32 one, convolutions at a third of the tensor efficiency) is named
-    with both figures; a GPU without bf16 units says what it was priced at; neither note on a
-    GPU whose bf16 path is faster."""
+def test_half_precision_never_priced_slower_than_fp32_and_says_when_fp32_binds() -> None:
+    """A tensor-core path the efficiencies would price slower than the FP32 units (a GPU whose
+    bf16 peak is only 2x its FP32 one, convolutions at a third of the tensor efficiency) is
+    priced on the FP32 units and says so with both figures; lanes shared with INT32 count
+    only their dedicated half; a GPU without bf16 units says what it was priced at; no note
+    on a GPU whose bf16 path is faster."""
     from dataclasses import replace
 
     eff = RooflineEfficiency(
@@ -94,9 +95,18 @@ def test_half_precision_priced_slower_than_fp32_or_missing_says_so() -> None:
     convs = replace(RESNET, conv_flops=RESNET.matmul_flops * 0.99)
     small = gpu("A10G-like", 35.0, 70.0, 600.0)
     slow = predict_step_time(convs, small, "bf16", efficiency=eff)
-    (note,) = [n for n in slow.notes if "FP32 units would take" in n]
-    assert "on A10G-like at 2.69x" in note and "convolutions 0.34 of that" in note
-    assert "2.0x" in note
+    fp32 = predict_step_time(convs, small, "fp32", efficiency=eff)
+    assert slow.breakdown["compute"] == pytest.approx(fp32.breakdown["compute"], rel=1e-9)
+    (note,) = [n for n in slow.notes if "FP32 units" in n]
+    assert "priced on A10G-like's FP32 units" in note and "take 2.69x as long" in note
+    assert "convolutions 0.34 of that" in note and "2.0x its FP32 one" in note
+    # half the FP32 lanes shared with INT32 (GA10x / Ada): the FP32 path is half as fast
+    shared = replace(small, fp32_dedicated_tflops=17.5)
+    half = predict_step_time(convs, shared, "bf16", efficiency=eff)
+    assert half.breakdown["compute"] == pytest.approx(
+        convs.matmul_flops / (0.94 * 17.5e12), rel=1e-9
+    )
+    assert any("take 1.35x as long" in n for n in half.notes)
     fast = predict_step_time(convs, A100, "bf16", efficiency=eff)
     assert not any("FP32 units" in n or "no bf16 units" in n for n in fast.notes)
     old = replace(V100, bf16_tflops=None, fp16_tflops=None)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
+from speed_factories import gpu_spec
 from steptime_factories import GPUS, TRUE, synthetic_steps
 
 from gpucast.domain.catalog import GpuSpec
@@ -60,6 +63,33 @@ def test_recovers_the_tensor_core_convolution_ratio() -> None:
     assert StepTimeModel.from_dict(old).conv_ratio_ == 1.0
     # without convolutions on tensor cores there is nothing to fit it on
     assert StepTimeModel().fit(rows.drop(columns="conv_flops")).conv_ratio_ == 1.0
+
+
+def test_half_precision_convolutions_take_the_fp32_units_where_those_are_faster() -> None:
+    """On a GPU whose bf16 peak is only 2x its FP32 one, convolutions at a tensor-core ratio of
+    0.3 run faster on the FP32 units: the fit recovers the truth with that path, and the
+    roofline prices the same rule (never slower than FP32, and said so)."""
+    rows = synthetic_steps(conv_ratio=0.3, low_ratio=True)
+    model = StepTimeModel(gpu_prior_sd=10.0, workload_prior_sd=10.0).fit(rows)
+    assert model.fp32_path
+    assert model.conv_ratio_ == pytest.approx(0.3, rel=0.02)
+    np.testing.assert_allclose(
+        model.predict(rows, use_workload_factor=True), rows["step_time_s"], rtol=1e-3
+    )
+    # without the FP32 column the rule has no peak to take: E's convolutions are overpriced
+    plain = model.predict(rows.drop(columns="fp32_peak_tflops"), use_workload_factor=True)
+    on_e = (rows.gpu == "E").to_numpy() & rows.workload_key.isin(["w1", "w2"]).to_numpy()
+    assert np.all(plain[on_e] > rows["step_time_s"].to_numpy()[on_e] * 1.5)
+    # the roofline: an A10G-like GPU prices bf16 convolutions no slower than FP32
+    eff = model.efficiency()
+    gpu = replace(gpu_spec("lowratio", 30.0, fp16=60.0), bf16_tflops=60.0)
+    conv = RooflineWorkload(name="c", batch_size=1, matmul_flops=1e12, memory_bytes=0.0,
+                            n_kernels=0, conv_flops=1e12)  # fmt: skip
+    half = predict_step_time(conv, gpu, "bf16", efficiency=eff)
+    fp32 = predict_step_time(conv, gpu, "fp32", efficiency=eff)
+    assert half.breakdown["compute"] == pytest.approx(fp32.breakdown["compute"], rel=1e-9)
+    assert any("priced on lowratio's FP32 units" in n for n in half.notes)
+    assert not any("FP32 units" in n for n in fp32.notes)
 
 
 def test_conv_flops_above_the_matmul_flops_are_refused() -> None:

@@ -369,7 +369,7 @@ def plan_train(
     )
     if by_gpu:
         assumed += (auto_precision_assumption(by_gpu, fixed=kept),)
-        slow = _half_priced_slow(by_gpu, profiles, catalog, efficiency.value)
+        slow = _fp32_path_priced(by_gpu, profiles, catalog, efficiency.value)
         if slow is not None:
             assumed += (slow,)
     elif stored is not None and stored_precision:
@@ -391,16 +391,16 @@ def plan_train(
     return dataclasses.replace(plan, candidates=candidates, models=models, assumptions=assumed)
 
 
-def _half_priced_slow(
+def _fp32_path_priced(
     by_gpu: Mapping[str, str],
     profiles: Mapping[str, Any],
     catalog: Any,
     efficiency: RooflineEfficiency,
 ) -> Assumption | None:
-    """The GPUs ``--precision auto`` trains in half precision although the fitted efficiencies
-    price that matrix work slower than their FP32 units (``predict train`` notes each), or
-    None."""
-    from gpucast.predict.roofline import RooflineWorkload, half_priced_slow
+    """The GPUs ``--precision auto`` trains in half precision whose matrix work is priced on
+    their FP32 units, the fitted tensor-core path being slower there (``predict train`` notes
+    each), or None."""
+    from gpucast.predict.roofline import RooflineWorkload, fp32_path_priced
 
     slow = []
     for name, precision in sorted(by_gpu.items()):
@@ -408,19 +408,19 @@ def _half_priced_slow(
         if profile is None:
             continue
         work = RooflineWorkload.from_profile(profile)
-        ratio = half_priced_slow(work, catalog.gpu(name), precision, efficiency)
+        ratio = fp32_path_priced(work, catalog.gpu(name), precision, efficiency)
         if ratio is not None:
-            slow.append(f"{name} ({precision} x{ratio:.2f})")
+            slow.append(f"{name} ({precision}: tensor-core path x{ratio:.2f})")
     if not slow:
         return None
     return Assumption(
-        name="half precision priced slow",
-        value=f"on {', '.join(slow)} the model prices the matrix work slower than the GPU's "
-        "FP32 units would run it: its tensor-core efficiencies are fitted on MLPerf systems "
-        "whose half-precision peak is 4-15x the FP32 one; real mixed precision is usually "
-        "faster there, so these plans are pessimistic",
+        name="half precision at FP32 rate",
+        value=f"on {', '.join(slow)} the matrix work is priced on the GPU's FP32 units, as "
+        "cuDNN/cuBLAS keep the faster kernel: the tensor-core efficiencies are fitted on "
+        "systems whose half-precision peak is 4-15x the FP32 one, and would price it slower; "
+        "only the halved memory traffic is gained",
         source=efficiency.source,
-        override="--precision fp32, or a measurement: gpucast measure train --precision bf16",
+        override="a measurement: gpucast measure train --precision bf16",
     )
 
 

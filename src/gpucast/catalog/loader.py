@@ -165,7 +165,8 @@ def parse_gpus(
     mig_path: str = "mig_profiles.csv",
 ) -> tuple[GpuSpec, ...]:
     """GPU specs from CSV text. ``base_clock_mhz``, ``boost_clock_mhz``, the power facts
-    (``idle_power_w``, ``min_power_limit_w``, ``max_power_limit_w``) and ``int8_tops`` are
+    (``idle_power_w``, ``min_power_limit_w``, ``max_power_limit_w``), ``int8_tops`` and
+    ``fp32_dedicated_tflops`` are
     optional columns: a file without them (or an empty cell) gives ``None``."""
     mig = dict(mig or {})
     specs: list[GpuSpec] = []
@@ -236,6 +237,7 @@ def parse_gpus(
                 min_power_limit_w=opt("min_power_limit_w"),
                 max_power_limit_w=opt("max_power_limit_w"),
                 int8_tops=opt("int8_tops"),
+                fp32_dedicated_tflops=opt("fp32_dedicated_tflops"),
             )
         except InvalidSpecError as exc:
             raise DataFormatError(path, exc.message, line=line) from exc

@@ -101,6 +101,10 @@ class GpuSpec:
     max_power_limit_w: float | None = None
     #: dense INT8 tensor-core (or DP4A) peak, TOPS; None where the datasheet gives none
     int8_tops: float | None = None
+    #: the FP32 rate of the lanes that run only FP32, where ``fp32_tflops`` also counts lanes
+    #: shared with INT32 (NVIDIA GA10x and Ada: one of the two datapaths of each SM partition)
+    #: or dual-issued ones (AMD RDNA3); None: every FP32 lane is dedicated
+    fp32_dedicated_tflops: float | None = None
 
     def __post_init__(self) -> None:
         owner = f"gpu {self.name}"
@@ -111,6 +115,7 @@ class GpuSpec:
             "bf16_tflops",
             "fp8_tflops",
             "int8_tops",
+            "fp32_dedicated_tflops",
             "interconnect_gbps",
             "base_clock_mhz",
             "boost_clock_mhz",
@@ -138,6 +143,12 @@ class GpuSpec:
                 f"{owner}.sustained_clock_mhz",
                 "must be <= boost_clock_mhz (the clock the peaks are quoted at; give it too)",
                 got=self.sustained_clock_mhz,
+            )
+        if self.fp32_dedicated_tflops is not None and self.fp32_dedicated_tflops > self.fp32_tflops:
+            raise InvalidSpecError(
+                f"{owner}.fp32_dedicated_tflops",
+                f"must be <= fp32_tflops ({self.fp32_tflops:g})",
+                got=self.fp32_dedicated_tflops,
             )
         for name in ("memory_gib", "memory_bandwidth_gbps", "tdp_w"):
             _check_positive(owner, name, getattr(self, name), allow_none=False)
@@ -175,6 +186,18 @@ class GpuSpec:
             if value is not None:
                 return float(value) * self.clock_share
         return self.fp32_tflops  # pragma: no cover - fp32 is always present
+
+    def fp32_path_tflops(self) -> float:
+        """What the FP32 units offer matrix work (FP32 training, and reduced-precision work
+        that falls back to them, :func:`gpucast.predict.roofline.matrix_seconds`): the
+        dedicated FP32 lanes' peak where the datasheet figure also counts shared or
+        dual-issued ones, else the FP32 peak (at the sustained clock, as :meth:`peak_tflops`).
+        A GEMM or convolution that leaves the shared lanes to address arithmetic does not
+        reach the doubled figure; MLPerf's L40S rows (bf16 ResNet-50 slower than 0.9 of its
+        91.6 TFLOP/s FP32 figure would run it) bound it below the datasheet. ``peak_tflops``
+        keeps the datasheet figure (what the catalog shows)."""
+        fp32 = self.fp32_dedicated_tflops or self.fp32_tflops
+        return float(fp32) * self.clock_share
 
     @property
     def clock_share(self) -> float:

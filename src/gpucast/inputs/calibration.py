@@ -68,7 +68,7 @@ def with_sibling_factors(eff: RooflineEfficiency) -> RooflineEfficiency:
 
     def chip(g: Any) -> tuple[Any, ...]:
         return (g.vendor, g.architecture, g.fp32_tflops, g.tf32_tflops, g.fp16_tflops,
-                g.bf16_tflops, g.fp8_tflops, g.sustained_clock_mhz,
+                g.bf16_tflops, g.fp8_tflops, g.fp32_dedicated_tflops, g.sustained_clock_mhz,
                 g.memory_bandwidth_gbps)  # fmt: skip
 
     gpus = load_catalog().gpus

@@ -455,7 +455,7 @@ def with_features(frame: pd.DataFrame, catalog: Any) -> pd.DataFrame:
 
     out = frame.copy()
     feats: dict[tuple[str, str, str, str], Any] = {}
-    flops, conv, nbytes, kernels, peak, bandwidth = [], [], [], [], [], []
+    flops, conv, nbytes, kernels, peak, fp32_peak, bandwidth = [], [], [], [], [], [], []
     for r in out.to_dict("records"):
         key = (str(r["workload"]), str(r["options"]), str(r["precision"]), str(r["optimizer"]))
         if key not in feats:
@@ -480,13 +480,16 @@ def with_features(frame: pd.DataFrame, catalog: Any) -> pd.DataFrame:
         nbytes.append(roof.memory_bytes)
         kernels.append(roof.n_kernels)
         spec = catalog.gpu(str(r["gpu"]))
-        peak.append(spec.peak_tflops(str(r["precision"])))
+        fp32 = str(r["precision"]) == "fp32"
+        peak.append(spec.fp32_path_tflops() if fp32 else spec.peak_tflops(str(r["precision"])))
+        fp32_peak.append(spec.fp32_path_tflops())
         bandwidth.append(spec.memory_bandwidth_gbps)
     out["matmul_flops"] = np.asarray(flops, dtype=np.float64)
     out["conv_flops"] = np.asarray(conv, dtype=np.float64)
     out["memory_bytes"] = np.asarray(nbytes, dtype=np.float64)
     out["n_kernels"] = np.asarray(kernels, dtype=np.float64)
     out["peak_tflops"] = np.asarray(peak, dtype=np.float64)
+    out["fp32_peak_tflops"] = np.asarray(fp32_peak, dtype=np.float64)
     out["bandwidth_gbps"] = np.asarray(bandwidth, dtype=np.float64)
     return out
 

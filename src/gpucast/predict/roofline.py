@@ -45,6 +45,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeVar
 
+import numpy as np
+
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.prediction import Estimate
@@ -61,7 +63,6 @@ from gpucast.predict.intervals import (
 )
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
 
 _TERA = 1e12
@@ -79,6 +80,24 @@ def conv_weighted_flops(flops: _F, conv_flops: _F, ratio: _F) -> _F:
     """Matmul FLOPs with the ``conv_flops`` among them counted ``1 / ratio`` times: what they
     cost at the matmul efficiency when convolutions reach ``ratio`` of it (scalars or arrays)."""
     return flops - conv_flops + conv_flops / ratio
+
+
+def matrix_seconds(
+    tensor_s: float | npt.NDArray[np.float64],
+    flops: float | npt.NDArray[np.float64],
+    fp32_flops_per_s: float | npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    """Time of a step's matrix work at a reduced precision: on the precision's own units
+    (``tensor_s``, convolutions weighted as :func:`conv_weighted_flops` says), or on the GPU's
+    FP32 units (``flops`` at ``fp32_flops_per_s``, the FP32 efficiency times its peak) where
+    those are faster -- cuDNN and cuBLAS time their algorithms and keep the fastest, and
+    TensorRT picks each layer's precision the same way, so mixed precision is never priced
+    slower than FP32. It binds on GPUs whose half-precision peak is a small multiple of their
+    FP32 one (A10G 2.2x, L4 and L40S 4x) for convolution-heavy steps; ``inf`` FP32 throughput
+    (no such path, e.g. FP32 itself): ``tensor_s``. Scalars or arrays."""
+    fp32_s = np.divide(flops, fp32_flops_per_s)
+    chosen = np.where(np.isinf(fp32_flops_per_s), tensor_s, np.minimum(tensor_s, fp32_s))
+    return np.asarray(chosen, dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -209,19 +228,32 @@ class DeviceRoofline:
     kind: str  # "cpu" | "gpu"
     peak_tflops: float
     memory_bandwidth_gbps: float
+    #: the FP32 units' peak where ``peak_tflops`` is another precision's (a GPU at a reduced
+    #: precision: the path :func:`matrix_seconds` falls back to); None: no other path
+    fp32_peak_tflops: float | None = None
 
     def __post_init__(self) -> None:
         _positive("peak_tflops", self.peak_tflops)
         _positive("memory_bandwidth_gbps", self.memory_bandwidth_gbps)
+        if self.fp32_peak_tflops is not None:
+            _positive("fp32_peak_tflops", self.fp32_peak_tflops)
 
     @classmethod
     def of_gpu(cls, gpu: GpuSpec, precision: str) -> DeviceRoofline:
+        fp32 = precision == "fp32"
         return cls(
             name=gpu.name,
             kind="gpu",
-            peak_tflops=gpu.peak_tflops(precision),
+            peak_tflops=gpu.fp32_path_tflops() if fp32 else gpu.peak_tflops(precision),
             memory_bandwidth_gbps=gpu.memory_bandwidth_gbps,
+            fp32_peak_tflops=None if fp32 else gpu.fp32_path_tflops(),
         )
+
+    def fp32_flops_per_s(self, efficiency_fp32: float) -> float:
+        """What the FP32 path sustains (inf: none, see :attr:`fp32_peak_tflops`)."""
+        if self.fp32_peak_tflops is None:
+            return math.inf
+        return efficiency_fp32 * self.fp32_peak_tflops * _TERA
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -271,8 +303,13 @@ def _terms(
     else:
         compute_eff, factor = eff.compute_efficiency_fp32, 1.0
         flops = workload.matmul_flops
+    compute = matrix_seconds(
+        flops / (compute_eff * device.peak_tflops * _TERA),
+        workload.matmul_flops,
+        device.fp32_flops_per_s(eff.compute_efficiency_fp32),
+    )
     return {
-        "compute": factor * flops / (compute_eff * device.peak_tflops * _TERA),
+        "compute": factor * float(compute),
         "memory_bandwidth": factor
         * workload.memory_bytes
         / (eff.bandwidth_efficiency * device.memory_bandwidth_gbps * _GIGA),
@@ -378,33 +415,30 @@ _NATIVE = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "tf32": "tf32_tflops",
            "fp8": "fp8_tflops", "int8": "int8_tops"}  # fmt: skip
 
 
-#: a half-precision path priced more than this times the FP32 units' time is named
+#: a tensor-core path slower than this times the FP32 units' is named (the FP32 path priced)
 SLOWER_THAN_FP32 = 1.05
 
 
 def half_over_fp32(
     workload: RooflineWorkload, gpu: GpuSpec, precision: str, eff: RooflineEfficiency
 ) -> float | None:
-    """How many times the time of ``gpu``'s FP32 units the efficiencies price ``workload``'s
-    matrix work at ``precision`` (None: fp32 itself, a precision the GPU has no units for, or
-    no matrix work)."""
+    """How many times the time of ``gpu``'s FP32 units the fitted tensor-core path would take
+    for ``workload``'s matrix work at ``precision`` (None: fp32 itself, a precision the GPU has
+    no units for, or no matrix work). Above 1, :func:`matrix_seconds` prices the FP32 path."""
     column = _NATIVE.get(precision)
     if column is None or getattr(gpu, column) is None or workload.matmul_flops <= 0:
         return None
     tensor = eff.compute_flops(workload, precision) / (
         eff.compute_efficiency(precision) * gpu.peak_tflops(precision)
     )
-    return tensor * eff.compute_efficiency_fp32 * gpu.peak_tflops("fp32") / workload.matmul_flops
+    return tensor * eff.compute_efficiency_fp32 * gpu.fp32_path_tflops() / workload.matmul_flops
 
 
-def half_priced_slow(
+def fp32_path_priced(
     workload: RooflineWorkload, gpu: GpuSpec, precision: str, eff: RooflineEfficiency
 ) -> float | None:
-    """:func:`half_over_fp32` where it is worth saying: above :data:`SLOWER_THAN_FP32` on a GPU
-    the fit has no data of (a fitted GPU carries a factor fitted to it, and its own
-    validation); None elsewhere."""
-    if gpu.name in eff.gpu_factors:
-        return None
+    """:func:`half_over_fp32` where it is worth saying: above :data:`SLOWER_THAN_FP32`, so the
+    step's matrix work is priced on the FP32 units; None elsewhere."""
     ratio = half_over_fp32(workload, gpu, precision, eff)
     return ratio if ratio is not None and ratio > SLOWER_THAN_FP32 else None
 
@@ -413,10 +447,12 @@ def _precision_notes(
     workload: RooflineWorkload, gpu: GpuSpec, precision: str, eff: RooflineEfficiency
 ) -> list[str]:
     """What a user should know about pricing ``precision`` on ``gpu``: a precision the GPU has
-    no units for (priced at the mode it falls back to), and, on a GPU the fit has no data of,
-    a tensor-core path the model prices slower than the GPU's FP32 units would run the same
-    matrix work (its tensor-core efficiencies come from systems whose half-precision peak is
-    4-15x the FP32 one)."""
+    no units for (priced at the mode it falls back to), and matrix work priced on the FP32
+    units because the fitted tensor-core path would be slower there (:func:`matrix_seconds`;
+    the tensor-core efficiencies come from systems whose half-precision peak is 4-15x the FP32
+    one)."""
+    if precision == "fp32" and gpu.fp32_dedicated_tflops is not None:
+        return [_dedicated_note(gpu)]
     column = _NATIVE.get(precision)
     if column is None:
         return []
@@ -427,21 +463,31 @@ def _precision_notes(
             f"gpus.csv {column} is empty)"
         ]
     notes: list[str] = []
-    ratio = half_priced_slow(workload, gpu, precision, eff)
+    ratio = fp32_path_priced(workload, gpu, precision, eff)
+    if ratio is not None and gpu.fp32_dedicated_tflops is not None:
+        notes.append(_dedicated_note(gpu))
     if ratio is not None:
         conv = workload.conv_flops > 0 and eff.tensor_core_conv_ratio != 1.0
         notes.append(
-            f"the model prices this step's {precision} matrix work on {gpu.name} at "
-            f"{ratio:.2f}x the time its FP32 units would take (tensor cores at "
+            f"this step's {precision} matrix work is priced on {gpu.name}'s FP32 units: the "
+            f"fitted tensor-core path would take {ratio:.2f}x as long (tensor cores at "
             f"{eff.compute_efficiency(precision):.2f} of peak"
             + (f", convolutions {eff.tensor_core_conv_ratio:.2f} of that" if conv else "")
-            + f", FP32 at {eff.compute_efficiency_fp32:.2f}; fitted on MLPerf systems whose "
-            f"half-precision peak is 4-15x their FP32 one, {gpu.name}'s is "
-            f"{gpu.peak_tflops(precision) / gpu.peak_tflops('fp32'):.1f}x): real mixed-precision "
-            "runs are usually faster than fp32 -- a measurement (gpucast measure train "
+            + f", FP32 at {eff.compute_efficiency_fp32:.2f}; {gpu.name}'s {precision} peak is "
+            f"{gpu.peak_tflops(precision) / gpu.peak_tflops('fp32'):.1f}x its FP32 one) and "
+            "cuDNN/cuBLAS keep the faster kernel; a measurement (gpucast measure train "
             f"--precision {precision}) calibrates it"
         )
     return notes
+
+
+def _dedicated_note(gpu: GpuSpec) -> str:
+    return (
+        f"{gpu.name}'s FP32 units priced at their dedicated {gpu.fp32_dedicated_tflops:g} "
+        f"TFLOP/s, not the datasheet's {gpu.fp32_tflops:g} that counts lanes shared with INT32 "
+        "or dual-issued (catalog gpus.csv fp32_dedicated_tflops; no published data here has "
+        "FP32 runs on such a GPU)"
+    )
 
 
 #: Interval half-widths of the priors (no validated residuals): same device, another GPU, a CPU

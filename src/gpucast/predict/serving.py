@@ -52,7 +52,12 @@ from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.serving import LatencyCurve
 from gpucast.predict.base import Estimator, register
 from gpucast.predict.mig import mig_share
-from gpucast.predict.roofline import DeviceRoofline, RooflineEfficiency, conv_weighted_flops
+from gpucast.predict.roofline import (
+    DeviceRoofline,
+    RooflineEfficiency,
+    conv_weighted_flops,
+    matrix_seconds,
+)
 
 _TERA = 1e12
 _GIGA = 1e9
@@ -280,13 +285,16 @@ def _terms(
     )
     tensor = device.kind == "gpu" and precision != "fp32"
     ratio = eff.tensor_core_conv_ratio if tensor else 1.0
-    flops = conv_weighted_flops(1.0, work.conv_share, ratio) * work.matmul_flops_per_sample
+    flops = work.matmul_flops_per_sample * batch_size
+    weighted = conv_weighted_flops(1.0, work.conv_share, ratio) * flops
+    compute = matrix_seconds(
+        weighted / (compute_eff * device.peak_tflops * _TERA),
+        flops,
+        device.fp32_flops_per_s(eff.compute_efficiency_fp32),
+    )
     return {
         "overhead": work.n_kernels * eff.kernel_overhead_s + eff.batch_overhead_s,
-        "compute": flops
-        * batch_size
-        * compute_slowdown
-        / (compute_eff * device.peak_tflops * _TERA),
+        "compute": float(compute) * compute_slowdown,
         "memory_bandwidth": (work.other_bytes_fixed + work.other_bytes_per_sample * batch_size)
         * eff.traffic_factor
         * bandwidth_slowdown

@@ -3,9 +3,11 @@
 One training step of a workload at per-GPU batch ``b`` on GPU ``g`` (roofline terms from
 :mod:`gpucast.predict.roofline`: matmul FLOPs ``F``, memory-bound bytes ``M``, kernels ``K``)::
 
-    t = k_gpu[g] * k_workload[w] * ( (F - C + C / r) / (eta_compute[class] * peak_g(precision))
+    t = k_gpu[g] * k_workload[w] * ( matrix_s
                                    + traffic[stack] * M / (eta_memory * bandwidth_g)
                                    + K * overhead_s[stack] + step_s[stack] )  +  extra_s
+    matrix_s = min( (F - C + C / r) / (eta_compute[class] * peak_g(precision)),
+                    F / (eta_compute[fp32] * peak_g(fp32)) )        (reduced precisions)
 
 * ``eta_compute`` per **precision class** -- ``fp32`` (SIMT FMA units), ``tf32``, ``tensor16``
   (fp16/bf16 tensor cores), ``fp8``. It is shared by the software stacks: PyTorch eager,
@@ -17,6 +19,10 @@ One training step of a workload at per-GPU batch ``b`` on GPU ``g`` (roofline te
   convolutions with small channel counts and layout conversions fill the tiles less well. One
   figure for the tensor-core classes (tf32, fp16/bf16, fp8); FP32 (SIMT) convolutions share
   the matmul efficiency (r = 1). Without tensor-core convolutions in the data it stays 1.
+* ``min``: reduced-precision matrix work runs on the FP32 units where the fitted tensor-core
+  path would be slower (:func:`gpucast.predict.roofline.matrix_seconds`: cuDNN/cuBLAS keep
+  the faster kernel). It binds for convolution-heavy steps on GPUs whose half-precision peak
+  is a small multiple of the FP32 one (L40S, L4, A10G); rows carry ``fp32_peak_tflops``.
 * ``eta_memory``: achieved share of the datasheet bandwidth by memory-bound kernels.
 * Per **software stack** (``pytorch`` eager, ``tf1`` = TensorFlow 1.x as CM-DARE ran it,
   ``tuned`` = MLPerf-class code: fused element-wise kernels, CUDA graphs, channels-last):
@@ -84,6 +90,7 @@ from gpucast.predict.intervals import (
 from gpucast.predict.roofline import (
     RooflineEfficiency,
     conv_weighted_flops,
+    matrix_seconds,
     uncalibrated_regime,
 )
 
@@ -332,6 +339,13 @@ class StepTimeModel(Estimator):
         self.n_rows_ = len(frame)
         return self
 
+    @property
+    def fp32_path(self) -> bool:
+        """Whether reduced-precision matrix work may run on the FP32 units where those are
+        faster (:func:`~gpucast.predict.roofline.matrix_seconds`): only with an FP32
+        efficiency fitted on data (a borrowed one would price that path from another's)."""
+        return self.eta_compute_ is not None and "eta_compute:fp32" not in self.borrowed_
+
     def with_collective(self, kind: str, constants: CollectiveConstants) -> Self:
         """This fitted model with the collective constants of one network kind."""
         self._require_fitted()
@@ -401,12 +415,13 @@ class StepTimeModel(Estimator):
             scale = scale * self.workload_factors(frame["workload_key"])
         f = frame["matmul_flops"].to_numpy(dtype=np.float64)
         ratio = np.where(cls_.to_numpy() == "fp32", 1.0, self.conv_ratio_)
-        f = conv_weighted_flops(f, _conv_flops(frame), ratio)
+        weighted = conv_weighted_flops(f, _conv_flops(frame), ratio)
         m = frame["memory_bytes"].to_numpy(dtype=np.float64)
         k = frame["n_kernels"].to_numpy(dtype=np.float64)
         peak = frame["peak_tflops"].to_numpy(dtype=np.float64) * 1e12
         bw = frame["bandwidth_gbps"].to_numpy(dtype=np.float64) * 1e9
-        compute = scale * f / (eta_c * peak)
+        fp32 = _fp32_flops_per_s(frame, self.eta_compute_["fp32"]) if self.fp32_path else math.inf
+        compute = scale * matrix_seconds(weighted / (eta_c * peak), f, fp32)
         memory = scale * traffic * m / (self.eta_memory_ * bw)
         return {
             "compute": compute,
@@ -516,6 +531,15 @@ def _conv_flops(frame: pd.DataFrame) -> FloatArray:
     if not np.all(np.isfinite(conv)) or np.any(conv < 0) or np.any(conv > matmul * (1 + 1e-9)):
         raise InvalidSpecError("conv_flops", "must be finite, >= 0 and <= matmul_flops")
     return conv
+
+
+def _fp32_flops_per_s(frame: pd.DataFrame, eta_fp32: float) -> FloatArray:
+    """Per row, what the GPU's FP32 units sustain on reduced-precision matrix work (the path
+    :func:`~gpucast.predict.roofline.matrix_seconds` falls back to): the optional
+    ``fp32_peak_tflops`` column at ``eta_fp32``; inf on FP32 rows and without the column."""
+    tensor = frame["precision"].map(PRECISION_CLASS).to_numpy() != "fp32"
+    peak = _column(frame, "fp32_peak_tflops", 0.0) * 1e12 * eta_fp32
+    return np.asarray(np.where(tensor & (peak > 0), peak, math.inf), dtype=np.float64)
 
 
 def _column(frame: pd.DataFrame, name: str, missing: float) -> FloatArray:
@@ -631,6 +655,8 @@ class _Arrays:
 
     flops_over_peak: FloatArray
     conv_over_peak: FloatArray  # tensor-core convolution FLOPs / peak (0 for fp32 rows)
+    #: matmul FLOPs / the FP32 peak on reduced-precision rows (the FP32 path; inf elsewhere)
+    flops_over_fp32_peak: FloatArray
     bytes_over_bw: FloatArray
     kernels: FloatArray
     eta: npt.NDArray[np.int64]
@@ -652,6 +678,11 @@ class _Arrays:
         return cls(
             flops_over_peak=frame["matmul_flops"].to_numpy(dtype=np.float64) / peak,
             conv_over_peak=np.where(tensor, _conv_flops(frame), 0.0) / peak,
+            flops_over_fp32_peak=matrix_seconds(
+                np.full(len(frame), math.inf),
+                frame["matmul_flops"].to_numpy(dtype=np.float64),
+                _fp32_flops_per_s(frame, 1.0),
+            ),
             bytes_over_bw=frame["memory_bytes"].to_numpy(dtype=np.float64)
             / (frame["bandwidth_gbps"].to_numpy(dtype=np.float64) * 1e9),
             kernels=frame["n_kernels"].to_numpy(dtype=np.float64),
@@ -674,7 +705,11 @@ class _Arrays:
         fop = self.flops_over_peak
         if layout.conv_index is not None:
             fop = fop + self.conv_over_peak * (math.exp(-theta[layout.conv_index]) - 1.0)
-        work = fop / eta_c + traffic * self.bytes_over_bw / eta_m
+        matrix = fop / eta_c
+        fp32 = layout.eta_index.get("fp32")
+        if fp32 is not None:  # the FP32 path where it is faster (roofline.matrix_seconds)
+            matrix = np.minimum(matrix, self.flops_over_fp32_peak / math.exp(theta[fp32]))
+        work = matrix + traffic * self.bytes_over_bw / eta_m
         core = work * (1.0 + EVAL_FORWARD_SHARE * self.eval_work)
         core = core + self.kernels * overhead + np.exp(theta[self.step])
         if layout.eval_index is not None:
