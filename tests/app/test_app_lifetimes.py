@@ -161,3 +161,28 @@ def test_cli_move_region_needs_spot() -> None:
     )  # fmt: skip
     assert result.exit_code == 2
     assert "move-region" in result.output and "--spot" in result.output
+
+
+def test_spot_gpu_hours_and_energy_are_what_the_monte_carlo_billed(tmp_path: Path) -> None:
+    """A bursty market with capacity gaps: a spot plan's GPU-hours are the GPU-time the Monte
+    Carlo billed (its cost over the GPUs' spot price), not GPUs x the mean wall time, which
+    counts the gaps when no node runs; its energy rests on the same GPU-time."""
+    db = tmp_path / "s.db"
+    gpucast.fit_lifetimes(
+        trace=str(_bursty_trace(tmp_path / "t.json")), name="aws-v100", provider="aws",
+        gpu="V100", db=db,
+    )  # fmt: skip
+    plan = gpucast.plan_train(
+        workload="mlp", steps=200000, provider="aws", gpu="V100", max_gpus=8, runs=100,
+        lifetimes="aws-v100", strategy="ddp", db=db,
+    )  # fmt: skip
+    spot = [c for c in plan.candidates if c.market == "spot" and c.ps_shards == 0]
+    assert spot
+    gapped = 0
+    for c in spot:
+        assert c.gpu_hours == pytest.approx(c.cost_usd / c.usd_per_hour * c.gpus, rel=1e-6)
+        assert c.gpu_hours <= c.gpus * c.time_s / 3600 * (1 + 1e-9)
+        gapped += c.gpu_hours < 0.99 * c.gpus * c.time_s / 3600
+        if c.energy_kwh is not None and c.gpu_power_w is not None:
+            assert c.energy_kwh <= c.gpu_power_w * c.gpu_hours / 1000 * (1 + 1e-9)
+    assert gapped  # the bursts' gaps are not billed

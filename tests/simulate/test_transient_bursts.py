@@ -369,6 +369,38 @@ def test_capacity_gaps_lengthen_runs_by_the_expected_time() -> None:
         assert abs(d.mean() - expected) < 4 * d.std() / math.sqrt(d.size)
         # billing starts at launch: the worker is billed all the time but the gaps
         assert np.allclose(np.asarray(res.cost_usd) * 3600.0, d - gap_s * res.revocations)
+        # and so is its GPU-time (one GPU per server by default): the gaps are not GPU-hours
+        assert res.gpu_s is not None
+        assert np.allclose(res.gpu_s, d - gap_s * res.revocations)
+        assert res.summary()["gpu_hours"]["mean"] == pytest.approx(res.gpu_s.mean() / 3600)
+
+
+def test_billed_gpu_time_counts_each_servers_gpus_and_no_parameter_server() -> None:
+    """Two groups of 8- and 4-GPU servers and a parameter server, nothing revoked: the billed
+    GPU-seconds are the run's time (start-up included) times the 2 x 8 + 3 x 4 GPUs; the PS's
+    billed time costs money but holds no GPU."""
+    sc = ClusterScenario(
+        workers=(
+            WorkerGroup(gpu="K80", count=2, region="us-central1", spot=True, gpus=8),
+            WorkerGroup(gpu="K80", count=3, region="us-central1", spot=True, gpus=4),
+        ),
+        ps_count=1,
+        steps=5000,
+    )
+    res = simulate_runs(
+        sc,
+        speed=SpeedTable.linear([1.0, 1.0], [2, 3]),
+        prices=PRICES,
+        lifetimes=[NEVER, NEVER],
+        startup_spot_s=30.0,
+        runs=3,
+        rng=1,
+    )
+    d = np.asarray(res.duration_s)
+    assert res.gpu_s is not None and np.allclose(res.gpu_s, d * 28)
+    assert np.allclose(np.asarray(res.cost_usd), d / 3600 * (5 * 0.25 + 0.15))
+    with pytest.raises(InvalidSpecError, match="gpus per worker"):
+        WorkerGroup(gpu="K80", count=1, region="r", spot=True, gpus=0)
 
 
 def test_initial_launches_do_not_wait_for_capacity() -> None:

@@ -59,14 +59,19 @@ def _market(spot: bool) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkerGroup:
-    """``count`` workers with one ``gpu`` each, in one region and one market."""
+    """``count`` workers with one ``gpu`` each, in one region and one market. ``gpus``: the
+    GPUs one worker server holds (a planner simulating a node or a whole cluster as one
+    server), which the billed GPU-time counts (:attr:`RunStatistics.gpu_s`)."""
 
     gpu: str
     count: int
     region: str
     spot: bool
+    gpus: int = 1
 
     def __post_init__(self) -> None:
+        if self.gpus < 1:
+            raise InvalidSpecError(f"gpus per worker ({self.gpu})", "must be >= 1", got=self.gpus)
         if self.count < 1:
             raise InvalidSpecError(
                 f"workers ({self.gpu})",
@@ -276,6 +281,10 @@ class RunStatistics:
     ``fallbacks``: spot replacements launched on demand per run (``None`` where the scenario
     has no fallback, so the summary keeps its shape); ``moves``: spot replacements launched
     in the other region after waiting for capacity (``None`` without a region to move to).
+    ``gpu_s``: the GPU-seconds billed per run, every worker server's billed time (from its
+    launch after any capacity gap to its revocation or the job's end, start-ups included)
+    times its :attr:`WorkerGroup.gpus` -- what the cost is billed on, without the parameter
+    servers (``None``: not recorded).
     """
 
     duration_s: npt.NDArray[np.float64]
@@ -284,6 +293,7 @@ class RunStatistics:
     deadline_s: float | None = None
     fallbacks: npt.NDArray[np.int64] | None = None
     moves: npt.NDArray[np.int64] | None = None
+    gpu_s: npt.NDArray[np.float64] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "duration_s", _frozen(self.duration_s, np.float64))
@@ -300,6 +310,10 @@ class RunStatistics:
             object.__setattr__(self, "moves", _frozen(self.moves, np.int64))
             if self.moves.shape != n:
                 raise InvalidSpecError("run arrays", "moves must have one count per run")
+        if self.gpu_s is not None:
+            object.__setattr__(self, "gpu_s", _frozen(self.gpu_s, np.float64))
+            if self.gpu_s.shape != n:
+                raise InvalidSpecError("run arrays", "gpu_s must have one figure per run")
 
     @property
     def runs(self) -> int:
@@ -330,6 +344,8 @@ class RunStatistics:
             out["fallbacks"] = Summary.of(self.fallbacks.astype(np.float64)).to_dict()
         if self.moves is not None:
             out["moves"] = Summary.of(self.moves.astype(np.float64)).to_dict()
+        if self.gpu_s is not None:
+            out["gpu_hours"] = Summary.of(self.gpu_s / 3600.0).to_dict()
         out["p_unfinished"] = self.p_unfinished
         if self.deadline_s is not None:
             out["p_miss_deadline"] = self.p_miss_deadline

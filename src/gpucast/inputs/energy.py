@@ -211,7 +211,9 @@ def plan_power(
     }[mode]
     note = (
         f"{what}; average board power from the power model (predicted from the roofline's "
-        f"shares: leave-one-GPU-out power MAPE 15-29% on the Zeus GPUs); energy = GPUs x power x "
-        f"training time x PUE {request.pue:g} (GPU boards only: no host CPUs, memory, network)"
+        f"shares: leave-one-GPU-out power MAPE 15-29% on the Zeus GPUs); energy = power x "
+        "GPU-hours billed less the first start-up (spot: the Monte Carlo's billed GPU-hours, "
+        "replacement start-ups and lost work included, capacity gaps not; an upper bound) x "
+        f"PUE {request.pue:g} (GPU boards only: no host CPUs, memory, network)"
     )
     return Sourced(setting, model.source), note

@@ -141,6 +141,8 @@ class SpotPart:
     spot_usd_per_hour: float  # one node
     on_demand_usd_per_hour: float  # one node
     lifetime: LifetimeDistribution
+    #: the GPUs the job uses on one node (what its billed GPU-hours count)
+    gpus_per_node: int = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -186,6 +188,9 @@ class SpotOutcome:
     #: the region replacements may move to (managed recovery) and the moves per run
     moved_to: str | None = None
     moves_mean: float | None = None
+    #: mean GPU-hours billed per run: every node's time from its launch (after any capacity
+    #: gap) to its revocation or the end, start-ups and lost work included, gaps not
+    gpu_hours_mean: float | None = None
 
 
 def candidate_seed(seed: int, key: str) -> int:
@@ -300,13 +305,20 @@ def _batch_job(
     lifetimes, spot_usd, od_usd = _group_terms(job.parts, synchronous=one_server)
     if one_server:
         label = " + ".join(f"{p.nodes}x {p.instance_type}" for p in job.parts)
+        gpus = sum(p.nodes * p.gpus_per_node for p in job.parts)
         groups: tuple[WorkerGroup, ...] = (
-            WorkerGroup(gpu=label, count=1, region=job.region, spot=True),
+            WorkerGroup(gpu=label, count=1, region=job.region, spot=True, gpus=gpus),
         )
         labels = [label]
     else:
         groups = tuple(
-            WorkerGroup(gpu=p.instance_type, count=p.nodes, region=job.region, spot=True)
+            WorkerGroup(
+                gpu=p.instance_type,
+                count=p.nodes,
+                region=job.region,
+                spot=True,
+                gpus=p.gpus_per_node,
+            )
             for p in job.parts
         )
         labels = [p.instance_type for p in job.parts]
@@ -417,4 +429,5 @@ def _outcome(
         checkpoint_every_steps=every,
         moved_to=None if move is None else move.region,
         moves_mean=None if pooled.moves is None else float(np.mean(pooled.moves)),
+        gpu_hours_mean=None if pooled.gpu_s is None else float(np.mean(pooled.gpu_s)) / 3600.0,
     )

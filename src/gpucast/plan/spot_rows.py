@@ -146,11 +146,15 @@ def _spot_job(
     off = space.offers
     o = int(space.offer[i])
     parts = []
-    for po, nodes in part_offers(space, i):
+    split = part_offers(space, i)
+    for po, nodes in split:
+        # one part: the job's GPUs over its nodes (a partial node uses fewer than it holds)
+        gpn = int(ev.workers[i]) // nodes if len(split) == 1 else int(off.gpus_per_node[po])
         parts.append(
             SpotPart(
                 instance_type=off.instance_type[po],
                 nodes=nodes,
+                gpus_per_node=max(gpn, 1),
                 spot_usd_per_hour=float(off.spot_usd_per_hour[po]),
                 on_demand_usd_per_hour=float(off.on_demand_usd_per_hour[po]),
                 lifetime=lifetime_of(  # type: ignore[arg-type]

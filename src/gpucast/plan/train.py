@@ -772,16 +772,19 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     t = ev.time_s[rows].copy()
     c = ev.cost_usd[rows].copy()
     risk = np.nan_to_num(1.0 - res.p_model[rows], nan=0.0)
+    gpu_s = ev.workers[rows] * t  # GPU-seconds billed (on demand: the whole run)
     for j, i in enumerate(spot_ok, start=od_ok.size):
         out = spot_out[i]
         t[j], c[j] = out.time_mean_s, out.cost_mean_usd
         risk[j] = 0.0 if out.p_meet_deadline is None else 1.0 - out.p_meet_deadline
+        # spot: what the Monte Carlo billed (not the capacity gaps, when no node runs)
+        gpu_s[j] = ev.workers[i] * t[j] if out.gpu_hours_mean is None else out.gpu_hours_mean * 3600
     if ctx.cluster is not None and not ctx.cluster.priced:
         # a cluster without a price costs nothing: rank and show by GPU-hours instead
-        c = ev.workers[rows] * t / 3600.0
+        c = gpu_s / 3600.0
     cheapest = int(np.lexsort((t, c))[0])
     fastest = int(np.lexsort((c, t))[0])
-    kwh, co2 = _energy(ctx, res, rows, t)
+    kwh, co2 = _energy(ctx, res, rows, gpu_s)
     greenest = {
         name: _least(values, c, t, request.objective == name)
         for name, values in (("energy", kwh), ("carbon", co2))
@@ -977,15 +980,16 @@ def _finite_or_none(value: float) -> float | None:
 
 
 def _energy(
-    ctx: PlanContext, res: SearchResult, rows: IntArray, time_s: FloatArray
+    ctx: PlanContext, res: SearchResult, rows: IntArray, gpu_s: FloatArray
 ) -> tuple[FloatArray, FloatArray]:
-    """(kWh, kg CO2e) of the feasible ``rows`` at their times: every GPU at its average board
-    power for the training time (start-up excluded), times the PUE; NaN where a GPU has no
-    power facts or a region no grid figure."""
+    """(kWh, kg CO2e) of the feasible ``rows`` from their billed GPU-seconds: every GPU at its
+    average board power for that time less the first start-up, times the PUE (a spot run's
+    replacement start-ups and waits count at that power: an upper bound); NaN where a GPU has
+    no power facts or a region no grid figure."""
     ev, space = res.evaluation, res.space
     startup = ev.time_s[rows] - ev.train_s[rows]
-    busy_s = np.maximum(time_s - startup, 0.0)
-    kwh = ev.workers[rows] * ev.gpu_power_w[rows] * busy_s * ctx.pue / 3.6e6
+    busy_gpu_s = np.maximum(gpu_s - ev.workers[rows] * startup, 0.0)
+    kwh = ev.gpu_power_w[rows] * busy_gpu_s * ctx.pue / 3.6e6
     off = space.offers
     o = space.offer[rows]
     intensity = np.array(
@@ -1180,7 +1184,11 @@ def _candidate(
         else max(float(ev.time_upper_s[i]), spot.time_p90_s),
         cost_usd=cost,
         usd_per_hour=float(ev.usd_per_hour[i]),
-        gpu_hours=gpus * time_s / 3600.0,
+        gpu_hours=(
+            spot.gpu_hours_mean
+            if spot is not None and spot.gpu_hours_mean is not None
+            else gpus * time_s / 3600.0
+        ),
         bottleneck=BOTTLENECKS[int(ev.bottleneck[i])],
         breakdown_s=breakdown,
         time_p90_s=None if spot is None else spot.time_p90_s,

@@ -161,6 +161,7 @@ class _Columns:
     #: on-demand price of each column (what a fallback incarnation costs); None: no fallback
     fallback_price_usd_per_s: FloatArray | None
     cls: IntArray  # lifetime/start-up class: group index, or G for PS
+    gpus: FloatArray  # GPUs each column's server holds (0 for a PS): its billed GPU-time
     #: the columns of class c are ``bounds[c]:bounds[c + 1]`` (workers by group, then the PS)
     bounds: tuple[int, ...]
 
@@ -168,7 +169,7 @@ class _Columns:
 def _columns(
     scenario: ClusterScenario, prices: PriceTable, *, transient: bool, fallback: bool
 ) -> _Columns:
-    group, spot, price, od_price = [], [], [], []
+    group, spot, price, od_price, gpus = [], [], [], [], []
     for g, wg in enumerate(scenario.workers):
         is_spot = wg.spot and transient
         p = prices.price(wg.gpu, spot=is_spot, region=wg.region) / 3600.0
@@ -177,6 +178,7 @@ def _columns(
         spot += [is_spot] * wg.count
         price += [p] * wg.count
         od_price += [od] * wg.count
+        gpus += [float(wg.gpus)] * wg.count
     ps_spot = scenario.ps_spot and transient
     ps_price = ps_od = 0.0
     if scenario.ps_count:
@@ -190,6 +192,7 @@ def _columns(
     spot += [ps_spot] * scenario.ps_count
     price += [ps_price] * scenario.ps_count
     od_price += [ps_od] * scenario.ps_count
+    gpus += [0.0] * scenario.ps_count
     g_arr = np.asarray(group, dtype=np.int64)
     n_groups = len(scenario.workers)
     counts = [wg.count for wg in scenario.workers] + [scenario.ps_count]
@@ -200,6 +203,7 @@ def _columns(
         price_usd_per_s=np.asarray(price, dtype=np.float64),
         fallback_price_usd_per_s=np.asarray(od_price, dtype=np.float64) if fallback else None,
         cls=np.where(g_arr < 0, n_groups, g_arr),
+        gpus=np.asarray(gpus, dtype=np.float64),
         bounds=(0, *itertools.accumulate(counts)),
     )
 
@@ -531,6 +535,7 @@ class _State:
         "cost",
         "crit_after",
         "fallbacks",
+        "gpu_s",
         "moves",
         "pause",
         "prog",
@@ -546,6 +551,7 @@ class _State:
         self.chief = np.zeros(runs, dtype=np.int64)
         self.crit_after = np.full(runs, -np.inf)
         self.cost = np.zeros(runs)
+        self.gpu_s = np.zeros(runs)
         self.revs = np.zeros(runs, dtype=np.int64)
         self.fallbacks = np.zeros(runs, dtype=np.int64)
         self.moves = np.zeros(runs, dtype=np.int64)
@@ -605,6 +611,7 @@ class _Engine:
         self.col_group = np.full((K, C), -1, dtype=np.int64)
         self.col_ps = np.zeros((K, C), dtype=bool)
         self.col_price = np.zeros((K, C))
+        self.col_gpus = np.zeros((K, C))
         self.n_workers_by_group = np.zeros((K, G), dtype=np.int64)
         self.n_ps = np.zeros(K, dtype=np.int64)
         self.col_bounds = [p.cols.bounds for p in prepared]
@@ -615,6 +622,7 @@ class _Engine:
             self.col_group[k, :w] = cols.group
             self.col_ps[k, :w] = cols.is_ps
             self.col_price[k, :w] = cols.price_usd_per_s
+            self.col_gpus[k, :w] = cols.gpus
             groups = len(jobs[k].scenario.workers)
             self.n_workers_by_group[k, :groups] = [wg.count for wg in jobs[k].scenario.workers]
             self.n_ps[k] = int(np.count_nonzero(cols.is_ps))
@@ -1140,9 +1148,12 @@ class _Engine:
         mine = ~np.isnan(e)
         e, li = e[mine], inc.loc[mine]
         down = inc.down[mine]
-        billed = np.clip(np.minimum(down, e) - inc.req[mine], 0.0, None) * inc.price[mine]
+        billed_s = np.clip(np.minimum(down, e) - inc.req[mine], 0.0, None)
+        billed = billed_s * inc.price[mine]
+        gpus = self.col_gpus[self.job[w.runs[li]], inc.col[mine]]
         fb = inc.fb[mine] & (inc.created[mine] <= e)
         self.out_cost[o] = s.cost[o] + np.bincount(li, weights=billed, minlength=L)[loc]
+        self.out_gpu_s[o] = s.gpu_s[o] + np.bincount(li, weights=billed_s * gpus, minlength=L)[loc]
         revs = np.bincount(li, weights=down <= e, minlength=L)[loc]
         self.out_revs[o] = s.revs[o] + revs.astype(np.int64)
         fbs = np.bincount(li, weights=fb, minlength=L)[loc]
@@ -1162,8 +1173,10 @@ class _Engine:
         li = inc.loc[old]
         L = w.runs.size
         o = w.runs[loc]
-        paid = (inc.down[old] - inc.req[old]) * inc.price[old]
-        s.cost[o] += np.bincount(li, weights=paid, minlength=L)[loc]
+        paid_s = inc.down[old] - inc.req[old]
+        s.cost[o] += np.bincount(li, weights=paid_s * inc.price[old], minlength=L)[loc]
+        gpus = self.col_gpus[self.job[w.runs[li]], inc.col[old]]
+        s.gpu_s[o] += np.bincount(li, weights=paid_s * gpus, minlength=L)[loc]
         s.revs[o] += np.bincount(li, minlength=L)[loc]
         s.fallbacks[o] += np.bincount(li, weights=inc.fb[old], minlength=L)[loc].astype(np.int64)
         s.moves[o] += np.bincount(li, weights=inc.moved[old], minlength=L)[loc].astype(np.int64)
@@ -1255,6 +1268,7 @@ class _Engine:
         s.pause[:] = np.where(self.elastic, np.maximum(s.pause, all_up), s.pause)
         self.out_dur = np.full(R, np.inf)
         self.out_cost = np.zeros(R)
+        self.out_gpu_s = np.zeros(R)
         self.out_revs = np.zeros(R, dtype=np.int64)
         self.out_fallbacks = np.zeros(R, dtype=np.int64)
         self.out_moves = np.zeros(R, dtype=np.int64)
@@ -1299,6 +1313,7 @@ class _Engine:
                     deadline_s=job.scenario.deadline_s,
                     fallbacks=self.out_fallbacks[part] if self.count_fallbacks[k] else None,
                     moves=self.out_moves[part] if self.count_moves[k] else None,
+                    gpu_s=self.out_gpu_s[part],
                 )
             )
         return stats
@@ -1460,6 +1475,11 @@ def simulate_scenario(
             moves=(
                 np.concatenate([p.moves for p in parts if p.moves is not None])
                 if all(p.moves is not None for p in parts)
+                else None
+            ),
+            gpu_s=(
+                np.concatenate([p.gpu_s for p in parts if p.gpu_s is not None])
+                if all(p.gpu_s is not None for p in parts)
                 else None
             ),
         )
