@@ -99,14 +99,14 @@ def test_half_precision_never_priced_slower_than_fp32_and_says_when_fp32_binds()
     assert slow.breakdown["compute"] == pytest.approx(fp32.breakdown["compute"], rel=1e-9)
     (note,) = [n for n in slow.notes if "FP32 units" in n]
     assert "priced on A10G-like's FP32 units" in note and "take 2.69x as long" in note
-    assert "convolutions 0.34 of that" in note and "2.0x its FP32 one" in note
+    assert "convolutions 0.34 of that" in note and "2.0x its FP32 units'" in note
     # half the FP32 lanes shared with INT32 (GA10x / Ada): the FP32 path is half as fast
     shared = replace(small, fp32_dedicated_tflops=17.5)
     half = predict_step_time(convs, shared, "bf16", efficiency=eff)
     assert half.breakdown["compute"] == pytest.approx(
         convs.matmul_flops / (0.94 * 17.5e12), rel=1e-9
     )
-    assert any("take 1.35x as long" in n for n in half.notes)
+    assert any("take 1.35x as long" in n and "4.0x its FP32 units'" in n for n in half.notes)
     fast = predict_step_time(convs, A100, "bf16", efficiency=eff)
     assert not any("FP32 units" in n or "no bf16 units" in n for n in fast.notes)
     old = replace(V100, bf16_tflops=None, fp16_tflops=None)

@@ -474,7 +474,7 @@ def _precision_notes(
             f"{eff.compute_efficiency(precision):.2f} of peak"
             + (f", convolutions {eff.tensor_core_conv_ratio:.2f} of that" if conv else "")
             + f", FP32 at {eff.compute_efficiency_fp32:.2f}; {gpu.name}'s {precision} peak is "
-            f"{gpu.peak_tflops(precision) / gpu.peak_tflops('fp32'):.1f}x its FP32 one) and "
+            f"{gpu.peak_tflops(precision) / gpu.fp32_path_tflops():.1f}x its FP32 units') and "
             "cuDNN/cuBLAS keep the faster kernel; a measurement (gpucast measure train "
             f"--precision {precision}) calibrates it"
         )
