@@ -3,7 +3,8 @@ MLPs and transformers of 10 MB to 2 GB (issue #19).
 
 Calibration, measured apart from the models reported (no fitting to these points):
 ``measure_host_rates`` reads a raw 256 MiB file of random bytes into freshly allocated memory
-in 16 MiB reads with the page cache dropped (``posix_fadvise(DONTNEED)``; median of 5) -> the
+in one read call (as torch.load reads a tensor's record) with the page cache dropped
+(``posix_fadvise(DONTNEED)``; median of 5) -> the
 disk's read GB/s; sums a 256 MiB tensor -> memory GB/s; times an inference-shaped fp32
 matmul (64 x 1024 by 1024 x 4096) -> FLOP/s;
 loads a state dict of 2,000 tensors of 1 KiB -> seconds per tensor beyond its bytes; first

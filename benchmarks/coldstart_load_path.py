@@ -4,7 +4,7 @@ path ``measure coldstart`` times against the path ``measure_host_rates`` calibra
     .venv/bin/python benchmarks/coldstart_load_path.py [--mib 512] [--rounds 3]
 
 Per round, with one torch thread: ``raw`` -- a raw file of ``--mib`` MiB read into freshly
-allocated memory in 16 MiB reads, page cache dropped (the calibration's read rate);
+allocated memory in one read call, page cache dropped (the calibration's read rate);
 ``load`` -- ``torch.load`` of a state dict of the same bytes (4 tensors), page cache dropped
 (what ``measure coldstart`` times; ``load_state_dict(assign=True)`` after it copies nothing);
 ``load mmap`` -- ``torch.load(mmap=True)`` and a sum over every tensor (the pages faulted in
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             target = memoryview(torch.empty(n, dtype=torch.uint8).numpy())
             offset = 0
             with raw.open("rb", buffering=0) as handle:
-                while got := handle.readinto(target[offset : offset + 2**24]):
+                while got := handle.readinto(target[offset:]):
                     offset += got
 
         def load(mmap: bool = False, cold: bool = True) -> None:
