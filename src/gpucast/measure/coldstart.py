@@ -189,6 +189,15 @@ def measure_read_gbs(
     return size_bytes / statistics.median(times) / 1e9, dropped
 
 
+def _weight_stream_gbs(clock: Clock) -> float:
+    """GB/s of the memory-bound inference kernel: one sample through a 256 MiB fp32 weight
+    matrix (a batch-1 linear layer streams its weights). A tensor sum, the calibration before
+    session 20, streams ~30% slower on one thread and priced large models' first call slow."""
+    weight, one = torch.randn(4096, 16384), torch.randn(1, 16384)
+    seconds = _median_time(lambda: torch.nn.functional.linear(one, weight), 5, clock)
+    return weight.numel() * weight.element_size() / seconds / 1e9
+
+
 def _first_call_s(clock: Clock) -> float:
     """First minus steady forward of a fresh 512-512-10 MLP."""
     mlp = torch.nn.Sequential(
@@ -209,9 +218,7 @@ def measure_host_rates(
     """This machine's rates (module docstring), each measured on its own synthetic load."""
     with _scratch(scratch_dir) as folder:
         read_gbs, dropped = measure_read_gbs(folder, clock=clock)
-        big = torch.ones(64 * 2**20)  # 256 MiB fp32
-        memory_gbs = big.numel() * 4 / _median_time(big.sum, 5, clock) / 1e9
-        del big
+        memory_gbs = _weight_stream_gbs(clock)
         # an inference-shaped GEMM: 64 rows (a short sequence or a small batch), not a square
         a, b = torch.randn(64, 1024), torch.randn(1024, 4096)
         a @ b
