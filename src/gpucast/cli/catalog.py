@@ -31,7 +31,11 @@ def _fmt(value: float | None, spec: str = "g") -> str:
 
 
 def gpus_table(result: GpusResult) -> Table:
-    table = Table(title="GPU specs (dense peak TFLOP/s)")
+    table = Table(
+        title="GPU specs (dense peak TFLOP/s)",
+        caption="FP32 a (b): the datasheet's a counts lanes shared with INT32 or dual-issued; "
+        "predictions price FP32 work at the dedicated lanes' b",
+    )
     for col in (
         "GPU",
         "FP32",
@@ -54,7 +58,8 @@ def gpus_table(result: GpusResult) -> Table:
     for g in result.gpus:
         table.add_row(
             g.name,
-            _fmt(g.fp32_tflops),
+            _fmt(g.fp32_tflops)
+            + ("" if g.fp32_dedicated_tflops is None else f" ({g.fp32_dedicated_tflops:g})"),
             _fmt(g.tf32_tflops),
             _fmt(g.fp16_tflops),
             _fmt(g.bf16_tflops),
