@@ -49,7 +49,7 @@ def test_power_trace_columns_units_and_gpu(tmp_path: Path) -> None:
         "dataset", "network", "batch_size", "optimizer", "power_limit_w", "time_per_epoch_s",
         "average_power_w", "energy_per_epoch_j", "gpu", "zeus_gpu",
     ]  # fmt: skip
-    assert set(power.gpu) == {"V100-32GB"} and set(power.zeus_gpu) == {"v100"}
+    assert set(power.gpu) == {"V100-PCIe"} and set(power.zeus_gpu) == {"v100"}
     first = power.iloc[0]
     assert first.energy_per_epoch_j == pytest.approx(11.0 * 90.0)
     assert power.batch_size.dtype == np.int64
@@ -59,7 +59,7 @@ def test_power_folder_gpu_choice(tmp_path: Path) -> None:
     _power(tmp_path, "v100")
     _power(tmp_path, "p100", POWER_ROWS[:2])
     both = read_zeus_power(tmp_path)
-    assert both.groupby("gpu").size().to_dict() == {"P100": 2, "V100-32GB": 6}
+    assert both.groupby("gpu").size().to_dict() == {"P100": 2, "V100-PCIe": 6}
     assert len(read_zeus_power(tmp_path, gpu="P100")) == 2  # the catalog name
     assert len(read_zeus_power(tmp_path, gpu="v100")) == 6  # the trace key
     with pytest.raises(InvalidSpecError, match="not a GPU of the Zeus power traces"):
@@ -214,13 +214,13 @@ def test_domain_table_is_sourced_and_names_catalog_gpus() -> None:
 def test_published_traces(shared_data: Path) -> None:
     folder = shared_data / "zeus_nsdi23"
     power = read_zeus_power(folder)
-    assert power.groupby("gpu").size().to_dict() == {"P100": 270, "RTX6000": 410, "V100-32GB": 476}
+    assert power.groupby("gpu").size().to_dict() == {"P100": 270, "RTX6000": 410, "V100-PCIe": 476}
     top = zeus_unthrottled(power)
     assert top.groupby("zeus_gpu").power_limit_w.max().to_dict() == {
         "p100": 250.0, "rtx6000": 260.0, "v100": 250.0,
     }  # fmt: skip
-    assert top.groupby("gpu").size().to_dict() == {"P100": 45, "RTX6000": 52, "V100-32GB": 68}
-    resnet = top.query("gpu == 'V100-32GB' and dataset == 'imagenet' and batch_size == 256")
+    assert top.groupby("gpu").size().to_dict() == {"P100": 45, "RTX6000": 52, "V100-PCIe": 68}
+    resnet = top.query("gpu == 'V100-PCIe' and dataset == 'imagenet' and batch_size == 256")
     assert resnet.time_per_epoch_s.iloc[0] == pytest.approx(3515.0, abs=1.0)
     # fp32 rate: 1,281,167 images in ~3,515 s
     assert ZEUS_DATASET_SAMPLES["imagenet"] / resnet.time_per_epoch_s.iloc[0] == pytest.approx(

@@ -184,40 +184,31 @@ ZEUS_DATASET_SAMPLES: dict[str, int | None] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ZeusGpu:
-    """A GPU of the Zeus power traces: the trace's file key, the catalog's name, the board.
-
-    ``catalog_name`` is the row the step-time model was fitted against (its compute);
-    ``power_catalog_name`` the row whose power facts (power-limit range) are the board's --
-    they differ for the V100, whose trace board is the 250 W PCIe card.
-    """
+    """A GPU of the Zeus power traces: the trace's file key, the catalog's row of the traced
+    board (its compute and its power facts), the board, and how the board is known."""
 
     key: str
     catalog_name: str
     board: str
     max_power_limit_w: int
     basis: str
-    power_catalog_name: str = ""
-
-    @property
-    def power_board(self) -> str:
-        """The catalog row of the traced board's power facts."""
-        return self.power_catalog_name or self.catalog_name
 
 
-#: ``summary_power_<key>.csv`` -> GPU. The catalog rows describe the compute; where the board
-#: differs from the catalog's (PCIe V100 vs the catalog's SXM2), ``basis`` says so.
+#: ``summary_power_<key>.csv`` -> GPU: the catalog row of each traced board (``basis`` says
+#: how the board is known).
 ZEUS_GPUS: dict[str, ZeusGpu] = {
     "v100": ZeusGpu(
         key="v100",
-        catalog_name="V100-32GB",
+        catalog_name="V100-PCIe",
         board="Tesla V100 PCIe 32 GB",
         max_power_limit_w=250,
-        power_catalog_name="V100-PCIe",
         basis=(
             "inferred from the trace: the highest power limit is 250 W, the PCIe board's TDP "
             "(SXM2: 300 W), and fp32 ResNet-50 ran at batch 360, beyond 16 GB (the 16 GB P100 "
-            "stopped at 128, the 24 GB RTX 6000 at 256). The catalog's V100-32GB row is the "
-            "SXM2 board (15.7 fp32 TFLOPS against the PCIe board's 14)"
+            "stopped at 128, the 24 GB RTX 6000 at 256). Its compute and power are the "
+            "catalog's V100-PCIe row (14 fp32 TFLOPS at 1,380 MHz); until session 20 the "
+            "compute was priced on the SXM2 row (V100-32GB, 15.7 TFLOPS), so AWS p3's SXM2 "
+            "V100s carried a factor fitted on this PCIe board"
         ),
     ),
     "p100": ZeusGpu(

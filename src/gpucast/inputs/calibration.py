@@ -49,7 +49,7 @@ def step_time_efficiency(
                 got=str(model_file),
                 fix="pass a file written by `gpucast fit steptime`",
             )
-        eff = model.efficiency(software)
+        eff = with_sibling_factors(model.efficiency(software))
         return Sourced(eff, f"{model_file}: {eff.source}")
     shipped = shipped_step_time_model()
     if shipped is None:
@@ -59,9 +59,13 @@ def step_time_efficiency(
 
 
 def with_sibling_factors(eff: RooflineEfficiency) -> RooflineEfficiency:
-    """``eff`` whose GPU factors also cover catalog GPUs of the same silicon at the same
-    clocks (vendor, architecture, every peak and the bandwidth equal; only the memory size
-    differs, e.g. V100-16GB and V100-32GB), so a factor fitted on one applies to both."""
+    """``eff`` whose GPU factors also cover catalog GPUs of the same silicon: first the same
+    chip at the same clocks (vendor, architecture, every peak and the bandwidth equal; only
+    the memory size differs, e.g. V100-16GB and V100-32GB), then the same die and memory
+    system on another board (vendor, architecture, SM count and bandwidth equal; clocks and
+    power differ, e.g. the V100's PCIe and SXM2 boards, whose peaks carry the clocks). A factor
+    is what the silicon sustains relative to its datasheet; one fitted on one board applies to
+    its siblings, and ``sibling_factors`` names the board it was fitted on."""
     import dataclasses
 
     from gpucast.catalog import load_catalog
@@ -71,13 +75,23 @@ def with_sibling_factors(eff: RooflineEfficiency) -> RooflineEfficiency:
                 g.bf16_tflops, g.fp8_tflops, g.fp32_dedicated_tflops, g.sustained_clock_mhz,
                 g.memory_bandwidth_gbps)  # fmt: skip
 
+    def die(g: Any) -> tuple[Any, ...]:
+        return (g.vendor, g.architecture, g.sm_count, g.memory_bandwidth_gbps)
+
     gpus = load_catalog().gpus
-    fitted = {chip(g): eff.gpu_factors[g.name] for g in gpus if g.name in eff.gpu_factors}
     factors = dict(eff.gpu_factors)
-    for g in gpus:
-        if g.name not in factors and chip(g) in fitted:
-            factors[g.name] = fitted[chip(g)]
-    return dataclasses.replace(eff, gpu_factors=factors)
+    donors = dict(eff.sibling_factors)
+    for key in (chip, die):
+        fitted: dict[tuple[Any, ...], list[str]] = {}
+        for g in gpus:
+            if g.name in eff.gpu_factors:
+                fitted.setdefault(key(g), []).append(g.name)
+        for g in gpus:
+            found = fitted.get(key(g), [])
+            if g.name not in factors and len(found) == 1:  # two fitted boards: no one donor
+                factors[g.name] = eff.gpu_factors[found[0]]
+                donors[g.name] = found[0]
+    return dataclasses.replace(eff, gpu_factors=factors, sibling_factors=donors)
 
 
 #: Rough CPU peak: FP32 FLOP per cycle per core (AVX2, two FMA units) at a typical clock.

@@ -11,8 +11,8 @@
   optimizer, power limit) with the measured step time and power and the roofline terms of
   the gpucast workload that rebuilds it (:data:`gpucast.domain.published.ZEUS_AS_WORKLOADS`).
   The terms are priced on the traced board's catalog row (the V100's is the 250 W PCIe card,
-  :attr:`gpucast.domain.zeus.ZeusGpu.power_board`); ``roofline_step_time_s`` is the absolute
-  step the step-time model predicts on the row it was fitted against (``compute_gpu``).
+  :attr:`gpucast.domain.zeus.ZeusGpu.catalog_name`); ``roofline_step_time_s`` is the
+  absolute step the step-time model predicts on the same row (``compute_gpu``).
 """
 
 from __future__ import annotations
@@ -138,13 +138,12 @@ def zeus_power_sweeps(
                 )
             )
         batch = int(r["batch_size"])
-        board = catalog.gpu(zeus_gpu.power_board)
+        board = catalog.gpu(zeus_gpu.catalog_name)
         if (dataset, key, batch) not in cache:
             terms, _ = power_terms(facts[dataset], batch, board, spec.precision, efficiency)
-            compute = catalog.gpu(zeus_gpu.catalog_name)
             roofline = predict_step_time(
                 facts[dataset].roofline_workload(batch),
-                compute,
+                board,
                 spec.precision,
                 efficiency=efficiency,
             ).value

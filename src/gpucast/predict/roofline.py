@@ -164,6 +164,9 @@ class RooflineEfficiency:
     #: priors leave it out, a fitted set carries it
     step_overhead_s: float = 0.0
     gpu_factors: Mapping[str, float] = field(default_factory=dict)
+    #: GPUs whose factor is a sibling board's (same silicon), and that board
+    #: (:func:`gpucast.inputs.calibration.with_sibling_factors`)
+    sibling_factors: Mapping[str, str] = field(default_factory=dict)
     #: workloads (built-in names) the fit has rows of: an uncalibrated prediction of one of
     #: them states the ``gpu_seen/measured_elsewhere`` band on a GPU with data, of any other
     #: on a GPU without data the ``gpu_unseen/novel_workload`` envelope
@@ -194,6 +197,7 @@ class RooflineEfficiency:
         for gpu, factor in self.gpu_factors.items():
             _positive(f"gpu_factors[{gpu}]", factor)
         object.__setattr__(self, "gpu_factors", MappingProxyType(dict(self.gpu_factors)))
+        object.__setattr__(self, "sibling_factors", MappingProxyType(dict(self.sibling_factors)))
 
     @property
     def fitted(self) -> bool:
@@ -362,10 +366,17 @@ def predict_step_time(
         regime = uncalibrated_regime(
             gpu.name in eff.gpu_factors, workload.name in eff.measured_workloads
         )
+        donor = eff.sibling_factors.get(gpu.name)
+        factor = (
+            f" and the factor fitted on {donor} (the same silicon)"
+            if donor is not None
+            else " and its fitted factor"
+            if gpu.name in eff.gpu_factors
+            else ""
+        )
         notes.append(
             f"{'fitted' if eff.fitted else 'uncalibrated'} roofline from {gpu.name} specs"
-            f"{' and its fitted factor' if gpu.name in eff.gpu_factors else ''} "
-            f"({eff.source}; no measurement of this workload)"
+            f"{factor} ({eff.source}; no measurement of this workload)"
         )
     else:
         calibration = calibration.at(workload.batch_size)
