@@ -31,6 +31,16 @@ def _bursty_trace(path: Path, *, nodes: int = 16, days: int = 7, seed: int = 1) 
     return path
 
 
+def _fitted_aws_v100(tmp_path: Path) -> Path:
+    """A store holding 'aws-v100', fitted on a bursty trace (aws, V100)."""
+    db = tmp_path / "s.db"
+    gpucast.fit_lifetimes(
+        trace=str(_bursty_trace(tmp_path / "t.json")), name="aws-v100", provider="aws",
+        gpu="V100", db=db,
+    )  # fmt: skip
+    return db
+
+
 def test_node_counts_give_a_bursty_model_with_capacity_gaps(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     result = gpucast.fit_lifetimes(
@@ -69,11 +79,7 @@ def test_a_named_model_drives_simulate_train_with_correlated_bursts(tmp_path: Pa
 def test_a_plan_names_the_model_it_rests_on_and_the_fallback(tmp_path: Path) -> None:
     """The plan's spot-lifetimes assumption names the --lifetimes model and the nodes it covers
     (the text output showed only the generic rule) and the --fallback-after rule."""
-    db = tmp_path / "s.db"
-    gpucast.fit_lifetimes(
-        trace=str(_bursty_trace(tmp_path / "t.json")), name="aws-v100", provider="aws",
-        gpu="V100", db=db,
-    )  # fmt: skip
+    db = _fitted_aws_v100(tmp_path)
     plan = gpucast.plan_train(
         workload="mlp", steps=2000, provider="aws", gpu="V100", max_gpus=2, runs=50,
         lifetimes="aws-v100", fallback_after="15m", db=db,
@@ -167,11 +173,7 @@ def test_spot_gpu_hours_and_energy_are_what_the_monte_carlo_billed(tmp_path: Pat
     """A bursty market with capacity gaps: a spot plan's GPU-hours are the GPU-time the Monte
     Carlo billed (its cost over the GPUs' spot price), not GPUs x the mean wall time, which
     counts the gaps when no node runs; its energy rests on the same GPU-time."""
-    db = tmp_path / "s.db"
-    gpucast.fit_lifetimes(
-        trace=str(_bursty_trace(tmp_path / "t.json")), name="aws-v100", provider="aws",
-        gpu="V100", db=db,
-    )  # fmt: skip
+    db = _fitted_aws_v100(tmp_path)
     plan = gpucast.plan_train(
         workload="mlp", steps=200000, provider="aws", gpu="V100", max_gpus=8, runs=100,
         lifetimes="aws-v100", strategy="ddp", db=db,
