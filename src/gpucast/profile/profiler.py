@@ -97,6 +97,37 @@ def _unique(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     return list(seen.values())
 
 
+#: Gathers: (the argument gathered from, the index argument) positions. They read the rows
+#: their indices name, not the whole source (an embedding lookup of 64 tokens reads 64 rows of
+#: a 50,257-row table); the rows read are the output's elements, or, for a bag, one row per
+#: index before pooling.
+GATHERS: dict[str, tuple[int, int]] = {
+    "embedding": (0, 1),
+    "_embedding_bag": (0, 1),
+    "_embedding_bag_forward_only": (0, 1),
+    "index_select": (0, 2),
+    "gather": (0, 2),
+}
+
+
+def _gather_read_bytes(name: str, args: tuple[Any, ...], written: list[torch.Tensor]) -> int | None:
+    """Bytes a gather reads (its indices, offsets and the rows they name), or None for any
+    other op or a call whose arguments are not where :data:`GATHERS` says."""
+    where = GATHERS.get(name)
+    if where is None or len(args) <= max(where):
+        return None
+    source, index = args[where[0]], args[where[1]]
+    if not isinstance(source, torch.Tensor) or not isinstance(index, torch.Tensor):
+        return None
+    others = _unique([t for t in _tensors(args) if t is not source])
+    rest = sum(tensor_bytes(t) for t in others)
+    if name.startswith("_embedding_bag"):
+        row = math.prod(source.shape[1:]) * source.element_size()
+        return rest + index.numel() * row
+    gathered = sum(t.numel() for t in written[:1]) * source.element_size()
+    return rest + min(gathered, tensor_bytes(source))
+
+
 @dataclass(frozen=True, slots=True)
 class OpCost:
     """What one aten op call costs: its class, FLOPs (counted, or approximated for arithmetic
@@ -145,13 +176,16 @@ def op_cost(
     elif does_arithmetic(name, op_class):
         largest_input = max((t.numel() for t in inputs), default=0)
         approx = max(sum(t.numel() for t in written), largest_input)
+    read = _gather_read_bytes(name, tuple(args), written)
+    if read is None:
+        read = sum(tensor_bytes(t) for t in inputs)
     return OpCost(
         name=name,
         op_class=op_class,
         flops=flops,
         conv_flops=conv,
         approx_uncounted_flops=approx,
-        bytes_read=sum(tensor_bytes(t) for t in inputs),
+        bytes_read=read,
         bytes_written=sum(tensor_bytes(t) for t in written),
     )
 
