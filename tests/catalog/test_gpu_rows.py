@@ -163,3 +163,10 @@ def test_fp32_dedicated_above_the_fp32_figure_is_rejected() -> None:
     with pytest.raises(DataFormatError) as info:
         parse_gpus(text.replace(row, bad), "gpus.csv")
     assert "fp32_dedicated_tflops" in str(info.value) and "<= fp32_tflops" in str(info.value)
+
+
+def test_matrix_work_at_fp32_runs_at_the_dedicated_lanes_everywhere_else_at_the_peak() -> None:
+    l40s, a100 = load_catalog().gpu("L40S"), load_catalog().gpu("A100-40GB")
+    assert l40s.matrix_tflops("fp32") == pytest.approx(45.8)
+    assert l40s.matrix_tflops("bf16") == l40s.peak_tflops("bf16") == 362
+    assert a100.matrix_tflops("fp32") == a100.peak_tflops("fp32") == 19.5

@@ -199,6 +199,12 @@ class GpuSpec:
         fp32 = self.fp32_dedicated_tflops or self.fp32_tflops
         return float(fp32) * self.clock_share
 
+    def matrix_tflops(self, precision: str) -> float:
+        """The peak matrix work at ``precision`` runs at: the FP32 units'
+        (:meth:`fp32_path_tflops`) for ``fp32``, else :meth:`peak_tflops` -- what every
+        predicted compute time divides by (MFU keeps the datasheet's :meth:`peak_tflops`)."""
+        return self.fp32_path_tflops() if precision == "fp32" else self.peak_tflops(precision)
+
     @property
     def clock_share(self) -> float:
         """The share of the datasheet peaks the board sustains at its default clocks

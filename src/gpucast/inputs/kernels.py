@@ -58,7 +58,7 @@ def gpu_device(catalog: Any, name: str, precision: str) -> KernelDevice:
     return KernelDevice(
         name=gpu.name,
         kind="gpu",
-        peak_flops_per_s=gpu.peak_tflops(precision) * 1e12,
+        peak_flops_per_s=gpu.matrix_tflops(precision) * 1e12,
         memory_bandwidth_bytes_per_s=gpu.memory_bandwidth_gbps * 1e9,
         cores=gpu.sm_count,
     )

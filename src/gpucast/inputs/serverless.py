@@ -252,7 +252,7 @@ def gpu_cold_start(
         parameter_tensors=0,
         inference_flops=inference_flops,
         links_gbs=links,
-        flops=gpu.peak_tflops("fp32") * 1e12,
+        flops=gpu.matrix_tflops("fp32") * 1e12,
         memory_gbs=gpu.memory_bandwidth_gbps,
         container_s=container,
         cuda_context_s=context,
@@ -299,7 +299,7 @@ def gpu_function(
         forward_s=forward_s(
             profile.inference_flops,
             cold.weight_bytes,
-            flops=gpu.peak_tflops("fp32") * 1e12,
+            flops=gpu.matrix_tflops("fp32") * 1e12,
             memory_gbs=gpu.memory_bandwidth_gbps,
         ),
         cold_start_s=cold.total_s,
@@ -420,7 +420,7 @@ def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], 
         total = forward_s(
             c.flops + c.approx_uncounted_flops,
             c.bytes_moved,
-            flops=gpu.peak_tflops("fp32") * 1e12,
+            flops=gpu.matrix_tflops("fp32") * 1e12,
             memory_gbs=gpu.memory_bandwidth_gbps,
         )
         parts.append(np.full(c.calls, total / c.calls))

@@ -480,8 +480,7 @@ def with_features(frame: pd.DataFrame, catalog: Any) -> pd.DataFrame:
         nbytes.append(roof.memory_bytes)
         kernels.append(roof.n_kernels)
         spec = catalog.gpu(str(r["gpu"]))
-        fp32 = str(r["precision"]) == "fp32"
-        peak.append(spec.fp32_path_tflops() if fp32 else spec.peak_tflops(str(r["precision"])))
+        peak.append(spec.matrix_tflops(str(r["precision"])))
         fp32_peak.append(spec.fp32_path_tflops())
         bandwidth.append(spec.memory_bandwidth_gbps)
     out["matmul_flops"] = np.asarray(flops, dtype=np.float64)

@@ -276,7 +276,7 @@ def _cases(cases: Sequence[_Case]) -> _Cases:
             "layers": c.spec.layers,
             "hidden": c.spec.hidden,
             "bandwidth_bytes_s": c.gpu.memory_bandwidth_gbps * 1e9,
-            "peak_flops": c.gpu.peak_tflops(COMPUTE_MODE[c.precision]) * 1e12,
+            "peak_flops": c.gpu.matrix_tflops(COMPUTE_MODE[c.precision]) * 1e12,
             "memory_bytes": c.gpu.memory_gib * GIB,
             "memory_fraction": c.engine.memory_fraction,
             "of_free": 1.0 if c.engine.memory_share == "free" else 0.0,

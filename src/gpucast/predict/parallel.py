@@ -717,7 +717,7 @@ def _stage_time(
             * attn
             / (
                 efficiency.compute_efficiency(layout.precision)
-                * gpu.peak_tflops(layout.precision)
+                * gpu.matrix_tflops(layout.precision)
                 * 1e12
             )
         )

@@ -244,13 +244,12 @@ class DeviceRoofline:
 
     @classmethod
     def of_gpu(cls, gpu: GpuSpec, precision: str) -> DeviceRoofline:
-        fp32 = precision == "fp32"
         return cls(
             name=gpu.name,
             kind="gpu",
-            peak_tflops=gpu.fp32_path_tflops() if fp32 else gpu.peak_tflops(precision),
+            peak_tflops=gpu.matrix_tflops(precision),
             memory_bandwidth_gbps=gpu.memory_bandwidth_gbps,
-            fp32_peak_tflops=None if fp32 else gpu.fp32_path_tflops(),
+            fp32_peak_tflops=None if precision == "fp32" else gpu.fp32_path_tflops(),
         )
 
     def fp32_flops_per_s(self, efficiency_fp32: float) -> float:

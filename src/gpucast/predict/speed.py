@@ -27,7 +27,7 @@ The tensor-size columns are empty on most rows and add nothing that ``n_params /
 does not, so they are ignored.
 
 Cross-GPU (a GPU with no rows in the fit): every term is scaled with the GPU's peak FLOP/s at
-the requested precision (``spec.peak_tflops``), which is what leave-one-GPU-out on the
+the requested precision (``spec.matrix_tflops``), which is what leave-one-GPU-out on the
 CM-DARE data supports best (K80 -> P100 and P100 -> K80 both ~10% MAPE, against ~11-15% when
 the overheads scale with memory bandwidth and 40-80% when they are held fixed):
 
@@ -327,7 +327,7 @@ class SpeedModel(Estimator):
             if not row_tflops.empty:  # the data's own peak wins (see the module docstring)
                 peaks[key] = float(row_tflops.median())
             elif spec is not None:
-                peaks[key] = spec.peak_tflops(_FIT_PRECISION)
+                peaks[key] = spec.matrix_tflops(_FIT_PRECISION)
             else:
                 raise InvalidSpecError(
                     f"{TFLOPS_COL} for GPU {display[key]!r}",
@@ -497,7 +497,7 @@ class SpeedModel(Estimator):
                         f"{precision} on {label} needs the GPU's catalog spec",
                         fix="pass a GpuSpec or use --precision fp32",
                     )
-                scale = spec.peak_tflops(_FIT_PRECISION) / spec.peak_tflops(precision)
+                scale = spec.matrix_tflops(_FIT_PRECISION) / spec.matrix_tflops(precision)
                 notes = (
                     f"compute scaled from fp32 to {precision} by the peak FLOP/s ratio "
                     f"({1 / scale:.2f}x); the data has fp32 only",
@@ -521,7 +521,7 @@ class SpeedModel(Estimator):
             assert peak_tflops is not None
             peak = float(peak_tflops)
         elif spec is not None:
-            peak = spec.peak_tflops(precision)
+            peak = spec.matrix_tflops(precision)
         else:
             raise InvalidSpecError(
                 "gpu",
