@@ -41,6 +41,8 @@ def print_simulation(result: SimulationResult) -> None:
         console.print(f"[bold]{name}[/bold] ({stats.runs} runs)")
         console.print(row("hours", Summary.of(stats.duration_s / 3600.0), ".2f"))
         console.print(row("cost US$", Summary.of(stats.cost_usd), ".2f"))
+        if stats.gpu_s is not None:  # billed: capacity gaps are not GPU-hours
+            console.print(row("GPU-hours", Summary.of(stats.gpu_s / 3600.0), ".2f"))
         console.print(row("revocations", Summary.of(stats.revocations.astype(float)), ".2f"))
         if stats.p_miss_deadline is not None:
             console.print(f"  P(miss deadline) {stats.p_miss_deadline:.1%}")
