@@ -655,8 +655,9 @@ class _Arrays:
 
     flops_over_peak: FloatArray
     conv_over_peak: FloatArray  # tensor-core convolution FLOPs / peak (0 for fp32 rows)
-    #: matmul FLOPs / the FP32 peak on reduced-precision rows (the FP32 path; inf elsewhere)
-    flops_over_fp32_peak: FloatArray
+    flops: FloatArray  # matmul FLOPs
+    #: the FP32 units' peak FLOP/s on reduced-precision rows (the FP32 path; inf elsewhere)
+    fp32_peak: FloatArray
     bytes_over_bw: FloatArray
     kernels: FloatArray
     eta: npt.NDArray[np.int64]
@@ -678,11 +679,8 @@ class _Arrays:
         return cls(
             flops_over_peak=frame["matmul_flops"].to_numpy(dtype=np.float64) / peak,
             conv_over_peak=np.where(tensor, _conv_flops(frame), 0.0) / peak,
-            flops_over_fp32_peak=matrix_seconds(
-                np.full(len(frame), math.inf),
-                frame["matmul_flops"].to_numpy(dtype=np.float64),
-                _fp32_flops_per_s(frame, 1.0),
-            ),
+            flops=frame["matmul_flops"].to_numpy(dtype=np.float64),
+            fp32_peak=_fp32_flops_per_s(frame, 1.0),
             bytes_over_bw=frame["memory_bytes"].to_numpy(dtype=np.float64)
             / (frame["bandwidth_gbps"].to_numpy(dtype=np.float64) * 1e9),
             kernels=frame["n_kernels"].to_numpy(dtype=np.float64),
@@ -705,10 +703,9 @@ class _Arrays:
         fop = self.flops_over_peak
         if layout.conv_index is not None:
             fop = fop + self.conv_over_peak * (math.exp(-theta[layout.conv_index]) - 1.0)
-        matrix = fop / eta_c
         fp32 = layout.eta_index.get("fp32")
-        if fp32 is not None:  # the FP32 path where it is faster (roofline.matrix_seconds)
-            matrix = np.minimum(matrix, self.flops_over_fp32_peak / math.exp(theta[fp32]))
+        fp32_rate = math.inf if fp32 is None else self.fp32_peak * math.exp(theta[fp32])
+        matrix = matrix_seconds(fop / eta_c, self.flops, fp32_rate)
         work = matrix + traffic * self.bytes_over_bw / eta_m
         core = work * (1.0 + EVAL_FORWARD_SHARE * self.eval_work)
         core = core + self.kernels * overhead + np.exp(theta[self.step])
