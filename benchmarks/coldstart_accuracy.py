@@ -6,8 +6,8 @@ Calibration, measured apart from the models reported (no fitting to these points
 in one read call (as torch.load reads a tensor's record) with the page cache dropped
 (``posix_fadvise(DONTNEED)``; median of 5) -> the
 disk's read GB/s; one sample through a 256 MiB weight matrix (a batch-1 linear layer) ->
-memory GB/s; times an inference-shaped fp32
-matmul (64 x 1024 by 1024 x 4096) -> FLOP/s;
+memory GB/s; times 64 rows through 16 distinct fp32 1024x4096 linear layers (256 MiB of
+weights, each read once per pass as a model's layers are) -> FLOP/s;
 loads a state dict of 2,000 tensors of 1 KiB -> seconds per tensor beyond its bytes; first
 minus steady forward of a 512-512-10 MLP -> the first call's extra cost. The rates are
 measured before each of the ``--repeats`` rounds of the models. The machine is shared (other

@@ -10,7 +10,12 @@ import pytest
 import torch
 
 from gpucast.domain.serverless import ColdStartMeasurement
-from gpucast.measure.coldstart import drop_from_page_cache, measure_cold_start, measure_read_gbs
+from gpucast.measure.coldstart import (
+    _layer_chain_flops,
+    drop_from_page_cache,
+    measure_cold_start,
+    measure_read_gbs,
+)
 from gpucast.workloads import get_workload
 
 
@@ -39,6 +44,13 @@ def test_read_bandwidth_uses_the_injected_clock(tmp_path: Path) -> None:
     ticks = itertools.count(0.0, 0.5)  # every clock call advances 0.5 s: each read takes 0.5 s
     gbs, _ = measure_read_gbs(tmp_path, size_bytes=4 * 2**20, runs=3, clock=lambda: next(ticks))
     assert gbs == pytest.approx(4 * 2**20 / 0.5 / 1e9)
+
+
+def test_flop_rate_counts_every_layer_of_the_chain() -> None:
+    # 16 distinct 1024x4096 layers, 64 rows each: a pass of 1 s is 2*64*1024*4096*16 FLOP/s
+    ticks = itertools.count(0.0, 0.5)  # start and stop of each timed pass: 0.5 s apart
+    flops = _layer_chain_flops(lambda: next(ticks))
+    assert flops == pytest.approx(2 * 64 * 1024 * 4096 * 16 / 0.5)
 
 
 @pytest.mark.gpu

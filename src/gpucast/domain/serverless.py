@@ -79,9 +79,9 @@ class HostRates:
     """What a machine moves and computes per second, measured apart from any model's load:
     ``read_gbs`` (a raw file read with the page cache dropped), ``memory_gbs`` (one sample through a
     256 MiB weight matrix, as a batch-1 forward streams its weights),
-    ``flops`` (an fp32 matmul of 64 x 1024 by 1024 x 4096), ``per_tensor_s`` (deserialising
-    one small tensor of a state dict) and ``first_call_s`` (first minus steady forward of a
-    small model)."""
+    ``flops`` (64 rows through 16 distinct fp32 1024x4096 linear layers, weights read once),
+    ``per_tensor_s`` (deserialising one small tensor of a state dict) and ``first_call_s``
+    (first minus steady forward of a small model)."""
 
     read_gbs: float
     memory_gbs: float
