@@ -32,6 +32,7 @@ section: ``--section mlperf`` (repeatable: cv, pollux, mlperf, llm, held_out, so
 
 from __future__ import annotations
 
+import datetime
 import math
 import sys
 from pathlib import Path
@@ -406,7 +407,7 @@ def llm_intervals(table: pd.DataFrame, print_rows: bool) -> None:
             f"{band.mape_pct[regime]:.2f}", ", ".join(sorted(set(rows.submitter))),
             f"{CITATION} ({len(rows)} systems, {rows.gpus.min()}-{rows.gpus.max():,} "
             f"{gpus}) via benchmarks/steptime_accuracy.py --section llm --intervals",
-            "2026-12-05",
+            datetime.date.today().isoformat(),
         ])  # fmt: skip
     if print_rows:
         print("\nllm_train_intervals.csv:")

@@ -56,11 +56,21 @@ def test_lora_fits_where_full_fine_tuning_does_not() -> None:
     assert lora.best.fits
 
 
+def test_a_sequence_beyond_the_context_is_a_stated_extension() -> None:
+    # MLPerf's Llama-2-70B LoRA trains at 8,192 tokens on a 4,096-token model
+    result = gpucast.predict_llm_train(
+        model="llama-2-70b", gpu="H100", gpus=8, seq_len=8192, global_batch=8, lora_rank=16,
+        precision="fp8",
+    )  # fmt: skip
+    assert result.best.seq_len == 8192 and result.best.fits
+    assert "context extension" in result.assumptions["sequence length"]
+
+
 @pytest.mark.parametrize(
     ("options", "field"),
     [
         ({"gpus": 12, "gpus_per_node": 8}, "gpus"),
-        ({"seq_len": 100_000}, "seq-len"),
+        ({"seq_len": 0}, "seq-len"),
         ({"zero": 4}, "zero"),
         ({"precision": "int4"}, "precision"),
         ({"recompute": "most"}, "recompute"),

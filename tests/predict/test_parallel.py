@@ -178,6 +178,44 @@ def test_llama_2_70b_lora_fits_on_8_h100_and_full_fine_tuning_does_not(h100: Gpu
     assert not predict_training_step(spec, h100, fsdp, seq_len=4096).fits
 
 
+def test_fp8_lora_keeps_its_frozen_base_once_in_fp8(h100: GpuSpec) -> None:
+    spec = llm_model("llama-2-70b")
+    bf16 = training_memory(spec, h100, ParallelLayout(tp=8, lora_rank=16), seq_len=4096)
+    fp8 = ParallelLayout(tp=8, lora_rank=16, precision="fp8")
+    assert training_memory(spec, h100, fp8, seq_len=4096).weights_bytes == pytest.approx(
+        bf16.weights_bytes / 2, rel=0.01
+    )
+    # full fp8 training updates its 16-bit weights and keeps the fp8 copy beside them
+    full = training_memory(spec, h100, ParallelLayout(tp=8, precision="fp8"), seq_len=4096)
+    assert full.weights_bytes == pytest.approx(1.5 * bf16.weights_bytes, rel=0.01)
+
+
+def test_lora_keeps_only_the_inputs_its_adapters_need(h100: GpuSpec) -> None:
+    spec = llm_model("llama-2-70b")
+    layout = ParallelLayout(tp=4, recompute="selective")
+
+    def acts(**lora: object) -> float:
+        return training_memory(spec, h100, replace(layout, **lora), seq_len=8192).activations_bytes
+
+    full, attention = acts(), acts(lora_rank=16)
+    # the MLP input (2 sbh / t) and the down projection's input (2 s b f / t) per layer
+    s, h, f, t = 8192, spec.hidden, spec.ffn_hidden, 4
+    assert full - attention == pytest.approx(spec.layers * (2 * s * h + 2 * s * f) / t, rel=1e-6)
+    every = ("q", "k", "v", "o", "gate", "up", "down")
+    assert acts(lora_rank=16, lora_targets=every) == pytest.approx(full)
+
+
+def test_nvidia_mlperf_lora_layout_fits_on_8_h100(h100: GpuSpec) -> None:
+    # MLPerf Training v4.0, NVIDIA eos_ngc24.04_nemo (config_DGXH100_1x8x4xtp4pp1cp1.sh):
+    # Llama-2-70B LoRA at 8,192 tokens, TP 4, DP 2, 4 micro-batches of 1, fp8 with
+    # fp8_params, no activation checkpointing with fused attention -- it ran on 80 GB H100s
+    layout = ParallelLayout(
+        dp=2, tp=4, micro_batches=4, recompute="selective", precision="fp8", lora_rank=16
+    )
+    memory = training_memory(llm_model("llama-2-70b"), h100, layout, seq_len=8192)
+    assert memory.fits, memory.summary()
+
+
 def test_best_lora_layout_fits(h100: GpuSpec) -> None:
     spec = llm_model("llama-2-70b")
     best = best_layout(spec, h100, 8, 8, seq_len=4096, space=LayoutSpace(lora_rank=16))

@@ -19,8 +19,10 @@ Memory per GPU (:func:`training_memory`), for each pipeline stage, the largest r
     shards over the ``d * c`` ranks that hold the same weights (``d * c / ep`` for experts):
     stage 1 the optimizer state, 2 also the gradients, 3 also the weights, plus a gather
     buffer of two layers' weights (the current one and the prefetched next). LoRA (Hu et al.
-    2021) freezes the base (2 B per parameter, no gradients, no optimizer state) and trains
-    ``r (d_in + d_out)`` parameters per adapted matrix at 16 B each.
+    2021) freezes the base (no gradients, no optimizer state; one copy at the matmuls'
+    precision: 2 B per parameter, 1 B in fp8 -- NeMo's ``fp8_params``, as NVIDIA's MLPerf
+    v4.0 Llama-2-70B LoRA ran) and trains ``r (d_in + d_out)`` parameters per adapted matrix
+    at 16 B each.
 
     *Activations* (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
     Transformer Models", section 4): per layer and micro-batch, ``sbh (34 + 5 a s / h)`` bytes
@@ -31,7 +33,10 @@ Memory per GPU (:func:`training_memory`), for each pipeline stage, the largest r
     projection's input ``4 s b a d_head``, K and V ``4 s b g d_head`` (fewer with GQA), the MLP
     ``4 s b f`` (GeLU: its input and output) or ``8 s b f`` (SwiGLU: gate, up, their product
     and the activation) times the experts per token; ``5 a s^2 b`` for the attention scores
-    (softmax 2, dropout mask 1, dropout output 2). Context parallelism splits the sequence
+    (softmax 2, dropout mask 1, dropout output 2). Under LoRA a frozen matrix's input, kept
+    only for its weight gradient, is not kept: the attention input (2 ``sbh``) unless q, k or
+    v is adapted, the MLP input (2 ``sbh``) unless gate or up is, the down projection's input
+    (2 ``s b f``) unless it is. Context parallelism splits the sequence
     ``c`` ways (each rank keeps ``s / c`` queries against all ``s`` keys). ``selective``
     recompute drops the ``5 a s / h`` term; ``full`` keeps ``2 sbh`` per layer (its input; ``/
     t`` with sequence parallelism) plus one layer's working set during its recomputation.
@@ -125,6 +130,8 @@ OPTIMIZER_BYTES_PER_PARAM = 12.0
 OPTIMIZER_STEP_BYTES_PER_PARAM = 28.0
 #: 16-bit activations and messages.
 ACTIVATION_BYTES = 2.0
+#: bytes of an fp8 weight
+FP8_BYTES = 1.0
 #: Bytes per logit held for the loss: the 16-bit output and the fp32 copy cross-entropy reads.
 LOGIT_BYTES = 6.0
 #: Default node network: 8 x 400 Gb/s (DGX H100, AWS p5.48xlarge: 3,200 Gbit/s per node).
@@ -405,6 +412,12 @@ def _activation_bytes_per_layer(
     q_and_out = 4.0 * s_local * b * spec.q_dim / t
     k_and_v = 4.0 * s_local * b * spec.head_dim * kv_local
     mlp = (8.0 if spec.gated_mlp else 4.0) * s_local * b * spec.ffn_hidden
+    if layout.lora:  # a frozen matrix's input serves only its weight gradient: not kept
+        targets = set(layout.lora_targets)
+        frozen_inputs = [not targets & {"q", "k", "v"}, not targets & {"gate", "up"}]
+        replicated -= 2.0 * sbh / sp_div * sum(frozen_inputs)  # attention / MLP input
+        if "down" not in targets:  # the down projection's input (the gated product)
+            mlp -= 2.0 * s_local * b * spec.ffn_hidden
     mlp *= spec.experts_per_token / t
     scores = 5.0 * spec.heads * s_local * seq_len * b / t if level == "none" else 0.0
     return replicated + q_and_out + k_and_v + mlp + scores
@@ -479,7 +492,10 @@ def _stage_memory(
             return n_dense / z_dense + n_expert / z_expert
         return n_dense + n_expert
 
-    weights = w_bytes * (shard(params.dense, params.expert, 3) + params.adapters)
+    # LoRA's frozen base needs one copy, at the precision its matmuls read (fp8: NeMo's
+    # fp8_params, Transformer Engine's fp8_model_init); trained weights keep 16-bit too
+    frozen_bytes = FP8_BYTES if layout.lora and layout.precision == "fp8" else w_bytes
+    weights = frozen_bytes * shard(params.dense, params.expert, 3) + w_bytes * params.adapters
     gradients = GRADIENT_BYTES_PER_PARAM * shard(params.trained_dense, params.trained_expert, 2)
     optimizer = OPTIMIZER_BYTES_PER_PARAM * shard(params.trained_dense, params.trained_expert, 1)
     gather = 0.0
