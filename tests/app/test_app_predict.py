@@ -310,6 +310,25 @@ def test_measurements_at_several_batches_each_calibrate_their_neighbourhood(
     )
 
 
+def test_two_stored_measurements_on_the_gpu_price_the_batches_between(tmp_path: Path) -> None:
+    def truth(batch: int) -> float:  # per-sample part 1.5x the roofline's, fixed part 3x
+        parts = predict_train(
+            workload=WORKLOAD, batch_size=batch, gpu="A100-40GB", db=tmp_path / "none.db"
+        ).estimate.breakdown
+        return 1.5 * (parts["compute"] + parts["memory_bandwidth"]) + 3.0 * parts["overhead"]
+
+    db = tmp_path / "store.db"
+    _store_measurement(db, batch=8, step_s=truth(8), gpu_name="A100-40GB")
+    _store_measurement(db, batch=256, step_s=truth(256), gpu_name="A100-40GB")
+    mid = predict_train(workload=WORKLOAD, batch_size=64, gpu="A100-40GB", db=db)
+    notes = " ".join(mid.estimate.notes)
+    assert "two measurements on A100-40GB, at batches 8 and 256" in notes
+    assert "same_gpu/calibrated/bracketed" in notes and "between two measured ones" in notes
+    assert mid.step_time_s == pytest.approx(truth(64))
+    planned, _ = _planner_step_s(64, "A100-40GB", "fp32", db)
+    assert planned == pytest.approx(mid.step_time_s)
+
+
 def test_each_measured_gpu_type_calibrates_from_its_own_measurements(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     _store_measurement(db, batch=64, step_s=0.010, gpu_name="A100-40GB")

@@ -25,5 +25,7 @@ def test_every_calibrated_regime_has_its_batch_distance_bands() -> None:
         low, high = table.ratios(regime)
         return high / low
 
-    near = "same_gpu/calibrated/batch_x2"
-    assert width(near) < min(width(r) for r in table.q_low if r != near)
+    near, between = "same_gpu/calibrated/batch_x2", "same_gpu/calibrated/bracketed"
+    assert width(near) < min(width(r) for r in table.q_low if r not in (near, between))
+    # two measurements around the batch, each part scaled to both: narrower still
+    assert table.resolved(between) == between and width(between) < width(near)

@@ -80,7 +80,7 @@ def test_several_measurements_each_price_the_batches_nearest_them() -> None:
     measured = {16: 1.3 / roof[16], 256: 0.8 / roof[256]}
     primary = calibrate(f.roofline_workload(256), measured[256], fast, f.precision, efficiency=EFF)
     small = calibrate(f.roofline_workload(16), measured[16], fast, f.precision, efficiency=EFF)
-    cal = replace(primary, others=((16, small.scale, measured[16]),))
+    cal = replace(primary, others=(small,))
     table = build_gpu_table(f, [fast], calibration=cal, efficiency=EFF)
     g = np.zeros(4, dtype=np.int64)
     batches = np.array([16.0, 256.0, 24.0, 200.0])

@@ -132,7 +132,12 @@ def test_cross_validated_intervals_cover_about_80_percent() -> None:
         "gpu_unseen/calibrated",
         "gpu_unseen/uncalibrated",
         "gpu_seen/measured_elsewhere",
+        "same_gpu/calibrated/bracketed",
     }
+    # rows between two others of their configuration, from both (of the synthetic batches
+    # 8, 32, 128, 256 the middle two)
+    bracketed = residuals[residuals.regime == "same_gpu/calibrated/bracketed"]
+    assert 0 < len(bracketed) < len(residuals[residuals.regime == "same_gpu/calibrated"])
     # the same-GPU predictions again, each under how far its batch is from the measured one
     same = residuals[residuals.regime == "same_gpu/calibrated"]
     split = residuals[residuals.regime.isin(distance_regimes("same_gpu/calibrated"))]

@@ -159,26 +159,20 @@ def store_calibration(
     except UnknownGpuError:
         device = host_cpu_roofline()
 
-    def scale_of(r: Any) -> float:
+    def calibration_of(r: Any) -> Calibration:
         return calibrate(
             facts.roofline_workload(r.batch_size), r.median_s, device, precision,
             efficiency=efficiency,
-        ).scale  # fmt: skip
+        )  # fmt: skip
 
     # the same device's measurements at other batches (the newest at each batch)
-    others: dict[int, tuple[int, float, float]] = {}
+    others: dict[int, Any] = {}
     for r in sorted(runs[1:], key=lambda r: -r.id):
         if (r.gpu_name, r.device) == (run.gpu_name, run.device) and r.batch_size != run.batch_size:
-            others.setdefault(r.batch_size, (r.batch_size, scale_of(r), float(r.median_s or 0)))
-    assert run.median_s is not None
-    cal = calibrate(
-        facts.roofline_workload(run.batch_size),
-        run.median_s,
-        device,
-        precision,
-        efficiency=efficiency,
+            others.setdefault(r.batch_size, r)
+    cal = dataclasses.replace(
+        calibration_of(run), others=tuple(calibration_of(others[b]) for b in sorted(others))
     )
-    cal = dataclasses.replace(cal, others=tuple(others[b] for b in sorted(others)))
     more = f"; and at batches {', '.join(str(b) for b in sorted(others))}" if others else ""
     return Sourced(
         cal,

@@ -742,7 +742,7 @@ def evaluate_mixed(
     mem_bytes = col_max(np.where(ckpt, state + acts * facts.checkpoint_fraction, state + acts))
 
     # -- compute per part --------------------------------------------------------------------
-    terms = (fixed + per * top[:, :, None]) * gpus.anchor_at(g, top)[1][:, :, None]
+    terms = (fixed + per * top[:, :, None]) * gpus.term_scales(g, top)
     part_compute = col_sum(terms) * np.where(ckpt, CHECKPOINTING_SLOWDOWN, 1.0)
     part_compute = part_compute * params.gpu_slowdown(nf, sync)[:, None]
     power_parts = [_power(params, terms[:, k], g[:, k], gpus, top[:, k]) for k in range(2)]

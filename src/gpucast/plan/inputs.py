@@ -16,10 +16,11 @@ Pure: numbers in, numbers out (the CLI reads files and the store).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -31,7 +32,7 @@ from gpucast.domain.units import MIB
 from gpucast.predict import comm
 from gpucast.predict.cluster import ClusterModel
 from gpucast.predict.collective import RDMA, TCP_DEFAULT, CollectiveConstants
-from gpucast.predict.intervals import BATCH_DISTANCE, batch_distance_index
+from gpucast.predict.intervals import BATCH_DISTANCE, BRACKETED, SAME_GPU, batch_distance_index
 from gpucast.predict.memory import usable_bytes
 from gpucast.predict.offload import CpuAdamModel
 from gpucast.predict.revocation import LifetimeDistribution
@@ -42,6 +43,8 @@ from gpucast.predict.roofline import (
     batch_bands,
     calibrated_regime,
     predict_step_time,
+    regime_band,
+    two_part_scale,
 )
 from gpucast.predict.variability import SpeedVariability
 from gpucast.simulate.transient import Delay
@@ -215,6 +218,16 @@ class GpuTable:
     #: per GPU, (lower, upper) ratios per :data:`~gpucast.predict.intervals.BATCH_DISTANCE`
     #: bucket, shape (GPUs, buckets, 2)
     batch_bands: FloatArray | None = None
+    #: per GPU calibrated on itself by measurements at several batches, per pair of
+    #: neighbouring ones (NaN-padded, shape (GPUs, k - 1)): the two batches and the scales of
+    #: the per-sample (compute, memory) and fixed (overhead) terms relative to the
+    #: coefficients that make both exact (:func:`gpucast.predict.roofline.two_part_scale`),
+    #: used between them; ``bracket_band`` (GPUs, 2) is their interval
+    bracket_low: FloatArray | None = None
+    bracket_high: FloatArray | None = None
+    bracket_work: FloatArray | None = None
+    bracket_fixed: FloatArray | None = None
+    bracket_band: FloatArray | None = None
 
     def index(self, name: str) -> int:
         return self.names.index(name)
@@ -236,14 +249,49 @@ class GpuTable:
         b = np.broadcast_to(np.maximum(np.asarray(batch, dtype=np.float64), 1.0), lo.shape)
         bucket = batch_distance_index(np.where(own, measured, 1.0), b)
         bands = self.batch_bands[gpu, bucket]
-        return np.where(own, bands[..., 0], lo), np.where(own, bands[..., 1], hi)
+        lo, hi = np.where(own, bands[..., 0], lo), np.where(own, bands[..., 1], hi)
+        inside, _ = self._bracket(gpu, b)
+        if self.bracket_band is not None and inside.any():
+            lo = np.where(inside, self.bracket_band[gpu, 0], lo)
+            hi = np.where(inside, self.bracket_band[gpu, 1], hi)
+        return lo, hi
 
     def step_terms(self, gpu: npt.NDArray[np.int64], batch: FloatArray) -> FloatArray:
         """(rows, 3) roofline terms for GPU indices and per-worker batches (each scaled by the
-        measurement nearest its batch, where several calibrate the GPU)."""
+        measurement nearest its batch, or by the two around it, where several calibrate the
+        GPU: :meth:`term_scales`)."""
         terms = self.fixed_s[gpu] + self.per_sample_s[gpu] * np.asarray(batch)[:, None]
-        _, scale = self.anchor_at(gpu, batch)
-        return np.asarray(terms * scale[..., None], dtype=np.float64)
+        return np.asarray(terms * self.term_scales(gpu, batch), dtype=np.float64)
+
+    def term_scales(self, gpu: npt.NDArray[np.int64], batch: npt.ArrayLike) -> FloatArray:
+        """Per (GPU, batch) of the same shape, the scale of each of the :data:`TERMS` relative
+        to the coefficients (shape + (3,)): the nearest measurement's for all three, or,
+        between two measurements of the GPU itself, the per-sample and fixed parts' own
+        (:func:`gpucast.predict.roofline.two_part_scale`), as
+        :func:`~gpucast.predict.roofline.predict_step_time` prices them."""
+        shape = np.shape(gpu)
+        b = np.broadcast_to(np.maximum(np.asarray(batch, dtype=np.float64), 1.0), shape)
+        _, scale = self.anchor_at(gpu, b)
+        out = np.repeat(scale[..., None], len(TERMS), axis=-1)
+        inside, k = self._bracket(gpu, b)
+        if inside.any():
+            assert self.bracket_work is not None and self.bracket_fixed is not None
+            work = np.take_along_axis(self.bracket_work[gpu], k, axis=-1)[..., 0]
+            fixed = np.take_along_axis(self.bracket_fixed[gpu], k, axis=-1)[..., 0]
+            for t, part in enumerate((work, work, fixed)):  # compute, memory, overhead
+                out[..., t] = np.where(inside, part, out[..., t])
+        return np.asarray(out, dtype=np.float64)
+
+    def _bracket(
+        self, gpu: npt.NDArray[np.int64], batch: FloatArray
+    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
+        """(whether a pair of measurements brackets each batch, the pair's index [..., None])."""
+        if self.bracket_low is None or self.bracket_high is None:
+            return np.zeros(np.shape(gpu), dtype=bool), np.zeros((*np.shape(gpu), 1), np.int64)
+        b = batch[..., None]
+        hits = (self.bracket_low[gpu] < b) & (b < self.bracket_high[gpu])  # NaN: False
+        inside = np.asarray(hits.any(axis=-1), dtype=bool)
+        return inside, np.asarray(np.argmax(hits, axis=-1)[..., None], dtype=np.int64)
 
     def anchor_at(
         self, gpu: npt.NDArray[np.int64], batch: npt.ArrayLike
@@ -289,6 +337,8 @@ def build_gpu_table(
     anchors: list[list[tuple[float, float]]] = []
     eff = efficiency or RooflineEfficiency()
     bands = np.ones((n, len(BATCH_DISTANCE), 2))
+    brackets: list[list[tuple[Any, ...]]] = [[] for _ in gpus]
+    bracket_band = np.ones((n, 2))
     sources: list[str] = []
     for i, (gpu, choice) in enumerate(zip(gpus, choices, strict=True)):
         # the coefficients at the primary measurement's scale (the others: ``anchor_scale``)
@@ -312,9 +362,19 @@ def build_gpu_table(
         cal = choice.calibration
         base = "" if cal is None else calibrated_regime(gpu, cal, eff)
         if cal is not None and base and cal.batch_size is not None:
-            points = [(cal.batch_size, cal.scale), *((b, c) for b, c, _ in cal.others)]
-            anchors.append([(float(b), c / cal.scale) for b, c in points])
+            points = [replace(cal, others=()), *cal.others]
+            anchors.append([(float(c.batch_size or 0), c.scale / cal.scale) for c in points])
             bands[i] = batch_bands(eff, base, cal)
+            if base == SAME_GPU:
+                ordered = sorted(points, key=lambda c: c.batch_size or 0)
+                for low, high in itertools.pairwise(ordered):
+                    split = two_part_scale(low, high)
+                    if split is not None:
+                        brackets[i].append(
+                            (low.batch_size, high.batch_size, split.work / cal.scale,
+                             split.fixed / cal.scale)
+                        )  # fmt: skip
+                bracket_band[i] = regime_band(eff, BRACKETED, cal)
         else:
             anchors.append([])
         usable[i] = usable_bytes(gpu)
@@ -328,6 +388,11 @@ def build_gpu_table(
     for i, row in enumerate(anchors):
         for k, (b, c) in enumerate(row):
             anchor_batch[i, k], anchor_scale[i, k] = b, c
+    pairs = max((len(b) for b in brackets), default=0) or 1
+    bracket = np.full((4, n, pairs), np.nan)
+    for i, pairs_of_gpu in enumerate(brackets):
+        for k, pair in enumerate(pairs_of_gpu):
+            bracket[:, i, k] = pair
     return GpuTable(
         names=tuple(g.name for g in gpus),
         precision=tuple(c.precision for c in choices),
@@ -346,6 +411,11 @@ def build_gpu_table(
         anchor_batch=anchor_batch,
         anchor_scale=anchor_scale,
         batch_bands=bands,
+        bracket_low=bracket[0],
+        bracket_high=bracket[1],
+        bracket_work=bracket[2],
+        bracket_fixed=bracket[3],
+        bracket_band=bracket_band,
     )
 
 

@@ -52,6 +52,9 @@ BATCH_DISTANCE: tuple[tuple[float, str], ...] = (
 )
 #: A measurement on this very GPU (at another batch).
 SAME_GPU = "same_gpu/calibrated"
+#: Two measurements on this very GPU, at a smaller and a larger batch: the step's fixed and
+#: per-sample parts each scaled to both (:func:`gpucast.predict.roofline.two_part_scale`).
+BRACKETED = f"{SAME_GPU}/bracketed"
 #: Regimes a measurement of the user's workload calibrates (on this GPU, on another GPU type
 #: the fit has, on another GPU type it lacks): split by :data:`BATCH_DISTANCE`.
 CALIBRATED: tuple[str, ...] = (SAME_GPU, "gpu_seen/calibrated", "gpu_unseen/calibrated")
@@ -89,6 +92,7 @@ _FALLBACK.update(
         for _, suffix in BATCH_DISTANCE
     }
 )
+_FALLBACK[BRACKETED] = (BRACKETED, *_FALLBACK[f"{SAME_GPU}/{BATCH_DISTANCE[0][1]}"])
 #: Regimes whose band also spans these others' (on top of :data:`NEW_SOURCE`'s).
 _ENVELOPE: dict[str, tuple[str, ...]] = {
     NOVEL: ("gpu_seen/uncalibrated", "gpu_unseen/uncalibrated")

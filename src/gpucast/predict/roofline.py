@@ -53,6 +53,7 @@ from gpucast.domain.prediction import Estimate
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.predict.intervals import (
     BATCH_DISTANCE,
+    BRACKETED,
     NEW_SOURCE,
     NOVEL,
     SAME_GPU,
@@ -270,31 +271,84 @@ class Calibration:
     #: the batch the measurement ran at (None: not known; the interval then pools every
     #: distance from it, :data:`~gpucast.predict.intervals.SAME_GPU`)
     batch_size: int | None = None
-    #: other measurements of the workload on ``device`` at other batches, ``(batch, scale,
-    #: measured step s)``: a prediction takes the one whose batch is nearest its own
-    #: (:meth:`at`), as the error of a calibration grows with the distance between the batches
-    others: tuple[tuple[int, float, float], ...] = ()
+    #: the uncalibrated roofline's seconds at ``batch_size`` on ``device``: the part that
+    #: grows with the batch (compute + memory) and the fixed part (kernel and step
+    #: overheads); None where not known
+    work_s: float | None = None
+    fixed_s: float | None = None
+    #: other measurements of the workload on ``device`` at other batches: a prediction takes
+    #: the one whose batch is nearest its own (:meth:`at`), as the error of a calibration
+    #: grows with the distance between the batches, or, between two of them, both
+    #: (:meth:`split_at`)
+    others: tuple[Calibration, ...] = ()
 
     def __post_init__(self) -> None:
         _positive("scale", self.scale)
-        for batch, scale, step in self.others:
-            _positive("others batch", batch)
-            _positive("others scale", scale)
-            _positive("others step", step)
+        for other in self.others:
+            if other.batch_size is None or other.others:
+                raise InvalidSpecError(
+                    "others", "must be measurements at a known batch, without others of their own"
+                )
 
     def at(self, batch: int) -> Calibration:
         """This calibration as the measurement whose batch is nearest ``batch`` gives it
         (itself when it has no others or its own batch is nearest; ties: itself)."""
         if not self.others or self.batch_size is None or batch <= 0:
             return self
-        own = (self.batch_size, self.scale, self.measured_step_time_s)
-        best = min((own, *self.others), key=lambda o: abs(math.log2(o[0] / batch)))
-        if best is own:
+        every = (replace(self, others=()), *self.others)
+        best = min(every, key=lambda c: abs(math.log2((c.batch_size or batch) / batch)))
+        if best is every[0]:
             return self
-        rest = tuple(o for o in (own, *self.others) if o is not best)
-        return replace(
-            self, batch_size=best[0], scale=best[1], measured_step_time_s=best[2], others=rest
-        )
+        return replace(best, others=tuple(c for c in every if c is not best))
+
+    def split_at(self, batch: int) -> TwoPartScale | None:
+        """Between two measurements (the nearest below ``batch`` and the nearest above), the
+        scales of the roofline's batch-dependent and fixed parts that make both exact
+        (:func:`two_part_scale`); None outside them, at one of them, or where the two give no
+        positive pair."""
+        if self.batch_size is None or batch <= 0:
+            return None
+        every = [c for c in (replace(self, others=()), *self.others) if c.batch_size]
+        below = [c for c in every if (c.batch_size or 0) < batch]
+        above = [c for c in every if (c.batch_size or 0) > batch]
+        if not below or not above:
+            return None
+        low = max(below, key=lambda c: c.batch_size or 0)
+        high = min(above, key=lambda c: c.batch_size or 0)
+        return two_part_scale(low, high)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TwoPartScale:
+    """Scales of the roofline's batch-dependent part (``work``: compute + memory) and fixed
+    part (``fixed``: overheads) fitted to two measurements at batches ``low`` < ``high``."""
+
+    work: float
+    fixed: float
+    low: Calibration
+    high: Calibration
+
+
+def two_part_scale(low: Calibration, high: Calibration) -> TwoPartScale | None:
+    """The ``(work, fixed)`` scales with ``work * W_i + fixed * F_i = T_i`` at both
+    measurements (``W``/``F``: their uncalibrated batch-dependent and fixed seconds, ``T``
+    measured) -- a step's fixed cost and its cost per sample measured apart, where one
+    measurement scales both alike. None where a measurement lacks its parts or the pair is
+    not positive (noise between two close batches)."""
+    parts = [(c.work_s, c.fixed_s) for c in (low, high)]
+    if any(w is None or f is None or w <= 0 or f <= 0 for w, f in parts):
+        return None
+    (w1, f1), (w2, f2) = parts
+    assert w1 is not None and f1 is not None and w2 is not None and f2 is not None
+    det = w1 * f2 - w2 * f1
+    if det == 0:
+        return None
+    t1, t2 = low.measured_step_time_s, high.measured_step_time_s
+    work = (t1 * f2 - t2 * f1) / det
+    fixed = (w1 * t2 - w2 * t1) / det
+    if not (work > 0 and fixed > 0):
+        return None
+    return TwoPartScale(work=work, fixed=fixed, low=low, high=high)
 
 
 def _terms(
@@ -332,7 +386,8 @@ def calibrate(
     _positive("measured_step_time_s", measured_step_time_s)
     eff = efficiency or RooflineEfficiency()
     dev = DeviceRoofline.of_gpu(device, precision) if isinstance(device, GpuSpec) else device
-    predicted = sum(_terms(workload, dev, precision, eff).values())
+    terms = _terms(workload, dev, precision, eff)
+    predicted = sum(terms.values())
     if predicted <= 0:
         raise InvalidSpecError("workload", "has no FLOPs, bytes or kernels to calibrate")
     return Calibration(
@@ -341,6 +396,8 @@ def calibrate(
         device_kind=dev.kind,
         measured_step_time_s=measured_step_time_s,
         batch_size=workload.batch_size,
+        work_s=terms["compute"] + terms["memory_bandwidth"],
+        fixed_s=terms["overhead"],
     )
 
 
@@ -378,16 +435,30 @@ def predict_step_time(
             f"{factor} ({eff.source}; no measurement of this workload)"
         )
     else:
+        split = calibration.split_at(workload.batch_size)
         calibration = calibration.at(workload.batch_size)
         scale = calibration.scale
         regime = calibrated_regime(gpu, calibration, eff)
-        if regime:
-            regime = batch_regime(regime, calibration.batch_size, workload.batch_size)
-        at = "" if calibration.batch_size is None else f" at batch {calibration.batch_size}"
-        notes.append(
-            f"calibrated by a measurement on {calibration.device}{at} "
-            f"({calibration.measured_step_time_s:.4g} s/step, scale x{scale:.3g})"
-        )
+        if split is not None and regime == SAME_GPU:
+            regime = BRACKETED
+            for name in ("compute", "memory_bandwidth"):
+                terms[name] *= split.work / scale
+            terms["overhead"] *= split.fixed / scale
+            notes.append(
+                f"calibrated by two measurements on {calibration.device}, at batches "
+                f"{split.low.batch_size} and {split.high.batch_size} "
+                f"({split.low.measured_step_time_s:.4g} and "
+                f"{split.high.measured_step_time_s:.4g} s/step): the per-sample part "
+                f"x{split.work:.3g}, the fixed part x{split.fixed:.3g}"
+            )
+        else:
+            if regime:
+                regime = batch_regime(regime, calibration.batch_size, workload.batch_size)
+            at = "" if calibration.batch_size is None else f" at batch {calibration.batch_size}"
+            notes.append(
+                f"calibrated by a measurement on {calibration.device}{at} "
+                f"({calibration.measured_step_time_s:.4g} s/step, scale x{scale:.3g})"
+            )
     if calibration is None or calibration.device != gpu.name:
         notes += _precision_notes(workload, gpu, precision, eff)
     if gpu.clock_share < 1.0:
@@ -522,11 +593,21 @@ def batch_bands(
     """(lower, upper) ratios of a prediction in calibrated ``regime``, one per
     :data:`~gpucast.predict.intervals.BATCH_DISTANCE` bucket (for callers that price many
     batches at once, as the planner does)."""
-    return tuple(_interval(eff, name, calibration)[:2] for name in distance_regimes(regime))
+    return tuple(regime_band(eff, name, calibration) for name in distance_regimes(regime))
+
+
+def regime_band(
+    eff: RooflineEfficiency, regime: str, calibration: Calibration | None
+) -> tuple[float, float]:
+    """(lower, upper) ratios of a prediction in ``regime`` (what :func:`predict_step_time`
+    states), for callers that price many batches at once."""
+    return _interval(eff, regime, calibration)[:2]
 
 
 def _distance_words(regime: str) -> str:
     """``regime``'s batch distance in words (empty for other regimes)."""
+    if regime == BRACKETED:
+        return " (a batch between two measured ones)"
     for i, (limit, suffix) in enumerate(BATCH_DISTANCE):
         if regime.endswith("/" + suffix):
             if math.isinf(limit):

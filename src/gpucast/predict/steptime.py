@@ -79,6 +79,7 @@ from gpucast.domain.workload import SOFTWARE_STACKS
 from gpucast.predict.base import Estimator, register
 from gpucast.predict.collective import NETWORK_KINDS, RDMA, TCP_DEFAULT, CollectiveConstants
 from gpucast.predict.intervals import (
+    BRACKETED,
     NEW_SOURCE,
     SAME_GPU,
     UNCALIBRATED,
@@ -944,7 +945,52 @@ def _same_gpu_residuals(
         if "batch" in test.columns:  # the same predictions by distance from the measured batch
             batch = test["batch"].to_numpy(dtype=np.float64)
             out.append(part.assign(regime=batch_regimes(SAME_GPU, batch[j[off]], batch[i[off]])))
+            bracketed = _bracketed_residuals(model, test, keep)
+            if bracketed is not None:
+                out.append(bracketed.assign(held_out=value))
     return out
+
+
+def _bracketed_residuals(
+    model: StepTimeModel, test: pd.DataFrame, keep: list[str]
+) -> pd.DataFrame | None:
+    """:data:`~gpucast.predict.intervals.BRACKETED`: each row predicted from the two rows of
+    the same configuration at the nearest smaller and the nearest larger batch, the model's
+    per-sample and fixed parts each scaled to both
+    (:func:`gpucast.predict.roofline.two_part_scale`; pairs without a positive pair of
+    scales are skipped, as a prediction then falls back to the nearest measurement)."""
+    terms = model.terms(test)
+    work = terms["compute"] + terms["memory_bandwidth"] + terms["evaluation"]
+    fixed, extra = terms["overhead"], terms["extra"]
+    target = test[TARGET].to_numpy(dtype=np.float64) - extra
+    batch = test["batch"].to_numpy(dtype=np.float64)
+    config = [c for c in ("optimizer", "gpus", "precision", "stack") if c in test.columns]
+    rows: list[int] = []
+    predicted: list[float] = []
+    for _, group in test.reset_index(drop=True).groupby(config, dropna=False, sort=False):
+        idx = group.index.to_numpy()
+        for i in idx:
+            below = idx[batch[idx] < batch[i]]
+            above = idx[batch[idx] > batch[i]]
+            if not len(below) or not len(above):
+                continue
+            j = below[np.argmax(batch[below])]
+            k = above[np.argmin(batch[above])]
+            det = work[j] * fixed[k] - work[k] * fixed[j]
+            if det == 0:
+                continue
+            a = (target[j] * fixed[k] - target[k] * fixed[j]) / det
+            c = (work[j] * target[k] - work[k] * target[j]) / det
+            if a > 0 and c > 0:
+                rows.append(int(i))
+                predicted.append(a * work[i] + c * fixed[i] + extra[i])
+    if not rows:
+        return None
+    part = test[keep].iloc[rows].copy()
+    part["regime"] = BRACKETED
+    measured = test[TARGET].to_numpy(dtype=np.float64)[rows]
+    part["residual"] = np.log(measured / np.asarray(predicted, dtype=np.float64))
+    return part
 
 
 def _one_measurement_residuals(
