@@ -491,3 +491,29 @@ def test_a_source_left_out_is_predicted_from_the_others_and_judged_on_its_band()
     assert b["widened_inside"].mean() < 0.5
     with pytest.raises(InvalidInputError, match="two sources"):
         source_held_out(rows[rows["source"] == "a"])
+
+
+@pytest.mark.parametrize("kind", ["fp32 and bf16", "convolutions on tensor cores", "FP32 path"])
+def test_the_fit_s_jacobian_is_the_derivative_of_its_prediction(kind: str) -> None:
+    from gpucast.predict.steptime import _Arrays, _extra, _Layout
+
+    frame = {
+        "fp32 and bf16": lambda: synthetic_steps(noise=0.05),
+        "convolutions on tensor cores": lambda: synthetic_steps(conv_ratio=0.4),
+        "FP32 path": lambda: synthetic_steps(low_ratio=True),
+    }[kind]()
+    frame = frame.assign(eval_runs=0.01, eval_work=0.2)  # the evaluation terms too
+    layout = _Layout.of(frame)
+    data, extra = _Arrays.of(frame, layout), _extra(frame)
+    x0, low, high = layout.start_and_bounds()
+    rng = np.random.default_rng(7)
+    for theta in (x0, low + (high - low) * rng.uniform(0.2, 0.8, size=x0.size)):
+        analytic = data.jacobian(theta, layout, extra)
+        numeric = np.zeros_like(analytic)
+        for j in range(theta.size):
+            step = np.zeros_like(theta)
+            step[j] = 1e-6
+            up, down = (data.predict(theta + d, layout, extra) for d in (step, -step))
+            numeric[:, j] = (up - down) / 2e-6
+        scale = data.predict(theta, layout, extra)[:, None]  # relative to each row's step
+        assert analytic / scale == pytest.approx(numeric / scale, abs=1e-6)

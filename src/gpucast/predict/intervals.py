@@ -242,18 +242,29 @@ def percentile_words(level: float, groups: str = "held-out groups") -> str:
 def held_out_coverage(residuals: FloatArray, groups: npt.ArrayLike, level: float) -> float:
     """Share of residuals inside the (1 - level, level) quantiles of the *other* groups'
     residuals (NaN when no group has 5 others to compare with)."""
+    return float(_coverage_by_level(residuals, groups, (level,))[0])
+
+
+def _coverage_by_level(
+    residuals: FloatArray, groups: npt.ArrayLike, levels: tuple[float, ...]
+) -> FloatArray:
+    """:func:`held_out_coverage` at each of ``levels`` (one quantile pass per group)."""
     r = np.asarray(residuals, dtype=np.float64)
     g = np.asarray(groups)
-    inside = total = 0
+    upper = np.asarray(levels, dtype=np.float64)
+    inside = np.zeros(len(upper))
+    total = 0
     for value in np.unique(g):
         mine = g == value
         others = r[~mine]
         if others.size < 5:
             continue
-        lo, hi = np.quantile(others, (1.0 - level, level))
-        inside += int(np.sum((r[mine] >= lo) & (r[mine] <= hi)))
+        q = np.quantile(others, np.concatenate([1.0 - upper, upper]))
+        lo, hi = q[: len(upper), None], q[len(upper) :, None]
+        scored = r[mine][None, :]
+        inside += np.sum((scored >= lo) & (scored <= hi), axis=1)
         total += int(mine.sum())
-    return inside / total if total else math.nan
+    return inside / total if total else np.full(len(upper), math.nan)
 
 
 def calibrated_level(residuals: FloatArray, groups: npt.ArrayLike) -> float:
@@ -261,9 +272,9 @@ def calibrated_level(residuals: FloatArray, groups: npt.ArrayLike) -> float:
     other groups covers :data:`TARGET_COVERAGE` of each held-out group's residuals (the
     highest level where none does): split-conformal calibration with the groups as the
     exchangeable units, since residuals of one group (a GPU, a workload) move together."""
-    for level in LEVELS:
-        covered = held_out_coverage(residuals, groups, level)
-        if not math.isnan(covered) and covered >= TARGET_COVERAGE:
+    covered = _coverage_by_level(residuals, groups, LEVELS)
+    for level, share in zip(LEVELS, covered, strict=True):
+        if not math.isnan(share) and share >= TARGET_COVERAGE:
             return level
     return LEVELS[-1]
 

@@ -260,19 +260,7 @@ class StepTimeModel(Estimator):
             w = np.asarray(weights, dtype=np.float64).reshape(-1)
             if w.size != len(frame) or not np.all(np.isfinite(w)) or np.any(w < 0):
                 raise InvalidSpecError("weights", "must be one finite value >= 0 per row")
-        classes = sorted({PRECISION_CLASS[p] for p in frame["precision"]})
-        stacks = sorted(set(frame["stack"]))
-        traffic_stacks = [s for s in stacks if s != REFERENCE_STACK]
-        gpus = sorted(set(frame["gpu"]))
-        works = sorted(set(frame["workload_key"]))
-        tensor_conv = bool(
-            np.any(
-                (_conv_flops(frame) > 0)
-                & (frame["precision"].map(PRECISION_CLASS).to_numpy() != "fp32")
-            )
-        )
-        evaluation = bool(np.any(_column(frame, "eval_runs", 0.0) > 0))
-        layout = _Layout(classes, stacks, traffic_stacks, gpus, works, tensor_conv, evaluation)
+        layout = _Layout.of(frame)
         data = _Arrays.of(frame, layout)
         target = np.log(frame[TARGET].to_numpy(dtype=np.float64))
         extra = _extra(frame)
@@ -302,8 +290,34 @@ class StepTimeModel(Estimator):
             prior_s = (theta[step_others] - theta[step_ref or 0]) / self.step_prior_sd
             return np.concatenate([fit_r, prior_g, prior_w, prior_k, prior_s])
 
+        # the priors are linear in theta: their rows of the Jacobian are constant
+        def prior_rows(index: Iterable[int], sd: float, minus: int | None = None) -> FloatArray:
+            out = np.zeros((len(list(index)), layout.size))
+            for r, i in enumerate(index):
+                out[r, i] += 1.0 / sd
+                if minus is not None:
+                    out[r, minus] -= 1.0 / sd
+            return out
+
+        priors = np.vstack(
+            [
+                prior_rows(range(layout.size)[layout.gpu_slice], self.gpu_prior_sd),
+                prior_rows(range(layout.size)[layout.work_slice], self.workload_prior_sd),
+                prior_rows(kernel_others.tolist(), self.kernel_prior_sd, kernel_ref),
+                prior_rows(step_others.tolist(), self.step_prior_sd, step_ref or 0),
+            ]
+        )
+
+        def jacobian(theta: FloatArray) -> FloatArray:
+            pred = data.predict(theta, layout, extra)
+            d_pred = data.jacobian(theta, layout, extra)
+            d_log = np.where(pred > 1e-30, 1.0 / np.maximum(pred, 1e-30), 0.0)
+            return np.vstack([(sqrt_w * d_log)[:, None] * d_pred, priors])
+
         x0, lower, upper = layout.start_and_bounds()
-        solution = least_squares(residuals, x0, bounds=(lower, upper), method="trf", x_scale=1.0)
+        solution = least_squares(
+            residuals, x0, jac=jacobian, bounds=(lower, upper), method="trf", x_scale=1.0
+        )
         theta = solution.x
         self.eta_compute_ = {c: math.exp(theta[i]) for c, i in layout.eta_index.items()}
         self.eta_memory_ = math.exp(theta[layout.eta_memory_index])
@@ -594,6 +608,21 @@ class _Layout:
     eval_index: int | None = field(init=False)
     size: int = field(init=False)
 
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> _Layout:
+        """The parameters a fit on ``frame`` has: what its rows hold."""
+        stacks = sorted(set(frame["stack"]))
+        tensor = frame["precision"].map(PRECISION_CLASS).to_numpy() != "fp32"
+        return cls(
+            sorted({PRECISION_CLASS[p] for p in frame["precision"]}),
+            stacks,
+            [s for s in stacks if s != REFERENCE_STACK],
+            sorted(set(frame["gpu"])),
+            sorted(set(frame["workload_key"])),
+            bool(np.any((_conv_flops(frame) > 0) & tensor)),
+            bool(np.any(_column(frame, "eval_runs", 0.0) > 0)),
+        )
+
     def __post_init__(self) -> None:
         i = 0
 
@@ -695,24 +724,91 @@ class _Arrays:
             eval_work=_column(frame, "eval_work", 0.0),
         )
 
-    def predict(self, theta: FloatArray, layout: _Layout, extra: FloatArray) -> FloatArray:
+    def _parts(self, theta: FloatArray, layout: _Layout) -> _Parts:
         eta_c = np.exp(theta[self.eta])
         eta_m = math.exp(theta[layout.eta_memory_index])
-        overhead = np.exp(theta[self.overhead])
         traffic = np.where(self.traffic >= 0, np.exp(theta[np.maximum(self.traffic, 0)]), 1.0)
-        scale = np.exp(theta[self.gpu] + theta[self.work])
         fop = self.flops_over_peak
+        conv = np.zeros_like(fop)  # d fop / d theta_conv
         if layout.conv_index is not None:
+            conv = -self.conv_over_peak * math.exp(-theta[layout.conv_index])
             fop = fop + self.conv_over_peak * (math.exp(-theta[layout.conv_index]) - 1.0)
         fp32 = layout.eta_index.get("fp32")
         fp32_rate = math.inf if fp32 is None else self.fp32_peak * math.exp(theta[fp32])
-        matrix = matrix_seconds(fop / eta_c, self.flops, fp32_rate)
-        work = matrix + traffic * self.bytes_over_bw / eta_m
-        core = work * (1.0 + EVAL_FORWARD_SHARE * self.eval_work)
-        core = core + self.kernels * overhead + np.exp(theta[self.step])
+        tensor_s = fop / eta_c
+        matrix = matrix_seconds(tensor_s, self.flops, fp32_rate)
+        return _Parts(
+            scale=np.exp(theta[self.gpu] + theta[self.work]),
+            eta_c=eta_c,
+            tensor_s=tensor_s,
+            conv=conv,
+            matrix=matrix,
+            on_fp32=matrix < tensor_s,
+            memory=traffic * self.bytes_over_bw / eta_m,
+            eval_share=1.0 + EVAL_FORWARD_SHARE * self.eval_work,
+            launches=self.kernels * np.exp(theta[self.overhead]),
+            step=np.exp(theta[self.step]),
+            evaluations=(
+                self.eval_runs * math.exp(theta[layout.eval_index])
+                if layout.eval_index is not None
+                else np.zeros_like(fop)
+            ),
+        )
+
+    def predict(self, theta: FloatArray, layout: _Layout, extra: FloatArray) -> FloatArray:
+        p = self._parts(theta, layout)
+        return np.asarray(p.scale * p.core + extra + p.evaluations, dtype=np.float64)
+
+    def jacobian(self, theta: FloatArray, layout: _Layout, extra: FloatArray) -> FloatArray:
+        """d :meth:`predict` / d theta (rows x parameters), analytic: every term is an
+        exponential of the parameters, and the FP32 path's ``min`` follows its active branch."""
+        p = self._parts(theta, layout)
+        rows = np.arange(len(p.scale))
+        jac = np.zeros((len(p.scale), layout.size))
+
+        def add(columns: npt.NDArray[np.int64], values: FloatArray) -> None:
+            np.add.at(jac, (rows, columns), values)
+
+        add(self.gpu, p.scale * p.core)
+        add(self.work, p.scale * p.core)
+        work = p.scale * p.eval_share
+        add(self.eta, np.where(p.on_fp32, 0.0, -work * p.tensor_s))
+        fp32 = layout.eta_index.get("fp32")
+        if fp32 is not None:
+            jac[:, fp32] += np.where(p.on_fp32, -work * p.matrix, 0.0)
+        if layout.conv_index is not None:
+            jac[:, layout.conv_index] += np.where(p.on_fp32, 0.0, work * p.conv / p.eta_c)
+        jac[:, layout.eta_memory_index] -= work * p.memory
+        add(np.maximum(self.traffic, 0), np.where(self.traffic >= 0, work * p.memory, 0.0))
+        add(self.overhead, p.scale * p.launches)
+        add(self.step, p.scale * p.step)
         if layout.eval_index is not None:
-            extra = extra + self.eval_runs * math.exp(theta[layout.eval_index])
-        return np.asarray(scale * core + extra, dtype=np.float64)
+            jac[:, layout.eval_index] += p.evaluations
+        return jac
+
+
+@dataclass(frozen=True, slots=True)
+class _Parts:
+    """What :meth:`_Arrays.predict` sums, per row, kept for its Jacobian."""
+
+    scale: FloatArray  # GPU x workload factor
+    eta_c: FloatArray
+    tensor_s: FloatArray  # matrix work on the precision's own units
+    conv: FloatArray  # d (FLOPs / peak) / d theta_conv
+    matrix: FloatArray  # the faster of that and the FP32 path
+    on_fp32: npt.NDArray[np.bool_]
+    memory: FloatArray
+    eval_share: FloatArray
+    launches: FloatArray
+    step: FloatArray
+    evaluations: FloatArray  # not scaled: fixed latency per evaluation
+
+    @property
+    def core(self) -> FloatArray:
+        return np.asarray(
+            (self.matrix + self.memory) * self.eval_share + self.launches + self.step,
+            dtype=np.float64,
+        )
 
 
 # -- cross-validation -> intervals ---------------------------------------------------------
