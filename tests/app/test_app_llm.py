@@ -64,6 +64,7 @@ def test_a_sequence_beyond_the_context_is_a_stated_extension() -> None:
     )  # fmt: skip
     assert result.best.seq_len == 8192 and result.best.fits
     assert "context extension" in result.assumptions["sequence length"]
+    assert "1 B in fp8" in result.assumptions["LoRA"]  # the frozen base as it is held
 
 
 @pytest.mark.parametrize(

@@ -308,6 +308,15 @@ def predict_llm_train(
             ),
             "software": f"{request.software} stack efficiencies",
             "optimizer": "Adam, mixed precision: 16 B per trained parameter",
+            **(
+                {
+                    "LoRA": "frozen base held once at its matmuls' precision (2 B per "
+                    "parameter; 1 B in fp8, as NeMo's fp8_params), no gradients or optimizer "
+                    "state; a frozen matrix's input is not kept for backward"
+                }
+                if best.layout.lora
+                else {}
+            ),
         },
     )
 
