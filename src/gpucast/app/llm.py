@@ -308,15 +308,7 @@ def predict_llm_train(
             ),
             "software": f"{request.software} stack efficiencies",
             "optimizer": "Adam, mixed precision: 16 B per trained parameter",
-            **(
-                {
-                    "LoRA": "frozen base held once at its matmuls' precision (2 B per "
-                    "parameter; 1 B in fp8, as NeMo's fp8_params), no gradients or optimizer "
-                    "state; a frozen matrix's input is not kept for backward"
-                }
-                if best.layout.lora
-                else {}
-            ),
+            **({"LoRA": LORA_MEMORY} if best.layout.lora else {}),
         },
     )
 
@@ -450,6 +442,14 @@ def _estimated_prices(plan: LlmPlan) -> dict[str, str]:
     return {"estimated prices": note} if note else {}
 
 
+#: How a LoRA run's memory is priced (:mod:`gpucast.predict.parallel`), stated with its result.
+LORA_MEMORY = (
+    "frozen base held once at its matmuls' precision (2 B per parameter; 1 B in fp8, as NeMo's "
+    "fp8_params), no gradients or optimizer state; a frozen matrix's input is not kept for "
+    "backward"
+)
+
+
 def _sequence_text(spec: Any, seq: int, *, given: bool) -> str:
     """The sequence length a training prediction used, and what it is to the model."""
     if seq > spec.max_context:
@@ -556,6 +556,7 @@ def plan_llm_train(
         assumptions={
             "sequence length": _sequence_text(spec, seq, given=request.seq_len is not None),
             "step-time model": efficiency.source,
+            **({"LoRA": LORA_MEMORY} if request.lora_rank > 0 else {}),
             "networks": "instance types with InfiniBand/RoCE/EFA (catalog/data/systems.csv) at "
             f"nominal links; the others at {perf.collective_tcp.network_efficiency:.3f} of "
             f"their NIC ({perf.collective_tcp.source})",
