@@ -33,7 +33,10 @@ Default efficiencies (:class:`RooflineEfficiency`):
 Calibration (:func:`calibrate`): a measured step time of the *same* workload on any device
 (this GPU, another GPU, or the CPU given as a :class:`DeviceRoofline`) gives one scale factor
 ``measured / predicted_on_that_device`` applied to every term. With one measurement only one
-factor is identifiable. The interval then narrows: +-10% on the same device, +-25% across
+factor is identifiable; with two on the GPU itself, at a smaller and a larger batch, the
+batches between them get the per-sample (compute + memory) and fixed (overhead) parts each
+scaled to both (:func:`two_part_scale`, regime ``same_gpu/calibrated/bracketed``). The
+interval then narrows: +-10% on the same device, +-25% across
 devices of one kind, +-40% from a CPU to a GPU, against +-50% uncalibrated.
 """
 
