@@ -453,9 +453,16 @@ LORA_MEMORY = (
 def _sequence_text(spec: Any, seq: int, *, given: bool) -> str:
     """The sequence length a training prediction used, and what it is to the model."""
     if seq > spec.max_context:
+        how = (
+            "RoPE scaling"
+            if spec.position == "rope"
+            else "a longer position table"
+            if spec.position == "learned"
+            else "the model's positions as they are"
+        )
         return (
             f"{seq} tokens, beyond {spec.name}'s published context of {spec.max_context}: a "
-            "context extension (RoPE scaling), priced as the same model at the longer length"
+            f"context extension ({how}), priced as the same model at the longer length"
         )
     return f"{seq} tokens" + ("" if given else " (the model's context)")
 
