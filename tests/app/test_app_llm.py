@@ -56,6 +56,21 @@ def test_lora_fits_where_full_fine_tuning_does_not() -> None:
     assert lora.best.fits
 
 
+def test_tensor_parallel_overlap_is_a_stated_choice_that_favours_wider_tp() -> None:
+    # NVIDIA's MLPerf v4.0 Llama-2-70B LoRA on 8 x H100 ran TP 4 with TP comm overlap; with
+    # the traffic exposed (Megatron's default) the search prefers a narrower TP
+    common = {
+        "model": "llama-2-70b", "gpu": "H100", "gpus": 8, "seq_len": 8192, "global_batch": 8,
+        "lora_rank": 16, "precision": "fp8",
+    }  # fmt: skip
+    exposed = gpucast.predict_llm_train(**common)
+    hidden = gpucast.predict_llm_train(**common, tp_overlap=0.8)
+    assert "Megatron's default" in exposed.assumptions["tensor-parallel overlap"]
+    assert hidden.assumptions["tensor-parallel overlap"].startswith("80%")
+    assert hidden.best.step_time_s < exposed.best.step_time_s
+    assert hidden.best.layout.tp > exposed.best.layout.tp
+
+
 def test_a_sequence_beyond_the_context_is_a_stated_extension() -> None:
     # MLPerf's Llama-2-70B LoRA trains at 8,192 tokens on a 4,096-token model
     result = gpucast.predict_llm_train(
@@ -76,6 +91,8 @@ def test_a_sequence_beyond_the_context_is_a_stated_extension() -> None:
         ({"precision": "int4"}, "precision"),
         ({"recompute": "most"}, "recompute"),
         ({"vpp": 0}, "vpp"),
+        ({"tp_overlap": 1.5}, "tp-overlap"),
+        ({"tp_overlap": float("nan")}, "tp-overlap"),
     ],
 )
 def test_bad_requests_name_the_field(options: dict[str, object], field: str) -> None:

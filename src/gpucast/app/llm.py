@@ -88,6 +88,12 @@ class PredictLlmTrainRequest:
     micro_batch: int | None = option(None, help="Sequences per micro-batch (default: searched).")
     zero: int | None = option(None, help="ZeRO stage 0-3 (default: searched).")
     recompute: str | None = option(None, help="none, selective or full (default: searched).")
+    tp_overlap: float = option(
+        0.0,
+        help="Share of tensor-parallel traffic hidden under compute (0: Megatron's default; "
+        "NeMo/Megatron --tp-comm-overlap hides most of it).",
+        example="0.8",
+    )
     top: int = option(5, help="Runner-up layouts to show.")
     cluster: str | None = cluster_option()
     cluster_nodes: int | None = cluster_nodes_option()
@@ -95,6 +101,14 @@ class PredictLlmTrainRequest:
     cluster_set: ClusterSettings = cluster_set_option()
 
     def __post_init__(self) -> None:
+        if not (
+            isinstance(self.tp_overlap, (int, float))
+            and not isinstance(self.tp_overlap, bool)
+            and 0.0 <= self.tp_overlap <= 1.0
+        ):
+            raise InvalidSpecError(
+                "tp-overlap", "must be a share in [0, 1]", got=self.tp_overlap, fix="e.g. 0.8"
+            )
         named = check_cluster_options(
             self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
         )
@@ -177,6 +191,7 @@ def predict_llm_train(
         SEARCHED_CP_SIZES,
         SEARCHED_VIRTUAL_STAGES,
         LayoutSpace,
+        ParallelAssumptions,
     )
     from gpucast.inputs.calibration import step_time_efficiency
     from gpucast.inputs.clusters import (
@@ -246,6 +261,7 @@ def predict_llm_train(
         precision=request.precision,  # type: ignore[arg-type]
         lora_rank=request.lora_rank,
     )
+    assumptions = ParallelAssumptions(tp_overlap_fraction=float(request.tp_overlap))
     ranked = [
         p
         for p in rank_layouts(
@@ -257,6 +273,7 @@ def predict_llm_train(
             cluster=links,
             space=space,
             efficiency=efficiency.value,
+            assumptions=assumptions,
         )
         if (request.tp is None or p.layout.tp == request.tp)
         and (request.pp is None or p.layout.pp == request.pp)
@@ -275,7 +292,7 @@ def predict_llm_train(
             )
         best_layout(  # raises, naming the smallest layout's memory
             spec, gpu, request.gpus, request.global_batch, seq_len=seq, cluster=links,
-            space=space, efficiency=efficiency.value,
+            space=space, efficiency=efficiency.value, assumptions=assumptions,
         )  # fmt: skip
     low, high, note = stated_band(request.software)
     fitting = [p.with_band(low, high, note) for p in ranked if p.fits][: 1 + request.top]
@@ -307,6 +324,13 @@ def predict_llm_train(
                 else {}
             ),
             "software": f"{request.software} stack efficiencies",
+            "tensor-parallel overlap": f"{request.tp_overlap:.0%} of TP traffic hidden under "
+            "compute"
+            + (
+                " (--tp-overlap; Megatron's default, without --tp-comm-overlap: 0)"
+                if request.tp_overlap == 0
+                else " (--tp-overlap)"
+            ),
             "optimizer": "Adam, mixed precision: 16 B per trained parameter",
             **({"LoRA": LORA_MEMORY} if best.layout.lora else {}),
         },
