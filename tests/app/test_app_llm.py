@@ -69,6 +69,13 @@ def test_tensor_parallel_overlap_is_a_stated_choice_that_favours_wider_tp() -> N
     assert hidden.assumptions["tensor-parallel overlap"].startswith("80%")
     assert hidden.best.step_time_s < exposed.best.step_time_s
     assert hidden.best.layout.tp > exposed.best.layout.tp
+    plan = gpucast.plan_llm_train(
+        model="llama-2-70b", tokens=1e9, seq_len=8192, global_batch=8, lora_rank=16,
+        precision="fp8", gpus=("H100-SXM",), max_gpus=8, tp_overlap=0.8,
+    )  # fmt: skip
+    assert plan.assumptions["tensor-parallel overlap"].startswith("80%")
+    with pytest.raises(InvalidSpecError, match="tp-overlap"):
+        gpucast.plan_llm_train(model="llama-2-70b", tokens=1e9, global_batch=8, tp_overlap=2.0)
 
 
 def test_a_sequence_beyond_the_context_is_a_stated_extension() -> None:

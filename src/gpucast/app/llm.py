@@ -43,6 +43,24 @@ if TYPE_CHECKING:
 _RECOMPUTE = ("none", "selective", "full")
 _PRECISIONS = ("bf16", "fp16", "fp8")
 
+TP_OVERLAP_HELP = (
+    "Share of tensor-parallel traffic hidden under compute (0: Megatron's default; "
+    "NeMo/Megatron --tp-comm-overlap hides most of it)."
+)
+
+
+def _check_tp_overlap(value: object) -> None:
+    if isinstance(value, bool) or not (isinstance(value, int | float) and 0.0 <= value <= 1.0):
+        raise InvalidSpecError("tp-overlap", "must be a share in [0, 1]", got=value, fix="e.g. 0.8")
+
+
+def _tp_overlap_text(value: float) -> str:
+    """The ``tensor-parallel overlap`` assumption both LLM training verbs state."""
+    default = " (--tp-overlap; Megatron's default, without --tp-comm-overlap: 0)"
+    return f"{value:.0%} of TP traffic hidden under compute" + (
+        default if value == 0 else " (--tp-overlap)"
+    )
+
 
 def _positive_or_none(name: str, value: int | None) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -88,12 +106,7 @@ class PredictLlmTrainRequest:
     micro_batch: int | None = option(None, help="Sequences per micro-batch (default: searched).")
     zero: int | None = option(None, help="ZeRO stage 0-3 (default: searched).")
     recompute: str | None = option(None, help="none, selective or full (default: searched).")
-    tp_overlap: float = option(
-        0.0,
-        help="Share of tensor-parallel traffic hidden under compute (0: Megatron's default; "
-        "NeMo/Megatron --tp-comm-overlap hides most of it).",
-        example="0.8",
-    )
+    tp_overlap: float = option(0.0, help=TP_OVERLAP_HELP, example="0.8")
     top: int = option(5, help="Runner-up layouts to show.")
     cluster: str | None = cluster_option()
     cluster_nodes: int | None = cluster_nodes_option()
@@ -101,14 +114,7 @@ class PredictLlmTrainRequest:
     cluster_set: ClusterSettings = cluster_set_option()
 
     def __post_init__(self) -> None:
-        if not (
-            isinstance(self.tp_overlap, (int, float))
-            and not isinstance(self.tp_overlap, bool)
-            and 0.0 <= self.tp_overlap <= 1.0
-        ):
-            raise InvalidSpecError(
-                "tp-overlap", "must be a share in [0, 1]", got=self.tp_overlap, fix="e.g. 0.8"
-            )
+        _check_tp_overlap(self.tp_overlap)
         named = check_cluster_options(
             self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
         )
@@ -324,13 +330,7 @@ def predict_llm_train(
                 else {}
             ),
             "software": f"{request.software} stack efficiencies",
-            "tensor-parallel overlap": f"{request.tp_overlap:.0%} of TP traffic hidden under "
-            "compute"
-            + (
-                " (--tp-overlap; Megatron's default, without --tp-comm-overlap: 0)"
-                if request.tp_overlap == 0
-                else " (--tp-overlap)"
-            ),
+            "tensor-parallel overlap": _tp_overlap_text(request.tp_overlap),
             "optimizer": "Adam, mixed precision: 16 B per trained parameter",
             **({"LoRA": LORA_MEMORY} if best.layout.lora else {}),
         },
@@ -373,6 +373,7 @@ class PlanLlmTrainRequest:
     precision: str = option("bf16", help="bf16, fp16 or fp8.", example="fp8")
     software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: all weights trained).")
+    tp_overlap: float = option(0.0, help=TP_OVERLAP_HELP, example="0.8")
     offers_file: Path | None = offers_option()
     cluster: str | None = cluster_option()
     cluster_nodes: int | None = cluster_nodes_option()
@@ -409,6 +410,7 @@ class PlanLlmTrainRequest:
             )
         if isinstance(self.lora_rank, bool) or self.lora_rank < 0:
             raise InvalidSpecError("lora-rank", "must be an integer >= 0", got=self.lora_rank)
+        _check_tp_overlap(self.tp_overlap)
         check_software(self.software)
 
 
@@ -501,7 +503,7 @@ def plan_llm_train(
     from gpucast.catalog import load_catalog, offers_file
     from gpucast.catalog.llm import llm_model
     from gpucast.catalog.validation import validation_for
-    from gpucast.domain.parallel import LayoutSpace
+    from gpucast.domain.parallel import LayoutSpace, ParallelAssumptions
     from gpucast.inputs.calibration import step_time_efficiency
     from gpucast.inputs.cluster import perf_params
     from gpucast.inputs.clusters import (
@@ -574,6 +576,7 @@ def plan_llm_train(
         deadline_s=request.deadline_s,
         budget_usd=request.budget_usd,
         band=band[:2],
+        assumptions=ParallelAssumptions(tp_overlap_fraction=float(request.tp_overlap)),
     )
     return PlanLlmTrainResult(
         model=spec.name,
@@ -588,6 +591,7 @@ def plan_llm_train(
             "sequence length": _sequence_text(spec, seq, given=request.seq_len is not None),
             "step-time model": efficiency.source,
             **({"LoRA": LORA_MEMORY} if request.lora_rank > 0 else {}),
+            "tensor-parallel overlap": _tp_overlap_text(request.tp_overlap),
             "networks": "instance types with InfiniBand/RoCE/EFA (catalog/data/systems.csv) at "
             f"nominal links; the others at {perf.collective_tcp.network_efficiency:.3f} of "
             f"their NIC ({perf.collective_tcp.source})",

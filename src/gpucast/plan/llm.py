@@ -30,7 +30,7 @@ import numpy as np
 from gpucast.domain.catalog import GpuSpec, Offer
 from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
 from gpucast.domain.llm import TransformerSpec
-from gpucast.domain.parallel import LayoutSpace, ParallelStepPrediction
+from gpucast.domain.parallel import LayoutSpace, ParallelAssumptions, ParallelStepPrediction
 from gpucast.plan.pareto import pareto_front_2d
 from gpucast.predict.collective import CollectiveConstants
 from gpucast.predict.parallel import best_layout, cluster_shape
@@ -184,10 +184,12 @@ def plan_llm(
     deadline_s: float | None = None,
     budget_usd: float | None = None,
     band: tuple[float, float] = (1.0, 1.0),
+    assumptions: ParallelAssumptions | None = None,
 ) -> LlmPlan:
     """Every offer x node count (module docstring); ``band``: the (lower, upper) ratios of
     measured / predicted time that each row's 80% interval spans (never narrower than the
-    point: an interval holds its prediction)."""
+    point: an interval holds its prediction); ``assumptions``: the 3D model's priors
+    (:class:`~gpucast.domain.parallel.ParallelAssumptions`, its defaults when None)."""
     if not (math.isfinite(tokens) and tokens > 0):
         raise InvalidSpecError("tokens", "must be a finite number > 0", got=tokens)
     if not 0.0 < band[0] <= band[1] < math.inf:
@@ -225,7 +227,7 @@ def plan_llm(
                 try:
                     cache[key] = best_layout(
                         spec, gpu, n, global_batch, seq_len=seq_len, cluster=shape,
-                        space=space, efficiency=efficiency,
+                        space=space, efficiency=efficiency, assumptions=assumptions,
                     )  # fmt: skip
                 except (NoFeasiblePlanError, InvalidSpecError) as exc:
                     cache[key] = str(exc)
