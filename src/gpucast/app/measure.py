@@ -152,7 +152,10 @@ class MeasureTrainRequest(_StepRequest):
     ps_shards: int = option(1, help="Parameter-server shards (ps).", example="1")
     sync: bool = option(True, negative="async", help="Synchronous or asynchronous PS.")
     batch_sizes: tuple[int, ...] = option(
-        (), help="Per-worker batch sizes, e.g. 32,64 (heterogeneous runs).", example="32,64"
+        (),
+        help="Per-worker batch sizes, e.g. 32,64 (heterogeneous runs; to measure several "
+        "batches one after the other, a gpucast campaign over batch_sizes).",
+        example="32,64",
     )
     devices: tuple[str, ...] = option(
         (), help="Per-worker devices, e.g. cuda:0,cpu (heterogeneous runs).", example="cuda:0,cpu"
