@@ -74,6 +74,13 @@ def test_tensor_parallel_overlap_is_a_stated_choice_that_favours_wider_tp() -> N
         precision="fp8", gpus=("H100-SXM",), max_gpus=8, tp_overlap=0.8,
     )  # fmt: skip
     assert plan.assumptions["tensor-parallel overlap"].startswith("80%")
+    # context parallelism and interleaved stages, fixed for every layout of the plan
+    long = gpucast.plan_llm_train(
+        model="llama-2-70b", tokens=1e9, seq_len=8192, global_batch=8, lora_rank=16,
+        precision="fp8", gpus=("H100-SXM",), max_gpus=16, cp=2, vpp=8,
+    )  # fmt: skip
+    assert all("cp=2" in c.layout and "vpp=8" in c.layout for c in long.candidates)
+    assert "cp 2, vpp 8" in long.assumptions["layout search"]
     with pytest.raises(InvalidSpecError, match="tp-overlap"):
         gpucast.plan_llm_train(model="llama-2-70b", tokens=1e9, global_batch=8, tp_overlap=2.0)
 

@@ -374,6 +374,10 @@ class PlanLlmTrainRequest:
     software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: all weights trained).")
     tp_overlap: float = option(0.0, help=TP_OVERLAP_HELP, example="0.8")
+    cp: int = option(
+        1, help="Context-parallel size of every layout (long sequences: 2).", example="2"
+    )
+    vpp: int = option(1, help="Interleaved pipeline stages per GPU of every layout.", example="2")
     offers_file: Path | None = offers_option()
     cluster: str | None = cluster_option()
     cluster_nodes: int | None = cluster_nodes_option()
@@ -411,6 +415,8 @@ class PlanLlmTrainRequest:
         if isinstance(self.lora_rank, bool) or self.lora_rank < 0:
             raise InvalidSpecError("lora-rank", "must be an integer >= 0", got=self.lora_rank)
         _check_tp_overlap(self.tp_overlap)
+        for name in ("cp", "vpp"):
+            _positive_or_none(name, getattr(self, name))
         check_software(self.software)
 
 
@@ -559,6 +565,8 @@ def plan_llm_train(
         micro_batch_sizes=(1, 2, 4),
         zero_stages=(1, 3),
         recompute=("selective", "full"),
+        cp_sizes=(request.cp,),
+        virtual_stages=(request.vpp,),
         precision=request.precision,  # type: ignore[arg-type]
         lora_rank=request.lora_rank,
     )
@@ -596,7 +604,8 @@ def plan_llm_train(
             f"nominal links; the others at {perf.collective_tcp.network_efficiency:.3f} of "
             f"their NIC ({perf.collective_tcp.source})",
             "layout search": "tp x pp x dp over each GPU count, micro-batch 1/2/4, ZeRO-1/3, "
-            "selective or full recompute (predict llm-train searches more)",
+            f"selective or full recompute, cp {request.cp}, vpp {request.vpp} (--cp, --vpp; "
+            "predict llm-train searches cp 1/2 and vpp 1/2/4/8)",
             "market": "on demand only (spot is not modelled for LLM jobs)",
             **(
                 {
