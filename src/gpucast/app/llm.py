@@ -36,6 +36,7 @@ from gpucast.domain.systems import (
 from gpucast.domain.workload import SOFTWARE_HELP, check_software
 
 if TYPE_CHECKING:
+    from gpucast.domain.llm import TransformerSpec
     from gpucast.domain.parallel import ParallelStepPrediction
     from gpucast.domain.provenance import Validation
     from gpucast.plan.llm import LlmPlan
@@ -244,8 +245,8 @@ def predict_llm_train(
                 else " or set --gpus-per-node"
             ),
         )
-    # beyond the published context: a context extension (RoPE scaling), as MLPerf's Llama-2-70B
-    # LoRA trains at 8,192 tokens; the prediction notes it
+    # beyond the published context: a context extension, as MLPerf's Llama-2-70B LoRA trains
+    # at 8,192 tokens; the result states it (_sequence_text)
     seq = request.seq_len or spec.max_context
     if cluster is not None:
         # the GPUs used keep their own share of the node's NICs
@@ -482,7 +483,7 @@ LORA_MEMORY = (
 )
 
 
-def _sequence_text(spec: Any, seq: int, *, given: bool) -> str:
+def _sequence_text(spec: TransformerSpec, seq: int, *, given: bool) -> str:
     """The sequence length a training prediction used, and what it is to the model."""
     if seq > spec.max_context:
         how = (

@@ -333,25 +333,34 @@ class TwoPartScale:
 
 
 def two_part_scale(low: Calibration, high: Calibration) -> TwoPartScale | None:
-    """The ``(work, fixed)`` scales with ``work * W_i + fixed * F_i = T_i`` at both
-    measurements (``W``/``F``: their uncalibrated batch-dependent and fixed seconds, ``T``
-    measured) -- a step's fixed cost and its cost per sample measured apart, where one
-    measurement scales both alike. None where a measurement lacks its parts or the pair is
-    not positive (noise between two close batches)."""
-    parts = [(c.work_s, c.fixed_s) for c in (low, high)]
-    if any(w is None or f is None or w <= 0 or f <= 0 for w, f in parts):
+    """:func:`two_part_solution` of two measurements (``W``/``F``: their uncalibrated
+    batch-dependent and fixed seconds, ``T`` measured) -- a step's fixed cost and its cost per
+    sample measured apart, where one measurement scales both alike. None where a measurement
+    lacks its parts or the pair is not positive."""
+    if any(c.work_s is None or c.fixed_s is None for c in (low, high)):
         return None
-    (w1, f1), (w2, f2) = parts
-    assert w1 is not None and f1 is not None and w2 is not None and f2 is not None
+    solved = two_part_solution(
+        (float(low.work_s or 0), float(low.fixed_s or 0), low.measured_step_time_s),
+        (float(high.work_s or 0), float(high.fixed_s or 0), high.measured_step_time_s),
+    )
+    if solved is None:
+        return None
+    return TwoPartScale(work=solved[0], fixed=solved[1], low=low, high=high)
+
+
+def two_part_solution(
+    first: tuple[float, float, float], second: tuple[float, float, float]
+) -> tuple[float, float] | None:
+    """The ``(work, fixed)`` scales with ``work * W_i + fixed * F_i = T_i`` for two
+    ``(W_i, F_i, T_i)``; None where a part is not positive, the two are not independent or
+    a scale comes out not positive (noise between two close batches)."""
+    (w1, f1, t1), (w2, f2, t2) = first, second
     det = w1 * f2 - w2 * f1
-    if det == 0:
+    if min(w1, f1, w2, f2) <= 0 or det == 0:
         return None
-    t1, t2 = low.measured_step_time_s, high.measured_step_time_s
     work = (t1 * f2 - t2 * f1) / det
     fixed = (w1 * t2 - w2 * t1) / det
-    if not (work > 0 and fixed > 0):
-        return None
-    return TwoPartScale(work=work, fixed=fixed, low=low, high=high)
+    return (work, fixed) if work > 0 and fixed > 0 else None
 
 
 def _terms(

@@ -92,6 +92,7 @@ from gpucast.predict.roofline import (
     RooflineEfficiency,
     conv_weighted_flops,
     matrix_seconds,
+    two_part_solution,
     uncalibrated_regime,
 )
 
@@ -1072,14 +1073,12 @@ def _bracketed_residuals(
                 continue
             j = below[np.argmax(batch[below])]
             k = above[np.argmin(batch[above])]
-            det = work[j] * fixed[k] - work[k] * fixed[j]
-            if det == 0:
-                continue
-            a = (target[j] * fixed[k] - target[k] * fixed[j]) / det
-            c = (work[j] * target[k] - work[k] * target[j]) / det
-            if a > 0 and c > 0:
+            solved = two_part_solution(
+                (work[j], fixed[j], target[j]), (work[k], fixed[k], target[k])
+            )
+            if solved is not None:
                 rows.append(int(i))
-                predicted.append(a * work[i] + c * fixed[i] + extra[i])
+                predicted.append(solved[0] * work[i] + solved[1] * fixed[i] + extra[i])
     if not rows:
         return None
     part = test[keep].iloc[rows].copy()
