@@ -87,6 +87,48 @@ def section_cv(obs: pd.DataFrame, loso: pd.DataFrame) -> None:
     )
     print("\n   per regime and source:")
     print(by.round(2).to_string())
+    two_vs_one(obs)
+
+
+def two_vs_one(obs: pd.DataFrame) -> None:
+    """Rows between two measurements of their configuration on their GPU (the nearest
+    smaller and larger batch): priced from both (per-sample and fixed parts each scaled,
+    regime same_gpu/calibrated/bracketed) and from the nearer one alone, on the same rows,
+    with the shipped fit's terms."""
+    from gpucast.catalog.steptime import shipped_step_time_model
+    from gpucast.predict.roofline import two_part_solution
+
+    model = shipped_step_time_model()
+    if model is None:
+        return
+    terms = model.terms(obs)
+    frame = obs.assign(
+        work=terms["compute"] + terms["memory_bandwidth"] + terms["evaluation"],
+        fixed=terms["overhead"],
+        extra=terms["extra"],
+    )
+    config = ["source", "workload_key", "gpu", "optimizer", "gpus", "precision", "stack"]
+    two, one = [], []
+    for _, g in frame.groupby(config, dropna=False):
+        b = g["batch"].to_numpy(dtype=float)
+        w, f, x = (g[c].to_numpy(dtype=float) for c in ("work", "fixed", "extra"))
+        t = g["step_time_s"].to_numpy(dtype=float)
+        for i in range(len(g)):
+            below, above = np.flatnonzero(b < b[i]), np.flatnonzero(b > b[i])
+            if not len(below) or not len(above):
+                continue
+            j, k = below[np.argmax(b[below])], above[np.argmin(b[above])]
+            solved = two_part_solution((w[j], f[j], t[j] - x[j]), (w[k], f[k], t[k] - x[k]))
+            if solved is None:
+                continue
+            two.append(abs((solved[0] * w[i] + solved[1] * f[i] + x[i]) / t[i] - 1))
+            n = j if abs(np.log2(b[j] / b[i])) <= abs(np.log2(b[k] / b[i])) else k
+            near = (t[n] - x[n]) / (w[n] + f[n]) * (w[i] + f[i]) + x[i]
+            one.append(abs(near / t[i] - 1))
+    print(
+        f"\n   between two measurements ({len(two)} rows, shipped fit): from both "
+        f"{100 * np.mean(two):.1f}% MAPE, from the nearer one alone {100 * np.mean(one):.1f}%"
+    )
 
 
 def section_pollux(obs: pd.DataFrame, catalog: object) -> None:
