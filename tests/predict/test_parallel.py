@@ -319,6 +319,29 @@ def test_full_recompute_costs_about_one_more_forward(h100: GpuSpec) -> None:
     assert full.model_flops_per_step == base.model_flops_per_step
 
 
+def test_fp8_runs_the_linear_layers_at_fp8_and_attention_and_head_at_bf16(h100: GpuSpec) -> None:
+    # one GPU, no recompute: forward + backward = 3 passes of every matrix; fp8 covers the
+    # linear layers (Transformer Engine), the attention core and the LM head stay 16-bit
+    spec = tiny(layers=16, hidden=2048, heads=16, head_dim=128, ffn_hidden=8192, vocab=32000)
+    seq = 4096
+    eff = RooflineEfficiency(compute_efficiency_tensor_core=0.5, kernel_overhead_s=0.0)
+    layout = ParallelLayout(recompute="none", precision="bf16")
+    bf16 = predict_training_step(spec, h100, layout, seq_len=seq, efficiency=eff)
+    fp8 = predict_training_step(
+        spec, h100, replace(layout, precision="fp8"), seq_len=seq, efficiency=eff
+    )
+    attention = 3 * spec.layers * 4.0 * seq * seq * spec.q_dim * 0.5
+    head = 3 * 2.0 * seq * spec.vocab * spec.hidden
+    total = bf16.hardware_flops_per_step
+    assert fp8.hardware_flops_per_step == pytest.approx(total)  # the same work, priced apart
+    wide = (attention + head) / total
+    assert 0.1 < wide < 0.5
+    rate = h100.matrix_tflops("fp8") / h100.matrix_tflops("bf16")
+    ratio = fp8.step_time.breakdown["compute"] / bf16.step_time.breakdown["compute"]
+    assert ratio == pytest.approx((1 - wide) / rate + wide, rel=1e-6)
+    assert any("attention core and the LM head" in n for n in fp8.notes)
+
+
 def test_moe_all_to_all_only_with_expert_parallelism(h100: GpuSpec) -> None:
     spec = llm_model("mixtral-8x7b")
     base = ParallelLayout(dp=8, zero_stage=1, recompute="selective")

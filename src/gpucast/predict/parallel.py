@@ -56,8 +56,11 @@ Time per step (:func:`predict_training_step`)
     ``2 b s V h / (t c)`` on the last stage; backward twice the forward (Narayanan et al. 2021,
     Appendix), recomputation one more forward (``full``) or the attention core (``selective``).
     LoRA's frozen matrices need only input gradients in backward (1x the forward), its
-    adapters both (2x). These FLOPs and the element-wise traffic -- each stored activation is
-    written and read once in forward and twice as much moves in backward (6x the stored
+    adapters both (2x). In fp8 the linear layers run at the fp8 rate and the attention core
+    and the LM head at the bf16 one (Transformer Engine's ``fp8_autocast`` covers its linear
+    layers; fp8 attention is opt-in and Megatron's output layer is not a TE layer). These
+    FLOPs and the element-wise traffic -- each stored activation is written and read once in
+    forward and twice as much moves in backward (6x the stored
     bytes; +2x when fully recomputed), the optimizer step reads and writes 28 B per parameter
     of its shard -- go through :func:`gpucast.predict.roofline.predict_step_time` as a
     :class:`~gpucast.predict.roofline.RooflineWorkload`, so the roofline's efficiencies (and
@@ -617,6 +620,16 @@ def _link_s(n_bytes: float, gbps: float, latency_s: float) -> float:
     return float(comm.transfer_time_s(n_bytes, gbps)) + latency_s
 
 
+def _wide_factor(gpu: GpuSpec, precision: str, efficiency: RooflineEfficiency) -> float:
+    """How many FLOPs at ``precision``'s rate one FLOP of 16-bit matrix work costs: 1 but in
+    fp8, where it is the fp8 rate over the bf16 one (2 on Hopper and Ada)."""
+    if precision != "fp8":
+        return 1.0
+    fp8 = efficiency.compute_efficiency("fp8") * gpu.matrix_tflops("fp8")
+    wide = efficiency.compute_efficiency("bf16") * gpu.matrix_tflops("bf16")
+    return max(1.0, fp8 / wide)
+
+
 def _stage_time(
     spec: TransformerSpec,
     gpu: GpuSpec,
@@ -654,9 +667,16 @@ def _stage_time(
         bwd = 2.0 * fwd
     recompute = fwd if full else (attn if layout.recompute == "selective" else 0.0)
     matmul = layers * (fwd + bwd + recompute)
+    # the attention core's FLOPs of one micro-batch (forward, backward, recompute)
+    attn_all = layers * attn * ((1.0 if full or layout.recompute == "selective" else 0.0) + 3.0)
+    head_all = 0.0
     if last:
-        head = 2.0 * tokens * spec.vocab * h / t
-        matmul += head * (2.0 if layout.lora else 3.0)
+        head_all = 2.0 * tokens * spec.vocab * h / t * (2.0 if layout.lora else 3.0)
+        matmul += head_all
+    # fp8 covers the linear layers (Transformer Engine's fp8_autocast); the attention core and
+    # the LM head run at 16 bits: priced at their rate, as that many FLOPs at the fp8 rate
+    wide = _wide_factor(gpu, layout.precision, efficiency)
+    priced = matmul + (wide - 1.0) * (attn_all + head_all)
     # -- element-wise bytes and kernels
     traffic_level = "none" if layout.recompute == "none" else "selective"
     acts = _activation_bytes_per_layer(spec, layout, seq_len, traffic_level, shapes.kv_local)
@@ -672,7 +692,7 @@ def _stage_time(
     workload = RooflineWorkload(
         name=f"{spec.name} stage {stage}",
         batch_size=b,
-        matmul_flops=matmul,
+        matmul_flops=priced,
         memory_bytes=memory,
         n_kernels=kernels,
     )
@@ -731,6 +751,7 @@ def _stage_time(
         attn_s = (
             attn_passes
             * attn
+            * wide
             / (
                 efficiency.compute_efficiency(layout.precision)
                 * gpu.matrix_tflops(layout.precision)
@@ -919,7 +940,10 @@ def predict_training_step(
             "published with (context extension)"
         )
     if layout.precision == "fp8":
-        notes.append("fp8: every matmul at the fp8 peak (attention and the LM head run in bf16)")
+        notes.append(
+            "fp8: the linear layers at the fp8 rate; the attention core and the LM head at "
+            "the bf16 rate (Transformer Engine's default)"
+        )
     n_mm = float(spec.matmul_params_per_token)
     tokens = layout.global_batch_size * seq_len
     model_flops = (4.0 if layout.lora else 6.0) * n_mm * tokens
