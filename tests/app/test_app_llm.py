@@ -170,7 +170,7 @@ def test_the_result_states_its_band_and_the_validated_error_of_its_regime() -> N
     assert h100.validation.validated and "llama2_70b_lora" in (h100.validation.error or "")
     assert not a100.validation.validated and "validated only for" in a100.validation.regime
     step = h100.best.step_time
-    assert step.lower < step.value < step.upper
+    assert step.lower <= step.value < step.upper  # the band may start at the point
     assert h100.to_dict()["validation"]["validated"] is True
 
 

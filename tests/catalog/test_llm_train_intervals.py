@@ -24,7 +24,8 @@ def test_the_shipped_file_has_both_regimes_and_the_tuned_one_is_narrower() -> No
     assert set(table.n) == set(sources) == {TUNED, ANY_STACK}
     assert table.n[ANY_STACK] > table.n[TUNED] >= 20
     tuned, pooled = table.ratios(TUNED), table.ratios(ANY_STACK)
-    assert max(tuned[0], pooled[0]) < 1.0 < tuned[1] < pooled[1]
+    # every held-out MLPerf LLM system ran slower than predicted: the lower edges may exceed 1
+    assert 0 < tuned[0] <= pooled[0] * 1.01 and 1.0 < tuned[1] < pooled[1]
     assert all("MLPerf Training v4.0" in s for s in sources.values())
     assert "21 systems" in sources[TUNED] and "24 systems" in sources[ANY_STACK]
 

@@ -12,11 +12,14 @@ import pytest
 from gpucast.catalog.llm import load_llm_train_intervals
 from gpucast.inputs.mlperf_llm import (
     ANY_STACK,
+    RUNS_FILE,
     TUNED,
+    fit_fp8_ratio,
     interval_table,
     llm_system_predictions,
     regime_for,
     stated_band,
+    submitter_held_out_predictions,
     system_stack,
 )
 
@@ -62,14 +65,23 @@ def test_a_submitter_unlike_the_others_widens_the_band_past_the_nominal_percenti
 
 def test_the_stated_band_names_its_regime_and_holds_the_point() -> None:
     low, high, note = stated_band("tuned")
-    assert 0 < low < 1 < high
+    assert 0 < low < high and high > 1
+    # a band above the point says so: the interval starts at the prediction
+    assert (low > 1) == ("starts at the prediction" in note)
     assert note.startswith("80% interval") and "tuned-stack" in note and "MLPerf" in note
     _any_low, any_high, any_note = stated_band("pytorch")
     assert any_high >= high and "tuned-stack" not in any_note
 
 
 def test_shipped_bands_are_what_the_published_systems_give(shared_data: Path) -> None:
-    predictions = llm_system_predictions(shared_data)
+    # each submitter priced by a model fitted without it (the fp8 efficiency is fitted on
+    # NVIDIA's GPT-3 runs alone: NVIDIA's systems are priced with it borrowed)
+    predictions = submitter_held_out_predictions(shared_data)
+    shipped_fit = llm_system_predictions(shared_data)
+    nvidia = (predictions["submitter"] == "NVIDIA").to_numpy()
+    assert np.allclose(predictions["residual"][~nvidia], shipped_fit["residual"][~nvidia])
+    gpt3 = (predictions["benchmark"] == "gpt3").to_numpy()
+    assert (predictions["predicted_min"][gpt3] < shipped_fit["predicted_min"][gpt3]).all()
     assert set(predictions["benchmark"]) == {"gpt3", "llama2_70b_lora"}
     assert set(predictions.loc[predictions["software"] == "pytorch", "submitter"]) == {
         "JuniperNetworks"
@@ -84,3 +96,43 @@ def test_shipped_bands_are_what_the_published_systems_give(shared_data: Path) ->
             f"{name}: rerun python benchmarks/steptime_accuracy.py --section llm --intervals "
             "and update llm_train_intervals.csv"
         )
+
+
+def _write_runs(folder: Path, systems: list[tuple[str, int, int, float]]) -> Path:
+    """An MLPerf results table (the shared file's columns) of GPT-3 runs: (system, nodes,
+    global batch, minutes) each run three times."""
+    path = folder / RUNS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = (
+        "round,submitter,system,benchmark,run_index,minutes,status,accelerator,"
+        "accel_per_node,nodes,division,global_batch_size,file"
+    )
+    lines = [header]
+    for system, nodes, batch, minutes in systems:
+        for i in range(3):
+            lines.append(
+                f"v4.0,Lab,{system},gpt3,{i},{minutes:.6f},success,NVIDIA H100-SXM5-80GB,8,"
+                f"{nodes},closed,{batch},Lab/results/{system}/gpt3/result_{i}.txt"
+            )
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder
+
+
+def test_the_fp8_efficiency_is_recovered_from_whole_fp8_runs(tmp_path: Path) -> None:
+    # runs timed exactly as the model prices them with fp8 at 0.7x the 16-bit efficiency:
+    # the fit finds 0.7 again, and the borrowed efficiency (1x) would price them fast
+    shape = [("a", 32, 256)]
+    probe = _write_runs(tmp_path / "probe", [(s, n, b, 1.0) for s, n, b in shape])
+    truth = llm_system_predictions(probe, fp8_ratio=0.7).set_index("system")
+    data = _write_runs(
+        tmp_path / "data",
+        [(s, n, b, float(truth.loc[f"Lab/{s}", "predicted_min"])) for s, n, b in shape],
+    )
+    fit = fit_fp8_ratio(data)
+    assert fit is not None and fit.ratio == pytest.approx(0.7, abs=0.02)
+    assert fit.systems == ("Lab/a",) and fit.mape_pct < 2.0
+    assert "1 fp8 system:" in fit.source
+    borrowed = llm_system_predictions(data, fp8_ratio=1.0)
+    assert (borrowed["residual"] > 0.1).all()  # measured slower than the borrowed pricing
+    assert fit_fp8_ratio(data, exclude=("Lab",)) is None
+    assert llm_system_predictions(data, exclude=("Lab/a",)).empty

@@ -65,6 +65,26 @@ def test_recovers_the_tensor_core_convolution_ratio() -> None:
     assert StepTimeModel().fit(rows.drop(columns="conv_flops")).conv_ratio_ == 1.0
 
 
+def test_fp8_borrows_the_16_bit_efficiency_until_fitted_apart() -> None:
+    model = StepTimeModel(gpu_prior_sd=10.0, workload_prior_sd=10.0).fit(synthetic_steps())
+    assert model.borrowed_["eta_compute:fp8"] == "tensor16"
+    assert model.eta_compute_["fp8"] == model.eta_compute_["tensor16"]
+    assert "fp8" not in model.efficiency().source
+    model.with_fp8(0.8, "whole fp8 runs (2 systems)")
+    assert "eta_compute:fp8" not in model.borrowed_
+    assert model.eta_compute_["fp8"] == pytest.approx(0.8 * model.eta_compute_["tensor16"])
+    eff = model.efficiency()
+    assert eff.compute_efficiency("fp8") == pytest.approx(0.8 * eff.compute_efficiency("bf16"))
+    assert eff.source.endswith("fp8 efficiency from whole fp8 runs (2 systems)")
+    # the state keeps it and says where it came from
+    again = StepTimeModel.from_dict(model.to_dict())
+    assert again.eta_compute_ == model.eta_compute_ and again.fp8_source_ == model.fp8_source_
+    assert "eta_compute:fp8" not in again.borrowed_
+    for bad in (0.0, 1.5, float("nan")):
+        with pytest.raises(InvalidSpecError, match="fp8 ratio"):
+            model.with_fp8(bad, "x")
+
+
 def test_half_precision_convolutions_take_the_fp32_units_where_those_are_faster() -> None:
     """On a GPU whose bf16 peak is only 2x its FP32 one, convolutions at a tensor-core ratio of
     0.3 run faster on the FP32 units: the fit recovers the truth with that path, and the

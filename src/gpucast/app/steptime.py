@@ -83,6 +83,8 @@ class FitStepTimeResult:
     errors: list[dict[str, Any]]
     #: the TCP collective constants fitted on Pollux and their leave-one-placement-out error
     collective: dict[str, Any]
+    #: the fp8 efficiency fitted on MLPerf's whole fp8 runs (empty: borrowed)
+    fp8: dict[str, Any]
     model: StepTimeModel = field(compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,6 +96,7 @@ class FitStepTimeResult:
             "intervals": dict(self.intervals),
             "errors": [dict(e) for e in self.errors],
             "collective": dict(self.collective),
+            "fp8": dict(self.fp8),
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -142,6 +145,7 @@ def fit_steptime(request: FitStepTimeRequest | None = None, /, **options: Any) -
             for e in error_table(residuals, sources).to_dict("records")
         ]
     collective = _fit_tcp_collective(data_dir, catalog, model, request)
+    fp8 = _fit_fp8(data_dir, model, request)
     save_model(model, request.out)
     assert model.eta_compute_ is not None
     return FitStepTimeResult(
@@ -158,8 +162,31 @@ def fit_steptime(request: FitStepTimeRequest | None = None, /, **options: Any) -
         intervals=model.intervals_.to_dict(),
         errors=errors,
         collective=collective,
+        fp8=fp8,
         model=model,
     )
+
+
+def _fit_fp8(data_dir: Path, model: StepTimeModel, request: FitStepTimeRequest) -> dict[str, Any]:
+    """The fp8 efficiency fitted on MLPerf's whole fp8 runs through the 3D-parallel model
+    (kept in the model; :func:`gpucast.inputs.mlperf_llm.fit_fp8_ratio`), where the MLPerf
+    source is fitted on and its table is there."""
+    from gpucast.inputs.mlperf_llm import RUNS_FILE, fit_fp8_ratio
+
+    if "mlperf" not in request.sources or not (data_dir / RUNS_FILE).is_file():
+        return {}
+    fit = fit_fp8_ratio(data_dir, model)
+    if fit is None:
+        return {}
+    model.with_fp8(fit.ratio, fit.source)
+    assert model.eta_compute_ is not None
+    return {
+        "ratio": fit.ratio,
+        "eta_compute": model.eta_compute_["fp8"],
+        "systems": list(fit.systems),
+        "mape_pct": fit.mape_pct,
+        "source": fit.source,
+    }
 
 
 def _fit_tcp_collective(

@@ -167,6 +167,14 @@ def steptime(
             + ("" if cv is None else f"; leave-one-placement-out MAPE {cv:.1f}%"),
             highlight=False,
         )
+    if result.fp8:
+        fp8 = result.fp8
+        console.print(
+            f"  fp8 tensor cores ({len(fp8['systems'])} MLPerf fp8 runs, 3D-parallel model): "
+            f"{fp8['eta_compute']:.3f} of the fp8 peak = {fp8['ratio']:.2f}x the 16-bit "
+            f"efficiency; MAPE {fp8['mape_pct']:.1f}% in sample",
+            highlight=False,
+        )
     table = result.intervals
     for regime, n in sorted(table.get("n", {}).items()):
         mape = table["mape_pct"][regime]

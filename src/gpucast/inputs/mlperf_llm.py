@@ -1,14 +1,16 @@
 """MLPerf Training v4.0's LLM systems predicted as ``predict llm-train`` predicts a run.
 
 :func:`llm_system_predictions` prices each GPT-3 and Llama-2-70B LoRA system of
-``mlperf_training_v4.0/`` (nothing fitted on these rows): samples to target at its global batch
+``mlperf_training_v4.0/`` (nothing fitted on these rows but the fp8 efficiency, on GPT-3's:
+:func:`fit_fp8_ratio`): samples to target at its global batch
 (MLCommons' convergence points, ``catalog/data/convergence.csv``) x the step of the fastest
 layout that fits among those ``predict llm-train`` searches (tuned stack; fp8 where the GPU has
 it), plus the evaluations the rules hold inside the timed run (``catalog/data/mlperf_eval.csv``).
 Its ``log(measured / predicted)`` per system is what :func:`interval_table` turns into the
 80% bands ``predict llm-train`` and ``plan llm-train`` state (``catalog/data/
 llm_train_intervals.csv``), held out one submitter at a time: a submitter is one software stack
-and one way of running it, the unit a new user's run is exchangeable with.
+and one way of running it, the unit a new user's run is exchangeable with -- and each system is
+priced by a model fitted without its submitter (:func:`submitter_held_out_predictions`).
 
 The submissions name their stack only in the system name: NVIDIA's NeMo containers (and the
 OEMs' reruns of them, ``..._pytorch_24.04``) are the ``tuned`` stack; a DeepSpeed system
@@ -21,12 +23,19 @@ them).
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from gpucast.predict.intervals import IntervalTable, calibrated_level, percentile_words
+
+if TYPE_CHECKING:
+    from gpucast.predict.roofline import RooflineEfficiency
+    from gpucast.predict.steptime import StepTimeModel
 
 RUNS_FILE = "mlperf_training_v4.0/training_v4.0.csv"
 #: MLPerf benchmark -> (catalog model, sequence length, LoRA rank) as the rules run it.
@@ -60,12 +69,24 @@ CITATION = "MLPerf Training v4.0 gpt3 and llama2_70b_lora time to train"
 MICRO_BATCHES = (1, 2, 4)
 
 
-def llm_system_predictions(data_dir: Path) -> pd.DataFrame:
+def llm_system_predictions(
+    data_dir: Path,
+    *,
+    model: StepTimeModel | None = None,
+    fp8_ratio: float | None = None,
+    benchmarks: Collection[str] | None = None,
+    exclude: Collection[str] = (),
+) -> pd.DataFrame:
     """One row per MLPerf LLM system of a catalog GPU: ``benchmark``, ``submitter``,
     ``system``, ``software`` (:func:`system_stack`), ``gpu``, ``gpus``, ``measured_min``
     (MLPerf's score), ``predicted_min``, ``eval_pct`` (the evaluations' time as % of
     training), ``mfu``, ``layout`` and ``residual`` = log(measured / predicted). Systems alike
-    in every input share one search."""
+    in every input share one search. ``model``: the step-time model whose efficiencies price
+    them (default: the shipped one); ``fp8_ratio``: its fp8 efficiency replaced by this times
+    the 16-bit one (1: borrowed, as with no fp8 data); ``benchmarks``: only these;
+    ``exclude``: submitters or ``submitter/system`` names left out."""
+    from dataclasses import replace
+
     from gpucast.catalog import load_catalog
     from gpucast.catalog.convergence import mlperf_samples_to_target
     from gpucast.catalog.llm import llm_model
@@ -73,16 +94,33 @@ def llm_system_predictions(data_dir: Path) -> pd.DataFrame:
     from gpucast.catalog.steptime import shipped_step_time_model
     from gpucast.domain.evaluation import EVAL_FORWARD_SHARE, LORA_FORWARD_SHARE, EvaluationCost
     from gpucast.domain.parallel import SEARCHED_CP_SIZES, SEARCHED_VIRTUAL_STAGES, LayoutSpace
-    from gpucast.inputs.calibration import step_time_efficiency
+    from gpucast.inputs.calibration import step_time_efficiency, with_sibling_factors
     from gpucast.inputs.steptime import node_network_gbps
     from gpucast.predict.parallel import best_layout, cluster_shape
     from gpucast.store.datasets.mlperf import mlperf_systems, read_mlperf_runs
 
     catalog = load_catalog()
-    fitted = shipped_step_time_model()
+    fitted = model if model is not None else shipped_step_time_model()
     latency = fitted.eval_latency_s_ if fitted is not None else 0.0
+
+    def efficiency(software: str) -> RooflineEfficiency:
+        eff = (
+            with_sibling_factors(model.efficiency(software))
+            if model is not None
+            else step_time_efficiency(software).value
+        )
+        if fp8_ratio is None:
+            return eff
+        return replace(eff, compute_efficiency_fp8=fp8_ratio * eff.compute_efficiency("bf16"))
+
+    wanted = list(LLM_BENCHMARKS if benchmarks is None else benchmarks)
     systems = mlperf_systems(read_mlperf_runs(Path(data_dir) / RUNS_FILE))
-    systems = systems[systems.benchmark.isin(list(LLM_BENCHMARKS)) & (systems.gpu != "")]
+    systems = systems[systems.benchmark.isin(wanted) & (systems.gpu != "")]
+    left_out = set(exclude)
+    systems = systems[
+        ~systems.submitter.isin(left_out)
+        & ~(systems.submitter + "/" + systems.system).isin(left_out)
+    ]
     searched: dict[tuple[str, str, str, int, int, int], tuple[float, float, str]] = {}
     rows = []
     for r in systems.to_dict("records"):
@@ -107,7 +145,7 @@ def llm_system_predictions(data_dir: Path) -> pd.DataFrame:
             )
             best = best_layout(
                 llm_model(name), spec, n, batch, seq_len=seq, cluster=links,
-                efficiency=step_time_efficiency(software).value, space=space,
+                efficiency=efficiency(software), space=space,
             )  # fmt: skip
             searched[key] = (best.step_time_s, best.mfu, best.layout.label())
         step_s, mfu, layout = searched[key]
@@ -144,6 +182,89 @@ def llm_system_predictions(data_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: MLPerf benchmarks that train a whole model in fp8 at a short sequence (no LoRA, no context
+#: parallelism): the fp8 efficiency is fitted on them (:func:`fit_fp8_ratio`)
+FP8_FIT_BENCHMARKS: tuple[str, ...] = ("gpt3",)
+#: The fitted fp8 efficiency's bounds, as a ratio to the 16-bit one
+FP8_RATIO_BOUNDS: tuple[float, float] = (0.3, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Fp8Fit:
+    """The fp8 tensor-core efficiency fitted on whole fp8 runs, as a ratio to the 16-bit one."""
+
+    ratio: float
+    systems: tuple[str, ...]
+    #: in-sample MAPE (%) of the time to train over ``systems``
+    mape_pct: float
+
+    @property
+    def source(self) -> str:
+        return (
+            f"MLPerf Training v4.0 {', '.join(FP8_FIT_BENCHMARKS)} time to train "
+            f"({len(self.systems)} fp8 system{'' if len(self.systems) == 1 else 's'}: "
+            f"{self.ratio:.2f}x the 16-bit efficiency, "
+            f"MAPE {self.mape_pct:.1f}% in sample)"
+        )
+
+
+def fit_fp8_ratio(
+    data_dir: Path, model: StepTimeModel | None = None, *, exclude: Collection[str] = ()
+) -> Fp8Fit | None:
+    """The fp8 efficiency (a ratio to the 16-bit one, in :data:`FP8_RATIO_BOUNDS`) that
+    minimises the squared log error of :data:`FP8_FIT_BENCHMARKS`' tuned-stack fp8 systems
+    through the 3D-parallel model (each trial searches their layouts again); None where no
+    such system is left after ``exclude``. The step-time rows hold no fp8 run, so without it
+    fp8 borrows the 16-bit efficiency -- which whole fp8 runs refute (NeMo's fp8 steps are
+    not twice as fast as its bf16 ones)."""
+    from scipy.optimize import minimize_scalar
+
+    def table(ratio: float) -> pd.DataFrame:
+        rows = llm_system_predictions(
+            data_dir, model=model, fp8_ratio=ratio, benchmarks=FP8_FIT_BENCHMARKS, exclude=exclude
+        )
+        return rows[rows["software"] == "tuned"] if len(rows) else rows
+
+    probe = table(1.0)
+    if probe.empty:
+        return None
+
+    def loss(ratio: float) -> float:
+        return float(np.mean(table(ratio)["residual"].to_numpy() ** 2))
+
+    low, high = FP8_RATIO_BOUNDS
+    best = minimize_scalar(loss, bounds=(low, high), method="bounded", options={"xatol": 1e-2})
+    ratio = float(best.x)
+    rows = table(ratio)
+    ape = np.abs(np.exp(-rows["residual"].to_numpy()) - 1.0)
+    return Fp8Fit(
+        ratio=ratio, systems=tuple(sorted(rows["system"])), mape_pct=float(100 * np.mean(ape))
+    )
+
+
+def submitter_held_out_predictions(
+    data_dir: Path, model: StepTimeModel | None = None
+) -> pd.DataFrame:
+    """:func:`llm_system_predictions` with each system's residual as a model fitted without
+    its submitter would give it: the fp8 efficiency refitted without that submitter's runs
+    (borrowed from the 16-bit one where no other submitter ran fp8 pre-training); every other
+    figure is fitted on no LLM row. What the bands' submitter-held-out calibration scores."""
+    from gpucast.catalog.steptime import shipped_step_time_model
+
+    fitted = model if model is not None else shipped_step_time_model()
+    base = llm_system_predictions(data_dir, model=model)
+    if fitted is None or not fitted.fp8_source_:
+        return base
+    fit_rows = base[base["benchmark"].isin(FP8_FIT_BENCHMARKS) & (base["software"] == "tuned")]
+    parts = [base[~base["submitter"].isin(set(fit_rows["submitter"]))]]
+    for submitter in sorted(set(fit_rows["submitter"])):
+        refit = fit_fp8_ratio(data_dir, model, exclude=(submitter,))
+        ratio = refit.ratio if refit is not None else 1.0
+        rows = llm_system_predictions(data_dir, model=model, fp8_ratio=ratio)
+        parts.append(rows[rows["submitter"] == submitter])
+    return pd.concat(parts).loc[base.index]
+
+
 def interval_table(predictions: pd.DataFrame) -> IntervalTable:
     """The :data:`TUNED` and :data:`ANY_STACK` bands of :func:`llm_system_predictions`'
     residuals: their quantiles at the least level whose band of the other submitters covers
@@ -174,7 +295,12 @@ def stated_band(software: str) -> tuple[float, float, str]:
     percentiles = percentile_words(level, "each submitter's systems held out")
     note = (
         f"{INTERVAL_NOTE} x{low:.2f}-{high:.2f} from {table.n[regime]} {which}MLPerf LLM "
-        f"systems predicted with nothing fitted on them, held out one submitter at a time "
+        f"systems, each predicted by a model fitted without its submitter's runs "
         f"(their {percentiles}; their MAPE {table.mape_pct[regime]:.1f}%): {sources[regime]}"
     )
+    if low > 1:
+        note += (
+            f"; every one ran slower than predicted (x{low:.2f} at least), so the interval "
+            "starts at the prediction"
+        )
     return low, high, note

@@ -13,7 +13,9 @@ One training step of a workload at per-GPU batch ``b`` on GPU ``g`` (roofline te
   (fp16/bf16 tensor cores), ``fp8``. It is shared by the software stacks: PyTorch eager,
   TensorFlow 1 and vendor-tuned MLPerf code call the same cuDNN / cuBLAS kernels for
   convolutions and matmuls. A class without data borrows the nearest class that has some
-  (``tf32`` and ``fp8`` from ``tensor16``; said in :attr:`StepTimeModel.borrowed_`).
+  (``tf32`` and ``fp8`` from ``tensor16``; said in :attr:`StepTimeModel.borrowed_`) --
+  unless fitted apart: no step-time row runs fp8, so ``gpucast fit steptime`` fits ``fp8`` on
+  MLPerf's whole fp8 runs through the 3D-parallel model (:meth:`StepTimeModel.with_fp8`).
 * ``r`` (``conv_ratio``): what convolutions (``C`` of the matmul FLOPs ``F``, recorded by the
   profiler) reach on tensor cores relative to matrix multiplications -- implicit-GEMM
   convolutions with small channel counts and layout conversions fill the tiles less well. One
@@ -230,6 +232,9 @@ class StepTimeModel(Estimator):
         #: collective constants per network kind fitted with the step times (see
         #: :mod:`gpucast.predict.collective`); kinds without a fit use its defaults
         self.collective_: dict[str, CollectiveConstants] = {}
+        #: where the fp8 efficiency comes from when it is fitted apart (:meth:`with_fp8`);
+        #: empty: fitted with the rest, or borrowed
+        self.fp8_source_: str = ""
         self.fitted_on_: str = ""
         self.n_rows_: int = 0
 
@@ -370,6 +375,19 @@ class StepTimeModel(Estimator):
         self.collective_[kind] = constants
         return self
 
+    def with_fp8(self, ratio: float, source: str) -> Self:
+        """This fitted model with its fp8 tensor-core efficiency at ``ratio`` times the
+        16-bit one, fitted apart on whole fp8 runs (the step-time rows hold none) and said to
+        come from ``source``; it is no longer borrowed."""
+        self._require_fitted()
+        assert self.eta_compute_ is not None
+        if not (math.isfinite(ratio) and 0 < ratio <= 1):
+            raise InvalidSpecError("fp8 ratio", "must be in (0, 1]", got=ratio)
+        self.eta_compute_["fp8"] = ratio * self.eta_compute_["tensor16"]
+        self.borrowed_.pop("eta_compute:fp8", None)
+        self.fp8_source_ = source
+        return self
+
     def collective(self, kind: str) -> CollectiveConstants:
         """The collective constants of ``kind`` (fitted, else the module defaults)."""
         return self.collective_.get(kind, RDMA if kind == "rdma" else TCP_DEFAULT)
@@ -404,7 +422,8 @@ class StepTimeModel(Estimator):
             intervals=self.intervals_,
             stack=stack,
             source=f"step-time model fitted on {self.fitted_on_ or 'published data'}"
-            f" ({self.n_rows_} step times; {stack} stack)",
+            f" ({self.n_rows_} step times; {stack} stack)"
+            + (f"; fp8 efficiency from {self.fp8_source_}" if self.fp8_source_ else ""),
         )
 
     # -- prediction ----------------------------------------------------------------------
@@ -478,6 +497,7 @@ class StepTimeModel(Estimator):
             "eval_latency_s": self.eval_latency_s_,
             "intervals": self.intervals_.to_dict(),
             "collective": {k: c.to_dict() for k, c in self.collective_.items()},
+            "fp8_source": self.fp8_source_,
             "fitted_on": self.fitted_on_,
             "n_rows": self.n_rows_,
         }
@@ -507,6 +527,7 @@ class StepTimeModel(Estimator):
                 str(k): CollectiveConstants(**dict(v))
                 for k, v in dict(state.get("collective", {})).items()
             }
+            model.fp8_source_ = str(state.get("fp8_source", ""))
             model.fitted_on_ = str(state.get("fitted_on", ""))
             model.n_rows_ = int(state.get("n_rows", 0))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
