@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+from scipy.stats import poisson
 
 from gpucast.domain.preemption import node_count_trace
 from gpucast.domain.spot import GCP_PREEMPTIBLE_CAP_S
@@ -268,25 +269,10 @@ def _predicted_rate_per_day(survival: Callable[[FloatArray], FloatArray], cap_s:
     return events / (exposure / DAY)
 
 
-def gce() -> list[dict[str, object]] | None:
-    path = DATA / "transient" / "lifetime" / "lifetime.csv"
-    if not path.is_file():
-        return None
-    parsed = read_lifetimes(path)
-    records = [r for r in parsed.records if r.study == STUDY_2019]
-    lines = path.read_text(encoding="utf-8-sig").splitlines()
-    # LifetimeRecord keeps the line but not the start time: read it back from that line
-    start = np.array(
-        [
-            datetime.strptime(
-                next(csv.reader([lines[r.line - 1]]))[1].strip(), "%m/%d/%y %H:%M"
-            ).timestamp()
-            for r in records
-        ]
-    )
-    frame = lifetimes_frame(records)
-    gpus = frame["gpu"].to_numpy()
-    frame["gpu"], frame["region"] = "all", "all"  # one pooled fit
+def _gce_split(
+    frame: pd.DataFrame, start: FloatArray, label: str
+) -> tuple[str, list[dict[str, object]]]:
+    """Fit the VMs of ``frame`` started in the first half (by start time), predict the rest."""
     cut = float(np.sort(start)[start.size // 2])
     first, second = frame[start < cut], frame[start >= cut]
     cap = GCP_PREEMPTIBLE_CAP_S
@@ -302,12 +288,14 @@ def gce() -> list[dict[str, object]] | None:
         )
 
     rate2, median2, surv2, events2 = obs(second)
+    exposure_days2 = events2 / rate2 if rate2 > 0 else math.nan
     rate1, _, _, events1 = obs(first)
     d1 = np.minimum(first["duration_s"].to_numpy(np.float64), cap)
     e1 = first["observed"].to_numpy(bool)
-    weibull = RevocationModel(method="weibull", cap_s=cap).fit(first).distribution("all", "all")
+    pooled = first.assign(gpu="all", region="all")
+    weibull = RevocationModel(method="weibull", cap_s=cap).fit(pooled).distribution("all", "all")
     piecewise = PiecewiseHazardModel(cap_s=cap).fit(d1, e1).distribution()
-    constant = ExponentialLifetime(hazard_per_hour=rate1 / 24, cap_s=cap)
+    constant = ExponentialLifetime(hazard_per_hour=max(rate1, 1e-9) / 24, cap_s=cap)
     rows: list[dict[str, object]] = []
     for name, dist in (("constant", constant), ("weibull", weibull), ("piecewise", piecewise)):
         s_cap = float(dist.survival(np.array([cap - 1]))[0])
@@ -327,17 +315,46 @@ def gce() -> list[dict[str, object]] | None:
                 "median_obs": median2,
                 "surv_pred": s_cap,
                 "surv_obs": surv2,
+                "events_obs": events2,
+                "events_expected": _predicted_rate_per_day(dist.survival, cap) * exposure_days2,
             }
         )
-    print(
-        f"(ii) GCE preemptible, Feb 2019: {len(frame)} VMs; fitted on the {len(first)} started "
-        "before "
-        f"{datetime.fromtimestamp(cut):%m/%d %H:%M} ({events1} revocations), predicted the "
-        f"{len(second)} started after ({events2} revocations); GPUs fitted: "
-        f"{', '.join(sorted(set(gpus[start < cut])))}, predicted: "
-        f"{', '.join(sorted(set(gpus[start >= cut])))}"
+    gpus = frame["gpu"].to_numpy()
+    title = (
+        f"{label}: {len(frame)} VMs; fitted on the {len(first)} started before "
+        f"{datetime.fromtimestamp(cut):%m/%d %H:%M} ({events1} revocations; GPUs "
+        f"{', '.join(sorted(set(gpus[start < cut])))}), predicted the {len(second)} started "
+        f"after ({events2} revocations; GPUs {', '.join(sorted(set(gpus[start >= cut])))})"
     )
-    return rows
+    return title, rows
+
+
+def gce() -> list[tuple[str, list[dict[str, object]]]] | None:
+    """Section (ii): the pooled split (as the study ran it: one GPU type after the other) and
+    one split per GPU type (each market's own first and second half)."""
+    path = DATA / "transient" / "lifetime" / "lifetime.csv"
+    if not path.is_file():
+        return None
+    parsed = read_lifetimes(path)
+    records = [r for r in parsed.records if r.study == STUDY_2019]
+    lines = path.read_text(encoding="utf-8-sig").splitlines()
+    # LifetimeRecord keeps the line but not the start time: read it back from that line
+    start = np.array(
+        [
+            datetime.strptime(
+                next(csv.reader([lines[r.line - 1]]))[1].strip(), "%m/%d/%y %H:%M"
+            ).timestamp()
+            for r in records
+        ]
+    )
+    frame = lifetimes_frame(records)
+    splits = [_gce_split(frame, start, "all GPUs pooled, split by start time")]
+    for gpu in sorted(set(frame["gpu"])):
+        mine = (frame["gpu"] == gpu).to_numpy()
+        splits.append(
+            _gce_split(frame[mine], start[mine], f"{gpu} alone, split by its start times")
+        )
+    return splits
 
 
 # -- report ---------------------------------------------------------------------------------
@@ -395,33 +412,54 @@ def main() -> int:
     summarize(rows)
     print()
     print()
-    gce_rows = gce()
-    if gce_rows is None:
+    gce_splits = gce()
+    if gce_splits is None:
         print(f"(ii) GCE lifetimes: {DATA} not found, skipped")
     else:
-        header = (
-            f"{'model':<10} {'rev/node-day':>12} {'obs':>6} {'err':>6} "
-            f"{'median h':>9} {'obs':>6} {'S(24h)':>7} {'obs':>6} {'err':>6}"
-        )
-        print(header)
-        print("-" * len(header))
-        for r in gce_rows:
-            rate_e = err(r["rate_pred"], r["rate_obs"])  # type: ignore[arg-type]
-            surv_e = err(r["surv_pred"], r["surv_obs"])  # type: ignore[arg-type]
-
-            def hours(x: object) -> str:
-                return ">24" if not math.isfinite(x) else f"{x / H:.1f}"  # type: ignore[arg-type]
-
-            print(
-                f"{r['model']:<10} {r['rate_pred']:>12.3f} {r['rate_obs']:>6.3f} {rate_e:>6.0%} "
-                f"{hours(r['median_pred']):>9} {hours(r['median_obs']):>6} "
-                f"{r['surv_pred']:>7.2f} {r['surv_obs']:>6.2f} {surv_e:>6.0%}"
+        print("(ii) GCE preemptible, Feb 2019 (24 h cap): fit the first half, predict the rest")
+        met = {"rate": 0, "surv": 0, "n": 0, "poisson": 0}
+        for title, gce_rows in gce_splits:
+            print(f"\n  {title}")
+            header = (
+                f"  {'model':<10} {'rev/node-day':>12} {'obs':>6} {'err':>6} "
+                f"{'median h':>9} {'obs':>6} {'S(24h)':>7} {'obs':>6} {'err':>6} "
+                f"{'revocations 90%':>16} {'obs':>4}"
             )
+            print(header)
+            print("  " + "-" * (len(header) - 2))
+            for r in gce_rows:
+                rate_e = err(r["rate_pred"], r["rate_obs"])  # type: ignore[arg-type]
+                surv_e = err(r["surv_pred"], r["surv_obs"])  # type: ignore[arg-type]
+                if not title.startswith("all"):
+                    met["n"] += 1
+                    met["rate"] += int(abs(rate_e) <= RATE_TARGET)
+                    met["surv"] += int(abs(surv_e) <= MEDIAN_TARGET)
+
+                def hours(x: object) -> str:
+                    return ">24" if not math.isfinite(x) else f"{x / H:.1f}"  # type: ignore[arg-type]
+
+                # the revocations the second half would show under the predicted rate alone
+                expected = float(r["events_expected"])  # type: ignore[arg-type]
+                lo, hi = (int(poisson.ppf(q, expected)) for q in (0.05, 0.95))
+                if not title.startswith("all"):
+                    met["poisson"] += int(lo <= int(r["events_obs"]) <= hi)  # type: ignore[call-overload]
+                print(
+                    f"  {r['model']:<10} {r['rate_pred']:>12.3f} {r['rate_obs']:>6.3f} "
+                    f"{rate_e:>6.0%} {hours(r['median_pred']):>9} {hours(r['median_obs']):>6} "
+                    f"{r['surv_pred']:>7.2f} {r['surv_obs']:>6.2f} {surv_e:>6.0%} "
+                    f"{f'{lo}-{hi}':>16} {r['events_obs']:>4}"
+                )
         print(
-            "median lifetime: most VMs reach the 24 h cap, so the median is beyond it (not "
+            f"\n  per GPU type: rate within 25% for {met['rate']}/{met['n']} (model, GPU) "
+            f"pairs, S(24h) within 30% for {met['surv']}/{met['n']}; the revocations observed "
+            f"in the second half inside the 90% Poisson range of the predicted rate for "
+            f"{met['poisson']}/{met['n']} (with 2-11 revocations per half, counting noise alone "
+            "is +-40-70%: the rate target is not testable on these halves).\n"
+            "  median lifetime: most VMs reach the 24 h cap, so the median is beyond it (not "
             "testable); S(24h), the share not revoked within the cap, stands in for it. The "
-            "study launched one GPU type after the other, so the split by start time is a split "
-            "by GPU: the K80 rate does not carry over to P100/V100 (target not met, by any model)."
+            "study launched one GPU type after the other, so the pooled split by start time is "
+            "a split by GPU (the K80 rate does not carry over to P100/V100); per GPU type each "
+            "half holds 10-32 VMs and 0-11 revocations."
         )
     print()
     longer = synthetic([(p, 16, d) for d in LONGER_DAYS for p in ("mild", "bursty", "storms")])
