@@ -89,6 +89,21 @@ def test_one_request_alone_has_equal_gaps_growing_with_context() -> None:
     assert itl["max"] == pytest.approx(steps[-1])
 
 
+def test_a_swapped_sequence_comes_back_only_with_room_to_step() -> None:
+    """A prompt half-prefilled holds the cache a swapped sequence needs for its next token:
+    swapping it in without that room had it swapped out again before a step, forever (found
+    by test_invariants). Now it waits, the prompt is recomputed later, and all finish."""
+    sched = SchedulerConfig(
+        max_num_seqs=7, max_batched_tokens=256, block_size=16, chunked_prefill=True,
+        preemption="swap", swap_space_gib=4.0,
+    )  # fmt: skip
+    cost = dataclasses.replace(COST, kv_capacity_tokens=292)  # 18 blocks, watermark 0
+    req = _requests(np.zeros(7), [1, 1, 1, 1, 1, 1, 275], [1, 1, 1, 1, 1, 94, 1])
+    sim = simulate_llm_serving(req, cost, sched, max_context=SPEC.max_context)
+    assert np.all(sim.status == FINISHED)
+    assert sim.output_tokens_done == 100 and sim.instances[0].preemptions >= 1
+
+
 # -- invariants ---------------------------------------------------------------------------
 @st.composite
 def _cases(draw):

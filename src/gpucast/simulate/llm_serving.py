@@ -511,7 +511,20 @@ def _run_instance(
         S += b
         n += 1
 
+    progress = (-1, -1)
+    stuck = 0
     while True:
+        # every pass emits a token, admits an arrival or ends; a scheduler that loops without
+        # either is a bug, said rather than hung on
+        mark = (res.tokens, nxt)
+        stuck = stuck + 1 if mark == progress else 0
+        progress = mark
+        if stuck > _STUCK_PASSES:
+            raise RuntimeError(
+                f"LLM serving simulation made no progress in {_STUCK_PASSES:,} scheduler passes "
+                f"(running {n}, waiting {len(waiting)}, swapped {len(swapped)}, "
+                f"prefilling {len(partial)}, KV blocks {used}/{block_cap})"
+            )
         while nxt < m and ready[nxt] <= t:
             waiting.append(ids[nxt])
             nxt += 1
@@ -532,7 +545,10 @@ def _run_instance(
                 r = swapped[0]
                 stored = inp[r] + gen[r] - 1
                 need = -(-stored // bs)
-                if block_cap - used - need < watermark:
+                # back in only with room for its next token too (a new block when the stored
+                # tokens fill theirs): else it is swapped out again before a step -- a livelock
+                # when prompts half-prefilled hold the rest of the cache
+                if block_cap - used - need - (stored % bs == 0) < watermark:
                     break
                 swapped.popleft()
                 used += need
@@ -776,6 +792,10 @@ def _run_instance(
     # every block handed out comes back: what is left is held by the sequences still in
     assert used >= 0 and (used > 0) == (n > 0 or bool(partial)), (used, n, len(partial))
     return res
+
+
+#: Scheduler passes without a token or an arrival before :func:`_run_instance` gives up
+_STUCK_PASSES = 100_000
 
 
 def _steps_until(delta_s: float, step0: float, d_step: float) -> int:
