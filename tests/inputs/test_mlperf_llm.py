@@ -98,7 +98,11 @@ def test_shipped_bands_are_what_the_published_systems_give(shared_data: Path) ->
         )
 
 
-def _write_runs(folder: Path, systems: list[tuple[str, int, int, float]]) -> Path:
+def _write_runs(
+    folder: Path,
+    systems: list[tuple[str, int, int, float]],
+    accelerator: str = "NVIDIA H100-SXM5-80GB",
+) -> Path:
     """An MLPerf results table (the shared file's columns) of GPT-3 runs: (system, nodes,
     global batch, minutes) each run three times."""
     path = folder / RUNS_FILE
@@ -111,7 +115,7 @@ def _write_runs(folder: Path, systems: list[tuple[str, int, int, float]]) -> Pat
     for system, nodes, batch, minutes in systems:
         for i in range(3):
             lines.append(
-                f"v4.0,Lab,{system},gpt3,{i},{minutes:.6f},success,NVIDIA H100-SXM5-80GB,8,"
+                f"v4.0,Lab,{system},gpt3,{i},{minutes:.6f},success,{accelerator},8,"
                 f"{nodes},closed,{batch},Lab/results/{system}/gpt3/result_{i}.txt"
             )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -136,3 +140,8 @@ def test_the_fp8_efficiency_is_recovered_from_whole_fp8_runs(tmp_path: Path) -> 
     assert (borrowed["residual"] > 0.1).all()  # measured slower than the borrowed pricing
     assert fit_fp8_ratio(data, exclude=("Lab",)) is None
     assert llm_system_predictions(data, exclude=("Lab/a",)).empty
+
+
+def test_runs_on_gpus_without_fp8_say_nothing_of_it(tmp_path: Path) -> None:
+    data = _write_runs(tmp_path, [("a", 32, 256, 100.0)], accelerator="NVIDIA A100-SXM4-80GB")
+    assert fit_fp8_ratio(data) is None  # bf16 runs: no ratio to fit, none stored

@@ -212,18 +212,26 @@ def fit_fp8_ratio(
     data_dir: Path, model: StepTimeModel | None = None, *, exclude: Collection[str] = ()
 ) -> Fp8Fit | None:
     """The fp8 efficiency (a ratio to the 16-bit one, in :data:`FP8_RATIO_BOUNDS`) that
-    minimises the squared log error of :data:`FP8_FIT_BENCHMARKS`' tuned-stack fp8 systems
+    minimises the squared log error of :data:`FP8_FIT_BENCHMARKS`' tuned-stack systems on GPUs
+    with fp8 (the others run bf16 and say nothing of it)
     through the 3D-parallel model (each trial searches their layouts again); None where no
     such system is left after ``exclude``. The step-time rows hold no fp8 run, so without it
     fp8 borrows the 16-bit efficiency -- which whole fp8 runs refute (NeMo's fp8 steps are
     not twice as fast as its bf16 ones)."""
     from scipy.optimize import minimize_scalar
 
+    from gpucast.catalog import load_catalog
+
+    catalog = load_catalog()
+
     def table(ratio: float) -> pd.DataFrame:
         rows = llm_system_predictions(
             data_dir, model=model, fp8_ratio=ratio, benchmarks=FP8_FIT_BENCHMARKS, exclude=exclude
         )
-        return rows[rows["software"] == "tuned"] if len(rows) else rows
+        if not len(rows):
+            return rows
+        fp8 = [catalog.gpu(g).fp8_tflops is not None for g in rows["gpu"]]
+        return rows[(rows["software"] == "tuned") & np.asarray(fp8)]
 
     probe = table(1.0)
     if probe.empty:
