@@ -213,9 +213,9 @@ def fit_fp8_ratio(
 ) -> Fp8Fit | None:
     """The fp8 efficiency (a ratio to the 16-bit one, in :data:`FP8_RATIO_BOUNDS`) that
     minimises the squared log error of :data:`FP8_FIT_BENCHMARKS`' tuned-stack systems on GPUs
-    with fp8 (the others run bf16 and say nothing of it)
-    through the 3D-parallel model (each trial searches their layouts again); None where no
-    such system is left after ``exclude``. The step-time rows hold no fp8 run, so without it
+    with fp8 (the others run bf16 and say nothing of it) through the 3D-parallel model (each
+    trial searches their layouts again); None where no such system is left after
+    ``exclude``. The step-time rows hold no fp8 run, so without it
     fp8 borrows the 16-bit efficiency -- which whole fp8 runs refute (NeMo's fp8 steps are
     not twice as fast as its bf16 ones)."""
     from scipy.optimize import minimize_scalar
