@@ -421,6 +421,18 @@ def section_llm(print_intervals: bool = False) -> None:
             f"{np.median(cal):.1f}% (mean {unc.mean():.1f}% / {cal.mean():.1f}%) over "
             f"{len(part)} systems"
         )
+    # what-if, nothing fitted: the host paces LoRA's micro-batches (no CUDA graphs) at the
+    # ~8 ms per layer NVIDIA's v4.0 LoRA logs read (README, "Where the LoRA trend comes from")
+    host = llm_system_predictions(DATA, host_layer_s=HOST_LAYER_S, benchmarks=("llama2_70b_lora",))
+    host = host[host.software == "tuned"]
+    signed = 100.0 * (host.predicted_min / host.measured_min - 1.0)
+    bucket = pd.cut(host.gpus, [0, 8, 64, 512, 20000], labels=["4-8", "9-64", "65-512", "513+"])
+    print(
+        f"\n   what-if, llama2_70b_lora (tuned stack) with the host at {1e3 * HOST_LAYER_S:g} ms "
+        "per layer and micro-batch (--host-ms-per-layer; read from the logs, not fitted):"
+    )
+    print(signed.groupby(bucket, observed=True).median().round(1).to_string())
+    print(f"   median |error| {np.median(np.abs(signed)):.1f}% over {len(host)} systems")
     # the bands: each submitter as a model fitted without it would price it
     llm_intervals(submitter_held_out_predictions(DATA), print_intervals)
 
@@ -481,6 +493,8 @@ def llm_intervals(table: pd.DataFrame, print_rows: bool) -> None:
 
 
 SECTIONS = ("cv", "pollux", "mlperf", "llm", "held_out", "sources")
+#: The host's seconds per layer and micro-batch of NeMo 24.04 LoRA (section llm's what-if)
+HOST_LAYER_S = 0.008
 
 
 def main(argv: list[str] | None = None) -> int:

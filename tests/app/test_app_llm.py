@@ -85,6 +85,27 @@ def test_tensor_parallel_overlap_is_a_stated_choice_that_favours_wider_tp() -> N
         gpucast.plan_llm_train(model="llama-2-70b", tokens=1e9, global_batch=8, tp_overlap=2.0)
 
 
+def test_a_host_that_paces_the_micro_batches_is_a_stated_choice() -> None:
+    # NVIDIA's v4.0 LoRA on 64 x H100 (tp4 cp2, one micro-batch of 8,192 tokens): ~0.64 s a
+    # step, which its GPUs alone would take far less for; a host at 8 ms a layer says so
+    common = {
+        "model": "llama-2-70b", "gpu": "H100", "gpus": 64, "seq_len": 8192, "global_batch": 8,
+        "lora_rank": 16, "precision": "fp8", "tp": 4, "cp": 2, "pp": 1, "micro_batch": 1,
+    }  # fmt: skip
+    ahead = gpucast.predict_llm_train(**common)
+    paced = gpucast.predict_llm_train(**common, host_ms_per_layer=8)
+    assert "CUDA graphs" in ahead.assumptions["host"]
+    assert paced.assumptions["host"].startswith("8 ms per layer")
+    assert ahead.best.step_time.breakdown["host_wait"] == 0.0
+    assert paced.best.step_time_s > ahead.best.step_time_s
+    assert paced.best.step_time_s >= 80 * 0.008 - 1e-9  # 80 layers on every GPU (pp 1)
+    plan = gpucast.plan_llm_train(
+        model="llama-2-7b", tokens=1e9, global_batch=8, gpus=("H100-SXM",), max_gpus=8,
+        host_ms_per_layer=8,
+    )  # fmt: skip
+    assert plan.assumptions["host"].startswith("8 ms per layer")
+
+
 def test_a_sequence_beyond_the_context_is_a_stated_extension() -> None:
     # MLPerf's Llama-2-70B LoRA trains at 8,192 tokens on a 4,096-token model
     result = gpucast.predict_llm_train(
@@ -107,6 +128,8 @@ def test_a_sequence_beyond_the_context_is_a_stated_extension() -> None:
         ({"vpp": 0}, "vpp"),
         ({"tp_overlap": 1.5}, "tp-overlap"),
         ({"tp_overlap": float("nan")}, "tp-overlap"),
+        ({"host_ms_per_layer": -1.0}, "host-ms-per-layer"),
+        ({"host_ms_per_layer": float("inf")}, "host-ms-per-layer"),
     ],
 )
 def test_bad_requests_name_the_field(options: dict[str, object], field: str) -> None:

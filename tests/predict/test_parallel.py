@@ -342,6 +342,35 @@ def test_fp8_runs_the_linear_layers_at_fp8_and_attention_and_head_at_bf16(h100: 
     assert any("attention core and the LM head" in n for n in fp8.notes)
 
 
+def test_a_slow_host_paces_every_micro_batch_and_the_bubble(h100: GpuSpec) -> None:
+    spec = tiny(layers=16, hidden=2048, heads=16, head_dim=128, ffn_hidden=8192)
+    layout = ParallelLayout(pp=2, micro_batches=4, recompute="selective")
+    gpu_paced = predict_training_step(spec, h100, layout, seq_len=1024, cluster=FREE_LINKS)
+    assert gpu_paced.breakdown["host_wait"] == 0.0
+    micro = gpu_paced.breakdown["compute"] / 4  # the GPU time of one micro-batch, roughly
+    host = ParallelAssumptions(host_layer_s=4 * micro / 8)  # 8 layers a stage: 4x the GPU
+    slow = predict_training_step(
+        spec, h100, layout, seq_len=1024, cluster=FREE_LINKS, assumptions=host
+    )
+    per_micro = 8 * host.host_layer_s
+    gpu_micro = gpu_paced.breakdown["pp_bubble"]  # (p - 1) / v = 1 micro-batch of the GPUs
+    assert per_micro > 2 * gpu_micro
+    # each of the four micro-batches waits for the host, and so does the bubble's
+    assert slow.breakdown["host_wait"] == pytest.approx(4 * (per_micro - gpu_micro), rel=1e-9)
+    assert slow.breakdown["pp_bubble"] == pytest.approx(per_micro, rel=1e-9)
+    assert slow.step_time.value == pytest.approx(
+        gpu_paced.step_time.value + 5 * (per_micro - gpu_micro), rel=1e-9
+    )
+    # a full recomputation issues one more forward: the host takes 1.6x
+    full = predict_training_step(
+        spec, h100, replace(layout, recompute="full"), seq_len=1024, cluster=FREE_LINKS,
+        assumptions=host,
+    )  # fmt: skip
+    assert full.breakdown["pp_bubble"] == pytest.approx(1.6 * per_micro, rel=1e-9)
+    with pytest.raises(InvalidSpecError, match="host_layer_s"):
+        ParallelAssumptions(host_layer_s=-1e-3)
+
+
 def test_moe_all_to_all_only_with_expert_parallelism(h100: GpuSpec) -> None:
     spec = llm_model("mixtral-8x7b")
     base = ParallelLayout(dp=8, zero_stage=1, recompute="selective")

@@ -63,6 +63,30 @@ def _tp_overlap_text(value: float) -> str:
     )
 
 
+HOST_HELP = (
+    "Milliseconds the host takes to issue one layer's forward and backward of one micro-batch "
+    "(0: it keeps ahead of the GPUs, as with CUDA graphs; NeMo 24.04 without them: ~8 for "
+    "Llama-2-70B)."
+)
+
+
+def _check_host_ms(value: object) -> None:
+    if isinstance(value, bool) or not (isinstance(value, int | float) and 0 <= value < 1000):
+        raise InvalidSpecError(
+            "host-ms-per-layer", "must be >= 0 and under 1000 ms", got=value, fix="e.g. 8"
+        )
+
+
+def _host_text(value: float) -> str:
+    """The ``host`` assumption both LLM training verbs state."""
+    if value == 0:
+        return "keeps ahead of the GPUs (CUDA graphs; --host-ms-per-layer to say otherwise)"
+    return (
+        f"{value:g} ms per layer per micro-batch (--host-ms-per-layer): a micro-batch takes "
+        "at least its layers times that"
+    )
+
+
 def _positive_or_none(name: str, value: int | None) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise InvalidSpecError(name, "must be an integer >= 1", got=value, fix=f"e.g. --{name} 8")
@@ -108,6 +132,7 @@ class PredictLlmTrainRequest:
     zero: int | None = option(None, help="ZeRO stage 0-3 (default: searched).")
     recompute: str | None = option(None, help="none, selective or full (default: searched).")
     tp_overlap: float = option(0.0, help=TP_OVERLAP_HELP, example="0.8")
+    host_ms_per_layer: float = option(0.0, help=HOST_HELP, example="8")
     top: int = option(5, help="Runner-up layouts to show.")
     cluster: str | None = cluster_option()
     cluster_nodes: int | None = cluster_nodes_option()
@@ -116,6 +141,7 @@ class PredictLlmTrainRequest:
 
     def __post_init__(self) -> None:
         _check_tp_overlap(self.tp_overlap)
+        _check_host_ms(self.host_ms_per_layer)
         named = check_cluster_options(
             self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
         )
@@ -268,7 +294,10 @@ def predict_llm_train(
         precision=request.precision,  # type: ignore[arg-type]
         lora_rank=request.lora_rank,
     )
-    assumptions = ParallelAssumptions(tp_overlap_fraction=float(request.tp_overlap))
+    assumptions = ParallelAssumptions(
+        tp_overlap_fraction=float(request.tp_overlap),
+        host_layer_s=float(request.host_ms_per_layer) / 1e3,
+    )
     ranked = [
         p
         for p in rank_layouts(
@@ -332,6 +361,7 @@ def predict_llm_train(
             ),
             "software": f"{request.software} stack efficiencies",
             "tensor-parallel overlap": _tp_overlap_text(request.tp_overlap),
+            "host": _host_text(request.host_ms_per_layer),
             "optimizer": "Adam, mixed precision: 16 B per trained parameter",
             **({"LoRA": LORA_MEMORY} if best.layout.lora else {}),
         },
@@ -375,6 +405,7 @@ class PlanLlmTrainRequest:
     software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: all weights trained).")
     tp_overlap: float = option(0.0, help=TP_OVERLAP_HELP, example="0.8")
+    host_ms_per_layer: float = option(0.0, help=HOST_HELP, example="8")
     cp: int = option(
         1, help="Context-parallel size of every layout (long sequences: 2).", example="2"
     )
@@ -416,6 +447,7 @@ class PlanLlmTrainRequest:
         if isinstance(self.lora_rank, bool) or self.lora_rank < 0:
             raise InvalidSpecError("lora-rank", "must be an integer >= 0", got=self.lora_rank)
         _check_tp_overlap(self.tp_overlap)
+        _check_host_ms(self.host_ms_per_layer)
         for name in ("cp", "vpp"):
             _positive_or_none(name, getattr(self, name))
         check_software(self.software)
@@ -585,7 +617,10 @@ def plan_llm_train(
         deadline_s=request.deadline_s,
         budget_usd=request.budget_usd,
         band=band[:2],
-        assumptions=ParallelAssumptions(tp_overlap_fraction=float(request.tp_overlap)),
+        assumptions=ParallelAssumptions(
+            tp_overlap_fraction=float(request.tp_overlap),
+            host_layer_s=float(request.host_ms_per_layer) / 1e3,
+        ),
     )
     return PlanLlmTrainResult(
         model=spec.name,
@@ -601,6 +636,7 @@ def plan_llm_train(
             "step-time model": efficiency.source,
             **({"LoRA": LORA_MEMORY} if request.lora_rank > 0 else {}),
             "tensor-parallel overlap": _tp_overlap_text(request.tp_overlap),
+            "host": _host_text(request.host_ms_per_layer),
             "networks": "instance types with InfiniBand/RoCE/EFA (catalog/data/systems.csv) at "
             f"nominal links; the others at {perf.collective_tcp.network_efficiency:.3f} of "
             f"their NIC ({perf.collective_tcp.source})",

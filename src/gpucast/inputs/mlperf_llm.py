@@ -47,6 +47,9 @@ LLM_BENCHMARKS: dict[str, tuple[str, int, int]] = {
 TUNED = "llm_train/tuned"
 #: The band of any stack: every system, DeepSpeed's included.
 ANY_STACK = "llm_train/any_stack"
+#: Benchmarks whose submissions capture CUDA graphs (NVIDIA's v4.0 GPT-3 configs carry
+#: ``_cg``; the Llama-2 LoRA ones do not): the host keeps ahead of their GPUs
+CUDA_GRAPH_BENCHMARKS: tuple[str, ...] = ("gpt3",)
 #: A system whose name holds one of these runs that stack (else ``tuned``).
 _STACK_MARKERS: dict[str, str] = {"deepspeed": "pytorch"}
 
@@ -76,6 +79,7 @@ def llm_system_predictions(
     fp8_ratio: float | None = None,
     benchmarks: Collection[str] | None = None,
     exclude: Collection[str] = (),
+    host_layer_s: float = 0.0,
 ) -> pd.DataFrame:
     """One row per MLPerf LLM system of a catalog GPU: ``benchmark``, ``submitter``,
     ``system``, ``software`` (:func:`system_stack`), ``gpu``, ``gpus``, ``measured_min``
@@ -84,7 +88,9 @@ def llm_system_predictions(
     in every input share one search. ``model``: the step-time model whose efficiencies price
     them (default: the shipped one); ``fp8_ratio``: its fp8 efficiency replaced by this times
     the 16-bit one (1: borrowed, as with no fp8 data); ``benchmarks``: only these;
-    ``exclude``: submitters or ``submitter/system`` names left out."""
+    ``exclude``: submitters or ``submitter/system`` names left out; ``host_layer_s``: the
+    host's seconds per layer and micro-batch for the benchmarks run without CUDA graphs
+    (:data:`CUDA_GRAPH_BENCHMARKS` keep 0; a what-if, nothing fits it)."""
     from dataclasses import replace
 
     from gpucast.catalog import load_catalog
@@ -93,7 +99,12 @@ def llm_system_predictions(
     from gpucast.catalog.mlperf_eval import mlperf_eval_schedule
     from gpucast.catalog.steptime import shipped_step_time_model
     from gpucast.domain.evaluation import EVAL_FORWARD_SHARE, LORA_FORWARD_SHARE, EvaluationCost
-    from gpucast.domain.parallel import SEARCHED_CP_SIZES, SEARCHED_VIRTUAL_STAGES, LayoutSpace
+    from gpucast.domain.parallel import (
+        SEARCHED_CP_SIZES,
+        SEARCHED_VIRTUAL_STAGES,
+        LayoutSpace,
+        ParallelAssumptions,
+    )
     from gpucast.inputs.calibration import step_time_efficiency, with_sibling_factors
     from gpucast.inputs.steptime import node_network_gbps
     from gpucast.predict.parallel import best_layout, cluster_shape
@@ -143,9 +154,11 @@ def llm_system_predictions(
                 cp_sizes=SEARCHED_CP_SIZES,
                 virtual_stages=SEARCHED_VIRTUAL_STAGES,
             )
+            host = 0.0 if r["benchmark"] in CUDA_GRAPH_BENCHMARKS else host_layer_s
             best = best_layout(
                 llm_model(name), spec, n, batch, seq_len=seq, cluster=links,
                 efficiency=efficiency(software), space=space,
+                assumptions=ParallelAssumptions(host_layer_s=host),
             )  # fmt: skip
             searched[key] = (best.step_time_s, best.mfu, best.layout.label())
         step_s, mfu, layout = searched[key]

@@ -90,6 +90,11 @@ Time per step (:func:`predict_training_step`)
     Overlapped with backward by :func:`gpucast.predict.comm.exposed_comm_s`: ZeRO 0-1 only
     under the last micro-batch, ZeRO 2-3 under all of them.
 
+    *The host*: with ``host_layer_s`` > 0 (:class:`~gpucast.domain.parallel.
+    ParallelAssumptions`) a micro-batch takes at least its stage's layers times that (the host
+    issuing kernels without CUDA graphs); the difference is the ``host_wait`` term and the
+    bubble's micro-batches take as long.
+
     ``MFU = 6 N tokens / (step time x GPUs x peak)`` (Chowdhery et al. 2022, "PaLM", Appendix
     B, without the attention term), ``N`` the matmul parameters a token passes through
     (:attr:`TransformerSpec.matmul_params_per_token`); 4 instead of 6 with LoRA.
@@ -133,6 +138,10 @@ OPTIMIZER_BYTES_PER_PARAM = 12.0
 OPTIMIZER_STEP_BYTES_PER_PARAM = 28.0
 #: 16-bit activations and messages.
 ACTIVATION_BYTES = 2.0
+#: The forward's share of the host's time to issue a layer's forward and backward (a full
+#: recomputation issues one more forward): NVIDIA's MLPerf v4.0 LoRA logs, 0.39 of 0.64 s
+#: (autograd issues the backward from C++, the forward runs the framework's Python)
+HOST_FORWARD_SHARE = 0.6
 #: bytes of an fp8 weight
 FP8_BYTES = 1.0
 #: Bytes per logit held for the loss: the 16-bit output and the fp32 copy cross-entropy reads.
@@ -898,7 +907,13 @@ def predict_training_step(
     terms["tp_comm"] = m * pace.tp_s
     terms["cp_comm"] = m * pace.cp_s
     terms["moe_comm"] = m * pace.moe_s
-    terms["pp_bubble"] = (p - 1) / v * pace.micro_batch_s
+    # a host slower than the GPUs paces every micro-batch (no CUDA graphs, a Python-heavy stack)
+    host_mb = (
+        opts.host_layer_s * max(layers) * (1.0 + HOST_FORWARD_SHARE * (flat.recompute == "full"))
+    )
+    wait = max(0.0, host_mb - pace.micro_batch_s)
+    terms["host_wait"] = m * wait
+    terms["pp_bubble"] = (p - 1) / v * (pace.micro_batch_s + wait)
     if p > 1:
         message = ACTIVATION_BYTES * layout.micro_batch_size * seq_len / layout.cp
         message *= spec.hidden / layout.tp  # Megatron sends 1/t per TP rank
