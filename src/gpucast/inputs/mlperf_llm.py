@@ -107,7 +107,11 @@ def llm_system_predictions(
     )
     from gpucast.inputs.calibration import step_time_efficiency, with_sibling_factors
     from gpucast.inputs.steptime import node_network_gbps
-    from gpucast.predict.parallel import best_layout, cluster_shape
+    from gpucast.predict.parallel import HOST_FORWARD_SHARE, best_layout, cluster_shape
+
+    def spec_layers(name: str) -> int:
+        return llm_model(name).layers
+
     from gpucast.store.datasets.mlperf import mlperf_systems, read_mlperf_runs
 
     catalog = load_catalog()
@@ -132,7 +136,7 @@ def llm_system_predictions(
         ~systems.submitter.isin(left_out)
         & ~(systems.submitter + "/" + systems.system).isin(left_out)
     ]
-    searched: dict[tuple[str, str, str, int, int, int], tuple[float, float, str]] = {}
+    searched: dict[tuple[str, str, str, int, int, int], tuple[float, float, str, float]] = {}
     rows = []
     for r in systems.to_dict("records"):
         spec = catalog.gpu(r["gpu"])
@@ -160,19 +164,18 @@ def llm_system_predictions(
                 efficiency=efficiency(software), space=space,
                 assumptions=ParallelAssumptions(host_layer_s=host),
             )  # fmt: skip
-            searched[key] = (best.step_time_s, best.mfu, best.layout.label())
-        step_s, mfu, layout = searched[key]
+            # an evaluated batch is forwards only: the host issues their share of each layer
+            layers = -(-spec_layers(name) // best.layout.pp)
+            host_forwards = best.layout.micro_batches * layers * HOST_FORWARD_SHARE * host
+            searched[key] = (best.step_time_s, best.mfu, best.layout.label(), host_forwards)
+        step_s, mfu, layout, host_forwards = searched[key]
         samples = mlperf_samples_to_target(r["benchmark"], batch).samples_mean
         train_s = samples / batch * step_s
+        share = LORA_FORWARD_SHARE if lora else EVAL_FORWARD_SHARE
         evaluation = float(
             EvaluationCost(
                 schedule=mlperf_eval_schedule(r["benchmark"]), latency_s=latency
-            ).seconds(
-                samples,
-                batch,
-                step_s,
-                forward_share=LORA_FORWARD_SHARE if lora else EVAL_FORWARD_SHARE,
-            )
+            ).seconds(samples, batch, max(step_s, host_forwards / share), forward_share=share)
         )
         measured = float(r["minutes_score"])
         predicted = (train_s + evaluation) / 60.0
