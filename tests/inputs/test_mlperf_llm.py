@@ -102,9 +102,10 @@ def _write_runs(
     folder: Path,
     systems: list[tuple[str, int, int, float]],
     accelerator: str = "NVIDIA H100-SXM5-80GB",
+    benchmark: str = "gpt3",
 ) -> Path:
-    """An MLPerf results table (the shared file's columns) of GPT-3 runs: (system, nodes,
-    global batch, minutes) each run three times."""
+    """An MLPerf results table (the shared file's columns) of ``benchmark`` runs: (system,
+    nodes, global batch, minutes) each run three times."""
     path = folder / RUNS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     header = (
@@ -115,8 +116,8 @@ def _write_runs(
     for system, nodes, batch, minutes in systems:
         for i in range(3):
             lines.append(
-                f"v4.0,Lab,{system},gpt3,{i},{minutes:.6f},success,{accelerator},8,"
-                f"{nodes},closed,{batch},Lab/results/{system}/gpt3/result_{i}.txt"
+                f"v4.0,Lab,{system},{benchmark},{i},{minutes:.6f},success,{accelerator},8,"
+                f"{nodes},closed,{batch},Lab/results/{system}/{benchmark}/result_{i}.txt"
             )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folder
@@ -145,3 +146,18 @@ def test_the_fp8_efficiency_is_recovered_from_whole_fp8_runs(tmp_path: Path) -> 
 def test_runs_on_gpus_without_fp8_say_nothing_of_it(tmp_path: Path) -> None:
     data = _write_runs(tmp_path, [("a", 32, 256, 100.0)], accelerator="NVIDIA A100-SXM4-80GB")
     assert fit_fp8_ratio(data) is None  # bf16 runs: no ratio to fit, none stored
+
+
+def test_the_host_what_if_paces_lora_and_leaves_cuda_graph_runs_alone(tmp_path: Path) -> None:
+    # NVIDIA's 64 x H100 LoRA shape (batch 8, one sequence a data-parallel rank) and a GPT-3
+    # system, whose runs capture CUDA graphs: only LoRA's micro-batches wait for the host
+    lora = _write_runs(tmp_path / "lora", [("l", 8, 8, 5.0)], benchmark="llama2_70b_lora")
+    ahead = llm_system_predictions(lora).iloc[0]
+    paced = llm_system_predictions(lora, host_layer_s=0.008).iloc[0]
+    assert paced.predicted_min > 1.3 * ahead.predicted_min
+    steps = 3187.2 / 8  # mlperf:llama2_70b_lora samples to target at batch 8, one step each
+    assert paced.predicted_min * 60 >= steps * 80 * 0.008  # 80 layers, at least 8 ms each
+    gpt = _write_runs(tmp_path / "gpt", [("g", 32, 256, 100.0)])
+    assert llm_system_predictions(gpt, host_layer_s=0.008).iloc[0].predicted_min == (
+        pytest.approx(llm_system_predictions(gpt).iloc[0].predicted_min)
+    )
