@@ -106,6 +106,27 @@ def test_a_host_that_paces_the_micro_batches_is_a_stated_choice() -> None:
     assert plan.assumptions["host"].startswith("8 ms per layer")
 
 
+def test_fp8_needs_fp8_tensor_cores() -> None:
+    # an A100 has none: predict refuses it, naming the GPUs that do; a plan over both kinds
+    # trains the A100s in bf16 and says so
+    with pytest.raises(InvalidSpecError, match=r"fp8 tensor cores.*A100-80GB") as info:
+        gpucast.predict_llm_train(
+            model="llama-3-8b", gpu="A100-80GB", gpus=8, global_batch=64, precision="fp8"
+        )
+    assert "H100-SXM" in (info.value.fix or "")
+    plan = gpucast.plan_llm_train(
+        model="llama-3-8b", tokens=2e10, global_batch=512, max_gpus=16, precision="fp8",
+        gpus=("A100-80GB", "H100-SXM"),
+    )  # fmt: skip
+    by_gpu = {c.gpu: c.layout for c in plan.candidates}
+    assert "bf16" in by_gpu["A100-80GB"] and "fp8" in by_gpu["H100-SXM"]
+    assert plan.assumptions["precision"].endswith("A100-80GB (none) in bf16")
+    plain = gpucast.plan_llm_train(
+        model="llama-3-8b", tokens=2e10, global_batch=512, max_gpus=16, gpus=("H100-SXM",)
+    )
+    assert "precision" not in plain.assumptions
+
+
 def test_a_sequence_beyond_the_context_is_a_stated_extension() -> None:
     # MLPerf's Llama-2-70B LoRA trains at 8,192 tokens on a 4,096-token model
     result = gpucast.predict_llm_train(

@@ -36,10 +36,13 @@ from gpucast.domain.systems import (
 from gpucast.domain.workload import SOFTWARE_HELP, check_software
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from gpucast.domain.catalog import Catalog
     from gpucast.domain.llm import TransformerSpec
     from gpucast.domain.parallel import ParallelStepPrediction
     from gpucast.domain.provenance import Validation
-    from gpucast.plan.llm import LlmPlan
+    from gpucast.plan.llm import LlmCandidate, LlmPlan
 
 _RECOMPUTE = ("none", "selective", "full")
 _PRECISIONS = ("bf16", "fp16", "fp8")
@@ -85,6 +88,19 @@ def _host_text(value: float) -> str:
         f"{value:g} ms per layer per micro-batch (--host-ms-per-layer): a micro-batch takes "
         "at least its layers times that"
     )
+
+
+def _precision_note(
+    precision: str, candidates: Sequence[LlmCandidate], catalog: Catalog
+) -> dict[str, str]:
+    """The ``precision`` assumption of an fp8 plan: the GPU types it ran in bf16."""
+    if precision != "fp8":
+        return {}
+    bf16 = sorted({c.gpu for c in candidates if catalog.gpu(c.gpu).fp8_tflops is None})
+    text = "fp8 on GPUs with fp8 tensor cores"
+    if bf16:
+        text += f"; {', '.join(bf16)} (none) in bf16"
+    return {"precision": text}
 
 
 def _positive_or_none(name: str, value: int | None) -> None:
@@ -235,7 +251,7 @@ def predict_llm_train(
     )
     from gpucast.inputs.mlperf_llm import stated_band
     from gpucast.inputs.steptime import node_network_gbps
-    from gpucast.plan.llm import power_of_two_part
+    from gpucast.plan.llm import fp8_capable, power_of_two_part
     from gpucast.predict.parallel import best_layout, cluster_shape, rank_layouts
 
     request = resolve(PredictLlmTrainRequest, request, options)
@@ -243,6 +259,13 @@ def predict_llm_train(
     catalog = load_catalog()
     cluster = request_cluster(request, catalog)
     gpu = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
+    if not fp8_capable(gpu, request.precision):
+        raise InvalidSpecError(
+            "precision",
+            f"fp8 needs fp8 tensor cores, which the {gpu.name} has not",
+            fix="use --precision bf16, or a GPU with fp8: "
+            + ", ".join(g.name for g in catalog.gpus if g.fp8_tflops is not None),
+        )
     per_node = (
         min(cluster.gpus_per_node, request.gpus)
         if cluster is not None
@@ -637,6 +660,7 @@ def plan_llm_train(
             **({"LoRA": LORA_MEMORY} if request.lora_rank > 0 else {}),
             "tensor-parallel overlap": _tp_overlap_text(request.tp_overlap),
             "host": _host_text(request.host_ms_per_layer),
+            **_precision_note(request.precision, plan.candidates, catalog),
             "networks": "instance types with InfiniBand/RoCE/EFA (catalog/data/systems.csv) at "
             f"nominal links; the others at {perf.collective_tcp.network_efficiency:.3f} of "
             f"their NIC ({perf.collective_tcp.source})",

@@ -169,6 +169,12 @@ def _node_counts(option: NodeOption, max_gpus: int) -> list[tuple[int, int]]:
     return out
 
 
+def fp8_capable(gpu: GpuSpec, precision: str) -> bool:
+    """Whether ``gpu`` can train at ``precision``: fp8 needs fp8 tensor cores (Hopper, Ada,
+    Blackwell, CDNA3); every other precision is any GPU's."""
+    return precision != "fp8" or gpu.fp8_tflops is not None
+
+
 def plan_llm(
     spec: TransformerSpec,
     nodes_to_plan: Sequence[NodeOption],
@@ -195,11 +201,14 @@ def plan_llm(
     if not 0.0 < band[0] <= band[1] < math.inf:
         raise InvalidSpecError("band", "must satisfy 0 < lower <= upper", got=band)
     steps = math.ceil(tokens / (global_batch * seq_len))
+    bf16_space = dataclasses.replace(space, precision="bf16")
     rows: list[LlmCandidate] = []
     infeasible: list[str] = []
     cache: dict[tuple[str, int, float, float, str, int], ParallelStepPrediction | str] = {}
     for option in nodes_to_plan:
         gpu = gpus[option.gpu]
+        # fp8 where the GPU has fp8 tensor cores; the others train in bf16 (the row says which)
+        gpu_space = space if fp8_capable(gpu, space.precision) else bf16_space
         network = option.network_gbps * (1.0 if option.rdma else tcp.network_efficiency)
         links = cluster_shape(
             gpu, gpus_per_node=option.gpus_per_node, node_network_gbps=network,
@@ -227,7 +236,7 @@ def plan_llm(
                 try:
                     cache[key] = best_layout(
                         spec, gpu, n, global_batch, seq_len=seq_len, cluster=shape,
-                        space=space, efficiency=efficiency, assumptions=assumptions,
+                        space=gpu_space, efficiency=efficiency, assumptions=assumptions,
                     )  # fmt: skip
                 except (NoFeasiblePlanError, InvalidSpecError) as exc:
                     cache[key] = str(exc)
