@@ -96,7 +96,7 @@ def _precision_note(
     """The ``precision`` assumption of an fp8 plan: the GPU types it ran in bf16."""
     if precision != "fp8":
         return {}
-    bf16 = sorted({c.gpu for c in candidates if catalog.gpu(c.gpu).fp8_tflops is None})
+    bf16 = sorted({c.gpu for c in candidates if not catalog.gpu(c.gpu).has_units("fp8")})
     text = "fp8 on GPUs with fp8 tensor cores"
     if bf16:
         text += f"; {', '.join(bf16)} (none) in bf16"
@@ -264,7 +264,7 @@ def predict_llm_train(
             "precision",
             f"fp8 needs fp8 tensor cores, which the {gpu.name} has not",
             fix="use --precision bf16, or a GPU with fp8: "
-            + ", ".join(g.name for g in catalog.gpus if g.fp8_tflops is not None),
+            + ", ".join(g.name for g in catalog.gpus if g.has_units("fp8")),
         )
     per_node = (
         min(cluster.gpus_per_node, request.gpus)

@@ -63,6 +63,25 @@ class MigProfile:
             )
 
 
+#: Per precision, the catalog columns of its peak: its own, then the modes it falls back to.
+_PEAK_COLUMNS: dict[str, tuple[str, ...]] = {
+    "int8": ("int8_tops", "fp8_tflops", "fp16_tflops", "bf16_tflops", "fp32_tflops"),
+    "fp8": ("fp8_tflops", "fp16_tflops", "bf16_tflops", "fp32_tflops"),
+    "bf16": ("bf16_tflops", "fp16_tflops", "fp32_tflops"),
+    "fp16": ("fp16_tflops", "bf16_tflops", "fp32_tflops"),
+    "tf32": ("tf32_tflops", "fp32_tflops"),
+    "fp32": ("fp32_tflops",),
+}
+
+
+def _peak_columns(precision: str) -> tuple[str, ...]:
+    if precision not in _PEAK_COLUMNS:
+        raise InvalidSpecError(
+            "precision", f"must be one of {', '.join(_PEAK_COLUMNS)}", got=precision
+        )
+    return _PEAK_COLUMNS[precision]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GpuSpec:
     """Datasheet figures of one GPU (for K80: one GK210 die, as clouds expose it)."""
@@ -171,21 +190,16 @@ class GpuSpec:
         """Peak dense TFLOP/s (TOPS for ``int8``) for a precision (``fp32``, ``tf32``,
         ``bf16``, ``fp16``, ``fp8``, ``int8``), falling back to the fastest mode the GPU does
         have below it."""
-        order = {
-            "int8": ("int8_tops", "fp8_tflops", "fp16_tflops", "bf16_tflops", "fp32_tflops"),
-            "fp8": ("fp8_tflops", "fp16_tflops", "bf16_tflops", "fp32_tflops"),
-            "bf16": ("bf16_tflops", "fp16_tflops", "fp32_tflops"),
-            "fp16": ("fp16_tflops", "bf16_tflops", "fp32_tflops"),
-            "tf32": ("tf32_tflops", "fp32_tflops"),
-            "fp32": ("fp32_tflops",),
-        }
-        if precision not in order:
-            raise InvalidSpecError("precision", f"must be one of {', '.join(order)}", got=precision)
-        for attr in order[precision]:
+        for attr in _peak_columns(precision):
             value = getattr(self, attr)
             if value is not None:
                 return float(value) * self.clock_share
         return self.fp32_tflops  # pragma: no cover - fp32 is always present
+
+    def has_units(self, precision: str) -> bool:
+        """Whether the GPU has units of its own for ``precision`` (a datasheet peak for it);
+        one it lacks, :meth:`peak_tflops` prices at the mode it falls back to."""
+        return getattr(self, _peak_columns(precision)[0]) is not None
 
     def fp32_path_tflops(self) -> float:
         """What the FP32 units offer matrix work (FP32 training, and reduced-precision work

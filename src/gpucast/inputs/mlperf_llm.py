@@ -108,10 +108,6 @@ def llm_system_predictions(
     from gpucast.inputs.calibration import step_time_efficiency, with_sibling_factors
     from gpucast.inputs.steptime import node_network_gbps
     from gpucast.predict.parallel import HOST_FORWARD_SHARE, best_layout, cluster_shape
-
-    def spec_layers(name: str) -> int:
-        return llm_model(name).layers
-
     from gpucast.store.datasets.mlperf import mlperf_systems, read_mlperf_runs
 
     catalog = load_catalog()
@@ -152,20 +148,21 @@ def llm_system_predictions(
                 node_network_gbps=node_network_gbps(spec.name, per_node),
             )
             space = LayoutSpace(
-                precision="fp8" if spec.fp8_tflops is not None else "bf16",
+                precision="fp8" if spec.has_units("fp8") else "bf16",
                 lora_rank=lora,
                 micro_batch_sizes=MICRO_BATCHES,
                 cp_sizes=SEARCHED_CP_SIZES,
                 virtual_stages=SEARCHED_VIRTUAL_STAGES,
             )
             host = 0.0 if r["benchmark"] in CUDA_GRAPH_BENCHMARKS else host_layer_s
+            model_spec = llm_model(name)
             best = best_layout(
-                llm_model(name), spec, n, batch, seq_len=seq, cluster=links,
+                model_spec, spec, n, batch, seq_len=seq, cluster=links,
                 efficiency=efficiency(software), space=space,
                 assumptions=ParallelAssumptions(host_layer_s=host),
             )  # fmt: skip
             # an evaluated batch is forwards only: the host issues their share of each layer
-            layers = -(-spec_layers(name) // best.layout.pp)
+            layers = -(-model_spec.layers // best.layout.pp)
             host_forwards = best.layout.micro_batches * layers * HOST_FORWARD_SHARE * host
             searched[key] = (best.step_time_s, best.mfu, best.layout.label(), host_forwards)
         step_s, mfu, layout, host_forwards = searched[key]
@@ -246,7 +243,7 @@ def fit_fp8_ratio(
         )
         if not len(rows):
             return rows
-        fp8 = [catalog.gpu(g).fp8_tflops is not None for g in rows["gpu"]]
+        fp8 = [catalog.gpu(g).has_units("fp8") for g in rows["gpu"]]
         return rows[(rows["software"] == "tuned") & np.asarray(fp8)]
 
     probe = table(1.0)

@@ -172,7 +172,7 @@ def _node_counts(option: NodeOption, max_gpus: int) -> list[tuple[int, int]]:
 def fp8_capable(gpu: GpuSpec, precision: str) -> bool:
     """Whether ``gpu`` can train at ``precision``: fp8 needs fp8 tensor cores (Hopper, Ada,
     Blackwell, CDNA3); every other precision is any GPU's."""
-    return precision != "fp8" or gpu.fp8_tflops is not None
+    return precision != "fp8" or gpu.has_units("fp8")
 
 
 def plan_llm(

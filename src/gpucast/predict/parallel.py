@@ -631,7 +631,7 @@ def _link_s(n_bytes: float, gbps: float, latency_s: float) -> float:
 
 def _wide_factor(gpu: GpuSpec, precision: str, efficiency: RooflineEfficiency) -> float:
     """How many FLOPs at ``precision``'s rate one FLOP of 16-bit matrix work costs: 1 but in
-    fp8, where it is the fp8 rate over the bf16 one (2 on Hopper and Ada)."""
+    fp8, where it is the fp8 rate (efficiency x peak) over the bf16 one."""
     if precision != "fp8":
         return 1.0
     fp8 = efficiency.compute_efficiency("fp8") * gpu.matrix_tflops("fp8")
@@ -676,8 +676,8 @@ def _stage_time(
         bwd = 2.0 * fwd
     recompute = fwd if full else (attn if layout.recompute == "selective" else 0.0)
     matmul = layers * (fwd + bwd + recompute)
-    # the attention core's FLOPs of one micro-batch (forward, backward, recompute)
-    attn_all = layers * attn * ((1.0 if full or layout.recompute == "selective" else 0.0) + 3.0)
+    # the attention core's FLOPs of one micro-batch: forward, backward (2x) and any recompute
+    attn_all = layers * attn * (4.0 if recompute else 3.0)
     head_all = 0.0
     if last:
         head_all = 2.0 * tokens * spec.vocab * h / t * (2.0 if layout.lora else 3.0)
