@@ -80,3 +80,19 @@ def test_skipped_evaluations_grow_with_the_batch_and_lora_evaluates_at_half_a_st
     assert half == pytest.approx(runs[0] * (0.5 + forward / 2))
     with pytest.raises(InvalidSpecError, match="forward_share"):
         cost.seconds(3187.2, 8, 4.0, forward_share=0.0)
+
+
+def test_an_evaluation_split_over_replicas_costs_whole_rounds() -> None:
+    # 173 sequences over 128 data-parallel replicas of one sequence each: two rounds of
+    # forwards (the last one partly idle), not 1.35; spread evenly without the split
+    lora = EvaluationSchedule(benchmark="llama2_70b_lora", every_samples=384, eval_samples=173)
+    cost = EvaluationCost(schedule=lora, latency_s=0.0)
+    even = cost.seconds(11289.6, 128, 0.6, forward_share=LORA_FORWARD_SHARE)
+    split = cost.seconds(11289.6, 128, 0.6, forward_share=LORA_FORWARD_SHARE, round_samples=128)
+    assert split / even == pytest.approx(256 / 173)
+    # a set that fills its rounds exactly costs the same either way
+    assert cost.seconds(11289.6, 8, 0.6, round_samples=173) == pytest.approx(
+        cost.seconds(11289.6, 8, 0.6)
+    )
+    with pytest.raises(InvalidSpecError, match="round_samples"):
+        cost.seconds(11289.6, 128, 0.6, round_samples=0)

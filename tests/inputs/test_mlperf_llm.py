@@ -15,6 +15,7 @@ from gpucast.inputs.mlperf_llm import (
     RUNS_FILE,
     TUNED,
     fit_fp8_ratio,
+    fit_host_layer_s,
     interval_table,
     llm_system_predictions,
     regime_for,
@@ -152,12 +153,36 @@ def test_the_host_what_if_paces_lora_and_leaves_cuda_graph_runs_alone(tmp_path: 
     # NVIDIA's 64 x H100 LoRA shape (batch 8, one sequence a data-parallel rank) and a GPT-3
     # system, whose runs capture CUDA graphs: only LoRA's micro-batches wait for the host
     lora = _write_runs(tmp_path / "lora", [("l", 8, 8, 5.0)], benchmark="llama2_70b_lora")
-    ahead = llm_system_predictions(lora).iloc[0]
+    ahead = llm_system_predictions(lora, host_layer_s=0.0).iloc[0]
     paced = llm_system_predictions(lora, host_layer_s=0.008).iloc[0]
     assert paced.predicted_min > 1.3 * ahead.predicted_min
     steps = 3187.2 / 8  # mlperf:llama2_70b_lora samples to target at batch 8, one step each
     assert paced.predicted_min * 60 >= steps * 80 * 0.008  # 80 layers, at least 8 ms each
     gpt = _write_runs(tmp_path / "gpt", [("g", 32, 256, 100.0)])
     assert llm_system_predictions(gpt, host_layer_s=0.008).iloc[0].predicted_min == (
-        pytest.approx(llm_system_predictions(gpt).iloc[0].predicted_min)
+        pytest.approx(llm_system_predictions(gpt, host_layer_s=0.0).iloc[0].predicted_min)
     )
+
+
+def test_the_host_time_is_recovered_from_how_runs_scale_whatever_their_level(
+    tmp_path: Path,
+) -> None:
+    # LoRA runs on 8, 64 and 1,024 GPUs timed as the model prices them with the host at 6 ms
+    # per layer, all 1.3x slower (a level the fit leaves to the band): the fit finds 6 ms
+    shape = [("a", 1, 8), ("b", 8, 8), ("c", 128, 128)]
+    probe = _write_runs(
+        tmp_path / "probe", [(s, n, b, 1.0) for s, n, b in shape], benchmark="llama2_70b_lora"
+    )
+    truth = llm_system_predictions(probe, host_layer_s=0.006).set_index("system")
+    data = _write_runs(
+        tmp_path / "data",
+        [(s, n, b, 1.3 * float(truth.loc[f"Lab/{s}", "predicted_min"])) for s, n, b in shape],
+        benchmark="llama2_70b_lora",
+    )
+    fit = fit_host_layer_s(data)
+    assert fit is not None and fit.seconds == pytest.approx(0.006, abs=0.0005)
+    assert fit.level == pytest.approx(1.3, rel=0.02)
+    assert fit.spread_after < 0.01 < fit.spread_before
+    assert fit.gpu_counts == (8, 64, 1024) and "3 tuned-stack systems" in fit.source
+    # one GPU count cannot tell pacing from the level: nothing to fit
+    assert fit_host_layer_s(data, exclude=("Lab/b", "Lab/c")) is None

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from gpucast.domain.parallel import ParallelStepPrediction
     from gpucast.domain.provenance import Validation
     from gpucast.plan.llm import LlmCandidate, LlmPlan
+    from gpucast.predict.roofline import RooflineEfficiency
 
 _RECOMPUTE = ("none", "selective", "full")
 _PRECISIONS = ("bf16", "fp16", "fp8")
@@ -68,25 +69,40 @@ def _tp_overlap_text(value: float) -> str:
 
 HOST_HELP = (
     "Milliseconds the host takes to issue one layer's forward and backward of one micro-batch "
-    "(0: it keeps ahead of the GPUs, as with CUDA graphs; NeMo 24.04 without them: ~8 for "
-    "Llama-2-70B)."
+    "(default: fitted on MLPerf's Llama-2-70B LoRA runs, which capture no CUDA graphs; 0: the "
+    "host keeps ahead of the GPUs, as with CUDA graphs)."
 )
 
 
 def _check_host_ms(value: object) -> None:
+    if value is None:
+        return
     if isinstance(value, bool) or not (isinstance(value, int | float) and 0 <= value < 1000):
         raise InvalidSpecError(
             "host-ms-per-layer", "must be >= 0 and under 1000 ms", got=value, fix="e.g. 8"
         )
 
 
-def _host_text(value: float) -> str:
+def _host_s(value: float | None, efficiency: RooflineEfficiency) -> float:
+    """The host's seconds per layer and micro-batch: given (ms), else the fitted one."""
+    return efficiency.host_layer_s if value is None else float(value) / 1e3
+
+
+def _host_text(value: float | None, efficiency: RooflineEfficiency) -> str:
     """The ``host`` assumption both LLM training verbs state."""
-    if value == 0:
-        return "keeps ahead of the GPUs (CUDA graphs; --host-ms-per-layer to say otherwise)"
+    seconds = _host_s(value, efficiency)
+    if seconds == 0:
+        given = " (given)" if value is not None else " (no host time fitted)"
+        return f"keeps ahead of the GPUs, as with CUDA graphs{given}"
+    paced = (
+        f"{1e3 * seconds:.3g} ms per layer per micro-batch: a micro-batch takes at least its "
+        "stage's layers times that"
+    )
+    if value is not None:
+        return f"{paced} (--host-ms-per-layer)"
     return (
-        f"{value:g} ms per layer per micro-batch (--host-ms-per-layer): a micro-batch takes "
-        "at least its layers times that"
+        f"{paced}, as without CUDA graphs (default, fitted: {efficiency.host_source}; "
+        "--host-ms-per-layer 0 where the run captures CUDA graphs)"
     )
 
 
@@ -148,7 +164,7 @@ class PredictLlmTrainRequest:
     zero: int | None = option(None, help="ZeRO stage 0-3 (default: searched).")
     recompute: str | None = option(None, help="none, selective or full (default: searched).")
     tp_overlap: float = option(0.0, help=TP_OVERLAP_HELP, example="0.8")
-    host_ms_per_layer: float = option(0.0, help=HOST_HELP, example="8")
+    host_ms_per_layer: float | None = option(None, help=HOST_HELP, example="0")
     top: int = option(5, help="Runner-up layouts to show.")
     cluster: str | None = cluster_option()
     cluster_nodes: int | None = cluster_nodes_option()
@@ -319,7 +335,7 @@ def predict_llm_train(
     )
     assumptions = ParallelAssumptions(
         tp_overlap_fraction=float(request.tp_overlap),
-        host_layer_s=float(request.host_ms_per_layer) / 1e3,
+        host_layer_s=_host_s(request.host_ms_per_layer, efficiency.value),
     )
     ranked = [
         p
@@ -384,7 +400,7 @@ def predict_llm_train(
             ),
             "software": f"{request.software} stack efficiencies",
             "tensor-parallel overlap": _tp_overlap_text(request.tp_overlap),
-            "host": _host_text(request.host_ms_per_layer),
+            "host": _host_text(request.host_ms_per_layer, efficiency.value),
             "optimizer": "Adam, mixed precision: 16 B per trained parameter",
             **({"LoRA": LORA_MEMORY} if best.layout.lora else {}),
         },
@@ -428,7 +444,7 @@ class PlanLlmTrainRequest:
     software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: all weights trained).")
     tp_overlap: float = option(0.0, help=TP_OVERLAP_HELP, example="0.8")
-    host_ms_per_layer: float = option(0.0, help=HOST_HELP, example="8")
+    host_ms_per_layer: float | None = option(None, help=HOST_HELP, example="0")
     cp: int = option(
         1, help="Context-parallel size of every layout (long sequences: 2).", example="2"
     )
@@ -642,7 +658,7 @@ def plan_llm_train(
         band=band[:2],
         assumptions=ParallelAssumptions(
             tp_overlap_fraction=float(request.tp_overlap),
-            host_layer_s=float(request.host_ms_per_layer) / 1e3,
+            host_layer_s=_host_s(request.host_ms_per_layer, efficiency.value),
         ),
     )
     return PlanLlmTrainResult(
@@ -659,7 +675,7 @@ def plan_llm_train(
             "step-time model": efficiency.source,
             **({"LoRA": LORA_MEMORY} if request.lora_rank > 0 else {}),
             "tensor-parallel overlap": _tp_overlap_text(request.tp_overlap),
-            "host": _host_text(request.host_ms_per_layer),
+            "host": _host_text(request.host_ms_per_layer, efficiency.value),
             **_precision_note(request.precision, plan.candidates, catalog),
             "networks": "instance types with InfiniBand/RoCE/EFA (catalog/data/systems.csv) at "
             f"nominal links; the others at {perf.collective_tcp.network_efficiency:.3f} of "

@@ -85,6 +85,8 @@ class FitStepTimeResult:
     collective: dict[str, Any]
     #: the fp8 efficiency fitted on MLPerf's whole fp8 runs (empty: borrowed)
     fp8: dict[str, Any]
+    #: the host's time per layer fitted on MLPerf's runs without CUDA graphs (empty: none)
+    host: dict[str, Any]
     model: StepTimeModel = field(compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -97,6 +99,7 @@ class FitStepTimeResult:
             "errors": [dict(e) for e in self.errors],
             "collective": dict(self.collective),
             "fp8": dict(self.fp8),
+            "host": dict(self.host),
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -146,6 +149,7 @@ def fit_steptime(request: FitStepTimeRequest | None = None, /, **options: Any) -
         ]
     collective = _fit_tcp_collective(data_dir, catalog, model, request)
     fp8 = _fit_fp8(data_dir, model, request)
+    host = _fit_host(data_dir, model, request)
     save_model(model, request.out)
     assert model.eta_compute_ is not None
     return FitStepTimeResult(
@@ -163,6 +167,7 @@ def fit_steptime(request: FitStepTimeRequest | None = None, /, **options: Any) -
         errors=errors,
         collective=collective,
         fp8=fp8,
+        host=host,
         model=model,
     )
 
@@ -185,6 +190,28 @@ def _fit_fp8(data_dir: Path, model: StepTimeModel, request: FitStepTimeRequest) 
         "eta_compute": model.eta_compute_["fp8"],
         "systems": list(fit.systems),
         "mape_pct": fit.mape_pct,
+        "source": fit.source,
+    }
+
+
+def _fit_host(data_dir: Path, model: StepTimeModel, request: FitStepTimeRequest) -> dict[str, Any]:
+    """The host's time per layer and micro-batch fitted on MLPerf's runs without CUDA graphs
+    (kept in the model; :func:`gpucast.inputs.mlperf_llm.fit_host_layer_s`), after the fp8
+    efficiency those runs also use."""
+    from gpucast.inputs.mlperf_llm import RUNS_FILE, fit_host_layer_s
+
+    if "mlperf" not in request.sources or not (data_dir / RUNS_FILE).is_file():
+        return {}
+    fit = fit_host_layer_s(data_dir, model)
+    if fit is None:
+        return {}
+    model.with_host(fit.seconds, fit.source)
+    return {
+        "seconds": fit.seconds,
+        "systems": list(fit.systems),
+        "level": fit.level,
+        "spread_before": fit.spread_before,
+        "spread_after": fit.spread_after,
         "source": fit.source,
     }
 

@@ -175,6 +175,15 @@ def steptime(
             f"efficiency; MAPE {fp8['mape_pct']:.1f}% in sample",
             highlight=False,
         )
+    if result.host:
+        host = result.host
+        console.print(
+            f"  host pacing ({len(host['systems'])} MLPerf runs without CUDA graphs, "
+            f"3D-parallel model): {1e3 * host['seconds']:.2f} ms per layer and micro-batch; "
+            f"log-residual SD {host['spread_before']:.3f} -> {host['spread_after']:.3f} "
+            f"around their level x{host['level']:.2f}",
+            highlight=False,
+        )
     table = result.intervals
     for regime, n in sorted(table.get("n", {}).items()):
         mape = table["mape_pct"][regime]

@@ -126,16 +126,25 @@ class EvaluationCost:
         step_work_s: npt.ArrayLike,
         *,
         forward_share: float = EVAL_FORWARD_SHARE,
+        round_samples: npt.ArrayLike | None = None,
     ) -> FloatArray:
         """Seconds of evaluation in a run of ``samples`` at ``global_batch`` whose training
         step computes for ``step_work_s`` (element-wise). ``forward_share``: an evaluated
         sample's work relative to a trained one's (1/2 for LoRA, whose backward skips the
-        frozen weights' gradients: :data:`LORA_FORWARD_SHARE`)."""
+        frozen weights' gradients: :data:`LORA_FORWARD_SHARE`). ``round_samples``: the
+        samples one round of forwards covers (data-parallel replicas x micro-batch) where the
+        evaluation set is split that way: whole samples per replica, so the last round costs a
+        full one (173 sequences over 128 replicas are two rounds, not 1.35); None: spread
+        evenly, as a CNN's small per-GPU remainder is."""
         if not (math.isfinite(forward_share) and 0 < forward_share <= 1):
             raise InvalidSpecError("forward_share", "must be in (0, 1]", got=forward_share)
         runs = self.schedule.evaluations(samples, global_batch)
         batch = np.asarray(global_batch, dtype=np.float64)
-        forward = self.schedule.eval_samples / batch * forward_share
+        evaluated = np.asarray(self.schedule.eval_samples, dtype=np.float64)
+        if round_samples is not None:
+            unit = _positive("round_samples", round_samples)
+            evaluated = np.ceil(evaluated / unit - 1e-9) * unit
+        forward = evaluated / batch * forward_share
         return np.asarray(
             runs * (self.latency_s + forward * np.asarray(step_work_s, dtype=np.float64)),
             dtype=np.float64,

@@ -79,7 +79,7 @@ def llm_system_predictions(
     fp8_ratio: float | None = None,
     benchmarks: Collection[str] | None = None,
     exclude: Collection[str] = (),
-    host_layer_s: float = 0.0,
+    host_layer_s: float | None = None,
 ) -> pd.DataFrame:
     """One row per MLPerf LLM system of a catalog GPU: ``benchmark``, ``submitter``,
     ``system``, ``software`` (:func:`system_stack`), ``gpu``, ``gpus``, ``measured_min``
@@ -90,7 +90,7 @@ def llm_system_predictions(
     the 16-bit one (1: borrowed, as with no fp8 data); ``benchmarks``: only these;
     ``exclude``: submitters or ``submitter/system`` names left out; ``host_layer_s``: the
     host's seconds per layer and micro-batch for the benchmarks run without CUDA graphs
-    (:data:`CUDA_GRAPH_BENCHMARKS` keep 0; a what-if, nothing fits it)."""
+    (:data:`CUDA_GRAPH_BENCHMARKS` keep 0; default: the model's, :func:`fit_host_layer_s`)."""
     from dataclasses import replace
 
     from gpucast.catalog import load_catalog
@@ -113,6 +113,8 @@ def llm_system_predictions(
     catalog = load_catalog()
     fitted = model if model is not None else shipped_step_time_model()
     latency = fitted.eval_latency_s_ if fitted is not None else 0.0
+    if host_layer_s is None:
+        host_layer_s = fitted.host_layer_s_ if fitted is not None else 0.0
 
     def efficiency(software: str) -> RooflineEfficiency:
         eff = (
@@ -132,7 +134,8 @@ def llm_system_predictions(
         ~systems.submitter.isin(left_out)
         & ~(systems.submitter + "/" + systems.system).isin(left_out)
     ]
-    searched: dict[tuple[str, str, str, int, int, int], tuple[float, float, str, float]] = {}
+    searched: dict[tuple[str, str, str, int, int, int], tuple[float, float, str, float, int]]
+    searched = {}
     rows = []
     for r in systems.to_dict("records"):
         spec = catalog.gpu(r["gpu"])
@@ -164,15 +167,24 @@ def llm_system_predictions(
             # an evaluated batch is forwards only: the host issues their share of each layer
             layers = -(-model_spec.layers // best.layout.pp)
             host_forwards = best.layout.micro_batches * layers * HOST_FORWARD_SHARE * host
-            searched[key] = (best.step_time_s, best.mfu, best.layout.label(), host_forwards)
-        step_s, mfu, layout, host_forwards = searched[key]
+            per_round = best.layout.dp * best.layout.micro_batch_size
+            searched[key] = (
+                best.step_time_s, best.mfu, best.layout.label(), host_forwards, per_round
+            )  # fmt: skip
+        step_s, mfu, layout, host_forwards, per_round = searched[key]
         samples = mlperf_samples_to_target(r["benchmark"], batch).samples_mean
         train_s = samples / batch * step_s
         share = LORA_FORWARD_SHARE if lora else EVAL_FORWARD_SHARE
         evaluation = float(
             EvaluationCost(
                 schedule=mlperf_eval_schedule(r["benchmark"]), latency_s=latency
-            ).seconds(samples, batch, max(step_s, host_forwards / share), forward_share=share)
+            ).seconds(
+                samples,
+                batch,
+                max(step_s, host_forwards / share),
+                forward_share=share,
+                round_samples=per_round,
+            )
         )
         measured = float(r["minutes_score"])
         predicted = (train_s + evaluation) / 60.0
@@ -263,25 +275,143 @@ def fit_fp8_ratio(
     )
 
 
+#: MLPerf benchmarks run without CUDA graphs whose time to train across GPU counts fits the
+#: host's time per layer (:func:`fit_host_layer_s`)
+HOST_FIT_BENCHMARKS: tuple[str, ...] = ("llama2_70b_lora",)
+#: The host times tried (s per layer and micro-batch): a 1 ms grid, refined to 0.25 ms around
+#: its best (the loss jumps where a layout search changes its pick: no gradient to follow)
+HOST_GRID_S: tuple[float, ...] = tuple(i / 1000 for i in range(21))
+_HOST_REFINE_S = 0.00025
+
+
+@dataclass(frozen=True, slots=True)
+class HostFit:
+    """The host's seconds per layer and micro-batch fitted on whole runs without CUDA graphs."""
+
+    seconds: float
+    systems: tuple[str, ...]
+    #: the runs' common level (measured / predicted, geometric mean) at the fitted time: what
+    #: the bands carry, not the fit
+    level: float
+    #: SD of the log residuals around that level without pacing and at the fitted time
+    spread_before: float
+    spread_after: float
+    gpu_counts: tuple[int, ...]
+
+    @property
+    def source(self) -> str:
+        return (
+            f"MLPerf Training v4.0 {', '.join(HOST_FIT_BENCHMARKS)} time to train "
+            f"({len(self.systems)} tuned-stack systems without CUDA graphs, "
+            f"{min(self.gpu_counts):,}-{max(self.gpu_counts):,} GPUs: the time per layer that "
+            f"best explains how their time to train scales with the GPU count, their common "
+            f"level x{self.level:.2f} left to the band; log-residual SD "
+            f"{self.spread_before:.3f} -> {self.spread_after:.3f})"
+        )
+
+
+def fit_host_layer_s(
+    data_dir: Path,
+    model: StepTimeModel | None = None,
+    *,
+    fp8_ratio: float | None = None,
+    exclude: Collection[str] = (),
+    memo: dict[float, pd.DataFrame] | None = None,
+) -> HostFit | None:
+    """The host's seconds per layer and micro-batch (:data:`HOST_GRID_S`, refined to 0.25 ms)
+    that minimise the spread of :data:`HOST_FIT_BENCHMARKS`' tuned-stack systems' log
+    residuals around their mean -- the scaling with the GPU count, not the level (one level
+    factor is profiled out: an efficiency gap common to every GPU count is the band's to
+    carry). A micro-batch the host paces costs the same whatever the GPUs do, so it shows
+    where the per-GPU work is small (many GPUs, context parallelism) and hides where it is
+    large. None where the rows left after ``exclude`` span fewer than two GPU counts (the
+    level and the pacing cannot be told apart). ``memo``: the tables per host time, shared by
+    fits that differ only in ``exclude``."""
+    cache = memo if memo is not None else {}
+    left_out = set(exclude)
+
+    def table(seconds: float) -> pd.DataFrame:
+        key = round(seconds, 6)
+        if key not in cache:
+            rows = llm_system_predictions(
+                data_dir,
+                model=model,
+                fp8_ratio=fp8_ratio,
+                benchmarks=HOST_FIT_BENCHMARKS,
+                host_layer_s=key,
+            )
+            cache[key] = rows[rows["software"] == "tuned"] if len(rows) else rows
+        rows = cache[key]
+        if not len(rows):
+            return rows
+        return rows[~rows["submitter"].isin(left_out) & ~rows["system"].isin(left_out)]
+
+    probe = table(0.0)
+    if probe.empty or probe["gpus"].nunique() < 2:
+        return None
+
+    def spread(seconds: float) -> float:
+        return float(np.std(table(seconds)["residual"].to_numpy()))
+
+    coarse = min(HOST_GRID_S, key=spread)  # ties: the least pacing
+    fine = [
+        coarse + k * _HOST_REFINE_S
+        for k in range(-3, 4)
+        if 0 <= coarse + k * _HOST_REFINE_S <= HOST_GRID_S[-1]
+    ]
+    best = min(sorted(fine), key=spread)
+    rows = table(best)
+    return HostFit(
+        seconds=float(best),
+        systems=tuple(sorted(rows["system"])),
+        level=float(np.exp(np.mean(rows["residual"]))),
+        spread_before=spread(0.0),
+        spread_after=spread(best),
+        gpu_counts=tuple(sorted({int(g) for g in rows["gpus"]})),
+    )
+
+
 def submitter_held_out_predictions(
     data_dir: Path, model: StepTimeModel | None = None
 ) -> pd.DataFrame:
     """:func:`llm_system_predictions` with each system's residual as a model fitted without
     its submitter would give it: the fp8 efficiency refitted without that submitter's runs
-    (borrowed from the 16-bit one where no other submitter ran fp8 pre-training); every other
-    figure is fitted on no LLM row. What the bands' submitter-held-out calibration scores."""
+    (borrowed from the 16-bit one where no other submitter ran fp8 pre-training) and the
+    host's time per layer refitted without them (0 where the others cannot fit it); every
+    other figure is fitted on no LLM row. What the bands' submitter-held-out calibration
+    scores."""
     from gpucast.catalog.steptime import shipped_step_time_model
 
     fitted = model if model is not None else shipped_step_time_model()
     base = llm_system_predictions(data_dir, model=model)
-    if fitted is None or not fitted.fp8_source_:
+    if fitted is None:
         return base
-    fit_rows = base[base["benchmark"].isin(FP8_FIT_BENCHMARKS) & (base["software"] == "tuned")]
-    parts = [base[~base["submitter"].isin(set(fit_rows["submitter"]))]]
-    for submitter in sorted(set(fit_rows["submitter"])):
-        refit = fit_fp8_ratio(data_dir, model, exclude=(submitter,))
-        ratio = refit.ratio if refit is not None else 1.0
-        rows = llm_system_predictions(data_dir, model=model, fp8_ratio=ratio)
+    tuned = base["software"] == "tuned"
+    fp8_subs = (
+        set(base.loc[base["benchmark"].isin(FP8_FIT_BENCHMARKS) & tuned, "submitter"])
+        if fitted.fp8_source_
+        else set()
+    )
+    host_subs = (
+        set(base.loc[base["benchmark"].isin(HOST_FIT_BENCHMARKS) & tuned, "submitter"])
+        if fitted.host_source_
+        else set()
+    )
+    parts = [base[~base["submitter"].isin(fp8_subs | host_subs)]]
+    memos: dict[float | None, dict[float, pd.DataFrame]] = {}
+    for submitter in sorted(fp8_subs | host_subs):
+        ratio = None
+        if submitter in fp8_subs:
+            refit = fit_fp8_ratio(data_dir, model, exclude=(submitter,))
+            ratio = refit.ratio if refit is not None else 1.0
+        host = None
+        if submitter in host_subs:
+            memo = memos.setdefault(ratio, {})
+            host_fit = fit_host_layer_s(
+                data_dir, model, fp8_ratio=ratio, exclude=(submitter,), memo=memo
+            )
+            host = host_fit.seconds if host_fit is not None else 0.0
+        rows = llm_system_predictions(data_dir, model=model, fp8_ratio=ratio, host_layer_s=host)
         parts.append(rows[rows["submitter"] == submitter])
     return pd.concat(parts).loc[base.index]
 

@@ -178,6 +178,11 @@ class RooflineEfficiency:
     intervals: IntervalTable = field(default_factory=IntervalTable)
     stack: str = "pytorch"
     source: str = "priors (module docstring of gpucast.predict.roofline)"
+    #: seconds the host takes to issue one transformer layer's forward and backward of one
+    #: micro-batch without CUDA graphs (the 3D-parallel model's default pacing; 0: none
+    #: fitted) and where that figure comes from
+    host_layer_s: float = 0.0
+    host_source: str = ""
 
     def __post_init__(self) -> None:
         for name in (
@@ -198,6 +203,7 @@ class RooflineEfficiency:
             )
         _positive("kernel_overhead_s", self.kernel_overhead_s, allow_zero=True)
         _positive("step_overhead_s", self.step_overhead_s, allow_zero=True)
+        _positive("host_layer_s", self.host_layer_s, allow_zero=True)
         for gpu, factor in self.gpu_factors.items():
             _positive(f"gpu_factors[{gpu}]", factor)
         object.__setattr__(self, "gpu_factors", MappingProxyType(dict(self.gpu_factors)))

@@ -235,6 +235,10 @@ class StepTimeModel(Estimator):
         #: where the fp8 efficiency comes from when it is fitted apart (:meth:`with_fp8`);
         #: empty: fitted with the rest, or borrowed
         self.fp8_source_: str = ""
+        #: seconds the host takes to issue one layer's forward and backward of one micro-batch
+        #: without CUDA graphs, fitted apart on whole LLM runs (:meth:`with_host`; 0: none)
+        self.host_layer_s_: float = 0.0
+        self.host_source_: str = ""
         self.fitted_on_: str = ""
         self.n_rows_: int = 0
 
@@ -388,6 +392,16 @@ class StepTimeModel(Estimator):
         self.fp8_source_ = source
         return self
 
+    def with_host(self, seconds: float, source: str) -> Self:
+        """This fitted model with the host's ``seconds`` per layer and micro-batch (runs
+        without CUDA graphs), fitted apart on whole LLM runs and said to come from ``source``."""
+        self._require_fitted()
+        if not (math.isfinite(seconds) and 0 <= seconds < 1):
+            raise InvalidSpecError("host seconds per layer", "must be in [0, 1)", got=seconds)
+        self.host_layer_s_ = float(seconds)
+        self.host_source_ = source
+        return self
+
     def collective(self, kind: str) -> CollectiveConstants:
         """The collective constants of ``kind`` (fitted, else the module defaults)."""
         return self.collective_.get(kind, RDMA if kind == "rdma" else TCP_DEFAULT)
@@ -424,6 +438,8 @@ class StepTimeModel(Estimator):
             source=f"step-time model fitted on {self.fitted_on_ or 'published data'}"
             f" ({self.n_rows_} step times; {stack} stack)"
             + (f"; fp8 efficiency from {self.fp8_source_}" if self.fp8_source_ else ""),
+            host_layer_s=self.host_layer_s_,
+            host_source=self.host_source_,
         )
 
     # -- prediction ----------------------------------------------------------------------
@@ -498,6 +514,8 @@ class StepTimeModel(Estimator):
             "intervals": self.intervals_.to_dict(),
             "collective": {k: c.to_dict() for k, c in self.collective_.items()},
             "fp8_source": self.fp8_source_,
+            "host_layer_s": self.host_layer_s_,
+            "host_source": self.host_source_,
             "fitted_on": self.fitted_on_,
             "n_rows": self.n_rows_,
         }
@@ -528,6 +546,8 @@ class StepTimeModel(Estimator):
                 for k, v in dict(state.get("collective", {})).items()
             }
             model.fp8_source_ = str(state.get("fp8_source", ""))
+            model.host_layer_s_ = float(state.get("host_layer_s", 0.0))
+            model.host_source_ = str(state.get("host_source", ""))
             model.fitted_on_ = str(state.get("fitted_on", ""))
             model.n_rows_ = int(state.get("n_rows", 0))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -541,8 +561,8 @@ class StepTimeModel(Estimator):
             model.conv_ratio_,
             *model.overhead_s_.values(),
         ]
-        if not all(math.isfinite(v) and v > 0 for v in values) or not (
-            math.isfinite(model.eval_latency_s_) and model.eval_latency_s_ >= 0
+        if not all(math.isfinite(v) and v > 0 for v in values) or not all(
+            math.isfinite(v) and v >= 0 for v in (model.eval_latency_s_, model.host_layer_s_)
         ):
             raise InvalidInputError(
                 "steptime model holds a non-positive or non-finite constant",
