@@ -404,8 +404,8 @@ def section_llm(print_intervals: bool = False) -> None:
 
     # gpucast.inputs.mlperf_llm.LLM_BENCHMARKS: GPT-3 175B at 2,048 tokens; Llama-2-70B LoRA
     # on GovReport at 8,192 tokens, rank 16 (the MLPerf Training v4.0 rules). The fp8
-    # efficiency is fitted on GPT-3 (gpucast fit steptime): GPT-3 is scored leave one system
-    # out, LoRA is out of sample
+    # efficiency is fitted on GPT-3, the host's time per layer on LoRA (gpucast fit
+    # steptime): each system is scored with them refitted without it
     shipped = shipped_step_time_model()
     print(f"\n   fp8 efficiency: {shipped.fp8_source_ if shipped else ''}")
     print(f"   host pacing: {1e3 * shipped.host_layer_s_ if shipped else 0:.2f} ms per layer, ")
@@ -422,8 +422,9 @@ def section_llm(print_intervals: bool = False) -> None:
         table.predicted_min.to_numpy() * np.asarray(factor), table.measured_min.to_numpy()
     )
     print("\n4. MLPerf LLM benchmarks through the 3D-parallel model (best layout found among")
-    print("   those predict llm-train searches; tuned stack; only the fp8 efficiency is fitted")
-    print("   on these rows, on GPT-3, scored leave one system out), plus")
+    print("   those predict llm-train searches; tuned stack; the fp8 efficiency is fitted on")
+    print("   GPT-3's rows and the host's time per layer on LoRA's, each scored leave one")
+    print("   system out), plus")
     print("   the evaluations the rules hold in the timed run (eval_pct: their time as % of")
     print("   training): uncalibrated, and calibrated by one factor per benchmark from its")
     print("   other systems (leave one system out)")

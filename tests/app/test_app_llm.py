@@ -85,16 +85,28 @@ def test_tensor_parallel_overlap_is_a_stated_choice_that_favours_wider_tp() -> N
         gpucast.plan_llm_train(model="llama-2-70b", tokens=1e9, global_batch=8, tp_overlap=2.0)
 
 
-def test_a_host_that_paces_the_micro_batches_is_a_stated_choice() -> None:
+def test_the_host_paces_the_micro_batches_by_default_and_cuda_graphs_are_a_stated_choice() -> None:
     # NVIDIA's v4.0 LoRA on 64 x H100 (tp4 cp2, one micro-batch of 8,192 tokens): ~0.64 s a
-    # step, which its GPUs alone would take far less for; a host at 8 ms a layer says so
+    # step, which its GPUs alone would take far less for; the fitted host time says so, and
+    # --host-ms-per-layer 0 (CUDA graphs) or a given time replace it
+    from gpucast.catalog.steptime import shipped_step_time_model
+
+    shipped = shipped_step_time_model()
+    assert shipped is not None and 0.004 < shipped.host_layer_s_ < 0.012
     common = {
         "model": "llama-2-70b", "gpu": "H100", "gpus": 64, "seq_len": 8192, "global_batch": 8,
         "lora_rank": 16, "precision": "fp8", "tp": 4, "cp": 2, "pp": 1, "micro_batch": 1,
     }  # fmt: skip
-    ahead = gpucast.predict_llm_train(**common)
+    fitted = gpucast.predict_llm_train(**common)
+    ahead = gpucast.predict_llm_train(**common, host_ms_per_layer=0)
     paced = gpucast.predict_llm_train(**common, host_ms_per_layer=8)
-    assert "CUDA graphs" in ahead.assumptions["host"]
+    assert "default, fitted: MLPerf Training v4.0 llama2_70b_lora" in fitted.assumptions["host"]
+    assert (
+        "--host-ms-per-layer 0 where the run captures CUDA graphs" in (fitted.assumptions["host"])
+    )
+    assert fitted.best.step_time_s >= 80 * shipped.host_layer_s_ - 1e-9
+    assert fitted.best.step_time.breakdown["host_wait"] > 0
+    assert ahead.assumptions["host"] == "keeps ahead of the GPUs, as with CUDA graphs (given)"
     assert paced.assumptions["host"].startswith("8 ms per layer")
     assert ahead.best.step_time.breakdown["host_wait"] == 0.0
     assert paced.best.step_time_s > ahead.best.step_time_s

@@ -2,7 +2,8 @@
 
 :func:`llm_system_predictions` prices each GPT-3 and Llama-2-70B LoRA system of
 ``mlperf_training_v4.0/`` (nothing fitted on these rows but the fp8 efficiency, on GPT-3's:
-:func:`fit_fp8_ratio`): samples to target at its global batch
+:func:`fit_fp8_ratio`, and the host's time per layer, on LoRA's: :func:`fit_host_layer_s`):
+samples to target at its global batch
 (MLCommons' convergence points, ``catalog/data/convergence.csv``) x the step of the fastest
 layout that fits among those ``predict llm-train`` searches (tuned stack; fp8 where the GPU has
 it), plus the evaluations the rules hold inside the timed run (``catalog/data/mlperf_eval.csv``).
