@@ -25,7 +25,7 @@ def test_the_shipped_file_has_both_regimes_and_the_tuned_one_is_narrower() -> No
     assert table.n[ANY_STACK] > table.n[TUNED] >= 20
     tuned, pooled = table.ratios(TUNED), table.ratios(ANY_STACK)
     # every held-out MLPerf LLM system ran slower than predicted: the lower edges may exceed 1
-    assert 0 < tuned[0] and 0 < pooled[0] and 1.0 < tuned[1] < pooled[1]
+    assert min(tuned[0], pooled[0]) > 0 and 1.0 < tuned[1] < pooled[1]
     assert tuned[1] / tuned[0] < pooled[1] / pooled[0]
     assert all("MLPerf Training v4.0" in s for s in sources.values())
     assert "21 systems" in sources[TUNED] and "24 systems" in sources[ANY_STACK]
