@@ -172,13 +172,21 @@ def fit_steptime(request: FitStepTimeRequest | None = None, /, **options: Any) -
     )
 
 
+def _mlperf_llm_runs(data_dir: Path, request: FitStepTimeRequest) -> bool:
+    """Whether the MLPerf source is fitted on and its runs table is there (the fp8 and host
+    fits price its LLM systems)."""
+    from gpucast.inputs.mlperf_llm import RUNS_FILE
+
+    return "mlperf" in request.sources and (data_dir / RUNS_FILE).is_file()
+
+
 def _fit_fp8(data_dir: Path, model: StepTimeModel, request: FitStepTimeRequest) -> dict[str, Any]:
     """The fp8 efficiency fitted on MLPerf's whole fp8 runs through the 3D-parallel model
     (kept in the model; :func:`gpucast.inputs.mlperf_llm.fit_fp8_ratio`), where the MLPerf
     source is fitted on and its table is there."""
-    from gpucast.inputs.mlperf_llm import RUNS_FILE, fit_fp8_ratio
+    from gpucast.inputs.mlperf_llm import fit_fp8_ratio
 
-    if "mlperf" not in request.sources or not (data_dir / RUNS_FILE).is_file():
+    if not _mlperf_llm_runs(data_dir, request):
         return {}
     fit = fit_fp8_ratio(data_dir, model)
     if fit is None:
@@ -198,9 +206,9 @@ def _fit_host(data_dir: Path, model: StepTimeModel, request: FitStepTimeRequest)
     """The host's time per layer and micro-batch fitted on MLPerf's runs without CUDA graphs
     (kept in the model; :func:`gpucast.inputs.mlperf_llm.fit_host_layer_s`), after the fp8
     efficiency those runs also use."""
-    from gpucast.inputs.mlperf_llm import RUNS_FILE, fit_host_layer_s
+    from gpucast.inputs.mlperf_llm import fit_host_layer_s
 
-    if "mlperf" not in request.sources or not (data_dir / RUNS_FILE).is_file():
+    if not _mlperf_llm_runs(data_dir, request):
         return {}
     fit = fit_host_layer_s(data_dir, model)
     if fit is None:
