@@ -377,16 +377,16 @@ def _fp8_held_out(table: pd.DataFrame) -> pd.DataFrame:
 def _host_held_out(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with each system the host's time per layer was fitted on predicted with it
     refitted on the others (leave one system out; the fitted runs' tables are shared)."""
-    from gpucast.inputs.mlperf_llm import HOST_FIT_BENCHMARKS, fit_host_layer_s
+    from gpucast.inputs.mlperf_llm import HOST_FIT_BENCHMARKS, HostGridMemo, fit_host_layer_s
 
     out = table.copy()
     fitted = table[table.benchmark.isin(HOST_FIT_BENCHMARKS) & (table.software == "tuned")]
-    memo: dict[float, pd.DataFrame] = {}
+    memo = HostGridMemo()
     chosen = []
     for i, system in fitted.system.items():
         refit = fit_host_layer_s(DATA, exclude=(system,), memo=memo)
         seconds = refit.seconds if refit is not None else 0.0
-        rows = memo[round(seconds, 6)]
+        rows = memo.tables[round(seconds, 6)]
         row = rows[rows.system == system].iloc[0]
         out.loc[i, ["predicted_min", "residual"]] = [row.predicted_min, row.residual]
         chosen.append(1e3 * seconds)

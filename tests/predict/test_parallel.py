@@ -523,6 +523,27 @@ def test_best_layout_is_the_fastest_that_fits(gpus: int, batch: int) -> None:
     assert best.fits and best.step_time_s == min(p.step_time_s for p in fitting)
 
 
+def test_searches_differing_only_in_the_host_share_a_memo(h100: GpuSpec) -> None:
+    # the host's pace is applied per step: a memo filled at one pace prices another exactly
+    spec = tiny()
+    space = LayoutSpace(micro_batch_sizes=(1, 2, 4), virtual_stages=(1, 2))
+    memo = SearchMemo()
+    for host in (0.0, 0.02, 0.0005, 0.0):
+        opts = ParallelAssumptions(host_layer_s=host)
+        shared = best_layout(
+            spec, h100, 8, 32, seq_len=512, space=space, assumptions=opts, memo=memo
+        )
+        fresh = best_layout(spec, h100, 8, 32, seq_len=512, space=space, assumptions=opts)
+        assert shared.layout == fresh.layout
+        assert shared.step_time.breakdown == fresh.step_time.breakdown
+    assert memo.layouts and set(memo.memory) == set(memo.layouts)
+    paced = best_layout(
+        spec, h100, 8, 32, seq_len=512, space=space,
+        assumptions=ParallelAssumptions(host_layer_s=0.02), memo=memo,
+    )  # fmt: skip
+    assert paced.step_time.breakdown["host_wait"] > 0
+
+
 def test_no_valid_layout_says_why(h100: GpuSpec) -> None:
     with pytest.raises(NoFeasiblePlanError) as info:
         best_layout(tiny(), h100, 7, 8, seq_len=512)  # 7 GPUs cannot split 8 heads or batch 8

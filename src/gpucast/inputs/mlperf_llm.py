@@ -25,7 +25,7 @@ them).
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,6 +35,7 @@ import pandas as pd
 from gpucast.predict.intervals import IntervalTable, calibrated_level, percentile_words
 
 if TYPE_CHECKING:
+    from gpucast.predict.parallel import SearchMemo
     from gpucast.predict.roofline import RooflineEfficiency
     from gpucast.predict.steptime import StepTimeModel
 
@@ -81,6 +82,7 @@ def llm_system_predictions(
     benchmarks: Collection[str] | None = None,
     exclude: Collection[str] = (),
     host_layer_s: float | None = None,
+    searches: dict[tuple[str, str, str, int, int, int], SearchMemo] | None = None,
 ) -> pd.DataFrame:
     """One row per MLPerf LLM system of a catalog GPU: ``benchmark``, ``submitter``,
     ``system``, ``software`` (:func:`system_stack`), ``gpu``, ``gpus``, ``measured_min``
@@ -91,7 +93,10 @@ def llm_system_predictions(
     the 16-bit one (1: borrowed, as with no fp8 data); ``benchmarks``: only these;
     ``exclude``: submitters or ``submitter/system`` names left out; ``host_layer_s``: the
     host's seconds per layer and micro-batch for the benchmarks run without CUDA graphs
-    (:data:`CUDA_GRAPH_BENCHMARKS` keep 0; default: the model's, :func:`fit_host_layer_s`)."""
+    (:data:`CUDA_GRAPH_BENCHMARKS` keep 0; default: the model's, :func:`fit_host_layer_s`);
+    ``searches``: the layout searches of an earlier call with every argument the same but
+    ``host_layer_s`` and ``exclude`` (the host's pace changes no search's stage times or
+    memory), filled and reused."""
     from dataclasses import replace
 
     from gpucast.catalog import load_catalog
@@ -108,7 +113,12 @@ def llm_system_predictions(
     )
     from gpucast.inputs.calibration import step_time_efficiency, with_sibling_factors
     from gpucast.inputs.steptime import node_network_gbps
-    from gpucast.predict.parallel import HOST_FORWARD_SHARE, best_layout, cluster_shape
+    from gpucast.predict.parallel import (
+        HOST_FORWARD_SHARE,
+        SearchMemo,
+        best_layout,
+        cluster_shape,
+    )
     from gpucast.store.datasets.mlperf import mlperf_systems, read_mlperf_runs
 
     catalog = load_catalog()
@@ -137,6 +147,7 @@ def llm_system_predictions(
     ]
     searched: dict[tuple[str, str, str, int, int, int], tuple[float, float, str, float, int]]
     searched = {}
+    memos = searches if searches is not None else {}
     rows = []
     for r in systems.to_dict("records"):
         spec = catalog.gpu(r["gpu"])
@@ -164,6 +175,7 @@ def llm_system_predictions(
                 model_spec, spec, n, batch, seq_len=seq, cluster=links,
                 efficiency=efficiency(software), space=space,
                 assumptions=ParallelAssumptions(host_layer_s=host),
+                memo=memos.setdefault(key, SearchMemo()),
             )  # fmt: skip
             # an evaluated batch is forwards only: the host issues their share of each layer
             layers = -(-model_spec.layers // best.layout.pp)
@@ -311,13 +323,23 @@ class HostFit:
         )
 
 
+@dataclass(slots=True)
+class HostGridMemo:
+    """What fits of the host's time that differ only in ``exclude`` share
+    (:func:`fit_host_layer_s` ``memo``): the tables per host time and the layout searches
+    behind them, which the host's time does not change."""
+
+    tables: dict[float, pd.DataFrame] = field(default_factory=dict)
+    searches: dict[tuple[str, str, str, int, int, int], SearchMemo] = field(default_factory=dict)
+
+
 def fit_host_layer_s(
     data_dir: Path,
     model: StepTimeModel | None = None,
     *,
     fp8_ratio: float | None = None,
     exclude: Collection[str] = (),
-    memo: dict[float, pd.DataFrame] | None = None,
+    memo: HostGridMemo | None = None,
 ) -> HostFit | None:
     """The host's seconds per layer and micro-batch (:data:`HOST_GRID_S`, refined to 0.25 ms)
     that minimise the spread of :data:`HOST_FIT_BENCHMARKS`' tuned-stack systems' log
@@ -326,23 +348,24 @@ def fit_host_layer_s(
     carry). A micro-batch the host paces costs the same whatever the GPUs do, so it shows
     where the per-GPU work is small (many GPUs, context parallelism) and hides where it is
     large. None where the rows left after ``exclude`` span fewer than two GPU counts (the
-    level and the pacing cannot be told apart). ``memo``: the tables per host time, shared by
-    fits that differ only in ``exclude``."""
-    cache = memo if memo is not None else {}
+    level and the pacing cannot be told apart). ``memo``: shared by fits that differ only in
+    ``exclude``; the grid's layout searches are run once either way."""
+    cache = memo if memo is not None else HostGridMemo()
     left_out = set(exclude)
 
     def table(seconds: float) -> pd.DataFrame:
         key = round(seconds, 6)
-        if key not in cache:
+        if key not in cache.tables:
             rows = llm_system_predictions(
                 data_dir,
                 model=model,
                 fp8_ratio=fp8_ratio,
                 benchmarks=HOST_FIT_BENCHMARKS,
                 host_layer_s=key,
+                searches=cache.searches,
             )
-            cache[key] = rows[rows["software"] == "tuned"] if len(rows) else rows
-        rows = cache[key]
+            cache.tables[key] = rows[rows["software"] == "tuned"] if len(rows) else rows
+        rows = cache.tables[key]
         if not len(rows):
             return rows
         return rows[~rows["submitter"].isin(left_out) & ~rows["system"].isin(left_out)]
@@ -384,7 +407,9 @@ def submitter_held_out_predictions(
     from gpucast.catalog.steptime import shipped_step_time_model
 
     fitted = model if model is not None else shipped_step_time_model()
-    base = llm_system_predictions(data_dir, model=model)
+    # one memo per fp8 ratio: the layout searches do not change with the host's time
+    memos: dict[float | None, HostGridMemo] = {None: HostGridMemo()}
+    base = llm_system_predictions(data_dir, model=model, searches=memos[None].searches)
     if fitted is None:
         return base
     tuned = base["software"] == "tuned"
@@ -399,20 +424,21 @@ def submitter_held_out_predictions(
         else set()
     )
     parts = [base[~base["submitter"].isin(fp8_subs | host_subs)]]
-    memos: dict[float | None, dict[float, pd.DataFrame]] = {}
     for submitter in sorted(fp8_subs | host_subs):
         ratio = None
         if submitter in fp8_subs:
             refit = fit_fp8_ratio(data_dir, model, exclude=(submitter,))
             ratio = refit.ratio if refit is not None else 1.0
+        memo = memos.setdefault(ratio, HostGridMemo())
         host = None
         if submitter in host_subs:
-            memo = memos.setdefault(ratio, {})
             host_fit = fit_host_layer_s(
                 data_dir, model, fp8_ratio=ratio, exclude=(submitter,), memo=memo
             )
             host = host_fit.seconds if host_fit is not None else 0.0
-        rows = llm_system_predictions(data_dir, model=model, fp8_ratio=ratio, host_layer_s=host)
+        rows = llm_system_predictions(
+            data_dir, model=model, fp8_ratio=ratio, host_layer_s=host, searches=memo.searches
+        )
         parts.append(rows[rows["submitter"] == submitter])
     return pd.concat(parts).loc[base.index]
 

@@ -614,8 +614,14 @@ class SearchMemo:
     """What one layout search computes once and its layouts share (every other argument of
     :func:`predict_training_step` the same): stage times and data-parallel traffic by the
     layout without its virtual stages (which change the bubble, the point-to-point sends and
-    the memory alone), and the per-stage memory :func:`best_layout` already computed."""
+    the memory alone), and the per-stage memory :func:`best_layout` already computed.
 
+    None of it depends on the host's pace (``ParallelAssumptions.host_layer_s``, applied per
+    step): searches that differ only in it may share one memo (:func:`best_layout`
+    ``memo``), as the fit of that pace does."""
+
+    #: the layouts :func:`best_layout` enumerated (None until it has)
+    layouts: tuple[ParallelLayout, ...] | None = None
     stage_times: dict[tuple[ParallelLayout, int, bool, bool], _StageTime] = field(
         default_factory=dict
     )
@@ -881,9 +887,7 @@ def predict_training_step(
     shapes = _shapes(spec, layout)
     layers = _stage_layers(spec, layout.pp)
     cache = memo if memo is not None else SearchMemo()
-    stage_memory = cache.memory.pop(layout, None) or _all_stage_memory(
-        spec, gpu, layout, seq_len, opts
-    )
+    stage_memory = cache.memory.get(layout) or _all_stage_memory(spec, gpu, layout, seq_len, opts)
     # stages differ only by their layer count and by being first (the embedding's optimizer
     # state) or last (the head's FLOPs and optimizer state)
     flat = replace(layout, virtual_stages=1)
@@ -1154,21 +1158,26 @@ def best_layout(
     space: LayoutSpace | None = None,
     efficiency: RooflineEfficiency | None = None,
     assumptions: ParallelAssumptions | None = None,
+    memo: SearchMemo | None = None,
 ) -> ParallelStepPrediction:
     """The fastest layout that fits; :class:`NoFeasiblePlanError` saying why when none does.
 
     Only layouts whose memory fits are timed (memory is the cheaper half of a prediction):
     the same pick as the head of :func:`rank_layouts`, for a fraction of the work where
-    most layouts do not fit (``plan llm-train`` calls this for every GPU type and count)."""
+    most layouts do not fit (``plan llm-train`` calls this for every GPU type and count).
+    ``memo``: one from an earlier search with every argument the same but the host's pace
+    (``assumptions.host_layer_s``), whose layouts, memory and stage times are reused."""
     links = cluster or cluster_shape(gpu)
     opts = assumptions or ParallelAssumptions()
-    layouts = _search(spec, gpus, global_batch, seq_len, links, space, opts)
-    memo = SearchMemo()
+    memo = memo if memo is not None else SearchMemo()
+    if memo.layouts is None:
+        memo.layouts = _search(spec, gpus, global_batch, seq_len, links, space, opts)
+    layouts = memo.layouts
     memories = []
     for layout in layouts:
-        stages = _all_stage_memory(spec, gpu, layout, seq_len, opts)
-        memories.append(max(stages, key=lambda mem: mem.total_bytes))
-        memo.memory[layout] = stages  # taken back by predict_training_step
+        if layout not in memo.memory:  # taken back by predict_training_step
+            memo.memory[layout] = _all_stage_memory(spec, gpu, layout, seq_len, opts)
+        memories.append(max(memo.memory[layout], key=lambda mem: mem.total_bytes))
     fitting = [layout for layout, mem in zip(layouts, memories, strict=True) if mem.fits]
     if fitting:
         timed = _time_layouts(spec, gpu, fitting, seq_len, links, efficiency, opts, memo)
