@@ -367,6 +367,15 @@ def test_a_slow_host_paces_every_micro_batch_and_the_bubble(h100: GpuSpec) -> No
         assumptions=host,
     )  # fmt: skip
     assert full.breakdown["pp_bubble"] == pytest.approx(1.6 * per_micro, rel=1e-9)
+    # a host that paces the micro-batches is what bounds the step, even where it adds less
+    # than the GPU work it waits on
+    assert gpu_paced.bottleneck == "compute" and slow.bottleneck == "host_wait"
+    barely = predict_training_step(
+        spec, h100, layout, seq_len=1024, cluster=FREE_LINKS,
+        assumptions=ParallelAssumptions(host_layer_s=1.1 * gpu_micro / 8),
+    )  # fmt: skip
+    assert 0 < barely.breakdown["host_wait"] < barely.breakdown["compute"]
+    assert barely.bottleneck == "host_wait"
     with pytest.raises(InvalidSpecError, match="host_layer_s"):
         ParallelAssumptions(host_layer_s=-1e-3)
 

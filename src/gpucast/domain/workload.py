@@ -110,8 +110,8 @@ def precision_assumption(
 #: 2018-19 CM-DARE runs), vendor-tuned MLPerf-class code (fused kernels, CUDA graphs).
 SOFTWARE_STACKS: tuple[str, ...] = ("pytorch", "tf1", "tuned")
 SOFTWARE_HELP = (
-    "Software stack the step time is predicted for: pytorch (eager, default), tuned "
-    "(MLPerf-class: fused kernels, CUDA graphs) or tf1 (TensorFlow 1.x)."
+    "Software stack the step time is predicted for: pytorch (eager), tuned (MLPerf-class "
+    "fused kernels) or tf1 (TensorFlow 1.x)."
 )
 
 

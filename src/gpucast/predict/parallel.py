@@ -855,6 +855,32 @@ def _dp_comm_s(
     )
 
 
+#: The step terms a micro-batch paced by the host spends waiting on it, the wait included
+_MICRO_BATCH_TERMS = frozenset(
+    (
+        "compute",
+        "memory_bandwidth",
+        "kernel_overhead",
+        "tp_comm",
+        "cp_comm",
+        "moe_comm",
+        "host_wait",
+    )
+)
+
+
+def _bottleneck(terms: dict[str, float], host_paced_s: float) -> str:
+    """The largest term; where the host paces the micro-batches (``host_paced_s`` > 0: their
+    time in all), their terms count as one, the host's (``host_wait``), since faster GPUs or
+    links would not shorten them."""
+    if host_paced_s > 0:
+        others = {k: v for k, v in terms.items() if k not in _MICRO_BATCH_TERMS}
+        if host_paced_s >= max(others.values(), default=0.0):
+            return "host_wait"
+        return max(others, key=lambda k: others[k])
+    return max(terms, key=lambda k: terms[k])
+
+
 def predict_training_step(
     spec: TransformerSpec,
     gpu: GpuSpec,
@@ -974,7 +1000,7 @@ def predict_training_step(
         lower=lower,
         upper=upper,
         unit="s",
-        bottleneck=max(terms, key=lambda k: terms[k]),
+        bottleneck=_bottleneck(terms, m * (pace.micro_batch_s + wait) if wait > 0 else 0.0),
         source=pace.estimate.source,
         breakdown=terms,
         notes=tuple(notes),
