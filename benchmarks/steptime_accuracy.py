@@ -516,7 +516,6 @@ def llm_intervals(table: pd.DataFrame, print_rows: bool) -> None:
 
 
 SECTIONS = ("cv", "pollux", "mlperf", "llm", "held_out", "sources")
-#: The host's seconds per layer and micro-batch of NeMo 24.04 LoRA (section llm's what-if)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -267,6 +267,31 @@ def test_the_step_states_the_band_mlperf_runs_of_its_stack_earned() -> None:
         )
 
 
+def test_a_gpu_without_step_time_data_states_a_wider_band() -> None:
+    # B200 is priced from its datasheet alone: its band spans the leave-one-GPU-out one
+    common = {"model": "llama-2-7b", "gpus": 8, "seq_len": 2048, "global_batch": 64}
+    h100 = gpucast.predict_llm_train(**common, gpu="H100")
+    b200 = gpucast.predict_llm_train(**common, gpu="B200")
+    ratio = {
+        name: (
+            r.best.step_time.lower / r.best.step_time_s,
+            r.best.step_time.upper / r.best.step_time_s,
+        )
+        for name, r in (("h100", h100), ("b200", b200))
+    }
+    assert ratio["b200"][0] < 1.0 <= ratio["h100"][0] and ratio["b200"][1] >= ratio["h100"][1]
+    assert "B200 has no run in the step-time data" in (b200.interval_note or "")
+    assert "no run in the step-time data" not in (h100.interval_note or "")
+    plan = gpucast.plan_llm_train(
+        model="llama-2-7b", tokens=1e10, seq_len=2048, global_batch=256,
+        gpu=["H100", "B200"], max_gpus=16,
+    )  # fmt: skip
+    rows = {c.gpu: c for c in plan.candidates}
+    assert rows["B200"].time_low_s < rows["B200"].time_s
+    assert rows["H100-SXM"].time_low_s == pytest.approx(rows["H100-SXM"].time_s)
+    assert "B200 x" in plan.assumptions["time interval"]
+
+
 def test_a_cluster_gives_the_gpu_the_nodes_and_the_links() -> None:
     """D54U-3U (catalog systems.csv): 4 H100-PCIe in NVLink-bridged pairs, 25 Gbit/s
     Ethernet. TP over the four crosses PCIe (64 GB/s), not the bridge (600 GB/s)."""

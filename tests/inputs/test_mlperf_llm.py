@@ -14,8 +14,10 @@ from gpucast.inputs.mlperf_llm import (
     ANY_STACK,
     RUNS_FILE,
     TUNED,
+    UNSEEN_GPU_REGIME,
     fit_fp8_ratio,
     fit_host_layer_s,
+    gpu_band,
     interval_table,
     llm_system_predictions,
     regime_for,
@@ -72,6 +74,23 @@ def test_the_stated_band_names_its_regime_and_holds_the_point() -> None:
     assert note.startswith("80% interval") and "tuned-stack" in note and "MLPerf" in note
     _any_low, any_high, any_note = stated_band("pytorch")
     assert any_high >= high and "tuned-stack" not in any_note
+
+
+def test_a_gpu_the_step_time_data_never_ran_widens_the_band() -> None:
+    from gpucast.inputs.calibration import step_time_efficiency
+    from gpucast.predict.roofline import RooflineEfficiency, regime_band
+
+    eff = step_time_efficiency("tuned").value
+    band = stated_band("tuned")
+    assert "H100-SXM" in eff.gpu_factors and "B200" not in eff.gpu_factors
+    assert gpu_band(band, "H100-SXM", eff) == band
+    low, high, note = gpu_band(band, "B200", eff)
+    held_low, held_high = regime_band(eff, UNSEEN_GPU_REGIME, None)
+    assert (low, high) == (min(band[0], held_low), max(band[1], held_high))
+    assert low < band[0] and high >= band[1]
+    assert note.startswith(band[2]) and "B200 has no run in the step-time data" in note
+    # an unfitted model has no leave-one-GPU-out band to widen to
+    assert gpu_band(band, "B200", RooflineEfficiency()) == band
 
 
 def test_shipped_bands_are_what_the_published_systems_give(shared_data: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from gpucast.catalog import load_catalog
 from gpucast.catalog.llm import llm_model
 from gpucast.domain.catalog import Offer
-from gpucast.domain.errors import NoFeasiblePlanError
+from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
 from gpucast.domain.parallel import LayoutSpace
 from gpucast.plan.llm import cheapest_offers, node_counts, offer_nodes, plan_llm
 from gpucast.predict.collective import TCP_DEFAULT
@@ -62,6 +62,19 @@ def test_front_pick_deadline_and_tcp() -> None:
     assert chosen.meets_deadline and chosen.time_s <= fast[8].time_s * 1.01
     none = _plan(offers, deadline_s=1.0)
     assert none.recommended is None  # type: ignore[attr-defined]
+
+
+def test_a_gpu_type_can_carry_its_own_band() -> None:
+    offers = [_offer("h", "H100-SXM", 98.0), _offer("b", "B200", 150.0)]
+    plan = _plan(offers, band=(1.05, 1.6), gpu_bands={"B200": (0.5, 1.7)})
+    rows = plan.candidates  # type: ignore[attr-defined]
+    assert {r.gpu for r in rows} == {"H100-SXM", "B200"}
+    for r in rows:
+        low, high = (0.5, 1.7) if r.gpu == "B200" else (1.05, 1.6)
+        assert r.time_low_s == pytest.approx(r.time_s * min(low, 1.0))
+        assert r.time_high_s == pytest.approx(r.time_s * high)
+    with pytest.raises(InvalidSpecError, match="band"):
+        _plan(offers, gpu_bands={"B200": (2.0, 1.0)})
 
 
 def test_nothing_runs_says_why() -> None:

@@ -9,8 +9,10 @@ what is left open is searched, and the fastest layout that fits is returned with
 up. Validated on MLPerf Training v4.0's GPT-3 and Llama-2-70B LoRA systems
 (``benchmarks/steptime_accuracy.py`` section 4); every step states the 80% band those systems
 earned held out one submitter at a time (``catalog/data/llm_train_intervals.csv``, by the
-software stack: :func:`gpucast.inputs.mlperf_llm.stated_band`). ``plan llm-train`` carries
-the same band on every row and names the cheapest row that still meets the deadline and the
+software stack: :func:`gpucast.inputs.mlperf_llm.stated_band`), widened on a GPU type the
+step-time data never ran to span the leave-one-GPU-out band
+(:func:`gpucast.inputs.mlperf_llm.gpu_band`). ``plan llm-train`` carries the same band on
+every row of a GPU type and names the cheapest row that still meets the deadline and the
 budget at its slow edge (``safe``).
 """
 
@@ -265,7 +267,7 @@ def predict_llm_train(
         intra_link_gbps,
         request_cluster,
     )
-    from gpucast.inputs.mlperf_llm import stated_band
+    from gpucast.inputs.mlperf_llm import gpu_band, stated_band
     from gpucast.inputs.steptime import node_network_gbps
     from gpucast.plan.llm import fp8_capable, power_of_two_part
     from gpucast.predict.parallel import best_layout, cluster_shape, rank_layouts
@@ -369,7 +371,7 @@ def predict_llm_train(
             spec, gpu, request.gpus, request.global_batch, seq_len=seq, cluster=links,
             space=space, efficiency=efficiency.value, assumptions=assumptions,
         )  # fmt: skip
-    low, high, note = stated_band(request.software)
+    low, high, note = gpu_band(stated_band(request.software), gpu.name, efficiency.value)
     fitting = [p.with_band(low, high, note) for p in ranked if p.fits][: 1 + request.top]
     best = fitting[0]
     return PredictLlmTrainResult(
@@ -571,6 +573,18 @@ def _sequence_text(spec: TransformerSpec, seq: int, *, given: bool) -> str:
     return f"{seq} tokens" + ("" if given else " (the model's context)")
 
 
+def _widened_text(widened: dict[str, tuple[float, float, str]]) -> str:
+    """What the ``time interval`` assumption adds for GPU types whose band :func:`gpu_band`
+    widened (their datasheets alone price them)."""
+    if not widened:
+        return ""
+    parts = ", ".join(f"{g} x{low:.2f}-{high:.2f}" for g, (low, high, _) in widened.items())
+    return (
+        f"; wider for GPU types without runs in the step-time data (datasheet only), spanning "
+        f"the step-time model's leave-one-GPU-out band: {parts}"
+    )
+
+
 def plan_llm_train(
     request: PlanLlmTrainRequest | None = None, /, **options: Any
 ) -> PlanLlmTrainResult:
@@ -590,7 +604,7 @@ def plan_llm_train(
         intra_link_gbps,
         request_cluster,
     )
-    from gpucast.inputs.mlperf_llm import stated_band
+    from gpucast.inputs.mlperf_llm import gpu_band, stated_band
     from gpucast.plan.llm import NodeOption, offer_nodes, plan_llm, power_of_two_part
 
     request = resolve(PlanLlmTrainRequest, request, options)
@@ -633,6 +647,9 @@ def plan_llm_train(
         nodes = offer_nodes(offers, perf.rdma_instances)
     efficiency = step_time_efficiency(request.software)
     band = stated_band(request.software)
+    # a GPU type the step-time data never ran is priced from its datasheet: a wider band
+    widened = {g: gpu_band(band, g, efficiency.value) for g in sorted({n.gpu for n in nodes})}
+    widened = {g: wide for g, wide in widened.items() if wide[:2] != band[:2]}
     space = LayoutSpace(
         micro_batch_sizes=(1, 2, 4),
         zero_stages=(1, 3),
@@ -656,6 +673,7 @@ def plan_llm_train(
         deadline_s=request.deadline_s,
         budget_usd=request.budget_usd,
         band=band[:2],
+        gpu_bands={g: wide[:2] for g, wide in widened.items()},
         assumptions=ParallelAssumptions(
             tp_overlap_fraction=float(request.tp_overlap),
             host_layer_s=_host_s(request.host_ms_per_layer, efficiency.value),
@@ -706,7 +724,7 @@ def plan_llm_train(
                 if cluster is not None
                 else {}
             ),
-            "time interval": band[2],
+            "time interval": band[2] + _widened_text(widened),
             **_estimated_prices(plan),
             "validation": f"{validation_for('llm-train', [], 'bf16', 8).error} "
             "(catalog/data/validation.csv: llm-train)",

@@ -459,6 +459,37 @@ def interval_table(predictions: pd.DataFrame) -> IntervalTable:
     return IntervalTable.from_residuals(residuals, levels)
 
 
+#: The step-time model's regime for a GPU type without runs in its data, the workload known
+#: (:func:`gpu_band` widens an LLM band to it)
+UNSEEN_GPU_REGIME = "gpu_unseen/calibrated"
+
+
+def gpu_band(
+    band: tuple[float, float, str], gpu: str, efficiency: RooflineEfficiency
+) -> tuple[float, float, str]:
+    """``band`` (:func:`stated_band`) for a prediction on ``gpu``. Kept where the step-time
+    model has a factor for the GPU type (its own runs in the data); otherwise its datasheet
+    alone prices the GPU, which no LLM system of the band tested, so the band widens to span
+    the step-time model's leave-one-GPU-out band (:data:`UNSEEN_GPU_REGIME`: a GPU type held
+    out of the fit, the workload measured on others) -- what the issue's "a GPU never seen
+    in any data falls back to specs with a band learned from leave-one-GPU-out" asks."""
+    from gpucast.predict.roofline import regime_band
+
+    low, high, note = band
+    if gpu in efficiency.gpu_factors or not efficiency.fitted:
+        return band
+    held_low, held_high = regime_band(efficiency, UNSEEN_GPU_REGIME, None)
+    wide_low, wide_high = min(low, held_low), max(high, held_high)
+    mape = efficiency.intervals.mape_pct.get(UNSEEN_GPU_REGIME, float("nan"))
+    note += (
+        f"; {gpu} has no run in the step-time data (its datasheet alone prices it), so the "
+        f"band widens to x{wide_low:.2f}-{wide_high:.2f}, spanning the step-time model's "
+        f"for a GPU type left out of its fit (x{held_low:.2f}-{held_high:.2f}, "
+        f"{UNSEEN_GPU_REGIME}: MAPE {mape:.1f}%)"
+    )
+    return wide_low, wide_high, note
+
+
 def stated_band(software: str) -> tuple[float, float, str]:
     """(lower, upper) ratios of measured / predicted and the note of the 80% interval an LLM
     training prediction for ``software`` states: the shipped ``llm_train_intervals.csv``."""

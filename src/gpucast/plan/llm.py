@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -191,15 +191,19 @@ def plan_llm(
     budget_usd: float | None = None,
     band: tuple[float, float] = (1.0, 1.0),
     assumptions: ParallelAssumptions | None = None,
+    gpu_bands: Mapping[str, tuple[float, float]] | None = None,
 ) -> LlmPlan:
     """Every offer x node count (module docstring); ``band``: the (lower, upper) ratios of
     measured / predicted time that each row's 80% interval spans (never narrower than the
-    point: an interval holds its prediction); ``assumptions``: the 3D model's priors
+    point: an interval holds its prediction), replaced by ``gpu_bands``' for the GPU types
+    it names; ``assumptions``: the 3D model's priors
     (:class:`~gpucast.domain.parallel.ParallelAssumptions`, its defaults when None)."""
     if not (math.isfinite(tokens) and tokens > 0):
         raise InvalidSpecError("tokens", "must be a finite number > 0", got=tokens)
-    if not 0.0 < band[0] <= band[1] < math.inf:
-        raise InvalidSpecError("band", "must satisfy 0 < lower <= upper", got=band)
+    bands = dict(gpu_bands or {})
+    for given in (band, *bands.values()):
+        if not 0.0 < given[0] <= given[1] < math.inf:
+            raise InvalidSpecError("band", "must satisfy 0 < lower <= upper", got=given)
     steps = math.ceil(tokens / (global_batch * seq_len))
     bf16_space = dataclasses.replace(space, precision="bf16")
     rows: list[LlmCandidate] = []
@@ -248,7 +252,8 @@ def plan_llm(
             time_s = steps * found.step_time_s
             usd_h = nodes * option.usd_per_hour
             cost = usd_h * time_s / 3600.0
-            slow = max(band[1], 1.0)
+            low, high = bands.get(gpu.name, band)
+            slow = max(high, 1.0)
             rows.append(
                 LlmCandidate(
                     provider=option.provider,
@@ -265,7 +270,7 @@ def plan_llm(
                     memory_gib=found.memory.total_bytes / 2**30,
                     bottleneck=found.bottleneck,
                     time_s=time_s,
-                    time_low_s=time_s * min(band[0], 1.0),
+                    time_low_s=time_s * min(low, 1.0),
                     time_high_s=time_s * slow,
                     cost_usd=cost,
                     usd_per_hour=usd_h,
