@@ -70,6 +70,9 @@ def regime_for(software: str) -> str:
 
 #: What the band rests on, in words (its notes and the shipped file's ``source``).
 CITATION = "MLPerf Training v4.0 gpt3 and llama2_70b_lora time to train"
+#: What systems alike in every input of a layout search share: benchmark, software stack,
+#: GPU, GPUs, GPUs per node, global batch
+SearchKey = tuple[str, str, str, int, int, int]
 #: Micro-batch sizes the benchmark's search tries (the submissions run 1 or 2).
 MICRO_BATCHES = (1, 2, 4)
 
@@ -82,7 +85,7 @@ def llm_system_predictions(
     benchmarks: Collection[str] | None = None,
     exclude: Collection[str] = (),
     host_layer_s: float | None = None,
-    searches: dict[tuple[str, str, str, int, int, int], SearchMemo] | None = None,
+    searches: dict[SearchKey, SearchMemo] | None = None,
 ) -> pd.DataFrame:
     """One row per MLPerf LLM system of a catalog GPU: ``benchmark``, ``submitter``,
     ``system``, ``software`` (:func:`system_stack`), ``gpu``, ``gpus``, ``measured_min``
@@ -145,7 +148,7 @@ def llm_system_predictions(
         ~systems.submitter.isin(left_out)
         & ~(systems.submitter + "/" + systems.system).isin(left_out)
     ]
-    searched: dict[tuple[str, str, str, int, int, int], tuple[float, float, str, float, int]]
+    searched: dict[SearchKey, tuple[float, float, str, float, int]]
     searched = {}
     memos = searches if searches is not None else {}
     rows = []
@@ -330,7 +333,7 @@ class HostGridMemo:
     behind them, which the host's time does not change."""
 
     tables: dict[float, pd.DataFrame] = field(default_factory=dict)
-    searches: dict[tuple[str, str, str, int, int, int], SearchMemo] = field(default_factory=dict)
+    searches: dict[SearchKey, SearchMemo] = field(default_factory=dict)
 
 
 def fit_host_layer_s(
