@@ -1201,7 +1201,7 @@ def best_layout(
     layouts = memo.layouts
     memories = []
     for layout in layouts:
-        if layout not in memo.memory:  # taken back by predict_training_step
+        if layout not in memo.memory:  # read back by predict_training_step
             memo.memory[layout] = _all_stage_memory(spec, gpu, layout, seq_len, opts)
         memories.append(max(memo.memory[layout], key=lambda mem: mem.total_bytes))
     fitting = [layout for layout, mem in zip(layouts, memories, strict=True) if mem.fits]
