@@ -458,6 +458,44 @@ def section_llm(print_intervals: bool = False) -> None:
     print(f"   median |error| {np.median(np.abs(signed)):.1f}% over {len(ahead)} systems")
     # the bands: each submitter as a model fitted without it would price it
     llm_intervals(submitter_held_out_predictions(DATA), print_intervals)
+    cross_vendor()
+
+
+def cross_vendor() -> None:
+    """Systems of other vendors than the fits' (Intel Gaudi 2), priced from their datasheet
+    with the NVIDIA-fitted priors, against the band a GPU type without step-time data states."""
+    from gpucast.inputs.calibration import step_time_efficiency
+    from gpucast.inputs.mlperf_llm import (
+        CALIBRATION_VENDORS,
+        gpu_band,
+        llm_system_predictions,
+        stated_band,
+    )
+
+    rows = llm_system_predictions(DATA, vendors=None)
+    rows = rows[~rows.vendor.isin(CALIBRATION_VENDORS)].copy()
+    if rows.empty:
+        print("\n   other vendors: none in the data's catalog GPUs")
+        return
+    bands = [
+        gpu_band(stated_band(sw), gpu, step_time_efficiency(sw).value)[:2]
+        for sw, gpu in zip(rows.software, rows.gpu, strict=True)
+    ]
+    ratio = np.exp(rows.residual.to_numpy())
+    rows["error_pct"] = _ape(rows.predicted_min.to_numpy(), rows.measured_min.to_numpy())
+    rows["band"] = [f"x{lo:.2f}-{hi:.2f}" for lo, hi in bands]
+    rows["inside"] = [lo <= x <= hi for (lo, hi), x in zip(bands, ratio, strict=True)]
+    print(
+        f"\n   other vendors (kept out of every fit and band: priced from the datasheet with the "
+        f"{'/'.join(CALIBRATION_VENDORS)}-fitted priors; band = what predict llm-train states)"
+    )
+    shown = ["benchmark", "system", "gpu", "gpus", "layout", "measured_min", "predicted_min",
+             "error_pct", "band", "inside"]  # fmt: skip
+    print(rows[shown].round(2).to_string(index=False))
+    print(
+        f"   median |error| {np.median(np.abs(rows.error_pct)):.1f}% over {len(rows)} systems; "
+        f"inside the stated band: {int(rows.inside.sum())} of {len(rows)}"
+    )
 
 
 def llm_intervals(table: pd.DataFrame, print_rows: bool) -> None:

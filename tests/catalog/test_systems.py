@@ -15,7 +15,7 @@ from gpucast.domain.systems import UnknownSystemError, node_shape
 
 DATA = Path(__file__).resolve().parents[2] / "src/gpucast/catalog/data/systems.csv"
 MLPERF = re.compile(
-    r"^https://github\.com/mlcommons/training_results_v4\.0/blob/[0-9a-f]{40}/\w+/systems/.+\.json$"
+    r"^https://github\.com/mlcommons/training_results_v4\.0/blob/[0-9a-f]{40}/[\w-]+/systems/.+\.json$"
 )
 
 
@@ -39,6 +39,7 @@ MLPERF = re.compile(
         ("ND A100 v4", "Standard_ND96asr_v4", 8),
         ("AWS p6-b200.48xlarge", "p6-b200.48xlarge", 8),
         ("gcp-a4", "a4-highgpu-8g", 8),
+        ("HLS-Gaudi2-N128-PT", "HLS-Gaudi2", 8),
     ],
 )
 def test_named_systems_resolve(label: str, name: str, gpus: int) -> None:
@@ -51,7 +52,7 @@ def test_rows_are_sourced_dated_and_use_catalog_gpus() -> None:
     for s in load_systems():
         assert s.gpu in names, s.name
         assert s.source_url.startswith("https://"), s.name
-        assert s.as_of.isoformat() in {"2026-12-02", "2026-12-05"}, s.name
+        assert s.as_of.isoformat() in {"2026-12-02", "2026-12-05", "2026-12-06"}, s.name
         if "training_results_v4.0" in s.source_url:
             assert MLPERF.match(s.source_url), s.source_url
 

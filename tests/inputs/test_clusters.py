@@ -74,6 +74,23 @@ def test_a_toml_file_with_prices_and_labels(tmp_path: Path) -> None:
     assert (spec.provider, spec.region) == ("acme", "basement")
 
 
+def test_a_mesh_of_direct_links_is_a_node_wide_link_group(tmp_path: Path) -> None:
+    # Gaudi 2's on-chip RoCE ports join a node's 8 devices pairwise: every device reaches the
+    # others at its aggregate bandwidth, as through a switch, and the catalog's server says so
+    text = YAML.replace("gpu: H100", "gpu: Gaudi 2").replace("nvswitch", "mesh")
+    spec = load_cluster(
+        str(write(tmp_path, "gaudi.yaml", text.replace("900", "525"))), load_catalog()
+    )
+    assert spec is not None and spec.gpu == "Gaudi2"
+    assert spec.shape.intra_node == "mesh" and spec.shape.link_group_gpus == 8
+    shape = load_cluster("HLS-Gaudi2", load_catalog())
+    assert shape is not None and shape.shape.intra_node == "mesh" and shape.shape.rdma
+    with pytest.raises(InvalidSpecError, match=r"intra_node: must be one of .*pcie, mesh"):
+        load_cluster(
+            str(write(tmp_path, "bad.yaml", text.replace("mesh", "torus"))), load_catalog()
+        )
+
+
 def test_a_catalog_node_shape_with_nodes_and_price() -> None:
     spec = load_cluster("DGX H100", load_catalog(), nodes=2, price_usd_per_gpu_hour=3.0)
     assert spec is not None

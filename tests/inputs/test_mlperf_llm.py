@@ -167,6 +167,30 @@ def test_the_fp8_efficiency_is_recovered_from_whole_fp8_runs(tmp_path: Path) -> 
     assert llm_system_predictions(data, exclude=("Lab/a",)).empty
 
 
+def test_another_vendors_runs_are_priced_but_kept_out_of_the_fits(tmp_path: Path) -> None:
+    # an H100 GPT-3 run timed at 0.7x the 16-bit fp8 efficiency, and a Gaudi 2 one timed far
+    # slower: the fit still finds 0.7 (it rests on NVIDIA's runs), while the Gaudi run is
+    # priced from its datasheet when asked for (vendors=None) and named as Intel's
+    probe = _write_runs(tmp_path / "probe", [("a", 32, 256, 1.0)])
+    truth = llm_system_predictions(probe, fp8_ratio=0.7).iloc[0].predicted_min
+    data = _write_runs(tmp_path / "data", [("a", 32, 256, float(truth))])
+    gaudi = _write_runs(
+        tmp_path / "gaudi", [("g", 32, 256, 5.0 * truth)], "Intel(R) Gaudi(R) 2 AI Accelerator"
+    )
+    runs = data / RUNS_FILE
+    extra = (gaudi / RUNS_FILE).read_text(encoding="utf-8").splitlines()[1:]
+    runs.write_text(runs.read_text(encoding="utf-8") + "\n".join(extra) + "\n", "utf-8")
+    fit = fit_fp8_ratio(data)
+    assert fit is not None and fit.ratio == pytest.approx(0.7, abs=0.02)
+    assert fit.systems == ("Lab/a",)
+    assert set(llm_system_predictions(data)["system"]) == {"Lab/a"}
+    every = llm_system_predictions(data, vendors=None).set_index("system")
+    assert every.loc["Lab/g", "vendor"] == "intel" and every.loc["Lab/a", "vendor"] == "nvidia"
+    assert every.loc["Lab/g", "gpu"] == "Gaudi2" and "fp8" in every.loc["Lab/g", "layout"]
+    assert every.loc["Lab/g", "residual"] > 0.5  # 5x the H100 run: slower than priced
+    assert llm_system_predictions(data, vendors=("intel",))["system"].tolist() == ["Lab/g"]
+
+
 def test_runs_on_gpus_without_fp8_say_nothing_of_it(tmp_path: Path) -> None:
     data = _write_runs(tmp_path, [("a", 32, 256, 100.0)], accelerator="NVIDIA A100-SXM4-80GB")
     assert fit_fp8_ratio(data) is None  # bf16 runs: no ratio to fit, none stored

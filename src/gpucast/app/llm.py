@@ -146,7 +146,10 @@ class PredictLlmTrainRequest:
     gpus_per_node: int | None = option(None, help="GPUs per node (default: up to 8).", example="8")
     node_network_gbps: float | None = option(
         None,
-        help="Gbit/s of one node's network (default: 400 per H100/H200/B200, 200 per other GPU).",
+        help=(
+            "Gbit/s of one node's network (default: 400 per H100/H200/B200, 300 per Gaudi 2, "
+            "200 per other GPU)."
+        ),
         example="3200",
     )
     seq_len: int | None = option(

@@ -27,9 +27,9 @@ from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownGpuE
 from gpucast.domain.systems import (
     INTRA_NODE_KINDS,
     NETWORKS,
-    IntraNode,
-    Network,
     NodeShape,
+    as_intra_node,
+    as_network,
     node_shape,
 )
 
@@ -86,7 +86,7 @@ def parse_systems(text: str, path: str, gpus: Sequence[GpuSpec]) -> tuple[NodeSh
                     name=name,
                     gpu=gpu,
                     gpus_per_node=per_node,
-                    intra_node=_intra(intra),
+                    intra_node=as_intra_node(intra),
                     intra_node_gbps=require_float(
                         row["intra_node_gbps"], path=path, line=line, column="intra_node_gbps"
                     ),
@@ -97,7 +97,7 @@ def parse_systems(text: str, path: str, gpus: Sequence[GpuSpec]) -> tuple[NodeSh
                         column="inter_node_gbps",
                         optional=True,
                     ),
-                    network=_network(network) if network else None,
+                    network=as_network(network) if network else None,
                     cpu=row["cpu"],
                     aliases=aliases,
                     source_url=require_text(
@@ -121,24 +121,6 @@ def _choice(value: str, allowed: tuple[str, ...], path: str, line: int, column: 
             column=column,
         )
     return value
-
-
-def _intra(value: str) -> IntraNode:
-    if value == "nvswitch":
-        return "nvswitch"
-    if value == "nvlink-bridge":
-        return "nvlink-bridge"
-    return "pcie"
-
-
-def _network(value: str) -> Network:
-    if value == "infiniband":
-        return "infiniband"
-    if value == "roce":
-        return "roce"
-    if value == "efa":
-        return "efa"
-    return "ethernet"
 
 
 @functools.cache

@@ -22,16 +22,38 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 from gpucast.domain.catalog import lookup_key
 from gpucast.domain.errors import InvalidSpecError, UnknownNameError
 from gpucast.domain.options import option
 
-IntraNode = Literal["nvswitch", "nvlink-bridge", "pcie"]
+#: How a node's GPUs reach each other: through a switch (NVSwitch), in bridged pairs (NVLink
+#: bridges; other pairs over PCIe), over PCIe only, or a ``mesh`` of direct links between
+#: every pair (Gaudi's on-chip RoCE ports, AMD's Infinity Fabric), priced as a switch: a
+#: collective over the node spreads over every peer's links.
+IntraNode = Literal["nvswitch", "nvlink-bridge", "pcie", "mesh"]
 Network = Literal["infiniband", "roce", "efa", "ethernet"]
 INTRA_NODE_KINDS: tuple[str, ...] = get_args(IntraNode)
 NETWORKS: tuple[str, ...] = get_args(Network)
+
+
+def as_intra_node(value: str) -> IntraNode:
+    """``value`` as an :data:`IntraNode` (one of :data:`INTRA_NODE_KINDS`; callers check)."""
+    if value not in INTRA_NODE_KINDS:
+        raise InvalidSpecError(
+            "intra_node", f"must be one of {', '.join(INTRA_NODE_KINDS)}", got=value
+        )
+    return cast("IntraNode", value)
+
+
+def as_network(value: str) -> Network:
+    """``value`` as a :data:`Network` (one of :data:`NETWORKS`; callers check)."""
+    if value not in NETWORKS:
+        raise InvalidSpecError("network", f"must be one of {', '.join(NETWORKS)}", got=value)
+    return cast("Network", value)
+
+
 #: Networks NCCL runs over RDMA (the rest is priced as TCP by the collective model).
 RDMA_NETWORKS: frozenset[str] = frozenset({"infiniband", "roce", "efa"})
 
@@ -47,7 +69,7 @@ class NodeShape:
     name: str  # e.g. "DGX-H100", "p5.48xlarge", an MLPerf system id
     gpu: str  # canonical GpuSpec.name
     gpus_per_node: int
-    intra_node: IntraNode  # all-to-all switch, bridged pairs, or PCIe only
+    intra_node: IntraNode  # all-to-all switch, bridged pairs, PCIe only, or a direct mesh
     intra_node_gbps: float  # GB/s per GPU, both directions (see the module docstring)
     inter_node_gbps: float | None  # Gbit/s per node over the compute NICs; None: not stated
     network: Network | None  # None: not stated by the source

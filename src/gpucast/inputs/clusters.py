@@ -10,7 +10,7 @@
       gpu: H100                  # a catalog GPU name or alias
       gpus_per_node: 8
       nodes: 4                   # at most; plans use 1..nodes (default 1)
-      intra_node: nvswitch       # nvswitch | nvlink-bridge | pcie (required with > 1 GPU/node)
+      intra_node: nvswitch       # nvswitch | nvlink-bridge | pcie | mesh (with > 1 GPU/node)
       intra_node_gbps: 900       # GB/s per GPU, both directions (required with > 1 GPU/node)
       topology: dgx1-v100        # or a server topology instead of the two lines above (a
       gpu_ids: 0,1,4,5           #   built-in name or CSV) and the GPUs the job gets on it:
@@ -57,9 +57,9 @@ from gpucast.domain.systems import (
     ON_PREM,
     ClusterSettings,
     ClusterSpec,
-    IntraNode,
-    Network,
     NodeShape,
+    as_intra_node,
+    as_network,
 )
 from gpucast.inputs.textfiles import line_of, parse_mapping_text, read_text
 
@@ -204,16 +204,6 @@ def _text(values: Mapping[str, Any], key: str, default: str) -> str:
     return default if raw is None or not str(raw).strip() else str(raw).strip()
 
 
-def _intra(value: str) -> IntraNode:
-    return (
-        "nvswitch"
-        if value == "nvswitch"
-        else "nvlink-bridge"
-        if value == "nvlink-bridge"
-        else "pcie"
-    )
-
-
 def _topology_link(
     origin: _Origin, values: Mapping[str, Any], per_node: int | None
 ) -> tuple[int, float, str] | None:
@@ -273,12 +263,6 @@ def _topology_link(
         f"{ring:g} GB/s each way (x2 = {2 * ring:g} GB/s both directions; {topology.source})"
     )
     return len(ids), 2.0 * ring, note
-
-
-def _network(value: str) -> Network:
-    if value in ("infiniband", "roce", "efa"):
-        return "infiniband" if value == "infiniband" else "roce" if value == "roce" else "efa"
-    return "ethernet"
 
 
 def _build(
@@ -353,12 +337,12 @@ def _build(
             name=_text(values, "name", name),
             gpu=spec.name,
             gpus_per_node=per_node,
-            intra_node=_intra(intra_kind or "pcie"),
+            intra_node=as_intra_node(intra_kind or "pcie"),
             intra_node_gbps=intra
             if intra is not None
             else PCIE_GB_S.get(spec.pcie_generation, 32.0),
             inter_node_gbps=inter,
-            network=None if network is None else _network(network),
+            network=None if network is None else as_network(network),
             cpu=_text(values, "cpu", ""),
             source_url=source_url,
             as_of=as_of,

@@ -20,6 +20,12 @@ efficiencies, as a user running DeepSpeed would ask. Two regimes follow: :data:`
 tuned systems alone: what ``--software tuned`` states) and :data:`ANY_STACK` (every system:
 what the other stacks state, one submitter's three DeepSpeed runs being all the data has of
 them).
+
+Only NVIDIA systems (:data:`CALIBRATION_VENDORS`) feed the fits and the bands: the fp8
+efficiency is Transformer Engine's and the host's pace NeMo's. Another vendor's systems (Intel's
+Gaudi 2 runs of GPT-3 and LoRA) are priced from their datasheet with those fits as priors --
+the only cross-vendor evidence the data holds, kept aside to check the band a GPU type without
+step-time data states (:func:`gpu_band`; ``llm_system_predictions(vendors=None)``).
 """
 
 from __future__ import annotations
@@ -75,6 +81,8 @@ CITATION = "MLPerf Training v4.0 gpt3 and llama2_70b_lora time to train"
 SearchKey = tuple[str, str, str, int, int, int]
 #: Micro-batch sizes the benchmark's search tries (the submissions run 1 or 2).
 MICRO_BATCHES = (1, 2, 4)
+#: Vendors whose systems the fits and the bands rest on (see the module docstring).
+CALIBRATION_VENDORS: tuple[str, ...] = ("nvidia",)
 
 
 def llm_system_predictions(
@@ -86,9 +94,11 @@ def llm_system_predictions(
     exclude: Collection[str] = (),
     host_layer_s: float | None = None,
     searches: dict[SearchKey, SearchMemo] | None = None,
+    vendors: Collection[str] | None = CALIBRATION_VENDORS,
 ) -> pd.DataFrame:
     """One row per MLPerf LLM system of a catalog GPU: ``benchmark``, ``submitter``,
-    ``system``, ``software`` (:func:`system_stack`), ``gpu``, ``gpus``, ``measured_min``
+    ``system``, ``software`` (:func:`system_stack`), ``gpu``, ``vendor``, ``gpus``,
+    ``measured_min``
     (MLPerf's score), ``predicted_min``, ``eval_pct`` (the evaluations' time as % of
     training), ``mfu``, ``layout`` and ``residual`` = log(measured / predicted). Systems alike
     in every input share one search. ``model``: the step-time model whose efficiencies price
@@ -99,7 +109,8 @@ def llm_system_predictions(
     (:data:`CUDA_GRAPH_BENCHMARKS` keep 0; default: the model's, :func:`fit_host_layer_s`);
     ``searches``: the layout searches of an earlier call with every argument the same but
     ``host_layer_s`` and ``exclude`` (the host's pace changes no search's stage times or
-    memory), filled and reused."""
+    memory), filled and reused; ``vendors``: only systems of these GPU vendors (None: all;
+    default: :data:`CALIBRATION_VENDORS`)."""
     from dataclasses import replace
 
     from gpucast.catalog import load_catalog
@@ -143,6 +154,9 @@ def llm_system_predictions(
     wanted = list(LLM_BENCHMARKS if benchmarks is None else benchmarks)
     systems = mlperf_systems(read_mlperf_runs(Path(data_dir) / RUNS_FILE))
     systems = systems[systems.benchmark.isin(wanted) & (systems.gpu != "")]
+    if vendors is not None:
+        kept = [catalog.gpu(g).vendor in vendors for g in systems.gpu]
+        systems = systems[np.asarray(kept, dtype=bool)]
     left_out = set(exclude)
     systems = systems[
         ~systems.submitter.isin(left_out)
@@ -211,6 +225,7 @@ def llm_system_predictions(
                 "system": f"{r['submitter']}/{r['system']}",
                 "software": software,
                 "gpu": spec.name,
+                "vendor": spec.vendor,
                 "gpus": n,
                 "measured_min": measured,
                 "predicted_min": predicted,

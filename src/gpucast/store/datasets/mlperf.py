@@ -22,8 +22,9 @@ _COLUMNS = (
     "accel_per_node", "nodes", "division", "global_batch_size",
 )  # fmt: skip
 
-#: MLPerf's accelerator names -> the catalog's GPU names (accelerators the catalog lacks,
-#: e.g. Gaudi 2, TPU v5p, RTX 4090, are kept with ``gpu`` empty).
+#: MLPerf's accelerator names -> the catalog's GPU names. Others are kept with ``gpu`` empty:
+#: TPU v5p, which the catalog lacks, and the RTX 4090 / RX 7900 XTX of tinycorp's tinyboxes,
+#: whose stack (tinygrad) no fit describes.
 ACCELERATORS: dict[str, str] = {
     "NVIDIA H100-SXM5-80GB": "H100-SXM",
     "NVIDIA H100-SXM-80GB": "H100-SXM",
@@ -31,6 +32,7 @@ ACCELERATORS: dict[str, str] = {
     "NVIDIA H200-SXM5-141GB": "H200",
     "NVIDIA A100-SXM4-80GB": "A100-80GB",
     "NVIDIA L40S": "L40S",
+    "Intel(R) Gaudi(R) 2 AI Accelerator": "Gaudi2",
 }
 
 
