@@ -163,6 +163,7 @@ def test_a_sequence_beyond_the_context_is_a_stated_extension() -> None:
         ({"tp_overlap": float("nan")}, "tp-overlap"),
         ({"host_ms_per_layer": -1.0}, "host-ms-per-layer"),
         ({"host_ms_per_layer": float("inf")}, "host-ms-per-layer"),
+        ({"top": -1}, "top"),
     ],
 )
 def test_bad_requests_name_the_field(options: dict[str, object], field: str) -> None:
@@ -304,6 +305,23 @@ def test_a_cluster_gives_the_gpu_the_nodes_and_the_links() -> None:
     assert server.best.breakdown["tp_comm"] > 2 * cards.best.breakdown["tp_comm"]
     assert server.best.step_time_s > cards.best.step_time_s
     assert server.to_dict()["assumptions"]["cluster"] == server.assumptions["cluster"]
+
+
+def test_a_meshed_gpu_type_says_so_and_fewer_of_its_gpus_get_fewer_links() -> None:
+    # Gaudi 2: the catalog's server joins 8 devices pairwise (HLS-Gaudi2); 4 of them reach
+    # 3 of each device's 7 peer links, as the same 4 of the named server do
+    common = {"model": "llama-2-7b", "gpu": "Gaudi2", "seq_len": 2048, "global_batch": 16}
+    eight = gpucast.predict_llm_train(**common, gpus=8, top=0)
+    assert eight.alternatives == ()
+    assert "525 GB/s per Gaudi2 to its 7 peers" in eight.assumptions["intra-node mesh"]
+    four = gpucast.predict_llm_train(**common, gpus=4, tp=4)
+    assert "225 GB/s per Gaudi2 to its 3 peers" in four.assumptions["intra-node mesh"]
+    server = gpucast.predict_llm_train(
+        **(common | {"gpu": None}), gpus=4, tp=4, cluster="HLS-Gaudi2"
+    )
+    assert server.best.breakdown["tp_comm"] == pytest.approx(four.best.breakdown["tp_comm"])
+    h100 = gpucast.predict_llm_train(**(common | {"gpu": "H100"}), gpus=8)
+    assert "intra-node mesh" not in h100.assumptions
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpucast.catalog import load_catalog
-from gpucast.catalog.systems import get_system, load_systems, parse_systems
+from gpucast.catalog.systems import get_system, load_systems, mesh_node_gpus, parse_systems
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.systems import UnknownSystemError, node_shape
 
@@ -68,6 +68,18 @@ def test_intra_node_bandwidth_matches_the_gpu_rows() -> None:
             assert s.intra_node_gbps == gpu.interconnect_gbps, s.name
         if s.intra_node == "nvlink-bridge":
             assert s.link_group_gpus == 2
+
+
+def test_a_gpu_type_whose_servers_are_meshed_links_as_a_mesh() -> None:
+    # Gaudi 2's only server joins its 8 devices pairwise: a ring over 4 of them reaches 3 of
+    # each device's 7 peer links; switched and bridged GPU types are no mesh
+    assert mesh_node_gpus("Gaudi2") == 8
+    assert mesh_node_gpus("H100-SXM") == mesh_node_gpus("H100-PCIe") == 0
+    assert mesh_node_gpus("MI300X") == 0  # no server of it in the catalog
+    hls = get_system("HLS-Gaudi2")
+    assert hls.ring_gbps(8, 512.0) == 525 * 8
+    assert hls.ring_gbps(4, 512.0) == pytest.approx(525 * 8 * 3 / 7)
+    assert get_system("DGX-H100").ring_gbps(4, 512.0) == 900 * 8
 
 
 def test_cloud_shapes_agree_with_the_offers() -> None:

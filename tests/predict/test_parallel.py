@@ -567,6 +567,41 @@ def test_cluster_shape_follows_the_gpu(h100: GpuSpec) -> None:
     assert math.isfinite(links.node_network_gbps)
 
 
+def test_a_mesh_gives_a_group_only_its_members_links() -> None:
+    switch = ClusterShape(gpus_per_node=8, intra_node_gbps=7000.0, node_network_gbps=2400.0)
+    mesh = replace(switch, mesh=True)
+    assert switch.group_gbps(2) == switch.group_gbps(8) == 7000.0
+    assert mesh.group_gbps(8) == mesh.group_gbps(64) == 7000.0  # the whole node: every link
+    assert mesh.group_gbps(2) == pytest.approx(1000.0)  # one peer of seven
+    assert mesh.group_gbps(4) == pytest.approx(3000.0)
+    half = mesh.subset(4)
+    assert (half.gpus_per_node, half.node_network_gbps) == (4, 1200.0)
+    assert half.intra_node_gbps == pytest.approx(3000.0) and half.group_gbps(2) == 1000.0
+    assert switch.subset(4).intra_node_gbps == 7000.0 and switch.subset(8) == switch
+    with pytest.raises(InvalidSpecError, match="used: must be <= 8"):
+        mesh.subset(9)
+
+
+def test_a_meshed_node_prices_a_small_tensor_parallel_group_slower() -> None:
+    # 8 Gaudi 2 in a mesh: tp=8 spreads over every link as through a switch; tp=2 reaches one
+    # peer (1/7 of the links), so its all-reduces take longer and pipeline sends too
+    gaudi = load_catalog().gpu("Gaudi2")
+    spec = llm_model("llama-2-7b")
+    switch = cluster_shape(gaudi, node_network_gbps=2400.0)
+    mesh = replace(switch, mesh=True)
+
+    def step(layout: ParallelLayout, links: ClusterShape) -> dict[str, float]:
+        return predict_training_step(spec, gaudi, layout, seq_len=4096, cluster=links).breakdown
+
+    wide = ParallelLayout(tp=8, micro_batch_size=1, micro_batches=8, recompute="selective")
+    assert step(wide, mesh)["tp_comm"] == pytest.approx(step(wide, switch)["tp_comm"])
+    pair = ParallelLayout(
+        tp=2, pp=2, dp=2, micro_batch_size=1, micro_batches=8, recompute="selective"
+    )
+    assert step(pair, mesh)["tp_comm"] > 3 * step(pair, switch)["tp_comm"]
+    assert step(pair, mesh)["pp_p2p"] > step(pair, switch)["pp_p2p"]
+
+
 def test_prediction_serialises(h100: GpuSpec) -> None:
     pred = predict_training_step(tiny(), h100, ParallelLayout(dp=2, tp=2), seq_len=512)
     data = pred.to_dict()

@@ -18,7 +18,7 @@ budget at its slow edge (``safe``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     from gpucast.domain.catalog import Catalog
     from gpucast.domain.llm import TransformerSpec
-    from gpucast.domain.parallel import ParallelStepPrediction
+    from gpucast.domain.parallel import ClusterShape, ParallelStepPrediction
     from gpucast.domain.provenance import Validation
     from gpucast.plan.llm import LlmCandidate, LlmPlan
     from gpucast.predict.roofline import RooflineEfficiency
@@ -170,7 +170,7 @@ class PredictLlmTrainRequest:
     recompute: str | None = option(None, help="none, selective or full (default: searched).")
     tp_overlap: float = option(0.0, help=TP_OVERLAP_HELP, example="0.8")
     host_ms_per_layer: float | None = option(None, help=HOST_HELP, example="0")
-    top: int = option(5, help="Runner-up layouts to show.")
+    top: int = option(5, help="Runner-up layouts to show (0: the best alone).")
     cluster: str | None = cluster_option()
     cluster_nodes: int | None = cluster_nodes_option()
     cluster_price_usd_per_gpu_hour: float | None = cluster_price_option()
@@ -196,7 +196,10 @@ class PredictLlmTrainRequest:
         for name in ("gpus", "gpus_per_node", "seq_len", "global_batch", "tp", "pp", "cp", "vpp"):
             _positive_or_none(name.replace("_", "-"), getattr(self, name))
         _positive_or_none("micro-batch", self.micro_batch)
-        _positive_or_none("top", self.top)
+        if isinstance(self.top, bool) or not isinstance(self.top, int) or self.top < 0:
+            raise InvalidSpecError(
+                "top", "must be an integer >= 0 (0: the best layout alone)", got=self.top
+            )
         if self.zero is not None and self.zero not in (0, 1, 2, 3):
             raise InvalidSpecError("zero", "must be 0, 1, 2 or 3", got=self.zero)
         if self.recompute is not None and self.recompute not in _RECOMPUTE:
@@ -251,7 +254,6 @@ def predict_llm_train(
     request: PredictLlmTrainRequest | None = None, /, **options: Any
 ) -> PredictLlmTrainResult:
     """The fastest layout of ``model`` on ``gpus`` x ``gpu`` that fits (module docstring)."""
-    from dataclasses import replace
 
     from gpucast.catalog import load_catalog
     from gpucast.catalog.llm import llm_model
@@ -271,7 +273,7 @@ def predict_llm_train(
         request_cluster,
     )
     from gpucast.inputs.mlperf_llm import gpu_band, stated_band
-    from gpucast.inputs.steptime import node_network_gbps
+    from gpucast.inputs.steptime import gpu_cluster_shape
     from gpucast.plan.llm import fp8_capable, power_of_two_part
     from gpucast.predict.parallel import best_layout, cluster_shape, rank_layouts
 
@@ -322,12 +324,17 @@ def predict_llm_train(
         # the GPUs used keep their own share of the node's NICs
         network = host_link_gbps(cluster, gpu.pcie_generation) * per_node / whole
         links = replace(
-            cluster_shape(gpu, gpus_per_node=per_node, node_network_gbps=network),
+            cluster_shape(
+                gpu,
+                gpus_per_node=per_node,
+                node_network_gbps=network,
+                mesh=cluster.shape.intra_node == "mesh",
+            ),
             intra_node_gbps=intra_link_gbps(cluster, catalog, per_node),
         )
     else:
-        network = request.node_network_gbps or node_network_gbps(gpu.name, per_node)
-        links = cluster_shape(gpu, gpus_per_node=per_node, node_network_gbps=network)
+        links = gpu_cluster_shape(gpu, per_node, request.node_network_gbps)
+        network = links.node_network_gbps
     efficiency = step_time_efficiency(request.software)
     space = LayoutSpace(
         micro_batch_sizes=(request.micro_batch,) if request.micro_batch else (1, 2, 4, 8),
@@ -394,6 +401,7 @@ def predict_llm_train(
                 else ""
             ),
             **({"cluster": f"{cluster.describe()} ({cluster.source})"} if cluster else {}),
+            **({"intra-node mesh": _mesh_text(links, gpu.name)} if links.mesh else {}),
             **(
                 {
                     "partial nodes": f"{per_node} GPUs of each {whole}-GPU node "
@@ -409,6 +417,15 @@ def predict_llm_train(
             "optimizer": "Adam, mixed precision: 16 B per trained parameter",
             **({"LoRA": LORA_MEMORY} if best.layout.lora else {}),
         },
+    )
+
+
+def _mesh_text(links: ClusterShape, gpu: str) -> str:
+    n = links.gpus_per_node
+    return (
+        f"{gpu}s of a node link pairwise (no switch): {links.intra_node_gbps / 8:g} GB/s per "
+        f"{gpu} to its {n - 1} peers together; a group of k of them reaches only (k - 1) / "
+        f"{n - 1} of it, a pipeline or context-parallel send one peer's 1 / {n - 1}"
     )
 
 
@@ -597,6 +614,7 @@ def plan_llm_train(
 
     from gpucast.catalog import load_catalog, offers_file
     from gpucast.catalog.llm import llm_model
+    from gpucast.catalog.systems import mesh_node_gpus
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.parallel import LayoutSpace, ParallelAssumptions
     from gpucast.inputs.calibration import step_time_efficiency
@@ -630,6 +648,7 @@ def plan_llm_train(
                 rdma=cluster.shape.rdma,
                 intra_node_gbps=intra_link_gbps(cluster, catalog),
                 max_nodes=cluster.nodes,
+                mesh=cluster.shape.intra_node == "mesh",
             )
         ]
     else:
@@ -647,7 +666,11 @@ def plan_llm_train(
                 "gpu", "no catalog offer matches the GPU and provider filters",
                 fix="drop --gpu/--provider or see gpucast catalog offers",
             )  # fmt: skip
-        nodes = offer_nodes(offers, perf.rdma_instances)
+        # an offer of a GPU type whose catalog servers are meshed (Gaudi 2) links as they do
+        nodes = [
+            replace(n, mesh=mesh_node_gpus(n.gpu) == n.gpus_per_node)
+            for n in offer_nodes(offers, perf.rdma_instances)
+        ]
     efficiency = step_time_efficiency(request.software)
     band = stated_band(request.software)
     # a GPU type the step-time data never ran is priced from its datasheet: a wider band

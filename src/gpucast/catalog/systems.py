@@ -134,3 +134,19 @@ def get_system(name: str) -> NodeShape:
     """The built-in node shape called ``name`` or one of its aliases; unknown names raise
     :class:`~gpucast.domain.systems.UnknownSystemError` listing close matches."""
     return node_shape(load_systems(), name)
+
+
+def mesh_node_gpus(gpu: str) -> int:
+    """GPUs per node where every node shape of the catalog that holds several ``gpu`` (a
+    canonical GPU name) joins them in a ``mesh`` of that size -- the node a prediction for
+    that GPU type assumes where no cluster says otherwise (Gaudi 2's 8-device servers); 0
+    where the catalog has no such shape or its shapes differ."""
+    shapes = {
+        (s.intra_node, s.gpus_per_node)
+        for s in load_systems()
+        if s.gpu == gpu and s.gpus_per_node > 1
+    }
+    if len(shapes) != 1:
+        return 0
+    ((kind, gpus),) = shapes
+    return gpus if kind == "mesh" else 0

@@ -181,6 +181,7 @@ class ClusterShape:
     Tensor parallelism across nodes is refused unless ``allow_cross_node_tp``. ``collective``
     is how a data-parallel collective crosses the nodes (:data:`COLLECTIVE_ALGORITHMS`):
     ``hierarchical`` on RDMA fabrics, ``flat_ring`` for NCCL over TCP with one NIC per node.
+    ``mesh``: the node's GPUs link pairwise (:meth:`group_gbps`).
     """
 
     gpus_per_node: int = 8
@@ -190,6 +191,32 @@ class ClusterShape:
     nvlink_hop_latency_s: float = 3e-6
     allow_cross_node_tp: bool = False
     collective: str = "hierarchical"
+    #: the node's GPUs are joined pairwise by direct links (``intra_node: mesh``: Gaudi's RoCE
+    #: ports, AMD's Infinity Fabric), not through a switch: see :meth:`group_gbps`
+    mesh: bool = False
+
+    def group_gbps(self, gpus: int) -> float:
+        """Gbit/s each of ``gpus`` GPUs of one node reaches the others at in a collective among
+        them: all of ``intra_node_gbps`` through a switch; in a mesh only its links to the
+        group's other members, ``(gpus - 1) / (gpus_per_node - 1)`` of it, and a
+        point-to-point send (``gpus`` = 2) one peer's link."""
+        n = self.gpus_per_node
+        if not self.mesh or n <= 1:
+            return self.intra_node_gbps
+        return self.intra_node_gbps * (max(2, min(gpus, n)) - 1) / (n - 1)
+
+    def subset(self, used: int) -> ClusterShape:
+        """The links of ``used`` GPUs of each node (at most ``gpus_per_node``): their share of
+        the node's NICs (one per GPU on rails) and, in a mesh, only the links among them."""
+        _int_at_least("used", used, 1)
+        if used > self.gpus_per_node:
+            raise InvalidSpecError("used", f"must be <= {self.gpus_per_node}", got=used)
+        return replace(
+            self,
+            gpus_per_node=used,
+            intra_node_gbps=self.group_gbps(used) if used > 1 else self.intra_node_gbps,
+            node_network_gbps=self.node_network_gbps * used / self.gpus_per_node,
+        )
 
     def __post_init__(self) -> None:
         _int_at_least("gpus_per_node", self.gpus_per_node, 1)

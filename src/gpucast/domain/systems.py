@@ -133,10 +133,13 @@ class NodeShape:
         """Gbit/s per GPU of a collective over ``gpus`` GPUs of one node, in the unit of
         ``GpuSpec.interconnect_gbps x 8`` that the communication model takes: the intra-node
         link, except that a ring over more than a bridged pair also crosses PCIe
-        (``pcie_gbps``), whichever is slower."""
+        (``pcie_gbps``), whichever is slower, and that in a mesh a group smaller than the
+        node reaches only its members' links."""
         link = self.intra_node_gbps * 8.0
         if gpus > self.link_group_gpus and self.intra_node == "nvlink-bridge":
             return min(link, pcie_gbps)
+        if self.intra_node == "mesh" and 1 < gpus < self.gpus_per_node:
+            return link * (gpus - 1) / (self.gpus_per_node - 1)  # only the group's links
         return link
 
 

@@ -126,12 +126,11 @@ def llm_system_predictions(
         ParallelAssumptions,
     )
     from gpucast.inputs.calibration import step_time_efficiency, with_sibling_factors
-    from gpucast.inputs.steptime import node_network_gbps
+    from gpucast.inputs.steptime import gpu_cluster_shape
     from gpucast.predict.parallel import (
         HOST_FORWARD_SHARE,
         SearchMemo,
         best_layout,
-        cluster_shape,
     )
     from gpucast.store.datasets.mlperf import mlperf_systems, read_mlperf_runs
 
@@ -174,11 +173,7 @@ def llm_system_predictions(
         software = system_stack(r["system"])
         key = (r["benchmark"], software, spec.name, n, per_node, batch)
         if key not in searched:
-            links = cluster_shape(
-                spec,
-                gpus_per_node=per_node,
-                node_network_gbps=node_network_gbps(spec.name, per_node),
-            )
+            links = gpu_cluster_shape(spec, per_node)
             space = LayoutSpace(
                 precision="fp8" if spec.has_units("fp8") else "bf16",
                 lora_rank=lora,

@@ -27,7 +27,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -35,6 +35,10 @@ import pandas as pd
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.published import PublishedWorkload
 from gpucast.inputs.data import data_path
+
+if TYPE_CHECKING:
+    from gpucast.domain.catalog import GpuSpec
+    from gpucast.domain.parallel import ClusterShape
 
 #: ``samples_to_target(benchmark, global_batch) -> samples`` (MLPerf reference convergence).
 SamplesToTarget = Callable[[str, float], float]
@@ -271,6 +275,28 @@ DEFAULT_NETWORK_GBPS_PER_GPU = 200.0
 def node_network_gbps(gpu: str, gpus_per_node: int) -> float:
     """Gbit/s of one node's compute network (by GPU type; see :data:`NETWORK_GBPS_PER_GPU`)."""
     return NETWORK_GBPS_PER_GPU.get(gpu, DEFAULT_NETWORK_GBPS_PER_GPU) * gpus_per_node
+
+
+def gpu_cluster_shape(
+    gpu: GpuSpec, gpus_per_node: int, network_gbps: float | None = None
+) -> ClusterShape:
+    """The links of ``gpus_per_node`` GPUs of each node of ``gpu`` where no cluster is
+    described: the datasheet's link (:func:`gpucast.predict.parallel.cluster_shape`), the
+    node network by GPU type unless ``network_gbps`` gives it, and -- where the catalog's
+    servers of the type join their GPUs in a mesh
+    (:func:`gpucast.catalog.systems.mesh_node_gpus`) -- that mesh, of which fewer GPUs reach
+    only their own links."""
+    from gpucast.catalog.systems import mesh_node_gpus
+    from gpucast.predict.parallel import cluster_shape
+
+    network = node_network_gbps(gpu.name, gpus_per_node) if network_gbps is None else network_gbps
+    mesh = mesh_node_gpus(gpu.name)
+    if mesh < gpus_per_node:  # not meshed, or more GPUs per node than the catalog's mesh
+        return cluster_shape(gpu, gpus_per_node=gpus_per_node, node_network_gbps=network)
+    whole = cluster_shape(
+        gpu, gpus_per_node=mesh, node_network_gbps=network * mesh / gpus_per_node, mesh=True
+    )
+    return whole.subset(gpus_per_node)
 
 
 def _gradient_bytes(frame: pd.DataFrame) -> list[float]:

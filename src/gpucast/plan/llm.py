@@ -116,6 +116,8 @@ class NodeOption:
     intra_node_gbps: float | None = None
     max_nodes: int | None = None
     price_estimated: bool = False
+    #: the node's GPUs link pairwise (``intra_node: mesh``; fewer of them, fewer links)
+    mesh: bool = False
 
 
 def offer_nodes(offers: Iterable[Offer], rdma_instances: frozenset[str]) -> list[NodeOption]:
@@ -208,7 +210,8 @@ def plan_llm(
     bf16_space = dataclasses.replace(space, precision="bf16")
     rows: list[LlmCandidate] = []
     infeasible: list[str] = []
-    cache: dict[tuple[str, int, float, float, str, int], ParallelStepPrediction | str] = {}
+    cache: dict[tuple[str, int, float, float, str, bool, int], ParallelStepPrediction | str]
+    cache = {}
     for option in nodes_to_plan:
         gpu = gpus[option.gpu]
         # fp8 where the GPU has fp8 tensor cores; the others train in bf16 (the row says which)
@@ -216,24 +219,21 @@ def plan_llm(
         network = option.network_gbps * (1.0 if option.rdma else tcp.network_efficiency)
         links = cluster_shape(
             gpu, gpus_per_node=option.gpus_per_node, node_network_gbps=network,
-            collective="hierarchical" if option.rdma else tcp.algorithm,
+            collective="hierarchical" if option.rdma else tcp.algorithm, mesh=option.mesh,
         )  # fmt: skip
         if option.intra_node_gbps is not None:
             links = dataclasses.replace(links, intra_node_gbps=option.intra_node_gbps)
         for used, nodes in _node_counts(option, max_gpus):
             n = nodes * used
-            # the used GPUs keep their own share of the node's NICs (one per GPU on rails)
-            shape = dataclasses.replace(
-                links,
-                gpus_per_node=used,
-                node_network_gbps=links.node_network_gbps * used / option.gpus_per_node,
-            )
+            # the used GPUs keep their own share of the node's NICs (and, in a mesh, links)
+            shape = links.subset(used)
             key = (
                 gpu.name,
                 used,
                 shape.node_network_gbps,
                 shape.intra_node_gbps,
                 shape.collective,
+                shape.mesh,
                 n,
             )
             if key not in cache:

@@ -171,9 +171,10 @@ def cluster_shape(
     hop_latency_s: float = 25e-6,
     allow_cross_node_tp: bool = False,
     collective: str = "hierarchical",
+    mesh: bool = False,
 ) -> ClusterShape:
     """Links of a cluster of ``gpu`` nodes: NVLink per GPU (datasheet GB/s x 8), else PCIe;
-    ``collective`` as :class:`~gpucast.domain.parallel.ClusterShape` takes it.
+    ``collective`` and ``mesh`` as :class:`~gpucast.domain.parallel.ClusterShape` takes them.
 
     The rule is :func:`gpucast.plan.inputs.intra_node_gbps`'s, so planner and this model see
     the same link. Datasheet NVLink figures add both directions; a ring sends and receives at
@@ -190,6 +191,7 @@ def cluster_shape(
         hop_latency_s=hop_latency_s,
         allow_cross_node_tp=allow_cross_node_tp,
         collective=collective,
+        mesh=mesh,
     )
 
 
@@ -745,7 +747,7 @@ def _stage_time(
                 message,
                 t,
                 min(t, gpn),
-                cluster.intra_node_gbps,
+                cluster.group_gbps(t),
                 cluster.node_network_gbps,
                 cluster.nvlink_hop_latency_s if in_node else cluster.hop_latency_s,
                 passes=2.0,
@@ -758,7 +760,7 @@ def _stage_time(
     if c > 1:
         chunk = 2.0 * ACTIVATION_BYTES * b * s_local * spec.head_dim * shapes.kv_local
         in_node = c * t <= gpn
-        gbps = cluster.intra_node_gbps if in_node else nic_per_gpu
+        gbps = cluster.group_gbps(2) if in_node else nic_per_gpu  # a ring: one peer each way
         latency = cluster.nvlink_hop_latency_s if in_node else cluster.hop_latency_s
         passes = 4.0 if full else 3.0
         ring = passes * (c - 1) * _link_s(chunk, gbps, latency)
@@ -781,7 +783,7 @@ def _stage_time(
         sp_div = t if layout.sp_active else 1
         routed = ACTIVATION_BYTES * tokens * spec.experts_per_token * h / sp_div
         on_node = max(1, min(e, gpn // t))
-        intra_s = routed * (on_node - 1) / e * 8.0 / (cluster.intra_node_gbps * 1e9)
+        intra_s = routed * (on_node - 1) / e * 8.0 / (cluster.group_gbps(on_node) * 1e9)
         inter_s = routed * (e - on_node) / e * 8.0 / (nic_per_gpu * 1e9)
         latency = cluster.nvlink_hop_latency_s if on_node == e else cluster.hop_latency_s
         one = max(intra_s, inter_s) + latency
@@ -840,7 +842,7 @@ def _dp_comm_s(
                     n_bytes,
                     size,
                     on_node,
-                    cluster.intra_node_gbps,
+                    cluster.group_gbps(on_node),
                     cluster.node_network_gbps * on_node / gpn,
                     cluster.hop_latency_s,
                     passes=passes,
@@ -952,7 +954,7 @@ def predict_training_step(
         if stride >= gpn:
             send = _link_s(message, links.node_network_gbps / gpn, links.hop_latency_s)
         else:
-            send = _link_s(message, links.intra_node_gbps, links.nvlink_hop_latency_s)
+            send = _link_s(message, links.group_gbps(2), links.nvlink_hop_latency_s)
         terms["pp_p2p"] = 2.0 * (v * m + p - 1) * send
     if flat not in cache.dp_comm_s:
         # a stage's share depends on its layer count and on holding the embedding or the head
