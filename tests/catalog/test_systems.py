@@ -71,11 +71,11 @@ def test_intra_node_bandwidth_matches_the_gpu_rows() -> None:
 
 
 def test_a_gpu_type_whose_servers_are_meshed_links_as_a_mesh() -> None:
-    # Gaudi 2's only server joins its 8 devices pairwise: a ring over 4 of them reaches 3 of
-    # each device's 7 peer links; switched and bridged GPU types are no mesh
-    assert mesh_node_gpus("Gaudi2") == 8
+    # Gaudi 2's and MI300X's 8-GPU baseboards join their GPUs pairwise: a ring over 4 of them
+    # reaches 3 of each GPU's 7 peer links; switched and bridged GPU types are no mesh
+    assert mesh_node_gpus("Gaudi2") == mesh_node_gpus("MI300X") == 8
     assert mesh_node_gpus("H100-SXM") == mesh_node_gpus("H100-PCIe") == 0
-    assert mesh_node_gpus("MI300X") == 0  # no server of it in the catalog
+    assert mesh_node_gpus("MI250") == 0  # no server of it in the catalog
     hls = get_system("HLS-Gaudi2")
     assert hls.ring_gbps(8, 512.0) == 525 * 8
     assert hls.ring_gbps(4, 512.0) == pytest.approx(525 * 8 * 3 / 7)
