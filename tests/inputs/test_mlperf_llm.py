@@ -122,6 +122,25 @@ def test_shipped_bands_are_what_the_published_systems_give(shared_data: Path) ->
         )
 
 
+def test_intels_gaudi2_runs_are_priced_on_their_mesh_inside_the_stated_band(
+    shared_data: Path,
+) -> None:
+    # the data's only non-NVIDIA LLM runs, held out of every fit: priced from the datasheet,
+    # GPT-3 on 1,024 devices at the tensor-parallel width Intel ran (8: the whole mesh)
+    from gpucast.inputs.calibration import step_time_efficiency
+
+    rows = llm_system_predictions(shared_data, vendors=None)
+    gaudi = rows[rows["vendor"] == "intel"].set_index("benchmark")
+    assert set(gaudi.index) == {"gpt3", "llama2_70b_lora"}
+    assert (gaudi["gpu"] == "Gaudi2").all()
+    assert " tp=8 " in gaudi.loc["gpt3", "layout"]
+    low, high, note = gpu_band(stated_band("tuned"), "Gaudi2", step_time_efficiency("tuned").value)
+    ratio = np.exp(gaudi["residual"].to_numpy())
+    assert ((low <= ratio) & (ratio <= high)).all() and "Gaudi2 has no run" in note
+    assert (np.abs(1.0 / ratio - 1.0) < 0.25).all()
+    assert "Intel-HabanaLabs" not in set(llm_system_predictions(shared_data)["submitter"])
+
+
 def _write_runs(
     folder: Path,
     systems: list[tuple[str, int, int, float]],
