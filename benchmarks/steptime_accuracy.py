@@ -35,6 +35,7 @@ from __future__ import annotations
 import datetime
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -164,10 +165,13 @@ def section_pollux(obs: pd.DataFrame, catalog: object) -> None:
           f"overlap {fitted.overlap_fraction:.2f}")  # fmt: skip
 
 
-def _mlperf_step(model: StepTimeModel, systems: pd.DataFrame, totals: np.ndarray) -> np.ndarray:
+def _mlperf_step(
+    model: StepTimeModel, systems: pd.DataFrame, totals: np.ndarray, *, factors: bool = True
+) -> np.ndarray:
     """Predicted per-GPU step of MLPerf systems: the GPU's step, the all-reduce past what its
-    backward hides, and the evaluations of the timed run per step."""
-    terms = model.terms(systems, use_workload_factor=True)
+    backward hides, and the evaluations of the timed run per step (``factors``: with the
+    fitted per-workload factors; False: as a user's own code is priced)."""
+    terms = model.terms(systems, use_workload_factor=factors)
     gpu_step = terms["compute"] + terms["memory_bandwidth"] + terms["overhead"]
     return np.asarray(
         gpu_step + RDMA.exposed_s(totals, gpu_step) + terms["evaluation"], dtype=np.float64
@@ -355,6 +359,55 @@ def section_held_out(obs: pd.DataFrame, catalog: object) -> None:
             f"{np.median(np.abs(part.uncalibrated_pct)):.1f}%, calibrated "
             f"{np.median(np.abs(part.calibrated_pct)):.1f}% over {len(part)} systems"
         )
+    other_stacks(obs, catalog, s2t)
+
+
+def other_stacks(obs: pd.DataFrame, catalog: object, s2t: Callable[[str, float], float]) -> None:
+    """MLPerf systems of a stack no fit describes (tinygrad on consumer cards), kept out of
+    every fit: predicted as ``predict train`` prices a user's code on a GPU the step-time data
+    never ran -- the pricing stack, no workload factor -- against the band it states."""
+    from gpucast.catalog.steptime import shipped_step_time_model
+    from gpucast.inputs.calibration import step_time_efficiency
+    from gpucast.predict.roofline import regime_band, uncalibrated_regime
+
+    systems = st.mlperf_system_rows(DATA, s2t, catalog=catalog, other_stacks=True)
+    if not len(systems):
+        return
+    systems = st.with_collective(systems, catalog)
+    totals = systems.extra_s.to_numpy() / (1.0 - RDMA.overlap_fraction)
+    systems = st.with_features(systems.assign(extra_s=0.0), catalog)
+    model = shipped_step_time_model() or StepTimeModel().fit(obs)
+    predicted = _mlperf_step(model, systems, totals, factors=False)
+    measured = systems.step_time_s.to_numpy()
+    bands = []
+    for gpu, stack in zip(systems.gpu, systems["stack"], strict=True):
+        eff = step_time_efficiency(str(stack)).value
+        regime = uncalibrated_regime(str(gpu) in eff.gpu_factors, workload_seen=True)
+        bands.append(regime_band(eff, regime, None))
+    ratio = measured / predicted
+    table = pd.DataFrame(
+        {
+            "system": ["/".join(str(g).split("/")[:2]) for g in systems.group],
+            "benchmark": [str(g).split("/")[-1] for g in systems.group],
+            "gpu": systems.gpu,
+            "gpus": systems.gpus.astype(int),
+            "priced_as": systems["stack"],
+            "measured_step_ms": 1e3 * measured,
+            "predicted_step_ms": 1e3 * predicted,
+            "error_pct": _ape(predicted, measured),
+            "band": [f"x{lo:.2f}-{hi:.2f}" for lo, hi in bands],
+            "inside": [lo <= x <= hi for (lo, hi), x in zip(bands, ratio, strict=True)],
+        }
+    )
+    print(
+        "\n   another stack on consumer cards (tinygrad; kept out of every fit), priced as the\n"
+        "   stack named, no workload factor, against the band predict train states:"
+    )
+    print(table.round(1).to_string(index=False))
+    print(
+        f"   median |error| {np.median(np.abs(table.error_pct)):.1f}% over {len(table)} "
+        f"systems; inside the stated band: {int(table.inside.sum())} of {len(table)}"
+    )
 
 
 def _fp8_held_out(table: pd.DataFrame) -> pd.DataFrame:

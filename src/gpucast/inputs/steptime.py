@@ -141,10 +141,13 @@ def mlperf_system_rows(
     *,
     catalog: Any,
     workloads: Mapping[str, PublishedWorkload] | None = None,
+    other_stacks: bool = False,
 ) -> pd.DataFrame:
     """Every MLPerf v4.0 system whose benchmark gpucast expresses (``workloads``, by default the
     fitted ones, :data:`~gpucast.domain.published.MLPERF_WORKLOADS`), on a catalog GPU: one
-    GPU's step time at the per-GPU batch (no ``extra_s`` yet: see :func:`mlperf_observations`)."""
+    GPU's step time at the per-GPU batch (no ``extra_s`` yet: see :func:`mlperf_observations`).
+    The systems of vendor-tuned code (stack ``tuned``); with ``other_stacks`` instead those of
+    :data:`MLPERF_OTHER_STACKS`, priced with the stack named there -- kept out of every fit."""
     from gpucast.domain.errors import GpucastError
     from gpucast.domain.published import MLPERF_WORKLOADS
 
@@ -159,7 +162,8 @@ def mlperf_system_rows(
     rows = []
     for r in systems.to_dict("records"):
         bench = workloads.get(str(r["benchmark"]))
-        if bench is None or not r["gpu"]:
+        stack = MLPERF_OTHER_STACKS.get(str(r["submitter"]), "tuned")
+        if bench is None or not r["gpu"] or (stack != "tuned") != other_stacks:
             continue
         try:
             catalog.gpu(str(r["gpu"]))
@@ -180,7 +184,7 @@ def mlperf_system_rows(
                 source="mlperf",
                 group=f"{r['submitter']}/{r['system']}/{r['benchmark']}",
                 spec=bench,
-                stack="tuned",
+                stack=stack,
                 gpu=str(r["gpu"]),
                 batch=per_gpu,
                 # one step of the global batch takes as long as one GPU's step of its share
@@ -194,6 +198,13 @@ def mlperf_system_rows(
             )
         )
     return _frame(rows)
+
+
+#: MLPerf submitters whose systems run a stack no fit describes, and the stack that prices
+#: them: tinycorp's tinybox green / red train ResNet-50 with tinygrad on six consumer cards
+#: (RTX 4090, RX 7900 XTX) -- an eager framework's kernels, not vendor-tuned ones. Kept out of
+#: every fit; ``benchmarks/steptime_accuracy.py --section held_out`` predicts them.
+MLPERF_OTHER_STACKS: dict[str, str] = {"tinycorp": "pytorch"}
 
 
 def _evaluations(benchmark: str, samples: float, global_batch: float) -> tuple[float, float]:

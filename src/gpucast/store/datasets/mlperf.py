@@ -22,9 +22,8 @@ _COLUMNS = (
     "accel_per_node", "nodes", "division", "global_batch_size",
 )  # fmt: skip
 
-#: MLPerf's accelerator names -> the catalog's GPU names. Others are kept with ``gpu`` empty:
-#: TPU v5p, which the catalog lacks, and the RTX 4090 / RX 7900 XTX of tinycorp's tinyboxes,
-#: whose stack (tinygrad) no fit describes.
+#: MLPerf's accelerator names -> the catalog's GPU names (the one accelerator the catalog
+#: lacks, TPU v5p, is kept with ``gpu`` empty).
 ACCELERATORS: dict[str, str] = {
     "NVIDIA H100-SXM5-80GB": "H100-SXM",
     "NVIDIA H100-SXM-80GB": "H100-SXM",
@@ -33,6 +32,8 @@ ACCELERATORS: dict[str, str] = {
     "NVIDIA A100-SXM4-80GB": "A100-80GB",
     "NVIDIA L40S": "L40S",
     "Intel(R) Gaudi(R) 2 AI Accelerator": "Gaudi2",
+    "NVIDIA GeForce RTX 4090": "RTX4090",
+    "AMD Radeon RX 7900 XTX": "RX7900XTX",
 }
 
 
