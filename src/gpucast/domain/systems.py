@@ -30,8 +30,10 @@ from gpucast.domain.options import option
 
 #: How a node's GPUs reach each other: through a switch (NVSwitch), in bridged pairs (NVLink
 #: bridges; other pairs over PCIe), over PCIe only, or a ``mesh`` of direct links between
-#: every pair (Gaudi's on-chip RoCE ports, AMD's Infinity Fabric), priced as a switch: a
-#: collective over the node spreads over every peer's links.
+#: every pair (Gaudi's on-chip RoCE ports, AMD's Infinity Fabric): a collective over the
+#: whole node spreads over every peer's links, as through a switch; a smaller group reaches
+#: only its members' links (:meth:`NodeShape.ring_gbps`,
+#: :meth:`gpucast.domain.parallel.ClusterShape.group_gbps`).
 IntraNode = Literal["nvswitch", "nvlink-bridge", "pcie", "mesh"]
 Network = Literal["infiniband", "roce", "efa", "ethernet"]
 INTRA_NODE_KINDS: tuple[str, ...] = get_args(IntraNode)
