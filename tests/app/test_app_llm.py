@@ -242,7 +242,7 @@ def test_the_result_states_its_band_and_the_validated_error_of_its_regime() -> N
 def test_a_fixed_choice_no_layout_can_take_is_named_with_its_rule(
     options: dict[str, int], named: str
 ) -> None:
-    with pytest.raises(NoFeasiblePlanError, match="pp x vpp the 80 layers") as err:
+    with pytest.raises(NoFeasiblePlanError, match="pp x vpp divide them") as err:
         gpucast.predict_llm_train(
             model="llama-2-70b", gpu="H100", gpus=16, seq_len=4096, global_batch=64, **options
         )
@@ -372,8 +372,12 @@ def test_a_rack_of_72_runs_a_power_of_two_batch_on_64_of_its_gpus() -> None:
     common = {"model": "llama-3-8b", "tokens": 1e10, "cluster": "GB200-NVL72", "cluster_nodes": 2,
               "cluster_price_usd_per_gpu_hour": 5.0}  # fmt: skip
     two = gpucast.plan_llm_train(**common, global_batch=1024)
-    assert {(row.gpus, row.idle_gpus) for row in two.candidates} == {(64, 8), (128, 16)}
+    assert {(64, 8), (128, 16)} <= {(row.gpus, row.idle_gpus) for row in two.candidates}
     assert "partial nodes" in two.assumptions
+    # whole racks take it only as 9 uneven pipeline stages (9 divides neither the batch nor
+    # the 32 layers), slower than the 64 GPUs of data parallelism the plan picks
+    assert all("pp=9" in row.layout for row in two.candidates if row.idle_gpus == 0)
+    assert two.best.idle_gpus == 8
     for row in two.candidates:  # every rack is paid whole
         assert row.usd_per_hour == pytest.approx(row.nodes * 72 * 5.0)
     whole = gpucast.plan_llm_train(**common, global_batch=1152)

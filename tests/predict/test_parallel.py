@@ -477,18 +477,38 @@ def test_gpu_count_and_node_size_are_checked() -> None:
     )
 
 
-def test_uneven_pipeline_only_when_allowed(h100: GpuSpec) -> None:
+def test_uneven_pipeline_unless_disallowed(h100: GpuSpec) -> None:
     spec = tiny()
     with pytest.raises(InvalidSpecError):
-        predict_training_step(spec, h100, ParallelLayout(pp=3, micro_batches=6), seq_len=512)
-    pred = predict_training_step(
-        spec,
-        h100,
-        ParallelLayout(pp=3, micro_batches=6),
-        seq_len=512,
-        assumptions=ParallelAssumptions(allow_uneven_pp=True),
-    )
+        predict_training_step(
+            spec,
+            h100,
+            ParallelLayout(pp=3, micro_batches=6),
+            seq_len=512,
+            assumptions=ParallelAssumptions(allow_uneven_pp=False),
+        )
+    pred = predict_training_step(spec, h100, ParallelLayout(pp=3, micro_batches=6), seq_len=512)
     assert any("uneven pipeline" in note for note in pred.notes)
+
+
+def test_the_search_spreads_126_layers_over_stages_that_do_not_divide_them(h100: GpuSpec) -> None:
+    # Llama 3.1 405B's 126 layers divide by no pp in 4, 8, 16: kept to divisors, 512 H100s
+    # fall back to pp=2 with ZeRO-3 and full recompute; with uneven stages (Megatron's first /
+    # last-stage layer counts) the search finds a deeper pipeline and a faster step
+    spec = llm_model("llama-3.1-405b")
+    common = {
+        "seq_len": 8192,
+        "cluster": cluster_shape(h100, node_network_gbps=3200.0),
+        "space": LayoutSpace(precision="fp8", micro_batch_sizes=(1,), cp_sizes=(1, 2)),
+    }
+    even = best_layout(
+        spec, h100, 512, 1152, assumptions=ParallelAssumptions(allow_uneven_pp=False), **common
+    )
+    uneven = best_layout(spec, h100, 512, 1152, **common)
+    assert 126 % even.layout.pp == 0 and even.layout.pp <= 2
+    assert 126 % uneven.layout.pp and uneven.layout.pp >= 8
+    assert uneven.step_time_s < 0.8 * even.step_time_s
+    assert any("uneven pipeline" in note for note in uneven.notes)
 
 
 def test_layout_checks_its_own_fields() -> None:
@@ -555,7 +575,8 @@ def test_searches_differing_only_in_the_host_share_a_memo(h100: GpuSpec) -> None
 
 def test_no_valid_layout_says_why(h100: GpuSpec) -> None:
     with pytest.raises(NoFeasiblePlanError) as info:
-        best_layout(tiny(), h100, 7, 8, seq_len=512)  # 7 GPUs cannot split 8 heads or batch 8
+        # 7 GPUs split neither 8 heads nor a batch of 8, and 7 stages exceed 4 layers
+        best_layout(tiny(layers=4), h100, 7, 8, seq_len=512)
     assert "no valid layout of 7 GPUs" in str(info.value)
 
 

@@ -373,9 +373,10 @@ def predict_llm_train(
                 f"no layout of {request.gpus} GPUs with "
                 + ", ".join(f"{k}={v or 'any'}" for k, v in fixed.items())
                 + f" runs {spec.name} at a global batch of {request.global_batch}",
-                fix=f"tp must divide the heads and fit in a node, pp x vpp the {spec.layers} "
-                f"layers (vpp > 1 needs pp > 1), cp the {seq} tokens, and the global batch "
-                "must divide by dp" + (f"; drop {dropped} to search them" if dropped else ""),
+                fix=f"tp must divide the heads and fit in a node, pp be at most the "
+                f"{spec.layers} layers (uneven stages are allowed) and, with vpp > 1, pp x vpp "
+                f"divide them, cp the {seq} tokens, and the global batch must divide by dp"
+                + (f"; drop {dropped} to search them" if dropped else ""),
             )
         best_layout(  # raises, naming the smallest layout's memory
             spec, gpu, request.gpus, request.global_batch, seq_len=seq, cluster=links,

@@ -43,6 +43,9 @@ def llm_train_command(
     )
     if result.interval_note:
         console.print(f"  {result.interval_note}", highlight=False)
+    for note in result.best.notes:  # the best layout's own: uneven stages, fp8's scope, ...
+        if note != result.interval_note:
+            console.print(f"  note: {note}", highlight=False)
     console.print(f"  validated: {result.validation.text()}", highlight=False)
     for name, value in result.assumptions.items():
         console.print(f"  assumption {name}: {value}", highlight=False)

@@ -251,7 +251,10 @@ class ParallelAssumptions:
     * ``kernels_per_layer_forward`` kernels one layer launches in forward (backward: twice).
     * ``causal``: attention is causal, so a fused kernel skips half the score FLOPs.
     * ``allow_uneven_pp``: accept ``pp`` that does not divide the layers (the first stages
-      get one more layer; the slowest stage sets the pace).
+      get one more layer; the slowest stage sets the pace), as Megatron runs Llama 3.1 405B's
+      126 layers on 8 or 16 stages (its first/last-stage layer counts). On by default: the
+      search finds such layouts and the step says so (``uneven pipeline`` note); False keeps
+      to divisors of the layer count.
     * ``host_layer_s``: seconds the host takes to issue one layer's work for one micro-batch
       (forward and backward, as the layout runs them); a micro-batch takes at least its stage's
       layers times it. 0 (the default): the host keeps ahead of the GPUs, as with CUDA graphs.
@@ -265,7 +268,7 @@ class ParallelAssumptions:
     reserved_fraction: float = 0.05
     kernels_per_layer_forward: int = 12
     causal: bool = True
-    allow_uneven_pp: bool = False
+    allow_uneven_pp: bool = True
     host_layer_s: float = 0.0
 
     def __post_init__(self) -> None:
