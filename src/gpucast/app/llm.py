@@ -402,7 +402,11 @@ def predict_llm_train(
                 else ""
             ),
             **({"cluster": f"{cluster.describe()} ({cluster.source})"} if cluster else {}),
-            **({"intra-node mesh": _mesh_text(links, gpu.name)} if links.mesh else {}),
+            **(
+                {"intra-node mesh": _mesh_text(links, gpu.name)}
+                if links.mesh and links.gpus_per_node > 1
+                else {}
+            ),
             **(
                 {
                     "partial nodes": f"{per_node} GPUs of each {whole}-GPU node "
@@ -425,8 +429,13 @@ def _mesh_text(links: ClusterShape, gpu: str) -> str:
     n = links.gpus_per_node
     return (
         f"{gpu}s of a node link pairwise (no switch): {links.intra_node_gbps / 8:g} GB/s per "
-        f"{gpu} to its {n - 1} peers together; a group of k of them reaches only (k - 1) / "
-        f"{n - 1} of it, a pipeline or context-parallel send one peer's 1 / {n - 1}"
+        f"{gpu} to its {n - 1} peer{'s together' if n > 2 else ''}"
+        + (
+            f"; a group of k of them reaches only (k - 1) / {n - 1} of it, a pipeline or "
+            f"context-parallel send one peer's 1 / {n - 1}"
+            if n > 2
+            else ""
+        )
     )
 
 
