@@ -270,3 +270,35 @@ def test_request_latency_bad_token_counts() -> None:
         request_latency_s(SPECS["small"], G, TRUE, input_len=[0], output_len=[5])
     with pytest.raises(InvalidSpecError, match="equal length"):
         request_latency_s(SPECS["small"], G, TRUE, input_len=[1, 2], output_len=[5])
+
+
+def test_a_meshed_node_gives_a_small_tensor_parallel_group_fewer_links() -> None:
+    # MI300X's baseboard joins 8 GPUs pairwise: tp=2 reaches one peer (1/7 of the links), so
+    # its all-reduces take longer than through a switch; tp=8 spans every link either way
+    from gpucast.catalog import llm_model, load_catalog
+    from gpucast.catalog.engines import inference_engine
+
+    mi300x, spec = load_catalog().gpu("MI300X"), llm_model("llama-3-70b")
+    vllm = inference_engine("vllm")
+    shape = {"batch_size": 64, "input_len": 1024, "output_len": 256}
+
+    def comm(tp: int, mesh: int) -> float:
+        out = predict_inference(spec, mi300x, vllm, tp=tp, mesh_gpus=mesh, **shape)
+        return out.breakdown["communication"]
+
+    assert comm(2, 8) > 1.5 * comm(2, 0)
+    assert comm(8, 8) == pytest.approx(comm(8, 0))
+    assert comm(4, 8) < comm(2, 8)  # a wider group reaches more of its links
+
+
+def test_predict_infer_prices_a_meshed_gpu_type_on_its_mesh() -> None:
+    # the catalog's MI300X baseboard is a mesh: predict infer at tp=2 pays one peer's link
+    import gpucast
+    from gpucast.catalog import llm_model, load_catalog
+    from gpucast.catalog.engines import inference_engine
+
+    shape = {"batch_size": 64, "input_len": 1024, "output_len": 256}
+    app = gpucast.predict_infer(model="llama-3-70b", gpu="MI300X", tp=2, **shape)
+    spec, mi300x = llm_model("llama-3-70b"), load_catalog().gpu("MI300X")
+    meshed = predict_inference(spec, mi300x, inference_engine("vllm"), tp=2, mesh_gpus=8, **shape)
+    assert app.prediction.latency_s == pytest.approx(meshed.latency_s)

@@ -332,6 +332,7 @@ def llm_gpu_function(
     from gpucast.catalog.coldstart import load_coldstart_facts
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
+    from gpucast.catalog.systems import mesh_node_gpus
     from gpucast.domain.errors import NoFeasiblePlanError
     from gpucast.domain.units import GIB
     from gpucast.predict.llm_infer import (
@@ -342,6 +343,7 @@ def llm_gpu_function(
 
     spec = llm_model(model)
     engine = inference_engine(LLM_ENGINE)
+    mesh = mesh_node_gpus(gpu.name)  # a meshed node: fewer GPUs, fewer links
     warnings: list[str] = []
     beyond = input_tokens + output_tokens > spec.max_context
     if beyond.all():
@@ -360,17 +362,20 @@ def llm_gpu_function(
     longest = int(np.argmax(inp + out))
     try:
         tp = smallest_fitting_tp(
-            spec, gpu, engine, input_len=int(inp[longest]), output_len=int(out[longest])
-        )
+            spec, gpu, engine, input_len=int(inp[longest]), output_len=int(out[longest]),
+            mesh_gpus=mesh,
+        )  # fmt: skip
     except NoFeasiblePlanError as exc:
         raise InvalidSpecError(
             "models", str(exc.args[0]), fix="pick a GPU with more memory (--gpu) or a smaller model"
         ) from None
     one = predict_inference(
         spec, gpu, engine, batch_size=1, input_len=int(inp[longest]),
-        output_len=int(out[longest]), tp=tp,
+        output_len=int(out[longest]), tp=tp, mesh_gpus=mesh,
     )  # fmt: skip
-    served = request_latency_s(spec, gpu, engine, input_len=inp, output_len=out, tp=tp)
+    served = request_latency_s(
+        spec, gpu, engine, input_len=inp, output_len=out, tp=tp, mesh_gpus=mesh
+    )
     service = np.full(beyond.size, np.nan)
     service[~beyond] = served
     memory_gib = tp * one.memory.capacity_bytes / GIB

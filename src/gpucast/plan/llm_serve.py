@@ -52,6 +52,8 @@ class GpuChoice:
     max_tp: int
     kv_link_gbps: float
     swap_gbps: float
+    #: the instance joins its GPUs pairwise (0: a switch): a smaller TP group, fewer links
+    mesh_gpus: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -330,6 +332,7 @@ def plan_llm_serving(
             cost = iteration_cost(
                 spec, choice.gpu, engine, tp=tp, precision=precision,
                 kv_precision=kv_precision, max_tokens=max(budget, scheduler.max_num_seqs),
+                mesh_gpus=choice.mesh_gpus,
             )  # fmt: skip
         except InvalidSpecError as exc:
             infeasible.append(f"{label}: {exc}")

@@ -43,7 +43,8 @@ Decode (memory-bound), one step of the ``c`` running sequences at mean context
     every running sequence. Tensor parallelism adds two all-reduces per layer of ``2 c h``
     bytes, each ``collective_latency_s`` plus :func:`gpucast.predict.comm.
     hierarchical_collective_s` over the GPU's NVLink (:func:`gpucast.predict.parallel.
-    cluster_shape`); llama.cpp's layer split one hand-off per GPU boundary. Summed over ``O``
+    group_link_gbps`: on a meshed node, the group's links only); llama.cpp's layer split one
+    hand-off per GPU boundary. Summed over ``O``
     steps and the waves: ``latency = waves x (prefill + O step)``; ``tokens_per_s = B O /
     latency``.
 
@@ -84,7 +85,7 @@ from gpucast.domain.llm_serving import IterationCost
 from gpucast.domain.units import GIB
 from gpucast.predict import comm
 from gpucast.predict.base import Estimator, register
-from gpucast.predict.parallel import cluster_shape
+from gpucast.predict.parallel import group_link_gbps
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -248,6 +249,8 @@ class _Case:
     kv_precision: str
     chunk_tokens: int = 0
     identical: bool = False
+    #: GPUs of a node joined pairwise (0: a switch): a smaller TP group reaches fewer links
+    mesh_gpus: int = 0
 
 
 def _cases(cases: Sequence[_Case]) -> _Cases:
@@ -280,7 +283,7 @@ def _cases(cases: Sequence[_Case]) -> _Cases:
             "memory_bytes": c.gpu.memory_gib * GIB,
             "memory_fraction": c.engine.memory_fraction,
             "of_free": 1.0 if c.engine.memory_share == "free" else 0.0,
-            "link_gbps": cluster_shape(c.gpu).intra_node_gbps,
+            "link_gbps": group_link_gbps(c.gpu, c.gpus, c.mesh_gpus),
             "sequences": c.sequences,
             "input_len": c.input_len,
             "output_len": c.output_len,
@@ -450,12 +453,15 @@ def predict_inference(
     precision: str | None = None,
     kv_precision: str | None = None,
     identical_sequences: bool = False,
+    mesh_gpus: int = 0,
 ) -> InferencePrediction:
     """One offline batch of ``batch_size`` sequences on ``tp`` GPUs (module docstring).
 
     ``precision`` of the weights (default: the engine's), ``kv_precision`` of the KV cache
     (default: the weights' for 16-bit and fp8 weights, fp16 under int8/int4 weight-only
     quantisation). ``tp`` is the GPU count: tensor-parallel ranks, or llama.cpp's layer split.
+    ``mesh_gpus``: the node joins that many GPUs pairwise (Gaudi 2, MI300X baseboards), so
+    ``tp`` of them reach only their links (:func:`gpucast.predict.parallel.group_link_gbps`).
     """
     _check_lengths(spec, batch_size, input_len, output_len)
     check_tp(spec, engine, tp)
@@ -463,7 +469,7 @@ def predict_inference(
     case = _Case(
         spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=batch_size, input_len=input_len,
         output_len=output_len, precision=weights, kv_precision=kv,
-        identical=identical_sequences,
+        identical=identical_sequences, mesh_gpus=mesh_gpus,
     )  # fmt: skip
     out = {k: float(v[0]) for k, v in _evaluate(_cases([case]), engine.params()).items()}
     breakdown = {term: out[term] for term in TERMS}
@@ -514,6 +520,7 @@ def request_latency_s(
     tp: int = 1,
     precision: str | None = None,
     kv_precision: str | None = None,
+    mesh_gpus: int = 0,
 ) -> FloatArray:
     """The latency of each request served alone (batch 1: its prefill then its decode steps)
     for arrays of prompt and output tokens: :func:`predict_inference`'s ``latency_s``, one
@@ -530,7 +537,7 @@ def request_latency_s(
     weights, kv = resolve_precisions(engine, precision, kv_precision)
     one = _cases([
         _Case(spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=1, input_len=1,
-              output_len=1, precision=weights, kv_precision=kv)
+              output_len=1, precision=weights, kv_precision=kv, mesh_gpus=mesh_gpus)
     ])  # fmt: skip
     columns = {
         f.name: np.repeat(getattr(one, f.name), n_in.size) for f in dataclasses.fields(_Cases)
@@ -587,6 +594,7 @@ def smallest_fitting_tp(
     precision: str | None = None,
     kv_precision: str | None = None,
     choices: Sequence[int] = TP_CHOICES,
+    mesh_gpus: int = 0,
 ) -> int:
     """The fewest GPUs of ``choices`` on which ``spec`` and one whole sequence fit; raises
     :class:`NoFeasiblePlanError` naming the memory at the largest degree when none does."""
@@ -597,7 +605,7 @@ def smallest_fitting_tp(
             continue
         last = predict_inference(
             spec, gpu, engine, batch_size=1, input_len=input_len, output_len=output_len, tp=tp,
-            precision=weights, kv_precision=kv_precision,
+            precision=weights, kv_precision=kv_precision, mesh_gpus=mesh_gpus,
         )  # fmt: skip
         if last.fits:
             return tp
@@ -970,6 +978,7 @@ def iteration_cost(
     precision: str | None = None,
     kv_precision: str | None = None,
     max_tokens: int = 8192,
+    mesh_gpus: int = 0,
 ) -> IterationCost:
     """The cost of one serving iteration (:class:`~gpucast.domain.llm_serving.IterationCost`)
     on ``tp`` GPUs, from the terms of :func:`_evaluate`: a pass streams the dense weights and
@@ -985,7 +994,7 @@ def iteration_cost(
     weights, kv = resolve_precisions(engine, precision, kv_precision)
     case = _Case(
         spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=1, input_len=1, output_len=1,
-        precision=weights, kv_precision=kv,
+        precision=weights, kv_precision=kv, mesh_gpus=mesh_gpus,
     )  # fmt: skip
     x = _cases([case])
     p = engine.params()

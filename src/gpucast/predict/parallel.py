@@ -195,6 +195,17 @@ def cluster_shape(
     )
 
 
+def group_link_gbps(gpu: GpuSpec, gpus: int, mesh_gpus: int = 0) -> float:
+    """Gbit/s each of ``gpus`` GPUs of one node reaches the others at (:func:`cluster_shape`'s
+    link): on a node of ``mesh_gpus`` GPUs joined pairwise (0: a switch, or not known), a
+    group smaller than the node reaches only its members' links
+    (:meth:`~gpucast.domain.parallel.ClusterShape.group_gbps`)."""
+    links = cluster_shape(gpu)
+    if mesh_gpus > 1 and gpus <= mesh_gpus:
+        return replace(links, gpus_per_node=mesh_gpus, mesh=True).group_gbps(gpus)
+    return links.intra_node_gbps
+
+
 # -- validation ----------------------------------------------------------------------------
 
 
