@@ -37,6 +37,7 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -314,6 +315,19 @@ def section_sources(loso: pd.DataFrame, obs: pd.DataFrame) -> None:
     )
 
 
+def _priced_rows(
+    catalog: object, s2t: Callable[[str, float], float], **which: Any
+) -> tuple[pd.DataFrame, np.ndarray] | None:
+    """MLPerf system rows kept out of the fit (``which``: :func:`st.mlperf_system_rows`'
+    selection), with their features and their all-reduce totals (None: no such rows)."""
+    systems = st.mlperf_system_rows(DATA, s2t, catalog=catalog, **which)
+    if not len(systems):
+        return None
+    systems = st.with_collective(systems, catalog)
+    totals = systems.extra_s.to_numpy() / (1.0 - RDMA.overlap_fraction)
+    return st.with_features(systems.assign(extra_s=0.0), catalog), totals
+
+
 def section_held_out(obs: pd.DataFrame, catalog: object) -> None:
     """MLPerf benchmarks expressed but not in the fit (MLPERF_HELD_OUT): every system predicted
     by the model fitted on all sources, uncalibrated and with one factor from its benchmark's
@@ -322,12 +336,10 @@ def section_held_out(obs: pd.DataFrame, catalog: object) -> None:
     def s2t(benchmark: str, batch: float) -> float:
         return float(mlperf_samples_to_target(benchmark, round(batch)).samples_mean)
 
-    systems = st.mlperf_system_rows(DATA, s2t, catalog=catalog, workloads=MLPERF_HELD_OUT)
-    if not len(systems):
+    read = _priced_rows(catalog, s2t, workloads=MLPERF_HELD_OUT)
+    if read is None:
         return
-    systems = st.with_collective(systems, catalog)
-    totals = systems.extra_s.to_numpy() / (1.0 - RDMA.overlap_fraction)
-    systems = st.with_features(systems.assign(extra_s=0.0), catalog)
+    systems, totals = read
     predicted = _mlperf_step(StepTimeModel().fit(obs), systems, totals)
     measured = systems.step_time_s.to_numpy()
     table = pd.DataFrame(
@@ -370,12 +382,10 @@ def other_stacks(obs: pd.DataFrame, catalog: object, s2t: Callable[[str, float],
     from gpucast.inputs.calibration import step_time_efficiency
     from gpucast.predict.roofline import regime_band, uncalibrated_regime
 
-    systems = st.mlperf_system_rows(DATA, s2t, catalog=catalog, other_stacks=True)
-    if not len(systems):
+    read = _priced_rows(catalog, s2t, other_stacks=True)
+    if read is None:
         return
-    systems = st.with_collective(systems, catalog)
-    totals = systems.extra_s.to_numpy() / (1.0 - RDMA.overlap_fraction)
-    systems = st.with_features(systems.assign(extra_s=0.0), catalog)
+    systems, totals = read
     model = shipped_step_time_model() or StepTimeModel().fit(obs)
     predicted = _mlperf_step(model, systems, totals, factors=False)
     measured = systems.step_time_s.to_numpy()
