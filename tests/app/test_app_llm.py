@@ -425,3 +425,13 @@ def test_nodes_and_price_are_shorthands_of_the_cluster_settings() -> None:
         gpucast.predict_llm_train(**step, gpus=8, cluster="D54U-3U")
     with pytest.raises(InvalidSpecError, match="nodes: describes a --cluster"):
         gpucast.plan_llm_train(**common, cluster_nodes=2)
+
+
+def test_a_128k_context_is_searched_at_wide_context_parallelism() -> None:
+    # Llama 3.1 8B at 131,072 tokens on 64 H100: the search reaches cp 16 (8K tokens a rank),
+    # faster than the widest of the short-context search (cp 2)
+    common = {"model": "llama-3.1-8b", "gpu": "H100", "gpus": 64, "seq_len": 131072,
+              "global_batch": 64, "top": 0}  # fmt: skip
+    wide = gpucast.predict_llm_train(**common)
+    narrow = gpucast.predict_llm_train(**common, cp=2)
+    assert wide.best.layout.cp > 2 and wide.best.step_time_s < narrow.best.step_time_s

@@ -686,3 +686,12 @@ def test_a_band_replaces_the_interval_and_its_note_and_always_holds_the_point(
         pred.with_band(2.0, 1.0, "backwards")
     with pytest.raises(InvalidSpecError, match="band"):
         pred.with_band(0.0, 1.0, "zero")
+
+
+def test_long_sequences_search_wider_context_parallelism() -> None:
+    from gpucast.domain.parallel import SEARCHED_CP_SIZES, searched_cp_sizes
+
+    assert searched_cp_sizes(2048) == searched_cp_sizes(8192) == SEARCHED_CP_SIZES == (1, 2)
+    assert searched_cp_sizes(32768) == (1, 2, 4)
+    assert searched_cp_sizes(131072) == (1, 2, 4, 8, 16)
+    assert searched_cp_sizes(10**7)[-1] == 16

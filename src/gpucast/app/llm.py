@@ -161,7 +161,11 @@ class PredictLlmTrainRequest:
     lora_rank: int = option(0, help="LoRA rank (0: full fine-tuning / pre-training).")
     tp: int | None = option(None, help="Tensor-parallel size (default: searched).")
     pp: int | None = option(None, help="Pipeline stages (default: searched).")
-    cp: int | None = option(None, help="Context-parallel size (default: searched, 1 or 2).")
+    cp: int | None = option(
+        None,
+        help="Context-parallel size (default: searched, 1 or 2; up to 16 for sequences "
+        "of 32K tokens or more, one 8K-token chunk a rank at least).",
+    )
     vpp: int | None = option(
         None, help="Interleaved pipeline stages per GPU (default: searched, 1/2/4/8)."
     )
@@ -260,10 +264,10 @@ def predict_llm_train(
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.errors import NoFeasiblePlanError
     from gpucast.domain.parallel import (
-        SEARCHED_CP_SIZES,
         SEARCHED_VIRTUAL_STAGES,
         LayoutSpace,
         ParallelAssumptions,
+        searched_cp_sizes,
     )
     from gpucast.inputs.calibration import step_time_efficiency
     from gpucast.inputs.clusters import (
@@ -340,7 +344,7 @@ def predict_llm_train(
         micro_batch_sizes=(request.micro_batch,) if request.micro_batch else (1, 2, 4, 8),
         zero_stages=(request.zero,) if request.zero is not None else (0, 1, 2, 3),
         recompute=(request.recompute,) if request.recompute else _RECOMPUTE,  # type: ignore[arg-type]
-        cp_sizes=(request.cp,) if request.cp else SEARCHED_CP_SIZES,
+        cp_sizes=(request.cp,) if request.cp else searched_cp_sizes(seq),
         virtual_stages=(request.vpp,) if request.vpp else SEARCHED_VIRTUAL_STAGES,
         precision=request.precision,  # type: ignore[arg-type]
         lora_rank=request.lora_rank,
@@ -736,7 +740,8 @@ def plan_llm_train(
             f"their NIC ({perf.collective_tcp.source})",
             "layout search": "tp x pp x dp over each GPU count, micro-batch 1/2/4, ZeRO-1/3, "
             f"selective or full recompute, cp {request.cp}, vpp {request.vpp} (--cp, --vpp; "
-            "predict llm-train searches cp 1/2 and vpp 1/2/4/8)",
+            "predict llm-train searches cp 1/2 -- up to 16 for 32K-token sequences and "
+            "longer -- and vpp 1/2/4/8)",
             "market": "on demand only (spot is not modelled for LLM jobs)",
             **(
                 {

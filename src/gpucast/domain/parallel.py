@@ -36,6 +36,25 @@ RECOMPUTE: tuple[str, ...] = get_args(Recompute)
 #: 175B on 10,752-11,616 H100 with 8 virtual stages per GPU, Llama-2-70B LoRA with cp=2)
 SEARCHED_CP_SIZES: tuple[int, ...] = (1, 2)
 SEARCHED_VIRTUAL_STAGES: tuple[int, ...] = (1, 2, 4, 8)
+#: Tokens per context-parallel rank above which a longer sequence is also searched at wider
+#: cp (:func:`searched_cp_sizes`), and the widest searched
+CP_TOKENS_PER_RANK = 8192
+MAX_SEARCHED_CP = 16
+
+
+def searched_cp_sizes(seq_len: int) -> tuple[int, ...]:
+    """The context-parallel sizes searched for ``seq_len`` tokens: :data:`SEARCHED_CP_SIZES`,
+    and for a long context the powers of two up to one :data:`CP_TOKENS_PER_RANK` chunk per
+    rank (at most :data:`MAX_SEARCHED_CP`), as long-context training splits it (Llama 3's
+    128K-token stage ran cp 16)."""
+    sizes = list(SEARCHED_CP_SIZES)
+    cp = 2 * max(sizes)
+    while cp <= MAX_SEARCHED_CP and seq_len // cp >= CP_TOKENS_PER_RANK:
+        sizes.append(cp)
+        cp *= 2
+    return tuple(sizes)
+
+
 TRAIN_PRECISIONS: tuple[str, ...] = get_args(TrainPrecision)
 #: Matrices LoRA adapters can be attached to: attention q, k, v, o and MLP gate, up, down.
 LORA_TARGETS: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
