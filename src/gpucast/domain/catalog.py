@@ -63,6 +63,9 @@ class MigProfile:
             )
 
 
+#: PCIe x16 bandwidth per GPU by generation, Gbit/s each way (~16/32/64/128 GB/s).
+PCIE_X16_GBPS: dict[int, float] = {3: 128.0, 4: 256.0, 5: 512.0, 6: 1024.0}
+
 #: Per precision, the catalog columns of its peak: its own, then the modes it falls back to.
 _PEAK_COLUMNS: dict[str, tuple[str, ...]] = {
     "int8": ("int8_tops", "fp8_tflops", "fp16_tflops", "bf16_tflops", "fp32_tflops"),

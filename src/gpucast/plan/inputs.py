@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from gpucast.domain.catalog import GpuSpec
+from gpucast.domain.catalog import PCIE_X16_GBPS, GpuSpec
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.units import MIB
@@ -56,8 +56,8 @@ FloatArray = npt.NDArray[np.float64]
 
 #: Compute slow-down of activation checkpointing: one extra forward pass (see predict.memory).
 CHECKPOINTING_SLOWDOWN = 1.33
-#: PCIe x16 bandwidth per GPU by generation, Gbit/s (~16/32/64 GB/s).
-PCIE_GBPS = {3: 128.0, 4: 256.0, 5: 512.0}
+#: PCIe x16 bandwidth per GPU by generation, Gbit/s (``domain.catalog.PCIE_X16_GBPS``).
+PCIE_GBPS = PCIE_X16_GBPS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -112,7 +112,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from gpucast.domain.catalog import GpuSpec
+from gpucast.domain.catalog import PCIE_X16_GBPS, GpuSpec
 from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
 from gpucast.domain.llm import TransformerSpec
 from gpucast.domain.parallel import (
@@ -148,9 +148,6 @@ FP8_BYTES = 1.0
 LOGIT_BYTES = 6.0
 #: Default node network: 8 x 400 Gb/s (DGX H100, AWS p5.48xlarge: 3,200 Gbit/s per node).
 DEFAULT_NODE_NETWORK_GBPS = 3200.0
-#: PCIe x16 bandwidth per GPU by generation, Gbit/s (as in gpucast.plan.inputs, which the pure
-#: predict layer cannot import).
-_PCIE_GBPS = {3: 128.0, 4: 256.0, 5: 512.0}
 #: Kernels of one optimizer step per layer (multi-tensor Adam over per-layer buckets).
 _OPTIMIZER_KERNELS_PER_LAYER = 4
 #: Extra kernels of one MoE layer in forward: router, top-k, permute, unpermute, two grouped
@@ -183,7 +180,7 @@ def cluster_shape(
     if gpu.interconnect_gbps is not None:
         intra = float(gpu.interconnect_gbps) * 8.0
     else:
-        intra = _PCIE_GBPS.get(gpu.pcie_generation, 128.0)
+        intra = PCIE_X16_GBPS.get(gpu.pcie_generation, 128.0)
     return ClusterShape(
         gpus_per_node=gpus_per_node,
         intra_node_gbps=intra,
