@@ -131,3 +131,26 @@ def test_every_verb_that_prices_offers_takes_the_offers_file(tmp_path: Path) -> 
     assert "bargain-t4" in tables.assumptions["node"]
     with pytest.raises(InvalidInputError, match="offers: adds to the cloud catalog"):
         gpucast.plan_embeddings(model="dlrm-dcnv2", cluster="D54U-3U", offers=offers)
+
+
+def test_an_offer_of_a_meshed_gpu_type_plans_on_its_mesh(tmp_path: Path) -> None:
+    # an 8 x Gaudi 2 instance in a user's offers file: plan llm-train prices it on the
+    # catalog's HLS-Gaudi2 mesh -- the same row as that server as a cluster, and slower than
+    # the same links through a switch would be (tensor-parallel pairs reach one peer's link)
+    path = tmp_path / "offers.csv"
+    path.write_text(
+        HEADER + "aws,us-east-1,gaudi2-8x,Gaudi2,8,160,1024,2400,10.0,,https://example.com,"
+        "2026-12-06,a test price\n",
+        encoding="utf-8",
+    )
+    common = {"model": "llama-2-70b", "tokens": 1e8, "seq_len": 8192, "global_batch": 8,
+              "lora_rank": 16, "precision": "fp8"}  # fmt: skip
+    offered = gpucast.plan_llm_train(offers=path, gpus=("Gaudi2",), max_gpus=8, **common)
+    cluster = {"cluster": "HLS-Gaudi2", "cluster_nodes": 1, "cluster_price_usd_per_gpu_hour": 1.25}
+    meshed = gpucast.plan_llm_train(**cluster, **common)
+    switched = gpucast.plan_llm_train(
+        **cluster, cluster_set=(("intra_node", "nvswitch"),), **common
+    )
+    assert offered.best.gpus == meshed.best.gpus == 8
+    assert offered.best.time_s == pytest.approx(meshed.best.time_s)
+    assert meshed.best.time_s > switched.best.time_s
