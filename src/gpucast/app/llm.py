@@ -147,8 +147,8 @@ class PredictLlmTrainRequest:
     node_network_gbps: float | None = option(
         None,
         help=(
-            "Gbit/s of one node's network (default: 400 per H100/H200/B200, 300 per Gaudi 2, "
-            "200 per other GPU)."
+            "Gbit/s of one node's network (default by GPU type: 400 per H100/H200/B200, 300 / "
+            "600 per Gaudi 2 / 3, 200 per other GPU)."
         ),
         example="3200",
     )
@@ -258,7 +258,6 @@ def predict_llm_train(
     request: PredictLlmTrainRequest | None = None, /, **options: Any
 ) -> PredictLlmTrainResult:
     """The fastest layout of ``model`` on ``gpus`` x ``gpu`` that fits (module docstring)."""
-
     from gpucast.catalog import load_catalog
     from gpucast.catalog.llm import llm_model
     from gpucast.catalog.validation import validation_for
