@@ -147,8 +147,8 @@ class PredictLlmTrainRequest:
     node_network_gbps: float | None = option(
         None,
         help=(
-            "Gbit/s of one node's network (default by GPU type: 400 per H100/H200/B200, 300 / "
-            "600 per Gaudi 2 / 3, 200 per other GPU)."
+            "Gbit/s of one node's network (default by GPU type: 400 per H100/H200/B200, 800 "
+            "per B300, 300 / 600 per Gaudi 2 / 3, 200 per other GPU)."
         ),
         example="3200",
     )

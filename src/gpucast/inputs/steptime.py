@@ -270,13 +270,15 @@ def with_collective(frame: pd.DataFrame, catalog: Any) -> pd.DataFrame:
 
 
 #: Network of a multi-node system per GPU type when its description gives none (Gbit/s per
-#: GPU): 400 Gbit/s InfiniBand per H100/H200/B200 (DGX H100/H200/B200), 200 per A100 (DGX
-#: A100), 200 per L40S (NVIDIA's L40S node: 800 per 4 GPUs), 300 / 600 per Gaudi 2 / 3 (their 3
-#: scale-out 100 / 200 GbE ports); see catalog/data/systems.csv.
+#: GPU): 400 Gbit/s InfiniBand per H100/H200/B200 (DGX H100/H200/B200), 800 per B300 (HGX
+#: B300's ConnectX-8), 200 per A100 (DGX A100), 200 per L40S (NVIDIA's L40S node: 800 per 4
+#: GPUs), 300 / 600 per Gaudi 2 / 3 (their 3 scale-out 100 / 200 GbE ports); see
+#: catalog/data/systems.csv.
 NETWORK_GBPS_PER_GPU = {
     "H100-SXM": 400.0,
     "H200": 400.0,
     "B200": 400.0,
+    "B300": 800.0,
     "A100-80GB": 200.0,
     "Gaudi2": 300.0,
     "Gaudi3": 600.0,
