@@ -435,3 +435,12 @@ def test_a_128k_context_is_searched_at_wide_context_parallelism() -> None:
     wide = gpucast.predict_llm_train(**common)
     narrow = gpucast.predict_llm_train(**common, cp=2)
     assert wide.best.layout.cp > 2 and wide.best.step_time_s < narrow.best.step_time_s
+
+
+def test_plan_llm_train_searches_wide_context_parallelism_only_for_long_sequences() -> None:
+    common = {"model": "llama-3.1-8b", "tokens": 1e9, "gpu": ("B200",), "max_gpus": 8}
+    long = gpucast.plan_llm_train(**common, seq_len=131072, global_batch=64)
+    assert long.best.layout.count("cp=") == 1 and "cp=1 " not in long.best.layout
+    assert "cp 1/2/4/8/16" in long.assumptions["layout search"]
+    short = gpucast.plan_llm_train(**common, seq_len=8192, global_batch=64)
+    assert "cp=" not in short.best.layout and "cp 1," in short.assumptions["layout search"]

@@ -443,6 +443,16 @@ def _mesh_text(links: ClusterShape, gpu: str) -> str:
 
 
 # -- plan llm-train ---------------------------------------------------------------------------
+def _plan_cp_sizes(seq: int) -> tuple[int, ...]:
+    """What ``plan llm-train`` searches without ``--cp``: 1 (the plan searches fewer layouts
+    than ``predict llm-train``), and for a long context :func:`~gpucast.domain.parallel.
+    searched_cp_sizes`' (a 128K-token sequence does not fit at cp 1 on most GPUs)."""
+    from gpucast.domain.parallel import searched_cp_sizes
+
+    wide = searched_cp_sizes(seq)
+    return wide if max(wide) > 2 else (1,)
+
+
 def _duration(value: Any) -> float | None:
     from gpucast.domain.options import none_or
     from gpucast.domain.units import duration_s
@@ -480,8 +490,11 @@ class PlanLlmTrainRequest:
     lora_rank: int = option(0, help="LoRA rank (0: all weights trained).")
     tp_overlap: float = option(0.0, help=TP_OVERLAP_HELP, example="0.8")
     host_ms_per_layer: float | None = option(None, help=HOST_HELP, example="0")
-    cp: int = option(
-        1, help="Context-parallel size of every layout (long sequences: 2).", example="2"
+    cp: int | None = option(
+        None,
+        help="Context-parallel size of every layout (default: 1; for sequences of 32K tokens or "
+        "more, searched up to 16 with 8K tokens a rank at least).",
+        example="2",
     )
     vpp: int = option(1, help="Interleaved pipeline stages per GPU of every layout.", example="2")
     offers_file: Path | None = offers_option()
@@ -693,7 +706,7 @@ def plan_llm_train(
         micro_batch_sizes=(1, 2, 4),
         zero_stages=(1, 3),
         recompute=("selective", "full"),
-        cp_sizes=(request.cp,),
+        cp_sizes=(request.cp,) if request.cp else _plan_cp_sizes(seq),
         virtual_stages=(request.vpp,),
         precision=request.precision,  # type: ignore[arg-type]
         lora_rank=request.lora_rank,
@@ -738,7 +751,8 @@ def plan_llm_train(
             f"nominal links; the others at {perf.collective_tcp.network_efficiency:.3f} of "
             f"their NIC ({perf.collective_tcp.source})",
             "layout search": "tp x pp x dp over each GPU count, micro-batch 1/2/4, ZeRO-1/3, "
-            f"selective or full recompute, cp {request.cp}, vpp {request.vpp} (--cp, --vpp; "
+            f"selective or full recompute, cp {'/'.join(map(str, space.cp_sizes))}, vpp "
+            f"{request.vpp} (--cp, --vpp; "
             "predict llm-train searches cp 1/2 -- up to 16 for 32K-token sequences and "
             "longer -- and vpp 1/2/4/8)",
             "market": "on demand only (spot is not modelled for LLM jobs)",
