@@ -15,13 +15,12 @@ HEADER = (
 )
 
 
-def _offers(tmp_path: Path) -> Path:
+def _offers(
+    tmp_path: Path,
+    row: str = "gcp,us-central1,bargain-t4,T4,1,8,30,16,0.01,0.005,https://example.com,",
+) -> Path:
     path = tmp_path / "offers.csv"
-    path.write_text(
-        HEADER + "gcp,us-central1,bargain-t4,T4,1,8,30,16,0.01,0.005,https://example.com,"
-        "2026-12-01,a test price\n",
-        encoding="utf-8",
-    )
+    path.write_text(HEADER + row + "2026-12-01,a test price\n", encoding="utf-8")
     return path
 
 
@@ -137,12 +136,7 @@ def test_an_offer_of_a_meshed_gpu_type_plans_on_its_mesh(tmp_path: Path) -> None
     # an 8 x Gaudi 2 instance in a user's offers file: plan llm-train prices it on the
     # catalog's HLS-Gaudi2 mesh -- the same row as that server as a cluster, and slower than
     # the same links through a switch would be (tensor-parallel pairs reach one peer's link)
-    path = tmp_path / "offers.csv"
-    path.write_text(
-        HEADER + "aws,us-east-1,gaudi2-8x,Gaudi2,8,160,1024,2400,10.0,,https://example.com,"
-        "2026-12-06,a test price\n",
-        encoding="utf-8",
-    )
+    path = _offers(tmp_path, "aws,us-east-1,gaudi2-8x,Gaudi2,8,160,1024,2400,10.0,,https://e.com,")
     common = {"model": "llama-2-70b", "tokens": 1e8, "seq_len": 8192, "global_batch": 8,
               "lora_rank": 16, "precision": "fp8"}  # fmt: skip
     offered = gpucast.plan_llm_train(offers=path, gpus=("Gaudi2",), max_gpus=8, **common)
