@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from gpucast.catalog import load_catalog
-from gpucast.catalog.systems import get_system, load_systems, mesh_node_gpus, parse_systems
+from gpucast.catalog.systems import (
+    get_system,
+    load_systems,
+    mesh_board_gpus,
+    mesh_node_gpus,
+    parse_systems,
+)
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.systems import UnknownSystemError, node_shape
 
@@ -76,6 +82,9 @@ def test_a_gpu_type_whose_servers_are_meshed_links_as_a_mesh() -> None:
     assert mesh_node_gpus("Gaudi2") == mesh_node_gpus("MI300X") == 8
     assert mesh_node_gpus("H100-SXM") == mesh_node_gpus("H100-PCIe") == 0
     assert mesh_node_gpus("MI250") == 0  # no server of it in the catalog
+    # an instance of 4 Gaudi 2 is half a board; one of 16 spans two (no one mesh)
+    assert mesh_board_gpus("Gaudi2", 4) == mesh_board_gpus("Gaudi2", 8) == 8
+    assert mesh_board_gpus("Gaudi2", 16) == mesh_board_gpus("H100-SXM", 4) == 0
     hls = get_system("HLS-Gaudi2")
     assert hls.ring_gbps(8, 512.0) == 525 * 8
     assert hls.ring_gbps(4, 512.0) == pytest.approx(525 * 8 * 3 / 7)

@@ -640,7 +640,7 @@ def plan_llm_train(
 
     from gpucast.catalog import load_catalog, offers_file
     from gpucast.catalog.llm import llm_model
-    from gpucast.catalog.systems import mesh_node_gpus
+    from gpucast.catalog.systems import mesh_board_gpus
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.parallel import LayoutSpace, ParallelAssumptions
     from gpucast.inputs.calibration import step_time_efficiency
@@ -674,7 +674,7 @@ def plan_llm_train(
                 rdma=cluster.shape.rdma,
                 intra_node_gbps=intra_link_gbps(cluster, catalog),
                 max_nodes=cluster.nodes,
-                mesh=cluster.shape.intra_node == "mesh",
+                mesh_gpus=cluster.gpus_per_node if cluster.shape.intra_node == "mesh" else 0,
             )
         ]
     else:
@@ -694,7 +694,7 @@ def plan_llm_train(
             )  # fmt: skip
         # an offer of a GPU type whose catalog servers are meshed (Gaudi 2) links as they do
         nodes = [
-            replace(n, mesh=mesh_node_gpus(n.gpu) == n.gpus_per_node)
+            replace(n, mesh_gpus=mesh_board_gpus(n.gpu, n.gpus_per_node))
             for n in offer_nodes(offers, perf.rdma_instances)
         ]
     efficiency = step_time_efficiency(request.software)

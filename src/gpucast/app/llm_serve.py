@@ -689,7 +689,7 @@ def plan_llm_serve(
     serves the requests within the SLOs, with the cost vs latency front (module docstring)."""
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
-    from gpucast.catalog.systems import mesh_node_gpus
+    from gpucast.catalog.systems import mesh_board_gpus
     from gpucast.domain.llm_serving import parse_token_lengths
     from gpucast.inputs import llm_serving as inputs
     from gpucast.plan.llm_serve import GpuChoice, plan_llm_serving
@@ -714,7 +714,7 @@ def plan_llm_serve(
             max_tp=offer.gpus,
             kv_link_gbps=inputs.kv_link_gbps(offer).value,
             swap_gbps=inputs.swap_gbps(gpu),
-            mesh_gpus=mesh_node_gpus(gpu.name) if mesh_node_gpus(gpu.name) == offer.gpus else 0,
+            mesh_gpus=mesh_board_gpus(gpu.name, offer.gpus),
         )
         for gpu, offer, price in inputs.gpu_offers(
             gpus=request.gpus,

@@ -150,3 +150,10 @@ def mesh_node_gpus(gpu: str) -> int:
         return 0
     ((kind, gpus),) = shapes
     return gpus if kind == "mesh" else 0
+
+
+def mesh_board_gpus(gpu: str, gpus: int) -> int:
+    """The meshed board (:func:`mesh_node_gpus`) an instance of ``gpus`` GPUs of type ``gpu``
+    sits on: 0 where the type is not meshed or the instance spans more than one board."""
+    board = mesh_node_gpus(gpu)
+    return board if gpus <= board else 0

@@ -298,17 +298,17 @@ def gpu_cluster_shape(
     described: the datasheet's link (:func:`gpucast.predict.parallel.cluster_shape`), the
     node network by GPU type unless ``network_gbps`` gives it, and -- where the catalog's
     servers of the type join their GPUs in a mesh
-    (:func:`gpucast.catalog.systems.mesh_node_gpus`) -- that mesh, of which fewer GPUs reach
+    (:func:`gpucast.catalog.systems.mesh_board_gpus`) -- that mesh, of which fewer GPUs reach
     only their own links."""
-    from gpucast.catalog.systems import mesh_node_gpus
+    from gpucast.catalog.systems import mesh_board_gpus
     from gpucast.predict.parallel import cluster_shape
 
     network = node_network_gbps(gpu.name, gpus_per_node) if network_gbps is None else network_gbps
-    mesh = mesh_node_gpus(gpu.name)
-    if mesh < gpus_per_node:  # not meshed, or more GPUs per node than the catalog's mesh
+    board = mesh_board_gpus(gpu.name, gpus_per_node)
+    if not board:
         return cluster_shape(gpu, gpus_per_node=gpus_per_node, node_network_gbps=network)
     whole = cluster_shape(
-        gpu, gpus_per_node=mesh, node_network_gbps=network * mesh / gpus_per_node, mesh=True
+        gpu, gpus_per_node=board, node_network_gbps=network * board / gpus_per_node, mesh=True
     )
     return whole.subset(gpus_per_node)
 

@@ -33,7 +33,7 @@ from gpucast.domain.llm import TransformerSpec
 from gpucast.domain.parallel import LayoutSpace, ParallelAssumptions, ParallelStepPrediction
 from gpucast.plan.pareto import pareto_front_2d
 from gpucast.predict.collective import CollectiveConstants
-from gpucast.predict.parallel import best_layout, cluster_shape
+from gpucast.predict.parallel import best_layout, cluster_shape, group_link_gbps
 from gpucast.predict.roofline import RooflineEfficiency
 
 
@@ -116,8 +116,9 @@ class NodeOption:
     intra_node_gbps: float | None = None
     max_nodes: int | None = None
     price_estimated: bool = False
-    #: the node's GPUs link pairwise (``intra_node: mesh``; fewer of them, fewer links)
-    mesh: bool = False
+    #: GPUs of the meshed board the node's GPUs sit on (``intra_node: mesh``: joined pairwise,
+    #: so fewer of them reach fewer links); 0: a switch, bridges or PCIe
+    mesh_gpus: int = 0
 
 
 def offer_nodes(offers: Iterable[Offer], rdma_instances: frozenset[str]) -> list[NodeOption]:
@@ -219,10 +220,16 @@ def plan_llm(
         network = option.network_gbps * (1.0 if option.rdma else tcp.network_efficiency)
         links = cluster_shape(
             gpu, gpus_per_node=option.gpus_per_node, node_network_gbps=network,
-            collective="hierarchical" if option.rdma else tcp.algorithm, mesh=option.mesh,
+            collective="hierarchical" if option.rdma else tcp.algorithm,
+            mesh=option.mesh_gpus > 1,
         )  # fmt: skip
         if option.intra_node_gbps is not None:
             links = dataclasses.replace(links, intra_node_gbps=option.intra_node_gbps)
+        elif option.gpus_per_node < option.mesh_gpus:  # part of a board: its GPUs' links only
+            links = dataclasses.replace(
+                links,
+                intra_node_gbps=group_link_gbps(gpu, option.gpus_per_node, option.mesh_gpus),
+            )
         for used, nodes in _node_counts(option, max_gpus):
             n = nodes * used
             # the used GPUs keep their own share of the node's NICs (and, in a mesh, links)
