@@ -256,6 +256,20 @@ def test_precision_is_stated_and_auto_picks_what_practitioners_use() -> None:
     assert on_a100.precision_assumption.source == "--precision auto"
 
 
+def test_fp32_on_an_a100_runs_convolutions_on_tf32_and_tf32_can_be_asked_for() -> None:
+    """PyTorch's fp32 on an A100 puts convolutions on TF32 (cuDNN's default) and says so;
+    ``tf32`` is accepted (profiled at fp32); a V100 has no TF32 units and says what it
+    priced; ``tf16`` is one line naming the choices."""
+    fp32 = gpucast.predict_train(workload="resnet18", batch_size=32, gpu="A100")
+    tf32 = gpucast.predict_train(workload="resnet18", batch_size=32, gpu="A100", precision="tf32")
+    v100 = gpucast.predict_train(workload="resnet18", batch_size=32, gpu="V100", precision="tf32")
+    assert any("convolutions on its TF32 tensor cores" in n for n in fp32.estimate.notes)
+    assert tf32.precision == "tf32" and tf32.step_time_s <= fp32.step_time_s
+    assert any("no tf32 units" in n for n in v100.estimate.notes)
+    with pytest.raises(InvalidSpecError, match="fp32, bf16, fp16, tf32, auto"):
+        gpucast.predict_train(workload="resnet18", batch_size=32, gpu="A100", precision="tf16")
+
+
 def test_the_measurement_nearest_the_batch_calibrates_and_narrows_the_band(
     tmp_path: Path,
 ) -> None:

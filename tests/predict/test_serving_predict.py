@@ -209,3 +209,26 @@ def test_reduced_precision_serving_is_never_priced_slower_than_fp32_units() -> N
     a100 = cat.gpu("A100-40GB")
     fast = predict_latency_curve(convs, a100, "bf16", max_batch=64, efficiency=eff)
     assert fast.latency(64) == pytest.approx(64 * 8e9 / (0.5 * 0.3 * 312e12), rel=1e-9)
+
+
+def test_fp32_serving_runs_convolutions_on_tf32_where_cudnn_does() -> None:
+    """An fp32 batch on an A100 puts its convolutions on TF32 (cuDNN's default) at the conv
+    ratio of the tensor efficiency, its other matmuls on the FP32 units; on a T4 (no TF32)
+    all of it stays on the FP32 units."""
+    from dataclasses import replace
+
+    from gpucast.predict.roofline import RooflineEfficiency
+
+    mixed = replace(WORK, conv_share=0.75, other_bytes_per_sample=0.0, other_bytes_fixed=0.0)
+    eff = RooflineEfficiency(compute_efficiency_fp32=0.9, compute_efficiency_tensor_core=0.5,
+                             tensor_core_conv_ratio=0.3, kernel_overhead_s=0.0)  # fmt: skip
+    cat = load_catalog()
+    a100 = cat.gpu("A100-40GB")
+    curve = predict_latency_curve(mixed, a100, "fp32", max_batch=8, efficiency=eff)
+    flops = 8 * 8e9
+    assert curve.latency(8) == pytest.approx(
+        0.25 * flops / (0.9 * 19.5e12) + 0.75 * flops / (0.5 * 0.3 * 156e12), rel=1e-9
+    )
+    t4 = cat.gpu("T4")
+    plain = predict_latency_curve(mixed, t4, "fp32", max_batch=8, efficiency=eff)
+    assert plain.latency(8) == pytest.approx(flops / (0.9 * t4.fp32_path_tflops() * 1e12))

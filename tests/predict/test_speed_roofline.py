@@ -116,6 +116,53 @@ def test_half_precision_never_priced_slower_than_fp32_and_says_when_fp32_binds()
     assert not any("units" in n for n in predict_step_time(convs, old, "fp32").notes)
 
 
+def test_fp32_convolutions_run_on_tf32_where_cudnn_puts_them() -> None:
+    """fp32 as PyTorch runs it on an NVIDIA GPU with TF32 units: convolutions on the TF32
+    tensor cores where faster (cuDNN's default), other matmuls on the FP32 units; an AMD
+    board, a GPU without TF32 units or a conv-free step prices all of it on the FP32 units;
+    the calibration prices the measured device the same way; ``tf32`` prices the matmuls on
+    TF32 too."""
+    from dataclasses import replace
+
+    eff = RooflineEfficiency(
+        compute_efficiency_fp32=0.9, compute_efficiency_tensor_core=0.6,
+        tensor_core_conv_ratio=0.5,
+    )  # fmt: skip
+    a100 = replace(A100, tf32_tflops=156.0)
+    assert a100.fp32_convolution_tflops() == 156.0
+    amd = replace(a100, vendor="amd")
+    assert amd.fp32_convolution_tflops() is None and A100.fp32_convolution_tflops() is None
+    convs = replace(RESNET, conv_flops=RESNET.matmul_flops * 0.75)
+    est = predict_step_time(convs, a100, "fp32", efficiency=eff)
+    other, conv = convs.matmul_flops - convs.conv_flops, convs.conv_flops
+    assert est.breakdown["compute"] == pytest.approx(
+        other / (0.9 * 19.5e12) + conv / (0.6 * 0.5 * 156e12), rel=1e-9
+    )
+    (note,) = [n for n in est.notes if "TF32" in n]
+    assert "convolutions on its TF32 tensor cores (46.8 TFLOP/s sustained vs 17.6" in note
+    assert "torch.backends.cudnn.allow_tf32" in note and "--precision tf32" in note
+    plain = convs.matmul_flops / (0.9 * 19.5e12)
+    for same in (amd, A100):
+        fp32 = predict_step_time(convs, same, "fp32", efficiency=eff)
+        assert fp32.breakdown["compute"] == pytest.approx(plain, rel=1e-9)
+        assert not any("TF32" in n for n in fp32.notes)
+    matmuls = predict_step_time(RESNET, a100, "fp32", efficiency=eff)
+    assert matmuls.breakdown["compute"] == pytest.approx(
+        RESNET.matmul_flops / (0.9 * 19.5e12), rel=1e-9
+    )
+    assert not any("TF32" in n for n in matmuls.notes)
+    # a TF32 path slower than the FP32 units (TF32 peak = FP32 peak): convolutions stay
+    slow = replace(a100, tf32_tflops=19.5)
+    stay = predict_step_time(convs, slow, "fp32", efficiency=eff)
+    assert stay.breakdown["compute"] == pytest.approx(plain, rel=1e-9)
+    assert any("convolutions on its FP32 units (the fitted TF32 path" in n for n in stay.notes)
+    tf32 = predict_step_time(convs, a100, "tf32", efficiency=eff)
+    assert tf32.value < est.value
+    cal = calibrate(convs, 0.5, a100, "fp32", efficiency=eff)
+    again = predict_step_time(convs, a100, "fp32", calibration=cal, efficiency=eff)
+    assert again.value == pytest.approx(0.5)
+
+
 def test_calibration_same_device_reproduces_measurement() -> None:
     cal = calibrate(RESNET, 0.25, V100, "fp32")
     est = predict_step_time(RESNET, V100, "fp32", calibration=cal)

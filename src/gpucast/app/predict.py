@@ -31,10 +31,12 @@ from gpucast.domain.workload import (
     AUTO_PRECISION,
     PRECISIONS,
     SOFTWARE_HELP,
+    TF32,
     WorkloadOptions,
     check_software,
     practitioner_precision,
     precision_assumption,
+    profiled_precision,
     workload_options_field,
 )
 
@@ -106,8 +108,9 @@ class PredictTrainRequest:
     )
     precision: str = option(
         "fp32",
-        help="fp32, bf16, fp16, or auto (what practitioners use on the GPU: bf16 where it has "
-        "bf16 tensor cores, else fp32).",
+        help="fp32 (on NVIDIA GPUs with TF32, convolutions on TF32 as cuDNN does by default), "
+        "tf32 (matmuls too), bf16, fp16, or auto (what practitioners use on the GPU: bf16 "
+        "where it has bf16 tensor cores, else fp32).",
         example="bf16",
     )
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
@@ -145,7 +148,7 @@ class PredictTrainRequest:
             raise InvalidSpecError(
                 "batch-size", "must be >= 1", got=self.batch_size, fix="e.g. --batch-size 64"
             )
-        _one_of("precision", self.precision, (*PRECISIONS, AUTO_PRECISION))
+        _one_of("precision", self.precision, (*PRECISIONS, TF32, AUTO_PRECISION))
         check_software(self.software)
 
 
@@ -267,7 +270,9 @@ def predict_train(
         )
     facts = workload_facts(
         workload_profile(
-            request.workload, request.precision, options=dict(request.workload_options)
+            request.workload,
+            profiled_precision(request.precision),
+            options=dict(request.workload_options),
         )
     )
     efficiency = step_time_efficiency(request.software)

@@ -216,6 +216,16 @@ class GpuSpec:
         fp32 = self.fp32_dedicated_tflops or self.fp32_tflops
         return float(fp32) * self.clock_share
 
+    def fp32_convolution_tflops(self) -> float | None:
+        """The TF32 tensor-core peak that fp32 convolutions may run at by default: cuDNN's,
+        on NVIDIA GPUs with TF32 units (PyTorch's ``torch.backends.cudnn.allow_tf32`` is True
+        by default, its ``torch.backends.cuda.matmul.allow_tf32`` False: fp32 matmuls stay
+        on the FP32 units); None on GPUs without TF32 units or not NVIDIA's (ROCm's MIOpen
+        keeps fp32 convolutions in fp32)."""
+        if self.vendor != "nvidia" or self.tf32_tflops is None:
+            return None
+        return self.peak_tflops("tf32")
+
     def matrix_tflops(self, precision: str) -> float:
         """The peak matrix work at ``precision`` runs at: the FP32 units'
         (:meth:`fp32_path_tflops`) for ``fp32``, else :meth:`peak_tflops` -- what every

@@ -527,6 +527,14 @@ def with_features(frame: pd.DataFrame, catalog: Any) -> pd.DataFrame:
         nbytes.append(roof.memory_bytes)
         kernels.append(roof.n_kernels)
         spec = catalog.gpu(str(r["gpu"]))
+        if str(r["precision"]) == "fp32" and conv[-1] > 0 and spec.fp32_convolution_tflops():
+            raise InvalidSpecError(  # the fit prices fp32 on the FP32 units only
+                "precision",
+                f"fp32 with convolutions on {spec.name} (TF32 by default there) is not a "
+                "row the step-time fit can take",
+                got=str(r["workload"]),
+                fix="give the row's precision as tf32, or leave it out",
+            )
         peak.append(spec.matrix_tflops(str(r["precision"])))
         fp32_peak.append(spec.fp32_path_tflops())
         bandwidth.append(spec.memory_bandwidth_gbps)

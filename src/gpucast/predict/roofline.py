@@ -104,6 +104,20 @@ def matrix_seconds(
     return np.asarray(chosen, dtype=np.float64)
 
 
+def fp32_matrix_seconds(
+    flops: float, conv_flops: float, fp32_flops_per_s: float, conv_flops_per_s: float | None
+) -> float:
+    """Time of fp32 matrix work (``flops``, ``conv_flops`` of them convolutions) on a GPU's
+    FP32 units at ``fp32_flops_per_s``, except that convolutions run on TF32 tensor cores at
+    ``conv_flops_per_s`` where that is faster -- cuDNN's default on NVIDIA GPUs with TF32
+    (:meth:`~gpucast.domain.catalog.GpuSpec.fp32_convolution_tflops`; cuDNN times its
+    algorithms and keeps the fastest). None: no such path, all on the FP32 units."""
+    conv_s = conv_flops / fp32_flops_per_s
+    if conv_flops_per_s is not None:
+        conv_s = min(conv_s, conv_flops / conv_flops_per_s)
+    return (flops - conv_flops) / fp32_flops_per_s + conv_s
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RooflineWorkload:
     """Per-step totals of one training step (forward + backward + optimizer)."""
@@ -245,12 +259,17 @@ class DeviceRoofline:
     #: the FP32 units' peak where ``peak_tflops`` is another precision's (a GPU at a reduced
     #: precision: the path :func:`matrix_seconds` falls back to); None: no other path
     fp32_peak_tflops: float | None = None
+    #: fp32 work only: the TF32 peak its convolutions may run at
+    #: (:meth:`~gpucast.domain.catalog.GpuSpec.fp32_convolution_tflops`); None: none
+    conv_tf32_peak_tflops: float | None = None
 
     def __post_init__(self) -> None:
         _positive("peak_tflops", self.peak_tflops)
         _positive("memory_bandwidth_gbps", self.memory_bandwidth_gbps)
         if self.fp32_peak_tflops is not None:
             _positive("fp32_peak_tflops", self.fp32_peak_tflops)
+        if self.conv_tf32_peak_tflops is not None:
+            _positive("conv_tf32_peak_tflops", self.conv_tf32_peak_tflops)
 
     @classmethod
     def of_gpu(cls, gpu: GpuSpec, precision: str) -> DeviceRoofline:
@@ -260,6 +279,7 @@ class DeviceRoofline:
             peak_tflops=gpu.matrix_tflops(precision),
             memory_bandwidth_gbps=gpu.memory_bandwidth_gbps,
             fp32_peak_tflops=None if precision == "fp32" else gpu.fp32_path_tflops(),
+            conv_tf32_peak_tflops=gpu.fp32_convolution_tflops() if precision == "fp32" else None,
         )
 
     def fp32_flops_per_s(self, efficiency_fp32: float) -> float:
@@ -267,6 +287,21 @@ class DeviceRoofline:
         if self.fp32_peak_tflops is None:
             return math.inf
         return efficiency_fp32 * self.fp32_peak_tflops * _TERA
+
+    def fp32_seconds(
+        self, flops: float, conv_flops: float, efficiency_fp32: float, conv_tf32: float
+    ) -> float | None:
+        """fp32 matrix work on a GPU whose convolutions may run on TF32
+        (:func:`fp32_matrix_seconds`; ``conv_tf32``: the efficiency convolutions reach of the
+        TF32 peak); None on any other device (the caller prices it as it does)."""
+        if self.kind != "gpu" or self.conv_tf32_peak_tflops is None:
+            return None
+        return fp32_matrix_seconds(
+            flops,
+            conv_flops,
+            efficiency_fp32 * self.peak_tflops * _TERA,
+            conv_tf32 * self.conv_tf32_peak_tflops * _TERA,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -378,11 +413,21 @@ def _terms(
     else:
         compute_eff, factor = eff.compute_efficiency_fp32, 1.0
         flops = workload.matmul_flops
-    compute = matrix_seconds(
-        flops / (compute_eff * device.peak_tflops * _TERA),
-        workload.matmul_flops,
-        device.fp32_flops_per_s(eff.compute_efficiency_fp32),
+    compute: float = float(
+        matrix_seconds(
+            flops / (compute_eff * device.peak_tflops * _TERA),
+            workload.matmul_flops,
+            device.fp32_flops_per_s(eff.compute_efficiency_fp32),
+        )
     )
+    if precision == "fp32":
+        tf32_conv = device.fp32_seconds(
+            workload.matmul_flops,
+            workload.conv_flops,
+            eff.compute_efficiency_fp32,
+            eff.compute_efficiency("tf32") * eff.tensor_core_conv_ratio,
+        )
+        compute = compute if tf32_conv is None else tf32_conv
     return {
         "compute": factor * float(compute),
         "memory_bandwidth": factor
@@ -550,8 +595,11 @@ def _precision_notes(
     units because the fitted tensor-core path would be slower there (:func:`matrix_seconds`;
     the tensor-core efficiencies come from systems whose half-precision peak is 4-15x the FP32
     one)."""
-    if precision == "fp32" and gpu.fp32_dedicated_tflops is not None:
-        return [_dedicated_note(gpu)]
+    if precision == "fp32":
+        return [
+            *([_dedicated_note(gpu)] if gpu.fp32_dedicated_tflops is not None else []),
+            *_tf32_convolution_note(workload, gpu, eff),
+        ]
     column = _NATIVE.get(precision)
     if column is None:
         return []
@@ -578,6 +626,30 @@ def _precision_notes(
             f"--precision {precision}) calibrates it"
         )
     return notes
+
+
+def _tf32_convolution_note(
+    workload: RooflineWorkload, gpu: GpuSpec, eff: RooflineEfficiency
+) -> list[str]:
+    """fp32 on a GPU whose convolutions may run on TF32 (:func:`fp32_matrix_seconds`): which
+    path its convolutions are priced on, and how to price the matmuls there too."""
+    peak = gpu.fp32_convolution_tflops()
+    if peak is None or workload.conv_flops <= 0:
+        return []
+    tf32 = eff.compute_efficiency("tf32") * eff.tensor_core_conv_ratio * peak
+    fp32 = eff.compute_efficiency_fp32 * gpu.fp32_path_tflops()
+    where = (
+        f"on its TF32 tensor cores ({tf32:.3g} TFLOP/s sustained vs {fp32:.3g} on the FP32 units)"
+        if tf32 > fp32
+        else f"on its FP32 units (the fitted TF32 path sustains {tf32:.3g} TFLOP/s, they "
+        f"{fp32:.3g})"
+    )
+    return [
+        f"fp32 as PyTorch runs it on {gpu.name}: convolutions {where}, as cuDNN does by default "
+        "(torch.backends.cudnn.allow_tf32 = True), other matmuls on the FP32 units "
+        "(torch.backends.cuda.matmul.allow_tf32 = False); --precision tf32 prices those on "
+        "TF32 too"
+    ]
 
 
 def _dedicated_note(gpu: GpuSpec) -> str:

@@ -287,11 +287,21 @@ def _terms(
     ratio = eff.tensor_core_conv_ratio if tensor else 1.0
     flops = work.matmul_flops_per_sample * batch_size
     weighted = conv_weighted_flops(1.0, work.conv_share, ratio) * flops
-    compute = matrix_seconds(
-        weighted / (compute_eff * device.peak_tflops * _TERA),
-        flops,
-        device.fp32_flops_per_s(eff.compute_efficiency_fp32),
+    compute: float = float(
+        matrix_seconds(
+            weighted / (compute_eff * device.peak_tflops * _TERA),
+            flops,
+            device.fp32_flops_per_s(eff.compute_efficiency_fp32),
+        )
     )
+    if precision == "fp32":
+        tf32_conv = device.fp32_seconds(
+            flops,
+            work.conv_share * flops,
+            eff.compute_efficiency_fp32,
+            eff.compute_efficiency("tf32") * eff.tensor_core_conv_ratio,
+        )
+        compute = compute if tf32_conv is None else tf32_conv
     return {
         "overhead": work.n_kernels * eff.kernel_overhead_s + eff.batch_overhead_s,
         "compute": float(compute) * compute_slowdown,
