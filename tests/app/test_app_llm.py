@@ -35,7 +35,7 @@ def test_interleaved_stages_and_context_parallel_are_searched_unless_fixed() -> 
     searched = gpucast.predict_llm_train(**common, global_batch=64)
     layouts = [p.layout for p in (searched.best, *searched.alternatives)]
     assert {lay.cp for lay in layouts} == {1, 2}  # both context-parallel sizes tried
-    assert {lay.virtual_stages for lay in layouts if lay.pp > 1} > {1}  # interleaving tried
+    assert any(lay.virtual_stages > 1 for lay in layouts if lay.pp > 1)  # interleaving tried
     flat = gpucast.predict_llm_train(**common, global_batch=64, cp=1, vpp=1)
     assert all(
         p.layout.cp == 1 and p.layout.virtual_stages == 1 for p in (flat.best, *flat.alternatives)
@@ -234,7 +234,7 @@ def test_the_result_states_its_band_and_the_validated_error_of_its_regime() -> N
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        ({"vpp": 3}, "vpp=3"),  # 3 divides no stage split of 80 layers
+        ({"pp": 16, "vpp": 6}, "vpp=6"),  # 16 stages x 6 chunks: more than the 80 layers
         ({"pp": 1, "vpp": 2}, "drop --pp/--vpp"),  # interleaving needs stages
         ({"cp": 3}, "cp=3"),  # 4,096 tokens do not split in three
     ],
@@ -242,7 +242,7 @@ def test_the_result_states_its_band_and_the_validated_error_of_its_regime() -> N
 def test_a_fixed_choice_no_layout_can_take_is_named_with_its_rule(
     options: dict[str, int], named: str
 ) -> None:
-    with pytest.raises(NoFeasiblePlanError, match="pp x vpp divide them") as err:
+    with pytest.raises(NoFeasiblePlanError, match="pp x vpp at most them") as err:
         gpucast.predict_llm_train(
             model="llama-2-70b", gpu="H100", gpus=16, seq_len=4096, global_batch=64, **options
         )

@@ -491,6 +491,30 @@ def test_uneven_pipeline_unless_disallowed(h100: GpuSpec) -> None:
     assert any("uneven pipeline" in note for note in pred.notes)
 
 
+def test_interleaved_stages_may_be_uneven_too(h100: GpuSpec) -> None:
+    """Llama 3.1 405B as Meta ran it (tp 8, pp 16, 126 layers): interleaving needs no divisor
+    of the layers when uneven stages are allowed (chunks of the stage's layers, the slowest
+    stage paces), and cuts the bubble; never more chunks than layers; kept to divisors
+    without uneven stages."""
+    spec = llm_model("llama-3.1-405b")
+    layout = ParallelLayout(tp=8, pp=16, micro_batches=16, recompute="full")
+    links = cluster_shape(h100, node_network_gbps=3200.0)
+    flat = predict_training_step(spec, h100, layout, seq_len=8192, cluster=links)
+    chunked = predict_training_step(
+        spec, h100, replace(layout, virtual_stages=4), seq_len=8192, cluster=links
+    )
+    assert chunked.step_time_s < flat.step_time_s
+    assert chunked.breakdown["pp_bubble"] == pytest.approx(flat.breakdown["pp_bubble"] / 4)
+    assert any("8 or 7 of 126 layers in 4 chunks each" in n for n in chunked.notes)
+    with pytest.raises(InvalidSpecError, match="at most the 126 layers") as info:
+        validate_layout(spec, replace(layout, virtual_stages=8), seq_len=8192, gpus_per_node=8,
+                        allow_uneven_pp=True)  # fmt: skip
+    assert info.value.field == "virtual_stages"
+    with pytest.raises(InvalidSpecError, match="must divide the 126 layers"):
+        validate_layout(spec, replace(layout, pp=2, virtual_stages=4), seq_len=8192,
+                        gpus_per_node=8, allow_uneven_pp=False)  # fmt: skip
+
+
 def test_the_search_spreads_126_layers_over_stages_that_do_not_divide_them(h100: GpuSpec) -> None:
     # Llama 3.1 405B's 126 layers divide by no pp in 4, 8, 16: kept to divisors, 512 H100s
     # fall back to pp=2 with ZeRO-3 and full recompute; with uneven stages (Megatron's first /

@@ -378,7 +378,7 @@ def predict_llm_train(
                 + f" runs {spec.name} at a global batch of {request.global_batch}",
                 fix=f"tp must divide the heads and fit in a node, pp be at most the "
                 f"{spec.layers} layers (uneven stages are allowed) and, with vpp > 1, pp x vpp "
-                f"divide them, cp the {seq} tokens, and the global batch must divide by dp"
+                f"at most them, cp the {seq} tokens, and the global batch must divide by dp"
                 + (f"; drop {dropped} to search them" if dropped else ""),
             )
         best_layout(  # raises, naming the smallest layout's memory

@@ -302,12 +302,21 @@ def validate_layout(
         )
     v = layout.virtual_stages
     if v > 1:
-        if spec.layers % (p * v):
+        if spec.layers < p * v:
+            raise InvalidSpecError(
+                "virtual_stages",
+                f"pp * virtual_stages must be at most the {spec.layers} layers (a layer a "
+                "model chunk at least)",
+                got=v,
+                fix=f"try virtual_stages <= {max(1, spec.layers // p)}",
+            )
+        if spec.layers % (p * v) and not allow_uneven_pp:
             raise InvalidSpecError(
                 "virtual_stages",
                 f"pp * virtual_stages must divide the {spec.layers} layers",
                 got=v,
-                fix=f"try virtual_stages in {_listing(_divisors(spec.layers // p or 1))}",
+                fix=f"try virtual_stages in {_listing(_divisors(spec.layers // p or 1))}, "
+                "or allow uneven stages",
             )
         if layout.micro_batches % p:
             raise InvalidSpecError(
@@ -979,10 +988,11 @@ def predict_training_step(
     lower = step * pace.estimate.lower / pace.estimate.value
     upper = step * pace.estimate.upper / pace.estimate.value
     notes = list(pace.estimate.notes)
-    if spec.layers % p:
+    if spec.layers % (p * v):
+        chunks = f" in {v} chunks each" if v > 1 else ""
         notes.append(
             f"uneven pipeline: stages hold {max(layers)} or {min(layers)} of {spec.layers} "
-            "layers; the slowest sets the pace"
+            f"layers{chunks}; the slowest sets the pace"
         )
     if layout.tp > spec.kv_heads:
         notes.append(
