@@ -178,6 +178,31 @@ def test_llama_2_70b_lora_fits_on_8_h100_and_full_fine_tuning_does_not(h100: Gpu
     assert not predict_training_step(spec, h100, fsdp, seq_len=4096).fits
 
 
+def test_a_lora_step_moves_its_adapters_and_its_frozen_inputs(h100: GpuSpec) -> None:
+    """LoRA on q, k, v, o of a GPT-style layer (h 512, f 2,048; 512 tokens): the MLP input
+    and the down projection's input are not kept but still move (4x their 2 s h + 2 s f
+    bytes), and the four unfused adapters move 6 (d_in + d_out) elements a token (8 h in
+    all): 8 layers x s (104 h + 8 f) bytes more element-wise traffic than the kept
+    activations say; a full fine-tune has none."""
+    spec, s = tiny(), 512
+    layout = ParallelLayout(lora_rank=8, recompute="selective")
+    eff = RooflineEfficiency()
+
+    def memory_s(lay: ParallelLayout, traffic: bool) -> float:
+        step = predict_training_step(
+            spec, h100, lay, seq_len=s, cluster=FREE_LINKS, efficiency=eff,
+            assumptions=ParallelAssumptions(lora_traffic=traffic),
+        )  # fmt: skip
+        return step.breakdown["memory_bandwidth"]
+
+    extra = 8 * s * (104 * 512 + 8 * 2048)
+    assert memory_s(layout, True) - memory_s(layout, False) == pytest.approx(
+        extra / (eff.bandwidth_efficiency * h100.memory_bandwidth_gbps * 1e9), rel=1e-9
+    )
+    full = replace(layout, lora_rank=0)
+    assert memory_s(full, True) == memory_s(full, False)
+
+
 def test_fp8_lora_keeps_its_frozen_base_once_in_fp8(h100: GpuSpec) -> None:
     spec = llm_model("llama-2-70b")
     bf16 = training_memory(spec, h100, ParallelLayout(tp=8, lora_rank=16), seq_len=4096)

@@ -376,7 +376,9 @@ class _Shapes:
     experts_sharded: bool  # the MLP is an expert MLP (ZeRO over dp*cp/ep)
 
 
-def _lora_params_per_layer(spec: TransformerSpec, rank: int, targets: Sequence[str]) -> float:
+def _lora_widths(spec: TransformerSpec, targets: Sequence[str], *, routed: bool) -> float:
+    """The sum of ``d_in + d_out`` over one layer's adapted matrices: every expert's copy
+    (``routed`` False: the parameters), or the copies one token passes (True: the traffic)."""
     h, f = spec.hidden, spec.ffn_hidden
     dims = {
         "q": (h, spec.q_dim),
@@ -390,9 +392,38 @@ def _lora_params_per_layer(spec: TransformerSpec, rank: int, targets: Sequence[s
     total = 0.0
     for target in targets:
         d_in, d_out = dims[target]
-        copies = spec.n_experts if target in ("gate", "up", "down") else 1
-        total += copies * rank * (d_in + d_out)
+        copies = 1
+        if target in ("gate", "up", "down"):
+            copies = spec.experts_per_token if routed else spec.n_experts
+        total += copies * (d_in + d_out)
     return total
+
+
+def _lora_params_per_layer(spec: TransformerSpec, rank: int, targets: Sequence[str]) -> float:
+    return rank * _lora_widths(spec, targets, routed=False)
+
+
+def _lora_traffic_per_layer(
+    spec: TransformerSpec, layout: ParallelLayout, seq_len: int, level: str, kv_local: int
+) -> float:
+    """Element-wise bytes one layer of a LoRA micro-batch moves that its kept activations do
+    not count (:func:`_stage_time` prices the rest as 6x the kept bytes): a frozen matrix's
+    input is still written and read in forward and its gradient in backward (4x its bytes,
+    not kept for a weight gradient), and each adapter runs unfused beside its matrix (Megatron
+    / NeMo's ``ParallelLinearAdapter``, PEFT's ``lora.Linear``) -- forward reads the input and
+    writes its ``d_out`` output, then adds it to the base output (read two, write one);
+    backward reads the output gradient twice (B's gradient, the path to A), reads the input
+    again for A's gradient and writes and adds its input gradient (write one, read two, write
+    one): ``6 (d_in + d_out)`` elements a token, split ``t`` ways."""
+    if not layout.lora:
+        return 0.0
+    kept = _activation_bytes_per_layer(spec, layout, seq_len, level, kv_local)
+    whole = _activation_bytes_per_layer(
+        spec, replace(layout, lora_rank=0), seq_len, level, kv_local
+    )
+    tokens = layout.micro_batch_size * seq_len / layout.cp
+    widths = _lora_widths(spec, layout.lora_targets, routed=True)
+    return 4.0 * (whole - kept) + 6.0 * ACTIVATION_BYTES * tokens * widths / layout.tp
 
 
 def _shapes(spec: TransformerSpec, layout: ParallelLayout) -> _Shapes:
@@ -715,6 +746,10 @@ def _stage_time(
     traffic_level = "none" if layout.recompute == "none" else "selective"
     acts = _activation_bytes_per_layer(spec, layout, seq_len, traffic_level, shapes.kv_local)
     memory = layers * acts * (8.0 if full else 6.0)
+    if assumptions.lora_traffic:
+        memory += layers * _lora_traffic_per_layer(
+            spec, layout, seq_len, traffic_level, shapes.kv_local
+        )
     kernels_fwd = assumptions.kernels_per_layer_forward + (
         _MOE_KERNELS_PER_LAYER if spec.is_moe else 0
     )
