@@ -80,6 +80,7 @@ def test_a_limit_off_the_grid_is_in_the_sweep() -> None:
         ({"gpu": "K80"}, "K80 has no max_power_limit_w"),
         ({"gpu": "Z9000"}, "Z9000"),
         ({"dataset_size": 0}, "dataset-size: must be >= 1"),
+        ({"precision": "tf16"}, "precision: must be one of fp32, bf16, fp16, tf32, auto"),
     ],
 )
 def test_bad_input_is_one_line(options: dict[str, object], message: str) -> None:
@@ -87,6 +88,17 @@ def test_bad_input_is_one_line(options: dict[str, object], message: str) -> None
         gpucast.predict_energy(**{**BASE, **options})
     assert message in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_precision_auto_and_tf32_read_as_predict_train_reads_them() -> None:
+    """``auto`` is bf16 on an A100 (fp32 on a V100) and the result says so; ``tf32`` runs."""
+    a100 = gpucast.predict_energy(**{**BASE, "gpu": "A100-80GB", "precision": "auto"})
+    v100 = gpucast.predict_energy(**{**BASE, "precision": "auto"})
+    assert a100.precision == "bf16" and v100.precision == "fp32"
+    said = {a["name"]: a for a in a100.to_dict()["assumptions"]}
+    assert said["precision"]["source"] == "--precision auto"
+    tf32 = gpucast.predict_energy(**{**BASE, "gpu": "A100-80GB", "precision": "tf32"})
+    assert tf32.precision == "tf32" and tf32.step_time_s > 0
 
 
 def test_a_power_model_file_of_another_kind_is_refused(tmp_path: Path) -> None:

@@ -23,10 +23,13 @@ from gpucast.domain.energy import JOULES_PER_KWH, check_eta, eta_option, power_l
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.workload import (
+    AUTO_PRECISION,
     PRECISIONS,
     SOFTWARE_HELP,
+    TF32,
     WorkloadOptions,
     check_software,
+    profiled_precision,
     workload_options_field,
 )
 
@@ -212,7 +215,11 @@ class PredictEnergyRequest:
     dataset_size: int | None = option(
         None, help="Samples per epoch: adds time and energy per epoch.", example="1281167"
     )
-    precision: str = option("fp32", help="fp32, bf16 or fp16.", example="bf16")
+    precision: str = option(
+        "fp32",
+        help="fp32, tf32, bf16, fp16 or auto, as predict train reads them.",
+        example="bf16",
+    )
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
     workload_options: WorkloadOptions = workload_options_field()
     step_time_s: float | None = option(
@@ -242,10 +249,11 @@ class PredictEnergyRequest:
             raise InvalidSpecError(
                 "batch-size", "must be >= 1", got=self.batch_size, fix="e.g. --batch-size 64"
             )
-        if self.precision not in PRECISIONS:
+        choices = (*PRECISIONS, TF32, AUTO_PRECISION)
+        if self.precision not in choices:
             raise InvalidSpecError(
                 "precision",
-                f"must be one of {', '.join(PRECISIONS)}",
+                f"must be one of {', '.join(choices)}",
                 got=self.precision,
                 fix="e.g. --precision fp32",
             )
@@ -428,14 +436,17 @@ def predict_energy(
         workload_options=request.workload_options,
         db=db,
     )
+    precision = train.precision  # auto resolved as predict train resolves it
     efficiency = step_time_efficiency(request.software).value
     facts = workload_facts(
         workload_profile(
-            request.workload, request.precision, options=dict(request.workload_options)
+            request.workload,
+            profiled_precision(precision),
+            options=dict(request.workload_options),
         )
     )
     terms, estimate = power_terms(
-        facts, request.batch_size, spec, request.precision, efficiency, estimate=train.estimate
+        facts, request.batch_size, spec, precision, efficiency, estimate=train.estimate
     )
     ref_step = request.step_time_s if request.step_time_s is not None else estimate.value
     grid = sorted(
@@ -531,12 +542,13 @@ def predict_energy(
             source="catalog gpus.csv" if board.idle_power_w is not None else model.source,
             override="add idle_power_w to gpus.csv",
         ),
+        *([train.precision_assumption] if train.precision_assumption is not None else []),
     )
     return PredictEnergyResult(
         workload=request.workload,
         batch_size=request.batch_size,
         gpu=spec.name,
-        precision=request.precision,
+        precision=precision,
         power_limit_w=float(chosen),
         default_power_limit_w=top,
         min_power_limit_w=board.min_power_limit_w,
@@ -556,6 +568,6 @@ def predict_energy(
         energy_optimal_power_limit_w=float(limits[i_energy]),
         zeus_optimal_power_limit_w=float(limits[i_zeus]),
         assumptions=assumptions,
-        validation=validation_for("power-model", [spec.name], request.precision, 1),
+        validation=validation_for("power-model", [spec.name], precision, 1),
         notes=tuple(notes),
     )
