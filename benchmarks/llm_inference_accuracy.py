@@ -45,7 +45,7 @@ from gpucast.domain.llm_infer import ENGINE_PARAMS
 from gpucast.inputs.llm_bench import BenchData, bench_data
 from gpucast.predict.intervals import held_out_bands
 from gpucast.predict.llm_infer import LlmInferenceModel
-from gpucast.predict.llm_infer_intervals import held_out_residuals, interval_table
+from gpucast.predict.llm_infer_intervals import gpu_factor_rows, held_out_residuals, interval_table
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 A100, MI250 = "A100-40GB", "MI250"
@@ -186,11 +186,31 @@ def section_regimes(errors: pd.DataFrame) -> None:
     print(multi.round(1).to_string())
 
 
-def section_intervals(bench: BenchData, print_rows: bool) -> None:
+def section_intervals(bench: BenchData, print_rows: bool, print_factors: bool) -> None:
     residuals = held_out_residuals(
         bench.throughput, bench.ttft, specs=bench.specs, gpus=bench.gpus,
         engines=bench.engines, fitted_gpu=A100,
     )  # fmt: skip
+    factors = gpu_factor_rows(residuals)
+    by_bench = {e.bench_framework: e.name for e in bench.engines}
+    print("\n   latency factors off the fitted GPU (shipped: llm_infer_gpu_factors.csv):")
+    print(factors.round(4).to_string(index=False))
+    if print_factors:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        from gpucast.catalog.engines import GPU_FACTOR_COLUMNS
+
+        writer.writerow(GPU_FACTOR_COLUMNS)
+        for r in factors.itertuples():
+            writer.writerow([
+                by_bench[str(r.framework)], r.gpu, f"{r.latency_factor:.4f}", r.rows, r.models,
+                f"LLM-Inference-Bench (arXiv 2411.00136) {r.gpu} rows: the mean log ratio "
+                f"measured / predicted by the {A100} fit, via benchmarks/"
+                "llm_inference_accuracy.py --gpu-factors",
+                "2026-12-06",
+            ])  # fmt: skip
+        print("\nllm_infer_gpu_factors.csv:")
+        print(out.getvalue(), end="")
     table = interval_table(residuals)
     print("\n6. 80% intervals of predict infer (ratio measured / predicted; tokens/s: inverse)")
     rows = []
@@ -278,7 +298,7 @@ def main(argv: list[str]) -> int:
     section_lofo(bench, a100, ttft)
     section_mi250(bench, model)
     section_regimes(errors)
-    section_intervals(bench, "--intervals" in argv)
+    section_intervals(bench, "--intervals" in argv, "--gpu-factors" in argv)
     if "--profiles" in argv:
         print_profiles(model, bench)
     return 0

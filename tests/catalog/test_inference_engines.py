@@ -93,3 +93,57 @@ def test_shipped_parameters_are_a_refit_on_the_a100_rows(shared_data: Path) -> N
                 f"{engine.name}.{name}: rerun python benchmarks/llm_inference_accuracy.py "
                 "--profiles and update inference_engines.csv"
             )
+
+
+def test_a_gpu_factor_scales_every_term_of_a_batch_on_that_gpu() -> None:
+    """vLLM's MI250 factor (llm_infer_gpu_factors.csv): its parameters there are the
+    efficiencies divided by it and the times multiplied; a one-GPU batch (no collectives)
+    takes exactly that many times the factor-free engine's time, on that GPU only."""
+    import dataclasses
+
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.llm import llm_model
+    from gpucast.predict.llm_infer import predict_inference
+
+    vllm = inference_engine("vllm")
+    factor = vllm.gpu_factors["MI250"]
+    assert 1.5 < factor < 2.5 and "MI250 rows" in vllm.gpu_factor_sources["MI250"]
+    there, plain = vllm.params("MI250"), vllm.params()
+    assert there["compute_efficiency"] == pytest.approx(plain["compute_efficiency"] / factor)
+    assert there["step_overhead_s"] == pytest.approx(plain["step_overhead_s"] * factor)
+    assert there["memory_reserve_gib"] == plain["memory_reserve_gib"]
+    assert vllm.params("A100-40GB") == plain
+    bare = dataclasses.replace(vllm, gpu_factors={}, gpu_factor_sources={})
+    spec, cat = llm_model("llama-3-8b"), load_catalog()
+    shape = {"batch_size": 8, "input_len": 512, "output_len": 64}
+    mi250 = cat.gpu("MI250")
+    ratio = (
+        predict_inference(spec, mi250, vllm, **shape).latency_s
+        / predict_inference(spec, mi250, bare, **shape).latency_s
+    )
+    assert ratio == pytest.approx(factor, rel=1e-9)
+    a100 = cat.gpu("A100-40GB")
+    assert predict_inference(spec, a100, vllm, **shape).latency_s == pytest.approx(
+        predict_inference(spec, a100, bare, **shape).latency_s
+    )
+    assert type(vllm).from_dict(vllm.to_dict()).gpu_factors == vllm.gpu_factors
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("nope,MI250,1.5,3,a,src,2026-12-06", "engine 'nope' is not in inference_engines.csv"),
+        ("vllm,MI250,-1,3,a,src,2026-12-06", "latency_factor"),
+        ("vllm,MI250,1.5,0,a,src,2026-12-06", "rows"),
+        ("vllm,MI250,1.5,3,a,src,yesterday", "as_of"),
+    ],
+)
+def test_gpu_factor_rows_are_parsed_strictly(row: str, message: str) -> None:
+    from gpucast.catalog.engines import GPU_FACTOR_COLUMNS, parse_gpu_factors
+
+    text = ",".join(GPU_FACTOR_COLUMNS) + "\n" + row + "\n"
+    with pytest.raises(DataFormatError, match=message):
+        parse_gpu_factors(text, load_inference_engines())
+    twice = ",".join(GPU_FACTOR_COLUMNS) + "\n" + ("vllm,MI250,1.5,3,a,src,2026-12-06\n" * 2)
+    with pytest.raises(DataFormatError, match="listed twice"):
+        parse_gpu_factors(twice, load_inference_engines())

@@ -19,6 +19,8 @@ from gpucast.domain.errors import DataFormatError
 from gpucast.predict.intervals import IntervalTable
 from gpucast.predict.llm_infer_intervals import (
     PRIOR_HALFWIDTH,
+    _calibrated,
+    gpu_factor_rows,
     held_out_residuals,
     interval_table,
     stated_ratios,
@@ -119,7 +121,12 @@ def test_shipped_bands_are_what_the_held_out_rows_give(shared_data: Path) -> Non
         bench.throughput, bench.ttft, specs=bench.specs, gpus=bench.gpus,
         engines=bench.engines, fitted_gpu=gpu,
     )  # fmt: skip
-    assert set(residuals["regime"]) == {"model_unseen", "engine_unseen", "gpu_unseen"}
+    assert set(residuals["regime"]) == {
+        "model_unseen",
+        "engine_unseen",
+        "gpu_unseen",
+        "gpu_calibrated",
+    }
     assert set(residuals.loc[residuals["regime"] == "gpu_unseen", "gpu"]) == {"MI250"}
     refit = interval_table(residuals)
     assert set(refit.n) == set(shipped.n)
@@ -129,3 +136,57 @@ def test_shipped_bands_are_what_the_held_out_rows_give(shared_data: Path) -> Non
             f"{name}: rerun python benchmarks/llm_inference_accuracy.py --intervals and update "
             "llm_infer_intervals.csv"
         )
+
+
+def test_shipped_gpu_factors_are_what_the_rows_off_the_fitted_gpu_give(shared_data: Path) -> None:
+    """``llm_infer_gpu_factors.csv`` is the mean log ratio of each engine's MI250 rows to the
+    A100 fit; the shipped engines carry it."""
+    from gpucast.catalog.engines import load_inference_engines
+    from gpucast.inputs.llm_bench import bench_data
+
+    bench = bench_data(shared_data)
+    residuals = held_out_residuals(
+        bench.throughput, bench.ttft, specs=bench.specs, gpus=bench.gpus,
+        engines=bench.engines, fitted_gpu="A100-40GB",
+    )  # fmt: skip
+    rows = gpu_factor_rows(residuals)
+    by_bench = {e.bench_framework: e for e in load_inference_engines()}
+    assert len(rows) == 2
+    for r in rows.itertuples():
+        engine = by_bench[str(r.framework)]
+        assert engine.gpu_factors[str(r.gpu)] == pytest.approx(r.latency_factor, rel=1e-3), (
+            "rerun python benchmarks/llm_inference_accuracy.py --gpu-factors and update "
+            "llm_infer_gpu_factors.csv"
+        )
+    total = sum(len(e.gpu_factors) for e in load_inference_engines())
+    assert total == len(rows)
+
+
+def test_a_calibrated_gpu_states_its_own_band_and_the_calibrated_residual_is_shifted() -> None:
+    """``gpu_calibrated`` alone, TTFT widened to its latency band; each model's residual less
+    the mean of the other models' latency rows of its engine and GPU."""
+    table = IntervalTable(
+        q_low={**_table().q_low, "gpu_calibrated/latency": math.log(0.8),
+               "gpu_calibrated/ttft": math.log(1.2)},
+        q_high={**_table().q_high, "gpu_calibrated/latency": math.log(1.25),
+                "gpu_calibrated/ttft": math.log(1.3)},
+        n={**_table().n, "gpu_calibrated/latency": 8, "gpu_calibrated/ttft": 3},
+        mape_pct={**_table().mape_pct, "gpu_calibrated/latency": 12.0,
+                  "gpu_calibrated/ttft": 20.0},
+    )  # fmt: skip
+    band = stated_ratios(
+        table, engine_fitted=True, gpu_fitted=False, same_vendor=False, gpu_calibrated=True
+    )
+    assert band.regimes == ("gpu_calibrated",)
+    assert band.latency == pytest.approx((0.8, 1.25)) and band.ttft == pytest.approx((0.8, 1.3))
+    assert "this GPU's own rows" in band.note
+    frame = pd.DataFrame(
+        {"regime": "gpu_unseen", "quantity": "latency", "group": "vLLM", "framework": "vLLM",
+         "gpu": "X", "model": ["a", "a", "b", "c"], "residual": [0.1, 0.3, 0.5, 0.9]}
+    )  # fmt: skip
+    calibrated = _calibrated(frame)
+    assert list(calibrated["residual"]) == pytest.approx(
+        [0.1 - 0.7, 0.3 - 0.7, 0.5 - 1.3 / 3, 0.9 - 0.3]  # the other models' rows' mean
+    )
+    assert set(calibrated["regime"]) == {"gpu_calibrated"}
+    assert gpu_factor_rows(frame)["latency_factor"].iloc[0] == pytest.approx(math.exp(0.45))

@@ -130,7 +130,8 @@ def infer_band(engine: EngineProfile, gpu: GpuSpec) -> StatedBand:
     """The 80% band of ``engine``'s latency and TTFT on ``gpu``
     (:func:`gpucast.predict.llm_infer_intervals.stated_ratios` on the shipped
     ``llm_infer_intervals.csv``): by whether the engine was fitted, the GPU is the fitted
-    one, and else whether it is of the fitted GPU's vendor."""
+    one, the engine has its own factor on it, and else whether it is of the fitted GPU's
+    vendor."""
     from gpucast.catalog.engines import load_llm_infer_intervals
     from gpucast.predict.llm_infer_intervals import stated_ratios
 
@@ -140,6 +141,7 @@ def infer_band(engine: EngineProfile, gpu: GpuSpec) -> StatedBand:
         engine_fitted=bool(engine.fitted_params),
         gpu_fitted=gpu.name == fitted_gpu,
         same_vendor=gpu.vendor.lower() == vendor.lower(),
+        gpu_calibrated=gpu.name in engine.gpu_factors,
     )
 
 

@@ -11,9 +11,10 @@ the file matches a refit on the published data. Parsing is strict and cached per
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from importlib import resources
-from typing import cast
+from typing import Any, cast
 
 from gpucast.catalog._csv import (
     parse_bool,
@@ -71,7 +72,7 @@ def parse_inference_engines(text: str, path: str = _PATH) -> tuple[EngineProfile
         identical = parse_bool(
             row["bench_identical_prompts"], path=path, line=line, column="bench_identical_prompts"
         )
-        params = {}
+        params: dict[str, Any] = {}
         for column in ENGINE_PARAMS:
             value = parse_float(row[column], path=path, line=line, column=column, positive=False)
             params[column] = float(value if value is not None else 0.0)
@@ -121,11 +122,56 @@ def parse_inference_engines(text: str, path: str = _PATH) -> tuple[EngineProfile
     return tuple(engines)
 
 
+GPU_FACTOR_COLUMNS = ("engine", "gpu", "latency_factor", "rows", "models", "source", "as_of")
+_FACTORS_PATH = "llm_infer_gpu_factors.csv"
+
+
+def parse_gpu_factors(
+    text: str, engines: tuple[EngineProfile, ...], path: str = _FACTORS_PATH
+) -> tuple[EngineProfile, ...]:
+    """``engines`` with the latency factors of CSV text in the format of
+    ``data/llm_infer_gpu_factors.csv`` (one row per engine and GPU with measurements of it off
+    the fitted GPU: ``benchmarks/llm_inference_accuracy.py --gpu-factors``'s output)."""
+    names = {e.name: e for e in engines}
+    factors: dict[str, dict[str, float]] = {}
+    sources: dict[str, dict[str, str]] = {}
+    for line, row in read_rows(text, path, GPU_FACTOR_COLUMNS):
+        engine = require_text(row["engine"], path=path, line=line, column="engine")
+        if engine not in names:
+            raise DataFormatError(
+                path, f"engine {engine!r} is not in {_PATH}", line=line, column="engine"
+            )
+        gpu = require_text(row["gpu"], path=path, line=line, column="gpu")
+        factor = parse_float(row["latency_factor"], path=path, line=line, column="latency_factor")
+        n = parse_int(row["rows"], path=path, line=line, column="rows", minimum=1)
+        if gpu in factors.get(engine, {}):
+            raise DataFormatError(path, f"{engine} on {gpu} is listed twice", line=line)
+        parse_date(row["as_of"], path=path, line=line, column="as_of")
+        factors.setdefault(engine, {})[gpu] = float(factor or 0.0)
+        sources.setdefault(engine, {})[gpu] = (
+            f"{n} rows of {require_text(row['models'], path=path, line=line, column='models')}"
+            f"; {require_text(row['source'], path=path, line=line, column='source')}"
+        )
+    try:
+        return tuple(
+            dataclasses.replace(
+                e, gpu_factors=factors.get(e.name, {}), gpu_factor_sources=sources.get(e.name, {})
+            )
+            for e in engines
+        )
+    except InvalidSpecError as exc:
+        raise DataFormatError(path, exc.message) from exc
+
+
+def _data(name: str) -> str:
+    return resources.files("gpucast.catalog").joinpath("data", name).read_text(encoding="utf-8")
+
+
 @functools.lru_cache(maxsize=1)
 def load_inference_engines() -> tuple[EngineProfile, ...]:
-    """Every engine of the built-in ``inference_engines.csv``, in file order."""
-    text = resources.files("gpucast.catalog").joinpath("data", _PATH).read_text(encoding="utf-8")
-    return parse_inference_engines(text, _PATH)
+    """Every engine of the built-in ``inference_engines.csv``, in file order, with the
+    latency factors of ``llm_infer_gpu_factors.csv``."""
+    return parse_gpu_factors(_data(_FACTORS_PATH), parse_inference_engines(_data(_PATH), _PATH))
 
 
 def inference_engine(name: str) -> EngineProfile:

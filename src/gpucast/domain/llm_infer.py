@@ -49,6 +49,11 @@ ENGINE_PARAMS: tuple[str, ...] = (
     "memory_reserve_gib",
     "collective_latency_s",
 )
+#: Time parameters a GPU's latency factor scales (the fractions it divides); not the memory
+#: reserve, which is GiB.
+TIME_PARAMS: frozenset[str] = frozenset(
+    {"step_overhead_s", "sequence_overhead_s", "collective_latency_s"}
+)
 #: Parameters that are fractions (0, 1]; the others are seconds >= 0.
 FRACTION_PARAMS: frozenset[str] = frozenset(
     {
@@ -123,9 +128,20 @@ class EngineProfile:
     source_url: str = ""
     as_of: date | None = None
     note: str = ""
+    #: per GPU with measurements of this engine off the fitted GPU: how many times slower
+    #: than the fit says its batches ran (``catalog/data/llm_infer_gpu_factors.csv``), and
+    #: what each rests on
+    gpu_factors: Mapping[str, float] = field(default_factory=dict)
+    gpu_factor_sources: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         owner = f"engine {self.name}"
+        for gpu, factor in self.gpu_factors.items():
+            if not (math.isfinite(factor) and factor > 0):
+                raise InvalidSpecError(f"{owner}.gpu_factors[{gpu}]", "must be > 0", got=factor)
+        # copies (plain dicts: a profile is deep-copied and pickled by the estimators)
+        object.__setattr__(self, "gpu_factors", dict(self.gpu_factors))
+        object.__setattr__(self, "gpu_factor_sources", dict(self.gpu_factor_sources))
         if not self.name:
             raise InvalidSpecError(f"{owner}.name", "must not be empty")
         check_precision(f"{owner}.default_precision", self.default_precision)
@@ -175,9 +191,19 @@ class EngineProfile:
             self, **changes, fitted_params=fitted_params, fitted_on=fitted_on
         )
 
-    def params(self) -> dict[str, float]:
-        """The parameters of :data:`ENGINE_PARAMS` by name."""
-        return {name: float(getattr(self, name)) for name in ENGINE_PARAMS}
+    def params(self, gpu: str | None = None) -> dict[str, float]:
+        """The parameters of :data:`ENGINE_PARAMS` by name; on ``gpu``, with its latency
+        factor (:attr:`gpu_factors`): every efficiency divided by it and every time
+        multiplied, so each compute, memory and overhead term of a batch takes that many
+        times as long (the collectives' link time is the link's)."""
+        values = {name: float(getattr(self, name)) for name in ENGINE_PARAMS}
+        factor = self.gpu_factors.get(gpu, 1.0) if gpu is not None else 1.0
+        if factor != 1.0:
+            for name in FRACTION_PARAMS:
+                values[name] /= factor
+            for name in TIME_PARAMS:
+                values[name] *= factor
+        return values
 
     def provenance(self) -> str:
         """One line: which parameters were fitted on what, and which are priors."""
@@ -208,6 +234,8 @@ class EngineProfile:
             "source_url": self.source_url,
             "as_of": None if self.as_of is None else self.as_of.isoformat(),
             "note": self.note,
+            "gpu_factors": dict(self.gpu_factors),
+            "gpu_factor_sources": dict(self.gpu_factor_sources),
         }
 
     @classmethod
@@ -231,6 +259,10 @@ class EngineProfile:
             source_url=str(data.get("source_url", "")),
             as_of=None if not as_of else date.fromisoformat(str(as_of)),
             note=str(data.get("note", "")),
+            gpu_factors={str(k): float(v) for k, v in data.get("gpu_factors", {}).items()},
+            gpu_factor_sources={
+                str(k): str(v) for k, v in data.get("gpu_factor_sources", {}).items()
+            },
         )
 
 

@@ -471,9 +471,12 @@ def predict_inference(
         output_len=output_len, precision=weights, kv_precision=kv,
         identical=identical_sequences, mesh_gpus=mesh_gpus,
     )  # fmt: skip
-    out = {k: float(v[0]) for k, v in _evaluate(_cases([case]), engine.params()).items()}
+    params = engine.params(gpu.name)
+    out = {k: float(v[0]) for k, v in _evaluate(_cases([case]), params).items()}
     breakdown = {term: out[term] for term in TERMS}
     notes = _notes(spec, gpu, engine, tp, weights, kv, batch_size, out)
+    if gpu.name in engine.gpu_factors:
+        notes = (*notes, gpu_factor_note(engine, gpu.name))
     memory = InferenceMemory(
         weights_bytes=float(_shape(spec, tp, engine.multi_gpu).held * BYTES_PER_VALUE[weights]),
         kv_cache_bytes=out["kv_bytes"],
@@ -545,7 +548,7 @@ def request_latency_s(
     chunk = engine.prompt_chunk_tokens
     columns["input_len"], columns["output_len"] = n_in, n_out
     columns["chunk_tokens"] = np.minimum(chunk, n_in) if chunk > 0 else n_in
-    return _evaluate(_Cases(**columns), engine.params())["latency_s"]
+    return _evaluate(_Cases(**columns), engine.params(gpu.name))["latency_s"]
 
 
 def _notes(
@@ -997,7 +1000,7 @@ def iteration_cost(
         precision=weights, kv_precision=kv, mesh_gpus=mesh_gpus,
     )  # fmt: skip
     x = _cases([case])
-    p = engine.params()
+    p = engine.params(gpu.name)
     bw, peak = float(x.bandwidth_bytes_s[0]), float(x.peak_flops[0])
     eta_w, eta_kv = p["weight_bandwidth_efficiency"], p["kv_bandwidth_efficiency"]
     eta_c = p["compute_efficiency"]
@@ -1020,5 +1023,14 @@ def iteration_cost(
         pipeline_depth=int(x.pipeline[0]),
         gpus=tp,
         source=f"{spec.name} on {tp} x {gpu.name}, {weights} weights / {kv} KV cache, "
-        f"{engine.provenance()}",
+        f"{engine.provenance()}"
+        + (f"; {gpu_factor_note(engine, gpu.name)}" if gpu.name in engine.gpu_factors else ""),
+    )
+
+
+def gpu_factor_note(engine: EngineProfile, gpu: str) -> str:
+    """What a GPU's latency factor for ``engine`` is and rests on."""
+    return (
+        f"{engine.display_name} on {gpu}: every term x{engine.gpu_factors[gpu]:.2f}, from its "
+        f"own measurements there ({engine.gpu_factor_sources.get(gpu, 'no source given')})"
     )

@@ -8,7 +8,10 @@
 * ``engine_unseen`` -- an engine with no rows of its own (priors and the pooled fit): each
   framework predicted by the pooled parameters of the others (groups: the frameworks);
 * ``gpu_unseen`` -- another GPU: its rows (MI250, another vendor's software) predicted by the
-  full fit from its datasheet (groups: the frameworks).
+  full fit from its datasheet (groups: the frameworks);
+* ``gpu_calibrated`` -- that GPU with its engine's latency factor (:func:`gpu_factor_rows`,
+  shipped in ``catalog/data/llm_infer_gpu_factors.csv``): each model's rows there predicted
+  with the factor of the *other* models' rows of the same engine and GPU (groups: the models).
 
 Per (regime, quantity) -- ``latency`` (the batch; tokens/s is its inverse) and ``ttft`` -- the
 band is the quantile pair of ``log(measured / predicted)`` at the least level whose band of the
@@ -36,7 +39,7 @@ from gpucast.predict.intervals import IntervalTable, calibrated_level
 from gpucast.predict.llm_infer import LlmInferenceModel
 
 #: Regimes, most informed first.
-REGIMES = ("model_unseen", "engine_unseen", "gpu_unseen")
+REGIMES = ("model_unseen", "engine_unseen", "gpu_calibrated", "gpu_unseen")
 QUANTITIES = ("latency", "ttft")
 #: The band of a GPU no row validates and whose vendor's transfer was never measured:
 #: +-50%, the step-time model's unvalidated prior.
@@ -74,6 +77,7 @@ def held_out_residuals(
                 "group": rows[key].astype(str).to_numpy(),
                 "framework": rows["framework"].to_numpy(),
                 "gpu": rows["gpu"].to_numpy(),
+                "model": rows["model"].astype(str).to_numpy(),
                 "residual": np.log(measured / predicted),
             }
         )
@@ -94,7 +98,50 @@ def held_out_residuals(
             out.append(part(full, "gpu_unseen", "framework", others, False))
         if len(others_ttft):
             out.append(part(full, "gpu_unseen", "framework", others_ttft, True))
-    return pd.concat(out, ignore_index=True)
+    frame = pd.concat(out, ignore_index=True)
+    return pd.concat([frame, _calibrated(frame)], ignore_index=True)
+
+
+def _calibrated(residuals: pd.DataFrame) -> pd.DataFrame:
+    """``gpu_calibrated`` rows: each ``gpu_unseen`` residual less the mean latency residual of
+    the other models of its engine on its GPU (the factor it would have been priced with);
+    none where the engine has no other model there."""
+    unseen = residuals[residuals["regime"] == "gpu_unseen"]
+    latency = unseen[unseen["quantity"] == "latency"]
+    parts = []
+    for (framework, gpu, model), rows in unseen.groupby(["framework", "gpu", "model"]):
+        same = (latency["framework"] == framework) & (latency["gpu"] == gpu)
+        others = latency[same & (latency["model"] != model)]
+        if not len(others):
+            continue
+        shift = float(others["residual"].mean())
+        parts.append(
+            rows.assign(
+                regime="gpu_calibrated", group=rows["model"], residual=rows["residual"] - shift
+            )
+        )
+    if not parts:
+        return residuals.iloc[0:0]
+    return pd.concat(parts, ignore_index=True)
+
+
+def gpu_factor_rows(residuals: pd.DataFrame) -> pd.DataFrame:
+    """The latency factor of each (framework, GPU) off the fitted GPU: ``exp`` of the mean
+    ``gpu_unseen`` latency residual (how many times slower than the fit said its batches
+    ran), with its rows and models -- what ``catalog/data/llm_infer_gpu_factors.csv`` ships."""
+    unseen = residuals[(residuals["regime"] == "gpu_unseen") & (residuals["quantity"] == "latency")]
+    rows = []
+    for (framework, gpu), part in unseen.groupby(["framework", "gpu"]):
+        rows.append(
+            {
+                "framework": str(framework),
+                "gpu": str(gpu),
+                "latency_factor": float(np.exp(part["residual"].mean())),
+                "rows": len(part),
+                "models": ", ".join(sorted(set(part["model"]))),
+            }
+        )
+    return pd.DataFrame(rows, columns=["framework", "gpu", "latency_factor", "rows", "models"])
 
 
 def interval_table(residuals: pd.DataFrame) -> IntervalTable:
@@ -121,16 +168,24 @@ class StatedBand:
 
 
 def stated_ratios(
-    table: IntervalTable, *, engine_fitted: bool, gpu_fitted: bool, same_vendor: bool
+    table: IntervalTable,
+    *,
+    engine_fitted: bool,
+    gpu_fitted: bool,
+    same_vendor: bool,
+    gpu_calibrated: bool = False,
 ) -> StatedBand:
     """The 80% band a prediction states: its engine's regime (``model_unseen`` for a fitted
     engine, ``engine_unseen`` for one on priors) and, on a GPU without rows, the envelope with
     ``gpu_unseen`` (another vendor, as measured) or with the +-50% prior (the fitted GPU's
-    vendor: no transfer measured). A quantity without rows of its own (TTFT on another GPU)
-    takes its latency's band."""
+    vendor: no transfer measured); an engine priced with its own factor on this GPU
+    (``gpu_calibrated``) states that regime's band alone. A quantity without rows of its own
+    (TTFT on another GPU) takes its latency's band."""
     base = "model_unseen" if engine_fitted else "engine_unseen"
     regimes = [base]
-    if not gpu_fitted:
+    if gpu_calibrated and not gpu_fitted and table.resolved("gpu_calibrated/latency"):
+        regimes = ["gpu_calibrated"]
+    elif not gpu_fitted:
         regimes.append("gpu_unseen" if not same_vendor else "prior")
     bands: dict[str, tuple[float, float]] = {}
     for quantity in QUANTITIES:
@@ -143,6 +198,9 @@ def stated_ratios(
                 if table.resolved(name) is None:
                     name = f"{regime}/latency"
                 lo, hi = table.ratios(name)
+                if regime == "gpu_calibrated":  # its TTFT rests on 3 rows: with latency's
+                    lo = min(lo, table.ratios(f"{regime}/latency")[0])
+                    hi = max(hi, table.ratios(f"{regime}/latency")[1])
             low, high = min(low, lo), max(high, hi)
         bands[quantity] = (low, high)
     parts = []
@@ -162,6 +220,8 @@ def stated_ratios(
             "model_unseen": "a model left out of the fit",
             "engine_unseen": "an engine left out (the pooled fit of the others)",
             "gpu_unseen": "a GPU of another vendor, predicted from the fitted GPU's fit",
+            "gpu_calibrated": "this GPU's own rows, a model left out, its engine's factor "
+            "there from the other models",
         }[regime]
         parts.append(f"{what}: latency x{lo:.2f}-{hi:.2f} over {n} predictions, MAPE {mape:.1f}%")
     note = "80% interval from held-out LLM inference rows -- " + "; ".join(parts)
