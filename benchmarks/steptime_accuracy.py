@@ -592,6 +592,16 @@ def llm_intervals(table: pd.DataFrame, print_rows: bool) -> None:
             f"   coverage, each submitter against the others' band: {np.nanmean(inside):.0%} "
             f"of {int(np.isfinite(inside).sum())} systems (target 75-85%)"
         )
+        # what a prediction states: the band with the point in it (lower = min(point, band))
+        stated_inside = np.array(
+            [min(bands[s][0], 0.0) <= x <= max(bands[s][1], 0.0) if s in bands else np.nan
+             for s, x in zip(rows.submitter, r, strict=True)],
+            dtype=float,
+        )  # fmt: skip
+        print(
+            f"   ... against the interval a prediction states (the point included): "
+            f"{np.nanmean(stated_inside):.0%}"
+        )
         # a looser unit: one submitter's runs of one benchmark (its stack on one workload)
         pairs = (rows.submitter + "/" + rows.benchmark).to_numpy()
         pair_bands = held_out_bands(r, pairs)
