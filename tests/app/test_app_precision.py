@@ -116,3 +116,24 @@ def test_auto_names_the_gpus_whose_half_precision_runs_at_the_fp32_rate() -> Non
     assert "gpucast measure train" in slow.override
     mlp = gpucast.plan_train(**{**PLAN, "provider": "aws", "gpu": "A10G"})
     assert not any(a.name == "half precision at FP32 rate" for a in mlp.assumptions)
+
+
+def test_tf32_is_tf32_where_the_gpu_has_the_units_and_fp32_elsewhere() -> None:
+    """``--precision tf32`` (PyTorch's ``set_float32_matmul_precision("high")``): the A100
+    trains fp32 with TF32 matmuls, the K80 and T4 fp32; one fp32 profile; the assumption says
+    which GPU got which; simulate train reads it the same way."""
+    plan = gpucast.plan_train(**{**PLAN, "precision": "tf32"})
+    by_gpu = {c.gpu: c.precision for c in plan.candidates}
+    assert by_gpu == {"K80": "fp32", "T4": "fp32", "A100-40GB": "tf32"}
+    said = _said(plan)
+    assert said.value.startswith("tf32 -- fp32 (TF32 matmuls) on A100-40GB; fp32 on K80, T4")
+    assert said.source == "--precision tf32"
+    fp32 = gpucast.plan_train(**{**PLAN, "precision": "fp32"})
+
+    def step(p: TrainPlan, gpu: str) -> float:
+        return min(c.step_time_s for c in p.candidates if c.gpu == gpu)
+
+    assert step(plan, "K80") == step(fp32, "K80")
+    assert step(plan, "A100-40GB") <= step(fp32, "A100-40GB")
+    sim = gpucast.simulate_train(gpu="A100-40GB", workers=2, precision="tf32", **SIM)
+    assert _said(sim).value.startswith("tf32 -- fp32 (TF32 matmuls) on A100-40GB")

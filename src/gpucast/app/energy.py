@@ -23,10 +23,8 @@ from gpucast.domain.energy import JOULES_PER_KWH, check_eta, eta_option, power_l
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.workload import (
-    AUTO_PRECISION,
-    PRECISIONS,
     SOFTWARE_HELP,
-    TF32,
+    TRAIN_PRECISION_CHOICES,
     WorkloadOptions,
     check_software,
     profiled_precision,
@@ -249,11 +247,10 @@ class PredictEnergyRequest:
             raise InvalidSpecError(
                 "batch-size", "must be >= 1", got=self.batch_size, fix="e.g. --batch-size 64"
             )
-        choices = (*PRECISIONS, TF32, AUTO_PRECISION)
-        if self.precision not in choices:
+        if self.precision not in TRAIN_PRECISION_CHOICES:
             raise InvalidSpecError(
                 "precision",
-                f"must be one of {', '.join(choices)}",
+                f"must be one of {', '.join(TRAIN_PRECISION_CHOICES)}",
                 got=self.precision,
                 fix="e.g. --precision fp32",
             )

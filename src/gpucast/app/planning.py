@@ -22,8 +22,9 @@ from gpucast.domain.plan import ModelInfo, PlanCandidate, TrainPlan, TrainReques
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.workload import (
     AUTO_PRECISION,
+    TF32,
     auto_precision_assumption,
-    practitioner_compute_precision,
+    gpu_compute_precision,
     precision_assumption,
     profiled_precision,
 )
@@ -96,23 +97,25 @@ def plan_train(
     cluster = request_cluster(request, catalog)
     data_dir = published_data_dir(request.data_dir)
     # --precision auto: each GPU type the search evaluates trains in what practitioners use
-    # on it; the workload is profiled once per precision that needs (cached)
+    # on it (tf32: TF32 where it has the units); the workload is profiled once per precision
+    # that needs (cached)
     by_gpu: dict[str, str] = {}
-    if request.precision == AUTO_PRECISION:
+    if request.precision in (AUTO_PRECISION, TF32):
         by_gpu = {
-            name: practitioner_compute_precision(
+            name: gpu_compute_precision(
+                request.precision,
                 has_bf16=catalog.gpu(name).bf16_tflops is not None,
                 has_tf32=catalog.gpu(name).tf32_tflops is not None,
             )
             for name in planned_gpus(request, catalog, cluster)
         }
     profiled = sorted(
-        {profiled_precision(p) for p in by_gpu.values()} or {request.precision},
+        {profiled_precision(p) for p in by_gpu.values()} or {profiled_precision(request.precision)},
         key=lambda p: p != "fp32",  # fp32 first: the facts of a plan with any fp32 GPU
     )
     if stored is not None and stored.profile is not None and request.profile_file is None:
         prof = stored.profile
-        if prof.precision != request.precision:
+        if prof.precision != profiled_precision(request.precision):
             raise InvalidSpecError(
                 "precision",
                 f"run {stored.run_id} was profiled at {prof.precision}",
@@ -132,6 +135,13 @@ def plan_train(
         }
         prof = next(iter(profiles.values()))
     kept = None  # why --precision auto kept one precision everywhere
+    if request.precision == TF32 and prof.precision != "fp32":
+        raise InvalidSpecError(
+            "precision",
+            f"tf32 trains an fp32 profile; --profile {request.profile_file} is {prof.precision}",
+            got=request.precision,
+            fix=f"drop --precision or give --precision {prof.precision}",
+        )
     if request.precision == AUTO_PRECISION and request.profile_file is not None:
         kept = f"the precision of --profile {request.profile_file}"
         request = dataclasses.replace(request, precision=prof.precision)
@@ -368,7 +378,7 @@ def plan_train(
         for a in plan.assumptions
     )
     if by_gpu:
-        assumed += (auto_precision_assumption(by_gpu, fixed=kept),)
+        assumed += (auto_precision_assumption(by_gpu, fixed=kept, requested=request.precision),)
         slow = _fp32_path_priced(by_gpu, profiles, catalog, efficiency.value)
         if slow is not None:
             assumed += (slow,)

@@ -29,9 +29,8 @@ from gpucast.domain.systems import (
 )
 from gpucast.domain.workload import (
     AUTO_PRECISION,
-    PRECISIONS,
     SOFTWARE_HELP,
-    TF32,
+    TRAIN_PRECISION_CHOICES,
     WorkloadOptions,
     check_software,
     practitioner_precision,
@@ -148,7 +147,7 @@ class PredictTrainRequest:
             raise InvalidSpecError(
                 "batch-size", "must be >= 1", got=self.batch_size, fix="e.g. --batch-size 64"
             )
-        _one_of("precision", self.precision, (*PRECISIONS, TF32, AUTO_PRECISION))
+        _one_of("precision", self.precision, TRAIN_PRECISION_CHOICES)
         check_software(self.software)
 
 

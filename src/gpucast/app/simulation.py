@@ -57,10 +57,12 @@ from gpucast.domain.workload import (
     AUTO_PRECISION,
     PRECISIONS,
     SOFTWARE_HELP,
+    TF32,
+    TRAIN_PRECISION_CHOICES,
     WorkloadOptions,
     auto_precision_assumption,
     check_software,
-    practitioner_compute_precision,
+    gpu_compute_precision,
     precision_assumption,
     profiled_precision,
     workload_options_field,
@@ -137,8 +139,9 @@ class SimulateTrainRequest:
     precision: str = option(
         AUTO_PRECISION,
         help="auto (per GPU type, what practitioners train in: bf16 where it has bf16 tensor "
-        "cores, fp32 with TF32 matmuls where it has TF32 ones, fp32 elsewhere), or fp32, "
-        "bf16 or fp16 on every GPU.",
+        "cores, fp32 with TF32 matmuls where it has TF32 ones, fp32 elsewhere), fp32, bf16 "
+        "or fp16 on every GPU, or tf32 (fp32 with TF32 matmuls where the GPU has TF32 "
+        "units, fp32 elsewhere).",
         example="bf16",
     )
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
@@ -289,10 +292,10 @@ class SimulateTrainRequest:
             raise InvalidSpecError("workers", "must be >= 1", got=self.workers, fix="e.g. 4")
         if self.gpus_per_node < 1:
             raise InvalidSpecError("gpus-per-node", "must be >= 1", got=self.gpus_per_node)
-        if self.precision not in (*PRECISIONS, AUTO_PRECISION):
+        if self.precision not in TRAIN_PRECISION_CHOICES:
             raise InvalidSpecError(
                 "precision",
-                f"must be one of {', '.join((*PRECISIONS, AUTO_PRECISION))}",
+                f"must be one of {', '.join(TRAIN_PRECISION_CHOICES)}",
                 got=self.precision,
             )
         check_software(self.software)
@@ -631,15 +634,15 @@ def simulate_train(
     # --precision auto: each GPU type at what practitioners train in on it (one precision:
     # the request's from here on; two: each group's step time at its own)
     by_gpu = {
-        g.gpu: request.precision
-        if request.precision != AUTO_PRECISION
-        else practitioner_compute_precision(
+        g.gpu: gpu_compute_precision(
+            request.precision,
             has_bf16=catalog.gpu(g.gpu).bf16_tflops is not None,
             has_tf32=catalog.gpu(g.gpu).tf32_tflops is not None,
         )
         for g in groups
     }
-    auto = request.precision == AUTO_PRECISION
+    auto = request.precision in (AUTO_PRECISION, TF32)
+    requested = request.precision
     if len(set(by_gpu.values())) == 1 and (one := next(iter(by_gpu.values()))) in PRECISIONS:
         request = dataclasses.replace(request, precision=one)
     assert request.region is not None  # (as above: replace() forgets the narrowing)
@@ -945,7 +948,10 @@ def simulate_train(
             ("Young's interval from the lifetimes" if every_steps else "no revocations"),
             override="--checkpoint-every",
         ),
-        auto_precision_assumption({catalog.gpu(g).name: p for g, p in by_gpu.items()}) if auto
+        auto_precision_assumption(
+            {catalog.gpu(g).name: p for g, p in by_gpu.items()}, requested=requested
+        )
+        if auto
         else precision_assumption(
             request.precision,
             [(g, catalog.gpu(g).bf16_tflops is not None) for g in gpus],

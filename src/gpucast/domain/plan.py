@@ -59,8 +59,8 @@ from gpucast.domain.variability import (
 )
 from gpucast.domain.workload import (
     AUTO_PRECISION,
-    PRECISIONS,
     SOFTWARE_HELP,
+    TRAIN_PRECISION_CHOICES,
     WorkloadOptions,
     check_software,
     workload_options_field,
@@ -127,8 +127,9 @@ class TrainRequest:
     precision: str = option(
         AUTO_PRECISION,
         help="auto (what practitioners train in on each GPU: bf16 where it has bf16 tensor "
-        "cores, fp32 with TF32 matmuls where it has TF32 ones, fp32 elsewhere), or fp32, "
-        "bf16 or fp16 on every GPU.",
+        "cores, fp32 with TF32 matmuls where it has TF32 ones, fp32 elsewhere), fp32, bf16 "
+        "or fp16 on every GPU, or tf32 (fp32 with TF32 matmuls where the GPU has TF32 "
+        "units, fp32 elsewhere).",
         example="bf16",
     )
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
@@ -347,10 +348,10 @@ class TrainRequest:
             allow_large=self.allow_large,
             fix="lower --runs (1000 gives the mean within ~1%) or --max-gpus",
         )
-        if self.precision not in (*PRECISIONS, AUTO_PRECISION):
+        if self.precision not in TRAIN_PRECISION_CHOICES:
             raise InvalidSpecError(
                 "precision",
-                f"must be one of {', '.join((*PRECISIONS, AUTO_PRECISION))}",
+                f"must be one of {', '.join(TRAIN_PRECISION_CHOICES)}",
                 got=self.precision,
             )
         check_software(self.software)

@@ -37,6 +37,22 @@ def practitioner_compute_precision(*, has_bf16: bool, has_tf32: bool) -> str:
     return TF32 if has_tf32 else "fp32"
 
 
+#: What every training verb's ``--precision`` accepts: a precision for every GPU, ``tf32``
+#: (fp32 with TF32 matmuls where the GPU has TF32 units) or ``auto``.
+TRAIN_PRECISION_CHOICES: tuple[str, ...] = (*PRECISIONS, TF32, AUTO_PRECISION)
+
+
+def gpu_compute_precision(requested: str, *, has_bf16: bool, has_tf32: bool) -> str:
+    """The compute precision one GPU trains in for a requested ``--precision``: ``auto`` what
+    practitioners use (:func:`practitioner_compute_precision`), ``tf32`` TF32 where the GPU
+    has TF32 units and fp32 elsewhere, any other as given."""
+    if requested == AUTO_PRECISION:
+        return practitioner_compute_precision(has_bf16=has_bf16, has_tf32=has_tf32)
+    if requested == TF32:
+        return TF32 if has_tf32 else "fp32"
+    return requested
+
+
 def profiled_precision(compute_precision: str) -> str:
     """The precision a workload is profiled at for a compute precision (TF32 is fp32)."""
     return "fp32" if compute_precision == TF32 else compute_precision
@@ -47,7 +63,9 @@ def precision_label(compute_precision: str) -> str:
     return "fp32 (TF32 matmuls)" if compute_precision == TF32 else compute_precision
 
 
-def auto_precision_assumption(by_gpu: Mapping[str, str], *, fixed: str | None = None) -> Any:
+def auto_precision_assumption(
+    by_gpu: Mapping[str, str], *, fixed: str | None = None, requested: str = AUTO_PRECISION
+) -> Any:
     """The assumption a plan states about ``--precision auto``: ``by_gpu`` maps each GPU it
     evaluated to its compute precision (:func:`practitioner_compute_precision`), listed
     per precision; ``fixed`` names what kept one precision instead (a stored run, a profile
@@ -64,7 +82,11 @@ def auto_precision_assumption(by_gpu: Mapping[str, str], *, fixed: str | None = 
         + (f" and {len(groups[p]) - 8} more" if len(groups[p]) > 8 else "")
         for p in order
     ]
-    value = "auto -- " + ("; ".join(parts) or "no GPU evaluated")
+    value = f"{requested} -- " + ("; ".join(parts) or "no GPU evaluated")
+    if requested == TF32:
+        value += " (fp32 with TF32 matmuls where the GPU has TF32 units, fp32 elsewhere)"
+        return Assumption(name="precision", value=value, source="--precision tf32",
+                          override="--precision fp32|bf16|fp16|auto")  # fmt: skip
     if fixed is None:
         value += (
             " (what practitioners train in: bf16 mixed precision where the GPU has bf16 "
