@@ -137,7 +137,18 @@ def test_a_sustained_clock_above_or_without_the_boost_is_rejected(
 
 #: GPUs whose datasheet FP32 figure counts lanes shared with INT32 (GA10x, Ada) or dual-issued
 #: (RDNA3); GA100, Hopper, Blackwell, Volta, Turing and CDNA have dedicated FP32 lanes
-SHARED_FP32 = ("A10G", "A10", "A40", "RTX-A6000", "L4", "L40S", "L40", "RTX4090", "RX7900XTX")
+SHARED_FP32 = (
+    "A10G",
+    "A10",
+    "A40",
+    "RTX-A6000",
+    "L4",
+    "L40S",
+    "L40",
+    "RTX4090",
+    "RX7900XTX",
+    "RTX6000-Ada",
+)
 
 
 def test_fp32_dedicated_lanes_are_stated_with_their_source() -> None:
