@@ -561,6 +561,24 @@ def cross_vendor() -> None:
     )
 
 
+def _inside(residuals: np.ndarray, groups: np.ndarray, *, with_point: bool = False) -> np.ndarray:
+    """Per row, whether its residual lies in the band the other groups give its group (NaN:
+    no band); ``with_point``: the interval as stated, stretched to hold the point (0)."""
+    from gpucast.predict.intervals import held_out_bands
+
+    bands = held_out_bands(residuals, groups)
+    out = []
+    for g, x in zip(groups, residuals, strict=True):
+        if g not in bands:
+            out.append(np.nan)
+            continue
+        lo, hi = bands[g]
+        if with_point:
+            lo, hi = min(lo, 0.0), max(hi, 0.0)
+        out.append(float(lo <= x <= hi))
+    return np.asarray(out, dtype=float)
+
+
 def llm_intervals(table: pd.DataFrame, print_rows: bool) -> None:
     """The 80% bands predict/plan llm-train state, and how they cover what they did not see."""
     import csv
@@ -568,7 +586,6 @@ def llm_intervals(table: pd.DataFrame, print_rows: bool) -> None:
 
     from gpucast.catalog._intervals import INTERVAL_COLUMNS
     from gpucast.inputs.mlperf_llm import ANY_STACK, CITATION, TUNED, interval_table
-    from gpucast.predict.intervals import held_out_bands
 
     band = interval_table(table)
     out = io.StringIO()
@@ -582,34 +599,19 @@ def llm_intervals(table: pd.DataFrame, print_rows: bool) -> None:
             f"{band.level[regime]:.3f}, MAPE {band.mape_pct[regime]:.1f}%)"
         )
         # nested: each submitter scored against the band the other submitters give it
-        bands = held_out_bands(r, rows.submitter.to_numpy())
-        inside = np.array(
-            [bands[s][0] <= x <= bands[s][1] if s in bands else np.nan
-             for s, x in zip(rows.submitter, r, strict=True)],
-            dtype=float,
-        )  # fmt: skip
+        inside = _inside(r, rows.submitter.to_numpy())
         print(
             f"   coverage, each submitter against the others' band: {np.nanmean(inside):.0%} "
             f"of {int(np.isfinite(inside).sum())} systems (target 75-85%)"
         )
         # what a prediction states: the band with the point in it (lower = min(point, band))
-        stated_inside = np.array(
-            [min(bands[s][0], 0.0) <= x <= max(bands[s][1], 0.0) if s in bands else np.nan
-             for s, x in zip(rows.submitter, r, strict=True)],
-            dtype=float,
-        )  # fmt: skip
+        stated_inside = _inside(r, rows.submitter.to_numpy(), with_point=True)
         print(
             f"   ... against the interval a prediction states (the point included): "
             f"{np.nanmean(stated_inside):.0%}"
         )
         # a looser unit: one submitter's runs of one benchmark (its stack on one workload)
-        pairs = (rows.submitter + "/" + rows.benchmark).to_numpy()
-        pair_bands = held_out_bands(r, pairs)
-        pair_inside = np.array(
-            [pair_bands[p][0] <= x <= pair_bands[p][1] if p in pair_bands else np.nan
-             for p, x in zip(pairs, r, strict=True)],
-            dtype=float,
-        )  # fmt: skip
+        pair_inside = _inside(r, (rows.submitter + "/" + rows.benchmark).to_numpy())
         print(
             f"   coverage, each submitter's runs of one benchmark against the rest's band: "
             f"{np.nanmean(pair_inside):.0%} of {int(np.isfinite(pair_inside).sum())} systems"

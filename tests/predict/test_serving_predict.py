@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 
@@ -187,17 +188,24 @@ def test_a_cnn_profile_carries_its_convolution_share() -> None:
     assert eager.tensor_core_conv_ratio < 1.0
 
 
-def test_reduced_precision_serving_is_never_priced_slower_than_fp32_units() -> None:
-    """Convolutions at a low tensor-core ratio on A10G (bf16 2x its FP32 figure, 4x its
-    dedicated lanes'): bf16 matrix work falls back to the FP32 units' rate, so a bf16 batch
-    costs at most what fp32 costs; on A100 (bf16 16x) the tensor path stays far faster."""
+def _matrix_work(conv_share: float) -> tuple[InferenceWork, Any]:
+    """WORK with matrix work only (``conv_share`` of it convolutions), and efficiencies whose
+    convolutions reach 0.3 of the tensor cores' 0.5 (FP32 units 0.9, no launch cost)."""
     from dataclasses import replace
 
     from gpucast.predict.roofline import RooflineEfficiency
 
-    convs = replace(WORK, conv_share=1.0, other_bytes_per_sample=0.0, other_bytes_fixed=0.0)
+    work = replace(WORK, conv_share=conv_share, other_bytes_per_sample=0.0, other_bytes_fixed=0.0)
     eff = RooflineEfficiency(compute_efficiency_fp32=0.9, compute_efficiency_tensor_core=0.5,
                              tensor_core_conv_ratio=0.3, kernel_overhead_s=0.0)  # fmt: skip
+    return work, eff
+
+
+def test_reduced_precision_serving_is_never_priced_slower_than_fp32_units() -> None:
+    """Convolutions at a low tensor-core ratio on A10G (bf16 2x its FP32 figure, 4x its
+    dedicated lanes'): bf16 matrix work falls back to the FP32 units' rate, so a bf16 batch
+    costs at most what fp32 costs; on A100 (bf16 16x) the tensor path stays far faster."""
+    convs, eff = _matrix_work(1.0)
     cat = load_catalog()
     a10g = cat.gpu("A10G")
     half = predict_latency_curve(convs, a10g, "bf16", max_batch=64, efficiency=eff)
@@ -215,13 +223,7 @@ def test_fp32_serving_runs_convolutions_on_tf32_where_cudnn_does() -> None:
     """An fp32 batch on an A100 puts its convolutions on TF32 (cuDNN's default) at the conv
     ratio of the tensor efficiency, its other matmuls on the FP32 units; on a T4 (no TF32)
     all of it stays on the FP32 units."""
-    from dataclasses import replace
-
-    from gpucast.predict.roofline import RooflineEfficiency
-
-    mixed = replace(WORK, conv_share=0.75, other_bytes_per_sample=0.0, other_bytes_fixed=0.0)
-    eff = RooflineEfficiency(compute_efficiency_fp32=0.9, compute_efficiency_tensor_core=0.5,
-                             tensor_core_conv_ratio=0.3, kernel_overhead_s=0.0)  # fmt: skip
+    mixed, eff = _matrix_work(0.75)
     cat = load_catalog()
     a100 = cat.gpu("A100-40GB")
     curve = predict_latency_curve(mixed, a100, "fp32", max_batch=8, efficiency=eff)
