@@ -7,7 +7,7 @@ import json
 import pytest
 
 import gpucast
-from gpucast.domain.errors import InvalidInputError
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 
 ISSUE = {"model": "llama-2-7b", "gpu": "A100-80GB", "batch_size": 16, "input_len": 1024,
          "output_len": 1024}  # fmt: skip
@@ -104,3 +104,24 @@ def test_bad_input_is_one_line_naming_the_field(options: dict, message: str) -> 
         gpucast.predict_infer(**{**base, **options})
     text = str(caught.value)
     assert message in text and "\n" not in text
+
+
+def test_an_engine_is_refused_on_a_gpu_it_does_not_run_on() -> None:
+    """TensorRT-LLM and DeepSpeed-MII run on NVIDIA GPUs only; vLLM also on AMD and Intel;
+    llama.cpp and eager PyTorch anywhere. The refusal is one line naming the engine, the GPU
+    and engines that run there, in predict infer and simulate serve alike."""
+    from gpucast.catalog.engines import inference_engine
+
+    assert not inference_engine("tensorrt-llm").runs_on("amd")
+    assert inference_engine("vllm").runs_on("intel") and inference_engine("llama.cpp").runs_on(
+        "amd"
+    )
+    common = {"model": "llama-3-8b", "batch_size": 8, "input_len": 512, "output_len": 64}
+    with pytest.raises(InvalidSpecError, match="TensorRT-LLM runs on nvidia GPUs only") as err:
+        gpucast.predict_infer(**common, gpu="MI250", framework="tensorrt-llm")
+    assert err.value.field == "framework" and "--framework vllm" in str(err.value)
+    with pytest.raises(InvalidSpecError, match="DeepSpeed-MII runs on nvidia GPUs only"):
+        gpucast.simulate_llm_serve(
+            model="llama-3-8b", gpu="Gaudi2", rate=1, duration_s=5, framework="deepspeed-mii"
+        )
+    assert gpucast.predict_infer(**common, gpu="Gaudi2", framework="vllm").prediction.fits

@@ -706,6 +706,10 @@ def plan_llm_serve(
         output_len=parse_token_lengths(request.output_len, "output-len"), seed=request.seed,
         field="trace",
     )  # fmt: skip
+    offers = inputs.gpu_offers(
+        gpus=request.gpus, providers=request.providers, regions=request.regions, spot=request.spot
+    )
+    # an engine that does not run on a GPU type is not offered it (TensorRT-LLM on an MI300X)
     choices = [
         GpuChoice(
             gpu=gpu,
@@ -716,13 +720,12 @@ def plan_llm_serve(
             swap_gbps=inputs.swap_gbps(gpu),
             mesh_gpus=mesh_board_gpus(gpu.name, offer.gpus),
         )
-        for gpu, offer, price in inputs.gpu_offers(
-            gpus=request.gpus,
-            providers=request.providers,
-            regions=request.regions,
-            spot=request.spot,
-        )
+        for gpu, offer, price in offers
+        if engine.runs_on(gpu.vendor)
     ]
+    if offers and not choices:  # every GPU asked for is one the engine does not run on
+        gpu = offers[0][0]
+        engine.check_runs_on(gpu.name, gpu.vendor)
     scheduler = _scheduler(request, engine.max_sequences)
     plan = plan_llm_serving(
         traffic.requests, spec, engine, choices, scheduler=scheduler,

@@ -45,6 +45,7 @@ ENGINE_COLUMNS = (
     "bench_framework",
     "default_precision",
     "multi_gpu",
+    "vendors",
     "max_sequences",
     "memory_fraction",
     "memory_share",
@@ -86,6 +87,7 @@ def parse_inference_engines(text: str, path: str = _PATH) -> tuple[EngineProfile
                 bench_framework=row["bench_framework"],
                 default_precision=cast(InferPrecision, row["default_precision"]),
                 multi_gpu=cast(MultiGpu, row["multi_gpu"]),
+                vendors=_split(row["vendors"]),
                 max_sequences=parse_int(
                     row["max_sequences"], path=path, line=line, column="max_sequences", minimum=1
                 ),

@@ -111,6 +111,9 @@ class EngineProfile:
     bench_framework: str = ""
     default_precision: InferPrecision = "fp16"
     multi_gpu: MultiGpu = "tensor"
+    #: the GPU vendors it runs on (empty: any -- llama.cpp's CUDA, HIP, SYCL and Vulkan
+    #: back ends, eager PyTorch)
+    vendors: tuple[str, ...] = ()
     max_sequences: int = 256
     memory_fraction: float = 0.9
     memory_share: MemoryShare = "total"
@@ -182,6 +185,21 @@ class EngineProfile:
     def fitted(self) -> bool:
         return bool(self.fitted_params)
 
+    def runs_on(self, vendor: str) -> bool:
+        """Whether the engine runs on GPUs of ``vendor`` (:attr:`vendors`)."""
+        return not self.vendors or vendor.lower() in {v.lower() for v in self.vendors}
+
+    def check_runs_on(self, gpu: str, vendor: str) -> None:
+        """One clear error where the engine does not run on ``gpu`` (of ``vendor``)."""
+        if not self.runs_on(vendor):
+            raise InvalidSpecError(
+                "framework",
+                f"{self.display_name} runs on {' / '.join(self.vendors)} GPUs only, not on "
+                f"{gpu} ({vendor})",
+                got=self.name,
+                fix="pick an engine that runs there, e.g. --framework vllm or llama.cpp",
+            )
+
     def with_params(
         self, params: Mapping[str, float], *, fitted_params: tuple[str, ...], fitted_on: str
     ) -> EngineProfile:
@@ -223,6 +241,7 @@ class EngineProfile:
             "bench_framework": self.bench_framework,
             "default_precision": self.default_precision,
             "multi_gpu": self.multi_gpu,
+            "vendors": list(self.vendors),
             "max_sequences": self.max_sequences,
             "memory_fraction": self.memory_fraction,
             "memory_share": self.memory_share,
@@ -248,6 +267,7 @@ class EngineProfile:
             bench_framework=str(data.get("bench_framework", "")),
             default_precision=data.get("default_precision", "fp16"),
             multi_gpu=data.get("multi_gpu", "tensor"),
+            vendors=tuple(str(v) for v in data.get("vendors", ())),
             max_sequences=int(data.get("max_sequences", 256)),
             memory_fraction=float(data.get("memory_fraction", 0.9)),
             memory_share=data.get("memory_share", "total"),

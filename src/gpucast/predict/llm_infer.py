@@ -465,6 +465,7 @@ def predict_inference(
     """
     _check_lengths(spec, batch_size, input_len, output_len)
     check_tp(spec, engine, tp)
+    engine.check_runs_on(gpu.name, gpu.vendor)
     weights, kv = resolve_precisions(engine, precision, kv_precision)
     case = _Case(
         spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=batch_size, input_len=input_len,
@@ -537,6 +538,7 @@ def request_latency_s(
     if not (np.all(n_in >= 1) and np.all(n_out >= 1)):
         raise InvalidSpecError("input_len/output_len", "every token count must be >= 1")
     check_tp(spec, engine, tp)
+    engine.check_runs_on(gpu.name, gpu.vendor)
     weights, kv = resolve_precisions(engine, precision, kv_precision)
     one = _cases([
         _Case(spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=1, input_len=1,
@@ -994,6 +996,7 @@ def iteration_cost(
     ``pass_s`` is tabulated for passes of 0..``max_tokens`` tokens; the KV capacity is what
     the weights leave of the engine's share less its reserve."""
     check_tp(spec, engine, tp)
+    engine.check_runs_on(gpu.name, gpu.vendor)
     weights, kv = resolve_precisions(engine, precision, kv_precision)
     case = _Case(
         spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=1, input_len=1, output_len=1,
