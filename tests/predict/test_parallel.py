@@ -744,3 +744,12 @@ def test_long_sequences_search_wider_context_parallelism() -> None:
     assert searched_cp_sizes(32768) == (1, 2, 4)
     assert searched_cp_sizes(131072) == (1, 2, 4, 8, 16)
     assert searched_cp_sizes(10**7)[-1] == 16
+
+
+def test_chunks_that_do_not_divide_a_stage_say_so(h100: GpuSpec) -> None:
+    """80 layers on 16 stages of 5, interleaved 2 ways: chunks of 3 and 2 layers, said."""
+    spec = llm_model("llama-2-70b")
+    layout = ParallelLayout(tp=8, pp=16, micro_batches=16, virtual_stages=2, recompute="full")
+    step = predict_training_step(spec, h100, layout, seq_len=4096)
+    assert any("each stage's 5 layers in 2 chunks" in n for n in step.notes)
+    assert not any("uneven pipeline" in n for n in step.notes)

@@ -1023,11 +1023,16 @@ def predict_training_step(
     lower = step * pace.estimate.lower / pace.estimate.value
     upper = step * pace.estimate.upper / pace.estimate.value
     notes = list(pace.estimate.notes)
-    if spec.layers % (p * v):
+    if spec.layers % p:
         chunks = f" in {v} chunks each" if v > 1 else ""
         notes.append(
             f"uneven pipeline: stages hold {max(layers)} or {min(layers)} of {spec.layers} "
             f"layers{chunks}; the slowest sets the pace"
+        )
+    elif spec.layers % (p * v):
+        notes.append(
+            f"uneven chunks: each stage's {layers[0]} layers in {v} chunks that differ by a "
+            "layer, priced at their mean (the bubble (pp - 1) / vpp of a stage's micro-batch)"
         )
     if layout.tp > spec.kv_heads:
         notes.append(
