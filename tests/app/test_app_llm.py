@@ -444,3 +444,16 @@ def test_plan_llm_train_searches_wide_context_parallelism_only_for_long_sequence
     assert "cp 1/2/4/8/16" in long.assumptions["layout search"]
     short = gpucast.plan_llm_train(**common, seq_len=8192, global_batch=64)
     assert "cp=" not in short.best.layout and "cp 1," in short.assumptions["layout search"]
+
+
+def test_lora_adapters_are_unfused_unless_said_and_the_result_says_which() -> None:
+    """The default prices LoRA's adapters as Megatron/NeMo and PEFT run them (kernels of their
+    own); --lora-fused drops their traffic, so the step is no slower, and the LoRA assumption
+    names the choice."""
+    common = {"model": "llama-2-7b", "gpu": "H100", "gpus": 8, "seq_len": 4096,
+              "global_batch": 8, "lora_rank": 16, "top": 0, "tp": 1, "pp": 1, "cp": 1}  # fmt: skip
+    unfused = gpucast.predict_llm_train(**common)
+    fused = gpucast.predict_llm_train(**common, lora_fused=True)
+    assert fused.best.step_time_s < unfused.best.step_time_s
+    assert "adapters unfused" in unfused.to_dict()["assumptions"]["LoRA"]
+    assert "(--lora-fused)" in fused.to_dict()["assumptions"]["LoRA"]

@@ -181,26 +181,30 @@ def test_llama_2_70b_lora_fits_on_8_h100_and_full_fine_tuning_does_not(h100: Gpu
 def test_a_lora_step_moves_its_adapters_and_its_frozen_inputs(h100: GpuSpec) -> None:
     """LoRA on q, k, v, o of a GPT-style layer (h 512, f 2,048; 512 tokens): the MLP input
     and the down projection's input are not kept but still move (4x their 2 s h + 2 s f
-    bytes), and the four unfused adapters move 6 (d_in + d_out) elements a token (8 h in
-    all): 8 layers x s (104 h + 8 f) bytes more element-wise traffic than the kept
-    activations say; a full fine-tune has none."""
+    bytes, where a full fine-tune moves 6x), and the four unfused adapters move 6 (d_in +
+    d_out) elements a token (8 h in all: 96 s h bytes a layer); fused ones nothing."""
     spec, s = tiny(), 512
     layout = ParallelLayout(lora_rank=8, recompute="selective")
     eff = RooflineEfficiency()
+    per_byte = 1.0 / (eff.bandwidth_efficiency * h100.memory_bandwidth_gbps * 1e9)
 
-    def memory_s(lay: ParallelLayout, traffic: bool) -> float:
+    def memory_s(lay: ParallelLayout, unfused: bool = True) -> float:
         step = predict_training_step(
             spec, h100, lay, seq_len=s, cluster=FREE_LINKS, efficiency=eff,
-            assumptions=ParallelAssumptions(lora_traffic=traffic),
+            assumptions=ParallelAssumptions(lora_unfused=unfused),
         )  # fmt: skip
         return step.breakdown["memory_bandwidth"]
 
-    extra = 8 * s * (104 * 512 + 8 * 2048)
-    assert memory_s(layout, True) - memory_s(layout, False) == pytest.approx(
-        extra / (eff.bandwidth_efficiency * h100.memory_bandwidth_gbps * 1e9), rel=1e-9
+    adapters = 8 * 96 * s * 512
+    assert memory_s(layout) - memory_s(layout, unfused=False) == pytest.approx(
+        adapters * per_byte, rel=1e-9
     )
     full = replace(layout, lora_rank=0)
-    assert memory_s(full, True) == memory_s(full, False)
+    frozen = 2 * s * 512 + 2 * s * 2048  # bytes a layer not kept under LoRA
+    assert memory_s(full) - memory_s(layout, unfused=False) == pytest.approx(
+        8 * 2 * frozen * per_byte, rel=1e-9
+    )
+    assert memory_s(full) == memory_s(full, unfused=False)
 
 
 def test_fp8_lora_keeps_its_frozen_base_once_in_fp8(h100: GpuSpec) -> None:

@@ -50,6 +50,10 @@ if TYPE_CHECKING:
 _RECOMPUTE = ("none", "selective", "full")
 _PRECISIONS = ("bf16", "fp16", "fp8")
 
+LORA_FUSED_HELP = (
+    "LoRA adapters fused into the base matmuls' kernels (no memory traffic of their own); "
+    "default: unfused, as Megatron/NeMo and PEFT run them."
+)
 TP_OVERLAP_HELP = (
     "Share of tensor-parallel traffic hidden under compute (0: Megatron's default; "
     "NeMo/Megatron --tp-comm-overlap hides most of it)."
@@ -159,6 +163,7 @@ class PredictLlmTrainRequest:
     precision: str = option("bf16", help="bf16, fp16 or fp8.", example="fp8")
     software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: full fine-tuning / pre-training).")
+    lora_fused: bool = option(False, help=LORA_FUSED_HELP)
     tp: int | None = option(None, help="Tensor-parallel size (default: searched).")
     pp: int | None = option(None, help="Pipeline stages (default: searched).")
     cp: int | None = option(
@@ -351,6 +356,7 @@ def predict_llm_train(
     assumptions = ParallelAssumptions(
         tp_overlap_fraction=float(request.tp_overlap),
         host_layer_s=_host_s(request.host_ms_per_layer, efficiency.value),
+        lora_unfused=not request.lora_fused,
     )
     ranked = [
         p
@@ -423,7 +429,7 @@ def predict_llm_train(
             "tensor-parallel overlap": _tp_overlap_text(request.tp_overlap),
             "host": _host_text(request.host_ms_per_layer, efficiency.value),
             "optimizer": "Adam, mixed precision: 16 B per trained parameter",
-            **({"LoRA": LORA_MEMORY} if best.layout.lora else {}),
+            **({"LoRA": _lora_text(request.lora_fused)} if best.layout.lora else {}),
         },
     )
 
@@ -488,6 +494,7 @@ class PlanLlmTrainRequest:
     precision: str = option("bf16", help="bf16, fp16 or fp8.", example="fp8")
     software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: all weights trained).")
+    lora_fused: bool = option(False, help=LORA_FUSED_HELP)
     tp_overlap: float = option(0.0, help=TP_OVERLAP_HELP, example="0.8")
     host_ms_per_layer: float | None = option(None, help=HOST_HELP, example="0")
     cp: int | None = option(
@@ -600,6 +607,18 @@ LORA_MEMORY = (
     "fp8_params), no gradients or optimizer state; a frozen matrix's input is not kept for "
     "backward"
 )
+
+
+def _lora_text(fused: bool) -> str:
+    """What a LoRA prediction assumes of its memory and of its adapters' traffic."""
+    adapters = (
+        "adapters fused into the base matmuls' kernels: no traffic of their own (--lora-fused)"
+        if fused
+        else "adapters unfused, as Megatron/NeMo and PEFT run them: each reads its input, "
+        "writes its output and adds it to the base output, and back (6 (d_in + d_out) "
+        "elements a token; --lora-fused prices fused kernels)"
+    )
+    return f"{LORA_MEMORY}; {adapters}"
 
 
 def _sequence_text(spec: TransformerSpec, seq: int, *, given: bool) -> str:
@@ -729,6 +748,7 @@ def plan_llm_train(
         assumptions=ParallelAssumptions(
             tp_overlap_fraction=float(request.tp_overlap),
             host_layer_s=_host_s(request.host_ms_per_layer, efficiency.value),
+            lora_unfused=not request.lora_fused,
         ),
     )
     return PlanLlmTrainResult(
@@ -743,7 +763,7 @@ def plan_llm_train(
         assumptions={
             "sequence length": _sequence_text(spec, seq, given=request.seq_len is not None),
             "step-time model": efficiency.source,
-            **({"LoRA": LORA_MEMORY} if request.lora_rank > 0 else {}),
+            **({"LoRA": _lora_text(request.lora_fused)} if request.lora_rank > 0 else {}),
             "tensor-parallel overlap": _tp_overlap_text(request.tp_overlap),
             "host": _host_text(request.host_ms_per_layer, efficiency.value),
             **_precision_note(request.precision, plan.candidates, catalog),

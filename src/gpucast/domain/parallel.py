@@ -278,9 +278,10 @@ class ParallelAssumptions:
       (forward and backward, as the layout runs them); a micro-batch takes at least its stage's
       layers times it. 0 (the default): the host keeps ahead of the GPUs, as with CUDA graphs.
       NVIDIA's MLPerf v4.0 Llama-2-70B LoRA logs (NeMo 24.04, no CUDA graphs) read ~8 ms.
-    * ``lora_traffic``: a LoRA step also moves its unfused adapters' inputs and outputs and
-      its frozen matrices' inputs (:func:`gpucast.predict.parallel._lora_traffic_per_layer`);
-      False prices only the activations it keeps (before session 26).
+    * ``lora_unfused``: LoRA adapters run as kernels of their own beside the frozen matrices
+      (Megatron / NeMo, PEFT), moving their inputs and outputs through memory
+      (:func:`gpucast.predict.parallel._lora_traffic_per_layer`); False: fused into the base
+      matmuls' kernels, no traffic of their own (a frozen matrix's input is moved either way).
     """
 
     tp_overlap_fraction: float = 0.0
@@ -292,7 +293,7 @@ class ParallelAssumptions:
     causal: bool = True
     allow_uneven_pp: bool = True
     host_layer_s: float = 0.0
-    lora_traffic: bool = True
+    lora_unfused: bool = True
 
     def __post_init__(self) -> None:
         _fraction("tp_overlap_fraction", self.tp_overlap_fraction)

@@ -404,7 +404,13 @@ def _lora_params_per_layer(spec: TransformerSpec, rank: int, targets: Sequence[s
 
 
 def _lora_traffic_per_layer(
-    spec: TransformerSpec, layout: ParallelLayout, seq_len: int, level: str, kv_local: int
+    spec: TransformerSpec,
+    layout: ParallelLayout,
+    seq_len: int,
+    level: str,
+    kv_local: int,
+    *,
+    unfused: bool = True,
 ) -> float:
     """Element-wise bytes one layer of a LoRA micro-batch moves that its kept activations do
     not count (:func:`_stage_time` prices the rest as 6x the kept bytes): a frozen matrix's
@@ -414,7 +420,7 @@ def _lora_traffic_per_layer(
     writes its ``d_out`` output, then adds it to the base output (read two, write one);
     backward reads the output gradient twice (B's gradient, the path to A), reads the input
     again for A's gradient and writes and adds its input gradient (write one, read two, write
-    one): ``6 (d_in + d_out)`` elements a token, split ``t`` ways."""
+    one): ``6 (d_in + d_out)`` elements a token, split ``t`` ways (``unfused`` False: none)."""
     if not layout.lora:
         return 0.0
     kept = _activation_bytes_per_layer(spec, layout, seq_len, level, kv_local)
@@ -423,7 +429,8 @@ def _lora_traffic_per_layer(
     )
     tokens = layout.micro_batch_size * seq_len / layout.cp
     widths = _lora_widths(spec, layout.lora_targets, routed=True)
-    return 4.0 * (whole - kept) + 6.0 * ACTIVATION_BYTES * tokens * widths / layout.tp
+    adapters = 6.0 * ACTIVATION_BYTES * tokens * widths / layout.tp if unfused else 0.0
+    return 4.0 * (whole - kept) + adapters
 
 
 def _shapes(spec: TransformerSpec, layout: ParallelLayout) -> _Shapes:
@@ -746,10 +753,9 @@ def _stage_time(
     traffic_level = "none" if layout.recompute == "none" else "selective"
     acts = _activation_bytes_per_layer(spec, layout, seq_len, traffic_level, shapes.kv_local)
     memory = layers * acts * (8.0 if full else 6.0)
-    if assumptions.lora_traffic:
-        memory += layers * _lora_traffic_per_layer(
-            spec, layout, seq_len, traffic_level, shapes.kv_local
-        )
+    memory += layers * _lora_traffic_per_layer(
+        spec, layout, seq_len, traffic_level, shapes.kv_local, unfused=assumptions.lora_unfused
+    )
     kernels_fwd = assumptions.kernels_per_layer_forward + (
         _MOE_KERNELS_PER_LAYER if spec.is_moe else 0
     )
