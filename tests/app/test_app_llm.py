@@ -295,15 +295,16 @@ def test_a_gpu_without_step_time_data_states_a_wider_band() -> None:
 
 def test_a_cluster_gives_the_gpu_the_nodes_and_the_links() -> None:
     """D54U-3U (catalog systems.csv): 4 H100-PCIe in NVLink-bridged pairs, 25 Gbit/s
-    Ethernet. TP over the four crosses PCIe (64 GB/s), not the bridge (600 GB/s)."""
+    Ethernet. TP over the four crosses PCIe (64 GB/s), not the bridge (600 GB/s) -- as the
+    bare cards now do by default (the catalog's H100 PCIe servers bridge them in pairs)."""
     common = {"model": "llama-2-7b", "gpus": 4, "seq_len": 2048, "global_batch": 16, "tp": 4}
     server = gpucast.predict_llm_train(**common, cluster="D54U-3U")
     assert server.best.gpu == "H100-PCIe"
     assert "D54U-3U" in server.assumptions["cluster"]
     assert "inside a node 64 GB/s per GPU" in server.assumptions["node network"]
     cards = gpucast.predict_llm_train(**common, gpu="H100-PCIe", gpus_per_node=4)
-    assert server.best.breakdown["tp_comm"] > 2 * cards.best.breakdown["tp_comm"]
-    assert server.best.step_time_s > cards.best.step_time_s
+    assert server.best.breakdown["tp_comm"] == pytest.approx(cards.best.breakdown["tp_comm"])
+    assert "crosses PCIe at 64 GB/s" in cards.assumptions["intra-node bridges"]
     assert server.to_dict()["assumptions"]["cluster"] == server.assumptions["cluster"]
 
 
@@ -457,3 +458,13 @@ def test_lora_adapters_are_unfused_unless_said_and_the_result_says_which() -> No
     assert fused.best.step_time_s < unfused.best.step_time_s
     assert "adapters unfused" in unfused.to_dict()["assumptions"]["LoRA"]
     assert "(--lora-fused)" in fused.to_dict()["assumptions"]["LoRA"]
+
+
+def test_bridged_cards_state_their_pairs() -> None:
+    """predict llm-train on H100 NVL cards (no cluster given) prices the catalog's bridged
+    pairs and says so; an NVSwitch GPU type says nothing of bridges."""
+    common = {"model": "llama-3-8b", "gpus": 8, "seq_len": 4096, "global_batch": 64, "top": 0}
+    nvl = gpucast.predict_llm_train(**common, gpu="H100-NVL").to_dict()["assumptions"]
+    sxm = gpucast.predict_llm_train(**common, gpu="H100").to_dict()["assumptions"]
+    assert "crosses PCIe at 64 GB/s" in nvl["intra-node bridges"]
+    assert "intra-node bridges" not in sxm

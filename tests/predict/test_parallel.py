@@ -757,3 +757,37 @@ def test_chunks_that_do_not_divide_a_stage_say_so(h100: GpuSpec) -> None:
     step = predict_training_step(spec, h100, layout, seq_len=4096)
     assert any("each stage's 5 layers in 2 chunks" in n for n in step.notes)
     assert not any("uneven pipeline" in n for n in step.notes)
+
+
+def test_bridged_pairs_reach_their_partner_over_nvlink_and_the_rest_over_pcie(
+    h100: GpuSpec,
+) -> None:
+    """PCIe cards bridged in pairs (H100 PCIe / NVL, A30, A40, RTX A6000): a pair meets at the
+    bridge's rate, a larger group's ring crosses PCIe; the default links of such a GPU type
+    say so, an NVSwitch board's do not; a tp=8 step on bridged cards is slower than the same
+    cards behind a switch."""
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.systems import bridged_pairs
+    from gpucast.inputs.steptime import gpu_cluster_shape
+
+    links = ClusterShape(intra_node_gbps=4800.0, node_network_gbps=1600.0,
+                         bridge_pcie_gbps=512.0)  # fmt: skip
+    assert links.group_gbps(2) == 4800.0 and links.group_gbps(4) == links.group_gbps(8) == 512.0
+    assert links.subset(4).intra_node_gbps == 4800.0 and links.subset(4).group_gbps(4) == 512.0
+    with pytest.raises(InvalidSpecError, match="a mesh has no bridged pairs"):
+        replace(links, mesh=True)
+    assert bridged_pairs("H100-PCIe") and bridged_pairs("A40") and bridged_pairs("H100-NVL")
+    assert not bridged_pairs("H100-SXM") and not bridged_pairs("L40S")
+    assert not bridged_pairs("Gaudi2")
+    cat = load_catalog()
+    pcie = cat.gpu("H100-PCIe")
+    assert gpu_cluster_shape(pcie, 8).bridge_pcie_gbps == 512.0
+    assert gpu_cluster_shape(h100, 8).bridge_pcie_gbps is None
+    spec = llm_model("llama-3-8b")
+    layout = ParallelLayout(tp=8, micro_batches=8, recompute="selective")
+    bridged = predict_training_step(spec, pcie, layout, seq_len=4096,
+                                    cluster=gpu_cluster_shape(pcie, 8))  # fmt: skip
+    switched = predict_training_step(spec, pcie, layout, seq_len=4096,
+                                     cluster=replace(gpu_cluster_shape(pcie, 8),
+                                                     bridge_pcie_gbps=None))  # fmt: skip
+    assert bridged.breakdown["tp_comm"] > 5 * switched.breakdown["tp_comm"]

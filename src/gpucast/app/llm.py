@@ -418,6 +418,16 @@ def predict_llm_train(
             ),
             **(
                 {
+                    "intra-node bridges": f"{gpu.name}s pair up through NVLink bridges "
+                    f"({links.intra_node_gbps / 8:g} GB/s to the partner card); a group of "
+                    f"more than two crosses PCIe at {links.bridge_pcie_gbps / 8:g} GB/s "
+                    "(catalog systems.csv: the type's servers bridge their cards in pairs)"
+                }
+                if links.bridge_pcie_gbps is not None and links.gpus_per_node > 1
+                else {}
+            ),
+            **(
+                {
                     "partial nodes": f"{per_node} GPUs of each {whole}-GPU node "
                     f"({whole - per_node} idle): --gpus {request.gpus} is no whole number of "
                     "nodes"

@@ -152,6 +152,14 @@ def mesh_node_gpus(gpu: str) -> int:
     return gpus if kind == "mesh" else 0
 
 
+def bridged_pairs(gpu: str) -> bool:
+    """Whether GPUs of type ``gpu`` (a canonical name) pair up through NVLink bridges where no
+    cluster says otherwise: the catalog's node shapes of several such GPUs have no switch or
+    mesh and at least one bridges them (PCIe cards: H100 PCIe / NVL, A30, A40, RTX A6000)."""
+    kinds = {s.intra_node for s in load_systems() if s.gpu == gpu and s.gpus_per_node > 1}
+    return "nvlink-bridge" in kinds and kinds <= {"nvlink-bridge", "pcie"}
+
+
 def mesh_board_gpus(gpu: str, gpus: int) -> int:
     """The meshed board (:func:`mesh_node_gpus`) an instance of ``gpus`` GPUs of type ``gpu``
     sits on: 0 where the type is not meshed or the instance spans more than one board."""

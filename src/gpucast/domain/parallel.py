@@ -200,7 +200,9 @@ class ClusterShape:
     Tensor parallelism across nodes is refused unless ``allow_cross_node_tp``. ``collective``
     is how a data-parallel collective crosses the nodes (:data:`COLLECTIVE_ALGORITHMS`):
     ``hierarchical`` on RDMA fabrics, ``flat_ring`` for NCCL over TCP with one NIC per node.
-    ``mesh``: the node's GPUs link pairwise (:meth:`group_gbps`).
+    ``mesh``: the node's GPUs link pairwise (:meth:`group_gbps`). ``bridge_pcie_gbps``: they
+    pair up through NVLink bridges (``intra_node_gbps`` to the partner card) and reach any
+    other GPU of the node over PCIe at this rate.
     """
 
     gpus_per_node: int = 8
@@ -213,13 +215,19 @@ class ClusterShape:
     #: the node's GPUs are joined pairwise by direct links (``intra_node: mesh``: Gaudi's RoCE
     #: ports, AMD's Infinity Fabric), not through a switch: see :meth:`group_gbps`
     mesh: bool = False
+    #: the node's GPUs are bridged in pairs (``intra_node: nvlink-bridge``: PCIe cards such as
+    #: H100 PCIe / NVL, A30, A40): beyond a pair a collective runs over PCIe at this rate
+    bridge_pcie_gbps: float | None = None
 
     def group_gbps(self, gpus: int) -> float:
         """Gbit/s each of ``gpus`` GPUs of one node reaches the others at in a collective among
         them: all of ``intra_node_gbps`` through a switch; in a mesh only its links to the
         group's other members, ``(gpus - 1) / (gpus_per_node - 1)`` of it, and a
-        point-to-point send (``gpus`` = 2) one peer's link."""
+        point-to-point send (``gpus`` = 2) one peer's link; with bridged pairs the bridge for
+        a pair, PCIe (:attr:`bridge_pcie_gbps`) for a larger group, whose ring crosses it."""
         n = self.gpus_per_node
+        if self.bridge_pcie_gbps is not None and n > 1:
+            return self.intra_node_gbps if gpus <= 2 else self.bridge_pcie_gbps
         if not self.mesh or n <= 1:
             return self.intra_node_gbps
         return self.intra_node_gbps * (max(2, min(gpus, n)) - 1) / (n - 1)
@@ -230,10 +238,11 @@ class ClusterShape:
         _int_at_least("used", used, 1)
         if used > self.gpus_per_node:
             raise InvalidSpecError("used", f"must be <= {self.gpus_per_node}", got=used)
+        own = used > 1 and self.bridge_pcie_gbps is None  # bridged pairs keep their bridge
         return replace(
             self,
             gpus_per_node=used,
-            intra_node_gbps=self.group_gbps(used) if used > 1 else self.intra_node_gbps,
+            intra_node_gbps=self.group_gbps(used) if own else self.intra_node_gbps,
             node_network_gbps=self.node_network_gbps * used / self.gpus_per_node,
         )
 
@@ -243,6 +252,11 @@ class ClusterShape:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise InvalidSpecError(name, "must be > 0", got=value)
+        pcie = self.bridge_pcie_gbps
+        if pcie is not None and not (math.isfinite(pcie) and pcie > 0):
+            raise InvalidSpecError("bridge_pcie_gbps", "must be > 0", got=pcie)
+        if pcie is not None and self.mesh:
+            raise InvalidSpecError("bridge_pcie_gbps", "a mesh has no bridged pairs", got=pcie)
         for name in ("hop_latency_s", "nvlink_hop_latency_s"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):

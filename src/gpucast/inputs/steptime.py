@@ -299,14 +299,20 @@ def gpu_cluster_shape(
     node network by GPU type unless ``network_gbps`` gives it, and -- where the catalog's
     servers of the type join their GPUs in a mesh
     (:func:`gpucast.catalog.systems.mesh_board_gpus`) -- that mesh, of which fewer GPUs reach
-    only their own links."""
-    from gpucast.catalog.systems import mesh_board_gpus
+    only their own links; where they bridge PCIe cards in pairs
+    (:func:`gpucast.catalog.systems.bridged_pairs`), a group beyond a pair crosses PCIe."""
+    from gpucast.catalog.systems import bridged_pairs, mesh_board_gpus
+    from gpucast.domain.catalog import PCIE_X16_GBPS
     from gpucast.predict.parallel import cluster_shape
 
     network = node_network_gbps(gpu.name, gpus_per_node) if network_gbps is None else network_gbps
     board = mesh_board_gpus(gpu.name, gpus_per_node)
     if not board:
-        return cluster_shape(gpu, gpus_per_node=gpus_per_node, node_network_gbps=network)
+        links = cluster_shape(gpu, gpus_per_node=gpus_per_node, node_network_gbps=network)
+        if gpu.interconnect_gbps is not None and bridged_pairs(gpu.name):
+            pcie = PCIE_X16_GBPS.get(gpu.pcie_generation, 128.0)
+            links = replace(links, bridge_pcie_gbps=pcie)
+        return links
     whole = cluster_shape(
         gpu, gpus_per_node=board, node_network_gbps=network * board / gpus_per_node, mesh=True
     )
