@@ -125,3 +125,29 @@ def test_an_engine_is_refused_on_a_gpu_it_does_not_run_on() -> None:
             model="llama-3-8b", gpu="Gaudi2", rate=1, duration_s=5, framework="deepspeed-mii"
         )
     assert gpucast.predict_infer(**common, gpu="Gaudi2", framework="vllm").prediction.fits
+
+
+def test_tensor_parallel_inference_on_bridged_cards_crosses_pcie_beyond_a_pair() -> None:
+    """H100 NVL cards are bridged in pairs (catalog systems.csv): tp=2 all-reduces over the
+    bridge, tp=4 over PCIe -- slower than the same GPUs behind a switch would be -- and the
+    result says so; predict infer, simulate serve and the pure model agree."""
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.engines import inference_engine
+    from gpucast.catalog.llm import llm_model
+    from gpucast.predict.llm_infer import predict_inference
+
+    common = {"model": "llama-3-70b", "batch_size": 16, "input_len": 1024, "output_len": 64}
+    four = gpucast.predict_infer(**common, gpu="H100-NVL", tp=4)
+    assert any("tp=4's all-reduces cross PCIe at 64 GB/s" in n for n in four.prediction.notes)
+    two = gpucast.predict_infer(**common, gpu="H100-NVL", tp=2)
+    assert not any("cross PCIe" in n for n in two.prediction.notes)
+    spec, gpu, vllm = (
+        llm_model("llama-3-70b"),
+        load_catalog().gpu("H100-NVL"),
+        inference_engine("vllm"),
+    )
+    shape = {"batch_size": 16, "input_len": 1024, "output_len": 64, "tp": 4}
+    switched = predict_inference(spec, gpu, vllm, **shape)
+    bridged = predict_inference(spec, gpu, vllm, **shape, bridged=True)
+    assert bridged.breakdown["communication"] > 3 * switched.breakdown["communication"]
+    assert four.prediction.latency_s == pytest.approx(bridged.latency_s)

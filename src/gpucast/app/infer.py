@@ -152,7 +152,7 @@ def predict_infer(
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model, load_llm_models
-    from gpucast.catalog.systems import mesh_node_gpus
+    from gpucast.catalog.systems import bridged_pairs, mesh_node_gpus
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.errors import UnknownModelError
     from gpucast.domain.units import GIB
@@ -171,18 +171,20 @@ def predict_infer(
     gpu = load_catalog().gpu(request.gpu)
     engine = inference_engine(request.framework)
     mesh = mesh_node_gpus(gpu.name)  # a meshed node: fewer GPUs, fewer links
+    bridged = bridged_pairs(gpu.name)  # PCIe cards bridged in pairs: beyond a pair, PCIe
 
     def at(tp: int) -> InferencePrediction:
         return predict_inference(
             spec, gpu, engine, batch_size=request.batch_size, input_len=request.input_len,
             output_len=request.output_len, tp=tp, precision=request.precision,
-            kv_precision=request.kv_precision, mesh_gpus=mesh,
+            kv_precision=request.kv_precision, mesh_gpus=mesh, bridged=bridged,
         )  # fmt: skip
 
     def fewest() -> int:
         return smallest_fitting_tp(
             spec, gpu, engine, input_len=request.input_len, output_len=request.output_len,
             precision=request.precision, kv_precision=request.kv_precision, mesh_gpus=mesh,
+            bridged=bridged,
         )  # fmt: skip
 
     predict = at(request.tp or 1)  # checks the lengths and the tp before any search

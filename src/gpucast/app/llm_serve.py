@@ -689,7 +689,7 @@ def plan_llm_serve(
     serves the requests within the SLOs, with the cost vs latency front (module docstring)."""
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
-    from gpucast.catalog.systems import mesh_board_gpus
+    from gpucast.catalog.systems import bridged_pairs, mesh_board_gpus
     from gpucast.domain.llm_serving import parse_token_lengths
     from gpucast.inputs import llm_serving as inputs
     from gpucast.plan.llm_serve import GpuChoice, plan_llm_serving
@@ -719,6 +719,7 @@ def plan_llm_serve(
             kv_link_gbps=inputs.kv_link_gbps(offer).value,
             swap_gbps=inputs.swap_gbps(gpu),
             mesh_gpus=mesh_board_gpus(gpu.name, offer.gpus),
+            bridged=bridged_pairs(gpu.name),
         )
         for gpu, offer, price in offers
         if engine.runs_on(gpu.vendor)

@@ -277,7 +277,7 @@ def serving_model(
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
-    from gpucast.catalog.systems import mesh_node_gpus
+    from gpucast.catalog.systems import bridged_pairs, mesh_node_gpus
     from gpucast.inputs.serving import gpu_server
     from gpucast.predict.llm_infer import iteration_cost, predict_inference, smallest_fitting_tp
 
@@ -286,13 +286,14 @@ def serving_model(
     gpu_spec = catalog.gpu(gpu)
     engine = inference_engine(framework)
     mesh = mesh_node_gpus(gpu_spec.name)  # a meshed node: fewer GPUs, fewer links
+    bridged = bridged_pairs(gpu_spec.name)  # PCIe cards bridged in pairs: beyond a pair, PCIe
     longest_in, longest_out = longest_tokens
     longest_in = min(longest_in, spec.max_context - 1)
     longest_out = max(1, min(longest_out, spec.max_context - longest_in))
     if tp is None:
         used = smallest_fitting_tp(
             spec, gpu_spec, engine, input_len=longest_in, output_len=longest_out,
-            precision=precision, kv_precision=kv_precision, mesh_gpus=mesh,
+            precision=precision, kv_precision=kv_precision, mesh_gpus=mesh, bridged=bridged,
         )  # fmt: skip
         tp_source = "the fewest GPUs of 1, 2, 4, 8 that hold the weights and the longest request"
     else:
@@ -300,14 +301,14 @@ def serving_model(
         tp_source = "given"
         one = predict_inference(
             spec, gpu_spec, engine, batch_size=1, input_len=longest_in, output_len=longest_out,
-            tp=tp, precision=precision, kv_precision=kv_precision, mesh_gpus=mesh,
+            tp=tp, precision=precision, kv_precision=kv_precision, mesh_gpus=mesh, bridged=bridged,
         )  # fmt: skip
         if not one.fits:
             from gpucast.domain.units import GIB
 
             need = smallest_fitting_tp(
                 spec, gpu_spec, engine, input_len=longest_in, output_len=longest_out,
-                precision=precision, kv_precision=kv_precision, mesh_gpus=mesh,
+                precision=precision, kv_precision=kv_precision, mesh_gpus=mesh, bridged=bridged,
             )  # fmt: skip
             raise InvalidSpecError(
                 "tp",
@@ -319,7 +320,7 @@ def serving_model(
             )
     cost = iteration_cost(
         spec, gpu_spec, engine, tp=used, precision=precision, kv_precision=kv_precision,
-        max_tokens=max_tokens, mesh_gpus=mesh,
+        max_tokens=max_tokens, mesh_gpus=mesh, bridged=bridged,
     )  # fmt: skip
     server = gpu_server(catalog, gpu_spec.name, None, price_usd_per_gpu_hour)
     return ServingModel(

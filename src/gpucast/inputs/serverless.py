@@ -332,7 +332,7 @@ def llm_gpu_function(
     from gpucast.catalog.coldstart import load_coldstart_facts
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
-    from gpucast.catalog.systems import mesh_node_gpus
+    from gpucast.catalog.systems import bridged_pairs, mesh_node_gpus
     from gpucast.domain.errors import NoFeasiblePlanError
     from gpucast.domain.units import GIB
     from gpucast.predict.llm_infer import (
@@ -344,6 +344,7 @@ def llm_gpu_function(
     spec = llm_model(model)
     engine = inference_engine(LLM_ENGINE)
     mesh = mesh_node_gpus(gpu.name)  # a meshed node: fewer GPUs, fewer links
+    bridged = bridged_pairs(gpu.name)  # PCIe cards bridged in pairs: beyond a pair, PCIe
     warnings: list[str] = []
     beyond = input_tokens + output_tokens > spec.max_context
     if beyond.all():
@@ -363,7 +364,7 @@ def llm_gpu_function(
     try:
         tp = smallest_fitting_tp(
             spec, gpu, engine, input_len=int(inp[longest]), output_len=int(out[longest]),
-            mesh_gpus=mesh,
+            mesh_gpus=mesh, bridged=bridged,
         )  # fmt: skip
     except NoFeasiblePlanError as exc:
         raise InvalidSpecError(
@@ -371,10 +372,17 @@ def llm_gpu_function(
         ) from None
     one = predict_inference(
         spec, gpu, engine, batch_size=1, input_len=int(inp[longest]),
-        output_len=int(out[longest]), tp=tp, mesh_gpus=mesh,
+        output_len=int(out[longest]), tp=tp, mesh_gpus=mesh, bridged=bridged,
     )  # fmt: skip
     served = request_latency_s(
-        spec, gpu, engine, input_len=inp, output_len=out, tp=tp, mesh_gpus=mesh
+        spec,
+        gpu,
+        engine,
+        input_len=inp,
+        output_len=out,
+        tp=tp,
+        mesh_gpus=mesh,
+        bridged=bridged,
     )
     service = np.full(beyond.size, np.nan)
     service[~beyond] = served

@@ -302,17 +302,13 @@ def gpu_cluster_shape(
     only their own links; where they bridge PCIe cards in pairs
     (:func:`gpucast.catalog.systems.bridged_pairs`), a group beyond a pair crosses PCIe."""
     from gpucast.catalog.systems import bridged_pairs, mesh_board_gpus
-    from gpucast.domain.catalog import PCIE_X16_GBPS
-    from gpucast.predict.parallel import cluster_shape
+    from gpucast.predict.parallel import cluster_shape, with_bridges
 
     network = node_network_gbps(gpu.name, gpus_per_node) if network_gbps is None else network_gbps
     board = mesh_board_gpus(gpu.name, gpus_per_node)
     if not board:
         links = cluster_shape(gpu, gpus_per_node=gpus_per_node, node_network_gbps=network)
-        if gpu.interconnect_gbps is not None and bridged_pairs(gpu.name):
-            pcie = PCIE_X16_GBPS.get(gpu.pcie_generation, 128.0)
-            links = replace(links, bridge_pcie_gbps=pcie)
-        return links
+        return with_bridges(links, gpu) if bridged_pairs(gpu.name) else links
     whole = cluster_shape(
         gpu, gpus_per_node=board, node_network_gbps=network * board / gpus_per_node, mesh=True
     )

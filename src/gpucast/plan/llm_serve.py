@@ -54,6 +54,8 @@ class GpuChoice:
     swap_gbps: float
     #: the instance joins its GPUs pairwise (0: a switch): a smaller TP group, fewer links
     mesh_gpus: int = 0
+    #: the instance's cards are bridged in pairs (beyond a pair, PCIe)
+    bridged: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -332,7 +334,7 @@ def plan_llm_serving(
             cost = iteration_cost(
                 spec, choice.gpu, engine, tp=tp, precision=precision,
                 kv_precision=kv_precision, max_tokens=max(budget, scheduler.max_num_seqs),
-                mesh_gpus=choice.mesh_gpus,
+                mesh_gpus=choice.mesh_gpus, bridged=choice.bridged,
             )  # fmt: skip
         except InvalidSpecError as exc:
             infeasible.append(f"{label}: {exc}")

@@ -43,7 +43,8 @@ Decode (memory-bound), one step of the ``c`` running sequences at mean context
     every running sequence. Tensor parallelism adds two all-reduces per layer of ``2 c h``
     bytes, each ``collective_latency_s`` plus :func:`gpucast.predict.comm.
     hierarchical_collective_s` over the GPU's NVLink (:func:`gpucast.predict.parallel.
-    group_link_gbps`: on a meshed node, the group's links only); llama.cpp's layer split one
+    group_link_gbps`: on a meshed node, the group's links only; on cards bridged in pairs,
+    PCIe beyond a pair); llama.cpp's layer split one
     hand-off per GPU boundary. Summed over ``O``
     steps and the waves: ``latency = waves x (prefill + O step)``; ``tokens_per_s = B O /
     latency``.
@@ -251,6 +252,8 @@ class _Case:
     identical: bool = False
     #: GPUs of a node joined pairwise (0: a switch): a smaller TP group reaches fewer links
     mesh_gpus: int = 0
+    #: cards bridged in pairs: a TP group beyond a pair crosses PCIe
+    bridged: bool = False
 
 
 def _cases(cases: Sequence[_Case]) -> _Cases:
@@ -283,7 +286,7 @@ def _cases(cases: Sequence[_Case]) -> _Cases:
             "memory_bytes": c.gpu.memory_gib * GIB,
             "memory_fraction": c.engine.memory_fraction,
             "of_free": 1.0 if c.engine.memory_share == "free" else 0.0,
-            "link_gbps": group_link_gbps(c.gpu, c.gpus, c.mesh_gpus),
+            "link_gbps": group_link_gbps(c.gpu, c.gpus, c.mesh_gpus, bridged=c.bridged),
             "sequences": c.sequences,
             "input_len": c.input_len,
             "output_len": c.output_len,
@@ -454,6 +457,7 @@ def predict_inference(
     kv_precision: str | None = None,
     identical_sequences: bool = False,
     mesh_gpus: int = 0,
+    bridged: bool = False,
 ) -> InferencePrediction:
     """One offline batch of ``batch_size`` sequences on ``tp`` GPUs (module docstring).
 
@@ -461,7 +465,8 @@ def predict_inference(
     (default: the weights' for 16-bit and fp8 weights, fp16 under int8/int4 weight-only
     quantisation). ``tp`` is the GPU count: tensor-parallel ranks, or llama.cpp's layer split.
     ``mesh_gpus``: the node joins that many GPUs pairwise (Gaudi 2, MI300X baseboards), so
-    ``tp`` of them reach only their links (:func:`gpucast.predict.parallel.group_link_gbps`).
+    ``tp`` of them reach only their links; ``bridged``: PCIe cards bridged in pairs, so a
+    ``tp`` beyond 2 crosses PCIe (:func:`gpucast.predict.parallel.group_link_gbps`).
     """
     _check_lengths(spec, batch_size, input_len, output_len)
     check_tp(spec, engine, tp)
@@ -470,7 +475,7 @@ def predict_inference(
     case = _Case(
         spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=batch_size, input_len=input_len,
         output_len=output_len, precision=weights, kv_precision=kv,
-        identical=identical_sequences, mesh_gpus=mesh_gpus,
+        identical=identical_sequences, mesh_gpus=mesh_gpus, bridged=bridged,
     )  # fmt: skip
     params = engine.params(gpu.name)
     out = {k: float(v[0]) for k, v in _evaluate(_cases([case]), params).items()}
@@ -478,6 +483,13 @@ def predict_inference(
     notes = _notes(spec, gpu, engine, tp, weights, kv, batch_size, out)
     if gpu.name in engine.gpu_factors:
         notes = (*notes, gpu_factor_note(engine, gpu.name))
+    if bridged and tp > 2 and engine.multi_gpu == "tensor":
+        link = group_link_gbps(gpu, tp, bridged=True) / 8
+        notes = (
+            *notes,
+            f"{gpu.name} cards are bridged in pairs: tp={tp}'s all-reduces cross PCIe at "
+            f"{link:g} GB/s",
+        )
     memory = InferenceMemory(
         weights_bytes=float(_shape(spec, tp, engine.multi_gpu).held * BYTES_PER_VALUE[weights]),
         kv_cache_bytes=out["kv_bytes"],
@@ -525,6 +537,7 @@ def request_latency_s(
     precision: str | None = None,
     kv_precision: str | None = None,
     mesh_gpus: int = 0,
+    bridged: bool = False,
 ) -> FloatArray:
     """The latency of each request served alone (batch 1: its prefill then its decode steps)
     for arrays of prompt and output tokens: :func:`predict_inference`'s ``latency_s``, one
@@ -542,7 +555,8 @@ def request_latency_s(
     weights, kv = resolve_precisions(engine, precision, kv_precision)
     one = _cases([
         _Case(spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=1, input_len=1,
-              output_len=1, precision=weights, kv_precision=kv, mesh_gpus=mesh_gpus)
+              output_len=1, precision=weights, kv_precision=kv, mesh_gpus=mesh_gpus,
+              bridged=bridged)
     ])  # fmt: skip
     columns = {
         f.name: np.repeat(getattr(one, f.name), n_in.size) for f in dataclasses.fields(_Cases)
@@ -600,6 +614,7 @@ def smallest_fitting_tp(
     kv_precision: str | None = None,
     choices: Sequence[int] = TP_CHOICES,
     mesh_gpus: int = 0,
+    bridged: bool = False,
 ) -> int:
     """The fewest GPUs of ``choices`` on which ``spec`` and one whole sequence fit; raises
     :class:`NoFeasiblePlanError` naming the memory at the largest degree when none does."""
@@ -610,7 +625,7 @@ def smallest_fitting_tp(
             continue
         last = predict_inference(
             spec, gpu, engine, batch_size=1, input_len=input_len, output_len=output_len, tp=tp,
-            precision=weights, kv_precision=kv_precision, mesh_gpus=mesh_gpus,
+            precision=weights, kv_precision=kv_precision, mesh_gpus=mesh_gpus, bridged=bridged,
         )  # fmt: skip
         if last.fits:
             return tp
@@ -984,6 +999,7 @@ def iteration_cost(
     kv_precision: str | None = None,
     max_tokens: int = 8192,
     mesh_gpus: int = 0,
+    bridged: bool = False,
 ) -> IterationCost:
     """The cost of one serving iteration (:class:`~gpucast.domain.llm_serving.IterationCost`)
     on ``tp`` GPUs, from the terms of :func:`_evaluate`: a pass streams the dense weights and
@@ -1000,7 +1016,7 @@ def iteration_cost(
     weights, kv = resolve_precisions(engine, precision, kv_precision)
     case = _Case(
         spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=1, input_len=1, output_len=1,
-        precision=weights, kv_precision=kv, mesh_gpus=mesh_gpus,
+        precision=weights, kv_precision=kv, mesh_gpus=mesh_gpus, bridged=bridged,
     )  # fmt: skip
     x = _cases([case])
     p = engine.params(gpu.name)

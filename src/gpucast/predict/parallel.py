@@ -192,15 +192,26 @@ def cluster_shape(
     )
 
 
-def group_link_gbps(gpu: GpuSpec, gpus: int, mesh_gpus: int = 0) -> float:
+def group_link_gbps(gpu: GpuSpec, gpus: int, mesh_gpus: int = 0, *, bridged: bool = False) -> float:
     """Gbit/s each of ``gpus`` GPUs of one node reaches the others at (:func:`cluster_shape`'s
     link): on a node of ``mesh_gpus`` GPUs joined pairwise (0: a switch, or not known), a
-    group smaller than the node reaches only its members' links
+    group smaller than the node reaches only its members' links; on cards ``bridged`` in
+    pairs, a group beyond a pair crosses PCIe
     (:meth:`~gpucast.domain.parallel.ClusterShape.group_gbps`)."""
     links = cluster_shape(gpu)
     if mesh_gpus > 1 and gpus <= mesh_gpus:
         return replace(links, gpus_per_node=mesh_gpus, mesh=True).group_gbps(gpus)
+    if bridged:
+        return with_bridges(links, gpu).group_gbps(gpus)
     return links.intra_node_gbps
+
+
+def with_bridges(links: ClusterShape, gpu: GpuSpec) -> ClusterShape:
+    """``links`` of ``gpu`` cards bridged in pairs: a group beyond a pair crosses PCIe x16 at
+    the card's generation (unchanged for a GPU without NVLink)."""
+    if gpu.interconnect_gbps is None:
+        return links
+    return replace(links, bridge_pcie_gbps=PCIE_X16_GBPS.get(gpu.pcie_generation, 128.0))
 
 
 # -- validation ----------------------------------------------------------------------------
