@@ -134,8 +134,8 @@ class EngineProfile:
     #: per GPU with measurements of this engine off the fitted GPU: how many times slower
     #: than the fit says its batches ran (``catalog/data/llm_infer_gpu_factors.csv``), and
     #: what each rests on
-    gpu_factors: Mapping[str, float] = field(default_factory=dict)
-    gpu_factor_sources: Mapping[str, str] = field(default_factory=dict)
+    gpu_factors: Mapping[str, float] = field(default_factory=dict, hash=False)
+    gpu_factor_sources: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         owner = f"engine {self.name}"
