@@ -24,6 +24,7 @@ from typing import Literal, get_args
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.prediction import Estimate
+from gpucast.domain.systems import IntraNode, group_link_gbps
 from gpucast.domain.units import GIB
 
 #: How the note of a step time's 80% interval begins (one per prediction).
@@ -226,11 +227,13 @@ class ClusterShape:
         point-to-point send (``gpus`` = 2) one peer's link; with bridged pairs the bridge for
         a pair, PCIe (:attr:`bridge_pcie_gbps`) for a larger group, whose ring crosses it."""
         n = self.gpus_per_node
-        if self.bridge_pcie_gbps is not None and n > 1:
-            return self.intra_node_gbps if gpus <= 2 else self.bridge_pcie_gbps
-        if not self.mesh or n <= 1:
+        if n <= 1:
             return self.intra_node_gbps
-        return self.intra_node_gbps * (max(2, min(gpus, n)) - 1) / (n - 1)
+        kind: IntraNode = "mesh" if self.mesh else "nvswitch"
+        pcie = math.inf
+        if self.bridge_pcie_gbps is not None:
+            kind, pcie = "nvlink-bridge", self.bridge_pcie_gbps
+        return group_link_gbps(kind, self.intra_node_gbps, gpus, n, pcie)
 
     def subset(self, used: int) -> ClusterShape:
         """The links of ``used`` GPUs of each node (at most ``gpus_per_node``): their share of

@@ -56,6 +56,24 @@ def as_network(value: str) -> Network:
     return cast("Network", value)
 
 
+def group_link_gbps(
+    intra_node: IntraNode, link_gbps: float, gpus: int, node_gpus: int, pcie_gbps: float
+) -> float:
+    """Gbit/s each of ``gpus`` GPUs of one node of ``node_gpus`` reaches the others at in a
+    collective among them, where each GPU's intra-node link is ``link_gbps``: all of it
+    through a switch or over PCIe only; with bridged pairs the bridge for a pair, and for a
+    larger group, whose ring crosses PCIe, ``pcie_gbps`` where that is slower; in a mesh only
+    the links to the group's other members, ``(gpus - 1) / (node_gpus - 1)`` of it (a
+    point-to-point send, ``gpus`` <= 2: one peer's link). The one rule
+    :meth:`NodeShape.ring_gbps` and :meth:`gpucast.domain.parallel.ClusterShape.group_gbps`
+    apply."""
+    if intra_node == "nvlink-bridge" and gpus > 2:
+        return min(link_gbps, pcie_gbps)
+    if intra_node == "mesh" and node_gpus > 1:
+        return link_gbps * (max(2, min(gpus, node_gpus)) - 1) / (node_gpus - 1)
+    return link_gbps
+
+
 #: Networks NCCL runs over RDMA (the rest is priced as TCP by the collective model).
 RDMA_NETWORKS: frozenset[str] = frozenset({"infiniband", "roce", "efa"})
 
@@ -138,11 +156,9 @@ class NodeShape:
         (``pcie_gbps``), whichever is slower, and that in a mesh a group smaller than the
         node reaches only its members' links."""
         link = self.intra_node_gbps * 8.0
-        if gpus > self.link_group_gpus and self.intra_node == "nvlink-bridge":
-            return min(link, pcie_gbps)
-        if self.intra_node == "mesh" and 1 < gpus < self.gpus_per_node:
-            return link * (gpus - 1) / (self.gpus_per_node - 1)  # only the group's links
-        return link
+        if gpus <= 1:  # no collective: the link as it is
+            return link
+        return group_link_gbps(self.intra_node, link, gpus, self.gpus_per_node, pcie_gbps)
 
 
 def node_shape(shapes: Iterable[NodeShape], name: str) -> NodeShape:
