@@ -44,8 +44,7 @@ Decode (memory-bound), one step of the ``c`` running sequences at mean context
     bytes, each ``collective_latency_s`` plus :func:`gpucast.predict.comm.
     hierarchical_collective_s` over the GPU's NVLink (:func:`gpucast.predict.parallel.
     group_link_gbps`: on a meshed node, the group's links only; on cards bridged in pairs,
-    PCIe beyond a pair); llama.cpp's layer split one
-    hand-off per GPU boundary. Summed over ``O``
+    PCIe beyond a pair); llama.cpp's layer split one hand-off per GPU boundary. Summed over ``O``
     steps and the waves: ``latency = waves x (prefill + O step)``; ``tokens_per_s = B O /
     latency``.
 
@@ -432,6 +431,12 @@ def check_tp(spec: TransformerSpec, engine: EngineProfile, tp: int) -> None:
         raise InvalidSpecError("tp", f"exceeds the {spec.layers} layers to split", got=tp)
 
 
+def _check_run(spec: TransformerSpec, gpu: GpuSpec, engine: EngineProfile, tp: int) -> None:
+    """One clear error when ``engine`` cannot run ``spec`` on ``tp`` GPUs of type ``gpu``."""
+    check_tp(spec, engine, tp)
+    engine.check_runs_on(gpu.name, gpu.vendor)
+
+
 def resolve_precisions(
     engine: EngineProfile, precision: str | None, kv_precision: str | None
 ) -> tuple[str, str]:
@@ -469,8 +474,7 @@ def predict_inference(
     ``tp`` beyond 2 crosses PCIe (:func:`gpucast.predict.parallel.group_link_gbps`).
     """
     _check_lengths(spec, batch_size, input_len, output_len)
-    check_tp(spec, engine, tp)
-    engine.check_runs_on(gpu.name, gpu.vendor)
+    _check_run(spec, gpu, engine, tp)
     weights, kv = resolve_precisions(engine, precision, kv_precision)
     case = _Case(
         spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=batch_size, input_len=input_len,
@@ -550,8 +554,7 @@ def request_latency_s(
         return np.zeros(0)
     if not (np.all(n_in >= 1) and np.all(n_out >= 1)):
         raise InvalidSpecError("input_len/output_len", "every token count must be >= 1")
-    check_tp(spec, engine, tp)
-    engine.check_runs_on(gpu.name, gpu.vendor)
+    _check_run(spec, gpu, engine, tp)
     weights, kv = resolve_precisions(engine, precision, kv_precision)
     one = _cases([
         _Case(spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=1, input_len=1,
@@ -1011,8 +1014,7 @@ def iteration_cost(
     decode step at context ``s`` its ``tpot_s`` (``tests/simulate/test_llm_serving.py``).
     ``pass_s`` is tabulated for passes of 0..``max_tokens`` tokens; the KV capacity is what
     the weights leave of the engine's share less its reserve."""
-    check_tp(spec, engine, tp)
-    engine.check_runs_on(gpu.name, gpu.vendor)
+    _check_run(spec, gpu, engine, tp)
     weights, kv = resolve_precisions(engine, precision, kv_precision)
     case = _Case(
         spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=1, input_len=1, output_len=1,
