@@ -105,16 +105,14 @@ def matrix_seconds(
 
 
 def fp32_matrix_seconds(
-    flops: float, conv_flops: float, fp32_flops_per_s: float, conv_flops_per_s: float | None
+    flops: float, conv_flops: float, fp32_flops_per_s: float, conv_flops_per_s: float
 ) -> float:
     """Time of fp32 matrix work (``flops``, ``conv_flops`` of them convolutions) on a GPU's
     FP32 units at ``fp32_flops_per_s``, except that convolutions run on TF32 tensor cores at
     ``conv_flops_per_s`` where that is faster -- cuDNN's default on NVIDIA GPUs with TF32
     (:meth:`~gpucast.domain.catalog.GpuSpec.fp32_convolution_tflops`; cuDNN times its
-    algorithms and keeps the fastest). None: no such path, all on the FP32 units."""
-    conv_s = conv_flops / fp32_flops_per_s
-    if conv_flops_per_s is not None:
-        conv_s = min(conv_s, conv_flops / conv_flops_per_s)
+    algorithms and keeps the fastest)."""
+    conv_s = min(conv_flops / fp32_flops_per_s, conv_flops / conv_flops_per_s)
     return (flops - conv_flops) / fp32_flops_per_s + conv_s
 
 
