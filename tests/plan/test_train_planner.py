@@ -258,3 +258,12 @@ def test_compact_search_keeps_the_fronts_and_counts_every_row() -> None:
     assert lean.passed_on_demand == int(np.count_nonzero(full.ok & ~full.space.spot))
     assert lean.passed_spot == int(np.count_nonzero(full.ok & full.space.spot))
     assert lean.marked == full.marked
+
+
+def test_spot_dearer_than_on_demand_is_said_so() -> None:
+    from gpucast.plan.explain import spot_verdict
+
+    assert spot_verdict(0.62) == "spot saves 62%"
+    assert spot_verdict(0.0) == "spot saves 0%"
+    # revocations (or another cloud's prices) made the spot twin dearer: no "saves -43%"
+    assert spot_verdict(-0.43) == "spot costs +43% more"

@@ -39,6 +39,12 @@ def _pct(new: float, old: float) -> str:
     return f"{100.0 * (new / old - 1.0):+.0f}%"
 
 
+def spot_verdict(saving: float) -> str:
+    """What spot does to an on-demand plan's cost: revocations (restarts, lost work, capacity
+    gaps) and another cloud's prices can make it dearer, said as such, never "saves -43%"."""
+    return f"spot saves {saving:.0%}" if saving >= 0 else f"spot costs {-saving:+.0%} more"
+
+
 def explain(
     res: SearchResult,
     ctx: PlanContext,
@@ -103,14 +109,15 @@ def explain(
         out = twin_out[twin]
         od_usd = float(ev.cost_usd[i])
         saving = 1.0 - out.cost_mean_usd / od_usd if od_usd > 0 else 0.0
+        verdict = spot_verdict(saving)
         if request.deadline_s is not None and out.p_meet_deadline is not None:
             risk = 1.0 - out.p_meet_deadline
             hints.append(
-                f"spot saves {saving:.0%} at {risk:.1%} risk of missing the deadline "
+                f"{verdict} at {risk:.1%} risk of missing the deadline "
                 f"(p90 {out.time_p90_s / 3600:.1f} h)"
             )
         else:
-            hints.append(f"spot saves {saving:.0%} (p90 {out.time_p90_s / 3600:.1f} h)")
+            hints.append(f"{verdict} (p90 {out.time_p90_s / 3600:.1f} h)")
     elif spot is not None and twin is not None:
         od_cost = float(ev.cost_usd[twin])
         extra_cost = od_cost / spot.cost_mean_usd - 1.0 if spot.cost_mean_usd > 0 else 0.0
