@@ -44,6 +44,12 @@ def print_simulation(result: SimulationResult) -> None:
         if stats.gpu_s is not None:  # billed: capacity gaps are not GPU-hours
             console.print(row("GPU-hours", Summary.of(stats.gpu_s / 3600.0), ".2f"))
         console.print(row("revocations", Summary.of(stats.revocations.astype(float)), ".2f"))
+        if stats.stratified:
+            hours, usd = stats.central(stats.duration_s) / 3600.0, stats.central(stats.cost_usd)
+            console.print(
+                f"  at the central step time (what plan train shows): mean {cell(hours, '.2f')} "
+                f"h, US$ {cell(usd, '.2f')}; the rows above spread over the step time's interval"
+            )
         if stats.p_miss_deadline is not None:
             console.print(f"  P(miss deadline) {stats.p_miss_deadline:.1%}")
         if stats.p_unfinished > 0:

@@ -42,6 +42,7 @@ from gpucast.domain.simulation import (
     RunStatistics,
     Summary,
     WorkerGroup,
+    at_central_step,
 )
 from gpucast.predict.revocation import LifetimeDistribution
 from gpucast.simulate.transient import Delay, Job, Move, SpeedTable, simulate_batch
@@ -176,6 +177,11 @@ class SpotJob:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SpotOutcome:
+    """A simulated spot plan. ``time_mean_s``, ``cost_mean_usd``, ``revocations_mean`` and
+    ``gpu_hours_mean`` are means over revocations at the central step time, as an on-demand
+    plan states its time and cost (:func:`at_central_step`); the p90s and the probabilities
+    are over every stratum of the step-time model's uncertainty too."""
+
     runs: int
     time_mean_s: float
     time_p90_s: float
@@ -291,7 +297,13 @@ def simulate_spots(
         )
         stats.update(zip(members, out, strict=True))
     return [
-        _outcome(stats[i], candidates[i][0], built[i][1], candidates[i][1].move)
+        _outcome(
+            stats[i],
+            candidates[i][0],
+            built[i][1],
+            candidates[i][1].move,
+            slowdown=built[i][0].run_slowdown,
+        )
         for i in range(len(candidates))
     ]
 
@@ -412,22 +424,31 @@ def _move(move: SpotMove | None, *, synchronous: bool) -> Move | None:
 
 
 def _outcome(
-    pooled: RunStatistics, job: SpotJob, every: int, move: SpotMove | None = None
+    pooled: RunStatistics,
+    job: SpotJob,
+    every: int,
+    move: SpotMove | None = None,
+    *,
+    slowdown: npt.ArrayLike | None = None,
 ) -> SpotOutcome:
+    """Time, cost and GPU-hours at the central step time (what an on-demand plan states:
+    :func:`at_central_step`); the p90s, P(meet deadline) and P(unfinished) over every stratum,
+    so they carry the step-time model's uncertainty as an on-demand plan's interval does."""
     dur = Summary.of(pooled.duration_s)
     cost = Summary.of(pooled.cost_usd)
     p_meet = None if job.deadline_s is None else 1.0 - float(pooled.p_miss_deadline or 0.0)
+    gpu_h = None if pooled.gpu_s is None else at_central_step(pooled.gpu_s, slowdown) / 3600.0
     return SpotOutcome(
         runs=pooled.runs,
-        time_mean_s=dur.mean,
+        time_mean_s=at_central_step(pooled.duration_s, slowdown),
         time_p90_s=dur.p90,
-        cost_mean_usd=cost.mean,
+        cost_mean_usd=at_central_step(pooled.cost_usd, slowdown),
         cost_p90_usd=cost.p90,
         p_meet_deadline=p_meet,
         p_unfinished=pooled.p_unfinished,
-        revocations_mean=float(np.mean(pooled.revocations)),
+        revocations_mean=at_central_step(pooled.revocations, slowdown),
         checkpoint_every_steps=every,
         moved_to=None if move is None else move.region,
         moves_mean=None if pooled.moves is None else float(np.mean(pooled.moves)),
-        gpu_hours_mean=None if pooled.gpu_s is None else float(np.mean(pooled.gpu_s)) / 3600.0,
+        gpu_hours_mean=gpu_h,
     )

@@ -1463,6 +1463,7 @@ def simulate_scenario(
         if len(parts) == 1:
             return parts[0]
         return RunStatistics(
+            speed_factor=np.repeat(np.asarray(factors[:k], dtype=np.float64), split),
             duration_s=np.concatenate([p.duration_s for p in parts]),
             cost_usd=np.concatenate([p.cost_usd for p in parts]),
             revocations=np.concatenate([p.revocations for p in parts]),

@@ -1,0 +1,44 @@
+"""Spot outcomes at the central step time: the plan's spot and on-demand rows compare alike."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.simulation import RunStatistics, at_central_step
+from gpucast.plan.uncertainty import strata
+
+
+def test_a_time_linear_in_the_step_is_read_at_factor_one() -> None:
+    # 11 strata of an uncalibrated band: the plain mean sits well above the central value
+    factors = np.repeat(strata(0.33, 3.90), 40)
+    rng = np.random.default_rng(0)
+    hours = 0.5 + 4.0 * factors  # start-up plus work that scales with the step time
+    assert float(np.mean(hours)) > 1.5 * 4.5
+    assert at_central_step(hours, factors) == pytest.approx(4.5, rel=1e-9)
+    noisy = hours + rng.normal(0.0, 0.3, hours.size)  # revocation noise around the line
+    assert at_central_step(noisy, factors) == pytest.approx(4.5, abs=0.1)
+
+
+def test_no_strata_unbounded_runs_and_empty_samples() -> None:
+    assert at_central_step([1.0, 3.0], None) == 2.0
+    assert at_central_step([1.0, 3.0], [1.0, 1.0]) == 2.0  # one stratum: the mean
+    assert at_central_step([1.0, math.inf], [0.5, 2.0]) == math.inf  # a run never ends
+    assert math.isnan(at_central_step([], None))
+
+
+def test_run_statistics_carry_their_strata() -> None:
+    f = np.array([0.5, 1.0, 2.0, 0.5, 1.0, 2.0])
+    runs = RunStatistics(duration_s=3600.0 * f, cost_usd=10.0 * f, revocations=np.zeros(6))
+    assert not runs.stratified and "central" not in runs.summary()
+    runs = RunStatistics(
+        duration_s=3600.0 * f, cost_usd=10.0 * f, revocations=np.zeros(6), speed_factor=f
+    )
+    assert runs.stratified
+    central = runs.summary()["central"]
+    assert central == {"duration_s": pytest.approx(3600.0), "cost_usd": pytest.approx(10.0)}
+    with pytest.raises(InvalidSpecError, match="speed_factor"):
+        RunStatistics(duration_s=f, cost_usd=f, revocations=np.zeros(6), speed_factor=f[:3])
