@@ -19,17 +19,17 @@ the global batch; ``catalog/data/convergence.csv``): every submission is assumed
 like the reference runs at its batch.
 
 The raw model ignores the submitters' software (HugeCTR hybrid embeddings, FP16 tables, fused
-kernels), so one calibration factor (the median of measured / raw predicted time over the
-other systems) is fitted and applied to the held-out one (leave one system out); the median,
-not the geometric mean, because one system (4 x H100-PCIe, 3x slower than even its PCIe links say)
+kernels), so one calibration factor (the median of measured / raw predicted time over the other
+systems) is fitted and applied to the held-out one (leave one system out); the median, not the
+geometric mean, because one system (4 x H100-PCIe, 3x slower than even its PCIe links say)
 would otherwise move every other system's factor by +11%. That system's own MLPerf logs (not in
 the data: ``Quanta_Cloud_Technology/results/D54U-3U/dlrm_dcnv2/result_0.txt``) show its first
-three 0.05-epoch blocks of the day at 15.9 ms a step (predicted 14.5) and every later block 2.3x
-slower, evaluations too: the cards slow down once warm, which no spec carries. Reported: per-system error with no
-factor, with the geometric-mean factor and with the median one, and the median / max |error|;
-target (issue #17): within 20%. On more GPUs than a table has 16-wide column shards the
-planner's grid plan (column shards split row-wise, as TorchRec's grid sharding and HugeCTR's
-planner spread a hot table) is what the 64- and 128-GPU systems get.
+three 0.05-epoch blocks of the day at 15.9 ms a step (predicted 14.5) and every later block
+2.3x slower, evaluations too: the cards slow down once warm, which no spec carries. Reported:
+per-system error with no factor, with the geometric-mean factor and with the median one, and
+the median / max |error|; target (issue #17): within 20%. On more GPUs than a table has 16-wide
+column shards the planner's grid plan (column shards split row-wise, as TorchRec's grid
+sharding and HugeCTR's planner spread a hot table) is what the 64- and 128-GPU systems get.
 
 Run: ``python benchmarks/dlrm_mlperf.py [--data-dir ../shared/data]`` (a few seconds).
 """
@@ -164,9 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     pcie = table[table.gpus.str.contains("PCIe")]
     if len(pcie):
         print(
-            f"H100-PCIe system predicted {pcie.step_ms.iloc[0]:.1f} ms a step; its first run of the "
-            f"day logged {COLD_PCIE_STEP_MS} ms over its first 0.15 epoch, then 2.3x slower once warm "
-            "(result_0.txt in mlcommons/training_results_v4.0, not in the data)"
+            f"H100-PCIe system predicted {pcie.step_ms.iloc[0]:.1f} ms a step; its first run "
+            f"of the day logged {COLD_PCIE_STEP_MS} ms over its first 0.15 epoch, then 2.3x "
+            "slower once warm (result_0.txt in mlcommons/training_results_v4.0, not in the data)"
         )
     return 0
 
