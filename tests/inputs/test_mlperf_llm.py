@@ -252,3 +252,32 @@ def test_the_host_time_is_recovered_from_how_runs_scale_whatever_their_level(
     assert fit.gpu_counts == (8, 64, 1024) and "3 tuned-stack systems" in fit.source
     # one GPU count cannot tell pacing from the level: nothing to fit
     assert fit_host_layer_s(data, exclude=("Lab/b", "Lab/c")) is None
+
+
+def test_a_runs_one_off_warm_up_is_recovered_with_the_host_time(tmp_path: Path) -> None:
+    # LoRA runs on 8 to 1,024 GPUs timed as the model prices them with the host at 6 ms per
+    # layer and a 20 s warm-up once per run, all 1.3x slower: the fit finds both; the warm-up
+    # shows where runs are short (1,024 GPUs: ~1 min) and hides where they are long
+    shape = [("a", 1, 8), ("d", 2, 16), ("b", 8, 8), ("c", 128, 128)]
+    probe = _write_runs(
+        tmp_path / "probe", [(s, n, b, 1.0) for s, n, b in shape], benchmark="llama2_70b_lora"
+    )
+    truth = llm_system_predictions(probe, host_layer_s=0.006, warmup_s=20.0).set_index("system")
+    without = llm_system_predictions(probe, host_layer_s=0.006, warmup_s=0.0).set_index("system")
+    assert (truth["predicted_min"] - without["predicted_min"]).to_numpy() == pytest.approx(1 / 3)
+    data = _write_runs(
+        tmp_path / "data",
+        [(s, n, b, 1.3 * float(truth.loc[f"Lab/{s}", "predicted_min"])) for s, n, b in shape],
+        benchmark="llama2_70b_lora",
+    )
+    fit = fit_host_layer_s(data)
+    assert fit is not None
+    assert fit.seconds == pytest.approx(0.006, abs=0.0005)
+    # the warm-up is added to the prediction, which the common level then scales: 20 s
+    assert fit.warmup_s == pytest.approx(20.0, abs=0.5)
+    assert fit.level == pytest.approx(1.3, rel=0.02)
+    assert fit.spread_after < 0.01 < fit.spread_before
+    assert "warm-up of" in fit.source
+    # two GPU counts cannot tell a warm-up from the level and the pacing: none is fitted
+    two = fit_host_layer_s(data, exclude=("Lab/a", "Lab/d"))
+    assert two is not None and two.warmup_s == 0.0

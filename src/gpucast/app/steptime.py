@@ -203,9 +203,10 @@ def _fit_fp8(data_dir: Path, model: StepTimeModel, request: FitStepTimeRequest) 
 
 
 def _fit_host(data_dir: Path, model: StepTimeModel, request: FitStepTimeRequest) -> dict[str, Any]:
-    """The host's time per layer and micro-batch fitted on MLPerf's runs without CUDA graphs
-    (kept in the model; :func:`gpucast.inputs.mlperf_llm.fit_host_layer_s`), after the fp8
-    efficiency those runs also use."""
+    """The host's time per layer and micro-batch and a run's one-off warm-up, fitted on
+    MLPerf's runs without CUDA graphs (kept in the model;
+    :func:`gpucast.inputs.mlperf_llm.fit_host_layer_s`), after the fp8 efficiency those runs
+    also use."""
     from gpucast.inputs.mlperf_llm import fit_host_layer_s
 
     if not _mlperf_llm_runs(data_dir, request):
@@ -213,9 +214,10 @@ def _fit_host(data_dir: Path, model: StepTimeModel, request: FitStepTimeRequest)
     fit = fit_host_layer_s(data_dir, model)
     if fit is None:
         return {}
-    model.with_host(fit.seconds, fit.source)
+    model.with_host(fit.seconds, fit.source, warmup_s=fit.warmup_s)
     return {
         "seconds": fit.seconds,
+        "warmup_s": fit.warmup_s,
         "systems": list(fit.systems),
         "level": fit.level,
         "spread_before": fit.spread_before,

@@ -179,8 +179,9 @@ def steptime(
         host = result.host
         console.print(
             f"  host pacing ({len(host['systems'])} MLPerf runs without CUDA graphs, "
-            f"3D-parallel model): {1e3 * host['seconds']:.2f} ms per layer and micro-batch; "
-            f"log-residual SD {host['spread_before']:.3f} -> {host['spread_after']:.3f} "
+            f"3D-parallel model): {1e3 * host['seconds']:.2f} ms per layer and micro-batch, "
+            f"a run's warm-up {host.get('warmup_s', 0.0):.1f} s; log-residual SD "
+            f"{host['spread_before']:.3f} -> {host['spread_after']:.3f} "
             f"around their level x{host['level']:.2f}",
             highlight=False,
         )

@@ -95,6 +95,7 @@ def llm_system_predictions(
     host_layer_s: float | None = None,
     searches: dict[SearchKey, SearchMemo] | None = None,
     vendors: Collection[str] | None = CALIBRATION_VENDORS,
+    warmup_s: float | None = None,
 ) -> pd.DataFrame:
     """One row per MLPerf LLM system of a catalog GPU: ``benchmark``, ``submitter``,
     ``system``, ``software`` (:func:`system_stack`), ``gpu``, ``vendor``, ``gpus``,
@@ -110,7 +111,9 @@ def llm_system_predictions(
     ``searches``: the layout searches of an earlier call with every argument the same but
     ``host_layer_s`` and ``exclude`` (the host's pace changes no search's stage times or
     memory), filled and reused; ``vendors``: only systems of these GPU vendors (None: all;
-    default: :data:`CALIBRATION_VENDORS`)."""
+    default: :data:`CALIBRATION_VENDORS`); ``warmup_s``: a run's one-off warm-up after its
+    clock starts, added to the time of the benchmarks run without CUDA graphs (default: the
+    model's, fitted with the host's time by :func:`fit_host_layer_s`)."""
     from dataclasses import replace
 
     from gpucast.catalog import load_catalog
@@ -139,6 +142,8 @@ def llm_system_predictions(
     latency = fitted.eval_latency_s_ if fitted is not None else 0.0
     if host_layer_s is None:
         host_layer_s = fitted.host_layer_s_ if fitted is not None else 0.0
+    if warmup_s is None:
+        warmup_s = fitted.warmup_s_ if fitted is not None else 0.0
 
     def efficiency(software: str) -> RooflineEfficiency:
         eff = (
@@ -197,6 +202,9 @@ def llm_system_predictions(
                 best.step_time_s, best.mfu, best.layout.label(), host_forwards, per_round
             )  # fmt: skip
         step_s, mfu, layout, host_forwards, per_round = searched[key]
+        # runs that capture CUDA graphs warm up (and capture) before their clock starts:
+        # NVIDIA's GPT-3 logs show under 1 s of it after run_start, LoRA's 17-19 s
+        warm = 0.0 if r["benchmark"] in CUDA_GRAPH_BENCHMARKS else warmup_s
         samples = mlperf_samples_to_target(r["benchmark"], batch).samples_mean
         train_s = samples / batch * step_s
         share = LORA_FORWARD_SHARE if lora else EVAL_FORWARD_SHARE
@@ -212,7 +220,7 @@ def llm_system_predictions(
             )
         )
         measured = float(r["minutes_score"])
-        predicted = (train_s + evaluation) / 60.0
+        predicted = (train_s + evaluation + warm) / 60.0
         rows.append(
             {
                 "benchmark": r["benchmark"],
@@ -308,6 +316,10 @@ HOST_FIT_BENCHMARKS: tuple[str, ...] = ("llama2_70b_lora",)
 #: its best (the loss jumps where a layout search changes its pick: no gradient to follow)
 HOST_GRID_S: tuple[float, ...] = tuple(i / 1000 for i in range(21))
 _HOST_REFINE_S = 0.00025
+#: A run's one-off warm-up the fit may find (s), and the GPU counts it needs: with two, the
+#: level and the pacing already fit them exactly
+WARMUP_BOUNDS_S: tuple[float, float] = (0.0, 300.0)
+WARMUP_MIN_GPU_COUNTS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,6 +328,8 @@ class HostFit:
 
     seconds: float
     systems: tuple[str, ...]
+    #: a run's one-off warm-up after its clock starts (s), fitted with ``seconds``
+    warmup_s: float
     #: the runs' common level (measured / predicted, geometric mean) at the fitted time: what
     #: the bands carry, not the fit
     level: float
@@ -330,7 +344,8 @@ class HostFit:
             f"MLPerf Training v4.0 {', '.join(HOST_FIT_BENCHMARKS)} time to train "
             f"({len(self.systems)} tuned-stack systems without CUDA graphs, "
             f"{min(self.gpu_counts):,}-{max(self.gpu_counts):,} GPUs: the time per layer that "
-            f"best explains how their time to train scales with the GPU count, their common "
+            f"best explains how their time to train scales with the GPU count, with a run's "
+            f"one-off warm-up of {self.warmup_s:.1f} s; their common "
             f"level x{self.level:.2f} left to the band; log-residual SD "
             f"{self.spread_before:.3f} -> {self.spread_after:.3f})"
         )
@@ -355,14 +370,20 @@ def fit_host_layer_s(
     memo: HostGridMemo | None = None,
 ) -> HostFit | None:
     """The host's seconds per layer and micro-batch (:data:`HOST_GRID_S`, refined to 0.25 ms)
-    that minimise the spread of :data:`HOST_FIT_BENCHMARKS`' tuned-stack systems' log
-    residuals around their mean -- the scaling with the GPU count, not the level (one level
-    factor is profiled out: an efficiency gap common to every GPU count is the band's to
-    carry). A micro-batch the host paces costs the same whatever the GPUs do, so it shows
-    where the per-GPU work is small (many GPUs, context parallelism) and hides where it is
-    large. None where the rows left after ``exclude`` span fewer than two GPU counts (the
+    and a run's one-off warm-up (:data:`WARMUP_BOUNDS_S`) that minimise the spread of
+    :data:`HOST_FIT_BENCHMARKS`' tuned-stack systems' log residuals around their mean -- the
+    scaling with the GPU count, not the level (one level factor is profiled out: an efficiency
+    gap common to every GPU count is the band's to carry). A micro-batch the host paces costs
+    the same whatever the GPUs do, so it shows where the per-GPU work is small (many GPUs,
+    context parallelism) and hides where it is large; a warm-up costs the same whatever the
+    run's length, so it shows in the shortest runs (the most GPUs). The warm-up is profiled
+    out per host time (a bounded 1-D search; 0 where it does not lower the spread or fewer
+    than :data:`WARMUP_MIN_GPU_COUNTS` GPU counts cannot tell it from the pacing and the
+    level). None where the rows left after ``exclude`` span fewer than two GPU counts (the
     level and the pacing cannot be told apart). ``memo``: shared by fits that differ only in
     ``exclude``; the grid's layout searches are run once either way."""
+    from scipy.optimize import minimize_scalar
+
     cache = memo if memo is not None else HostGridMemo()
     left_out = set(exclude)
 
@@ -376,6 +397,7 @@ def fit_host_layer_s(
                 benchmarks=HOST_FIT_BENCHMARKS,
                 host_layer_s=key,
                 searches=cache.searches,
+                warmup_s=0.0,
             )
             cache.tables[key] = rows[rows["software"] == "tuned"] if len(rows) else rows
         rows = cache.tables[key]
@@ -386,9 +408,28 @@ def fit_host_layer_s(
     probe = table(0.0)
     if probe.empty or probe["gpus"].nunique() < 2:
         return None
+    measured_s = 60.0 * probe["measured_min"].to_numpy(dtype=np.float64)
+    warmup_free = probe["gpus"].nunique() >= WARMUP_MIN_GPU_COUNTS
+
+    def residuals(seconds: float, warmup: float) -> np.ndarray:
+        predicted_s = 60.0 * table(seconds)["predicted_min"].to_numpy(dtype=np.float64)
+        return np.log(measured_s / (predicted_s + warmup))
+
+    def warmup_for(seconds: float) -> tuple[float, float]:
+        """The warm-up that best explains the runs at this host time, and the spread."""
+        none = float(np.std(residuals(seconds, 0.0)))
+        if not warmup_free:
+            return 0.0, none
+        found = minimize_scalar(
+            lambda w: float(np.std(residuals(seconds, w))),
+            bounds=WARMUP_BOUNDS_S,
+            method="bounded",
+            options={"xatol": 0.05},
+        )
+        return (float(found.x), float(found.fun)) if found.fun < none else (0.0, none)
 
     def spread(seconds: float) -> float:
-        return float(np.std(table(seconds)["residual"].to_numpy()))
+        return warmup_for(seconds)[1]
 
     coarse = min(HOST_GRID_S, key=spread)  # ties: the least pacing
     fine = [
@@ -397,13 +438,15 @@ def fit_host_layer_s(
         if 0 <= coarse + k * _HOST_REFINE_S <= HOST_GRID_S[-1]
     ]
     best = min(sorted(fine), key=spread)
+    warmup, after = warmup_for(best)
     rows = table(best)
     return HostFit(
         seconds=float(best),
         systems=tuple(sorted(rows["system"])),
-        level=float(np.exp(np.mean(rows["residual"]))),
-        spread_before=spread(0.0),
-        spread_after=spread(best),
+        warmup_s=warmup,
+        level=float(np.exp(np.mean(residuals(best, warmup)))),
+        spread_before=float(np.std(residuals(0.0, 0.0))),
+        spread_after=after,
         gpu_counts=tuple(sorted({int(g) for g in rows["gpus"]})),
     )
 
@@ -443,14 +486,20 @@ def submitter_held_out_predictions(
             refit = fit_fp8_ratio(data_dir, model, exclude=(submitter,))
             ratio = refit.ratio if refit is not None else 1.0
         memo = memos.setdefault(ratio, HostGridMemo())
-        host = None
+        host = warmup = None
         if submitter in host_subs:
             host_fit = fit_host_layer_s(
                 data_dir, model, fp8_ratio=ratio, exclude=(submitter,), memo=memo
             )
             host = host_fit.seconds if host_fit is not None else 0.0
+            warmup = host_fit.warmup_s if host_fit is not None else 0.0
         rows = llm_system_predictions(
-            data_dir, model=model, fp8_ratio=ratio, host_layer_s=host, searches=memo.searches
+            data_dir,
+            model=model,
+            fp8_ratio=ratio,
+            host_layer_s=host,
+            searches=memo.searches,
+            warmup_s=warmup,
         )
         parts.append(rows[rows["submitter"] == submitter])
     return pd.concat(parts).loc[base.index]

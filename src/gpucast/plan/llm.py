@@ -3,7 +3,8 @@
 For every GPU offer (one per instance type and GPU: its cheapest region) and every node count
 up to ``max_gpus``, :func:`gpucast.predict.parallel.best_layout` finds the fastest layout that
 fits (tensor, pipeline and data parallelism, micro-batch, ZeRO stage, recomputation); the
-job's time is ``steps x step time`` (``steps = tokens / (global batch x sequence length)``)
+job's time is a run's one-off warm-up (``efficiency.warmup_s``, fitted on MLPerf's LLM runs) plus
+``steps x step time`` (``steps = tokens / (global batch x sequence length)``)
 and its cost ``nodes x on-demand price x time``. Networks without RDMA run at the share of
 their NIC the fitted TCP collective found (:mod:`gpucast.predict.collective`) and with its
 algorithm (NCCL's flat ring: each node's NIC carries the whole ring's share of the
@@ -256,7 +257,7 @@ def plan_llm(
                 if len(infeasible) < 3 and found not in infeasible:
                     infeasible.append(found)
                 continue
-            time_s = steps * found.step_time_s
+            time_s = efficiency.warmup_s + steps * found.step_time_s
             usd_h = nodes * option.usd_per_hour
             cost = usd_h * time_s / 3600.0
             low, high = bands.get(gpu.name, band)

@@ -195,6 +195,10 @@ class RooflineEfficiency:
     #: fitted) and where that figure comes from
     host_layer_s: float = 0.0
     host_source: str = ""
+    #: a run's one-off warm-up after its clock starts -- the first steps' lazy set-up
+    #: (communicators, autotuning, allocator growth) -- fitted with ``host_layer_s`` on whole
+    #: LLM runs (0: none fitted); added once to a job's time
+    warmup_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -216,6 +220,7 @@ class RooflineEfficiency:
         _positive("kernel_overhead_s", self.kernel_overhead_s, allow_zero=True)
         _positive("step_overhead_s", self.step_overhead_s, allow_zero=True)
         _positive("host_layer_s", self.host_layer_s, allow_zero=True)
+        _positive("warmup_s", self.warmup_s, allow_zero=True)
         for gpu, factor in self.gpu_factors.items():
             _positive(f"gpu_factors[{gpu}]", factor)
         object.__setattr__(self, "gpu_factors", MappingProxyType(dict(self.gpu_factors)))

@@ -239,6 +239,9 @@ class StepTimeModel(Estimator):
         #: without CUDA graphs, fitted apart on whole LLM runs (:meth:`with_host`; 0: none)
         self.host_layer_s_: float = 0.0
         self.host_source_: str = ""
+        #: a run's one-off warm-up after its clock starts (the first steps' lazy set-up),
+        #: fitted with the host's time on the same runs (:meth:`with_host`; 0: none)
+        self.warmup_s_: float = 0.0
         self.fitted_on_: str = ""
         self.n_rows_: int = 0
 
@@ -392,13 +395,17 @@ class StepTimeModel(Estimator):
         self.fp8_source_ = source
         return self
 
-    def with_host(self, seconds: float, source: str) -> Self:
+    def with_host(self, seconds: float, source: str, *, warmup_s: float = 0.0) -> Self:
         """This fitted model with the host's ``seconds`` per layer and micro-batch (runs
-        without CUDA graphs), fitted apart on whole LLM runs and said to come from ``source``."""
+        without CUDA graphs) and a run's one-off ``warmup_s``, fitted apart on whole LLM runs
+        and said to come from ``source``."""
         self._require_fitted()
         if not (math.isfinite(seconds) and 0 <= seconds < 1):
             raise InvalidSpecError("host seconds per layer", "must be in [0, 1)", got=seconds)
+        if not (math.isfinite(warmup_s) and 0 <= warmup_s < 3600):
+            raise InvalidSpecError("warm-up seconds", "must be in [0, 3600)", got=warmup_s)
         self.host_layer_s_ = float(seconds)
+        self.warmup_s_ = float(warmup_s)
         self.host_source_ = source
         return self
 
@@ -440,6 +447,7 @@ class StepTimeModel(Estimator):
             + (f"; fp8 efficiency from {self.fp8_source_}" if self.fp8_source_ else ""),
             host_layer_s=self.host_layer_s_,
             host_source=self.host_source_,
+            warmup_s=self.warmup_s_,
         )
 
     # -- prediction ----------------------------------------------------------------------
@@ -516,6 +524,7 @@ class StepTimeModel(Estimator):
             "fp8_source": self.fp8_source_,
             "host_layer_s": self.host_layer_s_,
             "host_source": self.host_source_,
+            "warmup_s": self.warmup_s_,
             "fitted_on": self.fitted_on_,
             "n_rows": self.n_rows_,
         }
@@ -548,6 +557,7 @@ class StepTimeModel(Estimator):
             model.fp8_source_ = str(state.get("fp8_source", ""))
             model.host_layer_s_ = float(state.get("host_layer_s", 0.0))
             model.host_source_ = str(state.get("host_source", ""))
+            model.warmup_s_ = float(state.get("warmup_s", 0.0))
             model.fitted_on_ = str(state.get("fitted_on", ""))
             model.n_rows_ = int(state.get("n_rows", 0))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -562,7 +572,8 @@ class StepTimeModel(Estimator):
             *model.overhead_s_.values(),
         ]
         if not all(math.isfinite(v) and v > 0 for v in values) or not all(
-            math.isfinite(v) and v >= 0 for v in (model.eval_latency_s_, model.host_layer_s_)
+            math.isfinite(v) and v >= 0
+            for v in (model.eval_latency_s_, model.host_layer_s_, model.warmup_s_)
         ):
             raise InvalidInputError(
                 "steptime model holds a non-positive or non-finite constant",
