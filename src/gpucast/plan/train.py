@@ -1096,7 +1096,9 @@ def _candidate(
         p_meet = spot.p_meet_deadline
         notes.append(
             f"spot: {spot.runs} simulated runs, {spot.revocations_mean:.2f} revocations on "
-            f"average, checkpoint every {spot.checkpoint_every_steps:,} steps"
+            f"average, checkpoint every {spot.checkpoint_every_steps:,} steps; time and cost "
+            "are their mean at the central step time (as on demand), p90 and P(meet deadline) "
+            "span the step time's interval too"
         )
         if spot.moved_to is not None:
             notes.append(
