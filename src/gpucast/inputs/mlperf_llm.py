@@ -354,8 +354,9 @@ class HostFit:
 @dataclass(slots=True)
 class HostGridMemo:
     """What fits of the host's time that differ only in ``exclude`` share
-    (:func:`fit_host_layer_s` ``memo``): the tables per host time and the layout searches
-    behind them, which the host's time does not change."""
+    (:func:`fit_host_layer_s` ``memo``): the tables per host time (priced without a warm-up,
+    which the fit adds) and the layout searches behind them, which the host's time does not
+    change."""
 
     tables: dict[float, pd.DataFrame] = field(default_factory=dict)
     searches: dict[SearchKey, SearchMemo] = field(default_factory=dict)
