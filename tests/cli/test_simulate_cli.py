@@ -261,3 +261,4 @@ def test_runs_that_never_finish_print_no_numpy_warning() -> None:
     assert result.exit_code == 0, result.output
     assert "never" in result.output
     assert "RuntimeWarning" not in result.output
+    assert "--replace launches a replacement" in result.output  # the way out, named

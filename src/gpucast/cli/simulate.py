@@ -53,8 +53,14 @@ def print_simulation(result: SimulationResult) -> None:
         if stats.p_miss_deadline is not None:
             console.print(f"  P(miss deadline) {stats.p_miss_deadline:.1%}")
         if stats.p_unfinished > 0:
+            fix = (
+                ""
+                if result.scenario.replace_revoked
+                else " (--replace launches a replacement "
+                "for each revoked node, as plan train assumes)"
+            )
             console.print(
-                f"  P(never finishes) {stats.p_unfinished:.1%}: those runs ran out of workers "
+                f"  P(never finishes) {stats.p_unfinished:.1%}: those runs ran out of workers{fix} "
                 f"or of the {result.scenario.horizon_s / 86400:g}-day horizon; 'never' marks "
                 "the statistics they make unbounded"
             )
