@@ -493,3 +493,14 @@ def test_bridged_cards_state_their_pairs() -> None:
     sxm = gpucast.predict_llm_train(**common, gpu="H100").to_dict()["assumptions"]
     assert "crosses PCIe at 64 GB/s" in nvl["intra-node bridges"]
     assert "intra-node bridges" not in sxm
+
+
+def test_a_meshed_gpu_type_fills_its_catalogs_node_by_default() -> None:
+    # GH200 ships in nodes of 4 superchips meshed by NVLink (Alps, JUPITER): 16 GH200 are 4
+    # such nodes by default, not 2 of 8; --gpus-per-node still says otherwise
+    common = {"model": "llama-2-7b", "gpu": "GH200", "gpus": 16, "global_batch": 64}
+    default = gpucast.predict_llm_train(**common)
+    assert "per 4-GPU node" in default.assumptions["node network"]
+    assert "intra-node mesh" in default.assumptions
+    eight = gpucast.predict_llm_train(**common, gpus_per_node=8)
+    assert "per 8-GPU node" in eight.assumptions["node network"]

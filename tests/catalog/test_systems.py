@@ -70,6 +70,11 @@ def test_intra_node_bandwidth_matches_the_gpu_rows() -> None:
         if s.intra_node == "pcie":  # x16 link, both directions: Gen3 32, Gen4 64, Gen5 128 GB/s
             assert s.intra_node_gbps == 4 * 2**gpu.pcie_generation, s.name
             assert s.link_group_gpus == s.gpus_per_node
+        elif s.intra_node == "mesh":
+            # a meshed board may wire some of the chip's links elsewhere: the EX235a's MI250X
+            # packages give 5 of their 8 Infinity Fabric links to their peers, 3 to the CPU
+            # and the NIC
+            assert 0 < s.intra_node_gbps <= gpu.interconnect_gbps, s.name
         else:
             assert s.intra_node_gbps == gpu.interconnect_gbps, s.name
         if s.intra_node == "nvlink-bridge":
@@ -172,3 +177,20 @@ def test_gpu_aliases_are_stored_canonical() -> None:
     text = _edit("DGX-H100,H100-SXM,", "DGX-H100,nvidia-h100-80gb,")
     shapes = parse_systems(text, "systems.csv", load_catalog().gpus)
     assert shapes[0].gpu == "H100-SXM"
+
+
+def test_hpc_nodes_mesh_their_packages_over_slingshot_or_infiniband() -> None:
+    # Frontier / LUMI-G (4 MI250X packages) and Alps / JUPITER (4 GH200): no switch, every
+    # package linked to every other; Slingshot is priced as RDMA (libfabric CXI), as InfiniBand
+    from gpucast.catalog.systems import get_system, mesh_node_gpus
+    from gpucast.domain.systems import RDMA_NETWORKS
+
+    frontier = get_system("Frontier node")
+    assert (frontier.gpu, frontier.gpus_per_node, frontier.intra_node) == ("MI250X", 4, "mesh")
+    assert frontier.intra_node_gbps == 500.0 and frontier.inter_node_gbps == 800.0
+    alps = get_system("Alps GH200 node")
+    jupiter = get_system("JUPITER node")
+    assert alps.gpu == jupiter.gpu == "GH200" and alps.intra_node == jupiter.intra_node == "mesh"
+    assert (alps.network, jupiter.network) == ("slingshot", "infiniband")
+    assert {"slingshot", "infiniband"} <= RDMA_NETWORKS
+    assert mesh_node_gpus("GH200") == mesh_node_gpus("MI250X") == 4

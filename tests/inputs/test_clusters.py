@@ -191,7 +191,7 @@ def test_the_training_predictor_takes_the_subsets_bandwidth(tmp_path: Path) -> N
         (
             YAML.replace("network: infiniband", "network: carrier-pigeon"),
             InvalidSpecError,
-            r"^cluster\.network: must be one of infiniband, roce, efa, ethernet",
+            r"^cluster\.network: must be one of infiniband, roce, efa, slingshot, ethernet",
         ),
         (
             YAML + "gpus_per_nodes: 8\n",

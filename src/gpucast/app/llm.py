@@ -170,7 +170,12 @@ class PredictLlmTrainRequest:
         None, help="Catalog GPU name [default: the --cluster's GPU].", example="H100"
     )
     gpus: int = option(8, help="GPUs in all.", example="64")
-    gpus_per_node: int | None = option(None, help="GPUs per node (default: up to 8).", example="8")
+    gpus_per_node: int | None = option(
+        None,
+        help="GPUs per node (default: up to 8, or the catalog's meshed node of the GPU type: "
+        "4 GH200, 4 MI250X).",
+        example="8",
+    )
     node_network_gbps: float | None = option(
         None,
         help=(
@@ -288,6 +293,7 @@ def predict_llm_train(
     """The fastest layout of ``model`` on ``gpus`` x ``gpu`` that fits (module docstring)."""
     from gpucast.catalog import load_catalog
     from gpucast.catalog.llm import llm_model
+    from gpucast.catalog.systems import mesh_node_gpus
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.errors import NoFeasiblePlanError
     from gpucast.domain.parallel import (
@@ -323,7 +329,8 @@ def predict_llm_train(
     per_node = (
         min(cluster.gpus_per_node, request.gpus)
         if cluster is not None
-        else request.gpus_per_node or min(8, request.gpus)
+        # a GPU type whose catalog servers mesh fewer (4 GH200, 4 MI250X) fills that node
+        else request.gpus_per_node or min(mesh_node_gpus(gpu.name) or 8, request.gpus)
     )
     whole, part = per_node, power_of_two_part(per_node)
     # a node whose GPU count has an odd factor (a 72-GPU rack) runs on its largest power of

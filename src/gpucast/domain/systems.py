@@ -35,7 +35,7 @@ from gpucast.domain.options import option
 #: only its members' links (:meth:`NodeShape.ring_gbps`,
 #: :meth:`gpucast.domain.parallel.ClusterShape.group_gbps`).
 IntraNode = Literal["nvswitch", "nvlink-bridge", "pcie", "mesh"]
-Network = Literal["infiniband", "roce", "efa", "ethernet"]
+Network = Literal["infiniband", "roce", "efa", "slingshot", "ethernet"]
 INTRA_NODE_KINDS: tuple[str, ...] = get_args(IntraNode)
 NETWORKS: tuple[str, ...] = get_args(Network)
 
@@ -74,8 +74,9 @@ def group_link_gbps(
     return link_gbps
 
 
-#: Networks NCCL runs over RDMA (the rest is priced as TCP by the collective model).
-RDMA_NETWORKS: frozenset[str] = frozenset({"infiniband", "roce", "efa"})
+#: Networks NCCL runs over RDMA (the rest is priced as TCP by the collective model); HPE
+#: Slingshot-11 through libfabric's CXI provider and the aws-ofi-nccl / aws-ofi-rccl plugin.
+RDMA_NETWORKS: frozenset[str] = frozenset({"infiniband", "roce", "efa", "slingshot"})
 
 
 class UnknownSystemError(UnknownNameError):

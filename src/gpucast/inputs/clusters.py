@@ -16,7 +16,7 @@
       gpu_ids: 0,1,4,5           #   built-in name or CSV) and the GPUs the job gets on it:
                                  #   the link is the ring bandwidth of that subset
       inter_node_gbps: 400       # Gbit/s per node, compute NICs (required with nodes > 1)
-      network: infiniband        # infiniband | roce | efa | ethernet (optional)
+      network: infiniband        # infiniband | roce | efa | slingshot | ethernet (optional)
       price_usd_per_gpu_hour: 2  # optional: without it costs are shown as 0
       spot_usd_per_gpu_hour: 1   # optional: a spot market (plans are on demand only without)
       provider: on-prem          # labels (default on-prem / local)
