@@ -25,7 +25,8 @@ geometric mean, because one system (4 x H100-PCIe, 3x slower than even its PCIe 
 would otherwise move every other system's factor by +11%. That system's own MLPerf logs (not in
 the data: ``Quanta_Cloud_Technology/results/D54U-3U/dlrm_dcnv2/result_0.txt``) show its first
 three 0.05-epoch blocks of the day at 15.9 ms a step (predicted 14.5) and every later block
-2.3x slower, evaluations too: the cards slow down once warm, which no spec carries. Reported:
+2.3x slower, evaluations too: a state of that server (throttling or its data path; the log
+does not say which) that no spec carries. Reported:
 per-system error with no factor, with the geometric-mean factor and with the median one, and
 the median / max |error|; target (issue #17): within 20%. On more GPUs than a table has 16-wide
 column shards the planner's grid plan (column shards split row-wise, as TorchRec's grid
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"H100-PCIe system predicted {pcie.step_ms.iloc[0]:.1f} ms a step; its first run "
             f"of the day logged {COLD_PCIE_STEP_MS} ms over its first 0.15 epoch, then 2.3x "
-            "slower once warm (result_0.txt in mlcommons/training_results_v4.0, not in the data)"
+            "slower (result_0.txt in mlcommons/training_results_v4.0, not in the data)"
         )
     return 0
 
