@@ -382,3 +382,16 @@ def test_simulate_train_calibrates_each_gpu_type_from_its_own_measurements(
     said = json.dumps(result.to_dict())
     assert "calibrated by store run #1" in said and "store run #2" not in said
     assert "10.0 ms at batch 64 on A100-40GB" in said
+
+
+def test_predict_infer_states_the_link_its_all_reduce_is_priced_on() -> None:
+    # a default that changes the result is shown: MI300X's pairwise mesh (2 of 8 reach one
+    # peer's links, 1/7), PCIe cards bridged in pairs (4 cross PCIe), an NVSwitch datasheet link
+    common = {"model": "llama-3-8b", "batch_size": 8, "input_len": 512, "output_len": 128}
+    mesh = gpucast.predict_infer(**common, gpu="MI300X", tp=2).assumptions["intra-node links"]
+    assert mesh.startswith("128 GB/s per GPU") and "1/7 of its links" in mesh
+    bridged = gpucast.predict_infer(**common, gpu="H100-PCIe", tp=4)
+    assert "a group beyond a pair" in bridged.assumptions["intra-node links"]
+    switch = gpucast.predict_infer(**common, gpu="H100", tp=2).assumptions["intra-node links"]
+    assert switch.startswith("900 GB/s per GPU")
+    assert "intra-node links" not in gpucast.predict_infer(**common, gpu="H100", tp=1).assumptions

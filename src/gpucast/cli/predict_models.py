@@ -87,6 +87,8 @@ def infer_command(
     for note in p.notes:
         console.print(f"  {note}", highlight=False)
     console.print(f"  engine: {result.engine.provenance()}", highlight=False)
+    if "intra-node links" in result.assumptions:
+        console.print(f"  links: {result.assumptions['intra-node links']}", highlight=False)
     console.print(f"  validated: {result.validation.text()}", highlight=False)
 
 
