@@ -156,6 +156,7 @@ def predict_infer(
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.errors import UnknownModelError
     from gpucast.domain.units import GIB
+    from gpucast.inputs.llm_serving import links_text
     from gpucast.predict.llm_infer import predict_inference, smallest_fitting_tp
 
     request = resolve(PredictInferRequest, request, options)
@@ -222,28 +223,6 @@ def predict_infer(
             "engine": engine.provenance(),
             "precision": f"{predict.precision} weights, {predict.kv_precision} KV cache"
             + ("" if request.precision else " (the engine's default)"),
-            **(
-                {"intra-node links": _links_text(gpu, predict.tp, mesh, bridged)}
-                if predict.tp > 1
-                else {}
-            ),
+            **({"intra-node links": links_text(gpu, predict.tp)} if predict.tp > 1 else {}),
         },
     )
-
-
-def _links_text(gpu: GpuSpec, tp: int, mesh: int, bridged: bool) -> str:
-    """The link the tensor-parallel all-reduce of ``tp`` GPUs is priced on, and why."""
-    from gpucast.predict.parallel import group_link_gbps
-
-    rate = f"{group_link_gbps(gpu, tp, mesh, bridged=bridged) / 8:g} GB/s per GPU"
-    if mesh > 1 and tp <= mesh:
-        return (
-            f"{rate}: {tp} of a {mesh}-GPU node whose {gpu.name}s link pairwise (catalog "
-            f"systems.csv), each reaching the other{'s' if tp > 2 else ''} over "
-            f"{tp - 1}/{mesh - 1} of its links"
-        )
-    if bridged:
-        how = "the bridge to its partner" if tp <= 2 else "PCIe: a group beyond a pair"
-        return f"{rate}: {gpu.name} cards bridged in pairs (catalog systems.csv), {how}"
-    kind = "NVLink / switch" if gpu.interconnect_gbps is not None else "PCIe x16"
-    return f"{rate}: the {gpu.name}'s {kind} link from its datasheet"

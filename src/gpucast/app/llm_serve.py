@@ -438,6 +438,8 @@ def simulate_llm_serve(
         "precision": f"{model.precision} weights"
         + ("" if request.precision else " (the engine's default)"),
     }
+    if model.tp > 1:
+        assumptions["intra-node links"] = inputs.links_text(model.gpu, model.tp)
     if link_source:
         assumptions["kv transfer"] = link_source
     return SimulateLlmServeResult(

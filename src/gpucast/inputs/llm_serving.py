@@ -392,3 +392,26 @@ def gpu_offers(
     return [
         (catalog.gpu(name), offer, price) for (name, _n), (offer, price) in sorted(best.items())
     ]
+
+
+def links_text(gpu: GpuSpec, tp: int) -> str:
+    """The link a tensor-parallel all-reduce of ``tp`` GPUs of type ``gpu`` is priced on, and
+    why: the catalog's meshed node, its bridged pairs, or the datasheet's link -- the lookups
+    the LLM inference predictions make (:func:`gpucast.catalog.systems.mesh_node_gpus`,
+    :func:`gpucast.catalog.systems.bridged_pairs`)."""
+    from gpucast.catalog.systems import bridged_pairs, mesh_node_gpus
+    from gpucast.predict.parallel import group_link_gbps
+
+    mesh, bridged = mesh_node_gpus(gpu.name), bridged_pairs(gpu.name)
+    rate = f"{group_link_gbps(gpu, tp, mesh, bridged=bridged) / 8:g} GB/s per GPU"
+    if mesh > 1 and tp <= mesh:
+        return (
+            f"{rate}: {tp} of a {mesh}-GPU node whose {gpu.name}s link pairwise (catalog "
+            f"systems.csv), each reaching the other{'s' if tp > 2 else ''} over "
+            f"{tp - 1}/{mesh - 1} of its links"
+        )
+    if bridged:
+        how = "the bridge to its partner" if tp <= 2 else "PCIe: a group beyond a pair"
+        return f"{rate}: {gpu.name} cards bridged in pairs (catalog systems.csv), {how}"
+    kind = "NVLink / switch" if gpu.interconnect_gbps is not None else "PCIe x16"
+    return f"{rate}: the {gpu.name}'s {kind} link from its datasheet"
