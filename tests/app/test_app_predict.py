@@ -395,3 +395,13 @@ def test_predict_infer_states_the_link_its_all_reduce_is_priced_on() -> None:
     switch = gpucast.predict_infer(**common, gpu="H100", tp=2).assumptions["intra-node links"]
     assert switch.startswith("900 GB/s per GPU")
     assert "intra-node links" not in gpucast.predict_infer(**common, gpu="H100", tp=1).assumptions
+
+
+def test_plan_serve_states_its_picks_tensor_parallel_link() -> None:
+    # Llama-3-70B needs tp >= 2 on 80 GB H100s: the pick's all-reduce link is named
+    plan = gpucast.plan_serve(
+        model="llama-3-70b", rate=1, slo_ttft_ms=3000, slo_tpot_ms=150, gpus=("H100",),
+        duration_s=60,
+    )  # fmt: skip
+    assert plan.plan.best is not None and plan.plan.best.tp > 1
+    assert "the pick's: 900 GB/s per GPU" in plan.assumptions["tensor parallelism"]

@@ -689,6 +689,7 @@ def plan_llm_serve(
 ) -> PlanLlmServeResult:
     """The cheapest GPU type x tensor-parallel degree x replicas (x disaggregation) that
     serves the requests within the SLOs, with the cost vs latency front (module docstring)."""
+    from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
     from gpucast.catalog.systems import bridged_pairs, mesh_board_gpus
@@ -757,7 +758,12 @@ def plan_llm_serve(
             "scheduler": scheduler.describe(spec.max_context),
             "prices": ("catalog spot" if request.spot else "catalog on-demand")
             + " per GPU, of the cheapest instance with at least tp GPUs of the type",
-            "tensor parallelism": "within one instance (NVLink or PCIe between its GPUs)",
+            "tensor parallelism": "within one instance (NVLink or PCIe between its GPUs)"
+            + (
+                f"; the pick's: {inputs.links_text(load_catalog().gpu(best.gpu), best.tp)}"
+                if best is not None and best.tp > 1
+                else ""
+            ),
             "routing": "round robin in arrival order over the instances",
             "kv transfer": "each GPU's share of its node's network (disaggregated rows)",
         },
