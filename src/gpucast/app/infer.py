@@ -152,11 +152,10 @@ def predict_infer(
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model, load_llm_models
-    from gpucast.catalog.systems import bridged_pairs, mesh_node_gpus
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.errors import UnknownModelError
     from gpucast.domain.units import GIB
-    from gpucast.inputs.llm_serving import links_text
+    from gpucast.inputs.llm_serving import links_text, node_links
     from gpucast.predict.llm_infer import predict_inference, smallest_fitting_tp
 
     request = resolve(PredictInferRequest, request, options)
@@ -171,8 +170,7 @@ def predict_infer(
         ) from exc
     gpu = load_catalog().gpu(request.gpu)
     engine = inference_engine(request.framework)
-    mesh = mesh_node_gpus(gpu.name)  # a meshed node: fewer GPUs, fewer links
-    bridged = bridged_pairs(gpu.name)  # PCIe cards bridged in pairs: beyond a pair, PCIe
+    mesh, bridged = node_links(gpu)
 
     def at(tp: int) -> InferencePrediction:
         return predict_inference(

@@ -277,7 +277,6 @@ def serving_model(
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
-    from gpucast.catalog.systems import bridged_pairs, mesh_node_gpus
     from gpucast.inputs.serving import gpu_server
     from gpucast.predict.llm_infer import iteration_cost, predict_inference, smallest_fitting_tp
 
@@ -285,8 +284,7 @@ def serving_model(
     catalog = load_catalog()
     gpu_spec = catalog.gpu(gpu)
     engine = inference_engine(framework)
-    mesh = mesh_node_gpus(gpu_spec.name)  # a meshed node: fewer GPUs, fewer links
-    bridged = bridged_pairs(gpu_spec.name)  # PCIe cards bridged in pairs: beyond a pair, PCIe
+    mesh, bridged = node_links(gpu_spec)
     longest_in, longest_out = longest_tokens
     longest_in = min(longest_in, spec.max_context - 1)
     longest_out = max(1, min(longest_out, spec.max_context - longest_in))
@@ -394,15 +392,23 @@ def gpu_offers(
     ]
 
 
+def node_links(gpu: GpuSpec) -> tuple[int, bool]:
+    """What LLM inference prices tensor parallelism on where no cluster says otherwise: the
+    GPUs of the catalog's meshed node of the type (0: none; fewer GPUs reach fewer links,
+    :func:`gpucast.catalog.systems.mesh_node_gpus`) and whether its cards are bridged in pairs
+    (beyond a pair, PCIe: :func:`gpucast.catalog.systems.bridged_pairs`)."""
+    from gpucast.catalog.systems import bridged_pairs, mesh_node_gpus
+
+    return mesh_node_gpus(gpu.name), bridged_pairs(gpu.name)
+
+
 def links_text(gpu: GpuSpec, tp: int) -> str:
     """The link a tensor-parallel all-reduce of ``tp`` GPUs of type ``gpu`` is priced on, and
-    why: the catalog's meshed node, its bridged pairs, or the datasheet's link -- the lookups
-    the LLM inference predictions make (:func:`gpucast.catalog.systems.mesh_node_gpus`,
-    :func:`gpucast.catalog.systems.bridged_pairs`)."""
-    from gpucast.catalog.systems import bridged_pairs, mesh_node_gpus
+    why: the catalog's meshed node, its bridged pairs, or the datasheet's link
+    (:func:`node_links`, as the predictions take them)."""
     from gpucast.predict.parallel import group_link_gbps
 
-    mesh, bridged = mesh_node_gpus(gpu.name), bridged_pairs(gpu.name)
+    mesh, bridged = node_links(gpu)
     rate = f"{group_link_gbps(gpu, tp, mesh, bridged=bridged) / 8:g} GB/s per GPU"
     if mesh > 1 and tp <= mesh:
         return (

@@ -332,9 +332,9 @@ def llm_gpu_function(
     from gpucast.catalog.coldstart import load_coldstart_facts
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
-    from gpucast.catalog.systems import bridged_pairs, mesh_node_gpus
     from gpucast.domain.errors import NoFeasiblePlanError
     from gpucast.domain.units import GIB
+    from gpucast.inputs.llm_serving import node_links
     from gpucast.predict.llm_infer import (
         predict_inference,
         request_latency_s,
@@ -343,8 +343,7 @@ def llm_gpu_function(
 
     spec = llm_model(model)
     engine = inference_engine(LLM_ENGINE)
-    mesh = mesh_node_gpus(gpu.name)  # a meshed node: fewer GPUs, fewer links
-    bridged = bridged_pairs(gpu.name)  # PCIe cards bridged in pairs: beyond a pair, PCIe
+    mesh, bridged = node_links(gpu)
     warnings: list[str] = []
     beyond = input_tokens + output_tokens > spec.max_context
     if beyond.all():
