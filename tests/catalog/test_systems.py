@@ -194,3 +194,21 @@ def test_hpc_nodes_mesh_their_packages_over_slingshot_or_infiniband() -> None:
     assert (alps.network, jupiter.network) == ("slingshot", "infiniband")
     assert {"slingshot", "infiniband"} <= RDMA_NETWORKS
     assert mesh_node_gpus("GH200") == mesh_node_gpus("MI250X") == 4
+
+
+def test_a_meshed_node_that_gives_its_peers_fewer_links_prices_those() -> None:
+    # without --cluster an MI250X is priced on its catalog node's 500 GB/s to its peers (3 of
+    # each package's 8 Infinity Fabric links go to the CPU and the NIC), not the chip's 800
+    import gpucast
+    from gpucast.catalog.systems import mesh_linked
+
+    catalog = load_catalog()
+    assert catalog.gpu("MI250X").interconnect_gbps == 800.0
+    assert mesh_linked(catalog.gpu("MI250X")).interconnect_gbps == 500.0
+    for name in ("GH200", "MI300X", "H100-SXM", "H100-PCIe", "T4"):
+        assert mesh_linked(catalog.gpu(name)) == catalog.gpu(name), name
+    common = {"model": "llama-3-8b", "batch_size": 8, "input_len": 512, "output_len": 128}
+    infer = gpucast.predict_infer(**common, gpu="MI250X", tp=4)
+    assert infer.assumptions["intra-node links"].startswith("500 GB/s per GPU")
+    train = gpucast.predict_llm_train(model="llama-2-7b", gpu="MI250X", gpus=8, global_batch=32)
+    assert "500 GB/s per MI250X" in train.assumptions["intra-node mesh"]

@@ -152,6 +152,7 @@ def predict_infer(
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model, load_llm_models
+    from gpucast.catalog.systems import mesh_linked
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.errors import UnknownModelError
     from gpucast.domain.units import GIB
@@ -168,7 +169,7 @@ def predict_infer(
             fix="predict infer covers the LLMs of catalog/data/llm_models.csv; for a CNN's "
             "serving latency use gpucast simulate serve --model NAME --gpu GPU",
         ) from exc
-    gpu = load_catalog().gpu(request.gpu)
+    gpu = mesh_linked(load_catalog().gpu(request.gpu))  # as its catalog node links it
     engine = inference_engine(request.framework)
     mesh, bridged = node_links(gpu)
 

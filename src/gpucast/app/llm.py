@@ -699,7 +699,7 @@ def plan_llm_train(
 
     from gpucast.catalog import load_catalog, offers_file
     from gpucast.catalog.llm import llm_model
-    from gpucast.catalog.systems import mesh_board_gpus
+    from gpucast.catalog.systems import mesh_board_gpus, mesh_linked
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.parallel import LayoutSpace, ParallelAssumptions
     from gpucast.inputs.calibration import step_time_efficiency
@@ -773,7 +773,7 @@ def plan_llm_train(
     plan = plan_llm(
         spec,
         nodes,
-        {g.name: g for g in catalog.gpus},
+        {g.name: mesh_linked(g) for g in catalog.gpus},  # as their catalog nodes link them
         tokens=float(request.tokens),
         global_batch=request.global_batch,
         seq_len=seq,

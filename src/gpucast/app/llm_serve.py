@@ -692,7 +692,7 @@ def plan_llm_serve(
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
-    from gpucast.catalog.systems import bridged_pairs, mesh_board_gpus
+    from gpucast.catalog.systems import bridged_pairs, mesh_board_gpus, mesh_linked
     from gpucast.domain.llm_serving import parse_token_lengths
     from gpucast.inputs import llm_serving as inputs
     from gpucast.plan.llm_serve import GpuChoice, plan_llm_serving
@@ -715,7 +715,7 @@ def plan_llm_serve(
     # an engine that does not run on a GPU type is not offered it (TensorRT-LLM on an MI300X)
     choices = [
         GpuChoice(
-            gpu=gpu,
+            gpu=mesh_linked(gpu),  # as its catalog node links it
             offer=offer,
             price_usd_per_gpu_hour=price,
             max_tp=offer.gpus,

@@ -152,6 +152,26 @@ def mesh_node_gpus(gpu: str) -> int:
     return gpus if kind == "mesh" else 0
 
 
+def mesh_linked(gpu: GpuSpec) -> GpuSpec:
+    """``gpu`` as the catalog's meshed node of its type links it (:func:`mesh_node_gpus`): where
+    that node gives each GPU less to its peers than the chip's own links -- the HPE Cray
+    EX235a's MI250X packages reach their peers on 5 of 8 Infinity Fabric links, 500 of 800
+    GB/s, the other 3 going to the CPU and the NIC -- its figure; else ``gpu`` itself."""
+    from dataclasses import replace
+
+    shapes = {
+        (s.intra_node, s.intra_node_gbps)
+        for s in load_systems()
+        if s.gpu == gpu.name and s.gpus_per_node > 1
+    }
+    if len(shapes) != 1 or gpu.interconnect_gbps is None:
+        return gpu
+    ((kind, link),) = shapes
+    if kind != "mesh" or link >= gpu.interconnect_gbps:
+        return gpu
+    return replace(gpu, interconnect_gbps=link)
+
+
 def bridged_pairs(gpu: str) -> bool:
     """Whether GPUs of type ``gpu`` (a canonical name) pair up through NVLink bridges where no
     cluster says otherwise: the catalog's node shapes of several such GPUs have no switch or

@@ -277,12 +277,13 @@ def serving_model(
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
+    from gpucast.catalog.systems import mesh_linked
     from gpucast.inputs.serving import gpu_server
     from gpucast.predict.llm_infer import iteration_cost, predict_inference, smallest_fitting_tp
 
     spec = llm_model(model)
     catalog = load_catalog()
-    gpu_spec = catalog.gpu(gpu)
+    gpu_spec = mesh_linked(catalog.gpu(gpu))  # as its catalog node links it
     engine = inference_engine(framework)
     mesh, bridged = node_links(gpu_spec)
     longest_in, longest_out = longest_tokens
@@ -406,8 +407,10 @@ def links_text(gpu: GpuSpec, tp: int) -> str:
     """The link a tensor-parallel all-reduce of ``tp`` GPUs of type ``gpu`` is priced on, and
     why: the catalog's meshed node, its bridged pairs, or the datasheet's link
     (:func:`node_links`, as the predictions take them)."""
+    from gpucast.catalog.systems import mesh_linked
     from gpucast.predict.parallel import group_link_gbps
 
+    gpu = mesh_linked(gpu)
     mesh, bridged = node_links(gpu)
     rate = f"{group_link_gbps(gpu, tp, mesh, bridged=bridged) / 8:g} GB/s per GPU"
     if mesh > 1 and tp <= mesh:

@@ -301,7 +301,7 @@ def gpu_cluster_shape(
     (:func:`gpucast.catalog.systems.mesh_board_gpus`) -- that mesh, of which fewer GPUs reach
     only their own links; where they bridge PCIe cards in pairs
     (:func:`gpucast.catalog.systems.bridged_pairs`), a group beyond a pair crosses PCIe."""
-    from gpucast.catalog.systems import bridged_pairs, mesh_board_gpus
+    from gpucast.catalog.systems import bridged_pairs, mesh_board_gpus, mesh_linked
     from gpucast.predict.parallel import cluster_shape, with_bridges
 
     network = node_network_gbps(gpu.name, gpus_per_node) if network_gbps is None else network_gbps
@@ -310,7 +310,10 @@ def gpu_cluster_shape(
         links = cluster_shape(gpu, gpus_per_node=gpus_per_node, node_network_gbps=network)
         return with_bridges(links, gpu) if bridged_pairs(gpu.name) else links
     whole = cluster_shape(
-        gpu, gpus_per_node=board, node_network_gbps=network * board / gpus_per_node, mesh=True
+        mesh_linked(gpu),  # the node's own peer links (EX235a: 500 of the MI250X's 800 GB/s)
+        gpus_per_node=board,
+        node_network_gbps=network * board / gpus_per_node,
+        mesh=True,
     )
     return whole.subset(gpus_per_node)
 
