@@ -30,31 +30,23 @@ def _fmt(value: float | None, spec: str = "g") -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _columns(
+    table: Table, names: tuple[str, ...], *, left: tuple[str, ...], no_wrap: tuple[str, ...] = ()
+) -> None:
+    """``names`` as the table's columns: those in ``left`` left-aligned, the rest right."""
+    for name in names:
+        table.add_column(name, justify="left" if name in left else "right", no_wrap=name in no_wrap)
+
+
 def gpus_table(result: GpusResult) -> Table:
     table = Table(
         title="GPU specs (dense peak TFLOP/s)",
         caption="FP32 a (b): the datasheet's a counts lanes shared with INT32 or dual-issued; "
         "predictions price FP32 work at the dedicated lanes' b",
     )
-    for col in (
-        "GPU",
-        "FP32",
-        "TF32",
-        "FP16",
-        "BF16",
-        "FP8",
-        "Mem GiB",
-        "BW GB/s",
-        "Link GB/s",
-        "PCIe",
-        "TDP W",
-        "SMs",
-        "MIG",
-        "as of",
-    ):
-        table.add_column(
-            col, justify="left" if col in ("GPU", "MIG") else "right", no_wrap=col == "GPU"
-        )
+    names = ("GPU", "FP32", "TF32", "FP16", "BF16", "FP8", "Mem GiB", "BW GB/s", "Link GB/s",
+             "PCIe", "TDP W", "SMs", "MIG", "as of")  # fmt: skip
+    _columns(table, names, left=("GPU", "MIG"), no_wrap=("GPU",))
     for g in result.gpus:
         table.add_row(
             g.name,
@@ -79,26 +71,14 @@ def gpus_table(result: GpusResult) -> Table:
 def offers_table(result: OffersResult) -> Table:
     found = result.offers
     table = Table(title=f"{len(found)} offers (prices USD/h; snapshot {result.snapshot_date})")
-    for col in (
-        "provider",
-        "region",
-        "instance type",
-        "GPU",
-        "#",
-        "vCPU",
-        "mem GiB",
-        "net Gb/s",
-        "on-demand",
-        "spot",
-        "as of",
-    ):
-        table.add_column(
-            col,
-            justify="right"
-            if col in ("#", "vCPU", "mem GiB", "net Gb/s", "on-demand", "spot")
-            else "left",
-            no_wrap=col in ("instance type", "GPU", "region"),
-        )
+    names = ("provider", "region", "instance type", "GPU", "#", "vCPU", "mem GiB", "net Gb/s",
+             "on-demand", "spot", "as of")  # fmt: skip
+    _columns(
+        table,
+        names,
+        left=("provider", "region", "instance type", "GPU", "as of"),
+        no_wrap=("instance type", "GPU", "region"),
+    )
     for o in found:
         table.add_row(
             o.provider,
@@ -167,10 +147,11 @@ def systems(
         emit_json(result.to_dict())
         return
     table = Table(title=f"{len(result.systems)} node shapes (catalog/data/systems.csv)")
-    for col in ("name", "GPU", "GPUs", "inside a node", "GB/s per GPU", "network", "Gbit/s",
-                "as of"):  # fmt: skip
-        table.add_column(col, justify="right" if col in ("GPUs", "GB/s per GPU", "Gbit/s")
-                         else "left", no_wrap=col == "name")  # fmt: skip
+    names = ("name", "GPU", "GPUs", "inside a node", "GB/s per GPU", "network", "Gbit/s",
+             "as of")  # fmt: skip
+    _columns(
+        table, names, left=("name", "GPU", "inside a node", "network", "as of"), no_wrap=("name",)
+    )
     for n in result.systems:
         table.add_row(
             n.name,
@@ -250,9 +231,9 @@ def import_skypilot_cmd(
 
 def mig_table(result: MigResult) -> Table:
     table = Table(title=f"MIG profiles of {result.gpu} (shares of the whole GPU)")
-    for col in ("profile", "compute", "memory", "GiB", "SMs", "max", "starts", "SM %", "BW %"):
-        table.add_column(col, justify="left" if col in ("profile", "starts") else "right")
-    table.add_column("US$/h", justify="right")
+    names = ("profile", "compute", "memory", "GiB", "SMs", "max", "starts", "SM %", "BW %",
+             "US$/h")  # fmt: skip
+    _columns(table, names, left=("profile", "starts"))
     for p in result.profiles:
         table.add_row(
             p.name,
