@@ -152,7 +152,6 @@ def predict_infer(
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model, load_llm_models
-    from gpucast.catalog.systems import mesh_linked
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.errors import UnknownModelError
     from gpucast.domain.units import GIB
@@ -169,9 +168,8 @@ def predict_infer(
             fix="predict infer covers the LLMs of catalog/data/llm_models.csv; for a CNN's "
             "serving latency use gpucast simulate serve --model NAME --gpu GPU",
         ) from exc
-    gpu = mesh_linked(load_catalog().gpu(request.gpu))  # as its catalog node links it
+    gpu, mesh, bridged = node_links(load_catalog().gpu(request.gpu))  # as its node links it
     engine = inference_engine(request.framework)
-    mesh, bridged = node_links(gpu)
 
     def at(tp: int) -> InferencePrediction:
         return predict_inference(

@@ -159,17 +159,11 @@ def mesh_linked(gpu: GpuSpec) -> GpuSpec:
     GB/s, the other 3 going to the CPU and the NIC -- its figure; else ``gpu`` itself."""
     from dataclasses import replace
 
-    shapes = {
-        (s.intra_node, s.intra_node_gbps)
-        for s in load_systems()
-        if s.gpu == gpu.name and s.gpus_per_node > 1
-    }
-    if len(shapes) != 1 or gpu.interconnect_gbps is None:
+    links = {s.intra_node_gbps for s in load_systems() if s.gpu == gpu.name and s.gpus_per_node > 1}
+    if not mesh_node_gpus(gpu.name) or len(links) != 1 or gpu.interconnect_gbps is None:
         return gpu
-    ((kind, link),) = shapes
-    if kind != "mesh" or link >= gpu.interconnect_gbps:
-        return gpu
-    return replace(gpu, interconnect_gbps=link)
+    (link,) = links
+    return gpu if link >= gpu.interconnect_gbps else replace(gpu, interconnect_gbps=link)
 
 
 def bridged_pairs(gpu: str) -> bool:

@@ -277,15 +277,13 @@ def serving_model(
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
-    from gpucast.catalog.systems import mesh_linked
     from gpucast.inputs.serving import gpu_server
     from gpucast.predict.llm_infer import iteration_cost, predict_inference, smallest_fitting_tp
 
     spec = llm_model(model)
     catalog = load_catalog()
-    gpu_spec = mesh_linked(catalog.gpu(gpu))  # as its catalog node links it
+    gpu_spec, mesh, bridged = node_links(catalog.gpu(gpu))  # as its catalog node links it
     engine = inference_engine(framework)
-    mesh, bridged = node_links(gpu_spec)
     longest_in, longest_out = longest_tokens
     longest_in = min(longest_in, spec.max_context - 1)
     longest_out = max(1, min(longest_out, spec.max_context - longest_in))
@@ -393,25 +391,24 @@ def gpu_offers(
     ]
 
 
-def node_links(gpu: GpuSpec) -> tuple[int, bool]:
-    """What LLM inference prices tensor parallelism on where no cluster says otherwise: the
-    GPUs of the catalog's meshed node of the type (0: none; fewer GPUs reach fewer links,
+def node_links(gpu: GpuSpec) -> tuple[GpuSpec, int, bool]:
+    """What LLM inference prices tensor parallelism on where no cluster says otherwise: ``gpu``
+    as the catalog's node of its type links it (:func:`gpucast.catalog.systems.mesh_linked`),
+    the GPUs of that meshed node (0: none; fewer GPUs reach fewer links,
     :func:`gpucast.catalog.systems.mesh_node_gpus`) and whether its cards are bridged in pairs
     (beyond a pair, PCIe: :func:`gpucast.catalog.systems.bridged_pairs`)."""
-    from gpucast.catalog.systems import bridged_pairs, mesh_node_gpus
+    from gpucast.catalog.systems import bridged_pairs, mesh_linked, mesh_node_gpus
 
-    return mesh_node_gpus(gpu.name), bridged_pairs(gpu.name)
+    return mesh_linked(gpu), mesh_node_gpus(gpu.name), bridged_pairs(gpu.name)
 
 
 def links_text(gpu: GpuSpec, tp: int) -> str:
     """The link a tensor-parallel all-reduce of ``tp`` GPUs of type ``gpu`` is priced on, and
     why: the catalog's meshed node, its bridged pairs, or the datasheet's link
     (:func:`node_links`, as the predictions take them)."""
-    from gpucast.catalog.systems import mesh_linked
     from gpucast.predict.parallel import group_link_gbps
 
-    gpu = mesh_linked(gpu)
-    mesh, bridged = node_links(gpu)
+    gpu, mesh, bridged = node_links(gpu)
     rate = f"{group_link_gbps(gpu, tp, mesh, bridged=bridged) / 8:g} GB/s per GPU"
     if mesh > 1 and tp <= mesh:
         return (

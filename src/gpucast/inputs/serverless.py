@@ -332,7 +332,6 @@ def llm_gpu_function(
     from gpucast.catalog.coldstart import load_coldstart_facts
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
-    from gpucast.catalog.systems import mesh_linked
     from gpucast.domain.errors import NoFeasiblePlanError
     from gpucast.domain.units import GIB
     from gpucast.inputs.llm_serving import node_links
@@ -344,8 +343,7 @@ def llm_gpu_function(
 
     spec = llm_model(model)
     engine = inference_engine(LLM_ENGINE)
-    gpu = mesh_linked(gpu)  # as its catalog node links it
-    mesh, bridged = node_links(gpu)
+    gpu, mesh, bridged = node_links(gpu)  # as its catalog node links it
     warnings: list[str] = []
     beyond = input_tokens + output_tokens > spec.max_context
     if beyond.all():
