@@ -73,6 +73,22 @@ def test_default_tp_is_the_fewest_gpus_that_hold_the_model() -> None:
     assert "fewest GPUs" in result.assumptions["gpus"]
 
 
+def test_a_cache_bound_batch_hints_at_the_degree_that_pays_for_its_gpus() -> None:
+    """llama-3-70b fp16 fits on 2 H100s with room for 9 of 64 sequences; 4 GPUs hold all of
+    them and give more generated tokens/s per GPU: the result says so, with that degree's
+    own prediction. A batch the cache holds gets no hint."""
+    common = {"model": "llama-3-70b", "gpu": "H100", "input_len": 2048, "output_len": 256}
+    starved = gpucast.predict_infer(**common, batch_size=64)
+    assert starved.prediction.tp == 2 and starved.prediction.waves > 1
+    at4 = gpucast.predict_infer(**common, batch_size=64, tp=4)
+    assert at4.prediction.tokens_per_s / 4 > 1.1 * starved.prediction.tokens_per_s / 2
+    assert "--tp 4 holds all 64 sequences at once" in starved.hint
+    assert f"{at4.prediction.tokens_per_s:,.0f} generated tokens/s" in starved.hint
+    assert starved.to_dict()["hint"] == starved.hint
+    assert at4.hint == "" and at4.prediction.waves <= 1
+    assert gpucast.predict_infer(**common, batch_size=4).hint == ""
+
+
 def test_priors_only_engine_says_so() -> None:
     result = gpucast.predict_infer(
         model="llama-2-7b", gpu="H100", input_len=256, output_len=256, framework="pytorch"

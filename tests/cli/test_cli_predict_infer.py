@@ -33,3 +33,12 @@ def test_bad_input_exits_2_with_one_line() -> None:
     result = runner.invoke(app, [*BASE, "--tp", "3"])
     assert result.exit_code == 2
     assert result.stderr.strip().startswith("error: tp: cannot split llama-2-7b")
+
+
+def test_a_cache_bound_batch_prints_the_hint() -> None:
+    args = ["predict", "infer", "--model", "llama-3-70b", "--gpu", "H100", "--batch-size", "64",
+            "--input-len", "2048", "--output-len", "256"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "hint: the KV cache holds 9.0 of 64 sequences on 2 GPUs; --tp 4" in result.output
+    assert "hint:" not in runner.invoke(app, [*args, "--tp", "4"]).output

@@ -15,6 +15,7 @@ regime (``catalog/data/validation.csv``: ``benchmarks/llm_inference_accuracy.py`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -88,6 +89,9 @@ class PredictInferResult:
     #: the 80% band (ratios of measured / predicted) and the held-out regimes it rests on
     band: StatedBand
     assumptions: dict[str, str] = field(default_factory=dict)
+    #: when the KV cache cannot hold the batch: the degree of 1, 2, 4, 8 with the most
+    #: generated tokens/s per GPU, and what it gives ("" when none does better)
+    hint: str = ""
 
     def interval(self, quantity: str) -> tuple[float, float]:
         """The 80% interval of ``latency_s``, ``ttft_s``, ``tokens_per_s`` or
@@ -123,6 +127,7 @@ class PredictInferResult:
             "data": engine.fitted_on or "no measurements (priors)",
             "validation": self.validation.to_dict(),
             "assumptions": dict(self.assumptions),
+            "hint": self.hint,
         }
 
 
@@ -145,6 +150,36 @@ def infer_band(engine: EngineProfile, gpu: GpuSpec) -> StatedBand:
     )
 
 
+#: A larger degree is hinted at when it gives this much more generated tokens/s per GPU.
+HINT_GAIN = 1.1
+
+
+def more_gpus_hint(chosen: InferencePrediction, others: Sequence[InferencePrediction]) -> str:
+    """When ``chosen``'s KV cache cannot hold its batch at once: the prediction of
+    ``others`` (other degrees of the same batch) with the most generated tokens/s per GPU, if
+    it beats ``chosen``'s by :data:`HINT_GAIN`, as one sentence ("" otherwise)."""
+    if chosen.waves <= 1.0 + 1e-9:
+        return ""
+    per_gpu = chosen.tokens_per_s / chosen.tp
+    fitting = [o for o in others if o.fits and o.tp != chosen.tp]
+    if not fitting:
+        return ""
+    best = max(fitting, key=lambda o: (o.tokens_per_s / o.tp, -o.tp))
+    if best.tokens_per_s / best.tp < HINT_GAIN * per_gpu:
+        return ""
+    held = (
+        f"holds all {best.batch_size} sequences at once"
+        if best.waves <= 1.0 + 1e-9
+        else f"holds {best.concurrent_sequences:.1f} of {best.batch_size} at once"
+    )
+    return (
+        f"the KV cache holds {chosen.concurrent_sequences:.1f} of {chosen.batch_size} "
+        f"sequences on {chosen.tp} GPU{'s' if chosen.tp > 1 else ''}; --tp {best.tp} {held}: "
+        f"{best.tokens_per_s:,.0f} generated tokens/s, {best.tokens_per_s / best.tp:,.0f} per "
+        f"GPU (vs {per_gpu:,.0f} at tp {chosen.tp})"
+    )
+
+
 def predict_infer(
     request: PredictInferRequest | None = None, /, **options: Any
 ) -> PredictInferResult:
@@ -156,7 +191,12 @@ def predict_infer(
     from gpucast.domain.errors import UnknownModelError
     from gpucast.domain.units import GIB
     from gpucast.inputs.llm_serving import links_text, node_links
-    from gpucast.predict.llm_infer import predict_inference, smallest_fitting_tp
+    from gpucast.predict.llm_infer import (
+        TP_CHOICES,
+        predict_inference,
+        smallest_fitting_tp,
+        tp_problem,
+    )
 
     request = resolve(PredictInferRequest, request, options)
     try:
@@ -204,6 +244,11 @@ def predict_infer(
             got=request.tp,
             fix=f"use --tp {need} (or --precision int8 / int4)",
         )
+    others = []
+    if predict.waves > 1.0 + 1e-9:  # the cache is the limit: would more GPUs pay for themselves?
+        for tp in TP_CHOICES:
+            if tp != predict.tp and (engine.multi_gpu != "tensor" or tp_problem(spec, tp) is None):
+                others.append(at(tp))
     validation = validation_for(
         f"llm-infer:{engine.name}", [gpu.name], predict.precision, predict.tp
     )
@@ -222,4 +267,5 @@ def predict_infer(
             + ("" if request.precision else " (the engine's default)"),
             **({"intra-node links": links_text(gpu, predict.tp)} if predict.tp > 1 else {}),
         },
+        hint=more_gpus_hint(predict, others),
     )

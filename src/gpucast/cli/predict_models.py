@@ -90,6 +90,8 @@ def infer_command(
     if "intra-node links" in result.assumptions:
         console.print(f"  links: {result.assumptions['intra-node links']}", highlight=False)
     console.print(f"  validated: {result.validation.text()}", highlight=False)
+    if result.hint:
+        console.print(f"  hint: {result.hint}", highlight=False)
 
 
 @request_command(PredictGnnRequest)
