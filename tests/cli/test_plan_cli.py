@@ -430,3 +430,15 @@ def test_plan_llm_train_without_a_row_in_time_names_the_limit_and_the_fastest() 
     costs = [float(line.split("$")[1].split(";")[0].replace(",", ""))
              for line in result.output.splitlines() if "rdma): " in line]  # fmt: skip
     assert costs == sorted(costs) and len(costs) == 2
+
+
+def test_plan_llm_train_states_short_runs_in_minutes() -> None:
+    """A run of minutes reads as minutes, not "0.0 h"; a long one in days."""
+    common = ["plan", "llm-train", "--model", "llama-3-8b", "--global-batch", "512",
+              "--cluster", "DGX-H100", "--nodes", "2", "--price-per-gpu-hour", "2.5"]  # fmt: skip
+    short = runner.invoke(cli, [*common, "--tokens", "1e8", "--deadline", "1d"])
+    assert short.exit_code == 0, short.output
+    assert " min, $" in short.output and "0.0 h" not in short.output
+    long = runner.invoke(cli, [*common, "--tokens", "2e11", "--deadline", "90d"])
+    assert long.exit_code == 0, long.output
+    assert " days, $" in long.output

@@ -17,6 +17,7 @@ from gpucast.app.placement import PlanPlacementRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
 from gpucast.domain.plan import TrainRequest
+from gpucast.domain.units import format_duration
 
 app = typer.Typer(no_args_is_help=True, help="Plan training (and serving) clusters.")
 
@@ -103,7 +104,7 @@ def llm_train(
         console.print(
             f"{mark} {c.provider}/{c.region} {c.nodes}x {c.instance_type} ({c.gpus} {c.gpu}"
             f"{f' + {c.idle_gpus} idle' if c.idle_gpus else ''}, {c.network}): "
-            f"{c.time_s / 3600:.1f} h, ${c.cost_usd:,.0f}; {c.layout}; "
+            f"{format_duration(c.time_s)}, ${c.cost_usd:,.0f}; {c.layout}; "
             f"MFU {c.mfu:.0%}, {c.memory_gib:.0f} GiB/GPU",
             highlight=False,
         )
@@ -114,15 +115,15 @@ def llm_train(
         console.print(
             f"no row meets {' and '.join(limits) or 'the constraints'}; the fastest: "
             f"{fastest.nodes}x {fastest.instance_type} ({fastest.gpus} {fastest.gpu}) "
-            f"{fastest.time_s / 3600:.1f} h, ${fastest.cost_usd:,.0f} -- raise --max-gpus "
+            f"{format_duration(fastest.time_s)}, ${fastest.cost_usd:,.0f} -- raise --max-gpus "
             "(or --nodes on a --cluster), relax the deadline or the budget",
             highlight=False,
         )
     else:
         pick = result.candidates[result.recommended]
         console.print(
-            f"  pick's time, 80% interval: {pick.time_low_s / 3600:.1f}-"
-            f"{pick.time_high_s / 3600:.1f} h (cost scales with it)",
+            f"  pick's time, 80% interval: {format_duration(pick.time_low_s)} - "
+            f"{format_duration(pick.time_high_s)} (cost scales with it)",
             highlight=False,
         )
         if result.safe is None and not pick.holds_at_slow_edge:
@@ -137,8 +138,8 @@ def llm_train(
                 f"  at the slow edge the pick misses the deadline or the budget; the cheapest "
                 f"row that holds there: {s.provider}/{s.region} {s.nodes}x {s.instance_type} "
                 f"({s.gpus} {s.gpu}{f' + {s.idle_gpus} idle' if s.idle_gpus else ''}): "
-                f"{s.time_s / 3600:.1f} h "
-                f"({s.time_low_s / 3600:.1f}-{s.time_high_s / 3600:.1f}), ${s.cost_usd:,.0f}",
+                f"{format_duration(s.time_s)} ({format_duration(s.time_low_s)} - "
+                f"{format_duration(s.time_high_s)}), ${s.cost_usd:,.0f}",
                 highlight=False,
             )
     for name, value in result.assumptions.items():
