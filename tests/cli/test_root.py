@@ -74,3 +74,41 @@ def test_one_command_invoked_again_and_again_keeps_one_help_wrapper() -> None:
     for _ in range(3):
         result = runner.invoke(app, ["plan", "--help"])
         assert result.exit_code == 0 and "train" in result.stdout
+
+
+def _leaf_commands(command, path=()):  # type: ignore[no-untyped-def]
+    import typer
+
+    if hasattr(command, "list_commands"):  # a group (Typer vendors its own click)
+        ctx = typer.Context(command)
+        for name in command.list_commands(ctx):
+            yield from _leaf_commands(command.get_command(ctx, name), (*path, name))
+    else:
+        yield path, command
+
+
+def test_no_help_text_is_eaten_as_rich_markup() -> None:
+    """Typer renders help as Rich markup, where an unescaped "[default: the shipped fit]" is a
+    style tag and vanishes (the help read "... `gpucast fit power` ."). Every option's help
+    reads as written."""
+    import typer
+    from rich.text import Text
+
+    eaten, seen = [], 0
+    for path, command in _leaf_commands(typer.main.get_command(app)):
+        seen += 1
+        for param in command.params:
+            text = getattr(param, "help", None) or ""
+            if Text.from_markup(text).plain != text.replace("\\[", "["):
+                eaten.append(f"{' '.join(path)} {param.name}: {text}")
+    assert seen > 40 and not eaten, eaten
+
+
+def test_printed_text_keeps_emoji_codes_as_typed() -> None:
+    """A model mix "bert-base:100:100" prints as typed, not with ":100:" as an emoji."""
+    from gpucast.cli._common import console, err_console
+
+    for c in (console, err_console):
+        with c.capture() as out:
+            c.print("bert-base:100:100", highlight=False)
+        assert out.get().strip() == "bert-base:100:100"

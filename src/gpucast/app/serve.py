@@ -253,10 +253,10 @@ class PlanServeRequest:
         (),
         parse=lambda value: tuple(split_list(value)),
         help="Models sharing MIG GPUs, NAME:RATE:SLO_MS each (e.g. "
-        "resnet50:400:50,bert-base:100:100): PARIS picks heterogeneous MIG layouts of one "
+        "resnet50:400:50,bert-base:120:100): PARIS picks heterogeneous MIG layouts of one "
         "--gpu (default A100-40GB), ELSA dispatches; compared with homogeneous layouts and "
         "whole GPUs (instead of --model/--slo).",
-        example="resnet50:400:50,bert-base:100:100",
+        example="resnet50:400:50,bert-base:120:100",
     )
     trace: Path | None = option(
         None,
@@ -446,7 +446,7 @@ class PlanServeRequest:
         if self.models or self.slo is not None or self.slo_ms is not None:
             raise InvalidSpecError(
                 "mix", "gives the models and their SLOs: drop --model / --slo / --slo-ms",
-                fix="e.g. --mix resnet50:400:50,bert-base:100:100",
+                fix="e.g. --mix resnet50:400:50,bert-base:120:100",
             )  # fmt: skip
         self.mix_models  # noqa: B018 -- parses every item, one clear error for a bad one
         if len(self.gpus) > 1 or self.migs or self.no_mig:
@@ -497,7 +497,7 @@ class PlanServeRequest:
             except ValueError:
                 raise InvalidSpecError(
                     "mix", "each item must be NAME:RATE:SLO_MS", got=item,
-                    fix="e.g. --mix resnet50:400:50,bert-base:100:100",
+                    fix="e.g. --mix resnet50:400:50,bert-base:120:100",
                 ) from None  # fmt: skip
             for what, value in (("rate", rate), ("SLO", slo_ms)):
                 if not (math.isfinite(value) and value > 0):

@@ -27,7 +27,9 @@ CONFIG_HELP = "YAML or TOML file with any of these options (flag names as keys; 
 
 
 def _help(f: Field) -> str:
-    text = f.info.help
+    from rich.markup import escape
+
+    text = escape(f.info.help)  # Typer's help is Rich markup: "[default: ...]" would vanish
     if f.kind == "list" and not f.info.argument:
         text += " Repeat the flag or separate values with commas."
     default = _shown_default(f)

@@ -15,9 +15,10 @@ from typing import Any
 import typer
 from rich.console import Console
 
-# Piped output (CI logs, `| less`) gets wide tables instead of Rich's 80-column default.
-console = Console(width=None if sys.stdout.isatty() else 200)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+# Piped output (CI logs, `| less`) gets wide tables instead of Rich's 80-column default. No
+# emoji codes: a mix like "bert-base:100:100" would print as "bert-base💯100".
+console = Console(width=None if sys.stdout.isatty() else 200, emoji=False)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200, emoji=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,7 +44,7 @@ def train(
         None,
         "--columns",
         help="Table columns, comma-separated: where, instance, gpus, market, strategy, "
-        "precision, batch, time, p90, p-meet, cost, gpu-hours, bound, help, or all [default: "
+        "precision, batch, time, p90, p-meet, cost, gpu-hours, bound, help, or all \\[default: "
         "all on a terminal of 200+ columns or a pipe, fewer on a narrower one].",
     ),
 ) -> None:
