@@ -150,6 +150,7 @@ def test_tensor_parallel_inference_on_bridged_cards_crosses_pcie_beyond_a_pair()
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
+    from gpucast.domain.parallel import NodeLinks
     from gpucast.predict.llm_infer import predict_inference
 
     common = {"model": "llama-3-70b", "batch_size": 16, "input_len": 1024, "output_len": 64}
@@ -164,6 +165,6 @@ def test_tensor_parallel_inference_on_bridged_cards_crosses_pcie_beyond_a_pair()
     )
     shape = {"batch_size": 16, "input_len": 1024, "output_len": 64, "tp": 4}
     switched = predict_inference(spec, gpu, vllm, **shape)
-    bridged = predict_inference(spec, gpu, vllm, **shape, bridged=True)
+    bridged = predict_inference(spec, gpu, vllm, **shape, node=NodeLinks(bridged=True))
     assert bridged.breakdown["communication"] > 3 * switched.breakdown["communication"]
     assert four.prediction.latency_s == pytest.approx(bridged.latency_s)

@@ -12,6 +12,7 @@ from llm_infer_factories import GPUS, SPECS, TRUE, UNFITTED, gpu, model, synthet
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError, NoFeasiblePlanError
 from gpucast.domain.llm_infer import BYTES_PER_VALUE, EngineProfile
+from gpucast.domain.parallel import NodeLinks
 from gpucast.domain.units import GIB
 from gpucast.predict.llm_infer import (
     TERMS,
@@ -283,7 +284,7 @@ def test_a_meshed_node_gives_a_small_tensor_parallel_group_fewer_links() -> None
     shape = {"batch_size": 64, "input_len": 1024, "output_len": 256}
 
     def comm(tp: int, mesh: int) -> float:
-        out = predict_inference(spec, mi300x, vllm, tp=tp, mesh_gpus=mesh, **shape)
+        out = predict_inference(spec, mi300x, vllm, tp=tp, node=NodeLinks(mesh_gpus=mesh), **shape)
         return out.breakdown["communication"]
 
     assert comm(2, 8) > 1.5 * comm(2, 0)
@@ -300,5 +301,7 @@ def test_predict_infer_prices_a_meshed_gpu_type_on_its_mesh() -> None:
     shape = {"batch_size": 64, "input_len": 1024, "output_len": 256}
     app = gpucast.predict_infer(model="llama-3-70b", gpu="MI300X", tp=2, **shape)
     spec, mi300x = llm_model("llama-3-70b"), load_catalog().gpu("MI300X")
-    meshed = predict_inference(spec, mi300x, inference_engine("vllm"), tp=2, mesh_gpus=8, **shape)
+    meshed = predict_inference(
+        spec, mi300x, inference_engine("vllm"), tp=2, node=NodeLinks(mesh_gpus=8), **shape
+    )
     assert app.prediction.latency_s == pytest.approx(meshed.latency_s)

@@ -208,21 +208,20 @@ def predict_infer(
             fix="predict infer covers the LLMs of catalog/data/llm_models.csv; for a CNN's "
             "serving latency use gpucast simulate serve --model NAME --gpu GPU",
         ) from exc
-    gpu, mesh, bridged = node_links(load_catalog().gpu(request.gpu))  # as its node links it
+    gpu, node = node_links(load_catalog().gpu(request.gpu))  # as its node links it
     engine = inference_engine(request.framework)
 
     def at(tp: int) -> InferencePrediction:
         return predict_inference(
             spec, gpu, engine, batch_size=request.batch_size, input_len=request.input_len,
             output_len=request.output_len, tp=tp, precision=request.precision,
-            kv_precision=request.kv_precision, mesh_gpus=mesh, bridged=bridged,
+            kv_precision=request.kv_precision, node=node,
         )  # fmt: skip
 
     def fewest() -> int:
         return smallest_fitting_tp(
             spec, gpu, engine, input_len=request.input_len, output_len=request.output_len,
-            precision=request.precision, kv_precision=request.kv_precision, mesh_gpus=mesh,
-            bridged=bridged,
+            precision=request.precision, kv_precision=request.kv_precision, node=node,
         )  # fmt: skip
 
     predict = at(request.tp or 1)  # checks the lengths and the tp before any search

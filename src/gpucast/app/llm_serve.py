@@ -694,6 +694,7 @@ def plan_llm_serve(
     from gpucast.catalog.llm import llm_model
     from gpucast.catalog.systems import bridged_pairs, mesh_board_gpus, mesh_linked
     from gpucast.domain.llm_serving import parse_token_lengths
+    from gpucast.domain.parallel import NodeLinks
     from gpucast.inputs import llm_serving as inputs
     from gpucast.plan.llm_serve import GpuChoice, plan_llm_serving
 
@@ -721,8 +722,9 @@ def plan_llm_serve(
             max_tp=offer.gpus,
             kv_link_gbps=inputs.kv_link_gbps(offer).value,
             swap_gbps=inputs.swap_gbps(gpu),
-            mesh_gpus=mesh_board_gpus(gpu.name, offer.gpus),
-            bridged=bridged_pairs(gpu.name),
+            node=NodeLinks(
+                mesh_gpus=mesh_board_gpus(gpu.name, offer.gpus), bridged=bridged_pairs(gpu.name)
+            ),
         )
         for gpu, offer, price in offers
         if engine.runs_on(gpu.vendor)

@@ -191,6 +191,21 @@ COLLECTIVE_ALGORITHMS: tuple[str, ...] = ("hierarchical", "flat_ring")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NodeLinks:
+    """How a node joins the GPUs a tensor-parallel group takes: ``mesh_gpus`` GPUs joined
+    pairwise (Gaudi 2, MI300X baseboards; 0: a switch, or not known), so a smaller group
+    reaches only its members' links; or cards ``bridged`` in pairs (H100 NVL, L40S-class
+    PCIe servers), so a group beyond a pair crosses PCIe."""
+
+    mesh_gpus: int = 0
+    bridged: bool = False
+
+
+#: A node whose GPUs reach each other at their datasheet link (a switch, or not known).
+SWITCHED = NodeLinks()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ClusterShape:
     """The links of a GPU cluster of identical nodes.
 

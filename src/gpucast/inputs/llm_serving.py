@@ -24,6 +24,7 @@ from gpucast.domain.errors import InvalidSpecError, UnknownModelError
 from gpucast.domain.llm import TransformerSpec
 from gpucast.domain.llm_infer import EngineProfile
 from gpucast.domain.llm_serving import IterationCost, LlmRequests, TokenLengths
+from gpucast.domain.parallel import NodeLinks
 from gpucast.domain.provenance import Sourced
 
 TRACE_PREFIX = "trace:"
@@ -282,7 +283,7 @@ def serving_model(
 
     spec = llm_model(model)
     catalog = load_catalog()
-    gpu_spec, mesh, bridged = node_links(catalog.gpu(gpu))  # as its catalog node links it
+    gpu_spec, node = node_links(catalog.gpu(gpu))  # as its catalog node links it
     engine = inference_engine(framework)
     longest_in, longest_out = longest_tokens
     longest_in = min(longest_in, spec.max_context - 1)
@@ -290,7 +291,7 @@ def serving_model(
     if tp is None:
         used = smallest_fitting_tp(
             spec, gpu_spec, engine, input_len=longest_in, output_len=longest_out,
-            precision=precision, kv_precision=kv_precision, mesh_gpus=mesh, bridged=bridged,
+            precision=precision, kv_precision=kv_precision, node=node,
         )  # fmt: skip
         tp_source = "the fewest GPUs of 1, 2, 4, 8 that hold the weights and the longest request"
     else:
@@ -298,14 +299,14 @@ def serving_model(
         tp_source = "given"
         one = predict_inference(
             spec, gpu_spec, engine, batch_size=1, input_len=longest_in, output_len=longest_out,
-            tp=tp, precision=precision, kv_precision=kv_precision, mesh_gpus=mesh, bridged=bridged,
+            tp=tp, precision=precision, kv_precision=kv_precision, node=node,
         )  # fmt: skip
         if not one.fits:
             from gpucast.domain.units import GIB
 
             need = smallest_fitting_tp(
                 spec, gpu_spec, engine, input_len=longest_in, output_len=longest_out,
-                precision=precision, kv_precision=kv_precision, mesh_gpus=mesh, bridged=bridged,
+                precision=precision, kv_precision=kv_precision, node=node,
             )  # fmt: skip
             raise InvalidSpecError(
                 "tp",
@@ -317,7 +318,7 @@ def serving_model(
             )
     cost = iteration_cost(
         spec, gpu_spec, engine, tp=used, precision=precision, kv_precision=kv_precision,
-        max_tokens=max_tokens, mesh_gpus=mesh, bridged=bridged,
+        max_tokens=max_tokens, node=node,
     )  # fmt: skip
     server = gpu_server(catalog, gpu_spec.name, None, price_usd_per_gpu_hour)
     return ServingModel(
@@ -391,15 +392,16 @@ def gpu_offers(
     ]
 
 
-def node_links(gpu: GpuSpec) -> tuple[GpuSpec, int, bool]:
+def node_links(gpu: GpuSpec) -> tuple[GpuSpec, NodeLinks]:
     """What LLM inference prices tensor parallelism on where no cluster says otherwise: ``gpu``
-    as the catalog's node of its type links it (:func:`gpucast.catalog.systems.mesh_linked`),
-    the GPUs of that meshed node (0: none; fewer GPUs reach fewer links,
-    :func:`gpucast.catalog.systems.mesh_node_gpus`) and whether its cards are bridged in pairs
-    (beyond a pair, PCIe: :func:`gpucast.catalog.systems.bridged_pairs`)."""
+    as the catalog's node of its type links it (:func:`gpucast.catalog.systems.mesh_linked`)
+    and how that node joins its GPUs: the GPUs of its mesh (0: none; fewer GPUs reach fewer
+    links, :func:`gpucast.catalog.systems.mesh_node_gpus`) and whether its cards are bridged
+    in pairs (beyond a pair, PCIe: :func:`gpucast.catalog.systems.bridged_pairs`)."""
     from gpucast.catalog.systems import bridged_pairs, mesh_linked, mesh_node_gpus
 
-    return mesh_linked(gpu), mesh_node_gpus(gpu.name), bridged_pairs(gpu.name)
+    node = NodeLinks(mesh_gpus=mesh_node_gpus(gpu.name), bridged=bridged_pairs(gpu.name))
+    return mesh_linked(gpu), node
 
 
 def links_text(gpu: GpuSpec, tp: int) -> str:
@@ -408,15 +410,16 @@ def links_text(gpu: GpuSpec, tp: int) -> str:
     (:func:`node_links`, as the predictions take them)."""
     from gpucast.predict.parallel import group_link_gbps
 
-    gpu, mesh, bridged = node_links(gpu)
-    rate = f"{group_link_gbps(gpu, tp, mesh, bridged=bridged) / 8:g} GB/s per GPU"
+    gpu, node = node_links(gpu)
+    mesh = node.mesh_gpus
+    rate = f"{group_link_gbps(gpu, tp, node) / 8:g} GB/s per GPU"
     if mesh > 1 and tp <= mesh:
         return (
             f"{rate}: {tp} of a {mesh}-GPU node whose {gpu.name}s link pairwise (catalog "
             f"systems.csv), each reaching the other{'s' if tp > 2 else ''} over "
             f"{tp - 1}/{mesh - 1} of its links"
         )
-    if bridged:
+    if node.bridged:
         how = "the bridge to its partner" if tp <= 2 else "PCIe: a group beyond a pair"
         return f"{rate}: {gpu.name} cards bridged in pairs (catalog systems.csv), {how}"
     kind = "NVLink / switch" if gpu.interconnect_gbps is not None else "PCIe x16"

@@ -343,7 +343,7 @@ def llm_gpu_function(
 
     spec = llm_model(model)
     engine = inference_engine(LLM_ENGINE)
-    gpu, mesh, bridged = node_links(gpu)  # as its catalog node links it
+    gpu, node = node_links(gpu)  # as its catalog node links it
     warnings: list[str] = []
     beyond = input_tokens + output_tokens > spec.max_context
     if beyond.all():
@@ -363,7 +363,7 @@ def llm_gpu_function(
     try:
         tp = smallest_fitting_tp(
             spec, gpu, engine, input_len=int(inp[longest]), output_len=int(out[longest]),
-            mesh_gpus=mesh, bridged=bridged,
+            node=node,
         )  # fmt: skip
     except NoFeasiblePlanError as exc:
         raise InvalidSpecError(
@@ -371,7 +371,7 @@ def llm_gpu_function(
         ) from None
     one = predict_inference(
         spec, gpu, engine, batch_size=1, input_len=int(inp[longest]),
-        output_len=int(out[longest]), tp=tp, mesh_gpus=mesh, bridged=bridged,
+        output_len=int(out[longest]), tp=tp, node=node,
     )  # fmt: skip
     served = request_latency_s(
         spec,
@@ -380,8 +380,7 @@ def llm_gpu_function(
         input_len=inp,
         output_len=out,
         tp=tp,
-        mesh_gpus=mesh,
-        bridged=bridged,
+        node=node,
     )
     service = np.full(beyond.size, np.nan)
     service[~beyond] = served

@@ -31,7 +31,12 @@ import numpy as np
 from gpucast.domain.catalog import GpuSpec, Offer
 from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
 from gpucast.domain.llm import TransformerSpec
-from gpucast.domain.parallel import LayoutSpace, ParallelAssumptions, ParallelStepPrediction
+from gpucast.domain.parallel import (
+    LayoutSpace,
+    NodeLinks,
+    ParallelAssumptions,
+    ParallelStepPrediction,
+)
 from gpucast.plan.pareto import pareto_front_2d
 from gpucast.predict.collective import CollectiveConstants
 from gpucast.predict.parallel import best_layout, cluster_shape, group_link_gbps
@@ -229,7 +234,9 @@ def plan_llm(
         elif option.gpus_per_node < option.mesh_gpus:  # part of a board: its GPUs' links only
             links = dataclasses.replace(
                 links,
-                intra_node_gbps=group_link_gbps(gpu, option.gpus_per_node, option.mesh_gpus),
+                intra_node_gbps=group_link_gbps(
+                    gpu, option.gpus_per_node, NodeLinks(mesh_gpus=option.mesh_gpus)
+                ),
             )
         for used, nodes in _node_counts(option, max_gpus):
             n = nodes * used

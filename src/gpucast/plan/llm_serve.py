@@ -35,6 +35,7 @@ from gpucast.domain.llm_serving import (
     LlmRequests,
     SchedulerConfig,
 )
+from gpucast.domain.parallel import SWITCHED, NodeLinks
 from gpucast.plan.pareto import nondominated
 from gpucast.predict.llm_infer import iteration_cost, tp_problem
 from gpucast.simulate.llm_serving import LlmServingResult, simulate_llm_serving
@@ -52,10 +53,9 @@ class GpuChoice:
     max_tp: int
     kv_link_gbps: float
     swap_gbps: float
-    #: the instance joins its GPUs pairwise (0: a switch): a smaller TP group, fewer links
-    mesh_gpus: int = 0
-    #: the instance's cards are bridged in pairs (beyond a pair, PCIe)
-    bridged: bool = False
+    #: how the instance joins its GPUs (a mesh: a smaller TP group, fewer links; bridged
+    #: pairs: beyond a pair, PCIe)
+    node: NodeLinks = SWITCHED
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -334,7 +334,7 @@ def plan_llm_serving(
             cost = iteration_cost(
                 spec, choice.gpu, engine, tp=tp, precision=precision,
                 kv_precision=kv_precision, max_tokens=max(budget, scheduler.max_num_seqs),
-                mesh_gpus=choice.mesh_gpus, bridged=choice.bridged,
+                node=choice.node,
             )  # fmt: skip
         except InvalidSpecError as exc:
             infeasible.append(f"{label}: {exc}")

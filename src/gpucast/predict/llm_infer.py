@@ -82,6 +82,7 @@ from gpucast.domain.llm_infer import (
     check_precision,
 )
 from gpucast.domain.llm_serving import IterationCost
+from gpucast.domain.parallel import SWITCHED, NodeLinks
 from gpucast.domain.units import GIB
 from gpucast.predict import comm
 from gpucast.predict.base import Estimator, register
@@ -249,10 +250,8 @@ class _Case:
     kv_precision: str
     chunk_tokens: int = 0
     identical: bool = False
-    #: GPUs of a node joined pairwise (0: a switch): a smaller TP group reaches fewer links
-    mesh_gpus: int = 0
-    #: cards bridged in pairs: a TP group beyond a pair crosses PCIe
-    bridged: bool = False
+    #: how the node joins the TP group's GPUs (a mesh: fewer links; bridged pairs: PCIe)
+    node: NodeLinks = SWITCHED
 
 
 def _cases(cases: Sequence[_Case]) -> _Cases:
@@ -285,7 +284,7 @@ def _cases(cases: Sequence[_Case]) -> _Cases:
             "memory_bytes": c.gpu.memory_gib * GIB,
             "memory_fraction": c.engine.memory_fraction,
             "of_free": 1.0 if c.engine.memory_share == "free" else 0.0,
-            "link_gbps": group_link_gbps(c.gpu, c.gpus, c.mesh_gpus, bridged=c.bridged),
+            "link_gbps": group_link_gbps(c.gpu, c.gpus, c.node),
             "sequences": c.sequences,
             "input_len": c.input_len,
             "output_len": c.output_len,
@@ -461,17 +460,15 @@ def predict_inference(
     precision: str | None = None,
     kv_precision: str | None = None,
     identical_sequences: bool = False,
-    mesh_gpus: int = 0,
-    bridged: bool = False,
+    node: NodeLinks = SWITCHED,
 ) -> InferencePrediction:
     """One offline batch of ``batch_size`` sequences on ``tp`` GPUs (module docstring).
 
     ``precision`` of the weights (default: the engine's), ``kv_precision`` of the KV cache
     (default: the weights' for 16-bit and fp8 weights, fp16 under int8/int4 weight-only
     quantisation). ``tp`` is the GPU count: tensor-parallel ranks, or llama.cpp's layer split.
-    ``mesh_gpus``: the node joins that many GPUs pairwise (Gaudi 2, MI300X baseboards), so
-    ``tp`` of them reach only their links; ``bridged``: PCIe cards bridged in pairs, so a
-    ``tp`` beyond 2 crosses PCIe (:func:`gpucast.predict.parallel.group_link_gbps`).
+    ``node``: how the node joins the ``tp`` GPUs (a mesh: only their links; cards bridged in
+    pairs: beyond 2 PCIe; :func:`gpucast.predict.parallel.group_link_gbps`).
     """
     _check_lengths(spec, batch_size, input_len, output_len)
     _check_run(spec, gpu, engine, tp)
@@ -479,7 +476,7 @@ def predict_inference(
     case = _Case(
         spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=batch_size, input_len=input_len,
         output_len=output_len, precision=weights, kv_precision=kv,
-        identical=identical_sequences, mesh_gpus=mesh_gpus, bridged=bridged,
+        identical=identical_sequences, node=node,
     )  # fmt: skip
     params = engine.params(gpu.name)
     out = {k: float(v[0]) for k, v in _evaluate(_cases([case]), params).items()}
@@ -487,8 +484,8 @@ def predict_inference(
     notes = _notes(spec, gpu, engine, tp, weights, kv, batch_size, out)
     if gpu.name in engine.gpu_factors:
         notes = (*notes, gpu_factor_note(engine, gpu.name))
-    if bridged and tp > 2 and engine.multi_gpu == "tensor":
-        link = group_link_gbps(gpu, tp, bridged=True) / 8
+    if node.bridged and tp > 2 and engine.multi_gpu == "tensor":
+        link = group_link_gbps(gpu, tp, node) / 8
         notes = (
             *notes,
             f"{gpu.name} cards are bridged in pairs: tp={tp}'s all-reduces cross PCIe at "
@@ -540,8 +537,7 @@ def request_latency_s(
     tp: int = 1,
     precision: str | None = None,
     kv_precision: str | None = None,
-    mesh_gpus: int = 0,
-    bridged: bool = False,
+    node: NodeLinks = SWITCHED,
 ) -> FloatArray:
     """The latency of each request served alone (batch 1: its prefill then its decode steps)
     for arrays of prompt and output tokens: :func:`predict_inference`'s ``latency_s``, one
@@ -558,8 +554,7 @@ def request_latency_s(
     weights, kv = resolve_precisions(engine, precision, kv_precision)
     one = _cases([
         _Case(spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=1, input_len=1,
-              output_len=1, precision=weights, kv_precision=kv, mesh_gpus=mesh_gpus,
-              bridged=bridged)
+              output_len=1, precision=weights, kv_precision=kv, node=node)
     ])  # fmt: skip
     columns = {
         f.name: np.repeat(getattr(one, f.name), n_in.size) for f in dataclasses.fields(_Cases)
@@ -616,8 +611,7 @@ def smallest_fitting_tp(
     precision: str | None = None,
     kv_precision: str | None = None,
     choices: Sequence[int] = TP_CHOICES,
-    mesh_gpus: int = 0,
-    bridged: bool = False,
+    node: NodeLinks = SWITCHED,
 ) -> int:
     """The fewest GPUs of ``choices`` on which ``spec`` and one whole sequence fit; raises
     :class:`NoFeasiblePlanError` naming the memory at the largest degree when none does."""
@@ -628,7 +622,7 @@ def smallest_fitting_tp(
             continue
         last = predict_inference(
             spec, gpu, engine, batch_size=1, input_len=input_len, output_len=output_len, tp=tp,
-            precision=weights, kv_precision=kv_precision, mesh_gpus=mesh_gpus, bridged=bridged,
+            precision=weights, kv_precision=kv_precision, node=node,
         )  # fmt: skip
         if last.fits:
             return tp
@@ -1001,8 +995,7 @@ def iteration_cost(
     precision: str | None = None,
     kv_precision: str | None = None,
     max_tokens: int = 8192,
-    mesh_gpus: int = 0,
-    bridged: bool = False,
+    node: NodeLinks = SWITCHED,
 ) -> IterationCost:
     """The cost of one serving iteration (:class:`~gpucast.domain.llm_serving.IterationCost`)
     on ``tp`` GPUs, from the terms of :func:`_evaluate`: a pass streams the dense weights and
@@ -1018,7 +1011,7 @@ def iteration_cost(
     weights, kv = resolve_precisions(engine, precision, kv_precision)
     case = _Case(
         spec=spec, gpu=gpu, engine=engine, gpus=tp, sequences=1, input_len=1, output_len=1,
-        precision=weights, kv_precision=kv, mesh_gpus=mesh_gpus, bridged=bridged,
+        precision=weights, kv_precision=kv, node=node,
     )  # fmt: skip
     x = _cases([case])
     p = engine.params(gpu.name)

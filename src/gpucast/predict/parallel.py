@@ -117,8 +117,10 @@ from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
 from gpucast.domain.llm import TransformerSpec
 from gpucast.domain.parallel import (
     STEP_TERMS,
+    SWITCHED,
     ClusterShape,
     LayoutSpace,
+    NodeLinks,
     ParallelAssumptions,
     ParallelLayout,
     ParallelMemory,
@@ -192,16 +194,15 @@ def cluster_shape(
     )
 
 
-def group_link_gbps(gpu: GpuSpec, gpus: int, mesh_gpus: int = 0, *, bridged: bool = False) -> float:
+def group_link_gbps(gpu: GpuSpec, gpus: int, node: NodeLinks = SWITCHED) -> float:
     """Gbit/s each of ``gpus`` GPUs of one node reaches the others at (:func:`cluster_shape`'s
-    link): on a node of ``mesh_gpus`` GPUs joined pairwise (0: a switch, or not known), a
-    group smaller than the node reaches only its members' links; on cards ``bridged`` in
-    pairs, a group beyond a pair crosses PCIe
-    (:meth:`~gpucast.domain.parallel.ClusterShape.group_gbps`)."""
+    link), as ``node`` joins them: on a node of ``mesh_gpus`` GPUs joined pairwise, a group
+    smaller than the node reaches only its members' links; on cards bridged in pairs, a group
+    beyond a pair crosses PCIe (:meth:`~gpucast.domain.parallel.ClusterShape.group_gbps`)."""
     links = cluster_shape(gpu)
-    if mesh_gpus > 1 and gpus <= mesh_gpus:
-        return replace(links, gpus_per_node=mesh_gpus, mesh=True).group_gbps(gpus)
-    if bridged:
+    if node.mesh_gpus > 1 and gpus <= node.mesh_gpus:
+        return replace(links, gpus_per_node=node.mesh_gpus, mesh=True).group_gbps(gpus)
+    if node.bridged:
         return with_bridges(links, gpu).group_gbps(gpus)
     return links.intra_node_gbps
 
