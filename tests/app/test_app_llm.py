@@ -504,3 +504,46 @@ def test_a_meshed_gpu_type_fills_its_catalogs_node_by_default() -> None:
     assert "intra-node mesh" in default.assumptions
     eight = gpucast.predict_llm_train(**common, gpus_per_node=8)
     assert "per 8-GPU node" in eight.assumptions["node network"]
+
+
+SPOT_JOB = {"model": "llama-3-8b", "tokens": 2e9, "seq_len": 4096, "global_batch": 256,
+            "max_gpus": 16, "gpus": ("H100",), "providers": ("aws",)}  # fmt: skip
+
+
+def test_plan_llm_train_plans_spot_servers_when_asked_and_says_what_it_rests_on() -> None:
+    """Without --spot the market assumption says so and every row is on demand; with it,
+    spot rows join at AWS's spot price, simulated with revocations (here a constant hazard),
+    and the assumption names the checkpoint storage, the restart and the lifetimes."""
+    plain = gpucast.plan_llm_train(**SPOT_JOB)
+    assert {c.market for c in plain.candidates} == {"on-demand"}
+    assert plain.assumptions["market"] == "on demand only (--spot also plans spot servers)"
+    plan = gpucast.plan_llm_train(
+        **SPOT_JOB, allow_spot=True, hazard_per_hour=0.05, runs=200, deadline="2d"
+    )
+    spot = [c for c in plan.candidates if c.market == "spot"]
+    assert spot and all(c.p_meet_deadline is not None and c.checkpoint_s > 3.0 for c in spot)
+    od = {c.gpus: c for c in plan.candidates if c.market == "on-demand"}
+    for c in spot:  # cheaper by the hour, longer by the revocations and the start-up
+        assert c.usd_per_hour < od[c.gpus].usd_per_hour and c.time_s > od[c.gpus].time_s
+    market = plan.assumptions["market"]
+    for needle in ("on demand and spot", "ebs-gp3-max", "--checkpoint-storage", "user-given"):
+        assert needle in market, needle
+    out = plan.to_dict()["candidates"]
+    assert {"market", "p_meet_deadline", "revocations_mean"} <= set(out[0])
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"min_p_meet": 1.5}, "min-p-meet"),
+        ({"runs": 0}, "runs"),
+        ({"max_simulated": 0}, "max-simulated"),
+        ({"spot_scenario": "rosy"}, "spot-scenario"),
+        ({"checkpoint_storage": "floppy"}, "checkpoint-storage"),
+        ({"checkpoint_storage": "local-nvme", "allow_spot": True}, "checkpoint-storage"),
+    ],
+)
+def test_plan_llm_train_refuses_bad_spot_settings(options: dict, field: str) -> None:
+    with pytest.raises(InvalidSpecError) as err:
+        gpucast.plan_llm_train(**SPOT_JOB, **options)
+    assert err.value.field == field

@@ -442,3 +442,15 @@ def test_plan_llm_train_states_short_runs_in_minutes() -> None:
     long = runner.invoke(cli, [*common, "--tokens", "2e11", "--deadline", "90d"])
     assert long.exit_code == 0, long.output
     assert " days, $" in long.output
+
+
+def test_plan_llm_train_with_spot_renders_the_spot_rows() -> None:
+    result = runner.invoke(cli, [
+        "plan", "llm-train", "--model", "llama-3-8b", "--tokens", "2e9", "--seq-len", "4096",
+        "--global-batch", "256", "--max-gpus", "16", "--gpu", "H100", "--provider", "aws",
+        "--spot", "--hazard-per-hour", "0.05", "--runs", "100", "--deadline", "2d",
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "rdma, spot):" in text and "spot: P(meet)" in text and "revocations" in text
+    assert "assumption market: on demand and spot" in text

@@ -777,3 +777,32 @@ def test_a_batch_of_jobs_matches_each_job_alone() -> None:
         startup_on_demand_s=60.0, rng=7,
     )  # fmt: skip
     assert np.array_equal(one.duration_s, same.duration_s)
+
+
+def test_a_job_may_carry_its_own_checkpoint_cost_and_restart_penalty() -> None:
+    """A job of a batch with its own checkpoint cost and restart penalty (LLM spot plans:
+    each candidate's sharded checkpoint) runs exactly as a batch whose shared figures are
+    those; another job of the batch keeps the shared ones."""
+    import dataclasses
+
+    from gpucast.predict.revocation import ExponentialLifetime
+    from gpucast.simulate.transient import Job, simulate_batch
+
+    scenario = ClusterScenario(
+        workers=(WorkerGroup(gpu="K80", count=1, region="us-east1", spot=True, gpus=8),),
+        ps_count=0, steps=20_000, checkpoint_every_steps=500, replace_revoked=True,
+        include_startup=True,
+    )  # fmt: skip
+    base = Job(
+        scenario=scenario, speed=SpeedTable(np.array([0.0, 2.0])), prices=PRICES,
+        lifetimes=[ExponentialLifetime(hazard_per_hour=0.5)], runs=200, startup_spot_s=60.0,
+    )  # fmt: skip
+    own = dataclasses.replace(base, checkpoint_s=40.0, restart_penalty_s=300.0)
+    (shared,) = simulate_batch([base], checkpoint_s=40.0, restart_penalty_s=300.0, rng=3)
+    (carried,) = simulate_batch([own], checkpoint_s=1.0, restart_penalty_s=5.0, rng=3)
+    assert shared.revocations.sum() > 50  # the penalty is paid many times
+    np.testing.assert_array_equal(carried.duration_s, shared.duration_s)
+    (cheap,) = simulate_batch([base], checkpoint_s=1.0, restart_penalty_s=5.0, rng=3)
+    assert cheap.duration_s.mean() < carried.duration_s.mean()
+    with pytest.raises(InvalidSpecError, match="must be >= 0"):
+        simulate_batch([dataclasses.replace(base, restart_penalty_s=-1.0)])

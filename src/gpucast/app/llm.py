@@ -27,6 +27,14 @@ from gpucast.domain.catalog import offers_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.parallel import INTERVAL_NOTE
+from gpucast.domain.spot import (
+    check_spot_options,
+    fallback_after_option,
+    hazard_option,
+    interruption_band_option,
+    lifetimes_option,
+    spot_scenario_option,
+)
 from gpucast.domain.systems import (
     ClusterSettings,
     check_cluster_options,
@@ -544,6 +552,36 @@ class PlanLlmTrainRequest:
         example="2",
     )
     vpp: int = option(1, help="Interleaved pipeline stages per GPU of every layout.", example="2")
+    allow_spot: bool = option(
+        False,
+        flag="spot",
+        negative="no-spot",
+        help="Also plan spot servers: revocations, restarts from the last sharded checkpoint "
+        "and capacity gaps, through plan train's spot Monte Carlo (default: on demand only).",
+    )
+    min_p_meet: float = option(
+        0.9, help="Spot plans must meet the deadline with this probability.", example="0.9"
+    )
+    mc_runs: int = option(1000, flag="runs", help="Monte Carlo runs per spot plan.", example="1000")
+    max_simulated: int = option(12, help="Spot plans simulated at most.", example="12")
+    seed: int = option(0, help="Seed of the Monte Carlo; the same seed, the same plan.")
+    checkpoint_storage: str = option(
+        "ebs-gp3-max",
+        help="Durable storage each node writes its checkpoint shards to and reads them back "
+        "from after a revocation: a storage class of catalog/data/coldstart.csv.",
+        example="ebs-io2",
+    )
+    data_dir: Path | None = option(
+        None,
+        help="Published data folder for spot lifetimes, start-ups and restarts, e.g. "
+        "../shared/data (default: $GPUCAST_SHARED_DATA).",
+        example="../shared/data",
+    )
+    interruption_band: str = interruption_band_option()
+    hazard_per_hour: float | None = hazard_option()
+    lifetimes: str | None = lifetimes_option()
+    fallback_after_s: float | None = fallback_after_option()
+    spot_scenario: str = spot_scenario_option()
     offers_file: Path | None = offers_option()
     cluster: str | None = cluster_option()
     cluster_nodes: int | None = cluster_nodes_option()
@@ -585,6 +623,16 @@ class PlanLlmTrainRequest:
         for name in ("cp", "vpp"):
             _positive_or_none(name, getattr(self, name))
         check_software(self.software)
+        check_spot_options(self.spot_scenario)
+        if not (isinstance(self.min_p_meet, int | float) and 0.0 <= self.min_p_meet <= 1.0):
+            raise InvalidSpecError(
+                "min-p-meet", "must be in [0, 1]", got=self.min_p_meet, fix="e.g. 0.9"
+            )
+        for name in ("mc_runs", "max_simulated"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                flag = "runs" if name == "mc_runs" else "max-simulated"
+                raise InvalidSpecError(flag, "must be an integer >= 1", got=value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -690,6 +738,56 @@ def _widened_text(widened: dict[str, tuple[float, float, str]]) -> str:
     )
 
 
+def _lifetimes_text(plan: LlmPlan) -> str:
+    """The node lifetimes the simulated spot rows rest on, or nothing."""
+    sources = dict.fromkeys(c.lifetime_source for c in plan.candidates if c.market == "spot")
+    return f". Node lifetimes: {'; '.join(sources)}" if sources else ""
+
+
+def _llm_spot(request: PlanLlmTrainRequest, catalog: Any, *, spot_nodes: int) -> tuple[Any, str]:
+    """The spot rows' inputs (:class:`gpucast.plan.llm.LlmSpot`) and what they rest on."""
+    from gpucast.catalog.coldstart import load_coldstart_facts
+    from gpucast.inputs.data import published_data_dir
+    from gpucast.inputs.spot import spot_risk_inputs
+    from gpucast.plan.llm import LlmSpot
+    from gpucast.store.db import default_db_path
+
+    data_dir = published_data_dir(request.data_dir)
+    risk, _, _ = spot_risk_inputs(
+        data_dir=data_dir, catalog=catalog, store=default_db_path(),
+        band=request.interruption_band, hazard_per_hour=request.hazard_per_hour,
+        scenario=request.spot_scenario, lifetimes=request.lifetimes,
+        fallback_after_s=request.fallback_after_s,
+    )  # fmt: skip
+    storage = load_coldstart_facts().get("storage", request.checkpoint_storage)
+    spot = LlmSpot(
+        risk=risk,
+        storage_gb_s=storage.value,
+        restart_s=risk.restart_penalty_s,
+        runs=request.mc_runs,
+        max_simulated=request.max_simulated,
+        seed=request.seed,
+        min_p_meet=request.min_p_meet,
+    )
+    if not spot_nodes:
+        return spot, "on demand: no offer asked for is sold on spot (--spot)"
+    note = (
+        f"on demand and spot ({spot_nodes} spot offer{'s' if spot_nodes > 1 else ''}, each at "
+        "its cheapest spot region); "
+        f"spot rows are the front of a first-order estimate, at most {request.max_simulated} "
+        f"simulated with {request.mc_runs:,} runs each (seed {request.seed}), their time and "
+        "cost the means at the central step time, their interval the fast edge to the 90th "
+        f"percentile; a spot row meets the deadline with P >= {request.min_p_meet:g} "
+        f"(--min-p-meet). Checkpoints every Young interval: each GPU writes its optimizer "
+        f"shard and, unless LoRA freezes them, its weights to {storage.name} at "
+        f"{storage.value:g} GB/s per node ({storage.source_url}; --checkpoint-storage); a "
+        f"restart reads them back and pays {risk.restart_penalty_s:.0f} s "
+        f"({risk.sources.get('restart', '')}) and the run's warm-up again. Start-up: "
+        f"{risk.sources.get('startup', '')}. No managed recovery (plan train --move-region)"
+    )
+    return spot, note
+
+
 def plan_llm_train(
     request: PlanLlmTrainRequest | None = None, /, **options: Any
 ) -> PlanLlmTrainResult:
@@ -698,6 +796,7 @@ def plan_llm_train(
     import math
 
     from gpucast.catalog import load_catalog, offers_file
+    from gpucast.catalog.coldstart import load_coldstart_facts
     from gpucast.catalog.llm import llm_model
     from gpucast.catalog.systems import mesh_board_gpus, mesh_linked
     from gpucast.catalog.validation import validation_for
@@ -714,6 +813,25 @@ def plan_llm_train(
     from gpucast.plan.llm import NodeOption, offer_nodes, plan_llm, power_of_two_part
 
     request = resolve(PlanLlmTrainRequest, request, options)
+    spot_asked = request.allow_spot
+    facts = load_coldstart_facts()
+    known = facts.names("storage")
+    if request.checkpoint_storage.strip().lower() not in known:
+        raise InvalidSpecError(
+            "checkpoint-storage",
+            "is not a storage class of catalog/data/coldstart.csv",
+            got=request.checkpoint_storage,
+            fix=f"use one of {', '.join(known)}",
+        )
+    storage = facts.get("storage", request.checkpoint_storage)
+    if spot_asked and storage.name == "local-nvme":
+        raise InvalidSpecError(
+            "checkpoint-storage",
+            "a spot replacement starts on another VM, whose local NVMe does not hold the "
+            "checkpoint",
+            got=request.checkpoint_storage,
+            fix="use durable storage: ebs-gp3-max, ebs-io2 or s3",
+        )
     spec = llm_model(request.model)
     catalog = load_catalog(offers_file(request.offers_file))
     seq = request.seq_len or spec.max_context  # beyond the context: noted, as predict does
@@ -736,6 +854,13 @@ def plan_llm_train(
                 mesh_gpus=cluster.gpus_per_node if cluster.shape.intra_node == "mesh" else 0,
             )
         ]
+        if spot_asked and cluster.has_spot:
+            nodes.append(
+                replace(
+                    nodes[0],
+                    spot_usd_per_hour=cluster.usd_per_hour(cluster.gpus_per_node, spot=True),
+                )
+            )
     else:
         wanted = {catalog.gpu(g).name for g in request.gpus}
         providers = {p.lower() for p in request.providers}
@@ -754,7 +879,7 @@ def plan_llm_train(
         # an offer of a GPU type whose catalog servers are meshed (Gaudi 2) links as they do
         nodes = [
             replace(n, mesh_gpus=mesh_board_gpus(n.gpu, n.gpus_per_node))
-            for n in offer_nodes(offers, perf.rdma_instances)
+            for n in offer_nodes(offers, perf.rdma_instances, spot=spot_asked)
         ]
     efficiency = step_time_efficiency(request.software)
     band = stated_band(request.software)
@@ -769,6 +894,11 @@ def plan_llm_train(
         virtual_stages=(request.vpp,),
         precision=request.precision,  # type: ignore[arg-type]
         lora_rank=request.lora_rank,
+    )
+    spot, spot_note = (
+        _llm_spot(request, catalog, spot_nodes=sum(n.spot_usd_per_hour is not None for n in nodes))
+        if spot_asked
+        else (None, "on demand only (--spot also plans spot servers)")
     )
     plan = plan_llm(
         spec,
@@ -792,6 +922,7 @@ def plan_llm_train(
             host_layer_s=_host_s(request.host_ms_per_layer, efficiency.value),
             lora_unfused=not request.lora_fused,
         ),
+        spot=spot,
     )
     return PlanLlmTrainResult(
         model=spec.name,
@@ -822,7 +953,7 @@ def plan_llm_train(
             f"{request.vpp} (--cp, --vpp; "
             "predict llm-train searches cp 1/2 -- up to 16 for 32K-token sequences and "
             "longer -- and vpp 1/2/4/8)",
-            "market": "on demand only (spot is not modelled for LLM jobs)",
+            "market": spot_note + _lifetimes_text(plan),
             **(
                 {
                     "partial nodes": "a node whose GPU count has an odd factor (a 72-GPU "

@@ -30,12 +30,11 @@ from gpucast.domain.workload import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Mapping
 
-    from gpucast.domain.catalog import Offer
     from gpucast.domain.provenance import Sourced
     from gpucast.domain.systems import ClusterSpec
-    from gpucast.inputs.spot import Lifetimes, StartupDelays
+    from gpucast.inputs.spot import Lifetimes
     from gpucast.plan.inputs import GpuPrecision, PerfParams, RiskInputs, WorkloadFacts
     from gpucast.predict.convergence import ConvergenceCurve
     from gpucast.predict.roofline import Calibration, RooflineEfficiency
@@ -65,6 +64,7 @@ def plan_train(
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.energy import plan_power
     from gpucast.inputs.offload import cpu_adam
+    from gpucast.inputs.spot import spot_risk_inputs
     from gpucast.inputs.variability import gpu_variability, variability_assumption
     from gpucast.inputs.workload import (
         check_workload_name,
@@ -183,7 +183,13 @@ def plan_train(
     evaluation, eval_note = (
         (None, None) if request.target is None else target_evaluations(parse_target(request.target))
     )
-    risk, lifetimes, startup = _risk_inputs(request, data_dir, facts, catalog, store)
+    risk, lifetimes, startup = spot_risk_inputs(
+        data_dir=data_dir, catalog=catalog, store=store, band=request.interruption_band,
+        hazard_per_hour=request.hazard_per_hour, scenario=request.spot_scenario,
+        lifetimes=request.lifetimes, fallback_after_s=request.fallback_after_s,
+        move_region=request.move_region, move_after_s=request.move_after_s,
+        checkpoint_bytes=facts.weights_bytes + facts.optimizer_bytes,
+    )  # fmt: skip
     perf = perf_params(data_dir)
     spread = gpu_variability(request.gpu_variability, store)
     power, power_note = plan_power(request, catalog, facts, efficiency.value)
@@ -692,101 +698,6 @@ def _deadline_assumption(request: TrainRequest) -> Assumption:
         source="default" if default else "given",
         override="--deadline (e.g. 12h, or none)",
     )
-
-
-def _risk_inputs(
-    request: TrainRequest,
-    data_dir: Path | None,
-    facts: WorkloadFacts,
-    catalog: Any,
-    store: Path,
-) -> tuple[RiskInputs, Lifetimes, StartupDelays]:
-    from gpucast.inputs.spot import (
-        Lifetimes,
-        StartupDelays,
-        checkpoint_cost,
-        named_lifetimes,
-        restart_penalty,
-    )
-    from gpucast.plan.inputs import RiskInputs
-
-    lifetimes = Lifetimes(
-        data_dir=data_dir,
-        catalog=catalog,
-        band=request.interruption_band,
-        hazard_per_hour=request.hazard_per_hour,
-        scenario=request.spot_scenario,
-        named=None if request.lifetimes is None else named_lifetimes(store, request.lifetimes),
-    )
-    other = "optimistic" if request.spot_scenario == "pessimistic" else "pessimistic"
-    startup = StartupDelays(data_dir=data_dir)
-    restart = restart_penalty(data_dir)
-    size = facts.weights_bytes + facts.optimizer_bytes
-    ckpt = checkpoint_cost(size, data_dir)
-
-    def checkpoint(size_bytes: float) -> float:
-        return checkpoint_cost(size_bytes, data_dir).value
-
-    risk = RiskInputs(
-        lifetime=lifetimes,
-        startup=startup,
-        startup_mean_s=startup.mean_s("on-demand"),
-        restart_penalty_s=restart.value,
-        checkpoint=checkpoint,
-        sources={
-            "lifetimes": f"where no data applies: {lifetimes.fallback.source}",
-            "startup": startup.source(),
-            "restart": restart.source,
-            "checkpoint": ckpt.source,
-        },
-        scenario=request.spot_scenario,
-        alternative=(other, lifetimes.with_scenario(other)),
-        on_scenario=lifetimes.rests_on_scenario,
-        capacity_gap=lifetimes.capacity_gap,
-        fallback_after_s=request.fallback_after_s,
-        move_to=None
-        if request.move_region is None
-        else _move_targets(catalog.offers, request.move_region),
-        move_after_s=request.move_after_s,
-    )
-    return risk, lifetimes, startup
-
-
-def _move_targets(
-    offers: Sequence[Offer], move_region: str
-) -> Callable[[str, str, str], tuple[str, float, float] | None]:
-    """For ``--move-region``: where a (provider, instance type) in a home region moves -- the
-    named region, or ('auto') the cheapest other spot region of its provider -- and that
-    region's spot and on-demand US$/h; None where the catalog sells no such spot offer."""
-    wanted = move_region.strip().lower()
-    regions = {o.region.lower() for o in offers}
-    if wanted != "auto" and wanted not in regions:
-        raise InvalidSpecError(
-            "move-region",
-            "is not a region of any catalog offer",
-            got=move_region,
-            fix="use 'auto' or a region listed by `gpucast catalog offers --spot`",
-        )
-    spot: dict[tuple[str, str], list[tuple[float, str, float]]] = {}
-    for o in offers:
-        if o.gpu is not None and o.spot_usd_per_hour is not None:
-            key = (o.provider, o.instance_type)
-            spot.setdefault(key, []).append(
-                (o.spot_usd_per_hour, o.region, o.on_demand_usd_per_hour)
-            )
-
-    def target(provider: str, instance_type: str, home: str) -> tuple[str, float, float] | None:
-        there = [
-            x
-            for x in spot.get((provider, instance_type), [])
-            if x[1].lower() != home.lower() and (wanted == "auto" or x[1].lower() == wanted)
-        ]
-        if not there:
-            return None
-        usd, region, od = min(there)
-        return region, usd, od
-
-    return target
 
 
 def _regime(c: PlanCandidate) -> tuple[list[str], int]:

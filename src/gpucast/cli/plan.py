@@ -7,6 +7,7 @@ The flags are the fields of :class:`gpucast.domain.plan.TrainRequest`; the work 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
@@ -101,11 +102,19 @@ def llm_train(
     for i in shown:
         c = result.candidates[i]
         mark = ">" if i == result.recommended else " "
+        spot = ""
+        if c.market == "spot":
+            meet = "" if c.p_meet_deadline is None else f"P(meet) {c.p_meet_deadline:.0%}, "
+            spot = (
+                f"; spot: {meet}p90 {format_duration(c.time_p90_s or math.inf)}, "
+                f"{c.revocations_mean or 0.0:.1f} revocations"
+            )
         console.print(
             f"{mark} {c.provider}/{c.region} {c.nodes}x {c.instance_type} ({c.gpus} {c.gpu}"
-            f"{f' + {c.idle_gpus} idle' if c.idle_gpus else ''}, {c.network}): "
+            f"{f' + {c.idle_gpus} idle' if c.idle_gpus else ''}, {c.network}"
+            f"{', spot' if c.market == 'spot' else ''}): "
             f"{format_duration(c.time_s)}, ${c.cost_usd:,.0f}; {c.layout}; "
-            f"MFU {c.mfu:.0%}, {c.memory_gib:.0f} GiB/GPU",
+            f"MFU {c.mfu:.0%}, {c.memory_gib:.0f} GiB/GPU{spot}",
             highlight=False,
         )
     if result.recommended is None:

@@ -28,8 +28,12 @@ from gpucast.domain.spot import DEFAULT_BAND
 from gpucast.inputs.data import data_path
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import numpy as np
 
+    from gpucast.domain.catalog import Offer
+    from gpucast.plan.inputs import RiskInputs
     from gpucast.predict.overheads import StartupModel
     from gpucast.predict.revocation import LifetimeDistribution, RevocationModel
     from gpucast.simulate.transient import Delay
@@ -514,3 +518,104 @@ def checkpoint_cost(size_bytes: float, data_dir: Path | None) -> Sourced[float]:
         f"CheckpointModel fitted on {path} ({facts['saves']} saves): {est.value:.2f} s for "
         f"{size_mb:.1f} MB (range {est.lower:.2f}-{est.upper:.2f})",
     )
+
+
+def spot_risk_inputs(
+    *,
+    data_dir: Path | None,
+    catalog: Any,
+    store: Path,
+    band: str = DEFAULT_BAND,
+    hazard_per_hour: float | None = None,
+    scenario: str = "pessimistic",
+    lifetimes: str | None = None,
+    fallback_after_s: float | None = None,
+    move_region: str | None = None,
+    move_after_s: float = 900.0,
+    checkpoint_bytes: float | None = None,
+) -> tuple[RiskInputs, Lifetimes, StartupDelays]:
+    """What the spot Monte Carlo of a plan rests on (:class:`gpucast.plan.inputs.RiskInputs`):
+    node lifetimes (the published data, a stored model named ``lifetimes``, a constant
+    ``hazard_per_hour``, else the ``band`` or the documented ``scenario``), start-ups and
+    restarts (the published data, else defaults), capacity gaps, the fallback to on demand and
+    managed recovery (``move_region``). ``checkpoint_bytes``: the size the plan checkpoints
+    (its seconds from CM-DARE's saves, :func:`checkpoint_cost`); None: the caller prices its
+    own checkpoints (``RiskInputs.checkpoint`` unset)."""
+    from gpucast.plan.inputs import RiskInputs
+
+    lives = Lifetimes(
+        data_dir=data_dir,
+        catalog=catalog,
+        band=band,
+        hazard_per_hour=hazard_per_hour,
+        scenario=scenario,
+        named=None if lifetimes is None else named_lifetimes(store, lifetimes),
+    )
+    other = "optimistic" if scenario == "pessimistic" else "pessimistic"
+    startup = StartupDelays(data_dir=data_dir)
+    restart = restart_penalty(data_dir)
+    sources = {
+        "lifetimes": f"where no data applies: {lives.fallback.source}",
+        "startup": startup.source(),
+        "restart": restart.source,
+    }
+    checkpoint: Callable[[float], float] | None = None
+    if checkpoint_bytes is not None:
+        sources["checkpoint"] = checkpoint_cost(checkpoint_bytes, data_dir).source
+
+        def checkpoint(size_bytes: float) -> float:
+            return checkpoint_cost(size_bytes, data_dir).value
+
+    risk = RiskInputs(
+        lifetime=lives,
+        startup=startup,
+        startup_mean_s=startup.mean_s("on-demand"),
+        restart_penalty_s=restart.value,
+        checkpoint=checkpoint,
+        sources=sources,
+        scenario=scenario,
+        alternative=(other, lives.with_scenario(other)),
+        on_scenario=lives.rests_on_scenario,
+        capacity_gap=lives.capacity_gap,
+        fallback_after_s=fallback_after_s,
+        move_to=None if move_region is None else _move_targets(catalog.offers, move_region),
+        move_after_s=move_after_s,
+    )
+    return risk, lives, startup
+
+
+def _move_targets(
+    offers: Sequence[Offer], move_region: str
+) -> Callable[[str, str, str], tuple[str, float, float] | None]:
+    """For ``--move-region``: where a (provider, instance type) in a home region moves -- the
+    named region, or ('auto') the cheapest other spot region of its provider -- and that
+    region's spot and on-demand US$/h; None where the catalog sells no such spot offer."""
+    wanted = move_region.strip().lower()
+    regions = {o.region.lower() for o in offers}
+    if wanted != "auto" and wanted not in regions:
+        raise InvalidSpecError(
+            "move-region",
+            "is not a region of any catalog offer",
+            got=move_region,
+            fix="use 'auto' or a region listed by `gpucast catalog offers --spot`",
+        )
+    spot: dict[tuple[str, str], list[tuple[float, str, float]]] = {}
+    for o in offers:
+        if o.gpu is not None and o.spot_usd_per_hour is not None:
+            key = (o.provider, o.instance_type)
+            spot.setdefault(key, []).append(
+                (o.spot_usd_per_hour, o.region, o.on_demand_usd_per_hour)
+            )
+
+    def target(provider: str, instance_type: str, home: str) -> tuple[str, float, float] | None:
+        there = [
+            x
+            for x in spot.get((provider, instance_type), [])
+            if x[1].lower() != home.lower() and (wanted == "auto" or x[1].lower() == wanted)
+        ]
+        if not there:
+            return None
+        usd, region, od = min(there)
+        return region, usd, od
+
+    return target

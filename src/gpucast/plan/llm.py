@@ -15,8 +15,17 @@ the pick the cheapest row that meets both. Each row carries the 80% interval of 
 whether the deadline and the budget still hold at its slow edge; ``safe`` is the cheapest row
 where they do.
 
-On-demand only: a multi-week LLM job on spot capacity is not modelled here.
-Pure: numbers in, numbers out.
+Spot (``spot``, :class:`LlmSpot`): the same shapes on spot servers, through the spot Monte
+Carlo of ``plan train`` (:mod:`gpucast.plan.risk`: revocations of any node stop the job, which
+resumes from its last checkpoint once a replacement has started; capacity gaps; every stratum
+of the step-time interval). A checkpoint writes what the GPUs hold that training changes (each
+GPU its optimizer shard and, unless LoRA freezes them, its weights; the node's GPUs share its
+storage bandwidth) every Young interval; a restart reads every GPU's weights and shard back and
+pays the process restart and the run's warm-up again. The first-order estimate ranks the spot
+shapes and the front of it is simulated (at most ``max_simulated``). A spot row meets the
+deadline when it does with at least ``min_p_meet``; its interval is the fast edge of the step
+time without revocations to the simulated 90th percentile.
+Pure: numbers in, numbers out (the Monte Carlo is seeded).
 """
 
 from __future__ import annotations
@@ -37,9 +46,21 @@ from gpucast.domain.parallel import (
     ParallelAssumptions,
     ParallelStepPrediction,
 )
-from gpucast.plan.pareto import pareto_front_2d
+from gpucast.plan.inputs import RiskInputs
+from gpucast.plan.pareto import pareto_front_2d, spread
+from gpucast.plan.risk import (
+    SpotDelays,
+    SpotJob,
+    SpotOutcome,
+    SpotPart,
+    approx_spot_time_s,
+    mean_lifetime_s,
+    simulate_spots,
+)
+from gpucast.plan.uncertainty import strata
 from gpucast.predict.collective import CollectiveConstants
 from gpucast.predict.parallel import best_layout, cluster_shape, group_link_gbps
+from gpucast.predict.revocation import LifetimeDistribution
 from gpucast.predict.roofline import RooflineEfficiency
 
 
@@ -76,9 +97,71 @@ class LlmCandidate:
     #: GPUs paid for but left idle: a node whose GPU count has an odd factor (a 72-GPU NVL72
     #: rack) may run on its largest power of two (64) so that a power-of-two batch divides
     idle_gpus: int = 0
+    #: "on-demand" or "spot"; a spot row's time and cost are the simulated means at the
+    #: central step time, with these besides (None on demand)
+    market: str = "on-demand"
+    p_meet_deadline: float | None = None
+    time_p90_s: float | None = None
+    revocations_mean: float | None = None
+    checkpoint_s: float | None = None
+    checkpoint_every_steps: int | None = None
+    #: where a spot row's node lifetimes come from
+    lifetime_source: str = ""
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlmSpot:
+    """What the spot rows rest on (module docstring): the spot Monte Carlo's inputs
+    (lifetimes, start-ups, capacity gaps, fallback), the durable storage each node writes its
+    checkpoint to and reads it back from (GB/s), a restart's fixed cost besides reading the
+    checkpoint back (``restart_s``), and how many plans of how many runs to simulate."""
+
+    risk: RiskInputs
+    storage_gb_s: float
+    restart_s: float
+    checkpoint_fixed_s: float = 3.0
+    runs: int = 1000
+    max_simulated: int = 12
+    seed: int = 0
+    min_p_meet: float = 0.9
+
+    def __post_init__(self) -> None:
+        for name in ("storage_gb_s",):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v > 0):
+                raise InvalidSpecError(name, "must be > 0", got=v)
+        for name in ("restart_s", "checkpoint_fixed_s"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v >= 0):
+                raise InvalidSpecError(name, "must be >= 0", got=v)
+        if not 0.0 <= self.min_p_meet <= 1.0:
+            raise InvalidSpecError("min-p-meet", "must be in [0, 1]", got=self.min_p_meet)
+
+    def checkpoint_s(self, found: ParallelStepPrediction, gpus_per_node: int) -> float:
+        """One checkpoint: the state training changes, each piece written once (distributed
+        checkpointing spreads the writers over the data-parallel replicas): the optimizer
+        shards and, unless LoRA freezes them, one replica's weights (ZeRO-3: every GPU's
+        shard); the nodes write in parallel, their GPUs sharing the node's bandwidth."""
+        mem, lay = found.memory, found.layout
+        gpus = lay.tp * lay.pp * lay.cp * lay.dp
+        one = gpus // (lay.dp * lay.cp)  # the GPUs of one replica (ZeRO shards over dp x cp)
+        unique = mem.optimizer_bytes * (gpus if lay.zero_stage >= 1 else one)
+        if not lay.lora:
+            unique += mem.weights_bytes * (gpus if lay.zero_stage >= 3 else one)
+        nodes = max(1, gpus // max(gpus_per_node, 1))
+        return self.checkpoint_fixed_s + unique / nodes / (self.storage_gb_s * 1e9)
+
+    def restart_penalty_s(
+        self, found: ParallelStepPrediction, gpus_per_node: int, warmup_s: float
+    ) -> float:
+        """A restart: the process restart, every GPU's weights and shard read back, and the
+        run's warm-up again."""
+        mem = found.memory
+        read = gpus_per_node * (mem.weights_bytes + mem.optimizer_bytes)
+        return self.restart_s + read / (self.storage_gb_s * 1e9) + warmup_s
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,10 +208,19 @@ class NodeOption:
     #: GPUs of the meshed board the node's GPUs sit on (``intra_node: mesh``: joined pairwise,
     #: so fewer of them reach fewer links); 0: a switch, bridges or PCIe
     mesh_gpus: int = 0
+    #: one node's spot price (a spot option: its rows are spot rows); None: on demand
+    spot_usd_per_hour: float | None = None
 
 
-def offer_nodes(offers: Iterable[Offer], rdma_instances: frozenset[str]) -> list[NodeOption]:
-    """The :class:`NodeOption` of each offer of :func:`cheapest_offers`."""
+def offer_nodes(
+    offers: Iterable[Offer], rdma_instances: frozenset[str], *, spot: bool = False
+) -> list[NodeOption]:
+    """The :class:`NodeOption` of each offer of :func:`cheapest_offers`; with ``spot``, also
+    one per (provider, instance type) at its cheapest spot region (:func:`cheapest_offers`
+    ``spot``)."""
+    chosen: list[tuple[Offer, float | None]] = [(o, None) for o in cheapest_offers(offers)]
+    if spot:
+        chosen += [(o, o.spot_usd_per_hour) for o in cheapest_offers(offers, spot=True)]
     return [
         NodeOption(
             provider=o.provider,
@@ -140,19 +232,25 @@ def offer_nodes(offers: Iterable[Offer], rdma_instances: frozenset[str]) -> list
             usd_per_hour=o.on_demand_usd_per_hour,
             rdma=o.instance_type in rdma_instances,
             price_estimated=o.price_estimated,
+            spot_usd_per_hour=price,
         )
-        for o in cheapest_offers(offers)
+        for o, price in chosen
     ]
 
 
-def cheapest_offers(offers: Iterable[Offer]) -> list[Offer]:
-    """One offer per (provider, instance type): its cheapest on-demand region."""
+def cheapest_offers(offers: Iterable[Offer], *, spot: bool = False) -> list[Offer]:
+    """One offer per (provider, instance type): its cheapest on-demand region (``spot``: its
+    cheapest spot region, among the offers sold on spot)."""
+
+    def price(o: Offer) -> float:
+        return float(o.spot_usd_per_hour if spot else o.on_demand_usd_per_hour)  # type: ignore[arg-type]
+
     best: dict[tuple[str, str], Offer] = {}
     for o in offers:
-        if o.gpu is None or o.gpus < 1:
+        if o.gpu is None or o.gpus < 1 or (spot and o.spot_usd_per_hour is None):
             continue
         key = (o.provider, o.instance_type)
-        if key not in best or o.on_demand_usd_per_hour < best[key].on_demand_usd_per_hour:
+        if key not in best or price(o) < price(best[key]):
             best[key] = o
     return sorted(best.values(), key=lambda o: (o.provider, o.instance_type))
 
@@ -201,12 +299,14 @@ def plan_llm(
     band: tuple[float, float] = (1.0, 1.0),
     assumptions: ParallelAssumptions | None = None,
     gpu_bands: Mapping[str, tuple[float, float]] | None = None,
+    spot: LlmSpot | None = None,
 ) -> LlmPlan:
     """Every offer x node count (module docstring); ``band``: the (lower, upper) ratios of
     measured / predicted time that each row's 80% interval spans (never narrower than the
     point: an interval holds its prediction), replaced by ``gpu_bands``' for the GPU types
     it names; ``assumptions``: the 3D model's priors
-    (:class:`~gpucast.domain.parallel.ParallelAssumptions`, its defaults when None)."""
+    (:class:`~gpucast.domain.parallel.ParallelAssumptions`, its defaults when None); ``spot``:
+    what the spot options' rows rest on (options with a spot price are refused without it)."""
     if not (math.isfinite(tokens) and tokens > 0):
         raise InvalidSpecError("tokens", "must be a finite number > 0", got=tokens)
     bands = dict(gpu_bands or {})
@@ -219,7 +319,10 @@ def plan_llm(
     infeasible: list[str] = []
     cache: dict[tuple[str, int, float, float, str, bool, int], ParallelStepPrediction | str]
     cache = {}
+    spot_shapes: list[_SpotShape] = []
     for option in nodes_to_plan:
+        if option.spot_usd_per_hour is not None and spot is None:
+            raise InvalidSpecError("spot", "a spot option needs the spot inputs (LlmSpot)")
         gpu = gpus[option.gpu]
         # fp8 where the GPU has fp8 tensor cores; the others train in bf16 (the row says which)
         gpu_space = space if fp8_capable(gpu, space.precision) else bf16_space
@@ -265,9 +368,15 @@ def plan_llm(
                     infeasible.append(found)
                 continue
             time_s = efficiency.warmup_s + steps * found.step_time_s
+            low, high = bands.get(gpu.name, band)
+            if option.spot_usd_per_hour is not None:
+                spot_shapes.append(
+                    _SpotShape(option=option, used=used, nodes=nodes, found=found,
+                               train_s=time_s, band=(low, high))
+                )  # fmt: skip
+                continue
             usd_h = nodes * option.usd_per_hour
             cost = usd_h * time_s / 3600.0
-            low, high = bands.get(gpu.name, band)
             slow = max(high, 1.0)
             rows.append(
                 LlmCandidate(
@@ -297,6 +406,11 @@ def plan_llm(
                     idle_gpus=nodes * (option.gpus_per_node - used),
                 )
             )
+    if spot is not None and spot_shapes:
+        rows += _spot_rows(
+            spot_shapes, spot, steps=steps, warmup_s=efficiency.warmup_s,
+            deadline_s=deadline_s, budget_usd=budget_usd, infeasible=infeasible,
+        )  # fmt: skip
     if not rows:
         raise NoFeasiblePlanError(
             f"no offer runs {spec.name} with a global batch of {global_batch} sequences of "
@@ -323,4 +437,159 @@ def plan_llm(
         recommended=pick,
         infeasible=tuple(infeasible),
         safe=safe,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _SpotShape:
+    """A spot option at a node count, with its best layout and its time without revocations."""
+
+    option: NodeOption
+    used: int
+    nodes: int
+    found: ParallelStepPrediction
+    train_s: float
+    band: tuple[float, float]
+
+
+def _spot_rows(
+    shapes: Sequence[_SpotShape],
+    spot: LlmSpot,
+    *,
+    steps: int,
+    warmup_s: float,
+    deadline_s: float | None,
+    budget_usd: float | None,
+    infeasible: list[str],
+) -> list[LlmCandidate]:
+    """The spot rows: the first-order estimate of every shape
+    (:func:`gpucast.plan.risk.approx_spot_time_s`), the Monte Carlo of the front of it."""
+    risk = spot.risk
+    lifetimes: dict[tuple[str, str, str], LifetimeDistribution] = {}
+    approx_t = np.empty(len(shapes))
+    costs = np.empty(len(shapes))
+    for k, sh in enumerate(shapes):
+        o = sh.option
+        key3 = (o.gpu, o.region, o.provider)
+        if key3 not in lifetimes:
+            lifetimes[key3] = risk.lifetime(*key3)
+        hazard = sh.nodes / max(mean_lifetime_s(lifetimes[key3]), 1.0)
+        ckpt = spot.checkpoint_s(sh.found, sh.used)
+        gap = risk.gap(o.gpu, o.region, o.provider)
+        mean_gap = float(np.mean(gap(np.random.default_rng(0), 200))) if callable(gap) else gap
+        approx_t[k] = approx_spot_time_s(
+            np.array([sh.train_s]), np.array([hazard]), checkpoint_s=ckpt,
+            restart_s=spot.restart_penalty_s(sh.found, sh.used, warmup_s) + mean_gap,
+            startup_s=risk.startup_mean_s,
+        )[0]  # fmt: skip
+        costs[k] = approx_t[k] / 3600.0 * sh.nodes * float(o.spot_usd_per_hour or 0.0)
+    # a shape whose first-order time is beyond twice the deadline cannot meet it: not simulated
+    within = np.flatnonzero(
+        np.ones(len(shapes), bool) if deadline_s is None else approx_t <= 2.0 * deadline_s
+    )
+    if within.size < len(shapes) and len(infeasible) < 3:
+        infeasible.append(
+            f"{len(shapes) - within.size} spot shapes whose first-order time with revocations "
+            "is beyond twice the deadline were not simulated"
+        )
+    front = within[pareto_front_2d(approx_t[within], costs[within])]
+    chosen = spread(front, spot.max_simulated).tolist()
+    candidates = []
+    for k in chosen:
+        sh = shapes[k]
+        o = sh.option
+        job = SpotJob(
+            key=f"{o.provider}/{o.region}/{o.instance_type}/{sh.nodes}x{sh.used}",
+            region=o.region,
+            parts=(
+                SpotPart(
+                    instance_type=o.instance_type, nodes=sh.nodes, gpus_per_node=sh.used,
+                    spot_usd_per_hour=float(o.spot_usd_per_hour or 0.0),
+                    on_demand_usd_per_hour=o.usd_per_hour,
+                    lifetime=lifetimes[(o.gpu, o.region, o.provider)],
+                ),
+            ),
+            synchronous=True, steps=steps,
+            # the run's one-off warm-up spread over its steps (a restart pays it again)
+            speed=np.array([0.0, steps / sh.train_s]),
+            ps_shards=0, cpu_usd_per_hour=0.0, deadline_s=deadline_s,
+            expected_time_s=sh.train_s, speed_factors=strata(*sh.band),
+            checkpoint_s=spot.checkpoint_s(sh.found, sh.used),
+            restart_penalty_s=spot.restart_penalty_s(sh.found, sh.used, warmup_s),
+        )  # fmt: skip
+        delays = SpotDelays(
+            startup_spot_s=risk.startup_delay(o.gpu, "spot", o.region),
+            startup_on_demand_s=risk.startup_delay(o.gpu, "on-demand", o.region),
+            capacity_gap_s=risk.gap(o.gpu, o.region, o.provider),
+            fallback_after_s=risk.fallback_after_s,
+        )
+        candidates.append((job, delays))
+    # one batch: the candidates' runs side by side, each with its own checkpoint and restart
+    outcomes = simulate_spots(
+        candidates, runs=spot.runs, seed=spot.seed, checkpoint_s=0.0, restart_penalty_s=0.0
+    )
+    rows = []
+    for k, (job, _), out in zip(chosen, candidates, outcomes, strict=True):
+        sh = shapes[k]
+        o = sh.option
+        if not math.isfinite(out.time_mean_s):
+            if len(infeasible) < 3:
+                infeasible.append(
+                    f"{sh.nodes}x {o.instance_type} on spot ({o.region}) never finishes: "
+                    "revocations come faster than checkpoints and restarts"
+                )
+            continue
+        source = str(getattr(lifetimes[(o.gpu, o.region, o.provider)], "source", ""))
+        rows.append(
+            _spot_row(
+                sh, out, job.checkpoint_s or 0.0, deadline_s, budget_usd, spot.min_p_meet, source
+            )
+        )
+    return rows
+
+
+def _spot_row(
+    sh: _SpotShape,
+    out: SpotOutcome,
+    checkpoint_s: float,
+    deadline_s: float | None,
+    budget_usd: float | None,
+    min_p_meet: float,
+    lifetime_source: str,
+) -> LlmCandidate:
+    o, found = sh.option, sh.found
+    low = min(sh.band[0], 1.0)
+    meets = deadline_s is None or (out.p_meet_deadline or 0.0) >= min_p_meet
+    return LlmCandidate(
+        provider=o.provider,
+        region=o.region,
+        instance_type=o.instance_type,
+        gpu=o.gpu,
+        nodes=sh.nodes,
+        gpus=sh.nodes * sh.used,
+        layout=found.layout.label(),
+        network="rdma" if o.rdma else "tcp",
+        step_time_s=found.step_time_s,
+        tokens_per_s=found.tokens_per_s,
+        mfu=found.mfu,
+        memory_gib=found.memory.total_bytes / 2**30,
+        bottleneck=found.bottleneck,
+        time_s=out.time_mean_s,
+        time_low_s=min(sh.train_s * low, out.time_mean_s),
+        time_high_s=max(out.time_p90_s, out.time_mean_s),
+        cost_usd=out.cost_mean_usd,
+        usd_per_hour=sh.nodes * float(o.spot_usd_per_hour or 0.0),
+        meets_deadline=meets,
+        within_budget=budget_usd is None or out.cost_mean_usd <= budget_usd,
+        holds_at_slow_edge=(deadline_s is None or out.time_p90_s <= deadline_s)
+        and (budget_usd is None or out.cost_p90_usd <= budget_usd),
+        price_estimated=o.price_estimated,
+        idle_gpus=sh.nodes * (o.gpus_per_node - sh.used),
+        market="spot",
+        p_meet_deadline=out.p_meet_deadline,
+        time_p90_s=out.time_p90_s,
+        revocations_mean=out.revocations_mean,
+        checkpoint_s=checkpoint_s,
+        checkpoint_every_steps=out.checkpoint_every_steps,
+        lifetime_source=lifetime_source,
     )

@@ -50,3 +50,13 @@ def nondominated(points: npt.ArrayLike) -> IntArray:
     unique_mask = np.zeros(n, dtype=bool)
     unique_mask[first] = True
     return np.asarray(np.flatnonzero(~dominated & unique_mask), dtype=np.int64)
+
+
+def spread(order: npt.ArrayLike, cap: int) -> npt.NDArray[np.int64]:
+    """At most ``cap`` entries of ``order`` (e.g. a front sorted by time) spread evenly, both
+    ends kept."""
+    arr = np.asarray(order, dtype=np.int64)
+    if arr.size <= cap:
+        return arr
+    pick = np.unique(np.round(np.linspace(0, arr.size - 1, cap)).astype(np.int64))
+    return np.asarray(arr[pick], dtype=np.int64)

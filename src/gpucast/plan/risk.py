@@ -173,6 +173,9 @@ class SpotJob:
     #: ready nodes of each part, in steps of the planned job per second) and pays the
     #: restart penalty per change in their number instead of waiting for replacements
     elastic: bool = False
+    #: this candidate's own checkpoint cost and restart penalty (s); None: the batch's
+    checkpoint_s: float | None = None
+    restart_penalty_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -281,7 +284,14 @@ def simulate_spots(
     if not candidates:
         return []
     built = [
-        _batch_job(job, delays, runs, checkpoint_s, restart_penalty_s) for job, delays in candidates
+        _batch_job(
+            job,
+            delays,
+            runs,
+            checkpoint_s if job.checkpoint_s is None else job.checkpoint_s,
+            restart_penalty_s if job.restart_penalty_s is None else job.restart_penalty_s,
+        )
+        for job, delays in candidates
     ]
     key = "|".join(job.key for job, _ in candidates)
     by_fallback: dict[float | None, list[int]] = {}
@@ -378,6 +388,8 @@ def _batch_job(
         runs=int(slowdown.size),
         run_slowdown=slowdown,
         move=_move(delays.move, synchronous=one_server),
+        checkpoint_s=job.checkpoint_s,
+        restart_penalty_s=job.restart_penalty_s,
     )
     return batch_job, every
 

@@ -73,7 +73,7 @@ from gpucast.plan.inputs import (
     build_gpu_table,
 )
 from gpucast.plan.learners import learner_choice
-from gpucast.plan.pareto import nondominated, pareto_front_2d
+from gpucast.plan.pareto import nondominated, pareto_front_2d, spread
 from gpucast.plan.risk import (
     SpotOutcome,
     approx_spot_time_s,
@@ -551,14 +551,6 @@ def _concat_evaluations(parts: list[Evaluation]) -> Evaluation:
     )
 
 
-def _spread(order: IntArray, cap: int) -> IntArray:
-    """At most ``cap`` entries of ``order`` spread evenly, both ends kept."""
-    if order.size <= cap:
-        return order
-    pick = np.unique(np.round(np.linspace(0, order.size - 1, cap)).astype(np.int64))
-    return np.asarray(order[pick], dtype=np.int64)
-
-
 @dataclass
 class _Pruning:
     """Per-offer caches of the spot pruning estimate (lifetimes, capacity gaps)."""
@@ -736,7 +728,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
             space, ev, ctx, spot_pre, _Pruning(lifetimes=lifetimes), elastic=request.elastic
         )
         front = pareto_front_2d(approx_t, approx_c)
-        chosen = spot_pre[_spread(front, request.max_simulated)]
+        chosen = spot_pre[spread(front, request.max_simulated)]
         pruned = int(res.passed_spot - chosen.size)
         spot_out = simulate_rows(res, ctx, request, chosen.tolist(), lifetimes)
 
@@ -795,7 +787,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     # what to show: the (time, cost) front of on-demand plans (thinned), every feasible
     # simulated spot plan, the picks, and the cheapest plan of each GPU type and market
     od_front = pareto_front_2d(t[: od_ok.size], c[: od_ok.size])
-    shown = set(_spread(od_front, MAX_SHOWN_FRONT).tolist())
+    shown = set(spread(od_front, MAX_SHOWN_FRONT).tolist())
     shown |= set(range(od_ok.size, rows.size))
     shown |= {cheapest, fastest, most_goodput}
     shown |= {j for j in greenest.values() if j is not None}

@@ -250,6 +250,9 @@ class Job:
     runs: int
     run_slowdown: npt.ArrayLike | None = None
     move: Move | None = None
+    #: this job's own checkpoint cost and restart penalty (s); None: the batch's
+    checkpoint_s: float | None = None
+    restart_penalty_s: float | None = None
 
 
 def simulate_runs(
@@ -328,7 +331,8 @@ def simulate_batch(
     """The runs of several scenarios side by side in the same windows and rounds (see the
     module docstring): what :func:`simulate_runs` does for each job, in one pass.
 
-    The jobs share the checkpoint cost, the restart penalty, the RNG and the market mode;
+    The jobs share the RNG and the market mode, and the checkpoint cost and the restart
+    penalty where a job does not carry its own (``Job.checkpoint_s``, ``.restart_penalty_s``);
     their ``include_startup`` and (where they have capacity gaps) ``fallback_after_s`` must
     agree. With more than one job each ``speed`` must be a :class:`SpeedTable`. One
     :class:`RunStatistics` per job, in order; a batch of one job gives exactly what
@@ -336,8 +340,10 @@ def simulate_batch(
     """
     if not jobs:
         return []
-    if not (math.isfinite(restart_penalty_s) and restart_penalty_s >= 0):
-        raise InvalidSpecError("restart_penalty_s", "must be >= 0", got=restart_penalty_s)
+    for value in (restart_penalty_s, *(j.restart_penalty_s for j in jobs),
+                  *(j.checkpoint_s for j in jobs)):  # fmt: skip
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise InvalidSpecError("restart_penalty_s / checkpoint_s", "must be >= 0", got=value)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng or 0)
     prepared = [_prepare(job, transient) for job in jobs]
     if len({job.scenario.include_startup for job in jobs}) > 1:
@@ -583,7 +589,13 @@ class _Engine:
         self.rng = rng
         self.max_rounds = max_rounds
         self.ckpt_cost = ckpt_cost
-        self.penalty = penalty
+        #: per job: its own restart penalty, and its own checkpoint cost (nan: the batch's)
+        self.penalty = np.array(
+            [penalty if j.restart_penalty_s is None else j.restart_penalty_s for j in jobs]
+        )
+        self.own_ckpt = np.array(
+            [math.nan if j.checkpoint_s is None else j.checkpoint_s for j in jobs]
+        )
         self.fallback_after_s = fallback_after_s
         K = len(jobs)
         sizes = np.array([j.runs for j in jobs], dtype=np.int64)
@@ -1127,7 +1139,7 @@ class _Engine:
         ps = self.col_ps[jobs]
         if ps.any():
             resume = np.maximum(resume, self._latest_up(w, loc, ps, at))
-        s.pause[o] = np.maximum(at, resume) + self.penalty
+        s.pause[o] = np.maximum(at, resume) + self.penalty[self.job[o]]
 
     def _settle(self, w: _Window, ended: list[tuple[IntArray, FloatArray, bool]]) -> None:
         """Rows that ended (rows, end times, finished?): bill their incarnations up to the
@@ -1230,7 +1242,9 @@ class _Engine:
                 k = o[ckpt]
                 s.t[k] = reach[ckpt]
                 s.prog[k] = s.ckpt[k] = target[ckpt]
-                s.pause[k] = reach[ckpt] + self.ckpt_cost(self.rng, k.size)
+                cost = self.ckpt_cost(self.rng, k.size)
+                own = self.own_ckpt[self.job[k]]
+                s.pause[k] = reach[ckpt] + np.where(np.isnan(own), cost, own)
             if back.any():
                 self._roll_back(w, pending[back], o[back], c[back])
             if wait.any():
