@@ -34,6 +34,7 @@ import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -380,19 +381,7 @@ def plan_llm(
             slow = max(high, 1.0)
             rows.append(
                 LlmCandidate(
-                    provider=option.provider,
-                    region=option.region,
-                    instance_type=option.instance_type,
-                    gpu=gpu.name,
-                    nodes=nodes,
-                    gpus=n,
-                    layout=found.layout.label(),
-                    network="rdma" if option.rdma else "tcp",
-                    step_time_s=found.step_time_s,
-                    tokens_per_s=found.tokens_per_s,
-                    mfu=found.mfu,
-                    memory_gib=found.memory.total_bytes / 2**30,
-                    bottleneck=found.bottleneck,
+                    **_shape_fields(option, found, nodes, used),
                     time_s=time_s,
                     time_low_s=time_s * min(low, 1.0),
                     time_high_s=time_s * slow,
@@ -402,8 +391,6 @@ def plan_llm(
                     within_budget=budget_usd is None or cost <= budget_usd,
                     holds_at_slow_edge=(deadline_s is None or time_s * slow <= deadline_s)
                     and (budget_usd is None or cost * slow <= budget_usd),
-                    price_estimated=option.price_estimated,
-                    idle_gpus=nodes * (option.gpus_per_node - used),
                 )
             )
     if spot is not None and spot_shapes:
@@ -438,6 +425,29 @@ def plan_llm(
         infeasible=tuple(infeasible),
         safe=safe,
     )
+
+
+def _shape_fields(
+    option: NodeOption, found: ParallelStepPrediction, nodes: int, used: int
+) -> dict[str, Any]:
+    """The fields of a row that its offer, node count and layout set, whatever the market."""
+    return {
+        "provider": option.provider,
+        "region": option.region,
+        "instance_type": option.instance_type,
+        "gpu": option.gpu,
+        "nodes": nodes,
+        "gpus": nodes * used,
+        "layout": found.layout.label(),
+        "network": "rdma" if option.rdma else "tcp",
+        "step_time_s": found.step_time_s,
+        "tokens_per_s": found.tokens_per_s,
+        "mfu": found.mfu,
+        "memory_gib": found.memory.total_bytes / 2**30,
+        "bottleneck": found.bottleneck,
+        "price_estimated": option.price_estimated,
+        "idle_gpus": nodes * (option.gpus_per_node - used),
+    }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -561,19 +571,7 @@ def _spot_row(
     low = min(sh.band[0], 1.0)
     meets = deadline_s is None or (out.p_meet_deadline or 0.0) >= min_p_meet
     return LlmCandidate(
-        provider=o.provider,
-        region=o.region,
-        instance_type=o.instance_type,
-        gpu=o.gpu,
-        nodes=sh.nodes,
-        gpus=sh.nodes * sh.used,
-        layout=found.layout.label(),
-        network="rdma" if o.rdma else "tcp",
-        step_time_s=found.step_time_s,
-        tokens_per_s=found.tokens_per_s,
-        mfu=found.mfu,
-        memory_gib=found.memory.total_bytes / 2**30,
-        bottleneck=found.bottleneck,
+        **_shape_fields(o, found, sh.nodes, sh.used),
         time_s=out.time_mean_s,
         time_low_s=min(sh.train_s * low, out.time_mean_s),
         time_high_s=max(out.time_p90_s, out.time_mean_s),
@@ -583,8 +581,6 @@ def _spot_row(
         within_budget=budget_usd is None or out.cost_mean_usd <= budget_usd,
         holds_at_slow_edge=(deadline_s is None or out.time_p90_s <= deadline_s)
         and (budget_usd is None or out.cost_p90_usd <= budget_usd),
-        price_estimated=o.price_estimated,
-        idle_gpus=sh.nodes * (o.gpus_per_node - sh.used),
         market="spot",
         p_meet_deadline=out.p_meet_deadline,
         time_p90_s=out.time_p90_s,
