@@ -40,10 +40,16 @@ def _spot(hazard_per_hour: float, **kw: object) -> LlmSpot:
     return LlmSpot(risk=risk, storage_gb_s=1.0, restart_s=100.0, runs=300, **kw)  # type: ignore[arg-type]
 
 
-def _plan(spot: LlmSpot | None, *, lora: int = 0, deadline_s: float | None = None) -> object:
+def _plan(
+    spot: LlmSpot | None,
+    *,
+    lora: int = 0,
+    deadline_s: float | None = None,
+    offers: list[Offer] = OFFERS,
+) -> object:
     catalog = load_catalog()
     return plan_llm(
-        llm_model("llama-2-7b"), offer_nodes(OFFERS, frozenset({"p5"}), spot=spot is not None),
+        llm_model("llama-2-7b"), offer_nodes(offers, frozenset({"p5"}), spot=spot is not None),
         {g.name: g for g in catalog.gpus},
         tokens=5e9, global_batch=256, seq_len=2048, max_gpus=16,
         space=LayoutSpace(micro_batch_sizes=(1, 2), zero_stages=(1,), recompute=("selective",),
@@ -114,3 +120,17 @@ def test_a_spot_option_without_spot_inputs_and_bad_settings_are_refused():
         with pytest.raises(InvalidSpecError):
             dataclasses.replace(_spot(0.1), **bad)  # type: ignore[arg-type]
     assert np.isfinite(_spot(0.1).storage_gb_s)
+
+
+def test_shapes_that_cannot_matter_are_not_simulated_and_the_plan_says_so():
+    """Revocations every 3 minutes outlast no restart (2 min start-up + 100 s): stalled; a
+    spot price above the on-demand one makes every shape dearer than its on-demand twin;
+    neither is simulated, and the summary counts them."""
+    stalled = _plan(_spot(20.0))
+    assert not _rows(stalled, "spot")
+    assert "left out 2 stalled by revocations" in stalled.spot_summary  # type: ignore[attr-defined]
+    assert "0 of the rest's front simulated" in stalled.spot_summary  # type: ignore[attr-defined]
+    dear = _plan(_spot(1e-4), offers=[_offer("r1", 98.0, None), _offer("r2", 100.0, 150.0)])
+    assert not _rows(dear, "spot")
+    assert "2 dearer than 1.25 x the same shape on demand" in dear.spot_summary  # type: ignore[attr-defined]
+    assert _plan(None).spot_summary == ""  # type: ignore[attr-defined]

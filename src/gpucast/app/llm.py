@@ -953,7 +953,9 @@ def plan_llm_train(
             f"{request.vpp} (--cp, --vpp; "
             "predict llm-train searches cp 1/2 -- up to 16 for 32K-token sequences and "
             "longer -- and vpp 1/2/4/8)",
-            "market": spot_note + _lifetimes_text(plan),
+            "market": spot_note
+            + (f". {plan.spot_summary}" if plan.spot_summary else "")
+            + _lifetimes_text(plan),
             **(
                 {
                     "partial nodes": "a node whose GPU count has an odd factor (a 72-GPU "

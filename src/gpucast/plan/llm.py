@@ -177,6 +177,8 @@ class LlmPlan:
     recommended: int | None
     infeasible: tuple[str, ...]
     safe: int | None = None
+    #: what became of the spot shapes (estimated, pruned, simulated, never finished); "" none
+    spot_summary: str = ""
 
 
 def node_counts(gpus_per_node: int, max_gpus: int) -> list[int]:
@@ -393,11 +395,14 @@ def plan_llm(
                     and (budget_usd is None or cost * slow <= budget_usd),
                 )
             )
+    spot_summary = ""
     if spot is not None and spot_shapes:
-        rows += _spot_rows(
+        twins = {(r.provider, r.instance_type, r.nodes, r.gpus): r.cost_usd for r in rows}
+        spot_rows, spot_summary = _spot_rows(
             spot_shapes, spot, steps=steps, warmup_s=efficiency.warmup_s,
-            deadline_s=deadline_s, budget_usd=budget_usd, infeasible=infeasible,
+            deadline_s=deadline_s, budget_usd=budget_usd, twins=twins,
         )  # fmt: skip
+        rows += spot_rows
     if not rows:
         raise NoFeasiblePlanError(
             f"no offer runs {spec.name} with a global batch of {global_batch} sequences of "
@@ -423,6 +428,7 @@ def plan_llm(
         pareto=front,
         recommended=pick,
         infeasible=tuple(infeasible),
+        spot_summary=spot_summary,
         safe=safe,
     )
 
@@ -470,14 +476,19 @@ def _spot_rows(
     warmup_s: float,
     deadline_s: float | None,
     budget_usd: float | None,
-    infeasible: list[str],
-) -> list[LlmCandidate]:
-    """The spot rows: the first-order estimate of every shape
-    (:func:`gpucast.plan.risk.approx_spot_time_s`), the Monte Carlo of the front of it."""
+    twins: Mapping[tuple[str, str, int, int], float],
+) -> tuple[list[LlmCandidate], str]:
+    """The spot rows and what became of the shapes: the first-order estimate of every shape
+    (:func:`gpucast.plan.risk.approx_spot_time_s`), the Monte Carlo of the front of those that
+    may matter -- not stalled (a revocation's start-up, gap and restart longer than the mean
+    time between revocations: such runs rarely finish and take the Monte Carlo longest),
+    not beyond twice the deadline, and not dearer than 1.25 x the same shape on demand
+    (``twins``: cost by provider, instance type, nodes and GPUs), which is faster too."""
     risk = spot.risk
     lifetimes: dict[tuple[str, str, str], LifetimeDistribution] = {}
     approx_t = np.empty(len(shapes))
     costs = np.empty(len(shapes))
+    stalled = np.zeros(len(shapes), bool)
     for k, sh in enumerate(shapes):
         o = sh.option
         key3 = (o.gpu, o.region, o.provider)
@@ -487,21 +498,23 @@ def _spot_rows(
         ckpt = spot.checkpoint_s(sh.found, sh.used)
         gap = risk.gap(o.gpu, o.region, o.provider)
         mean_gap = float(np.mean(gap(np.random.default_rng(0), 200))) if callable(gap) else gap
+        restart = spot.restart_penalty_s(sh.found, sh.used, warmup_s) + mean_gap
+        stalled[k] = hazard * (restart + risk.startup_mean_s) >= 1.0
         approx_t[k] = approx_spot_time_s(
-            np.array([sh.train_s]), np.array([hazard]), checkpoint_s=ckpt,
-            restart_s=spot.restart_penalty_s(sh.found, sh.used, warmup_s) + mean_gap,
+            np.array([sh.train_s]), np.array([hazard]), checkpoint_s=ckpt, restart_s=restart,
             startup_s=risk.startup_mean_s,
         )[0]  # fmt: skip
         costs[k] = approx_t[k] / 3600.0 * sh.nodes * float(o.spot_usd_per_hour or 0.0)
-    # a shape whose first-order time is beyond twice the deadline cannot meet it: not simulated
-    within = np.flatnonzero(
-        np.ones(len(shapes), bool) if deadline_s is None else approx_t <= 2.0 * deadline_s
+    late = ~stalled & (
+        np.zeros(len(shapes), bool) if deadline_s is None else approx_t > 2.0 * deadline_s
     )
-    if within.size < len(shapes) and len(infeasible) < 3:
-        infeasible.append(
-            f"{len(shapes) - within.size} spot shapes whose first-order time with revocations "
-            "is beyond twice the deadline were not simulated"
-        )
+    twin = np.array([
+        twins.get((sh.option.provider, sh.option.instance_type, sh.nodes, sh.nodes * sh.used),
+                  math.inf)
+        for sh in shapes
+    ])  # fmt: skip
+    dear = ~stalled & ~late & (costs > 1.25 * twin)
+    within = np.flatnonzero(~stalled & ~late & ~dear)
     front = within[pareto_front_2d(approx_t[within], costs[within])]
     chosen = spread(front, spot.max_simulated).tolist()
     candidates = []
@@ -539,15 +552,12 @@ def _spot_rows(
         candidates, runs=spot.runs, seed=spot.seed, checkpoint_s=0.0, restart_penalty_s=0.0
     )
     rows = []
+    never = 0
     for k, (job, _), out in zip(chosen, candidates, outcomes, strict=True):
         sh = shapes[k]
         o = sh.option
         if not math.isfinite(out.time_mean_s):
-            if len(infeasible) < 3:
-                infeasible.append(
-                    f"{sh.nodes}x {o.instance_type} on spot ({o.region}) never finishes: "
-                    "revocations come faster than checkpoints and restarts"
-                )
+            never += 1
             continue
         source = str(getattr(lifetimes[(o.gpu, o.region, o.provider)], "source", ""))
         rows.append(
@@ -555,7 +565,19 @@ def _spot_rows(
                 sh, out, job.checkpoint_s or 0.0, deadline_s, budget_usd, spot.min_p_meet, source
             )
         )
-    return rows
+    summary = (
+        f"{len(shapes)} spot shapes estimated: left out {int(stalled.sum())} stalled by "
+        "revocations (a revocation's start-up, gap and restart outlast the time between them), "
+        f"{int(late.sum())} beyond twice the deadline, {int(dear.sum())} dearer than 1.25 x the "
+        f"same shape on demand; {len(chosen)} of the rest's front simulated"
+        + (
+            f", {never} of them never finishing (revocations come faster than checkpoints "
+            "and restarts)"
+            if never
+            else ""
+        )
+    )
+    return rows, summary
 
 
 def _spot_row(
