@@ -783,7 +783,9 @@ def _llm_spot(request: PlanLlmTrainRequest, catalog: Any, *, spot_nodes: int) ->
         f"{storage.value:g} GB/s per node ({storage.source_url}; --checkpoint-storage); a "
         f"restart reads them back and pays {risk.restart_penalty_s:.0f} s "
         f"({risk.sources.get('restart', '')}) and the run's warm-up again. Start-up: "
-        f"{risk.sources.get('startup', '')}. No managed recovery (plan train --move-region)"
+        f"{risk.sources.get('startup', '')}. No managed recovery (plan train --move-region). "
+        "Validation: the Monte Carlo on published K80 spot runs (transient/training: median "
+        "duration +0.3..+6.1%); no LLM spot run is in the data"
     )
     return spot, note
 
