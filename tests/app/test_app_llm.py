@@ -540,6 +540,8 @@ def test_plan_llm_train_plans_spot_servers_when_asked_and_says_what_it_rests_on(
         ({"max_simulated": 0}, "max-simulated"),
         ({"spot_scenario": "rosy"}, "spot-scenario"),
         ({"checkpoint_storage": "floppy"}, "checkpoint-storage"),
+        ({"objective": "greenest"}, "objective"),
+        ({"pue": 0.5}, "pue"),
         ({"checkpoint_storage": "local-nvme", "allow_spot": True}, "checkpoint-storage"),
     ],
 )
@@ -547,3 +549,16 @@ def test_plan_llm_train_refuses_bad_spot_settings(options: dict, field: str) -> 
     with pytest.raises(InvalidSpecError) as err:
         gpucast.plan_llm_train(**SPOT_JOB, **options)
     assert err.value.field == field
+
+
+def test_plan_llm_train_states_energy_and_emissions_and_picks_the_least_carbon() -> None:
+    """Every catalog row carries kWh and (where its region has a grid figure) kgCO2e; the
+    carbon objective picks the least among the rows that meet the deadline."""
+    job = {**SPOT_JOB, "providers": ("aws", "gcp"), "deadline": "3d"}
+    plan = gpucast.plan_llm_train(**job, pue=1.1)
+    assert all(c.energy_kwh and c.energy_kwh > 0 for c in plan.candidates)
+    assert "PUE 1.1" in plan.assumptions["energy"]
+    assert plan.assumptions["objective"].startswith("cheapest")
+    green = gpucast.plan_llm_train(**job, objective="carbon")
+    ok = [c for c in green.candidates if c.meets_deadline and c.co2e_kg is not None]
+    assert green.best.co2e_kg == min(c.co2e_kg for c in ok)

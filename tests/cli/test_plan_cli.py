@@ -453,4 +453,5 @@ def test_plan_llm_train_with_spot_renders_the_spot_rows() -> None:
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
     assert "rdma, spot):" in text and "spot: P(meet)" in text and "revocations" in text
+    assert " kWh, " in text and "kgCO2e" in text and "assumption energy:" in text
     assert "assumption market: on demand and spot" in text

@@ -117,3 +117,43 @@ def test_tcp_rows_are_priced_with_nccls_flat_ring() -> None:
     assert row.layout == flat.layout.label() != tree.layout.label()  # type: ignore[attr-defined]
     # each node's NIC carries the whole ring's share: pure data parallelism no longer wins
     assert "pp=1" in tree.layout.label() and "pp=1" not in row.layout  # type: ignore[attr-defined]
+
+
+def _energy(grid: dict | None = None, pue: float = 1.0) -> object:
+    from gpucast.catalog.power import shipped_power_model
+    from gpucast.plan.energy import PowerSetting
+    from gpucast.plan.llm import LlmEnergy
+    from gpucast.predict.power import BoardPower
+
+    boards = {g.name: BoardPower.of_gpu(g) for g in load_catalog().gpus if g.max_power_limit_w}
+    model = shipped_power_model()
+    assert model is not None
+    setting = PowerSetting(model=model, boards=boards, kernel_share=1.0)
+    return LlmEnergy(power=setting, pue=pue, grid_gco2e_per_kwh=grid or {})
+
+
+def test_rows_carry_energy_and_emissions_and_the_objective_picks_by_them() -> None:
+    """A GPU's average power lies between its idle draw and its limit; the job's energy is
+    GPUs x power x time x PUE; emissions follow the region's grid; the energy and carbon
+    objectives pick the least among the rows that meet the deadline."""
+    offers = [_offer("fast", "H100-SXM", 98.0, "r1"), _offer("fast", "H100-SXM", 99.0, "r2")]
+    plain = _plan(offers)
+    assert all(r.energy_kwh is None and r.co2e_kg is None for r in plain.candidates)  # type: ignore[attr-defined]
+    plan = _plan(offers, energy=_energy({("aws", "r1"): 400.0}))
+    for r in plan.candidates:  # type: ignore[attr-defined]
+        assert 70.0 < r.avg_power_w < 700.0
+        assert r.energy_kwh == pytest.approx(r.gpus * r.avg_power_w * r.time_s / 3.6e6)
+        assert r.co2e_kg == pytest.approx(r.energy_kwh * 0.4)  # r1: the cheapest region
+    assert _plan(offers, energy=_energy(pue=1.2)).candidates[0].energy_kwh == pytest.approx(  # type: ignore[attr-defined]
+        1.2 * plan.candidates[0].energy_kwh  # type: ignore[attr-defined]
+    )
+    greenest = _plan(offers, energy=_energy(), objective="energy")
+    pick = greenest.candidates[greenest.recommended]  # type: ignore[attr-defined]
+    assert pick.energy_kwh == min(r.energy_kwh for r in greenest.candidates)  # type: ignore[attr-defined]
+    fastest = _plan(offers, objective="fastest")
+    assert fastest.candidates[fastest.recommended].time_s == min(  # type: ignore[attr-defined]
+        r.time_s
+        for r in fastest.candidates  # type: ignore[attr-defined]
+    )
+    with pytest.raises(InvalidSpecError, match="objective"):
+        _plan(offers, objective="greenest")

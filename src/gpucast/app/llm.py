@@ -27,6 +27,7 @@ from gpucast.domain.catalog import offers_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.parallel import INTERVAL_NOTE
+from gpucast.domain.plan import check_pue, pue_option
 from gpucast.domain.spot import (
     check_spot_options,
     fallback_after_option,
@@ -552,6 +553,14 @@ class PlanLlmTrainRequest:
         example="2",
     )
     vpp: int = option(1, help="Interleaved pipeline stages per GPU of every layout.", example="2")
+    objective: str = option(
+        "cheapest",
+        help="What the pick minimises among the rows that meet the deadline and the budget: "
+        "cheapest, fastest, energy (kWh of the GPU boards x PUE) or carbon (kgCO2e at the "
+        "region's grid intensity).",
+        example="energy",
+    )
+    pue: float = pue_option()
     allow_spot: bool = option(
         False,
         flag="spot",
@@ -624,6 +633,13 @@ class PlanLlmTrainRequest:
             _positive_or_none(name, getattr(self, name))
         check_software(self.software)
         check_spot_options(self.spot_scenario)
+        from gpucast.plan.llm import LLM_OBJECTIVES  # (pure: the planner's own list)
+
+        if self.objective not in LLM_OBJECTIVES:
+            raise InvalidSpecError(
+                "objective", f"must be one of {', '.join(LLM_OBJECTIVES)}", got=self.objective
+            )
+        check_pue(self.pue)
         if not (isinstance(self.min_p_meet, int | float) and 0.0 <= self.min_p_meet <= 1.0):
             raise InvalidSpecError(
                 "min-p-meet", "must be in [0, 1]", got=self.min_p_meet, fix="e.g. 0.9"
@@ -736,6 +752,33 @@ def _widened_text(widened: dict[str, tuple[float, float, str]]) -> str:
         f"; wider for GPU types without runs in the step-time data (datasheet only), spanning "
         f"the step-time model's leave-one-GPU-out band: {parts}"
     )
+
+
+def _llm_energy(request: PlanLlmTrainRequest, catalog: Any) -> tuple[Any, str]:
+    """How the rows price power, energy and emissions, and what that rests on."""
+    from gpucast.catalog.carbon import grid_carbon
+    from gpucast.inputs.energy import power_model
+    from gpucast.plan.energy import PowerSetting
+    from gpucast.plan.llm import LlmEnergy
+    from gpucast.predict.power import BoardPower
+
+    model = power_model()
+    boards = {g.name: BoardPower.of_gpu(g) for g in catalog.gpus if g.max_power_limit_w is not None}
+    energy = LlmEnergy(
+        power=PowerSetting(model=model.value, boards=boards, kernel_share=1.0),
+        pue=float(request.pue),
+        grid_gco2e_per_kwh={k: g.gco2e_per_kwh for k, g in grid_carbon().items()},
+    )
+    note = (
+        "each GPU at its default power limit, busy (compute, memory-bound and per-kernel time) "
+        "at the power model's draw for that mix, idle (communication, pipeline bubble, host) "
+        f"at its idle draw; idle GPUs of a node at idle; x PUE {request.pue:g} (GPU boards "
+        f"only); spot rows over the Monte Carlo's billed GPU-hours. Power model: {model.source}"
+        " (predicted from the roofline's shares: leave-one-GPU-out power MAPE 20.6% on the "
+        "Zeus GPUs; no LLM power measurement in the data). Emissions at the region's grid "
+        "intensity (catalog/data/grid_carbon.csv; none where a region has no figure)"
+    )
+    return energy, note
 
 
 def _lifetimes_text(plan: LlmPlan) -> str:
@@ -902,6 +945,7 @@ def plan_llm_train(
         if spot_asked
         else (None, "on demand only (--spot also plans spot servers)")
     )
+    energy, energy_note = _llm_energy(request, catalog)
     plan = plan_llm(
         spec,
         nodes,
@@ -925,6 +969,8 @@ def plan_llm_train(
             lora_unfused=not request.lora_fused,
         ),
         spot=spot,
+        energy=energy,
+        objective=request.objective,
     )
     return PlanLlmTrainResult(
         model=spec.name,
@@ -955,6 +1001,8 @@ def plan_llm_train(
             f"{request.vpp} (--cp, --vpp; "
             "predict llm-train searches cp 1/2 -- up to 16 for 32K-token sequences and "
             "longer -- and vpp 1/2/4/8)",
+            "objective": f"{request.objective} (--objective)",
+            "energy": energy_note,
             "market": spot_note
             + (f". {plan.spot_summary}" if plan.spot_summary else "")
             + _lifetimes_text(plan),

@@ -114,7 +114,10 @@ def llm_train(
             f"{f' + {c.idle_gpus} idle' if c.idle_gpus else ''}, {c.network}"
             f"{', spot' if c.market == 'spot' else ''}): "
             f"{format_duration(c.time_s)}, ${c.cost_usd:,.0f}; {c.layout}; "
-            f"MFU {c.mfu:.0%}, {c.memory_gib:.0f} GiB/GPU{spot}",
+            f"MFU {c.mfu:.0%}, {c.memory_gib:.0f} GiB/GPU"
+            + ("" if c.energy_kwh is None else f", {c.energy_kwh:,.0f} kWh")
+            + ("" if c.co2e_kg is None else f", {c.co2e_kg:,.0f} kgCO2e")
+            + spot,
             highlight=False,
         )
     if result.recommended is None:

@@ -81,6 +81,23 @@ MC_BYTES_PER_CELL = 64
 DEFAULT_DEADLINE_S = 86400.0
 
 
+def pue_option() -> Any:
+    """The ``--pue`` request field of the planners that price energy."""
+    return option(
+        1.0,
+        help="Power usage effectiveness: the facility's energy per unit of GPU energy "
+        "(1: the GPU boards alone; hyperscale data centres report about 1.1-1.2).",
+        example="1.1",
+    )
+
+
+def check_pue(value: Any) -> None:
+    if isinstance(value, bool) or not (
+        isinstance(value, int | float) and math.isfinite(value) and 1.0 <= value <= 3.0
+    ):
+        raise InvalidSpecError("pue", "must be in [1, 3]", got=value, fix="e.g. --pue 1.1")
+
+
 def _finite_positive(field_name: str, value: float | None, *, fix: str | None = None) -> None:
     if value is None:
         return
@@ -231,12 +248,7 @@ class TrainRequest:
         "to NVMe (ZeRO-Infinity) [default: no NVMe tier].",
         example="6",
     )
-    pue: float = option(
-        1.0,
-        help="Power usage effectiveness: the facility's energy per unit of GPU energy "
-        "(1: the GPU boards alone; hyperscale data centres report about 1.1-1.2).",
-        example="1.1",
-    )
+    pue: float = pue_option()
     data_dir: Path | None = option(
         None,
         help="Published data folder, e.g. ../shared/data (default: $GPUCAST_SHARED_DATA).",
@@ -367,8 +379,7 @@ class TrainRequest:
                 "nvme_gbps", "must be a finite number > 0 (GB/s)", got=self.nvme_gbps,
                 fix="e.g. --nvme-gbps 6 (one PCIe 4.0 NVMe drive reads ~7 GB/s)",
             )  # fmt: skip
-        if isinstance(self.pue, bool) or not (math.isfinite(self.pue) and 1.0 <= self.pue <= 3.0):
-            raise InvalidSpecError("pue", "must be in [1, 3]", got=self.pue, fix="e.g. --pue 1.1")
+        check_pue(self.pue)
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise InvalidSpecError("seed", "must be an integer >= 0", got=self.seed, fix="e.g. 0")
         if check_cluster_options(

@@ -47,6 +47,7 @@ from gpucast.domain.parallel import (
     ParallelAssumptions,
     ParallelStepPrediction,
 )
+from gpucast.plan.energy import PowerSetting
 from gpucast.plan.inputs import RiskInputs
 from gpucast.plan.pareto import pareto_front_2d, spread
 from gpucast.plan.risk import (
@@ -108,6 +109,12 @@ class LlmCandidate:
     checkpoint_every_steps: int | None = None
     #: where a spot row's node lifetimes come from
     lifetime_source: str = ""
+    #: a GPU's average board power over the step (busy at the power model's draw, idle while
+    #: it waits on communication, the bubble and the host), the job's GPU energy x PUE and
+    #: its emissions at the region's grid intensity (None: no power facts / no grid figure)
+    avg_power_w: float | None = None
+    energy_kwh: float | None = None
+    co2e_kg: float | None = None
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -179,6 +186,8 @@ class LlmPlan:
     safe: int | None = None
     #: what became of the spot shapes (estimated, pruned, simulated, never finished); "" none
     spot_summary: str = ""
+    #: what the pick minimises among the rows that meet the deadline and the budget
+    objective: str = "cheapest"
 
 
 def node_counts(gpus_per_node: int, max_gpus: int) -> list[int]:
@@ -303,13 +312,21 @@ def plan_llm(
     assumptions: ParallelAssumptions | None = None,
     gpu_bands: Mapping[str, tuple[float, float]] | None = None,
     spot: LlmSpot | None = None,
+    energy: LlmEnergy | None = None,
+    objective: str = "cheapest",
 ) -> LlmPlan:
     """Every offer x node count (module docstring); ``band``: the (lower, upper) ratios of
     measured / predicted time that each row's 80% interval spans (never narrower than the
     point: an interval holds its prediction), replaced by ``gpu_bands``' for the GPU types
     it names; ``assumptions``: the 3D model's priors
     (:class:`~gpucast.domain.parallel.ParallelAssumptions`, its defaults when None); ``spot``:
-    what the spot options' rows rest on (options with a spot price are refused without it)."""
+    what the spot options' rows rest on (options with a spot price are refused without it);
+    ``energy``: how rows price power, energy and emissions (None: they do not); ``objective``:
+    what the pick minimises (:data:`LLM_OBJECTIVES`)."""
+    if objective not in LLM_OBJECTIVES:
+        raise InvalidSpecError(
+            "objective", f"must be one of {', '.join(LLM_OBJECTIVES)}", got=objective
+        )
     if not (math.isfinite(tokens) and tokens > 0):
         raise InvalidSpecError("tokens", "must be a finite number > 0", got=tokens)
     bands = dict(gpu_bands or {})
@@ -393,6 +410,7 @@ def plan_llm(
                     within_budget=budget_usd is None or cost <= budget_usd,
                     holds_at_slow_edge=(deadline_s is None or time_s * slow <= deadline_s)
                     and (budget_usd is None or cost * slow <= budget_usd),
+                    **_energy_fields(energy, found, option, nodes * used, nodes, time_s),
                 )
             )
     spot_summary = ""
@@ -400,7 +418,7 @@ def plan_llm(
         twins = {(r.provider, r.instance_type, r.nodes, r.gpus): r.cost_usd for r in rows}
         spot_rows, spot_summary = _spot_rows(
             spot_shapes, spot, steps=steps, warmup_s=efficiency.warmup_s,
-            deadline_s=deadline_s, budget_usd=budget_usd, twins=twins,
+            deadline_s=deadline_s, budget_usd=budget_usd, twins=twins, energy=energy,
         )  # fmt: skip
         rows += spot_rows
     if not rows:
@@ -420,7 +438,16 @@ def plan_llm(
         paid = rows[i].gpus + rows[i].idle_gpus
         return (rows[i].cost_usd, paid * rows[i].time_s, rows[i].time_s)
 
-    pick = min(ok, key=cheapest) if ok else None
+    def wanted(i: int) -> tuple[float, ...]:
+        r = rows[i]
+        if objective == "fastest":
+            return (r.time_s, *cheapest(i))
+        if objective in ("energy", "carbon"):
+            value = r.energy_kwh if objective == "energy" else r.co2e_kg
+            return (math.inf if value is None else value, *cheapest(i))
+        return cheapest(i)
+
+    pick = min(ok, key=wanted) if ok else None
     held = [i for i, r in enumerate(rows) if r.holds_at_slow_edge]
     safe = min(held, key=cheapest) if held else None
     return LlmPlan(
@@ -429,8 +456,77 @@ def plan_llm(
         recommended=pick,
         infeasible=tuple(infeasible),
         spot_summary=spot_summary,
+        objective=objective,
         safe=safe,
     )
+
+
+#: What ``plan_llm`` can minimise among the rows that meet the deadline and the budget.
+LLM_OBJECTIVES: tuple[str, ...] = ("cheapest", "fastest", "energy", "carbon")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlmEnergy:
+    """How the LLM planner prices power: the power model at each GPU's default limit
+    (:class:`gpucast.plan.energy.PowerSetting`: busy at its draw for the step's compute,
+    memory and kernel time, idle while the GPU waits), the facility's PUE and each region's
+    grid intensity (gCO2e per kWh, by (provider, region))."""
+
+    power: PowerSetting
+    pue: float = 1.0
+    grid_gco2e_per_kwh: Mapping[tuple[str, str], float] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.pue) and 1.0 <= self.pue <= 3.0):
+            raise InvalidSpecError("pue", "must be in [1, 3]", got=self.pue)
+
+    def gpu_power_w(self, found: ParallelStepPrediction) -> tuple[float, float] | None:
+        """(average board power over the step, idle draw) of one GPU (W), None without the
+        GPU's power facts. Busy: compute, memory-bound (the optimizer's too) and per-kernel
+        time at the model's draw; idle: communication, the pipeline bubble, the host."""
+        b = found.breakdown
+        busy = np.array(
+            [[b.get("compute", 0.0), b.get("memory_bandwidth", 0.0) + b.get("optimizer", 0.0),
+              b.get("kernel_overhead", 0.0)]]
+        )  # fmt: skip
+        total = float(busy.sum())
+        if total <= 0 or found.step_time_s <= 0:
+            return None
+        _, watts, _, idle = self.power.at(busy, np.array([0]), [found.gpu], np.array([1]))
+        if not (math.isfinite(watts[0]) and math.isfinite(idle[0])):
+            return None
+        share = min(total / found.step_time_s, 1.0)
+        return float(share * watts[0] + (1.0 - share) * idle[0]), float(idle[0])
+
+
+def _energy_fields(
+    energy: LlmEnergy | None,
+    found: ParallelStepPrediction,
+    option: NodeOption,
+    gpus: int,
+    nodes: int,
+    time_s: float,
+    *,
+    gpu_s: float | None = None,
+) -> dict[str, Any]:
+    """A row's ``avg_power_w``, ``energy_kwh`` and ``co2e_kg``: its GPUs at the step's average
+    power for ``gpu_s`` GPU-seconds (default: ``gpus x time_s``; a spot row's are the Monte
+    Carlo's billed ones), the node's idle GPUs at their idle draw, x PUE."""
+    if energy is None:
+        return {}
+    watts = energy.gpu_power_w(found)
+    if watts is None or not math.isfinite(time_s):
+        return {"avg_power_w": None, "energy_kwh": None, "co2e_kg": None}
+    avg, idle = watts
+    busy_s = gpus * time_s if gpu_s is None else gpu_s
+    idle_s = busy_s / gpus * nodes * (option.gpus_per_node - gpus // max(nodes, 1))
+    kwh = (avg * busy_s + idle * idle_s) * energy.pue / 3.6e6
+    grid = energy.grid_gco2e_per_kwh.get((option.provider, option.region))
+    return {
+        "avg_power_w": avg,
+        "energy_kwh": kwh,
+        "co2e_kg": None if grid is None else kwh * grid / 1000.0,
+    }
 
 
 def _shape_fields(
@@ -477,6 +573,7 @@ def _spot_rows(
     deadline_s: float | None,
     budget_usd: float | None,
     twins: Mapping[tuple[str, str, int, int], float],
+    energy: LlmEnergy | None = None,
 ) -> tuple[list[LlmCandidate], str]:
     """The spot rows and what became of the shapes: the first-order estimate of every shape
     (:func:`gpucast.plan.risk.approx_spot_time_s`), the Monte Carlo of the front of those that
@@ -562,7 +659,14 @@ def _spot_rows(
         source = str(getattr(lifetimes[(o.gpu, o.region, o.provider)], "source", ""))
         rows.append(
             _spot_row(
-                sh, out, job.checkpoint_s or 0.0, deadline_s, budget_usd, spot.min_p_meet, source
+                sh,
+                out,
+                job.checkpoint_s or 0.0,
+                deadline_s,
+                budget_usd,
+                spot.min_p_meet,
+                source,
+                energy,
             )
         )
     summary = (
@@ -588,8 +692,11 @@ def _spot_row(
     budget_usd: float | None,
     min_p_meet: float,
     lifetime_source: str,
+    energy: LlmEnergy | None = None,
 ) -> LlmCandidate:
     o, found = sh.option, sh.found
+    # the GPU-hours the Monte Carlo billed: replacements' start-ups and lost work included
+    gpu_s = None if out.gpu_hours_mean is None else out.gpu_hours_mean * 3600.0
     low = min(sh.band[0], 1.0)
     meets = deadline_s is None or (out.p_meet_deadline or 0.0) >= min_p_meet
     return LlmCandidate(
@@ -604,6 +711,9 @@ def _spot_row(
         holds_at_slow_edge=(deadline_s is None or out.time_p90_s <= deadline_s)
         and (budget_usd is None or out.cost_p90_usd <= budget_usd),
         market="spot",
+        **_energy_fields(
+            energy, found, o, sh.nodes * sh.used, sh.nodes, out.time_mean_s, gpu_s=gpu_s
+        ),
         p_meet_deadline=out.p_meet_deadline,
         time_p90_s=out.time_p90_s,
         revocations_mean=out.revocations_mean,
