@@ -541,6 +541,7 @@ def test_plan_llm_train_plans_spot_servers_when_asked_and_says_what_it_rests_on(
         ({"spot_scenario": "rosy"}, "spot-scenario"),
         ({"checkpoint_storage": "floppy"}, "checkpoint-storage"),
         ({"objective": "greenest"}, "objective"),
+        ({"move_region": "atlantis", "allow_spot": True}, "move-region"),
         ({"pue": 0.5}, "pue"),
         ({"checkpoint_storage": "local-nvme", "allow_spot": True}, "checkpoint-storage"),
     ],

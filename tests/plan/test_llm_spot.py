@@ -134,3 +134,25 @@ def test_shapes_that_cannot_matter_are_not_simulated_and_the_plan_says_so():
     assert not _rows(dear, "spot")
     assert "2 dearer than 1.25 x the same shape on demand" in dear.spot_summary  # type: ignore[attr-defined]
     assert _plan(None).spot_summary == ""  # type: ignore[attr-defined]
+
+
+def test_managed_recovery_moves_replacements_that_wait_for_capacity():
+    """Replacements wait an hour for capacity at home; moved after 10 minutes to another
+    region (where there is no gap) the job finishes sooner, and the row says where to."""
+
+    def risk(move: bool) -> RiskInputs:
+        return RiskInputs(
+            lifetime=lambda gpu, region, provider: ExponentialLifetime(hazard_per_hour=0.2),
+            startup_spot_s=120.0, startup_on_demand_s=120.0, startup_mean_s=120.0,
+            capacity_gap=lambda gpu, region, provider: 3600.0 if region == "r2" else 0.0,
+            move_to=(lambda provider, instance, home: ("r3", 40.0, 99.0)) if move else None,
+            move_after_s=600.0,
+        )  # fmt: skip
+
+    stay = _rows(_plan(LlmSpot(risk=risk(False), storage_gb_s=1.0, restart_s=100.0, runs=300)),
+                 "spot")  # fmt: skip
+    move = _rows(_plan(LlmSpot(risk=risk(True), storage_gb_s=1.0, restart_s=100.0, runs=300)),
+                 "spot")  # fmt: skip
+    assert stay[1].moved_to is None and move[1].moved_to == "r3"
+    assert move[1].moves_mean > 0.5
+    assert move[1].time_s < stay[1].time_s

@@ -34,6 +34,8 @@ from gpucast.domain.spot import (
     hazard_option,
     interruption_band_option,
     lifetimes_option,
+    move_after_option,
+    plan_move_region_option,
     spot_scenario_option,
 )
 from gpucast.domain.systems import (
@@ -590,6 +592,8 @@ class PlanLlmTrainRequest:
     hazard_per_hour: float | None = hazard_option()
     lifetimes: str | None = lifetimes_option()
     fallback_after_s: float | None = fallback_after_option()
+    move_region: str | None = plan_move_region_option()
+    move_after_s: float = move_after_option()
     spot_scenario: str = spot_scenario_option()
     offers_file: Path | None = offers_option()
     cluster: str | None = cluster_option()
@@ -800,7 +804,8 @@ def _llm_spot(request: PlanLlmTrainRequest, catalog: Any, *, spot_nodes: int) ->
         data_dir=data_dir, catalog=catalog, store=default_db_path(),
         band=request.interruption_band, hazard_per_hour=request.hazard_per_hour,
         scenario=request.spot_scenario, lifetimes=request.lifetimes,
-        fallback_after_s=request.fallback_after_s,
+        fallback_after_s=request.fallback_after_s, move_region=request.move_region,
+        move_after_s=request.move_after_s,
     )  # fmt: skip
     storage = load_coldstart_facts().get("storage", request.checkpoint_storage)
     spot = LlmSpot(
@@ -821,13 +826,21 @@ def _llm_spot(request: PlanLlmTrainRequest, catalog: Any, *, spot_nodes: int) ->
         f"simulated with {request.mc_runs:,} runs each (seed {request.seed}), their time and "
         "cost the means at the central step time, their interval the fast edge to the 90th "
         f"percentile; a spot row meets the deadline with P >= {request.min_p_meet:g} "
-        f"(--min-p-meet). Checkpoints every Young interval: each GPU writes its optimizer "
-        f"shard and, unless LoRA freezes them, its weights to {storage.name} at "
-        f"{storage.value:g} GB/s per node ({storage.source_url}; --checkpoint-storage); a "
-        f"restart reads them back and pays {risk.restart_penalty_s:.0f} s "
+        f"(--min-p-meet). Checkpoints every Young interval: the optimizer shards and, unless "
+        f"LoRA freezes them, one replica's weights, written once over the nodes to "
+        f"{storage.name} at {storage.value:g} GB/s per node ({storage.source_url}; "
+        "--checkpoint-storage); a restart reads every GPU's state back and pays "
+        f"{risk.restart_penalty_s:.0f} s "
         f"({risk.sources.get('restart', '')}) and the run's warm-up again. Start-up: "
-        f"{risk.sources.get('startup', '')}. No managed recovery (plan train --move-region). "
-        "Validation: the Monte Carlo on published K80 spot runs (transient/training: median "
+        f"{risk.sources.get('startup', '')}. "
+        + (
+            "No managed recovery (--move-region). "
+            if request.move_region is None
+            else f"Managed recovery: a replacement that waited {request.move_after_s:g} s for "
+            f"capacity is launched in {request.move_region} "
+            "('auto': its provider's cheapest other spot region). "
+        )
+        + "Validation: the Monte Carlo on published K80 spot runs (transient/training: median "
         "duration +0.3..+6.1%); no LLM spot run is in the data"
     )
     return spot, note

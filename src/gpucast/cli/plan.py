@@ -108,6 +108,11 @@ def llm_train(
             spot = (
                 f"; spot: {meet}p90 {format_duration(c.time_p90_s or math.inf)}, "
                 f"{c.revocations_mean or 0.0:.1f} revocations"
+                + (
+                    f", replacements move to {c.moved_to} ({c.moves_mean or 0.0:.1f} a run)"
+                    if c.moved_to
+                    else ""
+                )
             )
         console.print(
             f"{mark} {c.provider}/{c.region} {c.nodes}x {c.instance_type} ({c.gpus} {c.gpu}"

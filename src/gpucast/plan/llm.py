@@ -53,6 +53,7 @@ from gpucast.plan.pareto import pareto_front_2d, spread
 from gpucast.plan.risk import (
     SpotDelays,
     SpotJob,
+    SpotMove,
     SpotOutcome,
     SpotPart,
     approx_spot_time_s,
@@ -109,6 +110,9 @@ class LlmCandidate:
     checkpoint_every_steps: int | None = None
     #: where a spot row's node lifetimes come from
     lifetime_source: str = ""
+    #: managed recovery: the region replacements move to and the moves per run (None: stay)
+    moved_to: str | None = None
+    moves_mean: float | None = None
     #: a GPU's average board power over the step (busy at the power model's draw, idle while
     #: it waits on communication, the bubble and the host), the job's GPU energy x PUE and
     #: its emissions at the region's grid intensity (None: no power facts / no grid figure)
@@ -642,6 +646,7 @@ def _spot_rows(
             startup_on_demand_s=risk.startup_delay(o.gpu, "on-demand", o.region),
             capacity_gap_s=risk.gap(o.gpu, o.region, o.provider),
             fallback_after_s=risk.fallback_after_s,
+            move=_spot_move(risk, job.parts[0], o),
         )
         candidates.append((job, delays))
     # one batch: the candidates' runs side by side, each with its own checkpoint and restart
@@ -684,6 +689,31 @@ def _spot_rows(
     return rows, summary
 
 
+def _spot_move(risk: RiskInputs, part: SpotPart, option: NodeOption) -> SpotMove | None:
+    """Where a candidate's replacements move after waiting ``risk.move_after_s`` for capacity
+    (managed recovery, ``risk.move_to``), as that region sells, revokes, starts and delays
+    them; None: they stay."""
+    if risk.move_to is None:
+        return None
+    target = risk.move_to(option.provider, option.instance_type, option.region)
+    if target is None:
+        return None
+    there, spot_usd, od_usd = target
+    moved = dataclasses.replace(
+        part,
+        spot_usd_per_hour=spot_usd,
+        on_demand_usd_per_hour=od_usd,
+        lifetime=risk.lifetime(option.gpu, there, option.provider),
+    )
+    return SpotMove(
+        region=there,
+        after_s=risk.move_after_s,
+        parts=(moved,),
+        startup_spot_s=risk.startup_delay(option.gpu, "spot", there),
+        capacity_gap_s=risk.gap(option.gpu, there, option.provider),
+    )
+
+
 def _spot_row(
     sh: _SpotShape,
     out: SpotOutcome,
@@ -719,5 +749,7 @@ def _spot_row(
         revocations_mean=out.revocations_mean,
         checkpoint_s=checkpoint_s,
         checkpoint_every_steps=out.checkpoint_every_steps,
+        moved_to=out.moved_to,
+        moves_mean=out.moves_mean,
         lifetime_source=lifetime_source,
     )
