@@ -563,3 +563,15 @@ def test_plan_llm_train_states_energy_and_emissions_and_picks_the_least_carbon()
     green = gpucast.plan_llm_train(**job, objective="carbon")
     ok = [c for c in green.candidates if c.meets_deadline and c.co2e_kg is not None]
     assert green.best.co2e_kg == min(c.co2e_kg for c in ok)
+
+
+def test_predict_llm_train_states_the_best_layouts_energy() -> None:
+    result = gpucast.predict_llm_train(
+        model="llama-3-8b", gpu="H100", gpus=8, seq_len=4096, global_batch=64, top=0
+    )
+    e, best = result.energy, result.best
+    h100 = 700.0  # the H100-SXM's default power limit (catalog)
+    assert 0.1 * h100 < e["avg_power_w"] < h100
+    assert e["step_energy_j"] == pytest.approx(e["avg_power_w"] * 8 * best.step_time_s)
+    assert e["energy_j_per_token"] == pytest.approx(e["step_energy_j"] / (64 * 4096))
+    assert result.to_dict()["energy"] == e and "power model" in result.assumptions["energy"]

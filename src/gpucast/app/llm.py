@@ -281,6 +281,9 @@ class PredictLlmTrainResult:
     #: the validated error of LLM training in this regime (``validation.csv``: ``llm-train``)
     validation: Validation
     assumptions: dict[str, str] = field(default_factory=dict)
+    #: the best layout's ``avg_power_w`` (one GPU over the step), ``step_energy_j`` (all its
+    #: GPUs) and ``energy_j_per_token``; empty without the GPU's power facts
+    energy: dict[str, float] = field(default_factory=dict)
 
     @property
     def interval_note(self) -> str | None:
@@ -295,6 +298,7 @@ class PredictLlmTrainResult:
             "step_time_model": self.step_time_model,
             "assumptions": dict(self.assumptions),
             "validation": self.validation.to_dict(),
+            "energy": dict(self.energy),
         }
 
 
@@ -435,6 +439,9 @@ def predict_llm_train(
     low, high, note = gpu_band(stated_band(request.software), gpu.name, efficiency.value)
     fitting = [p.with_band(low, high, note) for p in ranked if p.fits][: 1 + request.top]
     best = fitting[0]
+    energy, energy_note = llm_energy(catalog)
+    watts = energy.gpu_power_w(best)
+    step_j = None if watts is None else watts[0] * best.layout.gpus * best.step_time_s
     return PredictLlmTrainResult(
         best=best,
         alternatives=tuple(fitting[1 : 1 + request.top]),
@@ -481,6 +488,14 @@ def predict_llm_train(
             "host": _host_text(request.host_ms_per_layer, efficiency.value),
             "optimizer": "Adam, mixed precision: 16 B per trained parameter",
             **({"LoRA": _lora_text(request.lora_fused)} if best.layout.lora else {}),
+            "energy": energy_note,
+        },
+        energy={}
+        if watts is None or step_j is None
+        else {
+            "avg_power_w": watts[0],
+            "step_energy_j": step_j,
+            "energy_j_per_token": step_j / best.tokens_per_step,
         },
     )
 
@@ -758,8 +773,9 @@ def _widened_text(widened: dict[str, tuple[float, float, str]]) -> str:
     )
 
 
-def _llm_energy(request: PlanLlmTrainRequest, catalog: Any) -> tuple[Any, str]:
-    """How the rows price power, energy and emissions, and what that rests on."""
+def llm_energy(catalog: Any, pue: float = 1.0) -> tuple[Any, str]:
+    """How LLM training prices power, energy and emissions
+    (:class:`gpucast.plan.llm.LlmEnergy`), and what that rests on."""
     from gpucast.catalog.carbon import grid_carbon
     from gpucast.inputs.energy import power_model
     from gpucast.plan.energy import PowerSetting
@@ -770,17 +786,15 @@ def _llm_energy(request: PlanLlmTrainRequest, catalog: Any) -> tuple[Any, str]:
     boards = {g.name: BoardPower.of_gpu(g) for g in catalog.gpus if g.max_power_limit_w is not None}
     energy = LlmEnergy(
         power=PowerSetting(model=model.value, boards=boards, kernel_share=1.0),
-        pue=float(request.pue),
+        pue=float(pue),
         grid_gco2e_per_kwh={k: g.gco2e_per_kwh for k, g in grid_carbon().items()},
     )
     note = (
         "each GPU at its default power limit, busy (compute, memory-bound and per-kernel time) "
         "at the power model's draw for that mix, idle (communication, pipeline bubble, host) "
-        f"at its idle draw; idle GPUs of a node at idle; x PUE {request.pue:g} (GPU boards "
-        f"only); spot rows over the Monte Carlo's billed GPU-hours. Power model: {model.source}"
-        " (predicted from the roofline's shares: leave-one-GPU-out power MAPE 20.6% on the "
-        "Zeus GPUs; no LLM power measurement in the data). Emissions at the region's grid "
-        "intensity (catalog/data/grid_carbon.csv; none where a region has no figure)"
+        f"at its idle draw (GPU boards only). Power model: {model.source} (predicted from the "
+        "roofline's shares: leave-one-GPU-out power MAPE 20.6% on the Zeus GPUs; no LLM power "
+        "measurement in the data)"
     )
     return energy, note
 
@@ -958,7 +972,12 @@ def plan_llm_train(
         if spot_asked
         else (None, "on demand only (--spot also plans spot servers)")
     )
-    energy, energy_note = _llm_energy(request, catalog)
+    energy, energy_note = llm_energy(catalog, request.pue)
+    energy_note += (
+        f"; a node's unused GPUs at idle; x PUE {request.pue:g}; spot rows over the Monte "
+        "Carlo's billed GPU-hours; emissions at the region's grid intensity "
+        "(catalog/data/grid_carbon.csv; none where a region has no figure)"
+    )
     plan = plan_llm(
         spec,
         nodes,

@@ -47,6 +47,13 @@ def llm_train_command(
         if note != result.interval_note:
             console.print(f"  note: {note}", highlight=False)
     console.print(f"  validated: {result.validation.text()}", highlight=False)
+    if result.energy:
+        e = result.energy
+        console.print(
+            f"  energy: {e['avg_power_w']:,.0f} W per GPU, {e['step_energy_j'] / 1e3:,.3g} kJ "
+            f"a step, {e['energy_j_per_token']:.3g} J a token (the best layout)",
+            highlight=False,
+        )
     for name, value in result.assumptions.items():
         console.print(f"  assumption {name}: {value}", highlight=False)
 
