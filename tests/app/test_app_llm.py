@@ -575,3 +575,22 @@ def test_predict_llm_train_states_the_best_layouts_energy() -> None:
     assert e["step_energy_j"] == pytest.approx(e["avg_power_w"] * 8 * best.step_time_s)
     assert e["energy_j_per_token"] == pytest.approx(e["step_energy_j"] / (64 * 4096))
     assert result.to_dict()["energy"] == e and "power model" in result.assumptions["energy"]
+
+
+def test_plan_llm_train_with_gpu_variability_runs_each_row_at_its_slowest_gpus_pace() -> None:
+    from gpucast.catalog.variability import variability_profiles
+
+    job = {**SPOT_JOB, "providers": ("gcp",)}
+    plain = gpucast.plan_llm_train(**job)
+    spread = gpucast.plan_llm_train(**job, gpu_variability="typical")
+    typical = variability_profiles()["typical"]
+    before = {(c.instance_type, c.gpus): c for c in plain.candidates}
+    for c in spread.candidates:
+        slow = float(typical.expected_max(c.gpus)[0])
+        assert slow > 1.0
+        b = before[(c.instance_type, c.gpus)]
+        assert c.step_time_s == pytest.approx(b.step_time_s * slow, rel=1e-9)
+    assert "none" in plain.assumptions["GPU variability"]
+    assert "slowest" in spread.assumptions["GPU variability"]
+    with pytest.raises(InvalidSpecError, match="gpu-variability"):
+        gpucast.plan_llm_train(**job, gpu_variability="lumpy")

@@ -455,3 +455,10 @@ def test_plan_llm_train_with_spot_renders_the_spot_rows() -> None:
     assert "rdma, spot):" in text and "spot: P(meet)" in text and "revocations" in text
     assert " kWh, " in text and "kgCO2e" in text and "assumption energy:" in text
     assert "assumption market: on demand and spot" in text
+
+
+def test_the_plan_tables_time_header_keeps_its_interval() -> None:
+    """A header string is Rich markup: "time [interval]" printed as "time"."""
+    result = runner.invoke(cli, ["plan", "train", *SMALL], terminal_width=250)
+    assert result.exit_code == 0, result.output
+    assert "time [interval]" in result.output

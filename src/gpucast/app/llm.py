@@ -46,6 +46,7 @@ from gpucast.domain.systems import (
     cluster_price_option,
     cluster_set_option,
 )
+from gpucast.domain.variability import gpu_variability_option
 from gpucast.domain.workload import SOFTWARE_HELP, check_software
 
 if TYPE_CHECKING:
@@ -578,6 +579,7 @@ class PlanLlmTrainRequest:
         example="energy",
     )
     pue: float = pue_option()
+    gpu_variability: str = gpu_variability_option()
     allow_spot: bool = option(
         False,
         flag="spot",
@@ -799,6 +801,20 @@ def llm_energy(catalog: Any, pue: float = 1.0) -> tuple[Any, str]:
     return energy, note
 
 
+def _variability_text(spread: Any, plan: LlmPlan) -> str:
+    """The speed spread the rows assume, and what it costs the pick."""
+    if spread.value is None:
+        return f"{spread.source} (--gpu-variability typical|worst|NAME)"
+    pick = None if plan.recommended is None else plan.candidates[plan.recommended]
+    slow = (
+        ""
+        if pick is None
+        else f"; the pick's {pick.gpus} GPUs run at their slowest's pace: x"
+        f"{float(spread.value.expected_max(pick.gpus)[0]):.3f}"
+    )
+    return f"{spread.source}: each step x the expected slowest of its GPUs' speed factors{slow}"
+
+
 def _lifetimes_text(plan: LlmPlan) -> str:
     """The node lifetimes the simulated spot rows rest on, or nothing."""
     sources = dict.fromkeys(c.lifetime_source for c in plan.candidates if c.market == "spot")
@@ -972,6 +988,10 @@ def plan_llm_train(
         if spot_asked
         else (None, "on demand only (--spot also plans spot servers)")
     )
+    from gpucast.inputs.variability import gpu_variability
+    from gpucast.store.db import default_db_path
+
+    spread = gpu_variability(request.gpu_variability, default_db_path())
     energy, energy_note = llm_energy(catalog, request.pue)
     energy_note += (
         f"; a node's unused GPUs at idle; x PUE {request.pue:g}; spot rows over the Monte "
@@ -1003,6 +1023,7 @@ def plan_llm_train(
         spot=spot,
         energy=energy,
         objective=request.objective,
+        variability=spread.value,
     )
     return PlanLlmTrainResult(
         model=spec.name,
@@ -1034,6 +1055,7 @@ def plan_llm_train(
             "predict llm-train searches cp 1/2 -- up to 16 for 32K-token sequences and "
             "longer -- and vpp 1/2/4/8)",
             "objective": f"{request.objective} (--objective)",
+            "GPU variability": _variability_text(spread, plan),
             "energy": energy_note,
             "market": spot_note
             + (f". {plan.spot_summary}" if plan.spot_summary else "")

@@ -76,7 +76,7 @@ def train(
     print_plan(plan, console, limit=limit, columns=shown)
     for path, what in ((report, "report"), (save, "plan"), (csv, "candidates")):
         if path is not None:
-            console.print(f"{what} -> {path}", highlight=False)
+            console.print(f"{what} -> {path}", highlight=False, markup=False)
 
 
 @app.command("llm-train")
@@ -97,8 +97,12 @@ def llm_train(
         set(result.pareto) | ({result.recommended} - {None}),  # type: ignore[arg-type]
         key=lambda i: (result.candidates[i].cost_usd, result.candidates[i].time_s),
     )
-    console.print(f"{result.model}: {result.tokens:.3g} tokens in {result.steps:,} steps; "
-                  "Pareto front of time vs cost (> pick):", highlight=False)  # fmt: skip
+    console.print(
+        f"{result.model}: {result.tokens:.3g} tokens in {result.steps:,} steps; Pareto front "
+        "of time vs cost (> pick):",
+        highlight=False,
+        markup=False,
+    )
     for i in shown:
         c = result.candidates[i]
         mark = ">" if i == result.recommended else " "
@@ -124,6 +128,7 @@ def llm_train(
             + ("" if c.co2e_kg is None else f", {c.co2e_kg:,.0f} kgCO2e")
             + spot,
             highlight=False,
+            markup=False,
         )
     if result.recommended is None:
         given = (("the deadline", request.deadline_s), ("the budget", request.budget_usd))
@@ -135,6 +140,7 @@ def llm_train(
             f"{format_duration(fastest.time_s)}, ${fastest.cost_usd:,.0f} -- raise --max-gpus "
             "(or --nodes on a --cluster), relax the deadline or the budget",
             highlight=False,
+            markup=False,
         )
     else:
         pick = result.candidates[result.recommended]
@@ -142,12 +148,14 @@ def llm_train(
             f"  pick's time, 80% interval: {format_duration(pick.time_low_s)} - "
             f"{format_duration(pick.time_high_s)} (cost scales with it)",
             highlight=False,
+            markup=False,
         )
         if result.safe is None and not pick.holds_at_slow_edge:
             console.print(
                 "  at the slow edge of its interval the pick misses the deadline or the "
                 "budget, and so does every row",
                 highlight=False,
+                markup=False,
             )
         elif result.safe is not None and result.safe != result.recommended:
             s = result.candidates[result.safe]
@@ -158,9 +166,10 @@ def llm_train(
                 f"{format_duration(s.time_s)} ({format_duration(s.time_low_s)} - "
                 f"{format_duration(s.time_high_s)}), ${s.cost_usd:,.0f}",
                 highlight=False,
+                markup=False,
             )
     for name, value in result.assumptions.items():
-        console.print(f"  assumption {name}: {value}", highlight=False)
+        console.print(f"  assumption {name}: {value}", highlight=False, markup=False)
 
 
 @app.command("embeddings")
@@ -182,6 +191,7 @@ def embeddings(
         f"{result.model} on {result.hardware.gpus} x {result.gpu}, global batch "
         f"{result.global_batch:,}:",
         highlight=False,
+        markup=False,
     )
     for c in result.plans:
         mark = ">" if c is result.best else " "
@@ -203,21 +213,24 @@ def embeddings(
             + ("" if c.feasible else f"  does not fit: {c.reason}")
             + hit,
             highlight=False,
+            markup=False,
         )
     cost = result.usd_per_million_samples
     console.print(
         f"  {result.explanation()}; {result.samples_per_s:,.0f} samples/s"
         + ("" if cost is None else f", ${cost:.4f} per million samples"),
         highlight=False,
+        markup=False,
     )
     console.print(
         f"  priced as dense weights the step would take {result.dense_priced_step_s:.3g} s "
         f"({result.dense_priced_step_s / result.best.step_time_s:,.0f}x)",
         highlight=False,
+        markup=False,
     )
-    console.print(f"  validated: {result.validation.text()}", highlight=False)
+    console.print(f"  validated: {result.validation.text()}", highlight=False, markup=False)
     for name, value in result.assumptions.items():
-        console.print(f"  assumption {name}: {value}", highlight=False)
+        console.print(f"  assumption {name}: {value}", highlight=False, markup=False)
 
 
 def _bw(value: float) -> str:
@@ -241,6 +254,7 @@ def placement(
         f"{result.topology}: {result.gpus} of the free {','.join(result.free)} "
         f"(links: {result.source})",
         highlight=False,
+        markup=False,
     )
     for c in result.candidates:
         mark = ">" if c.gpus == result.mapa.gpus else " "
@@ -248,12 +262,14 @@ def placement(
             f"{mark} {','.join(c.gpus)}: all-reduce {_bw(c.bandwidth_gb_per_s)}, "
             f"cuts {c.fragmentation:.0%} of the free links, score {c.score:.3f}",
             highlight=False,
+            markup=False,
         )
     f = result.first_fit
     console.print(
         f"first-fit would take {','.join(f.gpus)}: all-reduce {_bw(f.bandwidth_gb_per_s)}, "
         f"cuts {f.fragmentation:.0%}",
         highlight=False,
+        markup=False,
     )
     for q in result.queue:
         console.print(
@@ -266,11 +282,13 @@ def placement(
                 else f"{q.mean_allreduce_gb_per_s:.1f} GB/s"
             ),
             highlight=False,
+            markup=False,
         )
     if result.throughput_ratio is not None:
         console.print(
             f"topology-aware / first-fit throughput: {result.throughput_ratio:.3f}",
             highlight=False,
+            markup=False,
         )
     for name, value in result.assumptions.items():
-        console.print(f"  assumption {name}: {value}", highlight=False)
+        console.print(f"  assumption {name}: {value}", highlight=False, markup=False)

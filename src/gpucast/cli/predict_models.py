@@ -37,25 +37,27 @@ def llm_train_command(
             f"{p.mfu:.0%}, {mem.total_bytes / 2**30:.1f} of {mem.usable_bytes / 2**30:.1f} GiB "
             f"per GPU, bound by {p.bottleneck}",
             highlight=False,
+            markup=False,
         )
     console.print(
         f"  {result.layouts_tried} layouts tried; {result.step_time_model}", highlight=False
     )
     if result.interval_note:
-        console.print(f"  {result.interval_note}", highlight=False)
+        console.print(f"  {result.interval_note}", highlight=False, markup=False)
     for note in result.best.notes:  # the best layout's own: uneven stages, fp8's scope, ...
         if note != result.interval_note:
-            console.print(f"  note: {note}", highlight=False)
-    console.print(f"  validated: {result.validation.text()}", highlight=False)
+            console.print(f"  note: {note}", highlight=False, markup=False)
+    console.print(f"  validated: {result.validation.text()}", highlight=False, markup=False)
     if result.energy:
         e = result.energy
         console.print(
             f"  energy: {e['avg_power_w']:,.0f} W per GPU, {e['step_energy_j'] / 1e3:,.3g} kJ "
             f"a step, {e['energy_j_per_token']:.3g} J a token (the best layout)",
             highlight=False,
+            markup=False,
         )
     for name, value in result.assumptions.items():
-        console.print(f"  assumption {name}: {value}", highlight=False)
+        console.print(f"  assumption {name}: {value}", highlight=False, markup=False)
 
 
 @request_command(PredictInferRequest)
@@ -82,23 +84,27 @@ def infer_command(
         f"[{l_lo:.3g}, {l_hi:.3g}], {p.tokens_per_s:,.0f} generated tokens/s "
         f"[{r_lo:,.0f}, {r_hi:,.0f}], {p.tpot_s * 1e3:.1f} ms per output token",
         highlight=False,
+        markup=False,
     )
-    console.print(f"  {result.band.note}", highlight=False)
+    console.print(f"  {result.band.note}", highlight=False, markup=False)
     console.print(
         f"  memory per GPU: {mem.total_bytes / 2**30:.1f} GiB (weights "
         f"{mem.weights_bytes / 2**30:.1f} + KV cache {mem.kv_cache_bytes / 2**30:.1f}) of "
         f"{mem.capacity_bytes / 2**30:.1f} GiB the engine gives them: "
         f"{'fits' if p.fits else 'does NOT fit'}; bound by {p.bottleneck}",
         highlight=False,
+        markup=False,
     )
     for note in p.notes:
-        console.print(f"  {note}", highlight=False)
-    console.print(f"  engine: {result.engine.provenance()}", highlight=False)
+        console.print(f"  {note}", highlight=False, markup=False)
+    console.print(f"  engine: {result.engine.provenance()}", highlight=False, markup=False)
     if "intra-node links" in result.assumptions:
-        console.print(f"  links: {result.assumptions['intra-node links']}", highlight=False)
-    console.print(f"  validated: {result.validation.text()}", highlight=False)
+        console.print(
+            f"  links: {result.assumptions['intra-node links']}", highlight=False, markup=False
+        )
+    console.print(f"  validated: {result.validation.text()}", highlight=False, markup=False)
     if result.hint:
-        console.print(f"  hint: {result.hint}", highlight=False)
+        console.print(f"  hint: {result.hint}", highlight=False, markup=False)
 
 
 @request_command(PredictGnnRequest)
@@ -121,33 +127,37 @@ def gnn_command(
         f"would take {result.dense_step_time_s:.3g} s "
         f"({result.dense_step_time_s / result.step_time_s:,.0f}x)",
         highlight=False,
+        markup=False,
     )
     if result.nodes_per_hop:
         hops = ", ".join(f"{n:,.0f}" for n in result.nodes_per_hop)
         console.print(
             f"  sampled nodes per hop: {hops}; feature fetch {result.feature_fetch_s * 1e3:.3g} ms",
             highlight=False,
+            markup=False,
         )
     if result.halo_nodes is not None and result.halo_bytes_per_epoch is not None:
         console.print(
             f"  halo nodes per part: {', '.join(f'{h:,}' for h in result.halo_nodes)}; "
             f"{result.halo_bytes_per_epoch / 2**30:.3g} GiB across parts per epoch",
             highlight=False,
+            markup=False,
         )
     if result.phases_s:
         phases = ", ".join(f"{k.removesuffix('_s')} {v * 1e3:.3g} ms" for k, v in
                            result.phases_s.items())  # fmt: skip
-        console.print(f"  per GPU: {phases}", highlight=False)
+        console.print(f"  per GPU: {phases}", highlight=False, markup=False)
     if result.eval_step_time_s is not None:
         console.print(
             f"  evaluation step (forward only): {result.eval_step_time_s * 1e3:.3g} ms",
             highlight=False,
+            markup=False,
         )
     for option in result.split:
-        console.print(f"  {option.text()}", highlight=False)
+        console.print(f"  {option.text()}", highlight=False, markup=False)
     for note in result.notes:
-        console.print(f"  {note}", highlight=False)
+        console.print(f"  {note}", highlight=False, markup=False)
     for name, value in result.assumptions.items():
-        console.print(f"  assumption {name}: {value}", highlight=False)
+        console.print(f"  assumption {name}: {value}", highlight=False, markup=False)
     if result.validated:
-        console.print(f"  validated: {result.validated}", highlight=False)
+        console.print(f"  validated: {result.validated}", highlight=False, markup=False)

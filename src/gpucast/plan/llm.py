@@ -65,6 +65,7 @@ from gpucast.predict.collective import CollectiveConstants
 from gpucast.predict.parallel import best_layout, cluster_shape, group_link_gbps
 from gpucast.predict.revocation import LifetimeDistribution
 from gpucast.predict.roofline import RooflineEfficiency
+from gpucast.predict.variability import SpeedVariability
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -318,6 +319,7 @@ def plan_llm(
     spot: LlmSpot | None = None,
     energy: LlmEnergy | None = None,
     objective: str = "cheapest",
+    variability: SpeedVariability | None = None,
 ) -> LlmPlan:
     """Every offer x node count (module docstring); ``band``: the (lower, upper) ratios of
     measured / predicted time that each row's 80% interval spans (never narrower than the
@@ -326,7 +328,9 @@ def plan_llm(
     (:class:`~gpucast.domain.parallel.ParallelAssumptions`, its defaults when None); ``spot``:
     what the spot options' rows rest on (options with a spot price are refused without it);
     ``energy``: how rows price power, energy and emissions (None: they do not); ``objective``:
-    what the pick minimises (:data:`LLM_OBJECTIVES`)."""
+    what the pick minimises (:data:`LLM_OBJECTIVES`); ``variability``: the GPUs' speed spread
+    (a synchronous step runs at its slowest GPU's pace: ``E[max]`` of ``n`` factors; None:
+    every GPU at the fitted step time)."""
     if objective not in LLM_OBJECTIVES:
         raise InvalidSpecError(
             "objective", f"must be one of {', '.join(LLM_OBJECTIVES)}", got=objective
@@ -391,6 +395,8 @@ def plan_llm(
                 if len(infeasible) < 3 and found not in infeasible:
                     infeasible.append(found)
                 continue
+            if variability is not None:  # the slowest of n GPUs sets the pace
+                found = _straggled(found, float(variability.expected_max(n)[0]))
             time_s = efficiency.warmup_s + steps * found.step_time_s
             low, high = bands.get(gpu.name, band)
             if option.spot_usd_per_hour is not None:
@@ -531,6 +537,24 @@ def _energy_fields(
         "energy_kwh": kwh,
         "co2e_kg": None if grid is None else kwh * grid / 1000.0,
     }
+
+
+def _straggled(found: ParallelStepPrediction, factor: float) -> ParallelStepPrediction:
+    """``found`` run at its slowest GPU's pace: every term of its step ``factor`` times
+    longer (the straggler's compute, and its peers' wait on it)."""
+    if factor == 1.0:
+        return found
+    step = found.step_time
+    return dataclasses.replace(
+        found,
+        step_time=dataclasses.replace(
+            step,
+            value=step.value * factor,
+            lower=step.lower * factor,
+            upper=step.upper * factor,
+            breakdown={k: v * factor for k, v in step.breakdown.items()},
+        ),
+    )
 
 
 def _shape_fields(

@@ -104,7 +104,7 @@ def plan_table(
     most (the Pareto front and the pick always shown), ``columns`` of :data:`PLAN_COLUMNS`."""
     req = plan.request
     table = Table(
-        title=(
+        title=Text(
             f"{req.workload}: {plan.feasible:,} feasible of {plan.evaluated:,} configurations "
             f"({plan.simulated} spot plans simulated)"
         ),
@@ -114,7 +114,8 @@ def plan_table(
     table.add_column("#", justify="right")
     for name in shown:
         header, justify, _cell = PLAN_COLUMNS[name]
-        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+        # a Text header: "time [interval]" as a string is Rich markup and loses "[interval]"
+        table.add_column(Text(header), justify=justify)  # type: ignore[arg-type]
     pareto = set(plan.pareto)
     order = list(range(len(plan.candidates)))
     if limit is not None and len(order) > limit:
