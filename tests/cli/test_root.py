@@ -115,3 +115,13 @@ def test_printed_text_keeps_emoji_codes_as_typed() -> None:
         with c.capture() as out:
             c.print("bert-base:100:100", highlight=False)
         assert out.get().strip() == "bert-base:100:100"
+
+
+def test_an_error_keeps_the_users_brackets() -> None:
+    """Errors print through Rich markup: "[mygpu]" in a message was a tag and vanished,
+    leaving "unknown GPU ''"."""
+    result = runner.invoke(
+        app, ["predict", "train", "--workload", "resnet50", "--batch-size", "8", "--gpu", "[mygpu]"]
+    )
+    assert result.exit_code == 2
+    assert "unknown GPU '[mygpu]'" in result.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import typer
+from rich.markup import escape
 
 from gpucast.app.energy import FitPowerRequest
 from gpucast.app.fit import FitCheckpointRequest, FitClusterRequest, FitSpeedRequest
@@ -47,7 +48,7 @@ def speed(
 
     result = fit_speed(request)
     for warning in result.warnings:
-        err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+        err_console.print(f"[yellow]warning:[/yellow] {escape(str(warning))}", highlight=False)
     emit_result(
         result.to_dict(),
         f"fitted speed model on {result.rows} rows, {result.models} models, "
@@ -117,7 +118,7 @@ def lifetimes(
     with working(f"fitting lifetimes on {request.trace}"):
         result = fit_lifetimes(request, db=state(ctx).db_path)
     for warning in result.warnings:
-        err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+        err_console.print(f"[yellow]warning:[/yellow] {escape(str(warning))}", highlight=False)
     if json_out:
         emit_json(result.to_dict())
         return
@@ -131,7 +132,7 @@ def lifetimes(
         + ("" if gap is None else f", median capacity gap {gap:.2f} h"),
         highlight=False,
     )
-    console.print(f"[dim]{result.source}[/dim]", highlight=False)
+    console.print(f"[dim]{escape(str(result.source))}[/dim]", highlight=False)
     if result.saved_in:
         console.print(
             f"stored in {result.saved_in}; use it with --lifetimes {result.name}",

@@ -17,6 +17,8 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
+
 from gpucast.app.llm_serve import PlanLlmServeRequest, SimulateLlmServeRequest
 from gpucast.cli._command import request_parameters
 from gpucast.cli._common import console, emit_json, err_console, working
@@ -128,7 +130,7 @@ def _run_simulate(request: SimulateLlmServeRequest, cli: Mapping[str, Any]) -> N
     with working("simulating: token-level continuous batching"):
         result = simulate_llm_serve(request)
     for text in result.warnings:
-        err_console.print(f"[yellow]warning:[/yellow] {text}", highlight=False)
+        err_console.print(f"[yellow]warning:[/yellow] {escape(text)}", highlight=False)
     if as_json:
         emit_json(result.to_dict())
         return
@@ -184,9 +186,9 @@ def print_llm_serving(result: SimulateLlmServeResult) -> None:
             highlight=False,
         )
     for key, value in {**out["sources"], **out["assumptions"]}.items():
-        console.print(f"[dim]{key}: {value}[/dim]", highlight=False)
+        console.print(f"[dim]{escape(f'{key}: {value}')}[/dim]", highlight=False)
     for key, value in out["validation"].items():
-        console.print(f"[dim]validated error, {key}: {value}[/dim]", highlight=False)
+        console.print(f"[dim]{escape(f'validated error, {key}: {value}')}[/dim]", highlight=False)
 
 
 def _run_plan(request: PlanLlmServeRequest, cli: Mapping[str, Any]) -> None:
@@ -203,7 +205,7 @@ def _run_plan(request: PlanLlmServeRequest, cli: Mapping[str, Any]) -> None:
     with working("planning: simulating GPU x tp x replicas"):
         result = plan_llm_serve(request)
     for text in result.warnings:
-        err_console.print(f"[yellow]warning:[/yellow] {text}", highlight=False)
+        err_console.print(f"[yellow]warning:[/yellow] {escape(text)}", highlight=False)
     write_plan_outputs(result, report, save)
     if cli.get("json_out"):
         emit_json(result.to_dict())
@@ -256,9 +258,9 @@ def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
     for reason in plan.infeasible[:8]:
         console.print(f"[dim]  not simulated: {escape(reason)}[/dim]", highlight=False)
     for key, value in result.assumptions.items():
-        console.print(f"[dim]{key}: {value}[/dim]", highlight=False)
+        console.print(f"[dim]{escape(f'{key}: {value}')}[/dim]", highlight=False)
     for key, value in result.validation.items():
-        console.print(f"[dim]validated error, {key}: {value}[/dim]", highlight=False)
+        console.print(f"[dim]{escape(f'validated error, {key}: {value}')}[/dim]", highlight=False)
 
 
 def simulate_command() -> Callable[..., Any]:

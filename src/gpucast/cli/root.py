@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from typer import _click as click  # typer >= 0.29 vendors click
 from typer.core import TyperGroup
 from typer.exceptions import Abort
@@ -58,7 +59,7 @@ class GpucastGroup(TyperGroup):
             if debug:
                 raise
             err_console.print(
-                f"[red]error:[/red] {_one_line(str(exc))}", highlight=False, soft_wrap=True
+                f"[red]error:[/red] {escape(_one_line(str(exc)))}", highlight=False, soft_wrap=True
             )
             sys.exit(exc.exit_code)
         except click.exceptions.ClickException as exc:
@@ -68,7 +69,7 @@ class GpucastGroup(TyperGroup):
             if message:  # `gpucast` alone prints help and raises an empty usage error
                 hint = "; see --help" if isinstance(exc, click.exceptions.UsageError) else ""
                 err_console.print(
-                    f"[red]error:[/red] {message}{hint}", highlight=False, soft_wrap=True
+                    f"[red]error:[/red] {escape(message)}{hint}", highlight=False, soft_wrap=True
                 )
             sys.exit(exc.exit_code)
         except Abort:

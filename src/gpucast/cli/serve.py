@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
 
 from gpucast.app.serve import PlanServeRequest, SimulateServeRequest
 from gpucast.cli._command import request_command
@@ -25,12 +26,12 @@ if TYPE_CHECKING:
 
 def print_validation(validation: Mapping[str, str]) -> None:
     for model, text in validation.items():
-        console.print(f"[dim]validated error, {model}: {text}[/dim]", highlight=False)
+        console.print(f"[dim]{escape(f'validated error, {model}: {text}')}[/dim]", highlight=False)
 
 
 def print_warnings(warnings: Iterable[str]) -> None:
     for text in warnings:
-        err_console.print(f"[yellow]warning:[/yellow] {text}", highlight=False)
+        err_console.print(f"[yellow]warning:[/yellow] {escape(text)}", highlight=False)
 
 
 # -- plan serve -----------------------------------------------------------------------------
@@ -141,9 +142,9 @@ def print_serve_plan(result: PlanServeResult, *, limit: int = 15) -> None:
         highlight=False,
     )
     for reason, count in sorted(plan.infeasible.items(), key=lambda kv: -kv[1]):
-        console.print(f"[dim]  {count} x {reason}[/dim]", highlight=False)
+        console.print(f"[dim]  {count} x {escape(str(reason))}[/dim]", highlight=False)
     for key, value in plan.assumptions.items():
-        console.print(f"[dim]{key}: {value}[/dim]", highlight=False)
+        console.print(f"[dim]{escape(f'{key}: {value}')}[/dim]", highlight=False)
     print_validation(result.validation)
 
 
@@ -190,7 +191,7 @@ def print_mig_plan(result: PlanMigServeResult) -> None:
         ]
         console.print(f"  paris GPU {g}: {escape(' + '.join(parts))}", highlight=False)
     for label, why in plan.skipped.items():
-        console.print(f"[dim]  {label}: not planned, {why}[/dim]", highlight=False)
+        console.print(f"[dim]{escape(f'  {label}: not planned, {why}')}[/dim]", highlight=False)
     for key, value in {**plan.notes, **result.assumptions}.items():
         console.print(f"[dim]{key}: {escape(value)}[/dim]", highlight=False)
     print_validation(result.validation)
@@ -274,7 +275,7 @@ def print_serving(result: SimulateServeResult) -> None:
             f"{sat.peak_throughput_rps:.1f} req/s ({len(sat.probes)} rates tried)",
             highlight=False,
         )
-        console.print(f"[dim]  {sat.criterion}[/dim]", highlight=False)
+        console.print(f"[dim]  {escape(str(sat.criterion))}[/dim]", highlight=False)
     for key, value in result.sources.items():
-        console.print(f"[dim]{key}: {value}[/dim]", highlight=False)
+        console.print(f"[dim]{escape(f'{key}: {value}')}[/dim]", highlight=False)
     print_validation(result.validation)

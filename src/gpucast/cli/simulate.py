@@ -65,16 +65,16 @@ def print_simulation(result: SimulationResult) -> None:
                 "the statistics they make unbounded"
             )
     for key, value in result.sources.items():
-        console.print(f"[dim]{key}: {value}[/dim]", highlight=False)
+        console.print(f"[dim]{escape(f'{key}: {value}')}[/dim]", highlight=False)
     for note in result.notes:
-        console.print(f"[dim]note: {note}[/dim]", highlight=False)
+        console.print(f"[dim]note: {escape(str(note))}[/dim]", highlight=False)
     for a in result.assumptions:
         override = f" [override: {a.override}]" if a.override else ""
         console.print(
             f"[dim]{escape(f'assumption {a.name}: {a.value}{override}')}[/dim]", highlight=False
         )
     for model, text in result.validation.items():
-        console.print(f"[dim]validated error, {model}: {text}[/dim]", highlight=False)
+        console.print(f"[dim]{escape(f'validated error, {model}: {text}')}[/dim]", highlight=False)
 
 
 @app.command("train")
