@@ -168,3 +168,23 @@ def test_tensor_parallel_inference_on_bridged_cards_crosses_pcie_beyond_a_pair()
     bridged = predict_inference(spec, gpu, vllm, **shape, node=NodeLinks(bridged=True))
     assert bridged.breakdown["communication"] > 3 * switched.breakdown["communication"]
     assert four.prediction.latency_s == pytest.approx(bridged.latency_s)
+
+
+def test_the_batch_states_its_gpu_power_and_energy_per_generated_token() -> None:
+    """Busy for its prefill and decode work at the power model's draw, idle for the rest: a
+    compute-bound prefill-heavy batch draws more per GPU than one sequence decoding alone."""
+    heavy = gpucast.predict_infer(
+        model="llama-3-8b", gpu="A100-40GB", batch_size=64, input_len=2048, output_len=16, tp=1
+    )
+    alone = gpucast.predict_infer(
+        model="llama-3-8b", gpu="A100-40GB", batch_size=1, input_len=128, output_len=512, tp=1
+    )
+    for r in (heavy, alone):
+        e, p = r.energy, r.prediction
+        assert 0.1 * 400.0 < e["avg_power_w"] < 400.0  # the A100-40GB's default limit
+        assert e["batch_energy_j"] == pytest.approx(e["avg_power_w"] * p.tp * p.latency_s)
+        assert e["energy_j_per_token"] == pytest.approx(
+            e["batch_energy_j"] / (p.batch_size * p.output_len)
+        )
+        assert "power model" in r.assumptions["energy"] and r.to_dict()["energy"] == e
+    assert heavy.energy["avg_power_w"] > alone.energy["avg_power_w"]

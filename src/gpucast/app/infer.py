@@ -92,6 +92,9 @@ class PredictInferResult:
     #: when the KV cache cannot hold the batch: the degree of 1, 2, 4, 8 with the most
     #: generated tokens/s per GPU, and what it gives ("" when none does better)
     hint: str = ""
+    #: ``avg_power_w`` (one GPU over the batch), ``batch_energy_j`` (all its GPUs) and
+    #: ``energy_j_per_token`` (per generated token); empty without the GPU's power facts
+    energy: dict[str, float] = field(default_factory=dict)
 
     def interval(self, quantity: str) -> tuple[float, float]:
         """The 80% interval of ``latency_s``, ``ttft_s``, ``tokens_per_s`` or
@@ -128,6 +131,7 @@ class PredictInferResult:
             "validation": self.validation.to_dict(),
             "assumptions": dict(self.assumptions),
             "hint": self.hint,
+            "energy": dict(self.energy),
         }
 
 
@@ -148,6 +152,35 @@ def infer_band(engine: EngineProfile, gpu: GpuSpec) -> StatedBand:
         same_vendor=gpu.vendor.lower() == vendor.lower(),
         gpu_calibrated=gpu.name in engine.gpu_factors,
     )
+
+
+def inference_energy(p: InferencePrediction) -> tuple[dict[str, float], str]:
+    """The batch's GPU power and energy: each GPU busy for the prefill and decode compute and
+    memory time at the power model's draw, idle for the rest (overheads, communication), and
+    what that rests on."""
+    from gpucast.app.llm import llm_energy
+    from gpucast.catalog import load_catalog
+
+    energy, note = llm_energy(load_catalog())
+    b = p.breakdown
+    watts = energy.power.average_w(
+        p.gpu,
+        compute_s=b.get("prefill_compute", 0.0) + b.get("decode_compute", 0.0),
+        memory_s=b.get("prefill_memory", 0.0)
+        + b.get("decode_weights", 0.0)
+        + b.get("decode_kv_cache", 0.0),
+        kernel_s=0.0,
+        wall_s=p.latency_s,
+    )
+    note = note.replace("(communication, pipeline bubble, host)", "(overheads, communication)")
+    if watts is None:
+        return {}, note
+    batch_j = watts[0] * p.tp * p.latency_s
+    return {
+        "avg_power_w": watts[0],
+        "batch_energy_j": batch_j,
+        "energy_j_per_token": batch_j / (p.batch_size * p.output_len),
+    }, note
 
 
 #: A larger degree is hinted at when it gives this much more generated tokens/s per GPU.
@@ -251,6 +284,7 @@ def predict_infer(
     validation = validation_for(
         f"llm-infer:{engine.name}", [gpu.name], predict.precision, predict.tp
     )
+    energy, energy_note = inference_energy(predict)
     band = infer_band(engine, gpu)
     return PredictInferResult(
         prediction=predict,
@@ -265,6 +299,8 @@ def predict_infer(
             "precision": f"{predict.precision} weights, {predict.kv_precision} KV cache"
             + ("" if request.precision else " (the engine's default)"),
             **({"intra-node links": links_text(gpu, predict.tp)} if predict.tp > 1 else {}),
+            "energy": energy_note,
         },
         hint=more_gpus_hint(predict, others),
+        energy=energy,
     )

@@ -103,6 +103,14 @@ def infer_command(
             f"  links: {result.assumptions['intra-node links']}", highlight=False, markup=False
         )
     console.print(f"  validated: {result.validation.text()}", highlight=False, markup=False)
+    if result.energy:
+        e = result.energy
+        console.print(
+            f"  energy: {e['avg_power_w']:,.0f} W per GPU, {e['batch_energy_j'] / 1e3:,.3g} kJ "
+            f"the batch, {e['energy_j_per_token']:.3g} J a generated token",
+            highlight=False,
+            markup=False,
+        )
     if result.hint:
         console.print(f"  hint: {result.hint}", highlight=False, markup=False)
 

@@ -136,6 +136,23 @@ class PowerSetting:
                 start += n
         return u_slow[inverse], u_power[inverse], u_limit[inverse], u_idle[inverse]
 
+    def average_w(
+        self, gpu: str, *, compute_s: float, memory_s: float, kernel_s: float, wall_s: float
+    ) -> tuple[float, float] | None:
+        """(average board power over ``wall_s``, idle draw) of one ``gpu`` that spends
+        ``compute_s``, ``memory_s`` and ``kernel_s`` of it working (at the model's draw for that
+        mix, at the chosen limit) and the rest waiting (at its idle draw); None without the
+        GPU's power facts."""
+        busy = compute_s + memory_s + kernel_s
+        if busy <= 0 or wall_s <= 0:
+            return None
+        terms = np.array([[compute_s, memory_s, kernel_s]])
+        _, watts, _, idle = self.at(terms, np.array([0]), [gpu], np.array([1]))
+        if not (math.isfinite(watts[0]) and math.isfinite(idle[0])):
+            return None
+        share = min(busy / wall_s, 1.0)
+        return float(share * watts[0] + (1.0 - share) * idle[0]), float(idle[0])
+
     def _limits(self, board: BoardPower) -> FloatArray:
         top = board.max_power_limit_w
         if self.mode == "default":

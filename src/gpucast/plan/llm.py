@@ -495,18 +495,13 @@ class LlmEnergy:
         GPU's power facts. Busy: compute, memory-bound (the optimizer's too) and per-kernel
         time at the model's draw; idle: communication, the pipeline bubble, the host."""
         b = found.breakdown
-        busy = np.array(
-            [[b.get("compute", 0.0), b.get("memory_bandwidth", 0.0) + b.get("optimizer", 0.0),
-              b.get("kernel_overhead", 0.0)]]
-        )  # fmt: skip
-        total = float(busy.sum())
-        if total <= 0 or found.step_time_s <= 0:
-            return None
-        _, watts, _, idle = self.power.at(busy, np.array([0]), [found.gpu], np.array([1]))
-        if not (math.isfinite(watts[0]) and math.isfinite(idle[0])):
-            return None
-        share = min(total / found.step_time_s, 1.0)
-        return float(share * watts[0] + (1.0 - share) * idle[0]), float(idle[0])
+        return self.power.average_w(
+            found.gpu,
+            compute_s=b.get("compute", 0.0),
+            memory_s=b.get("memory_bandwidth", 0.0) + b.get("optimizer", 0.0),
+            kernel_s=b.get("kernel_overhead", 0.0),
+            wall_s=found.step_time_s,
+        )
 
 
 def _energy_fields(
