@@ -898,7 +898,13 @@ def plan_llm_train(
         request_cluster,
     )
     from gpucast.inputs.mlperf_llm import gpu_band, stated_band
-    from gpucast.plan.llm import NodeOption, offer_nodes, plan_llm, power_of_two_part
+    from gpucast.plan.llm import (
+        OBJECTIVE_TIE,
+        NodeOption,
+        offer_nodes,
+        plan_llm,
+        power_of_two_part,
+    )
 
     request = resolve(PlanLlmTrainRequest, request, options)
     spot_asked = request.allow_spot
@@ -1054,7 +1060,13 @@ def plan_llm_train(
             f"{request.vpp} (--cp, --vpp; "
             "predict llm-train searches cp 1/2 -- up to 16 for 32K-token sequences and "
             "longer -- and vpp 1/2/4/8)",
-            "objective": f"{request.objective} (--objective)",
+            "objective": f"{request.objective} (--objective)"
+            + (
+                f"; rows within {OBJECTIVE_TIE:.0%} of the least count as tied, the cheapest "
+                "of them is the pick"
+                if request.objective in ("energy", "carbon")
+                else ""
+            ),
             "GPU variability": _variability_text(spread, plan),
             "energy": energy_note,
             "market": spot_note

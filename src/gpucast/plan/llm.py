@@ -458,6 +458,12 @@ def plan_llm(
         return cheapest(i)
 
     pick = min(ok, key=wanted) if ok else None
+    if pick is not None and objective in ("energy", "carbon"):
+        # rows within OBJECTIVE_TIE of the least figure are ties the model cannot tell apart
+        # (a spot row's start-ups add ~1%): the cheapest of them
+        least = wanted(pick)[0]
+        tied = [i for i in ok if wanted(i)[0] <= least * (1.0 + OBJECTIVE_TIE)]
+        pick = min(tied, key=cheapest)
     held = [i for i, r in enumerate(rows) if r.holds_at_slow_edge]
     safe = min(held, key=cheapest) if held else None
     return LlmPlan(
@@ -473,6 +479,9 @@ def plan_llm(
 
 #: What ``plan_llm`` can minimise among the rows that meet the deadline and the budget.
 LLM_OBJECTIVES: tuple[str, ...] = ("cheapest", "fastest", "energy", "carbon")
+#: Energy or carbon within this share of the least counts as tied (the power model's own error
+#: is ~20%); the cheapest tied row is the pick.
+OBJECTIVE_TIE = 0.02
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
