@@ -134,11 +134,14 @@ def test_plans_carry_energy_and_rank_by_it() -> None:
     plan = gpucast.plan_train(**PLAN, objective="energy")
     best = plan.best
     assert best is not None and best.energy_kwh is not None
-    known = [c.energy_kwh for c in plan.candidates if c.energy_kwh is not None]
-    assert best.energy_kwh == min(known)
+    known = [c for c in plan.candidates if c.energy_kwh is not None]
+    least = min(c.energy_kwh for c in known)
+    # plans within 2% of the least energy are ties: the cheapest of them
+    assert best.energy_kwh <= 1.02 * least
+    assert best.cost_usd == min(c.cost_usd for c in known if c.energy_kwh <= 1.02 * least)
     assert plan.picks["energy"] == plan.recommended
     carbon = plan.candidates[plan.picks["carbon"]]  # type: ignore[index]
-    assert carbon.co2e_kg == min(c.co2e_kg for c in plan.candidates if c.co2e_kg is not None)
+    assert carbon.co2e_kg <= 1.02 * min(c.co2e_kg for c in plan.candidates if c.co2e_kg)
     names = {a.name for a in plan.assumptions}
     assert {"power and energy", "grid carbon intensity"} <= names
     doubled = gpucast.plan_train(**PLAN, objective="energy", pue=2.0)
@@ -151,7 +154,12 @@ def test_an_auto_power_limit_never_raises_energy() -> None:
     default = gpucast.plan_train(**PLAN, objective="energy", gpu=["V100"])
     auto = gpucast.plan_train(**PLAN, objective="energy", gpu=["V100"], power_limit="auto", eta=1)
     assert default.best is not None and auto.best is not None
-    assert auto.best.energy_kwh <= default.best.energy_kwh * (1 + 1e-9)  # type: ignore[operator]
+
+    def least(plan: object) -> float:
+        return min(c.energy_kwh for c in plan.candidates if c.energy_kwh is not None)  # type: ignore[attr-defined]
+
+    assert least(auto) <= least(default) * (1 + 1e-9)
+    assert auto.best.energy_kwh <= 1.02 * least(auto)  # type: ignore[operator]
     assert auto.best.power_limit_w is not None
 
 

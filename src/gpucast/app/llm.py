@@ -898,13 +898,8 @@ def plan_llm_train(
         request_cluster,
     )
     from gpucast.inputs.mlperf_llm import gpu_band, stated_band
-    from gpucast.plan.llm import (
-        OBJECTIVE_TIE,
-        NodeOption,
-        offer_nodes,
-        plan_llm,
-        power_of_two_part,
-    )
+    from gpucast.plan.energy import OBJECTIVE_TIE
+    from gpucast.plan.llm import NodeOption, offer_nodes, plan_llm, power_of_two_part
 
     request = resolve(PlanLlmTrainRequest, request, options)
     spot_asked = request.allow_spot

@@ -202,7 +202,9 @@ class TrainRequest:
     objective: str = option(
         "cheapest",
         help=f"{' | '.join(OBJECTIVES)} (goodput: the most reference-batch samples per second, "
-        "throughput x statistical efficiency, with the per-worker batch searched over 8-1024).",
+        "throughput x statistical efficiency, with the per-worker batch searched over 8-1024; "
+        "energy, carbon: plans within 2% of the least count as tied, the cheapest of them "
+        "wins).",
         example="fastest",
     )
     critical_batch: float | None = option(

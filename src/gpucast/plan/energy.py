@@ -30,6 +30,9 @@ from gpucast.predict.power import BoardPower, PowerModel, energy_optimal, power_
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 MODES: tuple[str, ...] = ("default", "fixed", "auto")
+#: Energy or carbon within this share of the least counts as tied when a plan ranks by it (the
+#: power model's own error is ~20%): the cheapest tied row is the pick.
+OBJECTIVE_TIE = 0.02
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -47,7 +47,7 @@ from gpucast.domain.parallel import (
     ParallelAssumptions,
     ParallelStepPrediction,
 )
-from gpucast.plan.energy import PowerSetting
+from gpucast.plan.energy import OBJECTIVE_TIE, PowerSetting
 from gpucast.plan.inputs import RiskInputs
 from gpucast.plan.pareto import pareto_front_2d, spread
 from gpucast.plan.risk import (
@@ -479,9 +479,6 @@ def plan_llm(
 
 #: What ``plan_llm`` can minimise among the rows that meet the deadline and the budget.
 LLM_OBJECTIVES: tuple[str, ...] = ("cheapest", "fastest", "energy", "carbon")
-#: Energy or carbon within this share of the least counts as tied (the power model's own error
-#: is ~20%); the cheapest tied row is the pick.
-OBJECTIVE_TIE = 0.02
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -55,6 +55,7 @@ from gpucast.domain.provenance import Assumption
 from gpucast.domain.systems import NO_PRICE_NOTE, ClusterSpec
 from gpucast.domain.units import GIB
 from gpucast.plan.efficiency import at_batch_note, workload_family
+from gpucast.plan.energy import OBJECTIVE_TIE
 from gpucast.plan.evaluate import BOTTLENECKS, Evaluation, Work, evaluate
 from gpucast.plan.explain import explain
 from gpucast.plan.goodput import (
@@ -992,8 +993,9 @@ def _energy(
 
 
 def _least(values: FloatArray, cost: FloatArray, time_s: FloatArray, wanted: bool) -> int | None:
-    """The feasible plan with the least ``values`` (ties: cheaper, then faster); None when
-    no plan has a figure -- an error when the request ranks by it."""
+    """The feasible plan with the least ``values``, plans within :data:`OBJECTIVE_TIE` of it
+    counting as tied (the cheapest of them, then the fastest); None when no plan has a figure
+    -- an error when the request ranks by it."""
     known = np.flatnonzero(np.isfinite(values))
     if not known.size:
         if wanted:
@@ -1003,8 +1005,9 @@ def _least(values: FloatArray, cost: FloatArray, time_s: FloatArray, wanted: boo
                 "gpucast/catalog/data/gpus.csv",
             )
         return None
-    order = np.lexsort((time_s[known], cost[known], values[known]))
-    return int(known[order[0]])
+    tied = known[values[known] <= np.min(values[known]) * (1.0 + OBJECTIVE_TIE)]
+    order = np.lexsort((time_s[tied], cost[tied]))
+    return int(tied[order[0]])
 
 
 def _outcome(out: SpotOutcome) -> dict[str, float | None]:
