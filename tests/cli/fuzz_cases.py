@@ -413,7 +413,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         ("plan", "llm-train"),
         ("--model", "llama-3-8b", "--tokens", "1e9", "--max-gpus", "16", "--gpu", "H100"),
-        "gpucast.app.llm:PlanLlmTrainRequest",
+        "gpucast.app.llm_plan:PlanLlmTrainRequest",
     ),
     Command(
         ("predict", "gnn"), ("--gpu", "A100-80GB", "--nodes", "100000", "--edges", "2000000"),

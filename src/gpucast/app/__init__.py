@@ -21,7 +21,7 @@ from typing import Any
 VERBS: dict[str, str] = {
     "plan_train": "planning",
     "plan_serve": "serve",
-    "plan_llm_train": "llm",
+    "plan_llm_train": "llm_plan",
     "plan_embeddings": "embeddings",
     "simulate_train": "simulation",
     "simulate_serve": "serve",

@@ -19,25 +19,12 @@ budget at its slow edge (``safe``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
-from gpucast.domain.catalog import offers_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.parallel import INTERVAL_NOTE
-from gpucast.domain.plan import check_pue, pue_option
-from gpucast.domain.spot import (
-    check_spot_options,
-    fallback_after_option,
-    hazard_option,
-    interruption_band_option,
-    lifetimes_option,
-    move_after_option,
-    plan_move_region_option,
-    spot_scenario_option,
-)
 from gpucast.domain.systems import (
     ClusterSettings,
     check_cluster_options,
@@ -46,7 +33,6 @@ from gpucast.domain.systems import (
     cluster_price_option,
     cluster_set_option,
 )
-from gpucast.domain.variability import gpu_variability_option
 from gpucast.domain.workload import SOFTWARE_HELP, check_software
 
 if TYPE_CHECKING:
@@ -56,11 +42,11 @@ if TYPE_CHECKING:
     from gpucast.domain.llm import TransformerSpec
     from gpucast.domain.parallel import ClusterShape, ParallelStepPrediction
     from gpucast.domain.provenance import Validation
-    from gpucast.plan.llm import LlmCandidate, LlmPlan
+    from gpucast.plan.llm import LlmCandidate
     from gpucast.predict.roofline import RooflineEfficiency
 
 _RECOMPUTE = ("none", "selective", "full")
-_PRECISIONS = ("bf16", "fp16", "fp8")
+TRAIN_PRECISIONS = ("bf16", "fp16", "fp8")
 
 LORA_FUSED_HELP = (
     "LoRA adapters fused into the base matmuls' kernels (no memory traffic of their own); "
@@ -72,12 +58,12 @@ TP_OVERLAP_HELP = (
 )
 
 
-def _check_tp_overlap(value: object) -> None:
+def check_tp_overlap(value: object) -> None:
     if isinstance(value, bool) or not (isinstance(value, int | float) and 0.0 <= value <= 1.0):
         raise InvalidSpecError("tp-overlap", "must be a share in [0, 1]", got=value, fix="e.g. 0.8")
 
 
-def _tp_overlap_text(value: float) -> str:
+def tp_overlap_text(value: float) -> str:
     """The ``tensor-parallel overlap`` assumption both LLM training verbs state."""
     default = " (--tp-overlap; Megatron's default, without --tp-comm-overlap: 0)"
     return f"{value:.0%} of TP traffic hidden under compute" + (
@@ -92,7 +78,7 @@ HOST_HELP = (
 )
 
 
-def _check_host_ms(value: object) -> None:
+def check_host_ms(value: object) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not (isinstance(value, int | float) and 0 <= value < 1000):
@@ -101,14 +87,14 @@ def _check_host_ms(value: object) -> None:
         )
 
 
-def _host_s(value: float | None, efficiency: RooflineEfficiency) -> float:
+def host_seconds(value: float | None, efficiency: RooflineEfficiency) -> float:
     """The host's seconds per layer and micro-batch: given (ms), else the fitted one."""
     return efficiency.host_layer_s if value is None else float(value) / 1e3
 
 
-def _host_text(value: float | None, efficiency: RooflineEfficiency) -> str:
+def host_text(value: float | None, efficiency: RooflineEfficiency) -> str:
     """The ``host`` assumption both LLM training verbs state."""
-    seconds = _host_s(value, efficiency)
+    seconds = host_seconds(value, efficiency)
     if seconds == 0:
         given = " (given)" if value is not None else " (no host time fitted)"
         return f"keeps ahead of the GPUs, as with CUDA graphs{given}"
@@ -124,16 +110,16 @@ def _host_text(value: float | None, efficiency: RooflineEfficiency) -> str:
     )
 
 
-def _warmup_s(value: float | None, efficiency: RooflineEfficiency) -> float:
+def warmup_seconds(value: float | None, efficiency: RooflineEfficiency) -> float:
     """A run's one-off warm-up after its clock starts: the fitted one where the host paces
     the run (no CUDA graphs), none where it keeps ahead (CUDA graphs are captured, and the
     run warmed up, before the clock starts: MLPerf's GPT-3 logs show under 1 s after it)."""
-    return efficiency.warmup_s if _host_s(value, efficiency) > 0 else 0.0
+    return efficiency.warmup_s if host_seconds(value, efficiency) > 0 else 0.0
 
 
-def _warmup_text(value: float | None, efficiency: RooflineEfficiency) -> str:
+def warmup_text(value: float | None, efficiency: RooflineEfficiency) -> str:
     """The ``warm-up`` assumption ``plan llm-train`` states."""
-    if _warmup_s(value, efficiency) == 0:
+    if warmup_seconds(value, efficiency) == 0:
         return (
             "none after the clock starts: with CUDA graphs (--host-ms-per-layer 0) the graphs "
             "are captured and the run warmed up before it (MLPerf's GPT-3 logs: under 1 s "
@@ -147,7 +133,7 @@ def _warmup_text(value: float | None, efficiency: RooflineEfficiency) -> str:
     )
 
 
-def _precision_note(
+def precision_note(
     precision: str, candidates: Sequence[LlmCandidate], catalog: Catalog
 ) -> dict[str, str]:
     """The ``precision`` assumption of an fp8 plan: the GPU types it ran in bf16."""
@@ -160,7 +146,7 @@ def _precision_note(
     return {"precision": text}
 
 
-def _positive_or_none(name: str, value: int | None) -> None:
+def positive_or_none(name: str, value: int | None) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise InvalidSpecError(name, "must be an integer >= 1", got=value, fix=f"e.g. --{name} 8")
 
@@ -226,8 +212,8 @@ class PredictLlmTrainRequest:
     cluster_set: ClusterSettings = cluster_set_option()
 
     def __post_init__(self) -> None:
-        _check_tp_overlap(self.tp_overlap)
-        _check_host_ms(self.host_ms_per_layer)
+        check_tp_overlap(self.tp_overlap)
+        check_host_ms(self.host_ms_per_layer)
         named = check_cluster_options(
             self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
         )
@@ -243,8 +229,8 @@ class PredictLlmTrainRequest:
                 fix=f"drop --{flag}, or change the cluster: --cluster-set KEY=VALUE",
             )
         for name in ("gpus", "gpus_per_node", "seq_len", "global_batch", "tp", "pp", "cp", "vpp"):
-            _positive_or_none(name.replace("_", "-"), getattr(self, name))
-        _positive_or_none("micro-batch", self.micro_batch)
+            positive_or_none(name.replace("_", "-"), getattr(self, name))
+        positive_or_none("micro-batch", self.micro_batch)
         if isinstance(self.top, bool) or not isinstance(self.top, int) or self.top < 0:
             raise InvalidSpecError(
                 "top", "must be an integer >= 0 (0: the best layout alone)", got=self.top
@@ -255,9 +241,9 @@ class PredictLlmTrainRequest:
             raise InvalidSpecError(
                 "recompute", f"must be one of {', '.join(_RECOMPUTE)}", got=self.recompute
             )
-        if self.precision not in _PRECISIONS:
+        if self.precision not in TRAIN_PRECISIONS:
             raise InvalidSpecError(
-                "precision", f"must be one of {', '.join(_PRECISIONS)}", got=self.precision
+                "precision", f"must be one of {', '.join(TRAIN_PRECISIONS)}", got=self.precision
             )
         if isinstance(self.lora_rank, bool) or self.lora_rank < 0:
             raise InvalidSpecError("lora-rank", "must be an integer >= 0", got=self.lora_rank)
@@ -372,7 +358,7 @@ def predict_llm_train(
             ),
         )
     # beyond the published context: a context extension, as MLPerf's Llama-2-70B LoRA trains
-    # at 8,192 tokens; the result states it (_sequence_text)
+    # at 8,192 tokens; the result states it (sequence_text)
     seq = request.seq_len or spec.max_context
     if cluster is not None:
         # the GPUs used keep their own share of the node's NICs
@@ -401,7 +387,7 @@ def predict_llm_train(
     )
     assumptions = ParallelAssumptions(
         tp_overlap_fraction=float(request.tp_overlap),
-        host_layer_s=_host_s(request.host_ms_per_layer, efficiency.value),
+        host_layer_s=host_seconds(request.host_ms_per_layer, efficiency.value),
         lora_unfused=not request.lora_fused,
     )
     ranked = [
@@ -450,7 +436,7 @@ def predict_llm_train(
         step_time_model=efficiency.source,
         validation=validation_for("llm-train", [gpu.name], best.layout.precision, best.layout.gpus),
         assumptions={
-            "sequence length": _sequence_text(spec, seq, given=request.seq_len is not None),
+            "sequence length": sequence_text(spec, seq, given=request.seq_len is not None),
             "node network": f"{network:g} Gbit/s per {per_node}-GPU node"
             + (
                 f"; inside a node {links.intra_node_gbps / 8:g} GB/s per GPU"
@@ -485,10 +471,10 @@ def predict_llm_train(
                 else {}
             ),
             "software": f"{request.software} stack efficiencies",
-            "tensor-parallel overlap": _tp_overlap_text(request.tp_overlap),
-            "host": _host_text(request.host_ms_per_layer, efficiency.value),
+            "tensor-parallel overlap": tp_overlap_text(request.tp_overlap),
+            "host": host_text(request.host_ms_per_layer, efficiency.value),
             "optimizer": "Adam, mixed precision: 16 B per trained parameter",
-            **({"LoRA": _lora_text(request.lora_fused)} if best.layout.lora else {}),
+            **({"LoRA": lora_text(request.lora_fused)} if best.layout.lora else {}),
             "energy": energy_note,
         },
         energy={}
@@ -515,217 +501,6 @@ def _mesh_text(links: ClusterShape, gpu: str) -> str:
     )
 
 
-# -- plan llm-train ---------------------------------------------------------------------------
-def _plan_cp_sizes(seq: int) -> tuple[int, ...]:
-    """What ``plan llm-train`` searches without ``--cp``: 1 (the plan searches fewer layouts
-    than ``predict llm-train``), and for a long context :func:`~gpucast.domain.parallel.
-    searched_cp_sizes`' (a 128K-token sequence does not fit at cp 1 on most GPUs)."""
-    from gpucast.domain.parallel import searched_cp_sizes
-
-    wide = searched_cp_sizes(seq)
-    return wide if max(wide) > 2 else (1,)
-
-
-def _duration(value: Any) -> float | None:
-    from gpucast.domain.options import none_or
-    from gpucast.domain.units import duration_s
-
-    return none_or(lambda v: duration_s(v, field="deadline"))(value)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PlanLlmTrainRequest:
-    """An LLM training job to plan over the catalog's GPU offers (``gpucast plan llm-train``)."""
-
-    VERB: ClassVar[str] = "plan llm-train"
-
-    model: str = option(help="A model of catalog/data/llm_models.csv.", example="llama-3-8b")
-    tokens: float = option(help="Tokens to train on (e.g. 2e11).", example="2e11")
-    seq_len: int | None = option(
-        None, help="Tokens per sequence (default: the model's context).", example="4096"
-    )
-    global_batch: int = option(help="Sequences per optimizer step.", example="1024")
-    deadline_s: float | None = option(
-        None,
-        flag="deadline",
-        kind="text",
-        parse=_duration,
-        help="Deadline, e.g. 7d (default: none).",
-        metavar="DURATION",
-        example="7d",
-    )
-    budget_usd: float | None = option(None, flag="budget", help="US$ at most.", example="50000")
-    max_gpus: int = option(1024, help="GPUs at most.", example="512")
-    providers: tuple[str, ...] = option((), flag="provider", help="aws, gcp, azure.")
-    gpus: tuple[str, ...] = option((), flag="gpu", help="GPU types allowed.", example="H100")
-    precision: str = option("bf16", help="bf16, fp16 or fp8.", example="fp8")
-    software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
-    lora_rank: int = option(0, help="LoRA rank (0: all weights trained).")
-    lora_fused: bool = option(False, help=LORA_FUSED_HELP)
-    tp_overlap: float = option(0.0, help=TP_OVERLAP_HELP, example="0.8")
-    host_ms_per_layer: float | None = option(None, help=HOST_HELP, example="0")
-    cp: int | None = option(
-        None,
-        help="Context-parallel size of every layout (default: 1; for sequences of 32K tokens or "
-        "more, searched up to 16 with 8K tokens a rank at least).",
-        example="2",
-    )
-    vpp: int = option(1, help="Interleaved pipeline stages per GPU of every layout.", example="2")
-    objective: str = option(
-        "cheapest",
-        help="What the pick minimises among the rows that meet the deadline and the budget: "
-        "cheapest, fastest, energy (kWh of the GPU boards x PUE) or carbon (kgCO2e at the "
-        "region's grid intensity).",
-        example="energy",
-    )
-    pue: float = pue_option()
-    gpu_variability: str = gpu_variability_option()
-    allow_spot: bool = option(
-        False,
-        flag="spot",
-        negative="no-spot",
-        help="Also plan spot servers: revocations, restarts from the last sharded checkpoint "
-        "and capacity gaps, through plan train's spot Monte Carlo (default: on demand only).",
-    )
-    min_p_meet: float = option(
-        0.9, help="Spot plans must meet the deadline with this probability.", example="0.9"
-    )
-    mc_runs: int = option(1000, flag="runs", help="Monte Carlo runs per spot plan.", example="1000")
-    max_simulated: int = option(12, help="Spot plans simulated at most.", example="12")
-    seed: int = option(0, help="Seed of the Monte Carlo; the same seed, the same plan.")
-    checkpoint_storage: str = option(
-        "ebs-gp3-max",
-        help="Durable storage each node writes its checkpoint shards to and reads them back "
-        "from after a revocation: a storage class of catalog/data/coldstart.csv.",
-        example="ebs-io2",
-    )
-    data_dir: Path | None = option(
-        None,
-        help="Published data folder for spot lifetimes, start-ups and restarts, e.g. "
-        "../shared/data (default: $GPUCAST_SHARED_DATA).",
-        example="../shared/data",
-    )
-    interruption_band: str = interruption_band_option()
-    hazard_per_hour: float | None = hazard_option()
-    lifetimes: str | None = lifetimes_option()
-    fallback_after_s: float | None = fallback_after_option()
-    move_region: str | None = plan_move_region_option()
-    move_after_s: float = move_after_option()
-    spot_scenario: str = spot_scenario_option()
-    offers_file: Path | None = offers_option()
-    cluster: str | None = cluster_option()
-    cluster_nodes: int | None = cluster_nodes_option()
-    cluster_price_usd_per_gpu_hour: float | None = cluster_price_option()
-    cluster_set: ClusterSettings = cluster_set_option()
-
-    def __post_init__(self) -> None:
-        import math
-
-        if check_cluster_options(
-            self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
-        ) and (self.providers or self.gpus or self.offers_file):
-            flag = "provider" if self.providers else "gpu" if self.gpus else "offers"
-            raise InvalidSpecError(
-                flag,
-                f"{'adds to' if flag == 'offers' else 'filters'} the cloud catalog, and a "
-                "--cluster replaces it",
-                fix=f"drop --{flag}, or drop --cluster to search the catalog",
-            )
-
-        if isinstance(self.tokens, bool) or not (
-            isinstance(self.tokens, int | float) and math.isfinite(self.tokens) and self.tokens > 0
-        ):
-            raise InvalidSpecError(
-                "tokens", "must be a number > 0", got=self.tokens, fix="e.g. 2e11"
-            )
-        for name in ("seq_len", "global_batch", "max_gpus"):
-            _positive_or_none(name.replace("_", "-"), getattr(self, name))
-        if self.budget_usd is not None and not self.budget_usd > 0:
-            raise InvalidSpecError("budget", "must be > 0", got=self.budget_usd)
-        if self.precision not in _PRECISIONS:
-            raise InvalidSpecError(
-                "precision", f"must be one of {', '.join(_PRECISIONS)}", got=self.precision
-            )
-        if isinstance(self.lora_rank, bool) or self.lora_rank < 0:
-            raise InvalidSpecError("lora-rank", "must be an integer >= 0", got=self.lora_rank)
-        _check_tp_overlap(self.tp_overlap)
-        _check_host_ms(self.host_ms_per_layer)
-        for name in ("cp", "vpp"):
-            _positive_or_none(name, getattr(self, name))
-        check_software(self.software)
-        check_spot_options(self.spot_scenario)
-        from gpucast.plan.llm import LLM_OBJECTIVES  # (pure: the planner's own list)
-
-        if self.objective not in LLM_OBJECTIVES:
-            raise InvalidSpecError(
-                "objective", f"must be one of {', '.join(LLM_OBJECTIVES)}", got=self.objective
-            )
-        check_pue(self.pue)
-        if not (isinstance(self.min_p_meet, int | float) and 0.0 <= self.min_p_meet <= 1.0):
-            raise InvalidSpecError(
-                "min-p-meet", "must be in [0, 1]", got=self.min_p_meet, fix="e.g. 0.9"
-            )
-        for name in ("mc_runs", "max_simulated"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                flag = "runs" if name == "mc_runs" else "max-simulated"
-                raise InvalidSpecError(flag, "must be an integer >= 1", got=value)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PlanLlmTrainResult:
-    """Every (offer, node count) evaluated, the Pareto front, the pick and its sources."""
-
-    model: str
-    tokens: float
-    steps: int
-    candidates: tuple[Any, ...]
-    pareto: tuple[int, ...]
-    recommended: int | None
-    infeasible: tuple[str, ...]
-    assumptions: dict[str, str]
-    #: the cheapest row that meets the deadline and the budget even at the slow edge of its
-    #: 80% interval (None: none does)
-    safe: int | None = None
-
-    @property
-    def best(self) -> Any:
-        return None if self.recommended is None else self.candidates[self.recommended]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "tokens": self.tokens,
-            "steps": self.steps,
-            "recommended": self.recommended,
-            "safe": self.safe,
-            "pareto": list(self.pareto),
-            "candidates": [c.to_dict() for c in self.candidates],
-            "infeasible": list(self.infeasible),
-            "assumptions": dict(self.assumptions),
-        }
-
-    def to_frame(self) -> Any:
-        import pandas as pd
-
-        return pd.DataFrame([c.to_dict() for c in self.candidates])
-
-
-def _estimated_prices(plan: LlmPlan) -> dict[str, str]:
-    """An ``estimated prices`` assumption naming the front's (and the pick's) offers whose
-    prices were not read from a source, or nothing."""
-    from gpucast.domain.catalog import estimated_prices_note
-
-    rows = sorted({*plan.pareto, *([] if plan.recommended is None else [plan.recommended])})
-    note = estimated_prices_note(
-        f"{r.provider}/{r.region} {r.instance_type}"
-        + (" (the pick)" if i == plan.recommended else "")
-        for i in rows
-        if (r := plan.candidates[i]).price_estimated
-    )
-    return {"estimated prices": note} if note else {}
-
-
 #: How a LoRA run's memory is priced (:mod:`gpucast.predict.parallel`), stated with its result.
 LORA_MEMORY = (
     "frozen base held once at its matmuls' precision (2 B per parameter; 1 B in fp8, as NeMo's "
@@ -734,7 +509,7 @@ LORA_MEMORY = (
 )
 
 
-def _lora_text(fused: bool) -> str:
+def lora_text(fused: bool) -> str:
     """What a LoRA prediction assumes of its memory and of its adapters' traffic."""
     adapters = (
         "adapters fused into the base matmuls' kernels: no traffic of their own (--lora-fused)"
@@ -746,7 +521,7 @@ def _lora_text(fused: bool) -> str:
     return f"{LORA_MEMORY}; {adapters}"
 
 
-def _sequence_text(spec: TransformerSpec, seq: int, *, given: bool) -> str:
+def sequence_text(spec: TransformerSpec, seq: int, *, given: bool) -> str:
     """The sequence length a training prediction used, and what it is to the model."""
     if seq > spec.max_context:
         how = (
@@ -761,18 +536,6 @@ def _sequence_text(spec: TransformerSpec, seq: int, *, given: bool) -> str:
             f"context extension ({how}), priced as the same model at the longer length"
         )
     return f"{seq} tokens" + ("" if given else " (the model's context)")
-
-
-def _widened_text(widened: dict[str, tuple[float, float, str]]) -> str:
-    """What the ``time interval`` assumption adds for GPU types whose band :func:`gpu_band`
-    widened (their datasheets alone price them)."""
-    if not widened:
-        return ""
-    parts = ", ".join(f"{g} x{low:.2f}-{high:.2f}" for g, (low, high, _) in widened.items())
-    return (
-        f"; wider for GPU types without runs in the step-time data (datasheet only), spanning "
-        f"the step-time model's leave-one-GPU-out band: {parts}"
-    )
 
 
 def llm_energy(catalog: Any, pue: float = 1.0) -> tuple[Any, str]:
@@ -799,299 +562,3 @@ def llm_energy(catalog: Any, pue: float = 1.0) -> tuple[Any, str]:
         "measurement in the data)"
     )
     return energy, note
-
-
-def _variability_text(spread: Any, plan: LlmPlan) -> str:
-    """The speed spread the rows assume, and what it costs the pick."""
-    if spread.value is None:
-        return f"{spread.source} (--gpu-variability typical|worst|NAME)"
-    pick = None if plan.recommended is None else plan.candidates[plan.recommended]
-    slow = (
-        ""
-        if pick is None
-        else f"; the pick's {pick.gpus} GPUs run at their slowest's pace: x"
-        f"{float(spread.value.expected_max(pick.gpus)[0]):.3f}"
-    )
-    return f"{spread.source}: each step x the expected slowest of its GPUs' speed factors{slow}"
-
-
-def _lifetimes_text(plan: LlmPlan) -> str:
-    """The node lifetimes the simulated spot rows rest on, or nothing."""
-    sources = dict.fromkeys(c.lifetime_source for c in plan.candidates if c.market == "spot")
-    return f". Node lifetimes: {'; '.join(sources)}" if sources else ""
-
-
-def _llm_spot(request: PlanLlmTrainRequest, catalog: Any, *, spot_nodes: int) -> tuple[Any, str]:
-    """The spot rows' inputs (:class:`gpucast.plan.llm.LlmSpot`) and what they rest on."""
-    from gpucast.catalog.coldstart import load_coldstart_facts
-    from gpucast.inputs.data import published_data_dir
-    from gpucast.inputs.spot import spot_risk_inputs
-    from gpucast.plan.llm import LlmSpot
-    from gpucast.store.db import default_db_path
-
-    data_dir = published_data_dir(request.data_dir)
-    risk, _, _ = spot_risk_inputs(
-        data_dir=data_dir, catalog=catalog, store=default_db_path(),
-        band=request.interruption_band, hazard_per_hour=request.hazard_per_hour,
-        scenario=request.spot_scenario, lifetimes=request.lifetimes,
-        fallback_after_s=request.fallback_after_s, move_region=request.move_region,
-        move_after_s=request.move_after_s,
-    )  # fmt: skip
-    storage = load_coldstart_facts().get("storage", request.checkpoint_storage)
-    spot = LlmSpot(
-        risk=risk,
-        storage_gb_s=storage.value,
-        restart_s=risk.restart_penalty_s,
-        runs=request.mc_runs,
-        max_simulated=request.max_simulated,
-        seed=request.seed,
-        min_p_meet=request.min_p_meet,
-    )
-    if not spot_nodes:
-        return spot, "on demand: no offer asked for is sold on spot (--spot)"
-    note = (
-        f"on demand and spot ({spot_nodes} spot offer{'s' if spot_nodes > 1 else ''}, each at "
-        "its cheapest spot region); "
-        f"spot rows are the front of a first-order estimate, at most {request.max_simulated} "
-        f"simulated with {request.mc_runs:,} runs each (seed {request.seed}), their time and "
-        "cost the means at the central step time, their interval the fast edge to the 90th "
-        f"percentile; a spot row meets the deadline with P >= {request.min_p_meet:g} "
-        f"(--min-p-meet). Checkpoints every Young interval: the optimizer shards and, unless "
-        f"LoRA freezes them, one replica's weights, written once over the nodes to "
-        f"{storage.name} at {storage.value:g} GB/s per node ({storage.source_url}; "
-        "--checkpoint-storage); a restart reads every GPU's state back and pays "
-        f"{risk.restart_penalty_s:.0f} s "
-        f"({risk.sources.get('restart', '')}) and the run's warm-up again. Start-up: "
-        f"{risk.sources.get('startup', '')}. "
-        + (
-            "No managed recovery (--move-region). "
-            if request.move_region is None
-            else f"Managed recovery: a replacement that waited {request.move_after_s:g} s for "
-            f"capacity is launched in {request.move_region} "
-            "('auto': its provider's cheapest other spot region). "
-        )
-        + "Validation: the Monte Carlo on published K80 spot runs (transient/training: median "
-        "duration +0.3..+6.1%); no LLM spot run is in the data"
-    )
-    return spot, note
-
-
-def plan_llm_train(
-    request: PlanLlmTrainRequest | None = None, /, **options: Any
-) -> PlanLlmTrainResult:
-    """The cheapest GPU cluster and 3D layout that trains ``model`` on ``tokens`` within the
-    deadline and budget (:mod:`gpucast.plan.llm`)."""
-    import math
-
-    from gpucast.catalog import load_catalog, offers_file
-    from gpucast.catalog.coldstart import load_coldstart_facts
-    from gpucast.catalog.llm import llm_model
-    from gpucast.catalog.systems import mesh_board_gpus, mesh_linked
-    from gpucast.catalog.validation import validation_for
-    from gpucast.domain.parallel import LayoutSpace, ParallelAssumptions
-    from gpucast.inputs.calibration import step_time_efficiency
-    from gpucast.inputs.cluster import perf_params
-    from gpucast.inputs.clusters import (
-        cluster_gpu,
-        host_link_gbps,
-        intra_link_gbps,
-        request_cluster,
-    )
-    from gpucast.inputs.mlperf_llm import gpu_band, stated_band
-    from gpucast.plan.energy import OBJECTIVE_TIE
-    from gpucast.plan.llm import NodeOption, offer_nodes, plan_llm, power_of_two_part
-
-    request = resolve(PlanLlmTrainRequest, request, options)
-    spot_asked = request.allow_spot
-    facts = load_coldstart_facts()
-    known = facts.names("storage")
-    if request.checkpoint_storage.strip().lower() not in known:
-        raise InvalidSpecError(
-            "checkpoint-storage",
-            "is not a storage class of catalog/data/coldstart.csv",
-            got=request.checkpoint_storage,
-            fix=f"use one of {', '.join(known)}",
-        )
-    storage = facts.get("storage", request.checkpoint_storage)
-    if spot_asked and storage.name == "local-nvme":
-        raise InvalidSpecError(
-            "checkpoint-storage",
-            "a spot replacement starts on another VM, whose local NVMe does not hold the "
-            "checkpoint",
-            got=request.checkpoint_storage,
-            fix="use durable storage: ebs-gp3-max, ebs-io2 or s3",
-        )
-    spec = llm_model(request.model)
-    catalog = load_catalog(offers_file(request.offers_file))
-    seq = request.seq_len or spec.max_context  # beyond the context: noted, as predict does
-    perf = perf_params(None).value
-    cluster = request_cluster(request, catalog)
-    if cluster is not None:
-        gpu = cluster_gpu(cluster, catalog, None)
-        nodes = [
-            NodeOption(
-                provider=cluster.provider,
-                region=cluster.region,
-                instance_type=cluster.name,
-                gpu=gpu.name,
-                gpus_per_node=cluster.gpus_per_node,
-                network_gbps=host_link_gbps(cluster, gpu.pcie_generation),
-                usd_per_hour=cluster.usd_per_hour(cluster.gpus_per_node) or 0.0,
-                rdma=cluster.shape.rdma,
-                intra_node_gbps=intra_link_gbps(cluster, catalog),
-                max_nodes=cluster.nodes,
-                mesh_gpus=cluster.gpus_per_node if cluster.shape.intra_node == "mesh" else 0,
-            )
-        ]
-        if spot_asked and cluster.has_spot:
-            nodes.append(
-                replace(
-                    nodes[0],
-                    spot_usd_per_hour=cluster.usd_per_hour(cluster.gpus_per_node, spot=True),
-                )
-            )
-    else:
-        wanted = {catalog.gpu(g).name for g in request.gpus}
-        providers = {p.lower() for p in request.providers}
-        offers = [
-            o
-            for o in catalog.offers
-            if o.gpu is not None
-            and (not wanted or o.gpu in wanted)
-            and (not providers or o.provider in providers)
-        ]
-        if not offers:
-            raise InvalidSpecError(
-                "gpu", "no catalog offer matches the GPU and provider filters",
-                fix="drop --gpu/--provider or see gpucast catalog offers",
-            )  # fmt: skip
-        # an offer of a GPU type whose catalog servers are meshed (Gaudi 2) links as they do
-        nodes = [
-            replace(n, mesh_gpus=mesh_board_gpus(n.gpu, n.gpus_per_node))
-            for n in offer_nodes(offers, perf.rdma_instances, spot=spot_asked)
-        ]
-    efficiency = step_time_efficiency(request.software)
-    band = stated_band(request.software)
-    # a GPU type the step-time data never ran is priced from its datasheet: a wider band
-    widened = {g: gpu_band(band, g, efficiency.value) for g in sorted({n.gpu for n in nodes})}
-    widened = {g: wide for g, wide in widened.items() if wide[:2] != band[:2]}
-    space = LayoutSpace(
-        micro_batch_sizes=(1, 2, 4),
-        zero_stages=(1, 3),
-        recompute=("selective", "full"),
-        cp_sizes=(request.cp,) if request.cp else _plan_cp_sizes(seq),
-        virtual_stages=(request.vpp,),
-        precision=request.precision,  # type: ignore[arg-type]
-        lora_rank=request.lora_rank,
-    )
-    spot, spot_note = (
-        _llm_spot(request, catalog, spot_nodes=sum(n.spot_usd_per_hour is not None for n in nodes))
-        if spot_asked
-        else (None, "on demand only (--spot also plans spot servers)")
-    )
-    from gpucast.inputs.variability import gpu_variability
-    from gpucast.store.db import default_db_path
-
-    spread = gpu_variability(request.gpu_variability, default_db_path())
-    energy, energy_note = llm_energy(catalog, request.pue)
-    energy_note += (
-        f"; a node's unused GPUs at idle; x PUE {request.pue:g}; spot rows over the Monte "
-        "Carlo's billed GPU-hours; emissions at the region's grid intensity "
-        "(catalog/data/grid_carbon.csv; none where a region has no figure)"
-    )
-    plan = plan_llm(
-        spec,
-        nodes,
-        {g.name: mesh_linked(g) for g in catalog.gpus},  # as their catalog nodes link them
-        tokens=float(request.tokens),
-        global_batch=request.global_batch,
-        seq_len=seq,
-        max_gpus=request.max_gpus,
-        space=space,
-        efficiency=replace(
-            efficiency.value, warmup_s=_warmup_s(request.host_ms_per_layer, efficiency.value)
-        ),
-        tcp=perf.collective_tcp,
-        deadline_s=request.deadline_s,
-        budget_usd=request.budget_usd,
-        band=band[:2],
-        gpu_bands={g: wide[:2] for g, wide in widened.items()},
-        assumptions=ParallelAssumptions(
-            tp_overlap_fraction=float(request.tp_overlap),
-            host_layer_s=_host_s(request.host_ms_per_layer, efficiency.value),
-            lora_unfused=not request.lora_fused,
-        ),
-        spot=spot,
-        energy=energy,
-        objective=request.objective,
-        variability=spread.value,
-    )
-    return PlanLlmTrainResult(
-        model=spec.name,
-        tokens=float(request.tokens),
-        steps=math.ceil(request.tokens / (request.global_batch * seq)),
-        candidates=plan.candidates,
-        pareto=plan.pareto,
-        recommended=plan.recommended,
-        safe=plan.safe,
-        infeasible=plan.infeasible,
-        assumptions={
-            "sequence length": _sequence_text(spec, seq, given=request.seq_len is not None),
-            "step-time model": efficiency.source,
-            **({"LoRA": _lora_text(request.lora_fused)} if request.lora_rank > 0 else {}),
-            "tensor-parallel overlap": _tp_overlap_text(request.tp_overlap),
-            "host": _host_text(request.host_ms_per_layer, efficiency.value),
-            **(
-                {"warm-up": _warmup_text(request.host_ms_per_layer, efficiency.value)}
-                if efficiency.value.warmup_s > 0
-                else {}
-            ),
-            **_precision_note(request.precision, plan.candidates, catalog),
-            "networks": "instance types with InfiniBand/RoCE/EFA (catalog/data/systems.csv) at "
-            f"nominal links; the others at {perf.collective_tcp.network_efficiency:.3f} of "
-            f"their NIC ({perf.collective_tcp.source})",
-            "layout search": "tp x pp x dp over each GPU count, micro-batch 1/2/4, ZeRO-1/3, "
-            f"selective or full recompute, cp {'/'.join(map(str, space.cp_sizes))}, vpp "
-            f"{request.vpp} (--cp, --vpp; "
-            "predict llm-train searches cp 1/2 -- up to 16 for 32K-token sequences and "
-            "longer -- and vpp 1/2/4/8)",
-            "objective": f"{request.objective} (--objective)"
-            + (
-                f"; rows within {OBJECTIVE_TIE:.0%} of the least count as tied, the cheapest "
-                "of them is the pick"
-                if request.objective in ("energy", "carbon")
-                else ""
-            ),
-            "GPU variability": _variability_text(spread, plan),
-            "energy": energy_note,
-            "market": spot_note
-            + (f". {plan.spot_summary}" if plan.spot_summary else "")
-            + _lifetimes_text(plan),
-            **(
-                {
-                    "partial nodes": "a node whose GPU count has an odd factor (a 72-GPU "
-                    "rack, a 6-GPU box) is also planned on its largest power of two (64, 4), "
-                    "which power-of-two batches and tensor-parallel sizes divide; its other "
-                    "GPUs are paid for and idle (rows say how many)"
-                }
-                if any(power_of_two_part(n.gpus_per_node) != n.gpus_per_node for n in nodes)
-                else {}
-            ),
-            **(
-                {
-                    "cluster": f"{cluster.describe()} ({cluster.source})"
-                    + (
-                        ""
-                        if cluster.priced
-                        else "; no price given: costs are $0 and the pick is the fewest GPU-hours"
-                    )
-                }
-                if cluster is not None
-                else {}
-            ),
-            "time interval": band[2] + _widened_text(widened),
-            **_estimated_prices(plan),
-            "validation": f"{validation_for('llm-train', [], 'bf16', 8).error} "
-            "(catalog/data/validation.csv: llm-train)",
-        },
-    )

@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 
 from gpucast.app.embeddings import PlanEmbeddingsRequest
-from gpucast.app.llm import PlanLlmTrainRequest
+from gpucast.app.llm_plan import PlanLlmTrainRequest
 from gpucast.app.placement import PlanPlacementRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
