@@ -7,6 +7,7 @@ its verbs. This module renders the tables.
 from __future__ import annotations
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from gpucast.app.catalog import (
@@ -199,7 +200,8 @@ def spot(
             else f"{s.hazard_per_node_hour * 24:.1f} revocations/node/24 h"
         )
         console.print(
-            f"[bold]{s.name}[/bold] (no lifetime data): {hazard}, capacity gap "
+            f"[bold]{escape(s.name)}[/bold] (no lifetime data): {escape(str(hazard))}, "
+            "capacity gap "
             f"{s.capacity_gap_s / 3600:g} h -- {s.source_url}",
             highlight=False,
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
 
 from gpucast.app.curves import InferCurveRequest
 from gpucast.cli._command import request_command
@@ -43,7 +44,8 @@ def print_curves(result: InferCurveResult) -> None:
     for curve in result.curves:
         c = curve.to_dict()
         console.print(
-            f"[bold]{result.workload}[/bold] inference on {c['device']} ({c['precision']})",
+            f"[bold]{escape(result.workload)}[/bold] inference on "
+            f"{escape(str(c['device']))} ({c['precision']})",
             highlight=False,
         )
         for p in c["points"]:

@@ -142,7 +142,8 @@ def print_llm_serving(result: SimulateLlmServeResult) -> None:
     out = result.to_dict()
     req = result.request
     console.print(
-        f"[bold]{req.model}[/bold] on {result.deployment}, {req.framework} ({result.precision})",
+        f"[bold]{escape(req.model)}[/bold] on {escape(result.deployment)}, "
+        f"{escape(req.framework)} ({result.precision})",
         highlight=False,
     )
     console.print(

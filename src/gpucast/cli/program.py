@@ -91,7 +91,7 @@ def program_table(result: dict[str, Any], *, title: str | None = None) -> Table:
         shares = profile["shares"]
         table.add_row(
             "bound by",
-            f"[bold]{profile['bound_by']}[/bold] ("
+            f"[bold]{escape(str(profile['bound_by']))}[/bold] ("
             + ", ".join(f"{k} {v:.0%}" for k, v in shares.items() if v >= 0.005)
             + " of the time)",
         )

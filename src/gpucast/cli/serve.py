@@ -221,7 +221,7 @@ def print_serving(result: SimulateServeResult) -> None:
     out = result.to_dict()
     lat = out["latency_s"]
     console.print(
-        f"[bold]{request.model}[/bold] on {request.servers}x {result.server}, "
+        f"[bold]{escape(request.model)}[/bold] on {request.servers}x {escape(result.server)}, "
         f"{request.instances} instance(s) each, {result.batching.describe()}",
         highlight=False,
     )

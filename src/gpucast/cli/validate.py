@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from gpucast.app.validation import ValidateRequest
@@ -53,7 +54,8 @@ def print_validation(result: dict[str, Any]) -> None:
         where = " ".join(str(worst[k]) for k in keys)
         status = "[green]met[/green]" if check["target_met"] else "[red]not met[/red]"
         console.print(
-            f"[bold]{name}[/bold]: mean MAPE {check['mape_pct']:.2f}% over {check['rows']} rows; "
+            f"[bold]{escape(name)}[/bold]: mean MAPE {check['mape_pct']:.2f}% over "
+            f"{check['rows']} rows; "
             f"worst {where} {worst['mape_pct']:.1f}%; target <= {check['target_mape_pct']:g}%"
             + (" per GPU, no model > 8%" if name == "speed" else "")
             + f": {status}\n"
