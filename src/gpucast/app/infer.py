@@ -25,7 +25,7 @@ from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision
 from gpucast.domain.options import option
 
 if TYPE_CHECKING:
-    from gpucast.domain.catalog import GpuSpec
+    from gpucast.domain.catalog import Catalog, GpuSpec
     from gpucast.domain.llm_infer import EngineProfile, InferencePrediction
     from gpucast.domain.provenance import Validation
     from gpucast.predict.llm_infer_intervals import StatedBand
@@ -154,14 +154,13 @@ def infer_band(engine: EngineProfile, gpu: GpuSpec) -> StatedBand:
     )
 
 
-def inference_energy(p: InferencePrediction) -> tuple[dict[str, float], str]:
+def inference_energy(p: InferencePrediction, catalog: Catalog) -> tuple[dict[str, float], str]:
     """The batch's GPU power and energy: each GPU busy for the prefill and decode compute and
     memory time at the power model's draw, idle for the rest (overheads, communication), and
     what that rests on."""
     from gpucast.app.llm import llm_energy
-    from gpucast.catalog import load_catalog
 
-    energy, note = llm_energy(load_catalog())
+    energy, note = llm_energy(catalog, idle="overheads, communication")
     b = p.breakdown
     watts = energy.power.average_w(
         p.gpu,
@@ -172,7 +171,6 @@ def inference_energy(p: InferencePrediction) -> tuple[dict[str, float], str]:
         kernel_s=0.0,
         wall_s=p.latency_s,
     )
-    note = note.replace("(communication, pipeline bubble, host)", "(overheads, communication)")
     if watts is None:
         return {}, note
     batch_j = watts[0] * p.tp * p.latency_s
@@ -241,7 +239,8 @@ def predict_infer(
             fix="predict infer covers the LLMs of catalog/data/llm_models.csv; for a CNN's "
             "serving latency use gpucast simulate serve --model NAME --gpu GPU",
         ) from exc
-    gpu, node = node_links(load_catalog().gpu(request.gpu))  # as its node links it
+    catalog = load_catalog()
+    gpu, node = node_links(catalog.gpu(request.gpu))  # as its node links it
     engine = inference_engine(request.framework)
 
     def at(tp: int) -> InferencePrediction:
@@ -284,7 +283,7 @@ def predict_infer(
     validation = validation_for(
         f"llm-infer:{engine.name}", [gpu.name], predict.precision, predict.tp
     )
-    energy, energy_note = inference_energy(predict)
+    energy, energy_note = inference_energy(predict, catalog)
     band = infer_band(engine, gpu)
     return PredictInferResult(
         prediction=predict,

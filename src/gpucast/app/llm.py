@@ -538,9 +538,11 @@ def sequence_text(spec: TransformerSpec, seq: int, *, given: bool) -> str:
     return f"{seq} tokens" + ("" if given else " (the model's context)")
 
 
-def llm_energy(catalog: Any, pue: float = 1.0) -> tuple[Any, str]:
-    """How LLM training prices power, energy and emissions
-    (:class:`gpucast.plan.llm.LlmEnergy`), and what that rests on."""
+def llm_energy(
+    catalog: Any, pue: float = 1.0, *, idle: str = "communication, pipeline bubble, host"
+) -> tuple[Any, str]:
+    """How LLM work prices power, energy and emissions (:class:`gpucast.plan.llm.LlmEnergy`),
+    and what that rests on (``idle``: what a GPU waits on)."""
     from gpucast.catalog.carbon import grid_carbon
     from gpucast.inputs.energy import power_model
     from gpucast.plan.energy import PowerSetting
@@ -556,8 +558,8 @@ def llm_energy(catalog: Any, pue: float = 1.0) -> tuple[Any, str]:
     )
     note = (
         "each GPU at its default power limit, busy (compute, memory-bound and per-kernel time) "
-        "at the power model's draw for that mix, idle (communication, pipeline bubble, host) "
-        f"at its idle draw (GPU boards only). Power model: {model.source} (predicted from the "
+        f"at the power model's draw for that mix, idle ({idle}) at its idle draw (GPU boards "
+        f"only). Power model: {model.source} (predicted from the "
         "roofline's shares: leave-one-GPU-out power MAPE 20.6% on the Zeus GPUs; no LLM power "
         "measurement in the data)"
     )

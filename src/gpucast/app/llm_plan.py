@@ -309,6 +309,7 @@ def _lifetimes_text(plan: LlmPlan) -> str:
 def _llm_spot(request: PlanLlmTrainRequest, catalog: Any, *, spot_nodes: int) -> tuple[Any, str]:
     """The spot rows' inputs (:class:`gpucast.plan.llm.LlmSpot`) and what they rest on."""
     from gpucast.catalog.coldstart import load_coldstart_facts
+    from gpucast.catalog.validation import validation_for
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.spot import spot_risk_inputs
     from gpucast.plan.llm import LlmSpot
@@ -355,8 +356,8 @@ def _llm_spot(request: PlanLlmTrainRequest, catalog: Any, *, spot_nodes: int) ->
             f"capacity is launched in {request.move_region} "
             "('auto': its provider's cheapest other spot region). "
         )
-        + "Validation: the Monte Carlo on published K80 spot runs (transient/training: median "
-        "duration +0.3..+6.1%); no LLM spot run is in the data"
+        + f"Validation: {validation_for('spot-training', ['K80'], 'fp32', 4).text()}; no LLM "
+        "spot run is in the data"
     )
     return spot, note
 

@@ -18,10 +18,10 @@ where they do.
 Spot (``spot``, :class:`LlmSpot`): the same shapes on spot servers, through the spot Monte
 Carlo of ``plan train`` (:mod:`gpucast.plan.risk`: revocations of any node stop the job, which
 resumes from its last checkpoint once a replacement has started; capacity gaps; every stratum
-of the step-time interval). A checkpoint writes what the GPUs hold that training changes (each
-GPU its optimizer shard and, unless LoRA freezes them, its weights; the node's GPUs share its
-storage bandwidth) every Young interval; a restart reads every GPU's weights and shard back and
-pays the process restart and the run's warm-up again. The first-order estimate ranks the spot
+of the step-time interval). A checkpoint writes the state training changes once -- the
+optimizer shards and, unless LoRA freezes them, one replica's weights -- spread over the nodes
+at the storage's rate, every Young interval; a restart reads every GPU's weights and shard back
+and pays the process restart and the run's warm-up again. The first-order estimate ranks the spot
 shapes and the front of it is simulated (at most ``max_simulated``). A spot row meets the
 deadline when it does with at least ``min_p_meet``; its interval is the fast edge of the step
 time without revocations to the simulated 90th percentile.
@@ -47,18 +47,19 @@ from gpucast.domain.parallel import (
     ParallelAssumptions,
     ParallelStepPrediction,
 )
+from gpucast.domain.plan import check_pue
 from gpucast.plan.energy import OBJECTIVE_TIE, PowerSetting
 from gpucast.plan.inputs import RiskInputs
 from gpucast.plan.pareto import pareto_front_2d, spread
 from gpucast.plan.risk import (
     SpotDelays,
     SpotJob,
-    SpotMove,
     SpotOutcome,
     SpotPart,
     approx_spot_time_s,
     mean_lifetime_s,
     simulate_spots,
+    spot_move,
 )
 from gpucast.plan.uncertainty import strata
 from gpucast.predict.collective import CollectiveConstants
@@ -142,10 +143,8 @@ class LlmSpot:
     min_p_meet: float = 0.9
 
     def __post_init__(self) -> None:
-        for name in ("storage_gb_s",):
-            v = getattr(self, name)
-            if not (math.isfinite(v) and v > 0):
-                raise InvalidSpecError(name, "must be > 0", got=v)
+        if not (math.isfinite(self.storage_gb_s) and self.storage_gb_s > 0):
+            raise InvalidSpecError("storage_gb_s", "must be > 0", got=self.storage_gb_s)
         for name in ("restart_s", "checkpoint_fixed_s"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
@@ -493,8 +492,7 @@ class LlmEnergy:
     grid_gco2e_per_kwh: Mapping[tuple[str, str], float] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.pue) and 1.0 <= self.pue <= 3.0):
-            raise InvalidSpecError("pue", "must be in [1, 3]", got=self.pue)
+        check_pue(self.pue)
 
     def gpu_power_w(self, found: ParallelStepPrediction) -> tuple[float, float] | None:
         """(average board power over the step, idle draw) of one GPU (W), None without the
@@ -611,26 +609,28 @@ def _spot_rows(
     not beyond twice the deadline, and not dearer than 1.25 x the same shape on demand
     (``twins``: cost by provider, instance type, nodes and GPUs), which is faster too."""
     risk = spot.risk
-    lifetimes: dict[tuple[str, str, str], LifetimeDistribution] = {}
-    approx_t = np.empty(len(shapes))
-    costs = np.empty(len(shapes))
-    stalled = np.zeros(len(shapes), bool)
-    for k, sh in enumerate(shapes):
-        o = sh.option
-        key3 = (o.gpu, o.region, o.provider)
-        if key3 not in lifetimes:
-            lifetimes[key3] = risk.lifetime(*key3)
-        hazard = sh.nodes / max(mean_lifetime_s(lifetimes[key3]), 1.0)
-        ckpt = spot.checkpoint_s(sh.found, sh.used)
-        gap = risk.gap(o.gpu, o.region, o.provider)
-        mean_gap = float(np.mean(gap(np.random.default_rng(0), 200))) if callable(gap) else gap
-        restart = spot.restart_penalty_s(sh.found, sh.used, warmup_s) + mean_gap
-        stalled[k] = hazard * (restart + risk.startup_mean_s) >= 1.0
-        approx_t[k] = approx_spot_time_s(
-            np.array([sh.train_s]), np.array([hazard]), checkpoint_s=ckpt, restart_s=restart,
-            startup_s=risk.startup_mean_s,
-        )[0]  # fmt: skip
-        costs[k] = approx_t[k] / 3600.0 * sh.nodes * float(o.spot_usd_per_hour or 0.0)
+    # per market (gpu, region, provider): its lifetime, one node's hazard, the mean gap
+    markets: dict[tuple[str, str, str], tuple[LifetimeDistribution, float, float]] = {}
+    for sh in shapes:
+        key3 = (sh.option.gpu, sh.option.region, sh.option.provider)
+        if key3 not in markets:
+            life = risk.lifetime(*key3)
+            gap = risk.gap(*key3)
+            mean_gap = float(np.mean(gap(np.random.default_rng(0), 200))) if callable(gap) else gap
+            markets[key3] = (life, 1.0 / max(mean_lifetime_s(life), 1.0), mean_gap)
+    ckpt = np.array([spot.checkpoint_s(sh.found, sh.used) for sh in shapes])
+    restart = np.array([spot.restart_penalty_s(sh.found, sh.used, warmup_s) for sh in shapes])
+    key = [(sh.option.gpu, sh.option.region, sh.option.provider) for sh in shapes]
+    hazard = np.array([sh.nodes * markets[k][1] for sh, k in zip(shapes, key, strict=True)])
+    waits = restart + np.array([markets[k][2] for k in key])  # a restart and its capacity gap
+    stalled = hazard * (waits + risk.startup_mean_s) >= 1.0
+    approx_t = np.array([
+        approx_spot_time_s(np.array([sh.train_s]), hazard[k : k + 1], checkpoint_s=float(ckpt[k]),
+                           restart_s=float(waits[k]), startup_s=risk.startup_mean_s)[0]
+        for k, sh in enumerate(shapes)
+    ])  # fmt: skip
+    nodes_usd = np.array([sh.nodes * float(sh.option.spot_usd_per_hour or 0.0) for sh in shapes])
+    costs = approx_t / 3600.0 * nodes_usd
     late = ~stalled & (
         np.zeros(len(shapes), bool) if deadline_s is None else approx_t > 2.0 * deadline_s
     )
@@ -655,7 +655,7 @@ def _spot_rows(
                     instance_type=o.instance_type, nodes=sh.nodes, gpus_per_node=sh.used,
                     spot_usd_per_hour=float(o.spot_usd_per_hour or 0.0),
                     on_demand_usd_per_hour=o.usd_per_hour,
-                    lifetime=lifetimes[(o.gpu, o.region, o.provider)],
+                    lifetime=markets[key[k]][0],
                 ),
             ),
             synchronous=True, steps=steps,
@@ -663,15 +663,15 @@ def _spot_rows(
             speed=np.array([0.0, steps / sh.train_s]),
             ps_shards=0, cpu_usd_per_hour=0.0, deadline_s=deadline_s,
             expected_time_s=sh.train_s, speed_factors=strata(*sh.band),
-            checkpoint_s=spot.checkpoint_s(sh.found, sh.used),
-            restart_penalty_s=spot.restart_penalty_s(sh.found, sh.used, warmup_s),
+            checkpoint_s=float(ckpt[k]),
+            restart_penalty_s=float(restart[k]),
         )  # fmt: skip
         delays = SpotDelays(
             startup_spot_s=risk.startup_delay(o.gpu, "spot", o.region),
             startup_on_demand_s=risk.startup_delay(o.gpu, "on-demand", o.region),
             capacity_gap_s=risk.gap(o.gpu, o.region, o.provider),
             fallback_after_s=risk.fallback_after_s,
-            move=_spot_move(risk, job.parts[0], o),
+            move=spot_move(risk, job.parts[0], o.gpu, o.region, o.provider),
         )
         candidates.append((job, delays))
     # one batch: the candidates' runs side by side, each with its own checkpoint and restart
@@ -686,7 +686,7 @@ def _spot_rows(
         if not math.isfinite(out.time_mean_s):
             never += 1
             continue
-        source = str(getattr(lifetimes[(o.gpu, o.region, o.provider)], "source", ""))
+        source = str(getattr(markets[key[k]][0], "source", ""))
         rows.append(
             _spot_row(
                 sh,
@@ -712,31 +712,6 @@ def _spot_rows(
         )
     )
     return rows, summary
-
-
-def _spot_move(risk: RiskInputs, part: SpotPart, option: NodeOption) -> SpotMove | None:
-    """Where a candidate's replacements move after waiting ``risk.move_after_s`` for capacity
-    (managed recovery, ``risk.move_to``), as that region sells, revokes, starts and delays
-    them; None: they stay."""
-    if risk.move_to is None:
-        return None
-    target = risk.move_to(option.provider, option.instance_type, option.region)
-    if target is None:
-        return None
-    there, spot_usd, od_usd = target
-    moved = dataclasses.replace(
-        part,
-        spot_usd_per_hour=spot_usd,
-        on_demand_usd_per_hour=od_usd,
-        lifetime=risk.lifetime(option.gpu, there, option.provider),
-    )
-    return SpotMove(
-        region=there,
-        after_s=risk.move_after_s,
-        parts=(moved,),
-        startup_spot_s=risk.startup_delay(option.gpu, "spot", there),
-        capacity_gap_s=risk.gap(option.gpu, there, option.provider),
-    )
 
 
 def _spot_row(

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +47,9 @@ from gpucast.domain.simulation import (
 )
 from gpucast.predict.revocation import LifetimeDistribution
 from gpucast.simulate.transient import Delay, Job, Move, SpeedTable, simulate_batch
+
+if TYPE_CHECKING:
+    from gpucast.plan.inputs import RiskInputs
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -235,6 +239,38 @@ class SpotMove:
     parts: tuple[SpotPart, ...]
     startup_spot_s: Delay
     capacity_gap_s: Delay = 0.0
+
+
+def spot_move(
+    risk: RiskInputs,
+    part: SpotPart,
+    gpu: str,
+    region: str,
+    provider: str,
+    lifetime: Callable[[str, str, str], LifetimeDistribution] | None = None,
+) -> SpotMove | None:
+    """Where a one-part candidate's replacements move after waiting ``risk.move_after_s`` for
+    capacity (managed recovery, ``risk.move_to``), as that region sells, revokes, starts and
+    delays them (``lifetime``: a cached ``risk.lifetime``); None: they stay."""
+    if risk.move_to is None:
+        return None
+    target = risk.move_to(provider, part.instance_type, region)
+    if target is None:
+        return None
+    there, spot_usd, od_usd = target
+    moved = replace(
+        part,
+        spot_usd_per_hour=spot_usd,
+        on_demand_usd_per_hour=od_usd,
+        lifetime=(lifetime or risk.lifetime)(gpu, there, provider),
+    )
+    return SpotMove(
+        region=there,
+        after_s=risk.move_after_s,
+        parts=(moved,),
+        startup_spot_s=risk.startup_delay(gpu, "spot", there),
+        capacity_gap_s=risk.gap(gpu, there, provider),
+    )
 
 
 def simulate_spot(

@@ -7,7 +7,6 @@ explains; pure: arrays in, values out."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,6 +21,7 @@ from gpucast.plan.risk import (
     SpotPart,
     mean_lifetime_s,
     simulate_spots,
+    spot_move,
 )
 from gpucast.plan.space import PS, PS_SYNC, STRATEGY_LABELS, Space
 from gpucast.plan.uncertainty import strata
@@ -29,6 +29,7 @@ from gpucast.plan.uncertainty import strata
 if TYPE_CHECKING:
     from gpucast.domain.plan import TrainRequest
     from gpucast.plan.train import PlanContext, SearchResult
+    from gpucast.predict.revocation import LifetimeDistribution
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -219,30 +220,15 @@ def _spot_move(
     provider: str,
     lifetimes: dict[tuple[str, str, str], object],
 ) -> SpotMove | None:
-    """Where a single-instance-type candidate's replacements move (``ctx.risk.move_to``),
-    as that region sells, revokes, starts and delays them; None: they stay."""
-    risk = ctx.risk
-    if risk.move_to is None or len(job.parts) != 1:
+    """Where a single-instance-type candidate's replacements move (:func:`spot_move`);
+    None: they stay (and a mixed cluster's always stay)."""
+    if len(job.parts) != 1:
         return None
-    (part,) = job.parts
-    target = risk.move_to(provider, part.instance_type, region)
-    if target is None:
-        return None
-    there, spot_usd, od_usd = target
-    return SpotMove(
-        region=there,
-        after_s=risk.move_after_s,
-        parts=(
-            replace(
-                part,
-                spot_usd_per_hour=spot_usd,
-                on_demand_usd_per_hour=od_usd,
-                lifetime=lifetime_of(ctx, lifetimes, (gpu, there, provider)),  # type: ignore[arg-type]
-            ),
-        ),
-        startup_spot_s=risk.startup_delay(gpu, "spot", there),
-        capacity_gap_s=risk.gap(gpu, there, provider),
-    )
+
+    def lifetime(*key3: str) -> LifetimeDistribution:
+        return lifetime_of(ctx, lifetimes, key3)  # type: ignore[return-value,arg-type]
+
+    return spot_move(ctx.risk, job.parts[0], gpu, region, provider, lifetime)
 
 
 def hazards(
