@@ -188,3 +188,21 @@ def test_spot_gpu_hours_and_energy_are_what_the_monte_carlo_billed(tmp_path: Pat
         if c.energy_kwh is not None and c.gpu_power_w is not None:
             assert c.energy_kwh <= c.gpu_power_w * c.gpu_hours / 1000 * (1 + 1e-9)
     assert gapped  # the bursts' gaps are not billed
+
+
+def test_a_steady_trace_says_one_state_explains_it(tmp_path: Path) -> None:
+    # one node revoked now and then at a constant rate: no storms to find
+    rng = np.random.default_rng(3)
+    data = np.where(rng.random(4000) < 0.02, 0, 1).tolist()
+    trace = tmp_path / "steady.json"
+    trace.write_text(json.dumps({"metadata": {"gap_seconds": 600}, "data": data}))
+    result = gpucast.fit_lifetimes(trace=str(trace), name="steady", save=False)
+    assert result.model_kind == "mmpp" and result.parameters["one_state"] is True
+    out = CliRunner().invoke(app, ["fit", "lifetimes", "--trace", str(trace), "--name", "s",
+                                   "--no-save"])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert "constant hazard" in out.output.splitlines()[0]
+    bursty = gpucast.fit_lifetimes(
+        trace=str(_bursty_trace(tmp_path / "b.json")), name="b", save=False
+    )
+    assert bursty.parameters["one_state"] is False

@@ -300,6 +300,8 @@ def _fit_node_counts(
         "hazard_storm_per_hour": dist.hazard_storm_per_hour,
         "calm_mean_h": dist.calm_mean_h,
         "storm_mean_h": dist.storm_mean_h,
+        # True where two states explain the trace no better (BIC): a constant hazard is stored
+        "one_state": bool(model.result.constant),
         "revocations": int(trace.revocations.sum()),
         "exposure_node_h": float(trace.exposure_node_h),
     }

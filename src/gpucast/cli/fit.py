@@ -125,8 +125,11 @@ def lifetimes(
     per_day = result.revocations_per_node_day
     median = result.median_lifetime_h
     gap = result.capacity_gap_median_h
+    kind = result.model_kind
+    if result.parameters.get("one_state"):
+        kind += " (one state explains it as well: a constant hazard)"
     console.print(
-        f"{result.name}: {result.model_kind} -- "
+        f"{result.name}: {kind} -- "
         + ("" if per_day is None else f"{per_day:.2f} revocations per node per 24 h, ")
         + ("" if median is None else f"median lifetime {median:.2f} h")
         + ("" if gap is None else f", median capacity gap {gap:.2f} h"),
