@@ -93,6 +93,36 @@ def test_balanced_batches_run_at_the_mean_speed_not_the_slowest() -> None:
     assert fast < slow
 
 
+def test_dropping_stragglers_bills_the_nodes_started_to_find_them() -> None:
+    from gpucast.predict.variability import PROBE_S
+
+    kw = {**PLAN, "strategy": ["ddp"], "max_gpus": 64, "gpu_variability": "worst"}
+    plan = gpucast.plan_train(**kw, exclude_slowest=0.2)
+    said = {a.name: a for a in plan.assumptions}["GPU variability"].value
+    assert "dropped by whole nodes" in said and "billed" in said
+    checked = 0
+    for c in plan.candidates:
+        if c.market != "on-demand" or c.strategy != "ddp":
+            continue
+        extra = np.ceil(c.nodes / 0.8 - 1e-9) - c.nodes  # nodes started beside the job
+        probe = extra * c.usd_per_hour / c.nodes * (c.breakdown_s["startup_s"] + PROBE_S) / 3600
+        assert c.cost_usd == pytest.approx(c.time_s * c.usd_per_hour / 3600 + probe, rel=1e-9)
+        checked += 1
+    assert checked
+    sim = {
+        "gpu": "V100", "workers": 8, "region": "us-east-1", "provider": "aws",
+        "strategy": "ddp", "workload": "mlp", "steps": 2000, "runs": 20,
+        "gpu_variability": "worst",
+    }  # fmt: skip
+    kept = gpucast.simulate_train(**sim).on_demand
+    assert np.allclose(kept.gpu_s, 8 * kept.duration_s)
+    dropped = gpucast.simulate_train(**sim, exclude_slowest=0.5).on_demand
+    # 8 one-GPU servers more, each billed for its start-up and the probe's minute
+    probe_s = dropped.gpu_s - 8 * dropped.duration_s
+    assert np.allclose(probe_s, probe_s[0]) and probe_s[0] >= 8 * PROBE_S
+    assert np.allclose(dropped.cost_usd / dropped.gpu_s, kept.cost_usd / kept.gpu_s)
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

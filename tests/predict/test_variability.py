@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.predict.variability import SpeedVariability, run_slowdowns
+from gpucast.predict.variability import SpeedVariability, rented_nodes, run_slowdowns
 
 TYPICAL = SpeedVariability(sigma_log=0.0148, outlier_share=0.01, outlier_max_factor=1.5)
 
@@ -58,6 +58,24 @@ def test_slowdown_grows_with_n_and_dropping_stragglers_helps() -> None:
     assert float(dropped[0]) == pytest.approx(mc.mean(), rel=0.005)
     # asynchronous workers: the mean speed, barely slower than one median GPU
     assert TYPICAL.slowdown([64], sync=[False])[0] == pytest.approx(1.0, abs=0.01)
+
+
+def test_stragglers_are_dropped_by_whole_nodes() -> None:
+    # 4 nodes of 8 GPUs, the slowest 20%: 5 nodes probed, the fastest 4 (a node is as fast
+    # as its slowest GPU) kept -- less than the GPU-wise drop, more than nothing dropped
+    by_node = TYPICAL.slowdown([32], sync=[True], exclude=0.2, gpus_per_node=8)[0]
+    by_gpu = TYPICAL.slowdown([32], sync=[True], exclude=0.2)[0]
+    assert by_gpu < by_node < TYPICAL.expected_max([32])[0]
+    mc = run_slowdowns(
+        TYPICAL, np.random.default_rng(4), 4000, 32, sync=True, exclude=0.2, gpus_per_node=8
+    )
+    assert by_node == pytest.approx(mc.mean(), rel=0.005)
+    # nothing dropped: nodes change nothing; one node kept of two probed: the faster node
+    assert TYPICAL.slowdown([32], sync=[True], gpus_per_node=8)[0] == pytest.approx(
+        TYPICAL.expected_max([32])[0]
+    )
+    assert rented_nodes([1, 4, 10], 0.1).tolist() == [2.0, 5.0, 12.0]
+    assert rented_nodes([3], 0.0).tolist() == [3.0]
 
 
 def test_fit_recovers_a_known_spread() -> None:

@@ -68,8 +68,10 @@ def variability_assumption(
         )
         if exclude_slowest > 0:
             value += (
-                f"; the slowest {exclude_slowest:.0%} of the rented GPUs are dropped (the "
-                "probe that finds them is not priced)"
+                f"; the slowest {exclude_slowest:.0%} dropped by whole nodes: ceil(nodes / "
+                f"{1 - exclude_slowest:.2g}) are started, a minute of steps ranks them (a node "
+                "is as fast as its slowest GPU) and the slowest are released, billed for "
+                "their start-up and that minute"
             )
     return Assumption(
         name="GPU variability",

@@ -74,6 +74,7 @@ from gpucast.plan.space import DDP, FSDP, PS, PS_SYNC, Space
 from gpucast.predict import comm
 from gpucast.predict.convergence import ConvergenceCurve
 from gpucast.predict.offload import zero_offload_step_s
+from gpucast.predict.variability import PROBE_S
 
 if TYPE_CHECKING:
     from gpucast.plan.train import PlanContext, SearchResult
@@ -185,7 +186,10 @@ class Evaluation:
     time_lower_s: FloatArray
     time_upper_s: FloatArray
     usd_per_hour: FloatArray
-    cost_usd: FloatArray
+    cost_usd: FloatArray  # probe_usd included
+    #: the nodes started beside the job to drop the slowest, billed until released (0 unless
+    #: exclude_slowest; already in cost_usd, which a spot row's Monte Carlo replaces)
+    probe_usd: FloatArray
     bottleneck: IntArray
     ps_utilization: FloatArray
     has_cpu: BoolArray
@@ -409,6 +413,20 @@ def evaluate(
     return Evaluation(**out)
 
 
+def _probe_usd(
+    params: PerfParams,
+    nodes: npt.ArrayLike,
+    sync: BoolArray,
+    usd_per_node_hour: FloatArray,
+    startup_s: float,
+) -> FloatArray:
+    """What the nodes started to drop the slowest cost (``exclude_slowest``): each extra node
+    billed for its start-up and :data:`~gpucast.predict.variability.PROBE_S` at the price of
+    a node (a mixed cluster's dearer one), then released."""
+    extra = params.probe_nodes(nodes, sync)
+    return np.asarray(extra * usd_per_node_hour * (startup_s + PROBE_S) / 3600.0, dtype=np.float64)
+
+
 def _evaluate_single(
     space: Space,
     *,
@@ -473,7 +491,7 @@ def _evaluate_single(
     # -- compute ---------------------------------------------------------------------------
     terms = gpus.step_terms(g, b)
     slow = np.where(checkpointing, CHECKPOINTING_SLOWDOWN, 1.0)
-    compute = col_sum(terms) * slow * params.gpu_slowdown(nf, sync)
+    compute = col_sum(terms) * slow * params.gpu_slowdown(nf, sync, gpn)
     power_slow, busy_power, power_limit, idle_power = _power(params, terms, g, gpus, b)
     compute = compute * power_slow
     roof_bottleneck = col_argmax(terms)
@@ -569,7 +587,8 @@ def _evaluate_single(
     has_market = ~np.isnan(price)
     cpu_price = np.where(is_ps & has_cpu, off.cpu_usd_per_hour[o] * space.shards, 0.0)
     usd_per_hour = space.nodes * np.nan_to_num(price, nan=0.0) + cpu_price
-    cost = time_s / 3600.0 * usd_per_hour
+    probe = _probe_usd(params, space.nodes, sync, np.nan_to_num(price, nan=0.0), startup_s)
+    cost = time_s / 3600.0 * usd_per_hour + probe
 
     comm_term = np.where(space.strategy == FSDP, _B["fsdp_comm"], _B["allreduce"])
     sync_bn = np.where(exposed_sync > compute, comm_term, roof_bottleneck)
@@ -607,6 +626,7 @@ def _evaluate_single(
         time_upper_s=time_upper,
         usd_per_hour=usd_per_hour,
         cost_usd=cost,
+        probe_usd=probe,
         bottleneck=bottleneck,
         ps_utilization=util,
         has_cpu=has_cpu,
@@ -744,7 +764,8 @@ def evaluate_mixed(
     # -- compute per part --------------------------------------------------------------------
     terms = (fixed + per * top[:, :, None]) * gpus.term_scales(g, top)
     part_compute = col_sum(terms) * np.where(ckpt, CHECKPOINTING_SLOWDOWN, 1.0)
-    part_compute = part_compute * params.gpu_slowdown(nf, sync)[:, None]
+    # dropping the slowest (exclude_slowest) by the coarser part's nodes
+    part_compute = part_compute * params.gpu_slowdown(nf, sync, col_max(gpn))[:, None]
     power_parts = [_power(params, terms[:, k], g[:, k], gpus, top[:, k]) for k in range(2)]
     part_compute = part_compute * np.stack([p[0] for p in power_parts], axis=1)
     part_watts = np.stack([p[1] for p in power_parts], axis=1)
@@ -840,7 +861,14 @@ def evaluate_mixed(
         + space.count2 * np.nan_to_num(price_b, nan=0.0)
         + cpu_price
     )
-    cost = time_s / 3600.0 * usd_per_hour
+    probe = _probe_usd(
+        params,
+        space.nodes + space.count2,
+        sync,
+        np.maximum(np.nan_to_num(price_a, nan=0.0), np.nan_to_num(price_b, nan=0.0)),
+        startup_s,
+    )
+    cost = time_s / 3600.0 * usd_per_hour + probe
 
     ps_term = np.where(pull >= push - pull, _B["ps_network"], _B["ps_cpu"])
     ddp_bn = np.where(exposed_ddp > compute, _B["allreduce"], roof_bottleneck)
@@ -883,6 +911,7 @@ def evaluate_mixed(
         time_upper_s=startup_s + train_s * ratio_upper,
         usd_per_hour=usd_per_hour,
         cost_usd=cost,
+        probe_usd=probe,
         bottleneck=bottleneck,
         ps_utilization=util,
         has_cpu=has_cpu,

@@ -46,7 +46,7 @@ from gpucast.predict.roofline import (
     regime_band,
     two_part_scale,
 )
-from gpucast.predict.variability import SpeedVariability
+from gpucast.predict.variability import SpeedVariability, rented_nodes
 from gpucast.simulate.transient import Delay
 
 if TYPE_CHECKING:
@@ -460,28 +460,42 @@ class PerfParams:
     #: ZeRO-Offload for rows that fit no GPU memory otherwise (None: such rows are dropped)
     offload: OffloadSetting | None = None
 
-    def gpu_slowdown(self, n_gpus: npt.ArrayLike, sync: npt.ArrayLike) -> FloatArray:
-        """The step-time multiplier of jobs of ``n_gpus`` GPUs from their speed spread: the
-        expected slowest GPU where ``sync``, the mean worker speed elsewhere (1 without a
-        variability profile)."""
+    def gpu_slowdown(
+        self, n_gpus: npt.ArrayLike, sync: npt.ArrayLike, gpus_per_node: npt.ArrayLike = 1
+    ) -> FloatArray:
+        """The step-time multiplier of jobs of ``n_gpus`` GPUs on nodes of ``gpus_per_node``
+        from their speed spread: the expected slowest GPU where ``sync``, the mean worker
+        speed elsewhere (1 without a variability profile); ``exclude_slowest`` drops whole
+        nodes (:meth:`SpeedVariability.slowdown`)."""
         n = np.asarray(n_gpus, dtype=np.float64)
         if self.variability is None:
             return np.ones(n.shape)
+        gpn = np.broadcast_to(np.asarray(gpus_per_node, dtype=np.float64), n.shape)
+        sync_b = np.asarray(sync, dtype=bool) & (not self.balance_batches)
         flat, keys = np.unique(
-            np.stack(
-                [
-                    n.ravel(),
-                    (np.asarray(sync, dtype=bool) & (not self.balance_batches)).ravel() * 1.0,
-                ],
-                axis=1,
-            ),
+            np.stack([n.ravel(), sync_b.ravel() * 1.0, gpn.ravel()], axis=1),
             axis=0,
             return_inverse=True,
         )
-        values = self.variability.slowdown(
-            flat[:, 0], sync=flat[:, 1] > 0, exclude=self.exclude_slowest
-        )
+        values = np.empty(len(flat))
+        for per_node in np.unique(flat[:, 2]):
+            at = flat[:, 2] == per_node
+            values[at] = self.variability.slowdown(
+                flat[at, 0],
+                sync=flat[at, 1] > 0,
+                exclude=self.exclude_slowest,
+                gpus_per_node=int(per_node),
+            )
         return np.asarray(values[keys.reshape(-1)].reshape(n.shape), dtype=np.float64)
+
+    def probe_nodes(self, nodes: npt.ArrayLike, sync: npt.ArrayLike) -> FloatArray:
+        """Nodes started beside a job's ``nodes`` to find and release the slowest
+        (``exclude_slowest`` on a synchronous job with a spread; 0 elsewhere)."""
+        na = np.asarray(nodes, dtype=np.float64)
+        if self.variability is None or self.exclude_slowest <= 0 or self.balance_batches:
+            return np.zeros(na.shape)
+        extra = rented_nodes(na, self.exclude_slowest) - na
+        return np.asarray(np.where(np.asarray(sync, dtype=bool), extra, 0.0), dtype=np.float64)
 
     def collective_for(self, *, rdma: bool, nvlink: bool) -> CollectiveConstants:
         """The collective constants of one network: RDMA nominal; TCP as fitted, whose

@@ -179,9 +179,15 @@ class SpeedVariability:
         """``E[max of n factors]``: how much slower a synchronous ``n``-GPU job runs."""
         return self.expected_order_stat(n, n)
 
-    def expected_order_stat(self, n: npt.ArrayLike, m: npt.ArrayLike) -> FloatArray:
+    def expected_order_stat(
+        self, n: npt.ArrayLike, m: npt.ArrayLike, *, per_unit: int = 1
+    ) -> FloatArray:
         """``E[n-th smallest of m factors]`` (``n <= m``): the slowest GPU kept when the
-        fastest ``n`` of ``m`` rented ones run the job."""
+        fastest ``n`` of ``m`` rented ones run the job. With ``per_unit`` > 1 the ``m`` are
+        units (nodes) of that many GPUs, each as slow as its slowest GPU: factors drawn from
+        ``F ** per_unit``."""
+        if isinstance(per_unit, bool) or int(per_unit) != per_unit or per_unit < 1:
+            raise InvalidSpecError("gpus per node", "must be a whole number >= 1", got=per_unit)
         na = np.atleast_1d(np.asarray(n, dtype=np.float64))
         ma = np.atleast_1d(np.asarray(m, dtype=np.float64))
         na, ma = np.broadcast_arrays(na, ma)
@@ -192,6 +198,8 @@ class SpeedVariability:
         from scipy.special import betainc
 
         x, F = self._grid()
+        if per_unit > 1:
+            F = F ** int(per_unit)
         keys, inverse = np.unique(
             np.stack([na.ravel(), ma.ravel()], axis=1), axis=0, return_inverse=True
         )
@@ -212,16 +220,29 @@ class SpeedVariability:
         return float(np.sum(density_mass / mid) / max(F[-1] - F[0], 1e-12))
 
     def slowdown(
-        self, n: npt.ArrayLike, *, sync: npt.ArrayLike, exclude: float = 0.0
+        self,
+        n: npt.ArrayLike,
+        *,
+        sync: npt.ArrayLike,
+        exclude: float = 0.0,
+        gpus_per_node: int = 1,
     ) -> FloatArray:
-        """The step-time multiplier of ``n``-GPU jobs: ``E[max]`` (or, excluding the slowest
-        ``exclude`` share of ``ceil(n / (1 - exclude))`` rented GPUs, the order statistic)
-        where ``sync``, ``1 / E[1/f]`` elsewhere."""
+        """The step-time multiplier of ``n``-GPU jobs: ``E[max]`` where ``sync``, ``1 / E[1/f]``
+        elsewhere. Excluding the slowest ``exclude`` share works by whole nodes of
+        ``gpus_per_node`` GPUs (what a cloud lets one release): the job probes
+        ``rented_nodes(n / gpus_per_node, exclude)`` nodes and keeps the fastest, a node as
+        fast as its slowest GPU -- the order statistic of the nodes' maxima."""
         if not (math.isfinite(exclude) and 0.0 <= exclude < 1.0):
             raise InvalidSpecError("exclude-slowest", "must be in [0, 1)", got=exclude)
         na = np.asarray(n, dtype=np.float64)
-        m = np.ceil(na / (1.0 - exclude) - 1e-9)
-        sync_factor = self.expected_order_stat(na, np.maximum(m, na))
+        gpn = int(gpus_per_node)
+        nodes = np.ceil(na / gpn - 1e-9)
+        m = rented_nodes(nodes, exclude)
+        sync_factor = (
+            self.expected_order_stat(na, na)
+            if exclude == 0
+            else self.expected_order_stat(nodes, m, per_unit=gpn)
+        )
         async_factor = 1.0 / self.expected_inverse()
         return np.asarray(np.where(np.asarray(sync, dtype=bool), sync_factor, async_factor))
 
@@ -296,6 +317,19 @@ class SpeedVariability:
             raise InvalidSpecError("gpu variability", f"malformed ({exc})") from None
 
 
+#: How long the nodes started beside a job to drop the slowest (``exclude``) are billed
+#: after their start-up: a minute of the job's steps ranks them, and a minute is the least
+#: most clouds bill (AWS, GCP, Azure per-second billing after the first minute).
+PROBE_S = 60.0
+
+
+def rented_nodes(nodes: npt.ArrayLike, exclude: float) -> FloatArray:
+    """Nodes probed to keep ``nodes`` after dropping the slowest ``exclude`` share:
+    ``ceil(nodes / (1 - exclude))`` (``nodes`` when nothing is excluded)."""
+    na = np.asarray(nodes, dtype=np.float64)
+    return np.asarray(np.maximum(np.ceil(na / (1.0 - exclude) - 1e-9), na), dtype=np.float64)
+
+
 def run_slowdowns(
     variability: SpeedVariability,
     rng: np.random.Generator,
@@ -304,20 +338,28 @@ def run_slowdowns(
     *,
     sync: bool,
     exclude: float = 0.0,
+    gpus_per_node: int = 1,
 ) -> FloatArray:
-    """One draw per GPU for each of ``runs`` jobs of ``n_gpus``: the job's slowdown -- the
-    slowest GPU when ``sync``, else ``1 / mean(1 / f)``. With ``exclude``, each job rents
-    ``ceil(n_gpus / (1 - exclude))`` GPUs and keeps the fastest ``n_gpus``."""
+    """One draw per GPU for each of ``runs`` jobs of ``n_gpus`` on nodes of
+    ``gpus_per_node``: the job's slowdown -- the slowest GPU when ``sync``, else
+    ``1 / mean(1 / f)``. With ``exclude``, each job probes :func:`rented_nodes` nodes and
+    keeps the fastest (a node paced by its slowest GPU when ``sync``, by its GPUs' mean speed
+    otherwise)."""
     if runs < 1 or n_gpus < 1:
         raise InvalidSpecError("runs", "need >= 1 run and >= 1 GPU")
     if not (math.isfinite(exclude) and 0.0 <= exclude < 1.0):
         raise InvalidSpecError("exclude-slowest", "must be in [0, 1)", got=exclude)
-    rented = max(n_gpus, math.ceil(n_gpus / (1.0 - exclude) - 1e-9))
+    gpn = max(1, min(int(gpus_per_node), n_gpus))
+    nodes = math.ceil(n_gpus / gpn)
+    rented = int(rented_nodes(nodes, exclude))
     out = np.empty(runs)
-    chunk = max(1, 2_000_000 // rented)  # bounded memory for thousands of GPUs
+    chunk = max(1, 2_000_000 // (rented * gpn))  # bounded memory for thousands of GPUs
     for start in range(0, runs, chunk):
-        f = variability.sample(rng, (min(chunk, runs - start), rented))
-        if rented > n_gpus:
-            f = np.partition(f, n_gpus - 1, axis=1)[:, :n_gpus]
+        f = variability.sample(rng, (min(chunk, runs - start), rented, gpn))
+        if rented > nodes:
+            pace = f.max(axis=2) if sync else 1.0 / np.mean(1.0 / f, axis=2)
+            keep = np.argpartition(pace, nodes - 1, axis=1)[:, :nodes]
+            f = np.take_along_axis(f, keep[:, :, None], axis=1)
+        f = f.reshape(f.shape[0], -1)
         out[start : start + f.shape[0]] = f.max(axis=1) if sync else 1.0 / np.mean(1.0 / f, axis=1)
     return out

@@ -56,6 +56,7 @@ under 17 revocations per node-day is ~70 rounds instead of ~2,000. Runs go in ch
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -74,7 +75,12 @@ from gpucast.domain.simulation import (
     SimulationResult,
 )
 from gpucast.predict.revocation import CorrelatedLifetime, LifetimeDistribution
-from gpucast.predict.variability import SpeedVariability, run_slowdowns
+from gpucast.predict.variability import (
+    PROBE_S,
+    SpeedVariability,
+    rented_nodes,
+    run_slowdowns,
+)
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -1431,18 +1437,28 @@ def simulate_scenario(
     """
     transient_ss, on_demand_ss, variability_ss = np.random.SeedSequence(seed).spawn(3)
     slowdowns: dict[bool, FloatArray] = {}
+    probes: dict[bool, tuple[FloatArray, FloatArray]] = {}
     if variability is not None:
-        n_gpus = sum(w.count for w in scenario.workers)
+        servers = sum(w.count for w in scenario.workers)
+        per_server = max(1, max(int(w.gpus) for w in scenario.workers))
         vrng = np.random.default_rng(variability_ss)
         for kind in (True, False):
             slowdowns[kind] = run_slowdowns(
                 variability,
                 vrng,
                 runs,
-                n_gpus,
+                sum(w.count * max(1, int(w.gpus)) for w in scenario.workers),
                 sync=scenario.worker_loss_restarts and not balance_batches,
                 exclude=exclude_slowest,
+                gpus_per_node=per_server,
             )
+        extra = int(rented_nodes(servers, exclude_slowest)) - servers
+        if extra > 0:
+            for kind in (True, False):
+                probes[kind] = _probe_bill(
+                    scenario, prices, extra, vrng, runs, transient=kind,
+                    startup_s=startup_spot_s if kind else startup_on_demand_s,
+                )  # fmt: skip
     factors = [float(f) for f in speed_factors] or [1.0]
     k = max(1, min(len(factors), runs))
     split = [runs // k + (1 if j < runs % k else 0) for j in range(k)]
@@ -1499,8 +1515,8 @@ def simulate_scenario(
             ),
         )
 
-    transient = one(transient_ss, True)
-    on_demand = one(on_demand_ss, False)
+    transient = _billed(one(transient_ss, True), probes.get(True))
+    on_demand = _billed(one(on_demand_ss, False), probes.get(False))
     src = dict(sources or {})
     for g, (wg, dist) in enumerate(zip(scenario.workers, lifetimes, strict=True)):
         if wg.spot and dist is not None:
@@ -1519,6 +1535,38 @@ def simulate_scenario(
         seed=seed,
         sources=src,
         notes=tuple(notes),
+    )
+
+
+def _probe_bill(
+    scenario: ClusterScenario,
+    prices: PriceTable,
+    extra: int,
+    rng: np.random.Generator,
+    runs: int,
+    *,
+    transient: bool,
+    startup_s: Delays,
+) -> tuple[FloatArray, FloatArray]:
+    """(USD, GPU-seconds) per run of the ``extra`` servers started beside the job to drop the
+    slowest (``exclude_slowest``): each as the first worker group's, billed for its start-up
+    and :data:`~gpucast.predict.variability.PROBE_S`, then released."""
+    wg = scenario.workers[0]
+    usd_per_s = prices.price(wg.gpu, spot=wg.spot and transient, region=wg.region) / 3600.0
+    start = _samplers(startup_s, "startup", len(scenario.workers) + 1)[0](rng, runs * extra)
+    held_s = (np.asarray(start, dtype=np.float64) + PROBE_S).reshape(runs, extra).sum(axis=1)
+    return held_s * usd_per_s, held_s * float(wg.gpus)
+
+
+def _billed(stats: RunStatistics, probe: tuple[FloatArray, FloatArray] | None) -> RunStatistics:
+    """``stats`` with the probe's bill added to each run's cost and GPU-seconds."""
+    if probe is None:
+        return stats
+    usd, gpu_s = probe
+    return dataclasses.replace(
+        stats,
+        cost_usd=stats.cost_usd + usd,
+        gpu_s=None if stats.gpu_s is None else stats.gpu_s + gpu_s,
     )
 
 
