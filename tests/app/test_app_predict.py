@@ -111,6 +111,22 @@ def test_predict_train_request_object_and_override(tmp_path: Path) -> None:
     assert bigger.batch_size == 64 and bigger.step_time_s > base.step_time_s
 
 
+def test_big_embedding_tables_say_they_are_priced_dense(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    big = gpucast.predict_train(
+        workload="dlrm", gpu="A100-80GB", batch_size=1024, db=db,
+        workload_options={"table_sizes": (4_000_000,) * 2, "embedding_dim": 64},
+    )  # fmt: skip
+    said = big.embeddings_assumption
+    assert said is not None and "dense gradients" in said.value
+    assert "plan embeddings" in said.override
+    assert big.to_dict()["embeddings_assumption"]["name"] == "embeddings"
+    small = gpucast.predict_train(workload="dlrm", gpu="A100-80GB", batch_size=1024, db=db)
+    assert small.embeddings_assumption is None
+    other = gpucast.predict_train(workload="mlp", gpu="A100-80GB", batch_size=64, db=db)
+    assert other.embeddings_assumption is None
+
+
 def test_predict_train_bad_options(tmp_path: Path) -> None:
     with pytest.raises(InvalidSpecError, match=r"^batch-size: must be >= 1") as batch:
         predict_train(workload=WORKLOAD, batch_size=0, gpu="V100")

@@ -177,6 +177,9 @@ class PredictTrainResult:
     #: (:class:`gpucast.predict.crossbow.CrossbowEstimate`), and where B_noise came from
     crossbow: Any = None
     crossbow_assumption: Assumption | None = None
+    #: how a recommender's embedding tables are priced (``None``: not a recommender, or
+    #: tables under :data:`DENSE_TABLES_NOTE_BYTES`)
+    embeddings_assumption: Assumption | None = None
 
     @property
     def step_time_s(self) -> float:
@@ -228,6 +231,9 @@ class PredictTrainResult:
             "crossbow_assumption": None
             if self.crossbow_assumption is None
             else self.crossbow_assumption.to_dict(),
+            "embeddings_assumption": None
+            if self.embeddings_assumption is None
+            else self.embeddings_assumption.to_dict(),
         }
 
 
@@ -305,7 +311,34 @@ def predict_train(
         cluster=None if cluster is None else cluster_assumption(cluster),
         precision_assumption=said,
         memory=_memory_plan(facts, spec, request.batch_size, estimate.value, store),
+        embeddings_assumption=_dense_tables(request.workload, facts.weights_bytes),
         **_crossbow(request, facts, spec, estimate, calibration, efficiency.value),
+    )
+
+
+#: Weights above which a recommender's step is told it prices its tables dense.
+DENSE_TABLES_NOTE_BYTES = 2**30
+
+
+def _dense_tables(workload: str, weights_bytes: float) -> Assumption | None:
+    """Say that a recommender's embedding tables are priced as the code runs them -- dense
+    gradients and optimizer passes over every row -- and where sparse, sharded training is
+    priced (``plan embeddings``), once the tables are big enough for it to matter."""
+    from gpucast.domain.provenance import Assumption
+    from gpucast.plan.efficiency import FAMILIES, workload_family
+
+    if workload_family(workload) is not FAMILIES["recommender"]:
+        return None
+    if weights_bytes < DENSE_TABLES_NOTE_BYTES:
+        return None
+    return Assumption(
+        name="embeddings",
+        value=f"{weights_bytes / 2**30:.1f} GiB of weights priced as this code runs them: "
+        "nn.EmbeddingBag with dense gradients, the optimizer passing over every row of "
+        "every table each step; recommenders at this size shard the tables and update only "
+        "the rows a batch touches",
+        source="the workload's PyTorch code (gpucast profile)",
+        override="gpucast plan embeddings (sharded tables, sparse updates, HBM/DRAM/SSD tiers)",
     )
 
 

@@ -60,6 +60,10 @@ def train(
     memory = result.memory_text()
     if memory is not None:
         console.print(f"  memory: {memory}", highlight=False, markup=False)
+    if result.embeddings_assumption is not None:
+        console.print(
+            f"  embeddings: {result.embeddings_assumption.text()}", highlight=False, markup=False
+        )
     if result.crossbow is not None:
         console.print(f"  crossbow: {result.crossbow.text()}", highlight=False, markup=False)
         if result.crossbow_assumption is not None:
