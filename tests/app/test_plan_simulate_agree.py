@@ -81,3 +81,13 @@ def test_plan_pick_agrees_with_simulate_train_on_defaults() -> None:
 @pytest.mark.shared_data
 def test_plan_pick_agrees_with_simulate_train_on_published_data(shared_data: Path) -> None:
     _check(shared_data, "V100")
+
+
+def test_a_multi_gpu_node_bills_every_gpu_it_holds() -> None:
+    sim = gpucast.simulate_train(
+        instance="p4d.24xlarge", workers=2, strategy="ddp", spot=False, region="us-east-1",
+        provider="aws", workload=WORK["workload"], steps=2000, runs=50, seed=1,
+    )  # fmt: skip
+    runs = sim.on_demand  # type: ignore[attr-defined]
+    # 2 nodes of 8 A100s: 16 GPUs billed for the run's time, not 2
+    assert np.allclose(runs.gpu_s, 16 * runs.duration_s)

@@ -586,6 +586,8 @@ def simulate_train(
     assert request.gpu is not None and request.region is not None
     ps = request.ps_count
     groups = tinputs.parse_groups(request.gpu, request.workers, request.region, request.spot)
+    if gpn > 1:  # each worker is a node of gpn GPUs: what its billed GPU-time and spread count
+        groups = tuple(dataclasses.replace(g, gpus=gpn) for g in groups)
     _check_size(request, groups, ps)
     given_speed = tinputs.parse_speed(request.speed, groups)
     root = published_data_dir(request.data_dir)
