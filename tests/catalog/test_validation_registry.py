@@ -20,5 +20,15 @@ def test_another_regime_says_not_validated_and_where_it_was() -> None:
 
 
 def test_a_model_never_validated_says_so_plainly() -> None:
-    v = validation_for("allreduce", ["A100-80GB"], "bf16", 16)
+    v = validation_for("fsdp", ["A100-80GB"], "bf16", 16)
     assert v.text() == "not validated for A100-80GB, bf16, 16 GPUs"
+
+
+def test_data_parallel_scaling_carries_the_mlperf_and_pollux_figures() -> None:
+    # a DDP plan on the GPUs and scales MLPerf and Pollux ran states their figures
+    mlperf = validation_for("allreduce", ["H100-SXM"], "bf16", 3584)
+    assert mlperf.validated and "mlperf_training_v4.0" in mlperf.data
+    pollux = validation_for("allreduce", ["T4"], "fp32", 16)
+    assert pollux.validated and "9.7%" in (pollux.error or "")
+    for gpus, precision, n in ((["A100-80GB"], "bf16", 16), (["T4"], "fp32", 64)):
+        assert not validation_for("allreduce", gpus, precision, n).validated
