@@ -44,6 +44,16 @@ def test_interleaved_stages_and_context_parallel_are_searched_unless_fixed() -> 
     assert searched.best.step_time_s <= flat.best.step_time_s
 
 
+def test_a_layout_fixed_by_flags_that_does_not_fit_is_the_one_named() -> None:
+    with pytest.raises(NoFeasiblePlanError, match="does not fit") as err:
+        gpucast.predict_llm_train(
+            model="llama-2-70b", gpu="H100", gpus=8, global_batch=64, tp=1, pp=1, zero=0,
+            recompute="none",
+        )  # fmt: skip
+    # the smallest layout the flags allow, not one at tp=8 the user ruled out
+    assert "tp=1, pp=1" in str(err.value) and "no recompute" in str(err.value)
+
+
 def test_lora_fits_where_full_fine_tuning_does_not() -> None:
     with pytest.raises(NoFeasiblePlanError, match="does not fit"):
         gpucast.predict_llm_train(
@@ -259,13 +269,17 @@ def test_the_result_states_its_band_and_the_validated_error_of_its_regime() -> N
     [
         ({"pp": 16, "vpp": 6}, "vpp=6"),  # 16 stages x 6 chunks: more than the 80 layers
         ({"pp": 1, "vpp": 2}, "drop --pp/--vpp"),  # interleaving needs stages
-        ({"cp": 3}, "cp=3"),  # 4,096 tokens do not split in three
+        # the choice that breaks a rule on its own is named with that rule
+        ({"cp": 3}, "tp x pp x cp = 3 does not divide the 16 GPUs"),
+        ({"tp": 16}, "tp=16 is more than the 8 GPUs of a node"),
+        ({"tp": 16, "pp": 1}, "tp=16 is more than the 8 GPUs of a node"),
+        ({"micro_batch": 3}, "micro-batch 3 divides no data-parallel replica's share"),
     ],
 )
 def test_a_fixed_choice_no_layout_can_take_is_named_with_its_rule(
     options: dict[str, int], named: str
 ) -> None:
-    with pytest.raises(NoFeasiblePlanError, match="pp x vpp at most them") as err:
+    with pytest.raises(NoFeasiblePlanError, match="no layout of 16 GPUs") as err:
         gpucast.predict_llm_train(
             model="llama-2-70b", gpu="H100", gpus=16, seq_len=4096, global_batch=64, **options
         )

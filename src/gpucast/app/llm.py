@@ -408,20 +408,30 @@ def predict_llm_train(
     ]
     if not ranked or not ranked[0].fits:
         if not ranked:
-            fixed = {"tp": request.tp, "pp": request.pp, "cp": request.cp, "vpp": request.vpp}
+            fixed = {"tp": request.tp, "pp": request.pp, "cp": request.cp, "vpp": request.vpp,
+                     "micro-batch": request.micro_batch}  # fmt: skip
             dropped = "/".join(f"--{k}" for k, v in fixed.items() if v)
+            why = _why_no_layout(spec, request, links.gpus_per_node)
             raise NoFeasiblePlanError(
                 f"no layout of {request.gpus} GPUs with "
                 + ", ".join(f"{k}={v or 'any'}" for k, v in fixed.items())
-                + f" runs {spec.name} at a global batch of {request.global_batch}",
-                fix=f"tp must divide the heads and fit in a node, pp be at most the "
-                f"{spec.layers} layers (uneven stages are allowed) and, with vpp > 1, pp x vpp "
-                f"at most them, cp the {seq} tokens, and the global batch must divide by dp"
-                + (f"; drop {dropped} to search them" if dropped else ""),
+                + f" runs {spec.name} at a global batch of {request.global_batch}"
+                + (f": {why}" if why else ""),
+                fix=(
+                    ""
+                    if why
+                    else f"tp must divide the heads and fit in a node, pp be at most the "
+                    f"{spec.layers} layers (uneven stages are allowed) and, with vpp > 1, "
+                    f"pp x vpp at most them, cp the {seq} tokens, and the global batch must "
+                    "divide by dp; "
+                )
+                + (f"drop {dropped} to search them" if dropped else "try another --gpus"),
             )
-        best_layout(  # raises, naming the smallest layout's memory
+        best_layout(  # raises, naming the smallest allowed layout's memory
             spec, gpu, request.gpus, request.global_batch, seq_len=seq, cluster=links,
             space=space, efficiency=efficiency.value, assumptions=assumptions,
+            only=lambda x: (request.tp is None or x.tp == request.tp)
+            and (request.pp is None or x.pp == request.pp),
         )  # fmt: skip
     low, high, note = gpu_band(stated_band(request.software), gpu.name, efficiency.value)
     fitting = [p.with_band(low, high, note) for p in ranked if p.fits][: 1 + request.top]
@@ -485,6 +495,37 @@ def predict_llm_train(
             "energy_j_per_token": step_j / best.tokens_per_step,
         },
     )
+
+
+def _why_no_layout(
+    spec: TransformerSpec, request: PredictLlmTrainRequest, per_node: int
+) -> str | None:
+    """The first constraint a fixed --tp/--pp/--cp/--micro-batch breaks on its own (None:
+    only their combination fails)."""
+    tp, pp, cp = request.tp or 1, request.pp or 1, request.cp or 1
+    if request.gpus % (tp * pp * cp):
+        return f"tp x pp x cp = {tp * pp * cp} does not divide the {request.gpus} GPUs"
+    if request.tp and request.tp > per_node:
+        return f"tp={request.tp} is more than the {per_node} GPUs of a node"
+    if request.tp and spec.heads % request.tp:
+        return f"tp={request.tp} does not divide the {spec.heads} attention heads"
+    if request.pp and request.pp > spec.layers:
+        return f"pp={request.pp} is more than the {spec.layers} layers"
+    mb = request.micro_batch
+    if mb:
+        rest = request.gpus // (tp * pp * cp)
+        shares = sorted(
+            {request.global_batch // dp for dp in range(1, rest + 1)
+             if rest % dp == 0 and request.global_batch % dp == 0},
+            reverse=True,
+        )  # fmt: skip
+        if shares and all(share % mb for share in shares):
+            listed = ", ".join(str(v) for v in shares[:6]) + (", ..." if len(shares) > 6 else "")
+            return (
+                f"micro-batch {mb} divides no data-parallel replica's share of the "
+                f"{request.global_batch} sequences ({listed} per replica)"
+            )
+    return None
 
 
 def _mesh_text(links: ClusterShape, gpu: str) -> str:

@@ -1248,7 +1248,8 @@ def _describe(layout: ParallelLayout) -> str:
         else f"dp={layout.dp} (ZeRO has nothing to shard)"
     )
     where = f"tp={layout.tp}, pp={layout.pp}" + (f", cp={layout.cp}" if layout.cp > 1 else "")
-    return f"{zero} + {layout.recompute} recompute at {where}"
+    recompute = "no recompute" if layout.recompute == "none" else f"{layout.recompute} recompute"
+    return f"{zero} + {recompute} at {where}"
 
 
 def best_layout(
@@ -1263,8 +1264,10 @@ def best_layout(
     efficiency: RooflineEfficiency | None = None,
     assumptions: ParallelAssumptions | None = None,
     memo: SearchMemo | None = None,
+    only: Callable[[ParallelLayout], bool] | None = None,
 ) -> ParallelStepPrediction:
     """The fastest layout that fits; :class:`NoFeasiblePlanError` saying why when none does.
+    ``only``: the layouts the caller allows (e.g. a fixed tp and pp; None: every one).
 
     Only layouts whose memory fits are timed (memory is the cheaper half of a prediction):
     the same pick as the head of :func:`rank_layouts`, for a fraction of the work where
@@ -1276,7 +1279,7 @@ def best_layout(
     memo = memo if memo is not None else SearchMemo()
     if memo.layouts is None:
         memo.layouts = _search(spec, gpus, global_batch, seq_len, links, space, opts)
-    layouts = memo.layouts
+    layouts = memo.layouts if only is None else tuple(x for x in memo.layouts if only(x))
     memories = []
     for layout in layouts:
         if layout not in memo.memory:  # read back by predict_training_step
