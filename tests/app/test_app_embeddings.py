@@ -90,6 +90,10 @@ def test_ssd_tier_holds_what_hbm_and_dram_cannot() -> None:
          "--host-memory-gib", "16"],
     )  # fmt: skip
     assert text.exit_code == 0 and "SSD" in text.output
+    # the dense pricing is faster here: its ratio reads as a number, not "(0x)"
+    ratio = result.dense_priced_step_s / result.best.step_time_s
+    assert 0.01 < ratio < 1 and "(0x)" not in text.output
+    assert f"({ratio:.3g}x)" in text.output
 
 
 def test_hierarchical_ps_is_a_candidate_across_nodes() -> None:

@@ -65,6 +65,14 @@ def test_bad_requests() -> None:
         gpucast.predict_gnn(gpu="A100-80GB", nodes=10, edges=20, batch=4)
 
 
+def test_cli_small_dense_ratio_is_legible() -> None:
+    """10 nodes, 1M edges: the dense adjacency is far cheaper; its ratio must not read 0x."""
+    argv = ["predict", "gnn", "--gpu", "A100-80GB", "--nodes", "10", "--edges", "1000000"]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    assert "(0x)" not in result.output and "(<0.01x)" in result.output
+
+
 @pytest.mark.parametrize(
     ("args", "text"),
     [

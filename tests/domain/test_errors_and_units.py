@@ -13,7 +13,7 @@ from gpucast.domain.errors import (
     UnknownGpuError,
 )
 from gpucast.domain.prediction import Estimate
-from gpucast.domain.units import parse_duration_s
+from gpucast.domain.units import format_ratio, parse_duration_s
 from gpucast.domain.workload import WorkloadSpec
 
 
@@ -76,3 +76,12 @@ def test_estimate_rejects_nan_and_bad_interval() -> None:
         Estimate(value=math.nan, lower=0, upper=1, unit="s", bottleneck="x", source="fitted")
     with pytest.raises(InvalidSpecError):
         Estimate(value=2, lower=3, upper=4, unit="s", bottleneck="x", source="fitted")
+
+
+@pytest.mark.parametrize(
+    ("ratio", "text"),
+    [(14_838.4, "14,838x"), (2.5, "2.5x"), (0.0535, "0.0535x"), (0.004, "<0.01x"),
+     (5e-6, "<0.01x"), (0.0, "0x")],
+)  # fmt: skip
+def test_format_ratio_keeps_small_ratios_legible(ratio: float, text: str) -> None:
+    assert format_ratio(ratio) == text

@@ -18,7 +18,7 @@ from gpucast.app.placement import PlanPlacementRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
 from gpucast.domain.plan import TrainRequest
-from gpucast.domain.units import format_duration
+from gpucast.domain.units import format_duration, format_ratio
 
 app = typer.Typer(no_args_is_help=True, help="Plan training (and serving) clusters.")
 
@@ -224,7 +224,7 @@ def embeddings(
     )
     console.print(
         f"  priced as dense weights the step would take {result.dense_priced_step_s:.3g} s "
-        f"({result.dense_priced_step_s / result.best.step_time_s:,.0f}x)",
+        f"({format_ratio(result.dense_priced_step_s / result.best.step_time_s)})",
         highlight=False,
         markup=False,
     )

@@ -13,6 +13,7 @@ from gpucast.app.infer import PredictInferRequest
 from gpucast.app.llm import PredictLlmTrainRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json
+from gpucast.domain.units import format_ratio
 
 
 @request_command(PredictLlmTrainRequest)
@@ -133,7 +134,7 @@ def gnn_command(
         f"{result.model} on {result.gpu}, {result.nodes:,} nodes, {result.edges:,} edges: "
         f"{result.step_time_s * 1e3:.3g} ms per step (sparse aggregation); a dense adjacency "
         f"would take {result.dense_step_time_s:.3g} s "
-        f"({result.dense_step_time_s / result.step_time_s:,.0f}x)",
+        f"({format_ratio(result.dense_step_time_s / result.step_time_s)})",
         highlight=False,
         markup=False,
     )

@@ -63,3 +63,15 @@ def format_duration(seconds: float) -> str:
         if seconds >= size:
             return f"{seconds / size:,.3g} {unit}"
     return f"{seconds:.3g} s"
+
+
+def format_ratio(ratio: float) -> str:
+    """A ratio as a person reads it: ``14,838x``, ``2.5x``, ``0.202x``, ``<0.01x`` (never a
+    ``0x`` for a small but non-zero ratio)."""
+    if math.isnan(ratio):
+        return "n/a"
+    if ratio >= 100:
+        return f"{ratio:,.0f}x"
+    if ratio >= 0.01 or ratio <= 0:
+        return f"{ratio:.3g}x"
+    return "<0.01x"
