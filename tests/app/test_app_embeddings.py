@@ -73,6 +73,20 @@ def test_bad_input_is_one_line_exit_2(args: list[str], text: str) -> None:
     assert text in result.output or text in (result.stderr or "")
 
 
+def test_a_tiered_plan_that_does_not_fit_does_not_suggest_tiered() -> None:
+    """--sharding tiered --cache-fraction 1 keeps every row in HBM: the fix is a smaller
+    cache, not the option already given."""
+    argv = ["plan", "embeddings", "--model", "dlrm-dcnv2", "--gpu", "A100-80GB", "--gpus", "1",
+            "--sharding", "tiered", "--cache-fraction", "1"]  # fmt: skip
+    result = CliRunner().invoke(app, argv)
+    out = result.output + (result.stderr or "")
+    assert result.exit_code == 2, out
+    assert "use --sharding tiered" not in out and "smaller --cache-fraction than 1" in out
+    with pytest.raises(InvalidSpecError) as row_wise:
+        gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=1, sharding="row-wise")
+    assert "use --sharding tiered" in str(row_wise.value)  # another plan: tiered is the fix
+
+
 def test_ssd_tier_holds_what_hbm_and_dram_cannot() -> None:
     """Without the SSD tier 16 GiB of host memory is too little for DLRM-DCNv2 on one
     A100-40GB; with one NVMe drive the tiered plan spills the rest there."""

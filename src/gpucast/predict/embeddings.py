@@ -716,8 +716,13 @@ def plan_embeddings(
             "model",
             f"{model.name}'s tables and optimizer state take {total / 2**30:,.0f} GiB, more "
             f"than {held} of {hw.gpus} GPUs hold ({tiers / 2**30:,.0f} GiB)",
-            fix="use more GPUs (--gpus), more host memory per node (--host-memory-gib)"
-            + (" or more SSDs per node (--ssd-drives)" if hw.ssd is not None else ""),
+            fix="use more GPUs (--gpus)"
+            + (
+                ", more host memory per node (--host-memory-gib) or more SSDs per node "
+                "(--ssd-drives)"
+                if hw.ssd is not None
+                else " or more host memory per node (--host-memory-gib)"
+            ),
         )
     if cache_fraction is not None and not (0.0 < cache_fraction <= 1.0):
         raise InvalidSpecError("cache-fraction", "must be in (0, 1]", got=cache_fraction)
@@ -744,6 +749,13 @@ def plan_embeddings(
         fix = "use --sharding tiered, more GPUs (--gpus) or a GPU with more memory"
         if sharding is None:
             fix = "use more GPUs (--gpus), a GPU with more memory or more host memory"
+        elif sharding == "tiered" and cache_fraction is not None:
+            fix = (
+                f"use a smaller --cache-fraction than {cache_fraction:g} (or drop it: the "
+                "cache takes what HBM has left), more GPUs (--gpus) or a GPU with more memory"
+            )
+        elif sharding == "tiered":
+            fix = "use more GPUs (--gpus), a GPU with more memory or more host memory per node"
         raise InvalidSpecError(
             "sharding",
             f"no {'plan' if sharding is None else repr(sharding)} of {model.name} fits on "
