@@ -7,8 +7,13 @@ from importlib import resources
 
 import pytest
 
-from gpucast.catalog.gnn_graphs import graph_stats, load_gnn_configs, parse_graphs
-from gpucast.domain.errors import DataFormatError, UnknownModelError
+from gpucast.catalog.gnn_graphs import (
+    UnknownGraphError,
+    graph_stats,
+    load_gnn_configs,
+    parse_graphs,
+)
+from gpucast.domain.errors import DataFormatError
 
 
 def _rows(name: str) -> list[dict[str, str]]:
@@ -27,7 +32,9 @@ def test_shipped_graph_and_config() -> None:
     assert [t.name for t in g.node_types][:2] == ["paper", "author"]
     assert {r.name for r in g.relations} == {"cites", "written_by", "topic", "affiliated_to"}
     assert load_gnn_configs()["rgat-mlperf"].classes == 2983
-    with pytest.raises(UnknownModelError, match="igbh-full"):
+    with pytest.raises(UnknownGraphError, match="unknown graph 'nope': known: igbh-full"):
+        graph_stats("nope")  # a graph, not a "model"
+    with pytest.raises(UnknownGraphError, match="igbh-full"):
         graph_stats("ogbn-papers100m")
 
 

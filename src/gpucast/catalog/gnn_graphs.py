@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from gpucast.catalog._csv import parse_int, read_rows, require_text
-from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownModelError
+from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownNameError
 from gpucast.predict.gat import HeteroGraph, NodeType, Relation
 
 GRAPH_COLUMNS = ("kind", "name", "src", "dst", "count", "feature_dim")
@@ -24,6 +24,12 @@ MODEL_COLUMNS = (
     "model", "graph", "target_type", "layers", "hidden", "heads", "fanouts", "classes",
     "batch_per_gpu", "reverse_relations", "source_url", "as_of",
 )  # fmt: skip
+
+
+class UnknownGraphError(UnknownNameError):
+    """A graph not in the catalog's ``gnn_graphs.csv`` (``--graph``)."""
+
+    kind = "graph"
 
 
 def parse_graphs(
@@ -90,7 +96,7 @@ def graph_stats(name: str) -> HeteroGraph:
     for key, g in graphs.items():
         if key.lower() == name.lower():
             return g
-    raise UnknownModelError(
+    raise UnknownGraphError(
         name, sorted(graphs),
         fix="pass --graph-stats FILE with columns kind,name,src,dst,count,feature_dim",
     )  # fmt: skip
