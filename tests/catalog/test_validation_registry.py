@@ -32,3 +32,9 @@ def test_data_parallel_scaling_carries_the_mlperf_and_pollux_figures() -> None:
     assert pollux.validated and "9.7%" in (pollux.error or "")
     for gpus, precision, n in ((["A100-80GB"], "bf16", 16), (["T4"], "fp32", 64)):
         assert not validation_for("allreduce", gpus, precision, n).validated
+
+
+def test_a_row_without_data_does_not_say_on_none() -> None:
+    v = validation_for("gnn-split", ["A100-80GB"], "fp32")
+    assert v.validated and v.data == ""
+    assert v.text().endswith("(A100-80GB, fp32, 1 GPU)") and "on none" not in v.text()

@@ -73,7 +73,8 @@ def _rows() -> tuple[_Row, ...]:
                 min_workers=lo,
                 max_workers=hi,
                 error=row["error"],
-                data=row["data"],
+                # "none": a row saying a model has no measurement; not "... on none"
+                data="" if row["data"].strip().lower() == "none" else row["data"],
                 command=row["command"],
             )
         )
