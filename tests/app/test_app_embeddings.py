@@ -87,6 +87,25 @@ def test_a_tiered_plan_that_does_not_fit_does_not_suggest_tiered() -> None:
     assert "use --sharding tiered" in str(row_wise.value)  # another plan: tiered is the fix
 
 
+def test_a_cache_fraction_no_plan_uses_is_a_warning() -> None:
+    row_wise = gpucast.plan_embeddings(
+        model="dlrm-dcnv2", gpu="A100-80GB", gpus=8, sharding="row-wise", cache_fraction=0.05
+    )
+    assert row_wise.warnings == (
+        "--cache-fraction 0.05 has no effect: --sharding row-wise keeps every row in HBM; only "
+        "the tiered plan keeps rows behind an HBM cache (--sharding tiered)",
+    )
+    assert row_wise.to_dict()["warnings"] == list(row_wise.warnings)
+    tiered = gpucast.plan_embeddings(
+        model="dlrm-dcnv2", gpu="A100-80GB", gpus=8, sharding="tiered", cache_fraction=0.05
+    )
+    assert tiered.warnings == ()
+    argv = ["plan", "embeddings", "--model", "dlrm-dcnv2", "--gpu", "A100-80GB",
+            "--sharding", "row-wise", "--cache-fraction", "0.05"]  # fmt: skip
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0 and "warning: --cache-fraction 0.05" in (result.stderr or "")
+
+
 def test_ssd_tier_holds_what_hbm_and_dram_cannot() -> None:
     """Without the SSD tier 16 GiB of host memory is too little for DLRM-DCNv2 on one
     A100-40GB; with one NVMe drive the tiered plan spills the rest there."""

@@ -163,6 +163,8 @@ class PlanEmbeddingsResult:
     price_usd_per_gpu_hour: float | None
     validation: Validation
     assumptions: dict[str, str] = field(default_factory=dict)
+    #: options given that had no effect on the plans evaluated
+    warnings: tuple[str, ...] = ()
 
     @property
     def samples_per_s(self) -> float:
@@ -218,6 +220,7 @@ class PlanEmbeddingsResult:
             "dense_over_sparse": self.dense_priced_step_s / self.best.step_time_s,
             "validation": self.validation.to_dict(),
             "assumptions": dict(self.assumptions),
+            "warnings": list(self.warnings),
         }
 
 
@@ -349,6 +352,17 @@ def plan_embeddings(
             f"each node pulls its batch share's distinct rows from their owners and pushes "
             f"their gradients over its NIC; {distinct.source}"
         )
+    warnings = []
+    if request.cache_fraction is not None and not any(c.name == "tiered" for c in costs):
+        why = (
+            f"--sharding {request.sharding} keeps every row in HBM"
+            if request.sharding is not None
+            else f"every table of {model.name} is placed in HBM without a cache"
+        )
+        warnings.append(
+            f"--cache-fraction {request.cache_fraction:g} has no effect: {why}; only the tiered "
+            "plan keeps rows behind an HBM cache (--sharding tiered)"
+        )
     return PlanEmbeddingsResult(
         model=model.name,
         gpu=gpu_name,
@@ -360,4 +374,5 @@ def plan_embeddings(
         price_usd_per_gpu_hour=price,
         validation=validation_for("embedding-sharding", [gpu_name], "fp32", request.gpus),
         assumptions=notes,
+        warnings=tuple(warnings),
     )

@@ -7,13 +7,14 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 # Piped output (CI logs, `| less`) gets wide tables instead of Rich's 80-column default. No
 # emoji codes: a mix like "bert-base:100:100" would print as "bert-base💯100".
@@ -55,6 +56,12 @@ def emit_result(summary: dict[str, Any], text: str, *, as_json: bool) -> None:
 
 
 JSON_OPTION_HELP = "Print one JSON object instead of text."
+
+
+def print_warnings(warnings: Iterable[str]) -> None:
+    """One ``warning:`` line on stderr per text (stdout stays the result, JSON or text)."""
+    for text in warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {escape(text)}", highlight=False)
 
 
 #: Plain progress lines (stderr not a terminal): the first after this many seconds, then

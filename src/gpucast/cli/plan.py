@@ -16,7 +16,14 @@ from gpucast.app.embeddings import PlanEmbeddingsRequest
 from gpucast.app.llm_plan import PlanLlmTrainRequest
 from gpucast.app.placement import PlanPlacementRequest
 from gpucast.cli._command import request_command
-from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
+from gpucast.cli._common import (
+    JSON_OPTION_HELP,
+    console,
+    emit_json,
+    print_warnings,
+    state,
+    working,
+)
 from gpucast.domain.plan import TrainRequest
 from gpucast.domain.units import format_duration, format_ratio
 
@@ -184,6 +191,7 @@ def embeddings(
     from gpucast.app import plan_embeddings
 
     result = plan_embeddings(request)
+    print_warnings(result.warnings)
     if json_out:
         emit_json(result.to_dict())
         return
