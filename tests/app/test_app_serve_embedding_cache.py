@@ -44,6 +44,30 @@ def test_misses_add_lookup_time_per_batch() -> None:
     assert summary[1] > summary[0]
 
 
+def test_pcie_share_counts_the_misses() -> None:
+    """The misses read over PCIe inside the device time: the link's share says so."""
+    plain = gpucast.simulate_serve(**BASE)
+    dram = gpucast.simulate_serve(**BASE, cache_fraction=0.2)
+    before = plain.serving.servers[0].stages.get("pcie", 0.0)
+    s = dram.serving.servers[0]
+    expected = s.requests * 0.8 * 520 * 512 / (31.5e9 * dram.serving.horizon_s)
+    assert s.stages["pcie"] == pytest.approx(before + expected)
+    assert "embedding misses (212,992 B a request" in dram.sources["pcie"]
+    assert "embedding misses" not in plain.sources["pcie"]
+
+
+def test_cli_names_cache_options_that_have_no_effect() -> None:
+    argv = ["simulate", "serve", "--model", "dlrm", "--gpu", "A100-80GB", "--rate", "50",
+            "--duration-s", "2"]  # fmt: skip
+    ignored = CliRunner().invoke(app, [*argv, "--dram-fraction", "0.1"])
+    assert ignored.exit_code == 0, ignored.output
+    warning = "--dram-fraction 0.1 has no effect without --cache-fraction"
+    assert warning in (ignored.stderr or "")
+    used = CliRunner().invoke(app, [*argv, "--dram-fraction", "0.1", "--cache-fraction", "0.5"])
+    assert used.exit_code == 0 and "no effect" not in (used.stderr or "")
+    assert ", pcie 0%" not in used.output  # the misses cross PCIe: "<1%" at the least
+
+
 def test_cache_options_are_checked() -> None:
     with pytest.raises(InvalidSpecError, match="cache-fraction: applies to a recommendation"):
         gpucast.simulate_serve(model="resnet50", gpu="T4", rate=10.0, cache_fraction=0.1)

@@ -1325,6 +1325,7 @@ def simulate_serve(
     )
     overhead = inputs.request_overhead(work, gbps or math.inf) if gbps else None
     pcie = request.pcie_gbps or inputs.pcie_gbps(server.spec).value / slices
+    miss_bytes = 0.0  # a request's embedding misses read over PCIe (--cache-fraction)
     if request.cache_fraction is not None:
         from gpucast.inputs.embeddings import embedding_cache_curve
 
@@ -1341,7 +1342,8 @@ def simulate_serve(
         )
         from gpucast.catalog.validation import validation_for
 
-        curve = cached.value
+        curve = cached.value.curve
+        miss_bytes = cached.value.pcie_bytes_per_request
         checked = validation_for("embedding-serving-cache", [server.spec.name], precision)
         sources["embedding cache"] = f"{cached.source}; validated: {checked.text()}"
     sources["latency"] = curve.source
@@ -1350,6 +1352,11 @@ def simulate_serve(
     sources["pcie"] = (
         f"{pcie:g} GB/s (given)" if request.pcie_gbps else inputs.pcie_gbps(server.spec).source
     )
+    if miss_bytes:
+        sources["pcie"] += (
+            f"; its share counts the input copies and the embedding misses ({miss_bytes:,.0f} B "
+            "a request from host memory, read inside the device time)"
+        )
     closed = request.closed_loop
     traffic: dict[str, Any] = {}
     trace = None
@@ -1365,6 +1372,18 @@ def simulate_serve(
         process = closed.describe()
         warnings = []
     sources["arrivals"] = process
+    if request.cache_fraction is None:  # the embedding cache's options, given without it
+        ignored = []
+        if request.dram_fraction != 1.0:
+            ignored.append(f"--dram-fraction {request.dram_fraction:g}")
+        if request.cache_policy != "lru":
+            ignored.append(f"--cache-policy {request.cache_policy}")
+        if ignored:
+            warnings.append(
+                f"{' and '.join(ignored)} {'has' if len(ignored) == 1 else 'have'} no effect "
+                "without --cache-fraction (no embedding cache: every row is in HBM); add "
+                "--cache-fraction to put a recommendation model's rows behind an HBM cache"
+            )
     base = ModelDeployment(
         model=request.model,
         latency=curve,
@@ -1444,6 +1463,8 @@ def simulate_serve(
             deployment, {request.model: closed}, request.duration_s, seed=request.seed,
             slo_s=slo_s, sources=sources,
         )  # fmt: skip
+    if miss_bytes:
+        result = _with_pcie_misses(result, miss_bytes, pcie)
     saturation = None
     if request.find_saturation:
         kind = request.arrivals if closed is None else "poisson"
@@ -1480,6 +1501,29 @@ def simulate_serve(
         classes=classes,
         scheduler=scheduler,
     )
+
+
+def _with_pcie_misses(
+    result: ServingResult, bytes_per_request: float, pcie_gbps: float
+) -> ServingResult:
+    """Each server's PCIe share with its embedding misses added: the simulator queues the
+    input copies on the link, and the misses' reads sit inside the device time."""
+    h = result.horizon_s
+    servers = tuple(
+        dataclasses.replace(
+            s,
+            stages=dict(s.stages)
+            | {
+                "pcie": min(
+                    1.0,
+                    s.stages.get("pcie", 0.0)
+                    + (s.requests * bytes_per_request / (pcie_gbps * 1e9 * h) if h > 0 else 0.0),
+                )
+            },
+        )
+        for s in result.servers
+    )
+    return dataclasses.replace(result, servers=servers)
 
 
 def _overload_warnings(result: ServingResult) -> list[str]:

@@ -17,7 +17,14 @@ from rich.markup import escape
 
 from gpucast.app.serve import PlanServeRequest, SimulateServeRequest
 from gpucast.cli._command import request_command
-from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, working
+from gpucast.cli._common import (
+    JSON_OPTION_HELP,
+    console,
+    emit_json,
+    print_warnings,
+    working,
+)
+from gpucast.domain.units import format_share
 
 if TYPE_CHECKING:
     from gpucast.app.mig_serve import PlanMigServeResult
@@ -27,11 +34,6 @@ if TYPE_CHECKING:
 def print_validation(validation: Mapping[str, str]) -> None:
     for model, text in validation.items():
         console.print(f"[dim]{escape(f'validated error, {model}: {text}')}[/dim]", highlight=False)
-
-
-def print_warnings(warnings: Iterable[str]) -> None:
-    for text in warnings:
-        err_console.print(f"[yellow]warning:[/yellow] {escape(text)}", highlight=False)
 
 
 # -- plan serve -----------------------------------------------------------------------------
@@ -252,7 +254,7 @@ def print_serving(result: SimulateServeResult) -> None:
         highlight=False,
     )
     for s in result.serving.servers:
-        stages = "".join(f", {name} {u:.0%}" for name, u in s.stages.items())
+        stages = "".join(f", {name} {format_share(u)}" for name, u in s.stages.items())
         console.print(
             f"  {s.name} #{s.replica}: busy {s.busy_fraction:.0%}, {s.requests} requests{stages}",
             highlight=False,

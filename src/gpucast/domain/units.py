@@ -75,3 +75,11 @@ def format_ratio(ratio: float) -> str:
     if ratio >= 0.01 or ratio <= 0:
         return f"{ratio:.3g}x"
     return "<0.01x"
+
+
+def format_share(share: float) -> str:
+    """A share as a whole percentage, ``<1%`` for a small but non-zero one (never ``0%`` for
+    a link that carries traffic)."""
+    if 0 < share < 0.005:
+        return "<1%"
+    return f"{share:.0%}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,15 @@ if TYPE_CHECKING:
     from gpucast.predict.embedding_cache import EmbeddingLocalityModel
 
 LOCALITY_WINDOWS = ("2021", "2022")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CachedCurve:
+    """A served model's latency curve behind an embedding cache, and the bytes a request's
+    misses read over PCIe (from host DRAM, or SSD through it) inside that device time."""
+
+    curve: LatencyCurve
+    pcie_bytes_per_request: float
 
 
 def rec_model_input(name: str | None, tables: Path | None, batch: int | None) -> RecModel:
@@ -132,7 +142,7 @@ def embedding_cache_curve(
     dram_fraction: float,
     policy: str,
     data_dir: Path | None,
-) -> Sourced[LatencyCurve]:
+) -> Sourced[CachedCurve]:
     """A served recommendation model's latency curve with its embedding rows behind an HBM
     cache (``cache_fraction``) over host DRAM (``dram_fraction``) over the catalog's NVMe
     drive: :func:`gpucast.predict.embeddings.cached_lookup_curve` with the hit rates of the
@@ -174,4 +184,5 @@ def embedding_cache_curve(
     )
     if ssd is not None:
         text += f"; SSD reads with one read latency a batch ({ssd.source})"
-    return Sourced(out, text)
+    misses = lookups * row_bytes * (shares[1] + shares[2])
+    return Sourced(CachedCurve(curve=out, pcie_bytes_per_request=misses), text)
