@@ -36,6 +36,31 @@ def test_full_graph_and_sampled() -> None:
     assert sampled.to_dict()["dense_over_sparse"] > 1
 
 
+PAPERS100M = {"gpu": "A100-80GB", "nodes": 111_059_956, "edges": 3_231_371_744, "feature_dim": 128}
+
+
+def test_a_full_graph_beyond_hbm_is_refused_unless_split() -> None:
+    """ogbn-papers100M needs ~381 GiB for full-graph training: not one A100-80GB's 80."""
+    with pytest.raises(InvalidSpecError, match=r"needs 381 GiB .* than the 80 GiB") as err:
+        gpucast.predict_gnn(**PAPERS100M)
+    assert "--split" in str(err.value) and "--batch" in str(err.value)
+    result = CliRunner().invoke(
+        app, ["predict", "gnn", "--gpu", "A100-80GB", "--nodes", "111059956", "--edges",
+              "3231371744", "--feature-dim", "128"],
+    )  # fmt: skip
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1, result.output
+    split = gpucast.predict_gnn(**PAPERS100M, split=True)  # the CPU options are the point
+    assert split.notes[0].startswith("does NOT fit: the full graph needs 381 GiB")
+    small = gpucast.predict_gnn(gpu="A100-80GB", nodes=100_000, edges=2_000_000)
+    assert (
+        "in HBM (0.3" in small.assumptions["features"]
+        and "of 80 GiB)" in small.assumptions["features"]
+    )
+    assert not any("NOT fit" in n for n in small.notes)
+    sampled = gpucast.predict_gnn(**PAPERS100M, batch=1024, fanouts=(15, 10))
+    assert sampled.step_time_s > 0  # mini-batches: features in host memory, not refused
+
+
 def test_edge_list_counts_what_it_skips(tmp_path: Path) -> None:
     result = gpucast.predict_gnn(gpu="A100-80GB", edge_list=_edge_file(tmp_path), nodes=300)
     self_loops = 2 + int(

@@ -35,6 +35,12 @@ def test_full_graph_cost_by_hand() -> None:
     assert sage.transform_flops == pytest.approx(2 * cost.transform_flops)
 
 
+def test_full_graph_bytes_by_hand() -> None:
+    """Edges as two 4-byte ids; features, activations and their gradients in fp32."""
+    spec = gnn.GnnSpec(model="gcn", feature_dim=8, hidden=4, classes=2)
+    assert gnn.full_graph_bytes(spec, nodes=10, edges=30) == 8 * 30 + 2 * 10 * (8 + 4 + 2) * 4
+
+
 def test_dense_pricing_is_far_off_on_a_large_sparse_graph() -> None:
     spec = gnn.GnnSpec(model="gcn", feature_dim=128, hidden=128, classes=16)
     cost = gnn.full_graph_cost(spec, nodes=100_000, edges=2_000_000)

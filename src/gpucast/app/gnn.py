@@ -262,6 +262,7 @@ class PredictGnnResult:
 def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> PredictGnnResult:
     """One training step of a GCN / GraphSAGE, sparse vs dense (module docstring)."""
     from gpucast.catalog import load_catalog
+    from gpucast.domain.units import GIB
     from gpucast.plan.inputs import PCIE_GBPS
     from gpucast.predict import gnn
 
@@ -300,10 +301,29 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
     else:
         assert request.nodes is not None and request.edges is not None
         nodes, edges = request.nodes, request.edges
+    hbm_bytes = gpu.memory_gib * GIB
+    graph_bytes = None  # full graph: its edges, features and activations, all in HBM
     if request.batch is not None:
         cost = gnn.sampled_cost(spec, nodes=nodes, edges=edges)
     else:
         cost = gnn.full_graph_cost(spec, nodes=nodes, edges=edges)
+        graph_bytes = gnn.full_graph_bytes(spec, nodes=nodes, edges=edges)
+        if graph_bytes > hbm_bytes and not request.split:
+            raise InvalidSpecError(
+                "nodes",
+                f"full-graph training needs {graph_bytes / GIB:,.0f} GiB (edges, features, "
+                f"activations and gradients), more than the {gpu.memory_gib:g} GiB of one "
+                f"{gpu.name}",
+                fix="train on mini-batches (e.g. --batch 1024 --fanouts 15,10), price the graph "
+                "operations on CPU servers (--split) or use a GPU with more memory",
+            )
+        if graph_bytes > hbm_bytes:  # --split: the CPU options are the point; say it here
+            notes.insert(
+                0,
+                f"does NOT fit: the full graph needs {graph_bytes / GIB:,.0f} GiB, one "
+                f"{gpu.name} has {gpu.memory_gib:g} GiB; the step and the GPU-only epoch are "
+                "priced as if it did",
+            )
     tflops = gpu.peak_tflops("bf16") * FLOP_EFFICIENCY
     hbm = gpu.memory_bandwidth_gbps * GATHER_EFFICIENCY
     pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0
@@ -329,8 +349,9 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
             "compute": f"{FLOP_EFFICIENCY:.0%} of {gpu.name}'s BF16 peak on the transforms",
             "gathers": f"{GATHER_EFFICIENCY:.0%} of HBM bandwidth; x3 for forward + backward",
             "features": "mini-batch features in host memory, fetched over PCIe"
-            if host is not None
-            else "full graph: features and activations in HBM",
+            if graph_bytes is None
+            else f"full graph: edges, features and activations in HBM ({graph_bytes / GIB:,.3g} "
+            f"of {gpu.memory_gib:g} GiB" + ")",
             "sampling": "uniform draws over the nodes for the distinct sampled nodes per hop "
             "(hubs repeat more: an upper estimate); CPU sampling time not included",
             "validated": "not validated against GPU measurements (benchmarks/gnn_cpu.py checks "
@@ -375,9 +396,10 @@ def _split(
             fix=f"use one of {', '.join(known[:8])}, ...",
         )  # fmt: skip
     server = min(servers, key=lambda o: o.on_demand_usd_per_hour)
+    from gpucast.predict.gnn import full_graph_bytes
+
     # the graph, its features and every layer's activations and gradients in DRAM
-    widths = sum(d_in for d_in, _ in spec.dims()) + spec.classes
-    graph_bytes = 8.0 * edges + 2.0 * nodes * widths * spec.bytes_per_value
+    graph_bytes = full_graph_bytes(spec, nodes=nodes, edges=edges)
     count = request.graph_servers or max(
         1, math.ceil(graph_bytes / (0.8 * server.memory_gib * 2**30))
     )
@@ -423,11 +445,6 @@ def _split(
     from gpucast.catalog.validation import validation_for
 
     notes["split validated"] = validation_for("gnn-split", [gpu.name], "fp32").text()
-    if graph_bytes > gpu.memory_gib * 2**30:
-        notes["split gpu memory"] = (
-            f"the graph and activations ({graph_bytes / 2**30:,.0f} GiB) do not fit one "
-            f"{gpu.name}; the GPU-only epoch is priced as if they did"
-        )
     return options, notes
 
 

@@ -7,7 +7,8 @@ features, ``2 d_in``). Pricing the aggregation as a dense ``N x N`` adjacency ma
 dense roofline over the layer does, costs ``2 N^2 d_in`` FLOPs instead: :class:`GnnCost`
 carries both so the gap is visible.
 
-* :func:`full_graph_cost` -- one full-graph training step (forward + backward: 3x).
+* :func:`full_graph_cost` -- one full-graph training step (forward + backward: 3x);
+  :func:`full_graph_bytes` -- the memory it needs (edges, features, activations, gradients).
 * :func:`sampled_cost` -- one mini-batch with neighbour sampling (fan-outs per layer, from the
   seeds outwards): expected distinct nodes per hop ``n_l = N (1 - exp(-n_{l-1} f_l / N))``
   (draws with replacement over ``N`` nodes), the edges sampled, and the input features
@@ -147,6 +148,14 @@ def full_graph_cost(spec: GnnSpec, *, nodes: int, edges: int) -> GnnCost:
     _check_graph(nodes, edges)
     n = [float(nodes)] * spec.layers
     return _layer_cost(spec, n, n, [float(edges)] * spec.layers)
+
+
+def full_graph_bytes(spec: GnnSpec, *, nodes: int, edges: int) -> float:
+    """Memory of full-graph training: the edges (two 4-byte ids each), the input features and
+    every layer's activations and their gradients (``2 N (sum d_in + classes)`` values)."""
+    _check_graph(nodes, edges)
+    widths = sum(d_in for d_in, _ in spec.dims()) + spec.classes
+    return 8.0 * edges + 2.0 * nodes * widths * spec.bytes_per_value
 
 
 def sampled_nodes(nodes: int, batch: int, fanouts: Sequence[float]) -> list[float]:
