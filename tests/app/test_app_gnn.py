@@ -72,6 +72,18 @@ def test_edge_list_counts_what_it_skips(tmp_path: Path) -> None:
     assert result.edges == 3003 - self_loops - 1
 
 
+def test_cli_warns_of_a_stray_id(tmp_path: Path) -> None:
+    path = tmp_path / "edges.txt"
+    path.write_text("".join(f"{i} {(i + 1) % 100}\n" for i in range(100)) + "3 200000\n")
+    argv = ["predict", "gnn", "--gpu", "A100-80GB", "--edge-list", str(path)]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    assert "200,001 nodes" in result.output  # priced as given, and
+    assert "warning: 200,001 nodes inferred" in result.stderr and "--nodes" in result.stderr
+    clean = CliRunner().invoke(app, [*argv, "--nodes", "100"])
+    assert clean.exit_code == 0 and "warning" not in clean.stderr
+
+
 @pytest.mark.skipif(not HAS_METIS, reason="pymetis not installed (pip install 'gpucast[graph]')")
 def test_partition_halo(tmp_path: Path) -> None:
     result = gpucast.predict_gnn(

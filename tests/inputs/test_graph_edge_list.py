@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
-from gpucast.inputs.graph import read_edge_list
+from gpucast.inputs.graph import _parse_fast, _parse_lines, read_edge_list
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -35,3 +36,44 @@ def test_bad_files(tmp_path: Path) -> None:
         read_edge_list(_write(tmp_path, "3 3\n7 8\n"), nodes=5)
     with pytest.raises(InvalidSpecError, match="edge-list: file not found"):
         read_edge_list(tmp_path / "missing.txt")
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [("0 1\n1 2\n3\n", 3), ("0 1\n+5 2\n", 2), ("0 1\n\n1.5 2\n", 3), ("0 1\n1 2x\n", 2),
+     ("# c - d\n0 1\n-0 1\n", 3), ("0 1\n" * 5 + "a b\n", 6)],
+)  # fmt: skip
+def test_a_bad_line_is_named_whichever_parser_meets_it(
+    tmp_path: Path, text: str, line: int
+) -> None:
+    with pytest.raises(DataFormatError, match=f"line {line}: expected two node ids >= 0"):
+        read_edge_list(_write(tmp_path, text))
+
+
+def test_the_c_parser_reads_what_the_line_parser_reads() -> None:
+    """Comments, commas, tabs, blank lines, extra columns and CRLF: the same pairs."""
+    rng = np.random.default_rng(1)
+    pairs = rng.integers(0, 1000, (500, 2))
+    seps = [" ", ",", "\t", "  ", ", "]
+    lines = [
+        f"{a}{seps[i % 5]}{b}" + (" 0.5" if i % 7 == 0 else "") + (" # w" if i % 11 == 0 else "")
+        for i, (a, b) in enumerate(pairs)
+    ]
+    text = "# header\r\n" + "\r\n\n".join(lines) + "\n"
+    fast = _parse_fast(text)
+    assert fast is not None and fast.tolist() == pairs.tolist()
+    assert _parse_lines(text, "edges.txt").tolist() == pairs.tolist()
+    assert _parse_fast("0 1\n0 -1\n") is None and _parse_fast("# none\n") is None
+
+
+def test_a_stray_id_that_inflates_the_graph_is_a_warning(tmp_path: Path) -> None:
+    body = "".join(f"{i} {(i * 7 + 1) % 1000}\n" for i in range(1000))
+    stray = read_edge_list(_write(tmp_path, body + "3 200000\n"))
+    assert stray.nodes == 200_001 and stray.distinct_ids == 1001
+    assert stray.warnings() == [
+        "200,001 nodes inferred from the largest id (200,000), but only 1,001 distinct ids "
+        "appear: a stray id? give --nodes N (edges with ids >= N are skipped and counted)"
+    ]
+    assert read_edge_list(_write(tmp_path, body)).warnings() == []  # ids 0..999, all seen
+    given = read_edge_list(_write(tmp_path, body + "3 200000\n"), nodes=300_000)
+    assert given.warnings() == [] and given.distinct_ids is None  # --nodes: the user's count

@@ -236,6 +236,8 @@ class PredictGnnResult:
     validated: str = ""
     #: --split: GPU-only, CPU + GPU and CPU + serverless epochs (predict.gnn_split.SplitOption)
     split: tuple[Any, ...] = ()
+    #: what the input suggests is a mistake (a stray id in --edge-list)
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -256,6 +258,7 @@ class PredictGnnResult:
             "eval_step_time_s": self.eval_step_time_s,
             "validated": self.validated,
             "split": [o.to_dict() for o in self.split],
+            "warnings": list(self.warnings),
         }
 
 
@@ -282,6 +285,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         batch=request.batch,
     )
     notes: list[str] = []
+    warnings: list[str] = []
     halo = halo_bytes = None
     if request.edge_list is not None:
         from gpucast.inputs.graph import read_edge_list
@@ -291,6 +295,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         )
         nodes, edges = graph.nodes, len(graph.src)
         notes += graph.notes()
+        warnings += graph.warnings()
         if request.parts is not None:
             if request.parts > nodes:
                 raise InvalidSpecError("parts", f"must be <= the {nodes} nodes", got=request.parts)
@@ -359,6 +364,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         }
         | split_notes,
         split=split,
+        warnings=tuple(warnings),
     )
 
 
@@ -448,8 +454,8 @@ def _split(
     return options, notes
 
 
-def _gat_graph(request: PredictGnnRequest) -> tuple[Any, list[str]]:
-    """The graph of a gat/rgat request and notes on where it came from."""
+def _gat_graph(request: PredictGnnRequest) -> tuple[Any, list[str], list[str]]:
+    """The graph of a gat/rgat request, notes on where it came from and warnings."""
     from gpucast.predict import gat
 
     if request.model == "gat":
@@ -462,12 +468,12 @@ def _gat_graph(request: PredictGnnRequest) -> tuple[Any, list[str]]:
             graph = gat.HeteroGraph.homogeneous(
                 nodes=el.nodes, edges=len(el.src), feature_dim=request.feature_dim
             )
-            return graph, el.notes()
+            return graph, el.notes(), el.warnings()
         assert request.nodes is not None and request.edges is not None
         graph = gat.HeteroGraph.homogeneous(
             nodes=request.nodes, edges=request.edges, feature_dim=request.feature_dim
         )
-        return graph, []
+        return graph, [], []
     if request.graph_stats is not None:
         from gpucast.inputs.graph import read_graph_stats
 
@@ -482,7 +488,7 @@ def _gat_graph(request: PredictGnnRequest) -> tuple[Any, list[str]]:
     if request.reverse_relations:
         graph = graph.with_reverse()
         notes.append(f"{len(graph.relations)} relations sampled (reverse directions added)")
-    return graph, notes
+    return graph, notes, []
 
 
 def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
@@ -495,7 +501,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
     from gpucast.predict.comm import DEFAULT_HOP_LATENCY_S, hierarchical_collective_s
 
     gpu = load_catalog().gpu(request.gpu)
-    graph, notes = _gat_graph(request)
+    graph, notes, warnings = _gat_graph(request)
     assert request.batch is not None
     spec = gat.GatSpec(
         heads=request.heads,
@@ -571,6 +577,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
         },
         eval_step_time_s=evaluation.total_s,
         validated=validation.text(),
+        warnings=tuple(warnings),
         assumptions={
             "compute": f"matmuls at the slower of {FLOP_EFFICIENCY:.0%} of {gpu.name}'s BF16 "
             f"peak and {GATHER_EFFICIENCY:.0%} of HBM; activations in 16 bits; x3 for "

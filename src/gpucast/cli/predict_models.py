@@ -12,7 +12,7 @@ from gpucast.app.gnn import PredictGnnRequest
 from gpucast.app.infer import PredictInferRequest
 from gpucast.app.llm import PredictLlmTrainRequest
 from gpucast.cli._command import request_command
-from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, print_warnings
 from gpucast.domain.units import format_ratio
 
 
@@ -127,6 +127,7 @@ def gnn_command(
     from gpucast.app import predict_gnn
 
     result = predict_gnn(request)
+    print_warnings(result.warnings)
     if json_out:
         emit_json(result.to_dict())
         return
