@@ -95,3 +95,14 @@ def test_several_measurements_each_price_the_batches_nearest_them() -> None:
         est = predict_step_time(f.roofline_workload(int(b)), fast, f.precision,
                                 calibration=cal, efficiency=EFF)  # fmt: skip
         assert est.value == pytest.approx(step)
+
+
+def test_percentile_words_read_as_english_ordinals() -> None:
+    from gpucast.predict.intervals import percentile_words
+
+    assert percentile_words(0.9) == "10th-90th percentiles"
+    said = percentile_words(0.93)
+    assert said.startswith("7th-93rd percentiles") and "93th" not in said
+    assert percentile_words(0.99).startswith("1st-99th")
+    assert percentile_words(0.925).startswith("7.5th-92.5th")
+    assert percentile_words(0.78).startswith("22nd-78th")

@@ -235,8 +235,18 @@ def percentile_words(level: float, groups: str = "held-out groups") -> str:
     held out)."""
     if abs(level - INTERVAL_QUANTILES[1]) < 1e-9:
         return "10th-90th percentiles"
-    low, high = f"{100 * (1 - level):.3g}", f"{100 * level:.3g}"
-    return f"{low}th-{high}th percentiles, the band that covered 80% of {groups}"
+    low, high = _ordinal(100 * (1 - level)), _ordinal(100 * level)
+    return f"{low}-{high} percentiles, the band that covered 80% of {groups}"
+
+
+def _ordinal(value: float) -> str:
+    """``7th``, ``93rd``, ``92.5th``, ``1st``, ``22nd`` (English ordinals of a percentile)."""
+    text = f"{value:.3g}"
+    if "." in text or "e" in text:
+        return f"{text}th"
+    n = int(text)
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def held_out_coverage(residuals: FloatArray, groups: npt.ArrayLike, level: float) -> float:
