@@ -169,3 +169,17 @@ def test_importing_the_cli_verbs_does_no_work(tmp_path: Path) -> None:
     env = {"XDG_DATA_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "home"), "PATH": ""}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
     assert not (tmp_path / "xdg").exists() and not (tmp_path / "home").exists()
+
+
+def test_every_kind_the_store_writes_can_be_listed(tmp_path: Path) -> None:
+    from gpucast.app.runs import RUN_KINDS
+    from gpucast.store.campaigns import DISTRIBUTED_KIND, MEASUREMENT_KIND
+    from gpucast.store.coldstart import COLDSTART_KIND
+    from gpucast.store.optimizer import OPTIMIZER_KIND
+
+    written = {MEASUREMENT_KIND, DISTRIBUTED_KIND, COLDSTART_KIND, OPTIMIZER_KIND}
+    assert written | {"profile", "program"} <= set(RUN_KINDS)
+    db = str(tmp_path / "x.db")
+    result = runner.invoke(app, ["--db", db, "runs", "list", "--kind", "coldstart", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["runs"] == []

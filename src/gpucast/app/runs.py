@@ -22,8 +22,14 @@ if TYPE_CHECKING:
     from gpucast.store.records import RunSummary, StoredRun
 
 
-#: What a stored run is (the ``kind`` column of the store's runs table).
-RUN_KINDS: tuple[str, ...] = ("measurement", "profile", "program")
+#: What a stored run is (the ``kind`` column of the store's runs table): the store writes
+#: measurements, profiles and programs (:mod:`gpucast.store.db`), cold starts
+#: (:data:`gpucast.store.coldstart.COLDSTART_KIND`), optimizer steps
+#: (:data:`gpucast.store.optimizer.OPTIMIZER_KIND`) and distributed campaign points
+#: (:data:`gpucast.store.campaigns.DISTRIBUTED_KIND`).
+RUN_KINDS: tuple[str, ...] = (
+    "measurement", "profile", "program", "coldstart", "optimizer", "distributed",
+)  # fmt: skip
 
 
 def _db_path(db: Path | str | None) -> Path:
@@ -57,7 +63,11 @@ class RunsListRequest:
 
     VERB: ClassVar[str] = "runs list"
 
-    kind: str | None = option(None, help="measurement, profile or program.", example="measurement")
+    kind: str | None = option(
+        None,
+        help=f"Only runs of this kind: {', '.join(RUN_KINDS)}.",
+        example="measurement",
+    )
     workload: str | None = option(None, help="Only this workload.", example="resnet50")
     limit: int = option(50, help="At most this many runs, newest first.", example="50")
 
