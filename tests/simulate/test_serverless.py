@@ -163,7 +163,15 @@ def test_bad_policies(text: str) -> None:
         parse_policy(text)
 
 
+@pytest.mark.parametrize("text", ["fixed:", "fixed:10", "fixed: 2.5", "fixed:10."])
+def test_a_fixed_policy_needs_a_duration_and_its_unit(text: str) -> None:
+    with pytest.raises(InvalidSpecError, match=r"policy: fixed:DURATION needs a number and its"):
+        parse_policy(text)
+
+
 def test_policy_text() -> None:
+    assert parse_policy("fixed:30s").keep_alive_s == 30.0
+    assert parse_policy("fixed:1h").keep_alive_s == 3600.0
     assert parse_policy("fixed:10m").keep_alive_s == 600.0
     assert parse_policy("FIXED").keep_alive_s == 600.0
     assert parse_policy("histogram").kind == "histogram"

@@ -307,15 +307,23 @@ class KeepAlivePolicy:
 
 
 def parse_policy(text: str) -> KeepAlivePolicy:
-    """``fixed:10m`` (any duration: 90s, 10m, 1h), ``fixed`` (10 min), ``histogram``,
-    ``prewarm``; one :class:`InvalidSpecError` otherwise."""
+    """``fixed:10m`` (a duration with its unit: 90s, 10m, 1h, 1d), ``fixed`` (10 min),
+    ``histogram``, ``prewarm``; one :class:`InvalidSpecError` otherwise (``fixed:`` without a
+    duration, or ``fixed:10`` without a unit, too: seconds or minutes would be a guess)."""
     from gpucast.domain.units import parse_duration_s
 
     raw = str(text).strip().lower()
-    kind, _, arg = raw.partition(":")
+    kind, colon, arg = raw.partition(":")
+    arg = arg.strip()
     if kind == "fixed":
-        if not arg:
+        if not colon:
             return KeepAlivePolicy(kind="fixed")
+        if not arg or arg[-1].isdigit() or arg[-1] == ".":
+            raise InvalidSpecError(
+                "policy", "fixed:DURATION needs a number and its unit (s, m, h or d)", got=text,
+                fix=f"e.g. --policy fixed:{arg or '10'}m for minutes or fixed:{arg or '10'}s "
+                "for seconds",
+            )  # fmt: skip
         return KeepAlivePolicy(kind="fixed", keep_alive_s=parse_duration_s(arg, field="policy"))
     if kind in ("histogram", "prewarm") and not arg:
         return KeepAlivePolicy(kind=kind)  # type: ignore[arg-type]
