@@ -143,3 +143,15 @@ def test_simulate_and_plan_serverless_on_an_azure_llm_trace(tmp_path: Path) -> N
     assert json.loads(plan.stdout)["arrival_process"].startswith("replayed")
     bad = runner.invoke(app, ["simulate", "serverless", "--trace", str(trace)])
     assert bad.exit_code == 2 and "resnet50 is not a language model" in bad.stderr
+
+
+def test_an_llm_too_big_for_the_gpu_suggests_only_flags_the_verb_has(tmp_path: Path) -> None:
+    trace = tmp_path / "AzureLLMInferenceTrace_conv.csv"
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,374,44\n")
+    for verb in ("simulate", "plan"):
+        argv = [verb, "serverless", "--trace", str(trace), "--models", "llama-2-70b"]
+        result = runner.invoke(app, [*argv, "--gpu", "T4"])
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "does not fit on T4" in lines[0], lines
+        assert "--precision" not in lines[0] and "--gpu" in lines[0]

@@ -365,9 +365,9 @@ def llm_gpu_function(
             spec, gpu, engine, input_len=int(inp[longest]), output_len=int(out[longest]),
             node=node,
         )  # fmt: skip
-    except NoFeasiblePlanError as exc:
+    except NoFeasiblePlanError as exc:  # its fix names --precision, which these verbs lack
         raise InvalidSpecError(
-            "models", str(exc.args[0]), fix="pick a GPU with more memory (--gpu) or a smaller model"
+            "models", exc.message, fix="pick a GPU with more memory (--gpu) or a smaller model"
         ) from None
     one = predict_inference(
         spec, gpu, engine, batch_size=1, input_len=int(inp[longest]),
