@@ -155,3 +155,18 @@ def test_an_llm_too_big_for_the_gpu_suggests_only_flags_the_verb_has(tmp_path: P
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and "does not fit on T4" in lines[0], lines
         assert "--precision" not in lines[0] and "--gpu" in lines[0]
+
+
+def test_a_file_of_an_azure_functions_trace_asks_for_its_folder(tmp_path: Path) -> None:
+    minutes = ",".join(str(i) for i in range(1, 1441))
+    counts = tmp_path / "invocations_per_function_md.anon.d03.csv"
+    counts.write_text(f"HashOwner,HashApp,HashFunction,Trigger,{minutes}\n")
+    renamed = tmp_path / "elsewhere" / "day3.csv"  # known by its header alone
+    renamed.parent.mkdir()
+    renamed.write_text(counts.read_text())
+    for path, says in ((counts, f"--trace {tmp_path} --day 3"), (renamed, str(renamed.parent))):
+        result = runner.invoke(app, ["simulate", "serverless", "--trace", str(path)])
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "give the folder that holds it" in lines[0], lines
+        assert says in lines[0] and "1440" not in lines[0]

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -112,12 +113,48 @@ def trace_from_path(path: Path, day: int = 1) -> ServerlessTrace:
 
     path = Path(path)
     if path.is_file():
+        _not_an_azure_functions_file(path)
         return llm_trace([path])
     if path.is_dir() and not (path / INVOCATIONS_FILE.format(day=day)).exists():
         files = sorted(path.glob(LLM_TRACE_GLOB))
         if files:
             return llm_trace(files)
     return trace_from_dir(path, day)
+
+
+#: the files of one day of the Azure Functions 2019 trace, and the day
+_AZURE_FUNCTIONS_FILE = re.compile(
+    r"^(?:invocations_per_function_md|function_durations_percentiles|app_memory_percentiles)"
+    r"\.anon\.d(\d+)\.csv$"
+)
+#: the dataset's description, next to its files
+_AZURE_FUNCTIONS_README = "AzureFunctionsDataset2019.md"
+
+
+def _not_an_azure_functions_file(path: Path) -> None:
+    """Refuse a file of the Azure Functions 2019 trace (by its name, its ``HashOwner`` header
+    or the dataset's files beside it) given where its folder is wanted, saying which folder."""
+    from gpucast.store.datasets.azure_functions import INVOCATIONS_FILE
+
+    if path.match(LLM_TRACE_GLOB):
+        return
+    named = _AZURE_FUNCTIONS_FILE.match(path.name)
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(b"HashOwner"))
+    except OSError:
+        head = b""  # the LLM trace reader says why it cannot be read
+    beside = (path.parent / _AZURE_FUNCTIONS_README).is_file() or any(
+        path.parent.glob(INVOCATIONS_FILE.replace("{day:02d}", "*"))
+    )
+    if named is None and head != b"HashOwner" and not beside:
+        return
+    day = f" --day {int(named.group(1))}" if named is not None else ""
+    raise InvalidInputError(
+        f"--trace {path}: a file, but the Azure Functions 2019 trace is read from its folder "
+        "(one day's invocation counts and duration percentiles)",
+        fix=f"give the folder that holds it: --trace {path.parent}{day}",
+    )
 
 
 def llm_trace(paths: list[Path], bin_s: float = 60.0) -> ServerlessTrace:
