@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gpucast.cli.app import app
@@ -170,3 +171,36 @@ def test_a_file_of_an_azure_functions_trace_asks_for_its_folder(tmp_path: Path) 
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and "give the folder that holds it" in lines[0], lines
         assert says in lines[0] and "1440" not in lines[0]
+
+
+def _columns(stdout: str) -> tuple[list[str], list[list[str]]]:
+    """The header and rows of `plan serverless`'s table, split on runs of spaces."""
+    import re
+
+    lines = stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("deployment"))
+    rows = []
+    for line in lines[at + 1 :]:
+        if line.strip().startswith("choice:"):
+            break
+        rows.append(re.split(r"\s{2,}", line.strip()))
+    return re.split(r"\s{2,}", lines[at].strip()), rows
+
+
+def test_plan_serverless_table_keeps_its_columns_apart() -> None:
+    # trace durations (CPU functions, seconds each): GPU-hours in the thousands
+    argv = ["plan", "serverless", "--synthetic", "100", "--minutes", "1440", "--models", "mlp",
+            "--durations", "trace", "--policies", "fixed:1h", "--price", "1"]  # fmt: skip
+    text = runner.invoke(app, [*argv, "--slo", "p99<100s"])
+    assert text.exit_code == 0, text.output
+    header, rows = _columns(text.stdout)
+    assert header == ["deployment", "cold", "swaps", "p50 ms", "p99 ms", "GPU-h", "US$", "SLO"]
+    d = json.loads(runner.invoke(app, [*argv, "--slo", "p99<100s", "--json"]).stdout)
+    assert len(rows) == len(d["options"])
+    for row, o in zip(rows, d["options"], strict=True):
+        assert len(row) == len(header), row
+        assert float(row[5].replace(",", "")) == pytest.approx(o["gpu_hours"], abs=0.006)
+    assert max(o["gpu_hours"] for o in d["options"]) >= 1000  # wider than the old column
+    p50 = runner.invoke(app, [*argv, "--slo", "p50<1ms"])
+    header, rows = _columns(p50.stdout)
+    assert header.count("p50 ms") == 1 and "SLO" in header

@@ -13,7 +13,7 @@ from gpucast.domain.errors import (
     UnknownGpuError,
 )
 from gpucast.domain.prediction import Estimate
-from gpucast.domain.units import format_ratio, parse_duration_s
+from gpucast.domain.units import format_ms_against, format_ratio, parse_duration_s
 from gpucast.domain.workload import WorkloadSpec
 
 
@@ -85,3 +85,18 @@ def test_estimate_rejects_nan_and_bad_interval() -> None:
 )  # fmt: skip
 def test_format_ratio_keeps_small_ratios_legible(ratio: float, text: str) -> None:
     assert format_ratio(ratio) == text
+
+
+def test_format_ms_against_shows_which_side_of_the_limit() -> None:
+    assert format_ms_against(0.0010097, 0.001) == "1.01"  # not "1.0": it misses a 1 ms SLO
+    assert format_ms_against(0.00100001, 0.001) == "1.00001"
+    assert format_ms_against(0.0035, 2.0) == "3.5"
+    assert format_ms_against(0.0009996, 0.001) == "1.0"  # within, and reads as within
+    assert format_ms_against(141.7, 200.0) == "141,700.0"
+
+
+@given(st.floats(1e-6, 1e3), st.floats(1e-6, 1e3))
+def test_format_ms_against_never_puts_a_value_on_the_wrong_side(value: float, limit: float) -> None:
+    shown = float(format_ms_against(value, limit).replace(",", ""))
+    if value * 1e3 > limit * 1e3 and value * 1e3 - limit * 1e3 > 1e-6:
+        assert shown > limit * 1e3

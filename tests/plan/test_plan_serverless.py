@@ -93,3 +93,11 @@ def test_no_candidate_meets_an_impossible_slo() -> None:
 def test_bad_input(kw: dict[str, object]) -> None:
     with pytest.raises(InvalidSpecError):
         _plan(_sparse(4, 60), **kw)
+
+
+def test_a_narrow_miss_is_visible_in_the_reason() -> None:
+    # 1.0097 ms against 1 ms: the reason must not print "1.0 ms", which reads as met
+    counts = np.full((2, 30), 5, dtype=np.int64)
+    plan = _plan(counts, exec_s=0.0010097, slo_percentile=50.0, slo_s=0.001)
+    assert plan.choice is None
+    assert "1.01 ms" in plan.reason and "1.0 ms" not in plan.reason

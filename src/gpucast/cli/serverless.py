@@ -13,12 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+from rich.table import Table
 
 from gpucast.app.coldstart import MeasureColdstartRequest, PredictColdstartRequest
 from gpucast.app.kaas import SimulateKaasRequest
 from gpucast.app.serverless import PlanServerlessRequest, SimulateServerlessRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
+from gpucast.domain.units import format_ms_against
 
 
 def _say(text: str) -> None:
@@ -86,6 +88,26 @@ def simulate_command(
     _footer(d)
 
 
+def _plan_table(d: dict[str, Any], q: str) -> Table:
+    """The candidates of ``plan serverless``, one a row; the latency at the SLO percentile
+    with the decimals that show which side of the SLO it is (one column when that is p50)."""
+    from rich.markup import escape
+
+    latency = ["p50 ms"] if q == "p50" else ["p50 ms", f"{q} ms"]
+    table = Table(box=None, padding=(0, 0, 0, 2), show_edge=False)
+    for col in ("deployment", "cold", "swaps", *latency, "GPU-h", "US$", "SLO"):
+        table.add_column(col, justify="left" if col in ("deployment", "SLO") else "right")
+    for o in d["options"]:
+        at_slo = format_ms_against(o["slo_latency_s"], d["slo_s"])
+        p50 = [] if q == "p50" else [f"{o['p50_s'] * 1e3:,.1f}"]
+        table.add_row(
+            escape(o["name"]), f"{o['cold_starts']:,}", f"{o['swaps']:,}", *p50, at_slo,
+            f"{o['gpu_hours']:,.2f}", f"{o['cost_usd']:,.2f}",
+            "met" if o["meets_slo"] else "missed",
+        )  # fmt: skip
+    return table
+
+
 @request_command(PlanServerlessRequest)
 def plan_command(
     ctx: typer.Context,
@@ -109,14 +131,7 @@ def plan_command(
         f"(peak {d['peak_gpus']} GPU(s), memory of all models {d['memory_gpus']} GPU(s))"
     )
     _say(f"  arrivals {d['arrival_process']}")
-    _say(f"  {'deployment':<44}{'cold':>9}{'swaps':>9}{'p50 ms':>10}{q + ' ms':>10}"
-         f"{'GPU-h':>9}{'US$':>10}  SLO")  # fmt: skip
-    for o in d["options"]:
-        _say(
-            f"  {o['name']:<44}{o['cold_starts']:>9,}{o['swaps']:>9,}{o['p50_s'] * 1e3:>10.1f}"
-            f"{o['slo_latency_s'] * 1e3:>10.1f}{o['gpu_hours']:>9.2f}{o['cost_usd']:>10.2f}  "
-            f"{'met' if o['meets_slo'] else 'missed'}"
-        )
+    console.print(_plan_table(d, q), highlight=False)
     _say(f"  choice: {d['reason']}")
     _say(f"  validated: {result.validation.text()}")
     _footer(d)

@@ -83,3 +83,16 @@ def format_share(share: float) -> str:
     if 0 < share < 0.005:
         return "<1%"
     return f"{share:.0%}"
+
+
+def format_ms_against(value_s: float, limit_s: float, *, decimals: int = 1) -> str:
+    """``value_s`` in milliseconds (no unit) with ``decimals`` decimals, more where fewer would
+    hide which side of ``limit_s`` it is on: 1.0097 ms against a 1 ms limit is ``1.01``, not
+    ``1.0`` (which reads as within it); at most 6 decimals."""
+    value_ms, limit_ms = value_s * 1e3, limit_s * 1e3
+    if not (math.isfinite(value_ms) and math.isfinite(limit_ms)):
+        return f"{value_ms:,.{decimals}f}"
+    above = value_ms > limit_ms
+    while decimals < 6 and (round(value_ms, decimals) > limit_ms) != above:
+        decimals += 1
+    return f"{value_ms:,.{decimals}f}"

@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.serverless import KeepAlivePolicy
+from gpucast.domain.units import format_ms_against
 from gpucast.simulate.serverless import latency_summary, simulate_gpu_pool, simulate_keep_alive
 
 BILLINGS: tuple[str, ...] = ("instance", "execution")
@@ -263,13 +264,14 @@ def plan_serverless(
         best = min(ordered, key=lambda o: o.slo_latency_s)
         reason = (
             f"no candidate meets {slo_text}: the lowest is {best.name} at "
-            f"{best.slo_latency_s * 1e3:.1f} ms (US$ {best.cost_usd:,.2f}); loosen the SLO "
-            "or cut the cold start (faster storage, smaller models)"
+            f"{format_ms_against(best.slo_latency_s, slo_s)} ms (US$ {best.cost_usd:,.2f}); "
+            "loosen the SLO or cut the cold start (faster storage, smaller models)"
         )
     else:
         cheaper = [o for o in ordered if o.cost_usd < choice.cost_usd]
         missed = "; ".join(
-            f"{o.name} US$ {o.cost_usd:,.2f} misses it ({o.slo_latency_s * 1e3:.1f} ms)"
+            f"{o.name} US$ {o.cost_usd:,.2f} misses it "
+            f"({format_ms_against(o.slo_latency_s, slo_s)} ms)"
             for o in cheaper
         )
         other_kind = [
@@ -283,9 +285,8 @@ def plan_serverless(
         )
         reason = (
             f"{choice.name}: US$ {choice.cost_usd:,.2f} over {horizon_h:g} h, "
-            f"p{slo_percentile:g} {choice.slo_latency_s * 1e3:.1f} ms within {slo_text}"
-            + versus
-            + (f"; cheaper but too slow: {missed}" if missed else "")
+            f"p{slo_percentile:g} {format_ms_against(choice.slo_latency_s, slo_s)} ms within "
+            f"{slo_text}" + versus + (f"; cheaper but too slow: {missed}" if missed else "")
         )
     return ServerlessPlan(
         options=ordered,
