@@ -95,6 +95,31 @@ def test_bad_requests(kwargs: dict[str, object], match: str) -> None:
         gpucast.simulate_serverless(**kwargs)
 
 
+def test_a_synthetic_workload_too_large_for_memory_is_refused_before_it_is_drawn() -> None:
+    from gpucast.app.serverless import PlanServerlessRequest, SimulateServerlessRequest
+
+    big = {"synthetic": 10_000, "minutes": 20_160}  # took 6 GB before the bound
+    says = r"synthetic: asks for 201,600,000 function-minutes .* --allow-large"
+    with pytest.raises(InvalidSpecError, match=says):
+        gpucast.simulate_serverless(**big, policy="histogram")
+    with pytest.raises(InvalidSpecError, match=says):
+        gpucast.plan_serverless(**big)
+    # within the ceiling, or past it on purpose: accepted (the request only, nothing drawn)
+    SimulateServerlessRequest(synthetic=10_000, minutes=4_000)
+    PlanServerlessRequest(**big, allow_large=True)
+
+
+def test_a_synthetic_workload_is_counted_in_compact_dtypes() -> None:
+    from gpucast.inputs.serverless import synthetic_trace
+    from gpucast.simulate.serverless import busy_bins
+
+    counts = synthetic_trace(50, minutes=120, seed=0).counts
+    assert counts.dtype == np.int32  # 4 bytes a function-minute
+    b = busy_bins(counts)
+    assert {a.dtype for a in (b.func, b.time, b.gap, b.rank)} == {np.dtype(np.int32)}
+    assert b.func.size == np.count_nonzero(counts)
+
+
 def test_predict_coldstart_on_a_gpu_names_the_bound() -> None:
     r = gpucast.predict_coldstart("resnet18", gpu="T4", storage="s3", network_gbps=10)
     p = r.prediction

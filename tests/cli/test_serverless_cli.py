@@ -31,6 +31,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
         (["--synthetic", "5", "--policy", "fixed:-10m"], "policy"),
         (["--synthetic", "5", "--policy", "fixed:10"], "fixed:10m for minutes"),
         (["--synthetic", "5", "--policy", "fixed:"], "needs a number and its unit"),
+        (["--synthetic", "10000", "--minutes", "20160"], "201,600,000 function-minutes"),
         (["--trace", str(tmp_path)], "invocations_per_function_md.anon.d01.csv"),
         (["--synthetic", "5", "--gpu", "T5"], "T5"),
     ]

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.catalog import offers_option
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+from gpucast.domain.limits import allow_large_option, check_work
 from gpucast.domain.options import option
 
 if TYPE_CHECKING:
@@ -47,6 +48,14 @@ MAX_SYNTHETIC = 100_000
 MAX_MINUTES = 14 * 1440
 #: most GPUs of a multiplexed pool
 MAX_POOL_GPUS = 10_000
+#: Peak memory per generated function-minute of ``--synthetic N --minutes M`` (the int32
+#: count table, the generator's draws, the simulator's arrays over the busy minutes, about a
+#: fifth of them); measured: 5,000 functions x 5,760 minutes peak at 0.74 GB resident with
+#: ``--policy histogram`` and ``plan serverless`` (~24 B each beyond the interpreter's 60 MB;
+#: 31 B with int64 counts and indices, when 10,000 x 20,160 took 6 GB).
+#: :func:`gpucast.domain.limits.check_work` refuses N x M above its ceilings (50 million
+#: function-minutes or 2 GiB) without ``--allow-large``.
+SYNTHETIC_BYTES_PER_FUNCTION_MINUTE = 26
 
 
 def _positive_int(name: str, value: int | None, high: int) -> None:
@@ -105,6 +114,7 @@ class ServerlessLoad:
         example="trace",
     )
     seed: int = option(0, help="Seed of the synthetic workload.")
+    allow_large: bool = allow_large_option()
 
     def __post_init__(self) -> None:
         if (self.trace is None) == (self.synthetic is None):
@@ -116,6 +126,15 @@ class ServerlessLoad:
         _positive_int("synthetic", self.synthetic, MAX_SYNTHETIC)
         _positive_int("minutes", self.minutes, MAX_MINUTES)
         _positive_int("day", self.day, 14)
+        if self.synthetic is not None:
+            check_work(
+                "synthetic",
+                float(self.synthetic) * self.minutes,
+                what=f"function-minutes ({self.synthetic:,} functions x {self.minutes:,} minutes)",
+                bytes_per_item=SYNTHETIC_BYTES_PER_FUNCTION_MINUTE,
+                allow_large=self.allow_large,
+                fix="lower --synthetic or --minutes",
+            )
         if not self.models or any(not m.strip() for m in self.models):
             raise InvalidSpecError("models", "needs workload names", fix="e.g. resnet50")
         if isinstance(self.seed, bool) or not 0 <= self.seed < 2**63:
@@ -292,7 +311,8 @@ def _llm_functions(
             fix="drop --durations",
         )
     funcs, services, warnings = [], [], []
-    counts = np.zeros_like(trace.counts)
+    n_bins = int(trace.counts.shape[1])
+    counts = np.zeros((len(trace.tokens), n_bins), dtype=np.int64)
     for i, (bins, inp, out) in enumerate(trace.tokens):
         model = request.models[i % len(request.models)]
         f, service, notes = llm_gpu_function(
@@ -300,7 +320,7 @@ def _llm_functions(
             input_tokens=inp, output_tokens=out,
         )  # fmt: skip
         served = ~np.isnan(service)
-        counts[i] = np.bincount(bins[served], minlength=counts.shape[1])
+        counts[i] = np.bincount(bins[served], minlength=n_bins)
         funcs.append(f)
         services.append(service[served])
         warnings += [f"{trace.names[i]}: {n}" for n in notes]

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 class ServerlessTrace:
     """Per-minute invocation counts of functions and their execution times (NaN: unknown)."""
 
-    counts: npt.NDArray[np.int64]
+    counts: npt.NDArray[np.int64] | npt.NDArray[np.int32]
     names: tuple[str, ...]
     duration_s: npt.NDArray[np.float64]
     source: str

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -26,7 +27,8 @@ from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.serverless import KeepAlivePolicy
 
 FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+#: int64, or int32 over the busy bins (:func:`busy_bins`: 4 bytes an index, not 8)
+IntArray = npt.NDArray[np.signedinteger[Any]]
 #: the margin around a forecast idle time (the paper's ARIMA margin)
 OOB_MARGIN = 0.15
 
@@ -127,16 +129,17 @@ class BusyBins:
 
 
 def busy_bins(counts: npt.ArrayLike) -> BusyBins:
-    """:class:`BusyBins` of ``counts`` (``np.nonzero``: no loop)."""
-    func, time = (a.astype(np.int64) for a in np.nonzero(np.asarray(counts)))
+    """:class:`BusyBins` of ``counts`` (``np.nonzero``: no loop), as int32 (4 bytes a busy
+    bin, not 8: a table has fewer than 2^31 functions and bins)."""
+    func, time = (a.astype(np.int32) for a in np.nonzero(np.asarray(counts)))
     n = func.size
     first = np.ones(n, dtype=bool)
     first[1:] = func[1:] != func[:-1]
     last = np.ones(n, dtype=bool)
     last[:-1] = func[1:] != func[:-1]
-    starts = np.flatnonzero(first)
-    rank = np.arange(n, dtype=np.int64) - np.repeat(starts, np.diff(np.append(starts, n)))
-    gap = np.full(n, -1, dtype=np.int64)
+    starts = np.flatnonzero(first).astype(np.int32)
+    rank = np.arange(n, dtype=np.int32) - np.repeat(starts, np.diff(np.append(starts, n)))
+    gap = np.full(n, -1, dtype=np.int32)
     gap[1:] = time[1:] - time[:-1] - 1
     gap[first] = -1
     return BusyBins(func=func, time=time, gap=gap, rank=rank, first=first, last=last)
