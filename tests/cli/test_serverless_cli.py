@@ -205,3 +205,20 @@ def test_plan_serverless_table_keeps_its_columns_apart() -> None:
     p50 = runner.invoke(app, [*argv, "--slo", "p50<1ms"])
     header, rows = _columns(p50.stdout)
     assert header.count("p50 ms") == 1 and "SLO" in header
+
+
+def test_an_overloaded_pool_says_so_and_bills_the_execution() -> None:
+    # trace durations (CPU functions, seconds a call) on one GPU: far more than it can run
+    argv = ["simulate", "serverless", "--synthetic", "40", "--minutes", "60", "--models", "mlp",
+            "--durations", "trace", "--pool-gpus", "1"]  # fmt: skip
+    text = runner.invoke(app, argv)
+    assert text.exit_code == 0, text.output
+    assert "p99 not modelled (overloaded in 60 minutes" in text.stdout
+    assert "warning: the pool of 1 GPU(s) is compute-overloaded in 60 of 60 bins" in text.stdout
+    pool = json.loads(runner.invoke(app, [*argv, "--json"]).stdout)["pool"]
+    assert pool["latency_s"] is None and pool["overloaded_bins"] == 60
+    assert pool["gpu_hours"] == pytest.approx(pool["busy_gpu_hours"]) and pool["gpu_hours"] > 1
+    assert pool["gpus_needed"] > 1
+    calm = json.loads(runner.invoke(app, [*argv[:-4], "--pool-gpus", "1", "--json"]).stdout)
+    assert calm["pool"]["overloaded_bins"] == 0 and calm["pool"]["latency_s"]["p99"] > 0
+    assert calm["pool"]["gpu_hours"] == pytest.approx(1.0)

@@ -191,7 +191,7 @@ def test_pool_swaps_the_least_recently_used_model_by_hand() -> None:
     counts[2, [2, 5]] = 2
     # room for two models: f2 arriving at 2 evicts f1 (least recent), f1 at 3 evicts f0, ...
     r = simulate_gpu_pool(
-        counts, capacity_gib=2.0, memory_gib=1.0, swap_s=0.1, cold_s=1.0, exec_s=0.01
+        counts, gpus=1, capacity_gib=2.0, memory_gib=1.0, swap_s=0.1, cold_s=1.0, exec_s=0.01
     )
     assert list(r.cold_starts) == [1, 1, 1]
     assert list(r.swaps) == [1, 1, 1]
@@ -208,7 +208,7 @@ def test_pool_invariants(seed: int, capacity: float) -> None:
     rng = np.random.default_rng(seed)
     counts = rng.poisson(0.2, size=(12, 200)).astype(np.int64)
     mem = rng.uniform(0.5, 1.0, 12)
-    kw = {"memory_gib": mem, "swap_s": 0.1, "cold_s": 1.0, "exec_s": 0.01}
+    kw = {"gpus": 1, "memory_gib": mem, "swap_s": 0.1, "cold_s": 1.0, "exec_s": 0.01}
     r = simulate_gpu_pool(counts, capacity_gib=capacity, **kw)  # type: ignore[arg-type]
     busy = (counts > 0).sum(axis=1)
     assert np.all(r.swaps + r.cold_starts <= busy)
@@ -223,9 +223,29 @@ def test_pool_refuses_a_model_larger_than_the_pool() -> None:
 
     with pytest.raises(InvalidSpecError, match="pool"):
         simulate_gpu_pool(
-            np.ones((1, 3), dtype=np.int64), capacity_gib=1.0, memory_gib=2.0, swap_s=0.1,
-            cold_s=1.0, exec_s=0.01,
+            np.ones((1, 3), dtype=np.int64), gpus=1, capacity_gib=1.0, memory_gib=2.0,
+            swap_s=0.1, cold_s=1.0, exec_s=0.01,
         )  # fmt: skip
+
+
+def test_pool_compute_is_checked_minute_by_minute() -> None:
+    from gpucast.simulate.serverless import simulate_gpu_pool
+
+    # two functions of 1 s calls; minute 1 has 150 calls: 150 GPU-s, 2.5 GPUs' worth
+    counts = np.array([[30, 75, 0, 10], [0, 75, 20, 0]], dtype=np.int64)
+    kw = {"capacity_gib": 32.0, "memory_gib": 1.0, "swap_s": 0.1, "cold_s": 1.0, "exec_s": 1.0}
+    one = simulate_gpu_pool(counts, gpus=1, **kw)  # type: ignore[arg-type]
+    assert one.overloaded_bins == 1 and one.gpus_needed == 3
+    assert one.busy_gpu_s == pytest.approx(210.0)
+    assert one.gpu_hours == pytest.approx(4 * 60 / 3600)  # the pool's 4 minutes > 210 s
+    assert not one.latency_modelled and one.to_dict()["latency_s"] is None
+    assert any("compute-overloaded in 1 of 4 bins" in w for w in one.warnings)
+    three = simulate_gpu_pool(counts, gpus=3, **kw)  # type: ignore[arg-type]
+    assert three.overloaded_bins == 0 and three.latency_modelled and not three.warnings
+    assert three.gpu_hours == pytest.approx(3 * 4 * 60 / 3600)
+    # execution beyond the pool's GPU-hours is billed: 100 s calls, 400 GPU-s a minute
+    slow = simulate_gpu_pool(counts[:, :1] // 30 * 4, gpus=1, **{**kw, "exec_s": 100.0})  # type: ignore[arg-type]
+    assert slow.gpu_hours == pytest.approx(400.0 / 3600) and slow.gpus_needed == 7
 
 
 def test_latency_from_each_calls_service_time_when_calls_differ() -> None:

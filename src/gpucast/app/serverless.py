@@ -235,14 +235,11 @@ class SimulateServerlessResult:
         }
 
     def _pool_dict(self) -> dict[str, Any] | None:
-        if self.pool is None or self.pool_gpus is None:
+        if self.pool is None:
             return None
-        hours = self.pool.horizon_s / 3600.0 * self.pool_gpus
         return {
             **self.pool.to_dict(),
-            "gpus": self.pool_gpus,
-            "gpu_hours": hours,
-            "cost_usd": hours * self.price_usd_per_hour,
+            "cost_usd": self.pool.gpu_hours * self.price_usd_per_hour,
         }
 
 
@@ -443,6 +440,7 @@ def simulate_serverless(
 
         pool = simulate_gpu_pool(
             trace.counts,
+            gpus=request.pool_gpus,
             capacity_gib=request.pool_gpus * gpu.memory_gib,
             memory_gib=load.memory_gib,
             swap_s=load.swap_s,
@@ -460,7 +458,10 @@ def simulate_serverless(
         assumptions["pool"] = (
             f"{request.pool_gpus} x {gpu.name} always on, their memory one cache of every "
             "function's model (each function its own weights), swapped in over PCIe at "
-            f"{load.pcie_gbs:g} GB/s"
+            f"{load.pcie_gbs:g} GB/s; each {pool.bin_s:g} s bin's execution GPU-seconds "
+            f"checked against {request.pool_gpus} x {pool.bin_s:g} s (any call on any GPU); "
+            "latency without queueing, not given when a bin is overloaded; billed the pool's "
+            "GPU-hours or the execution GPU-hours, the larger"
         )
     return SimulateServerlessResult(
         result=result,
@@ -471,7 +472,7 @@ def simulate_serverless(
         price_source=price_source,
         trace_source=trace.source,
         arrival_process=trace.arrival_process,
-        warnings=load.warnings,
+        warnings=load.warnings + (pool.warnings if pool is not None else ()),
         assumptions=assumptions,
         pool=pool,
         pool_gpus=request.pool_gpus,

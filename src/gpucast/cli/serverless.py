@@ -78,10 +78,16 @@ def simulate_command(
     )
     pool = d["pool"]
     if pool is not None:
+        p99 = (
+            f"p99 {pool['latency_s']['p99'] * 1e3:.1f} ms"
+            if pool["latency_modelled"]
+            else f"p99 not modelled (overloaded in {pool['overloaded_bins']:,} minutes: needs "
+            f"{pool['gpus_needed']:,} GPUs)"
+        )
         _say(
             f"  pool of {pool['gpus']} GPUs (Torpor-style swapping): {pool['swaps']:,} swaps "
-            f"({pool['swap_rate']:.3%}), p99 {pool['latency_s']['p99'] * 1e3:.1f} ms, "
-            f"{pool['gpu_hours']:,.1f} GPU-hours (US$ {pool['cost_usd']:,.2f})"
+            f"({pool['swap_rate']:.3%}), {p99}, {pool['gpu_hours']:,.1f} GPU-hours "
+            f"(US$ {pool['cost_usd']:,.2f}; execution alone {pool['busy_gpu_hours']:,.1f})"
         )
     for m in d["models"]:
         _say(f"  model {m['source']}")

@@ -221,6 +221,7 @@ def plan_serverless(
     while size < memory_gpus:
         pool = simulate_gpu_pool(
             table,
+            gpus=size,
             capacity_gib=size * gpu_memory_gib,
             memory_gib=mem,
             swap_s=swap_s,
@@ -236,6 +237,7 @@ def plan_serverless(
         p50, pq = _latency(
             run, ((0.0, pool.invocations - swaps), (swap, swaps)), slo_percentile, exec_spread
         )
+        meets = ok(pq) and pool.latency_modelled  # sized for the peak: never overloaded
         options.append(
             DeploymentOption(
                 kind="pool",
@@ -245,14 +247,14 @@ def plan_serverless(
                 swaps=int(swaps.sum()),
                 p50_s=p50,
                 slo_latency_s=pq,
-                gpu_hours=size * horizon_h,
-                cost_usd=size * horizon_h * price_usd_per_hour,
-                meets_slo=ok(pq),
+                gpu_hours=pool.gpu_hours,
+                cost_usd=pool.gpu_hours * price_usd_per_hour,
+                meets_slo=meets,
                 detail="every model in host memory, GPU memory an LRU cache of them, a miss "
                 f"swapped in over PCIe (Torpor-style); {int(swaps.sum()):,} swaps",
             )
         )
-        if ok(pq):
+        if meets:
             break
         size *= 2
 

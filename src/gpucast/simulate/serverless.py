@@ -398,12 +398,17 @@ def simulate_keep_alive(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PoolResult:
-    """Functions sharing a pool of GPUs whose memory caches their models (LRU), every model
-    kept in host memory and swapped in over PCIe on a miss (Torpor, Yu et al.).
+    """Functions sharing a pool of ``gpus`` GPUs whose memory caches their models (LRU), every
+    model kept in host memory and swapped in over PCIe on a miss (Torpor, Yu et al.).
 
     ``swaps``: misses served from host memory (paying ``swap_s``); ``cold_starts``: a
     function's first call (loaded from storage); ``oversubscribed_bins``: bins whose busy
-    models alone exceed the pool's memory (they time-share it, swapping)."""
+    models alone exceed the pool's memory (they time-share it, swapping more than counted).
+    Compute: ``busy_gpu_s`` is the execution GPU-seconds of all calls, ``peak_busy_gpu_s``
+    the largest of one bin; ``overloaded_bins`` are the bins whose execution alone exceeds
+    ``gpus`` x ``bin_s``. Under overload the work queues from bin to bin, which ``latency_s``
+    (execution plus swap or cold start, no queueing) does not model: :attr:`latency_modelled`
+    is False and ``to_dict`` gives no latency."""
 
     invocations: IntArray
     swaps: IntArray
@@ -414,24 +419,73 @@ class PoolResult:
     oversubscribed_bins: int
     bin_s: float
     horizon_s: float
+    gpus: int
+    busy_gpu_s: float
+    peak_busy_gpu_s: float
+    overloaded_bins: int
+
+    @property
+    def latency_modelled(self) -> bool:
+        """Whether ``latency_s`` holds: no bin needs more GPU-seconds than the pool has."""
+        return self.overloaded_bins == 0
+
+    @property
+    def gpus_needed(self) -> int:
+        """GPUs the busiest bin's execution needs, each busy all of the bin."""
+        return max(1, math.ceil(self.peak_busy_gpu_s / self.bin_s - 1e-9))
+
+    @property
+    def gpu_hours(self) -> float:
+        """What the pool is billed: its GPUs over the horizon, and at least the execution
+        GPU-hours (an overloaded pool runs past the horizon to serve them)."""
+        return max(self.gpus * self.horizon_s, self.busy_gpu_s) / 3600.0
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        bins = round(self.horizon_s / self.bin_s)
+        out = []
+        if self.overloaded_bins:
+            out.append(
+                f"the pool of {self.gpus} GPU(s) is compute-overloaded in "
+                f"{self.overloaded_bins:,} of {bins:,} bins of {self.bin_s:g} s: execution "
+                f"alone needs {self.busy_gpu_s / 3600.0:,.1f} GPU-hours and {self.gpus_needed:,} "
+                "GPUs in the busiest bin (each busy all of it); billed at least the execution "
+                "GPU-hours, latency not modelled (calls queue); size it with --pool-gpus "
+                f"{self.gpus_needed}"
+            )
+        if self.oversubscribed_bins:
+            out.append(
+                f"in {self.oversubscribed_bins:,} of {bins:,} bins the models called exceed the "
+                f"pool's {self.capacity_gib:g} GiB: they time-share it, swapping more often than "
+                "the one swap per model per bin counted"
+            )
+        return tuple(out)
 
     def to_dict(self) -> dict[str, object]:
         total = int(self.invocations.sum())
         return {
+            "gpus": self.gpus,
             "capacity_gib": self.capacity_gib,
             "invocations": total,
             "swaps": int(self.swaps.sum()),
             "swap_rate": float(self.swaps.sum()) / total if total else math.nan,
             "cold_starts": int(self.cold_starts.sum()),
             "swap_time_s": float(self.swap_s.sum()),
-            "latency_s": dict(self.latency_s),
+            "latency_s": dict(self.latency_s) if self.latency_modelled else None,
+            "latency_modelled": self.latency_modelled,
+            "busy_gpu_hours": self.busy_gpu_s / 3600.0,
+            "overloaded_bins": self.overloaded_bins,
+            "gpus_needed": self.gpus_needed,
+            "gpu_hours": self.gpu_hours,
             "oversubscribed_bins": self.oversubscribed_bins,
+            "warnings": list(self.warnings),
         }
 
 
 def simulate_gpu_pool(
     counts: npt.ArrayLike,
     *,
+    gpus: int,
     capacity_gib: float,
     memory_gib: npt.ArrayLike,
     swap_s: npt.ArrayLike,
@@ -440,18 +494,23 @@ def simulate_gpu_pool(
     bin_s: float = 60.0,
     exec_spread: FloatArray | None = None,
 ) -> PoolResult:
-    """Swaps and latency of functions multiplexed on ``capacity_gib`` of GPU memory.
+    """Swaps and latency of functions multiplexed on ``gpus`` GPUs with ``capacity_gib`` of
+    GPU memory in all.
 
     Bin by bin: the models called in the bin are made resident (a first call loads from
     storage, ``cold_s``; a later miss swaps in from host memory, ``swap_s`` -- the weights over
     PCIe); when resident models exceed the capacity, the least recently used ones not called
-    in the bin are evicted. One loop over bins, vectorised over functions inside each.
+    in the bin are evicted. One loop over bins, vectorised over functions inside each. Each
+    bin's execution GPU-seconds (calls x ``exec_s``) are compared with ``gpus`` x ``bin_s``
+    (:class:`PoolResult`: overloaded bins, the GPUs needed, what is billed).
     """
     table = np.asarray(counts)
     if table.ndim != 2 or (table.size and table.min() < 0):
         raise InvalidSpecError("counts", "must be a (functions, bins) table of counts >= 0")
     if not (math.isfinite(capacity_gib) and capacity_gib > 0):
         raise InvalidSpecError("capacity_gib", "must be > 0", got=capacity_gib)
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise InvalidSpecError("pool-gpus", "must be an integer >= 1", got=gpus)
     n_f, n_t = table.shape
     mem = _per_function("memory_gib", memory_gib, n_f)
     swap = _per_function("swap_s", swap_s, n_f)
@@ -498,6 +557,8 @@ def simulate_gpu_pool(
             if used > capacity_gib + 1e-9:
                 over += 1
     invocations = table.sum(axis=1).astype(np.int64)
+    busy = run @ table  # execution GPU-seconds per bin
+    overloaded = int(np.count_nonzero(busy > gpus * bin_s * (1.0 + 1e-12)))
     extra = swapped * swap + first * cold_cost
     latency = latency_summary(
         run,
@@ -514,4 +575,8 @@ def simulate_gpu_pool(
         oversubscribed_bins=over,
         bin_s=bin_s,
         horizon_s=n_t * bin_s,
+        gpus=gpus,
+        busy_gpu_s=float(busy.sum()),
+        peak_busy_gpu_s=float(busy.max(initial=0.0)),
+        overloaded_bins=overloaded,
     )
