@@ -262,3 +262,14 @@ def test_runs_that_never_finish_print_no_numpy_warning() -> None:
     assert "never" in result.output
     assert "RuntimeWarning" not in result.output
     assert "--replace launches a replacement" in result.output  # the way out, named
+
+
+def test_an_all_on_demand_scenario_prints_its_runs_once(tmp_path: Path) -> None:
+    prices = ["--price-table", str(_prices(tmp_path))]
+    spot = runner.invoke(app, [*_with(BASE, runs="50"), *prices])
+    assert spot.exit_code == 0, spot.output
+    assert "transient (50 runs)" in spot.stdout and "on-demand (50 runs)" in spot.stdout
+    args = [a for a in _with(BASE, runs="50") if a not in ("--spot", "--hazard-per-hour", "0.05")]
+    on_demand = runner.invoke(app, [*args, "--on-demand", *prices])
+    assert on_demand.exit_code == 0, on_demand.output
+    assert "transient (" not in on_demand.stdout and "on-demand (50 runs)" in on_demand.stdout

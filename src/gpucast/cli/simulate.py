@@ -37,7 +37,11 @@ def print_simulation(result: SimulationResult) -> None:
             f"p10 {cell(s.p10, fmt)}  p90 {cell(s.p90, fmt)}"
         )
 
-    for name, stats in (("transient", result.transient), ("on-demand", result.on_demand)):
+    scenario = result.scenario
+    any_spot = any(w.spot for w in scenario.workers) or (scenario.ps_spot and scenario.ps_count)
+    blocks = (("transient", result.transient), ("on-demand", result.on_demand))
+    # all on demand: the transient runs are the on-demand ones; show them once
+    for name, stats in blocks if any_spot else blocks[1:]:
         console.print(f"[bold]{name}[/bold] ({stats.runs} runs)")
         console.print(row("hours", Summary.of(stats.duration_s / 3600.0), ".2f"))
         console.print(row("cost US$", Summary.of(stats.cost_usd), ".2f"))
