@@ -147,3 +147,9 @@ def test_fit_variability_bad_input(tmp_path: Path) -> None:
         gpucast.fit_variability(name="x", db=tmp_path / "s.db")
     with pytest.raises(InvalidInputError, match="reserved"):
         gpucast.fit_variability(name="none", factors=_fleet_csv(tmp_path), db=tmp_path / "s.db")
+
+
+def test_a_plan_names_its_collective_constants_and_the_overlap_prior() -> None:
+    plan = gpucast.plan_train(**PLAN, strategy=["ddp"], max_gpus=8)
+    said = {a.name: a for a in plan.assumptions}["performance constants"].value
+    assert "uncalibrated prior" in said and "70%" in said and "Pollux" in said

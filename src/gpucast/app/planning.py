@@ -304,7 +304,7 @@ def plan_train(
         ),
         Assumption(
             name="performance constants",
-            value="PS and collective constants",
+            value=_perf_text(perf.value),
             source=perf.source,
             override="--data-dir",
         ),
@@ -697,6 +697,19 @@ def _deadline_assumption(request: TrainRequest) -> Assumption:
         value=f"{request.deadline_s / 3600:g} h",
         source="default" if default else "given",
         override="--deadline (e.g. 12h, or none)",
+    )
+
+
+def _perf_text(perf: PerfParams) -> str:
+    """The collective constants a plan's communication rests on, priors named as priors."""
+    rdma, tcp = perf.collective_rdma, perf.collective_tcp
+    return (
+        f"all-reduce on RDMA networks at nominal link bandwidth ({rdma.algorithm}; "
+        f"{rdma.hop_latency_s * 1e6:g} us a hop), on TCP at {tcp.network_efficiency:.0%} of "
+        f"nominal with {tcp.latency_s * 1e3:.3g} ms a step (fitted on Pollux T4 runs); "
+        f"{perf.overlap_fraction:.0%} of a data-parallel step's communication hidden behind "
+        "its backward pass (an uncalibrated prior, not measured); parameter servers as fitted "
+        "on CM-DARE"
     )
 
 
