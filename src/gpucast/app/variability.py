@@ -21,25 +21,29 @@ from typing import Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import option
+from gpucast.domain.options import option, split_list
 
 #: Job sizes the result reports the expected synchronous slowdown for.
 REPORT_GPUS: tuple[int, ...] = (8, 64, 256, 1024)
 
 
 def _ids(value: Any) -> tuple[int, ...]:
-    items = value.split(",") if isinstance(value, str) else list(value)
-    out = []
-    for item in items:
-        text = str(item).strip()
-        if not text:
-            continue
+    """Run ids as typed: repeated flags and/or comma-separated text, each id once."""
+    out: list[int] = []
+    for item in split_list(value):
         try:
-            out.append(int(text))
+            run_id = int(str(item).strip())
         except ValueError:
             raise InvalidSpecError(
                 "runs", "must be run ids", got=item, fix="e.g. --runs 3,4,5"
             ) from None
+        if run_id in out:
+            raise InvalidSpecError(
+                "runs",
+                f"run {run_id} is given twice (one run per GPU)",
+                fix="give each run id once, e.g. --runs 3,4,5",
+            )
+        out.append(run_id)
     return tuple(out)
 
 
@@ -122,14 +126,21 @@ def fit_variability(
     """Fit a GPU-variability profile on per-GPU measurements and store it under a name."""
     import numpy as np
 
+    from gpucast.catalog.variability import variability_profiles
     from gpucast.domain.variability import NO_VARIABILITY, VARIABILITY_KIND
     from gpucast.predict.variability import SpeedVariability
     from gpucast.store.db import Store, default_db_path
 
     request = resolve(FitVariabilityRequest, request, options)
     name = request.name.strip()
-    if name == NO_VARIABILITY:
-        raise InvalidSpecError("name", f"{name!r} is reserved", fix="choose another --name")
+    built_in = [NO_VARIABILITY, *sorted(variability_profiles())]
+    if name in built_in:
+        # a stored fleet under a built-in name would never be used: the built-in wins
+        raise InvalidSpecError(
+            "name",
+            f"{name!r} is reserved for a built-in profile ({', '.join(built_in)})",
+            fix="choose another --name, e.g. --name lab-a100",
+        )
     path = Path(db) if db is not None else default_db_path()
     if request.runs:
         times, what = _from_runs(request.runs, path)
