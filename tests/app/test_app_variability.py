@@ -153,3 +153,18 @@ def test_a_plan_names_its_collective_constants_and_the_overlap_prior() -> None:
     plan = gpucast.plan_train(**PLAN, strategy=["ddp"], max_gpus=8)
     said = {a.name: a for a in plan.assumptions}["performance constants"].value
     assert "uncalibrated prior" in said and "70%" in said and "Pollux" in said
+
+
+def test_the_unknown_profile_error_names_each_profile_once(tmp_path: Path) -> None:
+    from gpucast.domain.variability import VARIABILITY_KIND
+    from gpucast.store import open_store
+
+    db = tmp_path / "s.db"  # as written before built-in names were refused
+    fleet = gpucast.fit_variability(name="lab", factors=_fleet_csv(tmp_path), db=db)
+    with open_store(db) as store:
+        store.save_named_model(VARIABILITY_KIND, "typical", {}, {"gpus": fleet.gpus})
+    sim = {"gpu": "V100", "workers": 8, "region": "us-east-1", "provider": "aws",
+           "strategy": "ddp", "workload": "mlp", "steps": 2000, "runs": 10}  # fmt: skip
+    with pytest.raises(InvalidInputError) as info:
+        gpucast.simulate_train(**sim, gpu_variability="sometimes", db=db)
+    assert "(known: none, typical, worst, lab)" in str(info.value)

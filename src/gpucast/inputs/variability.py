@@ -38,7 +38,8 @@ def gpu_variability(name: str, db: Path) -> Sourced[SpeedVariability | None]:
                 model, _meta = store.named_model(VARIABILITY_KIND, name)
                 fleet = SpeedVariability.from_dict(model)
                 return Sourced(fleet, f"fleet {name!r} measured and stored: {fleet.source}")
-    known = ", ".join([NO_VARIABILITY, *sorted(profiles), *stored])
+    # each name once: a store written before built-in names were refused may hold "typical"
+    known = ", ".join(dict.fromkeys([NO_VARIABILITY, *sorted(profiles), *stored]))
     raise InvalidSpecError(
         "gpu-variability",
         f"unknown profile {name!r} (known: {known})",
