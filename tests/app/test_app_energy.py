@@ -33,6 +33,22 @@ def test_default_limit_and_the_sweep() -> None:
     assert list(frame["power_limit_w"]) == [p.power_limit_w for p in r.sweep]
 
 
+@pytest.mark.parametrize("limit", [None, 150, 100])
+def test_the_power_interval_lies_between_idle_and_the_limit_in_force(limit: int | None) -> None:
+    """A throttled step draws close to its limit: the model's band (~2x up) would pass it."""
+    from gpucast.inputs.energy import power_model
+
+    static = power_model(None).value.constants.static_fraction
+    r = gpucast.predict_energy(
+        workload="resnet50", batch_size=256, gpu="V100-PCIe", power_limit=limit
+    )
+    assert r.throttled
+    assert static * 250 <= r.avg_power_lower_w <= r.avg_power_w <= r.avg_power_upper_w
+    assert r.avg_power_upper_w == r.power_limit_w
+    small = gpucast.predict_energy(workload="mlp", batch_size=2, gpu="A100-40GB")
+    assert small.avg_power_lower_w == pytest.approx(static * 400)  # its idle draw
+
+
 def test_auto_picks_the_sweeps_cheapest_limit_for_eta() -> None:
     for eta in (0.0, 0.5, 1.0):
         r = gpucast.predict_energy(**BASE, power_limit="auto", eta=eta)

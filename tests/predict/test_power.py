@@ -23,6 +23,7 @@ from gpucast.predict.power import (
     kernel_share,
     measurement_noise,
     optimal_limits,
+    power_interval,
     power_limit_grid,
     tied_optimal_limits,
     uncapped_sweeps,
@@ -213,6 +214,19 @@ def test_power_limit_grid_and_board_facts() -> None:
     assert power_limit_grid(no_min, 50.0) == [150.0, 200.0, 250.0, 300.0]
     with pytest.raises(InvalidSpecError, match="min_power_limit_w"):
         BoardPower(name="X", max_power_limit_w=100.0, min_power_limit_w=150.0)
+
+
+def test_a_power_interval_stays_between_the_idle_draw_and_the_limit() -> None:
+    # 225 W x [0.55, 1.96] would reach 441 W under a 250 W limit
+    low, high = power_interval(225.0, (0.55, 1.96), idle_w=35.0, limit_w=250.0)
+    assert low == pytest.approx(123.75) and high == 250.0
+    assert power_interval(60.0, (0.5, 1.5), idle_w=55.0, limit_w=400.0) == (55.0, 90.0)
+    # the point itself always lies in it, even where the board facts disagree with it
+    assert power_interval(30.0, (0.9, 1.1), idle_w=40.0, limit_w=25.0) == (30.0, 30.0)
+    model = true_model()
+    assert model.idle_power_w(BOARD) == pytest.approx(model.constants.static_fraction * 250.0)
+    idle = BoardPower(name="G1", max_power_limit_w=250.0, idle_power_w=30.0)
+    assert model.idle_power_w(idle) == 30.0
 
 
 def test_json_round_trip_keeps_intervals_and_predictions() -> None:

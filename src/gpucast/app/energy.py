@@ -405,7 +405,13 @@ def predict_energy(
     from gpucast.inputs.calibration import step_time_efficiency
     from gpucast.inputs.energy import power_model, power_terms
     from gpucast.inputs.workload import workload_facts, workload_profile
-    from gpucast.predict.power import BoardPower, energy_optimal, power_limit_grid, zeus_cost
+    from gpucast.predict.power import (
+        BoardPower,
+        energy_optimal,
+        power_interval,
+        power_limit_grid,
+        zeus_cost,
+    )
 
     request = resolve(PredictEnergyRequest, request, options)
     catalog = load_catalog()
@@ -494,6 +500,9 @@ def predict_energy(
     if power_band is None:
         power_band = (1.0, 1.0)
         notes.append("the power model carries no validated interval (fit it with cross-validation)")
+    power_lo, power_hi = power_interval(
+        float(powers[i]), power_band, idle_w=fitted.idle_power_w(board), limit_w=float(chosen)
+    )
     if not sweep_frame["throttled"].any():
         notes.append(
             f"the step draws {float(powers.max()):.0f} W, under every limit from "
@@ -555,8 +564,8 @@ def predict_energy(
         step_time_lower_s=float(min(steps[i], step_lo)),
         step_time_upper_s=float(max(steps[i], step_hi)),
         avg_power_w=float(powers[i]),
-        avg_power_lower_w=float(min(powers[i], powers[i] * power_band[0])),
-        avg_power_upper_w=float(max(powers[i], powers[i] * power_band[1])),
+        avg_power_lower_w=power_lo,
+        avg_power_upper_w=power_hi,
         clock_fraction=float(sweep_frame["clock_fraction"].iloc[i]),
         throttled=bool(sweep_frame["throttled"].iloc[i]),
         regime=regime,

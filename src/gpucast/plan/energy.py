@@ -116,11 +116,7 @@ class PowerSetting:
                 )
             )
             owners.append(k)
-            u_idle[k] = (
-                board.idle_power_w
-                if board.idle_power_w is not None
-                else self.model.constants.static_fraction * board.max_power_limit_w
-            )
+            u_idle[k] = self.model.idle_power_w(board)
         if frames:
             table = pd.concat(frames, ignore_index=True)
             out = self.model.predict(table)

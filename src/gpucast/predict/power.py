@@ -381,6 +381,13 @@ class PowerModel(Estimator):
         ``avg_power``) in ``regime`` (:data:`REGIMES`), or ``None`` when not validated."""
         return self.intervals_.get(regime, {}).get(quantity)
 
+    def idle_power_w(self, board: BoardPower) -> float:
+        """``P_static`` of ``board``: its catalog idle draw, else the fitted share of its
+        default limit."""
+        if board.idle_power_w is not None:
+            return board.idle_power_w
+        return self.constants.static_fraction * board.max_power_limit_w
+
     def gpu_factor(self, gpu: str) -> float:
         """``q_gpu`` of a GPU (1: no data for it)."""
         return float(self.gpu_factors_.get(gpu, 1.0))
@@ -602,6 +609,18 @@ def _predict(
         "clock_fraction": x,
         "throttled": (x < 1.0).astype(np.float64),
     }
+
+
+def power_interval(
+    avg_power_w: float, band: tuple[float, float], *, idle_w: float, limit_w: float
+) -> tuple[float, float]:
+    """The interval of an average board power: ``avg_power_w`` x the validated ``band`` of
+    measured / predicted, cut to what a board can draw -- no more than the power limit in
+    force (the controller enforces it), no less than its idle draw -- and always holding
+    ``avg_power_w`` itself."""
+    low = min(avg_power_w, avg_power_w * band[0])
+    high = max(avg_power_w, avg_power_w * band[1])
+    return max(low, min(idle_w, avg_power_w)), min(high, max(limit_w, avg_power_w))
 
 
 # -- Zeus's energy-time trade-off -----------------------------------------------------------
