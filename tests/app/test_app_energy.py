@@ -89,6 +89,11 @@ def test_a_limit_off_the_grid_is_in_the_sweep() -> None:
     [
         ({"power_limit": 50}, "power-limit: must be within the V100-PCIe's range 100-250 W"),
         ({"power_limit": 400}, "must be within"),
+        (  # no catalog minimum: the floor the sweep starts at, half the default limit
+            {"gpu": "A100-40GB", "power_limit": 10},
+            "power-limit: must be within the A100-40GB's range 200-400 W (catalog gpus.csv has "
+            "no minimum: half the default limit assumed)",
+        ),
         ({"power_limit": "lots"}, "power-limit: must be watts, 'auto' or 'default'"),
         ({"power_limit": "-5"}, "power-limit: must be a number of watts > 0"),
         ({"eta": 1.5}, "eta: must be in [0, 1]"),
@@ -177,6 +182,19 @@ def test_an_auto_power_limit_never_raises_energy() -> None:
     assert least(auto) <= least(default) * (1 + 1e-9)
     assert auto.best.energy_kwh <= 1.02 * least(auto)  # type: ignore[operator]
     assert auto.best.power_limit_w is not None
+
+
+def test_a_fixed_plan_limit_no_candidate_takes_is_refused() -> None:
+    for watts in (5000, 10):
+        with pytest.raises(InvalidInputError) as info:
+            gpucast.plan_train(**PLAN, gpu=["V100", "T4"], power_limit=watts)
+        assert (
+            f"power-limit: {watts} W is outside the power-limit range of every candidate GPU"
+            in (str(info.value))
+        )
+    plan = gpucast.plan_train(**PLAN, gpu=["V100", "T4"], power_limit=200)
+    said = {a.name: a for a in plan.assumptions}["power and energy"].value
+    assert said.startswith("a 200 W power limit (T4 at 70 W: the nearest limit in its range)")
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.plan.energy import PowerSetting
+from gpucast.plan.energy import PowerSetting, clamped_limits
 from gpucast.predict.power import BoardPower, PowerConstants, PowerModel
 
 BOARD = BoardPower(name="G", max_power_limit_w=300.0, min_power_limit_w=100.0)
@@ -67,3 +67,18 @@ def test_bad_settings() -> None:
         PowerSetting(model=_model(), boards={}, mode="fixed")
     with pytest.raises(InvalidSpecError, match="eta"):
         PowerSetting(model=_model(), boards={}, eta=3.0)
+
+
+def test_a_fixed_limit_no_candidate_takes_is_refused_and_the_clamped_ones_named() -> None:
+    small = BoardPower(name="S", max_power_limit_w=70.0)  # no minimum: 35 W assumed
+    assert small.lowest_power_limit_w == 35.0
+    assert clamped_limits(200.0, [BOARD, small]) == {"S": 70.0}
+    assert clamped_limits(50.0, [BOARD, small]) == {"G": 100.0}
+    assert clamped_limits(1e4, []) == {}  # no GPU with power facts: nothing to clamp
+    for watts, nearest in ((5000.0, 300), (10.0, 35)):
+        with pytest.raises(InvalidSpecError) as info:
+            clamped_limits(watts, [BOARD, small])
+        message = str(info.value)
+        assert message.startswith(f"power-limit: {watts:g} W is outside the power-limit range")
+        assert "(35-300 W across 2 GPU type(s))" in message
+        assert f"e.g. --power-limit {nearest} " in message

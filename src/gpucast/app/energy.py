@@ -420,12 +420,16 @@ def predict_energy(
     top = board.max_power_limit_w
     limit = request.power_limit
     if isinstance(limit, float):
-        low = board.min_power_limit_w
-        if limit > top + 1e-9 or (low is not None and limit < low - 1e-9):
-            allowed = f"{low:g}-{top:g} W" if low is not None else f"at most {top:g} W"
+        low = board.lowest_power_limit_w
+        if limit > top + 1e-9 or limit < low - 1e-9:
+            where = (
+                "catalog gpus.csv"
+                if board.min_power_limit_w is not None
+                else "catalog gpus.csv has no minimum: half the default limit assumed"
+            )
             raise InvalidSpecError(
                 "power-limit",
-                f"must be within the {spec.name}'s range {allowed} (catalog gpus.csv)",
+                f"must be within the {spec.name}'s range {low:g}-{top:g} W ({where})",
                 got=limit,
                 fix=f"e.g. --power-limit {top:g}, or --power-limit auto",
             )

@@ -192,7 +192,9 @@ def plan_train(
     )  # fmt: skip
     perf = perf_params(data_dir)
     spread = gpu_variability(request.gpu_variability, store)
-    power, power_note = plan_power(request, catalog, facts, efficiency.value)
+    power, power_note = plan_power(
+        request, catalog, facts, efficiency.value, planned_gpus(request, catalog, cluster)
+    )
     adam = cpu_adam(store)
     perf = dataclasses.replace(
         perf,

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -181,11 +182,17 @@ def zeus_power_sweeps(
 
 
 def plan_power(
-    request: Any, catalog: Any, facts: WorkloadFacts, efficiency: RooflineEfficiency
+    request: Any,
+    catalog: Any,
+    facts: WorkloadFacts,
+    efficiency: RooflineEfficiency,
+    gpus: Sequence[str] = (),
 ) -> tuple[Sourced[PowerSetting], str]:
     """The planner's power setting (the shipped power model, every catalog GPU with power
-    facts, the request's limit and eta) and a one-line description of it."""
-    from gpucast.plan.energy import PowerSetting
+    facts, the request's limit and eta) and a one-line description of it. A fixed limit must
+    lie in the range of one of ``gpus`` (the GPU types the plan evaluates); the description
+    names those it is clamped on."""
+    from gpucast.plan.energy import PowerSetting, clamped_limits
     from gpucast.predict.power import BoardPower, kernel_share
 
     model = power_model()
@@ -202,12 +209,18 @@ def plan_power(
         eta=request.eta,
         kernel_share=share,
     )
-    what = {
-        "default": "every GPU at its default power limit",
-        "fixed": f"a {limit} W power limit (clamped to each GPU's range); the compute slows "
-        "as the clock falls",
-        "auto": f"per GPU type and batch, the limit minimising Zeus's cost (eta {request.eta:g})",
-    }[mode]
+    if isinstance(limit, float):
+        clamped = clamped_limits(limit, [boards[g] for g in gpus if g in boards])
+        moved = ", ".join(f"{g} at {w:g} W" for g, w in sorted(clamped.items()))
+        what = (
+            f"a {limit:g} W power limit"
+            + (f" ({moved}: the nearest limit in its range)" if moved else "")
+            + "; the compute slows as the clock falls"
+        )
+    elif limit == "auto":
+        what = f"per GPU type and batch, the limit minimising Zeus's cost (eta {request.eta:g})"
+    else:
+        what = "every GPU at its default power limit"
     note = (
         f"{what}; average board power from the power model (predicted from the roofline's "
         f"shares: leave-one-GPU-out power MAPE 15-29% on the Zeus GPUs); energy = power x "

@@ -35,6 +35,29 @@ MODES: tuple[str, ...] = ("default", "fixed", "auto")
 OBJECTIVE_TIE = 0.02
 
 
+def clamped_limits(limit_w: float, boards: Sequence[BoardPower]) -> dict[str, float]:
+    """GPU name -> the limit it runs at, for each of ``boards`` whose range does not take a
+    fixed ``limit_w`` (:meth:`BoardPower.clamp_limit_w`). A limit no board takes would set
+    every GPU to another limit than the one asked for: refused."""
+    moved = {
+        b.name: b.clamp_limit_w(limit_w)
+        for b in boards
+        if not math.isclose(b.clamp_limit_w(limit_w), limit_w)
+    }
+    if boards and len(moved) == len(boards):
+        nearest = min((moved[b.name] for b in boards), key=lambda w: abs(w - limit_w))
+        low = min(b.lowest_power_limit_w for b in boards)
+        high = max(b.max_power_limit_w for b in boards)
+        raise InvalidSpecError(
+            "power-limit",
+            f"{limit_w:g} W is outside the power-limit range of every candidate GPU "
+            f"({low:g}-{high:g} W across {len(boards)} GPU type(s))",
+            got=limit_w,
+            fix=f"e.g. --power-limit {nearest:g} (the nearest a candidate takes), or auto",
+        )
+    return moved
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PowerSetting:
     """How the plan sets and prices GPU power (see the module docstring).
@@ -158,8 +181,7 @@ class PowerSetting:
             return np.array([top])
         if self.mode == "fixed":
             assert self.limit_w is not None
-            low = board.min_power_limit_w if board.min_power_limit_w is not None else 0.5 * top
-            return np.array(sorted({min(max(self.limit_w, low), top), top}))
+            return np.array(sorted({board.clamp_limit_w(self.limit_w), top}))
         return np.asarray(power_limit_grid(board, self.step_w), dtype=np.float64)
 
     def _choose(self, limits: FloatArray, step: FloatArray, watts: FloatArray, top: float) -> int:

@@ -146,6 +146,21 @@ class BoardPower:
             if value is not None:
                 _finite(name, value, low=1e-9, high=self.max_power_limit_w)
 
+    #: The lowest limit assumed, as a share of the default, where the catalog has no minimum
+    #: (the catalog's minimums lie at 29-50% of the default: half is the cautious end).
+    ASSUMED_MIN_SHARE: ClassVar[float] = 0.5
+
+    @property
+    def lowest_power_limit_w(self) -> float:
+        """The lowest limit the board takes: the catalog minimum, else half the default."""
+        if self.min_power_limit_w is not None:
+            return self.min_power_limit_w
+        return self.ASSUMED_MIN_SHARE * self.max_power_limit_w
+
+    def clamp_limit_w(self, limit_w: float) -> float:
+        """``limit_w`` moved into the board's range (what a fixed plan-wide limit sets it to)."""
+        return min(max(limit_w, self.lowest_power_limit_w), self.max_power_limit_w)
+
     @classmethod
     def of_gpu(cls, gpu: GpuSpec) -> BoardPower:
         """The catalog's figures; a GPU without ``max_power_limit_w`` cannot be priced."""
@@ -659,10 +674,11 @@ def energy_optimal(
 
 def power_limit_grid(board: BoardPower, step_w: float = 25.0) -> list[float]:
     """The limits Zeus sweeps: from the minimum up in ``step_w`` steps, and the maximum.
-    Without a catalog minimum the grid starts at half the maximum."""
+    Without a catalog minimum the grid starts at half the maximum
+    (:attr:`BoardPower.lowest_power_limit_w`)."""
     _finite("step_w", step_w, low=1e-9, high=math.inf)
     top = board.max_power_limit_w
-    low = board.min_power_limit_w if board.min_power_limit_w is not None else 0.5 * top
+    low = board.lowest_power_limit_w
     grid = list(np.arange(low, top, step_w, dtype=np.float64))
     return [float(v) for v in grid if v < top - 1e-9] + [float(top)]
 
