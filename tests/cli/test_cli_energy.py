@@ -40,3 +40,13 @@ def test_bad_limit_exits_2_with_one_line() -> None:
     line = result.stderr.strip()
     assert line.startswith("error: power-limit: must be within the V100-PCIe's range 100-250 W")
     assert "\n" not in line
+
+
+def test_a_step_that_does_not_fit_shows_the_memory_line() -> None:
+    argv = ["--workload", "resnet50", "--batch-size", "100000", "--gpu", "L4"]
+    result = runner.invoke(app, ["predict", "energy", *argv])
+    assert result.exit_code == 0, result.output
+    assert "  memory: no strategy fits 1 x L4" in result.output
+    assert "note: the step does not fit one L4's memory" in result.output
+    fits = runner.invoke(app, BASE)
+    assert "  memory: data-parallel needs" in fits.output and "does not fit" not in fits.output

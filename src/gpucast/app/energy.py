@@ -32,6 +32,8 @@ from gpucast.domain.workload import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import pandas as pd
 
     from gpucast.domain.provenance import Assumption, Validation
@@ -331,6 +333,15 @@ class PredictEnergyResult:
     assumptions: tuple[Assumption, ...]
     validation: Validation
     notes: tuple[str, ...] = ()
+    #: the memory plan on one GPU, as ``predict train`` gives it
+    #: (:attr:`gpucast.app.predict.PredictTrainResult.memory`), and that plan in one sentence
+    memory: Mapping[str, Any] | None = None
+    memory_text: str | None = None
+
+    @property
+    def fits_memory(self) -> bool:
+        """Whether the step fits one GPU (``True`` where no memory plan was made)."""
+        return self.memory is None or self.memory["plan"] is not None
 
     @property
     def energy_j_per_step(self) -> float:
@@ -378,6 +389,7 @@ class PredictEnergyResult:
             "assumptions": [a.to_dict() for a in self.assumptions],
             "validation": self.validation.to_dict(),
             "notes": list(self.notes),
+            "memory": None if self.memory is None else dict(self.memory),
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -501,6 +513,11 @@ def predict_energy(
         step_hi = estimate.upper * ratio * step_band[1]
         step_source = f"roofline step of `predict train` ({train.calibration_source})"
     notes: list[str] = []
+    if train.memory is not None and train.memory["plan"] is None:
+        notes.append(
+            f"the step does not fit one {spec.name}'s memory (see memory): its time, power and "
+            "energy are those of a step that cannot run as asked"
+        )
     if power_band is None:
         power_band = (1.0, 1.0)
         notes.append("the power model carries no validated interval (fit it with cross-validation)")
@@ -580,4 +597,6 @@ def predict_energy(
         assumptions=assumptions,
         validation=validation_for("power-model", [spec.name], precision, 1),
         notes=tuple(notes),
+        memory=train.memory,
+        memory_text=train.memory_text(),
     )

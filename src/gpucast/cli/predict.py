@@ -124,6 +124,8 @@ def energy(
     for a in r.assumptions:
         console.print(f"  {a.name}: {a.text()}", highlight=False, markup=False)
     console.print(f"  validated: {r.validation.text()}", highlight=False)
+    if r.memory_text is not None:
+        console.print(f"  memory: {r.memory_text}", highlight=False, markup=False)
     for note in r.notes:
         console.print(f"  note: {note}", highlight=False)
 
