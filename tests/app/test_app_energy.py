@@ -154,6 +154,9 @@ def test_fit_power_on_one_zeus_workload(shared_data: Path, tmp_path: Path) -> No
 
 
 def test_fit_power_refuses_a_folder_without_zeus(tmp_path: Path) -> None:
+    with pytest.raises(InvalidSpecError) as info:  # a bare folder: the one fit power reads
+        gpucast.fit_power(data_dir=tmp_path, out=tmp_path / "p.json")
+    assert str(info.value).startswith("data-dir: has no zeus_nsdi23/ folder (from --data-dir)")
     (tmp_path / "cmdare").mkdir()
     with pytest.raises(InvalidSpecError, match="zeus_nsdi23"):
         gpucast.fit_power(data_dir=tmp_path, out=tmp_path / "p.json")

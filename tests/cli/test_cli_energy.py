@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from typer.testing import CliRunner
 
 from gpucast.cli.app import app
@@ -50,3 +52,12 @@ def test_a_step_that_does_not_fit_shows_the_memory_line() -> None:
     assert "note: the step does not fit one L4's memory" in result.output
     fits = runner.invoke(app, BASE)
     assert "  memory: data-parallel needs" in fits.output and "does not fit" not in fits.output
+
+
+def test_fit_power_names_the_folder_it_reads(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["fit", "power", "--data-dir", str(tmp_path), "--out", str(tmp_path / "p.json")]
+    )
+    assert result.exit_code == 2
+    line = result.stderr.strip()
+    assert line.startswith("error: data-dir: has no zeus_nsdi23/ folder") and "\n" not in line

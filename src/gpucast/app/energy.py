@@ -136,7 +136,7 @@ def fit_power(request: FitPowerRequest | None = None, /, **options: Any) -> FitP
     from gpucast.store.models import save_model
 
     request = resolve(FitPowerRequest, request, options)
-    data_dir = published_data_dir(request.data_dir)
+    data_dir = published_data_dir(request.data_dir, needs=("zeus_nsdi23",))
     if data_dir is None or data_path(data_dir, "zeus_nsdi23") is None:
         raise InvalidSpecError(
             "data-dir",

@@ -11,11 +11,14 @@ from gpucast.domain.errors import InvalidSpecError
 DATA_DIR_ENV = "GPUCAST_SHARED_DATA"
 
 
-def published_data_dir(given: Path | str | None) -> Path | None:
+def published_data_dir(
+    given: Path | str | None, needs: tuple[str, ...] = ("transient", "cmdare")
+) -> Path | None:
     """The published-data folder the user gave: ``data_dir``, else ``$GPUCAST_SHARED_DATA``.
 
     Returns ``None`` when neither is set (callers fall back to catalog-only inputs and say so).
-    A folder that is given but holds no ``cmdare/`` or ``transient/`` is an error.
+    A folder that is given but holds none of the sub-folders ``needs`` (by default
+    ``transient/`` or ``cmdare/``; a verb that reads one data set names its own) is an error.
     """
     how = "--data-dir"
     if given is None:
@@ -24,11 +27,11 @@ def published_data_dir(given: Path | str | None) -> Path | None:
             return None
         given, how = Path(env), f"${DATA_DIR_ENV}"
     given = Path(given)
-    if (given / "transient").is_dir() or (given / "cmdare").is_dir():
+    if any((given / name).is_dir() for name in needs):
         return given.resolve()
     raise InvalidSpecError(
         "data-dir",
-        f"has no transient/ or cmdare/ folder (from {how})",
+        f"has no {' or '.join(f'{name}/' for name in needs)} folder (from {how})",
         got=str(given),
         fix="point --data-dir at the published data folder (e.g. ../shared/data)",
     )
