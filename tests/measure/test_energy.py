@@ -160,17 +160,57 @@ def test_a_cpu_measurement_records_rapl_energy_and_the_store_keeps_it(tmp_path: 
     assert isinstance(back, Measurement) and back.energy == m.energy
 
 
-def test_no_counters_no_energy_and_no_warning(tmp_path: Path) -> None:
-    m = measure_runner(
-        _Runner(),
-        spec=WorkloadSpec(name="matmul", batch_size=4),
-        mode="train",
-        device="cpu",
-        rule=StoppingRule(max_time_s=0.3, min_samples=3),
-        powercap_root=tmp_path / "none",
-    )
+def test_no_counters_no_energy_and_one_line_that_says_why(tmp_path: Path) -> None:
+    spec = WorkloadSpec(name="matmul", batch_size=4)
+    rule = StoppingRule(max_time_s=0.3, min_samples=3)
+    kw: dict[str, Any] = {"spec": spec, "mode": "train", "device": "cpu", "rule": rule}
+    m = measure_runner(_Runner(), **kw, powercap_root=tmp_path / "none")
     assert m.energy is None
-    assert not any("energy" in w for w in m.warnings)
+    said = [w for w in m.warnings if "energy" in w]
+    assert said == [
+        f"energy not recorded: CPU: no readable RAPL powercap here ({tmp_path / 'none'} has no "
+        "intel-rapl package domain)"
+    ]
+    _package(tmp_path / "locked", 0, 10)
+    (tmp_path / "locked" / "intel-rapl:0" / "energy_uj").unlink()
+    (tmp_path / "locked" / "intel-rapl:0" / "energy_uj").mkdir()  # unreadable
+    locked = measure_runner(_Runner(), **kw, powercap_root=tmp_path / "locked")
+    said = [w for w in locked.warnings if "energy" in w]
+    assert len(said) == 1 and said[0].startswith("energy not recorded: CPU: RAPL unreadable")
+    quiet = measure_runner(_Runner(), **kw, telemetry=False, powercap_root=tmp_path / "none")
+    assert not any("energy" in w for w in quiet.warnings)  # none asked for
+
+
+def test_why_a_gpu_has_no_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    from gpucast.measure.api import _unrecorded_energy
+    from gpucast.measure.telemetry import nvml_unavailable_reason
+
+    cuda = torch.device("cuda", 0)
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed
+    assert nvml_unavailable_reason(cuda) == "pynvml is not installed (pip install 'gpucast[nvml]')"
+    broken = types.ModuleType("pynvml")
+
+    def fail() -> None:
+        raise RuntimeError("NVML Shared Library Not Found")
+
+    broken.nvmlInit = fail  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", broken)
+    assert nvml_unavailable_reason(cuda) == (
+        "NVML did not start (NVML Shared Library Not Found; check the NVIDIA driver)"
+    )
+    line = _unrecorded_energy(cuda, None, True, None, Path("/none"))
+    assert line == (
+        "energy not recorded: GPU: NVML did not start (NVML Shared Library Not Found; check the "
+        "NVIDIA driver); CPU: no readable RAPL powercap here (/none has no intel-rapl package "
+        "domain)"
+    )
+    with_reader = _unrecorded_energy(cuda, object(), False, None, Path("/none"))
+    assert with_reader == (
+        "energy not recorded: GPU: no NVML energy counter on this GPU and no sampled power"
+    )
 
 
 class FakeNvml:

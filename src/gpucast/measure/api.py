@@ -18,8 +18,10 @@ from gpucast.domain.measurement import MODES, EnergySummary, Measurement, Teleme
 from gpucast.domain.workload import Mode, WorkloadSpec
 from gpucast.measure.devices import device_label, resolve_device
 from gpucast.measure.energy import (
+    NO_NVML_ENERGY_COUNTER,
     POWERCAP_ROOT,
     EnergyWindow,
+    no_rapl_reason,
     nvml_energy_counter,
     nvml_power_limit_w,
     open_rapl,
@@ -102,9 +104,8 @@ def measure_runner(
     )
     try:
         window: EnergyWindow | None = None
+        rapl, rapl_note = open_rapl(powercap_root) if telemetry else (None, None)
         if telemetry:
-            rapl, rapl_note = open_rapl(powercap_root)
-            notes.extend([rapl_note] if rapl_note else [])
             # any reader with NVML behind it (a stand-in reader may have none)
             nvml, handle = getattr(reader, "nvml", None), getattr(reader, "handle", None)
             has_nvml = nvml is not None
@@ -144,6 +145,12 @@ def measure_runner(
                 notes.extend(window.warnings)
                 if energy is not None and energy.gpu_method is None and energy.cpu_method is None:
                     energy = None
+            if telemetry and energy is None and not (window is not None and window.warnings):
+                notes.append(
+                    _unrecorded_energy(torch_device, reader, rapl is None, rapl_note, powercap_root)
+                )
+            elif rapl_note:
+                notes.append(rapl_note)
     finally:
         if reader is not None:
             reader.close()
@@ -168,6 +175,29 @@ def measure_runner(
         energy=energy,
         created_at=created_at,
         warnings=(*raw.warnings, *notes),
+    )
+
+
+def _unrecorded_energy(
+    device: torch.device, reader: Any, no_rapl: bool, rapl_note: str | None, powercap_root: Path
+) -> str:
+    """One line saying why no energy counter could be read around the measured steps (the
+    reasons ``--kernels`` gives for its energy per kernel or operator)."""
+    from gpucast.measure.telemetry import nvml_unavailable_reason
+
+    why = []
+    if device.type == "cuda":
+        gpu = (
+            nvml_unavailable_reason(device)
+            if reader is None
+            else f"{NO_NVML_ENERGY_COUNTER} and no sampled power"
+        )
+        why.append(f"GPU: {gpu}")
+    if no_rapl:
+        cpu = (rapl_note or "").removeprefix("CPU energy not recorded: ")
+        why.append(f"CPU: {cpu or no_rapl_reason(powercap_root)}")
+    return "energy not recorded: " + (
+        "; ".join(why) or "the counters gave no reading over the measured steps"
     )
 
 

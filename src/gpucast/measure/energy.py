@@ -6,7 +6,8 @@
 * CPU: RAPL through Linux powercap (``/sys/class/powercap/intel-rapl:N/energy_uj`` of every
   package domain; the counter wraps at ``max_energy_range_uj``). Absent on most VMs and
   non-Intel/AMD hosts; unreadable without root on recent kernels (a warning says how to fix
-  it). A counter that cannot be read never fails the measurement: the energy side is ``None``.
+  it). A counter that cannot be read never fails the measurement: the energy side is ``None``
+  (and a measurement that records no energy at all says why in one warning).
 * :class:`PowerLimitControl` sets the GPU's power limit through NVML for a sweep and puts the
   previous limit back, whatever happens; without permission it says so in one line.
 
@@ -26,6 +27,13 @@ from gpucast.domain.measurement import EnergySummary
 
 POWERCAP_ROOT = Path("/sys/class/powercap")
 CounterJ = Callable[[], float]
+#: Why a GPU's energy cannot be read though NVML is there (a pre-Volta board, or no permission).
+NO_NVML_ENERGY_COUNTER = "no NVML energy counter on this GPU"
+
+
+def no_rapl_reason(root: Path = POWERCAP_ROOT) -> str:
+    """Why the CPU's energy cannot be read where :func:`open_rapl` finds no package domain."""
+    return f"no readable RAPL powercap here ({root} has no intel-rapl package domain)"
 
 
 def nvml_energy_counter(nvml: Any, handle: Any) -> CounterJ | None:

@@ -47,7 +47,14 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.kernels import KernelTrace, OperatorRecord, kernel_op_class
-from gpucast.measure.energy import POWERCAP_ROOT, CounterJ, nvml_energy_counter, open_rapl
+from gpucast.measure.energy import (
+    NO_NVML_ENERGY_COUNTER,
+    POWERCAP_ROOT,
+    CounterJ,
+    no_rapl_reason,
+    nvml_energy_counter,
+    open_rapl,
+)
 from gpucast.profile import flops as flop_formulas
 from gpucast.profile.profiler import OpCost, op_cost
 
@@ -131,7 +138,7 @@ def open_energy_counter(
         )
         if counter is not None:
             return counter, "nvml", ""
-        return None, "", "energy per kernel not recorded: no NVML energy counter on this GPU"
+        return None, "", f"energy per kernel not recorded: {NO_NVML_ENERGY_COUNTER}"
     rapl, note = open_rapl(powercap_root)
     if rapl is not None:
         return rapl, "rapl", ""
@@ -141,8 +148,7 @@ def open_energy_counter(
         (
             note.replace("CPU energy", "energy per operator", 1)
             if note
-            else f"energy per operator not recorded: no readable RAPL powercap here "
-            f"({powercap_root} has no intel-rapl package domain)"
+            else f"energy per operator not recorded: {no_rapl_reason(powercap_root)}"
         ),
     )
 

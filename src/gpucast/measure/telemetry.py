@@ -106,6 +106,28 @@ def open_nvml_reader(device: torch.device) -> NvmlReader | None:
     return NvmlReader(pynvml, handle)
 
 
+def nvml_unavailable_reason(device: torch.device) -> str:
+    """Why :func:`open_nvml_reader` gives no reader for ``device``, in a phrase."""
+    if device.type != "cuda":
+        return f"NVML reads NVIDIA GPUs, not {device.type}"
+    try:
+        import pynvml
+    except ImportError:
+        return "pynvml is not installed (pip install 'gpucast[nvml]')"
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        return f"NVML did not start ({str(exc) or type(exc).__name__}; check the NVIDIA driver)"
+    try:
+        _nvml_handle(pynvml, device)
+    except Exception as exc:
+        return f"NVML does not see {device} ({str(exc) or type(exc).__name__})"
+    finally:
+        with contextlib.suppress(Exception):
+            pynvml.nvmlShutdown()
+    return "NVML was not available when the measurement began"
+
+
 class TelemetrySampler:
     """Calls ``read`` every ``interval_s`` in a daemon thread between ``start`` and ``stop``.
 
