@@ -308,11 +308,24 @@ def predict_train(
         validation=validation_for("roofline-step", [spec.name], request.precision, 1),
         software=request.software,
         step_time_model=efficiency.source,
-        cluster=None if cluster is None else cluster_assumption(cluster),
+        cluster=None if cluster is None else _one_gpu_of(cluster_assumption(cluster), cluster),
         precision_assumption=said,
         memory=_memory_plan(facts, spec, request.batch_size, estimate.value, store),
         embeddings_assumption=_dense_tables(request.workload, facts.weights_bytes),
         **_crossbow(request, facts, spec, estimate, calibration, efficiency.value),
+    )
+
+
+def _one_gpu_of(said: Assumption, cluster: Any) -> Assumption:
+    """The cluster assumption of a one-GPU step, saying where the cluster's other GPUs are
+    priced."""
+    if cluster.max_gpus <= 1:
+        return said
+    return dataclasses.replace(
+        said,
+        value=f"{said.value}; this is one GPU's step of its {cluster.max_gpus}: plan train with "
+        "the same --cluster prices the step, time and cost on all of them (simulate train "
+        "with it runs a chosen layout)",
     )
 
 
