@@ -13,6 +13,10 @@ carries both so the gap is visible.
   seeds outwards): expected distinct nodes per hop ``n_l = N (1 - exp(-n_{l-1} f_l / N))``
   (draws with replacement over ``N`` nodes), the edges sampled, and the input features
   fetched (over PCIe / UVM when they live in host memory).
+* :func:`cpu_sampling_s` / :func:`bounded_step_s` -- the mini-batch's neighbour sampling on
+  CPU workers (sampled edges over the workers' rate) and the step it bounds: with prefetching
+  the workers prepare the next batches while the GPU trains (the slower of the two counts),
+  without it they add.
 * :func:`halo_nodes` -- for a partition of the nodes, each part's halo: the distinct nodes of
   other parts with an edge into it, whose features (forward) and gradients (backward) cross
   the network every layer of a full-graph epoch; :func:`halo_bytes_per_epoch` prices them.
@@ -193,6 +197,23 @@ def sampled_cost(spec: GnnSpec, *, nodes: int, edges: int) -> GnnCost:
         edges=cost.edges,
         nodes_per_hop=tuple(hops),
     )
+
+
+def cpu_sampling_s(sampled_edges: float, *, edges_per_s: float, workers: int) -> float:
+    """Seconds of CPU neighbour sampling per mini-batch: ``sampled_edges`` at ``edges_per_s``
+    per worker, ``workers`` sampling in parallel (linear: each prepares its own batches)."""
+    _positive_int("sampler workers", workers)
+    if not (math.isfinite(edges_per_s) and edges_per_s > 0):
+        raise InvalidSpecError("sampler rate", "must be a number > 0", got=edges_per_s)
+    if not (math.isfinite(sampled_edges) and sampled_edges >= 0):
+        raise InvalidSpecError("sampled edges", "must be a number >= 0", got=sampled_edges)
+    return sampled_edges / (edges_per_s * workers)
+
+
+def bounded_step_s(gpu_s: float, sampling_s: float, *, prefetch: bool) -> float:
+    """The step a trainer sees: ``max(gpu, sampling)`` when batches are prefetched (sampling
+    overlaps the GPU step), ``gpu + sampling`` when it waits for each batch."""
+    return max(gpu_s, sampling_s) if prefetch else gpu_s + sampling_s
 
 
 def _edges(src: npt.ArrayLike, dst: npt.ArrayLike, nodes: int) -> tuple[IntArray, IntArray]:
