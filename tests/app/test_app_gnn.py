@@ -280,3 +280,128 @@ def test_split_bad_input_is_one_line_exit_2(args: list[str], text: str) -> None:
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 2, result.output
     assert text in result.output or text in (result.stderr or "")
+
+
+PRODUCTS = {
+    "model": "sage", "gpu": "A100-80GB", "nodes": 2_449_029, "edges": 123_718_280,
+    "feature_dim": 100,
+}  # fmt: skip
+
+
+def test_partitioned_epoch_from_statistics_is_priced() -> None:
+    one = gpucast.predict_gnn(**PRODUCTS)
+    assert one.partitioned is None  # one GPU: today's full-graph step, nothing partitioned
+    eight = gpucast.predict_gnn(**PRODUCTS, gpus=8)
+    e = eight.partitioned
+    assert e is not None and e.gpus == 8 and eight.partition_method == "random"
+    assert eight.step_time_s == pytest.approx(one.step_time_s)  # the 1-GPU step beside it
+    assert e.epoch_s < one.step_time_s / 2 and 0 < e.halo_share < 1
+    assert eight.usd_per_gpu_hour is not None and eight.usd_per_epoch is not None
+    assert eight.usd_per_epoch == pytest.approx(8 * eight.usd_per_gpu_hour * e.epoch_s / 3600)
+    assert "random (hash) partition" in eight.assumptions["partition"]
+    assert "NOT overlapped" in eight.assumptions["epoch"]
+    assert "p4de.24xlarge" in eight.assumptions["price"]
+    out = eight.to_dict()["partitioned"]
+    assert out["gpus"] == 8 and out["method"] == "random" and out["usd_per_epoch"] > 0
+    assert out["epoch_s"] == pytest.approx(e.epoch_s) and "halo_share" in out
+    priced = gpucast.predict_gnn(**PRODUCTS, gpus=8, price=1.0)
+    assert priced.usd_per_epoch == pytest.approx(8 * e.epoch_s / 3600)
+    assert priced.assumptions["price"] == "$1 per GPU-hour (--price)"
+
+
+def test_more_gpus_faster_until_the_network_halo_dominates() -> None:
+    epochs = {}
+    for k in (2, 4, 8, 16):
+        r = gpucast.predict_gnn(**PRODUCTS, gpus=k)
+        assert r.partitioned is not None
+        epochs[k] = (r.partitioned.epoch_s, r.partitioned.halo_share)
+    assert epochs[2][0] > epochs[4][0] > epochs[8][0]  # one 8-GPU node: NVLink
+    assert epochs[16][0] > epochs[8][0] and epochs[16][1] > 0.5  # two nodes: the NIC
+    one_gpu_node = gpucast.predict_gnn(**PRODUCTS, gpus=8, gpus_per_node=1)
+    assert one_gpu_node.partitioned is not None
+    assert one_gpu_node.partitioned.epoch_s > epochs[8][0]  # every halo node over the NIC
+
+
+def test_partitioned_training_of_a_graph_one_gpu_cannot_hold() -> None:
+    big = {"gpu": "A100-80GB", "nodes": 30_000_000, "edges": 60_000_000}
+    with pytest.raises(InvalidSpecError, match="--gpus N"):
+        gpucast.predict_gnn(**big)
+    four = gpucast.predict_gnn(**big, gpus=4)
+    assert four.partitioned is not None and four.notes[0].startswith("does NOT fit")
+    with pytest.raises(InvalidSpecError, match=r"part 0 of 8 needs \d+ GiB"):
+        gpucast.predict_gnn(**PAPERS100M, gpus=8)  # a random partition's halo: nearly all
+
+
+@pytest.mark.skipif(not HAS_METIS, reason="pymetis not installed (pip install 'gpucast[graph]')")
+def test_partitioned_epoch_from_the_metis_partition(tmp_path: Path) -> None:
+    path = _edge_file(tmp_path)
+    one = gpucast.predict_gnn(gpu="A100-80GB", edge_list=path, nodes=300, parts=1)
+    assert one.partitioned is not None and one.partitioned.gpus == 1
+    assert one.partitioned.epoch_s == pytest.approx(one.step_time_s)  # today's full-graph step
+    four = gpucast.predict_gnn(gpu="A100-80GB", edge_list=path, nodes=300, gpus=4)
+    e = four.partitioned
+    assert e is not None and four.partition_method == "metis" and four.halo_nodes is not None
+    assert e.halo_bytes == pytest.approx(four.halo_bytes_per_epoch)
+    same = gpucast.predict_gnn(gpu="A100-80GB", edge_list=path, nodes=300, parts=4, gpus=4)
+    assert same.partitioned is not None and same.partitioned.epoch_s == pytest.approx(e.epoch_s)
+    result = CliRunner().invoke(
+        app, ["predict", "gnn", "--gpu", "A100-80GB", "--edge-list", str(path), "--nodes",
+              "300", "--gpus", "4"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "partitioned over 4 GPUs (metis partition): epoch" in result.output
+    assert "$" in result.output and "halo" in result.output
+
+
+def test_cpu_sampling_bounds_the_mini_batch() -> None:
+    base = {**PRODUCTS, "batch": 1024, "fanouts": (15, 10)}
+    r = gpucast.predict_gnn(**base)
+    assert r.sampling_s is not None and r.gpu_step_time_s is not None
+    sampled_edges = 1024 * 15 + r.nodes_per_hop[1] * 10
+    assert r.sampling_s == pytest.approx(sampled_edges / (1.84e6 * 4), rel=1e-6)
+    assert r.step_time_s == max(r.gpu_step_time_s, r.sampling_s) and r.bound == "sampling"
+    assert "gnn_samplers.csv" in r.assumptions["sampling"]
+    assert "CPU sampling time not included" not in r.assumptions["sampling"]
+    more = gpucast.predict_gnn(**base, sampler_workers=16)
+    assert more.sampling_s == pytest.approx(r.sampling_s / 4)
+    waits = gpucast.predict_gnn(**base, prefetch=False)
+    assert waits.step_time_s == pytest.approx(r.gpu_step_time_s + r.sampling_s)
+    fast = gpucast.predict_gnn(**base, sampler_edges_per_s=1e9)
+    assert fast.bound == "gpu" and fast.step_time_s == fast.gpu_step_time_s
+    out = r.to_dict()
+    assert out["sampling_s"] == r.sampling_s and out["bound"] == "sampling"
+    text = CliRunner().invoke(
+        app, ["predict", "gnn", "--model", "sage", "--gpu", "A100-80GB", "--nodes", "2449029",
+              "--edges", "123718280", "--batch", "1024", "--fanouts", "15,10"],
+    )  # fmt: skip
+    assert text.exit_code == 0 and "CPU sampling" in text.output and "bound by" in text.output
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (["--gpus", "0"], "gpus: must be an integer >= 1"),
+        (["--gpus", "2000"], "gpus: must be <= the 1,000 nodes"),
+        (["--gpus", "4", "--batch", "8", "--fanouts", "2,2"], "partitioned full-graph"),
+        (["--gpus", "4", "--price", "-1"], "price"),
+        (["--gpus", "4", "--price", "nan"], "price"),
+        (["--batch", "8", "--fanouts", "2,2", "--sampler-workers", "0"], "sampler_workers"),
+        (["--batch", "8", "--fanouts", "2,2", "--sampler-edges-per-s", "0"], "sampler_edges"),
+    ],
+)
+def test_partition_and_sampling_bad_input_is_one_line_exit_2(args: list[str], text: str) -> None:
+    argv = ["predict", "gnn", "--gpu", "A100-80GB", "--nodes", "1000", "--edges", "5000", *args]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2, result.output
+    assert text in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_gpus_and_parts_must_agree(tmp_path: Path) -> None:
+    path = _edge_file(tmp_path)
+    argv = ["predict", "gnn", "--gpu", "A100-80GB", "--edge-list", str(path), "--nodes", "300"]
+    result = CliRunner().invoke(app, [*argv, "--gpus", "2", "--parts", "4"])
+    assert result.exit_code == 2 and "one part per GPU" in result.output, result.output
+    result = CliRunner().invoke(app, [*argv, "--parts", "301"])
+    assert result.exit_code == 2 and "must be <= the 300 nodes" in result.output, result.output
+    result = CliRunner().invoke(app, [*argv, "--gpus", "301"])
+    assert result.exit_code == 2 and "gpus: must be <= the 300 nodes" in result.output

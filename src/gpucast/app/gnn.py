@@ -9,6 +9,14 @@ adjacency is shown beside it. With ``--parts K`` and an edge list the graph is p
 METIS (``gpucast[graph]``) and the halo nodes and bytes per full-graph epoch are counted from
 the partition.
 
+Partitioned training (``--gpus N`` for gcn/sage, full graph; ``--parts N`` with an edge list
+is the same, one part per GPU): each GPU runs the full-graph step on its part's nodes and
+in-edges and exchanges its halo every layer, forward and backward, over the intra-node link or
+the NIC (:mod:`gpucast.predict.gnn_partition`); the parts come from METIS with an edge list,
+else a random partition is assumed. The epoch's cost uses ``--price`` or the catalog's cheapest
+offer with the GPU. Mini-batches add their CPU neighbour sampling (``--sampler-workers``, the
+rate of ``catalog/data/gnn_samplers.csv``), overlapped with the GPU step when prefetched.
+
 ``--model gat`` (one node type: ``--nodes``/``--edges``) and ``--model rgat`` (a heterogeneous
 graph: ``--graph igbh-full`` from the catalog or ``--graph-stats FILE``) price a mini-batch of
 :mod:`gpucast.predict.gat` on each of ``--gpus`` GPUs: attention and aggregation as gathers,
@@ -22,11 +30,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
+
+if TYPE_CHECKING:
+    from gpucast.predict.gnn_partition import PartitionedEpoch
 
 #: Achieved share of the GPU's peak on the dense transforms and of HBM on the gathers.
 FLOP_EFFICIENCY = 0.4
@@ -37,6 +48,13 @@ MAX_PARTS = 4096
 HBM_RESERVE_SHARE = 0.1
 #: Network per GPU (GB/s) between nodes: one 400 Gbit/s NIC per GPU (DGX H100 / H200).
 NETWORK_GBPS_PER_GPU = 50.0
+#: GPUs per node when neither --gpus-per-node nor a catalog offer says (DGX-style nodes).
+DEFAULT_GPUS_PER_NODE = 8
+#: Most CPU sampler workers, and the most a user's sampler rate (sampled edges/s a worker).
+MAX_SAMPLER_WORKERS = 1024
+MAX_SAMPLER_EDGES_PER_S = 1e12
+#: Highest --price taken (US$/h per GPU).
+MAX_PRICE_USD_PER_HOUR = 1e6
 FEATURE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 GAT_MODELS = ("gat", "rgat")
 
@@ -89,13 +107,44 @@ class PredictGnnRequest:
         negative="no-reverse-relations",
         help="rgat: sample every relation backwards too, as the MLPerf reference does.",
     )
-    gpus: int = option(1, help="gat/rgat: data-parallel GPUs, --batch seeds each.", example="8")
+    gpus: int = option(
+        1,
+        help="gat/rgat: data-parallel GPUs, --batch seeds each. gcn/sage (full graph): "
+        "partitioned training, one part per GPU (METIS with --edge-list, else a random "
+        "partition): epoch time, halo share and cost.",
+        example="8",
+    )
     feature_sharding: str = option(
         "node",
         help="gat/rgat: node (a copy of the features per node, over its GPUs) or global "
         "(one copy over all GPUs: rows cross the network).",
     )
-    gpus_per_node: int = option(8, help="gat/rgat: GPUs per node.")
+    gpus_per_node: int | None = option(
+        None,
+        help="GPUs per node [default: gat/rgat 8; gcn/sage --gpus: the priced offer's, else 8].",
+        example="8",
+    )
+    price: float | None = option(
+        None,
+        help="gcn/sage --gpus: US$/h per GPU for the cost per epoch (default: the catalog's "
+        "cheapest offer with the GPU).",
+        example="2.5",
+    )
+    sampler_workers: int = option(
+        4, help="gcn/sage mini-batch: CPU processes sampling neighbours in parallel.", example="8"
+    )
+    sampler_edges_per_s: float | None = option(
+        None,
+        help="gcn/sage mini-batch: sampled edges per second of one sampler worker (default: "
+        "PyG's CPU sampler, catalog/data/gnn_samplers.csv).",
+        example="3e6",
+    )
+    prefetch: bool = option(
+        True,
+        negative="no-prefetch",
+        help="gcn/sage mini-batch: sample the next batches while the GPU trains (the step is "
+        "the slower of the two); --no-prefetch adds them.",
+    )
     overlap_fetch: bool = option(
         True,
         negative="no-overlap-fetch",
@@ -139,16 +188,65 @@ class PredictGnnRequest:
         example="aws-lambda-arm",
     )
 
+    @property
+    def partition_gpus(self) -> int | None:
+        """gcn/sage: the GPUs of a partitioned full-graph epoch (one part each), or None."""
+        if self.model in GAT_MODELS or self.batch is not None:
+            return None
+        if self.parts is not None:
+            return self.parts
+        return self.gpus if self.gpus > 1 else None
+
+    def _check_partitioned(self) -> None:
+        if self.gpus > 1 and self.batch is not None:
+            raise InvalidSpecError(
+                "gpus",
+                f"{self.model} on several GPUs is priced as partitioned full-graph training",
+                fix="drop --batch/--fanouts, or use --model gat for data-parallel mini-batches",
+            )
+        if self.gpus > MAX_PARTS:
+            raise InvalidSpecError("gpus", f"must be <= {MAX_PARTS}", got=self.gpus)
+        if self.parts is not None and self.gpus > 1 and self.gpus != self.parts:
+            raise InvalidSpecError(
+                "gpus", f"is {self.gpus} and --parts {self.parts}: one part per GPU",
+                fix="give one of them, or the same number",
+            )  # fmt: skip
+        if self.gpus > 1 and self.nodes is not None and self.gpus > self.nodes:
+            raise InvalidSpecError(
+                "gpus", f"must be <= the {self.nodes:,} nodes (one part per GPU)", got=self.gpus
+            )
+
     def __post_init__(self) -> None:
         for name in (
             "nodes", "edges", "batch", "parts", "heads", "gpus", "gpus_per_node",
-            "graph_servers", "functions",
+            "graph_servers", "functions", "sampler_workers",
         ):  # fmt: skip
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or value < 1):
                 raise InvalidSpecError(name, "must be an integer >= 1", got=value)
         if self.parts is not None and self.parts > MAX_PARTS:
             raise InvalidSpecError("parts", f"must be <= {MAX_PARTS}", got=self.parts)
+        if self.sampler_workers > MAX_SAMPLER_WORKERS:
+            raise InvalidSpecError(
+                "sampler_workers", f"must be <= {MAX_SAMPLER_WORKERS}", got=self.sampler_workers
+            )
+        if self.sampler_edges_per_s is not None and not (
+            math.isfinite(self.sampler_edges_per_s)
+            and 0 < self.sampler_edges_per_s <= MAX_SAMPLER_EDGES_PER_S
+        ):
+            raise InvalidSpecError(
+                "sampler_edges_per_s", f"must be a number > 0 and <= {MAX_SAMPLER_EDGES_PER_S:g}",
+                got=self.sampler_edges_per_s,
+            )  # fmt: skip
+        if self.price is not None and not (
+            math.isfinite(self.price) and 0 <= self.price < MAX_PRICE_USD_PER_HOUR
+        ):
+            raise InvalidSpecError(
+                "price", f"must be >= 0 and < {MAX_PRICE_USD_PER_HOUR:g} US$/h per GPU",
+                got=self.price,
+            )  # fmt: skip
+        if self.model not in GAT_MODELS:
+            self._check_partitioned()
         if self.model in GAT_MODELS and self.parts is not None:
             raise InvalidSpecError("parts", "partitioning is priced for gcn and sage only")
         if self.model == "rgat" and (
@@ -238,6 +336,26 @@ class PredictGnnResult:
     split: tuple[Any, ...] = ()
     #: what the input suggests is a mistake (a stray id in --edge-list)
     warnings: tuple[str, ...] = ()
+    #: gcn/sage mini-batch: the GPU's step (compute + feature fetch) and the CPU sampling of
+    #: one batch; ``step_time_s`` is what bounds them (``bound``: "gpu" or "sampling")
+    gpu_step_time_s: float | None = None
+    sampling_s: float | None = None
+    bound: str = ""
+    #: gcn/sage --gpus N: the partitioned full-graph epoch (predict.gnn_partition), how the
+    #: parts were made ("metis" or "random"), the price per GPU-hour and the cost of an epoch
+    partitioned: PartitionedEpoch | None = None
+    partition_method: str = ""
+    usd_per_gpu_hour: float | None = None
+    usd_per_epoch: float | None = None
+
+    def partitioned_dict(self) -> dict[str, Any] | None:
+        if self.partitioned is None:
+            return None
+        return self.partitioned.to_dict() | {
+            "method": self.partition_method,
+            "usd_per_gpu_hour": self.usd_per_gpu_hour,
+            "usd_per_epoch": self.usd_per_epoch,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -247,7 +365,8 @@ class PredictGnnResult:
             "edges": self.edges,
             "step_time_s": self.step_time_s,
             "dense_step_time_s": self.dense_step_time_s,
-            "dense_over_sparse": self.dense_step_time_s / self.step_time_s,
+            "dense_over_sparse": self.dense_step_time_s
+            / (self.gpu_step_time_s or self.step_time_s),
             "feature_fetch_s": self.feature_fetch_s,
             "nodes_per_hop": list(self.nodes_per_hop),
             "halo_nodes": None if self.halo_nodes is None else list(self.halo_nodes),
@@ -259,6 +378,10 @@ class PredictGnnResult:
             "validated": self.validated,
             "split": [o.to_dict() for o in self.split],
             "warnings": list(self.warnings),
+            "gpu_step_time_s": self.gpu_step_time_s,
+            "sampling_s": self.sampling_s,
+            "bound": self.bound,
+            "partitioned": self.partitioned_dict(),
         }
 
 
@@ -287,6 +410,9 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
     notes: list[str] = []
     warnings: list[str] = []
     halo = halo_bytes = None
+    k = request.partition_gpus  # GPUs of a partitioned full-graph epoch (None: one, no parts)
+    graph = None
+    partition = None
     if request.edge_list is not None:
         from gpucast.inputs.graph import read_edge_list
 
@@ -296,11 +422,13 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         nodes, edges = graph.nodes, len(graph.src)
         notes += graph.notes()
         warnings += graph.warnings()
-        if request.parts is not None:
-            if request.parts > nodes:
-                raise InvalidSpecError("parts", f"must be <= the {nodes} nodes", got=request.parts)
-            parts = gnn.metis_partition(nodes, graph.src, graph.dst, request.parts)
-            counted = gnn.halo_nodes(graph.src, graph.dst, parts)
+        parts = request.parts if request.parts is not None else k
+        if parts is not None:
+            if parts > nodes:
+                flag = "parts" if request.parts is not None else "gpus"
+                raise InvalidSpecError(flag, f"must be <= the {nodes:,} nodes", got=parts)
+            partition = gnn.metis_partition(nodes, graph.src, graph.dst, parts)
+            counted = gnn.halo_nodes(graph.src, graph.dst, partition)
             halo = tuple(int(v) for v in counted)
             halo_bytes = gnn.halo_bytes_per_epoch(counted, spec)
     else:
@@ -313,31 +441,69 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
     else:
         cost = gnn.full_graph_cost(spec, nodes=nodes, edges=edges)
         graph_bytes = gnn.full_graph_bytes(spec, nodes=nodes, edges=edges)
-        if graph_bytes > hbm_bytes and not request.split:
+        spread = k is not None and k > 1  # the parts are checked against HBM instead
+        if graph_bytes > hbm_bytes and not request.split and not spread:
             raise InvalidSpecError(
                 "nodes",
                 f"full-graph training needs {graph_bytes / GIB:,.0f} GiB (edges, features, "
                 f"activations and gradients), more than the {gpu.memory_gib:g} GiB of one "
                 f"{gpu.name}",
-                fix="train on mini-batches (e.g. --batch 1024 --fanouts 15,10), price the graph "
-                "operations on CPU servers (--split) or use a GPU with more memory",
+                fix="train on mini-batches (e.g. --batch 1024 --fanouts 15,10), partition it "
+                "over --gpus N, price the graph operations on CPU servers (--split) or use a "
+                "GPU with more memory",
             )
-        if graph_bytes > hbm_bytes:  # --split: the CPU options are the point; say it here
+        if graph_bytes > hbm_bytes:  # --split / --gpus: the other options are the point
             notes.insert(
                 0,
                 f"does NOT fit: the full graph needs {graph_bytes / GIB:,.0f} GiB, one "
-                f"{gpu.name} has {gpu.memory_gib:g} GiB; the step and the GPU-only epoch are "
-                "priced as if it did",
+                f"{gpu.name} has {gpu.memory_gib:g} GiB; the 1-GPU step"
+                + (" and the GPU-only epoch are" if request.split else " is")
+                + " priced as if it did",
             )
     tflops = gpu.peak_tflops("bf16") * FLOP_EFFICIENCY
     hbm = gpu.memory_bandwidth_gbps * GATHER_EFFICIENCY
     pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0
     host = pcie if request.batch is not None else None
     step = cost.step_time_s(tflops=tflops, memory_gbps=hbm, host_link_gbps=host)
+    assumptions = {
+        "compute": f"{FLOP_EFFICIENCY:.0%} of {gpu.name}'s BF16 peak on the transforms",
+        "gathers": f"{GATHER_EFFICIENCY:.0%} of HBM bandwidth; x3 for forward + backward",
+        "features": "mini-batch features in host memory, fetched over PCIe"
+        if graph_bytes is None
+        else f"full graph: edges, features and activations in HBM ({graph_bytes / GIB:,.3g} "
+        f"of {gpu.memory_gib:g} GiB" + ")",
+        "validated": "not validated against GPU measurements (benchmarks/gnn_cpu.py checks "
+        "the pricing on the CPU)",
+    }
+    sampling = gpu_step = None
+    bound = ""
+    if request.batch is not None:
+        sampling, sampling_note = _cpu_sampling(request, cost.edges)
+        gpu_step = step
+        step = gnn.bounded_step_s(gpu_step, sampling, prefetch=request.prefetch)
+        bound = "sampling" if sampling > gpu_step else "gpu"
+        assumptions["sampling"] = (
+            "uniform draws over the nodes for the distinct sampled nodes per hop (hubs repeat "
+            "more: an upper estimate); " + sampling_note
+        )
+    partitioned = None
+    method = ""
+    price = usd = None
+    if k is not None:
+        offer = _partition_offer(gpu, k)
+        per_node = request.gpus_per_node or (offer.gpus if offer else DEFAULT_GPUS_PER_NODE)
+        loads, method, partition_notes = _part_loads(k, graph, partition, nodes, edges, per_node)
+        partitioned, price, hw_notes = _partitioned_epoch(
+            request, spec, gpu, offer, per_node, loads, tflops, hbm
+        )
+        if partitioned.gpus > 1:
+            _check_part_memory(spec, loads, gpu)
+        usd = None if price is None else partitioned.usd_per_epoch(price)
+        assumptions |= partition_notes | hw_notes
     split: tuple[Any, ...] = ()
-    split_notes: dict[str, str] = {}
     if request.split:
         split, split_notes = _split(request, spec, cost, nodes, edges, gpu, tflops, hbm)
+        assumptions |= split_notes
     return PredictGnnResult(
         model=request.model,
         gpu=gpu.name,
@@ -350,22 +516,157 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         halo_nodes=halo,
         halo_bytes_per_epoch=halo_bytes,
         notes=tuple(notes),
-        assumptions={
-            "compute": f"{FLOP_EFFICIENCY:.0%} of {gpu.name}'s BF16 peak on the transforms",
-            "gathers": f"{GATHER_EFFICIENCY:.0%} of HBM bandwidth; x3 for forward + backward",
-            "features": "mini-batch features in host memory, fetched over PCIe"
-            if graph_bytes is None
-            else f"full graph: edges, features and activations in HBM ({graph_bytes / GIB:,.3g} "
-            f"of {gpu.memory_gib:g} GiB" + ")",
-            "sampling": "uniform draws over the nodes for the distinct sampled nodes per hop "
-            "(hubs repeat more: an upper estimate); CPU sampling time not included",
-            "validated": "not validated against GPU measurements (benchmarks/gnn_cpu.py checks "
-            "the pricing on the CPU)",
-        }
-        | split_notes,
+        assumptions=assumptions,
         split=split,
         warnings=tuple(warnings),
+        gpu_step_time_s=gpu_step,
+        sampling_s=sampling,
+        bound=bound,
+        partitioned=partitioned,
+        partition_method=method,
+        usd_per_gpu_hour=price,
+        usd_per_epoch=usd,
     )
+
+
+def _cpu_sampling(request: PredictGnnRequest, sampled_edges: float) -> tuple[float, str]:
+    """Seconds of CPU neighbour sampling a mini-batch and what they rest on."""
+    from gpucast.catalog.gnn_samplers import gnn_sampler
+    from gpucast.predict import gnn
+
+    if request.sampler_edges_per_s is not None:
+        rate, source = request.sampler_edges_per_s, "--sampler-edges-per-s"
+    else:
+        sampler = gnn_sampler()
+        rate, source = sampler.edges_per_s, f"PyG's CPU sampler, {sampler.source}"
+    workers = request.sampler_workers
+    seconds = gnn.cpu_sampling_s(sampled_edges, edges_per_s=rate, workers=workers)
+    overlap = (
+        "prefetched: the workers sample the next batches while the GPU trains, the step is "
+        "the slower of the two"
+        if request.prefetch
+        else "not prefetched (--no-prefetch): the step waits for its batch, sampling added"
+    )
+    return seconds, (
+        f"CPU sampling of {sampled_edges:,.0f} sampled edges a batch at {rate / 1e6:.3g} M "
+        f"edges/s per worker ({source}) on {workers} workers in parallel (linear in workers: "
+        f"enough free cores assumed); {overlap}"
+    )
+
+
+def _part_loads(
+    k: int, graph: Any, partition: Any, nodes: int, edges: int, per_node: int
+) -> tuple[tuple[Any, ...], str, dict[str, str]]:
+    """Each GPU's part: counted from the METIS partition, or a random partition's expectation."""
+    from gpucast.predict import gnn_partition
+
+    if graph is not None:
+        loads = gnn_partition.part_loads(graph.src, graph.dst, partition, gpus_per_node=per_node)
+        return loads, "metis", {
+            "partition": f"METIS (pymetis) into {k} parts, one per GPU; each part's nodes, "
+            "in-edges and halo counted from the partition; parts 0..g-1 on the first node"
+        }  # fmt: skip
+    loads = gnn_partition.random_part_loads(
+        nodes=nodes, edges=edges, parts=k, gpus_per_node=per_node
+    )
+    return loads, "random", {
+        "partition": f"a random (hash) partition into {k} parts is assumed (no --edge-list): "
+        f"{nodes / k:,.0f} nodes and {edges / k:,.0f} edges a part, the expected halo with "
+        f"every node at the mean out-degree {edges / nodes:.3g} (an upper estimate for skewed "
+        "degrees); METIS cuts far fewer halo nodes -- give --edge-list for the real partition"
+    }  # fmt: skip
+
+
+def _partition_offer(gpu: Any, k: int) -> Any:
+    """The catalog node a partitioned epoch is priced on: the cheapest per GPU among the
+    offers with as many GPUs as the epoch needs (or the widest), None without an offer."""
+    from gpucast.catalog import load_catalog
+
+    offers = [o for o in load_catalog().find_offers(gpu=gpu.name) if o.gpus > 0]
+    if not offers:
+        return None
+    need = min(k, max(o.gpus for o in offers))
+    wide = [o for o in offers if o.gpus >= need]
+    return min(wide, key=lambda o: (o.on_demand_usd_per_hour / o.gpus, -o.gpus))
+
+
+def _partitioned_epoch(
+    request: PredictGnnRequest,
+    spec: Any,
+    gpu: Any,
+    offer: Any,
+    per_node: int,
+    loads: tuple[Any, ...],
+    tflops: float,
+    hbm: float,
+) -> tuple[Any, float | None, dict[str, str]]:
+    """The partitioned epoch on the links of the GPU and its offer; the price per GPU-hour."""
+    from gpucast.plan.inputs import intra_node_gbps
+    from gpucast.predict import gnn_partition
+    from gpucast.predict.comm import DEFAULT_HOP_LATENCY_S, hierarchical_collective_s
+
+    k = len(loads)
+    intra_gbit = intra_node_gbps(gpu)
+    if offer is not None:
+        nic_gbit = offer.network_gbps / offer.gpus
+        where = (
+            f"{offer.provider} {offer.instance_type} ({offer.region}, {offer.gpus} GPUs, "
+            f"{offer.network_gbps:g} Gbit/s)"
+        )
+    else:
+        nic_gbit = NETWORK_GBPS_PER_GPU * 8.0
+        where = f"no catalog offer with {gpu.name}: a {nic_gbit:g} Gbit/s NIC per GPU assumed"
+    links = gnn_partition.PartitionLinks(
+        gpus_per_node=per_node,
+        intra_node_gbps=intra_gbit / 8.0 * GATHER_EFFICIENCY,
+        network_gbps=nic_gbit / 8.0 * GATHER_EFFICIENCY,
+    )
+    params = gnn_partition.gnn_parameters(spec)
+    allreduce = float(
+        hierarchical_collective_s(
+            4.0 * params, k, per_node, intra_gbit, nic_gbit * min(k, per_node),
+            DEFAULT_HOP_LATENCY_S,
+        )
+    )  # fmt: skip
+    epoch = gnn_partition.partitioned_epoch(
+        spec, loads, tflops=tflops, memory_gbps=hbm, links=links, allreduce_s=allreduce
+    )
+    if request.price is not None:
+        price: float | None = request.price
+        priced = f"${request.price:g} per GPU-hour (--price)"
+    elif offer is not None:
+        price = offer.on_demand_usd_per_hour / offer.gpus
+        priced = f"${price:.2f} per GPU-hour on demand, {where} (the catalog's cheapest per GPU)"
+    else:
+        price, priced = None, f"no price: no catalog offer with {gpu.name}; give --price"
+    notes = {
+        "exchange": f"every layer, each halo node's input features forward and their gradients "
+        f"backward ({epoch.bytes_per_halo_node:,.0f} bytes a halo node an epoch) at "
+        f"{GATHER_EFFICIENCY:.0%} of the link: {intra_gbit / 8:g} GB/s per GPU between the "
+        f"{per_node} GPUs of a node, {nic_gbit:g} Gbit/s per GPU across nodes ({where}); "
+        "the two links run at once, each full duplex",
+        "epoch": "the slowest part's compute + its halo exchange (NOT overlapped: added) + the "
+        f"fp32 all-reduce of the {params:,} weights; every GPU held the whole epoch",
+        "price": priced,
+    }
+    return epoch, price, notes
+
+
+def _check_part_memory(spec: Any, loads: tuple[Any, ...], gpu: Any) -> None:
+    """Each part's nodes, halo and in-edges must fit one GPU's HBM."""
+    from gpucast.domain.units import GIB
+    from gpucast.predict import gnn_partition
+
+    need = [gnn_partition.part_memory_bytes(spec, load) for load in loads]
+    worst = max(range(len(need)), key=need.__getitem__)
+    if need[worst] > gpu.memory_gib * GIB:
+        raise InvalidSpecError(
+            "gpus",
+            f"part {worst} of {len(loads)} needs {need[worst] / GIB:,.0f} GiB (its nodes, halo "
+            f"and edges with features, activations and gradients), more than the "
+            f"{gpu.memory_gib:g} GiB of one {gpu.name}",
+            fix="use more --gpus, mini-batches (--batch, --fanouts) or a GPU with more memory",
+        )
 
 
 def _split(
@@ -515,11 +816,12 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
     feature_bytes = FEATURE_BYTES[request.feature_precision]
     cost = gat.gat_cost(graph, spec, feature_bytes_per_value=feature_bytes)
     total_features = graph.feature_bytes(feature_bytes)
-    per_node = min(request.gpus, request.gpus_per_node)
+    gpus_per_node = request.gpus_per_node or DEFAULT_GPUS_PER_NODE
+    per_node = min(request.gpus, gpus_per_node)
     structure = graph.structure_bytes() / per_node  # the graph replicated per node
     free = gpu.memory_gib * GIB * (1.0 - HBM_RESERVE_SHARE) - structure
     placement = gat.place_features(
-        total_features, gpus=request.gpus, gpus_per_node=request.gpus_per_node,
+        total_features, gpus=request.gpus, gpus_per_node=gpus_per_node,
         free_bytes_per_gpu=free, location=request.feature_location,
         sharding=request.feature_sharding,
     )  # fmt: skip
@@ -540,7 +842,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
         hierarchical_collective_s(
             4.0 * params,
             request.gpus,
-            request.gpus_per_node,
+            gpus_per_node,
             intra_node_gbps(gpu),
             NETWORK_GBPS_PER_GPU * 8.0 * per_node,
             DEFAULT_HOP_LATENCY_S,

@@ -131,14 +131,40 @@ def gnn_command(
     if json_out:
         emit_json(result.to_dict())
         return
+    gpu_step = result.gpu_step_time_s or result.step_time_s
     console.print(
         f"{result.model} on {result.gpu}, {result.nodes:,} nodes, {result.edges:,} edges: "
         f"{result.step_time_s * 1e3:.3g} ms per step (sparse aggregation); a dense adjacency "
-        f"would take {result.dense_step_time_s:.3g} s "
-        f"({format_ratio(result.dense_step_time_s / result.step_time_s)})",
+        f"would take {result.dense_step_time_s:.3g} s on the GPU "
+        f"({format_ratio(result.dense_step_time_s / gpu_step)})",
         highlight=False,
         markup=False,
     )
+    if result.sampling_s is not None and result.gpu_step_time_s is not None:
+        console.print(
+            f"  GPU step {result.gpu_step_time_s * 1e3:.3g} ms, CPU sampling "
+            f"{result.sampling_s * 1e3:.3g} ms a batch: bound by {result.bound}",
+            highlight=False,
+            markup=False,
+        )
+    if result.partitioned is not None:
+        e = result.partitioned
+        cost = (
+            "no price (give --price)"
+            if result.usd_per_epoch is None or result.usd_per_gpu_hour is None
+            else f"${result.usd_per_epoch:.4g} per epoch ({e.gpus} x "
+            f"${result.usd_per_gpu_hour:.2f} per GPU-hour)"
+        )
+        i = e.slowest
+        console.print(
+            f"  partitioned over {e.gpus} GPU{'s' if e.gpus > 1 else ''} "
+            f"({result.partition_method} partition): epoch "
+            f"{e.epoch_s:.3g} s = compute {e.compute_s[i]:.3g} + halo exchange "
+            f"{e.exchange_s[i]:.3g} + all-reduce {e.allreduce_s:.2g} s (part {i}, the "
+            f"slowest); halo {e.halo_share:.0%} of the epoch; {cost}",
+            highlight=False,
+            markup=False,
+        )
     if result.nodes_per_hop:
         hops = ", ".join(f"{n:,.0f}" for n in result.nodes_per_hop)
         console.print(
