@@ -38,6 +38,12 @@ def test_fixed_keep_alive_by_hand() -> None:
     assert res.latency_s["p50"] == pytest.approx(1.0)
     assert res.latency_s["p99"] == pytest.approx(6.0)
     assert res.billed_s == pytest.approx(6 * 1.0 + 2 * 5.0)
+    # the two bills: execution (+ cold starts) alone, or every minute the instance is loaded
+    assert res.bill_s("execution") == res.billed_s
+    assert res.bill_s("instance") == pytest.approx((24 + 4) * 60 + 2 * 5.0)
+    assert res.instance_s == res.bill_s("instance")
+    with pytest.raises(InvalidSpecError, match="billing"):
+        res.bill_s("monthly")
 
 
 def test_histogram_learns_a_periodic_function_and_beats_fixed() -> None:

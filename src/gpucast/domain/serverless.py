@@ -111,9 +111,26 @@ class HostRates:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
 
+#: the phases of a cold start, in order (the ``*_s`` fields of :class:`ColdStartPrediction`)
+COLDSTART_PHASES: tuple[str, ...] = ("container", "cuda_context", "weight_load", "first_inference")
+#: how the phases read in text
+PHASE_LABELS: dict[str, str] = {
+    "container": "container",
+    "cuda_context": "CUDA context",
+    "weight_load": "weights",
+    "first_inference": "first inference",
+}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ColdStartPrediction:
-    """A predicted cold start, phase by phase (seconds), and what bounds the weight copy."""
+    """A cold start, phase by phase (seconds), and what bounds the weight copy.
+
+    Predicted, or partly measured (:func:`gpucast.predict.coldstart.with_measured`):
+    ``measured_phases`` names the phases of :data:`COLDSTART_PHASES` that a stored
+    ``measure coldstart`` run gave (their ``sources`` name the run); the others are predicted.
+    The planner and the simulators do not care which they got.
+    """
 
     container_s: float
     cuda_context_s: float
@@ -123,10 +140,28 @@ class ColdStartPrediction:
     load_gbs: float
     bound_by: str
     sources: dict[str, str] = field(default_factory=dict)
+    measured_phases: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.measured_phases) - set(COLDSTART_PHASES))
+        if unknown:
+            raise InvalidSpecError(
+                "measured_phases", f"must be among {', '.join(COLDSTART_PHASES)}", got=unknown
+            )
 
     @property
     def total_s(self) -> float:
         return self.container_s + self.cuda_context_s + self.weight_load_s + self.first_inference_s
+
+    @property
+    def predicted_phases(self) -> tuple[str, ...]:
+        return tuple(p for p in COLDSTART_PHASES if p not in self.measured_phases)
+
+    def phase_s(self, phase: str) -> float:
+        """Seconds of one phase of :data:`COLDSTART_PHASES`."""
+        if phase not in COLDSTART_PHASES:
+            raise InvalidSpecError("phase", f"must be one of {', '.join(COLDSTART_PHASES)}")
+        return float(getattr(self, f"{phase}_s"))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -138,6 +173,8 @@ class ColdStartPrediction:
             "weight_bytes": self.weight_bytes,
             "load_gbs": self.load_gbs,
             "bound_by": self.bound_by,
+            "measured_phases": list(self.measured_phases),
+            "predicted_phases": list(self.predicted_phases),
             "sources": dict(self.sources),
         }
 

@@ -35,9 +35,12 @@ import numpy.typing as npt
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.serverless import KeepAlivePolicy
 from gpucast.domain.units import format_ms_against
-from gpucast.simulate.serverless import latency_summary, simulate_gpu_pool, simulate_keep_alive
-
-BILLINGS: tuple[str, ...] = ("instance", "execution")
+from gpucast.simulate.serverless import (
+    BILLINGS,
+    latency_summary,
+    simulate_gpu_pool,
+    simulate_keep_alive,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -173,11 +176,7 @@ def plan_serverless(
         )
         warm = r.invocations - r.cold_starts
         p50, pq = _latency(run, ((0.0, warm), (cold, r.cold_starts)), slo_percentile, exec_spread)
-        if billing == "instance":
-            billed_s = float(np.maximum(r.loaded_s, r.busy_s).sum() + r.cold_start_s.sum())
-        else:
-            billed_s = r.billed_s
-        hours = billed_s / 3600.0
+        hours = r.bill_s(billing) / 3600.0
         options.append(
             DeploymentOption(
                 kind="serverless",

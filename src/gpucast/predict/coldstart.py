@@ -7,15 +7,19 @@ Pure arithmetic on facts and measured rates (no files, no clock):
 - first inference: one roofline forward pass, ``max(FLOPs / peak, weight bytes / memory
   bandwidth)``, plus the first call's extra cost (handle creation, kernel selection);
 - container start and CUDA context: durations from ``catalog/data/coldstart.csv`` or measured.
+
+:func:`with_measured` puts the phases of a measured cold start (``gpucast measure coldstart``)
+in place of the predicted ones, phase by phase.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.serverless import ColdStartPrediction
+from gpucast.domain.serverless import COLDSTART_PHASES, ColdStartMeasurement, ColdStartPrediction
 
 GB = 1e9
 
@@ -97,4 +101,73 @@ def predict_cold_start(
         load_gbs=gbs,
         bound_by=bound,
         sources=dict(sources or {}),
+    )
+
+
+#: the ``sources`` keys a predicted phase rests on, the first naming the phase when measured
+_PREDICTED_SOURCES: dict[str, tuple[str, ...]] = {
+    "container": ("container-start",),
+    "cuda_context": ("cuda-context",),
+    "weight_load": ("weights", "storage", "network", "pcie"),
+    "first_inference": ("first-inference", "forward", "first-call"),
+}
+
+
+def measured_phases_s(measured: ColdStartMeasurement) -> dict[str, float]:
+    """The phases of :data:`~gpucast.domain.serverless.COLDSTART_PHASES` a measured cold start
+    has, in seconds: the CUDA context (when the process had to create one), the weights (read
+    from the file plus the copy to the device: what the predicted ``weight_load`` covers) and
+    the first inference. The container start is never among them: ``measure coldstart`` runs
+    in a process that is already up."""
+    phases = {
+        "weight_load": measured.weight_read_s + measured.to_device_s,
+        "first_inference": measured.first_inference_s,
+    }
+    if measured.cuda_context_s is not None:
+        phases["cuda_context"] = measured.cuda_context_s
+    return phases
+
+
+def with_measured(
+    predicted: ColdStartPrediction,
+    measured: ColdStartMeasurement,
+    *,
+    source: str,
+    keep: Collection[str] = (),
+) -> ColdStartPrediction:
+    """``predicted`` with each phase ``measured`` has (:func:`measured_phases_s`) in place of
+    the predicted one -- except the phases in ``keep`` (given outright by the user, which wins
+    over both). ``source`` names the run; the weights' rate becomes the measured one
+    (``bound_by`` "measured"). A phase the run lacks stays predicted."""
+    unknown = sorted(set(keep) - set(COLDSTART_PHASES))
+    if unknown:
+        raise InvalidSpecError("keep", f"must be among {', '.join(COLDSTART_PHASES)}", got=unknown)
+    phases = {p: s for p, s in measured_phases_s(measured).items() if p not in keep}
+    for phase, seconds in phases.items():
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise InvalidSpecError(f"measured {phase}", "must be >= 0 s", got=seconds)
+    if not phases:
+        return predicted
+    sources = {
+        k: v
+        for k, v in predicted.sources.items()
+        if not any(k in _PREDICTED_SOURCES[p] for p in phases)
+    }
+    for phase in phases:
+        sources[_PREDICTED_SOURCES[phase][0]] = source
+    changes: dict[str, object] = {f"{p}_s": s for p, s in phases.items()}
+    if "weight_load" in phases:
+        changes["load_gbs"] = (
+            measured.weight_bytes / (phases["weight_load"] * GB)
+            if phases["weight_load"] > 0 and measured.weight_bytes > 0
+            else predicted.load_gbs
+        )
+        changes["bound_by"] = "measured"
+    return dataclasses.replace(
+        predicted,
+        sources=sources,
+        measured_phases=tuple(
+            p for p in COLDSTART_PHASES if p in phases or p in predicted.measured_phases
+        ),
+        **changes,  # type: ignore[arg-type]
     )

@@ -31,8 +31,11 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.signedinteger[Any]]
 #: the margin around a forecast idle time (the paper's ARIMA margin)
 OOB_MARGIN = 0.15
+#: what a serverless bill charges (:meth:`ServerlessResult.bill_s`)
+BILLINGS: tuple[str, ...] = ("instance", "execution")
 
 __all__ = [
+    "BILLINGS",
     "BusyBins",
     "KeepAliveWindows",
     "PoolResult",
@@ -78,6 +81,20 @@ class ServerlessResult:
     def billed_s(self) -> float:
         """Execution plus cold-start time: what a per-second serverless bill charges."""
         return float(self.busy_s.sum() + self.cold_start_s.sum())
+
+    @property
+    def instance_s(self) -> float:
+        """GPU-seconds while an instance is loaded (busy and warm-but-idle bins, at least the
+        execution when a bin's calls run longer than it) plus the cold starts: what GPU
+        serverless platforms bill, the keep-alive window included."""
+        return float(np.maximum(self.loaded_s, self.busy_s).sum() + self.cold_start_s.sum())
+
+    def bill_s(self, billing: str) -> float:
+        """GPU-seconds billed: ``instance`` (:attr:`instance_s`) or ``execution``
+        (:attr:`billed_s`: execution and cold starts only, a per-request bill)."""
+        if billing not in BILLINGS:
+            raise InvalidSpecError("billing", f"must be one of {', '.join(BILLINGS)}", got=billing)
+        return self.instance_s if billing == "instance" else self.billed_s
 
     def app_cold_start_pct(self, q: float = 75.0) -> float:
         """The ``q``-th percentile over invoked functions of each one's cold-start percentage
