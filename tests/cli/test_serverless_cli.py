@@ -222,3 +222,63 @@ def test_an_overloaded_pool_says_so_and_bills_the_execution() -> None:
     calm = json.loads(runner.invoke(app, [*argv[:-4], "--pool-gpus", "1", "--json"]).stdout)
     assert calm["pool"]["overloaded_bins"] == 0 and calm["pool"]["latency_s"]["p99"] > 0
     assert calm["pool"]["gpu_hours"] == pytest.approx(1.0)
+
+
+def test_simulate_serverless_names_its_bill() -> None:
+    argv = ["simulate", "serverless", "--synthetic", "30", "--minutes", "240", "--models", "mlp"]
+    text = runner.invoke(app, argv)
+    assert text.exit_code == 0, text.output
+    assert "(instance billing; execution alone" in text.stdout
+    assert "assumption billing: instance:" in text.stdout
+    d = json.loads(runner.invoke(app, [*argv, "--billing", "execution", "--json"]).stdout)
+    assert d["billing"] == "execution"
+    assert d["billed_gpu_hours"] == pytest.approx(d["execution_gpu_hours"])
+    assert d["assumptions"]["billing"].startswith("execution:")
+    bad = runner.invoke(app, [*argv, "--billing", "monthly"])
+    assert bad.exit_code == 2 and "billing" in bad.stderr
+
+
+def _stored_coldstart(db: Path, workload: str = "mlp") -> int:
+    from gpucast.domain.serverless import ColdStartMeasurement
+    from gpucast.store import Store
+    from gpucast.store.coldstart import save_coldstart
+
+    m = ColdStartMeasurement(
+        workload=workload, options={}, device="cuda:0", batch_size=1, weight_bytes=10**8,
+        parameter_tensors=4, cuda_context_s=0.25, weight_read_s=3.0, to_device_s=0.5,
+        first_inference_s=0.125, steady_inference_s=0.001, cache_dropped=True, host="lab",
+        created_at="2026-01-01T00:00:00", gpu_name="Tesla T4",
+    )  # fmt: skip
+    with Store(db) as store:
+        return save_coldstart(store, m)
+
+
+def test_a_stored_cold_start_on_the_command_line(tmp_path: Path) -> None:
+    db = str(tmp_path / "runs.db")
+    run = _stored_coldstart(Path(db))
+    load = ["--synthetic", "30", "--minutes", "240", "--models", "mlp", "--gpu", "T4"]
+    text = runner.invoke(app, ["--db", db, "simulate", "serverless", *load, "--coldstart-run",
+                               str(run)])  # fmt: skip
+    assert text.exit_code == 0, text.output
+    assert f"(run {run} measured: CUDA context 0.250 s, weights 3.500 s, first inference " in (
+        text.stdout
+    )
+    assert "predicted: container" in text.stdout and "assumption cold start:" in text.stdout
+    plan = runner.invoke(app, ["--db", db, "plan", "serverless", *load, "--coldstart-run",
+                               "latest", "--json"])  # fmt: skip
+    assert plan.exit_code == 0, plan.output
+    cold = json.loads(plan.stdout)["models"][0]["cold_start"]
+    assert cold["run_id"] == run and cold["weight_load_s"] == pytest.approx(3.5)
+    other = _stored_coldstart(Path(db), "resnet18")
+    cases = [
+        (["--coldstart-run", str(other)], "measured resnet18, which is not one of --models"),
+        (["--coldstart-run", "0"], "coldstart-run"),
+        (["--coldstart-run", "99"], "no run with id 99"),
+        (["--cuda-context-s", "-1"], "cuda-context-s"),
+    ]
+    for verb in ("simulate", "plan"):
+        for extra, says in cases:
+            result = runner.invoke(app, ["--db", db, verb, "serverless", *load, *extra])
+            assert result.exit_code == 2, result.output
+            lines = result.stderr.strip().splitlines()
+            assert len(lines) == 1 and says in lines[0], lines

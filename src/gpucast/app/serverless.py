@@ -10,9 +10,16 @@ the model (``--durations trace``: the trace's average duration, at least that). 
 ``--policy`` (``fixed:10m``, ``histogram``, ``prewarm``) decides when instances are loaded
 (:func:`gpucast.simulate.serverless.simulate_keep_alive`, vectorised over per-minute counts).
 
-Reported: cold-start rate, p50/p99 latency, GPU-hours billed (execution plus cold starts),
-warm-but-idle memory-time, and costs at the GPU's price: what the billed hours cost, and what
-the memory held warm while idle costs (its share of the GPU's memory x the GPU's price).
+A measured cold start replaces the predicted one, phase by phase: ``--coldstart-run ID`` (a
+stored ``gpucast measure coldstart`` run; one per model, comma-separated) or
+``--coldstart-run latest`` (:mod:`gpucast.inputs.coldstart`); ``--container-s`` and
+``--cuda-context-s`` set those phases outright, for every model.
+
+Reported: cold-start rate, p50/p99 latency, GPU-hours billed (``--billing``, as ``plan
+serverless`` bills: ``instance``, loaded instances with their keep-alive, by default, or
+``execution``, execution plus cold starts), warm-but-idle memory-time, and costs at the
+GPU's price: what the billed hours cost, and what the memory held warm while idle costs (its
+share of the GPU's memory x the GPU's price).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from gpucast.app._request import resolve
 from gpucast.domain.catalog import offers_option
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_work
-from gpucast.domain.options import option
+from gpucast.domain.options import option, split_list
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,6 +42,7 @@ if TYPE_CHECKING:
 
     from gpucast.domain.catalog import GpuSpec
     from gpucast.domain.provenance import Validation
+    from gpucast.inputs.coldstart import StoredColdStart
     from gpucast.inputs.serverless import GpuFunction, ServerlessTrace
     from gpucast.plan.serverless import ServerlessPlan
     from gpucast.simulate.serverless import PoolResult, ServerlessResult
@@ -63,6 +71,41 @@ def _positive_int(name: str, value: int | None, high: int) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
         raise InvalidSpecError(name, f"must be an integer in [1, {high:,}]", got=value)
+
+
+def _coldstart_runs(value: Any) -> tuple[str, ...]:
+    """``--coldstart-run``: run ids (comma-separated or repeated) or ``latest``, normalised
+    to text (``"3"``, ``"latest"``); checked by :func:`_check_coldstart_runs`."""
+    return tuple(str(item).strip().lower() for item in split_list(value))
+
+
+def _check_coldstart_runs(runs: tuple[str, ...]) -> None:
+    from gpucast.inputs.coldstart import LATEST
+
+    if LATEST in runs and len(runs) > 1:
+        raise InvalidSpecError(
+            "coldstart-run",
+            f"give run ids or {LATEST}, not both",
+            got=",".join(runs),
+            fix="e.g. --coldstart-run latest, or --coldstart-run 3,7",
+        )
+    for item in runs:
+        if item != LATEST and (not item.isdigit() or int(item) < 1):
+            raise InvalidSpecError(
+                "coldstart-run",
+                f"must be run ids >= 1 (gpucast runs list --kind coldstart) or {LATEST}",
+                got=item,
+                fix="e.g. --coldstart-run 3",
+            )
+    if len(set(runs)) < len(runs):
+        raise InvalidSpecError(
+            "coldstart-run", "gives a run twice", got=",".join(runs), fix="give each run once"
+        )
+
+
+def _check_phase_s(name: str, value: float | None) -> None:
+    if value is not None and not (math.isfinite(value) and 0 <= value <= 3600):
+        raise InvalidSpecError(name, "must be in [0, 3600] s", got=value, fix=f"e.g. --{name} 1")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,8 +158,45 @@ class ServerlessLoad:
     )
     seed: int = option(0, help="Seed of the synthetic workload.")
     allow_large: bool = allow_large_option()
+    coldstart_run: tuple[str, ...] = option(
+        (),
+        help="Measured cold starts in place of the predicted ones, phase by phase: stored "
+        "`gpucast measure coldstart` runs (one per model of --models, comma-separated; "
+        "gpucast runs list --kind coldstart) or latest (each model's newest run, one measured "
+        "on --gpu first). Phases a run lacks (the container start) stay predicted.",
+        example="3",
+        parse=_coldstart_runs,
+    )
+    container_s: float | None = option(
+        None,
+        help="Runtime/container start of a cold start (s; default: the catalog's).",
+        example="1",
+    )
+    cuda_context_s: float | None = option(
+        None,
+        help="CUDA context creation of a cold start (s; default: the catalog's, or a "
+        "--coldstart-run's).",
+        example="0.5",
+    )
+    billing: str = option(
+        "instance",
+        help="What serverless bills: instance (GPU-seconds while an instance is loaded, "
+        "its keep-alive included: GPU serverless platforms) or execution (execution and "
+        "cold-start seconds only).",
+        example="execution",
+    )
 
     def __post_init__(self) -> None:
+        from gpucast.simulate.serverless import BILLINGS
+
+        object.__setattr__(self, "coldstart_run", _coldstart_runs(self.coldstart_run))
+        _check_coldstart_runs(self.coldstart_run)
+        _check_phase_s("container-s", self.container_s)
+        _check_phase_s("cuda-context-s", self.cuda_context_s)
+        if self.billing not in BILLINGS:
+            raise InvalidSpecError(
+                "billing", f"must be one of {', '.join(BILLINGS)}", got=self.billing
+            )
         if (self.trace is None) == (self.synthetic is None):
             raise InvalidSpecError(
                 "trace/synthetic",
@@ -195,10 +275,12 @@ class SimulateServerlessResult:
     assumptions: dict[str, str] = field(default_factory=dict)
     pool: PoolResult | None = None
     pool_gpus: int | None = None
+    billing: str = "instance"
 
     @property
     def billed_gpu_hours(self) -> float:
-        return self.result.billed_s / 3600.0
+        """GPU-hours billed under :attr:`billing` (``plan serverless``'s bill)."""
+        return self.result.bill_s(self.billing) / 3600.0
 
     @property
     def warm_idle_gib_hours(self) -> float:
@@ -211,23 +293,17 @@ class SimulateServerlessResult:
             **r.to_dict(),
             "gpu": self.gpu,
             "arrival_process": self.arrival_process,
+            "billing": self.billing,
+            "billed_gpu_s": r.bill_s(self.billing),
             "billed_gpu_hours": self.billed_gpu_hours,
+            "execution_gpu_hours": r.billed_s / 3600.0,
+            "instance_gpu_hours": r.instance_s / 3600.0,
             "warm_idle_gib_hours": self.warm_idle_gib_hours,
             "warm_idle_gpu_hours": idle_gpu_hours,
             "price_usd_per_hour": self.price_usd_per_hour,
             "cost_usd": self.billed_gpu_hours * self.price_usd_per_hour,
             "warm_idle_cost_usd": idle_gpu_hours * self.price_usd_per_hour,
-            "models": [
-                {
-                    "model": f.model,
-                    "memory_gib": f.memory_gib,
-                    "weight_bytes": f.weight_bytes,
-                    "forward_s": f.forward_s,
-                    "cold_start_s": f.cold_start_s,
-                    "source": f.source,
-                }
-                for f in self.functions
-            ],
+            "models": _model_dicts(self.functions),
             "pool": self._pool_dict(),
             "sources": {"trace": self.trace_source, "price": self.price_source},
             "warnings": list(self.warnings),
@@ -241,6 +317,22 @@ class SimulateServerlessResult:
             **self.pool.to_dict(),
             "cost_usd": self.pool.gpu_hours * self.price_usd_per_hour,
         }
+
+
+def _model_dicts(functions: tuple[GpuFunction, ...]) -> list[dict[str, Any]]:
+    """Each function model's figures, its cold start phase by phase (measured or predicted)."""
+    return [
+        {
+            "model": f.model,
+            "memory_gib": f.memory_gib,
+            "weight_bytes": f.weight_bytes,
+            "forward_s": f.forward_s,
+            "cold_start_s": f.cold_start_s,
+            "cold_start": f.cold_start_dict(),
+            "source": f.source,
+        }
+        for f in functions
+    ]
 
 
 def _price(gpu: str, given: float | None, offers_path: Path | None) -> tuple[float, str]:
@@ -307,6 +399,13 @@ def _llm_functions(
             "its tokens",
             fix="drop --durations",
         )
+    if request.coldstart_run:
+        raise InvalidSpecError(
+            "coldstart-run",
+            "the functions of an Azure LLM trace serve language models of llm_models.csv, "
+            "whose cold starts `measure coldstart` does not measure",
+            fix="drop --coldstart-run (--container-s and --cuda-context-s apply)",
+        )
     funcs, services, warnings = [], [], []
     n_bins = int(trace.counts.shape[1])
     counts = np.zeros((len(trace.tokens), n_bins), dtype=np.int64)
@@ -314,7 +413,8 @@ def _llm_functions(
         model = request.models[i % len(request.models)]
         f, service, notes = llm_gpu_function(
             model, gpu, storage=storage, network_gbps=request.network_gbps,
-            input_tokens=inp, output_tokens=out,
+            input_tokens=inp, output_tokens=out, container_s=request.container_s,
+            cuda_context_s=request.cuda_context_s,
         )  # fmt: skip
         served = ~np.isnan(service)
         counts[i] = np.bincount(bins[served], minlength=n_bins)
@@ -324,7 +424,7 @@ def _llm_functions(
     return tuple(funcs), service_quantiles(services), counts, tuple(warnings)
 
 
-def _load(request: ServerlessLoad) -> _Load:
+def _load(request: ServerlessLoad, db: Path | str | None = None) -> _Load:
     import numpy as np
 
     from gpucast.catalog import load_catalog
@@ -367,8 +467,17 @@ def _load(request: ServerlessLoad) -> _Load:
                 fix="give --trace an Azure LLM inference trace (AzureLLMInferenceTrace_*.csv), "
                 "or a DNN workload (e.g. resnet50)",
             )
+    measured, measured_notes = _stored_cold_starts(request, gpu, db)
     funcs = tuple(
-        gpu_function(m, gpu, storage=storage, network_gbps=request.network_gbps)
+        gpu_function(
+            m,
+            gpu,
+            storage=storage,
+            network_gbps=request.network_gbps,
+            container_s=request.container_s,
+            cuda_context_s=request.cuda_context_s,
+            measured=measured.get(m),
+        )
         for m in request.models
     )
     which = np.arange(trace.counts.shape[0]) % len(funcs)
@@ -388,8 +497,21 @@ def _load(request: ServerlessLoad) -> _Load:
         memory_gib=np.array([f.memory_gib for f in funcs])[which],
         swap_s=np.array([f.weight_bytes / (pcie * 1e9) for f in funcs])[which],
         pcie_gbs=pcie,
-        warnings=trace.warnings,
+        warnings=trace.warnings + measured_notes,
     )
+
+
+def _stored_cold_starts(
+    request: ServerlessLoad, gpu: GpuSpec, db: Path | str | None
+) -> tuple[dict[str, StoredColdStart], tuple[str, ...]]:
+    """The ``--coldstart-run`` runs by model, and warnings (:mod:`gpucast.inputs.coldstart`)."""
+    if not request.coldstart_run:
+        return {}, ()
+    from gpucast.inputs.coldstart import stored_cold_starts
+    from gpucast.store.db import default_db_path
+
+    path = Path(db) if db is not None else default_db_path()
+    return stored_cold_starts(path, request.coldstart_run, request.models, gpu)
 
 
 def _load_assumptions(request: ServerlessLoad, load: _Load) -> dict[str, str]:
@@ -405,24 +527,53 @@ def _load_assumptions(request: ServerlessLoad, load: _Load) -> dict[str, str]:
         execution = "one forward pass of the function's model at batch 1 (roofline on the GPU)"
     else:
         execution = "the trace's average duration per function, at least one forward pass"
-    return {
+    out = {
         "assignment": f"function i serves model i mod {len(request.models)} of --models",
         "one instance": "one instance per function; the first invocation of a cold minute "
         "pays the cold start, the others of that minute find it loaded",
         "execution": execution,
+        "billing": _billing_text(request.billing),
     }
+    runs = {f.model: f.coldstart_run for f in load.functions if f.coldstart_run is not None}
+    if runs:
+        each = ", ".join(f"{model}: run {run}" for model, run in runs.items())
+        out["cold start"] = (
+            f"measured phases of stored coldstart runs replace the predicted ones ({each}; "
+            "each model's line says which); measured weights were read from the measuring "
+            "host's disk, not --storage; phases a run lacks (the container start) stay predicted"
+        )
+    return out
+
+
+def _billing_text(billing: str) -> str:
+    """The assumption line that names the bill (both verbs)."""
+    if billing == "instance":
+        return (
+            "instance: the GPU is billed while an instance is loaded (busy and "
+            "keep-alive minutes, cold starts), at the same price per GPU-hour as always-on "
+            "(--billing execution: execution and cold starts only)"
+        )
+    return (
+        "execution: execution and cold-start seconds only, at the same price per "
+        "GPU-hour as always-on; the keep-alive is not billed (--billing instance: it is)"
+    )
 
 
 def simulate_serverless(
-    request: SimulateServerlessRequest | None = None, /, **options: Any
+    request: SimulateServerlessRequest | None = None,
+    /,
+    *,
+    db: Path | str | None = None,
+    **options: Any,
 ) -> SimulateServerlessResult:
-    """Simulate GPU functions under a keep-alive policy (module docstring)."""
+    """Simulate GPU functions under a keep-alive policy (module docstring). ``db``: the
+    store ``--coldstart-run`` reads (default: ``$GPUCAST_DB``)."""
     from gpucast.domain.serverless import parse_policy
     from gpucast.simulate.serverless import simulate_keep_alive
 
     request = resolve(SimulateServerlessRequest, request, options)
     policy = parse_policy(request.policy)
-    load = _load(request)
+    load = _load(request, db)
     trace, funcs, gpu, exec_s = load.trace, load.functions, load.gpu, load.exec_s
     price, price_source = load.price, load.price_source
     result = simulate_keep_alive(
@@ -476,6 +627,7 @@ def simulate_serverless(
         assumptions=assumptions,
         pool=pool,
         pool_gpus=request.pool_gpus,
+        billing=request.billing,
     )
 
 
@@ -502,13 +654,6 @@ class PlanServerlessRequest(ServerlessLoad):
         "prewarm).",
         example="fixed:10m,histogram",
     )
-    billing: str = option(
-        "instance",
-        help="What serverless bills: instance (GPU-seconds while an instance is loaded, "
-        "its keep-alive included: GPU serverless platforms) or execution (execution and "
-        "cold-start seconds only).",
-        example="execution",
-    )
     max_utilisation: float = option(
         0.7,
         help="Always-on GPUs are sized for the peak minute at this utilisation.",
@@ -519,17 +664,12 @@ class PlanServerlessRequest(ServerlessLoad):
         ServerlessLoad.__post_init__(self)
         from gpucast.app.serve import parse_slo
         from gpucast.domain.serverless import parse_policy
-        from gpucast.plan.serverless import BILLINGS
 
         parse_slo(self.slo)
         if not self.policies:
             raise InvalidSpecError("policies", "needs at least one policy", fix="e.g. histogram")
         for text in self.policies:
             parse_policy(text)
-        if self.billing not in BILLINGS:
-            raise InvalidSpecError(
-                "billing", f"must be one of {', '.join(BILLINGS)}", got=self.billing
-            )
         if not (math.isfinite(self.max_utilisation) and 0 < self.max_utilisation <= 1):
             raise InvalidSpecError("max-utilisation", "must be in (0, 1]", got=self.max_utilisation)
 
@@ -547,6 +687,7 @@ class PlanServerlessResult:
     validation: Validation
     arrival_process: str = ""
     warnings: tuple[str, ...] = ()
+    models: tuple[GpuFunction, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -555,6 +696,7 @@ class PlanServerlessResult:
             "gpu": self.gpu,
             "arrival_process": self.arrival_process,
             "functions": self.functions,
+            "models": _model_dicts(self.models),
             "price_usd_per_hour": self.price_usd_per_hour,
             "sources": dict(self.sources),
             "assumptions": dict(self.assumptions),
@@ -563,10 +705,15 @@ class PlanServerlessResult:
 
 
 def plan_serverless(
-    request: PlanServerlessRequest | None = None, /, **options: Any
+    request: PlanServerlessRequest | None = None,
+    /,
+    *,
+    db: Path | str | None = None,
+    **options: Any,
 ) -> PlanServerlessResult:
     """Serverless (per keep-alive policy) vs always-on deployments of the same load: the
-    cheapest meeting the latency SLO, and why (:mod:`gpucast.plan.serverless`)."""
+    cheapest meeting the latency SLO, and why (:mod:`gpucast.plan.serverless`). ``db``: the
+    store ``--coldstart-run`` reads (default: ``$GPUCAST_DB``)."""
     from gpucast.app.serve import parse_slo
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.serverless import parse_policy
@@ -574,7 +721,7 @@ def plan_serverless(
 
     request = resolve(PlanServerlessRequest, request, options)
     percentile, slo_s = parse_slo(request.slo)
-    load = _load(request)
+    load = _load(request, db)
     result = plan(
         load.trace.counts,
         exec_s=load.exec_s,
@@ -593,11 +740,6 @@ def plan_serverless(
     )
     assumptions = {
         **_load_assumptions(request, load),
-        "billing": "serverless bills the GPU while an instance is loaded (busy and keep-alive "
-        "minutes, cold starts), at the same price per GPU-hour as always-on"
-        if request.billing == "instance"
-        else "serverless bills execution and cold-start seconds only, at the same price per "
-        "GPU-hour as always-on",
         "always-on": f"sized for the peak minute's GPU-seconds at {request.max_utilisation:.0%} "
         "utilisation and for every model resident (memory packed perfectly); no queueing "
         "delay below that utilisation; no cold starts",
@@ -618,4 +760,5 @@ def plan_serverless(
         validation=validation_for("serverless-keepalive", [load.gpu.name], "fp32"),
         arrival_process=load.trace.arrival_process,
         warnings=load.warnings,
+        models=load.functions,
     )

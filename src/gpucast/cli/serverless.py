@@ -48,7 +48,7 @@ def simulate_command(
     from gpucast.app import simulate_serverless
 
     with working("simulating serverless functions"):
-        result = simulate_serverless(request)
+        result = simulate_serverless(request, db=state(ctx).db_path)
     d = result.to_dict()
     if json_out:
         emit_json(d)
@@ -68,9 +68,14 @@ def simulate_command(
         f"{d['app_cold_start_pct_p75']:.1f}%)"
     )
     _say(f"  latency p50 {lat['p50'] * 1e3:.1f} ms, p99 {lat['p99'] * 1e3:.1f} ms")
+    other = (
+        f"execution alone {d['execution_gpu_hours']:,.2f}"
+        if d["billing"] == "instance"
+        else f"loaded instances {d['instance_gpu_hours']:,.2f}"
+    )
     _say(
-        f"  GPU-hours billed {d['billed_gpu_hours']:,.2f} (US$ {d['cost_usd']:,.2f} at "
-        f"{d['price_usd_per_hour']:.4g} US$/h)"
+        f"  GPU-hours billed {d['billed_gpu_hours']:,.2f} ({d['billing']} billing; {other}), "
+        f"US$ {d['cost_usd']:,.2f} at {d['price_usd_per_hour']:.4g} US$/h"
     )
     _say(
         f"  warm but idle {d['warm_idle_gib_hours']:,.1f} GiB-hours = "
@@ -125,7 +130,7 @@ def plan_command(
     from gpucast.app import plan_serverless
 
     with working("planning serverless vs always-on"):
-        result = plan_serverless(request)
+        result = plan_serverless(request, db=state(ctx).db_path)
     d = result.to_dict()
     if json_out:
         emit_json(d)

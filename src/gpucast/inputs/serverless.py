@@ -7,7 +7,9 @@
   (:mod:`gpucast.simulate.faas_workload`).
 - :func:`gpu_function`: what a function serving a workload costs on a GPU: its memory held
   warm (the profile's inference peak: weights, inputs, the largest operator), its forward time
-  (roofline on the GPU) and its cold start (:func:`gpu_cold_start`).
+  (roofline on the GPU) and its cold start (:func:`gpu_cold_start`; with a stored
+  ``measure coldstart`` run, its measured phases in place of the predicted ones:
+  :mod:`gpucast.inputs.coldstart`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 if TYPE_CHECKING:
     from gpucast.domain.catalog import GpuSpec
     from gpucast.domain.serverless import ColdStartPrediction
+    from gpucast.inputs.coldstart import StoredColdStart
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -243,6 +246,35 @@ class GpuFunction:
     forward_s: float
     cold_start_s: float
     source: str
+    #: the cold start phase by phase (which phases are measured, which predicted)
+    cold_start: ColdStartPrediction | None = None
+    #: the stored ``measure coldstart`` run whose phases it uses, if any
+    coldstart_run: int | None = None
+
+    def cold_start_dict(self) -> dict[str, object] | None:
+        if self.cold_start is None:
+            return None
+        return {**self.cold_start.to_dict(), "run_id": self.coldstart_run}
+
+
+def cold_start_text(
+    cold: ColdStartPrediction, run_id: int | None, given: tuple[str, ...] = ()
+) -> str:
+    """``run 3 measured: CUDA context 0.412 s, ...; predicted: container 1.000 s`` (phases
+    in ``given`` -- set outright by the user -- said apart from the predicted ones)."""
+    from gpucast.domain.serverless import PHASE_LABELS
+
+    def phases(names: tuple[str, ...]) -> str:
+        return ", ".join(f"{PHASE_LABELS[p]} {cold.phase_s(p):.3f} s" for p in names)
+
+    parts = [f"run {run_id} measured: {phases(cold.measured_phases)}"]
+    set_by_user = tuple(p for p in cold.predicted_phases if p in given)
+    predicted = tuple(p for p in cold.predicted_phases if p not in given)
+    if set_by_user:
+        parts.append(f"given: {phases(set_by_user)}")
+    if predicted:
+        parts.append(f"predicted: {phases(predicted)}")
+    return "; ".join(parts)
 
 
 def gpu_cold_start(
@@ -300,13 +332,22 @@ def gpu_cold_start(
 
 
 def gpu_function(
-    model: str, gpu: GpuSpec, *, storage: str, network_gbps: float | None
+    model: str,
+    gpu: GpuSpec,
+    *,
+    storage: str,
+    network_gbps: float | None,
+    container_s: float | None = None,
+    cuda_context_s: float | None = None,
+    measured: StoredColdStart | None = None,
 ) -> GpuFunction:
-    """The memory, forward time and cold start of ``model`` on ``gpu`` (module docstring)."""
+    """The memory, forward time and cold start of ``model`` on ``gpu`` (module docstring):
+    ``container_s`` / ``cuda_context_s`` given outright win over the catalog's and over a
+    measured run's; ``measured`` (a stored run of ``model``) gives the phases it has."""
     from gpucast.catalog.coldstart import load_coldstart_facts
     from gpucast.domain.units import GIB
     from gpucast.inputs.workload import check_workload_name, workload_profile
-    from gpucast.predict.coldstart import forward_s
+    from gpucast.predict.coldstart import forward_s, with_measured
 
     check_workload_name(model)
     fact = load_coldstart_facts().get("storage", storage)
@@ -328,6 +369,20 @@ def gpu_function(
         gpu,
         links=links,
         sources={"storage": fact.source()},
+        container_s=container_s,
+        cuda_context_s=cuda_context_s,
+    )
+    given = tuple(
+        phase
+        for phase, value in (("container", container_s), ("cuda_context", cuda_context_s))
+        if value is not None
+    )
+    if measured is not None:
+        cold = with_measured(cold, measured.measurement, source=measured.source(), keep=given)
+    detail = (
+        f"weights {cold.weight_load_s:.2f} s bound by {cold.bound_by}"
+        if measured is None
+        else cold_start_text(cold, measured.run_id, given)
     )
     return GpuFunction(
         model=model,
@@ -341,7 +396,9 @@ def gpu_function(
         ),
         cold_start_s=cold.total_s,
         source=f"{model}: {memory_gib:.2f} GiB held warm, cold start {cold.total_s:.2f} s "
-        f"(weights {cold.weight_load_s:.2f} s bound by {cold.bound_by})",
+        f"({detail})",
+        cold_start=cold,
+        coldstart_run=None if measured is None else measured.run_id,
     )
 
 
@@ -357,6 +414,8 @@ def llm_gpu_function(
     network_gbps: float | None,
     input_tokens: npt.NDArray[np.int64],
     output_tokens: npt.NDArray[np.int64],
+    container_s: float | None = None,
+    cuda_context_s: float | None = None,
 ) -> tuple[GpuFunction, npt.NDArray[np.float64], tuple[str, ...]]:
     """A language model of ``llm_models.csv`` served as a function (vLLM, its default
     precision): the fewest GPUs of 1, 2, 4, 8 holding its weights and the longest request;
@@ -432,6 +491,8 @@ def llm_gpu_function(
         gpu,
         links=links,
         sources={"storage": fact.source()},
+        container_s=container_s,
+        cuda_context_s=cuda_context_s,
         gpus=tp,
     )
     function = GpuFunction(
@@ -446,6 +507,7 @@ def llm_gpu_function(
         f"mean alone (prefill + decode of their tokens, {engine.provenance()}), cold start "
         f"{cold.total_s:.1f} s (weights {cold.weight_bytes / 1e9:.1f} GB in "
         f"{cold.weight_load_s:.1f} s bound by {cold.bound_by})",
+        cold_start=cold,
     )
     return function, service, tuple(warnings)
 

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from gpucast._version import __version__
+from gpucast.domain.errors import InvalidInputError
 from gpucast.domain.serverless import ColdStartMeasurement
 from gpucast.store.db import Store
 
@@ -39,3 +40,22 @@ def load_coldstarts(store: Store, workload: str | None = None) -> list[ColdStart
     """Stored cold starts, newest first (of ``workload`` when given)."""
     runs = store.list_runs(kind=COLDSTART_KIND, workload=workload, limit=None)
     return [ColdStartMeasurement.from_dict(store.get_run(r.id).result) for r in runs]
+
+
+def load_coldstart_run(store: Store, run_id: int) -> ColdStartMeasurement:
+    """The measured cold start stored as run ``run_id``; a run of another kind is one error
+    naming its kind."""
+    run = store.get_run(run_id)
+    if run.kind != COLDSTART_KIND:
+        raise InvalidInputError(
+            f"run {run_id} is a {run.kind} run, not a coldstart run",
+            fix="pick a run listed by `gpucast runs list --kind coldstart`, or measure one: "
+            "gpucast measure coldstart WORKLOAD",
+        )
+    return ColdStartMeasurement.from_dict(run.result)
+
+
+def coldstart_runs(store: Store, workload: str) -> list[tuple[int, ColdStartMeasurement]]:
+    """Every stored cold start of ``workload`` with its run id, newest first."""
+    runs = store.list_runs(kind=COLDSTART_KIND, workload=workload, limit=None)
+    return [(r.id, ColdStartMeasurement.from_dict(store.get_run(r.id).result)) for r in runs]
