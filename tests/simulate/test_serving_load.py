@@ -187,6 +187,27 @@ def test_bounded_queue_sheds_load_and_keeps_latency_bounded() -> None:
     assert np.percentile(late.latencies(), 99) < 0.05 + 0.2
 
 
+def test_queue_bound_and_timeout_hold_where_the_host_is_the_bottleneck() -> None:
+    # the shared host carries 150 req/s, the device ~250: the requests pile up on the host,
+    # where a bound or timeout applied only at the batcher never sees them (issue #13)
+    host = {"host_s": 0.002, "host_capacity_rps": 150.0}
+    a = arr.poisson(400.0, 30.0, np.random.default_rng(3))
+    bounded = BatchingPolicy(max_batch_size=8, max_queue_delay_s=0.005, max_queue_size=16)
+    run = sim.simulate_serving(_deploy(policy=bounded, **host), {"m": a}, horizon_s=30.0)
+    c = run.counts()
+    assert c["queue_full"] > 0.4 * c["requests"] and c["in_flight"] <= 16
+    assert run.throughput_rps() == pytest.approx(150.0, rel=0.03)
+    # 16 admitted share the host: ~16 / 150 s on it, then a batch on the device
+    assert np.percentile(run.latencies(), 99) < 16 / 150.0 + 0.06
+    # a timeout from arrival drops those still waiting for a place on the host
+    timed = dataclasses.replace(bounded, max_queue_size=None, queue_timeout_s=0.05)
+    late = sim.simulate_serving(_deploy(policy=timed, host_concurrency=4, **host), {"m": a},
+                                horizon_s=30.0)  # fmt: skip
+    lc = late.counts()
+    assert lc["timeout"] > 0.4 * lc["requests"] and lc["in_flight"] < 50
+    assert np.percentile(late.latencies(), 99) < 0.05 + 4 / 150.0 + 0.06
+
+
 def test_latency_falls_as_load_fills_the_batches() -> None:
     # the batcher waits up to 60 ms for a preferred batch of 8: at 100 req/s a batch fills
     # in ~70 ms (the delay runs out first), at 220 req/s in 32 ms (the device carries 247)

@@ -899,12 +899,14 @@ class SimulateServeRequest:
     max_delay_ms: float = option(10.0, help="Max queue delay, ms.", example="10")
     preferred: tuple[int, ...] = option((), help="Preferred batch sizes, e.g. 4,8.", example="4,8")
     max_queue: int | None = option(
-        None, help="Reject requests arriving while this many wait (default: unbounded).",
+        None, help="Reject requests arriving while this many are in the server and not yet in "
+        "a batch (host path or queue; default: unbounded).",
         example="64",
     )  # fmt: skip
     queue_timeout_ms: float | None = option(
-        None, help="Reject a queued request once it has waited this long, ms.", example="100"
-    )
+        None, help="Reject a request still waiting (host path or queue) this long after it "
+        "arrived, ms.", example="100",
+    )  # fmt: skip
     instances: int = option(1, help="Model instances per GPU.", example="2")
     servers: int = option(1, help="Number of GPUs (load balanced).", example="2")
     mig: str | None = option(None, help="Run on one MIG slice, e.g. 1g.10gb.", example="1g.10gb")

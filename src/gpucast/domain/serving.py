@@ -195,11 +195,13 @@ class BatchingPolicy:
     fill (at most the largest preferred size), else every queued request up to
     ``max_batch_size``. ``max_queue_delay_s = 0`` sends whatever is queued at once.
 
-    The queue policy (Triton's ``default_queue_policy`` with ``timeout_action: REJECT``):
-    ``max_queue_size`` (None: unbounded) rejects a request that arrives while that many
-    wait; ``queue_timeout_s`` (None: never) rejects a queued request that has waited longer
-    when an instance next takes a batch. Rejected requests are *dropped*: they never run and
-    the simulator counts them apart (load shedding).
+    The queue policy (Triton's ``default_queue_policy`` with ``timeout_action: REJECT``),
+    applied to the whole server so it holds where a host-path stage is the bottleneck:
+    ``max_queue_size`` (None: unbounded) rejects a request that reaches the server while that
+    many of its model's requests are there and not yet in a batch (on the host path or
+    queued); ``queue_timeout_s`` (None: never) rejects a request found still waiting (for a
+    host-path stage or in the queue) that long after it arrived. Rejected requests are
+    *dropped*: they never run and the simulator counts them apart (load shedding).
     """
 
     max_batch_size: int = 1

@@ -29,7 +29,9 @@ The model
 * A request's latency is its batch's completion minus its arrival, plus the deployment's
   ``request_overhead_s`` (round trip, response: it occupies no stage).
 * A bounded queue or a queue timeout (the batching policy's queue policy) rejects requests:
-  they are *dropped* (``drop_reason``), never run, and are counted apart. Closed-loop clients
+  they are *dropped* (``drop_reason``), never run, and are counted apart. Both bound the whole
+  server: the queue counts the requests admitted and not yet in a batch, the timeout runs
+  from arrival (:mod:`gpucast.simulate.serving_events`). Closed-loop clients
   (:class:`~gpucast.domain.serving.ClosedLoop`, :func:`simulate_closed_loop`) send their next
   request a think time after the previous one's response.
 

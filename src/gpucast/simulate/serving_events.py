@@ -13,6 +13,14 @@ Events at equal times run in this order: a request reaching a stage, a request r
 batcher, a batch ending its host part, a batch completing, an instance taking a batch, a
 response reaching its client -- so a batch formed at ``t`` holds every request queued at
 ``t``, as the batch-level loops count arrivals up to and including ``t``.
+
+The queue policy bounds the whole server, not only its batcher, so it holds where a host-path
+stage is the bottleneck: ``max_queue_size`` is checked when a request reaches the server's
+first stage, against the requests of its model admitted there and not yet in a batch
+(anywhere on the host path or in the batcher's queue); ``queue_timeout_s`` counts from the
+request's arrival, and a request found still waiting after it -- for the link, for a place on
+the shared host, for the PCIe copy, or in the batcher's queue -- is dropped as timed out (a
+stage already working on a request finishes it).
 """
 
 from __future__ import annotations
@@ -112,6 +120,8 @@ class _ModelQueue:
     pending: int = 0
     in_batches: int = 0
     running_ends: list[float] = field(default_factory=list)
+    # what the queue bound counts: requests admitted to the server, not yet in a batch
+    admitted: int = 0
 
 
 @dataclass(slots=True)
@@ -284,17 +294,29 @@ class _Engine:
         return best_d
 
     # -- host path --------------------------------------------------------------------------------
+    def deadline(self, i: int, q: _ModelQueue) -> float:
+        """When request ``i`` times out (its arrival + the queue timeout; inf: never)."""
+        return math.inf if q.timeout_s is None else self.arrival[i] + q.timeout_s
+
     def at_stage(self, t: float, i: int, stage: int) -> None:
         if stage == _DISPATCH:
             self.assign(i, self.pick_device(t, self.model_of[i]))
             stage = 0
         dev = self.devices[self.device_of[i]]
         server = dev.server
-        dep = dev.queues[self.models[self.model_of[i]]].dep
+        q = dev.queues[self.models[self.model_of[i]]]
+        dep = q.dep
         if stage == 0:
+            if q.max_queue is not None and q.admitted >= q.max_queue:
+                self.drop(t, i, QUEUE_FULL)
+                return
+            q.admitted += 1
             if server.network_gbps is not None and dep.input_bytes > 0:
                 s = dep.input_bytes * 8.0 / (server.network_gbps * 1e9)
                 start = t if t > dev.net_free else dev.net_free
+                if start > self.deadline(i, q):  # would still wait for the link: not sent
+                    self.drop(self.deadline(i, q), i, TIMEOUT)
+                    return
                 dev.net_free = start + s
                 dev.net_busy.append((start, dev.net_free))
                 self.push(dev.net_free, _AT_STAGE, i, 1)
@@ -316,6 +338,9 @@ class _Engine:
         if server.pcie_gbps is not None and dep.input_bytes > 0:
             s = dep.input_bytes / (server.pcie_gbps * 1e9)
             start = t if t > dev.pcie_free else dev.pcie_free
+            if start > self.deadline(i, q):  # would still wait for the copy: not copied
+                self.drop(self.deadline(i, q), i, TIMEOUT)
+                return
             dev.pcie_free = start + s
             dev.pcie_busy.append((start, dev.pcie_free))
             self.push(dev.pcie_free, _AT_BATCHER, i, 0)
@@ -346,10 +371,13 @@ class _Engine:
         dev.host_virtual = v_done
         dev.host_last = t
         dev.host_out.append(t)
-        if dev.host_waiting:
-            heapq.heappush(
-                dev.host_heap, (dev.host_virtual + dev.host_x, dev.host_waiting.popleft())
-            )
+        while dev.host_waiting:
+            j = dev.host_waiting.popleft()
+            if t > self.deadline(j, dev.queues[self.models[self.model_of[j]]]):
+                self.drop(t, j, TIMEOUT)  # still waiting for a place on the host
+                continue
+            heapq.heappush(dev.host_heap, (dev.host_virtual + dev.host_x, j))
+            break
         self.host_schedule(dev, d)
         self.at_stage(t, i, 2)
 
@@ -357,9 +385,6 @@ class _Engine:
     def at_batcher(self, t: float, i: int) -> None:
         d = self.device_of[i]
         q = self.devices[d].queues[self.models[self.model_of[i]]]
-        if q.max_queue is not None and len(q.queue) >= q.max_queue:
-            self.drop(t, i, QUEUE_FULL)
-            return
         self.queued_at[i] = t
         q.queue.append(i)
         if q.idle > 0:
@@ -367,7 +392,10 @@ class _Engine:
 
     def drop(self, t: float, i: int, reason: int) -> None:
         self.reason[i] = reason
-        self.devices[self.device_of[i]].queues[self.models[self.model_of[i]]].pending -= 1
+        q = self.devices[self.device_of[i]].queues[self.models[self.model_of[i]]]
+        q.pending -= 1
+        if reason == TIMEOUT:  # timed out after it was admitted
+            q.admitted -= 1
         c = self.client_of[i]
         if c >= 0:
             self.push(t + self.overhead[self.models[self.model_of[i]]], _RESPONSE, c, i)
@@ -386,7 +414,7 @@ class _Engine:
                 self.push(q.ready_s, _TRY, d, model)
             return
         if q.timeout_s is not None:
-            while q.queue and self.queued_at[q.queue[0]] + q.timeout_s < t:
+            while q.queue and self.deadline(q.queue[0], q) < t:
                 self.drop(t, q.queue.popleft(), TIMEOUT)
             if not q.queue:
                 return
@@ -412,7 +440,7 @@ class _Engine:
             chosen: _ModelQueue | None = None
             for q in dev.queues.values():
                 if q.timeout_s is not None:
-                    while q.queue and self.queued_at[q.queue[0]] + q.timeout_s < t:
+                    while q.queue and self.deadline(q.queue[0], q) < t:
                         self.drop(t, q.queue.popleft(), TIMEOUT)
                 if not q.queue:
                     continue
@@ -453,6 +481,7 @@ class _Engine:
         self.batch_work.append(q.latency[b] - host)
         self.batch_expected.append(t + q.latency[b])
         q.in_batches += b
+        q.admitted -= b
         q.running_ends.append(t + q.latency[b])
         for i in members:
             self.batch[i] = b
