@@ -194,6 +194,7 @@ def test_trace_options_are_checked(tmp_path: Path) -> None:
         model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{path}", duration_s=2
     )
     assert cut.serving.requests.count == 4  # arrivals every 0.5 s: 0, 0.5, 1, 1.5
+    assert cut.serving.requests.source.endswith(", first 2 s (4 of 10 requests)")
     stopped = gpucast.simulate_llm_serve(
         model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{path}", horizon_s=0.2
     ).to_dict()

@@ -101,6 +101,24 @@ def test_trace_arrivals_report_skipped_rows(tmp_path: Path) -> None:
         inputs.read_trace_arrivals(trace, seed=0)
 
 
+def test_a_cut_trace_names_the_requests_and_rate_it_simulates(tmp_path: Path) -> None:
+    # 30 requests in the first 10 s, then 10 over the next 90 s: the whole trace's mean is
+    # ~0.4 req/s, the first 10 s offer 3 req/s (issue #13: the footer named the whole file)
+    trace = tmp_path / "t.csv"
+    times = [i / 3 for i in range(30)] + [10 + 9 * i for i in range(10)]
+    trace.write_text("arrival_s\n" + "\n".join(f"{t:g}" for t in times) + "\n")
+    cut = inputs.arrivals(f"trace:{trace}", None, 10.0, seed=0)
+    assert cut.times_s.size == 30
+    assert cut.source.endswith(", first 10 s (30 of 40 requests, 3 req/s offered)")
+    # time-scaled to a mean of 4 req/s over the whole trace, the first 10 s offer more
+    fast = inputs.arrivals(f"trace:{trace}", 4.0, 3.0, seed=0)
+    offered = fast.times_s.size / fast.duration_s
+    assert offered > 8.0 and "time-scaled to 4 req/s" in fast.source
+    assert f"of 40 requests, {offered:.3g} req/s offered)" in fast.source
+    whole = inputs.arrivals(f"trace:{trace}", None, 1000.0, seed=0)
+    assert "first" not in whole.source  # nothing cut
+
+
 def _first(arrivals: inputs.Arrivals) -> str:
     return arrivals.warnings[0].split("; first: ", 1)[1]
 

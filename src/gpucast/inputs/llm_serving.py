@@ -159,8 +159,9 @@ def llm_traffic(
             source += f", rescaled to {rate_rps:g} req/s"
         if duration_s is not None:
             keep = times < duration_s
+            if not keep.all():
+                source += f", first {duration_s:g} s ({int(keep.sum())} of {keep.size} requests)"
             times, inp, out = times[keep], inp[keep], out[keep]
-            source += f", first {duration_s:g} s"
             if times.size == 0:
                 raise InvalidSpecError(
                     "duration-s", "keeps no request of the trace", got=duration_s,

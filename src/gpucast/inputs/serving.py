@@ -677,7 +677,7 @@ def arrivals(
     source = trace.source
     if rate_rps is not None:
         times = gen.from_timestamps(times, target_rate_rps=rate_rps)
-        source += f", time-scaled to {rate_rps:g} req/s"
+        source += f", time-scaled to {rate_rps:g} req/s (its mean over the whole trace)"
     # a trace shorter than the duration asked for ends where its requests end (its last
     # arrival plus one mean gap): the offered rate is the trace's, not diluted over seconds
     # nothing arrives in
@@ -691,6 +691,11 @@ def arrivals(
                 fix="give a longer duration",
             )  # fmt: skip
     span = float(times[-1]) if duration_s is None else min(duration_s, own)
+    if times.size < n:  # what is simulated: the requests kept and the rate they offer
+        source += (
+            f", first {duration_s:g} s ({times.size} of {n} requests, "
+            f"{times.size / span:.3g} req/s offered)"
+        )
     return dataclasses.replace(trace, times_s=times, source=source, duration_s=span)
 
 
