@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 import gpucast
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError, NoFeasiblePlanError
 from gpucast.plan.pareto import nondominated
+from gpucast.simulate.llm_serving import RUNNING
 
 AZURE = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
 
@@ -200,6 +202,18 @@ def test_trace_options_are_checked(tmp_path: Path) -> None:
     ).to_dict()
     assert stopped["running"] > 0
     assert stopped["finished"] + stopped["dropped"] + stopped["running"] == stopped["requests"]
+
+
+def test_a_run_stopped_before_any_first_token_warns_nothing_false() -> None:
+    # --horizon-s 0.001: no request has a TTFT; the median of none leaked numpy's
+    # RuntimeWarning and an "overloaded ... TTFT (p50 nan s)" warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run = gpucast.simulate_llm_serve(
+            model="llama-3-8b", gpu="H100-SXM", rate=1, duration_s=60, horizon_s=0.001
+        )
+    assert run.serving.count(RUNNING) > 0
+    assert not any("nan" in w or "overloaded" in w for w in run.warnings), run.warnings
 
 
 def test_band_runs_the_edges_of_the_iteration_time_band() -> None:

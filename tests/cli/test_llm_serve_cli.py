@@ -38,6 +38,22 @@ def test_options_of_the_other_kind_are_one_line_errors() -> None:
     assert cnn_ok.exit_code == 0 and "latency_curve" in json.loads(cnn_ok.stdout)
 
 
+def test_a_token_budget_no_request_fits_is_refused_up_front() -> None:
+    # without chunked prefill a 100 + 256-token request never fits 10 tokens an iteration:
+    # every request used to be dropped, with exit 0 and an "overloaded" warning
+    for verb in (SIM, ["plan", "serve", "--model", "llama-3-8b", "--gpu", "H100-SXM", "--rate",
+                       "1", "--duration-s", "10", "--slo-ttft-ms", "500"]):  # fmt: skip
+        result = runner.invoke(app, [*verb, "--max-batched-tokens", "10", "--input-len", "100"])
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "max-batched-tokens: without chunked prefill" in lines[0]
+        assert "100 + 256 - 1 = 355" in lines[0]
+        assert "raise --max-batched-tokens to >= 355 or add --chunked-prefill" in lines[0]
+    chunked = runner.invoke(app, [*SIM, "--max-batched-tokens", "64", "--input-len", "100",
+                                  "--chunked-prefill"])  # fmt: skip
+    assert chunked.exit_code == 0, chunked.output
+
+
 def test_plan_serve_with_an_llm() -> None:
     result = runner.invoke(app, ["plan", "serve", "--model", "llama-3-8b:2", "--duration-s", "20",
                                  "--gpu", "H100-SXM", "--slo-ttft-ms", "800", "--slo-tpot-ms",

@@ -368,6 +368,7 @@ def simulate_llm_serve(
         else (1, 1)
     )
     scheduler = _scheduler(request, engine.max_sequences)
+    scheduler.check_budget(reqs, spec.max_context)
     budget = scheduler.budget(spec.max_context)
     model = inputs.serving_model(
         request.model, request.gpu, request.framework, tp=request.tp,
@@ -472,26 +473,37 @@ def simulate_llm_serve(
 def _overload_warning(result: LlmServingResult) -> list[str]:
     """A queue that grew while requests arrived, in words: fewer requests finished over the
     arrival window than arrived in it (a loaded server finishes about as many as arrive, less
-    those in flight)."""
+    those in flight). Only the requests that could run count (dropped ones are warned about
+    apart), and only those that arrived before ``--horizon-s`` stopped the run."""
     import numpy as np
 
-    arrival = result.requests.arrival_s
+    from gpucast.simulate.llm_serving import DROPPED
+
+    keep = result.status != DROPPED
+    if result.until_s is not None:
+        keep &= result.requests.arrival_s <= result.until_s
+    arrival = result.requests.arrival_s[keep]
     if arrival.size < 20:
         return []
     start, end = float(arrival.min()), float(arrival.max())
     span = end - start
     if span <= 0:
         return []
-    done = int(np.count_nonzero(result.finish_s <= end))
+    done = int(np.count_nonzero(result.finish_s[keep] <= end))
     offered, served = arrival.size / span, done / span
     if served >= 0.9 * offered:
         return []
-    ttft = float(np.nanmedian(result.ttft_s))
+    ttft = result.ttft_s[keep]
+    ttft = ttft[np.isfinite(ttft)]
+    grows = (
+        f"TTFT (p50 {float(np.median(ttft)):.1f} s) grows with the run"
+        if ttft.size
+        else "none of them got a first token"
+    )
     return [
         f"overloaded: {offered:.2f} req/s offered, {served:.2f} finished while they arrived; "
         f"{arrival.size - done} requests still queued or running when the last arrived, and "
-        f"TTFT (p50 {ttft:.1f} s) grows with the run. Add --replicas, a faster GPU or tensor "
-        "parallelism, or see plan serve."
+        f"{grows}. Add --replicas, a faster GPU or tensor parallelism, or see plan serve."
     ]
 
 
@@ -733,6 +745,7 @@ def plan_llm_serve(
         gpu = offers[0][0]
         engine.check_runs_on(gpu.name, gpu.vendor)
     scheduler = _scheduler(request, engine.max_sequences)
+    scheduler.check_budget(traffic.requests, spec.max_context)
     plan = plan_llm_serving(
         traffic.requests, spec, engine, choices, scheduler=scheduler,
         slo_ttft_s=None if request.slo_ttft_ms is None else request.slo_ttft_ms / 1e3,

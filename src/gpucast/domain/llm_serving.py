@@ -143,6 +143,29 @@ class SchedulerConfig:
             return DEFAULT_CHUNKED_BUDGET
         return max(max_context, MIN_PREFILL_BUDGET)
 
+    def check_budget(self, requests: LlmRequests, max_context: int) -> None:
+        """One clear error when, without chunked prefill, a request within the context window
+        is longer than the token budget: its prefill (a recompute re-runs prompt and the
+        tokens generated so far, up to prompt + output - 1) never fits one iteration, so it
+        could never be scheduled (vLLM refuses such a budget at start-up)."""
+        if self.chunked_prefill or self.max_batched_tokens is None:
+            return  # the default budget holds the context window
+        inp, out = requests.input_tokens, requests.output_tokens
+        full = np.where(inp + out <= max_context, inp + out - 1, 0)
+        if full.size == 0 or int(full.max()) <= self.max_batched_tokens:
+            return
+        worst = int(np.argmax(full))
+        need = int(full[worst])
+        raise InvalidSpecError(
+            "max-batched-tokens",
+            "without chunked prefill one iteration must hold a request's input + output - 1 "
+            f"tokens ({int(inp[worst])} + {int(out[worst])} - 1 = {need}; "
+            f"{int(np.count_nonzero(full > self.max_batched_tokens))} of {full.size} requests "
+            "could never be scheduled)",
+            got=self.max_batched_tokens,
+            fix=f"raise --max-batched-tokens to >= {need} or add --chunked-prefill",
+        )
+
     def describe(self, max_context: int) -> str:
         mode = "chunked prefill" if self.chunked_prefill else "prefill-first"
         return (
