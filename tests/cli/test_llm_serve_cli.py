@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from typer.testing import CliRunner
 
@@ -73,6 +74,18 @@ def test_plan_serve_with_an_llm() -> None:
     slo = runner.invoke(app, ["plan", "serve", "--model", "llama-3-8b", "--rate", "1",
                               "--slo", "p99<50ms"])  # fmt: skip
     assert slo.exit_code == 2 and "slo: is not an option of LLM serving" in slo.stderr
+
+
+def test_plan_serve_shows_long_latencies_as_durations() -> None:
+    # 200 req/s on two L4s: prompts queue for half an hour; the cell read "2061395" (ms)
+    result = runner.invoke(app, ["plan", "serve", "--model", "llama-3-8b", "--rate", "200",
+                                 "--duration-s", "20", "--gpu", "L4", "--tp", "1",
+                                 "--max-replicas", "2", "--slo-ttft-ms", "500"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())  # the bound column wraps
+    assert re.search(r"\(misses\) │ [\d.]+ │ [\d.]+ │ [\d.]+ (min|h) │", text), text
+    assert re.search(r"TTFT p99 [\d.]+ (min|h) over 500 ms", text), text
+    assert not re.search(r"\d{5,} ms", text)
 
 
 def test_help_names_both_kinds() -> None:

@@ -105,6 +105,15 @@ def test_trace_with_malformed_rows_is_reported(tmp_path: Path) -> None:
     assert plan["request"]["models"][0]["rate_rps"] == pytest.approx(100, rel=0.01)
 
 
+def test_a_trace_rate_in_the_title_is_rounded(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv"  # 12 gaps over 0.7952 s: 15.0905... req/s
+    rows = ["arrival_s"] + [f"{i * 0.0662667:.7f}" for i in range(13)]
+    trace.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    code, out, err = run("--model", "mlp", "--trace", str(trace), "--slo-ms", "30", *FAST)
+    assert code == 0, err
+    assert "mlp 15.1 req/s" in out and "15.09" not in out
+
+
 def test_azure_functions_trace(tmp_path: Path) -> None:
     trace = tmp_path / "invocations.csv"
     header = "HashOwner,HashApp,HashFunction,Trigger," + ",".join(str(i) for i in range(1, 4))

@@ -13,7 +13,7 @@ from gpucast.domain.errors import (
     UnknownGpuError,
 )
 from gpucast.domain.prediction import Estimate
-from gpucast.domain.units import format_ms_against, format_ratio, parse_duration_s
+from gpucast.domain.units import format_latency, format_ms_against, format_ratio, parse_duration_s
 from gpucast.domain.workload import WorkloadSpec
 
 
@@ -36,6 +36,23 @@ def test_data_format_error_names_file_line_column() -> None:
 )
 def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration_s(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("seconds", "kwargs", "text"),
+    [
+        (0.0123, {}, "12 ms"),
+        (0.0123, {"digits": 1, "unit": False}, "12.3"),
+        (9.5, {}, "9500 ms"),
+        (2061.395, {"unit": False}, "34.4 min"),  # a plan cell read "2061395"
+        (8093.992, {}, "2.25 h"),
+        (math.nan, {}, "-"),
+    ],
+)
+def test_format_latency_goes_to_the_duration_formatter_beyond_10_s(
+    seconds: float, kwargs: dict[str, object], text: str
+) -> None:
+    assert format_latency(seconds, **kwargs) == text  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("text", ["", "-5h", "abc", "0", "1y"])

@@ -24,6 +24,7 @@ from gpucast.cli._command import request_parameters
 from gpucast.cli._common import console, emit_json, err_console, working
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import fields_of
+from gpucast.domain.units import format_latency
 
 if TYPE_CHECKING:
     from gpucast.app.llm_serve import PlanLlmServeResult, SimulateLlmServeResult
@@ -242,8 +243,8 @@ def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
             escape(c.describe() + ok),
             f"{c.cost_usd_per_hour:.2f}",
             f"{c.cost_usd_per_million_tokens:.3f}",
-            f"{c.ttft_s * 1e3:.0f}",
-            f"{c.tpot_s * 1e3:.1f}",
+            format_latency(c.ttft_s, unit=False),
+            format_latency(c.tpot_s, digits=1, unit=False),
             escape(c.bound),
         )
     console.print(table)

@@ -24,11 +24,17 @@ from gpucast.cli._common import (
     print_warnings,
     working,
 )
-from gpucast.domain.units import format_share
+from gpucast.domain.units import format_latency, format_share
 
 if TYPE_CHECKING:
     from gpucast.app.mig_serve import PlanMigServeResult
     from gpucast.app.serve import PlanServeResult, SimulateServeResult
+
+
+def _rps(rate: float) -> str:
+    """A request rate to three significant figures (a trace's mean is 15.0911...), whole
+    numbers from 100 up."""
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
 
 
 def print_validation(validation: Mapping[str, str]) -> None:
@@ -122,7 +128,7 @@ def print_serve_plan(result: PlanServeResult, *, limit: int = 15) -> None:
     p = plan.request.slo_percentile
     table = Table(
         title=f"plan serve: p{p:g} <= {plan.request.slo_s * 1e3:g} ms, "
-        + ", ".join(f"{m.name} {m.rate_rps:g} req/s" for m in plan.request.models),
+        + ", ".join(f"{m.name} {_rps(m.rate_rps)} req/s" for m in plan.request.models),
     )
     for col in ("#", "deployment", "US$/h", "US$/M req", f"p{p:g} ms", "headroom", "bound"):
         table.add_column(col, justify="left" if col == "deployment" else "right")
@@ -133,7 +139,7 @@ def print_serve_plan(result: PlanServeResult, *, limit: int = 15) -> None:
             escape(c.describe()),
             f"{c.cost_usd_per_hour:.3f}",
             f"{c.cost_usd_per_million:.3f}",
-            f"{c.tail_latency_s * 1e3:.1f}",
+            format_latency(c.tail_latency_s, digits=1, unit=False),
             f"{c.headroom:.0%}",
             c.bound,
         )
@@ -157,7 +163,7 @@ def print_mig_plan(result: PlanMigServeResult) -> None:
 
     plan = result.plan
     models = ", ".join(
-        f"{m.name} {m.rate_rps:g} req/s <= {m.slo_s * 1e3:g} ms" for m in plan.models
+        f"{m.name} {_rps(m.rate_rps)} req/s <= {m.slo_s * 1e3:g} ms" for m in plan.models
     )
     table = Table(title=f"plan serve --mix on {plan.gpu}: {models}")
     for col in ("#", "choice", "layouts", "dispatch", "GPUs", "US$/h", "capacity req/s",
@@ -175,7 +181,7 @@ def print_mig_plan(result: PlanMigServeResult) -> None:
             f"{choice.capacity_rps:.0f}",
             f"{o.attainment:.1%}",
             f"{o.goodput_rps:.0f}",
-            f"{o.worst_p99_over_slo * 1e3:.1f}",
+            format_latency(o.worst_p99_over_slo, digits=1, unit=False),
         )
     console.print(table)
     target = f"{plan.target_attainment:.0%}"

@@ -96,3 +96,14 @@ def format_ms_against(value_s: float, limit_s: float, *, decimals: int = 1) -> s
     while decimals < 6 and (round(value_ms, decimals) > limit_ms) != above:
         decimals += 1
     return f"{value_ms:,.{decimals}f}"
+
+
+def format_latency(seconds: float, *, digits: int = 0, unit: bool = True) -> str:
+    """A latency in milliseconds (``digits`` decimals, `` ms`` when ``unit``) under 10 s,
+    beyond it as :func:`format_duration` gives it: ``34.4 min``, not ``2061395 ms`` (a table
+    cell under a heading in ms takes ``unit=False``). NaN: ``-``."""
+    if math.isnan(seconds):
+        return "-"
+    if seconds < 10.0:
+        return f"{seconds * 1e3:.{digits}f}{' ms' if unit else ''}"
+    return format_duration(seconds)

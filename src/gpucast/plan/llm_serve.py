@@ -36,6 +36,7 @@ from gpucast.domain.llm_serving import (
     SchedulerConfig,
 )
 from gpucast.domain.parallel import SWITCHED, NodeLinks
+from gpucast.domain.units import format_latency
 from gpucast.plan.pareto import nondominated
 from gpucast.predict.llm_infer import iteration_cost, tp_problem
 from gpucast.simulate.llm_serving import LlmServingResult, simulate_llm_serving
@@ -236,7 +237,7 @@ def _bound(
         elif ratio > 1:
             why = ": decode steps too slow at this batch (higher tp, fewer sequences)"
         parts.append(
-            f"{name} {q} {value * 1e3:.0f} ms {verb} {limit * 1e3:.0f} ms ({ratio:.0%}){why}"
+            f"{name} {q} {format_latency(value)} {verb} {format_latency(limit)} ({ratio:.0%}){why}"
         )
     running = [i.mean_running for i in result.instances if i.role != "prefill" and i.iterations]
     if running:
