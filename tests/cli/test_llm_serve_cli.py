@@ -94,6 +94,23 @@ def test_help_names_both_kinds() -> None:
     assert "--time-scale" in result.stdout and "--max-batch" in result.stdout
 
 
+def test_the_llm_arrivals_help_names_every_trace_format_it_reads(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from gpucast.app.llm_serve import SimulateLlmServeRequest
+    from gpucast.domain.options import fields_of
+
+    (arrivals,) = [f for f in fields_of(SimulateLlmServeRequest) if f.name == "arrivals"]
+    for kind in ("Azure LLM trace", "Azure Functions trace", "arrival_s CSV"):
+        assert kind in arrivals.info.help
+    functions = tmp_path / "functions.csv"  # 4 minutes of 30 invocations: the help's claim
+    functions.write_text("HashOwner,HashApp,HashFunction,Trigger,1,2,3,4\no,a,f,http,30,30,30,30\n")
+    csv = tmp_path / "arrivals.csv"
+    csv.write_text("arrival_s\n" + "\n".join(str(i * 2) for i in range(30)) + "\n")
+    for trace in (functions, csv):
+        result = runner.invoke(app, [*SIM[:6], "--arrivals", f"trace:{trace}", "--json"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["requests"] > 0
+
+
 def test_a_config_file_naming_an_llm_dispatches(tmp_path) -> None:
     config = tmp_path / "serve.yaml"
     config.write_text("model: llama-3-8b\ngpu: H100-SXM\nrate: 2\nduration_s: 5\n")

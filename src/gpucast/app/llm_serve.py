@@ -124,7 +124,9 @@ class SimulateLlmServeRequest:
     kv_precision: str | None = option(None, help="KV-cache precision.", example="fp8")
     arrivals: str = option(
         "poisson",
-        help="poisson | constant | bursty | trace:FILE (Azure LLM trace: its token counts).",
+        help="poisson | constant | bursty | trace:FILE (an Azure LLM trace, with its token "
+        "counts; an Azure Functions trace or an arrival_s CSV, lengths from --input-len and "
+        "--output-len).",
         example="trace:AzureLLMInferenceTrace_conv.csv",
     )
     rate: float | None = option(
