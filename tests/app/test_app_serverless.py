@@ -16,7 +16,13 @@ from gpucast.store.coldstart import load_coldstarts
 RATES = HostRates(read_gbs=1.0, memory_gbs=10.0, flops=1e10, per_tensor_s=1e-4, first_call_s=1e-3)
 
 
-def _trace(folder: Path, *, durations: bool = True) -> Path:
+#: Average run time (ms) and count of the trace's functions (f0 every 5 min, f1 every 30)
+DURATIONS = "o,a,f0,2000,24\no,a,f1,10,4\n"
+
+
+def _trace(folder: Path, *, durations: str | None = DURATIONS) -> Path:
+    """Three functions over 2 h, called every 5, 30 and 60 minutes (``durations``: the
+    percentiles file's rows, None: no such file)."""
     minutes = 120
     header = "HashOwner,HashApp,HashFunction,Trigger," + ",".join(
         str(i) for i in range(1, minutes + 1)
@@ -28,9 +34,9 @@ def _trace(folder: Path, *, durations: bool = True) -> Path:
     (folder / "invocations_per_function_md.anon.d01.csv").write_text(
         header + "\n" + "\n".join(rows) + "\n"
     )
-    if durations:
+    if durations is not None:
         (folder / "function_durations_percentiles.anon.d01.csv").write_text(
-            "HashOwner,HashApp,HashFunction,Average,Count\no,a,f0,2000,24\no,a,f1,10,4\n"
+            "HashOwner,HashApp,HashFunction,Average,Count\n" + durations
         )
     return folder
 
@@ -51,7 +57,7 @@ def test_replays_a_trace_folder(tmp_path: Path) -> None:
 
 
 def test_a_trace_folder_missing_a_file_names_it(tmp_path: Path) -> None:
-    _trace(tmp_path, durations=False)
+    _trace(tmp_path, durations=None)
     with pytest.raises(InvalidInputError, match=r"function_durations_percentiles\.anon\.d01"):
         gpucast.simulate_serverless(trace=tmp_path)
 

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from test_app_serverless import _trace as trace_folder
 
 import gpucast
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
@@ -18,22 +19,8 @@ from gpucast.store.coldstart import coldstart_runs, load_coldstart_run, save_col
 
 def _trace(folder: Path) -> Path:
     """Three functions over 2 h, called every 5, 30 and 60 minutes: 30 calls, 7 of them cold
-    under a 10-minute keep-alive."""
-    minutes = 120
-    header = "HashOwner,HashApp,HashFunction,Trigger," + ",".join(
-        str(i) for i in range(1, minutes + 1)
-    )
-    rows = []
-    for f, period in enumerate((5, 30, 60)):
-        counts = ["1" if m % period == 0 else "0" for m in range(minutes)]
-        rows.append(f"o,a,f{f},http," + ",".join(counts))
-    (folder / "invocations_per_function_md.anon.d01.csv").write_text(
-        header + "\n" + "\n".join(rows) + "\n"
-    )
-    (folder / "function_durations_percentiles.anon.d01.csv").write_text(
-        "HashOwner,HashApp,HashFunction,Average,Count\no,a,f0,1,24\no,a,f1,1,4\no,a,f2,1,2\n"
-    )
-    return folder
+    under a 10-minute keep-alive; each runs 1 ms."""
+    return trace_folder(folder, durations="o,a,f0,1,24\no,a,f1,1,4\no,a,f2,1,2\n")
 
 
 def _store(**kw: object) -> int:
