@@ -170,3 +170,52 @@ def test_cluster_options_are_checked(tmp_path: Path) -> None:
     mine = gpucast.plan_embeddings(model="dlrm-dcnv2", gpus=4, batch=65536, cluster=cluster)
     assert mine.gpu == "L40S" and mine.price_usd_per_gpu_hour == 1.5
     assert mine.hardware.link_gbps == pytest.approx(64.0)
+
+
+@pytest.mark.parametrize("name", ["wide-deep", "two-tower"])
+def test_shipped_wide_deep_and_two_tower_price_their_dense_part(name: str) -> None:
+    result = gpucast.plan_embeddings(model=name, gpu="A100-80GB", gpus=8)
+    assert result.best.feasible and result.best.dense_s > 0 and result.dense_priced
+    assert result.warnings == ()
+    # validated on MLPerf DLRM-DCNv2 only: no DLRM figure next to another model
+    assert not result.validation.validated
+    assert result.validation.text().startswith(f"not validated for {name} on 8 x A100-80GB")
+    assert "DLRM-DCNv2" in result.validation.text() and "13 of 15" not in result.validation.text()
+    dlrm = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=8)
+    assert dlrm.validation.validated and "13 of 15" in dlrm.validation.text()
+
+
+def test_wide_deep_dense_mlps_dominate_its_step() -> None:
+    """5.5M dense parameters at 16,384 samples a GPU: about 0.54 TFLOP a step, far more
+    than its 0.3 GiB of tables take to gather."""
+    result = gpucast.plan_embeddings(model="wide-deep", gpu="A100-80GB", gpus=8)
+    flops = 131072 / 8 * 6 * 5_478_415
+    assert result.best.dense_s == pytest.approx(flops / (result.hardware.dense_tflops * 1e12))
+    assert result.best.dense_s > result.best.gather_s
+
+
+def test_tables_without_dense_columns_say_the_dense_part_is_not_priced(tmp_path: Path) -> None:
+    tables = tmp_path / "mine.csv"
+    tables.write_text("table,rows,dim,pooling\nusers,2000000,64,1\nitems,500000,64,30\n")
+    result = gpucast.plan_embeddings(tables=tables, gpu="A100-80GB", gpus=4, batch=4096)
+    assert not result.dense_priced and result.best.dense_s == 0
+    assert len(result.warnings) == 1
+    assert result.warnings[0].startswith("dense part not priced: mine has no dense_params or")
+    assert result.assumptions["dense compute"] == result.warnings[0]
+    assert result.to_dict()["dense_priced"] is False
+    assert not result.validation.validated  # a user's tables: not validated
+    out = CliRunner().invoke(
+        app,
+        ["plan", "embeddings", "--tables", str(tables), "--gpu", "A100-80GB", "--gpus", "4",
+         "--batch", "4096"],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert (out.stderr or "").count("dense part not priced") == 1
+    assert "(embeddings only: dense part not priced)" in out.output
+    # with the dense columns it is priced and nothing is said
+    tables.write_text(
+        "table,rows,dim,pooling,dense_params,dense_train_flops_per_sample\n"
+        "users,2000000,64,1,1000000,6000000\nitems,500000,64,30,1000000,6000000\n"
+    )
+    priced = gpucast.plan_embeddings(tables=tables, gpu="A100-80GB", gpus=4, batch=4096)
+    assert priced.dense_priced and priced.warnings == () and priced.best.dense_s > 0

@@ -44,3 +44,47 @@ def test_user_tables_and_their_errors() -> None:
             required=TABLE_COLUMNS,
             default_model="m",
         )
+
+
+def test_wide_deep_has_nvidia_s_outbrain_tables() -> None:
+    """NVIDIA DeepLearningExamples TF2 Wide & Deep: 13 one-hot and 3 multi-hot (hotness 3)
+    deep tables, and one dim-1 wide table per categorical feature."""
+    model = rec_model("wide-deep")
+    deep = [t for t in model.tables if not t.name.startswith("wide_")]
+    wide = [t for t in model.tables if t.name.startswith("wide_")]
+    assert len(deep) == 16 and len(wide) == 16
+    by_name = {t.name: t for t in model.tables}
+    assert (by_name["document_id"].rows, by_name["document_id"].dim) == (300_000, 128)
+    assert (by_name["platform"].rows, by_name["platform"].dim) == (4, 19)
+    assert by_name["entity_id_list"].pooling == 3 and by_name["ad_id"].pooling == 1
+    assert {t.dim for t in wide} == {1}
+    assert [t.rows for t in wide] == [t.rows for t in deep]
+    # deep MLP (1235 embedding values + 13 numeric) - 5 x 1024 - 1, plus the wide numerics
+    assert model.dense_params == 5_478_415 and model.global_batch == 131_072
+    assert model.dense_train_flops_per_sample == 6 * model.dense_params
+    # the README's "~90M" parameters in all
+    assert 88e6 < model.embedding_params + model.dense_params < 92e6
+    assert "NVIDIA/DeepLearningExamples" in model.source_url
+
+
+def test_two_tower_has_torchrec_s_retrieval_example() -> None:
+    model = rec_model("two-tower")
+    assert [(t.name, t.rows, t.dim, t.pooling) for t in model.tables] == [
+        ("t_userId", 1024**2, 64, 1.0),
+        ("t_movieId", 1024**2, 64, 1.0),
+    ]
+    assert model.dense_params == 2 * (64 * 128 + 128 + 128 * 64 + 64)  # two MLPs 64-128-64
+    assert model.global_batch == 256 and "pytorch/torchrec" in model.source_url
+
+
+def test_every_shipped_row_has_a_source_and_a_date() -> None:
+    import csv
+    import re
+    from importlib import resources
+
+    text = resources.files("gpucast.catalog").joinpath("data", "embedding_tables.csv")
+    rows = list(csv.DictReader(text.read_text(encoding="utf-8").splitlines()))
+    assert {r["model"] for r in rows} == {"dlrm-dcnv2", "wide-deep", "two-tower"}
+    for row in rows:
+        assert row["source_url"].startswith("https://github.com/"), row
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", row["as_of"]), row

@@ -1,9 +1,11 @@
 """``gpucast.plan_embeddings``: shard a recommendation model's embedding tables over GPUs.
 
 The model is a shipped one (``catalog/data/embedding_tables.csv``: the MLPerf DLRM-DCNv2
-reference with its published Criteo 1TB table sizes) or the user's tables (``--tables FILE``:
-``table,rows,dim,pooling``). The hardware comes from the catalog: the GPU's HBM, its
-bandwidth and NVLink/PCIe; the node (GPUs, host memory, NIC, price) from the cheapest
+reference with its published Criteo 1TB table sizes, NVIDIA's TensorFlow2 Wide & Deep on
+Outbrain, TorchRec's two-tower retrieval example) or the user's tables (``--tables FILE``:
+``table,rows,dim,pooling``; without the dense columns the dense part is not priced, said in a
+warning). The hardware comes from the catalog: the GPU's HBM, its bandwidth and NVLink/PCIe;
+the node (GPUs, host memory, NIC, price) from the cheapest
 on-demand offer with that GPU -- or from the server the user has (``--cluster FILE|NAME``: a
 cluster file or a node shape of ``catalog/data/systems.csv``), whose intra-node topology then
 prices the all-to-all (GPUs joined in NVLink-bridged pairs reach the other pairs over PCIe).
@@ -11,7 +13,8 @@ prices the all-to-all (GPUs joined in NVLink-bridged pairs reach the other pairs
 table-wise, row-wise, column-wise, mixed, tiered over a UVM cache whose hit rate comes from the
 locality model fitted on ``dlrm_datasets``) and picks the fastest that fits; the result
 explains the pick against the others and shows how far pricing the tables as dense weights
-would be off.
+would be off. The validated error is shown for DLRM-DCNv2 only (the model it was checked on);
+every other model says "not validated".
 """
 
 from __future__ import annotations
@@ -35,9 +38,12 @@ from gpucast.domain.systems import (
 )
 
 if TYPE_CHECKING:
+    from gpucast.domain.embeddings import RecModel
     from gpucast.domain.provenance import Validation
     from gpucast.predict.embeddings import PlanCost, ShardingHardware
 
+#: Shipped models the sharding model was validated on (``benchmarks/dlrm_mlperf.py``).
+VALIDATED_MODELS = ("dlrm-dcnv2",)
 #: Achieved share of the GPU's BF16 peak on the dense MLPs (an assumption, shown).
 DENSE_EFFICIENCY = 0.4
 #: Node defaults where the catalog has no offer with the GPU.
@@ -59,11 +65,14 @@ class PlanEmbeddingsRequest:
     VERB: ClassVar[str] = "plan embeddings"
 
     model: str | None = option(
-        None, help="A model of catalog/data/embedding_tables.csv.", example="dlrm-dcnv2"
+        None,
+        help="A model of catalog/data/embedding_tables.csv: dlrm-dcnv2, wide-deep or two-tower.",
+        example="dlrm-dcnv2",
     )
     tables: Path | None = option(
         None,
-        help="Your own tables: CSV with columns table,rows,dim,pooling (instead of --model).",
+        help="Your own tables: CSV with columns table,rows,dim,pooling and optionally "
+        "dense_params,dense_train_flops_per_sample,global_batch (instead of --model).",
         example="tables.csv",
     )
     gpu: str | None = option(
@@ -163,8 +172,10 @@ class PlanEmbeddingsResult:
     price_usd_per_gpu_hour: float | None
     validation: Validation
     assumptions: dict[str, str] = field(default_factory=dict)
-    #: options given that had no effect on the plans evaluated
+    #: options given that had no effect on the plans evaluated, and a dense part not priced
     warnings: tuple[str, ...] = ()
+    #: False where the model has no dense part (a ``--tables`` file without its columns)
+    dense_priced: bool = True
 
     @property
     def samples_per_s(self) -> float:
@@ -214,6 +225,7 @@ class PlanEmbeddingsResult:
             "samples_per_s": self.samples_per_s,
             "price_usd_per_gpu_hour": self.price_usd_per_gpu_hour,
             "usd_per_million_samples": self.usd_per_million_samples,
+            "dense_priced": self.dense_priced,
             "plans": [c.to_dict() for c in self.plans],
             "explanation": self.explanation(),
             "dense_priced_step_s": self.dense_priced_step_s,
@@ -353,6 +365,10 @@ def plan_embeddings(
             f"their gradients over its NIC; {distinct.source}"
         )
     warnings = []
+    unpriced = _unpriced_dense(model)
+    if unpriced:
+        notes["dense compute"] = unpriced
+        warnings.append(unpriced)
     if request.cache_fraction is not None and not any(c.name == "tiered" for c in costs):
         why = (
             f"--sharding {request.sharding} keeps every row in HBM"
@@ -372,7 +388,50 @@ def plan_embeddings(
         dense_priced_step_s=emb.dense_priced_step_s(model, hw),
         global_batch=model.global_batch,
         price_usd_per_gpu_hour=price,
-        validation=validation_for("embedding-sharding", [gpu_name], "fp32", request.gpus),
+        validation=_validation(model.name, request, gpu_name),
         assumptions=notes,
         warnings=tuple(warnings),
+        dense_priced=not unpriced,
+    )
+
+
+def _unpriced_dense(model: RecModel) -> str:
+    """One line where the model's dense part is missing (a ``--tables`` file without the dense
+    columns), else ''."""
+    missing = [
+        name
+        for name, value in (
+            ("dense_params", model.dense_params),
+            ("dense_train_flops_per_sample", model.dense_train_flops_per_sample),
+        )
+        if value == 0
+    ]
+    if not missing:
+        return ""
+    what = []
+    if model.dense_train_flops_per_sample == 0:
+        what.append("the dense MLPs' compute")
+    if model.dense_params == 0:
+        what.append("their gradient all-reduce and memory")
+    return (
+        f"dense part not priced: {model.name} has no {' or '.join(missing)}, so "
+        f"{' and '.join(what)} count as 0 (the step and the $ per million samples cover the "
+        "embeddings only); add the column(s) to the tables file, e.g. "
+        "dense_train_flops_per_sample = 6 x dense_params"
+    )
+
+
+def _validation(model: str, request: PlanEmbeddingsRequest, gpu: str) -> Validation:
+    """The sharding model's validated error -- for the shipped models it was checked on
+    (MLPerf DLRM-DCNv2), "not validated" for every other model or tables file."""
+    from gpucast.catalog.validation import validation_for
+    from gpucast.domain.provenance import Validation
+
+    if request.model is not None and model.lower() in VALIDATED_MODELS:
+        return validation_for("embedding-sharding", [gpu], "fp32", request.gpus)
+    return Validation(
+        model="embedding-sharding",
+        regime=f"{model} on {request.gpus} x {gpu} (the sharding model is validated only on "
+        "MLPerf DLRM-DCNv2 time to train: python benchmarks/dlrm_mlperf.py)",
+        error=None,
     )

@@ -1,10 +1,13 @@
 """Recommendation models by their embedding tables (``data/embedding_tables.csv``).
 
-One row per (model, table): ``rows``, ``dim``, ``pooling`` (mean lookups per sample) and the
-model's dense part (``dense_params``, ``dense_train_flops_per_sample``, ``global_batch``,
-repeated on each row and checked to agree), each with ``source_url`` and ``as_of``. A user's
-own tables (``--tables FILE``) use the same columns; only ``table``, ``rows``, ``dim`` and
-``pooling`` are required there.
+Shipped: ``dlrm-dcnv2`` (the MLPerf Training reference, Criteo 1TB multi-hot), ``wide-deep``
+(NVIDIA DeepLearningExamples' TensorFlow2 Wide & Deep on Outbrain: 16 deep tables and the
+wide part's 16 dim-1 tables) and ``two-tower`` (TorchRec's retrieval example: user and item
+tables, two MLP towers). One row per (model, table): ``rows``, ``dim``, ``pooling`` (mean
+lookups per sample) and the model's dense part (``dense_params``,
+``dense_train_flops_per_sample``, ``global_batch``, repeated on each row and checked to agree),
+each with ``source_url`` and ``as_of``. A user's own tables (``--tables FILE``) use the same
+columns; only ``table``, ``rows``, ``dim`` and ``pooling`` are required there.
 """
 
 from __future__ import annotations

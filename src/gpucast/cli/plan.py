@@ -226,7 +226,8 @@ def embeddings(
     cost = result.usd_per_million_samples
     console.print(
         f"  {result.explanation()}; {result.samples_per_s:,.0f} samples/s"
-        + ("" if cost is None else f", ${cost:.4f} per million samples"),
+        + ("" if cost is None else f", ${cost:.4f} per million samples")
+        + ("" if result.dense_priced else " (embeddings only: dense part not priced)"),
         highlight=False,
         markup=False,
     )
