@@ -424,6 +424,10 @@ COMMANDS: tuple[Command, ...] = (
         "gpucast.app.embeddings:PlanEmbeddingsRequest",
     ),
     Command(
+        ("predict", "embedding-cache"), ("--data-dir", "@folder"),
+        "gpucast.app.embeddings:PredictEmbeddingCacheRequest",
+    ),
+    Command(
         ("plan", "serve"),
         ("--model", "mlp:50", "--slo-ms", "50", "--gpu", "T4", "--no-mig", "--no-cpu",
          "--duration-s", "5", "--max-batch-sizes", "4", "--max-delays-ms", "5",

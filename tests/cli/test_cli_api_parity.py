@@ -384,6 +384,17 @@ CASES = [
         lambda t: gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=8),
     ),
     Case(
+        "predict_embedding_cache",
+        lambda t: ["predict", "embedding-cache", "--data-dir", str(D), "--window", "2021",
+                   "--policy", "lfu", "--fractions", "0.01,0.1", "--replay", "--replay-rows",
+                   "2000", "--seed", "3"],
+        lambda t: gpucast.predict_embedding_cache(
+            data_dir=D, window="2021", policy="lfu", fractions=(0.01, 0.1), replay=True,
+            replay_rows=2000, seed=3,
+        ),
+        shared_data=True,
+    ),
+    Case(
         "predict_checkpoint",
         lambda t: [
             "predict",

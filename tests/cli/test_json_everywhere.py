@@ -18,7 +18,7 @@ RESULT_VERBS = [
     "measure infer", "measure infer-curve", "runs list", "runs show", "campaign run",
     "campaign status", "fit speed", "fit cluster", "fit checkpoint", "predict train",
     "predict speed", "predict cluster", "predict checkpoint", "validate", "simulate train",
-    "simulate serve", "plan train", "plan serve",
+    "simulate serve", "plan train", "plan serve", "plan embeddings", "predict embedding-cache",
 ]  # fmt: skip
 
 

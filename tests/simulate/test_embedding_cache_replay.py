@@ -12,6 +12,7 @@ from gpucast.simulate.embedding_cache import (
     hit_rates,
     replay_lfu,
     replay_lru,
+    replay_row_counts,
     replay_tiered_lru,
     stack_distances,
 )
@@ -97,3 +98,22 @@ def test_tiered_lru_by_hand() -> None:
     # a DRAM tier of 30 rows over an HBM cache of 10 serves about what an LRU of 30 adds
     lru30 = int(replay_lru(s, np.array([30]))[0])
     assert abs((hbm + dram) - lru30) < 0.05 * len(s)
+
+
+def test_replay_row_counts_draws_the_order_from_the_generator() -> None:
+    """Row i looked up counts[i] times: the stream has sum(counts) lookups; one row looked up
+    every time always hits after its first lookup; the same seed gives the same hits."""
+    counts = np.array([5, 1, 1, 3])
+    caps = np.array([0, 1, 4])
+    rates, n = replay_row_counts(counts, caps, "lru", np.random.default_rng(0))
+    assert n == 10 and rates[0] == 0.0 and rates[2] == pytest.approx(6 / 10)  # 4 first misses
+    again, _ = replay_row_counts(counts, caps, "lru", np.random.default_rng(0))
+    assert np.array_equal(rates, again)
+    lfu, _ = replay_row_counts(counts, caps, "lfu", np.random.default_rng(0))
+    assert lfu[2] == pytest.approx(6 / 10)
+    (one,), m = replay_row_counts(np.array([7]), np.array([1]), "lfu", np.random.default_rng(1))
+    assert m == 7 and one == pytest.approx(6 / 7)
+    with pytest.raises(InvalidSpecError, match="policy"):
+        replay_row_counts(counts, caps, "fifo", np.random.default_rng(0))
+    with pytest.raises(InvalidSpecError, match="counts"):
+        replay_row_counts(np.array([1.5]), caps, "lru", np.random.default_rng(0))

@@ -23,6 +23,7 @@ VERBS: dict[str, str] = {
     "plan_serve": "serve",
     "plan_llm_train": "llm_plan",
     "plan_embeddings": "embeddings",
+    "predict_embedding_cache": "embeddings",
     "simulate_train": "simulation",
     "simulate_serve": "serve",
     "simulate_llm_serve": "llm_serve",

@@ -38,7 +38,7 @@ from gpucast.domain.systems import (
 )
 
 if TYPE_CHECKING:
-    from gpucast.domain.embeddings import RecModel
+    from gpucast.domain.embeddings import AccessLocality, RecModel
     from gpucast.domain.provenance import Validation
     from gpucast.predict.embeddings import PlanCost, ShardingHardware
 
@@ -434,4 +434,271 @@ def _validation(model: str, request: PlanEmbeddingsRequest, gpu: str) -> Validat
         regime=f"{model} on {request.gpus} x {gpu} (the sharding model is validated only on "
         "MLPerf DLRM-DCNv2 time to train: python benchmarks/dlrm_mlperf.py)",
         error=None,
+    )
+
+
+# --------------------------------------------------------------- predict embedding-cache
+#: Cache sizes (shares of a window's distinct rows) predicted by default.
+DEFAULT_FRACTIONS = (0.001, 0.01, 0.05, 0.1, 0.2, 0.5)
+#: The most cache sizes one call predicts.
+MAX_FRACTIONS = 64
+#: Bounds of the replayed synthetic stream's distinct rows (its lookups: about 7-13 x).
+MIN_REPLAY_ROWS = 1_000
+MAX_REPLAY_ROWS = 1_000_000
+#: Cache sizes the hit-rate curve was validated at (``benchmarks/embedding_cache.py``).
+VALIDATED_FRACTIONS = (0.01, 0.5)
+
+
+def _window(text: str) -> AccessLocality:
+    from gpucast.domain.embeddings import AccessLocality
+
+    error = InvalidSpecError(
+        "window",
+        "must be a dlrm_datasets window: 2021 or 2022, or WINDOW/TRACE",
+        got=text,
+        fix="e.g. --window 2022 or --window 2021/fbgemm_t856_bs65536_3",
+    )
+    try:
+        locality = AccessLocality.parse(text)
+    except InvalidSpecError:
+        raise error from None
+    if locality.zipf_exponent is not None:
+        raise error
+    return locality
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictEmbeddingCacheRequest:
+    """A locality window, a cache policy and cache sizes (``gpucast predict embedding-cache``)."""
+
+    VERB: ClassVar[str] = "predict embedding-cache"
+
+    data_dir: Path | None = option(
+        None,
+        help="Published data folder holding dlrm_datasets/ (default: $GPUCAST_SHARED_DATA).",
+        example="../shared/data",
+    )
+    window: str = option(
+        "2022",
+        help="dlrm_datasets window the locality model is fitted on: 2021 or 2022 (its first "
+        "trace), or WINDOW/TRACE for one of its traces.",
+        example="2021/fbgemm_t856_bs65536_3",
+    )
+    policy: str = option(
+        "lru",
+        help="Cache policy: lru, or lfu (per-row counters over all rows, as FBGEMM's).",
+        example="lfu",
+    )
+    fractions: tuple[float, ...] = option(
+        DEFAULT_FRACTIONS,
+        help="Cache sizes as shares of the window's distinct rows, e.g. 0.001,0.01,0.1.",
+        example="0.001,0.01,0.1",
+        item="float",
+    )
+    replay: bool = option(
+        False,
+        negative="no-replay",
+        help="Also replay a synthetic lookup stream matching the window through an exact "
+        "cache, for comparison (about 10-15 s at 200,000 rows).",
+    )
+    replay_rows: int = option(
+        200_000,
+        help=f"Distinct rows of the replayed stream ({MIN_REPLAY_ROWS:,}-{MAX_REPLAY_ROWS:,}; "
+        "fewer rows run faster and lose the hottest rows' tail).",
+        example="50000",
+    )
+    seed: int = option(0, help="Seed of the replayed stream's order.", example="1")
+
+    def __post_init__(self) -> None:
+        _window(self.window)
+        if self.policy not in ("lru", "lfu"):
+            raise InvalidSpecError("policy", "must be lru or lfu", got=self.policy)
+        if not self.fractions or len(self.fractions) > MAX_FRACTIONS:
+            raise InvalidSpecError(
+                "fractions",
+                f"needs 1 to {MAX_FRACTIONS} cache sizes",
+                got=len(self.fractions),
+                fix="e.g. --fractions 0.001,0.01,0.1",
+            )
+        for f in self.fractions:
+            if not (math.isfinite(f) and 0.0 < f <= 1.0):
+                raise InvalidSpecError(
+                    "fractions",
+                    "each must be in (0, 1] (a share of the window's distinct rows)",
+                    got=f,
+                    fix="e.g. --fractions 0.001,0.01,0.1",
+                )
+        if isinstance(self.replay_rows, bool) or not (
+            MIN_REPLAY_ROWS <= self.replay_rows <= MAX_REPLAY_ROWS
+        ):
+            raise InvalidSpecError(
+                "replay-rows",
+                f"must be an integer in [{MIN_REPLAY_ROWS:,}, {MAX_REPLAY_ROWS:,}]",
+                got=self.replay_rows,
+            )
+        if isinstance(self.seed, bool) or not (0 <= self.seed < 2**32):
+            raise InvalidSpecError("seed", "must be an integer in [0, 2**32)", got=self.seed)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CachePoint:
+    """One cache size: its share of the window's distinct rows, those rows, the predicted hit
+    rate and the replayed one (None: not replayed)."""
+
+    fraction: float
+    cache_rows: int
+    predicted_hit_rate: float
+    replayed_hit_rate: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fraction": self.fraction,
+            "cache_rows": self.cache_rows,
+            "predicted_hit_rate": self.predicted_hit_rate,
+            "replayed_hit_rate": self.replayed_hit_rate,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictEmbeddingCacheResult:
+    """The hit-rate curve of one window and policy: cache size -> predicted (and replayed)
+    hit rate, the ceiling the window's first lookups set, and what it rests on."""
+
+    window: str
+    trace: str
+    policy: str
+    lookups: int
+    unique_rows: int
+    points: tuple[CachePoint, ...]
+    #: 1 - 1 / mean reuse: a row's first lookup in the window always misses
+    max_hit_rate: float
+    validation: Validation
+    #: the replayed stream: distinct rows and lookups (None: not replayed)
+    replay_rows: int | None = None
+    replay_lookups: int | None = None
+    assumptions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def replayed(self) -> bool:
+        return self.replay_rows is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "window": self.window,
+            "trace": self.trace,
+            "policy": self.policy,
+            "lookups": self.lookups,
+            "unique_rows": self.unique_rows,
+            "points": [p.to_dict() for p in self.points],
+            "max_hit_rate": self.max_hit_rate,
+            "replay_rows": self.replay_rows,
+            "replay_lookups": self.replay_lookups,
+            "validation": self.validation.to_dict(),
+            "assumptions": dict(self.assumptions),
+        }
+
+
+def predict_embedding_cache(
+    request: PredictEmbeddingCacheRequest | None = None, /, **options: Any
+) -> PredictEmbeddingCacheResult:
+    """The LRU/LFU hit rate of an embedding cache holding each share of a window's distinct
+    rows, from the locality model fitted on the ``dlrm_datasets`` window
+    (:class:`gpucast.predict.embedding_cache.EmbeddingLocalityModel`); with ``replay``, also
+    the hit rate of an exact cache over a synthetic stream drawn to match the window
+    (:func:`gpucast.simulate.embedding_cache.replay_row_counts`)."""
+    import dataclasses
+
+    import numpy as np
+
+    from gpucast.catalog.validation import validation_for
+    from gpucast.inputs.embeddings import fitted_window
+
+    request = resolve(PredictEmbeddingCacheRequest, request, options)
+    locality = _window(request.window)
+    fitted = fitted_window(request.data_dir, locality.window, locality.trace, flag="window")
+    if fitted is None:
+        raise InvalidSpecError(
+            "data-dir",
+            f"is needed: the hit-rate curve is fitted on dlrm_datasets/embedding_bag_"
+            f"{locality.window}_locality_stats.txt, which no data folder given holds",
+            fix="pass --data-dir ../shared/data (the published data folder) or set "
+            "$GPUCAST_SHARED_DATA",
+        )
+    model = fitted.model
+    fractions = np.array(request.fractions, dtype=np.float64)
+    predicted = model.hit_rate(fractions, policy=request.policy)  # type: ignore[arg-type]
+    max_hit = 1.0 - model.compulsory_miss_rate()
+    notes = {
+        "locality": f"{fitted.describe()}, {fitted.path}",
+        "model": "per-row lookup counts fitted per reuse bucket (a power law inside each); "
+        "lookups in random order within the window (independent references: the files give "
+        "reuse counts, not the order); "
+        + (
+            "LRU by Che's approximation on the finite window"
+            if request.policy == "lru"
+            else "LFU with per-row counters over all rows (FBGEMM's), the top rows by running "
+            "count cached"
+        ),
+        "cache size": "a share of the window's distinct rows (rows the window never looks up "
+        f"do not change its hit rate); a row's first lookup always misses: at most "
+        f"{max_hit:.1%} ({model.mean_reuse():.1f} lookups per distinct row)",
+    }
+    lo, hi = VALIDATED_FRACTIONS
+    outside = [f for f in request.fractions if not lo <= f <= hi]
+    if outside:
+        notes["validated range"] = (
+            f"{', '.join(f'{f:g}' for f in outside)} outside the {lo:.0%}-{hi:.0%} of the "
+            "distinct rows the curve was checked at"
+        )
+    replayed: list[float | None] = [None] * len(fractions)
+    replay_rows = replay_lookups = None
+    if request.replay:
+        from gpucast.simulate.embedding_cache import replay_row_counts
+
+        counts = model.sample_row_counts(request.replay_rows)
+        capacities = np.round(fractions * len(counts)).astype(np.int64)
+        rates, replay_lookups = replay_row_counts(
+            counts, capacities, request.policy, np.random.default_rng(request.seed)
+        )
+        replay_rows = len(counts)
+        replayed = [float(r) if c >= 1 else None for r, c in zip(rates, capacities, strict=True)]
+        notes["replay"] = (
+            f"{replay_rows:,} distinct rows whose lookup counts reproduce the window's row and "
+            f"lookup shares per reuse bucket, {replay_lookups:,} lookups in a random order "
+            f"(seed {request.seed}), through an exact {request.policy.upper()} cache of "
+            "round(share x rows) rows: a check of the model against its own assumptions, not "
+            "of the production order (the traces are not published)"
+        )
+        if any(c < 1 for c in capacities):
+            notes["replay"] += "; sizes under one row of the stream are not replayed"
+    else:
+        notes["replay"] = (
+            "not replayed (--replay draws a synthetic stream matching the window and runs it "
+            "through an exact cache)"
+        )
+    validation = validation_for("embedding-cache-hit-rate", [], "fp32", 1)
+    validation = dataclasses.replace(
+        validation,
+        regime=f"{request.policy.upper()}, caches of {lo:.0%}-{hi:.0%} of a window's distinct rows",
+    )
+    return PredictEmbeddingCacheResult(
+        window=fitted.window,
+        trace=fitted.trace,
+        policy=request.policy,
+        lookups=fitted.lookups,
+        unique_rows=fitted.unique_rows,
+        points=tuple(
+            CachePoint(
+                fraction=float(f),
+                cache_rows=round(f * fitted.unique_rows),
+                predicted_hit_rate=float(p),
+                replayed_hit_rate=r,
+            )
+            for f, p, r in zip(fractions, predicted, replayed, strict=True)
+        ),
+        max_hit_rate=max_hit,
+        validation=validation,
+        replay_rows=replay_rows,
+        replay_lookups=replay_lookups,
+        assumptions=notes,
     )

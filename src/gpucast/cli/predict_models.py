@@ -1,4 +1,5 @@
-"""`gpucast predict llm-train|infer|gnn`: published LLMs and graph models.
+"""`gpucast predict llm-train|infer|gnn|embedding-cache`: published LLMs, graph models and
+the embedding-cache hit-rate curve.
 
 Each command joins the `predict` group (:data:`gpucast.cli.verbs.JOINS`); the flags are the
 fields of its request, the work happens in :mod:`gpucast.app`, this module only renders.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import typer
 
+from gpucast.app.embeddings import PredictEmbeddingCacheRequest
 from gpucast.app.gnn import PredictGnnRequest
 from gpucast.app.infer import PredictInferRequest
 from gpucast.app.llm import PredictLlmTrainRequest
@@ -197,3 +199,43 @@ def gnn_command(
         console.print(f"  assumption {name}: {value}", highlight=False, markup=False)
     if result.validated:
         console.print(f"  validated: {result.validated}", highlight=False, markup=False)
+
+
+@request_command(PredictEmbeddingCacheRequest)
+def embedding_cache_command(
+    request: PredictEmbeddingCacheRequest,
+    json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+) -> None:
+    """Predict an embedding cache's LRU/LFU hit rate at each cache size (a share of the
+    distinct rows) from the locality model fitted on a dlrm_datasets window; --replay adds an
+    exact replay of a synthetic stream matching the window."""
+    from rich.table import Table
+
+    from gpucast.app import predict_embedding_cache
+
+    result = predict_embedding_cache(request)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    console.print(
+        f"{result.policy.upper()} hit rate, dlrm_datasets {result.window} window "
+        f"{result.trace} ({result.lookups:,} lookups, {result.unique_rows:,} distinct rows):",
+        highlight=False,
+        markup=False,
+    )
+    table = Table(show_edge=False)
+    columns = ["cache share", "cache rows", "predicted"]
+    if result.replayed:
+        columns.append("replayed")
+    for column in columns:
+        table.add_column(column, justify="right")
+    for p in result.points:
+        row = [f"{p.fraction:.3g}", f"{p.cache_rows:,}", f"{p.predicted_hit_rate:.1%}"]
+        if result.replayed:
+            replayed = p.replayed_hit_rate
+            row.append("-" if replayed is None else f"{replayed:.1%}")
+        table.add_row(*row)
+    console.print(table)
+    console.print(f"  validated: {result.validation.text()}", highlight=False, markup=False)
+    for name, value in result.assumptions.items():
+        console.print(f"  assumption {name}: {value}", highlight=False, markup=False)

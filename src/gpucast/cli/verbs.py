@@ -54,6 +54,7 @@ JOINS: dict[str, tuple[tuple[str, str, str, bool], ...]] = {
         ("llm-train", "predict_models", "llm_train_command", False),
         ("infer", "predict_models", "infer_command", False),
         ("gnn", "predict_models", "gnn_command", False),
+        ("embedding-cache", "predict_models", "embedding_cache_command", False),
         ("coldstart", "serverless", "predict_command", False),
         ("cmd", "program", "predict_command", False),
         ("kernels", "kernels", "predict_command", False),

@@ -31,6 +31,67 @@ DLRM_EMBEDDING_DIM = 64
 DLRM_LOOKUPS = 1
 
 SHARDING_TYPES: tuple[ShardingType, ...] = get_args(ShardingType)
+#: The dlrm_datasets locality files (``embedding_bag_<window>_locality_stats.txt``).
+LOCALITY_WINDOWS = ("2021", "2022")
+#: The steepest Zipf law a table's locality may name.
+MAX_ZIPF_EXPONENT = 10.0
+_LOCALITY_FIX = (
+    "e.g. 2022 (a dlrm_datasets window), 2021/fbgemm_t856_bs65536_3 (one of its traces) or "
+    "1.05 (a Zipf exponent)"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AccessLocality:
+    """Where a table's access pattern comes from: a ``dlrm_datasets`` window (``window``
+    ``2021`` or ``2022``: the locality model fitted on the file's first trace, or on
+    ``trace``), or a Zipf law over the table's own rows (``zipf_exponent``: row ``i`` of the
+    hottest first is looked up with probability ``~ i^-s``; 0 is uniform)."""
+
+    window: str = ""
+    trace: str = ""
+    zipf_exponent: float | None = None
+
+    def __post_init__(self) -> None:
+        if (self.zipf_exponent is None) == (not self.window):
+            raise InvalidSpecError(
+                "locality", "names one of a dlrm_datasets window and a Zipf exponent",
+                fix=_LOCALITY_FIX,
+            )  # fmt: skip
+        if self.window and self.window not in LOCALITY_WINDOWS:
+            raise InvalidSpecError(
+                "locality", f"window must be {' or '.join(LOCALITY_WINDOWS)}", got=self.window,
+                fix=_LOCALITY_FIX,
+            )  # fmt: skip
+        if self.trace and not self.window:
+            raise InvalidSpecError("locality", "a trace needs its window", got=self.trace)
+        z = self.zipf_exponent
+        if z is not None and not (math.isfinite(z) and 0.0 <= z <= MAX_ZIPF_EXPONENT):
+            raise InvalidSpecError(
+                "locality", f"Zipf exponent must be in [0, {MAX_ZIPF_EXPONENT:g}]", got=z,
+                fix=_LOCALITY_FIX,
+            )  # fmt: skip
+
+    @classmethod
+    def parse(cls, text: str) -> AccessLocality:
+        """``2022``, ``2022/<trace>`` (a window, one of its traces) or a number (Zipf)."""
+        value = str(text).strip()
+        window, _, trace = value.partition("/")
+        if window.strip() in LOCALITY_WINDOWS or "/" in value:
+            return cls(window=window.strip(), trace=trace.strip().removesuffix(".pt"))
+        try:
+            exponent = float(value)
+        except ValueError:
+            raise InvalidSpecError(
+                "locality", "must be a dlrm_datasets window or a Zipf exponent", got=value,
+                fix=_LOCALITY_FIX,
+            ) from None  # fmt: skip
+        return cls(zipf_exponent=exponent)
+
+    def label(self) -> str:
+        if self.zipf_exponent is not None:
+            return f"Zipf {self.zipf_exponent:g}"
+        return f"dlrm_datasets {self.window}" + (f"/{self.trace}" if self.trace else "")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

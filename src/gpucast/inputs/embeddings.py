@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpucast.domain.embeddings import RecModel
+from gpucast.domain.embeddings import LOCALITY_WINDOWS, RecModel
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.provenance import Sourced
 
@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from gpucast.domain.catalog import GpuSpec
     from gpucast.domain.serving import LatencyCurve
     from gpucast.predict.embedding_cache import EmbeddingLocalityModel
-
-LOCALITY_WINDOWS = ("2021", "2022")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,15 +62,37 @@ def rec_model_input(name: str | None, tables: Path | None, batch: int | None) ->
     return model if batch is None else replace(model, global_batch=batch)
 
 
-@functools.lru_cache(maxsize=4)
-def _locality(
-    data_dir: Path | None, window: str
-) -> tuple[EmbeddingLocalityModel, str, int, int] | None:
-    """The locality model fitted on a dlrm_datasets window's first trace, with the trace's
-    name, lookups and distinct rows (None where the data is absent)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FittedWindow:
+    """The locality model fitted on one trace of a ``dlrm_datasets`` window, with the trace's
+    name, lookups and distinct rows, and the file it came from."""
+
+    model: EmbeddingLocalityModel
+    window: str
+    trace: str
+    lookups: int
+    unique_rows: int
+    path: Path
+
+    def describe(self) -> str:
+        return (
+            f"dlrm_datasets {self.window} window {self.trace} ({self.lookups:,} lookups, "
+            f"{self.unique_rows:,} distinct rows)"
+        )
+
+
+@functools.lru_cache(maxsize=8)
+def fitted_window(
+    data_dir: Path | None, window: str, trace: str = "", *, flag: str = "locality"
+) -> FittedWindow | None:
+    """The locality model fitted on a dlrm_datasets window's first trace (or on ``trace``);
+    None where the data is absent. A ``trace`` the file does not have is an error (on
+    ``flag``) naming the traces it has."""
     from gpucast.inputs.data import data_path, published_data_dir
 
-    root = published_data_dir(data_dir)
+    if window not in LOCALITY_WINDOWS:
+        raise InvalidSpecError(flag, f"window must be {' or '.join(LOCALITY_WINDOWS)}", got=window)
+    root = published_data_dir(data_dir, needs=("dlrm_datasets", "transient", "cmdare"))
     path = data_path(root, "dlrm_datasets", f"embedding_bag_{window}_locality_stats.txt")
     if path is None:
         return None
@@ -80,13 +100,29 @@ def _locality(
     from gpucast.store.datasets.dlrm_locality import read_dlrm_locality
 
     data = read_dlrm_locality(path)
-    total = data.totals.iloc[0]
+    traces = list(data.totals.trace)
+    name = trace.removesuffix(".pt") if trace else traces[0]
+    if name not in traces:
+        raise InvalidSpecError(
+            flag,
+            f"dlrm_datasets {window} has no trace {name!r}",
+            fix=f"use one of {', '.join(f'{window}/{t}' for t in traces[:3])}, ... "
+            f"({len(traces)} traces), or {window} for the first",
+        )
+    total = data.totals[data.totals.trace == name].iloc[0]
     model = EmbeddingLocalityModel().fit(
-        data.histogram[data.histogram.trace == total.trace],
+        data.histogram[data.histogram.trace == name],
         lookups=int(total.lookups),
         unique_rows=int(total.unique_rows),
     )
-    return model, str(total.trace), int(total.lookups), int(total.unique_rows)
+    return FittedWindow(
+        model=model,
+        window=window,
+        trace=name,
+        lookups=int(total.lookups),
+        unique_rows=int(total.unique_rows),
+        path=path,
+    )
 
 
 def hit_rate_curve(
@@ -94,36 +130,35 @@ def hit_rate_curve(
 ) -> Sourced[Callable[[float], float]]:
     """The LRU/LFU hit rate vs cache share fitted on a dlrm_datasets window (its first trace),
     or uniform access (hit rate = cache share) where the data is absent."""
-    fitted = _locality(data_dir, window)
+    fitted = fitted_window(data_dir, window)
     if fitted is None:
         return Sourced(
             lambda c: float(c),
             "no dlrm_datasets locality data (--data-dir): uniform access assumed, hit rate = "
             "cache share of the rows",
         )
-    model, trace, lookups, unique = fitted
+    model = fitted.model
 
     def curve(c: float) -> float:
         return float(model.hit_rate([c], policy=policy)[0])  # type: ignore[arg-type]
 
     return Sourced(
         curve,
-        f"{policy.upper()} hit rate fitted on dlrm_datasets {window} window {trace} "
-        f"({lookups:,} lookups, {unique:,} distinct rows); the cache share of a table's rows "
-        "is read as the share of the window's distinct rows; tiers inclusive (HBM h(c), "
-        "DRAM h(d) - h(c), SSD 1 - h(d))",
+        f"{policy.upper()} hit rate fitted on {fitted.describe()}; the cache share of a "
+        "table's rows is read as the share of the window's distinct rows; tiers inclusive "
+        "(HBM h(c), DRAM h(d) - h(c), SSD 1 - h(d))",
     )
 
 
 def distinct_per_lookup(data_dir: Path | None, window: str) -> Sourced[float]:
     """Distinct rows per lookup of a batch (the hierarchical PS pulls each once): the
     window's distinct rows over its lookups, or 1 (every lookup a new row) without data."""
-    fitted = _locality(data_dir, window)
+    fitted = fitted_window(data_dir, window)
     if fitted is None:
         return Sourced(
             1.0, "no dlrm_datasets locality data: every lookup of a batch a distinct row"
         )
-    _, trace, lookups, unique = fitted
+    trace, lookups, unique = fitted.trace, fitted.lookups, fitted.unique_rows
     return Sourced(
         unique / lookups,
         f"{unique / lookups:.3f} distinct rows per lookup, as in dlrm_datasets {window} window "

@@ -175,3 +175,19 @@ def replay_tiered_lru(
             if len(hbm) > hbm_capacity:
                 hbm.popitem(last=False)
     return hbm_hits, dram_hits
+
+
+def replay_row_counts(
+    counts: npt.ArrayLike, capacities: npt.ArrayLike, policy: str, rng: np.random.Generator
+) -> tuple[FloatArray, int]:
+    """Hit rates of an exact ``policy`` (``lru`` or ``lfu``) cache of each capacity over a
+    stream in which row ``i`` is looked up ``counts[i]`` times, in an order drawn from ``rng``
+    (independent references); and the stream's length."""
+    if policy not in ("lru", "lfu"):
+        raise InvalidSpecError("policy", "must be lru or lfu", got=policy)
+    c = np.asarray(counts)
+    if c.ndim != 1 or (c.size and (not np.issubdtype(c.dtype, np.integer) or c.min() < 0)):
+        raise InvalidSpecError("counts", "must be a 1-D array of lookup counts >= 0")
+    stream = rng.permutation(np.repeat(np.arange(len(c), dtype=np.int64), c.astype(np.int64)))
+    replay = replay_lru if policy == "lru" else replay_lfu
+    return hit_rates(replay(stream, capacities), len(stream)), len(stream)

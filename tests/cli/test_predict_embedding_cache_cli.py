@@ -1,0 +1,52 @@
+"""``gpucast predict embedding-cache``: the hit-rate curve as a table, --json, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from gpucast.cli.app import app
+
+runner = CliRunner()
+
+
+def test_prints_cache_share_to_hit_rate(shared_data: Path) -> None:
+    argv = ["predict", "embedding-cache", "--data-dir", str(shared_data), "--fractions",
+            "0.01,0.1,0.5"]  # fmt: skip
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert out.startswith("LRU hit rate, dlrm_datasets 2022 window fbgemm_t788_bs131072_0")
+    assert "predicted" in out and "replayed" not in out.split("validated:")[0]
+    assert "1,102,592" in out  # 1% of 110,259,238 distinct rows
+    assert "34.2%" in out and "87.5%" in out
+    assert "validated:" in out and "assumption replay: not replayed" in out
+
+
+def test_replay_adds_a_column(shared_data: Path) -> None:
+    argv = ["predict", "embedding-cache", "--data-dir", str(shared_data), "--window", "2021",
+            "--policy", "lfu", "--fractions", "0.01,0.2", "--replay",
+            "--replay-rows", "5000"]  # fmt: skip
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    header = result.output.splitlines()[1]
+    assert "replayed" in header and result.output.startswith("LFU hit rate")
+    data = json.loads(runner.invoke(app, [*argv, "--json"]).stdout)
+    assert data["replay_rows"] == 5000 and len(data["points"]) == 2
+    assert all(p["replayed_hit_rate"] is not None for p in data["points"])
+
+
+def test_bad_input_is_one_line_exit_2(shared_data: Path) -> None:
+    for args, text in (
+        (["--fractions", "0.1,2"], "fractions: each must be in (0, 1]"),
+        (["--window", "2023"], "window: must be a dlrm_datasets window"),
+        (["--policy", "mru"], "policy: must be lru or lfu"),
+    ):
+        result = runner.invoke(
+            app, ["predict", "embedding-cache", "--data-dir", str(shared_data), *args]
+        )
+        assert result.exit_code == 2, result.output
+        err = result.stderr or ""
+        assert text in err and len(err.strip().splitlines()) == 1
