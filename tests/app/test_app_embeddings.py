@@ -301,3 +301,61 @@ def test_embedding_cache_needs_the_locality_data(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv("GPUCAST_SHARED_DATA", raising=False)
     with pytest.raises(InvalidSpecError, match="data-dir: is needed"):
         gpucast.predict_embedding_cache()
+
+
+# ------------------------------------------------------------------------ per-table locality
+def _big_tables(path: Path, locality: tuple[str, str]) -> Path:
+    path.write_text(
+        "table,rows,dim,pooling,dense_params,dense_train_flops_per_sample,locality\n"
+        f"users,400000000,128,1,1000000,6000000,{locality[0]}\n"
+        f"items,400000000,128,20,1000000,6000000,{locality[1]}\n"
+    )
+    return path
+
+
+def test_tables_with_their_own_locality_differ_in_hit_rate(tmp_path: Path) -> None:
+    """Zipf 1.2 tables hit far more often than Zipf 0.6 ones in the same HBM cache; the
+    assumption names each table's curve."""
+    kw = {"gpu": "A100-80GB", "gpus": 1, "batch": 65536, "host_memory_gib": 1024.0,
+          "sharding": "tiered"}  # fmt: skip
+    steep = gpucast.plan_embeddings(tables=_big_tables(tmp_path / "a.csv", ("1.2", "1.2")), **kw)
+    flat = gpucast.plan_embeddings(tables=_big_tables(tmp_path / "b.csv", ("0.6", "0.6")), **kw)
+    mixed = gpucast.plan_embeddings(tables=_big_tables(tmp_path / "c.csv", ("0.6", "1.2")), **kw)
+    assert steep.best.hit_rate is not None and flat.best.hit_rate is not None
+    assert mixed.best.hit_rate is not None
+    assert steep.best.hit_rate > mixed.best.hit_rate > flat.best.hit_rate + 0.2
+    assert steep.best.uvm_s < flat.best.uvm_s
+    note = mixed.assumptions["uvm hit rate"]
+    assert note.startswith("LRU per table (users: Zipf 0.6 over its rows")
+    assert "items: Zipf 1.2" in note and "one curve for every table" not in note
+
+
+def test_without_a_locality_column_one_curve_serves_every_table(tmp_path: Path) -> None:
+    tables = tmp_path / "t.csv"
+    tables.write_text("table,rows,dim,pooling\nusers,2000000,64,1\n")
+    result = gpucast.plan_embeddings(tables=tables, gpu="A100-80GB", gpus=1, batch=4096)
+    assert (
+        "one curve for every table (no per-table locality column"
+        in (result.assumptions["uvm hit rate"])
+    )
+    half = tmp_path / "half.csv"
+    half.write_text("table,rows,dim,pooling,locality\nusers,2000000,64,1,1.1\nitems,9,64,1,\n")
+    result = gpucast.plan_embeddings(tables=half, gpu="A100-80GB", gpus=1, batch=4096)
+    assert "; the other 1 table: " in result.assumptions["uvm hit rate"]
+
+
+def test_a_table_naming_a_window_needs_its_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_data: Path
+) -> None:
+    monkeypatch.delenv("GPUCAST_SHARED_DATA", raising=False)
+    tables = _big_tables(tmp_path / "w.csv", ("2021", "1.0"))
+    argv = ["plan", "embeddings", "--tables", str(tables), "--gpu", "A100-80GB", "--gpus", "1",
+            "--batch", "65536", "--sharding", "tiered"]  # fmt: skip
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2, result.output
+    assert "table users names dlrm_datasets 2021, which no data folder holds" in (
+        result.stderr or ""
+    )
+    fitted = CliRunner().invoke(app, [*argv, "--data-dir", str(shared_data)])
+    assert fitted.exit_code == 0, fitted.output
+    assert "users: dlrm_datasets 2021 window fbgemm_t856_bs65536 " in fitted.output

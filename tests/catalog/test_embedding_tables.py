@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpucast.catalog.embeddings import TABLE_COLUMNS, parse_rec_models, rec_model
+from gpucast.domain.embeddings import AccessLocality
 from gpucast.domain.errors import DataFormatError, UnknownModelError
 
 
@@ -88,3 +89,41 @@ def test_every_shipped_row_has_a_source_and_a_date() -> None:
     for row in rows:
         assert row["source_url"].startswith("https://github.com/"), row
         assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", row["as_of"]), row
+
+
+def test_an_optional_locality_column_gives_tables_their_own_access_pattern() -> None:
+    text = (
+        "table,rows,dim,pooling,locality\n"
+        "users,1000000,64,1,1.05\nitems,500000,64,20,2021\n"
+        "ads,100000,64,2,2022/fbgemm_t788_bs131072_3.pt\nsmall,10,64,1,\n"
+    )
+    (model,) = parse_rec_models(text, "t.csv", required=TABLE_COLUMNS, default_model="m")
+    loc = {t.name: t.locality for t in model.tables}
+    assert loc["users"] == AccessLocality(zipf_exponent=1.05)
+    assert loc["items"] == AccessLocality(window="2021")
+    assert loc["ads"] == AccessLocality(window="2022", trace="fbgemm_t788_bs131072_3")
+    assert loc["small"] is None
+    assert all(t.locality is None for t in rec_model("dlrm-dcnv2").tables)  # no column: global
+
+
+@pytest.mark.parametrize(
+    ("cell", "text"),
+    [
+        ("zipfy", "must be a dlrm_datasets window or a Zipf exponent"),
+        ("2023", "Zipf exponent must be in [0, 10] (got 2023.0)"),
+        ("-0.5", "Zipf exponent must be in [0, 10]"),
+        ("nan", "Zipf exponent must be in [0, 10]"),
+        ("2020/fbgemm", "window must be 2021 or 2022"),
+    ],
+)
+def test_a_bad_locality_names_the_file_line_and_column(cell: str, text: str) -> None:
+    with pytest.raises(DataFormatError) as error:
+        parse_rec_models(
+            f"table,rows,dim,pooling,locality\nu,5,4,1,{cell}\n",
+            "t.csv",
+            required=TABLE_COLUMNS,
+            default_model="m",
+        )
+    message = str(error.value)
+    assert message.startswith("t.csv, line 2, column 'locality': ") and text in message
+    assert "e.g. 2022" in message

@@ -299,3 +299,47 @@ def test_hierarchical_ps_pulls_each_distinct_row_once() -> None:
     assert "hierarchical-ps" not in one_node
     with pytest.raises(InvalidSpecError, match="distinct rows per lookup"):
         emb.evaluate_parameter_server(model, hw, distinct_per_lookup=0.0)
+
+
+def test_each_table_follows_its_own_hit_rate_curve() -> None:
+    """Two UVM-cached tables: one hot (hit rate 0.9), one on the global curve (0.5); the
+    plan's hit rate is their lookup-weighted mean and the host traffic follows each one."""
+    model = replace(
+        _model(big_rows=400_000_000),
+        tables=(
+            EmbeddingTable(name="big", rows=400_000_000, dim=128, pooling=10.0),
+            EmbeddingTable(name="big2", rows=400_000_000, dim=128, pooling=30.0),
+        ),
+    )
+    hw = _hw(gpus=2)
+    plan = [emb.Placement(table=t, sharding="row_wise_uvm", cache_fraction=0.05)
+            for t in ("big", "big2")]  # fmt: skip
+    glob = emb.evaluate_plan("t", model, plan, hw, hit_rate=lambda c: 0.5)
+    own = emb.evaluate_plan(
+        "t", model, plan, hw, hit_rate=lambda c: 0.5, table_hit_rates={"big2": lambda c: 0.9}
+    )
+    assert glob.hit_rate == pytest.approx(0.5)
+    assert own.hit_rate == pytest.approx((10 * 0.5 + 30 * 0.9) / 40)
+    # misses over PCIe: big 0.5 x 10 lookups, big2 0.1 x 30 (was 0.5 x 30)
+    assert own.uvm_s == pytest.approx(glob.uvm_s * (0.5 * 10 + 0.1 * 30) / (0.5 * 40))
+    best, _ = emb.plan_embeddings(
+        model, hw, hit_rate=lambda c: 0.5, table_hit_rates={"big": lambda c: 0.9,
+                                                             "big2": lambda c: 0.9},
+    )  # fmt: skip
+    assert best.name == "tiered" and best.hit_rate == pytest.approx(0.9)
+
+
+def test_hierarchical_ps_tier_shares_per_table() -> None:
+    """Host memory for half the rows: each table's SSD share is 1 - h(d) of its own curve,
+    the plan's the working-bytes-weighted mean."""
+    model, hw = _model(big_rows=400_000_000), _hw(gpus=16, host_gib=50.0)
+    hw = replace(hw, ssd=SsdSpec(name="nvme", read_gbps=7.0, random_read_iops=1e6,
+                                 read_latency_s=50e-6, capacity_bytes=4e12))  # fmt: skip
+    glob = emb.evaluate_parameter_server(model, hw, hit_rate=lambda c: 0.5)
+    own = emb.evaluate_parameter_server(
+        model, hw, hit_rate=lambda c: 0.5, table_hit_rates={"big": lambda c: 0.99}
+    )
+    assert glob.tier_shares is not None and own.tier_shares is not None
+    assert glob.tier_shares[2] == pytest.approx(0.5)
+    assert own.tier_shares[2] < 0.2 and own.ssd_s < glob.ssd_s
+    assert sum(own.tier_shares) == pytest.approx(1.0)

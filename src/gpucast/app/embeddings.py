@@ -20,6 +20,7 @@ every other model says "not validated".
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -72,7 +73,9 @@ class PlanEmbeddingsRequest:
     tables: Path | None = option(
         None,
         help="Your own tables: CSV with columns table,rows,dim,pooling and optionally "
-        "dense_params,dense_train_flops_per_sample,global_batch (instead of --model).",
+        "dense_params,dense_train_flops_per_sample,global_batch and locality (a table's own "
+        "access pattern: a dlrm_datasets window such as 2021, or a Zipf exponent such as "
+        "1.05) (instead of --model).",
         example="tables.csv",
     )
     gpu: str | None = option(
@@ -112,7 +115,10 @@ class PlanEmbeddingsRequest:
     ssd_drives: int = option(1, help="SSD drives per node (the SSD tier).", example="4")
     cache_policy: str = option("lru", help="UVM cache policy: lru or lfu.", example="lfu")
     locality: str = option(
-        "2022", help="dlrm_datasets window the hit rate is fitted on: 2021 or 2022.", example="2021"
+        "2022",
+        help="dlrm_datasets window the hit rate is fitted on: 2021 or 2022 (tables without "
+        "their own locality column).",
+        example="2021",
     )
     data_dir: Path | None = option(
         None,
@@ -331,13 +337,19 @@ def plan_embeddings(
 ) -> PlanEmbeddingsResult:
     """The fastest (for fixed GPUs: cheapest) sharding that fits, explained (module docstring)."""
     from gpucast.catalog.validation import validation_for
-    from gpucast.inputs.embeddings import distinct_per_lookup, hit_rate_curve, rec_model_input
+    from gpucast.inputs.embeddings import (
+        distinct_per_lookup,
+        hit_rate_curve,
+        rec_model_input,
+        table_hit_rates,
+    )
     from gpucast.predict import embeddings as emb
 
     request = resolve(PlanEmbeddingsRequest, request, options)
     model = rec_model_input(request.model, request.tables, request.batch)
     hw, gpu_name, price, notes = _hardware(request)
     curve = hit_rate_curve(request.data_dir, request.locality, request.cache_policy)
+    own = table_hit_rates(model, request.data_dir, request.cache_policy)
     distinct = distinct_per_lookup(request.data_dir, request.locality)
     best, costs = emb.plan_embeddings(
         model,
@@ -346,6 +358,7 @@ def plan_embeddings(
         cache_fraction=request.cache_fraction,
         sharding=request.sharding,
         distinct_per_lookup=distinct.value,
+        table_hit_rates=own.value,
     )
     notes |= {
         "tables": f"{len(model.tables)} tables, {model.embedding_bytes / 2**30:.1f} GiB in fp32"
@@ -354,7 +367,7 @@ def plan_embeddings(
         "the gathered bytes per training step (read, gradient, row-wise Adagrad update)",
         "overlap": "phases added, none overlapped (a conservative step)",
         "hbm": f"{emb.HBM_USABLE_FRACTION:.0%} of HBM for tables and the dense part",
-        "uvm hit rate": curve.source,
+        "uvm hit rate": _hit_rate_note(model, curve.source, own.value, own.source),
     }
     if best.ssd_bytes_per_node > 0 or hw.nodes > 1:
         tiers = validation_for("embedding-cache-tiers", [gpu_name], "fp32", request.gpus)
@@ -393,6 +406,22 @@ def plan_embeddings(
         warnings=tuple(warnings),
         dense_priced=not unpriced,
     )
+
+
+def _hit_rate_note(
+    model: RecModel, global_source: str, own: Mapping[str, object], own_source: str
+) -> str:
+    """Which curve each table's cache hits follow: the one global curve (no table names a
+    ``locality``: said so), each table's own, or both."""
+    if not own:
+        return (
+            f"{global_source}; one curve for every table (no per-table locality column: add "
+            "one, a dlrm_datasets window or a Zipf exponent, for tables to differ)"
+        )
+    rest = len(model.tables) - len(own)
+    if rest == 0:
+        return own_source
+    return f"{own_source}; the other {rest} table{'s' if rest > 1 else ''}: {global_source}"
 
 
 def _unpriced_dense(model: RecModel) -> str:

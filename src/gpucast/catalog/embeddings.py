@@ -7,7 +7,10 @@ tables, two MLP towers). One row per (model, table): ``rows``, ``dim``, ``poolin
 lookups per sample) and the model's dense part (``dense_params``,
 ``dense_train_flops_per_sample``, ``global_batch``, repeated on each row and checked to agree),
 each with ``source_url`` and ``as_of``. A user's own tables (``--tables FILE``) use the same
-columns; only ``table``, ``rows``, ``dim`` and ``pooling`` are required there.
+columns; only ``table``, ``rows``, ``dim`` and ``pooling`` are required there. An optional
+``locality`` column gives a table its own access pattern (a ``dlrm_datasets`` window --
+``2021``, ``2022`` or ``2022/<trace>`` -- or a Zipf exponent such as ``1.05``); tables
+without one share the plan's one hit-rate curve.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ import functools
 from importlib import resources
 
 from gpucast.catalog._csv import parse_float, parse_int, read_rows, require_float, require_text
-from gpucast.domain.embeddings import EmbeddingTable, RecModel
-from gpucast.domain.errors import DataFormatError, UnknownModelError
+from gpucast.domain.embeddings import LOCALITY_FIX, AccessLocality, EmbeddingTable, RecModel
+from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownModelError
 
 TABLE_COLUMNS = ("table", "rows", "dim", "pooling")
 MODEL_COLUMNS = ("dense_params", "dense_train_flops_per_sample", "global_batch")
@@ -39,6 +42,7 @@ def parse_rec_models(
             rows=parse_int(row["rows"], path=path, line=line, column="rows", minimum=1),
             dim=parse_int(row["dim"], path=path, line=line, column="dim", minimum=1),
             pooling=require_float(row["pooling"], path=path, line=line, column="pooling"),
+            locality=_locality(row.get("locality", ""), path=path, line=line),
         )
         if any(t.name == name for t in tables.get(model, [])):
             raise DataFormatError(path, f"second row for table {name!r}", line=line, column="table")
@@ -77,6 +81,20 @@ def parse_rec_models(
         )
         for m, ts in tables.items()
     )
+
+
+def _locality(text: str, *, path: str, line: int) -> AccessLocality | None:
+    """The optional ``locality`` cell: a dlrm_datasets window (``2022``, ``2021/<trace>``) or
+    a Zipf exponent; empty: the plan's one global curve."""
+    if not text.strip():
+        return None
+    try:
+        return AccessLocality.parse(text)
+    except InvalidSpecError as error:
+        problem = error.message.removeprefix("locality: ")
+        raise DataFormatError(
+            path, problem, line=line, column="locality", fix=error.fix or LOCALITY_FIX
+        ) from None
 
 
 @functools.lru_cache(maxsize=1)

@@ -35,7 +35,7 @@ SHARDING_TYPES: tuple[ShardingType, ...] = get_args(ShardingType)
 LOCALITY_WINDOWS = ("2021", "2022")
 #: The steepest Zipf law a table's locality may name.
 MAX_ZIPF_EXPONENT = 10.0
-_LOCALITY_FIX = (
+LOCALITY_FIX = (
     "e.g. 2022 (a dlrm_datasets window), 2021/fbgemm_t856_bs65536_3 (one of its traces) or "
     "1.05 (a Zipf exponent)"
 )
@@ -56,12 +56,12 @@ class AccessLocality:
         if (self.zipf_exponent is None) == (not self.window):
             raise InvalidSpecError(
                 "locality", "names one of a dlrm_datasets window and a Zipf exponent",
-                fix=_LOCALITY_FIX,
+                fix=LOCALITY_FIX,
             )  # fmt: skip
         if self.window and self.window not in LOCALITY_WINDOWS:
             raise InvalidSpecError(
                 "locality", f"window must be {' or '.join(LOCALITY_WINDOWS)}", got=self.window,
-                fix=_LOCALITY_FIX,
+                fix=LOCALITY_FIX,
             )  # fmt: skip
         if self.trace and not self.window:
             raise InvalidSpecError("locality", "a trace needs its window", got=self.trace)
@@ -69,7 +69,7 @@ class AccessLocality:
         if z is not None and not (math.isfinite(z) and 0.0 <= z <= MAX_ZIPF_EXPONENT):
             raise InvalidSpecError(
                 "locality", f"Zipf exponent must be in [0, {MAX_ZIPF_EXPONENT:g}]", got=z,
-                fix=_LOCALITY_FIX,
+                fix=LOCALITY_FIX,
             )  # fmt: skip
 
     @classmethod
@@ -84,7 +84,7 @@ class AccessLocality:
         except ValueError:
             raise InvalidSpecError(
                 "locality", "must be a dlrm_datasets window or a Zipf exponent", got=value,
-                fix=_LOCALITY_FIX,
+                fix=LOCALITY_FIX,
             ) from None  # fmt: skip
         return cls(zipf_exponent=exponent)
 
@@ -103,6 +103,8 @@ class EmbeddingTable:
     dim: int
     pooling: float
     bytes_per_value: int = 4
+    #: this table's access pattern (None: the plan's one global hit-rate curve)
+    locality: AccessLocality | None = None
 
     def __post_init__(self) -> None:
         owner = f"table {self.name}"

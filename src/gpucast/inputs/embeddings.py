@@ -15,7 +15,7 @@ from gpucast.domain.provenance import Sourced
 if TYPE_CHECKING:
     from gpucast.domain.catalog import GpuSpec
     from gpucast.domain.serving import LatencyCurve
-    from gpucast.predict.embedding_cache import EmbeddingLocalityModel
+    from gpucast.predict.embedding_cache import EmbeddingLocalityModel, ZipfLocality
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,6 +148,53 @@ def hit_rate_curve(
         "table's rows is read as the share of the window's distinct rows; tiers inclusive "
         "(HBM h(c), DRAM h(d) - h(c), SSD 1 - h(d))",
     )
+
+
+def table_hit_rates(
+    model: RecModel, data_dir: Path | None, policy: str
+) -> Sourced[dict[str, Callable[[float], float]]]:
+    """The hit-rate curve of every table with its own ``locality`` (a dlrm_datasets window or
+    trace: the locality model fitted on it; a Zipf exponent:
+    :class:`~gpucast.predict.embedding_cache.ZipfLocality` over the table's rows), by table
+    name; empty where no table has one. A window whose data is absent is an error: the table
+    asked for it."""
+    from gpucast.predict.embedding_cache import ZipfLocality
+
+    curves: dict[str, Callable[[float], float]] = {}
+    groups: dict[str, list[str]] = {}
+    for t in model.tables:
+        loc = t.locality
+        if loc is None:
+            continue
+        if loc.zipf_exponent is not None:
+            zipf = ZipfLocality(rows=t.rows, exponent=loc.zipf_exponent)
+            curves[t.name] = _curve(zipf, policy)
+            groups.setdefault(f"{loc.label()} over its rows (steady state)", []).append(t.name)
+            continue
+        fitted = fitted_window(data_dir, loc.window, loc.trace)
+        if fitted is None:
+            raise InvalidSpecError(
+                "locality",
+                f"table {t.name} names dlrm_datasets {loc.window}, which no data folder holds",
+                fix="pass --data-dir ../shared/data (or set $GPUCAST_SHARED_DATA), or give "
+                "the table a Zipf exponent",
+            )
+        curves[t.name] = _curve(fitted.model, policy)
+        groups.setdefault(fitted.describe(), []).append(t.name)
+    text = "; ".join(
+        f"{', '.join(names[:4])}{f' and {len(names) - 4} more' if len(names) > 4 else ''}: {label}"
+        for label, names in groups.items()
+    )
+    if any(t.locality is not None and t.locality.window for t in model.tables):
+        text += "; a window's curve reads a table's cache share as the window's distinct rows"
+    return Sourced(curves, f"{policy.upper()} per table ({text})" if curves else "")
+
+
+def _curve(model: EmbeddingLocalityModel | ZipfLocality, policy: str) -> Callable[[float], float]:
+    def curve(c: float) -> float:
+        return float(model.hit_rate([c], policy=policy)[0])  # type: ignore[arg-type]
+
+    return curve
 
 
 def distinct_per_lookup(data_dir: Path | None, window: str) -> Sourced[float]:

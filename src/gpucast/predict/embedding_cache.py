@@ -329,3 +329,81 @@ class EmbeddingLocalityModel(Estimator):
         model._unique_rows, model._lookups = unique_rows, lookups
         model._bucket_lows = bucket_lows
         return model
+
+
+# ------------------------------------------------------------------------------ Zipf law
+#: Ranks below this are represented one by one; above it in log-spaced bins.
+ZIPF_EXACT_RANKS = 4096
+#: Log-spaced bins over the ranks above :data:`ZIPF_EXACT_RANKS`.
+ZIPF_BINS = 4096
+
+
+def _power_integral(lo: FloatArray, hi: FloatArray, s: float) -> FloatArray:
+    """``integral of x^-s dx`` from ``lo`` to ``hi`` (elementwise)."""
+    if abs(s - 1.0) < 1e-12:
+        return np.asarray(np.log(hi / lo), dtype=np.float64)
+    return np.asarray((hi ** (1.0 - s) - lo ** (1.0 - s)) / (1.0 - s), dtype=np.float64)
+
+
+class ZipfLocality:
+    """Lookups drawn independently from a Zipf law over a table's ``rows``: the ``i``-th
+    hottest row with probability ``i^-s / sum_j j^-s`` (``s = 0``: uniform). Steady state of a
+    long stream: no compulsory misses (unlike :class:`EmbeddingLocalityModel`'s finite
+    window), the cache share is a share of the table's rows.
+
+    * **LRU** -- Che's approximation: the characteristic time ``T`` solves
+      ``sum_i (1 - exp(-p_i T)) = C``; hit rate ``sum_i p_i (1 - exp(-p_i T))``.
+    * **LFU** with per-row counters: the ``C`` most probable rows, ``sum_{i <= C} p_i``.
+
+    The ranks above :data:`ZIPF_EXACT_RANKS` are summed in :data:`ZIPF_BINS` log-spaced bins
+    (each row of a bin at the bin's mean probability); pure arithmetic, nothing to fit."""
+
+    def __init__(self, *, rows: int, exponent: float) -> None:
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+            raise InvalidSpecError("rows", "must be an integer >= 1", got=rows)
+        if not (math.isfinite(exponent) and exponent >= 0):
+            raise InvalidSpecError("zipf exponent", "must be a number >= 0", got=exponent)
+        self.rows = rows
+        self.exponent = float(exponent)
+        exact = np.arange(1, min(rows, ZIPF_EXACT_RANKS) + 1, dtype=np.float64)
+        counts = [np.ones_like(exact)]
+        mass = [exact**-self.exponent]
+        if rows > ZIPF_EXACT_RANKS:
+            edges = np.unique(
+                np.round(np.geomspace(ZIPF_EXACT_RANKS + 0.5, rows + 0.5, ZIPF_BINS + 1))
+            )
+            lo, hi = edges[:-1], edges[1:]
+            counts.append(hi - lo)
+            mass.append(_power_integral(lo, hi, self.exponent))
+        self._rows_per_bin = np.concatenate(counts)  # hottest first
+        total = np.concatenate(mass)
+        self._p = total / total.sum() / self._rows_per_bin  # per row of each bin
+
+    def hit_rate(self, cache_fraction: npt.ArrayLike, *, policy: Policy = "lru") -> FloatArray:
+        """Steady-state hit rate of a cache holding ``cache_fraction`` of the table's rows
+        (array in, array out)."""
+        f = np.asarray(cache_fraction, dtype=np.float64)
+        if f.size and not (np.all(np.isfinite(f)) and np.all(f >= 0)):
+            raise InvalidSpecError("cache_fraction", "must be finite and >= 0", got=f.tolist())
+        if policy not in POLICIES:
+            raise InvalidSpecError("policy", f"must be one of {', '.join(POLICIES)}", got=policy)
+        flat = np.minimum(f.reshape(-1), 1.0)
+        n, p = self._rows_per_bin, self._p
+        if policy == "lfu":
+            rows_cum = np.concatenate([[0.0], np.cumsum(n)])
+            mass_cum = np.concatenate([[0.0], np.cumsum(n * p)])
+            hits = np.interp(flat * self.rows, rows_cum, mass_cum)
+        else:
+            cache = flat * self.rows
+            lo = np.full(flat.shape, -80.0)
+            hi = np.full(flat.shape, 80.0)
+            for _ in range(100):  # bisect log T: occupancy rises with T
+                mid = 0.5 * (lo + hi)
+                occupancy = -np.expm1(-np.outer(np.exp(mid), p)) @ n
+                below = occupancy < cache
+                lo = np.where(below, mid, lo)
+                hi = np.where(below, hi, mid)
+            t = np.exp(0.5 * (lo + hi))
+            hits = -np.expm1(-np.outer(t, p)) @ (n * p)
+        hits = np.where(flat >= 1.0, 1.0, np.where(flat <= 0.0, 0.0, hits))
+        return np.asarray(hits, dtype=np.float64).reshape(f.shape)

@@ -41,11 +41,12 @@ memory (for a fixed GPU count the fastest is the cheapest).
 UVM-cached table keeps a share ``d`` of its rows (with their optimizer state) in host DRAM and
 the rest on the node's SSDs when host memory runs out (``ShardingHardware.ssd``); a share
 ``c`` is cached in HBM (copies, as in FBGEMM's UVM caching and HugeCTR's GPU cache).
-Hit rates come from one curve ``h`` (the locality model's LRU or LFU curve) read as inclusive
-tiers: HBM serves ``h(c)`` of the lookups, DRAM ``h(d) - h(c)``, the SSD ``1 - h(d)`` (the two
-upper tiers together act as one cache of ``d``: exact for LFU with global counters and for an
-LRU whose DRAM level sees every lookup; a HugeCTR-style two-level LRU, whose DRAM cache sees
-only the HBM misses, is within 0.64 pp of it in ``benchmarks/embedding_cache.py``). The
+Hit rates come from one curve ``h`` (the locality model's LRU or LFU curve; a table with its
+own ``locality`` has its own curve) read as inclusive tiers: HBM serves ``h(c)`` of the
+lookups, DRAM ``h(d) - h(c)``, the SSD ``1 - h(d)`` (the two upper tiers together act as one
+cache of ``d``: exact for LFU with global counters and for an LRU whose DRAM level sees every
+lookup; a HugeCTR-style two-level LRU, whose DRAM cache sees only the HBM misses, is within
+0.64 pp of it in ``benchmarks/embedding_cache.py``). The
 locality windows are independent, so a row's first lookup in a window misses every tier: an
 upper estimate of the SSD traffic. Every miss of HBM crosses PCIe (read, update written back);
 an SSD miss also costs, per node, ``max(bytes / bandwidth, 4 KiB pages / IOPS)`` over its
@@ -325,6 +326,15 @@ def cached_lookup_curve(
     )
 
 
+def _table_curve(
+    name: str, hit_rate: HitRate | None, table_hit_rates: Mapping[str, HitRate] | None
+) -> HitRate | None:
+    """A table's own hit-rate curve where it has one, else the plan's global curve."""
+    if table_hit_rates is not None and name in table_hit_rates:
+        return table_hit_rates[name]
+    return hit_rate
+
+
 def _a2a_s(per_gpu_bytes: float, hw: ShardingHardware) -> float:
     return float(
         hierarchical_collective_s(
@@ -360,8 +370,10 @@ def evaluate_plan(
     hw: ShardingHardware,
     *,
     hit_rate: HitRate | None = None,
+    table_hit_rates: Mapping[str, HitRate] | None = None,
 ) -> PlanCost:
-    """Memory per GPU and step time of one plan (module docstring)."""
+    """Memory per GPU and step time of one plan (module docstring); a UVM-cached table's hit
+    rate is its own curve in ``table_hit_rates``, else ``hit_rate``."""
     tables = {t.name: t for t in model.tables}
     p = hw.gpus
     big_b = float(model.global_batch)
@@ -410,7 +422,7 @@ def evaluate_plan(
             else:
                 c = 1.0 if pl.cache_fraction is None else pl.cache_fraction
                 d = 1.0 if pl.dram_fraction is None else pl.dram_fraction
-                share = tier_shares(hit_rate, c, d)
+                share = tier_shares(_table_curve(t.name, hit_rate, table_hit_rates), c, d)
                 h = share[0]
                 hits.append((h, lookups))
                 shares.append((share, lookups))
@@ -478,10 +490,13 @@ def evaluate_parameter_server(
     *,
     hit_rate: HitRate | None = None,
     distinct_per_lookup: float = 1.0,
+    table_hit_rates: Mapping[str, HitRate] | None = None,
 ) -> PlanCost:
     """Baidu AIBox-style hierarchical parameter server (module docstring): per node the
     distinct rows of its share of the batch pulled from (and their gradients pushed to) the
-    nodes that own them, through their DRAM (and SSD) tier; inside the node row-wise in HBM."""
+    nodes that own them, through their DRAM (and SSD) tier; inside the node row-wise in HBM.
+    Each table's DRAM / SSD shares come from its own curve in ``table_hit_rates``, else from
+    ``hit_rate``."""
     if not (math.isfinite(distinct_per_lookup) and 0.0 < distinct_per_lookup <= 1.0):
         raise InvalidSpecError(
             "distinct rows per lookup", "must be in (0, 1]", got=distinct_per_lookup
@@ -502,16 +517,23 @@ def evaluate_parameter_server(
     hbm = dense_bytes + (working_bytes + float(working.sum()) * OPTIMIZER_BYTES_PER_ROW) / g
     # every node keeps 1/n of all rows: DRAM first, the rest on its SSDs
     d = min(1.0, hw.host_bytes_per_node * n / total) if total else 1.0
-    share = tier_shares(hit_rate, 0.0, d)
+    # per table: shares of its distinct rows served by DRAM and SSD (HBM holds no cache here)
+    shares = np.array(
+        [tier_shares(_table_curve(t.name, hit_rate, table_hit_rates), 0.0, d) for t in tables]
+    )
+    bytes_t = working * rb
+    share_w = shares.T @ bytes_t / working_bytes if working_bytes else shares.mean(axis=0)
+    share = (float(share_w[0]), float(share_w[1]), float(share_w[2]))
     host_per_node = d * total / n
     ssd_per_node = (1.0 - d) * total / n
     remote = (n - 1) / n
     ps_network_s = 2.0 * working_bytes * remote / (hw.network_gbps / 8.0 * 1e9)
     ssd_s = 0.0
-    if share[2] > 0 and hw.ssd is not None:  # the rows this node serves, read and written
+    ssd_bytes = float(shares[:, 2] @ bytes_t)
+    if ssd_bytes > 0 and hw.ssd is not None:  # the rows this node serves, read and written
         ssd_s = 2.0 * _ssd_s(
-            share[2] * working_bytes,
-            share[2] * float(working @ np.ceil(rb / SSD_PAGE_BYTES)),
+            ssd_bytes,
+            float(shares[:, 2] @ (working * np.ceil(rb / SSD_PAGE_BYTES))),
             hw.ssd,
             hw.ssd_drives_per_node,
         )
@@ -700,8 +722,12 @@ def plan_embeddings(
     cache_fraction: float | None = None,
     sharding: str | None = None,
     distinct_per_lookup: float = 1.0,
+    table_hit_rates: Mapping[str, HitRate] | None = None,
 ) -> tuple[PlanCost, list[PlanCost]]:
     """The fastest memory-feasible plan and every plan evaluated (fastest first).
+
+    ``table_hit_rates`` gives tables their own hit-rate curve (their ``locality``); the
+    others use ``hit_rate``.
 
     ``sharding`` restricts the choice to one candidate (``mixed``, ``row-wise``, ...); a
     candidate that does not fit is then an error naming the GPU, the bytes and a fix."""
@@ -734,11 +760,18 @@ def plan_embeddings(
                 "sharding", f"must be one of {', '.join(names)} here", got=sharding
             )
         candidates = [(n, pl) for n, pl in candidates if n == sharding]
-    costs = [evaluate_plan(n, model, pl, hw, hit_rate=hit_rate) for n, pl in candidates]
+    costs = [
+        evaluate_plan(n, model, pl, hw, hit_rate=hit_rate, table_hit_rates=table_hit_rates)
+        for n, pl in candidates
+    ]
     if hw.nodes > 1 and sharding in (None, "hierarchical-ps"):
         costs.append(
             evaluate_parameter_server(
-                model, hw, hit_rate=hit_rate, distinct_per_lookup=distinct_per_lookup
+                model,
+                hw,
+                hit_rate=hit_rate,
+                distinct_per_lookup=distinct_per_lookup,
+                table_hit_rates=table_hit_rates,
             )
         )
     costs.sort(key=lambda c: (not c.feasible, c.step_time_s))
