@@ -24,6 +24,7 @@ REQUESTS = (
     "gpucast.app.predict:PredictCheckpointRequest",
     "gpucast.app.reports:ReportRequest",
     "gpucast.app.campaign:CampaignRunRequest",
+    "gpucast.app.embeddings:PlanEmbeddingsRequest",
 )
 #: Paths that are folders of published data (documented in ../shared/data/README.md) or
 #: outputs, not files a user writes.
