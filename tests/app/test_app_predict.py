@@ -46,8 +46,19 @@ def _planner_step_s(batch: int, gpu: str, precision: str, db: Path | None) -> tu
     return float(step), cal is not None
 
 
-def _store_measurement(db: Path, batch: int, step_s: float, gpu_name: str | None = None) -> None:
-    from gpucast.domain.measurement import EnvironmentFingerprint, Measurement
+def store_measurement(
+    db: Path,
+    batch: int,
+    step_s: float,
+    gpu_name: str | None = None,
+    *,
+    workload: str = WORKLOAD,
+    power_limit_w: float | None = None,
+    power_w: float | None = None,
+) -> None:
+    """A training measurement in ``db``; with ``power_limit_w`` (and ``power_w``, the board's
+    average draw) the energy record a ``measure train --power-limits`` run leaves."""
+    from gpucast.domain.measurement import EnergySummary, EnvironmentFingerprint, Measurement
     from gpucast.domain.workload import WorkloadSpec
     from gpucast.store.db import open_store
 
@@ -61,8 +72,17 @@ def _store_measurement(db: Path, batch: int, step_s: float, gpu_name: str | None
         torch_version="2",
         gpu_name=gpu_name,
     )
+    energy = None
+    if power_limit_w is not None:
+        energy = EnergySummary(
+            steps=3,
+            elapsed_s=3 * step_s,
+            gpu_energy_j=None if power_w is None else 3 * step_s * power_w,
+            gpu_method=None if power_w is None else "nvml-counter",
+            power_limit_w=power_limit_w,
+        )
     measurement = Measurement(
-        spec=WorkloadSpec(name=WORKLOAD, batch_size=batch),
+        spec=WorkloadSpec(name=workload, batch_size=batch),
         mode="train",
         device="cpu" if gpu_name is None else "cuda",
         step_times_s=(step_s, step_s * 1.01, step_s * 0.99),
@@ -71,6 +91,7 @@ def _store_measurement(db: Path, batch: int, step_s: float, gpu_name: str | None
         target_ci=0.05,
         environment=env,
         created_at=datetime.now(UTC),
+        energy=energy,
     )
     with open_store(db) as store:
         store.save_measurement(measurement)
@@ -94,7 +115,7 @@ def test_predict_train_is_the_planners_step_time(tmp_path: Path) -> None:
 
 def test_a_stored_measurement_calibrates_as_in_the_planner(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
-    _store_measurement(db, batch=8, step_s=0.004)  # another batch than predicted
+    store_measurement(db, batch=8, step_s=0.004)  # another batch than predicted
     result = predict_train(workload=WORKLOAD, batch_size=32, gpu="H100", db=db)
     planned, calibrated = _planner_step_s(32, "H100", "fp32", db)
     assert calibrated and result.calibrated
@@ -290,8 +311,8 @@ def test_the_measurement_nearest_the_batch_calibrates_and_narrows_the_band(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "store.db"
-    _store_measurement(db, batch=8, step_s=0.004)
-    _store_measurement(db, batch=64, step_s=0.020)  # newer, 8x the batch
+    store_measurement(db, batch=8, step_s=0.004)
+    store_measurement(db, batch=64, step_s=0.020)  # newer, 8x the batch
     near_small = predict_train(workload=WORKLOAD, batch_size=8, gpu="H100", db=db)
     near_large = predict_train(workload=WORKLOAD, batch_size=48, gpu="H100", db=db)
     assert "store run #1" in near_small.calibration_source  # batch 8, though older
@@ -304,7 +325,7 @@ def test_the_measurement_nearest_the_batch_calibrates_and_narrows_the_band(
 
 def test_a_measurement_on_the_gpu_states_the_band_of_the_batch_distance(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
-    _store_measurement(db, batch=64, step_s=0.01, gpu_name="A100-40GB")
+    store_measurement(db, batch=64, step_s=0.01, gpu_name="A100-40GB")
     near = predict_train(workload=WORKLOAD, batch_size=64, gpu="A100-40GB", db=db)
     far = predict_train(workload=WORKLOAD, batch_size=2048, gpu="A100-40GB", db=db)
     assert near.step_time_s == pytest.approx(0.01)
@@ -324,9 +345,9 @@ def test_measurements_at_several_batches_each_calibrate_their_neighbourhood(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "store.db"
-    _store_measurement(db, batch=16, step_s=0.9, gpu_name="H100-SXM")  # another device: not one
-    _store_measurement(db, batch=8, step_s=0.004, gpu_name="A100-40GB")
-    _store_measurement(db, batch=256, step_s=0.050, gpu_name="A100-40GB")
+    store_measurement(db, batch=16, step_s=0.9, gpu_name="H100-SXM")  # another device: not one
+    store_measurement(db, batch=8, step_s=0.004, gpu_name="A100-40GB")
+    store_measurement(db, batch=256, step_s=0.050, gpu_name="A100-40GB")
     small = predict_train(workload=WORKLOAD, batch_size=8, gpu="A100-40GB", db=db)
     large = predict_train(workload=WORKLOAD, batch_size=256, gpu="A100-40GB", db=db)
     assert small.step_time_s == pytest.approx(0.004)
@@ -348,8 +369,8 @@ def test_two_stored_measurements_on_the_gpu_price_the_batches_between(tmp_path: 
         return 1.5 * (parts["compute"] + parts["memory_bandwidth"]) + 3.0 * parts["overhead"]
 
     db = tmp_path / "store.db"
-    _store_measurement(db, batch=8, step_s=truth(8), gpu_name="A100-40GB")
-    _store_measurement(db, batch=256, step_s=truth(256), gpu_name="A100-40GB")
+    store_measurement(db, batch=8, step_s=truth(8), gpu_name="A100-40GB")
+    store_measurement(db, batch=256, step_s=truth(256), gpu_name="A100-40GB")
     mid = predict_train(workload=WORKLOAD, batch_size=64, gpu="A100-40GB", db=db)
     notes = " ".join(mid.estimate.notes)
     assert "two measurements on A100-40GB, at batches 8 and 256" in notes
@@ -361,8 +382,8 @@ def test_two_stored_measurements_on_the_gpu_price_the_batches_between(tmp_path: 
 
 def test_each_measured_gpu_type_calibrates_from_its_own_measurements(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
-    _store_measurement(db, batch=64, step_s=0.010, gpu_name="A100-40GB")
-    _store_measurement(db, batch=64, step_s=0.004, gpu_name="H100-SXM")  # the newest
+    store_measurement(db, batch=64, step_s=0.010, gpu_name="A100-40GB")
+    store_measurement(db, batch=64, step_s=0.004, gpu_name="H100-SXM")  # the newest
     a100 = predict_train(workload=WORKLOAD, batch_size=64, gpu="A100-40GB", db=db)
     assert a100.step_time_s == pytest.approx(0.010)  # its own, though H100's is newer
     assert "store run #1" in a100.calibration_source
@@ -388,8 +409,8 @@ def test_simulate_train_calibrates_each_gpu_type_from_its_own_measurements(
     import json
 
     db = tmp_path / "store.db"
-    _store_measurement(db, batch=64, step_s=0.010, gpu_name="A100-40GB")
-    _store_measurement(db, batch=64, step_s=0.004, gpu_name="H100-SXM")  # the newest
+    store_measurement(db, batch=64, step_s=0.010, gpu_name="A100-40GB")
+    store_measurement(db, batch=64, step_s=0.004, gpu_name="H100-SXM")  # the newest
     result = gpucast.simulate_train(
         instance="a2-highgpu-1g", workers=1, region="us-central1", provider="gcp",
         strategy="allreduce", workload=WORKLOAD, batch_size=64, steps=1000, runs=50, seed=1,
@@ -398,6 +419,62 @@ def test_simulate_train_calibrates_each_gpu_type_from_its_own_measurements(
     said = json.dumps(result.to_dict())
     assert "calibrated by store run #1" in said and "store run #2" not in said
     assert "10.0 ms at batch 64 on A100-40GB" in said
+
+
+V100_PCIE = "Tesla V100-PCIE-32GB"  # as NVML names it: the catalog's V100-PCIe, 100-250 W
+
+
+def test_a_run_at_the_default_power_limit_beats_a_newer_throttled_one(tmp_path: Path) -> None:
+    """After `measure train --power-limits 250,150` the newest run at the batch is the
+    throttled one; the step at the default limit is the 250 W run's."""
+    db = tmp_path / "store.db"
+    store_measurement(db, 64, 0.011, V100_PCIE, power_limit_w=250.0, power_w=200.0)
+    store_measurement(db, 64, 0.016, V100_PCIE, power_limit_w=150.0, power_w=148.0)
+    r = predict_train(workload=WORKLOAD, batch_size=64, gpu="V100-PCIe", db=db)
+    assert r.step_time_s == pytest.approx(0.011)
+    assert "store run #1" in r.calibration_source and "#2" not in r.calibration_source
+    planned, _ = _planner_step_s(64, "V100-PCIe", "fp32", db)
+    assert planned == pytest.approx(0.011)
+
+
+def test_a_run_under_a_reduced_power_limit_is_converted_to_the_default_limit(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "store.db"
+    store_measurement(
+        db, 64, 0.15, V100_PCIE, workload="resnet18", power_limit_w=150.0, power_w=148.0
+    )
+    r = predict_train(workload="resnet18", batch_size=64, gpu="V100-PCIe", db=db)
+    assert 0.5 * 0.15 < r.step_time_s < 0.95 * 0.15  # faster at the default 250 W
+    source = r.calibration_source
+    assert "store run #1" in source and "under a 150 W power limit" in source
+    assert "below the default 250 W" in source and "power model's slowdown" in source
+    # the power model's own sweep from the run's limit puts the default step there
+    energy = gpucast.predict_energy(
+        workload="resnet18", batch_size=64, gpu="V100-PCIe", power_limit=150.0, db=db
+    )
+    (default,) = [p for p in energy.sweep if p.power_limit_w == 250.0]
+    assert default.step_time_s == pytest.approx(r.step_time_s, rel=1e-6)
+    # a run at another batch is converted as well when it calibrates the neighbourhood
+    store_measurement(
+        db, 8, 0.03, V100_PCIE, workload="resnet18", power_limit_w=150.0, power_w=140.0
+    )
+    both = predict_train(workload="resnet18", batch_size=64, gpu="V100-PCIe", db=db)
+    assert "#2 converted to the default power limit likewise" in both.calibration_source
+
+
+def test_a_run_without_a_recorded_limit_or_at_the_default_is_not_converted(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "store.db"
+    store_measurement(db, 64, 0.15, V100_PCIE, workload="resnet18")
+    r = predict_train(workload="resnet18", batch_size=64, gpu="V100-PCIe", db=db)
+    assert r.step_time_s == pytest.approx(0.15) and "power" not in r.calibration_source
+    store_measurement(
+        db, 64, 0.12, V100_PCIE, workload="resnet18", power_limit_w=249.0, power_w=200.0
+    )  # the default as NVML reports it, within a watt or two
+    r = predict_train(workload="resnet18", batch_size=64, gpu="V100-PCIe", db=db)
+    assert r.step_time_s == pytest.approx(0.12) and "power" not in r.calibration_source
 
 
 def test_predict_infer_states_the_link_its_all_reduce_is_priced_on() -> None:

@@ -11,6 +11,19 @@ calibrates the roofline with it (:func:`gpucast.predict.roofline.calibrate`): th
 step at its own batch against the roofline of that batch on that device. Given the batch to
 predict, the stored measurement nearest it is used. A CPU measurement is
 calibrated against :func:`host_cpu_roofline`, the one rough peak of this machine's CPU.
+
+A measurement taken under a power limit below the GPU's default (``gpucast measure train
+--power-limits``: the limit NVML enforced while the steps ran, ``energy.power_limit_w``) is a
+throttled step, not the step at the default limit every prediction starts from. Where the
+store holds a run at the default limit (or one without a recorded limit) at the same batch on
+the same device, the throttled run is left out; otherwise its step is converted to the
+default limit by the power model's slowdown (:meth:`gpucast.predict.power.PowerModel.sweep`:
+the step at the run's limit, and its measured average power when recorded, as the reference;
+the shipped power model), and the calibration's source says so.
+
+:func:`stored_power_reading` is the run ``predict energy`` takes its measured step and average
+power from: at the batch on the GPU type, taken at the limit asked for (the model's
+``measured_power`` regime).
 """
 
 from __future__ import annotations
@@ -132,77 +145,224 @@ def store_calibration(
     docstring); with ``batch``, the measurement whose batch is nearest it (in doublings; the
     newest of equals), since the error of a calibration grows with the distance between the
     batches; with ``gpu`` (a catalog name), only measurements on that GPU type, with
-    ``prefer_gpu`` those first (else any); ``None`` when the store has none."""
+    ``prefer_gpu`` those first (else any); ``None`` when the store has none. A run under a
+    reduced power limit is left out or converted to the default limit (module docstring)."""
     from gpucast.domain.errors import UnknownGpuError
     from gpucast.predict.roofline import calibrate
 
-    def on(r: Any, name: str) -> bool:
+    def on(r: TrainingRun, name: str) -> bool:
         try:
-            return bool(catalog.gpu(r.gpu_name or "").name == name)
+            return bool(catalog.gpu(r.summary.gpu_name or "").name == name)
         except UnknownGpuError:
             return False
 
     runs = [
         r
-        for r in _training_runs(db_path, workload, precision, prefer_run)
+        for r in training_runs(db_path, workload, precision, prefer_run)
         if gpu is None or on(r, gpu)
     ]
+    runs = _at_default_limit_first(runs, catalog)
     if prefer_gpu is not None:
         runs = [r for r in runs if on(r, prefer_gpu)] or runs
     if batch is not None and batch > 0:
-        runs.sort(key=lambda r: abs(math.log2(max(r.batch_size or batch, 1) / batch)))
+        runs.sort(key=lambda r: abs(math.log2(max(r.summary.batch_size or batch, 1) / batch)))
     if not runs:
         return None
     run = runs[0]
     try:
-        device: Any = catalog.gpu(run.gpu_name or "")
+        device: Any = catalog.gpu(run.summary.gpu_name or "")
     except UnknownGpuError:
         device = host_cpu_roofline()
 
-    def calibration_of(r: Any) -> Calibration:
+    def default_step(r: TrainingRun) -> tuple[float, str]:
+        """The run's step at the device's default limit and how it was had."""
+        s = r.summary
+        said = f"{s.median_s * 1e3:.3g} ms/step"
+        throttled = r.throttled_below(catalog)
+        if throttled is None:
+            return s.median_s, said
+        step = _step_at_default_limit(r, device, facts, precision, efficiency)
+        return step, (
+            f"{said} under a {r.power_limit_w:g} W power limit, below the default "
+            f"{throttled:g} W: {step * 1e3:.3g} ms/step at the default by the power model's "
+            "slowdown"
+        )
+
+    def calibration_of(r: TrainingRun) -> Calibration:
         return calibrate(
-            facts.roofline_workload(r.batch_size), r.median_s, device, precision,
-            efficiency=efficiency,
+            facts.roofline_workload(r.summary.batch_size), default_step(r)[0], device,
+            precision, efficiency=efficiency,
         )  # fmt: skip
 
     # the same device's measurements at other batches (the newest at each batch)
-    others: dict[int, Any] = {}
-    for r in sorted(runs[1:], key=lambda r: -r.id):
-        if (r.gpu_name, r.device) == (run.gpu_name, run.device) and r.batch_size != run.batch_size:
-            others.setdefault(r.batch_size, r)
+    others: dict[int, TrainingRun] = {}
+    key = (run.summary.gpu_name, run.summary.device)
+    for r in sorted(runs[1:], key=lambda r: -r.summary.id):
+        s = r.summary
+        if (s.gpu_name, s.device) == key and s.batch_size != run.summary.batch_size:
+            others.setdefault(s.batch_size, r)
     cal = dataclasses.replace(
         calibration_of(run), others=tuple(calibration_of(others[b]) for b in sorted(others))
     )
     more = f"; and at batches {', '.join(str(b) for b in sorted(others))}" if others else ""
+    converted = [f"#{o.summary.id}" for o in others.values() if o.throttled_below(catalog)]
+    if converted:
+        more += f" ({', '.join(converted)} converted to the default power limit likewise)"
+    s = run.summary
     return Sourced(
-        cal,
-        f"store run #{run.id} ({run.device}, batch {run.batch_size}, "
-        f"{run.median_s * 1e3:.3g} ms/step){more}",
+        cal, f"store run #{s.id} ({s.device}, batch {s.batch_size}, {default_step(run)[1]}){more}"
     )
 
 
 def measured_gpus(db_path: Path | None, workload: str, precision: str) -> tuple[str, ...]:
     """The GPU names (as measured) of the stored training measurements of ``workload`` at
     ``precision``, newest first."""
-    runs = _training_runs(db_path, workload, precision)
-    return tuple(dict.fromkeys(r.gpu_name for r in runs if r.gpu_name))
+    runs = training_runs(db_path, workload, precision)
+    return tuple(dict.fromkeys(r.summary.gpu_name for r in runs if r.summary.gpu_name))
 
 
-def _training_runs(
+#: A recorded limit below this share of the GPU's default is a reduced limit (NVML reports
+#: the default to the watt; boards of one catalog row differ by a few watts at most).
+DEFAULT_LIMIT_TOLERANCE = 0.99
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingRun:
+    """A stored training measurement: its summary, and from its energy record the power
+    limit NVML enforced while the steps ran and the board's average power (``None``: not
+    recorded)."""
+
+    summary: Any  # gpucast.store.records.RunSummary
+    power_limit_w: float | None = None
+    gpu_avg_power_w: float | None = None
+
+    def default_limit_w(self, catalog: Any) -> float | None:
+        """The catalog's default power limit of the run's GPU (``None``: unknown GPU or no
+        power facts)."""
+        from gpucast.domain.errors import UnknownGpuError
+
+        try:
+            default: float | None = catalog.gpu(self.summary.gpu_name or "").max_power_limit_w
+        except UnknownGpuError:
+            return None
+        return default
+
+    def throttled_below(self, catalog: Any) -> float | None:
+        """The GPU's default limit when the run was taken under a lower one, else ``None``."""
+        default = self.default_limit_w(catalog)
+        if self.power_limit_w is None or default is None:
+            return None
+        return default if self.power_limit_w < DEFAULT_LIMIT_TOLERANCE * default else None
+
+
+def _at_default_limit_first(runs: list[TrainingRun], catalog: Any) -> list[TrainingRun]:
+    """``runs`` less each run under a reduced power limit that has a run at the default limit
+    (or with no recorded limit) at the same batch on the same device (order kept)."""
+    unthrottled = {
+        (r.summary.gpu_name, r.summary.device, r.summary.batch_size)
+        for r in runs
+        if r.throttled_below(catalog) is None
+    }
+    return [
+        r
+        for r in runs
+        if r.throttled_below(catalog) is None
+        or (r.summary.gpu_name, r.summary.device, r.summary.batch_size) not in unthrottled
+    ]
+
+
+def _step_at_default_limit(
+    run: TrainingRun,
+    device: Any,
+    facts: WorkloadFacts,
+    precision: str,
+    efficiency: RooflineEfficiency | None,
+) -> float:
+    """The step of ``run`` (taken under a reduced power limit on ``device``) at the device's
+    default limit: the power model's sweep from the run's limit (its measured average power
+    calibrating the model when recorded) to the default."""
+    from gpucast.inputs.energy import power_model, power_terms
+    from gpucast.predict.power import BoardPower
+    from gpucast.predict.roofline import RooflineEfficiency
+
+    assert run.power_limit_w is not None  # only throttled runs are converted
+    board = BoardPower.of_gpu(device)
+    terms, _ = power_terms(
+        facts, run.summary.batch_size, device, precision, efficiency or RooflineEfficiency()
+    )
+    frame = power_model().value.sweep(
+        terms,
+        board,
+        [board.max_power_limit_w],
+        step_time_s=run.summary.median_s,
+        measured_power_w=run.gpu_avg_power_w,
+        reference_limit_w=run.power_limit_w,
+    )
+    return float(frame["step_time_s"].iloc[0])
+
+
+def stored_power_reading(
+    db_path: Path | None,
+    workload: str,
+    precision: str,
+    batch_size: int,
+    gpu: Any,
+    catalog: Any,
+    limit_w: float,
+) -> TrainingRun | None:
+    """The newest stored training measurement of ``workload`` at ``precision`` and
+    ``batch_size`` on catalog GPU type ``gpu`` whose power limit was ``limit_w`` (within half a
+    watt or 1%: NVML reports the limit it enforced) and whose board energy was recorded;
+    ``None`` when the store has none."""
+    from gpucast.domain.errors import UnknownGpuError
+
+    def on_gpu(r: TrainingRun) -> bool:
+        try:
+            return bool(catalog.gpu(r.summary.gpu_name or "").name == gpu.name)
+        except UnknownGpuError:
+            return False
+
+    tolerance = max(0.5, (1.0 - DEFAULT_LIMIT_TOLERANCE) * limit_w)
+    for r in training_runs(db_path, workload, precision):  # newest first
+        if (
+            r.summary.batch_size == batch_size
+            and r.power_limit_w is not None
+            and r.gpu_avg_power_w is not None
+            and r.gpu_avg_power_w > 0
+            and abs(r.power_limit_w - limit_w) <= tolerance
+            and on_gpu(r)
+        ):
+            return r
+    return None
+
+
+def training_runs(
     db_path: Path | None, workload: str, precision: str, prefer_run: int | None = None
-) -> list[Any]:
+) -> list[TrainingRun]:
     """The store's training measurements of ``workload`` at ``precision`` with a median step
-    (newest first; only run ``prefer_run`` when given)."""
+    (newest first; only run ``prefer_run`` when given), each with its recorded power limit and
+    average board power."""
     if db_path is None or not Path(db_path).exists():
         return []
     from gpucast.store.db import Store
 
+    out: list[TrainingRun] = []
     with Store(db_path).open(create=False) as store:
         runs = store.list_runs(kind="measurement", workload=workload, limit=50)
         if prefer_run is not None:
             runs = [store.get_run(prefer_run).summary]
-    return [
-        r
-        for r in runs
-        if r.precision == precision and r.median_s is not None and r.mode in (None, "train")
-    ]
+        for r in runs:
+            if r.precision != precision or r.median_s is None or r.mode not in (None, "train"):
+                continue
+            limit_w = power_w = None
+            if r.gpu_name:  # only a GPU run records a power limit
+                energy = store.get_run(r.id).result.get("energy") or {}
+                limit_w, power_w = energy.get("power_limit_w"), energy.get("gpu_avg_power_w")
+            out.append(
+                TrainingRun(
+                    summary=r,
+                    power_limit_w=None if limit_w is None else float(limit_w),
+                    gpu_avg_power_w=None if power_w is None else float(power_w),
+                )
+            )
+    return out
