@@ -82,6 +82,47 @@ def test_a_measured_step_and_power_calibrate_the_default_limit() -> None:
     assert low.step_time_s > 0.5 and low.avg_power_w <= 100.0 and low.throttled
 
 
+def test_a_stored_run_at_the_requested_limit_gives_measured_step_and_power(
+    tmp_path: Path,
+) -> None:
+    """After `measure train --power-limits 250,150` on a V100-PCIe each limit's own run is the
+    measured regime there; a limit without a run is predicted."""
+    from test_app_predict import V100_PCIE, store_measurement
+
+    from gpucast.app.energy import PredictEnergyResult
+
+    db = tmp_path / "store.db"
+    kw = {"workload": "resnet18", "batch_size": 64, "gpu": "V100-PCIe", "db": db}
+    store_measurement(db, 64, 0.11, V100_PCIE, workload="resnet18", power_limit_w=250.0,
+                      power_w=210.0)  # fmt: skip
+    store_measurement(db, 64, 0.16, V100_PCIE, workload="resnet18", power_limit_w=150.0,
+                      power_w=148.0)  # fmt: skip
+
+    def power_source(r: PredictEnergyResult) -> str:
+        (said,) = [a for a in r.assumptions if a.name == "power model"]
+        return said.source
+
+    capped = gpucast.predict_energy(**kw, power_limit=150)
+    assert capped.regime == "measured_power"
+    assert (capped.step_time_s, capped.avg_power_w) == pytest.approx((0.16, 148.0))
+    assert capped.avg_power_lower_w == capped.avg_power_upper_w == pytest.approx(148.0)
+    assert power_source(capped).startswith("measured: store run #2")
+    assert any(a.name == "step time at the 150 W limit" for a in capped.assumptions)
+    default = gpucast.predict_energy(**kw)
+    assert (default.step_time_s, default.avg_power_w) == pytest.approx((0.11, 210.0))
+    assert power_source(default).startswith("measured: store run #1")
+    # the default-limit reading calibrates the rest of the sweep: slower and capped at 150 W
+    at_150 = next(p for p in default.sweep if p.power_limit_w == 150.0)
+    assert at_150.step_time_s > 0.11 and at_150.avg_power_w <= 150.0
+    unmeasured = gpucast.predict_energy(**kw, power_limit=200)
+    assert unmeasured.regime == "predicted_power" and "measured" not in power_source(unmeasured)
+    other_batch = gpucast.predict_energy(**{**kw, "batch_size": 32})
+    assert other_batch.regime == "predicted_power"
+    given = gpucast.predict_energy(**kw, measured_power_w=190.0)  # the flag wins
+    assert given.avg_power_w == pytest.approx(190.0, rel=1e-6)
+    assert "--power-w" in power_source(given)
+
+
 def test_a_step_under_every_limit_is_a_tie_and_says_so() -> None:
     r = gpucast.predict_energy(**BASE, step_time_s=0.5, measured_power_w=40.0)
     assert not any(p.clock_fraction < 1.0 for p in r.sweep)
