@@ -398,6 +398,52 @@ def test_limit_columns_and_candidates_csv(tmp_path: Path) -> None:
     assert "--limit N shows more" in out or len(rows) <= 3
 
 
+def _shown_rows(out: str) -> dict[int, str]:
+    """Candidate index -> its table row (the '#' cell: index with > and * marks)."""
+    rows = {}
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip("│ ").split("│")]
+        if cells and cells[0].lstrip(">*").isdigit():
+            rows[int(cells[0].lstrip(">*"))] = line
+    return rows
+
+
+def _table_header(out: str) -> str:
+    return next(line for line in out.splitlines() if "instance" in line)
+
+
+def test_energy_and_carbon_columns_and_the_pick_is_always_in_the_table() -> None:
+    """--objective carbon on AWS: the pick (#20) and most of the Pareto front sort after the
+    20 cheapest rows; the table kept the 20 cheapest and dropped them. kWh and kg CO2e are
+    columns (energy / carbon, or kwh / co2)."""
+    args = ("plan", "train", "--workload", "resnet50", "--epochs", "1", "--dataset-size",
+            "1281167", "--deadline", "24h", "--provider", "aws",
+            "--objective", "carbon")  # fmt: skip
+    code, out = invoke(*args, "--json")
+    assert code == 0, out
+    data = json.loads(out)
+    must = {*data["pareto"], data["recommended"]}
+    assert len(data["candidates"]) > 20 and max(must) >= 20  # the case the table lost
+    code, table = invoke(*args, "--columns", "instance,cost,kwh,co2")
+    assert code == 0, table
+    header = next(line for line in table.splitlines() if "instance" in line)
+    assert "kWh" in header and "kg CO2e" in header and "bound by" not in header
+    rows = _shown_rows(table)
+    assert must <= set(rows) and len(rows) == max(20, len(must))
+    pick = data["candidates"][data["recommended"]]
+    assert f">{data['recommended']}" in rows[data["recommended"]]
+    cells = [c.strip() for c in rows[data["recommended"]].strip("│ ").split("│")]
+    assert cells[-2:] == [f"{pick['energy_kwh']:.3g}", f"{pick['co2e_kg']:.3g}"]
+    code, few = invoke(*args, "--columns", "instance,energy,carbon", "--limit", "3")
+    assert code == 0, few
+    assert set(_shown_rows(few)) == must  # the front and the pick, however small the limit
+    code, default = invoke(*args)  # the objective's figures are shown by default
+    assert code == 0 and "kWh" in default and "kg CO2e" in default
+    assert must <= set(_shown_rows(default))
+    code, cheapest = invoke(*args[:-1], "cheapest")
+    assert code == 0 and "kWh" not in _table_header(cheapest)
+
+
 @pytest.mark.parametrize(
     ("extra", "needle"),
     [

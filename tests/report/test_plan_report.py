@@ -57,6 +57,36 @@ def test_rich_table_lists_candidates(plan: TrainPlan) -> None:
     assert table.row_count >= len(plan.pareto)
 
 
+def test_plan_columns_add_the_objectives_figure_on_a_narrow_terminal() -> None:
+    from gpucast.domain.errors import InvalidSpecError
+    from gpucast.report.tables import NARROW_COLUMNS, PLAN_COLUMNS, plan_columns
+
+    assert plan_columns(None, 120) == NARROW_COLUMNS
+    assert plan_columns(None, 120, "cheapest") == NARROW_COLUMNS
+    carbon = plan_columns(None, 120, "carbon")
+    assert carbon[carbon.index("cost") + 1 :][:2] == ("energy", "carbon")
+    assert "energy" in plan_columns(None, 120, "energy")
+    assert "carbon" not in plan_columns(None, 120, "energy")
+    wide = plan_columns(None, 250, "cheapest")
+    assert "energy" not in wide and len(wide) == len(PLAN_COLUMNS) - 2
+    assert plan_columns(None, 250, "energy") == (*wide[: wide.index("cost") + 1], "energy",
+                                                 *wide[wide.index("cost") + 1 :])  # fmt: skip
+    assert plan_columns(["all"], 120) == tuple(PLAN_COLUMNS)
+    assert {"energy", "carbon"} <= set(PLAN_COLUMNS)
+    assert plan_columns(["cost", "KWh", "co2"], 120) == ("cost", "energy", "carbon")
+    with pytest.raises(InvalidSpecError, match=r"columns.*energy, carbon"):
+        plan_columns(["joules"], 120)
+
+
+def test_the_pick_and_the_front_are_rows_whatever_the_limit(plan: TrainPlan) -> None:
+    must = {*plan.pareto, *(() if plan.recommended is None else (plan.recommended,))}
+    for limit in (1, 3, len(plan.candidates)):
+        shown = {
+            int(str(cell).lstrip(">*")) for cell in plan_table(plan, limit=limit).columns[0].cells
+        }
+        assert must <= shown and len(shown) == min(len(plan.candidates), max(limit, len(must)))
+
+
 def _chromium() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome"):
         path = shutil.which(name)

@@ -52,8 +52,10 @@ def train(
         None,
         "--columns",
         help="Table columns, comma-separated: where, instance, gpus, market, strategy, "
-        "precision, batch, time, p90, p-meet, cost, gpu-hours, bound, help, or all \\[default: "
-        "all on a terminal of 200+ columns or a pipe, fewer on a narrower one].",
+        "precision, batch, time, p90, p-meet, cost, gpu-hours, energy (kWh), carbon (kg CO2e; "
+        "or co2), bound, help, or all \\[default: all but energy and carbon on a terminal of "
+        "200+ columns or a pipe, fewer on a narrower one; energy (and carbon) added for "
+        "--objective energy (carbon)].",
     ),
 ) -> None:
     """The cheapest cluster that meets the deadline (or the fastest within budget), explained."""
@@ -65,7 +67,9 @@ def train(
 
     if limit < 1:
         raise InvalidSpecError("limit", "must be >= 1", got=limit, fix="e.g. --limit 20")
-    shown = plan_columns(None if columns is None else columns.split(","), console.width)
+    shown = plan_columns(
+        None if columns is None else columns.split(","), console.width, request.objective
+    )
     inputs = [request.profile_file, request.offers_file]
     for path, flag in ((report, "report"), (save, "save"), (csv, "csv")):
         refuse_overwriting_inputs(path, inputs, field=flag)

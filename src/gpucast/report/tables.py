@@ -27,6 +27,14 @@ def _usd(value: float) -> str:
     return f"${value:,.2f}" if value < 100 else f"${value:,.0f}"
 
 
+def _amount(value: float | None) -> str:
+    """An amount (kWh, kg) to three significant figures, whole above 100 ('' when unpriced):
+    a one-GPU plan's 0.0123 kWh is not '0.0'."""
+    if value is None or not math.isfinite(value):
+        return ""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def _scenario(out: Mapping[str, float | None]) -> str:
     p = out.get("p_meet_deadline")
     meet = "" if p is None else f", P(meet deadline) {p:.0%}"
@@ -66,6 +74,8 @@ PLAN_COLUMNS: dict[str, tuple[str, str, Callable[[PlanCandidate], str]]] = {
     ),
     "cost": ("cost", "right", lambda c: _usd(c.cost_usd)),
     "gpu-hours": ("GPU-h", "right", lambda c: f"{c.gpu_hours:,.0f}"),
+    "energy": ("kWh", "right", lambda c: _amount(c.energy_kwh)),
+    "carbon": ("kg CO2e", "right", lambda c: _amount(c.co2e_kg)),
     "bound": ("bound by", "left", lambda c: c.bottleneck),
     "help": ("what would help", "left", lambda c: "; ".join(c.help)),
 }
@@ -75,24 +85,40 @@ NARROW_COLUMNS: tuple[str, ...] = (
     "bound",
 )  # fmt: skip
 WIDE_TERMINAL = 200
+#: Columns a narrow terminal adds after ``cost`` for an objective: the figure it ranks by.
+OBJECTIVE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "energy": ("energy",),
+    "carbon": ("energy", "carbon"),
+}
+#: Other names ``--columns`` takes for a column (its unit).
+COLUMN_ALIASES: dict[str, str] = {"kwh": "energy", "co2": "carbon", "co2e": "carbon"}
 
 
-def plan_columns(given: Sequence[str] | None, width: int | None) -> tuple[str, ...]:
-    """The columns to show: ``given`` (names of :data:`PLAN_COLUMNS`, or ``all``), else all
-    on a wide terminal (or a pipe) and :data:`NARROW_COLUMNS` on a narrow one."""
+def plan_columns(
+    given: Sequence[str] | None, width: int | None, objective: str | None = None
+) -> tuple[str, ...]:
+    """The columns to show: ``given`` (names of :data:`PLAN_COLUMNS` or
+    :data:`COLUMN_ALIASES`, or ``all``), else on a wide terminal (or a pipe) all but the
+    energy figures and on a narrow one :data:`NARROW_COLUMNS`, either with the
+    ``objective``'s own figures (:data:`OBJECTIVE_COLUMNS`) after the cost."""
     names = [n.strip().lower() for n in (given or ()) if n.strip()]
     if not names:
         narrow = width is not None and width < WIDE_TERMINAL
-        return NARROW_COLUMNS if narrow else tuple(PLAN_COLUMNS)
+        extra = OBJECTIVE_COLUMNS.get(objective or "", ())
+        energy = {c for figures in OBJECTIVE_COLUMNS.values() for c in figures}
+        base = NARROW_COLUMNS if narrow else tuple(c for c in PLAN_COLUMNS if c not in energy)
+        at = base.index("cost") + 1
+        return (*base[:at], *extra, *base[at:])
     if names == ["all"]:
         return tuple(PLAN_COLUMNS)
+    names = [COLUMN_ALIASES.get(n, n) for n in names]
     unknown = [n for n in names if n not in PLAN_COLUMNS]
     if unknown:
         raise InvalidSpecError(
             "columns",
             f"must name columns of the plan table: {', '.join(PLAN_COLUMNS)} (or all)",
             got=unknown[0],
-            fix="e.g. --columns instance,time,cost",
+            fix="e.g. --columns instance,time,cost,energy",
         )
     return tuple(dict.fromkeys(names))
 
@@ -101,7 +127,9 @@ def plan_table(
     plan: TrainPlan, *, limit: int | None = 20, columns: Sequence[str] | None = None
 ) -> Table:
     """The shown candidates, Pareto points marked with *, the pick with >; ``limit`` rows at
-    most (the Pareto front and the pick always shown), ``columns`` of :data:`PLAN_COLUMNS`."""
+    most, the Pareto front and the pick always among them (beyond ``limit`` where they need
+    more), the rest the first candidates (cheapest first); ``columns`` of
+    :data:`PLAN_COLUMNS`."""
     req = plan.request
     table = Table(
         title=Text(
@@ -119,9 +147,9 @@ def plan_table(
     pareto = set(plan.pareto)
     order = list(range(len(plan.candidates)))
     if limit is not None and len(order) > limit:
-        keep = set(plan.pareto) | {plan.recommended} if plan.recommended is not None else set()
-        keep |= set(order[:limit])
-        order = sorted(keep)[: max(limit, len(pareto) + 1)]
+        must = pareto | ({plan.recommended} if plan.recommended is not None else set())
+        rest = [k for k in order if k not in must][: max(0, limit - len(must))]
+        order = sorted(must | set(rest))
     for k in order:
         c = plan.candidates[k]
         mark = (">" if k == plan.recommended else "") + ("*" if k in pareto else "")
@@ -182,11 +210,12 @@ def print_plan(
             )
         )
         if best.energy_kwh is not None:
-            co2 = "" if best.co2e_kg is None else f", {best.co2e_kg:,.1f} kg CO2e"
+            co2 = "" if best.co2e_kg is None else f", {_amount(best.co2e_kg)} kg CO2e"
             draw = "" if best.gpu_power_w is None else f" averaging {best.gpu_power_w:.0f} W"
             cap = "" if best.power_limit_w is None else f" under a {best.power_limit_w:g} W limit"
             line = (
-                f"  energy: {best.energy_kwh:,.1f} kWh{co2} (GPUs{draw}{cap} while training, x PUE)"
+                f"  energy: {_amount(best.energy_kwh)} kWh{co2} "
+                f"(GPUs{draw}{cap} while training, x PUE)"
             )
             console.print(Text(line))
         for name in ("energy", "carbon"):
@@ -194,7 +223,9 @@ def print_plan(
             if k is not None and name != plan.request.objective:
                 c = plan.candidates[k]
                 figure = (
-                    f"{c.energy_kwh:,.1f} kWh" if name == "energy" else f"{c.co2e_kg:,.1f} kg CO2e"
+                    f"{_amount(c.energy_kwh)} kWh"
+                    if name == "energy"
+                    else f"{_amount(c.co2e_kg)} kg CO2e"
                 )
                 console.print(
                     Text(
