@@ -123,6 +123,20 @@ def test_a_stored_run_at_the_requested_limit_gives_measured_step_and_power(
     assert "--power-w" in power_source(given)
 
 
+def test_the_sweep_starts_at_the_catalogs_minimum_limit() -> None:
+    """T4: 60-70 W in the catalog (nvidia-smi); half the default (35 W) is no limit a T4
+    takes. H100-PCIe: no published minimum, half its default assumed and said."""
+    t4 = gpucast.predict_energy(workload="mlp", batch_size=64, gpu="T4")
+    assert t4.min_power_limit_w == 60.0
+    assert [p.power_limit_w for p in t4.sweep] == [60.0, 70.0]
+    assert not any("minimum power limit is not in the catalog" in n for n in t4.notes)
+    with pytest.raises(InvalidSpecError, match=r"range 60-70 W \(catalog gpus.csv\)"):
+        gpucast.predict_energy(workload="mlp", batch_size=64, gpu="T4", power_limit=50)
+    pcie = gpucast.predict_energy(workload="mlp", batch_size=64, gpu="H100-PCIe")
+    assert pcie.min_power_limit_w is None and pcie.sweep[0].power_limit_w == 175.0
+    assert any("minimum power limit is not in the catalog" in n for n in pcie.notes)
+
+
 def test_a_step_under_every_limit_is_a_tie_and_says_so() -> None:
     r = gpucast.predict_energy(**BASE, step_time_s=0.5, measured_power_w=40.0)
     assert not any(p.clock_fraction < 1.0 for p in r.sweep)
@@ -144,8 +158,8 @@ def test_a_limit_off_the_grid_is_in_the_sweep() -> None:
         ({"power_limit": 50}, "power-limit: must be within the V100-PCIe's range 100-250 W"),
         ({"power_limit": 400}, "must be within"),
         (  # no catalog minimum: the floor the sweep starts at, half the default limit
-            {"gpu": "A100-40GB", "power_limit": 10},
-            "power-limit: must be within the A100-40GB's range 200-400 W (catalog gpus.csv has "
+            {"gpu": "H100-PCIe", "power_limit": 10},
+            "power-limit: must be within the H100-PCIe's range 175-350 W (catalog gpus.csv has "
             "no minimum: half the default limit assumed)",
         ),
         ({"power_limit": "lots"}, "power-limit: must be watts, 'auto' or 'default'"),

@@ -30,6 +30,13 @@ def _row(idle: str, lo: str, hi: str) -> str:
         ("P100", 125, 250),
         ("RTX6000", 100, 260),
         ("H100-SXM", 200, 700),
+        # nvidia-smi outputs published on GitHub (each row's note names the file)
+        ("T4", 60, 70),
+        ("A10G", 100, 300),
+        ("L4", 40, 72),
+        ("L40S", 100, 350),
+        ("A100-40GB", 100, 400),
+        ("A100-80GB", 100, 400),  # a 500 W HGX board's minimum; the datasheet's 400 W kept
     ],
 )
 def test_power_limit_ranges_where_a_source_gives_them(name: str, lo: float, hi: float) -> None:
@@ -40,11 +47,28 @@ def test_power_limit_ranges_where_a_source_gives_them(name: str, lo: float, hi: 
 def test_unknown_power_facts_stay_empty_and_max_is_the_board_power() -> None:
     c = load_catalog()
     assert c.gpu("K80").max_power_limit_w is None  # one die of a 300 W board: no per-die figure
-    assert c.gpu("T4").min_power_limit_w is None
+    assert c.gpu("H100-PCIe").min_power_limit_w is None  # no published nvidia-smi output found
     for g in c.gpus:
         if g.max_power_limit_w is not None and g.vendor == "nvidia" and g.name != "RTX4090":
             assert g.max_power_limit_w == g.tdp_w, g.name
         assert g.idle_power_w is None or g.idle_power_w < (g.max_power_limit_w or 1e9)
+
+
+def test_every_power_limit_range_names_its_source() -> None:
+    """A row with a minimum power limit says in its note where the range comes from."""
+    import csv
+    from pathlib import Path
+
+    import gpucast.catalog
+
+    path = Path(gpucast.catalog.__file__).parent / "data" / "gpus.csv"
+    with path.open(encoding="utf-8", newline="") as handle:
+        rows = [r for r in csv.DictReader(handle) if r["min_power_limit_w"]]
+    assert len(rows) >= 12
+    for row in rows:
+        note = row["note"].lower()
+        assert "power limit" in note and f"{float(row['min_power_limit_w']):g}" in note, row["name"]
+        assert "https://" in note or "zeus_nsdi23/" in note, row["name"]
 
 
 def test_the_pcie_v100_is_its_own_row_and_aliases_resolve() -> None:
