@@ -277,3 +277,19 @@ def test_an_overloaded_llm_server_says_so() -> None:
     assert warning.startswith("overloaded: 39.") and "grows with the run" in warning
     light = gpucast.simulate_llm_serve(**common, rate=0.5)
     assert not any(w.startswith("overloaded:") for w in light.warnings)
+
+
+def test_plan_replays_a_long_trace_s_busiest_hour_unless_given_a_duration(tmp_path: Path) -> None:
+    # 3 h of arrivals: 30, 120, then 30 requests; replaying a day for every deployment took
+    # minutes, and the busy hour is where the SLO is hardest to meet
+    times = [*(120 * i for i in range(30)), *(3600 + 30 * i for i in range(120)),
+             *(7200 + 120 * i for i in range(30))]  # fmt: skip
+    path = tmp_path / "hours.csv"
+    path.write_text("arrival_s\n" + "\n".join(f"{t:g}" for t in times) + "\n")
+    plan = dict(model="llama-3-8b", trace=path, gpu=["H100-SXM"], tp=[1], max_replicas=2,
+                slo_ttft_ms=2000, input_len="200", output_len="20")  # fmt: skip
+    busy = gpucast.plan_llm_serve(**plan).assumptions["arrivals"]
+    assert "its busiest hour (1 h in: 120 of 180 requests" in busy
+    assert "--duration-s D replays the trace's first D s instead" in busy
+    first = gpucast.plan_llm_serve(**plan, duration_s=1800).assumptions["arrivals"]
+    assert first.endswith("first 1800 s (15 of 180 requests)") and "busiest" not in first

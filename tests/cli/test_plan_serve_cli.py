@@ -118,10 +118,36 @@ def test_azure_functions_trace(tmp_path: Path) -> None:
     trace = tmp_path / "invocations.csv"
     header = "HashOwner,HashApp,HashFunction,Trigger," + ",".join(str(i) for i in range(1, 4))
     trace.write_text(f"{header}\no,a,f,http,600,900,300\no,a,g,http,1,x,1\n", encoding="utf-8")
-    code, out, err = run("--model", "mlp", "--trace", str(trace), "--slo-ms", "30", *FAST, "--json")
+    whole = [*FAST[:-2], "--json"]  # a trace shorter than an hour is replayed whole
+    code, out, err = run("--model", "mlp", "--trace", str(trace), "--slo-ms", "30", *whole)
     assert code == 0, err
     assert "skipped 1 malformed" in err
     assert json.loads(out)["candidates"][0]["requests_in"] == 1800
+    # --duration-s: its first D s (the first minute's 600 requests, and a few of the second:
+    # the replay starts at the first arrival), as simulate serve does
+    code, out, err = run("--model", "mlp", "--trace", str(trace), "--slo-ms", "30", *whole,
+                         "--duration-s", "60")  # fmt: skip
+    assert code == 0, err
+    assert 600 <= json.loads(out)["candidates"][0]["requests_in"] < 630
+
+
+def test_a_long_trace_is_planned_on_its_busiest_hour(tmp_path: Path) -> None:
+    # 3 h: 1 req/s, then 4 req/s, then 1 req/s; the plan sizes for the busy hour, says so
+    times = [*range(3600), *(3600 + i / 4 for i in range(4 * 3600)), *range(7200, 10800)]
+    trace = tmp_path / "hours.csv"
+    trace.write_text("arrival_s\n" + "\n".join(f"{t:g}" for t in times) + "\n")
+    args = ["--model", "mlp", "--trace", str(trace), "--slo-ms", "30", *FAST[:-2]]
+    code, out, err = run(*args, "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["candidates"][0]["requests_in"] == 14_400
+    assert plan["request"]["models"][0]["rate_rps"] == pytest.approx(4.0, rel=1e-3)
+    arrivals = plan["assumptions"]["arrivals"]
+    assert "its busiest hour (1 h in: 14,400 of 21,600 requests, 4 req/s offered" in arrivals
+    assert "--duration-s D replays the trace's first D s instead" in arrivals
+    code, out, err = run(*args)  # the table's footer names the window too
+    assert code == 0, err
+    assert "mlp 4 req/s" in out and "busiest hour" in " ".join(out.split())
 
 
 def test_config_file(tmp_path: Path) -> None:

@@ -119,6 +119,45 @@ def test_a_cut_trace_names_the_requests_and_rate_it_simulates(tmp_path: Path) ->
     assert "first" not in whole.source  # nothing cut
 
 
+def _three_hours(tmp_path: Path) -> Path:
+    """30 requests in the first hour, 120 in the second, 30 in the third."""
+    times = [*(120 * i for i in range(30)), *(3600 + 30 * i for i in range(120)),
+             *(7200 + 120 * i for i in range(30))]  # fmt: skip
+    trace = tmp_path / "hours.csv"
+    trace.write_text("arrival_s\n" + "\n".join(f"{t:g}" for t in times) + "\n")
+    return trace
+
+
+def test_a_plan_window_replays_the_busiest_hour_and_says_so(tmp_path: Path) -> None:
+    from gpucast.domain.llm_serving import parse_token_lengths
+    from gpucast.inputs.llm_serving import llm_traffic
+
+    trace = _three_hours(tmp_path)
+    busy = inputs.arrivals(f"trace:{trace}", None, None, seed=0, window_s=3600.0)
+    assert busy.times_s.size == 120 and busy.times_s[0] == 0.0 and busy.cut
+    assert busy.duration_s == 3600.0
+    assert ", its busiest hour (1 h in: 120 of 180 requests, 0.0333 req/s offered" in busy.source
+    assert "--duration-s D replays the trace's first D s instead" in busy.source
+    # --duration-s keeps the first D s; no window: the whole trace; a short trace: all of it
+    first = inputs.arrivals(f"trace:{trace}", None, 1800.0, seed=0, window_s=3600.0)
+    assert first.times_s.size == 15 and "busiest" not in first.source
+    assert inputs.arrivals(f"trace:{trace}", None, None, seed=0).times_s.size == 180
+    short = inputs.arrivals(f"trace:{trace}", None, None, seed=0, window_s=1e5)
+    assert short.times_s.size == 180 and not short.cut and "busiest" not in short.source
+    # the LLM requests: the same hour, with their lengths
+    from gpucast.catalog.llm import llm_model
+
+    kw = dict(spec=llm_model("llama-3-8b"), rate_rps=None, time_scale=None, seed=0,
+              input_len=parse_token_lengths("100", "input-len"),
+              output_len=parse_token_lengths("10", "output-len"))  # fmt: skip
+    llm = llm_traffic(f"trace:{trace}", duration_s=None, window_s=3600.0, **kw)
+    req = llm.requests
+    assert req.count == 120 and req.arrival_s[0] == 0.0 and req.input_tokens.size == 120
+    assert "its busiest hour (1 h in: 120 of 180 requests" in llm.source
+    cut = llm_traffic(f"trace:{trace}", duration_s=1800.0, window_s=3600.0, **kw)
+    assert cut.requests.count == 15 and "busiest" not in cut.source
+
+
 def _first(arrivals: inputs.Arrivals) -> str:
     return arrivals.warnings[0].split("; first: ", 1)[1]
 

@@ -42,3 +42,20 @@ def test_counts_and_timestamps() -> None:
 def test_bad_rate_is_one_clear_error(rate: float) -> None:
     with pytest.raises(InvalidSpecError, match="rate: must be a request rate > 0"):
         arr.poisson(rate, 10.0, np.random.default_rng(0))
+
+
+def test_busiest_window_holds_the_most_arrivals_and_matches_brute_force() -> None:
+    rng = np.random.default_rng(3)
+    # calm 1 req/s for 100 s, a 10 s burst at 20 req/s from t=40, calm again
+    times = np.sort(np.concatenate([rng.uniform(0, 100, 100), rng.uniform(40, 50, 200)]))
+    lo, hi = arr.busiest_window(times, 10.0)
+    start = times[lo]
+    assert 30.0 < start <= 50.0 and hi - lo > 150
+    assert np.all(times[lo:hi] < start + 10.0) and (hi == times.size or times[hi] >= start + 10)
+    best = max(int(np.count_nonzero((times >= t) & (times < t + 10.0))) for t in times)
+    assert hi - lo == best
+    # a window longer than the trace holds all of it; ties go to the earliest window
+    assert arr.busiest_window(times, 1e6) == (0, times.size)
+    assert arr.busiest_window(np.arange(10.0), 2.0) == (0, 2)
+    with pytest.raises(InvalidSpecError, match="duration"):
+        arr.busiest_window(times, 0.0)

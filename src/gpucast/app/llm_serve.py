@@ -534,7 +534,10 @@ class PlanLlmServeRequest:
         None, help="Replay the trace K times faster.", example="2"
     )  # fmt: skip
     duration_s: float | None = option(
-        None, help="Seconds of arrivals (default 60; a trace: all of it).", example="600"
+        None,
+        help="Seconds of arrivals (default 60; a trace: its busiest hour, or its first D s "
+        "when given).",
+        example="600",
     )
     input_len: str = option("1024", help=f"Prompt tokens: {_LENGTH_HELP}.", example="1024")
     output_len: str = option("256", help=f"Output tokens: {_LENGTH_HELP}.", example="256")
@@ -709,6 +712,7 @@ def plan_llm_serve(
     from gpucast.catalog.systems import bridged_pairs, mesh_board_gpus, mesh_linked
     from gpucast.domain.llm_serving import parse_token_lengths
     from gpucast.domain.parallel import NodeLinks
+    from gpucast.domain.serving_plan import PLAN_TRACE_WINDOW_S
     from gpucast.inputs import llm_serving as inputs
     from gpucast.plan.llm_serve import GpuChoice, plan_llm_serving
 
@@ -722,7 +726,7 @@ def plan_llm_serve(
         time_scale=request.time_scale,
         input_len=parse_token_lengths(request.input_len, "input-len"),
         output_len=parse_token_lengths(request.output_len, "output-len"), seed=request.seed,
-        field="trace",
+        field="trace", window_s=PLAN_TRACE_WINDOW_S,
     )  # fmt: skip
     offers = inputs.gpu_offers(
         gpus=request.gpus, providers=request.providers, regions=request.regions, spot=request.spot

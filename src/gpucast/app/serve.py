@@ -26,7 +26,12 @@ from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_work
 from gpucast.domain.options import lower_list, option, split_list
 from gpucast.domain.serving import SERVING_PRECISIONS, BatchingPolicy, ClosedLoop, LatencyCurve
-from gpucast.domain.serving_plan import PLACEMENTS, ServePlan, ServeRequest
+from gpucast.domain.serving_plan import (
+    PLACEMENTS,
+    PLAN_TRACE_WINDOW_S,
+    ServePlan,
+    ServeRequest,
+)
 from gpucast.domain.workload import WorkloadOptions, workload_options_field
 
 if TYPE_CHECKING:
@@ -316,9 +321,10 @@ class PlanServeRequest:
         help="MODEL@SERVER=CSV measured curve (batch_size,latency_s).",
         example="resnet50@T4=t4.csv",
     )
-    duration_s: float = option(
-        _serve_default("duration_s"),
-        help="Simulated seconds (with --trace: the trace's span).",
+    duration_s: float | None = option(
+        None,
+        help=f"Simulated seconds (default {_serve_default('duration_s'):g}; a trace: its "
+        "busiest hour, or its first D s when given).",
         example="60",
     )
     host_capacity_rps: float | None = option(
@@ -426,7 +432,7 @@ class PlanServeRequest:
         _check_simulated_requests(
             "duration-s",
             sum(r for _, r in self.model_rates if r is not None) or None,
-            self.duration_s,
+            self.run_s,
             False,
         )
         if not (math.isfinite(self.saturation_s) and self.saturation_s >= 0):
@@ -476,7 +482,7 @@ class PlanServeRequest:
         _check_positive("duration-s", self.duration_s, "seconds", "e.g. --duration-s 60")
         _check_at_most("duration-s", self.duration_s, MAX_DURATION_S, "s (30 days)")
         _check_simulated_requests(
-            "duration-s", sum(m[1] for m in self.mix_models), self.duration_s, False
+            "duration-s", sum(m[1] for m in self.mix_models), self.run_s, False
         )
         from gpucast.inputs.serving import parse_latency_table_item
 
@@ -510,6 +516,12 @@ class PlanServeRequest:
         if len(set(names)) != len(names):
             raise InvalidSpecError("mix", "lists a model twice", got=names, fix="give each once")
         return tuple(out)
+
+    @property
+    def run_s(self) -> float:
+        """Seconds of generated arrivals each candidate is simulated for: ``--duration-s`` or
+        the planner's default (a trace's own span is read from it)."""
+        return float(_serve_default("duration_s") if self.duration_s is None else self.duration_s)
 
     @property
     def arrival_kind(self) -> str:
@@ -612,19 +624,21 @@ def plan_serve(
     traffic: dict[str, Any] = {}
     sources: dict[str, str] = {}
     warnings: list[str] = []
-    duration_s = request.duration_s
+    duration_s = request.run_s
     kind = request.arrival_kind
     processes: list[str] = []
     for k, (name, rate) in enumerate(request.model_rates):
+        # a trace: its first --duration-s seconds, or (not given) its busiest hour
         stream = inputs.arrivals(
-            kind, rate, None if request.trace_path is not None else duration_s,
-            request.seed + k,
+            kind, rate, request.duration_s if request.trace_path else duration_s,
+            request.seed + k, window_s=PLAN_TRACE_WINDOW_S,
         )  # fmt: skip
         times = stream.times_s
         traffic[name] = times
         if request.trace_path is not None:
             duration_s = stream.duration_s
-            rate = rate or inputs.arrival_rate_of(times)
+            if rate is None or stream.cut:  # the servers are sized for what is replayed
+                rate = inputs.arrival_rate_of(times)
         warnings += stream.warnings
         processes.append(f"{name}: {stream.source}")
         assert rate is not None  # the request checked it
@@ -817,7 +831,7 @@ def _plan_mig_serve(request: PlanServeRequest) -> PlanMigServeResult:
     traffic: dict[str, Any] = {}
     processes = []
     for k, m in enumerate(mix):
-        stream = inputs.arrivals(request.arrivals, m.rate_rps, request.duration_s, request.seed + k)
+        stream = inputs.arrivals(request.arrivals, m.rate_rps, request.run_s, request.seed + k)
         traffic[m.name] = stream.times_s
         processes.append(f"{m.name}: {stream.source}")
     percentile = request.slo_percentile if request.slo_percentile is not None else 99.0
@@ -830,7 +844,7 @@ def _plan_mig_serve(request: PlanServeRequest) -> PlanMigServeResult:
         profiles=m_in.profiles,
         gpu_price_usd_per_hour=m_in.price_usd_per_hour,
         arrivals=traffic,
-        horizon_s=request.duration_s,
+        horizon_s=request.run_s,
         max_batch=m_in.max_batch,
         target_attainment=percentile / 100.0,
         max_gpus=request.max_servers,
@@ -849,7 +863,7 @@ def _plan_mig_serve(request: PlanServeRequest) -> PlanMigServeResult:
         "arrivals": "; ".join(processes),
         "target": f"p{percentile:g}: a choice meets the mix when {percentile:g}% of the "
         "requests finish within their model's SLO (--slo-percentile)",
-        "simulation": f"{request.duration_s:g} s per run in the event engine; slices as "
+        "simulation": f"{request.run_s:g} s per run in the event engine; slices as "
         "separate servers without the network/PCIe stages (a request's transfer time is "
         "added to its round trip)",
     }

@@ -21,6 +21,11 @@ from gpucast.domain.serving import SERVER_KINDS, LatencyCurve
 
 SERVE_PLAN_SCHEMA_VERSION = 1
 PLACEMENTS: tuple[str, ...] = ("dedicated", "shared")
+#: Seconds of a trace ``plan serve`` replays when no ``--duration-s`` is given: its busiest
+#: hour. A capacity plan sizes for the peak, where the SLO is hardest to meet (the quiet hours
+#: of a day only dilute the percentile the SLO is stated on), and replaying a whole day for
+#: every candidate deployment takes minutes.
+PLAN_TRACE_WINDOW_S = 3600.0
 
 
 def _positive(field_name: str, value: float, *, fix: str | None = None) -> None:

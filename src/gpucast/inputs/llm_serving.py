@@ -96,10 +96,12 @@ def llm_traffic(
     output_len: TokenLengths,
     seed: int,
     field: str = "arrivals",
+    window_s: float | None = None,
 ) -> LlmTraffic:
-    """Requests for serving ``spec`` (module docstring). A trace is replayed whole (cut at
-    ``duration_s`` when given), ``time_scale`` times faster, or rescaled to ``rate_rps``;
-    synthetic arrivals run ``duration_s`` (default 60 s) at ``rate_rps``."""
+    """Requests for serving ``spec`` (module docstring). A trace is replayed ``time_scale``
+    times faster or rescaled to ``rate_rps``, then cut at ``duration_s`` when given, else to
+    its busiest ``window_s`` seconds when given (:func:`gpucast.inputs.serving.busiest_part`),
+    else whole; synthetic arrivals run ``duration_s`` (default 60 s) at ``rate_rps``."""
     from gpucast.inputs import serving as cnn_inputs
     from gpucast.simulate import arrivals as gen
 
@@ -167,6 +169,11 @@ def llm_traffic(
                     "duration-s", "keeps no request of the trace", got=duration_s,
                     fix="raise --duration-s",
                 )  # fmt: skip
+        elif window_s is not None:
+            part, note = cnn_inputs.busiest_part(times, window_s)
+            if note:
+                times, inp, out = times[part] - times[part.start], inp[part], out[part]
+                source += note
         lengths = "from the trace" if "token" in source else lengths
     return LlmTraffic(
         requests=LlmRequests(arrival_s=times, input_tokens=inp, output_tokens=out, source=source),

@@ -534,6 +534,9 @@ class Arrivals:
     source: str
     duration_s: float
     warnings: tuple[str, ...] = ()
+    #: a trace of which only part is replayed (its first ``duration_s`` or its busiest
+    #: window): the rate that part offers is not the trace's mean
+    cut: bool = False
 
 
 def skipped_rows_warning(path: Path, skipped: Sequence[str]) -> str:
@@ -627,6 +630,30 @@ def arrival_rate_of(times_s: FloatArray) -> float:
     return (times_s.size - 1) / float(times_s[-1]) if times_s.size > 1 and times_s[-1] > 0 else 0.0
 
 
+def busiest_part(times_s: FloatArray, window_s: float) -> tuple[slice, str]:
+    """The requests a plan replays of a trace: those of its busiest ``window_s`` seconds
+    (:func:`gpucast.simulate.arrivals.busiest_window`), and what the arrivals' source adds
+    to say so (""  and every request when the trace is no longer than the window)."""
+    from gpucast.domain.units import format_duration
+    from gpucast.simulate import arrivals as gen
+
+    n = times_s.size
+    lo, hi = gen.busiest_window(times_s, window_s)
+    if hi - lo == n:
+        return slice(0, n), ""
+    span = float(times_s[-1] - times_s[0])
+    mean = (n - 1) / span if span > 0 else 0.0
+    what = "hour" if window_s == 3600.0 else format_duration(window_s)
+    text = (
+        f", its busiest {what} ({format_duration(float(times_s[lo] - times_s[0]))} in: "
+        f"{hi - lo:,} of {n:,} requests, {(hi - lo) / window_s:.3g} req/s offered, "
+        f"{mean:.3g} over the whole trace), starting from idle servers: a plan sizes for the "
+        "peak, where the SLO is hardest to meet (--duration-s D replays the trace's first D s "
+        "instead)"
+    )
+    return slice(lo, hi), text
+
+
 def _generated(kind: str, rate_rps: float, duration_s: float, seed: int) -> tuple[FloatArray, str]:
     import numpy as np
 
@@ -653,13 +680,15 @@ def arrivals(
     seed: int,
     *,
     field: str = "arrivals",
+    window_s: float | None = None,
 ) -> Arrivals:
     """One model's request stream, the same for every serving verb.
 
     ``poisson`` / ``constant`` at ``rate_rps`` (required) over ``duration_s``; ``bursty``: the
     preset (:data:`BURSTY_RATE_FACTORS`, mean ``rate_rps``); ``trace:FILE``
     (:func:`read_trace_arrivals`): replayed, time-scaled to a mean of ``rate_rps`` when one
-    is given, cut at ``duration_s`` when one is given (else its whole span).
+    is given, cut at ``duration_s`` when one is given, else its busiest ``window_s`` seconds
+    when one is given (:func:`busiest_part`), else its whole span.
     """
     check_arrival_kind(kind, field)
     path = trace_path(kind)
@@ -690,13 +719,23 @@ def arrivals(
                 "duration-s", f"keeps no request of {path.name}", got=duration_s,
                 fix="give a longer duration",
             )  # fmt: skip
+    elif window_s is not None:
+        part, note = busiest_part(times, window_s)
+        if note:
+            times = gen.from_timestamps(times[part])
+            source += note
+            return dataclasses.replace(
+                trace, times_s=times, source=source, duration_s=window_s, cut=True
+            )
     span = float(times[-1]) if duration_s is None else min(duration_s, own)
     if times.size < n:  # what is simulated: the requests kept and the rate they offer
         source += (
             f", first {duration_s:g} s ({times.size} of {n} requests, "
             f"{times.size / span:.3g} req/s offered)"
         )
-    return dataclasses.replace(trace, times_s=times, source=source, duration_s=span)
+    return dataclasses.replace(
+        trace, times_s=times, source=source, duration_s=span, cut=times.size < n
+    )
 
 
 def arrivals_at(

@@ -10,7 +10,9 @@ Pure: the RNG is passed in. Every generator returns arrivals in ``[0, duration_s
 * :func:`from_timestamps` — replay of a trace's arrival times (e.g. the Azure LLM trace),
   optionally sped up to a target mean rate;
 * :func:`from_counts` — per-interval counts (the Azure Functions per-minute format) spread
-  uniformly at random inside each interval.
+  uniformly at random inside each interval;
+* :func:`busiest_window` — the stretch of a trace holding the most arrivals (what a
+  capacity plan sizes for).
 """
 
 from __future__ import annotations
@@ -199,6 +201,20 @@ def rescaled(times_s: npt.ArrayLike, rate_rps: float, duration_s: float) -> Floa
     reps = int(duration // period) + 1
     tiled = (base[None, :] + period * np.arange(reps)[:, None]).ravel()
     return tiled[tiled < duration]
+
+
+def busiest_window(times_s: npt.ArrayLike, window_s: float) -> tuple[int, int]:
+    """``(lo, hi)``: the arrivals ``times_s[lo:hi]`` of sorted times that fall in the
+    ``window_s``-second window ``[times_s[lo], times_s[lo] + window_s)`` holding the most of
+    them (the earliest such window). A busiest window can always start at an arrival: one
+    starting elsewhere slides right to its first arrival and loses none."""
+    window = _duration(window_s)
+    t = np.asarray(times_s, dtype=np.float64)
+    if t.size == 0:
+        raise InvalidSpecError("arrivals", "are empty", fix="give at least one request")
+    ends = np.searchsorted(t, t + window, side="left")
+    lo = int(np.argmax(ends - np.arange(t.size)))
+    return lo, int(ends[lo])
 
 
 def from_counts(
