@@ -59,6 +59,44 @@ def test_simulate_has_the_cnn_fields_and_the_llm_ones() -> None:
     assert other.to_dict()["requests"] != out["requests"] or other.to_dict() != out
 
 
+#: keys of a CNN run's ``simulate serve --json`` an LLM run has no counterpart of: the host
+#: path, the batch latency curve, request classes and their scheduler, the CNN queue's drop
+#: reasons (an LLM's are in ``drop_reasons``), the saturation search
+CNN_ONLY = {"classes", "host_capacity_rps", "host_s", "latency_curve", "queue_full",
+            "saturation", "scheduler", "timeout"}  # fmt: skip
+
+
+def test_an_llm_run_has_the_cnn_run_s_keys_with_their_meanings() -> None:
+    cnn = gpucast.simulate_serve(model="mlp", gpu="T4", rate=50, duration_s=5).to_dict()
+    run = gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", rate=4, duration_s=20,
+                                     seed=1)  # fmt: skip
+    llm = run.to_dict()
+    assert set(cnn) - set(llm) == CNN_ONLY
+    assert set(cnn["models"]["mlp"]) - set(llm["models"]["llama-3-8b"]) == {"queue_full", "timeout"}
+    for out in (cnn, llm):
+        assert out["served"] + out["dropped"] + out["in_flight"] == out["requests"]
+        assert out["arrival_process"] == out["sources"]["arrivals"]
+        assert out["warmup_s"] == 0.0
+    assert llm["arrival_process"] == "Poisson 4 req/s" and llm["engine"] == "vllm"
+    # every request runs to its end: the horizon is the last finish, nothing in flight
+    arrival, finish = run.serving.requests.arrival_s, run.serving.finish_s
+    assert llm["horizon_s"] == pytest.approx(float(np.nanmax(finish)))
+    assert llm["in_flight"] == 0 and llm["served"] == llm["finished"]
+    # offered: arrivals over their span (the last arrival plus one mean gap)
+    assert llm["offered_rps"] == pytest.approx((arrival.size - 1) / arrival[-1])
+    # stopped at 8 s: what arrived by then and had not finished is in flight
+    stopped = gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", rate=4,
+                                         duration_s=20, seed=1, horizon_s=8)  # fmt: skip
+    out = stopped.to_dict()
+    s = stopped.serving
+    by_then = s.requests.arrival_s <= 8.0
+    assert out["horizon_s"] == 8.0
+    assert out["offered_rps"] == pytest.approx(np.count_nonzero(by_then) / 8.0)
+    assert out["in_flight"] == np.count_nonzero(by_then & ~s.finished) > 0
+    assert out["served"] + out["dropped"] + out["in_flight"] == np.count_nonzero(by_then)
+    assert out["models"]["llama-3-8b"]["in_flight"] == out["in_flight"]
+
+
 def test_a_trace_keeps_its_tokens_skips_bad_rows_and_drops_what_cannot_fit(
     tmp_path: Path,
 ) -> None:

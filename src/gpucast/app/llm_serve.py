@@ -220,6 +220,8 @@ class SimulateLlmServeResult:
     validation: dict[str, str] = field(default_factory=dict)
     #: ``--band``: the runs with every iteration at the band's lower / upper factor
     band: tuple[float, float, LlmServingResult, LlmServingResult] | None = None
+    #: the requests' arrival process, as ``simulate serve`` names it for a CNN
+    arrival_process: str = ""
 
     def band_dict(self) -> dict[str, Any] | None:
         """``--band``: per latency percentile and for SLO attainment and tokens/s, the values
@@ -251,20 +253,19 @@ class SimulateLlmServeResult:
 
     def to_dict(self) -> dict[str, Any]:
         """``simulate serve --json`` for a language model: the fields of the CNN result
-        (requests, latency_s, throughput_rps, slo_*, cost_*, mean_batch_size, models,
-        servers, seed, sources, timeline, validation) plus TTFT / TPOT / ITL percentiles,
-        tokens/s, goodput, cost per million tokens, drops and preemptions."""
+        (requests, served, dropped, in_flight, latency_s, offered_rps, throughput_rps,
+        horizon_s, slo_*, cost_*, mean_batch_size, arrival_process, engine, models, servers,
+        seed, sources, timeline, validation; not its host path, latency curve, request classes
+        or saturation) plus TTFT / TPOT / ITL percentiles, tokens/s, goodput, cost per million
+        tokens, drops and preemptions."""
         out = dict(self.serving.to_dict(timeline_bins=30))
         req = self.request
-        out["models"] = {
-            req.model: {
-                "requests": out["requests"],
-                "latency_s": out["latency_s"],
-                "throughput_rps": out["throughput_rps"],
-                "slo_attainment": out["slo_attainment"],
-            }
-        }
+        per_model = ("requests", "served", "dropped", "in_flight", "latency_s", "offered_rps",
+                     "throughput_rps", "slo_attainment")  # fmt: skip
+        out["models"] = {req.model: {key: out[key] for key in per_model}}
         out.update(
+            arrival_process=self.arrival_process,
+            engine=req.framework,
             model=req.model,
             gpu=req.gpu,
             framework=req.framework,
@@ -469,6 +470,7 @@ def simulate_llm_serve(
         warnings=tuple(warnings),
         validation=llm_validation(model.engine.name, model.gpu.name, model.precision, model.tp),
         band=band,
+        arrival_process=traffic.source,
     )
 
 

@@ -275,6 +275,37 @@ class LlmServingResult:
         return amount / span if span > 0 else 0.0
 
     @property
+    def horizon_s(self) -> float:
+        """Where the run's accounting ends (s from 0), as ``horizon_s`` of a CNN's
+        :class:`~gpucast.simulate.serving.ServingResult`: ``until_s``, else the last finish
+        (the run goes on until every request is done), else the last arrival."""
+        arrival = self.requests.arrival_s
+        if self.until_s is not None:
+            return float(self.until_s)
+        if np.any(self.finished):
+            return float(np.nanmax(self.finish_s))
+        return float(arrival[-1]) if arrival.size else 0.0
+
+    @property
+    def in_flight(self) -> int:
+        """Requests that arrived by the horizon and were still queued or running at it (the
+        CNN result's ``in_flight``; 0 unless ``until_s`` stopped the run)."""
+        arrived = self.requests.arrival_s <= self.horizon_s
+        return int(np.count_nonzero(arrived & (self.status == RUNNING)))
+
+    def offered_rps(self) -> float:
+        """Requests arriving per second, as a CNN run's ``offered_rps``: those arriving in the
+        window over its length, the window from 0 to the last arrival plus one mean gap (how a
+        replayed trace's span counts) or to the horizon when that comes first."""
+        arrival = self.requests.arrival_s
+        n = arrival.size
+        if n == 0:
+            return math.nan
+        own = float(arrival[-1]) * n / (n - 1) if n > 1 else float(arrival[-1])
+        window = min(own, self.horizon_s)
+        return int(np.count_nonzero(arrival <= window)) / window if window > 0 else math.nan
+
+    @property
     def output_tokens_done(self) -> int:
         """Generated tokens of the finished requests."""
         return int(self.requests.output_tokens[self.finished].sum())
@@ -320,6 +351,13 @@ class LlmServingResult:
             "finished": int(fin.sum()),
             "dropped": self.count(DROPPED),
             "running": self.count(RUNNING),
+            # the CNN result's names: served + dropped + in_flight = requests (less those
+            # arriving after --horizon-s, which were never in flight)
+            "served": int(fin.sum()),
+            "in_flight": self.in_flight,
+            "offered_rps": self.offered_rps(),
+            "horizon_s": self.horizon_s,
+            "warmup_s": 0.0,
             "drop_reasons": dict(self.drop_reasons),
             "ttft_s": summary(self.ttft_s),
             "tpot_s": summary(self.tpot_s),
