@@ -331,3 +331,27 @@ def test_plan_replays_a_long_trace_s_busiest_hour_unless_given_a_duration(tmp_pa
     assert "--duration-s D replays the trace's first D s instead" in busy
     first = gpucast.plan_llm_serve(**plan, duration_s=1800).assumptions["arrivals"]
     assert first.endswith("first 1800 s (15 of 180 requests)") and "busiest" not in first
+
+
+def test_a_tpot_far_above_the_decode_step_names_what_the_decodes_wait_for() -> None:
+    """Issue #13's audit: on the code trace TPOT p99 was 1,174 ms with an 8 ms decode step,
+    and the row said "decode steps too slow ... higher tp"."""
+    one = dict(model="llama-3-8b", duration_s=60, tp=[1], max_replicas=1,
+               no_disaggregation=True)  # fmt: skip
+    # 4,000-token prompts at 9 req/s on one H100: prefill-first iterations hold the decodes
+    long = dict(one, rate=9, input_len="4000", output_len="20", gpu=["H100-SXM"], slo_tpot_ms=50)
+    stalled = gpucast.plan_llm_serve(**long).plan.candidates[0]
+    assert not stalled.meets_slo
+    assert "decodes stall behind long prompts' prefills" in stalled.bound
+    assert "--chunked-prefill" in stalled.bound and "too slow" not in stalled.bound
+    chunked = gpucast.plan_llm_serve(**long, chunked_prefill=True).plan.candidates[0]
+    assert chunked.tpot_s < stalled.tpot_s / 3  # the advice holds
+    assert "prompt chunks" in chunked.bound and "--chunked-prefill" not in chunked.bound
+    # short prompts, long outputs on an L4: the decode steps themselves are the limit
+    decode = dict(one, input_len="50", output_len="500", gpu=["L4"], slo_tpot_ms=70)
+    slow = gpucast.plan_llm_serve(**decode, rate=1.5).plan.candidates[0]
+    assert not slow.meets_slo and slow.preemptions == 0
+    assert "decode steps too slow at this batch" in slow.bound
+    # ... and at 20 req/s the KV cache overflows: sequences wait out preemptions
+    full = gpucast.plan_llm_serve(**decode, rate=20).plan.candidates[0]
+    assert "sequences wait out preemptions" in full.bound and "--max-num-seqs" in full.bound

@@ -214,19 +214,82 @@ def _evaluate(
     return dataclasses.replace(row, bound=_bound(s, row, result, cost)), result
 
 
+#: A TPOT percentile this many times the slowest decode step of the run (at its fullest KV
+#: cache) is not the decode steps' doing: the sequences waited between their steps.
+STALL_FACTOR = 2.0
+
+
+def _decode_step(cost: IterationCost, n: int, ctx: float) -> tuple[float, float]:
+    """(weights + overhead, KV cache) seconds of one decode step of ``n`` sequences with
+    ``ctx`` tokens of context each."""
+    fixed = float(cost.pass_s[min(n, cost.max_tokens)]) + (cost.token_s + cost.sequence_s) * n
+    return fixed, (cost.kv_s_per_token + cost.attention_s_per_unit) * n * ctx
+
+
+def _tpot_why(
+    s: _Setting,
+    row: LlmServeCandidate,
+    result: LlmServingResult,
+    cost: IterationCost,
+    ctx: float,
+    step_s: float | None,
+) -> str:
+    """Why a TPOT percentile is over its SLO: decode steps too slow, or (far above the
+    slowest decode step of the run, :data:`STALL_FACTOR`) sequences waiting between their
+    steps: for a decode slot of a disaggregated pool, out of a preemption (when enough
+    requests were preempted to reach the percentile), behind prompt chunks, or behind whole
+    prompts' prefills. ``step_s``: the decode step at the mean batch (None: no decode ran)."""
+    # the slowest decode step: the batch the fullest KV cache of a decoding instance held
+    peak = max((i.peak_kv_utilisation for i in result.instances if i.role != "prefill"),
+               default=1.0)  # fmt: skip
+    seqs = s.scheduler.max_num_seqs
+    if ctx > 0:
+        seqs = max(1, min(seqs, round(peak * cost.kv_capacity_tokens / ctx)))
+    slowest = sum(_decode_step(cost, seqs, ctx))
+    if row.tpot_s <= STALL_FACTOR * slowest:
+        return ": decode steps too slow at this batch (higher tp, fewer sequences)"
+    most = f"{row.tpot_s / slowest:,.0f}x its slowest ({slowest * 1e3:.1f} ms at {seqs} sequences)"
+    times = f"TPOT {row.tpot_s / step_s:,.0f}x its mean decode step, {most}" if step_s else most
+    if row.mode == "disaggregated":
+        return f": sequences wait for a decode slot ({times}): more decode instances"
+    preempted = int(np.count_nonzero(result.preemptions))
+    if preempted >= (1.0 - s.percentile / 100.0) * s.requests.count:
+        how = "recomputed" if s.scheduler.preemption == "recompute" else "swapped back"
+        return (
+            f": the KV cache is full, sequences wait out preemptions ({preempted} of "
+            f"{s.requests.count} requests preempted and {how}; {times}): more KV cache (higher "
+            "tp, --kv-precision fp8) or fewer sequences (--max-num-seqs)"
+        )
+    if s.scheduler.chunked_prefill:
+        return (
+            f": decodes share their iterations with prompt chunks ({times}): lower "
+            "--max-batched-tokens, or prefill/decode pools (the disaggregated rows)"
+        )
+    return (
+        f": decodes stall behind long prompts' prefills ({times}): --chunked-prefill, or "
+        "prefill/decode pools (the disaggregated rows)"
+    )
+
+
 def _bound(
     s: _Setting, row: LlmServeCandidate, result: LlmServingResult, cost: IterationCost
 ) -> str:
-    """What limits a row: the SLO closest to (or past) its limit, and what a decode step at
-    the simulated batch spends its time on."""
+    """What limits a row: the SLO closest to (or past) its limit and why, and what a decode
+    step at the simulated batch spends its time on."""
     parts = []
     q = f"p{s.percentile:g}"
+    req = s.requests
+    ctx = float(np.mean(req.input_tokens + req.output_tokens / 2.0)) if req.count else 0.0
     ratios = []
     if s.slo_ttft_s is not None:
         ratios.append((row.ttft_s / s.slo_ttft_s, "TTFT", row.ttft_s, s.slo_ttft_s))
     if s.slo_tpot_s is not None:
         ratios.append((row.tpot_s / s.slo_tpot_s, "TPOT", row.tpot_s, s.slo_tpot_s))
     ratio, name, value, limit = max(ratios)
+    running = [i.mean_running for i in result.instances if i.role != "prefill" and i.iterations]
+    n = max(1, round(float(np.mean(running)))) if running else 0
+    fixed, kv = _decode_step(cost, n, ctx) if n else (0.0, 0.0)
+    step = fixed + kv
     if math.isinf(value):
         parts.append(f"{name} {q}: requests unserved ({row.dropped} dropped)")
     else:
@@ -235,18 +298,11 @@ def _bound(
         if ratio > 1 and name == "TTFT":
             why = ": prompts queue (add replicas or faster prefill)"
         elif ratio > 1:
-            why = ": decode steps too slow at this batch (higher tp, fewer sequences)"
+            why = _tpot_why(s, row, result, cost, ctx, step or None)
         parts.append(
             f"{name} {q} {format_latency(value)} {verb} {format_latency(limit)} ({ratio:.0%}){why}"
         )
-    running = [i.mean_running for i in result.instances if i.role != "prefill" and i.iterations]
-    if running:
-        n = max(1, round(float(np.mean(running))))
-        req = s.requests
-        ctx = float(np.mean(req.input_tokens + req.output_tokens / 2.0)) if req.count else 0.0
-        fixed = float(cost.pass_s[min(n, cost.max_tokens)]) + (cost.token_s + cost.sequence_s) * n
-        kv = (cost.kv_s_per_token + cost.attention_s_per_unit) * n * ctx
-        step = fixed + kv
+    if n:
         parts.append(
             f"decode step {step * 1e3:.1f} ms at batch {n}: weights + overhead "
             f"{fixed / step:.0%}, KV cache {kv / step:.0%}"
