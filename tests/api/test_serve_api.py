@@ -173,3 +173,15 @@ def test_a_request_of_the_wrong_verb_is_refused(table: Path) -> None:
     request = SimulateServeRequest(model="resnet50", gpu="P4", rate=10.0, latency_table=table)
     with pytest.raises(InvalidSpecError, match="request: must be a PlanServeRequest"):
         gpucast.plan_serve(request)  # type: ignore[arg-type]
+
+
+def test_both_serving_verbs_name_the_request_size_they_assume() -> None:
+    """A default that changes a result is shown: the request's bytes over the network and
+    PCIe follow the serving precision (mlp: 784 float features, 2 B each at fp16)."""
+    sim = gpucast.simulate_serve(model="mlp", gpu="T4", rate=50, duration_s=2, precision="fp16")
+    payload = sim.to_dict()["sources"]["payload"]
+    assert payload.startswith("1.568 KB per request") and "x 2 B (fp16)" in payload
+    given = gpucast.simulate_serve(model="mlp", gpu="T4", rate=50, duration_s=2, input_kb=150)
+    assert given.to_dict()["sources"]["payload"] == "150 KB per request (given)"
+    plan = gpucast.plan_serve(models=["mlp:50"], slo_ms=50, precision="fp16", **PLAN)
+    assert plan.plan.assumptions["payload"] == payload

@@ -216,6 +216,27 @@ def test_int8_work_is_the_fp16_profile_with_half_the_bytes() -> None:
         inputs.inference_work("mlp", "int4")
 
 
+def test_the_default_request_is_the_model_input_at_the_serving_precision() -> None:
+    """Issue #13's audit: int8 sent 301 KB (half of fp32's 602 KB) and fp16 602 KB; a
+    request is the model's input tensor, floating-point elements at the serving precision
+    (MLPerf's TensorRT submissions send ResNet-50 as preprocessed int8 tensors)."""
+    sizes = {p: inputs.inference_work("mlp", p).input_bytes_per_sample
+             for p in ("fp32", "fp16", "bf16", "int8", "fp8")}  # fmt: skip
+    # 784 float features (28x28), 4 / 2 / 2 / 1 / 1 B each; the int64 label is not sent
+    assert sizes == {"fp32": 3136.0, "fp16": 1568.0, "bf16": 1568.0, "int8": 784.0,
+                     "fp8": 784.0}  # fmt: skip
+    int8 = inputs.inference_work("mlp", "int8")
+    text = inputs.payload_text(int8, "int8")
+    assert text.startswith("0.784 KB per request: mlp's input tensors")
+    assert "784 floating-point elements x 1 B (int8)" in text and "--input-kb" in text
+    # token ids keep their size at any precision
+    bert = {p: inputs.inference_work("bert-base", p).input_bytes_per_sample
+            for p in ("fp32", "fp16", "int8")}  # fmt: skip
+    assert len(set(bert.values())) == 1 and bert["fp32"] > 0
+    assert "B of integer inputs" in inputs.payload_text(inputs.inference_work("bert-base", "int8"),
+                                                        "int8")  # fmt: skip
+
+
 def test_rescaled_arrivals_keep_the_process_at_another_rate() -> None:
     import numpy as np
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -117,6 +118,30 @@ def test_one_byte_precisions_halve_the_bytes_not_the_flops() -> None:
         "fp32", "bf16", "fp16", "fp16", "fp16"]  # fmt: skip
     with pytest.raises(InvalidSpecError, match="precision"):
         work.at_precision("int4", "fp16")
+
+
+def test_a_request_s_floating_point_inputs_follow_the_precision_its_token_ids_do_not() -> None:
+    from gpucast.predict.serving import InferenceWork
+
+    # an fp32 profile: 1,000 float elements (4,000 B) and 512 B of int64 token ids
+    work = InferenceWork(
+        name="w", matmul_flops_per_sample=1e9, other_bytes_fixed=0.0,
+        other_bytes_per_sample=1e6, n_kernels=10, weights_bytes=8e6,
+        input_bytes_per_sample=4512.0, activation_bytes_per_sample=1e6,
+        input_float_elements_per_sample=1000.0,
+    )  # fmt: skip
+    sizes = {p: work.at_precision(p, "fp32").input_bytes_per_sample
+             for p in ("fp32", "fp16", "bf16", "int8", "fp8")}  # fmt: skip
+    assert sizes == {"fp32": 4512.0, "fp16": 2512.0, "bf16": 2512.0, "int8": 1512.0,
+                     "fp8": 1512.0}  # fmt: skip
+    # from an fp16 profile (the one int8/fp8 are made from) the same element sizes hold
+    fp16 = work.at_precision("fp16", "fp32")
+    assert fp16.at_precision("int8", "fp16").input_bytes_per_sample == 1512.0
+    # a work without the split: every input byte follows the precision, as before
+    old = dataclasses.replace(work, input_float_elements_per_sample=None)
+    assert old.at_precision("int8", "fp32").input_bytes_per_sample == pytest.approx(4512 / 4)
+    with pytest.raises(InvalidSpecError, match="input_float_elements_per_sample"):
+        dataclasses.replace(work, input_float_elements_per_sample=5000.0)
 
 
 def test_engine_efficiency_terms_of_the_curve() -> None:

@@ -94,6 +94,8 @@ def test_tiny_mlp_by_hand() -> None:
     assert p.memory.weights_bytes == p.memory.gradients_bytes == 26 * FP32
     assert p.memory.optimizer_state_bytes == 26 * FP32  # one momentum buffer per parameter
     assert p.memory.inputs_bytes == 5 * 3 * FP32 + 5 * 8  # float features, int64 labels
+    # a request carries the features alone: 15 float elements, no integer input
+    assert (p.memory.model_input_float_elements, p.memory.model_input_other_bytes) == (15, 0)
     # Saved for backward: the ReLU output and the log-softmax output (+ nll's scalar weight).
     assert p.memory.activations_bytes == (5 * 4 + 5 * 2 + 1) * FP32
 

@@ -693,6 +693,12 @@ def plan_serve(
         workload_options=dict(request.workload_options),
     )
     sources["latency"] = profiles.source
+    sources["payload"] = "; ".join(
+        inputs.payload_text(
+            inputs.inference_work(m.name, precision, dict(request.workload_options)), precision
+        )
+        for m in loads
+    )
     sources["prices"] = "catalog spot" if request.spot else "catalog on-demand"
     guessed = _estimated_servers(servers, catalog)
     if guessed:
@@ -941,8 +947,9 @@ class SimulateServeRequest:
     )
     input_kb: float | None = option(
         None,
-        help="Bytes a request carries over the link and PCIe, KB (default: the profiled input "
-        "tensor, halved at int8/fp8), e.g. 150 for a 224x224x3 uint8 image.",
+        help="Bytes a request carries over the link and PCIe, KB (default: the model's input "
+        "tensors, floating-point elements at the serving precision: 4 B fp32, 2 B fp16/bf16, "
+        "1 B int8/fp8), e.g. 150 for a 224x224x3 uint8 image.",
         example="150",
     )
     price: float | None = option(
@@ -1324,8 +1331,14 @@ def simulate_serve(
     engine = inputs.serving_efficiency(request.engine, precision)
     work = inputs.inference_work(request.model, precision, dict(request.workload_options))
     if request.input_kb is not None:
-        work = dataclasses.replace(work, input_bytes_per_sample=request.input_kb * 1e3)
+        work = dataclasses.replace(
+            work,
+            input_bytes_per_sample=request.input_kb * 1e3,
+            input_float_elements_per_sample=None,
+        )
         sources["payload"] = f"{request.input_kb:g} KB per request (given)"
+    else:
+        sources["payload"] = inputs.payload_text(work, precision)
     if request.latency_table is not None:
         curve = inputs.read_latency_table(request.latency_table)
     else:

@@ -135,6 +135,12 @@ class MemoryEstimate:
     activations_bytes: int
     inputs_bytes: int
     inference_working_bytes: int
+    #: the model's inputs alone (the batch without its training target), as a request
+    #: carries them: elements of its floating-point tensors (sent at the serving precision)
+    #: and bytes of the others (token ids, indices, masks: their own size at any precision);
+    #: None in a profile written before they were recorded
+    model_input_float_elements: int | None = None
+    model_input_other_bytes: int | None = None
 
     @property
     def train_peak_bytes(self) -> int:
@@ -159,6 +165,8 @@ class MemoryEstimate:
             "activations_bytes": self.activations_bytes,
             "inputs_bytes": self.inputs_bytes,
             "inference_working_bytes": self.inference_working_bytes,
+            "model_input_float_elements": self.model_input_float_elements,
+            "model_input_other_bytes": self.model_input_other_bytes,
             "train_peak_bytes": self.train_peak_bytes,
             "inference_peak_bytes": self.inference_peak_bytes,
         }

@@ -336,7 +336,8 @@ def inference_work(
 ) -> InferenceWork:
     """The inference pass of ``model`` (built with its workload ``options``) from its
     profiles at batch 1 and 2 (fixed and per-sample FLOPs, bytes and memory), at a serving
-    precision: int8/fp8 are the 16-bit profile with one byte per element."""
+    precision: int8/fp8 are the 16-bit profile with one byte per element (a request's input: its
+    floating-point elements at the precision, :meth:`InferenceWork.at_precision`)."""
     from gpucast.domain.serving import SERVING_PRECISIONS
     from gpucast.inputs.workload import workload_profile
     from gpucast.predict.serving import InferenceWork, profile_precision
@@ -450,6 +451,32 @@ def pcie_gbps(gpu: GpuSpec) -> Sourced[float]:
 
     gbps = PCIE_X16_GBPS.get(gpu.pcie_generation, PCIE_X16_GBPS[max(PCIE_X16_GBPS)])
     return Sourced(gbps, f"{gbps:g} GB/s (PCIe {gpu.pcie_generation}.0 x16, {gpu.name})")
+
+
+def payload_text(work: InferenceWork, precision: str) -> str:
+    """What a request of ``work`` carries over the network and PCIe, in words: the model's
+    input tensors as it takes them, the floating-point ones at the serving ``precision`` (as
+    MLPerf Inference's TensorRT submissions send ResNet-50: preprocessed int8 tensors)."""
+    from gpucast.predict.serving import ELEMENT_BYTES
+
+    size = f"{work.input_bytes_per_sample / 1e3:,.4g} KB per request"
+    elements = work.input_float_elements_per_sample
+    if elements is None:
+        return f"{size}: {work.name}'s profiled input batch, per sample (--input-kb to change)"
+    parts = []
+    if elements:
+        width = ELEMENT_BYTES[precision]
+        parts.append(f"{elements:,.0f} floating-point elements x {width:g} B ({precision})")
+    other = work.input_bytes_per_sample - elements * ELEMENT_BYTES[precision]
+    if other > 0.5:
+        parts.append(f"{other:,.0f} B of integer inputs (token ids, indices: any precision)")
+    return (
+        f"{size}: {work.name}'s input tensors as the model takes them, "
+        + " + ".join(parts)
+        + ", sent preprocessed (as MLPerf Inference's TensorRT submissions send ResNet-50: "
+        "int8 tensors), no training target (--input-kb to change, e.g. 150 for a 224x224x3 "
+        "uint8 image)"
+    )
 
 
 def request_overhead(work: InferenceWork, network_gbps: float) -> Sourced[float]:

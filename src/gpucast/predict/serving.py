@@ -105,6 +105,11 @@ class InferenceWork:
     #: share of ``matmul_flops_per_sample`` done by convolutions (priced apart on tensor
     #: cores where the efficiency says so; 0: all matmuls)
     conv_share: float = 0.0
+    #: elements of the floating-point inputs a request carries, sent at the serving
+    #: precision (:data:`ELEMENT_BYTES` each); the rest of ``input_bytes_per_sample`` (token
+    #: ids, indices) keeps its size. None: unknown (a profile that did not record them), every
+    #: input byte follows the precision
+    input_float_elements_per_sample: float | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.conv_share) and 0.0 <= self.conv_share <= 1.0):
@@ -120,6 +125,17 @@ class InferenceWork:
             value = getattr(self, attr)
             if not (math.isfinite(value) and value >= 0):
                 raise InvalidSpecError(attr, "must be >= 0", got=value)
+        elements = self.input_float_elements_per_sample
+        smallest = min(ELEMENT_BYTES.values())
+        if elements is not None and not (
+            math.isfinite(elements)
+            and 0 <= elements * smallest <= self.input_bytes_per_sample * (1 + 1e-9)
+        ):
+            raise InvalidSpecError(
+                "input_float_elements_per_sample",
+                "must be >= 0 and fit in input_bytes_per_sample at 1 byte each",
+                got=elements,
+            )
 
     @classmethod
     def from_profiles(cls, one: WorkloadProfile, two: WorkloadProfile) -> InferenceWork:
@@ -142,6 +158,12 @@ class InferenceWork:
         bytes_per = max((b2 - b1) / db, 0.0)
         act1 = one.memory.inference_working_bytes
         act2 = two.memory.inference_working_bytes
+        floats, others = one.memory.model_input_float_elements, one.memory.model_input_other_bytes
+        if floats is None or others is None or one.precision not in ELEMENT_BYTES:
+            input_bytes, elements = one.memory.inputs_bytes / one.batch_size, None
+        else:  # the model's inputs, floating-point ones at the profile's precision
+            elements = floats / one.batch_size
+            input_bytes = elements * ELEMENT_BYTES[one.precision] + others / one.batch_size
         return cls(
             name=one.workload,
             matmul_flops_per_sample=max((f2 - f1) / db, f1 / one.batch_size if f2 == f1 else 0.0),
@@ -149,14 +171,16 @@ class InferenceWork:
             other_bytes_per_sample=bytes_per,
             n_kernels=k1,
             weights_bytes=float(one.memory.weights_bytes),
-            input_bytes_per_sample=one.memory.inputs_bytes / one.batch_size,
+            input_bytes_per_sample=input_bytes,
             activation_bytes_per_sample=max((act2 - act1) / db, act1 / one.batch_size),
             conv_share=min(1.0, mm.conv_flops / mm.flops) if mm.flops else 0.0,
+            input_float_elements_per_sample=elements,
         )
 
     def at_precision(self, precision: str, profiled_at: str) -> InferenceWork:
         """This pass (profiled at ``profiled_at``) run at ``precision``: the same FLOPs, every
-        byte count scaled by the element sizes (:data:`ELEMENT_BYTES`)."""
+        byte count scaled by the element sizes (:data:`ELEMENT_BYTES`) -- of the request's
+        input, its floating-point elements only (token ids keep their size)."""
         for p in (precision, profiled_at):
             if p not in ELEMENT_BYTES:
                 raise InvalidSpecError(
@@ -165,12 +189,18 @@ class InferenceWork:
         k = ELEMENT_BYTES[precision] / ELEMENT_BYTES[profiled_at]
         if k == 1.0:
             return self
+        elements = self.input_float_elements_per_sample
+        if elements is None:
+            input_bytes = self.input_bytes_per_sample * k
+        else:
+            fixed = self.input_bytes_per_sample - elements * ELEMENT_BYTES[profiled_at]
+            input_bytes = fixed + elements * ELEMENT_BYTES[precision]
         return dataclasses.replace(
             self,
             other_bytes_fixed=self.other_bytes_fixed * k,
             other_bytes_per_sample=self.other_bytes_per_sample * k,
             weights_bytes=self.weights_bytes * k,
-            input_bytes_per_sample=self.input_bytes_per_sample * k,
+            input_bytes_per_sample=input_bytes,
             activation_bytes_per_sample=self.activation_bytes_per_sample * k,
         )
 

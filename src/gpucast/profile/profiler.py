@@ -367,6 +367,15 @@ def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -
         weights_bytes = sum(tensor_bytes(t) for t in _unique([*params, *buffers]))
         gradient_bytes = sum(tensor_bytes(p) for p in trainable)
         inputs_bytes = sum(tensor_bytes(t) for t in batch_tensors)
+        # what a request carries: the model's inputs, floating-point ones as elements (sent
+        # at the serving precision; autocast leaves them fp32 here), the others as bytes
+        model_inputs = _unique(_tensors(inputs))
+        dense_floats = [t for t in model_inputs
+                        if t.is_floating_point() and t.layout == torch.strided]  # fmt: skip
+        float_elements = sum(tensor_bytes(t) // t.element_size() for t in dense_floats)
+        other_bytes = sum(tensor_bytes(t) for t in model_inputs) - sum(
+            tensor_bytes(t) for t in dense_floats
+        )
         tensor_sizes = [tensor_bytes(p) for p in trainable]
 
     phases = tuple(
@@ -408,6 +417,8 @@ def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -
             activations_bytes=activations_bytes,
             inputs_bytes=inputs_bytes,
             inference_working_bytes=recorder.largest_op_bytes["inference"],
+            model_input_float_elements=float_elements,
+            model_input_other_bytes=other_bytes,
         ),
         notes=tuple(notes),
     )
