@@ -13,7 +13,13 @@ from gpucast.domain.errors import (
     UnknownGpuError,
 )
 from gpucast.domain.prediction import Estimate
-from gpucast.domain.units import format_latency, format_ms_against, format_ratio, parse_duration_s
+from gpucast.domain.units import (
+    format_latency,
+    format_ms_against,
+    format_pct_against,
+    format_ratio,
+    parse_duration_s,
+)
 from gpucast.domain.workload import WorkloadSpec
 
 
@@ -110,6 +116,14 @@ def test_format_ms_against_shows_which_side_of_the_limit() -> None:
     assert format_ms_against(0.0035, 2.0) == "3.5"
     assert format_ms_against(0.0009996, 0.001) == "1.0"  # within, and reads as within
     assert format_ms_against(141.7, 200.0) == "141,700.0"
+
+
+def test_format_pct_against_shows_which_side_of_the_share() -> None:
+    assert format_pct_against(0.94996, 0.95) == "94.996"  # not "95.0": 95% not reached
+    assert format_pct_against(0.364, 0.95) == "36.4"
+    assert format_pct_against(0.95, 0.95) == "95.0"
+    assert format_pct_against(0.0001, 1e-12) == "0.01"  # a non-zero share never reads as 0
+    assert format_pct_against(0.0, 1e-12) == "0.0"
 
 
 @given(st.floats(1e-6, 1e3), st.floats(1e-6, 1e3))

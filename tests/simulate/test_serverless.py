@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.serverless import KeepAlivePolicy, parse_policy
 from gpucast.simulate.serverless import (
+    function_percentiles,
     keep_alive_windows,
     latency_summary,
     service_quantiles,
@@ -282,3 +283,22 @@ def test_keep_alive_latency_with_a_spread_keeps_busy_time_from_the_mean() -> Non
     )
     assert r.busy_s == pytest.approx([6.0])
     assert r.latency_s["max"] == pytest.approx(13.0)  # the slow call of a cold minute
+
+
+def test_function_percentiles_are_each_functions_own() -> None:
+    # f0: 999 warm calls of 1 s and 1 cold (+10 s); f1: 1 warm and 1 cold; f2: no calls
+    run = np.array([1.0, 1.0, 1.0])
+    cases = ((0.0, [999, 1, 0]), (10.0, [1, 1, 0]))
+    own = function_percentiles(run, cases, qs=(50.0, 99.0, 100.0))
+    assert own[:, 0] == pytest.approx([1.0, 1.0, 11.0])  # one cold call of 1,000: above p99
+    assert own[:, 1] == pytest.approx([1.0, 11.0, 11.0])
+    assert np.isnan(own[:, 2]).all()
+    # the pooled percentile (2 cold calls of 1,002) lets f0's calls hide f1's cold start
+    assert latency_summary(run, cases, qs=(99.0,))["p99"] == pytest.approx(1.0)
+    # one function alone: its own percentiles are the pooled ones, with a spread too
+    spread = service_quantiles([np.array([1.0, 2.0, 3.0, 4.0])], points=4)
+    one = ((0.0, [7]), (5.0, [3]))
+    for qs in ((10.0, 40.0), (50.0, 70.0), (71.0, 99.0)):
+        pooled = latency_summary(np.array([2.5]), one, spread=spread, qs=qs)
+        alone = function_percentiles(np.array([2.5]), one, spread=spread, qs=qs)[:, 0]
+        assert alone == pytest.approx([pooled[f"p{q:g}"] for q in qs])

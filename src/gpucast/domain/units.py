@@ -85,6 +85,19 @@ def format_share(share: float) -> str:
     return f"{share:.0%}"
 
 
+def format_pct_against(share: float, limit: float, *, decimals: int = 1) -> str:
+    """``share`` (a fraction) as a percentage (no ``%`` sign) with ``decimals`` decimals, more
+    where fewer would hide which side of ``limit`` it is on (at least ``limit`` or below):
+    0.94996 against 0.95 is ``94.996``, not ``95.0`` (which reads as reached); at most 6."""
+    pct, limit_pct = share * 100.0, limit * 100.0
+    if not (math.isfinite(pct) and math.isfinite(limit_pct)):
+        return f"{pct:.{decimals}f}"
+    reached = pct >= limit_pct
+    while decimals < 6 and (round(pct, decimals) >= limit_pct) != reached:
+        decimals += 1
+    return f"{pct:.{decimals}f}"
+
+
 def format_ms_against(value_s: float, limit_s: float, *, decimals: int = 1) -> str:
     """``value_s`` in milliseconds (no unit) with ``decimals`` decimals, more where fewer would
     hide which side of ``limit_s`` it is on: 1.0097 ms against a 1 ms limit is ``1.01``, not

@@ -41,6 +41,7 @@ __all__ = [
     "PoolResult",
     "ServerlessResult",
     "busy_bins",
+    "function_percentiles",
     "keep_alive_windows",
     "latency_summary",
     "service_quantiles",
@@ -331,6 +332,42 @@ def latency_summary(
     out = dict(zip((f"p{q:g}" for q in qs), weighted_percentiles(v, w, qs), strict=True))
     out["mean"] = mean_num / total if total else math.nan
     out["max"] = float(v[w > 0].max()) if total else math.nan
+    return out
+
+
+def function_percentiles(
+    run: FloatArray,
+    cases: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]],
+    *,
+    spread: FloatArray | None = None,
+    qs: Sequence[float] = (99.0,),
+) -> FloatArray:
+    """``(len(qs), functions)``: each function's own latency percentiles over its own calls,
+    the calls of :func:`latency_summary` (same ``run``, ``cases`` and ``spread``, same rule:
+    the smallest latency whose cumulative share of the calls reaches ``q``) but not pooled
+    over functions; NaN for a function without calls. Where :func:`latency_summary` lets the
+    busy functions speak for all, this shows a rarely called function whose calls are mostly
+    cold starts. Vectorised: one sort of a ``(functions, len(cases) x K)`` table."""
+    n_f = run.size
+    table = run[:, None] if spread is None else np.where(np.isnan(spread), run[:, None], spread)
+    k = table.shape[1]
+    values, weights = [], []
+    for extra, calls in cases:
+        add = np.broadcast_to(np.asarray(extra, dtype=np.float64), (n_f,))
+        n = np.broadcast_to(np.asarray(calls, dtype=np.float64), (n_f,))
+        values.append(table + add[:, None])
+        weights.append(np.repeat((n / k)[:, None], k, axis=1))
+    v, w = np.concatenate(values, axis=1), np.concatenate(weights, axis=1)
+    order = np.argsort(v, axis=1, kind="stable")
+    v, cum = np.take_along_axis(v, order, axis=1), np.cumsum(np.take_along_axis(w, order, 1), 1)
+    total = cum[:, -1] if cum.size else np.zeros(n_f)
+    out = np.full((len(qs), n_f), np.nan)
+    called = total > 0
+    rows = np.flatnonzero(called)
+    for i, q in enumerate(qs):
+        # the first point whose cumulative calls reach q% (zero-weight points never cross it)
+        at = (cum[called] < (q / 100.0 * total[called])[:, None]).sum(axis=1)
+        out[i, called] = v[rows, np.minimum(at, v.shape[1] - 1)]
     return out
 
 
