@@ -207,6 +207,52 @@ def test_plan_serverless_bad_options() -> None:
         gpucast.plan_serverless(synthetic=5, billing="monthly")
     with pytest.raises(InvalidSpecError, match="policy"):
         gpucast.plan_serverless(synthetic=5, policies=["weekly"])
+    with pytest.raises(InvalidSpecError, match="slo-scope"):
+        gpucast.plan_serverless(synthetic=5, slo_scope="x")
+    for share in (1.5, 0.0, float("nan")):
+        with pytest.raises(InvalidSpecError, match="slo-functions"):
+            gpucast.plan_serverless(synthetic=5, slo_functions=share)
+
+
+def _busy_and_rare_trace(folder: Path) -> Path:
+    """Two functions over 2 h: f0 called 100 times every minute, f1 once an hour (each call
+    cold under a 10-minute keep-alive)."""
+    minutes = 120
+    header = "HashOwner,HashApp,HashFunction,Trigger," + ",".join(
+        str(i) for i in range(1, minutes + 1)
+    )
+    busy = ",".join("100" for _ in range(minutes))
+    rare = ",".join("1" if m % 60 == 0 else "0" for m in range(minutes))
+    (folder / "invocations_per_function_md.anon.d01.csv").write_text(
+        f"{header}\no,a,f0,http,{busy}\no,a,f1,timer,{rare}\n"
+    )
+    (folder / "function_durations_percentiles.anon.d01.csv").write_text(
+        "HashOwner,HashApp,HashFunction,Average,Count\no,a,f0,10,12000\no,a,f1,10,2\n"
+    )
+    return folder
+
+
+def test_plan_serverless_slo_scope_sees_the_rare_functions_cold_starts(tmp_path: Path) -> None:
+    args = dict(
+        trace=_busy_and_rare_trace(tmp_path), models=["mlp"], gpu="T4", price=1.0,
+        slo="p99<1s", policies=["fixed:10m"], billing="execution",
+    )  # fmt: skip
+    calls = gpucast.plan_serverless(**args).to_dict()  # type: ignore[arg-type]
+    functions = gpucast.plan_serverless(slo_scope="functions", **args).to_dict()  # type: ignore[arg-type]
+    # 3 cold starts of 12,002 calls: the pooled p99 is warm, serverless is the choice
+    assert calls["slo_scope"] == "invocations" and calls["choice"]["kind"] == "serverless"
+    assert "over every call of every function" in calls["assumptions"]["slo"]
+    # f1's own p99 is a cold start (mlp's > 1 s): half the functions, 95% needed
+    assert functions["slo_scope"] == "functions" and functions["slo_function_share"] == 0.95
+    assert functions["functions_invoked"] == 2
+    serverless = next(o for o in functions["options"] if o["kind"] == "serverless")
+    assert serverless["function_share_meeting_slo"] == pytest.approx(0.5)
+    assert serverless["function_share_p99_over_slo"] == pytest.approx(0.5)
+    assert not serverless["meets_slo"] and functions["choice"]["kind"] == "always-on"
+    assert "each invoked function's own p99" in functions["assumptions"]["slo"]
+    # both scopes report the shares for every candidate
+    for d in (calls, functions):
+        assert all("function_share_meeting_slo" in o for o in d["options"])
 
 
 # -- the Azure LLM inference trace (one function per file) -----------------------------------

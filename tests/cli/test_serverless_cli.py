@@ -82,12 +82,40 @@ def test_plan_serverless_text_and_json() -> None:
     assert d["choice"]["name"] in d["reason"]
 
 
+def test_plan_serverless_functions_scope_text_and_json() -> None:
+    argv = ["plan", "serverless", "--synthetic", "60", "--minutes", "240", "--models", "mlp",
+            "--policies", "fixed:10m,fixed:1h", "--slo", "p99<1s"]  # fmt: skip
+    text = runner.invoke(app, [*argv, "--slo-scope", "functions", "--slo-functions", "0.9"])
+    assert text.exit_code == 0, text.output
+    assert "for >= 90% of the" in text.stdout and "each on its own calls" in text.stdout
+    header, _ = _columns(text.stdout)
+    assert "fn met" in header and "fn p99>SLO" not in header  # p99: one is the other's rest
+    assert "fn met: share of invoked functions whose own p99" in text.stdout
+    pooled = json.loads(runner.invoke(app, [*argv, "--json"]).stdout)
+    scoped = json.loads(
+        runner.invoke(app, [*argv, "--slo-scope", "functions", "--slo-functions", "0.9",
+                            "--json"]).stdout
+    )  # fmt: skip
+    assert pooled["slo_scope"] == "invocations" and scoped["slo_scope"] == "functions"
+    assert scoped["slo_function_share"] == 0.9
+    for o in scoped["options"]:
+        share = o["function_share_meeting_slo"]
+        assert o["meets_slo"] == (share >= 0.9)
+        assert o["function_share_p99_over_slo"] == pytest.approx(1 - share)
+    # the keep-alive policy moves the functions' shares, not the pooled p99
+    shares = {o["name"]: o["function_share_meeting_slo"] for o in scoped["options"]}
+    assert shares["serverless fixed:10m"] < shares["serverless fixed:1h"]
+
+
 def test_plan_serverless_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     cases = [
         (["--synthetic", "5", "--slo", "p99<0ms"], "slo"),
         (["--synthetic", "5", "--policies", "fixed:0m"], "policy"),
         (["--synthetic", "5", "--billing", "monthly"], "billing"),
         (["--synthetic", "5", "--max-utilisation", "1.5"], "max-utilisation"),
+        (["--synthetic", "5", "--slo-scope", "x"], "slo-scope"),
+        (["--synthetic", "5", "--slo-functions", "1.5"], "slo-functions"),
+        (["--synthetic", "5", "--slo-functions", "0"], "slo-functions"),
         (["--trace", str(tmp_path)], "invocations_per_function_md.anon.d01.csv"),
         (["--synthetic", "5", "--models", "no-such-model"], "no-such-model"),
     ]
@@ -182,7 +210,7 @@ def _columns(stdout: str) -> tuple[list[str], list[list[str]]]:
     at = next(i for i, line in enumerate(lines) if line.strip().startswith("deployment"))
     rows = []
     for line in lines[at + 1 :]:
-        if line.strip().startswith("choice:"):
+        if line.strip().startswith(("fn met:", "choice:")):
             break
         rows.append(re.split(r"\s{2,}", line.strip()))
     return re.split(r"\s{2,}", lines[at].strip()), rows
@@ -195,16 +223,22 @@ def test_plan_serverless_table_keeps_its_columns_apart() -> None:
     text = runner.invoke(app, [*argv, "--slo", "p99<100s"])
     assert text.exit_code == 0, text.output
     header, rows = _columns(text.stdout)
-    assert header == ["deployment", "cold", "swaps", "p50 ms", "p99 ms", "GPU-h", "US$", "SLO"]
+    assert header == [
+        "deployment", "cold", "swaps", "p50 ms", "p99 ms", "fn met", "GPU-h", "US$", "SLO"
+    ]  # fmt: skip
     d = json.loads(runner.invoke(app, [*argv, "--slo", "p99<100s", "--json"]).stdout)
     assert len(rows) == len(d["options"])
     for row, o in zip(rows, d["options"], strict=True):
         assert len(row) == len(header), row
-        assert float(row[5].replace(",", "")) == pytest.approx(o["gpu_hours"], abs=0.006)
+        assert float(row[6].replace(",", "")) == pytest.approx(o["gpu_hours"], abs=0.006)
+        share = float(row[5].rstrip("%"))
+        assert share == pytest.approx(100 * o["function_share_meeting_slo"], abs=0.06)
     assert max(o["gpu_hours"] for o in d["options"]) >= 1000  # wider than the old column
     p50 = runner.invoke(app, [*argv, "--slo", "p50<1ms"])
     header, rows = _columns(p50.stdout)
     assert header.count("p50 ms") == 1 and "SLO" in header
+    assert header[-5:-3] == ["fn met", "fn p99>SLO"]  # the cold-start tail beside a p50 SLO
+    assert all(len(row) == len(header) for row in rows)
 
 
 def test_an_overloaded_pool_says_so_and_bills_the_execution() -> None:

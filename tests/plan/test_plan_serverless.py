@@ -101,3 +101,90 @@ def test_a_narrow_miss_is_visible_in_the_reason() -> None:
     plan = _plan(counts, exec_s=0.0010097, slo_percentile=50.0, slo_s=0.001)
     assert plan.choice is None
     assert "1.01 ms" in plan.reason and "1.0 ms" not in plan.reason
+
+
+# -- the SLO's scope: every call (invocations) or each function's own calls (functions) -------
+
+
+def _busy_and_rare(minutes: int = 60) -> np.ndarray:
+    """f0: 100 calls every minute (one cold start of 6,000 calls); f1: one call every 30
+    minutes, each cold under a 10-minute keep-alive (2 s against a 1 s SLO)."""
+    counts = np.zeros((2, minutes), dtype=np.int64)
+    counts[0] = 100
+    counts[1, ::30] = 1
+    return counts
+
+
+def test_a_rare_function_that_always_cold_starts_fails_the_functions_scope_only() -> None:
+    counts = _busy_and_rare()
+    kw: dict[str, object] = dict(
+        slo_s=1.0, billing="execution", policies=[parse_policy("fixed:10m")]
+    )
+    by_calls = _plan(counts, **kw)
+    by_functions = _plan(counts, slo_scope="functions", **kw)
+    serverless = next(o for o in by_calls.options if o.kind == "serverless")
+    # 3 cold calls of 6,002: the pooled p99 is a warm call, the SLO is met
+    assert serverless.cold_starts == 3 and serverless.slo_latency_s == pytest.approx(0.05)
+    assert serverless.meets_slo and by_calls.choice is serverless
+    # f1's own p99 is a cold start: half the functions meet it, 95% are needed
+    judged = next(o for o in by_functions.options if o.kind == "serverless")
+    assert judged.function_share_meeting_slo == pytest.approx(0.5)
+    assert judged.function_share_p99_over_slo == pytest.approx(0.5)
+    assert serverless.function_share_meeting_slo == pytest.approx(0.5)  # reported either way
+    assert not judged.meets_slo
+    assert by_functions.choice is not None and by_functions.choice.kind == "always-on"
+    assert by_functions.choice.function_share_meeting_slo == 1.0
+    assert "50.0% of functions" in by_functions.reason and "95% needed" in by_functions.reason
+    assert by_functions.to_dict()["slo_scope"] == "functions"
+    assert by_functions.functions_invoked == 2
+    # 2 calls of f1: one cold call is its p99 under any policy
+    assert by_functions.function_share_too_few_calls == pytest.approx(0.5)
+    # a looser share accepts the serverless deployment again
+    loose = _plan(counts, slo_scope="functions", slo_function_share=0.5, **kw)
+    assert loose.choice is not None and loose.choice.kind == "serverless"
+
+
+def test_the_share_of_functions_by_hand() -> None:
+    """p90 < 1 s, cold 2 s, run 0.05 s, 60 minutes:
+    f0 200 calls a minute (12,000, 1 cold): p90 and p99 warm;
+    f1 1 call every 5 min (12; fixed:10m 1 cold, 11/12 warm >= 90%): p90 warm, p99 cold;
+    f2 4 calls every 15 min (16; fixed:10m all 4 bins cold, 12/16 < 90%: p90 cold;
+       fixed:1h 1 cold, 15/16 >= 90%: p90 warm), p99 cold either way; f3 never called."""
+    counts = np.zeros((4, 60), dtype=np.int64)
+    counts[0] = 200
+    counts[1, ::5] = 1
+    counts[2, ::15] = 4
+    policies = [parse_policy("fixed:10m"), parse_policy("fixed:1h")]
+    plan = _plan(
+        counts, slo_percentile=90.0, slo_s=1.0, policies=policies, billing="execution",
+        slo_scope="functions", slo_function_share=0.9,
+    )  # fmt: skip
+    by_name = {o.name: o for o in plan.options}
+    short, long = by_name["serverless fixed:10m"], by_name["serverless fixed:1h"]
+    assert (short.cold_starts, long.cold_starts) == (1 + 1 + 4, 1 + 1 + 1)
+    assert plan.functions_invoked == 3  # f3 is not counted
+    assert short.function_share_meeting_slo == pytest.approx(2 / 3)
+    assert long.function_share_meeting_slo == pytest.approx(1.0)
+    assert short.function_share_p99_over_slo == pytest.approx(2 / 3)
+    assert long.function_share_p99_over_slo == pytest.approx(2 / 3)
+    assert not short.meets_slo and long.meets_slo
+    always = next(o for o in plan.options if o.kind == "always-on")
+    assert always.function_share_meeting_slo == 1.0 and always.function_share_p99_over_slo == 0
+    assert plan.function_share_too_few_calls == 0.0  # 12 calls: one cold is below p90
+    # the invocation-weighted p90 is a warm call for both: the pooled scope cannot tell them apart
+    pooled = _plan(counts, slo_percentile=90.0, slo_s=1.0, policies=policies)
+    assert all(o.meets_slo for o in pooled.options)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"slo_scope": "x"},
+        {"slo_function_share": 1.5},
+        {"slo_function_share": 0.0},
+        {"slo_function_share": float("nan")},
+    ],
+)
+def test_bad_slo_scope(kw: dict[str, object]) -> None:
+    with pytest.raises(InvalidSpecError, match="slo-"):
+        _plan(_sparse(4, 60), **kw)

@@ -10,6 +10,7 @@ The commands join the ``simulate``, ``plan``, ``measure`` and ``predict`` groups
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import typer
@@ -20,7 +21,7 @@ from gpucast.app.kaas import SimulateKaasRequest
 from gpucast.app.serverless import PlanServerlessRequest, SimulateServerlessRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
-from gpucast.domain.units import format_ms_against
+from gpucast.domain.units import format_ms_against, format_pct_against
 
 
 def _say(text: str) -> None:
@@ -99,20 +100,32 @@ def simulate_command(
     _footer(d)
 
 
+def _share(share: float, limit: float) -> str:
+    """A share of functions as a percentage, ``-`` when no function was called."""
+    return "-" if math.isnan(share) else f"{format_pct_against(share, limit)}%"
+
+
 def _plan_table(d: dict[str, Any], q: str) -> Table:
     """The candidates of ``plan serverless``, one a row; the latency at the SLO percentile
-    with the decimals that show which side of the SLO it is (one column when that is p50)."""
+    with the decimals that show which side of the SLO it is (one column when that is p50);
+    ``fn met``: the share of functions meeting the SLO on their own calls (what
+    ``--slo-scope functions`` judges), and, when the SLO's percentile is not p99, ``fn
+    p99>SLO``: the share whose own p99 exceeds the SLO latency (the cold-start tail)."""
     from rich.markup import escape
 
     latency = ["p50 ms"] if q == "p50" else ["p50 ms", f"{q} ms"]
+    tail = [] if q == "p99" else ["fn p99>SLO"]
+    need = d["slo_function_share"] if d["slo_scope"] == "functions" else 1.0
     table = Table(box=None, padding=(0, 0, 0, 2), show_edge=False)
-    for col in ("deployment", "cold", "swaps", *latency, "GPU-h", "US$", "SLO"):
+    for col in ("deployment", "cold", "swaps", *latency, "fn met", *tail, "GPU-h", "US$", "SLO"):
         table.add_column(col, justify="left" if col in ("deployment", "SLO") else "right")
     for o in d["options"]:
         at_slo = format_ms_against(o["slo_latency_s"], d["slo_s"])
         p50 = [] if q == "p50" else [f"{o['p50_s'] * 1e3:,.1f}"]
+        over = [] if q == "p99" else [_share(o["function_share_p99_over_slo"], 1e-12)]
         table.add_row(
             escape(o["name"]), f"{o['cold_starts']:,}", f"{o['swaps']:,}", *p50, at_slo,
+            _share(o["function_share_meeting_slo"], need), *over,
             f"{o['gpu_hours']:,.2f}", f"{o['cost_usd']:,.2f}",
             "met" if o["meets_slo"] else "missed",
         )  # fmt: skip
@@ -136,13 +149,30 @@ def plan_command(
         emit_json(d)
         return
     q = f"p{d['slo_percentile']:g}"
+    scope = (
+        f"for >= {d['slo_function_share'] * 100:g}% of the {d['functions_invoked']:,} invoked "
+        "functions, each on its own calls"
+        if d["slo_scope"] == "functions"
+        else "over all invocations"
+    )
     _say(
         f"{d['functions']:,} functions on {d['gpu']}, {d['horizon_s'] / 3600:g} h, "
-        f"{d['invocations']:,} invocations; SLO {q} <= {d['slo_s'] * 1e3:g} ms "
+        f"{d['invocations']:,} invocations; SLO {q} <= {d['slo_s'] * 1e3:g} ms {scope} "
         f"(peak {d['peak_gpus']} GPU(s), memory of all models {d['memory_gpus']} GPU(s))"
     )
     _say(f"  arrivals {d['arrival_process']}")
     console.print(_plan_table(d, q), highlight=False)
+    tail = "" if q == "p99" else "; fn p99>SLO: those whose own p99 exceeds the SLO latency"
+    _say(
+        f"  fn met: share of invoked functions whose own {q} over their own calls is within "
+        f"the SLO{tail}"
+    )
+    few = d["function_share_too_few_calls"]
+    if not math.isnan(few) and few > 0:
+        _say(
+            f"  {format_pct_against(few, 1e-12)}% of the invoked functions are called so rarely "
+            f"that their first call, cold under every keep-alive policy, is their own {q}"
+        )
     _say(f"  choice: {d['reason']}")
     _say(f"  validated: {result.validation.text()}")
     _footer(d)
