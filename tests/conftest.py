@@ -85,6 +85,7 @@ def _isolated_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _run_cache:
     monkeypatch.setenv("XDG_CACHE_HOME", str(_run_cache))
     monkeypatch.delenv("GPUCAST_SHARED_DATA", raising=False)
     monkeypatch.delenv("GPUCAST_OFFERS", raising=False)
+    monkeypatch.delenv("GPUCAST_NO_PROFILE_CACHE", raising=False)
 
 
 @pytest.fixture(scope="session", autouse=True)

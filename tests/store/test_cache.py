@@ -224,6 +224,20 @@ def test_cached_json_recomputes_when_load_rejects_the_entry() -> None:
     assert len(made) == 2
 
 
+def test_refresh_recomputes_and_replaces_the_entry() -> None:
+    values = iter([[1], [2], [3]])
+    made: list[list[int]] = []
+
+    def make() -> list[int]:
+        made.append(next(values))
+        return made[-1]
+
+    assert cached_json("nums", make, dump=list, load=list) == [1]
+    assert cached_json("nums", make, dump=list, load=list, refresh=True) == [2]
+    assert cached_json("nums", make, dump=list, load=list) == [2]  # the refreshed entry
+    assert len(made) == 2 and len(list(cache_dir().glob("nums-*.json"))) == 1
+
+
 def test_the_key_names_code_version_files_and_params(data_file: Path) -> None:
     key = cache_key("ckpt", files=[data_file], params={"a": 1}, code=("gpucast.store.cache",))
     assert key["name"] == "ckpt" and key["params"] == {"a": 1} and key["gpucast"]

@@ -69,6 +69,7 @@ def plan_train(
     from gpucast.inputs.workload import (
         check_workload_name,
         load_stored_workload,
+        profile_origin,
         stored_run_id,
         workload_facts,
         workload_profile,
@@ -226,7 +227,9 @@ def plan_train(
             value=f"{prof.workload} profiled at batch {prof.batch_size}, "
             f"{' and '.join(profiles)}; FLOPs, bytes and activations scaled linearly with "
             "the batch",
-            source="profiler" if stored is None else f"store run #{stored.run_id}",
+            source=(profile_origin(prof) or "profiler")
+            if stored is None
+            else f"store run #{stored.run_id}",
             override="--profile",
         ),
         Assumption(

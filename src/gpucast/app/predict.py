@@ -180,6 +180,9 @@ class PredictTrainResult:
     #: how a recommender's embedding tables are priced (``None``: not a recommender, or
     #: tables under :data:`DENSE_TABLES_NOTE_BYTES`)
     embeddings_assumption: Assumption | None = None
+    #: a user model's profile: from the cache (keyed on its code's hash) or not cacheable
+    #: (:func:`gpucast.inputs.workload.profile_origin`); "" when profiled now, or a built-in
+    profile_source: str = ""
 
     @property
     def step_time_s(self) -> float:
@@ -234,6 +237,7 @@ class PredictTrainResult:
             "embeddings_assumption": None
             if self.embeddings_assumption is None
             else self.embeddings_assumption.to_dict(),
+            "profile_source": self.profile_source,
         }
 
 
@@ -254,7 +258,7 @@ def predict_train(
     from gpucast.catalog.validation import validation_for
     from gpucast.inputs.calibration import step_time_efficiency, store_calibration
     from gpucast.inputs.clusters import cluster_assumption, cluster_gpu, load_cluster
-    from gpucast.inputs.workload import workload_facts, workload_profile
+    from gpucast.inputs.workload import profile_origin, workload_facts, workload_profile
     from gpucast.predict.roofline import predict_step_time
     from gpucast.store.db import default_db_path
 
@@ -273,13 +277,12 @@ def predict_train(
             [(spec.name, has_bf16)],
             given=not is_default(request, "precision"),
         )
-    facts = workload_facts(
-        workload_profile(
-            request.workload,
-            profiled_precision(request.precision),
-            options=dict(request.workload_options),
-        )
+    profile = workload_profile(
+        request.workload,
+        profiled_precision(request.precision),
+        options=dict(request.workload_options),
     )
+    facts = workload_facts(profile)
     efficiency = step_time_efficiency(request.software)
     calibration = store_calibration(  # a measurement on this GPU type first, else any
         store, request.workload, request.precision, facts, catalog,
@@ -312,6 +315,7 @@ def predict_train(
         precision_assumption=said,
         memory=_memory_plan(facts, spec, request.batch_size, estimate.value, store),
         embeddings_assumption=_dense_tables(request.workload, facts.weights_bytes),
+        profile_source=profile_origin(profile),
         **_crossbow(request, facts, spec, estimate, calibration, efficiency.value),
     )
 

@@ -102,12 +102,19 @@ def profile_workload(
     **options: Any,
 ) -> ProfileResult:
     """Profile a workload (see :class:`ProfileRequest`) and save it in the store at ``db``
-    (default: ``$GPUCAST_DB`` or the user store) unless ``save=False``."""
-    from gpucast.profile import profile
+    (default: ``$GPUCAST_DB`` or the user store) unless ``save=False``.
+
+    A user model (``module:factory``) comes from the profile cache when its code, options,
+    batch, precision, optimizer and torch are those of a cached profile
+    (:func:`gpucast.inputs.workload.workload_profile`; the profile's notes say so)."""
     from gpucast.store import Store, default_db_path
-    from gpucast.workloads import get_workload
 
     request = resolve(ProfileRequest, request, options)
+    if ":" in request.workload:  # module:factory
+        return _profile_user_model(request, db)
+    from gpucast.profile import profile
+    from gpucast.workloads import get_workload
+
     # every input is checked before the store is touched (an unknown name creates no file)
     chosen = get_workload(request.workload, **request.options)
     db_path = Path(db) if db is not None else default_db_path()
@@ -119,3 +126,24 @@ def profile_workload(
         if store is not None:
             store.close()
     return ProfileResult(profile=result, run_id=run_id, db=None if store is None else db_path)
+
+
+def _profile_user_model(request: ProfileRequest, db: Path | str | None) -> ProfileResult:
+    """A user model's profile from the cache or the profiler, then saved: profiled first, so
+    that a module or factory that fails creates no store."""
+    from gpucast.inputs.workload import workload_profile
+    from gpucast.store import Store, default_db_path
+
+    result = workload_profile(
+        request.workload,
+        request.precision,
+        batch_size=request.batch_size,
+        options=request.options,
+        optimizer=request.optimizer,
+    )
+    if not request.save:
+        return ProfileResult(profile=result, run_id=None, db=None)
+    db_path = Path(db) if db is not None else default_db_path()
+    with Store(db_path).open() as store:
+        run_id = store.save_profile(request.spec, result.to_dict())
+    return ProfileResult(profile=result, run_id=run_id, db=db_path)

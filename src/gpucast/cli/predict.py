@@ -50,6 +50,8 @@ def train(
     for note in est.notes:
         console.print(f"  {note}", highlight=False)
     console.print(f"  calibration: {result.calibration_source}", highlight=False)
+    if result.profile_source:
+        console.print(f"  profile: {result.profile_source}", highlight=False, markup=False)
     console.print(f"  validated: {result.validation.text()}", highlight=False)
     if result.cluster is not None:
         console.print(f"  cluster: {result.cluster.text()}", highlight=False, markup=False)

@@ -1,7 +1,7 @@
 """What the models need to know about a workload: its profile, facts and sizes.
 
 * :func:`workload_profile` -- the profiler's static features (cached per workload, precision
-  and torch version), or a profile JSON file;
+  and torch version; a user model's also on a hash of its code), or a profile JSON file;
 * :func:`workload_facts` -- the profile split into per-sample and fixed costs
   (:class:`gpucast.plan.inputs.WorkloadFacts`), what every step-time prediction starts from;
 * :func:`workload_inputs` -- parameter bytes, tensor count and checkpoint size for the
@@ -12,9 +12,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +42,15 @@ CMDARE_CHECKPOINT_BYTES_PER_PARAMETER = 8.0
 _FP32_BYTES = 4.0
 #: ``--workload run:ID``: a profile or measurement saved in the store.
 RUN_PREFIX = "run:"
+#: Set (to anything but ``0``/``false``/``no``) to profile again instead of using a cached
+#: profile, built-in or user model; the new profile replaces the cached one.
+NO_PROFILE_CACHE_ENV = "GPUCAST_NO_PROFILE_CACHE"
+#: How the note of a user model's profile served from the cache starts.
+CACHED_PROFILE_NOTE = "profile from gpucast's cache"
+#: How the note of a user model's profile that cannot be cached starts.
+UNCACHED_PROFILE_NOTE = "profile not cached"
+#: The code a profile is computed by (besides the user's): editing it re-profiles.
+_PROFILER_CODE = ("gpucast.profile", "gpucast.workloads")
 
 
 def _torch_version() -> str:
@@ -86,8 +97,11 @@ def workload_profile(
     optimizer: str = "sgd",
 ) -> WorkloadProfile:
     """The workload's profile at ``batch_size`` (default :data:`PROFILE_BATCH`), built with
-    the workload's ``options`` and trained with ``optimizer``: a file, the cache (built-in
-    workloads), or the profiler."""
+    the workload's ``options`` and trained with ``optimizer``: a file, the cache, or the
+    profiler.
+
+    A user model (``module:factory``) is cached on a content hash of its code besides the
+    parameters (:func:`_user_profile`); ``$GPUCAST_NO_PROFILE_CACHE`` profiles again."""
     from gpucast.domain.profile import WorkloadProfile
 
     if profile_file is not None:
@@ -103,22 +117,88 @@ def workload_profile(
         spec = WorkloadSpec(name=workload, batch_size=batch_size, precision=precision)  # type: ignore[arg-type]
         return profile_workload(spec, optimizer=optimizer, **opts)
 
-    if ":" in workload:  # a user model's code is not gpucast's: profile it every time
-        return make()
+    params: dict[str, Any] = {
+        "workload": workload,
+        "precision": precision,
+        "batch_size": batch_size,
+        "torch": _torch_version(),
+        **({"options": {k: str(v) for k, v in sorted(opts.items())}} if opts else {}),
+        **({"optimizer": optimizer} if optimizer != "sgd" else {}),
+    }
+    if ":" in workload:  # module:factory
+        return _user_profile(workload, make, params)
     return cached_json(
         "profile",
         make,
         dump=WorkloadProfile.to_dict,
         load=WorkloadProfile.from_dict,
+        params=params,
+        code=_PROFILER_CODE,
+        refresh=profile_cache_bypassed(),
+    )
+
+
+def profile_cache_bypassed() -> bool:
+    """Whether ``$GPUCAST_NO_PROFILE_CACHE`` asks for fresh profiles (any value but empty,
+    ``0``, ``false`` or ``no``)."""
+    value = os.environ.get(NO_PROFILE_CACHE_ENV, "").strip().lower()
+    return value not in ("", "0", "false", "no")
+
+
+def _user_profile(
+    workload: str, make: Callable[[], WorkloadProfile], params: Mapping[str, Any]
+) -> WorkloadProfile:
+    """A user model's profile, cached on a content hash of its code
+    (:func:`gpucast.inputs.user_code.user_code`) besides the parameters; a profile served
+    from the cache says so in its notes, and so does one whose code could not be hashed."""
+    from gpucast.domain.profile import WorkloadProfile
+    from gpucast.inputs.user_code import user_code
+    from gpucast.store.cache import cached_json
+
+    code = user_code(workload)
+    if code.sha256 is None:
+        return _noted(make(), f"{UNCACHED_PROFILE_NOTE}: {code.reason}; profiled on every call")
+    profiled: list[bool] = []
+
+    def make_now() -> WorkloadProfile:
+        profiled.append(True)
+        return make()
+
+    prof = cached_json(
+        "user-profile",
+        make_now,
+        dump=WorkloadProfile.to_dict,
+        load=WorkloadProfile.from_dict,
         params={
-            "workload": workload,
-            "precision": precision,
-            "batch_size": batch_size,
-            "torch": _torch_version(),
-            **({"options": {k: str(v) for k, v in sorted(opts.items())}} if opts else {}),
-            **({"optimizer": optimizer} if optimizer != "sgd" else {}),
+            **params,
+            "module_file": str(code.module_file),
+            "code_root": str(code.root),
+            "code_sha256": code.sha256,
         },
-        code=("gpucast.profile", "gpucast.workloads"),
+        code=_PROFILER_CODE,
+        refresh=profile_cache_bypassed(),
+    )
+    if profiled:
+        return prof
+    return _noted(
+        prof,
+        f"{CACHED_PROFILE_NOTE}, keyed on the code's sha256 ({code.sha256[:12]} of "
+        f"{code.n_files} .py file{'s' if code.n_files != 1 else ''} under {code.root}), the "
+        f"factory, options, batch, precision, optimizer and torch {params['torch']}; files "
+        f"the factory reads (weights, configs) are not: {NO_PROFILE_CACHE_ENV}=1 profiles again",
+    )
+
+
+def _noted(profile: WorkloadProfile, note: str) -> WorkloadProfile:
+    return dataclasses.replace(profile, notes=(*profile.notes, note))
+
+
+def profile_origin(profile: WorkloadProfile) -> str:
+    """The note saying a user model's profile came from the cache, or could not be cached
+    ("" for a profile made now, or a built-in's)."""
+    return next(
+        (n for n in profile.notes if n.startswith((CACHED_PROFILE_NOTE, UNCACHED_PROFILE_NOTE))),
+        "",
     )
 
 
@@ -201,7 +281,8 @@ def workload_inputs(
             max_tensor_bytes=float(prof.parameter_tensor_max_mib * MIB) or None,
             checkpoint_bytes=float(memory.weights_bytes + memory.optimizer_state_bytes),
             source=f"profiler: {workload} ({prof.parameters_total:,} parameters, "
-            f"{prof.parameter_tensors} tensors)",
+            f"{prof.parameter_tensors} tensors)"
+            + (f"; {origin}" if (origin := profile_origin(prof)) else ""),
             facts=workload_facts(prof),
         )
     from gpucast.store.datasets.cmdare_cluster import model_key, read_model_features

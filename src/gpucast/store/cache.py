@@ -169,18 +169,21 @@ def cached_json(
     files: Sequence[Path] = (),
     params: Mapping[str, Any] | None = None,
     code: Sequence[str] = (),
+    refresh: bool = False,
 ) -> T:
     """``make()``, or the value cached for the same name, data files, parameters and code.
 
     ``dump`` turns the value into JSON types and ``load`` rebuilds it; a ``load`` that raises
     (a stale or corrupt entry) makes the value be recomputed and the entry rewritten.
+    ``refresh`` skips the lookup: the value is recomputed and its entry replaced (for inputs
+    the key cannot see, such as files a user's code reads).
     """
     try:
         key = cache_key(name, files=files, params=params, code=code)
         path: Path | None = entry_path(key)
     except (OSError, RuntimeError):  # an unreadable data folder; Path.home() without a home
         key, path = {}, None
-    if path is not None:
+    if path is not None and not refresh:
         hit = _read(path, key, load)
         if hit is not None:
             return hit
