@@ -152,11 +152,11 @@ def test_the_bypass_profiles_again_and_refreshes_the_entry(
     assert len(entries()) == 1
 
 
-@pytest.mark.parametrize("limit", ["MAX_FILES", "MAX_BYTES"])
+@pytest.mark.parametrize("limit", ["MAX_FILES", "MAX_BYTES", "MAX_ENTRIES"])
 def test_a_tree_too_big_to_hash_is_not_cached(
     profiler: CountingProfiler, model: Path, monkeypatch: pytest.MonkeyPatch, limit: str
 ) -> None:
-    monkeypatch.setattr(user_code_module, limit, 3 if limit == "MAX_FILES" else 100)
+    monkeypatch.setattr(user_code_module, limit, 100 if limit == "MAX_BYTES" else 3)
     spec = f"{model}:factory"
     first = workload_profile(spec, "fp32")
     second = workload_profile(spec, "fp32")

@@ -11,9 +11,10 @@ profile on this hash, so that editing the model re-profiles it. What is hashed:
 
 The module is found without importing it: the path as given, or
 :func:`importlib.util.find_spec` from the current folder as the loader resolves it (which
-imports a dotted name's parent packages, not the module). Trees over :data:`MAX_FILES` files
-or :data:`MAX_BYTES` bytes are not hashed, nor is a module that is not Python source: such a
-model is profiled on every call and the profile says why. Code imported from anywhere else
+imports a dotted name's parent packages, not the module). A tree over :data:`MAX_FILES`
+files or :data:`MAX_BYTES` bytes (or :data:`MAX_ENTRIES` names to list) is not hashed, nor is
+a module that is not Python source: such a model is profiled on every call and the profile
+says why in one line. Code imported from anywhere else
 (an installed library, a folder on ``PYTHONPATH``) and files the factory reads (weights,
 configs) are not part of the hash; ``GPUCAST_NO_PROFILE_CACHE=1`` profiles again.
 
@@ -35,6 +36,8 @@ from pathlib import Path
 MAX_FILES = 200
 #: At most this many bytes of ``.py`` files are hashed; a bigger tree is not cached.
 MAX_BYTES = 20 * 2**20
+#: At most this many names (files and folders, code or not) are listed looking for them.
+MAX_ENTRIES = 20_000
 _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 
 
@@ -147,7 +150,7 @@ def _hashed(module_file: Path, root: Path, *, packages_below: bool) -> UserCode:
             module_file=module_file,
             root=root,
             reason=f"the code under {root} is over {MAX_FILES} .py files or "
-            f"{MAX_BYTES // 2**20} MB, too much to hash",
+            f"{MAX_BYTES // 2**20} MB (or {MAX_ENTRIES:,} files to list), too much to hash",
         )
     except OSError as exc:
         return UserCode(
@@ -167,10 +170,15 @@ def _hashed(module_file: Path, root: Path, *, packages_below: bool) -> UserCode:
 def _python_files(root: Path, *, packages_below: bool) -> list[Path]:
     """The ``.py`` files under ``root`` (hidden folders and caches skipped); with
     ``packages_below`` only ``root``'s own and those of the packages below it. Raises
-    :class:`_TooLarge` past :data:`MAX_FILES` files or :data:`MAX_BYTES` bytes."""
+    :class:`_TooLarge` past :data:`MAX_FILES` files, :data:`MAX_BYTES` bytes or
+    :data:`MAX_ENTRIES` names listed."""
     found: list[Path] = []
     n_bytes = 0
+    n_entries = 0
     for folder, dirs, names in os.walk(root):
+        n_entries += len(dirs) + len(names)
+        if n_entries > MAX_ENTRIES:  # a data folder inside the package: too slow to list
+            raise _TooLarge
         here = Path(folder)
         dirs[:] = sorted(
             d
