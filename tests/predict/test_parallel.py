@@ -21,6 +21,7 @@ from gpucast.domain.llm import TransformerSpec
 from gpucast.domain.parallel import (
     STEP_TERMS,
     ClusterShape,
+    FixedLayout,
     LayoutSpace,
     ParallelAssumptions,
     ParallelLayout,
@@ -32,6 +33,7 @@ from gpucast.predict.parallel import (
     best_layout,
     cluster_shape,
     enumerate_layouts,
+    fixed_layout_conflict,
     predict_training_step,
     rank_layouts,
     training_memory,
@@ -588,6 +590,51 @@ def test_enumerated_layouts_are_valid_and_cover_the_batch() -> None:
         assert layout.tp <= 8 and spec.heads % layout.tp == 0 and spec.layers % layout.pp == 0
     assert len(set(layouts)) == len(layouts)
     assert all(layout.zero_stage == 0 for layout in layouts if layout.dp == 1)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    gpus=st.sampled_from([1, 2, 4, 8, 16, 32]),
+    per_node=st.sampled_from([1, 2, 4, 8]),
+    tp=st.sampled_from([None, 1, 2, 4, 8, 16]),
+    pp=st.sampled_from([None, 1, 2, 3, 16]),
+    cp=st.sampled_from([None, 1, 2, 3]),
+    vpp=st.sampled_from([None, 1, 2, 8]),
+    mb=st.sampled_from([None, 1, 3, 8]),
+)
+def test_a_fixed_layout_conflict_means_no_layout_takes_it(
+    gpus: int, per_node: int, tp: int | None, pp: int | None, cp: int | None,
+    vpp: int | None, mb: int | None,
+) -> None:  # fmt: skip
+    """What ``plan llm-train`` leaves out by a rule, the search could not have run."""
+    spec = tiny()
+    fixed = FixedLayout(tp=tp, pp=pp, cp=cp, vpp=vpp, micro_batch=mb)
+    space = fixed.space(LayoutSpace(cp_sizes=(1, 2), virtual_stages=(1, 2)))
+    conflict = fixed_layout_conflict(
+        spec, fixed, gpus=gpus, gpus_per_node=per_node, global_batch=64
+    )
+    if conflict is not None:
+        layouts = enumerate_layouts(spec, gpus, per_node, 64, seq_len=512, space=space)
+        assert not [x for x in layouts if fixed.allows(x)], conflict
+        assert conflict.flags and all(f"{flag}=" in fixed.label() for flag in conflict.flags)
+
+
+def test_a_fixed_layout_conflict_names_its_rule_once_for_every_count() -> None:
+    spec = tiny()
+    wide = fixed_layout_conflict(spec, FixedLayout(tp=8), gpus=16, gpus_per_node=4, global_batch=64)
+    assert wide is not None and wide.rule == "tp=8 needs 8 GPUs per node"
+    assert wide.detail == "tp=8 is more than the 4 GPUs of a node" and wide.flags == ("tp",)
+    # pp=1 does not keep 6 from dividing the GPUs: only --cp is named
+    odd = fixed_layout_conflict(
+        spec, FixedLayout(pp=1, cp=3), gpus=16, gpus_per_node=8, global_batch=64
+    )
+    assert odd is not None and odd.flags == ("cp",)
+    assert odd.rule == "tp x pp x cp = 3 needs a multiple of 3 GPUs"
+    assert fixed_layout_conflict(spec, FixedLayout(tp=2), gpus=16, gpus_per_node=8,
+                                 global_batch=64) is None  # fmt: skip
+    with pytest.raises(InvalidSpecError, match="micro-batch"):
+        FixedLayout(micro_batch=0)
+    assert FixedLayout(tp=8, pp=1).text() == "tp=8, pp=1 fixed (--tp, --pp); the rest searched"
 
 
 @settings(max_examples=25, deadline=None)

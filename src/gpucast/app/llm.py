@@ -24,7 +24,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
-from gpucast.domain.parallel import INTERVAL_NOTE
+from gpucast.domain.parallel import (
+    INTERVAL_NOTE,
+    SEARCHED_VIRTUAL_STAGES,
+    FixedLayout,
+    LayoutSpace,
+    cp_option,
+    micro_batch_option,
+    pp_option,
+    recompute_option,
+    tp_option,
+    vpp_option,
+    zero_option,
+)
 from gpucast.domain.systems import (
     ClusterSettings,
     check_cluster_options,
@@ -45,7 +57,9 @@ if TYPE_CHECKING:
     from gpucast.plan.llm import LlmCandidate
     from gpucast.predict.roofline import RooflineEfficiency
 
-_RECOMPUTE = ("none", "selective", "full")
+#: What ``predict llm-train`` searches of the choices a user does not fix (cp: by the
+#: sequence, :func:`~gpucast.domain.parallel.searched_cp_sizes`)
+SEARCHED = LayoutSpace(virtual_stages=SEARCHED_VIRTUAL_STAGES)
 TRAIN_PRECISIONS = ("bf16", "fp16", "fp8")
 
 LORA_FUSED_HELP = (
@@ -190,19 +204,16 @@ class PredictLlmTrainRequest:
     software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: full fine-tuning / pre-training).")
     lora_fused: bool = option(False, help=LORA_FUSED_HELP)
-    tp: int | None = option(None, help="Tensor-parallel size (default: searched).")
-    pp: int | None = option(None, help="Pipeline stages (default: searched).")
-    cp: int | None = option(
-        None,
-        help="Context-parallel size (default: searched, 1 or 2; up to 16 for sequences "
-        "of 32K tokens or more, one 8K-token chunk a rank at least).",
+    tp: int | None = tp_option()
+    pp: int | None = pp_option()
+    cp: int | None = cp_option(
+        "searched, 1 or 2; up to 16 for sequences of 32K tokens or more, one 8K-token chunk a "
+        "rank at least"
     )
-    vpp: int | None = option(
-        None, help="Interleaved pipeline stages per GPU (default: searched, 1/2/4/8)."
-    )
-    micro_batch: int | None = option(None, help="Sequences per micro-batch (default: searched).")
-    zero: int | None = option(None, help="ZeRO stage 0-3 (default: searched).")
-    recompute: str | None = option(None, help="none, selective or full (default: searched).")
+    vpp: int | None = vpp_option(SEARCHED.virtual_stages)
+    micro_batch: int | None = micro_batch_option(SEARCHED.micro_batch_sizes)
+    zero: int | None = zero_option(SEARCHED.zero_stages)
+    recompute: str | None = recompute_option(SEARCHED.recompute)
     tp_overlap: float = option(0.0, help=TP_OVERLAP_HELP, example="0.8")
     host_ms_per_layer: float | None = option(None, help=HOST_HELP, example="0")
     top: int = option(5, help="Runner-up layouts to show (0: the best alone).")
@@ -228,18 +239,12 @@ class PredictLlmTrainRequest:
                 "is the --cluster's to say",
                 fix=f"drop --{flag}, or change the cluster: --cluster-set KEY=VALUE",
             )
-        for name in ("gpus", "gpus_per_node", "seq_len", "global_batch", "tp", "pp", "cp", "vpp"):
+        for name in ("gpus", "gpus_per_node", "seq_len", "global_batch"):
             positive_or_none(name.replace("_", "-"), getattr(self, name))
-        positive_or_none("micro-batch", self.micro_batch)
+        FixedLayout.of(self)  # --tp --pp --cp --vpp --micro-batch --zero --recompute
         if isinstance(self.top, bool) or not isinstance(self.top, int) or self.top < 0:
             raise InvalidSpecError(
                 "top", "must be an integer >= 0 (0: the best layout alone)", got=self.top
-            )
-        if self.zero is not None and self.zero not in (0, 1, 2, 3):
-            raise InvalidSpecError("zero", "must be 0, 1, 2 or 3", got=self.zero)
-        if self.recompute is not None and self.recompute not in _RECOMPUTE:
-            raise InvalidSpecError(
-                "recompute", f"must be one of {', '.join(_RECOMPUTE)}", got=self.recompute
             )
         if self.precision not in TRAIN_PRECISIONS:
             raise InvalidSpecError(
@@ -298,12 +303,7 @@ def predict_llm_train(
     from gpucast.catalog.systems import mesh_node_gpus
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.errors import NoFeasiblePlanError
-    from gpucast.domain.parallel import (
-        SEARCHED_VIRTUAL_STAGES,
-        LayoutSpace,
-        ParallelAssumptions,
-        searched_cp_sizes,
-    )
+    from gpucast.domain.parallel import ParallelAssumptions, searched_cp_sizes
     from gpucast.inputs.calibration import step_time_efficiency
     from gpucast.inputs.clusters import (
         cluster_gpu,
@@ -314,7 +314,12 @@ def predict_llm_train(
     from gpucast.inputs.mlperf_llm import gpu_band, stated_band
     from gpucast.inputs.steptime import gpu_cluster_shape
     from gpucast.plan.llm import fp8_capable, power_of_two_part
-    from gpucast.predict.parallel import best_layout, cluster_shape, rank_layouts
+    from gpucast.predict.parallel import (
+        best_layout,
+        cluster_shape,
+        fixed_layout_conflict,
+        rank_layouts,
+    )
 
     request = resolve(PredictLlmTrainRequest, request, options)
     spec = llm_model(request.model)
@@ -376,14 +381,14 @@ def predict_llm_train(
         links = gpu_cluster_shape(gpu, per_node, request.node_network_gbps)
         network = links.node_network_gbps
     efficiency = step_time_efficiency(request.software)
-    space = LayoutSpace(
-        micro_batch_sizes=(request.micro_batch,) if request.micro_batch else (1, 2, 4, 8),
-        zero_stages=(request.zero,) if request.zero is not None else (0, 1, 2, 3),
-        recompute=(request.recompute,) if request.recompute else _RECOMPUTE,  # type: ignore[arg-type]
-        cp_sizes=(request.cp,) if request.cp else searched_cp_sizes(seq),
-        virtual_stages=(request.vpp,) if request.vpp else SEARCHED_VIRTUAL_STAGES,
-        precision=request.precision,  # type: ignore[arg-type]
-        lora_rank=request.lora_rank,
+    fixed = FixedLayout.of(request)
+    space = fixed.space(
+        replace(
+            SEARCHED,
+            cp_sizes=searched_cp_sizes(seq),
+            precision=request.precision,  # type: ignore[arg-type]
+            lora_rank=request.lora_rank,
+        )
     )
     assumptions = ParallelAssumptions(
         tp_overlap_fraction=float(request.tp_overlap),
@@ -403,23 +408,27 @@ def predict_llm_train(
             efficiency=efficiency.value,
             assumptions=assumptions,
         )
-        if (request.tp is None or p.layout.tp == request.tp)
-        and (request.pp is None or p.layout.pp == request.pp)
+        if fixed.allows(p.layout)
     ]
     if not ranked or not ranked[0].fits:
         if not ranked:
-            fixed = {"tp": request.tp, "pp": request.pp, "cp": request.cp, "vpp": request.vpp,
-                     "micro-batch": request.micro_batch}  # fmt: skip
-            dropped = "/".join(f"--{k}" for k, v in fixed.items() if v)
-            why = _why_no_layout(spec, request, links.gpus_per_node)
+            shown = {"tp": fixed.tp, "pp": fixed.pp, "cp": fixed.cp, "vpp": fixed.vpp,
+                     "micro-batch": fixed.micro_batch}  # fmt: skip
+            conflict = fixed_layout_conflict(
+                spec, fixed, gpus=request.gpus, gpus_per_node=links.gpus_per_node,
+                global_batch=request.global_batch,
+                allow_cross_node_tp=links.allow_cross_node_tp,
+            )  # fmt: skip
+            flags = conflict.flags if conflict else tuple(k for k, v in shown.items() if v)
+            dropped = "/".join(f"--{k}" for k in flags)
             raise NoFeasiblePlanError(
                 f"no layout of {request.gpus} GPUs with "
-                + ", ".join(f"{k}={v or 'any'}" for k, v in fixed.items())
+                + ", ".join(f"{k}={v or 'any'}" for k, v in shown.items())
                 + f" runs {spec.name} at a global batch of {request.global_batch}"
-                + (f": {why}" if why else ""),
+                + (f": {conflict.detail}" if conflict else ""),
                 fix=(
                     ""
-                    if why
+                    if conflict
                     else f"tp must divide the heads and fit in a node, pp be at most the "
                     f"{spec.layers} layers (uneven stages are allowed) and, with vpp > 1, "
                     f"pp x vpp at most them, cp the {seq} tokens, and the global batch must "
@@ -430,8 +439,7 @@ def predict_llm_train(
         best_layout(  # raises, naming the smallest allowed layout's memory
             spec, gpu, request.gpus, request.global_batch, seq_len=seq, cluster=links,
             space=space, efficiency=efficiency.value, assumptions=assumptions,
-            only=lambda x: (request.tp is None or x.tp == request.tp)
-            and (request.pp is None or x.pp == request.pp),
+            only=fixed.allows,
         )  # fmt: skip
     low, high, note = gpu_band(stated_band(request.software), gpu.name, efficiency.value)
     fitting = [p.with_band(low, high, note) for p in ranked if p.fits][: 1 + request.top]
@@ -495,37 +503,6 @@ def predict_llm_train(
             "energy_j_per_token": step_j / best.tokens_per_step,
         },
     )
-
-
-def _why_no_layout(
-    spec: TransformerSpec, request: PredictLlmTrainRequest, per_node: int
-) -> str | None:
-    """The first constraint a fixed --tp/--pp/--cp/--micro-batch breaks on its own (None:
-    only their combination fails)."""
-    tp, pp, cp = request.tp or 1, request.pp or 1, request.cp or 1
-    if request.gpus % (tp * pp * cp):
-        return f"tp x pp x cp = {tp * pp * cp} does not divide the {request.gpus} GPUs"
-    if request.tp and request.tp > per_node:
-        return f"tp={request.tp} is more than the {per_node} GPUs of a node"
-    if request.tp and spec.heads % request.tp:
-        return f"tp={request.tp} does not divide the {spec.heads} attention heads"
-    if request.pp and request.pp > spec.layers:
-        return f"pp={request.pp} is more than the {spec.layers} layers"
-    mb = request.micro_batch
-    if mb:
-        rest = request.gpus // (tp * pp * cp)
-        shares = sorted(
-            {request.global_batch // dp for dp in range(1, rest + 1)
-             if rest % dp == 0 and request.global_batch % dp == 0},
-            reverse=True,
-        )  # fmt: skip
-        if shares and all(share % mb for share in shares):
-            listed = ", ".join(str(v) for v in shares[:6]) + (", ..." if len(shares) > 6 else "")
-            return (
-                f"micro-batch {mb} divides no data-parallel replica's share of the "
-                f"{request.global_batch} sequences ({listed} per replica)"
-            )
-    return None
 
 
 def _mesh_text(links: ClusterShape, gpu: str) -> str:

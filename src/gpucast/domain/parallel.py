@@ -20,9 +20,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.options import option
 from gpucast.domain.prediction import Estimate
 from gpucast.domain.systems import IntraNode, group_link_gbps
 from gpucast.domain.units import GIB
@@ -539,3 +540,169 @@ class LayoutSpace:
         ParallelLayout(
             precision=self.precision, lora_rank=self.lora_rank, lora_targets=self.lora_targets
         )
+
+
+# -- layout choices a request fixes ------------------------------------------------------------
+#: The request fields of the layout choices a user may fix, in the order they are stated, with
+#: their flags (``predict llm-train`` and ``plan llm-train`` share them).
+LAYOUT_FLAGS: dict[str, str] = {
+    "tp": "tp",
+    "pp": "pp",
+    "cp": "cp",
+    "vpp": "vpp",
+    "micro_batch": "micro-batch",
+    "zero": "zero",
+    "recompute": "recompute",
+}
+
+
+def _default(searched: str | tuple[object, ...]) -> str:
+    """A layout option's default as its help states it: ``searched, 1/2/4/8`` for the choices
+    a verb tries, the one choice it uses, or the verb's own words."""
+    if isinstance(searched, str):
+        return searched
+    if len(searched) == 1:
+        return str(searched[0])
+    return "searched, " + "/".join(map(str, searched))
+
+
+def tp_option() -> Any:
+    """The ``--tp`` field of an LLM training request: every layout's tensor-parallel size."""
+    return option(
+        None, help="Tensor-parallel size of every layout (default: searched).", example="8"
+    )
+
+
+def pp_option() -> Any:
+    """The ``--pp`` field: every layout's pipeline stages."""
+    return option(None, help="Pipeline stages of every layout (default: searched).", example="1")
+
+
+def cp_option(searched: str | tuple[int, ...]) -> Any:
+    """The ``--cp`` field; ``searched``: what the verb tries without it (:func:`_default`)."""
+    return option(
+        None,
+        help=f"Context-parallel size of every layout (default: {_default(searched)}).",
+        example="2",
+    )
+
+
+def vpp_option(searched: str | tuple[int, ...]) -> Any:
+    """The ``--vpp`` field; ``searched``: what the verb tries without it."""
+    return option(
+        None,
+        help="Interleaved pipeline stages per GPU of every layout (default: "
+        f"{_default(searched)}; more than 1 needs pp > 1).",
+        example="2",
+    )
+
+
+def micro_batch_option(searched: tuple[int, ...]) -> Any:
+    """The ``--micro-batch`` field; ``searched``: the sizes the verb tries without it."""
+    return option(
+        None,
+        help=f"Sequences per micro-batch (default: {_default(searched)}).",
+        example="1",
+    )
+
+
+def zero_option(searched: tuple[int, ...]) -> Any:
+    """The ``--zero`` field; ``searched``: the stages the verb tries without it."""
+    return option(
+        None,
+        help=f"ZeRO stage 0-3 of every layout (default: {_default(searched)}).",
+        example="1",
+    )
+
+
+def recompute_option(searched: tuple[str, ...]) -> Any:
+    """The ``--recompute`` field; ``searched``: the choices the verb tries without it."""
+    return option(
+        None,
+        help=f"none, selective or full recompute (default: {_default(searched)}).",
+        example="selective",
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FixedLayout:
+    """The layout choices a training request fixes (None: searched), checked as flags.
+
+    ``tp`` and ``pp`` follow from the GPU count in the search, so :meth:`allows` filters the
+    layouts on them (``best_layout(only=...)``); the others bound the :class:`LayoutSpace`
+    (:meth:`space`). A ZeRO stage fixed above 0 still leaves ``dp x cp = 1`` layouts at 0:
+    they have nothing to shard.
+    """
+
+    tp: int | None = None
+    pp: int | None = None
+    cp: int | None = None
+    vpp: int | None = None
+    micro_batch: int | None = None
+    zero: int | None = None
+    recompute: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "pp", "cp", "vpp", "micro_batch"):
+            value = getattr(self, name)
+            flag = LAYOUT_FLAGS[name]
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise InvalidSpecError(
+                    flag, "must be an integer >= 1", got=value, fix=f"e.g. --{flag} 8"
+                )
+        if self.zero is not None and (isinstance(self.zero, bool) or self.zero not in (0, 1, 2, 3)):
+            raise InvalidSpecError("zero", "must be 0, 1, 2 or 3", got=self.zero)
+        if self.recompute is not None and self.recompute not in RECOMPUTE:
+            raise InvalidSpecError(
+                "recompute", f"must be one of {', '.join(RECOMPUTE)}", got=self.recompute
+            )
+
+    @classmethod
+    def of(cls, request: object) -> FixedLayout:
+        """The choices a request's :data:`LAYOUT_FLAGS` fields fix."""
+        return cls(**{name: getattr(request, name) for name in LAYOUT_FLAGS})
+
+    @property
+    def fixed(self) -> dict[str, int | str]:
+        """The fixed choices by flag, in :data:`LAYOUT_FLAGS` order."""
+        values = {flag: getattr(self, name) for name, flag in LAYOUT_FLAGS.items()}
+        return {flag: value for flag, value in values.items() if value is not None}
+
+    def label(self) -> str:
+        """``tp=8, pp=1`` (empty: nothing fixed)."""
+        return ", ".join(f"{flag}={value}" for flag, value in self.fixed.items())
+
+    def flags(self) -> str:
+        """``--tp/--pp``: the flags that fix the choices (empty: none)."""
+        return "/".join(f"--{flag}" for flag in self.fixed)
+
+    def text(self) -> str:
+        """What a plan states of them: ``tp=8 fixed (--tp); the rest searched``."""
+        if not self.fixed:
+            flags = ", ".join(f"--{flag}" for flag in LAYOUT_FLAGS.values())
+            return f"all searched ({flags} fix them)"
+        rest = "; the rest searched" if len(self.fixed) < len(LAYOUT_FLAGS) else ""
+        return f"{self.label()} fixed ({', '.join(f'--{f}' for f in self.fixed)}){rest}"
+
+    def allows(self, layout: ParallelLayout) -> bool:
+        """Whether ``layout`` has the fixed ``tp`` and ``pp`` (the space bounds the rest)."""
+        return (self.tp is None or layout.tp == self.tp) and (
+            self.pp is None or layout.pp == self.pp
+        )
+
+    def space(self, searched: LayoutSpace) -> LayoutSpace:
+        """``searched`` with each fixed choice in place of its searched ones."""
+        changes: dict[str, Any] = {}
+        if self.micro_batch is not None:
+            changes["micro_batch_sizes"] = (self.micro_batch,)
+        if self.zero is not None:
+            changes["zero_stages"] = (self.zero,)
+        if self.recompute is not None:
+            changes["recompute"] = (self.recompute,)
+        if self.cp is not None:
+            changes["cp_sizes"] = (self.cp,)
+        if self.vpp is not None:
+            changes["virtual_stages"] = (self.vpp,)
+        return replace(searched, **changes) if changes else searched

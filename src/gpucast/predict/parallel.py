@@ -119,6 +119,7 @@ from gpucast.domain.parallel import (
     STEP_TERMS,
     SWITCHED,
     ClusterShape,
+    FixedLayout,
     LayoutSpace,
     NodeLinks,
     ParallelAssumptions,
@@ -1179,6 +1180,77 @@ def enumerate_layouts(
     return tuple(out)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayoutConflict:
+    """A rule that a :class:`~gpucast.domain.parallel.FixedLayout` breaks on its own at a GPU
+    count: ``rule`` in the same words at every count and node that breaks it (what a plan
+    counts the shapes it leaves out by), ``detail`` in this count's own words, ``flags`` the
+    fixed choices it involves (those to drop)."""
+
+    rule: str
+    detail: str
+    flags: tuple[str, ...]
+
+
+def fixed_layout_conflict(
+    spec: TransformerSpec,
+    fixed: FixedLayout,
+    *,
+    gpus: int,
+    gpus_per_node: int,
+    global_batch: int,
+    allow_cross_node_tp: bool = False,
+) -> LayoutConflict | None:
+    """The first rule the fixed choices break on ``gpus`` GPUs of ``gpus_per_node`` a node,
+    whatever the searched choices are (None: some layout may take them -- or only their
+    combination fails, which the search finds): the model's heads and layers first, then the
+    node, then the GPU count, then the batch."""
+    tp, pp, cp, mb = fixed.tp, fixed.pp, fixed.cp, fixed.micro_batch
+    if tp is not None and spec.heads % tp:
+        rule = f"tp={tp} does not divide the {spec.heads} attention heads"
+        return LayoutConflict(rule=rule, detail=rule, flags=("tp",))
+    if pp is not None and pp > spec.layers:
+        rule = f"pp={pp} is more than the {spec.layers} layers"
+        return LayoutConflict(rule=rule, detail=rule, flags=("pp",))
+    if fixed.vpp is not None and fixed.vpp > 1 and pp is not None:
+        if pp == 1:
+            rule = f"vpp={fixed.vpp} interleaves pipeline stages, and pp=1 has one"
+            return LayoutConflict(rule=rule, detail=rule, flags=("pp", "vpp"))
+        if pp * fixed.vpp > spec.layers:
+            rule = f"pp x vpp = {pp * fixed.vpp} is more than the {spec.layers} layers"
+            return LayoutConflict(rule=rule, detail=rule, flags=("pp", "vpp"))
+    if tp is not None and tp > gpus_per_node and not allow_cross_node_tp:
+        return LayoutConflict(
+            rule=f"tp={tp} needs {tp} GPUs per node",
+            detail=f"tp={tp} is more than the {gpus_per_node} GPUs of a node",
+            flags=("tp",),
+        )
+    split = (tp or 1) * (pp or 1) * (cp or 1)
+    named = tuple(f for f, v in (("tp", tp), ("pp", pp), ("cp", cp)) if v is not None and v > 1)
+    if gpus % split:
+        return LayoutConflict(
+            rule=f"tp x pp x cp = {split} needs a multiple of {split} GPUs",
+            detail=f"tp x pp x cp = {split} does not divide the {gpus} GPUs",
+            flags=named,
+        )
+    if mb:
+        rest = gpus // split
+        shares = sorted(
+            {global_batch // dp for dp in _divisors(rest) if global_batch % dp == 0},
+            reverse=True,
+        )
+        if shares and all(share % mb for share in shares):
+            rule = (
+                f"micro-batch {mb} divides no data-parallel replica's share of the "
+                f"{global_batch} sequences"
+            )
+            listed = ", ".join(str(v) for v in shares[:6]) + (", ..." if len(shares) > 6 else "")
+            return LayoutConflict(
+                rule=rule, detail=f"{rule} ({listed} per replica)", flags=("micro-batch",)
+            )
+    return None
+
+
 def rank_layouts(
     spec: TransformerSpec,
     gpu: GpuSpec,
@@ -1309,10 +1381,12 @@ def best_layout(
 
 
 __all__ = [
+    "LayoutConflict",
     "SearchMemo",
     "best_layout",
     "cluster_shape",
     "enumerate_layouts",
+    "fixed_layout_conflict",
     "predict_training_step",
     "rank_layouts",
     "training_memory",
