@@ -478,6 +478,33 @@ def test_plan_llm_train_without_a_row_in_time_names_the_limit_and_the_fastest() 
     assert costs == sorted(costs) and len(costs) == 2
 
 
+def test_plan_llm_train_with_a_fixed_layout_states_it_and_what_it_left_out() -> None:
+    result = runner.invoke(cli, [
+        "plan", "llm-train", "--model", "llama-3-8b", "--tokens", "2e9", "--seq-len", "4096",
+        "--global-batch", "256", "--max-gpus", "16", "--gpu", "H100", "--gpu", "L40S",
+        "--tp", "2", "--pp", "1",
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    rows = [line for line in result.output.splitlines() if "rdma): " in line]
+    assert rows and all(" tp=2 pp=1 " in line for line in rows)
+    assert (
+        "assumption layouts: tp=2, pp=1 fixed (--tp, --pp); the rest searched; tp=2 needs 2 "
+        "GPUs per node: 1 GPU type left out (L40S)"
+    ) in text
+
+
+def test_plan_llm_train_with_a_layout_no_offer_takes_is_one_line_and_exit_2() -> None:
+    result = runner.invoke(cli, [
+        "plan", "llm-train", "--model", "llama-3-8b", "--tokens", "2e11", "--global-batch",
+        "512", "--tp", "32",
+    ])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert line.startswith("error: ") and "\n" not in line and "Traceback" not in result.output
+    assert "tp=32 needs 32 GPUs per node; drop --tp to search it" in line
+
+
 def test_plan_llm_train_states_short_runs_in_minutes() -> None:
     """A run of minutes reads as minutes, not "0.0 h"; a long one in days."""
     common = ["plan", "llm-train", "--model", "llama-3-8b", "--global-batch", "512",

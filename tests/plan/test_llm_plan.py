@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 
 import pytest
@@ -10,7 +11,7 @@ from gpucast.catalog import load_catalog
 from gpucast.catalog.llm import llm_model
 from gpucast.domain.catalog import Offer
 from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
-from gpucast.domain.parallel import LayoutSpace
+from gpucast.domain.parallel import FixedLayout, LayoutSpace
 from gpucast.plan.llm import cheapest_offers, node_counts, offer_nodes, plan_llm
 from gpucast.predict.collective import TCP_DEFAULT
 from gpucast.predict.roofline import RooflineEfficiency
@@ -160,3 +161,20 @@ def test_rows_carry_energy_and_emissions_and_the_objective_picks_by_them() -> No
     )
     with pytest.raises(InvalidSpecError, match="objective"):
         _plan(offers, objective="greenest")
+
+
+def test_a_fixed_layout_leaves_out_the_shapes_it_cannot_take_and_counts_them() -> None:
+    offers = [_offer("fast", "H100-SXM", 98.0), replace(_offer("half", "A100-80GB", 20.0), gpus=4)]
+    plan = _plan(offers, fixed=FixedLayout(tp=8, pp=2))
+    rows = plan.candidates  # type: ignore[attr-defined]
+    assert rows and all(" tp=8 pp=2 " in r.layout for r in rows)
+    # one 8-GPU node is 8 GPUs, not a multiple of tp x pp = 16; 4-GPU nodes take no tp=8
+    assert {r.nodes for r in rows} == {2, 4, 8} and {r.gpu for r in rows} == {"H100-SXM"}
+    assert set(plan.left_out) == {  # type: ignore[attr-defined]
+        "tp=8 needs 8 GPUs per node: 1 GPU type left out (A100-80GB)",
+        "tp x pp x cp = 16 needs a multiple of 16 GPUs: some nodes or GPU counts of 1 GPU "
+        "type left out (H100-SXM)",
+    }
+    assert _plan(offers).left_out == ()  # type: ignore[attr-defined]
+    with pytest.raises(NoFeasiblePlanError, match="tp=16 needs 16 GPUs per node; drop --tp"):
+        _plan(offers, fixed=FixedLayout(tp=16))

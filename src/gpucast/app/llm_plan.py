@@ -6,7 +6,10 @@ Every catalog offer (or the nodes of a ``--cluster``) at every node count is pri
 (the same fitted step-time model, host pacing, warm-up and band), optionally on spot servers
 (``--spot``: the spot Monte Carlo of ``plan train``), with each row's energy and emissions and
 an objective (cheapest, fastest, energy, carbon); every row states its 80% interval and the
-pick's assumptions name what they rest on.
+pick's assumptions name what they rest on. ``--tp --pp --cp --vpp --micro-batch --zero
+--recompute`` (``predict llm-train``'s flags, one definition) fix every row's layout: a GPU
+type or count that no allowed layout can run is left out and counted (``left_out``, the
+``layouts`` assumption), and a plan with nothing left is one error naming the flag to drop.
 """
 
 from __future__ import annotations
@@ -37,6 +40,17 @@ from gpucast.app.llm import (
 from gpucast.domain.catalog import offers_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
+from gpucast.domain.parallel import (
+    FixedLayout,
+    LayoutSpace,
+    cp_option,
+    micro_batch_option,
+    pp_option,
+    recompute_option,
+    tp_option,
+    vpp_option,
+    zero_option,
+)
 from gpucast.domain.plan import check_pue, pue_option
 from gpucast.domain.spot import (
     check_spot_options,
@@ -64,6 +78,13 @@ if TYPE_CHECKING:
 
 
 # -- plan llm-train ---------------------------------------------------------------------------
+#: What ``plan llm-train`` searches of the choices a user does not fix: fewer than ``predict
+#: llm-train`` (it searches every GPU type and count); cp by the sequence (:func:`_plan_cp_sizes`)
+SEARCHED = LayoutSpace(
+    micro_batch_sizes=(1, 2, 4), zero_stages=(1, 3), recompute=("selective", "full")
+)
+
+
 def _plan_cp_sizes(seq: int) -> tuple[int, ...]:
     """What ``plan llm-train`` searches without ``--cp``: 1 (the plan searches fewer layouts
     than ``predict llm-train``), and for a long context :func:`~gpucast.domain.parallel.
@@ -112,13 +133,15 @@ class PlanLlmTrainRequest:
     lora_fused: bool = option(False, help=LORA_FUSED_HELP)
     tp_overlap: float = option(0.0, help=TP_OVERLAP_HELP, example="0.8")
     host_ms_per_layer: float | None = option(None, help=HOST_HELP, example="0")
-    cp: int | None = option(
-        None,
-        help="Context-parallel size of every layout (default: 1; for sequences of 32K tokens or "
-        "more, searched up to 16 with 8K tokens a rank at least).",
-        example="2",
+    tp: int | None = tp_option()
+    pp: int | None = pp_option()
+    cp: int | None = cp_option(
+        "1; for sequences of 32K tokens or more, searched up to 16 with 8K tokens a rank at least"
     )
-    vpp: int = option(1, help="Interleaved pipeline stages per GPU of every layout.", example="2")
+    vpp: int | None = vpp_option(SEARCHED.virtual_stages)
+    micro_batch: int | None = micro_batch_option(SEARCHED.micro_batch_sizes)
+    zero: int | None = zero_option(SEARCHED.zero_stages)
+    recompute: str | None = recompute_option(SEARCHED.recompute)
     objective: str = option(
         "cheapest",
         help="What the pick minimises among the rows that meet the deadline and the budget: "
@@ -198,8 +221,7 @@ class PlanLlmTrainRequest:
             raise InvalidSpecError("lora-rank", "must be an integer >= 0", got=self.lora_rank)
         check_tp_overlap(self.tp_overlap)
         check_host_ms(self.host_ms_per_layer)
-        for name in ("cp", "vpp"):
-            positive_or_none(name, getattr(self, name))
+        FixedLayout.of(self)  # --tp --pp --cp --vpp --micro-batch --zero --recompute
         check_software(self.software)
         check_spot_options(self.spot_scenario)
         from gpucast.plan.llm import LLM_OBJECTIVES  # (pure: the planner's own list)
@@ -235,6 +257,9 @@ class PlanLlmTrainResult:
     #: the cheapest row that meets the deadline and the budget even at the slow edge of its
     #: 80% interval (None: none does)
     safe: int | None = None
+    #: the shapes the fixed layout choices left out, by the rule they break
+    #: ("tp=8 needs 8 GPUs per node: 12 GPU types left out (...)"); empty: none
+    left_out: tuple[str, ...] = ()
 
     @property
     def best(self) -> Any:
@@ -250,6 +275,7 @@ class PlanLlmTrainResult:
             "pareto": list(self.pareto),
             "candidates": [c.to_dict() for c in self.candidates],
             "infeasible": list(self.infeasible),
+            "left_out": list(self.left_out),
             "assumptions": dict(self.assumptions),
         }
 
@@ -257,6 +283,23 @@ class PlanLlmTrainResult:
         import pandas as pd
 
         return pd.DataFrame([c.to_dict() for c in self.candidates])
+
+
+def _search_text(space: LayoutSpace, fixed: FixedLayout) -> str:
+    """The ``layout search`` assumption: what each GPU count's search combines."""
+    split = [d for d, v in (("tp", fixed.tp), ("pp", fixed.pp)) if v is None]
+    at = ", ".join(f"{d} {v}" for d, v in (("tp", fixed.tp), ("pp", fixed.pp)) if v is not None)
+    recompute = [{"none": "no"}.get(r, r) for r in space.recompute]
+    return (
+        f"{' x '.join([*split, 'dp'])} over each GPU count{f' at {at}' if at else ''}, "
+        f"micro-batch {'/'.join(map(str, space.micro_batch_sizes))}, "
+        f"ZeRO-{'/'.join(map(str, space.zero_stages))}, "
+        + (", ".join(recompute[:-1]) + " or " if len(recompute) > 1 else "")
+        + f"{recompute[-1]} recompute, cp {'/'.join(map(str, space.cp_sizes))}, vpp "
+        f"{'/'.join(map(str, space.virtual_stages))} (predict llm-train searches cp 1/2 -- up "
+        "to 16 for 32K-token sequences and longer -- vpp 1/2/4/8, micro-batch up to 8, ZeRO "
+        "0-3 and no recompute too)"
+    )
 
 
 def _estimated_prices(plan: LlmPlan) -> dict[str, str]:
@@ -374,7 +417,7 @@ def plan_llm_train(
     from gpucast.catalog.llm import llm_model
     from gpucast.catalog.systems import mesh_board_gpus, mesh_linked
     from gpucast.catalog.validation import validation_for
-    from gpucast.domain.parallel import LayoutSpace, ParallelAssumptions
+    from gpucast.domain.parallel import ParallelAssumptions
     from gpucast.inputs.calibration import step_time_efficiency
     from gpucast.inputs.cluster import perf_params
     from gpucast.inputs.clusters import (
@@ -461,14 +504,14 @@ def plan_llm_train(
     # a GPU type the step-time data never ran is priced from its datasheet: a wider band
     widened = {g: gpu_band(band, g, efficiency.value) for g in sorted({n.gpu for n in nodes})}
     widened = {g: wide for g, wide in widened.items() if wide[:2] != band[:2]}
-    space = LayoutSpace(
-        micro_batch_sizes=(1, 2, 4),
-        zero_stages=(1, 3),
-        recompute=("selective", "full"),
-        cp_sizes=(request.cp,) if request.cp else _plan_cp_sizes(seq),
-        virtual_stages=(request.vpp,),
-        precision=request.precision,  # type: ignore[arg-type]
-        lora_rank=request.lora_rank,
+    fixed = FixedLayout.of(request)
+    space = fixed.space(
+        replace(
+            SEARCHED,
+            cp_sizes=_plan_cp_sizes(seq),
+            precision=request.precision,  # type: ignore[arg-type]
+            lora_rank=request.lora_rank,
+        )
     )
     spot, spot_note = (
         _llm_spot(request, catalog, spot_nodes=sum(n.spot_usd_per_hour is not None for n in nodes))
@@ -511,6 +554,7 @@ def plan_llm_train(
         energy=energy,
         objective=request.objective,
         variability=spread.value,
+        fixed=fixed,
     )
     return PlanLlmTrainResult(
         model=spec.name,
@@ -521,6 +565,7 @@ def plan_llm_train(
         recommended=plan.recommended,
         safe=plan.safe,
         infeasible=plan.infeasible,
+        left_out=plan.left_out,
         assumptions={
             "sequence length": sequence_text(spec, seq, given=request.seq_len is not None),
             "step-time model": efficiency.source,
@@ -536,11 +581,8 @@ def plan_llm_train(
             "networks": "instance types with InfiniBand/RoCE/EFA (catalog/data/systems.csv) at "
             f"nominal links; the others at {perf.collective_tcp.network_efficiency:.3f} of "
             f"their NIC ({perf.collective_tcp.source})",
-            "layout search": "tp x pp x dp over each GPU count, micro-batch 1/2/4, ZeRO-1/3, "
-            f"selective or full recompute, cp {'/'.join(map(str, space.cp_sizes))}, vpp "
-            f"{request.vpp} (--cp, --vpp; "
-            "predict llm-train searches cp 1/2 -- up to 16 for 32K-token sequences and "
-            "longer -- and vpp 1/2/4/8)",
+            "layouts": fixed.text() + "".join(f"; {text}" for text in plan.left_out),
+            "layout search": _search_text(space, fixed),
             "objective": f"{request.objective} (--objective)"
             + (
                 f"; rows within {OBJECTIVE_TIE:.0%} of the least count as tied, the cheapest "

@@ -42,6 +42,8 @@ from gpucast.domain.catalog import GpuSpec, Offer
 from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
 from gpucast.domain.llm import TransformerSpec
 from gpucast.domain.parallel import (
+    LAYOUT_FLAGS,
+    FixedLayout,
     LayoutSpace,
     NodeLinks,
     ParallelAssumptions,
@@ -63,7 +65,12 @@ from gpucast.plan.risk import (
 )
 from gpucast.plan.uncertainty import strata
 from gpucast.predict.collective import CollectiveConstants
-from gpucast.predict.parallel import best_layout, cluster_shape, group_link_gbps
+from gpucast.predict.parallel import (
+    best_layout,
+    cluster_shape,
+    fixed_layout_conflict,
+    group_link_gbps,
+)
 from gpucast.predict.revocation import LifetimeDistribution
 from gpucast.predict.roofline import RooflineEfficiency
 from gpucast.predict.variability import SpeedVariability
@@ -192,6 +199,9 @@ class LlmPlan:
     spot_summary: str = ""
     #: what the pick minimises among the rows that meet the deadline and the budget
     objective: str = "cheapest"
+    #: the shapes a fixed layout left out, by the rule they break (``plan_llm`` ``fixed``):
+    #: "tp=8 needs 8 GPUs per node: 12 GPU types left out (...)"
+    left_out: tuple[str, ...] = ()
 
 
 def node_counts(gpus_per_node: int, max_gpus: int) -> list[int]:
@@ -319,6 +329,7 @@ def plan_llm(
     energy: LlmEnergy | None = None,
     objective: str = "cheapest",
     variability: SpeedVariability | None = None,
+    fixed: FixedLayout | None = None,
 ) -> LlmPlan:
     """Every offer x node count (module docstring); ``band``: the (lower, upper) ratios of
     measured / predicted time that each row's 80% interval spans (never narrower than the
@@ -329,7 +340,11 @@ def plan_llm(
     ``energy``: how rows price power, energy and emissions (None: they do not); ``objective``:
     what the pick minimises (:data:`LLM_OBJECTIVES`); ``variability``: the GPUs' speed spread
     (a synchronous step runs at its slowest GPU's pace: ``E[max]`` of ``n`` factors; None:
-    every GPU at the fitted step time)."""
+    every GPU at the fitted step time); ``fixed``: the layout choices the user fixed (``space``
+    already bounds the searched ones by them): every shape searches only layouts with its
+    ``tp`` and ``pp``, and a shape where a fixed choice breaks a rule on its own
+    (:func:`~gpucast.predict.parallel.fixed_layout_conflict`) is left out and counted by
+    that rule (``left_out``); where none is left, the error names the flags to drop."""
     if objective not in LLM_OBJECTIVES:
         raise InvalidSpecError(
             "objective", f"must be one of {', '.join(LLM_OBJECTIVES)}", got=objective
@@ -347,6 +362,13 @@ def plan_llm(
     cache: dict[tuple[str, int, float, float, str, bool, int], ParallelStepPrediction | str]
     cache = {}
     spot_shapes: list[_SpotShape] = []
+    pinned = fixed if fixed is not None and fixed.fixed else None
+    only = None if pinned is None or (pinned.tp is None and pinned.pp is None) else pinned.allows
+    # shapes by GPU type, and those a fixed choice left out by rule (then GPU type)
+    shapes: dict[str, int] = {}
+    conflicts: dict[str, dict[str, int]] = {}
+    conflict_flags: dict[str, None] = {}
+    searched = 0  # shapes a fixed layout let through to the search
     for option in nodes_to_plan:
         if option.spot_usd_per_hour is not None and spot is None:
             raise InvalidSpecError("spot", "a spot option needs the spot inputs (LlmSpot)")
@@ -372,6 +394,18 @@ def plan_llm(
             n = nodes * used
             # the used GPUs keep their own share of the node's NICs (and, in a mesh, links)
             shape = links.subset(used)
+            shapes[gpu.name] = shapes.get(gpu.name, 0) + 1
+            if pinned is not None:
+                conflict = fixed_layout_conflict(
+                    spec, pinned, gpus=n, gpus_per_node=used, global_batch=global_batch,
+                    allow_cross_node_tp=shape.allow_cross_node_tp,
+                )  # fmt: skip
+                if conflict is not None:
+                    by_gpu = conflicts.setdefault(conflict.rule, {})
+                    by_gpu[gpu.name] = by_gpu.get(gpu.name, 0) + 1
+                    conflict_flags.update(dict.fromkeys(conflict.flags))
+                    continue
+                searched += 1
             key = (
                 gpu.name,
                 used,
@@ -386,6 +420,7 @@ def plan_llm(
                     cache[key] = best_layout(
                         spec, gpu, n, global_batch, seq_len=seq_len, cluster=shape,
                         space=gpu_space, efficiency=efficiency, assumptions=assumptions,
+                        only=only,
                     )  # fmt: skip
                 except (NoFeasiblePlanError, InvalidSpecError) as exc:
                     cache[key] = str(exc)
@@ -430,6 +465,17 @@ def plan_llm(
             deadline_s=deadline_s, budget_usd=budget_usd, twins=twins, energy=energy,
         )  # fmt: skip
         rows += spot_rows
+    left_out = tuple(_left_out_text(rule, by_gpu, shapes) for rule, by_gpu in conflicts.items())
+    if not rows and pinned is not None:
+        # every flag a rule named where no shape got through; else every fixed one
+        order = [flag for flag in LAYOUT_FLAGS.values() if flag in conflict_flags]
+        drop = "/".join(f"--{f}" for f in order) if not searched else pinned.flags()
+        why = "; ".join(conflicts) if not searched else (infeasible or ["no layout fits"])[0]
+        raise NoFeasiblePlanError(
+            f"no offer of up to {max_gpus} GPUs runs {spec.name} with {pinned.label()} fixed "
+            f"at a global batch of {global_batch} sequences of {seq_len} tokens: {why}",
+            fix=f"drop {drop} to search {'it' if '/' not in drop else 'them'}",
+        )
     if not rows:
         raise NoFeasiblePlanError(
             f"no offer runs {spec.name} with a global batch of {global_batch} sequences of "
@@ -473,7 +519,29 @@ def plan_llm(
         spot_summary=spot_summary,
         objective=objective,
         safe=safe,
+        left_out=left_out,
     )
+
+
+def _names(gpus: Sequence[str], limit: int = 6) -> str:
+    return ", ".join(gpus[:limit]) + (", ..." if len(gpus) > limit else "")
+
+
+def _left_out_text(rule: str, by_gpu: Mapping[str, int], shapes: Mapping[str, int]) -> str:
+    """``rule: 12 GPU types left out (...)``: the GPU types whose every shape (node and GPU
+    count) the rule left out, and those it left only some shapes of."""
+    whole = sorted(g for g, k in by_gpu.items() if k == shapes[g])
+    part = sorted(g for g in by_gpu if g not in whole)
+    said = []
+    if whole:
+        said.append(f"{len(whole)} GPU type{'s' * (len(whole) > 1)} left out ({_names(whole)})")
+    if part:
+        said.append(
+            f"some nodes or GPU counts of {len(part)} "
+            + ("more" if whole else f"GPU type{'s' * (len(part) > 1)} left out")
+            + f" ({_names(part)})"
+        )
+    return f"{rule}: {', and '.join(said)}"
 
 
 #: What ``plan_llm`` can minimise among the rows that meet the deadline and the budget.

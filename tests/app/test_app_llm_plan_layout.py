@@ -1,0 +1,111 @@
+"""plan llm-train with a fixed layout (``--tp --pp --cp --vpp --micro-batch --zero
+--recompute``, predict llm-train's flags): every row has it, the shapes it cannot take are left
+out and counted, and a plan with nothing left is one error naming the flag to drop."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import gpucast
+from gpucast.app.llm import PredictLlmTrainRequest
+from gpucast.app.llm_plan import PlanLlmTrainRequest
+from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
+from gpucast.domain.options import META_KEY
+
+JOB = {"model": "llama-2-7b", "tokens": 1e10, "seq_len": 2048, "global_batch": 256,
+       "max_gpus": 16}  # fmt: skip
+
+
+def test_every_row_of_a_plan_with_tp_2_pp_1_has_that_layout() -> None:
+    gpus = ["H100", "L40S", "A10G"]
+    fixed = gpucast.plan_llm_train(**JOB, gpu=gpus, tp=2, pp=1)
+    free = gpucast.plan_llm_train(**JOB, gpu=gpus)
+    assert fixed.candidates
+    assert all(" tp=2 pp=1 " in f" {c.layout} " for c in fixed.candidates)
+    # the free search may pick any layout, so fixing one can only slow a shape down
+    free_rows = {(c.instance_type, c.nodes): c for c in free.candidates}
+    for c in fixed.candidates:
+        assert c.step_time_s >= free_rows[c.instance_type, c.nodes].step_time_s * (1 - 1e-9)
+    # L40S comes in 1-GPU nodes alone; A10G in 1-, 4- and 8-GPU ones
+    assert fixed.left_out == (
+        "tp=2 needs 2 GPUs per node: 1 GPU type left out (L40S), and some nodes or GPU "
+        "counts of 1 more (A10G)",
+    )
+    assert {c.gpu for c in fixed.candidates} == {"H100-SXM", "A10G"}
+    assert fixed.assumptions["layouts"] == (
+        "tp=2, pp=1 fixed (--tp, --pp); the rest searched; " + fixed.left_out[0]
+    )
+    assert fixed.assumptions["layout search"].startswith("dp over each GPU count at tp 2, pp 1,")
+    assert fixed.to_dict()["left_out"] == list(fixed.left_out)
+    assert free.left_out == () and free.assumptions["layouts"].startswith("all searched (--tp")
+
+
+def test_the_searched_choices_a_user_fixes_bound_every_row() -> None:
+    plan = gpucast.plan_llm_train(
+        **JOB, gpu=["H100"], micro_batch=1, zero=3, recompute="full", vpp=2
+    )
+    for c in plan.candidates:
+        assert "mb=1x" in c.layout and "recompute=full" in c.layout
+        assert "zero=3" in c.layout or c.layout.startswith("dp=1 ")  # ZeRO shards over dp
+        assert "vpp=2" in c.layout and " pp=1 " not in c.layout  # interleaving needs stages
+    assert plan.assumptions["layouts"] == (
+        "vpp=2, micro-batch=1, zero=3, recompute=full fixed (--vpp, --micro-batch, --zero, "
+        "--recompute); the rest searched"
+    )
+    assert (
+        "micro-batch 1, ZeRO-3, full recompute, cp 1, vpp 2" in (plan.assumptions["layout search"])
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"gpu": ["L40S"], "tp": 2}, "tp=2 needs 2 GPUs per node; drop --tp to search it"),
+        ({"tp": 64}, "tp=64 does not divide the 32 attention heads; drop --tp to search it"),
+        ({"pp": 1, "vpp": 2}, "drop --pp/--vpp to search them"),
+        ({"micro_batch": 3}, "divides no data-parallel replica's share of the 256 sequences"),
+    ],
+)
+def test_a_fixed_layout_no_offer_takes_is_one_error_naming_the_flag(
+    options: dict[str, object], named: str
+) -> None:
+    with pytest.raises(NoFeasiblePlanError, match="no offer of up to 16 GPUs") as err:
+        gpucast.plan_llm_train(**JOB, **options)
+    assert named in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_fixed_layout_that_fits_nowhere_names_every_fixed_flag() -> None:
+    """Shapes that take the layout but where it does not fit: the search's reason, and the
+    fixed flags to drop."""
+    with pytest.raises(NoFeasiblePlanError, match="does not fit") as err:
+        gpucast.plan_llm_train(
+            model="llama-2-70b", tokens=1e10, seq_len=4096, global_batch=64, max_gpus=16,
+            gpu=["H100"], tp=1, pp=1, recompute="none",
+        )  # fmt: skip
+    assert str(err.value).endswith("drop --tp/--pp/--recompute to search them")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"tp": 0}, {"pp": -1}, {"cp": True}, {"vpp": 0}, {"micro_batch": 0}, {"zero": 4},
+     {"recompute": "most"}],
+)  # fmt: skip
+def test_both_verbs_check_the_layout_flags_alike(bad: dict[str, object]) -> None:
+    with pytest.raises(InvalidSpecError) as predict:
+        gpucast.predict_llm_train(model="llama-2-7b", gpu="H100", global_batch=8, **bad)
+    with pytest.raises(InvalidSpecError) as plan:
+        gpucast.plan_llm_train(model="llama-2-7b", tokens=1e9, global_batch=8, **bad)
+    assert str(plan.value) == str(predict.value)
+
+
+def test_tp_and_pp_are_one_definition_for_both_verbs() -> None:
+    def helps(request: type) -> dict[str, str]:
+        return {
+            f.name: f.metadata[META_KEY].help
+            for f in dataclasses.fields(request)
+            if f.name in ("tp", "pp")
+        }
+
+    assert helps(PlanLlmTrainRequest) == helps(PredictLlmTrainRequest)
