@@ -188,3 +188,32 @@ def test_the_share_of_functions_by_hand() -> None:
 def test_bad_slo_scope(kw: dict[str, object]) -> None:
     with pytest.raises(InvalidSpecError, match="slo-"):
         _plan(_sparse(4, 60), **kw)
+
+
+def test_a_warmup_lets_a_keep_alive_policy_meet_the_functions_scope() -> None:
+    """f1 called every 30 min on a 2 h trace, a 1 h keep-alive: its first call is its own p99
+    (cold) without a warm-up, and warm after a 1 h one; everything is counted over the 1 h
+    after it, the always-on GPUs priced over it too."""
+    counts = _busy_and_rare(120)
+    kw: dict[str, object] = dict(
+        slo_s=1.0, billing="execution", policies=[parse_policy("fixed:1h")],
+        slo_scope="functions",
+    )  # fmt: skip
+    cold = _plan(counts, **kw)
+    warm = _plan(counts, warmup_s=3600.0, **kw)
+    before = next(o for o in cold.options if o.kind == "serverless")
+    after = next(o for o in warm.options if o.kind == "serverless")
+    assert before.cold_starts == 2 and before.function_share_meeting_slo == pytest.approx(0.5)
+    assert after.cold_starts == 0 and after.function_share_meeting_slo == 1.0
+    assert not before.meets_slo and after.meets_slo
+    assert warm.choice is after and "over 1 h" in warm.reason
+    assert warm.invocations == 60 * 100 + 2 and warm.horizon_s == 7200.0
+    assert warm.to_dict()["warmup_s"] == 3600.0 and warm.to_dict()["measured_s"] == 3600.0
+    assert after.gpu_hours == pytest.approx((6002 * 0.05) / 3600)
+    always = next(o for o in warm.options if o.kind == "always-on")
+    assert always.gpu_hours == pytest.approx(always.gpus * 1.0)  # 1 counted hour
+
+
+def test_a_warmup_as_long_as_the_trace_is_refused() -> None:
+    with pytest.raises(InvalidSpecError, match="warmup: must be shorter than the trace"):
+        _plan(_sparse(4, 60), warmup_s=3600.0)

@@ -302,3 +302,126 @@ def test_function_percentiles_are_each_functions_own() -> None:
         pooled = latency_summary(np.array([2.5]), one, spread=spread, qs=qs)
         alone = function_percentiles(np.array([2.5]), one, spread=spread, qs=qs)[:, 0]
         assert alone == pytest.approx([pooled[f"p{q:g}"] for q in qs])
+
+
+# -- the warm-up: simulated, not counted -----------------------------------------------------
+
+
+def test_a_warmup_hides_the_first_call_of_a_function_called_every_30_minutes() -> None:
+    counts = np.zeros((1, 120), dtype=np.int64)  # a 2-hour trace, a call every 30 minutes
+    counts[0, ::30] = 1
+    policy = parse_policy("fixed:1h")
+    cold = _run(counts, policy)
+    assert list(cold.cold_starts) == [1] and list(cold.invocations) == [4]
+    warm = _run(counts, policy, warmup_s=3600.0)
+    # the calls at 0 and 30 min load it; those at 60 and 90 min find it loaded
+    assert list(warm.cold_starts) == [0] and list(warm.invocations) == [2]
+    assert warm.warmup_s == 3600.0 and warm.measured_s == 3600.0 and warm.horizon_s == 7200.0
+    # the counted hour: 2 busy minutes and 58 loaded idle ones (29 after each call)
+    assert warm.wasted_memory_gib_s[0] == pytest.approx(58 * 60 * 2.0)
+    assert warm.bill_s("instance") == pytest.approx(3600.0)
+    assert warm.bill_s("execution") == pytest.approx(2 * 1.0)
+    assert warm.latency_s["p99"] == pytest.approx(1.0)
+    d = warm.to_dict()
+    assert d["warmup_s"] == 3600.0 and d["measured_s"] == 3600.0 and d["cold_starts"] == 0
+
+
+def test_a_warmup_leaves_its_minutes_out_of_the_bill_and_the_wasted_memory_by_hand() -> None:
+    counts = np.zeros((1, 20), dtype=np.int64)
+    counts[0, [2, 12]] = [3, 1]
+    res = _run(counts, parse_policy("fixed:5m"), warmup_s=240.0)  # the first 4 minutes
+    # loaded: busy 2, idle 3-7, busy 12, idle 13-17; counted from minute 4: idle 4-7 (4),
+    # busy 12, idle 13-17 (5); the call at 12 is cold (9 idle minutes >= 5), the three at 2
+    # are in the warm-up
+    assert list(res.invocations) == [1] and list(res.cold_starts) == [1]
+    assert res.wasted_memory_gib_s[0] == pytest.approx(9 * 60 * 2.0)
+    assert res.loaded_s[0] == pytest.approx(10 * 60)
+    assert res.bill_s("instance") == pytest.approx(10 * 60 + 5.0)
+    assert res.bill_s("execution") == pytest.approx(1.0 + 5.0)
+    # a warm-up that is not a whole number of minutes is rounded up to one
+    assert _run(counts, parse_policy("fixed:5m"), warmup_s=200.0).to_dict() == res.to_dict()
+
+
+def _reference_fixed_warm(counts: np.ndarray, keep: int, warm: int) -> tuple[np.ndarray, ...]:
+    """:func:`_reference_fixed` counting only the minutes from ``warm`` on."""
+    n_f, n_t = counts.shape
+    cold = np.zeros(n_f, dtype=np.int64)
+    idle = np.zeros(n_f, dtype=np.int64)
+    for f in range(n_f):
+        last = None
+        for t in range(n_t):
+            if counts[f, t] > 0:
+                if (last is None or t - last - 1 >= keep) and t >= warm:
+                    cold[f] += 1
+                last = t
+            elif last is not None and t - last - 1 < keep and t >= warm:
+                idle[f] += 1
+    return cold, idle
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 2), min_size=30, max_size=30), min_size=1, max_size=5),
+    st.integers(1, 12),
+    st.integers(0, 29),
+)
+def test_a_warmup_matches_a_minute_loop(rows: list[list[int]], keep_min: int, warm: int) -> None:
+    counts = np.array(rows, dtype=np.int64) * (
+        np.random.default_rng(0).random((len(rows), 30)) < 0.3
+    )
+    policy = KeepAlivePolicy(kind="fixed", keep_alive_s=60.0 * keep_min)
+    res = _run(counts, policy, memory_gib=1.0, warmup_s=60.0 * warm)
+    cold, idle = _reference_fixed_warm(counts, keep_min, warm)
+    assert list(res.cold_starts) == list(cold)
+    np.testing.assert_allclose(res.wasted_memory_gib_s, idle * 60.0)
+    assert int(res.invocations.sum()) == int(counts[:, warm:].sum())
+    np.testing.assert_allclose(res.loaded_s, (idle + (counts[:, warm:] > 0).sum(axis=1)) * 60.0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["histogram", "prewarm"]))
+def test_a_warmup_only_removes_counts(seed: int, text: str) -> None:
+    counts = np.random.default_rng(seed).poisson(0.05, size=(6, 600)).astype(np.int64)
+    full = _run(counts, parse_policy(text))
+    warm = _run(counts, parse_policy(text), warmup_s=120 * 60.0)
+    assert int(warm.invocations.sum()) == int(counts[:, 120:].sum())
+    assert np.all(warm.cold_starts <= full.cold_starts)
+    assert np.all(warm.wasted_memory_gib_s <= full.wasted_memory_gib_s + 1e-9)
+    assert np.all(warm.loaded_s <= 480 * 60.0 + 1e-9)
+
+
+@pytest.mark.parametrize(
+    ("warmup_s", "match"),
+    [(-60.0, "warmup: must be a duration >= 0"), (float("nan"), "warmup"),
+     (1200.0, "shorter than the trace"), (1e9, "shorter than the trace")],
+)  # fmt: skip
+def test_a_bad_warmup(warmup_s: float, match: str) -> None:
+    from gpucast.simulate.serverless import simulate_gpu_pool
+
+    counts = np.ones((1, 20), dtype=np.int64)
+    with pytest.raises(InvalidSpecError, match=match):
+        _run(counts, parse_policy("fixed:5m"), warmup_s=warmup_s)
+    with pytest.raises(InvalidSpecError, match=match):
+        simulate_gpu_pool(
+            counts, gpus=1, capacity_gib=4.0, memory_gib=1.0, swap_s=0.1, cold_s=1.0,
+            exec_s=0.01, warmup_s=warmup_s,
+        )  # fmt: skip
+
+
+def test_a_pool_warms_its_cache_in_the_warmup() -> None:
+    from gpucast.simulate.serverless import simulate_gpu_pool
+
+    counts = np.zeros((2, 10), dtype=np.int64)
+    counts[0, [0, 5]] = 1
+    counts[1, [1, 6]] = 2
+    kw = {"gpus": 1, "memory_gib": 1.0, "swap_s": 0.1, "cold_s": 1.0, "exec_s": 1.0}
+    full = simulate_gpu_pool(counts, capacity_gib=2.0, **kw)  # type: ignore[arg-type]
+    assert list(full.cold_starts) == [1, 1]
+    warm = simulate_gpu_pool(counts, capacity_gib=2.0, warmup_s=180.0, **kw)  # type: ignore[arg-type]
+    # both models loaded in the first 3 minutes: nothing cold or swapped after them
+    assert list(warm.cold_starts) == [0, 0] and list(warm.swaps) == [0, 0]
+    assert list(warm.invocations) == [1, 2] and warm.busy_gpu_s == pytest.approx(3.0)
+    assert warm.gpu_hours == pytest.approx(7 * 60 / 3600)  # the 7 counted minutes
+    # room for one: the call at 5 swaps f0 back in, the one at 6 swaps f1
+    tight = simulate_gpu_pool(counts, capacity_gib=1.0, warmup_s=180.0, **kw)  # type: ignore[arg-type]
+    assert list(tight.cold_starts) == [0, 0] and list(tight.swaps) == [1, 1]

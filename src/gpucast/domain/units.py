@@ -23,16 +23,16 @@ _SECONDS_PER = {
 }
 
 
-def parse_duration_s(text: str, *, field: str = "duration") -> float:
-    """Parse ``"90"``, ``"90s"``, ``"15m"``, ``"24h"`` or ``"2d"`` into seconds (> 0)."""
+def parse_duration_s(text: str, *, field: str = "duration", allow_zero: bool = False) -> float:
+    """Parse ``"90"``, ``"90s"``, ``"15m"``, ``"24h"`` or ``"2d"`` into seconds (> 0, or >= 0
+    with ``allow_zero``: ``"0"``, ``"0h"``)."""
     match = _DURATION.match(text)
     if match is None:
-        raise InvalidSpecError(
-            field, "must be a positive duration like 90s, 15m, 24h or 2d", got=text
-        )
+        kind = "a duration" if allow_zero else "a positive duration"
+        raise InvalidSpecError(field, f"must be {kind} like 90s, 15m, 24h or 2d", got=text)
     value = float(match.group(1)) * _SECONDS_PER[(match.group(2) or "s").lower()]
-    if not math.isfinite(value) or value <= 0:
-        raise InvalidSpecError(field, "must be > 0", got=text)
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise InvalidSpecError(field, "must be >= 0" if allow_zero else "must be > 0", got=text)
     return value
 
 
@@ -44,13 +44,14 @@ def require_positive(field: str, value: float, *, allow_zero: bool = False) -> f
     return value
 
 
-def duration_s(value: object, *, field: str = "duration") -> float:
-    """Seconds from a number (seconds) or text like ``"90m"`` / ``"24h"`` (> 0)."""
+def duration_s(value: object, *, field: str = "duration", allow_zero: bool = False) -> float:
+    """Seconds from a number (seconds) or text like ``"90m"`` / ``"24h"`` (> 0, or >= 0 with
+    ``allow_zero``)."""
     if isinstance(value, bool):
         raise InvalidSpecError(field, "must be a duration like 90s, 15m, 24h or 2d", got=value)
     if isinstance(value, int | float):
-        return require_positive(field, float(value))
-    return parse_duration_s(str(value), field=field)
+        return require_positive(field, float(value), allow_zero=allow_zero)
+    return parse_duration_s(str(value), field=field, allow_zero=allow_zero)
 
 
 def format_duration(seconds: float) -> str:

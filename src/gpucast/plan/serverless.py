@@ -32,6 +32,10 @@ The choice is the cheapest candidate that meets the SLO, judged on one of two sc
   ``slo_function_share`` of the invoked functions -- the cold-start tail that the keep-alive
   policy decides.
 
+A warm-up (``warmup_s``) is simulated and not counted (:mod:`gpucast.simulate.serverless`):
+every candidate -- cold starts, swaps, latency, shares of functions, GPU-hours -- and the
+always-on sizing count only the minutes after it, and the always-on GPUs are priced over them.
+
 Whatever the scope, every candidate reports the share of invoked functions meeting the SLO on
 their own calls and the share whose own p99 exceeds the SLO latency. The reason names the
 choice, its cost and latency (or share of functions), and the cheaper candidates that miss.
@@ -55,6 +59,7 @@ from gpucast.simulate.serverless import (
     latency_summary,
     simulate_gpu_pool,
     simulate_keep_alive,
+    warmup_bins,
 )
 
 FloatArray = npt.NDArray[np.float64]
@@ -109,9 +114,11 @@ class ServerlessPlan:
     """Every candidate (cheapest first), the choice (None: none meets the SLO) and why.
 
     ``function_share_too_few_calls``: share of the invoked functions called so rarely (``n``
-    calls, ``n x (1 - q/100) < 1``) that one cold start -- a serverless function's first call
-    is one under every keep-alive policy -- is their own latency at the SLO percentile: the
-    functions scope can never count them as met for a serverless candidate."""
+    calls after the warm-up, ``n x (1 - q/100) < 1``) that one cold start is their own
+    latency at the SLO percentile. Without a warm-up (``warmup_s`` 0) a serverless function's
+    first call is one under every keep-alive policy, so the functions scope can never count
+    them as met for a serverless candidate; after one, the policy decides whether they get
+    one. ``horizon_s``: the whole trace; the candidates count ``horizon_s - warmup_s``."""
 
     options: tuple[DeploymentOption, ...]
     choice: DeploymentOption | None
@@ -127,6 +134,7 @@ class ServerlessPlan:
     slo_function_share: float = 0.95
     functions_invoked: int = 0
     function_share_too_few_calls: float = math.nan
+    warmup_s: float = 0.0
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -137,6 +145,8 @@ class ServerlessPlan:
             "functions_invoked": self.functions_invoked,
             "function_share_too_few_calls": self.function_share_too_few_calls,
             "horizon_s": self.horizon_s,
+            "warmup_s": self.warmup_s,
+            "measured_s": self.horizon_s - self.warmup_s,
             "invocations": self.invocations,
             "peak_gpus": self.peak_gpus,
             "memory_gpus": self.memory_gpus,
@@ -201,11 +211,13 @@ def plan_serverless(
     exec_spread: FloatArray | None = None,
     slo_scope: str = "invocations",
     slo_function_share: float = 0.95,
+    warmup_s: float = 0.0,
 ) -> ServerlessPlan:
     """The candidates for ``counts`` (module docstring), cheapest first, and the choice.
 
     ``slo_scope``: ``invocations`` (the SLO percentile over all calls) or ``functions`` (at
-    least ``slo_function_share`` of the invoked functions meet it on their own calls)."""
+    least ``slo_function_share`` of the invoked functions meet it on their own calls);
+    ``warmup_s``: the first minutes simulated, not counted (module docstring)."""
     if billing not in BILLINGS:
         raise InvalidSpecError("billing", f"must be one of {', '.join(BILLINGS)}", got=billing)
     if slo_scope not in SLO_SCOPES:
@@ -235,8 +247,10 @@ def plan_serverless(
     cold = np.broadcast_to(np.asarray(cold_s, dtype=np.float64), (n_f,))
     mem = np.broadcast_to(np.asarray(memory_gib, dtype=np.float64), (n_f,))
     bin_s = policies[0].bin_s
-    horizon_h = n_t * bin_s / 3600.0
-    invocations = table.sum(axis=1).astype(np.float64)
+    n_warm = warmup_bins(warmup_s, bin_s, n_t)
+    horizon_h = (n_t - n_warm) * bin_s / 3600.0  # what is counted and priced
+    measured = table[:, n_warm:]
+    invocations = measured.sum(axis=1).astype(np.float64)
 
     def ok(latency_s: float, share: float) -> bool:
         if slo_scope == "functions":
@@ -255,8 +269,9 @@ def plan_serverless(
 
     for policy in policies:
         r = simulate_keep_alive(
-            table, policy=policy, exec_s=run, cold_s=cold, memory_gib=mem, exec_spread=exec_spread
-        )
+            table, policy=policy, exec_s=run, cold_s=cold, memory_gib=mem,
+            exec_spread=exec_spread, warmup_s=warmup_s,
+        )  # fmt: skip
         warm = r.invocations - r.cold_starts
         p50, pq, met, over, meets = judged(((0.0, warm), (cold, r.cold_starts)))
         hours = r.bill_s(billing) / 3600.0
@@ -280,7 +295,7 @@ def plan_serverless(
             )
         )
 
-    demand_s = run @ table  # GPU-seconds per minute
+    demand_s = run @ measured  # GPU-seconds per minute after the warm-up
     peak = int(max(1, math.ceil(float(demand_s.max(initial=0.0)) / (bin_s * max_utilisation))))
     memory_gpus = int(max(1, math.ceil(float(mem.sum()) / gpu_memory_gib - 1e-9)))
     resident = max(peak, memory_gpus)
@@ -315,6 +330,7 @@ def plan_serverless(
             exec_s=run,
             bin_s=bin_s,
             exec_spread=exec_spread,
+            warmup_s=warmup_s,
         )
         swap = np.broadcast_to(np.asarray(swap_s, dtype=np.float64), (n_f,))
         # always on: every model is in host memory before the traffic, so a function's first
@@ -423,4 +439,5 @@ def plan_serverless(
         slo_function_share=slo_function_share,
         functions_invoked=int(called.sum()),
         function_share_too_few_calls=float(np.mean(few[called])) if called.any() else math.nan,
+        warmup_s=n_warm * bin_s,
     )

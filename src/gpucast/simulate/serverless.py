@@ -10,6 +10,13 @@ memory-time (``memory_gib`` each). Everything is computed over the flat array of
 (``np.nonzero(counts)``): no loop over functions or invocations; the histogram policy loops
 over its update periods only (24 for a day of hourly updates).
 
+Warm-up (``warmup_s``, both simulators): the first bins are simulated like the others -- the
+policy's histograms, forecasts and loaded instances (the pool's cache) are built through them
+-- but nothing in them is counted: invocations, cold starts, swaps, latency, loaded and
+warm-but-idle time, GPU-seconds billed all come from the bins after it. Without one, every
+function starts unloaded at the first bin, so its first call is a cold start whatever the
+policy (a rarely called function's own p99); a production day does not start cold.
+
 Pure: numbers in, numbers out (no files, no clock).
 """
 
@@ -47,6 +54,7 @@ __all__ = [
     "service_quantiles",
     "simulate_gpu_pool",
     "simulate_keep_alive",
+    "warmup_bins",
     "weighted_percentiles",
 ]
 
@@ -58,7 +66,8 @@ class ServerlessResult:
     ``wasted_memory_gib_s``: memory held loaded while idle; ``loaded_s``: time loaded (busy
     bins plus loaded idle bins); ``busy_s``: invocations x execution time; ``cold_start_s``:
     time spent cold-starting. ``latency_s``: invocation-weighted p50/p95/p99/mean/max of
-    execution (+ cold start when cold).
+    execution (+ cold start when cold). All of them count only the bins after the warm-up
+    (``warmup_s``, a whole number of bins); ``horizon_s`` is the whole table's time.
     """
 
     functions: tuple[str, ...]
@@ -72,6 +81,12 @@ class ServerlessResult:
     bin_s: float
     horizon_s: float
     policy: KeepAlivePolicy
+    warmup_s: float = 0.0
+
+    @property
+    def measured_s(self) -> float:
+        """The time counted: the horizon after the warm-up."""
+        return self.horizon_s - self.warmup_s
 
     @property
     def cold_start_rate(self) -> float:
@@ -112,6 +127,8 @@ class ServerlessResult:
             "policy_text": self.policy.describe(),
             "functions": len(self.functions),
             "horizon_s": self.horizon_s,
+            "warmup_s": self.warmup_s,
+            "measured_s": self.measured_s,
             "invocations": int(self.invocations.sum()),
             "cold_starts": int(self.cold_starts.sum()),
             "cold_start_rate": self.cold_start_rate,
@@ -161,6 +178,23 @@ def busy_bins(counts: npt.ArrayLike) -> BusyBins:
     gap[1:] = time[1:] - time[:-1] - 1
     gap[first] = -1
     return BusyBins(func=func, time=time, gap=gap, rank=rank, first=first, last=last)
+
+
+def warmup_bins(warmup_s: float, bin_s: float, n_bins: int) -> int:
+    """Bins of a ``warmup_s`` warm-up (rounded up to whole bins); at least one bin must follow
+    it."""
+    if isinstance(warmup_s, bool) or not (math.isfinite(warmup_s) and warmup_s >= 0):
+        raise InvalidSpecError("warmup", "must be a duration >= 0", got=warmup_s)
+    n = math.ceil(warmup_s / bin_s - 1e-9) if warmup_s > 0 else 0
+    if n >= n_bins:
+        raise InvalidSpecError(
+            "warmup",
+            f"must be shorter than the trace ({n_bins * bin_s / 3600:g} h: {n_bins:,} bins "
+            f"of {bin_s:g} s), leaving some of it to count",
+            got=warmup_s,
+            fix="shorten --warmup (e.g. --warmup 1h on a day)",
+        )
+    return n
 
 
 def _bins(seconds: float, bin_s: float) -> int:
@@ -388,13 +422,15 @@ def simulate_keep_alive(
     memory_gib: npt.ArrayLike,
     functions: Sequence[str] | None = None,
     exec_spread: FloatArray | None = None,
+    warmup_s: float = 0.0,
 ) -> ServerlessResult:
     """Cold starts, latency and warm-idle memory-time of ``policy`` (module docstring).
 
     ``counts``: ``(functions, bins)`` invocations per bin of ``policy.bin_s`` seconds;
     ``exec_s`` (mean), ``cold_s``, ``memory_gib``: per function (or one value for all);
     ``exec_spread``: each function's service times at equally likely points when its calls
-    differ (:func:`latency_summary`).
+    differ (:func:`latency_summary`); ``warmup_s``: the first bins simulated but not counted
+    (:func:`warmup_bins`).
     """
     table = np.asarray(counts)
     if table.ndim != 2:
@@ -409,6 +445,7 @@ def simulate_keep_alive(
     names = tuple(functions) if functions is not None else tuple(f"f{i}" for i in range(n_f))
     if len(names) != n_f:
         raise InvalidSpecError("functions", f"must name all {n_f} functions", got=len(names))
+    n_warm = warmup_bins(warmup_s, bin_s, n_t)
 
     b = busy_bins(table)
     func, time, gap, rank, first, last = b.func, b.time, b.gap, b.rank, b.first, b.last
@@ -419,16 +456,21 @@ def simulate_keep_alive(
     prev_keep = np.zeros(n, dtype=np.int64)
     prev_pre[1:], prev_keep[1:] = win.pre[:-1], win.keep[:-1]
     cold = first | (gap < prev_pre) | (gap >= prev_keep)
-    idle_loaded = np.where(first, 0, np.maximum(0, np.minimum(gap, prev_keep) - prev_pre))
+    # idle offset j after a busy bin at t is bin t + 1 + j, counted from the warm-up's end on:
+    # j >= n_warm - t - 1 (the previous busy bin of k is at time[k] - gap[k] - 1)
+    lo = np.maximum(prev_pre, n_warm - time + gap)
+    idle_loaded = np.where(first, 0, np.maximum(0, np.minimum(gap, prev_keep) - lo))
     tail = (n_t - 1) - time
+    lo_tail = np.maximum(win.pre, n_warm - time - 1)
     idle_loaded = idle_loaded + np.where(
-        last, np.maximum(0, np.minimum(tail, win.keep) - win.pre), 0
+        last, np.maximum(0, np.minimum(tail, win.keep) - lo_tail), 0
     )
+    counted = time >= n_warm
 
-    invocations = table.sum(axis=1).astype(np.int64)
-    cold_starts = np.bincount(func, weights=cold, minlength=n_f).astype(np.int64)
+    invocations = table[:, n_warm:].sum(axis=1).astype(np.int64)
+    cold_starts = np.bincount(func, weights=cold & counted, minlength=n_f).astype(np.int64)
     idle_bins = np.bincount(func, weights=idle_loaded, minlength=n_f)
-    n_busy = np.bincount(func, minlength=n_f).astype(np.float64)
+    n_busy = np.bincount(func, weights=counted, minlength=n_f).astype(np.float64)
     latency = latency_summary(
         run, ((0.0, invocations - cold_starts), (cold_cost, cold_starts)), spread=exec_spread
     )
@@ -444,6 +486,7 @@ def simulate_keep_alive(
         bin_s=bin_s,
         horizon_s=n_t * bin_s,
         policy=policy,
+        warmup_s=n_warm * bin_s,
     )
 
 
@@ -462,7 +505,8 @@ class PoolResult:
     the largest of one bin; ``overloaded_bins`` are the bins whose execution alone exceeds
     ``gpus`` x ``bin_s``. Under overload the work queues from bin to bin, which ``latency_s``
     (execution plus swap or cold start, no queueing) does not model: :attr:`latency_modelled`
-    is False and ``to_dict`` gives no latency."""
+    is False and ``to_dict`` gives no latency. All of them count only the bins after the
+    warm-up (``warmup_s``); ``horizon_s`` is the whole table's time."""
 
     invocations: IntArray
     swaps: IntArray
@@ -477,6 +521,12 @@ class PoolResult:
     busy_gpu_s: float
     peak_busy_gpu_s: float
     overloaded_bins: int
+    warmup_s: float = 0.0
+
+    @property
+    def measured_s(self) -> float:
+        """The time counted: the horizon after the warm-up."""
+        return self.horizon_s - self.warmup_s
 
     @property
     def latency_modelled(self) -> bool:
@@ -490,13 +540,13 @@ class PoolResult:
 
     @property
     def gpu_hours(self) -> float:
-        """What the pool is billed: its GPUs over the horizon, and at least the execution
-        GPU-hours (an overloaded pool runs past the horizon to serve them)."""
-        return max(self.gpus * self.horizon_s, self.busy_gpu_s) / 3600.0
+        """What the pool is billed: its GPUs over the horizon after the warm-up, and at least
+        the execution GPU-hours (an overloaded pool runs past the horizon to serve them)."""
+        return max(self.gpus * self.measured_s, self.busy_gpu_s) / 3600.0
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        bins = round(self.horizon_s / self.bin_s)
+        bins = round(self.measured_s / self.bin_s)
         out = []
         if self.overloaded_bins:
             out.append(
@@ -520,6 +570,7 @@ class PoolResult:
         return {
             "gpus": self.gpus,
             "capacity_gib": self.capacity_gib,
+            "warmup_s": self.warmup_s,
             "invocations": total,
             "swaps": int(self.swaps.sum()),
             "swap_rate": float(self.swaps.sum()) / total if total else math.nan,
@@ -547,6 +598,7 @@ def simulate_gpu_pool(
     exec_s: npt.ArrayLike,
     bin_s: float = 60.0,
     exec_spread: FloatArray | None = None,
+    warmup_s: float = 0.0,
 ) -> PoolResult:
     """Swaps and latency of functions multiplexed on ``gpus`` GPUs with ``capacity_gib`` of
     GPU memory in all.
@@ -556,7 +608,8 @@ def simulate_gpu_pool(
     PCIe); when resident models exceed the capacity, the least recently used ones not called
     in the bin are evicted. One loop over bins, vectorised over functions inside each. Each
     bin's execution GPU-seconds (calls x ``exec_s``) are compared with ``gpus`` x ``bin_s``
-    (:class:`PoolResult`: overloaded bins, the GPUs needed, what is billed).
+    (:class:`PoolResult`: overloaded bins, the GPUs needed, what is billed). The first
+    ``warmup_s`` fill the cache but are not counted (module docstring).
     """
     table = np.asarray(counts)
     if table.ndim != 2 or (table.size and table.min() < 0):
@@ -566,6 +619,7 @@ def simulate_gpu_pool(
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise InvalidSpecError("pool-gpus", "must be an integer >= 1", got=gpus)
     n_f, n_t = table.shape
+    n_warm = warmup_bins(warmup_s, bin_s, n_t)
     mem = _per_function("memory_gib", memory_gib, n_f)
     swap = _per_function("swap_s", swap_s, n_f)
     cold_cost = _per_function("cold_s", cold_s, n_f)
@@ -591,9 +645,9 @@ def simulate_gpu_pool(
         if called.size == 0:
             continue
         missing = called[~resident[called]]
-        fresh = missing[~seen[missing]]
-        first[fresh] += 1
-        swapped[missing[seen[missing]]] += 1
+        if t >= n_warm:
+            first[missing[~seen[missing]]] += 1
+            swapped[missing[seen[missing]]] += 1
         seen[called] = True
         resident[missing] = True
         used += float(mem[missing].sum())
@@ -608,10 +662,11 @@ def simulate_gpu_pool(
             n_out = min(n_out, victims.size)
             resident[victims[:n_out]] = False
             used -= float(freed[n_out - 1]) if n_out else 0.0
-            if used > capacity_gib + 1e-9:
+            if used > capacity_gib + 1e-9 and t >= n_warm:
                 over += 1
+    table = table[:, n_warm:]
     invocations = table.sum(axis=1).astype(np.int64)
-    busy = run @ table  # execution GPU-seconds per bin
+    busy = run @ table  # execution GPU-seconds per bin after the warm-up
     overloaded = int(np.count_nonzero(busy > gpus * bin_s * (1.0 + 1e-12)))
     extra = swapped * swap + first * cold_cost
     latency = latency_summary(
@@ -633,4 +688,5 @@ def simulate_gpu_pool(
         busy_gpu_s=float(busy.sum()),
         peak_busy_gpu_s=float(busy.max(initial=0.0)),
         overloaded_bins=overloaded,
+        warmup_s=n_warm * bin_s,
     )
