@@ -357,3 +357,46 @@ def test_the_published_azure_llm_trace(shared_data: Path) -> None:
     assert d["invocations"] == 8819 + 19366  # every request within mistral-7b's 32k window
     assert d["horizon_s"] == pytest.approx(59 * 60.0)
     assert d["cold_starts"] == 2  # both deployments are called every minute of the hour
+
+
+def test_a_warmup_on_a_trace_folder(tmp_path: Path) -> None:
+    """f0, f1, f2 called every 5, 30 and 60 minutes over 2 h, kept 1 h: without a warm-up
+    each one's first call is cold; after a 1 h one none is, and only its hour is counted."""
+    trace = _trace(tmp_path)
+    kw: dict[str, object] = {"trace": trace, "models": ["mlp"], "policy": "fixed:1h"}
+    cold = gpucast.simulate_serverless(**kw)
+    warm = gpucast.simulate_serverless(**kw, warmup="1h")
+    assert cold.result.cold_starts.tolist() == [1, 1, 1]
+    assert warm.result.cold_starts.tolist() == [0, 0, 0]
+    assert warm.result.invocations.tolist() == [12, 2, 1]
+    d, before = warm.to_dict(), cold.to_dict()
+    assert d["warmup_s"] == 3600.0 and d["measured_s"] == 3600.0 and before["warmup_s"] == 0
+    # loaded all of the counted hour, each of the three: 3 GPU-hours billed by instance
+    assert d["instance_gpu_hours"] == pytest.approx(3.0)
+    assert before["instance_gpu_hours"] > d["instance_gpu_hours"]
+    assert d["assumptions"]["warm-up"].startswith("the first 1 h simulated")
+    assert before["assumptions"]["warm-up"].startswith("none: every function starts unloaded")
+    plan = gpucast.plan_serverless(
+        trace=trace, models=["mlp"], policies=["fixed:1h"], warmup="60m", slo="p99<1s",
+        slo_scope="functions",
+    )  # fmt: skip
+    p = plan.to_dict()
+    assert p["warmup_s"] == 3600.0 and p["options"][0]["cold_starts"] == 0
+    assert "warm-up" in p["assumptions"]
+
+
+@pytest.mark.parametrize(
+    ("warmup", "match"),
+    [
+        ("2h", r"warmup: 2 h is not shorter than the trace \(2 h\)"),
+        ("3d", "not shorter than the trace"),
+        ("soon", "warmup: must be a duration like 90s"),
+        ("-1h", "warmup"),
+        (-60.0, "warmup: must be >= 0"),
+    ],
+)
+def test_a_bad_warmup(tmp_path: Path, warmup: object, match: str) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        gpucast.simulate_serverless(trace=_trace(tmp_path), models=["mlp"], warmup=warmup)
+    with pytest.raises(InvalidInputError, match=match):
+        gpucast.plan_serverless(trace=_trace(tmp_path), models=["mlp"], warmup=warmup)

@@ -316,3 +316,24 @@ def test_a_stored_cold_start_on_the_command_line(tmp_path: Path) -> None:
             assert result.exit_code == 2, result.output
             lines = result.stderr.strip().splitlines()
             assert len(lines) == 1 and says in lines[0], lines
+
+
+def test_a_warmup_on_the_command_line() -> None:
+    argv = ["--synthetic", "30", "--minutes", "240", "--models", "mlp"]
+    plain = runner.invoke(app, ["simulate", "serverless", *argv])
+    assert plain.exit_code == 0, plain.output
+    assert "assumption warm-up: none" in plain.stdout and "not counted)" not in plain.stdout
+    text = runner.invoke(app, ["simulate", "serverless", *argv, "--warmup", "1h"])
+    assert text.exit_code == 0, text.output
+    assert "4 h (the first 1 h a warm-up, not counted)" in text.stdout
+    assert "assumption warm-up: the first 1 h simulated" in text.stdout
+    plan = runner.invoke(app, ["plan", "serverless", *argv, "--warmup", "90m", "--json"])
+    assert plan.exit_code == 0, plan.output
+    assert json.loads(plan.stdout)["warmup_s"] == 5400.0
+    for verb in ("simulate", "plan"):
+        for bad, says in (("4h", "warmup: 4 h is not shorter than the trace (4 h)"),
+                          ("later", "warmup: must be a duration")):  # fmt: skip
+            result = runner.invoke(app, [verb, "serverless", *argv, "--warmup", bad])
+            assert result.exit_code == 2, result.output
+            lines = result.stderr.strip().splitlines()
+            assert len(lines) == 1 and says in lines[0], lines

@@ -103,6 +103,13 @@ def _check_coldstart_runs(runs: tuple[str, ...]) -> None:
         )
 
 
+def _warmup(value: Any) -> float:
+    """``--warmup``: seconds from ``"2h"``, ``"90m"``, ``"0"`` or a number of seconds (>= 0)."""
+    from gpucast.domain.units import duration_s
+
+    return duration_s(value, field="warmup", allow_zero=True)
+
+
 def _check_phase_s(name: str, value: float | None) -> None:
     if value is not None and not (math.isfinite(value) and 0 <= value <= 3600):
         raise InvalidSpecError(name, "must be in [0, 3600] s", got=value, fix=f"e.g. --{name} 1")
@@ -185,10 +192,26 @@ class ServerlessLoad:
         "cold-start seconds only).",
         example="execution",
     )
+    # 0 by default: a warm-up must be shorter than the trace, and traces run from an hour (the
+    # Azure LLM trace) to two weeks, so no fixed length suits every one; 0 also keeps the
+    # figures users have. The `warm-up` assumption line says what 0 costs and how to ask.
+    warmup_s: float = option(
+        0.0,
+        flag="warmup",
+        kind="text",
+        parse=_warmup,
+        help="Simulate the trace's first DURATION (keep-alive state, histograms and loaded "
+        "instances built as usual) but count nothing in it: cold starts, latency, GPU-hours "
+        "and warm-but-idle memory come from the rest. Without one every function starts "
+        "cold, its first call a cold start (default 0: none).",
+        metavar="DURATION",
+        example="1h",
+    )
 
     def __post_init__(self) -> None:
         from gpucast.simulate.serverless import BILLINGS
 
+        object.__setattr__(self, "warmup_s", _warmup(self.warmup_s))
         object.__setattr__(self, "coldstart_run", _coldstart_runs(self.coldstart_run))
         _check_coldstart_runs(self.coldstart_run)
         _check_phase_s("container-s", self.container_s)
@@ -514,6 +537,38 @@ def _stored_cold_starts(
     return stored_cold_starts(path, request.coldstart_run, request.models, gpu)
 
 
+def _check_warmup(request: ServerlessLoad, load: _Load) -> None:
+    """A warm-up must leave some of the trace to count (one line, exit 2, naming both)."""
+    from gpucast.domain.units import format_duration
+
+    horizon_s = float(load.trace.counts.shape[1]) * 60.0
+    if request.warmup_s >= horizon_s:
+        raise InvalidSpecError(
+            "warmup",
+            f"{format_duration(request.warmup_s)} is not shorter than the trace "
+            f"({format_duration(horizon_s)}): nothing would be left to count",
+            fix=f"give a --warmup shorter than {format_duration(horizon_s)} (e.g. 1h on a day)",
+        )
+
+
+def _warmup_text(warmup_s: float, horizon_s: float) -> str:
+    """The ``warm-up`` assumption line (both verbs)."""
+    from gpucast.domain.units import format_duration
+
+    if warmup_s == 0:
+        return (
+            "none: every function starts unloaded at the trace's first minute, so its first "
+            "call is a cold start under every policy (a rarely called function's own p99); "
+            "--warmup 1h simulates the first hour without counting it"
+        )
+    counted = format_duration(horizon_s - warmup_s)
+    return (
+        f"the first {format_duration(warmup_s)} simulated (policy state, histograms and loaded "
+        "instances built as usual) but not counted: invocations, cold starts, latency, "
+        f"GPU-hours and warm-but-idle memory are those of the {counted} after it"
+    )
+
+
 def _load_assumptions(request: ServerlessLoad, load: _Load) -> dict[str, str]:
     if load.exec_spread is not None:
         from gpucast.inputs.serverless import LLM_ENGINE
@@ -574,6 +629,7 @@ def simulate_serverless(
     request = resolve(SimulateServerlessRequest, request, options)
     policy = parse_policy(request.policy)
     load = _load(request, db)
+    _check_warmup(request, load)
     trace, funcs, gpu, exec_s = load.trace, load.functions, load.gpu, load.exec_s
     price, price_source = load.price, load.price_source
     result = simulate_keep_alive(
@@ -584,6 +640,7 @@ def simulate_serverless(
         memory_gib=load.memory_gib,
         functions=trace.names,
         exec_spread=load.exec_spread,
+        warmup_s=request.warmup_s,
     )
     pool = None
     if request.pool_gpus is not None:
@@ -598,9 +655,11 @@ def simulate_serverless(
             cold_s=load.cold_s,
             exec_s=exec_s,
             exec_spread=load.exec_spread,
+            warmup_s=request.warmup_s,
         )
     assumptions = {
         **_load_assumptions(request, load),
+        "warm-up": _warmup_text(result.warmup_s, result.horizon_s),
         "concurrency": "invocations of one minute are billed in full; scale-out instances "
         "beyond the first are not kept warm",
         "policy": policy.describe(),
@@ -756,6 +815,7 @@ def plan_serverless(
     request = resolve(PlanServerlessRequest, request, options)
     percentile, slo_s = parse_slo(request.slo)
     load = _load(request, db)
+    _check_warmup(request, load)
     result = plan(
         load.trace.counts,
         exec_s=load.exec_s,
@@ -773,6 +833,7 @@ def plan_serverless(
         exec_spread=load.exec_spread,
         slo_scope=request.slo_scope,
         slo_function_share=request.slo_functions,
+        warmup_s=request.warmup_s,
     )
     slo = (
         f"p{percentile:g} of invocation latency (execution + cold start or swap) over every "
@@ -785,6 +846,7 @@ def plan_serverless(
     )
     assumptions = {
         **_load_assumptions(request, load),
+        "warm-up": _warmup_text(result.warmup_s, result.horizon_s),
         "always-on": f"sized for the peak minute's GPU-seconds at {request.max_utilisation:.0%} "
         "utilisation and for every model resident (memory packed perfectly); no queueing "
         "delay below that utilisation; no cold starts",

@@ -28,6 +28,15 @@ def _say(text: str) -> None:
     console.print(text, highlight=False, markup=False)
 
 
+def _hours(d: dict[str, Any]) -> str:
+    """The trace's length, and its warm-up when it has one: ``24 h`` or ``24 h (the first 1 h
+    a warm-up, not counted)``."""
+    text = f"{d['horizon_s'] / 3600:g} h"
+    if d["warmup_s"] > 0:
+        text += f" (the first {d['warmup_s'] / 3600:g} h a warm-up, not counted)"
+    return text
+
+
 def _footer(d: dict[str, Any]) -> None:
     """The result's sources, assumptions and warnings (where it has them), one a line."""
     for key, value in d["sources"].items():
@@ -55,10 +64,7 @@ def simulate_command(
         emit_json(d)
         return
     lat = d["latency_s"]
-    _say(
-        f"{d['functions']:,} functions on {d['gpu']}, {d['horizon_s'] / 3600:g} h, "
-        f"{d['policy_text']}"
-    )
+    _say(f"{d['functions']:,} functions on {d['gpu']}, {_hours(d)}, {d['policy_text']}")
     _say(f"  arrivals {d['arrival_process']}")
     if d["invocations"] == 0:
         _say("  no invocations in the trace: nothing to simulate")
@@ -156,7 +162,7 @@ def plan_command(
         else "over all invocations"
     )
     _say(
-        f"{d['functions']:,} functions on {d['gpu']}, {d['horizon_s'] / 3600:g} h, "
+        f"{d['functions']:,} functions on {d['gpu']}, {_hours(d)}, "
         f"{d['invocations']:,} invocations; SLO {q} <= {d['slo_s'] * 1e3:g} ms {scope} "
         f"(peak {d['peak_gpus']} GPU(s), memory of all models {d['memory_gpus']} GPU(s))"
     )
@@ -169,9 +175,13 @@ def plan_command(
     )
     few = d["function_share_too_few_calls"]
     if not math.isnan(few) and few > 0:
+        share = format_pct_against(few, 1e-12)
         _say(
-            f"  {format_pct_against(few, 1e-12)}% of the invoked functions are called so rarely "
-            f"that their first call, cold under every keep-alive policy, is their own {q}"
+            f"  {share}% of the invoked functions are called so rarely that their first call, "
+            f"cold under every keep-alive policy, is their own {q} (--warmup 1h: not counted)"
+            if d["warmup_s"] == 0
+            else f"  {share}% of the invoked functions are called so rarely after the warm-up "
+            f"that one cold call is their own {q} (whether they get one is the policy's doing)"
         )
     _say(f"  choice: {d['reason']}")
     _say(f"  validated: {result.validation.text()}")
