@@ -389,6 +389,7 @@ def test_a_warmup_on_a_trace_folder(tmp_path: Path) -> None:
     ("warmup", "match"),
     [
         ("2h", r"warmup: 2 h is not shorter than the trace \(2 h\)"),
+        ("25h", r"warmup: 25 h is not shorter than the trace \(2 h\)"),
         ("3d", "not shorter than the trace"),
         ("soon", "warmup: must be a duration like 90s"),
         ("-1h", "warmup"),

@@ -537,35 +537,36 @@ def _stored_cold_starts(
     return stored_cold_starts(path, request.coldstart_run, request.models, gpu)
 
 
+def _hours(seconds: float) -> str:
+    """``3600`` -> ``1 h``, ``5400`` -> ``1.5 h``, ``86400`` -> ``24 h`` (as the header says)."""
+    return f"{seconds / 3600:,.4g} h"
+
+
 def _check_warmup(request: ServerlessLoad, load: _Load) -> None:
     """A warm-up must leave some of the trace to count (one line, exit 2, naming both)."""
-    from gpucast.domain.units import format_duration
-
     horizon_s = float(load.trace.counts.shape[1]) * 60.0
     if request.warmup_s >= horizon_s:
         raise InvalidSpecError(
             "warmup",
-            f"{format_duration(request.warmup_s)} is not shorter than the trace "
-            f"({format_duration(horizon_s)}): nothing would be left to count",
-            fix=f"give a --warmup shorter than {format_duration(horizon_s)} (e.g. 1h on a day)",
+            f"{_hours(request.warmup_s)} is not shorter than the trace "
+            f"({_hours(horizon_s)}): nothing would be left to count",
+            fix=f"give a --warmup shorter than {_hours(horizon_s)} (e.g. 1h on a day)",
         )
 
 
 def _warmup_text(warmup_s: float, horizon_s: float) -> str:
     """The ``warm-up`` assumption line (both verbs)."""
-    from gpucast.domain.units import format_duration
-
     if warmup_s == 0:
         return (
             "none: every function starts unloaded at the trace's first minute, so its first "
             "call is a cold start under every policy (a rarely called function's own p99); "
             "--warmup 1h simulates the first hour without counting it"
         )
-    counted = format_duration(horizon_s - warmup_s)
     return (
-        f"the first {format_duration(warmup_s)} simulated (policy state, histograms and loaded "
+        f"the first {_hours(warmup_s)} simulated (policy state, histograms and loaded "
         "instances built as usual) but not counted: invocations, cold starts, latency, "
-        f"GPU-hours and warm-but-idle memory are those of the {counted} after it"
+        f"GPU-hours and warm-but-idle memory are those of the {_hours(horizon_s - warmup_s)} "
+        "after it (rounded up to whole minutes)"
     )
 
 
