@@ -848,9 +848,10 @@ def plan_serverless(
     assumptions = {
         **_load_assumptions(request, load),
         "warm-up": _warmup_text(result.warmup_s, result.horizon_s),
-        "always-on": f"sized for the peak minute's GPU-seconds at {request.max_utilisation:.0%} "
-        "utilisation and for every model resident (memory packed perfectly); no queueing "
-        "delay below that utilisation; no cold starts",
+        "always-on": "sized for the peak minute's GPU-seconds"
+        + (" after the warm-up" if result.warmup_s > 0 else "")
+        + f" at {request.max_utilisation:.0%} utilisation and for every model resident "
+        "(memory packed perfectly); no queueing delay below that utilisation; no cold starts",
         "slo": slo,
     }
     return PlanServerlessResult(
