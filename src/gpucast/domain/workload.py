@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+import os
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -247,3 +250,20 @@ def workload_options_field() -> Any:
         help="Workload option KEY=VALUE, e.g. seq_len=128 (a value may hold commas: hidden=16,8).",
         example="seq_len=128",
     )
+
+
+@contextlib.contextmanager
+def current_folder_importable() -> Iterator[None]:
+    """``module:factory`` resolves from the current folder, as ``python -c "import module"``
+    does (an installed console script does not put the current folder on ``sys.path``): the
+    loader (``workloads.user``) and the code hash (``inputs.user_code``) resolve alike."""
+    here = os.getcwd()
+    added = here not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, here)
+    try:
+        yield
+    finally:
+        if added:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(here)

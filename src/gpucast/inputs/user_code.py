@@ -23,14 +23,14 @@ This module imports neither torch nor the user's module.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from gpucast.domain.workload import current_folder_importable
 
 #: At most this many ``.py`` files are hashed; a bigger tree is not cached.
 MAX_FILES = 200
@@ -97,7 +97,7 @@ def _locate(module_part: str) -> tuple[Path, int] | str:
     origin: str | None = getattr(module, "__file__", None)
     if module is None:
         try:
-            with _current_folder_importable():
+            with current_folder_importable():
                 spec = importlib.util.find_spec(module_part)
         except Exception:  # a parent package's own code failed: the import says why
             return f"{module_part} could not be located without importing it"
@@ -110,22 +110,6 @@ def _locate(module_part: str) -> tuple[Path, int] | str:
     parts = module_part.count(".") + 1
     depth = parts if file.name == "__init__.py" else parts - 1
     return file, depth
-
-
-@contextlib.contextmanager
-def _current_folder_importable() -> Iterator[None]:
-    """The current folder on ``sys.path`` as the loader puts it there
-    (``gpucast.workloads.user._current_folder_importable``: that module imports torch)."""
-    here = os.getcwd()
-    added = here not in sys.path and "" not in sys.path
-    if added:
-        sys.path.insert(0, here)
-    try:
-        yield
-    finally:
-        if added:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(here)
 
 
 def _hashed(module_file: Path, root: Path, *, packages_below: bool) -> UserCode:

@@ -20,14 +20,12 @@ nothing is evaluated or unpickled.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import importlib
 import importlib.util
-import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +33,7 @@ import torch
 from torch import nn
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.workload import current_folder_importable
 from gpucast.workloads.base import Batch, Workload
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -68,7 +67,7 @@ def _import(module_part: str) -> Any:
         raise InvalidSpecError(
             "workload", "module must be a dotted Python module path", got=module_part, fix=FIX
         )
-    with _current_folder_importable():
+    with current_folder_importable():
         try:
             return importlib.import_module(module_part)
         except ModuleNotFoundError as exc:
@@ -82,22 +81,6 @@ def _import(module_part: str) -> Any:
             raise _user_code_failed(f"importing {module_part}", exc) from exc
         except Exception as exc:
             raise _user_code_failed(f"importing {module_part}", exc) from exc
-
-
-@contextlib.contextmanager
-def _current_folder_importable() -> Iterator[None]:
-    """``module:factory`` resolves from the current folder, as ``python -c "import module"``
-    does (an installed console script does not put the current folder on ``sys.path``)."""
-    here = os.getcwd()
-    added = here not in sys.path and "" not in sys.path
-    if added:
-        sys.path.insert(0, here)
-    try:
-        yield
-    finally:
-        if added:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(here)
 
 
 def _user_code_failed(what: str, exc: BaseException) -> InvalidSpecError:
