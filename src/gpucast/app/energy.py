@@ -221,7 +221,11 @@ class PredictEnergyRequest:
 
     VERB: ClassVar[str] = "predict energy"
 
-    workload: str = option(help="Built-in workload, e.g. resnet50.", example="resnet50")
+    workload: str = option(
+        help="Built-in workload (e.g. resnet50) or your model as module:factory "
+        "(path/to/model.py:factory).",
+        example="resnet50",
+    )
     batch_size: int = option(help="Samples per step per GPU.", example="256")
     gpu: str = option(help="Catalog GPU name, e.g. V100-PCIe, A100.", example="V100-PCIe")
     power_limit: float | str | None = power_limit_option()

@@ -98,7 +98,11 @@ class PredictTrainRequest:
 
     VERB: ClassVar[str] = "predict train"
 
-    workload: str = option(help="Built-in workload, e.g. resnet50.", example="resnet50")
+    workload: str = option(
+        help="Built-in workload (e.g. resnet50) or your model as module:factory "
+        "(path/to/model.py:factory).",
+        example="resnet50",
+    )
     batch_size: int = option(help="Samples per step per GPU.", example="64")
     gpu: str | None = option(
         None,
