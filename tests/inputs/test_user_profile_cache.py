@@ -239,3 +239,14 @@ def test_a_bad_user_module_creates_no_store(tmp_path: Path) -> None:
     with pytest.raises(InvalidSpecError, match="ValueError: no"):
         gpucast.profile_workload(workload=f"{bad}:factory", db=tmp_path / "s.db")
     assert not (tmp_path / "s.db").exists()
+
+
+def test_the_profile_verb_caches_a_built_in_too(profiler: CountingProfiler, tmp_path: Path) -> None:
+    import gpucast
+
+    first = gpucast.profile_workload(workload="mlp", batch_size=8, save=False)
+    again = gpucast.profile_workload(workload="mlp", batch_size=8, db=tmp_path / "s.db")
+    assert profiler.calls == 1 and again.run_id is not None
+    assert again.profile.to_dict() == first.profile.to_dict()
+    other = gpucast.profile_workload(workload="mlp", batch_size=16, save=False)
+    assert profiler.calls == 2 and other.profile.batch_size == 16

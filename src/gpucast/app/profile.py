@@ -104,36 +104,23 @@ def profile_workload(
     """Profile a workload (see :class:`ProfileRequest`) and save it in the store at ``db``
     (default: ``$GPUCAST_DB`` or the user store) unless ``save=False``.
 
-    A user model (``module:factory``) comes from the profile cache when its code, options,
-    batch, precision, optimizer and torch are those of a cached profile
-    (:func:`gpucast.inputs.workload.workload_profile`; the profile's notes say so)."""
-    from gpucast.store import Store, default_db_path
+    The profile comes from the profile cache when the workload, options, batch, precision,
+    optimizer and torch (and, for a user model, its code) are those of a cached profile
+    (:func:`gpucast.inputs.workload.workload_profile`; a user model's notes say so)."""
 
     request = resolve(ProfileRequest, request, options)
-    if ":" in request.workload:  # module:factory
-        return _profile_user_model(request, db)
-    from gpucast.profile import profile
-    from gpucast.workloads import get_workload
-
-    # every input is checked before the store is touched (an unknown name creates no file)
-    chosen = get_workload(request.workload, **request.options)
-    db_path = Path(db) if db is not None else default_db_path()
-    store = Store(db_path).open() if request.save else None  # a bad db fails before profiling
-    try:
-        result = profile(chosen, request.spec, optimizer=request.optimizer)
-        run_id = None if store is None else store.save_profile(request.spec, result.to_dict())
-    finally:
-        if store is not None:
-            store.close()
-    return ProfileResult(profile=result, run_id=run_id, db=None if store is None else db_path)
+    return _profile_then_save(request, db)
 
 
-def _profile_user_model(request: ProfileRequest, db: Path | str | None) -> ProfileResult:
-    """A user model's profile from the cache or the profiler, then saved: profiled first, so
-    that a module or factory that fails creates no store."""
-    from gpucast.inputs.workload import workload_profile
+def _profile_then_save(request: ProfileRequest, db: Path | str | None) -> ProfileResult:
+    """A workload's profile from the cache (a built-in keyed on gpucast's profiler and
+    workload code, a user model on a hash of its own) or the profiler, then saved: profiled
+    first, so that an unknown name, bad options, a module or factory that fails create no
+    store."""
+    from gpucast.inputs.workload import check_workload_name, workload_profile
     from gpucast.store import Store, default_db_path
 
+    check_workload_name(request.workload)  # close matches, without importing torch
     result = workload_profile(
         request.workload,
         request.precision,
