@@ -70,6 +70,7 @@ from gpucast.domain.systems import (
     cluster_price_option,
     cluster_set_option,
 )
+from gpucast.domain.units import format_duration
 from gpucast.domain.variability import gpu_variability_option
 from gpucast.domain.workload import SOFTWARE_HELP, check_software
 
@@ -260,10 +261,51 @@ class PlanLlmTrainResult:
     #: the shapes the fixed layout choices left out, by the rule they break
     #: ("tp=8 needs 8 GPUs per node: 12 GPU types left out (...)"); empty: none
     left_out: tuple[str, ...] = ()
+    #: the limits the request set ("the deadline", "the budget"), for the verdict's words
+    limits: tuple[str, ...] = ()
 
     @property
     def best(self) -> Any:
         return None if self.recommended is None else self.candidates[self.recommended]
+
+    def shown(self) -> list[int]:
+        """The rows a reader sees: the Pareto front and the pick, cheapest first."""
+        rows = set(self.pareto) | ({self.recommended} - {None})
+        return sorted(
+            rows,  # type: ignore[arg-type]
+            key=lambda i: (self.candidates[i].cost_usd, self.candidates[i].time_s),
+        )
+
+    def verdict(self) -> list[str]:
+        """The lines after the rows: no row meets the limits (and the fastest), or the pick's
+        interval and whether it still holds at the interval's slow edge."""
+        if self.recommended is None:
+            fastest = min(self.candidates, key=lambda c: c.time_s)
+            return [
+                f"no row meets {' and '.join(self.limits) or 'the constraints'}; the fastest: "
+                f"{fastest.nodes}x {fastest.instance_type} ({fastest.gpus} {fastest.gpu}) "
+                f"{format_duration(fastest.time_s)}, ${fastest.cost_usd:,.0f} -- raise "
+                "--max-gpus (or --nodes on a --cluster), relax the deadline or the budget"
+            ]
+        pick = self.candidates[self.recommended]
+        lines = [
+            f"  pick's time, 80% interval: {format_duration(pick.time_low_s)} - "
+            f"{format_duration(pick.time_high_s)} (cost scales with it)"
+        ]
+        if self.safe is None and not pick.holds_at_slow_edge:
+            lines.append(
+                "  at the slow edge of its interval the pick misses the deadline or the "
+                "budget, and so does every row"
+            )
+        elif self.safe is not None and self.safe != self.recommended:
+            s = self.candidates[self.safe]
+            lines.append(
+                "  at the slow edge the pick misses the deadline or the budget; the cheapest "
+                f"row that holds there: {s.where()}): {format_duration(s.time_s)} "
+                f"({format_duration(s.time_low_s)} - {format_duration(s.time_high_s)}), "
+                f"${s.cost_usd:,.0f}"
+            )
+        return lines
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -566,6 +608,14 @@ def plan_llm_train(
         safe=plan.safe,
         infeasible=plan.infeasible,
         left_out=plan.left_out,
+        limits=tuple(
+            word
+            for word, value in (
+                ("the deadline", request.deadline_s),
+                ("the budget", request.budget_usd),
+            )
+            if value is not None
+        ),
         assumptions={
             "sequence length": sequence_text(spec, seq, given=request.seq_len is not None),
             "step-time model": efficiency.source,

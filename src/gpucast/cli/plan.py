@@ -7,7 +7,6 @@ The flags are the fields of :class:`gpucast.domain.plan.TrainRequest`; the work 
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import typer
@@ -25,7 +24,7 @@ from gpucast.cli._common import (
     working,
 )
 from gpucast.domain.plan import TrainRequest
-from gpucast.domain.units import format_duration, format_ratio
+from gpucast.domain.units import format_ratio
 
 app = typer.Typer(no_args_is_help=True, help="Plan training (and serving) clusters.")
 
@@ -104,81 +103,17 @@ def llm_train(
     if json_out:
         emit_json(result.to_dict())
         return
-    shown = sorted(
-        set(result.pareto) | ({result.recommended} - {None}),  # type: ignore[arg-type]
-        key=lambda i: (result.candidates[i].cost_usd, result.candidates[i].time_s),
-    )
     console.print(
         f"{result.model}: {result.tokens:.3g} tokens in {result.steps:,} steps; Pareto front "
         "of time vs cost (> pick):",
         highlight=False,
         markup=False,
     )
-    for i in shown:
-        c = result.candidates[i]
+    for i in result.shown():
         mark = ">" if i == result.recommended else " "
-        spot = ""
-        if c.market == "spot":
-            meet = "" if c.p_meet_deadline is None else f"P(meet) {c.p_meet_deadline:.0%}, "
-            spot = (
-                f"; spot: {meet}p90 {format_duration(c.time_p90_s or math.inf)}, "
-                f"{c.revocations_mean or 0.0:.1f} revocations"
-                + (
-                    f", replacements move to {c.moved_to} ({c.moves_mean or 0.0:.1f} a run)"
-                    if c.moved_to
-                    else ""
-                )
-            )
-        console.print(
-            f"{mark} {c.provider}/{c.region} {c.nodes}x {c.instance_type} ({c.gpus} {c.gpu}"
-            f"{f' + {c.idle_gpus} idle' if c.idle_gpus else ''}, {c.network}"
-            f"{', spot' if c.market == 'spot' else ''}): "
-            f"{format_duration(c.time_s)}, ${c.cost_usd:,.0f}; {c.layout}; "
-            f"MFU {c.mfu:.0%}, {c.memory_gib:.0f} GiB/GPU"
-            + ("" if c.energy_kwh is None else f", {c.energy_kwh:,.0f} kWh")
-            + ("" if c.co2e_kg is None else f", {c.co2e_kg:,.0f} kgCO2e")
-            + spot,
-            highlight=False,
-            markup=False,
-        )
-    if result.recommended is None:
-        given = (("the deadline", request.deadline_s), ("the budget", request.budget_usd))
-        limits = [word for word, value in given if value is not None]
-        fastest = min(result.candidates, key=lambda c: c.time_s)
-        console.print(
-            f"no row meets {' and '.join(limits) or 'the constraints'}; the fastest: "
-            f"{fastest.nodes}x {fastest.instance_type} ({fastest.gpus} {fastest.gpu}) "
-            f"{format_duration(fastest.time_s)}, ${fastest.cost_usd:,.0f} -- raise --max-gpus "
-            "(or --nodes on a --cluster), relax the deadline or the budget",
-            highlight=False,
-            markup=False,
-        )
-    else:
-        pick = result.candidates[result.recommended]
-        console.print(
-            f"  pick's time, 80% interval: {format_duration(pick.time_low_s)} - "
-            f"{format_duration(pick.time_high_s)} (cost scales with it)",
-            highlight=False,
-            markup=False,
-        )
-        if result.safe is None and not pick.holds_at_slow_edge:
-            console.print(
-                "  at the slow edge of its interval the pick misses the deadline or the "
-                "budget, and so does every row",
-                highlight=False,
-                markup=False,
-            )
-        elif result.safe is not None and result.safe != result.recommended:
-            s = result.candidates[result.safe]
-            console.print(
-                f"  at the slow edge the pick misses the deadline or the budget; the cheapest "
-                f"row that holds there: {s.provider}/{s.region} {s.nodes}x {s.instance_type} "
-                f"({s.gpus} {s.gpu}{f' + {s.idle_gpus} idle' if s.idle_gpus else ''}): "
-                f"{format_duration(s.time_s)} ({format_duration(s.time_low_s)} - "
-                f"{format_duration(s.time_high_s)}), ${s.cost_usd:,.0f}",
-                highlight=False,
-                markup=False,
-            )
+        console.print(f"{mark} {result.candidates[i].text()}", highlight=False, markup=False)
+    for line in result.verdict():
+        console.print(line, highlight=False, markup=False)
     for name, value in result.assumptions.items():
         console.print(f"  assumption {name}: {value}", highlight=False, markup=False)
 

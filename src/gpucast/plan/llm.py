@@ -50,6 +50,7 @@ from gpucast.domain.parallel import (
     ParallelStepPrediction,
 )
 from gpucast.domain.plan import check_pue
+from gpucast.domain.units import format_duration
 from gpucast.plan.energy import OBJECTIVE_TIE, PowerSetting
 from gpucast.plan.inputs import RiskInputs
 from gpucast.plan.pareto import pareto_front_2d, spread
@@ -131,6 +132,37 @@ class LlmCandidate:
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
+
+    def where(self) -> str:
+        """``aws/us-east-1 2x p5.48xlarge (16 H100-SXM + 0 idle)``: the offer and its GPUs."""
+        idle = f" + {self.idle_gpus} idle" if self.idle_gpus else ""
+        return (
+            f"{self.provider}/{self.region} {self.nodes}x {self.instance_type} "
+            f"({self.gpus} {self.gpu}{idle}"
+        )
+
+    def text(self) -> str:
+        """One line: where, time, cost, layout, MFU, memory, energy and a spot row's risk."""
+        spot = ""
+        if self.market == "spot":
+            meet = "" if self.p_meet_deadline is None else f"P(meet) {self.p_meet_deadline:.0%}, "
+            moved = (
+                f", replacements move to {self.moved_to} ({self.moves_mean or 0.0:.1f} a run)"
+                if self.moved_to
+                else ""
+            )
+            spot = (
+                f"; spot: {meet}p90 {format_duration(self.time_p90_s or math.inf)}, "
+                f"{self.revocations_mean or 0.0:.1f} revocations{moved}"
+            )
+        return (
+            f"{self.where()}, {self.network}{', spot' if self.market == 'spot' else ''}): "
+            f"{format_duration(self.time_s)}, ${self.cost_usd:,.0f}; {self.layout}; "
+            f"MFU {self.mfu:.0%}, {self.memory_gib:.0f} GiB/GPU"
+            + ("" if self.energy_kwh is None else f", {self.energy_kwh:,.0f} kWh")
+            + ("" if self.co2e_kg is None else f", {self.co2e_kg:,.0f} kgCO2e")
+            + spot
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
