@@ -337,6 +337,25 @@ def service_quantiles(samples: Sequence[npt.ArrayLike], points: int = 64) -> Flo
     return out
 
 
+def _call_table(
+    run: FloatArray,
+    cases: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]],
+    spread: FloatArray | None,
+) -> tuple[FloatArray, FloatArray]:
+    """``(functions, len(cases) x K)`` latencies and call weights: each case's extra on each
+    of a function's K equally likely service times (``spread``; one, ``run``, without it)."""
+    n_f = run.size
+    table = run[:, None] if spread is None else np.where(np.isnan(spread), run[:, None], spread)
+    k = table.shape[1]
+    values, weights = [], []
+    for extra, calls in cases:
+        add = np.broadcast_to(np.asarray(extra, dtype=np.float64), (n_f,))
+        n = np.broadcast_to(np.asarray(calls, dtype=np.float64), (n_f,))
+        values.append(table + add[:, None])
+        weights.append(np.repeat((n / k)[:, None], k, axis=1))
+    return np.concatenate(values, axis=1), np.concatenate(weights, axis=1)
+
+
 def latency_summary(
     run: FloatArray,
     cases: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]],
@@ -351,17 +370,13 @@ def latency_summary(
     when a function's calls differ (tokens of LLM requests); without it every call of a
     function takes ``run``. Returns ``p{q}`` for ``qs``, ``mean`` (exact, from ``run``) and
     ``max``."""
-    n_f = run.size
-    table = run[:, None] if spread is None else np.where(np.isnan(spread), run[:, None], spread)
-    k = table.shape[1]
-    values, weights, mean_num = [], [], 0.0
+    table, weight = _call_table(run, cases, spread)
+    v, w = table.ravel(), weight.ravel()
+    mean_num = 0.0  # exact, from each function's mean service time
     for extra, calls in cases:
-        add = np.broadcast_to(np.asarray(extra, dtype=np.float64), (n_f,))
-        n = np.broadcast_to(np.asarray(calls, dtype=np.float64), (n_f,))
-        values.append((table + add[:, None]).ravel())
-        weights.append(np.repeat(n / k, k))
-        mean_num += float((n * (run + add)).sum())
-    v, w = np.concatenate(values), np.concatenate(weights)
+        add = np.broadcast_to(np.asarray(extra, dtype=np.float64), run.shape)
+        mean_num += float((np.broadcast_to(np.asarray(calls, dtype=np.float64), run.shape)
+                           * (run + add)).sum())  # fmt: skip
     total = float(w.sum())
     out = dict(zip((f"p{q:g}" for q in qs), weighted_percentiles(v, w, qs), strict=True))
     out["mean"] = mean_num / total if total else math.nan
@@ -383,15 +398,7 @@ def function_percentiles(
     busy functions speak for all, this shows a rarely called function whose calls are mostly
     cold starts. Vectorised: one sort of a ``(functions, len(cases) x K)`` table."""
     n_f = run.size
-    table = run[:, None] if spread is None else np.where(np.isnan(spread), run[:, None], spread)
-    k = table.shape[1]
-    values, weights = [], []
-    for extra, calls in cases:
-        add = np.broadcast_to(np.asarray(extra, dtype=np.float64), (n_f,))
-        n = np.broadcast_to(np.asarray(calls, dtype=np.float64), (n_f,))
-        values.append(table + add[:, None])
-        weights.append(np.repeat((n / k)[:, None], k, axis=1))
-    v, w = np.concatenate(values, axis=1), np.concatenate(weights, axis=1)
+    v, w = _call_table(run, cases, spread)
     order = np.argsort(v, axis=1, kind="stable")
     v, cum = np.take_along_axis(v, order, axis=1), np.cumsum(np.take_along_axis(w, order, 1), 1)
     total = cum[:, -1] if cum.size else np.zeros(n_f)
