@@ -256,7 +256,9 @@ def workload_options_field() -> Any:
 def current_folder_importable() -> Iterator[None]:
     """``module:factory`` resolves from the current folder, as ``python -c "import module"``
     does (an installed console script does not put the current folder on ``sys.path``): the
-    loader (``workloads.user``) and the code hash (``inputs.user_code``) resolve alike."""
+    loader (``workloads.user``) and the code hash (``inputs.user_code``) resolve alike. It is
+    here, not in ``workloads``, because the hash must not import torch (``gpucast.workloads``
+    does); it changes ``sys.path`` for the block and touches no file."""
     here = os.getcwd()
     added = here not in sys.path and "" not in sys.path
     if added:
