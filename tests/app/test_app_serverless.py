@@ -42,7 +42,9 @@ def _trace(folder: Path, *, durations: str | None = DURATIONS) -> Path:
 
 
 def test_replays_a_trace_folder(tmp_path: Path) -> None:
-    r = gpucast.simulate_serverless(trace=_trace(tmp_path), models=["mlp"], gpu="T4")
+    r = gpucast.simulate_serverless(
+        trace=_trace(tmp_path), models=["mlp"], gpu="T4", unit="function"
+    )
     d = r.to_dict()
     assert d["functions"] == 3
     assert d["invocations"] == 24 + 4 + 2
@@ -52,7 +54,9 @@ def test_replays_a_trace_folder(tmp_path: Path) -> None:
     assert "Azure Functions 2019 trace day 1" in d["sources"]["trace"]
     assert any("no duration row" in w for w in d["warnings"])
     # --durations trace: f0 runs 2 s per call (the trace's average)
-    t = gpucast.simulate_serverless(trace=tmp_path, models=["mlp"], durations="trace")
+    t = gpucast.simulate_serverless(
+        trace=tmp_path, models=["mlp"], durations="trace", unit="function"
+    )
     assert t.result.busy_s[0] == pytest.approx(24 * 2.0)
 
 
@@ -235,7 +239,7 @@ def _busy_and_rare_trace(folder: Path) -> Path:
 def test_plan_serverless_slo_scope_sees_the_rare_functions_cold_starts(tmp_path: Path) -> None:
     args = dict(
         trace=_busy_and_rare_trace(tmp_path), models=["mlp"], gpu="T4", price=1.0,
-        slo="p99<1s", policies=["fixed:10m"], billing="execution",
+        slo="p99<1s", policies=["fixed:10m"], billing="execution", unit="function",
     )  # fmt: skip
     calls = gpucast.plan_serverless(**args).to_dict()  # type: ignore[arg-type]
     functions = gpucast.plan_serverless(slo_scope="functions", **args).to_dict()  # type: ignore[arg-type]
@@ -363,7 +367,9 @@ def test_a_warmup_on_a_trace_folder(tmp_path: Path) -> None:
     """f0, f1, f2 called every 5, 30 and 60 minutes over 2 h, kept 1 h: without a warm-up
     each one's first call is cold; after a 1 h one none is, and only its hour is counted."""
     trace = _trace(tmp_path)
-    kw: dict[str, object] = {"trace": trace, "models": ["mlp"], "policy": "fixed:1h"}
+    kw: dict[str, object] = {
+        "trace": trace, "models": ["mlp"], "policy": "fixed:1h", "unit": "function"
+    }  # fmt: skip
     cold = gpucast.simulate_serverless(**kw)
     warm = gpucast.simulate_serverless(**kw, warmup="1h")
     assert cold.result.cold_starts.tolist() == [1, 1, 1]
@@ -378,7 +384,7 @@ def test_a_warmup_on_a_trace_folder(tmp_path: Path) -> None:
     assert before["assumptions"]["warm-up"].startswith("none: every function starts unloaded")
     plan = gpucast.plan_serverless(
         trace=trace, models=["mlp"], policies=["fixed:1h"], warmup="60m", slo="p99<1s",
-        slo_scope="functions",
+        slo_scope="functions", unit="function",
     )  # fmt: skip
     p = plan.to_dict()
     assert p["warmup_s"] == 3600.0 and p["options"][0]["cold_starts"] == 0

@@ -36,7 +36,8 @@ def _store(**kw: object) -> int:
         return save_coldstart(store, ColdStartMeasurement(**fields))  # type: ignore[arg-type]
 
 
-KW: dict[str, object] = {"models": ["mlp"], "gpu": "T4", "price": 1.0}
+#: per function (--unit function): the cold starts these tests count are each function's
+KW: dict[str, object] = {"models": ["mlp"], "gpu": "T4", "price": 1.0, "unit": "function"}
 
 
 def test_a_stored_run_changes_the_cold_start_by_exactly_its_phases(tmp_path: Path) -> None:

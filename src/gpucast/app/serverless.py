@@ -9,6 +9,10 @@ costs the model's predicted cold start (container, CUDA context, weights through
 the model (``--durations trace``: the trace's average duration, at least that). The keep-alive
 ``--policy`` (``fixed:10m``, ``histogram``, ``prewarm``) decides when instances are loaded
 (:func:`gpucast.simulate.serverless.simulate_keep_alive`, vectorised over per-minute counts).
+On an Azure Functions 2019 trace the unit of keep-alive is the application by default
+(``--unit app``: an app's functions share one instance loading each distinct model once, and
+the trace's app memory is counted while it idles; :mod:`gpucast.inputs.serverless_apps`);
+``--unit function`` gives each function its own instance.
 
 A measured cold start replaces the predicted one, phase by phase: ``--coldstart-run ID`` (a
 stored ``gpucast measure coldstart`` run; one per model, comma-separated) or
@@ -31,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
+from gpucast.app._serverless_unit import UNIT_HELP, check_unit
 from gpucast.domain.catalog import offers_option
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_work
@@ -164,6 +169,7 @@ class ServerlessLoad:
         example="trace",
     )
     seed: int = option(0, help="Seed of the synthetic workload.")
+    unit: str | None = option(None, help=UNIT_HELP, example="function")
     allow_large: bool = allow_large_option()
     coldstart_run: tuple[str, ...] = option(
         (),
@@ -229,6 +235,7 @@ class ServerlessLoad:
         _positive_int("synthetic", self.synthetic, MAX_SYNTHETIC)
         _positive_int("minutes", self.minutes, MAX_MINUTES)
         _positive_int("day", self.day, 14)
+        check_unit(self.unit, synthetic=self.synthetic is not None)
         if self.synthetic is not None:
             check_work(
                 "synthetic",
@@ -299,6 +306,11 @@ class SimulateServerlessResult:
     pool: PoolResult | None = None
     pool_gpus: int | None = None
     billing: str = "instance"
+    #: what one instance serves (``app`` or ``function``), the trace's applications (None:
+    #: it has none) and each unit's own memory in MB (``--unit app``; NaN: unknown)
+    unit: str = "function"
+    apps: dict[str, Any] | None = None
+    host_memory_mb: FloatArray | None = None
 
     @property
     def billed_gpu_hours(self) -> float:
@@ -309,11 +321,28 @@ class SimulateServerlessResult:
     def warm_idle_gib_hours(self) -> float:
         return float(self.result.wasted_memory_gib_s.sum()) / 3600.0
 
+    @property
+    def warm_idle_app_memory_mb_hours(self) -> float | None:
+        """The apps' own memory (the trace's ``AverageAllocatedMb``) x the time each was loaded
+        while idle, in MB-hours (``--unit app`` with a memory file; apps without a row not
+        counted), else None."""
+        import numpy as np
+
+        mb, idle = self.host_memory_mb, self.result.idle_s
+        if mb is None or idle is None or not np.isfinite(mb).any():
+            return None
+        known = np.isfinite(mb)
+        return float((idle[known] * mb[known]).sum()) / 3600.0
+
     def to_dict(self) -> dict[str, Any]:
         r = self.result
         idle_gpu_hours = self.warm_idle_gib_hours / self.gpu_memory_gib
         return {
             **r.to_dict(),
+            "unit": self.unit,
+            "units": len(r.functions),
+            "functions": _functions(self.apps, len(r.functions)),
+            "apps": self.apps,
             "gpu": self.gpu,
             "arrival_process": self.arrival_process,
             "billing": self.billing,
@@ -323,6 +352,7 @@ class SimulateServerlessResult:
             "instance_gpu_hours": r.instance_s / 3600.0,
             "warm_idle_gib_hours": self.warm_idle_gib_hours,
             "warm_idle_gpu_hours": idle_gpu_hours,
+            "warm_idle_app_memory_mb_hours": self.warm_idle_app_memory_mb_hours,
             "price_usd_per_hour": self.price_usd_per_hour,
             "cost_usd": self.billed_gpu_hours * self.price_usd_per_hour,
             "warm_idle_cost_usd": idle_gpu_hours * self.price_usd_per_hour,
@@ -340,6 +370,11 @@ class SimulateServerlessResult:
             **self.pool.to_dict(),
             "cost_usd": self.pool.gpu_hours * self.price_usd_per_hour,
         }
+
+
+def _functions(apps: dict[str, Any] | None, units: int) -> int:
+    """The functions of the trace: its apps' functions, else one per unit."""
+    return int(apps["functions"]) if apps is not None else units
 
 
 def _model_dicts(functions: tuple[GpuFunction, ...]) -> list[dict[str, Any]]:
@@ -390,9 +425,16 @@ class _Load:
     memory_gib: FloatArray
     swap_s: FloatArray
     pcie_gbs: float
-    #: each function's service times at equally likely points (an LLM trace), else None
+    #: each unit's service times at equally likely points (an LLM trace, apps whose functions
+    #: differ), else None
     exec_spread: FloatArray | None = None
     warnings: tuple[str, ...] = ()
+    #: what a row of ``trace.counts`` is (``app`` or ``function``), the trace's applications
+    #: (:func:`~gpucast.inputs.serverless_apps.app_summary`; None: it has none) and each
+    #: unit's own memory (MB; ``--unit app`` only)
+    unit: str = "function"
+    apps: dict[str, Any] | None = None
+    host_memory_mb: FloatArray | None = None
 
 
 def _llm_functions(
@@ -466,6 +508,10 @@ def _load(request: ServerlessLoad, db: Path | str | None = None) -> _Load:
         trace = synthetic_trace(request.synthetic, minutes=request.minutes, seed=request.seed)
     pcie = load_coldstart_facts().get("link", f"pcie{gpu.pcie_generation}").value
     if trace.tokens:
+        if request.unit == "app":
+            from gpucast.app._serverless_unit import no_apps_in_llm_trace
+
+            raise no_apps_in_llm_trace()
         funcs, spread, served, notes = _llm_functions(request, trace, gpu, storage)
         return _Load(
             trace=dataclasses.replace(trace, counts=served),
@@ -509,7 +555,7 @@ def _load(request: ServerlessLoad, db: Path | str | None = None) -> _Load:
         exec_s = np.where(np.isnan(trace.duration_s), forward, np.fmax(trace.duration_s, forward))
     else:
         exec_s = forward
-    return _Load(
+    load = _Load(
         trace=trace,
         functions=funcs,
         gpu=gpu,
@@ -521,6 +567,47 @@ def _load(request: ServerlessLoad, db: Path | str | None = None) -> _Load:
         swap_s=np.array([f.weight_bytes / (pcie * 1e9) for f in funcs])[which],
         pcie_gbs=pcie,
         warnings=trace.warnings + measured_notes,
+    )
+    return _with_unit(request, load, which)
+
+
+def _with_unit(request: ServerlessLoad, load: _Load, model_of: IntArray) -> _Load:
+    """``load`` per function, or per application (``--unit app``, the default on a trace with
+    applications: :func:`gpucast.inputs.serverless_apps.group_by_app`); ``model_of``: each
+    function's model."""
+    import numpy as np
+
+    from gpucast.app._serverless_unit import app_memory_warnings
+    from gpucast.inputs.serverless_apps import app_summary, group_by_app
+
+    trace = load.trace
+    if not trace.apps:  # a generated workload (--unit app refused by the request)
+        return load
+    apps = app_summary(trace, model_of, len(load.functions))
+    if request.unit == "function":
+        return dataclasses.replace(load, apps=apps)
+    units = group_by_app(
+        trace, model_of=model_of, functions=load.functions, exec_s=load.exec_s, gpu=load.gpu,
+        pcie_gbs=load.pcie_gbs,
+    )  # fmt: skip
+    return dataclasses.replace(
+        load,
+        trace=dataclasses.replace(
+            trace,
+            counts=units.counts,
+            names=units.names,
+            duration_s=np.full(len(units.names), np.nan),
+            apps=units.names,
+        ),
+        exec_s=units.exec_s,
+        exec_spread=units.exec_spread,
+        cold_s=units.cold_s,
+        memory_gib=units.memory_gib,
+        swap_s=units.swap_s,
+        unit="app",
+        apps=apps,
+        host_memory_mb=units.host_memory_mb,
+        warnings=load.warnings + app_memory_warnings(apps, trace.memory_file),
     )
 
 
@@ -583,13 +670,18 @@ def _load_assumptions(request: ServerlessLoad, load: _Load) -> dict[str, str]:
         execution = "one forward pass of the function's model at batch 1 (roofline on the GPU)"
     else:
         execution = "the trace's average duration per function, at least one forward pass"
+    from gpucast.app._serverless_unit import app_memory_assumption, unit_assumption
+
     out = {
         "assignment": f"function i serves model i mod {len(request.models)} of --models",
-        "one instance": "one instance per function; the first invocation of a cold minute "
+        "one instance": f"one instance per {load.unit}; the first invocation of a cold minute "
         "pays the cold start, the others of that minute find it loaded",
         "execution": execution,
         "billing": _billing_text(request.billing),
+        "unit": unit_assumption(load.unit, load.apps, len(request.models)),
     }
+    if load.unit == "app" and load.apps is not None:
+        out["app memory"] = app_memory_assumption(load.apps)
     runs = {f.model: f.coldstart_run for f in load.functions if f.coldstart_run is not None}
     if runs:
         each = ", ".join(f"{model}: run {run}" for model, run in runs.items())
@@ -688,6 +780,9 @@ def simulate_serverless(
         pool=pool,
         pool_gpus=request.pool_gpus,
         billing=request.billing,
+        unit=load.unit,
+        apps=load.apps,
+        host_memory_mb=load.host_memory_mb,
     )
 
 
@@ -782,6 +877,11 @@ class PlanServerlessResult:
     arrival_process: str = ""
     warnings: tuple[str, ...] = ()
     models: tuple[GpuFunction, ...] = ()
+    #: what a candidate's instance serves (``app`` or ``function``), how many of them, and the
+    #: trace's applications (None: it has none)
+    unit: str = "function"
+    units: int = 0
+    apps: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -789,6 +889,9 @@ class PlanServerlessResult:
             "validation": self.validation.to_dict(),
             "gpu": self.gpu,
             "arrival_process": self.arrival_process,
+            "unit": self.unit,
+            "units": self.units,
+            "apps": self.apps,
             "functions": self.functions,
             "models": _model_dicts(self.models),
             "price_usd_per_hour": self.price_usd_per_hour,
@@ -835,6 +938,7 @@ def plan_serverless(
         slo_scope=request.slo_scope,
         slo_function_share=request.slo_functions,
         warmup_s=request.warmup_s,
+        unit=load.unit,
     )
     slo = (
         f"p{percentile:g} of invocation latency (execution + cold start or swap) over every "
@@ -843,7 +947,7 @@ def plan_serverless(
         if request.slo_scope == "invocations"
         else f"each invoked function's own p{percentile:g} over its own calls (execution + "
         f"cold start or swap) <= {slo_s:g} s for >= {request.slo_functions * 100:g}% of the "
-        "invoked functions (--slo-scope functions)"
+        f"invoked {load.unit}s (--slo-scope functions)"
     )
     assumptions = {
         **_load_assumptions(request, load),
@@ -854,10 +958,14 @@ def plan_serverless(
         "(memory packed perfectly); no queueing delay below that utilisation; no cold starts",
         "slo": slo,
     }
+    units = int(load.trace.counts.shape[0])
     return PlanServerlessResult(
         plan=result,
         gpu=load.gpu.name,
-        functions=int(load.trace.counts.shape[0]),
+        functions=_functions(load.apps, units),
+        unit=load.unit,
+        units=units,
+        apps=load.apps,
         price_usd_per_hour=load.price,
         sources={
             "trace": load.trace.source,

@@ -2,7 +2,10 @@
 
 - :func:`trace_from_dir`: a folder of the Azure Functions 2019 trace (``invocations_per_
   function_md.anon.dNN.csv`` and ``function_durations_percentiles.anon.dNN.csv`` of one day,
-  as ``../shared/data/azure_functions_2019`` documents); a missing file is one error naming it.
+  as ``../shared/data/azure_functions_2019`` documents; a missing one is one error naming
+  it), with each function's app and, when the folder has it, the apps' memory
+  (``app_memory_percentiles.anon.dNN.csv``: optional, the dataset has none for days 13-14);
+  :mod:`gpucast.inputs.serverless_apps` groups the functions into their apps.
 - :func:`synthetic_trace`: N functions with the published characteristics
   (:mod:`gpucast.simulate.faas_workload`).
 - :func:`gpu_function`: what a function serving a workload costs on a GPU: its memory held
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
     from gpucast.domain.catalog import GpuSpec
     from gpucast.domain.serverless import ColdStartPrediction
     from gpucast.inputs.coldstart import StoredColdStart
+    from gpucast.store.datasets.azure_functions import AppMemory
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,6 +49,13 @@ class ServerlessTrace:
     tokens: tuple[
         tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]], ...
     ] = field(default=())
+    #: per function, its application (``owner/app``: the Azure Functions 2019 trace), else
+    #: empty (the trace has no applications)
+    apps: tuple[str, ...] = field(default=())
+    #: the applications' allocated memory (``app_memory_percentiles.anon.dNN.csv``), None
+    #: when the folder has no such file (:attr:`memory_file` names the one looked for)
+    memory: AppMemory | None = None
+    memory_file: str = ""
 
 
 def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
@@ -53,6 +64,8 @@ def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
     from gpucast.store.datasets.azure_functions import (
         DURATIONS_FILE,
         INVOCATIONS_FILE,
+        MEMORY_FILE,
+        read_app_memory,
         read_function_durations,
         read_invocation_counts,
     )
@@ -76,8 +89,10 @@ def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
             )
     counts = read_invocation_counts(paths["invocations"])
     durations, skipped = read_function_durations(paths["durations"])
-    keys = counts.functions["owner"] + "/" + counts.functions["app"] + "/"
-    keys = keys + counts.functions["function"]
+    memory_path = folder / MEMORY_FILE.format(day=day)
+    memory = read_app_memory(memory_path) if memory_path.is_file() else None
+    apps = counts.functions["owner"] + "/" + counts.functions["app"]
+    keys = apps + "/" + counts.functions["function"]
     dkeys = durations["owner"] + "/" + durations["app"] + "/" + durations["function"]
     average = dict(zip(dkeys, durations["average_ms"], strict=True))
     duration_s = np.array([average.get(k, np.nan) for k in keys], dtype=np.float64) / 1e3
@@ -86,6 +101,8 @@ def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
         warnings.append(skipped_rows_warning(paths["invocations"], counts.skipped))
     if skipped:
         warnings.append(skipped_rows_warning(paths["durations"], skipped))
+    if memory is not None and memory.skipped:
+        warnings.append(skipped_rows_warning(memory_path, memory.skipped))
     missing = int(np.isnan(duration_s).sum())
     if missing:
         warnings.append(
@@ -96,11 +113,14 @@ def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
         counts=counts.counts,
         names=tuple(keys),
         duration_s=duration_s,
-        source=f"Azure Functions 2019 trace day {day} in {folder} ({len(keys)} functions, "
-        f"{counts.minutes} minutes)",
+        source=f"Azure Functions 2019 trace day {day} in {folder} ({len(keys)} functions of "
+        f"{apps.nunique()} apps, {counts.minutes} minutes)",
         arrival_process=f"replayed: the Azure Functions 2019 trace's per-minute invocation "
         f"counts of day {day}",
         warnings=tuple(warnings),
+        apps=tuple(apps),
+        memory=memory,
+        memory_file=memory_path.name,
     )
 
 

@@ -212,12 +212,14 @@ def plan_serverless(
     slo_scope: str = "invocations",
     slo_function_share: float = 0.95,
     warmup_s: float = 0.0,
+    unit: str = "function",
 ) -> ServerlessPlan:
     """The candidates for ``counts`` (module docstring), cheapest first, and the choice.
 
     ``slo_scope``: ``invocations`` (the SLO percentile over all calls) or ``functions`` (at
     least ``slo_function_share`` of the invoked functions meet it on their own calls);
-    ``warmup_s``: the first minutes simulated, not counted (module docstring)."""
+    ``warmup_s``: the first minutes simulated, not counted (module docstring); ``unit``: what
+    a row of ``counts`` is (``function`` or ``app``), as the reason names it."""
     if billing not in BILLINGS:
         raise InvalidSpecError("billing", f"must be one of {', '.join(BILLINGS)}", got=billing)
     if slo_scope not in SLO_SCOPES:
@@ -376,7 +378,7 @@ def plan_serverless(
         if by_functions:
             return (
                 f"{format_pct_against(o.function_share_meeting_slo, slo_function_share)}% of "
-                "functions"
+                f"{unit}s"
             )
         return f"{format_ms_against(o.slo_latency_s, slo_s)} ms"
 
@@ -388,7 +390,7 @@ def plan_serverless(
     choice = feasible[0] if feasible else None
     base = f"p{slo_percentile:g} <= {slo_s * 1e3:g} ms"
     need = f"{slo_function_share * 100:g}%"
-    slo_text = f"{base} for >= {need} of functions, each on its own calls" if by_functions else base
+    slo_text = f"{base} for >= {need} of {unit}s, each on its own calls" if by_functions else base
     if choice is None:
         if by_functions:
             best = max(ordered, key=share)

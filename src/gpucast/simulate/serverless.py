@@ -82,6 +82,8 @@ class ServerlessResult:
     horizon_s: float
     policy: KeepAlivePolicy
     warmup_s: float = 0.0
+    #: per function, the time it was loaded while idle (``wasted_memory_gib_s / memory_gib``)
+    idle_s: FloatArray | None = None
 
     @property
     def measured_s(self) -> float:
@@ -494,6 +496,7 @@ def simulate_keep_alive(
         horizon_s=n_t * bin_s,
         policy=policy,
         warmup_s=n_warm * bin_s,
+        idle_s=np.asarray(idle_bins * bin_s, dtype=np.float64),
     )
 
 

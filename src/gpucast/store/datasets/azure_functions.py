@@ -17,8 +17,11 @@ into arrival times (uniform inside each minute).
 from __future__ import annotations
 
 import csv
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -144,21 +147,41 @@ def read_invocation_counts(path: Path) -> InvocationCounts:
     return InvocationCounts(path=str(path), functions=frame, counts=counts, skipped=tuple(skipped))
 
 
-# -- execution-time percentiles (function_durations_percentiles.anon.dNN.csv) -----------------
+# -- the per-day files keyed by owner/app(/function): durations and memory ------------------
 
 DURATION_COLUMNS = ("HashOwner", "HashApp", "HashFunction", "Average", "Count")
 INVOCATIONS_FILE = "invocations_per_function_md.anon.d{day:02d}.csv"
 DURATIONS_FILE = "function_durations_percentiles.anon.d{day:02d}.csv"
+MEMORY_FILE = "app_memory_percentiles.anon.d{day:02d}.csv"
+#: the percentiles of ``AverageAllocatedMb`` an app memory file has (its 0th is not recorded)
+MEMORY_PERCENTILES = (1, 5, 25, 50, 75, 95, 99, 100)
+MEMORY_COLUMNS = (
+    "HashOwner",
+    "HashApp",
+    "SampleCount",
+    "AverageAllocatedMb",
+    *(f"AverageAllocatedMb_pct{p}" for p in MEMORY_PERCENTILES),
+)
+
+_Row = TypeVar("_Row")
 
 
-def read_function_durations(path: Path) -> tuple[pd.DataFrame, tuple[str, ...]]:
-    """(``owner``, ``app``, ``function``, ``average_ms``, ``count``) per function of one
-    duration-percentile file, and the malformed rows skipped (``"file, line N: reason"``).
-    Only the columns used are required; the percentile columns may be absent."""
+def _read_rows(
+    path: Path,
+    required: tuple[str, ...],
+    parse: Callable[[Callable[[str], str]], _Row | str],
+    *,
+    fix: str,
+) -> tuple[list[tuple[int, _Row]], tuple[str, ...]]:
+    """The rows of one of the trace's per-day CSV files whose header has the ``required``
+    columns (any order, others allowed), each with its line: ``parse(get)`` turns a row
+    (``get(column)``: its text, stripped) into a value, or says why it is malformed; rows with
+    the wrong number of fields or that ``parse`` refuses are skipped and reported (``"file,
+    line N: reason"``)."""
     path = Path(path)
     name = path.name
-    handle = open_input_text(path, "trace", fix="give an Azure Functions duration file")
-    rows: list[tuple[str, str, str, float, int]] = []
+    handle = open_input_text(path, "trace", fix=fix)
+    rows: list[tuple[int, _Row]] = []
     skipped: list[str] = []
     try:
         with handle:
@@ -168,16 +191,12 @@ def read_function_durations(path: Path) -> tuple[pd.DataFrame, tuple[str, ...]]:
                 raise DataFormatError(str(path), "is empty", fix="give a non-empty trace file")
             check_header(header, path)
             got = [h.strip() for h in header]
-            missing = [c for c in DURATION_COLUMNS if c not in got]
+            missing = [c for c in required if c not in got]
             if missing:
                 raise DataFormatError(
-                    str(path),
-                    f"lacks the column(s) {', '.join(missing)}",
-                    line=1,
-                    fix="give a function_durations_percentiles.anon.dNN.csv of the Azure "
-                    "Functions 2019 trace",
+                    str(path), f"lacks the column(s) {', '.join(missing)}", line=1, fix=fix
                 )
-            at = {c: got.index(c) for c in DURATION_COLUMNS}
+            at = {c: got.index(c) for c in required}
             for line, fields in enumerate(reader, start=2):
                 if not fields or (len(fields) == 1 and not fields[0].strip()):
                     continue
@@ -186,18 +205,100 @@ def read_function_durations(path: Path) -> tuple[pd.DataFrame, tuple[str, ...]]:
                         f"{name}, line {line}: {len(fields)} fields, expected {len(got)}"
                     )
                     continue
-                owner, app, func = (fields[at[c]].strip() for c in DURATION_COLUMNS[:3])
-                try:
-                    average = float(fields[at["Average"]])
-                    count = int(float(fields[at["Count"]]))
-                except ValueError:
-                    skipped.append(f"{name}, line {line}: Average or Count is not a number")
-                    continue
-                if not (owner and app and func) or not np.isfinite(average) or average < 0:
-                    skipped.append(f"{name}, line {line}: empty id or Average < 0")
-                    continue
-                rows.append((owner, app, func, average, max(count, 0)))
+
+                def get(column: str, fields: list[str] = fields) -> str:
+                    return fields[at[column]].strip()
+
+                row = parse(get)
+                if isinstance(row, str):
+                    skipped.append(f"{name}, line {line}: {row}")
+                else:
+                    rows.append((line, row))
     except UnicodeDecodeError as exc:
         raise not_utf8(path, exc) from None
-    frame = pd.DataFrame(rows, columns=["owner", "app", "function", "average_ms", "count"])
-    return frame, tuple(skipped)
+    return rows, tuple(skipped)
+
+
+def _duration_row(get: Callable[[str], str]) -> tuple[str, str, str, float, int] | str:
+    owner, app, func = (get(c) for c in DURATION_COLUMNS[:3])
+    try:
+        average = float(get("Average"))
+        count = int(float(get("Count")))
+    except ValueError:
+        return "Average or Count is not a number"
+    if not (owner and app and func) or not np.isfinite(average) or average < 0:
+        return "empty id or Average < 0"
+    return owner, app, func, average, max(count, 0)
+
+
+def read_function_durations(path: Path) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """(``owner``, ``app``, ``function``, ``average_ms``, ``count``) per function of one
+    duration-percentile file, and the malformed rows skipped (``"file, line N: reason"``).
+    Only the columns used are required; the percentile columns may be absent."""
+    rows, skipped = _read_rows(
+        path,
+        DURATION_COLUMNS,
+        _duration_row,
+        fix="give a function_durations_percentiles.anon.dNN.csv of the Azure Functions 2019 trace",
+    )
+    frame = pd.DataFrame(
+        [row for _, row in rows], columns=["owner", "app", "function", "average_ms", "count"]
+    )
+    return frame, skipped
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AppMemory:
+    """The allocated memory of the apps of one ``app_memory_percentiles.anon.dNN.csv``.
+
+    ``apps``: one row per app (``owner``, ``app``, ``sample_count``, ``average_mb`` -- the
+    day's average of the app's committed memory, MB as the trace records it -- and
+    ``pct1_mb`` .. ``pct100_mb``, the percentiles of its per-minute averages); ``skipped``:
+    the malformed rows (``"file, line N: reason"``)."""
+
+    path: str
+    apps: pd.DataFrame
+    skipped: tuple[str, ...] = field(default=())
+
+
+def _memory_row(get: Callable[[str], str]) -> tuple[object, ...] | str:
+    owner, app = get("HashOwner"), get("HashApp")
+    if not (owner and app):
+        return "empty owner or app"
+    try:
+        samples = float(get("SampleCount"))
+        values = [float(get(c)) for c in MEMORY_COLUMNS[3:]]
+    except ValueError:
+        return "SampleCount or an AverageAllocatedMb column is not a number"
+    if not (np.isfinite(samples) and samples >= 0 and samples == int(samples)):
+        return f"SampleCount {get('SampleCount')!r} is not an integer >= 0"
+    if not all(np.isfinite(v) and v >= 0 for v in values):
+        return "an AverageAllocatedMb column is negative or not finite"
+    if any(b < a for a, b in itertools.pairwise(values[1:])):
+        return "the AverageAllocatedMb percentiles decrease"
+    return (owner, app, int(samples), *values)
+
+
+def read_app_memory(path: Path) -> AppMemory:
+    """One app memory file (``HashOwner, HashApp, SampleCount, AverageAllocatedMb,
+    AverageAllocatedMb_pct1`` .. ``_pct100``, as the dataset's description documents): every
+    column is required (a header without them is one :class:`DataFormatError`); a row with
+    the wrong number of fields, an empty id, a value that is not a number >= 0, percentiles
+    that decrease, or an app given twice is skipped and reported."""
+    fix = "give an app_memory_percentiles.anon.dNN.csv of the Azure Functions 2019 trace"
+    rows, skipped = _read_rows(path, MEMORY_COLUMNS, _memory_row, fix=fix)
+    columns = [
+        "owner", "app", "sample_count", "average_mb",
+        *(f"pct{p}_mb" for p in MEMORY_PERCENTILES),
+    ]  # fmt: skip
+    seen: set[tuple[object, object]] = set()
+    kept, again = [], []
+    for line, row in rows:
+        if (row[0], row[1]) in seen:
+            again.append(f"{Path(path).name}, line {line}: app {row[0]}/{row[1]} given again "
+                         "(its first row kept)")  # fmt: skip
+        else:
+            seen.add((row[0], row[1]))
+            kept.append(row)
+    frame = pd.DataFrame(kept, columns=columns)
+    return AppMemory(path=str(path), apps=frame, skipped=skipped + tuple(again))
