@@ -337,3 +337,68 @@ def test_a_warmup_on_the_command_line() -> None:
             assert result.exit_code == 2, result.output
             lines = result.stderr.strip().splitlines()
             assert len(lines) == 1 and says in lines[0], lines
+
+
+def _two_apps(folder: Path) -> Path:
+    """App o/a: f1 and f2 alternate every 7 minutes over 1 h; app o/b: h every 30 minutes;
+    a's memory 150 MB, b without a row."""
+    header = "HashOwner,HashApp,HashFunction,Trigger," + ",".join(str(m) for m in range(1, 61))
+
+    def row(key: str, minutes: range) -> str:
+        return key + ",http," + ",".join("1" if m in minutes else "0" for m in range(60))
+
+    rows = [row("o,a,f1", range(0, 60, 14)), row("o,a,f2", range(7, 60, 14)),
+            row("o,b,h", range(0, 60, 30))]  # fmt: skip
+    (folder / "invocations_per_function_md.anon.d01.csv").write_text(
+        header + "\n" + "\n".join(rows) + "\n"
+    )
+    (folder / "function_durations_percentiles.anon.d01.csv").write_text(
+        "HashOwner,HashApp,HashFunction,Average,Count\n"
+    )
+    pct = ",".join(f"AverageAllocatedMb_pct{p}" for p in (1, 5, 25, 50, 75, 95, 99, 100))
+    (folder / "app_memory_percentiles.anon.d01.csv").write_text(
+        f"HashOwner,HashApp,SampleCount,AverageAllocatedMb,{pct}\n"
+        "o,a,100,150,100,110,120,140,160,200,250,300\n"
+    )
+    return folder
+
+
+def test_the_unit_on_the_command_line(tmp_path: Path) -> None:
+    argv = ["simulate", "serverless", "--trace", str(_two_apps(tmp_path)), "--models", "mlp"]
+    app_text = runner.invoke(app, argv)
+    assert app_text.exit_code == 0, app_text.output
+    out = app_text.stdout
+    assert out.startswith("2 apps (3 functions) on T4")
+    assert "keep-alive per app" in out and "75th percentile of apps" in out
+    assert "AverageAllocatedMb p50 150 MB" in out and "the apps' own memory" in out
+    assert "1 of 2 apps have no row" in out
+    function = runner.invoke(app, [*argv, "--unit", "function"])
+    assert function.exit_code == 0, function.output
+    assert function.stdout.startswith("3 functions on T4")
+    assert "keep-alive per function" in function.stdout
+    assert "own memory" not in function.stdout
+    d = json.loads(runner.invoke(app, [*argv, "--json"]).stdout)
+    # a: 9 calls 7 minutes apart, one cold; b: 2 calls, both cold; per function all 11 cold
+    assert (d["unit"], d["units"], d["functions"], d["cold_starts"]) == ("app", 2, 3, 3)
+    f = json.loads(runner.invoke(app, [*argv, "--unit", "function", "--json"]).stdout)
+    assert (f["unit"], f["units"], f["cold_starts"]) == ("function", 3, 11)
+    plan = runner.invoke(app, ["plan", *argv[1:], "--slo-scope", "functions"])
+    assert plan.exit_code == 0, plan.output
+    assert plan.stdout.startswith("2 apps (3 functions) on T4")
+    assert "app met" in plan.stdout and "invoked apps" in plan.stdout
+
+
+def test_a_bad_unit_is_one_line_exit_2(tmp_path: Path) -> None:
+    cases = [
+        (["simulate", "serverless", "--synthetic", "5", "--unit", "apps"],
+         "unit: must be one of app, function (got 'apps')"),
+        (["plan", "serverless", "--synthetic", "5", "--unit", "tenant"],
+         "unit: must be one of app, function"),
+        (["simulate", "serverless", "--synthetic", "5", "--unit", "app"],
+         "unit: app needs a trace's applications"),
+    ]  # fmt: skip
+    for argv, says in cases:
+        result = runner.invoke(app, argv)
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0]

@@ -33,6 +33,7 @@ def test_fixed_keep_alive_by_hand() -> None:
     assert list(res.invocations) == [6]
     # loaded idle: 0 + 10 + 4 + 10 after the last (94 minutes left) = 24 minutes x 2 GiB
     assert res.wasted_memory_gib_s[0] == pytest.approx(24 * 60 * 2.0)
+    assert res.idle_s is not None and res.idle_s.tolist() == [24 * 60.0]
     assert res.loaded_s[0] == pytest.approx((24 + 4) * 60)
     assert res.cold_start_rate == pytest.approx(2 / 6)
     # 4 warm invocations at 1 s, 2 cold at 6 s
