@@ -57,7 +57,8 @@ def unit_assumption(unit: str, apps: dict[str, Any] | None, n_models: int) -> st
     if apps is None:
         return (
             "function: each function its own instance and keep-alive (the workload has no "
-            "applications)"
+            "applications: --synthetic draws functions only, the Azure LLM trace has one per "
+            "deployment file; --unit app needs an Azure Functions 2019 trace)"
         )
     if unit == "function":
         return (

@@ -128,7 +128,8 @@ class ServerlessLoad:
     trace: Path | None = option(
         None,
         help="Folder of the Azure Functions 2019 trace (invocations_per_function_md.anon.dNN"
-        ".csv and function_durations_percentiles.anon.dNN.csv), or an Azure LLM inference "
+        ".csv and function_durations_percentiles.anon.dNN.csv; app_memory_percentiles.anon."
+        "dNN.csv when it has it), or an Azure LLM inference "
         "trace (an AzureLLMInferenceTrace_*.csv file or a folder of them: one function per "
         "file, --models from llm_models.csv).",
         example="azure_functions_2019/",

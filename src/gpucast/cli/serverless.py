@@ -39,9 +39,13 @@ def _hours(d: dict[str, Any]) -> str:
 
 def _units(d: dict[str, Any]) -> str:
     """``3 functions`` or ``2 apps (5 functions)``: what the verb simulated, by its unit."""
+
+    def count(n: int, what: str) -> str:
+        return f"{n:,} {what}{'' if n == 1 else 's'}"
+
     if d["unit"] == "app":
-        return f"{d['units']:,} apps ({d['functions']:,} functions)"
-    return f"{d['units']:,} functions"
+        return f"{count(d['units'], 'app')} ({count(d['functions'], 'function')})"
+    return count(d["units"], "function")
 
 
 def _apps_line(d: dict[str, Any]) -> str | None:
