@@ -424,6 +424,7 @@ def test_a_skewed_degree_distribution_changes_the_mini_batch() -> None:
     assert skew.assumptions["degrees"].startswith("powerlaw:2.1 (p(d) ~ d^-2.1")
     assert "from the degree distribution" in skew.assumptions["sampling"]
     assert "mean degree" in flat.assumptions["sampling"] and "degrees" not in flat.assumptions
+    assert "DGL-style block sampler" in skew.assumptions["sampling validated"]
     gat_skew = gpucast.predict_gnn(
         model="gat", batch=1024, fanouts=(15, 10), degrees="powerlaw:2.1", **PRODUCTS
     )

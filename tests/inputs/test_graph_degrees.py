@@ -74,6 +74,6 @@ def test_an_edge_list_gives_its_in_and_out_degrees(tmp_path: Path) -> None:
     path.write_text("0 1\n0 2\n0 3\n1 2\n")
     d = read_edge_list(path).degree_distribution()
     # (in, out): node 0 (0, 3), node 1 (1, 1), node 2 (2, 0), node 3 (1, 0)
-    pairs = sorted(zip(d.in_degree.tolist(), d.out_degree.tolist(), d.count.tolist()))
+    pairs = sorted(zip(d.in_degree.tolist(), d.out_degree.tolist(), d.count.tolist(), strict=True))
     assert pairs == [(0, 3, 1), (1, 0, 1), (1, 1, 1), (2, 0, 1)]
     assert np.isclose(d.edges, 4)

@@ -205,9 +205,7 @@ def test_full_graph_memory() -> None:
     spec = gat.GatSpec(heads=2, hidden=4, classes=3, layers=2)
     per_layer = 1000 * 4 + 1000 * 4 + 2 * 20_000 * 2
     expect = graph.structure_bytes() + 1000 * 8 * 2 + 2 * 2 * per_layer * 2
-    assert gat.full_graph_gat_bytes(graph, spec, feature_bytes_per_value=2) == pytest.approx(
-        expect
-    )
+    assert gat.full_graph_gat_bytes(graph, spec, feature_bytes_per_value=2) == pytest.approx(expect)
     with pytest.raises(InvalidSpecError, match="give --batch too"):
         gat.GatSpec(heads=2, hidden=4, classes=3, layers=1, fanouts=(5,))
     with pytest.raises(InvalidSpecError, match="mini-batch pricing needs"):

@@ -151,7 +151,8 @@ def test_the_distribution_beats_the_mean_on_a_real_sampler() -> None:
     fanouts, batch, runs = (10, 5), 128, 60
     nodes, edges = [], []
     for _ in range(runs):
-        _, blocks = sample_blocks(rng.choice(n, batch, replace=False), indptr, indices, fanouts, rng)
+        seeds = rng.choice(n, batch, replace=False)
+        _, blocks = sample_blocks(seeds, indptr, indices, fanouts, rng)
         nodes.append([batch] + [b.n_src for b in blocks[::-1]])
         edges.append([len(b.src) for b in blocks[::-1]])
     drawn_nodes, drawn_edges = np.array(nodes, dtype=float), np.array(edges, dtype=float)

@@ -220,7 +220,7 @@ class PredictGnnRequest:
     def _powerlaw_alpha(self) -> float | None:
         from gpucast.inputs.graph import powerlaw_alpha
 
-        return None if self.degrees is None else powerlaw_alpha(self.degrees)
+        return None if self.degrees is None else powerlaw_alpha(str(self.degrees))
 
     @property
     def partition_gpus(self) -> int | None:
@@ -499,8 +499,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
                 + (" and the GPU-only epoch are" if request.split else " is")
                 + " priced as if it did",
             )
-    tflops = gpu.peak_tflops("bf16") * FLOP_EFFICIENCY
-    hbm = gpu.memory_bandwidth_gbps * GATHER_EFFICIENCY
+    tflops, hbm = _achieved_rates(gpu)
     pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0
     host = pcie if request.batch is not None else None
     step = cost.step_time_s(tflops=tflops, memory_gbps=hbm, host_link_gbps=host)
@@ -522,6 +521,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         step = gnn.bounded_step_s(gpu_step, sampling, prefetch=request.prefetch)
         bound = "sampling" if sampling > gpu_step else "gpu"
         assumptions["sampling"] = _sampling_note(degrees) + "; " + sampling_note
+        assumptions["sampling validated"] = _sampling_validated(gpu)
     if degrees is not None:
         assumptions["degrees"] = degrees.name
     partitioned = None
@@ -604,7 +604,7 @@ def _degrees(request: PredictGnnRequest, graph: Any) -> tuple[Any, int, int]:
         return None, request.nodes, request.edges
     from gpucast.inputs.graph import degree_input
 
-    dist = degree_input(request.degrees, nodes=request.nodes, edges=request.edges)
+    dist = degree_input(str(request.degrees), nodes=request.nodes, edges=request.edges)
     nodes = request.nodes if request.nodes is not None else round(dist.nodes)
     edges = request.edges if request.edges is not None else round(dist.edges)
     return dist, nodes, edges
@@ -621,6 +621,18 @@ def _sampling_note(degrees: Any) -> str:
         "from the degree distribution: each node reached samples min(degree, fan-out), a draw "
         "lands on a node in proportion to its degree, hubs counted once (gnn_degrees)"
     )
+
+
+def _achieved_rates(gpu: Any) -> tuple[float, float]:
+    """TFLOP/s on the transforms and GB/s on the gathers: shares of the GPU's peaks."""
+    return gpu.peak_tflops("bf16") * FLOP_EFFICIENCY, gpu.memory_bandwidth_gbps * GATHER_EFFICIENCY
+
+
+def _sampling_validated(gpu: Any) -> str:
+    """The sampled counts against a real sampler (GPU-independent)."""
+    from gpucast.catalog.validation import validation_for
+
+    return validation_for("gnn-sampling", [gpu.name], "bf16").text()
 
 
 def _part_loads(
@@ -915,8 +927,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
             f"{max(free, 0.0) * shard / 1e9:,.0f} GB left on the {shard} GPUs sharing them "
             "(--feature-location auto spills the rest to host memory)"
         )
-    tflops = gpu.peak_tflops("bf16") * FLOP_EFFICIENCY
-    hbm = gpu.memory_bandwidth_gbps * GATHER_EFFICIENCY
+    tflops, hbm = _achieved_rates(gpu)
     peer = intra_node_gbps(gpu) / 8.0 * GATHER_EFFICIENCY
     pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0 * GATHER_EFFICIENCY
     network = NETWORK_GBPS_PER_GPU * GATHER_EFFICIENCY
@@ -979,6 +990,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
             if request.model == "gat"
             else "uniform draws for the distinct nodes per hop and type (hubs repeat more: an "
             "upper estimate); fan-out capped by each relation's mean in-degree",
+            "sampling validated": _sampling_validated(gpu),
             "gradients": f"{params / 1e6:.1f}M parameters all-reduced in fp32 each step "
             "(NVLink in a node, the NICs across)",
             "phases": "feature gathers overlapped with compute (the slower counts), the "
@@ -1030,8 +1042,7 @@ def _full_graph_gat(
             "more memory",
         )
     cost = gat.full_graph_gat_cost(graph, spec)
-    tflops = gpu.peak_tflops("bf16") * FLOP_EFFICIENCY
-    hbm = gpu.memory_bandwidth_gbps * GATHER_EFFICIENCY
+    tflops, hbm = _achieved_rates(gpu)
     step = cost.compute_s(tflops=tflops, hbm_gbps=hbm)
     nodes, edges = int(graph.counts().sum()), sum(r.edges for r in graph.relations)
     return PredictGnnResult(

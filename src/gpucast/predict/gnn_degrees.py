@@ -73,6 +73,11 @@ class DegreeDistribution:
             raise InvalidSpecError("degrees", "in_degree, out_degree and count need one row each")
         if arrays[2].sum() <= 0:
             raise InvalidSpecError("degrees", "needs at least one node")
+        ins, outs = (float((a * arrays[2]).sum()) for a in arrays[:2])
+        if abs(ins - outs) > 1e-9 * max(ins, outs):
+            raise InvalidSpecError(
+                "degrees", "in- and out-degrees must sum to the same edges", got=(ins, outs)
+            )
 
     @property
     def nodes(self) -> float:
