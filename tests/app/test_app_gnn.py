@@ -460,6 +460,8 @@ def test_an_edge_list_samples_by_its_own_degrees(tmp_path: Path) -> None:
         fanouts=(5, 3),
     )  # fmt: skip
     assert "the edge list's own in- and out-degrees" in r.assumptions["degrees"]
+    full = gpucast.predict_gnn(gpu="A100-80GB", edge_list=_edge_file(tmp_path), nodes=300)
+    assert "degrees" not in full.assumptions and not full.warnings  # the full graph needs none
 
 
 @pytest.mark.parametrize(

@@ -68,6 +68,8 @@ def test_powerlaw_bad_exponents() -> None:
         gnn_degrees.powerlaw(need - 0.02, nodes=100_000, edges=500_000)
     with pytest.raises(InvalidSpecError, match="mean degree"):
         gnn_degrees.powerlaw(2.0, nodes=10, edges=200)  # mean 20 > 9 neighbours
+    with pytest.raises(InvalidSpecError, match="must be >= 1"):
+        gnn_degrees.powerlaw(2.0, nodes=10, edges=5)  # below the law's least degree
 
 
 # -- the sampled hops -------------------------------------------------------------------------

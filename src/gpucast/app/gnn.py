@@ -468,11 +468,13 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
             halo = tuple(int(v) for v in counted)
             halo_bytes = gnn.halo_bytes_per_epoch(counted, spec)
     degrees, nodes, edges = _degrees(request, graph)
-    if request.degrees is not None and request.batch is None and k is None:
-        warnings.append(
-            "--degrees changes nothing here: a single-GPU full-graph step needs only the node "
-            "and edge counts (it shapes mini-batch sampling and random-partition halos)"
-        )
+    if request.batch is None and (k is None or graph is not None):  # no sampling, no random parts
+        if request.degrees is not None:
+            warnings.append(
+                "--degrees changes nothing here: a single-GPU full-graph step needs only the "
+                "node and edge counts (it shapes mini-batch sampling and random-partition halos)"
+            )
+        degrees = None
     hbm_bytes = gpu.memory_gib * GIB
     graph_bytes = None  # full graph: its edges, features and activations, all in HBM
     if request.batch is not None:
@@ -974,8 +976,8 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
         eval_step_time_s=evaluation.total_s,
         validated=validation.text(),
         warnings=tuple(warnings),
-        assumptions=_gat_assumptions(request, gpu)
-        | {
+        assumptions={
+            "compute": _gat_compute_note(gpu),
             "attention": f"{_attention_note(request)}; sampling "
             f"{gat.SAMPLE_BYTES_PER_EDGE:.0f} HBM bytes per sampled edge (on the GPU)",
             "features": f"{total_features / 1e9:,.0f} GB of {request.feature_precision} "
@@ -1011,13 +1013,13 @@ def _attention_note(request: PredictGnnRequest) -> str:
     )
 
 
-def _gat_assumptions(request: PredictGnnRequest, gpu: Any) -> dict[str, str]:
-    """What every GAT step rests on: the compute rates."""
-    return {
-        "compute": f"matmuls at the slower of {FLOP_EFFICIENCY:.0%} of {gpu.name}'s BF16 "
-        f"peak and {GATHER_EFFICIENCY:.0%} of HBM; activations in 16 bits; x3 for "
-        "forward + backward (x2 for the first layer: no gradient for the input features)",
-    }
+def _gat_compute_note(gpu: Any) -> str:
+    """The rates every GAT step rests on."""
+    return (
+        f"matmuls at the slower of {FLOP_EFFICIENCY:.0%} of {gpu.name}'s BF16 peak and "
+        f"{GATHER_EFFICIENCY:.0%} of HBM; activations in 16 bits; x3 for forward + backward "
+        "(x2 for the first layer: no gradient for the input features)"
+    )
 
 
 def _full_graph_gat(
@@ -1061,8 +1063,8 @@ def _full_graph_gat(
         eval_step_time_s=cost.forward_only().compute_s(tflops=tflops, hbm_gbps=hbm),
         validated=validation_for("gnn-gat", [gpu.name], "bf16", 1).text(),
         warnings=tuple(warnings),
-        assumptions=_gat_assumptions(request, gpu)
-        | {
+        assumptions={
+            "compute": _gat_compute_note(gpu),
             "attention": _attention_note(request),
             "full graph": f"every layer on all {nodes:,} nodes and {edges:,} edges, no "
             f"sampling; the graph, its {request.feature_precision} features and every layer's "

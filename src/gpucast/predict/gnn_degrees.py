@@ -181,6 +181,11 @@ def powerlaw(alpha: float, *, nodes: int, edges: int) -> DegreeDistribution:
             "degrees", "powerlaw needs --nodes >= 2 and --edges >= 1", got=(nodes, edges)
         )
     mean, d_max = edges / nodes, nodes - 1
+    if mean < 1.0:
+        raise InvalidSpecError(
+            "degrees", f"powerlaw:ALPHA starts at degree 1: the mean degree ({mean:.3g} = "
+            "--edges / --nodes) must be >= 1", fix="give a histogram (--degrees FILE) instead",
+        )  # fmt: skip
     if mean > min(d_max, MAX_POWERLAW_MEAN):
         raise InvalidSpecError(
             "degrees", f"a mean degree of {mean:,.4g} is more than a power law over "
