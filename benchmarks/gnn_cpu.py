@@ -39,9 +39,13 @@ FEATURES, HIDDEN, CLASSES = 64, 64, 8
 TARGET = 0.20
 
 
-def power_law_graph(nodes: int, edges: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def power_law_graph(
+    nodes: int, edges: int, seed: int = 0, exponent: float = 0.6
+) -> tuple[np.ndarray, np.ndarray]:
+    """Chung-Lu: node ``i`` has weight ``i^-exponent`` (degree tail ``d^-(1 + 1/exponent)``);
+    ``edges`` undirected edges drawn by weight, self-loops dropped, both directions stored."""
     rng = np.random.default_rng(seed)
-    weight = np.arange(1, nodes + 1, dtype=float) ** -0.6
+    weight = np.arange(1, nodes + 1, dtype=float) ** -exponent
     weight /= weight.sum()
     src, dst = rng.choice(nodes, edges, p=weight), rng.choice(nodes, edges, p=weight)
     keep = src != dst

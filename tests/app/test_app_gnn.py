@@ -193,7 +193,8 @@ def test_gat_homogeneous_and_graph_stats_file(tmp_path: Path) -> None:
           "--target", "venue"], "target: unknown node type 'venue'"),
         (["--model", "rgat", "--graph", "igbh-full", "--batch", "8", "--fanouts", "2,2",
           "--feature-precision", "fp4"], "feature_precision"),
-        (["--model", "gat", "--nodes", "100", "--edges", "200"], "mini-batch"),
+        (["--model", "gat", "--nodes", "100", "--edges", "200", "--gpus", "2"],
+         "full-graph gat is priced on one GPU"),
         (["--nodes", "100", "--edges", "200", "--graph", "igbh-full"], "for --model rgat"),
         (["--model", "rgat", "--graph", "igbh-full", "--nodes", "100", "--batch", "8",
           "--fanouts", "2,2"], "not --nodes"),
@@ -405,3 +406,115 @@ def test_gpus_and_parts_must_agree(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "must be <= the 300 nodes" in result.output, result.output
     result = CliRunner().invoke(app, [*argv, "--gpus", "301"])
     assert result.exit_code == 2 and "gpus: must be <= the 300 nodes" in result.output
+
+
+# -- --degrees -------------------------------------------------------------------------------
+PRODUCTS = {"gpu": "A100-80GB", "nodes": 2_449_029, "edges": 123_718_280, "feature_dim": 100}
+
+
+def test_a_skewed_degree_distribution_changes_the_mini_batch() -> None:
+    flat = gpucast.predict_gnn(model="sage", batch=1024, fanouts=(15, 10), **PRODUCTS)
+    skew = gpucast.predict_gnn(
+        model="sage", batch=1024, fanouts=(15, 10), degrees="powerlaw:2.1", **PRODUCTS
+    )
+    assert skew.nodes_per_hop[-1] < 0.5 * flat.nodes_per_hop[-1]
+    assert skew.sampling_s is not None and flat.sampling_s is not None
+    assert skew.sampling_s < 0.8 * flat.sampling_s  # CPU sampling follows the sampled edges
+    assert skew.step_time_s < flat.step_time_s
+    assert skew.assumptions["degrees"].startswith("powerlaw:2.1 (p(d) ~ d^-2.1")
+    assert "from the degree distribution" in skew.assumptions["sampling"]
+    assert "mean degree" in flat.assumptions["sampling"] and "degrees" not in flat.assumptions
+    assert "DGL-style block sampler" in skew.assumptions["sampling validated"]
+    gat_skew = gpucast.predict_gnn(
+        model="gat", batch=1024, fanouts=(15, 10), degrees="powerlaw:2.1", **PRODUCTS
+    )
+    assert gat_skew.nodes_per_hop == pytest.approx(skew.nodes_per_hop)
+    assert "degrees" in gat_skew.assumptions
+
+
+def test_a_histogram_file_sets_the_graph(tmp_path: Path) -> None:
+    path = tmp_path / "deg.csv"
+    path.write_text("degree,count\n1,5000\n3,3000\n40,2000\n")
+    r = gpucast.predict_gnn(model="sage", gpu="A100-80GB", degrees=path, batch=64, fanouts=(5, 5))
+    assert r.nodes == 10_000 and r.edges == 5000 + 9000 + 80_000
+    assert "the histogram" in r.assumptions["degrees"]
+    result = CliRunner().invoke(
+        app, ["predict", "gnn", "--gpu", "A100-80GB", "--degrees", str(path), "--batch", "64",
+              "--fanouts", "5,5"],
+    )  # fmt: skip
+    assert result.exit_code == 0 and "10,000 nodes" in result.output, result.output
+
+
+def test_random_partition_halo_follows_the_degrees() -> None:
+    args = {"model": "sage", "gpus": 8, **PRODUCTS}
+    flat = gpucast.predict_gnn(**args)
+    skew = gpucast.predict_gnn(**args, degrees="powerlaw:2.1")
+    assert flat.partitioned is not None and skew.partitioned is not None
+    assert skew.partitioned.halo_bytes < 0.9 * flat.partitioned.halo_bytes  # concave
+    assert "the degree distribution" in skew.assumptions["partition"]
+
+
+def test_an_edge_list_samples_by_its_own_degrees(tmp_path: Path) -> None:
+    r = gpucast.predict_gnn(
+        model="sage", gpu="A100-80GB", edge_list=_edge_file(tmp_path), nodes=300, batch=16,
+        fanouts=(5, 3),
+    )  # fmt: skip
+    assert "the edge list's own in- and out-degrees" in r.assumptions["degrees"]
+    full = gpucast.predict_gnn(gpu="A100-80GB", edge_list=_edge_file(tmp_path), nodes=300)
+    assert "degrees" not in full.assumptions and not full.warnings  # the full graph needs none
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (["--degrees", "powerlaw:abc"], "1 < ALPHA <= 10"),
+        (["--degrees", "powerlaw:1"], "1 < ALPHA <= 10"),
+        (["--degrees", "powerlaw:0.9"], "1 < ALPHA <= 10"),
+        (["--degrees", "powerlaw:1.1"], "use ALPHA >= "),
+        (["--degrees", "@bad"], "line 3, column 'count'"),
+        (["--degrees", "@hist", "--nodes", "99"], "the counts sum to 100 nodes, --nodes is 99"),
+        (["--degrees", "@hist", "--edges", "900"], "must agree within 1%"),
+        (["--degrees", "@hist", "--edge-list", "@hist"], "--edge-list gives the graph's own"),
+        (["--degrees", "missing.csv"], "file not found"),
+    ],
+)
+def test_cli_bad_degrees_exit_2(tmp_path: Path, args: list[str], text: str) -> None:
+    (tmp_path / "bad.csv").write_text("degree,count\n1,50\n2,x\n")
+    (tmp_path / "hist.csv").write_text("degree,count\n1,50\n2,50\n")
+    argv = [str(tmp_path / f"{a[1:]}.csv") if a.startswith("@") else a for a in args]
+    if "--nodes" not in argv and "--edges" not in argv and "powerlaw" in argv[1]:
+        argv += ["--nodes", "1000000", "--edges", "5000000"]
+    result = CliRunner().invoke(
+        app, ["predict", "gnn", "--gpu", "A100-80GB", "--batch", "8", "--fanouts", "2,2", *argv]
+    )
+    assert result.exit_code == 2, result.output
+    assert text in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_rgat_refuses_degrees() -> None:
+    with pytest.raises(InvalidSpecError, match="rgat samples each relation"):
+        gpucast.predict_gnn(
+            model="rgat", graph="igbh-full", gpu="H200", batch=8, fanouts=(2, 2),
+            degrees="powerlaw:2.1",
+        )  # fmt: skip
+
+
+# -- full-graph GAT -----------------------------------------------------------------------------
+def test_full_graph_gat_and_its_memory_check() -> None:
+    r = gpucast.predict_gnn(model="gat", **PRODUCTS)
+    assert r.nodes_per_hop == () and r.feature_fetch_s == 0.0
+    assert r.dense_step_time_s > 100 * r.step_time_s
+    assert r.eval_step_time_s is not None and r.eval_step_time_s < r.step_time_s
+    assert "of 80 GiB" in r.assumptions["full graph"]
+    wider = gpucast.predict_gnn(model="gat", **{**PRODUCTS, "edges": 2 * PRODUCTS["edges"]})
+    assert wider.step_time_s > 1.5 * r.step_time_s  # the edges dominate the step
+    with pytest.raises(InvalidSpecError, match=r"full-graph gat training needs \d+ GiB") as err:
+        gpucast.predict_gnn(model="gat", **PAPERS100M)
+    assert "--batch" in str(err.value)
+    result = CliRunner().invoke(
+        app, ["predict", "gnn", "--model", "gat", "--gpu", "A100-80GB", "--nodes", "111059956",
+              "--edges", "3231371744"],
+    )  # fmt: skip
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1, result.output
+    warned = gpucast.predict_gnn(model="gat", degrees="powerlaw:2.1", **PRODUCTS)
+    assert warned.step_time_s == r.step_time_s and "changes nothing" in warned.warnings[0]

@@ -166,3 +166,59 @@ def test_bad_input_names_the_field(build: object, field: str) -> None:
     with pytest.raises(InvalidSpecError) as caught:
         build()  # type: ignore[operator]
     assert str(caught.value).startswith(field)
+
+
+# -- full graph --------------------------------------------------------------------------------
+def _full(nodes: int, edges: int, **kw: object) -> gat.GatCost:
+    graph = gat.HeteroGraph.homogeneous(nodes=nodes, edges=edges, feature_dim=8)
+    spec = gat.GatSpec(heads=2, hidden=4, classes=3, layers=kw.pop("layers", 1))  # type: ignore[arg-type]
+    return gat.full_graph_gat_cost(graph, spec)
+
+
+def test_full_graph_one_layer_by_hand() -> None:
+    """One layer on all 1,000 nodes and 20,000 edges: one transform (source and destination are
+    the same rows), attention and aggregation over every edge, the classifier on every node."""
+    cost = _full(1000, 20_000)
+    assert cost.gemm_flops[0] == pytest.approx(2 * 2 * 1000 * (8 + 1) * 4)
+    assert cost.gemm_flops[1] == 0.0  # the destinations are the sources
+    assert cost.gemm_flops[2] == pytest.approx(3 * 2 * 1000 * 4 * 3)
+    per_edge = (4 + gat.SOFTMAX_PASSES * 2) * 2
+    assert cost.edge_bytes == pytest.approx(3 * (20_000 * per_edge + 1000 * 4 * 2))
+    assert cost.sampling_bytes == cost.feature_bytes == cost.sampled_edges == 0.0
+    assert cost.dense_aggregation_flops == pytest.approx(3 * 2 * 1000 * 1000 * 4)
+
+
+def test_full_graph_is_linear_in_the_edges_and_far_below_dense() -> None:
+    """For fixed nodes the step grows by the same time with every added million edges (the
+    transforms do not see the edges); a dense adjacency is far dearer."""
+    steps = [_full(1_000_000, e, layers=2).compute_s(**HW) for e in (10**7, 2 * 10**7, 3 * 10**7)]
+    assert steps[2] - steps[1] == pytest.approx(steps[1] - steps[0], rel=1e-9)
+    assert steps[1] - steps[0] > 0
+    big = _full(1_000_000, 2 * 10**7, layers=2)
+    assert big.dense_s(tflops=HW["tflops"]) > 10 * big.compute_s(**HW)
+
+
+def test_full_graph_memory() -> None:
+    """The graph, the features and per layer the transformed rows, the output and the
+    ``2 E x heads`` attention logits and coefficients, with their gradients (x2)."""
+    graph = gat.HeteroGraph.homogeneous(nodes=1000, edges=20_000, feature_dim=8)
+    spec = gat.GatSpec(heads=2, hidden=4, classes=3, layers=2)
+    per_layer = 1000 * 4 + 1000 * 4 + 2 * 20_000 * 2
+    expect = graph.structure_bytes() + 1000 * 8 * 2 + 2 * 2 * per_layer * 2
+    assert gat.full_graph_gat_bytes(graph, spec, feature_bytes_per_value=2) == pytest.approx(expect)
+    with pytest.raises(InvalidSpecError, match="give --batch too"):
+        gat.GatSpec(heads=2, hidden=4, classes=3, layers=1, fanouts=(5,))
+    with pytest.raises(InvalidSpecError, match="mini-batch pricing needs"):
+        gat.gat_cost(graph, spec, feature_bytes_per_value=2)
+
+
+def test_homogeneous_sampling_by_degrees_matches_gnn() -> None:
+    from gpucast.predict import gnn_degrees
+
+    graph = gat.HeteroGraph.homogeneous(nodes=100_000, edges=2_000_000, feature_dim=8)
+    dist = gnn_degrees.powerlaw(2.2, nodes=100_000, edges=2_000_000)
+    nodes, edges = gat.sampled_hetero(graph, "node", 512, (10, 5), dist)
+    hops, per_hop = gnn_degrees.sampled_hops(dist, 512, (10, 5))
+    assert nodes[:, 0].tolist() == hops and edges[:, 0].tolist() == per_hop
+    with pytest.raises(InvalidSpecError, match="one relation"):
+        gat.sampled_hetero(_hetero(), "paper", 512, (10, 5), dist)

@@ -17,8 +17,15 @@ else a random partition is assumed. The epoch's cost uses ``--price`` or the cat
 offer with the GPU. Mini-batches add their CPU neighbour sampling (``--sampler-workers``, the
 rate of ``catalog/data/gnn_samplers.csv``), overlapped with the GPU step when prefetched.
 
-``--model gat`` (one node type: ``--nodes``/``--edges``) and ``--model rgat`` (a heterogeneous
-graph: ``--graph igbh-full`` from the catalog or ``--graph-stats FILE``) price a mini-batch of
+``--degrees`` (``powerlaw:ALPHA`` or a ``degree,count`` histogram; an edge list's own degrees
+without it) shapes mini-batch sampling and random-partition halos
+(:mod:`gpucast.predict.gnn_degrees`); without one every node is at the mean degree.
+
+``--model gat`` without ``--batch`` prices one full-graph step on one GPU
+(:func:`gpucast.predict.gat.full_graph_gat_cost`), refused when the graph's activations do not
+fit its HBM. ``--model gat`` (one node type: ``--nodes``/``--edges``) and ``--model rgat`` (a
+heterogeneous graph: ``--graph igbh-full`` from the catalog or ``--graph-stats FILE``) with
+``--batch`` price a mini-batch of
 :mod:`gpucast.predict.gat` on each of ``--gpus`` GPUs: attention and aggregation as gathers,
 transforms as matmuls at the slower of their FLOPs and bytes, and the sampled input features
 gathered from where they live (``--feature-location``: sharded over the GPUs' memory as NVIDIA's
@@ -80,6 +87,14 @@ class PredictGnnRequest:
     )
     allow_self_loops: bool = option(
         False, negative="no-allow-self-loops", help="Keep self-loops of --edge-list."
+    )
+    degrees: str | None = option(
+        None,
+        help="Degree distribution for neighbour sampling and random-partition halos: "
+        "powerlaw:ALPHA (scaled to --edges / --nodes) or a CSV histogram 'degree,count' (it "
+        "sets --nodes and --edges when they are not given). --edge-list uses its own degrees. "
+        "Without it every node is at the mean degree.",
+        example="powerlaw:2.1",
     )
     feature_dim: int = option(128, help="Input features per node.", example="100")
     hidden: int = option(256, help="Hidden units per layer.", example="256")
@@ -188,6 +203,25 @@ class PredictGnnRequest:
         example="aws-lambda-arm",
     )
 
+    def _check_degrees(self) -> None:
+        if self.degrees is None:
+            return
+        if self.model == "rgat":
+            raise InvalidSpecError(
+                "degrees", "is for gcn, sage and gat: rgat samples each relation at its mean "
+                "in-degree", fix="drop --degrees",
+            )  # fmt: skip
+        if self.edge_list is not None:
+            raise InvalidSpecError(
+                "degrees", "--edge-list gives the graph's own degrees", fix="drop --degrees"
+            )
+        self._powerlaw_alpha()  # a malformed powerlaw:ALPHA is bad input now
+
+    def _powerlaw_alpha(self) -> float | None:
+        from gpucast.inputs.graph import powerlaw_alpha
+
+        return None if self.degrees is None else powerlaw_alpha(str(self.degrees))
+
     @property
     def partition_gpus(self) -> int | None:
         """gcn/sage: the GPUs of a partitioned full-graph epoch (one part each), or None."""
@@ -270,12 +304,13 @@ class PredictGnnRequest:
                 )
         elif self.graph is not None or self.graph_stats is not None:
             raise InvalidSpecError("graph", "--graph and --graph-stats are for --model rgat")
-        if self.model == "gat" and self.batch is None:
+        if self.model == "gat" and self.batch is None and self.gpus > 1:
             raise InvalidSpecError(
-                "batch",
-                "gat is priced per mini-batch: give --batch and --fanouts",
-                fix="e.g. --batch 1024 --fanouts 10,5",
+                "gpus",
+                "full-graph gat is priced on one GPU (partitioned GAT is not modelled)",
+                fix="drop --gpus, or give --batch and --fanouts for data-parallel mini-batches",
             )
+        self._check_degrees()
         if self.feature_precision not in FEATURE_BYTES:
             raise InvalidSpecError(
                 "feature_precision", f"must be one of {', '.join(FEATURE_BYTES)}",
@@ -289,7 +324,8 @@ class PredictGnnRequest:
             raise InvalidSpecError(
                 "feature_location", "must be auto, gpu or host", got=self.feature_location
             )
-        if self.model == "rgat":
+        histogram = self.degrees is not None and self._powerlaw_alpha() is None
+        if self.model == "rgat" or histogram:
             pass
         elif self.edge_list is None and (self.nodes is None or self.edges is None):
             raise InvalidSpecError(
@@ -431,13 +467,18 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
             counted = gnn.halo_nodes(graph.src, graph.dst, partition)
             halo = tuple(int(v) for v in counted)
             halo_bytes = gnn.halo_bytes_per_epoch(counted, spec)
-    else:
-        assert request.nodes is not None and request.edges is not None
-        nodes, edges = request.nodes, request.edges
+    degrees, nodes, edges = _degrees(request, graph)
+    if request.batch is None and (k is None or graph is not None):  # no sampling, no random parts
+        if request.degrees is not None:
+            warnings.append(
+                "--degrees changes nothing here: a single-GPU full-graph step needs only the "
+                "node and edge counts (it shapes mini-batch sampling and random-partition halos)"
+            )
+        degrees = None
     hbm_bytes = gpu.memory_gib * GIB
     graph_bytes = None  # full graph: its edges, features and activations, all in HBM
     if request.batch is not None:
-        cost = gnn.sampled_cost(spec, nodes=nodes, edges=edges)
+        cost = gnn.sampled_cost(spec, nodes=nodes, edges=edges, degrees=degrees)
     else:
         cost = gnn.full_graph_cost(spec, nodes=nodes, edges=edges)
         graph_bytes = gnn.full_graph_bytes(spec, nodes=nodes, edges=edges)
@@ -460,8 +501,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
                 + (" and the GPU-only epoch are" if request.split else " is")
                 + " priced as if it did",
             )
-    tflops = gpu.peak_tflops("bf16") * FLOP_EFFICIENCY
-    hbm = gpu.memory_bandwidth_gbps * GATHER_EFFICIENCY
+    tflops, hbm = _achieved_rates(gpu)
     pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0
     host = pcie if request.batch is not None else None
     step = cost.step_time_s(tflops=tflops, memory_gbps=hbm, host_link_gbps=host)
@@ -482,17 +522,19 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         gpu_step = step
         step = gnn.bounded_step_s(gpu_step, sampling, prefetch=request.prefetch)
         bound = "sampling" if sampling > gpu_step else "gpu"
-        assumptions["sampling"] = (
-            "uniform draws over the nodes for the distinct sampled nodes per hop (hubs repeat "
-            "more: an upper estimate); " + sampling_note
-        )
+        assumptions["sampling"] = _sampling_note(degrees) + "; " + sampling_note
+        assumptions["sampling validated"] = _sampling_validated(gpu)
+    if degrees is not None:
+        assumptions["degrees"] = degrees.name
     partitioned = None
     method = ""
     price = usd = None
     if k is not None:
         offer = _partition_offer(gpu, k)
         per_node = request.gpus_per_node or (offer.gpus if offer else DEFAULT_GPUS_PER_NODE)
-        loads, method, partition_notes = _part_loads(k, graph, partition, nodes, edges, per_node)
+        loads, method, partition_notes = _part_loads(
+            k, graph, partition, nodes, edges, per_node, degrees
+        )
         partitioned, price, hw_notes = _partitioned_epoch(
             request, spec, gpu, offer, per_node, loads, tflops, hbm
         )
@@ -554,8 +596,49 @@ def _cpu_sampling(request: PredictGnnRequest, sampled_edges: float) -> tuple[flo
     )
 
 
+def _degrees(request: PredictGnnRequest, graph: Any) -> tuple[Any, int, int]:
+    """The degree distribution (an edge list's own, --degrees, or None: the mean degree) and
+    the node and edge counts (from the edge list, the flags or the histogram)."""
+    if graph is not None:
+        return graph.degree_distribution(), graph.nodes, len(graph.src)
+    if request.degrees is None:
+        assert request.nodes is not None and request.edges is not None
+        return None, request.nodes, request.edges
+    from gpucast.inputs.graph import degree_input
+
+    dist = degree_input(str(request.degrees), nodes=request.nodes, edges=request.edges)
+    nodes = request.nodes if request.nodes is not None else round(dist.nodes)
+    edges = request.edges if request.edges is not None else round(dist.edges)
+    return dist, nodes, edges
+
+
+def _sampling_note(degrees: Any) -> str:
+    """How the sampled edges and distinct nodes per hop were counted."""
+    if degrees is None:
+        return (
+            "every node at the mean degree: fan-outs capped by it and uniform draws for the "
+            "distinct nodes per hop (on a skewed graph both overestimate: give --degrees)"
+        )
+    return (
+        "from the degree distribution: each node reached samples min(degree, fan-out), a draw "
+        "lands on a node in proportion to its degree, hubs counted once (gnn_degrees)"
+    )
+
+
+def _achieved_rates(gpu: Any) -> tuple[float, float]:
+    """TFLOP/s on the transforms and GB/s on the gathers: shares of the GPU's peaks."""
+    return gpu.peak_tflops("bf16") * FLOP_EFFICIENCY, gpu.memory_bandwidth_gbps * GATHER_EFFICIENCY
+
+
+def _sampling_validated(gpu: Any) -> str:
+    """The sampled counts against a real sampler (GPU-independent)."""
+    from gpucast.catalog.validation import validation_for
+
+    return validation_for("gnn-sampling", [gpu.name], "bf16").text()
+
+
 def _part_loads(
-    k: int, graph: Any, partition: Any, nodes: int, edges: int, per_node: int
+    k: int, graph: Any, partition: Any, nodes: int, edges: int, per_node: int, degrees: Any
 ) -> tuple[tuple[Any, ...], str, dict[str, str]]:
     """Each GPU's part: counted from the METIS partition, or a random partition's expectation."""
     from gpucast.predict import gnn_partition
@@ -567,13 +650,18 @@ def _part_loads(
             "in-edges and halo counted from the partition; parts 0..g-1 on the first node"
         }  # fmt: skip
     loads = gnn_partition.random_part_loads(
-        nodes=nodes, edges=edges, parts=k, gpus_per_node=per_node
+        nodes=nodes, edges=edges, parts=k, gpus_per_node=per_node, degrees=degrees
+    )
+    halo = (
+        f"every node at the mean out-degree {edges / nodes:.3g} (an upper estimate for skewed "
+        "degrees: give --degrees)"
+        if degrees is None
+        else "the degree distribution (assumption degrees)"
     )
     return loads, "random", {
         "partition": f"a random (hash) partition into {k} parts is assumed (no --edge-list): "
-        f"{nodes / k:,.0f} nodes and {edges / k:,.0f} edges a part, the expected halo with "
-        f"every node at the mean out-degree {edges / nodes:.3g} (an upper estimate for skewed "
-        "degrees); METIS cuts far fewer halo nodes -- give --edge-list for the real partition"
+        f"{nodes / k:,.0f} nodes and {edges / k:,.0f} edges a part, the expected halo from "
+        f"{halo}; METIS cuts far fewer halo nodes -- give --edge-list for the real partition"
     }  # fmt: skip
 
 
@@ -755,26 +843,29 @@ def _split(
     return options, notes
 
 
-def _gat_graph(request: PredictGnnRequest) -> tuple[Any, list[str], list[str]]:
-    """The graph of a gat/rgat request, notes on where it came from and warnings."""
+def _gat_graph(request: PredictGnnRequest) -> tuple[Any, Any, list[str], list[str]]:
+    """The graph of a gat/rgat request, its degree distribution (gat: the edge list's or
+    --degrees; None: the mean degree), notes on where it came from and warnings."""
     from gpucast.predict import gat
 
     if request.model == "gat":
+        el = None
         if request.edge_list is not None:
             from gpucast.inputs.graph import read_edge_list
 
             el = read_edge_list(
                 request.edge_list, nodes=request.nodes, allow_self_loops=request.allow_self_loops
             )
-            graph = gat.HeteroGraph.homogeneous(
-                nodes=el.nodes, edges=len(el.src), feature_dim=request.feature_dim
-            )
-            return graph, el.notes(), el.warnings()
-        assert request.nodes is not None and request.edges is not None
+        degrees, nodes, edges = _degrees(request, el)
         graph = gat.HeteroGraph.homogeneous(
-            nodes=request.nodes, edges=request.edges, feature_dim=request.feature_dim
+            nodes=nodes, edges=edges, feature_dim=request.feature_dim
         )
-        return graph, [], []
+        return (
+            graph,
+            degrees,
+            ([] if el is None else el.notes()),
+            ([] if el is None else el.warnings()),
+        )
     if request.graph_stats is not None:
         from gpucast.inputs.graph import read_graph_stats
 
@@ -789,7 +880,7 @@ def _gat_graph(request: PredictGnnRequest) -> tuple[Any, list[str], list[str]]:
     if request.reverse_relations:
         graph = graph.with_reverse()
         notes.append(f"{len(graph.relations)} relations sampled (reverse directions added)")
-    return graph, notes, []
+    return graph, None, notes, []
 
 
 def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
@@ -802,8 +893,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
     from gpucast.predict.comm import DEFAULT_HOP_LATENCY_S, hierarchical_collective_s
 
     gpu = load_catalog().gpu(request.gpu)
-    graph, notes, warnings = _gat_graph(request)
-    assert request.batch is not None
+    graph, degrees, notes, warnings = _gat_graph(request)
     spec = gat.GatSpec(
         heads=request.heads,
         hidden=request.hidden,
@@ -813,8 +903,15 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
         batch=request.batch,
         target=request.target,
     )
+    if request.batch is None:
+        if request.degrees is not None:
+            warnings.append(
+                "--degrees changes nothing here: the full-graph step needs only the node and "
+                "edge counts"
+            )
+        return _full_graph_gat(request, graph, spec, gpu, notes, warnings)
     feature_bytes = FEATURE_BYTES[request.feature_precision]
-    cost = gat.gat_cost(graph, spec, feature_bytes_per_value=feature_bytes)
+    cost = gat.gat_cost(graph, spec, feature_bytes_per_value=feature_bytes, degrees=degrees)
     total_features = graph.feature_bytes(feature_bytes)
     gpus_per_node = request.gpus_per_node or DEFAULT_GPUS_PER_NODE
     per_node = min(request.gpus, gpus_per_node)
@@ -832,8 +929,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
             f"{max(free, 0.0) * shard / 1e9:,.0f} GB left on the {shard} GPUs sharing them "
             "(--feature-location auto spills the rest to host memory)"
         )
-    tflops = gpu.peak_tflops("bf16") * FLOP_EFFICIENCY
-    hbm = gpu.memory_bandwidth_gbps * GATHER_EFFICIENCY
+    tflops, hbm = _achieved_rates(gpu)
     peer = intra_node_gbps(gpu) / 8.0 * GATHER_EFFICIENCY
     pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0 * GATHER_EFFICIENCY
     network = NETWORK_GBPS_PER_GPU * GATHER_EFFICIENCY
@@ -881,12 +977,9 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
         validated=validation.text(),
         warnings=tuple(warnings),
         assumptions={
-            "compute": f"matmuls at the slower of {FLOP_EFFICIENCY:.0%} of {gpu.name}'s BF16 "
-            f"peak and {GATHER_EFFICIENCY:.0%} of HBM; activations in 16 bits; x3 for "
-            "forward + backward (x2 for the first layer: no gradient for the input features)",
-            "attention": f"per edge: the message ({request.hidden} values) and "
-            f"{gat.SOFTMAX_PASSES} passes over {request.heads} logits, HBM-bound; "
-            f"sampling {gat.SAMPLE_BYTES_PER_EDGE:.0f} HBM bytes per sampled edge (on the GPU)",
+            "compute": _gat_compute_note(gpu),
+            "attention": f"{_attention_note(request)}; sampling "
+            f"{gat.SAMPLE_BYTES_PER_EDGE:.0f} HBM bytes per sampled edge (on the GPU)",
             "features": f"{total_features / 1e9:,.0f} GB of {request.feature_precision} "
             f"features ({request.feature_location}, {request.feature_sharding} sharding): a "
             "sampled row is in "
@@ -895,13 +988,87 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
             f"Gbit/s NIC per GPU, PCIe {pcie / GATHER_EFFICIENCY:.0f} GB/s); "
             f"{HBM_RESERVE_SHARE:.0%} of HBM and the graph structure kept out of the feature "
             "store",
-            "sampling": "uniform draws for the distinct nodes per hop and type (hubs repeat "
-            "more: an upper estimate); fan-out capped by each relation's mean in-degree",
+            "sampling": _sampling_note(degrees)
+            if request.model == "gat"
+            else "uniform draws for the distinct nodes per hop and type (hubs repeat more: an "
+            "upper estimate); fan-out capped by each relation's mean in-degree",
+            "sampling validated": _sampling_validated(gpu),
             "gradients": f"{params / 1e6:.1f}M parameters all-reduced in fp32 each step "
             "(NVLink in a node, the NICs across)",
             "phases": "feature gathers overlapped with compute (the slower counts), the "
             "all-reduce added"
             if request.overlap_fetch
             else "added, no overlap",
+        }
+        | ({} if degrees is None else {"degrees": degrees.name}),
+    )
+
+
+def _attention_note(request: PredictGnnRequest) -> str:
+    from gpucast.predict import gat
+
+    return (
+        f"per edge: the message ({request.hidden} values) and {gat.SOFTMAX_PASSES} passes over "
+        f"{request.heads} logits, HBM-bound"
+    )
+
+
+def _gat_compute_note(gpu: Any) -> str:
+    """The rates every GAT step rests on."""
+    return (
+        f"matmuls at the slower of {FLOP_EFFICIENCY:.0%} of {gpu.name}'s BF16 peak and "
+        f"{GATHER_EFFICIENCY:.0%} of HBM; activations in 16 bits; x3 for forward + backward "
+        "(x2 for the first layer: no gradient for the input features)"
+    )
+
+
+def _full_graph_gat(
+    request: PredictGnnRequest, graph: Any, spec: Any, gpu: Any, notes: list[str],
+    warnings: list[str],
+) -> PredictGnnResult:  # fmt: skip
+    """One full-graph GAT training step on one GPU, refused when it does not fit its HBM."""
+    from gpucast.catalog.validation import validation_for
+    from gpucast.domain.units import GIB
+    from gpucast.predict import gat
+
+    need = gat.full_graph_gat_bytes(
+        graph, spec, feature_bytes_per_value=FEATURE_BYTES[request.feature_precision]
+    )
+    if need > gpu.memory_gib * GIB:
+        raise InvalidSpecError(
+            "nodes",
+            f"full-graph gat training needs {need / GIB:,.0f} GiB (the graph, features, every "
+            "layer's activations and attention coefficients with their gradients), more than "
+            f"the {gpu.memory_gib:g} GiB of one {gpu.name}",
+            fix="train on mini-batches (e.g. --batch 1024 --fanouts 10,5) or use a GPU with "
+            "more memory",
+        )
+    cost = gat.full_graph_gat_cost(graph, spec)
+    tflops, hbm = _achieved_rates(gpu)
+    step = cost.compute_s(tflops=tflops, hbm_gbps=hbm)
+    nodes, edges = int(graph.counts().sum()), sum(r.edges for r in graph.relations)
+    return PredictGnnResult(
+        model=request.model,
+        gpu=gpu.name,
+        nodes=nodes,
+        edges=edges,
+        step_time_s=step,
+        dense_step_time_s=cost.dense_s(tflops=tflops),
+        feature_fetch_s=0.0,
+        nodes_per_hop=(),
+        halo_nodes=None,
+        halo_bytes_per_epoch=None,
+        notes=tuple(notes),
+        phases_s={"compute_s": step},
+        eval_step_time_s=cost.forward_only().compute_s(tflops=tflops, hbm_gbps=hbm),
+        validated=validation_for("gnn-gat", [gpu.name], "bf16", 1).text(),
+        warnings=tuple(warnings),
+        assumptions={
+            "compute": _gat_compute_note(gpu),
+            "attention": _attention_note(request),
+            "full graph": f"every layer on all {nodes:,} nodes and {edges:,} edges, no "
+            f"sampling; the graph, its {request.feature_precision} features and every layer's "
+            f"activations and attention coefficients with their gradients in HBM "
+            f"({need / GIB:,.3g} of {gpu.memory_gib:g} GiB)",
         },
     )

@@ -123,7 +123,7 @@ def gnn_command(
     request: PredictGnnRequest,
     json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
 ) -> None:
-    """Predict one GCN / GraphSAGE (full graph or mini-batch) or GAT / R-GAT (mini-batch)
+    """Predict one GCN / GraphSAGE / GAT (full graph or mini-batch) or R-GAT (mini-batch)
     training step with sparse aggregation, against a dense-adjacency pricing; halo bytes of a
     METIS partition."""
     from gpucast.app import predict_gnn

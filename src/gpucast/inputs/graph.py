@@ -8,11 +8,19 @@ from the largest id that is far above the ids seen (a stray id) is a warning.
 
 A well-formed file is parsed in C (:func:`numpy.loadtxt`, about 0.2 s for 2M edges); one it
 rejects is read again line by line, which names the line to blame.
+
+A degree distribution (``--degrees``): ``powerlaw:ALPHA`` (:func:`powerlaw_alpha`), or a
+``degree,count`` histogram file (:func:`read_degree_histogram`: integer cells, each degree once,
+the counts summing to ``--nodes`` and ``degree x count`` to ``--edges`` within
+:data:`HISTOGRAM_EDGES_TOLERANCE` where they are given); an edge list gives its own
+(:meth:`EdgeList.degree_distribution`).
 """
 
 from __future__ import annotations
 
+import csv
 import io
+import math
 import re
 import warnings
 from dataclasses import dataclass
@@ -22,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.predict import gnn_degrees
 from gpucast.predict.gat import HeteroGraph
 
 _SPLIT = re.compile(r"[,\s]+")
@@ -29,6 +38,10 @@ _COMMENT = re.compile(r"#[^\n]*")
 _FIX = "one edge per line: two integer node ids, e.g. '0 17'"
 #: An inferred node count more than this many times the distinct ids seen is warned about.
 SPARSE_IDS_FACTOR = 2.0
+#: A degree histogram's ``degree x count`` may differ from ``--edges`` by this share.
+HISTOGRAM_EDGES_TOLERANCE = 0.01
+_DEGREES_FIX = "a CSV with the header 'degree,count' and one row per degree, e.g. '3,1200'"
+_POWERLAW = "powerlaw:"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,6 +63,15 @@ class EdgeList:
         if self.out_of_range_skipped:
             out.append(f"{self.out_of_range_skipped:,} edges with node ids >= {self.nodes} skipped")
         return out
+
+    def degree_distribution(self) -> gnn_degrees.DegreeDistribution:
+        """The in-degree (neighbours to sample) and out-degree (edges landing) of every node."""
+        in_degree = np.bincount(self.dst, minlength=self.nodes)
+        return gnn_degrees.from_sequences(
+            in_degree,
+            np.bincount(self.src, minlength=self.nodes),
+            name=f"the edge list's own in- and out-degrees (max in-degree {in_degree.max():,})",
+        )
 
     def warnings(self) -> list[str]:
         """A node count inferred far above the ids seen: a stray id inflates the graph."""
@@ -162,3 +184,116 @@ def read_graph_stats(path: Path | str) -> HeteroGraph:
             str(path), f"expected one graph, found {len(graphs)}", fix="drop the graph column"
         )
     return next(iter(graphs.values()))
+
+
+def powerlaw_alpha(text: str) -> float | None:
+    """ALPHA of ``--degrees powerlaw:ALPHA``; None when ``text`` is not one (a file)."""
+    if not text.strip().lower().startswith(_POWERLAW):
+        return None
+    raw = text.strip()[len(_POWERLAW) :].strip()
+    try:
+        alpha = float(raw)
+    except ValueError:
+        alpha = math.nan
+    low, high = gnn_degrees.MIN_ALPHA, gnn_degrees.MAX_ALPHA
+    if not (math.isfinite(alpha) and low < alpha <= high):
+        raise InvalidSpecError(
+            "degrees", f"powerlaw:ALPHA needs a number {low:g} < ALPHA <= {high:g} (the degree "
+            "exponent; at 1 or below the law has no finite mean)", got=text,
+            fix="e.g. powerlaw:2.1 (real graphs: 2-3.5)",
+        )  # fmt: skip
+    return alpha
+
+
+def _histogram_cell(
+    row: list[str], index: int, minimum: int, where: tuple[Path | str, int, str]
+) -> int:
+    path, number, column = where
+    cell = row[index].strip() if index < len(row) else ""
+    value = int(cell) if cell.isascii() and cell.isdigit() and len(cell) <= 16 else -1
+    if value < minimum or value > 2**53:
+        raise DataFormatError(
+            str(path), f"expected an integer >= {minimum}, found {cell[:20]!r}", line=number,
+            column=column, fix=_DEGREES_FIX,
+        )  # fmt: skip
+    return value
+
+
+def read_degree_histogram(
+    path: Path | str, *, nodes: int | None = None, edges: int | None = None
+) -> gnn_degrees.DegreeDistribution:
+    """A ``degree,count`` histogram (module docstring); a bad cell, a repeated degree or a degree
+    of ``nodes`` or more is one :class:`DataFormatError` naming the file, line and column, counts
+    that disagree with ``nodes`` / ``edges`` one :class:`InvalidSpecError`."""
+    from gpucast.store.files import read_input_text
+
+    text = read_input_text(path, "degrees", fix=_DEGREES_FIX)
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise DataFormatError(
+            str(path), f"is not a readable CSV ({exc})", fix=_DEGREES_FIX
+        ) from None
+    header = [c.strip().lower() for c in rows[0]]
+    if "degree" not in header or "count" not in header:
+        raise DataFormatError(
+            str(path), f"needs the columns degree and count, found {','.join(header)[:60]!r}",
+            line=1, fix=_DEGREES_FIX,
+        )  # fmt: skip
+    d_col, c_col = header.index("degree"), header.index("count")
+    seen: dict[int, int] = {}
+    counts: list[int] = []
+    for number, row in enumerate(rows[1:], start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        degree = _histogram_cell(row, d_col, 0, (path, number, "degree"))
+        if degree in seen:
+            raise DataFormatError(
+                str(path), f"degree {degree} appears twice (first on line {seen[degree]})",
+                line=number, column="degree", fix="one row per degree",
+            )  # fmt: skip
+        seen[degree] = number
+        counts.append(_histogram_cell(row, c_col, 1, (path, number, "count")))
+    if not counts:
+        raise DataFormatError(str(path), "has no rows", fix=_DEGREES_FIX)
+    total = sum(counts)
+    degree_sum = sum(d * c for d, c in zip(seen, counts, strict=True))
+    top = max(seen)
+    if top > (nodes or total) - 1:
+        raise DataFormatError(
+            str(path), f"degree {top:,} is more than the {nodes or total:,} nodes less one",
+            line=seen[top], column="degree", fix="a node has at most nodes - 1 neighbours",
+        )  # fmt: skip
+    if nodes is not None and total != nodes:
+        raise InvalidSpecError(
+            "degrees", f"{path}: the counts sum to {total:,} nodes, --nodes is {nodes:,}",
+            fix="give the whole graph's histogram, or drop --nodes (the histogram sets it)",
+        )  # fmt: skip
+    if edges is not None and abs(degree_sum - edges) > HISTOGRAM_EDGES_TOLERANCE * edges:
+        raise InvalidSpecError(
+            "degrees", f"{path}: degree x count sums to {degree_sum:,} edges (mean degree "
+            f"{degree_sum / total:.4g}), --edges is {edges:,} (mean {edges / total:.4g}); they "
+            f"must agree within {HISTOGRAM_EDGES_TOLERANCE:.0%}",
+            fix="give the in-degree histogram of the same graph, or drop --edges (the "
+            "histogram sets it)",
+        )  # fmt: skip
+    return gnn_degrees.histogram(
+        list(seen), counts,
+        name=f"the histogram {path} ({total:,} nodes, mean degree {degree_sum / total:.4g}, "
+        f"max {top:,})",
+    )  # fmt: skip
+
+
+def degree_input(
+    text: str, *, nodes: int | None, edges: int | None
+) -> gnn_degrees.DegreeDistribution:
+    """``--degrees``: ``powerlaw:ALPHA`` over ``nodes`` and ``edges`` (both needed), or a
+    histogram file."""
+    alpha = powerlaw_alpha(text)
+    if alpha is None:
+        return read_degree_histogram(text, nodes=nodes, edges=edges)
+    if nodes is None or edges is None:
+        raise InvalidSpecError(
+            "degrees", "powerlaw:ALPHA needs --nodes and --edges (it is scaled to their mean)"
+        )
+    return gnn_degrees.powerlaw(alpha, nodes=nodes, edges=edges)

@@ -13,11 +13,17 @@ the relations into it. The graph is given by its statistics: node types (count, 
 dimension) and relation types (source type, destination type, edges); a homogeneous GAT is
 the same with one node type and one relation.
 
-Mini-batch sampling (the only regime priced here -- full-graph GAT on graphs of this size
-does not fit a GPU): ``batch`` seeds of the target node type, then at hop ``l`` every node
-reached so far samples ``min(f_l, mean in-degree)`` in-neighbours per relation into its type;
-the distinct nodes per type follow from the draws as in :func:`gpucast.predict.gnn.sampled_nodes`
-(uniform draws: an upper estimate, hubs repeat more).
+Mini-batch sampling (:func:`gat_cost`): ``batch`` seeds of the target node type, then at hop
+``l`` every node reached so far samples ``min(f_l, mean in-degree)`` in-neighbours per relation
+into its type; the distinct nodes per type follow from the draws as in
+:func:`gpucast.predict.gnn.sampled_nodes` (uniform draws: an upper estimate, hubs repeat more).
+A homogeneous graph given a degree distribution samples as
+:func:`gpucast.predict.gnn_degrees.sampled_hops` instead.
+
+Full graph (:func:`full_graph_gat_cost`): every layer runs on all nodes and all edges -- the
+same pieces with every node and edge in every layer, no sampling and no feature gathers (the
+features are in HBM); a relation within one node type transforms its nodes once (source and
+destination are the same rows). :func:`full_graph_gat_bytes` is the memory it needs.
 
 :class:`GatCost` carries the work of one step: transform FLOPs, edge bytes (attention,
 softmax, aggregation), sampling bytes, the input features gathered, and the aggregation priced
@@ -35,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.predict.gnn_degrees import DegreeDistribution, sampled_hops
 
 FloatArray = npt.NDArray[np.float64]
 #: Forward + backward: the backward pass moves and computes about twice the forward.
@@ -164,14 +171,15 @@ class HeteroGraph:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GatSpec:
-    """A GAT / R-GAT: layers, concatenated width, heads, fan-outs and seeds per GPU."""
+    """A GAT / R-GAT: layers, concatenated width, heads, fan-outs and seeds per GPU (neither
+    for full-graph training)."""
 
     heads: int
     hidden: int
     classes: int
     layers: int
-    fanouts: tuple[int, ...]
-    batch: int
+    fanouts: tuple[int, ...] = ()
+    batch: int | None = None
     target: str = ""
     activation_bytes: int = 2
 
@@ -180,7 +188,8 @@ class GatSpec:
         _count("hidden", self.hidden, 1)
         _count("classes", self.classes, 1)
         _count("layers", self.layers, 1)
-        _count("batch", self.batch, 1)
+        if self.batch is not None:
+            _count("batch", self.batch, 1)
         _count("activation_bytes", self.activation_bytes, 1)
         if self.layers > MAX_LAYERS:
             raise InvalidSpecError("layers", f"must be <= {MAX_LAYERS}", got=self.layers)
@@ -189,7 +198,11 @@ class GatSpec:
                 "hidden", f"must be >= heads ({self.heads}): it is heads x units per head",
                 got=self.hidden,
             )  # fmt: skip
-        if len(self.fanouts) != self.layers:
+        if self.batch is None and self.fanouts:
+            raise InvalidSpecError(
+                "fanouts", "are for mini-batches: give --batch too, or neither for the full graph"
+            )
+        if self.batch is not None and len(self.fanouts) != self.layers:
             raise InvalidSpecError(
                 "fanouts", f"needs one fan-out per layer ({self.layers})", got=self.fanouts,
                 fix="e.g. --fanouts 15,10,5",
@@ -259,11 +272,20 @@ class GatCost:
 
 
 def sampled_hetero(
-    graph: HeteroGraph, target: str, batch: int, fanouts: Sequence[int]
-) -> tuple[FloatArray, FloatArray]:
+    graph: HeteroGraph, target: str, batch: int, fanouts: Sequence[int],
+    degrees: DegreeDistribution | None = None,
+) -> tuple[FloatArray, FloatArray]:  # fmt: skip
     """Expected distinct nodes per type up to each hop (``(L+1, T)``, seeds first) and sampled
-    edges per hop and relation (``(L, R)``)."""
+    edges per hop and relation (``(L, R)``); ``degrees`` (one relation only) samples by the
+    degree distribution instead of the mean in-degree."""
     counts = graph.counts()
+    if degrees is not None:
+        if len(graph.relations) != 1:
+            raise InvalidSpecError(
+                "degrees", "a degree distribution is taken for a homogeneous graph (one relation)"
+            )
+        hops, per_hop = sampled_hops(degrees, batch, fanouts)
+        return np.array(hops).reshape(-1, 1), np.array(per_hop).reshape(-1, 1)
     src = np.array([graph.index(r.src) for r in graph.relations])
     dst = np.array([graph.index(r.dst) for r in graph.relations])
     degree = np.array([r.edges for r in graph.relations], dtype=np.float64) / counts[dst]
@@ -280,10 +302,14 @@ def sampled_hetero(
     return np.array(nodes), np.array(edges).reshape(len(fanouts), len(graph.relations))
 
 
-def gat_cost(graph: HeteroGraph, spec: GatSpec, *, feature_bytes_per_value: float) -> GatCost:
-    """One training step of ``spec.batch`` seeds (module docstring)."""
-    target = spec.target or graph.node_types[0].name
-    nodes, edges = sampled_hetero(graph, target, spec.batch, spec.fanouts)
+def _layers_cost(
+    graph: HeteroGraph, spec: GatSpec, nodes: FloatArray, edges: FloatArray, *,
+    seeds: float, shared: npt.NDArray[np.bool_],
+) -> tuple[list[float], list[float], list[float], float, float]:  # fmt: skip
+    """The pieces of one training step over layers whose inputs are ``nodes[L - l]`` (per type)
+    and edges ``edges[L - 1 - l]`` (per relation): the matmuls' FLOPs, bytes and forward
+    shares, the edge bytes and the dense-adjacency FLOPs. ``shared`` relations transform their
+    source rows only (the destinations are the same rows)."""
     src = np.array([graph.index(r.src) for r in graph.relations])
     dst = np.array([graph.index(r.dst) for r in graph.relations])
     dims = graph.feature_dims()
@@ -299,31 +325,91 @@ def gat_cost(graph: HeteroGraph, spec: GatSpec, *, feature_bytes_per_value: floa
         d_dst = dims[dst] if layer == 0 else np.full(len(dst), h)
         # the input features need no gradient: the first layer's backward is the weights' only
         factor = TRAIN_FACTOR - 1.0 if layer == 0 else TRAIN_FACTOR
-        for n, d in ((n_src, d_src), (n_dst, d_dst)):  # W_src, W_dst and the attention halves
-            gemm_flops += list(factor * 2.0 * n * (d + 1.0) * h)
+        for n, d in ((n_src, d_src), (np.where(shared, 0.0, n_dst), d_dst)):  # W_src, W_dst
+            gemm_flops += list(factor * 2.0 * n * (d + 1.0) * h)  # and the attention halves
             gemm_bytes += list(factor * n * (d + h) * b)
             share += [1.0 / factor] * len(n)
         edge_bytes += TRAIN_FACTOR * float(
             (e * (h + SOFTMAX_PASSES * spec.heads) * b + n_dst * h * b).sum()
         )
         dense += TRAIN_FACTOR * float((2.0 * n_dst * n_src * h).sum())
-    seeds = float(nodes[0].sum())
     gemm_flops.append(TRAIN_FACTOR * 2.0 * seeds * h * spec.classes)
     gemm_bytes.append(TRAIN_FACTOR * seeds * (h + spec.classes) * b)
     share.append(1.0 / TRAIN_FACTOR)
+    return gemm_flops, gemm_bytes, share, edge_bytes, dense
+
+
+def gat_cost(
+    graph: HeteroGraph, spec: GatSpec, *, feature_bytes_per_value: float,
+    degrees: DegreeDistribution | None = None,
+) -> GatCost:  # fmt: skip
+    """One training step of ``spec.batch`` seeds (module docstring)."""
+    if spec.batch is None:
+        raise InvalidSpecError("batch", "mini-batch pricing needs --batch and --fanouts")
+    target = spec.target or graph.node_types[0].name
+    nodes, edges = sampled_hetero(graph, target, spec.batch, spec.fanouts, degrees)
+    flops, moved, share, edge_bytes, dense = _layers_cost(
+        graph, spec, nodes, edges, seeds=float(nodes[0].sum()),
+        shared=np.zeros(len(graph.relations), dtype=bool),
+    )  # fmt: skip
     sampled = float(edges.sum())
     return GatCost(
-        gemm_flops=tuple(gemm_flops),
-        gemm_bytes=tuple(gemm_bytes),
+        gemm_flops=tuple(flops),
+        gemm_bytes=tuple(moved),
         edge_bytes=edge_bytes,
         dense_aggregation_flops=dense,
         sampling_bytes=sampled * SAMPLE_BYTES_PER_EDGE,
-        feature_bytes=float((nodes[-1] * dims).sum() * feature_bytes_per_value),
+        feature_bytes=float((nodes[-1] * graph.feature_dims()).sum() * feature_bytes_per_value),
         sampled_edges=sampled,
         nodes_per_hop=tuple(float(v) for v in nodes.sum(axis=1)),
         input_nodes=float(nodes[-1].sum()),
         forward_share=tuple(share),
     )
+
+
+def _same_type(graph: HeteroGraph) -> npt.NDArray[np.bool_]:
+    return np.array([r.src == r.dst for r in graph.relations], dtype=bool)
+
+
+def full_graph_gat_cost(graph: HeteroGraph, spec: GatSpec) -> GatCost:
+    """One full-graph training step: every layer on all nodes and edges (module docstring);
+    the classifier runs on every node of the target type."""
+    target = spec.target or graph.node_types[0].name
+    counts = graph.counts()
+    nodes = np.tile(counts, (spec.layers + 1, 1))
+    edges = np.tile([float(r.edges) for r in graph.relations], (spec.layers, 1))
+    flops, moved, share, edge_bytes, dense = _layers_cost(
+        graph, spec, nodes, edges, seeds=float(counts[graph.index(target)]),
+        shared=_same_type(graph),
+    )  # fmt: skip
+    return GatCost(
+        gemm_flops=tuple(flops),
+        gemm_bytes=tuple(moved),
+        edge_bytes=edge_bytes,
+        dense_aggregation_flops=dense,
+        sampling_bytes=0.0,
+        feature_bytes=0.0,
+        sampled_edges=0.0,
+        nodes_per_hop=(),
+        input_nodes=float(counts.sum()),
+        forward_share=tuple(share),
+    )
+
+
+def full_graph_gat_bytes(
+    graph: HeteroGraph, spec: GatSpec, *, feature_bytes_per_value: float
+) -> float:
+    """Memory of full-graph training: the graph (CSC), the input features, and every layer's
+    activations with their gradients (``x2``): per relation the transformed sources (and
+    destinations of another type), the attention logits and coefficients (``2 E x heads``),
+    and per node type the layer's output."""
+    counts = graph.counts()
+    per_layer = float(counts.sum()) * spec.hidden
+    for r, same in zip(graph.relations, _same_type(graph), strict=True):
+        rows = counts[graph.index(r.src)] + (0.0 if same else counts[graph.index(r.dst)])
+        per_layer += rows * spec.hidden + 2.0 * r.edges * spec.heads
+    activations = 2.0 * spec.layers * per_layer * spec.activation_bytes
+    return graph.structure_bytes() + graph.feature_bytes(feature_bytes_per_value) + activations
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

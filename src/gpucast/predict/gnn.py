@@ -11,8 +11,9 @@ carries both so the gap is visible.
   :func:`full_graph_bytes` -- the memory it needs (edges, features, activations, gradients).
 * :func:`sampled_cost` -- one mini-batch with neighbour sampling (fan-outs per layer, from the
   seeds outwards): expected distinct nodes per hop ``n_l = N (1 - exp(-n_{l-1} f_l / N))``
-  (draws with replacement over ``N`` nodes), the edges sampled, and the input features
-  fetched (over PCIe / UVM when they live in host memory).
+  (draws with replacement over ``N`` nodes, every node at the mean degree), the edges
+  sampled, and the input features fetched (over PCIe / UVM when they live in host memory);
+  given a degree distribution (:mod:`gpucast.predict.gnn_degrees`) the hops follow it.
 * :func:`cpu_sampling_s` / :func:`bounded_step_s` -- the mini-batch's neighbour sampling on
   CPU workers (sampled edges over the workers' rate) and the step it bounds: with prefetching
   the workers prepare the next batches while the GPU trains (the slower of the two counts),
@@ -40,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+from gpucast.predict.gnn_degrees import DegreeDistribution, sampled_hops
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -165,7 +167,8 @@ def full_graph_bytes(spec: GnnSpec, *, nodes: int, edges: int) -> float:
 def sampled_nodes(nodes: int, batch: int, fanouts: Sequence[float]) -> list[float]:
     """Expected distinct nodes up to each hop, seeds first: after ``D`` draws (the seeds, then
     ``n_{l-1} f_l`` neighbours at hop ``l``) over ``N`` nodes, ``N (1 - exp(-D / N))`` are
-    distinct (uniform draws; hubs repeat more, so this is an upper estimate)."""
+    distinct (uniform draws; hubs repeat more, so this is an upper estimate on a skewed graph:
+    :func:`gpucast.predict.gnn_degrees.sampled_hops` follows the degrees)."""
     out = [float(min(batch, nodes))]
     draws = out[0]
     for f in fanouts:
@@ -174,20 +177,28 @@ def sampled_nodes(nodes: int, batch: int, fanouts: Sequence[float]) -> list[floa
     return out
 
 
-def sampled_cost(spec: GnnSpec, *, nodes: int, edges: int) -> GnnCost:
+def sampled_cost(
+    spec: GnnSpec, *, nodes: int, edges: int, degrees: DegreeDistribution | None = None
+) -> GnnCost:
     """One mini-batch: ``spec.batch`` seeds, ``spec.fanouts[0]`` neighbours each at the first
-    hop, ... (capped by the mean degree); layer ``l`` computes the ``l``-th hop inwards."""
+    hop, ...; layer ``l`` computes the ``l``-th hop inwards. Without ``degrees`` every node is
+    at the mean degree (fan-outs capped by it, uniform draws); with them the sampled edges
+    and distinct nodes per hop follow the distribution
+    (:func:`gpucast.predict.gnn_degrees.sampled_hops`)."""
     _check_graph(nodes, edges)
     if spec.batch is None or not spec.fanouts:
         raise InvalidSpecError("fanouts", "mini-batch pricing needs --batch and --fanouts")
-    mean_degree = edges / nodes
-    hops = sampled_nodes(nodes, spec.batch, [min(f, max(mean_degree, 1.0)) for f in spec.fanouts])
+    if degrees is None:
+        fan = [min(f, max(edges / nodes, 1.0)) for f in spec.fanouts]
+        hops = sampled_nodes(nodes, spec.batch, fan)
+        per_hop = [hops[hop] * f for hop, f in enumerate(fan)]  # hop h+1 from the nodes up to h
+    else:
+        hops, per_hop = sampled_hops(degrees, spec.batch, spec.fanouts)
     # the first layer runs on the outermost hop: layer i maps hop L-i -> hop L-i-1
-    dst = [hops[spec.layers - 1 - i] for i in range(spec.layers)]
-    src = [hops[spec.layers - i] for i in range(spec.layers)]
-    fan = [min(f, max(mean_degree, 1.0)) for f in spec.fanouts]
-    edges_l = [dst[i] * fan[spec.layers - 1 - i] for i in range(spec.layers)]
-    cost = _layer_cost(spec, dst, src, edges_l)
+    last = spec.layers - 1
+    dst = [hops[last - i] for i in range(spec.layers)]
+    src = [hops[last + 1 - i] for i in range(spec.layers)]
+    cost = _layer_cost(spec, dst, src, [per_hop[last - i] for i in range(spec.layers)])
     fetch = hops[-1] * spec.feature_dim * spec.bytes_per_value
     return GnnCost(
         transform_flops=cost.transform_flops,
@@ -244,14 +255,18 @@ def halo_bytes_per_epoch(halo: npt.ArrayLike, spec: GnnSpec) -> float:
     return float(np.asarray(halo, dtype=np.float64).sum() * per_node)
 
 
-def expected_random_halo(degrees: npt.ArrayLike, parts: int) -> float:
+def expected_random_halo(
+    degrees: npt.ArrayLike, parts: int, *, counts: npt.ArrayLike | None = None
+) -> float:
     """Expected total halo nodes of a uniformly random partition into ``parts`` parts, from the
-    (out-)degree of each node: ``sum_v (k - 1)(1 - (1 - 1/k)^deg(v))``."""
+    (out-)degree of each node: ``sum_v (k - 1)(1 - (1 - 1/k)^deg(v))``; ``counts`` weighs each
+    degree by its nodes (a histogram) instead of one node each."""
     _positive_int("parts", parts)
     deg = np.asarray(degrees, dtype=np.float64)
+    weight = np.ones_like(deg) if counts is None else np.asarray(counts, dtype=np.float64)
     if parts == 1:
         return 0.0
-    return float((parts - 1) * -np.expm1(deg * math.log1p(-1.0 / parts)).sum())
+    return float((parts - 1) * (weight * -np.expm1(deg * math.log1p(-1.0 / parts))).sum())
 
 
 def metis_partition(nodes: int, src: npt.ArrayLike, dst: npt.ArrayLike, parts: int) -> IntArray:

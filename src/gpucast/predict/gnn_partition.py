@@ -12,9 +12,10 @@ it) forward and sends their gradients back (:func:`gpucast.predict.gnn.halo_byte
   machine 0, ``g..2g-1`` on machine 1, ... (``g`` GPUs per machine).
 * :func:`random_part_loads` -- the same from graph statistics alone (``N`` nodes, ``E``
   directed edges), for a uniformly random (hash) partition: ``N / K`` nodes and ``E / K``
-  edges a part and the expected halo of :func:`gpucast.predict.gnn.expected_random_halo` with
-  every node at the mean out-degree ``E / N`` -- an upper estimate, since the halo is concave
-  in the degree (a skewed degree sequence gives fewer halo nodes); METIS cuts far fewer.
+  edges a part and the expected halo of :func:`gpucast.predict.gnn.expected_random_halo` over
+  the degree distribution when one is given, else with every node at the mean out-degree
+  ``E / N`` -- an upper estimate, since the halo is concave in the degree (a skewed degree
+  sequence gives fewer halo nodes); METIS cuts far fewer.
 * :func:`partitioned_epoch` -- the epoch: every part's compute plus its exchange, no overlap
   between them; within an exchange the intra-node link and the NIC run at the same time (the
   slower counts) and each link sends and receives at once (the larger direction counts). The
@@ -39,6 +40,7 @@ from gpucast.predict.gnn import (
     full_graph_bytes,
     full_graph_cost,
 )
+from gpucast.predict.gnn_degrees import DegreeDistribution
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -175,18 +177,23 @@ def part_loads(
 
 
 def random_part_loads(
-    *, nodes: int, edges: int, parts: int, gpus_per_node: int
-) -> tuple[PartLoad, ...]:
+    *, nodes: int, edges: int, parts: int, gpus_per_node: int,
+    degrees: DegreeDistribution | None = None,
+) -> tuple[PartLoad, ...]:  # fmt: skip
     """The expected load of each part of a uniformly random partition (module docstring):
-    ``ceil(N / K)`` nodes, ``ceil(E / K)`` edges, the expected halo split between the parts on
-    the same machine (``(g - 1) / (K - 1)`` of the others) and the rest; sent = received."""
+    ``ceil(N / K)`` nodes, ``ceil(E / K)`` edges, the expected halo (over ``degrees``' out-
+    degrees, else every node at the mean) split between the parts on the same machine
+    (``(g - 1) / (K - 1)`` of the others) and the rest; sent = received."""
     if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
         raise InvalidSpecError("parts", "must be an integer >= 1", got=parts)
     if parts > nodes:
         raise InvalidSpecError("gpus", f"must be <= the {nodes:,} nodes (one part per GPU)")
     if nodes < 1 or edges < 0:
         raise InvalidSpecError("nodes", "needs nodes >= 1 and edges >= 0", got=(nodes, edges))
-    halo = nodes * expected_random_halo(np.array([edges / nodes]), parts) / parts
+    if degrees is None:
+        halo = nodes * expected_random_halo(np.array([edges / nodes]), parts) / parts
+    else:
+        halo = expected_random_halo(degrees.out_degree, parts, counts=degrees.count) / parts
     local = (min(gpus_per_node, parts) - 1) / (parts - 1) if parts > 1 else 0.0
     load = PartLoad(
         nodes=float(math.ceil(nodes / parts)), edges=float(math.ceil(edges / parts)),
