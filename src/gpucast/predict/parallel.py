@@ -1357,7 +1357,12 @@ def rank_layouts(
     links = cluster or cluster_shape(gpu)
     opts = assumptions or ParallelAssumptions()
     layouts = _search(spec, gpus, global_batch, seq_len, links, space, opts)
-    predictions = _time_layouts(spec, gpu, layouts, seq_len, links, efficiency, opts, SearchMemo())
+    memo = SearchMemo()  # shared by the layouts of this search
+    time = functools.partial(
+        predict_training_step, spec, gpu, seq_len=seq_len, cluster=links, efficiency=efficiency,
+        assumptions=opts, memo=memo,
+    )  # fmt: skip
+    predictions = [time(layout) for layout in layouts]
     return tuple(sorted(predictions, key=lambda pr: (not pr.fits, pr.step_time_s)))
 
 
@@ -1375,32 +1380,6 @@ def _search(
         spec, gpus, links.gpus_per_node, global_batch, seq_len=seq_len, space=space,
         allow_cross_node_tp=links.allow_cross_node_tp, allow_uneven_pp=opts.allow_uneven_pp,
     )  # fmt: skip
-
-
-def _time_layouts(
-    spec: TransformerSpec,
-    gpu: GpuSpec,
-    layouts: Sequence[ParallelLayout],
-    seq_len: int,
-    links: ClusterShape,
-    efficiency: RooflineEfficiency | None,
-    opts: ParallelAssumptions,
-    memo: SearchMemo,
-) -> list[ParallelStepPrediction]:
-    """:func:`predict_training_step` of each layout, sharing ``memo`` among them."""
-    return [
-        predict_training_step(
-            spec,
-            gpu,
-            layout,
-            seq_len=seq_len,
-            cluster=links,
-            efficiency=efficiency,
-            assumptions=opts,
-            memo=memo,
-        )
-        for layout in layouts
-    ]
 
 
 #: How far below a layout's floor (:func:`_step_time_floor`) its computed step time may fall
