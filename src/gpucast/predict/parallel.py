@@ -1528,9 +1528,11 @@ def best_layout(
     """The fastest layout that fits; :class:`NoFeasiblePlanError` saying why when none does.
     ``only``: the layouts the caller allows (e.g. a fixed tp and pp; None: every one).
 
-    Only layouts whose memory fits are timed (memory is the cheaper half of a prediction):
-    the same pick as the head of :func:`rank_layouts`, for a fraction of the work where
-    most layouts do not fit (``plan llm-train`` calls this for every GPU type and count).
+    Only layouts whose memory fits are timed (memory is the cheaper half of a prediction),
+    and of those only the ones whose floor on the step time (:func:`_step_time_floor`) does
+    not exceed the best step found (:func:`_fastest`): the same pick as the head of
+    :func:`rank_layouts`, for a fraction of the work (``plan llm-train`` calls this for
+    every GPU type and count).
     ``memo``: one from an earlier search with every argument the same but the host's pace
     (``assumptions.host_layer_s``), whose layouts, memory and stage times are reused, or
     one whose layouts and peak memory (only) come from a search on another GPU
