@@ -78,6 +78,20 @@ def test_a_gpu_type_can_carry_its_own_band() -> None:
         _plan(offers, gpu_bands={"B200": (2.0, 1.0)})
 
 
+def test_gpu_types_sharing_layouts_plan_each_as_alone() -> None:
+    # the searches of one GPU count share their layouts and peak memory across GPU types
+    # (80, 40 and 24 GB: different layouts fit); every row is what its offer alone gives
+    offers = [
+        _offer("h", "H100-SXM", 98.0), _offer("a", "A100-40GB", 33.0), _offer("l", "L4", 8.0)
+    ]  # fmt: skip
+    together = _plan(offers).candidates  # type: ignore[attr-defined]
+    assert {r.gpu for r in together} == {"H100-SXM", "A100-40GB", "L4"}
+    assert len({r.layout for r in together if r.gpus == 16}) > 1
+    for offer in offers:
+        alone = _plan([offer]).candidates  # type: ignore[attr-defined]
+        assert alone == tuple(r for r in together if r.instance_type == offer.instance_type)
+
+
 def test_nothing_runs_says_why() -> None:
     with pytest.raises(NoFeasiblePlanError, match="no offer runs"):
         _plan([_offer("tiny", "T4", 1.0)], model="gpt-3-175b")

@@ -67,8 +67,10 @@ from gpucast.plan.risk import (
 from gpucast.plan.uncertainty import strata
 from gpucast.predict.collective import CollectiveConstants
 from gpucast.predict.parallel import (
+    SearchMemo,
     best_layout,
     cluster_shape,
+    enumerate_layouts,
     fixed_layout_conflict,
     group_link_gbps,
 )
@@ -393,6 +395,9 @@ def plan_llm(
     infeasible: list[str] = []
     cache: dict[tuple[str, int, float, float, str, bool, int], ParallelStepPrediction | str]
     cache = {}
+    # per GPU count, node and space: its layouts and their peak memory (GPU-independent)
+    searches: dict[tuple[int, int, bool, LayoutSpace], SearchMemo] = {}
+    opts = assumptions or ParallelAssumptions()
     spot_shapes: list[_SpotShape] = []
     pinned = fixed if fixed is not None and fixed.fixed else None
     only = None if pinned is None or (pinned.tp is None and pinned.pp is None) else pinned.allows
@@ -448,11 +453,24 @@ def plan_llm(
                 n,
             )
             if key not in cache:
+                # the layouts depend on the GPU count, the node and the space, not the GPU
+                # (SearchMemo): each GPU's search reuses them and their peak memory
+                shaped = (n, used, shape.allow_cross_node_tp, gpu_space)
                 try:
+                    if shaped not in searches:
+                        searches[shaped] = SearchMemo(
+                            layouts=enumerate_layouts(
+                                spec, n, used, global_batch, seq_len=seq_len, space=gpu_space,
+                                allow_cross_node_tp=shape.allow_cross_node_tp,
+                                allow_uneven_pp=opts.allow_uneven_pp,
+                            )
+                        )  # fmt: skip
+                    shared = searches[shaped]
+                    memo = SearchMemo(layouts=shared.layouts, peak_bytes=shared.peak_bytes)
                     cache[key] = best_layout(
                         spec, gpu, n, global_batch, seq_len=seq_len, cluster=shape,
-                        space=gpu_space, efficiency=efficiency, assumptions=assumptions,
-                        only=only,
+                        space=gpu_space, efficiency=efficiency, assumptions=opts,
+                        only=only, memo=memo,
                     )  # fmt: skip
                 except (NoFeasiblePlanError, InvalidSpecError) as exc:
                     cache[key] = str(exc)

@@ -111,6 +111,7 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from gpucast.domain.catalog import PCIE_X16_GBPS, GpuSpec
 from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
@@ -131,7 +132,13 @@ from gpucast.domain.prediction import Estimate
 from gpucast.domain.units import GIB
 from gpucast.predict import comm
 from gpucast.predict.memory import usable_bytes
-from gpucast.predict.roofline import RooflineEfficiency, RooflineWorkload, predict_step_time
+from gpucast.predict.roofline import (
+    DeviceRoofline,
+    RooflineEfficiency,
+    RooflineWorkload,
+    compute_term_s,
+    predict_step_time,
+)
 
 #: Bytes per trained parameter: 16-bit gradients, fp32 master weights + Adam m and v.
 GRADIENT_BYTES_PER_PARAM = 2.0
@@ -620,9 +627,11 @@ def _all_stage_memory(
     layout: ParallelLayout,
     seq_len: int,
     assumptions: ParallelAssumptions,
+    shapes: _Shapes | None = None,
 ) -> list[ParallelMemory]:
-    """Per-GPU memory of the stages that can need the most (:func:`_candidate_stages`)."""
-    shapes = _shapes(spec, layout)
+    """Per-GPU memory of the stages that can need the most (:func:`_candidate_stages`);
+    ``shapes``: the layout's (:func:`_shapes`), if known."""
+    shapes = shapes or _shapes(spec, layout)
     usable = usable_bytes(
         gpu, reserved_gib=assumptions.reserved_gib, reserved_fraction=assumptions.reserved_fraction
     )
@@ -684,11 +693,13 @@ class SearchMemo:
     """What one layout search computes once and its layouts share (every other argument of
     :func:`predict_training_step` the same): stage times and data-parallel traffic by the
     layout without its virtual stages (which change the bubble, the point-to-point sends and
-    the memory alone), and the per-stage memory :func:`best_layout` already computed.
+    the memory alone), and each layout's peak memory :func:`best_layout` already computed.
 
     None of it depends on the host's pace (``ParallelAssumptions.host_layer_s``, applied per
     step): searches that differ only in it may share one memo (:func:`best_layout`
-    ``memo``), as the fit of that pace does."""
+    ``memo``), as the fit of that pace does. ``layouts`` and ``peak_bytes`` do not depend on
+    the GPU or its links either: searches of the same model, GPU count, node size, batch,
+    sequence, space and assumptions on other GPUs may share them (``plan llm-train`` does)."""
 
     #: the layouts :func:`best_layout` enumerated (None until it has)
     layouts: tuple[ParallelLayout, ...] | None = None
@@ -696,9 +707,24 @@ class SearchMemo:
         default_factory=dict
     )
     dp_comm_s: dict[ParallelLayout, float] = field(default_factory=dict)
-    memory: dict[ParallelLayout, list[ParallelMemory]] = field(default_factory=dict)
+    #: the bytes per GPU of each layout's stage that needs the most (:func:`training_memory`'s
+    #: ``total_bytes``), which a GPU's usable bytes must hold
+    peak_bytes: dict[ParallelLayout, float] = field(default_factory=dict)
     #: the roofline's interval per regime (``predict_step_time(intervals=...)``)
     intervals: dict[str, tuple[float, float, str, str]] = field(default_factory=dict)
+    #: per-GPU shapes by what they depend on (:func:`_shapes_of`)
+    shapes: dict[tuple[int, int, bool, int, tuple[str, ...]], _Shapes] = field(default_factory=dict)
+    #: the first stage's data-parallel collectives by what they depend on (the step-time
+    #: floor's, :func:`_step_time_floor`)
+    dp_traffic: dict[tuple[object, ...], _DpTraffic] = field(default_factory=dict)
+
+
+def _shapes_of(memo: SearchMemo, spec: TransformerSpec, layout: ParallelLayout) -> _Shapes:
+    """:func:`_shapes`, once per search for each (tp, ep, pp > 1, LoRA) it depends on."""
+    key = (layout.tp, layout.ep, layout.pp > 1, layout.lora_rank, layout.lora_targets)
+    if key not in memo.shapes:
+        memo.shapes[key] = _shapes(spec, layout)
+    return memo.shapes[key]
 
 
 def _link_s(n_bytes: float, gbps: float, latency_s: float) -> float:
@@ -715,21 +741,29 @@ def _wide_factor(gpu: GpuSpec, precision: str, efficiency: RooflineEfficiency) -
     return max(1.0, fp8 / wide)
 
 
-def _stage_time(
+class _StageFlops(NamedTuple):
+    """FLOPs of one micro-batch of one stage on one GPU (:func:`_stage_flops`)."""
+
+    matmul: float  # every matrix FLOP: forward, backward, recompute, the head on the last
+    priced: float  # the same at the layout's precision's rate (fp8: attention, head wider)
+    attn: float  # the attention core's forward of one layer
+    wide: float  # :func:`_wide_factor`
+
+
+def _stage_flops(
     spec: TransformerSpec,
     gpu: GpuSpec,
     layout: ParallelLayout,
     shapes: _Shapes,
-    cluster: ClusterShape,
     seq_len: int,
     layers: int,
-    stage: int,
+    last: bool,
     efficiency: RooflineEfficiency,
     assumptions: ParallelAssumptions,
-    intervals: dict[str, tuple[float, float, str, str]],
-) -> _StageTime:
+) -> _StageFlops:
+    """The FLOPs of one micro-batch on one GPU of a stage of ``layers`` layers (``last``: it
+    holds the LM head), as :func:`_stage_time` prices them (the module docstring)."""
     t, c, b = layout.tp, layout.cp, layout.micro_batch_size
-    last = stage == layout.pp - 1
     s_local = seq_len / c
     tokens = b * s_local
     h = spec.hidden
@@ -762,6 +796,30 @@ def _stage_time(
     # the LM head run at 16 bits: priced at their rate, as that many FLOPs at the fp8 rate
     wide = _wide_factor(gpu, layout.precision, efficiency)
     priced = matmul + (wide - 1.0) * (attn_all + head_all)
+    return _StageFlops(matmul=matmul, priced=priced, attn=attn, wide=wide)
+
+
+def _stage_time(
+    spec: TransformerSpec,
+    gpu: GpuSpec,
+    layout: ParallelLayout,
+    shapes: _Shapes,
+    cluster: ClusterShape,
+    seq_len: int,
+    layers: int,
+    stage: int,
+    efficiency: RooflineEfficiency,
+    assumptions: ParallelAssumptions,
+    intervals: dict[str, tuple[float, float, str, str]],
+) -> _StageTime:
+    t, c, b = layout.tp, layout.cp, layout.micro_batch_size
+    last = stage == layout.pp - 1
+    s_local = seq_len / c
+    tokens = b * s_local
+    h = spec.hidden
+    full = layout.recompute == "full"
+    flops = _stage_flops(spec, gpu, layout, shapes, seq_len, layers, last, efficiency, assumptions)
+    matmul, priced, attn, wide = flops.matmul, flops.priced, flops.attn, flops.wide
     # -- element-wise bytes and kernels
     traffic_level = "none" if layout.recompute == "none" else "selective"
     acts = _activation_bytes_per_layer(spec, layout, seq_len, traffic_level, shapes.kv_local)
@@ -879,9 +937,35 @@ def _dp_comm_s(
     assumptions: ParallelAssumptions,
 ) -> float:
     """Exposed data-parallel communication of one stage (see the module docstring)."""
-    group = layout.dp * layout.cp
-    if group == 1:
+    if layout.dp * layout.cp == 1:
         return 0.0
+    traffic = _dp_traffic(layout, shapes, stage, cluster, stage_layers)
+    return comm.exposed_comm_s(
+        traffic.total_s,
+        traffic.window_micro_batches * micro_batch_s,
+        overlap_fraction=assumptions.dp_overlap_fraction,
+        backward_fraction=traffic.backward_fraction,
+    )
+
+
+class _DpTraffic(NamedTuple):
+    """A stage's data-parallel collectives of one step (s), the micro-batches whose backward
+    they can hide under and the share of those that is backward."""
+
+    total_s: float
+    window_micro_batches: int
+    backward_fraction: float
+
+
+def _dp_traffic(
+    layout: ParallelLayout,
+    shapes: _Shapes,
+    stage: int,
+    cluster: ClusterShape,
+    stage_layers: int,
+) -> _DpTraffic:
+    """:func:`_dp_comm_s`'s collectives before overlap (``dp * cp`` > 1)."""
+    group = layout.dp * layout.cp
     m = layout.micro_batches
     zero = layout.zero_stage
     params = _stage_params(layout, shapes, stage, stage_layers)
@@ -919,13 +1003,27 @@ def _dp_comm_s(
                     passes=passes,
                 )
             )
-    window = micro_batch_s if zero <= 1 else m * micro_batch_s
-    return comm.exposed_comm_s(
-        total,
-        window,
-        overlap_fraction=assumptions.dp_overlap_fraction,
+    return _DpTraffic(
+        total_s=total,
+        window_micro_batches=1 if zero <= 1 else m,
         backward_fraction=1.0 if zero == 3 else comm.DEFAULT_BACKWARD_FRACTION,
     )
+
+
+def _pp_p2p_s(
+    spec: TransformerSpec, layout: ParallelLayout, links: ClusterShape, seq_len: int
+) -> float:
+    """The pipeline's blocking sends of one step (``pp`` > 1; the module docstring)."""
+    m, p, v = layout.micro_batches, layout.pp, layout.virtual_stages
+    message = ACTIVATION_BYTES * layout.micro_batch_size * seq_len / layout.cp
+    message *= spec.hidden / layout.tp  # Megatron sends 1/t per TP rank
+    stride = layout.tp * layout.cp * layout.dp
+    gpn = links.gpus_per_node
+    if stride >= gpn:
+        send = _link_s(message, links.node_network_gbps / gpn, links.hop_latency_s)
+    else:
+        send = _link_s(message, links.group_gbps(2), links.nvlink_hop_latency_s)
+    return 2.0 * (v * m + p - 1) * send
 
 
 #: The step terms a micro-batch paced by the host spends waiting on it, the wait included
@@ -983,10 +1081,10 @@ def predict_training_step(
         allow_cross_node_tp=links.allow_cross_node_tp,
         allow_uneven_pp=opts.allow_uneven_pp,
     )
-    shapes = _shapes(spec, layout)
-    layers = _stage_layers(spec, layout.pp)
     cache = memo if memo is not None else SearchMemo()
-    stage_memory = cache.memory.get(layout) or _all_stage_memory(spec, gpu, layout, seq_len, opts)
+    shapes = _shapes_of(cache, spec, layout)
+    layers = _stage_layers(spec, layout.pp)
+    stage_memory = _all_stage_memory(spec, gpu, layout, seq_len, opts, shapes)
     # stages differ only by their layer count and by being first (the embedding's optimizer
     # state) or last (the head's FLOPs and optimizer state)
     flat = replace(layout, virtual_stages=1)
@@ -1018,15 +1116,7 @@ def predict_training_step(
     terms["host_wait"] = m * wait
     terms["pp_bubble"] = (p - 1) / v * (pace.micro_batch_s + wait)
     if p > 1:
-        message = ACTIVATION_BYTES * layout.micro_batch_size * seq_len / layout.cp
-        message *= spec.hidden / layout.tp  # Megatron sends 1/t per TP rank
-        stride = layout.tp * layout.cp * layout.dp
-        gpn = links.gpus_per_node
-        if stride >= gpn:
-            send = _link_s(message, links.node_network_gbps / gpn, links.hop_latency_s)
-        else:
-            send = _link_s(message, links.group_gbps(2), links.nvlink_hop_latency_s)
-        terms["pp_p2p"] = 2.0 * (v * m + p - 1) * send
+        terms["pp_p2p"] = _pp_p2p_s(spec, layout, links, seq_len)
     if flat not in cache.dp_comm_s:
         # a stage's share depends on its layer count and on holding the embedding or the head
         per_kind: dict[tuple[int, bool, bool], float] = {}
@@ -1267,7 +1357,12 @@ def rank_layouts(
     links = cluster or cluster_shape(gpu)
     opts = assumptions or ParallelAssumptions()
     layouts = _search(spec, gpus, global_batch, seq_len, links, space, opts)
-    predictions = _time_layouts(spec, gpu, layouts, seq_len, links, efficiency, opts, SearchMemo())
+    memo = SearchMemo()  # shared by the layouts of this search
+    time = functools.partial(
+        predict_training_step, spec, gpu, seq_len=seq_len, cluster=links, efficiency=efficiency,
+        assumptions=opts, memo=memo,
+    )  # fmt: skip
+    predictions = [time(layout) for layout in layouts]
     return tuple(sorted(predictions, key=lambda pr: (not pr.fits, pr.step_time_s)))
 
 
@@ -1287,30 +1382,85 @@ def _search(
     )  # fmt: skip
 
 
-def _time_layouts(
+#: How far below a layout's floor (:func:`_step_time_floor`) its computed step time may fall
+#: by rounding alone: the step and the floor add and scale a dozen terms in other orders,
+#: each operation off by a relative 1.1e-16 at most; pruning keeps a layout whose floor is
+#: within this of the best time found (whether it wins is then left to timing it)
+_FLOOR_MARGIN = 1e-9
+
+
+def _flop_s(gpu: GpuSpec, precision: str, efficiency: RooflineEfficiency) -> float:
+    """The roofline's ``compute`` term of one matrix FLOP at ``precision`` on ``gpu``
+    (:func:`gpucast.predict.roofline.compute_term_s`). Without convolutions that term is
+    ``factor x min(FLOPs / (efficiency x peak), FLOPs / FP32 rate)`` (or FLOPs over the FP32
+    rate in fp32): FLOPs times this, up to rounding."""
+    one = RooflineWorkload(
+        name="one FLOP", batch_size=1, matmul_flops=1.0, memory_bytes=0.0, n_kernels=0
+    )
+    return compute_term_s(one, DeviceRoofline.of_gpu(gpu, precision), precision, efficiency)
+
+
+def _step_time_floor(
     spec: TransformerSpec,
     gpu: GpuSpec,
-    layouts: Sequence[ParallelLayout],
+    layout: ParallelLayout,
     seq_len: int,
     links: ClusterShape,
-    efficiency: RooflineEfficiency | None,
-    opts: ParallelAssumptions,
+    flop_s: float,
+    efficiency: RooflineEfficiency,
+    assumptions: ParallelAssumptions,
     memo: SearchMemo,
-) -> list[ParallelStepPrediction]:
-    """:func:`predict_training_step` of each layout, sharing ``memo`` among them."""
-    return [
-        predict_training_step(
-            spec,
-            gpu,
-            layout,
-            seq_len=seq_len,
-            cluster=links,
-            efficiency=efficiency,
-            assumptions=opts,
-            memo=memo,
-        )
-        for layout in layouts
-    ]
+) -> float:
+    """A lower bound on :func:`predict_training_step`'s step time of ``layout``, from its
+    FLOPs, the host's pace, its pipeline sends and its first stage's data-parallel traffic
+    (no stage time, no roofline but its compute term).
+
+    The step adds terms that are never negative (the roofline's three -- efficiencies and
+    GPU factors are > 0, bytes and kernels >= 0 --, TP traffic times ``1 - tp_overlap`` >=
+    0, the exposed parts of CP, expert and data-parallel traffic, the optimizer, the
+    sends). Let ``M`` be the slowest stage's micro-batch (its roofline plus its TP, CP and
+    expert traffic), ``H`` the host's time for one, ``X = max(M, H)``, ``A = m + (p - 1) /
+    v``. The micro-batch terms add to ``m X`` (``host_wait`` is ``m max(0, H - M)``) and the
+    bubble is ``(p - 1) / v X``: ``A X`` together. ``M`` is at least any stage's roofline,
+    so at least its ``compute`` term: the FLOPs :func:`_stage_flops` gives the stage times
+    ``flop_s`` (:func:`_flop_s`; equal up to rounding, which :data:`_FLOOR_MARGIN` covers).
+    So ``X >= X0 = max(compute of the first stage (the most layers), compute of the last
+    (the head), H)``. The data-parallel term is at least
+    the first stage's exposed traffic (:func:`_dp_comm_s`), ``max((1 - f) T, T - b w M0)``
+    (``T`` its collectives, ``f`` the overlap fraction, ``b`` the backward share, ``w`` the
+    micro-batches of the window, ``M0 <= M`` the stage's micro-batch). So the step is at
+    least ``A X + max((1 - f) T, T - c X)`` with ``c = b w <= A`` (b <= 1 and w is 1 or
+    ``m``), which over ``X >= X0`` is least at ``X0``: ``max(A X0 + (1 - f) T, (A - c) X0 +
+    T)``, plus the sends, which it computes as the step does.
+    """
+    shapes = _shapes_of(memo, spec, layout)
+    layers = _stage_layers(spec, layout.pp)
+    slowest = 0.0
+    for n, last in {(layers[0], layout.pp == 1), (layers[-1], True)}:
+        flops = _stage_flops(spec, gpu, layout, shapes, seq_len, n, last, efficiency, assumptions)
+        slowest = max(slowest, flops.priced * flop_s)
+    full = layout.recompute == "full"
+    host_mb = assumptions.host_layer_s * max(layers) * (1.0 + HOST_FORWARD_SHARE * full)
+    m, p, v = layout.micro_batches, layout.pp, layout.virtual_stages
+    paced = m + (p - 1) / v
+    x0 = max(slowest, host_mb)
+    floor = paced * x0
+    if layout.dp * layout.cp > 1:
+        # what _dp_traffic reads of the layout (not its recompute, micro-batch size, ...)
+        key = (
+            layout.dp, layout.tp, layout.pp, layout.cp, layout.ep, layout.micro_batches,
+            layout.zero_stage, layout.lora_rank, layout.lora_targets,
+        )  # fmt: skip
+        if key not in memo.dp_traffic:
+            memo.dp_traffic[key] = _dp_traffic(layout, shapes, 0, links, layers[0])
+        dp = memo.dp_traffic[key]
+        c = dp.backward_fraction * dp.window_micro_batches
+        floor += (1.0 - assumptions.dp_overlap_fraction) * dp.total_s
+        if c <= paced:  # always (the docstring); the sharper bound needs it
+            floor = max(floor, (paced - c) * x0 + dp.total_s)
+    if p > 1:
+        floor += _pp_p2p_s(spec, layout, links, seq_len)
+    return floor
 
 
 def _describe(layout: ParallelLayout) -> str:
@@ -1322,6 +1472,43 @@ def _describe(layout: ParallelLayout) -> str:
     where = f"tp={layout.tp}, pp={layout.pp}" + (f", cp={layout.cp}" if layout.cp > 1 else "")
     recompute = "no recompute" if layout.recompute == "none" else f"{layout.recompute} recompute"
     return f"{zero} + {recompute} at {where}"
+
+
+def _fastest(
+    spec: TransformerSpec,
+    gpu: GpuSpec,
+    layouts: Sequence[ParallelLayout],
+    seq_len: int,
+    links: ClusterShape,
+    efficiency: RooflineEfficiency | None,
+    opts: ParallelAssumptions,
+    memo: SearchMemo,
+) -> ParallelStepPrediction:
+    """The prediction of the fastest of ``layouts`` (the first of equals in their order, as
+    ``min`` and :func:`rank_layouts`' sort take it), by branch and bound: layouts are timed
+    in the order of their floor (:func:`_step_time_floor`), and the search stops at the
+    first whose floor exceeds the best time found -- it and every later one are slower."""
+    eff = efficiency or RooflineEfficiency()
+    rates: dict[str, float] = {}  # the roofline's seconds per FLOP, by precision
+    floors = []
+    for layout in layouts:
+        if layout.precision not in rates:
+            rates[layout.precision] = _flop_s(gpu, layout.precision, eff)
+        rate = rates[layout.precision]
+        floors.append(_step_time_floor(spec, gpu, layout, seq_len, links, rate, eff, opts, memo))
+    best: ParallelStepPrediction | None = None
+    best_index = 0
+    for i in sorted(range(len(layouts)), key=floors.__getitem__):
+        if best is not None and floors[i] * (1.0 - _FLOOR_MARGIN) > best.step_time_s:
+            break
+        found = predict_training_step(
+            spec, gpu, layouts[i], seq_len=seq_len, cluster=links, efficiency=efficiency,
+            assumptions=opts, memo=memo,
+        )  # fmt: skip
+        if best is None or (found.step_time_s, i) < (best.step_time_s, best_index):
+            best, best_index = found, i
+    assert best is not None  # layouts is not empty
+    return best
 
 
 def best_layout(
@@ -1341,26 +1528,35 @@ def best_layout(
     """The fastest layout that fits; :class:`NoFeasiblePlanError` saying why when none does.
     ``only``: the layouts the caller allows (e.g. a fixed tp and pp; None: every one).
 
-    Only layouts whose memory fits are timed (memory is the cheaper half of a prediction):
-    the same pick as the head of :func:`rank_layouts`, for a fraction of the work where
-    most layouts do not fit (``plan llm-train`` calls this for every GPU type and count).
+    Only layouts whose memory fits are timed (memory is the cheaper half of a prediction),
+    and of those only the ones whose floor on the step time (:func:`_step_time_floor`) does
+    not exceed the best step found (:func:`_fastest`): the same pick as the head of
+    :func:`rank_layouts`, for a fraction of the work (``plan llm-train`` calls this for
+    every GPU type and count).
     ``memo``: one from an earlier search with every argument the same but the host's pace
-    (``assumptions.host_layer_s``), whose layouts, memory and stage times are reused."""
+    (``assumptions.host_layer_s``), whose layouts, memory and stage times are reused, or
+    one whose layouts and peak memory (only) come from a search on another GPU
+    (:class:`SearchMemo`)."""
     links = cluster or cluster_shape(gpu)
     opts = assumptions or ParallelAssumptions()
     memo = memo if memo is not None else SearchMemo()
     if memo.layouts is None:
         memo.layouts = _search(spec, gpus, global_batch, seq_len, links, space, opts)
     layouts = memo.layouts if only is None else tuple(x for x in memo.layouts if only(x))
-    memories = []
+    peaks = []
     for layout in layouts:
-        if layout not in memo.memory:  # read back by predict_training_step
-            memo.memory[layout] = _all_stage_memory(spec, gpu, layout, seq_len, opts)
-        memories.append(max(memo.memory[layout], key=lambda mem: mem.total_bytes))
-    fitting = [layout for layout, mem in zip(layouts, memories, strict=True) if mem.fits]
+        if layout not in memo.peak_bytes:
+            shapes = _shapes_of(memo, spec, layout)
+            stages = _all_stage_memory(spec, gpu, layout, seq_len, opts, shapes)
+            memo.peak_bytes[layout] = max(mem.total_bytes for mem in stages)
+        peaks.append(memo.peak_bytes[layout])
+    usable = usable_bytes(
+        gpu, reserved_gib=opts.reserved_gib, reserved_fraction=opts.reserved_fraction
+    )
+    # ParallelMemory.fits: the peak stage's total within the usable bytes
+    fitting = [layout for layout, peak in zip(layouts, peaks, strict=True) if peak <= usable]
     if fitting:
-        timed = _time_layouts(spec, gpu, fitting, seq_len, links, efficiency, opts, memo)
-        return min(timed, key=lambda pr: pr.step_time_s)  # the first of equals, as sorted()
+        return _fastest(spec, gpu, fitting, seq_len, links, efficiency, opts, memo)
     if not layouts:
         raise NoFeasiblePlanError(
             f"no valid layout of {gpus} GPUs runs {spec.name} with a global batch of "
@@ -1368,8 +1564,9 @@ def best_layout(
             fix="the global batch must be divisible by dp; tp must divide the heads and fit "
             "in a node, pp the layers -- try a GPU count and batch with more divisors",
         )
-    index = min(range(len(layouts)), key=lambda i: memories[i].total_bytes)
-    smallest, mem = layouts[index], memories[index]
+    index = min(range(len(layouts)), key=peaks.__getitem__)
+    smallest = layouts[index]
+    mem = training_memory(spec, gpu, smallest, seq_len=seq_len, assumptions=opts)
     raise NoFeasiblePlanError(
         f"{spec.name} does not fit on {gpus} x {gpu.name} even with "
         f"{_describe(smallest)} (micro-batch {smallest.micro_batch_size}): "

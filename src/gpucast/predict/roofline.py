@@ -407,9 +407,12 @@ def two_part_solution(
     return (work, fixed) if work > 0 and fixed > 0 else None
 
 
-def _terms(
+def compute_term_s(
     workload: RooflineWorkload, device: DeviceRoofline, precision: str, eff: RooflineEfficiency
-) -> dict[str, float]:
+) -> float:
+    """The uncalibrated ``compute`` term of ``workload`` on ``device`` (s): its matrix work
+    alone, as :func:`predict_step_time` prices it. The other two terms are never negative, so
+    an uncalibrated step time is at least this (a layout search's lower bound)."""
     if device.kind == "gpu":
         compute_eff, factor = eff.compute_efficiency(precision), eff.gpu_factor(device.name)
         flops = eff.compute_flops(workload, precision)
@@ -431,8 +434,15 @@ def _terms(
             eff.compute_efficiency("tf32") * eff.tensor_core_conv_ratio,
         )
         compute = compute if tf32_conv is None else tf32_conv
+    return factor * float(compute)
+
+
+def _terms(
+    workload: RooflineWorkload, device: DeviceRoofline, precision: str, eff: RooflineEfficiency
+) -> dict[str, float]:
+    factor = eff.gpu_factor(device.name) if device.kind == "gpu" else 1.0
     return {
-        "compute": factor * float(compute),
+        "compute": compute_term_s(workload, device, precision, eff),
         "memory_bandwidth": factor
         * workload.memory_bytes
         / (eff.bandwidth_efficiency * device.memory_bandwidth_gbps * _GIGA),
