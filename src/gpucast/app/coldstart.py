@@ -29,6 +29,8 @@ from gpucast.domain.options import option
 from gpucast.domain.workload import WorkloadOptions, workload_options_field
 
 if TYPE_CHECKING:
+    from gpucast.domain.catalog import GpuSpec
+    from gpucast.domain.llm import TransformerSpec
     from gpucast.domain.provenance import Validation
     from gpucast.domain.serverless import ColdStartMeasurement, ColdStartPrediction, HostRates
 
@@ -242,6 +244,9 @@ def predict_coldstart(
             "local (this machine's disk) only prices this machine's CPU",
             fix="leave --gpu out, or use a storage class such as local-nvme",
         )
+    llm = _catalog_llm(request.workload)
+    if llm is not None:
+        return _predict_llm(request, llm, gpu, storage)
     check_workload_name(request.workload)
     profile = workload_profile(
         request.workload,
@@ -304,5 +309,59 @@ def predict_coldstart(
         prediction=prediction,
         validation=validation_for("coldstart", [device], "fp32"),
         host_rates=host_rates,
+        assumptions=assumptions,
+    )
+
+
+def _catalog_llm(workload: str) -> TransformerSpec | None:
+    """The language model of ``llm_models.csv`` called ``workload`` when no built-in workload
+    is (``llama-3-8b``), else None."""
+    from gpucast.catalog.llm import llm_model
+    from gpucast.domain.errors import UnknownModelError
+    from gpucast.inputs.workload import builtin_workloads
+
+    if ":" in workload or workload.strip().lower() in builtin_workloads():
+        return None
+    try:
+        return llm_model(workload)
+    except UnknownModelError:
+        return None
+
+
+def _predict_llm(
+    request: PredictColdstartRequest, spec: TransformerSpec, gpu: GpuSpec | None, storage: str
+) -> PredictColdstartResult:
+    """A language model's cold start on one catalog GPU: its weights at the serving engine's
+    default precision through ``--storage``, the network and PCIe
+    (:func:`gpucast.inputs.serverless.llm_cold_start`)."""
+    from gpucast.catalog.coldstart import load_coldstart_facts
+    from gpucast.catalog.validation import validation_for
+    from gpucast.inputs.serverless import llm_cold_start
+
+    if gpu is None:
+        raise InvalidSpecError(
+            "gpu",
+            f"{spec.name} is a language model of llm_models.csv, priced on a catalog GPU",
+            fix="add --gpu, e.g. --gpu A10G",
+        )
+    fact = load_coldstart_facts().get("storage", storage)
+    links: dict[str, float | None] = {storage: fact.value}
+    sources = {"storage": fact.source()}
+    if request.network_gbps is not None:
+        links["network"] = request.network_gbps / 8.0
+        sources["network"] = f"--network-gbps {request.network_gbps:g}"
+    prediction, assumptions = llm_cold_start(
+        spec,
+        gpu,
+        links=links,
+        sources=sources,
+        container_s=request.container_s,
+        cuda_context_s=request.cuda_context_s,
+    )
+    return PredictColdstartResult(
+        workload=spec.name,
+        device=gpu.name,
+        prediction=prediction,
+        validation=validation_for("coldstart", [gpu.name], "fp16"),
         assumptions=assumptions,
     )

@@ -29,6 +29,7 @@ from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 
 if TYPE_CHECKING:
     from gpucast.domain.catalog import GpuSpec
+    from gpucast.domain.llm import TransformerSpec
     from gpucast.domain.serverless import ColdStartPrediction
     from gpucast.inputs.coldstart import StoredColdStart
     from gpucast.store.datasets.azure_functions import AppMemory
@@ -426,6 +427,40 @@ def gpu_function(
 LLM_ENGINE = "vllm"
 
 
+def llm_cold_start(
+    spec: TransformerSpec,
+    gpu: GpuSpec,
+    *,
+    links: dict[str, float | None],
+    sources: dict[str, str],
+    container_s: float | None = None,
+    cuda_context_s: float | None = None,
+    gpus: int = 1,
+) -> tuple[ColdStartPrediction, dict[str, str]]:
+    """The cold start of a language model of ``llm_models.csv`` (:func:`gpu_cold_start`): its
+    weights at :data:`LLM_ENGINE`'s default precision (``params x bytes``), its first call one
+    token through every matmul (``2 x params per token`` FLOPs)."""
+    from gpucast.catalog.engines import inference_engine
+    from gpucast.domain.llm_infer import BYTES_PER_VALUE
+
+    precision = inference_engine(LLM_ENGINE).default_precision
+    weight_bytes = spec.total_params * BYTES_PER_VALUE[precision]
+    return gpu_cold_start(
+        weight_bytes,
+        2.0 * spec.matmul_params_per_token,
+        gpu,
+        links=links,
+        sources={
+            "weights": f"{spec.name}: {spec.total_params:,.0f} parameters x "
+            f"{BYTES_PER_VALUE[precision]:g} B ({precision}, {LLM_ENGINE}'s default)",
+            **sources,
+        },
+        container_s=container_s,
+        cuda_context_s=cuda_context_s,
+        gpus=gpus,
+    )
+
+
 def llm_gpu_function(
     model: str,
     gpu: GpuSpec,
@@ -505,9 +540,8 @@ def llm_gpu_function(
     links: dict[str, float | None] = {storage: fact.value}
     if network_gbps is not None:
         links["network"] = network_gbps / 8.0
-    cold, _ = gpu_cold_start(
-        one.weight_bytes,
-        2.0 * spec.matmul_params_per_token,
+    cold, _ = llm_cold_start(
+        spec,
         gpu,
         links=links,
         sources={"storage": fact.source()},
