@@ -55,6 +55,42 @@ class ColdStartFact:
         return f"catalog/data/coldstart.csv {self.name} ({self.source_url}, as of {self.as_of})"
 
 
+#: what a published cold-start figure timed: the weights into GPU memory, or a serving engine
+#: until it is ready for requests
+PUBLISHED_MEASURES = ("weights", "engine-ready")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PublishedColdStart:
+    """One row of ``coldstart_published.csv``: a published load time of a catalog language
+    model with its testbed (GPU, storage class, instance network, loader), to check
+    ``predict coldstart`` against -- never to fit it. ``expressible``: whether the model
+    can price that testbed and measure (the note says why not)."""
+
+    source: str
+    model: str
+    gpu: str
+    storage: str
+    network_gbps: float | None
+    loader: str
+    concurrency: int | None
+    measured: str
+    published_s: float
+    expressible: bool
+    source_url: str
+    as_of: date
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.measured not in PUBLISHED_MEASURES:
+            raise InvalidSpecError(
+                "measured", f"must be one of {', '.join(PUBLISHED_MEASURES)}", got=self.measured
+            )
+        _check("published_s", self.published_s, strict=True)
+        if self.network_gbps is not None:
+            _check("network_gbps", self.network_gbps, strict=True)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ColdStartFacts:
     """Every row of ``coldstart.csv``, by kind and name."""

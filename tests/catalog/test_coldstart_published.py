@@ -1,0 +1,84 @@
+"""coldstart_published.csv: published large-model load times, each with its testbed, and the
+comparison benchmarks/coldstart_published.py runs (no network), pinned to the figures the
+README states so a change to the model or the catalog cannot move them silently."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+
+import pytest
+
+import gpucast
+from gpucast.catalog.coldstart import load_published_coldstarts, parse_published_coldstarts
+from gpucast.domain.errors import DataFormatError, InvalidSpecError
+
+HEADER = (
+    "source,model,gpu,storage,network_gbps,loader,concurrency,measured,published_s,"
+    "expressible,source_url,as_of,note\n"
+)
+
+
+def test_every_row_is_sourced_and_names_a_catalog_storage_class() -> None:
+    from gpucast.catalog.coldstart import load_coldstart_facts
+
+    facts = load_coldstart_facts()
+    for row in load_published_coldstarts():
+        assert row.source_url.startswith("https://")
+        facts.get("storage", row.storage)  # an unknown class raises
+
+
+@pytest.mark.parametrize(
+    ("cells", "message"),
+    [
+        ("x,llama-3-8b,A10G,ebs-io2,,l,1,boot,7.5,yes,https://a,2026-12-06,", "measured"),
+        ("x,llama-3-8b,A10G,ebs-io2,,l,1,weights,0,yes,https://a,2026-12-06,", "published_s"),
+        ("x,llama-3-8b,A10G,ebs-io2,,l,0,weights,7.5,yes,https://a,2026-12-06,", "concurrency"),
+    ],
+)
+def test_bad_rows_name_their_line(cells: str, message: str) -> None:
+    with pytest.raises(DataFormatError, match=message) as err:
+        parse_published_coldstarts(HEADER + cells + "\n", "p.csv")
+    assert "line 2" in str(err.value)
+
+
+def test_published_comparison_matches_the_readme(
+    load_benchmark: Callable[[str], ModuleType],
+) -> None:
+    table = load_benchmark("coldstart_published").rows()
+    errors = {
+        (r["storage"], r["loader"], r["concurrency"]): round(r["error"] * 100)
+        for r in table
+        if r["expressible"]
+    }
+    # the README's table (Serverless inference): Llama-3-8B, 16.06 GB, on one A10G
+    assert errors == {
+        ("ebs-gp3-max", "runai-streamer", 1): -68,
+        ("ebs-gp3-max", "runai-streamer", 16): 7,
+        ("ebs-gp3-max", "hf-safetensors", None): -68,
+        ("ebs-gp3-max", "tensorizer", 1): -70,
+        ("ebs-gp3-max", "tensorizer", 16): -5,
+        ("ebs-io2", "runai-streamer", 1): -91,
+        ("ebs-io2", "runai-streamer", 8): -49,
+        ("ebs-io2", "hf-safetensors", None): -92,
+        ("ebs-io2", "tensorizer", 8): -63,
+    }
+    assert {r["weight_bytes"] for r in table} == {16_060_522_496}
+    assert sum(not r["expressible"] for r in table) == 6
+    assert load_benchmark("coldstart_published").summary(table).startswith(
+        "2/9 expressible figures within 25% (median |error| 68%)"
+    )
+
+
+def test_a_language_model_needs_a_gpu() -> None:
+    with pytest.raises(InvalidSpecError, match="gpu"):
+        gpucast.predict_coldstart(workload="llama-3-8b", storage="ebs-io2")
+
+
+def test_a_language_model_on_a_gpu_is_bound_by_its_slowest_link() -> None:
+    result = gpucast.predict_coldstart(
+        workload="llama-3-8b", gpu="A10G", storage="s3", network_gbps=40
+    )
+    cold = result.prediction
+    assert cold.bound_by == "s3"
+    assert cold.weight_load_s == pytest.approx(16_060_522_496 / 0.09e9)
