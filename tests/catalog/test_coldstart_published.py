@@ -65,8 +65,10 @@ def test_published_comparison_matches_the_readme(
     }
     assert {r["weight_bytes"] for r in table} == {16_060_522_496}
     assert sum(not r["expressible"] for r in table) == 6
-    assert load_benchmark("coldstart_published").summary(table).startswith(
-        "2/9 expressible figures within 25% (median |error| 68%)"
+    assert (
+        load_benchmark("coldstart_published")
+        .summary(table)
+        .startswith("2/9 expressible figures within 25% (median |error| 68%)")
     )
 
 

@@ -104,9 +104,12 @@ def parse_published_coldstarts(
                     gpu=text_of("gpu"),
                     storage=text_of("storage").lower(),
                     network_gbps=parse_float(
-                        row["network_gbps"], path=path, line=line, column="network_gbps",
+                        row["network_gbps"],
+                        path=path,
+                        line=line,
+                        column="network_gbps",
                         optional=True,
-                    ),  # fmt: skip
+                    ),
                     loader=text_of("loader"),
                     concurrency=parse_int(
                         concurrency, path=path, line=line, column="concurrency", minimum=1
