@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import ModuleType
 
+import numpy as np
 import pytest
 
 import gpucast
@@ -84,3 +85,20 @@ def test_a_language_model_on_a_gpu_is_bound_by_its_slowest_link() -> None:
     cold = result.prediction
     assert cold.bound_by == "s3"
     assert cold.weight_load_s == pytest.approx(16_060_522_496 / 0.09e9)
+
+
+def test_validation_row_states_the_published_comparison(
+    load_benchmark: Callable[[str], ModuleType],
+) -> None:
+    """What `predict coldstart --gpu A10G` shows as validated is what the benchmark gives."""
+    from gpucast.catalog.validation import validation_for
+
+    bench = load_benchmark("coldstart_published")
+    table = bench.rows()
+    expressible = [r for r in table if r["expressible"]]
+    within = sum(abs(r["error"]) <= 0.25 for r in expressible)
+    v = validation_for("coldstart", ["A10G"], "fp16", 1)
+    assert v.validated and v.error is not None
+    assert f"{within} of {len(expressible)} within 25%" in v.error
+    median = round(100 * float(np.median([abs(r["error"]) for r in expressible])))
+    assert f"median |error| {median}%" in v.error
