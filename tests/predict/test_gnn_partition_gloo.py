@@ -66,9 +66,7 @@ def test_two_ranks_train_the_same_step_as_one_process(
     y = rng.integers(0, cpu.CLASSES, NODES)
     parts = _partition(partition, src, dst)
 
-    records = bench.run_partitioned(
-        src, dst, parts, x, y, kind, steps=STEPS, reps=1, timeout_s=300
-    )
+    records = bench.run_partitioned(src, dst, parts, x, y, kind, steps=STEPS, reps=1, timeout_s=300)
 
     assert len(records) == 2
     assert all(len(r["step_s"]) == STEPS and len(r["exchange_s"]) == STEPS for r in records)
