@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from gpucast.measure.harness import StoppingRule, run_adaptive
 from gpucast.predict.gnn import GnnSpec, full_graph_cost
@@ -59,6 +61,92 @@ def _median_s(step: object, seconds: float) -> float:
     return float(np.median(run.step_times_s))
 
 
+def edge_weights(src: np.ndarray, dst: np.ndarray, nodes: int) -> dict[str, np.ndarray]:
+    """Each edge's value in the aggregation matrix (row ``dst``, column ``src``): GCN's
+    ``1 / sqrt(deg(dst) deg(src))`` with a self-loop counted in the degree, GraphSAGE's mean
+    ``1 / in-degree(dst)``."""
+    in_degree = np.bincount(dst, minlength=nodes).astype(np.float32)
+    deg = in_degree + 1.0
+    return {
+        "gcn": (1.0 / np.sqrt(deg[dst] * deg[src])).astype(np.float32),
+        "sage": (1.0 / np.maximum(in_degree[dst], 1.0)).astype(np.float32),
+    }
+
+
+def csr(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, shape: tuple[int, int]) -> Tensor:
+    """A CSR tensor from COO triplets (sorted here by row, then column)."""
+    order = np.lexsort((cols, rows))
+    crow = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=shape[0]))])
+    return torch.sparse_csr_tensor(
+        torch.from_numpy(crow), torch.from_numpy(cols[order]), torch.from_numpy(values[order]),
+        shape,
+    )  # fmt: skip
+
+
+def initial_weights(kind: str, seed: int = 0) -> tuple[Tensor, Tensor]:
+    """The 2 layers' weights (GraphSAGE's transforms take ``[h, mean(h_N)]``: twice the rows)."""
+    concat = 2 if kind == "sage" else 1
+    gen = torch.Generator().manual_seed(seed)
+    return (
+        torch.randn(concat * FEATURES, HIDDEN, generator=gen).requires_grad_(),
+        torch.randn(concat * HIDDEN, CLASSES, generator=gen).requires_grad_(),
+    )
+
+
+def train_step(
+    kind: str,
+    adj: Tensor,
+    x: Tensor,
+    y: Tensor,
+    weights: tuple[Tensor, Tensor],
+    *,
+    nodes_total: int | None = None,
+    halo: Callable[[Tensor], Tensor] | None = None,
+    reduce_grads: Callable[[list[Tensor]], None] | None = None,
+) -> Callable[[], Tensor]:
+    """One full-graph SGD step of the 2-layer GCN / GraphSAGE on ``adj``'s rows; returns the
+    loss. Partitioned (``gnn_partition_cpu.py``): ``adj``'s columns are the rows of ``x`` and
+    then the halo, which ``halo`` appends to a layer's input; the loss is summed over the
+    rows and divided by ``nodes_total`` (all parts' nodes); ``reduce_grads`` sums the weight
+    gradients over the parts."""
+    total = len(y) if nodes_total is None else nodes_total
+
+    def layer(h: Tensor, w: Tensor) -> Tensor:
+        full = h if halo is None else halo(h)
+        if kind == "gcn":
+            return torch.sparse.mm(adj, full) @ w
+        return torch.cat([h, torch.sparse.mm(adj, full)], dim=1) @ w
+
+    def step() -> Tensor:
+        out = layer(torch.relu(layer(x, weights[0])), weights[1])
+        loss = torch.nn.functional.cross_entropy(out, y, reduction="sum") / total
+        loss.backward()
+        grads = [w.grad for w in weights]
+        assert all(g is not None for g in grads)
+        if reduce_grads is not None:
+            reduce_grads(grads)  # type: ignore[arg-type]
+        with torch.no_grad():
+            for w in weights:
+                assert w.grad is not None
+                w -= 0.01 * w.grad
+                w.grad = None
+        return loss.detach()
+
+    return step
+
+
+def micro_rates(
+    nodes: int, features: Tensor, rows: Tensor, timer: Callable[[Callable[[], object]], float]
+) -> tuple[float, float]:
+    """Dense matmul FLOP/s (``nodes x 64 x 64``) and random-row gather GB/s (``features``'
+    ``rows`` into a preallocated buffer), each timed by ``timer`` (median seconds a call)."""
+    a, b = torch.randn(nodes, 64), torch.randn(64, 64)
+    flops = 2.0 * nodes * 64 * 64 / timer(lambda: a @ b)
+    buffer = torch.empty(len(rows), features.shape[1])
+    gather_s = timer(lambda: torch.index_select(features, 0, rows, out=buffer))
+    return flops, len(rows) * features.shape[1] * 4 / gather_s / 1e9
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=100_000)
@@ -69,51 +157,19 @@ def main(argv: list[str] | None = None) -> int:
     n = args.nodes
     src, dst = power_law_graph(n, args.edges)
     e = len(src)
-    deg = np.bincount(dst, minlength=n).astype(np.float32) + 1.0
-    order = np.lexsort((src, dst))
-    rows, cols = torch.from_numpy(dst[order]), torch.from_numpy(src[order])
-    norm = torch.from_numpy((1.0 / np.sqrt(deg[dst[order]] * deg[src[order]])).astype(np.float32))
-    crow = torch.from_numpy(np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=n))]))
-    a_gcn = torch.sparse_csr_tensor(crow, cols, norm, (n, n))
-    a_mean = torch.sparse_csr_tensor(
-        crow, cols, 1.0 / torch.from_numpy(deg - 1.0).clamp(min=1)[rows], (n, n)
-    )
+    values = edge_weights(src, dst, n)
+    adjacency = {kind: csr(dst, src, values[kind], (n, n)) for kind in ("gcn", "sage")}
     x = torch.randn(n, FEATURES)
     y = torch.randint(0, CLASSES, (n,))
 
-    def model_step(kind: str) -> object:
-        concat = 2 if kind == "sage" else 1
-        w1 = torch.randn(concat * FEATURES, HIDDEN, requires_grad=True)
-        w2 = torch.randn(concat * HIDDEN, CLASSES, requires_grad=True)
-
-        def layer(h: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-            if kind == "gcn":
-                return torch.sparse.mm(a_gcn, h) @ w
-            return torch.cat([h, torch.sparse.mm(a_mean, h)], dim=1) @ w
-
-        def step() -> None:
-            out = layer(torch.relu(layer(x, w1)), w2)
-            loss = torch.nn.functional.cross_entropy(out, y)
-            loss.backward()
-            with torch.no_grad():
-                for w in (w1, w2):
-                    assert w.grad is not None
-                    w -= 0.01 * w.grad
-                    w.grad = None
-
-        return step
-
     # -- rates from micro-benchmarks (not the GNN) -------------------------------------------
-    a, b = torch.randn(n, 64), torch.randn(64, 64)
-    mm_s = _median_s(lambda: a @ b, args.seconds / 2)
-    flops = 2.0 * n * 64 * 64 / mm_s
+    def timer(fn: Callable[[], object]) -> float:
+        return _median_s(fn, args.seconds / 2)
+
     idx = torch.from_numpy(src[np.random.default_rng(1).permutation(e)])
-    buffer = torch.empty(e, FEATURES)
-    gather_s = _median_s(lambda: torch.index_select(x, 0, idx, out=buffer), args.seconds / 2)
-    gather_gbps = e * FEATURES * 4 / gather_s / 1e9
+    flops, gather_gbps = micro_rates(n, x, idx, timer)
     rebuild_s = {
-        kind: _median_s(lambda adj=adj: adj.t().to_sparse_csr(), args.seconds / 2)
-        for kind, adj in (("gcn", a_gcn), ("sage", a_mean))
+        kind: timer(lambda adj=adj: adj.t().to_sparse_csr()) for kind, adj in adjacency.items()
     }
     print(
         f"graph: {n:,} nodes, {e:,} directed edges; threads {torch.get_num_threads()}; "
@@ -123,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     rows_out = []
     for kind in ("gcn", "sage"):
         started = time.perf_counter()
-        measured = _median_s(model_step(kind), args.seconds)
+        step = train_step(kind, adjacency[kind], x, y, initial_weights(kind))
+        measured = _median_s(step, args.seconds)
         spec = GnnSpec(model=kind, feature_dim=FEATURES, hidden=HIDDEN, classes=CLASSES)  # type: ignore[arg-type]
         cost = full_graph_cost(spec, nodes=n, edges=e)
         predicted = cost.step_time_s(tflops=flops / 1e12, memory_gbps=gather_gbps)
