@@ -69,7 +69,7 @@ from gnn_cpu import (
     train_step,
 )
 from gpucast.measure.distributed._proc import child_env, popen_tied, stop
-from gpucast.predict.gnn import GnnSpec, metis_partition
+from gpucast.predict.gnn import GnnSpec, bytes_per_halo_node, metis_partition
 from gpucast.predict.gnn_partition import (
     PartitionLinks,
     part_loads,
@@ -77,9 +77,9 @@ from gpucast.predict.gnn_partition import (
 )
 
 #: Halo exchanges the code makes a step (forward: both layers; backward: the second layer's
-#: input only -- the features need no gradient); the model prices every layer both ways.
+#: input only -- the features need no gradient), as the model prices them
+#: (:func:`gpucast.predict.gnn.bytes_per_halo_node`; printed from it, below).
 EXCHANGES_MEASURED = 3
-EXCHANGES_PRICED = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,8 +389,10 @@ def main(argv: list[str] | None = None) -> int:
     partitions = {"-": np.zeros(n, dtype=np.int64)}
     if k > 1:
         partitions.update(METIS=metis_partition(n, src, dst, k), random=rng.integers(0, k, n))
+    priced = bytes_per_halo_node(GnnSpec(model="gcn", feature_dim=FEATURES, hidden=HIDDEN,
+                                         classes=CLASSES)) / (4 * HIDDEN)  # fmt: skip
     print(f"graph: {n:,} nodes, {len(src):,} directed edges; one thread a rank; halo "
-          f"exchanges a step: {EXCHANGES_PRICED} priced, {EXCHANGES_MEASURED} made")  # fmt: skip
+          f"exchanges a step: {priced:g} priced, {EXCHANGES_MEASURED} made")  # fmt: skip
     print(f"{'model':5} {'k':>2} {'partition':9} {'halo':>7} {'measured':>9} {'predicted':>9} "
           f"{'error':>7} {'+A^T':>7} {'error':>7} | {'compute':>8} {'model':>7} "
           f"{'exchange':>8} {'model':>7} {'allred':>6} {'link GB/s':>9} {'lat us':>6}")  # fmt: skip

@@ -70,7 +70,8 @@ def test_halo_of_a_partition_by_hand() -> None:
     halo = gnn.halo_nodes(s, d, parts)
     assert halo.tolist() == [1, 2]  # part 0 needs node 3; part 1 needs nodes 1 and 2
     spec = gnn.GnnSpec(model="gcn", feature_dim=8, hidden=4, classes=2)
-    assert gnn.halo_bytes_per_epoch(halo, spec) == pytest.approx(3 * (8 + 4) * 4 * 2)
+    # 3 halo nodes x (both layers' inputs forward + the second's gradient back) x 4 bytes
+    assert gnn.halo_bytes_per_epoch(halo, spec) == pytest.approx(3 * (8 + 4 + 4) * 4)
 
 
 def test_random_partition_halo_from_degrees_alone() -> None:

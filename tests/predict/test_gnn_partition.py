@@ -55,7 +55,8 @@ def test_exchange_is_the_halo_bytes_over_the_link() -> None:
     epoch = partitioned_epoch(
         SPEC, part_loads(SRC, DST, PARTS, gpus_per_node=1), links=FAST, **RATES
     )
-    per_node = (8 + 4) * 4 * 2  # inputs of both layers, fp32, forward and backward
+    # inputs of both layers forward, fp32; backward only the second's (features take no gradient)
+    per_node = (8 + 4 + 4) * 4
     assert epoch.bytes_per_halo_node == per_node
     assert epoch.halo_bytes == gnn.halo_bytes_per_epoch(gnn.halo_nodes(SRC, DST, PARTS), SPEC)
     # full duplex: each part's larger direction (2 nodes) over the NIC

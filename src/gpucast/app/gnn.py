@@ -729,7 +729,8 @@ def _partitioned_epoch(
         price, priced = None, f"no price: no catalog offer with {gpu.name}; give --price"
     notes = {
         "exchange": f"every layer, each halo node's input features forward and their gradients "
-        f"backward ({epoch.bytes_per_halo_node:,.0f} bytes a halo node an epoch) at "
+        "backward but for the first layer's (the input features take no gradient; "
+        f"{epoch.bytes_per_halo_node:,.0f} bytes a halo node an epoch) at "
         f"{GATHER_EFFICIENCY:.0%} of the link: {intra_gbit / 8:g} GB/s per GPU between the "
         f"{per_node} GPUs of a node, {nic_gbit:g} Gbit/s per GPU across nodes ({where}); "
         "the two links run at once, each full duplex",

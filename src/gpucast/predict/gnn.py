@@ -248,11 +248,20 @@ def halo_nodes(src: npt.ArrayLike, dst: npt.ArrayLike, parts: npt.ArrayLike) -> 
     return np.bincount(key // len(p), minlength=k).astype(np.int64)
 
 
+def bytes_per_halo_node(spec: GnnSpec) -> float:
+    """Bytes one halo node moves in a full-graph epoch: every layer's input forward, and the
+    gradient of every layer's input but the first backward (the input features are data: no
+    gradient flows to them, so no part sends one back)."""
+    dims = spec.dims()
+    forward = sum(d_in for d_in, _ in dims)
+    backward = forward - dims[0][0]
+    return float((forward + backward) * spec.bytes_per_value)
+
+
 def halo_bytes_per_epoch(halo: npt.ArrayLike, spec: GnnSpec) -> float:
-    """Bytes crossing between parts in one full-graph epoch: every layer, each halo node's
-    input features forward and their gradients backward."""
-    per_node = sum(d_in for d_in, _ in spec.dims()) * spec.bytes_per_value * 2
-    return float(np.asarray(halo, dtype=np.float64).sum() * per_node)
+    """Bytes crossing between parts in one full-graph epoch: each halo node's
+    :func:`bytes_per_halo_node`."""
+    return float(np.asarray(halo, dtype=np.float64).sum() * bytes_per_halo_node(spec))
 
 
 def expected_random_halo(

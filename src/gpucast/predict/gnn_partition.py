@@ -4,7 +4,8 @@ The graph's nodes are split into ``K`` parts, one per GPU. Each GPU runs the ful
 of :func:`gpucast.predict.gnn.full_graph_cost` on its share -- its own nodes and the edges
 into them (the aggregation gathers along every in-edge, the halo's included) -- and, every
 layer, receives the input features of its halo (the nodes of other parts with an edge into
-it) forward and sends their gradients back (:func:`gpucast.predict.gnn.halo_bytes_per_epoch`).
+it) forward and sends their gradients back, but for the input features, which take none
+(:func:`gpucast.predict.gnn.bytes_per_halo_node`).
 
 * :func:`part_loads` -- each part's nodes, in-edges and halo, counted exactly from a
   partition (METIS, or any other), split by link: halo nodes from parts on the same machine
@@ -36,6 +37,7 @@ from gpucast.domain.errors import InvalidSpecError
 from gpucast.predict.gnn import (
     GnnSpec,
     _edges,
+    bytes_per_halo_node,
     expected_random_halo,
     full_graph_bytes,
     full_graph_cost,
@@ -207,12 +209,6 @@ def gnn_parameters(spec: GnnSpec) -> int:
     """Weights and biases of the GCN / GraphSAGE (GraphSAGE's transform takes ``2 d_in``)."""
     concat = 2 if spec.model == "sage" else 1
     return sum(concat * d_in * d_out + d_out for d_in, d_out in spec.dims())
-
-
-def bytes_per_halo_node(spec: GnnSpec) -> float:
-    """Bytes one halo node moves in an epoch: every layer's input forward, its gradient
-    backward (as :func:`gpucast.predict.gnn.halo_bytes_per_epoch`)."""
-    return sum(d_in for d_in, _ in spec.dims()) * spec.bytes_per_value * 2.0
 
 
 def part_compute_s(spec: GnnSpec, load: PartLoad, *, tflops: float, memory_gbps: float) -> float:
