@@ -34,7 +34,8 @@ def test_gpu_only_is_the_full_graph_step() -> None:
 def test_split_stages_and_costs_by_hand() -> None:
     cost = gnn.full_graph_cost(SPEC, nodes=NODES, edges=EDGES)
     _, cpu_gpu, serverless = gnn_split.split_epoch(cost, SPEC, nodes=NODES, hw=HW)
-    moved = 2 * NODES * ((100 + 64) + (64 + 10)) * 4
+    # both layers' inputs and outputs forward; backward all but the first layer's input
+    moved = NODES * (2 * ((100 + 64) + (64 + 10)) - 100) * 4
     assert gnn_split.activation_bytes(SPEC, NODES) == moved
     graph = cost.aggregation_bytes / (2 * 50e9)
     tensor_gpu = cost.transform_flops / 100e12

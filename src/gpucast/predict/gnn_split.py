@@ -108,10 +108,14 @@ class SplitOption:
 
 def activation_bytes(spec: GnnSpec, nodes: int) -> float:
     """Bytes crossing between graph and tensor workers in one epoch: per layer the aggregated
-    inputs out and the transformed outputs back, forward, and their gradients backward."""
+    inputs out and the transformed outputs back, forward, and their gradients backward -- but
+    the first layer's aggregated-input gradient, which nothing needs (the input features take
+    no gradient), as :func:`gpucast.predict.gnn.bytes_per_halo_node` counts a halo."""
     concat = 2 if spec.model == "sage" else 1
-    per_node = sum(concat * d_in + d_out for d_in, d_out in spec.dims())
-    return 2.0 * nodes * per_node * spec.bytes_per_value
+    dims = spec.dims()
+    forward = sum(concat * d_in + d_out for d_in, d_out in dims)
+    backward = forward - concat * dims[0][0]
+    return float(nodes * (forward + backward) * spec.bytes_per_value)
 
 
 def _pipelined(stages: dict[str, float], intervals: int) -> float:
