@@ -168,7 +168,9 @@ def data_parallel_on_cluster(
     n = cluster.max_gpus if gpus is None else gpus
     perf = perf_params(published_data_dir(None)).value
     adam = cpu_adam(store)
-    perf = dataclasses.replace(perf, offload=OffloadSetting(cpu_adam=adam.value, source=adam.source))
+    perf = dataclasses.replace(
+        perf, offload=OffloadSetting(cpu_adam=adam.value, source=adam.source)
+    )
     layout, ev = data_parallel_step(
         cluster, spec, gpus=n, batch=batch, choice=choice, perf=perf, efficiency=efficiency
     )

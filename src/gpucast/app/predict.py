@@ -287,11 +287,11 @@ def predict_train(
     training measurement of the workload at the precision (any batch, any device) calibrates
     the prediction, exactly as ``plan train`` calibrates its candidates.
     """
+    from gpucast.app._data_parallel import data_parallel_on_cluster
     from gpucast.catalog import load_catalog
     from gpucast.catalog.validation import validation_for
     from gpucast.inputs.calibration import step_time_efficiency, store_calibration
     from gpucast.inputs.clusters import cluster_assumption, cluster_gpu, request_cluster
-    from gpucast.app._data_parallel import data_parallel_on_cluster
     from gpucast.inputs.workload import profile_origin, workload_facts, workload_profile
     from gpucast.plan.inputs import GpuPrecision
     from gpucast.predict.roofline import predict_step_time
@@ -330,6 +330,22 @@ def predict_train(
         calibration=None if calibration is None else calibration.value,
         efficiency=efficiency.value,
     )
+    data_parallel = None
+    if cluster is not None:  # the step on its GPUs, the GPU priced as the step above
+        data_parallel = data_parallel_on_cluster(
+            cluster,
+            spec,
+            gpus=request.gpus,
+            batch=request.batch_size,
+            precision=request.precision,
+            choice=GpuPrecision(
+                precision=request.precision,
+                facts=facts,
+                calibration=None if calibration is None else calibration.value,
+            ),
+            efficiency=efficiency.value,
+            store=store,
+        )
     return PredictTrainResult(
         workload=request.workload,
         batch_size=request.batch_size,
@@ -347,16 +363,7 @@ def predict_train(
         software=request.software,
         step_time_model=efficiency.source,
         cluster=None if cluster is None else _one_gpu_of(cluster_assumption(cluster), cluster),
-        data_parallel=None
-        if cluster is None
-        else data_parallel_on_cluster(
-            cluster, spec, gpus=request.gpus, batch=request.batch_size,
-            precision=request.precision, efficiency=efficiency.value, store=store,
-            choice=GpuPrecision(
-                precision=request.precision, facts=facts,
-                calibration=None if calibration is None else calibration.value,
-            ),
-        ),  # fmt: skip
+        data_parallel=data_parallel,
         precision_assumption=said,
         memory=_memory_plan(facts, spec, request.batch_size, estimate.value, store),
         embeddings_assumption=_dense_tables(request.workload, facts.weights_bytes),

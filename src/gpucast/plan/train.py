@@ -81,7 +81,6 @@ from gpucast.plan.risk import (
     approx_spot_time_s,
 )
 from gpucast.plan.space import (
-    FSDP,
     PS,
     PS_SYNC,
     STRATEGY_LABELS,
