@@ -64,6 +64,28 @@ def test_every_layout_plan_train_prices_is_the_step_predict_train_gives(
         assert dp.usd_per_hour == pytest.approx(c.usd_per_hour)
 
 
+@pytest.mark.parametrize("nodes", [1, 2, 4])
+def test_simulate_train_runs_whole_nodes_at_the_same_step(
+    onprem: Path, db: Path, nodes: int
+) -> None:
+    """simulate train's on-demand run at the central step time: each extra million steps
+    takes a million of predict train's data-parallel steps (the start-up cancels)."""
+    dp = gpucast.predict_train(
+        workload="resnet50", batch_size=256, cluster=str(onprem), gpus=8 * nodes, db=db
+    ).data_parallel
+    assert dp is not None
+
+    def duration_s(steps: int) -> float:
+        sim = gpucast.simulate_train(
+            cluster=str(onprem), workers=nodes, strategy="allreduce", workload="resnet50",
+            batch_size=256, precision="fp32", steps=steps, runs=20, db=db,
+        )  # fmt: skip
+        return sim.on_demand.central(sim.on_demand.duration_s)
+
+    per_step = (duration_s(2_000_000) - duration_s(1_000_000)) / 1_000_000
+    assert per_step == pytest.approx(dp.step_time_s, rel=1e-9)
+
+
 def test_the_default_is_the_whole_cluster_and_is_said(onprem: Path, db: Path) -> None:
     result = gpucast.predict_train(workload="resnet50", batch_size=256, cluster=str(onprem), db=db)
     dp = result.data_parallel
