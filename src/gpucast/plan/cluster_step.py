@@ -54,7 +54,7 @@ def cluster_layout(cluster: ClusterSpec, gpus: int, offers: OfferTable) -> Clust
             "gpus",
             f"must be 1..{cluster.max_gpus}, the GPUs of the cluster {cluster.name}",
             got=gpus,
-            fix=f"use --gpus {cluster.max_gpus} or fewer (more nodes: --cluster-set nodes=N)",
+            fix=f"use --gpus {cluster.max_gpus} or fewer, or more nodes: --nodes N",
         )
     if gpus > k and gpus % k:
         lower, upper = gpus // k * k, min(-(-gpus // k) * k, cluster.max_gpus)
