@@ -81,8 +81,9 @@ def test_predict_train_takes_the_gpu_of_the_cluster(onprem: Path) -> None:
     assert on_cluster.gpu == "H100-SXM" and on_cluster.step_time_s == named.step_time_s
     assert on_cluster.cluster is not None and on_cluster.cluster.source == str(onprem)
     assert on_cluster.to_dict()["cluster"]["name"] == "cluster"
-    assert "one GPU's step of its" in on_cluster.cluster.value  # where the rest are priced
+    assert "the step above is one GPU's of its 32" in on_cluster.cluster.value
     assert "plan train with the same --cluster" in on_cluster.cluster.value
+    assert on_cluster.data_parallel is not None and on_cluster.data_parallel.gpus == 32
     assert named.to_dict()["cluster"] is None
     with pytest.raises(InvalidSpecError, match=r"^gpu: the cluster onprem-h100 has H100-SXM"):
         gpucast.predict_train(workload="mlp", batch_size=32, cluster=str(onprem), gpu="A100")

@@ -638,6 +638,10 @@ def _named() -> list[Case]:
         Case("predict llm-train network 0", ("predict", "llm-train", "--model", "llama-3-8b",
              "--gpu", "H100", "--gpus", "16", "--global-batch", "64", "--node-network-gbps",
              "0"), frozenset({2}), "network"),
+        # predict train on a cluster: --gpus within it, 1..8 of a node or whole nodes
+        *(Case(f"predict train cluster gpus {v}", ("predict", "train", "--workload", "mlp",
+               "--batch-size", "8", "--cluster", "DGX-H100", "--nodes", "2", "--gpus", v),
+               frozenset({2}), "gpus") for v in ("0", "-1", "9", "17", "1000000000")),
         Case("json flag takes no value", ("catalog", "spot", "--json", "true"),
              frozenset({0, 2})),
         # serving: the simulator's own limits (owned by the serving rework)

@@ -331,6 +331,15 @@ CASES = [
         lambda t: gpucast.predict_train(workload="mlp", batch_size=32, gpu="A100"),
     ),
     Case(
+        "predict_train",  # on a cluster: the data-parallel step
+        lambda t: ["predict", "train", "--workload", "mlp", "--batch-size", "32", "--cluster",
+                   "DGX-H100", "--nodes", "2", "--price-per-gpu-hour", "2.5", "--gpus", "16"],
+        lambda t: gpucast.predict_train(
+            workload="mlp", batch_size=32, cluster="DGX-H100", nodes=2, price_per_gpu_hour=2.5,
+            gpus=16,
+        ),
+    ),
+    Case(
         "predict_llm_train",
         lambda t: ["predict", "llm-train", "--model", "llama-2-7b", "--gpu", "H100",
                    "--gpus", "8", "--seq-len", "2048", "--global-batch", "16"],
@@ -769,6 +778,12 @@ BAD = [
      lambda: gpucast.plan_train(workload="mlp", epochs=3, cluster="no-such-cluster.yaml")),
     (["predict", "train", "--workload", "mlp", "--batch-size", "8", "--cluster", "DGX-H1000"],
      lambda: gpucast.predict_train(workload="mlp", batch_size=8, cluster="DGX-H1000")),
+    (["predict", "train", "--workload", "mlp", "--batch-size", "8", "--cluster", "DGX-H100",
+      "--gpus", "9"],
+     lambda: gpucast.predict_train(workload="mlp", batch_size=8, cluster="DGX-H100", gpus=9)),
+    (["predict", "train", "--workload", "mlp", "--batch-size", "8", "--gpu", "A100", "--gpus",
+      "8"],
+     lambda: gpucast.predict_train(workload="mlp", batch_size=8, gpu="A100", gpus=8)),
     (["simulate", "train", "--cluster", "tinybox_green", "--nodes", "2", "--steps", "10"],
      lambda: gpucast.simulate_train(cluster="tinybox_green", nodes=2, steps=10)),
     (["plan", "train", "--workload", "mlp", "--epochs", "3", "--exclude-slowest", "0.1"],

@@ -24,7 +24,9 @@ from gpucast.domain.options import is_default, option
 from gpucast.domain.systems import (
     ClusterSettings,
     check_cluster_options,
+    cluster_nodes_option,
     cluster_option,
+    cluster_price_option,
     cluster_set_option,
 )
 from gpucast.domain.workload import (
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
+    from gpucast.app._data_parallel import DataParallelStep
     from gpucast.domain.catalog import GpuSpec
     from gpucast.domain.prediction import Estimate
     from gpucast.domain.provenance import Assumption, Validation
@@ -119,7 +122,15 @@ class PredictTrainRequest:
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
     workload_options: WorkloadOptions = workload_options_field()
     cluster: str | None = cluster_option()
+    cluster_nodes: int | None = cluster_nodes_option()
+    cluster_price_usd_per_gpu_hour: float | None = cluster_price_option()
     cluster_set: ClusterSettings = cluster_set_option()
+    gpus: int | None = option(
+        None,
+        help="--cluster: price the synchronous data-parallel step on this many of its GPUs "
+        "(1..k of one node, or whole nodes) [default: all the cluster's GPUs].",
+        example="16",
+    )
     learners: int = option(
         1,
         help="Crossbow: this many learners of --batch-size each share the GPU (model "
@@ -133,9 +144,24 @@ class PredictTrainRequest:
     )
 
     def __post_init__(self) -> None:
-        named = check_cluster_options(self.cluster, None, None, self.cluster_set)
+        named = check_cluster_options(
+            self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
+        )
         if not named and self.gpu is None:
             raise InvalidSpecError("gpu", "is required (or --cluster)", fix="e.g. --gpu A100")
+        if self.gpus is not None:
+            if isinstance(self.gpus, bool) or self.gpus < 1:
+                raise InvalidSpecError("gpus", "must be >= 1", got=self.gpus, fix="e.g. --gpus 8")
+            if not named:
+                # a catalog GPU names no node and no network, which set the all-reduce
+                raise InvalidSpecError(
+                    "gpus",
+                    "prices a data-parallel step on a --cluster's nodes and network, and "
+                    "none is given",
+                    got=self.gpus,
+                    fix="add --cluster NAME|FILE (e.g. --cluster DGX-H100 --nodes 2), or "
+                    "plan train for catalog instances",
+                )
         if isinstance(self.learners, bool) or self.learners < 1:
             raise InvalidSpecError(
                 "learners", "must be >= 1", got=self.learners, fix="e.g. --learners 4"
@@ -187,6 +213,8 @@ class PredictTrainResult:
     #: a user model's profile: from the cache (keyed on its code's hash) or not cacheable
     #: (:func:`gpucast.inputs.workload.profile_origin`); "" when profiled now, or a built-in
     profile_source: str = ""
+    #: ``--cluster``: the synchronous data-parallel step on its GPUs (``--gpus``, default all)
+    data_parallel: DataParallelStep | None = None
 
     @property
     def step_time_s(self) -> float:
@@ -242,6 +270,7 @@ class PredictTrainResult:
             if self.embeddings_assumption is None
             else self.embeddings_assumption.to_dict(),
             "profile_source": self.profile_source,
+            "data_parallel": None if self.data_parallel is None else self.data_parallel.to_dict(),
         }
 
 
@@ -258,19 +287,21 @@ def predict_train(
     training measurement of the workload at the precision (any batch, any device) calibrates
     the prediction, exactly as ``plan train`` calibrates its candidates.
     """
+    from gpucast.app._data_parallel import data_parallel_on_cluster
     from gpucast.catalog import load_catalog
     from gpucast.catalog.validation import validation_for
     from gpucast.inputs.calibration import step_time_efficiency, store_calibration
-    from gpucast.inputs.clusters import cluster_assumption, cluster_gpu, load_cluster
+    from gpucast.inputs.clusters import cluster_assumption, cluster_gpu, request_cluster
     from gpucast.inputs.workload import profile_origin, workload_facts, workload_profile
+    from gpucast.plan.inputs import GpuPrecision
     from gpucast.predict.roofline import predict_step_time
     from gpucast.store.db import default_db_path
 
     request = resolve(PredictTrainRequest, request, options)
     store = Path(db) if db is not None else default_db_path()
     catalog = load_catalog()
-    cluster = load_cluster(request.cluster, catalog, settings=request.cluster_set)
-    spec = cluster_gpu(cluster, catalog, request.gpu)
+    cluster = request_cluster(request, catalog)
+    spec = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
     has_bf16 = spec.bf16_tflops is not None
     if request.precision == AUTO_PRECISION:
         request = dataclasses.replace(request, precision=practitioner_precision(has_bf16))
@@ -299,6 +330,22 @@ def predict_train(
         calibration=None if calibration is None else calibration.value,
         efficiency=efficiency.value,
     )
+    data_parallel = None
+    if cluster is not None:  # the step on its GPUs, the GPU priced as the step above
+        data_parallel = data_parallel_on_cluster(
+            cluster,
+            spec,
+            gpus=request.gpus,
+            batch=request.batch_size,
+            precision=request.precision,
+            choice=GpuPrecision(
+                precision=request.precision,
+                facts=facts,
+                calibration=None if calibration is None else calibration.value,
+            ),
+            efficiency=efficiency.value,
+            store=store,
+        )
     return PredictTrainResult(
         workload=request.workload,
         batch_size=request.batch_size,
@@ -316,6 +363,7 @@ def predict_train(
         software=request.software,
         step_time_model=efficiency.source,
         cluster=None if cluster is None else _one_gpu_of(cluster_assumption(cluster), cluster),
+        data_parallel=data_parallel,
         precision_assumption=said,
         memory=_memory_plan(facts, spec, request.batch_size, estimate.value, store),
         embeddings_assumption=_dense_tables(request.workload, facts.weights_bytes),
@@ -331,9 +379,10 @@ def _one_gpu_of(said: Assumption, cluster: Any) -> Assumption:
         return said
     return dataclasses.replace(
         said,
-        value=f"{said.value}; this is one GPU's step of its {cluster.max_gpus}: plan train with "
-        "the same --cluster prices the step, time and cost on all of them (simulate train "
-        "with it runs a chosen layout)",
+        value=f"{said.value}; the step above is one GPU's of its {cluster.max_gpus}, the "
+        "data-parallel step below runs on --gpus of them as plan train prices that layout "
+        "(plan train with the same --cluster searches layouts, batches and strategies; "
+        "simulate train runs one through time and failures)",
     )
 
 

@@ -29,7 +29,8 @@ def train(
     request: PredictTrainRequest,
     json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
 ) -> None:
-    """Predict the training step time of a built-in workload on one GPU (no data needed).
+    """Predict the training step time of a workload on one GPU (no data needed); with
+    --cluster, also the synchronous data-parallel step on its GPUs (--gpus, default all).
 
     A stored training measurement of the workload (any batch, any device) calibrates the
     prediction, as it calibrates `gpucast plan train`.
@@ -70,6 +71,9 @@ def train(
         console.print(f"  crossbow: {result.crossbow.text()}", highlight=False, markup=False)
         if result.crossbow_assumption is not None:
             console.print(f"  {result.crossbow_assumption.text()}", highlight=False, markup=False)
+    if result.data_parallel is not None:
+        for line in result.data_parallel.lines():
+            console.print(line, highlight=False, markup=False)
 
 
 @app.command("energy")

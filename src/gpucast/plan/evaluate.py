@@ -645,6 +645,27 @@ def _evaluate_single(
     )
 
 
+def memory_plan_name(
+    strategy: int,
+    checkpointing: bool,
+    offload: bool,
+    params_offload: bool = False,
+    nvme_offload: bool = False,
+) -> str:
+    """The memory plan's name, as :mod:`gpucast.predict.memory` names its strategies
+    (``nvme-offload``: the optimizer state on local NVMe, ZeRO-Infinity)."""
+    if strategy in (PS, PS_SYNC):
+        base = "parameter-server"
+    else:
+        base = "fsdp" if strategy == FSDP else ("" if offload else "data-parallel")
+    parts = [p for p in (base, "checkpointing" if checkpointing else "") if p]
+    if offload:
+        parts.append("nvme-offload" if nvme_offload else "cpu-offload")
+    if params_offload:
+        parts.append("params")
+    return "+".join(parts)
+
+
 def _sync_split(
     a: FloatArray,
     c: FloatArray,

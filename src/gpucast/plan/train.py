@@ -54,9 +54,10 @@ from gpucast.domain.plan import (
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.systems import NO_PRICE_NOTE, ClusterSpec
 from gpucast.domain.units import GIB
+from gpucast.plan.cluster_step import cluster_perf
 from gpucast.plan.efficiency import at_batch_note, workload_family
 from gpucast.plan.energy import OBJECTIVE_TIE
-from gpucast.plan.evaluate import BOTTLENECKS, Evaluation, Work, evaluate
+from gpucast.plan.evaluate import BOTTLENECKS, Evaluation, Work, evaluate, memory_plan_name
 from gpucast.plan.explain import explain
 from gpucast.plan.goodput import (
     GOODPUT_BATCHES,
@@ -80,7 +81,6 @@ from gpucast.plan.risk import (
     approx_spot_time_s,
 )
 from gpucast.plan.space import (
-    FSDP,
     PS,
     PS_SYNC,
     STRATEGY_LABELS,
@@ -321,12 +321,10 @@ def with_cluster(ctx: PlanContext) -> PlanContext:
     """``ctx`` whose collective constants know the cluster's network: an RDMA-class one
     (InfiniBand, RoCE, EFA) joins ``rdma_instances`` under its offers' names, as the
     catalog's RDMA instance types do. Unchanged without a cluster (and when applied twice)."""
-    if ctx.cluster is None or not ctx.cluster.shape.rdma:
+    if ctx.cluster is None:
         return ctx
-    names = frozenset(_cluster_table(ctx).instance_type)
-    if names <= ctx.perf.rdma_instances:
-        return ctx
-    return replace(ctx, perf=replace(ctx.perf, rdma_instances=ctx.perf.rdma_instances | names))
+    perf = cluster_perf(ctx.perf, ctx.cluster, _cluster_table(ctx))
+    return ctx if perf is ctx.perf else replace(ctx, perf=perf)
 
 
 def within_cluster(request: TrainRequest, cluster: ClusterSpec) -> TrainRequest:
@@ -510,27 +508,6 @@ def _mark(
     if request.budget_usd is not None:
         mark(~space.spot & (ev.cost_usd > request.budget_usd), R_BUDGET)
     return reason, open_rows, p_model
-
-
-def _memory_plan(
-    strategy: int,
-    checkpointing: bool,
-    offload: bool,
-    params_offload: bool = False,
-    nvme_offload: bool = False,
-) -> str:
-    """The memory plan's name, as :mod:`gpucast.predict.memory` names its strategies
-    (``nvme-offload``: the optimizer state on local NVMe, ZeRO-Infinity)."""
-    if strategy in (PS, PS_SYNC):
-        base = "parameter-server"
-    else:
-        base = "fsdp" if strategy == FSDP else ("" if offload else "data-parallel")
-    parts = [p for p in (base, "checkpointing" if checkpointing else "") if p]
-    if offload:
-        parts.append("nvme-offload" if nvme_offload else "cpu-offload")
-    if params_offload:
-        parts.append("params")
-    return "+".join(parts)
 
 
 def _concat_spaces(parts: list[Space]) -> Space:
@@ -1193,7 +1170,7 @@ def _candidate(
         p_meet_deadline=p_meet,
         mc_runs=0 if spot is None else spot.runs,
         activation_checkpointing=bool(ev.checkpointing[i]),
-        memory_plan=_memory_plan(
+        memory_plan=memory_plan_name(
             int(space.strategy[i]),
             bool(ev.checkpointing[i]),
             bool(ev.offload[i]),
