@@ -169,6 +169,23 @@ def test_the_distribution_beats_the_mean_on_a_real_sampler() -> None:
     assert (err < np.abs(np.array(flat) - drawn_nodes.mean(axis=0))[1:]).all()
 
 
+def test_homogeneous_hops_are_pinned() -> None:
+    """The homogeneous figures as first published (before relations were generalised): a power
+    law and a graph with in != out per node."""
+    d = gnn_degrees.powerlaw(2.2, nodes=100_000, edges=2_000_000)
+    hops, edges = gnn_degrees.sampled_hops(d, 512, (10, 5))
+    assert hops == pytest.approx([512.0, 3202.4349333509645, 11685.743410513425], rel=1e-12)
+    assert edges == pytest.approx([3669.8301305812556, 15791.552226155836], rel=1e-12)
+    s = gnn_degrees.from_sequences(
+        [1, 2, 3, 50, 0, 7, 9, 4], [4, 4, 3, 10, 20, 9, 12, 14], name="t"
+    )
+    hops, edges = gnn_degrees.sampled_hops(s, 3, (2, 3, 1))
+    assert hops == pytest.approx(
+        [3.0, 5.230663852759283, 6.9597384731527265, 7.289715766410996], rel=1e-12
+    )
+    assert edges == pytest.approx([4.875, 11.55565855329309, 5.9638761316088384], rel=1e-12)
+
+
 def test_a_regular_graph_gives_the_mean_degree_path() -> None:
     """Every node at degree 20: the distribution and the mean-degree path agree."""
     dist = gnn_degrees.histogram([20], [100_000], name="regular")
