@@ -164,7 +164,9 @@ def test_gat_homogeneous_and_graph_stats_file(tmp_path: Path) -> None:
         model="sage", gpu="A100-80GB", nodes=100_000, edges=2_000_000, batch=1024,
         fanouts=(10, 5),
     )  # fmt: skip
-    assert g.model == "gat" and g.nodes_per_hop == pytest.approx(sage.nodes_per_hop)
+    # gat draws the seeds without replacement (gnn_degrees.sampled_relations), sage's mean
+    # path counts them as uniform draws: 0.05% apart with 1% of the nodes as seeds
+    assert g.model == "gat" and g.nodes_per_hop == pytest.approx(sage.nodes_per_hop, rel=1e-3)
     path = tmp_path / "graph.csv"
     path.write_text(
         "kind,name,src,dst,count,feature_dim\nnode,user,,,1000,32\nnode,item,,,500,16\n"

@@ -28,6 +28,14 @@ so sees the plain degree distribution and later hops the size-biased one
 counted once however often they are drawn. Left out: a node's repeated draws of its own
 neighbours at later hops (the blocks resample every node reached) and the edge back to the
 node that reached it land on nodes already in the batch more often than a fresh draw would.
+
+A heterogeneous graph (R-GAT) samples per relation (:func:`sampled_relations`): each relation
+``r`` (source type -> destination type) has its destination nodes' in-degrees and its source
+nodes' out-degrees along it (:class:`RelationDegrees`, from :func:`relation_degrees`: a power
+law or every node at the relation's mean); the reached destination nodes draw along ``r``,
+the draws land on its source nodes by their out-degree along ``r``, and a node reached along
+several relations (or a seed) counts once -- the relations taken as independent of each
+other. The homogeneous :func:`sampled_hops` is the case of one type and one relation.
 """
 
 from __future__ import annotations
@@ -219,25 +227,126 @@ def powerlaw(alpha: float, *, nodes: int, edges: int) -> DegreeDistribution:
     return histogram(degree[keep], nodes * p[keep], name=name)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RelationDegrees:
+    """One relation's degrees for sampling: ``into`` groups the destination type's nodes by
+    their in-degree along it (the neighbours they can sample), ``out_of`` the source type's
+    nodes by their out-degree along it (how often a draw lands on them). ``into is out_of``
+    (:attr:`joint`) for a relation within one node type whose nodes carry both degrees at once,
+    as a homogeneous graph does; otherwise the two sides are independent."""
+
+    src: int
+    dst: int
+    into: DegreeDistribution
+    out_of: DegreeDistribution
+
+    def __post_init__(self) -> None:
+        ins, outs = self.into.edges, self.out_of.edges
+        if abs(ins - outs) > 1e-9 * max(ins, outs):
+            raise InvalidSpecError(
+                "degrees", "a relation's in- and out-degrees must sum to the same edges",
+                got=(ins, outs),
+            )  # fmt: skip
+        if self.joint and self.src != self.dst:
+            raise InvalidSpecError("degrees", "one law for both ends needs src == dst")
+
+    @property
+    def joint(self) -> bool:
+        return self.into is self.out_of
+
+
+def relation_degrees(
+    *, src: int, dst: int, nodes_src: int, nodes_dst: int, edges: int,
+    in_alpha: float | None = None, out_alpha: float | None = None,
+) -> RelationDegrees:  # fmt: skip
+    """A relation's sides from its laws (``powerlaw:ALPHA`` exponents; None: every node at the
+    mean degree along it). No ``out_alpha`` with an ``in_alpha`` within one node type: the
+    same law on the same nodes (:attr:`RelationDegrees.joint`, in = out as ``--degrees``);
+    across two types: the source side at its mean (uniform draws). A bad law is an
+    :class:`InvalidSpecError` on field ``in_degree`` or ``out_degree``."""
+
+    def side(alpha: float | None, nodes: int, field: str) -> DegreeDistribution:
+        if alpha is None:
+            return histogram([edges / nodes], [nodes], name="mean")
+        try:
+            return powerlaw(alpha, nodes=nodes, edges=edges)
+        except InvalidSpecError as exc:
+            raise InvalidSpecError(field, exc.message, fix=exc.fix) from exc
+
+    into = side(in_alpha, nodes_dst, "in_degree")
+    if out_alpha is None and in_alpha is not None and src == dst:
+        return RelationDegrees(src=src, dst=dst, into=into, out_of=into)
+    return RelationDegrees(
+        src=src, dst=dst, into=into, out_of=side(out_alpha, nodes_src, "out_degree")
+    )
+
+
+def _log_miss(side: DegreeDistribution) -> FloatArray:
+    """``log(1 - out_u / E)`` per class: the log of one draw missing a node of the class."""
+    e = side.edges
+    if e <= 0:
+        return np.zeros(len(side.count))
+    with np.errstate(divide="ignore"):  # a node holding every edge: it is always reached
+        return np.log1p(-np.minimum(side.out_degree / e, 1.0))
+
+
+def sampled_relations(
+    counts: npt.ArrayLike, relations: Sequence[RelationDegrees], seeds: npt.ArrayLike,
+    fanouts: Sequence[float],
+) -> tuple[FloatArray, FloatArray]:  # fmt: skip
+    """Expected distinct nodes per type up to each hop (``(L+1, T)``, seeds first) and sampled
+    edges per hop and relation (``(L, R)``) of a heterogeneous graph: :func:`sampled_hops`
+    per relation (module docstring). At each hop every node of a relation's destination type
+    reached so far draws ``min(in-degree, f)`` in-neighbours along it; ``K_r`` draws along
+    ``r`` miss a source node ``u`` with probability ``(1 - out_u / E_r)^{K_r}``, and a node is
+    missed by every relation out of its type (and by the seeds, ``seeds[t]`` of the type's
+    nodes, uniform) at once: ``P(reached) = 1 - (1 - B_t / N_t) prod_r (1 - p_r)``, the
+    relations independent of each other (a :attr:`RelationDegrees.joint` one pairs each
+    node's in- and out-degree along it)."""
+    n = np.asarray(counts, dtype=np.float64)
+    seed = np.asarray(seeds, dtype=np.float64)
+    for r in relations:
+        if abs(r.into.nodes - n[r.dst]) > 1e-9 * n[r.dst] or (
+            abs(r.out_of.nodes - n[r.src]) > 1e-9 * n[r.src]
+        ):
+            raise InvalidSpecError("degrees", "a relation's sides must cover their node types")
+    seed_miss = 1.0 - np.minimum(seed, n) / n
+    log_miss = [_log_miss(r.out_of) for r in relations]
+    miss = [np.ones(len(r.out_of.count)) for r in relations]  # per class, so far
+    draws = np.zeros(len(relations))
+    nodes, edges = [np.minimum(seed, n)], []
+
+    def type_miss(skip: int = -1) -> FloatArray:
+        """Per type: missed by the seeds and by every relation out of it (but ``skip``)."""
+        out = seed_miss.copy()
+        for i, r in enumerate(relations):
+            if i != skip:
+                out[r.src] *= float((r.out_of.count * miss[i]).sum()) / n[r.src]
+        return out
+
+    for f in fanouts:
+        missed = type_miss()
+        hop = np.zeros(len(relations))
+        for i, r in enumerate(relations):
+            cap = r.into.count * np.minimum(r.into.in_degree, f)
+            if r.joint:
+                hop[i] = float((cap * (1.0 - type_miss(skip=i)[r.dst] * miss[i])).sum())
+            else:
+                hop[i] = float(cap.sum()) * (1.0 - missed[r.dst])
+        draws += hop
+        miss = [np.exp(k * lm) if k > 0 else m for k, lm, m in zip(draws, log_miss, miss, strict=True)]
+        nodes.append(np.maximum(nodes[-1], n * (1.0 - type_miss())))
+        edges.append(hop)
+    return np.array(nodes), np.array(edges).reshape(len(fanouts), len(relations))
+
+
 def sampled_hops(
     dist: DegreeDistribution, batch: int, fanouts: Sequence[float]
 ) -> tuple[list[float], list[float]]:
     """Expected distinct nodes up to each hop (seeds first) and sampled edges at each hop
-    (module docstring)."""
+    (module docstring): one node type, one relation."""
     if isinstance(batch, bool) or batch < 1:
         raise InvalidSpecError("batch", "must be an integer >= 1", got=batch)
-    n, e = dist.nodes, dist.edges
-    seed_miss = 1.0 - min(batch, n) / n
-    with np.errstate(divide="ignore"):  # a node holding every edge: it is always reached
-        log_miss = np.log1p(-np.minimum(dist.out_degree / e, 1.0)) if e > 0 else None
-    reached = np.full(len(dist.count), 1.0 - seed_miss)
-    nodes, edges = [float(min(batch, n))], []
-    draws = 0.0
-    for f in fanouts:
-        sampled = float((dist.count * reached * np.minimum(dist.in_degree, f)).sum())
-        draws += sampled
-        if log_miss is not None and draws > 0:
-            reached = 1.0 - seed_miss * np.exp(draws * log_miss)
-        nodes.append(max(nodes[-1], float((dist.count * reached).sum())))
-        edges.append(sampled)
-    return nodes, edges
+    one = RelationDegrees(src=0, dst=0, into=dist, out_of=dist)
+    nodes, edges = sampled_relations([dist.nodes], [one], [batch], fanouts)
+    return nodes[:, 0].tolist(), edges[:, 0].tolist()
