@@ -57,6 +57,7 @@ EXPLICIT_DEGREES = 10_000
 BIN_RATIO = 1.001
 #: The largest mean degree a power law is built for (its degrees are listed up to 2x it).
 MAX_POWERLAW_MEAN = 10_000_000
+POWERLAW = "powerlaw:"
 
 
 def _array(name: str, values: npt.ArrayLike) -> FloatArray:
@@ -172,6 +173,25 @@ def _smallest_alpha(mean: float, d_max: int, explicit: int) -> float:
         else:
             hi = mid
     return hi
+
+
+def parse_powerlaw(text: str, field: str) -> float | None:
+    """ALPHA of ``powerlaw:ALPHA`` (bad ALPHA: an :class:`InvalidSpecError` on ``field``);
+    None when ``text`` is not one."""
+    if not text.strip().lower().startswith(POWERLAW):
+        return None
+    raw = text.strip()[len(POWERLAW) :].strip()
+    try:
+        alpha = float(raw)
+    except ValueError:
+        alpha = math.nan
+    if not (math.isfinite(alpha) and MIN_ALPHA < alpha <= MAX_ALPHA):
+        raise InvalidSpecError(
+            field, f"powerlaw:ALPHA needs a number {MIN_ALPHA:g} < ALPHA <= {MAX_ALPHA:g} (the "
+            "degree exponent; at 1 or below the law has no finite mean)", got=text,
+            fix="e.g. powerlaw:2.1 (real graphs: 2-3.5)",
+        )  # fmt: skip
+    return alpha
 
 
 def powerlaw(alpha: float, *, nodes: int, edges: int) -> DegreeDistribution:
