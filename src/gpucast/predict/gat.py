@@ -301,17 +301,27 @@ def has_degree_laws(graph: HeteroGraph) -> bool:
 
 
 def relation_laws(graph: HeteroGraph) -> list[RelationDegrees]:
-    """Each relation's sides (:func:`gnn_degrees.relation_degrees`)."""
+    """Each relation's sides (:func:`gnn_degrees.relation_degrees`); ``rev_<name>`` of a
+    relation ``<name>`` (the same edges, ends swapped, as :meth:`HeteroGraph.with_reverse`
+    makes) shares its sides, swapped: the same nodes with the same degrees."""
     counts = [t.count for t in graph.node_types]
-    out = []
+    out: list[RelationDegrees] = []
+    done: dict[str, tuple[Relation, RelationDegrees]] = {}
     for r in graph.relations:
         src, dst = graph.index(r.src), graph.index(r.dst)
-        out.append(
-            relation_degrees(
-                src=src, dst=dst, nodes_src=counts[src], nodes_dst=counts[dst], edges=r.edges,
-                in_alpha=r.in_alpha, out_alpha=r.out_alpha,
-            )  # fmt: skip
-        )
+        q, law = done.get(r.name.removeprefix("rev_"), (None, None))
+        if (
+            law is not None and q is not None and r.name.startswith("rev_")
+            and (q.src, q.dst, q.edges) == (r.dst, r.src, r.edges)
+            and (q.in_alpha, q.out_alpha) == (r.out_alpha, r.in_alpha)
+        ):  # fmt: skip
+            out.append(RelationDegrees(src=src, dst=dst, into=law.out_of, out_of=law.into))
+            continue
+        done[r.name] = (r, relation_degrees(
+            src=src, dst=dst, nodes_src=counts[src], nodes_dst=counts[dst], edges=r.edges,
+            in_alpha=r.in_alpha, out_alpha=r.out_alpha,
+        ))  # fmt: skip
+        out.append(done[r.name][1])
     return out
 
 

@@ -320,9 +320,10 @@ def sampled_relations(
     reached so far draws ``min(in-degree, f)`` in-neighbours along it; ``K_r`` draws along
     ``r`` miss a source node ``u`` with probability ``(1 - out_u / E_r)^{K_r}``, and a node is
     missed by every relation out of its type (and by the seeds, ``seeds[t]`` of the type's
-    nodes, uniform) at once: ``P(reached) = 1 - (1 - B_t / N_t) prod_r (1 - p_r)``, the
-    relations independent of each other (a :attr:`RelationDegrees.joint` one pairs each
-    node's in- and out-degree along it)."""
+    nodes, uniform) at once: ``P(reached) = 1 - (1 - B_t / N_t) prod_r (1 - p_r)``. Sides are
+    independent of each other unless they are the same :class:`DegreeDistribution` object:
+    those are the same nodes, each class carrying its degrees along all of them (a relation
+    within one type, in = out; a relation and its reverse)."""
     n = np.asarray(counts, dtype=np.float64)
     seed = np.asarray(seeds, dtype=np.float64)
     for r in relations:
@@ -331,31 +332,48 @@ def sampled_relations(
         ):
             raise InvalidSpecError("degrees", "a relation's sides must cover their node types")
     seed_miss = 1.0 - np.minimum(seed, n) / n
+    # the sources' sides, each once: (distribution, node type, relations landing on it)
+    groups: dict[int, tuple[DegreeDistribution, int, list[int]]] = {}
+    for i, r in enumerate(relations):
+        groups.setdefault(id(r.out_of), (r.out_of, r.src, []))[2].append(i)
     log_miss = [_log_miss(r.out_of) for r in relations]
-    miss = [np.ones(len(r.out_of.count)) for r in relations]  # per class, so far
     draws = np.zeros(len(relations))
     nodes, edges = [np.minimum(seed, n)], []
 
-    def type_miss(skip: int = -1) -> FloatArray:
-        """Per type: missed by the seeds and by every relation out of it (but ``skip``)."""
+    def missed() -> tuple[dict[int, FloatArray], dict[int, float]]:
+        """Per side: the share of each class missed so far by the draws onto it, its mean."""
+        per_class = {
+            key: np.exp(sum((draws[i] * log_miss[i] for i in rels if draws[i] > 0),
+                            np.zeros(len(dist.count))))
+            for key, (dist, _, rels) in groups.items()
+        }  # fmt: skip
+        return per_class, {
+            key: float((groups[key][0].count * m).sum()) / n[groups[key][1]]
+            for key, m in per_class.items()
+        }
+
+    def type_miss(mean: dict[int, float], skip: int = 0) -> FloatArray:
+        """Per type: missed by the seeds and every side out of it (but side ``skip``)."""
         out = seed_miss.copy()
-        for i, r in enumerate(relations):
-            if i != skip:
-                out[r.src] *= float((r.out_of.count * miss[i]).sum()) / n[r.src]
+        for key, (_, t, _) in groups.items():
+            if key != skip:
+                out[t] *= mean[key]
         return out
 
     for f in fanouts:
-        missed = type_miss()
+        per_class, mean = missed()
+        everywhere = type_miss(mean)
         hop = np.zeros(len(relations))
         for i, r in enumerate(relations):
             cap = r.into.count * np.minimum(r.into.in_degree, f)
-            if r.joint:
-                hop[i] = float((cap * (1.0 - type_miss(skip=i)[r.dst] * miss[i])).sum())
+            key = id(r.into)
+            if key in groups:  # the destinations are a side drawn onto: class by class
+                miss = type_miss(mean, skip=key)[r.dst] * per_class[key]
+                hop[i] = float((cap * (1.0 - miss)).sum())
             else:
-                hop[i] = float(cap.sum()) * (1.0 - missed[r.dst])
+                hop[i] = float(cap.sum()) * (1.0 - everywhere[r.dst])
         draws += hop
-        miss = [np.exp(k * lm) if k > 0 else m for k, lm, m in zip(draws, log_miss, miss, strict=True)]
-        nodes.append(np.maximum(nodes[-1], n * (1.0 - type_miss())))
+        nodes.append(np.maximum(nodes[-1], n * (1.0 - type_miss(missed()[1]))))
         edges.append(hop)
     return np.array(nodes), np.array(edges).reshape(len(fanouts), len(relations))
 
