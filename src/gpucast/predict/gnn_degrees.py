@@ -288,10 +288,17 @@ def relation_degrees(
     def side(alpha: float | None, nodes: int, field: str) -> DegreeDistribution:
         if alpha is None:
             return histogram([edges / nodes], [nodes], name="mean")
+        if edges < nodes:
+            raise InvalidSpecError(
+                field, f"powerlaw:ALPHA starts at degree 1: the mean degree along the relation "
+                f"({edges / nodes:.3g} = {edges:,} edges / {nodes:,} nodes) must be >= 1",
+                fix="leave it empty (every node at the mean)",
+            )  # fmt: skip
         try:
             return powerlaw(alpha, nodes=nodes, edges=edges)
         except InvalidSpecError as exc:
-            raise InvalidSpecError(field, exc.message, fix=exc.fix) from exc
+            why = exc.message.removeprefix("degrees: ").replace("--edges / --nodes", "edges / nodes")
+            raise InvalidSpecError(field, why, fix=exc.fix) from exc
 
     into = side(in_alpha, nodes_dst, "in_degree")
     if out_alpha is None and in_alpha is not None and src == dst:
