@@ -97,7 +97,10 @@ def predictions(
     def graph(laws: bool) -> gat.HeteroGraph:
         relations = tuple(
             gat.Relation(
-                name=name, src=TYPES[s], dst=TYPES[d], edges=len(src),
+                name=name,
+                src=TYPES[s],
+                dst=TYPES[d],
+                edges=len(src),
                 in_alpha=alphas[name][0] if laws else None,
                 out_alpha=alphas[name][1] if laws else None,
             )  # fmt: skip
@@ -111,7 +114,10 @@ def predictions(
         if forward is not None:  # the same nodes and degrees as the relation it reverses
             exact[name] = RelationDegrees(src=s, dst=d, into=forward.out_of, out_of=forward.into)
             continue
-        in_deg, out_deg = np.bincount(dst, minlength=counts[d]), np.bincount(src, minlength=counts[s])
+        in_deg, out_deg = (
+            np.bincount(dst, minlength=counts[d]),
+            np.bincount(src, minlength=counts[s]),
+        )
         if s == d:
             joint = from_sequences(in_deg, out_deg, name="exact")
             exact[name] = RelationDegrees(src=s, dst=d, into=joint, out_of=joint)
@@ -162,7 +168,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{len(src) / counts[d]:.2f} (max {in_deg.max():,}), mean out-degree "
             f"{len(src) / counts[s]:.2f}; fitted in_degree powerlaw:{alphas[name][0]:.2f}, "
             "out_degree "
-            + ("(empty: the same)" if alphas[name][1] is None else f"powerlaw:{alphas[name][1]:.2f}")
+            + (
+                "(empty: the same)"
+                if alphas[name][1] is None
+                else f"powerlaw:{alphas[name][1]:.2f}"
+            )
         )
     errors = {m: {"nodes": [], "edges": []} for m in METHODS}
     print(
@@ -173,8 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     for batch in BATCHES:
         for fanouts in FANOUTS:
             runs = [
-                sample(rels, cscs, counts, rng.choice(args.papers, batch, replace=False),
-                       fanouts, rng)  # fmt: skip
+                sample(
+                    rels, cscs, counts, rng.choice(args.papers, batch, replace=False), fanouts, rng
+                )  # fmt: skip
                 for _ in range(args.runs)
             ]
             nodes = np.mean([r[0] for r in runs], axis=0)[1:]
@@ -207,7 +218,9 @@ def main(argv: list[str] | None = None) -> int:
         "| seeds | fan-outs | mean | powerlaw | histogram |\n|" + "---|" * 5
     )
     print("\n".join(rows))
-    print("\nMAPE over every hop and type / relation of every row (distinct nodes / sampled edges):")
+    print(
+        "\nMAPE over every hop and type / relation of every row (distinct nodes / sampled edges):"
+    )
     for m in METHODS:
         print(
             f"  {m:9s} nodes {np.mean(errors[m]['nodes']):6.1%} (worst row "

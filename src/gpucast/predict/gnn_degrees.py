@@ -297,7 +297,9 @@ def relation_degrees(
         try:
             return powerlaw(alpha, nodes=nodes, edges=edges)
         except InvalidSpecError as exc:
-            why = exc.message.removeprefix("degrees: ").replace("--edges / --nodes", "edges / nodes")
+            why = exc.message.removeprefix("degrees: ").replace(
+                "--edges / --nodes", "edges / nodes"
+            )
             raise InvalidSpecError(field, why, fix=exc.fix) from exc
 
     into = side(in_alpha, nodes_dst, "in_degree")
