@@ -103,7 +103,7 @@ def predictions(
                 edges=len(src),
                 in_alpha=alphas[name][0] if laws else None,
                 out_alpha=alphas[name][1] if laws else None,
-            )  # fmt: skip
+            )
             for name, (s, d, src, _) in rels.items()
         )
         return gat.HeteroGraph(name="synthetic", node_types=node_types, relations=relations)
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             runs = [
                 sample(
                     rels, cscs, counts, rng.choice(args.papers, batch, replace=False), fanouts, rng
-                )  # fmt: skip
+                )
                 for _ in range(args.runs)
             ]
             nodes = np.mean([r[0] for r in runs], axis=0)[1:]

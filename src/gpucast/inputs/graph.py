@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import re
 import warnings
 from dataclasses import dataclass
