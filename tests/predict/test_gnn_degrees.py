@@ -169,6 +169,23 @@ def test_the_distribution_beats_the_mean_on_a_real_sampler() -> None:
     assert (err < np.abs(np.array(flat) - drawn_nodes.mean(axis=0))[1:]).all()
 
 
+def test_homogeneous_hops_are_pinned() -> None:
+    """The homogeneous figures as first published (before relations were generalised): a power
+    law and a graph with in != out per node."""
+    d = gnn_degrees.powerlaw(2.2, nodes=100_000, edges=2_000_000)
+    hops, edges = gnn_degrees.sampled_hops(d, 512, (10, 5))
+    assert hops == pytest.approx([512.0, 3202.4349333509645, 11685.743410513425], rel=1e-12)
+    assert edges == pytest.approx([3669.8301305812556, 15791.552226155836], rel=1e-12)
+    s = gnn_degrees.from_sequences(
+        [1, 2, 3, 50, 0, 7, 9, 4], [4, 4, 3, 10, 20, 9, 12, 14], name="t"
+    )
+    hops, edges = gnn_degrees.sampled_hops(s, 3, (2, 3, 1))
+    assert hops == pytest.approx(
+        [3.0, 5.230663852759283, 6.9597384731527265, 7.289715766410996], rel=1e-12
+    )
+    assert edges == pytest.approx([4.875, 11.55565855329309, 5.9638761316088384], rel=1e-12)
+
+
 def test_a_regular_graph_gives_the_mean_degree_path() -> None:
     """Every node at degree 20: the distribution and the mean-degree path agree."""
     dist = gnn_degrees.histogram([20], [100_000], name="regular")
@@ -225,3 +242,89 @@ def test_bad_distributions() -> None:
         gnn_degrees.histogram([1, 2], [3], name="t")
     with pytest.raises(InvalidSpecError, match="batch"):
         gnn_degrees.sampled_hops(gnn_degrees.histogram([1], [3], name="t"), 0, (2,))
+
+
+# -- relations (R-GAT) -----------------------------------------------------------------------
+def _hetero_process(
+    rels: list[tuple[int, int, np.ndarray, np.ndarray]], counts: list[int], batch: int,
+    fanouts: tuple[int, ...], runs: int, seed: int,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The process sampled_relations takes expectations of: every reached node of a relation's
+    destination type draws ``min(in, f)`` times along it, each draw landing on source node
+    ``v`` with probability ``out_v / E_r``; seeds of type 0."""
+    rng = np.random.default_rng(seed)
+    nodes, edges = [], []
+    for _ in range(runs):
+        reached = [np.zeros(n, dtype=bool) for n in counts]
+        reached[0][rng.choice(counts[0], batch, replace=False)] = True
+        hop_nodes, hop_edges = [[batch, 0]], []
+        for f in fanouts:
+            ks = [int(np.minimum(i[reached[d]], f).sum()) for _, d, i, _ in rels]
+            for (s, _, _, o), k in zip(rels, ks, strict=True):
+                reached[s][rng.choice(counts[s], k, p=o / o.sum())] = True
+            hop_nodes.append([int(r.sum()) for r in reached])
+            hop_edges.append(ks)
+        nodes.append(hop_nodes)
+        edges.append(hop_edges)
+    return np.array(nodes, dtype=float), np.array(edges, dtype=float)
+
+
+def test_relations_match_a_monte_carlo_of_the_process() -> None:
+    """Two types, a joint relation within one (in = out per node), a skewed relation across
+    and its reverse on the same nodes: every type and relation within the Monte Carlo error;
+    modelling the reverse's sides as independent misses its edges (the coupling matters)."""
+    papers, authors = _skewed(1500, seed=5), _skewed(1000, seed=6)
+    written = np.random.default_rng(7).multinomial(int(authors.sum()), np.full(1500, 1 / 1500))
+    rels = [(0, 0, papers, papers), (1, 0, written, authors), (0, 1, authors, written)]
+    cites = gnn_degrees.from_sequences(papers, papers, name="cites")
+    into = gnn_degrees.from_sequences(written, written, name="in")
+    out_of = gnn_degrees.from_sequences(authors, authors, name="out")
+    laws = [
+        gnn_degrees.RelationDegrees(src=0, dst=0, into=cites, out_of=cites),
+        gnn_degrees.RelationDegrees(src=1, dst=0, into=into, out_of=out_of),
+        gnn_degrees.RelationDegrees(src=0, dst=1, into=out_of, out_of=into),
+    ]
+    fanouts = (4, 3, 2)
+    nodes, edges = gnn_degrees.sampled_relations([1500, 1000], laws, [40, 0], fanouts)
+    drawn_nodes, drawn_edges = _hetero_process(rels, [1500, 1000], 40, fanouts, runs=300, seed=8)
+    for t in range(2):
+        _within(list(nodes[1:, t]), drawn_nodes[:, 1:, t])
+    for r in range(3):
+        _within(list(edges[:, r]), drawn_edges[:, :, r])
+    apart = [laws[0], laws[1], gnn_degrees.RelationDegrees(
+        src=0, dst=1, into=gnn_degrees.from_sequences(authors, authors, name="copy"),
+        out_of=into,
+    )]  # fmt: skip
+    _, loose = gnn_degrees.sampled_relations([1500, 1000], apart, [40, 0], fanouts)
+    se = drawn_edges[:, 1, 2].std(ddof=1) / math.sqrt(300)
+    assert abs(loose[1, 2] - drawn_edges[:, 1, 2].mean()) > Z * se
+
+
+def test_one_relation_is_the_homogeneous_case() -> None:
+    d = gnn_degrees.powerlaw(2.4, nodes=50_000, edges=600_000)
+    one = gnn_degrees.RelationDegrees(src=0, dst=0, into=d, out_of=d)
+    nodes, edges = gnn_degrees.sampled_relations([50_000], [one], [256], (10, 5))
+    hops, per_hop = gnn_degrees.sampled_hops(d, 256, (10, 5))
+    assert nodes[:, 0].tolist() == pytest.approx(hops, rel=1e-12)
+    assert edges[:, 0].tolist() == pytest.approx(per_hop, rel=1e-12)
+
+
+def test_relation_degrees_defaults_and_bad_laws() -> None:
+    within = gnn_degrees.relation_degrees(
+        src=0, dst=0, nodes_src=1000, nodes_dst=1000, edges=8000, in_alpha=2.3
+    )
+    assert within.joint and within.into.mean_degree == pytest.approx(8.0)
+    across = gnn_degrees.relation_degrees(
+        src=1, dst=0, nodes_src=4000, nodes_dst=1000, edges=8000, in_alpha=2.3
+    )
+    assert not across.joint and across.out_of.out_degree.tolist() == [2.0]  # uniform
+    assert across.out_of.nodes == 4000
+    with pytest.raises(InvalidSpecError, match="out_degree: powerlaw:ALPHA starts at degree 1"):
+        gnn_degrees.relation_degrees(
+            src=1, dst=0, nodes_src=40_000, nodes_dst=1000, edges=8000, out_alpha=2.5
+        )
+    with pytest.raises(InvalidSpecError, match="same edges"):
+        gnn_degrees.RelationDegrees(
+            src=1, dst=0, into=gnn_degrees.histogram([2], [10], name="a"),
+            out_of=gnn_degrees.histogram([3], [10], name="b"),
+        )  # fmt: skip

@@ -19,7 +19,8 @@ rate of ``catalog/data/gnn_samplers.csv``), overlapped with the GPU step when pr
 
 ``--degrees`` (``powerlaw:ALPHA`` or a ``degree,count`` histogram; an edge list's own degrees
 without it) shapes mini-batch sampling and random-partition halos
-(:mod:`gpucast.predict.gnn_degrees`); without one every node is at the mean degree.
+(:mod:`gpucast.predict.gnn_degrees`); without one every node is at the mean degree. R-GAT
+takes a law per relation instead: ``in_degree`` / ``out_degree`` columns of ``--graph-stats``.
 
 ``--model gat`` without ``--batch`` prices one full-graph step on one GPU
 (:func:`gpucast.predict.gat.full_graph_gat_cost`), refused when the graph's activations do not
@@ -113,7 +114,8 @@ class PredictGnnRequest:
     )
     graph_stats: Path | None = option(
         None,
-        help="rgat: graph statistics CSV (kind,name,src,dst,count,feature_dim per row).",
+        help="rgat: graph statistics CSV (kind,name,src,dst,count,feature_dim per row; "
+        "optional in_degree/out_degree columns of powerlaw:ALPHA per relation).",
         example="graph.csv",
     )
     target: str = option("", help="rgat: node type of the seeds (default: the first).")
@@ -208,8 +210,9 @@ class PredictGnnRequest:
             return
         if self.model == "rgat":
             raise InvalidSpecError(
-                "degrees", "is for gcn, sage and gat: rgat samples each relation at its mean "
-                "in-degree", fix="drop --degrees",
+                "degrees", "is for gcn, sage and gat: rgat takes a law per relation",
+                fix="drop --degrees; give --graph-stats FILE with in_degree (and out_degree) "
+                "columns of powerlaw:ALPHA on its relation rows",
             )  # fmt: skip
         if self.edge_list is not None:
             raise InvalidSpecError(
@@ -991,8 +994,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
             "store",
             "sampling": _sampling_note(degrees)
             if request.model == "gat"
-            else "uniform draws for the distinct nodes per hop and type (hubs repeat more: an "
-            "upper estimate); fan-out capped by each relation's mean in-degree",
+            else _relation_sampling_note(graph, request),
             "sampling validated": _sampling_validated(gpu),
             "gradients": f"{params / 1e6:.1f}M parameters all-reduced in fp32 each step "
             "(NVLink in a node, the NICs across)",
@@ -1001,7 +1003,36 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
             if request.overlap_fetch
             else "added, no overlap",
         }
-        | ({} if degrees is None else {"degrees": degrees.name}),
+        | ({} if degrees is None else {"degrees": degrees.name})
+        | (
+            {"degrees": "; ".join(r.describe_degrees() for r in graph.relations)}
+            if gat.has_degree_laws(graph)
+            else {}
+        ),
+    )
+
+
+def _relation_sampling_note(graph: Any, request: PredictGnnRequest) -> str:
+    """How an R-GAT's sampled edges and distinct nodes per hop and type were counted."""
+    from gpucast.predict import gat
+
+    if not gat.has_degree_laws(graph):
+        where = (
+            f"the catalog's {graph.name} publishes no per-relation degree laws"
+            if request.graph_stats is None
+            else "the file gives no in_degree / out_degree laws"
+        )
+        return (
+            f"every node at its relation's mean degree ({where}): fan-outs capped by each "
+            "relation's mean in-degree and uniform draws for the distinct nodes per hop and "
+            "type (hubs repeat more: an upper estimate)"
+        )
+    return (
+        "per relation from its degree laws (assumption degrees): each reached destination "
+        "node samples min(in-degree, fan-out), a draw lands on a source node in proportion to "
+        "its out-degree along the relation (an empty out_degree: the in_degree law on the same "
+        "nodes within one type, uniform across two), a node reached along several relations "
+        "counted once, the relations independent (gnn_degrees.sampled_relations)"
     )
 
 

@@ -6,19 +6,29 @@ Graph rows: ``graph``, ``kind`` (``node`` or ``relation``), ``name``; a node row
 (edges). Shipped rows carry ``source_url`` and ``as_of``. A user's own graph
 (``--graph-stats FILE``) uses the same columns; only ``kind``, ``name``, ``src``, ``dst``,
 ``count`` and ``feature_dim`` are required there.
+
+Optional relation columns ``in_degree`` and ``out_degree``: ``powerlaw:ALPHA``, the law of the
+destination nodes' in-degree and of the source nodes' out-degree along the relation (their
+mean is the relation's edges over the type's nodes); empty, or no column, is every node at
+the mean. An ``out_degree`` left empty beside an ``in_degree`` law is the same law on the same
+nodes for a relation within one node type, the mean (uniform draws) across two types
+(:func:`gpucast.predict.gnn_degrees.relation_degrees`).
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 
 from gpucast.catalog._csv import parse_int, read_rows, require_text
 from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownNameError
-from gpucast.predict.gat import HeteroGraph, NodeType, Relation
+from gpucast.predict.gat import HeteroGraph, NodeType, Relation, has_degree_laws, relation_laws
+from gpucast.predict.gnn_degrees import parse_powerlaw
 
 GRAPH_COLUMNS = ("kind", "name", "src", "dst", "count", "feature_dim")
+#: Optional relation columns: ``powerlaw:ALPHA`` or empty (module docstring).
+DEGREE_COLUMNS = ("in_degree", "out_degree")
 CATALOG_COLUMNS = ("graph", *GRAPH_COLUMNS, "source_url", "as_of")
 MODEL_COLUMNS = (
     "model", "graph", "target_type", "layers", "hidden", "heads", "fanouts", "classes",
@@ -39,6 +49,7 @@ def parse_graphs(
     nodes: dict[str, list[NodeType]] = {}
     rels: dict[str, list[Relation]] = {}
     last_line: dict[str, int] = {}
+    rel_line: dict[tuple[str, str], int] = {}
     for line, row in read_rows(text, path, required):
         graph = require_text(row.get("graph") or default_graph, path=path, line=line,
                              column="graph")  # fmt: skip
@@ -57,9 +68,12 @@ def parse_graphs(
             elif kind == "relation":
                 src = require_text(row["src"], path=path, line=line, column="src")
                 dst = require_text(row["dst"], path=path, line=line, column="dst")
+                alphas = [_law(row, column, path, line) for column in DEGREE_COLUMNS]
                 rels.setdefault(graph, []).append(
-                    Relation(name=name, src=src, dst=dst, edges=count)
-                )
+                    Relation(name=name, src=src, dst=dst, edges=count, in_alpha=alphas[0],
+                             out_alpha=alphas[1])
+                )  # fmt: skip
+                rel_line[graph, name] = line
             else:
                 raise DataFormatError(
                     path, f"kind must be node or relation, got {row['kind']!r}", line=line,
@@ -80,7 +94,44 @@ def parse_graphs(
             raise DataFormatError(
                 path, prefix + exc.message, line=last_line[graph], fix=exc.fix
             ) from exc
+        _check_laws(out[graph], path, rel_line)
     return out
+
+
+def _law(row: dict[str, str], column: str, path: str, line: int) -> float | None:
+    """A relation's ``powerlaw:ALPHA`` cell (empty or no column: None, the mean)."""
+    cell = row.get(column, "")
+    if not cell:
+        return None
+    try:
+        alpha = parse_powerlaw(cell, column)
+    except InvalidSpecError as exc:
+        raise DataFormatError(
+            path, exc.message.removeprefix(f"{column}: "), line=line, column=column, fix=exc.fix
+        ) from exc
+    if alpha is None:
+        raise DataFormatError(
+            path, f"must be powerlaw:ALPHA or empty, got {cell!r}", line=line, column=column,
+            fix="e.g. powerlaw:2.1, or leave it empty for every node at the mean degree",
+        )  # fmt: skip
+    return alpha
+
+
+def _check_laws(graph: HeteroGraph, path: str, rel_line: dict[tuple[str, str], int]) -> None:
+    """Each relation's laws fit its nodes and edges (a power law starts at degree 1: the
+    mean along the relation must be >= 1), else the relation's line and column."""
+    if not has_degree_laws(graph):
+        return
+    for r in graph.relations:
+        if r.in_alpha is None and r.out_alpha is None:
+            continue
+        try:
+            relation_laws(replace(graph, relations=(r,)))
+        except InvalidSpecError as exc:
+            raise DataFormatError(
+                path, f"relation {r.name}: " + exc.message.removeprefix(f"{exc.field}: "),
+                line=rel_line[graph.name, r.name], column=exc.field, fix=exc.fix,
+            ) from exc  # fmt: skip
 
 
 @functools.lru_cache(maxsize=1)

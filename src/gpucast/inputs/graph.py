@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import re
 import warnings
 from dataclasses import dataclass
@@ -41,7 +40,6 @@ SPARSE_IDS_FACTOR = 2.0
 #: A degree histogram's ``degree x count`` may differ from ``--edges`` by this share.
 HISTOGRAM_EDGES_TOLERANCE = 0.01
 _DEGREES_FIX = "a CSV with the header 'degree,count' and one row per degree, e.g. '3,1200'"
-_POWERLAW = "powerlaw:"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -188,21 +186,7 @@ def read_graph_stats(path: Path | str) -> HeteroGraph:
 
 def powerlaw_alpha(text: str) -> float | None:
     """ALPHA of ``--degrees powerlaw:ALPHA``; None when ``text`` is not one (a file)."""
-    if not text.strip().lower().startswith(_POWERLAW):
-        return None
-    raw = text.strip()[len(_POWERLAW) :].strip()
-    try:
-        alpha = float(raw)
-    except ValueError:
-        alpha = math.nan
-    low, high = gnn_degrees.MIN_ALPHA, gnn_degrees.MAX_ALPHA
-    if not (math.isfinite(alpha) and low < alpha <= high):
-        raise InvalidSpecError(
-            "degrees", f"powerlaw:ALPHA needs a number {low:g} < ALPHA <= {high:g} (the degree "
-            "exponent; at 1 or below the law has no finite mean)", got=text,
-            fix="e.g. powerlaw:2.1 (real graphs: 2-3.5)",
-        )  # fmt: skip
-    return alpha
+    return gnn_degrees.parse_powerlaw(text, "degrees")
 
 
 def _histogram_cell(

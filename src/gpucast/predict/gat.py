@@ -14,11 +14,13 @@ dimension) and relation types (source type, destination type, edges); a homogene
 the same with one node type and one relation.
 
 Mini-batch sampling (:func:`gat_cost`): ``batch`` seeds of the target node type, then at hop
-``l`` every node reached so far samples ``min(f_l, mean in-degree)`` in-neighbours per relation
-into its type; the distinct nodes per type follow from the draws as in
-:func:`gpucast.predict.gnn.sampled_nodes` (uniform draws: an upper estimate, hubs repeat more).
-A homogeneous graph given a degree distribution samples as
-:func:`gpucast.predict.gnn_degrees.sampled_hops` instead.
+``l`` every node reached so far samples ``min(f_l, in-degree)`` in-neighbours per relation
+into its type, the draws landing on the source nodes by their out-degree along the relation
+and a node reached along several relations counted once
+(:func:`gpucast.predict.gnn_degrees.sampled_relations`). Each relation's degrees are its
+``powerlaw:ALPHA`` laws where given (:attr:`Relation.in_alpha`, :attr:`Relation.out_alpha`),
+else every node at the relation's mean (uniform draws: an upper estimate on a skewed graph,
+hubs repeat more); a homogeneous graph may take any degree distribution instead.
 
 Full graph (:func:`full_graph_gat_cost`): every layer runs on all nodes and all edges -- the
 same pieces with every node and edge in every layer, no sampling and no feature gathers (the
@@ -41,7 +43,12 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.predict.gnn_degrees import DegreeDistribution, sampled_hops
+from gpucast.predict.gnn_degrees import (
+    DegreeDistribution,
+    RelationDegrees,
+    relation_degrees,
+    sampled_relations,
+)
 
 FloatArray = npt.NDArray[np.float64]
 #: Forward + backward: the backward pass moves and computes about twice the forward.
@@ -84,11 +91,26 @@ class Relation:
     src: str
     dst: str
     edges: int
+    #: ``powerlaw:ALPHA`` exponents of the destination nodes' in-degree and the source nodes'
+    #: out-degree along the relation; None: the mean (:func:`gnn_degrees.relation_degrees`).
+    in_alpha: float | None = None
+    out_alpha: float | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
             raise InvalidSpecError("relation", "needs a name")
         _count(f"edges of {self.name}", self.edges, 0)
+
+    def describe_degrees(self) -> str:
+        """The relation's laws in words (what the sampler assumed)."""
+        into = "mean" if self.in_alpha is None else f"powerlaw:{self.in_alpha:g}"
+        if self.out_alpha is not None:
+            out = f"powerlaw:{self.out_alpha:g}"
+        elif self.in_alpha is not None and self.src == self.dst:
+            out = "the same nodes (in = out)"
+        else:
+            out = "uniform (mean)"
+        return f"{self.name} ({self.src} -> {self.dst}): in-degree {into}, out-degree {out}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,15 +161,17 @@ class HeteroGraph:
         )
 
     def with_reverse(self) -> HeteroGraph:
-        """Each relation also sampled backwards (``rev_<name>``), as the MLPerf reference
-        does; a relation within one node type gets both directions in itself (its edges
-        doubled), as the reference treats citations."""
+        """Each relation also sampled backwards (``rev_<name>``, its in- and out-degree laws
+        swapped), as the MLPerf reference does; a relation within one node type gets both
+        directions in itself (its edges doubled, its law then the total degree's), as the
+        reference treats citations."""
         rels: list[Relation] = []
         for r in self.relations:
             if r.src == r.dst:
                 rels.append(replace(r, edges=2 * r.edges))
             else:
-                rels += [r, Relation(name=f"rev_{r.name}", src=r.dst, dst=r.src, edges=r.edges)]
+                rels += [r, Relation(name=f"rev_{r.name}", src=r.dst, dst=r.src, edges=r.edges,
+                                     in_alpha=r.out_alpha, out_alpha=r.in_alpha)]  # fmt: skip
         return replace(self, relations=tuple(rels))
 
     def counts(self) -> FloatArray:
@@ -271,35 +295,56 @@ class GatCost:
         return (self.transform_flops + self.dense_aggregation_flops) / (tflops * 1e12)
 
 
+def has_degree_laws(graph: HeteroGraph) -> bool:
+    """Whether any relation carries a degree law (else every node is at the mean)."""
+    return any(r.in_alpha is not None or r.out_alpha is not None for r in graph.relations)
+
+
+def relation_laws(graph: HeteroGraph) -> list[RelationDegrees]:
+    """Each relation's sides (:func:`gnn_degrees.relation_degrees`); ``rev_<name>`` of a
+    relation ``<name>`` (the same edges, ends swapped, as :meth:`HeteroGraph.with_reverse`
+    makes) shares its sides, swapped: the same nodes with the same degrees."""
+    counts = [t.count for t in graph.node_types]
+    out: list[RelationDegrees] = []
+    done: dict[str, tuple[Relation, RelationDegrees]] = {}
+    for r in graph.relations:
+        src, dst = graph.index(r.src), graph.index(r.dst)
+        q, law = done.get(r.name.removeprefix("rev_"), (None, None))
+        if (
+            law is not None and q is not None and r.name.startswith("rev_")
+            and (q.src, q.dst, q.edges) == (r.dst, r.src, r.edges)
+            and (q.in_alpha, q.out_alpha) == (r.out_alpha, r.in_alpha)
+        ):  # fmt: skip
+            out.append(RelationDegrees(src=src, dst=dst, into=law.out_of, out_of=law.into))
+            continue
+        done[r.name] = (r, relation_degrees(
+            src=src, dst=dst, nodes_src=counts[src], nodes_dst=counts[dst], edges=r.edges,
+            in_alpha=r.in_alpha, out_alpha=r.out_alpha,
+        ))  # fmt: skip
+        out.append(done[r.name][1])
+    return out
+
+
 def sampled_hetero(
     graph: HeteroGraph, target: str, batch: int, fanouts: Sequence[int],
     degrees: DegreeDistribution | None = None,
 ) -> tuple[FloatArray, FloatArray]:  # fmt: skip
     """Expected distinct nodes per type up to each hop (``(L+1, T)``, seeds first) and sampled
-    edges per hop and relation (``(L, R)``); ``degrees`` (one relation only) samples by the
-    degree distribution instead of the mean in-degree."""
-    counts = graph.counts()
+    edges per hop and relation (``(L, R)``), by :func:`gnn_degrees.sampled_relations` over the
+    relations' degree laws (none: every node at the mean); ``degrees`` (one relation only)
+    samples a homogeneous graph by that distribution."""
     if degrees is not None:
         if len(graph.relations) != 1:
             raise InvalidSpecError(
                 "degrees", "a degree distribution is taken for a homogeneous graph (one relation)"
             )
-        hops, per_hop = sampled_hops(degrees, batch, fanouts)
-        return np.array(hops).reshape(-1, 1), np.array(per_hop).reshape(-1, 1)
-    src = np.array([graph.index(r.src) for r in graph.relations])
-    dst = np.array([graph.index(r.dst) for r in graph.relations])
-    degree = np.array([r.edges for r in graph.relations], dtype=np.float64) / counts[dst]
-    n = np.zeros(len(counts))
-    n[graph.index(target)] = min(batch, counts[graph.index(target)])
-    draws = n.copy()
-    nodes = [n]
-    edges = []
-    for f in fanouts:
-        e = nodes[-1][dst] * np.minimum(float(f), degree)
-        draws = draws + np.bincount(src, weights=e, minlength=len(counts))
-        nodes.append(np.maximum(nodes[-1], counts * -np.expm1(-draws / counts)))
-        edges.append(e)
-    return np.array(nodes), np.array(edges).reshape(len(fanouts), len(graph.relations))
+        laws = [RelationDegrees(src=0, dst=0, into=degrees, out_of=degrees)]
+        counts = np.array([degrees.nodes])
+    else:
+        laws, counts = relation_laws(graph), graph.counts()
+    seeds = np.zeros(len(counts))
+    seeds[graph.index(target)] = batch
+    return sampled_relations(counts, laws, seeds, fanouts)
 
 
 def _layers_cost(

@@ -28,6 +28,14 @@ so sees the plain degree distribution and later hops the size-biased one
 counted once however often they are drawn. Left out: a node's repeated draws of its own
 neighbours at later hops (the blocks resample every node reached) and the edge back to the
 node that reached it land on nodes already in the batch more often than a fresh draw would.
+
+A heterogeneous graph (R-GAT) samples per relation (:func:`sampled_relations`): each relation
+``r`` (source type -> destination type) has its destination nodes' in-degrees and its source
+nodes' out-degrees along it (:class:`RelationDegrees`, from :func:`relation_degrees`: a power
+law or every node at the relation's mean); the reached destination nodes draw along ``r``,
+the draws land on its source nodes by their out-degree along ``r``, and a node reached along
+several relations (or a seed) counts once -- the relations taken as independent of each
+other. The homogeneous :func:`sampled_hops` is the case of one type and one relation.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ EXPLICIT_DEGREES = 10_000
 BIN_RATIO = 1.001
 #: The largest mean degree a power law is built for (its degrees are listed up to 2x it).
 MAX_POWERLAW_MEAN = 10_000_000
+POWERLAW = "powerlaw:"
 
 
 def _array(name: str, values: npt.ArrayLike) -> FloatArray:
@@ -166,6 +175,25 @@ def _smallest_alpha(mean: float, d_max: int, explicit: int) -> float:
     return hi
 
 
+def parse_powerlaw(text: str, field: str) -> float | None:
+    """ALPHA of ``powerlaw:ALPHA`` (bad ALPHA: an :class:`InvalidSpecError` on ``field``);
+    None when ``text`` is not one."""
+    if not text.strip().lower().startswith(POWERLAW):
+        return None
+    raw = text.strip()[len(POWERLAW) :].strip()
+    try:
+        alpha = float(raw)
+    except ValueError:
+        alpha = math.nan
+    if not (math.isfinite(alpha) and MIN_ALPHA < alpha <= MAX_ALPHA):
+        raise InvalidSpecError(
+            field, f"powerlaw:ALPHA needs a number {MIN_ALPHA:g} < ALPHA <= {MAX_ALPHA:g} (the "
+            "degree exponent; at 1 or below the law has no finite mean)", got=text,
+            fix="e.g. powerlaw:2.1 (real graphs: 2-3.5)",
+        )  # fmt: skip
+    return alpha
+
+
 def powerlaw(alpha: float, *, nodes: int, edges: int) -> DegreeDistribution:
     """``powerlaw:ALPHA`` on ``nodes`` nodes with mean degree ``edges / nodes`` (module
     docstring)."""
@@ -219,25 +247,153 @@ def powerlaw(alpha: float, *, nodes: int, edges: int) -> DegreeDistribution:
     return histogram(degree[keep], nodes * p[keep], name=name)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RelationDegrees:
+    """One relation's degrees for sampling: ``into`` groups the destination type's nodes by
+    their in-degree along it (the neighbours they can sample), ``out_of`` the source type's
+    nodes by their out-degree along it (how often a draw lands on them). ``into is out_of``
+    (:attr:`joint`) for a relation within one node type whose nodes carry both degrees at once,
+    as a homogeneous graph does; otherwise the two sides are independent."""
+
+    src: int
+    dst: int
+    into: DegreeDistribution
+    out_of: DegreeDistribution
+
+    def __post_init__(self) -> None:
+        ins, outs = self.into.edges, self.out_of.edges
+        if abs(ins - outs) > 1e-9 * max(ins, outs):
+            raise InvalidSpecError(
+                "degrees", "a relation's in- and out-degrees must sum to the same edges",
+                got=(ins, outs),
+            )  # fmt: skip
+        if self.joint and self.src != self.dst:
+            raise InvalidSpecError("degrees", "one law for both ends needs src == dst")
+
+    @property
+    def joint(self) -> bool:
+        return self.into is self.out_of
+
+
+def relation_degrees(
+    *, src: int, dst: int, nodes_src: int, nodes_dst: int, edges: int,
+    in_alpha: float | None = None, out_alpha: float | None = None,
+) -> RelationDegrees:  # fmt: skip
+    """A relation's sides from its laws (``powerlaw:ALPHA`` exponents; None: every node at the
+    mean degree along it). No ``out_alpha`` with an ``in_alpha`` within one node type: the
+    same law on the same nodes (:attr:`RelationDegrees.joint`, in = out as ``--degrees``);
+    across two types: the source side at its mean (uniform draws). A bad law is an
+    :class:`InvalidSpecError` on field ``in_degree`` or ``out_degree``."""
+
+    def side(alpha: float | None, nodes: int, field: str) -> DegreeDistribution:
+        if alpha is None:
+            return histogram([edges / nodes], [nodes], name="mean")
+        if edges < nodes:
+            raise InvalidSpecError(
+                field, f"powerlaw:ALPHA starts at degree 1: the mean degree along the relation "
+                f"({edges / nodes:.3g} = {edges:,} edges / {nodes:,} nodes) must be >= 1",
+                fix="leave it empty (every node at the mean)",
+            )  # fmt: skip
+        try:
+            return powerlaw(alpha, nodes=nodes, edges=edges)
+        except InvalidSpecError as exc:
+            why = exc.message.removeprefix("degrees: ").replace(
+                "--edges / --nodes", "edges / nodes"
+            )
+            raise InvalidSpecError(field, why, fix=exc.fix) from exc
+
+    into = side(in_alpha, nodes_dst, "in_degree")
+    if out_alpha is None and in_alpha is not None and src == dst:
+        return RelationDegrees(src=src, dst=dst, into=into, out_of=into)
+    return RelationDegrees(
+        src=src, dst=dst, into=into, out_of=side(out_alpha, nodes_src, "out_degree")
+    )
+
+
+def _log_miss(side: DegreeDistribution) -> FloatArray:
+    """``log(1 - out_u / E)`` per class: the log of one draw missing a node of the class."""
+    e = side.edges
+    if e <= 0:
+        return np.zeros(len(side.count))
+    with np.errstate(divide="ignore"):  # a node holding every edge: it is always reached
+        return np.log1p(-np.minimum(side.out_degree / e, 1.0))
+
+
+def sampled_relations(
+    counts: npt.ArrayLike, relations: Sequence[RelationDegrees], seeds: npt.ArrayLike,
+    fanouts: Sequence[float],
+) -> tuple[FloatArray, FloatArray]:  # fmt: skip
+    """Expected distinct nodes per type up to each hop (``(L+1, T)``, seeds first) and sampled
+    edges per hop and relation (``(L, R)``) of a heterogeneous graph: :func:`sampled_hops`
+    per relation (module docstring). At each hop every node of a relation's destination type
+    reached so far draws ``min(in-degree, f)`` in-neighbours along it; ``K_r`` draws along
+    ``r`` miss a source node ``u`` with probability ``(1 - out_u / E_r)^{K_r}``, and a node is
+    missed by every relation out of its type (and by the seeds, ``seeds[t]`` of the type's
+    nodes, uniform) at once: ``P(reached) = 1 - (1 - B_t / N_t) prod_r (1 - p_r)``. Sides are
+    independent of each other unless they are the same :class:`DegreeDistribution` object:
+    those are the same nodes, each class carrying its degrees along all of them (a relation
+    within one type, in = out; a relation and its reverse)."""
+    n = np.asarray(counts, dtype=np.float64)
+    seed = np.asarray(seeds, dtype=np.float64)
+    for r in relations:
+        if abs(r.into.nodes - n[r.dst]) > 1e-9 * n[r.dst] or (
+            abs(r.out_of.nodes - n[r.src]) > 1e-9 * n[r.src]
+        ):
+            raise InvalidSpecError("degrees", "a relation's sides must cover their node types")
+    seed_miss = 1.0 - np.minimum(seed, n) / n
+    # the sources' sides, each once: (distribution, node type, relations landing on it)
+    groups: dict[int, tuple[DegreeDistribution, int, list[int]]] = {}
+    for i, r in enumerate(relations):
+        groups.setdefault(id(r.out_of), (r.out_of, r.src, []))[2].append(i)
+    log_miss = [_log_miss(r.out_of) for r in relations]
+    draws = np.zeros(len(relations))
+    nodes, edges = [np.minimum(seed, n)], []
+
+    def missed() -> tuple[dict[int, FloatArray], dict[int, float]]:
+        """Per side: the share of each class missed so far by the draws onto it, its mean."""
+        per_class = {
+            key: np.exp(sum((draws[i] * log_miss[i] for i in rels if draws[i] > 0),
+                            np.zeros(len(dist.count))))
+            for key, (dist, _, rels) in groups.items()
+        }  # fmt: skip
+        return per_class, {
+            key: float((groups[key][0].count * m).sum()) / n[groups[key][1]]
+            for key, m in per_class.items()
+        }
+
+    def type_miss(mean: dict[int, float], skip: int = 0) -> FloatArray:
+        """Per type: missed by the seeds and every side out of it (but side ``skip``)."""
+        out = seed_miss.copy()
+        for key, (_, t, _) in groups.items():
+            if key != skip:
+                out[t] *= mean[key]
+        return out
+
+    for f in fanouts:
+        per_class, mean = missed()
+        everywhere = type_miss(mean)
+        hop = np.zeros(len(relations))
+        for i, r in enumerate(relations):
+            cap = r.into.count * np.minimum(r.into.in_degree, f)
+            key = id(r.into)
+            if key in groups:  # the destinations are a side drawn onto: class by class
+                miss = type_miss(mean, skip=key)[r.dst] * per_class[key]
+                hop[i] = float((cap * (1.0 - miss)).sum())
+            else:
+                hop[i] = float(cap.sum()) * (1.0 - everywhere[r.dst])
+        draws += hop
+        nodes.append(np.maximum(nodes[-1], n * (1.0 - type_miss(missed()[1]))))
+        edges.append(hop)
+    return np.array(nodes), np.array(edges).reshape(len(fanouts), len(relations))
+
+
 def sampled_hops(
     dist: DegreeDistribution, batch: int, fanouts: Sequence[float]
 ) -> tuple[list[float], list[float]]:
     """Expected distinct nodes up to each hop (seeds first) and sampled edges at each hop
-    (module docstring)."""
+    (module docstring): one node type, one relation."""
     if isinstance(batch, bool) or batch < 1:
         raise InvalidSpecError("batch", "must be an integer >= 1", got=batch)
-    n, e = dist.nodes, dist.edges
-    seed_miss = 1.0 - min(batch, n) / n
-    with np.errstate(divide="ignore"):  # a node holding every edge: it is always reached
-        log_miss = np.log1p(-np.minimum(dist.out_degree / e, 1.0)) if e > 0 else None
-    reached = np.full(len(dist.count), 1.0 - seed_miss)
-    nodes, edges = [float(min(batch, n))], []
-    draws = 0.0
-    for f in fanouts:
-        sampled = float((dist.count * reached * np.minimum(dist.in_degree, f)).sum())
-        draws += sampled
-        if log_miss is not None and draws > 0:
-            reached = 1.0 - seed_miss * np.exp(draws * log_miss)
-        nodes.append(max(nodes[-1], float((dist.count * reached).sum())))
-        edges.append(sampled)
-    return nodes, edges
+    one = RelationDegrees(src=0, dst=0, into=dist, out_of=dist)
+    nodes, edges = sampled_relations([dist.nodes], [one], [batch], fanouts)
+    return nodes[:, 0].tolist(), edges[:, 0].tolist()

@@ -96,7 +96,7 @@ def csc(src: IntArray, dst: IntArray, nodes: int) -> tuple[IntArray, IntArray]:
     return indptr.astype(np.int64), src[order].astype(np.int64)
 
 
-def _sample(
+def sample_in_edges(
     frontier: IntArray, indptr: IntArray, indices: IntArray, fanout: int, rng: np.random.Generator
 ) -> tuple[IntArray, IntArray]:
     """Global (source, destination position) pairs: up to ``fanout`` in-edges per node."""
@@ -121,7 +121,7 @@ def sample_blocks(
     blocks: list[Block] = []
     frontier = np.asarray(seeds, dtype=np.int64)
     for fanout in fanouts:
-        neighbours, dst_pos = _sample(frontier, indptr, indices, fanout, rng)
+        neighbours, dst_pos = sample_in_edges(frontier, indptr, indices, fanout, rng)
         new = np.setdiff1d(np.unique(neighbours), frontier, assume_unique=False)
         nodes = np.concatenate([frontier, new])
         sorter = np.argsort(nodes, kind="stable")
