@@ -82,6 +82,43 @@ def test_plan_serverless_text_and_json() -> None:
     assert d["choice"]["name"] in d["reason"]
 
 
+def test_plan_serve_serverless_is_plan_serverless() -> None:
+    """The issue's spelling, `plan serve --serverless`, runs `plan serverless` with the same
+    options and gives the same plan; --serverless anywhere after `plan serve`, root options
+    before it."""
+    load = ["--synthetic", "30", "--minutes", "120", "--models", "mlp", "--json"]
+    own = runner.invoke(app, ["plan", "serverless", *load])
+    assert own.exit_code == 0, own.output
+    for argv in (
+        ["plan", "serve", "--serverless", *load],
+        ["plan", "serve", *load, "--serverless"],
+        ["--debug", "plan", "serve", "--serverless", *load],
+    ):
+        alias = runner.invoke(app, argv)
+        assert alias.exit_code == 0, alias.output
+        assert json.loads(alias.stdout) == json.loads(own.stdout)
+    # the serverless load's options, not a request rate's: a bad one is one line, exit 2
+    bad = runner.invoke(app, ["plan", "serve", "--serverless", "--synthetic", "0"])
+    assert bad.exit_code == 2 and "synthetic" in bad.output
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["plan", "serve", "--serverless", "--x"], ["plan", "serverless", "--x"]),
+        (["--db", "s.db", "plan", "serve", "--serverless"], ["--db", "s.db", "plan", "serverless"]),
+        (["plan", "serve", "--model", "resnet50"], ["plan", "serve", "--model", "resnet50"]),
+        (["simulate", "serve", "--serverless"], ["simulate", "serve", "--serverless"]),
+        (["--db", "plan", "serve", "--serverless"], ["--db", "plan", "serve", "--serverless"]),
+        ([], []),
+    ],
+)
+def test_command_aliases(argv: list[str], expected: list[str]) -> None:
+    from gpucast.cli.root import command_aliases
+
+    assert command_aliases(argv) == expected
+
+
 def test_plan_serverless_functions_scope_text_and_json() -> None:
     argv = ["plan", "serverless", "--synthetic", "60", "--minutes", "240", "--models", "mlp",
             "--policies", "fixed:10m,fixed:1h", "--slo", "p99<1s"]  # fmt: skip

@@ -25,6 +25,24 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+#: Root options that take a value (the command is the first word that is none of them).
+_VALUED_ROOT_OPTIONS = frozenset({"--db"})
+
+
+def command_aliases(argv: list[str]) -> list[str]:
+    """``argv`` with the spellings that name another command rewritten to it: ``plan serve
+    --serverless ...`` is ``plan serverless ...`` (issue #19 names the comparison of serverless
+    with always-on deployments so; its options are the serverless load's, not a request
+    rate's, so it is one command with two spellings, not a mode of ``plan serve``)."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in _VALUED_ROOT_OPTIONS else 1
+    if argv[i : i + 2] == ["plan", "serve"] and "--serverless" in argv[i + 2 :]:
+        rest = [a for a in argv[i + 2 :] if a != "--serverless"]
+        return [*argv[:i], "plan", "serverless", *rest]
+    return argv
+
+
 class GpucastGroup(TyperGroup):
     """Root command group that turns every error into one clear line and an exit code, and
     imports a verb's module only when that verb is used (:mod:`gpucast.cli.verbs`)."""
@@ -52,7 +70,10 @@ class GpucastGroup(TyperGroup):
         argv = kwargs.get("args")
         if argv is None:
             argv = args[0] if args else sys.argv[1:]
-        debug = "--debug" in list(argv)
+        argv = command_aliases(list(argv))
+        kwargs["args"] = argv
+        args = ()
+        debug = "--debug" in argv
         try:
             rv = super().main(*args, **kwargs)
         except GpucastError as exc:

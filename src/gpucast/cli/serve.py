@@ -56,7 +56,9 @@ def plan_command(
     json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
 ) -> None:
     """The cheapest deployments that serve MODELs within a latency SLO, and the cost vs tail
-    latency Pareto front: server type (GPU, MIG slice, CPU), count, batching, co-location."""
+    latency Pareto front: server type (GPU, MIG slice, CPU), count, batching, co-location.
+    Serverless functions against always-on servers: `plan serve --serverless` (the same as
+    `gpucast plan serverless`, whose options it takes)."""
     from gpucast.app import plan_serve
     from gpucast.app.mig_serve import PlanMigServeResult
 
