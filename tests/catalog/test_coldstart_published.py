@@ -102,3 +102,26 @@ def test_validation_row_states_the_published_comparison(
     assert f"{within} of {len(expressible)} within 25%" in v.error
     median = round(100 * float(np.median([abs(r["error"]) for r in expressible])))
     assert f"median |error| {median}%" in v.error
+
+
+def test_an_ebs_read_says_what_one_reader_got_in_the_published_check() -> None:
+    """On EBS the prediction reads at the volume's provisioned rate (as parallel loaders do);
+    the note states the single-reader rates the published rows give, without changing it."""
+    from gpucast.inputs.serverless import single_reader_note
+
+    gp3 = gpucast.predict_coldstart(workload="llama-3-8b", gpu="A10G", storage="ebs-gp3-max")
+    note = gp3.assumptions["loader"]
+    singles = [
+        r
+        for r in load_published_coldstarts()
+        if r.measured == "weights" and r.storage.startswith("ebs-") and r.concurrency in (1, None)
+    ]
+    weight_bytes = gp3.prediction.weight_bytes
+    rates = [weight_bytes / r.published_s / 1e9 for r in singles]  # every row is Llama-3-8B
+    assert f"got {min(rates):.2f}-{max(rates):.2f} GB/s" in note
+    assert f"({len(singles)} loads" in note
+    # the prediction itself still reads at the volume's rate
+    assert gp3.prediction.phase_s("weight_load") == pytest.approx(weight_bytes / 1.049e9, rel=0.01)
+    nvme = gpucast.predict_coldstart(workload="llama-3-8b", gpu="A10G", storage="local-nvme")
+    assert "loader" not in nvme.assumptions
+    assert single_reader_note({"local-nvme": 7.0}, 1e9) is None

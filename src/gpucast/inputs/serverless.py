@@ -337,6 +337,9 @@ def gpu_cold_start(
     context = phase("cuda-context", cuda_context_s, "cuda-context-s")
     first_call = facts.get("phase", "first-call")
     assumptions["first-call"] = f"{first_call.value:g} s ({first_call.note})"
+    loader = single_reader_note(links, weight_bytes)
+    if loader is not None:
+        assumptions["loader"] = loader
     prediction = predict_cold_start(
         weight_bytes=int(weight_bytes),
         parameter_tensors=0,
@@ -427,6 +430,47 @@ def gpu_function(
 LLM_ENGINE = "vllm"
 
 
+def _llm_weight_bytes(spec: TransformerSpec) -> float:
+    """A language model's weights at :data:`LLM_ENGINE`'s default precision."""
+    from gpucast.catalog.engines import inference_engine
+    from gpucast.domain.llm_infer import BYTES_PER_VALUE
+
+    return float(
+        spec.total_params * BYTES_PER_VALUE[inference_engine(LLM_ENGINE).default_precision]
+    )
+
+
+def single_reader_note(links: dict[str, float | None], weight_bytes: float) -> str | None:
+    """Weights read from an EBS volume (a link named ``ebs-*``): what one reader got from such
+    volumes in the published loader check (``coldstart_published.csv``, single-reader rows:
+    concurrency 1 or a loader without one), said beside the prediction, which reads at the
+    volume's provisioned rate as parallel loaders do -- a check, never a fit: the predicted
+    weight load is unchanged. None off EBS or without such rows."""
+    from gpucast.catalog.coldstart import load_published_coldstarts
+    from gpucast.catalog.llm import llm_model
+
+    volumes = [name for name in links if name.startswith("ebs-")]
+    if not volumes:
+        return None
+    rows = [
+        r
+        for r in load_published_coldstarts()
+        if r.measured == "weights" and r.storage.startswith("ebs-") and r.concurrency in (1, None)
+    ]
+    if not rows:
+        return None
+    rates = [_llm_weight_bytes(llm_model(r.model)) / r.published_s / 1e9 for r in rows]
+    low, high = min(rates), max(rates)
+    return (
+        f"the weights read at {volumes[0]}'s provisioned rate, as parallel loaders reach it "
+        "(Run:ai Model Streamer or Tensorizer at 8-16 streams); one reader (torch.load, HF "
+        f"safetensors -- vLLM's default loader) got {low:.2f}-{high:.2f} GB/s from EBS gp3 and "
+        f"io2 in the published check ({len(rows)} loads, benchmarks/coldstart_published.py), "
+        f"which here would take {weight_bytes / (high * 1e9):,.1f}-"
+        f"{weight_bytes / (low * 1e9):,.1f} s"
+    )
+
+
 def llm_cold_start(
     spec: TransformerSpec,
     gpu: GpuSpec,
@@ -444,7 +488,7 @@ def llm_cold_start(
     from gpucast.domain.llm_infer import BYTES_PER_VALUE
 
     precision = inference_engine(LLM_ENGINE).default_precision
-    weight_bytes = spec.total_params * BYTES_PER_VALUE[precision]
+    weight_bytes = _llm_weight_bytes(spec)
     return gpu_cold_start(
         weight_bytes,
         2.0 * spec.matmul_params_per_token,
