@@ -19,6 +19,14 @@ from rich.table import Table
 from gpucast.app.coldstart import MeasureColdstartRequest, PredictColdstartRequest
 from gpucast.app.kaas import SimulateKaasRequest
 from gpucast.app.serverless import PlanServerlessRequest, SimulateServerlessRequest
+from gpucast.app.serverless_text import (
+    footer_lines,
+    plan_header_lines,
+    plan_note_lines,
+    short_unit,
+    simulate_lines,
+    slo_quantile,
+)
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
 from gpucast.domain.units import format_ms_against, format_pct_against
@@ -28,57 +36,9 @@ def _say(text: str) -> None:
     console.print(text, highlight=False, markup=False)
 
 
-def _hours(d: dict[str, Any]) -> str:
-    """The trace's length, and its warm-up when it has one: ``24 h`` or ``24 h (the first 1 h
-    a warm-up, not counted)``."""
-    text = f"{d['horizon_s'] / 3600:g} h"
-    if d["warmup_s"] > 0:
-        text += f" (the first {d['warmup_s'] / 3600:g} h a warm-up, not counted)"
-    return text
-
-
-def _units(d: dict[str, Any]) -> str:
-    """``3 functions`` or ``2 apps (5 functions)``: what the verb simulated, by its unit."""
-
-    def count(n: int, what: str) -> str:
-        return f"{n:,} {what}{'' if n == 1 else 's'}"
-
-    if d["unit"] == "app":
-        return f"{count(d['units'], 'app')} ({count(d['functions'], 'function')})"
-    return count(d["units"], "function")
-
-
-def _apps_line(d: dict[str, Any]) -> str | None:
-    """The trace's applications and their memory (the trace summary), None without apps."""
-    apps = d["apps"]
-    if apps is None:
-        return None
-    text = (
-        f"  apps {apps['apps']:,} of {apps['functions']:,} functions ("
-        f"{apps['functions_per_app_mean']:.2f} per app, at most {apps['functions_per_app_max']:,};"
-        f" {apps['single_function_app_share']:.0%} with one), keep-alive per {d['unit']}"
-    )
-    memory = apps["memory"]
-    if memory is None:
-        return text + "; no app memory file"
-    mb = memory["average_allocated_mb"]
-    if mb is None:
-        return text + f"; {memory['file']} has no row for them"
-    return text + (
-        f"; memory ({memory['file']}, {memory['apps_with_row']:,} apps) AverageAllocatedMb "
-        f"p50 {mb['p50']:,.0f} MB, p95 {mb['p95']:,.0f} MB, p99 {mb['p99']:,.0f} MB, max "
-        f"{mb['max']:,.0f} MB, total {mb['total']:,.0f} MB"
-    )
-
-
 def _footer(d: dict[str, Any]) -> None:
-    """The result's sources, assumptions and warnings (where it has them), one a line."""
-    for key, value in d["sources"].items():
-        _say(f"  {key}: {value}")
-    for key, value in d["assumptions"].items():
-        _say(f"  assumption {key}: {value}")
-    for w in d.get("warnings", ()):
-        _say(f"  warning: {w}")
+    for line in footer_lines(d):
+        _say(line)
 
 
 @request_command(SimulateServerlessRequest)
@@ -97,57 +57,11 @@ def simulate_command(
     if json_out:
         emit_json(d)
         return
-    lat = d["latency_s"]
-    _say(f"{_units(d)} on {d['gpu']}, {_hours(d)}, {d['policy_text']}")
-    _say(f"  arrivals {d['arrival_process']}")
-    apps = _apps_line(d)
-    if apps is not None:
-        _say(apps)
+    for line in simulate_lines(d):
+        _say(line)
     if d["invocations"] == 0:
-        _say("  no invocations in the trace: nothing to simulate")
         return
-    _say(
-        f"  invocations {d['invocations']:,}, cold starts {d['cold_starts']:,} "
-        f"({d['cold_start_rate']:.3%}; 75th percentile of {d['unit']}s "
-        f"{d['app_cold_start_pct_p75']:.1f}%)"
-    )
-    _say(f"  latency p50 {lat['p50'] * 1e3:.1f} ms, p99 {lat['p99'] * 1e3:.1f} ms")
-    other = (
-        f"execution alone {d['execution_gpu_hours']:,.2f}"
-        if d["billing"] == "instance"
-        else f"loaded instances {d['instance_gpu_hours']:,.2f}"
-    )
-    _say(
-        f"  GPU-hours billed {d['billed_gpu_hours']:,.2f} ({d['billing']} billing; {other}), "
-        f"US$ {d['cost_usd']:,.2f} at {d['price_usd_per_hour']:.4g} US$/h"
-    )
-    own = d["warm_idle_app_memory_mb_hours"]
-    _say(
-        f"  warm but idle {d['warm_idle_gib_hours']:,.1f} GiB-hours = "
-        f"{d['warm_idle_gpu_hours']:,.2f} GPU-hours of memory (US$ {d['warm_idle_cost_usd']:,.2f})"
-        + ("" if own is None else f"; the apps' own memory {own:,.0f} MB-hours")
-    )
-    pool = d["pool"]
-    if pool is not None:
-        p99 = (
-            f"p99 {pool['latency_s']['p99'] * 1e3:.1f} ms"
-            if pool["latency_modelled"]
-            else f"p99 not modelled (overloaded in {pool['overloaded_bins']:,} minutes: needs "
-            f"{pool['gpus_needed']:,} GPUs)"
-        )
-        _say(
-            f"  pool of {pool['gpus']} GPUs (Torpor-style swapping): {pool['swaps']:,} swaps "
-            f"({pool['swap_rate']:.3%}), {p99}, {pool['gpu_hours']:,.1f} GPU-hours "
-            f"(US$ {pool['cost_usd']:,.2f}; execution alone {pool['busy_gpu_hours']:,.1f})"
-        )
-    for m in d["models"]:
-        _say(f"  model {m['source']}")
     _footer(d)
-
-
-def _short(d: dict[str, Any]) -> str:
-    """The unit in a column's name: ``fn`` (functions) or ``app``."""
-    return "app" if d["unit"] == "app" else "fn"
 
 
 def _share(share: float, limit: float) -> str:
@@ -164,7 +78,7 @@ def _plan_table(d: dict[str, Any], q: str) -> Table:
     from rich.markup import escape
 
     latency = ["p50 ms"] if q == "p50" else ["p50 ms", f"{q} ms"]
-    short = _short(d)
+    short = short_unit(d)
     tail = [] if q == "p99" else [f"{short} p99>SLO"]
     need = d["slo_function_share"] if d["slo_scope"] == "functions" else 1.0
     table = Table(box=None, padding=(0, 0, 0, 2), show_edge=False)
@@ -200,40 +114,11 @@ def plan_command(
     if json_out:
         emit_json(d)
         return
-    q = f"p{d['slo_percentile']:g}"
-    unit, short = d["unit"], _short(d)
-    scope = (
-        f"for >= {d['slo_function_share'] * 100:g}% of the {d['functions_invoked']:,} invoked "
-        f"{unit}s, each on its own calls"
-        if d["slo_scope"] == "functions"
-        else "over all invocations"
-    )
-    _say(
-        f"{_units(d)} on {d['gpu']}, {_hours(d)}, "
-        f"{d['invocations']:,} invocations; SLO {q} <= {d['slo_s'] * 1e3:g} ms {scope} "
-        f"(peak {d['peak_gpus']} GPU(s), memory of all models {d['memory_gpus']} GPU(s))"
-    )
-    _say(f"  arrivals {d['arrival_process']}")
-    apps = _apps_line(d)
-    if apps is not None:
-        _say(apps)
-    console.print(_plan_table(d, q), highlight=False)
-    tail = "" if q == "p99" else f"; {short} p99>SLO: those whose own p99 exceeds the SLO latency"
-    _say(
-        f"  {short} met: share of invoked {unit}s whose own {q} over their own calls is within "
-        f"the SLO{tail}"
-    )
-    few = d["function_share_too_few_calls"]
-    if not math.isnan(few) and few > 0:
-        share = format_pct_against(few, 1e-12)
-        _say(
-            f"  {share}% of the invoked {unit}s are called so rarely that their first call, "
-            f"cold under every keep-alive policy, is their own {q} (--warmup 1h: not counted)"
-            if d["warmup_s"] == 0
-            else f"  {share}% of the invoked {unit}s are called so rarely after the warm-up "
-            f"that one cold call is their own {q} (whether they get one is the policy's doing)"
-        )
-    _say(f"  choice: {d['reason']}")
+    for line in plan_header_lines(d):
+        _say(line)
+    console.print(_plan_table(d, slo_quantile(d)), highlight=False)
+    for line in plan_note_lines(d):
+        _say(line)
     _say(f"  validated: {result.validation.text()}")
     _footer(d)
 

@@ -1,0 +1,157 @@
+"""The text of the serverless verbs' results, from their ``to_dict()``: what ``gpucast
+simulate serverless`` and ``gpucast plan serverless`` print above and below their tables, so a
+Python user gets the same lines (e.g. ``simulate_lines(result.to_dict())``) and the CLI only
+prints them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gpucast.domain.units import format_pct_against
+
+
+def hours_text(d: dict[str, Any]) -> str:
+    """The trace's length, and its warm-up when it has one: ``24 h`` or ``24 h (the first 1 h
+    a warm-up, not counted)``."""
+    text = f"{d['horizon_s'] / 3600:g} h"
+    if d["warmup_s"] > 0:
+        text += f" (the first {d['warmup_s'] / 3600:g} h a warm-up, not counted)"
+    return text
+
+
+def units_text(d: dict[str, Any]) -> str:
+    """``3 functions`` or ``2 apps (5 functions)``: what the verb simulated, by its unit."""
+
+    def count(n: int, what: str) -> str:
+        return f"{n:,} {what}{'' if n == 1 else 's'}"
+
+    if d["unit"] == "app":
+        return f"{count(d['units'], 'app')} ({count(d['functions'], 'function')})"
+    return count(d["units"], "function")
+
+
+def short_unit(d: dict[str, Any]) -> str:
+    """The unit in a column's name: ``fn`` (functions) or ``app``."""
+    return "app" if d["unit"] == "app" else "fn"
+
+
+def apps_line(d: dict[str, Any]) -> str | None:
+    """The trace's applications and their memory (the trace summary), None without apps."""
+    apps = d["apps"]
+    if apps is None:
+        return None
+    text = (
+        f"  apps {apps['apps']:,} of {apps['functions']:,} functions ("
+        f"{apps['functions_per_app_mean']:.2f} per app, at most {apps['functions_per_app_max']:,};"
+        f" {apps['single_function_app_share']:.0%} with one), keep-alive per {d['unit']}"
+    )
+    memory = apps["memory"]
+    if memory is None:
+        return text + "; no app memory file"
+    mb = memory["average_allocated_mb"]
+    if mb is None:
+        return text + f"; {memory['file']} has no row for them"
+    return text + (
+        f"; memory ({memory['file']}, {memory['apps_with_row']:,} apps) AverageAllocatedMb "
+        f"p50 {mb['p50']:,.0f} MB, p95 {mb['p95']:,.0f} MB, p99 {mb['p99']:,.0f} MB, max "
+        f"{mb['max']:,.0f} MB, total {mb['total']:,.0f} MB"
+    )
+
+
+def footer_lines(d: dict[str, Any]) -> list[str]:
+    """The result's sources, assumptions and warnings (where it has them), one a line."""
+    lines = [f"  {key}: {value}" for key, value in d["sources"].items()]
+    lines += [f"  assumption {key}: {value}" for key, value in d["assumptions"].items()]
+    lines += [f"  warning: {w}" for w in d.get("warnings", ())]
+    return lines
+
+
+def _arrivals(d: dict[str, Any]) -> list[str]:
+    apps = apps_line(d)
+    return [f"  arrivals {d['arrival_process']}", *([] if apps is None else [apps])]
+
+
+def simulate_lines(d: dict[str, Any]) -> list[str]:
+    """``simulate serverless``'s summary: the load, cold starts, latency, GPU-hours, warm but
+    idle memory, the pool and the models (no sources: :func:`footer_lines`)."""
+    lines = [f"{units_text(d)} on {d['gpu']}, {hours_text(d)}, {d['policy_text']}", *_arrivals(d)]
+    if d["invocations"] == 0:
+        return [*lines, "  no invocations in the trace: nothing to simulate"]
+    lat = d["latency_s"]
+    other = (
+        f"execution alone {d['execution_gpu_hours']:,.2f}"
+        if d["billing"] == "instance"
+        else f"loaded instances {d['instance_gpu_hours']:,.2f}"
+    )
+    own = d["warm_idle_app_memory_mb_hours"]
+    lines += [
+        f"  invocations {d['invocations']:,}, cold starts {d['cold_starts']:,} "
+        f"({d['cold_start_rate']:.3%}; 75th percentile of {d['unit']}s "
+        f"{d['app_cold_start_pct_p75']:.1f}%)",
+        f"  latency p50 {lat['p50'] * 1e3:.1f} ms, p99 {lat['p99'] * 1e3:.1f} ms",
+        f"  GPU-hours billed {d['billed_gpu_hours']:,.2f} ({d['billing']} billing; {other}), "
+        f"US$ {d['cost_usd']:,.2f} at {d['price_usd_per_hour']:.4g} US$/h",
+        f"  warm but idle {d['warm_idle_gib_hours']:,.1f} GiB-hours = "
+        f"{d['warm_idle_gpu_hours']:,.2f} GPU-hours of memory (US$ {d['warm_idle_cost_usd']:,.2f})"
+        + ("" if own is None else f"; the apps' own memory {own:,.0f} MB-hours"),
+    ]
+    pool = d["pool"]
+    if pool is not None:
+        p99 = (
+            f"p99 {pool['latency_s']['p99'] * 1e3:.1f} ms"
+            if pool["latency_modelled"]
+            else f"p99 not modelled (overloaded in {pool['overloaded_bins']:,} minutes: needs "
+            f"{pool['gpus_needed']:,} GPUs)"
+        )
+        lines.append(
+            f"  pool of {pool['gpus']} GPUs (Torpor-style swapping): {pool['swaps']:,} swaps "
+            f"({pool['swap_rate']:.3%}), {p99}, {pool['gpu_hours']:,.1f} GPU-hours "
+            f"(US$ {pool['cost_usd']:,.2f}; execution alone {pool['busy_gpu_hours']:,.1f})"
+        )
+    return lines + [f"  model {m['source']}" for m in d["models"]]
+
+
+def slo_quantile(d: dict[str, Any]) -> str:
+    """``p99``: the SLO's percentile as its columns name it."""
+    return f"p{d['slo_percentile']:g}"
+
+
+def plan_header_lines(d: dict[str, Any]) -> list[str]:
+    """``plan serverless``'s lines above its table: the load, the SLO and its scope."""
+    q = slo_quantile(d)
+    scope = (
+        f"for >= {d['slo_function_share'] * 100:g}% of the {d['functions_invoked']:,} invoked "
+        f"{d['unit']}s, each on its own calls"
+        if d["slo_scope"] == "functions"
+        else "over all invocations"
+    )
+    return [
+        f"{units_text(d)} on {d['gpu']}, {hours_text(d)}, "
+        f"{d['invocations']:,} invocations; SLO {q} <= {d['slo_s'] * 1e3:g} ms {scope} "
+        f"(peak {d['peak_gpus']} GPU(s), memory of all models {d['memory_gpus']} GPU(s))",
+        *_arrivals(d),
+    ]
+
+
+def plan_note_lines(d: dict[str, Any]) -> list[str]:
+    """``plan serverless``'s lines below its table: what its share columns mean, the rarely
+    called functions, the choice (then the validation and :func:`footer_lines`)."""
+    q, unit, short = slo_quantile(d), d["unit"], short_unit(d)
+    tail = "" if q == "p99" else f"; {short} p99>SLO: those whose own p99 exceeds the SLO latency"
+    lines = [
+        f"  {short} met: share of invoked {unit}s whose own {q} over their own calls is within "
+        f"the SLO{tail}"
+    ]
+    few = d["function_share_too_few_calls"]
+    if not math.isnan(few) and few > 0:
+        share = format_pct_against(few, 1e-12)
+        lines.append(
+            f"  {share}% of the invoked {unit}s are called so rarely that their first call, "
+            f"cold under every keep-alive policy, is their own {q} (--warmup 1h: not counted)"
+            if d["warmup_s"] == 0
+            else f"  {share}% of the invoked {unit}s are called so rarely after the warm-up "
+            f"that one cold call is their own {q} (whether they get one is the policy's doing)"
+        )
+    return [*lines, f"  choice: {d['reason']}"]
