@@ -26,7 +26,8 @@ def test_the_issue_example_gives_the_fields_it_asks_for() -> None:
     assert not out["validation"]["validated"] and "A100-40GB" in out["validation"]["regime"]
     # and its band is the model-left-out one widened to the unvalidated prior
     band = out["interval_80"]
-    assert band["regimes"] == ["model_unseen", "prior"] and "not validated" in band["note"]
+    assert band["regimes"] == ["model_unseen", "prior"]
+    assert "a prior, fitted on no rows" in band["note"]
     for key in ("latency_s", "ttft_s", "tokens_per_s", "total_tokens_per_s"):
         assert band[key][0] < out[key] < band[key][1], key
 
@@ -112,6 +113,7 @@ def test_priors_only_engine_says_so() -> None:
         ({"model": "resnet50"}, "for a CNN's serving latency use gpucast simulate serve"),
         ({"precision": "fp4"}, "precision: must be one of fp16, bf16, fp8, int8, int4"),
         ({"batch_size": 0}, "batch-size: must be an integer >= 1"),
+        ({"max_num_seqs": 0}, "max-num-seqs: must be an integer >= 1"),
     ],
 )
 def test_bad_input_is_one_line_naming_the_field(options: dict, message: str) -> None:
@@ -188,3 +190,56 @@ def test_the_batch_states_its_gpu_power_and_energy_per_generated_token() -> None
         )
         assert "power model" in r.assumptions["energy"] and r.to_dict()["energy"] == e
     assert heavy.energy["avg_power_w"] > alone.energy["avg_power_w"]
+
+
+def test_the_note_names_the_limit_that_splits_the_batch_into_turns() -> None:
+    base = {"model": "gpt-j-6b", "gpu": "H100-SXM", "framework": "tensorrt-llm",
+            "precision": "fp8", "batch_size": 1024, "input_len": 128,
+            "output_len": 128}  # fmt: skip
+    capped = gpucast.predict_infer(**base).prediction  # the engine's default: 256 at once
+    assert capped.waves == pytest.approx(4.0)
+    note = next(n for n in capped.notes if "turns" in n)
+    assert "TensorRT-LLM runs at most 256 sequences at once" in note
+    assert "--max-num-seqs" in note and "KV cache holds" not in note
+    # built for the whole batch, the KV cache (room for ~1,100 such sequences) holds it
+    whole = gpucast.predict_infer(**base, max_num_seqs=1024).prediction
+    assert whole.waves == pytest.approx(1.0) and whole.concurrent_sequences == 1024
+    assert whole.tokens_per_s > capped.tokens_per_s
+    # where memory is the limit, the note says so, whatever the cap
+    long = {**base, "model": "llama-2-70b", "precision": "fp16", "tp": 4, "gpu": "A100-40GB",
+            "batch_size": 64, "input_len": 1024, "output_len": 1024,
+            "max_num_seqs": 1000}  # fmt: skip
+    kv = gpucast.predict_infer(**long).prediction
+    assert kv.waves > 1 and any(n.startswith("the KV cache holds") for n in kv.notes)
+
+
+def test_fp8_matmuls_reach_the_share_of_their_peak_the_training_fit_found() -> None:
+    import dataclasses
+
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.engines import inference_engine
+    from gpucast.catalog.llm import llm_model
+    from gpucast.catalog.steptime import shipped_step_time_model
+    from gpucast.predict.llm_infer import predict_inference
+
+    engine = inference_engine("tensorrt-llm")
+    model = shipped_step_time_model()
+    assert model is not None and model.eta_compute_ is not None
+    ratio = model.eta_compute_["fp8"] / model.eta_compute_["tensor16"]
+    assert engine.fp8_compute_ratio == pytest.approx(ratio) and 0.5 < ratio < 1.0
+    assert "MLPerf Training" in engine.fp8_source
+    spec, catalog = llm_model("llama-2-7b"), load_catalog()
+    ask = {"batch_size": 32, "input_len": 2048, "output_len": 1, "precision": "fp8"}
+    at_peak = dataclasses.replace(engine, fp8_compute_ratio=1.0)
+    h100 = catalog.gpu("H100-SXM")
+    slow = predict_inference(spec, h100, engine, **ask).breakdown["prefill_compute"]
+    fast = predict_inference(spec, h100, at_peak, **ask).breakdown["prefill_compute"]
+    assert slow == pytest.approx(fast / ratio)
+    # a GPU without fp8 tensor cores runs fp8 weights' matmuls at its 16-bit peak, unscaled
+    a100 = catalog.gpu("A100-80GB")
+    assert predict_inference(spec, a100, engine, **ask).ttft_s == pytest.approx(
+        predict_inference(spec, a100, at_peak, **ask).ttft_s
+    )
+    result = gpucast.predict_infer(model="llama-2-7b", gpu="H100-SXM", precision="fp8",
+                                   input_len=512, output_len=64)  # fmt: skip
+    assert any(f"fp8 matmuls at {ratio:.2f}x" in n for n in result.prediction.notes)

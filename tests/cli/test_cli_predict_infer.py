@@ -15,7 +15,8 @@ def test_help_lists_the_flags() -> None:
     result = runner.invoke(app, ["predict", "infer", "--help"])
     assert result.exit_code == 0
     for flag in ("--model", "--gpu", "--batch-size", "--input-len", "--output-len",
-                 "--framework", "--tp", "--precision", "--kv-precision", "--json"):  # fmt: skip
+                 "--framework", "--tp", "--precision", "--kv-precision", "--max-num-seqs",
+                 "--json"):  # fmt: skip
         assert flag in result.output
 
 

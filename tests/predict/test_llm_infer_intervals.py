@@ -61,7 +61,7 @@ def test_another_gpu_is_the_envelope_with_what_was_measured_or_a_prior() -> None
     same = stated_ratios(_table(), engine_fitted=True, gpu_fitted=False, same_vendor=True)
     assert same.regimes == ("model_unseen", "prior")
     prior = (1 / (1 + PRIOR_HALFWIDTH), 1 + PRIOR_HALFWIDTH)
-    assert same.latency == pytest.approx(prior) and "not validated" in same.note
+    assert same.latency == pytest.approx(prior) and "a prior, fitted on no rows" in same.note
 
 
 def _csv(**overrides: str) -> str:

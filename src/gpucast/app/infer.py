@@ -69,9 +69,15 @@ class PredictInferRequest:
         help="KV-cache precision (default: the weights', fp16 under int8/int4 weights).",
         example="fp8",
     )
+    max_num_seqs: int | None = option(
+        None,
+        help="Most sequences the engine runs at once (vLLM --max-num-seqs, TensorRT-LLM's "
+        "engine max_batch_size). Default: the engine profile's (256; llama.cpp 1).",
+        example="1024",
+    )
 
     def __post_init__(self) -> None:
-        for name in ("batch_size", "input_len", "output_len", "tp"):
+        for name in ("batch_size", "input_len", "output_len", "tp", "max_num_seqs"):
             _positive(name.replace("_", "-"), getattr(self, name))
         if self.precision is not None:
             check_precision("precision", self.precision)
@@ -247,7 +253,7 @@ def predict_infer(
         return predict_inference(
             spec, gpu, engine, batch_size=request.batch_size, input_len=request.input_len,
             output_len=request.output_len, tp=tp, precision=request.precision,
-            kv_precision=request.kv_precision, node=node,
+            kv_precision=request.kv_precision, node=node, max_sequences=request.max_num_seqs,
         )  # fmt: skip
 
     def fewest() -> int:

@@ -173,7 +173,23 @@ def _data(name: str) -> str:
 def load_inference_engines() -> tuple[EngineProfile, ...]:
     """Every engine of the built-in ``inference_engines.csv``, in file order, with the
     latency factors of ``llm_infer_gpu_factors.csv``."""
-    return parse_gpu_factors(_data(_FACTORS_PATH), parse_inference_engines(_data(_PATH), _PATH))
+    engines = parse_gpu_factors(_data(_FACTORS_PATH), parse_inference_engines(_data(_PATH), _PATH))
+    ratio, source = _fp8_ratio()
+    return tuple(
+        dataclasses.replace(e, fp8_compute_ratio=ratio, fp8_source=source) for e in engines
+    )
+
+
+def _fp8_ratio() -> tuple[float, str]:
+    """fp8's efficiency over the 16-bit one from the shipped step-time model (fitted on
+    MLPerf Training fp8 runs), or 1 and no source without one."""
+    from gpucast.catalog.steptime import shipped_step_time_model
+
+    model = shipped_step_time_model()
+    eta = None if model is None else model.eta_compute_
+    if model is None or eta is None or not model.fp8_source_:
+        return 1.0, ""
+    return eta["fp8"] / eta["tensor16"], model.fp8_source_
 
 
 def inference_engine(name: str) -> EngineProfile:

@@ -136,9 +136,18 @@ class EngineProfile:
     #: what each rests on
     gpu_factors: Mapping[str, float] = field(default_factory=dict, hash=False)
     gpu_factor_sources: Mapping[str, str] = field(default_factory=dict, hash=False)
+    #: the fraction of the fp8 tensor-core peak an fp8 matmul reaches, relative to the 16-bit
+    #: fraction the engine was fitted at (``compute_efficiency``), and what it rests on: the
+    #: step-time model's fp8 ratio, fitted on MLPerf Training fp8 runs (1: not known)
+    fp8_compute_ratio: float = 1.0
+    fp8_source: str = ""
 
     def __post_init__(self) -> None:
         owner = f"engine {self.name}"
+        if not (math.isfinite(self.fp8_compute_ratio) and 0 < self.fp8_compute_ratio <= 1.5):
+            raise InvalidSpecError(
+                f"{owner}.fp8_compute_ratio", "must be in (0, 1.5]", got=self.fp8_compute_ratio
+            )
         for gpu, factor in self.gpu_factors.items():
             if not (math.isfinite(factor) and factor > 0):
                 raise InvalidSpecError(f"{owner}.gpu_factors[{gpu}]", "must be > 0", got=factor)
@@ -383,3 +392,46 @@ class InferencePrediction:
             "breakdown": dict(self.breakdown),
             "notes": list(self.notes),
         }
+
+
+#: what a published LLM inference figure measured: generated tokens/s of an offline batch per
+#: GPU or over all its GPUs, or the time to the first token in milliseconds
+PUBLISHED_METRICS = ("out_tokens_per_s_per_gpu", "out_tokens_per_s", "ttft_ms")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PublishedInference:
+    """One row of ``llm_infer_published.csv``: a published offline-batch figure of a catalog
+    language model on a catalog GPU with an engine, to check ``predict infer`` against --
+    never to fit it. ``expressible``: whether ``predict infer`` can price the row (the note
+    says why not). ``batch_size`` sequences (a static batch, or every request of an offline
+    run queued at once), at most ``max_num_seqs`` of them at a time."""
+
+    source: str
+    engine: str
+    engine_version: str
+    gpu: str
+    model: str
+    precision: str
+    kv_precision: str
+    tp: int
+    batch_size: int
+    max_num_seqs: int
+    input_len: int
+    output_len: int
+    metric: str
+    published: float
+    expressible: bool
+    source_url: str
+    as_of: date
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.metric not in PUBLISHED_METRICS:
+            raise InvalidSpecError(
+                "metric", f"must be one of {', '.join(PUBLISHED_METRICS)}", got=self.metric
+            )
+        check_precision("precision", self.precision)
+        check_precision("kv_precision", self.kv_precision)
+        if not (math.isfinite(self.published) and self.published > 0):
+            raise InvalidSpecError("published", "must be a number > 0", got=self.published)

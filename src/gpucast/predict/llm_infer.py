@@ -52,8 +52,11 @@ The parameters of each engine (:data:`~gpucast.domain.llm_infer.ENGINE_PARAMS`) 
 :class:`LlmInferenceModel` on published measurements (least squares on log latency and log
 TTFT, robust loss, a weak pull towards the priors). Not modelled: speculative decoding,
 prefix caching, chunked prefill overlapping decode, sliding-window attention (counted as
-full), CPU offload, expert parallelism, quantisation kernels' own overheads (int8/int4/fp8
-are priced by their bytes and the fp16/fp8 tensor-core peak only: not validated).
+full), CPU offload, expert parallelism, quantisation kernels' own overheads (int8/int4 are
+priced by their bytes and the fp16 tensor-core peak only: not validated; fp8 by its bytes and
+the fp8 peak at the engine's ``fp8_compute_ratio`` -- the step-time model's fp8 / 16-bit
+efficiency, fitted on MLPerf Training fp8 runs -- and checked against NVIDIA's published
+TensorRT-LLM figures on H100/H200/GH200/L40S, ``benchmarks/llm_inference_published.py``).
 """
 
 from __future__ import annotations
@@ -254,6 +257,12 @@ class _Case:
     node: NodeLinks = SWITCHED
 
 
+def _fp8_ratio(engine: EngineProfile, gpu: GpuSpec) -> float:
+    """fp8 matmuls' efficiency relative to the fitted 16-bit one; 1 on a GPU without fp8
+    tensor cores (priced at its 16-bit peak)."""
+    return engine.fp8_compute_ratio if gpu.fp8_tflops is not None else 1.0
+
+
 def _cases(cases: Sequence[_Case]) -> _Cases:
     cols: dict[str, list[float]] = {f.name: [] for f in dataclasses.fields(_Cases)}
     shapes: dict[tuple[str, int, str], _Shape] = {}
@@ -280,7 +289,9 @@ def _cases(cases: Sequence[_Case]) -> _Cases:
             "layers": c.spec.layers,
             "hidden": c.spec.hidden,
             "bandwidth_bytes_s": c.gpu.memory_bandwidth_gbps * 1e9,
-            "peak_flops": c.gpu.matrix_tflops(COMPUTE_MODE[c.precision]) * 1e12,
+            "peak_flops": c.gpu.matrix_tflops(COMPUTE_MODE[c.precision])
+            * 1e12
+            * (_fp8_ratio(c.engine, c.gpu) if COMPUTE_MODE[c.precision] == "fp8" else 1.0),
             "memory_bytes": c.gpu.memory_gib * GIB,
             "memory_fraction": c.engine.memory_fraction,
             "of_free": 1.0 if c.engine.memory_share == "free" else 0.0,
@@ -376,6 +387,7 @@ def _evaluate(x: _Cases, p: Params) -> dict[str, FloatArray]:
         "latency_s": latency,
         "capacity_bytes": capacity,
         "kv_bytes": c * per_sequence,
+        "kv_sequences": kv_room / per_sequence,  # what the KV cache holds at once
         "prefill_compute": scale * pre_compute,
         "prefill_memory": scale * pre_memory,
         "decode_weights": waves * n_out * step_weights,
@@ -461,6 +473,7 @@ def predict_inference(
     kv_precision: str | None = None,
     identical_sequences: bool = False,
     node: NodeLinks = SWITCHED,
+    max_sequences: int | None = None,
 ) -> InferencePrediction:
     """One offline batch of ``batch_size`` sequences on ``tp`` GPUs (module docstring).
 
@@ -469,8 +482,21 @@ def predict_inference(
     quantisation). ``tp`` is the GPU count: tensor-parallel ranks, or llama.cpp's layer split.
     ``node``: how the node joins the ``tp`` GPUs (a mesh: only their links; cards bridged in
     pairs: beyond 2 PCIe; :func:`gpucast.predict.parallel.group_link_gbps`).
+    ``max_sequences``: the most sequences the engine runs at once (vLLM ``max_num_seqs``,
+    TensorRT-LLM's engine ``max_batch_size``); default the engine profile's.
     """
     _check_lengths(spec, batch_size, input_len, output_len)
+    if max_sequences is not None:
+        if (
+            isinstance(max_sequences, bool)
+            or not isinstance(max_sequences, int)
+            or (max_sequences < 1)
+        ):
+            raise InvalidSpecError(
+                "max-num-seqs", "must be an integer >= 1", got=max_sequences,
+                fix="e.g. --max-num-seqs 256",
+            )  # fmt: skip
+        engine = dataclasses.replace(engine, max_sequences=max_sequences)
     _check_run(spec, gpu, engine, tp)
     weights, kv = resolve_precisions(engine, precision, kv_precision)
     case = _Case(
@@ -577,20 +603,34 @@ def _notes(
 ) -> tuple[str, ...]:
     notes = []
     if out["waves"] > 1.0 + 1e-9:
-        notes.append(
-            f"the KV cache holds {out['concurrent']:.1f} of the {batch_size} sequences at once "
-            f"(time-averaged): they run in {out['waves']:.2f} turns"
-        )
+        if out["kv_sequences"] > engine.max_sequences:  # the scheduler's cap binds, not memory
+            notes.append(
+                f"{engine.display_name} runs at most {engine.max_sequences} sequences at once "
+                f"(max_num_seqs / max_batch_size; the KV cache would hold "
+                f"{out['kv_sequences']:.0f}): the {batch_size} run in {out['waves']:.2f} turns; "
+                f"--max-num-seqs N sets the cap your engine was built or started with"
+            )
+        else:
+            notes.append(
+                f"the KV cache holds {out['concurrent']:.1f} of the {batch_size} sequences at "
+                f"once (time-averaged): they run in {out['waves']:.2f} turns"
+            )
     if spec.is_moe:
         notes.append(
             f"mixture of experts: all {spec.n_experts} experts held in memory, "
             f"{spec.experts_per_token} per token in the FLOPs"
         )
     if weights != engine.default_precision or kv not in ("fp16", "bf16"):
+        fp8 = ""
+        if COMPUTE_MODE[weights] == "fp8" and engine.fp8_source and gpu.fp8_tflops:
+            fp8 = (
+                f" (fp8 matmuls at {engine.fp8_compute_ratio:.2f}x that fraction of the fp8 "
+                f"peak: {engine.fp8_source})"
+            )
         notes.append(
             f"{weights} weights / {kv} KV cache priced by their bytes and the "
             f"{COMPUTE_MODE[weights]} tensor-core peak; the efficiencies were fitted at "
-            f"{engine.default_precision}"
+            f"{engine.default_precision}{fp8}"
         )
     if COMPUTE_MODE[weights] == "fp8" and gpu.fp8_tflops is None:
         notes.append(f"{gpu.name} has no fp8 tensor cores: matmuls priced at its fp16 peak")
