@@ -34,12 +34,22 @@ def parse_published_inference(text: str, path: str = _PATH) -> tuple[PublishedIn
     rows: list[PublishedInference] = []
     for line, row in read_rows(text, path, COLUMNS):
         try:
-            texts = {c: require_text(row[c], path=path, line=line, column=c) for c in _TEXT}
-            ints = {c: parse_int(row[c], path=path, line=line, column=c, minimum=1) for c in _INTS}
+            cells = {c: require_text(row[c], path=path, line=line, column=c) for c in _TEXT}
+            num = {c: parse_int(row[c], path=path, line=line, column=c, minimum=1) for c in _INTS}
             rows.append(
                 PublishedInference(
-                    **texts,
-                    **ints,
+                    source=cells["source"],
+                    engine=cells["engine"],
+                    engine_version=cells["engine_version"],
+                    gpu=cells["gpu"],
+                    model=cells["model"],
+                    precision=cells["precision"],
+                    kv_precision=cells["kv_precision"],
+                    tp=num["tp"],
+                    batch_size=num["batch_size"],
+                    max_num_seqs=num["max_num_seqs"],
+                    input_len=num["input_len"],
+                    output_len=num["output_len"],
                     metric=require_text(row["metric"], path=path, line=line, column="metric"),
                     published=require_float(
                         row["published"], path=path, line=line, column="published"

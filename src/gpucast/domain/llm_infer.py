@@ -264,6 +264,8 @@ class EngineProfile:
             "note": self.note,
             "gpu_factors": dict(self.gpu_factors),
             "gpu_factor_sources": dict(self.gpu_factor_sources),
+            "fp8_compute_ratio": self.fp8_compute_ratio,
+            "fp8_source": self.fp8_source,
         }
 
     @classmethod
@@ -282,6 +284,8 @@ class EngineProfile:
             memory_share=data.get("memory_share", "total"),
             prompt_chunk_tokens=int(data.get("prompt_chunk_tokens", 0)),
             bench_identical_prompts=bool(data.get("bench_identical_prompts", False)),
+            fp8_compute_ratio=float(data.get("fp8_compute_ratio", 1.0)),
+            fp8_source=str(data.get("fp8_source", "")),
             **{name: float(data[name]) for name in ENGINE_PARAMS},
             fitted_params=tuple(str(p) for p in data.get("fitted_params", ())),
             fitted_on=str(data.get("fitted_on", "")),
