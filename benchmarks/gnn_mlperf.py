@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -64,7 +65,25 @@ VALIDATION_SEEDS = 788_380
 
 def predict_systems(path: Path) -> pd.DataFrame:
     """Raw predicted and measured minutes per ``gnn`` system, with the leave-one-out error."""
-    systems = mlperf_systems(read_mlperf_runs(path))
+    table = raw_systems(read_mlperf_runs(path))
+    held = held_out_scale(table.raw_min, table.measured_min)
+    table["factor"] = held
+    table["predicted_min"] = table.raw_min * held
+    table["error"] = table.predicted_min / table.measured_min - 1.0
+    return table
+
+
+def raw_systems(
+    runs: pd.DataFrame, placement: Callable[[str, str], tuple[str, str]] | None = None
+) -> pd.DataFrame:
+    """Per ``gnn`` system of ``runs`` (:func:`read_mlperf_runs`' format) on a catalog GPU:
+    the raw (uncalibrated) predicted and the measured minutes. ``placement(system, gpu)``:
+    where its features live and how they are sharded (default: :data:`PLACEMENT`)."""
+
+    def where(name: str, gpu: str) -> tuple[str, str]:
+        return placement(name, gpu) if placement else PLACEMENT.get(name, DEFAULT_PLACEMENT)
+
+    systems = mlperf_systems(runs)
     systems = systems[(systems.benchmark == "gnn") & (systems.gpu != "")].copy()
     config = load_gnn_configs()["rgat-mlperf"]
     rows = []
@@ -79,8 +98,8 @@ def predict_systems(path: Path) -> pd.DataFrame:
             layers=config.layers, classes=config.classes, target=config.target_type,
             reverse_relations=config.reverse_relations, gpus=gpus,
             gpus_per_node=int(s.accel_per_node), feature_precision="fp8",
-            feature_location=PLACEMENT.get(name, DEFAULT_PLACEMENT)[0],
-            feature_sharding=PLACEMENT.get(name, DEFAULT_PLACEMENT)[1],
+            feature_location=where(name, str(s.gpu))[0],
+            feature_sharding=where(name, str(s.gpu))[1],
         )  # fmt: skip
         target = mlperf_samples_to_target("gnn", batch)
         steps = target.samples_mean / batch
@@ -97,18 +116,13 @@ def predict_systems(path: Path) -> pd.DataFrame:
                 "step_ms": result.step_time_s * 1e3,
                 "compute_ms": result.phases_s["compute_s"] * 1e3,
                 "fetch_ms": result.feature_fetch_s * 1e3,
-                "features": PLACEMENT.get(name, DEFAULT_PLACEMENT)[0],
+                "features": where(name, str(s.gpu))[0],
                 "epochs": target.mean_in_unit,
                 "raw_min": raw_s / 60.0,
                 "measured_min": float(s.minutes_score),
             }
         )
-    table = pd.DataFrame(rows)
-    held = held_out_scale(table.raw_min, table.measured_min)
-    table["factor"] = held
-    table["predicted_min"] = table.raw_min * held
-    table["error"] = table.predicted_min / table.measured_min - 1.0
-    return table
+    return pd.DataFrame(rows)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -96,6 +96,7 @@ def llm_system_predictions(
     searches: dict[SearchKey, SearchMemo] | None = None,
     vendors: Collection[str] | None = CALIBRATION_VENDORS,
     warmup_s: float | None = None,
+    runs: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per MLPerf LLM system of a catalog GPU: ``benchmark``, ``submitter``,
     ``system``, ``software`` (:func:`system_stack`), ``gpu``, ``vendor``, ``gpus``,
@@ -113,7 +114,9 @@ def llm_system_predictions(
     memory), filled and reused; ``vendors``: only systems of these GPU vendors (None: all;
     default: :data:`CALIBRATION_VENDORS`); ``warmup_s``: a run's one-off warm-up after its
     clock starts, added to the time of the benchmarks run without CUDA graphs (default: the
-    model's, fitted with the host's time by :func:`fit_host_layer_s`)."""
+    model's, fitted with the host's time by :func:`fit_host_layer_s`); ``runs``: the runs of
+    another round in the same format (:func:`~gpucast.store.datasets.mlperf.read_mlperf_runs`;
+    default: ``data_dir``'s v4.0 table)."""
     from dataclasses import replace
 
     from gpucast.catalog import load_catalog
@@ -156,7 +159,9 @@ def llm_system_predictions(
         return replace(eff, compute_efficiency_fp8=fp8_ratio * eff.compute_efficiency("bf16"))
 
     wanted = list(LLM_BENCHMARKS if benchmarks is None else benchmarks)
-    systems = mlperf_systems(read_mlperf_runs(Path(data_dir) / RUNS_FILE))
+    if runs is None:
+        runs = read_mlperf_runs(Path(data_dir) / RUNS_FILE)
+    systems = mlperf_systems(runs)
     systems = systems[systems.benchmark.isin(wanted) & (systems.gpu != "")]
     if vendors is not None:
         kept = [catalog.gpu(g).vendor in vendors for g in systems.gpu]

@@ -1,0 +1,69 @@
+"""mlperf_training_later.csv: later MLPerf Training rounds' runs (v4.1, v5.1), each sourced,
+and the held-out check benchmarks/mlperf_later_rounds.py runs on them, pinned to the figures
+the README states so a change to the model or the catalog cannot move them silently."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pandas as pd
+
+from gpucast.catalog import load_catalog
+
+
+def test_every_row_is_sourced_and_maps_to_the_catalog_or_says_not(
+    load_benchmark: Callable[[str], ModuleType],
+) -> None:
+    runs = load_benchmark("mlperf_later_rounds").later_runs()
+    raw = pd.read_csv(
+        Path(__file__).parents[2] / "src/gpucast/catalog/data/mlperf_training_later.csv"
+    )
+    assert len(raw) == 86 and len(runs) == 86
+    assert set(raw["round"]) == {"v4.1", "v5.1"}
+    assert set(raw.benchmark) == {"llama2_70b_lora", "gnn"}
+    assert raw.source_url.str.match(
+        r"https://github\.com/[^/]+/training_results_v\d\.\d/blob/[0-9a-f]{40}/"
+    ).all()
+    assert (runs.minutes > 0).all() and (runs.global_batch_size > 0).all()
+    catalog = load_catalog()
+    for gpu in set(runs.gpu) - {""}:
+        catalog.gpu(gpu)
+    unmapped = set(runs.accelerator[runs.gpu == ""])
+    assert unmapped == {"AMD Instinct MI350X", "NVIDIA Blackwell Ultra GPU (GB300)"}
+
+
+def test_lora_on_later_rounds_matches_the_readme(
+    load_benchmark: Callable[[str], ModuleType],
+) -> None:
+    bench = load_benchmark("mlperf_later_rounds")
+    table = bench.lora_rows(bench.later_runs())
+    stats = bench.summary(table)
+
+    def pct(group: str, key: str = "mape") -> float:
+        return round(stats[group][key] * 100, 1)
+
+    assert stats["all"]["systems"] == 54
+    assert pct("all", "median_abs") == 14.5 and pct("all") == 25.1
+    assert pct("H100-SXM") == 13.8 and pct("H200") == 11.1 and pct("B200") == 35.9
+    assert pct("MI325X") == 6.5 and pct("MI355X") == 7.8 and pct("MI300X") == 30.7
+    assert pct("GB200") == 154.8 and pct("GB200", "mape_no_host") == 49.4
+    assert pct("round v4.1") == 13.2 and pct("round v5.1") == 32.6
+    assert pct("all", "covered") == 64.8
+    # GB200 trays are priced as NVLink racks: 512 GPUs as 8 racks of 64
+    racks = bench._racks(bench.later_runs())
+    big = racks[(racks.gpu == "GB200") & (racks.accelerators == 512)].iloc[0]
+    assert (big.accel_per_node, big.nodes) == (64, 8)
+
+
+def test_rgat_on_later_rounds_matches_the_readme(
+    load_benchmark: Callable[[str], ModuleType], shared_data: Path
+) -> None:
+    bench = load_benchmark("mlperf_later_rounds")
+    table, factor = bench.gnn_rows(bench.later_runs(), shared_data)
+    stats = bench.summary(table)
+    assert round(factor, 3) == 0.725 and stats["all"]["systems"] == 27
+    assert round(stats["H200"]["mape"] * 100, 1) == 12.4
+    assert round(stats["B200"]["mape"] * 100, 1) == 45.3
+    assert round(stats["H100-SXM"]["mape"] * 100, 1) == 15.2
