@@ -113,6 +113,8 @@ def test_unknown_yaml_key_names_it(tmp_path: Path) -> None:
         (["--gpu", "T4", "--exclude-gpu", "T4"], "both required and excluded"),
         (["--batch-size", "32", "--global-batch", "256"], "not both"),
         (["--deadline", "1s"], "relax --deadline"),
+        # the budget binds, not the deadline most rows miss: the message says so
+        (["--no-spot", "--deadline", "10m", "--budget", "0.001"], "every plan is over the budget"),
         (["--deadline", "soon"], "deadline"),
         (["--objective", "best"], "objective"),
     ],

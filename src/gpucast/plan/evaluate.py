@@ -26,9 +26,12 @@ Everything is an array over candidates; there is no per-candidate Python loop. P
 * **time** = start-up + samples needed / samples per second; **cost** = time x (instances x
   US$/h + PS shards x CPU US$/h).
 * **interval**: ``train_ratio_lower`` / ``train_ratio_upper`` scale the training time to the
-  ends of the step-time model's interval (the roofline's, the PS model's residual quantiles,
-  +-``collective_uncertainty`` on exposed communication) and, with a fitted convergence
-  curve, the run-to-run spread of the samples to target (:meth:`Work.widen`).
+  ends of the step-time model's interval: the compute at the roofline's interval with, at
+  the same end, +-``collective_uncertainty`` on a DDP/FSDP row's exposed communication, or a
+  PS row's stations and NICs at the PS model's residual quantiles (an asynchronous PS row
+  solves its network again at each end: a PS-bound row gains little from faster GPUs and
+  loses much to slower ones, whose compute the PS no longer hides); and, with a fitted
+  convergence curve, the run-to-run spread of the samples to target (:meth:`Work.widen`).
   :mod:`gpucast.plan.uncertainty` reads them as the 10th / 90th percentiles of the run's
   speed factor.
 * **mixed GPU types** (rows with a second part): :func:`evaluate_mixed`, the formulas of
@@ -174,8 +177,10 @@ class Evaluation:
     host_bytes: FloatArray  # host memory per GPU the offload needs (0 without offload)
     host_short: BoolArray  # would fit with offload, but the instance's host memory is short
     compute_s: FloatArray  # one worker's step compute (with checkpointing)
-    comm_s: FloatArray  # collective time per step (sync) or PS time of a step, idle PS (async)
-    exposed_s: FloatArray  # communication not hidden (sync), queueing + service (async)
+    #: collective time per step (DDP, FSDP); a PS row's push and pull as loaded: queueing,
+    #: service and the worker's NIC (none of it hides under compute, so it equals exposed_s)
+    comm_s: FloatArray
+    exposed_s: FloatArray  # the communication not hidden under compute
     step_s: FloatArray  # time of one global step (sync) / one worker step (async)
     samples_per_s: FloatArray
     samples_needed: FloatArray
@@ -524,8 +529,10 @@ def _evaluate_single(
     # a worker's own node NIC carries every shard's bytes: a delay where it is the slower end
     worker_s = facts.gradient_bytes * 8.0 / (off.network_gbps[o] * params.ps_network_efficiency)
     worker_s = worker_s / 1e9
-    ps_latency = comm.ps_step_latency_s(push, pull, worker_s)
+    lo_ratio, hi_ratio = gpus.interval_ratios(g, b)
     x_ps = np.zeros(len(space))
+    x_fast = np.zeros(len(space))  # at the fast end of the step model's interval
+    x_slow = np.zeros(len(space))  # ... and at its slow end
     util = np.zeros(len(space))
     nic_bound = np.zeros(len(space), dtype=bool)
     is_ps = ~sync
@@ -547,9 +554,7 @@ def _evaluate_single(
         ) * (int(net_idx.max()) + 1) + net_idx
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         u = sel[first]
-        think = compute[u] + comm.worker_nic_delay_s(pull[u], worker_s[u])
-        table = comm.ps_async_table(think, push[u], pull[u], int(n[sel].max()))
-        x_mva = table[inverse.reshape(-1), n[sel] - 1]
+        delay = comm.worker_nic_delay_s(pull[u], worker_s[u])
         nic_rate = (
             space.nodes[sel]
             * off.network_gbps[o[sel]]
@@ -557,9 +562,25 @@ def _evaluate_single(
             * 1e9
             / (8.0 * facts.gradient_bytes)
         )
-        x_ps[sel] = np.minimum(x_mva, nic_rate)
-        nic_bound[sel] = nic_rate < x_mva
+
+        def rate(compute_ratio: FloatArray, ps_ratio: float) -> tuple[FloatArray, BoolArray]:
+            """Updates/s of the PS rows with the compute x ``compute_ratio`` and every PS
+            and NIC time x ``ps_ratio``; and where the node NICs bound them."""
+            think = compute[u] * compute_ratio[u] + delay * ps_ratio
+            table = comm.ps_async_table(
+                think, push[u] * ps_ratio, pull[u] * ps_ratio, int(n[sel].max())
+            )
+            x_mva = table[inverse.reshape(-1), n[sel] - 1]
+            return np.minimum(x_mva, nic_rate / ps_ratio), nic_rate / ps_ratio < x_mva
+
+        x_ps[sel], nic_bound[sel] = rate(np.ones(len(space)), 1.0)
         util[sel] = x_ps[sel] * push[sel]
+        # the interval: the same network solved with the compute at the ends of the step
+        # model's interval and the PS at the ends of its residual band, both at once (as a
+        # DDP row's compute and exposed all-reduce): a PS-bound row gains little from faster
+        # GPUs and loses much to slower ones, whose compute the PS no longer hides
+        x_fast[sel], _ = rate(lo_ratio, float(np.exp(-params.ps_log_residual_q90)))
+        x_slow[sel], _ = rate(hi_ratio, float(np.exp(-params.ps_log_residual_q10)))
     step_async = np.where(x_ps > 0, nf / np.where(x_ps > 0, x_ps, 1.0), np.inf)
 
     # -- throughput, work, time, cost ------------------------------------------------------
@@ -571,12 +592,11 @@ def _evaluate_single(
     train_s = samples / samples_per_s + eval_s
     time_s = startup_s + train_s
     unc = params.collective_uncertainty
-    lo_ratio, hi_ratio = gpus.interval_ratios(g, b)
     lo_sync = (compute * lo_ratio + exposed_sync * (1.0 - unc)) / step_sync
     hi_sync = (compute * hi_ratio + exposed_sync * (1.0 + unc)) / step_sync
     ps_bound = util >= params.ps_bottleneck_utilization
-    lo_async = np.where(ps_bound | nic_bound, np.exp(-params.ps_log_residual_q90), lo_ratio)
-    hi_async = np.where(ps_bound | nic_bound, np.exp(-params.ps_log_residual_q10), hi_ratio)
+    lo_async = np.where(x_fast > 0, x_ps / np.where(x_fast > 0, x_fast, 1.0), lo_ratio)
+    hi_async = np.where(x_slow > 0, x_ps / np.where(x_slow > 0, x_slow, 1.0), hi_ratio)
     ratio_lower = np.where(sync, lo_sync, lo_async)
     ratio_upper = np.where(sync, hi_sync, hi_async)
     ratio_lower, ratio_upper = work.widen(ratio_lower, ratio_upper, global_batch)
@@ -598,7 +618,7 @@ def _evaluate_single(
     )
     bottleneck = np.where(sync, sync_bn, async_bn).astype(np.int64)
 
-    exposed_async = np.where(x_ps > 0, step_async - compute, 0.0)
+    exposed_async = np.maximum(np.where(x_ps > 0, step_async - compute, 0.0), 0.0)
     return Evaluation(
         workers=n,
         batch=per_worker,
@@ -613,8 +633,8 @@ def _evaluate_single(
         host_bytes=host_need,
         host_short=host_short,
         compute_s=compute,
-        comm_s=np.where(sync, coll, ps_latency),
-        exposed_s=np.where(sync, exposed_sync, np.maximum(exposed_async, 0.0)),
+        comm_s=np.where(sync, coll, exposed_async),
+        exposed_s=np.where(sync, exposed_sync, exposed_async),
         step_s=np.where(sync, step_sync, step_async),
         samples_per_s=samples_per_s,
         samples_needed=samples,
@@ -829,18 +849,34 @@ def evaluate_mixed(
     exposed_psync = nf * (push - pull) + 2.0 * np.maximum(nf * pull, node_nic)
     # async: equivalent think time, exact MVA, each part's node NICs bound its update rate
     is_async = strat == PS
+    lo_parts, hi_parts = gpus.interval_ratios(g, top)
+    lo_ratio = col_min(lo_parts)  # the wider of the two GPUs' intervals
+    hi_ratio = col_max(hi_parts)
     x_ps = np.zeros(rows)
+    x_fast = np.zeros(rows)  # at the ends of the step model's interval (as _evaluate_single)
+    x_slow = np.zeros(rows)
     nic_bound = np.zeros(rows, dtype=bool)
     if is_async.any():
         sel = np.flatnonzero(is_async)
-        think = part_compute[sel] + nic_delay[sel]
-        z_eq = equivalent_think_time_s(think, counts[sel], demand[sel])
-        x_mva, _ = comm.ps_async_throughput(z_eq, push[sel], pull[sel], n[sel])
-        share = update_shares(think, counts[sel], demand[sel])
-        part_nic_rate = nodes[sel] / per_node_update_s[sel]  # updates/s each part's NICs carry
-        nic_rate = col_min(part_nic_rate / np.maximum(share, 1e-300))
-        x_ps[sel] = np.minimum(x_mva, nic_rate)
-        nic_bound[sel] = nic_rate < x_mva
+
+        def rate(compute_ratio: FloatArray, ps_ratio: float) -> tuple[FloatArray, BoolArray]:
+            """Updates/s with the compute x ``compute_ratio`` and every PS and NIC time x
+            ``ps_ratio``; and where the node NICs bound them."""
+            think = part_compute[sel] * compute_ratio[sel, None] + nic_delay[sel] * ps_ratio
+            d = demand[sel] * ps_ratio
+            z_eq = equivalent_think_time_s(think, counts[sel], d)
+            x_mva, _ = comm.ps_async_throughput(
+                z_eq, push[sel] * ps_ratio, pull[sel] * ps_ratio, n[sel]
+            )
+            share = update_shares(think, counts[sel], d)
+            # updates/s each part's NICs carry
+            part_nic_rate = nodes[sel] / (per_node_update_s[sel] * ps_ratio)
+            nic_rate = col_min(part_nic_rate / np.maximum(share, 1e-300))
+            return np.minimum(x_mva, nic_rate), nic_rate < x_mva
+
+        x_ps[sel], nic_bound[sel] = rate(np.ones(rows), 1.0)
+        x_fast[sel], _ = rate(lo_ratio, float(np.exp(-params.ps_log_residual_q90)))
+        x_slow[sel], _ = rate(hi_ratio, float(np.exp(-params.ps_log_residual_q10)))
     step_async = np.where(x_ps > 0, nf / np.where(x_ps > 0, x_ps, 1.0), np.inf)
 
     exposed_sync = np.where(strat == DDP, exposed_ddp, exposed_psync)
@@ -855,18 +891,14 @@ def evaluate_mixed(
     time_s = startup_s + train_s
 
     unc = params.collective_uncertainty
-    lo_parts, hi_parts = gpus.interval_ratios(g, top)
-    lo_ratio = col_min(lo_parts)  # the wider of the two GPUs' intervals
-    hi_ratio = col_max(hi_parts)
-    ps_bound = util >= params.ps_bottleneck_utilization
     comm_unc = np.where(strat == DDP, unc, 0.0)
     lo_sync = (compute * lo_ratio + exposed_sync * (1.0 - comm_unc)) / step_sync
     hi_sync = (compute * hi_ratio + exposed_sync * (1.0 + comm_unc)) / step_sync
     q90, q10 = np.exp(-params.ps_log_residual_q90), np.exp(-params.ps_log_residual_q10)
     lo_psync = (compute * lo_ratio + exposed_sync * q90) / step_sync
     hi_psync = (compute * hi_ratio + exposed_sync * q10) / step_sync
-    lo_async = np.where(ps_bound | nic_bound, q90, lo_ratio)
-    hi_async = np.where(ps_bound | nic_bound, q10, hi_ratio)
+    lo_async = np.where(x_fast > 0, x_ps / np.where(x_fast > 0, x_fast, 1.0), lo_ratio)
+    hi_async = np.where(x_slow > 0, x_ps / np.where(x_slow > 0, x_slow, 1.0), hi_ratio)
     ratio_lower = np.where(strat == DDP, lo_sync, np.where(strat == PS_SYNC, lo_psync, lo_async))
     ratio_upper = np.where(strat == DDP, hi_sync, np.where(strat == PS_SYNC, hi_psync, hi_async))
     ratio_lower, ratio_upper = work.widen(ratio_lower, ratio_upper, g_stat)
@@ -891,6 +923,7 @@ def evaluate_mixed(
     )
     cost = time_s / 3600.0 * usd_per_hour + probe
 
+    ps_bound = util >= params.ps_bottleneck_utilization
     ps_term = np.where(pull >= push - pull, _B["ps_network"], _B["ps_cpu"])
     ddp_bn = np.where(exposed_ddp > compute, _B["allreduce"], roof_bottleneck)
     psync_bn = np.where(
@@ -904,7 +937,8 @@ def evaluate_mixed(
     bottleneck = np.where(
         strat == DDP, ddp_bn, np.where(strat == PS_SYNC, psync_bn, async_bn)
     ).astype(np.int64)
-    exposed_async = np.where(x_ps > 0, step_async - compute, 0.0)
+    exposed_async = np.maximum(np.where(x_ps > 0, step_async - compute, 0.0), 0.0)
+    exposed = np.where(sync, exposed_sync, exposed_async)
     return Evaluation(
         workers=n,
         batch=np.where(sync, g_sync // np.maximum(n, 1), mean_b).astype(np.int64),
@@ -919,8 +953,8 @@ def evaluate_mixed(
         host_bytes=np.zeros(rows),
         host_short=np.zeros(rows, dtype=bool),
         compute_s=compute,
-        comm_s=np.where(strat == DDP, coll, demand + col_max(nic_delay)),
-        exposed_s=np.where(sync, exposed_sync, np.maximum(exposed_async, 0.0)),
+        comm_s=np.where(strat == DDP, coll, exposed),
+        exposed_s=exposed,
         step_s=np.where(sync, step_sync, step_async),
         samples_per_s=samples_per_s,
         samples_needed=samples,

@@ -19,8 +19,10 @@
 5. the Pareto front of (time, cost, risk) over the feasible plans, the pick for each
    objective, and "what would help" for every shown candidate (:mod:`.explain`).
 
-No feasible plan raises :class:`NoFeasiblePlanError` naming the constraint that cut the most
-candidates and how to relax it. Pure: the catalog, workload facts and risk inputs come in as
+No feasible plan raises :class:`NoFeasiblePlanError` naming the constraint that excludes the
+plans -- the deadline, the budget or the two together, with the deadline or budget that admits
+one (:mod:`.infeasible`) -- else the constraint that cut the most candidates, and how to relax
+it. Pure: the catalog, workload facts and risk inputs come in as
 values; nothing here reads files, the clock or the terminal.
 """
 
@@ -66,6 +68,7 @@ from gpucast.plan.goodput import (
     efficiency_and_goodput,
 )
 from gpucast.plan.hetero import SPLIT_EQUAL, SPLIT_LABELS
+from gpucast.plan.infeasible import Limits, binding, needed_deadline_s
 from gpucast.plan.inputs import (
     GpuPrecision,
     GpuTable,
@@ -189,8 +192,8 @@ class Unkept:
 
     any_fits_market: bool = False
     min_mem_bytes: float = math.inf
-    fastest_physical_s: float = math.inf  # rows cut by deadline, budget or risk only
-    cheapest_on_time_usd: float = math.inf  # of those, rows not cut by the deadline
+    #: over the rows cut by deadline, budget or risk only: which of them binds
+    limits: Limits = field(default_factory=Limits)
     best_p_on_demand: float = -math.inf  # of those, on-demand P(meet deadline)
     min_host_need_bytes: float = math.inf  # offload rows short of host memory: least need
     max_host_bytes: float = -math.inf  # and the most host memory per GPU among them
@@ -199,8 +202,7 @@ class Unkept:
         return Unkept(
             any_fits_market=self.any_fits_market or other.any_fits_market,
             min_mem_bytes=min(self.min_mem_bytes, other.min_mem_bytes),
-            fastest_physical_s=min(self.fastest_physical_s, other.fastest_physical_s),
-            cheapest_on_time_usd=min(self.cheapest_on_time_usd, other.cheapest_on_time_usd),
+            limits=self.limits.merge(other.limits),
             best_p_on_demand=max(self.best_p_on_demand, other.best_p_on_demand),
             min_host_need_bytes=min(self.min_host_need_bytes, other.min_host_need_bytes),
             max_host_bytes=max(self.max_host_bytes, other.max_host_bytes),
@@ -213,22 +215,67 @@ class Unkept:
         reason: npt.NDArray[np.object_],
         p_model: FloatArray,
         rows: npt.NDArray[np.bool_],
+        limits: Limits,
     ) -> Unkept:
-        """The extremes over ``rows`` (a mask) of an evaluated chunk."""
+        """The extremes over ``rows`` (a mask) of an evaluated chunk (``limits``: theirs,
+        :func:`_limits`)."""
         if not rows.any():
             return Unkept()
         physical = rows & np.isin(reason, [R_DEADLINE, R_BUDGET, R_RISK])
-        on_time = physical & (reason != R_DEADLINE)
         od = physical & ~space.spot & np.isfinite(p_model)
         return Unkept(
             any_fits_market=bool((ev.fits & ev.has_market & rows).any()),
             min_mem_bytes=float(np.min(ev.mem_bytes[rows])),
-            fastest_physical_s=float(np.min(ev.time_s[physical])) if physical.any() else math.inf,
-            cheapest_on_time_usd=float(np.min(ev.cost_usd[on_time])) if on_time.any() else math.inf,
+            limits=limits,
             best_p_on_demand=float(np.max(p_model[od])) if od.any() else -math.inf,
             min_host_need_bytes=_host_extremes(space, ev, rows)[0],
             max_host_bytes=_host_extremes(space, ev, rows)[1],
         )
+
+
+def _limits(
+    request: TrainRequest,
+    ctx: PlanContext,
+    space: Space,
+    ev: Evaluation,
+    reason: npt.NDArray[np.object_],
+    rows: npt.NDArray[np.bool_],
+    spot_out: Mapping[int, SpotOutcome] | None = None,
+) -> Limits:
+    """:class:`Limits` over ``rows`` (a mask) that only the deadline, ``--min-p-meet`` or the
+    budget cut (or none): the on-demand rows and the simulated spot rows (``spot_out``), which
+    cost their simulated mean and, where the simulated P(meet) fell short of ``min_p_meet``,
+    meet no deadline that can be named (revocations, not the step time, set it). Spot rows
+    that were not simulated are left out: without revocations their time and cost would
+    promise too much."""
+    physical = rows & np.isin(reason, ["", R_DEADLINE, R_BUDGET, R_RISK])
+    simulated = np.zeros(len(space), dtype=bool)
+    simulated[list(spot_out or {})] = True
+    physical &= ~space.spot | simulated
+    need = needed_deadline_s(
+        time_s=ev.time_s,
+        train_s=ev.train_s,
+        ratio_lower=ev.train_ratio_lower,
+        ratio_upper=ev.train_ratio_upper,
+        spot=space.spot,
+        startup_s=ctx.risk.startup_mean_s,
+        min_p_meet=request.min_p_meet,
+    )
+    cost = ev.cost_usd
+    if spot_out:
+        cost = cost.copy()
+        for i, out in spot_out.items():
+            cost[i] = out.cost_mean_usd
+            if out.p_meet_deadline is not None and out.p_meet_deadline < request.min_p_meet:
+                need[i] = math.inf
+    return Limits.of(
+        rows=physical,
+        time_s=ev.time_s,
+        need_s=need,
+        cost_usd=cost,
+        deadline_s=request.deadline_s,
+        budget_usd=request.budget_usd,
+    )
 
 
 def _host_extremes(
@@ -443,7 +490,8 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
         passed[False] += int(np.count_nonzero(ok & ~chunk.spot))
         passed[True] += int(np.count_nonzero(ok & chunk.spot))
         keep = _worth_keeping(chunk, ev, ok, ctx, work, cache, elastic=request.elastic)
-        unkept = unkept.merge(Unkept.of(chunk, ev, reason, p_model, ~keep))
+        let_go = _limits(request, ctx, chunk, ev, reason, ~keep)
+        unkept = unkept.merge(Unkept.of(chunk, ev, reason, p_model, ~keep, let_go))
         if keep.any() or not kept:  # (the first chunk's rows, even none, set the shapes)
             idx = np.flatnonzero(keep)
             kept.append((chunk.take(idx), _take(ev, idx), reason[idx], p_model[idx], ok[idx]))
@@ -621,6 +669,7 @@ def _worth_keeping(
 
 def _no_plan(
     request: TrainRequest,
+    ctx: PlanContext,
     res: SearchResult,
     counts: dict[str, int],
     spot_out: dict[int, SpotOutcome],
@@ -658,15 +707,29 @@ def _no_plan(
                 "local NVMe holds the optimizer state, ZeRO-Infinity)"
             ),
         )
-    fastest = min(float(np.min(ev.time_s[physical], initial=math.inf)), gone.fastest_physical_s)
+    everything = np.ones(len(res.space), dtype=bool)
+    limits = _limits(request, ctx, res.space, ev, reason, everything, spot_out).merge(gone.limits)
+    binds = binding(
+        limits,
+        deadline_s=request.deadline_s,
+        budget_usd=request.budget_usd,
+        min_p_meet=request.min_p_meet,
+    )
+    if binds is not None:
+        what, fix = binds
+        return NoFeasiblePlanError(
+            f"no feasible plan: {what} ('{worst}' cut the most candidates: "
+            f"{counts[worst]:,} of {total:,})",
+            fix=fix,
+        )
+    fastest = limits.fastest_s
     if worst == R_DEADLINE and math.isfinite(fastest):
         fix = (
             f"the fastest plan takes {fastest / 3600:.1f} h: relax --deadline to at least "
             f"{math.ceil(fastest / 3600)}h or raise --max-gpus"
         )
     elif worst == R_BUDGET:
-        ok = physical & (reason != R_DEADLINE)
-        cheapest = min(float(np.min(ev.cost_usd[ok], initial=math.inf)), gone.cheapest_on_time_usd)
+        cheapest = limits.cheapest_on_time_usd
         if math.isfinite(cheapest):
             fix = f"the cheapest plan costs ${cheapest:,.0f}: raise --budget to at least that"
     elif worst == R_RISK:
@@ -735,7 +798,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
 
     feasible = int(res.passed_on_demand + len(spot_ok))
     if feasible == 0:
-        raise _no_plan(request, res, counts, spot_out)
+        raise _no_plan(request, ctx, res, counts, spot_out)
 
     # time / cost / risk of every feasible plan
     rows = np.concatenate([od_ok, np.asarray(spot_ok, dtype=np.int64)])

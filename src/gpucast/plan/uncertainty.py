@@ -2,8 +2,9 @@
 
 Every candidate's training time comes with an interval (``train_ratio_lower`` ..
 ``train_ratio_upper`` times the central value; :mod:`gpucast.plan.evaluate`): the roofline's
-``value / (1 + h) .. value * (1 + h)`` (``h`` = 0.5 uncalibrated, 0.1-0.4 calibrated), the PS
-model's 10th / 90th percentile log residuals, +-25% on exposed collectives. We read that
+``value / (1 + h) .. value * (1 + h)`` (``h`` = 0.5 uncalibrated, 0.1-0.4 calibrated) on the
+compute, +-25% on exposed collectives, a parameter server's stations at the PS model's 10th /
+90th percentile log residuals (its queueing network solved again at each end). We read that
 interval as the **10th and 90th percentiles** of a multiplicative factor ``F`` on the
 training time, with the model's value as the **median**, and give ``F`` a *two-piece
 lognormal* distribution::
