@@ -355,3 +355,66 @@ def test_a_tpot_far_above_the_decode_step_names_what_the_decodes_wait_for() -> N
     # ... and at 20 req/s the KV cache overflows: sequences wait out preemptions
     full = gpucast.plan_llm_serve(**decode, rate=20).plan.candidates[0]
     assert "sequences wait out preemptions" in full.bound and "--max-num-seqs" in full.bound
+
+
+def test_plan_refuses_a_degree_that_does_not_split_the_model_as_predict_infer_does() -> None:
+    # it said "does not fit on any GPU offered ... or a larger --tp": 3 does not divide 32 heads
+    plan = dict(model="llama-3-8b", rate=2, gpu=["H100-SXM"], slo_ttft_ms=500, slo_tpot_ms=50)
+    with pytest.raises(InvalidSpecError) as plan_error:
+        gpucast.plan_llm_serve(**plan, tp=[3])
+    with pytest.raises(InvalidSpecError) as infer_error:
+        gpucast.predict_infer(model="llama-3-8b", gpu="H100-SXM", tp=3, input_len=8, output_len=8)
+    assert str(plan_error.value) == str(infer_error.value)
+    assert "3 does not divide the 32 attention heads" in str(plan_error.value)
+    assert "larger --tp" not in str(plan_error.value)
+    with pytest.raises(InvalidSpecError, match=r"none of the degrees given splits llama-3-8b: 3 "
+                       r"does not divide the 32 attention heads; 6 does not divide"):  # fmt: skip
+        gpucast.plan_llm_serve(**plan, tp=[3, 6])
+    # a degree no instance offers is named, not blamed on memory
+    with pytest.raises(NoFeasiblePlanError, match="H100-SXM tp=16: the largest H100-SXM "
+                       "instance offered has 8 GPUs") as beyond:  # fmt: skip
+        gpucast.plan_llm_serve(**plan, tp=[16])
+    assert "does not fit" not in str(beyond.value)
+
+
+def test_plan_lists_every_candidate_it_does_not_simulate_with_why() -> None:
+    fast = dict(rate=0.5, duration_s=4, slo_ttft_ms=60_000, slo_tpot_ms=1_000, max_replicas=1,
+                no_disaggregation=True)  # fmt: skip
+    # MI300X has no catalog offer, L40S comes one to an instance, H100-SXM tp=1 cannot hold it
+    big = gpucast.plan_llm_serve(
+        model="llama-3-70b", gpu=["MI300X", "H100-SXM", "L40S"], tp=[1, 2, 4, 8], **fast
+    ).plan.infeasible
+    assert any(r.startswith("MI300X: no catalog offer prices it") and "--price" in r for r in big)
+    assert (
+        "L40S tp=2, 4, 8: the largest L40S instance offered has 1 GPU (tensor parallelism "
+        "stays within one instance)" in big
+    )
+    assert any(r.startswith("L40S tp=1: does not fit") for r in big)
+    assert any(r.startswith("H100-SXM tp=1: does not fit") for r in big)
+    # degrees that do not split the model: 28 heads
+    qwen = gpucast.plan_llm_serve(model="qwen2-7b", gpu=["H100-SXM"], tp=[3, 4, 8], **fast).plan
+    assert (
+        "tp=3 (every GPU): cannot split qwen2-7b: 3 does not divide the 28 attention heads"
+        in qwen.infeasible
+    )
+    assert (
+        "tp=8 (every GPU): cannot split qwen2-7b: 8 does not divide the 28 attention heads"
+        in qwen.infeasible
+    )
+    assert {c.tp for c in qwen.candidates} == {4}
+    # a GPU the filters leave out says which filter
+    aws = gpucast.plan_llm_serve(
+        model="llama-3-8b", gpu=["H100-SXM", "L40S"], provider=["gcp"], tp=[1], **fast
+    ).plan.infeasible
+    assert "L40S: no offer within --provider gcp" in aws
+
+
+def test_several_models_with_a_language_model_are_refused_by_what_the_form_takes() -> None:
+    with pytest.raises(InvalidSpecError) as error:
+        gpucast.plan_serve(models=["llama-3-8b:3", "llama-3-70b:1"], slo="p99<50ms")
+    text = str(error.value)
+    assert text.startswith("model: llama-3-8b:3, llama-3-70b:1 are language models")
+    assert "plan serve takes one language model a run" in text
+    assert "only of the built-in workloads" in text and "unknown workload" not in text
+    with pytest.raises(InvalidSpecError, match="llama-3-8b:1 is a language model"):
+        gpucast.plan_serve(models=["resnet50:10", "llama-3-8b:1"], slo="p99<50ms")

@@ -144,6 +144,47 @@ def test_predict_coldstart_on_a_gpu_names_the_bound() -> None:
     assert not r.validation.validated
 
 
+def test_predict_coldstart_refuses_a_language_model_its_gpus_cannot_hold() -> None:
+    # 141 GB of llama-3-70b on one 24 GB L4 was priced as a 22.3 s cold start
+    with pytest.raises(InvalidSpecError) as error:
+        gpucast.predict_coldstart("llama-3-70b", gpu="L4")
+    text = str(error.value)
+    assert text.startswith("gpu: llama-3-70b needs 131.4 GiB of weights (fp16")
+    assert "of one L4's 24 GiB" in text and "use --gpus 8" in text
+    with pytest.raises(InvalidSpecError, match=r"gpus: llama-3-70b needs 65\.7 GiB of weights "
+                       r"per GPU on 2 GPUs"):  # fmt: skip
+        gpucast.predict_coldstart("llama-3-70b", gpu="L4", gpus=2)
+    with pytest.raises(InvalidSpecError, match="3 does not divide the 64 attention heads"):
+        gpucast.predict_coldstart("llama-3-70b", gpu="L4", gpus=3)
+    with pytest.raises(InvalidSpecError, match="no 8 T4 GPUs hold it"):
+        gpucast.predict_coldstart("llama-3-70b", gpu="T4", gpus=8)
+    with pytest.raises(InvalidSpecError, match="gpus: splits a language model"):
+        gpucast.predict_coldstart("resnet18", gpu="T4", gpus=2)
+    with pytest.raises(InvalidSpecError, match=r"resnet50 needs [\d.]+ GiB at batch 4096, more "
+                       r"than the 8 GiB of a P4"):  # fmt: skip
+        gpucast.predict_coldstart("resnet50", gpu="P4", batch_size=4096)
+    eight = gpucast.predict_coldstart("llama-3-70b", gpu="L4", gpus=8)
+    assert eight.device == "8 x L4" and "8 GPUs' links at once" in eight.prediction.sources["pcie"]
+
+
+def test_a_language_model_s_first_inference_runs_at_its_precision() -> None:
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.llm import llm_model
+
+    # the forward pass was priced at the fp32 peak for an fp16 model
+    spec, l4 = llm_model("llama-3-70b"), load_catalog().gpu("L4")
+    p = gpucast.predict_coldstart("llama-3-70b", gpu="L4", gpus=8).prediction
+    assert p.sources["forward"] == "roofline on 8 x L4 (fp16 peak, memory bandwidth)"
+    flops = 2.0 * spec.matmul_params_per_token
+    forward = max(
+        flops / (8 * l4.matrix_tflops("fp16") * 1e12),
+        p.weight_bytes / (8 * l4.memory_bandwidth_gbps * 1e9),
+    )
+    assert p.first_inference_s == pytest.approx(forward + 0.2)
+    small = gpucast.predict_coldstart("llama-3-8b", gpu="A10G").prediction
+    assert "(fp16 peak" in small.sources["forward"]
+
+
 def test_predict_coldstart_on_this_cpu_from_given_rates() -> None:
     r = gpucast.predict_coldstart("mlp", storage="local", host_rates=RATES)
     p = r.prediction

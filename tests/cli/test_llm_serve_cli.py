@@ -136,3 +136,52 @@ def test_plan_serve_an_llm_report_and_save(tmp_path) -> None:  # type: ignore[no
     assert data["kind"] == "llm-serve-plan" and data["model"] == "llama-3-8b"
     page = html.read_text()
     assert "TTFT ms" in page and "tokens/s" in page and "TTFT p99 &lt;= 800 ms" in page
+
+
+def test_plan_serve_blames_a_degree_that_does_not_split_the_model() -> None:
+    options = ["--model", "llama-3-8b", "--rate", "2", "--gpu", "H100-SXM", "--slo-ttft-ms",
+               "500", "--tp", "3"]  # fmt: skip
+    plan = runner.invoke(app, ["plan", "serve", *options, "--slo-tpot-ms", "50"])
+    simulate = runner.invoke(app, ["simulate", "serve", *options])
+    assert plan.exit_code == 2 and simulate.exit_code == 2
+    lines = plan.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines == simulate.stderr.strip().splitlines()
+    assert "3 does not divide the 32 attention heads" in lines[0]
+    assert "does not fit" not in lines[0] and "larger --tp" not in lines[0]
+
+
+def test_several_models_with_llms_say_what_the_several_model_form_takes() -> None:
+    for verb in ("plan", "simulate"):
+        result = runner.invoke(app, [verb, "serve", "--model", "llama-3-8b:3,llama-3-70b:1",
+                                     "--gpu", "H100-SXM", "--slo-ttft-ms", "500"])  # fmt: skip
+        assert result.exit_code == 2
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, lines
+        assert "applies to language models only" not in lines[0]
+        assert "llama-3-8b:3, llama-3-70b:1 are language models" in lines[0]
+        assert f"{verb} serve takes one" in lines[0]
+
+
+def test_plan_serve_prints_every_candidate_not_simulated() -> None:
+    result = runner.invoke(app, ["plan", "serve", "--model", "llama-3-70b", "--rate", "0.5",
+                                 "--duration-s", "4", "--gpu", "MI300X,H100-SXM,L40S",
+                                 "--slo-ttft-ms", "60000", "--slo-tpot-ms", "1000",
+                                 "--max-replicas", "1", "--no-disaggregation"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "not simulated: MI300X: no catalog offer prices it" in text
+    assert "not simulated: L40S tp=2, 4, 8: the largest L40S instance offered has 1 GPU" in text
+    assert "not simulated: H100-SXM tp=1; L40S tp=1: does not fit" in text
+
+
+def test_not_simulated_lines_group_the_same_reason_and_keep_every_label() -> None:
+    from gpucast.cli.llm_serve import not_simulated_lines
+
+    reasons = [f"G{i} tp=1: does not fit" for i in range(12)] + [
+        "G0 tp=2: does not fit", "tp=3 (every GPU): cannot split", "MI300X: no offer", "plain",
+    ]  # fmt: skip
+    lines = not_simulated_lines(reasons)
+    assert lines[0] == "G0 tp=1, 2; " + "; ".join(f"G{i} tp=1" for i in range(1, 12)) + (
+        ": does not fit"
+    )
+    assert lines[1:] == ["tp=3 (every GPU): cannot split", "MI300X: no offer", "plain"]

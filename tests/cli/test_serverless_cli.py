@@ -51,6 +51,16 @@ def test_predict_and_measure_coldstart() -> None:
     assert "weights read" in m.stdout and "first inference" in m.stdout
 
 
+def test_predict_coldstart_of_a_model_one_gpu_cannot_hold_is_one_line() -> None:
+    result = runner.invoke(app, ["predict", "coldstart", "llama-3-70b", "--gpu", "L4"])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "131.4 GiB of weights" in lines[0] and "--gpus 8" in lines[0]
+    ok = runner.invoke(app, ["predict", "coldstart", "llama-3-70b", "--gpu", "L4", "--gpus", "8"])
+    assert ok.exit_code == 0, ok.output
+    assert "on 8 x L4" in ok.stdout and "fp16 peak" in ok.stdout and "fp32 peak" not in ok.stdout
+
+
 def test_a_trace_without_invocations_says_so(tmp_path: Path) -> None:
     header = "HashOwner,HashApp,HashFunction,Trigger," + ",".join(str(i) for i in range(1, 11))
     (tmp_path / "invocations_per_function_md.anon.d01.csv").write_text(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import gpucast.simulate.kaas as kaas_module
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.simulate.kaas import poisson_arrivals, simulate_kaas
 
@@ -81,3 +82,10 @@ def test_too_many_kernels_is_refused_before_the_loop() -> None:
         simulate_kaas([many], [0] * 6, [0.0] * 6, sharing="kernel")
     # per invocation the same load is 6 units of work
     assert simulate_kaas([many], [0] * 6, [0.0] * 6, sharing="function").kernels == 6
+
+
+def test_too_many_invocations_are_called_invocations() -> None:
+    calls = kaas_module.MAX_KERNELS + 1
+    with pytest.raises(InvalidSpecError, match=r"invocations: 5,000,001 to schedule one by one "
+                       r"on the pool \(function-level sharing\)"):  # fmt: skip
+        simulate_kaas([SHORT], np.zeros(calls, dtype=np.int64), np.zeros(calls), sharing="function")

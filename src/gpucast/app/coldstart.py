@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
+from gpucast.domain.units import GIB
 from gpucast.domain.workload import WorkloadOptions, workload_options_field
 
 if TYPE_CHECKING:
@@ -177,11 +178,25 @@ class PredictColdstartRequest:
     cuda_context_s: float | None = option(
         None, help="CUDA context creation (s; default: the catalog's).", example="0.5"
     )
+    gpus: int = option(
+        1,
+        help="GPUs of --gpu a language model of llm_models.csv is split over (tensor "
+        "parallel: each loads its shard at once); a built-in workload loads on one.",
+        example="8",
+    )
 
     def __post_init__(self) -> None:
         if not self.workload or not self.workload.strip():
             raise InvalidSpecError("workload", "must not be empty", fix="e.g. resnet50")
         _check_batch(self.batch_size)
+        if isinstance(self.gpus, bool) or not isinstance(self.gpus, int) or self.gpus < 1:
+            raise InvalidSpecError("gpus", "must be an integer >= 1", got=self.gpus,
+                                   fix="e.g. --gpus 2")  # fmt: skip
+        if self.gpus > 1 and self.gpu is None:
+            raise InvalidSpecError(
+                "gpus", "splits a language model over GPUs of --gpu", got=self.gpus,
+                fix="add --gpu, e.g. --gpu H100-SXM, or drop --gpus",
+            )  # fmt: skip
         if self.network_gbps is not None and not (
             math.isfinite(self.network_gbps) and 0 < self.network_gbps <= MAX_NETWORK_GBPS
         ):
@@ -247,6 +262,11 @@ def predict_coldstart(
     llm = _catalog_llm(request.workload)
     if llm is not None:
         return _predict_llm(request, llm, gpu, storage)
+    if request.gpus > 1:
+        raise InvalidSpecError(
+            "gpus", f"splits a language model of llm_models.csv; {request.workload} loads on "
+            "one GPU", got=request.gpus, fix="drop --gpus",
+        )  # fmt: skip
     check_workload_name(request.workload)
     profile = workload_profile(
         request.workload,
@@ -255,6 +275,14 @@ def predict_coldstart(
         options=dict(request.workload_options),
     )
     weight_bytes = profile.memory.weights_bytes
+    peak_gib = profile.memory.inference_peak_bytes / GIB
+    if gpu is not None and peak_gib > gpu.memory_gib:
+        raise InvalidSpecError(
+            "gpu",
+            f"{request.workload} needs {peak_gib:.1f} GiB at batch {request.batch_size}, more "
+            f"than the {gpu.memory_gib:g} GiB of a {gpu.name}",
+            fix="use a --gpu with more memory or a smaller --batch-size",
+        )
     assumptions: dict[str, str] = {}
     sources: dict[str, str] = {"weights": f"profile of {request.workload}: {weight_bytes:,} B"}
     needs_host = gpu is None or storage == LOCAL_STORAGE
@@ -344,6 +372,7 @@ def _predict_llm(
             f"{spec.name} is a language model of llm_models.csv, priced on a catalog GPU",
             fix="add --gpu, e.g. --gpu A10G",
         )
+    _check_llm_fits(spec, gpu, request.gpus)
     fact = load_coldstart_facts().get("storage", storage)
     links: dict[str, float | None] = {storage: fact.value}
     sources = {"storage": fact.source()}
@@ -357,11 +386,53 @@ def _predict_llm(
         sources=sources,
         container_s=request.container_s,
         cuda_context_s=request.cuda_context_s,
+        gpus=request.gpus,
     )
     return PredictColdstartResult(
         workload=spec.name,
-        device=gpu.name,
+        device=gpu.name if request.gpus == 1 else f"{request.gpus} x {gpu.name}",
         prediction=prediction,
-        validation=validation_for("coldstart", [gpu.name], "fp16"),
+        validation=validation_for("coldstart", [gpu.name], "fp16", request.gpus),
         assumptions=assumptions,
+    )
+
+
+def _check_llm_fits(spec: TransformerSpec, gpu: GpuSpec, gpus: int) -> None:
+    """One clear error where ``gpus`` GPUs of type ``gpu`` cannot split ``spec`` or do not
+    hold its weights (and one token's KV cache) in the memory the serving engine of the
+    cold-start model (:data:`gpucast.inputs.serverless.LLM_ENGINE`) gives them; the fix names
+    the fewest of 1, 2, 4, 8 that do."""
+    from gpucast.catalog.engines import inference_engine
+    from gpucast.domain.errors import NoFeasiblePlanError
+    from gpucast.inputs.serverless import LLM_ENGINE
+    from gpucast.predict.llm_infer import (
+        TP_CHOICES,
+        predict_inference,
+        smallest_fitting_tp,
+        split_problem,
+    )
+
+    engine = inference_engine(LLM_ENGINE)
+    problem = split_problem(spec, engine, gpus)
+    if problem is not None:
+        good = [str(n) for n in TP_CHOICES if split_problem(spec, engine, n) is None]
+        raise InvalidSpecError("gpus", problem, got=gpus, fix=f"use --gpus {' or '.join(good)}")
+    one = predict_inference(spec, gpu, engine, batch_size=1, input_len=1, output_len=1, tp=gpus)
+    if one.fits:
+        return
+    try:
+        need = smallest_fitting_tp(spec, gpu, engine, input_len=1, output_len=1)
+        fix = f"use --gpus {need} (the fewest of 1, 2, 4, 8 that hold it) or a GPU with more memory"
+    except NoFeasiblePlanError:
+        fix = f"use a GPU with more memory: no 8 {gpu.name} GPUs hold it"
+    name = engine.display_name
+    weights = f"{one.memory.weights_bytes / GIB:.1f} GiB of weights" + (
+        "" if gpus == 1 else f" per GPU on {gpus} GPUs"
+    )
+    raise InvalidSpecError(
+        "gpu" if gpus == 1 else "gpus",
+        f"{spec.name} needs {weights} ({one.precision}, {name}'s default), more than the "
+        f"{one.memory.capacity_bytes / GIB:.1f} GiB {name} fills of "
+        f"{'one' if gpus == 1 else 'each'} {gpu.name}'s {gpu.memory_gib:g} GiB",
+        fix=fix,
     )

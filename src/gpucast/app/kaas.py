@@ -89,6 +89,38 @@ class SimulateKaasResult:
         }
 
 
+def _round(value: float) -> str:
+    """Three significant digits, without an exponent for large values."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _check_size(
+    request: SimulateKaasRequest, sizes: list[int], calls: list[float], *, drawn: bool = False
+) -> None:
+    """One clear error where kernel-level sharing would schedule more than
+    :data:`gpucast.simulate.kaas.MAX_KERNELS` kernels one by one: ``calls`` invocations of
+    each function (expected, ``rate x duration``, before the arrivals are drawn; then as
+    drawn) times its kernels per call (``sizes``)."""
+    from gpucast.simulate.kaas import MAX_KERNELS
+
+    kernels = sum(c * n for c, n in zip(calls, sizes, strict=True))
+    if kernels <= MAX_KERNELS:
+        return
+    per_call = ", ".join(f"{m} {n:,}" for m, n in zip(request.models, sizes, strict=True))
+    longest_s = MAX_KERNELS / (request.rate * sum(sizes))
+    fastest = MAX_KERNELS / (request.duration_s * sum(sizes))
+    each = "one function" if len(sizes) == 1 else f"each of {len(sizes)} functions"
+    raise InvalidSpecError(
+        "duration-s",
+        f"{request.rate:g} invocations/s of {each} for {request.duration_s:g} s "
+        f"({sum(calls):,.0f} invocations{'' if drawn else ' expected'}, kernels per call: "
+        f"{per_call}) are {'' if drawn else 'about '}{kernels:,.0f} kernels for kernel-level "
+        f"sharing to schedule one by one, more than {MAX_KERNELS:,}",
+        fix=f"use --duration-s <= {_round(longest_s)} at this --rate, --rate <= "
+        f"{_round(fastest)} at this --duration-s, or fewer --models",
+    )
+
+
 def simulate_kaas(
     request: SimulateKaasRequest | None = None, /, **options: Any
 ) -> SimulateKaasResult:
@@ -108,9 +140,12 @@ def simulate_kaas(
         seq, source = kernel_sequence(m, gpu)
         seqs.append(seq)
         sources[f"model {m}"] = source
+    sizes = [int(s.size) for s in seqs]
+    _check_size(request, sizes, [request.rate * request.duration_s] * len(seqs))
     func, arrival = poisson_arrivals(
         [request.rate] * len(seqs), request.duration_s, np.random.default_rng(request.seed)
     )
+    _check_size(request, sizes, np.bincount(func, minlength=len(seqs)).tolist(), drawn=True)
     if func.size == 0:
         raise InvalidSpecError(
             "rate", "gives no invocation in --duration-s", fix="raise --rate or --duration-s"

@@ -99,6 +99,44 @@ def is_llm_serving(options: dict[str, Any], config: Path | str | None = None) ->
     return is_llm_model(model)
 
 
+def check_one_language_model(
+    verb: str, options: dict[str, Any], config: Path | str | None = None
+) -> None:
+    """One clear error where ``--model`` (or the config file's) gives several models and a
+    language model of ``llm_models.csv`` is among them: the LLM verbs serve one language
+    model a run; several models (``NAME:RATE,...``, ``plan serve``) are planned together at
+    request level, for built-in workloads and ``module:factory`` models only."""
+    from gpucast.domain.options import split_list
+    from gpucast.inputs.llm_serving import is_llm_model
+
+    model = options.get("model", options.get("models"))
+    if model is None and config is not None:
+        from gpucast.app.config import read_config
+
+        values = read_config(config)
+        model = values.get("model", values.get("models"))
+    items = [
+        str(item.get("name")) if isinstance(item, dict) else str(item) for item in split_list(model)
+    ]
+    llms = [item for item in items if is_llm_model(item)]
+    if len(items) < 2 or not llms:
+        return
+    takes = (
+        "plan serve takes one language model a run (served token by token, its TTFT and TPOT "
+        "SLOs), several models (NAME:RATE,...) only of the built-in workloads (resnet50, "
+        "bert-base, ...) and module:factory models, planned at request level"
+        if verb == "plan serve"
+        else f"{verb} takes one model a run"
+    )
+    raise InvalidSpecError(
+        "model",
+        f"{', '.join(llms)} {'is a language model' if len(llms) == 1 else 'are language models'}"
+        f" (catalog/data/llm_models.csv); {takes}",
+        got=", ".join(items),
+        fix=f"run {verb} once per language model, e.g. --model {llms[0]}",
+    )
+
+
 # -- simulate serve (LLM) --------------------------------------------------------------------
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimulateLlmServeRequest:
@@ -752,6 +790,15 @@ def plan_llm_serve(
     if offers and not choices:  # every GPU asked for is one the engine does not run on
         gpu = offers[0][0]
         engine.check_runs_on(gpu.name, gpu.vendor)
+    # the GPUs asked for that are not tried, each with why (plan.infeasible lists them)
+    skipped = inputs.unoffered_gpus(
+        request.gpus, {gpu.name for gpu, _offer, _price in offers}, model=name,
+        providers=request.providers, regions=request.regions, spot=request.spot,
+    )  # fmt: skip
+    skipped += [
+        f"{gpu}: {engine.display_name} runs on {' / '.join(engine.vendors)} GPUs only"
+        for gpu in sorted({g.name for g, _offer, _price in offers if not engine.runs_on(g.vendor)})
+    ]
     scheduler = _scheduler(request, engine.max_sequences)
     scheduler.check_budget(traffic.requests, spec.max_context)
     plan = plan_llm_serving(
@@ -762,6 +809,7 @@ def plan_llm_serve(
         disaggregation=not request.no_disaggregation,
         budget_usd_per_hour=request.budget_usd_per_hour, precision=request.precision,
         kv_precision=request.kv_precision, band_of=_band_of(engine) if request.band else None,
+        skipped=skipped,
     )  # fmt: skip
     best = plan.best
     validation = (

@@ -91,7 +91,7 @@ def plan_train(
             changes["precision"] = stored.precision
         request = dataclasses.replace(request, **changes)
     elif request.profile_file is None:
-        check_workload_name(request.workload)
+        check_workload_name(request.workload, profile_option=True)
     request, work_assumptions = _with_work_defaults(request)
     offers = offers_file(request.offers_file)
     catalog = load_catalog(offers)

@@ -359,7 +359,10 @@ class PlanServeRequest:
             return
         if not self.models:
             raise InvalidSpecError("model", "is required", fix="e.g. --model resnet50:150")
+        from gpucast.app.llm_serve import check_one_language_model
         from gpucast.inputs.serving import check_arrival_kind
+
+        check_one_language_model(self.VERB, {"models": self.models})
 
         check_arrival_kind(self.arrivals)
         if self.trace is not None and self.arrivals not in ("poisson", f"trace:{self.trace}"):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
@@ -74,11 +74,12 @@ def dispatch(
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from gpucast.app.config import request_from
-        from gpucast.app.llm_serve import is_llm_serving
+        from gpucast.app.llm_serve import check_one_language_model, is_llm_serving
 
         config_file = kwargs.get("config_file")
         model_key = "model" if "model" in kwargs else "models"
         given = {k: v for k, v in kwargs.items() if k not in _CLI_ONLY}
+        check_one_language_model(own_cls.VERB, {"model": given.get(model_key)}, config_file)  # type: ignore[attr-defined]
         if is_llm_serving({"model": given.get(model_key)}, config_file):
             values: dict[str, Any] = {}
             for flag, name in own_flags.items():
@@ -216,6 +217,24 @@ def _run_plan(request: PlanLlmServeRequest, cli: Mapping[str, Any]) -> None:
     say_plan_outputs(report, save)
 
 
+def not_simulated_lines(reasons: Sequence[str]) -> list[str]:
+    """Every ``LABEL: WHY`` of a plan's ``infeasible``, one line per distinct WHY naming all
+    its labels, a GPU's degrees together (``A10G tp=1, 2; L4 tp=1: does not fit (...)``)."""
+    groups: dict[str, dict[str, list[str]]] = {}
+    for reason in reasons:
+        label, sep, why = reason.partition(": ")
+        if not sep:
+            label, why = "", reason
+        gpu, tp_sep, degrees = label.partition(" tp=")
+        by_label = groups.setdefault(why, {})
+        by_label.setdefault(gpu if tp_sep else label, []).extend([degrees] if tp_sep else [])
+    lines = []
+    for why, by_label in groups.items():
+        labels = [k + (f" tp={', '.join(d)}" if d else "") for k, d in by_label.items() if k]
+        lines.append(f"{'; '.join(labels)}: {why}" if labels else why)
+    return lines
+
+
 def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -257,8 +276,8 @@ def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
         console.print("[yellow]no deployment meets the SLOs within the limits[/yellow]")
     if (band := result.band_text()) is not None:
         console.print(f"  {band}", highlight=False)
-    for reason in plan.infeasible[:8]:
-        console.print(f"[dim]  not simulated: {escape(reason)}[/dim]", highlight=False)
+    for line in not_simulated_lines(plan.infeasible):
+        console.print(f"[dim]  not simulated: {escape(line)}[/dim]", highlight=False)
     for key, value in result.assumptions.items():
         console.print(f"[dim]{escape(f'{key}: {value}')}[/dim]", highlight=False)
     for key, value in result.validation.items():

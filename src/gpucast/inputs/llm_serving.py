@@ -400,6 +400,37 @@ def gpu_offers(
     ]
 
 
+def unoffered_gpus(
+    gpus: tuple[str, ...],
+    offered: set[str],
+    *,
+    model: str,
+    providers: tuple[str, ...] = (),
+    regions: tuple[str, ...] = (),
+    spot: bool = False,
+) -> list[str]:
+    """Each of ``gpus`` (asked for) missing from ``offered`` (the GPU types
+    :func:`gpu_offers` priced), with why: the catalog has no offer of it at all, or none
+    within the provider, region and spot filters."""
+    from gpucast.catalog import load_catalog
+
+    catalog = load_catalog()
+    out = []
+    for name in sorted({catalog.gpu(g).name for g in gpus} - offered):
+        if any(o.gpus >= 1 for o in catalog.find_offers(gpu=name, cpu_only=False)):
+            filters = [f"--provider {','.join(providers)}"] * bool(providers)
+            filters += [f"--region {','.join(regions)}"] * bool(regions) + ["--spot"] * spot
+            why = f"no offer within {' '.join(filters)}"
+        else:
+            why = (
+                "no catalog offer prices it (plan serve rents GPUs at the catalog's prices; "
+                f"`gpucast simulate serve --model {model} --gpu {name} --price USD_PER_HOUR` "
+                "simulates a deployment at your price)"
+            )
+        out.append(f"{name}: {why}")
+    return out
+
+
 def node_links(gpu: GpuSpec) -> tuple[GpuSpec, NodeLinks]:
     """What LLM inference prices tensor parallelism on where no cluster says otherwise: ``gpu``
     as the catalog's node of its type links it (:func:`gpucast.catalog.systems.mesh_linked`)

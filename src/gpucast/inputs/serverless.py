@@ -308,11 +308,13 @@ def gpu_cold_start(
     container_s: float | None = None,
     cuda_context_s: float | None = None,
     gpus: int = 1,
+    precision: str = "fp32",
 ) -> tuple[ColdStartPrediction, dict[str, str]]:
     """The cold start of a model of ``weight_bytes`` whose first call runs ``inference_flops``
     on ``gpu`` (weights through ``links`` and the GPUs' PCIe links -- ``gpus`` of them, each
     loading its shard at once; container, CUDA context and first call from ``coldstart.csv``
-    unless given) and the assumptions it rests on."""
+    unless given) and the assumptions it rests on. The first call's roofline is at the matrix
+    peak of the model's ``precision``, its FLOPs and weight reads split over the ``gpus``."""
     from gpucast.catalog.coldstart import load_coldstart_facts
     from gpucast.predict.coldstart import predict_cold_start
 
@@ -345,12 +347,16 @@ def gpu_cold_start(
         parameter_tensors=0,
         inference_flops=inference_flops,
         links_gbs=links,
-        flops=gpu.matrix_tflops("fp32") * 1e12,
-        memory_gbs=gpu.memory_bandwidth_gbps,
+        flops=gpu.matrix_tflops(precision) * 1e12 * gpus,
+        memory_gbs=gpu.memory_bandwidth_gbps * gpus,
         container_s=container,
         cuda_context_s=context,
         first_call_s=first_call.value,
-        sources={**sources, "forward": f"roofline on {gpu.name} (fp32 peak, memory bandwidth)"},
+        sources={
+            **sources,
+            "forward": f"roofline on {f'{gpus} x ' if gpus > 1 else ''}{gpu.name} ({precision} "
+            "peak, memory bandwidth)",
+        },
     )
     return prediction, assumptions
 
@@ -502,6 +508,7 @@ def llm_cold_start(
         container_s=container_s,
         cuda_context_s=cuda_context_s,
         gpus=gpus,
+        precision=precision,
     )
 
 

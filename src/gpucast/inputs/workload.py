@@ -226,17 +226,19 @@ def builtin_workloads() -> list[str]:
     return cached_json("workload-names", names, dump=list, load=load, code=("gpucast.workloads",))
 
 
-def check_workload_name(workload: str) -> None:
+def check_workload_name(workload: str, *, profile_option: bool = False) -> None:
     """An unknown built-in name fails now, with close matches (before any default derived
-    from the name, or any profiling); ``module:factory`` and ``run:ID`` pass."""
+    from the name, or any profiling); ``module:factory`` and ``run:ID`` pass. The fix names
+    ``--profile FILE`` only for a verb that has it (``profile_option``)."""
     import re
 
     if ":" in workload or re.fullmatch(r"cifar-resnet\d+", workload.strip().lower()):
         return
     names = builtin_workloads()
     if workload.strip().lower() not in names:
+        fix = "or give a user model as module:factory"
         raise UnknownWorkloadError(
-            workload, names, fix="or give a user model as module:factory, or --profile FILE"
+            workload, names, fix=fix + (", or --profile FILE" if profile_option else "")
         )
 
 

@@ -38,7 +38,13 @@ from gpucast.domain.llm_serving import (
 from gpucast.domain.parallel import SWITCHED, NodeLinks
 from gpucast.domain.units import format_latency
 from gpucast.plan.pareto import nondominated
-from gpucast.predict.llm_infer import iteration_cost, tp_problem
+from gpucast.predict.llm_infer import (
+    TP_CHOICES,
+    check_tp,
+    iteration_cost,
+    split_problem,
+    tp_fix,
+)
 from gpucast.simulate.llm_serving import LlmServingResult, simulate_llm_serving
 
 
@@ -347,10 +353,13 @@ def plan_llm_serving(
     precision: str | None = None,
     kv_precision: str | None = None,
     band_of: Callable[[GpuSpec], tuple[float, float]] | None = None,
+    skipped: Sequence[str] = (),
 ) -> LlmServePlan:
     """Every GPU choice x tensor-parallel degree x replica count searched (module docstring).
     ``band_of`` (a GPU -> the engine's 80% iteration-time factors) re-simulates the pick at
-    both edges (:attr:`LlmServePlan.best_band`)."""
+    both edges (:attr:`LlmServePlan.best_band`). ``skipped``: GPUs asked for that the caller
+    could not offer, each with why ("MI300X: no catalog offer ..."), listed first among
+    :attr:`LlmServePlan.infeasible`, where every GPU x degree not simulated is, with why."""
     if slo_ttft_s is None and slo_tpot_s is None:
         raise InvalidSpecError("slo", "is required", fix="give --slo-ttft-ms and/or --slo-tpot-ms")
     if requests.count == 0:
@@ -367,26 +376,17 @@ def plan_llm_serving(
     med_out = int(np.median(requests.output_tokens))
     span = float(requests.arrival_s[-1] - requests.arrival_s[0]) if requests.count > 1 else 0.0
     rows: list[LlmServeCandidate] = []
-    infeasible: list[str] = []
+    infeasible: list[str] = list(skipped)
+    pairs, tried = _pairs(spec, engine, choices, tps, infeasible)
+    limits = infeasible[len(skipped) :]  # the degrees and instance sizes left out
+    unfit: list[str] = []  # why the GPU x degrees tried did not fit
     fitting = 0
     fastest_prefill: tuple[float, str] | None = None
     fastest_step: tuple[float, str] | None = None
     colocated_best: list[tuple[float, GpuChoice, int, IterationCost, int, float]] = []
-    by_gpu: dict[str, list[GpuChoice]] = {}
-    for c in choices:
-        by_gpu.setdefault(c.gpu.name, []).append(c)
     built: dict[tuple[str, int], tuple[GpuChoice, IterationCost]] = {}
-    pairs = []
-    for name in sorted(by_gpu):
-        for tp in tps:
-            # the cheapest instance (per GPU) with at least tp GPUs of this type
-            fit = [c for c in by_gpu[name] if c.max_tp >= tp]
-            if fit:
-                pairs.append((min(fit, key=lambda c: c.price_usd_per_gpu_hour), tp))
     for choice, tp in pairs:
         label = f"{choice.gpu.name} tp={tp}"
-        if engine.multi_gpu == "tensor" and tp_problem(spec, tp) is not None:
-            continue
         try:
             cost = iteration_cost(
                 spec, choice.gpu, engine, tp=tp, precision=precision,
@@ -394,13 +394,15 @@ def plan_llm_serving(
                 node=choice.node,
             )  # fmt: skip
         except InvalidSpecError as exc:
-            infeasible.append(f"{label}: {exc}")
+            unfit.append(f"{label}: {exc}")
+            infeasible.append(unfit[-1])
             continue
         if cost.kv_capacity_tokens < med_in + med_out:
-            infeasible.append(
+            unfit.append(
                 f"{label}: does not fit ({cost.kv_capacity_tokens} tokens of KV cache left "
                 f"by the weights, a median request needs {med_in + med_out})"
             )
+            infeasible.append(unfit[-1])
             continue
         fitting += 1
         built[(choice.gpu.name, tp)] = (choice, cost)
@@ -430,11 +432,7 @@ def plan_llm_serving(
                 (choice.price_usd_per_gpu_hour * tp * best, choice, tp, cost, best, span)
             )
     if fitting == 0:
-        raise NoFeasiblePlanError(
-            f"{spec.name} does not fit on any GPU offered at tensor-parallel degree "
-            f"{', '.join(str(t) for t in tps)}" + (f" ({infeasible[0]})" if infeasible else ""),
-            fix="use --precision int8 / int4, a GPU with more memory, or a larger --tp",
-        )
+        _no_fit(spec, engine, choices, tried, pairs, unfit, limits)
     if not rows:
         parts = []
         if slo_ttft_s is not None and fastest_prefill is not None:
@@ -480,6 +478,93 @@ def plan_llm_serving(
         infeasible=tuple(infeasible),
         simulated=len(rows),
         best_band=best_band,
+    )
+
+
+def _degrees(tps: Sequence[int]) -> str:
+    return ", ".join(str(t) for t in tps)
+
+
+def _pairs(
+    spec: TransformerSpec,
+    engine: EngineProfile,
+    choices: Sequence[GpuChoice],
+    tps: Sequence[int],
+    infeasible: list[str],
+) -> tuple[list[tuple[GpuChoice, int]], list[int]]:
+    """(GPU choice, degree) to try -- per GPU type and degree the cheapest instance (per GPU)
+    with at least ``tp`` GPUs of the type -- and the degrees that split ``spec``. Every degree
+    and GPU x degree left out goes to ``infeasible`` with why: a degree that does not split
+    the model (:func:`gpucast.predict.llm_infer.split_problem`; none does: ``check_tp``'s
+    error), a degree beyond the largest instance of a GPU type."""
+    tried: list[int] = []
+    for tp in tps:
+        problem = split_problem(spec, engine, tp)
+        if problem is None:
+            tried.append(tp)
+        else:
+            infeasible.append(f"tp={tp} (every GPU): {problem}")
+    if not tried:
+        if len(tps) == 1:
+            check_tp(spec, engine, tps[0])  # the error of predict infer and simulate serve
+        why = (str(split_problem(spec, engine, tp)) for tp in tps)
+        raise InvalidSpecError(
+            "tp", f"none of the degrees given splits {spec.name}: "
+            + "; ".join(w.removeprefix(f"cannot split {spec.name}: ") for w in why),
+            got=list(tps), fix=tp_fix(spec, engine),
+        )  # fmt: skip
+    by_gpu: dict[str, list[GpuChoice]] = {}
+    for c in choices:
+        by_gpu.setdefault(c.gpu.name, []).append(c)
+    pairs: list[tuple[GpuChoice, int]] = []
+    for name in sorted(by_gpu):
+        largest = max(c.max_tp for c in by_gpu[name])
+        beyond = [tp for tp in tried if tp > largest]
+        if beyond:
+            gpus = f"{largest} GPU{'s' if largest != 1 else ''}"
+            infeasible.append(
+                f"{name} tp={_degrees(beyond)}: the largest {name} instance offered has {gpus} "
+                "(tensor parallelism stays within one instance)"
+            )
+        for tp in tried:
+            fit = [c for c in by_gpu[name] if c.max_tp >= tp]
+            if fit:
+                pairs.append((min(fit, key=lambda c: c.price_usd_per_gpu_hour), tp))
+    return pairs, tried
+
+
+def _no_fit(
+    spec: TransformerSpec,
+    engine: EngineProfile,
+    choices: Sequence[GpuChoice],
+    tried: Sequence[int],
+    pairs: Sequence[tuple[GpuChoice, int]],
+    unfit: Sequence[str],
+    limits: Sequence[str],
+) -> None:
+    """Raise why no GPU x degree holds the model: each GPU x degree tried leaves no KV cache
+    for a request (``unfit``), the rest were left out (``limits``: degrees that do not split
+    the model, instances too small for the degree)."""
+    built = sorted({tp for _choice, tp in pairs})
+    left_out = "".join(f"; {why}" for why in limits)
+    if not built:
+        raise NoFeasiblePlanError(
+            f"no GPU offered runs {spec.name} at tensor-parallel degree {_degrees(tried)}"
+            + left_out,
+            fix="use a --tp the instances offer, or other --gpu types",
+        )
+    fixes = ["use --precision int8 / int4", "a GPU with more memory"]
+    largest = max(c.max_tp for c in choices)
+    larger = [
+        t for t in TP_CHOICES
+        if max(built) < t <= largest and split_problem(spec, engine, t) is None
+    ]  # fmt: skip
+    if larger:
+        fixes.append(f"a larger --tp ({_degrees(larger)})")
+    raise NoFeasiblePlanError(
+        f"{spec.name} does not fit on any GPU offered at tensor-parallel degree "
+        f"{_degrees(built)} ({unfit[0]})" + left_out,
+        fix=", ".join(fixes[:-1]) + " or " + fixes[-1],
     )
 
 

@@ -426,20 +426,31 @@ def _check_lengths(spec: TransformerSpec, batch_size: int, input_len: int, outpu
         )
 
 
+def split_problem(spec: TransformerSpec, engine: EngineProfile, tp: int) -> str | None:
+    """Why ``tp`` GPUs cannot split ``spec`` the engine's way (``None``: they can): tensor
+    parallelism divides the heads and the MLP (:func:`tp_problem`), a layer split (llama.cpp)
+    needs a layer per GPU."""
+    if engine.multi_gpu == "tensor":
+        problem = tp_problem(spec, tp)
+        return None if problem is None else f"cannot split {spec.name}: {problem}"
+    if tp > spec.layers:
+        return f"exceeds the {spec.layers} layers to split"
+    return None
+
+
+def tp_fix(spec: TransformerSpec, engine: EngineProfile) -> str:
+    """The ``--tp`` values of :data:`TP_CHOICES` that split ``spec`` the engine's way."""
+    good = [t for t in TP_CHOICES if split_problem(spec, engine, t) is None]
+    return f"use --tp {' or '.join(str(t) for t in good)}"
+
+
 def check_tp(spec: TransformerSpec, engine: EngineProfile, tp: int) -> None:
     """One clear error when ``tp`` GPUs cannot split ``spec`` the engine's way."""
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise InvalidSpecError("tp", "must be an integer >= 1", got=tp, fix="e.g. --tp 2")
-    if engine.multi_gpu == "tensor":
-        problem = tp_problem(spec, tp)
-        if problem is not None:
-            good = [t for t in TP_CHOICES if tp_problem(spec, t) is None]
-            raise InvalidSpecError(
-                "tp", f"cannot split {spec.name}: {problem}", got=tp,
-                fix=f"use --tp {' or '.join(str(t) for t in good)}",
-            )  # fmt: skip
-    elif tp > spec.layers:
-        raise InvalidSpecError("tp", f"exceeds the {spec.layers} layers to split", got=tp)
+    problem = split_problem(spec, engine, tp)
+    if problem is not None:
+        raise InvalidSpecError("tp", problem, got=tp, fix=tp_fix(spec, engine))
 
 
 def _check_run(spec: TransformerSpec, gpu: GpuSpec, engine: EngineProfile, tp: int) -> None:

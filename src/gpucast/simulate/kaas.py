@@ -39,7 +39,8 @@ from gpucast.simulate.stages import fifo_departures
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 SHARINGS: tuple[str, ...] = ("dedicated", "function", "kernel")
-#: most kernels one pool simulation may schedule (the loop is per kernel)
+#: most units (kernels under KaaS, invocations under function-level sharing) one pool
+#: simulation may schedule: the loop is per unit
 MAX_KERNELS = 5_000_000
 
 
@@ -160,9 +161,11 @@ def simulate_kaas(
         unit = [np.array([t]) for t in total] if sharing == "function" else seqs
         n_kernels = int(owner.size if sharing == "function" else sizes[owner].sum())
         if n_kernels > MAX_KERNELS:
+            what = "invocations" if sharing == "function" else "kernels"
             raise InvalidSpecError(
-                "kernels", f"{n_kernels:,} to schedule, more than {MAX_KERNELS:,}",
-                fix="simulate a shorter time or a lower rate",
+                what, f"{n_kernels:,} to schedule one by one on the pool ({sharing}-level "
+                f"sharing), more than {MAX_KERNELS:,}",
+                fix="simulate fewer invocations (a lower rate or a shorter span)",
             )  # fmt: skip
         done, busy = _pool(unit, owner, arrival, gpus, dispatch_s)
         n_gpus = gpus
