@@ -59,6 +59,15 @@ class GpuChoice:
     node: NodeLinks = SWITCHED
 
 
+def cheapest_for_tp(choices: Sequence[GpuChoice], tp: int) -> GpuChoice | None:
+    """The instance ``tp`` GPUs of one type are rented on, and what they cost: the cheapest
+    per GPU of ``choices`` with at least ``tp`` GPUs (None: no instance has that many). A
+    deployment pays ``tp`` x its price per GPU per instance; ``plan serve`` and ``simulate
+    serve`` both price by this rule."""
+    fit = [c for c in choices if c.max_tp >= tp]
+    return min(fit, key=lambda c: c.price_usd_per_gpu_hour) if fit else None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LlmServeCandidate:
     """One simulated deployment."""
@@ -379,10 +388,9 @@ def plan_llm_serving(
     pairs = []
     for name in sorted(by_gpu):
         for tp in tps:
-            # the cheapest instance (per GPU) with at least tp GPUs of this type
-            fit = [c for c in by_gpu[name] if c.max_tp >= tp]
-            if fit:
-                pairs.append((min(fit, key=lambda c: c.price_usd_per_gpu_hour), tp))
+            rented = cheapest_for_tp(by_gpu[name], tp)
+            if rented is not None:
+                pairs.append((rented, tp))
     for choice, tp in pairs:
         label = f"{choice.gpu.name} tp={tp}"
         if engine.multi_gpu == "tensor" and tp_problem(spec, tp) is not None:
