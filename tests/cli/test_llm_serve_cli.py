@@ -185,3 +185,25 @@ def test_not_simulated_lines_group_the_same_reason_and_keep_every_label() -> Non
         ": does not fit"
     )
     assert lines[1:] == ["tp=3 (every GPU): cannot split", "MI300X: no offer", "plain"]
+
+
+def test_nonsense_llm_deployments_are_one_line_exit_2() -> None:
+    """The QA pass: --replicas 100000 printed 100,024 lines, --replicas 3 with pools ran 1 + 1,
+    --block-size 7 ran."""
+    base = ["simulate", "serve", "--model", "llama-3-8b", "--gpu", "L40S", "--rate", "2",
+            "--duration-s", "10"]  # fmt: skip
+    for extra, text in (
+        (["--replicas", "100000"], "replicas: must be at most 1024 instances"),
+        (["--replicas", "3", "--prefill-instances", "1", "--decode-instances", "1"],
+         "replicas: does not apply to disaggregated serving"),
+        (["--block-size", "7"], "block-size: must be one of 8, 16, 32, 64, 128 tokens"),
+    ):  # fmt: skip
+        result = runner.invoke(app, [*base, *extra])
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and text in lines[0], lines
+    many = runner.invoke(app, [*base, "--replicas", "40"])
+    assert many.exit_code == 0, many.output
+    assert "colocated: 40 instances, busy" in many.stdout
+    assert "colocated #" not in many.stdout
+    assert "the steady part of the run" in many.stdout

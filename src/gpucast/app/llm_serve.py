@@ -66,6 +66,17 @@ def _at_least(flag: str, value: int | None, low: int) -> None:
                                fix=f"e.g. --{flag} {max(low, 1)}")  # fmt: skip
 
 
+def _at_most_instances(flag: str, value: int, what: str = "") -> None:
+    from gpucast.domain.llm_serving import MAX_SERVING_INSTANCES as most
+
+    if value > most:
+        raise InvalidSpecError(
+            flag, f"must be at most {most} instances{what}", got=value,
+            fix=f"round robin gives each replica 1/N of the stream: simulate {most} or fewer "
+            "(e.g. one replica at --rate R/N)",
+        )  # fmt: skip
+
+
 def _check_common(request: Any) -> None:
     from gpucast.domain.llm_serving import parse_token_lengths  # numpy: not at CLI start-up
 
@@ -219,6 +230,8 @@ class SimulateLlmServeRequest:
             raise InvalidSpecError("model", "must not be empty", fix="e.g. --model llama-3-8b")
         check_arrival_kind(self.arrivals)
         _check_common(self)
+        from gpucast.domain.llm_serving import ENGINE_BLOCK_SIZES
+
         _at_least("tp", self.tp, 1)
         _at_least("replicas", self.replicas, 1)
         _at_least("prefill-instances", self.prefill_instances, 0)
@@ -228,8 +241,21 @@ class SimulateLlmServeRequest:
                 "prefill-instances", "and --decode-instances go together",
                 fix="e.g. --prefill-instances 1 --decode-instances 2",
             )  # fmt: skip
+        if self.prefill_instances and self.replicas != 1:
+            raise InvalidSpecError(
+                "replicas", "does not apply to disaggregated serving (its instances are "
+                "--prefill-instances + --decode-instances)", got=self.replicas,
+                fix="drop --replicas, or drop --prefill-instances / --decode-instances",
+            )  # fmt: skip
+        _at_most_instances("replicas", self.replicas)
+        _at_most_instances("prefill-instances", self.prefill_instances + self.decode_instances,
+                           " (with --decode-instances)")  # fmt: skip
         _positive("kv-link-gbps", self.kv_link_gbps)
-        _at_least("block-size", self.block_size, 1)
+        if isinstance(self.block_size, bool) or self.block_size not in ENGINE_BLOCK_SIZES:
+            raise InvalidSpecError(
+                "block-size", f"must be one of {', '.join(map(str, ENGINE_BLOCK_SIZES))} tokens "
+                "(vLLM's --block-size choices)", got=self.block_size, fix="e.g. --block-size 16",
+            )  # fmt: skip
         from gpucast.domain.llm_serving import PREEMPTION_MODES
 
         if self.preemption not in PREEMPTION_MODES:
@@ -288,6 +314,41 @@ class SimulateLlmServeResult:
             for label, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"))
         )
         return f"80% band (iterations x{low:.2f} .. x{high:.2f}): {edges} ms"
+
+    def rate_window_text(self) -> str:
+        """Which seconds the throughput, goodput and cost per token are measured over
+        (:attr:`~gpucast.simulate.llm_serving.LlmServingResult.rate_window_s`)."""
+        window = self.serving.rate_window_s
+        if window is None:
+            return f"over the whole run ({self.serving.span_s:.1f} s)"
+        lo, hi = window
+        return (
+            f"over {lo:.1f}-{hi:.1f} s, the steady part of the run (the warm-up and the drain "
+            "after the last arrival left out)"
+        )
+
+    def instance_lines(self, limit: int = 8) -> list[str]:
+        """The instances in words: one line each up to ``limit`` of them, else one line per
+        role with the range over its instances (``--json`` keeps every one)."""
+        stats = self.serving.instances
+        if len(stats) <= limit:
+            return [
+                f"{s.role} #{s.replica}: busy {s.busy_fraction:.0%}, {s.requests} requests, "
+                f"peak KV {s.peak_kv_utilisation:.0%}, {s.preemptions} preemptions"
+                for s in stats
+            ]
+        lines = []
+        for role in dict.fromkeys(s.role for s in stats):
+            group = [s for s in stats if s.role == role]
+            busy = [s.busy_fraction for s in group]
+            reqs = [s.requests for s in group]
+            lines.append(
+                f"{role}: {len(group)} instances, busy {min(busy):.0%}-{max(busy):.0%}, "
+                f"{min(reqs)}-{max(reqs)} requests each, peak KV up to "
+                f"{max(s.peak_kv_utilisation for s in group):.0%}, "
+                f"{sum(s.preemptions for s in group)} preemptions in all (--json: each)"
+            )
+        return lines
 
     def to_dict(self) -> dict[str, Any]:
         """``simulate serve --json`` for a language model: the fields of the CNN result
@@ -390,6 +451,7 @@ def simulate_llm_serve(
     from gpucast.domain.llm_serving import Disaggregation, parse_token_lengths
     from gpucast.domain.provenance import Sourced
     from gpucast.inputs import llm_serving as inputs
+    from gpucast.predict.llm_infer import fp8_hardware_note
     from gpucast.simulate.llm_serving import simulate_llm_serving
 
     request = resolve(SimulateLlmServeRequest, request, options, config)
@@ -472,6 +534,8 @@ def simulate_llm_serve(
         reasons = ", ".join(f"{n} {why}" for why, n in others.items())
         warnings.append(f"{sum(others.values())} of {reqs.count} requests dropped: {reasons}")
     warnings += _overload_warning(result)
+    if (fp8 := fp8_hardware_note(model.gpu, model.precision)) is not None:
+        warnings.append(fp8)
     assumptions = {
         "gpus": f"{model.tp} x {model.gpu.name} per instance ({model.tp_source})",
         "engine": model.engine.provenance(),
@@ -512,11 +576,21 @@ def simulate_llm_serve(
     )
 
 
+#: A queue grows when each second of arrivals adds at least this many seconds of wait: fewer
+#: than about 90% of the offered requests are served (the CNN path's tolerance).
+OVERLOAD_WAIT_GROWTH = 0.1
+
+
 def _overload_warning(result: LlmServingResult) -> list[str]:
-    """A queue that grew while requests arrived, in words: fewer requests finished over the
-    arrival window than arrived in it (a loaded server finishes about as many as arrive, less
-    those in flight). Only the requests that could run count (dropped ones are warned about
-    apart), and only those that arrived before ``--horizon-s`` stopped the run."""
+    """A queue that grew while requests arrived, in words. The wait of a request is its TTFT
+    (disaggregated: its end-to-end latency, which holds the wait for a decode slot too); the
+    run is overloaded when the median wait of the last quarter of the arrivals exceeds that
+    of the second quarter (after the warm-up) by at least :data:`OVERLOAD_WAIT_GROWTH` s per
+    second between them, and is beyond what 90% of the second quarter waited: a drift of
+    milliseconds on a loaded but stable server is not a growing queue, however many requests
+    are in flight when the last arrives. Only the requests that could run count (dropped ones
+    are warned about apart), and only those that arrived before ``--horizon-s`` stopped the
+    run (one without a first token or a finish by then waited at least until it)."""
     import numpy as np
 
     from gpucast.simulate.llm_serving import DROPPED
@@ -527,25 +601,33 @@ def _overload_warning(result: LlmServingResult) -> list[str]:
     arrival = result.requests.arrival_s[keep]
     if arrival.size < 20:
         return []
-    start, end = float(arrival.min()), float(arrival.max())
-    span = end - start
-    if span <= 0:
+    disaggregated = any(s.role == "prefill" for s in result.instances)
+    stop = (result.finish_s if disaggregated else result.first_token_s)[keep]
+    if result.until_s is not None:
+        stop = np.where(np.isnan(stop), result.until_s, stop)
+    if np.isnan(stop).any():  # pragma: no cover - every request runs to its end otherwise
         return []
-    done = int(np.count_nonzero(result.finish_s[keep] <= end))
-    offered, served = arrival.size / span, done / span
-    if served >= 0.9 * offered:
+    wait = stop - arrival
+    q = arrival.size // 4
+    second, last = wait[q : 2 * q], wait[arrival.size - q :]
+    early, late = float(np.median(second)), float(np.median(last))
+    between = float(np.median(arrival[arrival.size - q :]) - np.median(arrival[q : 2 * q]))
+    growth = late - early
+    if between <= 0 or growth < OVERLOAD_WAIT_GROWTH * between:
         return []
-    ttft = result.ttft_s[keep]
-    ttft = ttft[np.isfinite(ttft)]
-    grows = (
-        f"TTFT (p50 {float(np.median(ttft)):.1f} s) grows with the run"
-        if ttft.size
-        else "none of them got a first token"
-    )
+    if late <= float(np.percentile(second, 90)):
+        return []
+    end = float(arrival.max())
+    left = int(np.count_nonzero(~(result.finish_s[keep] <= end)))
+    summary = result.to_dict()
+    what = "end-to-end latency" if disaggregated else "TTFT"
     return [
-        f"overloaded: {offered:.2f} req/s offered, {served:.2f} finished while they arrived; "
-        f"{arrival.size - done} requests still queued or running when the last arrived, and "
-        f"{grows}. Add --replicas, a faster GPU or tensor parallelism, or see plan serve."
+        f"overloaded: the queue grows with the run: {what} p50 {early:.2f} s for the second "
+        f"quarter of the arrivals, {late:.2f} s for the last ({growth / between:.2f} s more "
+        f"per second of arrivals); {summary['throughput_rps']:.2f} req/s served of "
+        f"{summary['offered_rps']:.2f} offered, {left} requests still queued or running when "
+        "the last arrived. Add --replicas, a faster GPU or tensor parallelism, or see plan "
+        "serve."
     ]
 
 
@@ -640,6 +722,7 @@ class PlanLlmServeRequest:
         for tp in self.tps:
             _at_least("tp", tp, 1)
         _at_least("max-replicas", self.max_replicas, 1)
+        _at_most_instances("max-replicas", self.max_replicas)
         _positive("budget-usd-per-hour", self.budget_usd_per_hour, " US$/h")
 
     @property
@@ -749,12 +832,10 @@ def plan_llm_serve(
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
-    from gpucast.catalog.systems import bridged_pairs, mesh_board_gpus, mesh_linked
     from gpucast.domain.llm_serving import parse_token_lengths
-    from gpucast.domain.parallel import NodeLinks
     from gpucast.domain.serving_plan import PLAN_TRACE_WINDOW_S
     from gpucast.inputs import llm_serving as inputs
-    from gpucast.plan.llm_serve import GpuChoice, plan_llm_serving
+    from gpucast.plan.llm_serve import plan_llm_serving
 
     request = resolve(PlanLlmServeRequest, request, options, config)
     name, model_rate = request.model_rate
@@ -773,17 +854,7 @@ def plan_llm_serve(
     )
     # an engine that does not run on a GPU type is not offered it (TensorRT-LLM on an MI300X)
     choices = [
-        GpuChoice(
-            gpu=mesh_linked(gpu),  # as its catalog node links it
-            offer=offer,
-            price_usd_per_gpu_hour=price,
-            max_tp=offer.gpus,
-            kv_link_gbps=inputs.kv_link_gbps(offer).value,
-            swap_gbps=inputs.swap_gbps(gpu),
-            node=NodeLinks(
-                mesh_gpus=mesh_board_gpus(gpu.name, offer.gpus), bridged=bridged_pairs(gpu.name)
-            ),
-        )
+        inputs.gpu_choice(gpu, offer, price)
         for gpu, offer, price in offers
         if engine.runs_on(gpu.vendor)
     ]

@@ -169,7 +169,7 @@ def print_llm_serving(result: SimulateLlmServeResult) -> None:
         console.print(f"  {band}", highlight=False)
     console.print(
         f"  throughput {out['throughput_rps']:.2f} req/s, {out['tokens_per_s']:.0f} output "
-        f"tokens/s ({out['total_tokens_per_s']:.0f} with prompts)",
+        f"tokens/s ({out['total_tokens_per_s']:.0f} with prompts) {result.rate_window_text()}",
         highlight=False,
     )
     if out["slo_attainment"] is not None:
@@ -182,12 +182,8 @@ def print_llm_serving(result: SimulateLlmServeResult) -> None:
         f"US$ per million output tokens",
         highlight=False,
     )
-    for s in result.serving.instances:
-        console.print(
-            f"  {s.role} #{s.replica}: busy {s.busy_fraction:.0%}, {s.requests} requests, "
-            f"peak KV {s.peak_kv_utilisation:.0%}, {s.preemptions} preemptions",
-            highlight=False,
-        )
+    for line in result.instance_lines():
+        console.print(f"  {line}", highlight=False)
     for key, value in {**out["sources"], **out["assumptions"]}.items():
         console.print(f"[dim]{escape(f'{key}: {value}')}[/dim]", highlight=False)
     for key, value in out["validation"].items():

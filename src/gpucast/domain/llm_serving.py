@@ -37,6 +37,13 @@ PREEMPTION_MODES: tuple[str, ...] = get_args(PreemptionMode)
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_WATERMARK = 0.01
 DEFAULT_SWAP_SPACE_GIB = 4.0
+#: KV-cache block sizes (tokens) a paged-attention engine takes: vLLM's ``--block-size``
+#: choices (8, 16, 32; 64 and 128 in later releases); TensorRT-LLM's ``tokens_per_block`` is
+#: a power of two too.
+ENGINE_BLOCK_SIZES = (8, 16, 32, 64, 128)
+#: Most serving instances one simulation takes (replicas, or prefill + decode instances):
+#: round robin gives each 1/N of the stream, so a larger fleet is one replica at rate / N.
+MAX_SERVING_INSTANCES = 1024
 #: vLLM's token budget per iteration with chunked prefill (``max_num_batched_tokens`` of the
 #: V1 engine for online serving on data-centre GPUs is 2048 in its docs' examples; V0: 512).
 DEFAULT_CHUNKED_BUDGET = 2048

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,7 +28,12 @@ from gpucast.domain.llm_serving import IterationCost, LlmRequests, TokenLengths
 from gpucast.domain.parallel import NodeLinks
 from gpucast.domain.provenance import Sourced
 
+if TYPE_CHECKING:
+    from gpucast.plan.llm_serve import GpuChoice
+
 TRACE_PREFIX = "trace:"
+#: Seconds of synthetic arrivals when no ``--duration-s`` is given (the arrivals line says so).
+DEFAULT_DURATION_S = 60.0
 #: Link for a KV-cache transfer when the GPU has no catalog offer (Gbit/s per GPU).
 DEFAULT_KV_LINK_GBPS = 100.0
 
@@ -104,6 +110,7 @@ def llm_traffic(
     else whole; synthetic arrivals run ``duration_s`` (default 60 s) at ``rate_rps``."""
     from gpucast.inputs import serving as cnn_inputs
     from gpucast.simulate import arrivals as gen
+    from gpucast.simulate.llm_serving import offered_rps
 
     rng = np.random.default_rng([seed, 1])  # lengths: independent of the arrival draws
     warnings: list[str] = []
@@ -120,7 +127,8 @@ def llm_traffic(
                 "rate", f"is required with --{field} {arrivals}",
                 fix="e.g. --rate 5 (requests/s), or --arrivals trace:FILE",
             )  # fmt: skip
-        made = cnn_inputs.arrivals(arrivals, rate_rps, duration_s or 60.0, seed)
+        duration = DEFAULT_DURATION_S if duration_s is None else duration_s
+        made = cnn_inputs.arrivals(arrivals, rate_rps, duration, seed)
         times = made.times_s
         inp = input_len.draw(rng, times.size)
         out = output_len.draw(rng, times.size)
@@ -142,8 +150,10 @@ def llm_traffic(
         inp, out, notes = _clip(inp, out, spec, "lengths")
         warnings += notes
         source = made.source
+        if duration_s is None:  # a default that sets the result is shown
+            source += f" for {duration:g} s (the default; --duration-s sets it)"
     else:
-        times, inp, out, source, notes = _replay(
+        times, inp, out, source, notes, drawn = _replay(
             path, spec=spec, seed=seed, rng=rng, input_len=input_len, output_len=output_len,
             field=field,
         )  # fmt: skip
@@ -158,11 +168,15 @@ def llm_traffic(
             source += f", {time_scale:g}x faster"
         elif rate_rps is not None:
             times = gen.from_timestamps(times, target_rate_rps=rate_rps)
-            source += f", rescaled to {rate_rps:g} req/s"
+            source += f", rescaled to a mean of {rate_rps:g} req/s over the whole trace"
         if duration_s is not None:
             keep = times < duration_s
             if not keep.all():
-                source += f", first {duration_s:g} s ({int(keep.sum())} of {keep.size} requests)"
+                kept = times[keep]
+                rate = f", {offered_rps(kept, duration_s):.3g} req/s offered" if kept.size else ""
+                source += (
+                    f", first {duration_s:g} s ({int(keep.sum())} of {keep.size} requests{rate})"
+                )
             times, inp, out = times[keep], inp[keep], out[keep]
             if times.size == 0:
                 raise InvalidSpecError(
@@ -174,6 +188,12 @@ def llm_traffic(
             if note:
                 times, inp, out = times[part] - times[part.start], inp[part], out[part]
                 source += note
+        # what the replayed requests' lengths need: counted on those replayed only
+        if drawn:
+            inp, out, notes = _clip(inp, out, spec, "lengths")
+        else:
+            inp, out, notes = _trace_tokens(inp, out, spec, path.name, field)
+        warnings += notes
         lengths = "from the trace" if "token" in source else lengths
     return LlmTraffic(
         requests=LlmRequests(arrival_s=times, input_tokens=inp, output_tokens=out, source=source),
@@ -192,7 +212,10 @@ def _replay(
     input_len: TokenLengths,
     output_len: TokenLengths,
     field: str,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, str, list[str]]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, str, list[str], bool]:
+    """A trace's arrivals and lengths: its own token counts, or lengths drawn for every
+    request (the last item says which: True, drawn). The lengths are not yet fitted to the
+    context window: that counts the requests replayed (:func:`_clip`, :func:`_trace_tokens`)."""
     from gpucast.inputs.serving import read_trace_arrivals, skipped_rows_warning
     from gpucast.store.datasets.azure_traces import read_arrival_trace
     from gpucast.store.files import not_utf8, open_input_text
@@ -207,26 +230,37 @@ def _replay(
         trace = read_trace_arrivals(path, seed, field=field)
         times = trace.times_s
         notes += trace.warnings
-        inp, out, cut = _clip(input_len.draw(rng, times.size), output_len.draw(rng, times.size),
-                              spec, "lengths")  # fmt: skip
-        return times, inp, out, trace.source, notes + cut
+        inp, out = input_len.draw(rng, times.size), output_len.draw(rng, times.size)
+        return times, inp, out, trace.source, notes, True
     parsed = read_arrival_trace(path)
     frame = parsed.frame
     if parsed.skipped:
         notes.append(skipped_rows_warning(path, parsed.skipped))
     times = frame["arrival_s"].to_numpy(dtype=np.float64)
     if "context_tokens" not in frame:
-        inp, out, cut = _clip(input_len.draw(rng, times.size), output_len.draw(rng, times.size),
-                              spec, "lengths")  # fmt: skip
+        inp, out = input_len.draw(rng, times.size), output_len.draw(rng, times.size)
         source = f"trace {path.name} ({len(frame)} requests, {len(parsed.skipped)} malformed "
         source += "rows skipped)"
-        return times, inp, out, source, notes + cut
+        return times, inp, out, source, notes, True
     inp = frame["context_tokens"].to_numpy(dtype=np.int64)
     out = frame["generated_tokens"].to_numpy(dtype=np.int64)
+    source = (
+        f"trace {path.name} ({len(frame)} requests with their prompt and output tokens, "
+        f"{len(parsed.skipped)} malformed rows skipped)"
+    )
+    return times, inp, out, source, notes, False
+
+
+def _trace_tokens(
+    inp: np.ndarray, out: np.ndarray, spec: TransformerSpec, name: str, field: str
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """A trace's own token counts of the requests replayed: 0 served as 1 token, those beyond
+    ``spec``'s context window named (the simulator drops them), none fitting refused."""
+    notes = []
     zero = (inp < 1) | (out < 1)
     if zero.any():
         notes.append(
-            f"{int(zero.sum())} request(s) of {path.name} with 0 prompt or output tokens are "
+            f"{int(zero.sum())} request(s) of {name} with 0 prompt or output tokens are "
             "served as 1 token"
         )
         inp, out = np.maximum(inp, 1), np.maximum(out, 1)
@@ -234,22 +268,18 @@ def _replay(
     if beyond.all():
         raise InvalidSpecError(
             field,
-            f"every request of {path.name} needs more than {spec.name}'s context window of "
-            f"{spec.max_context} tokens (prompt + output; shortest {int((inp + out).min())})",
+            f"every request of {name} needs more than {spec.name}'s context window "
+            f"of {spec.max_context} tokens (prompt + output; shortest {int((inp + out).min())})",
             fix="serve a model with a longer context (e.g. mistral-7b: 32768)",
         )
     if beyond.any():
         worst = int(np.argmax(inp + out))
         notes.append(
-            f"{int(beyond.sum())} of {inp.size} requests of {path.name} need more than "
+            f"{int(beyond.sum())} of {inp.size} requests of {name} need more than "
             f"{spec.name}'s context window of {spec.max_context} tokens (prompt + output, "
             f"up to {int(inp[worst])} + {int(out[worst])}); they are dropped"
         )
-    source = (
-        f"trace {path.name} ({len(frame)} requests with their prompt and output tokens, "
-        f"{len(parsed.skipped)} malformed rows skipped)"
-    )
-    return times, inp, out, source, notes
+    return inp, out, notes
 
 
 # -- the model on its GPUs -------------------------------------------------------------------
@@ -286,7 +316,6 @@ def serving_model(
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
-    from gpucast.inputs.serving import gpu_server
     from gpucast.predict.llm_infer import iteration_cost, predict_inference, smallest_fitting_tp
 
     spec = llm_model(model)
@@ -328,7 +357,7 @@ def serving_model(
         spec, gpu_spec, engine, tp=used, precision=precision, kv_precision=kv_precision,
         max_tokens=max_tokens, node=node,
     )  # fmt: skip
-    server = gpu_server(catalog, gpu_spec.name, None, price_usd_per_gpu_hour)
+    price, offer = instance_price(gpu_spec.name, used, price_usd_per_gpu_hour)
     return ServingModel(
         spec=spec,
         gpu=gpu_spec,
@@ -337,8 +366,8 @@ def serving_model(
         tp_source=tp_source,
         precision=precision or engine.default_precision,
         cost=cost,
-        price_per_gpu=server.price,
-        offer=server.offer,
+        price_per_gpu=price,
+        offer=offer,
     )
 
 
@@ -429,6 +458,67 @@ def unoffered_gpus(
             )
         out.append(f"{name}: {why}")
     return out
+
+
+def gpu_choice(gpu: GpuSpec, offer: Offer, price_usd_per_gpu_hour: float) -> GpuChoice:
+    """One offer of :func:`gpu_offers` as the planner rents it: ``gpu`` as its catalog node
+    links it, at most ``offer.gpus`` per tensor-parallel group, the node's network share for
+    a KV transfer, PCIe for swapping."""
+    from gpucast.catalog.systems import bridged_pairs, mesh_board_gpus, mesh_linked
+    from gpucast.plan.llm_serve import GpuChoice
+
+    return GpuChoice(
+        gpu=mesh_linked(gpu),
+        offer=offer,
+        price_usd_per_gpu_hour=price_usd_per_gpu_hour,
+        max_tp=offer.gpus,
+        kv_link_gbps=kv_link_gbps(offer).value,
+        swap_gbps=swap_gbps(gpu),
+        node=NodeLinks(
+            mesh_gpus=mesh_board_gpus(gpu.name, offer.gpus), bridged=bridged_pairs(gpu.name)
+        ),
+    )
+
+
+def instance_price(
+    gpu: str, tp: int, price_usd_per_gpu_hour: float | None = None
+) -> tuple[Sourced[float], Offer | None]:
+    """What one instance of ``tp`` GPUs of type ``gpu`` costs per GPU-hour, and the offer it
+    is rented as, by the rule of ``plan serve`` (:func:`gpucast.plan.llm_serve.cheapest_for_tp`
+    over :func:`gpu_offers`: the cheapest per GPU of the on-demand offers with at least ``tp``
+    of them). Where no offer has that many, the cheapest GPU-hour of any size, and the source
+    says so. A given ``price_usd_per_gpu_hour`` replaces the price (the offer still names the
+    node, e.g. its network for a KV transfer)."""
+    from gpucast.catalog import load_catalog
+    from gpucast.plan.llm_serve import cheapest_for_tp
+
+    catalog = load_catalog()
+    name = catalog.gpu(gpu).name
+    sold = any(o.gpus >= 1 for o in catalog.find_offers(gpu=name))
+    choices = [gpu_choice(*row) for row in gpu_offers(gpus=(name,))] if sold else []
+    rented = cheapest_for_tp(choices, tp)
+    short = rented is None and bool(choices)
+    if short:  # no instance holds tp of them
+        rented = cheapest_for_tp(choices, 1)
+    offer = None if rented is None else rented.offer
+    if price_usd_per_gpu_hour is not None:
+        given = f"{price_usd_per_gpu_hour:.4g} US$/h per GPU (given)"
+        return Sourced(price_usd_per_gpu_hour, given), offer
+    if rented is None or offer is None:
+        raise InvalidSpecError(
+            "price", f"the catalog has no offer with {name}", fix="pass --price USD_PER_HOUR"
+        )
+    per_gpu = rented.price_usd_per_gpu_hour
+    rule = (
+        f"no catalog instance has {tp} x {name}: the cheapest GPU-hour of any size"
+        if short
+        else f"the cheapest per GPU of the instances with at least {tp}, as plan serve prices"
+    )
+    return Sourced(
+        per_gpu,
+        f"{per_gpu:.4g} US$/h per GPU ({offer.provider} {offer.instance_type}: {offer.gpus} x "
+        f"{name} for {offer.on_demand_usd_per_hour:.4g} US$/h; {rule})",
+    ), offer
 
 
 def node_links(gpu: GpuSpec) -> tuple[GpuSpec, NodeLinks]:

@@ -65,6 +65,15 @@ class GpuChoice:
     node: NodeLinks = SWITCHED
 
 
+def cheapest_for_tp(choices: Sequence[GpuChoice], tp: int) -> GpuChoice | None:
+    """The instance ``tp`` GPUs of one type are rented on, and what they cost: the cheapest
+    per GPU of ``choices`` with at least ``tp`` GPUs (None: no instance has that many). A
+    deployment pays ``tp`` x its price per GPU per instance; ``plan serve`` and ``simulate
+    serve`` both price by this rule."""
+    fit = [c for c in choices if c.max_tp >= tp]
+    return min(fit, key=lambda c: c.price_usd_per_gpu_hour) if fit else None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LlmServeCandidate:
     """One simulated deployment."""
@@ -527,9 +536,9 @@ def _pairs(
                 "(tensor parallelism stays within one instance)"
             )
         for tp in tried:
-            fit = [c for c in by_gpu[name] if c.max_tp >= tp]
-            if fit:
-                pairs.append((min(fit, key=lambda c: c.price_usd_per_gpu_hour), tp))
+            rented = cheapest_for_tp(by_gpu[name], tp)
+            if rented is not None:
+                pairs.append((rented, tp))
     return pairs, tried
 
 

@@ -602,6 +602,17 @@ def request_latency_s(
     return _evaluate(_Cases(**columns), engine.params(gpu.name))["latency_s"]
 
 
+def fp8_hardware_note(gpu: GpuSpec, weights: str) -> str | None:
+    """fp8 weights on a GPU without fp8 tensor cores (before Ada / Hopper), in words: how
+    every LLM verb prices them (``predict infer`` notes it, ``simulate serve`` warns)."""
+    if COMPUTE_MODE[weights] != "fp8" or gpu.fp8_tflops is not None:
+        return None
+    return (
+        f"{gpu.name} has no fp8 tensor cores: matmuls priced at its fp16 peak (fp8 weights "
+        "there run weight-only at best; TensorRT-LLM's fp8 needs Ada, Hopper or later)"
+    )
+
+
 def _notes(
     spec: TransformerSpec,
     gpu: GpuSpec,
@@ -643,8 +654,8 @@ def _notes(
             f"{COMPUTE_MODE[weights]} tensor-core peak; the efficiencies were fitted at "
             f"{engine.default_precision}{fp8}"
         )
-    if COMPUTE_MODE[weights] == "fp8" and gpu.fp8_tflops is None:
-        notes.append(f"{gpu.name} has no fp8 tensor cores: matmuls priced at its fp16 peak")
+    if (no_fp8 := fp8_hardware_note(gpu, weights)) is not None:
+        notes.append(no_fp8)
     if engine.multi_gpu == "layer" and tp > 1:
         notes.append(
             f"{engine.display_name} splits the layers over the {tp} GPUs (no tensor parallelism)"

@@ -80,6 +80,18 @@ _WAITING, _RUN, _SWAPPED, _DONE, _DROP = 0, 1, 2, 3, 4
 
 
 # -- results ---------------------------------------------------------------------------------
+def offered_rps(arrival_s: FloatArray, horizon_s: float = math.inf) -> float:
+    """Requests arriving per second, as a CNN run's ``offered_rps``: those arriving in the
+    window over its length, the window from 0 to the last arrival plus one mean gap (how a
+    replayed trace's span counts) or to ``horizon_s`` when that comes first."""
+    n = arrival_s.size
+    if n == 0:
+        return math.nan
+    own = float(arrival_s[-1]) * n / (n - 1) if n > 1 else float(arrival_s[-1])
+    window = min(own, horizon_s)
+    return int(np.count_nonzero(arrival_s <= window)) / window if window > 0 else math.nan
+
+
 def summary(values: FloatArray) -> dict[str, float]:
     """p50 / p90 / p95 / p99 / mean / max (NaN when empty)."""
     v = values[np.isfinite(values)]
@@ -270,9 +282,57 @@ class LlmServingResult:
             end = self.until_s
         return float(max(end - arrival[0], 0.0))
 
-    def _rate(self, amount: float) -> float:
-        span = self.span_s
-        return amount / span if span > 0 else 0.0
+    @property
+    def rate_window_s(self) -> tuple[float, float] | None:
+        """The steady part of the run that tokens/s, requests/s, goodput and the cost per
+        token are measured over (s from 0): from the first arrival plus the median latency of
+        the finished requests (by then the batch has filled; at most half the arrival span)
+        to the last arrival (``until_s`` when sooner). The warm-up and the drain after the
+        last arrival -- the last requests finishing on an emptying server, as long as a
+        request takes however short the run -- are left out: the rates are those of a server
+        that keeps receiving the stream. None (the rates then run over :attr:`span_s`) when
+        the arrivals span no time or no request finished."""
+        arrival = self.requests.arrival_s
+        fin = self.finished
+        if arrival.size < 2 or not fin.any():
+            return None
+        start = float(arrival[0])
+        end = float(arrival[-1]) if self.until_s is None else min(float(arrival[-1]), self.until_s)
+        if end <= start:
+            return None
+        warm = float(np.median(self.finish_s[fin] - arrival[fin]))
+        return start + min(warm, (end - start) / 2.0), end
+
+    def _steady_rates(self) -> dict[str, float]:
+        """Per second of :attr:`rate_window_s` (over :attr:`span_s` without one): requests
+        served (each finished request counts the share of its arrival-to-finish time inside
+        the window: in a steady run, the requests finishing per second), those within the
+        SLOs, output tokens (the first at its TTFT, the others spread evenly to the finish)
+        and prompt tokens (at the first token)."""
+        fin = self.finished
+        window = self.rate_window_s
+        if window is None:
+            length = self.span_s
+            served = fin.astype(np.float64)
+            out_tokens = float(self.output_tokens_done)
+            in_tokens = float(self.requests.input_tokens[fin].sum())
+        else:
+            lo, hi = window
+            length = hi - lo
+            first, finish = self.first_token_s, self.finish_s
+            with np.errstate(invalid="ignore"):
+                started = (first > lo) & (first <= hi)
+            served = _share_inside(self.requests.arrival_s, finish, fin, lo, hi)
+            decode = (self.requests.output_tokens - 1) * _share_inside(first, finish, fin, lo, hi)
+            out_tokens = float(np.count_nonzero(started) + decode.sum())
+            in_tokens = float(self.requests.input_tokens[started].sum())
+        per_s = 1.0 / length if length > 0 else 0.0
+        return {
+            "requests": float(served.sum()) * per_s,
+            "good": float(served[self.meets_slo].sum()) * per_s,
+            "output": out_tokens * per_s,
+            "total": (out_tokens + in_tokens) * per_s,
+        }
 
     @property
     def horizon_s(self) -> float:
@@ -294,16 +354,8 @@ class LlmServingResult:
         return int(np.count_nonzero(arrived & (self.status == RUNNING)))
 
     def offered_rps(self) -> float:
-        """Requests arriving per second, as a CNN run's ``offered_rps``: those arriving in the
-        window over its length, the window from 0 to the last arrival plus one mean gap (how a
-        replayed trace's span counts) or to the horizon when that comes first."""
-        arrival = self.requests.arrival_s
-        n = arrival.size
-        if n == 0:
-            return math.nan
-        own = float(arrival[-1]) * n / (n - 1) if n > 1 else float(arrival[-1])
-        window = min(own, self.horizon_s)
-        return int(np.count_nonzero(arrival <= window)) / window if window > 0 else math.nan
+        """Requests arriving per second, as a CNN run's ``offered_rps`` (:func:`offered_rps`)."""
+        return offered_rps(self.requests.arrival_s, self.horizon_s)
 
     @property
     def output_tokens_done(self) -> int:
@@ -334,9 +386,9 @@ class LlmServingResult:
         fin = self.finished
         out_tokens = self.output_tokens_done
         in_tokens = int(self.requests.input_tokens[fin].sum())
-        tokens_per_s = self._rate(out_tokens)
-        total_per_s = self._rate(out_tokens + in_tokens)
-        rps = self._rate(float(fin.sum()))
+        rates = self._steady_rates()
+        tokens_per_s, total_per_s, rps = rates["output"], rates["total"], rates["requests"]
+        window = self.rate_window_s
         price = self.price_usd_per_hour
 
         def per_million(rate: float) -> float:
@@ -370,7 +422,7 @@ class LlmServingResult:
             "input_tokens": in_tokens,
             "slo_s": slo,
             "slo_attainment": self.slo_attainment,
-            "goodput_rps": self._rate(float(self.meets_slo.sum())),
+            "goodput_rps": rates["good"],
             "cost_usd_per_hour": price,
             "cost_usd_per_million": per_million(rps),
             "cost_usd_per_million_tokens": per_million(tokens_per_s),
@@ -379,6 +431,8 @@ class LlmServingResult:
             "preemptions": int(self.preemptions.sum()),
             "mean_batch_size": float(np.mean(runs)) if runs else math.nan,
             "span_s": self.span_s,
+            # the steady window the rates and costs are over (None: over span_s)
+            "rate_window_s": None if window is None else list(window),
             "servers": [s.to_dict() for s in self.instances],
             "sources": dict(self.sources),
         }
@@ -408,6 +462,19 @@ class LlmServingResult:
             "ttft_p50_s": [med(ttft, b) for b in range(bins)],
             "latency_p50_s": [med(lat, b) for b in range(bins)],
         }
+
+
+def _share_inside(
+    start: FloatArray, end: FloatArray, keep: npt.NDArray[np.bool_], lo: float, hi: float
+) -> FloatArray:
+    """Per request, the share of ``(start, end]`` inside ``(lo, hi]`` (0 where not ``keep``;
+    an empty stretch: 1 when its end is inside)."""
+    with np.errstate(invalid="ignore"):
+        length = np.where(keep, end - start, 0.0)
+        inside = np.clip(np.minimum(end, hi) - np.maximum(start, lo), 0.0, None)
+        point = keep & (end > lo) & (end <= hi)
+        share = np.where(length > 0, inside / np.where(length > 0, length, 1.0), point)
+    return np.asarray(np.where(keep, share, 0.0), dtype=np.float64)
 
 
 # -- one instance ----------------------------------------------------------------------------
