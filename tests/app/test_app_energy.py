@@ -49,17 +49,18 @@ def test_the_power_interval_lies_between_idle_and_the_limit_in_force(limit: int 
     assert small.avg_power_lower_w == pytest.approx(static * 400)  # its idle draw
 
 
-def test_a_step_that_does_not_fit_says_so_as_predict_train_does() -> None:
+def test_a_step_that_does_not_fit_is_refused_as_predict_train_refuses_it() -> None:
+    from gpucast.domain.errors import InvalidSpecError
+
     kw = {"workload": "resnet50", "batch_size": 100_000, "gpu": "L4"}
-    train = gpucast.predict_train(**kw)
-    r = gpucast.predict_energy(**kw)
-    assert train.memory is not None and train.memory["plan"] is None
-    assert not r.fits_memory and r.memory == train.memory
-    assert r.memory_text == train.memory_text()
-    assert any("does not fit one L4's memory" in n for n in r.notes)
-    assert r.to_dict()["memory"]["plan"] is None
+    with pytest.raises(InvalidSpecError) as train:
+        gpucast.predict_train(**kw)
+    with pytest.raises(InvalidSpecError) as energy:
+        gpucast.predict_energy(**kw)
+    assert str(energy.value) == str(train.value)
+    assert energy.value.field == "batch-size" and "does not fit in L4 memory" in str(energy.value)
     fits = gpucast.predict_energy(**BASE)
-    assert fits.fits_memory and not any("does not fit" in n for n in fits.notes)
+    assert fits.fits_memory and fits.memory is not None
 
 
 def test_auto_picks_the_sweeps_cheapest_limit_for_eta() -> None:

@@ -115,7 +115,7 @@ def test_predict_train_is_the_planners_step_time(tmp_path: Path) -> None:
 
 def test_a_stored_measurement_calibrates_as_in_the_planner(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
-    store_measurement(db, batch=8, step_s=0.004)  # another batch than predicted
+    store_measurement(db, batch=8, step_s=0.004, gpu_name="A100-40GB")  # another batch
     result = predict_train(workload=WORKLOAD, batch_size=32, gpu="H100", db=db)
     planned, calibrated = _planner_step_s(32, "H100", "fp32", db)
     assert calibrated and result.calibrated
@@ -311,16 +311,61 @@ def test_the_measurement_nearest_the_batch_calibrates_and_narrows_the_band(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "store.db"
-    store_measurement(db, batch=8, step_s=0.004)
-    store_measurement(db, batch=64, step_s=0.020)  # newer, 8x the batch
+    store_measurement(db, batch=8, step_s=0.004, gpu_name="A100-40GB")
+    store_measurement(db, batch=64, step_s=0.020, gpu_name="A100-40GB")  # newer, 8x the batch
     near_small = predict_train(workload=WORKLOAD, batch_size=8, gpu="H100", db=db)
     near_large = predict_train(workload=WORKLOAD, batch_size=48, gpu="H100", db=db)
     assert "store run #1" in near_small.calibration_source  # batch 8, though older
     assert "store run #2" in near_large.calibration_source
-    # a CPU measurement transfers to the GPU: its band does not depend on the batch distance
+    # each within 2x of the measurement it is calibrated by: the same band
     assert near_small.estimate.upper / near_small.estimate.value == pytest.approx(
         near_large.estimate.upper / near_large.estimate.value
     )
+
+
+def test_a_cpu_measurement_calibrates_no_gpu_prediction_at_any_precision(
+    tmp_path: Path,
+) -> None:
+    """A CPU run (gpucast measure train --device cpu) cannot tell a GPU's per-kernel costs:
+    every precision's prediction stays the fitted model's, with its uncalibrated band, and
+    says which run it left out, on which device; a GPU run newer or not still calibrates."""
+    db = tmp_path / "store.db"
+    store_measurement(db, batch=64, step_s=0.0079)  # on the CPU, fp32
+    for precision in ("fp32", "bf16"):
+        bare = predict_train(
+            workload=WORKLOAD, batch_size=64, gpu="H100", precision=precision,
+            db=tmp_path / "empty.db",
+        )  # fmt: skip
+        after = predict_train(
+            workload=WORKLOAD, batch_size=64, gpu="H100", precision=precision, db=db
+        )
+        assert not after.calibrated
+        est, was = after.estimate, bare.estimate
+        assert (est.value, est.lower, est.upper) == (was.value, was.lower, was.upper)
+        assert est.notes == was.notes  # the same regime and band
+        source = after.calibration_source
+        assert source.startswith(f"none: no stored training measurement of {WORKLOAD} at ")
+        assert "store run #1 (cpu, batch 64, fp32, 7.9 ms/step) calibrates no GPU" in source
+        assert "at any precision" in source and "uncalibrated regime" in source
+    store_measurement(db, batch=32, step_s=0.003, gpu_name="A100-40GB")
+    gpu = predict_train(workload=WORKLOAD, batch_size=64, gpu="H100", db=db)
+    assert gpu.calibrated and "store run #2 (cuda, batch 32" in gpu.calibration_source
+
+
+def test_a_step_that_fits_no_memory_is_refused_naming_predict_trains_options() -> None:
+    with pytest.raises(InvalidSpecError) as refused:
+        gpucast.predict_train(workload="resnet50", batch_size=100_000, gpu="H100")
+    err = refused.value
+    assert err.field == "batch-size" and "does not fit in H100-SXM memory" in err.message
+    assert "no strategy fits 1 x H100-SXM" in err.message and "GiB per GPU" in err.message
+    fix = err.fix or ""
+    assert "--batch-size" in fix and "--gpu" in fix and "plan train" in fix
+    assert "--workers" not in str(err)  # predict train has no --workers
+    most = int(fix.split("--batch-size ")[1].split()[0])
+    fits = gpucast.predict_train(workload="resnet50", batch_size=most, gpu="H100")
+    assert fits.memory is not None and fits.memory["plan"] is not None
+    with pytest.raises(InvalidSpecError, match="does not fit"):
+        gpucast.predict_train(workload="resnet50", batch_size=most + 1, gpu="H100")
 
 
 def test_a_measurement_on_the_gpu_states_the_band_of_the_batch_distance(tmp_path: Path) -> None:
@@ -419,6 +464,22 @@ def test_simulate_train_calibrates_each_gpu_type_from_its_own_measurements(
     said = json.dumps(result.to_dict())
     assert "calibrated by store run #1" in said and "store run #2" not in said
     assert "10.0 ms at batch 64 on A100-40GB" in said
+
+
+def test_simulate_train_states_that_a_cpu_run_calibrates_no_gpu(tmp_path: Path) -> None:
+    kw = {
+        "instance": "a2-highgpu-1g", "workers": 1, "region": "us-central1", "provider": "gcp",
+        "strategy": "allreduce", "workload": WORKLOAD, "batch_size": 64, "steps": 1000,
+        "runs": 50, "seed": 1, "precision": "bf16",
+    }  # fmt: skip
+    bare = gpucast.simulate_train(**kw, db=tmp_path / "empty.db")
+    db = tmp_path / "store.db"
+    store_measurement(db, batch=64, step_s=0.0079)  # on the CPU, at fp32
+    result = gpucast.simulate_train(**kw, db=db)
+    assert result.transient.summary() == bare.transient.summary()  # the same step time
+    speed = result.sources["speed"]
+    assert "calibration: none: no stored training measurement of mlp at bf16 on a GPU" in speed
+    assert "store run #1 (cpu, batch 64, fp32, 7.9 ms/step) calibrates no GPU" in speed
 
 
 V100_PCIE = "Tesla V100-PCIE-32GB"  # as NVML names it: the catalog's V100-PCIe, 100-250 W

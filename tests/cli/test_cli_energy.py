@@ -44,12 +44,14 @@ def test_bad_limit_exits_2_with_one_line() -> None:
     assert "\n" not in line
 
 
-def test_a_step_that_does_not_fit_shows_the_memory_line() -> None:
+def test_a_step_that_does_not_fit_is_one_line_and_exit_2_as_in_predict_train() -> None:
     argv = ["--workload", "resnet50", "--batch-size", "100000", "--gpu", "L4"]
-    result = runner.invoke(app, ["predict", "energy", *argv])
-    assert result.exit_code == 0, result.output
-    assert "  memory: no strategy fits 1 x L4" in result.output
-    assert "note: the step does not fit one L4's memory" in result.output
+    for verb in ("energy", "train"):
+        result = runner.invoke(app, ["predict", verb, *argv])
+        assert result.exit_code == 2, result.output
+        line = result.stderr.strip()
+        assert "\n" not in line and line.startswith("error: batch-size: resnet50 at 100,000")
+        assert "no strategy fits 1 x L4" in line and "use --batch-size " in line
     fits = runner.invoke(app, BASE)
     assert "  memory: data-parallel needs" in fits.output and "does not fit" not in fits.output
 

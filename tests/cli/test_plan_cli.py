@@ -212,7 +212,9 @@ def test_published_lifetimes_and_startup_are_used(shared_data: Path) -> None:
     assert any(c["market"] == "spot" for c in data["candidates"])
 
 
-def _train_measurement(workload: str, batch: int, step_s: float):  # type: ignore[no-untyped-def]
+def _train_measurement(  # type: ignore[no-untyped-def]
+    workload: str, batch: int, step_s: float, gpu_name: str | None = None
+):
     from datetime import UTC, datetime
 
     from gpucast.domain.measurement import EnvironmentFingerprint, Measurement
@@ -226,11 +228,12 @@ def _train_measurement(workload: str, batch: int, step_s: float):  # type: ignor
         cpu_cores=2,
         torch_threads=2,
         torch_version="2",
+        gpu_name=gpu_name,
     )
     return Measurement(
         spec=WorkloadSpec(name=workload, batch_size=batch),
         mode="train",
-        device="cpu",
+        device="cpu" if gpu_name is None else "cuda",
         step_times_s=(step_s, step_s * 1.01, step_s * 0.99),
         samples_per_step=batch,
         stop_reason="ci_reached",
@@ -283,9 +286,24 @@ def test_stored_measurements_calibrate_the_plan(tmp_path: Path) -> None:
     assert code == 0, out
     before = json.loads(out)
     with open_store(db) as store:
-        run_id = store.save_measurement(_train_measurement("cifar-resnet20", 32, 0.05))
-        store.save_measurement(_train_measurement("other-model", 32, 9.0))  # not this workload
+        cpu_id = store.save_measurement(_train_measurement("cifar-resnet20", 32, 0.05))
     code, out = invoke("--db", str(db), "plan", "train", *args)
+    assert code == 0, out
+    on_cpu = json.loads(out)  # a CPU run calibrates no GPU: the plan as before, and says why
+    assert on_cpu["candidates"] == before["candidates"]
+    said = assumed(on_cpu, "step-time calibration")
+    assert "store run" not in said.split(" (")[0]  # every precision: none
+    # named for every precision planned (fp32 and bf16 here), measured at fp32
+    assert said.count(f"store run #{cpu_id} (cpu, batch 32, fp32") == 2
+    assert said.count("calibrates no GPU prediction, at any precision") == 2
+    on_t4 = [*args, "--gpu", "T4"]  # fp32 there, the precision measured
+    code, out = invoke("--db", str(db), "plan", "train", *on_t4)
+    assert code == 0, out
+    before = json.loads(out)
+    with open_store(db) as store:
+        run_id = store.save_measurement(_train_measurement("cifar-resnet20", 32, 0.05, "T4"))
+        store.save_measurement(_train_measurement("other-model", 32, 9.0, "T4"))  # not this
+    code, out = invoke("--db", str(db), "plan", "train", *on_t4)
     assert code == 0, out
     after = json.loads(out)
     roofline = next(m for m in after["models"] if m["name"].startswith("roofline"))
@@ -296,7 +314,7 @@ def test_stored_measurements_calibrate_the_plan(tmp_path: Path) -> None:
         c = plan["candidates"][plan["recommended"]]
         return (c["time_upper_s"] - c["time_lower_s"]) / c["time_s"]
 
-    assert width(after) < width(before)  # +-40% from a CPU measurement, not +-50%
+    assert width(after) < width(before)  # a GPU measurement's band, not the uncalibrated one
     # the measurement itself as the workload
     code, out = invoke("--db", str(db), "plan", "train", "--workload", f"run:{run_id}",
                        "--epochs", "10", "--deadline", "2h", "--no-spot", "--json")  # fmt: skip

@@ -273,3 +273,54 @@ def test_an_all_on_demand_scenario_prints_its_runs_once(tmp_path: Path) -> None:
     on_demand = runner.invoke(app, [*args, "--on-demand", *prices])
     assert on_demand.exit_code == 0, on_demand.output
     assert "transient (" not in on_demand.stdout and "on-demand (50 runs)" in on_demand.stdout
+
+
+QA_JOB = [
+    "simulate", "train", "--gpu", "H100", "--workers", "2", "--gpus-per-node", "8",
+    "--strategy", "ddp", "--workload", "resnet50", "--steps", "2000", "--region", "us-east-1",
+    "--runs", "50",
+]  # fmt: skip
+
+
+def test_a_batch_that_fits_no_gpu_memory_is_refused_as_predict_train_refuses_it() -> None:
+    """A job whose per-GPU batch fits no memory plan costs nothing real: exit 2, one line,
+    the bytes needed, and the fix in simulate train's own options."""
+    result = runner.invoke(app, [*QA_JOB, "--batch-size", "100000"])
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.output
+    line = lines[0]
+    assert line.startswith("error: batch-size: resnet50 at 100,000 samples per GPU does not fit")
+    assert "with --strategy allreduce on 16 GPUs" in line and "GiB per GPU" in line
+    assert "use --batch-size " in line and "(--gpu, --instance)" in line
+    most = int(line.split("use --batch-size ")[1].split()[0])
+    fits = runner.invoke(app, [*QA_JOB, "--batch-size", str(most), "--json"])
+    assert fits.exit_code == 0, fits.output
+    # the largest batch fits only with activation checkpointing, which the note names
+    notes = json.loads(fits.stdout)["notes"]
+    assert any("fits H100-SXM only with data-parallel+checkpointing" in n for n in notes)
+    over = runner.invoke(app, [*QA_JOB, "--batch-size", str(most + 1)])
+    assert over.exit_code == 2 and "does not fit" in over.output
+    plain = runner.invoke(app, [*QA_JOB, "--batch-size", "256", "--json"])
+    assert plain.exit_code == 0 and not any(
+        n.startswith("memory:") for n in json.loads(plain.stdout)["notes"]
+    )
+
+
+def test_fsdp_is_named_where_sharding_the_model_state_makes_the_batch_fit() -> None:
+    """Model state one GPU cannot hold even with its optimizer offloaded (an 11.8B-parameter
+    MLP in fp32): DDP is refused with --strategy fsdp as the fix, and FSDP over the job's 16
+    GPUs runs."""
+    job = [
+        "simulate", "train", "--gpu", "A100-80GB", "--workers", "2", "--gpus-per-node", "8",
+        "--workload", "mlp", "--option", "hidden=" + ",".join(["32768"] * 12),
+        "--precision", "fp32", "--steps", "100", "--region", "us-east-1", "--runs", "20",
+        "--batch-size", "8",
+    ]  # fmt: skip
+    ddp = runner.invoke(app, [*job, "--strategy", "allreduce"])
+    assert ddp.exit_code == 2, ddp.output
+    assert "the smallest, cpu-offload, needs 88.2 GiB per GPU" in ddp.output
+    assert "use --strategy fsdp (shards the model state over the 16 GPUs" in ddp.output
+    assert "--batch-size " not in ddp.output.split("(got 8)")[1]  # no batch fits: not named
+    fsdp = runner.invoke(app, [*job, "--strategy", "fsdp"])
+    assert fsdp.exit_code == 0, fsdp.output

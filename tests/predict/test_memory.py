@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.units import GIB
-from gpucast.predict.memory import MemoryNeeds, fit_memory, usable_bytes
+from gpucast.predict.memory import (
+    DATA_PARALLEL_PLANS,
+    FSDP_PLANS,
+    MemoryNeeds,
+    fit_memory,
+    usable_bytes,
+)
 
 
 def gpu(name: str, memory_gib: float) -> GpuSpec:
@@ -62,7 +68,41 @@ def test_small_model_fits_plain_data_parallel() -> None:
 def test_70b_fits_no_single_gpu() -> None:
     fit = fit_memory(llama70b(), H100, 1)
     assert not fit.fits
-    assert "no strategy fits" in fit.reason and "FSDP needs" in fit.reason
+    assert "no strategy fits" in fit.reason and "FSDP needs 2 or more GPUs" in fit.reason
+    # the pure model names no verb's flags: each verb says which of its own options fix it
+    assert "--" not in fit.reason and "workers" not in fit.reason
+
+
+def test_plans_restrict_the_strategies_a_job_runs() -> None:
+    needs = llama70b()
+    ddp = fit_memory(needs, H100, 8, plans=DATA_PARALLEL_PLANS)
+    assert {o.strategy for o in ddp.options} == set(DATA_PARALLEL_PLANS) and not ddp.fits
+    sharded = fit_memory(needs, H100, 8, plans=FSDP_PLANS)
+    assert {o.strategy for o in sharded.options} == set(FSDP_PLANS)
+    with pytest.raises(InvalidSpecError, match="plans"):
+        fit_memory(needs, H100, 1, plans=FSDP_PLANS)  # one GPU runs no FSDP
+
+
+def test_the_largest_batch_that_fits_grows_the_activations_only() -> None:
+    per_sample = 0.5 * GIB
+    needs = MemoryNeeds.from_parameters(
+        n_params=25e6, activations_bytes=1000 * per_sample, n_layers=1
+    )
+    fit = fit_memory(needs, T4, 1, plans=("data-parallel",))
+    assert not fit.fits
+    most, how = fit.largest_batch(1000)
+    state = 25e6 * 16
+    assert how == "data-parallel" and most == int((usable_bytes(T4) - state) // per_sample)
+    at_most = MemoryNeeds.from_parameters(
+        n_params=25e6, activations_bytes=most * per_sample, n_layers=1
+    )
+    over = MemoryNeeds.from_parameters(
+        n_params=25e6, activations_bytes=(most + 1) * per_sample, n_layers=1
+    )
+    assert fit_memory(at_most, T4, 1, plans=("data-parallel",)).fits
+    assert not fit_memory(over, T4, 1, plans=("data-parallel",)).fits
+    # model state alone over the GPU's memory: no batch fits
+    assert fit_memory(llama70b(), T4, 1, plans=("data-parallel",)).largest_batch(1) == (0, None)
 
 
 def test_70b_on_8_h100_needs_fsdp_checkpointing_and_offload() -> None:

@@ -215,15 +215,35 @@ def test_a_same_gpu_calibration_states_the_band_of_the_batch_distance() -> None:
     assert any("gpu_unseen/calibrated/batch_far" in n for n in far.notes)
 
 
-def test_calibration_from_cpu_transfers_with_wider_interval() -> None:
+def _fitted_efficiency() -> RooflineEfficiency:
+    """Priors with validated bands for the uncalibrated regimes (a GPU type without data)."""
+    from dataclasses import replace
+
+    regimes = ("gpu_seen/uncalibrated", "gpu_unseen/uncalibrated")
+    table = IntervalTable(
+        q_low=dict.fromkeys(regimes, -1.0),
+        q_high=dict.fromkeys(regimes, 1.2),
+        n=dict.fromkeys(regimes, 50),
+        mape_pct=dict.fromkeys(regimes, 40.0),
+    )
+    return replace(RooflineEfficiency(), intervals=table)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_a_cpu_measurement_calibrates_no_gpu(precision: str) -> None:
+    """A CPU's step time does not tell a GPU's per-kernel costs: the GPU is priced as without
+    it, with the uncalibrated band, at every precision, and the note says so."""
     cpu = DeviceRoofline(name="cpu", kind="cpu", peak_tflops=1.0, memory_bandwidth_gbps=50)
-    uncal = predict_step_time(RESNET, A100, "fp32")
     cal = calibrate(RESNET, 20.0, cpu, "fp32")
-    est = predict_step_time(RESNET, A100, "fp32", calibration=cal)
-    assert est.value == pytest.approx(uncal.value * cal.scale)
-    assert any("calibrated by a measurement on cpu" in n for n in est.notes)
-    same = predict_step_time(RESNET, A100, "fp32", calibration=calibrate(RESNET, 0.2, A100))
-    assert est.relative_halfwidth > same.relative_halfwidth
+    assert cal.scale != pytest.approx(1.0)
+    for eff in (RooflineEfficiency(), _fitted_efficiency()):
+        uncal = predict_step_time(RESNET, A100, precision, efficiency=eff)
+        est = predict_step_time(RESNET, A100, precision, calibration=cal, efficiency=eff)
+        assert (est.value, est.lower, est.upper) == (uncal.value, uncal.lower, uncal.upper)
+        assert est.source == uncal.source
+        said = " ".join(est.notes)
+        assert "the measurement on cpu at batch 64" in said and "calibrates no GPU" in said
+        assert "calibrated by" not in said
 
 
 def test_invalid_inputs() -> None:

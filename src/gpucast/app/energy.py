@@ -358,7 +358,8 @@ class PredictEnergyResult:
 
     @property
     def fits_memory(self) -> bool:
-        """Whether the step fits one GPU (``True`` where no memory plan was made)."""
+        """Whether the step fits one GPU (``True`` where no memory plan was made; one that
+        does not fit is refused, as ``predict train`` refuses it)."""
         return self.memory is None or self.memory["plan"] is not None
 
     @property
@@ -553,12 +554,7 @@ def predict_energy(
         step_lo = estimate.lower * ratio * step_band[0]
         step_hi = estimate.upper * ratio * step_band[1]
         step_source = f"roofline step of `predict train` ({train.calibration_source})"
-    notes: list[str] = []
-    if train.memory is not None and train.memory["plan"] is None:
-        notes.append(
-            f"the step does not fit one {spec.name}'s memory (see memory): its time, power and "
-            "energy are those of a step that cannot run as asked"
-        )
+    notes: list[str] = []  # (a step that fits no memory plan: predict_train refused it)
     if power_band is None:
         power_band = (1.0, 1.0)
         notes.append("the power model carries no validated interval (fit it with cross-validation)")

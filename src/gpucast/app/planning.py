@@ -239,7 +239,11 @@ def plan_train(
             override="--software, gpucast fit steptime",
         ),
         _calibration_assumption(
-            calibrations, request.workload, store, {n: src for n, (_, src) in own.items()}
+            calibrations,
+            request.workload,
+            store,
+            catalog,
+            {n: src for n, (_, src) in own.items()},
         ),
         _deadline_assumption(request),
         Assumption(
@@ -485,16 +489,20 @@ def _calibration_assumption(
     calibrations: Mapping[str, Sourced[Calibration] | None],
     workload: str,
     store: Path,
+    catalog: Any,
     own: Mapping[str, str] | None = None,
 ) -> Assumption:
     """Which stored measurement calibrates the step time, per precision profiled (and per GPU
-    type measured itself: ``own``, its source)."""
+    type measured itself: ``own``, its source); where none does, why (a CPU's calibrates no
+    GPU: :func:`gpucast.inputs.calibration.uncalibrated_source`)."""
+    from gpucast.inputs.calibration import uncalibrated_source
+
     mine = "".join(f"; {name}: its own, {src}" for name, src in (own or {}).items())
 
     def said(cal: Sourced[Calibration] | None) -> str:
         if cal is None:
             return "none (the fitted roofline alone)"
-        if cal.value.device_kind != "gpu" or cal.value.batch_size is None:
+        if cal.value.batch_size is None:
             return "calibrated"
         return (
             f"calibrated at batch {cal.value.batch_size}; each candidate's interval is the one "
@@ -509,7 +517,7 @@ def _calibration_assumption(
             source=(
                 cal.source
                 if cal is not None
-                else f"no stored training measurement of {workload} at {precision} in {store}"
+                else uncalibrated_source(store, workload, precision, catalog)
             )
             + mine,
             override="gpucast measure train (stores one)",
@@ -518,7 +526,7 @@ def _calibration_assumption(
     source = "; ".join(
         f"{p}: {c.source}"
         if c is not None
-        else f"{p}: no stored training measurement of {workload} at {p} in {store}"
+        else f"{p}: {uncalibrated_source(store, workload, p, catalog)}"
         for p, c in calibrations.items()
     )
     return Assumption(

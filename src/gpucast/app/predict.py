@@ -284,13 +284,18 @@ def predict_train(
     """Roofline step time of ``workload`` at ``batch_size`` on catalog GPU ``gpu``.
 
     ``db`` is the measurement store (default: ``$GPUCAST_DB`` or the user store): a stored
-    training measurement of the workload at the precision (any batch, any device) calibrates
-    the prediction, exactly as ``plan train`` calibrates its candidates.
+    training measurement of the workload at the precision on a GPU (any batch, any GPU)
+    calibrates the prediction, exactly as ``plan train`` calibrates its candidates; one on a
+    CPU calibrates none, and the calibration source says so.
     """
     from gpucast.app._data_parallel import data_parallel_on_cluster
     from gpucast.catalog import load_catalog
     from gpucast.catalog.validation import validation_for
-    from gpucast.inputs.calibration import step_time_efficiency, store_calibration
+    from gpucast.inputs.calibration import (
+        step_time_efficiency,
+        store_calibration,
+        uncalibrated_source,
+    )
     from gpucast.inputs.clusters import cluster_assumption, cluster_gpu, request_cluster
     from gpucast.inputs.workload import profile_origin, workload_facts, workload_profile
     from gpucast.plan.inputs import GpuPrecision
@@ -330,6 +335,7 @@ def predict_train(
         calibration=None if calibration is None else calibration.value,
         efficiency=efficiency.value,
     )
+    memory = _memory_plan(request, facts, spec, estimate.value, store)  # or refused
     data_parallel = None
     if cluster is not None:  # the step on its GPUs, the GPU priced as the step above
         data_parallel = data_parallel_on_cluster(
@@ -356,8 +362,7 @@ def predict_train(
         calibration_source=(
             calibration.source
             if calibration is not None
-            else f"none: no stored training measurement of {request.workload} at "
-            f"{request.precision} in {store}"
+            else "none: " + uncalibrated_source(store, request.workload, request.precision, catalog)
         ),
         validation=validation_for("roofline-step", [spec.name], request.precision, 1),
         software=request.software,
@@ -365,7 +370,7 @@ def predict_train(
         cluster=None if cluster is None else _one_gpu_of(cluster_assumption(cluster), cluster),
         data_parallel=data_parallel,
         precision_assumption=said,
-        memory=_memory_plan(facts, spec, request.batch_size, estimate.value, store),
+        memory=memory,
         embeddings_assumption=_dense_tables(request.workload, facts.weights_bytes),
         profile_source=profile_origin(profile),
         **_crossbow(request, facts, spec, estimate, calibration, efficiency.value),
@@ -460,25 +465,20 @@ def _crossbow(
 
 
 def _memory_plan(
-    facts: WorkloadFacts, spec: GpuSpec, batch_size: int, step_s: float, store: Path
+    request: PredictTrainRequest, facts: WorkloadFacts, spec: GpuSpec, step_s: float, store: Path
 ) -> dict[str, Any]:
     """How one step fits one GPU (module ``predict.memory``), offload priced by the offload
-    model with the CPU Adam speed of the store or the catalog."""
+    model with the CPU Adam speed of the store or the catalog; a step that fits with no
+    strategy is refused (:func:`gpucast.app._memory.refuse_unless_fits`)."""
+    from gpucast.app._memory import refuse_unless_fits
     from gpucast.catalog.validation import validation_for
     from gpucast.inputs.offload import cpu_adam
     from gpucast.plan.inputs import PCIE_GBPS
-    from gpucast.predict.memory import MemoryNeeds, OffloadCosts, fit_memory
-
-    needs = MemoryNeeds(
-        weights_bytes=facts.weights_bytes,
-        gradients_bytes=facts.gradient_bytes,
-        optimizer_bytes=facts.optimizer_bytes,
-        activations_bytes=facts.activation_bytes_per_sample * batch_size,
-        n_layers=max(1, facts.n_tensors // 2),
-        largest_layer_bytes=facts.max_tensor_bytes,
-    )
     from gpucast.predict.comm import DEFAULT_BACKWARD_FRACTION
+    from gpucast.predict.memory import OffloadCosts, fit_memory
 
+    batch_size = request.batch_size
+    needs = facts.memory_needs(batch_size)
     adam = cpu_adam(store)
     backward = step_s * DEFAULT_BACKWARD_FRACTION  # as plan train splits the step
     costs = OffloadCosts(
@@ -490,6 +490,14 @@ def _memory_plan(
         cpu_adam=adam.value,
     )
     fit = fit_memory(needs, spec, 1, offload=costs)
+    refuse_unless_fits(
+        fit, workload=request.workload, batch=batch_size,
+        fixes=[
+            "a GPU with more memory (--gpu)",
+            f"plan train --workload {request.workload}, which also spreads the model over "
+            "several GPUs (FSDP)",
+        ],
+    )  # fmt: skip
     best = fit.best
     return {
         "plan": None if best is None else best.strategy,

@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from gpucast.app._memory import check_simulated_memory
 from gpucast.app._request import resolve
 from gpucast.app.elastic import elastic_speed
 from gpucast.domain.catalog import offers_option
@@ -563,7 +564,11 @@ def simulate_train(
     from gpucast.domain.simulation import ClusterScenario
     from gpucast.inputs import spot as spot_inputs
     from gpucast.inputs import transient as tinputs
-    from gpucast.inputs.calibration import step_time_efficiency, store_calibration
+    from gpucast.inputs.calibration import (
+        step_time_efficiency,
+        store_calibration,
+        uncalibrated_source,
+    )
     from gpucast.inputs.cluster import cluster_model, perf_params
     from gpucast.inputs.clusters import intra_link_gbps, request_cluster, simulation_prices
     from gpucast.inputs.data import published_data_dir
@@ -661,21 +666,35 @@ def simulate_train(
         at_prec = [g for g in groups if by_gpu[g.gpu] == prec]
         for name in dict.fromkeys(g.gpu for g in at_prec):
             # a GPU type measured itself: its own measurements; else the nearest batch's
-            calibration = None
+            calibration, uncalibrated = None, ""
             if work_p.facts is not None:
                 calibration = store_calibration(
                     store, work_p.name, profiled_precision(prec), work_p.facts, catalog,
                     efficiency=efficiency, batch=request.batch_size,
                     prefer_gpu=catalog.gpu(name).name,
                 )  # fmt: skip
+                if calibration is None:
+                    uncalibrated = uncalibrated_source(
+                        store, work_p.name, profiled_precision(prec), catalog
+                    )
             single.update(
                 tinputs.step_times(
                     [g for g in at_prec if g.gpu == name], work_p, given_speed,
                     request.strategy, root, request.batch_size, prec, catalog, calibration,
-                    efficiency=efficiency,
+                    efficiency=efficiency, uncalibrated=uncalibrated,
                 )
             )  # fmt: skip
     assert work is not None  # groups is never empty
+    # a batch that fits no GPU's memory is refused as plan train and predict train refuse it
+    memory_notes = check_simulated_memory(
+        request.strategy, work.name,
+        {
+            name: (works[by_gpu[name]].facts, catalog.gpu(name))
+            for name, step in single.items()
+            if step.batch_size is not None and works[by_gpu[name]].facts is not None
+        },
+        request.batch_size, sum(g.count for g in groups) * gpn,
+    )  # fmt: skip
     model = cluster_model(root)
     perf = perf_params(root).value
     rdma = (cluster.shape.rdma if cluster is not None else False) or (
@@ -700,7 +719,7 @@ def simulate_train(
         collective=perf.collective_for(rdma=rdma, nvlink=nvlink),
     )
     synchronous = request.strategy != "ps-async"
-    notes: list[str] = []
+    notes: list[str] = list(memory_notes)
     elastic_notes: tuple[Assumption, ...] = ()
     if request.elastic:
         assert curve is not None

@@ -5,12 +5,15 @@ step-time model shipped in the catalog (fitted on every published source, with i
 cross-validation earned; :mod:`gpucast.catalog.steptime`), or a model file the user fitted
 (``gpucast fit steptime``), else the documented priors.
 
-:func:`store_calibration` finds a stored training measurement of the workload (run
-``prefer_run`` when given, else the newest at the precision, any batch, any device) and
+:func:`store_calibration` finds a stored training measurement of the workload on a catalog
+GPU (run ``prefer_run`` when given, else the newest at the precision, any batch, any GPU) and
 calibrates the roofline with it (:func:`gpucast.predict.roofline.calibrate`): the measured
-step at its own batch against the roofline of that batch on that device. Given the batch to
-predict, the stored measurement nearest it is used. A CPU measurement is
-calibrated against :func:`host_cpu_roofline`, the one rough peak of this machine's CPU.
+step at its own batch against the roofline of that batch on that GPU. Given the batch to
+predict, the stored measurement nearest it is used. A measurement on a CPU (or on a GPU the
+catalog does not have) calibrates no prediction, at any precision: a CPU's step time does not
+tell a GPU's per-kernel costs (:mod:`gpucast.predict.roofline`), and no roofline of an unknown
+GPU relates its step to another's. :func:`uncalibrated_source` says so, naming those runs,
+where no GPU measurement calibrates.
 
 A measurement taken under a power limit below the GPU's default (``gpucast measure train
 --power-limits``: the limit NVML enforced while the steps ran, ``energy.power_limit_w``) is a
@@ -116,7 +119,8 @@ CPU_GBPS_MAX = 200.0
 
 
 def host_cpu_roofline(cores: int | None = None) -> DeviceRoofline:
-    """Rough peak of this machine's CPU (for calibrating from a CPU measurement)."""
+    """Rough peak of this machine's CPU (the kernel models' CPU device,
+    :mod:`gpucast.inputs.kernels`)."""
     from gpucast.predict.roofline import DeviceRoofline
 
     n = cores or os.cpu_count() or 1
@@ -147,19 +151,16 @@ def store_calibration(
     batches; with ``gpu`` (a catalog name), only measurements on that GPU type, with
     ``prefer_gpu`` those first (else any); ``None`` when the store has none. A run under a
     reduced power limit is left out or converted to the default limit (module docstring)."""
-    from gpucast.domain.errors import UnknownGpuError
     from gpucast.predict.roofline import calibrate
 
     def on(r: TrainingRun, name: str) -> bool:
-        try:
-            return bool(catalog.gpu(r.summary.gpu_name or "").name == name)
-        except UnknownGpuError:
-            return False
+        spec = r.catalog_gpu(catalog)
+        return spec is not None and spec.name == name
 
     runs = [
         r
         for r in training_runs(db_path, workload, precision, prefer_run)
-        if gpu is None or on(r, gpu)
+        if r.catalog_gpu(catalog) is not None and (gpu is None or on(r, gpu))
     ]
     runs = _at_default_limit_first(runs, catalog)
     if prefer_gpu is not None:
@@ -169,10 +170,7 @@ def store_calibration(
     if not runs:
         return None
     run = runs[0]
-    try:
-        device: Any = catalog.gpu(run.summary.gpu_name or "")
-    except UnknownGpuError:
-        device = host_cpu_roofline()
+    device: Any = run.catalog_gpu(catalog)
 
     def default_step(r: TrainingRun) -> tuple[float, str]:
         """The run's step at the device's default limit and how it was had."""
@@ -214,6 +212,30 @@ def store_calibration(
     )
 
 
+def uncalibrated_source(db_path: Path | None, workload: str, precision: str, catalog: Any) -> str:
+    """Why no stored measurement calibrates a GPU prediction of ``workload`` at ``precision``
+    (:func:`store_calibration` found none): the store has none on a GPU, and the runs it has on
+    a CPU or an unknown GPU, at any precision, calibrate none (named, newest first)."""
+    where = "" if db_path is None else f" in {db_path}"
+    said = f"no stored training measurement of {workload} at {precision} on a GPU{where}"
+    unused = [r for r in training_runs(db_path, workload, None) if r.catalog_gpu(catalog) is None]
+    if not unused:
+        return said
+    runs = ", ".join(
+        f"#{r.summary.id} ({r.summary.gpu_name or r.summary.device}, batch "
+        f"{r.summary.batch_size}, {r.summary.precision}, {r.summary.median_s * 1e3:.3g} ms/step)"
+        for r in unused[:3]
+    ) + (f" and {len(unused) - 3} more" if len(unused) > 3 else "")
+    unknown = any(r.summary.gpu_name for r in unused)
+    return (
+        f"{said}; store run{'s' if len(unused) > 1 else ''} {runs} "
+        f"calibrate{'' if len(unused) > 1 else 's'} no GPU prediction, at any precision: a "
+        "CPU's step time does not tell a GPU's per-kernel costs"
+        + (" (nor has a GPU the catalog lacks a roofline to relate)" if unknown else "")
+        + ", so the step keeps the fitted model's value and the band of its uncalibrated regime"
+    )
+
+
 def measured_gpus(db_path: Path | None, workload: str, precision: str) -> tuple[str, ...]:
     """The GPU names (as measured) of the stored training measurements of ``workload`` at
     ``precision``, newest first."""
@@ -236,16 +258,23 @@ class TrainingRun:
     power_limit_w: float | None = None
     gpu_avg_power_w: float | None = None
 
+    def catalog_gpu(self, catalog: Any) -> Any:
+        """The catalog GPU the run was measured on (``None``: a CPU run, or a GPU the catalog
+        does not have)."""
+        from gpucast.domain.errors import UnknownGpuError
+
+        if not self.summary.gpu_name:
+            return None
+        try:
+            return catalog.gpu(self.summary.gpu_name)
+        except UnknownGpuError:
+            return None
+
     def default_limit_w(self, catalog: Any) -> float | None:
         """The catalog's default power limit of the run's GPU (``None``: unknown GPU or no
         power facts)."""
-        from gpucast.domain.errors import UnknownGpuError
-
-        try:
-            default: float | None = catalog.gpu(self.summary.gpu_name or "").max_power_limit_w
-        except UnknownGpuError:
-            return None
-        return default
+        spec = self.catalog_gpu(catalog)
+        return None if spec is None else spec.max_power_limit_w
 
     def throttled_below(self, catalog: Any) -> float | None:
         """The GPU's default limit when the run was taken under a lower one, else ``None``."""
@@ -314,13 +343,10 @@ def stored_power_reading(
     ``batch_size`` on catalog GPU type ``gpu`` whose power limit was ``limit_w`` (within half a
     watt or 1%: NVML reports the limit it enforced) and whose board energy was recorded;
     ``None`` when the store has none."""
-    from gpucast.domain.errors import UnknownGpuError
 
     def on_gpu(r: TrainingRun) -> bool:
-        try:
-            return bool(catalog.gpu(r.summary.gpu_name or "").name == gpu.name)
-        except UnknownGpuError:
-            return False
+        spec = r.catalog_gpu(catalog)
+        return spec is not None and spec.name == gpu.name
 
     tolerance = max(0.5, (1.0 - DEFAULT_LIMIT_TOLERANCE) * limit_w)
     for r in training_runs(db_path, workload, precision):  # newest first
@@ -337,11 +363,11 @@ def stored_power_reading(
 
 
 def training_runs(
-    db_path: Path | None, workload: str, precision: str, prefer_run: int | None = None
+    db_path: Path | None, workload: str, precision: str | None, prefer_run: int | None = None
 ) -> list[TrainingRun]:
-    """The store's training measurements of ``workload`` at ``precision`` with a median step
-    (newest first; only run ``prefer_run`` when given), each with its recorded power limit and
-    average board power."""
+    """The store's training measurements of ``workload`` at ``precision`` (``None``: any) with
+    a median step (newest first; only run ``prefer_run`` when given), each with its recorded
+    power limit and average board power."""
     if db_path is None or not Path(db_path).exists():
         return []
     from gpucast.store.db import Store
@@ -352,7 +378,9 @@ def training_runs(
         if prefer_run is not None:
             runs = [store.get_run(prefer_run).summary]
         for r in runs:
-            if r.precision != precision or r.median_s is None or r.mode not in (None, "train"):
+            if precision is not None and r.precision != precision:
+                continue
+            if r.median_s is None or r.mode not in (None, "train"):
                 continue
             limit_w = power_w = None
             if r.gpu_name:  # only a GPU run records a power limit

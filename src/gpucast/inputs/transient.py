@@ -224,13 +224,15 @@ def check_prices(
 class StepTime:
     """One worker's step time alone on its GPU; ``includes_ps``: measured with 1 PS.
     ``lower_ratio``/``upper_ratio``: the model's interval as ratios of the value (1 when the
-    step time was measured)."""
+    step time was measured); ``batch_size``: the per-GPU batch the roofline priced (``None``:
+    measured, at whatever batch the measurement ran)."""
 
     step_time_s: float
     includes_ps: bool
     source: str
     lower_ratio: float = 1.0
     upper_ratio: float = 1.0
+    batch_size: int | None = None
 
 
 def parse_speed(text: str | None, groups: Sequence[WorkerGroup]) -> dict[str, float]:
@@ -305,9 +307,11 @@ def step_times(
     catalog: Any,
     calibration: Sourced[Calibration] | None = None,
     efficiency: RooflineEfficiency | None = None,
+    uncalibrated: str = "",
 ) -> dict[str, StepTime]:
     """Single-worker step time per GPU type: a given speed, a published measurement,
-    CM-DARE's single-GPU data, else the roofline prediction from the workload's profile."""
+    CM-DARE's single-GPU data, else the roofline prediction from the workload's profile
+    (``uncalibrated``: why no stored measurement calibrates it, where none does)."""
     from gpucast.store.datasets.transient import PUBLISHED_SINGLE_WORKER_STEPS_PER_S
 
     out: dict[str, StepTime] = {}
@@ -352,7 +356,11 @@ def step_times(
             calibration=None if calibration is None else calibration.value,
             efficiency=efficiency,
         )
-        cal = "" if calibration is None else f", calibrated by {calibration.source}"
+        cal = (
+            f", calibrated by {calibration.source}"
+            if calibration is not None
+            else (f", calibration: none: {uncalibrated}" if uncalibrated else "")
+        )
         out[g.gpu] = StepTime(
             step_time_s=est.value,
             includes_ps=False,
@@ -360,6 +368,7 @@ def step_times(
             f"{batch_size} on {spec.name} (range {est.lower * 1e3:.1f}-{est.upper * 1e3:.1f})",
             lower_ratio=est.lower / est.value,
             upper_ratio=est.upper / est.value,
+            batch_size=batch_size,
         )
     return out
 

@@ -33,7 +33,7 @@ from gpucast.predict import comm
 from gpucast.predict.cluster import ClusterModel
 from gpucast.predict.collective import RDMA, TCP_DEFAULT, CollectiveConstants
 from gpucast.predict.intervals import BATCH_DISTANCE, BRACKETED, SAME_GPU, batch_distance_index
-from gpucast.predict.memory import usable_bytes
+from gpucast.predict.memory import MemoryNeeds, usable_bytes
 from gpucast.predict.offload import CpuAdamModel
 from gpucast.predict.revocation import LifetimeDistribution
 from gpucast.predict.roofline import (
@@ -146,6 +146,20 @@ class WorkloadFacts:
     def checkpoint_fraction(self) -> float:
         """Share of activations kept with sqrt(L) checkpointing (as in predict.memory)."""
         return min(1.0, 2.0 / math.sqrt(self.n_layers))
+
+    def memory_needs(self, batch: int, *, optimizer_on_gpu: bool = True) -> MemoryNeeds:
+        """What one GPU training ``batch`` samples with the whole model holds
+        (:func:`gpucast.predict.memory.fit_memory`'s input); ``optimizer_on_gpu`` False: a
+        parameter-server worker's, whose optimizer state is the PS's (as :mod:`evaluate`
+        counts it)."""
+        return MemoryNeeds(
+            weights_bytes=self.weights_bytes,
+            gradients_bytes=self.gradient_bytes,
+            optimizer_bytes=self.optimizer_bytes if optimizer_on_gpu else 0.0,
+            activations_bytes=self.activation_bytes_per_sample * batch,
+            n_layers=self.n_layers,
+            largest_layer_bytes=self.max_tensor_bytes,
+        )
 
 
 def intra_node_gbps(gpu: GpuSpec) -> float:

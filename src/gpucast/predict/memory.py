@@ -38,7 +38,7 @@ listed unpriced (slow-down ``inf``: chosen only when nothing else fits). FSDP ne
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -72,6 +72,10 @@ SLOWDOWN: Mapping[str, float] = MappingProxyType(
     }
 )
 OFFLOAD_STRATEGIES = ("cpu-offload", "fsdp+checkpointing+cpu-offload")
+#: The strategies of a data-parallel (DDP) job -- each GPU holds the whole model state or
+#: offloads the optimizer -- and of an FSDP one (``plans`` of :func:`fit_memory`).
+DATA_PARALLEL_PLANS = ("data-parallel", "data-parallel+checkpointing", "cpu-offload")
+FSDP_PLANS = ("fsdp", "fsdp+checkpointing", "fsdp+checkpointing+cpu-offload")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -226,6 +230,24 @@ class MemoryFit:
     def fits(self) -> bool:
         return self.best is not None
 
+    def largest_batch(self, batch: int) -> tuple[int, str | None]:
+        """The largest batch that fits, and the strategy it fits with, where this fit was
+        counted at ``batch`` samples per GPU: activations grow with the batch, the rest does
+        not (``(0, None)``: not even one sample fits)."""
+        if batch < 1:
+            raise InvalidSpecError("batch", "must be >= 1", got=batch)
+        best: float = 0.0
+        how = None
+        for opt in self.options:
+            acts = opt.components.get("activations", 0.0)
+            room = opt.bytes_available - (opt.bytes_needed - acts)
+            if room < 0:
+                continue
+            most = math.inf if acts <= 0 else math.floor(room / (acts / batch))
+            if most > best:
+                best, how = most, opt.strategy
+        return (int(min(best, 2**62)), how)
+
 
 def zero_state_bytes(needs: MemoryNeeds, *, stage: int, ranks: int) -> dict[str, float]:
     """Model-state bytes one of ``ranks`` data-parallel ranks holds at rest under ZeRO
@@ -267,8 +289,11 @@ def fit_memory(
     reserved_gib: float = 1.0,
     reserved_fraction: float = 0.05,
     offload: OffloadCosts | None = None,
+    plans: Collection[str] | None = None,
 ) -> MemoryFit:
-    """Per-GPU memory of each strategy on ``workers`` GPUs of type ``gpu``; see module doc."""
+    """Per-GPU memory of each strategy on ``workers`` GPUs of type ``gpu``; see module doc.
+    ``plans``: only these strategies (e.g. :data:`DATA_PARALLEL_PLANS` for a job that runs
+    DDP); ``None``: every one."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InvalidSpecError("workers", "must be an integer >= 1", got=workers)
     available = usable_bytes(gpu, reserved_gib=reserved_gib, reserved_fraction=reserved_fraction)
@@ -277,7 +302,7 @@ def fit_memory(
     acts_ckpt = acts * needs.checkpoint_fraction
     w, g, o = needs.weights_bytes, needs.gradients_bytes, needs.optimizer_bytes
     gather = 2.0 * needs.largest_layer_bytes if n > 1 else 0.0
-    plans: list[tuple[str, dict[str, float], float]] = [
+    candidates: list[tuple[str, dict[str, float], float]] = [
         ("data-parallel", {"weights": w, "gradients": g, "optimizer": o, "activations": acts}, 0),
         (
             "data-parallel+checkpointing",
@@ -286,7 +311,7 @@ def fit_memory(
         ),
     ]
     if n > 1:
-        plans += [
+        candidates += [
             (
                 "fsdp",
                 {
@@ -313,9 +338,11 @@ def fit_memory(
     # ZeRO-Offload: fp32 master weights, gradients and optimizer state in host memory,
     # partitioned over the data-parallel ranks (w + g + o: 16 B/param for Adam, fp32 or mixed)
     host_state = (w + g + o) / n
-    plans.append(("cpu-offload", {"weights": w, "gradients": g, "activations": acts}, host_state))
+    candidates.append(
+        ("cpu-offload", {"weights": w, "gradients": g, "activations": acts}, host_state)
+    )
     if n > 1:
-        plans.append(
+        candidates.append(
             (
                 "fsdp+checkpointing+cpu-offload",
                 {
@@ -337,8 +364,13 @@ def fit_memory(
             components=parts,
             host_bytes=host,
         )
-        for name, parts, host in plans
+        for name, parts, host in candidates
+        if plans is None or name in plans
     )
+    if not options:
+        raise InvalidSpecError(
+            "plans", f"name none of the strategies on {n} GPU(s)", got=tuple(plans or ())
+        )
     feasible = sorted((opt for opt in options if opt.fits), key=lambda opt: opt.slowdown)
     best = feasible[0] if feasible else None
     avail_gib = available / GIB
@@ -354,11 +386,10 @@ def fit_memory(
         )
     else:
         smallest = min(options, key=lambda opt: opt.bytes_needed)
-        more = "" if n > 1 else "; FSDP needs --workers >= 2"
+        more = "" if n > 1 or plans is not None else " (FSDP needs 2 or more GPUs)"
         reason = (
             f"no strategy fits {n} x {gpu.name} ({avail_gib:.1f} GiB usable each): the smallest, "
-            f"{smallest.strategy}, needs {smallest.bytes_needed / GIB:.1f} GiB per GPU"
-            f"{more}; use more workers, a larger GPU or a smaller batch"
+            f"{smallest.strategy}, needs {smallest.bytes_needed / GIB:.1f} GiB per GPU{more}"
         )
     return MemoryFit(
         gpu=gpu.name,

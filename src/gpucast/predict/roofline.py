@@ -30,14 +30,18 @@ Default efficiencies (:class:`RooflineEfficiency`):
   kernel. CM-DARE's per-tensor cost (~0.5-0.9 ms per parameter tensor per step) is not
   comparable: it is dominated by TensorFlow's per-variable exchange with the parameter server.
 
-Calibration (:func:`calibrate`): a measured step time of the *same* workload on any device
-(this GPU, another GPU, or the CPU given as a :class:`DeviceRoofline`) gives one scale factor
-``measured / predicted_on_that_device`` applied to every term. With one measurement only one
-factor is identifiable; with two on the GPU itself, at a smaller and a larger batch, the
-batches between them get the per-sample (compute + memory) and fixed (overhead) parts each
-scaled to both (:func:`two_part_scale`, regime ``same_gpu/calibrated/bracketed``). The
-interval then narrows: +-10% on the same device, +-25% across
-devices of one kind, +-40% from a CPU to a GPU, against +-50% uncalibrated.
+Calibration (:func:`calibrate`): a measured step time of the *same* workload on a GPU (this
+GPU or another) gives one scale factor ``measured / predicted_on_that_device`` applied to
+every term. With one measurement only one factor is identifiable; with two on the GPU itself,
+at a smaller and a larger batch, the batches between them get the per-sample (compute +
+memory) and fixed (overhead) parts each scaled to both (:func:`two_part_scale`, regime
+``same_gpu/calibrated/bracketed``). The interval then narrows: +-10% on the same device,
++-25% across GPUs, against +-50% uncalibrated (the priors; a fitted set states the band
+cross-validation earned in the prediction's regime). A measurement on a CPU (a
+:class:`DeviceRoofline` of kind ``cpu``) calibrates no GPU prediction: a CPU's step time does
+not tell a GPU's per-kernel, per-step or per-FLOP costs, and no held-out data validates such a
+transfer; :func:`predict_step_time` then prices the GPU as without it, in the uncalibrated
+regime the GPU and workload fall in, and says so.
 """
 
 from __future__ import annotations
@@ -494,6 +498,9 @@ def predict_step_time(
     device = DeviceRoofline.of_gpu(gpu, precision)
     terms = _terms(workload, device, precision, eff)
     scale, regime, notes = 1.0, "", []
+    not_a_gpu = None
+    if calibration is not None and calibration.device_kind != "gpu":
+        not_a_gpu, calibration = calibration, None  # calibrates no GPU (module docstring)
     if calibration is None:
         regime = uncalibrated_regime(
             gpu.name in eff.gpu_factors, workload.name in eff.measured_workloads
@@ -510,6 +517,8 @@ def predict_step_time(
             f"{'fitted' if eff.fitted else 'uncalibrated'} roofline from {gpu.name} specs"
             f"{factor} ({eff.source}; no measurement of this workload)"
         )
+        if not_a_gpu is not None:
+            notes.append(not_a_gpu_note(not_a_gpu, regime))
     else:
         split = calibration.split_at(workload.batch_size)
         calibration = calibration.at(workload.batch_size)
@@ -674,15 +683,29 @@ def _dedicated_note(gpu: GpuSpec) -> str:
     )
 
 
-#: Interval half-widths of the priors (no validated residuals): same device, another GPU, a CPU
-#: measurement, nothing measured.
-_PRIOR_HALFWIDTH = {"same": 0.10, "gpu": 0.25, "cpu": 0.40, "none": 0.50}
+#: Interval half-widths of the priors (no validated residuals): same device, another GPU,
+#: nothing measured on a GPU.
+_PRIOR_HALFWIDTH = {"same": 0.10, "gpu": 0.25, "none": 0.50}
+
+
+def not_a_gpu_note(calibration: Calibration, regime: str) -> str:
+    """Why a measurement on a device that is not a GPU (a CPU) left a GPU prediction as it
+    was, and the regime whose band the prediction keeps."""
+    at = "" if calibration.batch_size is None else f" at batch {calibration.batch_size}"
+    return (
+        f"the measurement on {calibration.device}{at} "
+        f"({calibration.measured_step_time_s:.4g} s/step) calibrates no GPU: a "
+        f"{calibration.device_kind.upper()}'s step time does not tell a GPU's per-kernel, "
+        "per-step or per-FLOP costs, so the step is priced as without it, with the band of "
+        f"regime {regime or 'uncalibrated'} (gpucast measure train on a GPU calibrates it)"
+    )
 
 
 def calibrated_regime(gpu: GpuSpec, calibration: Calibration, eff: RooflineEfficiency) -> str:
     """The interval regime ``calibration`` puts a prediction for ``gpu`` in, before its batch
-    distance splits it: the same GPU, another GPU type the fit has or lacks ("" for a CPU
-    measurement, whose band is a prior)."""
+    distance splits it: the same GPU, another GPU type the fit has or lacks ("" for a
+    measurement on a CPU, which calibrates no GPU: :func:`predict_step_time` prices it
+    uncalibrated)."""
     if calibration.device == gpu.name:
         return SAME_GPU
     if calibration.device_kind == "gpu":
@@ -762,15 +785,12 @@ def _interval(
                     f", widened to what a code base no source ran needs: x{lo:.2f}-{hi:.2f} "
                     f"from {new.n[NEW_SOURCE]} predictions of sources left out "
                     f"(their MAPE {new.mape_pct[NEW_SOURCE]:.1f}%); a stored measurement of your "
-                    "own workload (gpucast measure train) narrows it"
+                    "own workload on a GPU (gpucast measure train) narrows it"
                 )
             return low, high, source, note
-    if calibration is None:
+    if calibration is None or calibration.device_kind != "gpu":
         kind = "none"
-    elif calibration.device_kind != "gpu":
-        kind = "cpu"
     else:
         kind = "same" if regime.startswith(SAME_GPU) else "gpu"
     h = _PRIOR_HALFWIDTH[kind]
-    what = "a CPU measurement" if kind == "cpu" else "priors"
-    return 1.0 / (1.0 + h), 1.0 + h, source, f"+-{h:.0%} interval: not validated ({what})"
+    return 1.0 / (1.0 + h), 1.0 + h, source, f"+-{h:.0%} interval: not validated (priors)"
