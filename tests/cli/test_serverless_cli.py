@@ -449,3 +449,28 @@ def test_a_bad_unit_is_one_line_exit_2(tmp_path: Path) -> None:
         assert result.exit_code == 2, result.output
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and says in lines[0]
+
+
+def test_an_llm_trace_refuses_what_it_has_not_and_sizes_always_on_as_plan_serve(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "AzureLLMInferenceTrace_code.csv"
+    rows = "".join(f"2023-11-16 12:{i // 60:02d}:{i % 60:02d}.5,300,60\n" for i in range(0, 240, 2))
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + rows)
+    load = ["--trace", str(trace), "--models", "llama-3-70b", "--gpu", "H100-SXM"]
+    for extra, says in (
+        (["--minutes", "30"], "minutes: sets the length of a --synthetic workload"),
+        (["--day", "2"], "day: picks a day of an Azure Functions 2019 trace"),
+        (["--pool-gpus", "1"], "pool-gpus: a pool of 1 x H100-SXM holds 80 GiB"),
+    ):
+        result = runner.invoke(app, ["simulate", "serverless", *load, *extra])
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0], lines
+    text = runner.invoke(app, ["simulate", "serverless", *load, "--pool-gpus", "2"])
+    assert text.exit_code == 0, text.output
+    assert "cold starts (" in text.stdout and "assumption gpus per instance" in text.stdout
+    plan = runner.invoke(app, ["plan", "serve", "--serverless", *load, "--slo", "p99<60s"])
+    assert plan.exit_code == 0, plan.output
+    assert "sized as plan serve sizes it" in plan.stdout
+    assert "  always-on " in plan.stdout and "plan serve: " in plan.stdout

@@ -217,3 +217,51 @@ def test_a_warmup_lets_a_keep_alive_policy_meet_the_functions_scope() -> None:
 def test_a_warmup_as_long_as_the_trace_is_refused() -> None:
     with pytest.raises(InvalidSpecError, match="warmup: must be shorter than the trace"):
         _plan(_sparse(4, 60), warmup_s=3600.0)
+
+
+def test_an_instance_of_several_gpus_counts_all_of_them_in_every_candidate() -> None:
+    """One busy function whose model is split over 2 GPUs: the serverless bill, the always-on
+    peak and the models' memory all count both GPUs (a 1-GPU model's figures, doubled)."""
+    counts = np.full((1, 120), 40, dtype=np.int64)
+    kw: dict[str, object] = dict(exec_s=1.5, memory_gib=150.0, gpu_memory_gib=80.0)
+    one = _plan(counts, **{**kw, "memory_gib": 75.0})
+    two = _plan(counts, instance_gpus=2, **kw)
+
+    def by(plan, kind):  # type: ignore[no-untyped-def]
+        return next(o for o in plan.options if o.kind == kind)
+
+    # 40 calls x 1.5 s a minute = 60 instance-seconds: 2 GPUs at 70% for one GPU, 3 for two
+    assert by(one, "always-on").gpus == 2 and by(two, "always-on").gpus == 3
+    assert two.peak_gpus == 3 and two.memory_gpus == 2
+    for name in ("serverless fixed:10m", "serverless histogram"):
+        a = next(o for o in one.options if o.name == name)
+        b = next(o for o in two.options if o.name == name)
+        assert b.gpu_hours == pytest.approx(2 * a.gpu_hours)
+        assert b.cost_usd == pytest.approx(2 * a.cost_usd)
+        assert b.slo_latency_s == a.slo_latency_s
+
+
+def test_an_always_on_deployment_sized_elsewhere_is_judged_and_priced_like_the_others() -> None:
+    from gpucast.plan.serverless import AlwaysOnSizing
+
+    counts = np.full((2, 60), 30, dtype=np.int64)
+    latency = np.tile(np.linspace(0.5, 3.0, 64), (2, 1))
+    sized = AlwaysOnSizing(
+        gpus=3, latency_s=latency, mean_s=latency.mean(axis=1), how="two replicas and one",
+        sizing="plan serve",
+    )  # fmt: skip
+    plan = _plan(counts, exec_s=1.0, memory_gib=60.0, gpu_memory_gib=80.0, always_on=sized)
+    always = next(o for o in plan.options if o.kind == "always-on")
+    assert always.gpus == 3 and always.detail == "two replicas and one"
+    assert always.cost_usd == pytest.approx(3 * 1.0)  # 3 GPUs x 1 h x 1 US$/h
+    assert always.p50_s == pytest.approx(np.quantile(latency[0], 0.5), abs=0.05)
+    assert always.slo_latency_s == pytest.approx(3.0) and always.meets_slo  # p99 <= 5 s
+    assert not [o for o in plan.options if o.kind == "pool"]
+    assert plan.always_on_sizing == "plan serve" and plan.peak_gpus == 3
+    assert plan.to_dict()["always_on_sizing"] == "plan serve"
+    slow = AlwaysOnSizing(
+        gpus=1, latency_s=latency + 4.0, mean_s=latency.mean(axis=1) + 4.0, how="one",
+        sizing="plan serve",
+    )  # fmt: skip
+    plan = _plan(counts, exec_s=1.0, memory_gib=60.0, gpu_memory_gib=80.0, always_on=slow)
+    assert not next(o for o in plan.options if o.kind == "always-on").meets_slo

@@ -203,7 +203,11 @@ def test_pool_swaps_the_least_recently_used_model_by_hand() -> None:
     )
     assert list(r.cold_starts) == [1, 1, 1]
     assert list(r.swaps) == [1, 1, 1]
-    assert r.swap_s.sum() == pytest.approx(3 * 0.1 + 3 * 1.0)
+    # swap time is the swaps' alone; the first calls' loads are cold-start time
+    assert r.swap_s.sum() == pytest.approx(3 * 0.1)
+    assert r.cold_start_s.sum() == pytest.approx(3 * 1.0)
+    d = r.to_dict()
+    assert d["swap_time_s"] == pytest.approx(0.3) and d["cold_start_time_s"] == pytest.approx(3.0)
     assert r.latency_s["max"] == pytest.approx(1.01)
     assert r.oversubscribed_bins == 0
 
@@ -426,3 +430,41 @@ def test_a_pool_warms_its_cache_in_the_warmup() -> None:
     # room for one: the call at 5 swaps f0 back in, the one at 6 swaps f1
     tight = simulate_gpu_pool(counts, capacity_gib=1.0, warmup_s=180.0, **kw)  # type: ignore[arg-type]
     assert list(tight.cold_starts) == [0, 0] and list(tight.swaps) == [1, 1]
+
+
+# -- an instance of several GPUs (a language model split over them) ---------------------------
+
+
+def test_an_instance_of_several_gpus_bills_all_of_them() -> None:
+    """Two functions, one on a 2-GPU instance: its loaded, busy and cold-start seconds are
+    billed twice (instance and execution billing), its memory counted once (all its GPUs')."""
+    counts = np.zeros((2, 30), dtype=np.int64)
+    counts[:, [0, 10]] = 3
+    kw = dict(policy=parse_policy("fixed:5m"), exec_s=2.0, cold_s=10.0, memory_gib=[8.0, 16.0])
+    one = simulate_keep_alive(counts, **kw)  # type: ignore[arg-type]
+    two = simulate_keep_alive(counts, instance_gpus=[1, 2], **kw)  # type: ignore[arg-type]
+    loaded = np.maximum(one.loaded_s, one.busy_s) + one.cold_start_s
+    assert two.instance_s == pytest.approx(loaded[0] + 2 * loaded[1])
+    execution = one.busy_s + one.cold_start_s
+    assert two.billed_s == pytest.approx(execution[0] + 2 * execution[1])
+    assert two.bill_s("instance") > one.bill_s("instance")
+    # cold starts, latency and warm memory are the instance's, whatever its GPUs
+    assert list(two.cold_starts) == list(one.cold_starts)
+    assert two.latency_s == one.latency_s
+    assert two.wasted_memory_gib_s.tolist() == one.wasted_memory_gib_s.tolist()
+    with pytest.raises(InvalidSpecError, match="instance_gpus of function 1"):
+        simulate_keep_alive(counts, instance_gpus=[1, 1.5], **kw)  # type: ignore[arg-type]
+
+
+def test_a_pool_weighs_each_call_by_its_instances_gpus() -> None:
+    from gpucast.simulate.serverless import simulate_gpu_pool
+
+    counts = np.zeros((2, 4), dtype=np.int64)
+    counts[:, :] = 10
+    kw = dict(capacity_gib=400.0, memory_gib=[20.0, 140.0], swap_s=1.0, cold_s=5.0, exec_s=3.0)
+    r = simulate_gpu_pool(counts, gpus=4, instance_gpus=[1, 2], **kw)  # type: ignore[arg-type]
+    # 10 calls x 3 s on 1 GPU + 10 calls x 3 s on 2 GPUs, per minute
+    assert r.peak_busy_gpu_s == pytest.approx(30.0 + 60.0)
+    assert r.busy_gpu_s == pytest.approx(4 * 90.0)
+    with pytest.raises(InvalidSpecError, match="on 2 GPU\\(s\\), more than the pool's"):
+        simulate_gpu_pool(counts, gpus=1, instance_gpus=[1, 2], **kw)  # type: ignore[arg-type]

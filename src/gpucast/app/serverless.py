@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from gpucast.domain.provenance import Validation
     from gpucast.inputs.coldstart import StoredColdStart
     from gpucast.inputs.serverless import GpuFunction, ServerlessTrace
-    from gpucast.plan.serverless import ServerlessPlan
+    from gpucast.plan.serverless import AlwaysOnSizing, ServerlessPlan
     from gpucast.simulate.serverless import PoolResult, ServerlessResult
 
     FloatArray = npt.NDArray[np.float64]
@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 
 #: functions a synthetic workload may have
 MAX_SYNTHETIC = 100_000
+#: minutes of a synthetic workload without --minutes (a day, as a trace's)
+SYNTHETIC_MINUTES = 1440
 #: most minutes of a synthetic workload (two weeks, as the trace)
 MAX_MINUTES = 14 * 1440
 #: most GPUs of a multiplexed pool
@@ -115,6 +117,27 @@ def _warmup(value: Any) -> float:
     return duration_s(value, field="warmup", allow_zero=True)
 
 
+def _check_trace_only(synthetic: bool, *, day: int | None, minutes: int | None) -> None:
+    """``--day`` picks a day of a trace, ``--minutes`` the length of a generated workload:
+    each given where the other kind of load is asked for is refused (one line, exit 2), not
+    ignored."""
+    if synthetic and day is not None:
+        raise InvalidSpecError(
+            "day",
+            "picks a day of an Azure Functions 2019 trace (--trace DIR), and --synthetic N "
+            "generates its own workload",
+            got=day,
+            fix="drop --day (--minutes sets the generated workload's length)",
+        )
+    if not synthetic and minutes is not None:
+        raise InvalidSpecError(
+            "minutes",
+            "sets the length of a --synthetic workload, and a --trace is replayed whole",
+            got=minutes,
+            fix="drop --minutes (--warmup DURATION simulates a trace's start without counting it)",
+        )
+
+
 def _check_phase_s(name: str, value: float | None) -> None:
     if value is not None and not (math.isfinite(value) and 0 <= value <= 3600):
         raise InvalidSpecError(name, "must be in [0, 3600] s", got=value, fix=f"e.g. --{name} 1")
@@ -139,8 +162,18 @@ class ServerlessLoad:
         help="Generate N functions with the published characteristics instead of a trace.",
         example="1000",
     )
-    day: int = option(1, help="Day of the trace to replay (1-14).", example="1")
-    minutes: int = option(1440, help="Minutes of a synthetic workload.", example="1440")
+    day: int | None = option(
+        None,
+        help="Day of an Azure Functions 2019 trace to replay (1-14; default 1). Not for "
+        "--synthetic or the Azure LLM trace (one recording, no days).",
+        example="1",
+    )
+    minutes: int | None = option(
+        None,
+        help=f"Minutes of a --synthetic workload (default {SYNTHETIC_MINUTES:,}); a --trace "
+        "is replayed whole (--warmup DURATION leaves its start uncounted).",
+        example="1440",
+    )
     gpu: str = option("T4", help="Catalog GPU the functions run on.", example="T4")
     models: tuple[str, ...] = option(
         ("resnet50",),
@@ -236,8 +269,12 @@ class ServerlessLoad:
         _positive_int("synthetic", self.synthetic, MAX_SYNTHETIC)
         _positive_int("minutes", self.minutes, MAX_MINUTES)
         _positive_int("day", self.day, 14)
+        _check_trace_only(self.synthetic is not None, day=self.day, minutes=self.minutes)
         check_unit(self.unit, synthetic=self.synthetic is not None)
         if self.synthetic is not None:
+            if self.minutes is None:
+                object.__setattr__(self, "minutes", SYNTHETIC_MINUTES)
+            assert self.minutes is not None
             check_work(
                 "synthetic",
                 float(self.synthetic) * self.minutes,
@@ -388,6 +425,7 @@ def _model_dicts(functions: tuple[GpuFunction, ...]) -> list[dict[str, Any]]:
             "forward_s": f.forward_s,
             "cold_start_s": f.cold_start_s,
             "cold_start": f.cold_start_dict(),
+            "gpus": f.gpus,
             "source": f.source,
         }
         for f in functions
@@ -436,6 +474,17 @@ class _Load:
     unit: str = "function"
     apps: dict[str, Any] | None = None
     host_memory_mb: FloatArray | None = None
+    #: the GPUs each unit's instance holds (a language model split over several), None: one
+    instance_gpus: FloatArray | None = None
+
+    @property
+    def gpus(self) -> FloatArray:
+        """The GPUs of each unit's instance."""
+        import numpy as np
+
+        if self.instance_gpus is None:
+            return np.ones(self.trace.counts.shape[0])
+        return self.instance_gpus
 
 
 def _llm_functions(
@@ -503,9 +552,17 @@ def _load(request: ServerlessLoad, db: Path | str | None = None) -> _Load:
     load_coldstart_facts().get("storage", storage)
     price, price_source = _price(gpu.name, request.price, request.offers_file)
     if request.trace is not None:
-        trace = trace_from_path(request.trace, request.day)
+        trace = trace_from_path(request.trace, request.day or 1)
+        if trace.tokens and request.day is not None:
+            raise InvalidSpecError(
+                "day",
+                "picks a day of an Azure Functions 2019 trace, and the Azure LLM inference "
+                "trace is one recording (no days)",
+                got=request.day,
+                fix="drop --day",
+            )
     else:
-        assert request.synthetic is not None
+        assert request.synthetic is not None and request.minutes is not None
         trace = synthetic_trace(request.synthetic, minutes=request.minutes, seed=request.seed)
     pcie = load_coldstart_facts().get("link", f"pcie{gpu.pcie_generation}").value
     if trace.tokens:
@@ -523,10 +580,12 @@ def _load(request: ServerlessLoad, db: Path | str | None = None) -> _Load:
             exec_s=np.array([f.forward_s for f in funcs]),
             cold_s=np.array([f.cold_start_s for f in funcs]),
             memory_gib=np.array([f.memory_gib for f in funcs]),
-            swap_s=np.array([f.weight_bytes / (pcie * 1e9) for f in funcs]),
+            # each GPU of an instance swaps its shard in over its own link, as it loads it
+            swap_s=np.array([f.weight_bytes / (pcie * 1e9 * f.gpus) for f in funcs]),
             pcie_gbs=pcie,
             exec_spread=spread,
             warnings=trace.warnings + notes,
+            instance_gpus=np.array([float(f.gpus) for f in funcs]),
         )
     for m in request.models:
         if is_llm_model(m):
@@ -625,6 +684,35 @@ def _stored_cold_starts(
     return stored_cold_starts(path, request.coldstart_run, request.models, gpu)
 
 
+def _check_pool(pool_gpus: int, load: _Load) -> None:
+    """``--pool-gpus N``: every unit's instance must fit in the pool -- its GPUs and their
+    memory -- or one line (exit 2) names the flag, the instance's need and the fixes."""
+    import numpy as np
+
+    gpu = load.gpu
+    capacity = pool_gpus * gpu.memory_gib
+    gpus = load.gpus
+    bad = np.flatnonzero((load.memory_gib > capacity * (1 + 1e-12)) | (gpus > pool_gpus))
+    if not bad.size:
+        return
+    i = int(bad[0])
+    name = load.trace.names[i]
+    what = (
+        f"{load.unit} {name} ({load.functions[i % len(load.functions)].model})"
+        if load.unit == "function"
+        else f"{load.unit} {name}"
+    )
+    need = max(int(gpus[i]), math.ceil(float(load.memory_gib[i]) / gpu.memory_gib - 1e-9))
+    raise InvalidSpecError(
+        "pool-gpus",
+        f"a pool of {pool_gpus} x {gpu.name} holds {capacity:g} GiB, and {what} needs "
+        f"{float(load.memory_gib[i]):.1f} GiB on {int(gpus[i])} x {gpu.name} per instance",
+        got=pool_gpus,
+        fix=f"give --pool-gpus {need} or more, a GPU with more memory (--gpu), or a smaller "
+        "model in --models",
+    )
+
+
 def _hours(seconds: float) -> str:
     """``3600`` -> ``1 h``, ``5400`` -> ``1.5 h``, ``86400`` -> ``24 h`` (as the header says)."""
     return f"{seconds / 3600:,.4g} h"
@@ -681,6 +769,13 @@ def _load_assumptions(request: ServerlessLoad, load: _Load) -> dict[str, str]:
         "billing": _billing_text(request.billing),
         "unit": unit_assumption(load.unit, load.apps, len(request.models)),
     }
+    several = sorted({(f.model, f.gpus) for f in load.functions if f.gpus > 1})
+    if several:
+        each = ", ".join(f"{model} {gpus} x {load.gpu.name}" for model, gpus in several)
+        out["gpus per instance"] = (
+            f"an instance holds all the GPUs its model is split over ({each}): it loads, keeps "
+            "warm and is billed for all of them, so its GPU-hours are its hours times them"
+        )
     if load.unit == "app" and load.apps is not None:
         out["app memory"] = app_memory_assumption(load.apps)
     runs = {f.model: f.coldstart_run for f in load.functions if f.coldstart_run is not None}
@@ -735,11 +830,13 @@ def simulate_serverless(
         functions=trace.names,
         exec_spread=load.exec_spread,
         warmup_s=request.warmup_s,
+        instance_gpus=load.gpus,
     )
     pool = None
     if request.pool_gpus is not None:
         from gpucast.simulate.serverless import simulate_gpu_pool
 
+        _check_pool(request.pool_gpus, load)
         pool = simulate_gpu_pool(
             trace.counts,
             gpus=request.pool_gpus,
@@ -750,6 +847,7 @@ def simulate_serverless(
             exec_s=exec_s,
             exec_spread=load.exec_spread,
             warmup_s=request.warmup_s,
+            instance_gpus=load.gpus,
         )
     assumptions = {
         **_load_assumptions(request, load),
@@ -921,6 +1019,16 @@ def plan_serverless(
     percentile, slo_s = parse_slo(request.slo)
     load = _load(request, db)
     _check_warmup(request, load)
+    always_on: AlwaysOnSizing | None = None
+    always_on_warnings: tuple[str, ...] = ()
+    if load.trace.tokens:  # language models batch continuously when always on
+        from gpucast.app._serverless_llm import llm_always_on
+
+        always_on, always_on_warnings = llm_always_on(
+            models=tuple(f.model for f in load.functions), names=load.trace.names,
+            paths=load.trace.paths, offsets_s=load.trace.offsets_s, gpu=load.gpu.name,
+            percentile=percentile, slo_s=slo_s, warmup_s=request.warmup_s, price=load.price,
+        )  # fmt: skip
     result = plan(
         load.trace.counts,
         exec_s=load.exec_s,
@@ -940,6 +1048,9 @@ def plan_serverless(
         slo_function_share=request.slo_functions,
         warmup_s=request.warmup_s,
         unit=load.unit,
+        instance_gpus=load.gpus,
+        always_on=always_on,
+        always_on_by_peak=not load.trace.tokens,  # a request at a time: not how LLMs serve
     )
     slo = (
         f"p{percentile:g} of invocation latency (execution + cold start or swap) over every "
@@ -953,10 +1064,7 @@ def plan_serverless(
     assumptions = {
         **_load_assumptions(request, load),
         "warm-up": _warmup_text(result.warmup_s, result.horizon_s),
-        "always-on": "sized for the peak minute's GPU-seconds"
-        + (" after the warm-up" if result.warmup_s > 0 else "")
-        + f" at {request.max_utilisation:.0%} utilisation and for every model resident "
-        "(memory packed perfectly); no queueing delay below that utilisation; no cold starts",
+        "always-on": _always_on_text(request, result),
         "slo": slo,
     }
     units = int(load.trace.counts.shape[0])
@@ -976,6 +1084,36 @@ def plan_serverless(
         assumptions=assumptions,
         validation=validation_for("serverless-keepalive", [load.gpu.name], "fp32"),
         arrival_process=load.trace.arrival_process,
-        warnings=load.warnings,
+        warnings=load.warnings + always_on_warnings,
         models=load.functions,
+    )
+
+
+def _always_on_text(request: PlanServerlessRequest, plan: ServerlessPlan) -> str:
+    """The ``always-on`` assumption line: how the always-on candidate was sized."""
+    if plan.always_on_sizing == "none":
+        return (
+            "none: a language model's always-on deployment is sized as `gpucast plan serve` "
+            "sizes it, which found none here (the warning says why)"
+        )
+    if plan.always_on_sizing == "peak minute":
+        return (
+            "sized for the peak minute's GPU-seconds"
+            + (" after the warm-up" if plan.warmup_s > 0 else "")
+            + f" at {request.max_utilisation:.0%} utilisation and for every model resident "
+            "(memory packed perfectly; an instance of several GPUs takes all of them); no "
+            "queueing delay below that utilisation; no cold starts"
+        )
+    percentile, slo_s = plan.slo_percentile, plan.slo_s
+    return (
+        "each function's model served with continuous batching on replicas of its own "
+        "(vLLM, colocated), sized as `gpucast plan serve --model MODEL --trace FILE --gpu "
+        f"{request.gpu} --slo-ttft-ms {slo_s * 1e3:g} --slo-percentile {percentile:g} "
+        "--no-disaggregation` sizes it (the fewest replicas whose first tokens come within "
+        "the SLO, on the trace's busiest hour), then replicas added until the end-to-end "
+        f"p{percentile:g} of the requests"
+        + (" after the warm-up" if plan.warmup_s > 0 else "")
+        + " (token-level simulator, as `simulate serve`; what the serverless candidates are "
+        "judged on) is within it; --max-utilisation not used; priced at the serverless "
+        "price per GPU-hour; no cold starts"
     )

@@ -107,7 +107,9 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
         )
         lines.append(
             f"  pool of {pool['gpus']} GPUs (Torpor-style swapping): {pool['swaps']:,} swaps "
-            f"({pool['swap_rate']:.3%}), {p99}, {pool['gpu_hours']:,.1f} GPU-hours "
+            f"({pool['swap_rate']:.3%}, {pool['swap_time_s']:,.1f} s), {pool['cold_starts']:,} "
+            f"cold starts ({pool['cold_start_time_s']:,.1f} s), {p99}, "
+            f"{pool['gpu_hours']:,.1f} GPU-hours "
             f"(US$ {pool['cost_usd']:,.2f}; execution alone {pool['busy_gpu_hours']:,.1f})"
         )
     return lines + [f"  model {m['source']}" for m in d["models"]]
@@ -127,10 +129,17 @@ def plan_header_lines(d: dict[str, Any]) -> list[str]:
         if d["slo_scope"] == "functions"
         else "over all invocations"
     )
+    sizing = (
+        f"peak {d['peak_gpus']} GPU(s)"
+        if d["always_on_sizing"] == "peak minute"
+        else "no always-on candidate (a warning says why)"
+        if d["always_on_sizing"] == "none"
+        else f"always-on {d['peak_gpus']} GPU(s) sized as {d['always_on_sizing']} sizes it"
+    )
     return [
         f"{units_text(d)} on {d['gpu']}, {hours_text(d)}, "
         f"{d['invocations']:,} invocations; SLO {q} <= {d['slo_s'] * 1e3:g} ms {scope} "
-        f"(peak {d['peak_gpus']} GPU(s), memory of all models {d['memory_gpus']} GPU(s))",
+        f"({sizing}, memory of all models {d['memory_gpus']} GPU(s))",
         *_arrivals(d),
     ]
 
@@ -154,4 +163,6 @@ def plan_note_lines(d: dict[str, Any]) -> list[str]:
             else f"  {share}% of the invoked {unit}s are called so rarely after the warm-up "
             f"that one cold call is their own {q} (whether they get one is the policy's doing)"
         )
+    if d["always_on_sizing"] != "peak minute":
+        lines += [f"  {o['name']}: {o['detail']}" for o in d["options"] if o["kind"] == "always-on"]
     return [*lines, f"  choice: {d['reason']}"]

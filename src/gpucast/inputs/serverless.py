@@ -57,6 +57,10 @@ class ServerlessTrace:
     #: when the folder has no such file (:attr:`memory_file` names the one looked for)
     memory: AppMemory | None = None
     memory_file: str = ""
+    #: per function of an LLM trace, its file and when its first request came after the
+    #: trace's first (seconds; the files are aligned on the earliest), else empty
+    paths: tuple[Path, ...] = field(default=())
+    offsets_s: tuple[float, ...] = field(default=())
 
 
 def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
@@ -233,6 +237,8 @@ def llm_trace(paths: list[Path], bin_s: float = 60.0) -> ServerlessTrace:
         f"file, aligned on the first request and counted in {bin_s:g} s bins ({n_bins} bins)",
         warnings=tuple(warnings),
         tokens=tuple(tokens),
+        paths=tuple(paths),
+        offsets_s=tuple(float(f.attrs[ORIGIN_ATTR]) - origin for f in frames),
     )
 
 
@@ -271,6 +277,9 @@ class GpuFunction:
     cold_start: ColdStartPrediction | None = None
     #: the stored ``measure coldstart`` run whose phases it uses, if any
     coldstart_run: int | None = None
+    #: the GPUs one instance holds (a language model split over several: all of them are
+    #: loaded, billed and kept warm together; ``memory_gib`` is theirs together)
+    gpus: int = 1
 
     def cold_start_dict(self) -> dict[str, object] | None:
         if self.cold_start is None:
@@ -606,13 +615,15 @@ def llm_gpu_function(
         weight_bytes=cold.weight_bytes,
         forward_s=float(served.mean()),
         cold_start_s=cold.total_s,
-        source=f"{spec.name} on {tp} x {gpu.name} ({engine.display_name}, {one.precision}): "
-        f"{memory_gib:.1f} GiB held warm (the engine's share: weights and KV cache), "
+        source=f"{spec.name} on {tp} x {gpu.name} ({engine.display_name}, {one.precision}"
+        + (f"; an instance holds, and is billed for, all {tp} GPUs" if tp > 1 else "")
+        + f"): {memory_gib:.1f} GiB held warm (the engine's share: weights and KV cache), "
         f"requests {float(np.median(served)):.2f} s median / {float(served.mean()):.2f} s "
         f"mean alone (prefill + decode of their tokens, {engine.provenance()}), cold start "
         f"{cold.total_s:.1f} s (weights {cold.weight_bytes / 1e9:.1f} GB in "
         f"{cold.weight_load_s:.1f} s bound by {cold.bound_by})",
         cold_start=cold,
+        gpus=tp,
     )
     return function, service, tuple(warnings)
 

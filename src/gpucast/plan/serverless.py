@@ -1,6 +1,8 @@
 """`plan serverless`: serverless vs always-on GPU deployments for the same load (issue #19).
 
 Pure: per-minute invocation counts and per-function figures in, a :class:`ServerlessPlan` out.
+An instance of a function holds ``instance_gpus`` GPUs (a language model split over several):
+its GPU-seconds, GPU-hours and cost count all of them, in every candidate.
 
 Candidates, each priced over the load's horizon at one GPU price:
 
@@ -11,8 +13,11 @@ Candidates, each priced over the load's horizon at one GPU price:
   keep-alive window) or ``billing="execution"`` (execution plus cold-start seconds only, a
   per-request bill);
 * **always-on, all models resident**: enough GPUs for the peak minute's GPU-seconds at
-  ``max_utilisation`` and for every function's memory (perfectly packed: a lower bound);
-  latency is the execution time (queueing below ``max_utilisation`` not modelled);
+  ``max_utilisation`` and for every function's memory (perfectly packed: a lower bound; an
+  instance of several GPUs, ``instance_gpus``, takes all of them); latency is the execution
+  time (queueing below ``max_utilisation`` not modelled) -- or, given ``always_on`` (an
+  :class:`AlwaysOnSizing`: a deployment sized elsewhere, e.g. a language model's continuous
+  batching sized as ``plan serve`` sizes it), those GPUs and latencies, and no pool;
 * **always-on pool with swapping** (Torpor-style, :func:`gpucast.simulate.serverless.
   simulate_gpu_pool`), when the models do not all fit in the compute-sized pool: the pool
   from the compute-bound size doubling up to the resident size, each simulated (every model
@@ -110,6 +115,27 @@ class DeploymentOption:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AlwaysOnSizing:
+    """An always-on deployment sized outside this planner: ``gpus`` in all, each function's
+    request latencies at K equally likely points (``latency_s``, ``(functions, K)``, the
+    :func:`gpucast.simulate.serverless.service_quantiles` of its requests' latencies; inf: a
+    request that did not finish) and their means (``mean_s``), ``how`` (the sizing, one
+    line: the candidate's detail) and ``sizing`` (a short name of it, e.g. ``plan serve``)."""
+
+    gpus: int
+    latency_s: FloatArray
+    mean_s: FloatArray
+    how: str
+    sizing: str
+
+    def __post_init__(self) -> None:
+        if isinstance(self.gpus, bool) or not isinstance(self.gpus, int) or self.gpus < 1:
+            raise InvalidSpecError("always-on gpus", "must be an integer >= 1", got=self.gpus)
+        if self.latency_s.ndim != 2 or self.latency_s.shape[0] != self.mean_s.size:
+            raise InvalidSpecError("always-on latency_s", "must be (functions, K)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ServerlessPlan:
     """Every candidate (cheapest first), the choice (None: none meets the SLO) and why.
 
@@ -135,9 +161,13 @@ class ServerlessPlan:
     functions_invoked: int = 0
     function_share_too_few_calls: float = math.nan
     warmup_s: float = 0.0
+    #: how the always-on candidate was sized: ``peak minute`` (its GPU-seconds and the
+    #: models' memory), the :attr:`AlwaysOnSizing.sizing` given, or ``none`` (no candidate)
+    always_on_sizing: str = "peak minute"
 
     def to_dict(self) -> dict[str, object]:
         return {
+            "always_on_sizing": self.always_on_sizing,
             "slo_percentile": self.slo_percentile,
             "slo_s": self.slo_s,
             "slo_scope": self.slo_scope,
@@ -213,13 +243,20 @@ def plan_serverless(
     slo_function_share: float = 0.95,
     warmup_s: float = 0.0,
     unit: str = "function",
+    instance_gpus: npt.ArrayLike = 1,
+    always_on: AlwaysOnSizing | None = None,
+    always_on_by_peak: bool = True,
 ) -> ServerlessPlan:
     """The candidates for ``counts`` (module docstring), cheapest first, and the choice.
 
     ``slo_scope``: ``invocations`` (the SLO percentile over all calls) or ``functions`` (at
     least ``slo_function_share`` of the invoked functions meet it on their own calls);
     ``warmup_s``: the first minutes simulated, not counted (module docstring); ``unit``: what
-    a row of ``counts`` is (``function`` or ``app``), as the reason names it."""
+    a row of ``counts`` is (``function`` or ``app``), as the reason names it;
+    ``instance_gpus``: the GPUs of each function's instance; ``always_on``: the always-on
+    candidate sized elsewhere (module docstring); without it, ``always_on_by_peak`` False
+    leaves the always-on and pool candidates out (they could not be sized: the caller says
+    why)."""
     if billing not in BILLINGS:
         raise InvalidSpecError("billing", f"must be one of {', '.join(BILLINGS)}", got=billing)
     if slo_scope not in SLO_SCOPES:
@@ -248,6 +285,9 @@ def plan_serverless(
     run = np.broadcast_to(np.asarray(exec_s, dtype=np.float64), (n_f,))
     cold = np.broadcast_to(np.asarray(cold_s, dtype=np.float64), (n_f,))
     mem = np.broadcast_to(np.asarray(memory_gib, dtype=np.float64), (n_f,))
+    gpus = np.broadcast_to(np.asarray(instance_gpus, dtype=np.float64), (n_f,))
+    if always_on is not None and always_on.mean_s.size != n_f:
+        raise InvalidSpecError("always_on", f"must give all {n_f} functions' latencies")
     bin_s = policies[0].bin_s
     n_warm = warmup_bins(warmup_s, bin_s, n_t)
     horizon_h = (n_t - n_warm) * bin_s / 3600.0  # what is counted and priced
@@ -261,10 +301,13 @@ def plan_serverless(
 
     def judged(
         cases: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]],
+        service: tuple[FloatArray, FloatArray | None] = (run, exec_spread),
     ) -> tuple[float, float, float, float, bool]:
-        """p50, latency at the SLO percentile, the two shares of functions, and the verdict."""
-        p50, pq = _latency(run, cases, slo_percentile, exec_spread)
-        met, over = _function_shares(run, cases, slo_percentile, slo_s, exec_spread)
+        """p50, latency at the SLO percentile, the two shares of functions, and the verdict
+        (``service``: the mean service time per function and its spread)."""
+        mean, spread = service
+        p50, pq = _latency(mean, cases, slo_percentile, spread)
+        met, over = _function_shares(mean, cases, slo_percentile, slo_s, spread)
         return p50, pq, met, over, ok(pq, met)
 
     options: list[DeploymentOption] = []
@@ -272,7 +315,7 @@ def plan_serverless(
     for policy in policies:
         r = simulate_keep_alive(
             table, policy=policy, exec_s=run, cold_s=cold, memory_gib=mem,
-            exec_spread=exec_spread, warmup_s=warmup_s,
+            exec_spread=exec_spread, warmup_s=warmup_s, instance_gpus=gpus,
         )  # fmt: skip
         warm = r.invocations - r.cold_starts
         p50, pq, met, over, meets = judged(((0.0, warm), (cold, r.cold_starts)))
@@ -297,31 +340,48 @@ def plan_serverless(
             )
         )
 
-    demand_s = run @ measured  # GPU-seconds per minute after the warm-up
+    demand_s = (run * gpus) @ measured  # GPU-seconds per minute after the warm-up
     peak = int(max(1, math.ceil(float(demand_s.max(initial=0.0)) / (bin_s * max_utilisation))))
-    memory_gpus = int(max(1, math.ceil(float(mem.sum()) / gpu_memory_gib - 1e-9)))
-    resident = max(peak, memory_gpus)
-    p50, pq, met, over, meets = judged(((0.0, invocations),))
-    options.append(
-        DeploymentOption(
-            kind="always-on",
-            name=f"always-on {resident} x {gpu_name}",
-            gpus=resident,
-            cold_starts=0,
-            swaps=0,
-            p50_s=p50,
-            slo_latency_s=pq,
-            gpu_hours=resident * horizon_h,
-            cost_usd=resident * horizon_h * price_usd_per_hour,
-            meets_slo=meets,
-            function_share_meeting_slo=met,
-            function_share_p99_over_slo=over,
-            detail=f"every model resident: {memory_gpus} GPU(s) of memory, {peak} for the peak "
-            f"minute at {max_utilisation:.0%} utilisation",
-        )
+    # an instance of several GPUs takes all of them; one-GPU models pack together
+    alone = gpus > 1
+    memory_gpus = int(
+        max(1, gpus[alone].sum() + math.ceil(float(mem[~alone].sum()) / gpu_memory_gib - 1e-9))
     )
-    size = peak
-    while size < memory_gpus:
+    by_peak = always_on is None and always_on_by_peak
+    if by_peak:
+        resident = max(peak, memory_gpus)
+        p50, pq, met, over, meets = judged(((0.0, invocations),))
+        detail = (
+            f"every model resident: {memory_gpus} GPU(s) of memory, {peak} for the peak "
+            f"minute at {max_utilisation:.0%} utilisation"
+        )
+    elif always_on is not None:
+        resident = peak = always_on.gpus
+        p50, pq, met, over, meets = judged(
+            ((0.0, invocations),), (always_on.mean_s, always_on.latency_s)
+        )
+        detail = always_on.how
+    if by_peak or always_on is not None:
+        options.append(
+            DeploymentOption(
+                kind="always-on",
+                name=f"always-on {resident} x {gpu_name}",
+                gpus=resident,
+                cold_starts=0,
+                swaps=0,
+                p50_s=p50,
+                slo_latency_s=pq,
+                gpu_hours=resident * horizon_h,
+                cost_usd=resident * horizon_h * price_usd_per_hour,
+                meets_slo=meets,
+                function_share_meeting_slo=met,
+                function_share_p99_over_slo=over,
+                detail=detail,
+            )
+        )
+    # a pool must hold the largest instance; a deployment sized elsewhere holds every model
+    size = max(peak, int(gpus.max(initial=1.0)))
+    while by_peak and size < memory_gpus:
         pool = simulate_gpu_pool(
             table,
             gpus=size,
@@ -333,6 +393,7 @@ def plan_serverless(
             bin_s=bin_s,
             exec_spread=exec_spread,
             warmup_s=warmup_s,
+            instance_gpus=gpus,
         )
         swap = np.broadcast_to(np.asarray(swap_s, dtype=np.float64), (n_f,))
         # always on: every model is in host memory before the traffic, so a function's first
@@ -442,4 +503,7 @@ def plan_serverless(
         functions_invoked=int(called.sum()),
         function_share_too_few_calls=float(np.mean(few[called])) if called.any() else math.nan,
         warmup_s=n_warm * bin_s,
+        always_on_sizing=(
+            always_on.sizing if always_on is not None else "peak minute" if by_peak else "none"
+        ),
     )

@@ -6,7 +6,10 @@ invocation bin is cold when the instance is not loaded at it (then its first inv
 ``cold_s``, the others in the bin find it loaded), and a policy decides after each busy bin
 when the instance is loaded during the idle bins that follow: the idle offsets ``[pre, keep)``
 (:class:`~gpucast.domain.serverless.KeepAlivePolicy`). Loaded idle bins are warm-but-idle
-memory-time (``memory_gib`` each). Everything is computed over the flat array of busy bins
+memory-time (``memory_gib`` each). An instance holds ``instance_gpus`` GPUs (a language model split
+over several: all of them are loaded, billed and kept warm together), so every GPU-second it
+bills is its instance-seconds times them. Everything is computed over the flat array of busy
+bins
 (``np.nonzero(counts)``): no loop over functions or invocations; the histogram policy loops
 over its update periods only (24 for a day of hourly updates).
 
@@ -65,9 +68,12 @@ class ServerlessResult:
 
     ``wasted_memory_gib_s``: memory held loaded while idle; ``loaded_s``: time loaded (busy
     bins plus loaded idle bins); ``busy_s``: invocations x execution time; ``cold_start_s``:
-    time spent cold-starting. ``latency_s``: invocation-weighted p50/p95/p99/mean/max of
-    execution (+ cold start when cold). All of them count only the bins after the warm-up
-    (``warmup_s``, a whole number of bins); ``horizon_s`` is the whole table's time.
+    time spent cold-starting -- all of them seconds of one instance, which holds
+    ``instance_gpus`` GPUs (None: one), so the GPU-seconds billed (:attr:`billed_s`,
+    :attr:`instance_s`) are those times its GPUs. ``latency_s``: invocation-weighted
+    p50/p95/p99/mean/max of execution (+ cold start when cold). All of them count only the
+    bins after the warm-up (``warmup_s``, a whole number of bins); ``horizon_s`` is the whole
+    table's time.
     """
 
     functions: tuple[str, ...]
@@ -84,6 +90,15 @@ class ServerlessResult:
     warmup_s: float = 0.0
     #: per function, the time it was loaded while idle (``wasted_memory_gib_s / memory_gib``)
     idle_s: FloatArray | None = None
+    #: per function, the GPUs one instance holds (None: one each)
+    instance_gpus: FloatArray | None = None
+
+    @property
+    def gpus(self) -> FloatArray:
+        """The GPUs of each function's instance."""
+        if self.instance_gpus is None:
+            return np.ones(len(self.functions))
+        return self.instance_gpus
 
     @property
     def measured_s(self) -> float:
@@ -97,15 +112,16 @@ class ServerlessResult:
 
     @property
     def billed_s(self) -> float:
-        """Execution plus cold-start time: what a per-second serverless bill charges."""
-        return float(self.busy_s.sum() + self.cold_start_s.sum())
+        """Execution plus cold-start GPU-seconds (each instance's GPUs): what a per-second
+        serverless bill charges."""
+        return float(self.gpus @ (self.busy_s + self.cold_start_s))
 
     @property
     def instance_s(self) -> float:
         """GPU-seconds while an instance is loaded (busy and warm-but-idle bins, at least the
-        execution when a bin's calls run longer than it) plus the cold starts: what GPU
-        serverless platforms bill, the keep-alive window included."""
-        return float(np.maximum(self.loaded_s, self.busy_s).sum() + self.cold_start_s.sum())
+        execution when a bin's calls run longer than it) plus the cold starts, times the
+        instance's GPUs: what GPU serverless platforms bill, the keep-alive window included."""
+        return float(self.gpus @ (np.maximum(self.loaded_s, self.busy_s) + self.cold_start_s))
 
     def bill_s(self, billing: str) -> float:
         """GPU-seconds billed: ``instance`` (:attr:`instance_s`) or ``execution``
@@ -422,6 +438,18 @@ def _per_function(name: str, value: npt.ArrayLike, n: int) -> FloatArray:
     return arr
 
 
+def _instance_gpus(value: npt.ArrayLike, n: int) -> FloatArray:
+    """The GPUs of each function's instance: whole numbers >= 1 (as floats, to weigh seconds)."""
+    arr = np.broadcast_to(np.asarray(value, dtype=np.float64), (n,)).astype(np.float64)
+    bad = ~(np.isfinite(arr) & (arr >= 1) & (arr == np.round(arr)))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InvalidSpecError(
+            f"instance_gpus of function {i}", "must be an integer >= 1", got=float(arr[i])
+        )
+    return arr
+
+
 def simulate_keep_alive(
     counts: npt.ArrayLike,
     *,
@@ -432,11 +460,13 @@ def simulate_keep_alive(
     functions: Sequence[str] | None = None,
     exec_spread: FloatArray | None = None,
     warmup_s: float = 0.0,
+    instance_gpus: npt.ArrayLike = 1,
 ) -> ServerlessResult:
     """Cold starts, latency and warm-idle memory-time of ``policy`` (module docstring).
 
     ``counts``: ``(functions, bins)`` invocations per bin of ``policy.bin_s`` seconds;
-    ``exec_s`` (mean), ``cold_s``, ``memory_gib``: per function (or one value for all);
+    ``exec_s`` (mean), ``cold_s``, ``memory_gib`` (all of an instance's GPUs),
+    ``instance_gpus`` (the GPUs an instance holds): per function (or one value for all);
     ``exec_spread``: each function's service times at equally likely points when its calls
     differ (:func:`latency_summary`); ``warmup_s``: the first bins simulated but not counted
     (:func:`warmup_bins`).
@@ -451,6 +481,7 @@ def simulate_keep_alive(
     run = _per_function("exec_s", exec_s, n_f)
     cold_cost = _per_function("cold_s", cold_s, n_f)
     mem = _per_function("memory_gib", memory_gib, n_f)
+    gpus = _instance_gpus(instance_gpus, n_f)
     names = tuple(functions) if functions is not None else tuple(f"f{i}" for i in range(n_f))
     if len(names) != n_f:
         raise InvalidSpecError("functions", f"must name all {n_f} functions", got=len(names))
@@ -497,6 +528,7 @@ def simulate_keep_alive(
         policy=policy,
         warmup_s=n_warm * bin_s,
         idle_s=np.asarray(idle_bins * bin_s, dtype=np.float64),
+        instance_gpus=gpus,
     )
 
 
@@ -508,10 +540,12 @@ class PoolResult:
     """Functions sharing a pool of ``gpus`` GPUs whose memory caches their models (LRU), every
     model kept in host memory and swapped in over PCIe on a miss (Torpor, Yu et al.).
 
-    ``swaps``: misses served from host memory (paying ``swap_s``); ``cold_starts``: a
-    function's first call (loaded from storage); ``oversubscribed_bins``: bins whose busy
+    ``swaps``: misses served from host memory, ``swap_s`` the seconds they took;
+    ``cold_starts``: a function's first call (loaded from storage), ``cold_start_s`` the
+    seconds those loads took; ``oversubscribed_bins``: bins whose busy
     models alone exceed the pool's memory (they time-share it, swapping more than counted).
-    Compute: ``busy_gpu_s`` is the execution GPU-seconds of all calls, ``peak_busy_gpu_s``
+    Compute: ``busy_gpu_s`` is the execution GPU-seconds of all calls (each call's time x
+    the GPUs of its function's instance), ``peak_busy_gpu_s``
     the largest of one bin; ``overloaded_bins`` are the bins whose execution alone exceeds
     ``gpus`` x ``bin_s``. Under overload the work queues from bin to bin, which ``latency_s``
     (execution plus swap or cold start, no queueing) does not model: :attr:`latency_modelled`
@@ -524,6 +558,7 @@ class PoolResult:
     swap_s: FloatArray
     latency_s: dict[str, float]
     capacity_gib: float
+    cold_start_s: FloatArray
     oversubscribed_bins: int
     bin_s: float
     horizon_s: float
@@ -586,6 +621,7 @@ class PoolResult:
             "swap_rate": float(self.swaps.sum()) / total if total else math.nan,
             "cold_starts": int(self.cold_starts.sum()),
             "swap_time_s": float(self.swap_s.sum()),
+            "cold_start_time_s": float(self.cold_start_s.sum()),
             "latency_s": dict(self.latency_s) if self.latency_modelled else None,
             "latency_modelled": self.latency_modelled,
             "busy_gpu_hours": self.busy_gpu_s / 3600.0,
@@ -609,9 +645,11 @@ def simulate_gpu_pool(
     bin_s: float = 60.0,
     exec_spread: FloatArray | None = None,
     warmup_s: float = 0.0,
+    instance_gpus: npt.ArrayLike = 1,
 ) -> PoolResult:
     """Swaps and latency of functions multiplexed on ``gpus`` GPUs with ``capacity_gib`` of
-    GPU memory in all.
+    GPU memory in all; a function's model runs on ``instance_gpus`` of them (per function, or
+    one value for all), its calls' execution weighed by them.
 
     Bin by bin: the models called in the bin are made resident (a first call loads from
     storage, ``cold_s``; a later miss swaps in from host memory, ``swap_s`` -- the weights over
@@ -634,12 +672,15 @@ def simulate_gpu_pool(
     swap = _per_function("swap_s", swap_s, n_f)
     cold_cost = _per_function("cold_s", cold_s, n_f)
     run = _per_function("exec_s", exec_s, n_f)
-    too_big = np.flatnonzero(mem > capacity_gib)
+    per_call = _instance_gpus(instance_gpus, n_f)
+    too_big = np.flatnonzero((mem > capacity_gib) | (per_call > gpus))
     if too_big.size:
+        i = int(too_big[0])
         raise InvalidSpecError(
-            f"memory_gib of function {int(too_big[0])}",
-            f"exceeds the pool's {capacity_gib:g} GiB",
-            got=float(mem[too_big[0]]),
+            f"memory_gib of function {i}",
+            f"needs {mem[i]:g} GiB on {per_call[i]:g} GPU(s), more than the pool's "
+            f"{capacity_gib:g} GiB on {gpus} GPU(s)",
+            fix="a larger pool (more GPUs), GPUs with more memory or a smaller model",
         )
     minute, func = (a.astype(np.int64) for a in np.nonzero(table.T))
     bounds = np.searchsorted(minute, np.arange(n_t + 1))
@@ -676,9 +717,8 @@ def simulate_gpu_pool(
                 over += 1
     table = table[:, n_warm:]
     invocations = table.sum(axis=1).astype(np.int64)
-    busy = run @ table  # execution GPU-seconds per bin after the warm-up
+    busy = (run * per_call) @ table  # execution GPU-seconds per bin after the warm-up
     overloaded = int(np.count_nonzero(busy > gpus * bin_s * (1.0 + 1e-12)))
-    extra = swapped * swap + first * cold_cost
     latency = latency_summary(
         run,
         ((0.0, invocations - swapped - first), (swap, swapped), (cold_cost, first)),
@@ -688,7 +728,8 @@ def simulate_gpu_pool(
         invocations=invocations,
         swaps=swapped,
         cold_starts=first,
-        swap_s=extra,
+        swap_s=swapped * swap,
+        cold_start_s=first * cold_cost,
         latency_s=latency,
         capacity_gib=capacity_gib,
         oversubscribed_bins=over,
