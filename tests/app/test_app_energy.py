@@ -83,6 +83,42 @@ def test_a_measured_step_and_power_calibrate_the_default_limit() -> None:
     assert low.step_time_s > 0.5 and low.avg_power_w <= 100.0 and low.throttled
 
 
+def test_a_power_read_at_the_default_limit_is_what_it_reports_there() -> None:
+    """240 W on a 250 W V100 is above the 224 W the fitted margin budgets: the default
+    limit reports the reading at full clock (was 224 W, "throttled", for any reading above
+    224 W -- 5000 W gave a 17% clock beside an unchanged step), and the reading is its
+    interval there. (A step the roofline says draws more than the reading stays at its cap:
+    that reading is the board throttled at its default limit.)"""
+    kw = BASE
+    r = gpucast.predict_energy(**kw, measured_power_w=240.0)
+    assert r.avg_power_w == pytest.approx(240.0, rel=1e-9)
+    assert (r.avg_power_lower_w, r.avg_power_upper_w) == pytest.approx((240.0, 240.0))
+    assert r.clock_fraction == 1.0 and not r.throttled
+    at_limit = gpucast.predict_energy(**kw, measured_power_w=253.0)  # within NVML's +-5 W
+    assert at_limit.avg_power_w == pytest.approx(253.0) and not at_limit.throttled
+    low = gpucast.predict_energy(**kw, measured_power_w=240.0, power_limit=150)
+    assert low.throttled and low.avg_power_w <= 150.0
+
+
+def test_the_default_limits_step_interval_is_predict_trains() -> None:
+    """The step at the limit it refers to is that step: predict train's interval, not
+    widened by the power model's band of the ratio to it (which is 1 there); other limits
+    carry both."""
+    kw = {"workload": "resnet50", "batch_size": 256, "gpu": "H100-SXM", "precision": "bf16"}
+    train = gpucast.predict_train(**kw)
+    r = gpucast.predict_energy(**kw)
+    assert r.step_time_s == pytest.approx(train.estimate.value)
+    assert (r.step_time_lower_s, r.step_time_upper_s) == pytest.approx(
+        (train.estimate.lower, train.estimate.upper)
+    )
+    capped = gpucast.predict_energy(**kw, power_limit=400)
+    ratio = capped.step_time_s / r.step_time_s
+    assert capped.step_time_lower_s < train.estimate.lower * ratio
+    assert capped.step_time_upper_s > train.estimate.upper * ratio
+    measured = gpucast.predict_energy(**kw, step_time_s=0.07)
+    assert (measured.step_time_lower_s, measured.step_time_upper_s) == pytest.approx((0.07, 0.07))
+
+
 def test_a_stored_run_at_the_requested_limit_gives_measured_step_and_power(
     tmp_path: Path,
 ) -> None:
@@ -167,6 +203,11 @@ def test_a_limit_off_the_grid_is_in_the_sweep() -> None:
         ({"power_limit": "-5"}, "power-limit: must be a number of watts > 0"),
         ({"eta": 1.5}, "eta: must be in [0, 1]"),
         ({"measured_power_w": -1.0}, "power-w: must be a number > 0"),
+        (  # more than the board draws under its default limit, past NVML's +-5 W
+            {"measured_power_w": 5000.0},
+            "power-w: must be at most the V100-PCIe's default power limit, 250 W",
+        ),
+        ({"measured_power_w": 255.1}, "power-w: must be at most"),
         ({"gpu": "K80"}, "K80 has no max_power_limit_w"),
         ({"gpu": "Z9000"}, "Z9000"),
         ({"dataset_size": 0}, "dataset-size: must be >= 1"),

@@ -44,6 +44,16 @@ def test_bad_limit_exits_2_with_one_line() -> None:
     assert "\n" not in line
 
 
+def test_a_power_reading_above_the_board_exits_2_with_one_line() -> None:
+    result = runner.invoke(app, [*BASE, "--power-w", "5000"])
+    assert result.exit_code == 2
+    line = result.stderr.strip()
+    assert line.startswith(
+        "error: power-w: must be at most the V100-PCIe's default power limit, 250 W"
+    )
+    assert "--power-w" in line and "\n" not in line
+
+
 def test_a_step_that_does_not_fit_is_one_line_and_exit_2_as_in_predict_train() -> None:
     argv = ["--workload", "resnet50", "--batch-size", "100000", "--gpu", "L4"]
     for verb in ("energy", "train"):

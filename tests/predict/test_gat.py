@@ -120,11 +120,43 @@ def test_feature_placement_shares() -> None:
     assert slow == pytest.approx(1 / 32)
 
 
+def test_a_gat_step_takes_at_least_its_kernel_launches() -> None:
+    """One relation, 2 layers: 2 transforms + 11 attention kernels + 2 for the layer's output
+    a layer, 3 for the classifier (33 forward), x3 with the backward, 12 for Adam, and the
+    sampler's 3 a hop and relation plus a feature gather (7); full graph: one transform a
+    layer (the same rows), no sampling. Each launch costs what GCN's do."""
+    graph = gat.HeteroGraph.homogeneous(nodes=2708, edges=10556, feature_dim=1433)
+    spec = gat.GatSpec(heads=8, hidden=64, classes=7, layers=2, fanouts=(10, 10), batch=140)
+    cost = gat.gat_cost(graph, spec, feature_bytes_per_value=2)
+    assert gat.ATTENTION_KERNELS == 11
+    assert (cost.kernels, cost.forward_kernels) == (3 * 33 + 12 + 7, 33 + 7)
+    assert cost.forward_only().kernels == cost.forward_kernels
+    full = gat.full_graph_gat_cost(graph, gat.GatSpec(heads=8, hidden=64, classes=7, layers=2))
+    assert full.kernels == 3 * (2 * (1 + 11 + 2) + 3) + 12
+    step = gat.gat_step_time(
+        cost, gat.place_features(1e6, gpus=1, gpus_per_node=8, free_bytes_per_gpu=1e12),
+        tflops=400.0, hbm_gbps=1600.0, peer_gbps=400.0, network_gbps=25.0, host_gbps=32.0,
+        kernel_overhead_s=1e-5,
+    )  # fmt: skip
+    assert step.compute_s < 2e-5 and step.launch_s == pytest.approx(118e-5)
+    assert step.total_s == pytest.approx(118e-5)  # was the 10 us of work alone
+    assert cost.dense_s(tflops=400.0, kernel_overhead_s=1e-5) == pytest.approx(118e-5)
+
+
+def test_hidden_is_heads_times_units_per_head() -> None:
+    with pytest.raises(InvalidSpecError, match=r"hidden: must be a multiple of --heads \(3\)"):
+        _spec(heads=3, hidden=256)
+    assert _spec(heads=8, hidden=256).hidden == 256
+
+
 def test_overlap_takes_the_slower_phase() -> None:
     t = gat.GatStepTime(compute_s=0.1, feature_fetch_s=0.3, allreduce_s=0.01)
     assert t.total_s == pytest.approx(0.31)
     assert gat.GatStepTime(compute_s=0.1, feature_fetch_s=0.3, allreduce_s=0.01,
                            overlap=False).total_s == pytest.approx(0.41)  # fmt: skip
+    launched = gat.GatStepTime(compute_s=0.1, feature_fetch_s=0.3, allreduce_s=0.01,
+                               launch_s=0.5)  # fmt: skip
+    assert launched.gpu_s == 0.5 and launched.total_s == pytest.approx(0.51)
 
 
 def test_igbh_catalog_matches_the_published_totals() -> None:

@@ -35,6 +35,27 @@ def test_full_graph_cost_by_hand() -> None:
     assert sage.transform_flops == pytest.approx(2 * cost.transform_flops)
 
 
+def test_a_step_takes_at_least_its_kernel_launches() -> None:
+    """A 2-layer GCN step: 4 kernels a layer and 2 for the loss forward, x3 with the backward,
+    12 for Adam; a mini-batch copies its features and 2 index arrays a layer. On a tiny graph
+    the launches pace the step; on a large one the work does."""
+    spec = gnn.GnnSpec(model="gcn", feature_dim=8, hidden=4, classes=2)
+    assert gnn.training_kernels(spec) == 3 * (2 * 4 + 2) + 12
+    batch = gnn.GnnSpec(model="sage", feature_dim=8, hidden=4, classes=2, batch=4, fanouts=(2, 2))
+    assert gnn.training_kernels(batch) == 3 * (2 * 6 + 2) + 12 + 1 + 2 * 2
+    tiny = gnn.full_graph_cost(spec, nodes=10, edges=30)
+    rates = {"tflops": 100.0, "memory_gbps": 1000.0}
+    assert tiny.step_time_s(**rates) < 1e-6  # the work alone: a microsecond
+    assert tiny.step_time_s(**rates, kernel_overhead_s=1e-5) == pytest.approx(42 * 1e-5)
+    assert tiny.dense_step_time_s(tflops=100.0, kernel_overhead_s=1e-5) == pytest.approx(42e-5)
+    big = gnn.full_graph_cost(spec, nodes=10**7, edges=10**9)
+    assert big.step_time_s(**rates, kernel_overhead_s=1e-5) == pytest.approx(
+        big.step_time_s(**rates)
+    )
+    with pytest.raises(InvalidSpecError, match="kernel_overhead_s"):
+        gnn.launch_floor_s(1.0, 10, -1.0)
+
+
 def test_full_graph_bytes_by_hand() -> None:
     """Edges as two 4-byte ids; features, activations and their gradients in fp32."""
     spec = gnn.GnnSpec(model="gcn", feature_dim=8, hidden=4, classes=2)

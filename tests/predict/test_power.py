@@ -94,6 +94,34 @@ def test_a_measured_power_calibrates_the_reference_reading() -> None:
     assert blind["avg_power_w"].iloc[-1] != pytest.approx(170.0, rel=1e-3)
 
 
+def test_a_reading_above_the_fitted_budget_is_reproduced_not_throttled() -> None:
+    """TRUE's controller holds a 250 W board at 236 W; a board read at 245 W there keeps a
+    smaller margin: the model reproduces the reading at full clock (it used to throttle the
+    reading to 236 W and call the default limit's step throttled), and the lower limits
+    budget more than the fitted margin gives a board without a reading."""
+    terms = PowerTerms(compute_s=0.4, memory_s=0.3, kernel_s=0.05, host_s=0.05)
+    out = _sweep(terms, [150.0, 200.0, 250.0], measured_power_w=245.0)
+    top = out.iloc[-1]
+    assert top["avg_power_w"] == pytest.approx(245.0, rel=1e-9)
+    assert top["clock_fraction"] == 1.0 and not top["throttled"]
+    assert top["step_time_s"] == pytest.approx(terms.total_s)
+    assert np.all(out["avg_power_w"].to_numpy() <= out["power_limit_w"].to_numpy())
+    within = _sweep(terms, [150.0, 200.0, 250.0], measured_power_w=230.0)  # under the budget
+    assert within["avg_power_w"].iloc[-1] == pytest.approx(230.0, rel=1e-9)
+    assert np.all(out["avg_power_w"].to_numpy()[:-1] > within["avg_power_w"].to_numpy()[:-1])
+    # a reading a sensor's error above the limit is the board at its limit, unthrottled
+    over = _sweep(terms, [250.0], measured_power_w=252.0)
+    assert over["avg_power_w"].iloc[0] == pytest.approx(250.0) and not over["throttled"].iloc[0]
+
+
+def test_the_fit_learns_one_margin_that_readings_do_not_lower() -> None:
+    """The fit's objective keeps the global margin on every row (a reading lowers a row's
+    margin only in prediction): a refit on the model's own draws is unchanged by it."""
+    data = sweep_rows()
+    model = PowerModel().fit(data)
+    assert model.constants.cap_margin == pytest.approx(TRUE.cap_margin, abs=0.02)
+
+
 def test_fit_recovers_the_constants_that_drew_the_data() -> None:
     data = sweep_rows()
     model = PowerModel().fit(data)

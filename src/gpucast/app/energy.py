@@ -12,7 +12,7 @@
   A stored training run of the workload at the batch on the GPU type, taken at the limit asked
   for (the default for none or ``auto``) with its board energy recorded (``gpucast measure
   train [--power-limits ...]``), gives the step and average power there as measured and
-  calibrates the sweep (the ``measured_power`` regime: leave-one-GPU-out power MAPE 5.1%, not
+  calibrates the sweep (the ``measured_power`` regime: leave-one-GPU-out power MAPE 4.6%, not
   the predicted regime's 20.6%); ``--step-time-s``/``--power-w`` take precedence over it.
 """
 
@@ -438,6 +438,7 @@ def predict_energy(
     from gpucast.inputs.energy import power_model, power_terms
     from gpucast.inputs.workload import workload_facts, workload_profile
     from gpucast.predict.power import (
+        READING_TOLERANCE_W,
         BoardPower,
         energy_optimal,
         power_interval,
@@ -466,6 +467,17 @@ def predict_energy(
                 got=limit,
                 fix=f"e.g. --power-limit {top:g}, or --power-limit auto",
             )
+    reading_w = request.measured_power_w
+    if reading_w is not None and reading_w > top + READING_TOLERANCE_W:
+        raise InvalidSpecError(
+            "power-w",
+            f"must be at most the {spec.name}'s default power limit, {top:g} W (catalog "
+            f"gpus.csv; +{READING_TOLERANCE_W:g} W of NVML's stated accuracy): the board cannot "
+            "draw more on average under it",
+            got=reading_w,
+            fix="pass the average board power measured at the default limit (nvidia-smi "
+            "--query-gpu=power.draw, averaged over the steps), or drop --power-w",
+        )
     model = power_model(request.power_model)
     train = predict_train(
         workload=request.workload,
@@ -518,7 +530,7 @@ def predict_energy(
     steps = sweep_frame["step_time_s"].to_numpy(dtype=np.float64)
     powers = sweep_frame["avg_power_w"].to_numpy(dtype=np.float64)
     at_reading = np.isclose(sweep_frame["power_limit_w"].to_numpy(dtype=np.float64), ref_limit)
-    if reading is not None and measured_power is not None:  # the run's own readings there
+    if measured_power is not None:  # the reading itself there (the store run's or --power-w)
         steps[at_reading], powers[at_reading] = ref_step, measured_power
     costs = zeus_cost(steps, powers, eta=request.eta, max_power_w=top)
     limits = sweep_frame["power_limit_w"].to_numpy(dtype=np.float64)
@@ -542,8 +554,13 @@ def predict_energy(
     ratio = steps[i] / ref_step
     step_band = fitted.interval(regime, "step_time") or (1.0, 1.0)
     power_band = fitted.interval(regime, "avg_power")
-    if reading is not None and at_reading[i]:  # the limit asked for is the one measured
-        step_band = power_band = (1.0, 1.0)
+    if at_reading[i]:
+        # the limit the step time refers to: the step is that step (the power model's band is
+        # of the step's ratio to it, 1 there), its interval the step's own -- predict train's
+        # for the roofline step, none for a measured one; a power read there is the reading
+        step_band = (1.0, 1.0)
+        if measured_power is not None:
+            power_band = (1.0, 1.0)
     if request.step_time_s is not None:
         step_lo, step_hi = ref_step * ratio * step_band[0], ref_step * ratio * step_band[1]
         step_source = "measured at the default limit (--step-time-s)"

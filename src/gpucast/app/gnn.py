@@ -336,6 +336,18 @@ class PredictGnnRequest:
             )
         if self.edge_list is not None and self.edges is not None:
             raise InvalidSpecError("edges", "give --edges or --edge-list, not both")
+        if (
+            self.nodes is not None
+            and self.edges is not None
+            and self.edges > self.nodes * (self.nodes - 1)
+        ):
+            raise InvalidSpecError(
+                "edges",
+                f"must be at most nodes x (nodes - 1) = {self.nodes * (self.nodes - 1):,}: the "
+                f"directed edges {self.nodes:,} nodes can have without self-loops or repeats",
+                got=self.edges,
+                fix="check --nodes and --edges (directed edges: twice the undirected ones)",
+            )
         if self.parts is not None and self.edge_list is None:
             raise InvalidSpecError("parts", "needs --edge-list (the partition is computed)")
         if (self.batch is None) != (not self.fanouts):
@@ -430,6 +442,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
     from gpucast.domain.units import GIB
     from gpucast.plan.inputs import PCIE_GBPS
     from gpucast.predict import gnn
+    from gpucast.predict.roofline import KERNEL_OVERHEAD_S
 
     request = resolve(PredictGnnRequest, request, options)
     if request.model in GAT_MODELS:
@@ -507,10 +520,13 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
     tflops, hbm = _achieved_rates(gpu)
     pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0
     host = pcie if request.batch is not None else None
-    step = cost.step_time_s(tflops=tflops, memory_gbps=hbm, host_link_gbps=host)
+    step = cost.step_time_s(
+        tflops=tflops, memory_gbps=hbm, host_link_gbps=host, kernel_overhead_s=KERNEL_OVERHEAD_S
+    )
     assumptions = {
         "compute": f"{FLOP_EFFICIENCY:.0%} of {gpu.name}'s BF16 peak on the transforms",
         "gathers": f"{GATHER_EFFICIENCY:.0%} of HBM bandwidth; x3 for forward + backward",
+        "launches": _launch_note(cost.kernels, KERNEL_OVERHEAD_S),
         "features": "mini-batch features in host memory, fetched over PCIe"
         if graph_bytes is None
         else f"full graph: edges, features and activations in HBM ({graph_bytes / GIB:,.3g} "
@@ -555,7 +571,9 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         nodes=nodes,
         edges=edges,
         step_time_s=step,
-        dense_step_time_s=cost.dense_step_time_s(tflops=tflops),
+        dense_step_time_s=cost.dense_step_time_s(
+            tflops=tflops, kernel_overhead_s=KERNEL_OVERHEAD_S
+        ),
         feature_fetch_s=0.0 if host is None else cost.feature_fetch_bytes / (host * 1e9),
         nodes_per_hop=cost.nodes_per_hop,
         halo_nodes=halo,
@@ -695,6 +713,7 @@ def _partitioned_epoch(
     from gpucast.plan.inputs import intra_node_gbps
     from gpucast.predict import gnn_partition
     from gpucast.predict.comm import DEFAULT_HOP_LATENCY_S, hierarchical_collective_s
+    from gpucast.predict.roofline import KERNEL_OVERHEAD_S
 
     k = len(loads)
     intra_gbit = intra_node_gbps(gpu)
@@ -720,8 +739,9 @@ def _partitioned_epoch(
         )
     )  # fmt: skip
     epoch = gnn_partition.partitioned_epoch(
-        spec, loads, tflops=tflops, memory_gbps=hbm, links=links, allreduce_s=allreduce
-    )
+        spec, loads, tflops=tflops, memory_gbps=hbm, links=links, allreduce_s=allreduce,
+        kernel_overhead_s=KERNEL_OVERHEAD_S,
+    )  # fmt: skip
     if request.price is not None:
         price: float | None = request.price
         priced = f"${request.price:g} per GPU-hour (--price)"
@@ -737,7 +757,8 @@ def _partitioned_epoch(
         f"{GATHER_EFFICIENCY:.0%} of the link: {intra_gbit / 8:g} GB/s per GPU between the "
         f"{per_node} GPUs of a node, {nic_gbit:g} Gbit/s per GPU across nodes ({where}); "
         "the two links run at once, each full duplex",
-        "epoch": "the slowest part's compute + its halo exchange (NOT overlapped: added) + the "
+        "epoch": "the slowest part's compute (at least its kernel launches: assumption "
+        "launches) + its halo exchange (NOT overlapped: added) + the "
         f"fp32 all-reduce of the {params:,} weights; every GPU held the whole epoch",
         "price": priced,
     }
@@ -775,6 +796,7 @@ def _split(
     from gpucast.catalog import load_catalog
     from gpucast.catalog.function_compute import function_compute
     from gpucast.predict import gnn_split
+    from gpucast.predict.roofline import KERNEL_OVERHEAD_S
     from gpucast.predict.serving import CPU_GFLOPS_PER_VCPU, cpu_device
 
     catalog = load_catalog()
@@ -817,6 +839,7 @@ def _split(
         functions=request.functions,
         function_gb=request.function_memory_gb,
         function_gflops_per_vcpu=CPU_GFLOPS_PER_VCPU * FLOP_EFFICIENCY,
+        kernel_overhead_s=KERNEL_OVERHEAD_S,
     )
     options = gnn_split.split_epoch(cost, spec, nodes=nodes, hw=hw)
     notes = {
@@ -895,6 +918,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
     from gpucast.plan.inputs import PCIE_GBPS, intra_node_gbps
     from gpucast.predict import gat
     from gpucast.predict.comm import DEFAULT_HOP_LATENCY_S, hierarchical_collective_s
+    from gpucast.predict.roofline import KERNEL_OVERHEAD_S
 
     gpu = load_catalog().gpu(request.gpu)
     graph, degrees, notes, warnings = _gat_graph(request)
@@ -951,12 +975,15 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
     step = gat.gat_step_time(
         cost, placement, tflops=tflops, hbm_gbps=hbm, peer_gbps=peer, network_gbps=network,
         host_gbps=pcie, allreduce_s=allreduce, overlap=request.overlap_fetch,
+        kernel_overhead_s=KERNEL_OVERHEAD_S,
     )  # fmt: skip
     evaluation = gat.gat_step_time(
         cost.forward_only(), placement, tflops=tflops, hbm_gbps=hbm, peer_gbps=peer,
         network_gbps=network, host_gbps=pcie, overlap=request.overlap_fetch,
+        kernel_overhead_s=KERNEL_OVERHEAD_S,
     )  # fmt: skip
-    dense = cost.dense_s(tflops=tflops) + step.feature_fetch_s + allreduce
+    dense = cost.dense_s(tflops=tflops, kernel_overhead_s=KERNEL_OVERHEAD_S)
+    dense += step.feature_fetch_s + allreduce
     validation = validation_for(f"gnn-{request.model}", [gpu.name], "bf16", request.gpus)
     nodes = int(graph.counts().sum())
     edges = sum(r.edges for r in graph.relations)
@@ -974,6 +1001,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
         notes=tuple(notes),
         phases_s={
             "compute_s": step.compute_s,
+            "launch_s": step.launch_s,
             "feature_fetch_s": step.feature_fetch_s,
             "allreduce_s": step.allreduce_s,
         },
@@ -982,6 +1010,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
         warnings=tuple(warnings),
         assumptions={
             "compute": _gat_compute_note(gpu),
+            "launches": _launch_note(cost.kernels, KERNEL_OVERHEAD_S),
             "attention": f"{_attention_note(request)}; sampling "
             f"{gat.SAMPLE_BYTES_PER_EDGE:.0f} HBM bytes per sampled edge (on the GPU)",
             "features": f"{total_features / 1e9:,.0f} GB of {request.feature_precision} "
@@ -1045,6 +1074,16 @@ def _attention_note(request: PredictGnnRequest) -> str:
     )
 
 
+def _launch_note(kernels: float, kernel_overhead_s: float) -> str:
+    """The launch floor every GNN step carries (predict.gnn.launch_floor_s)."""
+    return (
+        f"{kernels:,.0f} kernel launches a training step at {kernel_overhead_s * 1e6:.0f} us "
+        f"each (the roofline's per-kernel prior, predict.roofline.KERNEL_OVERHEAD_S): the GPU "
+        f"takes at least {kernels * kernel_overhead_s * 1e3:.3g} ms, the slower of that and "
+        "its kernels' work"
+    )
+
+
 def _gat_compute_note(gpu: Any) -> str:
     """The rates every GAT step rests on."""
     return (
@@ -1062,6 +1101,8 @@ def _full_graph_gat(
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.units import GIB
     from gpucast.predict import gat
+    from gpucast.predict.gnn import launch_floor_s
+    from gpucast.predict.roofline import KERNEL_OVERHEAD_S
 
     need = gat.full_graph_gat_bytes(
         graph, spec, feature_bytes_per_value=FEATURE_BYTES[request.feature_precision]
@@ -1077,7 +1118,9 @@ def _full_graph_gat(
         )
     cost = gat.full_graph_gat_cost(graph, spec)
     tflops, hbm = _achieved_rates(gpu)
-    step = cost.compute_s(tflops=tflops, hbm_gbps=hbm)
+    work = cost.compute_s(tflops=tflops, hbm_gbps=hbm)
+    step = launch_floor_s(work, cost.kernels, KERNEL_OVERHEAD_S)
+    fwd = cost.forward_only()
     nodes, edges = int(graph.counts().sum()), sum(r.edges for r in graph.relations)
     return PredictGnnResult(
         model=request.model,
@@ -1085,18 +1128,21 @@ def _full_graph_gat(
         nodes=nodes,
         edges=edges,
         step_time_s=step,
-        dense_step_time_s=cost.dense_s(tflops=tflops),
+        dense_step_time_s=cost.dense_s(tflops=tflops, kernel_overhead_s=KERNEL_OVERHEAD_S),
         feature_fetch_s=0.0,
         nodes_per_hop=(),
         halo_nodes=None,
         halo_bytes_per_epoch=None,
         notes=tuple(notes),
-        phases_s={"compute_s": step},
-        eval_step_time_s=cost.forward_only().compute_s(tflops=tflops, hbm_gbps=hbm),
+        phases_s={"compute_s": work, "launch_s": cost.kernels * KERNEL_OVERHEAD_S},
+        eval_step_time_s=launch_floor_s(
+            fwd.compute_s(tflops=tflops, hbm_gbps=hbm), fwd.kernels, KERNEL_OVERHEAD_S
+        ),
         validated=validation_for("gnn-gat", [gpu.name], "bf16", 1).text(),
         warnings=tuple(warnings),
         assumptions={
             "compute": _gat_compute_note(gpu),
+            "launches": _launch_note(cost.kernels, KERNEL_OVERHEAD_S),
             "attention": _attention_note(request),
             "full graph": f"every layer on all {nodes:,} nodes and {edges:,} edges, no "
             f"sampling; the graph, its {request.feature_precision} features and every layer's "

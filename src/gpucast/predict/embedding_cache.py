@@ -24,8 +24,15 @@ independent-reference assumption; the first lookup of a row is always a miss):
   distinct rows: ``sum_k P(k) (1 - (1 - x)^k) = f``. Hit rate
   ``sum_k P(k) (k - 1) (1 - (1 - x)^k) / sum_k P(k) k``.
 * **LFU** with per-row frequency counters over all rows (FBGEMM's ``CacheAlgorithm.LFU``
-  keeps one per table row): the cache ends up with the ``C`` most looked-up rows, which hit
-  on every lookup after the first: ``sum over the top f of rows of (k - 1) / L``.
+  keeps one per table row): at time ``tau`` through the window a row's running count is
+  ``Binomial(k, tau)`` and the cache holds the ``C`` rows of highest count; a lookup hits when
+  the row's earlier count (``Binomial(k - 1, tau)``) is above the cache's threshold (or at
+  it, for the share of those rows the cache holds). The threshold is evaluated at the
+  midpoints of :data:`LFU_TIME_STEPS` steps and the hit probability integrated exactly over
+  each step (incomplete beta functions): a midpoint average of it misses most of a hot row's
+  first-lookup miss, which falls in the window's first instants (``P(no earlier lookup) =
+  (1 - tau)^(k - 1)``), and so read above the ceiling ``1 - N / L`` (2022 window at a 99%
+  cache: 92.197% against 92.150%).
 
 Both are validated against exact LRU/LFU replays of synthetic streams drawn to match each
 published file (``benchmarks/embedding_cache.py``; :mod:`gpucast.simulate.embedding_cache`).
@@ -89,6 +96,37 @@ def _solve_exponent(k: FloatArray, span: FloatArray, mean: float) -> float:
         else:
             hi = mid
     return 0.5 * (lo + hi)
+
+
+def _binomial_sf_integral(
+    theta: FloatArray, n: FloatArray, lo: FloatArray, hi: FloatArray
+) -> FloatArray:
+    """``integral of P(Binomial(n, t) > theta) dt`` from ``lo`` to ``hi`` (broadcast): that
+    probability is ``I_t(theta + 1, n - theta)`` (regularised incomplete beta), whose
+    antiderivative is ``t I_t(a, b) - a / (a + b) I_t(a + 1, b)``."""
+    from scipy.special import betainc
+
+    some = theta < n
+    a = theta + 1.0
+    b = np.where(some, n - theta, 1.0)
+
+    def antiderivative(t: FloatArray) -> FloatArray:
+        return t * betainc(a, b, t) - a / (a + b) * betainc(a + 1.0, b, t)  # type: ignore[no-any-return]
+
+    return np.asarray(np.where(some, antiderivative(hi) - antiderivative(lo), 0.0))
+
+
+def _binomial_pmf_integral(
+    theta: FloatArray, n: FloatArray, lo: FloatArray, hi: FloatArray
+) -> FloatArray:
+    """``integral of P(Binomial(n, t) = theta) dt`` from ``lo`` to ``hi`` (broadcast):
+    ``(I_hi(theta + 1, n - theta + 1) - I_lo(...)) / (n + 1)``."""
+    from scipy.special import betainc
+
+    some = theta <= n
+    a = theta + 1.0
+    b = np.where(some, n - theta + 1.0, 1.0)
+    return np.asarray(np.where(some, (betainc(a, b, hi) - betainc(a, b, lo)) / (n + 1.0), 0.0))
 
 
 @register
@@ -217,9 +255,10 @@ class EmbeddingLocalityModel(Estimator):
         if policy not in POLICIES:
             raise InvalidSpecError("policy", f"must be one of {', '.join(POLICIES)}", got=policy)
         f = np.minimum(f, 1.0)
-        if policy == "lru":
-            return self._lru(k, w, f)
-        return self._lfu(k, w, f)
+        hits = self._lru(k, w, f) if policy == "lru" else self._lfu(k, w, f)
+        # the ceiling (every lookup but a row's first) is what both reach at f = 1 in exact
+        # arithmetic; the sums reach it up to their last bits, which this holds them to
+        return np.minimum(hits, 1.0 - self.compulsory_miss_rate())
 
     @staticmethod
     def _lru(k: FloatArray, w: FloatArray, f: FloatArray) -> FloatArray:
@@ -267,10 +306,16 @@ class EmbeddingLocalityModel(Estimator):
             (flat[:, None] - above) / np.maximum(at_or_above - above, 1e-300), 0.0, 1.0
         )
         # a lookup at tau finds the row cached when its earlier count (Binomial(k - 1, tau))
-        # is above theta, or at theta for the share of those rows the cache holds
+        # is above theta, or at theta for the share of those rows the cache holds; theta and
+        # that share held over each time step, the probability integrated over it exactly
         th = theta[..., None]
-        p_hit = binom.sf(th, kk - 1, tt) + share_at[..., None] * binom.pmf(th, kk - 1, tt)
-        hits = p_hit.mean(axis=1) @ (w * k) / float(w @ k)
+        edges = np.arange(LFU_TIME_STEPS + 1) / LFU_TIME_STEPS
+        lo_t, hi_t = edges[None, :-1, None], edges[None, 1:, None]
+        n = kk - 1.0
+        p_hit = _binomial_sf_integral(th, n, lo_t, hi_t) + share_at[..., None] * (
+            _binomial_pmf_integral(th, n, lo_t, hi_t)
+        )
+        hits = p_hit.sum(axis=1) @ (w * k) / float(w @ k)
         hits = np.where(flat <= 0.0, 0.0, hits)
         return np.asarray(hits, dtype=np.float64).reshape(f.shape)
 

@@ -28,8 +28,11 @@ features are in HBM); a relation within one node type transforms its nodes once 
 destination are the same rows). :func:`full_graph_gat_bytes` is the memory it needs.
 
 :class:`GatCost` carries the work of one step: transform FLOPs, edge bytes (attention,
-softmax, aggregation), sampling bytes, the input features gathered, and the aggregation priced
-as a dense adjacency matmul (the gap a dense roofline would make). :func:`place_features`
+softmax, aggregation), sampling bytes, the input features gathered, the aggregation priced
+as a dense adjacency matmul (the gap a dense roofline would make) and the kernels the step
+launches (:func:`step_kernels`): a step takes at least their launches
+(:func:`gpucast.predict.gnn.launch_floor_s`, as GCN and GraphSAGE steps are priced), which
+is what paces a mini-batch on a small graph. :func:`place_features`
 splits the feature gathers between this GPU's HBM, peers over NVLink, other nodes over the
 network and host memory over PCIe, from where the features are stored.
 """
@@ -43,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.predict.gnn import OPTIMIZER_KERNELS, launch_floor_s
 from gpucast.predict.gnn_degrees import (
     DegreeDistribution,
     RelationDegrees,
@@ -60,6 +64,19 @@ SAMPLE_BYTES_PER_EDGE = 64.0
 #: node, normalise.
 SOFTMAX_PASSES = 4
 MAX_LAYERS = 64
+#: Forward kernels of one relation in one layer besides its transforms (a matmul per side,
+#: one when source and destination are the same rows), as GATConv runs eagerly in DGL and PyG:
+#: the two attention halves (a multiply and a row sum each), the edge logit (an add and a
+#: leaky ReLU), the segment softmax (:data:`SOFTMAX_PASSES`) and the weighted aggregation.
+ATTENTION_KERNELS = 4 + 2 + SOFTMAX_PASSES + 1
+#: Per destination node type and layer: the bias and the activation (and one add per further
+#: relation into the type).
+OUTPUT_KERNELS = 2
+#: The classifier on the seeds: a matmul, log-softmax and the loss.
+CLASSIFIER_KERNELS = 3
+#: Neighbour sampling on the GPU per hop and relation: the draws, the de-duplicating hash
+#: insert and the relabelling (and one feature gather per node type).
+SAMPLER_KERNELS = 3
 
 
 def _count(name: str, value: object, minimum: int) -> int:
@@ -217,11 +234,16 @@ class GatSpec:
         _count("activation_bytes", self.activation_bytes, 1)
         if self.layers > MAX_LAYERS:
             raise InvalidSpecError("layers", f"must be <= {MAX_LAYERS}", got=self.layers)
-        if self.hidden < self.heads:
+        if self.hidden % self.heads:
+            low = self.hidden // self.heads * self.heads
             raise InvalidSpecError(
-                "hidden", f"must be >= heads ({self.heads}): it is heads x units per head",
+                "hidden",
+                f"must be a multiple of --heads ({self.heads}): it is heads x units per head "
+                "(GATConv's out_channels per head, concatenated)",
                 got=self.hidden,
-            )  # fmt: skip
+                fix=f"e.g. --hidden {low or self.heads} or {low + self.heads}, or --heads "
+                "dividing it",
+            )
         if self.batch is None and self.fanouts:
             raise InvalidSpecError(
                 "fanouts", "are for mini-batches: give --batch too, or neither for the full graph"
@@ -265,6 +287,9 @@ class GatCost:
     nodes_per_hop: tuple[float, ...]
     input_nodes: float
     forward_share: tuple[float, ...] = ()
+    #: kernel launches of the step and of its forward pass alone (:func:`step_kernels`)
+    kernels: float = 0.0
+    forward_kernels: float = 0.0
 
     @property
     def transform_flops(self) -> float:
@@ -280,6 +305,7 @@ class GatCost:
             edge_bytes=self.edge_bytes / TRAIN_FACTOR,
             dense_aggregation_flops=self.dense_aggregation_flops / TRAIN_FACTOR,
             forward_share=tuple(1.0 for _ in f),
+            kernels=self.forward_kernels,
         )
 
     def compute_s(self, *, tflops: float, hbm_gbps: float) -> float:
@@ -290,9 +316,33 @@ class GatCost:
         gemm = float(np.maximum(flops, moved).sum())
         return gemm + (self.edge_bytes + self.sampling_bytes) / (hbm_gbps * 1e9)
 
-    def dense_s(self, *, tflops: float) -> float:
-        """The aggregation priced as a dense adjacency matmul, plus the same transforms."""
-        return (self.transform_flops + self.dense_aggregation_flops) / (tflops * 1e12)
+    def dense_s(self, *, tflops: float, kernel_overhead_s: float = 0.0) -> float:
+        """The aggregation priced as a dense adjacency matmul, plus the same transforms, the
+        same kernels launched (:func:`gpucast.predict.gnn.launch_floor_s`)."""
+        work = (self.transform_flops + self.dense_aggregation_flops) / (tflops * 1e12)
+        return launch_floor_s(work, self.kernels, kernel_overhead_s)
+
+
+def step_kernels(
+    graph: HeteroGraph, spec: GatSpec, *, shared: npt.NDArray[np.bool_], sampled: bool
+) -> tuple[float, float]:
+    """(a training step, its forward pass alone) in kernel launches: per layer and relation
+    its transforms (one when ``shared``) and :data:`ATTENTION_KERNELS`, per layer and
+    destination type :data:`OUTPUT_KERNELS` and the sum over its relations, then
+    :data:`CLASSIFIER_KERNELS`; the backward launches about twice the forward (``TRAIN_FACTOR``
+    x the forward in all), the optimizer :data:`~gpucast.predict.gnn.OPTIMIZER_KERNELS`; a
+    mini-batch also samples (:data:`SAMPLER_KERNELS` per hop and relation, a feature gather
+    per node type), in training and evaluation alike."""
+    into: dict[str, int] = {}
+    for r in graph.relations:
+        into[r.dst] = into.get(r.dst, 0) + 1
+    per_layer = sum((1.0 if s else 2.0) + ATTENTION_KERNELS for s in shared)
+    per_layer += sum(OUTPUT_KERNELS + n - 1 for n in into.values())
+    forward = spec.layers * per_layer + CLASSIFIER_KERNELS
+    sampling = 0.0
+    if sampled:
+        sampling = spec.layers * len(graph.relations) * SAMPLER_KERNELS + len(graph.node_types)
+    return TRAIN_FACTOR * forward + OPTIMIZER_KERNELS + sampling, forward + sampling
 
 
 def has_degree_laws(graph: HeteroGraph) -> bool:
@@ -393,10 +443,11 @@ def gat_cost(
         raise InvalidSpecError("batch", "mini-batch pricing needs --batch and --fanouts")
     target = spec.target or graph.node_types[0].name
     nodes, edges = sampled_hetero(graph, target, spec.batch, spec.fanouts, degrees)
+    shared = np.zeros(len(graph.relations), dtype=bool)
     flops, moved, share, edge_bytes, dense = _layers_cost(
-        graph, spec, nodes, edges, seeds=float(nodes[0].sum()),
-        shared=np.zeros(len(graph.relations), dtype=bool),
-    )  # fmt: skip
+        graph, spec, nodes, edges, seeds=float(nodes[0].sum()), shared=shared
+    )
+    kernels, forward_kernels = step_kernels(graph, spec, shared=shared, sampled=True)
     sampled = float(edges.sum())
     return GatCost(
         gemm_flops=tuple(flops),
@@ -409,6 +460,8 @@ def gat_cost(
         nodes_per_hop=tuple(float(v) for v in nodes.sum(axis=1)),
         input_nodes=float(nodes[-1].sum()),
         forward_share=tuple(share),
+        kernels=kernels,
+        forward_kernels=forward_kernels,
     )
 
 
@@ -423,10 +476,11 @@ def full_graph_gat_cost(graph: HeteroGraph, spec: GatSpec) -> GatCost:
     counts = graph.counts()
     nodes = np.tile(counts, (spec.layers + 1, 1))
     edges = np.tile([float(r.edges) for r in graph.relations], (spec.layers, 1))
+    shared = _same_type(graph)
     flops, moved, share, edge_bytes, dense = _layers_cost(
-        graph, spec, nodes, edges, seeds=float(counts[graph.index(target)]),
-        shared=_same_type(graph),
-    )  # fmt: skip
+        graph, spec, nodes, edges, seeds=float(counts[graph.index(target)]), shared=shared
+    )
+    kernels, forward_kernels = step_kernels(graph, spec, shared=shared, sampled=False)
     return GatCost(
         gemm_flops=tuple(flops),
         gemm_bytes=tuple(moved),
@@ -438,6 +492,8 @@ def full_graph_gat_cost(graph: HeteroGraph, spec: GatSpec) -> GatCost:
         nodes_per_hop=(),
         input_nodes=float(counts.sum()),
         forward_share=tuple(share),
+        kernels=kernels,
+        forward_kernels=forward_kernels,
     )
 
 
@@ -521,28 +577,37 @@ def place_features(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GatStepTime:
-    """One training step on one GPU by phase (seconds). With ``overlap`` the next batch's
-    features are gathered while this one computes (NVIDIA's ``TRAIN_OVERLAP``): the slower of
-    the two counts; without, they add. The gradient all-reduce is added either way."""
+    """One training step on one GPU by phase (seconds). The GPU's part is the slower of its
+    kernels' work (``compute_s``) and the host's launches of them (``launch_s``:
+    :func:`gpucast.predict.gnn.launch_floor_s`). With ``overlap`` the next batch's features
+    are gathered while this one computes (NVIDIA's ``TRAIN_OVERLAP``): the slower of the two
+    counts; without, they add. The gradient all-reduce is added either way."""
 
     compute_s: float
     feature_fetch_s: float
     allreduce_s: float
     overlap: bool = True
+    launch_s: float = 0.0
+
+    @property
+    def gpu_s(self) -> float:
+        return max(self.compute_s, self.launch_s)
 
     @property
     def total_s(self) -> float:
         if self.overlap:
-            return max(self.compute_s, self.feature_fetch_s) + self.allreduce_s
-        return self.compute_s + self.feature_fetch_s + self.allreduce_s
+            return max(self.gpu_s, self.feature_fetch_s) + self.allreduce_s
+        return self.gpu_s + self.feature_fetch_s + self.allreduce_s
 
 
 def gat_step_time(
     cost: GatCost, placement: FeaturePlacement, *, tflops: float, hbm_gbps: float,
     peer_gbps: float, network_gbps: float, host_gbps: float, allreduce_s: float = 0.0,
-    overlap: bool = True,
+    overlap: bool = True, kernel_overhead_s: float = 0.0,
 ) -> GatStepTime:  # fmt: skip
-    """The step from its work, where the features live and the links (GB/s; TFLOP/s)."""
+    """The step from its work, where the features live and the links (GB/s; TFLOP/s), its
+    kernels launched at ``kernel_overhead_s`` each (0: no launch floor)."""
+    launch = launch_floor_s(0.0, cost.kernels, kernel_overhead_s)
     return GatStepTime(
         compute_s=cost.compute_s(tflops=tflops, hbm_gbps=hbm_gbps),
         feature_fetch_s=placement.fetch_s(
@@ -554,4 +619,5 @@ def gat_step_time(
         ),
         allreduce_s=allreduce_s,
         overlap=overlap,
+        launch_s=launch,
     )

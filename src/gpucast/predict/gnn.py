@@ -9,6 +9,10 @@ carries both so the gap is visible.
 
 * :func:`full_graph_cost` -- one full-graph training step (forward + backward: 3x);
   :func:`full_graph_bytes` -- the memory it needs (edges, features, activations, gradients).
+* :func:`training_kernels` / :func:`launch_floor_s` -- the kernels one training step launches
+  and the floor they put under it: eager PyTorch launches each kernel from the host (the
+  roofline's per-kernel prior, :data:`gpucast.predict.roofline.KERNEL_OVERHEAD_S`), so a step
+  of tiny kernels takes at least their launches, however little work they do.
 * :func:`sampled_cost` -- one mini-batch with neighbour sampling (fan-outs per layer, from the
   seeds outwards): expected distinct nodes per hop ``n_l = N (1 - exp(-n_{l-1} f_l / N))``
   (draws with replacement over ``N`` nodes, every node at the mean degree), the edges
@@ -34,7 +38,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -51,6 +55,16 @@ GNN_MODELS: tuple[GnnModel, ...] = ("gcn", "sage")
 MAX_LAYERS = 256
 #: Forward + backward: the backward pass moves and computes about twice the forward.
 TRAIN_FACTOR = 3.0
+#: Forward kernels of one layer as PyG / DGL run it eagerly: GCN the aggregation (an SpMM),
+#: the transform (a matmul), the bias and the activation; GraphSAGE the aggregation, the
+#: mean's division, two transforms (the neighbours' and the node's own), their sum and the
+#: activation.
+LAYER_KERNELS: dict[str, int] = {"gcn": 4, "sage": 6}
+#: The loss on the output layer: log-softmax and the negative log-likelihood.
+LOSS_KERNELS = 2
+#: One Adam step over every parameter: PyTorch's multi-tensor (``foreach``) implementation
+#: launches about a dozen kernels for all of a small model's tensors together.
+OPTIMIZER_KERNELS = 12
 
 
 def _positive_int(name: str, value: int) -> None:
@@ -109,20 +123,52 @@ class GnnCost:
     feature_fetch_bytes: float = 0.0
     edges: float = 0.0
     nodes_per_hop: tuple[float, ...] = ()
+    #: kernel launches of the step (:func:`training_kernels`)
+    kernels: float = 0.0
 
     def step_time_s(
-        self, *, tflops: float, memory_gbps: float, host_link_gbps: float | None = None
+        self,
+        *,
+        tflops: float,
+        memory_gbps: float,
+        host_link_gbps: float | None = None,
+        kernel_overhead_s: float = 0.0,
     ) -> float:
         """Sparse pricing: transforms at ``tflops``, aggregation at ``memory_gbps`` (GB/s),
-        feature fetches at ``host_link_gbps`` (None: features already on the device)."""
-        t = self.transform_flops / (tflops * 1e12) + self.aggregation_bytes / (memory_gbps * 1e9)
+        at least the step's :attr:`kernels` launches at ``kernel_overhead_s`` each
+        (:func:`launch_floor_s`; 0: no floor, as on a CPU, which runs its operators in
+        turn), feature fetches at ``host_link_gbps`` (None: features already on the device)."""
+        work = self.transform_flops / (tflops * 1e12) + self.aggregation_bytes / (memory_gbps * 1e9)
+        t = launch_floor_s(work, self.kernels, kernel_overhead_s)
         if host_link_gbps is not None:
             t += self.feature_fetch_bytes / (host_link_gbps * 1e9)
         return t
 
-    def dense_step_time_s(self, *, tflops: float) -> float:
-        """The aggregation priced as a dense adjacency matmul (plus the same transforms)."""
-        return (self.transform_flops + self.dense_aggregation_flops) / (tflops * 1e12)
+    def dense_step_time_s(self, *, tflops: float, kernel_overhead_s: float = 0.0) -> float:
+        """The aggregation priced as a dense adjacency matmul (plus the same transforms), the
+        same kernels launched (:func:`launch_floor_s`)."""
+        work = (self.transform_flops + self.dense_aggregation_flops) / (tflops * 1e12)
+        return launch_floor_s(work, self.kernels, kernel_overhead_s)
+
+
+def training_kernels(spec: GnnSpec) -> float:
+    """Kernel launches of one training step: the forward pass (:data:`LAYER_KERNELS` per
+    layer and :data:`LOSS_KERNELS`), the backward about twice as many (``TRAIN_FACTOR`` x the
+    forward in all) and the optimizer (:data:`OPTIMIZER_KERNELS`); a mini-batch also copies
+    its input features and each layer's block (two index arrays) to the GPU."""
+    forward = spec.layers * LAYER_KERNELS[spec.model] + LOSS_KERNELS
+    copies = 1 + 2 * spec.layers if spec.batch is not None else 0
+    return TRAIN_FACTOR * forward + OPTIMIZER_KERNELS + copies
+
+
+def launch_floor_s(work_s: float, kernels: float, kernel_overhead_s: float) -> float:
+    """A step's GPU time given its kernels' work and how many it launches: eager PyTorch
+    enqueues kernels without waiting for them, so each launch overlaps the kernels before it
+    and the slower of the two -- the GPU's work or the host's ``kernels x kernel_overhead_s``
+    of launches -- paces the step."""
+    if not (math.isfinite(kernel_overhead_s) and kernel_overhead_s >= 0):
+        raise InvalidSpecError("kernel_overhead_s", "must be >= 0", got=kernel_overhead_s)
+    return max(work_s, kernels * kernel_overhead_s)
 
 
 def _layer_cost(
@@ -153,7 +199,8 @@ def full_graph_cost(spec: GnnSpec, *, nodes: int, edges: int) -> GnnCost:
     """One full-graph training step on ``nodes`` nodes and ``edges`` directed edges."""
     _check_graph(nodes, edges)
     n = [float(nodes)] * spec.layers
-    return _layer_cost(spec, n, n, [float(edges)] * spec.layers)
+    cost = _layer_cost(spec, n, n, [float(edges)] * spec.layers)
+    return replace(cost, kernels=training_kernels(replace(spec, batch=None, fanouts=())))
 
 
 def full_graph_bytes(spec: GnnSpec, *, nodes: int, edges: int) -> float:
@@ -207,6 +254,7 @@ def sampled_cost(
         feature_fetch_bytes=fetch,
         edges=cost.edges,
         nodes_per_hop=tuple(hops),
+        kernels=training_kernels(spec),
     )
 
 

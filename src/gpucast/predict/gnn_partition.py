@@ -211,12 +211,22 @@ def gnn_parameters(spec: GnnSpec) -> int:
     return sum(concat * d_in * d_out + d_out for d_in, d_out in spec.dims())
 
 
-def part_compute_s(spec: GnnSpec, load: PartLoad, *, tflops: float, memory_gbps: float) -> float:
-    """The full-graph step on a part's nodes and in-edges (0 for an empty part)."""
+def part_compute_s(
+    spec: GnnSpec,
+    load: PartLoad,
+    *,
+    tflops: float,
+    memory_gbps: float,
+    kernel_overhead_s: float = 0.0,
+) -> float:
+    """The full-graph step on a part's nodes and in-edges (0 for an empty part), with its
+    launch floor at ``kernel_overhead_s`` a kernel (:meth:`GnnCost.step_time_s`)."""
     if load.nodes < 1:
         return 0.0
     cost = full_graph_cost(spec, nodes=int(load.nodes), edges=int(load.edges))
-    return cost.step_time_s(tflops=tflops, memory_gbps=memory_gbps)
+    return cost.step_time_s(
+        tflops=tflops, memory_gbps=memory_gbps, kernel_overhead_s=kernel_overhead_s
+    )
 
 
 def part_memory_bytes(spec: GnnSpec, load: PartLoad) -> float:
@@ -242,8 +252,10 @@ def partitioned_epoch(
     memory_gbps: float,
     links: PartitionLinks,
     allreduce_s: float = 0.0,
+    kernel_overhead_s: float = 0.0,
 ) -> PartitionedEpoch:
-    """The epoch of a partitioned full-graph training (module docstring)."""
+    """The epoch of a partitioned full-graph training (module docstring); each part's step
+    launched at ``kernel_overhead_s`` a kernel (0: no launch floor, as on a CPU)."""
     if not loads:
         raise InvalidSpecError("parts", "needs at least one part")
     if spec.batch is not None:
@@ -255,7 +267,14 @@ def partitioned_epoch(
     per_node = bytes_per_halo_node(spec)
     return PartitionedEpoch(
         compute_s=tuple(
-            part_compute_s(spec, load, tflops=tflops, memory_gbps=memory_gbps) for load in loads
+            part_compute_s(
+                spec,
+                load,
+                tflops=tflops,
+                memory_gbps=memory_gbps,
+                kernel_overhead_s=kernel_overhead_s,
+            )
+            for load in loads
         ),
         exchange_s=tuple(exchange_s(load, per_node_bytes=per_node, links=links) for load in loads),
         allreduce_s=allreduce_s,

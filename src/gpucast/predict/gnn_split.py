@@ -51,6 +51,9 @@ class SplitHardware:
     function_gb: float  # memory per function
     function_gflops_per_vcpu: float  # achieved
     intervals: int = 32
+    #: launch cost of one GPU kernel: the GPU-only epoch is the full-graph step with its
+    #: launch floor (:meth:`GnnCost.step_time_s`; 0: none)
+    kernel_overhead_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("graph_servers", "functions", "intervals"):
@@ -131,7 +134,9 @@ def split_epoch(
             "split", "prices full-graph epochs (Dorylus): drop --batch and --fanouts"
         )
     hour = 3600.0
-    gpu_s = cost.step_time_s(tflops=hw.gpu_tflops, memory_gbps=hw.gpu_memory_gbps)
+    gpu_s = cost.step_time_s(
+        tflops=hw.gpu_tflops, memory_gbps=hw.gpu_memory_gbps, kernel_overhead_s=hw.kernel_overhead_s
+    )
     gpu = SplitOption(
         name="gpu",
         epoch_s=gpu_s,
@@ -139,7 +144,8 @@ def split_epoch(
         stages_s={
             "transforms": cost.transform_flops / (hw.gpu_tflops * 1e12),
             "aggregation": cost.aggregation_bytes / (hw.gpu_memory_gbps * 1e9),
-        },
+        }
+        | ({"launches": cost.kernels * hw.kernel_overhead_s} if hw.kernel_overhead_s else {}),
         usd={"gpu": hw.gpu_usd_per_hour * gpu_s / hour},
     )
     moved = activation_bytes(spec, nodes)

@@ -74,6 +74,10 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 _TERA = 1e12
+#: The prior per-kernel launch and dispatch cost (module docstring: ``kernel_overhead_s``),
+#: also the launch floor of the GNN steps priced outside the roofline
+#: (:mod:`gpucast.predict.gnn`, :mod:`gpucast.predict.gat`).
+KERNEL_OVERHEAD_S = 10e-6
 _F = TypeVar("_F", float, "npt.NDArray[np.float64]")
 _GIGA = 1e9
 
@@ -179,7 +183,7 @@ class RooflineEfficiency:
     #: and matmuls share one efficiency.
     tensor_core_conv_ratio: float = 1.0
     bandwidth_efficiency: float = 0.70
-    kernel_overhead_s: float = 10e-6
+    kernel_overhead_s: float = KERNEL_OVERHEAD_S
     #: fixed cost of one training step beyond its kernels (Python loop, data hand-off); the
     #: priors leave it out, a fitted set carries it
     step_overhead_s: float = 0.0
