@@ -43,19 +43,11 @@ def fewest(meets: Callable[[int], bool], low: int, high: int) -> int:
     """The fewest ``r`` in ``[low, high]`` with ``meets(r)`` (doubling from ``low``, then
     bisecting; ``meets`` rising with ``r``, ``low`` a lower bound: nothing below it is
     tried), or ``high`` when none does."""
-    r = max(1, min(low, high))
-    fail = r - 1
-    while not meets(r):
-        if r >= high:
-            return high
-        fail, r = r, min(2 * r, high)
-    while r - fail > 1:
-        mid = (r + fail) // 2
-        if meets(mid):
-            r = mid
-        else:
-            fail = mid
-    return r
+    from gpucast.plan.llm_serve import fewest_meeting
+
+    low = max(1, min(low, high))
+    found = fewest_meeting(meets, low, high, failing=low - 1)
+    return high if found is None else found
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -600,13 +600,22 @@ def _search_replicas(
             seen[r] = row.meets_slo
         return seen[r]
 
-    r = min(max(low, 1), max_replicas)
-    fail = 0
+    return fewest_meeting(meets, low, max_replicas)
+
+
+def fewest_meeting(
+    meets: Callable[[int], bool], low: int, high: int, *, failing: int = 0
+) -> int | None:
+    """The fewest ``r`` in ``[1, high]`` with ``meets(r)`` (``meets`` rising with ``r``):
+    doubling from ``low``, then bisecting down to ``failing``, a count known to fail (0:
+    none; ``low - 1``: nothing below ``low`` is tried); None when ``high`` fails."""
+    r = min(max(low, 1), high)
+    fail = min(failing, r - 1)
     while not meets(r):
         fail = r
-        if r >= max_replicas:
+        if r >= high:
             return None
-        r = min(2 * r, max_replicas)
+        r = min(2 * r, high)
     while r - fail > 1:
         mid = (r + fail) // 2
         if meets(mid):
