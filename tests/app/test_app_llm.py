@@ -477,13 +477,70 @@ def test_a_128k_context_is_searched_at_wide_context_parallelism() -> None:
     assert wide.best.layout.cp > 2 and wide.best.step_time_s < narrow.best.step_time_s
 
 
-def test_plan_llm_train_searches_wide_context_parallelism_only_for_long_sequences() -> None:
+def test_plan_llm_train_searches_wide_context_parallelism_for_long_sequences() -> None:
     common = {"model": "llama-3.1-8b", "tokens": 1e9, "gpu": ("B200",), "max_gpus": 8}
     long = gpucast.plan_llm_train(**common, seq_len=131072, global_batch=64)
     assert long.best.layout.count("cp=") == 1 and "cp=1 " not in long.best.layout
     assert "cp 1/2/4/8/16" in long.assumptions["layout search"]
     short = gpucast.plan_llm_train(**common, seq_len=8192, global_batch=64)
-    assert "cp=" not in short.best.layout and "cp 1," in short.assumptions["layout search"]
+    assert "cp 1/2," in short.assumptions["layout search"]
+
+
+def test_plan_llm_train_searches_the_layouts_predict_llm_train_does() -> None:
+    """The plan searched cp 1 alone (and fewer micro-batches, ZeRO stages, recomputation,
+    vpp), so 4 DGX-H100 missed a 7-day deadline that cp 2 meets, for less; now each row is the
+    layout predict llm-train picks on its GPUs."""
+    job = {"model": "llama-3-8b", "global_batch": 512, "cluster": "DGX-H100", "cluster_nodes": 4}
+    plan = gpucast.plan_llm_train(
+        **job, tokens=2e11, deadline_s=7 * 86400, cluster_price_usd_per_gpu_hour=2.5
+    )
+    assert plan.best is not None and plan.best.nodes == 4 and plan.best.time_s <= 7 * 86400
+    step = gpucast.predict_llm_train(**job, top=0)
+    assert plan.best.layout == step.best.layout.label() and "cp=2" in plan.best.layout
+    search = plan.assumptions["layout search"]
+    for searched in ("micro-batch 1/2/4/8", "ZeRO-0/1/2/3", "no, selective or full", "cp 1/2,",
+                     "vpp 1/2/4/8"):  # fmt: skip
+        assert searched in search
+
+
+def test_predict_llm_train_on_a_cluster_runs_on_all_its_gpus_unless_told() -> None:
+    """As predict train --cluster: all of the cluster's GPUs by default, --gpus N fewer, and
+    the result says which (it ran 8 of a 72-GPU rack, and refused 8 of 8 DGX-H100 nodes)."""
+    common = {"model": "llama-3-70b", "global_batch": 512, "top": 0}
+    nodes = gpucast.predict_llm_train(**common, cluster="DGX-H100", cluster_nodes=8)
+    assert nodes.best.layout.gpus == 64
+    assert nodes.assumptions["GPUs"] == (
+        "64 of the cluster's 64 GPUs (8 nodes x 8; default: all of them; --gpus N for fewer)"
+    )
+    rack = gpucast.predict_llm_train(**common, cluster="GB200-NVL72")
+    assert rack.best.layout.gpus == 72 and "72 of the cluster's 72" in rack.assumptions["GPUs"]
+    fewer = gpucast.predict_llm_train(**common, cluster="GB200-NVL72", gpus=8)
+    assert fewer.best.layout.gpus == 8
+    assert fewer.assumptions["GPUs"].endswith("(1 node x 8; --gpus 8)")
+    bare = gpucast.predict_llm_train(**{**common, "model": "llama-2-7b"}, gpu="H100")
+    assert bare.best.layout.gpus == 8 and "default with --gpu: 8" in bare.assumptions["GPUs"]
+
+
+def test_predict_llm_train_prices_the_step_at_the_clusters_price() -> None:
+    """--price-per-gpu-hour: the US$ an hour of the GPUs paid for and per million tokens, as
+    predict train --cluster prices its step per sample; none without a price."""
+    common = {"model": "llama-2-7b", "seq_len": 2048, "global_batch": 64, "top": 0}
+    priced = gpucast.predict_llm_train(
+        **common, cluster="DGX-H100", cluster_nodes=2, cluster_price_usd_per_gpu_hour=2.5
+    )
+    cost = priced.cost
+    assert cost["usd_per_hour"] == pytest.approx(16 * 2.5) and cost["paid_gpus"] == 16
+    per_token = cost["usd_per_hour"] / 3600 / priced.best.tokens_per_s
+    assert cost["usd_per_million_tokens"] == pytest.approx(per_token * 1e6)
+    assert priced.to_dict()["cost"] == cost
+    # 64 GPUs of each 72-GPU rack: the idle 8 are paid for too
+    rack = gpucast.predict_llm_train(
+        **{**common, "model": "llama-3-8b", "global_batch": 512}, gpus=128,
+        cluster="GB200-NVL72", cluster_nodes=2, cluster_price_usd_per_gpu_hour=5.0,
+    )  # fmt: skip
+    assert rack.cost["paid_gpus"] == 144 and rack.cost["usd_per_hour"] == pytest.approx(720.0)
+    unpriced = gpucast.predict_llm_train(**common, cluster="DGX-H100", cluster_nodes=2)
+    assert unpriced.cost == {} and unpriced.to_dict()["cost"] == {}
 
 
 def test_lora_adapters_are_unfused_unless_said_and_the_result_says_which() -> None:

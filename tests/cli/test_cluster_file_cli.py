@@ -98,3 +98,19 @@ def test_help_shows_the_cluster_options() -> None:
         result = runner.invoke(cli, [*verb, "--help"], terminal_width=200)
         assert result.exit_code == 0
         assert "--cluster" in result.output and "--cluster-set" in result.output
+
+
+def test_predict_llm_train_on_a_cluster_says_its_gpus_and_prices_them() -> None:
+    """All of the cluster's GPUs by default, said so; --price-per-gpu-hour gives $/h and $ per
+    million tokens in the text and in --json."""
+    args = ["predict", "llm-train", "--model", "llama-2-7b", "--seq-len", "2048",
+            "--global-batch", "64", "--cluster", "DGX-H100", "--nodes", "2",
+            "--price-per-gpu-hour", "2.5", "--top", "0"]  # fmt: skip
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "assumption GPUs: 16 of the cluster's 16 GPUs (2 nodes x 8; default: all of them" in text
+    assert "cost: $40.00/h, $" in text and " per 1M tokens (16 GPUs paid for" in text
+    data = json.loads(runner.invoke(cli, [*args, "--json"]).stdout)
+    assert data["cost"]["usd_per_hour"] == 40.0 and data["cost"]["usd_per_million_tokens"] > 0
+    assert data["assumptions"]["GPUs"].startswith("16 of the cluster's 16 GPUs")

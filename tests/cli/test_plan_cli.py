@@ -481,21 +481,21 @@ def test_table_options_are_checked_before_planning(
     assert (tmp_path / "prof.json").read_text(encoding="utf-8") == "{}"
 
 
-def test_plan_llm_train_without_a_row_in_time_names_the_limit_and_the_fastest() -> None:
-    """No budget given: the refusal names the deadline alone, and the fastest row; the front
-    is listed cheapest first."""
+def test_plan_llm_train_without_a_row_in_time_is_one_line_and_exit_2() -> None:
+    """As plan train: no row meets the deadline -- one line naming the limit that cut the
+    most rows and the fastest row, exit 2 (it printed the rows and exited 0)."""
     result = runner.invoke(cli, [
         "plan", "llm-train", "--model", "llama-3-8b", "--tokens", "2e11", "--global-batch",
         "512", "--deadline", "7d", "--cluster", "DGX-H100", "--nodes", "2",
         "--price-per-gpu-hour", "2.5",
     ])  # fmt: skip
-    assert result.exit_code == 0, result.output
-    text = " ".join(result.output.split())
-    assert "no row meets the deadline; the fastest: 2x DGX-H100 (16 H100-SXM)" in text
-    assert "budget;" not in text and "and the budget" not in text
-    costs = [float(line.split("$")[1].split(";")[0].replace(",", ""))
-             for line in result.output.splitlines() if "rdma): " in line]  # fmt: skip
-    assert costs == sorted(costs) and len(costs) == 2
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert line.startswith("error: no feasible plan: 'misses the deadline' cut the most ")
+    assert "\n" not in line and "Traceback" not in result.output and result.stdout == ""
+    assert "the fastest plan takes " in line
+    assert "(on-prem/local 2x DGX-H100, 16 H100-SXM, $" in line
+    assert "relax --deadline to at least " in line and "--nodes on a --cluster" in line
 
 
 def test_plan_llm_train_with_a_fixed_layout_states_it_and_what_it_left_out() -> None:

@@ -61,8 +61,31 @@ def test_front_pick_deadline_and_tcp() -> None:
     tight = _plan(offers, deadline_s=fast[8].time_s * 1.01)
     chosen = tight.candidates[tight.recommended]  # type: ignore[attr-defined]
     assert chosen.meets_deadline and chosen.time_s <= fast[8].time_s * 1.01
-    none = _plan(offers, deadline_s=1.0)
-    assert none.recommended is None  # type: ignore[attr-defined]
+    with pytest.raises(NoFeasiblePlanError, match="'misses the deadline' cut the most"):
+        _plan(offers, deadline_s=1.0)
+
+
+def test_no_row_in_time_is_plan_trains_error_naming_the_cheapest_of_the_fastest() -> None:
+    # the same GPUs and links at two prices: equally fast rows, the cheaper one is named
+    offers = [_offer("fast", "H100-SXM", 120.0, "dear"), _offer("fast", "H100-SXM", 98.0)]
+    offers = [replace(offers[0], provider="gcp"), offers[1]]
+    rows = _plan(offers).candidates  # type: ignore[attr-defined]
+    top = max(r.nodes for r in rows)
+    fastest = [r for r in rows if r.nodes == top]
+    assert len(fastest) == 2 and fastest[0].time_s == fastest[1].time_s  # a tie
+    cheap = min(fastest, key=lambda r: r.cost_usd)
+    with pytest.raises(NoFeasiblePlanError) as info:
+        _plan(offers, deadline_s=1.0)
+    said = str(info.value)
+    assert said.startswith(
+        f"no feasible plan: 'misses the deadline' cut the most candidates ({len(rows)} of "
+        f"{len(rows)}); the fastest plan takes {cheap.time_s / 3600:.1f} h (aws/r1 {top}x fast"
+    )
+    assert f"${cheap.cost_usd:,.0f}): relax --deadline to at least" in said
+    assert "gcp/" not in said
+    # where the budget cuts more rows, the cheapest row in time and the budget it needs
+    with pytest.raises(NoFeasiblePlanError, match=r"'over budget' cut the most.*raise --budget"):
+        _plan(offers, budget_usd=1.0)
 
 
 def test_a_gpu_type_can_carry_its_own_band() -> None:

@@ -665,7 +665,8 @@ def test_searches_differing_only_in_the_host_share_a_memo(h100: GpuSpec) -> None
         fresh = best_layout(spec, h100, 8, 32, seq_len=512, space=space, assumptions=opts)
         assert shared.layout == fresh.layout
         assert shared.step_time.breakdown == fresh.step_time.breakdown
-    assert memo.layouts and set(memo.peak_bytes) == set(memo.layouts)
+    assert memo.layouts and memo.table is not None
+    assert any(peak > 0 for peak in memo.table.peak_bytes)  # worked out once, shared
     paced = best_layout(
         spec, h100, 8, 32, seq_len=512, space=space,
         assumptions=ParallelAssumptions(host_layer_s=0.02), memo=memo,

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from gpucast.catalog import llm_model, load_catalog
+from gpucast.domain.errors import NoFeasiblePlanError
 from gpucast.domain.llm import TransformerSpec
 from gpucast.domain.parallel import (
     ClusterShape,
@@ -26,16 +27,18 @@ from gpucast.domain.parallel import (
 from gpucast.predict import parallel
 from gpucast.predict.parallel import (
     SearchMemo,
-    _flop_s,
-    _step_time_floor,
+    _step_time_floors,
     best_layout,
     cluster_shape,
+    enumerate_layouts,
     predict_training_step,
     rank_layouts,
+    training_memory,
 )
 from gpucast.predict.roofline import RooflineEfficiency
 
-#: What ``plan llm-train`` searches (its ``layout search`` assumption).
+#: A space small enough to time every layout of (``plan llm-train``'s before it searched
+#: ``predict llm-train``'s); the cases below widen it.
 PLAN_SPACE = LayoutSpace(
     micro_batch_sizes=(1, 2, 4), zero_stages=(1, 3), recompute=("selective", "full")
 )
@@ -154,16 +157,20 @@ def test_the_floor_is_under_every_layouts_step_time(case: Case) -> None:
     links = case.cluster or cluster_shape(gpu)
     eff = case.efficiency or RooflineEfficiency()
     ranked = rank_layouts(spec, gpu, case.gpus, case.batch, **case.args())
-    memo = SearchMemo()
+    # fitting or not: the floor does not look at memory; all layouts' floors at once
+    memo = SearchMemo(layouts=tuple(p.layout for p in ranked))
+    floors = _step_time_floors(spec, gpu, case.seq_len, links, eff, case.assumptions, memo)
     ratios = []
-    for p in ranked:  # fitting or not: the floor does not look at memory
-        rate = _flop_s(gpu, p.layout.precision, eff)
-        floor = _step_time_floor(
-            spec, gpu, p.layout, case.seq_len, links, rate, eff, case.assumptions, memo
-        )
+    for p, floor in zip(ranked, floors.tolist(), strict=True):
         assert 0.0 < floor <= p.step_time_s * (1.0 + 1e-12), p.layout.label()
         ratios.append(floor / p.step_time_s)
-    assert max(ratios) > 0.5  # a floor that bounds something (not 0 everywhere)
+    assert max(ratios) > 0.9  # a floor that bounds something (the roofline, not 0)
+    # and the memory floor is under every layout's peak memory
+    table = memo.table
+    assert table is not None and table.memory_floor is not None
+    below = table.memory_floor.tolist()
+    for p, low in zip(ranked, below, strict=True):
+        assert 0.0 < low <= p.memory.total_bytes, p.layout.label()
 
 
 def test_the_search_times_only_layouts_whose_floor_can_win(
@@ -197,3 +204,17 @@ def test_equal_step_times_go_to_the_first_layout_in_order() -> None:
         assert (
             best.step_time_s == predict_training_step(spec, gpu, order[1], seq_len=4096).step_time_s
         )
+
+
+def test_where_nothing_fits_the_error_names_the_least_memory_of_all_layouts() -> None:
+    # Llama-3-70B on 8 L4: no layout fits; the search works out the memory of the layouts
+    # its floor cannot rule out, and still names the least of them all
+    spec, gpu = llm_model("llama-3-70b"), load_catalog().gpu("L4")
+    space = LayoutSpace(virtual_stages=(1, 2), cp_sizes=(1, 2))
+    layouts = enumerate_layouts(spec, 8, 8, 64, seq_len=4096, space=space, allow_uneven_pp=True)
+    peaks = [training_memory(spec, gpu, x, seq_len=4096).total_bytes for x in layouts]
+    usable = training_memory(spec, gpu, layouts[0], seq_len=4096).usable_bytes
+    assert min(peaks) > usable
+    with pytest.raises(NoFeasiblePlanError) as info:
+        best_layout(spec, gpu, 8, 64, seq_len=4096, space=space)
+    assert f"needs {min(peaks) / 2**30:.1f} GiB per GPU" in str(info.value)

@@ -64,15 +64,14 @@ class DataParallelStep:
 
     def gpus_text(self) -> str:
         """Which GPUs, saying a default is one."""
+        from gpucast.domain.systems import used_gpus_text
+
         nodes = f"{self.nodes} node" + ("s" if self.nodes != 1 else "")
-        why = (
-            "default: all of them; --gpus N for fewer"
-            if self.gpus_default
-            else f"--gpus {self.gpus}"
-        )
-        return (
-            f"{self.gpus} of the cluster's {self.cluster_gpus} GPUs ({nodes} x "
-            f"{self.gpus_per_node}, {self.layout}; {why})"
+        return used_gpus_text(
+            self.gpus,
+            self.cluster_gpus,
+            f"{nodes} x {self.gpus_per_node}, {self.layout}",
+            default=self.gpus_default,
         )
 
     def lines(self) -> list[str]:
@@ -165,7 +164,7 @@ def data_parallel_on_cluster(
     from gpucast.plan.inputs import OffloadSetting
     from gpucast.plan.space import DDP
 
-    n = cluster.max_gpus if gpus is None else gpus
+    n = cluster.used_gpus(gpus)
     perf = perf_params(published_data_dir(None)).value
     adam = cpu_adam(store)
     perf = dataclasses.replace(

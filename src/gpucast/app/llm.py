@@ -44,6 +44,7 @@ from gpucast.domain.systems import (
     cluster_option,
     cluster_price_option,
     cluster_set_option,
+    used_gpus_text,
 )
 from gpucast.domain.workload import SOFTWARE_HELP, check_software
 
@@ -57,9 +58,34 @@ if TYPE_CHECKING:
     from gpucast.plan.llm import LlmCandidate
     from gpucast.predict.roofline import RooflineEfficiency
 
-#: What ``predict llm-train`` searches of the choices a user does not fix (cp: by the
-#: sequence, :func:`~gpucast.domain.parallel.searched_cp_sizes`)
+#: What ``predict llm-train`` and ``plan llm-train`` search of the choices a user does not fix
+#: (cp: by the sequence, :func:`searched_space`)
 SEARCHED = LayoutSpace(virtual_stages=SEARCHED_VIRTUAL_STAGES)
+#: ``--cp``'s default, in both LLM training verbs' help
+CP_SEARCHED = (
+    "searched, 1 or 2; up to 16 for sequences of 32K tokens or more, one 8K-token chunk a rank "
+    "at least"
+)
+
+
+def searched_space(
+    fixed: FixedLayout, seq_len: int, *, precision: str, lora_rank: int
+) -> LayoutSpace:
+    """The layouts both LLM training verbs search at ``seq_len`` tokens: :data:`SEARCHED`
+    with the context-parallel sizes of :func:`~gpucast.domain.parallel.searched_cp_sizes`,
+    bounded by the choices the user ``fixed``."""
+    from gpucast.domain.parallel import searched_cp_sizes
+
+    return fixed.space(
+        replace(
+            SEARCHED,
+            cp_sizes=searched_cp_sizes(seq_len),
+            precision=precision,  # type: ignore[arg-type]
+            lora_rank=lora_rank,
+        )
+    )
+
+
 TRAIN_PRECISIONS = ("bf16", "fp16", "fp8")
 
 LORA_FUSED_HELP = (
@@ -165,6 +191,10 @@ def positive_or_none(name: str, value: int | None) -> None:
         raise InvalidSpecError(name, "must be an integer >= 1", got=value, fix=f"e.g. --{name} 8")
 
 
+#: ``predict llm-train --gpu``'s GPUs where ``--gpus`` is not given (a node's worth)
+DEFAULT_GPUS = 8
+
+
 #: The fastest node network a request may name (Gbit/s): 100x today's 8 x 800G nodes; a
 #: larger figure is a typo that would make communication free.
 MAX_GBPS = 1_000_000.0
@@ -181,7 +211,11 @@ class PredictLlmTrainRequest:
     gpu: str | None = option(
         None, help="Catalog GPU name [default: the --cluster's GPU].", example="H100"
     )
-    gpus: int = option(8, help="GPUs in all.", example="64")
+    gpus: int | None = option(
+        None,
+        help=f"GPUs in all [default: {DEFAULT_GPUS} with --gpu; with --cluster all of its GPUs].",
+        example="64",
+    )
     gpus_per_node: int | None = option(
         None,
         help="GPUs per node (default: up to 8, or the catalog's meshed node of the GPU type: "
@@ -206,10 +240,7 @@ class PredictLlmTrainRequest:
     lora_fused: bool = option(False, help=LORA_FUSED_HELP)
     tp: int | None = tp_option()
     pp: int | None = pp_option()
-    cp: int | None = cp_option(
-        "searched, 1 or 2; up to 16 for sequences of 32K tokens or more, one 8K-token chunk a "
-        "rank at least"
-    )
+    cp: int | None = cp_option(CP_SEARCHED)
     vpp: int | None = vpp_option(SEARCHED.virtual_stages)
     micro_batch: int | None = micro_batch_option(SEARCHED.micro_batch_sizes)
     zero: int | None = zero_option(SEARCHED.zero_stages)
@@ -276,6 +307,9 @@ class PredictLlmTrainResult:
     #: the best layout's ``avg_power_w`` (one GPU over the step), ``step_energy_j`` (all its
     #: GPUs) and ``energy_j_per_token``; empty without the GPU's power facts
     energy: dict[str, float] = field(default_factory=dict)
+    #: the best layout's ``usd_per_hour`` (the GPUs it runs on, and a node's idle ones) and
+    #: ``usd_per_million_tokens`` at the ``--cluster``'s price; empty without a price
+    cost: dict[str, float] = field(default_factory=dict)
 
     @property
     def interval_note(self) -> str | None:
@@ -291,6 +325,7 @@ class PredictLlmTrainResult:
             "assumptions": dict(self.assumptions),
             "validation": self.validation.to_dict(),
             "energy": dict(self.energy),
+            "cost": dict(self.cost),
         }
 
 
@@ -303,7 +338,7 @@ def predict_llm_train(
     from gpucast.catalog.systems import mesh_node_gpus
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.errors import NoFeasiblePlanError
-    from gpucast.domain.parallel import ParallelAssumptions, searched_cp_sizes
+    from gpucast.domain.parallel import ParallelAssumptions
     from gpucast.inputs.calibration import step_time_efficiency
     from gpucast.inputs.clusters import (
         cluster_gpu,
@@ -326,6 +361,8 @@ def predict_llm_train(
     catalog = load_catalog()
     cluster = request_cluster(request, catalog)
     gpu = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
+    # --cluster: all of its GPUs unless --gpus says fewer, as predict train runs on them
+    gpus = cluster.used_gpus(request.gpus) if cluster is not None else request.gpus or DEFAULT_GPUS
     if not fp8_capable(gpu, request.precision):
         raise InvalidSpecError(
             "precision",
@@ -334,25 +371,25 @@ def predict_llm_train(
             + ", ".join(g.name for g in catalog.gpus if g.has_units("fp8")),
         )
     per_node = (
-        min(cluster.gpus_per_node, request.gpus)
+        min(cluster.gpus_per_node, gpus)
         if cluster is not None
         # a GPU type whose catalog servers mesh fewer (4 GH200, 4 MI250X) fills that node
-        else request.gpus_per_node or min(mesh_node_gpus(gpu.name) or 8, request.gpus)
+        else request.gpus_per_node or min(mesh_node_gpus(gpu.name) or 8, gpus)
     )
     whole, part = per_node, power_of_two_part(per_node)
     # a node whose GPU count has an odd factor (a 72-GPU rack) runs on its largest power of
     # two (64), as plan llm-train plans it; the rest of each node idles
     if (
         cluster is not None
-        and request.gpus % per_node
-        and request.gpus % part == 0
-        and request.gpus // part <= cluster.nodes
+        and gpus % per_node
+        and gpus % part == 0
+        and gpus // part <= cluster.nodes
     ):
         per_node = part
-    if request.gpus % per_node:
+    if gpus % per_node:
         raise InvalidSpecError(
             "gpus",
-            f"{request.gpus} is not a whole number of {per_node}-GPU nodes",
+            f"{gpus} is not a whole number of {per_node}-GPU nodes",
             fix=f"use a multiple of {per_node}"
             + (
                 f" (whole nodes) or of {part} ({part} GPUs of each node)"
@@ -382,14 +419,7 @@ def predict_llm_train(
         network = links.node_network_gbps
     efficiency = step_time_efficiency(request.software)
     fixed = FixedLayout.of(request)
-    space = fixed.space(
-        replace(
-            SEARCHED,
-            cp_sizes=searched_cp_sizes(seq),
-            precision=request.precision,  # type: ignore[arg-type]
-            lora_rank=request.lora_rank,
-        )
-    )
+    space = searched_space(fixed, seq, precision=request.precision, lora_rank=request.lora_rank)
     assumptions = ParallelAssumptions(
         tp_overlap_fraction=float(request.tp_overlap),
         host_layer_s=host_seconds(request.host_ms_per_layer, efficiency.value),
@@ -400,7 +430,7 @@ def predict_llm_train(
         for p in rank_layouts(
             spec,
             gpu,
-            request.gpus,
+            gpus,
             request.global_batch,
             seq_len=seq,
             cluster=links,
@@ -415,14 +445,14 @@ def predict_llm_train(
             shown = {"tp": fixed.tp, "pp": fixed.pp, "cp": fixed.cp, "vpp": fixed.vpp,
                      "micro-batch": fixed.micro_batch}  # fmt: skip
             conflict = fixed_layout_conflict(
-                spec, fixed, gpus=request.gpus, gpus_per_node=links.gpus_per_node,
+                spec, fixed, gpus=gpus, gpus_per_node=links.gpus_per_node,
                 global_batch=request.global_batch,
                 allow_cross_node_tp=links.allow_cross_node_tp,
             )  # fmt: skip
             flags = conflict.flags if conflict else tuple(k for k, v in shown.items() if v)
             dropped = "/".join(f"--{k}" for k in flags)
             raise NoFeasiblePlanError(
-                f"no layout of {request.gpus} GPUs with "
+                f"no layout of {gpus} GPUs with "
                 + ", ".join(f"{k}={v or 'any'}" for k, v in shown.items())
                 + f" runs {spec.name} at a global batch of {request.global_batch}"
                 + (f": {conflict.detail}" if conflict else ""),
@@ -437,7 +467,7 @@ def predict_llm_train(
                 + (f"drop {dropped} to search them" if dropped else "try another --gpus"),
             )
         best_layout(  # raises, naming the smallest allowed layout's memory
-            spec, gpu, request.gpus, request.global_batch, seq_len=seq, cluster=links,
+            spec, gpu, gpus, request.global_batch, seq_len=seq, cluster=links,
             space=space, efficiency=efficiency.value, assumptions=assumptions,
             only=fixed.allows,
         )  # fmt: skip
@@ -454,6 +484,7 @@ def predict_llm_train(
         step_time_model=efficiency.source,
         validation=validation_for("llm-train", [gpu.name], best.layout.precision, best.layout.gpus),
         assumptions={
+            "GPUs": _gpus_text(gpus, per_node, whole, cluster, gpu.name, given=request.gpus),
             "sequence length": sequence_text(spec, seq, given=request.seq_len is not None),
             "node network": f"{network:g} Gbit/s per {per_node}-GPU node"
             + (
@@ -482,7 +513,7 @@ def predict_llm_train(
             **(
                 {
                     "partial nodes": f"{per_node} GPUs of each {whole}-GPU node "
-                    f"({whole - per_node} idle): --gpus {request.gpus} is no whole number of "
+                    f"({whole - per_node} idle): --gpus {gpus} is no whole number of "
                     "nodes"
                 }
                 if per_node != whole
@@ -502,7 +533,37 @@ def predict_llm_train(
             "step_energy_j": step_j,
             "energy_j_per_token": step_j / best.tokens_per_step,
         },
+        # the nodes' GPUs are paid for, idle ones too (plan llm-train's rows), at the price
+        cost=_cost(cluster, gpus // per_node * whole, best.tokens_per_s),
     )
+
+
+def _gpus_text(
+    gpus: int, per_node: int, whole: int, cluster: Any, gpu: str, *, given: int | None
+) -> str:
+    """The ``GPUs`` assumption: how many, in which nodes, and whether that is the default."""
+    nodes = gpus // per_node
+    where = f"{nodes} node{'s' if nodes != 1 else ''} x {per_node}" + (
+        f" of {whole}" if per_node != whole else ""
+    )
+    if cluster is not None:  # as predict train --cluster says it
+        return used_gpus_text(gpus, cluster.max_gpus, where, default=given is None)
+    why = f"default with --gpu: {DEFAULT_GPUS}; --gpus N" if given is None else f"--gpus {gpus}"
+    return f"{gpus} {gpu} ({where}; {why})"
+
+
+def _cost(cluster: Any, paid_gpus: int, tokens_per_s: float) -> dict[str, float]:
+    """US$ an hour of ``paid_gpus`` of the cluster at its price and per million tokens at
+    ``tokens_per_s`` (as predict train --cluster prices its step per sample); empty without
+    a price (``--price-per-gpu-hour``)."""
+    if cluster is None or not cluster.priced:
+        return {}
+    usd_per_hour = float(cluster.usd_per_hour(paid_gpus))
+    return {
+        "usd_per_hour": usd_per_hour,
+        "usd_per_million_tokens": usd_per_hour / 3600.0 / tokens_per_s * 1e6,
+        "paid_gpus": float(paid_gpus),
+    }
 
 
 def _mesh_text(links: ClusterShape, gpu: str) -> str:

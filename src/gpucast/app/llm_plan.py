@@ -3,7 +3,8 @@ LLM on a number of tokens within a deadline and a budget.
 
 Every catalog offer (or the nodes of a ``--cluster``) at every node count is priced by
 :mod:`gpucast.plan.llm` with the layout search of :func:`gpucast.app.llm.predict_llm_train`
-(the same fitted step-time model, host pacing, warm-up and band), optionally on spot servers
+(the same layouts, :func:`gpucast.app.llm.searched_space`, fitted step-time model, host
+pacing, warm-up and band), optionally on spot servers
 (``--spot``: the spot Monte Carlo of ``plan train``), with each row's energy and emissions and
 an objective (cheapest, fastest, energy, carbon); every row states its 80% interval and the
 pick's assumptions name what they rest on. ``--tp --pp --cp --vpp --micro-batch --zero
@@ -20,8 +21,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.app.llm import (
+    CP_SEARCHED,
     HOST_HELP,
     LORA_FUSED_HELP,
+    SEARCHED,
     TP_OVERLAP_HELP,
     TRAIN_PRECISIONS,
     check_host_ms,
@@ -32,6 +35,7 @@ from gpucast.app.llm import (
     lora_text,
     positive_or_none,
     precision_note,
+    searched_space,
     sequence_text,
     tp_overlap_text,
     warmup_seconds,
@@ -79,23 +83,6 @@ if TYPE_CHECKING:
 
 
 # -- plan llm-train ---------------------------------------------------------------------------
-#: What ``plan llm-train`` searches of the choices a user does not fix: fewer than ``predict
-#: llm-train`` (it searches every GPU type and count); cp by the sequence (:func:`_plan_cp_sizes`)
-SEARCHED = LayoutSpace(
-    micro_batch_sizes=(1, 2, 4), zero_stages=(1, 3), recompute=("selective", "full")
-)
-
-
-def _plan_cp_sizes(seq: int) -> tuple[int, ...]:
-    """What ``plan llm-train`` searches without ``--cp``: 1 (the plan searches fewer layouts
-    than ``predict llm-train``), and for a long context :func:`~gpucast.domain.parallel.
-    searched_cp_sizes`' (a 128K-token sequence does not fit at cp 1 on most GPUs)."""
-    from gpucast.domain.parallel import searched_cp_sizes
-
-    wide = searched_cp_sizes(seq)
-    return wide if max(wide) > 2 else (1,)
-
-
 def _duration(value: Any) -> float | None:
     from gpucast.domain.options import none_or
     from gpucast.domain.units import duration_s
@@ -136,9 +123,7 @@ class PlanLlmTrainRequest:
     host_ms_per_layer: float | None = option(None, help=HOST_HELP, example="0")
     tp: int | None = tp_option()
     pp: int | None = pp_option()
-    cp: int | None = cp_option(
-        "1; for sequences of 32K tokens or more, searched up to 16 with 8K tokens a rank at least"
-    )
+    cp: int | None = cp_option(CP_SEARCHED)
     vpp: int | None = vpp_option(SEARCHED.virtual_stages)
     micro_batch: int | None = micro_batch_option(SEARCHED.micro_batch_sizes)
     zero: int | None = zero_option(SEARCHED.zero_stages)
@@ -261,8 +246,6 @@ class PlanLlmTrainResult:
     #: the shapes the fixed layout choices left out, by the rule they break
     #: ("tp=8 needs 8 GPUs per node: 12 GPU types left out (...)"); empty: none
     left_out: tuple[str, ...] = ()
-    #: the limits the request set ("the deadline", "the budget"), for the verdict's words
-    limits: tuple[str, ...] = ()
 
     @property
     def best(self) -> Any:
@@ -277,16 +260,10 @@ class PlanLlmTrainResult:
         )
 
     def verdict(self) -> list[str]:
-        """The lines after the rows: no row meets the limits (and the fastest), or the pick's
-        interval and whether it still holds at the interval's slow edge."""
+        """The lines after the rows: the pick's interval and whether it still holds at the
+        interval's slow edge (a plan without a pick is an error: :func:`plan_llm_train`)."""
         if self.recommended is None:
-            fastest = min(self.candidates, key=lambda c: c.time_s)
-            return [
-                f"no row meets {' and '.join(self.limits) or 'the constraints'}; the fastest: "
-                f"{fastest.nodes}x {fastest.instance_type} ({fastest.gpus} {fastest.gpu}) "
-                f"{format_duration(fastest.time_s)}, ${fastest.cost_usd:,.0f} -- raise "
-                "--max-gpus (or --nodes on a --cluster), relax the deadline or the budget"
-            ]
+            return []
         pick = self.candidates[self.recommended]
         lines = [
             f"  pick's time, 80% interval: {format_duration(pick.time_low_s)} - "
@@ -338,9 +315,7 @@ def _search_text(space: LayoutSpace, fixed: FixedLayout) -> str:
         f"ZeRO-{'/'.join(map(str, space.zero_stages))}, "
         + (", ".join(recompute[:-1]) + " or " if len(recompute) > 1 else "")
         + f"{recompute[-1]} recompute, cp {'/'.join(map(str, space.cp_sizes))}, vpp "
-        f"{'/'.join(map(str, space.virtual_stages))} (predict llm-train searches cp 1/2 -- up "
-        "to 16 for 32K-token sequences and longer -- vpp 1/2/4/8, micro-batch up to 8, ZeRO "
-        "0-3 and no recompute too)"
+        f"{'/'.join(map(str, space.virtual_stages))} (predict llm-train's search)"
     )
 
 
@@ -451,7 +426,9 @@ def plan_llm_train(
     request: PlanLlmTrainRequest | None = None, /, **options: Any
 ) -> PlanLlmTrainResult:
     """The cheapest GPU cluster and 3D layout that trains ``model`` on ``tokens`` within the
-    deadline and budget (:mod:`gpucast.plan.llm`)."""
+    deadline and budget (:mod:`gpucast.plan.llm`); where no row meets them,
+    :class:`~gpucast.domain.errors.NoFeasiblePlanError` names the limit and what to relax, as
+    ``plan train``'s does."""
     import math
 
     from gpucast.catalog import load_catalog, offers_file
@@ -547,14 +524,7 @@ def plan_llm_train(
     widened = {g: gpu_band(band, g, efficiency.value) for g in sorted({n.gpu for n in nodes})}
     widened = {g: wide for g, wide in widened.items() if wide[:2] != band[:2]}
     fixed = FixedLayout.of(request)
-    space = fixed.space(
-        replace(
-            SEARCHED,
-            cp_sizes=_plan_cp_sizes(seq),
-            precision=request.precision,  # type: ignore[arg-type]
-            lora_rank=request.lora_rank,
-        )
-    )
+    space = searched_space(fixed, seq, precision=request.precision, lora_rank=request.lora_rank)
     spot, spot_note = (
         _llm_spot(request, catalog, spot_nodes=sum(n.spot_usd_per_hour is not None for n in nodes))
         if spot_asked
@@ -608,14 +578,6 @@ def plan_llm_train(
         safe=plan.safe,
         infeasible=plan.infeasible,
         left_out=plan.left_out,
-        limits=tuple(
-            word
-            for word, value in (
-                ("the deadline", request.deadline_s),
-                ("the budget", request.budget_usd),
-            )
-            if value is not None
-        ),
         assumptions={
             "sequence length": sequence_text(spec, seq, given=request.seq_len is not None),
             "step-time model": efficiency.source,

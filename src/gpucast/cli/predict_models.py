@@ -59,6 +59,14 @@ def llm_train_command(
             highlight=False,
             markup=False,
         )
+    if result.cost:
+        c = result.cost
+        console.print(
+            f"  cost: ${c['usd_per_hour']:,.2f}/h, ${c['usd_per_million_tokens']:,.4g} per 1M "
+            f"tokens ({c['paid_gpus']:,.0f} GPUs paid for; the best layout)",
+            highlight=False,
+            markup=False,
+        )
     for name, value in result.assumptions.items():
         console.print(f"  assumption {name}: {value}", highlight=False, markup=False)
 

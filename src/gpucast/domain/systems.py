@@ -254,6 +254,10 @@ class ClusterSpec:
     def has_spot(self) -> bool:
         return self.spot_usd_per_gpu_hour is not None
 
+    def used_gpus(self, gpus: int | None) -> int:
+        """The GPUs a verb runs on: ``--gpus``, or by default (None) all of the cluster's."""
+        return self.max_gpus if gpus is None else gpus
+
     def usd_per_hour(self, gpus: int, *, spot: bool = False) -> float | None:
         """US$/h of ``gpus`` GPUs (0 without a price; ``None``: no spot market)."""
         if spot:
@@ -386,3 +390,11 @@ def check_cluster_options(
             fix="add --cluster FILE|NAME (e.g. --cluster DGX-H100)",
         )
     return named
+
+
+def used_gpus_text(gpus: int, cluster_gpus: int, where: str, *, default: bool) -> str:
+    """``16 of the cluster's 32 GPUs (2 nodes x 8; --gpus 16)``: the GPUs a verb runs on a
+    ``--cluster`` (:meth:`ClusterSpec.used_gpus`), ``where`` they sit, and whether they are
+    the default, all of them, or ``--gpus``."""
+    why = "default: all of them; --gpus N for fewer" if default else f"--gpus {gpus}"
+    return f"{gpus} of the cluster's {cluster_gpus} GPUs ({where}; {why})"

@@ -10,10 +10,12 @@ their NIC the fitted TCP collective found (:mod:`gpucast.predict.collective`) an
 algorithm (NCCL's flat ring: each node's NIC carries the whole ring's share of the
 data-parallel bytes, as ``plan train`` prices TCP clusters). Rows that miss
 the deadline or the budget are kept but marked; the front is the cost-vs-time Pareto set and
-the pick the cheapest row that meets both. Each row carries the 80% interval of its time
-(the ``band`` the caller gives: ratios of measured / predicted that held-out runs earned) and
-whether the deadline and the budget still hold at its slow edge; ``safe`` is the cheapest row
-where they do.
+the pick the cheapest row that meets both. Where none does, the plan is ``plan train``'s error
+(:class:`NoFeasiblePlanError`): the limit that cut the most rows, and the fastest row (the
+cheapest of equally fast ones) or the cheapest in time, with what to relax. Each row
+carries the 80% interval of its time (the ``band`` the caller gives: ratios of measured /
+predicted that held-out runs earned) and whether the deadline and the budget still hold at its
+slow edge; ``safe`` is the cheapest row where they do.
 
 Spot (``spot``, :class:`LlmSpot`): the same shapes on spot servers, through the spot Monte
 Carlo of ``plan train`` (:mod:`gpucast.plan.risk`: revocations of any node stop the job, which
@@ -454,7 +456,8 @@ def plan_llm(
             )
             if key not in cache:
                 # the layouts depend on the GPU count, the node and the space, not the GPU
-                # (SearchMemo): each GPU's search reuses them and their peak memory
+                # (SearchMemo.sibling): each GPU's search reuses them, their peak memory and
+                # their floor table
                 shaped = (n, used, shape.allow_cross_node_tp, gpu_space)
                 try:
                     if shaped not in searches:
@@ -465,8 +468,7 @@ def plan_llm(
                                 allow_uneven_pp=opts.allow_uneven_pp,
                             )
                         )  # fmt: skip
-                    shared = searches[shaped]
-                    memo = SearchMemo(layouts=shared.layouts, peak_bytes=shared.peak_bytes)
+                    memo = searches[shaped].sibling()
                     cache[key] = best_layout(
                         spec, gpu, n, global_batch, seq_len=seq_len, cluster=shape,
                         space=gpu_space, efficiency=efficiency, assumptions=opts,
@@ -537,6 +539,8 @@ def plan_llm(
     c = np.array([r.cost_usd for r in rows])
     front = tuple(int(i) for i in sorted(pareto_front_2d(t, c).tolist()))
     ok = [i for i, r in enumerate(rows) if r.meets_deadline and r.within_budget]
+    if not ok:
+        raise _missed_limits(rows)
 
     # the cheapest; where no price is given (all $0), the fewest GPU-hours (idle GPUs count)
     def cheapest(i: int) -> tuple[float, float, float]:
@@ -571,6 +575,34 @@ def plan_llm(
         safe=safe,
         left_out=left_out,
     )
+
+
+def _missed_limits(rows: Sequence[LlmCandidate]) -> NoFeasiblePlanError:
+    """No row meets the deadline and the budget: ``plan train``'s error, the limit that cut
+    the most rows and what to relax, naming the fastest row (the cheapest of equally fast
+    ones) or, where the budget cut more, the cheapest that meets the deadline."""
+    from gpucast.plan.train import R_BUDGET, R_DEADLINE, budget_fix, deadline_fix, no_plan_error
+
+    on_time = [r for r in rows if r.meets_deadline]  # and over the budget, every one
+    counts = {R_DEADLINE: len(rows) - len(on_time), R_BUDGET: len(on_time)}
+
+    def named(r: LlmCandidate, then: str) -> str:
+        spot = ", spot" if r.market == "spot" else ""
+        return (
+            f"{r.provider}/{r.region} {r.nodes}x {r.instance_type}, {r.gpus} {r.gpu}{spot}, " + then
+        )
+
+    if counts[R_DEADLINE] >= counts[R_BUDGET]:  # no_plan_error's worst: the first of equals
+        fastest = min(rows, key=lambda r: (r.time_s, r.cost_usd))
+        fix = deadline_fix(
+            fastest.time_s,
+            plan=named(fastest, f"${fastest.cost_usd:,.0f}"),
+            more="raise --max-gpus (or --nodes on a --cluster)",
+        )
+    else:
+        cheapest = min(on_time, key=lambda r: (r.cost_usd, r.time_s))
+        fix = budget_fix(cheapest.cost_usd, plan=named(cheapest, format_duration(cheapest.time_s)))
+    return no_plan_error({k: n for k, n in counts.items() if n}, fix=fix)
 
 
 def _names(gpus: Sequence[str], limit: int = 6) -> str:

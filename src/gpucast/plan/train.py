@@ -674,7 +674,6 @@ def _no_plan(
     counts: dict[str, int],
     spot_out: dict[int, SpotOutcome],
 ) -> NoFeasiblePlanError:
-    total = sum(counts.values())
     worst = max(counts, key=lambda k: counts[k])
     ev, reason = res.evaluation, res.reason
     gone = res.unkept or Unkept()  # extremes over the rows a compact search let go
@@ -724,14 +723,11 @@ def _no_plan(
         )
     fastest = limits.fastest_s
     if worst == R_DEADLINE and math.isfinite(fastest):
-        fix = (
-            f"the fastest plan takes {fastest / 3600:.1f} h: relax --deadline to at least "
-            f"{math.ceil(fastest / 3600)}h or raise --max-gpus"
-        )
+        fix = deadline_fix(fastest)
     elif worst == R_BUDGET:
         cheapest = limits.cheapest_on_time_usd
         if math.isfinite(cheapest):
-            fix = f"the cheapest plan costs ${cheapest:,.0f}: raise --budget to at least that"
+            fix = budget_fix(cheapest)
     elif worst == R_RISK:
         p = [s.p_meet_deadline or 0.0 for s in spot_out.values()]
         od = physical & ~res.space.spot & np.isfinite(res.p_model)
@@ -745,8 +741,33 @@ def _no_plan(
                 f"step-time model's interval): lower --min-p-meet, relax --deadline or "
                 "calibrate the model with a stored measurement (gpucast measure train)"
             )
+    return no_plan_error(counts, fix=fix)
+
+
+def deadline_fix(fastest_s: float, *, plan: str = "", more: str = "raise --max-gpus") -> str:
+    """What a plan that no candidate meets the deadline of says to do: the fastest candidate's
+    time (``plan``: which one it is) and the deadline that it would meet."""
+    named = f" ({plan})" if plan else ""
+    return (
+        f"the fastest plan takes {fastest_s / 3600:.1f} h{named}: relax --deadline to at least "
+        f"{math.ceil(fastest_s / 3600)}h or {more}"
+    )
+
+
+def budget_fix(cheapest_usd: float, *, plan: str = "") -> str:
+    """What a plan that no candidate meets the budget of says to do: the cost of the cheapest
+    candidate that meets the deadline (``plan``: which one it is)."""
+    named = f" ({plan})" if plan else ""
+    return f"the cheapest plan costs ${cheapest_usd:,.0f}{named}: raise --budget to at least that"
+
+
+def no_plan_error(counts: Mapping[str, int], *, fix: str) -> NoFeasiblePlanError:
+    """No candidate is feasible: the reason that cut the most of them (``counts``: candidates
+    by reason), and ``fix``."""
+    worst = max(counts, key=lambda k: counts[k])
     return NoFeasiblePlanError(
-        f"no feasible plan: '{worst}' cut the most candidates ({counts[worst]:,} of {total:,})",
+        f"no feasible plan: '{worst}' cut the most candidates ({counts[worst]:,} of "
+        f"{sum(counts.values()):,})",
         fix=fix,
     )
 

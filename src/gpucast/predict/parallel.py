@@ -113,6 +113,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
+import numpy as np
+import numpy.typing as npt
+
 from gpucast.domain.catalog import PCIE_X16_GBPS, GpuSpec
 from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
 from gpucast.domain.llm import TransformerSpec
@@ -137,8 +140,16 @@ from gpucast.predict.roofline import (
     RooflineEfficiency,
     RooflineWorkload,
     compute_term_s,
+    memory_term_s,
+    overhead_term_s,
     predict_step_time,
 )
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+#: a float or an array of them; a flag or an array of them (what the floor prices at once)
+_Num = float | FloatArray
+_Flag = bool | npt.NDArray[np.bool_]
 
 #: Bytes per trained parameter: 16-bit gradients, fp32 master weights + Adam m and v.
 GRADIENT_BYTES_PER_PARAM = 2.0
@@ -560,17 +571,17 @@ def _zero_groups(layout: ParallelLayout) -> tuple[int, int]:
     return dense, max(1, dense // layout.ep)
 
 
-def _stage_memory(
-    spec: TransformerSpec,
-    layout: ParallelLayout,
-    shapes: _Shapes,
-    seq_len: int,
-    stage: int,
-    layers: int,
-    framework_bytes: float,
-    usable: float,
-) -> ParallelMemory:
-    first, last = stage == 0, stage == layout.pp - 1
+class _StageState(NamedTuple):
+    """The bytes a stage's GPU holds whatever its micro-batches (:func:`_stage_state`)."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+    gather: float  # ZeRO-3: the gathered weights of two layers (prefetch)
+
+
+def _stage_state(layout: ParallelLayout, shapes: _Shapes, stage: int, layers: int) -> _StageState:
+    """A stage's weights, gradients, optimizer state and ZeRO-3 gather buffer on one GPU."""
     w_bytes = weight_bytes_per_param(layout.precision)
     params = _stage_params(layout, shapes, stage, layers)
     z_dense, z_expert = _zero_groups(layout)
@@ -584,12 +595,29 @@ def _stage_memory(
     # LoRA's frozen base needs one copy, at the precision its matmuls read (fp8: NeMo's
     # fp8_params, Transformer Engine's fp8_model_init); trained weights keep 16-bit too
     frozen_bytes = FP8_BYTES if layout.lora and layout.precision == "fp8" else w_bytes
-    weights = frozen_bytes * shard(params.dense, params.expert, 3) + w_bytes * params.adapters
-    gradients = GRADIENT_BYTES_PER_PARAM * shard(params.trained_dense, params.trained_expert, 2)
-    optimizer = OPTIMIZER_BYTES_PER_PARAM * shard(params.trained_dense, params.trained_expert, 1)
     gather = 0.0
     if zero == 3 and z_dense > 1:
         gather = 2.0 * w_bytes * (shapes.layer_dense + shapes.layer_expert)
+    return _StageState(
+        weights=frozen_bytes * shard(params.dense, params.expert, 3) + w_bytes * params.adapters,
+        gradients=GRADIENT_BYTES_PER_PARAM * shard(params.trained_dense, params.trained_expert, 2),
+        optimizer=OPTIMIZER_BYTES_PER_PARAM * shard(params.trained_dense, params.trained_expert, 1),
+        gather=gather,
+    )
+
+
+def _stage_memory(
+    spec: TransformerSpec,
+    layout: ParallelLayout,
+    shapes: _Shapes,
+    seq_len: int,
+    stage: int,
+    layers: int,
+    framework_bytes: float,
+    usable: float,
+) -> ParallelMemory:
+    first, last = stage == 0, stage == layout.pp - 1
+    state = _stage_state(layout, shapes, stage, layers)
     in_flight, layer_acts = _in_flight_layers(layout, stage, layers)
     if layout.recompute == "full":
         per_layer = _activation_bytes_per_layer(spec, layout, seq_len, "full", shapes.kv_local)
@@ -609,12 +637,12 @@ def _stage_memory(
     )
     return ParallelMemory(
         stage=stage,
-        weights_bytes=weights,
-        gradients_bytes=gradients,
-        optimizer_bytes=optimizer,
+        weights_bytes=state.weights,
+        gradients_bytes=state.gradients,
+        optimizer_bytes=state.optimizer,
         activations_bytes=activations,
         logits_bytes=logits,
-        gather_buffer_bytes=gather,
+        gather_buffer_bytes=state.gather,
         framework_bytes=framework_bytes,
         usable_bytes=usable,
         in_flight_micro_batches=in_flight,
@@ -693,13 +721,15 @@ class SearchMemo:
     """What one layout search computes once and its layouts share (every other argument of
     :func:`predict_training_step` the same): stage times and data-parallel traffic by the
     layout without its virtual stages (which change the bubble, the point-to-point sends and
-    the memory alone), and each layout's peak memory :func:`best_layout` already computed.
+    the memory alone), the step-time floor's parts, and (``table``) the peak memory
+    :func:`best_layout` already computed.
 
     None of it depends on the host's pace (``ParallelAssumptions.host_layer_s``, applied per
     step): searches that differ only in it may share one memo (:func:`best_layout`
-    ``memo``), as the fit of that pace does. ``layouts`` and ``peak_bytes`` do not depend on
-    the GPU or its links either: searches of the same model, GPU count, node size, batch,
-    sequence, space and assumptions on other GPUs may share them (``plan llm-train`` does)."""
+    ``memo``), as the fit of that pace does. ``layouts`` and ``table`` do not depend on the
+    GPU or its links either: searches of the same model, GPU count, node size, batch,
+    sequence, space and assumptions on other GPUs may share them (:meth:`sibling`; ``plan
+    llm-train`` does)."""
 
     #: the layouts :func:`best_layout` enumerated (None until it has)
     layouts: tuple[ParallelLayout, ...] | None = None
@@ -707,16 +737,23 @@ class SearchMemo:
         default_factory=dict
     )
     dp_comm_s: dict[ParallelLayout, float] = field(default_factory=dict)
-    #: the bytes per GPU of each layout's stage that needs the most (:func:`training_memory`'s
-    #: ``total_bytes``), which a GPU's usable bytes must hold
-    peak_bytes: dict[ParallelLayout, float] = field(default_factory=dict)
     #: the roofline's interval per regime (``predict_step_time(intervals=...)``)
     intervals: dict[str, tuple[float, float, str, str]] = field(default_factory=dict)
     #: per-GPU shapes by what they depend on (:func:`_shapes_of`)
     shapes: dict[tuple[int, int, bool, int, tuple[str, ...]], _Shapes] = field(default_factory=dict)
-    #: the first stage's data-parallel collectives by what they depend on (the step-time
-    #: floor's, :func:`_step_time_floor`)
-    dp_traffic: dict[tuple[object, ...], _DpTraffic] = field(default_factory=dict)
+    #: the step-time floor's parts on this GPU and links (:func:`_floor_parts`)
+    floor_parts: tuple[FloatArray, FloatArray, FloatArray] | None = None
+    #: what the search knows of ``layouts`` that depends on no GPU, no links and no host
+    #: pace: their floor's parts and their peak memory (:class:`_SearchTable`)
+    table: _SearchTable | None = None
+
+    def sibling(self) -> SearchMemo:
+        """A memo for the same search on another GPU or other links: it shares ``layouts``
+        and their table (none of which depends on the GPU, its links or the host's pace),
+        and starts the rest afresh."""
+        if self.layouts is not None and self.table is None:
+            self.table = _SearchTable.of(self.layouts)
+        return SearchMemo(layouts=self.layouts, table=self.table)
 
 
 def _shapes_of(memo: SearchMemo, spec: TransformerSpec, layout: ParallelLayout) -> _Shapes:
@@ -741,28 +778,35 @@ def _wide_factor(gpu: GpuSpec, precision: str, efficiency: RooflineEfficiency) -
     return max(1.0, fp8 / wide)
 
 
-class _StageFlops(NamedTuple):
-    """FLOPs of one micro-batch of one stage on one GPU (:func:`_stage_flops`)."""
+class _StageWork(NamedTuple):
+    """What one micro-batch of one stage does on one GPU, whatever the GPU
+    (:func:`_stage_work`)."""
 
     matmul: float  # every matrix FLOP: forward, backward, recompute, the head on the last
-    priced: float  # the same at the layout's precision's rate (fp8: attention, head wider)
+    sixteen_bit: float  # those of the attention core and the LM head (16-bit under fp8)
     attn: float  # the attention core's forward of one layer
-    wide: float  # :func:`_wide_factor`
+    memory_bytes: float  # element-wise traffic
+    kernels: int
+
+    def priced(self, wide: float) -> float:
+        """The FLOPs at the layout's precision's rate (:func:`_wide_factor` ``wide``): fp8
+        covers the linear layers (Transformer Engine's fp8_autocast); the attention core and
+        the LM head run at 16 bits, priced as that many more FLOPs at the fp8 rate."""
+        return self.matmul + (wide - 1.0) * self.sixteen_bit
 
 
-def _stage_flops(
+def _stage_work(
     spec: TransformerSpec,
-    gpu: GpuSpec,
     layout: ParallelLayout,
     shapes: _Shapes,
     seq_len: int,
     layers: int,
     last: bool,
-    efficiency: RooflineEfficiency,
     assumptions: ParallelAssumptions,
-) -> _StageFlops:
-    """The FLOPs of one micro-batch on one GPU of a stage of ``layers`` layers (``last``: it
-    holds the LM head), as :func:`_stage_time` prices them (the module docstring)."""
+) -> _StageWork:
+    """The FLOPs, bytes and kernels of one micro-batch on one GPU of a stage of ``layers``
+    layers (``last``: it holds the LM head), as :func:`_stage_time` prices them (the module
+    docstring)."""
     t, c, b = layout.tp, layout.cp, layout.micro_batch_size
     s_local = seq_len / c
     tokens = b * s_local
@@ -792,34 +836,6 @@ def _stage_flops(
     if last:
         head_all = 2.0 * tokens * spec.vocab * h / t * (2.0 if layout.lora else 3.0)
         matmul += head_all
-    # fp8 covers the linear layers (Transformer Engine's fp8_autocast); the attention core and
-    # the LM head run at 16 bits: priced at their rate, as that many FLOPs at the fp8 rate
-    wide = _wide_factor(gpu, layout.precision, efficiency)
-    priced = matmul + (wide - 1.0) * (attn_all + head_all)
-    return _StageFlops(matmul=matmul, priced=priced, attn=attn, wide=wide)
-
-
-def _stage_time(
-    spec: TransformerSpec,
-    gpu: GpuSpec,
-    layout: ParallelLayout,
-    shapes: _Shapes,
-    cluster: ClusterShape,
-    seq_len: int,
-    layers: int,
-    stage: int,
-    efficiency: RooflineEfficiency,
-    assumptions: ParallelAssumptions,
-    intervals: dict[str, tuple[float, float, str, str]],
-) -> _StageTime:
-    t, c, b = layout.tp, layout.cp, layout.micro_batch_size
-    last = stage == layout.pp - 1
-    s_local = seq_len / c
-    tokens = b * s_local
-    h = spec.hidden
-    full = layout.recompute == "full"
-    flops = _stage_flops(spec, gpu, layout, shapes, seq_len, layers, last, efficiency, assumptions)
-    matmul, priced, attn, wide = flops.matmul, flops.priced, flops.attn, flops.wide
     # -- element-wise bytes and kernels
     traffic_level = "none" if layout.recompute == "none" else "selective"
     acts = _activation_bytes_per_layer(spec, layout, seq_len, traffic_level, shapes.kv_local)
@@ -835,12 +851,130 @@ def _stage_time(
         logits = LOGIT_BYTES * tokens * spec.vocab / t
         memory += 2.0 * logits
         kernels += 6
+    return _StageWork(
+        matmul=matmul,
+        sixteen_bit=attn_all + head_all,
+        attn=attn,
+        memory_bytes=memory,
+        kernels=kernels,
+    )
+
+
+class _CommWork(NamedTuple):
+    """What a stage's micro-batch sends over TP, CP and expert parallelism, whatever the GPU
+    and its links (:func:`_comm_work`): floats, or arrays of them for many stages."""
+
+    tp: _Num
+    tp_message: _Num  # bytes of one TP collective: b s h / c activations
+    tp_count: _Num  # TP collectives of a micro-batch
+    cp: _Num
+    cp_chunk: _Num  # bytes of one ring pass of a rank's K and V chunk
+    cp_passes: _Num
+    cp_attn: _Num  # the attention core's FLOPs the ring hides under (its passes of a layer)
+    layers: _Num
+    ep: _Num
+    moe_routed: _Num  # bytes of the routed tokens one all-to-all moves
+    moe_count: _Num  # all-to-alls of a micro-batch
+
+
+def _comm_work(
+    spec: TransformerSpec,
+    layout: ParallelLayout,
+    shapes: _Shapes,
+    seq_len: int,
+    layers: int,
+    last: bool,
+    attn: float,
+) -> _CommWork:
+    """:class:`_CommWork` of a stage of ``layers`` layers (``last``: with the LM head);
+    ``attn``: the attention core's forward of one layer (:class:`_StageWork`)."""
+    t, c, b = layout.tp, layout.cp, layout.micro_batch_size
+    tokens = b * (seq_len / c)
+    passes = 4.0 if layout.recompute == "full" else 3.0
+    sp_div = t if layout.sp_active else 1
+    return _CommWork(
+        tp=t,
+        tp_message=ACTIVATION_BYTES * tokens * spec.hidden,
+        tp_count=layers * (6 if passes == 4.0 else 4) + (2 if last else 0),
+        cp=c,
+        cp_chunk=2.0 * ACTIVATION_BYTES * b * (seq_len / c) * spec.head_dim * shapes.kv_local,
+        cp_passes=passes,
+        cp_attn=passes * attn,
+        layers=layers,
+        ep=layout.ep,
+        moe_routed=ACTIVATION_BYTES * tokens * spec.experts_per_token * spec.hidden / sp_div,
+        moe_count=layers * (6 if passes == 4.0 else 4),
+    )
+
+
+def _group_gbps(links: ClusterShape, gpus: _Num) -> FloatArray:
+    """:meth:`ClusterShape.group_gbps` of each of ``gpus`` (a count or an array of them)."""
+    counts = np.asarray(gpus)
+    flat = counts.reshape(-1).tolist()
+    rate = {k: links.group_gbps(int(k)) for k in set(flat)}
+    return np.asarray([rate[k] for k in flat], dtype=np.float64).reshape(counts.shape)
+
+
+def _comm_s(
+    w: _CommWork, links: ClusterShape, wide: _Num, rate: _Num, tp_overlap: float
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The exposed TP, CP and expert-parallel seconds of a stage's micro-batch (floats, or
+    arrays for many stages) on ``links``; ``wide`` (:func:`_wide_factor`) and ``rate`` (FLOP/s
+    of the layout's precision) price the attention the CP ring hides under."""
+    gpn = links.gpus_per_node
+    nic_per_gpu = links.node_network_gbps / gpn
+    near, far = links.nvlink_hop_latency_s, links.hop_latency_s
+    t, c, e = (np.asarray(v) for v in (w.tp, w.cp, w.ep))
+    # -- tensor parallelism: all-reduces (or all-gather + reduce-scatter) of b s h / c
+    one = comm.hierarchical_collective_s(
+        w.tp_message,
+        t,
+        np.minimum(t, gpn),
+        _group_gbps(links, t),
+        links.node_network_gbps,
+        np.where(t <= gpn, near, far),  # type: ignore[arg-type]
+        passes=2.0,
+    )
+    tp_s = np.where(t > 1, w.tp_count * one * (1.0 - tp_overlap), 0.0)
+    # -- context parallelism: ring passes of the K and V chunks, hidden under attention
+    in_node = c * t <= gpn
+    gbps = np.where(in_node, links.group_gbps(2), nic_per_gpu)  # a ring: one peer each way
+    link = comm.transfer_time_s(w.cp_chunk, gbps) + np.where(in_node, near, far)
+    ring = w.cp_passes * (c - 1) * link
+    attn_s = w.cp_attn * wide / rate
+    cp_s = np.where(c > 1, w.layers * np.maximum(0.0, ring - attn_s), 0.0)
+    # -- expert parallelism: all-to-all of the routed tokens
+    on_node = np.maximum(1, np.minimum(e, gpn // t))
+    intra_s = w.moe_routed * (on_node - 1) / e * 8.0 / (_group_gbps(links, on_node) * 1e9)
+    inter_s = w.moe_routed * (e - on_node) / e * 8.0 / (nic_per_gpu * 1e9)
+    latency = np.where(on_node == e, near, far)
+    moe_s = np.where(e > 1, w.moe_count * (np.maximum(intra_s, inter_s) + latency), 0.0)
+    return tp_s, cp_s, moe_s
+
+
+def _stage_time(
+    spec: TransformerSpec,
+    gpu: GpuSpec,
+    layout: ParallelLayout,
+    shapes: _Shapes,
+    cluster: ClusterShape,
+    seq_len: int,
+    layers: int,
+    stage: int,
+    efficiency: RooflineEfficiency,
+    assumptions: ParallelAssumptions,
+    intervals: dict[str, tuple[float, float, str, str]],
+) -> _StageTime:
+    b = layout.micro_batch_size
+    last = stage == layout.pp - 1
+    work = _stage_work(spec, layout, shapes, seq_len, layers, last, assumptions)
+    wide = _wide_factor(gpu, layout.precision, efficiency)
     workload = RooflineWorkload(
         name=f"{spec.name} stage {stage}",
         batch_size=b,
-        matmul_flops=priced,
-        memory_bytes=memory,
-        n_kernels=kernels,
+        matmul_flops=work.priced(wide),
+        memory_bytes=work.memory_bytes,
+        n_kernels=work.kernels,
     )
     estimate = predict_step_time(
         workload, gpu, layout.precision, efficiency=efficiency, intervals=intervals
@@ -864,63 +998,23 @@ def _stage_time(
         efficiency=efficiency,
         intervals=intervals,
     )
-    gpn = cluster.gpus_per_node
-    nic_per_gpu = cluster.node_network_gbps / gpn
-    # -- tensor parallelism: all-reduces (or all-gather + reduce-scatter) of b s h / c
-    tp_s = 0.0
-    if t > 1:
-        message = ACTIVATION_BYTES * tokens * h
-        in_node = t <= gpn
-        one = float(
-            comm.hierarchical_collective_s(
-                message,
-                t,
-                min(t, gpn),
-                cluster.group_gbps(t),
-                cluster.node_network_gbps,
-                cluster.nvlink_hop_latency_s if in_node else cluster.hop_latency_s,
-                passes=2.0,
-            )
+    rate = (
+        efficiency.compute_efficiency(layout.precision) * gpu.matrix_tflops(layout.precision) * 1e12
+    )
+    tp_s, cp_s, moe_s = (
+        float(term)
+        for term in _comm_s(
+            _comm_work(spec, layout, shapes, seq_len, layers, last, work.attn),
+            cluster,
+            wide,
+            rate,
+            assumptions.tp_overlap_fraction,
         )
-        count = layers * (6 if full else 4) + (2 if last else 0)
-        tp_s = count * one * (1.0 - assumptions.tp_overlap_fraction)
-    # -- context parallelism: ring passes of the K and V chunks, hidden under attention
-    cp_s = 0.0
-    if c > 1:
-        chunk = 2.0 * ACTIVATION_BYTES * b * s_local * spec.head_dim * shapes.kv_local
-        in_node = c * t <= gpn
-        gbps = cluster.group_gbps(2) if in_node else nic_per_gpu  # a ring: one peer each way
-        latency = cluster.nvlink_hop_latency_s if in_node else cluster.hop_latency_s
-        passes = 4.0 if full else 3.0
-        ring = passes * (c - 1) * _link_s(chunk, gbps, latency)
-        attn_passes = 4.0 if full else 3.0
-        attn_s = (
-            attn_passes
-            * attn
-            * wide
-            / (
-                efficiency.compute_efficiency(layout.precision)
-                * gpu.matrix_tflops(layout.precision)
-                * 1e12
-            )
-        )
-        cp_s = layers * max(0.0, ring - attn_s)
-    # -- expert parallelism: all-to-all of the routed tokens
-    moe_s = 0.0
-    if layout.ep > 1:
-        e = layout.ep
-        sp_div = t if layout.sp_active else 1
-        routed = ACTIVATION_BYTES * tokens * spec.experts_per_token * h / sp_div
-        on_node = max(1, min(e, gpn // t))
-        intra_s = routed * (on_node - 1) / e * 8.0 / (cluster.group_gbps(on_node) * 1e9)
-        inter_s = routed * (e - on_node) / e * 8.0 / (nic_per_gpu * 1e9)
-        latency = cluster.nvlink_hop_latency_s if on_node == e else cluster.hop_latency_s
-        one = max(intra_s, inter_s) + latency
-        moe_s = layers * (6 if full else 4) * one
+    )
     return _StageTime(
         estimate=estimate,
         optimizer=optimizer,
-        matmul_flops=matmul,
+        matmul_flops=work.matmul,
         tp_s=tp_s,
         cp_s=cp_s,
         moe_s=moe_s,
@@ -957,14 +1051,20 @@ class _DpTraffic(NamedTuple):
     backward_fraction: float
 
 
-def _dp_traffic(
-    layout: ParallelLayout,
-    shapes: _Shapes,
-    stage: int,
-    cluster: ClusterShape,
-    stage_layers: int,
-) -> _DpTraffic:
-    """:func:`_dp_comm_s`'s collectives before overlap (``dp * cp`` > 1)."""
+class _DpCollective(NamedTuple):
+    """One data-parallel collective of a stage's step: bytes per pass, ranks, ranks on a node
+    and passes."""
+
+    n_bytes: float
+    size: int
+    on_node: int
+    passes: float
+
+
+def _dp_collectives(
+    layout: ParallelLayout, shapes: _Shapes, stage: int, gpus_per_node: int, stage_layers: int
+) -> list[_DpCollective]:
+    """:func:`_dp_traffic`'s collectives of one step, those that move anything."""
     group = layout.dp * layout.cp
     m = layout.micro_batches
     zero = layout.zero_stage
@@ -981,49 +1081,83 @@ def _dp_traffic(
     else:  # all-gathers of every (16-bit) weight, reduce-scatters of the trained gradients
         dense = [(ACTIVATION_BYTES * params.dense, 2.0 * m), (grad * params.trained_dense, m)]
         expert = [(ACTIVATION_BYTES * params.expert, 2.0 * m), (grad * params.trained_expert, m)]
-    gpn = cluster.gpus_per_node
-    collective = comm.collective_function(cluster.collective)
-    total = 0.0
+    out = []
     for parts, size, stride in (
         (dense, group, layout.tp),
         (expert, expert_group, layout.tp * layout.ep),
     ):
-        on_node = max(1, min(size, gpn // stride))
-        for n_bytes, passes in parts:
-            if n_bytes <= 0 or size <= 1:
-                continue
-            total += float(
-                collective(
-                    n_bytes,
-                    size,
-                    on_node,
-                    cluster.group_gbps(on_node),
-                    cluster.node_network_gbps * on_node / gpn,
-                    cluster.hop_latency_s,
-                    passes=passes,
-                )
-            )
-    return _DpTraffic(
-        total_s=total,
-        window_micro_batches=1 if zero <= 1 else m,
-        backward_fraction=1.0 if zero == 3 else comm.DEFAULT_BACKWARD_FRACTION,
+        on_node = max(1, min(size, gpus_per_node // stride))
+        out += [
+            _DpCollective(n_bytes=n_bytes, size=size, on_node=on_node, passes=float(passes))
+            for n_bytes, passes in parts
+            if n_bytes > 0 and size > 1
+        ]
+    return out
+
+
+def _dp_window(layout: ParallelLayout) -> tuple[int, float]:
+    """The micro-batches whose backward a layout's data-parallel collectives can hide under,
+    and the share of those that is backward."""
+    zero = layout.zero_stage
+    return (
+        1 if zero <= 1 else layout.micro_batches,
+        1.0 if zero == 3 else comm.DEFAULT_BACKWARD_FRACTION,
     )
+
+
+def _dp_traffic(
+    layout: ParallelLayout,
+    shapes: _Shapes,
+    stage: int,
+    cluster: ClusterShape,
+    stage_layers: int,
+) -> _DpTraffic:
+    """:func:`_dp_comm_s`'s collectives before overlap (``dp * cp`` > 1)."""
+    gpn = cluster.gpus_per_node
+    collective = comm.collective_function(cluster.collective)
+    total = 0.0
+    for one in _dp_collectives(layout, shapes, stage, gpn, stage_layers):
+        total += float(
+            collective(
+                one.n_bytes,
+                one.size,
+                one.on_node,
+                cluster.group_gbps(one.on_node),
+                cluster.node_network_gbps * one.on_node / gpn,
+                cluster.hop_latency_s,
+                passes=one.passes,
+            )
+        )
+    window, backward = _dp_window(layout)
+    return _DpTraffic(total_s=total, window_micro_batches=window, backward_fraction=backward)
+
+
+def _pp_sends(
+    spec: TransformerSpec, layout: ParallelLayout, seq_len: int, gpus_per_node: int
+) -> tuple[float, float, bool]:
+    """The pipeline's blocking sends of one step (``pp`` > 1; the module docstring): the bytes
+    of one, how many, and whether they cross nodes."""
+    m, p, v = layout.micro_batches, layout.pp, layout.virtual_stages
+    message = ACTIVATION_BYTES * layout.micro_batch_size * seq_len / layout.cp
+    message *= spec.hidden / layout.tp  # Megatron sends 1/t per TP rank
+    return message, 2.0 * (v * m + p - 1), layout.tp * layout.cp * layout.dp >= gpus_per_node
+
+
+def _sends_s(message: _Num, count: _Num, across: _Flag, links: ClusterShape) -> FloatArray:
+    """Seconds of ``count`` sends of ``message`` bytes (floats, or arrays of them) to the next
+    stage's GPU: over a GPU's share of the node's NICs ``across`` nodes, else inside it."""
+    gpn = links.gpus_per_node
+    inter = comm.transfer_time_s(message, links.node_network_gbps / gpn) + links.hop_latency_s
+    intra = comm.transfer_time_s(message, links.group_gbps(2)) + links.nvlink_hop_latency_s
+    return np.asarray(count * np.where(across, inter, intra), dtype=np.float64)
 
 
 def _pp_p2p_s(
     spec: TransformerSpec, layout: ParallelLayout, links: ClusterShape, seq_len: int
 ) -> float:
     """The pipeline's blocking sends of one step (``pp`` > 1; the module docstring)."""
-    m, p, v = layout.micro_batches, layout.pp, layout.virtual_stages
-    message = ACTIVATION_BYTES * layout.micro_batch_size * seq_len / layout.cp
-    message *= spec.hidden / layout.tp  # Megatron sends 1/t per TP rank
-    stride = layout.tp * layout.cp * layout.dp
-    gpn = links.gpus_per_node
-    if stride >= gpn:
-        send = _link_s(message, links.node_network_gbps / gpn, links.hop_latency_s)
-    else:
-        send = _link_s(message, links.group_gbps(2), links.nvlink_hop_latency_s)
-    return 2.0 * (v * m + p - 1) * send
+    message, count, across = _pp_sends(spec, layout, seq_len, links.gpus_per_node)
+    return float(_sends_s(message, count, across, links))
 
 
 #: The step terms a micro-batch paced by the host spends waiting on it, the wait included
@@ -1382,7 +1516,7 @@ def _search(
     )  # fmt: skip
 
 
-#: How far below a layout's floor (:func:`_step_time_floor`) its computed step time may fall
+#: How far below a layout's floor (:func:`_step_time_floors`) its computed step time may fall
 #: by rounding alone: the step and the floor add and scale a dozen terms in other orders,
 #: each operation off by a relative 1.1e-16 at most; pruning keeps a layout whose floor is
 #: within this of the best time found (whether it wins is then left to timing it)
@@ -1400,20 +1534,234 @@ def _flop_s(gpu: GpuSpec, precision: str, efficiency: RooflineEfficiency) -> flo
     return compute_term_s(one, DeviceRoofline.of_gpu(gpu, precision), precision, efficiency)
 
 
-def _step_time_floor(
+class _WorkArrays(NamedTuple):
+    """:class:`_StageWork` of many stages, as arrays."""
+
+    matmul: FloatArray
+    sixteen_bit: FloatArray
+    memory_bytes: FloatArray
+    kernels: FloatArray
+
+    @classmethod
+    def of(cls, works: Sequence[_StageWork]) -> _WorkArrays:
+        return cls(
+            *(np.asarray([getattr(w, k) for w in works], dtype=np.float64) for k in cls._fields)
+        )
+
+
+@dataclass(slots=True, kw_only=True)
+class _SearchTable:
+    """What a search knows of its layouts that depends on no GPU, no links and no host pace,
+    shared by the searches of a memo and its siblings (:meth:`SearchMemo.sibling`): for
+    :func:`_step_time_floors`, one layout for each distinct value of a part of the floor, for
+    each layout the one it takes, and (:meth:`fill`, by the first search: it needs the model,
+    the sequence, the node size and the assumptions, which its siblings share) the work of
+    each part; and each layout's peak memory, once a search has needed it."""
+
+    #: by what :func:`_stage_work` reads: tp, ep, pp, cp, micro-batch size, sequence
+    #: parallelism, recompute, precision and LoRA (not dp, the micro-batch count, the ZeRO
+    #: stage or vpp)
+    compute: tuple[ParallelLayout, ...]
+    compute_of: IntArray
+    #: by what :func:`_dp_collectives` and :func:`_dp_window` read (ZeRO-0 and 1 move the
+    #: same bytes whatever the micro-batch count); -1: no data-parallel traffic (dp x cp = 1)
+    dp: tuple[ParallelLayout, ...]
+    dp_of: IntArray
+    #: by what :func:`_pp_sends` reads; -1: no pipeline (pp = 1)
+    sends: tuple[ParallelLayout, ...]
+    sends_of: IntArray
+    #: by what :func:`_stage_state` reads (tp, ep, pp, dp, cp, ZeRO, precision, LoRA)
+    state: tuple[ParallelLayout, ...]
+    state_of: IntArray
+    #: each layout's micro-batch slots ``m + (p - 1) / v``, stages and full recomputation
+    paced: FloatArray
+    pp: IntArray
+    full: npt.NDArray[np.bool_]
+    #: per ``compute`` layout: the work of its first and its last stage, and their traffic
+    first: _WorkArrays | None = None
+    last: _WorkArrays | None = None
+    first_comm: _CommWork | None = None
+    last_comm: _CommWork | None = None
+    #: the ``dp`` layouts' first-stage collectives, a row each: the layout's index, bytes per
+    #: pass, ranks, ranks on a node, passes
+    collectives: tuple[IntArray, FloatArray, FloatArray, FloatArray, FloatArray] | None = None
+    #: per ``dp`` layout: the backward share x the micro-batches its collectives hide under
+    dp_window: FloatArray | None = None
+    #: per ``sends`` layout: bytes of a send, sends a step, whether they cross nodes
+    sends_work: tuple[FloatArray, FloatArray, npt.NDArray[np.bool_]] | None = None
+    #: per layout: a floor on its peak memory, its first stage's bytes (:func:`_stage_memory`)
+    #: with one micro-batch's activations through its layers and no logits -- a GPU with
+    #: fewer usable bytes does not fit it
+    memory_floor: FloatArray | None = None
+    #: each layout's bytes per GPU on the stage that needs the most (:func:`training_memory`'s
+    #: ``total_bytes``), which a GPU's usable bytes must hold; NaN until a search needs it
+    peak_bytes: list[float] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, layouts: Sequence[ParallelLayout]) -> _SearchTable:
+        index: tuple[dict[tuple[object, ...], int], ...] = ({}, {}, {}, {})
+        reps: tuple[list[ParallelLayout], ...] = ([], [], [], [])
+        which: tuple[list[int], ...] = ([], [], [], [])
+        for x in layouts:
+            zero = max(x.zero_stage, 1)
+            keys = (
+                (x.tp, x.ep, x.pp, x.cp, x.micro_batch_size, x.sequence_parallel, x.recompute,
+                 x.precision, x.lora_rank, x.lora_targets),
+                None
+                if x.dp * x.cp == 1
+                else (x.dp, x.tp, x.pp, x.cp, x.ep, x.micro_batches if zero > 1 else 0,
+                      zero, x.lora_rank, x.lora_targets),
+                None
+                if x.pp == 1
+                else (x.tp, x.cp, x.dp, x.pp, x.virtual_stages, x.micro_batches,
+                      x.micro_batch_size),
+                (x.tp, x.ep, x.pp, x.dp, x.cp, x.zero_stage, x.precision, x.lora_rank,
+                 x.lora_targets),
+            )  # fmt: skip
+            for key, seen, rep, of in zip(keys, index, reps, which, strict=True):
+                if key is None:
+                    of.append(-1)
+                    continue
+                if key not in seen:
+                    seen[key] = len(rep)
+                    rep.append(x)
+                of.append(seen[key])
+        compute_of, dp_of, sends_of, state_of = (np.asarray(of, dtype=np.int64) for of in which)
+        return cls(
+            compute=tuple(reps[0]),
+            compute_of=compute_of,
+            dp=tuple(reps[1]),
+            dp_of=dp_of,
+            sends=tuple(reps[2]),
+            sends_of=sends_of,
+            state=tuple(reps[3]),
+            state_of=state_of,
+            paced=np.asarray(
+                [x.micro_batches + (x.pp - 1) / x.virtual_stages for x in layouts],
+                dtype=np.float64,
+            ),
+            pp=np.asarray([x.pp for x in layouts], dtype=np.int64),
+            full=np.asarray([x.recompute == "full" for x in layouts], dtype=np.bool_),
+            peak_bytes=[math.nan] * len(layouts),
+        )
+
+    def fill(
+        self,
+        spec: TransformerSpec,
+        seq_len: int,
+        gpus_per_node: int,
+        assumptions: ParallelAssumptions,
+        memo: SearchMemo,
+    ) -> None:
+        """Work out each part's work, once (a sibling's search may have)."""
+        if self.first is not None:
+            return
+
+        def column(values: Sequence[float]) -> FloatArray:
+            return np.asarray(values, dtype=np.float64)
+
+        first: list[_StageWork] = []
+        last: list[_StageWork] = []
+        first_comm: list[_CommWork] = []
+        last_comm: list[_CommWork] = []
+        acts = []
+        for x in self.compute:
+            shapes = _shapes_of(memo, spec, x)
+            layers = _stage_layers(spec, x.pp)
+            # full recomputation keeps each layer's input and one layer's working set more
+            per_layer = _activation_bytes_per_layer(spec, x, seq_len, x.recompute, shapes.kv_local)
+            acts.append(layers[0] * per_layer)
+            for n, end, works, comms in (
+                (layers[0], x.pp == 1, first, first_comm),
+                (layers[-1], True, last, last_comm),
+            ):
+                works.append(_stage_work(spec, x, shapes, seq_len, n, end, assumptions))
+                comms.append(_comm_work(spec, x, shapes, seq_len, n, end, works[-1].attn))
+        rows = [
+            (j, one)
+            for j, x in enumerate(self.dp)
+            for one in _dp_collectives(
+                x, _shapes_of(memo, spec, x), 0, gpus_per_node, _stage_layers(spec, x.pp)[0]
+            )
+        ]
+        self.collectives = (
+            np.asarray([j for j, _ in rows], dtype=np.int64),
+            column([one.n_bytes for _, one in rows]),
+            column([one.size for _, one in rows]),
+            column([one.on_node for _, one in rows]),
+            column([one.passes for _, one in rows]),
+        )
+        self.dp_window = np.asarray(
+            [backward * window for window, backward in map(_dp_window, self.dp)],
+            dtype=np.float64,
+        )
+        sends = [_pp_sends(spec, x, seq_len, gpus_per_node) for x in self.sends]
+        self.sends_work = (
+            np.asarray([m for m, _, _ in sends], dtype=np.float64),
+            np.asarray([n for _, n, _ in sends], dtype=np.float64),
+            np.asarray([a for _, _, a in sends], dtype=np.bool_),
+        )
+        states = [
+            _stage_state(x, _shapes_of(memo, spec, x), 0, _stage_layers(spec, x.pp)[0])
+            for x in self.state
+        ]
+        # ParallelMemory.total_bytes' order: weights, gradients, optimizer, activations,
+        # logits (none here), gather buffer, framework -- each sum at most the stage's
+        held = column([st.weights + st.gradients + st.optimizer for st in states])
+        gather = column([st.gather for st in states])
+        self.memory_floor = (
+            held[self.state_of] + column(acts)[self.compute_of] + gather[self.state_of]
+        ) + assumptions.framework_overhead_gib * GIB
+        self.first_comm, self.last_comm = (
+            _CommWork(*(column([getattr(w, k) for w in comms]) for k in _CommWork._fields))
+            for comms in (first_comm, last_comm)
+        )
+        self.first, self.last = _WorkArrays.of(first), _WorkArrays.of(last)
+
+
+def _slowest_stage_s(
+    gpu: GpuSpec,
+    table: _SearchTable,
+    links: ClusterShape,
+    efficiency: RooflineEfficiency,
+    assumptions: ParallelAssumptions,
+) -> FloatArray:
+    """Per ``compute`` layout of ``table``: the slower micro-batch of its first and last stage
+    on ``gpu`` and ``links``: its roofline (compute at :func:`_flop_s`, memory and overhead
+    terms) and its TP, CP and expert traffic, as :class:`_StageTime` adds them."""
+    out = np.zeros(len(table.compute), dtype=np.float64)
+    precisions = [x.precision for x in table.compute]
+    for precision in dict.fromkeys(precisions):
+        mask = np.asarray([p == precision for p in precisions], dtype=np.bool_)
+        device = DeviceRoofline.of_gpu(gpu, precision)
+        flop_s = _flop_s(gpu, precision, efficiency)
+        wide = _wide_factor(gpu, precision, efficiency)
+        rate = efficiency.compute_efficiency(precision) * gpu.matrix_tflops(precision) * 1e12
+        for work, traffic in ((table.first, table.first_comm), (table.last, table.last_comm)):
+            assert work is not None and traffic is not None
+            tp_s, cp_s, moe_s = _comm_s(traffic, links, wide, rate, assumptions.tp_overlap_fraction)
+            micro_batch = (
+                (work.matmul + (wide - 1.0) * work.sixteen_bit) * flop_s
+                + memory_term_s(work.memory_bytes, device, efficiency)
+                + overhead_term_s(work.kernels, device, efficiency)
+            )
+            micro_batch = micro_batch + tp_s + cp_s + moe_s
+            out = np.where(mask, np.maximum(out, micro_batch), out)
+    return out
+
+
+def _step_time_floors(
     spec: TransformerSpec,
     gpu: GpuSpec,
-    layout: ParallelLayout,
     seq_len: int,
     links: ClusterShape,
-    flop_s: float,
     efficiency: RooflineEfficiency,
     assumptions: ParallelAssumptions,
     memo: SearchMemo,
-) -> float:
-    """A lower bound on :func:`predict_training_step`'s step time of ``layout``, from its
-    FLOPs, the host's pace, its pipeline sends and its first stage's data-parallel traffic
-    (no stage time, no roofline but its compute term).
+) -> FloatArray:
+    """A lower bound on :func:`predict_training_step`'s step time of each of ``memo``'s
+    layouts, all at once: from its first and last stage's micro-batch, the host's pace, its
+    pipeline sends and its first stage's data-parallel traffic (no optimizer, no interval).
 
     The step adds terms that are never negative (the roofline's three -- efficiencies and
     GPU factors are > 0, bytes and kernels >= 0 --, TP traffic times ``1 - tp_overlap`` >=
@@ -1421,46 +1769,77 @@ def _step_time_floor(
     sends). Let ``M`` be the slowest stage's micro-batch (its roofline plus its TP, CP and
     expert traffic), ``H`` the host's time for one, ``X = max(M, H)``, ``A = m + (p - 1) /
     v``. The micro-batch terms add to ``m X`` (``host_wait`` is ``m max(0, H - M)``) and the
-    bubble is ``(p - 1) / v X``: ``A X`` together. ``M`` is at least any stage's roofline,
-    so at least its ``compute`` term: the FLOPs :func:`_stage_flops` gives the stage times
-    ``flop_s`` (:func:`_flop_s`; equal up to rounding, which :data:`_FLOOR_MARGIN` covers).
-    So ``X >= X0 = max(compute of the first stage (the most layers), compute of the last
-    (the head), H)``. The data-parallel term is at least
-    the first stage's exposed traffic (:func:`_dp_comm_s`), ``max((1 - f) T, T - b w M0)``
-    (``T`` its collectives, ``f`` the overlap fraction, ``b`` the backward share, ``w`` the
-    micro-batches of the window, ``M0 <= M`` the stage's micro-batch). So the step is at
+    bubble is ``(p - 1) / v X``: ``A X`` together. ``M`` is at least any stage's micro-batch:
+    the work :func:`_stage_work` gives the stage, its FLOPs times ``flop_s`` (:func:`_flop_s`;
+    the ``compute`` term up to rounding, which :data:`_FLOOR_MARGIN` covers) plus its
+    ``memory_bandwidth`` and ``overhead`` terms, as :func:`predict_step_time` prices them, and
+    its traffic (:func:`_comm_s`, as the step prices it). So ``X >= X0 = max(micro-batch of
+    the first stage (the most layers), of the last (the head), H)``. The data-parallel term is
+    at least the first stage's exposed traffic (:func:`_dp_comm_s`), ``max((1 - f) T, T - b w
+    M0)`` (``T`` its collectives, ``f`` the overlap fraction, ``b`` the backward share, ``w``
+    the micro-batches of the window, ``M0 <= M`` the stage's micro-batch). So the step is at
     least ``A X + max((1 - f) T, T - c X)`` with ``c = b w <= A`` (b <= 1 and w is 1 or
     ``m``), which over ``X >= X0`` is least at ``X0``: ``max(A X0 + (1 - f) T, (A - c) X0 +
     T)``, plus the sends, which it computes as the step does.
     """
-    shapes = _shapes_of(memo, spec, layout)
-    layers = _stage_layers(spec, layout.pp)
-    slowest = 0.0
-    for n, last in {(layers[0], layout.pp == 1), (layers[-1], True)}:
-        flops = _stage_flops(spec, gpu, layout, shapes, seq_len, n, last, efficiency, assumptions)
-        slowest = max(slowest, flops.priced * flop_s)
-    full = layout.recompute == "full"
-    host_mb = assumptions.host_layer_s * max(layers) * (1.0 + HOST_FORWARD_SHARE * full)
-    m, p, v = layout.micro_batches, layout.pp, layout.virtual_stages
-    paced = m + (p - 1) / v
-    x0 = max(slowest, host_mb)
+    assert memo.layouts is not None
+    if memo.table is None:
+        memo.table = _SearchTable.of(memo.layouts)
+    table = memo.table
+    table.fill(spec, seq_len, links.gpus_per_node, assumptions, memo)
+    if memo.floor_parts is None:  # once per memo: none of it depends on the host's pace
+        memo.floor_parts = _floor_parts(table, gpu, links, efficiency, assumptions)
+    slowest, dp_total, sends = memo.floor_parts
+    paced = table.paced
+    # the host's time for a micro-batch of the stage with the most layers, ceil(layers / pp)
+    host_mb = (
+        assumptions.host_layer_s
+        * -(-spec.layers // table.pp)
+        * (1.0 + HOST_FORWARD_SHARE * table.full)
+    )
+    x0 = np.maximum(slowest[table.compute_of], host_mb)
     floor = paced * x0
-    if layout.dp * layout.cp > 1:
-        # what _dp_traffic reads of the layout (not its recompute, micro-batch size, ...)
-        key = (
-            layout.dp, layout.tp, layout.pp, layout.cp, layout.ep, layout.micro_batches,
-            layout.zero_stage, layout.lora_rank, layout.lora_targets,
-        )  # fmt: skip
-        if key not in memo.dp_traffic:
-            memo.dp_traffic[key] = _dp_traffic(layout, shapes, 0, links, layers[0])
-        dp = memo.dp_traffic[key]
-        c = dp.backward_fraction * dp.window_micro_batches
-        floor += (1.0 - assumptions.dp_overlap_fraction) * dp.total_s
-        if c <= paced:  # always (the docstring); the sharper bound needs it
-            floor = max(floor, (paced - c) * x0 + dp.total_s)
-    if p > 1:
-        floor += _pp_p2p_s(spec, layout, links, seq_len)
-    return floor
+    if table.dp:
+        assert table.dp_window is not None
+        has = table.dp_of >= 0
+        total, c = dp_total[table.dp_of], table.dp_window[table.dp_of]  # -1: masked below
+        floor = np.where(has, floor + (1.0 - assumptions.dp_overlap_fraction) * total, floor)
+        # c <= paced always (the docstring); the sharper bound needs it
+        sharper = has & (c <= paced)
+        floor = np.where(sharper, np.maximum(floor, (paced - c) * x0 + total), floor)
+    if table.sends:
+        floor = np.where(table.sends_of >= 0, floor + sends[table.sends_of], floor)
+    return np.asarray(floor, dtype=np.float64)
+
+
+def _floor_parts(
+    table: _SearchTable,
+    gpu: GpuSpec,
+    links: ClusterShape,
+    efficiency: RooflineEfficiency,
+    assumptions: ParallelAssumptions,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The floor's parts on ``gpu`` and ``links``, by ``table`` entry: the slowest stage's
+    micro-batch (:func:`_slowest_stage_s`), the first stage's data-parallel collectives and
+    the pipeline's sends of a step."""
+    assert table.collectives is not None and table.sends_work is not None
+    owner, n_bytes, size, on_node, passes = table.collectives
+    seconds = comm.collective_function(links.collective)(
+        n_bytes,
+        size,
+        on_node,
+        _group_gbps(links, on_node),
+        links.node_network_gbps * on_node / links.gpus_per_node,
+        links.hop_latency_s,
+        passes=passes,
+    )
+    # each layout's collectives summed in their order, as _dp_traffic sums them
+    dp_total = np.bincount(owner, weights=seconds, minlength=len(table.dp))
+    return (
+        _slowest_stage_s(gpu, table, links, efficiency, assumptions),
+        np.asarray(dp_total, dtype=np.float64),
+        _sends_s(*table.sends_work, links),
+    )
 
 
 def _describe(layout: ParallelLayout) -> str:
@@ -1478,37 +1857,48 @@ def _fastest(
     spec: TransformerSpec,
     gpu: GpuSpec,
     layouts: Sequence[ParallelLayout],
+    floors: FloatArray,
+    fits: Callable[[int], bool],
     seq_len: int,
     links: ClusterShape,
     efficiency: RooflineEfficiency | None,
     opts: ParallelAssumptions,
     memo: SearchMemo,
-) -> ParallelStepPrediction:
-    """The prediction of the fastest of ``layouts`` (the first of equals in their order, as
-    ``min`` and :func:`rank_layouts`' sort take it), by branch and bound: layouts are timed
-    in the order of their floor (:func:`_step_time_floor`), and the search stops at the
-    first whose floor exceeds the best time found -- it and every later one are slower."""
-    eff = efficiency or RooflineEfficiency()
-    rates: dict[str, float] = {}  # the roofline's seconds per FLOP, by precision
-    floors = []
-    for layout in layouts:
-        if layout.precision not in rates:
-            rates[layout.precision] = _flop_s(gpu, layout.precision, eff)
-        rate = rates[layout.precision]
-        floors.append(_step_time_floor(spec, gpu, layout, seq_len, links, rate, eff, opts, memo))
+) -> ParallelStepPrediction | None:
+    """The prediction of the fastest of ``layouts`` that ``fits`` (asked by index; the first
+    of equals in their order, as ``min`` and :func:`rank_layouts`' sort take it; None: none
+    fits), by branch and bound: layouts are taken in the order of their ``floors``
+    (:func:`_step_time_floors`), and the search stops at the first whose floor exceeds the
+    best time found -- it and every later one are slower. Whether a layout fits is asked only
+    of those taken, so memory is computed for the layouts whose floor can win and no other."""
     best: ParallelStepPrediction | None = None
     best_index = 0
-    for i in sorted(range(len(layouts)), key=floors.__getitem__):
-        if best is not None and floors[i] * (1.0 - _FLOOR_MARGIN) > best.step_time_s:
+    bound = floors.tolist()
+    for i in np.argsort(floors, kind="stable").tolist():
+        if best is not None and bound[i] * (1.0 - _FLOOR_MARGIN) > best.step_time_s:
             break
+        if not fits(i):
+            continue
         found = predict_training_step(
             spec, gpu, layouts[i], seq_len=seq_len, cluster=links, efficiency=efficiency,
             assumptions=opts, memo=memo,
         )  # fmt: skip
         if best is None or (found.step_time_s, i) < (best.step_time_s, best_index):
             best, best_index = found, i
-    assert best is not None  # layouts is not empty
     return best
+
+
+def _least_memory(floors: FloatArray, peak: Callable[[int], float]) -> int:
+    """The index of the least ``peak`` (the first of equals, as ``min`` takes it), working out
+    peaks lowest ``floors`` first and stopping where a floor exceeds the least found."""
+    least, least_peak = -1, math.inf
+    bound = floors.tolist()
+    for i in np.argsort(floors, kind="stable").tolist():
+        if bound[i] > least_peak:
+            break
+        if (found := peak(i)) < least_peak or (found == least_peak and i < least):
+            least, least_peak = i, found
+    return least
 
 
 def best_layout(
@@ -1528,35 +1918,39 @@ def best_layout(
     """The fastest layout that fits; :class:`NoFeasiblePlanError` saying why when none does.
     ``only``: the layouts the caller allows (e.g. a fixed tp and pp; None: every one).
 
-    Only layouts whose memory fits are timed (memory is the cheaper half of a prediction),
-    and of those only the ones whose floor on the step time (:func:`_step_time_floor`) does
-    not exceed the best step found (:func:`_fastest`): the same pick as the head of
-    :func:`rank_layouts`, for a fraction of the work (``plan llm-train`` calls this for
-    every GPU type and count).
+    Layouts are taken lowest floor on the step time first (:func:`_step_time_floors`, computed
+    for all of them at once), and the search stops where the floor exceeds the best step found
+    (:func:`_fastest`); only the layouts it takes get their memory computed, and only those
+    that fit are timed: the same pick as the head of :func:`rank_layouts`, for a fraction of
+    the work (``plan llm-train`` calls this for every GPU type and count).
     ``memo``: one from an earlier search with every argument the same but the host's pace
-    (``assumptions.host_layer_s``), whose layouts, memory and stage times are reused, or
-    one whose layouts and peak memory (only) come from a search on another GPU
-    (:class:`SearchMemo`)."""
+    (``assumptions.host_layer_s``), whose layouts, memory, floor parts and stage times are
+    reused, or one whose layouts and table (only: peak memory and the floor's GPU-free parts)
+    come from a search on another GPU (:meth:`SearchMemo.sibling`)."""
     links = cluster or cluster_shape(gpu)
     opts = assumptions or ParallelAssumptions()
     memo = memo if memo is not None else SearchMemo()
     if memo.layouts is None:
         memo.layouts = _search(spec, gpus, global_batch, seq_len, links, space, opts)
-    layouts = memo.layouts if only is None else tuple(x for x in memo.layouts if only(x))
-    peaks = []
-    for layout in layouts:
-        if layout not in memo.peak_bytes:
-            shapes = _shapes_of(memo, spec, layout)
-            stages = _all_stage_memory(spec, gpu, layout, seq_len, opts, shapes)
-            memo.peak_bytes[layout] = max(mem.total_bytes for mem in stages)
-        peaks.append(memo.peak_bytes[layout])
+    if memo.table is None:
+        memo.table = _SearchTable.of(memo.layouts)
+    everything, peaks = memo.layouts, memo.table.peak_bytes
+    allowed = [i for i, x in enumerate(everything) if only is None or only(x)]
+    layouts = [everything[i] for i in allowed]
     usable = usable_bytes(
         gpu, reserved_gib=opts.reserved_gib, reserved_fraction=opts.reserved_fraction
     )
-    # ParallelMemory.fits: the peak stage's total within the usable bytes
-    fitting = [layout for layout, peak in zip(layouts, peaks, strict=True) if peak <= usable]
-    if fitting:
-        return _fastest(spec, gpu, fitting, seq_len, links, efficiency, opts, memo)
+
+    def peak(j: int) -> float:
+        """The peak memory of ``memo.layouts[j]``, computed once per table."""
+        if math.isnan(peaks[j]):
+            layout = everything[j]
+            stages = _all_stage_memory(
+                spec, gpu, layout, seq_len, opts, _shapes_of(memo, spec, layout)
+            )
+            peaks[j] = max(mem.total_bytes for mem in stages)
+        return peaks[j]
+
     if not layouts:
         raise NoFeasiblePlanError(
             f"no valid layout of {gpus} GPUs runs {spec.name} with a global batch of "
@@ -1564,8 +1958,19 @@ def best_layout(
             fix="the global batch must be divisible by dp; tp must divide the heads and fit "
             "in a node, pp the layers -- try a GPU count and batch with more divisors",
         )
-    index = min(range(len(layouts)), key=peaks.__getitem__)
-    smallest = layouts[index]
+    eff = efficiency or RooflineEfficiency()
+    floors = _step_time_floors(spec, gpu, seq_len, links, eff, opts, memo)[allowed]
+    table = memo.table
+    assert table.memory_floor is not None  # filled by _step_time_floors
+    may_fit = (table.memory_floor[allowed] <= usable).tolist()
+    # ParallelMemory.fits: the peak stage's total within the usable bytes
+    found = _fastest(
+        spec, gpu, layouts, floors, lambda i: may_fit[i] and peak(allowed[i]) <= usable,
+        seq_len, links, efficiency, opts, memo,
+    )  # fmt: skip
+    if found is not None:
+        return found
+    smallest = layouts[_least_memory(table.memory_floor[allowed], lambda i: peak(allowed[i]))]
     mem = training_memory(spec, gpu, smallest, seq_len=seq_len, assumptions=opts)
     raise NoFeasiblePlanError(
         f"{spec.name} does not fit on {gpus} x {gpu.name} even with "

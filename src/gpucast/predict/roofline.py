@@ -445,16 +445,27 @@ def compute_term_s(
     return factor * float(compute)
 
 
+def memory_term_s(memory_bytes: _F, device: DeviceRoofline, eff: RooflineEfficiency) -> _F:
+    """The uncalibrated ``memory_bandwidth`` term of ``memory_bytes`` (a float, or an array of
+    them) on ``device`` (s), as :func:`predict_step_time` prices it."""
+    factor = eff.gpu_factor(device.name) if device.kind == "gpu" else 1.0
+    return factor * memory_bytes / (eff.bandwidth_efficiency * device.memory_bandwidth_gbps * _GIGA)
+
+
+def overhead_term_s(n_kernels: _F, device: DeviceRoofline, eff: RooflineEfficiency) -> _F:
+    """The uncalibrated ``overhead`` term of ``n_kernels`` kernels (or an array of counts) on
+    ``device`` (s): their launches and the step's fixed overhead."""
+    factor = eff.gpu_factor(device.name) if device.kind == "gpu" else 1.0
+    return factor * (n_kernels * eff.kernel_overhead_s + eff.step_overhead_s)
+
+
 def _terms(
     workload: RooflineWorkload, device: DeviceRoofline, precision: str, eff: RooflineEfficiency
 ) -> dict[str, float]:
-    factor = eff.gpu_factor(device.name) if device.kind == "gpu" else 1.0
     return {
         "compute": compute_term_s(workload, device, precision, eff),
-        "memory_bandwidth": factor
-        * workload.memory_bytes
-        / (eff.bandwidth_efficiency * device.memory_bandwidth_gbps * _GIGA),
-        "overhead": factor * (workload.n_kernels * eff.kernel_overhead_s + eff.step_overhead_s),
+        "memory_bandwidth": memory_term_s(workload.memory_bytes, device, eff),
+        "overhead": overhead_term_s(float(workload.n_kernels), device, eff),
     }
 
 
