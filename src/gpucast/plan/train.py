@@ -718,7 +718,7 @@ def _no_plan(
         what, fix = binds
         return NoFeasiblePlanError(
             f"no feasible plan: {what} ('{worst}' cut the most candidates: "
-            f"{counts[worst]:,} of {total:,})",
+            f"{counts[worst]:,} of {sum(counts.values()):,})",
             fix=fix,
         )
     fastest = limits.fastest_s
