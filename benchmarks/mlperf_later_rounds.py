@@ -36,6 +36,7 @@ import argparse
 import importlib.util
 import json
 import sys
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
@@ -56,9 +57,7 @@ def later_runs() -> pd.DataFrame:
     """The later rounds' runs, :func:`read_mlperf_runs`' format, with ``round``."""
     ref = resources.files("gpucast.catalog").joinpath("data", "mlperf_training_later.csv")
     with resources.as_file(ref) as path:
-        runs = read_mlperf_runs(Path(path))
-        rounds = pd.read_csv(path, usecols=["round", "submitter", "system", "benchmark"])
-    return runs.merge(rounds.drop_duplicates(), on=["submitter", "system", "benchmark"])
+        return read_mlperf_runs(Path(path))
 
 
 def _racks(runs: pd.DataFrame) -> pd.DataFrame:
@@ -106,7 +105,7 @@ def _gnn_module() -> ModuleType:
     return module
 
 
-def _placement(gnn: ModuleType) -> Any:
+def _placement(gnn: ModuleType) -> Callable[[str, str], tuple[str, str]]:
     def where(name: str, gpu: str) -> tuple[str, str]:
         if gpu in ("H200", "B200"):
             return ("gpu", "node")

@@ -764,10 +764,6 @@ def _shapes_of(memo: SearchMemo, spec: TransformerSpec, layout: ParallelLayout) 
     return memo.shapes[key]
 
 
-def _link_s(n_bytes: float, gbps: float, latency_s: float) -> float:
-    return float(comm.transfer_time_s(n_bytes, gbps)) + latency_s
-
-
 def _wide_factor(gpu: GpuSpec, precision: str, efficiency: RooflineEfficiency) -> float:
     """How many FLOPs at ``precision``'s rate one FLOP of 16-bit matrix work costs: 1 but in
     fp8, where it is the fp8 rate (efficiency x peak) over the bf16 one."""

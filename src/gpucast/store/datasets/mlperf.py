@@ -48,7 +48,7 @@ ACCELERATORS: dict[str, str] = {
 def read_mlperf_runs(path: Path) -> pd.DataFrame:
     """The successful runs: submitter, system, benchmark, run_index, minutes, accelerator,
     gpu (catalog name or ""), accel_per_node, nodes, accelerators, global_batch_size,
-    division."""
+    division (and round, where the file has that column)."""
     path = Path(path)
     if not path.is_file():
         raise DataFormatError(
@@ -70,6 +70,7 @@ def read_mlperf_runs(path: Path) -> pd.DataFrame:
     ok["global_batch_size"] = pd.to_numeric(ok["global_batch_size"], errors="coerce")
     keep = [*_COLUMNS[:3], "run_index", "minutes", "accelerator", "gpu", "accel_per_node",
             "nodes", "accelerators", "global_batch_size", "division"]  # fmt: skip
+    keep += ["round"] if "round" in ok.columns else []  # several rounds in one file
     return ok[keep].reset_index(drop=True)
 
 
