@@ -42,6 +42,17 @@ cross-validation earned in the prediction's regime). A measurement on a CPU (a
 not tell a GPU's per-kernel, per-step or per-FLOP costs, and no held-out data validates such a
 transfer; :func:`predict_step_time` then prices the GPU as without it, in the uncalibrated
 regime the GPU and workload fall in, and says so.
+
+A measurement on another GPU calibrates a GPU **without step-time data** (regime
+``gpu_unseen/calibrated``; :func:`carried_fixed_ratio`): the scale applies to the target's
+compute and memory terms as above, but the fixed part (kernel launches and the per-step
+cost) is carried from the measured GPU -- its fixed seconds there (with that GPU's fitted
+factor) times the datasheet ratio ``sqrt(peak_h / peak_g * bandwidth_h / bandwidth_g)`` --
+instead of being the same seconds on every GPU. The published servers show that per-step
+cost is not a constant of the software: Zeus's CIFAR-100 at batch 8, overhead-bound, takes
+37 ms a step on its V100 server and 64 ms on the P100 and RTX 6000 ones. Held out one GPU at
+a time, carrying it moves the error of one measurement on another GPU from 33.9% to 26.2%
+MAPE within 2x of the batch (``benchmarks/steptime_transfer.py``).
 """
 
 from __future__ import annotations
@@ -336,6 +347,12 @@ class Calibration:
     #: grows with the distance between the batches, or, between two of them, both
     #: (:meth:`split_at`)
     others: tuple[Calibration, ...] = ()
+    #: the measured device's matrix peak (TFLOP/s, at ``precision``) and memory bandwidth
+    #: (GB/s), for carrying its fixed part to a GPU without step-time data
+    #: (:func:`carried_fixed_ratio`); None where not known
+    device_peak_tflops: float | None = None
+    device_bandwidth_gbps: float | None = None
+    precision: str | None = None
 
     def __post_init__(self) -> None:
         _positive("scale", self.scale)
@@ -493,7 +510,28 @@ def calibrate(
         batch_size=workload.batch_size,
         work_s=terms["compute"] + terms["memory_bandwidth"],
         fixed_s=terms["overhead"],
+        device_peak_tflops=dev.peak_tflops,
+        device_bandwidth_gbps=dev.memory_bandwidth_gbps,
+        precision=precision,
     )
+
+
+def carried_fixed_ratio(
+    gpu: GpuSpec, calibration: Calibration, precision: str, eff: RooflineEfficiency
+) -> float | None:
+    """How many times its own uncalibrated fixed part (kernel and step overheads) a GPU
+    without step-time data takes when ``calibration`` was measured on another GPU: the
+    measured GPU's fitted factor times ``sqrt(peak_h / peak_g * bandwidth_h / bandwidth_g)``
+    at the measurement's precision (module docstring). None where the measurement does not
+    say its device's peak and bandwidth."""
+    if calibration.device_peak_tflops is None or calibration.device_bandwidth_gbps is None:
+        return None
+    peak_g = gpu.matrix_tflops(calibration.precision or precision)
+    ratio = math.sqrt(
+        calibration.device_peak_tflops / peak_g
+        * calibration.device_bandwidth_gbps / gpu.memory_bandwidth_gbps
+    )  # fmt: skip
+    return eff.gpu_factor(calibration.device) * ratio
 
 
 def predict_step_time(
@@ -552,6 +590,18 @@ def predict_step_time(
                 f"x{split.work:.3g}, the fixed part x{split.fixed:.3g}"
             )
         else:
+            carried = (
+                carried_fixed_ratio(gpu, calibration, precision, eff)
+                if regime == "gpu_unseen/calibrated"
+                else None
+            )
+            if carried is not None:
+                terms["overhead"] *= carried
+                notes.append(
+                    f"{gpu.name} has no step-time data: the fixed part (kernel launches and "
+                    f"the per-step cost) is carried from {calibration.device} at its "
+                    f"datasheet ratio, x{carried:.3g} (benchmarks/steptime_transfer.py)"
+                )
             if regime:
                 regime = batch_regime(regime, calibration.batch_size, workload.batch_size)
             at = "" if calibration.batch_size is None else f" at batch {calibration.batch_size}"

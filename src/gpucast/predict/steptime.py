@@ -877,9 +877,49 @@ def _scale_known(frame: pd.DataFrame) -> npt.NDArray[np.bool_]:
     return np.asarray(frame["samples_known"].to_numpy(dtype=bool))
 
 
-def _log_residuals(model: StepTimeModel, test: pd.DataFrame, *, calibrated: bool) -> FloatArray:
+def _log_residuals(
+    model: StepTimeModel,
+    test: pd.DataFrame,
+    *,
+    calibrated: bool,
+    carried: FloatArray | None = None,
+) -> FloatArray:
+    """``log(measured / predicted)`` per row; ``carried``: per row, the factor on the fixed
+    part carried from the GPUs the workload was measured on (:func:`_carried_ratio`)."""
     predicted = model.predict(test, use_workload_factor=calibrated)
+    if carried is not None:
+        overhead = model.terms(test, use_workload_factor=calibrated)["overhead"]
+        predicted = predicted + overhead * (carried - 1.0)
     return np.asarray(np.log(test[TARGET].to_numpy(dtype=np.float64) / predicted), dtype=np.float64)
+
+
+def _carried_ratio(model: StepTimeModel, target: pd.DataFrame, measured: pd.DataFrame) -> FloatArray:
+    """Per (target row, measured row) pair: what the fixed part of the target row takes,
+    carried from the measured row's GPU -- its fitted factor times ``sqrt(peak ratio x
+    bandwidth ratio)`` (:func:`gpucast.predict.roofline.carried_fixed_ratio`, the rule of a
+    prediction for a GPU without step-time data)."""
+    peak = measured["peak_tflops"].to_numpy(dtype=np.float64) / target["peak_tflops"].to_numpy(
+        dtype=np.float64
+    )
+    bw = measured["bandwidth_gbps"].to_numpy(dtype=np.float64) / target[
+        "bandwidth_gbps"
+    ].to_numpy(dtype=np.float64)
+    return np.asarray(model.gpu_factors(measured["gpu"]) * np.sqrt(peak * bw), dtype=np.float64)
+
+
+def _carried_mean(model: StepTimeModel, test: pd.DataFrame, train: pd.DataFrame) -> FloatArray:
+    """Per test row, the geometric mean of :func:`_carried_ratio` over the train rows of its
+    workload key (its workload factor's rows; 1 where it has none)."""
+    key_t = test["workload_key"].to_numpy()
+    key_s = train["workload_key"].to_numpy()
+    i, j = np.nonzero(key_t[:, None] == key_s[None, :])
+    logs = np.zeros(len(test))
+    counts = np.zeros(len(test))
+    if len(i):
+        ratio = _carried_ratio(model, test.iloc[i], train.iloc[j])
+        np.add.at(logs, i, np.log(ratio))
+        np.add.at(counts, i, 1.0)
+    return np.asarray(np.exp(np.divide(logs, np.maximum(counts, 1.0))), dtype=np.float64)
 
 
 def _single_batch_stacks(frame: pd.DataFrame) -> set[str]:
@@ -947,7 +987,12 @@ def cross_validated_residuals(
             part = test[keep].copy()
             part["regime"] = name
             part["held_out"] = value
-            part["residual"] = _log_residuals(model, test, calibrated=calibrated)
+            carried = (
+                _carried_mean(model, test, train) if name == "gpu_unseen/calibrated" else None
+            )
+            part["residual"] = _log_residuals(
+                model, test, calibrated=calibrated, carried=carried
+            )
             out.append(part)
             if calibrated:  # the regime as one measurement on another GPU calibrates it
                 one = _one_measurement_residuals(model, train, test, name, str(value), keep)
@@ -1151,22 +1196,28 @@ def _one_measurement_residuals(
     """A calibrated regime as a user meets it: each held-out row predicted from *one*
     measurement of its workload on another GPU (each train row of the same workload key, at
     its own batch), no workload factor -- the residual ``log(T_i / P_i) - log(T_j / P_j)``,
-    under ``regime``'s :data:`~gpucast.predict.intervals.BATCH_DISTANCE` split."""
+    under ``regime``'s :data:`~gpucast.predict.intervals.BATCH_DISTANCE` split; for a GPU
+    without data, ``P_i``'s fixed part carried from row ``j``'s GPU (:func:`_carried_ratio`,
+    as :func:`gpucast.predict.roofline.predict_step_time` prices it)."""
     if "batch" not in test.columns:
         return None
     same = train[train["workload_key"].isin(set(test["workload_key"]))]
     if not len(same):
         return None
-    own = np.log(test[TARGET].to_numpy(dtype=np.float64) / model.predict(test))
+    predicted = model.predict(test)
     other = np.log(same[TARGET].to_numpy(dtype=np.float64) / model.predict(same))
     key_t = test["workload_key"].to_numpy()
     key_s = same["workload_key"].to_numpy()
     i, j = np.nonzero(key_t[:, None] == key_s[None, :])
     if not len(i):
         return None
+    own = predicted[i]
+    if regime == "gpu_unseen/calibrated":  # the fixed part carried from the measured GPU
+        overhead = model.terms(test)["overhead"][i]
+        own = own + overhead * (_carried_ratio(model, test.iloc[i], same.iloc[j]) - 1.0)
     part = test[keep].iloc[i].copy()
     part["held_out"] = str(value)
-    part["residual"] = own[i] - other[j]
+    part["residual"] = np.log(test[TARGET].to_numpy(dtype=np.float64)[i] / own) - other[j]
     b_t = test["batch"].to_numpy(dtype=np.float64)[i]
     b_s = same["batch"].to_numpy(dtype=np.float64)[j]
     part["regime"] = batch_regimes(regime, b_s, b_t)
