@@ -893,7 +893,9 @@ def _log_residuals(
     return np.asarray(np.log(test[TARGET].to_numpy(dtype=np.float64) / predicted), dtype=np.float64)
 
 
-def _carried_ratio(model: StepTimeModel, target: pd.DataFrame, measured: pd.DataFrame) -> FloatArray:
+def _carried_ratio(
+    model: StepTimeModel, target: pd.DataFrame, measured: pd.DataFrame
+) -> FloatArray:
     """Per (target row, measured row) pair: what the fixed part of the target row takes,
     carried from the measured row's GPU -- its fitted factor times ``sqrt(peak ratio x
     bandwidth ratio)`` (:func:`gpucast.predict.roofline.carried_fixed_ratio`, the rule of a
@@ -901,9 +903,9 @@ def _carried_ratio(model: StepTimeModel, target: pd.DataFrame, measured: pd.Data
     peak = measured["peak_tflops"].to_numpy(dtype=np.float64) / target["peak_tflops"].to_numpy(
         dtype=np.float64
     )
-    bw = measured["bandwidth_gbps"].to_numpy(dtype=np.float64) / target[
-        "bandwidth_gbps"
-    ].to_numpy(dtype=np.float64)
+    bw = measured["bandwidth_gbps"].to_numpy(dtype=np.float64) / target["bandwidth_gbps"].to_numpy(
+        dtype=np.float64
+    )
     return np.asarray(model.gpu_factors(measured["gpu"]) * np.sqrt(peak * bw), dtype=np.float64)
 
 
@@ -987,12 +989,8 @@ def cross_validated_residuals(
             part = test[keep].copy()
             part["regime"] = name
             part["held_out"] = value
-            carried = (
-                _carried_mean(model, test, train) if name == "gpu_unseen/calibrated" else None
-            )
-            part["residual"] = _log_residuals(
-                model, test, calibrated=calibrated, carried=carried
-            )
+            carried = _carried_mean(model, test, train) if name == "gpu_unseen/calibrated" else None
+            part["residual"] = _log_residuals(model, test, calibrated=calibrated, carried=carried)
             out.append(part)
             if calibrated:  # the regime as one measurement on another GPU calibrates it
                 one = _one_measurement_residuals(model, train, test, name, str(value), keep)
