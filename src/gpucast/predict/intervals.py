@@ -58,6 +58,9 @@ BRACKETED = f"{SAME_GPU}/bracketed"
 #: Regimes a measurement of the user's workload calibrates (on this GPU, on another GPU type
 #: the fit has, on another GPU type it lacks): split by :data:`BATCH_DISTANCE`.
 CALIBRATED: tuple[str, ...] = (SAME_GPU, "gpu_seen/calibrated", "gpu_unseen/calibrated")
+#: Calibrated by a measurement on another GPU type: the fixed part of the step is carried
+#: from the measured GPU (:func:`gpucast.predict.roofline.carried_fixed_ratio`).
+CROSS_GPU: tuple[str, ...] = ("gpu_seen/calibrated", "gpu_unseen/calibrated")
 #: A GPU type without data running a workload without data: no held-out fold is both, so it
 #: states the envelope of the two it combines (:meth:`IntervalTable.ratios`).
 NOVEL = "gpu_unseen/novel_workload"

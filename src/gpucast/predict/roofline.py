@@ -43,16 +43,17 @@ not tell a GPU's per-kernel, per-step or per-FLOP costs, and no held-out data va
 transfer; :func:`predict_step_time` then prices the GPU as without it, in the uncalibrated
 regime the GPU and workload fall in, and says so.
 
-A measurement on another GPU calibrates a GPU **without step-time data** (regime
+A measurement on **another GPU** (regimes ``gpu_seen/calibrated`` and
 ``gpu_unseen/calibrated``; :func:`carried_fixed_ratio`): the scale applies to the target's
 compute and memory terms as above, but the fixed part (kernel launches and the per-step
 cost) is carried from the measured GPU -- its fixed seconds there (with that GPU's fitted
 factor) times the datasheet ratio ``sqrt(peak_h / peak_g * bandwidth_h / bandwidth_g)`` --
-instead of being the same seconds on every GPU. The published servers show that per-step
-cost is not a constant of the software: Zeus's CIFAR-100 at batch 8, overhead-bound, takes
-37 ms a step on its V100 server and 64 ms on the P100 and RTX 6000 ones. Held out one GPU at
-a time, carrying it moves the error of one measurement on another GPU from 33.9% to 26.2%
-MAPE within 2x of the batch (``benchmarks/steptime_transfer.py``).
+instead of the target's own fixed seconds. The published servers show that per-step cost is
+not a constant of the software: Zeus's CIFAR-100 at batch 8, overhead-bound, takes 37 ms a
+step on its V100 server and 64 ms on the P100 and RTX 6000 ones. Held out one GPU at a time
+and calibrated by one measurement on another GPU within 2x of the batch, carrying it moves
+the error from 36.3% to 26.6% MAPE (a GPU with data, its workload held out: 29.8 -> 23.5%;
+``benchmarks/steptime_transfer.py``, ``gpucast fit steptime``).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ from gpucast.domain.profile import WorkloadProfile
 from gpucast.predict.intervals import (
     BATCH_DISTANCE,
     BRACKETED,
+    CROSS_GPU,
     NEW_SOURCE,
     NOVEL,
     SAME_GPU,
@@ -519,11 +521,11 @@ def calibrate(
 def carried_fixed_ratio(
     gpu: GpuSpec, calibration: Calibration, precision: str, eff: RooflineEfficiency
 ) -> float | None:
-    """How many times its own uncalibrated fixed part (kernel and step overheads) a GPU
-    without step-time data takes when ``calibration`` was measured on another GPU: the
-    measured GPU's fitted factor times ``sqrt(peak_h / peak_g * bandwidth_h / bandwidth_g)``
-    at the measurement's precision (module docstring). None where the measurement does not
-    say its device's peak and bandwidth."""
+    """How many times its own fixed part (kernel and step overheads, with its fitted factor)
+    ``gpu`` takes when ``calibration`` was measured on another GPU: the measured GPU's fitted
+    factor over ``gpu``'s, times ``sqrt(peak_h / peak_g * bandwidth_h / bandwidth_g)`` at the
+    measurement's precision (module docstring). None where the measurement does not say its
+    device's peak and bandwidth."""
     if calibration.device_peak_tflops is None or calibration.device_bandwidth_gbps is None:
         return None
     peak_g = gpu.matrix_tflops(calibration.precision or precision)
@@ -531,7 +533,7 @@ def carried_fixed_ratio(
         calibration.device_peak_tflops / peak_g
         * calibration.device_bandwidth_gbps / gpu.memory_bandwidth_gbps
     )  # fmt: skip
-    return eff.gpu_factor(calibration.device) * ratio
+    return eff.gpu_factor(calibration.device) / eff.gpu_factor(gpu.name) * ratio
 
 
 def predict_step_time(
@@ -592,15 +594,15 @@ def predict_step_time(
         else:
             carried = (
                 carried_fixed_ratio(gpu, calibration, precision, eff)
-                if regime == "gpu_unseen/calibrated"
+                if regime in CROSS_GPU
                 else None
             )
             if carried is not None:
                 terms["overhead"] *= carried
                 notes.append(
-                    f"{gpu.name} has no step-time data: the fixed part (kernel launches and "
-                    f"the per-step cost) is carried from {calibration.device} at its "
-                    f"datasheet ratio, x{carried:.3g} (benchmarks/steptime_transfer.py)"
+                    f"the fixed part (kernel launches and the per-step cost) carried from "
+                    f"{calibration.device}: its fitted factor times the datasheet ratio, "
+                    f"x{carried:.3g} of {gpu.name}'s own (benchmarks/steptime_transfer.py)"
                 )
             if regime:
                 regime = batch_regime(regime, calibration.batch_size, workload.batch_size)

@@ -82,6 +82,7 @@ from gpucast.predict.base import Estimator, register
 from gpucast.predict.collective import NETWORK_KINDS, RDMA, TCP_DEFAULT, CollectiveConstants
 from gpucast.predict.intervals import (
     BRACKETED,
+    CROSS_GPU,
     NEW_SOURCE,
     SAME_GPU,
     UNCALIBRATED,
@@ -896,17 +897,21 @@ def _log_residuals(
 def _carried_ratio(
     model: StepTimeModel, target: pd.DataFrame, measured: pd.DataFrame
 ) -> FloatArray:
-    """Per (target row, measured row) pair: what the fixed part of the target row takes,
-    carried from the measured row's GPU -- its fitted factor times ``sqrt(peak ratio x
-    bandwidth ratio)`` (:func:`gpucast.predict.roofline.carried_fixed_ratio`, the rule of a
-    prediction for a GPU without step-time data)."""
-    peak = measured["peak_tflops"].to_numpy(dtype=np.float64) / target["peak_tflops"].to_numpy(
-        dtype=np.float64
-    )
-    bw = measured["bandwidth_gbps"].to_numpy(dtype=np.float64) / target["bandwidth_gbps"].to_numpy(
-        dtype=np.float64
-    )
-    return np.asarray(model.gpu_factors(measured["gpu"]) * np.sqrt(peak * bw), dtype=np.float64)
+    """Per (target row, measured row) pair: how many times its own fixed part (with its GPU's
+    factor) the target row takes when the measured row calibrates it -- the fixed part
+    carried from the measured GPU, its factor times ``sqrt(peak ratio x bandwidth ratio)``
+    (:func:`gpucast.predict.roofline.carried_fixed_ratio`, as a prediction calibrated on
+    another GPU prices it)."""
+
+    def col(frame: pd.DataFrame, name: str) -> FloatArray:
+        return frame[name].to_numpy(dtype=np.float64)
+
+    datasheet = np.sqrt(
+        col(measured, "peak_tflops") / col(target, "peak_tflops")
+        * col(measured, "bandwidth_gbps") / col(target, "bandwidth_gbps")
+    )  # fmt: skip
+    factors = model.gpu_factors(measured["gpu"]) / model.gpu_factors(target["gpu"])
+    return np.asarray(factors * datasheet, dtype=np.float64)
 
 
 def _carried_mean(model: StepTimeModel, test: pd.DataFrame, train: pd.DataFrame) -> FloatArray:
@@ -989,7 +994,7 @@ def cross_validated_residuals(
             part = test[keep].copy()
             part["regime"] = name
             part["held_out"] = value
-            carried = _carried_mean(model, test, train) if name == "gpu_unseen/calibrated" else None
+            carried = _carried_mean(model, test, train) if name in CROSS_GPU else None
             part["residual"] = _log_residuals(model, test, calibrated=calibrated, carried=carried)
             out.append(part)
             if calibrated:  # the regime as one measurement on another GPU calibrates it
@@ -1210,7 +1215,7 @@ def _one_measurement_residuals(
     if not len(i):
         return None
     own = predicted[i]
-    if regime == "gpu_unseen/calibrated":  # the fixed part carried from the measured GPU
+    if regime in CROSS_GPU:  # the fixed part carried from the measured GPU
         overhead = model.terms(test)["overhead"][i]
         own = own + overhead * (_carried_ratio(model, test.iloc[i], same.iloc[j]) - 1.0)
     part = test[keep].iloc[i].copy()
