@@ -559,5 +559,11 @@ def links_text(gpu: GpuSpec, tp: int) -> str:
     if node.bridged:
         how = "the bridge to its partner" if tp <= 2 else "PCIe: a group beyond a pair"
         return f"{rate}: {gpu.name} cards bridged in pairs (catalog systems.csv), {how}"
+    if gpu.interconnect_gbps is None and node.pcie_gbps(tp) is not None:
+        from gpucast.catalog.pcie_allreduce import pcie_allreduce_gb_per_s
+
+        figure = pcie_allreduce_gb_per_s(gpu.pcie_generation, tp)
+        basis = figure.source if figure is not None else "catalog pcie_allreduce.csv"
+        return f"{rate}: NCCL all-reduce over PCIe (catalog pcie_allreduce.csv: {basis})"
     kind = "NVLink / switch" if gpu.interconnect_gbps is not None else "PCIe x16"
     return f"{rate}: the {gpu.name}'s {kind} link from its datasheet"
