@@ -17,6 +17,7 @@ rate (:data:`gpucast.domain.catalog.PCIE_X16_GBPS`).
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 
@@ -55,6 +56,15 @@ class PcieAllreduceFigure:
     source_url: str
 
 
+def _count(
+    row: Mapping[str, str], column: str, line: int, path: str, *, minimum: int, needed: bool = True
+) -> int:
+    """An integer cell (0 where the row's kind does not use it)."""
+    if not needed:
+        return 0
+    return parse_int(row[column], path=path, line=line, column=column, minimum=minimum)
+
+
 def parse_pcie_allreduce(text: str, path: str = _PATH) -> tuple[PcieAllreduceFigure, ...]:
     """The rows of CSV text in the format of ``data/pcie_allreduce.csv``."""
     rows: list[PcieAllreduceFigure] = []
@@ -66,23 +76,18 @@ def parse_pcie_allreduce(text: str, path: str = _PATH) -> tuple[PcieAllreduceFig
         rows.append(
             PcieAllreduceFigure(
                 kind=kind,
-                gpu=require_text(row["gpu"], path=path, line=line, column="gpu") if measured else "",
-                gpus=parse_int(row["gpus"], path=path, line=line, column="gpus", minimum=2)
+                gpu=require_text(row["gpu"], path=path, line=line, column="gpu")
                 if measured
-                else 0,
-                pcie_generation=parse_int(
-                    row["pcie_generation"], path=path, line=line, column="pcie_generation",
-                    minimum=1,
-                ),  # fmt: skip
-                message_bytes=parse_int(
-                    row["message_bytes"], path=path, line=line, column="message_bytes", minimum=1
-                )
-                if measured
-                else 0,
+                else "",
+                gpus=_count(row, "gpus", line, path, minimum=2, needed=measured),
+                pcie_generation=_count(row, "pcie_generation", line, path, minimum=1),
+                message_bytes=_count(row, "message_bytes", line, path, minimum=1, needed=measured),
                 busbw_gb_per_s=require_float(
                     row["busbw_gb_per_s"], path=path, line=line, column="busbw_gb_per_s"
                 ),
-                source_url=require_text(row["source_url"], path=path, line=line, column="source_url"),
+                source_url=require_text(
+                    row["source_url"], path=path, line=line, column="source_url"
+                ),
             )
         )
         parse_date(row["as_of"], path=path, line=line, column="as_of")
