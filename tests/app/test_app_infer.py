@@ -172,6 +172,30 @@ def test_tensor_parallel_inference_on_bridged_cards_crosses_pcie_beyond_a_pair()
     assert four.prediction.latency_s == pytest.approx(bridged.latency_s)
 
 
+def test_tensor_parallel_inference_on_pcie_cards_takes_the_published_all_reduce_rate() -> None:
+    """L40S has no NVLink: predict infer prices tp=4's all-reduces at the bus bandwidth
+    catalog pcie_allreduce.csv gives a PCIe Gen4 group (24 GB/s), not the x16 link's 32,
+    and says where the figure comes from; the pure model with the link's rate is faster."""
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.engines import inference_engine
+    from gpucast.catalog.llm import llm_model
+    from gpucast.predict.llm_infer import predict_inference
+
+    common = {"model": "llama-3-70b", "batch_size": 16, "input_len": 1024, "output_len": 64}
+    four = gpucast.predict_infer(**common, gpu="L40S", tp=4, precision="fp8")
+    links = four.assumptions["intra-node links"]
+    assert links.startswith("24 GB/s per GPU: NCCL all-reduce over PCIe")
+    assert "pcie_allreduce.csv" in links
+    spec, gpu = llm_model("llama-3-70b"), load_catalog().gpu("L40S")
+    nominal = predict_inference(
+        spec, gpu, inference_engine("vllm"), tp=4, precision="fp8",
+        batch_size=16, input_len=1024, output_len=64,
+    )  # fmt: skip
+    assert four.prediction.breakdown["communication"] == pytest.approx(
+        nominal.breakdown["communication"] * 32 / 24, rel=0.05
+    )
+
+
 def test_the_batch_states_its_gpu_power_and_energy_per_generated_token() -> None:
     """Busy for its prefill and decode work at the power model's draw, idle for the rest: a
     compute-bound prefill-heavy batch draws more per GPU than one sequence decoding alone."""

@@ -196,10 +196,22 @@ class NodeLinks:
     """How a node joins the GPUs a tensor-parallel group takes: ``mesh_gpus`` GPUs joined
     pairwise (Gaudi 2, MI300X baseboards; 0: a switch, or not known), so a smaller group
     reaches only its members' links; or cards ``bridged`` in pairs (H100 NVL, L40S-class
-    PCIe servers), so a group beyond a pair crosses PCIe."""
+    PCIe servers), so a group beyond a pair crosses PCIe. ``pcie_busbw_gbps``: for GPUs
+    without NVLink, the all-reduce bus bandwidth (Gbit/s) a group of ``gpus`` reaches over
+    PCIe, as ``(gpus, gbps)`` pairs ascending (``catalog/data/pcie_allreduce.csv``); empty:
+    the x16 link's nominal rate."""
 
     mesh_gpus: int = 0
     bridged: bool = False
+    pcie_busbw_gbps: tuple[tuple[int, float], ...] = ()
+
+    def pcie_gbps(self, gpus: int) -> float | None:
+        """The PCIe all-reduce bus bandwidth of a group of ``gpus`` (the pair of the largest
+        count <= ``gpus``, else the smallest; None: none given)."""
+        if not self.pcie_busbw_gbps:
+            return None
+        below = [gbps for count, gbps in self.pcie_busbw_gbps if count <= gpus]
+        return below[-1] if below else self.pcie_busbw_gbps[0][1]
 
 
 #: A node whose GPUs reach each other at their datasheet link (a switch, or not known).

@@ -464,6 +464,7 @@ def gpu_choice(gpu: GpuSpec, offer: Offer, price_usd_per_gpu_hour: float) -> Gpu
     """One offer of :func:`gpu_offers` as the planner rents it: ``gpu`` as its catalog node
     links it, at most ``offer.gpus`` per tensor-parallel group, the node's network share for
     a KV transfer, PCIe for swapping."""
+    from gpucast.catalog.pcie_allreduce import node_pcie_busbw_gbps
     from gpucast.catalog.systems import bridged_pairs, mesh_board_gpus, mesh_linked
     from gpucast.plan.llm_serve import GpuChoice
 
@@ -475,7 +476,9 @@ def gpu_choice(gpu: GpuSpec, offer: Offer, price_usd_per_gpu_hour: float) -> Gpu
         kv_link_gbps=kv_link_gbps(offer).value,
         swap_gbps=swap_gbps(gpu),
         node=NodeLinks(
-            mesh_gpus=mesh_board_gpus(gpu.name, offer.gpus), bridged=bridged_pairs(gpu.name)
+            mesh_gpus=mesh_board_gpus(gpu.name, offer.gpus),
+            bridged=bridged_pairs(gpu.name),
+            pcie_busbw_gbps=node_pcie_busbw_gbps(gpu),
         ),
     )
 
@@ -527,9 +530,14 @@ def node_links(gpu: GpuSpec) -> tuple[GpuSpec, NodeLinks]:
     and how that node joins its GPUs: the GPUs of its mesh (0: none; fewer GPUs reach fewer
     links, :func:`gpucast.catalog.systems.mesh_node_gpus`) and whether its cards are bridged
     in pairs (beyond a pair, PCIe: :func:`gpucast.catalog.systems.bridged_pairs`)."""
+    from gpucast.catalog.pcie_allreduce import node_pcie_busbw_gbps
     from gpucast.catalog.systems import bridged_pairs, mesh_linked, mesh_node_gpus
 
-    node = NodeLinks(mesh_gpus=mesh_node_gpus(gpu.name), bridged=bridged_pairs(gpu.name))
+    node = NodeLinks(
+        mesh_gpus=mesh_node_gpus(gpu.name),
+        bridged=bridged_pairs(gpu.name),
+        pcie_busbw_gbps=node_pcie_busbw_gbps(gpu),
+    )
     return mesh_linked(gpu), node
 
 
@@ -551,5 +559,11 @@ def links_text(gpu: GpuSpec, tp: int) -> str:
     if node.bridged:
         how = "the bridge to its partner" if tp <= 2 else "PCIe: a group beyond a pair"
         return f"{rate}: {gpu.name} cards bridged in pairs (catalog systems.csv), {how}"
+    if gpu.interconnect_gbps is None and node.pcie_gbps(tp) is not None:
+        from gpucast.catalog.pcie_allreduce import pcie_allreduce_gb_per_s
+
+        figure = pcie_allreduce_gb_per_s(gpu.pcie_generation, tp)
+        basis = figure.source if figure is not None else "catalog pcie_allreduce.csv"
+        return f"{rate}: NCCL all-reduce over PCIe (catalog pcie_allreduce.csv: {basis})"
     kind = "NVLink / switch" if gpu.interconnect_gbps is not None else "PCIe x16"
     return f"{rate}: the {gpu.name}'s {kind} link from its datasheet"

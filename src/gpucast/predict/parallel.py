@@ -217,13 +217,17 @@ def group_link_gbps(gpu: GpuSpec, gpus: int, node: NodeLinks = SWITCHED) -> floa
     """Gbit/s each of ``gpus`` GPUs of one node reaches the others at (:func:`cluster_shape`'s
     link), as ``node`` joins them: on a node of ``mesh_gpus`` GPUs joined pairwise, a group
     smaller than the node reaches only its members' links; on cards bridged in pairs, a group
-    beyond a pair crosses PCIe (:meth:`~gpucast.domain.parallel.ClusterShape.group_gbps`)."""
+    beyond a pair crosses PCIe (:meth:`~gpucast.domain.parallel.ClusterShape.group_gbps`);
+    GPUs without NVLink reach the all-reduce bus bandwidth ``node`` gives for PCIe
+    (:meth:`~gpucast.domain.parallel.NodeLinks.pcie_gbps`: published nccl-tests figures),
+    else the x16 link's nominal rate."""
     links = cluster_shape(gpu)
     if node.mesh_gpus > 1 and gpus <= node.mesh_gpus:
         return replace(links, gpus_per_node=node.mesh_gpus, mesh=True).group_gbps(gpus)
     if node.bridged:
         return with_bridges(links, gpu).group_gbps(gpus)
-    return links.intra_node_gbps
+    pcie = node.pcie_gbps(gpus) if gpu.interconnect_gbps is None else None
+    return links.intra_node_gbps if pcie is None else pcie
 
 
 def with_bridges(links: ClusterShape, gpu: GpuSpec) -> ClusterShape:
