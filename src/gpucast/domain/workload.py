@@ -69,6 +69,14 @@ def profiled_precision(compute_precision: str) -> str:
     return {TF32: "fp32", FP8: "bf16"}.get(compute_precision, compute_precision)
 
 
+def measured_precision(compute_precision: str) -> str:
+    """The precision a stored measurement must have to calibrate a step at
+    ``compute_precision``: the profiled one (a tf32 step by an fp32 run), except fp8, which
+    no stored run has (``measure train`` runs fp32, bf16 or fp16) and a bf16 run does not
+    calibrate -- its scale carries the 16-bit efficiency an fp8 step does not have."""
+    return FP8 if compute_precision == FP8 else profiled_precision(compute_precision)
+
+
 def precision_label(compute_precision: str) -> str:
     """How a compute precision reads in a plan: ``tf32`` is "fp32 (TF32 matmuls)", ``fp8``
     "fp8 (matmuls; bf16 elsewhere)"."""
