@@ -16,8 +16,8 @@ from gpucast.catalog import load_catalog
 from gpucast.cli.app import app as cli
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.inputs.calibration import step_time_efficiency
-from gpucast.predict.intervals import UNCALIBRATED, UNVALIDATED_PRECISION
 from gpucast.inputs.workload import workload_facts, workload_profile
+from gpucast.predict.intervals import UNCALIBRATED, UNVALIDATED_PRECISION
 from gpucast.predict.roofline import DeviceRoofline, compute_term_s
 
 #: ResNet-50 at 256 on an H100: compute-bound at bf16 (its tensor cores are what fp8 speeds)

@@ -143,17 +143,12 @@ def plan_train(
         }
         prof = next(iter(profiles.values()))
     kept = None  # why --precision auto kept one precision everywhere
-    if request.precision == TF32 and prof.precision != "fp32":
+    need = {TF32: "an fp32", FP8: "a bf16"}.get(request.precision)  # a profile at it
+    if need is not None and prof.precision != profiled_precision(request.precision):
         raise InvalidSpecError(
             "precision",
-            f"tf32 trains an fp32 profile; --profile {request.profile_file} is {prof.precision}",
-            got=request.precision,
-            fix=f"drop --precision or give --precision {prof.precision}",
-        )
-    if request.precision == FP8 and prof.precision != "bf16":
-        raise InvalidSpecError(
-            "precision",
-            f"fp8 trains a bf16 profile; --profile {request.profile_file} is {prof.precision}",
+            f"{request.precision} trains {need} profile; --profile {request.profile_file} is "
+            f"{prof.precision}",
             got=request.precision,
             fix=f"drop --precision or give --precision {prof.precision}",
         )

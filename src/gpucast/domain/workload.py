@@ -105,8 +105,7 @@ def check_precision_units(precision: str, gpu: Any, catalog: Any) -> None:
     others = ", ".join(with_units[:6]) + (", ..." if len(with_units) > 6 else "")
     raise InvalidSpecError(
         "precision",
-        f"fp8 needs fp8 tensor cores, which the {gpu.name} has not (it trains in "
-        f"{', '.join(has)})",
+        f"fp8 needs fp8 tensor cores, which the {gpu.name} has not (it trains in {', '.join(has)})",
         got=precision,
         fix=f"use --precision {has[0]} (or auto), or a GPU with fp8 units ({others})",
     )
