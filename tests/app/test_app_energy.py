@@ -211,7 +211,7 @@ def test_a_limit_off_the_grid_is_in_the_sweep() -> None:
         ({"gpu": "K80"}, "K80 has no max_power_limit_w"),
         ({"gpu": "Z9000"}, "Z9000"),
         ({"dataset_size": 0}, "dataset-size: must be >= 1"),
-        ({"precision": "tf16"}, "precision: must be one of fp32, bf16, fp16, tf32, auto"),
+        ({"precision": "tf16"}, "precision: must be one of fp32, bf16, fp16, tf32, fp8, auto"),
     ],
 )
 def test_bad_input_is_one_line(options: dict[str, object], message: str) -> None:

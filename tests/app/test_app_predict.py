@@ -303,7 +303,7 @@ def test_fp32_on_an_a100_runs_convolutions_on_tf32_and_tf32_can_be_asked_for() -
     assert any("convolutions on its TF32 tensor cores" in n for n in fp32.estimate.notes)
     assert tf32.precision == "tf32" and tf32.step_time_s <= fp32.step_time_s
     assert any("no tf32 units" in n for n in v100.estimate.notes)
-    with pytest.raises(InvalidSpecError, match="fp32, bf16, fp16, tf32, auto"):
+    with pytest.raises(InvalidSpecError, match="fp32, bf16, fp16, tf32, fp8, auto"):
         gpucast.predict_train(workload="resnet18", batch_size=32, gpu="A100", precision="tf16")
 
 

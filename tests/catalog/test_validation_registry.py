@@ -38,3 +38,15 @@ def test_a_row_without_data_does_not_say_on_none() -> None:
     v = validation_for("gnn-split", ["A100-80GB"], "fp32")
     assert v.validated and v.data == ""
     assert v.text().endswith("(A100-80GB, fp32, 1 GPU)") and "on none" not in v.text()
+
+
+def test_a_regime_known_to_lack_data_says_why() -> None:
+    """fp8 steps of profiled workloads: the row says the fp8 efficiency rests on GPT-3 runs
+    alone; the 16-bit regimes keep their figures."""
+    v = validation_for("roofline-step", ["H100-SXM"], "fp8")
+    assert not v.validated and v.error is None
+    assert v.text().startswith("not validated for H100-SXM, fp8, 1 GPU: no step at fp8")
+    assert "GPT-3" in v.text() and "widest band" in v.text()
+    assert validation_for("roofline-step", ["H100-SXM"], "bf16").validated
+    other = validation_for("roofline-step", ["A100-80GB"], "bf16").text()
+    assert "validated only for" in other and "fp8" not in other

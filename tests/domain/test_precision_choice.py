@@ -41,3 +41,33 @@ def test_the_assumption_lists_gpus_per_precision() -> None:
     kept = auto_precision_assumption({"K80": "bf16"}, fixed="store run #3 was profiled at bf16")
     assert kept.source == "store run #3 was profiled at bf16"
     assert "bf16 on K80 (store run #3" in kept.value
+
+
+def test_fp8_is_a_bf16_workload_with_fp8_matmuls() -> None:
+    from gpucast.domain.workload import FP8, TRAIN_PRECISION_CHOICES, measured_precision
+
+    assert FP8 in TRAIN_PRECISION_CHOICES
+    assert profiled_precision(FP8) == "bf16"
+    assert precision_label(FP8) == "fp8 (matmuls; bf16 elsewhere)"
+    # a bf16 run calibrates no fp8 step; tf32 keeps its fp32 runs
+    assert measured_precision(FP8) == FP8
+    assert measured_precision("tf32") == "fp32" and measured_precision("bf16") == "bf16"
+    said = auto_precision_assumption({"H100-SXM": FP8}, requested=FP8)
+    assert said.value.startswith("fp8 -- fp8 (matmuls; bf16 elsewhere) on H100-SXM (")
+    assert said.source == "--precision fp8" and "bf16" in said.override
+
+
+def test_fp8_on_a_gpu_without_its_units_is_one_clear_error() -> None:
+    from gpucast.catalog import load_catalog
+    from gpucast.domain.errors import InvalidSpecError
+    from gpucast.domain.workload import check_precision_units
+
+    catalog = load_catalog()
+    check_precision_units("fp8", catalog.gpu("H100-SXM"), catalog)  # has fp8: passes
+    check_precision_units("bf16", catalog.gpu("T4"), catalog)  # another precision: passes
+    with pytest.raises(InvalidSpecError) as err:
+        check_precision_units("fp8", catalog.gpu("T4"), catalog)
+    text = str(err.value)
+    assert text.startswith("precision: fp8 needs fp8 tensor cores, which the T4 has not")
+    assert "(it trains in fp16, fp32)" in text
+    assert "--precision fp16" in (err.value.fix or "") and "\n" not in text

@@ -270,3 +270,39 @@ def test_adapters_from_a_real_profile() -> None:
     needs = MemoryNeeds.from_profile(profile)
     assert needs.weights_bytes == profile.memory.weights_bytes
     assert fit_memory(needs, A100, 1).best is not None
+
+
+def test_an_fp8_step_states_the_widest_uncalibrated_band() -> None:
+    """No step of a profiled workload ran at fp8: whatever the regime (here a calibrated one
+    on the same GPU), the band is the envelope of every uncalibrated regime; the LLM path,
+    whose fp8 is validated on whole runs, keeps its regime's band."""
+    from dataclasses import replace
+
+    from gpucast.predict.intervals import UNVALIDATED_PRECISION
+
+    h100 = replace(gpu("H100", 67.0, 989.0, 3350.0), fp8_tflops=1979.0)
+    table = IntervalTable(
+        q_low={"gpu_seen/uncalibrated": -1.0, "gpu_unseen/uncalibrated": -0.5,
+               "gpu_seen/measured_elsewhere": -0.7, "same_gpu/calibrated": -0.1},
+        q_high={"gpu_seen/uncalibrated": 0.9, "gpu_unseen/uncalibrated": 1.3,
+                "gpu_seen/measured_elsewhere": 0.8, "same_gpu/calibrated": 0.1},
+        n=dict.fromkeys(("gpu_seen/uncalibrated", "gpu_unseen/uncalibrated",
+                         "gpu_seen/measured_elsewhere", "same_gpu/calibrated"), 50),
+        mape_pct={},
+    )  # fmt: skip
+    assert table.ratios(UNVALIDATED_PRECISION) == pytest.approx((math.exp(-1.0), math.exp(1.3)))
+    eff = replace(RooflineEfficiency(compute_efficiency_fp8=0.3), intervals=table)
+    cal = calibrate(RESNET, 0.05, h100, "fp8", efficiency=eff)
+    est = predict_step_time(RESNET, h100, "fp8", calibration=cal, efficiency=eff)
+    assert est.lower / est.value == pytest.approx(math.exp(-1.0))
+    assert est.upper / est.value == pytest.approx(math.exp(1.3))
+    assert est.source == "measured"  # what the point value rests on is unchanged
+    assert any("no step of a profiled workload" in n for n in est.notes)
+    kept = predict_step_time(
+        RESNET, h100, "fp8", calibration=cal, efficiency=eff, precision_validated=True
+    )
+    assert kept.value == est.value and kept.upper / kept.value == pytest.approx(math.exp(0.1))
+    # the fp8 rate with the fp8 efficiency, never the 16-bit one
+    assert est.breakdown["compute"] / cal.scale == pytest.approx(
+        RESNET.matmul_flops / (0.3 * 1979e12)
+    )

@@ -235,7 +235,7 @@ class PredictEnergyRequest:
     )
     precision: str = option(
         "fp32",
-        help="fp32, tf32, bf16, fp16 or auto, as predict train reads them.",
+        help="fp32, tf32, bf16, fp16, fp8 or auto, as predict train reads them.",
         example="bf16",
     )
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")

@@ -22,9 +22,12 @@ from gpucast.domain.plan import ModelInfo, PlanCandidate, TrainPlan, TrainReques
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.workload import (
     AUTO_PRECISION,
+    FP8,
     TF32,
     auto_precision_assumption,
+    check_precision_units,
     gpu_compute_precision,
+    measured_precision,
     precision_assumption,
     profiled_precision,
 )
@@ -101,7 +104,11 @@ def plan_train(
     # on it (tf32: TF32 where it has the units); the workload is profiled once per precision
     # that needs (cached)
     by_gpu: dict[str, str] = {}
-    if request.precision in (AUTO_PRECISION, TF32):
+    fp8_skipped: tuple[str, ...] = ()
+    if request.precision == FP8:  # the GPU types with fp8 units, each at fp8
+        request, fp8_skipped = _fp8_gpus(request, catalog, cluster)
+        by_gpu = dict.fromkeys(planned_gpus(request, catalog, cluster), FP8)
+    elif request.precision in (AUTO_PRECISION, TF32):
         by_gpu = {
             name: gpu_compute_precision(
                 request.precision,
@@ -136,10 +143,12 @@ def plan_train(
         }
         prof = next(iter(profiles.values()))
     kept = None  # why --precision auto kept one precision everywhere
-    if request.precision == TF32 and prof.precision != "fp32":
+    need = {TF32: "an fp32", FP8: "a bf16"}.get(request.precision)  # a profile at it
+    if need is not None and prof.precision != profiled_precision(request.precision):
         raise InvalidSpecError(
             "precision",
-            f"tf32 trains an fp32 profile; --profile {request.profile_file} is {prof.precision}",
+            f"{request.precision} trains {need} profile; --profile {request.profile_file} is "
+            f"{prof.precision}",
             got=request.precision,
             fix=f"drop --precision or give --precision {prof.precision}",
         )
@@ -150,11 +159,13 @@ def plan_train(
     facts_by = {p: workload_facts(q) for p, q in profiles.items()}
     facts = facts_by[prof.precision]
     efficiency = step_time_efficiency(request.software)
+    # an fp8 step is calibrated by no bf16 measurement (domain.workload.measured_precision)
+    measured_at = measured_precision(FP8) if request.precision == FP8 else None
     calibrations = {
         p: store_calibration(
             store,
             request.workload,
-            p,
+            measured_at or p,
             f,
             catalog,
             prefer_run=None if stored is None else stored.measurement_run,
@@ -244,6 +255,7 @@ def plan_train(
             store,
             catalog,
             {n: src for n, (_, src) in own.items()},
+            measured_at=measured_at,
         ),
         _deadline_assumption(request),
         Assumption(
@@ -394,6 +406,8 @@ def plan_train(
     )
     if by_gpu:
         assumed += (auto_precision_assumption(by_gpu, fixed=kept, requested=request.precision),)
+        if fp8_skipped:
+            assumed += (_fp8_skipped_assumption(fp8_skipped),)
         slow = _fp32_path_priced(by_gpu, profiles, catalog, efficiency.value)
         if slow is not None:
             assumed += (slow,)
@@ -473,7 +487,7 @@ def _own_gpu_calibrations(
             except UnknownGpuError:
                 continue
             wanted = by_gpu.get(spec.name, precision)
-            if profiled_precision(wanted) != p or spec.name in out:
+            if measured_precision(wanted) != p or spec.name in out:
                 continue
             cal = store_calibration(
                 store, request.workload, p, facts_by[p], catalog,
@@ -485,16 +499,65 @@ def _own_gpu_calibrations(
     return out
 
 
+def _fp8_gpus(
+    request: TrainRequest, catalog: Any, cluster: ClusterSpec | None
+) -> tuple[TrainRequest, tuple[str, ...]]:
+    """``--precision fp8``: the request searching only the GPU types with fp8 units, and the
+    ones it skips; refused where none is left (a cluster's GPU without fp8: its one line)."""
+    from gpucast.plan.train import planned_gpus
+
+    if cluster is not None:
+        check_precision_units(FP8, catalog.gpu(cluster.gpu), catalog)
+        return request, ()
+    planned = planned_gpus(request, catalog, cluster)
+    skipped = tuple(g for g in planned if not catalog.gpu(g).has_units(FP8))
+    if not skipped:
+        return request, ()
+    kept = tuple(g for g in planned if g not in skipped)
+    if not kept:
+        if len(skipped) == 1:
+            check_precision_units(FP8, catalog.gpu(skipped[0]), catalog)
+        with_fp8 = [g.name for g in catalog.gpus if g.has_units(FP8)]
+        raise InvalidSpecError(
+            "precision",
+            f"fp8 needs fp8 tensor cores, which none of the {len(skipped)} GPU types the "
+            f"filters keep has ({', '.join(skipped[:6])}{', ...' if len(skipped) > 6 else ''})",
+            got=FP8,
+            fix="use --precision bf16 (or auto), or --gpu "
+            + ",".join(with_fp8[:4])
+            + " (GPUs with fp8 units)",
+        )
+    if request.gpus:  # named by --gpu: keep those with fp8
+        return dataclasses.replace(request, gpus=kept), skipped
+    return dataclasses.replace(request, exclude_gpus=(*request.exclude_gpus, *skipped)), skipped
+
+
+def _fp8_skipped_assumption(skipped: tuple[str, ...]) -> Assumption:
+    """What ``--precision fp8`` left out of the search."""
+    n = len(skipped)
+    return Assumption(
+        name="fp8 GPUs",
+        value=f"{n} GPU type{'s' if n != 1 else ''} without fp8 units skipped: "
+        + ", ".join(skipped[:8])
+        + (f" and {n - 8} more" if n > 8 else ""),
+        source="catalog gpus.csv fp8_tflops (empty: no fp8 tensor cores)",
+        override="--precision bf16|auto plans them",
+    )
+
+
 def _calibration_assumption(
     calibrations: Mapping[str, Sourced[Calibration] | None],
     workload: str,
     store: Path,
     catalog: Any,
     own: Mapping[str, str] | None = None,
+    *,
+    measured_at: str | None = None,
 ) -> Assumption:
     """Which stored measurement calibrates the step time, per precision profiled (and per GPU
     type measured itself: ``own``, its source); where none does, why (a CPU's calibrates no
-    GPU: :func:`gpucast.inputs.calibration.uncalibrated_source`)."""
+    GPU: :func:`gpucast.inputs.calibration.uncalibrated_source`). ``measured_at``: the
+    precision the measurements were looked up at, where not the profiled one (fp8)."""
     from gpucast.inputs.calibration import uncalibrated_source
 
     mine = "".join(f"; {name}: its own, {src}" for name, src in (own or {}).items())
@@ -517,7 +580,7 @@ def _calibration_assumption(
             source=(
                 cal.source
                 if cal is not None
-                else uncalibrated_source(store, workload, precision, catalog)
+                else uncalibrated_source(store, workload, measured_at or precision, catalog)
             )
             + mine,
             override="gpucast measure train (stores one)",

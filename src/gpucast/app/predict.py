@@ -34,6 +34,7 @@ from gpucast.domain.workload import (
     SOFTWARE_HELP,
     TRAIN_PRECISION_CHOICES,
     WorkloadOptions,
+    check_precision_units,
     check_software,
     practitioner_precision,
     precision_assumption,
@@ -115,7 +116,8 @@ class PredictTrainRequest:
     precision: str = option(
         "fp32",
         help="fp32 (on NVIDIA GPUs with TF32, convolutions on TF32 as cuDNN does by default), "
-        "tf32 (matmuls too), bf16, fp16, or auto (what practitioners use on the GPU: bf16 "
+        "tf32 (matmuls too), bf16, fp16, fp8 (matmuls and convolutions at the fp8 peak, the "
+        "rest bf16; GPUs with fp8 units), or auto (what practitioners use on the GPU: bf16 "
         "where it has bf16 tensor cores, else fp32).",
         example="bf16",
     )
@@ -307,6 +309,7 @@ def predict_train(
     catalog = load_catalog()
     cluster = request_cluster(request, catalog)
     spec = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
+    check_precision_units(request.precision, spec, catalog)
     has_bf16 = spec.bf16_tflops is not None
     if request.precision == AUTO_PRECISION:
         request = dataclasses.replace(request, precision=practitioner_precision(has_bf16))

@@ -62,8 +62,10 @@ from gpucast.domain.workload import (
     TRAIN_PRECISION_CHOICES,
     WorkloadOptions,
     auto_precision_assumption,
+    check_precision_units,
     check_software,
     gpu_compute_precision,
+    measured_precision,
     precision_assumption,
     profiled_precision,
     workload_options_field,
@@ -141,8 +143,9 @@ class SimulateTrainRequest:
         AUTO_PRECISION,
         help="auto (per GPU type, what practitioners train in: bf16 where it has bf16 tensor "
         "cores, fp32 with TF32 matmuls where it has TF32 ones, fp32 elsewhere), fp32, bf16 "
-        "or fp16 on every GPU, or tf32 (fp32 with TF32 matmuls where the GPU has TF32 "
-        "units, fp32 elsewhere).",
+        "or fp16 on every GPU, tf32 (fp32 with TF32 matmuls where the GPU has TF32 "
+        "units, fp32 elsewhere), or fp8 (matmuls and convolutions at the fp8 peak, the "
+        "rest bf16; GPUs with fp8 units only).",
         example="bf16",
     )
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
@@ -591,6 +594,8 @@ def simulate_train(
     assert request.gpu is not None and request.region is not None
     ps = request.ps_count
     groups = tinputs.parse_groups(request.gpu, request.workers, request.region, request.spot)
+    for g in groups:
+        check_precision_units(request.precision, catalog.gpu(g.gpu), catalog)
     if gpn > 1:  # each worker is a node of gpn GPUs: what its billed GPU-time and spread count
         groups = tuple(dataclasses.replace(g, gpus=gpn) for g in groups)
     _check_size(request, groups, ps)
@@ -669,13 +674,13 @@ def simulate_train(
             calibration, uncalibrated = None, ""
             if work_p.facts is not None:
                 calibration = store_calibration(
-                    store, work_p.name, profiled_precision(prec), work_p.facts, catalog,
+                    store, work_p.name, measured_precision(prec), work_p.facts, catalog,
                     efficiency=efficiency, batch=request.batch_size,
                     prefer_gpu=catalog.gpu(name).name,
                 )  # fmt: skip
                 if calibration is None:
                     uncalibrated = uncalibrated_source(
-                        store, work_p.name, profiled_precision(prec), catalog
+                        store, work_p.name, measured_precision(prec), catalog
                     )
             single.update(
                 tinputs.step_times(

@@ -32,6 +32,13 @@ class _Row:
     error: str
     data: str
     command: str
+    #: why the regime is not validated, for a row whose ``error`` is "none" (a regime known
+    #: to lack held-out data, said as such rather than as "validated only for ...")
+    note: str = ""
+
+    @property
+    def unvalidated(self) -> bool:
+        return self.error.strip().lower() == "none"
 
     def covers(self, gpus: set[str], precision: str, workers: int) -> bool:
         return (
@@ -76,6 +83,7 @@ def _rows() -> tuple[_Row, ...]:
                 # "none": a row saying a model has no measurement; not "... on none"
                 data="" if row["data"].strip().lower() == "none" else row["data"],
                 command=row["command"],
+                note=row.get("note", ""),
             )
         )
     return tuple(out)
@@ -83,12 +91,17 @@ def _rows() -> tuple[_Row, ...]:
 
 def validation_for(model: str, gpus: Iterable[str], precision: str, workers: int = 1) -> Validation:
     """The validated error of ``model`` for these GPUs (catalog names), precision and number
-    of GPUs; unvalidated regimes say so and name the regimes that were validated."""
+    of GPUs; unvalidated regimes say so and name the regimes that were validated -- or, where
+    a row marks the regime as known to lack held-out data (``error`` "none"), why."""
     wanted = {g for g in gpus if g}
     rows = [r for r in _rows() if r.model == model]
     hits = [r for r in rows if r.covers(wanted, precision, workers)]
     n = f"{workers} GPU" + ("s" if workers != 1 else "")
     regime = f"{'/'.join(sorted(wanted)) or 'any GPU'}, {precision}, {n}"
+    known = [r for r in hits if r.unvalidated]
+    if known:
+        return Validation(model=model, regime=f"{regime}: {known[0].note}", error=None)
+    rows = [r for r in rows if not r.unvalidated]
     if hits:
         errors = "; ".join(f"{'/'.join(sorted(r.gpus)) or 'all'}: {r.error}" for r in hits)
         return Validation(

@@ -145,8 +145,9 @@ class TrainRequest:
         AUTO_PRECISION,
         help="auto (what practitioners train in on each GPU: bf16 where it has bf16 tensor "
         "cores, fp32 with TF32 matmuls where it has TF32 ones, fp32 elsewhere), fp32, bf16 "
-        "or fp16 on every GPU, or tf32 (fp32 with TF32 matmuls where the GPU has TF32 "
-        "units, fp32 elsewhere).",
+        "or fp16 on every GPU, tf32 (fp32 with TF32 matmuls where the GPU has TF32 "
+        "units, fp32 elsewhere), or fp8 (matmuls and convolutions at the fp8 peak, the rest "
+        "bf16; GPUs without fp8 units are skipped).",
         example="bf16",
     )
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")

@@ -40,9 +40,16 @@ def practitioner_compute_precision(*, has_bf16: bool, has_tf32: bool) -> str:
     return TF32 if has_tf32 else "fp32"
 
 
+#: The compute precision of fp8 training as Transformer Engine runs it: matmuls and
+#: convolutions at the GPU's fp8 tensor-core peak, everything else (element-wise kernels,
+#: weights, gradients, optimizer state, activations) as bf16 mixed precision -- the workload
+#: is profiled at bf16. Only GPUs with fp8 units train in it (:func:`check_precision_units`).
+FP8 = "fp8"
+
 #: What every training verb's ``--precision`` accepts: a precision for every GPU, ``tf32``
-#: (fp32 with TF32 matmuls where the GPU has TF32 units) or ``auto``.
-TRAIN_PRECISION_CHOICES: tuple[str, ...] = (*PRECISIONS, TF32, AUTO_PRECISION)
+#: (fp32 with TF32 matmuls where the GPU has TF32 units), ``fp8`` (GPUs with fp8 units) or
+#: ``auto``.
+TRAIN_PRECISION_CHOICES: tuple[str, ...] = (*PRECISIONS, TF32, FP8, AUTO_PRECISION)
 
 
 def gpu_compute_precision(requested: str, *, has_bf16: bool, has_tf32: bool) -> str:
@@ -57,13 +64,51 @@ def gpu_compute_precision(requested: str, *, has_bf16: bool, has_tf32: bool) -> 
 
 
 def profiled_precision(compute_precision: str) -> str:
-    """The precision a workload is profiled at for a compute precision (TF32 is fp32)."""
-    return "fp32" if compute_precision == TF32 else compute_precision
+    """The precision a workload is profiled at for a compute precision (TF32 is fp32, fp8
+    bf16: see :data:`FP8`)."""
+    return {TF32: "fp32", FP8: "bf16"}.get(compute_precision, compute_precision)
+
+
+def measured_precision(compute_precision: str) -> str:
+    """The precision a stored measurement must have to calibrate a step at
+    ``compute_precision``: the profiled one (a tf32 step by an fp32 run), except fp8, which
+    no stored run has (``measure train`` runs fp32, bf16 or fp16) and a bf16 run does not
+    calibrate -- its scale carries the 16-bit efficiency an fp8 step does not have."""
+    return FP8 if compute_precision == FP8 else profiled_precision(compute_precision)
 
 
 def precision_label(compute_precision: str) -> str:
-    """How a compute precision reads in a plan: ``tf32`` is "fp32 (TF32 matmuls)"."""
-    return "fp32 (TF32 matmuls)" if compute_precision == TF32 else compute_precision
+    """How a compute precision reads in a plan: ``tf32`` is "fp32 (TF32 matmuls)", ``fp8``
+    "fp8 (matmuls; bf16 elsewhere)"."""
+    labels = {TF32: "fp32 (TF32 matmuls)", FP8: "fp8 (matmuls; bf16 elsewhere)"}
+    return labels.get(compute_precision, compute_precision)
+
+
+#: The assumption a training prediction at fp8 states (the value; :func:`precision_assumption`).
+FP8_TEXT = (
+    "fp8 as Transformer Engine trains: matmuls and convolutions at the GPU's fp8 tensor-core "
+    "peak times the fp8 efficiency predict llm-train uses; element-wise kernels, weights, "
+    "gradients, optimizer state and activations as bf16 mixed precision (the workload "
+    "profiled at bf16); Transformer Engine's fp8 covers linear layers, so a CNN whose "
+    "convolutions stay bf16 runs nearer the bf16 step"
+)
+
+
+def check_precision_units(precision: str, gpu: Any, catalog: Any) -> None:
+    """fp8 trains only on a GPU with fp8 tensor cores: one clear error naming ``gpu`` (a
+    :class:`~gpucast.domain.catalog.GpuSpec`), the precisions it trains in and the fix (GPUs
+    of ``catalog`` that have fp8). Any other precision passes."""
+    if precision != FP8 or gpu.has_units(FP8):
+        return
+    has = [p for p in ("bf16", "fp16", TF32, "fp32") if gpu.has_units(p)]
+    with_units = [g.name for g in catalog.gpus if g.has_units(FP8)]
+    others = ", ".join(with_units[:6]) + (", ..." if len(with_units) > 6 else "")
+    raise InvalidSpecError(
+        "precision",
+        f"fp8 needs fp8 tensor cores, which the {gpu.name} has not (it trains in {', '.join(has)})",
+        got=precision,
+        fix=f"use --precision {has[0]} (or auto), or a GPU with fp8 units ({others})",
+    )
 
 
 def auto_precision_assumption(
@@ -86,6 +131,9 @@ def auto_precision_assumption(
         for p in order
     ]
     value = f"{requested} -- " + ("; ".join(parts) or "no GPU evaluated")
+    if requested == FP8:
+        return Assumption(name="precision", value=f"{value} ({FP8_TEXT})",
+                          source="--precision fp8", override="--precision bf16|auto")  # fmt: skip
     if requested == TF32:
         value += " (fp32 with TF32 matmuls where the GPU has TF32 units, fp32 elsewhere)"
         return Assumption(name="precision", value=value, source="--precision tf32",
@@ -113,6 +161,9 @@ def precision_assumption(
     from gpucast.domain.provenance import Assumption
 
     with_bf16 = sorted({name for name, bf16 in gpus if bf16})
+    if precision == FP8:
+        return Assumption(name="precision", value=FP8_TEXT, source="given",
+                          override="--precision bf16|auto")  # fmt: skip
     if auto:
         value = (
             f"{precision} (what practitioners train in on this GPU: bf16 where the GPU "

@@ -64,9 +64,20 @@ CROSS_GPU: tuple[str, ...] = ("gpu_seen/calibrated", "gpu_unseen/calibrated")
 #: A GPU type without data running a workload without data: no held-out fold is both, so it
 #: states the envelope of the two it combines (:meth:`IntervalTable.ratios`).
 NOVEL = "gpu_unseen/novel_workload"
+#: A step at a precision no held-out step ran (fp8 outside the LLM path: its efficiency is
+#: fitted on whole LLM runs, no profiled single step at fp8 is in the data): no fold says how
+#: far off it is, so it states the widest band of any uncalibrated regime (their envelope,
+#: widened by :data:`NEW_SOURCE`), whatever the GPU, workload or calibration.
+UNVALIDATED_PRECISION = "unvalidated_precision"
 #: Regimes without a measurement of the user's workload: :data:`NEW_SOURCE` widens them.
 UNCALIBRATED: frozenset[str] = frozenset(
-    {"gpu_seen/uncalibrated", "gpu_unseen/uncalibrated", "gpu_seen/measured_elsewhere", NOVEL}
+    {
+        "gpu_seen/uncalibrated",
+        "gpu_unseen/uncalibrated",
+        "gpu_seen/measured_elsewhere",
+        NOVEL,
+        UNVALIDATED_PRECISION,
+    }
 )
 #: A code base none of the fit's sources ran (leave one source out, grouped by source).
 NEW_SOURCE = "new_source/uncalibrated"
@@ -87,6 +98,7 @@ _FALLBACK: dict[str, tuple[str, ...]] = {
     "gpu_unseen/uncalibrated": (REGIMES[4],),
     "gpu_seen/measured_elsewhere": (REGIMES[5], REGIMES[2]),
     NOVEL: (REGIMES[2], REGIMES[4]),
+    UNVALIDATED_PRECISION: (REGIMES[2], REGIMES[4], REGIMES[5]),
 }
 _FALLBACK.update(
     {
@@ -98,7 +110,8 @@ _FALLBACK.update(
 _FALLBACK[BRACKETED] = (BRACKETED, *_FALLBACK[f"{SAME_GPU}/{BATCH_DISTANCE[0][1]}"])
 #: Regimes whose band also spans these others' (on top of :data:`NEW_SOURCE`'s).
 _ENVELOPE: dict[str, tuple[str, ...]] = {
-    NOVEL: ("gpu_seen/uncalibrated", "gpu_unseen/uncalibrated")
+    NOVEL: ("gpu_seen/uncalibrated", "gpu_unseen/uncalibrated"),
+    UNVALIDATED_PRECISION: tuple(sorted(UNCALIBRATED - {NOVEL, UNVALIDATED_PRECISION})),
 }
 
 

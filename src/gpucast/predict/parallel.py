@@ -976,9 +976,11 @@ def _stage_time(
         memory_bytes=work.memory_bytes,
         n_kernels=work.kernels,
     )
+    # fp8 here is the LLM path its efficiency was fitted and validated on (whole GPT-3 runs)
     estimate = predict_step_time(
-        workload, gpu, layout.precision, efficiency=efficiency, intervals=intervals
-    )
+        workload, gpu, layout.precision, efficiency=efficiency, intervals=intervals,
+        precision_validated=True,
+    )  # fmt: skip
     # -- the optimizer step, once per step
     params = _stage_params(layout, shapes, stage, layers)
     z_dense, z_expert = _zero_groups(layout)
@@ -997,6 +999,7 @@ def _stage_time(
         layout.precision,
         efficiency=efficiency,
         intervals=intervals,
+        precision_validated=True,
     )
     rate = (
         efficiency.compute_efficiency(layout.precision) * gpu.matrix_tflops(layout.precision) * 1e12

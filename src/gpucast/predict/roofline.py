@@ -77,6 +77,7 @@ from gpucast.predict.intervals import (
     NEW_SOURCE,
     NOVEL,
     SAME_GPU,
+    UNVALIDATED_PRECISION,
     IntervalTable,
     batch_regime,
     distance_regimes,
@@ -220,6 +221,10 @@ class RooflineEfficiency:
     #: (communicators, autotuning, allocator growth) -- fitted with ``host_layer_s`` on whole
     #: LLM runs (0: none fitted); added once to a job's time
     warmup_s: float = 0.0
+    #: where ``compute_efficiency_fp8`` comes from where it was fitted apart (on whole MLPerf
+    #: fp8 LLM runs: :meth:`gpucast.predict.steptime.StepTimeModel.with_fp8`); "": the prior
+    #: or borrowed from the 16-bit figure
+    fp8_source: str = ""
 
     def __post_init__(self) -> None:
         for name in (
@@ -536,6 +541,13 @@ def carried_fixed_ratio(
     return eff.gpu_factor(calibration.device) / eff.gpu_factor(gpu.name) * ratio
 
 
+#: Precisions no profiled single step in the step-time data ran: fp8, whose efficiency is
+#: fitted apart on whole MLPerf LLM runs through the 3D-parallel model (which validates it
+#: there). A step priced at one (``predict train --precision fp8`` on a CNN or BERT) states
+#: the widest band of any uncalibrated regime (:data:`UNVALIDATED_PRECISION`).
+STEP_UNVALIDATED_PRECISIONS: frozenset[str] = frozenset({"fp8"})
+
+
 def predict_step_time(
     workload: RooflineWorkload,
     gpu: GpuSpec,
@@ -544,12 +556,18 @@ def predict_step_time(
     calibration: Calibration | None = None,
     efficiency: RooflineEfficiency | None = None,
     intervals: dict[str, tuple[float, float, str, str]] | None = None,
+    precision_validated: bool | None = None,
 ) -> Estimate:
     """Roofline step time (s) of ``workload`` on ``gpu``; see the module docstring.
 
     ``intervals``: a memo the caller owns for many uncalibrated predictions with one
-    ``efficiency`` (a layout search's stages): each regime's interval is worked out once."""
+    ``efficiency`` (a layout search's stages): each regime's interval is worked out once.
+    ``precision_validated``: whether held-out steps at ``precision`` validate this step (None:
+    unless it is one of :data:`STEP_UNVALIDATED_PRECISIONS`); False states the widest band
+    (:data:`UNVALIDATED_PRECISION`) and says what the precision's efficiency rests on."""
     eff = efficiency or RooflineEfficiency()
+    if precision_validated is None:
+        precision_validated = precision not in STEP_UNVALIDATED_PRECISIONS
     device = DeviceRoofline.of_gpu(gpu, precision)
     terms = _terms(workload, device, precision, eff)
     scale, regime, notes = 1.0, "", []
@@ -613,6 +631,10 @@ def predict_step_time(
             )
     if calibration is None or calibration.device != gpu.name:
         notes += _precision_notes(workload, gpu, precision, eff)
+    base = regime
+    if not precision_validated:
+        notes.append(unvalidated_precision_note(gpu, precision, eff, regime))
+        regime = UNVALIDATED_PRECISION
     if gpu.clock_share < 1.0:
         notes.append(
             f"{gpu.name} peaks at its sustained {gpu.sustained_clock_mhz:g} MHz clock, "
@@ -625,6 +647,8 @@ def predict_step_time(
         low, high, source, interval_note = intervals[regime]
     else:
         low, high, source, interval_note = _interval(eff, regime, calibration)
+    if regime != base:
+        source = _regime_source(base)
     notes.append(interval_note)
     breakdown = {k: v * scale for k, v in terms.items()}
     value = sum(breakdown.values())
@@ -640,6 +664,25 @@ def predict_step_time(
         source=source,
         breakdown=breakdown,
         notes=tuple(notes),
+    )
+
+
+def unvalidated_precision_note(
+    gpu: GpuSpec, precision: str, eff: RooflineEfficiency, regime: str
+) -> str:
+    """What a step at a precision no held-out step ran rests on
+    (:data:`STEP_UNVALIDATED_PRECISIONS`), and the band it states instead of ``regime``'s."""
+    where = (
+        f"fitted on {eff.fp8_source}"
+        if precision == "fp8" and eff.fp8_source
+        else "borrowed from the 16-bit tensor-core figure (no fp8 fit)"
+    )
+    return (
+        f"{precision} matrix work at {gpu.name}'s {gpu.matrix_tflops(precision):.4g} TFLOP/s "
+        f"{precision} peak x {eff.compute_efficiency(precision):.2f}, the {precision} "
+        f"efficiency {where}; no step of a profiled workload (CNN, BERT, ...) at {precision} is "
+        "in the step-time data, so no held-out error exists for it: the band is the widest of "
+        f"any uncalibrated regime, not {regime or 'the priors'}'s"
     )
 
 
@@ -818,15 +861,18 @@ def uncalibrated_regime(gpu_seen: bool, workload_seen: bool) -> str:
     return "gpu_unseen/uncalibrated" if workload_seen else NOVEL
 
 
+def _regime_source(regime: str) -> str:
+    """:attr:`Estimate.source` of a prediction in ``regime``."""
+    if regime.startswith(SAME_GPU):
+        return "measured"
+    return "fitted" if regime.startswith("gpu_seen") else "catalog"
+
+
 def _interval(
     eff: RooflineEfficiency, regime: str, calibration: Calibration | None
 ) -> tuple[float, float, str, str]:
     """(lower ratio, upper ratio, Estimate.source, a note saying what the interval rests on)."""
-    source = "catalog"
-    if regime.startswith(SAME_GPU):
-        source = "measured"
-    elif regime.startswith("gpu_seen"):
-        source = "fitted"
+    source = _regime_source(regime)
     if regime and eff.fitted:
         used = eff.intervals.resolved(regime)
         if used is not None:
@@ -838,6 +884,11 @@ def _interval(
                 borrowed = (
                     f", the wider of {used} and gpu_unseen/uncalibrated: no held-out fold is "
                     "both a new GPU type and a new workload"
+                )
+            elif regime == UNVALIDATED_PRECISION:
+                borrowed = (
+                    f", the envelope of {used} and every other uncalibrated regime: no "
+                    "held-out step ran at this precision"
                 )
             note = (
                 f"80% interval from {n} cross-validated predictions in regime {regime}"

@@ -449,6 +449,7 @@ class StepTimeModel(Estimator):
             host_layer_s=self.host_layer_s_,
             host_source=self.host_source_,
             warmup_s=self.warmup_s_,
+            fp8_source=self.fp8_source_,
         )
 
     # -- prediction ----------------------------------------------------------------------
