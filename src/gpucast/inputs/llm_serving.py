@@ -460,10 +460,12 @@ def unoffered_gpus(
     return out
 
 
-def gpu_choice(gpu: GpuSpec, offer: Offer, price_usd_per_gpu_hour: float) -> GpuChoice:
+def gpu_choice(
+    gpu: GpuSpec, offer: Offer, price_usd_per_gpu_hour: float, *, link_gbps: float | None = None
+) -> GpuChoice:
     """One offer of :func:`gpu_offers` as the planner rents it: ``gpu`` as its catalog node
     links it, at most ``offer.gpus`` per tensor-parallel group, the node's network share for
-    a KV transfer, PCIe for swapping."""
+    a KV transfer (or ``link_gbps`` given), PCIe for swapping."""
     from gpucast.catalog.systems import bridged_pairs, mesh_board_gpus, mesh_linked
     from gpucast.plan.llm_serve import GpuChoice
 
@@ -472,7 +474,7 @@ def gpu_choice(gpu: GpuSpec, offer: Offer, price_usd_per_gpu_hour: float) -> Gpu
         offer=offer,
         price_usd_per_gpu_hour=price_usd_per_gpu_hour,
         max_tp=offer.gpus,
-        kv_link_gbps=kv_link_gbps(offer).value,
+        kv_link_gbps=kv_link_gbps(offer).value if link_gbps is None else link_gbps,
         swap_gbps=swap_gbps(gpu),
         node=NodeLinks(
             mesh_gpus=mesh_board_gpus(gpu.name, offer.gpus), bridged=bridged_pairs(gpu.name)
