@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
+from gpucast.domain.catalog import provider_option, region_option, spot_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision
 from gpucast.domain.options import lower_list, option
@@ -244,6 +245,9 @@ class SimulateLlmServeRequest:
     price: float | None = option(
         None, help="US$/h per GPU (default: the catalog's cheapest offer).", example="2.5"
     )
+    providers: tuple[str, ...] = provider_option()
+    regions: tuple[str, ...] = region_option()
+    spot: bool = spot_option()
     horizon_s: float | None = option(
         None, help="Stop at this time (default: when every request is done).", example="600"
     )
@@ -492,6 +496,7 @@ def simulate_llm_serve(
         request.model, request.gpu, request.framework, tp=request.tp,
         precision=request.precision, kv_precision=request.kv_precision, longest_tokens=longest,
         max_tokens=max(budget, scheduler.max_num_seqs), price_usd_per_gpu_hour=request.price,
+        providers=request.providers, regions=request.regions, spot=request.spot,
     )  # fmt: skip
     disagg = None
     link_source = ""
