@@ -21,10 +21,16 @@ def _cheapest_per_gpu(gpu: str, *, spot: bool, provider: str | None = None) -> f
 
 @pytest.mark.parametrize(
     ("filters", "provider"),
-    [({}, None), ({"spot": True}, None), ({"providers": ("aws",)}, "aws"),
-     ({"providers": ("aws",), "spot": True}, "aws")],  # fmt: skip
+    [
+        ({}, None),
+        ({"spot": True}, None),
+        ({"providers": ("aws",)}, "aws"),
+        ({"providers": ("aws",), "spot": True}, "aws"),
+    ],  # fmt: skip
 )
-def test_a_cnn_server_is_priced_as_plan_serve_prices_it(filters: dict, provider: str | None) -> None:
+def test_a_cnn_server_is_priced_as_plan_serve_prices_it(
+    filters: dict, provider: str | None
+) -> None:
     spot = bool(filters.get("spot"))
     run = gpucast.simulate_serve(**CNN, **filters).to_dict()
     want = _cheapest_per_gpu("T4", spot=spot, provider=provider)
@@ -58,7 +64,9 @@ def test_an_llm_deployment_is_priced_as_plan_serve_prices_it() -> None:
 
 
 def test_filters_no_offer_meets_are_one_clear_error() -> None:
-    with pytest.raises(InvalidInputError, match=r"gpu: no catalog offer of A10G within --provider gcp"):
+    with pytest.raises(
+        InvalidInputError, match=r"gpu: no catalog offer of A10G within --provider gcp"
+    ):
         gpucast.simulate_serve(**dict(CNN, gpu="A10G"), providers=("gcp",))
     with pytest.raises(InvalidInputError, match="gpu: no catalog offer matches the GPU, provider"):
         gpucast.simulate_llm_serve(**LLM, providers=("azure",))

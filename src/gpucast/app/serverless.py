@@ -285,6 +285,13 @@ class ServerlessLoad:
             )
         if not self.models or any(not m.strip() for m in self.models):
             raise InvalidSpecError("models", "needs workload names", fix="e.g. resnet50")
+        for m in self.models:  # plan serve's NAME:RATE: the functions' load is the trace's
+            head, sep, tail = m.rpartition(":")
+            if sep and head and tail.replace(".", "", 1).isdigit():
+                raise InvalidSpecError(
+                    "models", "takes workload names: the invocations come from --trace or "
+                    "--synthetic, not a rate", got=m, fix=f"e.g. --models {head}",
+                )  # fmt: skip
         if isinstance(self.seed, bool) or not 0 <= self.seed < 2**63:
             raise InvalidSpecError("seed", "must be an integer in [0, 2^63)", got=self.seed)
         if self.network_gbps is not None and not (
