@@ -26,7 +26,7 @@ def _cheapest_per_gpu(gpu: str, *, spot: bool, provider: str | None = None) -> f
         ({"spot": True}, None),
         ({"providers": ("aws",)}, "aws"),
         ({"providers": ("aws",), "spot": True}, "aws"),
-    ],  # fmt: skip
+    ],
 )
 def test_a_cnn_server_is_priced_as_plan_serve_prices_it(
     filters: dict, provider: str | None

@@ -212,13 +212,13 @@ def test_nonsense_llm_deployments_are_one_line_exit_2() -> None:
 def test_plan_serve_takes_the_deployment_options_simulate_serve_has() -> None:
     """--price, --kv-link-gbps, --preemption, --block-size: in both verbs' help, checked
     alike (one line, exit 2), and language models only."""
-    helps = [runner.invoke(app, [*verb, "serve", "--help"]).stdout for verb in (["plan"],
-                                                                             ["simulate"])]  # fmt: skip
+    helps = [runner.invoke(app, [verb, "serve", "--help"]).stdout for verb in ("plan", "simulate")]
     for flag in ("--price", "--kv-link-gbps", "--preemption", "--block-size", "--provider",
                  "--region", "--spot"):  # fmt: skip
         assert all(flag in text for text in helps), flag
     plan = ["plan", "serve", "--model", "llama-3-8b", "--rate", "2", "--duration-s", "20",
-            "--gpu", "H100-SXM", "--tp", "1", "--max-replicas", "2", "--slo-ttft-ms", "800"]  # fmt: skip
+            "--gpu", "H100-SXM", "--tp", "1", "--max-replicas", "2",
+            "--slo-ttft-ms", "800"]  # fmt: skip
     ok = runner.invoke(app, [*plan, "--price", "1", "--preemption", "swap", "--block-size", "32",
                              "--kv-link-gbps", "50", "--json"])  # fmt: skip
     assert ok.exit_code == 0, ok.output
