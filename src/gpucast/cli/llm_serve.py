@@ -24,7 +24,7 @@ from gpucast.cli._command import request_parameters
 from gpucast.cli._common import console, emit_json, err_console, working
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import fields_of
-from gpucast.domain.units import format_latency
+from gpucast.domain.units import format_latency, format_ms
 
 if TYPE_CHECKING:
     from gpucast.app.llm_serve import PlanLlmServeResult, SimulateLlmServeResult
@@ -122,7 +122,7 @@ def dispatch(
 # -- rendering --------------------------------------------------------------------------------
 def _ms(summary: dict[str, float], key: str) -> str:
     value = summary.get(key)
-    return "-" if value is None or value != value else f"{value * 1e3:.1f}"
+    return "-" if value is None else format_ms(value)
 
 
 def _run_simulate(request: SimulateLlmServeRequest, cli: Mapping[str, Any]) -> None:
