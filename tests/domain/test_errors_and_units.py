@@ -99,7 +99,7 @@ def test_format_ms_never_reads_zero_for_a_latency_from_a_nanosecond(seconds: flo
         (2 * 86400, "2 days"),
         (365.25 * 86400, "1 year"),
         (45, "45 s"),
-    ],  # fmt: skip
+    ],
 )
 def test_format_duration_reads_as_a_person_writes_it(seconds: float, text: str) -> None:
     # the serverless verbs printed a 59-minute trace as "0.983333 h"

@@ -125,6 +125,21 @@ def _ms(summary: dict[str, float], key: str) -> str:
     return "-" if value is None else format_ms(value)
 
 
+def requests_text(out: Mapping[str, Any]) -> str:
+    """What became of the requests, the preemptions and the mean decode batch: ``n/a`` when no
+    decode step ran (one-token outputs), and the requests due after ``--horizon-s`` apart
+    from those running at it."""
+    late = out.get("not_arrived") or 0
+    batch = out["mean_batch_size"]
+    return (
+        f"requests {out['requests']}: finished {out['finished']}, dropped {out['dropped']}, "
+        f"running {out['running']}"
+        + (f", {late} arriving after the horizon" if late else "")
+        + f"; preemptions {out['preemptions']}; mean decode batch "
+        + ("n/a (no decode steps)" if batch is None or batch != batch else f"{batch:.1f}")
+    )
+
+
 def _run_simulate(request: SimulateLlmServeRequest, cli: Mapping[str, Any]) -> None:
     from gpucast.app import simulate_llm_serve
 
@@ -148,12 +163,7 @@ def print_llm_serving(result: SimulateLlmServeResult) -> None:
         f"{escape(req.framework)} ({result.precision})",
         highlight=False,
     )
-    console.print(
-        f"  requests {out['requests']}: finished {out['finished']}, dropped {out['dropped']}, "
-        f"running {out['running']}; preemptions {out['preemptions']}; mean batch "
-        f"{out['mean_batch_size']:.1f}",
-        highlight=False,
-    )
+    console.print(f"  {requests_text(out)}", highlight=False)
     for label, key in (
         ("TTFT", "ttft_s"),
         ("TPOT", "tpot_s"),
