@@ -126,10 +126,11 @@ def gpu_server(
 
     spec = catalog.gpu(gpu)
     profile = mig_profile(spec, mig) if mig else None
+    any_: list[str | None] = [None]
     offers = [
         o
-        for provider in list(providers) or [None]
-        for region in list(regions) or [None]
+        for provider in list(providers) or any_
+        for region in list(regions) or any_
         for o in catalog.find_offers(provider=provider, region=region, gpu=spec.name, spot=spot)
         if o.gpus >= 1
     ]
