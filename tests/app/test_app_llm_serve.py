@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 import gpucast
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError, NoFeasiblePlanError
 from gpucast.plan.pareto import nondominated
-from gpucast.simulate.llm_serving import RUNNING
+from gpucast.simulate.llm_serving import RUNNING, UNARRIVED
 
 AZURE = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
 
@@ -242,7 +243,10 @@ def test_trace_options_are_checked(tmp_path: Path) -> None:
         model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{path}", horizon_s=0.2
     ).to_dict()
     assert stopped["running"] > 0
-    assert stopped["finished"] + stopped["dropped"] + stopped["running"] == stopped["requests"]
+    assert (
+        stopped["finished"] + stopped["dropped"] + stopped["running"] + stopped["not_arrived"]
+        == stopped["requests"]
+    )
 
 
 def test_a_run_stopped_before_any_first_token_warns_nothing_false() -> None:
@@ -253,7 +257,7 @@ def test_a_run_stopped_before_any_first_token_warns_nothing_false() -> None:
         run = gpucast.simulate_llm_serve(
             model="llama-3-8b", gpu="H100-SXM", rate=1, duration_s=60, horizon_s=0.001
         )
-    assert run.serving.count(RUNNING) > 0
+    assert run.serving.count(RUNNING) + run.serving.count(UNARRIVED) == run.serving.requests.count
     assert not any("nan" in w or "overloaded" in w for w in run.warnings), run.warnings
 
 
@@ -566,3 +570,96 @@ def test_fp8_on_a_gpu_without_fp8_tensor_cores_is_said_as_predict_infer_says_it(
     assert warning in infer.prediction.notes
     hopper = gpucast.simulate_llm_serve(**dict(common, gpu="H100-SXM"), rate=1, duration_s=10)
     assert not any("fp8 tensor cores" in w for w in hopper.warnings)
+
+
+def test_plan_takes_simulate_s_deployment_options_and_simulates_as_it_does() -> None:
+    """--price, --kv-link-gbps, --preemption and --block-size were simulate serve's only: a
+    plan row is the simulate serve run of its deployment with the same options."""
+    plan = dict(model="llama-3-8b", duration_s=60, tp=[1], max_replicas=1, no_disaggregation=True,
+                input_len="50", output_len="500", gpu=["L4"], slo_tpot_ms=70, rate=20)  # fmt: skip
+    sim = dict(model="llama-3-8b", gpu="L4", tp=1, rate=20, duration_s=60, input_len="50",
+               output_len="500", slo_tpot_ms=70)  # fmt: skip
+    rows = {}
+    for extra in ({}, {"preemption": "swap", "block_size": 32, "price": 0.5}):
+        row = gpucast.plan_llm_serve(**plan, **extra).plan.candidates[0]
+        run = gpucast.simulate_llm_serve(**sim, **extra).to_dict()
+        assert row.preemptions == run["preemptions"] > 0  # the KV cache overflows
+        assert row.tokens_per_s == pytest.approx(run["tokens_per_s"])
+        assert row.cost_usd_per_hour == pytest.approx(run["cost_usd_per_hour"])
+        rows[bool(extra)] = row
+    assert rows[True].cost_usd_per_hour == pytest.approx(0.5)  # 1 x L4 at the price given
+    assert rows[True].preemptions != rows[False].preemptions
+    assert rows[True].tpot_s != rows[False].tpot_s
+
+
+def test_plan_kv_link_slows_the_disaggregated_rows_only() -> None:
+    plan = dict(model="llama-3-8b", rate=2, duration_s=20, gpu=["H100-SXM"], tp=[1],
+                slo_ttft_ms=800, slo_tpot_ms=60, max_replicas=4)  # fmt: skip
+    nic = gpucast.plan_llm_serve(**plan)
+    thin = gpucast.plan_llm_serve(**plan, kv_link_gbps=0.01)
+    by_mode = {}
+    for result in (nic, thin):
+        for c in result.plan.candidates:
+            by_mode.setdefault(c.describe(), []).append(c.latency_p50_s)
+    split = [v for k, v in by_mode.items() if "prefill" in k]
+    assert split and all(slow > 10 * fast for fast, slow in split)  # 128 MB at 10 Mbit/s
+    assert all(a == b for k, (a, b) in by_mode.items() if "prefill" not in k)
+    assert thin.assumptions["kv transfer"] == "disaggregated rows: 0.01 Gbit/s per GPU (given)"
+    priced = gpucast.plan_llm_serve(**plan, price=1.0)
+    assert priced.assumptions["prices"].startswith("1 US$/h per GPU (given)")
+    assert [c.cost_usd_per_hour for c in priced.plan.candidates] == [
+        float(c.gpus) for c in priced.plan.candidates
+    ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "text"),
+    [
+        ({"preemption": "evict"}, "preemption: must be one of recompute, swap"),
+        ({"block_size": 7}, "block-size: must be one of 8, 16, 32, 64, 128 tokens"),
+        ({"price": -1.0}, "price: must be >= 0 US$/h per GPU"),
+        ({"kv_link_gbps": 0.0}, "kv-link-gbps: must be > 0"),
+    ],
+)
+def test_plan_and_simulate_refuse_a_bad_deployment_option_alike(extra: dict, text: str) -> None:
+    for call, options in (
+        (gpucast.plan_llm_serve, dict(model="llama-3-8b", rate=1, slo_ttft_ms=500)),
+        (gpucast.simulate_llm_serve, dict(model="llama-3-8b", gpu="L4", rate=1)),
+    ):
+        with pytest.raises(InvalidInputError, match=re.escape(text)):
+            call(**options, **extra)
+
+
+def test_requests_due_after_the_horizon_are_not_running() -> None:
+    """The QA pass: --horizon-s 10 of 60 s of arrivals said "running 1156" of 1,165 requests,
+    991 of which had not arrived."""
+    from gpucast.cli.llm_serve import requests_text
+
+    run = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", rate=20, duration_s=60, horizon_s=10
+    )
+    out = run.to_dict()
+    arrival = run.serving.requests.arrival_s
+    assert out["not_arrived"] == int(np.count_nonzero(arrival > 10)) > 0
+    assert out["running"] == out["in_flight"] > 0
+    assert out["finished"] + out["dropped"] + out["running"] <= np.count_nonzero(arrival <= 10)
+    assert f"running {out['running']}, {out['not_arrived']} arriving after the horizon" in (
+        requests_text(out)
+    )
+
+
+def test_one_token_outputs_have_no_decode_batch() -> None:
+    """--output-len 1: no decode step runs, and the mean batch read 0.0."""
+    from gpucast.cli.llm_serve import requests_text
+
+    out = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", rate=5, duration_s=10, output_len="1"
+    ).to_dict()
+    assert math.isnan(out["mean_batch_size"])
+    assert all(s["decode_steps"] == 0 and s["mean_running"] != s["mean_running"]
+               for s in out["servers"])  # fmt: skip
+    assert requests_text(out).endswith("mean decode batch n/a (no decode steps)")
+    two = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", rate=5, duration_s=10, output_len="2"
+    ).to_dict()
+    assert two["mean_batch_size"] >= 1

@@ -448,3 +448,20 @@ def test_a_bad_warmup(tmp_path: Path, warmup: object, match: str) -> None:
         gpucast.simulate_serverless(trace=_trace(tmp_path), models=["mlp"], warmup=warmup)
     with pytest.raises(InvalidInputError, match=match):
         gpucast.plan_serverless(trace=_trace(tmp_path), models=["mlp"], warmup=warmup)
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        ((0, 2, ["f0", "f1"], 2), "function f0"),  # one model a function
+        ((0, 1, ["f0", "f1", "f2"], 3), "all 3 functions"),
+        ((0, 1, ["f0"], 1), "function f0"),
+        ((1, 2, [f"f{i}" for i in range(20)], 20), "functions f1, f3, f5, ... (10 of 20)"),
+        ((2, 3, ["a", "b", "c", "d", "e"], 5), "function c (1 of 5)"),
+        ((1, 2, None, 7), "3 of 7 functions (i mod 2 = 1)"),  # --unit app: no names
+    ],
+)
+def test_served_by_names_the_functions_a_model_serves(args: tuple, text: str) -> None:
+    from gpucast.app.serverless import served_by
+
+    assert served_by(*args) == text

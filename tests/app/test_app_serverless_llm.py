@@ -150,3 +150,23 @@ def test_no_always_on_candidate_when_plan_serve_finds_none(tmp_path: Path) -> No
     assert r.plan.choice is None and r.plan.always_on_sizing == "none"
     assert any(w.startswith("no always-on candidate: code (llama-2-7b)") for w in r.warnings)
     assert r.assumptions["always-on"].startswith("none:")
+
+
+def test_each_function_s_model_line_names_its_function(tmp_path: Path) -> None:
+    """The QA pass: two functions of one language model printed two identical "model
+    llama-2-7b ..." lines; and a 59-minute trace printed "0.983333 h"."""
+    from gpucast.app.serverless_text import simulate_lines
+
+    _file(tmp_path, [(m * 60.0 + 5, 300, 40) for m in range(59)], "code")
+    _file(tmp_path, [(m * 60.0 + 7, 900, 200) for m in range(59)], "conv")
+    kw = dict(trace=tmp_path, models=["llama-2-7b"], gpu="A100-80GB")
+    d = gpucast.simulate_serverless(**kw).to_dict()  # type: ignore[arg-type]
+    assert [m["served_by"] for m in d["models"]] == ["function code", "function conv"]
+    lines = simulate_lines(d)
+    assert lines[0].startswith("2 functions on A100-80GB, 59 min, ")
+    assert [line.split(": model ")[0] for line in lines if ": model " in line] == [
+        "  function code", "  function conv"
+    ]  # fmt: skip
+    plan = gpucast.plan_serverless(**kw).to_dict()  # type: ignore[arg-type]
+    keys = [k for k in plan["sources"] if k.startswith("model ")]
+    assert keys == ["model llama-2-7b (function code)", "model llama-2-7b (function conv)"]

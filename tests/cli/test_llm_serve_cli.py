@@ -207,3 +207,34 @@ def test_nonsense_llm_deployments_are_one_line_exit_2() -> None:
     assert "colocated: 40 instances, busy" in many.stdout
     assert "colocated #" not in many.stdout
     assert "the steady part of the run" in many.stdout
+
+
+def test_plan_serve_takes_the_deployment_options_simulate_serve_has() -> None:
+    """--price, --kv-link-gbps, --preemption, --block-size: in both verbs' help, checked
+    alike (one line, exit 2), and language models only."""
+    helps = [runner.invoke(app, [verb, "serve", "--help"]).stdout for verb in ("plan", "simulate")]
+    for flag in ("--price", "--kv-link-gbps", "--preemption", "--block-size", "--provider",
+                 "--region", "--spot"):  # fmt: skip
+        assert all(flag in text for text in helps), flag
+    plan = ["plan", "serve", "--model", "llama-3-8b", "--rate", "2", "--duration-s", "20",
+            "--gpu", "H100-SXM", "--tp", "1", "--max-replicas", "2",
+            "--slo-ttft-ms", "800"]  # fmt: skip
+    ok = runner.invoke(app, [*plan, "--price", "1", "--preemption", "swap", "--block-size", "32",
+                             "--kv-link-gbps", "50", "--json"])  # fmt: skip
+    assert ok.exit_code == 0, ok.output
+    out = json.loads(ok.stdout)
+    assert out["best"]["cost_usd_per_hour"] == out["best"]["gpus"] * 1.0
+    assert "32-token KV blocks, preemption by swap" in out["assumptions"]["scheduler"]
+    for extra, text in (
+        (["--preemption", "evict"], "preemption: must be one of recompute, swap"),
+        (["--block-size", "7"], "block-size: must be one of 8, 16, 32, 64, 128 tokens"),
+        (["--price", "-1"], "price: must be >= 0 US$/h per GPU"),
+        (["--kv-link-gbps", "0"], "kv-link-gbps: must be > 0"),
+    ):
+        bad = runner.invoke(app, [*plan, *extra])
+        assert bad.exit_code == 2, bad.output
+        lines = bad.stderr.strip().splitlines()
+        assert len(lines) == 1 and text in lines[0], lines
+    cnn = runner.invoke(app, ["plan", "serve", "--model", "resnet50:100", "--slo-ms", "50",
+                              "--price", "1"])  # fmt: skip
+    assert cnn.exit_code == 2 and "price: applies to language models only" in cnn.stderr

@@ -107,6 +107,18 @@ def test_plan_serve_serverless_is_plan_serverless() -> None:
         alias = runner.invoke(app, argv)
         assert alias.exit_code == 0, alias.output
         assert json.loads(alias.stdout) == json.loads(own.stdout)
+    # plan serve's --model names the model alone (the QA pass: it needed --models)
+    one = ["plan", "serve", "--serverless", "--synthetic", "30", "--minutes", "120", "--json"]
+    for flag in (["--model", "mlp"], ["--model=mlp"]):
+        alias = runner.invoke(app, [*one, *flag])
+        assert alias.exit_code == 0, alias.output
+        assert json.loads(alias.stdout) == json.loads(own.stdout)
+    rated = runner.invoke(app, [*one, "--model", "mlp:150"])
+    assert rated.exit_code == 2
+    assert rated.stderr.strip().splitlines() == [
+        "error: models: takes workload names: the invocations come from --trace or --synthetic, "
+        "not a rate (got 'mlp:150'); e.g. --models mlp"
+    ]
     # the serverless load's options, not a request rate's: a bad one is one line, exit 2
     bad = runner.invoke(app, ["plan", "serve", "--serverless", "--synthetic", "0"])
     assert bad.exit_code == 2 and "synthetic" in bad.output
@@ -118,6 +130,15 @@ def test_plan_serve_serverless_is_plan_serverless() -> None:
         (["plan", "serve", "--serverless", "--x"], ["plan", "serverless", "--x"]),
         (["--db", "s.db", "plan", "serve", "--serverless"], ["--db", "s.db", "plan", "serverless"]),
         (["plan", "serve", "--model", "resnet50"], ["plan", "serve", "--model", "resnet50"]),
+        (
+            ["plan", "serve", "--serverless", "--model", "mlp"],
+            ["plan", "serverless", "--models", "mlp"],
+        ),
+        (["plan", "serve", "--model=mlp", "--serverless"], ["plan", "serverless", "--models=mlp"]),
+        (
+            ["plan", "serve", "--serverless", "--models", "mlp"],
+            ["plan", "serverless", "--models", "mlp"],
+        ),
         (["simulate", "serve", "--serverless"], ["simulate", "serve", "--serverless"]),
         (["--db", "plan", "serve", "--serverless"], ["--db", "plan", "serve", "--serverless"]),
         ([], []),

@@ -14,7 +14,9 @@ from gpucast.domain.errors import (
 )
 from gpucast.domain.prediction import Estimate
 from gpucast.domain.units import (
+    format_duration,
     format_latency,
+    format_ms,
     format_ms_against,
     format_pct_against,
     format_ratio,
@@ -59,6 +61,49 @@ def test_format_latency_goes_to_the_duration_formatter_beyond_10_s(
     seconds: float, kwargs: dict[str, object], text: str
 ) -> None:
     assert format_latency(seconds, **kwargs) == text  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("seconds", "kwargs", "text"),
+    [
+        (0.0102, {}, "10.2"),  # one decimal as before from 0.1 ms up
+        (0.0002, {}, "0.2"),
+        (0.0009996, {}, "1.0"),
+        (2.01e-5, {}, "0.020"),  # "p50 0.00 ms" / "0.0 ms" for an MLP on an H100
+        (2.2e-6, {"decimals": 2}, "0.0022"),
+        (1e-12, {}, "0.000000"),  # at most 6 decimals
+        (0.0, {}, "0"),
+        (1.5, {}, "1500.0"),
+        (math.nan, {}, "-"),
+    ],
+)
+def test_format_ms_keeps_two_significant_digits_of_a_small_latency(
+    seconds: float, kwargs: dict[str, int], text: str
+) -> None:
+    assert format_ms(seconds, **kwargs) == text
+
+
+@given(st.floats(min_value=1e-9, max_value=1e3))
+def test_format_ms_never_reads_zero_for_a_latency_from_a_nanosecond(seconds: float) -> None:
+    assert float(format_ms(seconds)) > 0
+    assert float(format_ms_against(seconds, 2.0).replace(",", "")) > 0
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (59 * 60, "59 min"),
+        (3600, "1 h"),
+        (5400, "1.5 h"),
+        (86400, "1 day"),
+        (2 * 86400, "2 days"),
+        (365.25 * 86400, "1 year"),
+        (45, "45 s"),
+    ],
+)
+def test_format_duration_reads_as_a_person_writes_it(seconds: float, text: str) -> None:
+    # the serverless verbs printed a 59-minute trace as "0.983333 h"
+    assert format_duration(seconds) == text
 
 
 @pytest.mark.parametrize("text", ["", "-5h", "abc", "0", "1y"])

@@ -26,6 +26,7 @@ from gpucast.simulate.llm_serving import (
     DROPPED,
     FINISHED,
     RUNNING,
+    UNARRIVED,
     mixture_quantiles,
     simulate_llm_serving,
 )
@@ -146,10 +147,20 @@ def test_invariants(case) -> None:
     )
     sim = simulate_llm_serving(req, cost, sched, **kwargs)
     n = req.count
-    finished, dropped, running = (sim.count(s) for s in (FINISHED, DROPPED, RUNNING))
-    assert finished + dropped + running == n
+    finished, dropped, running, late = (
+        sim.count(s) for s in (FINISHED, DROPPED, RUNNING, UNARRIVED)
+    )
+    assert finished + dropped + running + late == n
     if until is None:
-        assert running == 0
+        assert running == late == 0
+    else:  # running: arrived by the horizon; the rest were never queued
+        assert np.all(req.arrival_s[sim.status == RUNNING] <= until)
+        assert np.all(req.arrival_s[sim.status == UNARRIVED] > until)
+        assert sim.in_flight == running
+    summary = sim.to_dict()
+    batch = summary["mean_batch_size"]
+    decoded = [i for i in sim.instances if i.role != "prefill" and i.decode_steps]
+    assert (batch != batch) == (not decoded)  # NaN (n/a) exactly when no decode step ran
     done = sim.status == FINISHED
     emitted = sum(i.tokens for i in sim.instances)  # counted as the engine emits them
     if until is None:

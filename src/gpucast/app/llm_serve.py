@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
+from gpucast.domain.catalog import provider_option, region_option, spot_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision
 from gpucast.domain.options import lower_list, option
@@ -42,6 +43,11 @@ if TYPE_CHECKING:
 
 _ENGINES = "vllm, tensorrt-llm, deepspeed-mii, llama.cpp, eager-pytorch"
 _LENGTH_HELP = "N, uniform:LO:HI or lognormal:MEDIAN:SIGMA"
+_BLOCK_HELP = "KV-cache block, tokens."
+_PREEMPTION_HELP = (
+    "recompute | swap: what a sequence preempted for KV-cache blocks does (recompute its "
+    "prompt, or swap its blocks to host memory over PCIe)."
+)
 
 
 def _one_model(value: Any) -> str:
@@ -94,6 +100,32 @@ def _check_common(request: Any) -> None:
     _positive("time-scale", request.time_scale)
     _positive("duration-s", request.duration_s, " seconds")
     _at_least("seed", request.seed, 0)
+
+
+def _check_deployment_knobs(request: Any) -> None:
+    """What ``simulate serve`` and ``plan serve`` of a language model share beyond
+    :func:`_check_common`: the KV-cache block and preemption of the scheduler, the price per
+    GPU-hour and the KV-transfer link that override the catalog's."""
+    from gpucast.domain.llm_serving import ENGINE_BLOCK_SIZES, PREEMPTION_MODES
+
+    _positive("kv-link-gbps", request.kv_link_gbps)
+    block = request.block_size
+    if isinstance(block, bool) or block not in ENGINE_BLOCK_SIZES:
+        raise InvalidSpecError(
+            "block-size", f"must be one of {', '.join(map(str, ENGINE_BLOCK_SIZES))} tokens "
+            "(vLLM's --block-size choices)", got=block, fix="e.g. --block-size 16",
+        )  # fmt: skip
+    if request.preemption not in PREEMPTION_MODES:
+        raise InvalidSpecError(
+            "preemption", f"must be one of {', '.join(PREEMPTION_MODES)}",
+            got=request.preemption, fix="e.g. --preemption swap",
+        )  # fmt: skip
+    price = request.price
+    if price is not None and not (math.isfinite(price) and price >= 0):
+        raise InvalidSpecError(
+            "price", "must be >= 0 US$/h per GPU", got=price,
+            fix="e.g. --price 2.5, or leave it out for the catalog's price",
+        )  # fmt: skip
 
 
 def is_llm_serving(options: dict[str, Any], config: Path | str | None = None) -> bool:
@@ -205,14 +237,17 @@ class SimulateLlmServeRequest:
         None, help="Token budget per iteration (default: 2048 chunked, else max(context, 2048)).",
         example="4096",
     )  # fmt: skip
-    block_size: int = option(16, help="KV-cache block, tokens.", example="16")
+    block_size: int = option(16, help=_BLOCK_HELP, example="16")
     chunked_prefill: bool = option(False, help="Mix prompt chunks into decode iterations.")
-    preemption: str = option("recompute", help="recompute | swap.", example="swap")
+    preemption: str = option("recompute", help=_PREEMPTION_HELP, example="swap")
     slo_ttft_ms: float | None = option(None, help="Time-to-first-token SLO, ms.", example="500")
     slo_tpot_ms: float | None = option(None, help="Time-per-output-token SLO, ms.", example="50")
     price: float | None = option(
         None, help="US$/h per GPU (default: the catalog's cheapest offer).", example="2.5"
     )
+    providers: tuple[str, ...] = provider_option()
+    regions: tuple[str, ...] = region_option()
+    spot: bool = spot_option()
     horizon_s: float | None = option(
         None, help="Stop at this time (default: when every request is done).", example="600"
     )
@@ -230,8 +265,6 @@ class SimulateLlmServeRequest:
             raise InvalidSpecError("model", "must not be empty", fix="e.g. --model llama-3-8b")
         check_arrival_kind(self.arrivals)
         _check_common(self)
-        from gpucast.domain.llm_serving import ENGINE_BLOCK_SIZES
-
         _at_least("tp", self.tp, 1)
         _at_least("replicas", self.replicas, 1)
         _at_least("prefill-instances", self.prefill_instances, 0)
@@ -250,21 +283,7 @@ class SimulateLlmServeRequest:
         _at_most_instances("replicas", self.replicas)
         _at_most_instances("prefill-instances", self.prefill_instances + self.decode_instances,
                            " (with --decode-instances)")  # fmt: skip
-        _positive("kv-link-gbps", self.kv_link_gbps)
-        if isinstance(self.block_size, bool) or self.block_size not in ENGINE_BLOCK_SIZES:
-            raise InvalidSpecError(
-                "block-size", f"must be one of {', '.join(map(str, ENGINE_BLOCK_SIZES))} tokens "
-                "(vLLM's --block-size choices)", got=self.block_size, fix="e.g. --block-size 16",
-            )  # fmt: skip
-        from gpucast.domain.llm_serving import PREEMPTION_MODES
-
-        if self.preemption not in PREEMPTION_MODES:
-            raise InvalidSpecError(
-                "preemption", f"must be one of {', '.join(PREEMPTION_MODES)}",
-                got=self.preemption, fix="e.g. --preemption swap",
-            )  # fmt: skip
-        if self.price is not None and not (math.isfinite(self.price) and self.price >= 0):
-            raise InvalidSpecError("price", "must be >= 0 US$/h per GPU", got=self.price)
+        _check_deployment_knobs(self)
         _positive("horizon-s", self.horizon_s, " seconds")
 
 
@@ -431,9 +450,9 @@ def _scheduler(request: Any, engine_max_seqs: int) -> Any:
     return SchedulerConfig(
         max_num_seqs=request.max_num_seqs or engine_max_seqs,
         max_batched_tokens=request.max_batched_tokens,
-        block_size=getattr(request, "block_size", 16),
+        block_size=request.block_size,
         chunked_prefill=request.chunked_prefill,
-        preemption=getattr(request, "preemption", "recompute"),
+        preemption=request.preemption,
     )
 
 
@@ -477,6 +496,7 @@ def simulate_llm_serve(
         request.model, request.gpu, request.framework, tp=request.tp,
         precision=request.precision, kv_precision=request.kv_precision, longest_tokens=longest,
         max_tokens=max(budget, scheduler.max_num_seqs), price_usd_per_gpu_hour=request.price,
+        providers=request.providers, regions=request.regions, spot=request.spot,
     )  # fmt: skip
     disagg = None
     link_source = ""
@@ -683,6 +703,16 @@ class PlanLlmServeRequest:
     chunked_prefill: bool = option(False, help="Mix prompt chunks into decode iterations.")
     max_num_seqs: int | None = option(None, help="Sequences per iteration.", example="128")
     max_batched_tokens: int | None = option(None, help="Tokens per iteration.", example="4096")
+    block_size: int = option(16, help=_BLOCK_HELP, example="16")
+    preemption: str = option("recompute", help=_PREEMPTION_HELP, example="swap")
+    kv_link_gbps: float | None = option(
+        None, help="KV-cache transfer link of the disaggregated rows, Gbit/s per GPU "
+        "(default: each instance's NIC share).", example="400",
+    )  # fmt: skip
+    price: float | None = option(
+        None, help="US$/h per GPU, every GPU type (default: each one's cheapest catalog "
+        "offer, on demand or --spot).", example="2.5",
+    )  # fmt: skip
     budget_usd_per_hour: float | None = option(None, help="Cost cap, US$/h.", example="50")
     seed: int = option(0, help="Same seed, same plan.", example="0")
     band: bool = option(
@@ -724,6 +754,7 @@ class PlanLlmServeRequest:
         _at_least("max-replicas", self.max_replicas, 1)
         _at_most_instances("max-replicas", self.max_replicas)
         _positive("budget-usd-per-hour", self.budget_usd_per_hour, " US$/h")
+        _check_deployment_knobs(self)
 
     @property
     def model_rate(self) -> tuple[str, float | None]:
@@ -853,11 +884,16 @@ def plan_llm_serve(
         gpus=request.gpus, providers=request.providers, regions=request.regions, spot=request.spot
     )
     # an engine that does not run on a GPU type is not offered it (TensorRT-LLM on an MI300X)
+    # --price and --kv-link-gbps replace every offer's (the offer still says how many GPUs
+    # an instance holds and how they are linked)
     choices = [
-        inputs.gpu_choice(gpu, offer, price)
+        inputs.gpu_choice(
+            gpu, offer, price if request.price is None else request.price,
+            link_gbps=request.kv_link_gbps,
+        )
         for gpu, offer, price in offers
         if engine.runs_on(gpu.vendor)
-    ]
+    ]  # fmt: skip
     if offers and not choices:  # every GPU asked for is one the engine does not run on
         gpu = offers[0][0]
         engine.check_runs_on(gpu.name, gpu.vendor)
@@ -898,8 +934,12 @@ def plan_llm_serve(
             "lengths": traffic.lengths,
             "engine": engine.provenance(),
             "scheduler": scheduler.describe(spec.max_context),
-            "prices": ("catalog spot" if request.spot else "catalog on-demand")
-            + " per GPU, of the cheapest instance with at least tp GPUs of the type",
+            "prices": (
+                f"{request.price:.4g} US$/h per GPU (given), every GPU type"
+                if request.price is not None
+                else ("catalog spot" if request.spot else "catalog on-demand")
+                + " per GPU, of the cheapest instance with at least tp GPUs of the type"
+            ),
             "tensor parallelism": "within one instance (NVLink or PCIe between its GPUs)"
             + (
                 f"; the pick's: {inputs.links_text(load_catalog().gpu(best.gpu), best.tp)}"
@@ -907,7 +947,12 @@ def plan_llm_serve(
                 else ""
             ),
             "routing": "round robin in arrival order over the instances",
-            "kv transfer": "each GPU's share of its node's network (disaggregated rows)",
+            "kv transfer": "disaggregated rows: "
+            + (
+                "each GPU's share of its node's network"
+                if request.kv_link_gbps is None
+                else f"{request.kv_link_gbps:g} Gbit/s per GPU (given)"
+            ),
         },
         warnings=traffic.warnings,
         validation=validation,

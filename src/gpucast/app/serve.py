@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
-from gpucast.domain.catalog import offers_option
+from gpucast.domain.catalog import offers_option, provider_option, region_option, spot_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_work
 from gpucast.domain.options import lower_list, option, split_list
@@ -958,6 +958,9 @@ class SimulateServeRequest:
     price: float | None = option(
         None, help="US$/h per GPU (default: catalog); a MIG slice costs its share.", example="0.6"
     )
+    providers: tuple[str, ...] = provider_option("gcp")
+    regions: tuple[str, ...] = region_option("us-central1")
+    spot: bool = spot_option()
     offers_file: Path | None = offers_option()
     host_capacity_rps: float | None = option(
         None,
@@ -1329,7 +1332,10 @@ def simulate_serve(
     engine_profile = serving_engine(request.engine)
     precision = request.precision or engine_profile.default_precision
     catalog = load_catalog(offers_file(request.offers_file))
-    server = inputs.gpu_server(catalog, request.gpu, request.mig, request.price)
+    server = inputs.gpu_server(
+        catalog, request.gpu, request.mig, request.price, providers=request.providers,
+        regions=request.regions, spot=request.spot,
+    )  # fmt: skip
     sources: dict[str, str] = {"price": server.price.source}
     engine = inputs.serving_efficiency(request.engine, precision)
     work = inputs.inference_work(request.model, precision, dict(request.workload_options))

@@ -42,6 +42,8 @@ from gpucast.domain.limits import allow_large_option, check_work
 from gpucast.domain.options import option, split_list
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import numpy as np
     import numpy.typing as npt
 
@@ -285,6 +287,13 @@ class ServerlessLoad:
             )
         if not self.models or any(not m.strip() for m in self.models):
             raise InvalidSpecError("models", "needs workload names", fix="e.g. resnet50")
+        for m in self.models:  # plan serve's NAME:RATE: the functions' load is the trace's
+            head, sep, tail = m.rpartition(":")
+            if sep and head and tail.replace(".", "", 1).isdigit():
+                raise InvalidSpecError(
+                    "models", "takes workload names: the invocations come from --trace or "
+                    "--synthetic, not a rate", got=m, fix=f"e.g. --models {head}",
+                )  # fmt: skip
         if isinstance(self.seed, bool) or not 0 <= self.seed < 2**63:
             raise InvalidSpecError("seed", "must be an integer in [0, 2^63)", got=self.seed)
         if self.network_gbps is not None and not (
@@ -394,7 +403,11 @@ class SimulateServerlessResult:
             "price_usd_per_hour": self.price_usd_per_hour,
             "cost_usd": self.billed_gpu_hours * self.price_usd_per_hour,
             "warm_idle_cost_usd": idle_gpu_hours * self.price_usd_per_hour,
-            "models": _model_dicts(self.functions),
+            "models": _model_dicts(
+                self.functions,
+                r.functions if self.unit == "function" else None,
+                _functions(self.apps, len(r.functions)),
+            ),
             "pool": self._pool_dict(),
             "sources": {"trace": self.trace_source, "price": self.price_source},
             "warnings": list(self.warnings),
@@ -415,11 +428,32 @@ def _functions(apps: dict[str, Any] | None, units: int) -> int:
     return int(apps["functions"]) if apps is not None else units
 
 
-def _model_dicts(functions: tuple[GpuFunction, ...]) -> list[dict[str, Any]]:
-    """Each function model's figures, its cold start phase by phase (measured or predicted)."""
+def served_by(k: int, models: int, names: Sequence[str] | None, functions: int) -> str:
+    """Which functions the ``k``-th of ``models`` function models serves (function ``i``
+    serves model ``i mod models``), in words: ``function conv`` (one model a function, the
+    Azure LLM trace), ``functions f0, f2, f4, ... (10 of 20)`` or, without the functions'
+    names (``--unit app`` groups them), ``10 of 20 functions (i mod 2 = 0)``."""
+    if names is not None and len(names) == models:
+        return f"function {names[k]}"
+    if models == 1:
+        return "the function" if functions == 1 else f"all {functions:,} functions"
+    served = range(k, functions, models)
+    if names is None or len(names) != functions:
+        return f"{len(served):,} of {functions:,} functions (i mod {models} = {k})"
+    shown = ", ".join(names[i] for i in served[:3]) + (", ..." if len(served) > 3 else "")
+    return f"function{'s' if len(served) != 1 else ''} {shown} ({len(served):,} of {functions:,})"
+
+
+def _model_dicts(
+    functions: tuple[GpuFunction, ...], names: Sequence[str] | None, count: int
+) -> list[dict[str, Any]]:
+    """Each function model's figures, its cold start phase by phase (measured or predicted),
+    and the functions it serves (:func:`served_by`; ``names``: the functions', ``count`` of
+    them)."""
     return [
         {
             "model": f.model,
+            "served_by": served_by(k, len(functions), names, count),
             "memory_gib": f.memory_gib,
             "weight_bytes": f.weight_bytes,
             "forward_s": f.forward_s,
@@ -428,7 +462,7 @@ def _model_dicts(functions: tuple[GpuFunction, ...]) -> list[dict[str, Any]]:
             "gpus": f.gpus,
             "source": f.source,
         }
-        for f in functions
+        for k, f in enumerate(functions)
     ]
 
 
@@ -981,6 +1015,8 @@ class PlanServerlessResult:
     unit: str = "function"
     units: int = 0
     apps: dict[str, Any] | None = None
+    #: the functions' names (empty: ``--unit app`` grouped them into apps)
+    function_names: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -992,7 +1028,7 @@ class PlanServerlessResult:
             "units": self.units,
             "apps": self.apps,
             "functions": self.functions,
-            "models": _model_dicts(self.models),
+            "models": _model_dicts(self.models, self.function_names or None, self.functions),
             "price_usd_per_hour": self.price_usd_per_hour,
             "sources": dict(self.sources),
             "assumptions": dict(self.assumptions),
@@ -1068,18 +1104,24 @@ def plan_serverless(
         "slo": slo,
     }
     units = int(load.trace.counts.shape[0])
+    names = tuple(load.trace.names) if load.unit == "function" else None
+    count = _functions(load.apps, units)
     return PlanServerlessResult(
         plan=result,
         gpu=load.gpu.name,
-        functions=_functions(load.apps, units),
+        functions=count,
         unit=load.unit,
         units=units,
         apps=load.apps,
+        function_names=names or (),
         price_usd_per_hour=load.price,
         sources={
             "trace": load.trace.source,
             "price": load.price_source,
-            **{f"model {f.model}": f.source for f in load.functions},
+            **{
+                f"model {f.model} ({served_by(k, len(load.functions), names, count)})": f.source
+                for k, f in enumerate(load.functions)
+            },
         },
         assumptions=assumptions,
         validation=validation_for("serverless-keepalive", [load.gpu.name], "fp32"),

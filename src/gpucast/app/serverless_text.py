@@ -9,15 +9,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpucast.domain.units import format_pct_against
+from gpucast.domain.units import format_duration, format_ms, format_pct_against
 
 
 def hours_text(d: dict[str, Any]) -> str:
-    """The trace's length, and its warm-up when it has one: ``24 h`` or ``24 h (the first 1 h
-    a warm-up, not counted)``."""
-    text = f"{d['horizon_s'] / 3600:g} h"
+    """The trace's length, and its warm-up when it has one, as the house formats durations
+    (:func:`~gpucast.domain.units.format_duration`): ``1 day``, ``59 min`` or ``1 day (the
+    first 1 h a warm-up, not counted)``."""
+    text = format_duration(d["horizon_s"])
     if d["warmup_s"] > 0:
-        text += f" (the first {d['warmup_s'] / 3600:g} h a warm-up, not counted)"
+        text += f" (the first {format_duration(d['warmup_s'])} a warm-up, not counted)"
     return text
 
 
@@ -90,7 +91,7 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
         f"  invocations {d['invocations']:,}, cold starts {d['cold_starts']:,} "
         f"({d['cold_start_rate']:.3%}; 75th percentile of {d['unit']}s "
         f"{d['app_cold_start_pct_p75']:.1f}%)",
-        f"  latency p50 {lat['p50'] * 1e3:.1f} ms, p99 {lat['p99'] * 1e3:.1f} ms",
+        f"  latency p50 {format_ms(lat['p50'])} ms, p99 {format_ms(lat['p99'])} ms",
         f"  GPU-hours billed {d['billed_gpu_hours']:,.2f} ({d['billing']} billing; {other}), "
         f"US$ {d['cost_usd']:,.2f} at {d['price_usd_per_hour']:.4g} US$/h",
         f"  warm but idle {d['warm_idle_gib_hours']:,.1f} GiB-hours = "
@@ -100,7 +101,7 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
     pool = d["pool"]
     if pool is not None:
         p99 = (
-            f"p99 {pool['latency_s']['p99'] * 1e3:.1f} ms"
+            f"p99 {format_ms(pool['latency_s']['p99'])} ms"
             if pool["latency_modelled"]
             else f"p99 not modelled (overloaded in {pool['overloaded_bins']:,} minutes: needs "
             f"{pool['gpus_needed']:,} GPUs)"
@@ -112,7 +113,7 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
             f"{pool['gpu_hours']:,.1f} GPU-hours "
             f"(US$ {pool['cost_usd']:,.2f}; execution alone {pool['busy_gpu_hours']:,.1f})"
         )
-    return lines + [f"  model {m['source']}" for m in d["models"]]
+    return lines + [f"  {m['served_by']}: model {m['source']}" for m in d["models"]]
 
 
 def slo_quantile(d: dict[str, Any]) -> str:

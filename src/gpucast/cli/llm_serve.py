@@ -24,7 +24,7 @@ from gpucast.cli._command import request_parameters
 from gpucast.cli._common import console, emit_json, err_console, working
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import fields_of
-from gpucast.domain.units import format_latency
+from gpucast.domain.units import format_latency, format_ms
 
 if TYPE_CHECKING:
     from gpucast.app.llm_serve import PlanLlmServeResult, SimulateLlmServeResult
@@ -122,7 +122,22 @@ def dispatch(
 # -- rendering --------------------------------------------------------------------------------
 def _ms(summary: dict[str, float], key: str) -> str:
     value = summary.get(key)
-    return "-" if value is None or value != value else f"{value * 1e3:.1f}"
+    return "-" if value is None else format_ms(value)
+
+
+def requests_text(out: Mapping[str, Any]) -> str:
+    """What became of the requests, the preemptions and the mean decode batch: ``n/a`` when no
+    decode step ran (one-token outputs), and the requests due after ``--horizon-s`` apart
+    from those running at it."""
+    late = out.get("not_arrived") or 0
+    batch = out["mean_batch_size"]
+    return (
+        f"requests {out['requests']}: finished {out['finished']}, dropped {out['dropped']}, "
+        f"running {out['running']}"
+        + (f", {late} arriving after the horizon" if late else "")
+        + f"; preemptions {out['preemptions']}; mean decode batch "
+        + ("n/a (no decode steps)" if batch is None or batch != batch else f"{batch:.1f}")
+    )
 
 
 def _run_simulate(request: SimulateLlmServeRequest, cli: Mapping[str, Any]) -> None:
@@ -148,12 +163,7 @@ def print_llm_serving(result: SimulateLlmServeResult) -> None:
         f"{escape(req.framework)} ({result.precision})",
         highlight=False,
     )
-    console.print(
-        f"  requests {out['requests']}: finished {out['finished']}, dropped {out['dropped']}, "
-        f"running {out['running']}; preemptions {out['preemptions']}; mean batch "
-        f"{out['mean_batch_size']:.1f}",
-        highlight=False,
-    )
+    console.print(f"  {requests_text(out)}", highlight=False)
     for label, key in (
         ("TTFT", "ttft_s"),
         ("TPOT", "tpot_s"),

@@ -38,9 +38,17 @@ def command_aliases(argv: list[str]) -> list[str]:
     while i < len(argv) and argv[i].startswith("-"):
         i += 2 if argv[i] in _VALUED_ROOT_OPTIONS else 1
     if argv[i : i + 2] == ["plan", "serve"] and "--serverless" in argv[i + 2 :]:
-        rest = [a for a in argv[i + 2 :] if a != "--serverless"]
+        rest = [_serverless_flag(a) for a in argv[i + 2 :] if a != "--serverless"]
         return [*argv[:i], "plan", "serverless", *rest]
     return argv
+
+
+def _serverless_flag(arg: str) -> str:
+    """``plan serve``'s ``--model`` as ``plan serverless`` spells it (``--models``: the
+    functions' workloads; one model is the single one every function serves)."""
+    if arg == "--model" or arg.startswith("--model="):
+        return "--models" + arg.removeprefix("--model")
+    return arg
 
 
 class GpucastGroup(TyperGroup):

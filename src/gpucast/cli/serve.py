@@ -24,7 +24,7 @@ from gpucast.cli._common import (
     print_warnings,
     working,
 )
-from gpucast.domain.units import format_latency, format_share
+from gpucast.domain.units import format_latency, format_ms, format_share
 
 if TYPE_CHECKING:
     from gpucast.app.mig_serve import PlanMigServeResult
@@ -248,8 +248,8 @@ def print_serving(result: SimulateServeResult) -> None:
             highlight=False,
         )
     console.print(
-        f"  latency p50 {lat['p50'] * 1e3:.1f} ms  p95 {lat['p95'] * 1e3:.1f} ms  "
-        f"p99 {lat['p99'] * 1e3:.1f} ms",
+        f"  latency p50 {format_ms(lat['p50'])} ms  p95 {format_ms(lat['p95'])} ms  "
+        f"p99 {format_ms(lat['p99'])} ms",
         highlight=False,
     )
     if out["slo_attainment"] is not None:

@@ -29,7 +29,7 @@ from gpucast.app.serverless_text import (
 )
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
-from gpucast.domain.units import format_ms_against, format_pct_against
+from gpucast.domain.units import format_ms, format_ms_against, format_pct_against
 
 
 def _say(text: str) -> None:
@@ -87,7 +87,7 @@ def _plan_table(d: dict[str, Any], q: str) -> Table:
         table.add_column(col, justify="left" if col in ("deployment", "SLO") else "right")
     for o in d["options"]:
         at_slo = format_ms_against(o["slo_latency_s"], d["slo_s"])
-        p50 = [] if q == "p50" else [f"{o['p50_s'] * 1e3:,.1f}"]
+        p50 = [] if q == "p50" else [format_ms(o["p50_s"])]
         over = [] if q == "p99" else [_share(o["function_share_p99_over_slo"], 1e-12)]
         table.add_row(
             escape(o["name"]), f"{o['cold_starts']:,}", f"{o['swaps']:,}", *p50, at_slo,
@@ -146,11 +146,13 @@ def kaas_command(
         lat = r["latency_s"]
         _say(
             f"  {name:<12}{r['gpus']:>6}{r['invocations']:>9,}{r['kernels']:>10,}"
-            f"{lat['p50'] * 1e3:>10.2f}{lat['p99'] * 1e3:>10.2f}{r['throughput_per_s']:>10.1f}"
+            f"{format_ms(lat['p50'], decimals=2):>10}{format_ms(lat['p99'], decimals=2):>10}"
+            f"{r['throughput_per_s']:>10.1f}"
             f"{r['utilisation']:>7.0%}"
         )
         for model, f in r["per_function"].items():
-            _say(f"    {model:<20} p50 {f['p50_s'] * 1e3:.2f} ms, p99 {f['p99_s'] * 1e3:.2f} ms")
+            p50, p99 = format_ms(f["p50_s"], decimals=2), format_ms(f["p99_s"], decimals=2)
+            _say(f"    {model:<20} p50 {p50} ms, p99 {p99} ms")
     _say(f"  validated: {result.validation.text()}")
     _footer(d)
 

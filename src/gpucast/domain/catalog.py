@@ -436,3 +436,41 @@ def offers_option() -> Any:
         f"${OFFERS_ENV} when set].",
         example="offers.csv",
     )
+
+
+def provider_option(example: str = "aws") -> Any:
+    """The ``--provider`` request field of a serving simulation: the offers that price its
+    servers (``plan serve``'s filter, one server type)."""
+    from gpucast.domain.options import lower_list, option
+
+    return option(
+        (),
+        flag="provider",
+        parse=lower_list,
+        help="aws | gcp | azure: price the servers by this provider's offers (as plan serve).",
+        example=example,
+    )
+
+
+def region_option(example: str = "us-east-1") -> Any:
+    """The ``--region`` request field of a serving simulation (see :func:`provider_option`)."""
+    from gpucast.domain.options import option
+
+    return option(
+        (),
+        flag="region",
+        help="Price the servers by the offers in this region (as plan serve).",
+        example=example,
+    )
+
+
+def spot_option() -> Any:
+    """The ``--spot`` request field of a serving simulation: spot prices, as ``plan serve
+    --spot`` takes them (no interruptions: neither verb simulates them)."""
+    from gpucast.domain.options import option
+
+    return option(
+        False,
+        help="Spot prices: the cheapest offer with a spot price, at it (as plan serve --spot; "
+        "interruptions are not simulated).",
+    )

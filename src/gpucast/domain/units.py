@@ -62,7 +62,8 @@ def format_duration(seconds: float) -> str:
     for unit, size in (("years", 365.25 * 86400), ("days", 86400.0), ("h", 3600.0),
                        ("min", 60.0)):  # fmt: skip
         if seconds >= size:
-            return f"{seconds / size:,.3g} {unit}"
+            value = f"{seconds / size:,.3g}"
+            return f"{value} {unit.removesuffix('s') if value == '1' else unit}"
     return f"{seconds:.3g} s"
 
 
@@ -102,14 +103,36 @@ def format_pct_against(share: float, limit: float, *, decimals: int = 1) -> str:
 def format_ms_against(value_s: float, limit_s: float, *, decimals: int = 1) -> str:
     """``value_s`` in milliseconds (no unit) with ``decimals`` decimals, more where fewer would
     hide which side of ``limit_s`` it is on: 1.0097 ms against a 1 ms limit is ``1.01``, not
-    ``1.0`` (which reads as within it); at most 6 decimals."""
+    ``1.0`` (which reads as within it), or that it is not zero (two significant digits: 20 us
+    is ``0.020``); at most 6 decimals."""
     value_ms, limit_ms = value_s * 1e3, limit_s * 1e3
     if not (math.isfinite(value_ms) and math.isfinite(limit_ms)):
         return f"{value_ms:,.{decimals}f}"
+    decimals = min(_small_decimals(value_ms, decimals), 6)  # 20 us: 0.020, not 0.0
     above = value_ms > limit_ms
     while decimals < 6 and (round(value_ms, decimals) > limit_ms) != above:
         decimals += 1
     return f"{value_ms:,.{decimals}f}"
+
+
+def format_ms(seconds: float, *, decimals: int = 1) -> str:
+    """A latency in milliseconds (no unit) with ``decimals`` decimals, more for one below the
+    last decimal's unit so that it keeps two significant digits (at most 6 decimals): 20 us
+    is ``0.020``, never ``0.0`` (which reads as no time at all); 0 is ``0``. NaN: ``-``."""
+    if math.isnan(seconds):
+        return "-"
+    ms = seconds * 1e3
+    if ms == 0 or not math.isfinite(ms):
+        return f"{ms:.0f}"
+    return f"{ms:.{min(_small_decimals(ms, decimals), 6)}f}"
+
+
+def _small_decimals(value: float, decimals: int) -> int:
+    """``decimals``, or for a non-zero ``value`` below one unit of its last decimal (which
+    would read as 0 or one digit) the decimals that show two significant digits."""
+    if not value or abs(value) >= 10.0**-decimals:
+        return decimals
+    return 1 - math.floor(math.log10(abs(value)))
 
 
 def format_latency(seconds: float, *, digits: int = 0, unit: bool = True) -> str:

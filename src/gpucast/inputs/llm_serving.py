@@ -310,6 +310,9 @@ def serving_model(
     longest_tokens: tuple[int, int],
     max_tokens: int,
     price_usd_per_gpu_hour: float | None,
+    providers: tuple[str, ...] = (),
+    regions: tuple[str, ...] = (),
+    spot: bool = False,
 ) -> ServingModel:
     """The instance a serving simulation runs (module docstring); without ``tp`` the fewest
     of 1, 2, 4, 8 GPUs that hold the weights and the longest request (``(prompt, output)``)."""
@@ -357,7 +360,10 @@ def serving_model(
         spec, gpu_spec, engine, tp=used, precision=precision, kv_precision=kv_precision,
         max_tokens=max_tokens, node=node,
     )  # fmt: skip
-    price, offer = instance_price(gpu_spec.name, used, price_usd_per_gpu_hour)
+    price, offer = instance_price(
+        gpu_spec.name, used, price_usd_per_gpu_hour, providers=providers, regions=regions,
+        spot=spot,
+    )  # fmt: skip
     return ServingModel(
         spec=spec,
         gpu=gpu_spec,
@@ -460,10 +466,12 @@ def unoffered_gpus(
     return out
 
 
-def gpu_choice(gpu: GpuSpec, offer: Offer, price_usd_per_gpu_hour: float) -> GpuChoice:
+def gpu_choice(
+    gpu: GpuSpec, offer: Offer, price_usd_per_gpu_hour: float, *, link_gbps: float | None = None
+) -> GpuChoice:
     """One offer of :func:`gpu_offers` as the planner rents it: ``gpu`` as its catalog node
     links it, at most ``offer.gpus`` per tensor-parallel group, the node's network share for
-    a KV transfer, PCIe for swapping."""
+    a KV transfer (or ``link_gbps`` given), PCIe for swapping."""
     from gpucast.catalog.pcie_allreduce import node_pcie_busbw_gbps
     from gpucast.catalog.systems import bridged_pairs, mesh_board_gpus, mesh_linked
     from gpucast.plan.llm_serve import GpuChoice
@@ -473,7 +481,7 @@ def gpu_choice(gpu: GpuSpec, offer: Offer, price_usd_per_gpu_hour: float) -> Gpu
         offer=offer,
         price_usd_per_gpu_hour=price_usd_per_gpu_hour,
         max_tp=offer.gpus,
-        kv_link_gbps=kv_link_gbps(offer).value,
+        kv_link_gbps=kv_link_gbps(offer).value if link_gbps is None else link_gbps,
         swap_gbps=swap_gbps(gpu),
         node=NodeLinks(
             mesh_gpus=mesh_board_gpus(gpu.name, offer.gpus),
@@ -484,21 +492,32 @@ def gpu_choice(gpu: GpuSpec, offer: Offer, price_usd_per_gpu_hour: float) -> Gpu
 
 
 def instance_price(
-    gpu: str, tp: int, price_usd_per_gpu_hour: float | None = None
+    gpu: str,
+    tp: int,
+    price_usd_per_gpu_hour: float | None = None,
+    *,
+    providers: tuple[str, ...] = (),
+    regions: tuple[str, ...] = (),
+    spot: bool = False,
 ) -> tuple[Sourced[float], Offer | None]:
     """What one instance of ``tp`` GPUs of type ``gpu`` costs per GPU-hour, and the offer it
     is rented as, by the rule of ``plan serve`` (:func:`gpucast.plan.llm_serve.cheapest_for_tp`
-    over :func:`gpu_offers`: the cheapest per GPU of the on-demand offers with at least ``tp``
-    of them). Where no offer has that many, the cheapest GPU-hour of any size, and the source
-    says so. A given ``price_usd_per_gpu_hour`` replaces the price (the offer still names the
-    node, e.g. its network for a KV transfer)."""
+    over :func:`gpu_offers`: the cheapest per GPU of the offers with at least ``tp`` of them,
+    within ``providers`` and ``regions``, on demand or with ``spot`` at their spot price).
+    Where no offer has that many, the cheapest GPU-hour of any size, and the source says so.
+    A given ``price_usd_per_gpu_hour`` replaces the price (the offer still names the node,
+    e.g. its network for a KV transfer)."""
     from gpucast.catalog import load_catalog
     from gpucast.plan.llm_serve import cheapest_for_tp
 
     catalog = load_catalog()
     name = catalog.gpu(gpu).name
-    sold = any(o.gpus >= 1 for o in catalog.find_offers(gpu=name))
-    choices = [gpu_choice(*row) for row in gpu_offers(gpus=(name,))] if sold else []
+    filtered = bool(providers or regions or spot)
+    sold = filtered or any(o.gpus >= 1 for o in catalog.find_offers(gpu=name))
+    offers = (
+        gpu_offers(gpus=(name,), providers=providers, regions=regions, spot=spot) if sold else []
+    )
+    choices = [gpu_choice(*row) for row in offers]
     rented = cheapest_for_tp(choices, tp)
     short = rented is None and bool(choices)
     if short:  # no instance holds tp of them
@@ -517,10 +536,13 @@ def instance_price(
         if short
         else f"the cheapest per GPU of the instances with at least {tp}, as plan serve prices"
     )
+    where = f" in {offer.region}" if filtered else ""
+    market = " spot" if spot else ""
     return Sourced(
         per_gpu,
-        f"{per_gpu:.4g} US$/h per GPU ({offer.provider} {offer.instance_type}: {offer.gpus} x "
-        f"{name} for {offer.on_demand_usd_per_hour:.4g} US$/h; {rule})",
+        f"{per_gpu:.4g} US$/h per GPU ({offer.provider} {offer.instance_type}{where}: "
+        f"{offer.gpus} x {name} for {offer.price_usd_per_hour(spot=spot):.4g} US$/h{market}; "
+        f"{rule})",
     ), offer
 
 

@@ -108,16 +108,49 @@ class GpuServer:
 
 
 def gpu_server(
-    catalog: Catalog, gpu: str, mig: str | None, price_usd_per_hour: float | None
+    catalog: Catalog,
+    gpu: str,
+    mig: str | None,
+    price_usd_per_hour: float | None,
+    *,
+    providers: Sequence[str] = (),
+    regions: Sequence[str] = (),
+    spot: bool = False,
 ) -> GpuServer:
     """GPU ``gpu`` (or its MIG profile ``mig``) at the cheapest catalog price per GPU, or at
-    ``price_usd_per_hour`` per GPU; a slice is priced by :func:`mig_price_usd_per_hour`."""
+    ``price_usd_per_hour`` per GPU; a slice is priced by :func:`mig_price_usd_per_hour`. The
+    offers are those ``plan serve`` picks from: within ``providers`` and ``regions`` (none:
+    every one), priced on demand or, with ``spot``, at their spot price (offers without one
+    left out)."""
     from gpucast.predict.serving import mig_profile
 
     spec = catalog.gpu(gpu)
     profile = mig_profile(spec, mig) if mig else None
-    offers = [o for o in catalog.find_offers(gpu=spec.name) if o.gpus >= 1]
-    offer = min(offers, key=lambda o: o.on_demand_usd_per_hour / o.gpus) if offers else None
+    any_: list[str | None] = [None]
+    offers = [
+        o
+        for provider in list(providers) or any_
+        for region in list(regions) or any_
+        for o in catalog.find_offers(provider=provider, region=region, gpu=spec.name, spot=spot)
+        if o.gpus >= 1
+    ]
+    filtered = bool(providers or regions or spot)
+    if filtered and not offers:
+        flags = [f"--provider {','.join(providers)}"] * bool(providers)
+        flags += [f"--region {','.join(regions)}"] * bool(regions) + ["--spot"] * spot
+        raise InvalidSpecError(
+            "gpu",
+            f"no catalog offer of {spec.name} within {' '.join(flags)}",
+            fix="relax --provider / --region / --spot (see gpucast catalog offers --gpu "
+            f"{spec.name})",
+        )
+    offer = min(offers, key=lambda o: o.price_usd_per_hour(spot=spot) / o.gpus) if offers else None
+    where = ""
+    if offer is not None:
+        market = "spot" if spot else "on demand"
+        where = f" ({offer.provider} {offer.instance_type}" + (
+            f" in {offer.region}, {market})" if filtered else ")"
+        )
     if price_usd_per_hour is None:
         if offer is None:
             raise InvalidSpecError(
@@ -125,8 +158,7 @@ def gpu_server(
                 f"the catalog has no offer with {spec.name}",
                 fix="pass --price USD_PER_HOUR",
             )
-        price_usd_per_hour = offer.on_demand_usd_per_hour / offer.gpus
-    where = f" ({offer.provider} {offer.instance_type})" if offer else ""
+        price_usd_per_hour = offer.price_usd_per_hour(spot=spot) / offer.gpus
     if profile is None:
         return GpuServer(
             spec=spec,

@@ -57,7 +57,7 @@ import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.serverless import KeepAlivePolicy
-from gpucast.domain.units import format_ms_against, format_pct_against
+from gpucast.domain.units import format_duration, format_ms_against, format_pct_against
 from gpucast.simulate.serverless import (
     BILLINGS,
     function_percentiles,
@@ -483,9 +483,8 @@ def plan_serverless(
             else f"p{slo_percentile:g} {standing(choice)} within {slo_text}"
         )
         reason = (
-            f"{choice.name}: US$ {choice.cost_usd:,.2f} over {horizon_h:g} h, {verdict}"
-            + versus
-            + (f"; cheaper but too slow: {missed}" if missed else "")
+            f"{choice.name}: US$ {choice.cost_usd:,.2f} over {format_duration(horizon_h * 3600)}, "
+            f"{verdict}" + versus + (f"; cheaper but too slow: {missed}" if missed else "")
         )
     return ServerlessPlan(
         options=ordered,

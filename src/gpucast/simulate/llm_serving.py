@@ -70,7 +70,7 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 #: Status of a request at the end of a run.
-FINISHED, DROPPED, RUNNING = 0, 1, 2
+FINISHED, DROPPED, RUNNING, UNARRIVED = 0, 1, 2, 3
 #: Percentiles every summary reports.
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 #: Default host-to-GPU bandwidth for swapping KV blocks (Gbit/s; PCIe Gen4 x16 ~ 25 GB/s).
@@ -163,9 +163,10 @@ class InstanceStats:
     busy_fraction: float
     preemptions: int
     peak_kv_utilisation: float
-    mean_running: float  # sequences per decode iteration
+    mean_running: float  # sequences per decode iteration (0 when none ran)
     max_waiting: int
     tokens: int = 0  # tokens emitted: one per prefill completion, one per sequence per decode
+    decode_steps: int = 0  # iterations that decoded (none: every output was one token)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -179,7 +180,8 @@ class InstanceStats:
             "busy_fraction": self.busy_fraction,
             "preemptions": self.preemptions,
             "peak_kv_utilisation": self.peak_kv_utilisation,
-            "mean_running": self.mean_running,
+            "mean_running": self.mean_running if self.decode_steps else math.nan,
+            "decode_steps": self.decode_steps,
             "max_waiting": self.max_waiting,
             "tokens": self.tokens,
         }
@@ -196,10 +198,11 @@ class LlmServingResult:
     """Per-request arrays of one run (in arrival order) and the summaries made from them.
 
     ``first_token_s`` / ``finish_s`` are absolute times (NaN when the request got no token /
-    did not finish); ``status`` is :data:`FINISHED`, :data:`DROPPED` (it cannot fit) or
-    :data:`RUNNING` (unfinished when ``until_s`` stopped the run). ``itl_*`` describe the
-    gaps between consecutive tokens of one sequence as a mixture of uniforms (a decode
-    stretch's steps grow linearly), for :meth:`itl_percentiles`.
+    did not finish); ``status`` is :data:`FINISHED`, :data:`DROPPED` (it cannot fit),
+    :data:`RUNNING` (arrived, unfinished when ``until_s`` stopped the run) or
+    :data:`UNARRIVED` (it would arrive after ``until_s``: never queued, never running).
+    ``itl_*`` describe the gaps between consecutive tokens of one sequence as a mixture of
+    uniforms (a decode stretch's steps grow linearly), for :meth:`itl_percentiles`.
     """
 
     requests: LlmRequests
@@ -350,8 +353,7 @@ class LlmServingResult:
     def in_flight(self) -> int:
         """Requests that arrived by the horizon and were still queued or running at it (the
         CNN result's ``in_flight``; 0 unless ``until_s`` stopped the run)."""
-        arrived = self.requests.arrival_s <= self.horizon_s
-        return int(np.count_nonzero(arrived & (self.status == RUNNING)))
+        return self.count(RUNNING)
 
     def offered_rps(self) -> float:
         """Requests arriving per second, as a CNN run's ``offered_rps`` (:func:`offered_rps`)."""
@@ -397,12 +399,15 @@ class LlmServingResult:
         slo = None
         if self.slo_ttft_s is not None or self.slo_tpot_s is not None:
             slo = {"ttft_s": self.slo_ttft_s, "tpot_s": self.slo_tpot_s}
-        runs = [s.mean_running for s in self.instances if s.role != "prefill"]
+        # the decode batch of the instances that decoded (none: every output one token)
+        runs = [s.mean_running for s in self.instances if s.role != "prefill" and s.decode_steps]
         result: dict[str, object] = {
             "requests": self.requests.count,
             "finished": int(fin.sum()),
             "dropped": self.count(DROPPED),
             "running": self.count(RUNNING),
+            # finished + dropped + running + not_arrived = requests
+            "not_arrived": self.count(UNARRIVED),
             # the CNN result's names: served + dropped + in_flight = requests (less those
             # arriving after --horizon-s, which were never in flight)
             "served": int(fin.sum()),
@@ -1215,6 +1220,8 @@ def simulate_llm_serving(
     first = np.asarray(st.first, dtype=np.float64)
     finish = np.asarray(st.finish, dtype=np.float64)
     status = np.where(dropped, DROPPED, np.where(np.isfinite(finish), FINISHED, RUNNING))
+    if until_s is not None:  # arriving after the horizon: never queued, so never running
+        status = np.where((status == RUNNING) & (arrival > until), UNARRIVED, status)
     horizon = (
         float(until)
         if until_s is not None
@@ -1259,6 +1266,7 @@ def _stats(
         mean_running=o.decode_seq_steps / o.decode_steps if o.decode_steps else 0.0,
         max_waiting=o.max_waiting,
         tokens=o.tokens,
+        decode_steps=o.decode_steps,
     )
 
 

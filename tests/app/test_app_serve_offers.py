@@ -1,0 +1,74 @@
+"""``simulate serve --provider / --region / --spot``: the servers simulated are priced by the
+offer ``plan serve`` would rent with the same filters (CNN and language model alike)."""
+
+from __future__ import annotations
+
+import pytest
+
+import gpucast
+from gpucast.catalog import load_catalog
+from gpucast.domain.errors import InvalidInputError
+from gpucast.inputs.serving import build_server_options
+
+CNN = dict(model="resnet50", gpu="T4", rate=20, duration_s=2)
+LLM = dict(model="llama-3-8b", gpu="L4", rate=1, duration_s=5)
+
+
+def _cheapest_per_gpu(gpu: str, *, spot: bool, provider: str | None = None) -> float:
+    offers = load_catalog().find_offers(gpu=gpu, provider=provider, spot=spot)
+    return min(o.price_usd_per_hour(spot=spot) / o.gpus for o in offers if o.gpus >= 1)
+
+
+@pytest.mark.parametrize(
+    ("filters", "provider"),
+    [
+        ({}, None),
+        ({"spot": True}, None),
+        ({"providers": ("aws",)}, "aws"),
+        ({"providers": ("aws",), "spot": True}, "aws"),
+    ],
+)
+def test_a_cnn_server_is_priced_as_plan_serve_prices_it(
+    filters: dict, provider: str | None
+) -> None:
+    spot = bool(filters.get("spot"))
+    run = gpucast.simulate_serve(**CNN, **filters).to_dict()
+    want = _cheapest_per_gpu("T4", spot=spot, provider=provider)
+    assert run["cost_usd_per_hour"] == pytest.approx(want)
+    options, _ = build_server_options(gpus=["T4"], no_mig=True, no_cpu=True, spot=spot,
+                                      providers=filters.get("providers", ()))  # fmt: skip
+    assert [o.price_usd_per_hour for o in options] == [pytest.approx(want)]
+
+
+def test_spot_is_cheaper_and_says_where_it_is_rented() -> None:
+    demand = gpucast.simulate_serve(**CNN)
+    spot = gpucast.simulate_serve(**CNN, spot=True, providers=("aws",), regions=("us-east-1",))
+    assert spot.to_dict()["cost_usd_per_hour"] < demand.to_dict()["cost_usd_per_hour"]
+    assert spot.sources["price"].endswith("(aws g4dn.xlarge in us-east-1, spot)")
+    # a MIG slice costs its share of the spot GPU
+    mig = gpucast.simulate_serve(**dict(CNN, gpu="A100-40GB"), mig="1g.5gb", spot=True)
+    gpu = _cheapest_per_gpu("A100-40GB", spot=True)
+    assert mig.to_dict()["cost_usd_per_hour"] == pytest.approx(gpu / 7)
+
+
+def test_an_llm_deployment_is_priced_as_plan_serve_prices_it() -> None:
+    for filters in ({"spot": True}, {"providers": ("aws",)}, {"providers": ("gcp",), "spot": True}):
+        run = gpucast.simulate_llm_serve(**LLM, tp=1, **filters).to_dict()
+        plan = gpucast.plan_llm_serve(
+            model="llama-3-8b", rate=1, duration_s=5, gpu=["L4"], tp=[1], max_replicas=1,
+            no_disaggregation=True, slo_ttft_ms=60_000, **filters,
+        ).plan.candidates[0]  # fmt: skip
+        assert run["cost_usd_per_hour"] == pytest.approx(plan.cost_usd_per_hour)
+    spot = gpucast.simulate_llm_serve(**LLM, spot=True).to_dict()["cost_usd_per_hour"]
+    assert spot == pytest.approx(_cheapest_per_gpu("L4", spot=True))
+
+
+def test_filters_no_offer_meets_are_one_clear_error() -> None:
+    with pytest.raises(
+        InvalidInputError, match=r"gpu: no catalog offer of A10G within --provider gcp"
+    ):
+        gpucast.simulate_serve(**dict(CNN, gpu="A10G"), providers=("gcp",))
+    with pytest.raises(InvalidInputError, match="gpu: no catalog offer matches the GPU, provider"):
+        gpucast.simulate_llm_serve(**LLM, providers=("azure",))
+    with pytest.raises(InvalidInputError, match="unknown region"):
+        gpucast.simulate_serve(**CNN, providers=("azure",), regions=("us-central1",))
