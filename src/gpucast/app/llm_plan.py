@@ -41,7 +41,7 @@ from gpucast.app.llm import (
     warmup_seconds,
     warmup_text,
 )
-from gpucast.domain.catalog import offers_option
+from gpucast.domain.catalog import exclude_gpus_option, offers_option, regions_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.parallel import (
@@ -114,7 +114,9 @@ class PlanLlmTrainRequest:
     budget_usd: float | None = option(None, flag="budget", help="US$ at most.", example="50000")
     max_gpus: int = option(1024, help="GPUs at most.", example="512")
     providers: tuple[str, ...] = option((), flag="provider", help="aws, gcp, azure.")
+    regions: tuple[str, ...] = regions_option()
     gpus: tuple[str, ...] = option((), flag="gpu", help="GPU types allowed.", example="H100")
+    exclude_gpus: tuple[str, ...] = exclude_gpus_option()
     precision: str = option("bf16", help="bf16, fp16 or fp8.", example="fp8")
     software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: all weights trained).")
@@ -180,8 +182,20 @@ class PlanLlmTrainRequest:
 
         if check_cluster_options(
             self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
-        ) and (self.providers or self.gpus or self.offers_file):
-            flag = "provider" if self.providers else "gpu" if self.gpus else "offers"
+        ) and (
+            given := [
+                flag
+                for flag, value in (
+                    ("provider", self.providers),
+                    ("region", self.regions),
+                    ("gpu", self.gpus),
+                    ("exclude-gpu", self.exclude_gpus),
+                    ("offers", self.offers_file),
+                )
+                if value
+            ]
+        ):
+            flag = given[0]
             raise InvalidSpecError(
                 flag,
                 f"{'adds to' if flag == 'offers' else 'filters'} the cloud catalog, and a "
@@ -448,6 +462,7 @@ def plan_llm_train(
     from gpucast.inputs.mlperf_llm import gpu_band, stated_band
     from gpucast.plan.energy import OBJECTIVE_TIE
     from gpucast.plan.llm import NodeOption, offer_nodes, plan_llm, power_of_two_part
+    from gpucast.plan.train import filtered_offers
 
     request = resolve(PlanLlmTrainRequest, request, options)
     spot_asked = request.allow_spot
@@ -499,20 +514,7 @@ def plan_llm_train(
                 )
             )
     else:
-        wanted = {catalog.gpu(g).name for g in request.gpus}
-        providers = {p.lower() for p in request.providers}
-        offers = [
-            o
-            for o in catalog.offers
-            if o.gpu is not None
-            and (not wanted or o.gpu in wanted)
-            and (not providers or o.provider in providers)
-        ]
-        if not offers:
-            raise InvalidSpecError(
-                "gpu", "no catalog offer matches the GPU and provider filters",
-                fix="drop --gpu/--provider or see gpucast catalog offers",
-            )  # fmt: skip
+        offers, _ = filtered_offers(request, catalog)  # plan train's filters, one definition
         # an offer of a GPU type whose catalog servers are meshed (Gaudi 2) links as they do
         nodes = [
             replace(n, mesh_gpus=mesh_board_gpus(n.gpu, n.gpus_per_node))

@@ -436,3 +436,17 @@ def offers_option() -> Any:
         f"${OFFERS_ENV} when set].",
         example="offers.csv",
     )
+
+
+def regions_option() -> Any:
+    """The ``--region`` request field of the planners that filter the catalog's offers."""
+    from gpucast.domain.options import option
+
+    return option((), flag="region", help="Regions allowed.")
+
+
+def exclude_gpus_option() -> Any:
+    """The ``--exclude-gpu`` request field of the planners that filter the catalog's offers."""
+    from gpucast.domain.options import option
+
+    return option((), flag="exclude-gpu", help="GPU types to skip.")
