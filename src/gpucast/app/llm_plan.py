@@ -260,18 +260,26 @@ class PlanLlmTrainResult:
     #: the shapes the fixed layout choices left out, by the rule they break
     #: ("tp=8 needs 8 GPUs per node: 12 GPU types left out (...)"); empty: none
     left_out: tuple[str, ...] = ()
+    #: what was asked (None: a result built by hand)
+    request: PlanLlmTrainRequest | None = None
 
     @property
     def best(self) -> Any:
         return None if self.recommended is None else self.candidates[self.recommended]
 
-    def shown(self) -> list[int]:
-        """The rows a reader sees: the Pareto front and the pick, cheapest first."""
-        rows = set(self.pareto) | ({self.recommended} - {None})
-        return sorted(
-            rows,  # type: ignore[arg-type]
+    def shown(self, limit: int | None = None) -> list[int]:
+        """The rows a reader sees, cheapest first: the Pareto front and the pick; with
+        ``limit`` (``--limit``), ``plan train``'s rule (:func:`~gpucast.plan.pareto.
+        limited_rows`): the cheapest other rows too, up to ``limit`` rows in all, the front
+        and the pick always among them."""
+        from gpucast.plan.pareto import limited_rows
+
+        must = set(self.pareto) | ({self.recommended} if self.recommended is not None else set())
+        order = sorted(
+            must if limit is None else range(len(self.candidates)),
             key=lambda i: (self.candidates[i].cost_usd, self.candidates[i].time_s),
         )
+        return limited_rows(order, must, limit)
 
     def verdict(self) -> list[str]:
         """The lines after the rows: the pick's interval and whether it still holds at the
@@ -299,7 +307,12 @@ class PlanLlmTrainResult:
         return lines
 
     def to_dict(self) -> dict[str, Any]:
+        from gpucast.app.reports import LLM_TRAIN_PLAN_KIND
+        from gpucast.domain.options import to_options
+
         return {
+            "kind": LLM_TRAIN_PLAN_KIND,
+            "request": None if self.request is None else to_options(self.request),
             "model": self.model,
             "tokens": self.tokens,
             "steps": self.steps,
@@ -571,6 +584,7 @@ def plan_llm_train(
         fixed=fixed,
     )
     return PlanLlmTrainResult(
+        request=request,
         model=spec.name,
         tokens=float(request.tokens),
         steps=math.ceil(request.tokens / (request.global_batch * seq)),
