@@ -118,9 +118,7 @@ def test_saved_reported_and_csv_plans(h100: PlanLlmTrainResult, tmp_path: Path) 
     assert len(frame) == len(h100.candidates)
 
 
-def test_an_unwritable_output_names_its_option(
-    h100: PlanLlmTrainResult, tmp_path: Path
-) -> None:
+def test_an_unwritable_output_names_its_option(h100: PlanLlmTrainResult, tmp_path: Path) -> None:
     with pytest.raises(InvalidSpecError, match=r"save: folder .* does not exist"):
         save_plan(h100, tmp_path / "missing" / "plan.json", field="save")
     with pytest.raises(InvalidSpecError, match="report: is a folder"):
