@@ -38,8 +38,8 @@ def _save_option() -> Any:
     return typer.Option(None, "--save", help="Save the plan as JSON (for gpucast report).")
 
 
-def _csv_option() -> Any:
-    return typer.Option(None, "--csv", help="Write every candidate as one CSV row (all columns).")
+def _csv_option(rows: str) -> Any:
+    return typer.Option(None, "--csv", help=f"Write {rows} as one CSV row (all columns).")
 
 
 def _check_outputs(outputs: dict[str, Path | None], inputs: list[Path | None]) -> None:
@@ -81,7 +81,7 @@ def train(
     json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
     report: Path | None = _report_option(),
     save: Path | None = _save_option(),
-    csv: Path | None = _csv_option(),
+    csv: Path | None = _csv_option("every shown candidate"),
     limit: int = typer.Option(
         20, "--limit", help="Rows in the table (the Pareto front and the pick are always shown)."
     ),
@@ -123,7 +123,7 @@ def llm_train(
     json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
     report: Path | None = _report_option(),
     save: Path | None = _save_option(),
-    csv: Path | None = _csv_option(),
+    csv: Path | None = _csv_option("every row evaluated (every offer at every node count)"),
     limit: int | None = typer.Option(
         None,
         "--limit",
