@@ -41,7 +41,7 @@ from gpucast.app.llm import (
     warmup_seconds,
     warmup_text,
 )
-from gpucast.domain.catalog import offers_option
+from gpucast.domain.catalog import exclude_gpus_option, offers_option, regions_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.parallel import (
@@ -114,7 +114,9 @@ class PlanLlmTrainRequest:
     budget_usd: float | None = option(None, flag="budget", help="US$ at most.", example="50000")
     max_gpus: int = option(1024, help="GPUs at most.", example="512")
     providers: tuple[str, ...] = option((), flag="provider", help="aws, gcp, azure.")
+    regions: tuple[str, ...] = regions_option()
     gpus: tuple[str, ...] = option((), flag="gpu", help="GPU types allowed.", example="H100")
+    exclude_gpus: tuple[str, ...] = exclude_gpus_option()
     precision: str = option("bf16", help="bf16, fp16 or fp8.", example="fp8")
     software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: all weights trained).")
@@ -180,8 +182,20 @@ class PlanLlmTrainRequest:
 
         if check_cluster_options(
             self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
-        ) and (self.providers or self.gpus or self.offers_file):
-            flag = "provider" if self.providers else "gpu" if self.gpus else "offers"
+        ) and (
+            given := [
+                flag
+                for flag, value in (
+                    ("provider", self.providers),
+                    ("region", self.regions),
+                    ("gpu", self.gpus),
+                    ("exclude-gpu", self.exclude_gpus),
+                    ("offers", self.offers_file),
+                )
+                if value
+            ]
+        ):
+            flag = given[0]
             raise InvalidSpecError(
                 flag,
                 f"{'adds to' if flag == 'offers' else 'filters'} the cloud catalog, and a "
@@ -246,18 +260,26 @@ class PlanLlmTrainResult:
     #: the shapes the fixed layout choices left out, by the rule they break
     #: ("tp=8 needs 8 GPUs per node: 12 GPU types left out (...)"); empty: none
     left_out: tuple[str, ...] = ()
+    #: what was asked (None: a result built by hand)
+    request: PlanLlmTrainRequest | None = None
 
     @property
     def best(self) -> Any:
         return None if self.recommended is None else self.candidates[self.recommended]
 
-    def shown(self) -> list[int]:
-        """The rows a reader sees: the Pareto front and the pick, cheapest first."""
-        rows = set(self.pareto) | ({self.recommended} - {None})
-        return sorted(
-            rows,  # type: ignore[arg-type]
+    def shown(self, limit: int | None = None) -> list[int]:
+        """The rows a reader sees, cheapest first: the Pareto front and the pick; with
+        ``limit`` (``--limit``), ``plan train``'s rule (:func:`~gpucast.plan.pareto.
+        limited_rows`): the cheapest other rows too, up to ``limit`` rows in all, the front
+        and the pick always among them."""
+        from gpucast.plan.pareto import limited_rows
+
+        must = set(self.pareto) | ({self.recommended} if self.recommended is not None else set())
+        order = sorted(
+            must if limit is None else range(len(self.candidates)),
             key=lambda i: (self.candidates[i].cost_usd, self.candidates[i].time_s),
         )
+        return limited_rows(order, must, limit)
 
     def verdict(self) -> list[str]:
         """The lines after the rows: the pick's interval and whether it still holds at the
@@ -285,7 +307,12 @@ class PlanLlmTrainResult:
         return lines
 
     def to_dict(self) -> dict[str, Any]:
+        from gpucast.app.reports import LLM_TRAIN_PLAN_KIND
+        from gpucast.domain.options import to_options
+
         return {
+            "kind": LLM_TRAIN_PLAN_KIND,
+            "request": None if self.request is None else to_options(self.request),
             "model": self.model,
             "tokens": self.tokens,
             "steps": self.steps,
@@ -448,6 +475,7 @@ def plan_llm_train(
     from gpucast.inputs.mlperf_llm import gpu_band, stated_band
     from gpucast.plan.energy import OBJECTIVE_TIE
     from gpucast.plan.llm import NodeOption, offer_nodes, plan_llm, power_of_two_part
+    from gpucast.plan.train import filtered_offers
 
     request = resolve(PlanLlmTrainRequest, request, options)
     spot_asked = request.allow_spot
@@ -499,20 +527,7 @@ def plan_llm_train(
                 )
             )
     else:
-        wanted = {catalog.gpu(g).name for g in request.gpus}
-        providers = {p.lower() for p in request.providers}
-        offers = [
-            o
-            for o in catalog.offers
-            if o.gpu is not None
-            and (not wanted or o.gpu in wanted)
-            and (not providers or o.provider in providers)
-        ]
-        if not offers:
-            raise InvalidSpecError(
-                "gpu", "no catalog offer matches the GPU and provider filters",
-                fix="drop --gpu/--provider or see gpucast catalog offers",
-            )  # fmt: skip
+        offers, _ = filtered_offers(request, catalog)  # plan train's filters, one definition
         # an offer of a GPU type whose catalog servers are meshed (Gaudi 2) links as they do
         nodes = [
             replace(n, mesh_gpus=mesh_board_gpus(n.gpu, n.gpus_per_node))
@@ -569,6 +584,7 @@ def plan_llm_train(
         fixed=fixed,
     )
     return PlanLlmTrainResult(
+        request=request,
         model=spec.name,
         tokens=float(request.tokens),
         steps=math.ceil(request.tokens / (request.global_batch * seq)),

@@ -1,8 +1,9 @@
 """``gpucast.write_report`` (CLI ``gpucast report``) and plan files: save, read, render.
 
-* :func:`save_plan` writes a plan as strict JSON (``gpucast plan train --save``);
-* :func:`load_plan` reads it back (schema-checked);
-* :func:`write_plan_report` writes the self-contained HTML report of a plan;
+* :func:`save_plan` writes a plan as strict JSON (``gpucast plan train --save``; an LLM
+  training plan too, ``plan llm-train --save``, with its ``kind``);
+* :func:`load_plan` reads a training plan back (schema-checked);
+* :func:`write_plan_report` writes the self-contained HTML report of either plan;
 * :func:`save_serve_plan` / :func:`write_serve_plan_report`: the same for a serving plan
   (``gpucast plan serve --save/--report``; request-level or language model);
 * :func:`write_report` -- the verb (``gpucast report``): the HTML report of a saved plan or
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
@@ -23,18 +24,30 @@ from gpucast.domain.jsonable import json_text
 from gpucast.domain.options import option
 from gpucast.domain.plan import TrainPlan
 
+if TYPE_CHECKING:
+    from gpucast.app.llm_plan import PlanLlmTrainResult
 
-def save_plan(plan: TrainPlan, out: Path | str) -> Path:
-    """Write ``plan`` as strict JSON (``TrainPlan.to_dict``); returns the path."""
+#: ``kind`` of a saved LLM training plan (``plan llm-train --save``; a ``plan train`` one has
+#: none).
+LLM_TRAIN_PLAN_KIND = "llm-train-plan"
+
+
+def save_plan(
+    plan: TrainPlan | PlanLlmTrainResult, out: Path | str, *, field: str = "output"
+) -> Path:
+    """Write ``plan`` (``plan_train``'s or ``plan_llm_train``'s) as strict JSON (its
+    ``to_dict``); returns the path. ``field`` names the option in an error."""
     from gpucast.store.files import write_text_atomic
 
-    write_text_atomic(Path(out), json_text(plan.to_dict()))
+    write_text_atomic(Path(out), json_text(plan.to_dict()), field=field)
     return Path(out)
 
 
 #: ``kind`` of the saved serving plans (request-level, language model).
 SERVE_PLAN_KINDS = ("serve-plan", "llm-serve-plan")
-_SAVED_FIX = "pass a file written by gpucast plan train --save or plan serve --save"
+_SAVED_FIX = (
+    "pass a file written by gpucast plan train --save, plan llm-train --save or plan serve --save"
+)
 
 
 def _saved_json(path: Path) -> dict[str, Any]:
@@ -56,10 +69,11 @@ def load_plan(path: Path | str) -> TrainPlan:
     """A plan saved by :func:`save_plan` (``gpucast plan train --save``)."""
     path = Path(path)
     data = _saved_json(path)
-    if data.get("kind") in SERVE_PLAN_KINDS:
+    if data.get("kind") in (*SERVE_PLAN_KINDS, LLM_TRAIN_PLAN_KIND):
+        what = "an LLM training plan" if data["kind"] == LLM_TRAIN_PLAN_KIND else "a serving plan"
         raise DataFormatError(
-            str(path), "is a serving plan, not a training plan",
-            fix="gpucast report --plan FILE renders either kind",
+            str(path), f"is {what}, not a plan train plan",
+            fix="gpucast report --plan FILE renders every kind",
         )  # fmt: skip
     return TrainPlan.from_dict(data, path=str(path))
 
@@ -92,12 +106,16 @@ def write_serve_plan_report(plan: Any, out: Path | str) -> Path:
     return Path(out)
 
 
-def write_plan_report(plan: TrainPlan, out: Path | str) -> Path:
-    """Write the self-contained HTML report of ``plan``; returns the path."""
-    from gpucast.report.html import plan_html
+def write_plan_report(
+    plan: TrainPlan | PlanLlmTrainResult, out: Path | str, *, field: str = "output"
+) -> Path:
+    """Write the self-contained HTML report of ``plan`` (``plan_train``'s or
+    ``plan_llm_train``'s); returns the path. ``field`` names the option in an error."""
+    from gpucast.report.html import llm_train_plan_html, plan_html
     from gpucast.store.files import write_text_atomic
 
-    write_text_atomic(Path(out), plan_html(plan))
+    html = plan_html(plan) if isinstance(plan, TrainPlan) else llm_train_plan_html(plan.to_dict())
+    write_text_atomic(Path(out), html, field=field)
     return Path(out)
 
 
@@ -110,7 +128,8 @@ class ReportRequest:
     out: Path = option(help="HTML file to write.", example="report.html")
     plan: Path | None = option(
         None,
-        help="Plan JSON from gpucast plan train --save or plan serve --save.",
+        help="Plan JSON from gpucast plan train --save, plan llm-train --save or plan serve "
+        "--save.",
         example="plan.json",
     )
     runs: bool = option(False, help="Report the measurements in the store.")
@@ -148,6 +167,11 @@ def write_report(
         if data.get("kind") in SERVE_PLAN_KINDS:
             write_serve_plan_report(data, request.out)
             return ReportResult(out=request.out, what=f"serving plan {request.plan}")
+        if data.get("kind") == LLM_TRAIN_PLAN_KIND:
+            from gpucast.report.html import llm_train_plan_html
+
+            write_text_atomic(request.out, llm_train_plan_html(data))
+            return ReportResult(out=request.out, what=f"LLM training plan {request.plan}")
         write_plan_report(TrainPlan.from_dict(data, path=str(request.plan)), request.out)
         return ReportResult(out=request.out, what=f"plan {request.plan}")
     from gpucast.store.db import default_db_path, open_store

@@ -8,6 +8,7 @@ The flags are the fields of :class:`gpucast.domain.plan.TrainRequest`; the work 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -29,21 +30,58 @@ from gpucast.domain.units import format_ratio
 app = typer.Typer(no_args_is_help=True, help="Plan training (and serving) clusters.")
 
 
+def _report_option() -> Any:
+    return typer.Option(None, "--report", help="Write a self-contained HTML report.")
+
+
+def _save_option() -> Any:
+    return typer.Option(None, "--save", help="Save the plan as JSON (for gpucast report).")
+
+
+def _csv_option(rows: str) -> Any:
+    return typer.Option(None, "--csv", help=f"Write {rows} as one CSV row (all columns).")
+
+
+def _check_outputs(outputs: dict[str, Path | None], inputs: list[Path | None]) -> None:
+    """Before planning: each of ``--report --save --csv`` a file that may be written, and
+    none an input file (each error names its option)."""
+    from gpucast.store.files import output_file, refuse_overwriting_inputs
+
+    for flag, path in outputs.items():
+        if path is not None:
+            output_file(path, flag)
+            refuse_overwriting_inputs(path, inputs, field=flag)
+
+
+def _write_outputs(plan: Any, outputs: dict[str, Path | None]) -> None:
+    """``--save`` (JSON), ``--report`` (HTML) and ``--csv`` (every candidate) of a training
+    plan (``plan_train``'s or ``plan_llm_train``'s), each written atomically."""
+    from gpucast.app.reports import save_plan, write_plan_report
+    from gpucast.store.files import write_csv_atomic
+
+    if outputs["save"] is not None:
+        save_plan(plan, outputs["save"], field="save")
+    if outputs["report"] is not None:
+        write_plan_report(plan, outputs["report"], field="report")
+    if outputs["csv"] is not None:
+        write_csv_atomic(plan.to_frame(), outputs["csv"], field="csv")
+
+
+def _say_outputs(outputs: dict[str, Path | None]) -> None:
+    for flag, what in (("report", "report"), ("save", "plan"), ("csv", "candidates")):
+        if outputs[flag] is not None:
+            console.print(f"{what} -> {outputs[flag]}", highlight=False, markup=False)
+
+
 @app.command("train")
 @request_command(TrainRequest, config=True)
 def train(
     ctx: typer.Context,
     request: TrainRequest,
     json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
-    report: Path | None = typer.Option(
-        None, "--report", help="Write a self-contained HTML report."
-    ),
-    save: Path | None = typer.Option(
-        None, "--save", help="Save the plan as JSON (for gpucast report)."
-    ),
-    csv: Path | None = typer.Option(
-        None, "--csv", help="Write every shown candidate as one CSV row (all columns)."
-    ),
+    report: Path | None = _report_option(),
+    save: Path | None = _save_option(),
+    csv: Path | None = _csv_option("every shown candidate"),
     limit: int = typer.Option(
         20, "--limit", help="Rows in the table (the Pareto front and the pick are always shown)."
     ),
@@ -59,34 +97,23 @@ def train(
 ) -> None:
     """The cheapest cluster that meets the deadline (or the fastest within budget), explained."""
     from gpucast.app import plan_train
-    from gpucast.app.reports import save_plan, write_plan_report
-    from gpucast.domain.errors import InvalidSpecError
+    from gpucast.plan.pareto import check_row_limit
     from gpucast.report.tables import plan_columns, print_plan
-    from gpucast.store.files import refuse_overwriting_inputs, write_csv_atomic
 
-    if limit < 1:
-        raise InvalidSpecError("limit", "must be >= 1", got=limit, fix="e.g. --limit 20")
+    check_row_limit(limit)
     shown = plan_columns(
         None if columns is None else columns.split(","), console.width, request.objective
     )
-    inputs = [request.profile_file, request.offers_file]
-    for path, flag in ((report, "report"), (save, "save"), (csv, "csv")):
-        refuse_overwriting_inputs(path, inputs, field=flag)
+    outputs = {"report": report, "save": save, "csv": csv}
+    _check_outputs(outputs, [request.profile_file, request.offers_file])
     with working("planning: profiling the workload, searching the catalog, simulating spot"):
         plan = plan_train(request, db=state(ctx).db_path)
-    if save is not None:
-        save_plan(plan, save)
-    if report is not None:
-        write_plan_report(plan, report)
-    if csv is not None:
-        write_csv_atomic(plan.to_frame(), csv, field="csv")
+    _write_outputs(plan, outputs)
     if json_out:
         emit_json(plan.to_dict())
         return
     print_plan(plan, console, limit=limit, columns=shown)
-    for path, what in ((report, "report"), (save, "plan"), (csv, "candidates")):
-        if path is not None:
-            console.print(f"{what} -> {path}", highlight=False, markup=False)
+    _say_outputs(outputs)
 
 
 @app.command("llm-train")
@@ -94,28 +121,52 @@ def train(
 def llm_train(
     request: PlanLlmTrainRequest,
     json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
+    report: Path | None = _report_option(),
+    save: Path | None = _save_option(),
+    csv: Path | None = _csv_option("every row evaluated (every offer at every node count)"),
+    limit: int | None = typer.Option(
+        None,
+        "--limit",
+        help="Rows shown, as plan train's: the Pareto front and the pick always, the cheapest "
+        "other rows up to N \\[default: the front and the pick].",
+    ),
 ) -> None:
     """The cheapest GPU cluster and 3D layout that trains a published LLM in time."""
     from gpucast.app import plan_llm_train
+    from gpucast.plan.pareto import check_row_limit
 
+    check_row_limit(limit)
+    outputs = {"report": report, "save": save, "csv": csv}
+    _check_outputs(
+        outputs, [request.offers_file, *([Path(request.cluster)] if request.cluster else [])]
+    )
     with working("planning: searching layouts on every GPU offer"):
         result = plan_llm_train(request)
+    _write_outputs(result, outputs)
     if json_out:
         emit_json(result.to_dict())
         return
+    rows = result.shown(limit)
+    others = any(i not in result.pareto and i != result.recommended for i in rows)
     console.print(
-        f"{result.model}: {result.tokens:.3g} tokens in {result.steps:,} steps; Pareto front "
-        "of time vs cost (> pick):",
+        f"{result.model}: {result.tokens:.3g} tokens in {result.steps:,} steps; "
+        + (
+            f"{len(rows)} of {len(result.candidates):,} rows, cheapest first (* Pareto front "
+            "of time vs cost, > pick):"
+            if others
+            else "Pareto front of time vs cost (> pick):"
+        ),
         highlight=False,
         markup=False,
     )
-    for i in result.shown():
-        mark = ">" if i == result.recommended else " "
+    for i in rows:
+        mark = ">" if i == result.recommended else "*" if others and i in result.pareto else " "
         console.print(f"{mark} {result.candidates[i].text()}", highlight=False, markup=False)
     for line in result.verdict():
         console.print(line, highlight=False, markup=False)
     for name, value in result.assumptions.items():
         console.print(f"  assumption {name}: {value}", highlight=False, markup=False)
+    _say_outputs(outputs)
 
 
 @app.command("embeddings")

@@ -474,3 +474,17 @@ def spot_option() -> Any:
         help="Spot prices: the cheapest offer with a spot price, at it (as plan serve --spot; "
         "interruptions are not simulated).",
     )
+
+
+def regions_option() -> Any:
+    """The ``--region`` request field of the planners that filter the catalog's offers."""
+    from gpucast.domain.options import option
+
+    return option((), flag="region", help="Regions allowed.")
+
+
+def exclude_gpus_option() -> Any:
+    """The ``--exclude-gpu`` request field of the planners that filter the catalog's offers."""
+    from gpucast.domain.options import option
+
+    return option((), flag="exclude-gpu", help="GPU types to skip.")

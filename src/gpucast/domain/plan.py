@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from gpucast.domain.catalog import offers_option
+from gpucast.domain.catalog import exclude_gpus_option, offers_option, regions_option
 from gpucast.domain.convergence import (
     TARGET_HELP,
     check_lr_rule,
@@ -180,9 +180,9 @@ class TrainRequest:
     providers: tuple[str, ...] = option(
         (), flag="provider", parse=lower_list, help="aws, gcp, azure.", example="gcp"
     )
-    regions: tuple[str, ...] = option((), flag="region", help="Regions allowed.")
+    regions: tuple[str, ...] = regions_option()
     gpus: tuple[str, ...] = option((), flag="gpu", help="GPU types allowed.", example="A100")
-    exclude_gpus: tuple[str, ...] = option((), flag="exclude-gpu", help="GPU types to skip.")
+    exclude_gpus: tuple[str, ...] = exclude_gpus_option()
     cluster: str | None = cluster_option()
     cluster_nodes: int | None = cluster_nodes_option()
     cluster_price_usd_per_gpu_hour: float | None = cluster_price_option()

@@ -5,8 +5,12 @@ A point is dominated when another is no worse in every objective and strictly be
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 import numpy as np
 import numpy.typing as npt
+
+from gpucast.domain.errors import InvalidSpecError
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -60,3 +64,22 @@ def spread(order: npt.ArrayLike, cap: int) -> npt.NDArray[np.int64]:
         return arr
     pick = np.unique(np.round(np.linspace(0, arr.size - 1, cap)).astype(np.int64))
     return np.asarray(arr[pick], dtype=np.int64)
+
+
+def limited_rows(order: Sequence[int], must: Iterable[int], limit: int | None) -> list[int]:
+    """The rows of ``order`` a table of at most ``limit`` rows shows (``--limit`` of ``plan
+    train`` and ``plan llm-train``): every row of ``must`` (the Pareto front and the pick,
+    beyond ``limit`` where they need more), then the first other rows of ``order`` up to
+    ``limit``; in ``order``'s order. ``None``: every row."""
+    check_row_limit(limit)
+    if limit is None or len(order) <= limit:
+        return list(order)
+    keep = set(must)
+    keep.update([k for k in order if k not in keep][: max(0, limit - len(keep))])
+    return [k for k in order if k in keep]
+
+
+def check_row_limit(limit: int | None) -> None:
+    """``--limit``: ``None`` or an integer >= 1."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise InvalidSpecError("limit", "must be >= 1", got=limit, fix="e.g. --limit 20")

@@ -31,11 +31,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from gpucast.domain.catalog import Catalog, estimated_prices_note
+from gpucast.domain.catalog import Catalog, Offer, estimated_prices_note
 from gpucast.domain.errors import (
     InvalidSpecError,
     NoFeasiblePlanError,
@@ -290,8 +291,22 @@ def _host_extremes(
     return float(np.min(ev.host_bytes[short])), float(np.max(host[space.offer[short]]))
 
 
+class OfferFilters(Protocol):
+    """The catalog filters of a planning request (``--provider --region --gpu --exclude-gpu``
+    of ``plan train`` and ``plan llm-train``)."""
+
+    @property
+    def providers(self) -> tuple[str, ...]: ...
+    @property
+    def regions(self) -> tuple[str, ...]: ...
+    @property
+    def gpus(self) -> tuple[str, ...]: ...
+    @property
+    def exclude_gpus(self) -> tuple[str, ...]: ...
+
+
 def _resolve_names(
-    request: TrainRequest, catalog: Catalog
+    request: OfferFilters, catalog: Catalog
 ) -> tuple[set[str], set[str], set[str], set[str]]:
     """Canonical (providers, regions, wanted GPUs, excluded GPUs); unknown names raise."""
     providers = {p.lower() for p in request.providers}
@@ -315,7 +330,9 @@ def _resolve_names(
     return providers, regions, wanted, excluded
 
 
-def _offers(request: TrainRequest, catalog: Catalog) -> OfferTable:
+def filtered_offers(request: OfferFilters, catalog: Catalog) -> tuple[list[Offer], list[Offer]]:
+    """The catalog's (GPU offers, CPU-only offers) that ``request``'s filters keep; unknown
+    names raise, and no GPU offer left is :class:`NoFeasiblePlanError` naming the filters."""
     providers, regions, wanted, excluded = _resolve_names(request, catalog)
     gpu_offers = []
     cpu_offers = []
@@ -344,6 +361,11 @@ def _offers(request: TrainRequest, catalog: Catalog) -> OfferTable:
             f"no GPU offer in the catalog matches {' '.join(what) or 'the filters'}",
             fix="relax the filters; see `gpucast catalog offers` for what is offered where",
         )
+    return gpu_offers, cpu_offers
+
+
+def _offers(request: TrainRequest, catalog: Catalog) -> OfferTable:
+    gpu_offers, cpu_offers = filtered_offers(request, catalog)
     names = sorted({str(o.gpu) for o in gpu_offers})
     return OfferTable.build(gpu_offers, cpu_offers, {n: i for i, n in enumerate(names)})
 

@@ -4,7 +4,8 @@
 Pareto plot, every shown candidate with its time interval, cost, GPU-hours, bottleneck and
 "what would help", a time and cost breakdown per candidate, the revocation risk of spot
 plans, the assumptions (catalog snapshot, model versions, what each model was fitted on) and
-the models' validation errors. :func:`serve_plan_html` renders a serving plan (request-level
+the models' validation errors. :func:`llm_train_plan_html` renders an LLM training plan
+(``plan llm-train``) from its JSON; :func:`serve_plan_html` renders a serving plan (request-level
 or language model) from its JSON; :func:`measurements_html` renders stored measurements.
 Every piece of user-supplied text goes through :func:`html.escape`.
 """
@@ -12,12 +13,13 @@ Every piece of user-supplied text goes through :func:`html.escape`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
 from gpucast._version import __version__
 from gpucast.domain.plan import PlanCandidate, TrainPlan
+from gpucast.domain.units import format_duration
 from gpucast.report.svg import bar_svg, pareto_svg, series_svg
 
 CSS = """
@@ -481,6 +483,113 @@ def serve_plan_html(data: Mapping[str, Any]) -> str:
     warnings = data.get("warnings") or []
     if warnings:
         body.append("<ul>" + "".join(f"<li>{_h(w)}</li>" for w in warnings) + "</ul>")
+    return _page(title, body)
+
+
+def _duration(seconds: object) -> str:
+    return format_duration(float(seconds)) if isinstance(seconds, int | float) else ""
+
+
+def _interval(point: object, low: object, high: object) -> str:
+    return f"{_duration(point)} [{_duration(low)}, {_duration(high)}]"
+
+
+#: (header, cell) of an LLM training plan's rows (``plan llm-train``'s JSON candidates).
+_LLM_TRAIN_COLUMNS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] = (
+    ("where", lambda c: f"{c['provider']}/{c['region']} {c['nodes']}x {c['instance_type']}"),
+    ("GPUs", lambda c: f"{c['gpus']} {c['gpu']}"),
+    ("market", lambda c: f"{c['market']}, {c['network']}"),
+    ("layout", lambda c: str(c["layout"])),
+    ("time [80%]", lambda c: _interval(c["time_s"], c["time_low_s"], c["time_high_s"])),
+    ("cost", lambda c: _money(c["cost_usd"])),
+    ("MFU", lambda c: _num(c["mfu"], 100.0, ".0f") + "%"),
+    ("GiB/GPU", lambda c: _num(c["memory_gib"], 1.0, ",.0f")),
+    ("kWh", lambda c: _num(c.get("energy_kwh"), 1.0, ",.0f")),
+    ("kgCO2e", lambda c: _num(c.get("co2e_kg"), 1.0, ",.0f")),
+    ("P(meet)", lambda c: _num(c.get("p_meet_deadline"), 100.0, ".0f")),
+)
+
+
+def llm_train_plan_html(data: Mapping[str, Any]) -> str:
+    """An LLM training plan (the ``--json`` of ``plan llm-train``, or its ``--save`` file) as
+    one HTML document: the request, the pick, the Pareto front of time against cost (R the
+    pick, * the front; the safe row: the cheapest that holds at its interval's slow edge),
+    what was left out and why, and the assumptions."""
+    req = data.get("request") or {}
+    model = str(data.get("model", ""))
+    title = f"gpucast LLM training plan: {model}"
+    body = [f"<h1>{_h(title)}</h1>"]
+    tokens = data.get("tokens")
+    body.append(
+        _kv_table(
+            {
+                "model": model,
+                "work": f"{_num(tokens, 1.0, '.3g')} tokens in "
+                f"{_num(data.get('steps'), 1.0, ',.0f')} steps",
+                "deadline": _duration(req.get("deadline_s")) or "none",
+                "budget": _money(req.get("budget_usd")) or "none",
+                "objective": req.get("objective", ""),
+                "spot allowed": req.get("allow_spot", ""),
+                "max GPUs": req.get("max_gpus", ""),
+                "providers / regions / GPUs": (
+                    f"{', '.join(req.get('providers') or []) or 'any'} / "
+                    f"{', '.join(req.get('regions') or []) or 'any'} / "
+                    f"{', '.join(req.get('gpus') or []) or 'any'}"
+                    + (
+                        f" (excluding {', '.join(req['exclude_gpus'])})"
+                        if req.get("exclude_gpus")
+                        else ""
+                    )
+                ),
+            },
+            "request",
+        )
+    )
+    candidates: list[Mapping[str, Any]] = list(data.get("candidates") or [])
+    pick, safe = data.get("recommended"), data.get("safe")
+    pareto = set(data.get("pareto") or [])
+    shown: list[int] = sorted(
+        pareto | {i for i in (pick, safe) if isinstance(i, int)},
+        key=lambda i: (candidates[i]["cost_usd"], candidates[i]["time_s"]),
+    )
+    if isinstance(pick, int) and 0 <= pick < len(candidates):
+        c = candidates[pick]
+        body.append(
+            f'<div class="pick" id="recommended"><b>Recommended ({_h(req.get("objective", ""))}'
+            f"):</b> {_h(c['provider'])}/{_h(c['region'])} {c['nodes']}x "
+            f"{_h(c['instance_type'])} ({c['gpus']} {_h(c['gpu'])}), {_h(c['layout'])}<br>"
+            f"{_h(_interval(c['time_s'], c['time_low_s'], c['time_high_s']))}, "
+            f"{_money(c['cost_usd'])}"
+            + (
+                ""
+                if c.get("holds_at_slow_edge") or safe == pick
+                else "; at the slow edge of its interval it misses the deadline or the budget"
+                + ("" if safe is None else f" (row {safe} holds there)")
+            )
+            + "</div>"
+        )
+    head = "<tr><th>#</th>" + "".join(f"<th>{_h(h)}</th>" for h, _ in _LLM_TRAIN_COLUMNS)
+    rows = []
+    for i in shown:
+        mark = ("R " if i == pick else "") + ("*" if i in pareto else "")
+        css = " ".join(k for k, on in (("recommended", i == pick), ("pareto", i in pareto)) if on)
+        cells = "".join(f"<td>{_h(cell(candidates[i]))}</td>" for _, cell in _LLM_TRAIN_COLUMNS)
+        rows.append(f'<tr class="{css}"><td>{i}{_h(mark)}</td>{cells}</tr>')
+    body.append("<h2>Pareto front: time against cost</h2>")
+    body.append(
+        f"<p>R = recommended, * = Pareto front of time against cost; {len(candidates):,} rows "
+        "evaluated (every offer at every node count, each at its best layout).</p>"
+    )
+    body.append(f'<table id="candidates">{head}</tr>{"".join(rows)}</table>')
+    body.append("<h2>Why the other configurations were dropped</h2>")
+    dropped = [*(data.get("infeasible") or []), *(data.get("left_out") or [])]
+    body.append(
+        "<ul>" + "".join(f"<li>{_h(d)}</li>" for d in dropped) + "</ul>"
+        if dropped
+        else "<p>None were infeasible.</p>"
+    )
+    body.append("<h2>Assumptions</h2>")
+    body.append(_kv_table(dict(data.get("assumptions") or {}), "assumptions"))
     return _page(title, body)
 
 

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.plan import PlanCandidate, TrainPlan
+from gpucast.plan.pareto import limited_rows
 
 
 def _hours(seconds: float | None) -> str:
@@ -145,12 +146,8 @@ def plan_table(
         # a Text header: "time [interval]" as a string is Rich markup and loses "[interval]"
         table.add_column(Text(header), justify=justify)  # type: ignore[arg-type]
     pareto = set(plan.pareto)
-    order = list(range(len(plan.candidates)))
-    if limit is not None and len(order) > limit:
-        must = pareto | ({plan.recommended} if plan.recommended is not None else set())
-        rest = [k for k in order if k not in must][: max(0, limit - len(must))]
-        order = sorted(must | set(rest))
-    for k in order:
+    must = pareto | ({plan.recommended} if plan.recommended is not None else set())
+    for k in limited_rows(range(len(plan.candidates)), must, limit):
         c = plan.candidates[k]
         mark = (">" if k == plan.recommended else "") + ("*" if k in pareto else "")
         style = "bold green" if k == plan.recommended else None

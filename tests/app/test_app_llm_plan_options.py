@@ -1,0 +1,125 @@
+"""plan_llm_train's catalog filters and outputs, as plan train's: --region, --exclude-gpu,
+the row limit, and the plan saved (JSON), reported (HTML) and written as CSV."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gpucast
+from gpucast.app.llm_plan import PlanLlmTrainResult
+from gpucast.app.reports import load_plan, save_plan, write_plan_report, write_report
+from gpucast.domain.errors import (
+    DataFormatError,
+    InvalidSpecError,
+    NoFeasiblePlanError,
+    UnknownGpuError,
+    UnknownRegionError,
+)
+
+SMALL: dict[str, Any] = {
+    "model": "llama-3-8b", "tokens": 2e9, "seq_len": 4096, "global_batch": 256, "max_gpus": 16,
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def h100() -> PlanLlmTrainResult:
+    return gpucast.plan_llm_train(**SMALL, gpus=["H100"])
+
+
+def test_region_keeps_only_that_regions_offers(h100: PlanLlmTrainResult) -> None:
+    assert len({c.region for c in h100.candidates}) > 1  # the filter has something to cut
+    plan = gpucast.plan_llm_train(**SMALL, gpus=["H100"], regions=["US-EAST4"])  # any case
+    assert plan.candidates and {c.region for c in plan.candidates} == {"us-east4"}
+    assert plan.request is not None and plan.request.regions == ("US-EAST4",)
+
+
+def test_exclude_gpu_leaves_those_types_out(h100: PlanLlmTrainResult) -> None:
+    every = gpucast.plan_llm_train(**SMALL, providers=["aws"])
+    gpus = {c.gpu for c in every.candidates}
+    assert {"H100-SXM", "A100-80GB"} <= gpus
+    plan = gpucast.plan_llm_train(**SMALL, providers=["aws"], exclude_gpus=["h100", "A100-80GB"])
+    assert plan.candidates
+    assert {c.gpu for c in plan.candidates} == gpus - {"H100-SXM", "A100-80GB"}
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "needle"),
+    [
+        ({"regions": ["mars-1"]}, UnknownRegionError, "unknown region 'mars-1'"),
+        ({"exclude_gpus": ["H1OO"]}, UnknownGpuError, "unknown GPU 'H1OO'"),
+        (
+            {"gpus": ["H100"], "exclude_gpus": ["H100"]},
+            InvalidSpecError,
+            "gpu/exclude-gpu: .* is both required and excluded",
+        ),
+        (
+            {"gpus": ["H100"], "regions": ["eu-west-2"], "providers": ["gcp"]},
+            NoFeasiblePlanError,
+            "no GPU offer in the catalog matches --provider gcp --region eu-west-2",
+        ),
+    ],
+)
+def test_bad_filters_are_refused_as_plan_train_refuses_them(
+    options: dict[str, Any], error: type[Exception], needle: str
+) -> None:
+    with pytest.raises(error, match=needle):
+        gpucast.plan_llm_train(**SMALL, **options)
+    if error is not NoFeasiblePlanError:  # the same message from plan train
+        with pytest.raises(error, match=needle):
+            gpucast.plan_train(workload="cifar-resnet20", epochs=1, **options)
+
+
+@pytest.mark.parametrize("flag", ["regions", "exclude_gpus"])
+def test_a_cluster_takes_no_catalog_filter(flag: str) -> None:
+    with pytest.raises(InvalidSpecError, match="a --cluster replaces it"):
+        gpucast.plan_llm_train(**SMALL, cluster="DGX-H100", cluster_nodes=2, **{flag: ["us-east4"]})
+
+
+def test_shown_rows_follow_plan_trains_limit(h100: PlanLlmTrainResult) -> None:
+    plan = h100
+    front = set(plan.pareto) | {plan.recommended}
+    assert len(plan.candidates) > len(front)  # rows beyond the front to fill with
+    assert set(plan.shown()) == front
+    cost = [plan.candidates[i].cost_usd for i in range(len(plan.candidates))]
+    by_cost = sorted(range(len(cost)), key=lambda i: (cost[i], plan.candidates[i].time_s))
+    assert plan.shown(limit=len(plan.candidates)) == by_cost
+    one_more = plan.shown(limit=len(front) + 1)
+    assert len(one_more) == len(front) + 1 and front < set(one_more)
+    extra = (set(one_more) - front).pop()
+    assert cost[extra] == min(cost[i] for i in range(len(cost)) if i not in front)
+    assert [cost[i] for i in one_more] == sorted(cost[i] for i in one_more)
+    assert set(plan.shown(limit=1)) == front  # the front and the pick beyond the limit
+    with pytest.raises(InvalidSpecError, match="limit"):
+        plan.shown(limit=0)
+
+
+def test_saved_reported_and_csv_plans(h100: PlanLlmTrainResult, tmp_path: Path) -> None:
+    saved = save_plan(h100, tmp_path / "plan.json")
+    data = json.loads(saved.read_text(encoding="utf-8"))
+    assert data["kind"] == "llm-train-plan" and data == json.loads(json.dumps(h100.to_dict()))
+    assert data["request"]["gpus"] == ["H100"] and data["request"]["global_batch"] == 256
+    html = write_plan_report(h100, tmp_path / "plan.html").read_text(encoding="utf-8")
+    pick = h100.candidates[h100.recommended or 0]
+    assert 'id="recommended"' in html and pick.instance_type in html and pick.layout in html
+    assert html.count("<tr class=") == len(set(h100.pareto) | {h100.recommended})
+    # gpucast report --plan renders the saved plan the same way
+    write_report(plan=saved, out=tmp_path / "again.html")
+    assert (tmp_path / "again.html").read_text(encoding="utf-8") == html
+    # a plan train plan reader refuses it clearly
+    with pytest.raises(DataFormatError, match="is an LLM training plan"):
+        load_plan(saved)
+    # the CSV rows: the JSON rows' columns, one row per candidate
+    frame = h100.to_frame()
+    assert list(frame.columns) == list(data["candidates"][0])
+    assert len(frame) == len(h100.candidates)
+
+
+def test_an_unwritable_output_names_its_option(h100: PlanLlmTrainResult, tmp_path: Path) -> None:
+    with pytest.raises(InvalidSpecError, match=r"save: folder .* does not exist"):
+        save_plan(h100, tmp_path / "missing" / "plan.json", field="save")
+    with pytest.raises(InvalidSpecError, match="report: is a folder"):
+        write_plan_report(h100, tmp_path, field="report")
