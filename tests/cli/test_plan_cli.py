@@ -106,6 +106,39 @@ def test_unknown_yaml_key_names_it(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("name", "text", "needle"),
+    [
+        (
+            "plan.yaml",
+            "workload: resnet50\nmax_gpus: 8\ndeadline: 2h\nmax_gpus: 4\n",
+            "plan.yaml, line 4: key 'max_gpus' is given twice (lines 2 and 4); YAML would "
+            "silently keep the last; keep one 'max_gpus' line and delete the other",
+        ),
+        (
+            "plan.yaml",
+            "workload: resnet50\nmax_gpus: 8\nmax-gpus: 4\n",
+            "plan.yaml, line 3: 'max_gpus' and 'max-gpus' both set max_gpus (lines 2 and 3); "
+            "keep one of them",
+        ),
+        (
+            "plan.toml",
+            'workload = "resnet50"\nmax_gpus = 8\nmax_gpus = 4\n',
+            "plan.toml, line 3: key 'max_gpus' is given twice (lines 2 and 3); keep one",
+        ),
+    ],
+)
+def test_a_config_key_given_twice_is_one_line_and_exit_2(
+    tmp_path: Path, name: str, text: str, needle: str
+) -> None:
+    cfg = tmp_path / name
+    cfg.write_text(text, encoding="utf-8")
+    code, out = invoke("plan", "train", "--config", str(cfg))
+    assert code == 2, out
+    assert needle in " ".join(out.split())
+    assert out.strip().startswith("error: ")
+
+
+@pytest.mark.parametrize(
     ("args", "needle"),
     [
         (["--gpu", "H101"], "unknown GPU 'H101'"),

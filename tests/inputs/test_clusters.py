@@ -242,6 +242,23 @@ def test_the_training_predictor_takes_the_subsets_bandwidth(tmp_path: Path) -> N
         ),
         ("gpu: [H100\n", DataFormatError, r"bad\.yaml, line \d+: not valid YAML"),
         ("- gpu\n- H100\n", DataFormatError, r"must be a mapping of cluster fields"),
+        (
+            YAML + "gpus_per_node: 4\n",
+            DataFormatError,
+            r"bad\.yaml, line 10: key 'gpus_per_node' is given twice \(lines 4 and 10\); "
+            r"YAML would silently keep the last; keep one 'gpus_per_node' line",
+        ),
+        (
+            YAML + "gpus-per-node: 4\n",
+            DataFormatError,
+            r"bad\.yaml, line 10: 'gpus_per_node' and 'gpus-per-node' both set gpus_per_node "
+            r"\(lines 4 and 10\); keep one of them",
+        ),
+        (
+            "cluster:\n  gpu: H100\n  gpu: A100\n",
+            DataFormatError,
+            r"bad\.yaml, line 3: key 'gpu' is given twice \(lines 2 and 3\)",
+        ),
     ],
 )
 def test_bad_files_are_one_line_errors_naming_the_field(
@@ -261,6 +278,33 @@ def test_a_bad_toml_file(tmp_path: Path) -> None:
         match=r"intra_node_gbps: must be a finite number > 0 \(got 0; .*bad\.toml, line 7\)",
     ):
         load_cluster(str(path), load_catalog())
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        (
+            TOML + 'gpu = "H100"\n',
+            r"bad\.toml, line 14: key 'gpu' is given twice \(lines 3 and 14\); keep one 'gpu' line",
+        ),
+        (TOML + "[cluster]\n", r"bad\.toml, line 14: not valid TOML \(Cannot declare .*twice\)$"),
+        ("gpu = \n", r"bad\.toml, line 1: not valid TOML \(Invalid value\)$"),
+    ],
+)
+def test_toml_errors_name_the_line(tmp_path: Path, text: str, match: str) -> None:
+    # tomllib refuses a key set twice itself; the error names the key and both lines
+    path = write(tmp_path, "bad.toml", text)
+    with pytest.raises(DataFormatError, match=match) as caught:
+        load_cluster(str(path), load_catalog())
+    assert caught.value.exit_code == 2
+
+
+def test_a_toml_repeat_names_the_lines_within_its_table(tmp_path: Path) -> None:
+    # 'x' of [a] is another key than 'x' of [b]: the repeat is lines 4 and 5, not 2 and 5
+    from gpucast.inputs.textfiles import parse_mapping_text
+
+    with pytest.raises(DataFormatError, match=r"line 5: key 'x' is given twice \(lines 4 and 5\)"):
+        parse_mapping_text(tmp_path / "t.toml", "[a]\nx = 1\n[b]\nx = 2\nx = 3\n")
 
 
 def test_a_file_that_is_not_utf8(tmp_path: Path) -> None:

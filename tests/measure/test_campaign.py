@@ -58,6 +58,12 @@ def test_sweep_expands_axes_and_repeats(tmp_path: Path) -> None:
         ("workloads: [mlp]\nbatch_sizes: [4]\ndevices: [tpu]\n", 3, "'devices'.*tpu"),
         ("workloads: [mlp]\nbatch_sizes: [4]\nsettings: {steps: 1}\n", 3, "settings.steps"),
         ("workloads: [mlp]\nbatch_sizes: [4\n", None, "not valid YAML"),
+        ("workloads: [mlp]\nbatch_sizes: [4]\nworkloads: [gcn]\n", 3, "'workloads'.*lines 1 and 3"),
+        (
+            "workloads: [mlp]\nbatch_sizes: [4]\nsettings:\n  steps: 5\n  steps: 50\n",
+            5,
+            "'steps' is given twice \\(lines 4 and 5\\)",
+        ),
     ],
 )
 @pytest.mark.parametrize("names_only", [False, True], ids=["build", "app-check"])

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from gpucast.domain.errors import DataFormatError
 from gpucast.domain.options import build, field_for
-from gpucast.inputs.textfiles import parse_mapping_text, read_text
+from gpucast.inputs.textfiles import flag_key, parse_mapping_text, read_text, reject_respelled_keys
 
 T = TypeVar("T")
 
@@ -31,6 +31,7 @@ def read_config(path: Path | str, request_cls: type | None = None) -> dict[str, 
         return {}
     if not isinstance(data, dict):
         raise DataFormatError(str(path), "must be a mapping of option: value")
+    reject_respelled_keys(path, text, data, lambda key: _field_name(request_cls, key))
     out: dict[str, Any] = {}
     for key, value in data.items():
         if request_cls is not None and field_for(request_cls, str(key)) is None:
@@ -56,6 +57,11 @@ def request_from(
         values = {k: v for k, v in values.items() if _same(request_cls, k, name) is False}
         values[key] = value
     return build(request_cls, values, where=where)
+
+
+def _field_name(request_cls: type | None, key: object) -> str:
+    f = None if request_cls is None else field_for(request_cls, str(key))
+    return flag_key(key) if f is None else f.name
 
 
 def _same(request_cls: type, key: str, name: str) -> bool:

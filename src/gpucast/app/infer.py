@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.gpu_memory import engine_share_note
 from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision
 from gpucast.domain.options import option
 
@@ -304,6 +305,14 @@ def predict_infer(
             "precision": f"{predict.precision} weights, {predict.kv_precision} KV cache"
             + ("" if request.precision else " (the engine's default)"),
             **({"intra-node links": links_text(gpu, predict.tp)} if predict.tp > 1 else {}),
+            "memory": engine_share_note(
+                engine.display_name,
+                gpu.memory_gib,
+                predict.memory.weights_bytes,
+                engine.memory_fraction,
+                engine.memory_share == "free",
+                engine.params(gpu.name)["memory_reserve_gib"],
+            ),
             "energy": energy_note,
         },
         hint=more_gpus_hint(predict, others),

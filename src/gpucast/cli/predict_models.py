@@ -106,6 +106,10 @@ def infer_command(
         highlight=False,
         markup=False,
     )
+    if "memory" in result.assumptions:
+        console.print(
+            f"  memory rule: {result.assumptions['memory']}", highlight=False, markup=False
+        )
     for note in p.notes:
         console.print(f"  {note}", highlight=False, markup=False)
     console.print(f"  engine: {result.engine.provenance()}", highlight=False, markup=False)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.gpu_memory import RESERVED_FRACTION, RESERVED_GIB
 from gpucast.domain.options import option
 from gpucast.domain.prediction import Estimate
 from gpucast.domain.systems import IntraNode, group_link_gbps
@@ -332,8 +333,8 @@ class ParallelAssumptions:
     tp_overlap_fraction: float = 0.0
     dp_overlap_fraction: float = 0.7
     framework_overhead_gib: float = 1.0
-    reserved_gib: float = 1.0
-    reserved_fraction: float = 0.05
+    reserved_gib: float = RESERVED_GIB
+    reserved_fraction: float = RESERVED_FRACTION
     kernels_per_layer_forward: int = 12
     causal: bool = True
     allow_uneven_pp: bool = True

@@ -61,7 +61,13 @@ from gpucast.domain.systems import (
     as_intra_node,
     as_network,
 )
-from gpucast.inputs.textfiles import line_of, parse_mapping_text, read_text
+from gpucast.inputs.textfiles import (
+    flag_key,
+    line_of,
+    parse_mapping_text,
+    read_text,
+    reject_respelled_keys,
+)
 
 if TYPE_CHECKING:
     from gpucast.domain.simulation import PriceTable
@@ -408,7 +414,8 @@ def _file_values(path: Path) -> tuple[dict[str, Any], str]:
             "must be a mapping of cluster fields (gpu, gpus_per_node, nodes, ...)",
             fix="see the README's 'Your own cluster'",
         )
-    return {str(k).strip().replace("-", "_"): v for k, v in data.items()}, text
+    reject_respelled_keys(path, text, data)
+    return {flag_key(k): v for k, v in data.items()}, text
 
 
 def _shape_values(shape: NodeShape) -> dict[str, Any]:

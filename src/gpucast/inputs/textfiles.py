@@ -3,7 +3,8 @@
 :func:`read_text` reads the file through the one input reader (``gpucast.store.files``: UTF-8
 with or without a BOM; a missing, empty or binary file, a folder or other bytes are one-line
 errors naming it), :func:`parse_mapping_text` parses it by its suffix (``.toml`` is TOML,
-anything else YAML) with the line of a syntax error, and :func:`line_of` finds the line a key
+anything else YAML, read by :func:`gpucast.store.yamlfile.load_yaml`, which refuses a key given
+twice) with the line of a syntax error or repeated key, and :func:`line_of` finds the line a key
 is written on, so an error about a field can point at it. ``gpucast.app.config`` and
 :mod:`gpucast.inputs.clusters` read through here.
 """
@@ -11,6 +12,7 @@ is written on, so an error about a field can point at it. ``gpucast.app.config``
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,18 +36,67 @@ def parse_mapping_text(path: Path, text: str) -> Any:
         try:
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise DataFormatError(str(path), f"not valid TOML ({exc})") from None
-    import yaml
+            raise _toml_error(path, text, str(exc)) from None
+    from gpucast.store.yamlfile import load_yaml
 
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise DataFormatError(
-            str(path),
-            f"not valid YAML ({getattr(exc, 'problem', None) or exc})",
-            line=None if mark is None else mark.line + 1,
-        ) from None
+    return load_yaml(text, path)
+
+
+_TOML_AT = re.compile(r"^(?P<problem>.*) \(at line (?P<line>\d+), column \d+\)$")
+_TOML_KEY = re.compile(r"^\s*(?P<key>[A-Za-z0-9_.-]+|\"[^\"]*\"|'[^']*')\s*=")
+_TOML_TABLE = re.compile(r"^\s*\[")
+
+
+def _toml_error(path: Path, text: str, message: str) -> DataFormatError:
+    """``tomllib``'s error as one line with the file's line; a key set twice in one table (which
+    TOML forbids) names the key and both lines."""
+    at = _TOML_AT.match(message)
+    if at is None:
+        return DataFormatError(str(path), f"not valid TOML ({message})")
+    line = int(at["line"])
+    lines = text.splitlines()
+    key = None
+    if at["problem"] == "Cannot overwrite a value" and line <= len(lines):
+        key = _TOML_KEY.match(lines[line - 1])
+    if key is not None:
+        for earlier in range(line - 2, -1, -1):
+            if _TOML_TABLE.match(lines[earlier]):
+                break
+            again = _TOML_KEY.match(lines[earlier])
+            if again is not None and again["key"] == key["key"]:
+                name = key["key"].strip("\"'")
+                return DataFormatError(
+                    str(path),
+                    f"key {name!r} is given twice (lines {earlier + 1} and {line})",
+                    line=line,
+                    fix=f"keep one {name!r} line and delete the other",
+                )
+    return DataFormatError(str(path), f"not valid TOML ({at['problem']})", line=line)
+
+
+def flag_key(key: object) -> str:
+    """A key as the option it names: ``batch-size``, ``batch_size`` and `` batch_size`` agree."""
+    return str(key).strip().replace("-", "_")
+
+
+def reject_respelled_keys(
+    path: Path, text: str, keys: Iterable[object], canon: Callable[[object], str] = flag_key
+) -> None:
+    """A :class:`DataFormatError` when two keys of one mapping name the same field
+    (``gpus_per_node`` and ``gpus-per-node``): the reader would keep one of them silently."""
+    seen: dict[str, str] = {}
+    for key in keys:
+        name = canon(key)
+        if name in seen:
+            first, second = line_of(text, seen[name]), line_of(text, str(key))
+            lines = f" (lines {first} and {second})" if first and second else ""
+            raise DataFormatError(
+                str(path),
+                f"{seen[name]!r} and {str(key)!r} both set {name}{lines}",
+                line=second,
+                fix="keep one of them and delete the other",
+            )
+        seen[name] = str(key)
 
 
 def line_of(text: str, key: str) -> int | None:

@@ -135,16 +135,11 @@ def load_sweep(
 
     from gpucast.domain.errors import UnknownWorkloadError
     from gpucast.store.files import read_input_text
+    from gpucast.store.yamlfile import compose_yaml
 
     path = Path(path)
     text = read_input_text(path, "sweep-file", fix="check the path")
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = None if mark is None else int(mark.line) + 1
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise DataFormatError(str(path), f"not valid YAML: {problem}", line=line) from None
+    root = compose_yaml(text, path)
     if not isinstance(root, yaml.MappingNode):
         raise _bad(
             path,
@@ -158,8 +153,6 @@ def load_sweep(
         key = str(key_node.value)
         if key not in _TOP_KEYS:
             raise _bad(path, key_node, key, "unknown key", fix=f"use one of {', '.join(_TOP_KEYS)}")
-        if key in nodes:
-            raise _bad(path, key_node, key, "given twice")
         nodes[key] = (key_node, value_node)
     for required in ("workloads", "batch_sizes"):
         if required not in nodes:

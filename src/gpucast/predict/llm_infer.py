@@ -17,8 +17,9 @@ Memory per GPU (the accounting of :mod:`gpucast.predict.parallel`, for inference
     ``t > g``): grouped-query attention shrinks it by ``a / g``. The engine takes
     ``memory_fraction`` of the GPU (vLLM's ``gpu_memory_utilization``, a documented default;
     TensorRT-LLM: of what the weights leave) less a fitted ``memory_reserve_gib``
-    (activations of the largest forward pass, CUDA graphs, communication buffers); what the
-    weights leave of that is KV cache. Sequences that do not fit at once run in turns:
+    (activations of the largest forward pass, CUDA graphs, communication buffers), never more
+    than the usable bytes of the one rule (:func:`gpucast.domain.gpu_memory.engine_room_bytes`);
+    what the weights leave of that is KV cache. Sequences that do not fit at once run in turns:
     ``c = min(B, max_sequences, KV capacity / (KV per token x (I + O)))`` at a time
     (time-averaged, as continuous batching admits and preempts them), in ``B / c`` waves.
     With llama.cpp's layer split each GPU holds ``L / n`` layers and their KV cache.
@@ -73,6 +74,7 @@ import pandas as pd
 
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError, NoFeasiblePlanError
+from gpucast.domain.gpu_memory import engine_room_bytes
 from gpucast.domain.llm import TransformerSpec
 from gpucast.domain.llm_infer import (
     BYTES_PER_VALUE,
@@ -337,16 +339,14 @@ def _evaluate(x: _Cases, p: Params) -> dict[str, FloatArray]:
     eta_c = p["compute_efficiency"]
     n_in, n_out = x.input_len, x.output_len
     # -- how many sequences run at once
-    reserve = p["memory_reserve_gib"] * GIB
-    share = np.where(
-        x.of_free > 0,
-        x.memory_fraction * (x.memory_bytes - x.held_bytes),
-        x.memory_fraction * x.memory_bytes - x.held_bytes,
-    )
-    kv_room = np.maximum(share - reserve, 0.0)
-    capacity = np.maximum(x.held_bytes + share - reserve, 0.0)  # for weights and KV cache
+    room = engine_room_bytes(
+        x.memory_bytes / GIB, x.held_bytes, x.memory_fraction, x.of_free,
+        p["memory_reserve_gib"] * GIB,
+    )  # fmt: skip
+    kv_room = np.maximum(room, 0.0)
+    capacity = np.maximum(x.held_bytes + room, 0.0)  # for weights and KV cache
     per_sequence = x.kv_held_bytes * (n_in + n_out)
-    fits = (share - reserve >= 0.0) & (kv_room >= per_sequence)
+    fits = (room >= 0.0) & (kv_room >= per_sequence)
     concurrent = np.minimum(np.minimum(x.sequences, x.max_sequences), kv_room / per_sequence)
     c = np.maximum(concurrent, 1.0)
     waves = x.sequences / c
@@ -1083,9 +1083,11 @@ def iteration_cost(
     tokens = np.arange(max(int(max_tokens), 1) + 1, dtype=np.float64)
     streamed = x.streamed_dense_bytes + x.streamed_expert_bytes * _experts_touched(x, tokens)
     pass_s = streamed / (eta_w * bw) + _collectives_s(x, p, tokens) + p["step_overhead_s"]
-    held, mem, fraction = float(x.held_bytes[0]), float(x.memory_bytes[0]), engine.memory_fraction
-    share = fraction * (mem - held) if engine.memory_share == "free" else fraction * mem - held
-    kv_room = max(share - p["memory_reserve_gib"] * GIB, 0.0)
+    room = engine_room_bytes(
+        x.memory_bytes / GIB, x.held_bytes, x.memory_fraction, x.of_free,
+        p["memory_reserve_gib"] * GIB,
+    )  # fmt: skip
+    kv_room = max(float(room[0]), 0.0)
     kv_token = float(x.kv_held_bytes[0])
     return IterationCost(
         pass_s=pass_s,

@@ -25,7 +25,8 @@ the full activations (boundaries plus one live segment), never more than all of 
 one extra forward pass (~ +33% compute).
 
 Every GPU loses ``reserved_bytes`` to the CUDA context, cuDNN/cuBLAS workspaces and allocator
-fragmentation (default 1 GiB plus 5% of memory). Strategies are tried in order of expected
+fragmentation (1 GiB plus 5%: every verb's rule, gpucast.domain.gpu_memory). Strategies are tried
+in order of expected
 slow-down and the first that fits is ``best``. The slow-downs of the strategies without offload
 are documented priors, not measurements; the two offload strategies are priced by the offload
 step-time model (:func:`gpucast.predict.offload.plan_at`: PCIe transfers, the CPU Adam step
@@ -42,8 +43,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from gpucast.domain import gpu_memory
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.gpu_memory import RESERVED_FRACTION, RESERVED_GIB
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.units import GIB, MIB
 from gpucast.predict.offload import CpuAdamModel, OffloadInputs, plan_at
@@ -274,11 +277,16 @@ def _slowdown(name: str, needs: MemoryNeeds, offload: OffloadCosts | None, n: in
 
 
 def usable_bytes(
-    gpu: GpuSpec, *, reserved_gib: float = 1.0, reserved_fraction: float = 0.05
+    gpu: GpuSpec,
+    *,
+    reserved_gib: float = RESERVED_GIB,
+    reserved_fraction: float = RESERVED_FRACTION,
 ) -> float:
-    """GPU memory a training process can use: total minus context, workspaces, fragmentation."""
-    total = gpu.memory_gib * GIB
-    return max(0.0, total * (1.0 - reserved_fraction) - reserved_gib * GIB)
+    """GPU memory a job can fill: :func:`gpucast.domain.gpu_memory.usable_bytes`, the one rule
+    (the catalog's memory less the CUDA context, library workspaces and fragmentation)."""
+    return gpu_memory.usable_bytes(
+        gpu.memory_gib, reserved_gib=reserved_gib, reserved_fraction=reserved_fraction
+    )
 
 
 def fit_memory(
@@ -286,8 +294,8 @@ def fit_memory(
     gpu: GpuSpec,
     workers: int = 1,
     *,
-    reserved_gib: float = 1.0,
-    reserved_fraction: float = 0.05,
+    reserved_gib: float = RESERVED_GIB,
+    reserved_fraction: float = RESERVED_FRACTION,
     offload: OffloadCosts | None = None,
     plans: Collection[str] | None = None,
 ) -> MemoryFit:
