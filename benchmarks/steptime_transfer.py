@@ -74,7 +74,9 @@ def floors(pairs: pd.DataFrame) -> pd.DataFrame:
         grid = np.linspace(lt.min(), lt.max(), 401)
         cost = [_ape(c - lt).mean() for c in grid]
         best[key] = grid[int(np.argmin(cost))]
-    pairs["log_oracle"] = [best[k] for k in zip(pairs.source, pairs.gpu, pairs.gpu_ref, strict=True)]
+    pairs["log_oracle"] = [
+        best[k] for k in zip(pairs.source, pairs.gpu, pairs.gpu_ref, strict=True)
+    ]
     lo = np.log(np.minimum(np.minimum(r_peak, r_bw), 1.0))
     hi = np.log(np.maximum(np.maximum(r_peak, r_bw), 1.0))
     pairs["lo"], pairs["hi"] = lo, hi
@@ -89,17 +91,21 @@ def floors(pairs: pd.DataFrame) -> pd.DataFrame:
         truth = rows["log_true"].first() + np.log(rows["t_ref"].first())  # log t (any ref)
         row = {"source": source, "gpu": gpu, "rows": len(truth)}
         # several references: the geometric mean of their predictions
-        oracle = (part["log_oracle"] + np.log(part["t_ref"])).groupby(
-            [part.workload_key, part.batch]
-        ).mean()
+        oracle = (
+            (part["log_oracle"] + np.log(part["t_ref"]))
+            .groupby([part.workload_key, part.batch])
+            .mean()
+        )
         row["oracle constant"] = _ape(oracle - truth).mean()
         env_lo = (part["lo"] + np.log(part["t_ref"])).groupby([part.workload_key, part.batch]).min()
         env_hi = (part["hi"] + np.log(part["t_ref"])).groupby([part.workload_key, part.batch]).max()
         row["datasheet envelope"] = _ape(np.clip(truth, env_lo, env_hi) - truth).mean()
         for name, ratio in rules.items():
-            pred = (ratio[part.index] + np.log(part["t_ref"])).groupby(
-                [part.workload_key, part.batch]
-            ).mean()
+            pred = (
+                (ratio[part.index] + np.log(part["t_ref"]))
+                .groupby([part.workload_key, part.batch])
+                .mean()
+            )
             row[name] = _ape(pred - truth).mean()
         out.append(row)
     table = pd.DataFrame(out)
@@ -171,7 +177,7 @@ def main() -> int:
     cols = [c for c in table.columns if c not in ("source", "gpu", "rows")]
     pooled = table[cols].multiply(table["rows"], axis=0).sum() / table["rows"].sum()
     by_source = table.groupby("source").apply(
-        lambda p: (p[cols].multiply(p["rows"], axis=0).sum() / p["rows"].sum()),
+        lambda p: p[cols].multiply(p["rows"], axis=0).sum() / p["rows"].sum(),
         include_groups=False,
     )
     print("\n   per source (row-weighted):")
