@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -18,7 +19,12 @@ from gpucast.predict.intervals import (
     IntervalTable,
     distance_regimes,
 )
-from gpucast.predict.roofline import RooflineWorkload, calibrate, predict_step_time
+from gpucast.predict.roofline import (
+    RooflineWorkload,
+    calibrate,
+    carried_fixed_ratio,
+    predict_step_time,
+)
 from gpucast.predict.steptime import (
     StepTimeModel,
     cross_validated_residuals,
@@ -200,8 +206,42 @@ def test_fitted_efficiency_drives_the_roofline_with_its_intervals() -> None:
     cal = calibrate(work, est.value * 1.3, gpu_a, "fp32", efficiency=eff)
     moved = predict_step_time(work, _spec("Z", fp32, bf16, bw), "fp32", calibration=cal,
                               efficiency=eff)  # fmt: skip
-    assert moved.value == pytest.approx(unseen.value * 1.3, rel=1e-9)
+    # x1.3 everywhere, the fixed part carried from A (its factor; the same datasheet: ratio 1)
+    carried = unseen.value + unseen.breakdown["overhead"] * (model.gpu_factor_["A"] - 1.0)
+    assert moved.value == pytest.approx(carried * 1.3, rel=1e-9)
     assert moved.lower <= moved.value <= moved.upper
+
+
+def test_a_measurement_on_another_gpu_carries_its_fixed_part_at_the_datasheet_ratio() -> None:
+    """Calibrated on GPU A, a prediction for another GPU scales its compute and memory terms by
+    the measurement's scale, and its fixed part is A's (A's factor) times sqrt(peak ratio x
+    bandwidth ratio): for a GPU without data (factor 1) and for one with data (its factor
+    divided out); on A itself nothing is carried."""
+    rows = synthetic_steps(noise=0.05)
+    model = StepTimeModel().fit(rows, fitted_on="synthetic")
+    model.with_intervals(interval_table(cross_validated_residuals(rows)))
+    eff = model.efficiency()
+    fp32, bf16, bw, _ = GPUS["A"]
+    gpu_a = _spec("A", fp32, bf16, bw)
+    work = RooflineWorkload(
+        name="w1", batch_size=8, matmul_flops=3e9 * 8, memory_bytes=40e6 * 8, n_kernels=300
+    )
+    base = predict_step_time(work, gpu_a, "fp32", efficiency=eff)
+    cal = calibrate(work, base.value * 1.2, gpu_a, "fp32", efficiency=eff)
+    k_a = model.gpu_factor_["A"]
+    for name, (p, b) in {"Z": (40.0, 2000.0), "B": GPUS["B"][::2]}.items():
+        target = _spec(name, p, 4 * p, b)
+        plain = predict_step_time(work, target, "fp32", efficiency=eff)
+        moved = predict_step_time(work, target, "fp32", calibration=cal, efficiency=eff)
+        ratio = k_a / model.gpu_factor_.get(name, 1.0) * math.sqrt(fp32 / p * bw / b)
+        assert carried_fixed_ratio(target, cal, "fp32", eff) == pytest.approx(ratio)
+        expected = 1.2 * (plain.value + plain.breakdown["overhead"] * (ratio - 1.0))
+        assert moved.value == pytest.approx(expected, rel=1e-9)
+        assert any("carried from A" in n for n in moved.notes)
+        assert ratio < 1.0  # a faster datasheet: the fixed part shrinks with it
+    same = predict_step_time(work, gpu_a, "fp32", calibration=cal, efficiency=eff)
+    assert same.value == pytest.approx(base.value * 1.2, rel=1e-9)
+    assert not any("carried from" in n for n in same.notes)
 
 
 def test_priors_keep_the_documented_bands() -> None:
@@ -296,7 +336,9 @@ def test_a_prediction_without_a_measurement_states_the_new_code_base_band() -> N
     calibrated = predict_step_time(work, _spec("Z", fp32, bf16, bw), "fp32", calibration=cal,
                                    efficiency=eff)  # fmt: skip
     assert "a code base no source ran" not in " ".join(calibrated.notes)
-    assert calibrated.upper / calibrated.value < high
+    # the calibrated regime's own band (at the measured batch), not the new-code-base one
+    _, own_high = model.intervals_.ratios("gpu_unseen/calibrated/batch_x2")
+    assert calibrated.upper / calibrated.value == pytest.approx(own_high)
 
 
 def test_nested_coverage_as_stated_widens_the_uncalibrated_regimes_only() -> None:

@@ -72,7 +72,7 @@ def load_plan(path: Path | str) -> TrainPlan:
     if data.get("kind") in (*SERVE_PLAN_KINDS, LLM_TRAIN_PLAN_KIND):
         what = "an LLM training plan" if data["kind"] == LLM_TRAIN_PLAN_KIND else "a serving plan"
         raise DataFormatError(
-            str(path), f"is {what}, not a plan train plan",
+            str(path), f"is {what}, not a training plan (plan train --save)",
             fix="gpucast report --plan FILE renders every kind",
         )  # fmt: skip
     return TrainPlan.from_dict(data, path=str(path))

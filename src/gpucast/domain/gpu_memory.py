@@ -18,10 +18,13 @@ bytes where it is not (:func:`engine_room_bytes`).
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from gpucast.domain.units import GIB
+
+if TYPE_CHECKING:  # numpy loads where an array is priced, not with the CLI (tests/cli/test_startup)
+    import numpy as np
+    import numpy.typing as npt
 
 #: GiB every GPU process loses to the CUDA context (its code and data: ~0.3-0.6 GiB on
 #: Ampere/Hopper with CUDA 12's lazy module loading, more without; CUDA C++ Programming Guide,
@@ -46,9 +49,7 @@ def usable_bytes(
 ) -> float:
     """Bytes of a ``memory_gib`` GPU a job can fill: the memory less ``reserved_gib`` and
     ``reserved_fraction`` of it (see the module docstring); never below 0."""
-    return float(
-        _usable(np.float64(memory_gib * GIB), reserved_gib=reserved_gib, fraction=reserved_fraction)
-    )
+    return max(memory_gib * GIB * (1.0 - reserved_fraction) - reserved_gib * GIB, 0.0)
 
 
 def _usable(
@@ -57,6 +58,8 @@ def _usable(
     reserved_gib: float = RESERVED_GIB,
     fraction: float = RESERVED_FRACTION,
 ) -> npt.NDArray[np.float64]:
+    import numpy as np
+
     return np.asarray(np.maximum(memory_bytes * (1.0 - fraction) - reserved_gib * GIB, 0.0))
 
 
@@ -75,6 +78,8 @@ def engine_room_bytes(
     :func:`usable_bytes`: an engine told to take the whole GPU (DeepSpeed-MII, llama.cpp)
     gets the usable bytes, as every other verb does; one that keeps more headroom (vLLM's
     0.9) keeps it on top of the rule."""
+    import numpy as np
+
     mem = np.asarray(memory_gib, dtype=np.float64) * GIB
     held = np.asarray(held_bytes, dtype=np.float64)
     frac = np.asarray(fraction, dtype=np.float64)
