@@ -385,13 +385,16 @@ def evaluate(
     params: PerfParams,
     work: Work,
     startup_s: float,
+    memo: comm.AsyncTableMemo | None = None,
 ) -> Evaluation:
-    """Evaluate every row of ``space`` (see the module docstring)."""
+    """Evaluate every row of ``space`` (see the module docstring). ``memo`` keeps the PS
+    networks solved by earlier calls (the planner's chunks): the same numbers, sooner."""
     mixed = space.mixed
     if not mixed.any():
         return _evaluate_single(
-            space, facts=facts, gpus=gpus, params=params, work=work, startup_s=startup_s
-        )
+            space, facts=facts, gpus=gpus, params=params, work=work, startup_s=startup_s,
+            memo=memo,
+        )  # fmt: skip
     k = int(np.argmax(mixed))  # first mixed row
     if not mixed[:k].any() and mixed[k:].all():
         # the usual layout (build_space puts mixed rows last): slices, no gathers
@@ -400,8 +403,9 @@ def evaluate(
     else:
         single, multi = np.flatnonzero(~mixed), np.flatnonzero(mixed)
     one = _evaluate_single(
-        space.take(single), facts=facts, gpus=gpus, params=params, work=work, startup_s=startup_s
-    )
+        space.take(single), facts=facts, gpus=gpus, params=params, work=work, startup_s=startup_s,
+        memo=memo,
+    )  # fmt: skip
     two = evaluate_mixed(
         space.take(multi), facts=facts, gpus=gpus, params=params, work=work, startup_s=startup_s
     )
@@ -440,6 +444,7 @@ def _evaluate_single(
     params: PerfParams,
     work: Work,
     startup_s: float,
+    memo: comm.AsyncTableMemo | None = None,
 ) -> Evaluation:
     """Rows of one GPU type (see the module docstring)."""
     off = space.offers
@@ -567,9 +572,8 @@ def _evaluate_single(
             """Updates/s of the PS rows with the compute x ``compute_ratio`` and every PS
             and NIC time x ``ps_ratio``; and where the node NICs bound them."""
             think = compute[u] * compute_ratio[u] + delay * ps_ratio
-            table = comm.ps_async_table(
-                think, push[u] * ps_ratio, pull[u] * ps_ratio, int(n[sel].max())
-            )
+            solve = comm.ps_async_table if memo is None else memo.table
+            table = solve(think, push[u] * ps_ratio, pull[u] * ps_ratio, int(n[sel].max()))
             x_mva = table[inverse.reshape(-1), n[sel] - 1]
             return np.minimum(x_mva, nic_rate / ps_ratio), nic_rate / ps_ratio < x_mva
 

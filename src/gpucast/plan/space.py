@@ -266,11 +266,7 @@ def build_space(request: TrainRequest, offers: OfferTable) -> tuple[Space, dict[
     """Every (offer, nodes, market, strategy, shards, batch) row; plus rows never generated
     because an instance alone has more GPUs than ``max_gpus`` (reason -> count)."""
     chunks, dropped = space_chunks(request, offers)
-    parts = list(chunks)
-    space = parts[0]
-    for part in parts[1:]:
-        space = concat(space, part)
-    return space, dropped
+    return concat(*chunks), dropped
 
 
 #: Rows a chunk of :func:`space_chunks` holds at most (one base row's block is never split).
@@ -421,19 +417,22 @@ def market_twins(space: Space) -> IntArray:
     return twin
 
 
-def concat(a: Space, b: Space) -> Space:
-    """Rows of ``a`` then rows of ``b`` (same offers)."""
+def concat(first: Space, *rest: Space) -> Space:
+    """The rows of every part, in order (same offers), each column joined once."""
+    if not rest:
+        return first
+    parts = (first, *rest)
     return Space(
-        offers=a.offers,
-        offer=np.concatenate([a.offer, b.offer]),
-        nodes=np.concatenate([a.nodes, b.nodes]),
-        spot=np.concatenate([a.spot, b.spot]),
-        strategy=np.concatenate([a.strategy, b.strategy]),
-        shards=np.concatenate([a.shards, b.shards]),
-        batch=np.concatenate([a.batch, b.batch]),
-        global_batch=a.global_batch,
-        offer2=np.concatenate([a.part2, b.part2]),
-        nodes2=np.concatenate([a.count2, b.count2]),
+        offers=first.offers,
+        offer=np.concatenate([p.offer for p in parts]),
+        nodes=np.concatenate([p.nodes for p in parts]),
+        spot=np.concatenate([p.spot for p in parts]),
+        strategy=np.concatenate([p.strategy for p in parts]),
+        shards=np.concatenate([p.shards for p in parts]),
+        batch=np.concatenate([p.batch for p in parts]),
+        global_batch=first.global_batch,
+        offer2=np.concatenate([p.part2 for p in parts]),
+        nodes2=np.concatenate([p.count2 for p in parts]),
     )
 
 

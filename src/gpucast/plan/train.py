@@ -84,6 +84,7 @@ from gpucast.plan.risk import (
     approx_spot_time_s,
 )
 from gpucast.plan.space import (
+    CHUNK_ROWS,
     PS,
     PS_SYNC,
     STRATEGY_LABELS,
@@ -96,6 +97,7 @@ from gpucast.plan.space import (
 )
 from gpucast.plan.spot_rows import hazards, mean_gaps, part_offers, simulate_rows
 from gpucast.plan.uncertainty import SPOT_STRATA, p_meet_deadline
+from gpucast.predict import comm
 from gpucast.predict.convergence import ConvergenceCurve
 from gpucast.predict.roofline import Calibration, RooflineEfficiency
 
@@ -457,6 +459,7 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
     chunks, dropped = space_chunks(space_request, offers)
     work = make_work(request, ctx.facts, ctx.work_curve, ctx.evaluation)
     marked: dict[str, int] = {}
+    memo = comm.AsyncTableMemo(space_request.max_gpus)
 
     def run(chunk: Space) -> tuple[Evaluation, npt.NDArray[np.object_], FloatArray, BoolArray]:
         ev = evaluate(
@@ -466,6 +469,7 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
             params=ctx.perf,
             work=work,
             startup_s=ctx.risk.startup_mean_s,
+            memo=memo,
         )
         reason, ok, p_model = _mark(request, ctx, chunk, ev, marked)
         return ev, reason, p_model, ok
@@ -479,32 +483,48 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
             passed_on_demand=int(np.count_nonzero(ok & ~space.spot)),
             passed_spot=int(np.count_nonzero(ok & space.spot)),
         )  # fmt: skip
-    kept: list[tuple[Space, Evaluation, npt.NDArray[np.object_], FloatArray, BoolArray]] = []
+    kept: list[_Rows] = []
     unkept = Unkept()
     evaluated = 0
     passed = {False: 0, True: 0}
     cache = _Pruning()
+
+    def let_go(rows: _Rows) -> _Rows:
+        """The rows of ``rows`` worth keeping; the others' extremes go to ``unkept``."""
+        nonlocal unkept
+        part, ev, reason, p_model, ok = rows
+        keep = _worth_keeping(part, ev, ok, ctx, work, cache, elastic=request.elastic)
+        limits = _limits(request, ctx, part, ev, reason, ~keep)
+        unkept = unkept.merge(Unkept.of(part, ev, reason, p_model, ~keep, limits))
+        idx = np.flatnonzero(keep)
+        return part.take(idx), _take(ev, idx), reason[idx], p_model[idx], ok[idx]
+
+    held = 0  # rows in `kept`
     for chunk in chunks:
         ev, reason, p_model, ok = run(chunk)
         evaluated += len(chunk)
         passed[False] += int(np.count_nonzero(ok & ~chunk.spot))
         passed[True] += int(np.count_nonzero(ok & chunk.spot))
-        keep = _worth_keeping(chunk, ev, ok, ctx, work, cache, elastic=request.elastic)
-        let_go = _limits(request, ctx, chunk, ev, reason, ~keep)
-        unkept = unkept.merge(Unkept.of(chunk, ev, reason, p_model, ~keep, let_go))
-        if keep.any() or not kept:  # (the first chunk's rows, even none, set the shapes)
-            idx = np.flatnonzero(keep)
-            kept.append((chunk.take(idx), _take(ev, idx), reason[idx], p_model[idx], ok[idx]))
+        rows = let_go((chunk, ev, reason, p_model, ok))
+        if len(rows[0]) or not kept:  # (the first chunk's rows, even none, set the shapes)
+            kept.append(rows)
+            held += len(rows[0])
+        if held > REPRUNE_ROWS and len(kept) > 1:
+            # what each chunk kept, kept again over all of them: a row another chunk beats
+            # goes (the front of fronts is the front), so `kept` stays near the plan's size
+            kept = [let_go(_concat_rows(kept))]
+            held = len(kept[0][0])
+    rows = _concat_rows(kept)
     return SearchResult(
-        space=_concat_spaces([k[0] for k in kept]),
-        evaluation=_concat_evaluations([k[1] for k in kept]),
+        space=rows[0],
+        evaluation=rows[1],
         gpus=gpus,
         work=work,
-        reason=np.concatenate([k[2] for k in kept]),
+        reason=rows[2],
         dropped=dropped,
-        p_model=np.concatenate([k[3] for k in kept]),
+        p_model=rows[3],
         marked=marked,
-        ok=np.concatenate([k[4] for k in kept]),
+        ok=rows[4],
         evaluated=evaluated,
         unkept=unkept,
         passed_on_demand=passed[False],
@@ -559,10 +579,23 @@ def _mark(
 
 
 def _concat_spaces(parts: list[Space]) -> Space:
-    space = parts[0]
-    for part in parts[1:]:
-        space = concat(space, part)
-    return space
+    return concat(*parts)
+
+
+#: Rows of a compact search: space, evaluation, reason, P(meet) of the model, passed.
+_Rows = tuple[Space, Evaluation, npt.NDArray[np.object_], FloatArray, BoolArray]
+#: Rows a compact search holds before it prunes what its chunks kept over all of them.
+REPRUNE_ROWS = CHUNK_ROWS
+
+
+def _concat_rows(parts: list[_Rows]) -> _Rows:
+    return (
+        _concat_spaces([p[0] for p in parts]),
+        _concat_evaluations([p[1] for p in parts]),
+        np.concatenate([p[2] for p in parts]),
+        np.concatenate([p[3] for p in parts]),
+        np.concatenate([p[4] for p in parts]),
+    )
 
 
 def _take(ev: Evaluation, idx: IntArray) -> Evaluation:
@@ -643,11 +676,11 @@ def _worth_keeping(
         keep[od[np.lexsort((c, t, -good))[0]]] = True
         kwh = ev.workers[od] * ev.gpu_power_w[od] * ev.train_s[od] * ctx.pue / 3.6e6
         off = space.offers
-        intensity = np.array(
-            [ctx.grid_gco2e_per_kwh.get((off.provider[k], off.region[k]), np.nan)
-             for k in space.offer[od].tolist()],
+        per_offer = np.array(
+            [ctx.grid_gco2e_per_kwh.get((p, r), np.nan) for p, r in zip(off.provider, off.region)],
             dtype=np.float64,
-        )  # fmt: skip
+        )
+        intensity = per_offer[space.offer[od]]
         for values in (kwh, kwh * intensity):
             known = np.flatnonzero(np.isfinite(values))
             if known.size:
@@ -663,7 +696,9 @@ def _worth_keeping(
         block = np.cumsum(np.r_[True, np.any(key[1:] != key[:-1], axis=1)])
         code = ((block * 8 + space.strategy) * (int(space.shards.max()) + 1) + space.shards) * 2
         code = code + space.spot
-        keep |= np.isin(code, code[keep])
+        hit = np.zeros(int(code.max()) + 1, dtype=bool)  # codes are small: a lookup table
+        hit[code[keep]] = True
+        keep |= hit[code]
     return keep
 
 
