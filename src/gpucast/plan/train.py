@@ -78,7 +78,7 @@ from gpucast.plan.inputs import (
     build_gpu_table,
 )
 from gpucast.plan.learners import learner_choice
-from gpucast.plan.pareto import nondominated, pareto_front_2d, spread
+from gpucast.plan.pareto import first_least, nondominated, pareto_front_2d, spread
 from gpucast.plan.risk import (
     SpotOutcome,
     approx_spot_time_s,
@@ -114,6 +114,12 @@ R_DEADLINE = "misses the deadline"
 R_BUDGET = "over budget"
 R_RISK = "P(meet deadline) below --min-p-meet"
 R_UNFINISHED = "spot: runs that never finish"
+#: The reasons a search marks, by code (0: passed): a search labels its chunks with these
+#: small integers and names only the rows it keeps (:func:`_reason_in` reads both).
+_REASONS: tuple[str, ...] = (
+    "", R_SPOT, R_BATCH, R_CPU, R_HOST_MEMORY, R_MEMORY, R_DEADLINE, R_RISK, R_BUDGET
+)
+_REASON_NAMES = np.array(_REASONS, dtype=object)
 
 RELAX = {
     R_SPOT: "drop spot (--no-spot) or pick instances with a spot market",
@@ -214,7 +220,7 @@ class Unkept:
     def of(
         space: Space,
         ev: Evaluation,
-        reason: npt.NDArray[np.object_],
+        reason: npt.NDArray[np.generic],
         p_model: FloatArray,
         rows: npt.NDArray[np.bool_],
         limits: Limits,
@@ -223,7 +229,7 @@ class Unkept:
         :func:`_limits`)."""
         if not rows.any():
             return Unkept()
-        physical = rows & np.isin(reason, [R_DEADLINE, R_BUDGET, R_RISK])
+        physical = rows & _reason_in(reason, (R_DEADLINE, R_BUDGET, R_RISK))
         od = physical & ~space.spot & np.isfinite(p_model)
         return Unkept(
             any_fits_market=bool((ev.fits & ev.has_market & rows).any()),
@@ -240,7 +246,7 @@ def _limits(
     ctx: PlanContext,
     space: Space,
     ev: Evaluation,
-    reason: npt.NDArray[np.object_],
+    reason: npt.NDArray[np.generic],
     rows: npt.NDArray[np.bool_],
     spot_out: Mapping[int, SpotOutcome] | None = None,
 ) -> Limits:
@@ -250,7 +256,7 @@ def _limits(
     meet no deadline that can be named (revocations, not the step time, set it). Spot rows
     that were not simulated are left out: without revocations their time and cost would
     promise too much."""
-    physical = rows & np.isin(reason, ["", R_DEADLINE, R_BUDGET, R_RISK])
+    physical = rows & _reason_in(reason, ("", R_DEADLINE, R_BUDGET, R_RISK))
     simulated = np.zeros(len(space), dtype=bool)
     simulated[list(spot_out or {})] = True
     physical &= ~space.spot | simulated
@@ -278,6 +284,14 @@ def _limits(
         deadline_s=request.deadline_s,
         budget_usd=request.budget_usd,
     )
+
+
+def _reason_in(reason: npt.NDArray[np.generic], names: tuple[str, ...]) -> BoolArray:
+    """Whether each row's reason is one of ``names``: ``reason`` holds the names, or a
+    search's codes into :data:`_REASONS`."""
+    if reason.dtype == object:
+        return np.isin(reason, list(names))
+    return np.isin(reason, [_REASONS.index(n) for n in names])
 
 
 def _host_extremes(
@@ -461,7 +475,7 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
     marked: dict[str, int] = {}
     memo = comm.AsyncTableMemo(space_request.max_gpus)
 
-    def run(chunk: Space) -> tuple[Evaluation, npt.NDArray[np.object_], FloatArray, BoolArray]:
+    def run(chunk: Space) -> tuple[Evaluation, npt.NDArray[np.int8], FloatArray, BoolArray]:
         ev = evaluate(
             chunk,
             facts=ctx.facts,
@@ -478,7 +492,8 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
         space = _concat_spaces(list(chunks))
         ev, reason, p_model, ok = run(space)
         return SearchResult(
-            space=space, evaluation=ev, gpus=gpus, work=work, reason=reason, dropped=dropped,
+            space=space, evaluation=ev, gpus=gpus, work=work, reason=_REASON_NAMES[reason],
+            dropped=dropped,
             p_model=p_model, marked=marked, ok=ok, evaluated=len(space), unkept=Unkept(),
             passed_on_demand=int(np.count_nonzero(ok & ~space.spot)),
             passed_spot=int(np.count_nonzero(ok & space.spot)),
@@ -520,7 +535,7 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
         evaluation=rows[1],
         gpus=gpus,
         work=work,
-        reason=rows[2],
+        reason=_REASON_NAMES[rows[2]],
         dropped=dropped,
         p_model=rows[3],
         marked=marked,
@@ -538,15 +553,15 @@ def _mark(
     space: Space,
     ev: Evaluation,
     marked: dict[str, int],
-) -> tuple[npt.NDArray[np.object_], BoolArray, FloatArray]:
-    """Each row's first failing reason ("" when none), whether it passed, and its P(meet
+) -> tuple[npt.NDArray[np.int8], BoolArray, FloatArray]:
+    """Each row's first failing reason (a code into :data:`_REASONS`, 0 when none), whether it passed, and its P(meet
     deadline) from the model's uncertainty; ``marked`` counts the reasons."""
-    reason = np.full(len(space), "", dtype=object)
+    reason = np.zeros(len(space), dtype=np.int8)  # codes into _REASONS
     open_rows = np.ones(len(space), dtype=bool)  # rows with no reason yet
 
     def mark(mask: npt.NDArray[np.bool_], why: str) -> None:
         hit = open_rows & mask
-        reason[hit] = why
+        reason[hit] = _REASONS.index(why)
         open_rows[hit] = False
         k = int(np.count_nonzero(hit))
         if k:
@@ -583,7 +598,7 @@ def _concat_spaces(parts: list[Space]) -> Space:
 
 
 #: Rows of a compact search: space, evaluation, reason, P(meet) of the model, passed.
-_Rows = tuple[Space, Evaluation, npt.NDArray[np.object_], FloatArray, BoolArray]
+_Rows = tuple[Space, Evaluation, npt.NDArray[np.int8], FloatArray, BoolArray]
 #: Rows a compact search holds before it prunes what its chunks kept over all of them.
 REPRUNE_ROWS = CHUNK_ROWS
 
@@ -673,7 +688,7 @@ def _worth_keeping(
         first = np.r_[True, gpu_of[order][1:] != gpu_of[order][:-1]]
         keep[od[order[first]]] = True
         good = ev.samples_per_s[od] * (work.samples_at_reference / ev.samples_needed[od])
-        keep[od[np.lexsort((c, t, -good))[0]]] = True
+        keep[od[first_least(-good, t, c)]] = True
         kwh = ev.workers[od] * ev.gpu_power_w[od] * ev.train_s[od] * ctx.pue / 3.6e6
         off = space.offers
         per_offer = np.array(
@@ -684,7 +699,7 @@ def _worth_keeping(
         for values in (kwh, kwh * intensity):
             known = np.flatnonzero(np.isfinite(values))
             if known.size:
-                keep[od[known[np.lexsort((t[known], c[known], values[known]))[0]]]] = True
+                keep[od[known[first_least(values[known], c[known], t[known])]]] = True
     sp = np.flatnonzero(ok & space.spot)
     if sp.size:
         t, c = _spot_estimates(space, ev, ctx, sp, cache, elastic=elastic)
