@@ -117,7 +117,15 @@ R_UNFINISHED = "spot: runs that never finish"
 #: The reasons a search marks, by code (0: passed): a search labels its chunks with these
 #: small integers and names only the rows it keeps (:func:`_reason_in` reads both).
 _REASONS: tuple[str, ...] = (
-    "", R_SPOT, R_BATCH, R_CPU, R_HOST_MEMORY, R_MEMORY, R_DEADLINE, R_RISK, R_BUDGET
+    "",
+    R_SPOT,
+    R_BATCH,
+    R_CPU,
+    R_HOST_MEMORY,
+    R_MEMORY,
+    R_DEADLINE,
+    R_RISK,
+    R_BUDGET,
 )
 _REASON_NAMES = np.array(_REASONS, dtype=object)
 
@@ -554,8 +562,9 @@ def _mark(
     ev: Evaluation,
     marked: dict[str, int],
 ) -> tuple[npt.NDArray[np.int8], BoolArray, FloatArray]:
-    """Each row's first failing reason (a code into :data:`_REASONS`, 0 when none), whether it passed, and its P(meet
-    deadline) from the model's uncertainty; ``marked`` counts the reasons."""
+    """Each row's first failing reason (a code into :data:`_REASONS`, 0 when none), whether
+    it passed, and its P(meet deadline) from the model's uncertainty; ``marked`` counts the
+    reasons."""
     reason = np.zeros(len(space), dtype=np.int8)  # codes into _REASONS
     open_rows = np.ones(len(space), dtype=bool)  # rows with no reason yet
 
@@ -692,9 +701,10 @@ def _worth_keeping(
         kwh = ev.workers[od] * ev.gpu_power_w[od] * ev.train_s[od] * ctx.pue / 3.6e6
         off = space.offers
         per_offer = np.array(
-            [ctx.grid_gco2e_per_kwh.get((p, r), np.nan) for p, r in zip(off.provider, off.region)],
+            [ctx.grid_gco2e_per_kwh.get(pr, np.nan)
+             for pr in zip(off.provider, off.region, strict=True)],
             dtype=np.float64,
-        )
+        )  # fmt: skip
         intensity = per_offer[space.offer[od]]
         for values in (kwh, kwh * intensity):
             known = np.flatnonzero(np.isfinite(values))

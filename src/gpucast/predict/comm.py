@@ -211,9 +211,7 @@ class AsyncTableMemo:
         keys = [row.tobytes() for row in cols]
         new = [i for i, k in enumerate(keys) if k not in self._rows or self._rows[k].size < width]
         if new:
-            fresh = ps_async_table(
-                cols[new, 0], cols[new, 1], cols[new, 2], max(n_max, self.n_max)
-            )
+            fresh = ps_async_table(cols[new, 0], cols[new, 1], cols[new, 2], max(n_max, self.n_max))
             for j, i in enumerate(new):
                 self._rows[keys[i]] = fresh[j]
         if not keys:
