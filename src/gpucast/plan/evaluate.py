@@ -73,7 +73,7 @@ from gpucast.plan.inputs import (
     PerfParams,
     WorkloadFacts,
 )
-from gpucast.plan.space import DDP, FSDP, PS, PS_SYNC, Space
+from gpucast.plan.space import DDP, FSDP, PS, PS_SYNC, Space, twin_source
 from gpucast.predict import comm
 from gpucast.predict.convergence import ConvergenceCurve
 from gpucast.predict.offload import zero_offload_step_s
@@ -436,6 +436,58 @@ def _probe_usd(
     return np.asarray(extra * usd_per_node_hour * (startup_s + PROBE_S) / 3600.0, dtype=np.float64)
 
 
+def _single_prices(
+    space: Space, params: PerfParams, time_s: FloatArray, has_cpu: BoolArray, startup_s: float
+) -> tuple[BoolArray, FloatArray, FloatArray, FloatArray]:
+    """(has a market, US$/h, probe US$, cost US$) of rows of one GPU type taking
+    ``time_s``: the only numbers of a row its market changes."""
+    off = space.offers
+    o = space.offer
+    sync = space.strategy != PS
+    price = np.where(space.spot, off.spot_usd_per_hour[o], off.on_demand_usd_per_hour[o])
+    has_market = ~np.isnan(price)
+    cpu_price = np.where(~sync & has_cpu, off.cpu_usd_per_hour[o] * space.shards, 0.0)
+    usd_per_hour = space.nodes * np.nan_to_num(price, nan=0.0) + cpu_price
+    probe = _probe_usd(params, space.nodes, sync, np.nan_to_num(price, nan=0.0), startup_s)
+    cost = time_s / 3600.0 * usd_per_hour + probe
+    return has_market, usd_per_hour, probe, cost
+
+
+def evaluate_twins(
+    space: Space,
+    twin: IntArray,
+    *,
+    facts: WorkloadFacts,
+    gpus: GpuTable,
+    params: PerfParams,
+    work: Work,
+    startup_s: float,
+    memo: comm.AsyncTableMemo | None = None,
+) -> Evaluation:
+    """:func:`evaluate`, where a spot row of one GPU type whose on-demand twin is in
+    ``space`` (``twin``: :func:`gpucast.plan.space.market_twins`) takes the twin's numbers
+    and prices only its market (:func:`_single_prices`): the same arrays for half the work."""
+    source = twin_source(space, twin)
+    derived = source != np.arange(len(space))
+    kw = {"facts": facts, "gpus": gpus, "params": params, "work": work, "startup_s": startup_s}
+    if not derived.any():
+        return evaluate(space, memo=memo, **kw)  # type: ignore[arg-type]
+    base = np.flatnonzero(~derived)
+    ev = evaluate(space.take(base), memo=memo, **kw)  # type: ignore[arg-type]
+    at = np.zeros(len(space), dtype=np.int64)
+    at[base] = np.arange(base.size)
+    cols = {f.name: getattr(ev, f.name)[at[source]] for f in fields(Evaluation)}
+    rows = np.flatnonzero(derived)
+    priced = _single_prices(
+        space.take(rows), params, cols["time_s"][rows], cols["has_cpu"][rows], startup_s
+    )
+    for name, values in zip(
+        ("has_market", "usd_per_hour", "probe_usd", "cost_usd"), priced, strict=True
+    ):
+        cols[name][rows] = values
+    return Evaluation(**cols)
+
+
 def _evaluate_single(
     space: Space,
     *,
@@ -607,12 +659,9 @@ def _evaluate_single(
     time_lower = startup_s + train_s * ratio_lower
     time_upper = startup_s + train_s * ratio_upper
 
-    price = np.where(space.spot, off.spot_usd_per_hour[o], off.on_demand_usd_per_hour[o])
-    has_market = ~np.isnan(price)
-    cpu_price = np.where(is_ps & has_cpu, off.cpu_usd_per_hour[o] * space.shards, 0.0)
-    usd_per_hour = space.nodes * np.nan_to_num(price, nan=0.0) + cpu_price
-    probe = _probe_usd(params, space.nodes, sync, np.nan_to_num(price, nan=0.0), startup_s)
-    cost = time_s / 3600.0 * usd_per_hour + probe
+    has_market, usd_per_hour, probe, cost = _single_prices(
+        space, params, time_s, has_cpu, startup_s
+    )
 
     comm_term = np.where(space.strategy == FSDP, _B["fsdp_comm"], _B["allreduce"])
     sync_bn = np.where(exposed_sync > compute, comm_term, roof_bottleneck)

@@ -417,6 +417,13 @@ def market_twins(space: Space) -> IntArray:
     return twin
 
 
+def twin_source(space: Space, twin: IntArray) -> IntArray:
+    """The row each row's market-independent numbers come from: a single-type spot row's
+    on-demand twin (``twin``: :func:`market_twins`) where it has one, else the row itself."""
+    rows = np.arange(len(space), dtype=np.int64)
+    return np.asarray(np.where(space.spot & (twin >= 0) & ~space.mixed, twin, rows))
+
+
 def concat(first: Space, *rest: Space) -> Space:
     """The rows of every part, in order (same offers), each column joined once."""
     if not rest:

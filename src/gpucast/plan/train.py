@@ -59,7 +59,13 @@ from gpucast.domain.units import GIB
 from gpucast.plan.cluster_step import cluster_perf
 from gpucast.plan.efficiency import at_batch_note, workload_family
 from gpucast.plan.energy import OBJECTIVE_TIE
-from gpucast.plan.evaluate import BOTTLENECKS, Evaluation, Work, evaluate, memory_plan_name
+from gpucast.plan.evaluate import (
+    BOTTLENECKS,
+    Evaluation,
+    Work,
+    evaluate_twins,
+    memory_plan_name,
+)
 from gpucast.plan.explain import explain
 from gpucast.plan.goodput import (
     GOODPUT_BATCHES,
@@ -94,6 +100,7 @@ from gpucast.plan.space import (
     concat,
     market_twins,
     space_chunks,
+    twin_source,
 )
 from gpucast.plan.spot_rows import hazards, mean_gaps, part_offers, simulate_rows
 from gpucast.plan.uncertainty import SPOT_STRATA, p_meet_deadline
@@ -483,9 +490,13 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
     marked: dict[str, int] = {}
     memo = comm.AsyncTableMemo(space_request.max_gpus)
 
-    def run(chunk: Space) -> tuple[Evaluation, npt.NDArray[np.int8], FloatArray, BoolArray]:
-        ev = evaluate(
+    def run(
+        chunk: Space,
+    ) -> tuple[Evaluation, npt.NDArray[np.int8], FloatArray, BoolArray, IntArray]:
+        twin = market_twins(chunk)  # chunks keep space_chunks' layout: twins are findable
+        ev = evaluate_twins(
             chunk,
+            twin,
             facts=ctx.facts,
             gpus=gpus,
             params=ctx.perf,
@@ -493,12 +504,14 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
             startup_s=ctx.risk.startup_mean_s,
             memo=memo,
         )
-        reason, ok, p_model = _mark(request, ctx, chunk, ev, marked)
-        return ev, reason, p_model, ok
+        reason, ok, p_model = _mark(
+            request, ctx, chunk, ev, marked, source=twin_source(chunk, twin)
+        )
+        return ev, reason, p_model, ok, twin
 
     if not compact:
         space = _concat_spaces(list(chunks))
-        ev, reason, p_model, ok = run(space)
+        ev, reason, p_model, ok, _ = run(space)
         return SearchResult(
             space=space, evaluation=ev, gpus=gpus, work=work, reason=_REASON_NAMES[reason],
             dropped=dropped,
@@ -512,11 +525,11 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
     passed = {False: 0, True: 0}
     cache = _Pruning()
 
-    def let_go(rows: _Rows) -> _Rows:
+    def let_go(rows: _Rows, twin: IntArray | None = None) -> _Rows:
         """The rows of ``rows`` worth keeping; the others' extremes go to ``unkept``."""
         nonlocal unkept
         part, ev, reason, p_model, ok = rows
-        keep = _worth_keeping(part, ev, ok, ctx, work, cache, elastic=request.elastic)
+        keep = _worth_keeping(part, ev, ok, ctx, work, cache, elastic=request.elastic, twin=twin)
         limits = _limits(request, ctx, part, ev, reason, ~keep)
         unkept = unkept.merge(Unkept.of(part, ev, reason, p_model, ~keep, limits))
         idx = np.flatnonzero(keep)
@@ -524,11 +537,11 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
 
     held = 0  # rows in `kept`
     for chunk in chunks:
-        ev, reason, p_model, ok = run(chunk)
+        ev, reason, p_model, ok, twin = run(chunk)
         evaluated += len(chunk)
         passed[False] += int(np.count_nonzero(ok & ~chunk.spot))
         passed[True] += int(np.count_nonzero(ok & chunk.spot))
-        rows = let_go((chunk, ev, reason, p_model, ok))
+        rows = let_go((chunk, ev, reason, p_model, ok), twin)
         if len(rows[0]) or not kept:  # (the first chunk's rows, even none, set the shapes)
             kept.append(rows)
             held += len(rows[0])
@@ -561,10 +574,13 @@ def _mark(
     space: Space,
     ev: Evaluation,
     marked: dict[str, int],
+    *,
+    source: IntArray | None = None,
 ) -> tuple[npt.NDArray[np.int8], BoolArray, FloatArray]:
     """Each row's first failing reason (a code into :data:`_REASONS`, 0 when none), whether
     it passed, and its P(meet deadline) from the model's uncertainty; ``marked`` counts the
-    reasons."""
+    reasons. ``source`` (:func:`gpucast.plan.space.twin_source`): rows whose P(meet) is
+    another row's, computed once."""
     reason = np.zeros(len(space), dtype=np.int8)  # codes into _REASONS
     open_rows = np.ones(len(space), dtype=bool)  # rows with no reason yet
 
@@ -583,13 +599,20 @@ def _mark(
     mark(~ev.fits, R_MEMORY)
     p_model = np.full(len(space), np.nan)
     if request.deadline_s is not None:
+        rows = (
+            np.arange(len(space))
+            if source is None
+            else np.flatnonzero(source == np.arange(len(space)))
+        )
+        at = np.zeros(len(space), dtype=np.int64)
+        at[rows] = np.arange(rows.size)
         p_model = p_meet_deadline(
             request.deadline_s,
             ctx.risk.startup_mean_s,
-            ev.train_s,
-            ev.train_ratio_lower,
-            ev.train_ratio_upper,
-        )
+            ev.train_s[rows],
+            ev.train_ratio_lower[rows],
+            ev.train_ratio_upper[rows],
+        )[at if source is None else at[source]]
         late = ev.time_s > request.deadline_s
         # on demand: the central value must meet the deadline and P(meet) reach min_p_meet;
         # spot: revocations only slow a plan down, so P(meet) <= p_model -- drop the ones
@@ -680,6 +703,7 @@ def _worth_keeping(
     cache: _Pruning,
     *,
     elastic: bool = False,
+    twin: IntArray | None = None,
 ) -> BoolArray:
     """The rows a plan can still show, pick or simulate, whatever the other chunks hold
     (see :func:`plan_training`): of the passing on-demand rows, the (time, cost) front, the
@@ -714,7 +738,7 @@ def _worth_keeping(
     if sp.size:
         t, c = _spot_estimates(space, ev, ctx, sp, cache, elastic=elastic)
         keep[sp[pareto_front_2d(t, c)]] = True
-    twin = market_twins(space)
+    twin = market_twins(space) if twin is None else twin
     keep |= (twin >= 0) & keep[np.maximum(twin, 0)]
     if keep.any():  # every batch on a kept row's hardware, strategy and market
         key = np.stack([space.offer, space.nodes, space.part2, space.count2], axis=1)
