@@ -80,6 +80,9 @@ from gpucast.predict.offload import zero_offload_step_s
 from gpucast.predict.variability import PROBE_S
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from gpucast.plan.energy import PowerSetting
     from gpucast.plan.train import PlanContext, SearchResult
 
 FloatArray = npt.NDArray[np.float64]
@@ -210,15 +213,56 @@ class Evaluation:
     power_limit_w: FloatArray  # the power limit it runs at (NaN: none set)
 
 
+class EvalMemo:
+    """What :func:`evaluate` works out per PS network
+    (:class:`~gpucast.predict.comm.AsyncTableMemo`) and per GPU type and batch (the power
+    model's answer), kept across calls: the planner's chunks ask the same again. Keyed by the
+    exact bits of the inputs: the same numbers."""
+
+    def __init__(self, max_workers: int) -> None:
+        self.ps = comm.AsyncTableMemo(max_workers)
+        self._power: dict[bytes, tuple[float, float, float, float]] = {}
+
+    def power_at(
+        self,
+        power: PowerSetting,
+        terms: FloatArray,
+        g: IntArray,
+        names: Sequence[str],
+        batch: FloatArray,
+    ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+        """``power.at(terms, g, names, batch)``, asking it only about GPU and batch pairs (and
+        their terms) not seen before."""  # fmt: skip
+        pair = np.asarray(g, dtype=np.int64) * (1 << 32) + np.asarray(batch).astype(np.int64)
+        _, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
+        keys = [np.r_[float(g[i]), terms[i]].tobytes() for i in first.tolist()]
+        new = [j for j, k in enumerate(keys) if k not in self._power]
+        if new:
+            rows = first[new]
+            answers = power.at(terms[rows], np.asarray(g)[rows], names, np.asarray(batch)[rows])
+            for j, values in zip(new, zip(*answers, strict=True), strict=True):
+                self._power[keys[j]] = tuple(float(v) for v in values)  # type: ignore[assignment]
+        table = np.array([self._power[k] for k in keys], dtype=np.float64).reshape(-1, 4)
+        inverse = inverse.reshape(-1)
+        return (table[inverse, 0], table[inverse, 1], table[inverse, 2], table[inverse, 3])
+
+
 def _power(
-    params: PerfParams, terms: FloatArray, g: IntArray, gpus: GpuTable, batch: FloatArray
+    params: PerfParams,
+    terms: FloatArray,
+    g: IntArray,
+    gpus: GpuTable,
+    batch: FloatArray,
+    memo: EvalMemo | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """(compute slowdown, GPU power while computing W, limit W, idle power W) per row at the
     plan's power setting."""
     if params.power is None:
         nan = np.full(len(g), np.nan)
         return np.ones(len(g)), nan, nan.copy(), nan.copy()
-    return params.power.at(terms, g, gpus.names, batch)
+    if memo is None or len(g) == 0:
+        return params.power.at(terms, g, gpus.names, batch)
+    return memo.power_at(params.power, terms, g, gpus.names, batch)
 
 
 def _average_power(
@@ -385,7 +429,7 @@ def evaluate(
     params: PerfParams,
     work: Work,
     startup_s: float,
-    memo: comm.AsyncTableMemo | None = None,
+    memo: EvalMemo | None = None,
 ) -> Evaluation:
     """Evaluate every row of ``space`` (see the module docstring). ``memo`` keeps the PS
     networks solved by earlier calls (the planner's chunks): the same numbers, sooner."""
@@ -462,7 +506,7 @@ def evaluate_twins(
     params: PerfParams,
     work: Work,
     startup_s: float,
-    memo: comm.AsyncTableMemo | None = None,
+    memo: EvalMemo | None = None,
 ) -> Evaluation:
     """:func:`evaluate`, where a spot row of one GPU type whose on-demand twin is in
     ``space`` (``twin``: :func:`gpucast.plan.space.market_twins`) takes the twin's numbers
@@ -496,7 +540,7 @@ def _evaluate_single(
     params: PerfParams,
     work: Work,
     startup_s: float,
-    memo: comm.AsyncTableMemo | None = None,
+    memo: EvalMemo | None = None,
 ) -> Evaluation:
     """Rows of one GPU type (see the module docstring)."""
     off = space.offers
@@ -554,7 +598,7 @@ def _evaluate_single(
     terms = gpus.step_terms(g, b)
     slow = np.where(checkpointing, CHECKPOINTING_SLOWDOWN, 1.0)
     compute = col_sum(terms) * slow * params.gpu_slowdown(nf, sync, gpn)
-    power_slow, busy_power, power_limit, idle_power = _power(params, terms, g, gpus, b)
+    power_slow, busy_power, power_limit, idle_power = _power(params, terms, g, gpus, b, memo)
     compute = compute * power_slow
     roof_bottleneck = col_argmax(terms)
     if offload.any():
@@ -564,7 +608,7 @@ def _evaluate_single(
         roof_bottleneck = np.where(exposed > 0, _B["cpu_offload"], roof_bottleneck)
 
     # -- synchronous collectives -----------------------------------------------------------
-    rdma = np.isin(np.asarray(off.instance_type)[o], list(params.rdma_instances))
+    rdma = np.isin(np.asarray(off.instance_type), list(params.rdma_instances))[o]
     coll, exposed_sync = params.sync_collective(
         facts.gradient_bytes,
         nf,
@@ -624,7 +668,7 @@ def _evaluate_single(
             """Updates/s of the PS rows with the compute x ``compute_ratio`` and every PS
             and NIC time x ``ps_ratio``; and where the node NICs bound them."""
             think = compute[u] * compute_ratio[u] + delay * ps_ratio
-            solve = comm.ps_async_table if memo is None else memo.table
+            solve = comm.ps_async_table if memo is None else memo.ps.table
             table = solve(think, push[u] * ps_ratio, pull[u] * ps_ratio, int(n[sel].max()))
             x_mva = table[inverse.reshape(-1), n[sel] - 1]
             return np.minimum(x_mva, nic_rate / ps_ratio), nic_rate / ps_ratio < x_mva

@@ -61,6 +61,7 @@ from gpucast.plan.efficiency import at_batch_note, workload_family
 from gpucast.plan.energy import OBJECTIVE_TIE
 from gpucast.plan.evaluate import (
     BOTTLENECKS,
+    EvalMemo,
     Evaluation,
     Work,
     evaluate_twins,
@@ -104,7 +105,6 @@ from gpucast.plan.space import (
 )
 from gpucast.plan.spot_rows import hazards, mean_gaps, part_offers, simulate_rows
 from gpucast.plan.uncertainty import SPOT_STRATA, p_meet_deadline
-from gpucast.predict import comm
 from gpucast.predict.convergence import ConvergenceCurve
 from gpucast.predict.roofline import Calibration, RooflineEfficiency
 
@@ -488,7 +488,7 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
     chunks, dropped = space_chunks(space_request, offers)
     work = make_work(request, ctx.facts, ctx.work_curve, ctx.evaluation)
     marked: dict[str, int] = {}
-    memo = comm.AsyncTableMemo(space_request.max_gpus)
+    memo = EvalMemo(space_request.max_gpus)
 
     def run(
         chunk: Space,
