@@ -339,6 +339,24 @@ def space_chunks(
     return generate(), dropped
 
 
+def ps_prototypes(request: TrainRequest, offers: OfferTable) -> Space | None:
+    """One on-demand row per offer an instance of which fits ``--max-gpus``, per PS shard
+    count and batch, on one instance; None without PS rows or with a global batch (whose
+    per-worker batch moves with the count). A PS row's network (think time, push, pull) does
+    not move with its node count, so evaluating these first solves at once every network the
+    search meets (:class:`gpucast.plan.evaluate.EvalMemo`) instead of a few per chunk."""
+    variants = [v for v in _variants(request) if v[0] == PS]
+    batches = _batches(request)
+    kmax = request.max_gpus // offers.gpus_per_node
+    if offers.max_nodes is not None:
+        kmax = np.minimum(kmax, offers.max_nodes)
+    idx = np.flatnonzero(kmax >= 1)
+    if not variants or 0 in batches or not idx.size:
+        return None
+    ones = np.ones(idx.size, dtype=np.int64)
+    return _single_rows(request, offers, idx, ones, variants, batches, [False])
+
+
 def _split_rows(space: Space, rows: int) -> Iterator[Space]:
     """``space`` in slices of about ``rows`` rows that never split a block (the rows of one
     base configuration)."""

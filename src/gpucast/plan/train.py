@@ -64,6 +64,7 @@ from gpucast.plan.evaluate import (
     EvalMemo,
     Evaluation,
     Work,
+    evaluate,
     evaluate_twins,
     memory_plan_name,
 )
@@ -100,6 +101,7 @@ from gpucast.plan.space import (
     cluster_offers,
     concat,
     market_twins,
+    ps_prototypes,
     space_chunks,
     twin_source,
 )
@@ -489,6 +491,10 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
     work = make_work(request, ctx.facts, ctx.work_curve, ctx.evaluation)
     marked: dict[str, int] = {}
     memo = EvalMemo(space_request.max_gpus)
+    warm = ps_prototypes(space_request, offers)
+    if warm is not None:  # every PS network solved once, up front (the memo keeps them)
+        evaluate(warm, facts=ctx.facts, gpus=gpus, params=ctx.perf, work=work,
+                 startup_s=ctx.risk.startup_mean_s, memo=memo)  # fmt: skip
 
     def run(
         chunk: Space,
