@@ -5,6 +5,7 @@ lexicographic least found without a sort."""
 from __future__ import annotations
 
 import math
+from dataclasses import fields, replace
 
 import numpy as np
 import pytest
@@ -12,10 +13,37 @@ from plan_factories import context, request
 
 from gpucast.domain.errors import NoFeasiblePlanError
 from gpucast.plan import space, train
+from gpucast.plan.energy import PowerSetting
+from gpucast.plan.evaluate import EvalMemo, Evaluation, evaluate, evaluate_twins
 from gpucast.plan.pareto import first_least
-from gpucast.plan.train import plan_training, search
+from gpucast.plan.train import PlanContext, plan_training, search
 from gpucast.plan.uncertainty import ndtr
 from gpucast.predict import comm
+from gpucast.predict.power import BoardPower, PowerConstants, PowerModel
+
+
+def _with_power(ctx: PlanContext) -> PlanContext:
+    """``ctx`` with a power model and facts for the FAST boards (the memo keeps its answers)."""
+    model = PowerModel.from_dict(
+        {
+            "kind": "power",
+            "schema_version": 1,
+            "state": {
+                "gpu_prior_sd": 0.3,
+                "reference_weight": 1.0,
+                "constants": PowerConstants().to_dict(),
+                "gpu_factors": {},
+            },
+        }
+    )
+    board = BoardPower(name="FAST", max_power_limit_w=300.0, min_power_limit_w=100.0)
+    setting = PowerSetting(model=model, boards={"FAST": board}, mode="auto")
+    return replace(ctx, perf=replace(ctx.perf, power=setting))
+
+
+def _same(a: Evaluation, b: Evaluation) -> None:
+    for f in fields(Evaluation):
+        np.testing.assert_array_equal(getattr(a, f.name), getattr(b, f.name), err_msg=f.name)
 
 
 @pytest.mark.parametrize(
@@ -118,3 +146,42 @@ def test_first_least_is_lexsorts_first() -> None:
         n = int(rng.integers(1, 25))
         keys = [rng.choice(values, size=n) for _ in range(int(rng.integers(1, 4)))]
         assert first_least(*keys) == int(np.lexsort(keys[::-1])[0])
+
+
+@pytest.mark.parametrize("options", [{}, {"allow_mixed": True, "max_gpus": 32}])
+def test_chunks_with_twins_and_memo_evaluate_as_one_plain_call(options: dict[str, object]) -> None:
+    """A search's way -- PS networks solved up front from the prototypes, a memo shared by the
+    chunks, spot rows priced on their on-demand twins' numbers -- gives every row's numbers
+    bit for bit as one plain :func:`evaluate` of the whole space."""
+    ctx = _with_power(context())
+    req = request(**options)
+    res = search(req, ctx)  # the whole space, evaluated in one call (the twins' way)
+    kw = {
+        "facts": ctx.facts, "gpus": res.gpus, "params": ctx.perf, "work": res.work,
+        "startup_s": ctx.risk.startup_mean_s,
+    }  # fmt: skip
+    plain = evaluate(res.space, **kw)  # type: ignore[arg-type]
+    _same(res.evaluation, plain)
+    assert np.isfinite(plain.gpu_power_w).any()  # the power model answered
+    memo = EvalMemo(req.max_gpus)
+    warm = space.ps_prototypes(req, res.space.offers)
+    assert warm is not None and set(warm.strategy.tolist()) == {space.PS}
+    assert not warm.spot.any() and (warm.nodes == 1).all()
+    evaluate(warm, memo=memo, **kw)  # type: ignore[arg-type]
+    solved = len(memo.ps)
+    chunks, _ = space.space_chunks(req, res.space.offers, rows=50)
+    parts = [
+        evaluate_twins(c, space.market_twins(c), memo=memo, **kw)  # type: ignore[arg-type]
+        for c in chunks
+    ]
+    assert len(memo.ps) == solved  # the prototypes met every PS network of the space
+    joined = {
+        f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(Evaluation)
+    }
+    _same(Evaluation(**joined), plain)
+
+
+def test_no_prototypes_without_ps_or_with_a_global_batch() -> None:
+    offers = search(request(), context()).space.offers
+    assert space.ps_prototypes(request(strategies=("ddp",)), offers) is None
+    assert space.ps_prototypes(request(global_batch=256), offers) is None
