@@ -9,33 +9,22 @@ from dataclasses import fields, replace
 
 import numpy as np
 import pytest
-from plan_factories import context, request
+from plan_factories import context, power_model, request
 
 from gpucast.domain.errors import NoFeasiblePlanError
 from gpucast.plan import space, train
 from gpucast.plan.energy import PowerSetting
-from gpucast.plan.evaluate import EvalMemo, Evaluation, evaluate, evaluate_twins
+from gpucast.plan.evaluate import EvalMemo, Evaluation, evaluate
 from gpucast.plan.pareto import first_least
 from gpucast.plan.train import PlanContext, plan_training, search
 from gpucast.plan.uncertainty import ndtr
 from gpucast.predict import comm
-from gpucast.predict.power import BoardPower, PowerConstants, PowerModel
+from gpucast.predict.power import BoardPower
 
 
 def _with_power(ctx: PlanContext) -> PlanContext:
     """``ctx`` with a power model and facts for the FAST boards (the memo keeps its answers)."""
-    model = PowerModel.from_dict(
-        {
-            "kind": "power",
-            "schema_version": 1,
-            "state": {
-                "gpu_prior_sd": 0.3,
-                "reference_weight": 1.0,
-                "constants": PowerConstants().to_dict(),
-                "gpu_factors": {},
-            },
-        }
-    )
+    model = power_model()
     board = BoardPower(name="FAST", max_power_limit_w=300.0, min_power_limit_w=100.0)
     setting = PowerSetting(model=model, boards={"FAST": board}, mode="auto")
     return replace(ctx, perf=replace(ctx.perf, power=setting))
@@ -171,7 +160,7 @@ def test_chunks_with_twins_and_memo_evaluate_as_one_plain_call(options: dict[str
     solved = len(memo.ps)
     chunks, _ = space.space_chunks(req, res.space.offers, rows=50)
     parts = [
-        evaluate_twins(c, space.market_twins(c), memo=memo, **kw)  # type: ignore[arg-type]
+        evaluate(c, twin=space.market_twins(c), memo=memo, **kw)  # type: ignore[arg-type]
         for c in chunks
     ]
     assert len(memo.ps) == solved  # the prototypes met every PS network of the space

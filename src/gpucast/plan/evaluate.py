@@ -430,9 +430,21 @@ def evaluate(
     work: Work,
     startup_s: float,
     memo: EvalMemo | None = None,
+    twin: IntArray | None = None,
 ) -> Evaluation:
     """Evaluate every row of ``space`` (see the module docstring). ``memo`` keeps the PS
-    networks solved by earlier calls (the planner's chunks): the same numbers, sooner."""
+    networks solved by earlier calls (the planner's chunks): the same numbers, sooner. With
+    ``twin`` (:func:`gpucast.plan.space.market_twins` of ``space``), a spot row of one GPU
+    type whose on-demand twin is in ``space`` takes the twin's numbers and prices only its
+    market (:func:`_single_prices`): the same arrays for half the work."""
+    if twin is not None:
+        source = twin_source(space, twin)
+        derived = source != np.arange(len(space))
+        if derived.any():
+            return _priced_twins(
+                space, source, derived, facts=facts, gpus=gpus, params=params, work=work,
+                startup_s=startup_s, memo=memo,
+            )  # fmt: skip
     mixed = space.mixed
     if not mixed.any():
         return _evaluate_single(
@@ -497,27 +509,19 @@ def _single_prices(
     return has_market, usd_per_hour, probe, cost
 
 
-def evaluate_twins(
+def _priced_twins(
     space: Space,
-    twin: IntArray,
+    source: IntArray,
+    derived: BoolArray,
     *,
-    facts: WorkloadFacts,
-    gpus: GpuTable,
     params: PerfParams,
-    work: Work,
     startup_s: float,
-    memo: EvalMemo | None = None,
+    **kw: object,
 ) -> Evaluation:
-    """:func:`evaluate`, where a spot row of one GPU type whose on-demand twin is in
-    ``space`` (``twin``: :func:`gpucast.plan.space.market_twins`) takes the twin's numbers
-    and prices only its market (:func:`_single_prices`): the same arrays for half the work."""
-    source = twin_source(space, twin)
-    derived = source != np.arange(len(space))
-    kw = {"facts": facts, "gpus": gpus, "params": params, "work": work, "startup_s": startup_s}
-    if not derived.any():
-        return evaluate(space, memo=memo, **kw)  # type: ignore[arg-type]
+    """:func:`evaluate` with ``twin``: the rows not ``derived`` evaluated, the others copied
+    from their ``source`` row and priced in their own market."""
     base = np.flatnonzero(~derived)
-    ev = evaluate(space.take(base), memo=memo, **kw)  # type: ignore[arg-type]
+    ev = evaluate(space.take(base), params=params, startup_s=startup_s, **kw)  # type: ignore[arg-type]
     at = np.zeros(len(space), dtype=np.int64)
     at[base] = np.arange(base.size)
     cols = {f.name: getattr(ev, f.name)[at[source]] for f in fields(Evaluation)}

@@ -65,7 +65,6 @@ from gpucast.plan.evaluate import (
     Evaluation,
     Work,
     evaluate,
-    evaluate_twins,
     memory_plan_name,
 )
 from gpucast.plan.explain import explain
@@ -500,9 +499,9 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
         chunk: Space,
     ) -> tuple[Evaluation, npt.NDArray[np.int8], FloatArray, BoolArray, IntArray]:
         twin = market_twins(chunk)  # chunks keep space_chunks' layout: twins are findable
-        ev = evaluate_twins(
+        ev = evaluate(
             chunk,
-            twin,
+            twin=twin,
             facts=ctx.facts,
             gpus=gpus,
             params=ctx.perf,
