@@ -524,7 +524,8 @@ def _priced_twins(
     ev = evaluate(space.take(base), params=params, startup_s=startup_s, **kw)  # type: ignore[arg-type]
     at = np.zeros(len(space), dtype=np.int64)
     at[base] = np.arange(base.size)
-    cols = {f.name: getattr(ev, f.name)[at[source]] for f in fields(Evaluation)}
+    # np.take: a gather of rows of a 2-D column is ~10x faster than indexing with an array
+    cols = {f.name: np.take(getattr(ev, f.name), at[source], axis=0) for f in fields(Evaluation)}
     rows = np.flatnonzero(derived)
     priced = _single_prices(
         space.take(rows), params, cols["time_s"][rows], cols["has_cpu"][rows], startup_s

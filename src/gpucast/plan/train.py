@@ -651,7 +651,10 @@ def _concat_rows(parts: list[_Rows]) -> _Rows:
 
 
 def _take(ev: Evaluation, idx: IntArray) -> Evaluation:
-    return Evaluation(**{f.name: getattr(ev, f.name)[idx] for f in fields(Evaluation)})
+    # np.take: ~10x faster than indexing for the 2-D columns (part_batch, ...)
+    return Evaluation(
+        **{f.name: np.take(getattr(ev, f.name), idx, axis=0) for f in fields(Evaluation)}
+    )
 
 
 def _concat_evaluations(parts: list[Evaluation]) -> Evaluation:
