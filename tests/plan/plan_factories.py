@@ -12,6 +12,7 @@ from gpucast.domain.plan import TrainRequest
 from gpucast.plan.inputs import PerfParams, RiskInputs, WorkloadFacts
 from gpucast.plan.train import PlanContext
 from gpucast.predict.collective import RDMA
+from gpucast.predict.power import PowerConstants, PowerModel
 from gpucast.predict.revocation import ExponentialLifetime
 
 DAY = date(2026, 1, 1)
@@ -81,6 +82,13 @@ def catalog() -> Catalog:
         offer("gcp", "r2", "fast-g4", "FAST", 4, 11.0, 4.0, net=50),
     )
     return Catalog(gpus=gpus, offers=offers)
+
+
+def power_model() -> PowerModel:
+    """A power model holding the default constants as if fitted, no GPU factors."""
+    model = PowerModel()
+    model.constants_ = PowerConstants()
+    return model
 
 
 def facts(**changes: Any) -> WorkloadFacts:

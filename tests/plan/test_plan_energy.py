@@ -4,28 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from plan_factories import power_model as _model
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.plan.energy import PowerSetting, clamped_limits
-from gpucast.predict.power import BoardPower, PowerConstants, PowerModel
+from gpucast.predict.power import BoardPower
 
 BOARD = BoardPower(name="G", max_power_limit_w=300.0, min_power_limit_w=100.0)
 NAMES = ("G", "NOFACTS")
-
-
-def _model() -> PowerModel:
-    return PowerModel.from_dict(
-        {
-            "kind": "power",
-            "schema_version": 1,
-            "state": {
-                "gpu_prior_sd": 0.3,
-                "reference_weight": 1.0,
-                "constants": PowerConstants().to_dict(),
-                "gpu_factors": {},
-            },
-        }
-    )
 
 
 TERMS = np.array([[0.8, 0.1, 0.1], [0.8, 0.1, 0.1], [0.05, 0.05, 0.9], [0.8, 0.1, 0.1]])

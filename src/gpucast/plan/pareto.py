@@ -33,6 +33,20 @@ def pareto_front_2d(x: npt.ArrayLike, y: npt.ArrayLike) -> IntArray:
     return np.asarray(order[keep], dtype=np.int64)
 
 
+def first_least(*keys: npt.ArrayLike) -> int:
+    """``np.lexsort(keys[::-1])[0]`` without the sort: the first index with the least first
+    key, ties broken by the next keys (nan counts as the largest, as numpy sorts it). O(n)."""
+    cand = np.arange(np.asarray(keys[0]).size, dtype=np.int64)
+    for key in keys:
+        values = np.asarray(key, dtype=np.float64)[cand]
+        known = ~np.isnan(values)
+        if known.any():
+            cand = cand[values == np.min(values[known])]
+        if cand.size == 1:
+            break
+    return int(cand[0])
+
+
 def nondominated(points: npt.ArrayLike) -> IntArray:
     """Indices of the non-dominated rows of an (n, k) array, in input order. O(n^2 k) in
     numpy blocks: meant for the few hundred points that survive a 2-D front."""

@@ -218,7 +218,7 @@ class Space:
 
 #: Estimated bytes a row of the space costs the planner: it evaluates the space a chunk at a
 #: time and keeps only the rows a plan can show or simulate (:func:`gpucast.plan.train.search`),
-#: so the rows bound the time (~0.3 M rows/s) more than the memory.
+#: so the rows bound the time (~1.2 M rows/s, 2026-12-06) more than the memory.
 BYTES_PER_ROW = 16
 
 
@@ -266,11 +266,7 @@ def build_space(request: TrainRequest, offers: OfferTable) -> tuple[Space, dict[
     """Every (offer, nodes, market, strategy, shards, batch) row; plus rows never generated
     because an instance alone has more GPUs than ``max_gpus`` (reason -> count)."""
     chunks, dropped = space_chunks(request, offers)
-    parts = list(chunks)
-    space = parts[0]
-    for part in parts[1:]:
-        space = concat(space, part)
-    return space, dropped
+    return concat(*chunks), dropped
 
 
 #: Rows a chunk of :func:`space_chunks` holds at most (one base row's block is never split).
@@ -341,6 +337,24 @@ def space_chunks(
             yield _single_rows(request, offers, offer_idx, nodes, variants, batches, markets)
 
     return generate(), dropped
+
+
+def ps_prototypes(request: TrainRequest, offers: OfferTable) -> Space | None:
+    """One on-demand row per offer an instance of which fits ``--max-gpus``, per PS shard
+    count and batch, on one instance; None without PS rows or with a global batch (whose
+    per-worker batch moves with the count). A PS row's network (think time, push, pull) does
+    not move with its node count, so evaluating these first solves at once every network the
+    search meets (:class:`gpucast.plan.evaluate.EvalMemo`) instead of a few per chunk."""
+    variants = [v for v in _variants(request) if v[0] == PS]
+    batches = _batches(request)
+    kmax = request.max_gpus // offers.gpus_per_node
+    if offers.max_nodes is not None:
+        kmax = np.minimum(kmax, offers.max_nodes)
+    idx = np.flatnonzero(kmax >= 1)
+    if not variants or 0 in batches or not idx.size:
+        return None
+    ones = np.ones(idx.size, dtype=np.int64)
+    return _single_rows(request, offers, idx, ones, variants, batches, [False])
 
 
 def _split_rows(space: Space, rows: int) -> Iterator[Space]:
@@ -421,19 +435,29 @@ def market_twins(space: Space) -> IntArray:
     return twin
 
 
-def concat(a: Space, b: Space) -> Space:
-    """Rows of ``a`` then rows of ``b`` (same offers)."""
+def twin_source(space: Space, twin: IntArray) -> IntArray:
+    """The row each row's market-independent numbers come from: a single-type spot row's
+    on-demand twin (``twin``: :func:`market_twins`) where it has one, else the row itself."""
+    rows = np.arange(len(space), dtype=np.int64)
+    return np.asarray(np.where(space.spot & (twin >= 0) & ~space.mixed, twin, rows))
+
+
+def concat(first: Space, *rest: Space) -> Space:
+    """The rows of every part, in order (same offers), each column joined once."""
+    if not rest:
+        return first
+    parts = (first, *rest)
     return Space(
-        offers=a.offers,
-        offer=np.concatenate([a.offer, b.offer]),
-        nodes=np.concatenate([a.nodes, b.nodes]),
-        spot=np.concatenate([a.spot, b.spot]),
-        strategy=np.concatenate([a.strategy, b.strategy]),
-        shards=np.concatenate([a.shards, b.shards]),
-        batch=np.concatenate([a.batch, b.batch]),
-        global_batch=a.global_batch,
-        offer2=np.concatenate([a.part2, b.part2]),
-        nodes2=np.concatenate([a.count2, b.count2]),
+        offers=first.offers,
+        offer=np.concatenate([p.offer for p in parts]),
+        nodes=np.concatenate([p.nodes for p in parts]),
+        spot=np.concatenate([p.spot for p in parts]),
+        strategy=np.concatenate([p.strategy for p in parts]),
+        shards=np.concatenate([p.shards for p in parts]),
+        batch=np.concatenate([p.batch for p in parts]),
+        global_batch=first.global_batch,
+        offer2=np.concatenate([p.part2 for p in parts]),
+        nodes2=np.concatenate([p.count2 for p in parts]),
     )
 
 

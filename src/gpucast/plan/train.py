@@ -60,7 +60,14 @@ from gpucast.domain.units import GIB
 from gpucast.plan.cluster_step import cluster_perf
 from gpucast.plan.efficiency import at_batch_note, workload_family
 from gpucast.plan.energy import OBJECTIVE_TIE
-from gpucast.plan.evaluate import BOTTLENECKS, Evaluation, Work, evaluate, memory_plan_name
+from gpucast.plan.evaluate import (
+    BOTTLENECKS,
+    EvalMemo,
+    Evaluation,
+    Work,
+    evaluate,
+    memory_plan_name,
+)
 from gpucast.plan.explain import explain
 from gpucast.plan.goodput import (
     GOODPUT_BATCHES,
@@ -79,12 +86,13 @@ from gpucast.plan.inputs import (
     build_gpu_table,
 )
 from gpucast.plan.learners import learner_choice
-from gpucast.plan.pareto import nondominated, pareto_front_2d, spread
+from gpucast.plan.pareto import first_least, nondominated, pareto_front_2d, spread
 from gpucast.plan.risk import (
     SpotOutcome,
     approx_spot_time_s,
 )
 from gpucast.plan.space import (
+    CHUNK_ROWS,
     PS,
     PS_SYNC,
     STRATEGY_LABELS,
@@ -93,7 +101,9 @@ from gpucast.plan.space import (
     cluster_offers,
     concat,
     market_twins,
+    ps_prototypes,
     space_chunks,
+    twin_source,
 )
 from gpucast.plan.spot_rows import hazards, mean_gaps, part_offers, simulate_rows
 from gpucast.plan.uncertainty import SPOT_STRATA, p_meet_deadline
@@ -113,6 +123,20 @@ R_DEADLINE = "misses the deadline"
 R_BUDGET = "over budget"
 R_RISK = "P(meet deadline) below --min-p-meet"
 R_UNFINISHED = "spot: runs that never finish"
+#: The reasons a search marks, by code (0: passed): a search labels its chunks with these
+#: small integers and names only the rows it keeps (:func:`_reason_in` reads both).
+_REASONS: tuple[str, ...] = (
+    "",
+    R_SPOT,
+    R_BATCH,
+    R_CPU,
+    R_HOST_MEMORY,
+    R_MEMORY,
+    R_DEADLINE,
+    R_RISK,
+    R_BUDGET,
+)
+_REASON_NAMES = np.array(_REASONS, dtype=object)
 
 RELAX = {
     R_SPOT: "drop spot (--no-spot) or pick instances with a spot market",
@@ -213,7 +237,7 @@ class Unkept:
     def of(
         space: Space,
         ev: Evaluation,
-        reason: npt.NDArray[np.object_],
+        reason: npt.NDArray[np.generic],
         p_model: FloatArray,
         rows: npt.NDArray[np.bool_],
         limits: Limits,
@@ -222,7 +246,7 @@ class Unkept:
         :func:`_limits`)."""
         if not rows.any():
             return Unkept()
-        physical = rows & np.isin(reason, [R_DEADLINE, R_BUDGET, R_RISK])
+        physical = rows & _reason_in(reason, (R_DEADLINE, R_BUDGET, R_RISK))
         od = physical & ~space.spot & np.isfinite(p_model)
         return Unkept(
             any_fits_market=bool((ev.fits & ev.has_market & rows).any()),
@@ -239,7 +263,7 @@ def _limits(
     ctx: PlanContext,
     space: Space,
     ev: Evaluation,
-    reason: npt.NDArray[np.object_],
+    reason: npt.NDArray[np.generic],
     rows: npt.NDArray[np.bool_],
     spot_out: Mapping[int, SpotOutcome] | None = None,
 ) -> Limits:
@@ -249,7 +273,7 @@ def _limits(
     meet no deadline that can be named (revocations, not the step time, set it). Spot rows
     that were not simulated are left out: without revocations their time and cost would
     promise too much."""
-    physical = rows & np.isin(reason, ["", R_DEADLINE, R_BUDGET, R_RISK])
+    physical = rows & _reason_in(reason, ("", R_DEADLINE, R_BUDGET, R_RISK))
     simulated = np.zeros(len(space), dtype=bool)
     simulated[list(spot_out or {})] = True
     physical &= ~space.spot | simulated
@@ -277,6 +301,14 @@ def _limits(
         deadline_s=request.deadline_s,
         budget_usd=request.budget_usd,
     )
+
+
+def _reason_in(reason: npt.NDArray[np.generic], names: tuple[str, ...]) -> BoolArray:
+    """Whether each row's reason is one of ``names``: ``reason`` holds the names, or a
+    search's codes into :data:`_REASONS`."""
+    if reason.dtype == object:
+        return np.isin(reason, list(names))
+    return np.isin(reason, [_REASONS.index(n) for n in names])
 
 
 def _host_extremes(
@@ -479,54 +511,83 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
     chunks, dropped = space_chunks(space_request, offers)
     work = make_work(request, ctx.facts, ctx.work_curve, ctx.evaluation)
     marked: dict[str, int] = {}
+    memo = EvalMemo(space_request.max_gpus)
+    warm = ps_prototypes(space_request, offers)
+    if warm is not None:  # every PS network solved once, up front (the memo keeps them)
+        evaluate(warm, facts=ctx.facts, gpus=gpus, params=ctx.perf, work=work,
+                 startup_s=ctx.risk.startup_mean_s, memo=memo)  # fmt: skip
 
-    def run(chunk: Space) -> tuple[Evaluation, npt.NDArray[np.object_], FloatArray, BoolArray]:
+    def run(
+        chunk: Space,
+    ) -> tuple[Evaluation, npt.NDArray[np.int8], FloatArray, BoolArray, IntArray]:
+        twin = market_twins(chunk)  # chunks keep space_chunks' layout: twins are findable
         ev = evaluate(
             chunk,
+            twin=twin,
             facts=ctx.facts,
             gpus=gpus,
             params=ctx.perf,
             work=work,
             startup_s=ctx.risk.startup_mean_s,
+            memo=memo,
         )
-        reason, ok, p_model = _mark(request, ctx, chunk, ev, marked)
-        return ev, reason, p_model, ok
+        reason, ok, p_model = _mark(
+            request, ctx, chunk, ev, marked, source=twin_source(chunk, twin)
+        )
+        return ev, reason, p_model, ok, twin
 
     if not compact:
         space = _concat_spaces(list(chunks))
-        ev, reason, p_model, ok = run(space)
+        ev, reason, p_model, ok, _ = run(space)
         return SearchResult(
-            space=space, evaluation=ev, gpus=gpus, work=work, reason=reason, dropped=dropped,
+            space=space, evaluation=ev, gpus=gpus, work=work, reason=_REASON_NAMES[reason],
+            dropped=dropped,
             p_model=p_model, marked=marked, ok=ok, evaluated=len(space), unkept=Unkept(),
             passed_on_demand=int(np.count_nonzero(ok & ~space.spot)),
             passed_spot=int(np.count_nonzero(ok & space.spot)),
         )  # fmt: skip
-    kept: list[tuple[Space, Evaluation, npt.NDArray[np.object_], FloatArray, BoolArray]] = []
+    kept: list[_Rows] = []
     unkept = Unkept()
     evaluated = 0
     passed = {False: 0, True: 0}
     cache = _Pruning()
+
+    def let_go(rows: _Rows, twin: IntArray | None = None) -> _Rows:
+        """The rows of ``rows`` worth keeping; the others' extremes go to ``unkept``."""
+        nonlocal unkept
+        part, ev, reason, p_model, ok = rows
+        keep = _worth_keeping(part, ev, ok, ctx, work, cache, elastic=request.elastic, twin=twin)
+        limits = _limits(request, ctx, part, ev, reason, ~keep)
+        unkept = unkept.merge(Unkept.of(part, ev, reason, p_model, ~keep, limits))
+        idx = np.flatnonzero(keep)
+        return part.take(idx), _take(ev, idx), reason[idx], p_model[idx], ok[idx]
+
+    held = 0  # rows in `kept`
     for chunk in chunks:
-        ev, reason, p_model, ok = run(chunk)
+        ev, reason, p_model, ok, twin = run(chunk)
         evaluated += len(chunk)
         passed[False] += int(np.count_nonzero(ok & ~chunk.spot))
         passed[True] += int(np.count_nonzero(ok & chunk.spot))
-        keep = _worth_keeping(chunk, ev, ok, ctx, work, cache, elastic=request.elastic)
-        let_go = _limits(request, ctx, chunk, ev, reason, ~keep)
-        unkept = unkept.merge(Unkept.of(chunk, ev, reason, p_model, ~keep, let_go))
-        if keep.any() or not kept:  # (the first chunk's rows, even none, set the shapes)
-            idx = np.flatnonzero(keep)
-            kept.append((chunk.take(idx), _take(ev, idx), reason[idx], p_model[idx], ok[idx]))
+        rows = let_go((chunk, ev, reason, p_model, ok), twin)
+        if len(rows[0]) or not kept:  # (the first chunk's rows, even none, set the shapes)
+            kept.append(rows)
+            held += len(rows[0])
+        if held > REPRUNE_ROWS and len(kept) > 1:
+            # what each chunk kept, kept again over all of them: a row another chunk beats
+            # goes (the front of fronts is the front), so `kept` stays near the plan's size
+            kept = [let_go(_concat_rows(kept))]
+            held = len(kept[0][0])
+    rows = _concat_rows(kept)
     return SearchResult(
-        space=_concat_spaces([k[0] for k in kept]),
-        evaluation=_concat_evaluations([k[1] for k in kept]),
+        space=rows[0],
+        evaluation=rows[1],
         gpus=gpus,
         work=work,
-        reason=np.concatenate([k[2] for k in kept]),
+        reason=_REASON_NAMES[rows[2]],
         dropped=dropped,
-        p_model=np.concatenate([k[3] for k in kept]),
+        p_model=rows[3],
         marked=marked,
-        ok=np.concatenate([k[4] for k in kept]),
+        ok=rows[4],
         evaluated=evaluated,
         unkept=unkept,
         passed_on_demand=passed[False],
@@ -540,15 +601,19 @@ def _mark(
     space: Space,
     ev: Evaluation,
     marked: dict[str, int],
-) -> tuple[npt.NDArray[np.object_], BoolArray, FloatArray]:
-    """Each row's first failing reason ("" when none), whether it passed, and its P(meet
-    deadline) from the model's uncertainty; ``marked`` counts the reasons."""
-    reason = np.full(len(space), "", dtype=object)
+    *,
+    source: IntArray | None = None,
+) -> tuple[npt.NDArray[np.int8], BoolArray, FloatArray]:
+    """Each row's first failing reason (a code into :data:`_REASONS`, 0 when none), whether
+    it passed, and its P(meet deadline) from the model's uncertainty; ``marked`` counts the
+    reasons. ``source`` (:func:`gpucast.plan.space.twin_source`): rows whose P(meet) is
+    another row's, computed once."""
+    reason = np.zeros(len(space), dtype=np.int8)  # codes into _REASONS
     open_rows = np.ones(len(space), dtype=bool)  # rows with no reason yet
 
     def mark(mask: npt.NDArray[np.bool_], why: str) -> None:
         hit = open_rows & mask
-        reason[hit] = why
+        reason[hit] = _REASONS.index(why)
         open_rows[hit] = False
         k = int(np.count_nonzero(hit))
         if k:
@@ -561,13 +626,20 @@ def _mark(
     mark(~ev.fits, R_MEMORY)
     p_model = np.full(len(space), np.nan)
     if request.deadline_s is not None:
+        rows = (
+            np.arange(len(space))
+            if source is None
+            else np.flatnonzero(source == np.arange(len(space)))
+        )
+        at = np.zeros(len(space), dtype=np.int64)
+        at[rows] = np.arange(rows.size)
         p_model = p_meet_deadline(
             request.deadline_s,
             ctx.risk.startup_mean_s,
-            ev.train_s,
-            ev.train_ratio_lower,
-            ev.train_ratio_upper,
-        )
+            ev.train_s[rows],
+            ev.train_ratio_lower[rows],
+            ev.train_ratio_upper[rows],
+        )[at if source is None else at[source]]
         late = ev.time_s > request.deadline_s
         # on demand: the central value must meet the deadline and P(meet) reach min_p_meet;
         # spot: revocations only slow a plan down, so P(meet) <= p_model -- drop the ones
@@ -581,14 +653,30 @@ def _mark(
 
 
 def _concat_spaces(parts: list[Space]) -> Space:
-    space = parts[0]
-    for part in parts[1:]:
-        space = concat(space, part)
-    return space
+    return concat(*parts)
+
+
+#: Rows of a compact search: space, evaluation, reason, P(meet) of the model, passed.
+_Rows = tuple[Space, Evaluation, npt.NDArray[np.int8], FloatArray, BoolArray]
+#: Rows a compact search holds before it prunes what its chunks kept over all of them.
+REPRUNE_ROWS = CHUNK_ROWS
+
+
+def _concat_rows(parts: list[_Rows]) -> _Rows:
+    return (
+        _concat_spaces([p[0] for p in parts]),
+        _concat_evaluations([p[1] for p in parts]),
+        np.concatenate([p[2] for p in parts]),
+        np.concatenate([p[3] for p in parts]),
+        np.concatenate([p[4] for p in parts]),
+    )
 
 
 def _take(ev: Evaluation, idx: IntArray) -> Evaluation:
-    return Evaluation(**{f.name: getattr(ev, f.name)[idx] for f in fields(Evaluation)})
+    # np.take: ~10x faster than indexing for the 2-D columns (part_batch, ...)
+    return Evaluation(
+        **{f.name: np.take(getattr(ev, f.name), idx, axis=0) for f in fields(Evaluation)}
+    )
 
 
 def _concat_evaluations(parts: list[Evaluation]) -> Evaluation:
@@ -645,6 +733,7 @@ def _worth_keeping(
     cache: _Pruning,
     *,
     elastic: bool = False,
+    twin: IntArray | None = None,
 ) -> BoolArray:
     """The rows a plan can still show, pick or simulate, whatever the other chunks hold
     (see :func:`plan_training`): of the passing on-demand rows, the (time, cost) front, the
@@ -662,30 +751,33 @@ def _worth_keeping(
         first = np.r_[True, gpu_of[order][1:] != gpu_of[order][:-1]]
         keep[od[order[first]]] = True
         good = ev.samples_per_s[od] * (work.samples_at_reference / ev.samples_needed[od])
-        keep[od[np.lexsort((c, t, -good))[0]]] = True
+        keep[od[first_least(-good, t, c)]] = True
         kwh = ev.workers[od] * ev.gpu_power_w[od] * ev.train_s[od] * ctx.pue / 3.6e6
         off = space.offers
-        intensity = np.array(
-            [ctx.grid_gco2e_per_kwh.get((off.provider[k], off.region[k]), np.nan)
-             for k in space.offer[od].tolist()],
+        per_offer = np.array(
+            [ctx.grid_gco2e_per_kwh.get(pr, np.nan)
+             for pr in zip(off.provider, off.region, strict=True)],
             dtype=np.float64,
         )  # fmt: skip
+        intensity = per_offer[space.offer[od]]
         for values in (kwh, kwh * intensity):
             known = np.flatnonzero(np.isfinite(values))
             if known.size:
-                keep[od[known[np.lexsort((t[known], c[known], values[known]))[0]]]] = True
+                keep[od[known[first_least(values[known], c[known], t[known])]]] = True
     sp = np.flatnonzero(ok & space.spot)
     if sp.size:
         t, c = _spot_estimates(space, ev, ctx, sp, cache, elastic=elastic)
         keep[sp[pareto_front_2d(t, c)]] = True
-    twin = market_twins(space)
+    twin = market_twins(space) if twin is None else twin
     keep |= (twin >= 0) & keep[np.maximum(twin, 0)]
     if keep.any():  # every batch on a kept row's hardware, strategy and market
         key = np.stack([space.offer, space.nodes, space.part2, space.count2], axis=1)
         block = np.cumsum(np.r_[True, np.any(key[1:] != key[:-1], axis=1)])
         code = ((block * 8 + space.strategy) * (int(space.shards.max()) + 1) + space.shards) * 2
         code = code + space.spot
-        keep |= np.isin(code, code[keep])
+        hit = np.zeros(int(code.max()) + 1, dtype=bool)  # codes are small: a lookup table
+        hit[code[keep]] = True
+        keep |= hit[code]
     return keep
 
 

@@ -184,6 +184,41 @@ def ps_async_table(
     return out
 
 
+class AsyncTableMemo:
+    """:func:`ps_async_table` rows kept across calls, keyed by the exact bits of each row's
+    (think, push, pull): a planner evaluates its space a chunk at a time and most chunks
+    share their PS networks, so each network is solved once, up to ``n_max`` workers (further
+    when a call asks), not once per chunk. Same numbers as :func:`ps_async_table`: the
+    recurrence runs element by element, whichever rows share a call."""
+
+    def __init__(self, n_max: int) -> None:
+        self.n_max = int(n_max)
+        self._rows: dict[bytes, FloatArray] = {}
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def table(
+        self, think_s: FloatArray, push_s: FloatArray, pull_s: FloatArray, n_max: int
+    ) -> FloatArray:
+        """(rows, n_max): as :func:`ps_async_table`, solving only the rows not seen before."""
+        cols = np.stack(
+            [np.broadcast_to(np.asarray(a, dtype=np.float64), np.shape(think_s))
+             for a in (think_s, push_s, pull_s)],
+            axis=1,
+        )  # fmt: skip
+        width = max(n_max, 1)
+        keys = [row.tobytes() for row in cols]
+        new = [i for i, k in enumerate(keys) if k not in self._rows or self._rows[k].size < width]
+        if new:
+            fresh = ps_async_table(cols[new, 0], cols[new, 1], cols[new, 2], max(n_max, self.n_max))
+            for j, i in enumerate(new):
+                self._rows[keys[i]] = fresh[j]
+        if not keys:
+            return np.zeros((0, width))
+        return np.stack([self._rows[k][:width] for k in keys])
+
+
 def mva_async_throughput(
     think_s: FloatArray,
     busiest_demand_s: FloatArray,
