@@ -20,6 +20,7 @@ from gpucast.predict.intervals import (
     distance_regimes,
 )
 from gpucast.predict.roofline import (
+    RooflineEfficiency,
     RooflineWorkload,
     calibrate,
     carried_fixed_ratio,
@@ -184,13 +185,19 @@ def test_cross_validated_intervals_cover_about_80_percent() -> None:
     assert cov.loc["gpu_seen/calibrated", "coverage"] == pytest.approx(0.8, abs=0.15)
 
 
-def test_fitted_efficiency_drives_the_roofline_with_its_intervals() -> None:
+def _fitted_on_synthetic() -> tuple[pd.DataFrame, StepTimeModel, RooflineEfficiency, GpuSpec]:
+    """The synthetic rows, the model fitted on them with its cross-validated intervals, its
+    efficiency set and GPU A's spec."""
     rows = synthetic_steps(noise=0.05)
     model = StepTimeModel().fit(rows, fitted_on="synthetic")
     model.with_intervals(interval_table(cross_validated_residuals(rows)))
-    eff = model.efficiency()
     fp32, bf16, bw, _ = GPUS["A"]
-    gpu_a = _spec("A", fp32, bf16, bw)
+    return rows, model, model.efficiency(), _spec("A", fp32, bf16, bw)
+
+
+def test_fitted_efficiency_drives_the_roofline_with_its_intervals() -> None:
+    rows, model, eff, gpu_a = _fitted_on_synthetic()
+    fp32, bf16, bw, _ = GPUS["A"]
     work = RooflineWorkload(
         name="w1", batch_size=32, matmul_flops=3e9 * 32, memory_bytes=40e6 * 32, n_kernels=300
     )
@@ -217,12 +224,8 @@ def test_a_measurement_on_another_gpu_carries_its_fixed_part_at_the_datasheet_ra
     the measurement's scale, and its fixed part is A's (A's factor) times sqrt(peak ratio x
     bandwidth ratio): for a GPU without data (factor 1) and for one with data (its factor
     divided out); on A itself nothing is carried."""
-    rows = synthetic_steps(noise=0.05)
-    model = StepTimeModel().fit(rows, fitted_on="synthetic")
-    model.with_intervals(interval_table(cross_validated_residuals(rows)))
-    eff = model.efficiency()
-    fp32, bf16, bw, _ = GPUS["A"]
-    gpu_a = _spec("A", fp32, bf16, bw)
+    _, model, eff, gpu_a = _fitted_on_synthetic()
+    fp32, _, bw, _ = GPUS["A"]
     work = RooflineWorkload(
         name="w1", batch_size=8, matmul_flops=3e9 * 8, memory_bytes=40e6 * 8, n_kernels=300
     )
