@@ -20,6 +20,7 @@ from gpucast.predict.intervals import (
     distance_regimes,
 )
 from gpucast.predict.roofline import (
+    CARRIED_RATIO_SPAN,
     RooflineEfficiency,
     RooflineWorkload,
     calibrate,
@@ -232,7 +233,7 @@ def test_a_measurement_on_another_gpu_carries_its_fixed_part_at_the_datasheet_ra
     base = predict_step_time(work, gpu_a, "fp32", efficiency=eff)
     cal = calibrate(work, base.value * 1.2, gpu_a, "fp32", efficiency=eff)
     k_a = model.gpu_factor_["A"]
-    for name, (p, b) in {"Z": (40.0, 2000.0), "B": GPUS["B"][::2]}.items():
+    for name, (p, b) in {"Z": (30.0, 1500.0), "B": GPUS["B"][::2]}.items():
         target = _spec(name, p, 4 * p, b)
         plain = predict_step_time(work, target, "fp32", efficiency=eff)
         moved = predict_step_time(work, target, "fp32", calibration=cal, efficiency=eff)
@@ -245,6 +246,22 @@ def test_a_measurement_on_another_gpu_carries_its_fixed_part_at_the_datasheet_ra
     same = predict_step_time(work, gpu_a, "fp32", calibration=cal, efficiency=eff)
     assert same.value == pytest.approx(base.value * 1.2, rel=1e-9)
     assert not any("carried from" in n for n in same.notes)
+
+
+def test_a_datasheet_gap_beyond_the_validated_span_is_held_at_its_edge() -> None:
+    """H100 to T4 is a 12x datasheet gap; the data validates carrying the fixed part over at
+    most CARRIED_RATIO_SPAN, so the ratio is held there, both ways, and the note says so."""
+    _, model, eff, gpu_a = _fitted_on_synthetic()
+    work = RooflineWorkload(
+        name="w1", batch_size=8, matmul_flops=3e9 * 8, memory_bytes=40e6 * 8, n_kernels=300
+    )
+    cal = calibrate(work, 0.05, gpu_a, "fp32", efficiency=eff)
+    k_a = model.gpu_factor_["A"]
+    for spec, held in ((_spec("Big", 1000.0, 4000.0, 50000.0), 1.0 / CARRIED_RATIO_SPAN),
+                       (_spec("Tiny", 0.1, 0.4, 5.0), CARRIED_RATIO_SPAN)):  # fmt: skip
+        assert carried_fixed_ratio(spec, cal, "fp32", eff) == pytest.approx(k_a * held)
+        moved = predict_step_time(work, spec, "fp32", calibration=cal, efficiency=eff)
+        assert any(f"held at the {CARRIED_RATIO_SPAN:g}x" in n for n in moved.notes)
 
 
 def test_priors_keep_the_documented_bands() -> None:

@@ -468,9 +468,14 @@ ALL_SOURCES: tuple[str, ...] = ("cmdare", "mlperf", "zeus", "pollux")
 
 
 def step_time_observations(
-    data_dir: Path, catalog: Any, *, sources: Iterable[str] = ALL_SOURCES
+    data_dir: Path,
+    catalog: Any,
+    *,
+    sources: Iterable[str] = ALL_SOURCES,
+    features: bool = True,
 ) -> pd.DataFrame:
-    """Every published step time under ``data_dir`` from ``sources``, with features."""
+    """Every published step time under ``data_dir`` from ``sources``, with features (without
+    them, ``features=False``: no workload is profiled)."""
     from gpucast.catalog.convergence import mlperf_samples_to_target
 
     def s2t(benchmark: str, batch: float) -> float:
@@ -496,7 +501,7 @@ def step_time_observations(
         True if k is None or k != k else bool(k)
         for k in (known if known is not None else [None] * len(frame))
     ]
-    return with_features(frame, catalog)
+    return with_features(frame, catalog) if features else frame
 
 
 # -- features -------------------------------------------------------------------------------

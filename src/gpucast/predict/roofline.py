@@ -523,22 +523,41 @@ def calibrate(
     )
 
 
+#: The widest datasheet ratio ``sqrt(peak x bandwidth)`` between two GPUs of one source in the
+#: step-time data (MLPerf Training v4.0: H200 over L40S at bf16, 3.90; CM-DARE's P100 over
+#: K80 3.2, Zeus within 1.5), i.e. the span over which carrying the fixed part at the
+#: datasheet ratio was validated; beyond it the ratio is held at the edge
+#: (:func:`carried_fixed_ratio`; ``tests/predict/test_steptime_data.py`` recomputes it).
+CARRIED_RATIO_SPAN = 3.9
+
+
 def carried_fixed_ratio(
     gpu: GpuSpec, calibration: Calibration, precision: str, eff: RooflineEfficiency
 ) -> float | None:
     """How many times its own fixed part (kernel and step overheads, with its fitted factor)
     ``gpu`` takes when ``calibration`` was measured on another GPU: the measured GPU's fitted
     factor over ``gpu``'s, times ``sqrt(peak_h / peak_g * bandwidth_h / bandwidth_g)`` at the
-    measurement's precision (module docstring). None where the measurement does not say its
-    device's peak and bandwidth."""
+    measurement's precision (module docstring), held within :data:`CARRIED_RATIO_SPAN` either
+    way (the span the data validates: a 12x datasheet gap, H100 to T4, is not carried 12x).
+    None where the measurement does not say its device's peak and bandwidth."""
+    ratio = datasheet_ratio(gpu, calibration, precision)
+    if ratio is None:
+        return None
+    ratio = min(max(ratio, 1.0 / CARRIED_RATIO_SPAN), CARRIED_RATIO_SPAN)
+    return eff.gpu_factor(calibration.device) / eff.gpu_factor(gpu.name) * ratio
+
+
+def datasheet_ratio(gpu: GpuSpec, calibration: Calibration, precision: str) -> float | None:
+    """``sqrt(peak_h / peak_g * bandwidth_h / bandwidth_g)``: the measured GPU ``h`` over
+    ``gpu`` at the measurement's precision (None: the measurement does not say its device's
+    peak and bandwidth)."""
     if calibration.device_peak_tflops is None or calibration.device_bandwidth_gbps is None:
         return None
     peak_g = gpu.matrix_tflops(calibration.precision or precision)
-    ratio = math.sqrt(
+    return math.sqrt(
         calibration.device_peak_tflops / peak_g
         * calibration.device_bandwidth_gbps / gpu.memory_bandwidth_gbps
     )  # fmt: skip
-    return eff.gpu_factor(calibration.device) / eff.gpu_factor(gpu.name) * ratio
 
 
 #: Precisions no profiled single step in the step-time data ran: fp8, whose efficiency is
@@ -617,10 +636,17 @@ def predict_step_time(
             )
             if carried is not None:
                 terms["overhead"] *= carried
+                raw = datasheet_ratio(gpu, calibration, precision) or 1.0
+                held = (
+                    f" (the datasheets differ {raw:.3g}x; held at the {CARRIED_RATIO_SPAN:g}x "
+                    "the data validates)"
+                    if not 1.0 / CARRIED_RATIO_SPAN <= raw <= CARRIED_RATIO_SPAN
+                    else ""
+                )
                 notes.append(
                     f"the fixed part (kernel launches and the per-step cost) carried from "
                     f"{calibration.device}: its fitted factor times the datasheet ratio, "
-                    f"x{carried:.3g} of {gpu.name}'s own (benchmarks/steptime_transfer.py)"
+                    f"x{carried:.3g} of {gpu.name}'s own{held} (benchmarks/steptime_transfer.py)"
                 )
             if regime:
                 regime = batch_regime(regime, calibration.batch_size, workload.batch_size)

@@ -92,6 +92,7 @@ from gpucast.predict.intervals import (
     held_out_bands,
 )
 from gpucast.predict.roofline import (
+    CARRIED_RATIO_SPAN,
     RooflineEfficiency,
     conv_weighted_flops,
     matrix_seconds,
@@ -912,7 +913,8 @@ def _carried_ratio(
         * col(measured, "bandwidth_gbps") / col(target, "bandwidth_gbps")
     )  # fmt: skip
     factors = model.gpu_factors(measured["gpu"]) / model.gpu_factors(target["gpu"])
-    return np.asarray(factors * datasheet, dtype=np.float64)
+    held = np.clip(datasheet, 1.0 / CARRIED_RATIO_SPAN, CARRIED_RATIO_SPAN)
+    return np.asarray(factors * held, dtype=np.float64)
 
 
 def _carried_mean(model: StepTimeModel, test: pd.DataFrame, train: pd.DataFrame) -> FloatArray:
