@@ -295,7 +295,9 @@ def _at_default_limit_first(runs: list[TrainingRun], catalog: Any) -> list[Train
     """``runs`` less each run under a reduced power limit that has a run at the default limit
     (or with no recorded limit) at the same batch on the same device (order kept)."""
     unthrottled = {
-        (*r.board(catalog), r.summary.batch_size) for r in runs if r.throttled_below(catalog) is None
+        (*r.board(catalog), r.summary.batch_size)
+        for r in runs
+        if r.throttled_below(catalog) is None
     }
     return [
         r
