@@ -7,6 +7,7 @@ Every figure carries its unit in its name. Peak FLOP/s are *dense* (no sparsity)
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
@@ -312,6 +313,24 @@ def lookup_key(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
+#: Brand words a driver puts before a GPU's model (``NVIDIA H200``, ``Tesla T4``, ``AMD
+#: Instinct MI300X``): a GPU lookup ignores them as leading words.
+GPU_BRAND_PREFIXES = ("nvidia", "tesla", "amd")
+_BRAND_WORD = re.compile(rf"^(?:{'|'.join(GPU_BRAND_PREFIXES)})[\s_-]+", re.IGNORECASE)
+
+
+def gpu_lookup_key(name: str) -> str:
+    """The key every GPU lookup compares: :func:`lookup_key` of ``name`` less its leading
+    brand words (:data:`GPU_BRAND_PREFIXES`), so the name a driver reports (``NVIDIA
+    A100-SXM4-80GB``, torch's ``get_device_properties().name``, NVML's
+    ``nvmlDeviceGetName``) meets the catalog's alias ``A100-SXM4-80GB``. A bare brand word
+    stays itself."""
+    stripped = name.strip()
+    while (match := _BRAND_WORD.match(stripped)) and match.end() < len(stripped):
+        stripped = stripped[match.end() :]
+    return lookup_key(stripped)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Catalog:
     """GPU specs and cloud offers, with lookups by (alias-tolerant) name."""
@@ -324,7 +343,7 @@ class Catalog:
         index: dict[str, GpuSpec] = {}
         for spec in self.gpus:
             for label in (spec.name, *spec.aliases):
-                key = lookup_key(label)
+                key = gpu_lookup_key(label)
                 other = index.get(key)
                 if other is not None and other.name != spec.name:
                     raise InvalidSpecError(
@@ -336,8 +355,9 @@ class Catalog:
 
     # -- GPUs -------------------------------------------------------------------------------
     def gpu(self, name: str) -> GpuSpec:
-        """The GPU called ``name`` or one of its aliases (case-insensitive)."""
-        spec = self._by_key.get(lookup_key(name))
+        """The GPU called ``name`` or one of its aliases (:func:`gpu_lookup_key`: case, spaces,
+        dashes and a leading ``NVIDIA``/``Tesla``/``AMD`` do not matter)."""
+        spec = self._by_key.get(gpu_lookup_key(name))
         if spec is None:
             choices = [s.name for s in self.gpus] + [a for s in self.gpus for a in s.aliases]
             raise UnknownGpuError(name, choices, fix="see `gpucast catalog gpus`")

@@ -194,10 +194,10 @@ def store_calibration(
 
     # the same device's measurements at other batches (the newest at each batch)
     others: dict[int, TrainingRun] = {}
-    key = (run.summary.gpu_name, run.summary.device)
+    key = run.board(catalog)
     for r in sorted(runs[1:], key=lambda r: -r.summary.id):
         s = r.summary
-        if (s.gpu_name, s.device) == key and s.batch_size != run.summary.batch_size:
+        if r.board(catalog) == key and s.batch_size != run.summary.batch_size:
             others.setdefault(s.batch_size, r)
     cal = dataclasses.replace(
         calibration_of(run), others=tuple(calibration_of(others[b]) for b in sorted(others))
@@ -270,6 +270,13 @@ class TrainingRun:
         except UnknownGpuError:
             return None
 
+    def board(self, catalog: Any) -> tuple[str | None, str | None]:
+        """The (catalog GPU, device) the run was measured on: the catalog's name, so runs whose
+        drivers spelt one GPU differently (``NVIDIA A100-SXM4-40GB``, ``A100-SXM4-40GB``)
+        are one board; the stored name where the catalog lacks the GPU."""
+        spec = self.catalog_gpu(catalog)
+        return (self.summary.gpu_name if spec is None else spec.name), self.summary.device
+
     def default_limit_w(self, catalog: Any) -> float | None:
         """The catalog's default power limit of the run's GPU (``None``: unknown GPU or no
         power facts)."""
@@ -288,7 +295,7 @@ def _at_default_limit_first(runs: list[TrainingRun], catalog: Any) -> list[Train
     """``runs`` less each run under a reduced power limit that has a run at the default limit
     (or with no recorded limit) at the same batch on the same device (order kept)."""
     unthrottled = {
-        (r.summary.gpu_name, r.summary.device, r.summary.batch_size)
+        (*r.board(catalog), r.summary.batch_size)
         for r in runs
         if r.throttled_below(catalog) is None
     }
@@ -296,7 +303,7 @@ def _at_default_limit_first(runs: list[TrainingRun], catalog: Any) -> list[Train
         r
         for r in runs
         if r.throttled_below(catalog) is None
-        or (r.summary.gpu_name, r.summary.device, r.summary.batch_size) not in unthrottled
+        or (*r.board(catalog), r.summary.batch_size) not in unthrottled
     ]
 
 
