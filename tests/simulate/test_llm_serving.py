@@ -176,6 +176,10 @@ def test_invariants(case) -> None:
     for inst in sim.instances:
         assert 0.0 <= inst.peak_kv_utilisation <= 1.0 + 1e-12
         assert 0.0 <= inst.busy_fraction <= 1.0
+    # an instance counts the requests that reached it by the horizon, never later ones
+    arrived = np.ones(n, dtype=bool) if until is None else req.arrival_s <= until
+    entry = sum(i.requests for i in sim.instances if i.role != "decode")
+    assert entry == int(np.count_nonzero(arrived & (sim.status != DROPPED)))
     tpot = sim.tpot_s[done & (req.output_tokens > 1)]
     assert np.all(tpot > 0)
     attain = sim.slo_attainment
@@ -185,6 +189,48 @@ def test_invariants(case) -> None:
     assert np.array_equal(sim.finish_s, again.finish_s, equal_nan=True)
     assert np.array_equal(sim.first_token_s, again.first_token_s, equal_nan=True)
     assert np.array_equal(sim.preemptions, again.preemptions)
+
+
+@pytest.mark.parametrize("disagg", [None, (1, 1)])
+def test_a_horizon_past_the_last_completion_changes_nothing(disagg) -> None:
+    """Busy fractions divide by the time simulated, not by the horizon: any horizon after
+    the last finish gives the run without one (the QA case: 99% with none, 82% at 25 s and
+    0% at 1e9 s); a horizon inside the run counts only the requests that arrived by it."""
+    rng = np.random.default_rng(5)
+    arrival = np.cumsum(rng.exponential(0.1, 80))
+    req = _requests(arrival, rng.integers(100, 1500, 80), rng.integers(20, 200, 80))
+    link = (
+        None
+        if disagg is None
+        else Disaggregation(prefill_instances=1, decode_instances=1, kv_link_gbps=100.0)
+    )
+
+    def run(until):
+        return simulate_llm_serving(
+            req, COST, SchedulerConfig(), max_context=SPEC.max_context,
+            disaggregation=link, until_s=until,
+        )  # fmt: skip
+
+    free = run(None)
+    last = float(np.nanmax(free.finish_s))
+    busy = [i.busy_fraction for i in free.instances]
+    assert max(busy) > 0.3  # a loaded server, so a wrong denominator shows
+    for until in (last + 1e-6, last + 15.0, 1e9):
+        sim = run(until)
+        assert [i.busy_fraction for i in sim.instances] == pytest.approx(busy, rel=1e-9)
+        assert [i.requests for i in sim.instances] == [i.requests for i in free.instances]
+        assert sim.span_s == pytest.approx(free.span_s)
+        assert sim.to_dict()["tokens_per_s"] == pytest.approx(free.to_dict()["tokens_per_s"])
+    cut = float(arrival[40])
+    early = run(cut)
+    entry = [i for i in early.instances if i.role != "decode"]
+    assert sum(i.requests for i in entry) == int(np.count_nonzero(arrival <= cut))
+    assert all(0.0 <= i.busy_fraction <= 1.0 for i in early.instances)
+    assert early.span_s == pytest.approx(cut - arrival[0])
+    none_yet = run(float(arrival[0]) / 2)  # before the first arrival: nothing simulated
+    assert none_yet.span_s == 0.0
+    assert all(i.busy_fraction == 0.0 and i.requests == 0 for i in none_yet.instances)
+    assert math.isinf(none_yet.to_dict()["cost_usd_per_million_tokens"])
 
 
 def test_a_small_cache_preempts_and_still_finishes_everything() -> None:

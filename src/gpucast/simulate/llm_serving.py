@@ -92,6 +92,20 @@ def offered_rps(arrival_s: FloatArray, horizon_s: float = math.inf) -> float:
     return int(np.count_nonzero(arrival_s <= window)) / window if window > 0 else math.nan
 
 
+def run_end_s(
+    arrival_s: FloatArray, finish_s: FloatArray, running: bool, until_s: float | None
+) -> float:
+    """Where the simulated time ends (s from 0): the last finish (the last arrival when none
+    finished); with a horizon ``until_s``, the horizon while a request still ran at it, else
+    the sooner of the two. Busy fractions and whole-run rates divide by the time up to here,
+    not by a horizon set past the last completion (where nothing was simulated)."""
+    done = finish_s[np.isfinite(finish_s)]
+    last = float(done.max()) if done.size else (float(arrival_s[-1]) if arrival_s.size else 0.0)
+    if until_s is None:
+        return last
+    return float(until_s) if running else min(last, float(until_s))
+
+
 def summary(values: FloatArray) -> dict[str, float]:
     """p50 / p90 / p95 / p99 / mean / max (NaN when empty)."""
     v = values[np.isfinite(values)]
@@ -157,10 +171,10 @@ class InstanceStats:
     role: str  # "colocated", "prefill" or "decode"
     replica: int
     gpus: int
-    requests: int
+    requests: int  # routed to it and arrived by the horizon (``until_s``)
     iterations: int
     busy_s: float
-    busy_fraction: float
+    busy_fraction: float  # busy_s / the time simulated (first arrival to the run's end)
     preemptions: int
     peak_kv_utilisation: float
     mean_running: float  # sequences per decode iteration (0 when none ran)
@@ -276,13 +290,13 @@ class LlmServingResult:
     # -- rates -------------------------------------------------------------------------------
     @property
     def span_s(self) -> float:
-        """From the first arrival to the last finish (or ``until_s``)."""
+        """The time simulated: from the first arrival to :func:`run_end_s` (the last finish,
+        or ``until_s`` while a request still ran at it) -- never past the last event, so a
+        horizon beyond the last completion changes nothing."""
         arrival = self.requests.arrival_s
         if arrival.size == 0:
             return 0.0
-        end = np.nanmax(self.finish_s) if np.any(self.finished) else float(arrival[-1])
-        if self.until_s is not None:
-            end = self.until_s
+        end = run_end_s(arrival, self.finish_s, self.count(RUNNING) > 0, self.until_s)
         return float(max(end - arrival[0], 0.0))
 
     @property
@@ -1197,7 +1211,9 @@ def simulate_llm_serving(
                 prefilled=prefilled, until=until, swap_s_per_block=swap_s_per_block,
                 swap_blocks=swap_blocks,
             )  # fmt: skip
-            stats.append(_stats(role, k, len(ids), o, cost.gpus, total_blocks))
+            # the requests that arrived by the horizon (those after it never reached it)
+            arrived = int(np.count_nonzero(arrival[mine] <= until))
+            stats.append(_stats(role, k, arrived, o, cost.gpus, total_blocks))
 
     if disaggregation is None:
         run_pool("colocated", replicas, live, arrival[live], False)
@@ -1212,7 +1228,8 @@ def simulate_llm_serving(
                 total_blocks=total_blocks, until=until, transfer=disaggregation,
             )  # fmt: skip
             ready_all[mine] = np.asarray(o.ready_out, dtype=np.float64)
-            stats.append(_stats("prefill", k, mine.size, o, cost.gpus, total_blocks))
+            arrived = int(np.count_nonzero(arrival[mine] <= until))
+            stats.append(_stats("prefill", k, arrived, o, cost.gpus, total_blocks))
         going = np.flatnonzero(np.isfinite(ready_all))
         going = going[np.argsort(ready_all[going], kind="stable")]
         run_pool("decode", d, going, ready_all[going], True)
@@ -1222,13 +1239,9 @@ def simulate_llm_serving(
     status = np.where(dropped, DROPPED, np.where(np.isfinite(finish), FINISHED, RUNNING))
     if until_s is not None:  # arriving after the horizon: never queued, so never running
         status = np.where((status == RUNNING) & (arrival > until), UNARRIVED, status)
-    horizon = (
-        float(until)
-        if until_s is not None
-        else (float(np.nanmax(finish)) if np.any(np.isfinite(finish)) else 0.0)
-    )
+    end = run_end_s(arrival, finish, bool(np.any(status == RUNNING)), until_s)
     start = float(arrival[0]) if n_req else 0.0
-    span = max(horizon - start, 0.0)
+    span = max(end - start, 0.0)
     stats = [_with_busy_fraction(s, span) for s in sorted(stats, key=lambda s: (s.role, s.replica))]
     return LlmServingResult(
         requests=requests,
