@@ -26,6 +26,16 @@ def test_simulate_serve_with_an_llm_prints_ttft_and_tpot() -> None:
     assert out["ttft_s"]["p99"] >= out["ttft_s"]["p50"]
 
 
+def test_a_horizon_before_any_token_prints_no_infinite_price() -> None:
+    """--horizon-s 0.001 (before the first arrival): the cost per token is n/a, not 'inf',
+    and no instance counts the requests due after the horizon."""
+    result = runner.invoke(app, [*SIM, "--horizon-s", "0.001"])
+    assert result.exit_code == 0, result.output
+    assert "inf US$" not in result.stdout
+    assert "per million output tokens n/a (no output token within the horizon)" in result.stdout
+    assert re.search(r"colocated #0: busy 0%, 0 requests", result.stdout)
+
+
 def test_options_of_the_other_kind_are_one_line_errors() -> None:
     wrong = runner.invoke(app, [*SIM, "--max-batch", "8"])
     assert wrong.exit_code == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -176,6 +177,11 @@ def test_invariants(case) -> None:
     for inst in sim.instances:
         assert 0.0 <= inst.peak_kv_utilisation <= 1.0 + 1e-12
         assert 0.0 <= inst.busy_fraction <= 1.0
+        assert 0.0 <= inst.link_busy_fraction <= 1.0
+    # an instance counts the requests that reached it by the horizon, never later ones
+    arrived = np.ones(n, dtype=bool) if until is None else req.arrival_s <= until
+    entry = sum(i.requests for i in sim.instances if i.role != "decode")
+    assert entry == int(np.count_nonzero(arrived & (sim.status != DROPPED)))
     tpot = sim.tpot_s[done & (req.output_tokens > 1)]
     assert np.all(tpot > 0)
     attain = sim.slo_attainment
@@ -185,6 +191,48 @@ def test_invariants(case) -> None:
     assert np.array_equal(sim.finish_s, again.finish_s, equal_nan=True)
     assert np.array_equal(sim.first_token_s, again.first_token_s, equal_nan=True)
     assert np.array_equal(sim.preemptions, again.preemptions)
+
+
+@pytest.mark.parametrize("disagg", [None, (1, 1)])
+def test_a_horizon_past_the_last_completion_changes_nothing(disagg) -> None:
+    """Busy fractions divide by the time simulated, not by the horizon: any horizon after
+    the last finish gives the run without one (the QA case: 99% with none, 82% at 25 s and
+    0% at 1e9 s); a horizon inside the run counts only the requests that arrived by it."""
+    rng = np.random.default_rng(5)
+    arrival = np.cumsum(rng.exponential(0.1, 80))
+    req = _requests(arrival, rng.integers(100, 1500, 80), rng.integers(20, 200, 80))
+    link = (
+        None
+        if disagg is None
+        else Disaggregation(prefill_instances=1, decode_instances=1, kv_link_gbps=100.0)
+    )
+
+    def run(until):
+        return simulate_llm_serving(
+            req, COST, SchedulerConfig(), max_context=SPEC.max_context,
+            disaggregation=link, until_s=until,
+        )  # fmt: skip
+
+    free = run(None)
+    last = float(np.nanmax(free.finish_s))
+    busy = [i.busy_fraction for i in free.instances]
+    assert max(busy) > 0.3  # a loaded server, so a wrong denominator shows
+    for until in (last + 1e-6, last + 15.0, 1e9):
+        sim = run(until)
+        assert [i.busy_fraction for i in sim.instances] == pytest.approx(busy, rel=1e-9)
+        assert [i.requests for i in sim.instances] == [i.requests for i in free.instances]
+        assert sim.span_s == pytest.approx(free.span_s)
+        assert sim.to_dict()["tokens_per_s"] == pytest.approx(free.to_dict()["tokens_per_s"])
+    cut = float(arrival[40])
+    early = run(cut)
+    entry = [i for i in early.instances if i.role != "decode"]
+    assert sum(i.requests for i in entry) == int(np.count_nonzero(arrival <= cut))
+    assert all(0.0 <= i.busy_fraction <= 1.0 for i in early.instances)
+    assert early.span_s == pytest.approx(cut - arrival[0])
+    none_yet = run(float(arrival[0]) / 2)  # before the first arrival: nothing simulated
+    assert none_yet.span_s == 0.0
+    assert all(i.busy_fraction == 0.0 and i.requests == 0 for i in none_yet.instances)
+    assert math.isinf(none_yet.to_dict()["cost_usd_per_million_tokens"])
 
 
 def test_a_small_cache_preempts_and_still_finishes_everything() -> None:
@@ -244,6 +292,85 @@ def test_disaggregation_adds_the_kv_transfer() -> None:
     assert sim.finish_s[0] == pytest.approx(prefill + transfer + decode)
     assert sim.gpus == 2
     assert [i.role for i in sim.instances] == ["decode", "prefill"]
+
+
+def test_kv_transfers_queue_for_the_link_first_come_first_served() -> None:
+    """Two prompts prefilled in one batch: the second transfer waits for the first, so its
+    KV cache arrives one serialisation later (the link is a server, not a delay)."""
+    link = Disaggregation(prefill_instances=1, decode_instances=1, kv_link_gbps=1.0)
+    req = _requests([0.0, 0.0], [1000, 1000], [20, 20])
+    sim = simulate_llm_serving(
+        req, COST, SchedulerConfig(), max_context=SPEC.max_context, disaggregation=link
+    )
+    prefill = float(sim.first_token_s[0])
+    one = link.serialise_s(1000 * COST.kv_bytes_per_token)
+    assert sim.first_token_s[1] == prefill
+    assert sim.decode_ready_s is not None
+    assert sim.decode_ready_s.tolist() == pytest.approx(
+        [prefill + one + link.transfer_latency_s, prefill + 2 * one + link.transfer_latency_s]
+    )
+    assert sim.finish_s[1] > sim.finish_s[0] + 0.9 * one
+
+
+def _stream(rate_rps: float, n: int, seed: int = 11) -> LlmRequests:
+    rng = np.random.default_rng(seed)
+    return _requests(np.cumsum(rng.exponential(1.0 / rate_rps, n)), [512] * n, [128] * n)
+
+
+def _split(gbps: float, req: LlmRequests, until: float | None = None):  # type: ignore[no-untyped-def]
+    link = Disaggregation(prefill_instances=1, decode_instances=1, kv_link_gbps=gbps)
+    return simulate_llm_serving(
+        req, COST, SchedulerConfig(), max_context=SPEC.max_context, disaggregation=link,
+        until_s=until,
+    )  # fmt: skip
+
+
+def test_a_slow_kv_link_bounds_the_throughput_and_says_so() -> None:
+    """The QA case (5 req/s of 512-token prompts, ~67 MB of KV cache each): the link carries
+    at most link rate / KV bytes per request; requests/s never exceed it, tokens/s never
+    rise as the link slows, and past it the queue (and latency) grows with the run."""
+    req = _stream(5.0, 300)
+    size = 512 * COST.kv_bytes_per_token
+    tokens = []
+    for gbps in (400.0, 5.0, 1.0, 0.2, 0.05):
+        sim = _split(gbps, req)
+        out = sim.to_dict()
+        link = sim.kv_link
+        assert link is not None and sim.rate_window_s is not None
+        capacity = gbps * 1e9 / 8.0 / size
+        assert link.capacity_rps == pytest.approx(capacity)
+        assert 0.0 <= link.utilisation <= 1.0
+        # within a window of L s the link ends at most L x capacity + 1 transfers
+        lo, hi = sim.rate_window_s
+        most = capacity + 1.0 / (hi - lo)
+        assert out["throughput_rps"] <= most
+        # decoded tokens (all but each request's first, from the prefill) crossed the link
+        firsts = np.count_nonzero((sim.first_token_s > lo) & (sim.first_token_s <= hi))
+        assert out["tokens_per_s"] - firsts / (hi - lo) <= most * 127
+        tokens.append(out["tokens_per_s"])
+        overloaded = capacity < 5.0 * 0.9
+        assert link.bound == overloaded
+        if overloaded:  # the queue grows: later arrivals wait longer, without bound
+            lat = sim.latency_s
+            assert np.median(lat[-75:]) > 2.0 * np.median(lat[75:150])
+    assert all(a >= b - 1e-9 for a, b in itertools.pairwise(tokens))
+    assert tokens[-1] < tokens[0] / 10
+
+
+def test_an_ample_kv_link_leaves_almost_no_queue() -> None:
+    """At a link far faster than the arrivals a request's KV cache arrives one transfer after
+    its prefill (as before the link queued transfers), but for the few prompts prefilled in
+    one batch, which wait for their batch-mates' transfers (a few ms)."""
+    req = _stream(5.0, 300)
+    sim = _split(400.0, req)
+    link = Disaggregation(prefill_instances=1, decode_instances=1, kv_link_gbps=400.0)
+    one = link.serialise_s(512 * COST.kv_bytes_per_token)
+    assert sim.decode_ready_s is not None
+    extra = sim.decode_ready_s - sim.first_token_s - link.transfer_s(512 * COST.kv_bytes_per_token)
+    assert np.all(extra >= -1e-12) and np.all(extra <= 3 * one)
+    assert np.mean(np.abs(extra) < 1e-12) >= 0.95
+    assert sim.kv_link is not None and not sim.kv_link.bound
+    assert sim.kv_link.utilisation < 0.05
 
 
 def test_more_replicas_never_raise_the_tail_of_a_steady_stream() -> None:

@@ -354,6 +354,7 @@ class SimulateLlmServeResult:
             return [
                 f"{s.role} #{s.replica}: busy {s.busy_fraction:.0%}, {s.requests} requests, "
                 f"peak KV {s.peak_kv_utilisation:.0%}, {s.preemptions} preemptions"
+                + (f", KV link busy {s.link_busy_fraction:.0%}" if s.role == "prefill" else "")
                 for s in stats
             ]
         lines = []
@@ -554,6 +555,10 @@ def simulate_llm_serve(
         reasons = ", ".join(f"{n} {why}" for why, n in others.items())
         warnings.append(f"{sum(others.values())} of {reqs.count} requests dropped: {reasons}")
     warnings += _overload_warning(result)
+    if (kv_link := result.kv_link) is not None and kv_link.bound:
+        from gpucast.plan.llm_serve import link_text
+
+        warnings.append(f"{link_text(kv_link)} (offered {result.offered_rps():.3g} req/s)")
     if (fp8 := fp8_hardware_note(model.gpu, model.precision)) is not None:
         warnings.append(fp8)
     assumptions = {

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -140,6 +141,18 @@ def requests_text(out: Mapping[str, Any]) -> str:
     )
 
 
+def cost_text(out: Mapping[str, Any]) -> str:
+    """The price per hour and per million output tokens: ``n/a`` when no output token came
+    within the run (a horizon before the first token) rather than an infinite price."""
+    per_million = out["cost_usd_per_million_tokens"]
+    tokens = (
+        f"{per_million:.3f} US$ per million output tokens"
+        if math.isfinite(per_million)
+        else "US$ per million output tokens n/a (no output token within the horizon)"
+    )
+    return f"cost {out['cost_usd_per_hour']:.2f} US$/h, {tokens}"
+
+
 def _run_simulate(request: SimulateLlmServeRequest, cli: Mapping[str, Any]) -> None:
     from gpucast.app import simulate_llm_serve
 
@@ -187,11 +200,7 @@ def print_llm_serving(result: SimulateLlmServeResult) -> None:
             f"  SLO met by {out['slo_attainment']:.1%} (goodput {out['goodput_rps']:.2f} req/s)",
             highlight=False,
         )
-    console.print(
-        f"  cost {out['cost_usd_per_hour']:.2f} US$/h, {out['cost_usd_per_million_tokens']:.3f} "
-        f"US$ per million output tokens",
-        highlight=False,
-    )
+    console.print(f"  {cost_text(out)}", highlight=False)
     for line in result.instance_lines():
         console.print(f"  {line}", highlight=False)
     for key, value in {**out["sources"], **out["assumptions"]}.items():

@@ -187,7 +187,10 @@ class Disaggregation:
     """Splitwise-style serving: ``prefill_instances`` run only prompts, then each request's KV
     cache crosses ``kv_link_gbps`` (Gbit/s per GPU, each of the ``tp`` GPUs sends its shard
     over its own link) plus ``transfer_latency_s`` to one of ``decode_instances``, which
-    only decode. The first token leaves the prefill instance."""
+    only decode. The first token leaves the prefill instance. The link of a prefill instance
+    is a server: its transfers queue behind each other (first come, first served), each
+    holding it for :meth:`serialise_s`, so it carries at most ``kv_link_gbps`` x 1e9 / 8 /
+    (KV bytes per GPU of a request) requests per second."""
 
     prefill_instances: int
     decode_instances: int
@@ -202,8 +205,13 @@ class Disaggregation:
         if not (math.isfinite(self.transfer_latency_s) and self.transfer_latency_s >= 0):
             raise InvalidSpecError("transfer-latency-s", "must be >= 0")
 
+    def serialise_s(self, kv_bytes_per_gpu: float) -> float:
+        """Seconds a request's KV cache holds the link (its bytes at the link's rate)."""
+        return kv_bytes_per_gpu * 8.0 / (self.kv_link_gbps * 1e9)
+
     def transfer_s(self, kv_bytes_per_gpu: float) -> float:
-        return self.transfer_latency_s + kv_bytes_per_gpu * 8.0 / (self.kv_link_gbps * 1e9)
+        """Seconds from a request's prefill to its decode on an idle link."""
+        return self.transfer_latency_s + self.serialise_s(kv_bytes_per_gpu)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -45,7 +45,7 @@ from gpucast.predict.llm_infer import (
     split_problem,
     tp_fix,
 )
-from gpucast.simulate.llm_serving import LlmServingResult, simulate_llm_serving
+from gpucast.simulate.llm_serving import KvLinkLoad, LlmServingResult, simulate_llm_serving
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -266,6 +266,9 @@ def _tpot_why(
     most = f"{row.tpot_s / slowest:,.0f}x its slowest ({slowest * 1e3:.1f} ms at {seqs} sequences)"
     times = f"TPOT {row.tpot_s / step_s:,.0f}x its mean decode step, {most}" if step_s else most
     if row.mode == "disaggregated":
+        link = result.kv_link
+        if link is not None and link.bound:
+            return f": requests queue for the KV link ({times}; {link_text(link)})"
         return f": sequences wait for a decode slot ({times}): more decode instances"
     preempted = int(np.count_nonzero(result.preemptions))
     if preempted >= (1.0 - s.percentile / 100.0) * s.requests.count:
@@ -324,7 +327,20 @@ def _bound(
         )
     if row.preemptions:
         parts.append(f"KV cache full: {row.preemptions} preemptions")
+    link = result.kv_link
+    if link is not None and link.bound and "KV link" not in parts[0]:
+        parts.append(link_text(link))
     return "; ".join(parts)
+
+
+def link_text(link: KvLinkLoad) -> str:
+    """A link-bound run's KV link in words (:attr:`LlmServingResult.kv_link`)."""
+    return (
+        f"KV-link bound: the prefill->decode link is busy {link.utilisation:.0%} and carries "
+        f"at most {link.capacity_rps:.3g} req/s (a request's KV cache: "
+        f"{link.bytes_per_request / 1e6:.3g} MB per GPU, at {link.gbps:g} Gbit/s): raise "
+        "--kv-link-gbps or add prefill instances"
+    )
 
 
 def _work_s(s: _Setting, cost: IterationCost) -> float:

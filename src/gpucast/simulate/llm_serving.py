@@ -28,9 +28,14 @@ The model
   Requests that cannot fit even alone (prompt + output beyond the context window, the KV
   capacity, or -- without chunked prefill -- the token budget) are dropped at arrival.
 * **Disaggregation** (Splitwise): prefill instances run batches of prompts only; each
-  request's KV cache then crosses the link (:meth:`Disaggregation.transfer_s`) to a decode
-  instance (round robin in order of readiness), which admits it without a prefill and
-  decodes it with continuous batching (a request it preempts is recomputed there).
+  request's KV cache then crosses the prefill instance's link to a decode instance (round
+  robin in order of readiness), which admits it without a prefill and decodes it with
+  continuous batching (a request it preempts is recomputed there). The link is a FIFO
+  server: a transfer waits for the one before it, then holds the link for
+  :meth:`Disaggregation.serialise_s` (plus the link's latency), so a slow link bounds the
+  requests/s and its queue grows without bound under overload (:attr:`LlmServingResult.kv_link`
+  says when the run is link-bound). The KV cache a queued transfer holds on the prefill
+  instance is not charged to its blocks.
 
 Why it is fast
 --------------
@@ -46,6 +51,7 @@ per request: a million requests in seconds (``benchmarks/llm_serving_speed.py``)
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 from collections import deque
@@ -71,6 +77,8 @@ IntArray = npt.NDArray[np.int64]
 
 #: Status of a request at the end of a run.
 FINISHED, DROPPED, RUNNING, UNARRIVED = 0, 1, 2, 3
+#: A KV link busy this share of the time simulated bounds the run (transfers queue).
+LINK_BOUND_UTILISATION = 0.9
 #: Percentiles every summary reports.
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 #: Default host-to-GPU bandwidth for swapping KV blocks (Gbit/s; PCIe Gen4 x16 ~ 25 GB/s).
@@ -90,6 +98,20 @@ def offered_rps(arrival_s: FloatArray, horizon_s: float = math.inf) -> float:
     own = float(arrival_s[-1]) * n / (n - 1) if n > 1 else float(arrival_s[-1])
     window = min(own, horizon_s)
     return int(np.count_nonzero(arrival_s <= window)) / window if window > 0 else math.nan
+
+
+def run_end_s(
+    arrival_s: FloatArray, finish_s: FloatArray, running: bool, until_s: float | None
+) -> float:
+    """Where the simulated time ends (s from 0): the last finish (the last arrival when none
+    finished); with a horizon ``until_s``, the horizon while a request still ran at it, else
+    the sooner of the two. Busy fractions and whole-run rates divide by the time up to here,
+    not by a horizon set past the last completion (where nothing was simulated)."""
+    done = finish_s[np.isfinite(finish_s)]
+    last = float(done.max()) if done.size else (float(arrival_s[-1]) if arrival_s.size else 0.0)
+    if until_s is None:
+        return last
+    return float(until_s) if running else min(last, float(until_s))
 
 
 def summary(values: FloatArray) -> dict[str, float]:
@@ -157,16 +179,22 @@ class InstanceStats:
     role: str  # "colocated", "prefill" or "decode"
     replica: int
     gpus: int
-    requests: int
+    requests: int  # routed to it and arrived by the horizon (``until_s``)
     iterations: int
     busy_s: float
-    busy_fraction: float
+    busy_fraction: float  # busy_s / the time simulated (first arrival to the run's end)
     preemptions: int
     peak_kv_utilisation: float
     mean_running: float  # sequences per decode iteration (0 when none ran)
     max_waiting: int
     tokens: int = 0  # tokens emitted: one per prefill completion, one per sequence per decode
     decode_steps: int = 0  # iterations that decoded (none: every output was one token)
+    # a prefill instance's KV link: transfers sent, their bytes (per GPU), seconds it was
+    # busy serialising them (within the horizon) and that over the time simulated
+    link_transfers: int = 0
+    link_bytes: float = 0.0
+    link_busy_s: float = 0.0
+    link_busy_fraction: float = 0.0
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -184,7 +212,29 @@ class InstanceStats:
             "decode_steps": self.decode_steps,
             "max_waiting": self.max_waiting,
             "tokens": self.tokens,
+            **(
+                {
+                    "link_transfers": self.link_transfers,
+                    "link_bytes": self.link_bytes,
+                    "link_busy_s": self.link_busy_s,
+                    "link_busy_fraction": self.link_busy_fraction,
+                }
+                if self.role == "prefill"
+                else {}
+            ),
         }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KvLinkLoad:
+    """The prefill->decode KV links of a disaggregated run (:attr:`LlmServingResult.kv_link`)."""
+
+    gbps: float  # each prefill instance's link, Gbit/s per GPU
+    transfers: int
+    bytes_per_request: float  # mean KV cache of a transfer, bytes per GPU
+    capacity_rps: float  # the most requests/s the links carry (all prefill instances)
+    utilisation: float  # the busiest link's share of the time simulated
+    bound: bool  # busy >= LINK_BOUND_UTILISATION: the link limits the requests/s
 
 
 def _frozen(values: npt.ArrayLike, dtype: type) -> npt.NDArray[Any]:
@@ -219,6 +269,9 @@ class LlmServingResult:
     slo_ttft_s: float | None = None
     slo_tpot_s: float | None = None
     until_s: float | None = None
+    kv_link_gbps: float | None = None  # disaggregated: each prefill instance's KV link
+    # disaggregated: when each request's KV cache reached its decode instance (NaN: never)
+    decode_ready_s: FloatArray | None = None
     drop_reasons: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -226,6 +279,8 @@ class LlmServingResult:
         for name in ("first_token_s", "finish_s", "itl_lo_s", "itl_hi_s", "itl_weight"):
             object.__setattr__(self, name, _frozen(getattr(self, name), np.float64))
         object.__setattr__(self, "status", _frozen(self.status, np.int64))
+        if self.decode_ready_s is not None:
+            object.__setattr__(self, "decode_ready_s", _frozen(self.decode_ready_s, np.float64))
         object.__setattr__(self, "preemptions", _frozen(self.preemptions, np.int64))
         object.__setattr__(self, "drop_reasons", MappingProxyType(dict(self.drop_reasons)))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
@@ -276,13 +331,13 @@ class LlmServingResult:
     # -- rates -------------------------------------------------------------------------------
     @property
     def span_s(self) -> float:
-        """From the first arrival to the last finish (or ``until_s``)."""
+        """The time simulated: from the first arrival to :func:`run_end_s` (the last finish,
+        or ``until_s`` while a request still ran at it) -- never past the last event, so a
+        horizon beyond the last completion changes nothing."""
         arrival = self.requests.arrival_s
         if arrival.size == 0:
             return 0.0
-        end = np.nanmax(self.finish_s) if np.any(self.finished) else float(arrival[-1])
-        if self.until_s is not None:
-            end = self.until_s
+        end = run_end_s(arrival, self.finish_s, self.count(RUNNING) > 0, self.until_s)
         return float(max(end - arrival[0], 0.0))
 
     @property
@@ -311,7 +366,9 @@ class LlmServingResult:
         served (each finished request counts the share of its arrival-to-finish time inside
         the window: in a steady run, the requests finishing per second), those within the
         SLOs, output tokens (the first at its TTFT, the others spread evenly to the finish)
-        and prompt tokens (at the first token)."""
+        and prompt tokens (at the first token). Disaggregated, a request's stretch and its
+        later tokens start when its KV cache reached the decode instance: a queue for the
+        KV link spreads no request or token over time it waited rather than was served."""
         fin = self.finished
         window = self.rate_window_s
         if window is None:
@@ -325,8 +382,15 @@ class LlmServingResult:
             first, finish = self.first_token_s, self.finish_s
             with np.errstate(invalid="ignore"):
                 started = (first > lo) & (first <= hi)
-            served = _share_inside(self.requests.arrival_s, finish, fin, lo, hi)
-            decode = (self.requests.output_tokens - 1) * _share_inside(first, finish, fin, lo, hi)
+            begin, decoding = self.requests.arrival_s, first
+            if self.decode_ready_s is not None:
+                ready = self.decode_ready_s
+                begin = np.where(np.isfinite(ready), ready, begin)
+                decoding = np.where(np.isfinite(ready), ready, first)
+            served = _share_inside(begin, finish, fin, lo, hi)
+            decode = (self.requests.output_tokens - 1) * _share_inside(
+                decoding, finish, fin, lo, hi
+            )
             out_tokens = float(np.count_nonzero(started) + decode.sum())
             in_tokens = float(self.requests.input_tokens[started].sum())
         per_s = 1.0 / length if length > 0 else 0.0
@@ -348,6 +412,30 @@ class LlmServingResult:
         if np.any(self.finished):
             return float(np.nanmax(self.finish_s))
         return float(arrival[-1]) if arrival.size else 0.0
+
+    @property
+    def kv_link(self) -> KvLinkLoad | None:
+        """The prefill->decode KV links of a disaggregated run (None when colocated): the
+        transfers, the mean KV bytes (per GPU) of one, the requests/s the links carry at
+        most (``kv_link_gbps`` x 1e9 / 8 / those bytes, per prefill instance), the busiest
+        link's share of the time simulated, and ``bound``: True when that share is at least
+        :data:`LINK_BOUND_UTILISATION` -- transfers queue, and the link limits the requests/s
+        (a decode GPU busy all along may still have room: continuous batching)."""
+        links = [s for s in self.instances if s.role == "prefill"]
+        if not links or self.kv_link_gbps is None:
+            return None
+        sent = sum(s.link_transfers for s in links)
+        size = sum(s.link_bytes for s in links) / sent if sent else 0.0
+        per_link = self.kv_link_gbps * 1e9 / 8.0 / size if size > 0 else math.inf
+        busiest = max(s.link_busy_fraction for s in links)
+        return KvLinkLoad(
+            gbps=self.kv_link_gbps,
+            transfers=sent,
+            bytes_per_request=size,
+            capacity_rps=per_link * len(links),
+            utilisation=busiest,
+            bound=busiest >= LINK_BOUND_UTILISATION,
+        )
 
     @property
     def in_flight(self) -> int:
@@ -439,6 +527,7 @@ class LlmServingResult:
             # the steady window the rates and costs are over (None: over span_s)
             "rate_window_s": None if window is None else list(window),
             "servers": [s.to_dict() for s in self.instances],
+            "kv_link": None if (link := self.kv_link) is None else dataclasses.asdict(link),
             "sources": dict(self.sources),
         }
         if timeline_bins:
@@ -510,6 +599,9 @@ class _Outcome:
     max_waiting: int = 0
     tokens: int = 0
     ready_out: list[float] = field(default_factory=list)  # prefill pool: ready time per id
+    link_transfers: int = 0  # prefill pool: its KV link (InstanceStats.link_*)
+    link_bytes: float = 0.0
+    link_busy_s: float = 0.0
 
 
 def _window(hist: list[int], end: int, length: int, bs: int) -> int:
@@ -1041,6 +1133,7 @@ def _run_prefill_pool(
     i = 0
     m = len(ids)
     kv_token = cost.kv_bytes_per_token
+    link_free = 0.0  # when the link has sent every transfer queued so far
     while i < m and t < until:
         if ready[i] > t:
             t = ready[i]
@@ -1087,8 +1180,14 @@ def _run_prefill_pool(
             if out[r] <= 1:
                 finish[r] = t
                 state[r] = _DONE
-            else:
-                res.ready_out[i + j] = t + transfer.transfer_s(inp[r] * kv_token)
+            else:  # FIFO behind the transfers before it, then its bytes at the link's rate
+                size = inp[r] * kv_token
+                start = max(t, link_free)
+                link_free = start + transfer.serialise_s(size)
+                res.ready_out[i + j] = link_free + transfer.transfer_latency_s
+                res.link_transfers += 1
+                res.link_bytes += size
+                res.link_busy_s += max(min(link_free, until) - min(start, until), 0.0)
         i += len(batch)
     return res
 
@@ -1197,8 +1296,11 @@ def simulate_llm_serving(
                 prefilled=prefilled, until=until, swap_s_per_block=swap_s_per_block,
                 swap_blocks=swap_blocks,
             )  # fmt: skip
-            stats.append(_stats(role, k, len(ids), o, cost.gpus, total_blocks))
+            # the requests that arrived by the horizon (those after it never reached it)
+            arrived = int(np.count_nonzero(arrival[mine] <= until))
+            stats.append(_stats(role, k, arrived, o, cost.gpus, total_blocks))
 
+    ready_all: FloatArray | None = None
     if disaggregation is None:
         run_pool("colocated", replicas, live, arrival[live], False)
         instances = replicas
@@ -1212,7 +1314,8 @@ def simulate_llm_serving(
                 total_blocks=total_blocks, until=until, transfer=disaggregation,
             )  # fmt: skip
             ready_all[mine] = np.asarray(o.ready_out, dtype=np.float64)
-            stats.append(_stats("prefill", k, mine.size, o, cost.gpus, total_blocks))
+            arrived = int(np.count_nonzero(arrival[mine] <= until))
+            stats.append(_stats("prefill", k, arrived, o, cost.gpus, total_blocks))
         going = np.flatnonzero(np.isfinite(ready_all))
         going = going[np.argsort(ready_all[going], kind="stable")]
         run_pool("decode", d, going, ready_all[going], True)
@@ -1222,13 +1325,9 @@ def simulate_llm_serving(
     status = np.where(dropped, DROPPED, np.where(np.isfinite(finish), FINISHED, RUNNING))
     if until_s is not None:  # arriving after the horizon: never queued, so never running
         status = np.where((status == RUNNING) & (arrival > until), UNARRIVED, status)
-    horizon = (
-        float(until)
-        if until_s is not None
-        else (float(np.nanmax(finish)) if np.any(np.isfinite(finish)) else 0.0)
-    )
+    end = run_end_s(arrival, finish, bool(np.any(status == RUNNING)), until_s)
     start = float(arrival[0]) if n_req else 0.0
-    span = max(horizon - start, 0.0)
+    span = max(end - start, 0.0)
     stats = [_with_busy_fraction(s, span) for s in sorted(stats, key=lambda s: (s.role, s.replica))]
     return LlmServingResult(
         requests=requests,
@@ -1245,6 +1344,8 @@ def simulate_llm_serving(
         slo_ttft_s=slo_ttft_s,
         slo_tpot_s=slo_tpot_s,
         until_s=until_s,
+        kv_link_gbps=None if disaggregation is None else disaggregation.kv_link_gbps,
+        decode_ready_s=ready_all,
         drop_reasons=reasons,
         sources=sources or {},
     )
@@ -1267,11 +1368,16 @@ def _stats(
         max_waiting=o.max_waiting,
         tokens=o.tokens,
         decode_steps=o.decode_steps,
+        link_transfers=o.link_transfers,
+        link_bytes=o.link_bytes,
+        link_busy_s=o.link_busy_s,
     )
 
 
 def _with_busy_fraction(s: InstanceStats, span_s: float) -> InstanceStats:
-    import dataclasses
+    def share(busy: float) -> float:
+        return min(1.0, busy / span_s) if span_s > 0 else 0.0
 
-    frac = min(1.0, s.busy_s / span_s) if span_s > 0 else 0.0
-    return dataclasses.replace(s, busy_fraction=frac)
+    return dataclasses.replace(
+        s, busy_fraction=share(s.busy_s), link_busy_fraction=share(s.link_busy_s)
+    )
