@@ -153,7 +153,7 @@ def test_a_plan_pays_the_fitted_warm_up_once_unless_cuda_graphs_run() -> None:
 
 def test_fp8_needs_fp8_tensor_cores() -> None:
     # an A100 has none: predict refuses it, naming the GPUs that do; a plan over both kinds
-    # trains the A100s in bf16 and says so
+    # skips the A100s (as plan train does) and says how many
     with pytest.raises(InvalidSpecError, match=r"fp8 tensor cores.*A100-80GB") as info:
         gpucast.predict_llm_train(
             model="llama-3-8b", gpu="A100-80GB", gpus=8, global_batch=64, precision="fp8"
@@ -163,9 +163,11 @@ def test_fp8_needs_fp8_tensor_cores() -> None:
         model="llama-3-8b", tokens=2e10, global_batch=512, max_gpus=16, precision="fp8",
         gpus=("A100-80GB", "H100-SXM"),
     )  # fmt: skip
-    by_gpu = {c.gpu: c.layout for c in plan.candidates}
-    assert "bf16" in by_gpu["A100-80GB"] and "fp8" in by_gpu["H100-SXM"]
-    assert plan.assumptions["precision"].endswith("A100-80GB (none) in bf16")
+    assert plan.candidates and {c.gpu for c in plan.candidates} == {"H100-SXM"}
+    assert all(c.layout.endswith(" fp8") for c in plan.candidates)
+    assert plan.assumptions["fp8 GPUs"].startswith(
+        "1 GPU type without fp8 units skipped: A100-80GB"
+    )
     plain = gpucast.plan_llm_train(
         model="llama-3-8b", tokens=2e10, global_batch=512, max_gpus=16, gpus=("H100-SXM",)
     )

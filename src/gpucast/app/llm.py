@@ -173,17 +173,18 @@ def warmup_text(value: float | None, efficiency: RooflineEfficiency) -> str:
     )
 
 
-def precision_note(
-    precision: str, candidates: Sequence[LlmCandidate], catalog: Catalog
-) -> dict[str, str]:
-    """The ``precision`` assumption of an fp8 plan: the GPU types it ran in bf16."""
+def precision_note(precision: str, skipped: tuple[str, ...] = ()) -> dict[str, str]:
+    """The ``precision`` assumption of an fp8 plan and the GPU types without fp8 units its
+    search skipped (:func:`gpucast.app._fp8.fp8_gpus`)."""
     if precision != "fp8":
         return {}
-    bf16 = sorted({c.gpu for c in candidates if not catalog.gpu(c.gpu).has_units("fp8")})
-    text = "fp8 on GPUs with fp8 tensor cores"
-    if bf16:
-        text += f"; {', '.join(bf16)} (none) in bf16"
-    return {"precision": text}
+    from gpucast.app._fp8 import fp8_skipped_assumption
+
+    note = {"precision": "fp8 on GPUs with fp8 tensor cores"}
+    if skipped:
+        said = fp8_skipped_assumption(skipped)
+        note[said.name] = f"{said.value} ({said.source}; {said.override})"
+    return note
 
 
 def positive_or_none(name: str, value: int | None) -> None:
