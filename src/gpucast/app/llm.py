@@ -505,8 +505,10 @@ def predict_llm_train(
                 {
                     "intra-node bridges": f"{gpu.name}s pair up through NVLink bridges "
                     f"({links.intra_node_gbps / 8:g} GB/s to the partner card); a group of "
-                    f"more than two crosses PCIe at {links.bridge_pcie_gbps / 8:g} GB/s "
-                    "(catalog systems.csv: the type's servers bridge their cards in pairs)"
+                    f"more than two crosses PCIe at {links.bridge_pcie_gbps / 8:g} GB/s, "
+                    f"NCCL's all-reduce over PCIe among {links.gpus_per_node} GPUs (catalog "
+                    "pcie_allreduce.csv; catalog systems.csv: the type's servers bridge their "
+                    "cards in pairs)"
                 }
                 if links.bridge_pcie_gbps is not None and links.gpus_per_node > 1
                 else {}
