@@ -518,6 +518,7 @@ def instance_price(
     A given ``price_usd_per_gpu_hour`` replaces the price (the offer still names the node,
     e.g. its network for a KV transfer)."""
     from gpucast.catalog import load_catalog
+    from gpucast.inputs import serving as cnn_inputs
     from gpucast.plan.llm_serve import cheapest_for_tp
 
     catalog = load_catalog()
@@ -534,7 +535,7 @@ def instance_price(
         rented = cheapest_for_tp(choices, 1)
     offer = None if rented is None else rented.offer
     if price_usd_per_gpu_hour is not None:
-        given = f"{price_usd_per_gpu_hour:.4g} US$/h per GPU (given)"
+        given = cnn_inputs.given_price_text(price_usd_per_gpu_hour, offer, spot=spot)
         return Sourced(price_usd_per_gpu_hour, given), offer
     if rented is None or offer is None:
         raise InvalidSpecError(
