@@ -49,13 +49,9 @@ from gpucast.domain.systems import (
 from gpucast.domain.workload import SOFTWARE_HELP, check_software
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from gpucast.domain.catalog import Catalog
     from gpucast.domain.llm import TransformerSpec
     from gpucast.domain.parallel import ClusterShape, ParallelStepPrediction
     from gpucast.domain.provenance import Validation
-    from gpucast.plan.llm import LlmCandidate
     from gpucast.predict.roofline import RooflineEfficiency
 
 #: What ``predict llm-train`` and ``plan llm-train`` search of the choices a user does not fix

@@ -115,9 +115,9 @@ def given_price_text(price_usd_per_hour: float, offer: Offer | None, *, spot: bo
     """Where a ``--price`` per GPU comes from: the user, not the catalog offer that names the
     server (its network, its host); with ``spot``, that it replaces the spot prices (--spot
     still keeps only the offers that have one)."""
-    named = (
-        "" if offer is None else f"; the offer {offer.provider} {offer.instance_type} names the server"
-    )
+    named = ""
+    if offer is not None:
+        named = f"; the offer {offer.provider} {offer.instance_type} names the server"
     replaced = f"; {PRICE_REPLACES_SPOT}" if spot else ""
     return f"{price_usd_per_hour:.4g} US$/h per GPU (given with --price{named}{replaced})"
 

@@ -230,9 +230,7 @@ def group_link_gbps(gpu: GpuSpec, gpus: int, node: NodeLinks = SWITCHED) -> floa
     return links.intra_node_gbps if pcie is None else pcie
 
 
-def with_bridges(
-    links: ClusterShape, gpu: GpuSpec, pcie_gbps: float | None = None
-) -> ClusterShape:
+def with_bridges(links: ClusterShape, gpu: GpuSpec, pcie_gbps: float | None = None) -> ClusterShape:
     """``links`` of ``gpu`` cards bridged in pairs: a group beyond a pair crosses PCIe at
     ``pcie_gbps`` (the all-reduce bus bandwidth the catalog's PCIe figures give, as for GPUs
     without NVLink: :attr:`~gpucast.domain.parallel.NodeLinks.pcie_busbw_gbps`), else at the
