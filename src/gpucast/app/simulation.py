@@ -88,19 +88,18 @@ def _strategy(value: Any) -> str:
 
 
 def _region_example(request: Any) -> str:
-    """A region to suggest for ``request``'s missing ``--region``: of its ``--provider``
-    (with the most catalog offers of its ``--gpu``, when the provider sells it), else GCP's
-    us-east1 (the provider a bare run is priced at)."""
+    """A region to suggest for ``request``'s missing ``--region``: the one with the most
+    catalog offers of its ``--gpu`` (of any GPU where none sells it) of its ``--provider``
+    (any provider when none is given); us-east1 where a name is unknown (its own error says
+    which names are)."""
     from gpucast.catalog import load_catalog
     from gpucast.domain.errors import UnknownNameError
 
-    if request.provider is None:
-        return "us-east1"
     catalog = load_catalog()
     try:
         offers = catalog.find_offers(provider=request.provider)
         gpu = None if request.gpu is None else catalog.gpu(request.gpu).name
-    except UnknownNameError:  # named wrong: its own error says which names are known
+    except UnknownNameError:
         return "us-east1"
     selling = [o for o in offers if gpu is not None and o.gpu == gpu] or list(offers)
     counts: dict[str, int] = {}
