@@ -142,10 +142,63 @@ def test_plan_train_skips_gpus_without_fp8_and_says_how_many(tmp_path: Path) -> 
 
 
 def test_plan_train_refuses_fp8_when_no_gpu_has_it(tmp_path: Path) -> None:
-    with pytest.raises(InvalidSpecError, match=r"none of the 2 GPU types .*--precision bf16"):
+    with pytest.raises(InvalidSpecError, match=r"none of the 2 GPU types .*--precision fp16"):
         gpucast.plan_train(**PLAN, gpu="T4,A100-40GB", precision="fp8", db=tmp_path / "s.db")
     with pytest.raises(InvalidSpecError, match="which the T4 has not"):
         gpucast.plan_train(**PLAN, gpu="T4", precision="fp8", db=tmp_path / "s.db")
+
+
+def test_plan_refusals_suggest_a_precision_every_named_gpu_has(tmp_path: Path) -> None:
+    """Neither a V100 nor a T4 has bf16 units: the fix names fp16, as the one-GPU message
+    (check_precision_units) does; with an A100 among them, bf16 again."""
+    for verb, kwargs in (
+        (gpucast.plan_train, {**PLAN, "db": tmp_path / "s.db"}),
+        (gpucast.plan_llm_train, LLM),
+    ):
+        with pytest.raises(InvalidSpecError) as both:
+            verb(**kwargs, gpu="V100,T4", precision="fp8")
+        assert "none of the 2 GPU types" in both.value.message
+        assert (both.value.fix or "").startswith("use --precision fp16 (or auto)")
+        with pytest.raises(InvalidSpecError) as one:
+            verb(**kwargs, gpu="T4", precision="fp8")
+        assert (one.value.fix or "").startswith("use --precision fp16 (or auto)")
+    with pytest.raises(InvalidSpecError) as mixed:
+        gpucast.plan_train(**PLAN, gpu="V100,A100", precision="fp8", db=tmp_path / "s.db")
+    assert (mixed.value.fix or "").startswith("use --precision fp16")  # V100: no bf16
+    with pytest.raises(InvalidSpecError) as ampere:
+        gpucast.plan_train(**PLAN, gpu="A10G,A100", precision="fp8", db=tmp_path / "s.db")
+    assert (ampere.value.fix or "").startswith("use --precision bf16")
+
+
+#: a small LLM plan (plan llm-train)
+LLM: dict[str, Any] = {"model": "llama-3-8b", "tokens": 2e9, "seq_len": 4096,
+                       "global_batch": 256, "max_gpus": 16}  # fmt: skip
+
+
+def test_plan_llm_train_refuses_fp8_on_named_gpus_without_it_in_one_line() -> None:
+    args = ["plan", "llm-train", "--model", "llama-3-8b", "--tokens", "2e9", "--global-batch",
+            "256", "--gpu", "A100", "--precision", "fp8"]  # fmt: skip
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "fp8 tensor cores" in lines[0] and "A100-40GB" in lines[0]
+
+
+def test_plan_llm_train_fp8_skips_gpus_without_fp8_and_says_how_many() -> None:
+    catalog = load_catalog()
+    plan = gpucast.plan_llm_train(**LLM, providers=["gcp"], precision="fp8")
+    every = gpucast.plan_llm_train(**LLM, providers=["gcp"], precision="bf16")
+    without = sorted({c.gpu for c in every.candidates} - {
+        g.name for g in catalog.gpus if g.has_units("fp8")
+    })  # fmt: skip
+    assert without and plan.candidates  # gcp has both kinds (T4, V100, A100 and L4, H100)
+    assert all(catalog.gpu(c.gpu).has_units("fp8") for c in plan.candidates)
+    assert all(c.layout.endswith(" fp8") for c in plan.candidates)  # no row "bf16" under fp8
+    said = plan.assumptions["fp8 GPUs"]
+    n = int(said.split()[0])
+    assert n >= len(without) and said.startswith(f"{n} GPU types without fp8 units skipped: ")
+    for name in without[:8]:
+        assert name in said
 
 
 SIM: dict[str, Any] = {"region": "us-central1", "provider": "gcp", "strategy": "allreduce",

@@ -145,31 +145,46 @@ def test_an_engine_is_refused_on_a_gpu_it_does_not_run_on() -> None:
     assert gpucast.predict_infer(**common, gpu="Gaudi2", framework="vllm").prediction.fits
 
 
-def test_tensor_parallel_inference_on_bridged_cards_crosses_pcie_beyond_a_pair() -> None:
-    """H100 NVL cards are bridged in pairs (catalog systems.csv): tp=2 all-reduces over the
-    bridge, tp=4 over PCIe -- slower than the same GPUs behind a switch would be -- and the
-    result says so; predict infer, simulate serve and the pure model agree."""
+@pytest.mark.parametrize("name", ["H100-NVL", "H100-PCIe"])
+def test_tensor_parallel_inference_on_bridged_cards_crosses_pcie_beyond_a_pair(
+    name: str,
+) -> None:
+    """H100 NVL / PCIe cards are bridged in pairs (catalog systems.csv): tp=2 all-reduces over
+    the bridge, tp=4 and 8 over PCIe at the figure catalog pcie_allreduce.csv gives a Gen5 group
+    of that size (as for GPUs without NVLink; below the x16 link's nominal 64 GB/s) -- slower
+    than the same GPUs behind a switch would be -- and the result says so; predict infer and
+    the pure model agree."""
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
+    from gpucast.catalog.pcie_allreduce import pcie_allreduce_gb_per_s
     from gpucast.domain.parallel import NodeLinks
+    from gpucast.inputs.llm_serving import node_links
     from gpucast.predict.llm_infer import predict_inference
 
-    common = {"model": "llama-3-70b", "batch_size": 16, "input_len": 1024, "output_len": 64}
-    four = gpucast.predict_infer(**common, gpu="H100-NVL", tp=4)
-    assert any("tp=4's all-reduces cross PCIe at 64 GB/s" in n for n in four.prediction.notes)
-    two = gpucast.predict_infer(**common, gpu="H100-NVL", tp=2)
-    assert not any("cross PCIe" in n for n in two.prediction.notes)
     spec, gpu, vllm = (
         llm_model("llama-3-70b"),
-        load_catalog().gpu("H100-NVL"),
+        load_catalog().gpu(name),
         inference_engine("vllm"),
     )
-    shape = {"batch_size": 16, "input_len": 1024, "output_len": 64, "tp": 4}
-    switched = predict_inference(spec, gpu, vllm, **shape)
-    bridged = predict_inference(spec, gpu, vllm, **shape, node=NodeLinks(bridged=True))
-    assert bridged.breakdown["communication"] > 3 * switched.breakdown["communication"]
-    assert four.prediction.latency_s == pytest.approx(bridged.latency_s)
+    common = {"model": "llama-3-70b", "batch_size": 16, "input_len": 1024, "output_len": 64}
+    two = gpucast.predict_infer(**common, gpu=name, tp=2)
+    assert not any("cross PCIe" in n for n in two.prediction.notes)
+    assert two.assumptions["intra-node links"].endswith("the bridge to its partner")
+    for tp in (4, 8):
+        figure = pcie_allreduce_gb_per_s(gpu.pcie_generation, tp)
+        assert figure is not None and figure.value < 64.0
+        group = gpucast.predict_infer(**common, gpu=name, tp=tp)
+        said = f"tp={tp}'s all-reduces cross PCIe at {figure.value:g} GB/s"
+        assert any(said in n for n in group.prediction.notes)
+        assert "pcie_allreduce.csv" in group.assumptions["intra-node links"]
+        shape = {"batch_size": 16, "input_len": 1024, "output_len": 64, "tp": tp}
+        switched = predict_inference(spec, gpu, vllm, **shape)
+        bridged = predict_inference(spec, gpu, vllm, **shape, node=node_links(gpu)[1])
+        nominal = predict_inference(spec, gpu, vllm, **shape, node=NodeLinks(bridged=True))
+        assert bridged.breakdown["communication"] > 3 * switched.breakdown["communication"]
+        assert bridged.breakdown["communication"] > nominal.breakdown["communication"]
+        assert group.prediction.latency_s == pytest.approx(bridged.latency_s)
 
 
 def test_tensor_parallel_inference_on_pcie_cards_takes_the_published_all_reduce_rate() -> None:

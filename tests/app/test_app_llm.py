@@ -153,7 +153,7 @@ def test_a_plan_pays_the_fitted_warm_up_once_unless_cuda_graphs_run() -> None:
 
 def test_fp8_needs_fp8_tensor_cores() -> None:
     # an A100 has none: predict refuses it, naming the GPUs that do; a plan over both kinds
-    # trains the A100s in bf16 and says so
+    # skips the A100s (as plan train does) and says how many
     with pytest.raises(InvalidSpecError, match=r"fp8 tensor cores.*A100-80GB") as info:
         gpucast.predict_llm_train(
             model="llama-3-8b", gpu="A100-80GB", gpus=8, global_batch=64, precision="fp8"
@@ -163,9 +163,11 @@ def test_fp8_needs_fp8_tensor_cores() -> None:
         model="llama-3-8b", tokens=2e10, global_batch=512, max_gpus=16, precision="fp8",
         gpus=("A100-80GB", "H100-SXM"),
     )  # fmt: skip
-    by_gpu = {c.gpu: c.layout for c in plan.candidates}
-    assert "bf16" in by_gpu["A100-80GB"] and "fp8" in by_gpu["H100-SXM"]
-    assert plan.assumptions["precision"].endswith("A100-80GB (none) in bf16")
+    assert plan.candidates and {c.gpu for c in plan.candidates} == {"H100-SXM"}
+    assert all(c.layout.endswith(" fp8") for c in plan.candidates)
+    assert plan.assumptions["fp8 GPUs"].startswith(
+        "1 GPU type without fp8 units skipped: A100-80GB"
+    )
     plain = gpucast.plan_llm_train(
         model="llama-3-8b", tokens=2e10, global_batch=512, max_gpus=16, gpus=("H100-SXM",)
     )
@@ -334,16 +336,22 @@ def test_a_gpu_without_step_time_data_states_a_wider_band() -> None:
 
 def test_a_cluster_gives_the_gpu_the_nodes_and_the_links() -> None:
     """D54U-3U (catalog systems.csv): 4 H100-PCIe in NVLink-bridged pairs, 25 Gbit/s
-    Ethernet. TP over the four crosses PCIe (64 GB/s), not the bridge (600 GB/s) -- as the
-    bare cards now do by default (the catalog's H100 PCIe servers bridge them in pairs)."""
+    Ethernet. TP over the four crosses PCIe at the all-reduce figure catalog
+    pcie_allreduce.csv gives four Gen5 GPUs (below the x16 link's nominal 64 GB/s), not the
+    bridge (600 GB/s) -- as the bare cards now do by default (the catalog's H100 PCIe servers
+    bridge them in pairs)."""
+    from gpucast.catalog.pcie_allreduce import pcie_allreduce_gb_per_s
+
+    figure = pcie_allreduce_gb_per_s(5, 4)
+    assert figure is not None and figure.value < 64.0
     common = {"model": "llama-2-7b", "gpus": 4, "seq_len": 2048, "global_batch": 16, "tp": 4}
     server = gpucast.predict_llm_train(**common, cluster="D54U-3U")
     assert server.best.gpu == "H100-PCIe"
     assert "D54U-3U" in server.assumptions["cluster"]
-    assert "inside a node 64 GB/s per GPU" in server.assumptions["node network"]
+    assert f"inside a node {figure.value:g} GB/s per GPU" in server.assumptions["node network"]
     cards = gpucast.predict_llm_train(**common, gpu="H100-PCIe", gpus_per_node=4)
     assert server.best.breakdown["tp_comm"] == pytest.approx(cards.best.breakdown["tp_comm"])
-    assert "crosses PCIe at 64 GB/s" in cards.assumptions["intra-node bridges"]
+    assert f"crosses PCIe at {figure.value:g} GB/s" in cards.assumptions["intra-node bridges"]
     assert server.to_dict()["assumptions"]["cluster"] == server.assumptions["cluster"]
 
 
@@ -562,7 +570,12 @@ def test_bridged_cards_state_their_pairs() -> None:
     common = {"model": "llama-3-8b", "gpus": 8, "seq_len": 4096, "global_batch": 64, "top": 0}
     nvl = gpucast.predict_llm_train(**common, gpu="H100-NVL").to_dict()["assumptions"]
     sxm = gpucast.predict_llm_train(**common, gpu="H100").to_dict()["assumptions"]
-    assert "crosses PCIe at 64 GB/s" in nvl["intra-node bridges"]
+    from gpucast.catalog.pcie_allreduce import pcie_allreduce_gb_per_s
+
+    eight = pcie_allreduce_gb_per_s(5, 8)  # the node's 8 Gen5 cards: the sourced figure
+    assert eight is not None and eight.value < 64.0
+    said = nvl["intra-node bridges"]
+    assert f"crosses PCIe at {eight.value:g} GB/s" in said and "pcie_allreduce.csv" in said
     assert "intra-node bridges" not in sxm
 
 

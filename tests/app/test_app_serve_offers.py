@@ -72,3 +72,31 @@ def test_filters_no_offer_meets_are_one_clear_error() -> None:
         gpucast.simulate_llm_serve(**LLM, providers=("azure",))
     with pytest.raises(InvalidInputError, match="unknown region"):
         gpucast.simulate_serve(**CNN, providers=("azure",), regions=("us-central1",))
+
+
+def test_a_given_price_is_not_attributed_to_the_offer_and_says_it_replaces_spot() -> None:
+    """The QA pass: ``--price 1 --provider aws`` read "1 US$/h per GPU (aws g4dn.xlarge in
+    us-east-1, on demand)", and --spot with --price said nothing. The given price is the
+    user's (the offer only names the server); with --spot it replaces the spot prices -- in
+    simulate serve (CNN, MIG slice, language model) and plan serve alike."""
+    given = gpucast.simulate_serve(**CNN, price=1.0, providers=("aws",))
+    said = given.sources["price"]
+    assert said.startswith("1 US$/h per GPU (given with --price; the offer aws ")
+    assert said.endswith(" names the server)") and "on demand" not in said
+    assert given.to_dict()["cost_usd_per_hour"] == pytest.approx(1.0)
+    spot = gpucast.simulate_serve(**CNN, price=1.0, spot=True).sources["price"]
+    assert spot.endswith("; --price replaces the catalog's spot prices)")
+    assert ", spot)" not in spot
+    mig = gpucast.simulate_serve(**dict(CNN, gpu="A100-40GB"), mig="1g.5gb", price=7.0)
+    assert mig.sources["price"].startswith("1 US$/h per slice: the GPU's 7 US$/h per GPU (given")
+    llm = gpucast.simulate_llm_serve(**LLM, price=1.0, spot=True).to_dict()["sources"]["price"]
+    assert llm.startswith("1 US$/h per GPU (given with --price; the offer ")
+    assert llm.endswith("--price replaces the catalog's spot prices)")
+    plan = gpucast.plan_llm_serve(
+        model="llama-3-8b", rate=1, duration_s=5, gpu=["L4"], tp=[1], max_replicas=1,
+        no_disaggregation=True, slo_ttft_ms=60_000, price=2.0, spot=True,
+    )  # fmt: skip
+    assert plan.assumptions["prices"] == (
+        "2 US$/h per GPU (given), every GPU type; --price replaces the catalog's spot prices"
+    )
+    assert plan.plan.candidates[0].cost_usd_per_hour == pytest.approx(2.0)

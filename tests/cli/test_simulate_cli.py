@@ -324,3 +324,22 @@ def test_fsdp_is_named_where_sharding_the_model_state_makes_the_batch_fit() -> N
     assert "--batch-size " not in ddp.output.split("(got 8)")[1]  # no batch fits: not named
     fsdp = runner.invoke(app, [*job, "--strategy", "fsdp"])
     assert fsdp.exit_code == 0, fsdp.output
+
+
+@pytest.mark.parametrize(("provider", "gpu"), [("aws", "T4"), ("azure", "T4"), ("gcp", "K80"),
+                                                ("aws", "K80"), (None, "K80")])  # fmt: skip
+def test_a_missing_region_suggests_one_of_the_providers(provider: str | None, gpu: str) -> None:
+    """The QA pass: --provider aws without --region suggested GCP's us-east1. The example
+    is a region where the catalog has the provider's offers (of the GPU, where it sells it)."""
+    from gpucast.catalog import load_catalog
+
+    args = ["simulate", "train", "--workload", "mlp", "--gpu", gpu, "--workers", "2",
+            "--steps", "100", *(["--provider", provider] if provider else [])]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "region: is required; e.g. --region " in lines[0]
+    region = lines[0].rsplit("--region ", 1)[1].strip()
+    catalog = load_catalog()
+    sold = catalog.find_offers(provider=provider, region=region)
+    assert sold and any(o.gpu == gpu for o in sold)

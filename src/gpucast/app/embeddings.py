@@ -267,7 +267,8 @@ def _hardware(
         per_node, host_gib = cluster.gpus_per_node, DEFAULT_HOST_GIB
         network = host_link_gbps(cluster, gpu.pcie_generation)
         price = cluster.price_usd_per_gpu_hour
-        link = intra_link_gbps(cluster, catalog, min(request.gpus, per_node)) / 8.0
+        gpus = min(request.gpus, per_node)
+        link = intra_link_gbps(cluster, catalog, gpus, all_reduce=False) / 8.0
         notes["node"] = (
             f"{cluster.describe()} ({cluster.source}); all-to-all inside a node at "
             f"{link:g} GB/s per GPU ({cluster.shape.intra_node}"

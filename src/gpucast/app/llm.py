@@ -49,13 +49,9 @@ from gpucast.domain.systems import (
 from gpucast.domain.workload import SOFTWARE_HELP, check_software
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from gpucast.domain.catalog import Catalog
     from gpucast.domain.llm import TransformerSpec
     from gpucast.domain.parallel import ClusterShape, ParallelStepPrediction
     from gpucast.domain.provenance import Validation
-    from gpucast.plan.llm import LlmCandidate
     from gpucast.predict.roofline import RooflineEfficiency
 
 #: What ``predict llm-train`` and ``plan llm-train`` search of the choices a user does not fix
@@ -173,17 +169,18 @@ def warmup_text(value: float | None, efficiency: RooflineEfficiency) -> str:
     )
 
 
-def precision_note(
-    precision: str, candidates: Sequence[LlmCandidate], catalog: Catalog
-) -> dict[str, str]:
-    """The ``precision`` assumption of an fp8 plan: the GPU types it ran in bf16."""
+def precision_note(precision: str, skipped: tuple[str, ...] = ()) -> dict[str, str]:
+    """The ``precision`` assumption of an fp8 plan and the GPU types without fp8 units its
+    search skipped (:func:`gpucast.app._fp8.fp8_gpus`)."""
     if precision != "fp8":
         return {}
-    bf16 = sorted({c.gpu for c in candidates if not catalog.gpu(c.gpu).has_units("fp8")})
-    text = "fp8 on GPUs with fp8 tensor cores"
-    if bf16:
-        text += f"; {', '.join(bf16)} (none) in bf16"
-    return {"precision": text}
+    from gpucast.app._fp8 import fp8_skipped_assumption
+
+    note = {"precision": "fp8 on GPUs with fp8 tensor cores"}
+    if skipped:
+        said = fp8_skipped_assumption(skipped)
+        note[said.name] = f"{said.value} ({said.source}; {said.override})"
+    return note
 
 
 def positive_or_none(name: str, value: int | None) -> None:
@@ -504,8 +501,10 @@ def predict_llm_train(
                 {
                     "intra-node bridges": f"{gpu.name}s pair up through NVLink bridges "
                     f"({links.intra_node_gbps / 8:g} GB/s to the partner card); a group of "
-                    f"more than two crosses PCIe at {links.bridge_pcie_gbps / 8:g} GB/s "
-                    "(catalog systems.csv: the type's servers bridge their cards in pairs)"
+                    f"more than two crosses PCIe at {links.bridge_pcie_gbps / 8:g} GB/s, "
+                    f"NCCL's all-reduce over PCIe among {links.gpus_per_node} GPUs (catalog "
+                    "pcie_allreduce.csv; catalog systems.csv: the type's servers bridge their "
+                    "cards in pairs)"
                 }
                 if links.bridge_pcie_gbps is not None and links.gpus_per_node > 1
                 else {}

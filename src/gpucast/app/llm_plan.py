@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from gpucast.app._fp8 import fp8_gpus
 from gpucast.app._request import resolve
 from gpucast.app.llm import (
     CP_SEARCHED,
@@ -76,7 +77,7 @@ from gpucast.domain.systems import (
 )
 from gpucast.domain.units import format_duration
 from gpucast.domain.variability import gpu_variability_option
-from gpucast.domain.workload import SOFTWARE_HELP, check_software
+from gpucast.domain.workload import FP8, SOFTWARE_HELP, check_software
 
 if TYPE_CHECKING:
     from gpucast.plan.llm import LlmPlan
@@ -502,6 +503,9 @@ def plan_llm_train(
     seq = request.seq_len or spec.max_context  # beyond the context: noted, as predict does
     perf = perf_params(None).value
     cluster = request_cluster(request, catalog)
+    fp8_skipped: tuple[str, ...] = ()
+    if request.precision == FP8:  # the GPU types with fp8 units, as plan train searches
+        request, fp8_skipped = fp8_gpus(request, catalog, cluster)
     if cluster is not None:
         gpu = cluster_gpu(cluster, catalog, None)
         nodes = [
@@ -605,7 +609,7 @@ def plan_llm_train(
                 if efficiency.value.warmup_s > 0
                 else {}
             ),
-            **precision_note(request.precision, plan.candidates, catalog),
+            **precision_note(request.precision, fp8_skipped),
             "networks": "instance types with InfiniBand/RoCE/EFA (catalog/data/systems.csv) at "
             f"nominal links; the others at {perf.collective_tcp.network_efficiency:.3f} of "
             f"their NIC ({perf.collective_tcp.source})",

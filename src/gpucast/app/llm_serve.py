@@ -871,6 +871,7 @@ def plan_llm_serve(
     from gpucast.domain.llm_serving import parse_token_lengths
     from gpucast.domain.serving_plan import PLAN_TRACE_WINDOW_S
     from gpucast.inputs import llm_serving as inputs
+    from gpucast.inputs.serving import PRICE_REPLACES_SPOT
     from gpucast.plan.llm_serve import plan_llm_serving
 
     request = resolve(PlanLlmServeRequest, request, options, config)
@@ -941,6 +942,7 @@ def plan_llm_serve(
             "scheduler": scheduler.describe(spec.max_context),
             "prices": (
                 f"{request.price:.4g} US$/h per GPU (given), every GPU type"
+                + (f"; {PRICE_REPLACES_SPOT}" if request.spot else "")
                 if request.price is not None
                 else ("catalog spot" if request.spot else "catalog on-demand")
                 + " per GPU, of the cheapest instance with at least tp GPUs of the type"

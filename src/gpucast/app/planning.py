@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpucast._version import __version__
+from gpucast.app._fp8 import fp8_gpus, fp8_skipped_assumption
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import is_default
@@ -25,7 +26,6 @@ from gpucast.domain.workload import (
     FP8,
     TF32,
     auto_precision_assumption,
-    check_precision_units,
     gpu_compute_precision,
     measured_precision,
     precision_assumption,
@@ -106,7 +106,7 @@ def plan_train(
     by_gpu: dict[str, str] = {}
     fp8_skipped: tuple[str, ...] = ()
     if request.precision == FP8:  # the GPU types with fp8 units, each at fp8
-        request, fp8_skipped = _fp8_gpus(request, catalog, cluster)
+        request, fp8_skipped = fp8_gpus(request, catalog, cluster)
         by_gpu = dict.fromkeys(planned_gpus(request, catalog, cluster), FP8)
     elif request.precision in (AUTO_PRECISION, TF32):
         by_gpu = {
@@ -407,7 +407,7 @@ def plan_train(
     if by_gpu:
         assumed += (auto_precision_assumption(by_gpu, fixed=kept, requested=request.precision),)
         if fp8_skipped:
-            assumed += (_fp8_skipped_assumption(fp8_skipped),)
+            assumed += (fp8_skipped_assumption(fp8_skipped),)
         slow = _fp32_path_priced(by_gpu, profiles, catalog, efficiency.value)
         if slow is not None:
             assumed += (slow,)
@@ -497,52 +497,6 @@ def _own_gpu_calibrations(
                 choice = GpuPrecision(precision=wanted, facts=facts_by[p], calibration=cal.value)
                 out[spec.name] = (choice, cal.source)
     return out
-
-
-def _fp8_gpus(
-    request: TrainRequest, catalog: Any, cluster: ClusterSpec | None
-) -> tuple[TrainRequest, tuple[str, ...]]:
-    """``--precision fp8``: the request searching only the GPU types with fp8 units, and the
-    ones it skips; refused where none is left (a cluster's GPU without fp8: its one line)."""
-    from gpucast.plan.train import planned_gpus
-
-    if cluster is not None:
-        check_precision_units(FP8, catalog.gpu(cluster.gpu), catalog)
-        return request, ()
-    planned = planned_gpus(request, catalog, cluster)
-    skipped = tuple(g for g in planned if not catalog.gpu(g).has_units(FP8))
-    if not skipped:
-        return request, ()
-    kept = tuple(g for g in planned if g not in skipped)
-    if not kept:
-        if len(skipped) == 1:
-            check_precision_units(FP8, catalog.gpu(skipped[0]), catalog)
-        with_fp8 = [g.name for g in catalog.gpus if g.has_units(FP8)]
-        raise InvalidSpecError(
-            "precision",
-            f"fp8 needs fp8 tensor cores, which none of the {len(skipped)} GPU types the "
-            f"filters keep has ({', '.join(skipped[:6])}{', ...' if len(skipped) > 6 else ''})",
-            got=FP8,
-            fix="use --precision bf16 (or auto), or --gpu "
-            + ",".join(with_fp8[:4])
-            + " (GPUs with fp8 units)",
-        )
-    if request.gpus:  # named by --gpu: keep those with fp8
-        return dataclasses.replace(request, gpus=kept), skipped
-    return dataclasses.replace(request, exclude_gpus=(*request.exclude_gpus, *skipped)), skipped
-
-
-def _fp8_skipped_assumption(skipped: tuple[str, ...]) -> Assumption:
-    """What ``--precision fp8`` left out of the search."""
-    n = len(skipped)
-    return Assumption(
-        name="fp8 GPUs",
-        value=f"{n} GPU type{'s' if n != 1 else ''} without fp8 units skipped: "
-        + ", ".join(skipped[:8])
-        + (f" and {n - 8} more" if n > 8 else ""),
-        source="catalog gpus.csv fp8_tflops (empty: no fp8 tensor cores)",
-        override="--precision bf16|auto plans them",
-    )
 
 
 def _calibration_assumption(

@@ -65,6 +65,59 @@ def _saved_json(path: Path) -> dict[str, Any]:
     return data
 
 
+#: The JSON type of each part of a saved plan of a ``kind`` the report renders (a part may
+#: be absent or null; a ``plan train`` one, with no kind, is checked by TrainPlan.from_dict).
+_PARTS: dict[str, dict[str, type]] = {
+    "serve-plan": {"request": dict, "slo": dict, "candidates": list, "pareto": list,
+                   "infeasible": dict, "assumptions": dict, "validation": dict, "warnings": list},
+    LLM_TRAIN_PLAN_KIND: {"request": dict, "candidates": list, "pareto": list,
+                          "infeasible": list, "left_out": list, "assumptions": dict},
+}  # fmt: skip
+#: a language-model serving plan lists why each configuration was dropped
+_PARTS["llm-serve-plan"] = {**_PARTS["serve-plan"], "infeasible": list}
+#: What an LLM training plan's rows hold (``report.html.llm_train_plan_html`` reads them).
+_LLM_ROW_KEYS = ("provider", "region", "nodes", "instance_type", "gpus", "gpu", "market",
+                 "network", "layout", "time_s", "time_low_s", "time_high_s", "cost_usd", "mfu",
+                 "memory_gib")  # fmt: skip
+
+
+def _check_saved(path: Path, data: dict[str, Any]) -> None:
+    """One clear line naming ``path`` and the first part of a saved plan of its ``kind``
+    whose shape is not the one that kind has (a file edited by hand, or another plan's
+    content under this kind) -- before the report reads it."""
+    kind = str(data["kind"])
+
+    def bad(problem: str) -> DataFormatError:
+        return DataFormatError(str(path), f"a saved {kind}: {problem}", fix=_SAVED_FIX)
+
+    for name, wanted in _PARTS[kind].items():
+        value = data.get(name)
+        if value is not None and not isinstance(value, wanted):
+            raise bad(f"{name!r} is {_json_type(value)}, not {_json_type(wanted())}")
+    rows = data.get("candidates") or []
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise bad(f"candidate {i} is {_json_type(row)}, not a JSON object")
+        missing = [k for k in _LLM_ROW_KEYS if k not in row] if kind == LLM_TRAIN_PLAN_KIND else []
+        if missing:
+            raise bad(f"candidate {i} has no {', '.join(map(repr, missing[:4]))}")
+    for name in ("pareto", "recommended", "safe"):
+        value = data.get(name)
+        for index in value if isinstance(value, list) else [] if value is None else [value]:
+            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(rows):
+                raise bad(f"{name!r} holds {index!r}, not a row of its {len(rows)} candidates")
+    infeasible = data.get("infeasible")
+    if isinstance(infeasible, dict) and not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in infeasible.values()
+    ):
+        raise bad("'infeasible' counts are not all numbers")
+
+
+def _json_type(value: object) -> str:
+    names = {dict: "a JSON object", list: "a JSON array", str: "a string", bool: "a boolean"}
+    return names.get(type(value), "a number" if isinstance(value, int | float) else "null")
+
+
 def load_plan(path: Path | str) -> TrainPlan:
     """A plan saved by :func:`save_plan` (``gpucast plan train --save``)."""
     path = Path(path)
@@ -164,6 +217,8 @@ def write_report(
     request = resolve(ReportRequest, request, options)
     if request.plan is not None:
         data = _saved_json(Path(request.plan))
+        if data.get("kind") in _PARTS:
+            _check_saved(Path(request.plan), data)
         if data.get("kind") in SERVE_PLAN_KINDS:
             write_serve_plan_report(data, request.out)
             return ReportResult(out=request.out, what=f"serving plan {request.plan}")

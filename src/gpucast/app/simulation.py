@@ -87,6 +87,27 @@ def _strategy(value: Any) -> str:
     return ALIASES.get(text, text)
 
 
+def _region_example(request: Any) -> str:
+    """A region to suggest for ``request``'s missing ``--region``: the one with the most
+    catalog offers of its ``--gpu`` (of any GPU where none sells it) of its ``--provider``
+    (any provider when none is given); us-east1 where a name is unknown (its own error says
+    which names are)."""
+    from gpucast.catalog import load_catalog
+    from gpucast.domain.errors import UnknownNameError
+
+    catalog = load_catalog()
+    try:
+        offers = catalog.find_offers(provider=request.provider)
+        gpu = None if request.gpu is None else catalog.gpu(request.gpu).name
+    except UnknownNameError:
+        return "us-east1"
+    selling = [o for o in offers if gpu is not None and o.gpu == gpu] or list(offers)
+    counts: dict[str, int] = {}
+    for o in selling:
+        counts[o.region] = counts.get(o.region, 0) + 1
+    return min(counts, key=lambda r: (-counts[r], r)) if counts else "us-east1"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimulateTrainRequest:
     """A training job on a cluster to simulate (``gpucast simulate train``)."""
@@ -279,7 +300,9 @@ class SimulateTrainRequest:
                 "gpu", "is required (or --instance, --cluster)", fix="e.g. --gpu K80"
             )
         if self.region is None and not on_cluster:
-            raise InvalidSpecError("region", "is required", fix="e.g. --region us-east1")
+            raise InvalidSpecError(
+                "region", "is required", fix=f"e.g. --region {_region_example(self)}"
+            )
         if (self.steps is None) == (self.target is None):
             raise InvalidSpecError(
                 "steps/target",

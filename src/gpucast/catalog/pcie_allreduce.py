@@ -1,5 +1,6 @@
 """All-reduce over PCIe (``data/pcie_allreduce.csv``): what NCCL reaches between GPUs that have
-no NVLink, from published ``nccl-tests`` figures and NCCL's own model of a PCIe link.
+no NVLink (or whose NVLink bridges join only pairs, so a larger group crosses PCIe), from
+published ``nccl-tests`` figures and NCCL's own model of a PCIe link.
 
 Each row is sourced and dated: ``measured`` rows are ``all_reduce_perf`` bus bandwidths (GB/s,
 the ``busbw`` column) of one server, GPU count, PCIe generation and message size as their
@@ -28,7 +29,7 @@ from gpucast.catalog._csv import (
     require_float,
     require_text,
 )
-from gpucast.domain.catalog import GpuSpec
+from gpucast.domain.catalog import PCIE_X16_GBPS, GpuSpec
 from gpucast.domain.errors import DataFormatError
 from gpucast.domain.provenance import Sourced
 
@@ -139,11 +140,12 @@ def pcie_allreduce_gb_per_s(
     return Sourced(value, source)
 
 
-def node_pcie_busbw_gbps(gpu: GpuSpec) -> tuple[tuple[int, float], ...]:
+def node_pcie_busbw_gbps(gpu: GpuSpec, *, bridged: bool = False) -> tuple[tuple[int, float], ...]:
     """:attr:`~gpucast.domain.parallel.NodeLinks.pcie_busbw_gbps` of a node of ``gpu``: the
-    rule's Gbit/s per group size where the GPU has no NVLink (empty where it has, or where no
-    row gives its generation)."""
-    if gpu.interconnect_gbps is not None:
+    rule's Gbit/s per group size where the GPU has no NVLink or its cards are ``bridged`` in
+    pairs (a group beyond a pair crosses PCIe); empty where NVLink joins the group, or where
+    no row gives its generation."""
+    if gpu.interconnect_gbps is not None and not bridged:
         return ()
     out: list[tuple[int, float]] = []
     for gpus in GROUP_SIZES:
@@ -151,3 +153,11 @@ def node_pcie_busbw_gbps(gpu: GpuSpec) -> tuple[tuple[int, float], ...]:
         if figure is not None and (not out or out[-1][1] != figure.value * 8.0):
             out.append((gpus, figure.value * 8.0))
     return tuple(out)
+
+
+def pcie_group_gbps(generation: int, gpus: int) -> float:
+    """Gbit/s per GPU of an all-reduce of ``gpus`` GPUs that crosses PCIe of ``generation``
+    (GPUs without NVLink, or bridged pairs beyond a pair): the rule's figure, else the x16
+    link's nominal rate (:data:`gpucast.domain.catalog.PCIE_X16_GBPS`)."""
+    figure = pcie_allreduce_gb_per_s(generation, gpus)
+    return PCIE_X16_GBPS.get(generation, 128.0) if figure is None else figure.value * 8.0

@@ -100,15 +100,26 @@ def check_precision_units(precision: str, gpu: Any, catalog: Any) -> None:
     of ``catalog`` that have fp8). Any other precision passes."""
     if precision != FP8 or gpu.has_units(FP8):
         return
-    has = [p for p in ("bf16", "fp16", TF32, "fp32") if gpu.has_units(p)]
-    with_units = [g.name for g in catalog.gpus if g.has_units(FP8)]
-    others = ", ".join(with_units[:6]) + (", ..." if len(with_units) > 6 else "")
+    has = [p for p in _NON_FP8_PRECISIONS if gpu.has_units(p)]
     raise InvalidSpecError(
         "precision",
         f"fp8 needs fp8 tensor cores, which the {gpu.name} has not (it trains in {', '.join(has)})",
         got=precision,
-        fix=f"use --precision {has[0]} (or auto), or a GPU with fp8 units ({others})",
+        fix=fp8_fix([gpu], catalog),
     )
+
+
+#: The precisions a GPU without fp8 units may train in, in the order one is suggested instead.
+_NON_FP8_PRECISIONS = ("bf16", "fp16", TF32, "fp32")
+
+
+def fp8_fix(gpus: Sequence[Any], catalog: Any) -> str:
+    """The fix of an fp8 request none of ``gpus`` (GPU specs without fp8 units) runs: the
+    first of bf16, fp16, tf32, fp32 that all of them have units for, or a GPU with fp8."""
+    common = next((p for p in _NON_FP8_PRECISIONS if all(g.has_units(p) for g in gpus)), "fp32")
+    with_units = [g.name for g in catalog.gpus if g.has_units(FP8)]
+    others = ", ".join(with_units[:6]) + (", ..." if len(with_units) > 6 else "")
+    return f"use --precision {common} (or auto), or a GPU with fp8 units ({others})"
 
 
 def auto_precision_assumption(

@@ -539,14 +539,23 @@ def host_link_gbps(cluster: ClusterSpec, pcie_generation: int) -> float:
     return PCIE_GBPS.get(pcie_generation, 128.0) * cluster.gpus_per_node
 
 
-def intra_link_gbps(cluster: ClusterSpec, catalog: Catalog, gpus: int | None = None) -> float:
+def intra_link_gbps(
+    cluster: ClusterSpec, catalog: Catalog, gpus: int | None = None, *, all_reduce: bool = True
+) -> float:
     """Gbit/s per GPU of a collective over ``gpus`` GPUs of one node of ``cluster`` (default:
     the whole node, the planner's figure for its whole-node offer); a ring over more than a
-    bridged pair crosses PCIe."""
+    bridged pair crosses PCIe: an all-reduce at the figure of catalog pcie_allreduce.csv for
+    the group (:func:`gpucast.catalog.pcie_allreduce.pcie_group_gbps`), another collective
+    (``all_reduce`` False: an all-to-all, which those figures do not measure) at the x16
+    link's nominal rate."""
+    from gpucast.catalog.pcie_allreduce import pcie_group_gbps
     from gpucast.plan.inputs import PCIE_GBPS
 
-    pcie = PCIE_GBPS.get(catalog.gpu(cluster.gpu).pcie_generation, 128.0)
-    return cluster.shape.ring_gbps(cluster.gpus_per_node if gpus is None else gpus, pcie)
+    group = cluster.gpus_per_node if gpus is None else gpus
+    generation = catalog.gpu(cluster.gpu).pcie_generation
+    nominal = PCIE_GBPS.get(generation, 128.0)
+    pcie = pcie_group_gbps(generation, group) if all_reduce else nominal
+    return cluster.shape.ring_gbps(group, pcie)
 
 
 def simulation_prices(

@@ -472,8 +472,7 @@ def gpu_choice(
     """One offer of :func:`gpu_offers` as the planner rents it: ``gpu`` as its catalog node
     links it, at most ``offer.gpus`` per tensor-parallel group, the node's network share for
     a KV transfer (or ``link_gbps`` given), PCIe for swapping."""
-    from gpucast.catalog.pcie_allreduce import node_pcie_busbw_gbps
-    from gpucast.catalog.systems import bridged_pairs, mesh_board_gpus, mesh_linked
+    from gpucast.catalog.systems import mesh_board_gpus, mesh_linked
     from gpucast.plan.llm_serve import GpuChoice
 
     return GpuChoice(
@@ -483,11 +482,22 @@ def gpu_choice(
         max_tp=offer.gpus,
         kv_link_gbps=kv_link_gbps(offer).value if link_gbps is None else link_gbps,
         swap_gbps=swap_gbps(gpu),
-        node=NodeLinks(
-            mesh_gpus=mesh_board_gpus(gpu.name, offer.gpus),
-            bridged=bridged_pairs(gpu.name),
-            pcie_busbw_gbps=node_pcie_busbw_gbps(gpu),
-        ),
+        node=_node(gpu, mesh_board_gpus(gpu.name, offer.gpus)),
+    )
+
+
+def _node(gpu: GpuSpec, mesh_gpus: int) -> NodeLinks:
+    """How a node of ``gpu`` joins a tensor-parallel group: its mesh of ``mesh_gpus``, its
+    cards bridged in pairs, and the PCIe all-reduce figures a group crossing PCIe reaches
+    (catalog pcie_allreduce.csv: GPUs without NVLink, and bridged cards beyond a pair)."""
+    from gpucast.catalog.pcie_allreduce import node_pcie_busbw_gbps
+    from gpucast.catalog.systems import bridged_pairs
+
+    bridged = bridged_pairs(gpu.name)
+    return NodeLinks(
+        mesh_gpus=mesh_gpus,
+        bridged=bridged,
+        pcie_busbw_gbps=node_pcie_busbw_gbps(gpu, bridged=bridged),
     )
 
 
@@ -508,6 +518,7 @@ def instance_price(
     A given ``price_usd_per_gpu_hour`` replaces the price (the offer still names the node,
     e.g. its network for a KV transfer)."""
     from gpucast.catalog import load_catalog
+    from gpucast.inputs import serving as cnn_inputs
     from gpucast.plan.llm_serve import cheapest_for_tp
 
     catalog = load_catalog()
@@ -524,7 +535,7 @@ def instance_price(
         rented = cheapest_for_tp(choices, 1)
     offer = None if rented is None else rented.offer
     if price_usd_per_gpu_hour is not None:
-        given = f"{price_usd_per_gpu_hour:.4g} US$/h per GPU (given)"
+        given = cnn_inputs.given_price_text(price_usd_per_gpu_hour, offer, spot=spot)
         return Sourced(price_usd_per_gpu_hour, given), offer
     if rented is None or offer is None:
         raise InvalidSpecError(
@@ -552,15 +563,17 @@ def node_links(gpu: GpuSpec) -> tuple[GpuSpec, NodeLinks]:
     and how that node joins its GPUs: the GPUs of its mesh (0: none; fewer GPUs reach fewer
     links, :func:`gpucast.catalog.systems.mesh_node_gpus`) and whether its cards are bridged
     in pairs (beyond a pair, PCIe: :func:`gpucast.catalog.systems.bridged_pairs`)."""
-    from gpucast.catalog.pcie_allreduce import node_pcie_busbw_gbps
-    from gpucast.catalog.systems import bridged_pairs, mesh_linked, mesh_node_gpus
+    from gpucast.catalog.systems import mesh_linked, mesh_node_gpus
 
-    node = NodeLinks(
-        mesh_gpus=mesh_node_gpus(gpu.name),
-        bridged=bridged_pairs(gpu.name),
-        pcie_busbw_gbps=node_pcie_busbw_gbps(gpu),
-    )
-    return mesh_linked(gpu), node
+    return mesh_linked(gpu), _node(gpu, mesh_node_gpus(gpu.name))
+
+
+def _pcie_basis(gpu: GpuSpec, tp: int) -> str:
+    """The figure a group of ``tp`` GPUs of ``gpu`` crossing PCIe is priced on."""
+    from gpucast.catalog.pcie_allreduce import pcie_allreduce_gb_per_s
+
+    figure = pcie_allreduce_gb_per_s(gpu.pcie_generation, tp)
+    return "no row for its generation" if figure is None else figure.source
 
 
 def links_text(gpu: GpuSpec, tp: int) -> str:
@@ -578,14 +591,15 @@ def links_text(gpu: GpuSpec, tp: int) -> str:
             f"systems.csv), each reaching the other{'s' if tp > 2 else ''} over "
             f"{tp - 1}/{mesh - 1} of its links"
         )
+    over_pcie = (
+        f"NCCL all-reduce over PCIe (catalog pcie_allreduce.csv: {_pcie_basis(gpu, tp)})"
+        if node.pcie_gbps(tp) is not None
+        else "PCIe x16 at its nominal rate"
+    )
     if node.bridged:
-        how = "the bridge to its partner" if tp <= 2 else "PCIe: a group beyond a pair"
+        how = "the bridge to its partner" if tp <= 2 else f"a group beyond a pair: {over_pcie}"
         return f"{rate}: {gpu.name} cards bridged in pairs (catalog systems.csv), {how}"
     if gpu.interconnect_gbps is None and node.pcie_gbps(tp) is not None:
-        from gpucast.catalog.pcie_allreduce import pcie_allreduce_gb_per_s
-
-        figure = pcie_allreduce_gb_per_s(gpu.pcie_generation, tp)
-        basis = figure.source if figure is not None else "catalog pcie_allreduce.csv"
-        return f"{rate}: NCCL all-reduce over PCIe (catalog pcie_allreduce.csv: {basis})"
+        return f"{rate}: {over_pcie}"
     kind = "NVLink / switch" if gpu.interconnect_gbps is not None else "PCIe x16"
     return f"{rate}: the {gpu.name}'s {kind} link from its datasheet"

@@ -107,6 +107,21 @@ class GpuServer:
         return self.mig.memory_gib if self.mig else self.spec.memory_gib
 
 
+#: What a ``--price`` given with ``--spot`` does (simulate serve, plan serve).
+PRICE_REPLACES_SPOT = "--price replaces the catalog's spot prices"
+
+
+def given_price_text(price_usd_per_hour: float, offer: Offer | None, *, spot: bool) -> str:
+    """Where a ``--price`` per GPU comes from: the user, not the catalog offer that names the
+    server (its network, its host); with ``spot``, that it replaces the spot prices (--spot
+    still keeps only the offers that have one)."""
+    named = ""
+    if offer is not None:
+        named = f"; the offer {offer.provider} {offer.instance_type} names the server"
+    replaced = f"; {PRICE_REPLACES_SPOT}" if spot else ""
+    return f"{price_usd_per_hour:.4g} US$/h per GPU (given with --price{named}{replaced})"
+
+
 def gpu_server(
     catalog: Catalog,
     gpu: str,
@@ -159,12 +174,12 @@ def gpu_server(
                 fix="pass --price USD_PER_HOUR",
             )
         price_usd_per_hour = offer.price_usd_per_hour(spot=spot) / offer.gpus
+        per_gpu = f"{price_usd_per_hour:.4g} US$/h per GPU{where}"
+    else:  # given: not the offer's price, though the offer still names the server
+        per_gpu = given_price_text(price_usd_per_hour, offer, spot=spot)
     if profile is None:
         return GpuServer(
-            spec=spec,
-            mig=None,
-            offer=offer,
-            price=Sourced(price_usd_per_hour, f"{price_usd_per_hour:.4g} US$/h per GPU{where}"),
+            spec=spec, mig=None, offer=offer, price=Sourced(price_usd_per_hour, per_gpu)
         )
     slice_price = mig_price_usd_per_hour(price_usd_per_hour, profile)
     return GpuServer(
@@ -173,8 +188,8 @@ def gpu_server(
         offer=offer,
         price=Sourced(
             slice_price,
-            f"{slice_price:.4g} US$/h per slice{where}: the GPU's {price_usd_per_hour:.4g} "
-            f"US$/h over the {profile.max_instances} {profile.name} slices it holds",
+            f"{slice_price:.4g} US$/h per slice: the GPU's {per_gpu} over the "
+            f"{profile.max_instances} {profile.name} slices it holds",
         ),
     )
 

@@ -392,7 +392,6 @@ def plan_llm(
         if not 0.0 < given[0] <= given[1] < math.inf:
             raise InvalidSpecError("band", "must satisfy 0 < lower <= upper", got=given)
     steps = math.ceil(tokens / (global_batch * seq_len))
-    bf16_space = dataclasses.replace(space, precision="bf16")
     rows: list[LlmCandidate] = []
     infeasible: list[str] = []
     cache: dict[tuple[str, int, float, float, str, bool, int], ParallelStepPrediction | str]
@@ -412,8 +411,8 @@ def plan_llm(
         if option.spot_usd_per_hour is not None and spot is None:
             raise InvalidSpecError("spot", "a spot option needs the spot inputs (LlmSpot)")
         gpu = gpus[option.gpu]
-        # fp8 where the GPU has fp8 tensor cores; the others train in bf16 (the row says which)
-        gpu_space = space if fp8_capable(gpu, space.precision) else bf16_space
+        if not fp8_capable(gpu, space.precision):  # no fp8 row for it: the app says it skipped
+            continue
         network = option.network_gbps * (1.0 if option.rdma else tcp.network_efficiency)
         links = cluster_shape(
             gpu, gpus_per_node=option.gpus_per_node, node_network_gbps=network,
@@ -458,12 +457,12 @@ def plan_llm(
                 # the layouts depend on the GPU count, the node and the space, not the GPU
                 # (SearchMemo.sibling): each GPU's search reuses them, their peak memory and
                 # their floor table
-                shaped = (n, used, shape.allow_cross_node_tp, gpu_space)
+                shaped = (n, used, shape.allow_cross_node_tp, space)
                 try:
                     if shaped not in searches:
                         searches[shaped] = SearchMemo(
                             layouts=enumerate_layouts(
-                                spec, n, used, global_batch, seq_len=seq_len, space=gpu_space,
+                                spec, n, used, global_batch, seq_len=seq_len, space=space,
                                 allow_cross_node_tp=shape.allow_cross_node_tp,
                                 allow_uneven_pp=opts.allow_uneven_pp,
                             )
@@ -471,7 +470,7 @@ def plan_llm(
                     memo = searches[shaped].sibling()
                     cache[key] = best_layout(
                         spec, gpu, n, global_batch, seq_len=seq_len, cluster=shape,
-                        space=gpu_space, efficiency=efficiency, assumptions=opts,
+                        space=space, efficiency=efficiency, assumptions=opts,
                         only=only, memo=memo,
                     )  # fmt: skip
                 except (NoFeasiblePlanError, InvalidSpecError) as exc:

@@ -396,14 +396,14 @@ def filtered_offers(request: OfferFilters, catalog: Catalog) -> tuple[list[Offer
     return gpu_offers, cpu_offers
 
 
-def _offers(request: TrainRequest, catalog: Catalog) -> OfferTable:
+def _offers(request: OfferFilters, catalog: Catalog) -> OfferTable:
     gpu_offers, cpu_offers = filtered_offers(request, catalog)
     names = sorted({str(o.gpu) for o in gpu_offers})
     return OfferTable.build(gpu_offers, cpu_offers, {n: i for i, n in enumerate(names)})
 
 
 def planned_gpus(
-    request: TrainRequest, catalog: Catalog, cluster: ClusterSpec | None = None
+    request: OfferFilters, catalog: Catalog, cluster: ClusterSpec | None = None
 ) -> tuple[str, ...]:
     """The GPU types a search of ``request`` evaluates: the cluster's, or those of the
     catalog offers its filters keep (unknown names and an empty selection raise as in

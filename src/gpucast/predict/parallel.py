@@ -224,18 +224,21 @@ def group_link_gbps(gpu: GpuSpec, gpus: int, node: NodeLinks = SWITCHED) -> floa
     links = cluster_shape(gpu)
     if node.mesh_gpus > 1 and gpus <= node.mesh_gpus:
         return replace(links, gpus_per_node=node.mesh_gpus, mesh=True).group_gbps(gpus)
-    if node.bridged:
-        return with_bridges(links, gpu).group_gbps(gpus)
+    if node.bridged:  # a pair keeps its bridge; a larger group crosses PCIe
+        return with_bridges(links, gpu, node.pcie_gbps(gpus)).group_gbps(gpus)
     pcie = node.pcie_gbps(gpus) if gpu.interconnect_gbps is None else None
     return links.intra_node_gbps if pcie is None else pcie
 
 
-def with_bridges(links: ClusterShape, gpu: GpuSpec) -> ClusterShape:
-    """``links`` of ``gpu`` cards bridged in pairs: a group beyond a pair crosses PCIe x16 at
-    the card's generation (unchanged for a GPU without NVLink)."""
+def with_bridges(links: ClusterShape, gpu: GpuSpec, pcie_gbps: float | None = None) -> ClusterShape:
+    """``links`` of ``gpu`` cards bridged in pairs: a group beyond a pair crosses PCIe at
+    ``pcie_gbps`` (the all-reduce bus bandwidth the catalog's PCIe figures give, as for GPUs
+    without NVLink: :attr:`~gpucast.domain.parallel.NodeLinks.pcie_busbw_gbps`), else at the
+    x16 link's nominal rate of the card's generation (unchanged for a GPU without NVLink)."""
     if gpu.interconnect_gbps is None:
         return links
-    return replace(links, bridge_pcie_gbps=PCIE_X16_GBPS.get(gpu.pcie_generation, 128.0))
+    nominal = PCIE_X16_GBPS.get(gpu.pcie_generation, 128.0)
+    return replace(links, bridge_pcie_gbps=nominal if pcie_gbps is None else pcie_gbps)
 
 
 # -- validation ----------------------------------------------------------------------------

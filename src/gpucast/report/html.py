@@ -470,11 +470,13 @@ def serve_plan_html(data: Mapping[str, Any]) -> str:
     )
     body.append(f'<table id="candidates">{head}{"".join(rows)}</table>')
     body.append("<h2>Why the other configurations were dropped</h2>")
-    infeasible = data.get("infeasible") or {}
+    infeasible = data.get("infeasible") or {}  # counts by reason; a language model's: reasons
     body.append(
-        _kv_table({k: f"{v:,}" for k, v in sorted(infeasible.items())}, "infeasible")
-        if infeasible
-        else "<p>None were infeasible.</p>"
+        "<p>None were infeasible.</p>"
+        if not infeasible
+        else _kv_table({k: f"{v:,}" for k, v in sorted(infeasible.items())}, "infeasible")
+        if isinstance(infeasible, Mapping)
+        else "<ul>" + "".join(f"<li>{_h(d)}</li>" for d in infeasible) + "</ul>"
     )
     body.append("<h2>Assumptions</h2>")
     body.append(_kv_table(dict(data.get("assumptions") or {}), "assumptions"))
