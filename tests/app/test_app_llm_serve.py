@@ -632,6 +632,15 @@ def test_plan_and_simulate_refuse_a_bad_deployment_option_alike(extra: dict, tex
             call(**options, **extra)
 
 
+def test_a_kv_link_without_disaggregated_rows_is_refused() -> None:
+    """--kv-link-gbps prices only the prefill/decode rows; with --no-disaggregation it would
+    be echoed and do nothing (QA, session 32)."""
+    with pytest.raises(InvalidInputError, match="kv-link-gbps: prices the disaggregated rows"):
+        gpucast.plan_llm_serve(
+            model="llama-3-8b", rate=1, slo_ttft_ms=500, no_disaggregation=True, kv_link_gbps=10
+        )
+
+
 def test_requests_due_after_the_horizon_are_not_running() -> None:
     """The QA pass: --horizon-s 10 of 60 s of arrivals said "running 1156" of 1,165 requests,
     991 of which had not arrived."""

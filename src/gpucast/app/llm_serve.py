@@ -754,6 +754,11 @@ class PlanLlmServeRequest:
             )
         if not self.tps:
             raise InvalidSpecError("tp", "is empty", fix="e.g. --tp 1,2,4,8")
+        if self.no_disaggregation and self.kv_link_gbps is not None:
+            raise InvalidSpecError(
+                "kv-link-gbps", "prices the disaggregated rows, which --no-disaggregation drops",
+                got=self.kv_link_gbps, fix="give one of --kv-link-gbps and --no-disaggregation",
+            )  # fmt: skip
         for tp in self.tps:
             _at_least("tp", tp, 1)
         _at_least("max-replicas", self.max_replicas, 1)
