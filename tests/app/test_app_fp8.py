@@ -99,6 +99,24 @@ def test_fp8_is_refused_on_a_gpu_without_fp8_units(tmp_path: Path) -> None:
         gpucast.predict_train(**{**STEP, "gpu": "V100"}, precision="fp8", db=tmp_path / "s.db")
 
 
+def test_fp8_is_refused_on_tensorflow_1_by_every_training_verb(tmp_path: Path) -> None:
+    """tf1 (the CM-DARE stack) has no fp8 format: one line naming the software and the fix, in
+    every verb that takes --software (QA, session 32)."""
+    h100 = {**STEP, "gpu": "H100-SXM", "precision": "fp8", "software": "tf1"}
+    calls = [
+        lambda: gpucast.predict_train(**h100, db=tmp_path / "s.db"),
+        lambda: gpucast.predict_energy(**h100),
+        lambda: gpucast.predict_llm_train(
+            model="llama-3-8b", gpu="H100-SXM", gpus=8, global_batch=64, precision="fp8",
+            software="tf1",
+        ),
+    ]  # fmt: skip
+    for call in calls:
+        with pytest.raises(InvalidSpecError, match=r"software: tf1 \(TensorFlow 1.x\) trains"):
+            call()
+    assert gpucast.predict_train(**{**h100, "software": "pytorch"}, db=tmp_path / "s.db")
+
+
 def test_the_cli_refuses_fp8_on_an_a100_in_one_line_with_exit_2() -> None:
     args = ["predict", "train", "--workload", "resnet50", "--batch-size", "64", "--gpu", "A100"]
     result = CliRunner().invoke(cli, [*args, "--precision", "fp8"])

@@ -274,7 +274,7 @@ class PredictEnergyRequest:
                 got=self.precision,
                 fix="e.g. --precision fp32",
             )
-        check_software(self.software)
+        check_software(self.software, self.precision)
         check_eta(self.eta)
         if self.dataset_size is not None and (
             isinstance(self.dataset_size, bool) or self.dataset_size < 1

@@ -287,7 +287,7 @@ class PredictLlmTrainRequest:
                 got=self.node_network_gbps,
                 fix="e.g. --node-network-gbps 400 (8 x 400G NICs: 3200)",
             )
-        check_software(self.software)
+        check_software(self.software, self.precision)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

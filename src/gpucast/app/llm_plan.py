@@ -223,7 +223,7 @@ class PlanLlmTrainRequest:
         check_tp_overlap(self.tp_overlap)
         check_host_ms(self.host_ms_per_layer)
         FixedLayout.of(self)  # --tp --pp --cp --vpp --micro-batch --zero --recompute
-        check_software(self.software)
+        check_software(self.software, self.precision)
         check_spot_options(self.spot_scenario)
         from gpucast.plan.llm import LLM_OBJECTIVES  # (pure: the planner's own list)
 

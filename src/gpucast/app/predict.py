@@ -180,7 +180,7 @@ class PredictTrainRequest:
                 "batch-size", "must be >= 1", got=self.batch_size, fix="e.g. --batch-size 64"
             )
         _one_of("precision", self.precision, TRAIN_PRECISION_CHOICES)
-        check_software(self.software)
+        check_software(self.software, self.precision)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

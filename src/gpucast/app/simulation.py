@@ -325,7 +325,7 @@ class SimulateTrainRequest:
                 f"must be one of {', '.join(TRAIN_PRECISION_CHOICES)}",
                 got=self.precision,
             )
-        check_software(self.software)
+        check_software(self.software, self.precision)
         check_variability_options(self.gpu_variability, self.exclude_slowest, self.balance_batches)
         if self.move_region is not None:
             if on_cluster or not self.spot:

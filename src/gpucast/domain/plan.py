@@ -369,7 +369,7 @@ class TrainRequest:
                 f"must be one of {', '.join(TRAIN_PRECISION_CHOICES)}",
                 got=self.precision,
             )
-        check_software(self.software)
+        check_software(self.software, self.precision)
         check_hazard(self.hazard_per_hour)
         check_spot_options(self.spot_scenario)
         check_variability_options(self.gpu_variability, self.exclude_slowest, self.balance_batches)

@@ -202,14 +202,23 @@ SOFTWARE_HELP = (
 )
 
 
-def check_software(value: str) -> None:
-    """One clear error for an unknown software stack."""
+def check_software(value: str, precision: str | None = None) -> None:
+    """One clear error for an unknown software stack, or for fp8 on TensorFlow 1 (``tf1``:
+    the CM-DARE stack; TensorFlow 1.x trains in no fp8 format)."""
     if value not in SOFTWARE_STACKS:
         raise InvalidSpecError(
             "software",
             f"must be one of {', '.join(SOFTWARE_STACKS)}",
             got=value,
             fix="e.g. --software tuned for MLPerf-class code",
+        )
+    if value == "tf1" and precision == FP8:
+        raise InvalidSpecError(
+            "software",
+            "tf1 (TensorFlow 1.x) trains in no fp8 format",
+            got=value,
+            fix="use --software pytorch or tuned (Transformer Engine) with fp8, or --precision "
+            "bf16 with tf1",
         )
 
 
