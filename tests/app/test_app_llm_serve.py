@@ -644,7 +644,7 @@ def test_a_kv_link_without_disaggregated_rows_is_refused() -> None:
 def test_requests_due_after_the_horizon_are_not_running() -> None:
     """The QA pass: --horizon-s 10 of 60 s of arrivals said "running 1156" of 1,165 requests,
     991 of which had not arrived."""
-    from gpucast.cli.llm_serve import requests_text
+    from gpucast.app.llm_serve import requests_text
 
     run = gpucast.simulate_llm_serve(
         model="llama-3-8b", gpu="H100-SXM", rate=20, duration_s=60, horizon_s=10
@@ -661,7 +661,7 @@ def test_requests_due_after_the_horizon_are_not_running() -> None:
 
 def test_one_token_outputs_have_no_decode_batch() -> None:
     """--output-len 1: no decode step runs, and the mean batch read 0.0."""
-    from gpucast.cli.llm_serve import requests_text
+    from gpucast.app.llm_serve import requests_text
 
     out = gpucast.simulate_llm_serve(
         model="llama-3-8b", gpu="H100-SXM", rate=5, duration_s=10, output_len="1"

@@ -31,7 +31,7 @@ from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision
 from gpucast.domain.options import lower_list, option
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     import pandas as pd
 
@@ -855,6 +855,33 @@ def _band_of(engine: EngineProfile) -> Callable[[GpuSpec], tuple[float, float]]:
     from gpucast.app.infer import infer_band
 
     return lambda gpu: infer_band(engine, gpu).latency
+
+
+def requests_text(out: Mapping[str, Any]) -> str:
+    """What became of the requests, the preemptions and the mean decode batch: ``n/a`` when no
+    decode step ran (one-token outputs), and the requests due after ``--horizon-s`` apart
+    from those running at it."""
+    late = out.get("not_arrived") or 0
+    batch = out["mean_batch_size"]
+    return (
+        f"requests {out['requests']}: finished {out['finished']}, dropped {out['dropped']}, "
+        f"running {out['running']}"
+        + (f", {late} arriving after the horizon" if late else "")
+        + f"; preemptions {out['preemptions']}; mean decode batch "
+        + ("n/a (no decode steps)" if batch is None or batch != batch else f"{batch:.1f}")
+    )
+
+
+def cost_text(out: Mapping[str, Any]) -> str:
+    """The price per hour and per million output tokens: ``n/a`` when no output token came
+    within the run (a horizon before the first token) rather than an infinite price."""
+    per_million = out["cost_usd_per_million_tokens"]
+    tokens = (
+        f"{per_million:.3f} US$ per million output tokens"
+        if math.isfinite(per_million)
+        else "US$ per million output tokens n/a (no output token within the horizon)"
+    )
+    return f"cost {out['cost_usd_per_hour']:.2f} US$/h, {tokens}"
 
 
 def _ms_pair(values: list[float | None]) -> str:

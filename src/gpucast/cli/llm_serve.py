@@ -14,13 +14,17 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from gpucast.app.llm_serve import PlanLlmServeRequest, SimulateLlmServeRequest
+from gpucast.app.llm_serve import (
+    PlanLlmServeRequest,
+    SimulateLlmServeRequest,
+    cost_text,
+    requests_text,
+)
 from gpucast.cli._command import request_parameters
 from gpucast.cli._common import console, emit_json, err_console, working
 from gpucast.domain.errors import InvalidSpecError
@@ -124,33 +128,6 @@ def dispatch(
 def _ms(summary: dict[str, float], key: str) -> str:
     value = summary.get(key)
     return "-" if value is None else format_ms(value)
-
-
-def requests_text(out: Mapping[str, Any]) -> str:
-    """What became of the requests, the preemptions and the mean decode batch: ``n/a`` when no
-    decode step ran (one-token outputs), and the requests due after ``--horizon-s`` apart
-    from those running at it."""
-    late = out.get("not_arrived") or 0
-    batch = out["mean_batch_size"]
-    return (
-        f"requests {out['requests']}: finished {out['finished']}, dropped {out['dropped']}, "
-        f"running {out['running']}"
-        + (f", {late} arriving after the horizon" if late else "")
-        + f"; preemptions {out['preemptions']}; mean decode batch "
-        + ("n/a (no decode steps)" if batch is None or batch != batch else f"{batch:.1f}")
-    )
-
-
-def cost_text(out: Mapping[str, Any]) -> str:
-    """The price per hour and per million output tokens: ``n/a`` when no output token came
-    within the run (a horizon before the first token) rather than an infinite price."""
-    per_million = out["cost_usd_per_million_tokens"]
-    tokens = (
-        f"{per_million:.3f} US$ per million output tokens"
-        if math.isfinite(per_million)
-        else "US$ per million output tokens n/a (no output token within the horizon)"
-    )
-    return f"cost {out['cost_usd_per_hour']:.2f} US$/h, {tokens}"
 
 
 def _run_simulate(request: SimulateLlmServeRequest, cli: Mapping[str, Any]) -> None:
