@@ -40,6 +40,7 @@ import pandas as pd
 from gpucast.catalog import load_catalog
 from gpucast.inputs import steptime as st
 from gpucast.predict.intervals import batch_regimes
+from gpucast.predict.roofline import held_ratio
 from gpucast.predict.steptime import TARGET, StepTimeModel
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
@@ -138,7 +139,7 @@ def one_measurement(obs: pd.DataFrame) -> pd.DataFrame:
             ref["peak_tflops"].to_numpy() / tgt["peak_tflops"].to_numpy()
             * ref["bandwidth_gbps"].to_numpy() / tgt["bandwidth_gbps"].to_numpy()
         )  # fmt: skip
-        carried = model.gpu_factors(ref["gpu"]) * datasheet  # the held-out GPU's factor is 1
+        carried = model.gpu_factors(ref["gpu"]) * held_ratio(datasheet)  # held-out factor 1
         moved = tgt.copy()
         for column in ("gpu", "peak_tflops", "fp32_peak_tflops", "bandwidth_gbps"):
             moved[column] = ref[column].to_numpy()

@@ -543,8 +543,13 @@ def carried_fixed_ratio(
     ratio = datasheet_ratio(gpu, calibration, precision)
     if ratio is None:
         return None
-    ratio = min(max(ratio, 1.0 / CARRIED_RATIO_SPAN), CARRIED_RATIO_SPAN)
-    return eff.gpu_factor(calibration.device) / eff.gpu_factor(gpu.name) * ratio
+    return eff.gpu_factor(calibration.device) / eff.gpu_factor(gpu.name) * held_ratio(ratio)
+
+
+def held_ratio(ratio: _F) -> _F:
+    """A datasheet ratio (a float, or an array of them) held within
+    :data:`CARRIED_RATIO_SPAN` either way."""
+    return np.clip(ratio, 1.0 / CARRIED_RATIO_SPAN, CARRIED_RATIO_SPAN)  # type: ignore[no-any-return]
 
 
 def datasheet_ratio(gpu: GpuSpec, calibration: Calibration, precision: str) -> float | None:
@@ -640,7 +645,7 @@ def predict_step_time(
                 held = (
                     f" (the datasheets differ {raw:.3g}x; held at the {CARRIED_RATIO_SPAN:g}x "
                     "the data validates)"
-                    if not 1.0 / CARRIED_RATIO_SPAN <= raw <= CARRIED_RATIO_SPAN
+                    if held_ratio(raw) != raw
                     else ""
                 )
                 notes.append(

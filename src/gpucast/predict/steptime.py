@@ -92,9 +92,9 @@ from gpucast.predict.intervals import (
     held_out_bands,
 )
 from gpucast.predict.roofline import (
-    CARRIED_RATIO_SPAN,
     RooflineEfficiency,
     conv_weighted_flops,
+    held_ratio,
     matrix_seconds,
     two_part_solution,
     uncalibrated_regime,
@@ -889,10 +889,10 @@ def _log_residuals(
 ) -> FloatArray:
     """``log(measured / predicted)`` per row; ``carried``: per row, the factor on the fixed
     part carried from the GPUs the workload was measured on (:func:`_carried_ratio`)."""
-    predicted = model.predict(test, use_workload_factor=calibrated)
+    terms = model.terms(test, use_workload_factor=calibrated)
+    predicted = np.asarray(sum(terms.values()), dtype=np.float64)
     if carried is not None:
-        overhead = model.terms(test, use_workload_factor=calibrated)["overhead"]
-        predicted = predicted + overhead * (carried - 1.0)
+        predicted = predicted + terms["overhead"] * (carried - 1.0)
     return np.asarray(np.log(test[TARGET].to_numpy(dtype=np.float64) / predicted), dtype=np.float64)
 
 
@@ -913,8 +913,7 @@ def _carried_ratio(
         * col(measured, "bandwidth_gbps") / col(target, "bandwidth_gbps")
     )  # fmt: skip
     factors = model.gpu_factors(measured["gpu"]) / model.gpu_factors(target["gpu"])
-    held = np.clip(datasheet, 1.0 / CARRIED_RATIO_SPAN, CARRIED_RATIO_SPAN)
-    return np.asarray(factors * held, dtype=np.float64)
+    return np.asarray(factors * held_ratio(datasheet), dtype=np.float64)
 
 
 def _carried_mean(model: StepTimeModel, test: pd.DataFrame, train: pd.DataFrame) -> FloatArray:
@@ -1202,15 +1201,16 @@ def _one_measurement_residuals(
     """A calibrated regime as a user meets it: each held-out row predicted from *one*
     measurement of its workload on another GPU (each train row of the same workload key, at
     its own batch), no workload factor -- the residual ``log(T_i / P_i) - log(T_j / P_j)``,
-    under ``regime``'s :data:`~gpucast.predict.intervals.BATCH_DISTANCE` split; for a GPU
-    without data, ``P_i``'s fixed part carried from row ``j``'s GPU (:func:`_carried_ratio`,
-    as :func:`gpucast.predict.roofline.predict_step_time` prices it)."""
+    under ``regime``'s :data:`~gpucast.predict.intervals.BATCH_DISTANCE` split; ``P_i``'s
+    fixed part carried from row ``j``'s GPU (:func:`_carried_ratio`, as
+    :func:`gpucast.predict.roofline.predict_step_time` prices a measurement on another GPU)."""
     if "batch" not in test.columns:
         return None
     same = train[train["workload_key"].isin(set(test["workload_key"]))]
     if not len(same):
         return None
-    predicted = model.predict(test)
+    terms = model.terms(test)
+    predicted = np.asarray(sum(terms.values()), dtype=np.float64)
     other = np.log(same[TARGET].to_numpy(dtype=np.float64) / model.predict(same))
     key_t = test["workload_key"].to_numpy()
     key_s = same["workload_key"].to_numpy()
@@ -1219,8 +1219,7 @@ def _one_measurement_residuals(
         return None
     own = predicted[i]
     if regime in CROSS_GPU:  # the fixed part carried from the measured GPU
-        overhead = model.terms(test)["overhead"][i]
-        own = own + overhead * (_carried_ratio(model, test.iloc[i], same.iloc[j]) - 1.0)
+        own = own + terms["overhead"][i] * (_carried_ratio(model, test.iloc[i], same.iloc[j]) - 1.0)
     part = test[keep].iloc[i].copy()
     part["held_out"] = str(value)
     part["residual"] = np.log(test[TARGET].to_numpy(dtype=np.float64)[i] / own) - other[j]
