@@ -18,8 +18,10 @@ system's JSON and the log; each row names its file and commit. Nothing is fitted
   rack's 72 GPUs by NVLink, so each is priced as racks of ``min(GPUs, 72)`` NVLink-joined
   GPUs (512 GPUs: 8 racks of 64).
 * ``gnn`` (R-GAT; v5.1 calls it ``rgat``): ``benchmarks/gnn_mlperf.py``'s raw prediction
-  times the one calibration factor of *all* v4.0 systems (the geometric mean of measured /
-  raw there). Features: on H200 and B200 in GPU memory, sharded within the node (Dell's v5.1
+  calibrated as that benchmark calibrates it, on *all* v4.0 systems: a factor on the model's
+  time and a fixed time per step that does not scale with the GPU
+  (:func:`gpucast.predict.validation.scale_and_per_step`); ``error_factor`` is the one
+  factor alone (the geometric mean of measured / raw there; before session 33). Features: on H200 and B200 in GPU memory, sharded within the node (Dell's v5.1
   configurations ``config_XE9680Lx8H200-SXM-141GB_01x08x2048.sh`` and
   ``config_XE9685Lx8B200-SXM-180GB_1x8x4096.sh``: ``WG_SHARDING_LOCATION=cuda``,
   ``WG_SHARDING_PARTITION=node``, as v4.0's NVIDIA H200); on H100 as v4.0's systems of the
@@ -46,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from gpucast.inputs.mlperf_llm import llm_system_predictions, stated_band
+from gpucast.predict.validation import scale_and_per_step
 from gpucast.store.datasets.mlperf import read_mlperf_runs
 
 #: the GPUs of one NVLink domain where MLPerf lists smaller nodes (catalog/data/systems.csv)
@@ -115,18 +118,22 @@ def _placement(gnn: ModuleType) -> Callable[[str, str], tuple[str, str]]:
     return where
 
 
-def gnn_rows(runs: pd.DataFrame, data_dir: Path) -> tuple[pd.DataFrame, float]:
+def gnn_rows(runs: pd.DataFrame, data_dir: Path) -> tuple[pd.DataFrame, tuple[float, float]]:
+    """The later rounds' R-GAT systems priced and calibrated on v4.0's: the table and the
+    calibration ``(scale, seconds per step)``."""
     gnn = _gnn_module()
     v40 = gnn.raw_systems(read_mlperf_runs(data_dir / "mlperf_training_v4.0/training_v4.0.csv"))
     factor = float(np.exp(np.mean(np.log(v40.measured_min / v40.raw_min))))
+    scale, per_step_s = scale_and_per_step(v40.raw_min * 60.0, v40.steps, v40.measured_min * 60.0)
     later = runs[runs.benchmark == "gnn"]
     table = gnn.raw_systems(later, placement=_placement(gnn))
     rounds = later.assign(name=later.submitter + "/" + later.system).set_index("name")["round"]
     table["round"] = table.system.map(rounds.to_dict())
     table["gpu"] = table.gpus.str.split(" x ").str[1]
-    table["predicted_min"] = table.raw_min * factor
+    table["predicted_min"] = table.raw_min * scale + table.steps * per_step_s / 60.0
     table["error"] = table.predicted_min / table.measured_min - 1.0
-    return table, factor
+    table["error_factor"] = table.raw_min * factor / table.measured_min - 1.0
+    return table, (scale, per_step_s)
 
 
 def summary(table: pd.DataFrame) -> dict[str, Any]:
@@ -144,6 +151,11 @@ def summary(table: pd.DataFrame) -> dict[str, Any]:
             **(
                 {"mape_no_host": float(g.error_no_host.abs().mean())}
                 if "error_no_host" in g
+                else {}
+            ),
+            **(
+                {"mape_factor": float(g.error_factor.abs().mean())}
+                if "error_factor" in g
                 else {}
             ),
             **({"covered": float(g.covered.mean())} if "covered" in g else {}),
@@ -165,10 +177,14 @@ def main(argv: list[str] | None = None) -> int:
     lora = lora_rows(runs)
     result: dict[str, Any] = {"lora": summary(lora), "unpriced": unpriced(runs)}
     have_v40 = (args.data_dir / "mlperf_training_v4.0/training_v4.0.csv").is_file()
-    gnn, factor = gnn_rows(runs, args.data_dir) if have_v40 else (pd.DataFrame(), float("nan"))
+    nan = float("nan")
+    gnn, (scale, per_step_s) = (
+        gnn_rows(runs, args.data_dir) if have_v40 else (pd.DataFrame(), (nan, nan))
+    )
     if have_v40:
         result["gnn"] = summary(gnn)
-        result["gnn_factor"] = factor
+        result["gnn_scale"] = scale
+        result["gnn_per_step_s"] = per_step_s
     if args.json:
         result["lora_rows"] = lora.to_dict("records")
         if have_v40:
@@ -181,17 +197,26 @@ def main(argv: list[str] | None = None) -> int:
     shown = lora[[*cols, "error_no_host", "covered", "layout"]]
     print(shown.to_string(index=False, float_format="{:.3g}".format))
     if have_v40:
-        print(f"\ngnn / rgat (raw x {factor:.3f}, the factor of all v4.0 systems)")
-        print(gnn[[*cols, "features"]].to_string(index=False, float_format="{:.3g}".format))
+        print(
+            f"\ngnn / rgat (raw x {scale:.3f} + {per_step_s * 1e3:.1f} ms a step, fitted on all "
+            "v4.0 systems; error_factor: one factor alone)"
+        )
+        shown = gnn[[*cols, "error_factor", "features"]]
+        print(shown.to_string(index=False, float_format="{:.3g}".format))
     else:
         print(f"\ngnn: skipped (no {args.data_dir}/mlperf_training_v4.0 for the v4.0 factor)")
     for bench in ("lora", "gnn"):
         if bench not in result:
             continue
-        extra = " stated 80% band covers | MAPE, host not pacing |" if bench == "lora" else ""
+        extra = (
+            " stated 80% band covers | MAPE, host not pacing |"
+            if bench == "lora"
+            else " MAPE, one factor |"
+        )
         print(f"\n{bench}: | rows | n | median |err| | MAPE | mean signed | within 20% |{extra}")
         for name, s in result[bench].items():
             tail = f" {s['covered']:.0%} | {s['mape_no_host']:.1%} |" if "covered" in s else ""
+            tail += f" {s['mape_factor']:.1%} |" if "mape_factor" in s else ""
             print(
                 f"| {name} | {s['systems']} | {s['median_abs']:.1%} | {s['mape']:.1%} "
                 f"| {s['mean_signed']:+.1%} | {s['within_20']:.0%} |{tail}"

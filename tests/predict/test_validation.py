@@ -116,6 +116,29 @@ def test_held_out_scale_is_the_geometric_mean_of_the_other_rows() -> None:
         held_out_scale([1.0], [1.0])
 
 
+def test_scale_and_per_step_recovers_both_terms_and_holds_each_row_out() -> None:
+    from gpucast.predict.validation import held_out_scale_and_per_step, scale_and_per_step
+
+    predicted = np.array([100.0, 50.0, 20.0, 10.0])
+    steps = np.array([1000.0, 1000.0, 400.0, 100.0])
+    measured = 0.5 * predicted + 0.03 * steps  # a factor and 30 ms a step
+    scale, per_step = scale_and_per_step(predicted, steps, measured)
+    assert scale == pytest.approx(0.5) and per_step == pytest.approx(0.03)
+    np.testing.assert_allclose(held_out_scale_and_per_step(predicted, steps, measured), measured)
+    # a row the others cannot explain is predicted from them alone, not fitted
+    odd = measured.copy()
+    odd[0] *= 2.0
+    held = held_out_scale_and_per_step(predicted, steps, odd)
+    assert held[0] == pytest.approx(measured[0])
+    # steps that would want a negative time each are held at none (a factor alone)
+    scale, per_step = scale_and_per_step(predicted, steps, 0.8 * predicted - 0.01 * steps)
+    assert per_step == 0.0 and 0.5 < scale < 0.8
+    with pytest.raises(InvalidSpecError, match="rows"):
+        held_out_scale_and_per_step(predicted[:2], steps[:2], measured[:2])
+    with pytest.raises(InvalidSpecError, match="rows"):
+        scale_and_per_step([1.0, float("nan")], [1.0, 1.0], [1.0, 1.0])
+
+
 def test_held_out_median_scale_ignores_one_outlier() -> None:
     from gpucast.predict.validation import held_out_scale
 

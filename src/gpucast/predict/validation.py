@@ -129,6 +129,40 @@ def held_out_scale(
     return np.asarray(np.exp((log_ratio.sum() - log_ratio) / (n - 1)), dtype=np.float64)
 
 
+def scale_and_per_step(
+    predicted_s: npt.ArrayLike, steps: npt.ArrayLike, measured_s: npt.ArrayLike
+) -> tuple[float, float]:
+    """The calibration ``measured ~ scale x predicted + per_step_s x steps`` fitted to every
+    row: a factor on the model's time and a fixed time per step that does not scale with the
+    GPU (host-side sampling, launches, synchronisation), least squares on the relative error,
+    both >= 0 (:func:`scipy.optimize.nnls`). Returns ``(scale, per_step_s)``."""
+    from scipy.optimize import nnls
+
+    p, n, m = (np.asarray(v, dtype=np.float64) for v in (predicted_s, steps, measured_s))
+    if not (p.shape == n.shape == m.shape) or p.size < 2:
+        raise InvalidSpecError("rows", "need at least 2 of predicted, steps and measured")
+    if not all(np.all(np.isfinite(v)) and np.all(v > 0) for v in (p, n, m)):
+        raise InvalidSpecError("rows", "must be finite and > 0")
+    (scale, per_step_s), _ = nnls(np.column_stack([p / m, n / m]), np.ones(p.size))
+    return float(scale), float(per_step_s)
+
+
+def held_out_scale_and_per_step(
+    predicted_s: npt.ArrayLike, steps: npt.ArrayLike, measured_s: npt.ArrayLike
+) -> npt.NDArray[np.float64]:
+    """Per row, the time :func:`scale_and_per_step` fitted on every *other* row predicts for
+    it (leave one out): ``scale x predicted + per_step_s x steps``."""
+    p, n, m = (np.asarray(v, dtype=np.float64) for v in (predicted_s, steps, measured_s))
+    if p.size < 3:
+        raise InvalidSpecError("rows", "need at least 3 to hold one out", got=p.size)
+    out = np.empty(p.size)
+    for i in range(p.size):
+        keep = np.arange(p.size) != i
+        scale, per_step_s = scale_and_per_step(p[keep], n[keep], m[keep])
+        out[i] = scale * p[i] + per_step_s * n[i]
+    return out
+
+
 def error_summary(cv: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """MAPE (%) per ``by`` group of a :func:`leave_one_group_out` frame.
 
