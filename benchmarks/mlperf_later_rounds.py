@@ -21,7 +21,8 @@ system's JSON and the log; each row names its file and commit. Nothing is fitted
   calibrated as that benchmark calibrates it, on *all* v4.0 systems: a factor on the model's
   time and a fixed time per step that does not scale with the GPU
   (:func:`gpucast.predict.validation.scale_and_per_step`); ``error_factor`` is the one
-  factor alone (the geometric mean of measured / raw there; before session 33). Features: on H200 and B200 in GPU memory, sharded within the node (Dell's v5.1
+  factor alone (the geometric mean of measured / raw there; before session 33). Features:
+  on H200 and B200 in GPU memory, sharded within the node (Dell's v5.1
   configurations ``config_XE9680Lx8H200-SXM-141GB_01x08x2048.sh`` and
   ``config_XE9685Lx8B200-SXM-180GB_1x8x4096.sh``: ``WG_SHARDING_LOCATION=cuda``,
   ``WG_SHARDING_PARTITION=node``, as v4.0's NVIDIA H200); on H100 as v4.0's systems of the
@@ -153,11 +154,7 @@ def summary(table: pd.DataFrame) -> dict[str, Any]:
                 if "error_no_host" in g
                 else {}
             ),
-            **(
-                {"mape_factor": float(g.error_factor.abs().mean())}
-                if "error_factor" in g
-                else {}
-            ),
+            **({"mape_factor": float(g.error_factor.abs().mean())} if "error_factor" in g else {}),
             **({"covered": float(g.covered.mean())} if "covered" in g else {}),
         }
     return out
