@@ -246,6 +246,13 @@ def test_a_power_model_file_of_another_kind_is_refused(tmp_path: Path) -> None:
         gpucast.predict_energy(**BASE, power_model=other)
 
 
+def test_a_missing_power_model_file_names_its_flag_and_the_fit(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        gpucast.predict_energy(**BASE, power_model=tmp_path / "none.json")
+    assert str(info.value).startswith("power-model: file not found")
+    assert "run `gpucast fit power` first" in str(info.value)
+
+
 @pytest.mark.shared_data
 def test_fit_power_on_one_zeus_workload(shared_data: Path, tmp_path: Path) -> None:
     out = tmp_path / "power.json"
