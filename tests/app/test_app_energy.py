@@ -202,7 +202,14 @@ def test_a_limit_off_the_grid_is_in_the_sweep() -> None:
         ({"power_limit": "lots"}, "power-limit: must be watts, 'auto' or 'default'"),
         ({"power_limit": "-5"}, "power-limit: must be a number of watts > 0"),
         ({"eta": 1.5}, "eta: must be in [0, 1]"),
-        ({"measured_power_w": -1.0}, "power-w: must be a number > 0"),
+        (  # the example is a board power in watts, not a step time
+            {"measured_power_w": -1.0},
+            "power-w: must be a number > 0 (got -1.0); e.g. --power-w 220",
+        ),
+        (
+            {"step_time_s": 0.0},
+            "step-time-s: must be a number > 0 (got 0.0); e.g. --step-time-s 0.25",
+        ),
         (  # more than the board draws under its default limit, past NVML's +-5 W
             {"measured_power_w": 5000.0},
             "power-w: must be at most the V100-PCIe's default power limit, 250 W",
@@ -237,6 +244,13 @@ def test_a_power_model_file_of_another_kind_is_refused(tmp_path: Path) -> None:
     other.write_text(json.dumps({"kind": "startup", "schema_version": 1, "state": {}}))
     with pytest.raises(InvalidInputError):
         gpucast.predict_energy(**BASE, power_model=other)
+
+
+def test_a_missing_power_model_file_names_its_flag_and_the_fit(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        gpucast.predict_energy(**BASE, power_model=tmp_path / "none.json")
+    assert str(info.value).startswith("power-model: file not found")
+    assert "run `gpucast fit power` first" in str(info.value)
 
 
 @pytest.mark.shared_data

@@ -480,8 +480,10 @@ def test_cpu_sampling_bounds_the_mini_batch() -> None:
         (["--gpus", "4", "--batch", "8", "--fanouts", "2,2"], "partitioned full-graph"),
         (["--gpus", "4", "--price", "-1"], "price"),
         (["--gpus", "4", "--price", "nan"], "price"),
-        (["--batch", "8", "--fanouts", "2,2", "--sampler-workers", "0"], "sampler_workers"),
-        (["--batch", "8", "--fanouts", "2,2", "--sampler-edges-per-s", "0"], "sampler_edges"),
+        (["--batch", "8", "--fanouts", "2,2", "--sampler-workers", "0"], "sampler-workers:"),
+        (["--batch", "8", "--fanouts", "2,2", "--sampler-edges-per-s", "0"], "sampler-edges-per-s"),
+        (["--feature-dim", "0"], "feature-dim: must be an integer >= 1"),  # the flag's name
+        (["--gpus-per-node", "0"], "gpus-per-node: must be an integer >= 1"),
     ],
 )
 def test_partition_and_sampling_bad_input_is_one_line_exit_2(args: list[str], text: str) -> None:

@@ -48,3 +48,12 @@ def test_free_gpus_must_belong_to_the_server() -> None:
     argv = ["plan", "placement", "--topology", "hgx-a100", "--free", "gpu0,gpu8"]
     result = runner.invoke(app, argv)
     assert result.exit_code == 2 and "gpu8 is not a GPU of hgx-a100" in result.stderr
+
+
+def test_an_out_of_range_weight_names_its_flag() -> None:
+    """The range line and the not-a-number line name --fragmentation-weight the same way."""
+    base = ["plan", "placement", "--topology", "hgx-a100", "--fragmentation-weight"]
+    for value, said in (("-1", "must be in [0, 10]"), ("nan", "must be a finite number")):
+        result = runner.invoke(app, [*base, value])
+        assert result.exit_code == 2
+        assert result.stderr.startswith(f"error: fragmentation-weight: {said}"), result.stderr

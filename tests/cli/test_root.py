@@ -58,6 +58,15 @@ def test_flags_are_shown_as_flags() -> None:
         assert "--help" in result.stdout
 
 
+def test_single_verbs_offer_no_shell_completion_options() -> None:
+    """``report``, ``validate`` and ``profile`` are one command each; their ``--help`` lists
+    their own options, not Typer's ``--install-completion`` (the root has it off too)."""
+    for verb in ("report", "validate", "profile"):
+        result = CliRunner().invoke(app, [verb, "--help"], terminal_width=200)
+        assert result.exit_code == 0 and "--json" in result.stdout, verb
+        assert "completion" not in result.stdout, verb
+
+
 def test_one_command_invoked_again_and_again_keeps_one_help_wrapper() -> None:
     """A process that runs the CLI many times (a notebook, a server, this suite) reuses one
     click command; each run used to wrap its help option once more, until RecursionError."""

@@ -207,11 +207,13 @@ def _reading_text(run: TrainingRun, limit_w: float) -> str:
     )
 
 
-def _positive_or_none(name: str, value: float | None) -> None:
+def _positive_or_none(name: str, value: float | None, *, example: str) -> None:
     if value is not None and not (
         not isinstance(value, bool) and math.isfinite(value) and value > 0
     ):
-        raise InvalidSpecError(name, "must be a number > 0", got=value, fix=f"e.g. --{name} 0.25")
+        raise InvalidSpecError(
+            name, "must be a number > 0", got=value, fix=f"e.g. --{name} {example}"
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -282,8 +284,8 @@ class PredictEnergyRequest:
             raise InvalidSpecError(
                 "dataset-size", "must be >= 1", got=self.dataset_size, fix="e.g. 1281167"
             )
-        _positive_or_none("step-time-s", self.step_time_s)
-        _positive_or_none("power-w", self.measured_power_w)
+        _positive_or_none("step-time-s", self.step_time_s, example="0.25")
+        _positive_or_none("power-w", self.measured_power_w, example="220")
         for flag, value, high in (
             ("step-time-s", self.step_time_s, 86_400.0),
             ("power-w", self.measured_power_w, 10_000.0),

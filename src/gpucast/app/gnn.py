@@ -256,23 +256,25 @@ class PredictGnnRequest:
     def __post_init__(self) -> None:
         for name in (
             "nodes", "edges", "batch", "parts", "heads", "gpus", "gpus_per_node",
-            "graph_servers", "functions", "sampler_workers",
+            "graph_servers", "functions", "sampler_workers", "feature_dim", "hidden",
+            "classes", "layers",
         ):  # fmt: skip
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or value < 1):
-                raise InvalidSpecError(name, "must be an integer >= 1", got=value)
+                flag = name.replace("_", "-")
+                raise InvalidSpecError(flag, "must be an integer >= 1", got=value)
         if self.parts is not None and self.parts > MAX_PARTS:
             raise InvalidSpecError("parts", f"must be <= {MAX_PARTS}", got=self.parts)
         if self.sampler_workers > MAX_SAMPLER_WORKERS:
             raise InvalidSpecError(
-                "sampler_workers", f"must be <= {MAX_SAMPLER_WORKERS}", got=self.sampler_workers
+                "sampler-workers", f"must be <= {MAX_SAMPLER_WORKERS}", got=self.sampler_workers
             )
         if self.sampler_edges_per_s is not None and not (
             math.isfinite(self.sampler_edges_per_s)
             and 0 < self.sampler_edges_per_s <= MAX_SAMPLER_EDGES_PER_S
         ):
             raise InvalidSpecError(
-                "sampler_edges_per_s", f"must be a number > 0 and <= {MAX_SAMPLER_EDGES_PER_S:g}",
+                "sampler-edges-per-s", f"must be a number > 0 and <= {MAX_SAMPLER_EDGES_PER_S:g}",
                 got=self.sampler_edges_per_s,
             )  # fmt: skip
         if self.price is not None and not (

@@ -57,7 +57,7 @@ class PlanPlacementRequest:
             raise InvalidSpecError("gpus", "must be 1..64", got=self.gpus)
         w = self.fragmentation_weight
         if not (w == w and 0.0 <= w <= 10.0):
-            raise InvalidSpecError("fragmentation_weight", "must be in [0, 10]", got=w)
+            raise InvalidSpecError("fragmentation-weight", "must be in [0, 10]", got=w)
         if not 0 <= self.jobs <= MAX_JOBS:
             raise InvalidSpecError("jobs", f"must be 0..{MAX_JOBS}", got=self.jobs)
         if not 0 <= self.seed < 2**32:

@@ -85,7 +85,7 @@ def load(name: str) -> Any:
         command = typer.main.get_command(target)
         command.help = help_text or command.help
     else:
-        single = typer.Typer()
+        single = typer.Typer(add_completion=False)
         single.command(name)(target)
         command = typer.main.get_command(single)
     command.name = name

@@ -66,7 +66,7 @@ def power_model(model_file: Path | None = None) -> Sourced[PowerModel]:
     if model_file is not None:
         from gpucast.store.models import load_model
 
-        model = load_model(Path(model_file))
+        model = load_model(Path(model_file), field="power-model", fit="gpucast fit power")
         if not isinstance(model, PowerModel):
             raise InvalidSpecError(
                 "power-model",

@@ -17,10 +17,11 @@ def save_model(estimator: Estimator, path: Path) -> None:
     write_text_atomic(Path(path), payload + "\n", field="out")
 
 
-def load_model(path: Path) -> Estimator:
-    """Read a model saved by :func:`save_model` (any registered kind)."""
+def load_model(path: Path, *, field: str = "model", fit: str = "gpucast fit ...") -> Estimator:
+    """Read a model saved by :func:`save_model` (any registered kind); ``field`` names the
+    flag that gave ``path`` and ``fit`` the command that writes such a file."""
     path = Path(path)
-    text = read_input_text(path, "model", fix="run `gpucast fit ...` first")
+    text = read_input_text(path, field, fix=f"run `{fit}` first")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
