@@ -182,6 +182,43 @@ def test_rgat_on_igbh_names_its_assumptions_and_validation() -> None:
     assert on_gpu.step_time_s < r.step_time_s
 
 
+def test_rgat_tuned_software_is_the_shipped_calibration_of_the_eager_step() -> None:
+    from gpucast.catalog.gnn_graphs import load_gnn_calibrations
+
+    tuned = load_gnn_calibrations()["tuned"]
+    assert 0 < tuned.scale < 1 and 0 < tuned.per_step_s < 0.1
+    eager = gpucast.predict_gnn(gpu="H200", feature_location="gpu", **RGAT_MLPERF)
+    r = gpucast.predict_gnn(gpu="H200", feature_location="gpu", software="tuned", **RGAT_MLPERF)
+    assert r.step_time_s == pytest.approx(tuned.scale * eager.step_time_s + tuned.per_step_s)
+    assert eager.eval_step_time_s is not None and r.eval_step_time_s is not None
+    assert r.eval_step_time_s == pytest.approx(
+        tuned.scale * eager.eval_step_time_s + tuned.per_step_s
+    )
+    assert r.phases_s["host_s"] == tuned.per_step_s and "host_s" not in eager.phases_s
+    assert r.phases_s["compute_s"] == pytest.approx(tuned.scale * eager.phases_s["compute_s"])
+    # each names what it rests on: the eager model is not validated, the tuned one is MLPerf's
+    assert "gnn_calibration.csv" in r.assumptions["software"]
+    assert "not validated against eager runs" in eager.validated
+    assert "not validated against eager" not in r.validated and "median" in r.validated
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"model": "sage", "nodes": 1000, "edges": 5000, "batch": 64, "fanouts": (5, 5)},
+        {"model": "gat", "nodes": 1000, "edges": 5000},  # full graph: not calibrated
+    ],
+)
+def test_tuned_software_outside_gat_minibatches_is_refused(options: dict[str, object]) -> None:
+    with pytest.raises(InvalidSpecError, match="software: tuned is calibrated for gat/rgat"):
+        gpucast.predict_gnn(gpu="A100-80GB", software="tuned", **options)
+
+
+def test_unknown_gnn_software_is_one_line() -> None:
+    with pytest.raises(InvalidSpecError, match="software: must be one of pytorch, tuned"):
+        gpucast.predict_gnn(gpu="H200", software="tensorrt", **RGAT_MLPERF)
+
+
 def test_rgat_more_heads_more_time_and_gpu_sharding() -> None:
     base = {**RGAT_MLPERF, "feature_location": "gpu"}
     few = gpucast.predict_gnn(gpu="H200", **{**base, "heads": 1})

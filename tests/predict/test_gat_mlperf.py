@@ -28,6 +28,13 @@ def test_leave_one_system_out_on_mlperf_v4(
         row = table.iloc[i]
         expected = (scale * row.raw_min * 60 + per_step_s * row.steps) / 60
         assert np.isclose(row.predicted_min, expected)
+    # the shipped calibration (predict gnn --software tuned) is this fit on all systems
+    from gpucast.catalog.gnn_graphs import load_gnn_calibrations
+
+    shipped = load_gnn_calibrations()["tuned"]
+    scale, per_step_s = scale_and_per_step(table.raw_min * 60, table.steps, table.measured_min * 60)
+    assert round(scale, 3) == pytest.approx(shipped.scale)
+    assert round(per_step_s * 1e3, 1) == pytest.approx(shipped.per_step_s * 1e3)
     err = table.error.abs()
     assert err.median() <= 0.20  # the target, met at the median
     # the time per step that does not scale with the GPU is what carries 8 to 512 GPUs

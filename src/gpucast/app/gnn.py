@@ -65,6 +65,9 @@ MAX_SAMPLER_EDGES_PER_S = 1e12
 MAX_PRICE_USD_PER_HOUR = 1e6
 FEATURE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 GAT_MODELS = ("gat", "rgat")
+#: Software stacks a GAT / R-GAT mini-batch is priced for: ``pytorch`` is the model as priced
+#: (eager kernels), the others are calibrated (``catalog/data/gnn_calibration.csv``).
+GNN_SOFTWARE = ("pytorch", "tuned")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,6 +177,13 @@ class PredictGnnRequest:
         "auto",
         help="gat/rgat: where features live: gpu (sharded over all GPUs), host, or auto "
         "(in HBM as far as they fit, the rest in host memory).",
+    )
+    software: str = option(
+        "pytorch",
+        help="gat/rgat mini-batch: pytorch (eager kernels, the model as priced) or tuned "
+        "(MLPerf-class code: fused kernels, WholeGraph features; calibrated on MLPerf Training "
+        "v4.0's R-GAT runs, catalog/data/gnn_calibration.csv).",
+        example="tuned",
     )
 
     split: bool = option(
@@ -286,6 +296,17 @@ class PredictGnnRequest:
             )  # fmt: skip
         if self.model not in GAT_MODELS:
             self._check_partitioned()
+        if self.software not in GNN_SOFTWARE:
+            raise InvalidSpecError(
+                "software", f"must be one of {', '.join(GNN_SOFTWARE)}", got=self.software,
+                fix="e.g. --software tuned for MLPerf-class code",
+            )  # fmt: skip
+        if self.software != "pytorch" and (self.model not in GAT_MODELS or self.batch is None):
+            raise InvalidSpecError(
+                "software", f"{self.software} is calibrated for gat/rgat mini-batches only",
+                got=self.software,
+                fix="drop --software, or price --model rgat/gat with --batch and --fanouts",
+            )  # fmt: skip
         if self.model in GAT_MODELS and self.parts is not None:
             raise InvalidSpecError("parts", "partitioning is priced for gcn and sage only")
         if self.model == "rgat" and (
@@ -915,6 +936,7 @@ def _gat_graph(request: PredictGnnRequest) -> tuple[Any, Any, list[str], list[st
 def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
     """One data-parallel GAT / R-GAT training step (module docstring)."""
     from gpucast.catalog import load_catalog
+    from gpucast.catalog.gnn_graphs import load_gnn_calibrations
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.units import GIB
     from gpucast.plan.inputs import PCIE_GBPS, intra_node_gbps
@@ -987,6 +1009,30 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
     dense = cost.dense_s(tflops=tflops, kernel_overhead_s=KERNEL_OVERHEAD_S)
     dense += step.feature_fetch_s + allreduce
     validation = validation_for(f"gnn-{request.model}", [gpu.name], "bf16", request.gpus)
+    phases = {
+        "compute_s": step.compute_s,
+        "launch_s": step.launch_s,
+        "feature_fetch_s": step.feature_fetch_s,
+        "allreduce_s": step.allreduce_s,
+    }
+    step_s, eval_s, fetch_s = step.total_s, evaluation.total_s, step.feature_fetch_s
+    calibration = load_gnn_calibrations().get(request.software)
+    if calibration is None:
+        validated = (
+            f"the eager model as priced, not validated against eager runs (--software tuned: "
+            f"MLPerf's runs take {_tuned_words()}; {validation.text()})"
+        )
+    else:
+        validated = validation.text()
+        scale, per_step_s = calibration.scale, calibration.per_step_s
+
+        def tuned(seconds: float) -> float:
+            return scale * seconds + per_step_s
+
+        step_s, eval_s, dense = tuned(step_s), tuned(eval_s), tuned(dense)
+        fetch_s *= scale
+        phases = {k: scale * v for k, v in phases.items()}
+        phases["host_s"] = per_step_s
     nodes = int(graph.counts().sum())
     edges = sum(r.edges for r in graph.relations)
     return PredictGnnResult(
@@ -994,21 +1040,16 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
         gpu=gpu.name,
         nodes=nodes,
         edges=edges,
-        step_time_s=step.total_s,
+        step_time_s=step_s,
         dense_step_time_s=dense,
-        feature_fetch_s=step.feature_fetch_s,
+        feature_fetch_s=fetch_s,
         nodes_per_hop=cost.nodes_per_hop,
         halo_nodes=None,
         halo_bytes_per_epoch=None,
         notes=tuple(notes),
-        phases_s={
-            "compute_s": step.compute_s,
-            "launch_s": step.launch_s,
-            "feature_fetch_s": step.feature_fetch_s,
-            "allreduce_s": step.allreduce_s,
-        },
-        eval_step_time_s=evaluation.total_s,
-        validated=validation.text(),
+        phases_s=phases,
+        eval_step_time_s=eval_s,
+        validated=validated,
         warnings=tuple(warnings),
         assumptions={
             "compute": _gat_compute_note(gpu),
@@ -1034,6 +1075,14 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
             if request.overlap_fetch
             else "added, no overlap",
         }
+        | (
+            {"software": f"{request.software} (MLPerf-class code): {calibration.describe()}"}
+            if calibration is not None
+            else {
+                "software": "pytorch: eager kernels as priced (--software tuned: MLPerf-class "
+                f"code, {_tuned_words()})"
+            }
+        )
         | ({} if degrees is None else {"degrees": degrees.name})
         | (
             {"degrees": "; ".join(r.describe_degrees() for r in graph.relations)}
@@ -1041,6 +1090,13 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
             else {}
         ),
     )
+
+
+def _tuned_words() -> str:
+    from gpucast.catalog.gnn_graphs import load_gnn_calibrations
+
+    tuned = load_gnn_calibrations()["tuned"]
+    return f"x{tuned.scale:.3g} of it + {tuned.per_step_s * 1e3:.3g} ms a step"
 
 
 def _relation_sampling_note(graph: Any, request: PredictGnnRequest) -> str:

@@ -1,5 +1,6 @@
-"""Heterogeneous graphs by their statistics (``data/gnn_graphs.csv``) and GNN configurations
-(``data/gnn_models.csv``).
+"""Heterogeneous graphs by their statistics (``data/gnn_graphs.csv``), GNN configurations
+(``data/gnn_models.csv``) and the calibration of a software stack's GNN steps
+(``data/gnn_calibration.csv``).
 
 Graph rows: ``graph``, ``kind`` (``node`` or ``relation``), ``name``; a node row has ``count``
 (nodes) and ``feature_dim``; a relation row has ``src`` and ``dst`` (node types) and ``count``
@@ -21,7 +22,7 @@ import functools
 from dataclasses import dataclass, replace
 from importlib import resources
 
-from gpucast.catalog._csv import parse_int, read_rows, require_text
+from gpucast.catalog._csv import parse_float, parse_int, read_rows, require_text
 from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownNameError
 from gpucast.predict.gat import HeteroGraph, NodeType, Relation, has_degree_laws, relation_laws
 from gpucast.predict.gnn_degrees import parse_powerlaw
@@ -197,5 +198,53 @@ def load_gnn_configs() -> dict[str, GnnConfig]:
             batch_per_gpu=num("batch_per_gpu"),
             reverse_relations=row["reverse_relations"] == "1",
             source_url=require_text(row["source_url"], path=path, line=line, column="source_url"),
+        )
+    return out
+
+
+CALIBRATION_COLUMNS = ("software", "models", "scale", "per_step_ms", "fitted_on", "command")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GnnCalibration:
+    """How a software stack's GAT / R-GAT steps relate to the model's: measured ~ ``scale`` x
+    predicted + ``per_step_s`` a step (host-side work that does not scale with the GPU),
+    fitted on ``fitted_on`` by ``command``."""
+
+    software: str
+    models: tuple[str, ...]
+    scale: float
+    per_step_s: float
+    fitted_on: str
+    command: str
+
+    def describe(self) -> str:
+        return (
+            f"x{self.scale:.3g} of this model's time + {self.per_step_s * 1e3:.3g} ms a step "
+            f"(host-side sampling and synchronisation), fitted on {self.fitted_on} "
+            f"(catalog/data/gnn_calibration.csv; {self.command})"
+        )
+
+
+@functools.lru_cache(maxsize=1)
+def load_gnn_calibrations() -> dict[str, GnnCalibration]:
+    """The shipped calibrations by software stack (cached)."""
+    path = "catalog/data/gnn_calibration.csv"
+    text = resources.files("gpucast.catalog").joinpath("data", "gnn_calibration.csv")
+    out: dict[str, GnnCalibration] = {}
+    for line, row in read_rows(text.read_text(encoding="utf-8"), path, CALIBRATION_COLUMNS):
+
+        def num(column: str, _row: dict[str, str] = row, _line: int = line) -> float:
+            value = parse_float(_row[column], path=path, line=_line, column=column)
+            assert value is not None  # not optional
+            return value
+
+        out[row["software"]] = GnnCalibration(
+            software=row["software"],
+            models=tuple(row["models"].split(";")),
+            scale=num("scale"),
+            per_step_s=num("per_step_ms") / 1e3,
+            fitted_on=require_text(row["fitted_on"], path=path, line=line, column="fitted_on"),
+            command=require_text(row["command"], path=path, line=line, column="command"),
         )
     return out
