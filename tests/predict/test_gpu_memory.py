@@ -127,7 +127,7 @@ def test_predict_coldstart_refuses_a_batch_between_the_usable_and_the_whole_memo
     import gpucast
     from gpucast.domain.errors import InvalidSpecError
 
-    with pytest.raises(InvalidSpecError, match=r"needs 15\.\d GiB .*14\.2 GiB usable of a 16"):
+    with pytest.raises(InvalidSpecError, match=r"needs 15\.\d GiB .*a T4's 14\.2 GiB usable of 16"):
         gpucast.predict_coldstart("resnet18", gpu="T4", batch_size=2300)
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.gpu_memory import usable_gib
+from gpucast.domain.gpu_memory import usable_gib, usable_text
 from gpucast.domain.options import option
 from gpucast.domain.units import GIB
 from gpucast.domain.workload import WorkloadOptions, workload_options_field
@@ -281,8 +281,7 @@ def predict_coldstart(
         raise InvalidSpecError(
             "gpu",
             f"{request.workload} needs {peak_gib:.1f} GiB at batch {request.batch_size}, more "
-            f"than the {usable_gib(gpu.memory_gib):.1f} GiB usable of a {gpu.memory_gib:g} GiB "
-            f"{gpu.name}",
+            f"than a {gpu.name}'s {usable_text(gpu.memory_gib)}",
             fix="use a --gpu with more memory or a smaller --batch-size",
         )
     assumptions: dict[str, str] = {}

@@ -442,7 +442,7 @@ class PredictGnnResult:
 def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> PredictGnnResult:
     """One training step of a GCN / GraphSAGE, sparse vs dense (module docstring)."""
     from gpucast.catalog import load_catalog
-    from gpucast.domain.gpu_memory import usable_bytes
+    from gpucast.domain.gpu_memory import usable_bytes, usable_text
     from gpucast.domain.units import GIB
     from gpucast.plan.inputs import PCIE_GBPS
     from gpucast.predict import gnn
@@ -507,7 +507,8 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
             raise InvalidSpecError(
                 "nodes",
                 f"full-graph training needs {graph_bytes / GIB:,.0f} GiB (edges, features, "
-                f"activations and gradients), more than one {gpu.name}'s {_usable_text(gpu)}",
+                "activations and gradients), more than one "
+                f"{gpu.name}'s {usable_text(gpu.memory_gib)}",
                 fix="train on mini-batches (e.g. --batch 1024 --fanouts 15,10), partition it "
                 "over --gpus N, price the graph operations on CPU servers (--split) or use a "
                 "GPU with more memory",
@@ -516,7 +517,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
             notes.insert(
                 0,
                 f"does NOT fit: the full graph needs {graph_bytes / GIB:,.0f} GiB, one "
-                f"{gpu.name} has {_usable_text(gpu)}; the 1-GPU step"
+                f"{gpu.name} has {usable_text(gpu.memory_gib)}; the 1-GPU step"
                 + (" and the GPU-only epoch are" if request.split else " is")
                 + " priced as if it did",
             )
@@ -533,7 +534,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         "features": "mini-batch features in host memory, fetched over PCIe"
         if graph_bytes is None
         else f"full graph: edges, features and activations in HBM ({graph_bytes / GIB:,.3g} "
-        f"of {_usable_text(gpu)})",
+        f"of {usable_text(gpu.memory_gib)})",
         "validated": "not validated against GPU measurements (benchmarks/gnn_cpu.py checks "
         "the pricing on the CPU)",
     }
@@ -770,7 +771,7 @@ def _partitioned_epoch(
 
 def _check_part_memory(spec: Any, loads: tuple[Any, ...], gpu: Any) -> None:
     """Each part's nodes, halo and in-edges must fit one GPU's usable HBM (the one rule)."""
-    from gpucast.domain.gpu_memory import usable_bytes
+    from gpucast.domain.gpu_memory import usable_bytes, usable_text
     from gpucast.domain.units import GIB
     from gpucast.predict import gnn_partition
 
@@ -781,7 +782,7 @@ def _check_part_memory(spec: Any, loads: tuple[Any, ...], gpu: Any) -> None:
             "gpus",
             f"part {worst} of {len(loads)} needs {need[worst] / GIB:,.0f} GiB (its nodes, halo "
             f"and edges with features, activations and gradients), more than one {gpu.name}'s "
-            f"{_usable_text(gpu)}",
+            f"{usable_text(gpu.memory_gib)}",
             fix="use more --gpus, mini-batches (--batch, --fanouts) or a GPU with more memory",
         )
 
@@ -1103,7 +1104,7 @@ def _full_graph_gat(
 ) -> PredictGnnResult:  # fmt: skip
     """One full-graph GAT training step on one GPU, refused when it does not fit its HBM."""
     from gpucast.catalog.validation import validation_for
-    from gpucast.domain.gpu_memory import usable_bytes
+    from gpucast.domain.gpu_memory import usable_bytes, usable_text
     from gpucast.domain.units import GIB
     from gpucast.predict import gat
     from gpucast.predict.gnn import launch_floor_s
@@ -1117,7 +1118,7 @@ def _full_graph_gat(
             "nodes",
             f"full-graph gat training needs {need / GIB:,.0f} GiB (the graph, features, every "
             "layer's activations and attention coefficients with their gradients), more than "
-            f"one {gpu.name}'s {_usable_text(gpu)}",
+            f"one {gpu.name}'s {usable_text(gpu.memory_gib)}",
             fix="train on mini-batches (e.g. --batch 1024 --fanouts 10,5) or use a GPU with "
             "more memory",
         )
@@ -1152,13 +1153,6 @@ def _full_graph_gat(
             "full graph": f"every layer on all {nodes:,} nodes and {edges:,} edges, no "
             f"sampling; the graph, its {request.feature_precision} features and every layer's "
             f"activations and attention coefficients with their gradients in HBM "
-            f"({need / GIB:,.3g} of {_usable_text(gpu)})",
+            f"({need / GIB:,.3g} of {usable_text(gpu.memory_gib)})",
         },
     )
-
-
-def _usable_text(gpu: Any) -> str:
-    """``gpu``'s usable memory under the one rule, in words (``75.0 GiB usable of 80 GiB``)."""
-    from gpucast.domain.gpu_memory import usable_gib
-
-    return f"{usable_gib(gpu.memory_gib):.1f} GiB usable of {gpu.memory_gib:g} GiB"

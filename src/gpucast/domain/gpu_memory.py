@@ -61,6 +61,12 @@ def usable_gib(memory_gib: float) -> float:
     return usable_bytes(memory_gib) / GIB
 
 
+def usable_text(memory_gib: float) -> str:
+    """The usable memory of a ``memory_gib`` GPU in words, for a refusal or an assumption:
+    ``75.0 GiB usable of 80 GiB``."""
+    return f"{usable_gib(memory_gib):.1f} GiB usable of {memory_gib:g} GiB"
+
+
 def share_bytes(memory_gib: float, share: float) -> float:
     """Bytes of a planner's own ``share`` of a ``memory_gib`` GPU (the rest kept for what it
     does not count), never more than :func:`usable_bytes`: the rule caps the share where the

@@ -384,7 +384,7 @@ def gpu_function(
     ``container_s`` / ``cuda_context_s`` given outright win over the catalog's and over a
     measured run's; ``measured`` (a stored run of ``model``) gives the phases it has."""
     from gpucast.catalog.coldstart import load_coldstart_facts
-    from gpucast.domain.gpu_memory import usable_gib
+    from gpucast.domain.gpu_memory import usable_gib, usable_text
     from gpucast.domain.units import GIB
     from gpucast.inputs.workload import check_workload_name, workload_profile
     from gpucast.predict.coldstart import forward_s, with_measured
@@ -399,8 +399,8 @@ def gpu_function(
     if memory_gib > usable_gib(gpu.memory_gib):  # the one rule, as predict coldstart's
         raise InvalidSpecError(
             "models",
-            f"{model} needs {memory_gib:.1f} GiB at batch 1, more than the "
-            f"{usable_gib(gpu.memory_gib):.1f} GiB usable of a {gpu.memory_gib:g} GiB {gpu.name}",
+            f"{model} needs {memory_gib:.1f} GiB at batch 1, more than a {gpu.name}'s "
+            f"{usable_text(gpu.memory_gib)}",
             fix="pick a GPU with more memory (--gpu) or a smaller model",
         )
     cold, _ = gpu_cold_start(

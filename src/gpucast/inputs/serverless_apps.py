@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.gpu_memory import usable_gib
+from gpucast.domain.gpu_memory import usable_gib, usable_text
 from gpucast.domain.units import GIB
 
 if TYPE_CHECKING:
@@ -142,8 +142,7 @@ def group_by_app(
         raise InvalidSpecError(
             "unit",
             f"app {names[big]} serves {', '.join(served)}: {memory[big]:.1f} GiB held warm "
-            f"together, more than the {usable_gib(gpu.memory_gib):.1f} GiB usable of a "
-            f"{gpu.memory_gib:g} GiB {gpu.name}",
+            f"together, more than a {gpu.name}'s {usable_text(gpu.memory_gib)}",
             fix="give --unit function (each function its own instance), fewer --models or a "
             "GPU with more memory",
         )
