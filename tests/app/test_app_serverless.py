@@ -82,7 +82,7 @@ def test_a_model_larger_than_the_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyP
         "            torch.zeros(1, 100000, device='meta'))\n"
     )
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(InvalidSpecError, match="more than the 16 GiB of a T4"):
+    with pytest.raises(InvalidSpecError, match=r"more than a T4's 14\.2 GiB usable of 16 GiB"):
         gpucast.simulate_serverless(synthetic=5, minutes=10, models=["huge_model:factory"])
 
 
@@ -161,7 +161,7 @@ def test_predict_coldstart_refuses_a_language_model_its_gpus_cannot_hold() -> No
     with pytest.raises(InvalidSpecError, match="gpus: splits a language model"):
         gpucast.predict_coldstart("resnet18", gpu="T4", gpus=2)
     with pytest.raises(InvalidSpecError, match=r"resnet50 needs [\d.]+ GiB at batch 4096, more "
-                       r"than the 8 GiB of a P4"):  # fmt: skip
+                       r"than a P4's 6\.6 GiB usable of 8 GiB"):  # fmt: skip
         gpucast.predict_coldstart("resnet50", gpu="P4", batch_size=4096)
     eight = gpucast.predict_coldstart("llama-3-70b", gpu="L4", gpus=8)
     assert eight.device == "8 x L4" and "8 GPUs' links at once" in eight.prediction.sources["pcie"]

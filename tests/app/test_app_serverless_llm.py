@@ -53,7 +53,9 @@ def test_a_pool_too_small_for_an_instance_names_the_flag_and_the_need(tmp_path: 
     with pytest.raises(InvalidSpecError) as err:
         gpucast.simulate_serverless(pool_gpus=1, **kw)  # type: ignore[arg-type]
     text = str(err.value)
-    assert text.startswith("pool-gpus: a pool of 1 x H100-SXM holds 80 GiB")
+    assert text.startswith(
+        "pool-gpus: a pool of 1 x H100-SXM holds 75.0 GiB usable (of 80 GiB each)"
+    )  # the one usable-memory rule (session 33): was "holds 80 GiB"
     assert "function code (llama-3-70b) needs" in text and "on 2 x H100-SXM per instance" in text
     assert "--pool-gpus 2 or more" in text and "--gpu" in text
     pool = gpucast.simulate_serverless(pool_gpus=2, **kw).pool  # type: ignore[arg-type]

@@ -50,7 +50,9 @@ def test_lora_on_later_rounds_matches_the_readme(
     assert pct("MI325X") == 6.5 and pct("MI355X") == 7.8 and pct("MI300X") == 30.7
     assert pct("GB200") == 154.8 and pct("GB200", "mape_no_host") == 49.4
     assert pct("round v4.1") == 13.2 and pct("round v5.1") == 32.6
-    assert pct("all", "covered") == 64.8
+    # session 33: the band x0.87-1.40 (L40S's tensor-parallel all-reduce at the PCIe figure;
+    # x0.88-1.39 before) holds three more systems predicted 14-16% slow (64.8% before)
+    assert pct("all", "covered") == 70.4
     # GB200 trays are priced as NVLink racks: 512 GPUs as 8 racks of 64
     racks = bench._racks(bench.later_runs())
     big = racks[(racks.gpu == "GB200") & (racks.accelerators == 512)].iloc[0]

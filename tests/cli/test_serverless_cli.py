@@ -482,7 +482,7 @@ def test_an_llm_trace_refuses_what_it_has_not_and_sizes_always_on_as_plan_serve(
     for extra, says in (
         (["--minutes", "30"], "minutes: sets the length of a --synthetic workload"),
         (["--day", "2"], "day: picks a day of an Azure Functions 2019 trace"),
-        (["--pool-gpus", "1"], "pool-gpus: a pool of 1 x H100-SXM holds 80 GiB"),
+        (["--pool-gpus", "1"], "pool-gpus: a pool of 1 x H100-SXM holds 75.0 GiB usable"),
     ):
         result = runner.invoke(app, ["simulate", "serverless", *load, *extra])
         assert result.exit_code == 2, result.output

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.gpu_memory import usable_gib, usable_text
 from gpucast.domain.options import option
 from gpucast.domain.units import GIB
 from gpucast.domain.workload import WorkloadOptions, workload_options_field
@@ -276,11 +277,11 @@ def predict_coldstart(
     )
     weight_bytes = profile.memory.weights_bytes
     peak_gib = profile.memory.inference_peak_bytes / GIB
-    if gpu is not None and peak_gib > gpu.memory_gib:
+    if gpu is not None and peak_gib > usable_gib(gpu.memory_gib):  # the one rule
         raise InvalidSpecError(
             "gpu",
             f"{request.workload} needs {peak_gib:.1f} GiB at batch {request.batch_size}, more "
-            f"than the {gpu.memory_gib:g} GiB of a {gpu.name}",
+            f"than a {gpu.name}'s {usable_text(gpu.memory_gib)}",
             fix="use a --gpu with more memory or a smaller --batch-size",
         )
     assumptions: dict[str, str] = {}

@@ -52,7 +52,10 @@ FLOP_EFFICIENCY = 0.4
 GATHER_EFFICIENCY = 0.5
 #: The most parts a partition is asked for.
 MAX_PARTS = 4096
-#: HBM kept for activations and workspace when features are placed on the GPUs.
+#: HBM kept for the mini-batch's activations and workspace when features are placed on the
+#: GPUs: the feature store takes the rest, never more than the usable bytes of the one rule
+#: (:func:`gpucast.domain.gpu_memory.share_bytes`; the 10% keeps more on a GPU of 20 GiB or
+#: more, the rule on a smaller one).
 HBM_RESERVE_SHARE = 0.1
 #: Network per GPU (GB/s) between nodes: one 400 Gbit/s NIC per GPU (DGX H100 / H200).
 NETWORK_GBPS_PER_GPU = 50.0
@@ -462,6 +465,7 @@ class PredictGnnResult:
 def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> PredictGnnResult:
     """One training step of a GCN / GraphSAGE, sparse vs dense (module docstring)."""
     from gpucast.catalog import load_catalog
+    from gpucast.domain.gpu_memory import usable_bytes, usable_text
     from gpucast.domain.units import GIB
     from gpucast.plan.inputs import PCIE_GBPS
     from gpucast.predict import gnn
@@ -514,7 +518,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
                 "node and edge counts (it shapes mini-batch sampling and random-partition halos)"
             )
         degrees = None
-    hbm_bytes = gpu.memory_gib * GIB
+    hbm_bytes = usable_bytes(gpu.memory_gib)  # the one rule: what a job can fill
     graph_bytes = None  # full graph: its edges, features and activations, all in HBM
     if request.batch is not None:
         cost = gnn.sampled_cost(spec, nodes=nodes, edges=edges, degrees=degrees)
@@ -526,8 +530,8 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
             raise InvalidSpecError(
                 "nodes",
                 f"full-graph training needs {graph_bytes / GIB:,.0f} GiB (edges, features, "
-                f"activations and gradients), more than the {gpu.memory_gib:g} GiB of one "
-                f"{gpu.name}",
+                "activations and gradients), more than one "
+                f"{gpu.name}'s {usable_text(gpu.memory_gib)}",
                 fix="train on mini-batches (e.g. --batch 1024 --fanouts 15,10), partition it "
                 "over --gpus N, price the graph operations on CPU servers (--split) or use a "
                 "GPU with more memory",
@@ -536,7 +540,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
             notes.insert(
                 0,
                 f"does NOT fit: the full graph needs {graph_bytes / GIB:,.0f} GiB, one "
-                f"{gpu.name} has {gpu.memory_gib:g} GiB; the 1-GPU step"
+                f"{gpu.name} has {usable_text(gpu.memory_gib)}; the 1-GPU step"
                 + (" and the GPU-only epoch are" if request.split else " is")
                 + " priced as if it did",
             )
@@ -553,7 +557,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         "features": "mini-batch features in host memory, fetched over PCIe"
         if graph_bytes is None
         else f"full graph: edges, features and activations in HBM ({graph_bytes / GIB:,.3g} "
-        f"of {gpu.memory_gib:g} GiB" + ")",
+        f"of {usable_text(gpu.memory_gib)})",
         "validated": "not validated against GPU measurements (benchmarks/gnn_cpu.py checks "
         "the pricing on the CPU)",
     }
@@ -789,18 +793,19 @@ def _partitioned_epoch(
 
 
 def _check_part_memory(spec: Any, loads: tuple[Any, ...], gpu: Any) -> None:
-    """Each part's nodes, halo and in-edges must fit one GPU's HBM."""
+    """Each part's nodes, halo and in-edges must fit one GPU's usable HBM (the one rule)."""
+    from gpucast.domain.gpu_memory import usable_bytes, usable_text
     from gpucast.domain.units import GIB
     from gpucast.predict import gnn_partition
 
     need = [gnn_partition.part_memory_bytes(spec, load) for load in loads]
     worst = max(range(len(need)), key=need.__getitem__)
-    if need[worst] > gpu.memory_gib * GIB:
+    if need[worst] > usable_bytes(gpu.memory_gib):
         raise InvalidSpecError(
             "gpus",
             f"part {worst} of {len(loads)} needs {need[worst] / GIB:,.0f} GiB (its nodes, halo "
-            f"and edges with features, activations and gradients), more than the "
-            f"{gpu.memory_gib:g} GiB of one {gpu.name}",
+            f"and edges with features, activations and gradients), more than one {gpu.name}'s "
+            f"{usable_text(gpu.memory_gib)}",
             fix="use more --gpus, mini-batches (--batch, --fanouts) or a GPU with more memory",
         )
 
@@ -938,7 +943,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
     from gpucast.catalog import load_catalog
     from gpucast.catalog.gnn_graphs import load_gnn_calibrations
     from gpucast.catalog.validation import validation_for
-    from gpucast.domain.units import GIB
+    from gpucast.domain.gpu_memory import share_bytes
     from gpucast.plan.inputs import PCIE_GBPS, intra_node_gbps
     from gpucast.predict import gat
     from gpucast.predict.comm import DEFAULT_HOP_LATENCY_S, hierarchical_collective_s
@@ -968,7 +973,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
     gpus_per_node = request.gpus_per_node or DEFAULT_GPUS_PER_NODE
     per_node = min(request.gpus, gpus_per_node)
     structure = graph.structure_bytes() / per_node  # the graph replicated per node
-    free = gpu.memory_gib * GIB * (1.0 - HBM_RESERVE_SHARE) - structure
+    free = share_bytes(gpu.memory_gib, 1.0 - HBM_RESERVE_SHARE) - structure
     placement = gat.place_features(
         total_features, gpus=request.gpus, gpus_per_node=gpus_per_node,
         free_bytes_per_gpu=free, location=request.feature_location,
@@ -1062,8 +1067,8 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
             f"{placement.describe()}; random rows at {GATHER_EFFICIENCY:.0%} of each link "
             f"(NVLink {intra_node_gbps(gpu) / 8:.0f} GB/s, a {NETWORK_GBPS_PER_GPU * 8:.0f} "
             f"Gbit/s NIC per GPU, PCIe {pcie / GATHER_EFFICIENCY:.0f} GB/s); "
-            f"{HBM_RESERVE_SHARE:.0%} of HBM and the graph structure kept out of the feature "
-            "store",
+            f"{HBM_RESERVE_SHARE:.0%} of HBM (at least what the one usable-memory rule keeps) "
+            "and the graph structure kept out of the feature store",
             "sampling": _sampling_note(degrees)
             if request.model == "gat"
             else _relation_sampling_note(graph, request),
@@ -1157,6 +1162,7 @@ def _full_graph_gat(
 ) -> PredictGnnResult:  # fmt: skip
     """One full-graph GAT training step on one GPU, refused when it does not fit its HBM."""
     from gpucast.catalog.validation import validation_for
+    from gpucast.domain.gpu_memory import usable_bytes, usable_text
     from gpucast.domain.units import GIB
     from gpucast.predict import gat
     from gpucast.predict.gnn import launch_floor_s
@@ -1165,12 +1171,12 @@ def _full_graph_gat(
     need = gat.full_graph_gat_bytes(
         graph, spec, feature_bytes_per_value=FEATURE_BYTES[request.feature_precision]
     )
-    if need > gpu.memory_gib * GIB:
+    if need > usable_bytes(gpu.memory_gib):
         raise InvalidSpecError(
             "nodes",
             f"full-graph gat training needs {need / GIB:,.0f} GiB (the graph, features, every "
             "layer's activations and attention coefficients with their gradients), more than "
-            f"the {gpu.memory_gib:g} GiB of one {gpu.name}",
+            f"one {gpu.name}'s {usable_text(gpu.memory_gib)}",
             fix="train on mini-batches (e.g. --batch 1024 --fanouts 10,5) or use a GPU with "
             "more memory",
         )
@@ -1205,6 +1211,6 @@ def _full_graph_gat(
             "full graph": f"every layer on all {nodes:,} nodes and {edges:,} edges, no "
             f"sampling; the graph, its {request.feature_precision} features and every layer's "
             f"activations and attention coefficients with their gradients in HBM "
-            f"({need / GIB:,.3g} of {gpu.memory_gib:g} GiB)",
+            f"({need / GIB:,.3g} of {usable_text(gpu.memory_gib)})",
         },
     )

@@ -511,6 +511,15 @@ def predict_llm_train(
             ),
             **(
                 {
+                    "intra-node PCIe": f"{gpu.name}s have no NVLink: a collective inside a "
+                    f"node at {links.intra_node_gbps / 8:g} GB/s per GPU, NCCL's all-reduce over "
+                    f"PCIe among {links.gpus_per_node} GPUs (catalog pcie_allreduce.csv)"
+                }
+                if cluster is None and gpu.interconnect_gbps is None and links.gpus_per_node > 1
+                else {}
+            ),
+            **(
+                {
                     "partial nodes": f"{per_node} GPUs of each {whole}-GPU node "
                     f"({whole - per_node} idle): --gpus {gpus} is no whole number of "
                     "nodes"

@@ -80,7 +80,7 @@ from gpucast.domain.variability import gpu_variability_option
 from gpucast.domain.workload import FP8, SOFTWARE_HELP, check_software
 
 if TYPE_CHECKING:
-    from gpucast.plan.llm import LlmPlan
+    from gpucast.plan.llm import LlmPlan, NodeOption
 
 
 # -- plan llm-train ---------------------------------------------------------------------------
@@ -462,9 +462,10 @@ def plan_llm_train(
     from gpucast.catalog import load_catalog, offers_file
     from gpucast.catalog.coldstart import load_coldstart_facts
     from gpucast.catalog.llm import llm_model
+    from gpucast.catalog.pcie_allreduce import catalog_node_links
     from gpucast.catalog.systems import mesh_board_gpus, mesh_linked
     from gpucast.catalog.validation import validation_for
-    from gpucast.domain.parallel import ParallelAssumptions
+    from gpucast.domain.parallel import NodeLinks, ParallelAssumptions
     from gpucast.inputs.calibration import step_time_efficiency
     from gpucast.inputs.cluster import perf_params
     from gpucast.inputs.clusters import (
@@ -520,7 +521,9 @@ def plan_llm_train(
                 rdma=cluster.shape.rdma,
                 intra_node_gbps=intra_link_gbps(cluster, catalog),
                 max_nodes=cluster.nodes,
-                mesh_gpus=cluster.gpus_per_node if cluster.shape.intra_node == "mesh" else 0,
+                node=NodeLinks(
+                    mesh_gpus=cluster.gpus_per_node if cluster.shape.intra_node == "mesh" else 0
+                ),
             )
         ]
         if spot_asked and cluster.has_spot:
@@ -532,9 +535,15 @@ def plan_llm_train(
             )
     else:
         offers, _ = filtered_offers(request, catalog)  # plan train's filters, one definition
-        # an offer of a GPU type whose catalog servers are meshed (Gaudi 2) links as they do
+        # an offer of a GPU type whose catalog servers are meshed (Gaudi 2) links as they do;
+        # bridged pairs and GPUs without NVLink cross PCIe at the catalog's all-reduce figures
         nodes = [
-            replace(n, mesh_gpus=mesh_board_gpus(n.gpu, n.gpus_per_node))
+            replace(
+                n,
+                node=catalog_node_links(
+                    catalog.gpu(n.gpu), mesh_board_gpus(n.gpu, n.gpus_per_node)
+                ),
+            )
             for n in offer_nodes(offers, perf.rdma_instances, spot=spot_asked)
         ]
     efficiency = step_time_efficiency(request.software)
@@ -610,6 +619,7 @@ def plan_llm_train(
                 else {}
             ),
             **precision_note(request.precision, fp8_skipped),
+            **_pcie_note(nodes),
             "networks": "instance types with InfiniBand/RoCE/EFA (catalog/data/systems.csv) at "
             f"nominal links; the others at {perf.collective_tcp.network_efficiency:.3f} of "
             f"their NIC ({perf.collective_tcp.source})",
@@ -655,3 +665,16 @@ def plan_llm_train(
             "(catalog/data/validation.csv: llm-train)",
         },
     )
+
+
+def _pcie_note(nodes: list[NodeOption]) -> dict[str, str]:
+    """The ``intra-node PCIe`` assumption where a planned node's tensor-parallel group crosses
+    PCIe (its GPUs have no NVLink, or its cards are bridged in pairs)."""
+    crossing = sorted({n.gpu for n in nodes if n.node.bridged or n.node.pcie_busbw_gbps})
+    if not crossing:
+        return {}
+    return {
+        "intra-node PCIe": f"{', '.join(crossing)}: a tensor-parallel group that crosses PCIe "
+        "(GPUs without NVLink; bridged pairs beyond a pair) at NCCL's all-reduce figure for its "
+        "GPUs (catalog pcie_allreduce.csv), as predict llm-train and predict infer price it"
+    }

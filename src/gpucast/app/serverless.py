@@ -38,6 +38,7 @@ from gpucast.app._request import resolve
 from gpucast.app._serverless_unit import UNIT_HELP, check_unit
 from gpucast.domain.catalog import offers_option
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+from gpucast.domain.gpu_memory import usable_gib
 from gpucast.domain.limits import allow_large_option, check_work
 from gpucast.domain.options import option, split_list
 
@@ -724,7 +725,8 @@ def _check_pool(pool_gpus: int, load: _Load) -> None:
     import numpy as np
 
     gpu = load.gpu
-    capacity = pool_gpus * gpu.memory_gib
+    usable = usable_gib(gpu.memory_gib)  # the one rule: what an instance can fill of a GPU
+    capacity = pool_gpus * usable
     gpus = load.gpus
     bad = np.flatnonzero((load.memory_gib > capacity * (1 + 1e-12)) | (gpus > pool_gpus))
     if not bad.size:
@@ -736,10 +738,11 @@ def _check_pool(pool_gpus: int, load: _Load) -> None:
         if load.unit == "function"
         else f"{load.unit} {name}"
     )
-    need = max(int(gpus[i]), math.ceil(float(load.memory_gib[i]) / gpu.memory_gib - 1e-9))
+    need = max(int(gpus[i]), math.ceil(float(load.memory_gib[i]) / usable - 1e-9))
     raise InvalidSpecError(
         "pool-gpus",
-        f"a pool of {pool_gpus} x {gpu.name} holds {capacity:g} GiB, and {what} needs "
+        f"a pool of {pool_gpus} x {gpu.name} holds {capacity:.1f} GiB usable (of "
+        f"{gpu.memory_gib:g} GiB each), and {what} needs "
         f"{float(load.memory_gib[i]):.1f} GiB on {int(gpus[i])} x {gpu.name} per instance",
         got=pool_gpus,
         fix=f"give --pool-gpus {need} or more, a GPU with more memory (--gpu), or a smaller "
@@ -874,7 +877,7 @@ def simulate_serverless(
         pool = simulate_gpu_pool(
             trace.counts,
             gpus=request.pool_gpus,
-            capacity_gib=request.pool_gpus * gpu.memory_gib,
+            capacity_gib=request.pool_gpus * usable_gib(gpu.memory_gib),
             memory_gib=load.memory_gib,
             swap_s=load.swap_s,
             cold_s=load.cold_s,
@@ -1071,7 +1074,7 @@ def plan_serverless(
         cold_s=load.cold_s,
         memory_gib=load.memory_gib,
         swap_s=load.swap_s,
-        gpu_memory_gib=load.gpu.memory_gib,
+        gpu_memory_gib=usable_gib(load.gpu.memory_gib),  # the one rule: what it can fill
         price_usd_per_hour=load.price,
         policies=[parse_policy(p) for p in request.policies],
         slo_percentile=percentile,

@@ -31,6 +31,7 @@ from gpucast.catalog._csv import (
 )
 from gpucast.domain.catalog import PCIE_X16_GBPS, GpuSpec
 from gpucast.domain.errors import DataFormatError
+from gpucast.domain.parallel import NodeLinks
 from gpucast.domain.provenance import Sourced
 
 _PATH = "pcie_allreduce.csv"
@@ -153,6 +154,23 @@ def node_pcie_busbw_gbps(gpu: GpuSpec, *, bridged: bool = False) -> tuple[tuple[
         if figure is not None and (not out or out[-1][1] != figure.value * 8.0):
             out.append((gpus, figure.value * 8.0))
     return tuple(out)
+
+
+def catalog_node_links(gpu: GpuSpec, mesh_gpus: int = 0) -> NodeLinks:
+    """How a node of ``gpu`` joins a tensor-parallel group where no cluster says otherwise:
+    its mesh of ``mesh_gpus`` (0: none), its cards bridged in pairs (catalog systems.csv), and
+    the PCIe all-reduce figures a group crossing PCIe reaches (:func:`node_pcie_busbw_gbps`:
+    GPUs without NVLink, and bridged cards beyond a pair). Every verb that prices a
+    tensor-parallel all-reduce on such a node takes it (``predict infer`` / ``llm-serve``,
+    ``predict llm-train``, ``plan llm-train``)."""
+    from gpucast.catalog.systems import bridged_pairs
+
+    bridged = bridged_pairs(gpu.name)
+    return NodeLinks(
+        mesh_gpus=mesh_gpus,
+        bridged=bridged,
+        pcie_busbw_gbps=node_pcie_busbw_gbps(gpu, bridged=bridged),
+    )
 
 
 def pcie_group_gbps(generation: int, gpus: int) -> float:

@@ -13,7 +13,11 @@ Where a verb needs more room than that, it says so on top of this rule, never in
 share of the GPU (vLLM's ``gpu_memory_utilization`` 0.9 of the whole GPU, TensorRT-LLM's
 ``kv_cache_free_gpu_memory_fraction`` 0.9 of what the weights leave) less its fitted reserve
 for activations and CUDA graphs where that is smaller than the usable bytes, and the usable
-bytes where it is not (:func:`engine_room_bytes`).
+bytes where it is not (:func:`engine_room_bytes`). A planner that keeps its own documented
+share of the memory for what it does not count (TorchRec's 15% storage reservation in ``plan
+embeddings``, the feature store of ``predict gnn --model gat``) takes that share, never more
+than the usable bytes (:func:`share_bytes`); a MIG slice is a GPU of its own memory
+(``plan serve``, ``plan serve --mix``, ``simulate serve``).
 """
 
 from __future__ import annotations
@@ -50,6 +54,25 @@ def usable_bytes(
     """Bytes of a ``memory_gib`` GPU a job can fill: the memory less ``reserved_gib`` and
     ``reserved_fraction`` of it (see the module docstring); never below 0."""
     return max(memory_gib * GIB * (1.0 - reserved_fraction) - reserved_gib * GIB, 0.0)
+
+
+def usable_gib(memory_gib: float) -> float:
+    """:func:`usable_bytes` of a ``memory_gib`` GPU (or MIG slice) in GiB."""
+    return usable_bytes(memory_gib) / GIB
+
+
+def usable_text(memory_gib: float) -> str:
+    """The usable memory of a ``memory_gib`` GPU in words, for a refusal or an assumption:
+    ``75.0 GiB usable of 80 GiB``."""
+    return f"{usable_gib(memory_gib):.1f} GiB usable of {memory_gib:g} GiB"
+
+
+def share_bytes(memory_gib: float, share: float) -> float:
+    """Bytes of a planner's own ``share`` of a ``memory_gib`` GPU (the rest kept for what it
+    does not count), never more than :func:`usable_bytes`: the rule caps the share where the
+    share keeps less than the rule does: below ``RESERVED_GIB / (1 - RESERVED_FRACTION -
+    share)`` GiB (10 GiB for a 0.85 share, 20 for 0.9)."""
+    return min(share * memory_gib * GIB, usable_bytes(memory_gib))
 
 
 def _usable(

@@ -22,9 +22,20 @@ from datetime import date
 from typing import Literal, get_args
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.gpu_memory import usable_gib
 
 ServerKind = Literal["gpu", "mig", "cpu"]
 SERVER_KINDS: tuple[str, ...] = get_args(ServerKind)
+
+
+def room_gib(kind: str, memory_gib: float) -> float:
+    """GiB the models of a server of ``kind`` with ``memory_gib`` can fill: a GPU's or MIG
+    slice's usable memory under the one rule (:func:`gpucast.domain.gpu_memory.usable_gib`:
+    less the CUDA context and fragmentation, which a slice loses as a whole GPU does); a CPU
+    server's memory as given (host memory: the GPU rule does not apply)."""
+    return memory_gib if kind == "cpu" else usable_gib(memory_gib)
+
+
 #: How a model's requests are spread over the servers that host it: ``round_robin`` and
 #: ``random`` decide before the run (each server a FIFO of its own); ``least_loaded`` sends a
 #: request, when it arrives, to the server with the fewest of that model's requests
@@ -415,13 +426,15 @@ class ServerSpec:
             raise InvalidSpecError("colocation_slowdown", "factors must be >= 1", got=list(slow))
         object.__setattr__(self, "colocation_slowdown", slow)
         need = sum(m.memory_gib * m.instances for m in self.models)
-        if need > self.memory_gib + 1e-9:
+        room = room_gib(self.kind, self.memory_gib)
+        if need > room + 1e-9:
             detail = ", ".join(
                 f"{m.instances}x {m.model} {m.memory_gib:.2f} GiB" for m in self.models
             )
+            usable = "" if self.kind == "cpu" else f"{room:.2f} GiB usable of "
             raise InvalidSpecError(
                 f"server {self.name} memory",
-                f"models need {need:.2f} GiB ({detail}) but it has {self.memory_gib:g} GiB",
+                f"models need {need:.2f} GiB ({detail}) but it has {usable}{self.memory_gib:g} GiB",
                 fix="use fewer instances, a bigger GPU or MIG slice, or spread the models",
             )
 

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.serving import SERVER_KINDS, LatencyCurve
+from gpucast.domain.serving import SERVER_KINDS, LatencyCurve, room_gib
 
 SERVE_PLAN_SCHEMA_VERSION = 1
 PLACEMENTS: tuple[str, ...] = ("dedicated", "shared")
@@ -206,6 +206,12 @@ class ServerOption:
         object.__setattr__(
             self, "colocation_slowdown", tuple(float(s) for s in self.colocation_slowdown)
         )
+
+    @property
+    def room_gib(self) -> float:
+        """GiB its models can fill (:func:`gpucast.domain.serving.room_gib`: a GPU's or MIG
+        slice's usable memory, a CPU server's whole memory)."""
+        return room_gib(self.kind, self.memory_gib)
 
     def cost_usd_per_hour(self, count: int) -> float:
         """What ``count`` devices cost: whole units (GPUs for MIG slices) are rented."""

@@ -472,6 +472,7 @@ def gpu_choice(
     """One offer of :func:`gpu_offers` as the planner rents it: ``gpu`` as its catalog node
     links it, at most ``offer.gpus`` per tensor-parallel group, the node's network share for
     a KV transfer (or ``link_gbps`` given), PCIe for swapping."""
+    from gpucast.catalog.pcie_allreduce import catalog_node_links
     from gpucast.catalog.systems import mesh_board_gpus, mesh_linked
     from gpucast.plan.llm_serve import GpuChoice
 
@@ -482,22 +483,7 @@ def gpu_choice(
         max_tp=offer.gpus,
         kv_link_gbps=kv_link_gbps(offer).value if link_gbps is None else link_gbps,
         swap_gbps=swap_gbps(gpu),
-        node=_node(gpu, mesh_board_gpus(gpu.name, offer.gpus)),
-    )
-
-
-def _node(gpu: GpuSpec, mesh_gpus: int) -> NodeLinks:
-    """How a node of ``gpu`` joins a tensor-parallel group: its mesh of ``mesh_gpus``, its
-    cards bridged in pairs, and the PCIe all-reduce figures a group crossing PCIe reaches
-    (catalog pcie_allreduce.csv: GPUs without NVLink, and bridged cards beyond a pair)."""
-    from gpucast.catalog.pcie_allreduce import node_pcie_busbw_gbps
-    from gpucast.catalog.systems import bridged_pairs
-
-    bridged = bridged_pairs(gpu.name)
-    return NodeLinks(
-        mesh_gpus=mesh_gpus,
-        bridged=bridged,
-        pcie_busbw_gbps=node_pcie_busbw_gbps(gpu, bridged=bridged),
+        node=catalog_node_links(gpu, mesh_board_gpus(gpu.name, offer.gpus)),
     )
 
 
@@ -563,9 +549,10 @@ def node_links(gpu: GpuSpec) -> tuple[GpuSpec, NodeLinks]:
     and how that node joins its GPUs: the GPUs of its mesh (0: none; fewer GPUs reach fewer
     links, :func:`gpucast.catalog.systems.mesh_node_gpus`) and whether its cards are bridged
     in pairs (beyond a pair, PCIe: :func:`gpucast.catalog.systems.bridged_pairs`)."""
+    from gpucast.catalog.pcie_allreduce import catalog_node_links
     from gpucast.catalog.systems import mesh_linked, mesh_node_gpus
 
-    return mesh_linked(gpu), _node(gpu, mesh_node_gpus(gpu.name))
+    return mesh_linked(gpu), catalog_node_links(gpu, mesh_node_gpus(gpu.name))
 
 
 def _pcie_basis(gpu: GpuSpec, tp: int) -> str:

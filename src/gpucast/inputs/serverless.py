@@ -384,6 +384,7 @@ def gpu_function(
     ``container_s`` / ``cuda_context_s`` given outright win over the catalog's and over a
     measured run's; ``measured`` (a stored run of ``model``) gives the phases it has."""
     from gpucast.catalog.coldstart import load_coldstart_facts
+    from gpucast.domain.gpu_memory import usable_gib, usable_text
     from gpucast.domain.units import GIB
     from gpucast.inputs.workload import check_workload_name, workload_profile
     from gpucast.predict.coldstart import forward_s, with_measured
@@ -395,11 +396,11 @@ def gpu_function(
         links["network"] = network_gbps / 8.0
     profile = workload_profile(model, "fp32", batch_size=1)
     memory_gib = profile.memory.inference_peak_bytes / GIB
-    if memory_gib > gpu.memory_gib:
+    if memory_gib > usable_gib(gpu.memory_gib):  # the one rule, as predict coldstart's
         raise InvalidSpecError(
             "models",
-            f"{model} needs {memory_gib:.1f} GiB at batch 1, more than the {gpu.memory_gib:g} "
-            f"GiB of a {gpu.name}",
+            f"{model} needs {memory_gib:.1f} GiB at batch 1, more than a {gpu.name}'s "
+            f"{usable_text(gpu.memory_gib)}",
             fix="pick a GPU with more memory (--gpu) or a smaller model",
         )
     cold, _ = gpu_cold_start(

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.gpu_memory import usable_gib, usable_text
 from gpucast.domain.units import GIB
 
 if TYPE_CHECKING:
@@ -136,12 +137,12 @@ def group_by_app(
     working = np.array([f.memory_gib for f in functions]) - weights_gib
     memory = has @ weights_gib + np.max(has * working, axis=1)
     big = int(np.argmax(memory))
-    if memory[big] > gpu.memory_gib:
+    if memory[big] > usable_gib(gpu.memory_gib):  # the one rule: what an instance can fill
         served = [f.model for f, h in zip(functions, has[big], strict=True) if h]
         raise InvalidSpecError(
             "unit",
             f"app {names[big]} serves {', '.join(served)}: {memory[big]:.1f} GiB held warm "
-            f"together, more than the {gpu.memory_gib:g} GiB of a {gpu.name}",
+            f"together, more than a {gpu.name}'s {usable_text(gpu.memory_gib)}",
             fix="give --unit function (each function its own instance), fewer --models or a "
             "GPU with more memory",
         )

@@ -300,20 +300,19 @@ def gpu_cluster_shape(
     servers of the type join their GPUs in a mesh
     (:func:`gpucast.catalog.systems.mesh_board_gpus`) -- that mesh, of which fewer GPUs reach
     only their own links; where they bridge PCIe cards in pairs
-    (:func:`gpucast.catalog.systems.bridged_pairs`), a group beyond a pair crosses PCIe at
-    the all-reduce figure of catalog pcie_allreduce.csv for the node's GPUs (one rate for
-    every group beyond a pair: :attr:`~gpucast.domain.parallel.ClusterShape.bridge_pcie_gbps`)."""
-    from gpucast.catalog.pcie_allreduce import pcie_group_gbps
-    from gpucast.catalog.systems import bridged_pairs, mesh_board_gpus, mesh_linked
-    from gpucast.predict.parallel import cluster_shape, with_bridges
+    (:func:`gpucast.catalog.systems.bridged_pairs`), or the GPU has no NVLink, a group that
+    crosses PCIe reaches the all-reduce figure of catalog pcie_allreduce.csv for the node's
+    GPUs (one rate for every group beyond a pair:
+    :func:`gpucast.predict.parallel.with_pcie_figures`, as ``plan llm-train`` prices it)."""
+    from gpucast.catalog.pcie_allreduce import catalog_node_links
+    from gpucast.catalog.systems import mesh_board_gpus, mesh_linked
+    from gpucast.predict.parallel import cluster_shape, with_pcie_figures
 
     network = node_network_gbps(gpu.name, gpus_per_node) if network_gbps is None else network_gbps
     board = mesh_board_gpus(gpu.name, gpus_per_node)
     if not board:
         links = cluster_shape(gpu, gpus_per_node=gpus_per_node, node_network_gbps=network)
-        if not bridged_pairs(gpu.name):
-            return links
-        return with_bridges(links, gpu, pcie_group_gbps(gpu.pcie_generation, gpus_per_node))
+        return with_pcie_figures(links, gpu, catalog_node_links(gpu), gpus_per_node)
     whole = cluster_shape(
         mesh_linked(gpu),  # the node's own peer links (EX235a: 500 of the MI250X's 800 GB/s)
         gpus_per_node=board,

@@ -45,6 +45,7 @@ from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
 from gpucast.domain.llm import TransformerSpec
 from gpucast.domain.parallel import (
     LAYOUT_FLAGS,
+    SWITCHED,
     FixedLayout,
     LayoutSpace,
     NodeLinks,
@@ -75,6 +76,7 @@ from gpucast.predict.parallel import (
     enumerate_layouts,
     fixed_layout_conflict,
     group_link_gbps,
+    with_pcie_figures,
 )
 from gpucast.predict.revocation import LifetimeDistribution
 from gpucast.predict.roofline import RooflineEfficiency
@@ -254,7 +256,10 @@ class NodeOption:
     """One kind of node to plan on: a catalog offer (:func:`offer_nodes`) or the nodes of a
     cluster the user has. ``usd_per_hour`` is one node's price (0: none given);
     ``intra_node_gbps`` overrides the GPU's NVLink/PCIe figure (a cluster's topology: bridged
-    pairs cross PCIe); ``max_nodes`` bounds the count (None: ``max_gpus`` alone)."""
+    pairs cross PCIe); ``max_nodes`` bounds the count (None: ``max_gpus`` alone); ``node``:
+    how the node joins its GPUs where no cluster says (its mesh, bridged pairs and the PCIe
+    all-reduce figures a group crossing PCIe reaches,
+    :func:`gpucast.predict.parallel.with_pcie_figures`)."""
 
     provider: str
     region: str
@@ -267,9 +272,10 @@ class NodeOption:
     intra_node_gbps: float | None = None
     max_nodes: int | None = None
     price_estimated: bool = False
-    #: GPUs of the meshed board the node's GPUs sit on (``intra_node: mesh``: joined pairwise,
-    #: so fewer of them reach fewer links); 0: a switch, bridges or PCIe
-    mesh_gpus: int = 0
+    #: the node's links: ``mesh_gpus``, the GPUs of the meshed board its GPUs sit on
+    #: (``intra_node: mesh``: joined pairwise, so fewer of them reach fewer links; 0: a switch,
+    #: bridges or PCIe), cards ``bridged`` in pairs, the PCIe all-reduce figures
+    node: NodeLinks = SWITCHED
     #: one node's spot price (a spot option: its rows are spot rows); None: on demand
     spot_usd_per_hour: float | None = None
 
@@ -394,7 +400,9 @@ def plan_llm(
     steps = math.ceil(tokens / (global_batch * seq_len))
     rows: list[LlmCandidate] = []
     infeasible: list[str] = []
-    cache: dict[tuple[str, int, float, float, str, bool, int], ParallelStepPrediction | str]
+    cache: dict[
+        tuple[str, int, float, float, float | None, str, bool, int], ParallelStepPrediction | str
+    ]
     cache = {}
     # per GPU count, node and space: its layouts and their peak memory (GPU-independent)
     searches: dict[tuple[int, int, bool, LayoutSpace], SearchMemo] = {}
@@ -417,21 +425,19 @@ def plan_llm(
         links = cluster_shape(
             gpu, gpus_per_node=option.gpus_per_node, node_network_gbps=network,
             collective="hierarchical" if option.rdma else tcp.algorithm,
-            mesh=option.mesh_gpus > 1,
+            mesh=option.node.mesh_gpus > 1,
         )  # fmt: skip
         if option.intra_node_gbps is not None:
             links = dataclasses.replace(links, intra_node_gbps=option.intra_node_gbps)
-        elif option.gpus_per_node < option.mesh_gpus:  # part of a board: its GPUs' links only
+        elif option.gpus_per_node < option.node.mesh_gpus:  # part of a board: its GPUs' links
             links = dataclasses.replace(
-                links,
-                intra_node_gbps=group_link_gbps(
-                    gpu, option.gpus_per_node, NodeLinks(mesh_gpus=option.mesh_gpus)
-                ),
+                links, intra_node_gbps=group_link_gbps(gpu, option.gpus_per_node, option.node)
             )
         for used, nodes in _node_counts(option, max_gpus):
             n = nodes * used
-            # the used GPUs keep their own share of the node's NICs (and, in a mesh, links)
-            shape = links.subset(used)
+            # the used GPUs keep their own share of the node's NICs (and, in a mesh, links);
+            # a group of them crossing PCIe reaches the node's figure for that many GPUs
+            shape = with_pcie_figures(links.subset(used), gpu, option.node, used)
             shapes[gpu.name] = shapes.get(gpu.name, 0) + 1
             if pinned is not None:
                 conflict = fixed_layout_conflict(
@@ -449,6 +455,7 @@ def plan_llm(
                 used,
                 shape.node_network_gbps,
                 shape.intra_node_gbps,
+                shape.bridge_pcie_gbps,
                 shape.collective,
                 shape.mesh,
                 n,

@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
+from gpucast.domain.gpu_memory import usable_gib
 from gpucast.domain.serving import (
     BatchingPolicy,
     Deployment,
@@ -113,14 +114,15 @@ def slice_fit(
     max_utilisation: float,
 ) -> SliceFit:
     """The batch with the most throughput whose worst case (``2 x latency(b)`` plus the round
-    trip) meets ``slo_s`` and whose memory fits the slice; capacity 0 when none does."""
+    trip) meets ``slo_s`` and whose memory fits the slice's usable memory (the one rule,
+    :func:`gpucast.domain.gpu_memory.usable_gib`); capacity 0 when none does."""
     curve = profile.curve
     fixed = profile.request_overhead_s + profile.transfer_s
     best_b, best_rps, best_lat = 0, 0.0, math.inf
     for b in range(1, max_batch + 1):
         lat = curve.latency(b)
         worst = 2.0 * lat + fixed
-        if worst > slo_s or profile.memory_gib(b) > slice_type.memory_gib:
+        if worst > slo_s or profile.memory_gib(b) > usable_gib(slice_type.memory_gib):
             continue
         rps = b / lat
         if rps > best_rps:

@@ -234,7 +234,7 @@ class _Planner:
                 for i in req.instances:
                     self.evaluated += len(req.max_delays_s)
                     need = sum(i * p.memory_gib(b) for p in ready)
-                    if need > option.memory_gib:
+                    if need > option.room_gib:  # a GPU's usable memory (the one rule)
                         self.reasons[REASON_MEMORY] += len(req.max_delays_s)
                         continue
                     total = i * len(models)

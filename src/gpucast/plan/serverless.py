@@ -253,7 +253,9 @@ def plan_serverless(
     least ``slo_function_share`` of the invoked functions meet it on their own calls);
     ``warmup_s``: the first minutes simulated, not counted (module docstring); ``unit``: what
     a row of ``counts`` is (``function`` or ``app``), as the reason names it;
-    ``instance_gpus``: the GPUs of each function's instance; ``always_on``: the always-on
+    ``instance_gpus``: the GPUs of each function's instance; ``gpu_memory_gib``: what one GPU
+    holds (the app gives the usable memory of the one rule,
+    :func:`gpucast.domain.gpu_memory.usable_gib`); ``always_on``: the always-on
     candidate sized elsewhere (module docstring); without it, ``always_on_by_peak`` False
     leaves the always-on and pool candidates out (they could not be sized: the caller says
     why)."""

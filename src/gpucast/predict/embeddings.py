@@ -72,7 +72,9 @@ import numpy as np
 
 from gpucast.domain.embeddings import EmbeddingTable, RecModel, ShardingType, SsdSpec
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.gpu_memory import share_bytes
 from gpucast.domain.serving import LatencyCurve
+from gpucast.domain.units import GIB
 from gpucast.predict.comm import DEFAULT_HOP_LATENCY_S, hierarchical_collective_s
 
 #: Share of the HBM bandwidth a random row gather achieves (FBGEMM table-batched embedding).
@@ -83,7 +85,11 @@ TRAIN_TRAFFIC_FACTOR = 3.0
 OPTIMIZER_BYTES_PER_ROW = 4
 #: Dense parameters cost weights + gradient + two fp32 optimizer moments.
 DENSE_BYTES_PER_PARAM = 16
-#: HBM share left for tables (the rest: activations, buffers, the CUDA context).
+#: HBM share left for tables (the rest: activations, buffers, the CUDA context): TorchRec's
+#: planner reserves 15% by default (``EmbeddingShardingPlanner``'s
+#: ``HeuristicalStorageReservation(percentage=0.15)``, torchrec/distributed/planner/
+#: planners.py), on top of the one usable-memory rule, never instead of it
+#: (:func:`gpucast.domain.gpu_memory.share_bytes`: the same 85% on every GPU of 10 GiB or more).
 HBM_USABLE_FRACTION = 0.85
 #: A column-wise shard is at least this wide.
 MIN_COLUMN_SHARD = 16
@@ -144,7 +150,7 @@ class ShardingHardware:
 
     @property
     def table_capacity_bytes(self) -> float:
-        return self.hbm_bytes * HBM_USABLE_FRACTION
+        return share_bytes(self.hbm_bytes / GIB, HBM_USABLE_FRACTION)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -224,10 +224,23 @@ def group_link_gbps(gpu: GpuSpec, gpus: int, node: NodeLinks = SWITCHED) -> floa
     links = cluster_shape(gpu)
     if node.mesh_gpus > 1 and gpus <= node.mesh_gpus:
         return replace(links, gpus_per_node=node.mesh_gpus, mesh=True).group_gbps(gpus)
+    return with_pcie_figures(links, gpu, node, gpus).group_gbps(gpus)
+
+
+def with_pcie_figures(
+    links: ClusterShape, gpu: GpuSpec, node: NodeLinks, gpus: int
+) -> ClusterShape:
+    """``links`` of ``gpus`` GPUs of one node of ``gpu`` with the all-reduce bus bandwidth
+    ``node`` gives a group of them over PCIe (:meth:`~gpucast.domain.parallel.NodeLinks.
+    pcie_gbps`: the catalog's nccl-tests and NCCL-model figures): on cards bridged in pairs
+    the rate beyond a pair (:func:`with_bridges`), on GPUs without NVLink the node's link;
+    unchanged for NVLink (a switch or a mesh) and where ``node`` gives no figure. The one
+    rule ``predict infer`` (:func:`group_link_gbps`), ``predict llm-train`` and ``plan
+    llm-train`` price a tensor-parallel all-reduce over PCIe by."""
     if node.bridged:  # a pair keeps its bridge; a larger group crosses PCIe
-        return with_bridges(links, gpu, node.pcie_gbps(gpus)).group_gbps(gpus)
+        return with_bridges(links, gpu, node.pcie_gbps(gpus))
     pcie = node.pcie_gbps(gpus) if gpu.interconnect_gbps is None else None
-    return links.intra_node_gbps if pcie is None else pcie
+    return links if pcie is None else replace(links, intra_node_gbps=pcie)
 
 
 def with_bridges(links: ClusterShape, gpu: GpuSpec, pcie_gbps: float | None = None) -> ClusterShape:
