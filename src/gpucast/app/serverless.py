@@ -1187,7 +1187,8 @@ def _always_on_text(request: PlanServerlessRequest, plan: ServerlessPlan) -> str
     return (
         "each function's model served with continuous batching on replicas of its own "
         "(vLLM, colocated), sized as `gpucast plan serve --model MODEL --trace FILE --gpu "
-        f"{request.gpu or DEFAULT_GPU} --slo-ttft-ms {slo_s * 1e3:g} --slo-percentile {percentile:g} "
+        f"{request.gpu or DEFAULT_GPU} --slo-ttft-ms {slo_s * 1e3:g} --slo-percentile "
+        f"{percentile:g} "
         "--no-disaggregation` sizes it (the fewest replicas whose first tokens come within "
         "the SLO, on the trace's busiest hour), then replicas added until the end-to-end "
         f"p{percentile:g} of the requests"

@@ -82,7 +82,7 @@ def check_work(
 # -- the ranges of options several verbs share: one constant and one check each ---------------
 #: ``--seed`` of every verb: an integer in ``[0, MAX_SEED)`` (numpy seeds any of them, and it
 #: fits the int64 of a store row and of JSON readers)
-MAX_SEED = 2**63
+MAX_SEED = 2**53
 #: ``--price`` of every verb: US$ per GPU-hour in ``(0, MAX_PRICE_USD_PER_HOUR]`` (a price of
 #: 0 makes every candidate's cost a tie; above 1e6 US$/h is a typo, not an offer)
 MAX_PRICE_USD_PER_HOUR = 1e6
@@ -94,7 +94,7 @@ def check_seed(seed: object) -> None:
     """``--seed``: an integer in ``[0, MAX_SEED)`` (one error naming the range otherwise)."""
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < MAX_SEED:
         raise InvalidSpecError(
-            "seed", "must be an integer in [0, 2^63)", got=seed, fix="e.g. --seed 0"
+            "seed", "must be an integer in [0, 2^53)", got=seed, fix="e.g. --seed 0"
         )
 
 
