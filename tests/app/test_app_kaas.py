@@ -19,7 +19,8 @@ def test_three_sharings_on_the_same_arrivals() -> None:
     mlp_kernel = shares["kernel"]["per_function"]["mlp"]["p99_s"]
     mlp_function = shares["function"]["per_function"]["mlp"]["p99_s"]
     assert mlp_kernel <= mlp_function + 1e-12
-    assert "resnet18" in d["sources"]["model resnet18"]
+    # the key names the model, the text does not repeat it (QA #27)
+    assert d["sources"]["model resnet18"].startswith("68 kernels, ")
     assert "kaas-sharing" in str(d["validation"])
 
 
@@ -44,12 +45,12 @@ def test_bad_options(kw: dict[str, object], match: str) -> None:
 
 
 def test_a_run_too_large_is_refused_before_the_arrivals_are_drawn(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import gpucast.simulate.kaas as kaas
+    import gpucast.inputs.serving as serving
 
     def drawn(*args: object, **kwargs: object) -> None:
         raise AssertionError("the arrivals were drawn")
 
-    monkeypatch.setattr(kaas, "poisson_arrivals", drawn)
+    monkeypatch.setattr(serving, "arrivals", drawn)
     # 30 million calls of resnet50: billions of kernels, once refused after 14.8 s and 2.4 GB
     # as "kernels: 30,002,158 to schedule" (calls, not kernels)
     with pytest.raises(InvalidSpecError) as error:
@@ -65,3 +66,45 @@ def test_an_unknown_model_names_options_kaas_has() -> None:
     with pytest.raises(InvalidInputError, match="did you mean resnet50") as error:
         gpucast.simulate_kaas(models=["resnt50"])
     assert "--profile" not in str(error.value)
+
+
+def test_an_overloaded_pool_says_so_and_marks_its_percentiles() -> None:
+    """QA #1: 3,000 calls/s of resnet18 (0.61 ms on a T4) offer 1.8 GPUs of work to one GPU:
+    every way of sharing is overloaded, the warning gives offered vs served calls/s and the
+    GPUs the work needs, and the percentiles measure the run's length (they grow with it)."""
+    short = gpucast.simulate_kaas(models=["resnet18"], rate=3000, duration_s=0.5)
+    longer = gpucast.simulate_kaas(models=["resnet18"], rate=3000, duration_s=1)
+    d = longer.to_dict()
+    for name, r in d["sharing"].items():
+        assert r["overloaded"] and not r["latency_steady"], name
+        assert r["offered_per_s"] == pytest.approx(3000, rel=0.05)
+        assert r["throughput_per_s"] < 0.6 * r["offered_per_s"]
+        assert r["gpus_needed"] == 2
+        assert r["latency_s"]["p50"] > short.to_dict()["sharing"][name]["latency_s"]["p50"]
+    (warning,) = [w for w in d["warnings"] if w.startswith("overloaded:")]
+    assert "calls/s offered, served" in warning and "--pool-gpus 2" in warning
+    assert "not a steady state" in warning
+
+
+def test_a_steady_pool_has_no_overload_warning() -> None:
+    d = gpucast.simulate_kaas(models=["mlp", "resnet18"], rate=30, duration_s=2).to_dict()
+    assert not any(r["overloaded"] for r in d["sharing"].values())
+    assert all(r["latency_steady"] for r in d["sharing"].values())
+    assert not any(w.startswith("overloaded") for w in d["warnings"])
+    assert all(r["gpus_needed"] == 1 for r in d["sharing"].values() if r["gpus"] == 1)
+
+
+def test_a_model_given_twice_is_two_functions_each_reported() -> None:
+    """QA #27: ``--models mlp,mlp`` is two functions, each with its own line."""
+    d = gpucast.simulate_kaas(models=["mlp", "mlp"], rate=10, duration_s=1).to_dict()
+    assert d["models"] == ["mlp#1", "mlp#2"]
+    assert set(d["sharing"]["kernel"]["per_function"]) == {"mlp#1", "mlp#2"}
+    assert d["sharing"]["dedicated"]["gpus"] == 2
+    assert list(d["sources"]) == ["model mlp"]
+
+
+def test_the_validation_line_names_no_data_it_was_not_measured_on() -> None:
+    """QA #27: the line ran the regime into a note ("2 GPUs on benchmarks/... prints")."""
+    text = gpucast.simulate_kaas(models=["mlp"], pool_gpus=2, rate=5, duration_s=1).validation
+    assert text.text().startswith("not validated for T4, fp32, 2 GPUs: no published")
+    assert " on benchmarks/" not in text.text()

@@ -64,8 +64,9 @@ def test_simulate_has_the_cnn_fields_and_the_llm_ones() -> None:
 #: keys of a CNN run's ``simulate serve --json`` an LLM run has no counterpart of: the host
 #: path, the batch latency curve, request classes and their scheduler, the CNN queue's drop
 #: reasons (an LLM's are in ``drop_reasons``), the saturation search
+# slo_percentile / slo_met: the CNN run's --slo pNN<L; a language model's SLOs are TTFT/TPOT
 CNN_ONLY = {"classes", "host_capacity_rps", "host_s", "latency_curve", "queue_full",
-            "saturation", "scheduler", "timeout"}  # fmt: skip
+            "saturation", "scheduler", "timeout", "slo_percentile", "slo_met"}  # fmt: skip
 
 
 def test_an_llm_run_has_the_cnn_run_s_keys_with_their_meanings() -> None:
@@ -619,7 +620,7 @@ def test_plan_kv_link_slows_the_disaggregated_rows_only() -> None:
     [
         ({"preemption": "evict"}, "preemption: must be one of recompute, swap"),
         ({"block_size": 7}, "block-size: must be one of 8, 16, 32, 64, 128 tokens"),
-        ({"price": -1.0}, "price: must be >= 0 US$/h per GPU"),
+        ({"price": -1.0}, "price: must be in (0, 1,000,000] US$/h per GPU"),
         ({"kv_link_gbps": 0.0}, "kv-link-gbps: must be > 0"),
     ],
 )

@@ -385,10 +385,11 @@ def test_a_language_model_needs_a_token_trace() -> None:
         gpucast.simulate_serverless(synthetic=5, models=["llama-2-7b"])
 
 
-def test_an_llm_trace_without_tokens_is_refused(tmp_path: Path) -> None:
+def test_an_arrival_csv_has_no_tokens_for_a_language_model(tmp_path: Path) -> None:
     path = tmp_path / "arrivals.csv"
     path.write_text("arrival_s\n0.5\n70\n")
-    with pytest.raises(InvalidInputError, match="no ContextTokens/GeneratedTokens"):
+    with pytest.raises(InvalidSpecError, match="llama-2-7b is a language model: its requests "
+                       "need token counts, which this trace has not"):  # fmt: skip
         gpucast.simulate_serverless(trace=path, models=["llama-2-7b"])
 
 

@@ -75,7 +75,8 @@ def test_text_output(table: Path) -> None:
     result = runner.invoke(app, [*base, "--latency-table", str(table), "--duration-s", "10",
                                  "--slo-ms", "100", "--servers", "2"])  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "resnet50 on 2x P4" in result.stdout and "SLO 100 ms met by" in result.stdout
+    assert "resnet50 on 2x P4" in result.stdout and "SLO p99 <= 100 ms " in result.stdout
+    assert " of requests within 100 ms" in result.stdout
     assert "P4 #1" in result.stdout and "price:" in result.stdout
 
 

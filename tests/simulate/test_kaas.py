@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -80,8 +82,9 @@ def test_too_many_kernels_is_refused_before_the_loop() -> None:
     many = np.full(1_000_000, 1e-6)
     with pytest.raises(InvalidSpecError, match="kernels"):
         simulate_kaas([many], [0] * 6, [0.0] * 6, sharing="kernel")
-    # per invocation the same load is 6 units of work
-    assert simulate_kaas([many], [0] * 6, [0.0] * 6, sharing="function").kernels == 6
+    # per invocation the same load is 6 units of work, of the same 6 million kernels
+    whole = simulate_kaas([many], [0] * 6, [0.0] * 6, sharing="function")
+    assert whole.dispatches == 6 and whole.kernels == 6_000_000
 
 
 def test_too_many_invocations_are_called_invocations() -> None:
@@ -89,3 +92,31 @@ def test_too_many_invocations_are_called_invocations() -> None:
     with pytest.raises(InvalidSpecError, match=r"invocations: 5,000,001 to schedule one by one "
                        r"on the pool \(function-level sharing\)"):  # fmt: skip
         simulate_kaas([SHORT], np.zeros(calls, dtype=np.int64), np.zeros(calls), sharing="function")
+
+
+def test_overload_is_the_offered_work_against_the_gpus() -> None:
+    rng = np.random.default_rng(0)
+    seqs = [np.full(5, 0.01), np.full(5, 0.01)]  # 0.05 s a call
+    for rate, over in ((30.0, True), (10.0, False)):  # 60/s x 0.05 s = 3 GPUs; 20/s = 1 GPU
+        func, arrival = poisson_arrivals([rate, rate], 5.0, rng)
+        r = simulate_kaas(seqs, func, arrival, sharing="kernel", gpus=2, window_s=5.0)
+        assert r.overloaded is over
+        assert r.offered_per_s == pytest.approx(func.size / 5.0)
+        assert r.gpus_needed == math.ceil(func.size * 0.05 / 5.0 - 1e-9)
+        d = r.to_dict()
+        assert d["latency_steady"] is not over and d["gpus_needed"] == r.gpus_needed
+    # one GPU per function: each function's calls against its own GPU
+    func, arrival = poisson_arrivals([30.0, 5.0], 5.0, rng)
+    dedicated = simulate_kaas(seqs, func, arrival, sharing="dedicated", window_s=5.0)
+    assert dedicated.overloaded and dedicated.gpus_needed == 2 + 1
+
+
+def test_kernels_are_counted_alike_and_dispatches_per_sharing() -> None:
+    func, arrival = [0, 1, 0], [0.0, 0.1, 0.2]
+    counts = {
+        s: simulate_kaas([LONG, SHORT], func, arrival, sharing=s, gpus=1)
+        for s in ("dedicated", "function", "kernel")
+    }
+    assert {r.kernels for r in counts.values()} == {202}
+    assert counts["kernel"].dispatches == 202
+    assert counts["function"].dispatches == counts["dedicated"].dispatches == 3

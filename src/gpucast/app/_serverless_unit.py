@@ -42,12 +42,12 @@ def check_unit(unit: str | None, *, synthetic: bool) -> None:
         )
 
 
-def no_apps_in_llm_trace() -> InvalidSpecError:
-    """``--unit app`` on the Azure LLM trace: one function per deployment file, no apps."""
+def no_apps_in_trace(what: str) -> InvalidSpecError:
+    """``--unit app`` on a recording without applications (``what``: the Azure LLM trace, one
+    function per deployment file; an ``arrival_s`` CSV, one function)."""
     return InvalidSpecError(
         "unit",
-        "app needs a trace's applications, and the Azure LLM inference trace has one function "
-        "per deployment file",
+        f"app needs a trace's applications, and {what} has none",
         fix="give --unit function (or leave --unit out)",
     )
 
@@ -58,7 +58,8 @@ def unit_assumption(unit: str, apps: dict[str, Any] | None, n_models: int) -> st
         return (
             "function: each function its own instance and keep-alive (the workload has no "
             "applications: --synthetic draws functions only, the Azure LLM trace has one per "
-            "deployment file; --unit app needs an Azure Functions 2019 trace)"
+            "deployment file, an arrival_s CSV is one; --unit app needs an Azure Functions "
+            "2019 trace)"
         )
     if unit == "function":
         return (

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.catalog import GpuSpec, Offer, offers_option
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.limits import check_price
 from gpucast.domain.options import option
 from gpucast.domain.provenance import Validation
 from gpucast.domain.systems import NodeShape
@@ -279,8 +280,7 @@ class CatalogMigRequest:
     )
 
     def __post_init__(self) -> None:
-        if self.price is not None and not (self.price > 0 and self.price < 1e6):
-            raise InvalidSpecError("price", "must be > 0 and < 1e6 US$/h", got=self.price)
+        check_price(self.price)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

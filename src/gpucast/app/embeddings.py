@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.catalog import offers_option
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.limits import check_seed
 from gpucast.domain.options import option
 from gpucast.domain.systems import (
     ClusterSettings,
@@ -566,8 +567,7 @@ class PredictEmbeddingCacheRequest:
                 f"must be an integer in [{MIN_REPLAY_ROWS:,}, {MAX_REPLAY_ROWS:,}]",
                 got=self.replay_rows,
             )
-        if isinstance(self.seed, bool) or not (0 <= self.seed < 2**32):
-            raise InvalidSpecError("seed", "must be an integer in [0, 2**32)", got=self.seed)
+        check_seed(self.seed)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

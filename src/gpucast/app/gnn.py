@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.limits import check_price
 from gpucast.domain.options import option
 
 if TYPE_CHECKING:
@@ -64,8 +65,6 @@ DEFAULT_GPUS_PER_NODE = 8
 #: Most CPU sampler workers, and the most a user's sampler rate (sampled edges/s a worker).
 MAX_SAMPLER_WORKERS = 1024
 MAX_SAMPLER_EDGES_PER_S = 1e12
-#: Highest --price taken (US$/h per GPU).
-MAX_PRICE_USD_PER_HOUR = 1e6
 FEATURE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 GAT_MODELS = ("gat", "rgat")
 #: Software stacks a GAT / R-GAT mini-batch is priced for: ``pytorch`` is the model as priced
@@ -290,13 +289,7 @@ class PredictGnnRequest:
                 "sampler-edges-per-s", f"must be a number > 0 and <= {MAX_SAMPLER_EDGES_PER_S:g}",
                 got=self.sampler_edges_per_s,
             )  # fmt: skip
-        if self.price is not None and not (
-            math.isfinite(self.price) and 0 <= self.price < MAX_PRICE_USD_PER_HOUR
-        ):
-            raise InvalidSpecError(
-                "price", f"must be >= 0 and < {MAX_PRICE_USD_PER_HOUR:g} US$/h per GPU",
-                got=self.price,
-            )  # fmt: skip
+        check_price(self.price)
         if self.model not in GAT_MODELS:
             self._check_partitioned()
         if self.software not in GNN_SOFTWARE:

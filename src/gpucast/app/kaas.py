@@ -1,10 +1,14 @@
 """``gpucast.simulate_kaas``: Kernel-as-a-Service vs per-function GPUs (issue #19).
 
-Each of ``--models`` is a function whose invocations (Poisson, ``--rate`` per second each) run
-its kernels on a ``--gpu``: the profile's inference operators, each class's kernels timed by
-its roofline (:func:`gpucast.inputs.serverless.kernel_sequence`). The same arrivals are
+Each of ``--models`` is a function whose invocations (``--arrivals``, ``--rate`` per second
+each: the serving verbs' arrival reader, :func:`gpucast.inputs.serving.arrivals`) run its
+kernels on a ``--gpu``: the profile's inference operators, each class's kernels timed by its
+roofline (:func:`gpucast.inputs.serverless.kernel_sequence`). The same arrivals are
 simulated three ways (:func:`gpucast.simulate.kaas.simulate_kaas`): one GPU per function, a
 pool of ``--pool-gpus`` shared per invocation, and the same pool shared per kernel (KaaS).
+A way of sharing whose offered work exceeds its GPUs is overloaded: a warning says so, with
+the calls offered and served and the GPUs the work needs, and its percentiles are marked as
+not a steady state.
 """
 
 from __future__ import annotations
@@ -14,15 +18,29 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
+from gpucast.app.serverless import DEFAULT_GPU
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import option
+from gpucast.domain.limits import allow_large_option, check_pool_gpus, check_seed, check_work
+from gpucast.domain.options import default_mark, defaults_used, option
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from gpucast.domain.provenance import Validation
     from gpucast.simulate.kaas import KaasResult
 
 #: longest simulated span
 MAX_DURATION_S = 3600.0
+#: invocations per second of each function, and seconds of arrivals, of generated arrivals
+#: without --rate / --duration-s (a trace replays at its own rate, over its own span)
+DEFAULT_RATE = 20.0
+DEFAULT_DURATION_S = 10.0
+#: GPUs of the shared pool without --pool-gpus
+DEFAULT_POOL_GPUS = 1
+#: memory per simulated invocation (its arrival, function, completion and latency, and its
+#: entry in the pool's heap of ready kernels)
+INVOCATION_BYTES = 200
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,35 +54,70 @@ class SimulateKaasRequest:
         help="Workloads, one function each (their profiled inference kernels).",
         example="resnet50,bert-base",
     )
-    gpu: str = option("T4", help="Catalog GPU of every GPU.", example="T4")
-    rate: float = option(20.0, help="Invocations per second of each function.", example="50")
-    pool_gpus: int = option(1, help="GPUs of the shared pool.", example="2")
+    gpu: str | None = option(
+        None, help=f"Catalog GPU of every GPU (default {DEFAULT_GPU}).", example="T4"
+    )
+    arrivals: str = option(
+        "poisson",
+        help="poisson | constant | bursty | trace:FILE (an arrival_s CSV, an Azure LLM trace "
+        "or an Azure Functions count file), each function at --rate (a trace time-scaled to "
+        "it, or as recorded without --rate).",
+        example="constant",
+    )
+    rate: float | None = option(
+        None,
+        help=f"Invocations per second of each function (default {DEFAULT_RATE:g}; a trace: "
+        "its own).",
+        example="50",
+    )
+    pool_gpus: int | None = option(
+        None, help=f"GPUs of the shared pool (default {DEFAULT_POOL_GPUS}).", example="2"
+    )
     dispatch_us: float = option(
         0.0,
         help="What dispatching one unit of work costs, microseconds (per kernel under KaaS, "
         "per invocation otherwise).",
         example="10",
     )
-    duration_s: float = option(10.0, help="Simulated seconds of arrivals.", example="30")
+    duration_s: float | None = option(
+        None,
+        help=f"Simulated seconds of arrivals (default {DEFAULT_DURATION_S:g}; a trace: its "
+        "whole span).",
+        example="30",
+    )
     seed: int = option(0, help="Seed of the arrivals.")
+    allow_large: bool = allow_large_option()
 
     def __post_init__(self) -> None:
+        from gpucast.inputs.serving import check_arrival_kind
+
         if not self.models or any(not m.strip() for m in self.models):
             raise InvalidSpecError("models", "needs workload names", fix="e.g. resnet50")
-        if not (math.isfinite(self.rate) and 0 < self.rate <= 1e5):
+        check_arrival_kind(self.arrivals)
+        if self.rate is not None and not (math.isfinite(self.rate) and 0 < self.rate <= 1e5):
             raise InvalidSpecError("rate", "must be in (0, 100000] per second", got=self.rate)
-        if isinstance(self.pool_gpus, bool) or not 1 <= self.pool_gpus <= 1024:
-            raise InvalidSpecError(
-                "pool-gpus", "must be an integer in [1, 1024]", got=self.pool_gpus
-            )
+        check_pool_gpus(self.pool_gpus)
         if not (math.isfinite(self.dispatch_us) and 0 <= self.dispatch_us <= 1e6):
             raise InvalidSpecError("dispatch-us", "must be in [0, 1e6] us", got=self.dispatch_us)
-        if not (math.isfinite(self.duration_s) and 0 < self.duration_s <= MAX_DURATION_S):
+        if self.duration_s is not None and not (
+            math.isfinite(self.duration_s) and 0 < self.duration_s <= MAX_DURATION_S
+        ):
             raise InvalidSpecError(
                 "duration-s", f"must be in (0, {MAX_DURATION_S:g}] s", got=self.duration_s
             )
-        if isinstance(self.seed, bool) or not 0 <= self.seed < 2**63:
-            raise InvalidSpecError("seed", "must be an integer in [0, 2^63)", got=self.seed)
+        check_seed(self.seed)
+
+    @property
+    def is_trace(self) -> bool:
+        return self.arrivals.startswith("trace:")
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """One name per function: the model's, numbered where a model is given twice."""
+        return tuple(
+            m if self.models.count(m) == 1 else f"{m}#{self.models[:i].count(m) + 1}"
+            for i, m in enumerate(self.models)
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,15 +130,23 @@ class SimulateKaasResult:
     sources: dict[str, str]
     validation: Validation
     assumptions: dict[str, str] = field(default_factory=dict)
+    #: the arrival process the functions' invocations came from, as the output names it
+    arrival_process: str = ""
+    warnings: tuple[str, ...] = ()
+    #: the flags whose default set the result (``--gpu``, ``--rate``, ...)
+    defaults: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "models": list(self.models),
             "gpu": self.gpu,
+            "arrival_process": self.arrival_process,
             "sharing": {k: r.to_dict(self.models) for k, r in self.results.items()},
+            "defaults": list(self.defaults),
             "validation": self.validation.to_dict(),
             "sources": dict(self.sources),
             "assumptions": dict(self.assumptions),
+            "warnings": list(self.warnings),
         }
 
 
@@ -95,64 +156,150 @@ def _round(value: float) -> str:
 
 
 def _check_size(
-    request: SimulateKaasRequest, sizes: list[int], calls: list[float], *, drawn: bool = False
+    request: SimulateKaasRequest,
+    sizes: list[int],
+    calls: list[float],
+    rate: float,
+    duration_s: float,
+    *,
+    drawn: bool = False,
 ) -> None:
     """One clear error where kernel-level sharing would schedule more than
-    :data:`gpucast.simulate.kaas.MAX_KERNELS` kernels one by one: ``calls`` invocations of
-    each function (expected, ``rate x duration``, before the arrivals are drawn; then as
-    drawn) times its kernels per call (``sizes``)."""
+    :data:`gpucast.simulate.kaas.MAX_KERNELS` kernels one by one (unless --allow-large):
+    ``calls`` invocations of each function (expected, ``rate x duration``, before the arrivals
+    are drawn; then as drawn) times its kernels per call (``sizes``); and the memory of the
+    invocations (:func:`~gpucast.domain.limits.check_work`)."""
     from gpucast.simulate.kaas import MAX_KERNELS
 
     kernels = sum(c * n for c, n in zip(calls, sizes, strict=True))
-    if kernels <= MAX_KERNELS:
-        return
-    per_call = ", ".join(f"{m} {n:,}" for m, n in zip(request.models, sizes, strict=True))
-    longest_s = MAX_KERNELS / (request.rate * sum(sizes))
-    fastest = MAX_KERNELS / (request.duration_s * sum(sizes))
-    each = "one function" if len(sizes) == 1 else f"each of {len(sizes)} functions"
-    raise InvalidSpecError(
-        "duration-s",
-        f"{request.rate:g} invocations/s of {each} for {request.duration_s:g} s "
-        f"({sum(calls):,.0f} invocations{'' if drawn else ' expected'}, kernels per call: "
-        f"{per_call}) are {'' if drawn else 'about '}{kernels:,.0f} kernels for kernel-level "
-        f"sharing to schedule one by one, more than {MAX_KERNELS:,}",
-        fix=f"use --duration-s <= {_round(longest_s)} at this --rate, --rate <= "
-        f"{_round(fastest)} at this --duration-s, or fewer --models",
+    if kernels > MAX_KERNELS and not request.allow_large:
+        per_call = ", ".join(f"{m} {n:,}" for m, n in zip(request.labels, sizes, strict=True))
+        longest_s = MAX_KERNELS / (rate * sum(sizes))
+        fastest = MAX_KERNELS / (duration_s * sum(sizes))
+        each = "one function" if len(sizes) == 1 else f"each of {len(sizes)} functions"
+        raise InvalidSpecError(
+            "duration-s",
+            f"{rate:g} invocations/s of {each} for {duration_s:g} s ({sum(calls):,.0f} "
+            f"invocations{'' if drawn else ' expected'}, kernels per call: {per_call}) are "
+            f"{'' if drawn else 'about '}{kernels:,.0f} kernels for kernel-level sharing to "
+            f"schedule one by one, more than {MAX_KERNELS:,}",
+            fix=f"use --duration-s <= {_round(longest_s)} at this --rate, --rate <= "
+            f"{_round(fastest)} at this --duration-s, or fewer --models, or pass --allow-large",
+        )
+    check_work(
+        "rate",
+        sum(calls),
+        what="invocations",
+        bytes_per_item=INVOCATION_BYTES,
+        allow_large=request.allow_large,
+        fix="lower --rate or --duration-s",
     )
+
+
+def _arrivals(
+    request: SimulateKaasRequest, sizes: list[int]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], float, str, tuple[str, ...]]:
+    """Each function's invocations from the serving verbs' reader (its seed ``--seed + i``),
+    merged: (function, time) sorted by time, the window they cover, the process in words and
+    the reader's warnings. Refused before anything is drawn where the expected work is too
+    large."""
+    import numpy as np
+
+    from gpucast.inputs.serving import arrivals
+
+    rate = request.rate if request.rate is not None or request.is_trace else DEFAULT_RATE
+    duration = request.duration_s
+    if duration is None and not request.is_trace:
+        duration = DEFAULT_DURATION_S
+    n = len(sizes)
+    if rate is not None and duration is not None:
+        _check_size(request, sizes, [rate * duration] * n, rate, duration)
+    streams = [arrivals(request.arrivals, rate, duration, request.seed + k) for k in range(n)]
+    window = max(s.duration_s for s in streams)
+    if window > MAX_DURATION_S * (1 + 1e-12):
+        raise InvalidSpecError(
+            "duration-s", f"is not given, and {request.arrivals} spans {window:,.0f} s, more "
+            f"than {MAX_DURATION_S:g}", fix=f"pass --duration-s <= {MAX_DURATION_S:g}",
+        )  # fmt: skip
+    counts = [s.times_s.size for s in streams]
+    func = np.repeat(np.arange(n, dtype=np.int64), counts)
+    times = np.concatenate([s.times_s for s in streams])
+    order = np.argsort(times, kind="stable")
+    func, times = func[order], times[order]
+    drawn_rate = sum(counts) / n / window if window > 0 else math.inf
+    _check_size(request, sizes, [float(c) for c in counts], drawn_rate, window, drawn=True)
+    if func.size == 0:
+        raise InvalidSpecError(
+            "rate", "gives no invocation in --duration-s", fix="raise --rate or --duration-s"
+        )
+    marks = default_mark(request, "rate") if not request.is_trace else ""
+    marks += default_mark(request, "duration_s") if not request.is_trace else ""
+    each = "each function" if n == 1 else f"each of {n} functions (seeds {request.seed}-"
+    each += "" if n == 1 else f"{request.seed + n - 1})"
+    text = f"{streams[0].source} for {window:g} s{marks}, {each}"
+    if request.is_trace and n > 1:
+        text += "; every function replays the same trace"
+    warnings = tuple(dict.fromkeys(w for s in streams for w in s.warnings))
+    return func, times, window, text, warnings
+
+
+def _overload_warning(results: dict[str, KaasResult]) -> list[str]:
+    """One line for the overloaded ways of sharing, if any: the calls/s offered and each one's
+    served, the GPUs the work needs (as ``simulate serverless --pool-gpus`` says it) and what
+    that does to the percentiles."""
+    over = {name: r for name, r in results.items() if r.overloaded}
+    if not over:
+        return []
+    first = next(iter(over.values()))
+    parts = []
+    for name, r in over.items():
+        gpus = f"{r.gpus} GPU{'' if r.gpus == 1 else 's'}"
+        where = (
+            f"one GPU per function ({gpus}; the work needs {r.gpus_needed:,}, each function's "
+            "own busy all of the run)"
+            if name == "dedicated"
+            else f"the pool of {gpus} shared per {name} (the work needs {r.gpus_needed:,}, each "
+            f"busy all of the run: --pool-gpus {r.gpus_needed})"
+        )
+        parts.append(f"{r.throughput_per_s:,.1f} by {where}")
+    return [
+        f"overloaded: {first.offered_per_s:,.1f} calls/s offered, served {'; '.join(parts)}. "
+        "Calls queue for as long as they arrive: the p50/p99 marked * grow with --duration-s, "
+        "not a steady state"
+    ]
 
 
 def simulate_kaas(
     request: SimulateKaasRequest | None = None, /, **options: Any
 ) -> SimulateKaasResult:
     """Kernel-level vs invocation-level sharing of a GPU pool, and one GPU per function."""
-    import numpy as np
-
     from gpucast.catalog import load_catalog
     from gpucast.catalog.validation import validation_for
     from gpucast.inputs.serverless import kernel_sequence
-    from gpucast.simulate.kaas import SHARINGS, poisson_arrivals
+    from gpucast.simulate.kaas import MAX_KERNELS, SHARINGS
     from gpucast.simulate.kaas import simulate_kaas as simulate
 
     request = resolve(SimulateKaasRequest, request, options)
-    gpu = load_catalog().gpu(request.gpu)
-    seqs, sources = [], {}
-    for m in request.models:
-        seq, source = kernel_sequence(m, gpu)
-        seqs.append(seq)
-        sources[f"model {m}"] = source
+    gpu = load_catalog().gpu(request.gpu or DEFAULT_GPU)
+    pool_gpus = request.pool_gpus or DEFAULT_POOL_GPUS
+    by_model = {m: kernel_sequence(m, gpu) for m in dict.fromkeys(request.models)}
+    sources = {f"model {m}": source for m, (_seq, source) in by_model.items()}
+    seqs = [by_model[m][0] for m in request.models]
     sizes = [int(s.size) for s in seqs]
-    _check_size(request, sizes, [request.rate * request.duration_s] * len(seqs))
-    func, arrival = poisson_arrivals(
-        [request.rate] * len(seqs), request.duration_s, np.random.default_rng(request.seed)
-    )
-    _check_size(request, sizes, np.bincount(func, minlength=len(seqs)).tolist(), drawn=True)
-    if func.size == 0:
-        raise InvalidSpecError(
-            "rate", "gives no invocation in --duration-s", fix="raise --rate or --duration-s"
-        )
+    func, arrival, window_s, process, warnings = _arrivals(request, sizes)
     dispatch_s = request.dispatch_us * 1e-6
+    most = math.inf if request.allow_large else MAX_KERNELS
     results = {
-        s: simulate(seqs, func, arrival, sharing=s, gpus=request.pool_gpus, dispatch_s=dispatch_s)
+        s: simulate(
+            seqs,
+            func,
+            arrival,
+            sharing=s,
+            gpus=pool_gpus,
+            dispatch_s=dispatch_s,
+            window_s=window_s,
+            max_dispatches=most,
+        )
         for s in SHARINGS
     }
     assumptions = {
@@ -161,14 +308,18 @@ def simulate_kaas(
         "kernels": "one kernel at a time per GPU at its solo roofline duration (no overlap, "
         "no launch gaps beyond --dispatch-us)",
         "dispatch": f"{request.dispatch_us:g} us per kernel (KaaS) or per invocation",
-        "arrivals": f"Poisson, {request.rate:g}/s per function for {request.duration_s:g} s, "
-        f"seed {request.seed}",
+        "pool": f"{pool_gpus} x {gpu.name}{default_mark(request, 'pool_gpus')}",
     }
     return SimulateKaasResult(
-        models=tuple(request.models),
+        models=request.labels,
         gpu=gpu.name,
         results=results,
         sources=sources,
-        validation=validation_for("kaas-sharing", [gpu.name], "fp32", request.pool_gpus),
+        validation=validation_for("kaas-sharing", [gpu.name], "fp32", pool_gpus),
         assumptions=assumptions,
+        arrival_process=process,
+        warnings=(*warnings, *_overload_warning(results)),
+        defaults=defaults_used(
+            request, ("gpu", "pool_gpus", *(() if request.is_trace else ("rate", "duration_s")))
+        ),
     )

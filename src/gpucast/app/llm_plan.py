@@ -44,6 +44,7 @@ from gpucast.app.llm import (
 )
 from gpucast.domain.catalog import exclude_gpus_option, offers_option, regions_option
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.limits import check_seed
 from gpucast.domain.options import option
 from gpucast.domain.parallel import (
     FixedLayout,
@@ -181,6 +182,7 @@ class PlanLlmTrainRequest:
     def __post_init__(self) -> None:
         import math
 
+        check_seed(self.seed)
         if check_cluster_options(
             self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
         ) and (

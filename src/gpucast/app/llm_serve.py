@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.catalog import provider_option, region_option, spot_option
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.limits import check_price, check_seed
 from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision
 from gpucast.domain.options import lower_list, option
 
@@ -99,7 +100,7 @@ def _check_common(request: Any) -> None:
     _positive("rate", request.rate, " requests per second")
     _positive("time-scale", request.time_scale)
     _positive("duration-s", request.duration_s, " seconds")
-    _at_least("seed", request.seed, 0)
+    check_seed(request.seed)
 
 
 def _check_deployment_knobs(request: Any) -> None:
@@ -120,12 +121,7 @@ def _check_deployment_knobs(request: Any) -> None:
             "preemption", f"must be one of {', '.join(PREEMPTION_MODES)}",
             got=request.preemption, fix="e.g. --preemption swap",
         )  # fmt: skip
-    price = request.price
-    if price is not None and not (math.isfinite(price) and price >= 0):
-        raise InvalidSpecError(
-            "price", "must be >= 0 US$/h per GPU", got=price,
-            fix="e.g. --price 2.5, or leave it out for the catalog's price",
-        )  # fmt: skip
+    check_price(request.price)
 
 
 def is_llm_serving(options: dict[str, Any], config: Path | str | None = None) -> bool:

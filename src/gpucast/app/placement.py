@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.limits import check_seed
 from gpucast.domain.options import option
 
 if TYPE_CHECKING:
@@ -60,8 +61,7 @@ class PlanPlacementRequest:
             raise InvalidSpecError("fragmentation-weight", "must be in [0, 10]", got=w)
         if not 0 <= self.jobs <= MAX_JOBS:
             raise InvalidSpecError("jobs", f"must be 0..{MAX_JOBS}", got=self.jobs)
-        if not 0 <= self.seed < 2**32:
-            raise InvalidSpecError("seed", "must be in [0, 2**32)", got=self.seed)
+        check_seed(self.seed)
         if not 1 <= self.top <= 1000:
             raise InvalidSpecError("top", "must be 1..1000", got=self.top)
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.catalog import offers_option, provider_option, region_option, spot_option
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.limits import allow_large_option, check_work
+from gpucast.domain.limits import allow_large_option, check_price, check_seed, check_work
 from gpucast.domain.options import lower_list, option, split_list
 from gpucast.domain.serving import SERVING_PRECISIONS, BatchingPolicy, ClosedLoop, LatencyCurve
 from gpucast.domain.serving_plan import (
@@ -170,7 +170,9 @@ def _check_host_capacity(value: float | None) -> None:
 
 
 def parse_slo(text: str) -> tuple[float, float]:
-    """``p99<50ms``, ``p95<=0.1s``, ``50ms`` or ``50`` (ms) -> (percentile, seconds)."""
+    """``p99<50ms``, ``p95<=0.1s`` or ``50ms`` (p99) -> (percentile, seconds): the ``--slo``
+    of every serving verb. A latency without its unit (``p99<2``) is refused, as a keep-alive
+    without one is: milliseconds or seconds would be a guess."""
     match = re.fullmatch(
         r"\s*(?:p(?P<p>\d+(?:\.\d+)?)\s*<=?\s*)?(?P<v>\d+(?:\.\d+)?)\s*(?P<u>ms|s|us)?\s*",
         text,
@@ -181,7 +183,14 @@ def parse_slo(text: str) -> tuple[float, float]:
         )
     percentile = float(match["p"]) if match["p"] else 99.0
     value = float(match["v"])
-    unit = match["u"] or "ms"
+    unit = match["u"]
+    if unit is None:
+        bound = f"p{match['p']}<" if match["p"] else ""
+        raise InvalidSpecError(
+            "slo", "needs the latency's unit (ms or s)", got=text,
+            fix=f"e.g. --slo '{bound}{match['v']}ms' for milliseconds or '{bound}{match['v']}s' "
+            "for seconds",
+        )  # fmt: skip
     seconds = value * {"ms": 1e-3, "s": 1.0, "us": 1e-6}[unit]
     if not 0 < percentile <= 100:
         raise InvalidSpecError("slo percentile", "must be in (0, 100]", got=percentile)
@@ -448,7 +457,7 @@ class PlanServeRequest:
 
         for item in self.latency_tables:
             parse_latency_table_item(item)
-        _check_at_least("seed", self.seed, 0)
+        check_seed(self.seed)
 
     def _check_mix(self) -> None:
         """``--mix`` plans MIG layouts: its own models and SLOs, one GPU, no trace."""
@@ -491,7 +500,7 @@ class PlanServeRequest:
 
         for item in self.latency_tables:
             parse_latency_table_item(item)
-        _check_at_least("seed", self.seed, 0)
+        check_seed(self.seed)
 
     @property
     def mix_models(self) -> tuple[tuple[str, float, float], ...]:
@@ -934,7 +943,13 @@ class SimulateServeRequest:
     servers: int = option(1, help="Number of GPUs (load balanced).", example="2")
     mig: str | None = option(None, help="Run on one MIG slice, e.g. 1g.10gb.", example="1g.10gb")
     duration_s: float = option(60.0, help="Simulated seconds.", example="60")
-    slo_ms: float | None = option(None, help="Latency SLO, ms.", example="100")
+    slo: str | None = option(
+        None,
+        help="Latency SLO pNN<LATENCY (ms or s), as plan serve's: the share of requests "
+        "within LATENCY, and whether that is NN%.",
+        example="p99<100ms",
+    )
+    slo_ms: float | None = option(None, help="Latency SLO, ms (= --slo p99<Lms).", example="100")
     latency_table: Path | None = option(
         None, help="CSV batch_size,latency_s measured per batch.", example="lat.csv"
     )
@@ -1085,23 +1100,23 @@ class SimulateServeRequest:
         _check_at_least("servers", self.servers, 1)
         _check_positive("duration-s", self.duration_s, "", "e.g. --duration-s 60")
         _check_positive("slo-ms", self.slo_ms, "", "e.g. --slo-ms 100")
+        if self.slo is not None and self.slo_ms is not None:
+            raise InvalidSpecError(
+                "slo", "and --slo-ms both give the SLO", fix="give one, e.g. --slo p99<100ms"
+            )
+        if self.slo is not None:
+            parse_slo(self.slo)
         _check_engine(self.engine)
         _check_precision(self.precision)
         _check_positive("network-gbps", self.network_gbps, "Gb/s", "e.g. --network-gbps 10")
         _check_positive("pcie-gbps", self.pcie_gbps, "GB/s", "e.g. --pcie-gbps 16")
         _check_positive("input-kb", self.input_kb, "KB", "e.g. --input-kb 150")
-        if self.price is not None and not (math.isfinite(self.price) and self.price > 0):
-            raise InvalidSpecError(
-                "price",
-                "must be > 0 US$/h per GPU",
-                got=self.price,
-                fix="e.g. --price 0.6, or leave it out for the catalog's price",
-            )
+        check_price(self.price)
+        check_seed(self.seed)
         _check_at_most("max-batch", self.max_batch, MAX_BATCH_SIZE)
         _check_at_most("servers", self.servers, MAX_SERVERS)
         _check_at_most("instances", self.instances, MAX_INSTANCES)
         _check_at_most("duration-s", self.duration_s, MAX_DURATION_S, "s (30 days)")
-        _check_at_most("price", self.price, 1e6, "US$/h")
         _check_at_most("network-gbps", self.network_gbps, 1e5, "Gb/s")
         _check_at_most("pcie-gbps", self.pcie_gbps, 1e4, "GB/s")
         _check_at_most("input-kb", self.input_kb, 1e7, "KB")
@@ -1137,7 +1152,7 @@ class SimulateServeRequest:
                 "find-saturation", "offers ever higher open-loop rates; it has no closed loop",
                 fix="drop --clients (the search uses --arrivals, default Poisson)",
             )  # fmt: skip
-        _check_at_least("seed", self.seed, 0)
+        check_seed(self.seed)
         _check_positive("deadline-ms", self.deadline_ms, "ms", "e.g. --deadline-ms 50")
         _check_at_most("deadline-ms", self.deadline_ms, 86_400_000.0, "ms (1 day)")
         if self.scheduler not in ("fifo", "edf", "priority"):
@@ -1218,6 +1233,13 @@ class SimulateServeRequest:
         return ClosedLoop(clients=self.clients, think_s=self.think_ms / 1e3)
 
     @property
+    def slo_target(self) -> tuple[float, float] | None:
+        """(percentile, seconds) of ``--slo`` or ``--slo-ms`` (p99), None without an SLO."""
+        if self.slo is not None:
+            return parse_slo(self.slo)
+        return None if self.slo_ms is None else (99.0, self.slo_ms / 1e3)
+
+    @property
     def calibration_points(self) -> tuple[tuple[float, float], ...]:
         """(rate req/s, median s) of every ``--calibrate-at``."""
         return tuple(parse_calibration_point(p) for p in self.calibrate_at)
@@ -1266,6 +1288,16 @@ class SimulateServeResult:
         out["validation"] = dict(self.validation)
         out["scheduler"] = self.scheduler
         out["classes"] = [dataclasses.asdict(c) for c in self.classes]
+        target = self.request.slo_target
+        out["slo_percentile"] = None if target is None else target[0]
+        # the SLO's percentile is within it when at least that share of requests is (a
+        # dropped request misses it)
+        attained = out["slo_attainment"]
+        out["slo_met"] = (
+            None
+            if target is None or attained is None or math.isnan(attained)
+            else bool(attained >= target[0] / 100.0 - 1e-12)
+        )
         return out
 
     def to_frame(self) -> pd.DataFrame:
@@ -1490,7 +1522,7 @@ def simulate_serve(
             deployment, capacity_rps=host_capacity_rps, host_s=fit.value.host_s
         )
         sources["host_path"] = fit.source
-    slo_s = None if request.slo_ms is None else request.slo_ms / 1e3
+    slo_s = None if request.slo_target is None else request.slo_target[1]
     if closed is None:
         result = simulate_serving(
             deployment, traffic, seed=request.seed, slo_s=slo_s,

@@ -39,8 +39,14 @@ from gpucast.app._serverless_unit import UNIT_HELP, check_unit
 from gpucast.domain.catalog import offers_option
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.gpu_memory import usable_gib
-from gpucast.domain.limits import allow_large_option, check_work
-from gpucast.domain.options import option, split_list
+from gpucast.domain.limits import (
+    allow_large_option,
+    check_pool_gpus,
+    check_price,
+    check_seed,
+    check_work,
+)
+from gpucast.domain.options import default_mark, defaults_used, option, split_list
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -58,14 +64,16 @@ if TYPE_CHECKING:
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
 
+#: the GPU of the serverless verbs and ``simulate kaas`` without --gpu
+DEFAULT_GPU = "T4"
+#: the SLO of ``plan serverless`` without --slo
+DEFAULT_SLO = "p99<2s"
 #: functions a synthetic workload may have
 MAX_SYNTHETIC = 100_000
 #: minutes of a synthetic workload without --minutes (a day, as a trace's)
 SYNTHETIC_MINUTES = 1440
 #: most minutes of a synthetic workload (two weeks, as the trace)
 MAX_MINUTES = 14 * 1440
-#: most GPUs of a multiplexed pool
-MAX_POOL_GPUS = 10_000
 #: Peak memory per generated function-minute of ``--synthetic N --minutes M`` (the int32
 #: count table, the generator's draws, the simulator's arrays over the busy minutes, about a
 #: fifth of them); measured: 5,000 functions x 5,760 minutes peak at 0.74 GB resident with
@@ -177,7 +185,9 @@ class ServerlessLoad:
         "is replayed whole (--warmup DURATION leaves its start uncounted).",
         example="1440",
     )
-    gpu: str = option("T4", help="Catalog GPU the functions run on.", example="T4")
+    gpu: str | None = option(
+        None, help=f"Catalog GPU the functions run on (default {DEFAULT_GPU}).", example="T4"
+    )
     models: tuple[str, ...] = option(
         ("resnet50",),
         help="Workloads the functions serve, assigned in turn (e.g. resnet50,bert-base).",
@@ -295,16 +305,14 @@ class ServerlessLoad:
                     "models", "takes workload names: the invocations come from --trace or "
                     "--synthetic, not a rate", got=m, fix=f"e.g. --models {head}",
                 )  # fmt: skip
-        if isinstance(self.seed, bool) or not 0 <= self.seed < 2**63:
-            raise InvalidSpecError("seed", "must be an integer in [0, 2^63)", got=self.seed)
+        check_seed(self.seed)
         if self.network_gbps is not None and not (
             math.isfinite(self.network_gbps) and 0 < self.network_gbps <= 100_000
         ):
             raise InvalidSpecError(
                 "network-gbps", "must be in (0, 100000] Gbit/s", got=self.network_gbps
             )
-        if self.price is not None and not (math.isfinite(self.price) and 0 < self.price <= 1e4):
-            raise InvalidSpecError("price", "must be in (0, 10000] US$/h", got=self.price)
+        check_price(self.price)
         if self.durations not in ("model", "trace"):
             raise InvalidSpecError("durations", "must be model or trace", got=self.durations)
 
@@ -331,7 +339,7 @@ class SimulateServerlessRequest(ServerlessLoad):
 
     def __post_init__(self) -> None:
         ServerlessLoad.__post_init__(self)
-        _positive_int("pool-gpus", self.pool_gpus, MAX_POOL_GPUS)
+        check_pool_gpus(self.pool_gpus)
         from gpucast.domain.serverless import parse_policy
 
         parse_policy(self.policy)
@@ -359,6 +367,8 @@ class SimulateServerlessResult:
     unit: str = "function"
     apps: dict[str, Any] | None = None
     host_memory_mb: FloatArray | None = None
+    #: the flags whose default set the result (``--gpu``)
+    defaults: tuple[str, ...] = ()
 
     @property
     def billed_gpu_hours(self) -> float:
@@ -392,6 +402,7 @@ class SimulateServerlessResult:
             "functions": _functions(self.apps, len(r.functions)),
             "apps": self.apps,
             "gpu": self.gpu,
+            "defaults": list(self.defaults),
             "arrival_process": self.arrival_process,
             "billing": self.billing,
             "billed_gpu_s": r.bill_s(self.billing),
@@ -582,29 +593,18 @@ def _load(request: ServerlessLoad, db: Path | str | None = None) -> _Load:
     from gpucast.inputs.llm_serving import is_llm_model
     from gpucast.inputs.serverless import gpu_function, synthetic_trace, trace_from_path
 
-    gpu = load_catalog().gpu(request.gpu)
+    gpu = load_catalog().gpu(request.gpu or DEFAULT_GPU)
     storage = request.storage.strip().lower()
     load_coldstart_facts().get("storage", storage)
     price, price_source = _price(gpu.name, request.price, request.offers_file)
     if request.trace is not None:
         trace = trace_from_path(request.trace, request.day or 1)
-        if trace.tokens and request.day is not None:
-            raise InvalidSpecError(
-                "day",
-                "picks a day of an Azure Functions 2019 trace, and the Azure LLM inference "
-                "trace is one recording (no days)",
-                got=request.day,
-                fix="drop --day",
-            )
+        _check_recording(request, trace)
     else:
         assert request.synthetic is not None and request.minutes is not None
         trace = synthetic_trace(request.synthetic, minutes=request.minutes, seed=request.seed)
     pcie = load_coldstart_facts().get("link", f"pcie{gpu.pcie_generation}").value
     if trace.tokens:
-        if request.unit == "app":
-            from gpucast.app._serverless_unit import no_apps_in_llm_trace
-
-            raise no_apps_in_llm_trace()
         funcs, spread, served, notes = _llm_functions(request, trace, gpu, storage)
         return _Load(
             trace=dataclasses.replace(trace, counts=served),
@@ -664,6 +664,37 @@ def _load(request: ServerlessLoad, db: Path | str | None = None) -> _Load:
         warnings=trace.warnings + measured_notes,
     )
     return _with_unit(request, load, which)
+
+
+def _check_recording(request: ServerlessLoad, trace: ServerlessTrace) -> None:
+    """A trace read from one recording (the Azure LLM trace, an ``arrival_s`` CSV: the
+    trace's ``paths``) has no days and no applications, and an ``arrival_s`` CSV is one
+    function, serving one model: one line for what does not fit."""
+    from gpucast.app._serverless_unit import no_apps_in_trace
+
+    if not trace.paths:
+        return
+    what = (
+        "the Azure LLM inference trace"
+        if trace.tokens
+        else f"{trace.paths[0].name} (an arrival_s CSV: one function's invocations)"
+    )
+    if request.day is not None:
+        raise InvalidSpecError(
+            "day",
+            f"picks a day of an Azure Functions 2019 trace, and {what} is one recording (no days)",
+            got=request.day,
+            fix="drop --day",
+        )
+    if request.unit == "app":
+        raise no_apps_in_trace(what)
+    if not trace.tokens and len(request.models) > 1:
+        raise InvalidSpecError(
+            "models",
+            f"gives {len(request.models)} models, and {what} is one function, which serves one",
+            got=",".join(request.models),
+            fix=f"give one, e.g. --models {request.models[0]}",
+        )
 
 
 def _with_unit(request: ServerlessLoad, load: _Load, model_of: IntArray) -> _Load:
@@ -919,6 +950,7 @@ def simulate_serverless(
         unit=load.unit,
         apps=load.apps,
         host_memory_mb=load.host_memory_mb,
+        defaults=defaults_used(request, ("gpu",)),
     )
 
 
@@ -934,9 +966,10 @@ class PlanServerlessRequest(ServerlessLoad):
 
     VERB: ClassVar[str] = "plan serverless"
 
-    slo: str = option(
-        "p99<2s",
-        help="Latency SLO of an invocation, cold starts included: pNN<LATENCY (ms or s).",
+    slo: str | None = option(
+        None,
+        help="Latency SLO of an invocation, cold starts included: pNN<LATENCY (ms or s; "
+        f"default {DEFAULT_SLO}).",
         example="p99<500ms",
     )
     policies: tuple[str, ...] = option(
@@ -974,7 +1007,7 @@ class PlanServerlessRequest(ServerlessLoad):
         from gpucast.domain.serverless import parse_policy
         from gpucast.plan.serverless import SLO_SCOPES
 
-        parse_slo(self.slo)
+        parse_slo(self.slo or DEFAULT_SLO)
         if self.slo_scope not in SLO_SCOPES:
             raise InvalidSpecError(
                 "slo-scope",
@@ -1020,12 +1053,15 @@ class PlanServerlessResult:
     apps: dict[str, Any] | None = None
     #: the functions' names (empty: ``--unit app`` grouped them into apps)
     function_names: tuple[str, ...] = ()
+    #: the flags whose default set the result (``--gpu``, ``--slo``)
+    defaults: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.plan.to_dict(),
             "validation": self.validation.to_dict(),
             "gpu": self.gpu,
+            "defaults": list(self.defaults),
             "arrival_process": self.arrival_process,
             "unit": self.unit,
             "units": self.units,
@@ -1055,7 +1091,7 @@ def plan_serverless(
     from gpucast.plan.serverless import plan_serverless as plan
 
     request = resolve(PlanServerlessRequest, request, options)
-    percentile, slo_s = parse_slo(request.slo)
+    percentile, slo_s = parse_slo(request.slo or DEFAULT_SLO)
     load = _load(request, db)
     _check_warmup(request, load)
     always_on: AlwaysOnSizing | None = None
@@ -1099,7 +1135,7 @@ def plan_serverless(
         else f"each invoked function's own p{percentile:g} over its own calls (execution + "
         f"cold start or swap) <= {slo_s:g} s for >= {request.slo_functions * 100:g}% of the "
         f"invoked {load.unit}s (--slo-scope functions)"
-    )
+    ) + default_mark(request, "slo")
     assumptions = {
         **_load_assumptions(request, load),
         "warm-up": _warmup_text(result.warmup_s, result.horizon_s),
@@ -1131,6 +1167,7 @@ def plan_serverless(
         arrival_process=load.trace.arrival_process,
         warnings=load.warnings + always_on_warnings,
         models=load.functions,
+        defaults=defaults_used(request, ("gpu", "slo")),
     )
 
 
@@ -1153,7 +1190,8 @@ def _always_on_text(request: PlanServerlessRequest, plan: ServerlessPlan) -> str
     return (
         "each function's model served with continuous batching on replicas of its own "
         "(vLLM, colocated), sized as `gpucast plan serve --model MODEL --trace FILE --gpu "
-        f"{request.gpu} --slo-ttft-ms {slo_s * 1e3:g} --slo-percentile {percentile:g} "
+        f"{request.gpu or DEFAULT_GPU} --slo-ttft-ms {slo_s * 1e3:g} --slo-percentile "
+        f"{percentile:g} "
         "--no-disaggregation` sizes it (the fewest replicas whose first tokens come within "
         "the SLO, on the trace's busiest hour), then replicas added until the end-to-end "
         f"p{percentile:g} of the requests"

@@ -33,6 +33,12 @@ def units_text(d: dict[str, Any]) -> str:
     return count(d["units"], "function")
 
 
+def default_text(d: dict[str, Any], flag: str) -> str:
+    """`` (--gpu default)`` when the result's value of ``flag`` is its default (the result's
+    ``defaults``), else ``""``: a default that sets a result is shown as one."""
+    return f" ({flag} default)" if flag in d.get("defaults", ()) else ""
+
+
 def short_unit(d: dict[str, Any]) -> str:
     """The unit in a column's name: ``fn`` (functions) or ``app``."""
     return "app" if d["unit"] == "app" else "fn"
@@ -77,7 +83,11 @@ def _arrivals(d: dict[str, Any]) -> list[str]:
 def simulate_lines(d: dict[str, Any]) -> list[str]:
     """``simulate serverless``'s summary: the load, cold starts, latency, GPU-hours, warm but
     idle memory, the pool and the models (no sources: :func:`footer_lines`)."""
-    lines = [f"{units_text(d)} on {d['gpu']}, {hours_text(d)}, {d['policy_text']}", *_arrivals(d)]
+    lines = [
+        f"{units_text(d)} on {d['gpu']}{default_text(d, '--gpu')}, {hours_text(d)}, "
+        f"{d['policy_text']}",
+        *_arrivals(d),
+    ]
     if d["invocations"] == 0:
         return [*lines, "  no invocations in the trace: nothing to simulate"]
     lat = d["latency_s"]
@@ -90,7 +100,7 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
     lines += [
         f"  invocations {d['invocations']:,}, cold starts {d['cold_starts']:,} "
         f"({d['cold_start_rate']:.3%}; 75th percentile of {d['unit']}s "
-        f"{d['app_cold_start_pct_p75']:.1f}%)",
+        f"{d['unit_cold_start_pct_p75']:.1f}%)",
         f"  latency p50 {format_ms(lat['p50'])} ms, p99 {format_ms(lat['p99'])} ms",
         f"  GPU-hours billed {d['billed_gpu_hours']:,.2f} ({d['billing']} billing; {other}), "
         f"US$ {d['cost_usd']:,.2f} at {d['price_usd_per_hour']:.4g} US$/h",
@@ -138,8 +148,9 @@ def plan_header_lines(d: dict[str, Any]) -> list[str]:
         else f"always-on {d['peak_gpus']} GPU(s) sized as {d['always_on_sizing']} sizes it"
     )
     return [
-        f"{units_text(d)} on {d['gpu']}, {hours_text(d)}, "
-        f"{d['invocations']:,} invocations; SLO {q} <= {d['slo_s'] * 1e3:g} ms {scope} "
+        f"{units_text(d)} on {d['gpu']}{default_text(d, '--gpu')}, {hours_text(d)}, "
+        f"{d['invocations']:,} invocations; SLO {q} <= {d['slo_s'] * 1e3:g} ms"
+        f"{default_text(d, '--slo')} {scope} "
         f"({sizing}, memory of all models {d['memory_gpus']} GPU(s))",
         *_arrivals(d),
     ]
@@ -167,3 +178,34 @@ def plan_note_lines(d: dict[str, Any]) -> list[str]:
     if d["always_on_sizing"] != "peak minute":
         lines += [f"  {o['name']}: {o['detail']}" for o in d["options"] if o["kind"] == "always-on"]
     return [*lines, f"  choice: {d['reason']}"]
+
+
+def kaas_lines(d: dict[str, Any]) -> list[str]:
+    """``simulate kaas``'s table: per way of sharing its GPUs, calls, the kernels they ran
+    (the same in every row), the units dispatched one by one (kernels under KaaS, calls
+    otherwise), latency, calls/s offered and served, utilisation; then per function. An
+    overloaded row's percentiles are marked ``*`` (a warning says why)."""
+    lines = [
+        f"{', '.join(d['models'])} on {d['gpu']}{default_text(d, '--gpu')}",
+        f"  arrivals {d['arrival_process']}",
+    ]
+    lines.append(
+        f"  {'sharing':<11}{'GPUs':>5}{'calls':>9}{'kernels':>11}{'dispatches':>11}"
+        f"{'p50 ms':>11}{'p99 ms':>11}{'offered/s':>10}{'served/s':>10}{'util':>6}"
+    )
+
+    def ms(value: float, mark: str) -> str:
+        return format_ms(value, decimals=2) + mark
+
+    for name, r in d["sharing"].items():
+        lat, mark = r["latency_s"], "" if r["latency_steady"] else "*"
+        lines.append(
+            f"  {name:<11}{r['gpus']:>5}{r['invocations']:>9,}{r['kernels']:>11,}"
+            f"{r['dispatches']:>11,}{ms(lat['p50'], mark):>11}{ms(lat['p99'], mark):>11}"
+            f"{r['offered_per_s']:>10.1f}{r['throughput_per_s']:>10.1f}{r['utilisation']:>6.0%}"
+        )
+        for model, f in r["per_function"].items():
+            lines.append(
+                f"    {model:<20} p50 {ms(f['p50_s'], mark)} ms, p99 {ms(f['p99_s'], mark)} ms"
+            )
+    return lines

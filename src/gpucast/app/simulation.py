@@ -25,7 +25,7 @@ from gpucast.app.elastic import elastic_speed
 from gpucast.domain.catalog import offers_option
 from gpucast.domain.convergence import check_lr_rule, lr_rule_option, optimizer_option, parse_target
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.limits import allow_large_option, check_work
+from gpucast.domain.limits import allow_large_option, check_seed, check_work
 from gpucast.domain.options import is_default, option
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.spot import (
@@ -380,8 +380,7 @@ class SimulateTrainRequest:
                 "inter-region-rtt-ms", "must be >= 0", got=self.inter_region_rtt_ms
             )
         check_hazard(self.hazard_per_hour)
-        if self.seed < 0:
-            raise InvalidSpecError("seed", "must be >= 0", got=self.seed, fix="e.g. --seed 0")
+        check_seed(self.seed)
         check_spot_options(self.spot_scenario)
 
     @property

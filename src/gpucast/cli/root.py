@@ -43,6 +43,14 @@ def command_aliases(argv: list[str]) -> list[str]:
     return argv
 
 
+#: what a usage error adds when ``plan serve --serverless`` was given an option it lacks
+SERVERLESS_OPTIONS_HINT = (
+    "; with --serverless, plan serve is plan serverless and takes its options (a --trace or "
+    "--synthetic load, --models, --slo, --policies, ...), not plan serve's (--arrivals, "
+    "--rate, --slo-ms, ...): see gpucast plan serverless --help"
+)
+
+
 def _serverless_flag(arg: str) -> str:
     """``plan serve``'s ``--model`` as ``plan serverless`` spells it (``--models``: the
     functions' workloads; one model is the single one every function serves)."""
@@ -78,7 +86,9 @@ class GpucastGroup(TyperGroup):
         argv = kwargs.get("args")
         if argv is None:
             argv = args[0] if args else sys.argv[1:]
-        argv = command_aliases(list(argv))
+        given = list(argv)
+        argv = command_aliases(given)
+        aliased = argv != given
         kwargs["args"] = argv
         args = ()
         debug = "--debug" in argv
@@ -96,9 +106,11 @@ class GpucastGroup(TyperGroup):
                 raise
             message = _one_line(exc.format_message()).rstrip(".")
             if message:  # `gpucast` alone prints help and raises an empty usage error
-                hint = "; see --help" if isinstance(exc, click.exceptions.UsageError) else ""
+                says = "; see --help" if isinstance(exc, click.exceptions.UsageError) else ""
+                if aliased and isinstance(exc, click.exceptions.NoSuchOption):
+                    says = SERVERLESS_OPTIONS_HINT
                 err_console.print(
-                    f"[red]error:[/red] {escape(message)}{hint}", highlight=False, soft_wrap=True
+                    f"[red]error:[/red] {escape(message)}{says}", highlight=False, soft_wrap=True
                 )
             sys.exit(exc.exit_code)
         except Abort:

@@ -253,8 +253,11 @@ def print_serving(result: SimulateServeResult) -> None:
         highlight=False,
     )
     if out["slo_attainment"] is not None:
+        q, verdict = out["slo_percentile"], {True: "met", False: "missed", None: "-"}
         console.print(
-            f"  SLO {request.slo_ms:g} ms met by {out['slo_attainment']:.1%}", highlight=False
+            f"  SLO p{q:g} <= {out['slo_s'] * 1e3:g} ms {verdict[out['slo_met']]}: "
+            f"{out['slo_attainment']:.1%} of requests within {out['slo_s'] * 1e3:g} ms",
+            highlight=False,
         )
     console.print(
         f"  cost {out['cost_usd_per_hour']:.3f} US$/h, "

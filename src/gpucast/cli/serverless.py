@@ -21,6 +21,7 @@ from gpucast.app.kaas import SimulateKaasRequest
 from gpucast.app.serverless import PlanServerlessRequest, SimulateServerlessRequest
 from gpucast.app.serverless_text import (
     footer_lines,
+    kaas_lines,
     plan_header_lines,
     plan_note_lines,
     short_unit,
@@ -139,20 +140,8 @@ def kaas_command(
     if json_out:
         emit_json(d)
         return
-    _say(f"{', '.join(d['models'])} on {d['gpu']}")
-    _say(f"  {'sharing':<12}{'GPUs':>6}{'calls':>9}{'kernels':>10}{'p50 ms':>10}{'p99 ms':>10}"
-         f"{'calls/s':>10}{'util':>7}")  # fmt: skip
-    for name, r in d["sharing"].items():
-        lat = r["latency_s"]
-        _say(
-            f"  {name:<12}{r['gpus']:>6}{r['invocations']:>9,}{r['kernels']:>10,}"
-            f"{format_ms(lat['p50'], decimals=2):>10}{format_ms(lat['p99'], decimals=2):>10}"
-            f"{r['throughput_per_s']:>10.1f}"
-            f"{r['utilisation']:>7.0%}"
-        )
-        for model, f in r["per_function"].items():
-            p50, p99 = format_ms(f["p50_s"], decimals=2), format_ms(f["p99_s"], decimals=2)
-            _say(f"    {model:<20} p50 {p50} ms, p99 {p99} ms")
+    for line in kaas_lines(d):
+        _say(line)
     _say(f"  validated: {result.validation.text()}")
     _footer(d)
 

@@ -77,3 +77,47 @@ def check_work(
         f"asks for {size} {what}, about {format_bytes(memory)} of memory{ceiling}",
         fix=fix if absurd else f"{fix}, or pass --allow-large",
     )
+
+
+# -- the ranges of options several verbs share: one constant and one check each ---------------
+#: ``--seed`` of every verb: an integer in ``[0, MAX_SEED)`` (numpy seeds any of them, and it
+#: fits the int64 of a store row and of JSON readers)
+MAX_SEED = 2**53
+#: ``--price`` of every verb: US$ per GPU-hour in ``(0, MAX_PRICE_USD_PER_HOUR]`` (a price of
+#: 0 makes every candidate's cost a tie; above 1e6 US$/h is a typo, not an offer)
+MAX_PRICE_USD_PER_HOUR = 1e6
+#: ``--pool-gpus`` of every verb: a pool of ``[1, MAX_POOL_GPUS]`` GPUs
+MAX_POOL_GPUS = 10_000
+
+
+def check_seed(seed: object) -> None:
+    """``--seed``: an integer in ``[0, MAX_SEED)`` (one error naming the range otherwise)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < MAX_SEED:
+        raise InvalidSpecError(
+            "seed", "must be an integer in [0, 2^53)", got=seed, fix="e.g. --seed 0"
+        )
+
+
+def check_price(price: float | None, *, per: str = "per GPU") -> None:
+    """``--price`` (None: the catalog's): US$/h in ``(0, MAX_PRICE_USD_PER_HOUR]``."""
+    if price is None:
+        return
+    if isinstance(price, bool) or not (
+        isinstance(price, int | float) and math.isfinite(price)
+        and 0 < price <= MAX_PRICE_USD_PER_HOUR
+    ):  # fmt: skip
+        raise InvalidSpecError(
+            "price", f"must be in (0, {MAX_PRICE_USD_PER_HOUR:,.0f}] US$/h {per}", got=price,
+            fix="e.g. --price 2.5, or leave it out for the catalog's price",
+        )  # fmt: skip
+
+
+def check_pool_gpus(gpus: int | None) -> None:
+    """``--pool-gpus`` (None: no pool): an integer in ``[1, MAX_POOL_GPUS]``."""
+    if gpus is None:
+        return
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_POOL_GPUS:
+        raise InvalidSpecError(
+            "pool-gpus", f"must be an integer in [1, {MAX_POOL_GPUS:,}]", got=gpus,
+            fix="e.g. --pool-gpus 2",
+        )  # fmt: skip

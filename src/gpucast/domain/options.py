@@ -328,6 +328,25 @@ def is_default(request: object, name: str) -> bool:
     raise KeyError(name)
 
 
+def default_mark(request: object, name: str) -> str:
+    """`` (--gpu default)`` when field ``name`` of ``request`` holds its declared default, else
+    ``""``: a default that sets a result is shown as one."""
+    if not is_default(request, name):
+        return ""
+    f = field_for(type(request), name)
+    assert f is not None  # is_default found it
+    return f" ({f.info.cli_flag} default)"
+
+
+def defaults_used(request: object, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The flags (``--gpu``) of the fields among ``names`` that hold their declared default:
+    what a result's ``defaults`` lists, so a reader of the JSON sees them too."""
+    return tuple(
+        f.info.cli_flag for f in fields_of(type(request)) if f.name in names
+        if is_default(request, f.name)
+    )  # fmt: skip
+
+
 def to_options(request: object) -> dict[str, Any]:
     """The request as plain values keyed by field name (paths as text, tuples as lists)."""
     out: dict[str, Any] = {}

@@ -28,7 +28,7 @@ from gpucast.domain.convergence import (
 )
 from gpucast.domain.energy import check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
-from gpucast.domain.limits import allow_large_option, check_work
+from gpucast.domain.limits import allow_large_option, check_seed, check_work
 from gpucast.domain.options import build, lower_list, none_or, option, to_options
 from gpucast.domain.provenance import Assumption, Validation
 from gpucast.domain.spot import (
@@ -383,8 +383,7 @@ class TrainRequest:
                 fix="e.g. --nvme-gbps 6 (one PCIe 4.0 NVMe drive reads ~7 GB/s)",
             )  # fmt: skip
         check_pue(self.pue)
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
-            raise InvalidSpecError("seed", "must be an integer >= 0", got=self.seed, fix="e.g. 0")
+        check_seed(self.seed)
         if check_cluster_options(
             self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
         ):

@@ -135,8 +135,9 @@ LLM_TRACE_GLOB = "AzureLLMInferenceTrace_*.csv"
 
 def trace_from_path(path: Path, day: int = 1) -> ServerlessTrace:
     """``--trace PATH``: an Azure LLM inference trace file, a folder of them
-    (:data:`LLM_TRACE_GLOB`, :func:`llm_trace`), or a folder of the Azure Functions 2019
-    trace (:func:`trace_from_dir`)."""
+    (:data:`LLM_TRACE_GLOB`, :func:`llm_trace`), an ``arrival_s`` CSV (the serving verbs'
+    arrival file: one function's invocations, :func:`llm_trace`), or a folder of the Azure
+    Functions 2019 trace (:func:`trace_from_dir`)."""
     from gpucast.store.datasets.azure_functions import INVOCATIONS_FILE
 
     path = Path(path)
@@ -190,18 +191,25 @@ def llm_trace(paths: list[Path], bin_s: float = 60.0) -> ServerlessTrace:
     by :func:`gpucast.store.datasets.azure_traces.read_arrival_trace`), one function per file
     (a deployment: ``code``, ``conv``), replayed at their recorded timestamps, aligned on the
     earliest and counted in bins of ``bin_s``; each request's tokens are kept for its service
-    time. Requests with 0 prompt or output tokens are served as 1 token."""
+    time. Requests with 0 prompt or output tokens are served as 1 token. One ``arrival_s``
+    CSV (what ``simulate serve --arrivals trace:FILE`` reads) is one function's invocations,
+    counted in the same bins, each running the function's model (no tokens, no durations)."""
     from gpucast.inputs.serving import skipped_rows_warning
     from gpucast.store.datasets.azure_traces import ORIGIN_ATTR, read_arrival_trace
 
     frames, warnings = [], []
     for path in paths:
         parsed = read_arrival_trace(path)
+        if "context_tokens" not in parsed.frame and len(paths) == 1:
+            return _arrival_trace(path, parsed.frame["arrival_s"].to_numpy(), bin_s, (
+                (skipped_rows_warning(path, parsed.skipped),) if parsed.skipped else ()
+            ))  # fmt: skip
         if "context_tokens" not in parsed.frame:
             raise InvalidInputError(
                 f"--trace {path}: no ContextTokens/GeneratedTokens columns",
                 fix="give an Azure LLM inference trace (TIMESTAMP,ContextTokens,"
-                "GeneratedTokens) or a folder of the Azure Functions 2019 trace",
+                "GeneratedTokens), one arrival_s CSV or a folder of the Azure Functions 2019 "
+                "trace",
             )
         if parsed.skipped:
             warnings.append(skipped_rows_warning(path, parsed.skipped))
@@ -239,6 +247,25 @@ def llm_trace(paths: list[Path], bin_s: float = 60.0) -> ServerlessTrace:
         tokens=tuple(tokens),
         paths=tuple(paths),
         offsets_s=tuple(float(f.attrs[ORIGIN_ATTR]) - origin for f in frames),
+    )
+
+
+def _arrival_trace(
+    path: Path, arrival_s: npt.NDArray[np.float64], bin_s: float, warnings: tuple[str, ...]
+) -> ServerlessTrace:
+    """An ``arrival_s`` CSV as one function (named after the file) counted in ``bin_s`` bins."""
+    bins = np.floor(arrival_s / bin_s).astype(np.int64)
+    n_bins = int(bins.max()) + 1 if bins.size else 1
+    return ServerlessTrace(
+        counts=np.bincount(bins, minlength=n_bins).astype(np.int64)[None, :],
+        names=(path.stem,),
+        duration_s=np.full(1, np.nan),
+        source=f"arrival_s CSV {path.name} ({arrival_s.size:,} invocations of one function)",
+        arrival_process=f"replayed: {path.name}'s arrival_s timestamps, one function "
+        f"serving --models, counted in {bin_s:g} s bins ({n_bins} bins)",
+        warnings=warnings,
+        paths=(path,),
+        offsets_s=(0.0,),
     )
 
 
@@ -631,7 +658,8 @@ def llm_gpu_function(
 
 def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], str]:
     """The kernels of one batch-1 forward pass of ``model`` on ``gpu`` (seconds each) and
-    where they come from: the profile's inference operators by class (count, FLOPs, bytes
+    where they come from (``174 kernels, 1.75 ms on T4 (...)``: the caller names the model):
+    the profile's inference operators by class (count, FLOPs, bytes
     moved), each class's kernels equal, each class's time its roofline (compute- or
     memory-bound, :func:`gpucast.predict.coldstart.forward_s`); classes in profile order."""
     from gpucast.inputs.workload import check_workload_name, workload_profile
@@ -653,6 +681,6 @@ def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], 
         parts.append(np.full(c.calls, total / c.calls))
     seq = np.concatenate(parts) if parts else np.zeros(1)
     return seq, (
-        f"{model}: {seq.size} kernels, {seq.sum() * 1e3:.2f} ms on {gpu.name} (profiled "
+        f"{seq.size} kernels, {seq.sum() * 1e3:.2f} ms on {gpu.name} (profiled "
         "inference operators by class, roofline per class)"
     )

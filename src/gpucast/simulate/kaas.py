@@ -19,6 +19,13 @@ between GPUs: KaaS keeps function state in GPU memory); kernels do not overlap o
 (one at a time, each at its solo duration); ``function`` pays ``dispatch_s`` once per
 invocation, ``kernel`` once per kernel.
 
+Overload: the offered work (invocations x their kernels' time over the arrivals' window,
+``window_s``) against the GPUs that serve it. A pool whose work exceeds its GPUs (a
+dedicated GPU whose function's work exceeds it) has no steady state: calls queue for as long
+as they keep coming, so the latency percentiles grow with the window. :class:`KaasResult`
+says so (``overloaded``) and gives the GPUs the work keeps busy (``gpus_needed``), as the
+serverless pool does (:func:`gpucast.simulate.stages.gpus_needed`).
+
 Pure: numbers in, numbers out. The pool is one event loop over kernels (a heap of ready
 kernels and one of GPU free times), the dedicated case vectorised per function.
 """
@@ -34,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.simulate.stages import fifo_departures
+from gpucast.simulate.stages import fifo_departures, gpus_needed
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -47,7 +54,12 @@ MAX_KERNELS = 5_000_000
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KaasResult:
     """Per invocation its latency (arrival to last kernel's end); throughput over the span
-    from the first arrival to the last completion; GPU busy time over GPUs x that span."""
+    from the first arrival to the last completion; GPU busy time over GPUs x that span.
+
+    ``kernels``: the kernels the invocations ran (the same under every sharing);
+    ``dispatches``: the units of work scheduled one by one (kernels under kernel-level
+    sharing, invocations otherwise); ``offered_per_s``: invocations over the arrivals' window;
+    ``gpus_needed`` and ``overloaded``: the module docstring's overload."""
 
     sharing: str
     gpus: int
@@ -56,6 +68,10 @@ class KaasResult:
     throughput_per_s: float
     utilisation: float
     kernels: int
+    dispatches: int
+    offered_per_s: float
+    gpus_needed: int
+    overloaded: bool
 
     def percentile_s(self, q: float, function: int | None = None) -> float:
         lat = self.latency_s if function is None else self.latency_s[self.func == function]
@@ -69,8 +85,14 @@ class KaasResult:
             "gpus": self.gpus,
             "invocations": int(self.latency_s.size),
             "kernels": self.kernels,
+            "dispatches": self.dispatches,
+            "offered_per_s": self.offered_per_s,
             "throughput_per_s": self.throughput_per_s,
             "utilisation": self.utilisation,
+            "gpus_needed": self.gpus_needed,
+            "overloaded": self.overloaded,
+            # an overloaded run's percentiles measure how long it ran, not a steady state
+            "latency_steady": not self.overloaded,
             "latency_s": {
                 "p50": self.percentile_s(50.0),
                 "p99": self.percentile_s(99.0),
@@ -123,10 +145,14 @@ def simulate_kaas(
     sharing: str,
     gpus: int = 1,
     dispatch_s: float = 0.0,
+    window_s: float | None = None,
+    max_dispatches: float = MAX_KERNELS,
 ) -> KaasResult:
     """Latency and throughput of invocations ``func[i]`` arriving at ``arrival_s[i]`` under
     ``sharing`` (module docstring); ``gpus`` is the pool's size (``dedicated``: one per
-    function, ``gpus`` ignored)."""
+    function, ``gpus`` ignored); ``window_s`` the span the arrivals were drawn over (default:
+    first to last arrival), the load's denominator; more than ``max_dispatches`` units of
+    work to schedule one by one are refused."""
     if sharing not in SHARINGS:
         raise InvalidSpecError("sharing", f"must be one of {', '.join(SHARINGS)}", got=sharing)
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
@@ -149,6 +175,8 @@ def simulate_kaas(
     owner, arrival = owner[order], arrival[order]
     total = np.array([s.sum() for s in seqs])
     sizes = np.array([s.size for s in seqs], dtype=np.int64)
+    window = _window(arrival, window_s)
+    calls = np.bincount(owner, minlength=len(seqs))
     if sharing == "dedicated":
         done = np.zeros(arrival.size)
         for f in range(len(seqs)):
@@ -156,19 +184,26 @@ def simulate_kaas(
             done[mine] = fifo_departures(arrival[mine], total[f] + dispatch_s)
         busy = float(total[owner].sum())
         n_gpus = len(seqs)
-        n_kernels = int(sizes[owner].sum())
+        dispatches = int(owner.size)
+        # each function's own GPU: its calls x (kernels + the dispatch it holds the GPU for)
+        work = calls * (total + dispatch_s)
+        needed = sum(gpus_needed(float(w), window) for w in work)
+        overloaded = bool(np.any(work > window * (1.0 + 1e-12)))
     else:
         unit = [np.array([t]) for t in total] if sharing == "function" else seqs
-        n_kernels = int(owner.size if sharing == "function" else sizes[owner].sum())
-        if n_kernels > MAX_KERNELS:
+        dispatches = int(owner.size if sharing == "function" else sizes[owner].sum())
+        if dispatches > max_dispatches:
             what = "invocations" if sharing == "function" else "kernels"
             raise InvalidSpecError(
-                what, f"{n_kernels:,} to schedule one by one on the pool ({sharing}-level "
-                f"sharing), more than {MAX_KERNELS:,}",
+                what, f"{dispatches:,} to schedule one by one on the pool ({sharing}-level "
+                f"sharing), more than {max_dispatches:,.0f}",
                 fix="simulate fewer invocations (a lower rate or a shorter span)",
             )  # fmt: skip
         done, busy = _pool(unit, owner, arrival, gpus, dispatch_s)
         n_gpus = gpus
+        work_s = float(calls @ total)  # dispatching is off the GPU: ready after it
+        needed = gpus_needed(work_s, window)
+        overloaded = work_s > gpus * window * (1.0 + 1e-12)
     span = float(done.max() - arrival.min()) if arrival.size else 0.0
     return KaasResult(
         sharing=sharing,
@@ -177,8 +212,21 @@ def simulate_kaas(
         latency_s=done - arrival,
         throughput_per_s=arrival.size / span if span > 0 else math.nan,
         utilisation=busy / (n_gpus * span) if span > 0 else math.nan,
-        kernels=n_kernels,
+        kernels=int(sizes[owner].sum()),
+        dispatches=dispatches,
+        offered_per_s=arrival.size / window if window > 0 else math.nan,
+        gpus_needed=needed,
+        overloaded=bool(window > 0 and overloaded),
     )
+
+
+def _window(arrival_s: FloatArray, window_s: float | None) -> float:
+    """The span the arrivals were offered over: ``window_s``, else first to last arrival."""
+    if window_s is None:
+        return float(arrival_s.max() - arrival_s.min()) if arrival_s.size else 0.0
+    if not (math.isfinite(window_s) and window_s > 0):
+        raise InvalidSpecError("window_s", "must be > 0 s", got=window_s)
+    return float(window_s)
 
 
 def poisson_arrivals(

@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.serverless import KeepAlivePolicy
+from gpucast.simulate.stages import gpus_needed
 
 FloatArray = npt.NDArray[np.float64]
 #: int64, or int32 over the busy bins (:func:`busy_bins`: 4 bytes an index, not 8)
@@ -150,7 +151,10 @@ class ServerlessResult:
             "invocations": int(self.invocations.sum()),
             "cold_starts": int(self.cold_starts.sum()),
             "cold_start_rate": self.cold_start_rate,
-            "app_cold_start_pct_p75": self.app_cold_start_pct(75.0),
+            # the 75th percentile over the simulated units (functions, or apps with --unit
+            # app: the result's ``unit``) of each one's cold-start percentage; the paper's
+            # "3rd quartile of application cold-start %" when the unit is the app
+            "unit_cold_start_pct_p75": self.app_cold_start_pct(75.0),
             "latency_s": dict(self.latency_s),
             "billed_gpu_s": self.billed_s,
             "wasted_memory_gib_s": float(self.wasted_memory_gib_s.sum()),
@@ -581,7 +585,7 @@ class PoolResult:
     @property
     def gpus_needed(self) -> int:
         """GPUs the busiest bin's execution needs, each busy all of the bin."""
-        return max(1, math.ceil(self.peak_busy_gpu_s / self.bin_s - 1e-9))
+        return gpus_needed(self.peak_busy_gpu_s, self.bin_s)
 
     @property
     def gpu_hours(self) -> float:

@@ -38,6 +38,14 @@ from gpucast.domain.serving import ServerSpec
 FloatArray = npt.NDArray[np.float64]
 
 
+def gpus_needed(gpu_s: float, span_s: float) -> int:
+    """The GPUs that ``gpu_s`` GPU-seconds of work keep busy over ``span_s`` seconds, each
+    busy all of it (at least one): fewer and the work queues for as long as it keeps coming."""
+    if not (span_s > 0 and math.isfinite(gpu_s)):
+        return 1
+    return max(1, math.ceil(gpu_s / span_s - 1e-9))
+
+
 def fifo_departures(arrival_s: FloatArray, service_s: FloatArray | float) -> FloatArray:
     """Departure times of a single FIFO server for sorted ``arrival_s`` and per-request
     ``service_s`` (an array of the same length, or one number for all)."""
