@@ -341,7 +341,7 @@ def lifetime_distribution(model: Any, meta: Mapping[str, Any]) -> LifetimeDistri
         known = list(model.gpus())
         gpu = str(meta.get("gpu") or "").lower()
         key = gpu if gpu in known else known[0]
-        return model.distribution(key.upper(), str(meta.get("region") or "all"))  # type: ignore[no-any-return]
+        return model.distribution(key.upper(), meta.get("region") or None)  # type: ignore[no-any-return]
     return model.distribution()  # type: ignore[no-any-return]
 
 
