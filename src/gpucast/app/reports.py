@@ -62,6 +62,19 @@ def _saved_json(path: Path) -> dict[str, Any]:
         ) from None
     if not isinstance(data, dict):
         raise DataFormatError(str(path), "not a saved plan (not a JSON object)")
+    kind = data.get("kind")
+    if kind is not None and kind not in (*SERVE_PLAN_KINDS, LLM_TRAIN_PLAN_KIND):
+        # e.g. a fitted model ({"kind": "speed", "schema_version": 1, ...}): not an old plan
+        raise DataFormatError(
+            str(path), f"not a saved plan (its kind is {kind!r})", fix=_SAVED_FIX
+        )
+    missing = [key for key in ("request", "candidates") if key not in data]
+    if kind is None and missing:  # a plan train plan has no kind; those two it always has
+        raise DataFormatError(
+            str(path),
+            f"not a saved plan (no {' or '.join(map(repr, missing))} key)",
+            fix=_SAVED_FIX,
+        )
     return data
 
 
