@@ -163,3 +163,17 @@ def test_catalog_gpus_and_catalog_mig_agree_on_which_gpus_have_mig_layouts() -> 
     data = json.loads(a30.stdout)
     assert (data["compute_slices"], data["memory_slices"], data["count"]) == (4, 4, 5)
     assert "1/4" in runner.invoke(app, ["catalog", "mig", "--gpu", "A30"]).stdout
+
+
+def test_a_gpu_without_node_shapes_says_so_instead_of_an_empty_table() -> None:
+    # QA: `catalog systems --gpu K80` printed an empty table titled "0 node shapes"
+    result = runner.invoke(app, ["catalog", "systems", "--gpu", "K80"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "" and "node shapes" not in result.output.split("warning")[0]
+    said = " ".join(result.stderr.split())
+    assert said.startswith("warning: no node shape in catalog/data/systems.csv has a K80;")
+    assert "H100-SXM" in said and "gpucast catalog offers --gpu K80" in said
+    data = json.loads(runner.invoke(app, ["catalog", "systems", "--gpu", "K80", "--json"]).stdout)
+    assert data["count"] == 0 and len(data["warnings"]) == 1
+    h100 = json.loads(runner.invoke(app, ["catalog", "systems", "--gpu", "H100", "--json"]).stdout)
+    assert h100["count"] > 0 and h100["warnings"] == []

@@ -71,9 +71,15 @@ class CatalogSystemsRequest:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SystemsResult:
     systems: tuple[NodeShape, ...]
+    #: why the list is empty (no shape of the --gpu asked for)
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"count": len(self.systems), "systems": [_row(s) for s in self.systems]}
+        return {
+            "count": len(self.systems),
+            "systems": [_row(s) for s in self.systems],
+            "warnings": list(self.warnings),
+        }
 
     def to_frame(self) -> pd.DataFrame:
         """One row per node shape (bandwidths as the shape states them)."""
@@ -93,10 +99,18 @@ def catalog_systems(
 
     request = resolve(CatalogSystemsRequest, request, options)
     shapes = load_systems()
+    warnings: tuple[str, ...] = ()
     if request.gpu is not None:
         name = load_catalog().gpu(request.gpu).name  # an unknown GPU names the close ones
+        having = sorted({s.gpu for s in shapes})
         shapes = tuple(s for s in shapes if s.gpu == name)
-    return SystemsResult(systems=shapes)
+        if not shapes:
+            warnings = (
+                f"no node shape in catalog/data/systems.csv has a {name}; shapes exist for "
+                f"{', '.join(having)} (a cloud instance of a {name} is priced from its offers: "
+                f"gpucast catalog offers --gpu {name})",
+            )
+    return SystemsResult(systems=shapes, warnings=warnings)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -22,7 +22,7 @@ from gpucast.app.catalog import (
     OffersResult,
 )
 from gpucast.cli._command import request_command
-from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, print_warnings
 from gpucast.domain.catalog import GpuSpec
 
 app = typer.Typer(no_args_is_help=True, help="GPU specs, MIG layouts and cloud offers with prices.")
@@ -152,9 +152,12 @@ def systems(
     from gpucast.app import catalog_systems
 
     result = catalog_systems(request)
+    print_warnings(result.warnings)
     if as_json:
         emit_json(result.to_dict())
         return
+    if not result.systems:
+        return  # the warning says why; no empty table
     table = Table(title=f"{len(result.systems)} node shapes (catalog/data/systems.csv)")
     names = ("name", "GPU", "GPUs", "inside a node", "GB/s per GPU", "network", "Gbit/s",
              "as of")  # fmt: skip
