@@ -482,8 +482,34 @@ def test_partitioned_epoch_from_the_metis_partition(tmp_path: Path) -> None:
               "300", "--gpus", "4"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "partitioned over 4 GPUs (metis partition): epoch" in result.output
+    assert (
+        f"ms per epoch on 4 GPUs (metis partition); on one GPU {four.step_time_s * 1e3:.3g}"
+        in (result.output.splitlines()[0])
+    )  # the 4-GPU figure first
+    assert "  epoch on 4 GPUs: compute " in result.output
     assert "$" in result.output and "halo" in result.output
+
+
+def test_the_headline_compares_like_with_like_in_one_unit() -> None:
+    # QA: "24.3 ms per step (sparse aggregation); a dense adjacency would take 0.0177 s on the
+    # GPU (5.26x)": 5.26x is against the 3.36 ms GPU step, and the dense step is below 24.3 ms
+    argv = ["predict", "gnn", "--model", "sage", "--gpu", "A100-80GB", "--nodes", "2449029",
+            "--edges", "123718280", "--feature-dim", "100"]  # fmt: skip
+    out = CliRunner().invoke(app, [*argv, "--batch", "1024", "--fanouts", "15,10"])
+    assert out.exit_code == 0, out.output
+    head, second = out.stdout.splitlines()[:2]
+    r = gpucast.predict_gnn(
+        model="sage", gpu="A100-80GB", nodes=2_449_029, edges=123_718_280, feature_dim=100,
+        batch=1024, fanouts=(15, 10),
+    )  # fmt: skip
+    assert r.gpu_step_time_s is not None
+    assert head.endswith(f"{r.step_time_s * 1e3:.1f} ms per step, bound by sampling")
+    ratio = r.dense_step_time_s / r.gpu_step_time_s
+    assert second.startswith(f"  GPU step {r.gpu_step_time_s * 1e3:.2f} ms (sparse aggregation; ")
+    assert f"would take {r.dense_step_time_s * 1e3:.1f} ms on the GPU ({ratio:.3g}x))" in second
+    # full graph: the dense time is 100+ s; in ms, thousands separated, never 1.1e+05
+    full = CliRunner().invoke(app, argv).stdout.splitlines()[0]
+    assert "e+0" not in full and " s " not in full and ",7" in full
 
 
 def test_cpu_sampling_bounds_the_mini_batch() -> None:

@@ -194,6 +194,26 @@ def test_predict_coldstart_on_this_cpu_from_given_rates() -> None:
     assert r.host_rates == RATES
 
 
+def test_without_a_gpu_the_default_storage_is_the_one_the_validation_measured() -> None:
+    # QA: the CPU default read at local-nvme's 7 GB/s (6x the measured load) beside a
+    # validation figure measured with --storage local
+    default = gpucast.predict_coldstart("mlp", host_rates=RATES)
+    assert default.prediction.bound_by == "local disk"
+    assert (
+        default.prediction
+        == gpucast.predict_coldstart("mlp", storage="local", host_rates=RATES).prediction
+    )
+    assert default.validation.validated
+    assert default.validation.regime == "cpu, fp32"  # a CPU prediction counts no GPUs
+    nvme = gpucast.predict_coldstart("mlp", storage="local-nvme", host_rates=RATES)
+    assert nvme.prediction.bound_by == "local-nvme" and not nvme.validation.validated
+    assert "validated for --storage local, this machine's disk, only" in nvme.validation.text()
+    unvalidated = nvme.validation.to_dict()
+    assert unvalidated["data"] is None and unvalidated["command"] is None  # null, not ""
+    # on a catalog GPU the default is still local-nvme
+    assert gpucast.predict_coldstart("resnet18", gpu="T4").prediction.bound_by == "local-nvme"
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gpucast
-from gpucast.domain.errors import InvalidInputError
+from gpucast.domain.errors import DataFormatError, InvalidInputError
 
 PLAN = {"workload": "mlp", "epochs": 1, "dataset_size": 2_000_000, "providers": ["aws"],
         "spot": False}  # fmt: skip
@@ -147,6 +147,21 @@ def test_fit_variability_bad_input(tmp_path: Path) -> None:
         gpucast.fit_variability(name="x", db=tmp_path / "s.db")
     with pytest.raises(InvalidInputError, match="reserved"):
         gpucast.fit_variability(name="none", factors=_fleet_csv(tmp_path), db=tmp_path / "s.db")
+
+
+def test_a_bad_factor_names_its_file_line_and_column(tmp_path: Path) -> None:
+    # QA: "row 3 is not" counted lines of the file as rows; the other CSV readers say
+    # "line N, column X" -- and a blank line moved every count after it
+    bad = tmp_path / "f.csv"
+    bad.write_text("gpu,step_time_s\na,0.1\n\nb,abc\nc,0.2\n")
+    with pytest.raises(DataFormatError) as info:
+        gpucast.fit_variability(name="x", factors=bad, db=tmp_path / "s.db")
+    assert str(info.value).startswith(
+        f"{bad}, line 4, column 'step_time_s': must be a number > 0, got 'abc'"
+    )
+    bad.write_text("gpu,factor\na,1.0\nb,\nc,1.1\n")
+    with pytest.raises(DataFormatError, match=r"line 3, column 'factor': .* got an empty cell"):
+        gpucast.fit_variability(name="x", factors=bad, db=tmp_path / "s.db")
 
 
 def test_a_plan_names_its_collective_constants_and_the_overlap_prior() -> None:

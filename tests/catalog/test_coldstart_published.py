@@ -125,3 +125,24 @@ def test_an_ebs_read_says_what_one_reader_got_in_the_published_check() -> None:
     nvme = gpucast.predict_coldstart(workload="llama-3-8b", gpu="A10G", storage="local-nvme")
     assert "loader" not in nvme.assumptions
     assert single_reader_note({"local-nvme": 7.0}, 1e9) is None
+
+
+def test_the_loader_note_never_quotes_one_reader_faster_than_the_volume() -> None:
+    """QA: on ebs-gp3 (0.131 GB/s, 0.78 s) the note said one reader got 0.32-0.37 GB/s and
+    'would take 0.3-0.3 s': faster than the rate used, and a range with equal ends."""
+    from gpucast.inputs.serverless import single_reader_note
+
+    base = gpucast.predict_coldstart("resnet50", gpu="H100", storage="ebs-gp3")
+    note = base.assumptions["loader"]
+    assert base.prediction.load_gbs == pytest.approx(0.131)
+    assert "(0.131 GB/s)" in note and "one reader is bound by the volume too" in note
+    assert "would take" not in note
+    quick = single_reader_note({"ebs-io2": 4.194}, 102_441_032)
+    assert quick is not None and quick.endswith("which here would take 0.28-0.32 s")
+    # a volume between the single-reader rates caps the fast end at its own rate: 1 GB at
+    # 0.35 GB/s is 2.9 s, not the 2.7 s of the fastest reader's 0.37 GB/s
+    middle = single_reader_note({"ebs-x": 0.35}, 1e9)
+    assert middle is not None and middle.endswith("which here would take 2.9-3.2 s")
+    # the phase notes in coldstart.csv open with their unit; the assumption gives it once
+    assert base.assumptions["container-start"].startswith("1 s (starting a container")
+    assert not any("(s: " in text for text in base.assumptions.values())

@@ -148,3 +148,32 @@ def test_mig_invalid_layout_is_one_line_exit_2() -> None:
     line = result.stderr.strip()
     assert "\n" not in line and "rule placement" in line
     assert runner.invoke(app, ["catalog", "mig", "--gpu", "V100"]).exit_code == 2
+
+
+def test_catalog_gpus_and_catalog_mig_agree_on_which_gpus_have_mig_layouts() -> None:
+    # QA: A30 shown without MIG; B200 listed with 6 profiles that `catalog mig` refused
+    table = runner.invoke(app, ["catalog", "gpus"], terminal_width=250).stdout
+    rows = {line.split("│")[1].strip(): line for line in table.splitlines() if "│" in line}
+    assert rows["B200"].split("│")[13].strip() == "no placements"
+    assert rows["A30"].split("│")[13].strip() == "3"
+    b200 = runner.invoke(app, ["catalog", "mig", "--gpu", "B200"])
+    assert b200.exit_code == 2 and "no published MIG placements for B200" in b200.stderr
+    a30 = runner.invoke(app, ["catalog", "mig", "--gpu", "A30", "--json"])
+    assert a30.exit_code == 0, a30.output
+    data = json.loads(a30.stdout)
+    assert (data["compute_slices"], data["memory_slices"], data["count"]) == (4, 4, 5)
+    assert "1/4" in runner.invoke(app, ["catalog", "mig", "--gpu", "A30"]).stdout
+
+
+def test_a_gpu_without_node_shapes_says_so_instead_of_an_empty_table() -> None:
+    # QA: `catalog systems --gpu K80` printed an empty table titled "0 node shapes"
+    result = runner.invoke(app, ["catalog", "systems", "--gpu", "K80"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "" and "node shapes" not in result.output.split("warning")[0]
+    said = " ".join(result.stderr.split())
+    assert said.startswith("warning: no node shape in catalog/data/systems.csv has a K80;")
+    assert "H100-SXM" in said and "gpucast catalog offers --gpu K80" in said
+    data = json.loads(runner.invoke(app, ["catalog", "systems", "--gpu", "K80", "--json"]).stdout)
+    assert data["count"] == 0 and len(data["warnings"]) == 1
+    h100 = json.loads(runner.invoke(app, ["catalog", "systems", "--gpu", "H100", "--json"]).stdout)
+    assert h100["count"] > 0 and h100["warnings"] == []

@@ -165,7 +165,7 @@ def test_report_needs_one_source(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{}", encoding="utf-8")
     code, out = invoke("report", "--plan", str(bad), "--out", str(tmp_path / "x.html"))
-    assert code == 2 and "schema_version" in out
+    assert code == 2 and "not a saved plan (no 'request' or 'candidates' key)" in out
 
 
 def test_report_from_the_store(tmp_path: Path) -> None:
@@ -203,6 +203,14 @@ def test_report_from_the_store(tmp_path: Path) -> None:
     assert code == 0, out
     html = out_html.read_text(encoding="utf-8")
     assert 'id="runs-plot"' in html and "mlp&lt;b&gt;" in html and "mlp<b>" not in html
+    assert "warning" not in out
+    # QA: a report of no run was written without a word
+    code, out = invoke("--db", str(db), "report", "--runs", "--workload", "nope", "--out",
+                       str(out_html))  # fmt: skip
+    assert code == 0, out
+    assert f"warning: the report is empty: {db} holds no run of workload 'nope'; it holds 1" in (
+        " ".join(out.split())
+    )
 
 
 def test_readme_main_job_on_defaults() -> None:

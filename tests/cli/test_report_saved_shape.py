@@ -92,3 +92,32 @@ def test_a_language_model_serving_plan_lists_why_configurations_were_dropped(
     code, lines, _ = _report(tmp_path, data)
     assert code == 0, lines
     assert f"<li>{why}</li>" in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        # QA: a fitted speed model was refused as "plan schema_version 1 is not 2; re-run plan
+        # train --save": the file is not an old plan, it is no plan at all
+        (
+            {"kind": "speed", "schema_version": 1, "state": {}},
+            "not a saved plan (its kind is 'speed')",
+        ),
+        ({"schema_version": 2, "runs": []}, "not a saved plan (no 'request' or 'candidates' key)"),
+    ],
+)
+def test_a_json_that_is_not_a_plan_says_so(tmp_path: Path, data: dict[str, Any], said: str) -> None:
+    code, lines, saved = _report(tmp_path, data)
+    assert code == 2 and len(lines) == 1, lines
+    assert (
+        lines[0] == f"error: {saved}: {said}; pass a file written by gpucast plan train "
+        "--save, plan llm-train --save or plan serve --save"
+    )
+    assert "schema_version" not in lines[0]
+
+
+def test_an_old_plan_still_names_its_schema_version(
+    tmp_path: Path, train_plan: dict[str, Any]
+) -> None:
+    code, lines, _ = _report(tmp_path, {**train_plan, "schema_version": 1})
+    assert code == 2 and "plan schema_version 1 is not 2" in lines[0]

@@ -59,6 +59,7 @@ def test_predict_coldstart_of_a_model_one_gpu_cannot_hold_is_one_line() -> None:
     ok = runner.invoke(app, ["predict", "coldstart", "llama-3-70b", "--gpu", "L4", "--gpus", "8"])
     assert ok.exit_code == 0, ok.output
     assert "on 8 x L4" in ok.stdout and "fp16 peak" in ok.stdout and "fp32 peak" not in ok.stdout
+    assert "(141.1 GB at " in ok.stdout  # not "141,106.9 MB"
 
 
 def test_a_trace_without_invocations_says_so(tmp_path: Path) -> None:

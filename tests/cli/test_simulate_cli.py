@@ -343,3 +343,25 @@ def test_a_missing_region_suggests_one_of_the_providers(provider: str | None, gp
     catalog = load_catalog()
     sold = catalog.find_offers(provider=provider, region=region)
     assert sold and any(o.gpu == gpu for o in sold)
+
+
+def test_the_text_names_the_job_and_an_allreduce_has_no_ps_nic() -> None:
+    # QA: no line said what was simulated; "mean never h"; with --strategy ddp (an alias of
+    # allreduce, which has no parameter server) the speed line named a PS NIC
+    args = [
+        *("simulate", "train", "--gpu", "V100", "--workers", "1", "--ps", "0", "--spot"),
+        *("--provider", "aws", "--region", "us-east-1", "--workload", "cifar-resnet32"),
+        *("--steps", "6400000", "--runs", "50", "--strategy", "ddp"),
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == (
+        "simulate train: cifar-resnet32 on 1 x V100 in us-east-1 (spot), allreduce, 6,400,000 steps"
+    )
+    central = next(line for line in lines if "at the central step time" in line)
+    assert "mean never (runs that do not finish)" in central and "never h" not in central
+    speed = next(line for line in lines if line.startswith("speed: "))
+    assert "PS NIC" not in speed and "worker NIC" in speed and "p3.2xlarge" in speed
+    bad = runner.invoke(app, [*args[:-1], "gossip"])
+    assert bad.exit_code == 2 and "(ps = ps-async, ddp = allreduce)" in bad.stderr

@@ -43,3 +43,21 @@ def test_every_input_file_option_is_documented() -> None:
     assert not missing, missing
     for heading in ("campaign run", "import-skypilot", "fit lifetimes", "--config", "trace:"):
         assert heading in text
+
+
+def test_the_sweep_settings_row_lists_every_key_with_its_default() -> None:
+    # QA: the row sent users to `campaign run --help`, which lists no settings
+    from gpucast.domain.campaign import MeasureSettings
+
+    row = next(
+        line
+        for line in DOC.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `settings`")
+    )
+    assert "--help" not in row
+    for key, value in MeasureSettings().to_dict().items():
+        if value is None:
+            assert f"`{key}`: 1 per process on a CUDA device, 0 on the CPU" in row
+        else:
+            shown = value if isinstance(value, str) else format(value, "g")
+            assert f"`{key}: {shown}`" in row, key

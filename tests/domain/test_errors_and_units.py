@@ -20,6 +20,7 @@ from gpucast.domain.units import (
     format_ms_against,
     format_pct_against,
     format_ratio,
+    format_span,
     parse_duration_s,
 )
 from gpucast.domain.workload import WorkloadSpec
@@ -176,3 +177,17 @@ def test_format_ms_against_never_puts_a_value_on_the_wrong_side(value: float, li
     shown = float(format_ms_against(value, limit).replace(",", ""))
     if value * 1e3 > limit * 1e3 and value * 1e3 - limit * 1e3 > 1e-6:
         assert shown > limit * 1e3
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "text"),
+    [
+        (0.277, 0.32, "0.28-0.32 s"),  # was "0.3-0.3 s"
+        (44.2, 51.0, "44-51 s"),
+        (0.2771, 0.2774, "0.2771-0.2774 s"),  # more digits until the ends differ
+        (1.5, 1.5, "1.5 s"),  # one value for equal ends
+        (1234.0, 2345.0, "1,234-2,345 s"),
+    ],
+)
+def test_format_span_never_prints_equal_ends(low: float, high: float, text: str) -> None:
+    assert format_span(low, high, "s") == text

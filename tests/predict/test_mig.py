@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpucast.catalog import load_catalog
+from gpucast.domain.catalog import MigProfile
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.inputs.serving import mig_price_usd_per_hour
 from gpucast.predict.mig import (
@@ -14,6 +15,7 @@ from gpucast.predict.mig import (
     enumerate_layouts,
     layout_prices_usd_per_hour,
     mig_share,
+    placeable_profiles,
     slice_throughput_ratio,
 )
 
@@ -118,6 +120,44 @@ def test_non_mig_and_unpublished_gpus_say_so() -> None:
         check_layout(catalog.gpu("B200"), "1g.23gb")
 
 
+def test_the_refusal_names_the_catalogs_mig_gpus() -> None:
+    # QA: "A30 does not support MIG; pick an A100, H100 or H200" -- a literal list, wrong
+    # for the A30 and silent on any GPU the data adds
+    catalog = load_catalog()
+    names = catalog.mig_gpu_names()
+    assert "A30" in names and "A100-40GB" in names and "B200" not in names and "T4" not in names
+    with pytest.raises(InvalidSpecError) as caught:
+        placeable_profiles(catalog.gpu("T4"), names)
+    assert f"pick one of {', '.join(names)}" in str(caught.value)
+
+
+def test_a30_has_four_compute_and_four_memory_slices() -> None:
+    # NVIDIA MIG user guide, A30-24GB: 1g.6gb x4, 2g.12gb x2, 4g.24gb; 1/4, 2/4, 4/4 of each
+    a30 = load_catalog().gpu("A30")
+    assert a30.mig_slices == (4, 4)
+    assert load_catalog().gpu("A100-40GB").mig_slices == (7, 8)
+    labels = {lay.label for lay in enumerate_layouts(a30)}
+    assert labels == {
+        "4g.24gb@0",
+        "2g.12gb@0 + 2g.12gb@2",
+        "2g.12gb@0 + 1g.6gb@2 + 1g.6gb@3",
+        "1g.6gb@0 + 1g.6gb@1 + 2g.12gb@2",
+        "1g.6gb@0 + 1g.6gb@1 + 1g.6gb@2 + 1g.6gb@3",
+    }
+    small = next(p for p in a30.mig_profiles if p.name == "1g.6gb")
+    share = mig_share(a30, small)
+    assert (share.compute_share, share.bandwidth_share) == (0.25, 0.25)
+    assert "1 of 4 compute slices" in share.source
+    # a layout splits the price by the A30's own slices: 2g + 1g + 1g is 1/2, 1/4, 1/4
+    placed = check_layout(a30, "2g.12gb,1g.6gb,1g.6gb")
+    prices = layout_prices_usd_per_hour(
+        4.0, [i.profile for i in placed.instances], slices=a30.mig_slices
+    )
+    assert prices == pytest.approx((2.0, 1.0, 1.0))
+    with pytest.raises(InvalidSpecError, match="needs 5 of A30's 4 compute slices"):
+        check_layout(a30, "4g.24gb,1g.6gb")
+
+
 def test_shares_come_from_sms_and_memory_slices() -> None:
     catalog = load_catalog()
     a100 = catalog.gpu("A100-40GB")
@@ -126,12 +166,15 @@ def test_shares_come_from_sms_and_memory_slices() -> None:
     assert small.bandwidth_share == pytest.approx(1 / 8)
     whole = next(p for p in a100.mig_profiles if p.name == "7g.40gb")
     assert mig_share(a100, whole).compute_share == pytest.approx(98 / 108)
-    # no SM count or memory slices published: compute slices / 7, memory / GPU memory
+    # no SM count published: compute slices / 7; memory slices as NVIDIA's B200 table gives
     b200 = catalog.gpu("B200")
     share = mig_share(b200, b200.mig_profiles[0])
     assert share.compute_share == pytest.approx(1 / 7)
-    assert share.bandwidth_share == pytest.approx(23 / 180)
+    assert share.bandwidth_share == pytest.approx(1 / 8)
     assert "SM count unknown" in share.source
+    # nor memory slices: memory / GPU memory
+    bare = MigProfile(name="1g.23gb", compute_slices=1, memory_gib=23, max_instances=7)
+    assert mig_share(b200, bare).bandwidth_share == pytest.approx(23 / 180)
 
 
 @given(st.floats(0.0, 1.0))

@@ -67,19 +67,20 @@ def test_lifetimes_parse_iso_unix_reasons_bom_and_crlf(tmp_path: Path) -> None:
     assert parsed.events == 2
 
 
-def test_lifetimes_must_not_go_back_in_time_unless_allowed() -> None:
+def test_lifetimes_in_any_order_come_back_sorted_by_start() -> None:
     text = (
         "start,end\n"
         "2023-01-01T10:00:00Z,2023-01-01T11:00:00Z\n"
         "2023-01-01T09:00:00Z,2023-01-01T09:30:00Z\n"
+        "2023-01-01T09:00:00Z,2023-01-01T09:10:00Z\n"
     )
-    with pytest.raises(
-        DataFormatError, match=r"line 3, column 'start'.*back 3600 s.*sort the rows"
-    ):
-        parse_instance_lifetimes(text, "x.csv")
-    parsed = parse_instance_lifetimes(text, "x.csv", allow_unsorted=True)
-    assert [r.observed for r in parsed.records] == [True, True]  # no reason column: revoked
-    assert not parsed.has_reason
+    parsed = parse_instance_lifetimes(text, "x.csv")
+    assert [r.line for r in parsed.records] == [3, 4, 2]  # stable: equal starts keep file order
+    assert [r.observed for r in parsed.records] == [True, True, True]  # no reason: revoked
+    assert not parsed.has_reason and parsed.out_of_order == 1
+    assert "x.csv: 1 row(s) start before the row above" in (parsed.order_note() or "")
+    in_order = parse_instance_lifetimes("start,end\n1,2\n1,3\n5,9\n", "y.csv")
+    assert in_order.out_of_order == 0 and in_order.order_note() is None
 
 
 @pytest.mark.parametrize(

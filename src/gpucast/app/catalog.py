@@ -72,9 +72,15 @@ class CatalogSystemsRequest:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SystemsResult:
     systems: tuple[NodeShape, ...]
+    #: why the list is empty (no shape of the --gpu asked for)
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"count": len(self.systems), "systems": [_row(s) for s in self.systems]}
+        return {
+            "count": len(self.systems),
+            "systems": [_row(s) for s in self.systems],
+            "warnings": list(self.warnings),
+        }
 
     def to_frame(self) -> pd.DataFrame:
         """One row per node shape (bandwidths as the shape states them)."""
@@ -94,10 +100,18 @@ def catalog_systems(
 
     request = resolve(CatalogSystemsRequest, request, options)
     shapes = load_systems()
+    warnings: tuple[str, ...] = ()
     if request.gpu is not None:
         name = load_catalog().gpu(request.gpu).name  # an unknown GPU names the close ones
+        having = sorted({s.gpu for s in shapes})
         shapes = tuple(s for s in shapes if s.gpu == name)
-    return SystemsResult(systems=shapes)
+        if not shapes:
+            warnings = (
+                f"no node shape in catalog/data/systems.csv has a {name}; shapes exist for "
+                f"{', '.join(having)} (a cloud instance of a {name} is priced from its offers: "
+                f"gpucast catalog offers --gpu {name})",
+            )
+    return SystemsResult(systems=shapes, warnings=warnings)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -312,10 +326,14 @@ class MigResult:
     gpu_price: str  # where the GPU price came from
     source_url: str
     validation: Validation  # of a slice's speed from its shares
+    #: the GPU's (compute, memory) slices: (7, 8), an A30's (4, 4)
+    slices: tuple[int, int] = (7, 8)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "gpu": self.gpu,
+            "compute_slices": self.slices[0],
+            "memory_slices": self.slices[1],
             "maximal": self.maximal,
             "profiles": [asdict(p) for p in self.profiles],
             "count": len(self.layouts),
@@ -357,7 +375,7 @@ def catalog_mig(request: CatalogMigRequest | None = None, /, **options: Any) -> 
     request = resolve(CatalogMigRequest, request, options)
     catalog = load_catalog()
     spec = catalog.gpu(request.gpu)
-    usable = placeable_profiles(spec)
+    usable = placeable_profiles(spec, catalog.mig_gpu_names())
     price = request.price
     where = f"--price {price:g} US$/h per GPU" if price is not None else "no price"
     if price is None:
@@ -385,13 +403,17 @@ def catalog_mig(request: CatalogMigRequest | None = None, /, **options: Any) -> 
                 bandwidth_share=share.bandwidth_share,
                 price_usd_per_hour=None
                 if price is None
-                else layout_prices_usd_per_hour(price, [p] * p.max_instances)[0],
+                else layout_prices_usd_per_hour(
+                    price, [p] * p.max_instances, slices=spec.mig_slices
+                )[0],
             )
         )
     checked = check_layout(spec, request.layout) if request.layout else None
     prices: tuple[float, ...] = ()
     if checked is not None and price is not None:
-        prices = layout_prices_usd_per_hour(price, [i.profile for i in checked.instances])
+        prices = layout_prices_usd_per_hour(
+            price, [i.profile for i in checked.instances], slices=spec.mig_slices
+        )
     layouts = enumerate_layouts(
         spec, profiles=request.profiles or None, maximal=not request.all_layouts
     )
@@ -405,4 +427,5 @@ def catalog_mig(request: CatalogMigRequest | None = None, /, **options: Any) -> 
         gpu_price=where,
         source_url=MIG_SOURCE,
         validation=validation_for("mig-slice", [spec.name], "*"),
+        slices=spec.mig_slices,
     )

@@ -36,8 +36,11 @@ if TYPE_CHECKING:
     from gpucast.domain.provenance import Validation
     from gpucast.domain.serverless import ColdStartMeasurement, ColdStartPrediction, HostRates
 
-#: the storage class meaning "this machine's disk, measured"
+#: the storage class meaning "this machine's disk, measured" (the default without --gpu: the
+#: CPU validation, ``benchmarks/coldstart_accuracy.py``, reads weights from it)
 LOCAL_STORAGE = "local"
+#: the default storage class on a catalog --gpu
+GPU_STORAGE = "local-nvme"
 #: ceiling of --network-gbps (Gbit/s): far above any instance network
 MAX_NETWORK_GBPS = 100_000.0
 
@@ -160,10 +163,11 @@ class PredictColdstartRequest:
         help="Catalog GPU the function runs on (default: this machine's CPU, rates measured here).",
         example="T4",
     )
-    storage: str = option(
-        "local-nvme",
+    storage: str | None = option(
+        None,
         help="Where the weights are read from: a storage class of catalog/data/coldstart.csv "
-        "(local-nvme, ebs-gp3, ebs-io2, s3, ...) or local (this machine's disk, measured).",
+        "(local-nvme, ebs-gp3, ebs-io2, s3, ...) or local (this machine's disk, measured; "
+        "what the CPU figure is validated on). Default: local without --gpu, local-nvme with.",
         example="s3",
     )
     network_gbps: float | None = option(
@@ -209,7 +213,7 @@ class PredictColdstartRequest:
             )
         _check_seconds("container-s", self.container_s)
         _check_seconds("cuda-context-s", self.cuda_context_s)
-        if not self.storage or not self.storage.strip():
+        if self.storage is not None and not self.storage.strip():
             raise InvalidSpecError("storage", "must not be empty", fix="e.g. --storage local-nvme")
 
 
@@ -245,13 +249,12 @@ def predict_coldstart(
     request = resolve(PredictColdstartRequest, request, options)
     from gpucast.catalog import load_catalog
     from gpucast.catalog.coldstart import load_coldstart_facts
-    from gpucast.catalog.validation import validation_for
     from gpucast.inputs.workload import check_workload_name, workload_profile
     from gpucast.predict.coldstart import predict_cold_start
 
     facts = load_coldstart_facts()
     gpu = load_catalog().gpu(request.gpu) if request.gpu is not None else None
-    storage = request.storage.strip().lower()
+    storage = (request.storage or (LOCAL_STORAGE if gpu is None else GPU_STORAGE)).strip().lower()
     if storage != LOCAL_STORAGE:
         facts.get("storage", storage)  # an unknown class fails before any work
     elif gpu is not None:
@@ -336,9 +339,27 @@ def predict_coldstart(
         workload=request.workload,
         device=device,
         prediction=prediction,
-        validation=validation_for("coldstart", [device], "fp32"),
+        validation=_validation(device, storage),
         host_rates=host_rates,
         assumptions=assumptions,
+    )
+
+
+def _validation(device: str, storage: str) -> Validation:
+    """The validated error of this cold start: the CPU check read its weights from this
+    machine's disk (``--storage local``), so a CPU prediction through a catalog storage class
+    is not covered by it and says so."""
+    from gpucast.catalog.validation import CPU, validation_for
+    from gpucast.domain.provenance import Validation
+
+    validation = validation_for("coldstart", [device], "fp32")
+    if device != CPU or storage == LOCAL_STORAGE or not validation.validated:
+        return validation
+    return Validation(
+        model="coldstart",
+        regime=f"{validation.regime}, --storage {storage} (the CPU check is validated for "
+        f"--storage {LOCAL_STORAGE}, this machine's disk, only)",
+        error=None,
     )
 
 

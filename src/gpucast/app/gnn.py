@@ -417,6 +417,9 @@ class PredictGnnResult:
     partition_method: str = ""
     usd_per_gpu_hour: float | None = None
     usd_per_epoch: float | None = None
+    #: gat/rgat mini-batches: the GPUs each step runs on (data parallel: ``step_time_s`` is
+    #: the step on each of them, all-reduce included)
+    data_parallel_gpus: int = 1
 
     def partitioned_dict(self) -> dict[str, Any] | None:
         if self.partitioned is None:
@@ -452,6 +455,7 @@ class PredictGnnResult:
             "sampling_s": self.sampling_s,
             "bound": self.bound,
             "partitioned": self.partitioned_dict(),
+            "data_parallel_gpus": self.data_parallel_gpus,
         }
 
 
@@ -1049,6 +1053,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
         eval_step_time_s=eval_s,
         validated=validated,
         warnings=tuple(warnings),
+        data_parallel_gpus=request.gpus,
         assumptions={
             "compute": _gat_compute_note(gpu),
             "launches": _launch_note(cost.kernels, KERNEL_OVERHEAD_S),

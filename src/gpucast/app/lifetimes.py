@@ -103,6 +103,8 @@ class FitLifetimesResult:
     saved_in: str | None
     #: what the fit cannot vouch for (too few revocations in the data)
     warnings: tuple[str, ...] = ()
+    #: what was done with the data on the way (rows sorted by start)
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -116,6 +118,7 @@ class FitLifetimesResult:
             "parameters": dict(self.parameters),
             "saved_in": self.saved_in,
             "warnings": list(self.warnings),
+            "notes": list(self.notes),
         }
 
 
@@ -155,8 +158,8 @@ def fit_lifetimes(
     if request.gpu is not None:
         load_catalog().gpu(request.gpu)  # an unknown GPU fails with close matches, up front
     fmt = _format_of(request)
-    fitted = _fit(request, fmt)
-    model, dist, gaps, params = fitted
+    notes: list[str] = []
+    model, dist, gaps, params = _fit(request, fmt, notes)
     scope = {"provider": request.provider, "gpu": request.gpu, "region": request.region}
     median_h = _median_h(dist)
     per_day = _per_node_day(dist)
@@ -184,6 +187,7 @@ def fit_lifetimes(
         parameters=params,
         saved_in=saved,
         warnings=_fit_warnings(params),
+        notes=tuple(notes),
     )
 
 
@@ -232,8 +236,11 @@ def _median_h(dist: Any) -> float | None:
     return None if below.size == 0 else float(t[below[0]]) / 3600.0
 
 
-def _fit(request: FitLifetimesRequest, fmt: str) -> tuple[Any, Any, Any, dict[str, Any]]:
-    """(estimator to store, the lifetime distribution, capacity gaps or None, parameters)."""
+def _fit(
+    request: FitLifetimesRequest, fmt: str, notes: list[str]
+) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """(estimator to store, the lifetime distribution, capacity gaps or None, parameters);
+    what was done with the data on the way is appended to ``notes``."""
     from gpucast.predict import bursty
 
     if fmt == "hazard":
@@ -264,7 +271,7 @@ def _fit(request: FitLifetimesRequest, fmt: str) -> tuple[Any, Any, Any, dict[st
         )
     if fmt == "node-counts":
         return _fit_node_counts(request, path)
-    return _fit_instance_lifetimes(request, path)
+    return _fit_instance_lifetimes(request, path, notes)
 
 
 def _fit_node_counts(
@@ -309,7 +316,7 @@ def _fit_node_counts(
 
 
 def _fit_instance_lifetimes(
-    request: FitLifetimesRequest, path: Path
+    request: FitLifetimesRequest, path: Path, notes: list[str]
 ) -> tuple[Any, Any, Any, dict[str, Any]]:
     import numpy as np
 
@@ -318,6 +325,9 @@ def _fit_instance_lifetimes(
 
     lifetimes = read_instance_lifetimes(path)
     records = lifetimes.records
+    order = lifetimes.order_note()
+    if order is not None:
+        notes.append(order)
     if request.model in ("mmpp", "constant"):
         raise InvalidSpecError(
             "model",

@@ -62,6 +62,17 @@ def _saved_json(path: Path) -> dict[str, Any]:
         ) from None
     if not isinstance(data, dict):
         raise DataFormatError(str(path), "not a saved plan (not a JSON object)")
+    kind = data.get("kind")
+    if kind is not None and kind not in (*SERVE_PLAN_KINDS, LLM_TRAIN_PLAN_KIND):
+        # e.g. a fitted model ({"kind": "speed", "schema_version": 1, ...}): not an old plan
+        raise DataFormatError(str(path), f"not a saved plan (its kind is {kind!r})", fix=_SAVED_FIX)
+    missing = [key for key in ("request", "candidates") if key not in data]
+    if kind is None and missing:  # a plan train plan has no kind; those two it always has
+        raise DataFormatError(
+            str(path),
+            f"not a saved plan (no {' or '.join(map(repr, missing))} key)",
+            fix=_SAVED_FIX,
+        )
     return data
 
 
@@ -202,9 +213,11 @@ class ReportRequest:
 class ReportResult:
     out: Path
     what: str
+    #: what the report lacks (a --runs report of no run)
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"out": str(self.out), "what": self.what}
+        return {"out": str(self.out), "what": self.what, "warnings": list(self.warnings)}
 
 
 def write_report(
@@ -249,8 +262,18 @@ def write_report(
             for r in rows
             if r["kind"] == "program"
         }
+        held = opened.count_runs() if not rows else len(rows)
+    warnings: tuple[str, ...] = ()
+    if not rows:
+        which = "" if request.workload is None else f" of workload {request.workload!r}"
+        fix = (
+            "measure first (gpucast measure train ...)"
+            if held == 0
+            else f"it holds {held:,} other run(s): see gpucast runs list"
+        )
+        warnings = (f"the report is empty: {store} holds no run{which}; {fix}",)
     title = f"gpucast measurements{'' if request.workload is None else ': ' + request.workload}"
     write_text_atomic(
         request.out, measurements_html(rows, title=title, source=str(store), programs=programs)
     )
-    return ReportResult(out=request.out, what=f"{len(rows)} runs from {store}")
+    return ReportResult(out=request.out, what=f"{len(rows)} runs from {store}", warnings=warnings)

@@ -770,7 +770,7 @@ def mig_mix_inputs(request: PlanServeRequest) -> MigMixInputs:
     catalog = load_catalog(offers_file(request.offers_file))
     gpu_name = request.gpus[0] if request.gpus else DEFAULT_MIX_GPU
     spec = catalog.gpu(gpu_name)
-    usable = placeable_profiles(spec)  # one clear error for a GPU without MIG placements
+    usable = placeable_profiles(spec, catalog.mig_gpu_names())  # one error without placements
     mix = [MixModel(name=n, rate_rps=r, slo_s=s) for n, r, s in request.mix_models]
     options, targets = inputs.build_server_options(
         gpus=[spec.name],
@@ -810,7 +810,7 @@ def mig_mix_inputs(request: PlanServeRequest) -> MigMixInputs:
             label=label or " + ".join(placed.names),
             slices=placed.names,
             prices_usd_per_hour=layout_prices_usd_per_hour(
-                price, [i.profile for i in placed.instances]
+                price, [i.profile for i in placed.instances], slices=spec.mig_slices
             ),
         )
 

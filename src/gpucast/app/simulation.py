@@ -356,8 +356,12 @@ class SimulateTrainRequest:
         if self.runs < 1:
             raise InvalidSpecError("runs", "must be >= 1", got=self.runs, fix="e.g. --runs 2000")
         if self.strategy not in STRATEGIES:
+            aliases = ", ".join(f"{a} = {s}" for a, s in ALIASES.items())
             raise InvalidSpecError(
-                "strategy", f"must be one of {', '.join(STRATEGIES)}", got=self.strategy
+                "strategy",
+                f"must be one of {', '.join(STRATEGIES)} ({aliases})",
+                got=self.strategy,
+                fix="e.g. --strategy allreduce",
             )
         sync_collective = self.strategy in ("allreduce", "fsdp")
         if sync_collective and self.ps:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from gpucast.app._request import resolve
-from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.options import option, split_list
 
 #: Job sizes the result reports the expected synchronous slowdown for.
@@ -223,7 +223,10 @@ def _from_csv(path: Path) -> tuple[list[float], str]:
 
     from gpucast.store.files import read_csv_input
 
-    frame = read_csv_input(path, "factors", fix="check the --factors path")
+    # blank lines kept as empty rows, then dropped: a row's index + 2 is its line in the file
+    frame = read_csv_input(
+        path, "factors", fix="check the --factors path", skip_blank_lines=False
+    ).dropna(how="all")
     column = next((c for c in ("step_time_s", "factor") if c in frame.columns), None)
     if column is None:
         raise InvalidSpecError(
@@ -235,10 +238,13 @@ def _from_csv(path: Path) -> tuple[list[float], str]:
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(values) | (values <= 0))
     if bad.size:
-        raise InvalidSpecError(
-            "factors",
-            f"{column} must be a number > 0 on every row (row {int(bad[0]) + 2} is not)",
-            got=str(path),
+        raw = frame[column].iloc[int(bad[0])]
+        raise DataFormatError(
+            str(path),
+            f"must be a number > 0, got {'an empty cell' if pd.isna(raw) else repr(str(raw))}",
+            line=int(frame.index[int(bad[0])]) + 2,
+            column=column,
+            fix="one row per GPU with its step time in seconds (or its factor)",
         )
     if values.size < 3:
         raise InvalidSpecError("factors", "needs at least 3 GPUs' rows", got=int(values.size))

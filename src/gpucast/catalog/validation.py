@@ -19,6 +19,8 @@ from gpucast.catalog._csv import read_rows
 from gpucast.domain.errors import DataFormatError
 from gpucast.domain.provenance import Validation
 
+#: the "GPU" of a prediction for this machine's CPU (``predict coldstart`` without ``--gpu``)
+CPU = "cpu"
 _COLUMNS = ("model", "gpus", "precisions", "min_workers", "max_workers", "error", "data", "command")
 
 
@@ -50,6 +52,8 @@ class _Row:
     def regime(self) -> str:
         gpus = "/".join(sorted(self.gpus)) or "any GPU"
         prec = "/".join(sorted(self.precisions)) or "any precision"
+        if self.gpus == {CPU}:
+            return f"{gpus}, {prec}"
         n = (
             f"{self.min_workers} GPU"
             if self.min_workers == self.max_workers == 1
@@ -97,7 +101,9 @@ def validation_for(model: str, gpus: Iterable[str], precision: str, workers: int
     rows = [r for r in _rows() if r.model == model]
     hits = [r for r in rows if r.covers(wanted, precision, workers)]
     n = f"{workers} GPU" + ("s" if workers != 1 else "")
-    regime = f"{'/'.join(sorted(wanted)) or 'any GPU'}, {precision}, {n}"
+    regime = f"{'/'.join(sorted(wanted)) or 'any GPU'}, {precision}"
+    if wanted != {CPU}:  # a CPU prediction counts no GPUs
+        regime += f", {n}"
     known = [r for r in hits if r.unvalidated]
     if known:
         return Validation(model=model, regime=f"{regime}: {known[0].note}", error=None)

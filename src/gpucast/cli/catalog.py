@@ -22,7 +22,8 @@ from gpucast.app.catalog import (
     OffersResult,
 )
 from gpucast.cli._command import request_command
-from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json
+from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, print_warnings
+from gpucast.domain.catalog import GpuSpec
 
 app = typer.Typer(no_args_is_help=True, help="GPU specs, MIG layouts and cloud offers with prices.")
 
@@ -63,10 +64,17 @@ def gpus_table(result: GpusResult) -> Table:
             str(g.pcie_generation),
             _fmt(g.tdp_w),
             str(g.sm_count),
-            str(len(g.mig_profiles)) if g.mig_profiles else "-",
+            _mig_cell(g),
             g.as_of.isoformat(),
         )
     return table
+
+
+def _mig_cell(gpu: GpuSpec) -> str:
+    """The MIG profiles ``catalog mig`` can lay out (the ones with published placements)."""
+    if gpu.placeable_mig_profiles:
+        return str(len(gpu.placeable_mig_profiles))
+    return "no placements" if gpu.mig_profiles else "-"
 
 
 def offers_table(result: OffersResult) -> Table:
@@ -144,9 +152,12 @@ def systems(
     from gpucast.app import catalog_systems
 
     result = catalog_systems(request)
+    print_warnings(result.warnings)
     if as_json:
         emit_json(result.to_dict())
         return
+    if not result.systems:
+        return  # the warning says why; no empty table
     table = Table(title=f"{len(result.systems)} node shapes (catalog/data/systems.csv)")
     names = ("name", "GPU", "GPUs", "inside a node", "GB/s per GPU", "network", "Gbit/s",
              "as of")  # fmt: skip
@@ -236,11 +247,12 @@ def mig_table(result: MigResult) -> Table:
     names = ("profile", "compute", "memory", "GiB", "SMs", "max", "starts", "SM %", "BW %",
              "US$/h")  # fmt: skip
     _columns(table, names, left=("profile", "starts"))
+    compute, memory = result.slices
     for p in result.profiles:
         table.add_row(
             p.name,
-            f"{p.compute_slices}/7",
-            "-" if p.memory_slices is None else f"{p.memory_slices}/8",
+            f"{p.compute_slices}/{compute}",
+            "-" if p.memory_slices is None else f"{p.memory_slices}/{memory}",
             _fmt(p.memory_gib),
             "-" if p.sm_count is None else str(p.sm_count),
             str(p.max_instances),
@@ -277,7 +289,8 @@ def mig(
         ):
             console.print(f"  {inst.label}: {price:.4f} US$/h", highlight=False)
     console.print(
-        f"slice price: the GPU's ({result.gpu_price}) split by max(compute/7, memory/8) "
+        f"slice price: the GPU's ({result.gpu_price}) split by max(compute/{result.slices[0]}, "
+        f"memory/{result.slices[1]}) "
         f"over the layout's instances; source {result.source_url}",
         highlight=False,
     )

@@ -122,6 +122,8 @@ def lifetimes(
     if json_out:
         emit_json(result.to_dict())
         return
+    for note in result.notes:
+        console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
     per_day = result.revocations_per_node_day
     median = result.median_lifetime_h
     gap = result.capacity_gap_median_h

@@ -10,12 +10,12 @@ from __future__ import annotations
 import typer
 
 from gpucast.app.embeddings import PredictEmbeddingCacheRequest
-from gpucast.app.gnn import PredictGnnRequest
+from gpucast.app.gnn import PredictGnnRequest, PredictGnnResult
 from gpucast.app.infer import PredictInferRequest
 from gpucast.app.llm import PredictLlmTrainRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, print_warnings
-from gpucast.domain.units import format_ratio
+from gpucast.domain.units import format_ratio, format_sig
 
 
 @request_command(PredictLlmTrainRequest)
@@ -130,6 +130,52 @@ def infer_command(
         console.print(f"  hint: {result.hint}", highlight=False, markup=False)
 
 
+def _ms(seconds: float) -> str:
+    """Seconds as milliseconds, three significant digits, never in scientific notation."""
+    return format_sig(seconds * 1e3, max_decimals=3)
+
+
+def gnn_lines(result: PredictGnnResult) -> list[str]:
+    """The headline of ``predict gnn`` (in ms): the figure asked for first -- the epoch over
+    ``--gpus N`` GPUs, else the step -- then the dense-adjacency pricing beside the GPU step
+    it is a ratio of (a mini-batch step bound by CPU sampling is not that step); and the
+    partitioned epoch's terms or the GPU/sampling split."""
+    what = f"{result.model} on {result.gpu}, {result.nodes:,} nodes, {result.edges:,} edges"
+    gpu_step = result.gpu_step_time_s or result.step_time_s
+    ratio = format_ratio(result.dense_step_time_s / gpu_step)
+    dense = f"a dense adjacency would take {_ms(result.dense_step_time_s)} ms on the GPU ({ratio})"
+    e = result.partitioned
+    if e is not None:
+        i = e.slowest
+        cost = (
+            "no price (give --price)"
+            if result.usd_per_epoch is None or result.usd_per_gpu_hour is None
+            else f"${result.usd_per_epoch:.4g} per epoch ({e.gpus} x "
+            f"${result.usd_per_gpu_hour:.2f} per GPU-hour)"
+        )
+        return [
+            f"{what}: {_ms(e.epoch_s)} ms per epoch on {e.gpus} GPUs "
+            f"({result.partition_method} partition); on one GPU {_ms(result.step_time_s)} ms "
+            f"(sparse aggregation), {dense}",
+            f"  epoch on {e.gpus} GPUs: compute {_ms(e.compute_s[i])} + halo exchange "
+            f"{_ms(e.exchange_s[i])} + all-reduce {_ms(e.allreduce_s)} ms (part {i}, the "
+            f"slowest); halo {e.halo_share:.0%} of the epoch; {cost}",
+        ]
+    if result.sampling_s is None or result.gpu_step_time_s is None:
+        n = result.data_parallel_gpus
+        how = (
+            "(sparse aggregation)"
+            if n == 1
+            else f"on each of {n} GPUs (data parallel, sparse aggregation, all-reduce included)"
+        )
+        return [f"{what}: {_ms(result.step_time_s)} ms per step {how}; {dense}"]
+    return [
+        f"{what}: {_ms(result.step_time_s)} ms per step, bound by {result.bound}",
+        f"  GPU step {_ms(result.gpu_step_time_s)} ms (sparse aggregation; {dense}), CPU "
+        f"sampling {_ms(result.sampling_s)} ms a batch",
+    ]
+
+
 @request_command(PredictGnnRequest)
 def gnn_command(
     request: PredictGnnRequest,
@@ -145,44 +191,12 @@ def gnn_command(
     if json_out:
         emit_json(result.to_dict())
         return
-    gpu_step = result.gpu_step_time_s or result.step_time_s
-    console.print(
-        f"{result.model} on {result.gpu}, {result.nodes:,} nodes, {result.edges:,} edges: "
-        f"{result.step_time_s * 1e3:.3g} ms per step (sparse aggregation); a dense adjacency "
-        f"would take {result.dense_step_time_s:.3g} s on the GPU "
-        f"({format_ratio(result.dense_step_time_s / gpu_step)})",
-        highlight=False,
-        markup=False,
-    )
-    if result.sampling_s is not None and result.gpu_step_time_s is not None:
-        console.print(
-            f"  GPU step {result.gpu_step_time_s * 1e3:.3g} ms, CPU sampling "
-            f"{result.sampling_s * 1e3:.3g} ms a batch: bound by {result.bound}",
-            highlight=False,
-            markup=False,
-        )
-    if result.partitioned is not None:
-        e = result.partitioned
-        cost = (
-            "no price (give --price)"
-            if result.usd_per_epoch is None or result.usd_per_gpu_hour is None
-            else f"${result.usd_per_epoch:.4g} per epoch ({e.gpus} x "
-            f"${result.usd_per_gpu_hour:.2f} per GPU-hour)"
-        )
-        i = e.slowest
-        console.print(
-            f"  partitioned over {e.gpus} GPU{'s' if e.gpus > 1 else ''} "
-            f"({result.partition_method} partition): epoch "
-            f"{e.epoch_s:.3g} s = compute {e.compute_s[i]:.3g} + halo exchange "
-            f"{e.exchange_s[i]:.3g} + all-reduce {e.allreduce_s:.2g} s (part {i}, the "
-            f"slowest); halo {e.halo_share:.0%} of the epoch; {cost}",
-            highlight=False,
-            markup=False,
-        )
+    for line in gnn_lines(result):
+        console.print(line, highlight=False, markup=False)
     if result.nodes_per_hop:
         hops = ", ".join(f"{n:,.0f}" for n in result.nodes_per_hop)
         console.print(
-            f"  sampled nodes per hop: {hops}; feature fetch {result.feature_fetch_s * 1e3:.3g} ms",
+            f"  sampled nodes per hop: {hops}; feature fetch {_ms(result.feature_fetch_s)} ms",
             highlight=False,
             markup=False,
         )
@@ -194,12 +208,12 @@ def gnn_command(
             markup=False,
         )
     if result.phases_s:
-        phases = ", ".join(f"{k.removesuffix('_s')} {v * 1e3:.3g} ms" for k, v in
+        phases = ", ".join(f"{k.removesuffix('_s')} {_ms(v)} ms" for k, v in
                            result.phases_s.items())  # fmt: skip
         console.print(f"  per GPU: {phases}", highlight=False, markup=False)
     if result.eval_step_time_s is not None:
         console.print(
-            f"  evaluation step (forward only): {result.eval_step_time_s * 1e3:.3g} ms",
+            f"  evaluation step (forward only): {_ms(result.eval_step_time_s)} ms",
             highlight=False,
             markup=False,
         )

@@ -6,7 +6,7 @@ import typer
 
 from gpucast.app.reports import ReportRequest
 from gpucast.cli._command import request_command
-from gpucast.cli._common import JSON_OPTION_HELP, emit_result, state
+from gpucast.cli._common import JSON_OPTION_HELP, emit_result, print_warnings, state
 
 
 @request_command(ReportRequest)
@@ -19,4 +19,5 @@ def command(
     from gpucast.app import write_report
 
     result = write_report(request, db=state(ctx).db_path)
+    print_warnings(result.warnings)
     emit_result(result.to_dict(), f"report -> {result.out}", as_json=json_out)

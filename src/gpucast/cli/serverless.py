@@ -204,8 +204,10 @@ def predict_command(
     _say(f"cold start of {d['workload']} on {d['device']}: {d['total_s']:.3f} s")
     _say(f"  container         {d['container_s']:.3f} s")
     _say(f"  CUDA context      {d['cuda_context_s']:.3f} s")
+    size = d["weight_bytes"]
+    size_text = f"{size / 1e9:,.1f} GB" if size >= 1e9 else f"{size / 1e6:,.1f} MB"
     _say(
-        f"  weights           {d['weight_load_s']:.3f} s ({d['weight_bytes'] / 1e6:,.1f} MB at "
+        f"  weights           {d['weight_load_s']:.3f} s ({size_text} at "
         f"{d['load_gbs']:.3g} GB/s, bound by {d['bound_by']})"
     )
     _say(f"  first inference   {d['first_inference_s'] * 1e3:.2f} ms")

@@ -22,10 +22,32 @@ if TYPE_CHECKING:  # numpy: loaded when a simulation runs
 app = typer.Typer(no_args_is_help=True, help="Simulate training on transient clusters.")
 
 
-def print_simulation(result: SimulationResult) -> None:
+def simulation_header(result: SimulationResult, request: SimulateTrainRequest) -> str:
+    """What was simulated, in one line: the workload, the servers (count x GPU, region,
+    market), the parameter servers, the strategy and the steps."""
+    scenario = result.scenario
+    groups = " + ".join(
+        f"{g.count} x {'' if g.gpus == 1 else f'{g.gpus} '}{g.gpu} in {g.region} "
+        f"({'spot' if g.spot else 'on demand'})"
+        for g in scenario.workers
+    )
+    ps = (
+        f", {scenario.ps_count} parameter server{'s' if scenario.ps_count > 1 else ''}"
+        if scenario.ps_count
+        else ""
+    )
+    return (
+        f"simulate train: {request.workload} on {groups}{ps}, {request.strategy}, "
+        f"{scenario.steps:,} steps"
+    )
+
+
+def print_simulation(result: SimulationResult, request: SimulateTrainRequest) -> None:
     from rich.markup import escape
 
     from gpucast.domain.simulation import Summary
+
+    console.print(simulation_header(result, request), highlight=False, markup=False)
 
     def cell(value: float, fmt: str) -> str:
         # a run that never finishes has no duration or final cost: say so, never "inf"
@@ -50,9 +72,12 @@ def print_simulation(result: SimulationResult) -> None:
         console.print(row("revocations", Summary.of(stats.revocations.astype(float)), ".2f"))
         if stats.stratified:
             hours, usd = stats.central(stats.duration_s) / 3600.0, stats.central(stats.cost_usd)
+            time = f"{hours:.2f} h" if math.isfinite(hours) else "never (runs that do not finish)"
+            cost = f"US$ {usd:.2f}" if math.isfinite(usd) else "no final cost"
+            outcome = f"mean {time}, {cost}"
             console.print(
-                f"  at the central step time (what plan train shows): mean {cell(hours, '.2f')} "
-                f"h, US$ {cell(usd, '.2f')}; the rows above spread over the step time's interval"
+                f"  at the central step time (what plan train shows): {outcome}; the rows above "
+                "spread over the step time's interval"
             )
         if stats.p_miss_deadline is not None:
             console.print(f"  P(miss deadline) {stats.p_miss_deadline:.1%}")
@@ -96,4 +121,4 @@ def train(
     if json_out:
         emit_json(result.to_dict())
     else:
-        print_simulation(result)
+        print_simulation(result, request)

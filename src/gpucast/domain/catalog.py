@@ -35,10 +35,11 @@ class MigProfile:
     """A Multi-Instance GPU profile such as ``1g.10gb``."""
 
     name: str
-    compute_slices: int  # of the GPU's 7 compute slices
+    compute_slices: int  # of the GPU's compute slices (7; 4 on an A30)
     memory_gib: float
     max_instances: int
-    #: of the GPU's 8 memory slices (also the width of a placement); None: not published
+    #: of the GPU's memory slices (8; 4 on an A30), also the width of a placement; None: not
+    #: published
     memory_slices: int | None = None
     #: streaming multiprocessors of one instance (``nvidia-smi mig -lgip``); None: unknown
     sm_count: int | None = None
@@ -189,6 +190,21 @@ class GpuSpec:
             raise InvalidSpecError(
                 f"{owner}.idle_power_w", f"must be below the power limits ({ceiling:g} W)", got=idle
             )
+
+    @property
+    def placeable_mig_profiles(self) -> tuple[MigProfile, ...]:
+        """The MIG profiles whose start offsets and memory slices are published (the ones a
+        layout can be built from)."""
+        return tuple(p for p in self.mig_profiles if p.placements and p.memory_slices)
+
+    @property
+    def mig_slices(self) -> tuple[int, int]:
+        """(compute slices, memory slices) of the whole GPU in MIG mode: those of its largest
+        profile (7 and 8 on an A100, H100, H200 or B200; 4 and 4 on an A30); (7, 8) where its
+        profiles do not say."""
+        compute = max((p.compute_slices for p in self.mig_profiles), default=7)
+        memory = max((p.memory_slices or 0 for p in self.mig_profiles), default=0)
+        return compute, memory or 8
 
     def peak_tflops(self, precision: str) -> float:
         """Peak dense TFLOP/s (TOPS for ``int8``) for a precision (``fp32``, ``tf32``,
@@ -365,6 +381,11 @@ class Catalog:
 
     def gpu_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.gpus)
+
+    def mig_gpu_names(self) -> tuple[str, ...]:
+        """The GPUs whose MIG placements the catalog publishes (the ones ``catalog mig`` and
+        MIG layouts take)."""
+        return tuple(s.name for s in self.gpus if s.placeable_mig_profiles)
 
     # -- offers -----------------------------------------------------------------------------
     def providers(self) -> tuple[str, ...]:

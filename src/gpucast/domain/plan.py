@@ -69,6 +69,15 @@ from gpucast.domain.workload import (
 #: Data-parallel strategies the planner searches: ring all-reduce DDP, fully sharded data
 #: parallel, asynchronous parameter server with CPU shards.
 STRATEGIES: tuple[str, ...] = ("ddp", "fsdp", "ps")
+#: Other names of the planner's strategies: ``simulate train`` calls DDP ``allreduce``.
+STRATEGY_ALIASES: dict[str, str] = {"allreduce": "ddp"}
+
+
+def strategy_list(value: Any) -> tuple[str, ...]:
+    """``--strategy`` of ``plan train``: lower-cased names, an alias as the strategy it names."""
+    return tuple(STRATEGY_ALIASES.get(s, s) for s in lower_list(value))
+
+
 OBJECTIVES: tuple[str, ...] = ("cheapest", "fastest", "energy", "carbon", "goodput")
 MARKETS: tuple[str, ...] = ("on-demand", "spot")
 PLAN_SCHEMA_VERSION = 2
@@ -224,7 +233,11 @@ class TrainRequest:
     lr_rule: str | None = lr_rule_option()
     optimizer: str | None = optimizer_option()
     strategies: tuple[str, ...] = option(
-        STRATEGIES, flag="strategy", parse=lower_list, help="ddp, fsdp, ps.", example="ddp"
+        STRATEGIES,
+        flag="strategy",
+        parse=strategy_list,
+        help="ddp (= allreduce), fsdp, ps.",
+        example="ddp",
     )
     max_ps_shards: int = option(4, help="PS shards tried.", example="4")
     mc_runs: int = option(1000, flag="runs", help="Monte Carlo runs per spot plan.", example="1000")
@@ -348,7 +361,10 @@ class TrainRequest:
         bad = [s for s in self.strategies if s not in STRATEGIES]
         if bad:
             raise InvalidSpecError(
-                "strategy", f"must be one of {', '.join(STRATEGIES)}", got=bad[0]
+                "strategy",
+                f"must be one of {', '.join(STRATEGIES)} (allreduce = ddp)",
+                got=bad[0],
+                fix="e.g. --strategy ddp,fsdp",
             )
         _positive_int("max_ps_shards", self.max_ps_shards)
         if isinstance(self.mc_runs, bool) or not isinstance(self.mc_runs, int) or self.mc_runs < 1:

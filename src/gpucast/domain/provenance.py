@@ -93,8 +93,9 @@ class Validation:
             "regime": self.regime,
             "error": self.error,
             "validated": self.validated,
-            "data": self.data,
-            "command": self.command,
+            # null, not "", where no measurement backs the figure
+            "data": self.data or None,
+            "command": self.command or None,
         }
 
     @classmethod
@@ -104,6 +105,6 @@ class Validation:
             model=str(data.get("model", "")),
             regime=str(data.get("regime", "")),
             error=None if error is None else str(error),
-            data=str(data.get("data", "")),
-            command=str(data.get("command", "")),
+            data=str(data.get("data") or ""),
+            command=str(data.get("command") or ""),
         )

@@ -51,6 +51,12 @@ class ColdStartFact:
     def unit(self) -> str:
         return "s" if self.kind == "phase" else "GB/s"
 
+    @property
+    def description(self) -> str:
+        """The note without the unit it opens with (``s: starting a container ...`` ->
+        ``starting a container ...``), for text that gives the value with its unit."""
+        return self.note.removeprefix(f"{self.unit}:").strip()
+
     def source(self) -> str:
         return f"catalog/data/coldstart.csv {self.name} ({self.source_url}, as of {self.as_of})"
 

@@ -135,6 +135,28 @@ def _small_decimals(value: float, decimals: int) -> int:
     return 1 - math.floor(math.log10(abs(value)))
 
 
+def format_sig(value: float, digits: int = 3, *, max_decimals: int = 6) -> str:
+    """``value`` with ``digits`` significant digits in fixed point, thousands separated, never
+    in scientific notation: ``24.3``, ``3.36``, ``0.00853``, ``110,836``; a non-zero value
+    below the last of ``max_decimals`` decimals reads ``<0.001`` (``max_decimals=3``)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    if decimals > max_decimals:
+        return f"<{10.0**-max_decimals:.{max_decimals}f}"
+    return f"{value:,.{decimals}f}"
+
+
+def format_span(low: float, high: float, unit: str) -> str:
+    """``low-high unit`` with two significant digits, more where fewer would print the ends
+    alike (``0.28-0.32 s``, never ``0.3-0.3 s``); one value where they are equal (to 6 decimals)."""
+    decimals = 1 if low <= 0 or not math.isfinite(low) else max(0, 1 - math.floor(math.log10(low)))
+    while low != high and decimals < 6 and f"{low:.{decimals}f}" == f"{high:.{decimals}f}":
+        decimals += 1
+    a, b = f"{low:,.{decimals}f}", f"{high:,.{decimals}f}"
+    return f"{a} {unit}" if a == b else f"{a}-{b} {unit}"
+
+
 def format_latency(seconds: float, *, digits: int = 0, unit: bool = True) -> str:
     """A latency in milliseconds (``digits`` decimals, `` ms`` when ``unit``) under 10 s,
     beyond it as :func:`format_duration` gives it: ``34.4 min``, not ``2061395 ms`` (a table

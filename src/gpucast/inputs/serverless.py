@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
+from gpucast.domain.units import format_span
 
 if TYPE_CHECKING:
     from gpucast.domain.catalog import GpuSpec
@@ -367,14 +369,14 @@ def gpu_cold_start(
             sources[name] = f"--{flag} {given:g}"
             return given
         fact = facts.get("phase", name)
-        assumptions[name] = f"{fact.value:g} s ({fact.note}); set --{flag}"
+        assumptions[name] = f"{fact.value:g} s ({fact.description}); set --{flag}"
         sources[name] = fact.source()
         return fact.value
 
     container = phase("container-start", container_s, "container-s")
     context = phase("cuda-context", cuda_context_s, "cuda-context-s")
     first_call = facts.get("phase", "first-call")
-    assumptions["first-call"] = f"{first_call.value:g} s ({first_call.note})"
+    assumptions["first-call"] = f"{first_call.value:g} s ({first_call.description})"
     loader = single_reader_note(links, weight_bytes)
     if loader is not None:
         assumptions["loader"] = loader
@@ -488,7 +490,10 @@ def single_reader_note(links: dict[str, float | None], weight_bytes: float) -> s
     volumes in the published loader check (``coldstart_published.csv``, single-reader rows:
     concurrency 1 or a loader without one), said beside the prediction, which reads at the
     volume's provisioned rate as parallel loaders do -- a check, never a fit: the predicted
-    weight load is unchanged. None off EBS or without such rows."""
+    weight load is unchanged. One reader never reads faster than the volume: where the
+    published single-reader rates are above its provisioned rate, the note says one reader is
+    bound by the volume too; else it gives the time at those rates (capped at the volume's).
+    None off EBS or without such rows."""
     from gpucast.catalog.coldstart import load_published_coldstarts
     from gpucast.catalog.llm import llm_model
 
@@ -504,14 +509,19 @@ def single_reader_note(links: dict[str, float | None], weight_bytes: float) -> s
         return None
     rates = [_llm_weight_bytes(llm_model(r.model)) / r.published_s / 1e9 for r in rows]
     low, high = min(rates), max(rates)
-    return (
-        f"the weights read at {volumes[0]}'s provisioned rate, as parallel loaders reach it "
-        "(Run:ai Model Streamer or Tensorizer at 8-16 streams); one reader (torch.load, HF "
-        f"safetensors -- vLLM's default loader) got {low:.2f}-{high:.2f} GB/s from EBS gp3 and "
-        f"io2 in the published check ({len(rows)} loads, benchmarks/coldstart_published.py), "
-        f"which here would take {weight_bytes / (high * 1e9):,.1f}-"
-        f"{weight_bytes / (low * 1e9):,.1f} s"
+    volume = volumes[0]
+    volume_gbs = links[volume] or math.inf
+    said = (
+        f"the weights read at {volume}'s provisioned rate ({volume_gbs:.3g} GB/s), as parallel "
+        "loaders reach it (Run:ai Model Streamer or Tensorizer at 8-16 streams); one reader "
+        f"(torch.load, HF safetensors -- vLLM's default loader) got "
+        f"{format_span(low, high, 'GB/s')} from EBS gp3 and io2 in the published check "
+        f"({len(rows)} loads, benchmarks/coldstart_published.py)"
     )
+    if low >= volume_gbs:
+        return f"{said}, more than {volume} provides: one reader is bound by the volume too"
+    fast_s = weight_bytes / (min(high, volume_gbs) * 1e9)
+    return f"{said}, which here would take {format_span(fast_s, weight_bytes / (low * 1e9), 's')}"
 
 
 def llm_cold_start(

@@ -4,8 +4,10 @@ Each input has one derivation, shared by ``plan train`` and ``simulate train``:
 
 * :class:`Lifetimes` -- a node's lifetime distribution for (GPU, region, provider): a hazard
   the user gave, else :class:`~gpucast.predict.revocation.RevocationModel` fitted on
-  ``transient/lifetime`` where it covers the GPU, else the AWS Spot Advisor band as a
-  constant hazard (default ``5-10%``/month). Which one each node got is in ``used``.
+  ``transient/lifetime`` where it covers the GPU, else the documented spot scenario
+  (``spot_scenarios.csv``: pessimistic by default, the optimistic one being the AWS Spot
+  Advisor band as a constant hazard, default ``5-10%``/month). Which one each node got is in
+  ``used``.
 * :class:`StartupDelays` -- VM start-up samplers per (GPU, market, region):
   :class:`~gpucast.predict.overheads.StartupModel` fitted on ``cmdare/startup_time`` (the
   GPU's own launches, else all GPUs pooled), else a constant default.
@@ -341,7 +343,7 @@ def lifetime_distribution(model: Any, meta: Mapping[str, Any]) -> LifetimeDistri
         known = list(model.gpus())
         gpu = str(meta.get("gpu") or "").lower()
         key = gpu if gpu in known else known[0]
-        return model.distribution(key.upper(), str(meta.get("region") or "all"))  # type: ignore[no-any-return]
+        return model.distribution(key.upper(), meta.get("region") or None)  # type: ignore[no-any-return]
     return model.distribution()  # type: ignore[no-any-return]
 
 

@@ -157,16 +157,26 @@ def prices_and_network(
         )
         for g in groups
     }
-    worker_nics = [o.network_gbps for o in gpu_offers.values() if o is not None]
-    network = Network(
-        ps_gbps=None if ps_offer is None else ps_offer.network_gbps,
-        worker_gbps=min(worker_nics) if worker_nics else None,
-        source=(
+    worker_offers = [o for o in gpu_offers.values() if o is not None]
+    slowest = min(worker_offers, key=lambda o: o.network_gbps) if worker_offers else None
+    if ps_count == 0:  # all-reduce / FSDP: no parameter server, the workers' NICs carry it
+        source = (
+            f"worker NIC {slowest.network_gbps:g} Gbit/s (catalog {slowest.provider} "
+            f"{slowest.instance_type}, {slowest.region}; the slowest worker's)"
+            if slowest is not None
+            else "worker NIC at the cluster model's default (no catalog offer)"
+        )
+    elif ps_offer is not None:
+        source = (
             f"PS NIC {ps_offer.network_gbps:g} Gbit/s (catalog {ps_offer.provider} "
             f"{ps_offer.instance_type}, {ps_region})"
-            if ps_offer is not None
-            else f"no >= 4-vCPU CPU offer in {ps_region}: PS NIC at the cluster model's default"
-        ),
+        )
+    else:
+        source = f"no >= 4-vCPU CPU offer in {ps_region}: PS NIC at the cluster model's default"
+    network = Network(
+        ps_gbps=None if ps_offer is None else ps_offer.network_gbps,
+        worker_gbps=None if slowest is None else slowest.network_gbps,
+        source=source,
     )
     if price_table is not None:
         from gpucast.store.datasets.transient import read_price_table

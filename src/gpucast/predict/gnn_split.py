@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.gnn_split import FunctionCompute
+from gpucast.domain.units import format_sig
 from gpucast.predict.gnn import GnnCost, GnnSpec
 
 
@@ -92,9 +93,9 @@ class SplitOption:
 
     def text(self) -> str:
         """One row: epoch time, cost, each stage's time and the slowest."""
-        stages = ", ".join(f"{k} {v:.3g} s" for k, v in self.stages_s.items())
+        stages = ", ".join(f"{k} {format_sig(v)} s" for k, v in self.stages_s.items())
         return (
-            f"epoch {self.name:<15} {self.epoch_s:9.3g} s  ${self.usd_per_epoch:.4g}"
+            f"epoch {self.name:<15} {format_sig(self.epoch_s):>9} s  ${self.usd_per_epoch:.4g}"
             f"  ({stages}; bound by {self.bottleneck})"
         )
 

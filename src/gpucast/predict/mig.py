@@ -1,8 +1,9 @@
 """MIG as rules: NVIDIA's placements, every valid mixed layout, a slice's speed and price.
 
-A MIG-capable GPU (A100, H100, H200) has 8 memory slices and 7 compute slices. A GPU instance
-of a profile occupies ``memory_slices`` consecutive memory slices and ``compute_slices``
-consecutive compute slices from one of the start offsets NVIDIA publishes for the profile
+A MIG-capable GPU has 8 memory slices and 7 compute slices (A100, H100, H200; an A30 has 4
+and 4: :attr:`~gpucast.domain.catalog.GpuSpec.mig_slices`). A GPU instance of a profile
+occupies ``memory_slices`` consecutive memory slices and ``compute_slices`` consecutive
+compute slices from one of the start offsets NVIDIA publishes for the profile
 (``nvidia-smi mig -lgipp``; ``catalog/data/mig_profiles.csv`` column ``placements``). Two
 instances may not share a memory or a compute slice, and a GPU holds at most
 ``max_instances`` instances of a profile. Those are the rules this module checks:
@@ -14,7 +15,7 @@ instances may not share a memory or a compute slice, and a GPU holds at most
   starts ``3g.20gb@4``): the placed layout, or one :class:`InvalidSpecError` naming the rule
   that fails (unknown profile, max instances, compute slices, memory slices, placement);
 * :func:`mig_share` -- a slice's share of the GPU's SMs and of its memory bandwidth (its SM
-  count over the GPU's when published, else compute slices / 7; memory slices / 8, the
+  count over the GPU's when published, else compute slices / 7; memory slices / 8 (A30: / 4), the
   fraction of the memory controllers and L2 it owns), and :func:`slice_throughput_ratio`,
   the throughput of a workload on the slice relative to the whole GPU from the share of its
   time that is compute;
@@ -101,20 +102,23 @@ def _memory_width(profile: MigProfile) -> int:
     return profile.memory_slices or 1
 
 
-def placeable_profiles(gpu: GpuSpec) -> tuple[MigProfile, ...]:
-    """The profiles of ``gpu`` with published placements; one clear error when there are none."""
+def placeable_profiles(gpu: GpuSpec, mig_gpus: Sequence[str] = ()) -> tuple[MigProfile, ...]:
+    """The profiles of ``gpu`` with published placements; one clear error when there are none,
+    whose fix names ``mig_gpus`` (the catalog's GPUs with placements) when given."""
+    pick = (
+        f"pick one of {', '.join(mig_gpus)}"
+        if mig_gpus
+        else "pick a GPU with MIG placements (`gpucast catalog gpus`, column MIG)"
+    )
     if not gpu.mig_profiles:
-        raise InvalidSpecError(
-            "mig layout",
-            f"{gpu.name} does not support MIG",
-            fix="pick an A100, H100 or H200 (see `gpucast catalog gpus`, column MIG)",
-        )
-    usable = tuple(p for p in gpu.mig_profiles if p.placements and p.memory_slices)
+        raise InvalidSpecError("mig layout", f"{gpu.name} does not support MIG", fix=pick)
+    usable = gpu.placeable_mig_profiles
     if not usable:
         raise InvalidSpecError(
             "mig layout",
             f"the catalog has no published MIG placements for {gpu.name}",
-            fix="add the start offsets (nvidia-smi mig -lgipp) to catalog/data/mig_profiles.csv",
+            fix=f"{pick}, or add the start offsets (nvidia-smi mig -lgipp) to "
+            "catalog/data/mig_profiles.csv",
         )
     return usable
 
@@ -218,20 +222,21 @@ def check_layout(gpu: GpuSpec, layout: Sequence[str] | str) -> MigLayout:
                 f"(the layout has {counts[p.name]})",
                 fix="use fewer of it or a smaller profile",
             )
+    compute_slices, memory_slices = gpu.mig_slices
     compute = sum(p.compute_slices for p, _ in wanted)
-    if compute > COMPUTE_SLICES:
+    if compute > compute_slices:
         raise InvalidSpecError(
             "mig layout",
             f"rule compute slices: the layout needs {compute} of {gpu.name}'s "
-            f"{COMPUTE_SLICES} compute slices",
+            f"{compute_slices} compute slices",
             fix="drop an instance or pick smaller profiles",
         )
     memory = sum(_memory_width(p) for p, _ in wanted)
-    if memory > MEMORY_SLICES:
+    if memory > memory_slices:
         raise InvalidSpecError(
             "mig layout",
             f"rule memory slices: the layout needs {memory} of {gpu.name}'s "
-            f"{MEMORY_SLICES} memory slices",
+            f"{memory_slices} memory slices",
             fix="drop an instance or pick profiles with less memory",
         )
     # largest first: the fewest choices fail fastest
@@ -288,19 +293,20 @@ def mig_share(gpu: GpuSpec, profile: MigProfile) -> MigShare:
 
     SMs: the instance's SM count over the GPU's (an A100 ``1g.5gb`` has 14 of 108; the 7
     compute slices hold 98 SMs, so even ``7g`` runs 9% below the whole GPU); compute slices
-    / 7 where the catalog has no SM count. Bandwidth: memory slices / 8 (each memory slice
-    is one eighth of the memory controllers and L2); memory / GPU memory where the slices
-    are not published.
+    over the GPU's (7; 4 on an A30) where the catalog has no SM count. Bandwidth: memory
+    slices over the GPU's (8, each one eighth of the memory controllers and L2; 4 on an A30);
+    memory / GPU memory where the slices are not published.
     """
+    compute_slices, memory_slices = gpu.mig_slices
     if profile.sm_count is not None:
         compute = profile.sm_count / gpu.sm_count
         c_src = f"{profile.sm_count} of {gpu.sm_count} SMs"
     else:
-        compute = profile.compute_slices / COMPUTE_SLICES
-        c_src = f"{profile.compute_slices} of {COMPUTE_SLICES} compute slices (SM count unknown)"
+        compute = profile.compute_slices / compute_slices
+        c_src = f"{profile.compute_slices} of {compute_slices} compute slices (SM count unknown)"
     if profile.memory_slices is not None:
-        bandwidth = profile.memory_slices / MEMORY_SLICES
-        b_src = f"{profile.memory_slices} of {MEMORY_SLICES} memory slices"
+        bandwidth = profile.memory_slices / memory_slices
+        b_src = f"{profile.memory_slices} of {memory_slices} memory slices"
     else:
         bandwidth = min(1.0, profile.memory_gib / gpu.memory_gib)
         b_src = f"{profile.memory_gib:g} of {gpu.memory_gib:g} GiB (memory slices unknown)"
@@ -323,25 +329,29 @@ def slice_throughput_ratio(share: MigShare, compute_fraction: float) -> float:
 
 
 # -- price ------------------------------------------------------------------------------------
-def _weight(profile: MigProfile) -> Fraction:
+def _weight(profile: MigProfile, slices: tuple[int, int]) -> Fraction:
     if profile.memory_slices is None:
         return Fraction(1, profile.max_instances)
     return max(
-        Fraction(profile.compute_slices, COMPUTE_SLICES),
-        Fraction(profile.memory_slices, MEMORY_SLICES),
+        Fraction(profile.compute_slices, slices[0]), Fraction(profile.memory_slices, slices[1])
     )
 
 
 def layout_prices_usd_per_hour(
-    gpu_price_usd_per_hour: float, profiles: Sequence[MigProfile]
+    gpu_price_usd_per_hour: float,
+    profiles: Sequence[MigProfile],
+    *,
+    slices: tuple[int, int] = (COMPUTE_SLICES, MEMORY_SLICES),
 ) -> tuple[float, ...]:
-    """The price of each instance of a layout: the GPU's price split by ``max(compute / 7,
-    memory / 8)`` (1 / ``max_instances`` where memory slices are unknown), so the layout's
-    instances together cost the whole GPU. One profile repeated ``max_instances`` times gives
-    each the GPU's price over ``max_instances``."""
+    """The price of each instance of a layout: the GPU's price split by ``max(compute /
+    compute slices, memory / memory slices)`` (``slices``: the GPU's
+    :attr:`~gpucast.domain.catalog.GpuSpec.mig_slices`, 7 and 8 unless given; 1 /
+    ``max_instances`` where memory slices are unknown), so the layout's instances together
+    cost the whole GPU. One profile repeated ``max_instances`` times gives each the GPU's
+    price over ``max_instances``, whatever ``slices``."""
     if not profiles:
         raise InvalidSpecError("mig layout", "is empty")
-    weights = [_weight(p) for p in profiles]
+    weights = [_weight(p, slices) for p in profiles]
     total = sum(weights, Fraction(0))
     return tuple(
         gpu_price_usd_per_hour * (w / total).numerator / (w / total).denominator for w in weights

@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from gpucast.domain.errors import DataFormatError, GpucastError, InvalidSpecError
 from gpucast.domain.prediction import Estimate
+from gpucast.domain.preemption import UNKNOWN
 from gpucast.domain.spot import (
     GCP_PREEMPTIBLE_CAP_S,
     EvalSeries,
@@ -289,6 +290,12 @@ def _fit_group(durations: FloatArray, observed: npt.NDArray[np.bool_]) -> dict[s
     return group
 
 
+def _group_label(gpu: str, where: str) -> str:
+    """A group of lifetimes in a source line (``K80 us-east-1``); records without a GPU
+    (:data:`~gpucast.domain.preemption.UNKNOWN`) say so, not ``UNKNOWN``."""
+    return f"rows without a GPU, {where}" if gpu.lower() == UNKNOWN else f"{gpu} {where}"
+
+
 @register
 class RevocationModel(Estimator):
     """Lifetimes of transient servers per GPU type and region, from censored observations.
@@ -406,27 +413,32 @@ class RevocationModel(Estimator):
         )
 
     def distribution(
-        self, gpu: str, region: str, *, fallback: LifetimeDistribution | None = None
+        self, gpu: str, region: str | None, *, fallback: LifetimeDistribution | None = None
     ) -> LifetimeDistribution:
         """The lifetime distribution used for ``gpu`` in ``region``, with its ``source``.
 
         Order: the region's own fit when it saw >= ``min_events`` revocations; else the GPU's
         pooled fit over all regions; else ``fallback`` (e.g. a hazard band); else an error.
+        ``region=None`` asks for the pooled fit itself (no region in the scope).
         """
         self._require_fitted()
         assert self._groups is not None
+        pooled = self._groups.get(self._key(gpu, _POOLED))
+        if region is None:
+            if pooled is not None:
+                return self._build(pooled, f"fitted: {_group_label(gpu, 'all regions')}", "")
+            region = _POOLED
         region = zone_to_region(region)
         own = self._groups.get(self._key(gpu, region))
         if own is not None and own["events"] >= self.min_events:
-            return self._build(own, f"fitted: {gpu} {region}", "")
-        pooled = self._groups.get(self._key(gpu, _POOLED))
+            return self._build(own, f"fitted: {_group_label(gpu, region)}", "")
         if pooled is not None and pooled["events"] >= 1:
             why = (
                 f"; {region} alone has {own['events']} of n={own['n']}, < {self.min_events}"
                 if own is not None
                 else f"; no lifetimes in {region}"
             )
-            return self._build(pooled, f"pooled: {gpu} all regions", why)
+            return self._build(pooled, f"pooled: {_group_label(gpu, 'all regions')}", why)
         if fallback is not None:
             return fallback
         raise InvalidSpecError(

@@ -97,9 +97,22 @@ class InstanceLifetimes:
     """The parsed rows of one instance-lifetimes CSV."""
 
     path: str
+    #: in order of ``start`` (the file's order where it already was: a stable sort)
     records: tuple[InstanceLifetime, ...]
     #: False when the file has no ``reason`` column (every end is taken as a revocation).
     has_reason: bool
+    #: rows that started before the row above them in the file (0: the file was in order)
+    out_of_order: int = 0
+
+    def order_note(self) -> str | None:
+        """What the reader did with a file not in order of ``start``; None for one that was."""
+        if not self.out_of_order:
+            return None
+        return (
+            f"{self.path}: {self.out_of_order} row(s) start before the row above; the rows "
+            "were sorted by start (each lifetime is an interval of its own, so the order does "
+            "not change the fit; the file is unchanged)"
+        )
 
     @property
     def events(self) -> int:
@@ -129,13 +142,12 @@ def parse_time_s(text: str) -> float | None:
     return moment.timestamp()
 
 
-def parse_instance_lifetimes(
-    text: str, path: str = "lifetimes.csv", *, allow_unsorted: bool = False
-) -> InstanceLifetimes:
+def parse_instance_lifetimes(text: str, path: str = "lifetimes.csv") -> InstanceLifetimes:
     """Parse an instance-lifetimes CSV (see the module docstring).
 
-    Rows must be in order of ``start`` (a start earlier than the row before is usually a
-    clock or time-zone mix-up); ``allow_unsorted=True`` accepts any order.
+    Rows may come in any order: each is one instance's interval, fitted on its own, so
+    nothing needs them sorted. The records come back sorted by ``start`` (stably) and
+    ``out_of_order`` counts the rows that started before the row above them, for a note.
     """
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -158,6 +170,7 @@ def parse_instance_lifetimes(
     }
     records: list[InstanceLifetime] = []
     previous_start: float | None = None
+    out_of_order = 0
     for cells in reader:
         line = reader.line_num
         if not any(c.strip() for c in cells):
@@ -191,15 +204,8 @@ def parse_instance_lifetimes(
                 column="end",
                 fix="swap start and end, or give both in the same time zone",
             )
-        if previous_start is not None and start < previous_start and not allow_unsorted:
-            raise DataFormatError(
-                path,
-                f"start goes back {previous_start - start:.0f} s from the row before "
-                "(times must not decrease)",
-                line=line,
-                column="start",
-                fix="sort the rows by start, or pass allow_unsorted=True",
-            )
+        if previous_start is not None and start < previous_start:
+            out_of_order += 1
         previous_start = start
         reason = ""
         observed = True
@@ -234,13 +240,18 @@ def parse_instance_lifetimes(
         )
     if not records:
         raise DataFormatError(path, "has a header but no rows", line=header_line, fix=_HEADER_FIX)
-    return InstanceLifetimes(path=path, records=tuple(records), has_reason="reason" in idx)
+    return InstanceLifetimes(
+        path=path,
+        records=tuple(sorted(records, key=lambda r: r.start_s)),  # stable: ties keep file order
+        has_reason="reason" in idx,
+        out_of_order=out_of_order,
+    )
 
 
-def read_instance_lifetimes(path: Path, *, allow_unsorted: bool = False) -> InstanceLifetimes:
+def read_instance_lifetimes(path: Path) -> InstanceLifetimes:
     """Read and parse an instance-lifetimes CSV."""
     text = _read_text(path, "a CSV with columns start,end[,reason,region,zone,gpu,provider]")
-    return parse_instance_lifetimes(text, str(path), allow_unsorted=allow_unsorted)
+    return parse_instance_lifetimes(text, str(path))
 
 
 # -- SkyPilot spot traces -------------------------------------------------------------------
