@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_price
-from gpucast.domain.options import option
+from gpucast.domain.options import lower_text, option
 
 if TYPE_CHECKING:
     from gpucast.predict.gnn_partition import PartitionedEpoch
@@ -173,7 +173,10 @@ class PredictGnnRequest:
         help="gat/rgat: gather the next batch's features while this one computes.",
     )
     feature_precision: str = option(
-        "fp16", help="gat/rgat: stored input features: fp32, fp16, bf16 or fp8.", example="fp8"
+        "fp16",
+        parse=lower_text,
+        help="gat/rgat: stored input features: fp32, fp16, bf16 or fp8.",
+        example="fp8",
     )
     feature_location: str = option(
         "auto",

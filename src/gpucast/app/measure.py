@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import fields_of, is_default, option
+from gpucast.domain.options import fields_of, is_default, lower_text, option
 from gpucast.domain.workload import Precision, WorkloadSpec
 
 if TYPE_CHECKING:  # these pull in numpy/torch; annotations only here
@@ -51,7 +51,7 @@ class _StepRequest:
         "auto", help="cpu, cuda, cuda:N, or auto (a GPU if any).", example="cuda:0"
     )
     batch_size: int = option(32, help="Samples per step (>= 1).", example="32")
-    precision: str = option("fp32", help="fp32, bf16 or fp16.", example="bf16")
+    precision: str = option("fp32", parse=lower_text, help="fp32, bf16 or fp16.", example="bf16")
     target_ci: float = option(
         0.02,
         help="Stop when the 95% CI half-width is within this share of the mean.",
