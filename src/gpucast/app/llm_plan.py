@@ -76,7 +76,7 @@ from gpucast.domain.systems import (
     cluster_price_option,
     cluster_set_option,
 )
-from gpucast.domain.units import format_duration
+from gpucast.domain.units import count_of, format_duration
 from gpucast.domain.variability import gpu_variability_option
 from gpucast.domain.workload import FP8, SOFTWARE_HELP, check_software
 
@@ -384,7 +384,7 @@ def _variability_text(spread: Any, plan: LlmPlan) -> str:
     slow = (
         ""
         if pick is None
-        else f"; the pick's {pick.gpus} GPUs run at their slowest's pace: x"
+        else f"; the pick's {count_of(pick.gpus, 'GPU')} run at their slowest's pace: x"
         f"{float(spread.value.expected_max(pick.gpus)[0]):.3f}"
     )
     return f"{spread.source}: each step x the expected slowest of its GPUs' speed factors{slow}"

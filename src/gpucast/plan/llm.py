@@ -53,7 +53,7 @@ from gpucast.domain.parallel import (
     ParallelStepPrediction,
 )
 from gpucast.domain.plan import check_pue
-from gpucast.domain.units import format_duration
+from gpucast.domain.units import format_amount, format_duration
 from gpucast.plan.energy import OBJECTIVE_TIE, PowerSetting
 from gpucast.plan.inputs import RiskInputs
 from gpucast.plan.pareto import pareto_front_2d, spread
@@ -165,8 +165,8 @@ class LlmCandidate:
             f"{self.where()}, {self.network}{', spot' if self.market == 'spot' else ''}): "
             f"{format_duration(self.time_s)}, ${self.cost_usd:,.0f}; {self.layout}; "
             f"MFU {self.mfu:.0%}, {self.memory_gib:.0f} GiB/GPU"
-            + ("" if self.energy_kwh is None else f", {self.energy_kwh:,.0f} kWh")
-            + ("" if self.co2e_kg is None else f", {self.co2e_kg:,.0f} kgCO2e")
+            + ("" if self.energy_kwh is None else f", {format_amount(self.energy_kwh)} kWh")
+            + ("" if self.co2e_kg is None else f", {format_amount(self.co2e_kg)} kgCO2e")
             + spot
         )
 

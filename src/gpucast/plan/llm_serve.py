@@ -36,7 +36,7 @@ from gpucast.domain.llm_serving import (
     SchedulerConfig,
 )
 from gpucast.domain.parallel import SWITCHED, NodeLinks
-from gpucast.domain.units import format_latency
+from gpucast.domain.units import count_of, format_latency
 from gpucast.plan.pareto import nondominated
 from gpucast.predict.llm_infer import (
     TP_CHOICES,
@@ -106,7 +106,7 @@ class LlmServeCandidate:
             shape = f"{self.prefill_instances} prefill + {self.decode_instances} decode"
         else:
             shape = f"{self.replicas} replica{'s' if self.replicas != 1 else ''}"
-        return f"{self.gpu} tp={self.tp}, {shape} ({self.gpus} GPUs)"
+        return f"{self.gpu} tp={self.tp}, {shape} ({count_of(self.gpus, 'GPU')})"
 
     def to_dict(self) -> dict[str, object]:
         out = dataclasses.asdict(self)

@@ -19,7 +19,7 @@ from typing import Any
 
 from gpucast._version import __version__
 from gpucast.domain.plan import PlanCandidate, TrainPlan
-from gpucast.domain.units import format_duration
+from gpucast.domain.units import format_amount, format_duration
 from gpucast.report.svg import bar_svg, pareto_svg, series_svg
 
 CSS = """
@@ -155,7 +155,8 @@ def _candidate_rows(plan: TrainPlan) -> str:
             f'<td class="num">{_hours(c.time_s)} [{_hours(c.time_lower_s)}, '
             f"{_hours(c.time_upper_s)}]</td>"
             f'<td class="num">{_hours(c.time_p90_s)}</td><td class="num">{p_meet}</td>'
-            f'<td class="num">{_money(c.cost_usd)}</td><td class="num">{c.gpu_hours:,.1f}</td>'
+            f'<td class="num">{_money(c.cost_usd)}</td>'
+            f'<td class="num">{format_amount(c.gpu_hours)}</td>'
             f'<td>{_h(c.bottleneck)}</td><td class="help"><ul class="help">{helps}</ul></td></tr>'
         )
     return f'<table id="candidates">{head}{"".join(body)}</table>'
@@ -278,7 +279,7 @@ def plan_html(plan: TrainPlan) -> str:
             f'<div class="pick" id="recommended"><b>Recommended ({_h(req.objective)}):</b> '
             f"{_h(best.label())}<br>{_hours(best.time_s)} "
             f"[{_hours(best.time_lower_s)}, {_hours(best.time_upper_s)}], "
-            f"{_money(best.cost_usd)}, {best.gpu_hours:,.1f} GPU-hours, bound by "
+            f"{_money(best.cost_usd)}, {format_amount(best.gpu_hours)} GPU-hours, bound by "
             f'{_h(best.bottleneck)}{_h(p_meet)}<ul class="help">{helps}</ul>'
             + (f"<p>Batch: {_h(plan.batch_why)}</p>" if plan.batch_why else "")
             + (f"<p>Learners: {_h(plan.learners_why)}</p>" if plan.learners_why else "")
