@@ -507,10 +507,45 @@ _LLM_TRAIN_COLUMNS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] =
     ("cost", lambda c: _money(c["cost_usd"])),
     ("MFU", lambda c: _num(c["mfu"], 100.0, ".0f") + "%"),
     ("GiB/GPU", lambda c: _num(c["memory_gib"], 1.0, ",.0f")),
-    ("kWh", lambda c: _num(c.get("energy_kwh"), 1.0, ",.0f")),
-    ("kgCO2e", lambda c: _num(c.get("co2e_kg"), 1.0, ",.0f")),
-    ("P(meet)", lambda c: _num(c.get("p_meet_deadline"), 100.0, ".0f")),
+    ("kWh", lambda c: _amount(c.get("energy_kwh"))),
+    ("kgCO2e", lambda c: _amount(c.get("co2e_kg"))),
+    ("P(meet)", lambda c: _p_meet(c.get("p_meet_deadline"))),
+    ("deadline / budget", lambda c: "; ".join(_missed(c)) or "met"),
 )
+
+
+def _amount(value: object) -> str:
+    return format_amount(value) if isinstance(value, int | float) else ""
+
+
+def _p_meet(value: object) -> str:
+    """A spot row's P(meet deadline); an on-demand row has none (its deadline is met or not)."""
+    return f"{_num(value, 100.0, '.0f')}%" if isinstance(value, int | float) else "-"
+
+
+def _missed(c: Mapping[str, Any]) -> tuple[str, ...]:
+    from gpucast.plan.llm import missed_limits
+
+    return missed_limits(
+        meets_deadline=bool(c.get("meets_deadline", True)),
+        within_budget=bool(c.get("within_budget", True)),
+        market=str(c.get("market", "on-demand")),
+    )
+
+
+def _llm_train_columns(
+    request: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
+) -> list[tuple[str, Callable[[Mapping[str, Any]], str]]]:
+    """The columns an LLM training plan's rows have figures for: P(meet) where a row is a spot
+    row (on-demand rows have none), the limits column where the request set a deadline or a
+    budget."""
+    keep = {
+        "P(meet)": any(isinstance(r.get("p_meet_deadline"), int | float) for r in rows),
+        "deadline / budget": any(
+            request.get(k) is not None for k in ("deadline_s", "budget_usd")
+        ),
+    }  # fmt: skip
+    return [col for col in _LLM_TRAIN_COLUMNS if keep.get(col[0], True)]
 
 
 def llm_train_plan_html(data: Mapping[str, Any]) -> str:
@@ -571,12 +606,13 @@ def llm_train_plan_html(data: Mapping[str, Any]) -> str:
             )
             + "</div>"
         )
-    head = "<tr><th>#</th>" + "".join(f"<th>{_h(h)}</th>" for h, _ in _LLM_TRAIN_COLUMNS)
+    columns = _llm_train_columns(req, [candidates[i] for i in shown])
+    head = "<tr><th>#</th>" + "".join(f"<th>{_h(h)}</th>" for h, _ in columns)
     rows = []
     for i in shown:
         mark = ("R " if i == pick else "") + ("*" if i in pareto else "")
         css = " ".join(k for k, on in (("recommended", i == pick), ("pareto", i in pareto)) if on)
-        cells = "".join(f"<td>{_h(cell(candidates[i]))}</td>" for _, cell in _LLM_TRAIN_COLUMNS)
+        cells = "".join(f"<td>{_h(cell(candidates[i]))}</td>" for _, cell in columns)
         rows.append(f'<tr class="{css}"><td>{i}{_h(mark)}</td>{cells}</tr>')
     body.append("<h2>Pareto front: time against cost</h2>")
     body.append(
