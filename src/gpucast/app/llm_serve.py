@@ -992,6 +992,7 @@ def plan_llm_serve(
                 if request.kv_link_gbps is None
                 else f"{request.kv_link_gbps:g} Gbit/s per GPU (given)"
             ),
+            **({} if (tie := plan.tie_note()) is None else {"pick": tie}),
         },
         warnings=traffic.warnings,
         validation=validation,

@@ -458,10 +458,14 @@ def serve_plan_html(data: Mapping[str, Any]) -> str:
             f"<td>{'yes' if c.get('meets_slo') else 'no'}</td>{cells}"
             f"<td>{_h(c.get('bound', ''))}</td></tr>"
         )
+    if llm:
+        from gpucast.plan.llm_serve import TIE_BREAK
+    else:
+        from gpucast.plan.serve import TIE_BREAK
     body.append("<h2>Candidates</h2>")
     body.append(
-        "<p>R = recommended (the cheapest meeting the SLO), * = Pareto front of cost against "
-        "tail latency"
+        f"<p>R = recommended (the cheapest meeting the SLO; ties go to {_h(TIE_BREAK)}), "
+        "* = Pareto front of cost against tail latency"
         + (
             f"; {data['evaluated']:,} configurations, {data.get('simulated', 0):,} simulated"
             if isinstance(data.get("evaluated"), int)
