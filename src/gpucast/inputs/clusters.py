@@ -106,9 +106,10 @@ EXAMPLES = {
     "topology": "dgx1-v100",
     "gpu_ids": "0,1,2,3",
 }
-#: What each bandwidth means, for the fixes.
+#: What each bandwidth means, for the fixes (``intra_node_gbps``'s: :func:`_intra_example`,
+#: from the cluster's GPU in the catalog).
 UNITS = {
-    "intra_node_gbps": "GB/s per GPU, both directions: NVLink 4 (H100 SXM) 900, PCIe Gen4 x16 64",
+    "intra_node_gbps": "GB/s per GPU, both directions",
     "inter_node_gbps": "Gbit/s per node over the compute NICs, e.g. 8 x 400 Gb/s = 3200",
 }
 #: PCIe x16 GB/s per GPU, both directions, by generation: the link of a one-GPU node.
@@ -149,13 +150,40 @@ def _bad(
     )
 
 
-def _required(origin: _Origin, key: str, why: str) -> InvalidSpecError:
-    unit = f" ({UNITS[key]})" if key in UNITS else ""
-    return _bad(origin, key, f"is required {why}", fix=origin.add(key, EXAMPLES[key]) + unit)
+def _required(
+    origin: _Origin, key: str, why: str, example: tuple[str, str] | None = None
+) -> InvalidSpecError:
+    """``key`` is missing; the fix adds ``example`` (value, what it is) or the generic one."""
+    value, what = example or (EXAMPLES[key], UNITS.get(key, ""))
+    return _bad(
+        origin,
+        key,
+        f"is required {why}",
+        fix=origin.add(key, value) + (f" ({what})" if what else ""),
+    )
+
+
+def _intra_example(spec: GpuSpec) -> tuple[str, str]:
+    """The ``intra_node_gbps`` a fix suggests for ``spec``, from the catalog (``gpus.csv``):
+    its GPU-to-GPU link (A100 SXM NVLink 3: 600, H100 SXM NVLink 4: 900), else its PCIe x16
+    link; with what the figure is."""
+    pcie = PCIE_GB_S.get(spec.pcie_generation, 32.0)
+    pcie_text = f"PCIe Gen{spec.pcie_generation} x16: {pcie:g}"
+    what = f"{UNITS['intra_node_gbps']}: {spec.name}'s"
+    if spec.interconnect_gbps:
+        value = f"{spec.interconnect_gbps:g}"
+        return value, f"{what} NVLink / Infinity Fabric (catalog): {value}; {pcie_text}"
+    return f"{pcie:g}", f"{what} {pcie_text}, no GPU-to-GPU link in the catalog"
 
 
 def _number(
-    origin: _Origin, values: Mapping[str, Any], key: str, *, minimum: float, strict: bool
+    origin: _Origin,
+    values: Mapping[str, Any],
+    key: str,
+    *,
+    minimum: float,
+    strict: bool,
+    example: str | None = None,
 ) -> float | None:
     raw = values.get(key)
     if raw is None:
@@ -169,7 +197,7 @@ def _number(
         except ValueError:
             value = None
     bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
-    fix = f"e.g. {key}: {EXAMPLES.get(key, '1')}"
+    fix = f"e.g. {key}: {example or EXAMPLES.get(key, '1')}"
     if value is None:
         raise _bad(origin, key, f"must be a number {bound}", got=raw, fix=fix)
     if not math.isfinite(value) or value < minimum or (strict and value == minimum):
@@ -316,12 +344,17 @@ def _build(
         raise _required(origin, "gpus_per_node", "(GPUs in each node)")
     nodes = _integer(origin, values, "nodes") or 1
     intra_kind = _choice(origin, values, "intra_node", INTRA_NODE_KINDS)
-    intra = _number(origin, values, "intra_node_gbps", minimum=0.0, strict=True)
+    intra_example = _intra_example(spec)
+    intra = _number(
+        origin, values, "intra_node_gbps", minimum=0.0, strict=True, example=intra_example[0]
+    )
     if link is not None and per_node > 1:  # the topology's subset decides the link
         intra_kind, intra = "nvswitch", link[1]
     if per_node > 1:
         if intra is None:
-            raise _required(origin, "intra_node_gbps", f"with {per_node} GPUs per node")
+            raise _required(
+                origin, "intra_node_gbps", f"with {per_node} GPUs per node", intra_example
+            )
         if intra_kind is None:
             raise _bad(
                 origin,
