@@ -476,8 +476,8 @@ def _memory_plan(
     strategy is refused (:func:`gpucast.app._memory.refuse_unless_fits`)."""
     from gpucast.app._memory import refuse_unless_fits
     from gpucast.catalog.validation import validation_for
+    from gpucast.domain.catalog import PCIE_X16_GBIT_PER_S
     from gpucast.inputs.offload import cpu_adam
-    from gpucast.plan.inputs import PCIE_GBPS
     from gpucast.predict.comm import DEFAULT_BACKWARD_FRACTION
     from gpucast.predict.memory import OffloadCosts, fit_memory
 
@@ -490,7 +490,7 @@ def _memory_plan(
         backward_s=backward,
         n_params=facts.weights_bytes / 4.0,
         n_tensors=facts.n_tensors,
-        pcie_gbps=PCIE_GBPS.get(spec.pcie_generation, 128.0) / 8.0,
+        pcie_gbps=PCIE_X16_GBIT_PER_S.get(spec.pcie_generation, 128.0) / 8.0,
         cpu_adam=adam.value,
     )
     fit = fit_memory(needs, spec, 1, offload=costs)
