@@ -58,7 +58,8 @@ def _parameter(f: Field) -> inspect.Parameter:
     elif info.argument:  # optional here: it may come as --FLAG instead (_as_option)
         default = typer.Argument(
             None,
-            help=f"{_help(f)} Or {info.cli_flag} {info.example or 'VALUE'}.",
+            help=f"{_help(f)} {'Required: here' if f.required else 'Here'} or as "
+            f"{info.cli_flag} {info.example or 'VALUE'}.",
             metavar=info.metavar or f.flag.upper().replace("-", "_"),
             show_default=False,
         )
