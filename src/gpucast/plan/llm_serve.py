@@ -514,8 +514,8 @@ def plan_llm_serving(
     )
 
 
-#: How the pick is chosen among deployments that meet the SLOs at the same cost (``--price
-#: 0``, equal prices): the rule :func:`_rank` orders them by, as the output states it.
+#: How the pick is chosen among deployments that meet the SLOs at the same cost (``--price P``
+#: prices every GPU type alike): the rule :func:`_rank` orders them by, as the output says.
 TIE_BREAK = "lower TTFT, then lower TPOT, then fewer GPUs"
 
 

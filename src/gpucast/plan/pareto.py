@@ -82,7 +82,7 @@ def spread(order: npt.ArrayLike, cap: int) -> npt.NDArray[np.int64]:
 
 
 def tie_note(costs_usd_per_hour: Sequence[float], pick: int, rule: str) -> str | None:
-    """Where other rows that qualify cost what the pick costs (``--price 0``, equal prices),
+    """Where other rows that qualify cost what the pick costs (equal prices, ``--price``),
     which rule picked it: ``"3 deployments tie at US$ 0.000/h; ties go to lower TTFT, ..."``;
     ``None`` when its cost alone picked it. ``costs_usd_per_hour``: the qualifying
     rows' costs, ``pick`` one of them."""

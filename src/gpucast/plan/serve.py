@@ -76,8 +76,8 @@ from gpucast.simulate.serving import (
 
 FloatArray = npt.NDArray[np.float64]
 
-#: How the pick is chosen among deployments at the same cost (``--price``-free catalogs with
-#: equal prices), as the output states it: the candidates' order after their cost.
+#: How the pick is chosen among deployments at the same cost (two offers at one price), as
+#: the output states it: the candidates' order after their cost.
 TIE_BREAK = "lower tail latency, then fewer servers (GPUs or MIG slices)"
 REASON_LATENCY = "single-request latency above SLO"
 REASON_MEMORY = "models do not fit in device memory"
@@ -586,7 +586,7 @@ def plan_serving(
     unique: dict[str, ServeCandidate] = {}
     for c in candidates:
         unique.setdefault(c.describe(), c)
-    # cheapest first; at one cost (--price 0, equal prices) TIE_BREAK, then the description
+    # cheapest first; at one cost (equal prices) TIE_BREAK, then the description
     ordered = sorted(
         unique.values(),
         key=lambda c: (c.cost_usd_per_hour, c.tail_latency_s, c.servers, c.describe()),
