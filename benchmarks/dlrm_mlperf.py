@@ -46,8 +46,9 @@ import pandas as pd
 from gpucast.catalog import load_catalog
 from gpucast.catalog.convergence import mlperf_samples_to_target
 from gpucast.catalog.embeddings import rec_model
+from gpucast.domain.catalog import PCIE_X16_GBIT_PER_S
 from gpucast.domain.units import GIB
-from gpucast.plan.inputs import PCIE_GBPS, intra_node_gbps
+from gpucast.plan.inputs import intra_node_gbps
 from gpucast.predict import embeddings as emb
 from gpucast.predict.validation import held_out_scale
 from gpucast.store.datasets.mlperf import mlperf_systems, read_mlperf_runs
@@ -76,7 +77,7 @@ def _link_gbps(system: str, gpu_name: str, per_node: int) -> float:
         shape = get_system(system)
     except UnknownSystemError:
         return intra_node_gbps(gpu) / 8.0
-    return shape.ring_gbps(per_node, PCIE_GBPS.get(gpu.pcie_generation, 128.0)) / 8.0
+    return shape.ring_gbps(per_node, PCIE_X16_GBIT_PER_S.get(gpu.pcie_generation, 128.0)) / 8.0
 
 
 def _hardware(gpu_name: str, per_node: int, gpus: int, system: str = "") -> emb.ShardingHardware:
@@ -89,7 +90,7 @@ def _hardware(gpu_name: str, per_node: int, gpus: int, system: str = "") -> emb.
         link_gbps=_link_gbps(system, gpu_name, per_node),
         network_gbps=NIC_PER_GPU_GBPS.get(gpu_name, 100.0) * per_node,
         host_bytes_per_node=2048 * GIB,
-        host_link_gbps=PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0,
+        host_link_gbps=PCIE_X16_GBIT_PER_S.get(gpu.pcie_generation, 128.0) / 8.0,
         dense_tflops=gpu.peak_tflops("bf16") * DENSE_EFFICIENCY,
     )
 

@@ -77,6 +77,7 @@ import numpy as np
 import pandas as pd
 
 from gpucast.catalog import load_catalog
+from gpucast.domain.catalog import PCIE_X16_PAYLOAD_GBYTE_PER_S
 from gpucast.domain.serving import (
     BatchingPolicy,
     Deployment,
@@ -88,7 +89,6 @@ from gpucast.domain.serving import (
 from gpucast.domain.workload import WorkloadSpec
 from gpucast.predict.roofline import RooflineEfficiency
 from gpucast.predict.serving import (
-    PCIE_X16_GBPS,
     ZONE_RTT_S,
     InferenceWork,
     predict_latency_curve,
@@ -193,7 +193,7 @@ def deployment(work: InferenceWork, params: Params, cold_start_s: float = 0.0) -
         host_s=params.host_time_s,
         host_concurrency=params.host_concurrency,
         network_gbps=NETWORK_GBPS,
-        pcie_gbps=PCIE_X16_GBPS[gpu.pcie_generation],
+        pcie_gbps=PCIE_X16_PAYLOAD_GBYTE_PER_S[gpu.pcie_generation],
     )
     return Deployment(groups=(ServerGroup(server=server),))
 

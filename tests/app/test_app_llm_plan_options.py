@@ -123,3 +123,31 @@ def test_an_unwritable_output_names_its_option(h100: PlanLlmTrainResult, tmp_pat
         save_plan(h100, tmp_path / "missing" / "plan.json", field="save")
     with pytest.raises(InvalidSpecError, match="report: is a folder"):
         write_plan_report(h100, tmp_path, field="report")
+
+
+def test_rows_that_miss_the_deadline_are_marked(h100: PlanLlmTrainResult, tmp_path: Path) -> None:
+    from gpucast.report.html import llm_train_plan_html
+
+    plan = gpucast.plan_llm_train(**SMALL, gpus=["H100"], deadline="5h")
+    late = {i for i, c in enumerate(plan.candidates) if not c.meets_deadline}
+    assert late and plan.recommended not in late  # the pick meets it; others are shown
+    for i, c in enumerate(plan.candidates):
+        assert c.text().endswith(" -- misses the deadline") == (i in late), c.text()
+    html = write_plan_report(plan, tmp_path / "plan.html").read_text(encoding="utf-8")
+    shown_late = late & set(plan.pareto)
+    assert shown_late  # the cheapest row of the front is too slow
+    assert "<th>deadline / budget</th>" in html
+    assert html.count("<td>misses the deadline</td>") == len(shown_late)
+    assert "<td>met</td>" in html
+    # no spot row: no P(meet) figure, so no P(meet) column (it was blank on every row)
+    assert "P(meet)" not in html
+    # a plan without deadline or budget has no limits column either
+    plain = write_plan_report(h100, tmp_path / "h100.html").read_text(encoding="utf-8")
+    assert "deadline / budget" not in plain and "P(meet)" not in plain
+    # a spot row's P(meet) fills the column; an on-demand row has none ("-")
+    data = plan.to_dict()
+    spot = data["candidates"][plan.recommended]
+    spot.update(market="spot", p_meet_deadline=0.84, meets_deadline=False)
+    html = llm_train_plan_html(data)
+    assert "<th>P(meet)</th>" in html and "<td>84%</td>" in html and "<td>-</td>" in html
+    assert "<td>P(meet deadline) below --min-p-meet</td>" in html

@@ -675,3 +675,28 @@ def test_one_token_outputs_have_no_decode_batch() -> None:
         model="llama-3-8b", gpu="H100-SXM", rate=5, duration_s=10, output_len="2"
     ).to_dict()
     assert two["mean_batch_size"] >= 1
+
+
+def test_a_price_tie_goes_to_the_lower_ttft_then_fewer_gpus_and_says_so() -> None:
+    """--price 1: every GPU type at one price, so deployments of as many GPUs cost the same;
+    the pick among the cheapest is the lowest TTFT (then TPOT, then the fewest GPUs), one
+    order whatever order the GPUs were given in, and the plan says so."""
+    kw = dict(model="llama-3-8b", rate=1, duration_s=10, tp=[1, 2], slo_tpot_ms=80, price=1.0)
+    plan = gpucast.plan_llm_serve(**kw, gpu=["A100-80GB", "H100-SXM"])
+    best = plan.best
+    assert best is not None
+    meeting = [c for c in plan.plan.candidates if c.meets_slo and c.within_budget]
+    tied = [c for c in meeting if c.cost_usd_per_hour == best.cost_usd_per_hour]
+    assert len(tied) > 1 and best.cost_usd_per_hour == min(c.cost_usd_per_hour for c in meeting)
+    assert (best.ttft_s, best.tpot_s, best.gpus) == min((c.ttft_s, c.tpot_s, c.gpus) for c in tied)
+    assert plan.assumptions["pick"] == (
+        f"{len(tied)} deployments tie at US$ {best.cost_usd_per_hour:.3f}/h; ties go to lower "
+        "TTFT, then lower TPOT, then fewer GPUs"
+    )
+    swapped = gpucast.plan_llm_serve(**kw, gpu=["H100-SXM", "A100-80GB"])
+    assert [c.to_dict() for c in swapped.plan.candidates] == [
+        c.to_dict() for c in plan.plan.candidates
+    ]
+    assert swapped.plan.recommended == plan.plan.recommended
+    # one GPU type: the cheapest deployment is its cost's alone, no note
+    assert "pick" not in gpucast.plan_llm_serve(**kw, gpu=["H100-SXM"]).assumptions

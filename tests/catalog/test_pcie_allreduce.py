@@ -69,3 +69,27 @@ def test_bad_rows_name_their_line(old: str, new: str, message: str) -> None:
     with pytest.raises(DataFormatError, match=message) as err:
         parse_pcie_allreduce(HEADER + MEASURED.replace(old, new, 1) + "\n")
     assert "line 2" in str(err.value)
+
+
+def test_the_pcie_facts_are_one_table_in_each_unit() -> None:
+    """One source of the x16 link (domain.catalog): the signalling rate in Gbit/s each way and
+    the payload in GB/s after line coding agree (128b/130b for Gen 3-5, FLIT for Gen 6); the
+    cluster hints' GB/s both ways are the signalling rate's; no other module keeps its own."""
+    import gpucast.domain.catalog as facts
+    import gpucast.plan.inputs
+    import gpucast.predict.serving
+    from gpucast.domain.catalog import PCIE_X16_GBIT_PER_S, PCIE_X16_PAYLOAD_GBYTE_PER_S
+    from gpucast.inputs.clusters import PCIE_X16_GBYTE_PER_S_BOTH_WAYS
+
+    coding = {3: 128 / 130, 4: 128 / 130, 5: 128 / 130, 6: 242 / 256}
+    for gen, gbit in PCIE_X16_GBIT_PER_S.items():
+        assert PCIE_X16_PAYLOAD_GBYTE_PER_S[gen] == pytest.approx(gbit / 8 * coding[gen], rel=1e-3)
+        assert PCIE_X16_GBYTE_PER_S_BOTH_WAYS[gen] == 2 * gbit / 8
+    assert PCIE_X16_GBYTE_PER_S_BOTH_WAYS[4] == 64.0  # a Gen4 x16 link: 32 GB/s each way
+    for module in (gpucast.plan.inputs, gpucast.predict.serving):  # imported, not their own
+        own = [
+            n
+            for n, v in vars(module).items()
+            if n.startswith("PCIE") and v is not vars(facts).get(n)
+        ]
+        assert not own, (module.__name__, own)

@@ -72,6 +72,29 @@ def test_bad_cluster_files_exit_2_with_one_line(text: str, field: str) -> None:
         assert field in line and "bad.toml" in line
 
 
+@pytest.mark.parametrize(
+    ("gpu", "hint"),
+    [
+        ("A100-80GB", "intra_node_gbps: 600 (GB/s per GPU, both directions: A100-80GB's NVLink"),
+        ("H100", "intra_node_gbps: 900 (GB/s per GPU, both directions: H100-SXM's NVLink"),
+        ("L4", "intra_node_gbps: 64 (GB/s per GPU, both directions: L4's PCIe Gen4 x16: 64"),
+    ],
+)
+def test_a_missing_intra_node_bandwidth_is_hinted_from_the_catalog(gpu: str, hint: str) -> None:
+    """The hint is the GPU's own link (gpus.csv interconnect_gbps): A100 SXM's NVLink 3 is
+    600 GB/s, not H100 SXM's 900; a GPU without one gets its PCIe x16 link."""
+    text = TOML.replace('gpu = "H100"', f'gpu = "{gpu}"').replace("intra_node_gbps = 900\n", "")
+    Path("c.toml").write_text(text)
+    result = runner.invoke(cli, ["plan", "train", *SMALL, "--cluster", "c.toml"])
+    assert result.exit_code == 2, result.output
+    line = " ".join(result.stderr.split())
+    assert "cluster.intra_node_gbps: is required with 8 GPUs per node" in line
+    assert f"add {hint}" in line, line
+    bad = runner.invoke(cli, ["plan", "train", *SMALL, "--cluster", "c.toml", "--cluster-set",
+                              "intra_node_gbps=-1"])  # fmt: skip
+    assert bad.exit_code == 2 and f"e.g. {hint.split(' (')[0]}" in bad.stderr
+
+
 def test_non_utf8_and_missing_files_exit_2() -> None:
     Path("latin.yaml").write_bytes("name: Gerät\n".encode("latin-1"))
     for name, says in (("latin.yaml", "is not UTF-8 text"), ("nope.yaml", "file not found")):

@@ -98,6 +98,17 @@ def test_plan_serve_shows_long_latencies_as_durations() -> None:
     assert not re.search(r"\d{5,} ms", text)
 
 
+def test_plan_serve_at_one_price_says_how_the_tie_was_broken() -> None:
+    result = runner.invoke(app, ["plan", "serve", "--model", "llama-3-8b", "--rate", "1",
+                                 "--duration-s", "10", "--gpu", "A100-80GB,H100-SXM", "--tp",
+                                 "1,2", "--slo-tpot-ms", "80", "--price", "1"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "ties go to lower TTFT, then lower TPOT, then fewer GPUs" in text
+    assert re.search(r"pick: \d+ deployments tie at US\$ 1\.000/h; ties go to lower TTFT", text)
+    assert "0R" in text and "H100-SXM tp=1" in text.split("0R", 1)[1][:40]
+
+
 def test_help_names_both_kinds() -> None:
     result = runner.invoke(app, ["simulate", "serve", "--help"])
     assert result.exit_code == 0
@@ -238,7 +249,7 @@ def test_plan_serve_takes_the_deployment_options_simulate_serve_has() -> None:
     for extra, text in (
         (["--preemption", "evict"], "preemption: must be one of recompute, swap"),
         (["--block-size", "7"], "block-size: must be one of 8, 16, 32, 64, 128 tokens"),
-        (["--price", "-1"], "price: must be >= 0 US$/h per GPU"),
+        (["--price", "-1"], "price: must be in (0, 1,000,000] US$/h per GPU"),
         (["--kv-link-gbps", "0"], "kv-link-gbps: must be > 0"),
     ):
         bad = runner.invoke(app, [*plan, *extra])

@@ -149,3 +149,60 @@ def test_measure_train_distributed_bad_option_is_exit_2(
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and text in lines[0]
     assert not db.exists()
+
+
+def test_the_workload_is_positional_or_an_option_alike(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    base = ["--db", str(db), "measure", "infer"]
+    for given in (["mlp"], ["--workload", "mlp"], ["mlp", "--workload", "mlp"]):
+        result = runner.invoke(app, [*base, *given, *QUICK, "--no-save", "--json"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["workload"] == "mlp"
+    for argv, text in (
+        (["mlp", "--workload", "resnet18"], "workload: is given twice: 'mlp' as the argument"),
+        ([], "workload: is required; e.g. --workload mlp"),
+    ):
+        result = runner.invoke(app, [*base, *argv, *QUICK])
+        assert result.exit_code == 2, result.output
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and text in lines[0], result.stderr
+    assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        # distributed-only options are refused when given, at their default value too
+        (["--steps", "20"], "steps: applies to distributed runs only (got 20)"),
+        (["--warmup-steps", "5"], "single-process run measures until --target-ci"),
+        (["--nproc", "2"], "nproc: applies to distributed runs only"),
+        (["--sync"], "sync: applies to distributed runs only"),
+        # and the single-process stop and the PS flags under a run that does not read them
+        (["--distributed", "ddp", "--max-time-s", "5"], "max-time-s: applies to single-process"),
+        (["--distributed", "ddp", "--min-samples", "3"], "min-samples: applies to single-proc"),
+        (["--distributed", "ddp", "--async"], "async: applies to --distributed ps only"),
+        (["--distributed", "fsdp", "--ps-shards", "1"], "ps-shards: applies to --distributed ps"),
+    ],
+)
+def test_an_option_its_mode_does_not_read_is_refused(args: list[str], text: str) -> None:
+    result = runner.invoke(app, ["measure", "train", "mlp", "--no-save", *args])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and text in lines[0], result.stderr
+
+
+def test_a_distributed_run_without_its_flags_takes_their_defaults() -> None:
+    from gpucast.app.measure import MeasureTrainRequest
+
+    config = MeasureTrainRequest(workload="mlp", distributed="ddp").distributed_config()
+    assert config is not None
+    assert (config.nproc_per_node, config.nnodes, config.steps, config.warmup_steps) == (
+        2,
+        1,
+        20,
+        5,
+    )
+    assert config.sync and config.ps_shards == 1 and config.master_addr == "127.0.0.1"
+    given = MeasureTrainRequest(workload="mlp", distributed="ps", steps=7, sync=False)
+    config = given.distributed_config()
+    assert config is not None and config.steps == 7 and not config.sync

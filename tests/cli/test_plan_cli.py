@@ -125,6 +125,12 @@ def test_unknown_yaml_key_names_it(tmp_path: Path) -> None:
             'workload = "resnet50"\nmax_gpus = 8\nmax_gpus = 4\n',
             "plan.toml, line 3: key 'max_gpus' is given twice (lines 2 and 3); keep one",
         ),
+        (
+            "plan.toml",
+            'workload = "resnet50"\n[cluster]\ngpu = "H100"\n\n[cluster]\nnodes = 2\n',
+            "plan.toml, line 5: table [cluster] is declared twice (lines 2 and 5); merge the two "
+            "[cluster] tables into one",
+        ),
     ],
 )
 def test_a_config_key_given_twice_is_one_line_and_exit_2(

@@ -115,3 +115,16 @@ def test_bad_input_is_one_line_exit_2_and_loses_nothing(
     assert line.startswith("error: ") and needle in line and "\n" not in line
     assert (tmp_path / "offers.csv").read_text(encoding="utf-8") == "kept"
     assert (tmp_path / "plan.json").read_text(encoding="utf-8") == "kept"
+
+
+def test_rows_that_miss_the_deadline_or_the_budget_say_so() -> None:
+    result = runner.invoke(
+        cli, [*SMALL, "--gpu", "H100", "--deadline", "5h", "--budget", "330", "--limit", "20"],
+        terminal_width=400,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "> pick; -- the limit a row misses)" in result.output
+    rows = _rows(result.output)
+    assert any(r.endswith(" -- misses the deadline") for r in rows)
+    assert any(r.endswith(" -- over budget") for r in rows)
+    assert not any(" -- " in r for r in rows if r.startswith(">"))

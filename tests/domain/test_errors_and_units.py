@@ -14,6 +14,8 @@ from gpucast.domain.errors import (
 )
 from gpucast.domain.prediction import Estimate
 from gpucast.domain.units import (
+    count_of,
+    format_amount,
     format_duration,
     format_latency,
     format_ms,
@@ -191,3 +193,18 @@ def test_format_ms_against_never_puts_a_value_on_the_wrong_side(value: float, li
 )
 def test_format_span_never_prints_equal_ends(low: float, high: float, text: str) -> None:
     assert format_span(low, high, "s") == text
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0.00412, "0.00412"), (0.0572, "0.0572"), (2.0, "2"), (12.345, "12.3"), (1234.5, "1,234"),
+     (0.0, "0"), (3e-6, "<0.0001"), (math.inf, "n/a")],
+)  # fmt: skip
+def test_format_amount_never_reads_zero_for_a_small_amount(value: float, text: str) -> None:
+    assert format_amount(value) == text
+
+
+def test_count_of_is_singular_for_one() -> None:
+    assert (count_of(1, "GPU"), count_of(8, "GPU"), count_of(1024, "GPU")) == (
+        "1 GPU", "8 GPUs", "1,024 GPUs"
+    )  # fmt: skip

@@ -287,7 +287,11 @@ def test_a_bad_toml_file(tmp_path: Path) -> None:
             TOML + 'gpu = "H100"\n',
             r"bad\.toml, line 14: key 'gpu' is given twice \(lines 3 and 14\); keep one 'gpu' line",
         ),
-        (TOML + "[cluster]\n", r"bad\.toml, line 14: not valid TOML \(Cannot declare .*twice\)$"),
+        (
+            TOML + "[cluster]\n",
+            r"bad\.toml, line 14: table \[cluster\] is declared twice \(lines 1 and 14\); merge "
+            r"the two \[cluster\] tables into one$",
+        ),
         ("gpu = \n", r"bad\.toml, line 1: not valid TOML \(Invalid value\)$"),
     ],
 )
@@ -305,6 +309,29 @@ def test_a_toml_repeat_names_the_lines_within_its_table(tmp_path: Path) -> None:
 
     with pytest.raises(DataFormatError, match=r"line 5: key 'x' is given twice \(lines 4 and 5\)"):
         parse_mapping_text(tmp_path / "t.toml", "[a]\nx = 1\n[b]\nx = 2\nx = 3\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        (
+            '[a.b]\nx = 1\n[ a . "b" ]\n',
+            r"line 3: table \[a\.b\] is declared twice \(lines 1 and 3\)",
+        ),
+        ("a = {x = 1}\n[a]\n", r"line 2: table \[a\] is declared twice \(lines 1 and 2\)"),
+        (
+            "[x]\na = 1\n[a]\nb = 1\n[a]\n",
+            r"line 5: table \[a\] is declared twice \(lines 3 and 5\)",
+        ),
+    ],
+)
+def test_a_toml_table_declared_twice_names_the_table_and_both_lines(
+    tmp_path: Path, text: str, match: str
+) -> None:
+    from gpucast.inputs.textfiles import parse_mapping_text
+
+    with pytest.raises(DataFormatError, match=match):
+        parse_mapping_text(tmp_path / "t.toml", text)
 
 
 def test_a_file_that_is_not_utf8(tmp_path: Path) -> None:

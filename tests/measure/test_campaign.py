@@ -46,6 +46,18 @@ def test_sweep_expands_axes_and_repeats(tmp_path: Path) -> None:
     assert all(p.nproc == 1 for p in points if p.strategy == "single")
 
 
+def test_sweep_precisions_take_any_case(tmp_path: Path) -> None:
+    from gpucast.app.campaign import _check_workload
+
+    path = write(tmp_path, "workloads: [mlp]\nbatch_sizes: [4]\nprecisions: [FP32, Bf16]\n")
+    sweep = load_sweep(path, check_workload=_check_workload)
+    assert sweep.precisions == ("fp32", "bf16")
+    bad = write(tmp_path, "workloads: [mlp]\nbatch_sizes: [4]\nprecisions: [FP4]\n", "bad.yaml")
+    with pytest.raises(DataFormatError, match=r"'precisions'.*fp32, bf16, fp16") as info:
+        load_sweep(bad, check_workload=_check_workload)
+    assert "line 3" in str(info.value)
+
+
 @pytest.mark.parametrize(
     ("text", "line", "pattern"),
     [

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from plan_factories import DAY, URL, context, request
 
+from gpucast.domain.catalog import PCIE_X16_GBIT_PER_S
 from gpucast.domain.systems import ClusterSpec, NodeShape
-from gpucast.plan.inputs import PCIE_GBPS
 from gpucast.plan.space import build_space, cluster_offers
 from gpucast.plan.train import plan_training, search, with_cluster
 
@@ -56,7 +56,7 @@ def test_nvlink_bridges_cross_pcie_beyond_a_pair() -> None:
     ctx = context()
     spec = cluster(intra_node="nvlink-bridge", intra_node_gbps=600.0)
     table = cluster_offers(spec, ctx.catalog.gpu("FAST"), 0)
-    pcie = PCIE_GBPS[3]
+    pcie = PCIE_X16_GBIT_PER_S[3]
     assert table.intra_node_gbps.tolist()[:3] == [4800.0, 4800.0, pcie]  # type: ignore[union-attr]
 
 

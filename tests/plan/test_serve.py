@@ -13,6 +13,7 @@ from gpucast.domain.serving_plan import ModelLoad, ModelProfile, ServeRequest, S
 from gpucast.plan.serve import (
     REASON_LATENCY,
     REASON_MEMORY,
+    TIE_BREAK,
     capacity,
     plan_serving,
 )
@@ -224,3 +225,42 @@ def test_host_capacity_adds_servers_and_stretches_latency() -> None:
     assert plan.best.tail_latency_s > free.best.tail_latency_s
     with pytest.raises(InvalidSpecError, match="host capacity"):
         dataclasses.replace(OPTIONS[0], host_capacity_rps=0.0)
+
+
+def test_tie_note_names_the_rule_only_when_the_pick_s_cost_is_shared() -> None:
+    from gpucast.plan.pareto import tie_note
+
+    assert tie_note([0.0, 0.0, 0.0], 1, "lower TTFT") == (
+        "3 deployments tie at US$ 0.000/h; ties go to lower TTFT"
+    )
+    assert tie_note([0.445, 0.445, 0.7], 0, "lower p99") == (
+        "2 deployments tie at US$ 0.445/h; ties go to lower p99"
+    )
+    assert tie_note([0.4, 0.445, 0.445], 0, "lower p99") is None
+
+
+def test_equal_prices_pick_the_lower_tail_latency_in_any_order_and_say_so() -> None:
+    twins = (
+        ServerOption(name="slow", kind="gpu", memory_gib=16, price_usd_per_hour=1.0),
+        ServerOption(name="fast", kind="gpu", memory_gib=16, price_usd_per_hour=1.0),
+    )
+    curves = {"slow": CURVES["small"], "fast": CURVES["big"]}
+    profs = {
+        ("a", o.name): ModelProfile(
+            model="a", server=o.name, curve=curves[o.name], memory_fixed_gib=1.0,
+            memory_per_sample_gib=0.05, request_overhead_s=0.0005,
+        )
+        for o in twins
+    }  # fmt: skip
+    plans = [plan_serving(request({"a": 50}, 50), opts, profs) for opts in (twins, twins[::-1])]
+    for plan in plans:
+        best = plan.best
+        assert best is not None and "fast" in best.describe()
+        tied = [c for c in plan.candidates if c.cost_usd_per_hour == best.cost_usd_per_hour]
+        assert len(tied) > 1
+        assert best.tail_latency_s == min(c.tail_latency_s for c in tied)
+        assert plan.assumptions["pick"].startswith(f"{len(tied)} deployments tie at US$ 1.000/h")
+        assert plan.assumptions["pick"].endswith(f"ties go to {TIE_BREAK}")
+    assert [c.describe() for c in plans[0].candidates] == [
+        c.describe() for c in plans[1].candidates
+    ]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import option
+from gpucast.domain.options import lower_list, option
 from gpucast.domain.workload import PRECISIONS
 
 if TYPE_CHECKING:
@@ -34,7 +34,11 @@ class InferCurveRequest:
     workload: str = option(help="Workload, e.g. resnet50 or mlp.", argument=True, example="mlp")
     batch_sizes: tuple[int, ...] = option((1, 2, 4, 8), help="e.g. 1,2,4,8.", example="1,2,4,8")
     precisions: tuple[str, ...] = option(
-        ("fp32",), flag="precision", help="One or more: fp32,fp16.", example="fp32,fp16"
+        ("fp32",),
+        parse=lower_list,
+        flag="precision",
+        help="One or more: fp32,fp16.",
+        example="fp32,fp16",
     )
     device: str = option("cpu", help="cpu | cuda | cuda:N | auto.", example="cuda")
     colocate: tuple[str, ...] = option(

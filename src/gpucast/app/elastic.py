@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from gpucast.domain.provenance import Assumption
+from gpucast.domain.units import count_of
 
 if TYPE_CHECKING:
     from gpucast.app.simulation import SimulateTrainRequest
@@ -148,8 +149,8 @@ def elastic_speed(
             f"efficiency x{float(el.efficiency[cell]):.2f})"
         )
         parts.append(
-            f"{k} GPUs: {how}, {float(el.progress_steps_per_s[cell]) / full_rate:.0%} of the "
-            "full cluster's progress"
+            f"{count_of(k, 'GPU')}: {how}, "
+            f"{float(el.progress_steps_per_s[cell]) / full_rate:.0%} of the full cluster's progress"
         )
     why = (
         f" (keeping the global batch needs the roofline: {', '.join(measured)} has a "

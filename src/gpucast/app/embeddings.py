@@ -247,6 +247,7 @@ def _hardware(
     request: PlanEmbeddingsRequest,
 ) -> tuple[ShardingHardware, str, float | None, dict[str, str]]:
     from gpucast.catalog import load_catalog, offers_file
+    from gpucast.domain.catalog import PCIE_X16_GBIT_PER_S
     from gpucast.domain.units import GIB
     from gpucast.inputs.clusters import (
         cluster_gpu,
@@ -254,7 +255,7 @@ def _hardware(
         intra_link_gbps,
         request_cluster,
     )
-    from gpucast.plan.inputs import PCIE_GBPS, intra_node_gbps
+    from gpucast.plan.inputs import intra_node_gbps
     from gpucast.predict.embeddings import ShardingHardware
 
     catalog = load_catalog(offers_file(request.offers_file))
@@ -313,7 +314,7 @@ def _hardware(
             f"{ssd.read_latency_s * 1e6:.0f} us a read, {ssd.capacity_bytes / 1e12:g} TB each; "
             f"write-back at the read rates ({ssd.source})"
         )
-    pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0
+    pcie = PCIE_X16_GBIT_PER_S.get(gpu.pcie_generation, 128.0) / 8.0
     dense = gpu.peak_tflops("bf16") * DENSE_EFFICIENCY
     notes["dense compute"] = (
         f"{DENSE_EFFICIENCY:.0%} of {gpu.name}'s BF16 peak on the dense MLPs ({dense:.0f} TFLOP/s)"

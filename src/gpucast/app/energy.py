@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.energy import JOULES_PER_KWH, check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import option
+from gpucast.domain.options import lower_text, option
 from gpucast.domain.workload import (
     SOFTWARE_HELP,
     TRAIN_PRECISION_CHOICES,
@@ -237,6 +237,7 @@ class PredictEnergyRequest:
     )
     precision: str = option(
         "fp32",
+        parse=lower_text,
         help="fp32, tf32, bf16, fp16, fp8 or auto, as predict train reads them.",
         example="bf16",
     )

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_price
-from gpucast.domain.options import option
+from gpucast.domain.options import lower_text, option
 
 if TYPE_CHECKING:
     from gpucast.predict.gnn_partition import PartitionedEpoch
@@ -173,7 +173,10 @@ class PredictGnnRequest:
         help="gat/rgat: gather the next batch's features while this one computes.",
     )
     feature_precision: str = option(
-        "fp16", help="gat/rgat: stored input features: fp32, fp16, bf16 or fp8.", example="fp8"
+        "fp16",
+        parse=lower_text,
+        help="gat/rgat: stored input features: fp32, fp16, bf16 or fp8.",
+        example="fp8",
     )
     feature_location: str = option(
         "auto",
@@ -462,9 +465,9 @@ class PredictGnnResult:
 def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> PredictGnnResult:
     """One training step of a GCN / GraphSAGE, sparse vs dense (module docstring)."""
     from gpucast.catalog import load_catalog
+    from gpucast.domain.catalog import PCIE_X16_GBIT_PER_S
     from gpucast.domain.gpu_memory import usable_bytes, usable_text
     from gpucast.domain.units import GIB
-    from gpucast.plan.inputs import PCIE_GBPS
     from gpucast.predict import gnn
     from gpucast.predict.roofline import KERNEL_OVERHEAD_S
 
@@ -542,7 +545,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
                 + " priced as if it did",
             )
     tflops, hbm = _achieved_rates(gpu)
-    pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0
+    pcie = PCIE_X16_GBIT_PER_S.get(gpu.pcie_generation, 128.0) / 8.0
     host = pcie if request.batch is not None else None
     step = cost.step_time_s(
         tflops=tflops, memory_gbps=hbm, host_link_gbps=host, kernel_overhead_s=KERNEL_OVERHEAD_S
@@ -940,8 +943,9 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
     from gpucast.catalog import load_catalog
     from gpucast.catalog.gnn_graphs import load_gnn_calibrations
     from gpucast.catalog.validation import validation_for
+    from gpucast.domain.catalog import PCIE_X16_GBIT_PER_S
     from gpucast.domain.gpu_memory import share_bytes
-    from gpucast.plan.inputs import PCIE_GBPS, intra_node_gbps
+    from gpucast.plan.inputs import intra_node_gbps
     from gpucast.predict import gat
     from gpucast.predict.comm import DEFAULT_HOP_LATENCY_S, hierarchical_collective_s
     from gpucast.predict.roofline import KERNEL_OVERHEAD_S
@@ -985,7 +989,7 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
         )
     tflops, hbm = _achieved_rates(gpu)
     peer = intra_node_gbps(gpu) / 8.0 * GATHER_EFFICIENCY
-    pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0 * GATHER_EFFICIENCY
+    pcie = PCIE_X16_GBIT_PER_S.get(gpu.pcie_generation, 128.0) / 8.0 * GATHER_EFFICIENCY
     network = NETWORK_GBPS_PER_GPU * GATHER_EFFICIENCY
     params = spec.parameters(graph)
     allreduce = float(

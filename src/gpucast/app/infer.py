@@ -23,7 +23,7 @@ from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.gpu_memory import engine_share_note
 from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision
-from gpucast.domain.options import option
+from gpucast.domain.options import lower_text, option
 
 if TYPE_CHECKING:
     from gpucast.domain.catalog import Catalog, GpuSpec
@@ -64,9 +64,10 @@ class PredictInferRequest:
         "1, 2, 4, 8 that hold the model.",
         example="2",
     )
-    precision: str | None = option(None, help=_PRECISION_HELP, example="int8")
+    precision: str | None = option(None, parse=lower_text, help=_PRECISION_HELP, example="int8")
     kv_precision: str | None = option(
         None,
+        parse=lower_text,
         help="KV-cache precision (default: the weights', fp16 under int8/int4 weights).",
         example="fp8",
     )

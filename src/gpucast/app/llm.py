@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import option
+from gpucast.domain.options import lower_text, option
 from gpucast.domain.parallel import (
     INTERVAL_NOTE,
     SEARCHED_VIRTUAL_STAGES,
@@ -231,7 +231,7 @@ class PredictLlmTrainRequest:
         None, help="Tokens per sequence (default: the model's context).", example="4096"
     )
     global_batch: int = option(help="Sequences per optimizer step.", example="1024")
-    precision: str = option("bf16", help="bf16, fp16 or fp8.", example="fp8")
+    precision: str = option("bf16", parse=lower_text, help="bf16, fp16 or fp8.", example="fp8")
     software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: full fine-tuning / pre-training).")
     lora_fused: bool = option(False, help=LORA_FUSED_HELP)

@@ -45,7 +45,7 @@ from gpucast.app.llm import (
 from gpucast.domain.catalog import exclude_gpus_option, offers_option, regions_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_seed
-from gpucast.domain.options import option
+from gpucast.domain.options import lower_text, option
 from gpucast.domain.parallel import (
     FixedLayout,
     LayoutSpace,
@@ -76,7 +76,7 @@ from gpucast.domain.systems import (
     cluster_price_option,
     cluster_set_option,
 )
-from gpucast.domain.units import format_duration
+from gpucast.domain.units import count_of, format_duration
 from gpucast.domain.variability import gpu_variability_option
 from gpucast.domain.workload import FP8, SOFTWARE_HELP, check_software
 
@@ -119,7 +119,7 @@ class PlanLlmTrainRequest:
     regions: tuple[str, ...] = regions_option()
     gpus: tuple[str, ...] = option((), flag="gpu", help="GPU types allowed.", example="H100")
     exclude_gpus: tuple[str, ...] = exclude_gpus_option()
-    precision: str = option("bf16", help="bf16, fp16 or fp8.", example="fp8")
+    precision: str = option("bf16", parse=lower_text, help="bf16, fp16 or fp8.", example="fp8")
     software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: all weights trained).")
     lora_fused: bool = option(False, help=LORA_FUSED_HELP)
@@ -384,7 +384,7 @@ def _variability_text(spread: Any, plan: LlmPlan) -> str:
     slow = (
         ""
         if pick is None
-        else f"; the pick's {pick.gpus} GPUs run at their slowest's pace: x"
+        else f"; the pick's {count_of(pick.gpus, 'GPU')} run at their slowest's pace: x"
         f"{float(spread.value.expected_max(pick.gpus)[0]):.3f}"
     )
     return f"{spread.source}: each step x the expected slowest of its GPUs' speed factors{slow}"

@@ -29,7 +29,7 @@ from gpucast.domain.catalog import provider_option, region_option, spot_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_price, check_seed
 from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision
-from gpucast.domain.options import lower_list, option
+from gpucast.domain.options import lower_list, lower_text, option
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -196,9 +196,11 @@ class SimulateLlmServeRequest:
     )  # fmt: skip
     precision: str | None = option(
         None, help=f"Weights: {', '.join(INFER_PRECISIONS)} (default: the engine's).",
-        example="fp8",
+        example="fp8", parse=lower_text,
     )  # fmt: skip
-    kv_precision: str | None = option(None, help="KV-cache precision.", example="fp8")
+    kv_precision: str | None = option(
+        None, parse=lower_text, help="KV-cache precision.", example="fp8"
+    )
     arrivals: str = option(
         "poisson",
         help="poisson | constant | bursty | trace:FILE (an Azure LLM trace, with its token "
@@ -694,8 +696,10 @@ class PlanLlmServeRequest:
     regions: tuple[str, ...] = option((), flag="region", help="Region filter.", example="us-east-1")
     spot: bool = option(False, help="Spot prices.")
     framework: str = option("vllm", help=f"Inference engine: {_ENGINES}.", example="vllm")
-    precision: str | None = option(None, help="Weight precision.", example="fp8")
-    kv_precision: str | None = option(None, help="KV-cache precision.", example="fp8")
+    precision: str | None = option(None, parse=lower_text, help="Weight precision.", example="fp8")
+    kv_precision: str | None = option(
+        None, parse=lower_text, help="KV-cache precision.", example="fp8"
+    )
     tps: tuple[int, ...] = option(
         (1, 2, 4, 8), flag="tp", help="Tensor-parallel degrees tried.", example="2,4,8"
     )
@@ -988,6 +992,7 @@ def plan_llm_serve(
                 if request.kv_link_gbps is None
                 else f"{request.kv_link_gbps:g} Gbit/s per GPU (given)"
             ),
+            **({} if (tie := plan.tie_note()) is None else {"pick": tie}),
         },
         warnings=traffic.warnings,
         validation=validation,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import fields_of, is_default, option
+from gpucast.domain.options import fields_of, is_default, lower_text, option
 from gpucast.domain.workload import Precision, WorkloadSpec
 
 if TYPE_CHECKING:  # these pull in numpy/torch; annotations only here
@@ -51,7 +51,7 @@ class _StepRequest:
         "auto", help="cpu, cuda, cuda:N, or auto (a GPU if any).", example="cuda:0"
     )
     batch_size: int = option(32, help="Samples per step (>= 1).", example="32")
-    precision: str = option("fp32", help="fp32, bf16 or fp16.", example="bf16")
+    precision: str = option("fp32", parse=lower_text, help="fp32, bf16 or fp16.", example="bf16")
     target_ci: float = option(
         0.02,
         help="Stop when the 95% CI half-width is within this share of the mean.",
@@ -128,11 +128,17 @@ class MeasureInferRequest(_StepRequest):
         self._check_steps()
 
 
-#: MeasureTrainRequest fields that only a ``--distributed`` run reads.
+#: MeasureTrainRequest fields that only a ``--distributed`` run reads. Their defaults are
+#: ``None`` ("not given"; the distributed run's own default applies), so a single-process
+#: run refuses any of them the user gave, even at its default value, rather than ignore it.
 _DISTRIBUTED_ONLY = (
     "nproc", "nnodes", "node_rank", "master_addr", "master_port", "ps_shards", "sync",
     "batch_sizes", "devices", "steps", "warmup_steps",
 )  # fmt: skip
+#: _StepRequest fields that only a single-process run reads (its adaptive stop and clock).
+_SINGLE_ONLY = ("target_ci", "max_time_s", "min_samples", "timer")
+#: processes per node of a distributed run without --nproc
+DEFAULT_NPROC = 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,13 +150,27 @@ class MeasureTrainRequest(_StepRequest):
     distributed: str | None = option(
         None, help="ddp, fsdp or ps: a multi-process run via torch.distributed.", example="ddp"
     )
-    nproc: int = option(2, help="Processes on this node (--distributed).", example="2")
-    nnodes: int = option(1, help="Nodes in the job (--distributed).", example="2")
-    node_rank: int = option(0, help="This node's rank (--distributed).", example="0")
-    master_addr: str = option("127.0.0.1", help="Rendezvous host.", example="10.0.0.1")
-    master_port: int | None = option(None, help="Rendezvous port.", example="29500")
-    ps_shards: int = option(1, help="Parameter-server shards (ps).", example="1")
-    sync: bool = option(True, negative="async", help="Synchronous or asynchronous PS.")
+    nproc: int | None = option(
+        None, help=f"Processes on this node (--distributed; default {DEFAULT_NPROC}).", example="2"
+    )
+    nnodes: int | None = option(
+        None, help="Nodes in the job (--distributed; default 1).", example="2"
+    )
+    node_rank: int | None = option(
+        None, help="This node's rank (--distributed; default 0).", example="0"
+    )
+    master_addr: str | None = option(
+        None, help="Rendezvous host (--distributed; default 127.0.0.1).", example="10.0.0.1"
+    )
+    master_port: int | None = option(
+        None, help="Rendezvous port (--distributed; default: a free port).", example="29500"
+    )
+    ps_shards: int | None = option(
+        None, help="Parameter-server shards (--distributed ps; default 1).", example="1"
+    )
+    sync: bool | None = option(
+        None, negative="async", help="Synchronous (default) or asynchronous PS (--distributed ps)."
+    )
     batch_sizes: tuple[int, ...] = option(
         (),
         help="Per-worker batch sizes, e.g. 32,64 (heterogeneous runs; to measure several "
@@ -160,8 +180,12 @@ class MeasureTrainRequest(_StepRequest):
     devices: tuple[str, ...] = option(
         (), help="Per-worker devices, e.g. cuda:0,cpu (heterogeneous runs).", example="cuda:0,cpu"
     )
-    steps: int = option(20, help="Measured steps per rank (--distributed).", example="20")
-    warmup_steps: int = option(5, help="Warm-up steps (--distributed).", example="5")
+    steps: int | None = option(
+        None, help="Measured steps per rank (--distributed; default 20).", example="20"
+    )
+    warmup_steps: int | None = option(
+        None, help="Warm-up steps (--distributed; default 5).", example="5"
+    )
     power_limits: tuple[float, ...] = option(
         (),
         help="GPU power limits (W) to measure at, one run each, e.g. 150,200,250 (needs "
@@ -182,16 +206,7 @@ class MeasureTrainRequest(_StepRequest):
 
     def __post_init__(self) -> None:
         self._check_steps()
-        if self.distributed is None:
-            for name in _DISTRIBUTED_ONLY:
-                if not is_default(self, name):
-                    flag = next(f.info.cli_flag for f in fields_of(type(self)) if f.name == name)
-                    raise InvalidSpecError(
-                        flag.lstrip("-"),
-                        "applies to distributed runs only",
-                        got=getattr(self, name),
-                        fix=f"add --distributed ddp|fsdp|ps, or drop {flag}",
-                    )
+        self._check_mode()
         self.distributed_config()  # DistributedConfig checks the distributed flags
         for watts in self.power_limits:
             if isinstance(watts, bool) or not (math.isfinite(watts) and watts > 0):
@@ -236,6 +251,46 @@ class MeasureTrainRequest(_StepRequest):
                 fix="drop --distributed, or set the limit with `nvidia-smi -pl W` first",
             )
 
+    def _check_mode(self) -> None:
+        """One line for an option the run's mode does not read, rather than ignoring it."""
+        if self.distributed is None:
+            for name in _DISTRIBUTED_ONLY:
+                if getattr(self, name) not in (None, ()):
+                    flag = _flag(self, name)
+                    stop = (
+                        ": a single-process run measures until --target-ci or --max-time-s "
+                        "(at least --min-samples steps)"
+                        if name in ("steps", "warmup_steps")
+                        else ""
+                    )
+                    raise InvalidSpecError(
+                        flag.lstrip("-"),
+                        "applies to distributed runs only",
+                        got=getattr(self, name),
+                        fix=f"add --distributed ddp|fsdp|ps, or drop {flag}{stop}",
+                    )
+            return
+        for name in _SINGLE_ONLY:
+            if not is_default(self, name):
+                flag = _flag(self, name)
+                raise InvalidSpecError(
+                    flag.lstrip("-"),
+                    "applies to single-process runs only",
+                    got=getattr(self, name),
+                    fix=f"drop {flag} (a distributed run measures --steps steps per rank after "
+                    "--warmup-steps), or drop --distributed",
+                )
+        if self.distributed.strip().lower() != "ps":
+            for name in ("ps_shards", "sync"):
+                if getattr(self, name) is not None:
+                    flag = "--async" if self.sync is False and name == "sync" else _flag(self, name)
+                    raise InvalidSpecError(
+                        flag.lstrip("-"),
+                        "applies to --distributed ps only",
+                        got=self.distributed,
+                        fix=f"drop {flag}, or pass --distributed ps",
+                    )
+
     @property
     def spec(self) -> WorkloadSpec:
         batch = self.batch_sizes[0] if self.distributed and self.batch_sizes else self.batch_size
@@ -249,20 +304,22 @@ class MeasureTrainRequest(_StepRequest):
             return None
         from gpucast.domain.distributed import DistributedConfig
 
+        given: dict[str, Any] = {
+            "nnodes": self.nnodes, "node_rank": self.node_rank, "master_addr": self.master_addr,
+            "master_port": self.master_port, "ps_shards": self.ps_shards, "sync": self.sync,
+            "steps": self.steps, "warmup_steps": self.warmup_steps,
+        }  # fmt: skip
         return DistributedConfig(
             strategy=self.distributed.strip().lower(),  # type: ignore[arg-type]
-            nproc_per_node=self.nproc,
+            nproc_per_node=DEFAULT_NPROC if self.nproc is None else self.nproc,
             batch_sizes=self.batch_sizes or (self.batch_size,),
             devices=self.devices or (self.device,),
-            nnodes=self.nnodes,
-            node_rank=self.node_rank,
-            master_addr=self.master_addr,
-            master_port=self.master_port,
-            ps_shards=self.ps_shards,
-            sync=self.sync,
-            steps=self.steps,
-            warmup_steps=self.warmup_steps,
+            **{k: v for k, v in given.items() if v is not None},
         )
+
+
+def _flag(request: object, name: str) -> str:
+    return next(f.info.cli_flag for f in fields_of(type(request)) if f.name == name)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

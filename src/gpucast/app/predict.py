@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from gpucast.app._request import resolve
 from gpucast.app.fit import require_file
 from gpucast.domain.errors import DataFormatError, InvalidInputError, InvalidSpecError
-from gpucast.domain.options import is_default, option
+from gpucast.domain.options import is_default, lower_text, option
 from gpucast.domain.systems import (
     ClusterSettings,
     check_cluster_options,
@@ -115,6 +115,7 @@ class PredictTrainRequest:
     )
     precision: str = option(
         "fp32",
+        parse=lower_text,
         help="fp32 (on NVIDIA GPUs with TF32, convolutions on TF32 as cuDNN does by default), "
         "tf32 (matmuls too), bf16, fp16, fp8 (matmuls and convolutions at the fp8 peak, the "
         "rest bf16; GPUs with fp8 units), or auto (what practitioners use on the GPU: bf16 "
@@ -475,8 +476,8 @@ def _memory_plan(
     strategy is refused (:func:`gpucast.app._memory.refuse_unless_fits`)."""
     from gpucast.app._memory import refuse_unless_fits
     from gpucast.catalog.validation import validation_for
+    from gpucast.domain.catalog import PCIE_X16_GBIT_PER_S
     from gpucast.inputs.offload import cpu_adam
-    from gpucast.plan.inputs import PCIE_GBPS
     from gpucast.predict.comm import DEFAULT_BACKWARD_FRACTION
     from gpucast.predict.memory import OffloadCosts, fit_memory
 
@@ -489,7 +490,7 @@ def _memory_plan(
         backward_s=backward,
         n_params=facts.weights_bytes / 4.0,
         n_tensors=facts.n_tensors,
-        pcie_gbps=PCIE_GBPS.get(spec.pcie_generation, 128.0) / 8.0,
+        pcie_gbps=PCIE_X16_GBIT_PER_S.get(spec.pcie_generation, 128.0) / 8.0,
         cpu_adam=adam.value,
     )
     fit = fit_memory(needs, spec, 1, offload=costs)
@@ -525,7 +526,9 @@ class PredictSpeedRequest:
     model: Path = option(help="Model JSON from `gpucast fit speed`.", example="speed.json")
     input: Path = option(help="Rows to predict (CM-DARE columns).", example="rows.csv")
     output: Path = option(help="CSV to write: input rows + predictions.", example="out.csv")
-    precision: str = option("fp32", help="fp32, tf32, bf16, fp16 or fp8.", example="bf16")
+    precision: str = option(
+        "fp32", parse=lower_text, help="fp32, tf32, bf16, fp16 or fp8.", example="bf16"
+    )
 
     def __post_init__(self) -> None:
         _one_of("precision", self.precision, SPEED_PRECISIONS)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import option
+from gpucast.domain.options import lower_text, option
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.workload import (
     Precision,
@@ -45,7 +45,7 @@ class ProfileRequest:
         example="resnet50",
     )
     batch_size: int = option(32, short="-b", help="Samples per step.", example="32")
-    precision: str = option("fp32", help="fp32, bf16 or fp16.", example="bf16")
+    precision: str = option("fp32", parse=lower_text, help="fp32, bf16 or fp16.", example="bf16")
     optimizer: str = option("sgd", help="sgd (momentum) or adam.", example="adam")
     workload_options: WorkloadOptions = workload_options_field()
     save: bool = option(

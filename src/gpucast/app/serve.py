@@ -24,7 +24,7 @@ from gpucast.app._request import resolve
 from gpucast.domain.catalog import offers_option, provider_option, region_option, spot_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_price, check_seed, check_work
-from gpucast.domain.options import lower_list, option, split_list
+from gpucast.domain.options import lower_list, lower_text, option, split_list
 from gpucast.domain.serving import SERVING_PRECISIONS, BatchingPolicy, ClosedLoop, LatencyCurve
 from gpucast.domain.serving_plan import (
     PLACEMENTS,
@@ -302,7 +302,9 @@ class PlanServeRequest:
     spot: bool = option(False, help="Spot prices.")
     offers_file: Path | None = offers_option()
     engine: str = option("eager-pytorch", help=ENGINE_HELP, example="tensorrt")
-    precision: str | None = option(None, help=SERVING_PRECISION_HELP, example="fp16")
+    precision: str | None = option(
+        None, parse=lower_text, help=SERVING_PRECISION_HELP, example="fp16"
+    )
     workload_options: WorkloadOptions = workload_options_field()
     max_batch_sizes: tuple[int, ...] = option(
         _serve_default("max_batch_sizes"), help="Largest batches tried.", example="1,4,8,32"
@@ -954,7 +956,9 @@ class SimulateServeRequest:
         None, help="CSV batch_size,latency_s measured per batch.", example="lat.csv"
     )
     engine: str = option("eager-pytorch", help=ENGINE_HELP, example="tensorrt")
-    precision: str | None = option(None, help=SERVING_PRECISION_HELP, example="int8")
+    precision: str | None = option(
+        None, parse=lower_text, help=SERVING_PRECISION_HELP, example="int8"
+    )
     workload_options: WorkloadOptions = workload_options_field()
     network_gbps: float | None = option(
         None, help="Network link into each GPU's server, Gb/s (default: the offer's share).",

@@ -9,7 +9,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpucast.domain.units import format_duration, format_ms, format_pct_against
+from gpucast.domain.units import (
+    count_of,
+    format_amount,
+    format_duration,
+    format_ms,
+    format_pct_against,
+)
 
 
 def hours_text(d: dict[str, Any]) -> str:
@@ -92,9 +98,9 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
         return [*lines, "  no invocations in the trace: nothing to simulate"]
     lat = d["latency_s"]
     other = (
-        f"execution alone {d['execution_gpu_hours']:,.2f}"
+        f"execution alone {format_amount(d['execution_gpu_hours'])}"
         if d["billing"] == "instance"
-        else f"loaded instances {d['instance_gpu_hours']:,.2f}"
+        else f"loaded instances {format_amount(d['instance_gpu_hours'])}"
     )
     own = d["warm_idle_app_memory_mb_hours"]
     lines += [
@@ -102,10 +108,12 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
         f"({d['cold_start_rate']:.3%}; 75th percentile of {d['unit']}s "
         f"{d['unit_cold_start_pct_p75']:.1f}%)",
         f"  latency p50 {format_ms(lat['p50'])} ms, p99 {format_ms(lat['p99'])} ms",
-        f"  GPU-hours billed {d['billed_gpu_hours']:,.2f} ({d['billing']} billing; {other}), "
+        f"  GPU-hours billed {format_amount(d['billed_gpu_hours'])} "
+        f"({d['billing']} billing; {other}), "
         f"US$ {d['cost_usd']:,.2f} at {d['price_usd_per_hour']:.4g} US$/h",
         f"  warm but idle {d['warm_idle_gib_hours']:,.1f} GiB-hours = "
-        f"{d['warm_idle_gpu_hours']:,.2f} GPU-hours of memory (US$ {d['warm_idle_cost_usd']:,.2f})"
+        f"{format_amount(d['warm_idle_gpu_hours'])} GPU-hours of memory "
+        f"(US$ {d['warm_idle_cost_usd']:,.2f})"
         + ("" if own is None else f"; the apps' own memory {own:,.0f} MB-hours"),
     ]
     pool = d["pool"]
@@ -114,14 +122,16 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
             f"p99 {format_ms(pool['latency_s']['p99'])} ms"
             if pool["latency_modelled"]
             else f"p99 not modelled (overloaded in {pool['overloaded_bins']:,} minutes: needs "
-            f"{pool['gpus_needed']:,} GPUs)"
+            f"{count_of(pool['gpus_needed'], 'GPU')})"
         )
         lines.append(
-            f"  pool of {pool['gpus']} GPUs (Torpor-style swapping): {pool['swaps']:,} swaps "
+            f"  pool of {count_of(pool['gpus'], 'GPU')} (Torpor-style swapping): "
+            f"{pool['swaps']:,} swaps "
             f"({pool['swap_rate']:.3%}, {pool['swap_time_s']:,.1f} s), {pool['cold_starts']:,} "
             f"cold starts ({pool['cold_start_time_s']:,.1f} s), {p99}, "
-            f"{pool['gpu_hours']:,.1f} GPU-hours "
-            f"(US$ {pool['cost_usd']:,.2f}; execution alone {pool['busy_gpu_hours']:,.1f})"
+            f"{format_amount(pool['gpu_hours'])} GPU-hours "
+            f"(US$ {pool['cost_usd']:,.2f}; "
+            f"execution alone {format_amount(pool['busy_gpu_hours'])})"
         )
     return lines + [f"  {m['served_by']}: model {m['source']}" for m in d["models"]]
 

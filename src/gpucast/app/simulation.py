@@ -26,7 +26,7 @@ from gpucast.domain.catalog import offers_option
 from gpucast.domain.convergence import check_lr_rule, lr_rule_option, optimizer_option, parse_target
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_seed, check_work
-from gpucast.domain.options import is_default, option
+from gpucast.domain.options import is_default, lower_text, option
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.spot import (
     check_hazard,
@@ -162,6 +162,7 @@ class SimulateTrainRequest:
     )
     precision: str = option(
         AUTO_PRECISION,
+        parse=lower_text,
         help="auto (per GPU type, what practitioners train in: bf16 where it has bf16 tensor "
         "cores, fp32 with TF32 matmuls where it has TF32 ones, fp32 elsewhere), fp32, bf16 "
         "or fp16 on every GPU, tf32 (fp32 with TF32 matmuls where the GPU has TF32 "

@@ -12,7 +12,7 @@ GPUs of PCIe generation ``g``: the least of NCCL's figure for a Gen-``g`` link a
 measured figure (each server's largest message) of a server whose links are at least as fast
 (generation >= ``g``) with no more GPUs -- a server cannot beat one with faster links and
 fewer GPUs. Where neither exists the answer is None and callers keep the x16 link's nominal
-rate (:data:`gpucast.domain.catalog.PCIE_X16_GBPS`).
+rate (:data:`gpucast.domain.catalog.PCIE_X16_GBIT_PER_S`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from gpucast.catalog._csv import (
     require_float,
     require_text,
 )
-from gpucast.domain.catalog import PCIE_X16_GBPS, GpuSpec
+from gpucast.domain.catalog import PCIE_X16_GBIT_PER_S, GpuSpec
 from gpucast.domain.errors import DataFormatError
 from gpucast.domain.parallel import NodeLinks
 from gpucast.domain.provenance import Sourced
@@ -176,6 +176,6 @@ def catalog_node_links(gpu: GpuSpec, mesh_gpus: int = 0) -> NodeLinks:
 def pcie_group_gbps(generation: int, gpus: int) -> float:
     """Gbit/s per GPU of an all-reduce of ``gpus`` GPUs that crosses PCIe of ``generation``
     (GPUs without NVLink, or bridged pairs beyond a pair): the rule's figure, else the x16
-    link's nominal rate (:data:`gpucast.domain.catalog.PCIE_X16_GBPS`)."""
+    link's nominal rate (:data:`gpucast.domain.catalog.PCIE_X16_GBIT_PER_S`)."""
     figure = pcie_allreduce_gb_per_s(generation, gpus)
-    return PCIE_X16_GBPS.get(generation, 128.0) if figure is None else figure.value * 8.0
+    return PCIE_X16_GBIT_PER_S.get(generation, 128.0) if figure is None else figure.value * 8.0

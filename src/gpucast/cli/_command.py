@@ -47,15 +47,23 @@ def _shown_default(f: Field) -> str | bool:
 def _parameter(f: Field) -> inspect.Parameter:
     """The Typer parameter of field ``f``; every value reaches the request as typed."""
     info = f.info
-    if info.argument:
+    if info.argument and f.kind == "list":  # every remaining word
         default: Any = typer.Argument(
             ... if f.required else None,
             help=_help(f),
             metavar=info.metavar or f.flag.upper().replace("-", "_"),
             show_default=False,
         )
-        word: Any = list[str] if f.kind == "list" else str  # a list: every remaining word
-        annotation: Any = word if f.required else word | None
+        annotation: Any = list[str] if f.required else list[str] | None
+    elif info.argument:  # optional here: it may come as --FLAG instead (_as_option)
+        default = typer.Argument(
+            None,
+            help=f"{_help(f)} {'Required: here' if f.required else 'Here'} or as "
+            f"{info.cli_flag} {info.example or 'VALUE'}.",
+            metavar=info.metavar or f.flag.upper().replace("-", "_"),
+            show_default=False,
+        )
+        annotation = str | None
     elif f.kind == "bool":
         decls = [f"{info.cli_flag}/--{info.negative}" if info.negative else info.cli_flag]
         if info.short:
@@ -87,6 +95,41 @@ def _parameter(f: Field) -> inspect.Parameter:
     )
 
 
+def _as_option(f: Field) -> inspect.Parameter:
+    """The flag that gives positional field ``f`` as an option (``measure train --workload
+    mlp`` as ``plan train --workload mlp`` takes it); hidden: the argument's help says so."""
+    default = typer.Option(None, f.info.cli_flag, hidden=True, show_default=False)
+    return inspect.Parameter(
+        _OPTION_PREFIX + f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+        annotation=str | None,
+    )  # fmt: skip
+
+
+_OPTION_PREFIX = "option__"
+
+
+def _positional(f: Field) -> bool:
+    return f.info.argument and f.kind != "list"
+
+
+def _given(f: Field, kwargs: dict[str, Any]) -> Any:
+    """Field ``f``'s value from the command line: a positional field from its argument or its
+    flag (the same value twice is fine; two different ones are refused in one line)."""
+    value = kwargs.pop(f.name)
+    if not _positional(f):
+        return value
+    flagged = kwargs.pop(_OPTION_PREFIX + f.name)
+    if value is not None and flagged is not None and value != flagged:
+        from gpucast.domain.errors import InvalidSpecError
+
+        raise InvalidSpecError(
+            f.flag,
+            f"is given twice: {value!r} as the argument and {flagged!r} as {f.info.cli_flag}",
+            fix="give it once",
+        )
+    return flagged if value is None else value
+
+
 def request_parameters(request_cls: type) -> list[inspect.Parameter]:
     return [_parameter(f) for f in fields_of(request_cls) if f.info.cli]
 
@@ -106,6 +149,7 @@ def request_command(request_cls: type, *, config: bool = False) -> Callable[[F],
         fields = [f for f in fields_of(request_cls) if f.info.cli]
         params = [p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in head]
         params += request_parameters(request_cls)
+        params += [_as_option(f) for f in fields if _positional(f)]
         if config:
             params.append(
                 inspect.Parameter(
@@ -121,7 +165,7 @@ def request_command(request_cls: type, *, config: bool = False) -> Callable[[F],
         def command(*args: Any, **kwargs: Any) -> Any:
             from gpucast.app.config import request_from
 
-            given = {f.name: kwargs.pop(f.name) for f in fields}
+            given = {f.name: _given(f, kwargs) for f in fields}
             config_file = kwargs.pop("config_file", None) if config else None
             request = request_from(request_cls, given, config_file)
             return fn(*args, request=request, **kwargs)

@@ -252,18 +252,19 @@ def variability(
     """Fit your GPUs' speed spread (one stored run or CSV row per GPU) and store it for
     --gpu-variability NAME in plan train and simulate train."""
     from gpucast.app import fit_variability
+    from gpucast.domain.units import count_of
 
     r = fit_variability(request, db=state(ctx).db_path)
     if json_out:
         emit_json(r.to_dict())
         return
     console.print(
-        f"{r.name}: {r.gpus} GPUs, spread sigma {r.sigma_log:.3f} (log), "
+        f"{r.name}: {count_of(r.gpus, 'GPU')}, spread sigma {r.sigma_log:.3f} (log), "
         f"{r.outlier_share:.1%} outliers up to {r.outlier_max_factor:.2f}x ({r.source})",
         highlight=False,
         markup=False,
     )
-    slow = ", ".join(f"{n} GPUs x{s:.3f}" for n, s in r.slowdown.items())
+    slow = ", ".join(f"{count_of(n, 'GPU')} x{s:.3f}" for n, s in r.slowdown.items())
     console.print(f"  synchronous slowdown (the slowest GPU): {slow}", highlight=False)
     for w in r.warnings:
         console.print(f"  warning: {w}", highlight=False, markup=False)

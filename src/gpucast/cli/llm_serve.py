@@ -231,6 +231,8 @@ def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from gpucast.plan.llm_serve import TIE_BREAK
+
     plan = result.plan
     req = result.request
     p = f"p{req.slo_percentile:g}"
@@ -260,7 +262,8 @@ def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
         )
     console.print(table)
     console.print(
-        f"[dim]R = recommended (cheapest meeting the SLOs), * = Pareto front of cost vs TTFT "
+        f"[dim]R = recommended (cheapest meeting the SLOs; ties go to {TIE_BREAK}), "
+        "* = Pareto front of cost vs TTFT "
         f"and TPOT; {plan.simulated} deployments simulated[/dim]",
         highlight=False,
     )

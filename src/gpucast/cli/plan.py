@@ -148,13 +148,17 @@ def llm_train(
         return
     rows = result.shown(limit)
     others = any(i not in result.pareto and i != result.recommended for i in rows)
+    # rows that miss the deadline or the budget end "-- misses the deadline" (never picked)
+    missed = (
+        "; -- the limit a row misses" if any(result.candidates[i].missed() for i in rows) else ""
+    )
     console.print(
         f"{result.model}: {result.tokens:.3g} tokens in {result.steps:,} steps; "
         + (
             f"{len(rows)} of {len(result.candidates):,} rows, cheapest first (* Pareto front "
-            "of time vs cost, > pick):"
+            f"of time vs cost, > pick{missed}):"
             if others
-            else "Pareto front of time vs cost (> pick):"
+            else f"Pareto front of time vs cost (> pick{missed}):"
         ),
         highlight=False,
         markup=False,

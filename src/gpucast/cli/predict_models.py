@@ -15,7 +15,7 @@ from gpucast.app.infer import PredictInferRequest
 from gpucast.app.llm import PredictLlmTrainRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, print_warnings
-from gpucast.domain.units import format_ratio, format_sig
+from gpucast.domain.units import count_of, format_ratio, format_sig
 
 
 @request_command(PredictLlmTrainRequest)
@@ -63,7 +63,7 @@ def llm_train_command(
         c = result.cost
         console.print(
             f"  cost: ${c['usd_per_hour']:,.2f}/h, ${c['usd_per_million_tokens']:,.4g} per 1M "
-            f"tokens ({c['paid_gpus']:,.0f} GPUs paid for; the best layout)",
+            f"tokens ({count_of(c['paid_gpus'], 'GPU')} paid for; the best layout)",
             highlight=False,
             markup=False,
         )

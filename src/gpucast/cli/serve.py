@@ -125,6 +125,8 @@ def print_serve_plan(result: PlanServeResult, *, limit: int = 15) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from gpucast.plan.serve import TIE_BREAK
+
     plan = result.plan
     pareto = set(plan.pareto)
     p = plan.request.slo_percentile
@@ -147,7 +149,8 @@ def print_serve_plan(result: PlanServeResult, *, limit: int = 15) -> None:
         )
     console.print(table)
     console.print(
-        f"[dim]R = recommended (cheapest meeting the SLO), * = Pareto front of cost vs p{p:g}; "
+        f"[dim]R = recommended (cheapest meeting the SLO; ties go to {TIE_BREAK}), "
+        f"* = Pareto front of cost vs p{p:g}; "
         f"{plan.evaluated} configurations, {plan.simulated} simulated[/dim]",
         highlight=False,
     )

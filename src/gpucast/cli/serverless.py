@@ -30,7 +30,12 @@ from gpucast.app.serverless_text import (
 )
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
-from gpucast.domain.units import format_ms, format_ms_against, format_pct_against
+from gpucast.domain.units import (
+    format_amount,
+    format_ms,
+    format_ms_against,
+    format_pct_against,
+)
 
 
 def _say(text: str) -> None:
@@ -93,7 +98,7 @@ def _plan_table(d: dict[str, Any], q: str) -> Table:
         table.add_row(
             escape(o["name"]), f"{o['cold_starts']:,}", f"{o['swaps']:,}", *p50, at_slo,
             _share(o["function_share_meeting_slo"], need), *over,
-            f"{o['gpu_hours']:,.2f}", f"{o['cost_usd']:,.2f}",
+            format_amount(o["gpu_hours"]), f"{o['cost_usd']:,.2f}",
             "met" if o["meets_slo"] else "missed",
         )  # fmt: skip
     return table

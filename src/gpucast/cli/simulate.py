@@ -17,6 +17,8 @@ from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
 
 if TYPE_CHECKING:  # numpy: loaded when a simulation runs
+    from collections.abc import Callable
+
     from gpucast.domain.simulation import SimulationResult
 
 app = typer.Typer(no_args_is_help=True, help="Simulate training on transient clusters.")
@@ -46,14 +48,17 @@ def print_simulation(result: SimulationResult, request: SimulateTrainRequest) ->
     from rich.markup import escape
 
     from gpucast.domain.simulation import Summary
+    from gpucast.domain.units import format_amount
 
     console.print(simulation_header(result, request), highlight=False, markup=False)
 
-    def cell(value: float, fmt: str) -> str:
+    def cell(value: float, fmt: str | Callable[[float], str]) -> str:
         # a run that never finishes has no duration or final cost: say so, never "inf"
-        return f"{value:{fmt}}" if math.isfinite(value) else "never"
+        if not math.isfinite(value):
+            return "never"
+        return fmt(value) if callable(fmt) else f"{value:{fmt}}"
 
-    def row(label: str, s: Summary, fmt: str) -> str:
+    def row(label: str, s: Summary, fmt: str | Callable[[float], str]) -> str:
         return (
             f"  {label:<12} mean {cell(s.mean, fmt)}  median {cell(s.median, fmt)}  "
             f"p10 {cell(s.p10, fmt)}  p90 {cell(s.p90, fmt)}"
@@ -68,7 +73,7 @@ def print_simulation(result: SimulationResult, request: SimulateTrainRequest) ->
         console.print(row("hours", Summary.of(stats.duration_s / 3600.0), ".2f"))
         console.print(row("cost US$", Summary.of(stats.cost_usd), ".2f"))
         if stats.gpu_s is not None:  # billed: capacity gaps are not GPU-hours
-            console.print(row("GPU-hours", Summary.of(stats.gpu_s / 3600.0), ".2f"))
+            console.print(row("GPU-hours", Summary.of(stats.gpu_s / 3600.0), format_amount))
         console.print(row("revocations", Summary.of(stats.revocations.astype(float)), ".2f"))
         if stats.stratified:
             hours, usd = stats.central(stats.duration_s) / 3600.0, stats.central(stats.cost_usd)

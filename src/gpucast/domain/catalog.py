@@ -65,8 +65,15 @@ class MigProfile:
             )
 
 
-#: PCIe x16 bandwidth per GPU by generation, Gbit/s each way (~16/32/64/128 GB/s).
-PCIE_X16_GBPS: dict[int, float] = {3: 128.0, 4: 256.0, 5: 512.0, 6: 1024.0}
+#: The PCIe facts, one place (PCI-SIG, https://pcisig.com/specifications; a GPU's generation
+#: from ``gpus.csv``). A x16 link per GPU by generation, each way: its signalling rate in
+#: Gbit/s (8/16/32/64 GT/s x 16 lanes; ~16/32/64/128 GB/s), what links and collectives use ...
+PCIE_X16_GBIT_PER_S: dict[int, float] = {3: 128.0, 4: 256.0, 5: 512.0, 6: 1024.0}
+#: ... and the payload it carries after line coding in GB/s (2.5/5 GT/s 8b/10b, 8/16/32 GT/s
+#: 128b/130b, 64 GT/s FLIT), what a host-to-device copy moves.
+PCIE_X16_PAYLOAD_GBYTE_PER_S: dict[int, float] = {
+    1: 4.0, 2: 8.0, 3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0,
+}  # fmt: skip
 
 #: Per precision, the catalog columns of its peak: its own, then the modes it falls back to.
 _PEAK_COLUMNS: dict[str, tuple[str, ...]] = {

@@ -376,5 +376,12 @@ _NONE = ("none", "no", "off", "")
 
 
 def lower_list(value: Any) -> tuple[str, ...]:
-    """A list of names, lower-cased (strategies, providers)."""
-    return tuple(str(v).lower() for v in split_list(value))
+    """A list of names, lower-cased (strategies, providers, precisions)."""
+    return tuple(lower_text(v) for v in split_list(value))
+
+
+def lower_text(value: Any) -> str:
+    """A name as its canonical lower case, whatever case it was typed in: every precision
+    field parses with it (``--precision BF16`` is ``bf16``), so each check after it sees
+    the canonical name and refuses only unknown ones."""
+    return str(value).strip().lower()

@@ -29,7 +29,7 @@ from gpucast.domain.convergence import (
 from gpucast.domain.energy import check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_seed, check_work
-from gpucast.domain.options import build, lower_list, none_or, option, to_options
+from gpucast.domain.options import build, lower_list, lower_text, none_or, option, to_options
 from gpucast.domain.provenance import Assumption, Validation
 from gpucast.domain.spot import (
     check_hazard,
@@ -152,6 +152,7 @@ class TrainRequest:
     )
     precision: str = option(
         AUTO_PRECISION,
+        parse=lower_text,
         help="auto (what practitioners train in on each GPU: bf16 where it has bf16 tensor "
         "cores, fp32 with TF32 matmuls where it has TF32 ones, fp32 elsewhere), fp32, bf16 "
         "or fp16 on every GPU, tf32 (fp32 with TF32 matmuls where the GPU has TF32 "

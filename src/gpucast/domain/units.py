@@ -79,6 +79,24 @@ def format_ratio(ratio: float) -> str:
     return "<0.01x"
 
 
+def format_amount(value: float) -> str:
+    """An amount (GPU-hours, kWh, kg CO2e) to three significant figures, whole from 100 on:
+    a one-GPU plan's 0.00412 GPU-hours is not ``0`` or ``0.0``; ``<0.0001`` below that (never
+    a zero for a small amount that is not one), ``n/a`` when not finite."""
+    if not math.isfinite(value):
+        return "n/a"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if 0 < abs(value) < 1e-4:
+        return "<0.0001"
+    return f"{value:.3g}"
+
+
+def count_of(n: float, noun: str) -> str:
+    """``n`` of ``noun``, singular for one: ``1 GPU``, ``8 GPUs``, ``1,024 GPUs``."""
+    return f"{n:,.0f} {noun}" + ("" if n == 1 else "s")
+
+
 def format_share(share: float) -> str:
     """A share as a whole percentage, ``<1%`` for a small but non-zero one (never ``0%`` for
     a link that carries traffic)."""

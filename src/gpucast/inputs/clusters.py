@@ -42,7 +42,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from gpucast.domain.catalog import Catalog, GpuSpec
+from gpucast.domain.catalog import PCIE_X16_GBIT_PER_S, Catalog, GpuSpec
 from gpucast.domain.errors import (
     DataFormatError,
     GpucastError,
@@ -106,13 +106,15 @@ EXAMPLES = {
     "topology": "dgx1-v100",
     "gpu_ids": "0,1,2,3",
 }
-#: What each bandwidth means, for the fixes.
+#: What each bandwidth means, for the fixes (``intra_node_gbps``'s: :func:`_intra_example`,
+#: from the cluster's GPU in the catalog).
 UNITS = {
-    "intra_node_gbps": "GB/s per GPU, both directions: NVLink 4 (H100 SXM) 900, PCIe Gen4 x16 64",
+    "intra_node_gbps": "GB/s per GPU, both directions",
     "inter_node_gbps": "Gbit/s per node over the compute NICs, e.g. 8 x 400 Gb/s = 3200",
 }
-#: PCIe x16 GB/s per GPU, both directions, by generation: the link of a one-GPU node.
-PCIE_GB_S = {3: 32.0, 4: 64.0, 5: 128.0}
+#: PCIe x16 GB/s per GPU, both directions, by generation (``PCIE_X16_GBIT_PER_S`` each way,
+#: in GB/s, twice): the link of a one-GPU node, and of a PCIe-only GPU in the hints.
+PCIE_X16_GBYTE_PER_S_BOTH_WAYS = {g: 2.0 * v / 8.0 for g, v in PCIE_X16_GBIT_PER_S.items()}
 SUFFIXES = (".yaml", ".yml", ".toml")
 
 
@@ -149,13 +151,40 @@ def _bad(
     )
 
 
-def _required(origin: _Origin, key: str, why: str) -> InvalidSpecError:
-    unit = f" ({UNITS[key]})" if key in UNITS else ""
-    return _bad(origin, key, f"is required {why}", fix=origin.add(key, EXAMPLES[key]) + unit)
+def _required(
+    origin: _Origin, key: str, why: str, example: tuple[str, str] | None = None
+) -> InvalidSpecError:
+    """``key`` is missing; the fix adds ``example`` (value, what it is) or the generic one."""
+    value, what = example or (EXAMPLES[key], UNITS.get(key, ""))
+    return _bad(
+        origin,
+        key,
+        f"is required {why}",
+        fix=origin.add(key, value) + (f" ({what})" if what else ""),
+    )
+
+
+def _intra_example(spec: GpuSpec) -> tuple[str, str]:
+    """The ``intra_node_gbps`` a fix suggests for ``spec``, from the catalog (``gpus.csv``):
+    its GPU-to-GPU link (A100 SXM NVLink 3: 600, H100 SXM NVLink 4: 900), else its PCIe x16
+    link; with what the figure is."""
+    pcie = PCIE_X16_GBYTE_PER_S_BOTH_WAYS.get(spec.pcie_generation, 32.0)
+    pcie_text = f"PCIe Gen{spec.pcie_generation} x16: {pcie:g}"
+    what = f"{UNITS['intra_node_gbps']}: {spec.name}'s"
+    if spec.interconnect_gbps:
+        value = f"{spec.interconnect_gbps:g}"
+        return value, f"{what} NVLink / Infinity Fabric (catalog): {value}; {pcie_text}"
+    return f"{pcie:g}", f"{what} {pcie_text}, no GPU-to-GPU link in the catalog"
 
 
 def _number(
-    origin: _Origin, values: Mapping[str, Any], key: str, *, minimum: float, strict: bool
+    origin: _Origin,
+    values: Mapping[str, Any],
+    key: str,
+    *,
+    minimum: float,
+    strict: bool,
+    example: str | None = None,
 ) -> float | None:
     raw = values.get(key)
     if raw is None:
@@ -169,7 +198,7 @@ def _number(
         except ValueError:
             value = None
     bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
-    fix = f"e.g. {key}: {EXAMPLES.get(key, '1')}"
+    fix = f"e.g. {key}: {example or EXAMPLES.get(key, '1')}"
     if value is None:
         raise _bad(origin, key, f"must be a number {bound}", got=raw, fix=fix)
     if not math.isfinite(value) or value < minimum or (strict and value == minimum):
@@ -316,12 +345,17 @@ def _build(
         raise _required(origin, "gpus_per_node", "(GPUs in each node)")
     nodes = _integer(origin, values, "nodes") or 1
     intra_kind = _choice(origin, values, "intra_node", INTRA_NODE_KINDS)
-    intra = _number(origin, values, "intra_node_gbps", minimum=0.0, strict=True)
+    intra_example = _intra_example(spec)
+    intra = _number(
+        origin, values, "intra_node_gbps", minimum=0.0, strict=True, example=intra_example[0]
+    )
     if link is not None and per_node > 1:  # the topology's subset decides the link
         intra_kind, intra = "nvswitch", link[1]
     if per_node > 1:
         if intra is None:
-            raise _required(origin, "intra_node_gbps", f"with {per_node} GPUs per node")
+            raise _required(
+                origin, "intra_node_gbps", f"with {per_node} GPUs per node", intra_example
+            )
         if intra_kind is None:
             raise _bad(
                 origin,
@@ -346,7 +380,7 @@ def _build(
             intra_node=as_intra_node(intra_kind or "pcie"),
             intra_node_gbps=intra
             if intra is not None
-            else PCIE_GB_S.get(spec.pcie_generation, 32.0),
+            else PCIE_X16_GBYTE_PER_S_BOTH_WAYS.get(spec.pcie_generation, 32.0),
             inter_node_gbps=inter,
             network=None if network is None else as_network(network),
             cpu=_text(values, "cpu", ""),
@@ -532,11 +566,9 @@ def cluster_gpu(
 def host_link_gbps(cluster: ClusterSpec, pcie_generation: int) -> float:
     """Gbit/s a node's GPUs reach beyond the node with: its compute network, or (one node
     without one) their PCIe x16 links to the host, as the planner counts them."""
-    from gpucast.plan.inputs import PCIE_GBPS
-
     if cluster.shape.inter_node_gbps is not None:
         return cluster.shape.inter_node_gbps
-    return PCIE_GBPS.get(pcie_generation, 128.0) * cluster.gpus_per_node
+    return PCIE_X16_GBIT_PER_S.get(pcie_generation, 128.0) * cluster.gpus_per_node
 
 
 def intra_link_gbps(
@@ -549,11 +581,10 @@ def intra_link_gbps(
     (``all_reduce`` False: an all-to-all, which those figures do not measure) at the x16
     link's nominal rate."""
     from gpucast.catalog.pcie_allreduce import pcie_group_gbps
-    from gpucast.plan.inputs import PCIE_GBPS
 
     group = cluster.gpus_per_node if gpus is None else gpus
     generation = catalog.gpu(cluster.gpu).pcie_generation
-    nominal = PCIE_GBPS.get(generation, 128.0)
+    nominal = PCIE_X16_GBIT_PER_S.get(generation, 128.0)
     pcie = pcie_group_gbps(generation, group) if all_reduce else nominal
     return cluster.shape.ring_gbps(group, pcie)
 

@@ -392,9 +392,9 @@ def kv_link_gbps(offer: Offer | None) -> Sourced[float]:
 
 def swap_gbps(gpu: GpuSpec) -> float:
     """Host <-> GPU bandwidth for swapped KV blocks: PCIe x16 of the GPU's generation."""
-    from gpucast.plan.inputs import PCIE_GBPS
+    from gpucast.domain.catalog import PCIE_X16_GBIT_PER_S
 
-    return PCIE_GBPS.get(gpu.pcie_generation, 128.0)
+    return PCIE_X16_GBIT_PER_S.get(gpu.pcie_generation, 128.0)
 
 
 def gpu_offers(

@@ -494,9 +494,11 @@ def network_share_gbps(offer: Offer) -> float:
 
 def pcie_gbps(gpu: GpuSpec) -> Sourced[float]:
     """The host-to-device link of ``gpu``: x16 at its PCIe generation."""
-    from gpucast.predict.serving import PCIE_X16_GBPS
+    from gpucast.domain.catalog import PCIE_X16_PAYLOAD_GBYTE_PER_S
 
-    gbps = PCIE_X16_GBPS.get(gpu.pcie_generation, PCIE_X16_GBPS[max(PCIE_X16_GBPS)])
+    gbps = PCIE_X16_PAYLOAD_GBYTE_PER_S.get(
+        gpu.pcie_generation, PCIE_X16_PAYLOAD_GBYTE_PER_S[max(PCIE_X16_PAYLOAD_GBYTE_PER_S)]
+    )
     return Sourced(gbps, f"{gbps:g} GB/s (PCIe {gpu.pcie_generation}.0 x16, {gpu.name})")
 
 

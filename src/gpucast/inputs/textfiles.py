@@ -4,7 +4,8 @@
 with or without a BOM; a missing, empty or binary file, a folder or other bytes are one-line
 errors naming it), :func:`parse_mapping_text` parses it by its suffix (``.toml`` is TOML,
 anything else YAML, read by :func:`gpucast.store.yamlfile.load_yaml`, which refuses a key given
-twice) with the line of a syntax error or repeated key, and :func:`line_of` finds the line a key
+twice) with the line of a syntax error, a repeated key or a TOML table declared twice (its
+name and both lines), and :func:`line_of` finds the line a key
 is written on, so an error about a field can point at it. ``gpucast.app.config`` and
 :mod:`gpucast.inputs.clusters` read through here.
 """
@@ -71,7 +72,54 @@ def _toml_error(path: Path, text: str, message: str) -> DataFormatError:
                     line=line,
                     fix=f"keep one {name!r} line and delete the other",
                 )
+    declared = _TOML_DECLARED.match(at["problem"])
+    if declared is not None:
+        return _table_twice(path, lines, declared["table"], line)
     return DataFormatError(str(path), f"not valid TOML ({at['problem']})", line=line)
+
+
+_TOML_DECLARED = re.compile(r"^Cannot declare (?P<table>\(.*\)) twice$")
+_TOML_HEADER = re.compile(r"^\s*\[\[?(?P<name>[^\]]+)\]\]?\s*(#.*)?$")
+
+
+def _toml_parts(name: str) -> tuple[str, ...]:
+    return tuple(p.strip().strip("\"'") for p in name.split("."))
+
+
+def _first_declared(lines: list[str], parts: tuple[str, ...]) -> int | None:
+    """The line (1-based) of the first ``[table]`` header of ``parts`` in ``lines``, else of a
+    top-level ``table = {...}`` before any header; ``None`` when neither is found."""
+    for k, text in enumerate(lines):
+        header = _TOML_HEADER.match(text)
+        if header is not None and _toml_parts(header["name"]) == parts:
+            return k + 1
+    for k, text in enumerate(lines):
+        if _TOML_TABLE.match(text):
+            break
+        key = _TOML_KEY.match(text)
+        if key is not None and _toml_parts(key["key"]) == parts:
+            return k + 1
+    return None
+
+
+def _table_twice(path: Path, lines: list[str], table: str, line: int) -> DataFormatError:
+    """A table declared twice (``[cluster]`` ... ``[cluster]``, which TOML forbids): its name and
+    both lines (tomllib says ``Cannot declare ('cluster',) twice`` at the second)."""
+    import ast
+
+    try:
+        parts = tuple(str(p) for p in ast.literal_eval(table))
+    except (ValueError, SyntaxError):
+        return DataFormatError(str(path), f"table {table} is declared twice", line=line)
+    name = ".".join(parts)
+    first = _first_declared(lines[: line - 1], parts)
+    lines_text = f"lines {first} and {line}" if first is not None else f"again on line {line}"
+    return DataFormatError(
+        str(path),
+        f"table [{name}] is declared twice ({lines_text})",
+        line=line,
+        fix=f"merge the two [{name}] tables into one",
+    )
 
 
 def flag_key(key: object) -> str:

@@ -61,6 +61,7 @@ from gpucast.domain.errors import (
     InvalidInputError,
     InvalidSpecError,
 )
+from gpucast.domain.options import lower_list
 from gpucast.measure.distributed._proc import child_env, popen_tied, stop
 
 _AXES: dict[str, str] = {
@@ -163,6 +164,8 @@ def load_sweep(
     for key, field_name in _AXES.items():
         if key in nodes:
             fields[field_name] = _axis(path, key, nodes[key][1], kinds.get(key, str))
+    if "precisions" in fields:  # any case, as every --precision takes it
+        fields["precisions"] = lower_list(fields["precisions"])
     if "name" in nodes:
         fields["name"] = str(_scalar(path, "name", nodes["name"][1]))
     else:

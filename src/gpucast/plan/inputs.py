@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from gpucast.domain.catalog import PCIE_X16_GBPS, GpuSpec
+from gpucast.domain.catalog import PCIE_X16_GBIT_PER_S, GpuSpec
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.units import MIB
@@ -56,8 +56,6 @@ FloatArray = npt.NDArray[np.float64]
 
 #: Compute slow-down of activation checkpointing: one extra forward pass (see predict.memory).
 CHECKPOINTING_SLOWDOWN = 1.33
-#: PCIe x16 bandwidth per GPU by generation, Gbit/s (``domain.catalog.PCIE_X16_GBPS``).
-PCIE_GBPS = PCIE_X16_GBPS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -166,7 +164,7 @@ def intra_node_gbps(gpu: GpuSpec) -> float:
     """Bandwidth (Gbit/s) between GPUs of one node: NVLink per GPU, else PCIe x16."""
     if gpu.interconnect_gbps is not None:
         return float(gpu.interconnect_gbps) * 8.0  # GB/s per GPU -> Gbit/s
-    return PCIE_GBPS.get(gpu.pcie_generation, 128.0)
+    return PCIE_X16_GBIT_PER_S.get(gpu.pcie_generation, 128.0)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -394,7 +392,7 @@ def build_gpu_table(
         usable[i] = usable_bytes(gpu)
         intra[i] = intra_node_gbps(gpu)
         nvlink[i] = gpu.interconnect_gbps is not None
-        pcie[i] = PCIE_GBPS.get(gpu.pcie_generation, 128.0) / 8.0
+        pcie[i] = PCIE_X16_GBIT_PER_S.get(gpu.pcie_generation, 128.0) / 8.0
         sources.append(one.source)
     width = max((len(a) for a in anchors), default=0) or 1
     anchor_batch = np.full((n, width), np.nan)

@@ -53,7 +53,7 @@ from gpucast.domain.parallel import (
     ParallelStepPrediction,
 )
 from gpucast.domain.plan import check_pue
-from gpucast.domain.units import format_duration
+from gpucast.domain.units import format_amount, format_duration
 from gpucast.plan.energy import OBJECTIVE_TIE, PowerSetting
 from gpucast.plan.inputs import RiskInputs
 from gpucast.plan.pareto import pareto_front_2d, spread
@@ -147,8 +147,17 @@ class LlmCandidate:
             f"({self.gpus} {self.gpu}{idle}"
         )
 
+    def missed(self) -> tuple[str, ...]:
+        """The limits this row misses, as ``plan train`` names them (empty: it meets both)."""
+        return missed_limits(
+            meets_deadline=self.meets_deadline, within_budget=self.within_budget,
+            market=self.market,
+        )  # fmt: skip
+
     def text(self) -> str:
-        """One line: where, time, cost, layout, MFU, memory, energy and a spot row's risk."""
+        """One line: where, time, cost, layout, MFU, memory, energy, a spot row's risk and
+        the limits it misses (``-- misses the deadline``: shown, never picked)."""
+        missed = self.missed()
         spot = ""
         if self.market == "spot":
             meet = "" if self.p_meet_deadline is None else f"P(meet) {self.p_meet_deadline:.0%}, "
@@ -165,10 +174,21 @@ class LlmCandidate:
             f"{self.where()}, {self.network}{', spot' if self.market == 'spot' else ''}): "
             f"{format_duration(self.time_s)}, ${self.cost_usd:,.0f}; {self.layout}; "
             f"MFU {self.mfu:.0%}, {self.memory_gib:.0f} GiB/GPU"
-            + ("" if self.energy_kwh is None else f", {self.energy_kwh:,.0f} kWh")
-            + ("" if self.co2e_kg is None else f", {self.co2e_kg:,.0f} kgCO2e")
+            + ("" if self.energy_kwh is None else f", {format_amount(self.energy_kwh)} kWh")
+            + ("" if self.co2e_kg is None else f", {format_amount(self.co2e_kg)} kgCO2e")
             + spot
+            + (f" -- {', '.join(missed)}" if missed else "")
         )
+
+
+def missed_limits(*, meets_deadline: bool, within_budget: bool, market: str) -> tuple[str, ...]:
+    """The limits a row misses, in ``plan train``'s words (its reasons for dropping a row):
+    ``misses the deadline`` (a spot row: ``P(meet deadline) below --min-p-meet``), ``over
+    budget``."""
+    from gpucast.plan.train import R_BUDGET, R_DEADLINE, R_RISK
+
+    deadline = () if meets_deadline else (R_RISK if market == "spot" else R_DEADLINE,)
+    return deadline + (() if within_budget else (R_BUDGET,))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -36,8 +36,8 @@ from gpucast.domain.llm_serving import (
     SchedulerConfig,
 )
 from gpucast.domain.parallel import SWITCHED, NodeLinks
-from gpucast.domain.units import format_latency
-from gpucast.plan.pareto import nondominated
+from gpucast.domain.units import count_of, format_latency
+from gpucast.plan.pareto import nondominated, tie_note
 from gpucast.predict.llm_infer import (
     TP_CHOICES,
     check_tp,
@@ -106,7 +106,7 @@ class LlmServeCandidate:
             shape = f"{self.prefill_instances} prefill + {self.decode_instances} decode"
         else:
             shape = f"{self.replicas} replica{'s' if self.replicas != 1 else ''}"
-        return f"{self.gpu} tp={self.tp}, {shape} ({self.gpus} GPUs)"
+        return f"{self.gpu} tp={self.tp}, {shape} ({count_of(self.gpus, 'GPU')})"
 
     def to_dict(self) -> dict[str, object]:
         out = dataclasses.asdict(self)
@@ -143,6 +143,15 @@ class LlmServePlan:
     @property
     def best(self) -> LlmServeCandidate | None:
         return None if self.recommended is None else self.candidates[self.recommended]
+
+    def tie_note(self) -> str | None:
+        """Which rule picked among the deployments that meet the SLOs and the budget at the
+        pick's cost (:data:`TIE_BREAK`); ``None`` when its cost alone did."""
+        if self.recommended is None:
+            return None
+        ok = [i for i, c in enumerate(self.candidates) if c.meets_slo and c.within_budget]
+        costs = [self.candidates[i].cost_usd_per_hour for i in ok]
+        return tie_note(costs, ok.index(self.recommended), TIE_BREAK)
 
 
 def _percentile(values: np.ndarray, q: float) -> float:
@@ -479,12 +488,11 @@ def plan_llm_serving(
         colocated_best.sort(key=lambda item: item[0])
         for _cost, choice, tp, cost, best, _span in colocated_best[:3]:
             _search_split(s, choice, tp, cost, best, rows)
-    order = sorted(range(len(rows)), key=lambda i: (rows[i].cost_usd_per_hour, rows[i].ttft_s))
-    ranked = tuple(rows[i] for i in order)
+    ranked = tuple(sorted(rows, key=_rank))
     points = np.array([[r.cost_usd_per_hour, _finite(r.ttft_s), _finite(r.tpot_s)] for r in ranked])
     front = tuple(sorted(int(i) for i in nondominated(points))) if len(ranked) else ()
     ok = [i for i, r in enumerate(ranked) if r.meets_slo and r.within_budget]
-    pick = min(ok, key=lambda i: (ranked[i].cost_usd_per_hour, ranked[i].ttft_s)) if ok else None
+    pick = min(ok, key=lambda i: _rank(ranked[i])) if ok else None  # a tie: TIE_BREAK
     best_band = None
     if band_of is not None and pick is not None:
         row = ranked[pick]
@@ -504,6 +512,17 @@ def plan_llm_serving(
         simulated=len(rows),
         best_band=best_band,
     )
+
+
+#: How the pick is chosen among deployments that meet the SLOs at the same cost (``--price P``
+#: prices every GPU type alike): the rule :func:`_rank` orders them by, as the output says.
+TIE_BREAK = "lower TTFT, then lower TPOT, then fewer GPUs"
+
+
+def _rank(row: LlmServeCandidate) -> tuple[float, float, float, int, str]:
+    """Cheapest first; at one cost, :data:`TIE_BREAK` (the description last: one order
+    whatever order the search found them in)."""
+    return (row.cost_usd_per_hour, row.ttft_s, row.tpot_s, row.gpus, row.describe())
 
 
 def _degrees(tps: Sequence[int]) -> str:

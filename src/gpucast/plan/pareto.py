@@ -5,6 +5,7 @@ A point is dominated when another is no worse in every objective and strictly be
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -78,6 +79,18 @@ def spread(order: npt.ArrayLike, cap: int) -> npt.NDArray[np.int64]:
         return arr
     pick = np.unique(np.round(np.linspace(0, arr.size - 1, cap)).astype(np.int64))
     return np.asarray(arr[pick], dtype=np.int64)
+
+
+def tie_note(costs_usd_per_hour: Sequence[float], pick: int, rule: str) -> str | None:
+    """Where other rows that qualify cost what the pick costs (equal prices, ``--price``),
+    which rule picked it: ``"3 deployments tie at US$ 0.000/h; ties go to lower TTFT, ..."``;
+    ``None`` when its cost alone picked it. ``costs_usd_per_hour``: the qualifying
+    rows' costs, ``pick`` one of them."""
+    cost = costs_usd_per_hour[pick]
+    tied = sum(math.isclose(c, cost, rel_tol=1e-9, abs_tol=1e-12) for c in costs_usd_per_hour)
+    if tied < 2:
+        return None
+    return f"{tied} deployments tie at US$ {cost:,.3f}/h; ties go to {rule}"
 
 
 def limited_rows(order: Sequence[int], must: Iterable[int], limit: int | None) -> list[int]:

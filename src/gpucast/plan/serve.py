@@ -65,7 +65,7 @@ from gpucast.domain.serving_plan import (
     ServerGroupChoice,
     ServerOption,
 )
-from gpucast.plan.pareto import pareto_front_2d
+from gpucast.plan.pareto import pareto_front_2d, tie_note
 from gpucast.simulate import arrivals as arrival_gen
 from gpucast.simulate.serving import (
     Saturation,
@@ -76,6 +76,9 @@ from gpucast.simulate.serving import (
 
 FloatArray = npt.NDArray[np.float64]
 
+#: How the pick is chosen among deployments at the same cost (two offers at one price), as
+#: the output states it: the candidates' order after their cost.
+TIE_BREAK = "lower tail latency, then fewer servers (GPUs or MIG slices)"
 REASON_LATENCY = "single-request latency above SLO"
 REASON_MEMORY = "models do not fit in device memory"
 REASON_SERVERS = "needs more than max servers"
@@ -583,7 +586,11 @@ def plan_serving(
     unique: dict[str, ServeCandidate] = {}
     for c in candidates:
         unique.setdefault(c.describe(), c)
-    ordered = sorted(unique.values(), key=lambda c: (c.cost_usd_per_hour, c.tail_latency_s))
+    # cheapest first; at one cost (equal prices) TIE_BREAK, then the description
+    ordered = sorted(
+        unique.values(),
+        key=lambda c: (c.cost_usd_per_hour, c.tail_latency_s, c.servers, c.describe()),
+    )
     if not ordered:
         top = planner.reasons.most_common(1)
         why = top[0][0] if top else "nothing to evaluate"
@@ -602,6 +609,9 @@ def plan_serving(
         [c.cost_usd_per_hour for c in ordered], [c.tail_latency_s for c in ordered]
     )
     notes = dict(assumptions or {})
+    tie = tie_note([c.cost_usd_per_hour for c in ordered], 0, TIE_BREAK)
+    if tie is not None:
+        notes["pick"] = tie
     if saturation_s > 0:
         best = ordered[0]
         sat = _saturation(planner, evals_of[id(best)], saturation_s)

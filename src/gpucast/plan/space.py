@@ -23,12 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from gpucast.domain.catalog import GpuSpec, Offer
+from gpucast.domain.catalog import PCIE_X16_GBIT_PER_S, GpuSpec, Offer
 from gpucast.domain.limits import check_work
 from gpucast.domain.plan import STRATEGIES, TrainRequest
 from gpucast.domain.systems import ClusterSpec
 from gpucast.domain.units import GIB
-from gpucast.plan.inputs import PCIE_GBPS
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -542,7 +541,7 @@ def cluster_offers(cluster: ClusterSpec, gpu: GpuSpec, gpu_index: int) -> OfferT
     shape = cluster.shape
     k = shape.gpus_per_node
     counts = [*range(1, k), k]
-    pcie = PCIE_GBPS.get(gpu.pcie_generation, 128.0)
+    pcie = PCIE_X16_GBIT_PER_S.get(gpu.pcie_generation, 128.0)
     nan = float("nan")
     network = [
         shape.inter_node_gbps if shape.inter_node_gbps is not None else pcie * c for c in counts

@@ -116,7 +116,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from gpucast.domain.catalog import PCIE_X16_GBPS, GpuSpec
+from gpucast.domain.catalog import PCIE_X16_GBIT_PER_S, GpuSpec
 from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
 from gpucast.domain.llm import TransformerSpec
 from gpucast.domain.parallel import (
@@ -201,7 +201,7 @@ def cluster_shape(
     if gpu.interconnect_gbps is not None:
         intra = float(gpu.interconnect_gbps) * 8.0
     else:
-        intra = PCIE_X16_GBPS.get(gpu.pcie_generation, 128.0)
+        intra = PCIE_X16_GBIT_PER_S.get(gpu.pcie_generation, 128.0)
     return ClusterShape(
         gpus_per_node=gpus_per_node,
         intra_node_gbps=intra,
@@ -250,7 +250,7 @@ def with_bridges(links: ClusterShape, gpu: GpuSpec, pcie_gbps: float | None = No
     x16 link's nominal rate of the card's generation (unchanged for a GPU without NVLink)."""
     if gpu.interconnect_gbps is None:
         return links
-    nominal = PCIE_X16_GBPS.get(gpu.pcie_generation, 128.0)
+    nominal = PCIE_X16_GBIT_PER_S.get(gpu.pcie_generation, 128.0)
     return replace(links, bridge_pcie_gbps=nominal if pcie_gbps is None else pcie_gbps)
 
 

@@ -84,10 +84,6 @@ def profile_precision(precision: str) -> str:
 
 #: Round trip inside one cloud zone (s), added to the input's transfer time.
 ZONE_RTT_S = 0.0002
-#: Host-to-device bandwidth of a x16 PCIe link per direction (GB/s) by generation, the
-#: PCI-SIG signalling rates after line coding (2.5/5 GT/s 8b/10b, 8/16/32 GT/s 128b/130b,
-#: 64 GT/s FLIT): https://pcisig.com/specifications (generation from ``gpus.csv``).
-PCIE_X16_GBPS: dict[int, float] = {1: 4.0, 2: 8.0, 3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -19,7 +19,7 @@ from typing import Any
 
 from gpucast._version import __version__
 from gpucast.domain.plan import PlanCandidate, TrainPlan
-from gpucast.domain.units import format_duration
+from gpucast.domain.units import format_amount, format_duration
 from gpucast.report.svg import bar_svg, pareto_svg, series_svg
 
 CSS = """
@@ -155,7 +155,8 @@ def _candidate_rows(plan: TrainPlan) -> str:
             f'<td class="num">{_hours(c.time_s)} [{_hours(c.time_lower_s)}, '
             f"{_hours(c.time_upper_s)}]</td>"
             f'<td class="num">{_hours(c.time_p90_s)}</td><td class="num">{p_meet}</td>'
-            f'<td class="num">{_money(c.cost_usd)}</td><td class="num">{c.gpu_hours:,.1f}</td>'
+            f'<td class="num">{_money(c.cost_usd)}</td>'
+            f'<td class="num">{format_amount(c.gpu_hours)}</td>'
             f'<td>{_h(c.bottleneck)}</td><td class="help"><ul class="help">{helps}</ul></td></tr>'
         )
     return f'<table id="candidates">{head}{"".join(body)}</table>'
@@ -278,7 +279,7 @@ def plan_html(plan: TrainPlan) -> str:
             f'<div class="pick" id="recommended"><b>Recommended ({_h(req.objective)}):</b> '
             f"{_h(best.label())}<br>{_hours(best.time_s)} "
             f"[{_hours(best.time_lower_s)}, {_hours(best.time_upper_s)}], "
-            f"{_money(best.cost_usd)}, {best.gpu_hours:,.1f} GPU-hours, bound by "
+            f"{_money(best.cost_usd)}, {format_amount(best.gpu_hours)} GPU-hours, bound by "
             f'{_h(best.bottleneck)}{_h(p_meet)}<ul class="help">{helps}</ul>'
             + (f"<p>Batch: {_h(plan.batch_why)}</p>" if plan.batch_why else "")
             + (f"<p>Learners: {_h(plan.learners_why)}</p>" if plan.learners_why else "")
@@ -457,10 +458,14 @@ def serve_plan_html(data: Mapping[str, Any]) -> str:
             f"<td>{'yes' if c.get('meets_slo') else 'no'}</td>{cells}"
             f"<td>{_h(c.get('bound', ''))}</td></tr>"
         )
+    if llm:
+        from gpucast.plan.llm_serve import TIE_BREAK
+    else:
+        from gpucast.plan.serve import TIE_BREAK
     body.append("<h2>Candidates</h2>")
     body.append(
-        "<p>R = recommended (the cheapest meeting the SLO), * = Pareto front of cost against "
-        "tail latency"
+        f"<p>R = recommended (the cheapest meeting the SLO; ties go to {_h(TIE_BREAK)}), "
+        "* = Pareto front of cost against tail latency"
         + (
             f"; {data['evaluated']:,} configurations, {data.get('simulated', 0):,} simulated"
             if isinstance(data.get("evaluated"), int)
@@ -506,10 +511,45 @@ _LLM_TRAIN_COLUMNS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] =
     ("cost", lambda c: _money(c["cost_usd"])),
     ("MFU", lambda c: _num(c["mfu"], 100.0, ".0f") + "%"),
     ("GiB/GPU", lambda c: _num(c["memory_gib"], 1.0, ",.0f")),
-    ("kWh", lambda c: _num(c.get("energy_kwh"), 1.0, ",.0f")),
-    ("kgCO2e", lambda c: _num(c.get("co2e_kg"), 1.0, ",.0f")),
-    ("P(meet)", lambda c: _num(c.get("p_meet_deadline"), 100.0, ".0f")),
+    ("kWh", lambda c: _amount(c.get("energy_kwh"))),
+    ("kgCO2e", lambda c: _amount(c.get("co2e_kg"))),
+    ("P(meet)", lambda c: _p_meet(c.get("p_meet_deadline"))),
+    ("deadline / budget", lambda c: "; ".join(_missed(c)) or "met"),
 )
+
+
+def _amount(value: object) -> str:
+    return format_amount(value) if isinstance(value, int | float) else ""
+
+
+def _p_meet(value: object) -> str:
+    """A spot row's P(meet deadline); an on-demand row has none (its deadline is met or not)."""
+    return f"{_num(value, 100.0, '.0f')}%" if isinstance(value, int | float) else "-"
+
+
+def _missed(c: Mapping[str, Any]) -> tuple[str, ...]:
+    from gpucast.plan.llm import missed_limits
+
+    return missed_limits(
+        meets_deadline=bool(c.get("meets_deadline", True)),
+        within_budget=bool(c.get("within_budget", True)),
+        market=str(c.get("market", "on-demand")),
+    )
+
+
+def _llm_train_columns(
+    request: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
+) -> list[tuple[str, Callable[[Mapping[str, Any]], str]]]:
+    """The columns an LLM training plan's rows have figures for: P(meet) where a row is a spot
+    row (on-demand rows have none), the limits column where the request set a deadline or a
+    budget."""
+    keep = {
+        "P(meet)": any(isinstance(r.get("p_meet_deadline"), int | float) for r in rows),
+        "deadline / budget": any(
+            request.get(k) is not None for k in ("deadline_s", "budget_usd")
+        ),
+    }  # fmt: skip
+    return [col for col in _LLM_TRAIN_COLUMNS if keep.get(col[0], True)]
 
 
 def llm_train_plan_html(data: Mapping[str, Any]) -> str:
@@ -570,12 +610,13 @@ def llm_train_plan_html(data: Mapping[str, Any]) -> str:
             )
             + "</div>"
         )
-    head = "<tr><th>#</th>" + "".join(f"<th>{_h(h)}</th>" for h, _ in _LLM_TRAIN_COLUMNS)
+    columns = _llm_train_columns(req, [candidates[i] for i in shown])
+    head = "<tr><th>#</th>" + "".join(f"<th>{_h(h)}</th>" for h, _ in columns)
     rows = []
     for i in shown:
         mark = ("R " if i == pick else "") + ("*" if i in pareto else "")
         css = " ".join(k for k, on in (("recommended", i == pick), ("pareto", i in pareto)) if on)
-        cells = "".join(f"<td>{_h(cell(candidates[i]))}</td>" for _, cell in _LLM_TRAIN_COLUMNS)
+        cells = "".join(f"<td>{_h(cell(candidates[i]))}</td>" for _, cell in columns)
         rows.append(f'<tr class="{css}"><td>{i}{_h(mark)}</td>{cells}</tr>')
     body.append("<h2>Pareto front: time against cost</h2>")
     body.append(

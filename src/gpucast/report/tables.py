@@ -11,6 +11,7 @@ from rich.text import Text
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.plan import PlanCandidate, TrainPlan
+from gpucast.domain.units import count_of, format_amount
 from gpucast.plan.pareto import limited_rows
 
 
@@ -29,11 +30,10 @@ def _usd(value: float) -> str:
 
 
 def _amount(value: float | None) -> str:
-    """An amount (kWh, kg) to three significant figures, whole above 100 ('' when unpriced):
-    a one-GPU plan's 0.0123 kWh is not '0.0'."""
+    """An amount (GPU-h, kWh, kg) as :func:`format_amount` writes it ('' when unpriced)."""
     if value is None or not math.isfinite(value):
         return ""
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return format_amount(value)
 
 
 def _scenario(out: Mapping[str, float | None]) -> str:
@@ -74,7 +74,7 @@ PLAN_COLUMNS: dict[str, tuple[str, str, Callable[[PlanCandidate], str]]] = {
         lambda c: "" if c.p_meet_deadline is None else f"{c.p_meet_deadline:.0%}",
     ),
     "cost": ("cost", "right", lambda c: _usd(c.cost_usd)),
-    "gpu-hours": ("GPU-h", "right", lambda c: f"{c.gpu_hours:,.0f}"),
+    "gpu-hours": ("GPU-h", "right", lambda c: _amount(c.gpu_hours)),
     "energy": ("kWh", "right", lambda c: _amount(c.energy_kwh)),
     "carbon": ("kg CO2e", "right", lambda c: _amount(c.co2e_kg)),
     "bound": ("bound by", "left", lambda c: c.bottleneck),
@@ -186,14 +186,13 @@ def print_plan(
     """The table, the pick in one sentence, and why the rest were dropped."""
     console.print(plan_table(plan, limit=limit, columns=columns))
     hidden = len(plan.candidates) - min(len(plan.candidates), limit or len(plan.candidates))
-    if (columns is not None and len(columns) < len(PLAN_COLUMNS)) or hidden > 0:
-        console.print(
-            Text(
-                f"(--limit N shows more of the {len(plan.candidates)} candidates, --columns all "
-                "every column, --csv FILE writes them all)",
-                style="dim",
-            )
-        )
+    hints = []
+    if hidden > 0:
+        hints.append(f"--limit N shows more of the {count_of(len(plan.candidates), 'candidate')}")
+    if columns is not None and len(columns) < len(PLAN_COLUMNS):
+        hints.append("--columns all every column")
+    if hints:
+        console.print(Text(f"({', '.join(hints)}, --csv FILE writes them all)", style="dim"))
     best = plan.best
     if best is not None:
         extra = (
