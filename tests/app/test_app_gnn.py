@@ -208,11 +208,21 @@ def test_rgat_tuned_software_is_the_shipped_calibration_of_the_eager_step() -> N
     [
         {"model": "sage", "nodes": 1000, "edges": 5000, "batch": 64, "fanouts": (5, 5)},
         {"model": "gat", "nodes": 1000, "edges": 5000},  # full graph: not calibrated
+        # a homogeneous GAT: the per-step host time of R-GAT's sampler would be 26x its step
+        {"model": "gat", "nodes": 10**6, "edges": 2 * 10**7, "batch": 1024, "fanouts": (15, 10)},
     ],
 )
-def test_tuned_software_outside_gat_minibatches_is_refused(options: dict[str, object]) -> None:
-    with pytest.raises(InvalidSpecError, match="software: tuned is calibrated for gat/rgat"):
+def test_tuned_software_outside_rgat_minibatches_is_refused(options: dict[str, object]) -> None:
+    with pytest.raises(InvalidSpecError, match="software: tuned is calibrated for rgat mini"):
         gpucast.predict_gnn(gpu="A100-80GB", software="tuned", **options)
+
+
+def test_tuned_rgat_far_below_mlperf_scale_warns_that_the_host_time_dominates() -> None:
+    small = RGAT_MLPERF | {"batch": 16, "fanouts": (2, 2, 2)}
+    r = gpucast.predict_gnn(gpu="H200", feature_location="gpu", software="tuned", **small)
+    assert any("outside what the calibration saw" in w for w in r.warnings)
+    big = gpucast.predict_gnn(gpu="H200", feature_location="gpu", software="tuned", **RGAT_MLPERF)
+    assert not any("outside what the calibration saw" in w for w in big.warnings)
 
 
 def test_unknown_gnn_software_is_one_line() -> None:

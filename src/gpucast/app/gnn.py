@@ -70,6 +70,9 @@ GAT_MODELS = ("gat", "rgat")
 #: Software stacks a GAT / R-GAT mini-batch is priced for: ``pytorch`` is the model as priced
 #: (eager kernels), the others are calibrated (``catalog/data/gnn_calibration.csv``).
 GNN_SOFTWARE = ("pytorch", "tuned")
+#: sampled input nodes a step of the MLPerf reference R-GAT (512-2,048 seeds per GPU, fan-outs
+#: 15,10,5 on IGBH-full), the scale the ``tuned`` calibration was fitted at
+_MLPERF_SAMPLED = "1.6-5.5 million"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -300,12 +303,18 @@ class PredictGnnRequest:
                 "software", f"must be one of {', '.join(GNN_SOFTWARE)}", got=self.software,
                 fix="e.g. --software tuned for MLPerf-class code",
             )  # fmt: skip
-        if self.software != "pytorch" and (self.model not in GAT_MODELS or self.batch is None):
-            raise InvalidSpecError(
-                "software", f"{self.software} is calibrated for gat/rgat mini-batches only",
-                got=self.software,
-                fix="drop --software, or price --model rgat/gat with --batch and --fanouts",
-            )  # fmt: skip
+        if self.software != "pytorch":
+            from gpucast.catalog.gnn_graphs import load_gnn_calibrations
+
+            models = load_gnn_calibrations()[self.software].models
+            if self.model not in models or self.batch is None:
+                listed = "/".join(models)
+                raise InvalidSpecError(
+                    "software", f"{self.software} is calibrated for {listed} mini-batches only "
+                    "(MLPerf's R-GAT runs, catalog/data/gnn_calibration.csv)",
+                    got=self.software,
+                    fix=f"drop --software, or price --model {listed} with --batch and --fanouts",
+                )  # fmt: skip
         if self.model in GAT_MODELS and self.parts is not None:
             raise InvalidSpecError("parts", "partitioning is priced for gcn and sage only")
         if self.model == "rgat" and (
@@ -1035,6 +1044,13 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
         def tuned(seconds: float) -> float:
             return scale * seconds + per_step_s
 
+        if per_step_s > scale * step_s:
+            warnings.append(
+                f"--software {request.software}: its {per_step_s * 1e3:.3g} ms a step of host "
+                f"time, fitted at MLPerf's scale (IGBH-full, {_MLPERF_SAMPLED} sampled nodes a "
+                f"step), is most of this {scale * step_s * 1e3:.3g} ms step: a batch this small "
+                "is outside what the calibration saw"
+            )
         step_s, eval_s, dense = tuned(step_s), tuned(eval_s), tuned(dense)
         fetch_s *= scale
         phases = {k: scale * v for k, v in phases.items()}
@@ -1083,7 +1099,10 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
             else "added, no overlap",
         }
         | (
-            {"software": f"{request.software} (MLPerf-class code): {calibration.describe()}"}
+            {
+                "software": f"{request.software} (MLPerf-class code): {calibration.describe()}; "
+                f"the phases are the eager ones x{calibration.scale:.3g}"
+            }
             if calibration is not None
             else {
                 "software": "pytorch: eager kernels as priced (--software tuned: MLPerf-class "
