@@ -26,13 +26,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.energy import JOULES_PER_KWH, check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import lower_text, option
+from gpucast.domain.options import option
 from gpucast.domain.workload import (
     SOFTWARE_HELP,
-    TRAIN_PRECISION_CHOICES,
     WorkloadOptions,
     check_software,
+    check_train_precision,
+    precision_shown,
     profiled_precision,
+    train_precision_option,
     workload_options_field,
 )
 
@@ -235,11 +237,9 @@ class PredictEnergyRequest:
     dataset_size: int | None = option(
         None, help="Samples per epoch: adds time and energy per epoch.", example="1281167"
     )
-    precision: str = option(
-        "fp32",
-        parse=lower_text,
-        help="fp32, tf32, bf16, fp16, fp8 or auto, as predict train reads them.",
-        example="bf16",
+    precision: str = train_precision_option(
+        "auto, fp32, tf32, bf16, fp16 or fp8, as predict train reads them (auto: bf16 where "
+        "the GPU has bf16 tensor cores, else fp32)."
     )
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
     workload_options: WorkloadOptions = workload_options_field()
@@ -270,13 +270,7 @@ class PredictEnergyRequest:
             raise InvalidSpecError(
                 "batch-size", "must be >= 1", got=self.batch_size, fix="e.g. --batch-size 64"
             )
-        if self.precision not in TRAIN_PRECISION_CHOICES:
-            raise InvalidSpecError(
-                "precision",
-                f"must be one of {', '.join(TRAIN_PRECISION_CHOICES)}",
-                got=self.precision,
-                fix="e.g. --precision fp32",
-            )
+        check_train_precision(self.precision)
         check_software(self.software, self.precision)
         check_eta(self.eta)
         if self.dataset_size is not None and (
@@ -358,6 +352,13 @@ class PredictEnergyResult:
     #: (:attr:`gpucast.app.predict.PredictTrainResult.memory`), and that plan in one sentence
     memory: Mapping[str, Any] | None = None
     memory_text: str | None = None
+    #: the ``--precision`` asked for (``auto``: :attr:`precision` is what it chose)
+    precision_requested: str = ""
+
+    @property
+    def precision_text(self) -> str:
+        """The precision as the headline shows it (what auto chose, and that it did)."""
+        return precision_shown(self.precision, self.precision_requested)
 
     @property
     def fits_memory(self) -> bool:
@@ -391,6 +392,7 @@ class PredictEnergyResult:
             "batch_size": self.batch_size,
             "gpu": self.gpu,
             "precision": self.precision,
+            "precision_requested": self.precision_requested,
             "power_limit_w": self.power_limit_w,
             "default_power_limit_w": self.default_power_limit_w,
             "min_power_limit_w": self.min_power_limit_w,
@@ -645,6 +647,7 @@ def predict_energy(
         batch_size=request.batch_size,
         gpu=spec.name,
         precision=precision,
+        precision_requested=request.precision,
         power_limit_w=float(chosen),
         default_power_limit_w=top,
         min_power_limit_w=board.min_power_limit_w,

@@ -26,7 +26,7 @@ from gpucast.domain.catalog import offers_option
 from gpucast.domain.convergence import check_lr_rule, lr_rule_option, optimizer_option, parse_target
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_seed, check_work
-from gpucast.domain.options import is_default, lower_text, option
+from gpucast.domain.options import is_default, option
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.spot import (
     check_hazard,
@@ -59,15 +59,16 @@ from gpucast.domain.workload import (
     PRECISIONS,
     SOFTWARE_HELP,
     TF32,
-    TRAIN_PRECISION_CHOICES,
     WorkloadOptions,
     auto_precision_assumption,
     check_precision_units,
     check_software,
+    check_train_precision,
     gpu_compute_precision,
     measured_precision,
     precision_assumption,
     profiled_precision,
+    train_precision_option,
     workload_options_field,
 )
 
@@ -160,15 +161,12 @@ class SimulateTrainRequest:
     batch_size: int = option(
         128, help="Per-worker batch (for the roofline step time).", example="128"
     )
-    precision: str = option(
-        AUTO_PRECISION,
-        parse=lower_text,
-        help="auto (per GPU type, what practitioners train in: bf16 where it has bf16 tensor "
+    precision: str = train_precision_option(
+        "auto (per GPU type, what practitioners train in: bf16 where it has bf16 tensor "
         "cores, fp32 with TF32 matmuls where it has TF32 ones, fp32 elsewhere), fp32, bf16 "
         "or fp16 on every GPU, tf32 (fp32 with TF32 matmuls where the GPU has TF32 "
         "units, fp32 elsewhere), or fp8 (matmuls and convolutions at the fp8 peak, the "
-        "rest bf16; GPUs with fp8 units only).",
-        example="bf16",
+        "rest bf16; GPUs with fp8 units only)."
     )
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
     workload_options: WorkloadOptions = workload_options_field()
@@ -320,12 +318,7 @@ class SimulateTrainRequest:
             raise InvalidSpecError("workers", "must be >= 1", got=self.workers, fix="e.g. 4")
         if self.gpus_per_node < 1:
             raise InvalidSpecError("gpus-per-node", "must be >= 1", got=self.gpus_per_node)
-        if self.precision not in TRAIN_PRECISION_CHOICES:
-            raise InvalidSpecError(
-                "precision",
-                f"must be one of {', '.join(TRAIN_PRECISION_CHOICES)}",
-                got=self.precision,
-            )
+        check_train_precision(self.precision)
         check_software(self.software, self.precision)
         check_variability_options(self.gpu_variability, self.exclude_slowest, self.balance_batches)
         if self.move_region is not None:
