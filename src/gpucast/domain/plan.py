@@ -388,7 +388,7 @@ class TrainRequest:
             or not (math.isfinite(self.nvme_gbps) and self.nvme_gbps > 0)
         ):
             raise InvalidSpecError(
-                "nvme_gbps", "must be a finite number > 0 (GB/s)", got=self.nvme_gbps,
+                "nvme-gbps", "must be a finite number > 0 GB/s", got=self.nvme_gbps,
                 fix="e.g. --nvme-gbps 6 (one PCIe 4.0 NVMe drive reads ~7 GB/s)",
             )  # fmt: skip
         check_pue(self.pue)
