@@ -277,7 +277,10 @@ class PredictEnergyRequest:
             isinstance(self.dataset_size, bool) or self.dataset_size < 1
         ):
             raise InvalidSpecError(
-                "dataset-size", "must be >= 1", got=self.dataset_size, fix="e.g. 1281167"
+                "dataset-size",
+                "must be >= 1",
+                got=self.dataset_size,
+                fix="e.g. --dataset-size 1281167",
             )
         _positive_or_none("step-time-s", self.step_time_s, example="0.25")
         _positive_or_none("power-w", self.measured_power_w, example="220")
@@ -291,7 +294,10 @@ class PredictEnergyRequest:
                 )
         if not (math.isfinite(self.power_step_w) and self.power_step_w >= 1.0):
             raise InvalidSpecError(
-                "power-step-w", "must be >= 1 W", got=self.power_step_w, fix="e.g. 25"
+                "power-step-w",
+                "must be >= 1 W",
+                got=self.power_step_w,
+                fix="e.g. --power-step-w 25",
             )
 
 

@@ -1089,11 +1089,13 @@ class SimulateServeRequest:
                 fix="e.g. --rate 150",
             )  # fmt: skip
         if not (math.isfinite(self.think_ms) and self.think_ms >= 0):
-            raise InvalidSpecError("think-ms", "must be >= 0 ms", got=self.think_ms, fix="e.g. 10")
+            raise InvalidSpecError(
+                "think-ms", "must be >= 0 ms", got=self.think_ms, fix="e.g. --think-ms 10"
+            )
         _check_at_least("max-batch", self.max_batch, 1)
         if not (math.isfinite(self.max_delay_ms) and self.max_delay_ms >= 0):
             raise InvalidSpecError(
-                "max-delay-ms", "must be >= 0", got=self.max_delay_ms, fix="e.g. 10"
+                "max-delay-ms", "must be >= 0", got=self.max_delay_ms, fix="e.g. --max-delay-ms 10"
             )
         for b in self.preferred:
             if isinstance(b, bool) or not 1 <= b <= self.max_batch:

@@ -309,13 +309,17 @@ class SimulateTrainRequest:
                 fix="e.g. --steps 64000 or --target mlperf:resnet",
             )
         if self.steps is not None and (isinstance(self.steps, bool) or self.steps < 1):
-            raise InvalidSpecError("steps", "must be >= 1", got=self.steps, fix="e.g. 64000")
+            raise InvalidSpecError(
+                "steps", "must be >= 1", got=self.steps, fix="e.g. --steps 64000"
+            )
         if self.target is not None:
             parse_target(self.target)
         if self.dataset_size is not None and self.dataset_size < 1:
             raise InvalidSpecError("dataset-size", "must be >= 1", got=self.dataset_size)
         if self.workers is not None and self.workers < 1:
-            raise InvalidSpecError("workers", "must be >= 1", got=self.workers, fix="e.g. 4")
+            raise InvalidSpecError(
+                "workers", "must be >= 1", got=self.workers, fix="e.g. --workers 4"
+            )
         if self.gpus_per_node < 1:
             raise InvalidSpecError("gpus-per-node", "must be >= 1", got=self.gpus_per_node)
         check_train_precision(self.precision)
@@ -345,7 +349,10 @@ class SimulateTrainRequest:
                 )
         if not (math.isfinite(self.move_after_s) and self.move_after_s >= 0):
             raise InvalidSpecError(
-                "move-after", "must be a wait >= 0", got=self.move_after_s, fix="e.g. 10m"
+                "move-after",
+                "must be a wait >= 0",
+                got=self.move_after_s,
+                fix="e.g. --move-after 10m",
             )
         if self.runs < 1:
             raise InvalidSpecError("runs", "must be >= 1", got=self.runs, fix="e.g. --runs 2000")

@@ -311,7 +311,10 @@ class TrainRequest:
             )
         if not (math.isfinite(self.move_after_s) and self.move_after_s >= 0):
             raise InvalidSpecError(
-                "move-after", "must be a wait >= 0", got=self.move_after_s, fix="e.g. 10m"
+                "move-after",
+                "must be a wait >= 0",
+                got=self.move_after_s,
+                fix="e.g. --move-after 10m",
             )
         _positive_int("dataset-size", self.dataset_size, fix="e.g. --dataset-size 1281167")
         _positive_int("steps", self.steps, fix="e.g. --steps 100000")
