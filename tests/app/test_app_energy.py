@@ -229,12 +229,19 @@ def test_bad_input_is_one_line(options: dict[str, object], message: str) -> None
 
 
 def test_precision_auto_and_tf32_read_as_predict_train_reads_them() -> None:
-    """``auto`` is bf16 on an A100 (fp32 on a V100) and the result says so; ``tf32`` runs."""
-    a100 = gpucast.predict_energy(**{**BASE, "gpu": "A100-80GB", "precision": "auto"})
+    """``auto`` (the default, as in predict train, plan train and simulate train) is bf16 on
+    an A100 (fp32 on a V100) and the result says so; ``tf32`` runs."""
+    a100 = gpucast.predict_energy(**{**BASE, "gpu": "A100-80GB"})
     v100 = gpucast.predict_energy(**{**BASE, "precision": "auto"})
     assert a100.precision == "bf16" and v100.precision == "fp32"
+    assert a100.precision_requested == v100.precision_requested == "auto"
+    assert a100.precision_text == "bf16 by auto, the --precision default"
     said = {a["name"]: a for a in a100.to_dict()["assumptions"]}
-    assert said["precision"]["source"] == "--precision auto"
+    assert said["precision"]["source"] == "--precision auto (the default)"
+    fp32 = gpucast.predict_energy(**{**BASE, "gpu": "A100-80GB", "precision": "fp32"})
+    assert fp32.precision == fp32.precision_text == "fp32"
+    said = {a["name"]: a for a in fp32.to_dict()["assumptions"]}
+    assert said["precision"]["source"] == "given"
     tf32 = gpucast.predict_energy(**{**BASE, "gpu": "A100-80GB", "precision": "tf32"})
     assert tf32.precision == "tf32" and tf32.step_time_s > 0
 

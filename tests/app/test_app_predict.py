@@ -99,29 +99,37 @@ def store_measurement(
 
 # -- predict train --------------------------------------------------------------------------
 def test_predict_train_is_the_planners_step_time(tmp_path: Path) -> None:
+    """By default (auto) at the precision plan train plans the A100 at (bf16), and at fp32
+    when both are asked for fp32."""
     from gpucast.catalog.validation import validation_for
 
     db = tmp_path / "store.db"
-    result = gpucast.predict_train(workload=WORKLOAD, batch_size=48, gpu="A100", db=db)
-    planned, calibrated = _planner_step_s(48, "A100", "fp32", db)
-    assert not calibrated and not result.calibrated
-    assert result.step_time_s == pytest.approx(planned, rel=1e-9)
-    assert result.gpu.startswith("A100") and result.samples_per_s == pytest.approx(48 / planned)
-    data = result.to_dict()
-    assert data["step_time_s"]["value"] == result.step_time_s
-    assert data["validation"] == validation_for("roofline-step", [result.gpu], "fp32", 1).to_dict()
-    assert data["calibration_source"].startswith("none")
+    for given, precision in ((None, "bf16"), ("fp32", "fp32")):
+        kw = {} if given is None else {"precision": given}
+        result = gpucast.predict_train(workload=WORKLOAD, batch_size=48, gpu="A100", db=db, **kw)
+        planned, calibrated = _planner_step_s(48, "A100", precision, db)
+        assert not calibrated and not result.calibrated and result.precision == precision
+        assert result.step_time_s == pytest.approx(planned, rel=1e-9)
+        assert result.gpu.startswith("A100")
+        assert result.samples_per_s == pytest.approx(48 / planned)
+        data = result.to_dict()
+        assert data["step_time_s"]["value"] == result.step_time_s
+        validated = validation_for("roofline-step", [result.gpu], precision, 1)
+        assert data["validation"] == validated.to_dict()
+        assert data["calibration_source"].startswith("none")
 
 
 def test_a_stored_measurement_calibrates_as_in_the_planner(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     store_measurement(db, batch=8, step_s=0.004, gpu_name="A100-40GB")  # another batch
-    result = predict_train(workload=WORKLOAD, batch_size=32, gpu="H100", db=db)
+    result = predict_train(workload=WORKLOAD, precision="fp32", batch_size=32, gpu="H100", db=db)
     planned, calibrated = _planner_step_s(32, "H100", "fp32", db)
     assert calibrated and result.calibrated
     assert result.step_time_s == pytest.approx(planned, rel=1e-9)
     assert "store run #1" in result.calibration_source
-    uncalibrated = predict_train(workload=WORKLOAD, batch_size=32, gpu="H100", db=tmp_path / "x")
+    uncalibrated = predict_train(
+        workload=WORKLOAD, precision="fp32", batch_size=32, gpu="H100", db=tmp_path / "x"
+    )
     assert uncalibrated.step_time_s != pytest.approx(result.step_time_s)
 
 
@@ -278,26 +286,29 @@ def test_predict_checkpoint(tmp_path: Path) -> None:
 
 
 def test_precision_is_stated_and_auto_picks_what_practitioners_use() -> None:
-    """#21: the default fp32 says bf16 is what a practitioner would use on an A100; --precision
-    auto predicts bf16 there and fp32 on a V100 (no bf16 tensor cores)."""
-    default = gpucast.predict_train(workload="mlp", batch_size=8, gpu="A100")
-    said = default.precision_assumption
-    assert said is not None and default.precision == "fp32"
-    assert "bf16" in said.value and said.source == "default"
-    on_a100 = gpucast.predict_train(workload="mlp", batch_size=8, gpu="A100", precision="auto")
+    """#21, QA #10: the default is auto, as in plan train and simulate train: bf16 on an A100,
+    fp32 on a V100 (no bf16 tensor cores), and the result says auto chose it by default; a
+    given fp32 says bf16 is what a practitioner would use on an A100."""
+    on_a100 = gpucast.predict_train(workload="mlp", batch_size=8, gpu="A100")
     on_v100 = gpucast.predict_train(workload="mlp", batch_size=8, gpu="V100", precision="auto")
     assert on_a100.precision == "bf16" and on_v100.precision == "fp32"
+    assert on_a100.precision_text == "bf16 by auto, the --precision default"
+    assert on_a100.to_dict()["precision_requested"] == "auto"
     explicit = gpucast.predict_train(workload="mlp", batch_size=8, gpu="A100", precision="bf16")
-    assert on_a100.step_time_s == explicit.step_time_s
+    assert on_a100.step_time_s == explicit.step_time_s and explicit.precision_text == "bf16"
     assert on_a100.precision_assumption is not None
-    assert on_a100.precision_assumption.source == "--precision auto"
+    assert on_a100.precision_assumption.source == "--precision auto (the default)"
+    fp32 = gpucast.predict_train(workload="mlp", batch_size=8, gpu="A100", precision="fp32")
+    said = fp32.precision_assumption
+    assert said is not None and fp32.precision == "fp32"
+    assert "bf16" in said.value and said.source == "given"
 
 
 def test_fp32_on_an_a100_runs_convolutions_on_tf32_and_tf32_can_be_asked_for() -> None:
     """PyTorch's fp32 on an A100 puts convolutions on TF32 (cuDNN's default) and says so;
     ``tf32`` is accepted (profiled at fp32); a V100 has no TF32 units and says what it
     priced; ``tf16`` is one line naming the choices."""
-    fp32 = gpucast.predict_train(workload="resnet18", batch_size=32, gpu="A100")
+    fp32 = gpucast.predict_train(workload="resnet18", batch_size=32, gpu="A100", precision="fp32")
     tf32 = gpucast.predict_train(workload="resnet18", batch_size=32, gpu="A100", precision="tf32")
     v100 = gpucast.predict_train(workload="resnet18", batch_size=32, gpu="V100", precision="tf32")
     assert any("convolutions on its TF32 tensor cores" in n for n in fp32.estimate.notes)
@@ -313,8 +324,10 @@ def test_the_measurement_nearest_the_batch_calibrates_and_narrows_the_band(
     db = tmp_path / "store.db"
     store_measurement(db, batch=8, step_s=0.004, gpu_name="A100-40GB")
     store_measurement(db, batch=64, step_s=0.020, gpu_name="A100-40GB")  # newer, 8x the batch
-    near_small = predict_train(workload=WORKLOAD, batch_size=8, gpu="H100", db=db)
-    near_large = predict_train(workload=WORKLOAD, batch_size=48, gpu="H100", db=db)
+    near_small = predict_train(workload=WORKLOAD, precision="fp32", batch_size=8, gpu="H100", db=db)
+    near_large = predict_train(
+        workload=WORKLOAD, precision="fp32", batch_size=48, gpu="H100", db=db
+    )
     assert "store run #1" in near_small.calibration_source  # batch 8, though older
     assert "store run #2" in near_large.calibration_source
     # each within 2x of the measurement it is calibrated by: the same band
@@ -348,7 +361,7 @@ def test_a_cpu_measurement_calibrates_no_gpu_prediction_at_any_precision(
         assert "store run #1 (cpu, batch 64, fp32, 7.9 ms/step) calibrates no GPU" in source
         assert "at any precision" in source and "uncalibrated regime" in source
     store_measurement(db, batch=32, step_s=0.003, gpu_name="A100-40GB")
-    gpu = predict_train(workload=WORKLOAD, batch_size=64, gpu="H100", db=db)
+    gpu = predict_train(workload=WORKLOAD, precision="fp32", batch_size=64, gpu="H100", db=db)
     assert gpu.calibrated and "store run #2 (cuda, batch 32" in gpu.calibration_source
 
 
@@ -371,8 +384,10 @@ def test_a_step_that_fits_no_memory_is_refused_naming_predict_trains_options() -
 def test_a_measurement_on_the_gpu_states_the_band_of_the_batch_distance(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     store_measurement(db, batch=64, step_s=0.01, gpu_name="A100-40GB")
-    near = predict_train(workload=WORKLOAD, batch_size=64, gpu="A100-40GB", db=db)
-    far = predict_train(workload=WORKLOAD, batch_size=2048, gpu="A100-40GB", db=db)
+    near = predict_train(workload=WORKLOAD, precision="fp32", batch_size=64, gpu="A100-40GB", db=db)
+    far = predict_train(
+        workload=WORKLOAD, precision="fp32", batch_size=2048, gpu="A100-40GB", db=db
+    )
     assert near.step_time_s == pytest.approx(0.01)
     width = [r.estimate.upper / r.estimate.lower for r in (near, far)]
     assert width[0] < width[1]
@@ -380,7 +395,7 @@ def test_a_measurement_on_the_gpu_states_the_band_of_the_batch_distance(tmp_path
     assert "same_gpu/calibrated/batch_x2" in notes and "at batch 64" in notes
     assert "batch_far" in " ".join(far.estimate.notes)
     # another GPU type, calibrated from it: its regime's split by the same distance
-    other = predict_train(workload=WORKLOAD, batch_size=64, gpu="H100-SXM", db=db)
+    other = predict_train(workload=WORKLOAD, precision="fp32", batch_size=64, gpu="H100-SXM", db=db)
     assert "gpu_" in " ".join(other.estimate.notes) and "calibrated/batch_x2" in " ".join(
         other.estimate.notes
     )
@@ -393,8 +408,10 @@ def test_measurements_at_several_batches_each_calibrate_their_neighbourhood(
     store_measurement(db, batch=16, step_s=0.9, gpu_name="H100-SXM")  # another device: not one
     store_measurement(db, batch=8, step_s=0.004, gpu_name="A100-40GB")
     store_measurement(db, batch=256, step_s=0.050, gpu_name="A100-40GB")
-    small = predict_train(workload=WORKLOAD, batch_size=8, gpu="A100-40GB", db=db)
-    large = predict_train(workload=WORKLOAD, batch_size=256, gpu="A100-40GB", db=db)
+    small = predict_train(workload=WORKLOAD, precision="fp32", batch_size=8, gpu="A100-40GB", db=db)
+    large = predict_train(
+        workload=WORKLOAD, precision="fp32", batch_size=256, gpu="A100-40GB", db=db
+    )
     assert small.step_time_s == pytest.approx(0.004)
     assert large.step_time_s == pytest.approx(0.050)
     # the planner's table: each batch from the measurement nearest it, as predict train
@@ -402,21 +419,24 @@ def test_measurements_at_several_batches_each_calibrate_their_neighbourhood(
     assert planned == pytest.approx(0.004)
     planned, _ = _planner_step_s(200, "A100-40GB", "fp32", db)
     assert planned == pytest.approx(
-        predict_train(workload=WORKLOAD, batch_size=200, gpu="A100-40GB", db=db).step_time_s
+        predict_train(
+            workload=WORKLOAD, precision="fp32", batch_size=200, gpu="A100-40GB", db=db
+        ).step_time_s
     )
 
 
 def test_two_stored_measurements_on_the_gpu_price_the_batches_between(tmp_path: Path) -> None:
     def truth(batch: int) -> float:  # per-sample part 1.5x the roofline's, fixed part 3x
         parts = predict_train(
-            workload=WORKLOAD, batch_size=batch, gpu="A100-40GB", db=tmp_path / "none.db"
-        ).estimate.breakdown
+            workload=WORKLOAD, batch_size=batch, gpu="A100-40GB", precision="fp32",
+            db=tmp_path / "none.db",
+        ).estimate.breakdown  # fmt: skip
         return 1.5 * (parts["compute"] + parts["memory_bandwidth"]) + 3.0 * parts["overhead"]
 
     db = tmp_path / "store.db"
     store_measurement(db, batch=8, step_s=truth(8), gpu_name="A100-40GB")
     store_measurement(db, batch=256, step_s=truth(256), gpu_name="A100-40GB")
-    mid = predict_train(workload=WORKLOAD, batch_size=64, gpu="A100-40GB", db=db)
+    mid = predict_train(workload=WORKLOAD, precision="fp32", batch_size=64, gpu="A100-40GB", db=db)
     notes = " ".join(mid.estimate.notes)
     assert "two measurements on A100-40GB, at batches 8 and 256" in notes
     assert "same_gpu/calibrated/bracketed" in notes and "between two measured ones" in notes
@@ -429,7 +449,7 @@ def test_each_measured_gpu_type_calibrates_from_its_own_measurements(tmp_path: P
     db = tmp_path / "store.db"
     store_measurement(db, batch=64, step_s=0.010, gpu_name="A100-40GB")
     store_measurement(db, batch=64, step_s=0.004, gpu_name="H100-SXM")  # the newest
-    a100 = predict_train(workload=WORKLOAD, batch_size=64, gpu="A100-40GB", db=db)
+    a100 = predict_train(workload=WORKLOAD, precision="fp32", batch_size=64, gpu="A100-40GB", db=db)
     assert a100.step_time_s == pytest.approx(0.010)  # its own, though H100's is newer
     assert "store run #1" in a100.calibration_source
     plan = gpucast.plan_train(

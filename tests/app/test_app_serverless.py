@@ -270,7 +270,7 @@ def test_plan_serverless_on_a_trace_names_its_sources_and_validation(tmp_path: P
 def test_plan_serverless_bad_options() -> None:
     with pytest.raises(InvalidSpecError, match="billing"):
         gpucast.plan_serverless(synthetic=5, billing="monthly")
-    with pytest.raises(InvalidSpecError, match="policy"):
+    with pytest.raises(InvalidSpecError, match=r"^policies: "):  # the option's name (QA #15)
         gpucast.plan_serverless(synthetic=5, policies=["weekly"])
     with pytest.raises(InvalidSpecError, match="slo-scope"):
         gpucast.plan_serverless(synthetic=5, slo_scope="x")

@@ -132,7 +132,7 @@ def test_parse_small_file() -> None:
         ("gated_mlp", "maybe", "not a boolean"),
         ("norm", "batchnorm", "must be one of"),
         ("kv_heads", "3", "must divide the 4 attention heads"),
-        ("layers", "0", "must be >= 1"),
+        ("layers", "0", "must be a whole number >= 1"),
         ("as_of", "yesterday", "not a date"),
     ],
 )

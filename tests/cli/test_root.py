@@ -134,3 +134,26 @@ def test_an_error_keeps_the_users_brackets() -> None:
     )
     assert result.exit_code == 2
     assert "unknown GPU '[mygpu]'" in result.stderr
+
+
+def test_every_bandwidth_option_states_its_unit() -> None:
+    """QA #11: ``_gbps`` is GB/s in some options (--pcie-gbps, --nvme-gbps) and Gbit/s in
+    others (--network-gbps, --kv-link-gbps), as the hardware is rated; the names stay, so
+    every option whose name ends in -gbps (or -gbs) says which in its help, spelt "GB/s" or
+    "Gbit/s" (never the ambiguous "Gb/s"), and so does --cluster's for its two keys."""
+    import re
+
+    import typer
+
+    seen, missing = 0, []
+    for path, command in _leaf_commands(typer.main.get_command(app)):
+        for p in command.params:
+            text = getattr(p, "help", None) or ""
+            if p.name == "cluster":
+                assert "intra_node_gbps in GB/s" in text and "inter_node_gbps in Gbit/s" in text
+            if not any(re.search(r"-gb(p)?s$", o) for o in getattr(p, "opts", ())):
+                continue
+            seen += 1
+            if not re.search(r"\bGB/s|\bGbit/s", text) or "Gb/s" in text:
+                missing.append(f"{' '.join(path)} {'/'.join(p.opts)}: {text}")
+    assert seen >= 10 and not missing, missing

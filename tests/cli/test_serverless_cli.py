@@ -116,9 +116,9 @@ def test_plan_serve_serverless_is_plan_serverless() -> None:
         assert json.loads(alias.stdout) == json.loads(own.stdout)
     rated = runner.invoke(app, [*one, "--model", "mlp:150"])
     assert rated.exit_code == 2
-    assert rated.stderr.strip().splitlines() == [
-        "error: models: takes workload names: the invocations come from --trace or --synthetic, "
-        "not a rate (got 'mlp:150'); e.g. --models mlp"
+    assert rated.stderr.strip().splitlines() == [  # the flag as typed (QA #15)
+        "error: model: takes workload names: the invocations come from --trace or --synthetic, "
+        "not a rate (got 'mlp:150'); e.g. --model mlp"
     ]
     # the serverless load's options, not a request rate's: a bad one is one line, exit 2
     bad = runner.invoke(app, ["plan", "serve", "--serverless", "--synthetic", "0"])
@@ -179,7 +179,7 @@ def test_plan_serverless_functions_scope_text_and_json() -> None:
 def test_plan_serverless_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     cases = [
         (["--synthetic", "5", "--slo", "p99<0ms"], "slo"),
-        (["--synthetic", "5", "--policies", "fixed:0m"], "policy"),
+        (["--synthetic", "5", "--policies", "fixed:0m"], "policies: fixed:DURATION"),
         (["--synthetic", "5", "--billing", "monthly"], "billing"),
         (["--synthetic", "5", "--max-utilisation", "1.5"], "max-utilisation"),
         (["--synthetic", "5", "--slo-scope", "x"], "slo-scope"),

@@ -35,6 +35,32 @@ def test_unknown_gpu_lists_close_matches() -> None:
     assert "unknown GPU 'V10O'" in str(err)
 
 
+def test_a_far_fetched_name_is_not_suggested() -> None:
+    """QA #32: 'nope' offered unet3d (0.4 alike); below the cutoff the known names are
+    listed instead. Typos and case still find their name."""
+    from gpucast.domain.errors import SUGGEST_CUTOFF, UnknownWorkloadError, close_matches
+
+    known = ["resnet50", "resnet18", "unet3d", "bert-base"]
+    far = UnknownWorkloadError("nope", known)
+    assert "did you mean" not in str(far) and far.close_matches == []
+    assert str(far).startswith("unknown workload 'nope': known: bert-base, resnet18")
+    assert close_matches("resnt50", known)[0] == "resnet50"
+    assert close_matches("RESNET-50", known)[0] == "resnet50"  # case ignored
+    assert sorted(close_matches("a100", ["A100-40GB", "A100-80GB", "T4"])) == [
+        "A100-40GB",
+        "A100-80GB",
+    ]
+    assert SUGGEST_CUTOFF >= 0.5
+
+
+def test_an_unknown_name_can_name_its_flag_and_its_kind() -> None:
+    """QA #15: simulate train --lifetimes nope said "unknown name 'nope': known: ;"."""
+    from gpucast.domain.errors import UnknownNameError
+
+    err = UnknownNameError("nope", [], field="lifetimes", kind="lifetimes model", fix="fit one")
+    assert str(err) == "lifetimes: unknown lifetimes model 'nope': none known; fit one"
+
+
 def test_data_format_error_names_file_line_column() -> None:
     err = DataFormatError("rows.csv", "not a number", line=7, column="Step Time (s)", fix="fix it")
     text = str(err)

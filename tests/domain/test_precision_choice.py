@@ -71,3 +71,29 @@ def test_fp8_on_a_gpu_without_its_units_is_one_clear_error() -> None:
     assert text.startswith("precision: fp8 needs fp8 tensor cores, which the T4 has not")
     assert "(it trains in fp16, fp32)" in text
     assert "--precision fp16" in (err.value.fix or "") and "\n" not in text
+
+
+def test_every_training_verb_has_the_one_default_precision() -> None:
+    """QA #10: predict train and predict energy defaulted to fp32, plan train and simulate
+    train to auto; all four read one constant now, and state it as the default."""
+    from gpucast.app.energy import PredictEnergyRequest
+    from gpucast.app.predict import PredictTrainRequest
+    from gpucast.app.simulation import SimulateTrainRequest
+    from gpucast.domain.options import field_for
+    from gpucast.domain.plan import TrainRequest
+    from gpucast.domain.workload import (
+        AUTO_PRECISION,
+        TRAIN_PRECISION_DEFAULT,
+        precision_assumption,
+        precision_shown,
+    )
+
+    assert TRAIN_PRECISION_DEFAULT == AUTO_PRECISION
+    for cls in (PredictTrainRequest, PredictEnergyRequest, TrainRequest, SimulateTrainRequest):
+        f = field_for(cls, "precision")
+        assert f is not None and f.default == TRAIN_PRECISION_DEFAULT, cls.__name__
+        assert f.info.help.startswith("auto"), cls.__name__  # the default first
+    said = precision_assumption("bf16", [("H100-SXM", True)], auto=True)
+    assert said.source == "--precision auto (the default)"
+    assert precision_shown("bf16", "auto") == "bf16 by auto, the --precision default"
+    assert precision_shown("fp32", "fp32") == "fp32"

@@ -171,7 +171,7 @@ def test_the_training_predictor_takes_the_subsets_bandwidth(tmp_path: Path) -> N
             YAML.replace("inter_node_gbps: 400\n", ""),
             InvalidSpecError,
             r"^cluster\.inter_node_gbps: is required for nodes > 1 \(.*bad\.yaml\); "
-            r"add inter_node_gbps: 400",
+            r"add inter_node_gbps: 400 \(Gbit/s per node",
         ),
         (
             YAML.replace("gpu: H100", "gpu: H1000"),
@@ -181,7 +181,14 @@ def test_the_training_predictor_takes_the_subsets_bandwidth(tmp_path: Path) -> N
         (
             YAML.replace("intra_node_gbps: 900", "intra_node_gbps: -900"),
             InvalidSpecError,
-            r"^cluster\.intra_node_gbps: must be a finite number > 0 \(got -900; .*line 7\)",
+            r"^cluster\.intra_node_gbps: must be a finite number > 0 GB/s \(got -900; .*line 7\)"
+            r"; e\.g\. intra_node_gbps: 900 \(GB/s per GPU",
+        ),
+        (  # the two links' units differ (QA #11): each error states its own
+            YAML.replace("inter_node_gbps: 400", "inter_node_gbps: 400G"),
+            InvalidSpecError,
+            r"^cluster\.inter_node_gbps: must be a number > 0 Gbit/s \(got '400G'; .*\); "
+            r"e\.g\. inter_node_gbps: 400 \(Gbit/s per node",
         ),
         (
             YAML.replace("intra_node_gbps: 900\n", ""),
@@ -275,7 +282,7 @@ def test_a_bad_toml_file(tmp_path: Path) -> None:
     path = write(tmp_path, "bad.toml", TOML.replace("intra_node_gbps = 600", "intra_node_gbps = 0"))
     with pytest.raises(
         InvalidSpecError,
-        match=r"intra_node_gbps: must be a finite number > 0 \(got 0; .*bad\.toml, line 7\)",
+        match=r"intra_node_gbps: must be a finite number > 0 GB/s \(got 0; .*bad\.toml, line 7\)",
     ):
         load_cluster(str(path), load_catalog())
 

@@ -72,13 +72,19 @@ class InferCurveRequest:
                 )  # fmt: skip
         if self.colocate_batch is not None and self.colocate_batch < 1:
             raise InvalidSpecError(
-                "colocate-batch", "must be >= 1", got=self.colocate_batch, fix="e.g. 8"
+                "colocate-batch",
+                "must be >= 1",
+                got=self.colocate_batch,
+                fix="e.g. --colocate-batch 8",
             )
         if not (math.isfinite(self.max_time_s) and self.max_time_s > 0):
             raise InvalidSpecError("max-time-s", "must be > 0 seconds", got=self.max_time_s)
         if not (math.isfinite(self.target_ci) and self.target_ci > 0):
             raise InvalidSpecError(
-                "target-ci", "must be > 0 (relative)", got=self.target_ci, fix="e.g. 0.02"
+                "target-ci",
+                "must be > 0 (relative)",
+                got=self.target_ci,
+                fix="e.g. --target-ci 0.02",
             )
         if isinstance(self.min_samples, bool) or self.min_samples < 1:
             raise InvalidSpecError("min-samples", "must be >= 1", got=self.min_samples)

@@ -26,13 +26,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.energy import JOULES_PER_KWH, check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import lower_text, option
+from gpucast.domain.options import option
 from gpucast.domain.workload import (
     SOFTWARE_HELP,
-    TRAIN_PRECISION_CHOICES,
     WorkloadOptions,
     check_software,
+    check_train_precision,
+    precision_shown,
     profiled_precision,
+    train_precision_option,
     workload_options_field,
 )
 
@@ -235,11 +237,9 @@ class PredictEnergyRequest:
     dataset_size: int | None = option(
         None, help="Samples per epoch: adds time and energy per epoch.", example="1281167"
     )
-    precision: str = option(
-        "fp32",
-        parse=lower_text,
-        help="fp32, tf32, bf16, fp16, fp8 or auto, as predict train reads them.",
-        example="bf16",
+    precision: str = train_precision_option(
+        "auto, fp32, tf32, bf16, fp16 or fp8, as predict train reads them (auto: bf16 where "
+        "the GPU has bf16 tensor cores, else fp32)."
     )
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
     workload_options: WorkloadOptions = workload_options_field()
@@ -270,20 +270,17 @@ class PredictEnergyRequest:
             raise InvalidSpecError(
                 "batch-size", "must be >= 1", got=self.batch_size, fix="e.g. --batch-size 64"
             )
-        if self.precision not in TRAIN_PRECISION_CHOICES:
-            raise InvalidSpecError(
-                "precision",
-                f"must be one of {', '.join(TRAIN_PRECISION_CHOICES)}",
-                got=self.precision,
-                fix="e.g. --precision fp32",
-            )
+        check_train_precision(self.precision)
         check_software(self.software, self.precision)
         check_eta(self.eta)
         if self.dataset_size is not None and (
             isinstance(self.dataset_size, bool) or self.dataset_size < 1
         ):
             raise InvalidSpecError(
-                "dataset-size", "must be >= 1", got=self.dataset_size, fix="e.g. 1281167"
+                "dataset-size",
+                "must be >= 1",
+                got=self.dataset_size,
+                fix="e.g. --dataset-size 1281167",
             )
         _positive_or_none("step-time-s", self.step_time_s, example="0.25")
         _positive_or_none("power-w", self.measured_power_w, example="220")
@@ -297,7 +294,10 @@ class PredictEnergyRequest:
                 )
         if not (math.isfinite(self.power_step_w) and self.power_step_w >= 1.0):
             raise InvalidSpecError(
-                "power-step-w", "must be >= 1 W", got=self.power_step_w, fix="e.g. 25"
+                "power-step-w",
+                "must be >= 1 W",
+                got=self.power_step_w,
+                fix="e.g. --power-step-w 25",
             )
 
 
@@ -358,6 +358,13 @@ class PredictEnergyResult:
     #: (:attr:`gpucast.app.predict.PredictTrainResult.memory`), and that plan in one sentence
     memory: Mapping[str, Any] | None = None
     memory_text: str | None = None
+    #: the ``--precision`` asked for (``auto``: :attr:`precision` is what it chose)
+    precision_requested: str = ""
+
+    @property
+    def precision_text(self) -> str:
+        """The precision as the headline shows it (what auto chose, and that it did)."""
+        return precision_shown(self.precision, self.precision_requested)
 
     @property
     def fits_memory(self) -> bool:
@@ -391,6 +398,7 @@ class PredictEnergyResult:
             "batch_size": self.batch_size,
             "gpu": self.gpu,
             "precision": self.precision,
+            "precision_requested": self.precision_requested,
             "power_limit_w": self.power_limit_w,
             "default_power_limit_w": self.default_power_limit_w,
             "min_power_limit_w": self.min_power_limit_w,
@@ -645,6 +653,7 @@ def predict_energy(
         batch_size=request.batch_size,
         gpu=spec.name,
         precision=precision,
+        precision_requested=request.precision,
         power_limit_w=float(chosen),
         default_power_limit_w=top,
         min_power_limit_w=board.min_power_limit_w,

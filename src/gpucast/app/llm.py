@@ -96,7 +96,9 @@ TP_OVERLAP_HELP = (
 
 def check_tp_overlap(value: object) -> None:
     if isinstance(value, bool) or not (isinstance(value, int | float) and 0.0 <= value <= 1.0):
-        raise InvalidSpecError("tp-overlap", "must be a share in [0, 1]", got=value, fix="e.g. 0.8")
+        raise InvalidSpecError(
+            "tp-overlap", "must be a share in [0, 1]", got=value, fix="e.g. --tp-overlap 0.8"
+        )
 
 
 def tp_overlap_text(value: float) -> str:
@@ -119,7 +121,10 @@ def check_host_ms(value: object) -> None:
         return
     if isinstance(value, bool) or not (isinstance(value, int | float) and 0 <= value < 1000):
         raise InvalidSpecError(
-            "host-ms-per-layer", "must be >= 0 and under 1000 ms", got=value, fix="e.g. 8"
+            "host-ms-per-layer",
+            "must be >= 0 and under 1000 ms",
+            got=value,
+            fix="e.g. --host-ms-per-layer 8",
         )
 
 

@@ -210,7 +210,7 @@ class PlanLlmTrainRequest:
             isinstance(self.tokens, int | float) and math.isfinite(self.tokens) and self.tokens > 0
         ):
             raise InvalidSpecError(
-                "tokens", "must be a number > 0", got=self.tokens, fix="e.g. 2e11"
+                "tokens", "must be a number > 0", got=self.tokens, fix="e.g. --tokens 2e11"
             )
         for name in ("seq_len", "global_batch", "max_gpus"):
             positive_or_none(name.replace("_", "-"), getattr(self, name))
@@ -236,7 +236,7 @@ class PlanLlmTrainRequest:
         check_pue(self.pue)
         if not (isinstance(self.min_p_meet, int | float) and 0.0 <= self.min_p_meet <= 1.0):
             raise InvalidSpecError(
-                "min-p-meet", "must be in [0, 1]", got=self.min_p_meet, fix="e.g. 0.9"
+                "min-p-meet", "must be in [0, 1]", got=self.min_p_meet, fix="e.g. --min-p-meet 0.9"
             )
         for name in ("mc_runs", "max_simulated"):
             value = getattr(self, name)

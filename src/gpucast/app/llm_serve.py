@@ -109,7 +109,7 @@ def _check_deployment_knobs(request: Any) -> None:
     GPU-hour and the KV-transfer link that override the catalog's."""
     from gpucast.domain.llm_serving import ENGINE_BLOCK_SIZES, PREEMPTION_MODES
 
-    _positive("kv-link-gbps", request.kv_link_gbps)
+    _positive("kv-link-gbps", request.kv_link_gbps, " Gbit/s")
     block = request.block_size
     if isinstance(block, bool) or block not in ENGINE_BLOCK_SIZES:
         raise InvalidSpecError(
@@ -225,7 +225,8 @@ class SimulateLlmServeRequest:
     )
     decode_instances: int = option(0, help="Disaggregated: decode-only instances.", example="2")
     kv_link_gbps: float | None = option(
-        None, help="KV-cache transfer link, Gbit/s per GPU (default: the node's NIC share).",
+        None, help="KV-cache transfer link, in Gbit/s per GPU (gigabits per second, as NICs are "
+        "rated; --pcie-gbps is GB/s) (default: the node's NIC share).",
         example="400",
     )  # fmt: skip
     max_num_seqs: int | None = option(

@@ -211,7 +211,10 @@ class MeasureTrainRequest(_StepRequest):
         for watts in self.power_limits:
             if isinstance(watts, bool) or not (math.isfinite(watts) and watts > 0):
                 raise InvalidSpecError(
-                    "power-limits", "must be watts > 0", got=watts, fix="e.g. 150,200,250"
+                    "power-limits",
+                    "must be watts > 0",
+                    got=watts,
+                    fix="e.g. --power-limits 150,200,250",
                 )
         if self.noise_scale:
             if self.distributed or self.power_limits:

@@ -32,13 +32,15 @@ from gpucast.domain.systems import (
 from gpucast.domain.workload import (
     AUTO_PRECISION,
     SOFTWARE_HELP,
-    TRAIN_PRECISION_CHOICES,
     WorkloadOptions,
     check_precision_units,
     check_software,
+    check_train_precision,
     practitioner_precision,
     precision_assumption,
+    precision_shown,
     profiled_precision,
+    train_precision_option,
     workload_options_field,
 )
 
@@ -113,14 +115,11 @@ class PredictTrainRequest:
         help="Catalog GPU name, e.g. V100, A100, H100 [default: the --cluster's GPU].",
         example="A100",
     )
-    precision: str = option(
-        "fp32",
-        parse=lower_text,
-        help="fp32 (on NVIDIA GPUs with TF32, convolutions on TF32 as cuDNN does by default), "
-        "tf32 (matmuls too), bf16, fp16, fp8 (matmuls and convolutions at the fp8 peak, the "
-        "rest bf16; GPUs with fp8 units), or auto (what practitioners use on the GPU: bf16 "
-        "where it has bf16 tensor cores, else fp32).",
-        example="bf16",
+    precision: str = train_precision_option(
+        "auto (what practitioners train in on the GPU: bf16 where it has bf16 tensor cores, "
+        "else fp32), fp32 (on NVIDIA GPUs with TF32, convolutions on TF32 as cuDNN does by "
+        "default), tf32 (matmuls too), bf16, fp16, or fp8 (matmuls and convolutions at the "
+        "fp8 peak, the rest bf16; GPUs with fp8 units)."
     )
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
     workload_options: WorkloadOptions = workload_options_field()
@@ -180,7 +179,7 @@ class PredictTrainRequest:
             raise InvalidSpecError(
                 "batch-size", "must be >= 1", got=self.batch_size, fix="e.g. --batch-size 64"
             )
-        _one_of("precision", self.precision, TRAIN_PRECISION_CHOICES)
+        check_train_precision(self.precision)
         check_software(self.software, self.precision)
 
 
@@ -198,6 +197,8 @@ class PredictTrainResult:
     calibration_source: str
     validation: Validation
     software: str = "pytorch"
+    #: the ``--precision`` asked for (``auto``: :attr:`precision` is what it chose)
+    precision_requested: str = ""
     step_time_model: str = ""
     #: the user's cluster the GPU came from (``None``: a catalog GPU named by --gpu)
     cluster: Assumption | None = None
@@ -222,6 +223,11 @@ class PredictTrainResult:
     @property
     def step_time_s(self) -> float:
         return self.estimate.value
+
+    @property
+    def precision_text(self) -> str:
+        """The precision as the headline shows it (what auto chose, and that it did)."""
+        return precision_shown(self.precision, self.precision_requested)
 
     @property
     def samples_per_s(self) -> float:
@@ -249,6 +255,7 @@ class PredictTrainResult:
             "batch_size": self.batch_size,
             "gpu": self.gpu,
             "precision": self.precision,
+            "precision_requested": self.precision_requested,
             "step_time_s": {"value": est.value, "lower": est.lower, "upper": est.upper},
             "samples_per_s": self.samples_per_s,
             "bottleneck": est.bottleneck,
@@ -312,6 +319,7 @@ def predict_train(
     spec = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
     check_precision_units(request.precision, spec, catalog)
     has_bf16 = spec.bf16_tflops is not None
+    requested = request.precision
     if request.precision == AUTO_PRECISION:
         request = dataclasses.replace(request, precision=practitioner_precision(has_bf16))
         said = precision_assumption(request.precision, [(spec.name, has_bf16)], auto=True)
@@ -361,6 +369,7 @@ def predict_train(
         batch_size=request.batch_size,
         gpu=spec.name,
         precision=request.precision,
+        precision_requested=requested,
         estimate=estimate,
         calibrated=calibration is not None,
         calibration_source=(

@@ -143,7 +143,10 @@ class MeasureCmdRequest:
             math.isfinite(self.timeout_s) and 0 < self.timeout_s <= 7 * 86400
         ):
             raise InvalidSpecError(
-                "timeout", "must be seconds in (0, 604800]", got=self.timeout_s, fix="e.g. 600"
+                "timeout",
+                "must be seconds in (0, 604800]",
+                got=self.timeout_s,
+                fix="e.g. --timeout 600",
             )
         if self.metric is not None:
             from gpucast.domain.program import check_metric_pattern

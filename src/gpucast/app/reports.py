@@ -152,21 +152,23 @@ def _serving_plan_dict(plan: Any) -> dict[str, Any]:
     return data
 
 
-def save_serve_plan(plan: Any, out: Path | str) -> Path:
+def save_serve_plan(plan: Any, out: Path | str, *, field: str = "output") -> Path:
     """Write a serving plan (``plan_serve``'s or ``plan_llm_serve``'s result, or its
-    ``to_dict()``) as strict JSON, for ``gpucast report --plan``; returns the path."""
+    ``to_dict()``) as strict JSON, for ``gpucast report --plan``; returns the path. ``field``
+    names the option in an error."""
     from gpucast.store.files import write_text_atomic
 
-    write_text_atomic(Path(out), json_text(_serving_plan_dict(plan)))
+    write_text_atomic(Path(out), json_text(_serving_plan_dict(plan)), field=field)
     return Path(out)
 
 
-def write_serve_plan_report(plan: Any, out: Path | str) -> Path:
-    """Write the self-contained HTML report of a serving plan (result or its ``to_dict()``)."""
+def write_serve_plan_report(plan: Any, out: Path | str, *, field: str = "output") -> Path:
+    """Write the self-contained HTML report of a serving plan (result or its ``to_dict()``);
+    ``field`` names the option in an error."""
     from gpucast.report.html import serve_plan_html
     from gpucast.store.files import write_text_atomic
 
-    write_text_atomic(Path(out), serve_plan_html(_serving_plan_dict(plan)))
+    write_text_atomic(Path(out), serve_plan_html(_serving_plan_dict(plan)), field=field)
     return Path(out)
 
 
@@ -220,6 +222,10 @@ class ReportResult:
         return {"out": str(self.out), "what": self.what, "warnings": list(self.warnings)}
 
 
+#: The option ``report`` writes its file to, as errors name it (``--out``).
+_OUT = "out"
+
+
 def write_report(
     request: ReportRequest | None = None, /, *, db: Path | str | None = None, **options: Any
 ) -> ReportResult:
@@ -233,14 +239,16 @@ def write_report(
         if data.get("kind") in _PARTS:
             _check_saved(Path(request.plan), data)
         if data.get("kind") in SERVE_PLAN_KINDS:
-            write_serve_plan_report(data, request.out)
+            write_serve_plan_report(data, request.out, field=_OUT)
             return ReportResult(out=request.out, what=f"serving plan {request.plan}")
         if data.get("kind") == LLM_TRAIN_PLAN_KIND:
             from gpucast.report.html import llm_train_plan_html
 
-            write_text_atomic(request.out, llm_train_plan_html(data))
+            write_text_atomic(request.out, llm_train_plan_html(data), field=_OUT)
             return ReportResult(out=request.out, what=f"LLM training plan {request.plan}")
-        write_plan_report(TrainPlan.from_dict(data, path=str(request.plan)), request.out)
+        write_plan_report(
+            TrainPlan.from_dict(data, path=str(request.plan)), request.out, field=_OUT
+        )
         return ReportResult(out=request.out, what=f"plan {request.plan}")
     from gpucast.store.db import default_db_path, open_store
 
@@ -274,6 +282,8 @@ def write_report(
         warnings = (f"the report is empty: {store} holds no run{which}; {fix}",)
     title = f"gpucast measurements{'' if request.workload is None else ': ' + request.workload}"
     write_text_atomic(
-        request.out, measurements_html(rows, title=title, source=str(store), programs=programs)
+        request.out,
+        measurements_html(rows, title=title, source=str(store), programs=programs),
+        field=_OUT,
     )
     return ReportResult(out=request.out, what=f"{len(rows)} runs from {store}", warnings=warnings)

@@ -961,11 +961,15 @@ class SimulateServeRequest:
     )
     workload_options: WorkloadOptions = workload_options_field()
     network_gbps: float | None = option(
-        None, help="Network link into each GPU's server, Gb/s (default: the offer's share).",
+        None, help="Network link into each GPU's server, in Gbit/s (gigabits per second, as NICs "
+        "are rated; --pcie-gbps is GB/s) (default: the offer's share).",
         example="10",
     )  # fmt: skip
     pcie_gbps: float | None = option(
-        None, help="Host-to-device copy, GB/s (default: the GPU's PCIe x16).", example="16"
+        None,
+        help="Host-to-device copy, in GB/s (gigabytes per second; --network-gbps and "
+        "--kv-link-gbps are Gbit/s) (default: the GPU's PCIe x16).",
+        example="16",
     )
     input_kb: float | None = option(
         None,
@@ -1085,11 +1089,13 @@ class SimulateServeRequest:
                 fix="e.g. --rate 150",
             )  # fmt: skip
         if not (math.isfinite(self.think_ms) and self.think_ms >= 0):
-            raise InvalidSpecError("think-ms", "must be >= 0 ms", got=self.think_ms, fix="e.g. 10")
+            raise InvalidSpecError(
+                "think-ms", "must be >= 0 ms", got=self.think_ms, fix="e.g. --think-ms 10"
+            )
         _check_at_least("max-batch", self.max_batch, 1)
         if not (math.isfinite(self.max_delay_ms) and self.max_delay_ms >= 0):
             raise InvalidSpecError(
-                "max-delay-ms", "must be >= 0", got=self.max_delay_ms, fix="e.g. 10"
+                "max-delay-ms", "must be >= 0", got=self.max_delay_ms, fix="e.g. --max-delay-ms 10"
             )
         for b in self.preferred:
             if isinstance(b, bool) or not 1 <= b <= self.max_batch:
@@ -1112,7 +1118,7 @@ class SimulateServeRequest:
             parse_slo(self.slo)
         _check_engine(self.engine)
         _check_precision(self.precision)
-        _check_positive("network-gbps", self.network_gbps, "Gb/s", "e.g. --network-gbps 10")
+        _check_positive("network-gbps", self.network_gbps, "Gbit/s", "e.g. --network-gbps 10")
         _check_positive("pcie-gbps", self.pcie_gbps, "GB/s", "e.g. --pcie-gbps 16")
         _check_positive("input-kb", self.input_kb, "KB", "e.g. --input-kb 150")
         check_price(self.price)
@@ -1121,7 +1127,7 @@ class SimulateServeRequest:
         _check_at_most("servers", self.servers, MAX_SERVERS)
         _check_at_most("instances", self.instances, MAX_INSTANCES)
         _check_at_most("duration-s", self.duration_s, MAX_DURATION_S, "s (30 days)")
-        _check_at_most("network-gbps", self.network_gbps, 1e5, "Gb/s")
+        _check_at_most("network-gbps", self.network_gbps, 1e5, "Gbit/s")
         _check_at_most("pcie-gbps", self.pcie_gbps, 1e4, "GB/s")
         _check_at_most("input-kb", self.input_kb, 1e7, "KB")
         _check_at_most("host-ms", self.host_ms, 1e6, "ms")

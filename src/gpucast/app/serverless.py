@@ -790,11 +790,15 @@ def _check_warmup(request: ServerlessLoad, load: _Load) -> None:
     """A warm-up must leave some of the trace to count (one line, exit 2, naming both)."""
     horizon_s = float(load.trace.counts.shape[1]) * 60.0
     if request.warmup_s >= horizon_s:
+        quarter_h = horizon_s / 4 / 3600  # the example: a quarter of this trace
+        example = (
+            f"{quarter_h:g}h" if quarter_h.is_integer() else f"{max(1, round(quarter_h * 60))}m"
+        )
         raise InvalidSpecError(
             "warmup",
             f"{_hours(request.warmup_s)} is not shorter than the trace "
             f"({_hours(horizon_s)}): nothing would be left to count",
-            fix=f"give a --warmup shorter than {_hours(horizon_s)} (e.g. 1h on a day)",
+            fix=f"give a --warmup shorter than {_hours(horizon_s)}, e.g. --warmup {example}",
         )
 
 
@@ -1025,9 +1029,11 @@ class PlanServerlessRequest(ServerlessLoad):
                 fix="e.g. --slo-functions 0.95",
             )
         if not self.policies:
-            raise InvalidSpecError("policies", "needs at least one policy", fix="e.g. histogram")
+            raise InvalidSpecError(
+                "policies", "needs at least one policy", fix="e.g. --policies histogram"
+            )
         for text in self.policies:
-            parse_policy(text)
+            parse_policy(text, flag="policies")
         if not (math.isfinite(self.max_utilisation) and 0 < self.max_utilisation <= 1):
             raise InvalidSpecError("max-utilisation", "must be in (0, 1]", got=self.max_utilisation)
 
@@ -1112,7 +1118,7 @@ def plan_serverless(
         swap_s=load.swap_s,
         gpu_memory_gib=usable_gib(load.gpu.memory_gib),  # the one rule: what it can fill
         price_usd_per_hour=load.price,
-        policies=[parse_policy(p) for p in request.policies],
+        policies=[parse_policy(p, flag="policies") for p in request.policies],
         slo_percentile=percentile,
         slo_s=slo_s,
         billing=request.billing,

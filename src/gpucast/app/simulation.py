@@ -26,7 +26,7 @@ from gpucast.domain.catalog import offers_option
 from gpucast.domain.convergence import check_lr_rule, lr_rule_option, optimizer_option, parse_target
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_seed, check_work
-from gpucast.domain.options import is_default, lower_text, option
+from gpucast.domain.options import is_default, option
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.spot import (
     check_hazard,
@@ -59,15 +59,16 @@ from gpucast.domain.workload import (
     PRECISIONS,
     SOFTWARE_HELP,
     TF32,
-    TRAIN_PRECISION_CHOICES,
     WorkloadOptions,
     auto_precision_assumption,
     check_precision_units,
     check_software,
+    check_train_precision,
     gpu_compute_precision,
     measured_precision,
     precision_assumption,
     profiled_precision,
+    train_precision_option,
     workload_options_field,
 )
 
@@ -160,15 +161,12 @@ class SimulateTrainRequest:
     batch_size: int = option(
         128, help="Per-worker batch (for the roofline step time).", example="128"
     )
-    precision: str = option(
-        AUTO_PRECISION,
-        parse=lower_text,
-        help="auto (per GPU type, what practitioners train in: bf16 where it has bf16 tensor "
+    precision: str = train_precision_option(
+        "auto (per GPU type, what practitioners train in: bf16 where it has bf16 tensor "
         "cores, fp32 with TF32 matmuls where it has TF32 ones, fp32 elsewhere), fp32, bf16 "
         "or fp16 on every GPU, tf32 (fp32 with TF32 matmuls where the GPU has TF32 "
         "units, fp32 elsewhere), or fp8 (matmuls and convolutions at the fp8 peak, the "
-        "rest bf16; GPUs with fp8 units only).",
-        example="bf16",
+        "rest bf16; GPUs with fp8 units only)."
     )
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
     workload_options: WorkloadOptions = workload_options_field()
@@ -311,21 +309,20 @@ class SimulateTrainRequest:
                 fix="e.g. --steps 64000 or --target mlperf:resnet",
             )
         if self.steps is not None and (isinstance(self.steps, bool) or self.steps < 1):
-            raise InvalidSpecError("steps", "must be >= 1", got=self.steps, fix="e.g. 64000")
+            raise InvalidSpecError(
+                "steps", "must be >= 1", got=self.steps, fix="e.g. --steps 64000"
+            )
         if self.target is not None:
             parse_target(self.target)
         if self.dataset_size is not None and self.dataset_size < 1:
             raise InvalidSpecError("dataset-size", "must be >= 1", got=self.dataset_size)
         if self.workers is not None and self.workers < 1:
-            raise InvalidSpecError("workers", "must be >= 1", got=self.workers, fix="e.g. 4")
+            raise InvalidSpecError(
+                "workers", "must be >= 1", got=self.workers, fix="e.g. --workers 4"
+            )
         if self.gpus_per_node < 1:
             raise InvalidSpecError("gpus-per-node", "must be >= 1", got=self.gpus_per_node)
-        if self.precision not in TRAIN_PRECISION_CHOICES:
-            raise InvalidSpecError(
-                "precision",
-                f"must be one of {', '.join(TRAIN_PRECISION_CHOICES)}",
-                got=self.precision,
-            )
+        check_train_precision(self.precision)
         check_software(self.software, self.precision)
         check_variability_options(self.gpu_variability, self.exclude_slowest, self.balance_batches)
         if self.move_region is not None:
@@ -352,7 +349,10 @@ class SimulateTrainRequest:
                 )
         if not (math.isfinite(self.move_after_s) and self.move_after_s >= 0):
             raise InvalidSpecError(
-                "move-after", "must be a wait >= 0", got=self.move_after_s, fix="e.g. 10m"
+                "move-after",
+                "must be a wait >= 0",
+                got=self.move_after_s,
+                fix="e.g. --move-after 10m",
             )
         if self.runs < 1:
             raise InvalidSpecError("runs", "must be >= 1", got=self.runs, fix="e.g. --runs 2000")

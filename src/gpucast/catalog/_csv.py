@@ -102,12 +102,7 @@ def parse_float(
         if optional:
             return None
         raise DataFormatError(path, "value is required", line=line, column=column)
-    try:
-        number = float(value)
-    except ValueError:
-        raise DataFormatError(path, f"not a number: {value!r}", line=line, column=column) from None
-    if not math.isfinite(number):
-        raise DataFormatError(path, f"not a finite number: {value!r}", line=line, column=column)
+    number = _finite(value, path=path, line=line, column=column)
     if number < 0 or (positive and number == 0):
         raise DataFormatError(
             path,
@@ -118,6 +113,17 @@ def parse_float(
     return number
 
 
+def _finite(value: str, *, path: str, line: int, column: str) -> float:
+    """``value`` as a finite number, of any sign (each caller checks its own range)."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise DataFormatError(path, f"not a number: {value!r}", line=line, column=column) from None
+    if not math.isfinite(number):
+        raise DataFormatError(path, f"not a finite number: {value!r}", line=line, column=column)
+    return number
+
+
 def require_float(value: str, *, path: str, line: int, column: str, positive: bool = True) -> float:
     number = parse_float(value, path=path, line=line, column=column, positive=positive)
     assert number is not None  # optional=False never gives None
@@ -125,15 +131,14 @@ def require_float(value: str, *, path: str, line: int, column: str, positive: bo
 
 
 def parse_int(value: str, *, path: str, line: int, column: str, minimum: int = 0) -> int:
-    """A whole number >= ``minimum`` (``"8.0"`` is accepted as 8)."""
-    number = require_float(value, path=path, line=line, column=column, positive=False)
-    if number != int(number):
+    """A whole number >= ``minimum`` (``"8.0"`` is accepted as 8); one message for the one
+    constraint, whatever breaks it (-5, 0 or 2.5 where the minimum is 1)."""
+    if value == "":
+        raise DataFormatError(path, "value is required", line=line, column=column)
+    number = _finite(value, path=path, line=line, column=column)
+    if number != int(number) or number < minimum:
         raise DataFormatError(
-            path, f"must be a whole number, got {value!r}", line=line, column=column
-        )
-    if number < minimum:
-        raise DataFormatError(
-            path, f"must be >= {minimum}, got {value!r}", line=line, column=column
+            path, f"must be a whole number >= {minimum}, got {value!r}", line=line, column=column
         )
     return int(number)
 

@@ -74,7 +74,7 @@ def spot_market(provider: str, kind: str | None = None) -> SpotMarket:
     wanted = provider.strip().lower()
     rows = [m for m in spot_markets() if m.provider == wanted]
     if not rows:
-        raise UnknownProviderError(provider, PROVIDERS, fix="use aws, gcp or azure")
+        raise UnknownProviderError(provider, PROVIDERS, fix="e.g. --provider aws")
     for m in rows:
         if (kind is None and m.current) or m.kind == kind:
             return m

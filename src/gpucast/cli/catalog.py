@@ -80,7 +80,7 @@ def _mig_cell(gpu: GpuSpec) -> str:
 def offers_table(result: OffersResult) -> Table:
     found = result.offers
     table = Table(title=f"{len(found)} offers (prices USD/h; snapshot {result.snapshot_date})")
-    names = ("provider", "region", "instance type", "GPU", "#", "vCPU", "mem GiB", "net Gb/s",
+    names = ("provider", "region", "instance type", "GPU", "#", "vCPU", "mem GiB", "net Gbit/s",
              "on-demand", "spot", "as of")  # fmt: skip
     _columns(
         table,

@@ -43,7 +43,7 @@ def train(
         return
     est = result.estimate
     console.print(
-        f"{result.workload} (batch {result.batch_size}, {result.precision}) on {result.gpu}: "
+        f"{result.workload} (batch {result.batch_size}, {result.precision_text}) on {result.gpu}: "
         f"{est.value * 1e3:.1f} ms/step [{est.lower * 1e3:.1f}, {est.upper * 1e3:.1f}], "
         f"{result.samples_per_s:.0f} samples/s, bound by {est.bottleneck} ({est.source})",
         highlight=False,
@@ -94,7 +94,8 @@ def energy(
         emit_json(r.to_dict())
         return
     console.print(
-        f"{r.workload} (batch {r.batch_size}, {r.precision}) on {r.gpu} at {r.power_limit_w:g} W"
+        f"{r.workload} (batch {r.batch_size}, {r.precision_text}) on {r.gpu} at "
+        f"{r.power_limit_w:g} W"
         f"{' (auto)' if r.auto else ''}: {r.step_time_s * 1e3:.1f} ms/step "
         f"[{r.step_time_lower_s * 1e3:.1f}, {r.step_time_upper_s * 1e3:.1f}], "
         f"{r.avg_power_w:.0f} W [{r.avg_power_lower_w:.0f}, {r.avg_power_upper_w:.0f}], "

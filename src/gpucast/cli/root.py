@@ -59,6 +59,17 @@ def _serverless_flag(arg: str) -> str:
     return arg
 
 
+def _as_typed(text: str, given: list[str]) -> str:
+    """An error of ``plan serverless`` in the spelling the user gave ``plan serve
+    --serverless``: the field and the fix name ``--model`` where that is the flag typed
+    (:func:`_serverless_flag` made it ``--models``)."""
+    if not any(a == "--model" or a.startswith("--model=") for a in given):
+        return text
+    if text.startswith("models:"):
+        text = "model:" + text.removeprefix("models:")
+    return text.replace("--models ", "--model ")
+
+
 class GpucastGroup(TyperGroup):
     """Root command group that turns every error into one clear line and an exit code, and
     imports a verb's module only when that verb is used (:mod:`gpucast.cli.verbs`)."""
@@ -97,9 +108,10 @@ class GpucastGroup(TyperGroup):
         except GpucastError as exc:
             if debug:
                 raise
-            err_console.print(
-                f"[red]error:[/red] {escape(_one_line(str(exc)))}", highlight=False, soft_wrap=True
-            )
+            text = _one_line(str(exc))
+            if aliased:
+                text = _as_typed(text, given)
+            err_console.print(f"[red]error:[/red] {escape(text)}", highlight=False, soft_wrap=True)
             sys.exit(exc.exit_code)
         except click.exceptions.ClickException as exc:
             if debug:

@@ -109,9 +109,9 @@ def write_plan_outputs(result: object, report: Path | None, save: Path | None) -
     from gpucast.app.reports import save_serve_plan, write_serve_plan_report
 
     if save is not None:
-        save_serve_plan(result, save)
+        save_serve_plan(result, save, field="save")
     if report is not None:
-        write_serve_plan_report(result, report)
+        write_serve_plan_report(result, report, field="report")
 
 
 def say_plan_outputs(report: Path | None, save: Path | None) -> None:

@@ -184,11 +184,12 @@ class Sweep:
         ):
             if not getattr(self, axis):
                 raise InvalidSpecError(axis, "must list at least one value")
-        for b in (*self.batch_sizes, *self.nprocs, *self.ps_shards):
-            if isinstance(b, bool) or not isinstance(b, int) or b < 1:
-                raise InvalidSpecError(
-                    "batch_sizes/nprocs/ps_shards", "must be integers >= 1", got=b
-                )
+        for axis in ("batch_sizes", "nprocs", "ps_shards"):
+            for b in getattr(self, axis):
+                if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+                    raise InvalidSpecError(
+                        axis, "must be integers >= 1", got=b, fix=f"e.g. {axis}: [1, 2]"
+                    )
         for p in self.precisions:
             if p not in PRECISIONS:
                 raise InvalidSpecError("precisions", f"must be in {', '.join(PRECISIONS)}", got=p)

@@ -27,7 +27,6 @@ unet3d), exposed as ``rcp_mean``; ``mean`` and ``std`` (sample standard deviatio
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import statistics
@@ -36,7 +35,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Literal, get_args
 
-from gpucast.domain.errors import InvalidSpecError, UnknownNameError
+from gpucast.domain.errors import InvalidSpecError, UnknownNameError, close_matches
 from gpucast.domain.options import option
 
 ConvergenceUnit = Literal["epochs", "samples", "tokens"]
@@ -216,7 +215,7 @@ def benchmark_points(
     chosen = sorted((p for p in pool if p.benchmark == wanted), key=lambda p: p.global_batch_size)
     if not chosen:
         # UnknownNameError lists every name when none is close; name them all either way.
-        close = difflib.get_close_matches(benchmark, known, n=4, cutoff=0.4)
+        close = close_matches(benchmark, known)
         listing = f"known MLPerf benchmarks: {', '.join(known) or 'none (no points given)'}"
         raise UnknownBenchmarkError(benchmark, known, fix=listing if close else None)
     batches = [p.global_batch_size for p in chosen]

@@ -35,6 +35,9 @@ class InvalidSpecError(InvalidInputError):
         got_text = "" if got is None else f" (got {got!r})"
         super().__init__(f"{field}: {constraint}{got_text}", fix=fix)
         self.field = field
+        #: the message without the field, for a caller that names the field its own way
+        #: (a file's line and key)
+        self.detail = f"{constraint}{got_text}"
 
 
 class DataFormatError(InvalidInputError):
@@ -60,21 +63,50 @@ class DataFormatError(InvalidInputError):
         self.column = column
 
 
+#: How alike (difflib's ratio, case ignored) a known name must be to a typed one to be
+#: offered as "did you mean": difflib's own default. At 0.4 'nope' suggested unet3d (0.4);
+#: a typo keeps most of the name ('resnet-50' / resnet50: 0.94, 'H1000' / H100: 0.89).
+SUGGEST_CUTOFF = 0.6
+
+
+def close_matches(name: str, choices: Iterable[str], n: int = 4) -> list[str]:
+    """The known names a typed ``name`` is a likely typo of (at most ``n``, closest first):
+    those at least :data:`SUGGEST_CUTOFF` alike, case ignored, else those that contain it or
+    that it contains (``a100`` -> A100-40GB, A100-80GB)."""
+    by_lower = {c.lower(): c for c in choices}
+    lowered = name.lower()
+    close = difflib.get_close_matches(lowered, list(by_lower), n=n, cutoff=SUGGEST_CUTOFF)
+    if not close and lowered:
+        close = [c for c in by_lower if lowered in c or (c and c in lowered)][:n]
+    return [by_lower[c] for c in close]
+
+
 class UnknownNameError(InvalidInputError):
-    """A name (GPU, region, workload...) that is not known; lists the close matches."""
+    """A name (GPU, region, workload...) that is not known; lists the close matches (a name
+    not close to any: the known ones). ``field`` starts the line with the flag it came from;
+    ``kind`` overrides the class's word for what is unknown."""
 
     kind: str = "name"
 
-    def __init__(self, name: str, choices: Iterable[str], *, fix: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        choices: Iterable[str],
+        *,
+        fix: str | None = None,
+        field: str | None = None,
+        kind: str | None = None,
+    ) -> None:
         choices = sorted(set(choices))
-        close = difflib.get_close_matches(name, choices, n=4, cutoff=0.4)
-        if not close:
-            lowered = name.lower()
-            close = [c for c in choices if lowered in c.lower() or c.lower() in lowered][:4]
-        hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(choices[:12])}"
-        if len(choices) > 12 and not close:
-            hint += ", ..."
-        super().__init__(f"unknown {self.kind} {name!r}: {hint}", fix=fix)
+        close = close_matches(name, choices)
+        if close:
+            hint = f"did you mean {', '.join(close)}?"
+        elif choices:
+            hint = f"known: {', '.join(choices[:12])}" + (", ..." if len(choices) > 12 else "")
+        else:
+            hint = "none known"
+        what = kind or self.kind
+        super().__init__(f"{field + ': ' if field else ''}unknown {what} {name!r}: {hint}", fix=fix)
         self.name = name
         self.close_matches = close
 

@@ -29,7 +29,7 @@ from gpucast.domain.convergence import (
 from gpucast.domain.energy import check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_seed, check_work
-from gpucast.domain.options import build, lower_list, lower_text, none_or, option, to_options
+from gpucast.domain.options import build, lower_list, none_or, option, to_options
 from gpucast.domain.provenance import Assumption, Validation
 from gpucast.domain.spot import (
     check_hazard,
@@ -58,11 +58,11 @@ from gpucast.domain.variability import (
     gpu_variability_option,
 )
 from gpucast.domain.workload import (
-    AUTO_PRECISION,
     SOFTWARE_HELP,
-    TRAIN_PRECISION_CHOICES,
     WorkloadOptions,
     check_software,
+    check_train_precision,
+    train_precision_option,
     workload_options_field,
 )
 
@@ -150,15 +150,12 @@ class TrainRequest:
         "in the store).",
         example="resnet50",
     )
-    precision: str = option(
-        AUTO_PRECISION,
-        parse=lower_text,
-        help="auto (what practitioners train in on each GPU: bf16 where it has bf16 tensor "
+    precision: str = train_precision_option(
+        "auto (what practitioners train in on each GPU: bf16 where it has bf16 tensor "
         "cores, fp32 with TF32 matmuls where it has TF32 ones, fp32 elsewhere), fp32, bf16 "
         "or fp16 on every GPU, tf32 (fp32 with TF32 matmuls where the GPU has TF32 "
         "units, fp32 elsewhere), or fp8 (matmuls and convolutions at the fp8 peak, the rest "
-        "bf16; GPUs without fp8 units are skipped).",
-        example="bf16",
+        "bf16; GPUs without fp8 units are skipped)."
     )
     software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
     workload_options: WorkloadOptions = workload_options_field()
@@ -314,7 +311,10 @@ class TrainRequest:
             )
         if not (math.isfinite(self.move_after_s) and self.move_after_s >= 0):
             raise InvalidSpecError(
-                "move-after", "must be a wait >= 0", got=self.move_after_s, fix="e.g. 10m"
+                "move-after",
+                "must be a wait >= 0",
+                got=self.move_after_s,
+                fix="e.g. --move-after 10m",
             )
         _positive_int("dataset-size", self.dataset_size, fix="e.g. --dataset-size 1281167")
         _positive_int("steps", self.steps, fix="e.g. --steps 100000")
@@ -380,12 +380,7 @@ class TrainRequest:
             allow_large=self.allow_large,
             fix="lower --runs (1000 gives the mean within ~1%) or --max-gpus",
         )
-        if self.precision not in TRAIN_PRECISION_CHOICES:
-            raise InvalidSpecError(
-                "precision",
-                f"must be one of {', '.join(TRAIN_PRECISION_CHOICES)}",
-                got=self.precision,
-            )
+        check_train_precision(self.precision)
         check_software(self.software, self.precision)
         check_hazard(self.hazard_per_hour)
         check_spot_options(self.spot_scenario)
@@ -396,7 +391,7 @@ class TrainRequest:
             or not (math.isfinite(self.nvme_gbps) and self.nvme_gbps > 0)
         ):
             raise InvalidSpecError(
-                "nvme_gbps", "must be a finite number > 0 (GB/s)", got=self.nvme_gbps,
+                "nvme-gbps", "must be a finite number > 0 GB/s", got=self.nvme_gbps,
                 fix="e.g. --nvme-gbps 6 (one PCIe 4.0 NVMe drive reads ~7 GB/s)",
             )  # fmt: skip
         check_pue(self.pue)

@@ -96,17 +96,21 @@ class EpochWorkload:
 
 
 #: The Zeus (NSDI'23) trace's (dataset, network) pairs, keyed by its ``dataset`` column; epoch
-#: sizes and precision from :mod:`gpucast.domain.zeus` (unknown ones nominal, as noted).
+#: sizes and precision from :mod:`gpucast.domain.zeus` (unknown ones nominal, as noted); each
+#: states its precision as measured (or assumed), never a verb's ``--precision`` default.
 ZEUS_AS_WORKLOADS: dict[str, EpochWorkload] = {
     "cifar100": EpochWorkload(
         spec=PublishedWorkload(
-            workload="shufflenetv2", options={"num_classes": 100}, optimizer="adam"
+            workload="shufflenetv2",
+            options={"num_classes": 100},
+            precision="fp32",
+            optimizer="adam",
         ),
         samples_per_epoch=50_000,
         samples_known=True,
     ),
     "imagenet": EpochWorkload(
-        spec=PublishedWorkload(workload="resnet50", optimizer="adam"),
+        spec=PublishedWorkload(workload="resnet50", precision="fp32", optimizer="adam"),
         samples_per_epoch=1_281_167,
         samples_known=True,
     ),
@@ -119,19 +123,23 @@ ZEUS_AS_WORKLOADS: dict[str, EpochWorkload] = {
         "which only their tensor cores explain (their fp32 peaks are 1.7x the P100's)",
     ),
     "movielens-1m": EpochWorkload(
-        spec=PublishedWorkload(workload="ncf", optimizer="adam"),
+        spec=PublishedWorkload(workload="ncf", precision="fp32", optimizer="adam"),
         samples_per_epoch=4_970_845,
         samples_known=False,
         note="nominal: 994,169 positives x (1 + 4 sampled negatives); precision assumed fp32",
     ),
     "squad": EpochWorkload(
-        spec=PublishedWorkload(workload="bert-base", options={"seq_len": 384}, optimizer="adam"),
+        spec=PublishedWorkload(
+            workload="bert-base", options={"seq_len": 384}, precision="fp32", optimizer="adam"
+        ),
         samples_per_epoch=88_641,
         samples_known=False,
         note="nominal: SQuAD v1.1 as 384-token windows of stride 128 (88,641); fp32 assumed",
     ),
     "sentiment140": EpochWorkload(
-        spec=PublishedWorkload(workload="bert-base", options={"seq_len": 128}, optimizer="adam"),
+        spec=PublishedWorkload(
+            workload="bert-base", options={"seq_len": 128}, precision="fp32", optimizer="adam"
+        ),
         samples_per_epoch=1_600_000,
         samples_known=False,
         note="nominal: all 1.6 M tweets at 128 tokens (Zeus's slice and length unpublished)",

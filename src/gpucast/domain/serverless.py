@@ -385,10 +385,12 @@ class KeepAlivePolicy:
         )
 
 
-def parse_policy(text: str) -> KeepAlivePolicy:
+def parse_policy(text: str, *, flag: str = "policy") -> KeepAlivePolicy:
     """``fixed:10m`` (a duration with its unit: 90s, 10m, 1h, 1d), ``fixed`` (10 min),
-    ``histogram``, ``prewarm``; one :class:`InvalidSpecError` otherwise (``fixed:`` without a
-    duration, or ``fixed:10`` without a unit, too: seconds or minutes would be a guess)."""
+    ``histogram``, ``prewarm``; one :class:`InvalidSpecError` naming ``flag`` (the option
+    the text came from: ``policy``, or ``policies`` in plan serverless) otherwise
+    (``fixed:`` without a duration, or ``fixed:10`` without a unit, too: seconds or minutes
+    would be a guess; a keep-alive of 0 or beyond :data:`MAX_KEEP_ALIVE_S`)."""
     from gpucast.domain.units import parse_duration_s
 
     raw = str(text).strip().lower()
@@ -399,16 +401,26 @@ def parse_policy(text: str) -> KeepAlivePolicy:
             return KeepAlivePolicy(kind="fixed")
         if not arg or arg[-1].isdigit() or arg[-1] == ".":
             raise InvalidSpecError(
-                "policy", "fixed:DURATION needs a number and its unit (s, m, h or d)", got=text,
-                fix=f"e.g. --policy fixed:{arg or '10'}m for minutes or fixed:{arg or '10'}s "
+                flag, "fixed:DURATION needs a number and its unit (s, m, h or d)", got=text,
+                fix=f"e.g. --{flag} fixed:{arg or '10'}m for minutes or fixed:{arg or '10'}s "
                 "for seconds",
             )  # fmt: skip
-        return KeepAlivePolicy(kind="fixed", keep_alive_s=parse_duration_s(arg, field="policy"))
+        try:
+            keep_alive_s = parse_duration_s(arg, field=flag, allow_zero=True)
+        except InvalidSpecError:
+            keep_alive_s = math.nan  # one message for every bad duration, below
+        if not 0 < keep_alive_s <= MAX_KEEP_ALIVE_S:
+            raise InvalidSpecError(
+                flag, f"fixed:DURATION needs a keep-alive > 0 and <= "
+                f"{MAX_KEEP_ALIVE_S / 86400:g} days, like 90s, 10m or 1h", got=text,
+                fix=f"e.g. --{flag} fixed:10m",
+            )  # fmt: skip
+        return KeepAlivePolicy(kind="fixed", keep_alive_s=keep_alive_s)
     if kind in ("histogram", "prewarm") and not arg:
         return KeepAlivePolicy(kind=kind)  # type: ignore[arg-type]
     raise InvalidSpecError(
-        "policy", "must be fixed:DURATION, histogram or prewarm", got=text,
-        fix="e.g. --policy fixed:10m",
+        flag, "must be fixed:DURATION, histogram or prewarm", got=text,
+        fix=f"e.g. --{flag} fixed:10m",
     )  # fmt: skip
 
 

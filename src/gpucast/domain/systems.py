@@ -331,8 +331,9 @@ def cluster_option() -> Any:
     return option(
         None,
         help="A cluster you have, instead of the cloud catalog: a YAML/TOML file (gpu, "
-        "gpus_per_node, nodes, intra_node, intra_node_gbps, inter_node_gbps, network, "
-        "price_usd_per_gpu_hour; see the README) or a node shape of the catalog, e.g. DGX-H100.",
+        "gpus_per_node, nodes, intra_node, intra_node_gbps in GB/s per GPU, inter_node_gbps "
+        "in Gbit/s per node, network, price_usd_per_gpu_hour; see the README) or a node "
+        "shape of the catalog, e.g. DGX-H100.",
         metavar="FILE|NAME",
         example="cluster.yaml",
     )
@@ -363,8 +364,9 @@ def cluster_set_option() -> Any:
         kind="list",
         parse=parse_cluster_settings,
         metavar="KEY=VALUE",
-        help="Set a field of the --cluster, e.g. inter_node_gbps=400 (repeatable); without "
-        "--cluster these fields describe the whole cluster.",
+        help="Set a field of the --cluster, e.g. inter_node_gbps=400 (Gbit/s per node; "
+        "intra_node_gbps is GB/s per GPU) (repeatable); without --cluster these fields "
+        "describe the whole cluster.",
         example="inter_node_gbps=400",
     )
 

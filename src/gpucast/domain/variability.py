@@ -61,13 +61,19 @@ def check_variability_options(
         )
     if not isinstance(gpu_variability, str) or not gpu_variability.strip():
         raise InvalidSpecError(
-            "gpu-variability", "must name a profile", got=gpu_variability, fix="e.g. typical"
+            "gpu-variability",
+            "must name a profile",
+            got=gpu_variability,
+            fix="e.g. --gpu-variability typical",
         )
     if isinstance(exclude_slowest, bool) or not (
         math.isfinite(exclude_slowest) and 0.0 <= exclude_slowest <= 0.5
     ):
         raise InvalidSpecError(
-            "exclude-slowest", "must be a share in [0, 0.5]", got=exclude_slowest, fix="e.g. 0.1"
+            "exclude-slowest",
+            "must be a share in [0, 0.5]",
+            got=exclude_slowest,
+            fix="e.g. --exclude-slowest 0.1",
         )
     if exclude_slowest > 0 and gpu_variability == NO_VARIABILITY:
         raise InvalidSpecError(

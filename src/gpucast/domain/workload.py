@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import option
+from gpucast.domain.options import lower_text, option
 
 Precision = Literal["fp32", "bf16", "fp16"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
@@ -50,6 +50,44 @@ FP8 = "fp8"
 #: (fp32 with TF32 matmuls where the GPU has TF32 units), ``fp8`` (GPUs with fp8 units) or
 #: ``auto``.
 TRAIN_PRECISION_CHOICES: tuple[str, ...] = (*PRECISIONS, TF32, FP8, AUTO_PRECISION)
+
+#: The ``--precision`` of every training verb (predict train, predict energy, plan train,
+#: simulate train) when none is given: what practitioners train in on the GPU, so that a
+#: plan's step and ``predict train``'s agree; each output says what auto chose and that it
+#: was the default.
+TRAIN_PRECISION_DEFAULT = AUTO_PRECISION
+
+
+def train_precision_option(help: str) -> Any:
+    """The ``--precision`` field of a training verb: :data:`TRAIN_PRECISION_DEFAULT`, read in
+    any case; ``help`` says what each choice means to the verb."""
+    return option(TRAIN_PRECISION_DEFAULT, parse=lower_text, help=help, example="bf16")
+
+
+#: Where a precision chosen by ``auto`` came from, as an assumption's source.
+AUTO_SOURCE = "--precision auto" + (
+    " (the default)" if AUTO_PRECISION == TRAIN_PRECISION_DEFAULT else ""
+)
+
+
+def precision_shown(precision: str, requested: str) -> str:
+    """``precision`` as a verb's headline shows it: with what chose it where ``requested`` was
+    ``auto`` (``bf16 by auto, the --precision default``), else as given."""
+    if requested != AUTO_PRECISION:
+        return precision
+    default = ", the --precision default" if AUTO_PRECISION == TRAIN_PRECISION_DEFAULT else ""
+    return f"{precision} by auto{default}"
+
+
+def check_train_precision(value: str) -> None:
+    """One clear error for a training ``--precision`` outside :data:`TRAIN_PRECISION_CHOICES`."""
+    if value not in TRAIN_PRECISION_CHOICES:
+        raise InvalidSpecError(
+            "precision",
+            f"must be one of {', '.join(TRAIN_PRECISION_CHOICES)}",
+            got=value,
+            fix=f"e.g. --precision bf16, or drop it for {TRAIN_PRECISION_DEFAULT} (the default)",
+        )
 
 
 def gpu_compute_precision(requested: str, *, has_bf16: bool, has_tf32: bool) -> str:
@@ -154,7 +192,7 @@ def auto_precision_assumption(
             " (what practitioners train in: bf16 mixed precision where the GPU has bf16 "
             "tensor cores, fp32 with TF32 matmuls where it has TF32 ones, fp32 elsewhere)"
         )
-        source = "--precision auto (the default)"
+        source = AUTO_SOURCE
     else:
         value += f" ({fixed})"
         source = fixed
@@ -180,7 +218,7 @@ def precision_assumption(
             f"{precision} (what practitioners train in on this GPU: bf16 where the GPU "
             "has bf16 tensor cores, fp32 elsewhere)"
         )
-        return Assumption(name="precision", value=value, source="--precision auto",
+        return Assumption(name="precision", value=value, source=AUTO_SOURCE,
                           override="--precision fp32|bf16|fp16")  # fmt: skip
     value = f"{precision} on every GPU"
     if precision == "fp32" and with_bf16:

@@ -110,7 +110,7 @@ EXAMPLES = {
 #: from the cluster's GPU in the catalog).
 UNITS = {
     "intra_node_gbps": "GB/s per GPU, both directions",
-    "inter_node_gbps": "Gbit/s per node over the compute NICs, e.g. 8 x 400 Gb/s = 3200",
+    "inter_node_gbps": "Gbit/s per node over the compute NICs, e.g. 8 x 400 Gbit/s NICs = 3200",
 }
 #: PCIe x16 GB/s per GPU, both directions, by generation (``PCIE_X16_GBIT_PER_S`` each way,
 #: in GB/s, twice): the link of a one-GPU node, and of a PCIe-only GPU in the hints.
@@ -197,8 +197,9 @@ def _number(
             value = float(raw.strip())
         except ValueError:
             value = None
-    bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
-    fix = f"e.g. {key}: {example or EXAMPLES.get(key, '1')}"
+    unit = UNITS[key].split()[0] if key in UNITS else ""  # GB/s or Gbit/s, stated each time
+    bound = (f"> {minimum:g}" if strict else f">= {minimum:g}") + (f" {unit}" if unit else "")
+    fix = f"e.g. {key}: {example or EXAMPLES.get(key, '1')}" + (f" ({UNITS[key]})" if unit else "")
     if value is None:
         raise _bad(origin, key, f"must be a number {bound}", got=raw, fix=fix)
     if not math.isfinite(value) or value < minimum or (strict and value == minimum):

@@ -537,7 +537,7 @@ def request_overhead(work: InferenceWork, network_gbps: float) -> Sourced[float]
     return Sourced(
         ZONE_RTT_S,
         f"{ZONE_RTT_S * 1e3:.3g} ms round trip; the {work.input_bytes_per_sample / 1e3:.0f} KB "
-        f"input holds the {network_gbps:g} Gb/s link {transfer_ms:.3g} ms (a FIFO stage: "
+        f"input holds the {network_gbps:g} Gbit/s link {transfer_ms:.3g} ms (a FIFO stage: "
         f"{network_gbps * 1e9 / (8 * work.input_bytes_per_sample):.0f} req/s at most)",
     )
 

@@ -361,7 +361,7 @@ def named_lifetimes(db: Path, name: str) -> tuple[LifetimeDistribution, dict[str
             fix="fit one first: gpucast fit lifetimes --trace FILE --name NAME (or pass --db)",
         )
     with Store(db).open(create=False) as store:
-        model_dict, meta = store.named_model(LIFETIMES_KIND, name)
+        model_dict, meta = store.named_model(LIFETIMES_KIND, name, field="lifetimes")
     dist = lifetime_distribution(load_estimator(model_dict), meta)
     gaps = meta.get("capacity_gaps")
     meta = {**meta, "gaps": None if not gaps else load_estimator(gaps)}

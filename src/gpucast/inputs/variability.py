@@ -42,9 +42,9 @@ def gpu_variability(name: str, db: Path) -> Sourced[SpeedVariability | None]:
     known = ", ".join(dict.fromkeys([NO_VARIABILITY, *sorted(profiles), *stored]))
     raise InvalidSpecError(
         "gpu-variability",
-        f"unknown profile {name!r} (known: {known})",
-        got=name,
-        fix="use typical or worst, or store your fleet: gpucast fit variability --name NAME",
+        f"unknown profile {name!r} (known: {known})",  # the name once: no got=
+        fix="e.g. --gpu-variability typical, or store your fleet: gpucast fit variability "
+        "--name NAME",
     )
 
 

@@ -196,7 +196,7 @@ def load_sweep(
         node = nodes.get(key, (None, None))[1]
         if exc.field.startswith("settings.") and "settings" in nodes:
             node = _setting_node(nodes["settings"][1], exc.field.split(".", 1)[1]) or node
-        raise _bad(path, node, exc.field, exc.message, fix=exc.fix) from None
+        raise _bad(path, node, exc.field, exc.detail, fix=exc.fix) from None
     if not sweep.points():
         raise _bad(
             path,
@@ -241,7 +241,7 @@ def _settings(path: Path, node: Any) -> MeasureSettings:
         return MeasureSettings(**values)
     except InvalidSpecError as exc:
         bad = _setting_node(node, exc.field.split(".", 1)[-1]) or node
-        raise _bad(path, bad, exc.field, exc.message, fix=exc.fix) from None
+        raise _bad(path, bad, exc.field, exc.detail, fix=exc.fix) from None
 
 
 # -- one point ---------------------------------------------------------------------------------

@@ -510,8 +510,11 @@ class Store:
                 ),
             )
 
-    def named_model(self, kind: str, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(model dict, meta dict) stored under ``name``; unknown names list the known ones."""
+    def named_model(
+        self, kind: str, name: str, *, field: str | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(model dict, meta dict) stored under ``name``; unknown names list the known ones,
+        the line starting with ``field`` (the flag that named it, e.g. ``lifetimes``)."""
         row = self.connection.execute(
             "SELECT model_json, meta_json FROM named_models WHERE kind = ? AND name = ?",
             (kind, name.strip()),
@@ -523,6 +526,8 @@ class Store:
                 name,
                 [n for n, _ in self.named_models(kind)],
                 fix=f"fit one first: gpucast fit {kind} --name {name} ... (store {self.path})",
+                field=field,
+                kind=f"{kind} model",
             )
         return json.loads(row[0]), json.loads(row[1])
 

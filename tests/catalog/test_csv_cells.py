@@ -1,0 +1,40 @@
+"""``catalog._csv``'s cell readers: one message per constraint (QA #16)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpucast.catalog._csv import parse_float, parse_int
+from gpucast.domain.errors import DataFormatError
+
+WHERE = {"path": "t.csv", "line": 2, "column": "rows"}
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "2.5", "-0.5"])
+def test_a_whole_number_below_its_minimum_reads_one_way_whatever_breaks_it(value: str) -> None:
+    """-5 said 'must be >= 0' and 0 'must be >= 1' for the one rule 'rows >= 1'."""
+    with pytest.raises(DataFormatError) as info:
+        parse_int(value, minimum=1, **WHERE)
+    assert str(info.value) == (
+        f"t.csv, line 2, column 'rows': must be a whole number >= 1, got {value!r}"
+    )
+
+
+def test_whole_numbers_pass_and_other_text_says_what_it_is() -> None:
+    assert parse_int("8.0", minimum=1, **WHERE) == 8
+    assert parse_int("0", **WHERE) == 0
+    with pytest.raises(DataFormatError, match="not a number: 'x'"):
+        parse_int("x", minimum=1, **WHERE)
+    with pytest.raises(DataFormatError, match="not a finite number"):
+        parse_int("inf", minimum=1, **WHERE)
+    with pytest.raises(DataFormatError, match="value is required"):
+        parse_int("", minimum=1, **WHERE)
+
+
+def test_parse_float_keeps_its_sign_rule() -> None:
+    assert parse_float("0", positive=False, **WHERE) == 0.0
+    with pytest.raises(DataFormatError, match=r"must be > 0, got '0'"):
+        parse_float("0", **WHERE)
+    with pytest.raises(DataFormatError, match=r"must be >= 0, got '-1'"):
+        parse_float("-1", positive=False, **WHERE)
+    assert parse_float("", optional=True, **WHERE) is None

@@ -1,0 +1,133 @@
+"""Error lines name the flag the user typed, give examples with the flag, and say each thing
+once (QA #15, #29, #30)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpucast.cli.app import app
+
+runner = CliRunner()
+
+SIM_TRAIN = [
+    "simulate", "train", "--workload", "resnet50", "--gpu", "V100", "--workers", "2",
+    "--region", "us-east-1", "--provider", "aws", "--steps", "1000",
+]  # fmt: skip
+
+
+def _error(argv: list[str], db: Path | None = None) -> str:
+    """The one error line of ``gpucast [--db DB] argv`` (exit code 2)."""
+    result = runner.invoke(app, [*(["--db", str(db)] if db else []), *argv])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def _store(tmp_path: Path) -> Path:
+    from gpucast.store.db import open_store
+
+    db = tmp_path / "store.db"
+    with open_store(db):
+        pass
+    return db
+
+
+@pytest.mark.parametrize(
+    ("argv", "starts", "fix"),
+    [
+        (  # QA #15: the flag is --policies (simulate serverless's is --policy)
+            ["plan", "serverless", "--synthetic", "5", "--models", "resnet50",
+             "--policies", "fixed:0m"],
+            "error: policies: fixed:DURATION needs a keep-alive > 0",
+            "e.g. --policies fixed:10m",
+        ),
+        (
+            ["simulate", "serverless", "--synthetic", "5", "--models", "resnet50",
+             "--policy", "fixed:10"],
+            "error: policy: fixed:DURATION needs a number and its unit",
+            "e.g. --policy fixed:10m for minutes or fixed:10s for seconds",
+        ),
+        (  # QA #15: plan serve --serverless takes plan serve's --model, as typed
+            ["plan", "serve", "--serverless", "--model", "resnet50:20", "--synthetic", "5"],
+            "error: model: takes workload names",
+            "e.g. --model resnet50",
+        ),
+        (  # QA #29: examples show the flag
+            [*SIM_TRAIN[:-1], "0"],
+            "error: steps: must be >= 1",
+            "e.g. --steps 64000",
+        ),
+        (
+            ["predict", "energy", "--workload", "mlp", "--batch-size", "8", "--gpu", "V100-PCIe",
+             "--dataset-size", "0"],
+            "error: dataset-size: must be >= 1",
+            "e.g. --dataset-size 1281167",
+        ),
+        (
+            ["simulate", "serve", "--model", "resnet50", "--gpu", "T4", "--rate", "10",
+             "--max-delay-ms", "-1"],
+            "error: max-delay-ms: must be >= 0",
+            "e.g. --max-delay-ms 10",
+        ),
+        (  # a positional argument takes its flag too (runs show --run-id 1)
+            ["runs", "show", "abc"],
+            "error: run-id: must be a whole number (got 'abc')",
+            "e.g. --run-id 1",
+        ),
+        (  # QA #30: the known providers once, then an example
+            ["catalog", "spot", "--provider", "ibm"],
+            "error: unknown provider 'ibm': known: aws, azure, gcp",
+            "; e.g. --provider aws",
+        ),
+    ],
+)  # fmt: skip
+def test_the_line_names_the_flag_typed_and_shows_it_in_the_fix(
+    argv: list[str], starts: str, fix: str
+) -> None:
+    line = _error(argv)
+    assert line.startswith(starts) and line.endswith(fix), line
+
+
+def test_a_lifetime_model_that_is_not_stored_names_its_flag(tmp_path: Path) -> None:
+    """QA #15: "unknown name 'nope': known: ;" named no flag and listed nothing."""
+    line = _error([*SIM_TRAIN, "--spot", "--lifetimes", "nope"], db=_store(tmp_path))
+    assert line.startswith("error: lifetimes: unknown lifetimes model 'nope': none known; ")
+    assert "gpucast fit lifetimes --name nope" in line
+
+
+def test_report_names_its_out_flag(tmp_path: Path) -> None:
+    """QA #15: report --out into a missing folder said 'output:'."""
+    line = _error(["report", "--runs", "--out", str(tmp_path / "no" / "r.html")], _store(tmp_path))
+    assert line.startswith("error: out: folder ") and "does not exist" in line
+
+
+def test_an_unknown_variability_profile_is_named_once() -> None:
+    """QA #30: "unknown profile 'foo' (known: ...) (got 'foo')"."""
+    line = _error([*SIM_TRAIN, "--gpu-variability", "foo"])
+    assert line.count("'foo'") == 1 and "(got" not in line
+    assert line.endswith("e.g. --gpu-variability typical, or store your fleet: gpucast fit "
+                         "variability --name NAME")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "starts"),
+    [
+        ("workloads: [mlp]\nbatch_sizes: [0]\n",
+         ", line 2, column 'batch_sizes': must be integers >= 1 (got 0)"),
+        ("workloads: [mlp]\nbatch_sizes: [8]\nrepeats: 0\n",
+         ", line 3, column 'repeats': must be an integer >= 1 (got 0)"),
+        ("workloads: [mlp]\nbatch_sizes: [8]\nsettings:\n  target_ci: -1\n",
+         ", line 4, column 'settings.target_ci': must be a finite number > 0 (got -1)"),
+    ],
+)  # fmt: skip
+def test_a_sweep_file_error_names_its_key_once(tmp_path: Path, text: str, starts: str) -> None:
+    """QA #30: "column 'repeats': repeats: ..." and a batch of 0 blamed on
+    'batch_sizes/nprocs/ps_shards'."""
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(text)
+    line = _error(["campaign", "run", str(sweep)])
+    assert line.startswith(f"error: {sweep}{starts}"), line
