@@ -119,7 +119,7 @@ def test_bad_input_is_one_line_exit_2_and_loses_nothing(
 
 def test_rows_that_miss_the_deadline_or_the_budget_say_so() -> None:
     result = runner.invoke(
-        cli, [*SMALL, "--gpu", "H100", "--deadline", "5h", "--budget", "330", "--limit", "20"],
+        cli, [*SMALL, "--gpu", "H100", "--deadline", "6h", "--budget", "330", "--limit", "20"],
         terminal_width=400,
     )  # fmt: skip
     assert result.exit_code == 0, result.output

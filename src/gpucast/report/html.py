@@ -523,7 +523,8 @@ def _amount(value: object) -> str:
 
 
 def _p_meet(value: object) -> str:
-    """A spot row's P(meet deadline); an on-demand row has none (its deadline is met or not)."""
+    """A row's P(meet deadline) (none: no deadline, or a saved on-demand row from before
+    on-demand rows carried one)."""
     return f"{_num(value, 100.0, '.0f')}%" if isinstance(value, int | float) else "-"
 
 
@@ -534,15 +535,15 @@ def _missed(c: Mapping[str, Any]) -> tuple[str, ...]:
         meets_deadline=bool(c.get("meets_deadline", True)),
         within_budget=bool(c.get("within_budget", True)),
         market=str(c.get("market", "on-demand")),
+        late=c.get("late"),
     )
 
 
 def _llm_train_columns(
     request: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
 ) -> list[tuple[str, Callable[[Mapping[str, Any]], str]]]:
-    """The columns an LLM training plan's rows have figures for: P(meet) where a row is a spot
-    row (on-demand rows have none), the limits column where the request set a deadline or a
-    budget."""
+    """The columns an LLM training plan's rows have figures for: P(meet) where a row has one
+    (a deadline was set), the limits column where the request set a deadline or a budget."""
     keep = {
         "P(meet)": any(isinstance(r.get("p_meet_deadline"), int | float) for r in rows),
         "deadline / budget": any(
