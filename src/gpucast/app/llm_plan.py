@@ -306,7 +306,7 @@ class PlanLlmTrainResult:
             s = self.candidates[self.safe]
             lines.append(
                 "  at the slow edge the pick misses the deadline or the budget; the cheapest "
-                f"row that holds there: {s.where()}): {format_duration(s.time_s)} "
+                f"row that holds there: {self.safe} {s.where()}): {format_duration(s.time_s)} "
                 f"({format_duration(s.time_low_s)} - {format_duration(s.time_high_s)}), "
                 f"${s.cost_usd:,.0f}"
             )

@@ -615,13 +615,15 @@ def llm_train_plan_html(data: Mapping[str, Any]) -> str:
     head = "<tr><th>#</th>" + "".join(f"<th>{_h(h)}</th>" for h, _ in columns)
     rows = []
     for i in shown:
-        mark = ("R " if i == pick else "") + ("*" if i in pareto else "")
+        # marked and numbered as plan llm-train prints them (> the pick, the candidate's index)
+        mark = (">" if i == pick else "") + ("*" if i in pareto else "")
         css = " ".join(k for k, on in (("recommended", i == pick), ("pareto", i in pareto)) if on)
         cells = "".join(f"<td>{_h(cell(candidates[i]))}</td>" for _, cell in columns)
-        rows.append(f'<tr class="{css}"><td>{i}{_h(mark)}</td>{cells}</tr>')
+        rows.append(f'<tr class="{css}"><td>{_h(mark)}{i}</td>{cells}</tr>')
     body.append("<h2>Pareto front: time against cost</h2>")
     body.append(
-        f"<p>R = recommended, * = Pareto front of time against cost; {len(candidates):,} rows "
+        f"<p>&gt; = recommended, * = Pareto front of time against cost, # = the row's number "
+        f"in plan llm-train's output and --json; {len(candidates):,} rows "
         "evaluated (every offer at every node count, each at its best layout).</p>"
     )
     body.append(f'<table id="candidates">{head}</tr>{"".join(rows)}</table>')
