@@ -173,7 +173,9 @@ def test_the_limit_hint_shows_only_when_rows_are_hidden(limit: int) -> None:
     result = CliRunner().invoke(app, argv, terminal_width=200)
     assert result.exit_code == 0, result.output
     rows = [line for line in result.output.splitlines() if "H100-SXM │" in line]
-    candidates = len(gpucast.plan_train(workload="resnet50", cluster="DGX-H100", nodes=2,
-                                        deadline="24h", price_per_gpu_hour=2).candidates)  # fmt: skip
+    plan = gpucast.plan_train(
+        workload="resnet50", cluster="DGX-H100", nodes=2, deadline="24h", price_per_gpu_hour=2
+    )
+    candidates = len(plan.candidates)
     assert len(rows) == candidates  # every row is on the front
     assert "--limit N shows more" not in result.output

@@ -510,7 +510,10 @@ def test_plan_llm_train_searches_the_layouts_predict_llm_train_does() -> None:
     layout predict llm-train picks on its GPUs."""
     job = {"model": "llama-3-8b", "global_batch": 512, "cluster": "DGX-H100", "cluster_nodes": 4}
     plan = gpucast.plan_llm_train(  # the central value alone (its P(meet) is 52%)
-        **job, tokens=2e11, deadline_s=7 * 86400, cluster_price_usd_per_gpu_hour=2.5,
+        **job,
+        tokens=2e11,
+        deadline_s=7 * 86400,
+        cluster_price_usd_per_gpu_hour=2.5,
         min_p_meet=0.5,
     )
     assert plan.best is not None and plan.best.nodes == 4 and plan.best.time_s <= 7 * 86400

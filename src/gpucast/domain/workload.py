@@ -99,8 +99,8 @@ def check_precision_units(
 ) -> None:
     """fp8 trains (and serves) only on a GPU with fp8 tensor cores: one clear error naming
     ``gpu`` (a :class:`~gpucast.domain.catalog.GpuSpec`), the precisions it has units for
-    (``runs`` says how) and the fix (the ``--precision`` to use, ``or_else``, or GPUs of ``catalog`` that
-    have fp8). Any other precision passes."""
+    (``runs`` says how) and the fix (the ``--precision`` to use, ``or_else``, or GPUs of
+    ``catalog`` that have fp8). Any other precision passes."""
     if precision != FP8 or gpu.has_units(FP8):
         return
     has = [p for p in _NON_FP8_PRECISIONS if gpu.has_units(p)]
