@@ -143,3 +143,39 @@ def test_catalog_systems_lists_the_cluster_names() -> None:
         gpucast.catalog_systems(gpu="H1000")
     plan = gpucast.plan_train(**WORK, cluster=next(iter(h100.systems)).name)
     assert plan.best.gpu == "H100-SXM"
+
+
+def test_an_unpriced_cluster_keeps_the_front_on_gpu_hours() -> None:
+    """QA2 #3: without a price every plan costs $0, so a front on $ was one point and the
+    single-node layouts (3-8 GPUs) vanished; on GPU-hours the same rows as at $2/GPU-h stay."""
+    work = {"workload": "resnet50", "cluster": "DGX-H100", "nodes": 2, "deadline": "24h"}
+    free = gpucast.plan_train(**work)
+    priced = gpucast.plan_train(**work, price_per_gpu_hour=2)
+    gpus = sorted(c.gpus for c in free.candidates)
+    assert gpus == sorted(c.gpus for c in priced.candidates)
+    assert {2, 8, 16} <= set(gpus) and len(gpus) >= 8
+    assert len(free.pareto) == len(priced.pareto) == len(gpus)  # every layout on the front
+    assert free.best is not None and priced.best is not None
+    assert free.best.gpus == priced.best.gpus  # the pick: fewest GPU-hours = cheapest at $2
+    assert any("'cheapest' ranks by GPU-hours" in n for n in free.notes)
+
+
+@pytest.mark.parametrize("limit", [1, 6])
+def test_the_limit_hint_shows_only_when_rows_are_hidden(limit: int) -> None:
+    """QA2 #12: --limit 6 showed all 8 rows (front and pick are always shown) and still said
+    '--limit N shows more of the 8 candidates'."""
+    from typer.testing import CliRunner
+
+    from gpucast.cli.app import app
+
+    argv = ["plan", "train", "--workload", "resnet50", "--cluster", "DGX-H100", "--nodes", "2",
+            "--deadline", "24h", "--price-per-gpu-hour", "2", "--limit", str(limit)]  # fmt: skip
+    result = CliRunner().invoke(app, argv, terminal_width=200)
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if "H100-SXM │" in line]
+    plan = gpucast.plan_train(
+        workload="resnet50", cluster="DGX-H100", nodes=2, deadline="24h", price_per_gpu_hour=2
+    )
+    candidates = len(plan.candidates)
+    assert len(rows) == candidates  # every row is on the front
+    assert "--limit N shows more" not in result.output

@@ -235,20 +235,30 @@ def test_plan_llm_train_picks_the_cheapest_row_in_time() -> None:
     assert plan.to_dict()["safe"] == plan.safe
 
 
-def test_a_tight_deadline_has_a_pick_that_holds_only_at_its_point() -> None:
-    """A deadline between a row's point and its slow edge: picked, but not safe."""
-    loose = gpucast.plan_llm_train(
-        model="llama-2-7b", tokens=1e10, seq_len=2048, global_batch=256, gpu=["H100"],
-        max_gpus=32,
-    )  # fmt: skip
+def test_a_tight_deadline_is_judged_by_p_meet_as_plan_train_judges_it() -> None:
+    """QA2 #4: a deadline between a row's point and its slow edge: plan train refuses such
+    on-demand plans below --min-p-meet (0.9), and so does plan llm-train now, naming the
+    deadline the fastest row meets; with --min-p-meet 0.5 (the central value alone) it is
+    picked, but not safe."""
+    job = dict(model="llama-2-7b", tokens=1e10, seq_len=2048, global_batch=256, gpu=["H100"],
+               max_gpus=32)  # fmt: skip
+    loose = gpucast.plan_llm_train(**job)
     fastest = min(loose.candidates, key=lambda c: c.time_s)
     deadline = 1.01 * fastest.time_s  # only the fastest rows meet it, none at the slow edge
-    tight = gpucast.plan_llm_train(
-        model="llama-2-7b", tokens=1e10, seq_len=2048, global_batch=256, gpu=["H100"],
-        max_gpus=32, deadline=f"{deadline:.0f}s",
-    )  # fmt: skip
+    with pytest.raises(NoFeasiblePlanError, match=r"P\(meet\) 5\d%: relax --deadline to at") as e:
+        gpucast.plan_llm_train(**job, deadline=f"{deadline:.0f}s")
+    assert "(P(meet) >= 0.9 from its interval), lower --min-p-meet" in str(e.value)
+    tight = gpucast.plan_llm_train(**job, deadline=f"{deadline:.0f}s", min_p_meet=0.5)
     assert tight.best is not None and tight.best.meets_deadline
+    assert tight.best.p_meet_deadline is not None and 0.5 <= tight.best.p_meet_deadline < 0.6
     assert not tight.best.holds_at_slow_edge and tight.safe is None
+    # at the slow edge of its interval (its 90th percentile) the row meets the deadline
+    # with P 0.9: picked at the default --min-p-meet, as plan train's P(meet) reads it
+    edge = gpucast.plan_llm_train(**job, deadline=f"{fastest.time_high_s * 1.001:.0f}s")
+    assert edge.best is not None and edge.best.p_meet_deadline >= 0.9
+    for c in edge.candidates:  # one rule: central time on time and P(meet) >= 0.9
+        assert c.meets_deadline == (c.time_s <= fastest.time_high_s * 1.001
+                                    and c.p_meet_deadline >= 0.9)  # fmt: skip
     with pytest.raises(InvalidSpecError, match="tokens"):
         gpucast.plan_llm_train(model="llama-2-7b", tokens=-1, global_batch=8)
 
@@ -499,8 +509,12 @@ def test_plan_llm_train_searches_the_layouts_predict_llm_train_does() -> None:
     vpp), so 4 DGX-H100 missed a 7-day deadline that cp 2 meets, for less; now each row is the
     layout predict llm-train picks on its GPUs."""
     job = {"model": "llama-3-8b", "global_batch": 512, "cluster": "DGX-H100", "cluster_nodes": 4}
-    plan = gpucast.plan_llm_train(
-        **job, tokens=2e11, deadline_s=7 * 86400, cluster_price_usd_per_gpu_hour=2.5
+    plan = gpucast.plan_llm_train(  # the central value alone (its P(meet) is 52%)
+        **job,
+        tokens=2e11,
+        deadline_s=7 * 86400,
+        cluster_price_usd_per_gpu_hour=2.5,
+        min_p_meet=0.5,
     )
     assert plan.best is not None and plan.best.nodes == 4 and plan.best.time_s <= 7 * 86400
     step = gpucast.predict_llm_train(**job, top=0)

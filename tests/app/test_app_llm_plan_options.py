@@ -129,25 +129,33 @@ def test_rows_that_miss_the_deadline_are_marked(h100: PlanLlmTrainResult, tmp_pa
     from gpucast.report.html import llm_train_plan_html
 
     plan = gpucast.plan_llm_train(**SMALL, gpus=["H100"], deadline="5h")
-    late = {i for i, c in enumerate(plan.candidates) if not c.meets_deadline}
-    assert late and plan.recommended not in late  # the pick meets it; others are shown
-    for i, c in enumerate(plan.candidates):
+    missed = {i for i, c in enumerate(plan.candidates) if not c.meets_deadline}
+    late = {i for i, c in enumerate(plan.candidates) if c.time_s > 5 * 3600}
+    assert late and late <= missed and plan.recommended not in missed  # others are shown
+    for i, c in enumerate(plan.candidates):  # late, or on time with P(meet) below 0.9
         assert c.text().endswith(" -- misses the deadline") == (i in late), c.text()
+        risky = c.text().endswith(" -- P(meet deadline) below --min-p-meet")
+        assert risky == (i in missed - late) and (c.p_meet_deadline < 0.9) == (i in missed)
     html = write_plan_report(plan, tmp_path / "plan.html").read_text(encoding="utf-8")
     shown_late = late & set(plan.pareto)
     assert shown_late  # the cheapest row of the front is too slow
-    assert "<th>deadline / budget</th>" in html
+    assert "<th>deadline / budget</th>" in html and "<th>P(meet)</th>" in html
     assert html.count("<td>misses the deadline</td>") == len(shown_late)
+    assert html.count("<td>P(meet deadline) below --min-p-meet</td>") == len(
+        (missed - late) & set(plan.pareto)
+    )
     assert "<td>met</td>" in html
-    # no spot row: no P(meet) figure, so no P(meet) column (it was blank on every row)
-    assert "P(meet)" not in html
-    # a plan without deadline or budget has no limits column either
+    # a plan without deadline or budget has no limits column, nor a P(meet) one
     plain = write_plan_report(h100, tmp_path / "h100.html").read_text(encoding="utf-8")
     assert "deadline / budget" not in plain and "P(meet)" not in plain
-    # a spot row's P(meet) fills the column; an on-demand row has none ("-")
+    # a saved plan from before on-demand rows had P(meet): a spot row's fills the column,
+    # the on-demand rows have none ("-") and a missed deadline reads as late
     data = plan.to_dict()
+    for row in data["candidates"]:
+        row.pop("late"), row.update(p_meet_deadline=None)
     spot = data["candidates"][plan.recommended]
     spot.update(market="spot", p_meet_deadline=0.84, meets_deadline=False)
     html = llm_train_plan_html(data)
     assert "<th>P(meet)</th>" in html and "<td>84%</td>" in html and "<td>-</td>" in html
+    assert html.count("<td>misses the deadline</td>") == len(missed & set(plan.pareto))
     assert "<td>P(meet deadline) below --min-p-meet</td>" in html

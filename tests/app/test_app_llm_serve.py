@@ -562,17 +562,28 @@ def test_nonsense_deployments_are_refused_in_one_line() -> None:
     assert len(many.to_dict()["servers"]) == 20
 
 
-def test_fp8_on_a_gpu_without_fp8_tensor_cores_is_said_as_predict_infer_says_it() -> None:
-    common = {"model": "llama-3-8b", "gpu": "A100-80GB", "framework": "tensorrt-llm",
-              "precision": "fp8"}  # fmt: skip
-    run = gpucast.simulate_llm_serve(**common, rate=1, duration_s=10)
-    note = "A100-80GB has no fp8 tensor cores: matmuls priced at its fp16 peak"
-    (warning,) = [w for w in run.warnings if note in w]
-    assert "TensorRT-LLM's fp8 needs Ada, Hopper or later" in warning
-    infer = gpucast.predict_infer(**common, input_len=1024, output_len=256)
-    assert warning in infer.prediction.notes
+def test_fp8_on_a_gpu_without_fp8_tensor_cores_is_refused_as_plan_train_refuses_it() -> None:
+    """QA2 #5: every LLM verb gives plan train's one line for fp8 weights on a T4 or an A100
+    (they priced them at the fp16 peak before); a plan skips those GPU types and says so."""
+    common = {"model": "llama-3-8b", "framework": "tensorrt-llm", "precision": "fp8"}
+    line = r"precision: fp8 needs fp8 tensor cores, which the {} has not \(it has units for "
+    for gpu in ("A100-80GB", "T4"):
+        with pytest.raises(InvalidSpecError, match=line.format(gpu)) as info:
+            gpucast.predict_infer(**common, gpu=gpu, input_len=1024, output_len=256)
+        assert "or int8), or a GPU with fp8 units (L4," in str(info.value)
+        with pytest.raises(InvalidSpecError, match=line.format(gpu)):
+            gpucast.simulate_llm_serve(**common, gpu=gpu, rate=1, duration_s=10)
+        with pytest.raises(InvalidSpecError, match=line.format(gpu)):
+            gpucast.plan_llm_serve(**common, gpu=[gpu], rate=1, slo_ttft_ms=500, duration_s=10)
     hopper = gpucast.simulate_llm_serve(**dict(common, gpu="H100-SXM"), rate=1, duration_s=10)
-    assert not any("fp8 tensor cores" in w for w in hopper.warnings)
+    assert hopper.to_dict()["tokens_per_s"] > 0
+    both = gpucast.plan_llm_serve(**common, gpu=["A100-80GB", "H100-SXM"], rate=1,
+                                  slo_ttft_ms=500, duration_s=10, max_replicas=1)  # fmt: skip
+    assert {c.gpu for c in both.plan.candidates} == {"H100-SXM"}
+    assert "A100-80GB: no fp8 tensor cores for --precision fp8" in both.plan.infeasible
+    # int8 weights compute at fp16: the A100 serves them
+    assert gpucast.predict_infer(**dict(common, gpu="A100-80GB", precision="int8"),
+                                 input_len=1024, output_len=256).prediction.fits  # fmt: skip
 
 
 def test_plan_takes_simulate_s_deployment_options_and_simulates_as_it_does() -> None:

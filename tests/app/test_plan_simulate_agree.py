@@ -133,3 +133,24 @@ def test_a_parameter_server_row_carries_the_step_times_uncertainty(tmp_path: Pat
     # exposed communication is part of the communication (an asynchronous PS hides none)
     b = row.breakdown_s
     assert b["exposed_communication_s"] <= b["communication_s"] * (1 + 1e-12)
+
+
+def test_a_spot_rows_validation_counts_the_plans_gpus_as_simulate_train_does() -> None:
+    """QA2 #18: an 8-GPU spot plan said 'spot simulation: not validated for A100-40GB, bf16,
+    1 GPU' (its node count); simulate train counts GPUs."""
+    plan = gpucast.plan_train(
+        workload="resnet50", gpu="A100-40GB", provider="azure", region="eastus",
+        deadline="24h", min_p_meet=0.5, max_simulated=2, mc_runs=100,
+    )  # fmt: skip
+    spot = [c for c in plan.candidates if c.market == "spot"]
+    assert any(c.gpus > c.nodes for c in spot)
+    for c in spot:
+        n = f", {c.gpus} GPU{'s' if c.gpus != 1 else ''}"
+        assert n in c.validation["spot simulation"], c.validation
+    c = next(c for c in spot if c.gpus > c.nodes)
+    n = f", {c.gpus} GPUs"
+    sim = gpucast.simulate_train(
+        instance=c.instance_type, workers=c.nodes, strategy=c.strategy, spot=True,
+        region=c.region, provider=c.provider, workload="resnet50", steps=100, runs=20,
+    )  # fmt: skip
+    assert n in sim.validation["transient Monte Carlo"]  # type: ignore[attr-defined]

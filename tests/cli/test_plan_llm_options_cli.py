@@ -119,7 +119,7 @@ def test_bad_input_is_one_line_exit_2_and_loses_nothing(
 
 def test_rows_that_miss_the_deadline_or_the_budget_say_so() -> None:
     result = runner.invoke(
-        cli, [*SMALL, "--gpu", "H100", "--deadline", "5h", "--budget", "330", "--limit", "20"],
+        cli, [*SMALL, "--gpu", "H100", "--deadline", "6h", "--budget", "330", "--limit", "20"],
         terminal_width=400,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -128,3 +128,22 @@ def test_rows_that_miss_the_deadline_or_the_budget_say_so() -> None:
     assert any(r.endswith(" -- misses the deadline") for r in rows)
     assert any(r.endswith(" -- over budget") for r in rows)
     assert not any(" -- " in r for r in rows if r.startswith(">"))
+
+
+def test_the_text_and_the_html_report_number_the_rows_alike(tmp_path: Path) -> None:
+    """QA2 #28: the HTML report numbered rows 338R, 339 ... ("row 339 holds there") while the
+    text numbered none; both now print the candidate's index (as --json holds it), > the pick."""
+    import re
+
+    report = tmp_path / "plan.html"
+    args = [*SMALL, "--gpu", "H100", "--deadline", "6h", "--report", str(report)]
+    result = runner.invoke(cli, args, terminal_width=400)
+    assert result.exit_code == 0, result.output
+    text = {int(r[2:].split()[0]): r[0] for r in _rows(result.output)}
+    html = report.read_text(encoding="utf-8")
+    cells = re.findall(r'<tr class="[^"]*"><td>((?:&gt;)?\*?)(\d+)</td>', html)
+    assert {int(n) for _, n in cells} == set(text)
+    data = json.loads(runner.invoke(cli, [*SMALL, "--gpu", "H100", "--deadline", "6h",
+                                          "--json"]).stdout)  # fmt: skip
+    pick = data["recommended"]
+    assert text[pick] == ">" and (f"&gt;*{pick}", str(pick)) in [(m + n, n) for m, n in cells]

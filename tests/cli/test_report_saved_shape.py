@@ -121,3 +121,28 @@ def test_an_old_plan_still_names_its_schema_version(
 ) -> None:
     code, lines, _ = _report(tmp_path, {**train_plan, "schema_version": 1})
     assert code == 2 and "plan schema_version 1 is not 2" in lines[0]
+
+
+def test_report_json_without_out_prints_the_saved_plan(
+    tmp_path: Path, train_plan: dict[str, Any]
+) -> None:
+    """QA2 #15: 'report --plan X --json' said "out: is required"; --json prints the report's
+    data (the saved plan, checked as a report reads it) and writes nothing. Text without
+    --out is one line naming --out and --json."""
+    saved = tmp_path / "saved.json"
+    saved.write_text(json.dumps(train_plan), encoding="utf-8")
+    result = CliRunner().invoke(app, ["report", "--plan", str(saved), "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["out"] is None and out["report"] == train_plan
+    assert list(tmp_path.iterdir()) == [saved]
+    text = CliRunner().invoke(app, ["report", "--plan", str(saved)])
+    assert text.exit_code == 2
+    assert text.stderr.strip() == (
+        "error: out: is required to write the HTML report; give --out report.html, or --json "
+        "to print the report's data"
+    )
+    bad = dict(train_plan, candidates="nope")  # checked as the HTML report would read it
+    saved.write_text(json.dumps(bad), encoding="utf-8")
+    broken = CliRunner().invoke(app, ["report", "--plan", str(saved), "--json"])
+    assert broken.exit_code == 2 and len(broken.stderr.strip().splitlines()) == 1

@@ -116,6 +116,31 @@ def test_no_help_text_is_eaten_as_rich_markup() -> None:
     assert seen > 40 and not eaten, eaten
 
 
+def test_help_shows_a_flag_pairs_default_and_durations_as_typed() -> None:
+    """QA2 #16/#27: '--spot/--no-spot Allow spot servers.' said nothing of spot being on, and
+    DURATION options showed seconds ('[default: 86400]') where a user types 24h."""
+    import typer
+
+    from gpucast.domain.units import duration_flag, parse_duration_s
+
+    helps, durations = {}, []
+    for path, command in _leaf_commands(typer.main.get_command(app)):
+        for p in command.params:
+            text = (getattr(p, "help", None) or "").replace("\\[", "[")
+            helps[(" ".join(path), p.name)] = text
+            if getattr(p, "metavar", None) == "DURATION" and "[default: " in text:
+                durations.append(text.rsplit("[default: ", 1)[1].rstrip("]"))
+    assert helps[("plan train", "allow_spot")].endswith("[default: --spot]")
+    assert helps[("plan train", "deadline_s")].endswith("[default: 24h]")
+    assert helps[("plan train", "move_after_s")].endswith("[default: 15m]")
+    assert helps[("simulate train", "replace")].endswith("[default: --replace]")
+    assert helps[("plan llm-train", "allow_spot")].endswith("[default: --no-spot]")
+    assert durations and all(d == "0" or not d.replace(".", "").isdigit() for d in durations)
+    for seconds in (86400.0, 900.0, 90.0, 5400.0, 0.5):  # what help shows reads back
+        assert parse_duration_s(duration_flag(seconds)) == seconds
+    assert duration_flag(0.0) == "0"
+
+
 def test_printed_text_keeps_emoji_codes_as_typed() -> None:
     """A model mix "bert-base:100:100" prints as typed, not with ":100:" as an emoji."""
     from gpucast.cli._common import console, err_console

@@ -104,6 +104,34 @@ def test_simulate_serve_takes_the_slo_of_plan_serve() -> None:
     assert both.exit_code == 2 and "slo: and --slo-ms both give the SLO" in both.stderr
 
 
+@pytest.mark.parametrize(
+    ("verb", "extra"),
+    [
+        (["plan", "serve", "--model", "mlp:50"], ["--slo-ms", "40"]),
+        (["plan", "serve", "--model", "mlp:50"], ["--slo-percentile", "95"]),
+        (["plan", "serve", "--model", "mlp:50"], ["--slo-ms", "40", "--slo-percentile", "95"]),
+        (["simulate", "serve", "--model", "mlp", "--gpu", "T4", "--rate", "5"], ["--slo-ms", "40"]),
+    ],
+)
+def test_an_slo_given_twice_is_refused_in_one_line(verb: list[str], extra: list[str]) -> None:
+    """QA2 #1: plan serve took --slo-ms / --slo-percentile over --slo silently; every serving
+    verb now refuses the pair with simulate serve's line."""
+    result = runner.invoke(app, [*verb, "--slo", "p99<50ms", *extra])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"slo: and {extra[0]} both give the SLO" in lines[0], lines
+    assert "give one, e.g. --slo 'p99<100ms' alone" in lines[0]
+
+
+def test_plan_serve_takes_slo_ms_with_its_percentile() -> None:
+    """--slo-ms with --slo-percentile (no --slo) stays the way to give a non-p99 SLO."""
+    out = _json(["plan", "serve", "--model", "mlp:50", "--slo-ms", "40", "--slo-percentile",
+                 "95", "--gpu", "T4", "--limit", "1", "--duration-s", "5"])  # fmt: skip
+    request = out["request"]
+    assert isinstance(request, dict)
+    assert request["slo_s"] == pytest.approx(0.04) and request["slo_percentile"] == 95.0
+
+
 def test_defaults_that_set_a_result_are_marked() -> None:
     """QA #18: the SLO and GPU plan serverless used, the GPU, rate, pool and span of kaas."""
     plan = ["plan", "serverless", "--synthetic", "5", "--minutes", "60", "--models", "mlp"]

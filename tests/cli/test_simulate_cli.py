@@ -254,6 +254,7 @@ def test_runs_that_never_finish_print_no_numpy_warning() -> None:
         *("simulate", "train", "--gpu", "V100", "--workers", "1", "--ps", "0", "--spot"),
         *("--provider", "aws", "--region", "us-east-1", "--workload", "cifar-resnet32"),
         *("--steps", "640000", "--runs", "200", "--speed", "4.5", "--strategy", "ddp"),
+        "--no-replace",
     ]
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
@@ -261,7 +262,10 @@ def test_runs_that_never_finish_print_no_numpy_warning() -> None:
     assert result.exit_code == 0, result.output
     assert "never" in result.output
     assert "RuntimeWarning" not in result.output
-    assert "--replace launches a replacement" in result.output  # the way out, named
+    # the way out, named: the default replaces revoked nodes
+    assert "(--no-replace: without it a replacement is launched for each revoked node" in (
+        result.output
+    )
 
 
 def test_an_all_on_demand_scenario_prints_its_runs_once(tmp_path: Path) -> None:
@@ -351,13 +355,15 @@ def test_the_text_names_the_job_and_an_allreduce_has_no_ps_nic() -> None:
     args = [
         *("simulate", "train", "--gpu", "V100", "--workers", "1", "--ps", "0", "--spot"),
         *("--provider", "aws", "--region", "us-east-1", "--workload", "cifar-resnet32"),
+        "--no-replace",
         *("--steps", "6400000", "--runs", "50", "--strategy", "ddp"),
     ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0] == (
-        "simulate train: cifar-resnet32 on 1 x V100 in us-east-1 (spot), allreduce, 6,400,000 steps"
+        "simulate train: cifar-resnet32 on 1 x V100 in us-east-1 (spot), allreduce, 6,400,000 "
+        "steps; revoked nodes not replaced (--no-replace)"
     )
     central = next(line for line in lines if "at the central step time" in line)
     assert "mean never (runs that do not finish)" in central and "never h" not in central
@@ -365,3 +371,24 @@ def test_the_text_names_the_job_and_an_allreduce_has_no_ps_nic() -> None:
     assert "PS NIC" not in speed and "worker NIC" in speed and "p3.2xlarge" in speed
     bad = runner.invoke(app, [*args[:-1], "gossip"])
     assert bad.exit_code == 2 and "(ps = ps-async, ddp = allreduce)" in bad.stderr
+
+
+def test_revoked_nodes_are_replaced_by_default_as_plan_train_assumes() -> None:
+    """QA2 #13: simulate train's default was --no-replace, so checking plan train's spot pick
+    gave P(never finishes) 80%; the default is now plan train's, and the output says it."""
+    args = [
+        *("simulate", "train", "--gpu", "V100", "--workers", "2", "--ps", "0", "--spot"),
+        *("--provider", "aws", "--region", "us-east-1", "--workload", "cifar-resnet32"),
+        *("--steps", "64000", "--runs", "50", "--speed", "4.5", "--strategy", "ddp", "--json"),
+    ]
+    default = json.loads(runner.invoke(app, args).stdout)
+    given = json.loads(runner.invoke(app, [*args, "--replace"]).stdout)
+    keys = ("duration_s", "cost_usd", "revocations", "p_unfinished")
+    assert [default[k] for k in keys] == [given[k] for k in keys]
+    without = json.loads(runner.invoke(app, [*args, "--no-replace"]).stdout)
+    assert without["p_unfinished"] > default["p_unfinished"]
+    text = runner.invoke(app, args[:-1])
+    assert text.stdout.splitlines()[0].endswith("64,000 steps; revoked nodes replaced")
+    assert "assumption replacement: revoked nodes are replaced, as plan train assumes" in (
+        text.stdout
+    )

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.gpu_memory import engine_share_note
-from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision
+from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision, check_weight_units
 from gpucast.domain.options import lower_text, option
 
 if TYPE_CHECKING:
@@ -249,6 +249,7 @@ def predict_infer(
         ) from exc
     catalog = load_catalog()
     gpu, node = node_links(catalog.gpu(request.gpu))  # as its node links it
+    check_weight_units(request.precision, gpu, catalog)
     engine = inference_engine(request.framework)
 
     def at(tp: int) -> InferencePrediction:

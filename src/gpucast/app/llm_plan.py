@@ -149,7 +149,10 @@ class PlanLlmTrainRequest:
         "and capacity gaps, through plan train's spot Monte Carlo (default: on demand only).",
     )
     min_p_meet: float = option(
-        0.9, help="Spot plans must meet the deadline with this probability.", example="0.9"
+        0.9,
+        help="Plans must meet the deadline with this probability (on demand: from the row's "
+        "interval, as plan train reads it; spot: the Monte Carlo).",
+        example="0.9",
     )
     mc_runs: int = option(1000, flag="runs", help="Monte Carlo runs per spot plan.", example="1000")
     max_simulated: int = option(12, help="Spot plans simulated at most.", example="12")
@@ -303,7 +306,7 @@ class PlanLlmTrainResult:
             s = self.candidates[self.safe]
             lines.append(
                 "  at the slow edge the pick misses the deadline or the budget; the cheapest "
-                f"row that holds there: {s.where()}): {format_duration(s.time_s)} "
+                f"row that holds there: {self.safe} {s.where()}): {format_duration(s.time_s)} "
                 f"({format_duration(s.time_low_s)} - {format_duration(s.time_high_s)}), "
                 f"${s.cost_usd:,.0f}"
             )
@@ -597,6 +600,7 @@ def plan_llm_train(
         objective=request.objective,
         variability=spread.value,
         fixed=fixed,
+        min_p_meet=request.min_p_meet,
     )
     return PlanLlmTrainResult(
         request=request,
@@ -662,6 +666,16 @@ def plan_llm_train(
                 else {}
             ),
             "time interval": band[2] + _widened_text(widened),
+            **(
+                {
+                    "deadline risk": "as plan train judges it: a row's 80% interval read as "
+                    "the 10th-90th percentiles of its speed factor (two-piece lognormal, median "
+                    "the central time); an on-demand row meets the deadline when its central "
+                    f"time does and P(meet) >= {request.min_p_meet:g} (--min-p-meet)"
+                }
+                if request.deadline_s is not None
+                else {}
+            ),
             **_estimated_prices(plan),
             "validation": f"{validation_for('llm-train', [], 'bf16', 8).error} "
             "(catalog/data/validation.csv: llm-train)",

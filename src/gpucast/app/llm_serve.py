@@ -28,7 +28,12 @@ from gpucast.app._request import resolve
 from gpucast.domain.catalog import provider_option, region_option, spot_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_price, check_seed
-from gpucast.domain.llm_infer import INFER_PRECISIONS, check_precision
+from gpucast.domain.llm_infer import (
+    COMPUTE_MODE,
+    INFER_PRECISIONS,
+    check_precision,
+    check_weight_units,
+)
 from gpucast.domain.options import lower_list, lower_text, option
 
 if TYPE_CHECKING:
@@ -470,7 +475,6 @@ def simulate_llm_serve(
     from gpucast.domain.llm_serving import Disaggregation, parse_token_lengths
     from gpucast.domain.provenance import Sourced
     from gpucast.inputs import llm_serving as inputs
-    from gpucast.predict.llm_infer import fp8_hardware_note
     from gpucast.simulate.llm_serving import simulate_llm_serving
 
     request = resolve(SimulateLlmServeRequest, request, options, config)
@@ -558,8 +562,6 @@ def simulate_llm_serve(
         from gpucast.plan.llm_serve import link_text
 
         warnings.append(f"{link_text(kv_link)} (offered {result.offered_rps():.3g} req/s)")
-    if (fp8 := fp8_hardware_note(model.gpu, model.precision)) is not None:
-        warnings.append(fp8)
     assumptions = {
         "gpus": f"{model.tp} x {model.gpu.name} per instance ({model.tp_source})",
         "engine": model.engine.provenance(),
@@ -936,6 +938,14 @@ def plan_llm_serve(
     if offers and not choices:  # every GPU asked for is one the engine does not run on
         gpu = offers[0][0]
         engine.check_runs_on(gpu.name, gpu.vendor)
+    # fp8 weights: the GPU types without fp8 tensor cores are skipped (as plan train skips
+    # them), refused in predict infer's line where none is left
+    no_units: list[str] = []
+    if request.precision is not None and COMPUTE_MODE[request.precision] == "fp8":
+        no_units = sorted({c.gpu.name for c in choices if not c.gpu.has_units("fp8")})
+        if choices and len(no_units) == len({c.gpu.name for c in choices}):
+            check_weight_units(request.precision, choices[0].gpu, load_catalog())
+        choices = [c for c in choices if c.gpu.name not in no_units]
     # the GPUs asked for that are not tried, each with why (plan.infeasible lists them)
     skipped = inputs.unoffered_gpus(
         request.gpus, {gpu.name for gpu, _offer, _price in offers}, model=name,
@@ -945,6 +955,7 @@ def plan_llm_serve(
         f"{gpu}: {engine.display_name} runs on {' / '.join(engine.vendors)} GPUs only"
         for gpu in sorted({g.name for g, _offer, _price in offers if not engine.runs_on(g.vendor)})
     ]
+    skipped += [f"{gpu}: no fp8 tensor cores for --precision fp8" for gpu in no_units]
     scheduler = _scheduler(request, engine.max_sequences)
     scheduler.check_budget(traffic.requests, spec.max_context)
     plan = plan_llm_serving(

@@ -760,7 +760,8 @@ def _validations(c: PlanCandidate, precision: str) -> dict[str, str]:
         ).text(),
     }
     if c.market == "spot":
-        out["spot simulation"] = validation_for("spot-training", gpus, precision, c.nodes).text()
+        # in GPUs, as simulate train and the scaling line count them (an 8-GPU node: 8)
+        out["spot simulation"] = validation_for("spot-training", gpus, precision, n).text()
     if "offload" in c.memory_plan:
         # the host's Adam step (the offload's own model); PCIe and overlap are not validated
         out["offload: CPU Adam step"] = validation_for("cpu-adam", ["cpu"], "fp32").text()

@@ -25,6 +25,8 @@ from gpucast.domain.options import option
 from gpucast.domain.plan import TrainPlan
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from gpucast.app.llm_plan import PlanLlmTrainResult
 
 #: ``kind`` of a saved LLM training plan (``plan llm-train --save``; a ``plan train`` one has
@@ -191,7 +193,12 @@ class ReportRequest:
 
     VERB: ClassVar[str] = "report"
 
-    out: Path = option(help="HTML file to write.", example="report.html")
+    out: Path | None = option(
+        None,
+        help="HTML file to write (without it, --json prints the report's data and nothing is "
+        "written).",
+        example="report.html",
+    )
     plan: Path | None = option(
         None,
         help="Plan JSON from gpucast plan train --save, plan llm-train --save or plan serve "
@@ -213,13 +220,18 @@ class ReportRequest:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReportResult:
-    out: Path
+    #: the HTML file written (None: none asked for; ``data`` holds what it would show)
+    out: Path | None
     what: str
     #: what the report lacks (a --runs report of no run)
     warnings: tuple[str, ...] = ()
+    #: without ``out``: the report's data (the saved plan, or ``{"runs": [...]}``)
+    data: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"out": str(self.out), "what": self.what, "warnings": list(self.warnings)}
+        out = None if self.out is None else str(self.out)
+        base = {"out": out, "what": self.what, "warnings": list(self.warnings)}
+        return base if self.data is None else {**base, "report": dict(self.data)}
 
 
 #: The option ``report`` writes its file to, as errors name it (``--out``).
@@ -238,6 +250,10 @@ def write_report(
         data = _saved_json(Path(request.plan))
         if data.get("kind") in _PARTS:
             _check_saved(Path(request.plan), data)
+        if request.out is None:  # the data alone, checked as a report reads it
+            if data.get("kind") not in (*SERVE_PLAN_KINDS, LLM_TRAIN_PLAN_KIND):
+                TrainPlan.from_dict(data, path=str(request.plan))
+            return ReportResult(out=None, what=f"saved plan {request.plan}", data=data)
         if data.get("kind") in SERVE_PLAN_KINDS:
             write_serve_plan_report(data, request.out, field=_OUT)
             return ReportResult(out=request.out, what=f"serving plan {request.plan}")
@@ -280,10 +296,13 @@ def write_report(
             else f"it holds {held:,} other run(s): see gpucast runs list"
         )
         warnings = (f"the report is empty: {store} holds no run{which}; {fix}",)
+    what = f"{len(rows)} runs from {store}"
+    if request.out is None:
+        return ReportResult(out=None, what=what, warnings=warnings, data={"runs": rows})
     title = f"gpucast measurements{'' if request.workload is None else ': ' + request.workload}"
     write_text_atomic(
         request.out,
         measurements_html(rows, title=title, source=str(store), programs=programs),
         field=_OUT,
     )
-    return ReportResult(out=request.out, what=f"{len(rows)} runs from {store}", warnings=warnings)
+    return ReportResult(out=request.out, what=what, warnings=warnings)

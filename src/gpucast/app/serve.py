@@ -199,6 +199,20 @@ def parse_slo(text: str) -> tuple[float, float]:
     return percentile, seconds
 
 
+def check_one_slo(slo: str | None, slo_ms: float | None, slo_percentile: float | None) -> None:
+    """``--slo pNN<L`` gives both the percentile and the latency: ``--slo-ms`` or
+    ``--slo-percentile`` beside it would silently override half of what the user wrote, so
+    every serving verb refuses the pair here."""
+    if slo is None:
+        return
+    for flag, value in (("--slo-ms", slo_ms), ("--slo-percentile", slo_percentile)):
+        if value is not None:
+            raise InvalidSpecError(
+                "slo", f"and {flag} both give the SLO (got --slo '{slo}' {flag} {value:g})",
+                fix="give one, e.g. --slo 'p99<100ms' alone",
+            )  # fmt: skip
+
+
 def parse_model_rate(text: str, default_rate: float | None) -> tuple[str, float | None]:
     """``resnet50:150`` -> ("resnet50", 150.0); ``resnet50`` -> ("resnet50", default_rate).
 
@@ -400,6 +414,7 @@ class PlanServeRequest:
                 )  # fmt: skip
         if self.slo is None and self.slo_ms is None:
             raise InvalidSpecError("slo", "is required", fix="e.g. --slo p99<50ms or --slo-ms 50")
+        check_one_slo(self.slo, self.slo_ms, self.slo_percentile)
         percentile, slo_s = self.slo_target
         if not (math.isfinite(slo_s) and slo_s > 0):
             raise InvalidSpecError("slo", "must be > 0 ms", got=slo_s * 1e3, fix="e.g. --slo-ms 50")
@@ -1110,10 +1125,7 @@ class SimulateServeRequest:
         _check_at_least("servers", self.servers, 1)
         _check_positive("duration-s", self.duration_s, "", "e.g. --duration-s 60")
         _check_positive("slo-ms", self.slo_ms, "", "e.g. --slo-ms 100")
-        if self.slo is not None and self.slo_ms is not None:
-            raise InvalidSpecError(
-                "slo", "and --slo-ms both give the SLO", fix="give one, e.g. --slo p99<100ms"
-            )
+        check_one_slo(self.slo, self.slo_ms, None)
         if self.slo is not None:
             parse_slo(self.slo)
         _check_engine(self.engine)

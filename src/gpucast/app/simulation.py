@@ -186,7 +186,12 @@ class SimulateTrainRequest:
         None, help="Samples per epoch, for --target Nepochs@B or zeus:NAME.", example="50000"
     )
     runs: int = option(2000, help="Monte Carlo runs.", example="2000")
-    replace: bool = option(False, negative="no-replace", help="Replace revoked nodes.")
+    replace: bool = option(
+        True,
+        negative="no-replace",
+        help="Replace revoked nodes, as plan train assumes (--no-replace: the job goes on "
+        "with fewer).",
+    )
     checkpoint_every: str | None = option(
         None,
         help="Checkpoint every STEPS (e.g. 4000) or DURATION (30m) (default: Young's interval "
@@ -989,10 +994,11 @@ def simulate_train(
         ),
         Assumption(
             name="replacement",
-            value="revoked nodes are replaced" if request.replace else "revoked nodes are not "
-            "replaced (the job goes on with fewer)",
-            source="given" if request.replace else "default",
-            override="--replace",
+            value="revoked nodes are replaced, as plan train assumes"
+            if request.replace
+            else "revoked nodes are not replaced (the job goes on with fewer)",
+            source="default" if request.replace else "given (--no-replace)",
+            override="--no-replace" if request.replace else "--replace (the default)",
         ),
         Assumption(
             name="checkpoint interval",

@@ -39,9 +39,10 @@ def _help(f: Field) -> str:
 
 
 def _shown_default(f: Field) -> str | bool:
-    """What ``--help`` shows as the default (click's ``show_default`` text), or nothing."""
+    """What ``--help`` shows as the default (click's ``show_default`` text), or nothing; a
+    ``--x/--no-x`` pair shows the one that holds without either (``--spot``)."""
     default = f.default_text()
-    return False if default is None or f.kind == "bool" else default
+    return False if default is None or (f.kind == "bool" and not f.info.negative) else default
 
 
 def _parameter(f: Field) -> inspect.Parameter:

@@ -163,9 +163,12 @@ def llm_train(
         highlight=False,
         markup=False,
     )
-    for i in rows:
+    width = len(str(max(rows, default=0)))
+    for i in rows:  # numbered as the JSON, the CSV and the HTML report number them
         mark = ">" if i == result.recommended else "*" if others and i in result.pareto else " "
-        console.print(f"{mark} {result.candidates[i].text()}", highlight=False, markup=False)
+        line = f"{mark} {i:>{width}} {result.candidates[i].text()}"
+        # one line a row (the terminal wraps it): its end says the limits it misses
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     for line in result.verdict():
         console.print(line, highlight=False, markup=False)
     for name, value in result.assumptions.items():

@@ -26,7 +26,8 @@ app = typer.Typer(no_args_is_help=True, help="Simulate training on transient clu
 
 def simulation_header(result: SimulationResult, request: SimulateTrainRequest) -> str:
     """What was simulated, in one line: the workload, the servers (count x GPU, region,
-    market), the parameter servers, the strategy and the steps."""
+    market), the parameter servers, the strategy, the steps and (spot) whether revoked nodes
+    are replaced."""
     scenario = result.scenario
     groups = " + ".join(
         f"{g.count} x {'' if g.gpus == 1 else f'{g.gpus} '}{g.gpu} in {g.region} "
@@ -38,9 +39,17 @@ def simulation_header(result: SimulationResult, request: SimulateTrainRequest) -
         if scenario.ps_count
         else ""
     )
+    spot = any(g.spot for g in scenario.workers) or (scenario.ps_spot and scenario.ps_count)
+    replaced = (
+        ""
+        if not spot
+        else "; revoked nodes replaced"
+        if scenario.replace_revoked
+        else "; revoked nodes not replaced (--no-replace)"
+    )
     return (
         f"simulate train: {request.workload} on {groups}{ps}, {request.strategy}, "
-        f"{scenario.steps:,} steps"
+        f"{scenario.steps:,} steps{replaced}"
     )
 
 
@@ -90,8 +99,8 @@ def print_simulation(result: SimulationResult, request: SimulateTrainRequest) ->
             fix = (
                 ""
                 if result.scenario.replace_revoked
-                else " (--replace launches a replacement "
-                "for each revoked node, as plan train assumes)"
+                else " (--no-replace: without it a replacement is launched for each "
+                "revoked node, as plan train assumes)"
             )
             console.print(
                 f"  P(never finishes) {stats.p_unfinished:.1%}: those runs ran out of workers{fix} "

@@ -19,6 +19,7 @@ from typing import Any, Literal, get_args
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.units import GIB
+from gpucast.domain.workload import FP8, check_precision_units
 
 InferPrecision = Literal["fp16", "bf16", "fp8", "int8", "int4"]
 MultiGpu = Literal["tensor", "layer"]
@@ -73,6 +74,13 @@ def check_precision(name: str, value: str) -> None:
             got=value,
             fix=f"e.g. --{name} fp16",
         )
+
+
+def check_weight_units(precision: str | None, gpu: Any, catalog: Any) -> None:
+    """fp8 weights run their matmuls on fp8 tensor cores: every LLM verb refuses them on a GPU
+    without (a T4, an A100) with the one line ``plan train`` gives a training request."""
+    if precision is not None and COMPUTE_MODE.get(precision) == FP8:
+        check_precision_units(FP8, gpu, catalog, runs="has units for", or_else="int8")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.units import duration_flag
 
 T = TypeVar("T")
 
@@ -136,6 +137,8 @@ class Field:
             return None
         if isinstance(value, tuple):
             return ",".join(str(v) for v in value) if value else None
+        if self.info.metavar == "DURATION" and isinstance(value, int | float):
+            return duration_flag(value)  # as it is typed: 24h, not 86400
         if isinstance(value, float) and value.is_integer():
             return str(int(value))
         return str(value)

@@ -54,6 +54,17 @@ def duration_s(value: object, *, field: str = "duration", allow_zero: bool = Fal
     return parse_duration_s(str(value), field=field, allow_zero=allow_zero)
 
 
+def duration_flag(seconds: float) -> str:
+    """``seconds`` as a DURATION option is typed (what :func:`parse_duration_s` reads back):
+    whole hours as ``24h``, whole minutes as ``15m``, else ``90s``; ``0`` as ``0``."""
+    if seconds == 0:
+        return "0"
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and float(seconds) % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
 def format_duration(seconds: float) -> str:
     """``seconds`` as a person reads it: ``45 s``, ``12 min``, ``3.5 h``, ``9.2 days``,
     ``31.7 years``."""

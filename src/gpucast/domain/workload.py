@@ -132,18 +132,21 @@ FP8_TEXT = (
 )
 
 
-def check_precision_units(precision: str, gpu: Any, catalog: Any) -> None:
-    """fp8 trains only on a GPU with fp8 tensor cores: one clear error naming ``gpu`` (a
-    :class:`~gpucast.domain.catalog.GpuSpec`), the precisions it trains in and the fix (GPUs
-    of ``catalog`` that have fp8). Any other precision passes."""
+def check_precision_units(
+    precision: str, gpu: Any, catalog: Any, *, runs: str = "trains in", or_else: str = "auto"
+) -> None:
+    """fp8 trains (and serves) only on a GPU with fp8 tensor cores: one clear error naming
+    ``gpu`` (a :class:`~gpucast.domain.catalog.GpuSpec`), the precisions it has units for
+    (``runs`` says how) and the fix (the ``--precision`` to use, ``or_else``, or GPUs of
+    ``catalog`` that have fp8). Any other precision passes."""
     if precision != FP8 or gpu.has_units(FP8):
         return
     has = [p for p in _NON_FP8_PRECISIONS if gpu.has_units(p)]
     raise InvalidSpecError(
         "precision",
-        f"fp8 needs fp8 tensor cores, which the {gpu.name} has not (it trains in {', '.join(has)})",
+        f"fp8 needs fp8 tensor cores, which the {gpu.name} has not (it {runs} {', '.join(has)})",
         got=precision,
-        fix=fp8_fix([gpu], catalog),
+        fix=fp8_fix([gpu], catalog, or_else=or_else),
     )
 
 
@@ -151,13 +154,14 @@ def check_precision_units(precision: str, gpu: Any, catalog: Any) -> None:
 _NON_FP8_PRECISIONS = ("bf16", "fp16", TF32, "fp32")
 
 
-def fp8_fix(gpus: Sequence[Any], catalog: Any) -> str:
+def fp8_fix(gpus: Sequence[Any], catalog: Any, *, or_else: str = "auto") -> str:
     """The fix of an fp8 request none of ``gpus`` (GPU specs without fp8 units) runs: the
-    first of bf16, fp16, tf32, fp32 that all of them have units for, or a GPU with fp8."""
+    first of bf16, fp16, tf32, fp32 that all of them have units for (or ``or_else``), or a
+    GPU with fp8."""
     common = next((p for p in _NON_FP8_PRECISIONS if all(g.has_units(p) for g in gpus)), "fp32")
     with_units = [g.name for g in catalog.gpus if g.has_units(FP8)]
     others = ", ".join(with_units[:6]) + (", ..." if len(with_units) > 6 else "")
-    return f"use --precision {common} (or auto), or a GPU with fp8 units ({others})"
+    return f"use --precision {common} (or {or_else}), or a GPU with fp8 units ({others})"
 
 
 def auto_precision_assumption(

@@ -23,7 +23,7 @@ import numpy as np
 from gpucast.domain.catalog import GpuSpec, Offer
 from gpucast.domain.errors import InvalidSpecError, UnknownModelError
 from gpucast.domain.llm import TransformerSpec
-from gpucast.domain.llm_infer import EngineProfile
+from gpucast.domain.llm_infer import EngineProfile, check_weight_units
 from gpucast.domain.llm_serving import IterationCost, LlmRequests, TokenLengths
 from gpucast.domain.parallel import NodeLinks
 from gpucast.domain.provenance import Sourced
@@ -324,6 +324,7 @@ def serving_model(
     spec = llm_model(model)
     catalog = load_catalog()
     gpu_spec, node = node_links(catalog.gpu(gpu))  # as its catalog node links it
+    check_weight_units(precision, gpu_spec, catalog)
     engine = inference_engine(framework)
     longest_in, longest_out = longest_tokens
     longest_in = min(longest_in, spec.max_context - 1)

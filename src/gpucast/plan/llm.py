@@ -67,7 +67,7 @@ from gpucast.plan.risk import (
     simulate_spots,
     spot_move,
 )
-from gpucast.plan.uncertainty import strata
+from gpucast.plan.uncertainty import p_meet_deadline, strata
 from gpucast.predict.collective import CollectiveConstants
 from gpucast.predict.parallel import (
     SearchMemo,
@@ -119,7 +119,14 @@ class LlmCandidate:
     #: "on-demand" or "spot"; a spot row's time and cost are the simulated means at the
     #: central step time, with these besides (None on demand)
     market: str = "on-demand"
+    #: P(the deadline is met): on demand from the row's 80% interval, read as ``plan train``
+    #: reads it (:mod:`gpucast.plan.uncertainty`), spot from the Monte Carlo (None: no
+    #: deadline). A row meets the deadline with P >= ``min_p_meet`` (on demand: and its
+    #: central time within it), as ``plan train`` requires
     p_meet_deadline: float | None = None
+    #: on demand: whether the central time is past the deadline (a row that is not misses
+    #: it on P(meet) alone); None: not known (a saved row from before this figure)
+    late: bool | None = None
     time_p90_s: float | None = None
     revocations_mean: float | None = None
     checkpoint_s: float | None = None
@@ -151,7 +158,7 @@ class LlmCandidate:
         """The limits this row misses, as ``plan train`` names them (empty: it meets both)."""
         return missed_limits(
             meets_deadline=self.meets_deadline, within_budget=self.within_budget,
-            market=self.market,
+            market=self.market, late=self.late,
         )  # fmt: skip
 
     def text(self) -> str:
@@ -159,15 +166,16 @@ class LlmCandidate:
         the limits it misses (``-- misses the deadline``: shown, never picked)."""
         missed = self.missed()
         spot = ""
+        meet = "" if self.p_meet_deadline is None else f"P(meet) {self.p_meet_deadline:.0%}"
         if self.market == "spot":
-            meet = "" if self.p_meet_deadline is None else f"P(meet) {self.p_meet_deadline:.0%}, "
             moved = (
                 f", replacements move to {self.moved_to} ({self.moves_mean or 0.0:.1f} a run)"
                 if self.moved_to
                 else ""
             )
             spot = (
-                f"; spot: {meet}p90 {format_duration(self.time_p90_s or math.inf)}, "
+                f"; spot: {meet + ', ' if meet else ''}p90 "
+                f"{format_duration(self.time_p90_s or math.inf)}, "
                 f"{self.revocations_mean or 0.0:.1f} revocations{moved}"
             )
         return (
@@ -176,18 +184,22 @@ class LlmCandidate:
             f"MFU {self.mfu:.0%}, {self.memory_gib:.0f} GiB/GPU"
             + ("" if self.energy_kwh is None else f", {format_amount(self.energy_kwh)} kWh")
             + ("" if self.co2e_kg is None else f", {format_amount(self.co2e_kg)} kgCO2e")
-            + spot
+            + (spot or (f"; {meet}" if meet else ""))
             + (f" -- {', '.join(missed)}" if missed else "")
         )
 
 
-def missed_limits(*, meets_deadline: bool, within_budget: bool, market: str) -> tuple[str, ...]:
+def missed_limits(
+    *, meets_deadline: bool, within_budget: bool, market: str, late: bool | None = None
+) -> tuple[str, ...]:
     """The limits a row misses, in ``plan train``'s words (its reasons for dropping a row):
-    ``misses the deadline`` (a spot row: ``P(meet deadline) below --min-p-meet``), ``over
-    budget``."""
+    ``misses the deadline`` (an on-demand row whose central time is ``late``), ``P(meet
+    deadline) below --min-p-meet`` (a spot row, or an on-demand one on time at its central
+    value), ``over budget``."""
     from gpucast.plan.train import R_BUDGET, R_DEADLINE, R_RISK
 
-    deadline = () if meets_deadline else (R_RISK if market == "spot" else R_DEADLINE,)
+    risk = market == "spot" or late is False
+    deadline = () if meets_deadline else (R_RISK if risk else R_DEADLINE,)
     return deadline + (() if within_budget else (R_BUDGET,))
 
 
@@ -392,6 +404,7 @@ def plan_llm(
     objective: str = "cheapest",
     variability: SpeedVariability | None = None,
     fixed: FixedLayout | None = None,
+    min_p_meet: float = 0.9,
 ) -> LlmPlan:
     """Every offer x node count (module docstring); ``band``: the (lower, upper) ratios of
     measured / predicted time that each row's 80% interval spans (never narrower than the
@@ -406,13 +419,17 @@ def plan_llm(
     already bounds the searched ones by them): every shape searches only layouts with its
     ``tp`` and ``pp``, and a shape where a fixed choice breaks a rule on its own
     (:func:`~gpucast.predict.parallel.fixed_layout_conflict`) is left out and counted by
-    that rule (``left_out``); where none is left, the error names the flags to drop."""
+    that rule (``left_out``); where none is left, the error names the flags to drop;
+    ``min_p_meet``: the P(meet deadline) an on-demand row needs (``plan train``'s
+    ``--min-p-meet``; a spot row's is ``spot.min_p_meet``)."""
     if objective not in LLM_OBJECTIVES:
         raise InvalidSpecError(
             "objective", f"must be one of {', '.join(LLM_OBJECTIVES)}", got=objective
         )
     if not (math.isfinite(tokens) and tokens > 0):
         raise InvalidSpecError("tokens", "must be a finite number > 0", got=tokens)
+    if not 0.0 <= min_p_meet <= 1.0:
+        raise InvalidSpecError("min-p-meet", "must be in [0, 1]", got=min_p_meet)
     bands = dict(gpu_bands or {})
     for given in (band, *bands.values()):
         if not 0.0 < given[0] <= given[1] < math.inf:
@@ -520,6 +537,13 @@ def plan_llm(
             usd_h = nodes * option.usd_per_hour
             cost = usd_h * time_s / 3600.0
             slow = max(high, 1.0)
+            # plan train's on-demand rule: on time at the central value, and P(meet) from
+            # the interval (its 10th-90th percentiles) at least min_p_meet
+            p_meet = (
+                None
+                if deadline_s is None
+                else float(p_meet_deadline(deadline_s, 0.0, [time_s], [low], [high])[0])
+            )
             rows.append(
                 LlmCandidate(
                     **_shape_fields(option, found, nodes, used),
@@ -528,7 +552,10 @@ def plan_llm(
                     time_high_s=time_s * slow,
                     cost_usd=cost,
                     usd_per_hour=usd_h,
-                    meets_deadline=deadline_s is None or time_s <= deadline_s,
+                    meets_deadline=p_meet is None
+                    or (time_s <= deadline_s and p_meet >= min_p_meet),  # type: ignore[operator]
+                    p_meet_deadline=p_meet,
+                    late=None if deadline_s is None else time_s > deadline_s,
                     within_budget=budget_usd is None or cost <= budget_usd,
                     holds_at_slow_edge=(deadline_s is None or time_s * slow <= deadline_s)
                     and (budget_usd is None or cost * slow <= budget_usd),
@@ -566,7 +593,7 @@ def plan_llm(
     front = tuple(int(i) for i in sorted(pareto_front_2d(t, c).tolist()))
     ok = [i for i, r in enumerate(rows) if r.meets_deadline and r.within_budget]
     if not ok:
-        raise _missed_limits(rows)
+        raise _missed_limits(rows, min_p_meet)
 
     # the cheapest; where no price is given (all $0), the fewest GPU-hours (idle GPUs count)
     def cheapest(i: int) -> tuple[float, float, float]:
@@ -603,14 +630,26 @@ def plan_llm(
     )
 
 
-def _missed_limits(rows: Sequence[LlmCandidate]) -> NoFeasiblePlanError:
+def _missed_limits(rows: Sequence[LlmCandidate], min_p_meet: float) -> NoFeasiblePlanError:
     """No row meets the deadline and the budget: ``plan train``'s error, the limit that cut
-    the most rows and what to relax, naming the fastest row (the cheapest of equally fast
-    ones) or, where the budget cut more, the cheapest that meets the deadline."""
-    from gpucast.plan.train import R_BUDGET, R_DEADLINE, budget_fix, deadline_fix, no_plan_error
+    the most rows (late, ``P(meet)`` below ``min_p_meet``, over budget) and what to relax,
+    naming the fastest row (the cheapest of equally fast ones) or, where the budget cut more,
+    the cheapest that meets the deadline."""
+    from gpucast.plan.infeasible import deadline_flag, needed_deadline_s
+    from gpucast.plan.train import (
+        R_BUDGET,
+        R_DEADLINE,
+        R_RISK,
+        budget_fix,
+        deadline_fix,
+        no_plan_error,
+    )
 
     on_time = [r for r in rows if r.meets_deadline]  # and over the budget, every one
-    counts = {R_DEADLINE: len(rows) - len(on_time), R_BUDGET: len(on_time)}
+    counts = {R_DEADLINE: 0, R_RISK: 0, R_BUDGET: len(on_time)}
+    for r in rows:
+        if not r.meets_deadline:
+            counts[r.missed()[0]] += 1
 
     def named(r: LlmCandidate, then: str) -> str:
         spot = ", spot" if r.market == "spot" else ""
@@ -618,12 +657,27 @@ def _missed_limits(rows: Sequence[LlmCandidate]) -> NoFeasiblePlanError:
             f"{r.provider}/{r.region} {r.nodes}x {r.instance_type}, {r.gpus} {r.gpu}{spot}, " + then
         )
 
-    if counts[R_DEADLINE] >= counts[R_BUDGET]:  # no_plan_error's worst: the first of equals
-        fastest = min(rows, key=lambda r: (r.time_s, r.cost_usd))
-        fix = deadline_fix(
-            fastest.time_s,
-            plan=named(fastest, f"${fastest.cost_usd:,.0f}"),
-            more="raise --max-gpus (or --nodes on a --cluster)",
+    worst = max(counts, key=lambda k: counts[k])  # no_plan_error's worst: the first of equals
+    more = "raise --max-gpus (or --nodes on a --cluster)"
+    fastest = min(rows, key=lambda r: (r.time_s, r.cost_usd))
+    if worst in (R_DEADLINE, R_RISK):
+        # the deadline the fastest row meets with P >= min_p_meet, from its interval
+        need = float(
+            needed_deadline_s(
+                time_s=np.array([fastest.time_s]), train_s=np.array([fastest.time_s]),
+                ratio_lower=np.array([fastest.time_low_s / fastest.time_s]),
+                ratio_upper=np.array([fastest.time_high_s / fastest.time_s]),
+                spot=np.array([fastest.market == "spot"]), startup_s=0.0, min_p_meet=min_p_meet,
+            )[0]
+        )  # fmt: skip
+        plan = named(fastest, f"${fastest.cost_usd:,.0f}")
+        fix = (
+            deadline_fix(fastest.time_s, plan=plan, more=more)
+            if need <= fastest.time_s  # its central time is all it needs (--min-p-meet <= 0.5)
+            else f"the fastest plan takes {format_duration(fastest.time_s)} ({plan}), P(meet) "
+            f"{fastest.p_meet_deadline or 0.0:.0%}: relax --deadline to at least "
+            f"{deadline_flag(need)} (P(meet) >= {min_p_meet:g} from its interval), lower "
+            f"--min-p-meet, or {more}"
         )
     else:
         cheapest = min(on_time, key=lambda r: (r.cost_usd, r.time_s))

@@ -744,7 +744,8 @@ def _worth_keeping(
     keep = np.zeros(len(space), dtype=bool)
     od = np.flatnonzero(ok & ~space.spot)
     if od.size:
-        t, c = ev.time_s[od], ev.cost_usd[od]
+        t = ev.time_s[od]
+        c = _cost_or_gpu_hours(ctx, ev.cost_usd[od], ev.workers[od] * t)
         keep[od[pareto_front_2d(t, c)]] = True
         gpu_of = np.where(space.mixed[od], -1, space.offers.gpu[space.offer[od]])
         order = np.lexsort((c, gpu_of))  # stable: the first cheapest per type
@@ -779,6 +780,15 @@ def _worth_keeping(
         hit[code[keep]] = True
         keep |= hit[code]
     return keep
+
+
+def _cost_or_gpu_hours(ctx: PlanContext, cost_usd: FloatArray, gpu_s: FloatArray) -> FloatArray:
+    """What the front and 'cheapest' rank by: US$, or on a cluster without a price (every
+    plan $0, where the $ front is one point and would drop the single-node layouts) the
+    GPU-hours billed (``gpu_s`` / 3600), in the pruning and in the plan alike."""
+    if ctx.cluster is not None and not ctx.cluster.priced:
+        return gpu_s / 3600.0
+    return cost_usd
 
 
 def _no_plan(
@@ -947,9 +957,7 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
         risk[j] = 0.0 if out.p_meet_deadline is None else 1.0 - out.p_meet_deadline
         # spot: what the Monte Carlo billed (not the capacity gaps, when no node runs)
         gpu_s[j] = ev.workers[i] * t[j] if out.gpu_hours_mean is None else out.gpu_hours_mean * 3600
-    if ctx.cluster is not None and not ctx.cluster.priced:
-        # a cluster without a price costs nothing: rank and show by GPU-hours instead
-        c = gpu_s / 3600.0
+    c = _cost_or_gpu_hours(ctx, c, gpu_s)
     cheapest = int(np.lexsort((t, c))[0])
     fastest = int(np.lexsort((c, t))[0])
     kwh, co2 = _energy(ctx, res, rows, gpu_s)

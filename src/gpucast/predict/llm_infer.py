@@ -604,7 +604,8 @@ def request_latency_s(
 
 def fp8_hardware_note(gpu: GpuSpec, weights: str) -> str | None:
     """fp8 weights on a GPU without fp8 tensor cores (before Ada / Hopper), in words: how
-    every LLM verb prices them (``predict infer`` notes it, ``simulate serve`` warns)."""
+    this model prices them when called so (the LLM verbs refuse such a request first,
+    :func:`gpucast.domain.llm_infer.check_weight_units`)."""
     if COMPUTE_MODE[weights] != "fp8" or gpu.fp8_tflops is not None:
         return None
     return (

@@ -523,7 +523,8 @@ def _amount(value: object) -> str:
 
 
 def _p_meet(value: object) -> str:
-    """A spot row's P(meet deadline); an on-demand row has none (its deadline is met or not)."""
+    """A row's P(meet deadline) (none: no deadline, or a saved on-demand row from before
+    on-demand rows carried one)."""
     return f"{_num(value, 100.0, '.0f')}%" if isinstance(value, int | float) else "-"
 
 
@@ -534,15 +535,15 @@ def _missed(c: Mapping[str, Any]) -> tuple[str, ...]:
         meets_deadline=bool(c.get("meets_deadline", True)),
         within_budget=bool(c.get("within_budget", True)),
         market=str(c.get("market", "on-demand")),
+        late=c.get("late"),
     )
 
 
 def _llm_train_columns(
     request: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
 ) -> list[tuple[str, Callable[[Mapping[str, Any]], str]]]:
-    """The columns an LLM training plan's rows have figures for: P(meet) where a row is a spot
-    row (on-demand rows have none), the limits column where the request set a deadline or a
-    budget."""
+    """The columns an LLM training plan's rows have figures for: P(meet) where a row has one
+    (a deadline was set), the limits column where the request set a deadline or a budget."""
     keep = {
         "P(meet)": any(isinstance(r.get("p_meet_deadline"), int | float) for r in rows),
         "deadline / budget": any(
@@ -614,13 +615,15 @@ def llm_train_plan_html(data: Mapping[str, Any]) -> str:
     head = "<tr><th>#</th>" + "".join(f"<th>{_h(h)}</th>" for h, _ in columns)
     rows = []
     for i in shown:
-        mark = ("R " if i == pick else "") + ("*" if i in pareto else "")
+        # marked and numbered as plan llm-train prints them (> the pick, the candidate's index)
+        mark = (">" if i == pick else "") + ("*" if i in pareto else "")
         css = " ".join(k for k, on in (("recommended", i == pick), ("pareto", i in pareto)) if on)
         cells = "".join(f"<td>{_h(cell(candidates[i]))}</td>" for _, cell in columns)
-        rows.append(f'<tr class="{css}"><td>{i}{_h(mark)}</td>{cells}</tr>')
+        rows.append(f'<tr class="{css}"><td>{_h(mark)}{i}</td>{cells}</tr>')
     body.append("<h2>Pareto front: time against cost</h2>")
     body.append(
-        f"<p>R = recommended, * = Pareto front of time against cost; {len(candidates):,} rows "
+        f"<p>&gt; = recommended, * = Pareto front of time against cost, # = the row's number "
+        f"in plan llm-train's output and --json; {len(candidates):,} rows "
         "evaluated (every offer at every node count, each at its best layout).</p>"
     )
     body.append(f'<table id="candidates">{head}</tr>{"".join(rows)}</table>')

@@ -146,14 +146,20 @@ def plan_table(
         # a Text header: "time [interval]" as a string is Rich markup and loses "[interval]"
         table.add_column(Text(header), justify=justify)  # type: ignore[arg-type]
     pareto = set(plan.pareto)
-    must = pareto | ({plan.recommended} if plan.recommended is not None else set())
-    for k in limited_rows(range(len(plan.candidates)), must, limit):
+    for k in _plan_rows(plan, limit):
         c = plan.candidates[k]
         mark = (">" if k == plan.recommended else "") + ("*" if k in pareto else "")
         style = "bold green" if k == plan.recommended else None
         cells = [Text(PLAN_COLUMNS[name][2](c)) for name in shown]
         table.add_row(Text(f"{mark}{k}"), *cells, style=style)
     return table
+
+
+def _plan_rows(plan: TrainPlan, limit: int | None) -> list[int]:
+    """The candidates :func:`plan_table` shows: ``limit`` rows, beyond it where the Pareto
+    front and the pick need more."""
+    must = set(plan.pareto) | ({plan.recommended} if plan.recommended is not None else set())
+    return list(limited_rows(range(len(plan.candidates)), must, limit))
 
 
 def batch_choice_table(plan: TrainPlan) -> Table:
@@ -185,7 +191,7 @@ def print_plan(
 ) -> None:
     """The table, the pick in one sentence, and why the rest were dropped."""
     console.print(plan_table(plan, limit=limit, columns=columns))
-    hidden = len(plan.candidates) - min(len(plan.candidates), limit or len(plan.candidates))
+    hidden = len(plan.candidates) - len(_plan_rows(plan, limit))
     hints = []
     if hidden > 0:
         hints.append(f"--limit N shows more of the {count_of(len(plan.candidates), 'candidate')}")
