@@ -563,24 +563,33 @@ def test_nonsense_deployments_are_refused_in_one_line() -> None:
 
 
 def test_fp8_on_a_gpu_without_fp8_tensor_cores_is_refused_as_plan_train_refuses_it() -> None:
-    """QA2 #5: every LLM verb gives plan train's one line for fp8 weights on a T4 or an A100
-    (they priced them at the fp16 peak before); a plan skips those GPU types and says so."""
+    """QA2 #5: every LLM verb gives plan train's one line for fp8 weights a GPU cannot serve
+    (TensorRT-LLM's fp8 needs fp8 tensor cores; a T4 has no kernel for them at all); a plan
+    skips those GPU types and says so. vLLM serves them weight-only on an Ampere GPU."""
     common = {"model": "llama-3-8b", "framework": "tensorrt-llm", "precision": "fp8"}
     line = r"precision: fp8 needs fp8 tensor cores, which the {} has not \(it has units for "
-    for gpu in ("A100-80GB", "T4"):
+    for gpu, framework in (("A100-80GB", "tensorrt-llm"), ("T4", "tensorrt-llm"), ("T4", "vllm")):
+        these = dict(common, framework=framework)
         with pytest.raises(InvalidSpecError, match=line.format(gpu)) as info:
-            gpucast.predict_infer(**common, gpu=gpu, input_len=1024, output_len=256)
+            gpucast.predict_infer(**these, gpu=gpu, input_len=1024, output_len=256)
         assert "or int8), or a GPU with fp8 units (L4," in str(info.value)
         with pytest.raises(InvalidSpecError, match=line.format(gpu)):
-            gpucast.simulate_llm_serve(**common, gpu=gpu, rate=1, duration_s=10)
+            gpucast.simulate_llm_serve(**these, gpu=gpu, rate=1, duration_s=10)
         with pytest.raises(InvalidSpecError, match=line.format(gpu)):
-            gpucast.plan_llm_serve(**common, gpu=[gpu], rate=1, slo_ttft_ms=500, duration_s=10)
+            gpucast.plan_llm_serve(**these, gpu=[gpu], rate=1, slo_ttft_ms=500, duration_s=10)
     hopper = gpucast.simulate_llm_serve(**dict(common, gpu="H100-SXM"), rate=1, duration_s=10)
     assert hopper.to_dict()["tokens_per_s"] > 0
     both = gpucast.plan_llm_serve(**common, gpu=["A100-80GB", "H100-SXM"], rate=1,
                                   slo_ttft_ms=500, duration_s=10, max_replicas=1)  # fmt: skip
     assert {c.gpu for c in both.plan.candidates} == {"H100-SXM"}
-    assert "A100-80GB: no fp8 tensor cores for --precision fp8" in both.plan.infeasible
+    skipped = "A100-80GB: no fp8 tensor cores for --precision fp8 (TensorRT-LLM)"
+    assert skipped in both.plan.infeasible
+    # vLLM on an A100: fp8 weights weight-only (W8A16), matmuls at the fp16 peak, said so
+    vllm = dict(common, framework="vllm", gpu="A100-80GB")
+    weight_only = gpucast.predict_infer(**vllm, input_len=1024, output_len=256)
+    assert any("run weight-only (W8A16" in n for n in weight_only.prediction.notes)
+    fp16 = gpucast.predict_infer(**dict(vllm, precision="fp16"), input_len=1024, output_len=256)
+    assert weight_only.prediction.latency_s < fp16.prediction.latency_s  # half the weight bytes
     # int8 weights compute at fp16: the A100 serves them
     assert gpucast.predict_infer(**dict(common, gpu="A100-80GB", precision="int8"),
                                  input_len=1024, output_len=256).prediction.fits  # fmt: skip

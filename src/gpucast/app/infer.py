@@ -249,8 +249,8 @@ def predict_infer(
         ) from exc
     catalog = load_catalog()
     gpu, node = node_links(catalog.gpu(request.gpu))  # as its node links it
-    check_weight_units(request.precision, gpu, catalog)
     engine = inference_engine(request.framework)
+    check_weight_units(request.precision, gpu, catalog, engine.name)
 
     def at(tp: int) -> InferencePrediction:
         return predict_inference(

@@ -33,6 +33,7 @@ from gpucast.domain.llm_infer import (
     INFER_PRECISIONS,
     check_precision,
     check_weight_units,
+    fp8_runs_on,
 )
 from gpucast.domain.options import lower_list, lower_text, option
 
@@ -942,9 +943,9 @@ def plan_llm_serve(
     # them), refused in predict infer's line where none is left
     no_units: list[str] = []
     if request.precision is not None and COMPUTE_MODE[request.precision] == "fp8":
-        no_units = sorted({c.gpu.name for c in choices if not c.gpu.has_units("fp8")})
+        no_units = sorted({c.gpu.name for c in choices if not fp8_runs_on(c.gpu, engine.name)})
         if choices and len(no_units) == len({c.gpu.name for c in choices}):
-            check_weight_units(request.precision, choices[0].gpu, load_catalog())
+            check_weight_units(request.precision, choices[0].gpu, load_catalog(), engine.name)
         choices = [c for c in choices if c.gpu.name not in no_units]
     # the GPUs asked for that are not tried, each with why (plan.infeasible lists them)
     skipped = inputs.unoffered_gpus(
@@ -955,7 +956,10 @@ def plan_llm_serve(
         f"{gpu}: {engine.display_name} runs on {' / '.join(engine.vendors)} GPUs only"
         for gpu in sorted({g.name for g, _offer, _price in offers if not engine.runs_on(g.vendor)})
     ]
-    skipped += [f"{gpu}: no fp8 tensor cores for --precision fp8" for gpu in no_units]
+    skipped += [
+        f"{gpu}: no fp8 tensor cores for --precision fp8 ({engine.display_name})"
+        for gpu in no_units
+    ]
     scheduler = _scheduler(request, engine.max_sequences)
     scheduler.check_budget(traffic.requests, spec.max_context)
     plan = plan_llm_serving(

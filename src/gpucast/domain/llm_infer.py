@@ -76,11 +76,26 @@ def check_precision(name: str, value: str) -> None:
         )
 
 
-def check_weight_units(precision: str | None, gpu: Any, catalog: Any) -> None:
-    """fp8 weights run their matmuls on fp8 tensor cores: every LLM verb refuses them on a GPU
-    without (a T4, an A100) with the one line ``plan train`` gives a training request."""
-    if precision is not None and COMPUTE_MODE.get(precision) == FP8:
-        check_precision_units(FP8, gpu, catalog, runs="has units for", or_else="int8")
+#: Engines that serve fp8 weights weight-only on a GPU without fp8 tensor cores: vLLM's FP8
+#: Marlin kernels (W8A16, compute capability 8.0 and later: an Ampere-class GPU, which has
+#: bf16 units). TensorRT-LLM's fp8 needs fp8 tensor cores (Ada, Hopper and later).
+WEIGHT_ONLY_FP8_ENGINES: frozenset[str] = frozenset({"vllm"})
+
+
+def fp8_runs_on(gpu: Any, engine: str) -> bool:
+    """Whether ``engine`` serves fp8 weights on ``gpu``: on its fp8 tensor cores, or
+    weight-only (:data:`WEIGHT_ONLY_FP8_ENGINES`) on an Ampere-class GPU."""
+    return bool(gpu.has_units(FP8) or (engine in WEIGHT_ONLY_FP8_ENGINES and gpu.has_units("bf16")))
+
+
+def check_weight_units(precision: str | None, gpu: Any, catalog: Any, engine: str) -> None:
+    """fp8 weights on a GPU ``engine`` cannot serve them on (:func:`fp8_runs_on`; a T4 or a
+    V100 with any engine, an A100 with TensorRT-LLM): the one line ``plan train`` gives a
+    training request. Where vLLM runs them weight-only the prediction says so
+    (:func:`gpucast.predict.llm_infer.fp8_hardware_note`)."""
+    if precision is None or COMPUTE_MODE.get(precision) != FP8 or fp8_runs_on(gpu, engine):
+        return
+    check_precision_units(FP8, gpu, catalog, runs="has units for", or_else="int8")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

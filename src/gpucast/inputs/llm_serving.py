@@ -324,8 +324,8 @@ def serving_model(
     spec = llm_model(model)
     catalog = load_catalog()
     gpu_spec, node = node_links(catalog.gpu(gpu))  # as its catalog node links it
-    check_weight_units(precision, gpu_spec, catalog)
     engine = inference_engine(framework)
+    check_weight_units(precision, gpu_spec, catalog, engine.name)
     longest_in, longest_out = longest_tokens
     longest_in = min(longest_in, spec.max_context - 1)
     longest_out = max(1, min(longest_out, spec.max_context - longest_in))

@@ -603,14 +603,16 @@ def request_latency_s(
 
 
 def fp8_hardware_note(gpu: GpuSpec, weights: str) -> str | None:
-    """fp8 weights on a GPU without fp8 tensor cores (before Ada / Hopper), in words: how
-    this model prices them when called so (the LLM verbs refuse such a request first,
-    :func:`gpucast.domain.llm_infer.check_weight_units`)."""
+    """fp8 weights on a GPU without fp8 tensor cores (an Ampere-class GPU: older ones are
+    refused first, :func:`gpucast.domain.llm_infer.check_weight_units`), in words: how this
+    model prices them."""
     if COMPUTE_MODE[weights] != "fp8" or gpu.fp8_tflops is not None:
         return None
     return (
-        f"{gpu.name} has no fp8 tensor cores: matmuls priced at its fp16 peak (fp8 weights "
-        "there run weight-only at best; TensorRT-LLM's fp8 needs Ada, Hopper or later)"
+        f"{gpu.name} has no fp8 tensor cores: fp8 weights run weight-only (W8A16: read at 1 "
+        "byte, dequantised to 16 bits, as vLLM's FP8 Marlin kernels do from compute "
+        "capability 8.0), matmuls priced at its fp16 peak; TensorRT-LLM's fp8 needs Ada, "
+        "Hopper or later"
     )
 
 
