@@ -86,16 +86,17 @@ def test_plan_serve_with_an_llm() -> None:
     assert slo.exit_code == 2 and "slo: is not an option of LLM serving" in slo.stderr
 
 
-def test_plan_serve_shows_long_latencies_as_durations() -> None:
-    # 200 req/s on two L4s: prompts queue for half an hour; the cell read "2061395" (ms)
+def test_plan_serve_shows_long_latencies_in_ms_cells_and_as_durations_in_text() -> None:
+    # 200 req/s on two L4s: prompts queue for half an hour; the cell read "2061395" (ms), then
+    # "34.4 min" under an ms heading: now thousands separated ms, the bound text a duration
     result = runner.invoke(app, ["plan", "serve", "--model", "llama-3-8b", "--rate", "200",
                                  "--duration-s", "20", "--gpu", "L4", "--tp", "1",
                                  "--max-replicas", "2", "--slo-ttft-ms", "500"])  # fmt: skip
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())  # the bound column wraps
-    assert re.search(r"\(misses\) │ [\d.]+ │ [\d.]+ │ [\d.]+ (min|h) │", text), text
+    assert re.search(r"\(misses\) │ [\d.]+ │ [\d.]+ │ \d{1,3}(,\d{3}){2,} │", text), text
     assert re.search(r"TTFT p99 [\d.]+ (min|h) over 500 ms", text), text
-    assert not re.search(r"\d{5,} ms", text)
+    assert not re.search(r"\d{5,} ms", text) and " min │" not in text
 
 
 def test_plan_serve_at_one_price_says_how_the_tie_was_broken() -> None:
@@ -259,3 +260,21 @@ def test_plan_serve_takes_the_deployment_options_simulate_serve_has() -> None:
     cnn = runner.invoke(app, ["plan", "serve", "--model", "resnet50:100", "--slo-ms", "50",
                               "--price", "1"])  # fmt: skip
     assert cnn.exit_code == 2 and "price: applies to language models only" in cnn.stderr
+
+
+def test_a_simulated_gpu_that_misses_is_not_listed_as_not_simulated_and_cells_stay_in_ms() -> None:
+    """QA 33b #9: "not simulated: L4 tp=2: SLO missed even with 32 replicas" beside L4 tp=2
+    rows, and "4.15 min" in the "TTFT p99 ms" column."""
+    result = runner.invoke(app, ["plan", "serve", "--model", "llama-3-8b", "--gpu", "L40S",
+                                 "--rate", "60", "--duration-s", "20", "--slo-ttft-ms", "300",
+                                 "--max-replicas", "1", "--no-disaggregation", "--tp", "1"],
+                           env={"COLUMNS": "200"})  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "L40S tp=1, 1 replica (1 GPU) (misses)" in text
+    assert "not simulated: L40S" not in text
+    assert "L40S tp=1: simulated, every replica count tried misses the SLO (up to 1 replica)" in text
+    assert "1 deployment simulated" in text
+    row = next(line for line in result.stdout.splitlines() if "(misses)" in line)
+    ttft_cell = row.split("│")[5].strip()
+    assert re.fullmatch(r"\d{1,3}(,\d{3})+", ttft_cell), ttft_cell  # over 10 s, in ms

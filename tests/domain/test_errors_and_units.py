@@ -81,12 +81,14 @@ def test_parse_duration(text: str, seconds: float) -> None:
         (0.0123, {}, "12 ms"),
         (0.0123, {"digits": 1, "unit": False}, "12.3"),
         (9.5, {}, "9500 ms"),
-        (2061.395, {"unit": False}, "34.4 min"),  # a plan cell read "2061395"
+        (2061.395, {}, "34.4 min"),
+        (2061.395, {"unit": False}, "2,061,395"),  # under an ms heading: ms, not "34.4 min"
+        (9.5, {"digits": 1, "unit": False}, "9,500.0"),
         (8093.992, {}, "2.25 h"),
         (math.nan, {}, "-"),
     ],
 )
-def test_format_latency_goes_to_the_duration_formatter_beyond_10_s(
+def test_format_latency_beyond_10_s_is_a_duration_with_its_unit_and_ms_without(
     seconds: float, kwargs: dict[str, object], text: str
 ) -> None:
     assert format_latency(seconds, **kwargs) == text  # type: ignore[arg-type]

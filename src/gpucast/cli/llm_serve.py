@@ -29,7 +29,7 @@ from gpucast.cli._command import request_parameters
 from gpucast.cli._common import console, emit_json, err_console, working
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import fields_of
-from gpucast.domain.units import format_latency, format_ms
+from gpucast.domain.units import count_of, format_latency, format_ms
 
 if TYPE_CHECKING:
     from gpucast.app.llm_serve import PlanLlmServeResult, SimulateLlmServeResult
@@ -231,7 +231,7 @@ def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from gpucast.plan.llm_serve import TIE_BREAK
+    from gpucast.plan.llm_serve import SLO_MISSED, TIE_BREAK
 
     plan = result.plan
     req = result.request
@@ -264,7 +264,7 @@ def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
     console.print(
         f"[dim]R = recommended (cheapest meeting the SLOs; ties go to {TIE_BREAK}), "
         "* = Pareto front of cost vs TTFT "
-        f"and TPOT; {plan.simulated} deployments simulated[/dim]",
+        f"and TPOT; {count_of(plan.simulated, 'deployment')} simulated[/dim]",
         highlight=False,
     )
     if plan.recommended is None:
@@ -272,7 +272,8 @@ def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
     if (band := result.band_text()) is not None:
         console.print(f"  {band}", highlight=False)
     for line in not_simulated_lines(plan.infeasible):
-        console.print(f"[dim]  not simulated: {escape(line)}[/dim]", highlight=False)
+        said = "" if SLO_MISSED in line else "not simulated: "  # its rows are in the table
+        console.print(f"[dim]  {said}{escape(line)}[/dim]", highlight=False)
     for key, value in result.assumptions.items():
         console.print(f"[dim]{escape(f'{key}: {value}')}[/dim]", highlight=False)
     for key, value in result.validation.items():

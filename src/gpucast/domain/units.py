@@ -187,11 +187,14 @@ def format_span(low: float, high: float, unit: str) -> str:
 
 
 def format_latency(seconds: float, *, digits: int = 0, unit: bool = True) -> str:
-    """A latency in milliseconds (``digits`` decimals, `` ms`` when ``unit``) under 10 s,
-    beyond it as :func:`format_duration` gives it: ``34.4 min``, not ``2061395 ms`` (a table
-    cell under a heading in ms takes ``unit=False``). NaN: ``-``."""
+    """A latency in milliseconds (``digits`` decimals, `` ms``) under 10 s, beyond it as
+    :func:`format_duration` gives it: ``34.4 min``, not ``2061395 ms``. A table cell under a
+    heading in ms takes ``unit=False``: milliseconds always, whole and thousands separated from
+    10 s on (``2,061,395``; never ``34.4 min`` under an ms heading). NaN: ``-``."""
     if math.isnan(seconds):
         return "-"
+    if not unit:
+        return f"{seconds * 1e3:,.{digits if seconds < 10.0 else 0}f}"
     if seconds < 10.0:
-        return f"{seconds * 1e3:.{digits}f}{' ms' if unit else ''}"
+        return f"{seconds * 1e3:.{digits}f} ms"
     return format_duration(seconds)

@@ -393,7 +393,8 @@ def plan_llm_serving(
     ``band_of`` (a GPU -> the engine's 80% iteration-time factors) re-simulates the pick at
     both edges (:attr:`LlmServePlan.best_band`). ``skipped``: GPUs asked for that the caller
     could not offer, each with why ("MI300X: no catalog offer ..."), listed first among
-    :attr:`LlmServePlan.infeasible`, where every GPU x degree not simulated is, with why."""
+    :attr:`LlmServePlan.infeasible`, where every GPU x degree not simulated is, with why (and
+    each one simulated whose every replica count missed: :data:`SLO_MISSED`)."""
     if slo_ttft_s is None and slo_tpot_s is None:
         raise InvalidSpecError("slo", "is required", fix="give --slo-ttft-ms and/or --slo-tpot-ms")
     if requests.count == 0:
@@ -460,7 +461,7 @@ def plan_llm_serving(
         low = max(1, math.floor(_work_s(s, cost) / span)) if span > 0 else 1
         best = _search_replicas(s, choice, tp, cost, low, max_replicas, rows)
         if best is None:
-            infeasible.append(f"{label}: SLO missed even with {max_replicas} replicas")
+            infeasible.append(f"{label}: {SLO_MISSED} (up to {count_of(max_replicas, 'replica')})")
         else:
             colocated_best.append(
                 (choice.price_usd_per_gpu_hour * tp * best, choice, tp, cost, best, span)
@@ -516,6 +517,10 @@ def plan_llm_serving(
 
 #: How the pick is chosen among deployments that meet the SLOs at the same cost (``--price P``
 #: prices every GPU type alike): the rule :func:`_rank` orders them by, as the output says.
+SLO_MISSED = "simulated, every replica count tried misses the SLO"
+"""Why a GPU x degree gives no pick though it was simulated: its rows stand in the table, each
+marked as missing; :attr:`LlmServePlan.infeasible` holds it beside the ones not simulated."""
+
 TIE_BREAK = "lower TTFT, then lower TPOT, then fewer GPUs"
 
 
