@@ -273,7 +273,9 @@ def test_a_simulated_gpu_that_misses_is_not_listed_as_not_simulated_and_cells_st
     text = " ".join(result.stdout.split())
     assert "L40S tp=1, 1 replica (1 GPU) (misses)" in text
     assert "not simulated: L40S" not in text
-    assert "L40S tp=1: simulated, every replica count tried misses the SLO (up to 1 replica)" in text
+    assert (
+        "L40S tp=1: simulated, every replica count tried misses the SLO (up to 1 replica)" in text
+    )
     assert "1 deployment simulated" in text
     row = next(line for line in result.stdout.splitlines() if "(misses)" in line)
     ttft_cell = row.split("│")[5].strip()

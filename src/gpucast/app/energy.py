@@ -241,7 +241,7 @@ class PredictEnergyRequest:
         "auto, fp32, tf32, bf16, fp16 or fp8, as predict train reads them (auto: bf16 where "
         "the GPU has bf16 tensor cores, else fp32)."
     )
-    software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
+    software: str = option("pytorch", parse=lower_text, help=SOFTWARE_HELP, example="tuned")
     workload_options: WorkloadOptions = workload_options_field()
     step_time_s: float | None = option(
         None,

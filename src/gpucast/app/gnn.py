@@ -188,6 +188,7 @@ class PredictGnnRequest:
     )
     software: str = option(
         "pytorch",
+        parse=lower_text,
         help="gat/rgat mini-batch: pytorch (eager kernels, the model as priced) or tuned "
         "(MLPerf-class code: fused kernels, WholeGraph features; calibrated on MLPerf Training "
         "v4.0's R-GAT runs, catalog/data/gnn_calibration.csv).",

@@ -237,7 +237,7 @@ class PredictLlmTrainRequest:
     )
     global_batch: int = option(help="Sequences per optimizer step.", example="1024")
     precision: str = option("bf16", parse=lower_text, help="bf16, fp16 or fp8.", example="fp8")
-    software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
+    software: str = option("tuned", parse=lower_text, help=SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: full fine-tuning / pre-training).")
     lora_fused: bool = option(False, help=LORA_FUSED_HELP)
     tp: int | None = tp_option()

@@ -120,7 +120,7 @@ class PlanLlmTrainRequest:
     gpus: tuple[str, ...] = option((), flag="gpu", help="GPU types allowed.", example="H100")
     exclude_gpus: tuple[str, ...] = exclude_gpus_option()
     precision: str = option("bf16", parse=lower_text, help="bf16, fp16 or fp8.", example="fp8")
-    software: str = option("tuned", help=SOFTWARE_HELP, example="tuned")
+    software: str = option("tuned", parse=lower_text, help=SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: all weights trained).")
     lora_fused: bool = option(False, help=LORA_FUSED_HELP)
     tp_overlap: float = option(0.0, help=TP_OVERLAP_HELP, example="0.8")

@@ -121,7 +121,7 @@ class PredictTrainRequest:
         "default), tf32 (matmuls too), bf16, fp16, or fp8 (matmuls and convolutions at the "
         "fp8 peak, the rest bf16; GPUs with fp8 units)."
     )
-    software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
+    software: str = option("pytorch", parse=lower_text, help=SOFTWARE_HELP, example="tuned")
     workload_options: WorkloadOptions = workload_options_field()
     cluster: str | None = cluster_option()
     cluster_nodes: int | None = cluster_nodes_option()

@@ -298,7 +298,7 @@ class PlanServeRequest:
         "time-scaled to it).",
         example="constant",
     )
-    slo: str | None = option(None, help="e.g. p99<50ms.", example="p99<50ms")
+    slo: str | None = option(None, parse=lower_text, help="e.g. p99<50ms.", example="p99<50ms")
     slo_ms: float | None = option(None, help="SLO latency, ms.", example="50")
     slo_percentile: float | None = option(None, help="e.g. 99.", example="99")
     gpus: tuple[str, ...] = option((), flag="gpu", help="Only these GPU types.", example="T4")
@@ -962,6 +962,7 @@ class SimulateServeRequest:
     duration_s: float = option(60.0, help="Simulated seconds.", example="60")
     slo: str | None = option(
         None,
+        parse=lower_text,
         help="Latency SLO pNN<LATENCY (ms or s), as plan serve's: the share of requests "
         "within LATENCY, and whether that is NN%.",
         example="p99<100ms",

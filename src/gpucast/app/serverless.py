@@ -46,7 +46,7 @@ from gpucast.domain.limits import (
     check_seed,
     check_work,
 )
-from gpucast.domain.options import default_mark, defaults_used, option, split_list
+from gpucast.domain.options import default_mark, defaults_used, lower_text, option, split_list
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -972,6 +972,7 @@ class PlanServerlessRequest(ServerlessLoad):
 
     slo: str | None = option(
         None,
+        parse=lower_text,
         help="Latency SLO of an invocation, cold starts included: pNN<LATENCY (ms or s; "
         f"default {DEFAULT_SLO}).",
         example="p99<500ms",

@@ -168,7 +168,7 @@ class SimulateTrainRequest:
         "units, fp32 elsewhere), or fp8 (matmuls and convolutions at the fp8 peak, the "
         "rest bf16; GPUs with fp8 units only)."
     )
-    software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
+    software: str = option("pytorch", parse=lower_text, help=SOFTWARE_HELP, example="tuned")
     workload_options: WorkloadOptions = workload_options_field()
     steps: int | None = option(
         None,

@@ -157,7 +157,7 @@ class TrainRequest:
         "units, fp32 elsewhere), or fp8 (matmuls and convolutions at the fp8 peak, the rest "
         "bf16; GPUs without fp8 units are skipped)."
     )
-    software: str = option("pytorch", help=SOFTWARE_HELP, example="tuned")
+    software: str = option("pytorch", parse=lower_text, help=SOFTWARE_HELP, example="tuned")
     workload_options: WorkloadOptions = workload_options_field()
     epochs: float | None = option(
         None, help="Epochs at the reference batch (default: the workload family's).", example="90"
