@@ -83,7 +83,25 @@ def test_plan_serve_with_an_llm() -> None:
     assert big.exit_code == 2 and "does not fit on any GPU offered" in big.stderr
     slo = runner.invoke(app, ["plan", "serve", "--model", "llama-3-8b", "--rate", "1",
                               "--slo", "p99<50ms"])  # fmt: skip
-    assert slo.exit_code == 2 and "slo: is not an option of LLM serving" in slo.stderr
+    assert slo.exit_code == 2 and "a language model's SLOs are two: TTFT" in slo.stderr
+
+
+def test_one_latency_slo_on_a_language_model_says_which_latencies_and_carries_it_over() -> None:
+    """QA 33b #7: --slo 'p99<2s' on an LLM read "slo: is not an option of LLM serving"."""
+    for verb, flags, fix in (
+        (SIM, ["--slo", "P99<2S"], "e.g. --slo-ttft-ms 2000 --slo-tpot-ms 50 (the first"),
+        (["plan", "serve", "--model", "llama-3-8b:2"], ["--slo", "p95<500ms"],
+         "e.g. --slo-ttft-ms 500 --slo-tpot-ms 50 --slo-percentile 95"),
+        (["plan", "serve", "--model", "llama-3-8b:2"], ["--slo-ms", "300"],
+         "e.g. --slo-ttft-ms 300 --slo-tpot-ms 50 --slo-percentile 99"),
+    ):  # fmt: skip
+        result = runner.invoke(app, [*verb, *flags])
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, lines
+        assert "not end to end" in lines[0] and fix in lines[0], lines[0]
+    helped = runner.invoke(app, ["simulate", "serve", "--help"], env={"COLUMNS": "300"})
+    assert "SLOs are on TTFT and TPOT, not end to end" in " ".join(helped.stdout.split())
 
 
 def test_plan_serve_shows_long_latencies_in_ms_cells_and_as_durations_in_text() -> None:

@@ -169,6 +169,13 @@ def _check_host_capacity(value: float | None) -> None:
         )
 
 
+#: --slo's help on a language model: which latencies its SLOs are on.
+LLM_SLO_HELP = (
+    "A language model's SLOs are on TTFT and TPOT, not end to end: --slo-ttft-ms and "
+    "--slo-tpot-ms instead."
+)
+
+
 def parse_slo(text: str) -> tuple[float, float]:
     """``p99<50ms``, ``p95<=0.1s`` or ``50ms`` (p99) -> (percentile, seconds): the ``--slo``
     of every serving verb. A latency without its unit (``p99<2``) is refused, as a keep-alive
@@ -298,7 +305,9 @@ class PlanServeRequest:
         "time-scaled to it).",
         example="constant",
     )
-    slo: str | None = option(None, parse=lower_text, help="e.g. p99<50ms.", example="p99<50ms")
+    slo: str | None = option(
+        None, parse=lower_text, help=f"e.g. p99<50ms. {LLM_SLO_HELP}", example="p99<50ms"
+    )
     slo_ms: float | None = option(None, help="SLO latency, ms.", example="50")
     slo_percentile: float | None = option(None, help="e.g. 99.", example="99")
     gpus: tuple[str, ...] = option((), flag="gpu", help="Only these GPU types.", example="T4")
@@ -964,7 +973,7 @@ class SimulateServeRequest:
         None,
         parse=lower_text,
         help="Latency SLO pNN<LATENCY (ms or s), as plan serve's: the share of requests "
-        "within LATENCY, and whether that is NN%.",
+        f"within LATENCY, and whether that is NN%. {LLM_SLO_HELP}",
         example="p99<100ms",
     )
     slo_ms: float | None = option(None, help="Latency SLO, ms (= --slo p99<Lms).", example="100")

@@ -24,6 +24,7 @@ from gpucast.app.llm_serve import (
     SimulateLlmServeRequest,
     cost_text,
     requests_text,
+    slo_of_one_latency,
 )
 from gpucast.cli._command import request_parameters
 from gpucast.cli._common import console, emit_json, err_console, working
@@ -91,6 +92,8 @@ def dispatch(
                 value = given.get(name)
                 if value is None or value == []:
                     continue
+                if flag in ("slo", "slo-ms") and flag not in llm_flags.values():
+                    raise slo_of_one_latency(flag, value, llm_cls.VERB)  # type: ignore[attr-defined]
                 if flag not in llm_flags.values():
                     raise InvalidSpecError(
                         flag,
