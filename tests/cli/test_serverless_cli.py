@@ -22,7 +22,21 @@ def test_simulate_serverless_text_and_json() -> None:
     out = runner.invoke(app, [*argv, "--json"])
     assert out.exit_code == 0, out.output
     d = json.loads(out.stdout)
-    assert d["policy"] == "fixed" and d["functions"] == 50
+    assert d["policy"] == "fixed" and d["functions"] == 50 and d["slo"] is None
+
+
+def test_simulate_serverless_takes_plan_serverless_slo() -> None:
+    """QA 33b #7: simulate serverless --slo read "No such option: --slo"."""
+    argv = ["simulate", "serverless", "--synthetic", "50", "--minutes", "240", "--models", "mlp"]
+    text = runner.invoke(app, [*argv, "--slo", "P99<3S"])
+    assert text.exit_code == 0, text.output
+    assert "SLO p99 <= 3 s " in text.stdout and "% of invocations within 3 s" in text.stdout
+    out = json.loads(runner.invoke(app, [*argv, "--slo", "p50<1ms", "--json"]).stdout)["slo"]
+    assert out["percentile"] == 50 and out["latency_s"] == 0.001
+    assert 0 <= out["share_within"] <= 1
+    assert out["met"] == (out["latency_at_percentile_s"] <= 0.001)
+    bad = runner.invoke(app, [*argv, "--slo", "p99<3"])
+    assert bad.exit_code == 2 and "slo: needs the latency's unit" in bad.stderr
 
 
 def test_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
@@ -91,6 +105,7 @@ def test_plan_serverless_text_and_json() -> None:
     kinds = {o["kind"] for o in d["options"]}
     assert {"serverless", "always-on"} <= kinds
     assert d["choice"]["name"] in d["reason"]
+    assert "p99 <= 3 s" in d["reason"] and "3000 ms" not in d["reason"]  # QA 33b #21
 
 
 def test_plan_serve_serverless_is_plan_serverless() -> None:

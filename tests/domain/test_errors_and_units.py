@@ -22,6 +22,7 @@ from gpucast.domain.units import (
     format_ms_against,
     format_pct_against,
     format_ratio,
+    format_slo_latency,
     format_span,
     parse_duration_s,
 )
@@ -236,3 +237,8 @@ def test_count_of_is_singular_for_one() -> None:
     assert (count_of(1, "GPU"), count_of(8, "GPU"), count_of(1024, "GPU")) == (
         "1 GPU", "8 GPUs", "1,024 GPUs"
     )  # fmt: skip
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(0.05, "50 ms"), (3.0, "3 s"), (0.9995, "999.5 ms")])
+def test_format_slo_latency_writes_it_as_given(seconds: float, text: str) -> None:
+    assert format_slo_latency(seconds) == text

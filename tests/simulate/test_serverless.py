@@ -16,6 +16,7 @@ from gpucast.simulate.serverless import (
     latency_summary,
     service_quantiles,
     simulate_keep_alive,
+    slo_standing,
 )
 
 
@@ -468,3 +469,16 @@ def test_a_pool_weighs_each_call_by_its_instances_gpus() -> None:
     assert r.busy_gpu_s == pytest.approx(4 * 90.0)
     with pytest.raises(InvalidSpecError, match="on 2 GPU\\(s\\), more than the pool's"):
         simulate_gpu_pool(counts, gpus=1, instance_gpus=[1, 2], **kw)  # type: ignore[arg-type]
+
+
+def test_slo_standing_is_the_percentile_and_the_share_of_calls_within() -> None:
+    """simulate serverless --slo: 9 warm calls of 1-2 ms and one 1 s cold start: p99 is the
+    cold call, p90 a warm one; 9 of 10 calls are within 10 ms."""
+    run = np.array([0.001, 0.002])
+    cases = ((0.0, np.array([8, 1])), (1.0, np.array([1, 0])))
+    p99, share = slo_standing(run, cases, percentile=99.0, slo_s=0.010)
+    assert p99 == pytest.approx(1.001) and share == pytest.approx(0.9)
+    p90, _ = slo_standing(run, cases, percentile=90.0, slo_s=0.010)
+    assert p90 <= 0.002
+    none = slo_standing(run, ((0.0, np.array([0, 0])),), percentile=99.0, slo_s=0.010)
+    assert all(np.isnan(none))

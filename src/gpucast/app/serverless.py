@@ -47,6 +47,7 @@ from gpucast.domain.limits import (
     check_work,
 )
 from gpucast.domain.options import default_mark, defaults_used, lower_text, option, split_list
+from gpucast.domain.units import format_slo_latency
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -336,13 +337,24 @@ class SimulateServerlessRequest(ServerlessLoad):
         "(Torpor-style).",
         example="4",
     )
+    slo: str | None = option(
+        None,
+        parse=lower_text,
+        help="Latency SLO of an invocation, cold starts included, as plan serverless's: "
+        "pNN<LATENCY (ms or s); prints the share of invocations within LATENCY and whether "
+        "the pNN latency is.",
+        example="p99<500ms",
+    )
 
     def __post_init__(self) -> None:
         ServerlessLoad.__post_init__(self)
         check_pool_gpus(self.pool_gpus)
+        from gpucast.app.serve import parse_slo
         from gpucast.domain.serverless import parse_policy
 
         parse_policy(self.policy)
+        if self.slo is not None:
+            parse_slo(self.slo)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -369,6 +381,9 @@ class SimulateServerlessResult:
     host_memory_mb: FloatArray | None = None
     #: the flags whose default set the result (``--gpu``)
     defaults: tuple[str, ...] = ()
+    #: ``--slo``: percentile, latency_s, the latency at the percentile, the share of
+    #: invocations within latency_s and whether the SLO is met (None: no --slo)
+    slo: dict[str, Any] | None = None
 
     @property
     def billed_gpu_hours(self) -> float:
@@ -421,6 +436,7 @@ class SimulateServerlessResult:
                 _functions(self.apps, len(r.functions)),
             ),
             "pool": self._pool_dict(),
+            "slo": self.slo,
             "sources": {"trace": self.trace_source, "price": self.price_source},
             "warnings": list(self.warnings),
             "assumptions": dict(self.assumptions),
@@ -955,7 +971,32 @@ def simulate_serverless(
         apps=load.apps,
         host_memory_mb=load.host_memory_mb,
         defaults=defaults_used(request, ("gpu",)),
+        slo=None if request.slo is None else _slo_standing(request.slo, result, load),
     )
+
+
+def _slo_standing(text: str, result: ServerlessResult, load: _Load) -> dict[str, Any]:
+    """``--slo`` against the simulated invocations (execution + cold start), judged as plan
+    serverless judges --slo-scope invocations: the latency at the percentile within it."""
+    import numpy as np
+
+    from gpucast.app.serve import parse_slo
+    from gpucast.simulate.serverless import slo_standing
+
+    percentile, slo_s = parse_slo(text)
+    warm = result.invocations - result.cold_starts
+    at_s, share = slo_standing(
+        np.asarray(load.exec_s, dtype=np.float64),
+        ((0.0, warm), (load.cold_s, result.cold_starts)),
+        percentile=percentile, slo_s=slo_s, spread=load.exec_spread,
+    )  # fmt: skip
+    return {
+        "percentile": percentile,
+        "latency_s": slo_s,
+        "latency_at_percentile_s": at_s,
+        "share_within": share,
+        "met": None if np.isnan(at_s) else bool(at_s <= slo_s + 1e-12),
+    }
 
 
 # -- plan serverless: serverless vs always-on for the same load ------------------------------
@@ -1134,13 +1175,14 @@ def plan_serverless(
         always_on=always_on,
         always_on_by_peak=not load.trace.tokens,  # a request at a time: not how LLMs serve
     )
+    limit = format_slo_latency(slo_s)
     slo = (
         f"p{percentile:g} of invocation latency (execution + cold start or swap) over every "
-        f"call of every function <= {slo_s:g} s (--slo-scope invocations; busy functions make "
+        f"call of every function <= {limit} (--slo-scope invocations; busy functions make "
         "most calls)"
         if request.slo_scope == "invocations"
         else f"each invoked function's own p{percentile:g} over its own calls (execution + "
-        f"cold start or swap) <= {slo_s:g} s for >= {request.slo_functions * 100:g}% of the "
+        f"cold start or swap) <= {limit} for >= {request.slo_functions * 100:g}% of the "
         f"invoked {load.unit}s (--slo-scope functions)"
     ) + default_mark(request, "slo")
     assumptions = {

@@ -14,7 +14,9 @@ from gpucast.domain.units import (
     format_amount,
     format_duration,
     format_ms,
+    format_ms_against,
     format_pct_against,
+    format_slo_latency,
 )
 
 
@@ -73,6 +75,21 @@ def apps_line(d: dict[str, Any]) -> str | None:
     )
 
 
+def _slo_lines(slo: dict[str, Any] | None) -> list[str]:
+    """``--slo`` of simulate serverless: met or missed, the latency at its percentile and the
+    share of invocations within it (none without --slo)."""
+    if slo is None:
+        return []
+    q, limit = f"p{slo['percentile']:g}", format_slo_latency(slo["latency_s"])
+    verdict = {True: "met", False: "missed", None: "-"}[slo["met"]]
+    return [
+        f"  SLO {q} <= {limit} {verdict}: {q} "
+        f"{format_ms_against(slo['latency_at_percentile_s'], slo['latency_s'])} ms, "
+        f"{format_pct_against(slo['share_within'], slo['percentile'] / 100)}% of invocations "
+        f"within {limit} (cold starts included)"
+    ]
+
+
 def footer_lines(d: dict[str, Any]) -> list[str]:
     """The result's sources, assumptions and warnings (where it has them), one a line."""
     lines = [f"  {key}: {value}" for key, value in d["sources"].items()]
@@ -108,6 +125,7 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
         f"({d['cold_start_rate']:.3%}; 75th percentile of {d['unit']}s "
         f"{d['unit_cold_start_pct_p75']:.1f}%)",
         f"  latency p50 {format_ms(lat['p50'])} ms, p99 {format_ms(lat['p99'])} ms",
+        *_slo_lines(d.get("slo")),
         f"  GPU-hours billed {format_amount(d['billed_gpu_hours'])} "
         f"({d['billing']} billing; {other}), "
         f"US$ {d['cost_usd']:,.2f} at {d['price_usd_per_hour']:.4g} US$/h",
@@ -159,7 +177,7 @@ def plan_header_lines(d: dict[str, Any]) -> list[str]:
     )
     return [
         f"{units_text(d)} on {d['gpu']}{default_text(d, '--gpu')}, {hours_text(d)}, "
-        f"{d['invocations']:,} invocations; SLO {q} <= {d['slo_s'] * 1e3:g} ms"
+        f"{d['invocations']:,} invocations; SLO {q} <= {format_slo_latency(d['slo_s'])}"
         f"{default_text(d, '--slo')} {scope} "
         f"({sizing}, memory of all models {d['memory_gpus']} GPU(s))",
         *_arrivals(d),

@@ -186,6 +186,12 @@ def format_span(low: float, high: float, unit: str) -> str:
     return f"{a} {unit}" if a == b else f"{a}-{b} {unit}"
 
 
+def format_slo_latency(seconds: float) -> str:
+    """An SLO's latency as a person writes it: ``50 ms`` below a second, ``3 s`` from one on
+    (``p99<3s`` reads ``3 s`` everywhere, never ``3000 ms`` in one line and ``3 s`` in the next)."""
+    return f"{seconds * 1e3:g} ms" if seconds < 1.0 else f"{seconds:g} s"
+
+
 def format_latency(seconds: float, *, digits: int = 0, unit: bool = True) -> str:
     """A latency in milliseconds (``digits`` decimals, `` ms``) under 10 s, beyond it as
     :func:`format_duration` gives it: ``34.4 min``, not ``2061395 ms``. A table cell under a

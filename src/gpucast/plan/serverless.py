@@ -57,7 +57,12 @@ import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.serverless import KeepAlivePolicy
-from gpucast.domain.units import format_duration, format_ms_against, format_pct_against
+from gpucast.domain.units import (
+    format_duration,
+    format_ms_against,
+    format_pct_against,
+    format_slo_latency,
+)
 from gpucast.simulate.serverless import (
     BILLINGS,
     function_percentiles,
@@ -451,7 +456,7 @@ def plan_serverless(
         ordered = tuple(sorted(options, key=lambda o: (o.cost_usd, o.slo_latency_s)))
     feasible = [o for o in ordered if o.meets_slo]
     choice = feasible[0] if feasible else None
-    base = f"p{slo_percentile:g} <= {slo_s * 1e3:g} ms"
+    base = f"p{slo_percentile:g} <= {format_slo_latency(slo_s)}"
     need = f"{slo_function_share * 100:g}%"
     slo_text = f"{base} for >= {need} of {unit}s, each on its own calls" if by_functions else base
     if choice is None:

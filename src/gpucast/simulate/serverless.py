@@ -58,6 +58,7 @@ __all__ = [
     "service_quantiles",
     "simulate_gpu_pool",
     "simulate_keep_alive",
+    "slo_standing",
     "warmup_bins",
     "weighted_percentiles",
 ]
@@ -404,6 +405,24 @@ def latency_summary(
     out["mean"] = mean_num / total if total else math.nan
     out["max"] = float(v[w > 0].max()) if total else math.nan
     return out
+
+
+def slo_standing(
+    run: FloatArray,
+    cases: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]],
+    *,
+    percentile: float,
+    slo_s: float,
+    spread: FloatArray | None = None,
+) -> tuple[float, float]:
+    """The invocation-weighted latency at ``percentile`` (:func:`latency_summary`'s rule) and
+    the share of calls within ``slo_s`` (NaN, NaN without calls): ``simulate serverless --slo``."""
+    v, w = _call_table(run, cases, spread)
+    total = float(w.sum())
+    if total <= 0:
+        return math.nan, math.nan
+    at = latency_summary(run, cases, spread=spread, qs=(percentile,))[f"p{percentile:g}"]
+    return at, float(w[v <= slo_s + 1e-12].sum()) / total
 
 
 def function_percentiles(
