@@ -39,3 +39,35 @@ def test_a_one_gpu_serving_deployment_says_one_gpu() -> None:
     assert result.exit_code == 0, result.output
     assert "tp=1, 1 replica (1 GPU)" in result.output
     assert "1 GPUs" not in result.output
+
+
+def test_one_instance_and_one_gpu_read_singular_in_serve_and_serverless() -> None:
+    """QA 33b #20: "1 instance(s) each" (simulate serve), "peak 1 GPU(s), memory of all
+    models 1 GPU(s)" (plan serverless)."""
+    serve = runner.invoke(app, ["simulate", "serve", "--model", "mlp", "--gpu", "T4", "--rate",
+                                "10", "--duration-s", "2"], terminal_width=250)  # fmt: skip
+    assert serve.exit_code == 0, serve.output
+    assert "1 instance each" in serve.output and "(s)" not in serve.output
+    plan = runner.invoke(app, ["plan", "serverless", "--synthetic", "5", "--minutes", "60",
+                               "--models", "mlp", "--json"])  # fmt: skip
+    assert plan.exit_code == 0, plan.output
+    assert "GPU(s)" not in plan.output
+    text = runner.invoke(app, ["plan", "serverless", "--synthetic", "5", "--minutes", "60",
+                               "--models", "mlp"], terminal_width=250)  # fmt: skip
+    assert "peak 1 GPU," in text.output and "memory of all models 1 GPU)" in text.output
+
+
+def test_gpu_hours_keep_three_significant_figures_in_the_serverless_table() -> None:
+    """QA 33b #20: GPU-h "27", "7.1", "4" beside "8.84"."""
+    result = runner.invoke(app, ["plan", "serverless", "--synthetic", "20", "--minutes", "240",
+                                 "--models", "mlp"], terminal_width=250)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    at = next(i for i, line in enumerate(lines) if "GPU-h" in line)
+    col = lines[at].split().index("GPU-h") - len(lines[at].split())  # from the right
+    for line in lines[at + 1 :]:
+        if not line.startswith("  serverless") and not line.startswith("  always-on"):
+            break
+        figure = line.split()[col].replace(",", "")
+        digits = figure.replace(".", "").lstrip("0")
+        assert len(digits) >= 3 or (float(figure) >= 100 and "." not in figure), line

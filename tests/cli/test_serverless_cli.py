@@ -339,7 +339,7 @@ def test_an_overloaded_pool_says_so_and_bills_the_execution() -> None:
     text = runner.invoke(app, argv)
     assert text.exit_code == 0, text.output
     assert "p99 not modelled (overloaded in 60 minutes" in text.stdout
-    assert "warning: the pool of 1 GPU(s) is compute-overloaded in 60 of 60 bins" in text.stdout
+    assert "warning: the pool of 1 GPU is compute-overloaded in 60 of 60 bins" in text.stdout
     pool = json.loads(runner.invoke(app, [*argv, "--json"]).stdout)["pool"]
     assert pool["latency_s"] is None and pool["overloaded_bins"] == 60
     assert pool["gpu_hours"] == pytest.approx(pool["busy_gpu_hours"]) and pool["gpu_hours"] > 1

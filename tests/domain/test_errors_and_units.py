@@ -226,8 +226,9 @@ def test_format_span_never_prints_equal_ends(low: float, high: float, text: str)
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(0.00412, "0.00412"), (0.0572, "0.0572"), (2.0, "2"), (12.345, "12.3"), (1234.5, "1,234"),
-     (0.0, "0"), (3e-6, "<0.0001"), (math.inf, "n/a")],
+    [(0.00412, "0.00412"), (0.0572, "0.0572"), (2.0, "2.00"), (12.345, "12.3"), (1234.5, "1,234"),
+     (0.0, "0"), (3e-6, "<0.0001"), (math.inf, "n/a"), (27.0, "27.0"), (7.1, "7.10"),
+     (99.96, "100"), (9.996, "10.0"), (0.1, "0.100")],
 )  # fmt: skip
 def test_format_amount_never_reads_zero_for_a_small_amount(value: float, text: str) -> None:
     assert format_amount(value) == text

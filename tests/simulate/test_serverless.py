@@ -467,7 +467,7 @@ def test_a_pool_weighs_each_call_by_its_instances_gpus() -> None:
     # 10 calls x 3 s on 1 GPU + 10 calls x 3 s on 2 GPUs, per minute
     assert r.peak_busy_gpu_s == pytest.approx(30.0 + 60.0)
     assert r.busy_gpu_s == pytest.approx(4 * 90.0)
-    with pytest.raises(InvalidSpecError, match="on 2 GPU\\(s\\), more than the pool's"):
+    with pytest.raises(InvalidSpecError, match="on 2 GPUs, more than the pool's"):
         simulate_gpu_pool(counts, gpus=1, instance_gpus=[1, 2], **kw)  # type: ignore[arg-type]
 
 

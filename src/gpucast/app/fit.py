@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.options import option
+from gpucast.domain.units import count_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -168,7 +169,8 @@ def _speed_fit_warnings(gpus: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
         n_rows, n_models = int(g.get("n_rows", 0)), int(g.get("n_models", 0))
         if n_models < MIN_SPEED_MODELS:
             out.append(
-                f"{g['name']}: fitted on {n_rows} row(s) of {n_models} model(s); its three "
+                f"{g['name']}: fitted on {count_of(n_rows, 'row')} of "
+                f"{count_of(n_models, 'model')}; its three "
                 "coefficients (fixed, per tensor, per FLOP) and its leave-one-model-out "
                 f"interval need rows of at least {MIN_SPEED_MODELS} models: treat its "
                 "predictions as unvalidated"

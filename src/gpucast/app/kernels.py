@@ -20,6 +20,7 @@ from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.provenance import Assumption
+from gpucast.domain.units import count_of
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -228,7 +229,8 @@ def predict_kernels(
         threads = own.value.cores if own.value.kind == "cpu" else 1
         device = cpu_instance_device(request.cpu_instance, threads)
         device_source = (
-            f"catalog CPU instance {request.cpu_instance}: {device.cores} core(s) x clock x "
+            f"catalog CPU instance {request.cpu_instance}: {count_of(device.cores, 'core')} "
+            "x clock x "
             "32 FLOP/cycle, its memory bandwidth"
         )
         assumptions.append(

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
+from gpucast.domain.units import count_of
 
 FORMATS: tuple[str, ...] = ("auto", "lifetimes", "node-counts", "hazard")
 MODELS: tuple[str, ...] = ("auto", "weibull", "km", "mmpp", "constant", "piecewise")
@@ -199,7 +200,7 @@ def _fit_warnings(params: dict[str, Any]) -> tuple[str, ...]:
     seen = params.get("revocations")
     if isinstance(seen, int) and seen < MIN_REVOCATIONS:
         return (
-            f"the data holds {seen} revocation(s); a lifetime model needs at least "
+            f"the data holds {count_of(seen, 'revocation')}; a lifetime model needs at least "
             f"{MIN_REVOCATIONS} to say more than its shape assumes: treat it as a rough guess",
         )
     return ()

@@ -144,30 +144,6 @@ def is_llm_serving(options: dict[str, Any], config: Path | str | None = None) ->
     return is_llm_model(model)
 
 
-def slo_of_one_latency(flag: str, value: object, verb: str) -> InvalidSpecError:
-    """The error for ``--slo``/``--slo-ms`` (one latency) on a language model: its SLOs are
-    on TTFT and TPOT, not end to end (which grows with each request's output length); the fix
-    carries the percentile and latency given over to ``--slo-ttft-ms``."""
-    from gpucast.app.serve import parse_slo
-
-    try:
-        p, seconds = (
-            parse_slo(lower_text(value)) if flag == "slo" else (99.0, float(value) / 1e3)  # type: ignore[arg-type]
-        )
-    except (InvalidSpecError, TypeError, ValueError):
-        p, seconds = 99.0, 0.5
-    at = f" --slo-percentile {p:g}" if verb.startswith("plan") else ""
-    return InvalidSpecError(
-        flag,
-        "gives one latency, but a language model's SLOs are two: TTFT (time to the first "
-        "token) and TPOT (time per output token after it), not end to end (which grows with "
-        "each request's output length)",
-        got=value,
-        fix=f"e.g. --slo-ttft-ms {seconds * 1e3:g} --slo-tpot-ms 50{at} "
-        f"(the first token within {seconds * 1e3:g} ms, then 50 ms per token)",
-    )
-
-
 def check_one_language_model(
     verb: str, options: dict[str, Any], config: Path | str | None = None
 ) -> None:

@@ -24,6 +24,7 @@ from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError, MeasurementError
 from gpucast.domain.options import option
 from gpucast.domain.provenance import Assumption
+from gpucast.domain.units import count_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -285,7 +286,7 @@ def measure_cmd(
         if measurement.n_samples == 0:
             raise ProgramFailedError(text, fix=fix)
         raise ProgramPartlyFailedError(
-            text + f" after {measurement.n_samples} good measured run(s)", fix=fix
+            text + f" after {count_of(measurement.n_samples, 'good measured run')}", fix=fix
         )
     return MeasureCmdResult(
         measurement=measurement,

@@ -23,6 +23,7 @@ from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.jsonable import json_text
 from gpucast.domain.options import option
 from gpucast.domain.plan import TrainPlan
+from gpucast.domain.units import count_of
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -293,7 +294,7 @@ def write_report(
         fix = (
             "measure first (gpucast measure train ...)"
             if held == 0
-            else f"it holds {held:,} other run(s): see gpucast runs list"
+            else f"it holds {count_of(held, 'other run')}: see gpucast runs list"
         )
         warnings = (f"the report is empty: {store} holds no run{which}; {fix}",)
     what = f"{len(rows)} runs from {store}"

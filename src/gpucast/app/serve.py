@@ -220,6 +220,28 @@ def check_one_slo(slo: str | None, slo_ms: float | None, slo_percentile: float |
             )  # fmt: skip
 
 
+def slo_of_one_latency(flag: str, value: object, verb: str) -> InvalidSpecError:
+    """The error for ``--slo``/``--slo-ms`` (one latency) on a language model: its SLOs are
+    on TTFT and TPOT, not end to end (which grows with each request's output length); the fix
+    carries the percentile and latency given over to ``--slo-ttft-ms``."""
+    try:
+        p, seconds = (
+            parse_slo(lower_text(value)) if flag == "slo" else (99.0, float(value) / 1e3)  # type: ignore[arg-type]
+        )
+    except (InvalidSpecError, TypeError, ValueError):
+        p, seconds = 99.0, 0.5
+    at = f" --slo-percentile {p:g}" if verb.startswith("plan") else ""
+    return InvalidSpecError(
+        flag,
+        "gives one latency, but a language model's SLOs are two: TTFT (time to the first "
+        "token) and TPOT (time per output token after it), not end to end (which grows with "
+        "each request's output length)",
+        got=value,
+        fix=f"e.g. --slo-ttft-ms {seconds * 1e3:g} --slo-tpot-ms 50{at} "
+        f"(the first token within {seconds * 1e3:g} ms, then 50 ms per token)",
+    )
+
+
 def parse_model_rate(text: str, default_rate: float | None) -> tuple[str, float | None]:
     """``resnet50:150`` -> ("resnet50", 150.0); ``resnet50`` -> ("resnet50", default_rate).
 

@@ -169,17 +169,18 @@ def plan_header_lines(d: dict[str, Any]) -> list[str]:
         else "over all invocations"
     )
     sizing = (
-        f"peak {d['peak_gpus']} GPU(s)"
+        f"peak {count_of(d['peak_gpus'], 'GPU')}"
         if d["always_on_sizing"] == "peak minute"
         else "no always-on candidate (a warning says why)"
         if d["always_on_sizing"] == "none"
-        else f"always-on {d['peak_gpus']} GPU(s) sized as {d['always_on_sizing']} sizes it"
+        else f"always-on {count_of(d['peak_gpus'], 'GPU')} sized as "
+        f"{d['always_on_sizing']} sizes it"
     )
     return [
         f"{units_text(d)} on {d['gpu']}{default_text(d, '--gpu')}, {hours_text(d)}, "
         f"{d['invocations']:,} invocations; SLO {q} <= {format_slo_latency(d['slo_s'])}"
         f"{default_text(d, '--slo')} {scope} "
-        f"({sizing}, memory of all models {d['memory_gpus']} GPU(s))",
+        f"({sizing}, memory of all models {count_of(d['memory_gpus'], 'GPU')})",
         *_arrivals(d),
     ]
 

@@ -47,7 +47,7 @@ from gpucast.domain.systems import (
     cluster_price_option,
     cluster_set_option,
 )
-from gpucast.domain.units import format_duration, parse_duration_s
+from gpucast.domain.units import count_of, format_duration, parse_duration_s
 from gpucast.domain.variability import (
     balance_batches_option,
     check_variability_options,
@@ -1112,7 +1112,7 @@ def _on_cluster(request: SimulateTrainRequest, cluster: ClusterSpec) -> Simulate
     if workers > cluster.nodes:
         raise InvalidSpecError(
             "workers",
-            f"must be at most the {cluster.nodes} node(s) of the cluster {cluster.name}",
+            f"must be at most the {count_of(cluster.nodes, 'node')} of the cluster {cluster.name}",
             got=workers,
             fix=f"use --workers {cluster.nodes} or fewer, or a larger --nodes",
         )

@@ -20,6 +20,7 @@ from gpucast.app.campaign import CampaignRunRequest, CampaignStatus, CampaignSta
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, state
 from gpucast.domain.campaign import CampaignProgress
+from gpucast.domain.units import count_of
 
 app = typer.Typer(no_args_is_help=True, help="Run measurement sweeps that survive being killed.")
 
@@ -107,7 +108,8 @@ def run(
         raise typer.Exit(130)
     if result.status == "incomplete":
         err_console.print(
-            f"{result.progress.failed} point(s) failed; rerun with --retry-failed", highlight=False
+            f"{count_of(result.progress.failed, 'point')} failed; rerun with --retry-failed",
+            highlight=False,
         )
         raise typer.Exit(1)
 

@@ -24,8 +24,8 @@ from gpucast.app.llm_serve import (
     SimulateLlmServeRequest,
     cost_text,
     requests_text,
-    slo_of_one_latency,
 )
+from gpucast.app.serve import slo_of_one_latency
 from gpucast.cli._command import request_parameters
 from gpucast.cli._common import console, emit_json, err_console, working
 from gpucast.domain.errors import InvalidSpecError

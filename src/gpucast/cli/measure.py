@@ -19,6 +19,7 @@ from rich.table import Table
 from gpucast.app.measure import MeasureInferRequest, MeasureResult, MeasureTrainRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, state, working
+from gpucast.domain.units import count_of
 
 if TYPE_CHECKING:  # gpucast.domain.measurement pulls in numpy; annotations only here
     from collections.abc import Callable, Iterator
@@ -71,7 +72,7 @@ def measurement_table(m: Measurement, *, title: str | None = None) -> Table:
     table.add_row("host", f"{escape(env.host)} · {escape(env.cpu_model)} · {env.cpu_cores} CPUs")
     table.add_row(
         "software",
-        f"torch {env.torch_version} ({env.torch_threads} threads)"
+        f"torch {env.torch_version} ({count_of(env.torch_threads, 'thread')})"
         + (f" · CUDA {env.cuda_version}" if env.cuda_version else "")
         + (f" · driver {env.driver_version}" if env.driver_version else ""),
     )
@@ -126,7 +127,7 @@ def distributed_table(d: DistributedMeasurement) -> Table:
     """A Rich table of a DistributedMeasurement: summary, then one row per rank."""
     c = d.config
     title = (
-        f"train {escape(d.spec.name)} · {c.label} · {c.n_workers} worker(s)"
+        f"train {escape(d.spec.name)} · {c.label} · {count_of(c.n_workers, 'worker')}"
         + (f" + {c.n_ps} PS" if c.n_ps else "")
         + f" · {d.spec.precision}"
     )

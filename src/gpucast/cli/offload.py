@@ -11,6 +11,7 @@ import typer
 from gpucast.app.offload import MeasureOptimizerRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
+from gpucast.domain.units import count_of
 
 
 def _say(text: str) -> None:
@@ -37,7 +38,8 @@ def measure_command(
     for i, m in enumerate(d["measurements"]):
         fitted = "" if predicted is None else f", model {predicted[i] * 1e3:,.1f} ms"
         _say(
-            f"AdamW ({m['implementation']}, {m['threads']} threads) {m['n_params']:,} params in "
+            f"AdamW ({m['implementation']}, {count_of(m['threads'], 'thread')}) "
+            f"{m['n_params']:,} params in "
             f"{m['n_tensors']} tensors: fastest {m['fastest_s'] * 1e3:,.1f} ms, median "
             f"{m['median_s'] * 1e3:,.1f} ms ({m['streamed_bytes_per_s'] / 1e9:.1f} GB/s "
             f"streamed, {len(m['step_times_s'])} steps{fitted})"

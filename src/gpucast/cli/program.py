@@ -19,6 +19,7 @@ from gpucast.app.program import MeasureCmdRequest, PredictCmdRequest, PredictCmd
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, state
 from gpucast.cli.measure import format_seconds, progress_line
+from gpucast.domain.units import count_of
 
 
 def _bytes(value: float | None) -> str:
@@ -37,7 +38,7 @@ def program_table(result: dict[str, Any], *, title: str | None = None) -> Table:
     cores = result.get("cores") or []
     pinned = f"pinned to CPUs {','.join(str(c) for c in cores)}" if cores else "not pinned"
     table = Table(
-        title=title or f"program {name} · {result['n_cores']} core(s) · {pinned}",
+        title=title or f"program {name} · {count_of(result['n_cores'], 'core')} · {pinned}",
         show_header=False,
         title_justify="left",
     )

@@ -17,13 +17,14 @@ from gpucast.app.runs import RunsExportRequest, RunsListRequest, RunsListResult,
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, state
 from gpucast.cli.measure import format_seconds, measurement_table, print_warnings
+from gpucast.domain.units import count_of
 
 app = typer.Typer(no_args_is_help=True, help="List, show and export stored measurements.")
 
 
 def runs_table(result: RunsListResult) -> Table:
     runs, total = result.runs, result.total
-    table = Table(title=f"{len(runs)} of {total} runs", title_justify="left")
+    table = Table(title=f"{len(runs)} of {count_of(total, 'run')}", title_justify="left")
     for column, justify in (
         ("id", "right"),
         ("kind", "left"),

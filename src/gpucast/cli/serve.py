@@ -24,7 +24,7 @@ from gpucast.cli._common import (
     print_warnings,
     working,
 )
-from gpucast.domain.units import format_latency, format_ms, format_share
+from gpucast.domain.units import count_of, format_latency, format_ms, format_share
 
 if TYPE_CHECKING:
     from gpucast.app.mig_serve import PlanMigServeResult
@@ -235,7 +235,7 @@ def print_serving(result: SimulateServeResult) -> None:
     lat = out["latency_s"]
     console.print(
         f"[bold]{escape(request.model)}[/bold] on {request.servers}x {escape(result.server)}, "
-        f"{request.instances} instance(s) each, {result.batching.describe()}",
+        f"{count_of(request.instances, 'instance')} each, {result.batching.describe()}",
         highlight=False,
     )
     console.print(

@@ -91,16 +91,19 @@ def format_ratio(ratio: float) -> str:
 
 
 def format_amount(value: float) -> str:
-    """An amount (GPU-hours, kWh, kg CO2e) to three significant figures, whole from 100 on:
-    a one-GPU plan's 0.00412 GPU-hours is not ``0`` or ``0.0``; ``<0.0001`` below that (never
-    a zero for a small amount that is not one), ``n/a`` when not finite."""
+    """An amount (GPU-hours, kWh, kg CO2e) to three significant figures, trailing zeros kept
+    (``27.0``, ``7.10``, ``4.00``: not ``27``, ``7.1``, ``4`` beside ``8.84``), whole and
+    thousands separated from 100 on: a one-GPU plan's 0.00412 GPU-hours is not ``0`` or
+    ``0.0``; ``<0.0001`` below that (never a zero for a small amount that is not one), ``0``
+    for none, ``n/a`` when not finite."""
     if not math.isfinite(value):
         return "n/a"
     if abs(value) >= 100:
         return f"{value:,.0f}"
     if 0 < abs(value) < 1e-4:
         return "<0.0001"
-    return f"{value:.3g}"
+    rounded = float(f"{value:.3g}")  # 99.96 is 100, not 100.0; 9.996 is 10.0
+    return f"{rounded:,.0f}" if abs(rounded) >= 100 else format_sig(rounded, 3)
 
 
 def count_of(n: float, noun: str) -> str:

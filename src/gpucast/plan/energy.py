@@ -25,6 +25,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.units import count_of
 from gpucast.predict.power import BoardPower, PowerModel, energy_optimal, power_limit_grid
 
 FloatArray = npt.NDArray[np.float64]
@@ -51,7 +52,7 @@ def clamped_limits(limit_w: float, boards: Sequence[BoardPower]) -> dict[str, fl
         raise InvalidSpecError(
             "power-limit",
             f"{limit_w:g} W is outside the power-limit range of every candidate GPU "
-            f"({low:g}-{high:g} W across {len(boards)} GPU type(s))",
+            f"({low:g}-{high:g} W across {count_of(len(boards), 'GPU type')})",
             got=limit_w,
             fix=f"e.g. --power-limit {nearest:g} (the nearest a candidate takes), or auto",
         )

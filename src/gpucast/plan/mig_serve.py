@@ -48,6 +48,7 @@ from gpucast.domain.serving import (
     ServerSpec,
 )
 from gpucast.domain.serving_plan import ModelProfile
+from gpucast.domain.units import count_of
 from gpucast.simulate.serving import simulate_serving
 
 FloatArray = npt.NDArray[np.float64]
@@ -621,7 +622,8 @@ def plan_mig_mix(
         paris, elsa = more, run(more, "elsa")
     if paris.gpus > first:
         notes["gpus"] = (
-            f"the profile's {first} GPU(s) attained {target_attainment:.0%} under ELSA only "
+            f"the profile's {count_of(first, 'GPU')} attained {target_attainment:.0%} under ELSA "
+            "only "
             f"with {paris.gpus}"
         )
     choices = [paris]

@@ -58,6 +58,7 @@ import numpy.typing as npt
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.serverless import KeepAlivePolicy
 from gpucast.domain.units import (
+    count_of,
     format_duration,
     format_ms_against,
     format_pct_against,
@@ -359,7 +360,7 @@ def plan_serverless(
         resident = max(peak, memory_gpus)
         p50, pq, met, over, meets = judged(((0.0, invocations),))
         detail = (
-            f"every model resident: {memory_gpus} GPU(s) of memory, {peak} for the peak "
+            f"every model resident: {count_of(memory_gpus, 'GPU')} of memory, {peak} for the peak "
             f"minute at {max_utilisation:.0%} utilisation"
         )
     elif always_on is not None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from gpucast._version import __version__
 from gpucast.domain.plan import PlanCandidate, TrainPlan
-from gpucast.domain.units import format_amount, format_duration
+from gpucast.domain.units import count_of, format_amount, format_duration
 from gpucast.report.svg import bar_svg, pareto_svg, series_svg
 
 CSS = """
@@ -103,7 +103,7 @@ def _cost_split(c: PlanCandidate) -> str:
             f"at ${c.usd_per_hour:,.2f}/h"
         )
     hours = c.time_s / 3600.0
-    extra = f" incl. {c.ps_shards} PS shard(s)" if c.strategy.startswith("ps") else ""
+    extra = f" incl. {count_of(c.ps_shards, 'PS shard')}" if c.strategy.startswith("ps") else ""
     return f"{_money(c.cost_usd)} = {hours:.2f} h x ${c.usd_per_hour:,.2f}/h{extra}"
 
 

@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.serverless import KeepAlivePolicy
+from gpucast.domain.units import count_of
 from gpucast.simulate.stages import gpus_needed
 
 FloatArray = npt.NDArray[np.float64]
@@ -618,7 +619,7 @@ class PoolResult:
         out = []
         if self.overloaded_bins:
             out.append(
-                f"the pool of {self.gpus} GPU(s) is compute-overloaded in "
+                f"the pool of {count_of(self.gpus, 'GPU')} is compute-overloaded in "
                 f"{self.overloaded_bins:,} of {bins:,} bins of {self.bin_s:g} s: execution "
                 f"alone needs {self.busy_gpu_s / 3600.0:,.1f} GPU-hours and {self.gpus_needed:,} "
                 "GPUs in the busiest bin (each busy all of it); billed at least the execution "
@@ -701,8 +702,8 @@ def simulate_gpu_pool(
         i = int(too_big[0])
         raise InvalidSpecError(
             f"memory_gib of function {i}",
-            f"needs {mem[i]:g} GiB on {per_call[i]:g} GPU(s), more than the pool's "
-            f"{capacity_gib:g} GiB on {gpus} GPU(s)",
+            f"needs {mem[i]:g} GiB on {count_of(per_call[i], 'GPU')}, more than the pool's "
+            f"{capacity_gib:g} GiB on {count_of(gpus, 'GPU')}",
             fix="a larger pool (more GPUs), GPUs with more memory or a smaller model",
         )
     minute, func = (a.astype(np.int64) for a in np.nonzero(table.T))
