@@ -71,3 +71,18 @@ def test_gpu_hours_keep_three_significant_figures_in_the_serverless_table() -> N
         figure = line.split()[col].replace(",", "")
         digits = figure.replace(".", "").lstrip("0")
         assert len(digits) >= 3 or (float(figure) >= 100 and "." not in figure), line
+
+
+def test_predict_infer_intervals_keep_three_significant_figures() -> None:
+    """QA 33b #20: intervals read "[0.231, 0.52]": each end keeps its trailing zero."""
+    from gpucast.domain.units import format_sig
+
+    assert format_sig(0.52) == "0.520" and f"{0.52:.3g}" == "0.52"  # what the line used
+    result = runner.invoke(app, ["predict", "infer", "--model", "llama-3-8b", "--gpu", "H100-SXM",
+                                 "--batch-size", "1", "--input-len", "100", "--output-len", "10"],
+                           terminal_width=250)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    ends = re.findall(r"\[([\d.]+), ([\d.]+)\]", result.output.split("generated")[0])
+    assert len(ends) == 2, result.output
+    for figure in (f for pair in ends for f in pair):
+        assert len(figure.replace(".", "").lstrip("0")) == 3, result.output

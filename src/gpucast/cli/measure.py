@@ -64,7 +64,7 @@ def measurement_table(m: Measurement, *, title: str | None = None) -> Table:
     )
     table.add_row("p5 / p95", f"{format_seconds(m.p5_s)} / {format_seconds(m.p95_s)}")
     table.add_row("IQR", f"{format_seconds(m.iqr_s)} ({m.iqr_s / m.median_s:.1%} of median)")
-    table.add_row("throughput", f"{m.samples_per_s:,.1f} samples/s")
+    table.add_row("throughput", f"{m.samples_per_s:,.0f} samples/s")
     table.add_row(
         "samples", f"{m.n_samples} measured, {m.n_warmup} warm-up · stop: {m.stop_reason}"
     )
@@ -144,7 +144,7 @@ def distributed_table(d: DistributedMeasurement) -> Table:
     table.add_row("bytes sent per worker step", f"{d.bytes_per_step / 1e6:,.2f} MB")
     table.add_row(
         "throughput",
-        f"{d.samples_per_s:,.1f} samples/s ({d.worker_steps_per_s:.2f} worker steps/s)",
+        f"{d.samples_per_s:,.0f} samples/s ({d.worker_steps_per_s:.2f} worker steps/s)",
     )
     table.add_row("skew", f"{d.skew:.1%} (slowest: rank {d.straggler_rank})")
     if d.ps_utilization is not None:

@@ -45,7 +45,7 @@ def train(
     console.print(
         f"{result.workload} (batch {result.batch_size}, {result.precision_text}) on {result.gpu}: "
         f"{est.value * 1e3:.1f} ms/step [{est.lower * 1e3:.1f}, {est.upper * 1e3:.1f}], "
-        f"{result.samples_per_s:.0f} samples/s, bound by {est.bottleneck} ({est.source})",
+        f"{result.samples_per_s:,.0f} samples/s, bound by {est.bottleneck} ({est.source})",
         highlight=False,
     )
     for note in est.notes:

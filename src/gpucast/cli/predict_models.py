@@ -33,7 +33,9 @@ def llm_train_command(
         return
     for i, p in enumerate((result.best, *result.alternatives)):
         mem = p.memory
-        band = f" [{p.step_time.lower:.3g}, {p.step_time.upper:.3g}]" if i == 0 else ""
+        band = (
+            f" [{format_sig(p.step_time.lower)}, {format_sig(p.step_time.upper)}]" if i == 0 else ""
+        )
         console.print(
             f"{'best' if i == 0 else f'  #{i + 1}'}: {p.layout.label()}: "
             f"{p.step_time_s:.3g} s/step{band}, {p.tokens_per_s:,.0f} tokens/s, MFU "
@@ -91,8 +93,9 @@ def infer_command(
     console.print(
         f"{p.model} on {p.tp} x {p.gpu} with {result.engine.display_name} ({p.precision}, "
         f"batch {p.batch_size} x {p.input_len} + {p.output_len} tokens): "
-        f"TTFT {p.ttft_s:.3g} s [{t_lo:.3g}, {t_hi:.3g}], batch latency {p.latency_s:.3g} s "
-        f"[{l_lo:.3g}, {l_hi:.3g}], {p.tokens_per_s:,.0f} generated tokens/s "
+        f"TTFT {format_sig(p.ttft_s)} s [{format_sig(t_lo)}, {format_sig(t_hi)}], batch latency "
+        f"{format_sig(p.latency_s)} s [{format_sig(l_lo)}, {format_sig(l_hi)}], "
+        f"{p.tokens_per_s:,.0f} generated tokens/s "
         f"[{r_lo:,.0f}, {r_hi:,.0f}], {p.tpot_s * 1e3:.1f} ms per output token",
         highlight=False,
         markup=False,

@@ -264,7 +264,7 @@ def print_serving(result: SimulateServeResult) -> None:
         )
     console.print(
         f"  cost {out['cost_usd_per_hour']:.3f} US$/h, "
-        f"{out['cost_usd_per_million']:.2f} US$ per million requests",
+        f"{out['cost_usd_per_million']:.3f} US$ per million requests",  # plan serve's 3 decimals
         highlight=False,
     )
     for s in result.serving.servers:

@@ -20,7 +20,10 @@ def _hours(seconds: float | None) -> str:
         return ""
     if not math.isfinite(seconds):
         return "never"
-    return f"{seconds / 60:.0f}m" if seconds < 3600 else f"{seconds / 3600:.1f}h"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f}m"
+    hours = seconds / 3600
+    return f"{hours:.1f}h" if hours < 99.95 else f"{hours:,.0f}h"  # 105h, not 105.0h
 
 
 def _usd(value: float) -> str:
