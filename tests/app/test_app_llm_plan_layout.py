@@ -18,26 +18,26 @@ JOB = {"model": "llama-2-7b", "tokens": 1e10, "seq_len": 2048, "global_batch": 2
        "max_gpus": 16}  # fmt: skip
 
 
-def test_every_row_of_a_plan_with_tp_2_pp_1_has_that_layout() -> None:
-    gpus = ["H100", "L40S", "A10G"]
-    fixed = gpucast.plan_llm_train(**JOB, gpu=gpus, tp=2, pp=1)
+def test_every_row_of_a_plan_with_tp_8_pp_1_has_that_layout() -> None:
+    gpus = ["H100", "T4", "A10G"]
+    fixed = gpucast.plan_llm_train(**JOB, gpu=gpus, tp=8, pp=1)
     free = gpucast.plan_llm_train(**JOB, gpu=gpus)
     assert fixed.candidates
-    assert all(" tp=2 pp=1 " in f" {c.layout} " for c in fixed.candidates)
+    assert all(" tp=8 pp=1 " in f" {c.layout} " for c in fixed.candidates)
     # the free search may pick any layout, so fixing one can only slow a shape down
     free_rows = {(c.instance_type, c.nodes): c for c in free.candidates}
     for c in fixed.candidates:
         assert c.step_time_s >= free_rows[c.instance_type, c.nodes].step_time_s * (1 - 1e-9)
-    # L40S comes in 1-GPU nodes alone; A10G in 1-, 4- and 8-GPU ones
+    # T4 comes in 1- and 4-GPU nodes alone; A10G in 1-, 4- and 8-GPU ones
     assert fixed.left_out == (
-        "tp=2 needs 2 GPUs per node: 1 GPU type left out (L40S), and some nodes or GPU "
+        "tp=8 needs 8 GPUs per node: 1 GPU type left out (T4), and some nodes or GPU "
         "counts of 1 more (A10G)",
     )
     assert {c.gpu for c in fixed.candidates} == {"H100-SXM", "A10G"}
     assert fixed.assumptions["layouts"] == (
-        "tp=2, pp=1 fixed (--tp, --pp); the rest searched; " + fixed.left_out[0]
+        "tp=8, pp=1 fixed (--tp, --pp); the rest searched; " + fixed.left_out[0]
     )
-    assert fixed.assumptions["layout search"].startswith("dp over each GPU count at tp 2, pp 1,")
+    assert fixed.assumptions["layout search"].startswith("dp over each GPU count at tp 8, pp 1,")
     assert fixed.to_dict()["left_out"] == list(fixed.left_out)
     assert free.left_out == () and free.assumptions["layouts"].startswith("all searched (--tp")
 
@@ -61,7 +61,7 @@ def test_the_searched_choices_a_user_fixes_bound_every_row() -> None:
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        ({"gpu": ["L40S"], "tp": 2}, "tp=2 needs 2 GPUs per node; drop --tp to search it"),
+        ({"gpu": ["T4"], "tp": 8}, "tp=8 needs 8 GPUs per node; drop --tp to search it"),
         ({"tp": 64}, "tp=64 does not divide the 32 attention heads; drop --tp to search it"),
         ({"pp": 1, "vpp": 2}, "drop --pp/--vpp to search them"),
         ({"micro_batch": 3}, "divides no data-parallel replica's share of the 256 sequences"),

@@ -413,16 +413,17 @@ def test_plan_refuses_a_degree_that_does_not_split_the_model_as_predict_infer_do
 def test_plan_lists_every_candidate_it_does_not_simulate_with_why() -> None:
     fast = dict(rate=0.5, duration_s=4, slo_ttft_ms=60_000, slo_tpot_ms=1_000, max_replicas=1,
                 no_disaggregation=True)  # fmt: skip
-    # MI300X has no catalog offer, L40S comes one to an instance, H100-SXM tp=1 cannot hold it
+    # MI300X has no catalog offer, T4 comes at most four to an instance, H100-SXM tp=1 and
+    # T4 tp=1 cannot hold it
     big = gpucast.plan_llm_serve(
-        model="llama-3-70b", gpu=["MI300X", "H100-SXM", "L40S"], tp=[1, 2, 4, 8], **fast
+        model="llama-3-70b", gpu=["MI300X", "H100-SXM", "T4"], tp=[1, 2, 4, 8], **fast
     ).plan.infeasible
     assert any(r.startswith("MI300X: no catalog offer prices it") and "--price" in r for r in big)
     assert (
-        "L40S tp=2, 4, 8: the largest L40S instance offered has 1 GPU (tensor parallelism "
+        "T4 tp=8: the largest T4 instance offered has 4 GPUs (tensor parallelism "
         "stays within one instance)" in big
     )
-    assert any(r.startswith("L40S tp=1: does not fit") for r in big)
+    assert any(r.startswith("T4 tp=1: does not fit") for r in big)
     assert any(r.startswith("H100-SXM tp=1: does not fit") for r in big)
     # degrees that do not split the model: 28 heads
     qwen = gpucast.plan_llm_serve(model="qwen2-7b", gpu=["H100-SXM"], tp=[3, 4, 8], **fast).plan

@@ -206,12 +206,15 @@ def test_plan_serve_prints_every_candidate_not_simulated() -> None:
     result = runner.invoke(app, ["plan", "serve", "--model", "llama-3-70b", "--rate", "0.5",
                                  "--duration-s", "4", "--gpu", "MI300X,H100-SXM,L40S",
                                  "--slo-ttft-ms", "60000", "--slo-tpot-ms", "1000",
-                                 "--max-replicas", "1", "--no-disaggregation"])  # fmt: skip
+                                 "--max-replicas", "1", "--no-disaggregation",
+                                 "--tp", "1,2,4,8,16"], terminal_width=250)  # fmt: skip
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
     assert "not simulated: MI300X: no catalog offer prices it" in text
-    assert "not simulated: L40S tp=2, 4, 8: the largest L40S instance offered has 1 GPU" in text
-    assert "not simulated: H100-SXM tp=1; L40S tp=1: does not fit" in text
+    assert "not simulated: L40S tp=16: the largest L40S instance offered has 8 GPUs" in text
+    assert "not simulated: H100-SXM tp=1; L40S tp=1, 2: does not fit" in text
+    # QA 33b #10: the catalog had only 1-GPU L40S offers; g6e.12xlarge/24xlarge/48xlarge now
+    assert "L40S tp=4, 1 replica (4 GPUs)" in text and "L40S tp=8, 1 replica (8 GPUs)" in text
 
 
 def test_not_simulated_lines_group_the_same_reason_and_keep_every_label() -> None:

@@ -548,16 +548,16 @@ def test_plan_llm_train_without_a_row_in_time_is_one_line_and_exit_2() -> None:
 def test_plan_llm_train_with_a_fixed_layout_states_it_and_what_it_left_out() -> None:
     result = runner.invoke(cli, [
         "plan", "llm-train", "--model", "llama-3-8b", "--tokens", "2e9", "--seq-len", "4096",
-        "--global-batch", "256", "--max-gpus", "16", "--gpu", "H100", "--gpu", "L40S",
-        "--tp", "2", "--pp", "1",
+        "--global-batch", "256", "--max-gpus", "16", "--gpu", "H100", "--gpu", "T4",
+        "--tp", "8", "--pp", "1",
     ])  # fmt: skip
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
     rows = [line for line in result.output.splitlines() if "rdma): " in line]
-    assert rows and all(" tp=2 pp=1 " in line for line in rows)
+    assert rows and all(" tp=8 pp=1 " in line for line in rows)
     assert (
-        "assumption layouts: tp=2, pp=1 fixed (--tp, --pp); the rest searched; tp=2 needs 2 "
-        "GPUs per node: 1 GPU type left out (L40S)"
+        "assumption layouts: tp=8, pp=1 fixed (--tp, --pp); the rest searched; tp=8 needs 8 "
+        "GPUs per node: 1 GPU type left out (T4)"
     ) in text
 
 
