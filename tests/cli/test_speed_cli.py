@@ -175,3 +175,17 @@ def test_predict_train_bad_input_exits_2(extra: list[str], needle: str) -> None:
     result = runner.invoke(app, [*args, *extra])
     assert result.exit_code == 2
     assert needle in result.output
+
+
+def test_predict_train_takes_the_workload_positionally_as_measure_train_does() -> None:
+    """QA 33b #14: `predict train resnet50 --gpu ...` read "unexpected extra argument(s)"."""
+    base = ["predict", "train", "--gpu", "A100-80GB", "--batch-size", "64", "--json"]
+    positional = runner.invoke(app, [*base[:2], "resnet50", *base[2:]])
+    flagged = runner.invoke(app, [*base, "--workload", "resnet50"])
+    assert positional.exit_code == 0 and flagged.exit_code == 0, positional.output
+    assert json.loads(positional.stdout) == json.loads(flagged.stdout)
+    twice = runner.invoke(app, [*base[:2], "mlp", *base[2:], "--workload", "resnet50"])
+    assert twice.exit_code == 2
+    assert "workload: is given twice: 'mlp' as the argument" in twice.stderr
+    none = runner.invoke(app, base)
+    assert none.exit_code == 2 and "workload: is required" in none.stderr

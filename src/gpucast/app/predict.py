@@ -107,6 +107,7 @@ class PredictTrainRequest:
     workload: str = option(
         help="Built-in workload (e.g. resnet50) or your model as module:factory "
         "(path/to/model.py:factory).",
+        argument=True,
         example="resnet50",
     )
     batch_size: int = option(help="Samples per step per GPU.", example="64")
