@@ -308,6 +308,7 @@ def predict_coldstart(
         sources["network"] = f"--network-gbps {request.network_gbps:g}"
     if gpu is not None:
         from gpucast.inputs.serverless import gpu_cold_start
+        from gpucast.inputs.serving import forward_pass_s
 
         prediction, assumptions = gpu_cold_start(
             profile.memory.weights_bytes,
@@ -317,6 +318,12 @@ def predict_coldstart(
             sources=sources,
             container_s=request.container_s,
             cuda_context_s=request.cuda_context_s,
+            forward=forward_pass_s(
+                request.workload,
+                gpu,
+                batch_size=request.batch_size,
+                options=dict(request.workload_options),
+            ),
         )
         device = gpu.name
     else:

@@ -305,8 +305,9 @@ def simulate_kaas(
     assumptions = {
         "weights": "every GPU holds every function's weights: no cold starts, no copies "
         "between GPUs",
-        "kernels": "one kernel at a time per GPU at its solo roofline duration (no overlap, "
-        "no launch gaps beyond --dispatch-us)",
+        "kernels": "one kernel at a time per GPU at its solo duration (the serving engine's "
+        "batch-1 time on the device split by per-class roofline shares; no overlap, no launch "
+        "gaps beyond --dispatch-us)",
         "dispatch": f"{request.dispatch_us:g} us per kernel (KaaS) or per invocation",
         "pool": f"{pool_gpus} x {gpu.name}{default_mark(request, 'pool_gpus')}",
     }

@@ -844,7 +844,10 @@ def _load_assumptions(request: ServerlessLoad, load: _Load) -> dict[str, str]:
             "percentiles from each function's service times at 64 quantiles"
         )
     elif request.durations == "model":
-        execution = "one forward pass of the function's model at batch 1 (roofline on the GPU)"
+        execution = (
+            "one forward pass of the function's model at batch 1 (the serving engine's "
+            "latency model, as simulate serve)"
+        )
     else:
         execution = "the trace's average duration per function, at least one forward pass"
     from gpucast.app._serverless_unit import app_memory_assumption, unit_assumption

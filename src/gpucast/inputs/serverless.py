@@ -10,7 +10,8 @@
   (:mod:`gpucast.simulate.faas_workload`).
 - :func:`gpu_function`: what a function serving a workload costs on a GPU: its memory held
   warm (the profile's inference peak: weights, inputs, the largest operator), its forward time
-  (roofline on the GPU) and its cold start (:func:`gpu_cold_start`; with a stored
+  (the serving engine's batch-1 latency, :func:`gpucast.inputs.serving.forward_pass_s`, as
+  simulate serve) and its cold start (:func:`gpu_cold_start`; with a stored
   ``measure coldstart`` run, its measured phases in place of the predicted ones:
   :mod:`gpucast.inputs.coldstart`).
 """
@@ -32,6 +33,7 @@ from gpucast.domain.units import format_span
 if TYPE_CHECKING:
     from gpucast.domain.catalog import GpuSpec
     from gpucast.domain.llm import TransformerSpec
+    from gpucast.domain.provenance import Sourced
     from gpucast.domain.serverless import ColdStartPrediction
     from gpucast.inputs.coldstart import StoredColdStart
     from gpucast.store.datasets.azure_functions import AppMemory
@@ -347,12 +349,14 @@ def gpu_cold_start(
     cuda_context_s: float | None = None,
     gpus: int = 1,
     precision: str = "fp32",
+    forward: Sourced[float] | None = None,
 ) -> tuple[ColdStartPrediction, dict[str, str]]:
     """The cold start of a model of ``weight_bytes`` whose first call runs ``inference_flops``
     on ``gpu`` (weights through ``links`` and the GPUs' PCIe links -- ``gpus`` of them, each
     loading its shard at once; container, CUDA context and first call from ``coldstart.csv``
     unless given) and the assumptions it rests on. The first call's roofline is at the matrix
-    peak of the model's ``precision``, its FLOPs and weight reads split over the ``gpus``."""
+    peak of the model's ``precision``, its FLOPs and weight reads split over the ``gpus``;
+    ``forward`` (:func:`gpucast.inputs.serving.forward_pass_s`) replaces that roofline."""
     from gpucast.catalog.coldstart import load_coldstart_facts
     from gpucast.predict.coldstart import predict_cold_start
 
@@ -392,9 +396,12 @@ def gpu_cold_start(
         first_call_s=first_call.value,
         sources={
             **sources,
-            "forward": f"roofline on {f'{gpus} x ' if gpus > 1 else ''}{gpu.name} ({precision} "
+            "forward": forward.source
+            if forward is not None
+            else f"roofline on {f'{gpus} x ' if gpus > 1 else ''}{gpu.name} ({precision} "
             "peak, memory bandwidth)",
         },
+        first_forward_s=None if forward is None else forward.value,
     )
     return prediction, assumptions
 
@@ -415,8 +422,9 @@ def gpu_function(
     from gpucast.catalog.coldstart import load_coldstart_facts
     from gpucast.domain.gpu_memory import usable_gib, usable_text
     from gpucast.domain.units import GIB
+    from gpucast.inputs.serving import forward_pass_s
     from gpucast.inputs.workload import check_workload_name, workload_profile
-    from gpucast.predict.coldstart import forward_s, with_measured
+    from gpucast.predict.coldstart import with_measured
 
     check_workload_name(model)
     fact = load_coldstart_facts().get("storage", storage)
@@ -432,6 +440,7 @@ def gpu_function(
             f"{usable_text(gpu.memory_gib)}",
             fix="pick a GPU with more memory (--gpu) or a smaller model",
         )
+    forward = forward_pass_s(model, gpu)
     cold, _ = gpu_cold_start(
         profile.memory.weights_bytes,
         profile.inference_flops,
@@ -440,6 +449,7 @@ def gpu_function(
         sources={"storage": fact.source()},
         container_s=container_s,
         cuda_context_s=cuda_context_s,
+        forward=forward,
     )
     given = tuple(
         phase
@@ -457,12 +467,7 @@ def gpu_function(
         model=model,
         memory_gib=memory_gib,
         weight_bytes=cold.weight_bytes,
-        forward_s=forward_s(
-            profile.inference_flops,
-            cold.weight_bytes,
-            flops=gpu.matrix_tflops("fp32") * 1e12,
-            memory_gbs=gpu.memory_bandwidth_gbps,
-        ),
+        forward_s=forward.value,
         cold_start_s=cold.total_s,
         source=f"{model}: {memory_gib:.2f} GiB held warm, cold start {cold.total_s:.2f} s "
         f"({detail})",
@@ -668,10 +673,14 @@ def llm_gpu_function(
 
 def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], str]:
     """The kernels of one batch-1 forward pass of ``model`` on ``gpu`` (seconds each) and
-    where they come from (``174 kernels, 1.75 ms on T4 (...)``: the caller names the model):
-    the profile's inference operators by class (count, FLOPs, bytes
-    moved), each class's kernels equal, each class's time its roofline (compute- or
-    memory-bound, :func:`gpucast.predict.coldstart.forward_s`); classes in profile order."""
+    where they come from (``174 kernels, 1.86 ms on T4 (...)``: the caller names the model):
+    the profile's inference operators by class (count, FLOPs, bytes moved), each class's
+    kernels equal, each class's share of the pass its roofline's (compute- or memory-bound,
+    :func:`gpucast.predict.coldstart.forward_s`), the pass as long as the serving engine's
+    batch-1 time on the device (:func:`gpucast.inputs.serving.forward_pass_s`, the one
+    forward-pass latency of every verb, less the launch overhead that --dispatch-us prices);
+    classes in profile order."""
+    from gpucast.inputs.serving import forward_pass_s
     from gpucast.inputs.workload import check_workload_name, workload_profile
     from gpucast.predict.coldstart import forward_s
 
@@ -690,7 +699,12 @@ def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], 
         )
         parts.append(np.full(c.calls, total / c.calls))
     seq = np.concatenate(parts) if parts else np.zeros(1)
+    total = forward_pass_s(model, gpu, on_device=True).value
+    if seq.sum() > 0:
+        seq = seq * (total / seq.sum())
     return seq, (
-        f"{seq.size} kernels, {seq.sum() * 1e3:.2f} ms on {gpu.name} (profiled "
-        "inference operators by class, roofline per class)"
+        f"{seq.size} kernels, {seq.sum() * 1e3:.2f} ms on {gpu.name} (the serving engine's "
+        "batch-1 latency on the device, as simulate serve less its launch overhead, which "
+        "--dispatch-us prices here; split over the profiled inference operators by class at "
+        "each class's roofline share)"
     )

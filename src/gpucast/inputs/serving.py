@@ -487,6 +487,41 @@ def roofline_curve(
     )
 
 
+def forward_pass_s(
+    model: str,
+    gpu: GpuSpec,
+    *,
+    batch_size: int = 1,
+    precision: str = "fp32",
+    options: Mapping[str, Any] | None = None,
+    engine: str | None = None,
+    on_device: bool = False,
+) -> Sourced[float]:
+    """One forward pass of ``batch_size`` through a built-in (or ``module:factory``) ``model``
+    on ``gpu``, as the serving engine's latency model prices it (simulate serve's and plan
+    serve's latency curve: per-operator-class roofline at ``engine``'s fitted efficiencies
+    plus its per-kernel overhead). predict coldstart's first call, serverless functions and
+    KaaS kernels take it, so one forward pass has one latency across the verbs.
+    ``on_device``: without the engine's per-kernel launch overhead, for a caller that prices
+    launches itself (simulate kaas's --dispatch-us)."""
+    eff = serving_efficiency(engine, precision)
+    work = inference_work(model, precision, options)
+    curve = roofline_curve(work, gpu, precision, batch_size, engine=eff.value)
+    name = eff.source.partition(":")[0]
+    if on_device:
+        return Sourced(
+            curve.latency(batch_size) - curve.host_s,
+            f"the serving engine's latency model at batch {batch_size}, on the device "
+            f"({curve.source}, {name} efficiencies, as simulate serve less its per-kernel "
+            "launch overhead)",
+        )
+    return Sourced(
+        curve.latency(batch_size),
+        f"the serving engine's latency model at batch {batch_size} ({curve.source}, {name} "
+        "efficiencies and per-kernel overhead, as simulate serve)",
+    )
+
+
 def network_share_gbps(offer: Offer) -> float:
     """Each GPU's share of an offer's network (Gbit/s): the NIC over its GPUs."""
     return offer.network_gbps / max(offer.gpus, 1)

@@ -76,8 +76,10 @@ def predict_cold_start(
     first_call_s: float,
     per_tensor_s: float = 0.0,
     sources: Mapping[str, str] | None = None,
+    first_forward_s: float | None = None,
 ) -> ColdStartPrediction:
-    """Every phase of one cold start (module docstring)."""
+    """Every phase of one cold start (module docstring). ``first_forward_s``: the first call's
+    forward pass as a serving latency model gives it (None: its roofline, :func:`forward_s`)."""
     for name, value in (
         ("container_s", container_s),
         ("cuda_context_s", cuda_context_s),
@@ -93,8 +95,10 @@ def predict_cold_start(
         weight_load_s=weight_load_s(
             weight_bytes, links_gbs, parameter_tensors=parameter_tensors, per_tensor_s=per_tensor_s
         ),
-        first_inference_s=forward_s(
-            inference_flops, weight_bytes, flops=flops, memory_gbs=memory_gbs
+        first_inference_s=(
+            forward_s(inference_flops, weight_bytes, flops=flops, memory_gbs=memory_gbs)
+            if first_forward_s is None
+            else first_forward_s
         )
         + first_call_s,
         weight_bytes=int(weight_bytes),
