@@ -518,3 +518,12 @@ def test_an_llm_trace_refuses_what_it_has_not_and_sizes_always_on_as_plan_serve(
     assert plan.exit_code == 0, plan.output
     assert "sized as plan serve sizes it" in plan.stdout
     assert "  always-on " in plan.stdout and "plan serve: " in plan.stdout
+
+
+def test_simulate_kaas_defaults_are_one_mark_and_a_trace_window_a_duration() -> None:
+    """QA 33b #22: "(--rate default) (--duration-s default)" and "for 999.855 s"."""
+    base = ["simulate", "kaas", "--models", "mlp", "--pool-gpus", "1"]
+    text = runner.invoke(app, [*base, "--arrivals", "bursty"], terminal_width=250)
+    assert text.exit_code == 0, text.output
+    assert "for 10 s (--rate, --duration-s default)" in text.stdout
+    assert "default) (" not in text.stdout

@@ -22,6 +22,7 @@ from gpucast.app.serverless import DEFAULT_GPU
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_pool_gpus, check_seed, check_work
 from gpucast.domain.options import default_mark, defaults_used, option
+from gpucast.domain.units import format_duration
 
 if TYPE_CHECKING:
     import numpy as np
@@ -232,11 +233,10 @@ def _arrivals(
         raise InvalidSpecError(
             "rate", "gives no invocation in --duration-s", fix="raise --rate or --duration-s"
         )
-    marks = default_mark(request, "rate") if not request.is_trace else ""
-    marks += default_mark(request, "duration_s") if not request.is_trace else ""
+    marks = default_mark(request, "rate", "duration_s") if not request.is_trace else ""
     each = "each function" if n == 1 else f"each of {n} functions (seeds {request.seed}-"
     each += "" if n == 1 else f"{request.seed + n - 1})"
-    text = f"{streams[0].source} for {window:g} s{marks}, {each}"
+    text = f"{streams[0].source} for {format_duration(window)}{marks}, {each}"
     if request.is_trace and n > 1:
         text += "; every function replays the same trace"
     warnings = tuple(dict.fromkeys(w for s in streams for w in s.warnings))

@@ -331,14 +331,17 @@ def is_default(request: object, name: str) -> bool:
     raise KeyError(name)
 
 
-def default_mark(request: object, name: str) -> str:
+def default_mark(request: object, *names: str) -> str:
     """`` (--gpu default)`` when field ``name`` of ``request`` holds its declared default, else
-    ``""``: a default that sets a result is shown as one."""
-    if not is_default(request, name):
-        return ""
-    f = field_for(type(request), name)
-    assert f is not None  # is_default found it
-    return f" ({f.info.cli_flag} default)"
+    ``""``: a default that sets a result is shown as one. Several names make one mark of
+    those at their default (`` (--rate, --duration-s default)``, not two in a row)."""
+    flags = []
+    for name in names:
+        if is_default(request, name):
+            f = field_for(type(request), name)
+            assert f is not None  # is_default found it
+            flags.append(f.info.cli_flag)
+    return f" ({', '.join(flags)} default)" if flags else ""
 
 
 def defaults_used(request: object, names: tuple[str, ...]) -> tuple[str, ...]:

@@ -54,7 +54,8 @@ MAX_KERNELS = 5_000_000
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KaasResult:
     """Per invocation its latency (arrival to last kernel's end); throughput over the span
-    from the first arrival to the last completion; GPU busy time over GPUs x that span.
+    from the first arrival to the last completion, at least the arrivals' window (so never
+    above ``offered_per_s``); GPU busy time over GPUs x that span.
 
     ``kernels``: the kernels the invocations ran (the same under every sharing);
     ``dispatches``: the units of work scheduled one by one (kernels under kernel-level
@@ -204,7 +205,9 @@ def simulate_kaas(
         work_s = float(calls @ total)  # dispatching is off the GPU: ready after it
         needed = gpus_needed(work_s, window)
         overloaded = work_s > gpus * window * (1.0 + 1e-12)
-    span = float(done.max() - arrival.min()) if arrival.size else 0.0
+    # from the first arrival to the last completion, and never shorter than the window the
+    # arrivals were offered over: served calls/s above offered (39.2 vs 39.0) read as a gain
+    span = max(float(done.max() - arrival.min()), window) if arrival.size else 0.0
     return KaasResult(
         sharing=sharing,
         gpus=n_gpus,
