@@ -721,3 +721,16 @@ def test_a_price_tie_goes_to_the_lower_ttft_then_fewer_gpus_and_says_so() -> Non
     assert swapped.plan.recommended == plan.plan.recommended
     # one GPU type: the cheapest deployment is its cost's alone, no note
     assert "pick" not in gpucast.plan_llm_serve(**kw, gpu=["H100-SXM"]).assumptions
+
+
+def test_plan_json_names_the_slo_percentile_of_ttft_and_tpot() -> None:
+    """QA 33b #24: `ttft_s` / `tpot_s` held the SLO percentile's figures without saying so."""
+    result = gpucast.plan_llm_serve(
+        model="llama-3-8b", gpu=["H100-SXM"], rate=1, duration_s=5, slo_ttft_ms=2000,
+        slo_percentile=95, max_replicas=1, no_disaggregation=True, tp=[1],
+    )  # fmt: skip
+    d = result.to_dict()
+    assert d["slo"]["percentile"] == 95
+    for c in d["candidates"]:
+        assert c["ttft_at_slo_percentile_s"] == c["ttft_s"]
+        assert c["tpot_at_slo_percentile_s"] == c["tpot_s"]
