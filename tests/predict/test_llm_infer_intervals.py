@@ -61,7 +61,10 @@ def test_another_gpu_is_the_envelope_with_what_was_measured_or_a_prior() -> None
     same = stated_ratios(_table(), engine_fitted=True, gpu_fitted=False, same_vendor=True)
     assert same.regimes == ("model_unseen", "prior")
     prior = (1 / (1 + PRIOR_HALFWIDTH), 1 + PRIOR_HALFWIDTH)
-    assert same.latency == pytest.approx(prior) and "a prior, fitted on no rows" in same.note
+    assert same.latency == pytest.approx(prior) and "fitted on no rows" in same.note
+    # QA 33b #25: the note said "+-50%" beside a band printed x0.67-1.50
+    assert "widened to x0.67-1.50 (a prior, up to 1.5x faster or slower" in same.note
+    assert "+-50%" not in same.note
 
 
 def _csv(**overrides: str) -> str:

@@ -209,7 +209,9 @@ def stated_ratios(
             parts.append(
                 f"this GPU has no LLM inference rows, and the data check a transfer only to "
                 f"another vendor's GPU, never to another GPU of the fitted one's vendor: "
-                f"widened to +-{PRIOR_HALFWIDTH:.0%} (a prior, fitted on no rows; where NVIDIA "
+                f"widened to x{1.0 / (1.0 + PRIOR_HALFWIDTH):.2f}-{1.0 + PRIOR_HALFWIDTH:.2f} "
+                f"(a prior, up to {1.0 + PRIOR_HALFWIDTH:g}x faster or slower, fitted on no rows; "
+                "where NVIDIA "
                 f"published TensorRT-LLM figures, held out, the validated line gives the error "
                 f"on them)"
             )
