@@ -250,3 +250,20 @@ def test_a_saved_serving_plan_is_not_a_training_plan(tmp_path: Path) -> None:
     assert code == 0, err
     with pytest.raises(DataFormatError, match="is a serving plan, not a training plan"):
         load_plan(saved)
+
+
+def test_slo_errors_quote_their_fix_and_a_bad_percentile_has_one() -> None:
+    """QA 33b #17: fixes read "--slo p99<50ms" (pasted, the shell redirects at <), and
+    `--slo 'p0<50ms'` had no fix."""
+    cases = [
+        ([], "e.g. --slo 'p99<50ms' or --slo-ms 50"),
+        (["--slo", "p99<0ms"], "e.g. --slo 'p99<50ms'"),
+        (["--slo", "x"], "--slo 'p99<50ms' (quoted"),
+        (["--slo", "p0<50ms"], "e.g. --slo 'p99<50ms'"),
+    ]
+    for extra, fix in cases:
+        result = CliRunner().invoke(app, ["plan", "serve", "--model", "resnet50:150", *extra])
+        assert result.exit_code == 2, result.output
+        (line,) = result.stderr.strip().splitlines()
+        assert fix in line, line
+        assert " p99<" not in line.replace("like p99<", "")  # every pasteable one quoted

@@ -186,7 +186,10 @@ def parse_slo(text: str) -> tuple[float, float]:
     )
     if match is None:
         raise InvalidSpecError(
-            "slo", "must look like p99<50ms (percentile < latency)", got=text, fix="--slo p99<50ms"
+            "slo",
+            "must look like p99<50ms (percentile < latency)",
+            got=text,
+            fix="--slo 'p99<50ms' (quoted: the shell reads an unquoted < as a redirect)",
         )
     percentile = float(match["p"]) if match["p"] else 99.0
     value = float(match["v"])
@@ -200,9 +203,12 @@ def parse_slo(text: str) -> tuple[float, float]:
         )  # fmt: skip
     seconds = value * {"ms": 1e-3, "s": 1.0, "us": 1e-6}[unit]
     if not 0 < percentile <= 100:
-        raise InvalidSpecError("slo percentile", "must be in (0, 100]", got=percentile)
+        raise InvalidSpecError(
+            "slo percentile", "must be in (0, 100]", got=percentile,
+            fix=f"e.g. --slo 'p99<{match['v']}{unit}' (the share of requests within the latency)",
+        )  # fmt: skip
     if seconds <= 0:
-        raise InvalidSpecError("slo", "must be > 0", got=text, fix="--slo p99<50ms")
+        raise InvalidSpecError("slo", "must be > 0", got=text, fix="e.g. --slo 'p99<50ms'")
     return percentile, seconds
 
 
@@ -444,7 +450,7 @@ class PlanServeRequest:
                     fix=f"e.g. --model {name}:150",
                 )  # fmt: skip
         if self.slo is None and self.slo_ms is None:
-            raise InvalidSpecError("slo", "is required", fix="e.g. --slo p99<50ms or --slo-ms 50")
+            raise InvalidSpecError("slo", "is required", fix="e.g. --slo 'p99<50ms' or --slo-ms 50")
         check_one_slo(self.slo, self.slo_ms, self.slo_percentile)
         percentile, slo_s = self.slo_target
         if not (math.isfinite(slo_s) and slo_s > 0):

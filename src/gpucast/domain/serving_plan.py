@@ -93,7 +93,7 @@ class ServeRequest:
             raise InvalidSpecError(
                 "models", "lists a model twice", got=names, fix="give each model once"
             )
-        _positive("slo", self.slo_s, fix="e.g. --slo p99<50ms")
+        _positive("slo", self.slo_s, fix="e.g. --slo 'p99<50ms'")
         if not (isinstance(self.slo_percentile, int | float) and 0 < self.slo_percentile <= 100):
             raise InvalidSpecError(
                 "slo percentile", "must be in (0, 100]", got=self.slo_percentile, fix="e.g. 99"
