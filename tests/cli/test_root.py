@@ -67,6 +67,15 @@ def test_single_verbs_offer_no_shell_completion_options() -> None:
         assert "completion" not in result.stdout, verb
 
 
+def test_verb_groups_offer_no_shell_completion_options() -> None:
+    """QA 33b #23: plan, catalog, measure, runs, campaign, fit, predict and simulate listed
+    --install-completion / --show-completion in their --help (the root had it off)."""
+    for group in ("plan", "catalog", "measure", "runs", "campaign", "fit", "predict", "simulate"):
+        result = CliRunner().invoke(app, [group, "--help"], terminal_width=200)
+        assert result.exit_code == 0 and "Commands" in result.stdout, group
+        assert "completion" not in result.stdout, group
+
+
 def test_one_command_invoked_again_and_again_keeps_one_help_wrapper() -> None:
     """A process that runs the CLI many times (a notebook, a server, this suite) reuses one
     click command; each run used to wrap its help option once more, until RecursionError."""

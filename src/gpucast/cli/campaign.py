@@ -22,7 +22,11 @@ from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_consol
 from gpucast.domain.campaign import CampaignProgress
 from gpucast.domain.units import count_of
 
-app = typer.Typer(no_args_is_help=True, help="Run measurement sweeps that survive being killed.")
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="Run measurement sweeps that survive being killed.",
+)
 
 
 class _StopOnSignal:

@@ -25,7 +25,11 @@ from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, print_warnings
 from gpucast.domain.catalog import GpuSpec
 
-app = typer.Typer(no_args_is_help=True, help="GPU specs, MIG layouts and cloud offers with prices.")
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="GPU specs, MIG layouts and cloud offers with prices.",
+)
 
 
 def _fmt(value: float | None, spec: str = "g") -> str:

@@ -26,7 +26,9 @@ from gpucast.cli._common import (
     working,
 )
 
-app = typer.Typer(no_args_is_help=True, help="Fit performance models from data.")
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="Fit performance models from data."
+)
 
 
 def _cv(mape_pct: float | None) -> str:

@@ -28,7 +28,9 @@ if TYPE_CHECKING:  # gpucast.domain.measurement pulls in numpy; annotations only
     from gpucast.domain.measurement import Measurement
     from gpucast.measure.harness import Progress
 
-app = typer.Typer(no_args_is_help=True, help="Time training or inference steps.")
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="Time training or inference steps."
+)
 
 
 def format_seconds(value: float | None) -> str:

@@ -27,7 +27,9 @@ from gpucast.cli._common import (
 from gpucast.domain.plan import TrainRequest
 from gpucast.domain.units import format_ratio
 
-app = typer.Typer(no_args_is_help=True, help="Plan training (and serving) clusters.")
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="Plan training (and serving) clusters."
+)
 
 
 def _report_option() -> Any:

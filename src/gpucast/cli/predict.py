@@ -19,7 +19,9 @@ from gpucast.app.predict import (
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, emit_result, state
 
-app = typer.Typer(no_args_is_help=True, help="Predict step time, cluster speed, overheads.")
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="Predict step time, cluster speed, overheads."
+)
 
 
 @app.command("train")

@@ -19,7 +19,9 @@ from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_consol
 from gpucast.cli.measure import format_seconds, measurement_table, print_warnings
 from gpucast.domain.units import count_of
 
-app = typer.Typer(no_args_is_help=True, help="List, show and export stored measurements.")
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="List, show and export stored measurements."
+)
 
 
 def runs_table(result: RunsListResult) -> Table:

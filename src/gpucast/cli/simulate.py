@@ -21,7 +21,9 @@ if TYPE_CHECKING:  # numpy: loaded when a simulation runs
 
     from gpucast.domain.simulation import SimulationResult
 
-app = typer.Typer(no_args_is_help=True, help="Simulate training on transient clusters.")
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="Simulate training on transient clusters."
+)
 
 
 def simulation_header(result: SimulationResult, request: SimulateTrainRequest) -> str:
