@@ -138,7 +138,7 @@ def test_predict_coldstart_on_a_gpu_names_the_bound() -> None:
     assert p.container_s == 1.0 and p.cuda_context_s == 0.5
     assert "container-start" in r.assumptions
     slow_net = gpucast.predict_coldstart("resnet18", gpu="T4", network_gbps=1).prediction
-    assert slow_net.bound_by == "network" and slow_net.load_gbs == pytest.approx(0.125)
+    assert slow_net.bound_by == "network" and slow_net.load_gb_per_s == pytest.approx(0.125)
     given = gpucast.predict_coldstart("resnet18", gpu="T4", container_s=0, cuda_context_s=0)
     assert given.prediction.total_s < p.total_s
     assert not r.validation.validated

@@ -134,7 +134,7 @@ def test_the_loader_note_never_quotes_one_reader_faster_than_the_volume() -> Non
 
     base = gpucast.predict_coldstart("resnet50", gpu="H100", storage="ebs-gp3")
     note = base.assumptions["loader"]
-    assert base.prediction.load_gbs == pytest.approx(0.131)
+    assert base.prediction.load_gb_per_s == pytest.approx(0.131)
     assert "(0.131 GB/s)" in note and "one reader is bound by the volume too" in note
     assert "would take" not in note
     quick = single_reader_note({"ebs-io2": 4.194}, 102_441_032)

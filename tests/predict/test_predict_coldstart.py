@@ -71,7 +71,7 @@ PREDICTED = ColdStartPrediction(
     weight_load_s=0.1,
     first_inference_s=0.2,
     weight_bytes=10**9,
-    load_gbs=10.0,
+    load_gb_per_s=10.0,
     bound_by="local-nvme",
     sources={"container-start": "catalog", "cuda-context": "catalog", "storage": "nvme",
              "pcie": "pcie3", "forward": "roofline"},
@@ -97,7 +97,7 @@ def test_measured_phases_replace_the_predicted_ones() -> None:
     assert cold.total_s == pytest.approx(1.0 + 0.3 + 2.0 + 0.04)
     assert cold.measured_phases == ("cuda_context", "weight_load", "first_inference")
     assert cold.predicted_phases == ("container",)
-    assert cold.load_gbs == pytest.approx(0.5) and cold.bound_by == "measured"
+    assert cold.load_gb_per_s == pytest.approx(0.5) and cold.bound_by == "measured"
     # the run replaces the predicted phases' sources; the container's stays
     assert cold.sources == {"container-start": "catalog", "cuda-context": "run 3",
                             "weights": "run 3", "first-inference": "run 3"}  # fmt: skip

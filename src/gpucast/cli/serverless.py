@@ -213,7 +213,7 @@ def predict_command(
     size_text = f"{size / 1e9:,.1f} GB" if size >= 1e9 else f"{size / 1e6:,.1f} MB"
     _say(
         f"  weights           {d['weight_load_s']:.3f} s ({size_text} at "
-        f"{d['load_gbs']:.3g} GB/s, bound by {d['bound_by']})"
+        f"{d['load_gb_per_s']:.3g} GB/s, bound by {d['bound_by']})"
     )
     _say(f"  first inference   {d['first_inference_s'] * 1e3:.2f} ms")
     _footer(d)

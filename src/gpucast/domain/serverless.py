@@ -171,7 +171,8 @@ class ColdStartPrediction:
     Predicted, or partly measured (:func:`gpucast.predict.coldstart.with_measured`):
     ``measured_phases`` names the phases of :data:`COLDSTART_PHASES` that a stored
     ``measure coldstart`` run gave (their ``sources`` name the run); the others are predicted.
-    The planner and the simulators do not care which they got.
+    The planner and the simulators do not care which they got. ``load_gb_per_s``: the weight
+    copy's rate, GB/s (the JSON key was ``load_gbs`` before session 33).
     """
 
     container_s: float
@@ -179,7 +180,7 @@ class ColdStartPrediction:
     weight_load_s: float
     first_inference_s: float
     weight_bytes: int
-    load_gbs: float
+    load_gb_per_s: float
     bound_by: str
     sources: dict[str, str] = field(default_factory=dict)
     measured_phases: tuple[str, ...] = ()
@@ -213,7 +214,7 @@ class ColdStartPrediction:
             "first_inference_s": self.first_inference_s,
             "total_s": self.total_s,
             "weight_bytes": self.weight_bytes,
-            "load_gbs": self.load_gbs,
+            "load_gb_per_s": self.load_gb_per_s,
             "bound_by": self.bound_by,
             "measured_phases": list(self.measured_phases),
             "predicted_phases": list(self.predicted_phases),

@@ -102,7 +102,7 @@ def predict_cold_start(
         )
         + first_call_s,
         weight_bytes=int(weight_bytes),
-        load_gbs=gbs,
+        load_gb_per_s=gbs,
         bound_by=bound,
         sources=dict(sources or {}),
     )
@@ -161,10 +161,10 @@ def with_measured(
         sources[_PREDICTED_SOURCES[phase][0]] = source
     changes: dict[str, object] = {f"{p}_s": s for p, s in phases.items()}
     if "weight_load" in phases:
-        changes["load_gbs"] = (
+        changes["load_gb_per_s"] = (
             measured.weight_bytes / (phases["weight_load"] * GB)
             if phases["weight_load"] > 0 and measured.weight_bytes > 0
-            else predicted.load_gbs
+            else predicted.load_gb_per_s
         )
         changes["bound_by"] = "measured"
     return dataclasses.replace(
