@@ -19,7 +19,7 @@ from rich.table import Table
 from gpucast.app.measure import MeasureInferRequest, MeasureResult, MeasureTrainRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, err_console, state, working
-from gpucast.domain.units import count_of
+from gpucast.domain.units import count_of, format_sig
 
 if TYPE_CHECKING:  # gpucast.domain.measurement pulls in numpy; annotations only here
     from collections.abc import Callable, Iterator
@@ -34,14 +34,15 @@ app = typer.Typer(
 
 
 def format_seconds(value: float | None) -> str:
-    """A duration with a readable unit: ``812 µs``, ``12.4 ms``, ``1.53 s``."""
+    """A duration with a readable unit, three significant figures with their trailing zeros:
+    ``812 µs``, ``12.0 ms`` (not ``12 ms`` beside ``11.8 ms``), ``1.53 s``."""
     if value is None:
         return "-"
     if value < 1e-3:
-        return f"{value * 1e6:.3g} µs"
+        return f"{format_sig(value * 1e6)} µs"
     if value < 1.0:
-        return f"{value * 1e3:.3g} ms"
-    return f"{value:.3g} s"
+        return f"{format_sig(value * 1e3)} ms"
+    return f"{format_sig(value)} s"
 
 
 def measurement_table(m: Measurement, *, title: str | None = None) -> Table:
