@@ -136,7 +136,7 @@ def test_defaults_that_set_a_result_are_marked() -> None:
     """QA #18: the SLO and GPU plan serverless used, the GPU, rate, pool and span of kaas."""
     plan = ["plan", "serverless", "--synthetic", "5", "--minutes", "60", "--models", "mlp"]
     head = runner.invoke(app, plan).stdout.splitlines()[0]
-    assert "on T4 (--gpu default)" in head and "SLO p99 <= 2000 ms (--slo default)" in head
+    assert "on T4 (--gpu default)" in head and "SLO p99 <= 2 s (--slo default)" in head
     assert _json(plan)["defaults"] == ["--gpu", "--slo"]
     given = runner.invoke(app, [*plan, "--gpu", "T4", "--slo", "p99<2s"]).stdout
     assert "default)" not in given.splitlines()[0]

@@ -150,13 +150,14 @@ def format_ms_against(value_s: float, limit_s: float, *, decimals: int = 1) -> s
 def format_ms(seconds: float, *, decimals: int = 1) -> str:
     """A latency in milliseconds (no unit) with ``decimals`` decimals, more for one below the
     last decimal's unit so that it keeps two significant digits (at most 6 decimals): 20 us
-    is ``0.020``, never ``0.0`` (which reads as no time at all); 0 is ``0``. NaN: ``-``."""
+    is ``0.020``, never ``0.0`` (which reads as no time at all); 0 is ``0``; thousands
+    separated (``7,766.3``). NaN: ``-``."""
     if math.isnan(seconds):
         return "-"
     ms = seconds * 1e3
     if ms == 0 or not math.isfinite(ms):
         return f"{ms:.0f}"
-    return f"{ms:.{min(_small_decimals(ms, decimals), 6)}f}"
+    return f"{ms:,.{min(_small_decimals(ms, decimals), 6)}f}"
 
 
 def _small_decimals(value: float, decimals: int) -> int:
