@@ -66,5 +66,5 @@ def test_a_fixed_limit_no_candidate_takes_is_refused_and_the_clamped_ones_named(
             clamped_limits(watts, [BOARD, small])
         message = str(info.value)
         assert message.startswith(f"power-limit: {watts:g} W is outside the power-limit range")
-        assert "(35-300 W across 2 GPU type(s))" in message
+        assert "(35-300 W across 2 GPU types)" in message
         assert f"e.g. --power-limit {nearest} " in message
