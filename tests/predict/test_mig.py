@@ -147,7 +147,7 @@ def test_a30_has_four_compute_and_four_memory_slices() -> None:
     small = next(p for p in a30.mig_profiles if p.name == "1g.6gb")
     share = mig_share(a30, small)
     assert (share.compute_share, share.bandwidth_share) == (0.25, 0.25)
-    assert "1 of 4 compute slices" in share.source
+    assert "14 of 56 SMs" in share.source  # the catalog's SMs (14 per A30 compute slice)
     # a layout splits the price by the A30's own slices: 2g + 1g + 1g is 1/2, 1/4, 1/4
     placed = check_layout(a30, "2g.12gb,1g.6gb,1g.6gb")
     prices = layout_prices_usd_per_hour(
