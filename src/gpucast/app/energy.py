@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.energy import JOULES_PER_KWH, check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import option
+from gpucast.domain.options import lower_text, option
 from gpucast.domain.workload import (
     SOFTWARE_HELP,
     WorkloadOptions,

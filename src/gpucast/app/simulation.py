@@ -26,7 +26,7 @@ from gpucast.domain.catalog import offers_option
 from gpucast.domain.convergence import check_lr_rule, lr_rule_option, optimizer_option, parse_target
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_seed, check_work
-from gpucast.domain.options import is_default, option
+from gpucast.domain.options import is_default, lower_text, option
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.spot import (
     check_hazard,

@@ -29,7 +29,7 @@ from gpucast.domain.convergence import (
 from gpucast.domain.energy import check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_seed, check_work
-from gpucast.domain.options import build, lower_list, none_or, option, to_options
+from gpucast.domain.options import build, lower_list, lower_text, none_or, option, to_options
 from gpucast.domain.provenance import Assumption, Validation
 from gpucast.domain.spot import (
     check_hazard,
