@@ -365,6 +365,20 @@ def test_a_cpu_measurement_calibrates_no_gpu_prediction_at_any_precision(
     assert gpu.calibrated and "store run #2 (cuda, batch 32" in gpu.calibration_source
 
 
+def test_a_gpu_run_at_another_precision_is_named_with_what_it_calibrates(tmp_path: Path) -> None:
+    """A measurement on a GPU at fp32 (``measure train``'s default) calibrates fp32 predictions;
+    a bf16 one (``predict train``'s auto on an H100) says which run it left and how to use it."""
+    db = tmp_path / "store.db"
+    store_measurement(db, batch=32, step_s=0.003, gpu_name="A100-40GB")  # fp32
+    bf16 = predict_train(workload=WORKLOAD, batch_size=64, gpu="H100", db=db)  # auto: bf16
+    assert bf16.precision == "bf16" and not bf16.calibrated
+    source = bf16.calibration_source
+    assert "store run #1 (A100-40GB, batch 32) ran fp32: it calibrates --precision fp32" in source
+    assert f"gpucast measure train {WORKLOAD} --precision bf16" in source
+    fp32 = predict_train(workload=WORKLOAD, batch_size=64, gpu="H100", precision="fp32", db=db)
+    assert fp32.calibrated
+
+
 def test_a_step_that_fits_no_memory_is_refused_naming_predict_trains_options() -> None:
     with pytest.raises(InvalidSpecError) as refused:
         gpucast.predict_train(workload="resnet50", batch_size=100_000, gpu="H100")

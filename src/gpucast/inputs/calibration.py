@@ -218,7 +218,19 @@ def uncalibrated_source(db_path: Path | None, workload: str, precision: str, cat
     a CPU or an unknown GPU, at any precision, calibrate none (named, newest first)."""
     where = "" if db_path is None else f" in {db_path}"
     said = f"no stored training measurement of {workload} at {precision} on a GPU{where}"
-    unused = [r for r in training_runs(db_path, workload, None) if r.catalog_gpu(catalog) is None]
+    stored = training_runs(db_path, workload, None)
+    elsewhere = [
+        r for r in stored if r.catalog_gpu(catalog) is not None and r.summary.precision != precision
+    ]
+    if elsewhere:  # on a GPU, at another precision: say which calibrates what
+        r = elsewhere[0]
+        said += (
+            f"; store run #{r.summary.id} ({r.summary.gpu_name}, batch {r.summary.batch_size}) "
+            f"ran {r.summary.precision}: it calibrates --precision {r.summary.precision}, not "
+            f"{precision} (measure with `gpucast measure train {workload} --precision "
+            f"{precision}`, or predict at --precision {r.summary.precision})"
+        )
+    unused = [r for r in stored if r.catalog_gpu(catalog) is None]
     if not unused:
         return said
     runs = ", ".join(
