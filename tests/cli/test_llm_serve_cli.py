@@ -218,7 +218,7 @@ def test_plan_serve_prints_every_candidate_not_simulated() -> None:
 
 
 def test_not_simulated_lines_group_the_same_reason_and_keep_every_label() -> None:
-    from gpucast.cli.llm_serve import not_simulated_lines
+    from gpucast.plan.llm_serve import grouped_reasons as not_simulated_lines
 
     reasons = [f"G{i} tp=1: does not fit" for i in range(12)] + [
         "G0 tp=2: does not fit", "tp=3 (every GPU): cannot split", "MI300X: no offer", "plain",

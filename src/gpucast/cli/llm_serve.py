@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
@@ -212,29 +212,11 @@ def _run_plan(request: PlanLlmServeRequest, cli: Mapping[str, Any]) -> None:
     say_plan_outputs(report, save)
 
 
-def not_simulated_lines(reasons: Sequence[str]) -> list[str]:
-    """Every ``LABEL: WHY`` of a plan's ``infeasible``, one line per distinct WHY naming all
-    its labels, a GPU's degrees together (``A10G tp=1, 2; L4 tp=1: does not fit (...)``)."""
-    groups: dict[str, dict[str, list[str]]] = {}
-    for reason in reasons:
-        label, sep, why = reason.partition(": ")
-        if not sep:
-            label, why = "", reason
-        gpu, tp_sep, degrees = label.partition(" tp=")
-        by_label = groups.setdefault(why, {})
-        by_label.setdefault(gpu if tp_sep else label, []).extend([degrees] if tp_sep else [])
-    lines = []
-    for why, by_label in groups.items():
-        labels = [k + (f" tp={', '.join(d)}" if d else "") for k, d in by_label.items() if k]
-        lines.append(f"{'; '.join(labels)}: {why}" if labels else why)
-    return lines
-
-
 def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from gpucast.plan.llm_serve import SLO_MISSED, TIE_BREAK
+    from gpucast.plan.llm_serve import TIE_BREAK
 
     plan = result.plan
     req = result.request
@@ -274,9 +256,8 @@ def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
         console.print("[yellow]no deployment meets the SLOs within the limits[/yellow]")
     if (band := result.band_text()) is not None:
         console.print(f"  {band}", highlight=False)
-    for line in not_simulated_lines(plan.infeasible):
-        said = "" if SLO_MISSED in line else "not simulated: "  # its rows are in the table
-        console.print(f"[dim]  {said}{escape(line)}[/dim]", highlight=False)
+    for line in plan.reason_lines():
+        console.print(f"[dim]  {escape(line)}[/dim]", highlight=False)
     for key, value in result.assumptions.items():
         console.print(f"[dim]{escape(f'{key}: {value}')}[/dim]", highlight=False)
     for key, value in result.validation.items():

@@ -152,6 +152,15 @@ class LlmServePlan:
     def best(self) -> LlmServeCandidate | None:
         return None if self.recommended is None else self.candidates[self.recommended]
 
+    def reason_lines(self) -> list[str]:
+        """:attr:`infeasible` as the text says it, one line per reason (:func:`grouped_reasons`):
+        ``not simulated: ...`` but for a GPU x degree simulated whose rows all missed the SLO
+        (:data:`SLO_MISSED`: its rows stand in the table)."""
+        return [
+            line if SLO_MISSED in line else f"not simulated: {line}"
+            for line in grouped_reasons(self.infeasible)
+        ]
+
     def tie_note(self) -> str | None:
         """Which rule picked among the deployments that meet the SLOs and the budget at the
         pick's cost (:data:`TIE_BREAK`); ``None`` when its cost alone did."""
@@ -160,6 +169,24 @@ class LlmServePlan:
         ok = [i for i, c in enumerate(self.candidates) if c.meets_slo and c.within_budget]
         costs = [self.candidates[i].cost_usd_per_hour for i in ok]
         return tie_note(costs, ok.index(self.recommended), TIE_BREAK)
+
+
+def grouped_reasons(reasons: Sequence[str]) -> list[str]:
+    """Every ``LABEL: WHY`` of a plan's ``infeasible``, one line per distinct WHY naming all
+    its labels, a GPU's degrees together (``A10G tp=1, 2; L4 tp=1: does not fit (...)``)."""
+    groups: dict[str, dict[str, list[str]]] = {}
+    for reason in reasons:
+        label, sep, why = reason.partition(": ")
+        if not sep:
+            label, why = "", reason
+        gpu, tp_sep, degrees = label.partition(" tp=")
+        by_label = groups.setdefault(why, {})
+        by_label.setdefault(gpu if tp_sep else label, []).extend([degrees] if tp_sep else [])
+    lines = []
+    for why, by_label in groups.items():
+        labels = [k + (f" tp={', '.join(d)}" if d else "") for k, d in by_label.items() if k]
+        lines.append(f"{'; '.join(labels)}: {why}" if labels else why)
+    return lines
 
 
 def _percentile(values: np.ndarray, q: float) -> float:
