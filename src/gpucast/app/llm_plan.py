@@ -287,6 +287,29 @@ class PlanLlmTrainResult:
         )
         return limited_rows(order, must, limit)
 
+    def table_lines(self, limit: int | None = None) -> list[str]:
+        """The text's header and one line per :meth:`shown` row, numbered as the JSON, the CSV
+        and the HTML report number them (``>`` the pick, ``*`` the Pareto front where other
+        rows are shown too); a row that misses the deadline or the budget ends by saying so."""
+        rows = self.shown(limit)
+        others = any(i not in self.pareto and i != self.recommended for i in rows)
+        missed = (
+            "; -- the limit a row misses" if any(self.candidates[i].missed() for i in rows) else ""
+        )
+        header = f"{self.model}: {self.tokens:.3g} tokens in {self.steps:,} steps; " + (
+            f"{len(rows)} of {len(self.candidates):,} rows, cheapest first (* Pareto front "
+            f"of time vs cost, > pick{missed}):"
+            if others
+            else f"Pareto front of time vs cost (> pick{missed}):"
+        )
+        width = len(str(max(rows, default=0)))
+        marks = {i: "*" for i in self.pareto if others} | (
+            {} if self.recommended is None else {self.recommended: ">"}
+        )
+        return [header] + [
+            f"{marks.get(i, ' ')} {i:>{width}} {self.candidates[i].text()}" for i in rows
+        ]
+
     def verdict(self) -> list[str]:
         """The lines after the rows: the pick's interval and whether it still holds at the
         interval's slow edge (a plan without a pick is an error: :func:`plan_llm_train`)."""

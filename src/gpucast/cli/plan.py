@@ -148,28 +148,9 @@ def llm_train(
     if json_out:
         emit_json(result.to_dict())
         return
-    rows = result.shown(limit)
-    others = any(i not in result.pareto and i != result.recommended for i in rows)
-    # rows that miss the deadline or the budget end "-- misses the deadline" (never picked)
-    missed = (
-        "; -- the limit a row misses" if any(result.candidates[i].missed() for i in rows) else ""
-    )
-    console.print(
-        f"{result.model}: {result.tokens:.3g} tokens in {result.steps:,} steps; "
-        + (
-            f"{len(rows)} of {len(result.candidates):,} rows, cheapest first (* Pareto front "
-            f"of time vs cost, > pick{missed}):"
-            if others
-            else f"Pareto front of time vs cost (> pick{missed}):"
-        ),
-        highlight=False,
-        markup=False,
-    )
-    width = len(str(max(rows, default=0)))
-    for i in rows:  # numbered as the JSON, the CSV and the HTML report number them
-        mark = ">" if i == result.recommended else "*" if others and i in result.pareto else " "
-        line = f"{mark} {i:>{width}} {result.candidates[i].text()}"
-        # one line a row (the terminal wraps it): its end says the limits it misses
+    header, *lines = result.table_lines(limit)
+    console.print(header, highlight=False, markup=False)
+    for line in lines:  # one line a row (the terminal wraps it)
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     for line in result.verdict():
         console.print(line, highlight=False, markup=False)
