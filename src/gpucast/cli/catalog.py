@@ -23,7 +23,6 @@ from gpucast.app.catalog import (
 )
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, print_warnings
-from gpucast.domain.catalog import GpuSpec
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -68,17 +67,10 @@ def gpus_table(result: GpusResult) -> Table:
             str(g.pcie_generation),
             _fmt(g.tdp_w),
             str(g.sm_count),
-            _mig_cell(g),
+            g.mig_summary,
             g.as_of.isoformat(),
         )
     return table
-
-
-def _mig_cell(gpu: GpuSpec) -> str:
-    """The MIG profiles ``catalog mig`` can lay out (the ones with published placements)."""
-    if gpu.placeable_mig_profiles:
-        return str(len(gpu.placeable_mig_profiles))
-    return "no placements" if gpu.mig_profiles else "-"
 
 
 def offers_table(result: OffersResult) -> Table:

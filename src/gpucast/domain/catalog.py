@@ -205,6 +205,14 @@ class GpuSpec:
         return tuple(p for p in self.mig_profiles if p.placements and p.memory_slices)
 
     @property
+    def mig_summary(self) -> str:
+        """The MIG profiles ``catalog mig`` can lay out, in a word: their count, ``no
+        placements`` where profiles are listed without them, ``-`` without MIG."""
+        if self.placeable_mig_profiles:
+            return str(len(self.placeable_mig_profiles))
+        return "no placements" if self.mig_profiles else "-"
+
+    @property
     def mig_slices(self) -> tuple[int, int]:
         """(compute slices, memory slices) of the whole GPU in MIG mode: those of its largest
         profile (7 and 8 on an A100, H100, H200 or B200; 4 and 4 on an A30); (7, 8) where its
