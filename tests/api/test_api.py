@@ -97,7 +97,11 @@ def test_measure_train_with_keyword_options() -> None:
     assert meas.mean_s > 0 and meas.mode == "train"
     assert meas.n_samples == len(meas.step_times_s) >= 3
     assert meas.spec == WorkloadSpec(name="mlp", batch_size=4)
-    assert result.to_dict() == {**meas.to_dict(), "run_id": None}
+    assert result.to_dict() == {
+        **meas.to_dict(),
+        "run_id": None,
+        "precision_note": result.precision_note,  # --precision auto (the default) chose fp32
+    }
 
 
 def test_measure_infer_request_object_saves_and_reports_progress(tmp_path: Path) -> None:
@@ -156,4 +160,4 @@ def test_train_request_builds_the_distributed_config() -> None:
     config = request.distributed_config()
     assert config is not None and config.label == "ps-async" and config.n_workers == 2
     assert config.batch_sizes == (4, 8) and config.devices == ("auto",)
-    assert request.spec.batch_size == 4
+    assert request.spec_at("fp32").batch_size == 4  # the first worker's batch

@@ -23,9 +23,18 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import fields_of, is_default, lower_text, option
-from gpucast.domain.workload import Precision, WorkloadSpec
+from gpucast.domain.workload import (
+    AUTO_PRECISION,
+    PRECISIONS,
+    TRAIN_PRECISION_DEFAULT,
+    Precision,
+    WorkloadSpec,
+    practitioner_precision,
+)
 
 if TYPE_CHECKING:  # these pull in numpy/torch; annotations only here
+    import torch
+
     from gpucast.domain.distributed import DistributedConfig, DistributedMeasurement
     from gpucast.domain.kernels import KernelTrace
     from gpucast.domain.measurement import Measurement
@@ -51,7 +60,13 @@ class _StepRequest:
         "auto", help="cpu, cuda, cuda:N, or auto (a GPU if any).", example="cuda:0"
     )
     batch_size: int = option(32, help="Samples per step (>= 1).", example="32")
-    precision: str = option("fp32", parse=lower_text, help="fp32, bf16 or fp16.", example="bf16")
+    precision: str = option(
+        "fp32",
+        parse=lower_text,
+        help="fp32, bf16, fp16, or auto: bf16 on a GPU with bf16 units (compute capability "
+        "8.0 on), fp32 elsewhere (the CPU included).",
+        example="bf16",
+    )
     target_ci: float = option(
         0.02,
         help="Stop when the 95% CI half-width is within this share of the mean.",
@@ -84,7 +99,15 @@ class _StepRequest:
     )
 
     def _check_steps(self) -> None:
-        _ = self.spec  # WorkloadSpec checks the name, the batch size and the precision
+        if self.precision not in (*PRECISIONS, AUTO_PRECISION):
+            raise InvalidSpecError(
+                "precision",
+                f"must be one of {', '.join((*PRECISIONS, AUTO_PRECISION))}",
+                got=self.precision,
+                fix="e.g. --precision bf16 (auto: bf16 on a GPU with bf16 units, else fp32)",
+            )
+        # WorkloadSpec checks the name and the batch size (auto is chosen on the device)
+        _ = self.spec_at("fp32" if self.precision == AUTO_PRECISION else self.precision)
         _check_number("target_ci", self.target_ci, low=0.0, high=1.0)
         _check_number("max_time_s", self.max_time_s, low=0.0)
         if self.min_samples < 2:
@@ -109,13 +132,35 @@ class _StepRequest:
                 fix="pass --device cpu, or drop --timer cpu",
             )
 
-    @property
-    def spec(self) -> WorkloadSpec:
+    def spec_at(self, precision: str) -> WorkloadSpec:
+        """The workload measured at ``precision`` (what :meth:`precision_on` chose)."""
         return WorkloadSpec(
-            name=self.workload,
-            batch_size=self.batch_size,
-            precision=cast(Precision, self.precision),
+            name=self.workload, batch_size=self.batch_size, precision=cast(Precision, precision)
         )
+
+    def precision_on(self, devices: tuple[torch.device, ...]) -> str:
+        """The precision the run measures at on ``devices``: as given, or for ``auto`` what
+        practitioners use (:func:`~gpucast.domain.workload.practitioner_precision`): bf16
+        where every device has bf16 units, else fp32."""
+        if self.precision != AUTO_PRECISION:
+            return self.precision
+        from gpucast.measure.devices import has_bf16_units
+
+        return practitioner_precision(all(has_bf16_units(d) for d in devices))
+
+    def precision_note(self, precision: str, devices: tuple[torch.device, ...]) -> str | None:
+        """What chose ``precision`` on ``devices`` where ``auto`` did (``None`` where it was
+        given)."""
+        if self.precision != AUTO_PRECISION:
+            return None
+        if precision == "bf16":
+            why = "bf16 units on the GPU"
+        elif any(d.type == "cpu" for d in devices):
+            why = "the CPU (auto picks bf16 on GPUs with bf16 units only)"
+        else:
+            why = "a GPU without bf16 units (before compute capability 8.0)"
+        default = ", the --precision default" if is_default(self, "precision") else ""
+        return f"{precision} by auto{default}: {why}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,6 +192,14 @@ class MeasureTrainRequest(_StepRequest):
 
     VERB: ClassVar[str] = "measure train"
 
+    precision: str = option(
+        TRAIN_PRECISION_DEFAULT,
+        parse=lower_text,
+        help="fp32, bf16, fp16, or auto: bf16 on a GPU with bf16 units (compute capability "
+        "8.0 on), fp32 elsewhere (the CPU included) -- what the training verbs predict by "
+        "default, so a default run calibrates a default prediction.",
+        example="bf16",
+    )
     distributed: str | None = option(
         None, help="ddp, fsdp or ps: a multi-process run via torch.distributed.", example="ddp"
     )
@@ -294,11 +347,10 @@ class MeasureTrainRequest(_StepRequest):
                         fix=f"drop {flag}, or pass --distributed ps",
                     )
 
-    @property
-    def spec(self) -> WorkloadSpec:
+    def spec_at(self, precision: str) -> WorkloadSpec:
         batch = self.batch_sizes[0] if self.distributed and self.batch_sizes else self.batch_size
         return WorkloadSpec(
-            name=self.workload, batch_size=batch, precision=cast(Precision, self.precision)
+            name=self.workload, batch_size=batch, precision=cast(Precision, precision)
         )
 
     def distributed_config(self) -> DistributedConfig | None:
@@ -342,6 +394,8 @@ class MeasureResult:
     sweep: tuple[PowerLimitRun, ...] = ()
     #: ``--kernels``: the step's operators (CPU) or kernels (GPU), stored with the run
     kernels: KernelTrace | None = None
+    #: what chose the precision where ``--precision auto`` did (``None`` where it was given)
+    precision_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         if self.measurement is None:
@@ -351,6 +405,8 @@ class MeasureResult:
                 "note": "rank 0 (node 0) holds and stores the result",
             }
         out = {**self.measurement.to_dict(), "run_id": self.run_id}
+        if self.precision_note is not None:
+            out["precision_note"] = self.precision_note
         if self.sweep:
             out["power_sweep"] = [p.to_dict() for p in self.sweep]
         if self.kernels is not None:
@@ -430,7 +486,11 @@ def _power_sweep(
         db_used = one.db
     first = runs[0]
     return MeasureResult(
-        measurement=first.measurement, run_id=first.run_id, db=db_used, sweep=tuple(runs)
+        measurement=first.measurement,
+        run_id=first.run_id,
+        db=db_used,
+        sweep=tuple(runs),
+        precision_note=one.precision_note,
     )
 
 
@@ -463,7 +523,9 @@ def _single(
     from gpucast.store import Store
     from gpucast.workloads import get_workload
 
-    resolve_device(request.device)  # checked before a model is built or the store touched
+    # checked before a model is built or the store touched
+    devices = (resolve_device(request.device),)
+    precision = request.precision_on(devices)
     chosen = get_workload(request.workload)
     db_path = _db_path(db)
     import torch
@@ -475,7 +537,7 @@ def _single(
             torch.set_num_threads(request.threads)
         threads = torch.get_num_threads()
         result, trace = measure_kernels(
-            request.spec,
+            request.spec_at(precision),
             kernel_steps=3 if request.kernels else 0,
             clock=time.process_time if request.timer == "cpu" else None,
             mode=mode,
@@ -508,22 +570,27 @@ def _single(
         run_id=run_id,
         db=None if store is None else db_path,
         kernels=trace,
+        precision_note=request.precision_note(precision, devices),
     )
 
 
 def _distributed(
     request: MeasureTrainRequest, config: DistributedConfig, db: Path | str | None
 ) -> MeasureResult:
+    from gpucast.measure import resolve_device
     from gpucast.measure.distributed.launcher import launch, validate
     from gpucast.store import Store
     from gpucast.store.campaigns import save_distributed
 
-    validate(request.spec, config)
+    devices = tuple(resolve_device(d) for d in config.devices)
+    precision = request.precision_on(devices)
+    spec = request.spec_at(precision)
+    validate(spec, config)
     db_path = _db_path(db)
     on_node_0 = config.node_rank == 0
     store = Store(db_path).open() if request.save and on_node_0 else None
     try:
-        result = launch(request.spec, config)
+        result = launch(spec, config)
         run_id = None if store is None or result is None else save_distributed(store, result)
     finally:
         if store is not None:
@@ -533,4 +600,5 @@ def _distributed(
         run_id=run_id,
         db=None if store is None else db_path,
         node_rank=config.node_rank,
+        precision_note=request.precision_note(precision, devices),
     )

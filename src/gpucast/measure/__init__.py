@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gpucast.measure.api import StepRunner, measure, measure_kernels, measure_runner
-    from gpucast.measure.devices import device_label, resolve_device
+    from gpucast.measure.devices import device_label, has_bf16_units, resolve_device
     from gpucast.measure.harness import Progress, RawRun, StoppingRule, run_adaptive
 
 #: Where each public name lives.
@@ -23,6 +23,7 @@ _HOME = {
     "measure_runner": "api",
     "device_label": "devices",
     "resolve_device": "devices",
+    "has_bf16_units": "devices",
     "Progress": "harness",
     "RawRun": "harness",
     "StoppingRule": "harness",
@@ -35,6 +36,7 @@ __all__ = [
     "StepRunner",
     "StoppingRule",
     "device_label",
+    "has_bf16_units",
     "measure",
     "measure_kernels",
     "measure_runner",

@@ -44,6 +44,18 @@ def resolve_device(text: str) -> torch.device:
     return torch.device("cuda", index)
 
 
+def has_bf16_units(device: torch.device) -> bool:
+    """Whether ``device`` computes bf16 natively: a CUDA GPU of compute capability 8.0 or
+    later (Ampere on; what the catalog's bf16 peaks say) or a ROCm one. Not the CPU, and
+    not an older GPU that only emulates bf16 (``torch.cuda.is_bf16_supported``'s default
+    counts emulation)."""
+    if device.type != "cuda":
+        return False
+    if torch.version.hip:
+        return True
+    return bool(torch.cuda.get_device_properties(device).major >= 8)
+
+
 def device_label(device: torch.device) -> str:
     """The canonical string stored with a measurement: ``cpu`` or ``cuda:N``."""
     if device.type == "cuda":
