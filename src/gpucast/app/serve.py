@@ -41,15 +41,6 @@ if TYPE_CHECKING:
     from gpucast.app.mig_serve import MigMixInputs, PlanMigServeResult
     from gpucast.simulate.serving import Saturation, ServingResult
 
-HOST_CAPACITY_HELP = (
-    "Requests/s the shared host path of one server (client, CPU, serving framework) carries "
-    "at most; requests in it slow each other as it fills, beyond it they queue. Default: "
-    "unlimited."
-)
-HOST_MS_HELP = (
-    "A request's time on the shared host path when alone (client, (de)serialisation, "
-    "framework), ms; with --host-capacity-rps it stretches as the host fills. Default: 0."
-)
 ENGINE_HELP = (
     "Inference engine: eager-pytorch (default) or tensorrt (TensorRT-class: fused kernels, "
     "int8/fp8); its efficiencies are fitted sets (catalog serving_engines.csv)."
@@ -72,6 +63,36 @@ def _float_or_nan(flag: str, example: str) -> Any:
             ) from None
 
     return parse
+
+
+# -- the shared-host options of plan serve and simulate serve --------------------------------
+def _host_capacity_option() -> Any:
+    return option(
+        None,
+        kind="float",
+        parse=_float_or_nan("host-capacity-rps", "330"),
+        help="Requests/s the shared host path of one server (client, CPU, serving framework) "
+        "carries at most; requests in it slow each other as it fills, beyond it they queue. "
+        "Default: unlimited.",
+        example="330",
+    )
+
+
+def _host_ms_option() -> Any:
+    return option(
+        None,
+        kind="float",
+        parse=_float_or_nan("host-ms", "10"),
+        help="A request's time on the shared host path when alone (client, (de)serialisation, "
+        "framework), ms; with --host-capacity-rps it stretches as the host fills. Default: 0.",
+        example="10",
+    )
+
+
+def _host_concurrency_option() -> Any:
+    return option(
+        64, help="Requests the shared host works on at once (more wait their turn).", example="64"
+    )
 
 
 def _check_positive(flag: str, value: float | None, what: str, fix: str) -> None:
@@ -389,21 +410,9 @@ class PlanServeRequest:
         "busiest hour, or its first D s when given).",
         example="60",
     )
-    host_capacity_rps: float | None = option(
-        None,
-        kind="float",
-        parse=_float_or_nan("host-capacity-rps", "330"),
-        help=HOST_CAPACITY_HELP,
-        example="330",
-    )
-    host_ms: float | None = option(
-        None, kind="float", parse=_float_or_nan("host-ms", "10"), help=HOST_MS_HELP,
-        example="10",
-    )  # fmt: skip
-    host_concurrency: int = option(
-        64, help="Requests the shared host works on at once (more wait their turn).",
-        example="64",
-    )  # fmt: skip
+    host_capacity_rps: float | None = _host_capacity_option()
+    host_ms: float | None = _host_ms_option()
+    host_concurrency: int = _host_concurrency_option()
     saturation_s: float = option(
         30.0,
         help="Seconds of each saturation-search run for the recommended deployment (0: skip).",
@@ -1038,21 +1047,9 @@ class SimulateServeRequest:
     regions: tuple[str, ...] = region_option("us-central1")
     spot: bool = spot_option()
     offers_file: Path | None = offers_option()
-    host_capacity_rps: float | None = option(
-        None,
-        kind="float",
-        parse=_float_or_nan("host-capacity-rps", "330"),
-        help=HOST_CAPACITY_HELP,
-        example="330",
-    )
-    host_ms: float | None = option(
-        None, kind="float", parse=_float_or_nan("host-ms", "10"), help=HOST_MS_HELP,
-        example="10",
-    )  # fmt: skip
-    host_concurrency: int = option(
-        64, help="Requests the shared host works on at once (more wait their turn).",
-        example="64",
-    )  # fmt: skip
+    host_capacity_rps: float | None = _host_capacity_option()
+    host_ms: float | None = _host_ms_option()
+    host_concurrency: int = _host_concurrency_option()
     calibrate_p50_ms: float | None = option(
         None,
         kind="float",

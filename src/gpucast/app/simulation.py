@@ -30,6 +30,7 @@ from gpucast.domain.options import is_default, lower_text, option
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.spot import (
     check_hazard,
+    check_move_after,
     check_spot_options,
     fallback_after_option,
     hazard_option,
@@ -352,13 +353,7 @@ class SimulateTrainRequest:
                     got=self.move_region,
                     fix="name another region (gpucast catalog offers --gpu GPU)",
                 )
-        if not (math.isfinite(self.move_after_s) and self.move_after_s >= 0):
-            raise InvalidSpecError(
-                "move-after",
-                "must be a wait >= 0",
-                got=self.move_after_s,
-                fix="e.g. --move-after 10m",
-            )
+        check_move_after(self.move_after_s)
         if self.runs < 1:
             raise InvalidSpecError("runs", "must be >= 1", got=self.runs, fix="e.g. --runs 2000")
         if self.strategy not in STRATEGIES:

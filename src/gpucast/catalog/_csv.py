@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import date
 from typing import TypeVar
 
+from gpucast.domain.catalog import lookup_key
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.store.files import check_header
 
@@ -168,3 +169,20 @@ def require_text(value: str, *, path: str, line: int, column: str) -> str:
     if not value:
         raise DataFormatError(path, "value is required", line=line, column=column)
     return value
+
+
+def split_bar(text: str) -> tuple[str, ...]:
+    """A ``|``-separated cell as its stripped, non-empty items."""
+    return tuple(t.strip() for t in text.split("|") if t.strip())
+
+
+def claim_engine_names(seen: dict[str, int], names: Sequence[str], *, path: str, line: int) -> None:
+    """Note an engine's name and aliases (by :func:`lookup_key`) as on ``line`` of ``path``;
+    one already on an earlier line is a DataFormatError naming that line."""
+    for key in {lookup_key(n) for n in names}:
+        if key in seen:
+            raise DataFormatError(
+                path, f"engine name or alias {key!r} is already on line {seen[key]}",
+                line=line, column="aliases",
+            )  # fmt: skip
+        seen[key] = line

@@ -17,12 +17,14 @@ from importlib import resources
 from typing import Any, cast
 
 from gpucast.catalog._csv import (
+    claim_engine_names,
     parse_bool,
     parse_date,
     parse_float,
     parse_int,
     read_rows,
     require_text,
+    split_bar,
 )
 from gpucast.catalog._intervals import INTERVAL_COLUMNS as _BAND_COLUMNS
 from gpucast.catalog._intervals import parse_interval_rows
@@ -60,10 +62,6 @@ ENGINE_COLUMNS = (
 _PATH = "inference_engines.csv"
 
 
-def _split(text: str) -> tuple[str, ...]:
-    return tuple(t.strip() for t in text.split("|") if t.strip())
-
-
 def parse_inference_engines(text: str, path: str = _PATH) -> tuple[EngineProfile, ...]:
     """EngineProfiles from CSV text in the format of ``data/inference_engines.csv``."""
     engines: list[EngineProfile] = []
@@ -83,11 +81,11 @@ def parse_inference_engines(text: str, path: str = _PATH) -> tuple[EngineProfile
                 display_name=require_text(
                     row["display_name"], path=path, line=line, column="display_name"
                 ),
-                aliases=_split(row["aliases"]),
+                aliases=split_bar(row["aliases"]),
                 bench_framework=row["bench_framework"],
                 default_precision=cast(InferPrecision, row["default_precision"]),
                 multi_gpu=cast(MultiGpu, row["multi_gpu"]),
-                vendors=_split(row["vendors"]),
+                vendors=split_bar(row["vendors"]),
                 max_sequences=parse_int(
                     row["max_sequences"], path=path, line=line, column="max_sequences", minimum=1
                 ),
@@ -103,7 +101,7 @@ def parse_inference_engines(text: str, path: str = _PATH) -> tuple[EngineProfile
                 ),
                 bench_identical_prompts=identical,
                 **params,
-                fitted_params=_split(row["fitted_params"]),
+                fitted_params=split_bar(row["fitted_params"]),
                 fitted_on=row["fitted_on"],
                 source_url=require_text(
                     row["source_url"], path=path, line=line, column="source_url"
@@ -113,13 +111,7 @@ def parse_inference_engines(text: str, path: str = _PATH) -> tuple[EngineProfile
             )
         except InvalidSpecError as exc:
             raise DataFormatError(path, exc.message, line=line) from exc
-        for key in {lookup_key(n) for n in (name, *engine.aliases)}:
-            if key in seen:
-                raise DataFormatError(
-                    path, f"engine name or alias {key!r} is already on line {seen[key]}",
-                    line=line, column="aliases",
-                )  # fmt: skip
-            seen[key] = line
+        claim_engine_names(seen, (name, *engine.aliases), path=path, line=line)
         engines.append(engine)
     return tuple(engines)
 

@@ -21,6 +21,7 @@ from gpucast.catalog._csv import (
     read_rows,
     require_float,
     require_text,
+    split_bar,
 )
 from gpucast.domain.catalog import (
     ESTIMATED_PRICE_MARK,
@@ -225,7 +226,7 @@ def parse_gpus(
                     row["sm_count"], path=path, line=line, column="sm_count", minimum=1
                 ),
                 mig_profiles=profiles,
-                aliases=tuple(a.strip() for a in row["aliases"].split("|") if a.strip()),
+                aliases=split_bar(row["aliases"]),
                 source_url=require_text(
                     row["source_url"], path=path, line=line, column="source_url"
                 ),

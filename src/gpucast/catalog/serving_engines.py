@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
-from gpucast.catalog._csv import parse_date, read_rows, require_text
+from gpucast.catalog._csv import claim_engine_names, parse_date, read_rows, require_text, split_bar
 from gpucast.catalog._shipped import by_name_or_alias
 from gpucast.domain.catalog import lookup_key
 from gpucast.domain.errors import DataFormatError, InvalidSpecError, UnknownServingEngineError
@@ -33,10 +33,6 @@ SERVING_ENGINE_COLUMNS = (
 _PATH = "serving_engines.csv"
 
 
-def _split(text: str) -> tuple[str, ...]:
-    return tuple(t.strip() for t in text.split("|") if t.strip())
-
-
 def parse_serving_engines(text: str, path: str = _PATH) -> tuple[ServingEngineProfile, ...]:
     """ServingEngineProfiles from CSV text in the format of ``data/serving_engines.csv``."""
     engines: list[ServingEngineProfile] = []
@@ -49,8 +45,8 @@ def parse_serving_engines(text: str, path: str = _PATH) -> tuple[ServingEnginePr
                 display_name=require_text(
                     row["display_name"], path=path, line=line, column="display_name"
                 ),
-                aliases=_split(row["aliases"]),
-                precisions=_split(row["precisions"]),
+                aliases=split_bar(row["aliases"]),
+                precisions=split_bar(row["precisions"]),
                 default_precision=row["default_precision"],
                 gemm_efficiency_from=require_text(
                     row["gemm_efficiency_from"],
@@ -67,13 +63,7 @@ def parse_serving_engines(text: str, path: str = _PATH) -> tuple[ServingEnginePr
             )
         except InvalidSpecError as exc:
             raise DataFormatError(path, exc.message, line=line) from exc
-        for key in {lookup_key(n) for n in (name, *engine.aliases)}:
-            if key in seen:
-                raise DataFormatError(
-                    path, f"engine name or alias {key!r} is already on line {seen[key]}",
-                    line=line, column="aliases",
-                )  # fmt: skip
-            seen[key] = line
+        claim_engine_names(seen, (name, *engine.aliases), path=path, line=line)
         engines.append(engine)
     if not engines:
         raise DataFormatError(path, "has no engine rows")

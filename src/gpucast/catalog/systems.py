@@ -20,6 +20,7 @@ from gpucast.catalog._csv import (
     read_rows,
     require_float,
     require_text,
+    split_bar,
 )
 from gpucast.catalog.loader import load_catalog
 from gpucast.domain.catalog import Catalog, GpuSpec, lookup_key
@@ -56,7 +57,7 @@ def parse_systems(text: str, path: str, gpus: Sequence[GpuSpec]) -> tuple[NodeSh
     labels: dict[str, str] = {}
     for line, row in read_rows(text, path, SYSTEM_COLUMNS):
         name = require_text(row["name"], path=path, line=line, column="name")
-        aliases = tuple(a.strip() for a in row["aliases"].split("|") if a.strip())
+        aliases = split_bar(row["aliases"])
         if any(shape.name == name for shape in shapes):
             raise DataFormatError(path, f"second row named {name!r}", line=line, column="name")
         for label in (name, *aliases):

@@ -33,6 +33,7 @@ from gpucast.domain.options import build, lower_list, lower_text, none_or, optio
 from gpucast.domain.provenance import Assumption, Validation
 from gpucast.domain.spot import (
     check_hazard,
+    check_move_after,
     check_spot_options,
     fallback_after_option,
     hazard_option,
@@ -309,13 +310,7 @@ class TrainRequest:
             raise InvalidSpecError(
                 "move-region", "must be 'auto' or a region", fix="e.g. --move-region auto"
             )
-        if not (math.isfinite(self.move_after_s) and self.move_after_s >= 0):
-            raise InvalidSpecError(
-                "move-after",
-                "must be a wait >= 0",
-                got=self.move_after_s,
-                fix="e.g. --move-after 10m",
-            )
+        check_move_after(self.move_after_s)
         _positive_int("dataset-size", self.dataset_size, fix="e.g. --dataset-size 1281167")
         _positive_int("steps", self.steps, fix="e.g. --steps 100000")
         _positive_int("reference_batch", self.reference_batch, fix="e.g. --reference-batch 256")

@@ -206,6 +206,14 @@ def move_after_option() -> Any:
     )
 
 
+def check_move_after(move_after_s: float) -> None:
+    """``--move-after``: a finite wait >= 0."""
+    if not (math.isfinite(move_after_s) and move_after_s >= 0):
+        raise InvalidSpecError(
+            "move-after", "must be a wait >= 0", got=move_after_s, fix="e.g. --move-after 10m"
+        )
+
+
 #: The highest ``--hazard-per-hour`` a plan or simulation takes: a node revoked every 6 minutes
 #: on average never finishes starting up (the worst published market, 17.6 revocations per
 #: node-day, is 0.73 per hour), and every revocation is an incarnation the Monte Carlo draws.

@@ -23,7 +23,7 @@ from gpucast.domain.campaign import PointState, PointStatus
 from gpucast.domain.distributed import DistributedMeasurement
 from gpucast.domain.errors import GpucastError, InvalidInputError
 from gpucast.domain.measurement import Measurement
-from gpucast.store.db import Store
+from gpucast.store.db import Store, measurement_row
 
 DISTRIBUTED_KIND = "distributed"
 MEASUREMENT_KIND = "measurement"
@@ -40,33 +40,6 @@ def _dumps(value: Any) -> str:
 
 
 # -- runs rows ---------------------------------------------------------------------------------
-def _measurement_row(m: Measurement) -> dict[str, Any]:
-    return {
-        "kind": MEASUREMENT_KIND,
-        "workload": m.spec.name,
-        "batch_size": m.spec.batch_size,
-        "precision": m.spec.precision,
-        "mode": m.mode,
-        "device": m.device,
-        "created_at": m.created_at.astimezone(UTC).isoformat(),
-        "spec_json": _dumps(
-            {"name": m.spec.name, "batch_size": m.spec.batch_size, "precision": m.spec.precision}
-        ),
-        "result_json": _dumps(m.to_dict()),
-        "median_s": m.median_s,
-        "mean_s": m.mean_s,
-        "p5_s": m.p5_s,
-        "p95_s": m.p95_s,
-        "ci_halfwidth_rel": m.ci_halfwidth_rel,
-        "samples_per_s": m.samples_per_s,
-        "n_samples": m.n_samples,
-        "stop_reason": m.stop_reason,
-        "host": m.environment.host,
-        "gpu_name": m.environment.gpu_name,
-        "gpucast_version": __version__,
-    }
-
-
 def _distributed_row(d: DistributedMeasurement) -> dict[str, Any]:
     import numpy as np
 
@@ -115,7 +88,7 @@ def result_row(kind: str, result: Mapping[str, Any]) -> dict[str, Any]:
     if kind == DISTRIBUTED_KIND:
         return _distributed_row(DistributedMeasurement.from_dict(result))
     if kind == MEASUREMENT_KIND:
-        return _measurement_row(Measurement.from_dict(result))
+        return measurement_row(Measurement.from_dict(result))
     raise InvalidInputError(f"unknown result kind {kind!r}", fix="measurement or distributed")
 
 

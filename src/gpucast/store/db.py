@@ -77,6 +77,32 @@ def _spec_dict(spec: WorkloadSpec) -> dict[str, Any]:
     return {"name": spec.name, "batch_size": spec.batch_size, "precision": spec.precision}
 
 
+def measurement_row(m: Measurement) -> dict[str, Any]:
+    """The ``runs`` row of a measurement (``kind`` "measurement")."""
+    return {
+        "kind": "measurement",
+        "workload": m.spec.name,
+        "batch_size": m.spec.batch_size,
+        "precision": m.spec.precision,
+        "mode": m.mode,
+        "device": m.device,
+        "created_at": m.created_at.astimezone(UTC).isoformat(),
+        "spec_json": _dumps(_spec_dict(m.spec)),
+        "result_json": _dumps(m.to_dict()),
+        "median_s": m.median_s,
+        "mean_s": m.mean_s,
+        "p5_s": m.p5_s,
+        "p95_s": m.p95_s,
+        "ci_halfwidth_rel": m.ci_halfwidth_rel,
+        "samples_per_s": m.samples_per_s,
+        "n_samples": m.n_samples,
+        "stop_reason": m.stop_reason,
+        "host": m.environment.host,
+        "gpu_name": m.environment.gpu_name,
+        "gpucast_version": __version__,
+    }
+
+
 def _is_locked(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
@@ -315,32 +341,7 @@ class Store:
     ) -> int:
         """Store a measurement and, from ``--kernels``, its operator trace (one transaction);
         returns its run id."""
-        m = measurement
-        return self.insert_run(
-            {
-                "kind": "measurement",
-                "workload": m.spec.name,
-                "batch_size": m.spec.batch_size,
-                "precision": m.spec.precision,
-                "mode": m.mode,
-                "device": m.device,
-                "created_at": m.created_at.astimezone(UTC).isoformat(),
-                "spec_json": _dumps(_spec_dict(m.spec)),
-                "result_json": _dumps(m.to_dict()),
-                "median_s": m.median_s,
-                "mean_s": m.mean_s,
-                "p5_s": m.p5_s,
-                "p95_s": m.p95_s,
-                "ci_halfwidth_rel": m.ci_halfwidth_rel,
-                "samples_per_s": m.samples_per_s,
-                "n_samples": m.n_samples,
-                "stop_reason": m.stop_reason,
-                "host": m.environment.host,
-                "gpu_name": m.environment.gpu_name,
-                "gpucast_version": __version__,
-            },
-            kernels=kernels,
-        )
+        return self.insert_run(measurement_row(measurement), kernels=kernels)
 
     def save_program(self, measurement: ProgramMeasurement, result: Mapping[str, Any]) -> int:
         """Store a program measurement (``gpucast measure cmd``), failed or not, with

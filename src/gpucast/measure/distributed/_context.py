@@ -10,7 +10,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from gpucast.domain.distributed import DistributedConfig
+from gpucast.domain.distributed import DistributedConfig, RankResult
 from gpucast.domain.workload import WorkloadSpec
 from gpucast.measure.devices import device_label, synchronize
 from gpucast.workloads.steps import StepRunner, autocast_for
@@ -73,3 +73,24 @@ def barrier(ctx: RankContext) -> None:
 
 def trainable(model: nn.Module) -> list[nn.Parameter]:
     return [p for p in model.parameters() if p.requires_grad]
+
+
+def worker_result(
+    ctx: RankContext, steps: list[float], compute: list[float], comm: list[float], *,
+    bytes_per_step: float, n_parameters: int,
+) -> RankResult:  # fmt: skip
+    """A worker rank's result: its measured steps' times, and the bytes it sends per step
+    (as many as it receives)."""
+    return RankResult(
+        rank=ctx.rank,
+        role="worker",
+        device=ctx.label,
+        host=ctx.host,
+        batch_size=ctx.spec.batch_size,
+        step_times_s=tuple(steps),
+        compute_times_s=tuple(compute),
+        comm_times_s=tuple(comm),
+        bytes_sent_per_step=bytes_per_step,
+        bytes_received_per_step=bytes_per_step,
+        n_parameters=n_parameters,
+    )

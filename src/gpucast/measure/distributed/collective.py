@@ -35,6 +35,7 @@ from gpucast.measure.distributed._context import (
     now,
     optimizer_step,
     trainable,
+    worker_result,
 )
 from gpucast.workloads.steps import StepRunner, make_optimizer
 
@@ -107,19 +108,7 @@ def run_ddp(ctx: RankContext, runner: StepRunner) -> RankResult:
     payload = reduced_bytes[0] / ctx.config.steps
     n = ctx.world_size
     wire = 2.0 * (n - 1) / n * payload
-    return RankResult(
-        rank=ctx.rank,
-        role="worker",
-        device=ctx.label,
-        host=ctx.host,
-        batch_size=ctx.spec.batch_size,
-        step_times_s=tuple(steps),
-        compute_times_s=tuple(compute),
-        comm_times_s=tuple(comm),
-        bytes_sent_per_step=wire,
-        bytes_received_per_step=wire,
-        n_parameters=grad_numel,
-    )
+    return worker_result(ctx, steps, compute, comm, bytes_per_step=wire, n_parameters=grad_numel)
 
 
 def _shard_children(model: nn.Module, fully_shard: Any) -> None:
@@ -179,19 +168,7 @@ def run_fsdp(ctx: RankContext, runner: StepRunner) -> RankResult:
             comm.append(t4 - t3)
     shard_bytes = shard_numel * 4.0
     wire = 3.0 * (n - 1) * shard_bytes
-    return RankResult(
-        rank=ctx.rank,
-        role="worker",
-        device=ctx.label,
-        host=ctx.host,
-        batch_size=ctx.spec.batch_size,
-        step_times_s=tuple(steps),
-        compute_times_s=tuple(compute),
-        comm_times_s=tuple(comm),
-        bytes_sent_per_step=wire,
-        bytes_received_per_step=wire,
-        n_parameters=full_numel,
-    )
+    return worker_result(ctx, steps, compute, comm, bytes_per_step=wire, n_parameters=full_numel)
 
 
 def _probe_reduce_scatter(ctx: RankContext, full: torch.Tensor, out: torch.Tensor) -> bool:

@@ -29,7 +29,13 @@ import torch.distributed as dist
 
 from gpucast.domain.distributed import RankResult
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.measure.distributed._context import RankContext, forward_backward, now, trainable
+from gpucast.measure.distributed._context import (
+    RankContext,
+    forward_backward,
+    now,
+    trainable,
+    worker_result,
+)
 from gpucast.workloads.base import Workload
 from gpucast.workloads.steps import SEED, StepRunner, make_optimizer
 
@@ -100,18 +106,8 @@ def run_ps_worker(ctx: RankContext, runner: StepRunner) -> RankResult:
             steps.append(t2 - t0)
             compute.append(t1 - t0)
             comm.append(t2 - t1)
-    return RankResult(
-        rank=ctx.rank,
-        role="worker",
-        device=ctx.label,
-        host=ctx.host,
-        batch_size=ctx.spec.batch_size,
-        step_times_s=tuple(steps),
-        compute_times_s=tuple(compute),
-        comm_times_s=tuple(comm),
-        bytes_sent_per_step=sent,
-        bytes_received_per_step=sent,
-        n_parameters=sum(p.numel() for p in params),
+    return worker_result(
+        ctx, steps, compute, comm, bytes_per_step=sent, n_parameters=sum(p.numel() for p in params)
     )
 
 

@@ -27,6 +27,7 @@ import io
 import json
 import math
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -125,6 +126,49 @@ class InstanceLifetimes:
         return frame
 
 
+def _csv_header(
+    text: str, path: str, columns: Sequence[str], *, empty_fix: str, missing_fix: str
+) -> tuple[Any, list[str], int]:
+    """A CSV reader over ``text`` (a BOM dropped), its header (the first non-blank row, in
+    lower case, which must hold every one of ``columns``) and the header's line."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        raise DataFormatError(path, "is empty", fix=empty_fix)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header: list[str] = []
+    for cells in reader:
+        if any(c.strip() for c in cells):
+            header = [c.strip().lower() for c in cells]
+            break
+    header_line = reader.line_num
+    for col in columns:
+        if col not in header:
+            raise DataFormatError(
+                path, "missing column", line=header_line, column=col, fix=missing_fix
+            )
+    return reader, header, header_line
+
+
+def _data_rows(
+    reader: Any, header: Sequence[str], path: str, *, fix: str
+) -> Iterator[tuple[int, list[str]]]:
+    """``(line, cells)`` of the rows after the header, blank rows skipped; a row with more or
+    fewer cells than the header is a DataFormatError (with ``fix``)."""
+    for cells in reader:
+        line = reader.line_num
+        if not any(c.strip() for c in cells):
+            continue
+        if len(cells) != len(header):
+            raise DataFormatError(
+                path,
+                f"expected {len(header)} cells like the header, got {len(cells)}",
+                line=line,
+                fix=fix,
+            )
+        yield line, cells
+
+
 def parse_time_s(text: str) -> float | None:
     """Unix seconds of an ISO 8601 date-time (naive: UTC) or of a number; None if neither."""
     cell = text.strip()
@@ -149,39 +193,16 @@ def parse_instance_lifetimes(text: str, path: str = "lifetimes.csv") -> Instance
     nothing needs them sorted. The records come back sorted by ``start`` (stably) and
     ``out_of_order`` counts the rows that started before the row above them, for a note.
     """
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    if not text.strip():
-        raise DataFormatError(path, "is empty", fix=_HEADER_FIX)
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header: list[str] = []
-    for cells in reader:
-        if any(c.strip() for c in cells):
-            header = [c.strip().lower() for c in cells]
-            break
-    header_line = reader.line_num
-    for col in LIFETIME_COLUMNS:
-        if col not in header:
-            raise DataFormatError(
-                path, "missing column", line=header_line, column=col, fix=_HEADER_FIX
-            )
+    reader, header, header_line = _csv_header(
+        text, path, LIFETIME_COLUMNS, empty_fix=_HEADER_FIX, missing_fix=_HEADER_FIX
+    )
     idx = {
         c: header.index(c) for c in (*LIFETIME_COLUMNS, *OPTIONAL_LIFETIME_COLUMNS) if c in header
     }
     records: list[InstanceLifetime] = []
     previous_start: float | None = None
     out_of_order = 0
-    for cells in reader:
-        line = reader.line_num
-        if not any(c.strip() for c in cells):
-            continue
-        if len(cells) != len(header):
-            raise DataFormatError(
-                path,
-                f"expected {len(header)} cells like the header, got {len(cells)}",
-                line=line,
-                fix="quote cells that contain commas",
-            )
+    for line, cells in _data_rows(reader, header, path, fix="quote cells that contain commas"):
         times: dict[str, float] = {}
         for col in LIFETIME_COLUMNS:
             raw = cells[idx[col]]
@@ -378,40 +399,19 @@ _HAZARD_FIX = "give a number (revocations per node-hour) or a CSV with start_h,h
 
 def parse_hazard_spec(text: str, path: str = "hazard.csv") -> HazardSpec:
     """A ``start_h,hazard_per_hour`` CSV table (``start_h`` increasing from 0)."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    if not text.strip():
-        raise DataFormatError(path, "is empty", fix=_HAZARD_FIX)
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header: list[str] = []
-    for cells in reader:
-        if any(c.strip() for c in cells):
-            header = [c.strip().lower() for c in cells]
-            break
-    header_line = reader.line_num
-    for col in ("start_h", "hazard_per_hour"):
-        if col not in header:
-            raise DataFormatError(
-                path,
-                "missing column",
-                line=header_line,
-                column=col,
-                fix="the header must be start_h,hazard_per_hour",
-            )
+    reader, header, header_line = _csv_header(
+        text,
+        path,
+        ("start_h", "hazard_per_hour"),
+        empty_fix=_HAZARD_FIX,
+        missing_fix="the header must be start_h,hazard_per_hour",
+    )
     i_start, i_hazard = header.index("start_h"), header.index("hazard_per_hour")
     start_h: list[float] = []
     hazard: list[float] = []
-    for cells in reader:
-        line = reader.line_num
-        if not any(c.strip() for c in cells):
-            continue
-        if len(cells) != len(header):
-            raise DataFormatError(
-                path,
-                f"expected {len(header)} cells like the header, got {len(cells)}",
-                line=line,
-                fix="write one start_h,hazard_per_hour pair per row",
-            )
+    for line, cells in _data_rows(
+        reader, header, path, fix="write one start_h,hazard_per_hour pair per row"
+    ):
         row: dict[str, float] = {}
         for col, i in (("start_h", i_start), ("hazard_per_hour", i_hazard)):
             cell = cells[i].strip()
