@@ -61,6 +61,40 @@ class ColdStartFact:
         return f"catalog/data/coldstart.csv {self.name} ({self.source_url}, as of {self.as_of})"
 
 
+#: Mbit/s in one GB/s (a link in Mbps / 8,000 = GB/s)
+MBPS_PER_GBS = 8000.0
+#: how long an EBS-optimized instance that bursts holds its maximum EBS bandwidth, at least
+#: once every 24 hours (AWS, "Amazon EBS specifications" footnote)
+EBS_BURST_S = 30 * 60
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InstanceEbs:
+    """One row of ``ebs_bandwidth.csv``: an instance type's dedicated bandwidth to Amazon EBS
+    (Mbit/s). ``baseline_mbps < maximum_mbps`` for the sizes that burst: they hold the maximum
+    for :data:`EBS_BURST_S` at least once a day, then fall back to the baseline; the others
+    sustain one figure (baseline = maximum)."""
+
+    provider: str
+    instance_type: str
+    baseline_mbps: float
+    maximum_mbps: float
+    source: str
+
+    def __post_init__(self) -> None:
+        _check("baseline_mbps", self.baseline_mbps, strict=True)
+        _check("maximum_mbps", self.maximum_mbps, strict=True)
+        if self.maximum_mbps < self.baseline_mbps:
+            raise InvalidSpecError(
+                "maximum_mbps", f"must be >= baseline_mbps {self.baseline_mbps:g}",
+                got=self.maximum_mbps,
+            )  # fmt: skip
+
+    @property
+    def bursts(self) -> bool:
+        return self.baseline_mbps < self.maximum_mbps
+
+
 #: what a published cold-start figure timed: the weights into GPU memory, or a serving engine
 #: until it is ready for requests
 PUBLISHED_MEASURES = ("weights", "engine-ready")
