@@ -76,6 +76,26 @@ def test_predict_coldstart_of_a_model_one_gpu_cannot_hold_is_one_line() -> None:
     assert "(141.1 GB at " in ok.stdout  # not "141,106.9 MB"
 
 
+def test_predict_coldstart_instance_on_the_command_line() -> None:
+    """--instance: the instance's EBS link binds io2 on a g5.12xlarge, said and in the JSON;
+    an unknown type or a figure that cannot apply is one line, exit 2."""
+    argv = ["predict", "coldstart", "llama-3-8b", "--gpu", "A10G", "--storage", "ebs-io2"]
+    ok = runner.invoke(app, [*argv, "--instance", "g5.12xlarge"])
+    assert ok.exit_code == 0, ok.output
+    assert "bound by instance-ebs" in ok.stdout and "assumption instance-ebs:" in ok.stdout
+    d = json.loads(runner.invoke(app, [*argv, "--instance", "g5.12xlarge", "--json"]).stdout)
+    assert d["bound_by"] == "instance-ebs" and d["instance"] == "g5.12xlarge"
+    for bad, said in (
+        (["--instance", "g9.huge"], "catalog/data/ebs_bandwidth.csv"),
+        (["--ebs-gbps", "-1"], "ebs-gbps"),
+        (["--storage", "s3", "--ebs-gbps", "16"], "is not one"),
+    ):
+        result = runner.invoke(app, [*argv, *bad])
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and said in lines[0], lines
+
+
 def test_a_trace_without_invocations_says_so(tmp_path: Path) -> None:
     header = "HashOwner,HashApp,HashFunction,Trigger," + ",".join(str(i) for i in range(1, 11))
     (tmp_path / "invocations_per_function_md.anon.d01.csv").write_text(

@@ -8,8 +8,10 @@ stores it (``runs list --kind coldstart``).
 
 ``predict coldstart`` prices the phases with :func:`gpucast.predict.coldstart.predict_cold_start`:
 on a catalog ``--gpu``, weights cross ``--storage`` (a storage class of
-``catalog/data/coldstart.csv``), the instance network (``--network-gbps``, when the storage is
-remote) and the GPU's PCIe link; the first inference is a roofline forward pass on the GPU plus
+``catalog/data/coldstart.csv``), from an EBS volume the instance's dedicated EBS bandwidth
+(``--instance``: ``catalog/data/ebs_bandwidth.csv``, or ``--ebs-gbps``;
+:mod:`gpucast.inputs.instance_ebs`), the instance network (``--network-gbps``, when the storage
+is remote) and the GPU's PCIe link; the first inference is a roofline forward pass on the GPU plus
 the first-call cost; container start and CUDA context are the catalog's durations unless given.
 Without ``--gpu`` it predicts this machine's CPU cold start from rates measured here apart
 from the model (:func:`gpucast.measure.coldstart.measure_host_rates`), ``--storage local``
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 LOCAL_STORAGE = "local"
 #: the default storage class on a catalog --gpu
 GPU_STORAGE = "local-nvme"
-#: ceiling of --network-gbps (Gbit/s): far above any instance network
+#: ceiling of --network-gbps and --ebs-gbps (Gbit/s): far above any instance's links
 MAX_NETWORK_GBPS = 100_000.0
 
 
@@ -60,6 +62,17 @@ def _check_batch(batch_size: int) -> None:
             f"must be an integer in [1, {MAX_BATCH}]",
             got=batch_size,
             fix="e.g. --batch-size 1",
+        )
+
+
+def _check_gbps(name: str, value: float | None, example: str) -> None:
+    """A link's bandwidth flag (Gbit/s): None or in (0, :data:`MAX_NETWORK_GBPS`]."""
+    if value is not None and not (math.isfinite(value) and 0 < value <= MAX_NETWORK_GBPS):
+        raise InvalidSpecError(
+            name,
+            f"must be in (0, {MAX_NETWORK_GBPS:g}] Gbit/s",
+            got=value,
+            fix=f"e.g. --{name} {example}",
         )
 
 
@@ -176,6 +189,18 @@ class PredictColdstartRequest:
         "crossed).",
         example="25",
     )
+    instance: str | None = option(
+        None,
+        help="AWS instance type the function runs on (catalog/data/ebs_bandwidth.csv): weights "
+        "from an EBS --storage also cross its dedicated EBS bandwidth (its maximum; said).",
+        example="g5.12xlarge",
+    )
+    ebs_gbps: float | None = option(
+        None,
+        help="The instance's EBS bandwidth (Gbit/s) weights from an EBS --storage cross, your "
+        "own figure (instead of --instance's).",
+        example="16",
+    )
     batch_size: int = option(1, help="Samples in the first inference (>= 1).", example="1")
     container_s: float | None = option(
         None, help="Runtime/container start (s; default: the catalog's, 0 on the CPU).", example="1"
@@ -202,14 +227,16 @@ class PredictColdstartRequest:
                 "gpus", "splits a language model over GPUs of --gpu", got=self.gpus,
                 fix="add --gpu, e.g. --gpu H100-SXM, or drop --gpus",
             )  # fmt: skip
-        if self.network_gbps is not None and not (
-            math.isfinite(self.network_gbps) and 0 < self.network_gbps <= MAX_NETWORK_GBPS
-        ):
+        _check_gbps("network-gbps", self.network_gbps, "25")
+        _check_gbps("ebs-gbps", self.ebs_gbps, "16")
+        if self.instance is not None and self.ebs_gbps is not None:
             raise InvalidSpecError(
-                "network-gbps",
-                f"must be in (0, {MAX_NETWORK_GBPS:g}] Gbit/s",
-                got=self.network_gbps,
-                fix="e.g. --network-gbps 25",
+                "ebs-gbps", "replaces --instance's EBS bandwidth: give one of them",
+                got=self.ebs_gbps, fix=f"drop --ebs-gbps to use {self.instance}'s, or --instance",
+            )  # fmt: skip
+        if self.instance is not None and not self.instance.strip():
+            raise InvalidSpecError(
+                "instance", "must not be empty", fix="e.g. --instance g5.12xlarge"
             )
         _check_seconds("container-s", self.container_s)
         _check_seconds("cuda-context-s", self.cuda_context_s)
@@ -225,11 +252,13 @@ class PredictColdstartResult:
     validation: Validation
     host_rates: HostRates | None = None
     assumptions: dict[str, str] = field(default_factory=dict)
+    instance: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "workload": self.workload,
             "device": self.device,
+            "instance": self.instance,
             **self.prediction.to_dict(),
             "host_rates": None if self.host_rates is None else self.host_rates.to_dict(),
             "validation": self.validation.to_dict(),
@@ -263,9 +292,16 @@ def predict_coldstart(
             "local (this machine's disk) only prices this machine's CPU",
             fix="leave --gpu out, or use a storage class such as local-nvme",
         )
+    if request.instance is not None:
+        from gpucast.catalog.ebs import instance_ebs
+        from gpucast.inputs.instance_ebs import check_instance_gpu
+
+        instance_ebs(request.instance)  # an unknown type fails before any work
+        check_instance_gpu(request.instance, gpu, load_catalog())
+    instance_links = _instance_links(request, storage)  # so does an --ebs-gbps off EBS
     llm = _catalog_llm(request.workload)
     if llm is not None:
-        return _predict_llm(request, llm, gpu, storage)
+        return _predict_llm(request, llm, gpu, storage, instance_links)
     if request.gpus > 1:
         raise InvalidSpecError(
             "gpus", f"splits a language model of llm_models.csv; {request.workload} loads on "
@@ -287,7 +323,6 @@ def predict_coldstart(
             f"than a {gpu.name}'s {usable_text(gpu.memory_gib)}",
             fix="use a --gpu with more memory or a smaller --batch-size",
         )
-    assumptions: dict[str, str] = {}
     sources: dict[str, str] = {"weights": f"profile of {request.workload}: {weight_bytes:,} B"}
     needs_host = gpu is None or storage == LOCAL_STORAGE
     if needs_host and host_rates is None:
@@ -303,14 +338,15 @@ def predict_coldstart(
         fact = facts.get("storage", storage)
         links[storage] = fact.value
         sources["storage"] = fact.source()
-    if request.network_gbps is not None:
-        links["network"] = request.network_gbps / 8.0
-        sources["network"] = f"--network-gbps {request.network_gbps:g}"
+    more_links, more_sources, instance_assumptions = instance_links
+    links.update(more_links)
+    sources.update(more_sources)
+    assumptions = dict(instance_assumptions)
     if gpu is not None:
         from gpucast.inputs.serverless import gpu_cold_start
         from gpucast.inputs.serving import forward_pass_s
 
-        prediction, assumptions = gpu_cold_start(
+        prediction, gpu_assumptions = gpu_cold_start(
             profile.memory.weights_bytes,
             profile.inference_flops,
             gpu,
@@ -325,6 +361,7 @@ def predict_coldstart(
                 options=dict(request.workload_options),
             ),
         )
+        assumptions.update(gpu_assumptions)
         device = gpu.name
     else:
         assert host_rates is not None
@@ -349,7 +386,24 @@ def predict_coldstart(
         validation=_validation(device, storage),
         host_rates=host_rates,
         assumptions=assumptions,
+        instance=request.instance,
     )
+
+
+def _instance_links(
+    request: PredictColdstartRequest, storage: str
+) -> tuple[dict[str, float | None], dict[str, str], dict[str, str]]:
+    """(links, sources, assumptions) of the instance between ``storage`` and the host: its
+    EBS link (:func:`gpucast.inputs.instance_ebs.ebs_link`) and ``--network-gbps``."""
+    from gpucast.inputs.instance_ebs import ebs_link
+
+    links, sources, assumptions = ebs_link(
+        storage, instance=request.instance, ebs_gbps=request.ebs_gbps
+    )
+    if request.network_gbps is not None:
+        links["network"] = request.network_gbps / 8.0
+        sources["network"] = f"--network-gbps {request.network_gbps:g}"
+    return links, sources, assumptions
 
 
 def _validation(device: str, storage: str) -> Validation:
@@ -386,11 +440,15 @@ def _catalog_llm(workload: str) -> TransformerSpec | None:
 
 
 def _predict_llm(
-    request: PredictColdstartRequest, spec: TransformerSpec, gpu: GpuSpec | None, storage: str
+    request: PredictColdstartRequest,
+    spec: TransformerSpec,
+    gpu: GpuSpec | None,
+    storage: str,
+    instance_links: tuple[dict[str, float | None], dict[str, str], dict[str, str]],
 ) -> PredictColdstartResult:
     """A language model's cold start on one catalog GPU: its weights at the serving engine's
-    default precision through ``--storage``, the network and PCIe
-    (:func:`gpucast.inputs.serverless.llm_cold_start`)."""
+    default precision through ``--storage``, the instance's links (``instance_links``:
+    :func:`_instance_links`) and PCIe (:func:`gpucast.inputs.serverless.llm_cold_start`)."""
     from gpucast.catalog.coldstart import load_coldstart_facts
     from gpucast.catalog.validation import validation_for
     from gpucast.inputs.serverless import llm_cold_start
@@ -403,11 +461,9 @@ def _predict_llm(
         )
     _check_llm_fits(spec, gpu, request.gpus)
     fact = load_coldstart_facts().get("storage", storage)
-    links: dict[str, float | None] = {storage: fact.value}
-    sources = {"storage": fact.source()}
-    if request.network_gbps is not None:
-        links["network"] = request.network_gbps / 8.0
-        sources["network"] = f"--network-gbps {request.network_gbps:g}"
+    more_links, more_sources, instance_assumptions = instance_links
+    links: dict[str, float | None] = {storage: fact.value, **more_links}
+    sources = {"storage": fact.source(), **more_sources}
     prediction, assumptions = llm_cold_start(
         spec,
         gpu,
@@ -422,7 +478,8 @@ def _predict_llm(
         device=gpu.name if request.gpus == 1 else f"{request.gpus} x {gpu.name}",
         prediction=prediction,
         validation=validation_for("coldstart", [gpu.name], "fp16", request.gpus),
-        assumptions=assumptions,
+        assumptions={**instance_assumptions, **assumptions},
+        instance=request.instance,
     )
 
 

@@ -196,8 +196,8 @@ def predict_command(
     json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),
 ) -> None:
     """Predict a cold start of WORKLOAD phase by phase: container, CUDA context, weights =
-    bytes / min(storage, network, PCIe), first inference (without --gpu: this machine's CPU,
-    its rates measured first)."""
+    bytes / min(storage, the instance's EBS link, network, PCIe), first inference (without
+    --gpu: this machine's CPU, its rates measured first)."""
     from gpucast.app import predict_coldstart
 
     with working(f"predicting a cold start of {request.workload}"):

@@ -498,9 +498,11 @@ def single_reader_note(links: dict[str, float | None], weight_bytes: float) -> s
     weight load is unchanged. One reader never reads faster than the volume: where the
     published single-reader rates are above its provisioned rate, the note says one reader is
     bound by the volume too; else it gives the time at those rates (capped at the volume's).
-    None off EBS or without such rows."""
+    None off EBS or without such rows. Where the instance's EBS link (:data:`~gpucast.inputs.
+    instance_ebs.EBS_LINK`) is slower than the volume, it stands for the volume here."""
     from gpucast.catalog.coldstart import load_published_coldstarts
     from gpucast.catalog.llm import llm_model
+    from gpucast.inputs.instance_ebs import EBS_LINK
 
     volumes = [name for name in links if name.startswith("ebs-")]
     if not volumes:
@@ -516,15 +518,21 @@ def single_reader_note(links: dict[str, float | None], weight_bytes: float) -> s
     low, high = min(rates), max(rates)
     volume = volumes[0]
     volume_gbs = links[volume] or math.inf
+    rate = f"{volume}'s provisioned rate"
+    instance_gbs = links.get(EBS_LINK)
+    if instance_gbs is not None and instance_gbs < volume_gbs:  # the instance's link binds
+        volume, volume_gbs = "the instance's EBS link", instance_gbs
+        rate = volume
     said = (
-        f"the weights read at {volume}'s provisioned rate ({volume_gbs:.3g} GB/s), as parallel "
+        f"the weights read at {rate} ({volume_gbs:.3g} GB/s), as parallel "
         "loaders reach it (Run:ai Model Streamer or Tensorizer at 8-16 streams); one reader "
         f"(torch.load, HF safetensors -- vLLM's default loader) got "
         f"{format_span(low, high, 'GB/s')} from EBS gp3 and io2 in the published check "
         f"({len(rows)} loads, benchmarks/coldstart_published.py)"
     )
     if low >= volume_gbs:
-        return f"{said}, more than {volume} provides: one reader is bound by the volume too"
+        bound = "the volume" if rate.endswith("provisioned rate") else volume
+        return f"{said}, more than {volume} provides: one reader is bound by {bound} too"
     fast_s = weight_bytes / (min(high, volume_gbs) * 1e9)
     return f"{said}, which here would take {format_span(fast_s, weight_bytes / (low * 1e9), 's')}"
 

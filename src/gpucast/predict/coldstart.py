@@ -112,7 +112,7 @@ def predict_cold_start(
 _PREDICTED_SOURCES: dict[str, tuple[str, ...]] = {
     "container": ("container-start",),
     "cuda_context": ("cuda-context",),
-    "weight_load": ("weights", "storage", "network", "pcie"),
+    "weight_load": ("weights", "storage", "instance-ebs", "network", "pcie"),
     "first_inference": ("first-inference", "forward", "first-call"),
 }
 
