@@ -2,12 +2,13 @@
 (issue #19's second half: within 25% of published figures for models above 2 GB).
 
 Each row of ``catalog/data/coldstart_published.csv`` is a published load time with its
-testbed (model, GPU, storage class, instance network, loader and its concurrency). The
-prediction is the one a user gets from ``gpucast predict coldstart MODEL --gpu GPU --storage
-CLASS [--network-gbps N]``: its weight-load phase (``bytes / min(storage, network, PCIe)``;
-no loader term on a GPU). The published figures only check the model; nothing is fitted to
-them. Rows the model cannot express (parallel S3 streams, a serving engine's start-up) are
-listed with the reason and left out of the count.
+testbed (model, GPU, instance type, storage class, instance network, loader and its
+concurrency). The prediction is the one a user gets from ``gpucast predict coldstart MODEL
+--gpu GPU --instance TYPE --storage CLASS [--network-gbps N]``: its weight-load phase
+(``bytes / min(storage, the instance's EBS link, network, PCIe)``; no loader term on a GPU).
+The published figures only check the model; nothing is fitted to them. Rows the model
+cannot express (parallel S3 streams, a serving engine's start-up) are listed with the reason
+and left out of the count.
 
     .venv/bin/python benchmarks/coldstart_published.py
 """
@@ -30,6 +31,7 @@ def rows() -> list[dict[str, Any]]:
         row: dict[str, Any] = {
             "source": pub.source,
             "model": pub.model,
+            "instance": pub.instance,
             "storage": pub.storage,
             "loader": pub.loader,
             "concurrency": pub.concurrency,
@@ -39,12 +41,17 @@ def rows() -> list[dict[str, Any]]:
             "note": pub.note,
         }
         result = gpucast.predict_coldstart(
-            workload=pub.model, gpu=pub.gpu, storage=pub.storage, network_gbps=pub.network_gbps
+            workload=pub.model,
+            gpu=pub.gpu,
+            instance=pub.instance,
+            storage=pub.storage,
+            network_gbps=pub.network_gbps,
         )
         row["weight_bytes"] = result.prediction.weight_bytes
         if pub.expressible:
             predicted = result.prediction.weight_load_s
             row["predicted_s"] = predicted
+            row["bound_by"] = result.prediction.bound_by
             row["error"] = predicted / pub.published_s - 1
             row["within"] = abs(row["error"]) <= TARGET
         out.append(row)
@@ -64,18 +71,22 @@ def summary(table: list[dict[str, Any]]) -> str:
 def main() -> None:
     table = rows()
     print(
-        "| source | model | GB | storage | loader (concurrency) | measured | published s "
-        "| predicted s | error | within 25% |"
+        "| source | model | GB | instance | storage | loader (concurrency) | measured "
+        "| published s | predicted s | bound by | error | within 25% |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in table:
         loader = r["loader"] + (f" ({r['concurrency']})" if r["concurrency"] else "")
         if r["expressible"]:
-            tail = f"{r['predicted_s']:.2f} | {r['error']:+.0%} | {'yes' if r['within'] else 'no'}"
+            tail = (
+                f"{r['predicted_s']:.2f} | {r['bound_by']} | {r['error']:+.0%} "
+                f"| {'yes' if r['within'] else 'no'}"
+            )
         else:
-            tail = "- | - | not expressible"
+            tail = "- | - | - | not expressible"
         print(
-            f"| {r['source']} | {r['model']} | {r['weight_bytes'] / 1e9:.1f} | {r['storage']} "
+            f"| {r['source']} | {r['model']} | {r['weight_bytes'] / 1e9:.1f} "
+            f"| {r['instance'] or '-'} | {r['storage']} "
             f"| {loader} | {r['measured']} | {r['published_s']:.2f} | {tail} |"
         )
     print(summary(table))

@@ -79,8 +79,8 @@ def load_coldstart_facts() -> ColdStartFacts:
 
 
 PUBLISHED_COLUMNS = (
-    "source", "model", "gpu", "storage", "network_gbps", "loader", "concurrency", "measured",
-    "published_s", "expressible", "source_url", "as_of",
+    "source", "model", "gpu", "instance", "storage", "network_gbps", "loader", "concurrency",
+    "measured", "published_s", "expressible", "source_url", "as_of",
 )  # fmt: skip
 _PUBLISHED_PATH = "coldstart_published.csv"
 
@@ -102,6 +102,7 @@ def parse_published_coldstarts(
                     source=text_of("source"),
                     model=text_of("model"),
                     gpu=text_of("gpu"),
+                    instance=row["instance"].lower() or None,
                     storage=text_of("storage").lower(),
                     network_gbps=parse_float(
                         row["network_gbps"],

@@ -103,13 +103,15 @@ PUBLISHED_MEASURES = ("weights", "engine-ready")
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PublishedColdStart:
     """One row of ``coldstart_published.csv``: a published load time of a catalog language
-    model with its testbed (GPU, storage class, instance network, loader), to check
+    model with its testbed (GPU, instance type, storage class, instance network, loader), to
+    check
     ``predict coldstart`` against -- never to fit it. ``expressible``: whether the model
     can price that testbed and measure (the note says why not)."""
 
     source: str
     model: str
     gpu: str
+    instance: str | None
     storage: str
     network_gbps: float | None
     loader: str
