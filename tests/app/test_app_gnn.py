@@ -101,6 +101,9 @@ def test_bad_requests() -> None:
         gpucast.predict_gnn(gpu="A100-80GB", nodes=10, edges=20, parts=2)
     with pytest.raises(InvalidSpecError, match="together"):
         gpucast.predict_gnn(gpu="A100-80GB", nodes=10, edges=20, batch=4)
+    # session 34 QA: 99,999,999 seed nodes a batch on a 2.4M-node graph was priced silently
+    with pytest.raises(InvalidSpecError, match=r"batch: must be <= the graph's 10 nodes"):
+        gpucast.predict_gnn(gpu="A100-80GB", nodes=10, edges=20, batch=11, fanouts=[2])
 
 
 CORA = {"gpu": "H100-SXM", "nodes": 2708, "edges": 10556, "feature_dim": 1433, "hidden": 64,

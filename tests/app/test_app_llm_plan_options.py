@@ -73,6 +73,13 @@ def test_bad_filters_are_refused_as_plan_train_refuses_them(
             gpucast.plan_train(workload="cifar-resnet20", epochs=1, **options)
 
 
+@pytest.mark.parametrize("budget", [0.0, -1.0])
+def test_a_budget_not_above_zero_says_how_to_give_one(budget: float) -> None:
+    # session 34 QA: plan llm-train --budget -1 said "budget: must be > 0 (got -1.0)", no fix
+    with pytest.raises(InvalidSpecError, match=r"budget: must be > 0 .*; e\.g\. --budget"):
+        gpucast.plan_llm_train(**SMALL, budget_usd=budget)
+
+
 @pytest.mark.parametrize("flag", ["regions", "exclude_gpus"])
 def test_a_cluster_takes_no_catalog_filter(flag: str) -> None:
     with pytest.raises(InvalidSpecError, match="a --cluster replaces it"):

@@ -144,6 +144,13 @@ def test_parse_duration_rejects(text: str) -> None:
         parse_duration_s(text, field="deadline")
 
 
+@pytest.mark.parametrize("text", ["0", "0h", "0.0d"])
+def test_a_zero_duration_names_the_form_that_works(text: str) -> None:
+    # session 34 QA: plan train --deadline 0 said only "deadline: must be > 0 (got '0')"
+    with pytest.raises(InvalidSpecError, match=r"deadline: must be > 0 .*; give a duration like"):
+        parse_duration_s(text, field="deadline")
+
+
 def test_workload_spec_validates() -> None:
     with pytest.raises(InvalidSpecError, match="batch_size"):
         WorkloadSpec(name="mlp", batch_size=0)

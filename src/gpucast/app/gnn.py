@@ -380,6 +380,11 @@ class PredictGnnRequest:
                 got=self.edges,
                 fix="check --nodes and --edges (directed edges: twice the undirected ones)",
             )
+        if self.nodes is not None and self.batch is not None and self.batch > self.nodes:
+            raise InvalidSpecError(
+                "batch", f"must be <= the graph's {self.nodes:,} nodes (seed nodes per mini-batch)",
+                got=self.batch, fix="lower --batch, or drop --batch and --fanouts for full-graph",
+            )  # fmt: skip
         if self.parts is not None and self.edge_list is None:
             raise InvalidSpecError("parts", "needs --edge-list (the partition is computed)")
         if (self.batch is None) != (not self.fanouts):

@@ -218,7 +218,9 @@ class PlanLlmTrainRequest:
         for name in ("seq_len", "global_batch", "max_gpus"):
             positive_or_none(name.replace("_", "-"), getattr(self, name))
         if self.budget_usd is not None and not self.budget_usd > 0:
-            raise InvalidSpecError("budget", "must be > 0", got=self.budget_usd)
+            raise InvalidSpecError(
+                "budget", "must be > 0", got=self.budget_usd, fix="e.g. --budget 50000 (US$)"
+            )
         if self.precision not in TRAIN_PRECISIONS:
             raise InvalidSpecError(
                 "precision", f"must be one of {', '.join(TRAIN_PRECISIONS)}", got=self.precision

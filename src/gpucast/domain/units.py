@@ -32,7 +32,12 @@ def parse_duration_s(text: str, *, field: str = "duration", allow_zero: bool = F
         raise InvalidSpecError(field, f"must be {kind} like 90s, 15m, 24h or 2d", got=text)
     value = float(match.group(1)) * _SECONDS_PER[(match.group(2) or "s").lower()]
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise InvalidSpecError(field, "must be >= 0" if allow_zero else "must be > 0", got=text)
+        raise InvalidSpecError(
+            field,
+            "must be >= 0" if allow_zero else "must be > 0",
+            got=text,
+            fix="give a duration like 90s, 15m, 24h or 2d",
+        )
     return value
 
 

@@ -193,7 +193,7 @@ def _seq_len(options: dict[str, Any], default_seq: int, max_seq: int) -> int:
             "seq_len",
             f"must be <= {max_seq} (the model's positions)",
             got=seq_len,
-            fix=f"choose --seq-len up to {max_seq}",
+            fix=f"choose seq_len up to {max_seq}, e.g. -o seq_len={max_seq}",
         )
     return seq_len
 
