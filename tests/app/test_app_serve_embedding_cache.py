@@ -86,3 +86,18 @@ def test_cli_bad_cache_fraction_is_one_line_exit_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 2
     assert "cache-fraction" in result.output or "cache-fraction" in (result.stderr or "")
+
+
+def test_one_table_given_as_a_number_is_one_table() -> None:
+    """QA 34c: -o table_sizes=1000 (one table) with --cache-fraction raised a TypeError in
+    dlrm_lookups (the workload itself takes a number as one table)."""
+    from gpucast.domain.embeddings import dlrm_lookups
+
+    assert dlrm_lookups({"table_sizes": 1000, "lookups": 2}) == dlrm_lookups(
+        {"table_sizes": (1000,), "lookups": 2}
+    )
+    argv = ["simulate", "serve", "--model", "dlrm", "--gpu", "T4", "--rate", "10",
+            "--duration-s", "2", "-o", "table_sizes=1000", "--cache-fraction", "0.5"]  # fmt: skip
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    assert "embedding cache: 1 lookups of 256 B per request" in result.output

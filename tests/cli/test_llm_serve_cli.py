@@ -40,6 +40,11 @@ def test_options_of_the_other_kind_are_one_line_errors() -> None:
     wrong = runner.invoke(app, [*SIM, "--max-batch", "8"])
     assert wrong.exit_code == 2
     assert "max-batch: is not an option of LLM serving" in wrong.stderr
+    # --engine (a CNN's engine) names the LLM's option for the same thing
+    engine = runner.invoke(app, [*SIM, "--engine", "tensorrt-llm"])
+    assert engine.exit_code == 2
+    assert "engine: is not an option of LLM serving" in engine.stderr
+    assert "use --framework tensorrt-llm" in engine.stderr
     cnn = runner.invoke(app, ["simulate", "serve", "--model", "mlp", "--gpu", "T4", "--rate",
                               "10", "--tp", "2"])  # fmt: skip
     assert cnn.exit_code == 2

@@ -158,6 +158,19 @@ def test_a_plan_window_replays_the_busiest_hour_and_says_so(tmp_path: Path) -> N
     assert cut.requests.count == 15 and "busiest" not in cut.source
 
 
+def test_synthetic_llm_arrivals_without_a_rate_name_the_arrivals_option() -> None:
+    # plan serve reads traces with field="trace", but synthetic arrivals come from --arrivals
+    from gpucast.catalog.llm import llm_model
+    from gpucast.domain.llm_serving import parse_token_lengths
+    from gpucast.inputs.llm_serving import llm_traffic
+
+    lengths = parse_token_lengths("10", "input-len")
+    with pytest.raises(InvalidSpecError, match=r"^rate: is required with --arrivals poisson;"):
+        llm_traffic("poisson", spec=llm_model("llama-3-8b"), rate_rps=None, duration_s=None,
+                    time_scale=None, input_len=lengths, output_len=lengths, seed=0,
+                    field="trace")  # fmt: skip
+
+
 def _first(arrivals: inputs.Arrivals) -> str:
     return arrivals.warnings[0].split("; first: ", 1)[1]
 

@@ -3,6 +3,8 @@ reference loop."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -176,6 +178,23 @@ def test_bad_policies(text: str) -> None:
 def test_a_fixed_policy_needs_a_duration_and_its_unit(text: str) -> None:
     with pytest.raises(InvalidSpecError, match=r"policy: fixed:DURATION needs a number and its"):
         parse_policy(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "example"),
+    [
+        ("fixed:0", "fixed:10m"),
+        ("fixed:0.", "fixed:10m"),
+        ("fixed:5", "fixed:5m"),
+        ("fixed:10.", "fixed:10m"),
+        ("fixed:2.5", "fixed:2.5m"),
+    ],
+)
+def test_the_example_for_a_duration_without_unit_is_a_valid_policy(text: str, example: str) -> None:
+    """fixed:0 suggested fixed:0m, which is refused (a keep-alive must be > 0)."""
+    with pytest.raises(InvalidSpecError, match=f"e.g. --policy {re.escape(example)} for minutes"):
+        parse_policy(text)
+    parse_policy(example)
 
 
 def test_policy_text() -> None:

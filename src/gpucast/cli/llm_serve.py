@@ -99,7 +99,9 @@ def dispatch(
                         flag,
                         "is not an option of LLM serving (the model is a language model of "
                         "catalog/data/llm_models.csv)",
-                        fix=f"see gpucast {llm_cls.VERB} --help for the LLM options",  # type: ignore[attr-defined]
+                        fix=f"use --framework {value} (a language model's inference engine)"
+                        if flag == "engine"
+                        else f"see gpucast {llm_cls.VERB} --help for the LLM options",  # type: ignore[attr-defined]
                     )
                 field = next(n for n, f in llm_flags.items() if f == flag)
                 values[field] = value

@@ -186,5 +186,6 @@ def dlrm_lookups(options: Mapping[str, Any]) -> tuple[int, int]:
     """Rows looked up per sample and values per row of the ``dlrm`` workload built with
     ``options`` (the workload itself checks them)."""
     tables = options.get("table_sizes", (DLRM_TABLE_ROWS,) * DLRM_TABLES)
+    tables = (tables,) if isinstance(tables, int) else tables  # -o table_sizes=1000: one table
     dim = int(options.get("embedding_dim", DLRM_EMBEDDING_DIM))
     return len(tuple(tables)) * int(options.get("lookups", DLRM_LOOKUPS)), dim

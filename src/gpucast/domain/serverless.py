@@ -437,10 +437,12 @@ def parse_policy(text: str, *, flag: str = "policy") -> KeepAlivePolicy:
         if not colon:
             return KeepAlivePolicy(kind="fixed")
         if not arg or arg[-1].isdigit() or arg[-1] == ".":
+            # the example keeps the number given unless it is no keep-alive (fixed:0 -> 10)
+            n = arg.rstrip(".")
+            n = n if n.replace(".", "", 1).isdigit() and float(n) > 0 else "10"
             raise InvalidSpecError(
                 flag, "fixed:DURATION needs a number and its unit (s, m, h or d)", got=text,
-                fix=f"e.g. --{flag} fixed:{arg or '10'}m for minutes or fixed:{arg or '10'}s "
-                "for seconds",
+                fix=f"e.g. --{flag} fixed:{n}m for minutes or fixed:{n}s for seconds",
             )  # fmt: skip
         try:
             keep_alive_s = parse_duration_s(arg, field=flag, allow_zero=True)

@@ -238,7 +238,7 @@ def embedding_cache_curve(
         raise InvalidSpecError(
             "cache-fraction",
             f"applies to a recommendation model with embedding tables, not {model!r}",
-            fix="use --model dlrm (its tables: --workload-option table_sizes=..., ...)",
+            fix="use --model dlrm (its tables: -o table_sizes=..., ...)",
         )
     lookups, dim = dlrm_lookups(options)
     row_bytes = dim * ELEMENT_BYTES.get(precision, 4.0)

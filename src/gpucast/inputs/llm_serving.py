@@ -124,7 +124,7 @@ def llm_traffic(
             )  # fmt: skip
         if rate_rps is None:
             raise InvalidSpecError(
-                "rate", f"is required with --{field} {arrivals}",
+                "rate", f"is required with --arrivals {arrivals}",
                 fix="e.g. --rate 5 (requests/s), or --arrivals trace:FILE",
             )  # fmt: skip
         duration = DEFAULT_DURATION_S if duration_s is None else duration_s

@@ -934,7 +934,8 @@ def _run_instance(
                 k = 1
         elif not partial and nxt < m:
             k = min(k, _steps_until(ready[nxt] - t, step0, d_step))
-        if until < math.inf:
+        # a horizon past these k steps cannot shorten them (and 1e100 s would spin the search)
+        if until < math.inf and until - t <= k * step0 + d_step * (k * (k - 1) / 2.0):
             k = min(k, _steps_until(until - t, step0, d_step))
         free = block_cap - used
         end = (-G) % bs
