@@ -145,25 +145,28 @@ def test_predict_coldstart_on_a_gpu_names_the_bound() -> None:
 
 
 def test_predict_coldstart_refuses_a_language_model_its_gpus_cannot_hold() -> None:
-    # 141 GB of llama-3-70b on one 24 GB L4 was priced as a 22.3 s cold start
+    # 141 GB of llama-3-70b on one 24 GB L4 was priced as a 22.3 s cold start; without --tp
+    # it now loads on the fewest L4s that hold it (8), said as an assumption
+    fewest = gpucast.predict_coldstart("llama-3-70b", gpu="L4")
+    assert fewest.device == "8 x L4" and fewest.assumptions["tp"].startswith("8 x L4: the fewest")
     with pytest.raises(InvalidSpecError) as error:
-        gpucast.predict_coldstart("llama-3-70b", gpu="L4")
+        gpucast.predict_coldstart("llama-3-70b", gpu="L4", tp=1)
     text = str(error.value)
     assert text.startswith("gpu: llama-3-70b needs 131.4 GiB of weights (fp16")
-    assert "of one L4's 24 GiB" in text and "use --gpus 8" in text
-    with pytest.raises(InvalidSpecError, match=r"gpus: llama-3-70b needs 65\.7 GiB of weights "
+    assert "of one L4's 24 GiB" in text and "use --tp 8" in text
+    with pytest.raises(InvalidSpecError, match=r"tp: llama-3-70b needs 65\.7 GiB of weights "
                        r"per GPU on 2 GPUs"):  # fmt: skip
-        gpucast.predict_coldstart("llama-3-70b", gpu="L4", gpus=2)
+        gpucast.predict_coldstart("llama-3-70b", gpu="L4", tp=2)
     with pytest.raises(InvalidSpecError, match="3 does not divide the 64 attention heads"):
-        gpucast.predict_coldstart("llama-3-70b", gpu="L4", gpus=3)
+        gpucast.predict_coldstart("llama-3-70b", gpu="L4", tp=3)
     with pytest.raises(InvalidSpecError, match="no 8 T4 GPUs hold it"):
-        gpucast.predict_coldstart("llama-3-70b", gpu="T4", gpus=8)
-    with pytest.raises(InvalidSpecError, match="gpus: splits a language model"):
-        gpucast.predict_coldstart("resnet18", gpu="T4", gpus=2)
+        gpucast.predict_coldstart("llama-3-70b", gpu="T4", tp=8)
+    with pytest.raises(InvalidSpecError, match="tp: splits a language model"):
+        gpucast.predict_coldstart("resnet18", gpu="T4", tp=2)
     with pytest.raises(InvalidSpecError, match=r"resnet50 needs [\d.]+ GiB at batch 4096, more "
                        r"than a P4's 6\.6 GiB usable of 8 GiB"):  # fmt: skip
         gpucast.predict_coldstart("resnet50", gpu="P4", batch_size=4096)
-    eight = gpucast.predict_coldstart("llama-3-70b", gpu="L4", gpus=8)
+    eight = gpucast.predict_coldstart("llama-3-70b", gpu="L4", tp=8)
     assert eight.device == "8 x L4" and "8 GPUs' links at once" in eight.prediction.sources["pcie"]
 
 
@@ -173,7 +176,7 @@ def test_a_language_model_s_first_inference_runs_at_its_precision() -> None:
 
     # the forward pass was priced at the fp32 peak for an fp16 model
     spec, l4 = llm_model("llama-3-70b"), load_catalog().gpu("L4")
-    p = gpucast.predict_coldstart("llama-3-70b", gpu="L4", gpus=8).prediction
+    p = gpucast.predict_coldstart("llama-3-70b", gpu="L4", tp=8).prediction
     assert p.sources["forward"] == "roofline on 8 x L4 (fp16 peak, memory bandwidth)"
     flops = 2.0 * spec.matmul_params_per_token
     forward = max(

@@ -66,14 +66,21 @@ def test_predict_and_measure_coldstart() -> None:
 
 
 def test_predict_coldstart_of_a_model_one_gpu_cannot_hold_is_one_line() -> None:
-    result = runner.invoke(app, ["predict", "coldstart", "llama-3-70b", "--gpu", "L4"])
+    result = runner.invoke(app, ["predict", "coldstart", "llama-3-70b", "--gpu", "L4", "--tp", "1"])
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "131.4 GiB of weights" in lines[0] and "--gpus 8" in lines[0]
-    ok = runner.invoke(app, ["predict", "coldstart", "llama-3-70b", "--gpu", "L4", "--gpus", "8"])
+    assert len(lines) == 1 and "131.4 GiB of weights" in lines[0] and "--tp 8" in lines[0]
+    ok = runner.invoke(app, ["predict", "coldstart", "llama-3-70b", "--gpu", "L4", "--tp", "8"])
     assert ok.exit_code == 0, ok.output
     assert "on 8 x L4" in ok.stdout and "fp16 peak" in ok.stdout and "fp32 peak" not in ok.stdout
     assert "(141.1 GB at " in ok.stdout  # not "141,106.9 MB"
+    # without --tp: the fewest of 1, 2, 4, 8 L4s that hold it (predict infer's default), said
+    fewest = runner.invoke(app, ["predict", "coldstart", "llama-3-70b", "--gpu", "L4"])
+    assert fewest.exit_code == 0, fewest.output
+    assert "on 8 x L4" in fewest.stdout and "assumption tp: 8 x L4: the fewest" in fewest.stdout
+    gone = runner.invoke(app, ["predict", "coldstart", "llama-3-70b", "--gpu", "T4"])
+    assert gone.exit_code == 2 and gone.stderr.startswith("error: gpu: ")
+    assert "no 8 T4 GPUs hold it" in gone.stderr
 
 
 def test_predict_coldstart_instance_on_the_command_line() -> None:

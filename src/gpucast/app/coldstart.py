@@ -208,10 +208,11 @@ class PredictColdstartRequest:
     cuda_context_s: float | None = option(
         None, help="CUDA context creation (s; default: the catalog's).", example="0.5"
     )
-    gpus: int = option(
-        1,
-        help="GPUs of --gpu a language model of llm_models.csv is split over (tensor "
-        "parallel: each loads its shard at once); a built-in workload loads on one.",
+    tp: int | None = option(
+        None,
+        help="GPUs of --gpu a language model of llm_models.csv is split over (tensor-parallel "
+        "ranks, as predict infer's --tp: each loads its shard at once). Default: the fewest "
+        "of 1, 2, 4, 8 that hold it; a built-in workload loads on one.",
         example="8",
     )
 
@@ -219,13 +220,16 @@ class PredictColdstartRequest:
         if not self.workload or not self.workload.strip():
             raise InvalidSpecError("workload", "must not be empty", fix="e.g. resnet50")
         _check_batch(self.batch_size)
-        if isinstance(self.gpus, bool) or not isinstance(self.gpus, int) or self.gpus < 1:
-            raise InvalidSpecError("gpus", "must be an integer >= 1", got=self.gpus,
-                                   fix="e.g. --gpus 2")  # fmt: skip
-        if self.gpus > 1 and self.gpu is None:
+        if self.tp is not None and (
+            isinstance(self.tp, bool) or not isinstance(self.tp, int) or self.tp < 1
+        ):
+            raise InvalidSpecError("tp", "must be an integer >= 1", got=self.tp,
+                                   fix="e.g. --tp 2, or drop it for the fewest GPUs that hold "
+                                   "the model")  # fmt: skip
+        if self.tp is not None and self.tp > 1 and self.gpu is None:
             raise InvalidSpecError(
-                "gpus", "splits a language model over GPUs of --gpu", got=self.gpus,
-                fix="add --gpu, e.g. --gpu H100-SXM, or drop --gpus",
+                "tp", "splits a language model over GPUs of --gpu", got=self.tp,
+                fix="add --gpu, e.g. --gpu H100-SXM, or drop --tp",
             )  # fmt: skip
         _check_gbps("network-gbps", self.network_gbps, "25")
         _check_gbps("ebs-gbps", self.ebs_gbps, "16")
@@ -302,10 +306,10 @@ def predict_coldstart(
     llm = _catalog_llm(request.workload)
     if llm is not None:
         return _predict_llm(request, llm, gpu, storage, instance_links)
-    if request.gpus > 1:
+    if request.tp is not None and request.tp > 1:
         raise InvalidSpecError(
-            "gpus", f"splits a language model of llm_models.csv; {request.workload} loads on "
-            "one GPU", got=request.gpus, fix="drop --gpus",
+            "tp", f"splits a language model of llm_models.csv; {request.workload} loads on "
+            "one GPU", got=request.tp, fix="drop --tp",
         )  # fmt: skip
     check_workload_name(request.workload)
     profile = workload_profile(
@@ -459,7 +463,7 @@ def _predict_llm(
             f"{spec.name} is a language model of llm_models.csv, priced on a catalog GPU",
             fix="add --gpu, e.g. --gpu A10G",
         )
-    _check_llm_fits(spec, gpu, request.gpus)
+    gpus, chosen = _llm_gpus(spec, gpu, request.tp)
     fact = load_coldstart_facts().get("storage", storage)
     more_links, more_sources, instance_assumptions = instance_links
     links: dict[str, float | None] = {storage: fact.value, **more_links}
@@ -471,19 +475,47 @@ def _predict_llm(
         sources=sources,
         container_s=request.container_s,
         cuda_context_s=request.cuda_context_s,
-        gpus=request.gpus,
+        gpus=gpus,
     )
     return PredictColdstartResult(
         workload=spec.name,
-        device=gpu.name if request.gpus == 1 else f"{request.gpus} x {gpu.name}",
+        device=gpu.name if gpus == 1 else f"{gpus} x {gpu.name}",
         prediction=prediction,
-        validation=validation_for("coldstart", [gpu.name], "fp16", request.gpus),
-        assumptions={**instance_assumptions, **assumptions},
+        validation=validation_for("coldstart", [gpu.name], "fp16", gpus),
+        assumptions={**instance_assumptions, **chosen, **assumptions},
         instance=request.instance,
     )
 
 
-def _check_llm_fits(spec: TransformerSpec, gpu: GpuSpec, gpus: int) -> None:
+def _llm_gpus(spec: TransformerSpec, gpu: GpuSpec, tp: int | None) -> tuple[int, dict[str, str]]:
+    """The GPUs ``spec`` loads on (``tp``, checked by :func:`_check_llm_fits`; ``None``: the
+    fewest of 1, 2, 4, 8 that hold it) and, where the default chose it, the assumption that
+    says so."""
+    if tp is not None:
+        _check_llm_fits(spec, gpu, tp)
+        return tp, {}
+    from gpucast.catalog.engines import inference_engine
+    from gpucast.domain.errors import NoFeasiblePlanError
+    from gpucast.inputs.serverless import LLM_ENGINE
+    from gpucast.predict.llm_infer import smallest_fitting_tp
+
+    try:
+        need = smallest_fitting_tp(
+            spec, gpu, inference_engine(LLM_ENGINE), input_len=1, output_len=1
+        )
+    except NoFeasiblePlanError:
+        _check_llm_fits(spec, gpu, 8, field="gpu")  # says what 8 of them lack
+        raise
+    _check_llm_fits(spec, gpu, need)
+    return need, {
+        "tp": f"{need} x {gpu.name}: the fewest of 1, 2, 4, 8 that hold the weights "
+        "(the default; --tp N sets it)"
+    }
+
+
+def _check_llm_fits(
+    spec: TransformerSpec, gpu: GpuSpec, gpus: int, *, field: str | None = None
+) -> None:
     """One clear error where ``gpus`` GPUs of type ``gpu`` cannot split ``spec`` or do not
     hold its weights (and one token's KV cache) in the memory the serving engine of the
     cold-start model (:data:`gpucast.inputs.serverless.LLM_ENGINE`) gives them; the fix names
@@ -502,13 +534,13 @@ def _check_llm_fits(spec: TransformerSpec, gpu: GpuSpec, gpus: int) -> None:
     problem = split_problem(spec, engine, gpus)
     if problem is not None:
         good = [str(n) for n in TP_CHOICES if split_problem(spec, engine, n) is None]
-        raise InvalidSpecError("gpus", problem, got=gpus, fix=f"use --gpus {' or '.join(good)}")
+        raise InvalidSpecError("tp", problem, got=gpus, fix=f"use --tp {' or '.join(good)}")
     one = predict_inference(spec, gpu, engine, batch_size=1, input_len=1, output_len=1, tp=gpus)
     if one.fits:
         return
     try:
         need = smallest_fitting_tp(spec, gpu, engine, input_len=1, output_len=1)
-        fix = f"use --gpus {need} (the fewest of 1, 2, 4, 8 that hold it) or a GPU with more memory"
+        fix = f"use --tp {need} (the fewest of 1, 2, 4, 8 that hold it) or a GPU with more memory"
     except NoFeasiblePlanError:
         fix = f"use a GPU with more memory: no 8 {gpu.name} GPUs hold it"
     name = engine.display_name
@@ -516,7 +548,7 @@ def _check_llm_fits(spec: TransformerSpec, gpu: GpuSpec, gpus: int) -> None:
         "" if gpus == 1 else f" per GPU on {gpus} GPUs"
     )
     raise InvalidSpecError(
-        "gpu" if gpus == 1 else "gpus",
+        field or ("gpu" if gpus == 1 else "tp"),
         f"{spec.name} needs {weights} ({one.precision}, {name}'s default), more than the "
         f"{one.memory.capacity_bytes / GIB:.1f} GiB {name} fills of "
         f"{'one' if gpus == 1 else 'each'} {gpu.name}'s {gpu.memory_gib:g} GiB",
