@@ -734,3 +734,29 @@ def test_plan_json_names_the_slo_percentile_of_ttft_and_tpot() -> None:
     for c in d["candidates"]:
         assert c["ttft_at_slo_percentile_s"] == c["ttft_s"]
         assert c["tpot_at_slo_percentile_s"] == c["tpot_s"]
+
+
+def test_llm_serving_refuses_more_requests_than_the_work_ceiling_at_once() -> None:
+    """QA 34 #4: --rate 1e6 ran for minutes and --duration-s 1e9 was OOM-killed; both verbs
+    now refuse as the CNN path does (rate x duration, the LLM's bytes per request)."""
+    from gpucast.app.llm_serve import (
+        LLM_REQUEST_BYTES,
+        PlanLlmServeRequest,
+        SimulateLlmServeRequest,
+    )
+    from gpucast.domain.limits import LARGE_BYTES
+
+    over = LARGE_BYTES / LLM_REQUEST_BYTES / 60 * 1.01  # just past the memory ceiling at 60 s
+    says = r"rate: asks for .* simulated requests \(rate x duration\), about 2\.0 GiB .*allow-large"
+    with pytest.raises(InvalidSpecError, match=says):
+        SimulateLlmServeRequest(model="llama-3-8b", gpu="H100-SXM", rate=over)
+    with pytest.raises(InvalidSpecError, match="2,000,000,000 simulated requests"):
+        SimulateLlmServeRequest(model="llama-3-8b", gpu="H100-SXM", rate=2, duration_s=1e9)
+    with pytest.raises(InvalidSpecError, match=says):
+        PlanLlmServeRequest(model=f"llama-3-8b:{over}", slo_tpot_ms=50)
+    with pytest.raises(InvalidSpecError, match=says):
+        PlanLlmServeRequest(model="llama-3-8b", rate=over, slo_tpot_ms=50)
+    SimulateLlmServeRequest(model="llama-3-8b", gpu="H100-SXM", rate=over, allow_large=True)
+    PlanLlmServeRequest(model=f"llama-3-8b:{over}", slo_tpot_ms=50, allow_large=True)
+    SimulateLlmServeRequest(model="llama-3-8b", gpu="H100-SXM", rate=over / 1.02)
+    SimulateLlmServeRequest(model="llama-3-8b", gpu="H100-SXM", rate=over, duration_s=30)

@@ -126,17 +126,23 @@ def _check_at_most(flag: str, value: float | None, high: float, unit: str = "") 
         )
 
 
-def _check_simulated_requests(
-    flag: str, rate_rps: float | None, duration_s: float, allow_large: bool
+def check_simulated_requests(
+    flag: str,
+    rate_rps: float | None,
+    duration_s: float,
+    allow_large: bool,
+    *,
+    bytes_per_request: float = REQUEST_BYTES,
 ) -> None:
-    """The requests a run simulates (rate x duration) fit the work ceiling (domain.limits)."""
+    """The requests a run simulates (rate x duration) fit the work ceiling (domain.limits);
+    ``bytes_per_request``: what one costs the simulator (an LLM's more than a CNN's)."""
     if rate_rps is None:
         return
     check_work(
         flag,
         rate_rps * duration_s,
         what="simulated requests (rate x duration)",
-        bytes_per_item=REQUEST_BYTES,
+        bytes_per_item=bytes_per_request,
         allow_large=allow_large,
         fix="lower --rate or --duration-s",
     )
@@ -504,7 +510,7 @@ class PlanServeRequest:
         _check_host_ms(self.host_ms)
         _check_at_most("host-ms", self.host_ms, 1e6, "ms")
         _check_at_least("host-concurrency", self.host_concurrency, 1)
-        _check_simulated_requests(
+        check_simulated_requests(
             "duration-s",
             sum(r for _, r in self.model_rates if r is not None) or None,
             self.run_s,
@@ -556,7 +562,7 @@ class PlanServeRequest:
         _check_at_most("max-servers", self.max_servers, MAX_SERVERS)
         _check_positive("duration-s", self.duration_s, "seconds", "e.g. --duration-s 60")
         _check_at_most("duration-s", self.duration_s, MAX_DURATION_S, "s (30 days)")
-        _check_simulated_requests(
+        check_simulated_requests(
             "duration-s", sum(m[1] for m in self.mix_models), self.run_s, False
         )
         from gpucast.inputs.serving import parse_latency_table_item
@@ -1179,7 +1185,7 @@ class SimulateServeRequest:
         _check_at_most("input-kb", self.input_kb, 1e7, "KB")
         _check_at_most("host-ms", self.host_ms, 1e6, "ms")
         _check_at_most("calibrate-p50-ms", self.calibrate_p50_ms, 1e6, "ms")
-        _check_simulated_requests("rate", self.rate, self.duration_s, self.allow_large)
+        check_simulated_requests("rate", self.rate, self.duration_s, self.allow_large)
         _check_host_capacity(self.host_capacity_rps)
         _check_host_ms(self.host_ms)
         _check_at_least("host-concurrency", self.host_concurrency, 1)
