@@ -27,7 +27,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.catalog import provider_option, region_option, spot_option
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.limits import allow_large_option, check_price, check_seed
+from gpucast.domain.limits import (
+    allow_large_option,
+    check_price,
+    check_seed,
+    check_simulated_requests,
+)
 from gpucast.domain.llm_infer import (
     COMPUTE_MODE,
     INFER_PRECISIONS,
@@ -139,8 +144,7 @@ LLM_REQUEST_BYTES = 460
 
 def _check_llm_requests(request: Any, rate_rps: float | None, allow_large: bool) -> None:
     """Synthetic arrivals (rate x duration, default 60 s) within the work ceiling of
-    :func:`gpucast.app.serve.check_simulated_requests`; a trace's requests are its rows."""
-    from gpucast.app.serve import check_simulated_requests
+    :func:`gpucast.domain.limits.check_simulated_requests`; a trace's requests are its rows."""
     from gpucast.inputs.llm_serving import DEFAULT_DURATION_S
 
     if request.arrivals.startswith("trace:") or getattr(request, "trace", None) is not None:

@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.catalog import offers_option, provider_option, region_option, spot_option
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.limits import allow_large_option, check_price, check_seed, check_work
+from gpucast.domain.limits import (
+    allow_large_option,
+    check_price,
+    check_seed,
+    check_simulated_requests,
+)
 from gpucast.domain.options import lower_list, lower_text, option, split_list
 from gpucast.domain.serving import SERVING_PRECISIONS, BatchingPolicy, ClosedLoop, LatencyCurve
 from gpucast.domain.serving_plan import (
@@ -124,28 +129,6 @@ def _check_at_most(flag: str, value: float | None, high: float, unit: str = "") 
             got=shown,
             fix=f"e.g. --{flag} {min(high, 100):g}",
         )
-
-
-def check_simulated_requests(
-    flag: str,
-    rate_rps: float | None,
-    duration_s: float,
-    allow_large: bool,
-    *,
-    bytes_per_request: float = REQUEST_BYTES,
-) -> None:
-    """The requests a run simulates (rate x duration) fit the work ceiling (domain.limits);
-    ``bytes_per_request``: what one costs the simulator (an LLM's more than a CNN's)."""
-    if rate_rps is None:
-        return
-    check_work(
-        flag,
-        rate_rps * duration_s,
-        what="simulated requests (rate x duration)",
-        bytes_per_item=bytes_per_request,
-        allow_large=allow_large,
-        fix="lower --rate or --duration-s",
-    )
 
 
 def _check_precision(value: str | None) -> None:
@@ -515,6 +498,7 @@ class PlanServeRequest:
             sum(r for _, r in self.model_rates if r is not None) or None,
             self.run_s,
             False,
+            bytes_per_request=REQUEST_BYTES,
         )
         if not (math.isfinite(self.saturation_s) and self.saturation_s >= 0):
             raise InvalidSpecError(
@@ -563,7 +547,11 @@ class PlanServeRequest:
         _check_positive("duration-s", self.duration_s, "seconds", "e.g. --duration-s 60")
         _check_at_most("duration-s", self.duration_s, MAX_DURATION_S, "s (30 days)")
         check_simulated_requests(
-            "duration-s", sum(m[1] for m in self.mix_models), self.run_s, False
+            "duration-s",
+            sum(m[1] for m in self.mix_models),
+            self.run_s,
+            False,
+            bytes_per_request=REQUEST_BYTES,
         )
         from gpucast.inputs.serving import parse_latency_table_item
 
@@ -1185,7 +1173,9 @@ class SimulateServeRequest:
         _check_at_most("input-kb", self.input_kb, 1e7, "KB")
         _check_at_most("host-ms", self.host_ms, 1e6, "ms")
         _check_at_most("calibrate-p50-ms", self.calibrate_p50_ms, 1e6, "ms")
-        check_simulated_requests("rate", self.rate, self.duration_s, self.allow_large)
+        check_simulated_requests(
+            "rate", self.rate, self.duration_s, self.allow_large, bytes_per_request=REQUEST_BYTES
+        )
         _check_host_capacity(self.host_capacity_rps)
         _check_host_ms(self.host_ms)
         _check_at_least("host-concurrency", self.host_concurrency, 1)

@@ -79,6 +79,28 @@ def check_work(
     )
 
 
+def check_simulated_requests(
+    flag: str,
+    rate_rps: float | None,
+    duration_s: float,
+    allow_large: bool,
+    *,
+    bytes_per_request: float,
+) -> None:
+    """The requests a serving run simulates (rate x duration) fit the work ceiling;
+    ``bytes_per_request``: what one costs its simulator (an LLM's more than a CNN's)."""
+    if rate_rps is None:
+        return
+    check_work(
+        flag,
+        rate_rps * duration_s,
+        what="simulated requests (rate x duration)",
+        bytes_per_item=bytes_per_request,
+        allow_large=allow_large,
+        fix="lower --rate or --duration-s",
+    )
+
+
 # -- the ranges of options several verbs share: one constant and one check each ---------------
 #: ``--seed`` of every verb: an integer in ``[0, MAX_SEED)`` (numpy seeds any of them, and it
 #: fits the int64 of a store row and of JSON readers)
