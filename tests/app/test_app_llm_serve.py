@@ -410,6 +410,32 @@ def test_plan_refuses_a_degree_that_does_not_split_the_model_as_predict_infer_do
     assert "does not fit" not in str(beyond.value)
 
 
+def test_one_deployment_refuses_a_tp_beyond_the_largest_node_as_plan_serve_does() -> None:
+    """QA 34 #9: simulate serve and predict infer priced 16 x H100-SXM at NVLink speed across
+    two 8-GPU nodes; both now refuse as plan serve does, naming the largest node."""
+    says = (
+        r"^tp: the largest H100-SXM node in the catalog \(instances, systems.csv\) has 8 GPUs "
+        r"\(tensor parallelism stays within one node\) \(got 16\); use --tp 8 or fewer"
+    )
+    with pytest.raises(InvalidSpecError, match=says):
+        gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", rate=4, tp=16)
+    with pytest.raises(InvalidSpecError, match=says):
+        gpucast.predict_infer(
+            model="llama-3-8b", gpu="H100-SXM", tp=16, input_len=128, output_len=16
+        )
+    with pytest.raises(InvalidSpecError, match=r"the largest T4 node .* has 4 GPUs"):
+        gpucast.predict_infer(model="llama-3-8b", gpu="T4", tp=8, input_len=128, output_len=16)
+    # the largest node the catalog holds is allowed: 8 H100s, 16 K80s (p2.16xlarge)
+    full = gpucast.predict_infer(
+        model="llama-3-8b", gpu="H100-SXM", tp=8, input_len=128, output_len=16
+    )
+    assert full.prediction.tp == 8
+    from gpucast.inputs.llm_serving import check_tp_within_node, largest_node_gpus
+
+    assert largest_node_gpus("K80") == 16
+    check_tp_within_node("K80", 16)
+
+
 def test_plan_lists_every_candidate_it_does_not_simulate_with_why() -> None:
     fast = dict(rate=0.5, duration_s=4, slo_ttft_ms=60_000, slo_tpot_ms=1_000, max_replicas=1,
                 no_disaggregation=True)  # fmt: skip
