@@ -142,7 +142,7 @@ def _check_deployment_knobs(request: Any) -> None:
 LLM_REQUEST_BYTES = 460
 
 
-def _check_llm_requests(request: Any, rate_rps: float | None, allow_large: bool) -> None:
+def _check_llm_requests(request: Any, rate_rps: float | None, allow_large: bool | None) -> None:
     """Synthetic arrivals (rate x duration, default 60 s) within the work ceiling of
     :func:`gpucast.domain.limits.check_simulated_requests`; a trace's requests are its rows."""
     from gpucast.inputs.llm_serving import DEFAULT_DURATION_S
@@ -750,7 +750,6 @@ class PlanLlmServeRequest:
         "offer, on demand or --spot).", example="2.5",
     )  # fmt: skip
     budget_usd_per_hour: float | None = option(None, help="Cost cap, US$/h.", example="50")
-    allow_large: bool = allow_large_option()
     seed: int = option(0, help="Same seed, same plan.", example="0")
     band: bool = option(
         False,
@@ -797,7 +796,7 @@ class PlanLlmServeRequest:
         _at_most_instances("max-replicas", self.max_replicas)
         _positive("budget-usd-per-hour", self.budget_usd_per_hour, " US$/h")
         _check_deployment_knobs(self)
-        _check_llm_requests(self, self.rate or rate, self.allow_large)
+        _check_llm_requests(self, self.rate or rate, None)  # no --allow-large, as the CNN's
 
     @property
     def model_rate(self) -> tuple[str, float | None]:

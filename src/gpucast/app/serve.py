@@ -497,7 +497,7 @@ class PlanServeRequest:
             "duration-s",
             sum(r for _, r in self.model_rates if r is not None) or None,
             self.run_s,
-            False,
+            None,  # plan serve has no --allow-large
             bytes_per_request=REQUEST_BYTES,
         )
         if not (math.isfinite(self.saturation_s) and self.saturation_s >= 0):
@@ -550,7 +550,7 @@ class PlanServeRequest:
             "duration-s",
             sum(m[1] for m in self.mix_models),
             self.run_s,
-            False,
+            None,  # plan serve has no --allow-large
             bytes_per_request=REQUEST_BYTES,
         )
         from gpucast.inputs.serving import parse_latency_table_item
