@@ -361,6 +361,10 @@ class PlanServeRequest:
         (), flag="region", help="Region filter.", example="us-central1"
     )
     spot: bool = option(False, help="Spot prices.")
+    price: float | None = option(
+        None, help="US$/h per GPU, every GPU type (a MIG slice: its share; default: each "
+        "one's cheapest catalog offer, on demand or --spot).", example="2.5",
+    )  # fmt: skip
     offers_file: Path | None = offers_option()
     engine: str = option("eager-pytorch", help=ENGINE_HELP, example="tensorrt")
     precision: str | None = option(
@@ -414,6 +418,7 @@ class PlanServeRequest:
             object.__setattr__(self, "models", _model_items(self.models))
         if isinstance(self.mix, str):
             object.__setattr__(self, "mix", tuple(split_list(self.mix)))
+        check_price(self.price)
         if self.mix:
             self._check_mix()
             return
@@ -737,6 +742,7 @@ def plan_serve(
         regions=request.regions,
         spot=request.spot,
         catalog=catalog,
+        price_usd_per_gpu_hour=request.price,
     )
     host_changes: dict[str, Any] = {"host_concurrency": request.host_concurrency}
     if request.host_capacity_rps is not None:
@@ -768,8 +774,8 @@ def plan_serve(
         )
         for m in loads
     )
-    sources["prices"] = "catalog spot" if request.spot else "catalog on-demand"
-    guessed = _estimated_servers(servers, catalog)
+    sources["prices"] = _prices_text(request.price, spot=request.spot)
+    guessed = _estimated_servers(servers, catalog, gpus_given=request.price is not None)
     if guessed:
         sources["estimated prices"] = guessed
     plan = plan_serving(
@@ -794,16 +800,33 @@ def plan_serve(
     )
 
 
-def _estimated_servers(servers: Sequence[Any], catalog: Any) -> str:
+def _prices_text(price_usd_per_gpu_hour: float | None, *, spot: bool) -> str:
+    """Where plan serve's prices come from: the catalog's, or ``--price`` for every GPU."""
+    market = "catalog spot" if spot else "catalog on-demand"
+    if price_usd_per_gpu_hour is None:
+        return market
+    from gpucast.inputs.serving import PRICE_REPLACES_SPOT
+
+    replaced = f"; {PRICE_REPLACES_SPOT}" if spot else ""
+    return (
+        f"{price_usd_per_gpu_hour:.4g} US$/h per GPU for every GPU type (given with --price; a "
+        f"MIG slice its share){replaced}; CPU servers at the {market} price"
+    )
+
+
+def _estimated_servers(servers: Sequence[Any], catalog: Any, *, gpus_given: bool = False) -> str:
     """The server options priced from offers whose prices were never read from a source
-    (``Offer.price_estimated``), named with their offer; "" when none."""
+    (``Offer.price_estimated``), named with their offer; "" when none (``gpus_given``: the
+    GPUs are priced by ``--price``, only CPU servers can be)."""
     from gpucast.domain.catalog import estimated_prices_note
 
     guessed = {(o.provider, o.region, o.instance_type) for o in catalog.offers if o.price_estimated}
     return estimated_prices_note(
         f"{s.name} ({s.provider}/{s.region} {s.instance_type})"
         for s in servers
-        if s.kind != "mig" and (s.provider, s.region, s.instance_type) in guessed
+        if s.kind != "mig"
+        and not (gpus_given and s.kind == "gpu")
+        and (s.provider, s.region, s.instance_type) in guessed
     )
 
 
@@ -836,6 +859,7 @@ def mig_mix_inputs(request: PlanServeRequest) -> MigMixInputs:
         regions=request.regions,
         spot=request.spot,
         catalog=catalog,
+        price_usd_per_gpu_hour=request.price,
     )
     whole = next(o for o in options if o.kind == "gpu")
     price = whole.price_usd_per_hour

@@ -204,12 +204,14 @@ def build_server_options(
     regions: Sequence[str] = (),
     spot: bool = False,
     catalog: Catalog | None = None,
+    price_usd_per_gpu_hour: float | None = None,
 ) -> tuple[list[ServerOption], dict[str, ServerTarget]]:
     """Server options from the catalog: the cheapest offer per GPU type (price per GPU), the
     MIG profiles of those GPUs (a layout of ``max_instances`` equal slices per GPU, priced by
     :func:`mig_price_usd_per_hour`), and the cheapest offer per CPU instance type. Returns the
     options and, per option name, what the latency predictor needs (the GpuSpec + MigProfile,
-    or the CPU offer)."""
+    or the CPU offer). ``price_usd_per_gpu_hour`` (``--price``) replaces every GPU's price
+    (a slice: its share of it; the offer still names the server); CPU servers keep theirs."""
     from gpucast.predict import serving as pserve
 
     if catalog is None:
@@ -256,7 +258,11 @@ def build_server_options(
     targets: dict[str, ServerTarget] = {}
     for gpu_name, offer in sorted(best_gpu.items()):
         spec = catalog.gpu(gpu_name)
-        price = offer.price_usd_per_hour(spot=spot) / offer.gpus
+        price = (
+            offer.price_usd_per_hour(spot=spot) / offer.gpus
+            if price_usd_per_gpu_hour is None
+            else price_usd_per_gpu_hour
+        )
         nic = network_share_gbps(offer)
         pcie = pcie_gbps(spec).value
         if not mig_wanted or gpu_name in wanted:
