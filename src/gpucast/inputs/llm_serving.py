@@ -27,6 +27,7 @@ from gpucast.domain.llm_infer import EngineProfile, check_weight_units
 from gpucast.domain.llm_serving import IterationCost, LlmRequests, TokenLengths
 from gpucast.domain.parallel import NodeLinks
 from gpucast.domain.provenance import Sourced
+from gpucast.domain.units import count_of
 
 if TYPE_CHECKING:
     from gpucast.plan.llm_serve import GpuChoice
@@ -239,14 +240,14 @@ def _replay(
     times = frame["arrival_s"].to_numpy(dtype=np.float64)
     if "context_tokens" not in frame:
         inp, out = input_len.draw(rng, times.size), output_len.draw(rng, times.size)
-        source = f"trace {path.name} ({len(frame)} requests, {len(parsed.skipped)} malformed "
-        source += "rows skipped)"
+        source = f"trace {path.name} ({count_of(len(frame), 'request')}, "
+        source += f"{count_of(len(parsed.skipped), 'malformed row')} skipped)"
         return times, inp, out, source, notes, True
     inp = frame["context_tokens"].to_numpy(dtype=np.int64)
     out = frame["generated_tokens"].to_numpy(dtype=np.int64)
     source = (
-        f"trace {path.name} ({len(frame)} requests with their prompt and output tokens, "
-        f"{len(parsed.skipped)} malformed rows skipped)"
+        f"trace {path.name} ({count_of(len(frame), 'request')} with prompt and output "
+        f"tokens, {count_of(len(parsed.skipped), 'malformed row')} skipped)"
     )
     return times, inp, out, source, notes, False
 

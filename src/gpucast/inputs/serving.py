@@ -39,6 +39,7 @@ from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.provenance import Sourced
 from gpucast.domain.serving import LatencyCurve, ServerKind
 from gpucast.domain.serving_plan import ModelLoad, ModelProfile, ServerOption
+from gpucast.domain.units import count_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -709,7 +710,7 @@ def read_trace_arrivals(path: Path, seed: int, *, field: str = "trace") -> Arriv
         parsed = read_arrival_trace(path)
         skipped = parsed.skipped
         times = gen.from_timestamps(parsed.frame["arrival_s"].to_numpy())
-        what = f"{len(parsed.frame)} requests"
+        what = count_of(len(parsed.frame), "request")
     if times.size < MIN_TRACE_REQUESTS or times[-1] <= 0:
         raise DataFormatError(
             str(path),
