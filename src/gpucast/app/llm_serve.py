@@ -772,7 +772,10 @@ class PlanLlmServeRequest:
         if rate is not None and self.rate is not None:
             raise InvalidSpecError("rate", f"is given twice ({self.model} and --rate)")
         if rate is not None and not (math.isfinite(rate) and rate > 0):
-            raise InvalidSpecError("rate", "must be > 0 requests per second", got=rate)
+            raise InvalidSpecError(
+                "rate", "must be > 0 requests per second", got=rate,
+                fix=f"e.g. --model {self.model.rpartition(':')[0]}:5",
+            )  # fmt: skip
         _check_common(self)
         if self.slo_ttft_ms is None and self.slo_tpot_ms is None:
             raise InvalidSpecError(
