@@ -410,6 +410,32 @@ def test_plan_refuses_a_degree_that_does_not_split_the_model_as_predict_infer_do
     assert "does not fit" not in str(beyond.value)
 
 
+def test_one_deployment_refuses_a_tp_beyond_the_largest_node_as_plan_serve_does() -> None:
+    """QA 34 #9: simulate serve and predict infer priced 16 x H100-SXM at NVLink speed across
+    two 8-GPU nodes; both now refuse as plan serve does, naming the largest node."""
+    says = (
+        r"^tp: the largest H100-SXM node in the catalog \(instances, systems.csv\) has 8 GPUs "
+        r"\(tensor parallelism stays within one node\) \(got 16\); use --tp 8 or fewer"
+    )
+    with pytest.raises(InvalidSpecError, match=says):
+        gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", rate=4, tp=16)
+    with pytest.raises(InvalidSpecError, match=says):
+        gpucast.predict_infer(
+            model="llama-3-8b", gpu="H100-SXM", tp=16, input_len=128, output_len=16
+        )
+    with pytest.raises(InvalidSpecError, match=r"the largest T4 node .* has 4 GPUs"):
+        gpucast.predict_infer(model="llama-3-8b", gpu="T4", tp=8, input_len=128, output_len=16)
+    # the largest node the catalog holds is allowed: 8 H100s, 16 K80s (p2.16xlarge)
+    full = gpucast.predict_infer(
+        model="llama-3-8b", gpu="H100-SXM", tp=8, input_len=128, output_len=16
+    )
+    assert full.prediction.tp == 8
+    from gpucast.inputs.llm_serving import check_tp_within_node, largest_node_gpus
+
+    assert largest_node_gpus("K80") == 16
+    check_tp_within_node("K80", 16)
+
+
 def test_plan_lists_every_candidate_it_does_not_simulate_with_why() -> None:
     fast = dict(rate=0.5, duration_s=4, slo_ttft_ms=60_000, slo_tpot_ms=1_000, max_replicas=1,
                 no_disaggregation=True)  # fmt: skip
@@ -734,3 +760,30 @@ def test_plan_json_names_the_slo_percentile_of_ttft_and_tpot() -> None:
     for c in d["candidates"]:
         assert c["ttft_at_slo_percentile_s"] == c["ttft_s"]
         assert c["tpot_at_slo_percentile_s"] == c["tpot_s"]
+
+
+def test_llm_serving_refuses_more_requests_than_the_work_ceiling_at_once() -> None:
+    """QA 34 #4: --rate 1e6 ran for minutes and --duration-s 1e9 was OOM-killed; both verbs
+    now refuse as the CNN path does (rate x duration, the LLM's bytes per request)."""
+    from gpucast.app.llm_serve import (
+        LLM_REQUEST_BYTES,
+        PlanLlmServeRequest,
+        SimulateLlmServeRequest,
+    )
+    from gpucast.domain.limits import LARGE_BYTES
+
+    over = LARGE_BYTES / LLM_REQUEST_BYTES / 60 * 1.01  # just past the memory ceiling at 60 s
+    says = r"rate: asks for .* simulated requests \(rate x duration\), about 2\.0 GiB .*allow-large"
+    with pytest.raises(InvalidSpecError, match=says):
+        SimulateLlmServeRequest(model="llama-3-8b", gpu="H100-SXM", rate=over)
+    with pytest.raises(InvalidSpecError, match="2,000,000,000 simulated requests"):
+        SimulateLlmServeRequest(model="llama-3-8b", gpu="H100-SXM", rate=2, duration_s=1e9)
+    # plan serve has no --allow-large (as a CNN's): its error does not offer one
+    planned = r"about 2\.0 GiB .*; lower --rate or --duration-s$"
+    with pytest.raises(InvalidSpecError, match=planned):
+        PlanLlmServeRequest(model=f"llama-3-8b:{over}", slo_tpot_ms=50)
+    with pytest.raises(InvalidSpecError, match=planned):
+        PlanLlmServeRequest(model="llama-3-8b", rate=over, slo_tpot_ms=50)
+    SimulateLlmServeRequest(model="llama-3-8b", gpu="H100-SXM", rate=over, allow_large=True)
+    SimulateLlmServeRequest(model="llama-3-8b", gpu="H100-SXM", rate=over / 1.02)
+    SimulateLlmServeRequest(model="llama-3-8b", gpu="H100-SXM", rate=over, duration_s=30)

@@ -100,3 +100,34 @@ def test_a_given_price_is_not_attributed_to_the_offer_and_says_it_replaces_spot(
         "2 US$/h per GPU (given), every GPU type; --price replaces the catalog's spot prices"
     )
     assert plan.plan.candidates[0].cost_usd_per_hour == pytest.approx(2.0)
+
+
+def test_plan_serve_takes_price_for_a_cnn_as_simulate_serve_does() -> None:
+    """QA 34 #12: ``plan serve --price`` was refused for a CNN ("applies to language models
+    only") while simulate serve took it. Now one rule for both verbs and both kinds of model:
+    every GPU at the given US$/h (a MIG slice its share), (0, 1e6] -- 0 refused by all."""
+    from gpucast.domain.errors import InvalidSpecError
+
+    plan = gpucast.plan_serve(
+        models=["resnet50:20"], gpus=["T4"], slo_ms=50, price=1.0, no_mig=True, no_cpu=True,
+        duration_s=5,
+    )  # fmt: skip
+    best = plan.plan.best
+    assert best is not None
+    assert best.cost_usd_per_hour == pytest.approx(sum(g.count for g in best.groups) * 1.0)
+    assert plan.plan.assumptions["prices"].startswith("1 US$/h per GPU for every GPU type")
+    run = gpucast.simulate_serve(**CNN, price=1.0).to_dict()
+    assert run["cost_usd_per_hour"] == pytest.approx(1.0)
+    options, _ = build_server_options(gpus=["A100-40GB"], no_cpu=True, price_usd_per_gpu_hour=7.0)
+    priced = {o.name: o.price_usd_per_hour for o in options}
+    assert priced["A100-40GB"] == pytest.approx(7.0)
+    assert priced["A100-40GB/1g.5gb"] == pytest.approx(1.0)  # as simulate serve --mig prices it
+    said = "price: must be in (0, 1,000,000] US$/h per GPU"
+    for call in (
+        lambda: gpucast.plan_serve(models=["resnet50:20"], slo_ms=50, price=0.0),
+        lambda: gpucast.simulate_serve(**CNN, price=0.0),
+        lambda: gpucast.plan_llm_serve(model="llama-3-8b", rate=1, slo_tpot_ms=50, price=0.0),
+    ):
+        with pytest.raises(InvalidSpecError) as err:
+            call()
+        assert str(err.value).startswith(said)

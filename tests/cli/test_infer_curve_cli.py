@@ -26,6 +26,13 @@ def test_infer_curve_json(tmp_path: Path) -> None:
     text = CliRunner().invoke(app, [*args, "--no-save"])
     assert text.exit_code == 0, text.output
     assert "mlp" in text.stdout and "fit:" in text.stdout and "runs" not in text.stdout
+    # QA 34 #17: the latency shown was the median, samples/s batch / the mean, unlabelled:
+    # each row shows both statistics, and the JSON the mean that samples/s is drawn from
+    for p in out["curves"][0]["points"]:
+        assert p["samples_per_s"] == pytest.approx(p["batch_size"] / p["mean_s"])
+    assert "samples/s: batch / the mean step" in text.stdout
+    rows = [ln for ln in text.stdout.splitlines() if ln.strip().startswith("batch")]
+    assert len(rows) == 2 and all("median" in r and "mean" in r for r in rows), rows
 
 
 @pytest.mark.parametrize(

@@ -284,8 +284,9 @@ def test_plan_serve_takes_the_deployment_options_simulate_serve_has() -> None:
         lines = bad.stderr.strip().splitlines()
         assert len(lines) == 1 and text in lines[0], lines
     cnn = runner.invoke(app, ["plan", "serve", "--model", "resnet50:100", "--slo-ms", "50",
-                              "--price", "1"])  # fmt: skip
-    assert cnn.exit_code == 2 and "price: applies to language models only" in cnn.stderr
+                              "--price", "1", "--gpu", "T4", "--no-mig"])  # fmt: skip
+    assert cnn.exit_code == 0, cnn.output  # --price is every model's (QA 34 #12)
+    assert "prices: 1 US$/h per GPU for every GPU type (given with --price" in cnn.stdout
 
 
 def test_a_simulated_gpu_that_misses_is_not_listed_as_not_simulated_and_cells_stay_in_ms() -> None:

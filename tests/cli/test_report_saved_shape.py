@@ -81,6 +81,23 @@ def test_hand_edited_parts_are_named(tmp_path: Path, data: dict[str, Any], part:
     assert code == 2 and len(lines) == 1 and part in lines[0]
 
 
+@pytest.mark.parametrize(
+    ("data", "part"),
+    [({"kind": "serve-plan"}, "'request'"),
+     ({"kind": "serve-plan", "request": {"models": []}, "candidates": []}, "'request.slo_s'"),
+     ({"kind": "llm-serve-plan", "model": "llama-3-8b", "candidates": []}, "'slo'"),
+     ({"kind": "llm-train-plan", "candidates": []}, "'model'")],
+)  # fmt: skip
+def test_a_saved_plan_without_a_part_its_report_needs_is_refused(
+    tmp_path: Path, data: dict[str, Any], part: str
+) -> None:
+    """QA 34 #8: {"kind": "serve-plan"} rendered "p99 <= 0 ms ... No candidate meets the SLO"."""
+    code, lines, _ = _report(tmp_path, data)
+    assert code == 2 and len(lines) == 1, lines
+    assert f"it has no {part}, which its report is drawn from" in lines[0]
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_a_language_model_serving_plan_lists_why_configurations_were_dropped(
     tmp_path: Path,
 ) -> None:
@@ -88,7 +105,8 @@ def test_a_language_model_serving_plan_lists_why_configurations_were_dropped(
     request-level plan: counts by reason); the report renders each (it read both as counts)."""
     why = "H100-SXM tp=1: the weights do not fit"
     data = {"kind": "llm-serve-plan", "model": "llama-3-70b", "candidates": [],
-            "infeasible": [why], "assumptions": {}, "validation": {}}  # fmt: skip
+            "slo": {"tpot_s": 0.05, "percentile": 99}, "infeasible": [why], "assumptions": {},
+            "validation": {}}  # fmt: skip
     code, lines, _ = _report(tmp_path, data)
     assert code == 0, lines
     assert f"<li>{why}</li>" in (tmp_path / "r.html").read_text()

@@ -113,3 +113,26 @@ def test_bad_class_settings(kwargs: dict[str, object], match: str) -> None:
 def test_unknown_scheduler() -> None:
     with pytest.raises(InvalidSpecError, match="scheduler"):
         two_classes("lifo")
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**31))
+def test_a_scheduler_keeps_the_batching_delay(seed: int) -> None:
+    """QA 34 #1: with a deadline (a scheduler) requests were batched at once, the delay
+    dropped while the header still said "delay 10 ms". One model with a lax deadline now
+    batches exactly as without one; the delay still matters (0 ms gives other batches)."""
+    arr = {"m": np.sort(np.random.default_rng(seed).uniform(0.0, 2.0, 300))}
+
+    def result(scheduling: str, delay_s: float):  # type: ignore[no-untyped-def]
+        policy = BatchingPolicy(max_batch_size=8, max_queue_delay_s=delay_s)
+        dep = ModelDeployment(model="m", latency=CURVE, batching=policy, deadline_s=1.0)
+        server = ServerSpec(name="gpu", memory_gib=16, price_usd_per_hour=1.0, models=(dep,))
+        groups = (ServerGroup(server=server),)
+        return simulate_serving(Deployment(groups=groups, scheduling=scheduling), arr, seed=0)  # type: ignore[arg-type]
+
+    plain = result("none", 0.010)
+    for scheduling in ("fifo", "edf", "priority"):
+        scheduled = result(scheduling, 0.010)
+        assert np.array_equal(scheduled.batch_size, plain.batch_size)
+        np.testing.assert_allclose(scheduled.latency_s, plain.latency_s, rtol=0, atol=1e-12)
+    assert not np.array_equal(result("fifo", 0.0).batch_size, plain.batch_size)

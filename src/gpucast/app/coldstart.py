@@ -106,8 +106,9 @@ class MeasureColdstartRequest:
         _check_batch(self.batch_size)
         if isinstance(self.steady_runs, bool) or not 1 <= self.steady_runs <= 1000:
             raise InvalidSpecError(
-                "steady-runs", "must be an integer in [1, 1000]", got=self.steady_runs
-            )
+                "steady-runs", "must be an integer in [1, 1000]", got=self.steady_runs,
+                fix="e.g. --steady-runs 3",
+            )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -311,7 +312,7 @@ def predict_coldstart(
             "tp", f"splits a language model of llm_models.csv; {request.workload} loads on "
             "one GPU", got=request.tp, fix="drop --tp",
         )  # fmt: skip
-    check_workload_name(request.workload)
+    check_workload_name(request.workload, language_models=True)
     profile = workload_profile(
         request.workload,
         "fp32",

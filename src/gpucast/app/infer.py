@@ -229,7 +229,12 @@ def predict_infer(
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.errors import UnknownModelError
     from gpucast.domain.units import GIB
-    from gpucast.inputs.llm_serving import links_text, node_links
+    from gpucast.inputs.llm_serving import (
+        check_tp_within_node,
+        largest_node_gpus,
+        links_text,
+        node_links,
+    )
     from gpucast.predict.llm_infer import (
         TP_CHOICES,
         predict_inference,
@@ -249,6 +254,7 @@ def predict_infer(
         ) from exc
     catalog = load_catalog()
     gpu, node = node_links(catalog.gpu(request.gpu))  # as its node links it
+    check_tp_within_node(gpu.name, request.tp)
     engine = inference_engine(request.framework)
     check_weight_units(request.precision, gpu, catalog, engine.name)
 
@@ -286,8 +292,10 @@ def predict_infer(
         )
     others = []
     if predict.waves > 1.0 + 1e-9:  # the cache is the limit: would more GPUs pay for themselves?
+        largest = largest_node_gpus(gpu.name) or max(TP_CHOICES)  # a hint the node holds
         for tp in TP_CHOICES:
-            if tp != predict.tp and (engine.multi_gpu != "tensor" or tp_problem(spec, tp) is None):
+            splits = engine.multi_gpu != "tensor" or tp_problem(spec, tp) is None
+            if tp != predict.tp and tp <= largest and splits:
                 others.append(at(tp))
     validation = validation_for(
         f"llm-infer:{engine.name}", [gpu.name], predict.precision, predict.tp

@@ -96,16 +96,22 @@ class SimulateKaasRequest:
             raise InvalidSpecError("models", "needs workload names", fix="e.g. resnet50")
         check_arrival_kind(self.arrivals)
         if self.rate is not None and not (math.isfinite(self.rate) and 0 < self.rate <= 1e5):
-            raise InvalidSpecError("rate", "must be in (0, 100000] per second", got=self.rate)
+            raise InvalidSpecError(
+                "rate", "must be in (0, 100000] per second", got=self.rate, fix="e.g. --rate 50"
+            )
         check_pool_gpus(self.pool_gpus)
         if not (math.isfinite(self.dispatch_us) and 0 <= self.dispatch_us <= 1e6):
-            raise InvalidSpecError("dispatch-us", "must be in [0, 1e6] us", got=self.dispatch_us)
+            raise InvalidSpecError(
+                "dispatch-us", "must be in [0, 1e6] us", got=self.dispatch_us,
+                fix="e.g. --dispatch-us 20",
+            )  # fmt: skip
         if self.duration_s is not None and not (
             math.isfinite(self.duration_s) and 0 < self.duration_s <= MAX_DURATION_S
         ):
             raise InvalidSpecError(
-                "duration-s", f"must be in (0, {MAX_DURATION_S:g}] s", got=self.duration_s
-            )
+                "duration-s", f"must be in (0, {MAX_DURATION_S:g}] s", got=self.duration_s,
+                fix="e.g. --duration-s 10",
+            )  # fmt: skip
         check_seed(self.seed)
 
     @property

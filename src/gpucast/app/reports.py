@@ -80,7 +80,8 @@ def _saved_json(path: Path) -> dict[str, Any]:
 
 
 #: The JSON type of each part of a saved plan of a ``kind`` the report renders (a part may
-#: be absent or null; a ``plan train`` one, with no kind, is checked by TrainPlan.from_dict).
+#: be absent or null unless :data:`_REQUIRED`; a ``plan train`` one, with no kind, is checked
+#: by TrainPlan.from_dict).
 _PARTS: dict[str, dict[str, type]] = {
     "serve-plan": {"request": dict, "slo": dict, "candidates": list, "pareto": list,
                    "infeasible": dict, "assumptions": dict, "validation": dict, "warnings": list},
@@ -89,6 +90,13 @@ _PARTS: dict[str, dict[str, type]] = {
 }  # fmt: skip
 #: a language-model serving plan lists why each configuration was dropped
 _PARTS["llm-serve-plan"] = {**_PARTS["serve-plan"], "infeasible": list}
+#: The parts of a saved plan its report is drawn from (the heading's model and SLO, the
+#: rows): every ``--save`` writes them; a file without one would render "p99 <= 0 ms".
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "serve-plan": ("request", "request.models", "request.slo_s", "candidates"),
+    "llm-serve-plan": ("model", "slo", "candidates"),
+    LLM_TRAIN_PLAN_KIND: ("model", "candidates"),
+}
 #: What an LLM training plan's rows hold (``report.html.llm_train_plan_html`` reads them).
 _LLM_ROW_KEYS = ("provider", "region", "nodes", "instance_type", "gpus", "gpu", "market",
                  "network", "layout", "time_s", "time_low_s", "time_high_s", "cost_usd", "mfu",
@@ -125,6 +133,11 @@ def _check_saved(path: Path, data: dict[str, Any]) -> None:
         isinstance(v, int | float) and not isinstance(v, bool) for v in infeasible.values()
     ):
         raise bad("'infeasible' counts are not all numbers")
+    for part in _REQUIRED[kind]:
+        head, _, key = part.partition(".")
+        holder = data.get(head) if key else data
+        if not isinstance(holder, dict) or holder.get(key or head) is None:
+            raise bad(f"it has no {part!r}, which its report is drawn from")
 
 
 def _json_type(value: object) -> str:

@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.catalog import offers_option, provider_option, region_option, spot_option
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.limits import allow_large_option, check_price, check_seed, check_work
+from gpucast.domain.limits import (
+    allow_large_option,
+    check_price,
+    check_seed,
+    check_simulated_requests,
+)
 from gpucast.domain.options import lower_list, lower_text, option, split_list
 from gpucast.domain.serving import SERVING_PRECISIONS, BatchingPolicy, ClosedLoop, LatencyCurve
 from gpucast.domain.serving_plan import (
@@ -124,22 +129,6 @@ def _check_at_most(flag: str, value: float | None, high: float, unit: str = "") 
             got=shown,
             fix=f"e.g. --{flag} {min(high, 100):g}",
         )
-
-
-def _check_simulated_requests(
-    flag: str, rate_rps: float | None, duration_s: float, allow_large: bool
-) -> None:
-    """The requests a run simulates (rate x duration) fit the work ceiling (domain.limits)."""
-    if rate_rps is None:
-        return
-    check_work(
-        flag,
-        rate_rps * duration_s,
-        what="simulated requests (rate x duration)",
-        bytes_per_item=REQUEST_BYTES,
-        allow_large=allow_large,
-        fix="lower --rate or --duration-s",
-    )
 
 
 def _check_precision(value: str | None) -> None:
@@ -372,6 +361,10 @@ class PlanServeRequest:
         (), flag="region", help="Region filter.", example="us-central1"
     )
     spot: bool = option(False, help="Spot prices.")
+    price: float | None = option(
+        None, help="US$/h per GPU, every GPU type (a MIG slice: its share; default: each "
+        "one's cheapest catalog offer, on demand or --spot).", example="2.5",
+    )  # fmt: skip
     offers_file: Path | None = offers_option()
     engine: str = option("eager-pytorch", help=ENGINE_HELP, example="tensorrt")
     precision: str | None = option(
@@ -425,6 +418,7 @@ class PlanServeRequest:
             object.__setattr__(self, "models", _model_items(self.models))
         if isinstance(self.mix, str):
             object.__setattr__(self, "mix", tuple(split_list(self.mix)))
+        check_price(self.price)
         if self.mix:
             self._check_mix()
             return
@@ -504,11 +498,12 @@ class PlanServeRequest:
         _check_host_ms(self.host_ms)
         _check_at_most("host-ms", self.host_ms, 1e6, "ms")
         _check_at_least("host-concurrency", self.host_concurrency, 1)
-        _check_simulated_requests(
+        check_simulated_requests(
             "duration-s",
             sum(r for _, r in self.model_rates if r is not None) or None,
             self.run_s,
-            False,
+            None,  # plan serve has no --allow-large
+            bytes_per_request=REQUEST_BYTES,
         )
         if not (math.isfinite(self.saturation_s) and self.saturation_s >= 0):
             raise InvalidSpecError(
@@ -556,8 +551,12 @@ class PlanServeRequest:
         _check_at_most("max-servers", self.max_servers, MAX_SERVERS)
         _check_positive("duration-s", self.duration_s, "seconds", "e.g. --duration-s 60")
         _check_at_most("duration-s", self.duration_s, MAX_DURATION_S, "s (30 days)")
-        _check_simulated_requests(
-            "duration-s", sum(m[1] for m in self.mix_models), self.run_s, False
+        check_simulated_requests(
+            "duration-s",
+            sum(m[1] for m in self.mix_models),
+            self.run_s,
+            None,  # plan serve has no --allow-large
+            bytes_per_request=REQUEST_BYTES,
         )
         from gpucast.inputs.serving import parse_latency_table_item
 
@@ -743,6 +742,7 @@ def plan_serve(
         regions=request.regions,
         spot=request.spot,
         catalog=catalog,
+        price_usd_per_gpu_hour=request.price,
     )
     host_changes: dict[str, Any] = {"host_concurrency": request.host_concurrency}
     if request.host_capacity_rps is not None:
@@ -774,8 +774,8 @@ def plan_serve(
         )
         for m in loads
     )
-    sources["prices"] = "catalog spot" if request.spot else "catalog on-demand"
-    guessed = _estimated_servers(servers, catalog)
+    sources["prices"] = _prices_text(request.price, spot=request.spot)
+    guessed = _estimated_servers(servers, catalog, gpus_given=request.price is not None)
     if guessed:
         sources["estimated prices"] = guessed
     plan = plan_serving(
@@ -800,16 +800,33 @@ def plan_serve(
     )
 
 
-def _estimated_servers(servers: Sequence[Any], catalog: Any) -> str:
+def _prices_text(price_usd_per_gpu_hour: float | None, *, spot: bool) -> str:
+    """Where plan serve's prices come from: the catalog's, or ``--price`` for every GPU."""
+    market = "catalog spot" if spot else "catalog on-demand"
+    if price_usd_per_gpu_hour is None:
+        return market
+    from gpucast.inputs.serving import PRICE_REPLACES_SPOT
+
+    replaced = f"; {PRICE_REPLACES_SPOT}" if spot else ""
+    return (
+        f"{price_usd_per_gpu_hour:.4g} US$/h per GPU for every GPU type (given with --price; a "
+        f"MIG slice its share){replaced}; CPU servers at the {market} price"
+    )
+
+
+def _estimated_servers(servers: Sequence[Any], catalog: Any, *, gpus_given: bool = False) -> str:
     """The server options priced from offers whose prices were never read from a source
-    (``Offer.price_estimated``), named with their offer; "" when none."""
+    (``Offer.price_estimated``), named with their offer; "" when none (``gpus_given``: the
+    GPUs are priced by ``--price``, only CPU servers can be)."""
     from gpucast.domain.catalog import estimated_prices_note
 
     guessed = {(o.provider, o.region, o.instance_type) for o in catalog.offers if o.price_estimated}
     return estimated_prices_note(
         f"{s.name} ({s.provider}/{s.region} {s.instance_type})"
         for s in servers
-        if s.kind != "mig" and (s.provider, s.region, s.instance_type) in guessed
+        if s.kind != "mig"
+        and not (gpus_given and s.kind == "gpu")
+        and (s.provider, s.region, s.instance_type) in guessed
     )
 
 
@@ -842,6 +859,7 @@ def mig_mix_inputs(request: PlanServeRequest) -> MigMixInputs:
         regions=request.regions,
         spot=request.spot,
         catalog=catalog,
+        price_usd_per_gpu_hour=request.price,
     )
     whole = next(o for o in options if o.kind == "gpu")
     price = whole.price_usd_per_hour
@@ -1179,7 +1197,9 @@ class SimulateServeRequest:
         _check_at_most("input-kb", self.input_kb, 1e7, "KB")
         _check_at_most("host-ms", self.host_ms, 1e6, "ms")
         _check_at_most("calibrate-p50-ms", self.calibrate_p50_ms, 1e6, "ms")
-        _check_simulated_requests("rate", self.rate, self.duration_s, self.allow_large)
+        check_simulated_requests(
+            "rate", self.rate, self.duration_s, self.allow_large, bytes_per_request=REQUEST_BYTES
+        )
         _check_host_capacity(self.host_capacity_rps)
         _check_host_ms(self.host_ms)
         _check_at_least("host-concurrency", self.host_concurrency, 1)

@@ -48,10 +48,16 @@ def print_curves(result: InferCurveResult) -> None:
             f"{escape(str(c['device']))} ({c['precision']})",
             highlight=False,
         )
+        console.print(
+            "  (latency: the median step; samples/s: batch / the mean step, and ± the CI of "
+            "the mean -- a skewed run shows them apart)",
+            highlight=False,
+        )
         for p in c["points"]:
             console.print(
-                f"  batch {p['batch_size']:>4}: {p['median_s'] * 1e3:9.3f} ms  "
-                f"{p['samples_per_s']:10.1f} samples/s  ±{p['ci_halfwidth_rel']:.1%}",
+                f"  batch {p['batch_size']:>4}: median {p['median_s'] * 1e3:9.3f} ms, mean "
+                f"{p['mean_s'] * 1e3:9.3f} ms  {p['samples_per_s']:10.1f} samples/s  "
+                f"±{p['ci_halfwidth_rel']:.1%}",
                 highlight=False,
             )
         console.print(

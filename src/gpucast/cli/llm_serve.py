@@ -218,6 +218,7 @@ def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from gpucast.cli.serve import print_more_rows
     from gpucast.plan.llm_serve import TIE_BREAK
 
     plan = result.plan
@@ -248,6 +249,7 @@ def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
             escape(c.bound),
         )
     console.print(table)
+    print_more_rows(len(plan.candidates), len(shown[:limit]))
     console.print(
         f"[dim]R = recommended (cheapest meeting the SLOs; ties go to {TIE_BREAK}), "
         "* = Pareto front of cost vs TTFT "

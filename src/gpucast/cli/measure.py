@@ -67,7 +67,7 @@ def measurement_table(m: Measurement, *, title: str | None = None) -> Table:
     )
     table.add_row("p5 / p95", f"{format_seconds(m.p5_s)} / {format_seconds(m.p95_s)}")
     table.add_row("IQR", f"{format_seconds(m.iqr_s)} ({m.iqr_s / m.median_s:.1%} of median)")
-    table.add_row("throughput", f"{m.samples_per_s:,.0f} samples/s")
+    table.add_row("throughput", f"{m.samples_per_s:,.0f} samples/s (batch / mean step)")
     table.add_row(
         "samples", f"{m.n_samples} measured, {m.n_warmup} warm-up · stop: {m.stop_reason}"
     )

@@ -36,8 +36,8 @@ def runs_table(result: RunsListResult) -> Table:
         ("precision", "left"),
         ("device", "left"),
         ("median", "right"),
-        ("±CI", "right"),
-        ("samples/s", "right"),
+        ("±CI of mean", "right"),
+        ("samples/s (batch/mean)", "right"),
         ("created (UTC)", "left"),
         ("host", "left"),
     ):

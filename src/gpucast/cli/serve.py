@@ -120,6 +120,16 @@ def say_plan_outputs(report: Path | None, save: Path | None) -> None:
             console.print(f"{what} -> {path}", highlight=False)
 
 
+def print_more_rows(total: int, shown: int) -> None:
+    """The line under a plan table that shows ``shown`` of its ``total`` rows."""
+    if total > shown:
+        console.print(
+            f"[dim]{total - shown} more: --limit {total} shows all "
+            f"{count_of(total, 'row')} (--json lists them)[/dim]",
+            highlight=False,
+        )
+
+
 def print_serve_plan(result: PlanServeResult, *, limit: int = 15) -> None:
     """The plan as a Rich table (cheapest first; R recommended, * on the Pareto front)."""
     from rich.markup import escape
@@ -148,6 +158,7 @@ def print_serve_plan(result: PlanServeResult, *, limit: int = 15) -> None:
             c.bound,
         )
     console.print(table)
+    print_more_rows(len(plan.candidates), len(plan.candidates[:limit]))
     console.print(
         f"[dim]R = recommended (cheapest meeting the SLO; ties go to {TIE_BREAK}), "
         f"* = Pareto front of cost vs p{p:g}; "

@@ -52,14 +52,15 @@ def check_work(
     *,
     what: str,
     bytes_per_item: float,
-    allow_large: bool,
+    allow_large: bool | None,
     fix: str,
     max_items: float = LARGE_ITEMS,
     max_bytes: float = LARGE_BYTES,
 ) -> None:
     """Refuse ``items`` of work (``what``: "Monte Carlo runs x servers") when it exceeds
     ``max_items`` or ``max_bytes`` of estimated memory, unless ``allow_large``; the message
-    names ``flag``, the size, the estimated memory and ``fix``.
+    names ``flag``, the size, the estimated memory and ``fix`` (and ``--allow-large``, except
+    where ``allow_large`` is None: a verb without that option).
 
     Even with ``allow_large`` an estimate beyond what any machine holds (1 PiB) is refused:
     that is a typo, not a big job.
@@ -75,7 +76,30 @@ def check_work(
     raise InvalidSpecError(
         flag,
         f"asks for {size} {what}, about {format_bytes(memory)} of memory{ceiling}",
-        fix=fix if absurd else f"{fix}, or pass --allow-large",
+        fix=fix if absurd or allow_large is None else f"{fix}, or pass --allow-large",
+    )
+
+
+def check_simulated_requests(
+    flag: str,
+    rate_rps: float | None,
+    duration_s: float,
+    allow_large: bool | None,
+    *,
+    bytes_per_request: float,
+) -> None:
+    """The requests a serving run simulates (rate x duration) fit the work ceiling;
+    ``bytes_per_request``: what one costs its simulator (an LLM's more than a CNN's);
+    ``allow_large`` None: the verb has no ``--allow-large`` (plan serve)."""
+    if rate_rps is None:
+        return
+    check_work(
+        flag,
+        rate_rps * duration_s,
+        what="simulated requests (rate x duration)",
+        bytes_per_item=bytes_per_request,
+        allow_large=allow_large,
+        fix="lower --rate or --duration-s",
     )
 
 

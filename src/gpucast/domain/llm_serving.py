@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.units import count_of
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -176,7 +177,7 @@ class SchedulerConfig:
     def describe(self, max_context: int) -> str:
         mode = "chunked prefill" if self.chunked_prefill else "prefill-first"
         return (
-            f"continuous batching ({mode}): <= {self.max_num_seqs} sequences, "
+            f"continuous batching ({mode}): <= {count_of(self.max_num_seqs, 'sequence')}, "
             f"<= {self.budget(max_context)} tokens per iteration, {self.block_size}-token KV "
             f"blocks, preemption by {self.preemption}"
         )

@@ -27,6 +27,7 @@ from gpucast.domain.llm_infer import EngineProfile, check_weight_units
 from gpucast.domain.llm_serving import IterationCost, LlmRequests, TokenLengths
 from gpucast.domain.parallel import NodeLinks
 from gpucast.domain.provenance import Sourced
+from gpucast.domain.units import count_of
 
 if TYPE_CHECKING:
     from gpucast.plan.llm_serve import GpuChoice
@@ -239,14 +240,14 @@ def _replay(
     times = frame["arrival_s"].to_numpy(dtype=np.float64)
     if "context_tokens" not in frame:
         inp, out = input_len.draw(rng, times.size), output_len.draw(rng, times.size)
-        source = f"trace {path.name} ({len(frame)} requests, {len(parsed.skipped)} malformed "
-        source += "rows skipped)"
+        source = f"trace {path.name} ({count_of(len(frame), 'request')}, "
+        source += f"{count_of(len(parsed.skipped), 'malformed row')} skipped)"
         return times, inp, out, source, notes, True
     inp = frame["context_tokens"].to_numpy(dtype=np.int64)
     out = frame["generated_tokens"].to_numpy(dtype=np.int64)
     source = (
-        f"trace {path.name} ({len(frame)} requests with their prompt and output tokens, "
-        f"{len(parsed.skipped)} malformed rows skipped)"
+        f"trace {path.name} ({count_of(len(frame), 'request')} with prompt and output "
+        f"tokens, {count_of(len(parsed.skipped), 'malformed row')} skipped)"
     )
     return times, inp, out, source, notes, False
 
@@ -324,6 +325,7 @@ def serving_model(
     spec = llm_model(model)
     catalog = load_catalog()
     gpu_spec, node = node_links(catalog.gpu(gpu))  # as its catalog node links it
+    check_tp_within_node(gpu_spec.name, tp)
     engine = inference_engine(framework)
     check_weight_units(precision, gpu_spec, catalog, engine.name)
     longest_in, longest_out = longest_tokens
@@ -542,6 +544,36 @@ def instance_price(
         f"{offer.gpus} x {name} for {offer.price_usd_per_hour(spot=spot):.4g} US$/h{market}; "
         f"{rule})",
     ), offer
+
+
+def largest_node_gpus(gpu: str) -> int:
+    """The most GPUs of type ``gpu`` (a canonical name) one node of the catalog holds: its
+    instances offered and its ``systems.csv`` nodes; 0 where it has none."""
+    from gpucast.catalog import load_catalog
+    from gpucast.catalog.systems import load_systems
+
+    sizes = [o.gpus for o in load_catalog().find_offers(gpu=gpu, cpu_only=False)]
+    sizes += [s.gpus_per_node for s in load_systems() if s.gpu == gpu]
+    return max(sizes, default=0)
+
+
+def check_tp_within_node(gpu: str, tp: int | None) -> None:
+    """One clear error where a given ``--tp`` is more GPUs of type ``gpu`` (a canonical name)
+    than any node of the catalog holds (its instances offered, ``systems.csv``): its links
+    are priced at the node's, which a group spanning two nodes does not have -- the rule
+    ``plan serve`` applies to the instances it rents. A GPU the catalog has no node of passes."""
+    from gpucast.plan.llm_serve import largest_node_text
+
+    if tp is None or tp <= 1:
+        return
+    largest = largest_node_gpus(gpu)
+    if 0 < largest < tp:
+        raise InvalidSpecError(
+            "tp",
+            largest_node_text(gpu, largest, "node in the catalog (instances, systems.csv)"),
+            got=tp,
+            fix=f"use --tp {largest} or fewer (more replicas for more throughput)",
+        )
 
 
 def node_links(gpu: GpuSpec) -> tuple[GpuSpec, NodeLinks]:

@@ -39,6 +39,7 @@ from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.provenance import Sourced
 from gpucast.domain.serving import LatencyCurve, ServerKind
 from gpucast.domain.serving_plan import ModelLoad, ModelProfile, ServerOption
+from gpucast.domain.units import count_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -204,12 +205,14 @@ def build_server_options(
     regions: Sequence[str] = (),
     spot: bool = False,
     catalog: Catalog | None = None,
+    price_usd_per_gpu_hour: float | None = None,
 ) -> tuple[list[ServerOption], dict[str, ServerTarget]]:
     """Server options from the catalog: the cheapest offer per GPU type (price per GPU), the
     MIG profiles of those GPUs (a layout of ``max_instances`` equal slices per GPU, priced by
     :func:`mig_price_usd_per_hour`), and the cheapest offer per CPU instance type. Returns the
     options and, per option name, what the latency predictor needs (the GpuSpec + MigProfile,
-    or the CPU offer)."""
+    or the CPU offer). ``price_usd_per_gpu_hour`` (``--price``) replaces every GPU's price
+    (a slice: its share of it; the offer still names the server); CPU servers keep theirs."""
     from gpucast.predict import serving as pserve
 
     if catalog is None:
@@ -256,7 +259,11 @@ def build_server_options(
     targets: dict[str, ServerTarget] = {}
     for gpu_name, offer in sorted(best_gpu.items()):
         spec = catalog.gpu(gpu_name)
-        price = offer.price_usd_per_hour(spot=spot) / offer.gpus
+        price = (
+            offer.price_usd_per_hour(spot=spot) / offer.gpus
+            if price_usd_per_gpu_hour is None
+            else price_usd_per_gpu_hour
+        )
         nic = network_share_gbps(offer)
         pcie = pcie_gbps(spec).value
         if not mig_wanted or gpu_name in wanted:
@@ -703,7 +710,7 @@ def read_trace_arrivals(path: Path, seed: int, *, field: str = "trace") -> Arriv
         parsed = read_arrival_trace(path)
         skipped = parsed.skipped
         times = gen.from_timestamps(parsed.frame["arrival_s"].to_numpy())
-        what = f"{len(parsed.frame)} requests"
+        what = count_of(len(parsed.frame), "request")
     if times.size < MIN_TRACE_REQUESTS or times[-1] <= 0:
         raise DataFormatError(
             str(path),

@@ -226,10 +226,13 @@ def builtin_workloads() -> list[str]:
     return cached_json("workload-names", names, dump=list, load=load, code=("gpucast.workloads",))
 
 
-def check_workload_name(workload: str, *, profile_option: bool = False) -> None:
+def check_workload_name(
+    workload: str, *, profile_option: bool = False, language_models: bool = False
+) -> None:
     """An unknown built-in name fails now, with close matches (before any default derived
     from the name, or any profiling); ``module:factory`` and ``run:ID`` pass. The fix names
-    ``--profile FILE`` only for a verb that has it (``profile_option``)."""
+    ``--profile FILE`` only for a verb that has it (``profile_option``), and the language
+    models of ``llm_models.csv`` (close matches among them too) for one that takes them."""
     import re
 
     if ":" in workload or re.fullmatch(r"cifar-resnet\d+", workload.strip().lower()):
@@ -237,8 +240,18 @@ def check_workload_name(workload: str, *, profile_option: bool = False) -> None:
     names = builtin_workloads()
     if workload.strip().lower() not in names:
         fix = "or give a user model as module:factory"
+        choices = list(names)
+        if language_models:
+            from gpucast.catalog.llm import load_llm_models
+
+            llms = [m.name for m in load_llm_models()]
+            choices += llms
+            fix = (
+                f"or give a language model of catalog/data/llm_models.csv (e.g. {llms[0]}) or "
+                "a user model as module:factory"
+            )
         raise UnknownWorkloadError(
-            workload, names, fix=fix + (", or --profile FILE" if profile_option else "")
+            workload, choices, fix=fix + (", or --profile FILE" if profile_option else "")
         )
 
 

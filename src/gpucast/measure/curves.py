@@ -98,6 +98,7 @@ class CurveMeasurement:
                 {
                     "batch_size": m.spec.batch_size,
                     "median_s": m.median_s,
+                    "mean_s": m.mean_s,
                     "p95_s": m.p95_s,
                     "ci_halfwidth_rel": m.ci_halfwidth_rel,
                     "samples_per_s": m.samples_per_s,

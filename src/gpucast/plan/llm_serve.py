@@ -605,16 +605,22 @@ def _pairs(
         largest = max(c.max_tp for c in by_gpu[name])
         beyond = [tp for tp in tried if tp > largest]
         if beyond:
-            gpus = f"{largest} GPU{'s' if largest != 1 else ''}"
-            infeasible.append(
-                f"{name} tp={_degrees(beyond)}: the largest {name} instance offered has {gpus} "
-                "(tensor parallelism stays within one instance)"
-            )
+            infeasible.append(f"{name} tp={_degrees(beyond)}: {largest_node_text(name, largest)}")
         for tp in tried:
             rented = cheapest_for_tp(by_gpu[name], tp)
             if rented is not None:
                 pairs.append((rented, tp))
     return pairs, tried
+
+
+def largest_node_text(gpu: str, gpus: int, where: str = "instance offered") -> str:
+    """Why a tensor-parallel degree above ``gpus`` is refused: the largest ``where`` (an
+    instance offered, by plan serve; any node of the catalog, by one deployment) of ``gpu``
+    holds ``gpus`` -- tensor parallelism is priced at its node's links."""
+    return (
+        f"the largest {gpu} {where} has {count_of(gpus, 'GPU')} (tensor parallelism stays "
+        f"within one {where.split()[0]})"
+    )
 
 
 def _no_fit(

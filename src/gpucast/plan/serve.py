@@ -592,8 +592,6 @@ def plan_serving(
         key=lambda c: (c.cost_usd_per_hour, c.tail_latency_s, c.servers, c.describe()),
     )
     if not ordered:
-        top = planner.reasons.most_common(1)
-        why = top[0][0] if top else "nothing to evaluate"
         detail = ", ".join(f"{k}: {v}" for k, v in planner.reasons.most_common())
         fix = (
             "raise --budget-usd-per-hour"
@@ -602,7 +600,7 @@ def plan_serving(
         )
         raise NoFeasiblePlanError(
             f"no deployment meets p{request.slo_percentile:g} <= {request.slo_s * 1e3:g} ms "
-            f"(most configurations: {why}; {detail})",
+            f"(configurations by reason, most first: {detail or 'nothing to evaluate'})",
             fix=fix,
         )
     front = pareto_front_2d(

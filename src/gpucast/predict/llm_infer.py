@@ -88,7 +88,7 @@ from gpucast.domain.llm_infer import (
 )
 from gpucast.domain.llm_serving import IterationCost
 from gpucast.domain.parallel import SWITCHED, NodeLinks
-from gpucast.domain.units import GIB
+from gpucast.domain.units import GIB, count_of
 from gpucast.predict import comm
 from gpucast.predict.base import Estimator, register
 from gpucast.predict.parallel import group_link_gbps
@@ -630,7 +630,8 @@ def _notes(
     if out["waves"] > 1.0 + 1e-9:
         if out["kv_sequences"] > engine.max_sequences:  # the scheduler's cap binds, not memory
             notes.append(
-                f"{engine.display_name} runs at most {engine.max_sequences} sequences at once "
+                f"{engine.display_name} runs at most "
+                f"{count_of(engine.max_sequences, 'sequence')} at once "
                 f"(max_num_seqs / max_batch_size; the KV cache would hold "
                 f"{out['kv_sequences']:.0f}): the {batch_size} run in {out['waves']:.2f} turns; "
                 f"--max-num-seqs N sets the cap your engine was built or started with"

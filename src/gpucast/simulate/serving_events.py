@@ -418,22 +418,30 @@ class _Engine:
                 self.drop(t, q.queue.popleft(), TIMEOUT)
             if not q.queue:
                 return
-        head = self.queued_at[q.queue[0]]
-        if q.delay_s > 0.0 and len(q.queue) < q.trigger and t < head + q.delay_s:
-            due = head + q.delay_s
-            if q.timer_at != due:
-                q.timer_at = due
-                self.push(due, _TRY, d, model)
+        if self.holding(t, d, q):
             return
         q.idle -= 1
         self.start_batch(t, d, q)
         if q.idle > 0 and q.queue:
             self.push(t, _TRY, d, model)
 
+    def holding(self, t: float, d: int, q: _ModelQueue) -> bool:
+        """Whether the queue waits for more requests (its batching delay: shorter than the
+        trigger size and its head queued less than ``delay_s`` ago), with a wake-up set."""
+        head = self.queued_at[q.queue[0]]
+        if q.delay_s > 0.0 and len(q.queue) < q.trigger and t < head + q.delay_s:
+            due = head + q.delay_s
+            if q.timer_at != due:
+                q.timer_at = due
+                self.push(due, _TRY, d, q.index)
+            return True
+        return False
+
     def try_scheduled(self, t: float, d: int) -> None:
         """The device's next batch when its models share one pool (``Deployment.scheduling``):
-        the queue whose head comes first by FIFO, EDF or priority, batched at once (no
-        batching delay); a running batch is never interrupted."""
+        of the queues ready (their batching delay over or their trigger size reached, as
+        :meth:`try_batch`), the one whose head comes first by FIFO, EDF or priority; a running
+        batch is never interrupted."""
         dev = self.devices[d]
         while dev.pool_idle > 0:
             best: tuple[float, float, float, int] | None = None
@@ -448,6 +456,8 @@ class _Engine:
                     if q.timer_at != q.ready_s:
                         q.timer_at = q.ready_s
                         self.push(q.ready_s, _TRY, d, q.index)
+                    continue
+                if self.holding(t, d, q):
                     continue
                 head = q.queue[0]
                 due = self.arrival[head] + (
