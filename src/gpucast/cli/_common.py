@@ -110,3 +110,15 @@ def working(message: str) -> Iterator[None]:
     finally:
         done.set()
         thread.join(timeout=1.0)
+
+
+def print_more_rows(total: int, shown: int) -> None:
+    """The line under a plan table that shows ``shown`` of its ``total`` rows."""
+    from gpucast.domain.units import count_of
+
+    if total > shown:
+        console.print(
+            f"[dim]{total - shown} more: --limit {total} shows all "
+            f"{count_of(total, 'row')} (--json lists them)[/dim]",
+            highlight=False,
+        )

@@ -218,7 +218,7 @@ def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from gpucast.cli.serve import print_more_rows
+    from gpucast.cli._common import print_more_rows
     from gpucast.plan.llm_serve import TIE_BREAK
 
     plan = result.plan

@@ -21,6 +21,7 @@ from gpucast.cli._common import (
     JSON_OPTION_HELP,
     console,
     emit_json,
+    print_more_rows,
     print_warnings,
     working,
 )
@@ -118,16 +119,6 @@ def say_plan_outputs(report: Path | None, save: Path | None) -> None:
     for path, what in ((report, "report"), (save, "plan")):
         if path is not None:
             console.print(f"{what} -> {path}", highlight=False)
-
-
-def print_more_rows(total: int, shown: int) -> None:
-    """The line under a plan table that shows ``shown`` of its ``total`` rows."""
-    if total > shown:
-        console.print(
-            f"[dim]{total - shown} more: --limit {total} shows all "
-            f"{count_of(total, 'row')} (--json lists them)[/dim]",
-            highlight=False,
-        )
 
 
 def print_serve_plan(result: PlanServeResult, *, limit: int = 15) -> None:
