@@ -112,3 +112,18 @@ def skipped_assumption(precision: str, skipped: Sequence[str], *, auto: bool = T
 
 #: The precision that plans (most of) the GPU types a precision skips
 _INSTEAD = {"fp8": "bf16", "bf16": "fp16", "fp16": "fp32"}
+
+
+def servers_with_units(
+    servers: Sequence[S], catalog: Any, precision: str, *, choices: Sequence[str] = ()
+) -> tuple[list[S], tuple[str, ...]]:
+    """``servers`` (plan serve's options: ``gpu`` a catalog name, None on a CPU) less those on
+    GPU types that do not run ``precision``, and those types; refused as :func:`gpus_with_units`
+    refuses where no GPU server is left."""
+    skipped = tuple(
+        sorted({s.gpu for s in servers if s.gpu and not catalog.gpu(s.gpu).runs(precision)})
+    )
+    kept = [s for s in servers if s.gpu not in skipped]
+    if skipped and not any(s.gpu for s in kept):
+        _refuse(precision, skipped, catalog, choices, runs="has units for")
+    return kept, skipped
