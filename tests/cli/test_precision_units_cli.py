@@ -22,7 +22,9 @@ SIM_TRAIN = [
     "--provider", "aws", "--steps", "1000",
 ]  # fmt: skip
 CNN_SERVE = ["simulate", "serve", "--model", "resnet50", "--rate", "50"]
-LLM_INFER = ["predict", "infer", "--model", "llama-2-7b", "--input-len", "512", "--output-len", "64"]
+LLM_INFER = [
+    "predict", "infer", "--model", "llama-2-7b", "--input-len", "512", "--output-len", "64",
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -36,8 +38,9 @@ LLM_INFER = ["predict", "infer", "--model", "llama-2-7b", "--input-len", "512", 
         (["predict", "train", "resnet50", "--batch-size", "64", "--gpu", "K80", "--precision",
           "fp16"], "fp16 needs fp16 units, which the K80 has not (it trains in fp32)",
          "use --precision fp32 (or auto), or a GPU with fp16 units (P100,"),
-        (["predict", "energy", "--workload", "resnet50", "--batch-size", "64", "--gpu", "V100", "--precision",
-          "bf16"], "bf16 needs bf16 units, which the V100-16GB has not", "--precision fp16"),
+        (["predict", "energy", "--workload", "resnet50", "--batch-size", "64", "--gpu", "V100",
+          "--precision", "bf16"], "bf16 needs bf16 units, which the V100-16GB has not",
+         "--precision fp16"),
         ([*SIM_TRAIN, "--gpu", "V100", "--precision", "bf16"],
          "bf16 needs bf16 units, which the V100-16GB has not", "--precision fp16"),
         ([*CNN_SERVE, "--gpu", "T4", "--engine", "tensorrt", "--precision", "fp8"],
@@ -53,7 +56,8 @@ LLM_INFER = ["predict", "infer", "--model", "llama-2-7b", "--input-len", "512", 
         ([*LLM_INFER, "--gpu", "V100", "--precision", "bf16"],
          "bf16 needs bf16 units, which the V100-16GB has not", "use --precision fp16"),
         (["predict", "llm-train", "--model", "llama-3-8b", "--gpu", "V100", "--gpus", "8",
-          "--global-batch", "256", "--precision", "bf16"], "bf16 needs bf16 units, which the V100-16GB has not",
+          "--global-batch", "256", "--precision", "bf16"],
+         "bf16 needs bf16 units, which the V100-16GB has not",
          "use --precision fp16, or a GPU with bf16 units"),
     ],
 )  # fmt: skip
