@@ -61,7 +61,10 @@ def test_the_searched_choices_a_user_fixes_bound_every_row() -> None:
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        ({"gpu": ["T4"], "tp": 8, "precision": "fp16"}, "tp=8 needs 8 GPUs per node; drop --tp to search it"),
+        (
+            {"gpu": ["T4"], "tp": 8, "precision": "fp16"},
+            "tp=8 needs 8 GPUs per node; drop --tp to search it",
+        ),
         ({"tp": 64}, "tp=64 does not divide the 32 attention heads; drop --tp to search it"),
         ({"pp": 1, "vpp": 2}, "drop --pp/--vpp to search them"),
         ({"micro_batch": 3}, "divides no data-parallel replica's share of the 256 sequences"),
