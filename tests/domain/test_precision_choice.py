@@ -147,3 +147,14 @@ def test_every_training_verb_has_the_one_default_precision() -> None:
     assert said.source == "--precision auto (the default)"
     assert precision_shown("bf16", "auto") == "bf16 by auto, the --precision default"
     assert precision_shown("fp32", "fp32") == "fp32"
+
+
+def test_the_override_offers_only_other_precisions_the_gpus_run() -> None:
+    """QA34 B #3: a bf16 prediction offered --precision auto|bf16, and an fp32 one on a V100
+    offered bf16, which it has no units for."""
+    from gpucast.domain.workload import precision_assumption
+
+    assert precision_assumption("bf16", [("A100", True)]).override == "--precision auto|fp32|fp16"
+    assert precision_assumption("fp32", [("V100", False)]).override == "--precision auto|fp16"
+    auto = precision_assumption("fp32", [("V100", False)], auto=True)
+    assert auto.override == "--precision fp16"

@@ -244,8 +244,9 @@ def precision_assumption(
             f"{precision} (what practitioners train in on this GPU: bf16 where the GPU "
             "has bf16 tensor cores, fp32 elsewhere)"
         )
+        others = _others(precision, gpus, with_bf16)
         return Assumption(name="precision", value=value, source=AUTO_SOURCE,
-                          override="--precision fp32|bf16|fp16")  # fmt: skip
+                          override=f"--precision {others}")  # fmt: skip
     value = f"{precision} on every GPU"
     if precision == "fp32" and with_bf16:
         value += (
@@ -253,8 +254,16 @@ def precision_assumption(
             + (", ..." if len(with_bf16) > 6 else "")
             + " (--precision auto or bf16 predicts that)"
         )
+    others = _others(precision, gpus, with_bf16)
     return Assumption(name="precision", value=value, source="given" if given else "default",
-                      override="--precision auto|bf16")  # fmt: skip
+                      override=f"--precision auto|{others}")  # fmt: skip
+
+
+def _others(precision: str, gpus: Sequence[tuple[str, bool]], with_bf16: Sequence[str]) -> str:
+    """The precisions an override offers instead of ``precision``: fp32, bf16 (where every
+    GPU has bf16 units) and fp16."""
+    offered = ("fp32", "bf16", "fp16") if len(with_bf16) == len(gpus) else ("fp32", "fp16")
+    return "|".join(p for p in offered if p != precision)
 
 
 #: Software stacks a training step is predicted for: eager PyTorch, TensorFlow 1.x (as the
