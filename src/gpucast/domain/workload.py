@@ -153,9 +153,11 @@ def check_precision_units(
         return
     has = [p for p in _NON_FP8_PRECISIONS if p != precision and gpu.has_units(p)]
     units = "fp8 tensor cores" if precision == FP8 else f"{precision} units"
+    via = f"{got} weights compute in {precision}; " if got and got != precision else ""
     raise InvalidSpecError(
         "precision",
-        f"{precision} needs {units}, which the {gpu.name} has not (it {runs} {', '.join(has)})",
+        f"{via}{precision} needs {units}, which the {gpu.name} has not "
+        f"(it {runs} {', '.join(has)})",
         got=got or precision,
         fix=units_fix([gpu], catalog, precision, or_else=or_else, choices=choices),
     )
