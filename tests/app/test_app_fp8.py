@@ -168,18 +168,19 @@ def test_plan_train_refuses_fp8_when_no_gpu_has_it(tmp_path: Path) -> None:
 
 def test_plan_refusals_suggest_a_precision_every_named_gpu_has(tmp_path: Path) -> None:
     """Neither a V100 nor a T4 has bf16 units: the fix names fp16, as the one-GPU message
-    (check_precision_units) does; with an A100 among them, bf16 again."""
-    for verb, kwargs in (
-        (gpucast.plan_train, {**PLAN, "db": tmp_path / "s.db"}),
-        (gpucast.plan_llm_train, LLM),
+    (check_precision_units) does; with an A100 among them, bf16 again. ``auto`` only where the
+    verb takes it (plan llm-train does not)."""
+    for verb, kwargs, fix in (
+        (gpucast.plan_train, {**PLAN, "db": tmp_path / "s.db"}, "use --precision fp16 (or auto)"),
+        (gpucast.plan_llm_train, LLM, "use --precision fp16, or a GPU with fp8 units"),
     ):
         with pytest.raises(InvalidSpecError) as both:
             verb(**kwargs, gpu="V100,T4", precision="fp8")
         assert "none of the 2 GPU types" in both.value.message
-        assert (both.value.fix or "").startswith("use --precision fp16 (or auto)")
+        assert (both.value.fix or "").startswith(fix)
         with pytest.raises(InvalidSpecError) as one:
             verb(**kwargs, gpu="T4", precision="fp8")
-        assert (one.value.fix or "").startswith("use --precision fp16 (or auto)")
+        assert (one.value.fix or "").startswith(fix)
     with pytest.raises(InvalidSpecError) as mixed:
         gpucast.plan_train(**PLAN, gpu="V100,A100", precision="fp8", db=tmp_path / "s.db")
     assert (mixed.value.fix or "").startswith("use --precision fp16")  # V100: no bf16

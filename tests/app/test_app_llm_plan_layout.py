@@ -19,9 +19,9 @@ JOB = {"model": "llama-2-7b", "tokens": 1e10, "seq_len": 2048, "global_batch": 2
 
 
 def test_every_row_of_a_plan_with_tp_8_pp_1_has_that_layout() -> None:
-    gpus = ["H100", "T4", "A10G"]
-    fixed = gpucast.plan_llm_train(**JOB, gpu=gpus, tp=8, pp=1)
-    free = gpucast.plan_llm_train(**JOB, gpu=gpus)
+    gpus = ["H100", "T4", "A10G"]  # fp16: the T4 has no bf16 units
+    fixed = gpucast.plan_llm_train(**JOB, gpu=gpus, tp=8, pp=1, precision="fp16")
+    free = gpucast.plan_llm_train(**JOB, gpu=gpus, precision="fp16")
     assert fixed.candidates
     assert all(" tp=8 pp=1 " in f" {c.layout} " for c in fixed.candidates)
     # the free search may pick any layout, so fixing one can only slow a shape down
@@ -61,7 +61,10 @@ def test_the_searched_choices_a_user_fixes_bound_every_row() -> None:
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        ({"gpu": ["T4"], "tp": 8}, "tp=8 needs 8 GPUs per node; drop --tp to search it"),
+        (
+            {"gpu": ["T4"], "tp": 8, "precision": "fp16"},
+            "tp=8 needs 8 GPUs per node; drop --tp to search it",
+        ),
         ({"tp": 64}, "tp=64 does not divide the 32 attention heads; drop --tp to search it"),
         ({"pp": 1, "vpp": 2}, "drop --pp/--vpp to search them"),
         ({"micro_batch": 3}, "divides no data-parallel replica's share of the 256 sequences"),

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import gpucast
-from gpucast.domain.errors import InvalidInputError
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.plan import TrainPlan
 
 PLAN: dict[str, Any] = {"workload": "mlp", "steps": 2000, "provider": "gcp",
@@ -65,7 +65,21 @@ def test_a_stored_run_keeps_its_precision(tmp_path: Path) -> None:
     assert {c.precision for c in plan.candidates} == {"bf16"}
     said = _said(plan)
     assert said.source == f"store run #{stored.run_id} was profiled at bf16"
-    assert "bf16 on A100-40GB, K80, T4" in said.value
+    # the stored run's bf16 on the GPU types with bf16 units; the K80 and T4 are skipped
+    assert "bf16 on A100-40GB " in said.value
+    (skipped,) = [a for a in plan.assumptions if a.name == "bf16 GPUs"]
+    assert skipped.value == "2 GPU types without bf16 units skipped: K80, T4"
+
+
+def test_an_explicit_precision_skips_the_gpus_without_its_units() -> None:
+    """plan train --precision fp16 plans the T4 and A100, skips the K80 (no fp16 rate) and
+    says so; naming only the K80 is its one-line refusal."""
+    plan = gpucast.plan_train(**{**PLAN, "precision": "fp16"})
+    assert {c.gpu for c in plan.candidates} <= {"T4", "A100-40GB"}
+    (skipped,) = [a for a in plan.assumptions if a.name == "fp16 GPUs"]
+    assert "K80" in skipped.value and skipped.override == "--precision fp32|auto plans them"
+    with pytest.raises(InvalidSpecError, match="fp16 needs fp16 units, which the K80 has not"):
+        gpucast.plan_train(**{**PLAN, "gpu": "K80", "precision": "fp16"})
 
 
 def test_the_second_precision_is_profiled_once(monkeypatch: pytest.MonkeyPatch) -> None:

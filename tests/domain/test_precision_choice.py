@@ -64,13 +64,63 @@ def test_fp8_on_a_gpu_without_its_units_is_one_clear_error() -> None:
 
     catalog = load_catalog()
     check_precision_units("fp8", catalog.gpu("H100-SXM"), catalog)  # has fp8: passes
-    check_precision_units("bf16", catalog.gpu("T4"), catalog)  # another precision: passes
+    check_precision_units("fp16", catalog.gpu("T4"), catalog)  # one it has units for: passes
+    check_precision_units("tf32", catalog.gpu("T4"), catalog)  # fp32 with TF32 where there are
     with pytest.raises(InvalidSpecError) as err:
         check_precision_units("fp8", catalog.gpu("T4"), catalog)
     text = str(err.value)
     assert text.startswith("precision: fp8 needs fp8 tensor cores, which the T4 has not")
     assert "(it trains in fp16, fp32)" in text
     assert "--precision fp16" in (err.value.fix or "") and "\n" not in text
+
+
+@pytest.mark.parametrize(
+    ("precision", "gpu", "runs_on"),
+    [
+        ("bf16", "V100-16GB", False),  # Volta: fp16 tensor cores only; bf16 is emulated
+        ("bf16", "T4", False),
+        ("bf16", "P4", False),
+        ("bf16", "A100-40GB", True),
+        ("fp16", "K80", False),  # no fp16 rate on the datasheet
+        ("fp16", "P100", True),  # 2x fp32 on the datasheet
+        ("fp8", "A100-40GB", False),
+        ("fp8", "H100-SXM", True),
+        ("tf32", "K80", True),  # fp32 with TF32 matmuls where there are TF32 units
+        ("fp32", "K80", True),
+        ("int8", "V100-16GB", True),  # keeps its fallback (the catalog's column has gaps)
+    ],
+)
+def test_one_rule_says_which_gpus_run_a_precision(precision: str, gpu: str, runs_on: bool) -> None:
+    from gpucast.catalog import load_catalog
+    from gpucast.domain.errors import InvalidSpecError
+    from gpucast.domain.workload import check_precision_units
+
+    catalog = load_catalog()
+    spec = catalog.gpu(gpu)
+    assert spec.runs(precision) is runs_on
+    if runs_on:
+        check_precision_units(precision, spec, catalog)
+        return
+    with pytest.raises(InvalidSpecError) as err:
+        check_precision_units(precision, spec, catalog)
+    assert f"{precision} needs" in err.value.message and spec.name in err.value.message
+    assert f"a GPU with {precision} units" in (err.value.fix or "")
+
+
+def test_the_fix_names_only_precisions_the_verb_takes() -> None:
+    from gpucast.catalog import load_catalog
+    from gpucast.domain.workload import units_fix
+
+    catalog = load_catalog()
+    k80, v100 = catalog.gpu("K80"), catalog.gpu("V100-16GB")
+    assert units_fix([v100], catalog, "bf16").startswith("use --precision fp16 (or auto), or ")
+    # serving takes no auto and no tf32; an LLM verb no fp32: only a GPU is left to suggest
+    assert units_fix([k80], catalog, "fp16", or_else="", choices=("fp32", "fp16")).startswith(
+        "use --precision fp32, or a GPU with fp16 units (P100, "
+    )
+    assert units_fix([k80], catalog, "fp16", or_else="", choices=("fp16", "int8")).startswith(
+        "use a GPU with fp16 units"
+    )
 
 
 def test_every_training_verb_has_the_one_default_precision() -> None:
@@ -97,3 +147,14 @@ def test_every_training_verb_has_the_one_default_precision() -> None:
     assert said.source == "--precision auto (the default)"
     assert precision_shown("bf16", "auto") == "bf16 by auto, the --precision default"
     assert precision_shown("fp32", "fp32") == "fp32"
+
+
+def test_the_override_offers_only_other_precisions_the_gpus_run() -> None:
+    """QA34 B #3: a bf16 prediction offered --precision auto|bf16, and an fp32 one on a V100
+    offered bf16, which it has no units for."""
+    from gpucast.domain.workload import precision_assumption
+
+    assert precision_assumption("bf16", [("A100", True)]).override == "--precision auto|fp32|fp16"
+    assert precision_assumption("fp32", [("V100", False)]).override == "--precision auto|fp16"
+    auto = precision_assumption("fp32", [("V100", False)], auto=True)
+    assert auto.override == "--precision fp16"

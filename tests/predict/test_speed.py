@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from speed_factories import FAST, NEW, TRUTH, gpu_spec, synthetic_rows
+from speed_factories import FAST, NEW, SLOW, TRUTH, gpu_spec, synthetic_rows
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError, NotFittedError
 from gpucast.predict.base import estimator_from_dict
@@ -86,6 +86,16 @@ def test_unseen_gpu_scales_by_peak_and_says_so() -> None:
     # fp16 on tensor cores: compute scales by the fp32/fp16 peak ratio.
     half = model.predict(FEATURES, NEW, precision="fp16")
     assert half.breakdown["compute"] == pytest.approx(unseen.breakdown["compute"] / 4)
+
+
+def test_a_precision_the_gpu_has_no_units_for_is_refused() -> None:
+    """bf16 on GPUs without bf16 units (fitted or not), fp16 on one without fp16 (SLOW): one
+    error naming the GPU, never compute scaled by the peak of the mode it would fall back to."""
+    model = SpeedModel().fit(synthetic_rows(noise=0.03))
+    for gpu, precision in ((FAST, "bf16"), (NEW, "bf16"), (SLOW, "fp16")):
+        with pytest.raises(InvalidSpecError, match=f"{precision} needs {precision} units"):
+            model.predict(FEATURES, gpu, precision=precision)
+    assert model.predict(FEATURES, FAST, precision="fp16").value > 0
 
 
 def test_unseen_gpu_without_spec_needs_peak() -> None:

@@ -109,10 +109,12 @@ def test_half_precision_never_priced_slower_than_fp32_and_says_when_fp32_binds()
     assert any("take 1.35x as long" in n and "4.0x its FP32 units'" in n for n in half.notes)
     fast = predict_step_time(convs, A100, "bf16", efficiency=eff)
     assert not any("FP32 units" in n or "no bf16 units" in n for n in fast.notes)
-    old = replace(V100, bf16_tflops=None, fp16_tflops=None)
-    (none,) = [n for n in predict_step_time(convs, old, "bf16", efficiency=eff).notes
+    old = replace(V100, bf16_tflops=None, fp16_tflops=None, tf32_tflops=None)
+    with pytest.raises(InvalidSpecError, match="bf16 needs bf16 units, which the V100 has not"):
+        predict_step_time(convs, old, "bf16", efficiency=eff)  # never the fallback's peak
+    (none,) = [n for n in predict_step_time(convs, old, "tf32", efficiency=eff).notes
                if "units" in n]  # fmt: skip
-    assert none.startswith("V100 has no bf16 units: priced at the 15.7 TFLOP/s")
+    assert none.startswith("V100 has no tf32 units: priced at the 15.7 TFLOP/s")
     assert not any("units" in n for n in predict_step_time(convs, old, "fp32").notes)
 
 

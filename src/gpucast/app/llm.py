@@ -46,7 +46,7 @@ from gpucast.domain.systems import (
     cluster_set_option,
     used_gpus_text,
 )
-from gpucast.domain.workload import SOFTWARE_HELP, check_software
+from gpucast.domain.workload import SOFTWARE_HELP, check_precision_units, check_software
 
 if TYPE_CHECKING:
     from gpucast.domain.llm import TransformerSpec
@@ -175,15 +175,13 @@ def warmup_text(value: float | None, efficiency: RooflineEfficiency) -> str:
 
 
 def precision_note(precision: str, skipped: tuple[str, ...] = ()) -> dict[str, str]:
-    """The ``precision`` assumption of an fp8 plan and the GPU types without fp8 units its
-    search skipped (:func:`gpucast.app._fp8.fp8_gpus`)."""
-    if precision != "fp8":
-        return {}
-    from gpucast.app._fp8 import fp8_skipped_assumption
+    """The ``precision`` assumption of an fp8 plan and the GPU types without the units of
+    ``precision`` its search skipped (:func:`gpucast.app._units.gpus_with_units`)."""
+    from gpucast.app._units import skipped_assumption
 
-    note = {"precision": "fp8 on GPUs with fp8 tensor cores"}
+    note = {"precision": "fp8 on GPUs with fp8 tensor cores"} if precision == "fp8" else {}
     if skipped:
-        said = fp8_skipped_assumption(skipped)
+        said = skipped_assumption(precision, skipped, auto=False)
         note[said.name] = f"{said.value} ({said.source}; {said.override})"
     return note
 
@@ -350,7 +348,7 @@ def predict_llm_train(
     )
     from gpucast.inputs.mlperf_llm import gpu_band, stated_band
     from gpucast.inputs.steptime import gpu_cluster_shape
-    from gpucast.plan.llm import fp8_capable, power_of_two_part
+    from gpucast.plan.llm import power_of_two_part
     from gpucast.predict.parallel import (
         best_layout,
         cluster_shape,
@@ -365,13 +363,7 @@ def predict_llm_train(
     gpu = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
     # --cluster: all of its GPUs unless --gpus says fewer, as predict train runs on them
     gpus = cluster.used_gpus(request.gpus) if cluster is not None else request.gpus or DEFAULT_GPUS
-    if not fp8_capable(gpu, request.precision):
-        raise InvalidSpecError(
-            "precision",
-            f"fp8 needs fp8 tensor cores, which the {gpu.name} has not",
-            fix="use --precision bf16, or a GPU with fp8: "
-            + ", ".join(g.name for g in catalog.gpus if g.has_units("fp8")),
-        )
+    check_precision_units(request.precision, gpu, catalog, or_else="", choices=TRAIN_PRECISIONS)
     per_node = (
         min(cluster.gpus_per_node, gpus)
         if cluster is not None

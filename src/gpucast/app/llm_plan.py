@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gpucast.app._fp8 import fp8_gpus
 from gpucast.app._request import resolve
+from gpucast.app._units import gpus_with_units
 from gpucast.app.llm import (
     CP_SEARCHED,
     HOST_HELP,
@@ -78,7 +78,7 @@ from gpucast.domain.systems import (
 )
 from gpucast.domain.units import count_of, format_duration
 from gpucast.domain.variability import gpu_variability_option
-from gpucast.domain.workload import FP8, SOFTWARE_HELP, check_software
+from gpucast.domain.workload import SOFTWARE_HELP, check_software
 
 if TYPE_CHECKING:
     from gpucast.plan.llm import LlmPlan, NodeOption
@@ -534,9 +534,10 @@ def plan_llm_train(
     seq = request.seq_len or spec.max_context  # beyond the context: noted, as predict does
     perf = perf_params(None).value
     cluster = request_cluster(request, catalog)
-    fp8_skipped: tuple[str, ...] = ()
-    if request.precision == FP8:  # the GPU types with fp8 units, as plan train searches
-        request, fp8_skipped = fp8_gpus(request, catalog, cluster)
+    # the GPU types with units for the precision (fp8 tensor cores, bf16), as plan train searches
+    request, units_skipped = gpus_with_units(
+        request, catalog, cluster, request.precision, choices=TRAIN_PRECISIONS
+    )
     if cluster is not None:
         gpu = cluster_gpu(cluster, catalog, None)
         nodes = [
@@ -649,7 +650,7 @@ def plan_llm_train(
                 if efficiency.value.warmup_s > 0
                 else {}
             ),
-            **precision_note(request.precision, fp8_skipped),
+            **precision_note(request.precision, units_skipped),
             **_pcie_note(nodes),
             "networks": "instance types with InfiniBand/RoCE/EFA (catalog/data/systems.csv) at "
             f"nominal links; the others at {perf.collective_tcp.network_efficiency:.3f} of "

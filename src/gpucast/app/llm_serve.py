@@ -38,7 +38,7 @@ from gpucast.domain.llm_infer import (
     INFER_PRECISIONS,
     check_precision,
     check_weight_units,
-    fp8_runs_on,
+    weights_run_on,
 )
 from gpucast.domain.options import lower_list, lower_text, option
 
@@ -970,14 +970,16 @@ def plan_llm_serve(
     if offers and not choices:  # every GPU asked for is one the engine does not run on
         gpu = offers[0][0]
         engine.check_runs_on(gpu.name, gpu.vendor)
-    # fp8 weights: the GPU types without fp8 tensor cores are skipped (as plan train skips
-    # them), refused in predict infer's line where none is left
-    no_units: list[str] = []
-    if request.precision is not None and COMPUTE_MODE[request.precision] == "fp8":
-        no_units = sorted({c.gpu.name for c in choices if not fp8_runs_on(c.gpu, engine.name)})
-        if choices and len(no_units) == len({c.gpu.name for c in choices}):
-            check_weight_units(request.precision, choices[0].gpu, load_catalog(), engine.name)
-        choices = [c for c in choices if c.gpu.name not in no_units]
+    # weights at a precision some GPU types have no units for (fp8, bf16): those are skipped
+    # (as plan train skips them), refused in predict infer's line where none is left
+    no_units = sorted(
+        {c.gpu.name for c in choices if not weights_run_on(c.gpu, request.precision, engine.name)}
+    )
+    if choices and len(no_units) == len({c.gpu.name for c in choices}):
+        check_weight_units(request.precision, choices[0].gpu, load_catalog(), engine.name)
+    choices = [c for c in choices if c.gpu.name not in no_units]
+    mode = COMPUTE_MODE.get(request.precision or "", "")
+    units = "fp8 tensor cores" if mode == "fp8" else f"{mode} units"
     # the GPUs asked for that are not tried, each with why (plan.infeasible lists them)
     skipped = inputs.unoffered_gpus(
         request.gpus, {gpu.name for gpu, _offer, _price in offers}, model=name,
@@ -988,7 +990,7 @@ def plan_llm_serve(
         for gpu in sorted({g.name for g, _offer, _price in offers if not engine.runs_on(g.vendor)})
     ]
     skipped += [
-        f"{gpu}: no fp8 tensor cores for --precision fp8 ({engine.display_name})"
+        f"{gpu}: no {units} for --precision {request.precision} ({engine.display_name})"
         for gpu in no_units
     ]
     scheduler = _scheduler(request, engine.max_sequences)

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpucast._version import __version__
-from gpucast.app._fp8 import fp8_gpus, fp8_skipped_assumption
 from gpucast.app._request import resolve
+from gpucast.app._units import gpus_with_units, skipped_assumption
+from gpucast.domain.catalog import OWN_UNIT_PRECISIONS
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import is_default
 from gpucast.domain.plan import ModelInfo, PlanCandidate, TrainPlan, TrainRequest
@@ -25,6 +26,7 @@ from gpucast.domain.workload import (
     AUTO_PRECISION,
     FP8,
     TF32,
+    TRAIN_PRECISION_CHOICES,
     auto_precision_assumption,
     gpu_compute_precision,
     measured_precision,
@@ -104,9 +106,12 @@ def plan_train(
     # on it (tf32: TF32 where it has the units); the workload is profiled once per precision
     # that needs (cached)
     by_gpu: dict[str, str] = {}
-    fp8_skipped: tuple[str, ...] = ()
-    if request.precision == FP8:  # the GPU types with fp8 units, each at fp8
-        request, fp8_skipped = fp8_gpus(request, catalog, cluster)
+    units_skipped: tuple[str, ...] = ()
+    if request.precision in OWN_UNIT_PRECISIONS:  # the GPU types with its units
+        request, units_skipped = gpus_with_units(
+            request, catalog, cluster, request.precision, choices=TRAIN_PRECISION_CHOICES
+        )
+    if request.precision == FP8:  # each at fp8
         by_gpu = dict.fromkeys(planned_gpus(request, catalog, cluster), FP8)
     elif request.precision in (AUTO_PRECISION, TF32):
         by_gpu = {
@@ -406,8 +411,6 @@ def plan_train(
     )
     if by_gpu:
         assumed += (auto_precision_assumption(by_gpu, fixed=kept, requested=request.precision),)
-        if fp8_skipped:
-            assumed += (fp8_skipped_assumption(fp8_skipped),)
         slow = _fp32_path_priced(by_gpu, profiles, catalog, efficiency.value)
         if slow is not None:
             assumed += (slow,)
@@ -427,6 +430,8 @@ def plan_train(
                 given=True,
             ),
         )
+    if units_skipped:
+        assumed += (skipped_assumption(request.precision, units_skipped),)
     return dataclasses.replace(plan, candidates=candidates, models=models, assumptions=assumed)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
+from gpucast.app._units import servers_with_units, skipped_assumption
 from gpucast.domain.catalog import offers_option, provider_option, region_option, spot_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import (
@@ -37,13 +38,18 @@ from gpucast.domain.serving_plan import (
     ServePlan,
     ServeRequest,
 )
-from gpucast.domain.workload import WorkloadOptions, workload_options_field
+from gpucast.domain.workload import (
+    WorkloadOptions,
+    check_precision_units,
+    workload_options_field,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from gpucast.app.llm_serve import PlanLlmServeResult, SimulateLlmServeResult
     from gpucast.app.mig_serve import MigMixInputs, PlanMigServeResult
+    from gpucast.domain.catalog import Catalog, GpuSpec
     from gpucast.simulate.serving import Saturation, ServingResult
 
 ENGINE_HELP = (
@@ -137,6 +143,14 @@ def _check_precision(value: str | None) -> None:
             "precision", f"must be one of {', '.join(SERVING_PRECISIONS)}", got=value,
             fix="e.g. --precision fp16",
         )  # fmt: skip
+
+
+def _check_units(precision: str, gpu: GpuSpec, catalog: Catalog) -> None:
+    """A serving precision the GPU has no units for (fp8 on a T4, bf16 on a P4, fp16 on a K80):
+    its one line, as ``predict infer`` and ``predict train`` refuse it."""
+    check_precision_units(
+        precision, gpu, catalog, runs="has units for", or_else="", choices=SERVING_PRECISIONS
+    )
 
 
 def _check_engine(value: str) -> None:
@@ -755,6 +769,11 @@ def plan_serve(
     servers = [dataclasses.replace(o, **host_changes) for o in servers]
     engine_profile = serving_engine(request.engine)
     precision = request.precision or engine_profile.default_precision
+    # the GPU types without units for the precision (fp8 on a T4, fp16 on a K80) are skipped
+    servers, no_units = servers_with_units(servers, catalog, precision, choices=SERVING_PRECISIONS)
+    if no_units:
+        said = skipped_assumption(precision, no_units, auto=False)
+        sources[said.name] = f"{said.value} ({said.source}; {said.override})"
     engine = inputs.serving_efficiency(request.engine, precision)
     sources["engine"] = engine.source
     profiles = inputs.model_profiles(
@@ -850,6 +869,8 @@ def mig_mix_inputs(request: PlanServeRequest) -> MigMixInputs:
     catalog = load_catalog(offers_file(request.offers_file))
     gpu_name = request.gpus[0] if request.gpus else DEFAULT_MIX_GPU
     spec = catalog.gpu(gpu_name)
+    precision = request.precision or serving_engine(request.engine).default_precision
+    _check_units(precision, spec, catalog)
     usable = placeable_profiles(spec, catalog.mig_gpu_names())  # one error without placements
     mix = [MixModel(name=n, rate_rps=r, slo_s=s) for n, r, s in request.mix_models]
     options, targets = inputs.build_server_options(
@@ -1441,6 +1462,7 @@ def simulate_serve(
     engine_profile = serving_engine(request.engine)
     precision = request.precision or engine_profile.default_precision
     catalog = load_catalog(offers_file(request.offers_file))
+    _check_units(precision, catalog.gpu(request.gpu), catalog)
     server = inputs.gpu_server(
         catalog, request.gpu, request.mig, request.price, providers=request.providers,
         regions=request.regions, spot=request.spot,

@@ -86,6 +86,15 @@ _PEAK_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: The precisions a GPU runs only on units of its own (a datasheet peak in its catalog
+#: column): a bf16 GEMM on a V100 or T4 (no bf16 units) is emulated on the FP32 path, not run
+#: on the fp16 tensor cores; a K80 has no fp16 rate; fp8 needs fp8 tensor cores. Every verb
+#: refuses these on a GPU without the units (:meth:`GpuSpec.runs`); tf32 is fp32 with TF32
+#: matmuls where the GPU has them and runs everywhere, as does fp32. int8 (CNN serving) keeps
+#: its fallback: the catalog's int8 column is empty on GPUs that run int8 (A10G, V100 DP4A).
+OWN_UNIT_PRECISIONS: frozenset[str] = frozenset({"fp16", "bf16", "fp8"})
+
+
 def _peak_columns(precision: str) -> tuple[str, ...]:
     if precision not in _PEAK_COLUMNS:
         raise InvalidSpecError(
@@ -224,7 +233,10 @@ class GpuSpec:
     def peak_tflops(self, precision: str) -> float:
         """Peak dense TFLOP/s (TOPS for ``int8``) for a precision (``fp32``, ``tf32``,
         ``bf16``, ``fp16``, ``fp8``, ``int8``), falling back to the fastest mode the GPU does
-        have below it."""
+        have below it. A precision the GPU does not :meth:`run <runs>` is refused by every verb
+        before it is priced; the fallback serves what is not a user's request (the 16-bit
+        rate an embedding or GNN estimate assumes, the fp16 compute of fp8 weights that vLLM
+        runs weight-only)."""
         for attr in _peak_columns(precision):
             value = getattr(self, attr)
             if value is not None:
@@ -235,6 +247,11 @@ class GpuSpec:
         """Whether the GPU has units of its own for ``precision`` (a datasheet peak for it);
         one it lacks, :meth:`peak_tflops` prices at the mode it falls back to."""
         return getattr(self, _peak_columns(precision)[0]) is not None
+
+    def runs(self, precision: str) -> bool:
+        """Whether the GPU runs ``precision`` at all: one of :data:`OWN_UNIT_PRECISIONS` only
+        with units of its own (:meth:`has_units`), any other everywhere."""
+        return precision not in OWN_UNIT_PRECISIONS or self.has_units(precision)
 
     def fp32_path_tflops(self) -> float:
         """What the FP32 units offer matrix work (FP32 training, and reduced-precision work

@@ -88,14 +88,30 @@ def fp8_runs_on(gpu: Any, engine: str) -> bool:
     return bool(gpu.has_units(FP8) or (engine in WEIGHT_ONLY_FP8_ENGINES and gpu.has_units("bf16")))
 
 
+def weights_run_on(gpu: Any, precision: str | None, engine: str) -> bool:
+    """Whether ``engine`` serves weights at ``precision`` on ``gpu``: fp8 where
+    :func:`fp8_runs_on`; any other on units for its compute mode (:data:`COMPUTE_MODE`; bf16
+    needs bf16 units -- vLLM refuses bf16 below compute capability 8.0 --, int8 and int4
+    weights compute in fp16); None (the engine's default) passes."""
+    if precision is None:
+        return True
+    mode = COMPUTE_MODE.get(precision, precision)
+    return fp8_runs_on(gpu, engine) if mode == FP8 else bool(gpu.runs(mode))
+
+
 def check_weight_units(precision: str | None, gpu: Any, catalog: Any, engine: str) -> None:
-    """fp8 weights on a GPU ``engine`` cannot serve them on (:func:`fp8_runs_on`; a T4 or a
-    V100 with any engine, an A100 with TensorRT-LLM): the one line ``plan train`` gives a
-    training request. Where vLLM runs them weight-only the prediction says so
+    """Weights at a precision ``engine`` cannot serve on ``gpu`` (:func:`weights_run_on`:
+    fp8 on a T4 or a V100 with any engine, on an A100 with TensorRT-LLM; bf16 on a T4 or a
+    V100): the one line ``plan train`` gives a training request. Where vLLM runs fp8
+    weight-only the prediction says so
     (:func:`gpucast.predict.llm_infer.fp8_hardware_note`)."""
-    if precision is None or COMPUTE_MODE.get(precision) != FP8 or fp8_runs_on(gpu, engine):
+    if precision is None or weights_run_on(gpu, precision, engine):
         return
-    check_precision_units(FP8, gpu, catalog, runs="has units for", or_else="int8")
+    mode = COMPUTE_MODE.get(precision, precision)
+    check_precision_units(
+        mode, gpu, catalog, runs="has units for", or_else="int8" if mode != "fp16" else "",
+        choices=INFER_PRECISIONS, got=precision,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -133,35 +133,59 @@ FP8_TEXT = (
 
 
 def check_precision_units(
-    precision: str, gpu: Any, catalog: Any, *, runs: str = "trains in", or_else: str = "auto"
+    precision: str,
+    gpu: Any,
+    catalog: Any,
+    *,
+    runs: str = "trains in",
+    or_else: str = "auto",
+    choices: Sequence[str] = (),
+    got: str | None = None,
 ) -> None:
-    """fp8 trains (and serves) only on a GPU with fp8 tensor cores: one clear error naming
-    ``gpu`` (a :class:`~gpucast.domain.catalog.GpuSpec`), the precisions it has units for
-    (``runs`` says how) and the fix (the ``--precision`` to use, ``or_else``, or GPUs of
-    ``catalog`` that have fp8). Any other precision passes."""
-    if precision != FP8 or gpu.has_units(FP8):
+    """fp16, bf16 and fp8 run only on a GPU with units of their own
+    (:meth:`~gpucast.domain.catalog.GpuSpec.runs`; bf16 on a V100 or T4 would be emulated, a
+    K80 has no fp16 rate, fp8 needs fp8 tensor cores): one clear error naming ``gpu`` (a
+    :class:`~gpucast.domain.catalog.GpuSpec`), the precisions it has units for (``runs``
+    says how) and the fix (:func:`units_fix`: a precision of ``choices``, ``or_else``, or
+    GPUs of ``catalog`` with the units). ``got`` is the value asked for where it is not
+    ``precision`` itself (int8 weights computing in fp16). Any other precision passes."""
+    if gpu.runs(precision):
         return
-    has = [p for p in _NON_FP8_PRECISIONS if gpu.has_units(p)]
+    has = [p for p in _NON_FP8_PRECISIONS if p != precision and gpu.has_units(p)]
+    units = "fp8 tensor cores" if precision == FP8 else f"{precision} units"
+    via = f"{got} weights compute in {precision}; " if got and got != precision else ""
     raise InvalidSpecError(
         "precision",
-        f"fp8 needs fp8 tensor cores, which the {gpu.name} has not (it {runs} {', '.join(has)})",
-        got=precision,
-        fix=fp8_fix([gpu], catalog, or_else=or_else),
+        f"{via}{precision} needs {units}, which the {gpu.name} has not "
+        f"(it {runs} {', '.join(has)})",
+        got=got or precision,
+        fix=units_fix([gpu], catalog, precision, or_else=or_else, choices=choices),
     )
 
 
-#: The precisions a GPU without fp8 units may train in, in the order one is suggested instead.
+#: The precisions a GPU without the units of another may train in, in the order one is
+#: suggested instead.
 _NON_FP8_PRECISIONS = ("bf16", "fp16", TF32, "fp32")
 
 
-def fp8_fix(gpus: Sequence[Any], catalog: Any, *, or_else: str = "auto") -> str:
-    """The fix of an fp8 request none of ``gpus`` (GPU specs without fp8 units) runs: the
-    first of bf16, fp16, tf32, fp32 that all of them have units for (or ``or_else``), or a
-    GPU with fp8."""
-    common = next((p for p in _NON_FP8_PRECISIONS if all(g.has_units(p) for g in gpus)), "fp32")
-    with_units = [g.name for g in catalog.gpus if g.has_units(FP8)]
+def units_fix(
+    gpus: Sequence[Any],
+    catalog: Any,
+    precision: str = FP8,
+    *,
+    or_else: str = "auto",
+    choices: Sequence[str] = (),
+) -> str:
+    """The fix of a ``precision`` request none of ``gpus`` (GPU specs without its units) runs:
+    the first of bf16, fp16, tf32, fp32 (those of ``choices`` where given) that all of them
+    have units for (or ``or_else``), or a GPU of ``catalog`` with the units."""
+    order = [p for p in _NON_FP8_PRECISIONS if p != precision and (not choices or p in choices)]
+    common = next((p for p in order if all(g.has_units(p) for g in gpus)), None)
+    with_units = [g.name for g in catalog.gpus if g.has_units(precision)]
     others = ", ".join(with_units[:6]) + (", ..." if len(with_units) > 6 else "")
-    return f"use --precision {common} (or {or_else}), or a GPU with fp8 units ({others})"
+    use = [p for p in (common, or_else) if p]
+    instead = f"--precision {' (or '.join(use)}{')' if len(use) > 1 else ''}, or " if use else ""
+    return f"use {instead}a GPU with {precision} units ({others})"
 
 
 def auto_precision_assumption(
@@ -222,8 +246,9 @@ def precision_assumption(
             f"{precision} (what practitioners train in on this GPU: bf16 where the GPU "
             "has bf16 tensor cores, fp32 elsewhere)"
         )
+        others = _others(precision, gpus, with_bf16)
         return Assumption(name="precision", value=value, source=AUTO_SOURCE,
-                          override="--precision fp32|bf16|fp16")  # fmt: skip
+                          override=f"--precision {others}")  # fmt: skip
     value = f"{precision} on every GPU"
     if precision == "fp32" and with_bf16:
         value += (
@@ -231,8 +256,16 @@ def precision_assumption(
             + (", ..." if len(with_bf16) > 6 else "")
             + " (--precision auto or bf16 predicts that)"
         )
+    others = _others(precision, gpus, with_bf16)
     return Assumption(name="precision", value=value, source="given" if given else "default",
-                      override="--precision auto|bf16")  # fmt: skip
+                      override=f"--precision auto|{others}")  # fmt: skip
+
+
+def _others(precision: str, gpus: Sequence[tuple[str, bool]], with_bf16: Sequence[str]) -> str:
+    """The precisions an override offers instead of ``precision``: fp32, bf16 (where every
+    GPU has bf16 units) and fp16."""
+    offered = ("fp32", "bf16", "fp16") if len(with_bf16) == len(gpus) else ("fp32", "fp16")
+    return "|".join(p for p in offered if p != precision)
 
 
 #: Software stacks a training step is predicted for: eager PyTorch, TensorFlow 1.x (as the

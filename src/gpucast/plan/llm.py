@@ -377,9 +377,9 @@ def _node_counts(option: NodeOption, max_gpus: int) -> list[tuple[int, int]]:
 
 
 def fp8_capable(gpu: GpuSpec, precision: str) -> bool:
-    """Whether ``gpu`` can train at ``precision``: fp8 needs fp8 tensor cores (Hopper, Ada,
-    Blackwell, CDNA3); every other precision is any GPU's."""
-    return precision != "fp8" or gpu.has_units("fp8")
+    """Whether ``gpu`` can train at ``precision`` (:meth:`GpuSpec.runs`): fp8 needs fp8
+    tensor cores (Hopper, Ada, Blackwell, CDNA3), bf16 and fp16 units of their own."""
+    return gpu.runs(precision)
 
 
 def plan_llm(

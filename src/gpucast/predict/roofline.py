@@ -302,6 +302,16 @@ class DeviceRoofline:
 
     @classmethod
     def of_gpu(cls, gpu: GpuSpec, precision: str) -> DeviceRoofline:
+        """``gpu``'s roofline at ``precision``; a precision it has no units for (fp16, bf16,
+        fp8: :meth:`GpuSpec.runs`) is refused, never priced at the mode
+        :meth:`GpuSpec.peak_tflops` falls back to (every verb refuses it first, naming a fix)."""
+        if not gpu.runs(precision):
+            raise InvalidSpecError(
+                "precision",
+                f"{precision} needs {precision} units, which the {gpu.name} has not",
+                got=precision,
+                fix="use a precision it has units for (gpucast catalog gpus lists them)",
+            )
         return cls(
             name=gpu.name,
             kind="gpu",
@@ -766,7 +776,7 @@ def _precision_notes(
     column = _NATIVE.get(precision)
     if column is None:
         return []
-    if getattr(gpu, column) is None:
+    if getattr(gpu, column) is None:  # tf32 or int8 (fp16, bf16 and fp8 are refused)
         return [
             f"{gpu.name} has no {precision} units: priced at the "
             f"{gpu.peak_tflops(precision):.3g} TFLOP/s of the mode it falls back to (catalog "

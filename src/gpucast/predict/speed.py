@@ -483,8 +483,18 @@ class SpeedModel(Estimator):
     def _terms(
         self, label: str, spec: GpuSpec | None, peak_tflops: float | None, precision: str
     ) -> tuple[_Terms, float]:
-        """Coefficients for one GPU, and the factor applied to compute for ``precision``."""
+        """Coefficients for one GPU, and the factor applied to compute for ``precision``
+        (refused on a GPU without its units, :meth:`GpuSpec.runs`: never scaled by the peak
+        of the mode it falls back to)."""
         assert self._gpus is not None
+        if spec is not None and not spec.runs(precision):
+            raise InvalidSpecError(
+                "precision",
+                f"{precision} needs {precision} units, which the {spec.name} of the rows "
+                f"({label!r}) has not",
+                got=precision,
+                fix=f"use --precision fp32, or leave out the {label} rows",
+            )
         key = self._calibrated_key(label, spec)
         if key is not None:
             g = self._gpus[key]
