@@ -203,7 +203,10 @@ class TrainRequest:
     batch_size: int | None = option(None, help="Per-worker batch (fixed).", example="64")
     global_batch: int | None = option(None, help="Global batch (fixed).", example="1024")
     batch_sizes: tuple[int, ...] = option(
-        (32, 64, 128, 256), help="Per-worker batches searched.", example="32,64"
+        (32, 64, 128, 256),
+        help="Per-worker batches searched [default: 32-256; 8-1024 with --objective fastest "
+        "or goodput].",
+        example="32,64",
     )
     allow_mixed: bool = option(
         False, negative="no-allow-mixed", help="Also plan clusters of two GPU types."
@@ -211,7 +214,8 @@ class TrainRequest:
     objective: str = option(
         "cheapest",
         help=f"{' | '.join(OBJECTIVES)} (goodput: the most reference-batch samples per second, "
-        "throughput x statistical efficiency, with the per-worker batch searched over 8-1024; "
+        "throughput x statistical efficiency; fastest and goodput search per-worker batches "
+        "8-1024; "
         "energy, carbon: plans within 2% of the least count as tied, the cheapest of them "
         "wins).",
         example="fastest",
