@@ -18,6 +18,11 @@ def test_the_best_layout_fits_and_beats_its_runners_up() -> None:
     assert 0.05 < best.mfu < 0.8
     data = result.to_dict()
     assert data["best"]["layout"] == best.layout.label()
+    # units in the names, as predict train's JSON: no "unit" key, seconds in the breakdown
+    assert data["best"]["step_time_s"]["value"] == best.step_time_s
+    assert "step_time" not in data["best"] and "unit" not in data["best"]["step_time_s"]
+    assert data["best"]["breakdown_s"] == dict(best.breakdown)
+    assert sum(data["best"]["breakdown_s"].values()) == pytest.approx(best.step_time_s)
     assert "steptime.json" in data["step_time_model"] or "priors" in data["step_time_model"]
 
 
@@ -312,7 +317,7 @@ def test_the_step_states_the_band_mlperf_runs_of_its_stack_earned() -> None:
             assert p.step_time.upper == pytest.approx(p.step_time_s * high)
         assert result.interval_note is not None and "MLPerf LLM systems" in result.interval_note
         assert ("tuned-stack" in result.interval_note) == (software == "tuned")
-        assert result.to_dict()["best"]["step_time"]["upper"] == pytest.approx(
+        assert result.to_dict()["best"]["step_time_s"]["upper"] == pytest.approx(
             result.best.step_time_s * high
         )
 
