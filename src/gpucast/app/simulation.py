@@ -900,7 +900,10 @@ def simulate_train(
         notes.append(
             f"the step time is the roofline model's (interval x{lo:.2f}..x{hi:.2f}): the runs "
             f"are split over {len(factors)} strata of that uncertainty, as plan train does; "
-            "give --speed (measured) to drop it"
+            f"P(miss deadline) counts them (the slowest at the interval's "
+            f"{(len(factors) - 0.5) / len(factors):.1%} quantile: plan train's on-demand "
+            "P(meet) also counts the tail beyond it, so it can be lower); give --speed "
+            "(measured) to drop it"
         )
 
     def gaps(rule: spot_inputs.Lifetimes) -> list[Any]:
