@@ -701,3 +701,14 @@ def test_plan_llm_train_with_gpu_variability_runs_each_row_at_its_slowest_gpus_p
     assert "slowest" in spread.assumptions["GPU variability"]
     with pytest.raises(InvalidSpecError, match="gpu-variability"):
         gpucast.plan_llm_train(**job, gpu_variability="lumpy")
+
+
+@pytest.mark.parametrize(
+    ("flag", "example"), [("seq_len", "4096"), ("global_batch", "512"), ("gpus", "8")]
+)
+def test_a_count_of_zero_suggests_a_typical_value(flag: str, example: str) -> None:
+    """QA 34 #15: "e.g. --seq-len 8" read oddly; each count suggests a typical value."""
+    common = {"model": "llama-2-7b", "gpu": "H100", "gpus": 8, "seq_len": 2048, "global_batch": 64}
+    dash = flag.replace("_", "-")
+    with pytest.raises(InvalidSpecError, match=f"^{dash}: .*; e.g. --{dash} {example}$"):
+        gpucast.predict_llm_train(**{**common, flag: 0})

@@ -413,3 +413,14 @@ def test_a_cluster_revoked_faster_than_it_restarts_is_refused_before_simulating(
     assert "30-day horizon" in lines[0] and "lower --workers or --runs" in lines[0]
     assert "--allow-large" in lines[0]
     assert runner.invoke(app, [*STORM_JOB, "--workers", "20"]).exit_code == 0
+
+
+def test_an_on_demand_cluster_says_no_lifetimes_were_used(tmp_path: Path) -> None:
+    """QA 34 #18: no "published GCE lifetimes not needed (they apply to GCP GPUs only)" for a
+    cluster with no spot node: the lifetimes were not used at all."""
+    args = [a for a in BASE if a not in ("--spot", "--hazard-per-hour", "0.05")]
+    result = runner.invoke(app, [*args, "--price-table", str(_prices(tmp_path)), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["sources"]["lifetimes"] == (
+        "not used: no spot node drew a lifetime"
+    )

@@ -188,9 +188,16 @@ def precision_note(precision: str, skipped: tuple[str, ...] = ()) -> dict[str, s
     return note
 
 
+#: a typical value of each count flag, for its error's "e.g." (8 for the GPU counts)
+_COUNT_EXAMPLES = {"seq-len": "4096", "global-batch": "512", "max-gpus": "256"}
+
+
 def positive_or_none(name: str, value: int | None) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise InvalidSpecError(name, "must be an integer >= 1", got=value, fix=f"e.g. --{name} 8")
+        example = _COUNT_EXAMPLES.get(name, "8")
+        raise InvalidSpecError(
+            name, "must be an integer >= 1", got=value, fix=f"e.g. --{name} {example}"
+        )
 
 
 #: ``predict llm-train --gpu``'s GPUs where ``--gpus`` is not given (a node's worth)
