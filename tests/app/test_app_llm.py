@@ -712,3 +712,11 @@ def test_a_count_of_zero_suggests_a_typical_value(flag: str, example: str) -> No
     dash = flag.replace("_", "-")
     with pytest.raises(InvalidSpecError, match=f"^{dash}: .*; e.g. --{dash} {example}$"):
         gpucast.predict_llm_train(**{**common, flag: 0})
+
+
+def test_a_fixed_layout_that_cannot_run_names_its_flag_first() -> None:
+    """QA 34 #15: "--tp 3" was refused without the "tp:" every input error starts with."""
+    with pytest.raises(NoFeasiblePlanError, match=r"^tp: no layout of 8 GPUs with tp=3"):
+        gpucast.predict_llm_train(
+            model="llama-2-7b", gpu="H100", gpus=8, seq_len=2048, global_batch=64, tp=3
+        )
