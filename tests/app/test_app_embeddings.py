@@ -59,7 +59,7 @@ def test_user_tables(tmp_path: Path) -> None:
             ["--gpus", "1", "--host-memory-gib", "16", "--ssd", "none"],
             "more than HBM and host memory",
         ),
-        (["--ssd-drives", "0"], "ssd_drives"),
+        (["--ssd-drives", "0"], "ssd-drives"),
         (["--ssd", "floppy"], "unknown drive"),
         (["--gpus", "2", "--sharding", "table-wise"], "fits on 2 GPUs"),
         (["--cache-fraction", "0"], "cache-fraction"),

@@ -285,7 +285,7 @@ def test_gat_homogeneous_and_graph_stats_file(tmp_path: Path) -> None:
         (["--model", "rgat", "--graph", "igbh-full", "--batch", "8", "--fanouts", "2,2",
           "--target", "venue"], "target: unknown node type 'venue'"),
         (["--model", "rgat", "--graph", "igbh-full", "--batch", "8", "--fanouts", "2,2",
-          "--feature-precision", "fp4"], "feature_precision"),
+          "--feature-precision", "fp4"], "feature-precision"),
         (["--model", "gat", "--nodes", "100", "--edges", "200", "--gpus", "2"],
          "full-graph gat is priced on one GPU"),
         (["--nodes", "100", "--edges", "200", "--graph", "igbh-full"], "for --model rgat"),

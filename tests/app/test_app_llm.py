@@ -18,6 +18,11 @@ def test_the_best_layout_fits_and_beats_its_runners_up() -> None:
     assert 0.05 < best.mfu < 0.8
     data = result.to_dict()
     assert data["best"]["layout"] == best.layout.label()
+    # units in the names, as predict train's JSON: no "unit" key, seconds in the breakdown
+    assert data["best"]["step_time_s"]["value"] == best.step_time_s
+    assert "step_time" not in data["best"] and "unit" not in data["best"]["step_time_s"]
+    assert data["best"]["breakdown_s"] == dict(best.breakdown)
+    assert sum(data["best"]["breakdown_s"].values()) == pytest.approx(best.step_time_s)
     assert "steptime.json" in data["step_time_model"] or "priors" in data["step_time_model"]
 
 
@@ -312,7 +317,7 @@ def test_the_step_states_the_band_mlperf_runs_of_its_stack_earned() -> None:
             assert p.step_time.upper == pytest.approx(p.step_time_s * high)
         assert result.interval_note is not None and "MLPerf LLM systems" in result.interval_note
         assert ("tuned-stack" in result.interval_note) == (software == "tuned")
-        assert result.to_dict()["best"]["step_time"]["upper"] == pytest.approx(
+        assert result.to_dict()["best"]["step_time_s"]["upper"] == pytest.approx(
             result.best.step_time_s * high
         )
 
@@ -696,3 +701,22 @@ def test_plan_llm_train_with_gpu_variability_runs_each_row_at_its_slowest_gpus_p
     assert "slowest" in spread.assumptions["GPU variability"]
     with pytest.raises(InvalidSpecError, match="gpu-variability"):
         gpucast.plan_llm_train(**job, gpu_variability="lumpy")
+
+
+@pytest.mark.parametrize(
+    ("flag", "example"), [("seq_len", "4096"), ("global_batch", "512"), ("gpus", "8")]
+)
+def test_a_count_of_zero_suggests_a_typical_value(flag: str, example: str) -> None:
+    """QA 34 #15: "e.g. --seq-len 8" read oddly; each count suggests a typical value."""
+    common = {"model": "llama-2-7b", "gpu": "H100", "gpus": 8, "seq_len": 2048, "global_batch": 64}
+    dash = flag.replace("_", "-")
+    with pytest.raises(InvalidSpecError, match=f"^{dash}: .*; e.g. --{dash} {example}$"):
+        gpucast.predict_llm_train(**{**common, flag: 0})
+
+
+def test_a_fixed_layout_that_cannot_run_names_its_flag_first() -> None:
+    """QA 34 #15: "--tp 3" was refused without the "tp:" every input error starts with."""
+    with pytest.raises(NoFeasiblePlanError, match=r"^tp: no layout of 8 GPUs with tp=3"):
+        gpucast.predict_llm_train(
+            model="llama-2-7b", gpu="H100", gpus=8, seq_len=2048, global_batch=64, tp=3
+        )

@@ -117,15 +117,15 @@ def test_an_unknown_variability_profile_is_named_once() -> None:
     ("text", "starts"),
     [
         ("workloads: [mlp]\nbatch_sizes: [0]\n",
-         ", line 2, column 'batch_sizes': must be integers >= 1 (got 0)"),
+         ", line 2, key 'batch_sizes': must be integers >= 1 (got 0)"),
         ("workloads: [mlp]\nbatch_sizes: [8]\nrepeats: 0\n",
-         ", line 3, column 'repeats': must be an integer >= 1 (got 0)"),
+         ", line 3, key 'repeats': must be an integer >= 1 (got 0)"),
         ("workloads: [mlp]\nbatch_sizes: [8]\nsettings:\n  target_ci: -1\n",
-         ", line 4, column 'settings.target_ci': must be a finite number > 0 (got -1)"),
+         ", line 4, key 'settings.target_ci': must be a finite number > 0 (got -1)"),
     ],
 )  # fmt: skip
 def test_a_sweep_file_error_names_its_key_once(tmp_path: Path, text: str, starts: str) -> None:
-    """QA #30: "column 'repeats': repeats: ..." and a batch of 0 blamed on
+    """QA #30: "key 'repeats': repeats: ..." and a batch of 0 blamed on
     'batch_sizes/nprocs/ps_shards'."""
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text(text)

@@ -64,12 +64,12 @@ def test_cuda_on_a_cpu_machine_is_one_clear_line() -> None:
     ("args", "text"),
     [
         (["--batch-size", "abc"], "batch-size"),
-        (["--batch-size", "0"], "batch_size"),
-        (["--batch-size", "-3"], "batch_size"),
-        (["--target-ci", "-1"], "target_ci"),
-        (["--max-time-s", "0"], "max_time_s"),
+        (["--batch-size", "0"], "batch-size"),
+        (["--batch-size", "-3"], "batch-size"),
+        (["--target-ci", "-1"], "target-ci"),
+        (["--max-time-s", "0"], "max-time-s"),
         (["--max-time-s", "soon"], "max-time-s"),
-        (["--min-samples", "1"], "min_samples"),
+        (["--min-samples", "1"], "min-samples"),
         (["--precision", "fp8"], "precision"),
         (["--device", "tpu"], "device"),
     ],
@@ -132,10 +132,10 @@ def test_measure_train_distributed_json(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "text"),
     [
-        (["--distributed", "ps", "--nproc", "2", "--ps-shards", "2"], "ps_shards"),
+        (["--distributed", "ps", "--nproc", "2", "--ps-shards", "2"], "ps-shards"),
         (["--distributed", "mpi"], "distributed"),
         (["--distributed", "ddp", "--batch-sizes", "4,x"], "batch-sizes"),
-        (["--distributed", "ddp", "--nproc", "2", "--batch-sizes", "4,8,16"], "batch_sizes"),
+        (["--distributed", "ddp", "--nproc", "2", "--batch-sizes", "4,8,16"], "batch-sizes"),
         (["--distributed", "ddp", "--devices", "tpu"], "device"),
         (["--distributed", "ps", "--precision", "fp16"], "precision"),
     ],
@@ -206,3 +206,30 @@ def test_a_distributed_run_without_its_flags_takes_their_defaults() -> None:
     given = MeasureTrainRequest(workload="mlp", distributed="ps", steps=7, sync=False)
     config = given.distributed_config()
     assert config is not None and config.steps == 7 and not config.sync
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["measure", "train", "mlp", "--batch-size", "0"], "batch-size"),
+        (["measure", "infer", "mlp", "--target-ci", "0"], "target-ci"),
+        (["measure", "train", "mlp", "--max-time-s", "0"], "max-time-s"),
+        (["measure", "train", "mlp", "--min-samples", "1"], "min-samples"),
+        (["measure", "train", "mlp", "--distributed", "ddp", "--nproc", "0"], "nproc"),
+        (["measure", "train", "mlp", "--distributed", "ddp", "--steps", "0"], "steps"),
+        (["profile", "resnet50", "--batch-size", "0"], "batch-size"),
+        (["predict", "gnn", "--model", "sage", "--gpu", "A100-80GB", "--nodes", "0"], "nodes"),
+        (["plan", "embeddings", "--gpu", "A100-80GB", "--gpus", "0"], "gpus"),
+    ],
+)
+def test_a_domain_check_names_the_flag_as_typed_and_a_fix(
+    tmp_path: Path, args: list[str], flag: str
+) -> None:
+    """QA 34 #7: checks inside domain objects named the Python field (``batch_size:``)
+    without a fix; the request now names the flag typed and its example."""
+    result = runner.invoke(app, ["--db", str(tmp_path / "runs.db"), *args])
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"error: {flag}: "), lines[0]
+    assert f"; e.g. --{flag} " in lines[0], lines[0]

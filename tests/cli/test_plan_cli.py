@@ -144,6 +144,20 @@ def test_a_config_key_given_twice_is_one_line_and_exit_2(
     assert out.strip().startswith("error: ")
 
 
+def test_a_bad_value_in_a_config_file_names_the_file_and_line(tmp_path: Path) -> None:
+    """QA 34 #12: `epochs = -3` in a config named no file or line (unknown and repeated keys
+    did); a flag given beside the file is still named as the flag."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('workload = "resnet50"\nepochs = -3\n', encoding="utf-8")
+    code, out = invoke("plan", "train", "--config", str(cfg))
+    assert code == 2, out
+    assert " ".join(out.split()).startswith(
+        f"error: {cfg}, line 2, key 'epochs': must be a finite number > 0 (got -3.0)"
+    )
+    code, out = invoke("plan", "train", "--config", str(cfg), "--epochs", "-5")
+    assert code == 2 and out.strip().startswith("error: epochs: must be"), out
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [

@@ -147,3 +147,15 @@ def test_the_text_and_the_html_report_number_the_rows_alike(tmp_path: Path) -> N
                                           "--json"]).stdout)  # fmt: skip
     pick = data["recommended"]
     assert text[pick] == ">" and (f"&gt;*{pick}", str(pick)) in [(m + n, n) for m, n in cells]
+
+
+def test_an_absurd_token_count_is_refused_not_planned() -> None:
+    """QA 34 #14: --tokens 1e30 planned "2.31e+16 years ($104,448,827,...)"; now one line."""
+    args = [*SMALL]
+    args[args.index("--tokens") + 1] = "1e30"
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        "error: tokens: must be at most 1e+18 (~70,000x Llama 3's 15T) (got 1e+30); "
+        "e.g. --tokens 2e11"
+    )

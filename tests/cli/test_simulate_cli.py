@@ -392,3 +392,35 @@ def test_revoked_nodes_are_replaced_by_default_as_plan_train_assumes() -> None:
     assert "assumption replacement: revoked nodes are replaced, as plan train assumes" in (
         text.stdout
     )
+
+
+STORM_JOB = [
+    "simulate", "train", "--gpu", "K80", "--strategy", "ddp", "--spot", "--region", "us-east1",
+    "--workload", "cifar-resnet32", "--steps", "1000", "--speed", "4.5",
+    "--hazard-per-hour", "0.7", "--runs", "50",
+]  # fmt: skip
+
+
+def test_a_cluster_revoked_faster_than_it_restarts_is_refused_before_simulating() -> None:
+    """1,000 synchronous spot nodes revoked every ~5 s never finish: the runs go on to the
+    horizon, launching ~26 million servers -- refused up front (the speed table not built),
+    naming --workers and the fix; 20 nodes run."""
+    big = runner.invoke(app, [*STORM_JOB, "--workers", "1000"])
+    assert big.exit_code == 2, big.output
+    lines = [ln for ln in big.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, big.output
+    assert lines[0].startswith("error: workers: 1,000 spot nodes x 50 runs would launch about ")
+    assert "30-day horizon" in lines[0] and "lower --workers or --runs" in lines[0]
+    assert "--allow-large" in lines[0]
+    assert runner.invoke(app, [*STORM_JOB, "--workers", "20"]).exit_code == 0
+
+
+def test_an_on_demand_cluster_says_no_lifetimes_were_used(tmp_path: Path) -> None:
+    """QA 34 #18: no "published GCE lifetimes not needed (they apply to GCP GPUs only)" for a
+    cluster with no spot node: the lifetimes were not used at all."""
+    args = [a for a in BASE if a not in ("--spot", "--hazard-per-hour", "0.05")]
+    result = runner.invoke(app, [*args, "--price-table", str(_prices(tmp_path)), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["sources"]["lifetimes"] == (
+        "not used: no spot node drew a lifetime"
+    )

@@ -27,6 +27,13 @@ def test_data_dir_without_cmdare_exits_2(tmp_path: Path) -> None:
     assert "cmdare" in result.output
 
 
+def test_a_data_dir_that_does_not_exist_says_so(tmp_path: Path) -> None:
+    """QA 34 #16: a missing folder read "has no cmdare/ folder ..."."""
+    result = runner.invoke(app, ["validate", "--data-dir", str(tmp_path / "nosuch")])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: data-dir: does not exist (from --data-dir)")
+
+
 def test_unknown_what_is_rejected(tmp_path: Path) -> None:
     result = runner.invoke(app, ["validate", "--data-dir", str(tmp_path), "--what", "nope"])
     assert result.exit_code == 2

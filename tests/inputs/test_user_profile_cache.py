@@ -224,7 +224,7 @@ def test_the_profile_verb_and_predict_train_use_the_cache(
     assert again.run_id is not None
     predicted = [gpucast.predict_train(workload=spec, gpu="H100", batch_size=64) for _ in "ab"]
     assert profiler.calls == 2  # once at the profile batch predictions share
-    assert predicted[0].profile_source == ""
+    assert predicted[0].profile_source == "" and predicted[0].to_dict()["profile_source"] is None
     assert predicted[1].profile_source.startswith(CACHED_PROFILE_NOTE)
     assert predicted[1].to_dict()["profile_source"] == predicted[1].profile_source
     assert predicted[1].step_time_s == predicted[0].step_time_s

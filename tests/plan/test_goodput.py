@@ -74,3 +74,21 @@ def test_batch_choice_round_trips_and_other_objectives_keep_their_batches() -> N
     again = TrainPlan.from_dict(plan.to_dict())
     assert again.batch_choice == plan.batch_choice and again.batch_why == plan.batch_why
     assert plan.picks["goodput"] is not None
+
+
+def test_fastest_searches_the_wide_batch_grid_and_cheapest_says_what_it_searched() -> None:
+    """QA 34 #2: fastest on 32-256 missed faster plans at 512+ per GPU (goodput found them):
+    it now searches the goodput grid; cheapest keeps 32-256 and names it in batch_why."""
+    fastest = plan_training(request(objective="fastest", allow_spot=False), _ctx(2000.0))
+    narrow = plan_training(
+        request(objective="fastest", allow_spot=False, batch_sizes=(32, 64, 128, 256)),
+        _ctx(2000.0),
+    )
+    assert fastest.best is not None and narrow.best is not None
+    per_worker = {o.per_worker_batch for o in fastest.batch_choice}
+    assert per_worker <= set(GOODPUT_BATCHES) and max(per_worker) > 256
+    assert fastest.best.time_s <= narrow.best.time_s
+    assert "per-worker batches 8-1,024 searched" in fastest.batch_why
+    cheapest = plan_training(request(objective="cheapest", allow_spot=False), _ctx(2000.0))
+    assert {o.per_worker_batch for o in cheapest.batch_choice} <= {32, 64, 128, 256}
+    assert "per-worker batches 32-256 searched" in cheapest.batch_why

@@ -122,3 +122,19 @@ def test_spot_p_meet_falls_as_the_deadline_tightens_and_counts_the_model() -> No
     assert ps[0] > ps[-1]
     # without the model's uncertainty the same deadline looks safer than it is
     assert _p(1.5 * 3600, (1.0,)) > _p(1.5 * 3600, factors)
+
+
+def test_the_strata_miss_a_tail_the_on_demand_p_meet_counts() -> None:
+    """QA 34 #5: plan train's on-demand P(meet) integrates the step-time interval's whole tail;
+    simulate train (and the spot P(meet)) draw SPOT_STRATA strata, the slowest at the
+    (k - 0.5) / k quantile -- a deadline between that stratum and the tail reads 0% missed in
+    one and a few % in the other, which both outputs now say."""
+    from gpucast.plan.uncertainty import SPOT_STRATA, quantile
+
+    lo, hi = 0.33, 3.9
+    slowest = max(strata(lo, hi))
+    assert slowest == pytest.approx(float(quantile((SPOT_STRATA - 0.5) / SPOT_STRATA, lo, hi)))
+    deadline_x = slowest * 1.05  # every stratum meets it...
+    p = p_meet_deadline(deadline_x * 3600.0, 0.0, np.array([3600.0]), lo, hi)[0]
+    assert all(f <= deadline_x for f in strata(lo, hi))
+    assert 0.95 < p < 1.0  # ...the continuous tail does not

@@ -87,3 +87,11 @@ def test_imports_step_rate_series(shared_data: Path) -> None:
         table[(table.gpu == "K80") & (table.model == "Res15")]["speed_steps_per_s"].round(6)
     )
     assert expected <= set(k80_res15["speed_steps_per_s"].round(6))
+
+
+def test_an_empty_file_asks_for_rows_not_to_drop_one(tmp_path: Path) -> None:
+    """QA 34 #16: an empty file said "is empty; fix or drop the row"."""
+    path = tmp_path / "empty.csv"
+    path.write_text("")
+    with pytest.raises(DataFormatError, match="is empty; give a CSV with a header and rows"):
+        read_speed_rows(path, require_step_time=False)

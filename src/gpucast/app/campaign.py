@@ -50,7 +50,11 @@ class CampaignRunRequest:
     VERB: ClassVar[str] = "campaign run"
 
     sweep_file: Path = option(
-        help="The sweep YAML (see gpucast.measure.campaign).", argument=True, example="sweep.yaml"
+        help="The sweep YAML: workloads and batch_sizes (required), precisions, devices, "
+        "strategies, nprocs, ps_shards, sync, repeats, name and settings (README: 'Campaign "
+        "sweep file').",
+        argument=True,
+        example="sweep.yaml",
     )
     backend: str = option(
         "local", parse=_backend, help="local, or ray (one task per point).", example="ray"

@@ -11,9 +11,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gpucast.domain.errors import DataFormatError
+from gpucast.domain.errors import DataFormatError, InvalidInputError, InvalidSpecError
 from gpucast.domain.options import build, field_for
-from gpucast.inputs.textfiles import flag_key, parse_mapping_text, read_text, reject_respelled_keys
+from gpucast.inputs.textfiles import (
+    flag_key,
+    line_of,
+    parse_mapping_text,
+    read_text,
+    reject_respelled_keys,
+)
 
 T = TypeVar("T")
 
@@ -49,6 +55,7 @@ def request_from(
     if config is not None:
         values.update(read_config(config, request_cls))
         where = str(config)
+    from_file = set(values)
     for key, value in given.items():
         if value is None or (isinstance(value, list) and not value):
             continue
@@ -56,7 +63,27 @@ def request_from(
         name = f.name if f is not None else key
         values = {k: v for k, v in values.items() if _same(request_cls, k, name) is False}
         values[key] = value
-    return build(request_cls, values, where=where)
+        from_file.discard(key)
+    try:
+        return build(request_cls, values, where=where)
+    except InvalidSpecError as exc:
+        if config is None:
+            raise
+        raise _in_file(request_cls, exc, Path(config), from_file & set(values)) from None
+
+
+def _in_file(
+    request_cls: type, exc: InvalidSpecError, path: Path, keys: set[str]
+) -> InvalidInputError:
+    """A value check's error about a key the config file set, naming the file and its line
+    (as an unknown or repeated key's error does); ``exc`` itself where the key was not the
+    file's (a flag or keyword given beside it)."""
+    f = field_for(request_cls, exc.field)
+    key = next((k for k in keys if f is not None and _same(request_cls, k, f.name)), None)
+    if key is None:
+        return exc
+    line = line_of(read_text(path, "config"), key)
+    return DataFormatError(str(path), exc.detail, line=line, key=key, fix=exc.fix)
 
 
 def _field_name(request_cls: type | None, key: object) -> str:

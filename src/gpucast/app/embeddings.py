@@ -29,7 +29,7 @@ from gpucast.app._request import resolve
 from gpucast.domain.catalog import offers_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_seed
-from gpucast.domain.options import option
+from gpucast.domain.options import as_flags, option
 from gpucast.domain.systems import (
     ClusterSettings,
     check_cluster_options,
@@ -128,6 +128,10 @@ class PlanEmbeddingsRequest:
     )
 
     def __post_init__(self) -> None:
+        with as_flags(type(self)):  # a domain check's field as the flag typed, with a fix
+            self._check()
+
+    def _check(self) -> None:
         named = check_cluster_options(
             self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
         )
@@ -542,6 +546,10 @@ class PredictEmbeddingCacheRequest:
     seed: int = option(0, help="Seed of the replayed stream's order.", example="1")
 
     def __post_init__(self) -> None:
+        with as_flags(type(self)):  # a domain check's field as the flag typed, with a fix
+            self._check()
+
+    def _check(self) -> None:
         _window(self.window)
         if self.policy not in ("lru", "lfu"):
             raise InvalidSpecError("policy", "must be lru or lfu", got=self.policy)

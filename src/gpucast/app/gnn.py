@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_price
-from gpucast.domain.options import lower_text, option
+from gpucast.domain.options import as_flags, lower_text, option
 
 if TYPE_CHECKING:
     from gpucast.predict.gnn_partition import PartitionedEpoch
@@ -273,6 +273,10 @@ class PredictGnnRequest:
             )
 
     def __post_init__(self) -> None:
+        with as_flags(type(self)):  # a domain check's field as the flag typed, with a fix
+            self._check()
+
+    def _check(self) -> None:
         for name in (
             "nodes", "edges", "batch", "parts", "heads", "gpus", "gpus_per_node",
             "graph_servers", "functions", "sampler_workers", "feature_dim", "hidden",

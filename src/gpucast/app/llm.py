@@ -186,9 +186,16 @@ def precision_note(precision: str, skipped: tuple[str, ...] = ()) -> dict[str, s
     return note
 
 
+#: a typical value of each count flag, for its error's "e.g." (8 for the GPU counts)
+_COUNT_EXAMPLES = {"seq-len": "4096", "global-batch": "512", "max-gpus": "256"}
+
+
 def positive_or_none(name: str, value: int | None) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise InvalidSpecError(name, "must be an integer >= 1", got=value, fix=f"e.g. --{name} 8")
+        example = _COUNT_EXAMPLES.get(name, "8")
+        raise InvalidSpecError(
+            name, "must be an integer >= 1", got=value, fix=f"e.g. --{name} {example}"
+        )
 
 
 #: ``predict llm-train --gpu``'s GPUs where ``--gpus`` is not given (a node's worth)
@@ -446,7 +453,9 @@ def predict_llm_train(
             flags = conflict.flags if conflict else tuple(k for k, v in shown.items() if v)
             dropped = "/".join(f"--{k}" for k in flags)
             raise NoFeasiblePlanError(
-                f"no layout of {gpus} GPUs with "
+                # the flag at fault first, as every input error starts (QA 34 #15)
+                (f"{conflict.flags[0]}: " if conflict and conflict.flags else "")
+                + f"no layout of {gpus} GPUs with "
                 + ", ".join(f"{k}={v or 'any'}" for k, v in shown.items())
                 + f" runs {spec.name} at a global batch of {request.global_batch}"
                 + (f": {conflict.detail}" if conflict else ""),

@@ -92,6 +92,10 @@ def _duration(value: Any) -> float | None:
     return none_or(lambda v: duration_s(v, field="deadline"))(value)
 
 
+#: The most training tokens ``plan llm-train`` takes: ~70,000x Llama 3's 15T tokens.
+MAX_TOKENS = 1e18
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlanLlmTrainRequest:
     """An LLM training job to plan over the catalog's GPU offers (``gpucast plan llm-train``)."""
@@ -214,6 +218,13 @@ class PlanLlmTrainRequest:
         ):
             raise InvalidSpecError(
                 "tokens", "must be a number > 0", got=self.tokens, fix="e.g. --tokens 2e11"
+            )
+        if self.tokens > MAX_TOKENS:  # (a typo: its plan's years and dollars print as noise)
+            raise InvalidSpecError(
+                "tokens",
+                f"must be at most {MAX_TOKENS:.0e} (~70,000x Llama 3's 15T)",
+                got=self.tokens,
+                fix="e.g. --tokens 2e11",
             )
         for name in ("seq_len", "global_batch", "max_gpus"):
             positive_or_none(name.replace("_", "-"), getattr(self, name))

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import fields_of, is_default, lower_text, option
+from gpucast.domain.options import as_flags, fields_of, is_default, lower_text, option
 from gpucast.domain.workload import (
     AUTO_PRECISION,
     PRECISIONS,
@@ -170,6 +170,10 @@ class MeasureInferRequest(_StepRequest):
     VERB: ClassVar[str] = "measure infer"
 
     def __post_init__(self) -> None:
+        with as_flags(type(self)):  # a domain check's field as the flag typed, with a fix
+            self._check()
+
+    def _check(self) -> None:
         self._check_steps()
 
 
@@ -258,6 +262,10 @@ class MeasureTrainRequest(_StepRequest):
     )
 
     def __post_init__(self) -> None:
+        with as_flags(type(self)):  # a domain check's field as the flag typed, with a fix
+            self._check()
+
+    def _check(self) -> None:
         self._check_steps()
         self._check_mode()
         self.distributed_config()  # DistributedConfig checks the distributed flags

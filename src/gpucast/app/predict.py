@@ -280,7 +280,7 @@ class PredictTrainResult:
             "embeddings_assumption": None
             if self.embeddings_assumption is None
             else self.embeddings_assumption.to_dict(),
-            "profile_source": self.profile_source,
+            "profile_source": self.profile_source or None,  # (null: profiled here, now)
             "data_parallel": None if self.data_parallel is None else self.data_parallel.to_dict(),
         }
 
@@ -478,6 +478,11 @@ def _crossbow(
     return {"crossbow": est, "crossbow_assumption": said}
 
 
+def _whole(n_bytes: float) -> float | int:
+    """A byte count as a whole number where it is finite (JSON ``5806211992``, not ``...2.0``)."""
+    return round(n_bytes) if math.isfinite(n_bytes) else n_bytes
+
+
 def _memory_plan(
     request: PredictTrainRequest, facts: WorkloadFacts, spec: GpuSpec, step_s: float, store: Path
 ) -> dict[str, Any]:
@@ -515,9 +520,10 @@ def _memory_plan(
     best = fit.best
     return {
         "plan": None if best is None else best.strategy,
-        "gpu_bytes": None if best is None else best.bytes_needed,
-        "usable_bytes": fit.bytes_available,
-        "host_bytes": None if best is None else best.host_bytes,
+        # (whole bytes: the estimates are sums of byte counts)
+        "gpu_bytes": None if best is None else _whole(best.bytes_needed),
+        "usable_bytes": _whole(fit.bytes_available),
+        "host_bytes": None if best is None else _whole(best.host_bytes),
         "slowdown": None if best is None else best.slowdown,
         "step_time_s": None if best is None else step_s * best.slowdown,
         "reason": fit.reason,

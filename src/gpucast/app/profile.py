@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import lower_text, option
+from gpucast.domain.options import as_flags, lower_text, option
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.workload import (
     Precision,
@@ -53,6 +53,10 @@ class ProfileRequest:
     )
 
     def __post_init__(self) -> None:
+        with as_flags(type(self)):  # a domain check's field as the flag typed, with a fix
+            self._check()
+
+    def _check(self) -> None:
         _ = self.spec  # WorkloadSpec checks the name, the batch size and the precision
         if self.optimizer not in OPTIMIZERS:
             raise InvalidSpecError(

@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from gpucast.app._launches import mean_delay_s
 from gpucast.app._memory import check_simulated_memory
 from gpucast.app._request import resolve
 from gpucast.app.elastic import elastic_speed
@@ -506,6 +507,43 @@ def _check_size(request: SimulateTrainRequest, groups: Sequence[WorkerGroup], ps
     )
 
 
+def _check_launches(
+    request: SimulateTrainRequest,
+    groups: Sequence[WorkerGroup],
+    dists: Sequence[Any],
+    lost_s: float,
+    *,
+    steps: int = 1,
+    every_steps: int | None = None,
+    steps_per_s: float = math.inf,
+) -> None:
+    """Refuse a run count and cluster whose spot servers would be launched too many times
+    (see :mod:`gpucast.app._launches`); ``lost_s``: the time a rollback costs besides the
+    lost steps. Before the step time is known (the default ``steps_per_s``) the estimate is
+    a lower bound: one segment of no steps."""
+    from gpucast.app._launches import check_launches, expected_run_s
+    from gpucast.domain.simulation import HORIZON_S
+    from gpucast.plan.risk import mean_lifetime_s
+
+    hazards = [0.0 if d is None else 1.0 / max(mean_lifetime_s(d), 1.0) for d in dists]
+    if not any(hazards):
+        return
+    counts = [g.count for g in groups]
+    rollback = sum(c * h for c, h in zip(counts, hazards, strict=True))
+    if request.strategy == "ps-async" or request.elastic:
+        rollback = next(h for h in hazards if h > 0)  # the chief's node, as for Young's
+    every = every_steps or steps
+    horizon_s = HORIZON_S
+    run_s = expected_run_s(
+        segments=steps / every, segment_s=every / steps_per_s, lost_per_rollback_s=lost_s,
+        rollback_per_s=rollback, horizon_s=horizon_s,
+    )  # fmt: skip
+    check_launches(
+        runs=request.runs, counts=counts, hazards_per_s=hazards, rollback_per_s=rollback,
+        run_s=run_s, horizon_s=horizon_s, allow_large=request.allow_large,
+    )  # fmt: skip
+
+
 def _check_finishes(
     steps: int,
     fastest_steps_per_s: float,
@@ -670,6 +708,12 @@ def simulate_train(
         else spot_inputs.named_lifetimes(store, request.lifetimes),
     )
     dists = [lifetimes(g.gpu, g.region, request.provider or "") if g.spot else None for g in groups]
+    startup = spot_inputs.StartupDelays(data_dir=root)
+    start_spot = [startup(g.gpu, "spot", g.region) for g in groups]
+    start_spot.append(startup("cpu", "spot", request.region))
+    penalty = spot_inputs.restart_penalty(root)
+    restart_s = penalty.value + max(mean_delay_s(d) for d in start_spot)
+    _check_launches(request, groups, dists, restart_s)  # (a lower bound: before the speed table)
     # --precision auto: each GPU type at what practitioners train in on it (one precision:
     # the request's from here on; two: each group's step time at its own)
     by_gpu = {
@@ -823,12 +867,12 @@ def simulate_train(
             else spot_inputs.restart_penalty(root).value
         ),
     )  # fmt: skip
-    startup = spot_inputs.StartupDelays(data_dir=root)
-    start_spot = [startup(g.gpu, "spot", g.region) for g in groups]
-    start_spot.append(startup("cpu", "spot", request.region))
     start_od = [startup(g.gpu, "on-demand", g.region) for g in groups]
     start_od.append(startup("cpu", "on-demand", request.region))
-    penalty = spot_inputs.restart_penalty(root)
+    _check_launches(
+        request, groups, dists, restart_s + ckpt_s,
+        steps=total_steps, every_steps=every_steps, steps_per_s=full_speed,
+    )  # fmt: skip
     if synchronous and not request.elastic:
         notes.append(
             f"{request.strategy} is synchronous: losing any node rolls back to the last checkpoint"
@@ -856,7 +900,10 @@ def simulate_train(
         notes.append(
             f"the step time is the roofline model's (interval x{lo:.2f}..x{hi:.2f}): the runs "
             f"are split over {len(factors)} strata of that uncertainty, as plan train does; "
-            "give --speed (measured) to drop it"
+            f"P(miss deadline) counts them (the slowest at the interval's "
+            f"{(len(factors) - 0.5) / len(factors):.1%} quantile: plan train's on-demand "
+            "P(meet) also counts the tail beyond it, so it can be lower); give --speed "
+            "(measured) to drop it"
         )
 
     def gaps(rule: spot_inputs.Lifetimes) -> list[Any]:

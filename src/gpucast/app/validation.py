@@ -142,6 +142,13 @@ def cmdare_dir(data_dir: Path | str | None) -> Path:
             f"is needed: neither --data-dir nor ${DATA_DIR_ENV} is set",
             fix=f"pass --data-dir ../shared/data or export {DATA_DIR_ENV}=../shared/data",
         )
+    if not given.is_dir():
+        raise InvalidSpecError(
+            "data-dir",
+            f"is not a folder (from {how})" if given.exists() else f"does not exist (from {how})",
+            got=str(given),
+            fix=f"point --data-dir or ${DATA_DIR_ENV} at the published data (../shared/data)",
+        )
     for candidate in (given / "cmdare", given):
         if (candidate / "speed").is_dir() or (candidate / "checkpoint").is_dir():
             return candidate

@@ -51,16 +51,20 @@ class DataFormatError(InvalidInputError):
         line: int | None = None,
         column: str | None = None,
         fix: str | None = None,
+        key: str | None = None,
     ) -> None:
         where = path
         if line is not None:
             where += f", line {line}"
         if column is not None:
             where += f", column {column!r}"
+        if key is not None:  # (a YAML/TOML file's key, where a CSV has a column)
+            where += f", key {key!r}"
         super().__init__(f"{where}: {problem}", fix=fix)
         self.path = path
         self.line = line
         self.column = column
+        self.key = key
 
 
 #: How alike (difflib's ratio, case ignored) a known name must be to a typed one to be

@@ -23,7 +23,8 @@ import difflib
 import math
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -224,6 +225,22 @@ def split_list(value: Any) -> list[str]:
 def _fix(f: Field) -> str:
     example = f.info.example
     return f"e.g. {f.info.cli_flag} {example}" if example else f"see --help for {f.info.cli_flag}"
+
+
+@contextmanager
+def as_flags(cls: type) -> Iterator[None]:
+    """Errors of the checks run inside (a domain object's, naming its Python field) as the
+    verb of request class ``cls`` names them: the flag as typed (``batch_size`` ->
+    ``batch-size``) and, where the check gave no fix, the flag's example (``e.g.
+    --batch-size 32``). Errors about anything else pass unchanged."""
+    try:
+        yield
+    except InvalidSpecError as exc:
+        f = field_for(cls, exc.field)
+        flag = None if f is None else f.info.cli_flag.removeprefix("--")
+        if f is None or (flag == exc.field and exc.fix):
+            raise
+        raise InvalidSpecError(flag or exc.field, exc.detail, fix=exc.fix or _fix(f)) from None
 
 
 def _number(f: Field, kind: str, value: Any) -> Any:

@@ -500,7 +500,17 @@ class ParallelStepPrediction:
             "gpus": self.layout.gpus,
             "seq_len": self.seq_len,
             "global_batch_size": self.layout.global_batch_size,
-            "step_time": self.step_time.to_dict(),
+            # units in the names, as predict train's JSON (session 34: was "step_time" with a
+            # "unit" key and a "breakdown" without one)
+            "step_time_s": {
+                "value": self.step_time.value,
+                "lower": self.step_time.lower,
+                "upper": self.step_time.upper,
+            },
+            "bottleneck": self.step_time.bottleneck,
+            "source": self.step_time.source,
+            "breakdown_s": dict(self.step_time.breakdown),
+            "step_time_notes": list(self.step_time.notes),
             "tokens_per_s": self.tokens_per_s,
             "mfu": self.mfu,
             "hfu": self.hfu,

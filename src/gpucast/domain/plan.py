@@ -29,7 +29,15 @@ from gpucast.domain.convergence import (
 from gpucast.domain.energy import check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.limits import allow_large_option, check_seed, check_work
-from gpucast.domain.options import build, lower_list, lower_text, none_or, option, to_options
+from gpucast.domain.options import (
+    build,
+    is_default,
+    lower_list,
+    lower_text,
+    none_or,
+    option,
+    to_options,
+)
 from gpucast.domain.provenance import Assumption, Validation
 from gpucast.domain.spot import (
     check_hazard,
@@ -203,7 +211,10 @@ class TrainRequest:
     batch_size: int | None = option(None, help="Per-worker batch (fixed).", example="64")
     global_batch: int | None = option(None, help="Global batch (fixed).", example="1024")
     batch_sizes: tuple[int, ...] = option(
-        (32, 64, 128, 256), help="Per-worker batches searched.", example="32,64"
+        (32, 64, 128, 256),
+        help="Per-worker batches searched [default: 32-256; 8-1024 with --objective fastest "
+        "or goodput].",
+        example="32,64",
     )
     allow_mixed: bool = option(
         False, negative="no-allow-mixed", help="Also plan clusters of two GPU types."
@@ -211,7 +222,8 @@ class TrainRequest:
     objective: str = option(
         "cheapest",
         help=f"{' | '.join(OBJECTIVES)} (goodput: the most reference-batch samples per second, "
-        "throughput x statistical efficiency, with the per-worker batch searched over 8-1024; "
+        "throughput x statistical efficiency; fastest and goodput search per-worker batches "
+        "8-1024; "
         "energy, carbon: plans within 2% of the least count as tied, the cheapest of them "
         "wins).",
         example="fastest",
@@ -367,7 +379,8 @@ class TrainRequest:
             raise InvalidSpecError("mc_runs", "must be an integer >= 1", got=self.mc_runs)
         _positive_int("max_simulated", self.max_simulated)
         check_work(
-            "runs",
+            # the flag the user raised: --max-gpus where it is not the default (QA 34 #13)
+            "runs" if is_default(self, "max_gpus") else "max-gpus",
             float(self.mc_runs) * (self.max_gpus + self.max_ps_shards + 2),
             what=f"Monte Carlo cells per spot plan ({self.mc_runs:,} runs x up to "
             f"{self.max_gpus + self.max_ps_shards:,} servers)",

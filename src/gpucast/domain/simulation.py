@@ -83,6 +83,10 @@ class WorkerGroup:
             raise InvalidSpecError("gpu", "must not be empty", fix="e.g. --gpu K80")
 
 
+#: how long a simulated training run may take before it counts as never finishing: 30 days
+HORIZON_S = 30 * 86400.0
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClusterScenario:
     """A training job of ``steps`` global steps on ``workers`` plus ``ps_count`` parameter servers.
@@ -121,7 +125,7 @@ class ClusterScenario:
     deadline_s: float | None = None
     include_startup: bool = True
     worker_loss_restarts: bool = False
-    horizon_s: float = 30 * 86400.0
+    horizon_s: float = HORIZON_S
     fallback_after_s: float | None = None
     #: elastic synchronous training: no worker (the chief included) is critical -- the job
     #: goes on with the ready workers (the speed function gives its progress rate at each

@@ -299,6 +299,8 @@ class Lifetimes:
     def source(self) -> str:
         if self.hazard_per_hour is not None:
             return f"user-given hazard {self.hazard_per_hour:g} revocations/h for every node"
+        if not self.used and self.named is None:
+            return "not used: no spot node drew a lifetime"
         parts = [self.fitted_on]
         if self.named is not None:
             parts.append(f"named model: {self.named[0].source}")

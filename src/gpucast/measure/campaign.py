@@ -85,7 +85,7 @@ def _bad(
     path: Path, node: Any, key: str | None, problem: str, fix: str | None = None
 ) -> DataFormatError:
     line = None if node is None else int(node.start_mark.line) + 1
-    return DataFormatError(str(path), problem, line=line, column=key, fix=fix)
+    return DataFormatError(str(path), problem, line=line, key=key, fix=fix)
 
 
 def _scalar(path: Path, key: str, node: Any) -> Any:

@@ -23,6 +23,7 @@ import numpy as np
 
 from gpucast.plan.evaluate import BOTTLENECKS, evaluate_like
 from gpucast.plan.space import PS, PS_SYNC
+from gpucast.plan.uncertainty import SPOT_STRATA
 
 if TYPE_CHECKING:
     from gpucast.domain.plan import TrainRequest
@@ -130,7 +131,9 @@ def explain(
         ):
             line += (
                 f" and meets the deadline with P {od_p:.1%} instead of "
-                f"{spot.p_meet_deadline:.1%} (no revocations)"
+                f"{spot.p_meet_deadline:.1%} (no revocations; over the step-time interval's "
+                f"whole tail, where the spot figure and simulate train draw {SPOT_STRATA} "
+                "equally likely strata of it)"
             )
         hints.append(line)
     return hints

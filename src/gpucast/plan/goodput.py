@@ -10,8 +10,9 @@ batch on given hardware is where their product peaks.
 
 ``plan train --objective goodput`` picks the plan with the highest goodput (ties: faster, then
 cheaper) and searches per-worker batches over :data:`GOODPUT_BATCHES` unless ``--batch-sizes``
-is given. Every plan reports, for its recommended hardware, the goodput of each global batch
-evaluated there (:func:`batch_choice`) and why the chosen one (:func:`batch_why`).
+is given (as ``--objective fastest`` does). Every plan reports, for its recommended hardware,
+the goodput of each global batch evaluated there (:func:`batch_choice`) and why the chosen one
+(:func:`batch_why`), naming the per-worker batches searched.
 
 Pure: arrays in, values out.
 """
@@ -31,8 +32,13 @@ if TYPE_CHECKING:
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-#: Per-worker batches searched with ``--objective goodput`` (unless --batch-sizes is given).
+#: Per-worker batches searched with ``--objective goodput`` or ``fastest`` (unless
+#: --batch-sizes is given): the fastest plan is often a batch above the default grid's 256.
 GOODPUT_BATCHES: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512, 1024)
+#: The objectives that search :data:`GOODPUT_BATCHES`; ``cheapest`` (and the energy and carbon
+#: objectives) keep the default grid -- twice the rows would slow every plan -- and each plan
+#: says which per-worker batches it searched.
+WIDE_BATCH_OBJECTIVES = ("goodput", "fastest")
 
 
 def efficiency_and_goodput(res: SearchResult, rows: IntArray) -> tuple[FloatArray, FloatArray]:
@@ -100,12 +106,19 @@ def batch_why(options: tuple[BatchOption, ...], objective: str) -> str:
         f"{chosen.goodput_samples_per_s:,.0f} reference samples/s"
     )
     best = max(feasible, key=lambda o: o.goodput_samples_per_s, default=chosen)
+    per_worker = sorted({o.per_worker_batch for o in options})
+    searched = (
+        f"per-worker batch {per_worker[0]:,}"
+        if len(per_worker) == 1
+        else f"per-worker batches {per_worker[0]:,}-{per_worker[-1]:,}"
+    )
     if best is chosen:
-        head += " (the most on this hardware"
+        head += f" (the most on this hardware of the {searched} searched"
     else:
         head += (
             f" (global batch {best.global_batch:,} has more, "
-            f"{best.goodput_samples_per_s:,.0f}, but ranks lower by {objective}"
+            f"{best.goodput_samples_per_s:,.0f}, but ranks lower by {objective}; {searched} "
+            "searched"
         )
     head += ")"
     parts = []

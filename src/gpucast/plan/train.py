@@ -71,6 +71,7 @@ from gpucast.plan.evaluate import (
 from gpucast.plan.explain import explain
 from gpucast.plan.goodput import (
     GOODPUT_BATCHES,
+    WIDE_BATCH_OBJECTIVES,
     batch_choice,
     batch_why,
     efficiency_and_goodput,
@@ -498,7 +499,7 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
         ctx = with_cluster(ctx)
         offers = _cluster_table(ctx)
         space_request = within_cluster(request, cluster)
-    if request.objective == "goodput" and is_default(request, "batch_sizes"):
+    if request.objective in WIDE_BATCH_OBJECTIVES and is_default(request, "batch_sizes"):
         space_request = replace(space_request, batch_sizes=GOODPUT_BATCHES)
     specs = [ctx.catalog.gpu(n) for n in sorted(set(offers.gpu_name))]
     gpus = build_gpu_table(

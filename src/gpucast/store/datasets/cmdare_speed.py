@@ -59,6 +59,10 @@ STORE_COLUMNS: tuple[str, ...] = (
     "speed_steps_per_s",
 )
 _FIX = "fix or drop the row (CM-DARE column format; see `gpucast fit speed --help`)"
+#: the fix of an error about the whole file (empty, unreadable): there is no row to drop
+_FILE_FIX = (
+    "give a CSV with a header and rows (CM-DARE column format; see `gpucast fit speed --help`)"
+)
 
 
 def _line(position: int) -> int:
@@ -79,7 +83,7 @@ def read_speed_rows(path: Path, *, require_step_time: bool) -> pd.DataFrame:
     from gpucast.store.files import read_csv_input
 
     raw = read_csv_input(
-        path, "data", fix=_FIX, dtype=str, keep_default_na=False, skipinitialspace=True
+        path, "data", fix=_FILE_FIX, dtype=str, keep_default_na=False, skipinitialspace=True
     )
     required = [*REQUIRED_COLUMNS, *([STEP_TIME_COL] if require_step_time else [])]
     missing = [c for c in required if c not in raw.columns]
