@@ -46,8 +46,9 @@ def test_lora_on_later_rounds_matches_the_readme(
 
     assert stats["all"]["systems"] == 54
     # session 34's step-time refit (the CNN all-reduce inside a node at NCCL's PCIe figures;
-    # the host pacing 6.5 -> 6.75 ms, which a refit of main alone also gives) moved these from 14.5 / 25.1, H100 13.8, H200 11.1,
-    # B200 35.9, MI 6.5 / 7.8 / 30.7, GB200 154.8 (49.4), rounds 13.2 / 32.6
+    # the host pacing 6.5 -> 6.75 ms, which a refit of main alone also gives) moved these from
+    # 14.5 / 25.1, H100 13.8, H200 11.1, B200 35.9, MI 6.5 / 7.8 / 30.7, GB200 154.8 (49.4),
+    # rounds 13.2 / 32.6
     assert pct("all", "median_abs") == 13.8 and pct("all") == 25.2
     assert pct("H100-SXM") == 13.5 and pct("H200") == 10.5 and pct("B200") == 36.6
     assert pct("MI325X") == 6.8 and pct("MI355X") == 7.3 and pct("MI300X") == 31.2
