@@ -64,17 +64,20 @@ def test_the_held_out_comparison_matches_the_readme(
     def pct(group: str, key: str = "mape") -> float:
         return round(stats[group][key] * 100, 1)
 
-    # the README's table (LLM inference, checked against NVIDIA's published figures)
+    # the README's table (LLM inference, checked against NVIDIA's published figures); session
+    # 34's step-time refit (the data-parallel all-reduce of the MLPerf rows at NCCL's PCIe
+    # figures) moved H200 18.3 -> 18.4, GH200 17.8 -> 17.7, L40S 9.2 -> 9.1 / 22.7 -> 22.8 and
+    # H100's first token 29.5 -> 29.7%
     assert stats["all"]["rows"] == 381 and stats["not_expressible"] == 39
     assert pct("all") == 18.1 and pct("all", "covered") == 92.9
     assert pct("trtllm-perf-v0.17 throughput") == 18.1
-    assert pct("any throughput H100-SXM") == 21.4 and pct("any throughput H200") == 18.3
-    assert pct("any throughput GH200") == 17.8 and pct("any throughput A100-80GB") == 14.8
-    assert pct("any throughput L40S 1 GPU") == 9.2
+    assert pct("any throughput H100-SXM") == 21.4 and pct("any throughput H200") == 18.4
+    assert pct("any throughput GH200") == 17.7 and pct("any throughput A100-80GB") == 14.8
+    assert pct("any throughput L40S 1 GPU") == 9.1
     # tp 4-8 over PCIe: all-reduces at the bus bandwidth catalog pcie_allreduce.csv gives a
     # Gen4 group (NCCL's 24 GB/s), no longer the x16 link's 32 (was 41.6%; all was 19.9%)
-    assert pct("any throughput L40S 2-8 GPUs") == 22.7
-    assert pct("any ttft H100-SXM") == 29.5 and pct("any ttft A100-80GB") == 7.6
+    assert pct("any throughput L40S 2-8 GPUs") == 22.8
+    assert pct("any ttft H100-SXM") == 29.7 and pct("any ttft A100-80GB") == 7.6
     # GPT-J past its 2,048-token context is refused, not priced
     refused = [r for r in table if not r["expressible"] and r["model"] == "gpt-j-6b"]
     assert len(refused) == 12

@@ -45,14 +45,19 @@ def test_lora_on_later_rounds_matches_the_readme(
         return round(stats[group][key] * 100, 1)
 
     assert stats["all"]["systems"] == 54
-    assert pct("all", "median_abs") == 14.5 and pct("all") == 25.1
-    assert pct("H100-SXM") == 13.8 and pct("H200") == 11.1 and pct("B200") == 35.9
-    assert pct("MI325X") == 6.5 and pct("MI355X") == 7.8 and pct("MI300X") == 30.7
-    assert pct("GB200") == 154.8 and pct("GB200", "mape_no_host") == 49.4
-    assert pct("round v4.1") == 13.2 and pct("round v5.1") == 32.6
+    # session 34's step-time refit (the CNN all-reduce inside a node at NCCL's PCIe figures;
+    # the host pacing 6.5 -> 6.75 ms, which a refit of main alone also gives) moved these from
+    # 14.5 / 25.1, H100 13.8, H200 11.1, B200 35.9, MI 6.5 / 7.8 / 30.7, GB200 154.8 (49.4),
+    # rounds 13.2 / 32.6
+    assert pct("all", "median_abs") == 13.8 and pct("all") == 25.2
+    assert pct("H100-SXM") == 13.5 and pct("H200") == 10.5 and pct("B200") == 36.6
+    assert pct("MI325X") == 6.8 and pct("MI355X") == 7.3 and pct("MI300X") == 31.2
+    assert pct("GB200") == 158.0 and pct("GB200", "mape_no_host") == 45.5
+    assert pct("round v4.1") == 12.8 and pct("round v5.1") == 33.1
     # session 33: the band x0.87-1.40 (L40S's tensor-parallel all-reduce at the PCIe figure;
-    # x0.88-1.39 before) holds three more systems predicted 14-16% slow (64.8% before)
-    assert pct("all", "covered") == 70.4
+    # x0.88-1.39 before) held three more systems predicted 14-16% slow (64.8% before); session
+    # 34's x0.86-1.39 one more (70.4% before)
+    assert pct("all", "covered") == 72.2
     # GB200 trays are priced as NVLink racks: 512 GPUs as 8 racks of 64
     racks = bench._racks(bench.later_runs())
     big = racks[(racks.gpu == "GB200") & (racks.accelerators == 512)].iloc[0]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gpucast.domain.catalog import GpuSpec
+    from gpucast.domain.catalog import Catalog, GpuSpec
     from gpucast.domain.provenance import Validation
     from gpucast.domain.systems import ClusterSpec
     from gpucast.plan.inputs import GpuPrecision
@@ -150,13 +150,16 @@ def data_parallel_on_cluster(
     choice: GpuPrecision,
     efficiency: RooflineEfficiency,
     store: Path,
+    catalog: Catalog,
 ) -> DataParallelStep:
     """The DDP step on ``gpus`` GPUs of ``cluster`` (``None``: all of them) at ``batch``
-    samples per GPU, as ``plan train`` prices that layout."""
+    samples per GPU, as ``plan train`` prices that layout (the all-reduce inside a node at
+    its figures: :func:`gpucast.inputs.clusters.node_link_gbps`)."""
     import dataclasses
 
     from gpucast.catalog.validation import validation_for
     from gpucast.inputs.cluster import perf_params
+    from gpucast.inputs.clusters import node_link_gbps
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.offload import cpu_adam
     from gpucast.plan.cluster_step import data_parallel_step
@@ -170,12 +173,15 @@ def data_parallel_on_cluster(
     perf = dataclasses.replace(
         perf, offload=OffloadSetting(cpu_adam=adam.value, source=adam.source)
     )
+    links = node_link_gbps(catalog, cluster)
     layout, ev = data_parallel_step(
-        cluster, spec, gpus=n, batch=batch, choice=choice, perf=perf, efficiency=efficiency
-    )
+        cluster, spec, gpus=n, batch=batch, choice=choice, perf=perf, efficiency=efficiency,
+        node_link_gbps=links,
+    )  # fmt: skip
     _, one = data_parallel_step(
-        cluster, spec, gpus=1, batch=batch, choice=choice, perf=perf, efficiency=efficiency
-    )
+        cluster, spec, gpus=1, batch=batch, choice=choice, perf=perf, efficiency=efficiency,
+        node_link_gbps=links,
+    )  # fmt: skip
     step = float(ev.step_s[0])
     rdma = cluster.shape.rdma
     kind = perf.collective_for(rdma=rdma, nvlink=cluster.shape.intra_node != "pcie")

@@ -64,7 +64,7 @@ def plan_train(
     from gpucast.domain.convergence import parse_target
     from gpucast.inputs.calibration import step_time_efficiency, store_calibration
     from gpucast.inputs.cluster import perf_params
-    from gpucast.inputs.clusters import request_cluster
+    from gpucast.inputs.clusters import node_link_gbps, request_cluster
     from gpucast.inputs.convergence import target_evaluations
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.energy import plan_power
@@ -379,6 +379,7 @@ def plan_train(
         work_curve=curve,
         evaluation=evaluation,
         per_gpu=per_gpu,
+        node_link_gbps=node_link_gbps(catalog, cluster),
     )
     plan = plan_training(request, ctx)
     candidates = tuple(

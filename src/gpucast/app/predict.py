@@ -364,6 +364,7 @@ def predict_train(
             ),
             efficiency=efficiency.value,
             store=store,
+            catalog=catalog,
         )
     return PredictTrainResult(
         workload=request.workload,

@@ -179,3 +179,16 @@ def pcie_group_gbps(generation: int, gpus: int) -> float:
     link's nominal rate (:data:`gpucast.domain.catalog.PCIE_X16_GBIT_PER_S`)."""
     figure = pcie_allreduce_gb_per_s(generation, gpus)
     return PCIE_X16_GBIT_PER_S.get(generation, 128.0) if figure is None else figure.value * 8.0
+
+
+def data_parallel_gbps(gpu: GpuSpec, gpus_in_node: int) -> float:
+    """Gbit/s per GPU of the data-parallel gradient all-reduce among ``gpus_in_node`` GPUs of
+    one node of ``gpu`` where no cluster says otherwise: the rule a tensor-parallel
+    all-reduce is priced by (:func:`gpucast.predict.parallel.group_link_gbps` on
+    :func:`catalog_node_links`) -- NVLink through a switch at the datasheet link; cards
+    bridged in pairs at the bridge for a pair and, beyond a pair, at NCCL's PCIe figure for
+    the group (:func:`pcie_group_gbps`); GPUs without NVLink at that figure. ``plan train``'s
+    catalog offers and the step-time fit's MLPerf rows take it."""
+    from gpucast.predict.parallel import group_link_gbps
+
+    return group_link_gbps(gpu, gpus_in_node, catalog_node_links(gpu))

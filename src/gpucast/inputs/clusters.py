@@ -590,6 +590,27 @@ def intra_link_gbps(
     return cluster.shape.ring_gbps(group, pcie)
 
 
+def node_link_gbps(
+    catalog: Catalog, cluster: ClusterSpec | None = None
+) -> dict[tuple[str, int], float]:
+    """Gbit/s per GPU of the data-parallel all-reduce inside one node, by (GPU type, GPUs in
+    the node), as ``plan train``, ``predict train --cluster`` and ``simulate train`` price it
+    (:attr:`gpucast.plan.train.PlanContext.node_link_gbps`): on ``cluster``, every group of
+    2..k GPUs of its node at :func:`intra_link_gbps`; else every catalog offer of several
+    GPUs at :func:`gpucast.catalog.pcie_allreduce.data_parallel_gbps` (the tensor-parallel
+    rule: bridged pairs beyond a pair and GPUs without NVLink at NCCL's PCIe figures)."""
+    from gpucast.catalog.pcie_allreduce import data_parallel_gbps
+
+    if cluster is not None:
+        name = catalog.gpu(cluster.gpu).name
+        return {
+            (name, c): intra_link_gbps(cluster, catalog, c)
+            for c in range(2, cluster.gpus_per_node + 1)
+        }
+    nodes = {(str(o.gpu), o.gpus) for o in catalog.offers if o.gpu is not None and o.gpus > 1}
+    return {(g, n): data_parallel_gbps(catalog.gpu(g), n) for g, n in sorted(nodes)}
+
+
 def simulation_prices(
     cluster: ClusterSpec, catalog: Catalog, *, ps_count: int, spot: bool
 ) -> tuple[PriceTable, TransientNetwork]:

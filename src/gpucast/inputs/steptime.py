@@ -249,10 +249,12 @@ def mlperf_observations(
 
 def with_collective(frame: pd.DataFrame, catalog: Any) -> pd.DataFrame:
     """``frame`` with ``extra_s`` = the exposed part of each row's gradient all-reduce: the
-    RDMA-class collective of :mod:`gpucast.predict.collective` over the node's NVLink/PCIe
-    and the nodes' network (:func:`node_network_gbps`), of which its overlap share hides under
-    the backward pass."""
-    from gpucast.plan.inputs import intra_node_gbps
+    RDMA-class collective of :mod:`gpucast.predict.collective` inside a node at the rule
+    ``plan train`` prices catalog nodes by (:func:`gpucast.catalog.pcie_allreduce.
+    data_parallel_gbps`: NVLink through a switch; bridged pairs beyond a pair and GPUs without
+    NVLink at NCCL's PCIe figures) and over the nodes' network (:func:`node_network_gbps`), of
+    which its overlap share hides under the backward pass."""
+    from gpucast.catalog.pcie_allreduce import data_parallel_gbps
     from gpucast.predict.collective import RDMA
 
     out = frame.copy()
@@ -261,7 +263,12 @@ def with_collective(frame: pd.DataFrame, catalog: Any) -> pd.DataFrame:
         np.asarray(_gradient_bytes(out), dtype=np.float64),
         out["gpus"].to_numpy(dtype=np.float64),
         out["gpus_per_node"].to_numpy(dtype=np.float64),
-        [intra_node_gbps(catalog.gpu(str(r["gpu"]))) for r in records],
+        [
+            data_parallel_gbps(
+                catalog.gpu(str(r["gpu"])), min(int(r["gpus_per_node"]), int(r["gpus"]))
+            )
+            for r in records
+        ],
         [node_network_gbps(str(r["gpu"]), int(r["gpus_per_node"])) for r in records],
     )
     # the backward pass is long next to these collectives: the overlap share hides

@@ -401,11 +401,13 @@ def speed_table(
     step_scale: Callable[[Sequence[int]], Sequence[float]] | None = None,
 ) -> tuple[SpeedTable, str]:
     """Cluster steps/s for every count of live nodes per group, from the cluster model;
-    ``intra_node_gbps`` (Gbit/s per GPU, a user's cluster) wins over the GPUs' own links.
+    ``intra_node_gbps`` (Gbit/s per GPU, a user's cluster) wins over the GPUs' own links (a
+    node of ``gpus_per_node`` at the catalog's rule, as ``plan train`` prices its offers:
+    :func:`gpucast.catalog.pcie_allreduce.data_parallel_gbps`).
     ``step_scale(live nodes per group)``: a factor per group on its single-worker step time
     (the per-GPU batch an elastic job re-plans at those counts; ``inf``: it does not fit ->
     0)."""
-    from gpucast.plan.inputs import intra_node_gbps as gpu_link_gbps
+    from gpucast.catalog.pcie_allreduce import data_parallel_gbps
     from gpucast.simulate.transient import SpeedTable
 
     includes_ps = all(steps[g.gpu].includes_ps for g in groups)
@@ -415,7 +417,7 @@ def speed_table(
     intra = (
         intra_node_gbps
         if intra_node_gbps is not None
-        else min(gpu_link_gbps(catalog.gpu(g.gpu)) for g in groups)
+        else min(data_parallel_gbps(catalog.gpu(g.gpu), gpus_per_node) for g in groups)
     )
 
     def speed(alive: Sequence[int]) -> float:

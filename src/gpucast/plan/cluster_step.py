@@ -25,6 +25,8 @@ from gpucast.plan.inputs import GpuPrecision, build_gpu_table
 from gpucast.plan.space import DDP, OfferTable, Space, cluster_offers
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from gpucast.domain.catalog import GpuSpec
     from gpucast.domain.systems import ClusterSpec
     from gpucast.plan.inputs import PerfParams
@@ -95,11 +97,13 @@ def data_parallel_step(
     choice: GpuPrecision,
     perf: PerfParams,
     efficiency: RooflineEfficiency | None = None,
+    node_link_gbps: Mapping[tuple[str, int], float] | None = None,
 ) -> tuple[ClusterLayout, Evaluation]:
     """The DDP step of ``gpus`` GPUs of ``cluster`` at ``batch`` samples per GPU (a one-row
     :class:`~gpucast.plan.evaluate.Evaluation`), the GPU at ``choice``'s precision, facts and
-    calibration."""
-    offers = cluster_offers(cluster, gpu, 0)
+    calibration; ``node_link_gbps`` as ``plan train``'s
+    (:attr:`gpucast.plan.train.PlanContext.node_link_gbps`)."""
+    offers = cluster_offers(cluster, gpu, 0, node_link_gbps)
     layout = cluster_layout(cluster, gpus, offers)
     table = build_gpu_table(
         choice.facts,

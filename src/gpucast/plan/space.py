@@ -17,7 +17,7 @@ the asynchronous PS. Pure: numbers in, numbers out.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,7 +48,9 @@ class OfferTable:
     """GPU offers as columns, with the cheapest CPU server of the same provider and region
     (the parameter-server shard; ``nan`` price where there is none).
 
-    ``intra_node_gbps`` (Gbit/s per GPU, ``nan`` = the GPU's datasheet link), ``nvlink``
+    ``intra_node_gbps`` (Gbit/s per GPU of the all-reduce inside one instance, ``nan`` = the
+    GPU's datasheet link) is set for a user's cluster and, where the app gives the figures
+    (:attr:`gpucast.plan.train.PlanContext.node_link_gbps`), for catalog offers; ``nvlink``
     (whether that link is NVLink/NVSwitch rather than PCIe) and ``max_nodes`` (most instances
     of the offer) are set for a user's cluster; ``None`` for catalog offers.
     """
@@ -95,8 +97,14 @@ class OfferTable:
 
     @staticmethod
     def build(
-        gpu_offers: list[Offer], cpu_offers: list[Offer], gpu_index: dict[str, int]
+        gpu_offers: list[Offer],
+        cpu_offers: list[Offer],
+        gpu_index: dict[str, int],
+        node_link_gbps: Mapping[tuple[str, int], float] | None = None,
     ) -> OfferTable:
+        """The catalog's GPU offers as columns; ``node_link_gbps`` (Gbit/s per GPU of the
+        all-reduce inside a node, by GPU type and GPUs per instance) sets
+        :attr:`intra_node_gbps` (``nan`` where it gives none: the datasheet link)."""
         cheapest_cpu: dict[tuple[str, str], Offer] = {}
         for o in cpu_offers:
             if o.vcpus < 4:  # a PS shard needs a few cores (CM-DARE used 4 vCPUs)
@@ -131,6 +139,12 @@ class OfferTable:
             ),
             host_bytes_per_gpu=np.array(
                 [o.memory_gib * GIB / max(o.gpus, 1) for o in gpu_offers], dtype=np.float64
+            ),
+            intra_node_gbps=None
+            if not node_link_gbps
+            else np.array(
+                [node_link_gbps.get((str(o.gpu), o.gpus), nan) for o in gpu_offers],
+                dtype=np.float64,
             ),
             price_estimated=np.array([o.price_estimated for o in gpu_offers], dtype=np.bool_),
             cpu_price_estimated=np.array(
@@ -532,12 +546,21 @@ def build_mixed(
     )
 
 
-def cluster_offers(cluster: ClusterSpec, gpu: GpuSpec, gpu_index: int) -> OfferTable:
+def cluster_offers(
+    cluster: ClusterSpec,
+    gpu: GpuSpec,
+    gpu_index: int,
+    node_link_gbps: Mapping[tuple[str, int], float] | None = None,
+) -> OfferTable:
     """A user's cluster as offers (module docstring): ``c`` GPUs of one node for ``c`` in
     1..k-1, then the whole node on up to ``cluster.nodes`` nodes, priced per GPU-hour (0
     without a price, ``nan`` spot without a spot market). The parameter-server shards run on
     the cluster's own host CPUs at no extra cost, over the inter-node network (a single node
-    without one: over its GPUs' PCIe links)."""
+    without one: over its GPUs' PCIe links). Each offer's all-reduce inside the node is
+    ``node_link_gbps[(gpu.name, c)]`` where given (the app's figures: a ring beyond a bridged
+    pair at NCCL's PCIe figure, :func:`gpucast.inputs.clusters.node_link_gbps`), else the
+    node's link (:meth:`~gpucast.domain.systems.NodeShape.ring_gbps`, PCIe at its nominal
+    rate)."""
     shape = cluster.shape
     k = shape.gpus_per_node
     counts = [*range(1, k), k]
@@ -570,7 +593,10 @@ def cluster_offers(cluster: ClusterSpec, gpu: GpuSpec, gpu_index: int) -> OfferT
         cpu_instance=(f"{shape.name} host CPUs",) * n,
         cpu_usd_per_hour=np.zeros(n, dtype=np.float64),
         cpu_network_gbps=np.array(network, dtype=np.float64),
-        intra_node_gbps=np.array([shape.ring_gbps(c, pcie) for c in counts], dtype=np.float64),
+        intra_node_gbps=np.array(
+            [(node_link_gbps or {}).get((gpu.name, c), shape.ring_gbps(c, pcie)) for c in counts],
+            dtype=np.float64,
+        ),
         nvlink=np.array([shape.intra_node != "pcie" and c > 1 for c in counts], dtype=np.bool_),
         max_nodes=np.array([1] * (n - 1) + [cluster.nodes], dtype=np.int64),
     )

@@ -185,6 +185,11 @@ class PlanContext:
     #: GPU types that train at their own precision (``--precision auto``): each one's
     #: precision, facts and calibration (a GPU not in it: ``facts`` and ``calibration``)
     per_gpu: Mapping[str, GpuPrecision] = field(default_factory=dict)
+    #: Gbit/s per GPU of the data-parallel all-reduce inside a node, by (GPU type, GPUs in the
+    #: node): the catalog's rule for its offers, the cluster's for a cluster (PCIe at NCCL's
+    #: figures; :func:`gpucast.inputs.clusters.node_link_gbps`); a node not in it: the
+    #: GPU's datasheet link (a cluster's: its node's)
+    node_link_gbps: Mapping[tuple[str, int], float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -397,10 +402,15 @@ def filtered_offers(request: OfferFilters, catalog: Catalog) -> tuple[list[Offer
     return gpu_offers, cpu_offers
 
 
-def _offers(request: OfferFilters, catalog: Catalog) -> OfferTable:
+def _offers(
+    request: OfferFilters,
+    catalog: Catalog,
+    node_link_gbps: Mapping[tuple[str, int], float] | None = None,
+) -> OfferTable:
     gpu_offers, cpu_offers = filtered_offers(request, catalog)
     names = sorted({str(o.gpu) for o in gpu_offers})
-    return OfferTable.build(gpu_offers, cpu_offers, {n: i for i, n in enumerate(names)})
+    index = {n: i for i, n in enumerate(names)}
+    return OfferTable.build(gpu_offers, cpu_offers, index, node_link_gbps)
 
 
 def planned_gpus(
@@ -416,7 +426,7 @@ def planned_gpus(
 
 def _cluster_table(ctx: PlanContext) -> OfferTable:
     assert ctx.cluster is not None
-    return cluster_offers(ctx.cluster, ctx.catalog.gpu(ctx.cluster.gpu), 0)
+    return cluster_offers(ctx.cluster, ctx.catalog.gpu(ctx.cluster.gpu), 0, ctx.node_link_gbps)
 
 
 def with_cluster(ctx: PlanContext) -> PlanContext:
@@ -493,7 +503,7 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
     """
     cluster = ctx.cluster
     if cluster is None:
-        offers = _offers(request, ctx.catalog)
+        offers = _offers(request, ctx.catalog, ctx.node_link_gbps)
         space_request = request
     else:
         ctx = with_cluster(ctx)
