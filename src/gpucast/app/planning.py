@@ -741,7 +741,10 @@ def _perf_text(perf: PerfParams) -> str:
     rdma, tcp = perf.collective_rdma, perf.collective_tcp
     return (
         f"all-reduce on RDMA networks at nominal link bandwidth ({rdma.algorithm}; "
-        f"{rdma.hop_latency_s * 1e6:g} us a hop), on TCP at {tcp.network_efficiency:.0%} of "
+        f"{rdma.hop_latency_s * 1e6:g} us a hop), inside a node over NVLink at its datasheet "
+        "rate and over PCIe at NCCL's figure for the group (catalog pcie_allreduce.csv; "
+        "NVLink-bridged cards beyond a pair too), on TCP at "
+        f"{tcp.network_efficiency:.0%} of "
         f"nominal with {tcp.latency_s * 1e3:.3g} ms a step (fitted on Pollux T4 runs); "
         f"{perf.overlap_fraction:.0%} of a data-parallel step's communication hidden behind "
         "its backward pass (an uncalibrated prior, not measured); parameter servers as fitted "
