@@ -787,3 +787,20 @@ def test_llm_serving_refuses_more_requests_than_the_work_ceiling_at_once() -> No
     SimulateLlmServeRequest(model="llama-3-8b", gpu="H100-SXM", rate=over, allow_large=True)
     SimulateLlmServeRequest(model="llama-3-8b", gpu="H100-SXM", rate=over / 1.02)
     SimulateLlmServeRequest(model="llama-3-8b", gpu="H100-SXM", rate=over, duration_s=30)
+
+
+def test_price_plans_a_gpu_without_offers_on_the_catalogs_node_of_it() -> None:
+    """--price prices every GPU type: one without a catalog offer (MI300X) is planned on the
+    catalog's largest node of it (systems.csv, 8 GPUs) and the prices line says so; without a
+    price it stays 'not simulated' and the error of a plan with nothing else names --price."""
+    fast = dict(rate=0.5, duration_s=4, slo_ttft_ms=60_000, slo_tpot_ms=1_000, max_replicas=1,
+                no_disaggregation=True)  # fmt: skip
+    priced = gpucast.plan_llm_serve(model="llama-3-8b", gpu=["MI300X"], price=3.0, **fast)
+    assert priced.plan.candidates and {c.gpu for c in priced.plan.candidates} == {"MI300X"}
+    assert max(c.tp for c in priced.plan.candidates) == 8  # the MI300X-OAM-8 node
+    assert (
+        "MI300X on the catalog's MI300X-OAM-8 node (no offer of it)"
+        in (priced.assumptions["prices"])
+    )
+    with pytest.raises(InvalidInputError, match=r"or give --price to plan a GPU without offers"):
+        gpucast.plan_llm_serve(model="llama-3-8b", gpu=["MI300X"], **fast)

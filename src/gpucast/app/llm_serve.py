@@ -954,8 +954,9 @@ def plan_llm_serve(
         field="trace", window_s=PLAN_TRACE_WINDOW_S,
     )  # fmt: skip
     offers = inputs.gpu_offers(
-        gpus=request.gpus, providers=request.providers, regions=request.regions, spot=request.spot
-    )
+        gpus=request.gpus, providers=request.providers, regions=request.regions,
+        spot=request.spot, priced=request.price is not None,
+    )  # fmt: skip
     # an engine that does not run on a GPU type is not offered it (TensorRT-LLM on an MI300X)
     # --price and --kv-link-gbps replace every offer's (the offer still says how many GPUs
     # an instance holds and how they are linked)
@@ -1024,6 +1025,12 @@ def plan_llm_serve(
             "prices": (
                 f"{request.price:.4g} US$/h per GPU (given), every GPU type"
                 + (f"; {PRICE_REPLACES_SPOT}" if request.spot else "")
+                + "".join(
+                    f"; {o.gpu} on the catalog's {o.instance_type.split(' ')[0]} node "
+                    "(no offer of it)"
+                    for _g, o, _p in offers
+                    if o.provider == "own"
+                )
                 if request.price is not None
                 else ("catalog spot" if request.spot else "catalog on-demand")
                 + " per GPU, of the cheapest instance with at least tp GPUs of the type"

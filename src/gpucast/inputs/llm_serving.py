@@ -406,9 +406,12 @@ def gpu_offers(
     providers: tuple[str, ...] = (),
     regions: tuple[str, ...] = (),
     spot: bool = False,
+    priced: bool = False,
 ) -> list[tuple[GpuSpec, Offer, float]]:
     """Per GPU type and GPUs per instance, the cheapest offer (price per GPU-hour): a model
-    split over ``tp`` GPUs rents the cheapest instance with at least ``tp`` of them."""
+    split over ``tp`` GPUs rents the cheapest instance with at least ``tp`` of them. With
+    ``priced`` (the user gives the price per GPU-hour), a GPU of ``gpus`` no offer matches is
+    planned on the catalog's largest node of it (``systems.csv``: :func:`own_node_offer`)."""
     from gpucast.catalog import load_catalog
 
     catalog = load_catalog()
@@ -428,14 +431,47 @@ def gpu_offers(
         key = (offer.gpu, offer.gpus)
         if key not in best or per_gpu < best[key][1]:
             best[key] = (offer, per_gpu)
+    if priced:
+        for name in sorted(wanted - {gpu for gpu, _n in best}):
+            node = own_node_offer(name)
+            if node is not None:
+                best[(name, node.gpus)] = (node, node.on_demand_usd_per_hour)
     if not best:
         raise InvalidSpecError(
             "gpu", "no catalog offer matches the GPU, provider, region and spot filters",
-            fix="relax --gpu / --provider / --region / --spot (see gpucast catalog offers)",
+            fix="relax --gpu / --provider / --region / --spot (see gpucast catalog offers)"
+            + ("" if priced else ", or give --price to plan a GPU without offers on the "
+               "catalog's node of it"),
         )  # fmt: skip
     return [
         (catalog.gpu(name), offer, price) for (name, _n), (offer, price) in sorted(best.items())
     ]
+
+
+def own_node_offer(gpu: str) -> Offer | None:
+    """The largest ``systems.csv`` node of ``gpu`` (a canonical name) as an offer a user
+    prices with ``--price`` (its price a placeholder the price replaces); None where the
+    catalog has no node of it."""
+    from gpucast.catalog.systems import load_systems
+
+    nodes = [s for s in load_systems() if s.gpu == gpu]
+    if not nodes:
+        return None
+    node = max(nodes, key=lambda s: (s.gpus_per_node, s.name))
+    return Offer(
+        provider="own",
+        region="-",
+        instance_type=f"{node.name} (systems.csv node, --price)",
+        gpu=gpu,
+        gpus=node.gpus_per_node,
+        vcpus=1,
+        memory_gib=1.0,
+        network_gbps=node.inter_node_gbps or 100.0,
+        on_demand_usd_per_hour=1.0,
+        spot_usd_per_hour=1.0,
+        source_url=node.source_url,
+        as_of=node.as_of,
+    )
 
 
 def unoffered_gpus(
@@ -462,6 +498,7 @@ def unoffered_gpus(
         else:
             why = (
                 "no catalog offer prices it (plan serve rents GPUs at the catalog's prices; "
+                "--price USD_PER_GPU_HOUR plans it on the catalog's node of it, and "
                 f"`gpucast simulate serve --model {model} --gpu {name} --price USD_PER_HOUR` "
                 "simulates a deployment at your price)"
             )
