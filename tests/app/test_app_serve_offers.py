@@ -131,3 +131,21 @@ def test_plan_serve_takes_price_for_a_cnn_as_simulate_serve_does() -> None:
         with pytest.raises(InvalidSpecError) as err:
             call()
         assert str(err.value).startswith(said)
+
+
+def test_plan_serve_says_a_mig_row_rents_whole_gpus() -> None:
+    """QA 34 C #13: plan serve's MIG rows cost whole GPUs (2 x 1g.5gb = one A100's price)
+    where simulate serve --mig charges its one slice's share; the prices line says which,
+    and says nothing of MIG where no MIG row is planned."""
+    plan = gpucast.plan_serve(
+        models=["resnet50:20"], gpus=["A100-40GB"], slo_ms=50, no_cpu=True, duration_s=5,
+        migs=["A100-40GB:1g.5gb"],
+    )  # fmt: skip
+    assert (
+        "a MIG row rents whole GPUs: n slices of a profile cost ceil(n / the slices"
+        in (plan.plan.assumptions["prices"])
+    )
+    whole = gpucast.plan_serve(
+        models=["resnet50:20"], gpus=["T4"], slo_ms=50, no_cpu=True, duration_s=5, no_mig=True
+    )
+    assert "MIG" not in whole.plan.assumptions["prices"]

@@ -793,7 +793,12 @@ def plan_serve(
         )
         for m in loads
     )
-    sources["prices"] = _prices_text(request.price, spot=request.spot)
+    sources["prices"] = _prices_text(request.price, spot=request.spot) + (
+        "; a MIG row rents whole GPUs: n slices of a profile cost ceil(n / the slices one GPU "
+        "holds) GPUs (simulate serve --mig charges the one slice it runs, its share)"
+        if any(o.kind == "mig" for o in servers)
+        else ""
+    )
     guessed = _estimated_servers(servers, catalog, gpus_given=request.price is not None)
     if guessed:
         sources["estimated prices"] = guessed
