@@ -311,11 +311,17 @@ def test_a_file_of_an_azure_functions_trace_asks_for_its_folder(tmp_path: Path) 
     renamed = tmp_path / "elsewhere" / "day3.csv"  # known by its header alone
     renamed.parent.mkdir()
     renamed.write_text(counts.read_text())
-    for path, says in ((counts, f"--trace {tmp_path} --day 3"), (renamed, str(renamed.parent))):
+    # a file under the dataset's name: its folder; a renamed one (QA 34 C #16: the folder
+    # the fix named held no file the reader looks for): the names the folder must hold
+    renamed_says = "give a folder holding the dataset's files under their names"
+    for path, says, fix in (
+        (counts, f"--trace {tmp_path} --day 3", "give the folder that holds it"),
+        (renamed, "invocations_per_function_md.anon.dNN.csv and function_durations", renamed_says),
+    ):
         result = runner.invoke(app, ["simulate", "serverless", "--trace", str(path)])
         assert result.exit_code == 2, result.output
         lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and "give the folder that holds it" in lines[0], lines
+        assert len(lines) == 1 and fix in lines[0], lines
         assert says in lines[0] and "1440" not in lines[0]
 
 

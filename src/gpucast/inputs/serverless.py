@@ -183,10 +183,23 @@ def _not_an_azure_functions_file(path: Path) -> None:
     if named is None and head != b"HashOwner" and not beside:
         return
     day = f" --day {int(named.group(1))}" if named is not None else ""
+    names = (
+        INVOCATIONS_FILE.replace("{day:02d}", "NN")
+        + " and "
+        + INVOCATIONS_FILE.replace(
+            "invocations_per_function_md", "function_durations_percentiles"
+        ).replace("{day:02d}", "NN")
+    )
+    fix = (
+        f"give the folder that holds it: --trace {path.parent}{day}"
+        if named is not None
+        else f"give a folder holding the dataset's files under their names ({names}); "
+        f"{path.name} is not one of them"
+    )
     raise InvalidInputError(
         f"--trace {path}: a file, but the Azure Functions 2019 trace is read from its folder "
         "(one day's invocation counts and duration percentiles)",
-        fix=f"give the folder that holds it: --trace {path.parent}{day}",
+        fix=fix,
     )
 
 
