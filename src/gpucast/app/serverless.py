@@ -846,7 +846,8 @@ def _load_assumptions(request: ServerlessLoad, load: _Load) -> dict[str, str]:
     elif request.durations == "model":
         execution = (
             "one forward pass of the function's model at batch 1 (the serving engine's "
-            "latency model, as simulate serve)"
+            "latency model, as simulate serve prices the device; the request's payload over "
+            "the network and PCIe, which simulate serve adds, is not counted)"
         )
     else:
         execution = "the trace's average duration per function, at least one forward pass"
