@@ -847,7 +847,7 @@ def _load_assumptions(request: ServerlessLoad, load: _Load) -> dict[str, str]:
         execution = (
             "one forward pass of the function's model at batch 1 (the serving engine's "
             "latency model, as simulate serve prices the device; the request's payload over "
-            "the network and PCIe, which simulate serve adds, is not counted)"
+            "the network and PCIe, which simulate serve adds, is left out)"
         )
     else:
         execution = "the trace's average duration per function, at least one forward pass"
