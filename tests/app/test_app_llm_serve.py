@@ -804,3 +804,19 @@ def test_price_plans_a_gpu_without_offers_on_the_catalogs_node_of_it() -> None:
     )
     with pytest.raises(InvalidInputError, match=r"or give --price to plan a GPU without offers"):
         gpucast.plan_llm_serve(model="llama-3-8b", gpu=["MI300X"], **fast)
+
+
+def test_a_default_tp_beyond_the_largest_node_is_refused_as_a_given_one_is() -> None:
+    """QA 34 (F2's note): --tp 8 on a T4 was refused (its largest node holds 4) while the
+    default picked 8 T4s for Llama-2-70B in int8 and priced them as one node; both verbs now
+    refuse the default too, naming the GPU, and int4 (4 T4s) still runs."""
+    ask = dict(model="llama-2-70b", gpu="T4", precision="int8")
+    with pytest.raises(InvalidSpecError, match=r"^gpu: llama-2-70b needs 8 x T4 to hold it"):
+        gpucast.predict_infer(**ask, batch_size=1, input_len=128, output_len=16)
+    with pytest.raises(InvalidSpecError, match=r"^gpu: llama-2-70b needs 8 x T4 to hold it"):
+        gpucast.simulate_llm_serve(**ask, rate=1, duration_s=5)
+    four = gpucast.predict_infer(
+        model="llama-2-70b", gpu="T4", precision="int4", batch_size=1, input_len=128,
+        output_len=16,
+    )  # fmt: skip
+    assert four.prediction.tp == 4

@@ -276,6 +276,7 @@ def predict_infer(
     if request.tp is None:
         chosen = "the fewest GPUs of 1, 2, 4, 8 that hold the weights and one sequence"
         tp = fewest()
+        check_tp_within_node(gpu.name, tp, model=spec.name)
         if tp != predict.tp:
             predict = at(tp)
     elif not predict.fits:

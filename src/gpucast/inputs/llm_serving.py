@@ -337,6 +337,7 @@ def serving_model(
             precision=precision, kv_precision=kv_precision, node=node,
         )  # fmt: skip
         tp_source = "the fewest GPUs of 1, 2, 4, 8 that hold the weights and the longest request"
+        check_tp_within_node(gpu_spec.name, used, model=spec.name)
     else:
         used = tp
         tp_source = "given"
@@ -594,22 +595,29 @@ def largest_node_gpus(gpu: str) -> int:
     return max(sizes, default=0)
 
 
-def check_tp_within_node(gpu: str, tp: int | None) -> None:
-    """One clear error where a given ``--tp`` is more GPUs of type ``gpu`` (a canonical name)
-    than any node of the catalog holds (its instances offered, ``systems.csv``): its links
-    are priced at the node's, which a group spanning two nodes does not have -- the rule
-    ``plan serve`` applies to the instances it rents. A GPU the catalog has no node of passes."""
+def check_tp_within_node(gpu: str, tp: int | None, *, model: str | None = None) -> None:
+    """One clear error where ``tp`` is more GPUs of type ``gpu`` (a canonical name) than any
+    node of the catalog holds (its instances offered, ``systems.csv``): its links are priced
+    at the node's, which a group spanning two nodes does not have -- the rule ``plan serve``
+    applies to the instances it rents. A GPU the catalog has no node of passes. ``model``:
+    the tp is the default's (the fewest GPUs that hold ``model``), not a given ``--tp``."""
     from gpucast.plan.llm_serve import largest_node_text
 
     if tp is None or tp <= 1:
         return
     largest = largest_node_gpus(gpu)
     if 0 < largest < tp:
+        where = largest_node_text(gpu, largest, "node in the catalog (instances, systems.csv)")
+        if model is None:
+            raise InvalidSpecError(
+                "tp", where, got=tp,
+                fix=f"use --tp {largest} or fewer (more replicas for more throughput)",
+            )  # fmt: skip
         raise InvalidSpecError(
-            "tp",
-            largest_node_text(gpu, largest, "node in the catalog (instances, systems.csv)"),
-            got=tp,
-            fix=f"use --tp {largest} or fewer (more replicas for more throughput)",
+            "gpu",
+            f"{model} needs {tp} x {gpu} to hold it (the fewest of 1, 2, 4, 8: the --tp "
+            f"default), but {where}",
+            fix="use a GPU with more memory, or fewer bytes per weight (--precision int4)",
         )
 
 
