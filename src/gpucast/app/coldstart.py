@@ -507,7 +507,6 @@ def _llm_gpus(spec: TransformerSpec, gpu: GpuSpec, tp: int | None) -> tuple[int,
     except NoFeasiblePlanError:
         _check_llm_fits(spec, gpu, 8, field="gpu")  # says what 8 of them lack
         raise
-    _check_llm_fits(spec, gpu, need)
     return need, {
         "tp": f"{need} x {gpu.name}: the fewest of 1, 2, 4, 8 that hold the weights "
         "(the default; --tp N sets it)"

@@ -1026,10 +1026,9 @@ def plan_llm_serve(
                 f"{request.price:.4g} US$/h per GPU (given), every GPU type"
                 + (f"; {PRICE_REPLACES_SPOT}" if request.spot else "")
                 + "".join(
-                    f"; {o.gpu} on the catalog's {o.instance_type.split(' ')[0]} node "
-                    "(no offer of it)"
+                    f"; {o.gpu} on the catalog's {o.instance_type} node (no offer of it)"
                     for _g, o, _p in offers
-                    if o.provider == "own"
+                    if o.provider == inputs.OWN_NODE_PROVIDER
                 )
                 if request.price is not None
                 else ("catalog spot" if request.spot else "catalog on-demand")

@@ -30,6 +30,7 @@ from gpucast.domain.workload import (
     Precision,
     WorkloadSpec,
     practitioner_precision,
+    precision_shown,
 )
 
 if TYPE_CHECKING:  # these pull in numpy/torch; annotations only here
@@ -159,8 +160,8 @@ class _StepRequest:
             why = "the CPU (auto picks bf16 on GPUs with bf16 units only)"
         else:
             why = "a GPU without bf16 units (before compute capability 8.0)"
-        default = ", the --precision default" if is_default(self, "precision") else ""
-        return f"{precision} by auto{default}: {why}"
+        default = next(f.default for f in fields_of(type(self)) if f.name == "precision")
+        return f"{precision_shown(precision, self.precision, default=default)}: {why}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

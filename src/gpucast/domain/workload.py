@@ -70,13 +70,16 @@ AUTO_SOURCE = "--precision auto" + (
 )
 
 
-def precision_shown(precision: str, requested: str) -> str:
+def precision_shown(
+    precision: str, requested: str, *, default: str = TRAIN_PRECISION_DEFAULT
+) -> str:
     """``precision`` as a verb's headline shows it: with what chose it where ``requested`` was
-    ``auto`` (``bf16 by auto, the --precision default``), else as given."""
+    ``auto`` (``bf16 by auto, the --precision default`` where ``default``, the verb's
+    ``--precision`` default, is auto), else as given."""
     if requested != AUTO_PRECISION:
         return precision
-    default = ", the --precision default" if AUTO_PRECISION == TRAIN_PRECISION_DEFAULT else ""
-    return f"{precision} by auto{default}"
+    said = ", the --precision default" if default == AUTO_PRECISION else ""
+    return f"{precision} by auto{said}"
 
 
 def check_train_precision(value: str) -> None:

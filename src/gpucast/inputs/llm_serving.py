@@ -449,6 +449,10 @@ def gpu_offers(
     ]
 
 
+#: The provider of :func:`own_node_offer`'s offers: a node the user prices with ``--price``.
+OWN_NODE_PROVIDER = "own"
+
+
 def own_node_offer(gpu: str) -> Offer | None:
     """The largest ``systems.csv`` node of ``gpu`` (a canonical name) as an offer a user
     prices with ``--price`` (its price a placeholder the price replaces); None where the
@@ -460,9 +464,9 @@ def own_node_offer(gpu: str) -> Offer | None:
         return None
     node = max(nodes, key=lambda s: (s.gpus_per_node, s.name))
     return Offer(
-        provider="own",
+        provider=OWN_NODE_PROVIDER,
         region="-",
-        instance_type=f"{node.name} (systems.csv node, --price)",
+        instance_type=node.name,
         gpu=gpu,
         gpus=node.gpus_per_node,
         vcpus=1,
