@@ -820,3 +820,46 @@ def test_a_default_tp_beyond_the_largest_node_is_refused_as_a_given_one_is() -> 
         output_len=16,
     )  # fmt: skip
     assert four.prediction.tp == 4
+
+
+def test_a_large_run_simulates_shares_prunes_and_simulates_its_pick_whole(monkeypatch) -> None:
+    """Above SAMPLED_REQUESTS requests (lowered here to keep the run small) each row simulates
+    a share of its instances, GPU x degrees whose work alone costs more than a deployment found
+    to meet are not searched, and the pick is simulated whole, meeting the SLOs; the search
+    lands where the whole search does (within a replica), the assumptions say so."""
+    import gpucast.plan.llm_serve as planner
+
+    plan = dict(model="llama-3-8b", rate=40, duration_s=20, gpu=["H100-SXM", "L40S"],
+                slo_ttft_ms=2000, slo_tpot_ms=100)  # fmt: skip
+    whole = gpucast.plan_llm_serve(**plan)
+    assert "sampling" not in whole.assumptions
+    assert all(c.simulated_instances == c.gpus // c.tp for c in whole.plan.candidates)
+    monkeypatch.setattr(planner, "SAMPLED_REQUESTS", 200)
+    sampled = gpucast.plan_llm_serve(**plan)
+    rows = sampled.plan.candidates
+    assert any(c.simulated_instances < c.gpus // c.tp for c in rows)
+    best, whole_best = sampled.plan.best, whole.plan.best
+    assert best is not None and whole_best is not None
+    assert best.meets_slo and best.simulated_instances == best.gpus // best.tp
+    assert (best.gpu, best.tp, best.mode) == (whole_best.gpu, whole_best.tp, whole_best.mode)
+    assert abs(best.gpus - whole_best.gpus) <= best.tp * 2
+    assert any(planner.PRUNED in line for line in sampled.plan.infeasible)
+    assert "each row simulates a share of its instances" in sampled.assumptions["sampling"]
+
+
+def test_the_replica_search_is_exact_below_200_and_within_1_percent_above() -> None:
+    from gpucast.plan.llm_serve import SEARCH_WITHIN, fewest_meeting
+
+    for need in (1, 7, 150, 190, 199, 640, 1000):
+        tried: list[int] = []
+
+        def meets(r: int, need: int = need, tried: list[int] = tried) -> bool:
+            tried.append(r)
+            return r >= need
+
+        found = fewest_meeting(meets, 1, 1024, within=SEARCH_WITHIN)
+        assert found is not None and need <= found <= need + max(1, math.floor(found * 0.01))
+        if found < 200:  # a step of 1% is less than one replica
+            assert found == need
+        assert len(tried) <= 21
+    assert fewest_meeting(lambda r: False, 4, 64) is None

@@ -29,6 +29,7 @@ from gpucast.simulate.llm_serving import (
     RUNNING,
     UNARRIVED,
     mixture_quantiles,
+    replica_share,
     simulate_llm_serving,
 )
 
@@ -424,3 +425,67 @@ def test_iteration_cost_refuses_a_bad_split() -> None:
         iteration_cost(SPEC, GPU, VLLM, tp=3)
     assert isinstance(COST, IterationCost) and COST.kv_capacity_tokens > 100_000
     assert math.isfinite(COST.iteration_s(10, 10, 1000, 1000))
+
+
+# -- a share of a large deployment (the planner's sampling) ---------------------------------
+def _mixed(n: int, rate_rps: float, seed: int = 5) -> LlmRequests:
+    """A stream with some requests dropped (beyond the context window) among the served."""
+    rng = np.random.default_rng(seed)
+    inp = rng.integers(100, 1500, n)
+    inp[::17] = SPEC.max_context + 10  # dropped: they are not dealt to any replica
+    return _requests(np.cumsum(rng.exponential(1.0 / rate_rps, n)), inp, rng.integers(5, 200, n))
+
+
+def _index_of(sub: LlmRequests, whole: LlmRequests) -> np.ndarray:
+    i = np.searchsorted(whole.arrival_s, sub.arrival_s)
+    assert np.array_equal(whole.arrival_s[i], sub.arrival_s)
+    return i
+
+
+@pytest.mark.parametrize(("replicas", "simulated"), [(6, 2), (5, 1), (4, 4)])
+def test_a_share_of_the_replicas_serves_exactly_what_they_did(replicas, simulated) -> None:
+    """Round robin over the served requests: the first k of r replicas, given their share of
+    the stream (:func:`replica_share`), run exactly as they ran in the whole deployment; the
+    dropped requests come at the same share."""
+    req = _mixed(900, 40.0)
+    sched = SchedulerConfig()
+    whole = simulate_llm_serving(req, COST, sched, max_context=SPEC.max_context, replicas=replicas)
+    share = replica_share(
+        req, COST, sched, max_context=SPEC.max_context, replicas=replicas, simulated=simulated
+    )
+    part = simulate_llm_serving(share, COST, sched, max_context=SPEC.max_context,
+                                replicas=simulated)  # fmt: skip
+    i = _index_of(share, req)
+    served = part.status != DROPPED
+    assert served.any() and (~served).any()
+    assert np.array_equal(whole.status[i], part.status)
+    assert np.array_equal(whole.first_token_s[i][served], part.first_token_s[served])
+    assert np.array_equal(whole.finish_s[i][served], part.finish_s[served])
+    dropped_share = np.count_nonzero(~served) / share.count
+    assert dropped_share == pytest.approx(np.count_nonzero(whole.status == DROPPED) / req.count,
+                                          abs=0.02)  # fmt: skip
+    with pytest.raises(InvalidSpecError, match="simulated"):
+        replica_share(req, COST, sched, max_context=SPEC.max_context, replicas=3, simulated=4)
+
+
+def test_one_pod_of_a_disaggregated_deployment_prefills_exactly_as_in_the_whole() -> None:
+    """A deployment of m alike pods (m x p prefill + m x d decode) on every m-th request: the
+    pod's prefill instances get exactly the requests theirs did, so first tokens agree."""
+    req = _mixed(600, 30.0)
+    sched = SchedulerConfig()
+    link = 400.0
+    m, p, d = 3, 1, 2
+    whole = simulate_llm_serving(
+        req, COST, sched, max_context=SPEC.max_context,
+        disaggregation=Disaggregation(prefill_instances=m * p, decode_instances=m * d,
+                                      kv_link_gbps=link),
+    )  # fmt: skip
+    share = replica_share(req, COST, sched, max_context=SPEC.max_context, replicas=m, simulated=1)
+    pod = simulate_llm_serving(
+        share, COST, sched, max_context=SPEC.max_context,
+        disaggregation=Disaggregation(prefill_instances=p, decode_instances=d, kv_link_gbps=link),
+    )  # fmt: skip
+    i = _index_of(share, req)
+    served = pod.status != DROPPED
+    assert np.array_equal(whole.first_token_s[i][served], pod.first_token_s[served])
+    assert np.array_equal(whole.decode_ready_s[i][served], pod.decode_ready_s[served])

@@ -84,6 +84,17 @@ def _at_least(flag: str, value: int | None, low: int) -> None:
                                fix=f"e.g. --{flag} {max(low, 1)}")  # fmt: skip
 
 
+def _sampling_text(count: int, most: int) -> str:
+    """How a run of more than ``most`` requests is searched (plan.llm_serve)."""
+    return (
+        f"{count:,} requests: each row simulates a share of its instances serving at least "
+        f"{most:,} of them (round robin makes replicas alike; counts and tokens/s scaled to "
+        "the whole), the pick all of them; GPU x degrees whose work alone costs more than a "
+        "deployment found to meet the SLOs are not searched (a shorter --duration-s searches "
+        "every one)"
+    )
+
+
 def _at_most_instances(flag: str, value: int, what: str = "") -> None:
     from gpucast.domain.llm_serving import MAX_SERVING_INSTANCES as most
 
@@ -734,7 +745,7 @@ class PlanLlmServeRequest:
     tps: tuple[int, ...] = option(
         (1, 2, 4, 8), flag="tp", help="Tensor-parallel degrees tried.", example="2,4,8"
     )
-    max_replicas: int = option(32, help="At most this many instances.", example="16")
+    max_replicas: int = option(1024, help="At most this many instances.", example="16")
     no_disaggregation: bool = option(False, help="Do not try prefill/decode pools (Splitwise).")
     chunked_prefill: bool = option(False, help="Mix prompt chunks into decode iterations.")
     max_num_seqs: int | None = option(None, help="Sequences per iteration.", example="128")
@@ -939,7 +950,7 @@ def plan_llm_serve(
     from gpucast.domain.serving_plan import PLAN_TRACE_WINDOW_S
     from gpucast.inputs import llm_serving as inputs
     from gpucast.inputs.serving import PRICE_REPLACES_SPOT
-    from gpucast.plan.llm_serve import plan_llm_serving
+    from gpucast.plan.llm_serve import SAMPLED_REQUESTS, plan_llm_serving
 
     request = resolve(PlanLlmServeRequest, request, options, config)
     name, model_rate = request.model_rate
@@ -1041,6 +1052,11 @@ def plan_llm_serve(
                 else ""
             ),
             "routing": "round robin in arrival order over the instances",
+            **(
+                {"sampling": _sampling_text(traffic.requests.count, SAMPLED_REQUESTS)}
+                if traffic.requests.count > SAMPLED_REQUESTS
+                else {}
+            ),
             "kv transfer": "disaggregated rows: "
             + (
                 "each GPU's share of its node's network"

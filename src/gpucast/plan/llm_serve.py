@@ -45,7 +45,12 @@ from gpucast.predict.llm_infer import (
     split_problem,
     tp_fix,
 )
-from gpucast.simulate.llm_serving import KvLinkLoad, LlmServingResult, simulate_llm_serving
+from gpucast.simulate.llm_serving import (
+    KvLinkLoad,
+    LlmServingResult,
+    replica_share,
+    simulate_llm_serving,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,6 +91,8 @@ class LlmServeCandidate:
     replicas: int  # colocated instances (0 when disaggregated)
     prefill_instances: int
     decode_instances: int
+    #: of its instances, those simulated (:data:`SAMPLED_REQUESTS`; all for a small run)
+    simulated_instances: int
     gpus: int
     cost_usd_per_hour: float
     ttft_s: float  # at the SLO percentile
@@ -197,6 +204,16 @@ def _percentile(values: np.ndarray, q: float) -> float:
     return float(np.percentile(filled, q, method="higher"))
 
 
+#: A colocated deployment's run over more requests than this simulates a share of its
+#: replicas with at least this many requests (:func:`_evaluate`); the pick is re-simulated
+#: whole (:func:`_whole_pick`).
+SAMPLED_REQUESTS = 20_000
+
+#: The replica search stops within this fraction of the fewest (exact below 200 replicas):
+#: a 1% step is well inside the model's error.
+SEARCH_WITHIN = 0.01
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Setting:
     spec: TransformerSpec
@@ -219,19 +236,45 @@ def _evaluate(
     *,
     replicas: int,
     split: tuple[int, int] | None,
+    full: bool = False,
+    pods: int = 1,
 ) -> tuple[LlmServeCandidate, LlmServingResult]:
+    """One deployment simulated; a run of more than :data:`SAMPLED_REQUESTS` requests (unless
+    ``full``) from a share of it. Colocated: a share of its replicas (:func:`replica_share`:
+    each serves exactly the arrivals it would in the whole). Disaggregated into ``pods``
+    alike pods (``split`` divisible by it): one pod on every ``pods``-th request, its prefill
+    instances serving exactly what theirs would. Percentiles are the share's, counts and
+    tokens/s scaled to the whole."""
+    instances = replicas if split is None else split[0] + split[1]
+    if split is None:
+        simulated = replicas
+        if not full and s.requests.count > SAMPLED_REQUESTS:
+            simulated = min(replicas, math.ceil(replicas * SAMPLED_REQUESTS / s.requests.count))
+        deal, run_split = (replicas, simulated), None
+    else:
+        pods = 1 if full else pods
+        deal, run_split = (pods, 1), (split[0] // pods, split[1] // pods)
+        simulated = run_split[0] + run_split[1]
+    if simulated < instances:
+        share = replica_share(
+            s.requests, cost, s.scheduler, max_context=s.spec.max_context, replicas=deal[0],
+            simulated=deal[1],
+        )  # fmt: skip
+        s = dataclasses.replace(s, requests=share)
+    scale = instances / simulated
     disagg = (
         None
-        if split is None
+        if run_split is None
         else Disaggregation(
-            prefill_instances=split[0], decode_instances=split[1], kv_link_gbps=choice.kv_link_gbps
+            prefill_instances=run_split[0],
+            decode_instances=run_split[1],
+            kv_link_gbps=choice.kv_link_gbps,
         )
     )
-    instances = replicas if split is None else split[0] + split[1]
     price = choice.price_usd_per_gpu_hour * tp * instances
     result = simulate_llm_serving(
-        s.requests, cost, s.scheduler, max_context=s.spec.max_context, replicas=replicas,
-        disaggregation=disagg, price_usd_per_hour=price, slo_ttft_s=s.slo_ttft_s,
+        s.requests, cost, s.scheduler, max_context=s.spec.max_context, replicas=simulated,
+        disaggregation=disagg, price_usd_per_hour=price / scale, slo_ttft_s=s.slo_ttft_s,
         slo_tpot_s=s.slo_tpot_s, swap_gbps=choice.swap_gbps,
     )  # fmt: skip
     q = s.percentile
@@ -253,6 +296,7 @@ def _evaluate(
         tp=tp,
         mode="colocated" if split is None else "disaggregated",
         replicas=replicas if split is None else 0,
+        simulated_instances=simulated,
         prefill_instances=0 if split is None else split[0],
         decode_instances=0 if split is None else split[1],
         gpus=tp * instances,
@@ -260,12 +304,12 @@ def _evaluate(
         ttft_s=_percentile(ttft, q),
         tpot_s=_percentile(tpot, q),
         latency_p50_s=_percentile(result.latency_s, 50.0),
-        tokens_per_s=tokens_per_s,
+        tokens_per_s=tokens_per_s * scale,
         cost_usd_per_million_tokens=float(summary["cost_usd_per_million_tokens"]),  # type: ignore[arg-type]
         ttft_attainment=ttft_ok,
         tpot_attainment=tpot_ok,
-        preemptions=int(result.preemptions.sum()),
-        dropped=result.count(1),
+        preemptions=round(int(result.preemptions.sum()) * scale),
+        dropped=round(result.count(1) * scale),
         meets_slo=meets,
         within_budget=s.budget_usd_per_hour is None or price <= s.budget_usd_per_hour,
         bound="",
@@ -455,6 +499,7 @@ def plan_llm_serving(
     fastest_step: tuple[float, str] | None = None
     colocated_best: list[tuple[float, GpuChoice, int, IterationCost, int, float]] = []
     built: dict[tuple[str, int], tuple[GpuChoice, IterationCost]] = {}
+    searchable: list[tuple[float, str, GpuChoice, int, IterationCost, int]] = []
     for choice, tp in pairs:
         label = f"{choice.gpu.name} tp={tp}"
         try:
@@ -494,13 +539,20 @@ def plan_llm_serving(
             )
             continue
         low = max(1, math.floor(_work_s(s, cost) / span)) if span > 0 else 1
+        searchable.append((choice.price_usd_per_gpu_hour * tp * low, label, choice, tp, cost, low))
+    cheapest_met = math.inf  # US$/h of the cheapest deployment found to meet the SLOs
+    for least, label, choice, tp, cost, low in sorted(searchable, key=lambda item: item[0]):
+        if requests.count > SAMPLED_REQUESTS and least * PRUNE_MARGIN > cheapest_met:
+            infeasible.append(f"{label}: {PRUNED}")
+            continue
         best = _search_replicas(s, choice, tp, cost, low, max_replicas, rows)
         if best is None:
             infeasible.append(f"{label}: {SLO_MISSED} (up to {count_of(max_replicas, 'replica')})")
-        else:
-            colocated_best.append(
-                (choice.price_usd_per_gpu_hour * tp * best, choice, tp, cost, best, span)
-            )
+            continue
+        price = choice.price_usd_per_gpu_hour * tp * best
+        colocated_best.append((price, choice, tp, cost, best, span))
+        if s.budget_usd_per_hour is None or price <= s.budget_usd_per_hour:
+            cheapest_met = min(cheapest_met, price)
     if fitting == 0:
         _no_fit(spec, engine, choices, tried, pairs, unfit, limits)
     if not rows:
@@ -524,6 +576,7 @@ def plan_llm_serving(
         colocated_best.sort(key=lambda item: item[0])
         for _cost, choice, tp, cost, best, _span in colocated_best[:3]:
             _search_split(s, choice, tp, cost, best, rows)
+    _whole_pick(s, rows, built, max_replicas)
     ranked = tuple(sorted(rows, key=_rank))
     points = np.array([[r.cost_usd_per_hour, _finite(r.ttft_s), _finite(r.tpot_s)] for r in ranked])
     front = tuple(sorted(int(i) for i in nondominated(points))) if len(ranked) else ()
@@ -557,6 +610,20 @@ SLO_MISSED = "simulated, every replica count tried misses the SLO"
 marked as missing; :attr:`LlmServePlan.infeasible` holds it beside the ones not simulated."""
 
 TIE_BREAK = "lower TTFT, then lower TPOT, then fewer GPUs"
+
+PRUNED = (
+    "its work alone (every instance busy all the time) costs more than a deployment found "
+    "to meet the SLOs"
+)
+"""Why a GPU x degree of a run of more than :data:`SAMPLED_REQUESTS` requests is not
+searched: the replicas its work needs at best (the search's lower bound) already cost more
+than the cheapest deployment that met the SLOs (within the budget), with
+:data:`PRUNE_MARGIN` to spare. GPU x degrees are searched from the least such bound up, so a
+large run stops early where one GPU is far cheaper per token; a smaller run searches them all
+(the whole cost vs latency front)."""
+
+#: The lower bound is priced at this fraction before it rules a GPU x degree out.
+PRUNE_MARGIN = 0.9
 
 
 def _rank(row: LlmServeCandidate) -> tuple[float, float, float, int, str]:
@@ -670,26 +737,64 @@ def _search_replicas(
     low: int,
     max_replicas: int,
     rows: list[LlmServeCandidate],
+    *,
+    failing: int = 0,
+    full: bool = False,
 ) -> int | None:
-    """The fewest replicas meeting the SLO: doubling from ``low``, then bisection."""
+    """The fewest replicas meeting the SLO: doubling from ``low``, then bisection down to
+    ``failing`` (:func:`fewest_meeting`); ``full``: every replica simulated."""
     seen: dict[int, bool] = {}
 
     def meets(r: int) -> bool:
         if r not in seen:
-            row, _ = _evaluate(s, choice, tp, cost, replicas=r, split=None)
+            row, _ = _evaluate(s, choice, tp, cost, replicas=r, split=None, full=full)
             rows.append(row)
             seen[r] = row.meets_slo
         return seen[r]
 
-    return fewest_meeting(meets, low, max_replicas)
+    return fewest_meeting(meets, low, max_replicas, failing=failing, within=SEARCH_WITHIN)
+
+
+def _whole_pick(
+    s: _Setting,
+    rows: list[LlmServeCandidate],
+    built: dict[tuple[str, int], tuple[GpuChoice, IterationCost]],
+    max_replicas: int,
+) -> None:
+    """The pick simulated whole: while the cheapest row meeting the SLOs was simulated from a
+    share of its instances (:data:`SAMPLED_REQUESTS`), its row is replaced by the whole
+    deployment's; where the whole misses (the share met by the luck of its sample), a
+    colocated GPU x degree is searched on, whole, from one replica more."""
+    while True:
+        ok = [r for r in rows if r.meets_slo and r.within_budget]
+        if not ok:
+            return
+        row = min(ok, key=_rank)
+        if row.simulated_instances == row.gpus // row.tp:  # whole already
+            return
+        choice, cost = built[(row.gpu, row.tp)]
+        split = None if row.mode == "colocated" else (row.prefill_instances, row.decode_instances)
+        whole, _ = _evaluate(s, choice, row.tp, cost, replicas=row.replicas, split=split, full=True)
+        rows[rows.index(row)] = whole
+        if not whole.meets_slo and split is None and row.replicas < max_replicas:
+            _search_replicas(
+                s, choice, row.tp, cost, row.replicas + 1, max_replicas, rows,
+                failing=row.replicas, full=True,
+            )  # fmt: skip
 
 
 def fewest_meeting(
-    meets: Callable[[int], bool], low: int, high: int, *, failing: int = 0
+    meets: Callable[[int], bool],
+    low: int,
+    high: int,
+    *,
+    failing: int = 0,
+    within: float = 0.0,
 ) -> int | None:
     """The fewest ``r`` in ``[1, high]`` with ``meets(r)`` (``meets`` rising with ``r``):
     doubling from ``low``, then bisecting down to ``failing``, a count known to fail (0:
-    none; ``low - 1``: nothing below ``low`` is tried); None when ``high`` fails."""
+    none; ``low - 1``: nothing below ``low`` is tried); None when ``high`` fails. ``within``:
+    the bisection stops once ``r`` is within that fraction of a failing count (0: exact)."""
     r = min(max(low, 1), high)
     fail = min(failing, r - 1)
     while not meets(r):
@@ -697,7 +802,7 @@ def fewest_meeting(
         if r >= high:
             return None
         r = min(2 * r, high)
-    while r - fail > 1:
+    while r - fail > max(1, math.floor(r * within)):
         mid = (r + fail) // 2
         if meets(mid):
             r = mid
@@ -714,8 +819,11 @@ def _search_split(
     colocated: int,
     rows: list[LlmServeCandidate],
 ) -> None:
-    """Prefill/decode pools of ``colocated`` instances in all and fewer, ``p`` prefill
-    instances from the prefill share of the work, until one misses the SLO."""
+    """Prefill/decode pools of ``colocated`` instances in all or fewer: the fewest total
+    meeting the SLOs, searched as the replicas are (:func:`fewest_meeting`), each total tried
+    at ``p`` prefill instances from the share of the work that is prefill, and one either
+    side. A run of more than :data:`SAMPLED_REQUESTS` requests searches in ``m`` alike pods
+    (:func:`_evaluate`): totals and pools in steps of ``m``."""
     req = s.requests
     inp = req.input_tokens.astype(np.float64)
     prefill = float(
@@ -724,12 +832,18 @@ def _search_split(
         )
     )
     share = prefill / max(_work_s(s, cost), 1e-12)
-    for total in range(max(colocated, 2), 1, -1):
-        base = min(max(1, round(total * share)), total - 1)
+    m = max(1, min(req.count // SAMPLED_REQUESTS, colocated // 2))
+    top = max(colocated // m, 2)  # instances per pod at most
+
+    def meets(u: int) -> bool:  # u + 1 instances per pod (a pod needs 2)
+        t = u + 1
+        base = min(max(1, round(t * share)), t - 1)
         met = False
-        for p in sorted({base, max(1, base - 1), min(total - 1, base + 1)}):
-            row, _ = _evaluate(s, choice, tp, cost, replicas=1, split=(p, total - p))
+        for p in sorted({base, max(1, base - 1), min(t - 1, base + 1)}):
+            split = (m * p, m * (t - p))
+            row, _ = _evaluate(s, choice, tp, cost, replicas=1, split=split, pods=m)
             rows.append(row)
             met = met or row.meets_slo
-        if not met:
-            break
+        return met
+
+    fewest_meeting(meets, top - 1, top - 1, within=SEARCH_WITHIN)

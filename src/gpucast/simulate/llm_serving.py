@@ -1222,6 +1222,33 @@ def _drops(
     return too_long | no_room | over_budget, {k: v for k, v in reasons.items() if v}
 
 
+def replica_share(
+    requests: LlmRequests,
+    cost: IterationCost,
+    scheduler: SchedulerConfig,
+    *,
+    max_context: int,
+    replicas: int,
+    simulated: int,
+) -> LlmRequests:
+    """The requests the first ``simulated`` of ``replicas`` colocated instances serve, exactly
+    as :func:`simulate_llm_serving` deals them (round robin in arrival order over the requests
+    it does not drop), with the dropped requests at the same share: served on ``simulated``
+    replicas they give those replicas' run as they ran in the whole deployment. Round robin
+    makes the replicas alike, so a planner prices a large deployment from a share of it."""
+    if not 1 <= simulated <= replicas:
+        raise InvalidSpecError("simulated", f"must be 1..{replicas} replicas", got=simulated)
+    dropped, _ = _drops(
+        requests, cost, scheduler, max_context=max_context,
+        budget=scheduler.budget(max_context),
+        total_blocks=cost.kv_capacity_tokens // scheduler.block_size,
+    )  # fmt: skip
+    rank = np.cumsum(~dropped) - 1  # the order simulate_llm_serving deals them in
+    index = np.arange(requests.count)
+    keep = np.where(dropped, index % replicas < simulated, rank % replicas < simulated)
+    return requests.take(np.flatnonzero(keep))
+
+
 def simulate_llm_serving(
     requests: LlmRequests,
     cost: IterationCost,
