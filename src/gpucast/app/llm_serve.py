@@ -790,7 +790,8 @@ class PlanLlmServeRequest:
         _check_common(self)
         if self.slo_ttft_ms is None and self.slo_tpot_ms is None:
             raise InvalidSpecError(
-                "slo-ttft-ms", "or --slo-tpot-ms is required",
+                "slo-ttft-ms", "is required (or --slo-tpot-ms, or both): a language model's SLOs "
+                "are on the first token and the tokens after it",
                 fix="e.g. --slo-ttft-ms 500 --slo-tpot-ms 50",
             )  # fmt: skip
         if not (math.isfinite(self.slo_percentile) and 0 < self.slo_percentile <= 100):
