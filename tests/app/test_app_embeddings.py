@@ -50,6 +50,12 @@ def test_user_tables(tmp_path: Path) -> None:
         gpucast.plan_embeddings(tables=tables, gpu="A100-80GB", gpus=4)
     with pytest.raises(InvalidSpecError, match="exactly one of --model"):
         gpucast.plan_embeddings(gpu="A100-80GB")
+    # session 35 QA: a header without rows was "must describe one model (one value in its
+    # model column)", a file with no model column
+    header = tmp_path / "header.csv"
+    header.write_text("table,rows,dim,pooling\n")
+    with pytest.raises(InvalidSpecError, match="tables: has no table rows, only a header"):
+        gpucast.plan_embeddings(tables=header, gpu="A100-80GB", gpus=4, batch=4096)
 
 
 @pytest.mark.parametrize(
