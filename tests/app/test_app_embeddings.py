@@ -365,3 +365,16 @@ def test_a_table_naming_a_window_needs_its_data(
     fitted = CliRunner().invoke(app, [*argv, "--data-dir", str(shared_data)])
     assert fitted.exit_code == 0, fitted.output
     assert "users: dlrm_datasets 2021 window fbgemm_t856_bs65536 " in fitted.output
+
+
+def test_a_table_naming_a_trace_its_window_lacks_is_named(
+    tmp_path: Path, shared_data: Path
+) -> None:
+    """Session 35 QA: the error said 'locality: dlrm_datasets 2021 has no trace ...' without
+    the table whose cell named it."""
+    tables = _big_tables(tmp_path / "t.csv", ("1.0", "2021/nope"))
+    with pytest.raises(InvalidSpecError, match=r"locality of table items: dlrm_datasets 2021 has"):
+        gpucast.plan_embeddings(
+            tables=tables, gpu="A100-80GB", gpus=1, batch=65536, data_dir=shared_data,
+            sharding="tiered",
+        )  # fmt: skip

@@ -176,7 +176,7 @@ def table_hit_rates(
             curves[t.name] = _curve(zipf, policy)
             groups.setdefault(f"{loc.label()} over its rows (steady state)", []).append(t.name)
             continue
-        fitted = fitted_window(data_dir, loc.window, loc.trace)
+        fitted = fitted_window(data_dir, loc.window, loc.trace, flag=f"locality of table {t.name}")
         if fitted is None:
             raise InvalidSpecError(
                 "locality",
