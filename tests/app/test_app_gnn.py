@@ -430,7 +430,7 @@ def test_dorylus_split_prices_three_epochs() -> None:
         (["--split", "--batch", "512", "--fanouts", "10,5"], "full-graph"),
         (["--split", "--graph-server", "z9.huge"], "no CPU offer"),
         (["--split", "--function", "gcf"], "unknown 'gcf'"),
-        (["--split", "--function-memory-gb", "64"], "function memory"),
+        (["--split", "--function-memory-gb", "64"], "function-memory-gb: must be in"),
         (["--split", "--functions", "0"], "functions"),
     ],
 )
