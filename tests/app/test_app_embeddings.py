@@ -50,6 +50,12 @@ def test_user_tables(tmp_path: Path) -> None:
         gpucast.plan_embeddings(tables=tables, gpu="A100-80GB", gpus=4)
     with pytest.raises(InvalidSpecError, match="exactly one of --model"):
         gpucast.plan_embeddings(gpu="A100-80GB")
+    # session 35 QA: a header without rows was "must describe one model (one value in its
+    # model column)", a file with no model column
+    header = tmp_path / "header.csv"
+    header.write_text("table,rows,dim,pooling\n")
+    with pytest.raises(InvalidSpecError, match="tables: has no table rows, only a header"):
+        gpucast.plan_embeddings(tables=header, gpu="A100-80GB", gpus=4, batch=4096)
 
 
 @pytest.mark.parametrize(
@@ -359,3 +365,16 @@ def test_a_table_naming_a_window_needs_its_data(
     fitted = CliRunner().invoke(app, [*argv, "--data-dir", str(shared_data)])
     assert fitted.exit_code == 0, fitted.output
     assert "users: dlrm_datasets 2021 window fbgemm_t856_bs65536 " in fitted.output
+
+
+def test_a_table_naming_a_trace_its_window_lacks_is_named(
+    tmp_path: Path, shared_data: Path
+) -> None:
+    """Session 35 QA: the error said 'locality: dlrm_datasets 2021 has no trace ...' without
+    the table whose cell named it."""
+    tables = _big_tables(tmp_path / "t.csv", ("1.0", "2021/nope"))
+    with pytest.raises(InvalidSpecError, match=r"locality of table items: dlrm_datasets 2021 has"):
+        gpucast.plan_embeddings(
+            tables=tables, gpu="A100-80GB", gpus=1, batch=65536, data_dir=shared_data,
+            sharding="tiered",
+        )  # fmt: skip

@@ -106,6 +106,19 @@ def test_bad_requests() -> None:
         gpucast.predict_gnn(gpu="A100-80GB", nodes=10, edges=20, batch=11, fanouts=[2])
 
 
+def test_a_batch_above_the_nodes_of_an_edge_list_or_histogram_is_refused(tmp_path: Path) -> None:
+    """Session 35 QA: the check held for --nodes only; 5,000 seeds on a 2,000-node edge list
+    (or degree histogram) were priced as if every node were a seed."""
+    with pytest.raises(InvalidSpecError, match=r"batch: must be <= the graph's 1,000 nodes"):
+        gpucast.predict_gnn(
+            gpu="A100-80GB", edge_list=_edge_file(tmp_path), batch=1001, fanouts=(5, 5)
+        )  # the file's ids span 0..999 (a stray id 999)
+    histogram = tmp_path / "degrees.csv"
+    histogram.write_text("degree,count\n5,100\n10,100\n")
+    with pytest.raises(InvalidSpecError, match=r"batch: must be <= the graph's 200 nodes"):
+        gpucast.predict_gnn(gpu="A100-80GB", degrees=str(histogram), batch=201, fanouts=(5, 5))
+
+
 CORA = {"gpu": "H100-SXM", "nodes": 2708, "edges": 10556, "feature_dim": 1433, "hidden": 64,
         "classes": 7, "batch": 140, "fanouts": (10, 10)}  # fmt: skip
 
@@ -417,7 +430,7 @@ def test_dorylus_split_prices_three_epochs() -> None:
         (["--split", "--batch", "512", "--fanouts", "10,5"], "full-graph"),
         (["--split", "--graph-server", "z9.huge"], "no CPU offer"),
         (["--split", "--function", "gcf"], "unknown 'gcf'"),
-        (["--split", "--function-memory-gb", "64"], "function memory"),
+        (["--split", "--function-memory-gb", "64"], "function-memory-gb: must be in"),
         (["--split", "--functions", "0"], "functions"),
     ],
 )

@@ -17,6 +17,8 @@ def test_shipped_rows() -> None:
     # 1,769 MB and 10,240 MB in the 1,024-MB GB Lambda bills
     assert x86.gb_per_vcpu == pytest.approx(1769 / 1024) and x86.max_gb == pytest.approx(10.0)
     assert "function_compute.csv" in x86.source
+    assert x86.min_gb == pytest.approx(128 / 1024)  # 128 MB, the least Lambda takes
+    assert parse_function_compute(_HEAD + "fn,1,1,1,1,https://x,2026-12-03\n")["fn"].min_gb == 0
     assert function_compute("aws-lambda-arm").usd_per_gb_s < x86.usd_per_gb_s
     with pytest.raises(InvalidSpecError, match="unknown 'gcf'"):
         function_compute("gcf")

@@ -250,3 +250,14 @@ def test_count_of_is_singular_for_one() -> None:
 @pytest.mark.parametrize(("seconds", "text"), [(0.05, "50 ms"), (3.0, "3 s"), (0.9995, "999.5 ms")])
 def test_format_slo_latency_writes_it_as_given(seconds: float, text: str) -> None:
     assert format_slo_latency(seconds) == text
+
+
+def test_format_sig_caps_the_decimals_instead_of_printing_below() -> None:
+    """Session 35 QA: predict gnn --gpus 2 printed 'all-reduce <0.001 ms' for 0.0503 ms (its
+    third significant digit needed a fourth decimal), a term of an epoch that did not add up."""
+    from gpucast.domain.units import format_sig
+
+    assert format_sig(0.0503, max_decimals=3) == "0.050"
+    assert format_sig(0.00085, max_decimals=3) == "<0.001"
+    assert format_sig(0.00853) == "0.00853" and format_sig(110_836.2) == "110,836"
+    assert format_sig(4.2e-5) == "0.000042"  # --split stages read "<0.000001 s"

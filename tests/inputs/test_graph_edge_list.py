@@ -77,3 +77,18 @@ def test_a_stray_id_that_inflates_the_graph_is_a_warning(tmp_path: Path) -> None
     assert read_edge_list(_write(tmp_path, body)).warnings() == []  # ids 0..999, all seen
     given = read_edge_list(_write(tmp_path, body + "3 200000\n"), nodes=300_000)
     assert given.warnings() == [] and given.distinct_ids is None  # --nodes: the user's count
+
+
+def test_an_id_too_large_for_degree_arrays_is_one_error(tmp_path: Path) -> None:
+    """A typo'd id (12 digits) once sized a 745 GiB bincount (a MemoryError traceback), and
+    one beyond int64 overflowed numpy: both are one error, before anything is allocated."""
+    with pytest.raises(
+        InvalidSpecError, match=r"edge-list: spans 100,000,000,000 node ids.*--nodes N"
+    ):
+        read_edge_list(_write(tmp_path, "0 1\n1 2\n99999999999 0\n"))
+    with pytest.raises(InvalidSpecError, match=r"nodes: spans 100,000,000,000 node ids"):
+        read_edge_list(_write(tmp_path, "0 1\n1 2\n"), nodes=10**11)
+    with pytest.raises(DataFormatError, match="line 3: node id 99999999999999999999999 is not"):
+        read_edge_list(_write(tmp_path, "0 1\n1 2\n99999999999999999999999 0\n"))
+    kept = read_edge_list(_write(tmp_path, "0 1\n1 2\n99999999999 0\n"), nodes=3)
+    assert kept.nodes == 3 and kept.out_of_range_skipped == 1  # --nodes skips the stray id

@@ -219,3 +219,22 @@ def test_telemetry_covers_the_measured_steps_only(monkeypatch: pytest.MonkeyPatc
     assert m.telemetry.gpu_util_mean_pct == 90.0 and m.telemetry.power_max_w == 300.0
     assert "warmup" not in read_during
     assert FakeReader.closed
+
+
+def test_the_cpu_allocators_failure_reads_as_out_of_memory_with_the_fix() -> None:
+    """Session 35 QA: `measure train --device cpu --batch-size 1e12` ended with the allocator's
+    '[enforce fail at alloc_cpu.cpp] ... can't allocate memory' and no fix; GPU OOM names one."""
+    from gpucast.measure.api import _translate_failures
+
+    spec = WorkloadSpec(name="tiny", batch_size=10**12)
+    failure = RuntimeError(
+        "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
+        "memory: you tried to allocate 32000000000000 bytes. Error code 12"
+    )
+    with (
+        pytest.raises(
+            MeasurementError, match=r"out of host memory in the train step.*--batch-size"
+        ),
+        _translate_failures(spec, "train", "cpu"),
+    ):
+        raise failure

@@ -146,6 +146,11 @@ def test_a_gat_step_takes_at_least_its_kernel_launches() -> None:
 def test_hidden_is_heads_times_units_per_head() -> None:
     with pytest.raises(InvalidSpecError, match=r"hidden: must be a multiple of --heads \(3\)"):
         _spec(heads=3, hidden=256)
+    # session 35 QA: more heads than hidden units suggested "--hidden 1000 or 1000"
+    with pytest.raises(InvalidSpecError, match=r"e\.g\. --hidden 1000, or --heads dividing"):
+        _spec(heads=1000, hidden=256)
+    with pytest.raises(InvalidSpecError, match=r"e\.g\. --hidden 255 or 258, or --heads"):
+        _spec(heads=3, hidden=256)
     assert _spec(heads=8, hidden=256).hidden == 256
 
 

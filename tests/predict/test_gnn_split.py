@@ -62,8 +62,13 @@ def test_split_bad_input() -> None:
     cost = gnn.full_graph_cost(SPEC, nodes=NODES, edges=EDGES)
     with pytest.raises(InvalidSpecError, match="full-graph"):
         gnn_split.split_epoch(cost, sampled, nodes=NODES, hw=HW)
-    with pytest.raises(InvalidSpecError, match="function memory"):
+    with pytest.raises(InvalidSpecError, match=r"function-memory-gb: must be in \[0, 10\] GB"):
         replace(HW, function_gb=20.0)
+    # session 35 QA: 0.1 GB (102 MB) was priced; Lambda's least is 128 MB
+    with pytest.raises(InvalidSpecError, match=r"function-memory-gb: must be in \[0.125, 10\]"):
+        replace(HW, function=replace(FN, min_gb=0.125), function_gb=0.1)
+    with pytest.raises(InvalidSpecError, match="min_gb"):
+        replace(FN, min_gb=11.0)
     with pytest.raises(InvalidSpecError, match="graph_servers"):
         replace(HW, graph_servers=0)
     with pytest.raises(InvalidSpecError, match="usd_per_gb_s"):

@@ -136,3 +136,18 @@ def test_a_real_prebuilt_model_is_profiled_as_a_fake_copy() -> None:
     assert p.forward_flops == 2 * 5 * 4 * 6
     assert torch.equal(real[1].running_mean, real_stats)
     assert int(real[1].num_batches_tracked) == 0
+
+
+def test_a_user_models_shape_bug_is_one_line_of_bad_input(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """Session 35 QA: a user's example batch that does not fit its model exited 1 (gpucast's
+    failure) with a fix about data-dependent shapes, after torch's fake-tensor logger had
+    printed an 18-line traceback to stderr. Now: the user's error (exit 2) naming the
+    example batch, and nothing on stderr."""
+    from gpucast.domain.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=r"workload: running .*wrong_batch on fake") as err:
+        profile_workload(WorkloadSpec(name=f"{FILE}:wrong_batch", batch_size=4))
+    assert err.value.exit_code == 2 and "model(*example_batch)" in str(err.value)
+    assert "Traceback" not in capfd.readouterr().err

@@ -80,3 +80,8 @@ def big_buffer() -> tuple[nn.Module, torch.Tensor]:
     model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))
     model.register_buffer("table", torch.zeros(16 * 2**20))  # 64 MiB of fp32
     return model, torch.randn(2, 4)
+
+
+def wrong_batch() -> tuple[nn.Module, torch.Tensor]:
+    """An example batch of 9 features for a layer taking 8: the user's shape bug."""
+    return nn.Linear(8, 2), torch.randn(4, 9)

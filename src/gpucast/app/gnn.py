@@ -384,11 +384,8 @@ class PredictGnnRequest:
                 got=self.edges,
                 fix="check --nodes and --edges (directed edges: twice the undirected ones)",
             )
-        if self.nodes is not None and self.batch is not None and self.batch > self.nodes:
-            raise InvalidSpecError(
-                "batch", f"must be <= the graph's {self.nodes:,} nodes (seed nodes per mini-batch)",
-                got=self.batch, fix="lower --batch, or drop --batch and --fanouts for full-graph",
-            )  # fmt: skip
+        if self.nodes is not None:
+            _check_batch(self.batch, self.nodes)
         if self.parts is not None and self.edge_list is None:
             raise InvalidSpecError("parts", "needs --edge-list (the partition is computed)")
         if (self.batch is None) != (not self.fanouts):
@@ -530,6 +527,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
             halo = tuple(int(v) for v in counted)
             halo_bytes = gnn.halo_bytes_per_epoch(counted, spec)
     degrees, nodes, edges = _degrees(request, graph)
+    _check_batch(request.batch, nodes)  # the edge list's or histogram's nodes, when not given
     if request.batch is None and (k is None or graph is not None):  # no sampling, no random parts
         if request.degrees is not None:
             warnings.append(
@@ -661,6 +659,15 @@ def _cpu_sampling(request: PredictGnnRequest, sampled_edges: float) -> tuple[flo
         f"edges/s per worker ({source}) on {workers} workers in parallel (linear in workers: "
         f"enough free cores assumed); {overlap}"
     )
+
+
+def _check_batch(batch: int | None, nodes: int) -> None:
+    """Seed nodes per mini-batch: at most the graph's nodes."""
+    if batch is not None and batch > nodes:
+        raise InvalidSpecError(
+            "batch", f"must be <= the graph's {nodes:,} nodes (seed nodes per mini-batch)",
+            got=batch, fix="lower --batch, or drop --batch and --fanouts for full-graph",
+        )  # fmt: skip
 
 
 def _degrees(request: PredictGnnRequest, graph: Any) -> tuple[Any, int, int]:

@@ -1,6 +1,7 @@
 """Serverless function compute prices (``data/function_compute.csv``): US$ per GB-second of
-memory, per request, and the memory that buys one vCPU, one row per offering with its source
-and date. Used by the Dorylus-style GNN split (``gpucast predict gnn --split``).
+memory, per request, the memory that buys one vCPU and the most (``max_gb``) and, optionally,
+the least (``min_gb``) a function may have, one row per offering with its source and date.
+Used by the Dorylus-style GNN split (``gpucast predict gnn --split``).
 
 Parsing is strict (a bad cell names its file, line and column) and cached per process.
 """
@@ -35,6 +36,7 @@ def parse_function_compute(text: str, path: str = _PATH) -> dict[str, FunctionCo
             usd_per_request=num("usd_per_request"),
             gb_per_vcpu=num("gb_per_vcpu"),
             max_gb=num("max_gb"),
+            min_gb=num("min_gb") if row.get("min_gb", "").strip() else 0.0,
             source=f"catalog/data/function_compute.csv {name} {where}",
         )
     return out

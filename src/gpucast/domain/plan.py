@@ -81,6 +81,10 @@ STRATEGIES: tuple[str, ...] = ("ddp", "fsdp", "ps")
 #: Other names of the planner's strategies: ``simulate train`` calls DDP ``allreduce``.
 STRATEGY_ALIASES: dict[str, str] = {"allreduce": "ddp"}
 
+#: ``--nvme-gbps`` at most (GB/s a node): eight PCIe 5.0 drives striped read ~110 GB/s; 1,000
+#: leaves room for larger arrays and for asking what the job does with NVMe out of the way.
+MAX_NVME_GBPS = 1000.0
+
 
 def strategy_list(value: Any) -> tuple[str, ...]:
     """``--strategy`` of ``plan train``: lower-cased names, an alias as the strategy it names."""
@@ -396,10 +400,11 @@ class TrainRequest:
         check_eta(self.eta)
         if self.nvme_gbps is not None and (
             isinstance(self.nvme_gbps, bool)
-            or not (math.isfinite(self.nvme_gbps) and self.nvme_gbps > 0)
+            or not (math.isfinite(self.nvme_gbps) and 0 < self.nvme_gbps <= MAX_NVME_GBPS)
         ):
             raise InvalidSpecError(
-                "nvme-gbps", "must be a finite number > 0 GB/s", got=self.nvme_gbps,
+                "nvme-gbps", f"must be a number in (0, {MAX_NVME_GBPS:,.0f}] GB/s",
+                got=self.nvme_gbps,
                 fix="e.g. --nvme-gbps 6 (one PCIe 4.0 NVMe drive reads ~7 GB/s)",
             )  # fmt: skip
         check_pue(self.pue)

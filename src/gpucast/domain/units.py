@@ -175,13 +175,14 @@ def _small_decimals(value: float, decimals: int) -> int:
 
 def format_sig(value: float, digits: int = 3, *, max_decimals: int = 6) -> str:
     """``value`` with ``digits`` significant digits in fixed point, thousands separated, never
-    in scientific notation: ``24.3``, ``3.36``, ``0.00853``, ``110,836``; a non-zero value
-    below the last of ``max_decimals`` decimals reads ``<0.001`` (``max_decimals=3``)."""
+    in scientific notation: ``24.3``, ``3.36``, ``0.00853``, ``110,836``; at most
+    ``max_decimals`` decimals (``0.0503`` reads ``0.050`` with ``max_decimals=3``), and a
+    non-zero value below the last of them reads ``<0.001``."""
     if value == 0 or not math.isfinite(value):
         return f"{value:g}"
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
-    if decimals > max_decimals:
+    if abs(value) < 10.0**-max_decimals:
         return f"<{10.0**-max_decimals:.{max_decimals}f}"
+    decimals = min(max_decimals, max(0, digits - 1 - math.floor(math.log10(abs(value)))))
     return f"{value:,.{decimals}f}"
 
 

@@ -45,6 +45,11 @@ def rec_model_input(name: str | None, tables: Path | None, batch: int | None) ->
         models = parse_rec_models(
             text, str(tables), required=TABLE_COLUMNS, default_model=Path(tables).stem
         )
+        if not models:
+            raise InvalidSpecError(
+                "tables", "has no table rows, only a header", got=str(tables),
+                fix="add one row per table, e.g. users,1000000,64,1",
+            )  # fmt: skip
         if len(models) != 1:
             raise InvalidSpecError(
                 "tables", "must describe one model (one value in its model column)", got=str(tables)
@@ -171,7 +176,7 @@ def table_hit_rates(
             curves[t.name] = _curve(zipf, policy)
             groups.setdefault(f"{loc.label()} over its rows (steady state)", []).append(t.name)
             continue
-        fitted = fitted_window(data_dir, loc.window, loc.trace)
+        fitted = fitted_window(data_dir, loc.window, loc.trace, flag=f"locality of table {t.name}")
         if fitted is None:
             raise InvalidSpecError(
                 "locality",

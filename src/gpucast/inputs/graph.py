@@ -39,6 +39,9 @@ _FIX = "one edge per line: two integer node ids, e.g. '0 17'"
 SPARSE_IDS_FACTOR = 2.0
 #: A degree histogram's ``degree x count`` may differ from ``--edges`` by this share.
 HISTOGRAM_EDGES_TOLERANCE = 0.01
+#: Node ids an edge list may span (its largest id + 1, or ``--nodes``): every node gets an
+#: in- and an out-degree count (16 B), so a stray id must not size arrays of terabytes.
+MAX_EDGE_LIST_NODES = 2**30
 _DEGREES_FIX = "a CSV with the header 'degree,count' and one row per degree, e.g. '3,1200'"
 
 
@@ -113,7 +116,13 @@ def _parse_lines(text: str, path: Path | str) -> npt.NDArray[np.int64]:
                 str(path), f"expected two node ids >= 0, found {line[:40]!r}", line=number,
                 fix=_FIX,
             )  # fmt: skip
-        pairs.append((int(cells[0]), int(cells[1])))
+        pair = (int(cells[0]), int(cells[1]))
+        if max(pair) >= 2**63:  # what int64 holds; the node-count ceiling is checked below
+            raise DataFormatError(
+                str(path), f"node id {str(max(pair))[:24]} is not a 64-bit integer",
+                line=number, fix="number the nodes 0 to N-1",
+            )  # fmt: skip
+        pairs.append(pair)
     if not pairs:
         raise DataFormatError(str(path), "has no edges", fix=_FIX)
     return np.array(pairs, dtype=np.int64)
@@ -144,6 +153,17 @@ def read_edge_list(
         edges = _parse_lines(text, path)
     src, dst = edges[:, 0], edges[:, 1]
     n = int(edges.max()) + 1 if nodes is None else nodes
+    if n > MAX_EDGE_LIST_NODES:
+        raise InvalidSpecError(
+            "edge-list" if nodes is None else "nodes",
+            f"spans {n:,} node ids, more than the {MAX_EDGE_LIST_NODES:,} an edge list may "
+            "(16 B of degree counts a node)",
+            got=str(path) if nodes is None else nodes,
+            fix="number the nodes 0 to N-1, or give --nodes N (edges with ids >= N are "
+            "skipped and counted)"
+            if nodes is None
+            else "give the graph's node count",
+        )
     inside = (src < n) & (dst < n)
     loops = (src == dst) & inside
     keep = inside & (allow_self_loops | ~loops)

@@ -49,6 +49,10 @@ def _check_mode(mode: str) -> Mode:
     return mode  # type: ignore[return-value]
 
 
+#: What torch's CPU allocator says when an allocation fails (a RuntimeError).
+_CPU_OUT_OF_MEMORY = "can't allocate memory"
+
+
 @contextlib.contextmanager
 def _translate_failures(spec: WorkloadSpec, mode: str, device: str) -> Iterator[None]:
     """Turn a crash inside a step (OOM, shape error) into one clear MeasurementError."""
@@ -62,6 +66,11 @@ def _translate_failures(spec: WorkloadSpec, mode: str, device: str) -> Iterator[
         ) from exc
     except (RuntimeError, ValueError, TypeError) as exc:
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if _CPU_OUT_OF_MEMORY in first_line:  # the CPU allocator's, not an OutOfMemoryError
+            raise MeasurementError(
+                f"out of host memory in the {where} ({first_line})",
+                fix="lower --batch-size or use a lower --precision",
+            ) from exc
         raise MeasurementError(f"the {where} failed: {first_line}") from exc
 
 

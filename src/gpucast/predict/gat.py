@@ -241,7 +241,7 @@ class GatSpec:
                 f"must be a multiple of --heads ({self.heads}): it is heads x units per head "
                 "(GATConv's out_channels per head, concatenated)",
                 got=self.hidden,
-                fix=f"e.g. --hidden {low or self.heads} or {low + self.heads}, or --heads "
+                fix=f"e.g. --hidden {f'{low} or ' if low else ''}{low + self.heads}, or --heads "
                 "dividing it",
             )
         if self.batch is None and self.fanouts:

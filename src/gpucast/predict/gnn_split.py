@@ -69,11 +69,13 @@ class SplitHardware:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise InvalidSpecError(name, "must be a number > 0", got=value)
-        if self.function_gb > self.function.max_gb:
+        f = self.function
+        if not f.min_gb <= self.function_gb <= f.max_gb:
             raise InvalidSpecError(
-                "function memory",
-                f"must be <= {self.function.max_gb:g} GB for {self.function.name}",
+                "function-memory-gb",
+                f"must be in [{f.min_gb:g}, {f.max_gb:g}] GB for {f.name}",
                 got=self.function_gb,
+                fix="e.g. --function-memory-gb 3.455 (2 vCPUs)",
             )
 
 

@@ -26,6 +26,7 @@ autocast's operator lists, which differ from CUDA's in a few ops).
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -53,7 +54,7 @@ from gpucast.profile.opclasses import NO_TRAFFIC, classify, does_arithmetic, is_
 from gpucast.workloads.base import Workload
 from gpucast.workloads.registry import get_workload
 from gpucast.workloads.steps import OPTIMIZERS, autocast_for, make_optimizer
-from gpucast.workloads.user import copy_module
+from gpucast.workloads.user import copy_module, is_user_spec
 
 _FAKE_DEVICE = torch.device("cpu")
 
@@ -300,6 +301,42 @@ def _phase(recorder: _OpRecorder, name: str) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _quiet_fake_tensor_log() -> Iterator[None]:
+    """Keep torch's fake-tensor logger from printing a traceback to stderr when a model's
+    operator fails (the failure is raised, and reported in one line, by :func:`profile`)."""
+    log = logging.getLogger("torch._subclasses.fake_tensor")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+def _run_failed(name: str, exc: Exception) -> GpucastError:
+    """A step that failed on fake tensors: the user's model or example batch is to blame
+    (exit 2, the likely fixes), a built-in workload is a failure of gpucast (exit 1)."""
+    lines = str(exc).strip().splitlines()
+    what = (
+        f"running {name} on fake tensors failed: {type(exc).__name__}: {lines[0] if lines else ''}"
+    )
+    if not is_user_spec(name):
+        return GpucastError(
+            f"profile: {what}",
+            fix="models with data-dependent shapes cannot be profiled statically; "
+            "measure them with gpucast measure",
+        )
+    return InvalidSpecError(
+        "workload",
+        what,
+        fix="the factory's example batch is called as model(*example_batch): check its shapes "
+        "and that it holds the model's inputs only (the loss goes in a third returned value, "
+        "loss_fn(output)); a model whose shapes depend on the data cannot be profiled "
+        "statically: measure it with gpucast measure",
+    )
+
+
 def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -> WorkloadProfile:
     """Profile an already-built :class:`Workload` at ``spec``'s batch size and precision."""
     if optimizer not in OPTIMIZERS:
@@ -309,7 +346,11 @@ def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -
     autocast_for(_FAKE_DEVICE, spec.precision)  # raises for a precision CPU autocast lacks
     recorder = _OpRecorder(flop_formulas.registry())
     notes: list[str] = []
-    with static_shape_rules(), FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
+    with (
+        static_shape_rules(),
+        _quiet_fake_tensor_log(),
+        FakeTensorMode(allow_non_fake_inputs=True) as fake_mode,
+    ):
         try:
             model = _fake_model(workload.build_model(_FAKE_DEVICE), fake_mode)
             inputs, target = workload.make_batch(spec.batch_size, _FAKE_DEVICE)
@@ -357,12 +398,7 @@ def profile(workload: Workload, spec: WorkloadSpec, *, optimizer: str = "sgd") -
         except GpucastError:
             raise
         except Exception as exc:
-            raise GpucastError(
-                f"profile: running {workload.name} on fake tensors failed: "
-                f"{type(exc).__name__}: {exc}",
-                fix="models with data-dependent shapes cannot be profiled statically; "
-                "measure them with gpucast measure",
-            ) from exc
+            raise _run_failed(workload.name, exc) from exc
 
         weights_bytes = sum(tensor_bytes(t) for t in _unique([*params, *buffers]))
         gradient_bytes = sum(tensor_bytes(p) for p in trainable)
