@@ -256,8 +256,14 @@ def test_rgat_more_heads_more_time_and_gpu_sharding() -> None:
         gpu="H100-SXM", **{**base, "gpus": 64, "batch": 1024, "feature_sharding": "global"}
     )
     assert spread.feature_fetch_s > 3 * node.feature_fetch_s  # rows cross the network
-    fp16 = gpucast.predict_gnn(gpu="H100-SXM", **{**base, "feature_precision": "fp16"})
-    assert any("do not fit" in n for n in fp16.notes)  # 1,121 GB on 8 x 80 GB
+    # 1,121 GB of fp16 features on 8 x 80 GB: refused (QA 35 #27: priced as if in HBM), as a
+    # full-graph step that does not fit is; auto spills the rest to host memory
+    with pytest.raises(InvalidSpecError, match=r"feature-location: gpu: the 1,121 GB of features"):
+        gpucast.predict_gnn(gpu="H100-SXM", **{**base, "feature_precision": "fp16"})
+    spill = gpucast.predict_gnn(
+        gpu="H100-SXM", **{**base, "feature_precision": "fp16", "feature_location": "auto"}
+    )
+    assert spill.feature_fetch_s > 0
 
 
 def test_gat_homogeneous_and_graph_stats_file(tmp_path: Path) -> None:

@@ -44,6 +44,7 @@ from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_price
 from gpucast.domain.options import as_flags, lower_text, option
+from gpucast.domain.units import count_of, format_sig
 
 if TYPE_CHECKING:
     from gpucast.predict.gnn_partition import PartitionedEpoch
@@ -1008,10 +1009,14 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
     )  # fmt: skip
     shard = per_node if request.feature_sharding == "node" else request.gpus
     if request.feature_location == "gpu" and total_features > max(free, 0.0) * shard:
-        notes.append(
-            f"the {total_features / 1e9:,.0f} GB of features do not fit the "
-            f"{max(free, 0.0) * shard / 1e9:,.0f} GB left on the {shard} GPUs sharing them "
-            "(--feature-location auto spills the rest to host memory)"
+        # refused as a full-graph step that does not fit is (QA 35 #27: priced as if they fit)
+        raise InvalidSpecError(
+            "feature-location",
+            f"gpu: the {format_sig(total_features / 1e9)} GB of features do not fit the "
+            f"{format_sig(max(free, 0.0) * shard / 1e9)} GB of HBM left on the "
+            f"{count_of(shard, 'GPU')} sharing them",
+            fix="--feature-location auto (in HBM as far as they fit, the rest in host memory) "
+            "or host, more --gpus, or a smaller --feature-precision",
         )
     tflops, hbm = _achieved_rates(gpu)
     peer = intra_node_gbps(gpu) / 8.0 * GATHER_EFFICIENCY
