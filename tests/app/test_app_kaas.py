@@ -101,6 +101,8 @@ def test_a_model_given_twice_is_two_functions_each_reported() -> None:
     assert set(d["sharing"]["kernel"]["per_function"]) == {"mlp#1", "mlp#2"}
     assert d["sharing"]["dedicated"]["gpus"] == 2
     assert list(d["sources"]) == ["model mlp"]
+    # QA session 35: an MLP's pass on a T4 read "5 kernels, 0.00 ms" beside its p50 0.00054 ms
+    assert d["sources"]["model mlp"].startswith("5 kernels, 0.00054 ms on T4")
 
 
 def test_the_validation_line_names_no_data_it_was_not_measured_on() -> None:

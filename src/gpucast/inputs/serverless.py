@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
-from gpucast.domain.units import format_span
+from gpucast.domain.units import format_ms, format_span
 
 if TYPE_CHECKING:
     from gpucast.domain.catalog import GpuSpec
@@ -724,7 +724,7 @@ def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], 
     if seq.sum() > 0:
         seq = seq * (total / seq.sum())
     return seq, (
-        f"{seq.size} kernels, {seq.sum() * 1e3:.2f} ms on {gpu.name} (the serving engine's "
+        f"{seq.size} kernels, {format_ms(float(seq.sum()), decimals=2)} ms on {gpu.name} (the serving engine's "
         "batch-1 latency on the device, as simulate serve less its launch overhead, which "
         "--dispatch-us prices here; split over the profiled inference operators by class at "
         "each class's roofline share)"
