@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.units import format_ms, format_span
+from gpucast.inputs.instance_ebs import network_link
 
 if TYPE_CHECKING:
     from gpucast.domain.catalog import GpuSpec
@@ -441,9 +442,7 @@ def gpu_function(
 
     check_workload_name(model)
     fact = load_coldstart_facts().get("storage", storage)
-    links: dict[str, float | None] = {storage: fact.value}
-    if network_gbps is not None:
-        links["network"] = network_gbps / 8.0
+    links: dict[str, float | None] = {storage: fact.value, **network_link(storage, network_gbps)}
     profile = workload_profile(model, "fp32", batch_size=1)
     memory_gib = profile.memory.inference_peak_bytes / GIB
     if memory_gib > usable_gib(gpu.memory_gib):  # the one rule, as predict coldstart's
@@ -661,9 +660,7 @@ def llm_gpu_function(
     service[~beyond] = served
     memory_gib = tp * one.memory.capacity_bytes / GIB
     fact = load_coldstart_facts().get("storage", storage)
-    links: dict[str, float | None] = {storage: fact.value}
-    if network_gbps is not None:
-        links["network"] = network_gbps / 8.0
+    links: dict[str, float | None] = {storage: fact.value, **network_link(storage, network_gbps)}
     cold, _ = llm_cold_start(
         spec,
         gpu,
