@@ -142,9 +142,9 @@ def test_predict_coldstart_on_a_gpu_names_the_bound() -> None:
     ).prediction
     assert slow_net.bound_by == "network" and slow_net.load_gb_per_s == pytest.approx(0.125)
     # QA session 35: weights on the host's own NVMe were bound by --network-gbps 1
-    with pytest.raises(InvalidSpecError, match="^network-gbps: .*local-nvme is read on the host"):
+    with pytest.raises(InvalidSpecError, match=r"^network-gbps: .*local-nvme is read on the host"):
         gpucast.predict_coldstart("resnet18", gpu="T4", network_gbps=1)
-    with pytest.raises(InvalidSpecError, match="^network-gbps: "):
+    with pytest.raises(InvalidSpecError, match=r"^network-gbps: "):
         gpucast.simulate_serverless(synthetic=2, minutes=10, models=["mlp"], network_gbps=1)
     given = gpucast.predict_coldstart("resnet18", gpu="T4", container_s=0, cuda_context_s=0)
     assert given.prediction.total_s < p.total_s

@@ -205,7 +205,6 @@ def runs_export(
 ) -> ExportResult:
     """Write the runs table (summary columns and the full JSON) to CSV or Parquet."""
     from gpucast.store import Store
-
     from gpucast.store.files import refuse_overwriting_inputs
 
     request = resolve(RunsExportRequest, request, options)

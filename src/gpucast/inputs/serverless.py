@@ -720,8 +720,9 @@ def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], 
     total = forward_pass_s(model, gpu, on_device=True).value
     if seq.sum() > 0:
         seq = seq * (total / seq.sum())
+    pass_ms = format_ms(float(seq.sum()), decimals=2)
     return seq, (
-        f"{seq.size} kernels, {format_ms(float(seq.sum()), decimals=2)} ms on {gpu.name} (the serving engine's "
+        f"{seq.size} kernels, {pass_ms} ms on {gpu.name} (the serving engine's "
         "batch-1 latency on the device, as simulate serve less its launch overhead, which "
         "--dispatch-us prices here; split over the profiled inference operators by class at "
         "each class's roofline share)"
