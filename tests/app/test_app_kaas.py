@@ -110,3 +110,9 @@ def test_the_validation_line_names_no_data_it_was_not_measured_on() -> None:
     text = gpucast.simulate_kaas(models=["mlp"], pool_gpus=2, rate=5, duration_s=1).validation
     assert text.text().startswith("not validated for T4, fp32, 2 GPUs: no published")
     assert " on benchmarks/" not in text.text()
+
+
+def test_a_language_model_is_named_as_one_not_as_unknown() -> None:
+    """QA session 35: ``--models llama-2-7b`` said "unknown workload 'llama-2-7b'"."""
+    with pytest.raises(InvalidSpecError, match=r"^models: llama-2-7b is a language model"):
+        gpucast.simulate_kaas(models=["llama-2-7b"], rate=10, duration_s=1)

@@ -698,10 +698,17 @@ def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], 
     batch-1 time on the device (:func:`gpucast.inputs.serving.forward_pass_s`, the one
     forward-pass latency of every verb, less the launch overhead that --dispatch-us prices);
     classes in profile order."""
+    from gpucast.inputs.llm_serving import is_llm_model
     from gpucast.inputs.serving import forward_pass_s
     from gpucast.inputs.workload import check_workload_name, workload_profile
     from gpucast.predict.coldstart import forward_s
 
+    if is_llm_model(model):  # it is known, but as a language model: no profiled kernels
+        raise InvalidSpecError(
+            "models", f"{model} is a language model of llm_models.csv: kernel-as-a-service "
+            "splits a DNN's profiled inference kernels, which a language model has none of",
+            fix="give DNN workloads, e.g. --models resnet50,bert-base",
+        )  # fmt: skip
     check_workload_name(model)
     profile = workload_profile(model, "fp32", batch_size=1)
     phase = next(p for p in profile.phases if p.phase == "inference")
