@@ -101,6 +101,8 @@ def test_a_model_given_twice_is_two_functions_each_reported() -> None:
     assert set(d["sharing"]["kernel"]["per_function"]) == {"mlp#1", "mlp#2"}
     assert d["sharing"]["dedicated"]["gpus"] == 2
     assert list(d["sources"]) == ["model mlp"]
+    # QA session 35: an MLP's pass on a T4 read "5 kernels, 0.00 ms" beside its p50 0.00054 ms
+    assert d["sources"]["model mlp"].startswith("5 kernels, 0.00054 ms on T4")
 
 
 def test_the_validation_line_names_no_data_it_was_not_measured_on() -> None:
@@ -108,3 +110,9 @@ def test_the_validation_line_names_no_data_it_was_not_measured_on() -> None:
     text = gpucast.simulate_kaas(models=["mlp"], pool_gpus=2, rate=5, duration_s=1).validation
     assert text.text().startswith("not validated for T4, fp32, 2 GPUs: no published")
     assert " on benchmarks/" not in text.text()
+
+
+def test_a_language_model_is_named_as_one_not_as_unknown() -> None:
+    """QA session 35: ``--models llama-2-7b`` said "unknown workload 'llama-2-7b'"."""
+    with pytest.raises(InvalidSpecError, match=r"^models: llama-2-7b is a language model"):
+        gpucast.simulate_kaas(models=["llama-2-7b"], rate=10, duration_s=1)

@@ -137,8 +137,15 @@ def test_predict_coldstart_on_a_gpu_names_the_bound() -> None:
     assert p.weight_load_s == pytest.approx(p.weight_bytes / 0.09e9)
     assert p.container_s == 1.0 and p.cuda_context_s == 0.5
     assert "container-start" in r.assumptions
-    slow_net = gpucast.predict_coldstart("resnet18", gpu="T4", network_gbps=1).prediction
+    slow_net = gpucast.predict_coldstart(
+        "resnet18", gpu="T4", storage="ebs-gp3-max", network_gbps=1
+    ).prediction
     assert slow_net.bound_by == "network" and slow_net.load_gb_per_s == pytest.approx(0.125)
+    # QA session 35: weights on the host's own NVMe were bound by --network-gbps 1
+    with pytest.raises(InvalidSpecError, match=r"^network-gbps: .*local-nvme is read on the host"):
+        gpucast.predict_coldstart("resnet18", gpu="T4", network_gbps=1)
+    with pytest.raises(InvalidSpecError, match=r"^network-gbps: "):
+        gpucast.simulate_serverless(synthetic=2, minutes=10, models=["mlp"], network_gbps=1)
     given = gpucast.predict_coldstart("resnet18", gpu="T4", container_s=0, cuda_context_s=0)
     assert given.prediction.total_s < p.total_s
     assert not r.validation.validated

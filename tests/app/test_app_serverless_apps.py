@@ -203,6 +203,14 @@ def test_an_apps_calls_run_its_functions_mix(tmp_path: Path) -> None:
     assert res.latency_s["p50"] == pytest.approx(1.0)
     assert res.latency_s["p95"] == pytest.approx(3.0)
     assert res.latency_s["max"] == pytest.approx(3.0 + cold)
+    # QA session 35: the execution line was the LLM trace's ("vllm, batch 1: prefill then
+    # decode of its tokens") wherever an app's calls mix its functions' durations
+    execution = r.to_dict()["assumptions"]["execution"]
+    assert execution.startswith("the trace's average duration") and "prefill" not in execution
+    model = gpucast.simulate_serverless(
+        trace=tmp_path, **{**KW, "models": ["mlp", "resnet50"]}
+    ).to_dict()["assumptions"]["execution"]
+    assert model.startswith("one forward pass") and "prefill" not in model
 
 
 def test_plan_serverless_on_apps(tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ def test_an_instance_of_a_model_split_over_two_gpus_bills_both(tmp_path: Path) -
     assert d["cost_usd"] == pytest.approx(2 * instance_h * d["price_usd_per_hour"])
     assert d["models"][0]["gpus"] == 2
     assert "2 x H100-SXM" in d["assumptions"]["gpus per instance"]
+    assert "prefill then decode of its tokens" in d["assumptions"]["execution"]
     # the memory held warm is already both GPUs' share, counted once
     assert r.functions[0].memory_gib > 80.0
 

@@ -150,6 +150,19 @@ def test_export_format_from_suffix_and_bad_format(db: Path, tmp_path: Path) -> N
     assert bad.exit_code == 2 and "format" in bad.stderr
 
 
+@pytest.mark.parametrize(
+    "verb", [["runs", "export", "--out"], ["report", "--runs", "--out"]], ids=["export", "report"]
+)
+def test_writing_over_the_store_it_reads_is_refused(db: Path, verb: list[str]) -> None:
+    """QA session 35: `runs export --out $GPUCAST_DB` and `report --runs --out $GPUCAST_DB`
+    replaced the measurement store with a CSV / an HTML page (exit 0)."""
+    before = db.read_bytes()
+    result = runner.invoke(app, ["--db", str(db), *verb, str(db)])
+    assert result.exit_code == 2, result.stdout
+    assert result.stderr.startswith("error: out: is the input file") and "--out" in result.stderr
+    assert db.read_bytes() == before
+
+
 def test_show_and_export_on_a_missing_store(tmp_path: Path) -> None:
     db = tmp_path / "none.db"
     result = runner.invoke(app, ["--db", str(db), "runs", "show", "1"])

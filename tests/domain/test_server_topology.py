@@ -31,6 +31,15 @@ def test_a_gpu_reachable_only_through_another_gpu_is_disconnected() -> None:
         )
 
 
+def test_the_gpu_named_unreachable_is_one_it_cannot_reach() -> None:
+    """QA session 35: an NVLink ring gpu0-gpu1-gpu2-gpu3-gpu0 without PCIe links said "gpu0 is
+    disconnected: no route to gpu3", a GPU it has a direct link to; gpu2 is the one it cannot
+    reach without passing through another GPU."""
+    ring = tuple(_link(f"gpu{i}", f"gpu{(i + 1) % 4}") for i in range(4))
+    with pytest.raises(InvalidSpecError, match="gpu0 is disconnected: no route to gpu2 "):
+        ServerTopology(name="t", links=ring)
+
+
 @pytest.mark.parametrize(
     ("links", "match"),
     [

@@ -80,6 +80,15 @@ def test_no_candidate_meets_an_impossible_slo() -> None:
     assert plan.choice is None and "no candidate meets" in plan.reason
 
 
+def test_an_slo_below_the_execution_names_the_execution_not_the_cold_start() -> None:
+    """QA session 35: p99 < 1 ms for a 2.4 ms forward pass said "cut the cold start" though
+    always-on, with none, misses it as much."""
+    plan = _plan(_sparse(), slo_s=0.01, exec_s=0.02)
+    assert plan.choice is None and "the lowest is always-on" in plan.reason
+    assert "cut the execution (a faster --gpu" in plan.reason
+    assert "cold start (faster storage" not in plan.reason
+
+
 @pytest.mark.parametrize(
     "kw",
     [

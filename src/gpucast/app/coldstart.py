@@ -400,13 +400,13 @@ def _instance_links(
 ) -> tuple[dict[str, float | None], dict[str, str], dict[str, str]]:
     """(links, sources, assumptions) of the instance between ``storage`` and the host: its
     EBS link (:func:`gpucast.inputs.instance_ebs.ebs_link`) and ``--network-gbps``."""
-    from gpucast.inputs.instance_ebs import ebs_link
+    from gpucast.inputs.instance_ebs import ebs_link, network_link
 
     links, sources, assumptions = ebs_link(
         storage, instance=request.instance, ebs_gbps=request.ebs_gbps
     )
+    links.update(network_link(storage, request.network_gbps))
     if request.network_gbps is not None:
-        links["network"] = request.network_gbps / 8.0
         sources["network"] = f"--network-gbps {request.network_gbps:g}"
     return links, sources, assumptions
 

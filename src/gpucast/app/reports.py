@@ -257,7 +257,7 @@ def write_report(
 ) -> ReportResult:
     """Write the HTML report of a saved plan (``plan=``) or of stored runs (``runs=True``)."""
     from gpucast.report.html import measurements_html
-    from gpucast.store.files import write_text_atomic
+    from gpucast.store.files import refuse_overwriting_inputs, write_text_atomic
 
     request = resolve(ReportRequest, request, options)
     if request.plan is not None:
@@ -283,6 +283,7 @@ def write_report(
     from gpucast.store.db import default_db_path, open_store
 
     store = Path(db) if db is not None else default_db_path()
+    refuse_overwriting_inputs(request.out, [store], field=_OUT)  # the store it reports
     if not store.exists():
         raise InvalidSpecError(
             "db",

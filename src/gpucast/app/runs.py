@@ -205,9 +205,11 @@ def runs_export(
 ) -> ExportResult:
     """Write the runs table (summary columns and the full JSON) to CSV or Parquet."""
     from gpucast.store import Store
+    from gpucast.store.files import refuse_overwriting_inputs
 
     request = resolve(RunsExportRequest, request, options)
     chosen = request.chosen_format
+    refuse_overwriting_inputs(request.out, [_db_path(db)], field="out")  # the store it reads
     with Store(_db_path(db)).open(create=False) as store:
         count = store.export(request.out, chosen, kind=request.kind, workload=request.workload)
     return ExportResult(out=request.out, format=chosen, count=count)

@@ -835,7 +835,7 @@ def _warmup_text(warmup_s: float, horizon_s: float) -> str:
 
 
 def _load_assumptions(request: ServerlessLoad, load: _Load) -> dict[str, str]:
-    if load.exec_spread is not None:
+    if load.trace.tokens:  # an LLM trace (an app's mix of functions also has a spread)
         from gpucast.inputs.serverless import LLM_ENGINE
 
         execution = (

@@ -80,7 +80,9 @@ class ServerTopology:
                 worst = min(
                     gpus, key=lambda x: (len(self._reachable_without_gpus(x) & set(gpus)), x)
                 )
-                other = gpus[0] if worst != gpus[0] else gpus[-1]
+                # a GPU it cannot reach (not one it reaches: a ring's gpu3 is gpu0's neighbour)
+                cut_off = self._reachable_without_gpus(worst)
+                other = next(h for h in gpus if h not in cut_off)
                 raise InvalidSpecError(
                     f"topology {self.name}",
                     f"{worst} is disconnected: no route to {other} that does not pass "

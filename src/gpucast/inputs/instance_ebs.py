@@ -72,6 +72,25 @@ def ebs_link(
     return {EBS_LINK: gbs}, {EBS_LINK: ebs.source}, {EBS_LINK: text}
 
 
+#: storage classes read on the host itself: their weights cross no network
+HOST_STORAGE = ("local", "local-nvme")
+
+
+def network_link(storage: str, network_gbps: float | None) -> dict[str, float]:
+    """The network among a weight load's links (GB/s; ``network_gbps`` in Gbit/s): none
+    without it; an error for storage on the host (``--network-gbps 1 --storage local-nvme``
+    bounded the load by a network it does not cross)."""
+    if network_gbps is None:
+        return {}
+    if storage in HOST_STORAGE:
+        raise InvalidSpecError(
+            "network-gbps", f"is the network to remote storage; --storage {storage} is read "
+            "on the host, not over it", got=network_gbps,
+            fix="use --storage s3 or an ebs-* volume, or drop --network-gbps",
+        )  # fmt: skip
+    return {"network": network_gbps / 8.0}
+
+
 def check_instance_gpu(instance: str, gpu: GpuSpec | None, catalog: Catalog) -> None:
     """One clear error where ``instance`` (an instance type of ``offers.csv``) carries another
     GPU than ``gpu`` (None: this machine's CPU, so an instance with no GPU). An instance type

@@ -28,7 +28,8 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
-from gpucast.domain.units import format_span
+from gpucast.domain.units import format_ms, format_span
+from gpucast.inputs.instance_ebs import network_link
 
 if TYPE_CHECKING:
     from gpucast.domain.catalog import GpuSpec
@@ -441,9 +442,7 @@ def gpu_function(
 
     check_workload_name(model)
     fact = load_coldstart_facts().get("storage", storage)
-    links: dict[str, float | None] = {storage: fact.value}
-    if network_gbps is not None:
-        links["network"] = network_gbps / 8.0
+    links: dict[str, float | None] = {storage: fact.value, **network_link(storage, network_gbps)}
     profile = workload_profile(model, "fp32", batch_size=1)
     memory_gib = profile.memory.inference_peak_bytes / GIB
     if memory_gib > usable_gib(gpu.memory_gib):  # the one rule, as predict coldstart's
@@ -661,9 +660,7 @@ def llm_gpu_function(
     service[~beyond] = served
     memory_gib = tp * one.memory.capacity_bytes / GIB
     fact = load_coldstart_facts().get("storage", storage)
-    links: dict[str, float | None] = {storage: fact.value}
-    if network_gbps is not None:
-        links["network"] = network_gbps / 8.0
+    links: dict[str, float | None] = {storage: fact.value, **network_link(storage, network_gbps)}
     cold, _ = llm_cold_start(
         spec,
         gpu,
@@ -701,10 +698,17 @@ def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], 
     batch-1 time on the device (:func:`gpucast.inputs.serving.forward_pass_s`, the one
     forward-pass latency of every verb, less the launch overhead that --dispatch-us prices);
     classes in profile order."""
+    from gpucast.inputs.llm_serving import is_llm_model
     from gpucast.inputs.serving import forward_pass_s
     from gpucast.inputs.workload import check_workload_name, workload_profile
     from gpucast.predict.coldstart import forward_s
 
+    if is_llm_model(model):  # it is known, but as a language model: no profiled kernels
+        raise InvalidSpecError(
+            "models", f"{model} is a language model of llm_models.csv: kernel-as-a-service "
+            "splits a DNN's profiled inference kernels, which a language model has none of",
+            fix="give DNN workloads, e.g. --models resnet50,bert-base",
+        )  # fmt: skip
     check_workload_name(model)
     profile = workload_profile(model, "fp32", batch_size=1)
     phase = next(p for p in profile.phases if p.phase == "inference")
@@ -723,8 +727,9 @@ def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], 
     total = forward_pass_s(model, gpu, on_device=True).value
     if seq.sum() > 0:
         seq = seq * (total / seq.sum())
+    pass_ms = format_ms(float(seq.sum()), decimals=2)
     return seq, (
-        f"{seq.size} kernels, {seq.sum() * 1e3:.2f} ms on {gpu.name} (the serving engine's "
+        f"{seq.size} kernels, {pass_ms} ms on {gpu.name} (the serving engine's "
         "batch-1 latency on the device, as simulate serve less its launch overhead, which "
         "--dispatch-us prices here; split over the profiled inference operators by class at "
         "each class's roofline share)"

@@ -467,10 +467,15 @@ def plan_serverless(
         else:
             best = min(ordered, key=lambda o: o.slo_latency_s)
             closest = f"the lowest is {best.name} at {standing(best)}"
-        reason = (
-            f"no candidate meets {slo_text}: {closest} (US$ {best.cost_usd:,.2f}); "
-            "loosen the SLO or cut the cold start (faster storage, smaller models)"
+        # the closest pays no cold start or swap: the execution itself misses the SLO
+        fix = (
+            "loosen the SLO or cut the execution (a faster --gpu, smaller models): it misses "
+            "without a cold start"
+            if best.cold_starts == 0 and best.swaps == 0
+            else "loosen the SLO or cut the cold start (faster storage, smaller models)"
         )
+        reason = f"no candidate meets {slo_text}: {closest} (US$ {best.cost_usd:,.2f}); {fix}"
+
     else:
         cheaper = [o for o in ordered if o.cost_usd < choice.cost_usd]
         missed = "; ".join(
