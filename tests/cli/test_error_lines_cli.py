@@ -80,7 +80,7 @@ def _store(tmp_path: Path) -> Path:
         ),
         (  # QA #30: the known providers once, then an example
             ["catalog", "spot", "--provider", "ibm"],
-            "error: unknown provider 'ibm': known: aws, azure, gcp",
+            "error: provider: unknown provider 'ibm': known: aws, azure, gcp",
             "; e.g. --provider aws",
         ),
     ],

@@ -261,3 +261,14 @@ def test_format_sig_caps_the_decimals_instead_of_printing_below() -> None:
     assert format_sig(0.00085, max_decimals=3) == "<0.001"
     assert format_sig(0.00853) == "0.00853" and format_sig(110_836.2) == "110,836"
     assert format_sig(4.2e-5) == "0.000042"  # --split stages read "<0.000001 s"
+
+
+def test_an_unknown_gpu_region_or_provider_starts_with_its_field() -> None:
+    """QA 34 B #8: every error line starts with the field it is about; an unknown GPU read
+    "unknown GPU 'FOO'" alone. A raiser's own field (e.g. a cluster file's) still wins."""
+    from gpucast.domain.errors import UnknownGpuError, UnknownProviderError, UnknownRegionError
+
+    assert str(UnknownGpuError("FOO", ["T4"])).startswith("gpu: unknown GPU 'FOO'")
+    assert str(UnknownRegionError("mars", ["us-east-1"])).startswith("region: unknown region")
+    assert str(UnknownProviderError("ibm", ["aws"])).startswith("provider: unknown provider")
+    assert str(UnknownGpuError("FOO", ["T4"], field="cluster.gpu")).startswith("cluster.gpu: ")

@@ -91,6 +91,9 @@ class UnknownNameError(InvalidInputError):
     ``kind`` overrides the class's word for what is unknown."""
 
     kind: str = "name"
+    #: the flag a name of this kind comes from, when the raiser names none (QA 34 B #8: an
+    #: unknown GPU read "unknown GPU 'FOO'" where every other error starts with its field)
+    default_field: str | None = None
 
     def __init__(
         self,
@@ -110,6 +113,7 @@ class UnknownNameError(InvalidInputError):
         else:
             hint = "none known"
         what = kind or self.kind
+        field = field or self.default_field
         super().__init__(f"{field + ': ' if field else ''}unknown {what} {name!r}: {hint}", fix=fix)
         self.name = name
         self.close_matches = close
@@ -117,14 +121,17 @@ class UnknownNameError(InvalidInputError):
 
 class UnknownGpuError(UnknownNameError):
     kind = "GPU"
+    default_field = "gpu"
 
 
 class UnknownRegionError(UnknownNameError):
     kind = "region"
+    default_field = "region"
 
 
 class UnknownProviderError(UnknownNameError):
     kind = "provider"
+    default_field = "provider"
 
 
 class UnknownWorkloadError(UnknownNameError):
