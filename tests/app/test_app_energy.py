@@ -215,6 +215,18 @@ def test_a_limit_off_the_grid_is_in_the_sweep() -> None:
             "power-w: must be at most the V100-PCIe's default power limit, 250 W",
         ),
         ({"measured_power_w": 255.1}, "power-w: must be at most"),
+        (  # below the board's idle draw (V100-PCIe: the fitted share of 250 W, 34 W)
+            {"measured_power_w": 10.0},
+            "power-w: must be at least the V100-PCIe's idle draw, 34 W",
+        ),
+        (  # the example is a step time, not a board power (and vice versa)
+            {"step_time_s": 1e6},
+            "step-time-s: must be at most 86,400 s (got 1000000.0); e.g. --step-time-s 0.25",
+        ),
+        (
+            {"measured_power_w": 1e12},
+            "power-w: must be at most 10,000 W (got 1000000000000.0); e.g. --power-w 220",
+        ),
         ({"gpu": "K80"}, "K80 has no max_power_limit_w"),
         ({"gpu": "Z9000"}, "Z9000"),
         ({"dataset_size": 0}, "dataset-size: must be >= 1"),

@@ -284,13 +284,16 @@ class PredictEnergyRequest:
             )
         _positive_or_none("step-time-s", self.step_time_s, example="0.25")
         _positive_or_none("power-w", self.measured_power_w, example="220")
-        for flag, value, high in (
-            ("step-time-s", self.step_time_s, 86_400.0),
-            ("power-w", self.measured_power_w, 10_000.0),
+        for flag, value, high, unit, example in (
+            ("step-time-s", self.step_time_s, 86_400.0, "s", "0.25"),
+            ("power-w", self.measured_power_w, 10_000.0, "W", "220"),
         ):
             if value is not None and value > high:
                 raise InvalidSpecError(
-                    flag, f"must be at most {high:,g}", got=value, fix=f"e.g. --{flag} 0.5"
+                    flag,
+                    f"must be at most {high:,g} {unit}",
+                    got=value,
+                    fix=f"e.g. --{flag} {example}",
                 )
         if not (math.isfinite(self.power_step_w) and self.power_step_w >= 1.0):
             raise InvalidSpecError(
@@ -490,6 +493,17 @@ def predict_energy(
             "--query-gpu=power.draw, averaged over the steps), or drop --power-w",
         )
     model = power_model(request.power_model)
+    idle_w = model.value.idle_power_w(board)
+    if reading_w is not None and reading_w < idle_w - READING_TOLERANCE_W:
+        raise InvalidSpecError(
+            "power-w",
+            f"must be at least the {spec.name}'s idle draw, {idle_w:.0f} W (a board running "
+            "steps draws no less than idle; catalog gpus.csv idle_power_w, else the power "
+            "model's fitted share of the default limit)",
+            got=reading_w,
+            fix="pass the average board power measured at the default limit (nvidia-smi "
+            "--query-gpu=power.draw, averaged over the steps), or drop --power-w",
+        )
     train = predict_train(
         workload=request.workload,
         batch_size=request.batch_size,
