@@ -262,6 +262,9 @@ def test_runs_that_never_finish_print_no_numpy_warning() -> None:
     assert result.exit_code == 0, result.output
     assert "never" in result.output
     assert "RuntimeWarning" not in result.output
+    # the bill of a run cut at the horizon is no final cost: the cost row says so too
+    cost = next(ln for ln in result.output.splitlines() if ln.strip().startswith("cost US$"))
+    assert "mean never" in cost, cost
     # the way out, named: the default replaces revoked nodes
     assert "(--no-replace: without it a replacement is launched for each revoked node" in (
         result.output

@@ -1104,7 +1104,7 @@ def _outcome(result: SimulationResult) -> dict[str, float | None]:
     return {
         "time_s": runs.central(runs.duration_s),
         "time_p90_s": Summary.of(runs.duration_s).p90,
-        "cost_usd": runs.central(runs.cost_usd),
+        "cost_usd": runs.central(runs.final_cost_usd),
         "p_meet_deadline": None if miss is None else 1.0 - miss,
         "revocations": runs.central(runs.revocations),
     }
