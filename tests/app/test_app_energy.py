@@ -356,3 +356,19 @@ def test_bad_energy_options(options: dict[str, object], message: str) -> None:
     with pytest.raises(InvalidInputError) as info:
         gpucast.plan_train(**PLAN, **options)
     assert message in str(info.value)
+
+
+def test_a_capped_step_is_never_bounded_below_the_default_limits_step() -> None:
+    """QA session 35: resnet50 at 256 on a V100-PCIe read 594.2 ms [179.7, ...] at 200 W under
+    554.3 ms [185.6, ...] at 250 W: the power model's band of the step ratio reaches below 1,
+    and a cap never makes a step faster."""
+    kw = {"workload": "resnet50", "batch_size": 256, "gpu": "V100-PCIe"}
+    default = gpucast.predict_energy(**kw)
+    for limit in (100, 200):
+        capped = gpucast.predict_energy(**kw, power_limit=limit)
+        assert capped.step_time_lower_s >= default.step_time_lower_s
+        assert capped.step_time_lower_s <= capped.step_time_s <= capped.step_time_upper_s
+    flat = gpucast.predict_energy(**kw, measured_power_w=40.0, power_limit=100)  # never capped
+    assert flat.step_time_lower_s >= default.step_time_lower_s
+    given = gpucast.predict_energy(**kw, step_time_s=0.5, power_limit=100)
+    assert given.step_time_lower_s >= 0.5

@@ -596,6 +596,11 @@ def predict_energy(
         step_lo = estimate.lower * ratio * step_band[0]
         step_hi = estimate.upper * ratio * step_band[1]
         step_source = f"roofline step of `predict train` ({train.calibration_source})"
+    # a cap never speeds a step up: no lower bound under the default limit's own (the power
+    # model's band of the ratio reaches below 1, which read 179.7 ms at 200 W under 185.6 at 250)
+    step_lo = max(
+        step_lo, ref_step if request.step_time_s is not None or reading else estimate.lower
+    )
     notes: list[str] = []  # (a step that fits no memory plan: predict_train refused it)
     if power_band is None:
         power_band = (1.0, 1.0)
