@@ -427,3 +427,18 @@ def test_an_on_demand_cluster_says_no_lifetimes_were_used(tmp_path: Path) -> Non
     assert json.loads(result.stdout)["sources"]["lifetimes"] == (
         "not used: no spot node drew a lifetime"
     )
+
+
+def test_a_negative_checkpoint_cost_names_a_fix() -> None:
+    """QA session 35: "checkpoint-s: must be >= 0 (got -1.0)" said no way out."""
+    args = [
+        *("simulate", "train", "--gpu", "V100", "--workers", "2", "--region", "us-east-1"),
+        *("--provider", "aws", "--workload", "resnet50", "--strategy", "allreduce"),
+        *("--steps", "100", "--checkpoint-s", "-1"),
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert (
+        "checkpoint-s: must be a finite number of seconds >= 0 (got -1.0); e.g. --checkpoint-s"
+        in (result.output)
+    )
