@@ -281,6 +281,10 @@ def test_fit_power_on_one_zeus_workload(shared_data: Path, tmp_path: Path) -> No
     assert r.intervals["measured_power"]["avg_power"][0] <= 1.0
     used = gpucast.predict_energy(**BASE, power_model=out)
     assert str(out) in used.to_dict()["assumptions"][0]["source"]
+    # QA session 35: a refit's result quoted the shipped fit's held-out errors as its own
+    said = used.to_dict()["validation"]
+    assert not said["validated"] and str(out) in said["regime"]
+    assert gpucast.predict_energy(**BASE).to_dict()["validation"]["validated"]
 
 
 def test_fit_power_refuses_a_folder_without_zeus(tmp_path: Path) -> None:

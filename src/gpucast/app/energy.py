@@ -447,7 +447,7 @@ def predict_energy(
     from gpucast.app.predict import predict_train
     from gpucast.catalog import load_catalog
     from gpucast.catalog.validation import validation_for
-    from gpucast.domain.provenance import Assumption
+    from gpucast.domain.provenance import Assumption, Validation
     from gpucast.inputs.calibration import step_time_efficiency, stored_power_reading
     from gpucast.inputs.energy import power_model, power_terms
     from gpucast.inputs.workload import workload_facts, workload_profile
@@ -692,7 +692,17 @@ def predict_energy(
         energy_optimal_power_limit_w=float(limits[i_energy]),
         zeus_optimal_power_limit_w=float(limits[i_zeus]),
         assumptions=assumptions,
-        validation=validation_for("power-model", [spec.name], precision, 1),
+        validation=(
+            validation_for("power-model", [spec.name], precision, 1)
+            if request.power_model is None
+            else Validation(  # the shipped fit's held-out errors are not this file's
+                model="power-model",
+                regime=f"{spec.name}, {precision}, 1 GPU: the power model in "
+                f"{request.power_model} (the shipped fit's validated errors do not apply to it; "
+                "python benchmarks/energy_accuracy.py scores a refit)",
+                error=None,
+            )
+        ),
         notes=tuple(notes),
         memory=train.memory,
         memory_text=train.memory_text(),
