@@ -34,6 +34,10 @@ def test_too_many_monte_carlo_cells_names_the_flag_raised() -> None:
         ({"max_simulated": 0}, r"^max-simulated: must be .*; e.g. --max-simulated 20$"),
         ({"max_ps_shards": 0}, r"^max-ps-shards: must be .*; e.g. --max-ps-shards 4$"),
         ({"batch_sizes": "0,8"}, r"^batch-sizes: must be .*; e.g. --batch-sizes 32,64,128$"),
+        (  # --eta without --power-limit auto was silently ignored
+            {"eta": 0.3, "power_limit": "200"},
+            r"^eta: only applies with --power-limit auto .*; add --power-limit auto, or drop --eta$",
+        ),
         (  # simulate train refuses --elastic with ps-async; plan train took it, silently idle
             {"elastic": True, "strategy": "ps"},
             r"^elastic: re-plans a synchronous job; .*add --strategy ddp or fsdp",

@@ -404,6 +404,14 @@ class TrainRequest:
         check_spot_options(self.spot_scenario)
         check_variability_options(self.gpu_variability, self.exclude_slowest, self.balance_batches)
         check_eta(self.eta)
+        if not is_default(self, "eta") and str(self.power_limit).strip().lower() != "auto":
+            raise InvalidSpecError(  # it was ignored: every GPU ran at the limit asked for
+                "eta",
+                "only applies with --power-limit auto (it weighs the energy and time of the "
+                "limit that picks)",
+                got=self.eta,
+                fix="add --power-limit auto, or drop --eta",
+            )
         if self.nvme_gbps is not None and (
             isinstance(self.nvme_gbps, bool)
             or not (math.isfinite(self.nvme_gbps) and self.nvme_gbps > 0)
