@@ -242,3 +242,11 @@ def test_a_zero_hazard_reads_zero_and_no_median() -> None:
     first = out.output.splitlines()[0]
     assert "-0.00" not in first and "0.00 revocations per node per 24 h" in first
     assert "no median lifetime" in first
+
+
+def test_a_bad_choice_suggests_a_valid_one() -> None:
+    """QA session 35: ``fit lifetimes --values foo`` suggested ``--values auto``, itself refused."""
+    with pytest.raises(InvalidSpecError, match=r"values: .*; e.g. --values running$"):
+        gpucast.fit_lifetimes(trace="0.1", name="x", values="foo", save=False)
+    with pytest.raises(InvalidSpecError, match=r"model: .*; e.g. --model auto$"):
+        gpucast.fit_lifetimes(trace="0.1", name="x", model="foo", save=False)

@@ -80,8 +80,11 @@ class FitLifetimesRequest:
             (self.values, ("running", "preempted"), "values"),
         ):
             if value not in choices:
-                raise InvalidSpecError(
-                    flag, f"must be one of {', '.join(choices)}", got=value, fix=f"--{flag} auto"
+                raise InvalidSpecError(  # the fix names the flag's default, a valid choice
+                    flag,
+                    f"must be one of {', '.join(choices)}",
+                    got=value,
+                    fix=f"e.g. --{flag} {choices[0]}",
                 )
         if self.provider is not None and self.provider not in ("aws", "gcp", "azure"):
             raise InvalidSpecError(
