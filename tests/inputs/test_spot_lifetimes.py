@@ -87,3 +87,12 @@ def test_a_preemptible_gcp_vm_stops_at_24_h_whatever_its_hazard(catalog) -> None
     spot = Lifetimes(data_dir=None, catalog=catalog, hazard_per_hour=0.01)
     dist, _ = spot.lookup("K80", "us-east1", "gcp")
     assert dist.sample(np.random.default_rng(0), 4000).max() > 24 * 3600
+
+
+def test_a_named_models_source_is_said_once(catalog) -> None:  # type: ignore[no-untyped-def]
+    """QA session 35: "named model: named model 't_life': ..." in simulate train's sources."""
+    mine = ExponentialLifetime(hazard_per_hour=0.3, source="named model 'x': a trace")
+    lifetimes = Lifetimes(data_dir=None, catalog=catalog, named=(mine, {"gpu": "V100"}))
+    lifetimes.lookup("V100", "us-east-1", "aws")
+    said = lifetimes.source()
+    assert "named model 'x': a trace" in said and "named model: named model" not in said

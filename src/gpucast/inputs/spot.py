@@ -325,7 +325,8 @@ class Lifetimes:
             return "not used: no spot node drew a lifetime"
         parts = [self.fitted_on]
         if self.named is not None:
-            parts.append(f"named model: {self.named[0].source}")
+            told = self.named[0].source  # named_lifetimes says "named model 'NAME': ..."
+            parts.append(told if told.startswith("named model") else f"named model: {told}")
         by_kind: dict[str, list[str]] = {}
         for key, (kind, _) in sorted(self.used.items()):
             by_kind.setdefault(kind, []).append(key)
