@@ -215,6 +215,18 @@ def test_a_limit_off_the_grid_is_in_the_sweep() -> None:
             "power-w: must be at most the V100-PCIe's default power limit, 250 W",
         ),
         ({"measured_power_w": 255.1}, "power-w: must be at most"),
+        (  # below the board's idle draw (V100-PCIe: the fitted share of 250 W, 34 W)
+            {"measured_power_w": 10.0},
+            "power-w: must be at least the V100-PCIe's idle draw, 34 W",
+        ),
+        (  # the example is a step time, not a board power (and vice versa)
+            {"step_time_s": 1e6},
+            "step-time-s: must be at most 86,400 s (got 1000000.0); e.g. --step-time-s 0.25",
+        ),
+        (
+            {"measured_power_w": 1e12},
+            "power-w: must be at most 10,000 W (got 1000000000000.0); e.g. --power-w 220",
+        ),
         ({"gpu": "K80"}, "K80 has no max_power_limit_w"),
         ({"gpu": "Z9000"}, "Z9000"),
         ({"dataset_size": 0}, "dataset-size: must be >= 1"),
@@ -269,6 +281,10 @@ def test_fit_power_on_one_zeus_workload(shared_data: Path, tmp_path: Path) -> No
     assert r.intervals["measured_power"]["avg_power"][0] <= 1.0
     used = gpucast.predict_energy(**BASE, power_model=out)
     assert str(out) in used.to_dict()["assumptions"][0]["source"]
+    # QA session 35: a refit's result quoted the shipped fit's held-out errors as its own
+    said = used.to_dict()["validation"]
+    assert not said["validated"] and str(out) in said["regime"]
+    assert gpucast.predict_energy(**BASE).to_dict()["validation"]["validated"]
 
 
 def test_fit_power_refuses_a_folder_without_zeus(tmp_path: Path) -> None:
@@ -344,3 +360,33 @@ def test_bad_energy_options(options: dict[str, object], message: str) -> None:
     with pytest.raises(InvalidInputError) as info:
         gpucast.plan_train(**PLAN, **options)
     assert message in str(info.value)
+
+
+def test_a_capped_step_is_never_bounded_below_the_default_limits_step() -> None:
+    """QA session 35: resnet50 at 256 on a V100-PCIe read 594.2 ms [179.7, ...] at 200 W under
+    554.3 ms [185.6, ...] at 250 W: the power model's band of the step ratio reaches below 1,
+    and a cap never makes a step faster."""
+    kw = {"workload": "resnet50", "batch_size": 256, "gpu": "V100-PCIe"}
+    default = gpucast.predict_energy(**kw)
+    for limit in (100, 200):
+        capped = gpucast.predict_energy(**kw, power_limit=limit)
+        assert capped.step_time_lower_s >= default.step_time_lower_s
+        assert capped.step_time_lower_s <= capped.step_time_s <= capped.step_time_upper_s
+    flat = gpucast.predict_energy(**kw, measured_power_w=40.0, power_limit=100)  # never capped
+    assert flat.step_time_lower_s >= default.step_time_lower_s
+    given = gpucast.predict_energy(**kw, step_time_s=0.5, power_limit=100)
+    assert given.step_time_lower_s >= 0.5
+
+
+def test_an_energy_tie_of_equal_cost_goes_to_the_cleaner_region() -> None:
+    """QA session 35: ResNet-50 on T4/L4, --objective energy, picked 12 L4 in gcp/us-central1
+    (432 g/kWh, 1.82 kg) over the same 12 L4 in gcp/us-west1 (98 g/kWh, 0.41 kg) at the same
+    kWh, time and price."""
+    plan = gpucast.plan_train(workload="resnet50", epochs=90, dataset_size=1_281_167,
+                              deadline="24h", gpu=["T4", "L4"], objective="energy")  # fmt: skip
+    best = plan.best
+    assert best is not None and best.energy_kwh is not None and best.co2e_kg is not None
+    twins = [c for c in plan.candidates if c.energy_kwh is not None and c.co2e_kg is not None
+             and c.energy_kwh <= 1.02 * best.energy_kwh and c.cost_usd == best.cost_usd
+             and c.time_s == best.time_s]  # fmt: skip
+    assert best.co2e_kg == min(c.co2e_kg for c in twins)  # type: ignore[type-var]

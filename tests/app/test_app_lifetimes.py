@@ -230,3 +230,23 @@ def test_a_steady_trace_says_one_state_explains_it(tmp_path: Path) -> None:
         trace=str(_bursty_trace(tmp_path / "b.json")), name="b", save=False
     )
     assert bursty.parameters["one_state"] is False
+
+
+def test_a_zero_hazard_reads_zero_and_no_median() -> None:
+    """QA session 35: ``fit lifetimes --trace 0`` printed '-0.00 revocations per node per
+    24 h, median lifetime ' (a blank)."""
+    flat = gpucast.fit_lifetimes(trace="0", name="never", save=False)
+    assert flat.revocations_per_node_day == 0.0 and flat.median_lifetime_h is None
+    out = CliRunner().invoke(app, ["fit", "lifetimes", "--trace", "0", "--name", "n", "--no-save"])
+    assert out.exit_code == 0, out.output
+    first = out.output.splitlines()[0]
+    assert "-0.00" not in first and "0.00 revocations per node per 24 h" in first
+    assert "no median lifetime" in first
+
+
+def test_a_bad_choice_suggests_a_valid_one() -> None:
+    """QA session 35: ``fit lifetimes --values foo`` suggested ``--values auto``, itself refused."""
+    with pytest.raises(InvalidSpecError, match=r"values: .*; e.g. --values running$"):
+        gpucast.fit_lifetimes(trace="0.1", name="x", values="foo", save=False)
+    with pytest.raises(InvalidSpecError, match=r"model: .*; e.g. --model auto$"):
+        gpucast.fit_lifetimes(trace="0.1", name="x", model="foo", save=False)

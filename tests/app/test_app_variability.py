@@ -183,3 +183,16 @@ def test_the_unknown_profile_error_names_each_profile_once(tmp_path: Path) -> No
     with pytest.raises(InvalidInputError) as info:
         gpucast.simulate_train(**sim, gpu_variability="sometimes", db=db)
     assert "(known: none, typical, worst, lab)" in str(info.value)
+
+
+def test_a_factor_past_the_models_cap_names_its_line(tmp_path: Path) -> None:
+    """QA session 35: a step time of 1e12 s among 0.25 s ones was stored as "33.3% outliers
+    up to 10.00x" (the model's cap) -- 8 GPUs x7.1 -- without a word about the cell."""
+    bad = tmp_path / "f.csv"
+    bad.write_text("gpu,step_time_s\ng0,0.25\ng1,1e12\ng2,0.26\ng3,0.25\n")
+    with pytest.raises(DataFormatError) as info:
+        gpucast.fit_variability(name="x", factors=bad, db=tmp_path / "s.db")
+    assert str(info.value).startswith(f"{bad}, line 3, column 'step_time_s': is 3.92e+12x")
+    bad.write_text("gpu,factor\na,1.0\nb,1.02\nc,9.5\n")  # 9.5x: an outlier, kept
+    fitted = gpucast.fit_variability(name="x", factors=bad, db=tmp_path / "s.db")
+    assert fitted.to_dict()["gpus"] == 3

@@ -262,6 +262,9 @@ def test_runs_that_never_finish_print_no_numpy_warning() -> None:
     assert result.exit_code == 0, result.output
     assert "never" in result.output
     assert "RuntimeWarning" not in result.output
+    # the bill of a run cut at the horizon is no final cost: the cost row says so too
+    cost = next(ln for ln in result.output.splitlines() if ln.strip().startswith("cost US$"))
+    assert "mean never" in cost, cost
     # the way out, named: the default replaces revoked nodes
     assert "(--no-replace: without it a replacement is launched for each revoked node" in (
         result.output
@@ -423,4 +426,19 @@ def test_an_on_demand_cluster_says_no_lifetimes_were_used(tmp_path: Path) -> Non
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["sources"]["lifetimes"] == (
         "not used: no spot node drew a lifetime"
+    )
+
+
+def test_a_negative_checkpoint_cost_names_a_fix() -> None:
+    """QA session 35: "checkpoint-s: must be >= 0 (got -1.0)" said no way out."""
+    args = [
+        *("simulate", "train", "--gpu", "V100", "--workers", "2", "--region", "us-east-1"),
+        *("--provider", "aws", "--workload", "resnet50", "--strategy", "allreduce"),
+        *("--steps", "100", "--checkpoint-s", "-1"),
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert (
+        "checkpoint-s: must be a finite number of seconds >= 0 (got -1.0); e.g. --checkpoint-s"
+        in (result.output)
     )

@@ -42,3 +42,22 @@ def test_run_statistics_carry_their_strata() -> None:
     assert central == {"duration_s": pytest.approx(3600.0), "cost_usd": pytest.approx(10.0)}
     with pytest.raises(InvalidSpecError, match="speed_factor"):
         RunStatistics(duration_s=f, cost_usd=f, revocations=np.zeros(6), speed_factor=f[:3])
+
+
+def test_a_run_that_never_finishes_has_no_final_cost() -> None:
+    """QA session 35: 8 V100 spot under the pessimistic scenario, 22.5% of runs never done:
+    ``simulate train`` printed ``hours mean never`` beside ``cost US$ mean 967.45`` and a
+    central ``US$ 775.72`` -- the bill up to the 30-day horizon, a lower bound, not a cost."""
+    f = np.array([0.5, 1.0, 2.0, 0.5, 1.0, 2.0])
+    runs = RunStatistics(
+        duration_s=np.array([1.0, 2.0, math.inf, 1.0, 2.0, 4.0]) * 3600.0,
+        cost_usd=10.0 * f,
+        revocations=np.zeros(6),
+        speed_factor=f,
+    )
+    assert runs.final_cost_usd.tolist() == [5.0, 10.0, math.inf, 5.0, 10.0, 20.0]
+    out = runs.summary()
+    assert out["cost_usd"]["mean"] == math.inf and out["cost_usd"]["p10"] == 5.0
+    assert out["central"] == {"duration_s": math.inf, "cost_usd": math.inf}
+    done = RunStatistics(duration_s=3600.0 * f, cost_usd=10.0 * f, revocations=np.zeros(6))
+    assert done.final_cost_usd.tolist() == (10.0 * f).tolist()

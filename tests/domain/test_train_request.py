@@ -25,3 +25,29 @@ def test_too_many_monte_carlo_cells_names_the_flag_raised() -> None:
         build(TrainRequest, {**base, "max_gpus": 1_000_000})
     with pytest.raises(InvalidSpecError, match=r"^runs: asks for 700,000,000 Monte"):
         build(TrainRequest, {**base, "mc_runs": 10_000_000})
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [  # QA session 35: field names were "mc_runs", "max_simulated", "batch_sizes", no fix
+        ({"mc_runs": 0}, r"^runs: must be an integer >= 1 \(got 0\); e.g. --runs 1000$"),
+        ({"max_simulated": 0}, r"^max-simulated: must be .*; e.g. --max-simulated 20$"),
+        ({"max_ps_shards": 0}, r"^max-ps-shards: must be .*; e.g. --max-ps-shards 4$"),
+        ({"batch_sizes": "0,8"}, r"^batch-sizes: must be .*; e.g. --batch-sizes 32,64,128$"),
+        (  # --eta without --power-limit auto was silently ignored
+            {"eta": 0.3, "power_limit": "200"},
+            r"^eta: only applies with --power-limit auto .*; add --power-limit auto, or drop",
+        ),
+        (  # simulate train refuses --elastic with ps-async; plan train took it, silently idle
+            {"elastic": True, "strategy": "ps"},
+            r"^elastic: re-plans a synchronous job; .*add --strategy ddp or fsdp",
+        ),
+    ],
+)
+def test_bad_plan_options_name_the_flag_and_a_fix(changes: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidSpecError, match=message):
+        build(TrainRequest, {"workload": "resnet50", "steps": 1000, **changes})
+    if changes.get("elastic"):  # with a synchronous strategy beside it, elastic applies
+        build(
+            TrainRequest, {"workload": "resnet50", "steps": 1000, **changes, "strategy": "ps,ddp"}
+        )

@@ -71,3 +71,28 @@ def test_a_named_model_applies_within_its_scope(catalog) -> None:  # type: ignor
 def test_bad_choices_name_their_flag(catalog, kw: dict[str, str], field: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InvalidSpecError, match=field):
         Lifetimes(data_dir=None, catalog=catalog, **kw)  # type: ignore[arg-type]
+
+
+def test_a_preemptible_gcp_vm_stops_at_24_h_whatever_its_hazard(catalog) -> None:  # type: ignore[no-untyped-def]
+    """QA session 35: ``simulate train --provider gcp --spot --hazard-per-hour 0.01
+    --spot-kind preemptible`` (and the scenario without --data-dir) ran as Spot VMs: the 24 h
+    stop applied only to the published GCE fit, so the flag changed nothing."""
+    for kw in ({"hazard_per_hour": 0.01}, {}):
+        legacy = Lifetimes(data_dir=None, catalog=catalog, gcp_kind="preemptible", **kw)
+        dist, _ = legacy.lookup("K80", "us-east1", "gcp")
+        assert dist.sample(np.random.default_rng(0), 4000).max() <= 24 * 3600
+        assert "stopped at 24 h (--spot-kind preemptible)" in dist.source
+        aws, _ = legacy.lookup("V100", "us-east-1", "aws")  # GCP only
+        assert getattr(aws, "cap_s", None) is None
+    spot = Lifetimes(data_dir=None, catalog=catalog, hazard_per_hour=0.01)
+    dist, _ = spot.lookup("K80", "us-east1", "gcp")
+    assert dist.sample(np.random.default_rng(0), 4000).max() > 24 * 3600
+
+
+def test_a_named_models_source_is_said_once(catalog) -> None:  # type: ignore[no-untyped-def]
+    """QA session 35: "named model: named model 't_life': ..." in simulate train's sources."""
+    mine = ExponentialLifetime(hazard_per_hour=0.3, source="named model 'x': a trace")
+    lifetimes = Lifetimes(data_dir=None, catalog=catalog, named=(mine, {"gpu": "V100"}))
+    lifetimes.lookup("V100", "us-east-1", "aws")
+    said = lifetimes.source()
+    assert "named model 'x': a trace" in said and "named model: named model" not in said

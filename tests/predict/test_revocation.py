@@ -151,3 +151,11 @@ def test_restart_penalty_from_synthetic_rejoin_runs() -> None:
     assert est.unit == "s"
     with pytest.raises(InvalidSpecError):
         estimate_restart_penalty([base])
+
+
+def test_a_model_json_without_a_kind_says_so() -> None:
+    """QA session 35: ``--power-model`` of ``{"a": 1}`` read "unknown model kind None"."""
+    with pytest.raises(InvalidInputError, match=r"^the model JSON has no 'kind' field"):
+        estimator_from_dict({"a": 1})
+    with pytest.raises(InvalidInputError, match=r"^unknown model kind 'nope'"):
+        estimator_from_dict({"kind": "nope"})

@@ -290,3 +290,20 @@ def test_hazard_spec_value_errors(tmp_path: Path) -> None:
         HazardSpec.table([1.0], [0.1])
     with pytest.raises(InvalidSpecError, match=r"hazard_per_hour\[1\]"):
         HazardSpec.table([0.0, 1.0], [0.1, float("nan")])
+
+
+def test_a_hazard_number_is_finite_and_within_the_flags_bound(tmp_path: Path) -> None:
+    """QA session 35: ``fit lifetimes --trace nan`` read 'nan' as a missing file, and
+    ``--trace 1e12`` was stored (40,000 revocations a day) where ``--hazard-per-hour`` stops
+    at 10 per node-hour."""
+    for text in ("nan", "inf", "-inf"):
+        with pytest.raises(InvalidSpecError, match="hazard_per_hour: must be a finite"):
+            read_hazard_spec(text)
+    for value in ("1e12", "10.5"):
+        with pytest.raises(InvalidSpecError, match="must be at most 10 revocations per node"):
+            read_hazard_spec(value)
+    assert read_hazard_spec("10").hazard_per_hour == (10.0,)
+    table = tmp_path / "h.csv"
+    table.write_text("start_h,hazard_per_hour\n0,0.1\n5,20\n")
+    with pytest.raises(InvalidSpecError, match="must be at most 10"):
+        read_hazard_spec(table)

@@ -284,13 +284,16 @@ class PredictEnergyRequest:
             )
         _positive_or_none("step-time-s", self.step_time_s, example="0.25")
         _positive_or_none("power-w", self.measured_power_w, example="220")
-        for flag, value, high in (
-            ("step-time-s", self.step_time_s, 86_400.0),
-            ("power-w", self.measured_power_w, 10_000.0),
+        for flag, value, high, unit, example in (
+            ("step-time-s", self.step_time_s, 86_400.0, "s", "0.25"),
+            ("power-w", self.measured_power_w, 10_000.0, "W", "220"),
         ):
             if value is not None and value > high:
                 raise InvalidSpecError(
-                    flag, f"must be at most {high:,g}", got=value, fix=f"e.g. --{flag} 0.5"
+                    flag,
+                    f"must be at most {high:,g} {unit}",
+                    got=value,
+                    fix=f"e.g. --{flag} {example}",
                 )
         if not (math.isfinite(self.power_step_w) and self.power_step_w >= 1.0):
             raise InvalidSpecError(
@@ -444,7 +447,7 @@ def predict_energy(
     from gpucast.app.predict import predict_train
     from gpucast.catalog import load_catalog
     from gpucast.catalog.validation import validation_for
-    from gpucast.domain.provenance import Assumption
+    from gpucast.domain.provenance import Assumption, Validation
     from gpucast.inputs.calibration import step_time_efficiency, stored_power_reading
     from gpucast.inputs.energy import power_model, power_terms
     from gpucast.inputs.workload import workload_facts, workload_profile
@@ -490,6 +493,17 @@ def predict_energy(
             "--query-gpu=power.draw, averaged over the steps), or drop --power-w",
         )
     model = power_model(request.power_model)
+    idle_w = model.value.idle_power_w(board)
+    if reading_w is not None and reading_w < idle_w - READING_TOLERANCE_W:
+        raise InvalidSpecError(
+            "power-w",
+            f"must be at least the {spec.name}'s idle draw, {idle_w:.0f} W (a board running "
+            "steps draws no less than idle; catalog gpus.csv idle_power_w, else the power "
+            "model's fitted share of the default limit)",
+            got=reading_w,
+            fix="pass the average board power measured at the default limit (nvidia-smi "
+            "--query-gpu=power.draw, averaged over the steps), or drop --power-w",
+        )
     train = predict_train(
         workload=request.workload,
         batch_size=request.batch_size,
@@ -582,6 +596,11 @@ def predict_energy(
         step_lo = estimate.lower * ratio * step_band[0]
         step_hi = estimate.upper * ratio * step_band[1]
         step_source = f"roofline step of `predict train` ({train.calibration_source})"
+    # a cap never speeds a step up: no lower bound under the default limit's own (the power
+    # model's band of the ratio reaches below 1, which read 179.7 ms at 200 W under 185.6 at 250)
+    step_lo = max(
+        step_lo, ref_step if request.step_time_s is not None or reading else estimate.lower
+    )
     notes: list[str] = []  # (a step that fits no memory plan: predict_train refused it)
     if power_band is None:
         power_band = (1.0, 1.0)
@@ -673,7 +692,17 @@ def predict_energy(
         energy_optimal_power_limit_w=float(limits[i_energy]),
         zeus_optimal_power_limit_w=float(limits[i_zeus]),
         assumptions=assumptions,
-        validation=validation_for("power-model", [spec.name], precision, 1),
+        validation=(
+            validation_for("power-model", [spec.name], precision, 1)
+            if request.power_model is None
+            else Validation(  # the shipped fit's held-out errors are not this file's
+                model="power-model",
+                regime=f"{spec.name}, {precision}, 1 GPU: the power model in "
+                f"{request.power_model} (the shipped fit's validated errors do not apply to it; "
+                "python benchmarks/energy_accuracy.py scores a refit)",
+                error=None,
+            )
+        ),
         notes=tuple(notes),
         memory=train.memory,
         memory_text=train.memory_text(),

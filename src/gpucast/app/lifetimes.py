@@ -80,8 +80,11 @@ class FitLifetimesRequest:
             (self.values, ("running", "preempted"), "values"),
         ):
             if value not in choices:
-                raise InvalidSpecError(
-                    flag, f"must be one of {', '.join(choices)}", got=value, fix=f"--{flag} auto"
+                raise InvalidSpecError(  # the fix names the flag's default, a valid choice
+                    flag,
+                    f"must be one of {', '.join(choices)}",
+                    got=value,
+                    fix=f"e.g. --{flag} {choices[0]}",
                 )
         if self.provider is not None and self.provider not in ("aws", "gcp", "azure"):
             raise InvalidSpecError(
@@ -219,7 +222,7 @@ def _per_node_day(dist: Any) -> float | None:
     day = 24 * 3600.0
     survival = float(dist.survival([day])[0])
     if survival > 1e-9:
-        return -math.log(survival)
+        return max(0.0, -math.log(survival))  # a zero hazard: 0, not -0.00
     t = np.linspace(0.0, day, 20_001)
     mean_s = float(np.trapezoid(np.asarray(dist.survival(t), dtype=np.float64), t))
     return day / mean_s if mean_s > 0 else None

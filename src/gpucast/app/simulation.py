@@ -378,7 +378,12 @@ class SimulateTrainRequest:
         if self.checkpoint_s is not None and not (
             math.isfinite(self.checkpoint_s) and self.checkpoint_s >= 0
         ):
-            raise InvalidSpecError("checkpoint-s", "must be >= 0", got=self.checkpoint_s)
+            raise InvalidSpecError(
+                "checkpoint-s",
+                "must be a finite number of seconds >= 0",
+                got=self.checkpoint_s,
+                fix="e.g. --checkpoint-s 5, or drop it for the fitted checkpoint model",
+            )
         if self.batch_size < 1:
             raise InvalidSpecError("batch-size", "must be >= 1", got=self.batch_size)
         if not (math.isfinite(self.inter_region_rtt_ms) and self.inter_region_rtt_ms >= 0):
@@ -1104,7 +1109,7 @@ def _outcome(result: SimulationResult) -> dict[str, float | None]:
     return {
         "time_s": runs.central(runs.duration_s),
         "time_p90_s": Summary.of(runs.duration_s).p90,
-        "cost_usd": runs.central(runs.cost_usd),
+        "cost_usd": runs.central(runs.final_cost_usd),
         "p_meet_deadline": None if miss is None else 1.0 - miss,
         "revocations": runs.central(runs.revocations),
     }

@@ -221,6 +221,7 @@ def _from_csv(path: Path) -> tuple[list[float], str]:
     import numpy as np
     import pandas as pd
 
+    from gpucast.predict.variability import MAX_OUTLIER_FACTOR
     from gpucast.store.files import read_csv_input
 
     # blank lines kept as empty rows, then dropped: a row's index + 2 is its line in the file
@@ -247,5 +248,22 @@ def _from_csv(path: Path) -> tuple[list[float], str]:
             fix="one row per GPU with its step time in seconds (or its factor)",
         )
     if values.size < 3:
-        raise InvalidSpecError("factors", "needs at least 3 GPUs' rows", got=int(values.size))
+        raise InvalidSpecError(
+            "factors",
+            "needs at least 3 GPUs' rows",
+            got=int(values.size),
+            fix="one row per GPU, e.g. gpu,step_time_s then 0,0.25 / 1,0.26 / 2,0.25",
+        )
+    ratio = values / np.median(values)
+    far = np.flatnonzero((ratio > MAX_OUTLIER_FACTOR) | (ratio < 1.0 / MAX_OUTLIER_FACTOR))
+    if far.size:  # the model caps a GPU at 10x the median: a cell past it is a typo or a unit
+        i = int(far[0])
+        raise DataFormatError(
+            str(path),
+            f"is {ratio[i]:.3g}x the median GPU's {column} ({np.median(values):.4g}); a GPU "
+            f"over {MAX_OUTLIER_FACTOR:g}x slower or faster than the median is not a speed spread",
+            line=int(frame.index[i]) + 2,
+            column=column,
+            fix="check the cell's unit (seconds per step) or drop the row of a broken GPU",
+        )
     return [float(v) for v in values], f"{path} ({column})"

@@ -135,7 +135,11 @@ def lifetimes(
     console.print(
         f"{result.name}: {kind} -- "
         + ("" if per_day is None else f"{per_day:.2f} revocations per node per 24 h, ")
-        + ("" if median is None else f"median lifetime {median:.2f} h")
+        + (
+            "no median lifetime (over half the nodes outlive 10 years)"
+            if median is None
+            else f"median lifetime {median:.2f} h"
+        )
         + ("" if gap is None else f", median capacity gap {gap:.2f} h"),
         highlight=False,
     )

@@ -82,12 +82,15 @@ def print_simulation(result: SimulationResult, request: SimulateTrainRequest) ->
     for name, stats in blocks if any_spot else blocks[1:]:
         console.print(f"[bold]{name}[/bold] ({stats.runs} runs)")
         console.print(row("hours", Summary.of(stats.duration_s / 3600.0), ".2f"))
-        console.print(row("cost US$", Summary.of(stats.cost_usd), ".2f"))
+        console.print(row("cost US$", Summary.of(stats.final_cost_usd), ".2f"))
         if stats.gpu_s is not None:  # billed: capacity gaps are not GPU-hours
             console.print(row("GPU-hours", Summary.of(stats.gpu_s / 3600.0), format_amount))
         console.print(row("revocations", Summary.of(stats.revocations.astype(float)), ".2f"))
         if stats.stratified:
-            hours, usd = stats.central(stats.duration_s) / 3600.0, stats.central(stats.cost_usd)
+            hours, usd = (
+                stats.central(stats.duration_s) / 3600.0,
+                stats.central(stats.final_cost_usd),
+            )
             time = f"{hours:.2f} h" if math.isfinite(hours) else "never (runs that do not finish)"
             cost = f"US$ {usd:.2f}" if math.isfinite(usd) else "no final cost"
             outcome = f"mean {time}, {cost}"

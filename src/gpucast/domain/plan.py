@@ -361,7 +361,7 @@ class TrainRequest:
         if not self.batch_sizes:
             raise InvalidSpecError("batch_sizes", "must list at least one batch size")
         for b in self.batch_sizes:
-            _positive_int("batch_sizes", b)
+            _positive_int("batch-sizes", b, fix="e.g. --batch-sizes 32,64,128")
         if self.objective not in OBJECTIVES:
             raise InvalidSpecError(
                 "objective", f"must be one of {', '.join(OBJECTIVES)}", got=self.objective
@@ -378,10 +378,20 @@ class TrainRequest:
                 got=bad[0],
                 fix="e.g. --strategy ddp,fsdp",
             )
-        _positive_int("max_ps_shards", self.max_ps_shards)
+        if self.elastic and set(self.strategies) <= {"ps"}:  # as simulate train refuses it
+            raise InvalidSpecError(
+                "elastic",
+                "re-plans a synchronous job; the planner's parameter servers are asynchronous, "
+                "whose workers already go on without the revoked ones",
+                got="--strategy ps",
+                fix="add --strategy ddp or fsdp, or drop --elastic",
+            )
+        _positive_int("max-ps-shards", self.max_ps_shards, fix="e.g. --max-ps-shards 4")
         if isinstance(self.mc_runs, bool) or not isinstance(self.mc_runs, int) or self.mc_runs < 1:
-            raise InvalidSpecError("mc_runs", "must be an integer >= 1", got=self.mc_runs)
-        _positive_int("max_simulated", self.max_simulated)
+            raise InvalidSpecError(
+                "runs", "must be an integer >= 1", got=self.mc_runs, fix="e.g. --runs 1000"
+            )
+        _positive_int("max-simulated", self.max_simulated, fix="e.g. --max-simulated 20")
         check_work(
             # the flag the user raised: --max-gpus where it is not the default (QA 34 #13)
             "runs" if is_default(self, "max_gpus") else "max-gpus",
@@ -398,6 +408,14 @@ class TrainRequest:
         check_spot_options(self.spot_scenario)
         check_variability_options(self.gpu_variability, self.exclude_slowest, self.balance_batches)
         check_eta(self.eta)
+        if not is_default(self, "eta") and str(self.power_limit).strip().lower() != "auto":
+            raise InvalidSpecError(  # it was ignored: every GPU ran at the limit asked for
+                "eta",
+                "only applies with --power-limit auto (it weighs the energy and time of the "
+                "limit that picks)",
+                got=self.eta,
+                fix="add --power-limit auto, or drop --eta",
+            )
         if self.nvme_gbps is not None and (
             isinstance(self.nvme_gbps, bool)
             or not (math.isfinite(self.nvme_gbps) and 0 < self.nvme_gbps <= MAX_NVME_GBPS)

@@ -360,6 +360,12 @@ class RunStatistics:
         return np.isfinite(self.duration_s)
 
     @property
+    def final_cost_usd(self) -> npt.NDArray[np.float64]:
+        """Each run's final bill, ``inf`` for a run that never finishes: what it billed up to
+        the horizon is only a lower bound, and its duration is ``inf`` alike."""
+        return np.where(self.finished, self.cost_usd, math.inf)
+
+    @property
     def p_unfinished(self) -> float:
         return float(np.mean(~self.finished)) if self.runs else math.nan
 
@@ -382,7 +388,7 @@ class RunStatistics:
         out: dict[str, object] = {
             "runs": self.runs,
             "duration_s": Summary.of(self.duration_s).to_dict(),
-            "cost_usd": Summary.of(self.cost_usd).to_dict(),
+            "cost_usd": Summary.of(self.final_cost_usd).to_dict(),
             "revocations": Summary.of(self.revocations.astype(np.float64)).to_dict(),
         }
         if self.fallbacks is not None:
@@ -395,7 +401,7 @@ class RunStatistics:
             # what plan train shows: the mean over revocations at the central step time
             out["central"] = {
                 "duration_s": self.central(self.duration_s),
-                "cost_usd": self.central(self.cost_usd),
+                "cost_usd": self.central(self.final_cost_usd),
             }
         out["p_unfinished"] = self.p_unfinished
         if self.deadline_s is not None:
@@ -461,8 +467,8 @@ class SimulationResult:
         """The CLI's ``--json`` object: summaries of the scenario, plus ``on_demand``."""
         out = self.transient.summary()
         out["on_demand"] = self.on_demand.summary()
-        od_cost = Summary.of(self.on_demand.cost_usd).mean
-        tr_cost = Summary.of(self.transient.cost_usd).mean
+        od_cost = Summary.of(self.on_demand.final_cost_usd).mean
+        tr_cost = Summary.of(self.transient.final_cost_usd).mean
         out["saving_vs_on_demand"] = (
             1.0 - tr_cost / od_cost if math.isfinite(tr_cost) and od_cost > 0 else None
         )

@@ -187,6 +187,28 @@ class Lifetimes:
         )
 
     def _choose(self, gpu: str, region: str, provider: str) -> tuple[LifetimeDistribution, str]:
+        dist, kind = self._choose_uncapped(gpu, region, provider)
+        return self._preemptible(dist, provider), kind
+
+    def _preemptible(self, dist: LifetimeDistribution, provider: str) -> LifetimeDistribution:
+        """A GCP legacy preemptible VM (``--spot-kind preemptible``) is stopped at 24 h whatever
+        its hazard: a given hazard, a scenario or a named model (the published fit has the stop
+        already); a model without a cap field (a bursty one) is left as it is."""
+        from gpucast.domain.spot import GCP_PREEMPTIBLE_CAP_S
+
+        if self.gcp_kind != "preemptible" or provider != "gcp":
+            return dist
+        if not dataclasses.is_dataclass(dist) or getattr(dist, "cap_s", False) is not None:
+            return dist
+        return dataclasses.replace(  # type: ignore[type-var]
+            dist,
+            cap_s=GCP_PREEMPTIBLE_CAP_S,
+            source=f"{dist.source}; stopped at 24 h (--spot-kind preemptible)",
+        )
+
+    def _choose_uncapped(
+        self, gpu: str, region: str, provider: str
+    ) -> tuple[LifetimeDistribution, str]:
         from gpucast.predict.revocation import ExponentialLifetime
 
         if self.hazard_per_hour is not None:
@@ -303,7 +325,8 @@ class Lifetimes:
             return "not used: no spot node drew a lifetime"
         parts = [self.fitted_on]
         if self.named is not None:
-            parts.append(f"named model: {self.named[0].source}")
+            told = self.named[0].source  # named_lifetimes says "named model 'NAME': ..."
+            parts.append(told if told.startswith("named model") else f"named model: {told}")
         by_kind: dict[str, list[str]] = {}
         for key, (kind, _) in sorted(self.used.items()):
             by_kind.setdefault(kind, []).append(key)

@@ -973,8 +973,8 @@ def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
     fastest = int(np.lexsort((c, t))[0])
     kwh, co2 = _energy(ctx, res, rows, gpu_s)
     greenest = {
-        name: _least(values, c, t, request.objective == name)
-        for name, values in (("energy", kwh), ("carbon", co2))
+        name: _least(values, c, t, request.objective == name, then=other)
+        for name, values, other in (("energy", kwh, co2), ("carbon", co2, kwh))
     }
     efficiency, good = efficiency_and_goodput(res, rows)
     most_goodput = int(np.lexsort((c, t, -good))[0])
@@ -1186,10 +1186,13 @@ def _energy(
     return kwh, kwh * intensity / 1000.0
 
 
-def _least(values: FloatArray, cost: FloatArray, time_s: FloatArray, wanted: bool) -> int | None:
+def _least(
+    values: FloatArray, cost: FloatArray, time_s: FloatArray, wanted: bool, *, then: FloatArray
+) -> int | None:
     """The feasible plan with the least ``values``, plans within :data:`OBJECTIVE_TIE` of it
-    counting as tied (the cheapest of them, then the fastest); None when no plan has a figure
-    -- an error when the request ranks by it."""
+    counting as tied (the cheapest of them, then the fastest, then the least ``then``: the
+    same offer in a cleaner region wins an energy tie); None when no plan has a figure -- an
+    error when the request ranks by it."""
     known = np.flatnonzero(np.isfinite(values))
     if not known.size:
         if wanted:
@@ -1200,7 +1203,7 @@ def _least(values: FloatArray, cost: FloatArray, time_s: FloatArray, wanted: boo
             )
         return None
     tied = known[values[known] <= np.min(values[known]) * (1.0 + OBJECTIVE_TIE)]
-    order = np.lexsort((time_s[tied], cost[tied]))
+    order = np.lexsort((then[tied], time_s[tied], cost[tied]))
     return int(tied[order[0]])
 
 

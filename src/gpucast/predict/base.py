@@ -86,8 +86,13 @@ def estimator_from_dict(data: dict[str, Any]) -> Estimator:
     """Rebuild any registered estimator from its saved dict."""
     kind = data.get("kind")
     if not isinstance(kind, str) or kind not in REGISTRY:
+        what = (
+            "the model JSON has no 'kind' field (which model it is)"
+            if kind is None
+            else f"unknown model kind {kind!r}"
+        )
         raise InvalidInputError(
-            f"unknown model kind {kind!r}; known: {', '.join(sorted(REGISTRY)) or 'none'}",
+            f"{what}; known: {', '.join(sorted(REGISTRY)) or 'none'}",
             fix="pass a JSON file written by `gpucast fit`",
         )
     return REGISTRY[kind].from_dict(data)

@@ -42,6 +42,8 @@ WHISKER_Z = 2.698
 MIN_EXCESSES = 10
 #: Outliers from which their empirical quantiles, not a fitted shape, are the tail.
 MIN_EMPIRICAL = 200
+#: The slowest a GPU is modelled, as a factor of the median GPU's step time.
+MAX_OUTLIER_FACTOR = 10.0
 #: Quantiles kept of an empirical tail (at probabilities 0, 1/(K-1), ..., 1).
 EMPIRICAL_QUANTILES = 201
 _GRID = 4001
@@ -66,7 +68,10 @@ class SpeedVariability:
             raise InvalidSpecError("sigma_log", "must be in [0, 1]", got=self.sigma_log)
         if not (math.isfinite(self.outlier_share) and 0.0 <= self.outlier_share < 0.5):
             raise InvalidSpecError("outlier_share", "must be in [0, 0.5)", got=self.outlier_share)
-        if not (math.isfinite(self.outlier_max_factor) and 1.0 <= self.outlier_max_factor <= 10.0):
+        if not (
+            math.isfinite(self.outlier_max_factor)
+            and 1.0 <= self.outlier_max_factor <= MAX_OUTLIER_FACTOR
+        ):
             raise InvalidSpecError(
                 "outlier_max_factor", "must be in [1, 10]", got=self.outlier_max_factor
             )
@@ -264,7 +269,7 @@ class SpeedVariability:
         edge = math.exp(WHISKER_Z * sigma)
         out = f > edge
         share = float(np.mean(out))
-        top = min(float(f.max()), 10.0) if out.any() else 1.0
+        top = min(float(f.max()), MAX_OUTLIER_FACTOR) if out.any() else 1.0
         shape, scale = -1.0, None
         quantiles: tuple[float, ...] = ()
         if int(out.sum()) >= MIN_EMPIRICAL:

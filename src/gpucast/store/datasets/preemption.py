@@ -454,16 +454,40 @@ def read_hazard_spec(spec: str | float | Path) -> HazardSpec:
         raise InvalidSpecError("hazard", "must be a number or a CSV path", got=spec)
     if isinstance(spec, int | float):
         value = float(spec)
-    elif isinstance(spec, str) and _NUMBER.match(spec.strip()):
+    elif isinstance(spec, str) and (
+        _NUMBER.match(spec.strip()) or spec.strip().lower().lstrip("+-") in _NON_FINITE
+    ):
         value = float(spec.strip())
     else:
         path = Path(spec)
-        return parse_hazard_spec(_read_text(path, "a start_h,hazard_per_hour CSV"), str(path))
+        table = parse_hazard_spec(_read_text(path, "a start_h,hazard_per_hour CSV"), str(path))
+        _at_most_max_hazard(max(table.hazard_per_hour), str(path))
+        return table
     if not (math.isfinite(value) and value >= 0):
         raise InvalidSpecError(
             "hazard_per_hour",
-            "must be a revocation rate >= 0 per hour",
+            "must be a finite revocation rate >= 0 per hour",
             got=spec,
             fix="e.g. 0.05 for one revocation per 20 node-hours",
         )
+    _at_most_max_hazard(value, spec)
     return HazardSpec.constant(value, source=f"user-given hazard {value:g}/h")
+
+
+_NON_FINITE = ("nan", "inf", "infinity")
+
+
+def _at_most_max_hazard(value: float, got: object) -> None:
+    """The bound ``--hazard-per-hour`` keeps (:data:`MAX_HAZARD_PER_HOUR`): a stored hazard
+    above it is one no plan or simulation would take as a flag."""
+    from gpucast.domain.spot import MAX_HAZARD_PER_HOUR
+
+    if value > MAX_HAZARD_PER_HOUR:
+        raise InvalidSpecError(
+            "hazard_per_hour",
+            f"must be at most {MAX_HAZARD_PER_HOUR:g} revocations per node-hour (a node revoked "
+            f"every {60 / MAX_HAZARD_PER_HOUR:g} min never finishes starting), as "
+            "--hazard-per-hour",
+            got=got,
+            fix="e.g. 0.05 for one revocation per 20 node-hours",
+        )
