@@ -200,7 +200,7 @@ class Lifetimes:
             return dist
         if not dataclasses.is_dataclass(dist) or getattr(dist, "cap_s", False) is not None:
             return dist
-        return dataclasses.replace(  # type: ignore[type-var]
+        return dataclasses.replace(
             dist,
             cap_s=GCP_PREEMPTIBLE_CAP_S,
             source=f"{dist.source}; stopped at 24 h (--spot-kind preemptible)",
