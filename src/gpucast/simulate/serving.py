@@ -117,9 +117,9 @@ __all__ = [
     "calibrate_host_path",
     "device_slowdown",
     "find_saturation",
+    "latency_summary",
     "probe_rate",
     "search_saturation",
-    "latency_summary",
     "simulate_closed_loop",
     "simulate_serving",
     "single_server",
@@ -1112,7 +1112,8 @@ def probe_rate(
     tolerance: float = 0.01,
     seed: int | None = 0,
 ) -> SaturationProbe:
-    """Whether ``deployment`` holds ``arrivals`` over ``duration_s`` (see :func:`find_saturation`)."""
+    """Whether ``deployment`` holds ``arrivals`` over ``duration_s`` (the criterion of
+    :func:`find_saturation`)."""
     half = 0.5 * duration_s
     run = simulate_serving(deployment, arrivals, seed=seed, warmup_s=half, horizon_s=duration_s)
     counts = run.counts()
@@ -1206,9 +1207,7 @@ def find_saturation(
 
     def probe(rate: float) -> SaturationProbe:
         span = min(duration_s, max_requests / rate)
-        return probe_rate(
-            deployment, arrivals_at(rate, span), span, tolerance=tolerance, seed=seed
-        )
+        return probe_rate(deployment, arrivals_at(rate, span), span, tolerance=tolerance, seed=seed)
 
     criterion = (
         f"held = over the second half of a {duration_s:g} s run (shorter where it "
