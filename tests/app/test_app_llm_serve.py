@@ -190,7 +190,9 @@ def test_plan_refusals() -> None:
         gpucast.plan_llm_serve(
             model="llama-3-8b", rate=1, duration_s=10, gpu=["H100-SXM"], slo_ttft_ms=1
         )
-    with pytest.raises(InvalidInputError, match=r"slo-ttft-ms: is required \(or --slo-tpot-ms, or both\)"):
+    with pytest.raises(
+        InvalidInputError, match=r"slo-ttft-ms: is required \(or --slo-tpot-ms, or both\)"
+    ):
         gpucast.plan_llm_serve(model="llama-3-8b", rate=1)
     with pytest.raises(InvalidInputError, match="rate: is given twice"):
         gpucast.plan_llm_serve(model="llama-3-8b:2", rate=1, slo_ttft_ms=500)

@@ -113,8 +113,10 @@ def run_rate(saturation: Saturation) -> float:
 
 
 def closed_loop_dict(result: LlmServingResult, clients: int, think_s: float) -> dict[str, Any]:
-    """The closed loop's users, the rate they achieved (requests sent per second) and Little's
-    law over the steady window: throughput x (mean latency + think) against the users."""
+    """The closed loop's users, the rate they achieved (the requests their responses set off,
+    per second of sending) and Little's law over the steady window of the run's rates
+    (:attr:`LlmServingResult.rate_window_s`): throughput x (mean latency + think) against
+    the users."""
     import numpy as np
 
     from gpucast.simulate.llm_serving import FINISHED
@@ -122,6 +124,10 @@ def closed_loop_dict(result: LlmServingResult, clients: int, think_s: float) -> 
     window = result.rate_window_s
     arrival = result.requests.arrival_s
     mine = result.status == FINISHED
+    # the requests the responses set off, per second of sending (the users' first ones, all
+    # at 0, set no rate)
+    last = float(arrival[-1]) if arrival.size else 0.0
+    achieved = (arrival.size - min(clients, arrival.size)) / last if last > 0 else math.nan
     if window is not None:
         mine &= (arrival >= window[0]) & (arrival <= window[1])
     latency = result.latency_s[mine]
@@ -130,7 +136,7 @@ def closed_loop_dict(result: LlmServingResult, clients: int, think_s: float) -> 
     return {
         "clients": clients,
         "think_s": think_s,
-        "achieved_rps": result.offered_rps(),
+        "achieved_rps": achieved,
         "mean_latency_s": mean,
         "littles_law_clients": served * (mean + think_s),
     }

@@ -683,7 +683,8 @@ def simulate_llm_serve(
     if loop is not None:
         sources["arrivals"] = (
             f"{loop.describe()}, sending until {duration:g} s (--duration-s); token counts "
-            f"drawn for {reqs.count:,} requests, as many as the analytic capacity could serve"
+            f"drawn for {reqs.count:,} requests, as many as the analytic capacity could serve "
+            "at most"
         )
     result = run(model.cost)
     band = None
