@@ -36,6 +36,13 @@ def test_the_closed_loop_reports_littles_law(clients, think_ms, replicas) -> Non
     assert not any("sent every one" in w for w in run.warnings)
 
 
+def test_a_horizon_before_any_finish_leaves_littles_law_unsaid() -> None:
+    run = gpucast.simulate_llm_serve(**BASE, clients=2, horizon_s=1, duration_s=10)
+    loop = run.to_dict()["closed_loop"]
+    assert loop["littles_law_clients"] is None and loop["mean_latency_s"] is None
+    assert loop["achieved_rps"] == 0.0  # no response came: no request after the first ones
+
+
 def test_find_saturation_without_a_rate_runs_at_the_rate_found() -> None:
     run = gpucast.simulate_llm_serve(**BASE, find_saturation=True, output_len="128")
     sat = run.saturation
@@ -54,7 +61,7 @@ def test_find_saturation_without_a_rate_runs_at_the_rate_found() -> None:
     ("options", "message"),
     [
         ({"clients": 0}, "clients: must be an integer >= 1"),
-        ({"clients": 4, "think_ms": -1}, "think-ms: must be >= 0 ms"),
+        ({"clients": 4, "think_ms": -1}, "think-ms: must be >= 0 and at most"),
         ({"clients": 4, "rate": 2}, "clients: is a closed loop"),
         ({"clients": 4, "find_saturation": True}, "clients: is a closed loop"),
         ({"clients": 4, "prefill_instances": 1, "decode_instances": 1}, "disaggregated"),

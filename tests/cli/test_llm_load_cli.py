@@ -55,7 +55,7 @@ def test_find_saturation_text_and_json_agree() -> None:
     ("extra", "message"),
     [
         (["--clients", "0"], "clients: must be an integer >= 1"),
-        (["--clients", "4", "--think-ms", "-5"], "think-ms: must be >= 0 ms"),
+        (["--clients", "4", "--think-ms", "-5"], "think-ms: must be >= 0 and at most"),
         (["--clients", "4", "--rate", "2"], "clients: is a closed loop"),
         (["--clients", "4", "--find-saturation"], "drop --find-saturation"),
         (["--rate", "2", "--think-ms", "50"], "think-ms: is the closed loop's think time"),

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 #: Token counts drawn to size a closed loop's pool or start the saturation search
 SAMPLE_REQUESTS = 1000
+#: The longest think time, ms: a day (longer, a user sends once)
+DAY_MS = 86_400_000.0
 #: A closed loop's pool holds this many times the requests the analytic capacity serves in
 #: ``--duration-s`` (plus one per user): the capacity is an upper bound, this a margin on it
 POOL_MARGIN = 1.25
@@ -60,9 +62,10 @@ def check_load_options(request: Any) -> None:
                 got=f"--clients with --{clash[0]}",
                 fix=f"drop --{clash[0]}, or drop --clients for open-loop traffic",
             )
-    if isinstance(think_ms, bool) or not (math.isfinite(think_ms) and think_ms >= 0):
+    if isinstance(think_ms, bool) or not (math.isfinite(think_ms) and 0 <= think_ms <= DAY_MS):
         raise InvalidSpecError(
-            "think-ms", "must be >= 0 ms", got=think_ms, fix="e.g. --think-ms 500"
+            "think-ms", f"must be >= 0 and at most {DAY_MS:,.0f} ms (a day)", got=think_ms,
+            fix="e.g. --think-ms 500",
         )  # fmt: skip
     if think_ms and clients is None:
         raise InvalidSpecError(
@@ -127,25 +130,31 @@ def closed_loop_dict(result: LlmServingResult, clients: int, think_s: float) -> 
     # the requests the responses set off, per second of sending (the users' first ones, all
     # at 0, set no rate)
     last = float(arrival[-1]) if arrival.size else 0.0
-    achieved = (arrival.size - min(clients, arrival.size)) / last if last > 0 else math.nan
+    achieved = (arrival.size - min(clients, arrival.size)) / last if last > 0 else 0.0
     if window is not None:
         mine &= (arrival >= window[0]) & (arrival <= window[1])
     latency = result.latency_s[mine]
-    mean = float(np.mean(latency)) if latency.size else math.nan
+    latency = latency[np.isfinite(latency)]
+    mean = float(np.mean(latency)) if latency.size else None
     served = float(result.to_dict()["throughput_rps"])  # type: ignore[arg-type]
     return {
         "clients": clients,
         "think_s": think_s,
         "achieved_rps": achieved,
+        # None: no request finished (a --horizon-s before the first one did)
         "mean_latency_s": mean,
-        "littles_law_clients": served * (mean + think_s),
+        "littles_law_clients": None if mean is None else served * (mean + think_s),
     }
 
 
 def closed_loop_text(loop: dict[str, Any]) -> str:
-    return (
+    head = (
         f"closed loop: {loop['clients']} users, think {loop['think_s'] * 1e3:g} ms: "
-        f"{loop['achieved_rps']:.2f} req/s achieved; throughput x (latency "
-        f"{loop['mean_latency_s']:.2f} s + think) = {loop['littles_law_clients']:.1f} users "
-        "(Little's law)"
+        f"{loop['achieved_rps']:.2f} req/s achieved"
+    )
+    if loop["littles_law_clients"] is None:
+        return f"{head}; no request finished (Little's law n/a)"
+    return (
+        f"{head}; throughput x (latency {loop['mean_latency_s']:.2f} s + think) = "
+        f"{loop['littles_law_clients']:.1f} users (Little's law)"
     )

@@ -588,16 +588,17 @@ def simulate_llm_serve(
     budget = scheduler.budget(spec.max_context)
     model = model_for(traffic.requests)
     if request.clients is not None:  # the pool of the users' requests, sized by the capacity
-        from gpucast.domain.limits import check_simulated_requests
+        from gpucast.domain.limits import check_work
         from gpucast.simulate.llm_load import analytic_capacity_rps
 
         capacity = analytic_capacity_rps(
             traffic.requests, model.cost, scheduler.max_num_seqs, instances=request.replicas
         )
         size = load.pool_size(request.clients, duration, capacity)
-        check_simulated_requests(
-            "clients", size / duration, duration, request.allow_large,
-            bytes_per_request=LLM_REQUEST_BYTES,
+        check_work(
+            "clients", size, what="requests drawn for the users (the most the analytic "
+            "capacity serves in --duration-s)", bytes_per_item=LLM_REQUEST_BYTES,
+            allow_large=request.allow_large, fix="use fewer --clients or a shorter --duration-s",
         )  # fmt: skip
         traffic = traffic_at(size / duration, duration, "constant")
         model = model_for(traffic.requests)
@@ -655,7 +656,12 @@ def simulate_llm_serve(
             decode_instances=request.decode_instances, duration_s=duration,
         )  # fmt: skip
         if sampled:  # no --rate: the run is at the rate found
-            traffic = traffic_at(load.run_rate(saturation), request.duration_s)
+            found = load.run_rate(saturation)
+            check_simulated_requests(
+                "duration-s", found, duration, request.allow_large,
+                bytes_per_request=LLM_REQUEST_BYTES,
+            )  # fmt: skip
+            traffic = traffic_at(found, request.duration_s)
             reqs = traffic.requests
             sources.update(
                 arrivals=f"{traffic.source}, the saturation rate found (--rate sets another)",

@@ -27,6 +27,9 @@ LATENCIES_PER_PROBE = 40
 LLM_TOLERANCE = 0.02
 #: Most requests one probe offers (its run is shortened to this): bounded work per probe.
 LLM_MAX_REQUESTS = 20_000
+#: Fewest requests one probe offers (its first run is lengthened to this, a short
+#: ``duration_s`` at a low rate would offer none).
+LLM_MIN_REQUESTS = 200
 
 
 def work_s(requests: LlmRequests, cost: IterationCost, max_num_seqs: int) -> tuple[float, float]:
@@ -76,12 +79,12 @@ def analytic_capacity_rps(
 def llm_criterion(duration_s: float, tolerance: float, max_requests: int) -> str:
     """What :func:`probe_llm_rate` calls held, in words."""
     return (
-        f"held = over the second half of a run of at least {duration_s:g} s and "
-        f"{LATENCIES_PER_PROBE} median request latencies (shorter where it would offer over "
-        f"{max_requests:,} requests), at least {1 - tolerance:.0%} as many requests completed "
-        "as arrived there (the queue stops growing) and, when requests were preempted for "
-        "KV-cache blocks, the requests/s served did not fall below a lower rate's (a "
-        "preemption storm)"
+        f"held = over the second half of a run of at least {duration_s:g} s, "
+        f"{LLM_MIN_REQUESTS} requests and {LATENCIES_PER_PROBE} median request latencies "
+        f"(shorter where it would offer over {max_requests:,} requests), at least "
+        f"{1 - tolerance:.0%} as many requests completed as arrived there (the queue stops "
+        "growing) and, when requests were preempted for KV-cache blocks, the requests/s "
+        "served did not fall below a lower rate's (a preemption storm)"
     )
 
 
@@ -96,12 +99,13 @@ def probe_llm_rate(
 ) -> SaturationProbe:
     """Whether the deployment ``run(rate, seconds)`` simulates (arrivals at ``rate`` over
     ``seconds``, stopped there) holds ``rate`` (:func:`llm_criterion`). The run lasts
-    ``duration_s``, longer when that is under :data:`LATENCIES_PER_PROBE` median latencies
+    ``duration_s`` (or long enough to offer :data:`LLM_MIN_REQUESTS`), longer when that is
+    under :data:`LATENCIES_PER_PROBE` median latencies
     of its finished requests (one rerun), shorter when it would offer over ``max_requests``.
     ``best_below_rps``: the most requests/s a lower offered rate served (a throughput that
     falls under it, with preemptions, is a storm: not held)."""
     cap_s = max_requests / rate_rps
-    span = min(duration_s, cap_s)
+    span = min(max(duration_s, LLM_MIN_REQUESTS / rate_rps), cap_s)
     result = run(rate_rps, span)
     latency = result.latency_s
     done = latency[np.isfinite(latency)]
