@@ -63,10 +63,10 @@ def test_simulate_has_the_cnn_fields_and_the_llm_ones() -> None:
 
 #: keys of a CNN run's ``simulate serve --json`` an LLM run has no counterpart of: the host
 #: path, the batch latency curve, request classes and their scheduler, the CNN queue's drop
-#: reasons (an LLM's are in ``drop_reasons``), the saturation search
+#: reasons (an LLM's are in ``drop_reasons``)
 # slo_percentile / slo_met: the CNN run's --slo pNN<L; a language model's SLOs are TTFT/TPOT
 CNN_ONLY = {"classes", "host_capacity_rps", "host_s", "latency_curve", "queue_full",
-            "saturation", "scheduler", "timeout", "slo_percentile", "slo_met"}  # fmt: skip
+            "scheduler", "timeout", "slo_percentile", "slo_met"}  # fmt: skip
 
 
 def test_an_llm_run_has_the_cnn_run_s_keys_with_their_meanings() -> None:
@@ -190,7 +190,9 @@ def test_plan_refusals() -> None:
         gpucast.plan_llm_serve(
             model="llama-3-8b", rate=1, duration_s=10, gpu=["H100-SXM"], slo_ttft_ms=1
         )
-    with pytest.raises(InvalidInputError, match=r"slo-ttft-ms: is required \(or --slo-tpot-ms, or both\)"):
+    with pytest.raises(
+        InvalidInputError, match=r"slo-ttft-ms: is required \(or --slo-tpot-ms, or both\)"
+    ):
         gpucast.plan_llm_serve(model="llama-3-8b", rate=1)
     with pytest.raises(InvalidInputError, match="rate: is given twice"):
         gpucast.plan_llm_serve(model="llama-3-8b:2", rate=1, slo_ttft_ms=500)

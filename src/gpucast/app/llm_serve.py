@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from gpucast.app import _llm_load as load
+from gpucast.app._llm_load import check_load_options
 from gpucast.app._request import resolve
 from gpucast.domain.catalog import provider_option, region_option, spot_option
 from gpucast.domain.errors import InvalidSpecError
@@ -49,9 +51,10 @@ if TYPE_CHECKING:
 
     from gpucast.domain.catalog import GpuSpec
     from gpucast.domain.llm_infer import EngineProfile
-    from gpucast.domain.llm_serving import IterationCost
+    from gpucast.domain.llm_serving import IterationCost, LlmRequests
     from gpucast.plan.llm_serve import LlmServePlan
     from gpucast.simulate.llm_serving import LlmServingResult
+    from gpucast.simulate.serving import Saturation
 
 _ENGINES = "vllm, tensorrt-llm, deepspeed-mii, llama.cpp, eager-pytorch"
 _LENGTH_HELP = "N, uniform:LO:HI or lognormal:MEDIAN:SIGMA"
@@ -294,6 +297,18 @@ class SimulateLlmServeRequest:
     )
     allow_large: bool = allow_large_option()
     seed: int = option(0, help="Same seed, same result.", example="0")
+    clients: int | None = option(
+        None, help="Closed loop: this many users, each sending its next request --think-ms "
+        "after its last token (vLLM's --max-concurrency with no think time); instead of "
+        "--rate.", example="16",
+    )  # fmt: skip
+    think_ms: float = option(
+        0.0, help="Closed loop: think time after each response, ms (fixed).", example="500"
+    )
+    find_saturation: bool = option(
+        False, help="Search the highest request rate the deployment holds (without --rate, "
+        "the run is at that rate).",
+    )  # fmt: skip
     band: bool = option(
         False,
         help="Also simulate at the edges of the engine's 80% iteration-time band (two more "
@@ -327,6 +342,7 @@ class SimulateLlmServeRequest:
                            " (with --decode-instances)")  # fmt: skip
         _check_deployment_knobs(self)
         _positive("horizon-s", self.horizon_s, " seconds")
+        check_load_options(self)
         _check_llm_requests(self, self.rate, self.allow_large)
 
 
@@ -348,6 +364,10 @@ class SimulateLlmServeResult:
     band: tuple[float, float, LlmServingResult, LlmServingResult] | None = None
     #: the requests' arrival process, as ``simulate serve`` names it for a CNN
     arrival_process: str = ""
+    #: ``--find-saturation``: the highest rate held, the probes (the CNN path's result type)
+    saturation: Saturation | None = None
+    #: ``--clients``: the users, the rate they achieved, Little's law (:mod:`._llm_load`)
+    closed_loop: dict[str, Any] | None = None
 
     def band_dict(self) -> dict[str, Any] | None:
         """``--band``: per latency percentile and for SLO attainment and tokens/s, the values
@@ -444,6 +464,8 @@ class SimulateLlmServeResult:
         band = self.band_dict()
         if band is not None:
             out["band_80"] = band
+        out["saturation"] = None if self.saturation is None else self.saturation.to_dict()
+        out["closed_loop"] = self.closed_loop
         return out
 
     def to_frame(self) -> pd.DataFrame:
@@ -513,34 +535,74 @@ def simulate_llm_serve(
     from gpucast.catalog.llm import llm_model
     from gpucast.domain.llm_serving import Disaggregation, parse_token_lengths
     from gpucast.domain.provenance import Sourced
+    from gpucast.domain.serving import ClosedLoop
     from gpucast.inputs import llm_serving as inputs
+    from gpucast.simulate.llm_closed_loop import simulate_llm_closed_loop
     from gpucast.simulate.llm_serving import simulate_llm_serving
 
     request = resolve(SimulateLlmServeRequest, request, options, config)
     spec = llm_model(request.model)
     engine = inference_engine(request.framework)
-    traffic = inputs.llm_traffic(
-        request.arrivals, spec=spec, rate_rps=request.rate, duration_s=request.duration_s,
-        time_scale=request.time_scale,
-        input_len=parse_token_lengths(request.input_len, "input-len"),
-        output_len=parse_token_lengths(request.output_len, "output-len"), seed=request.seed,
-    )  # fmt: skip
-    reqs = traffic.requests
-    fits = (reqs.input_tokens + reqs.output_tokens) <= spec.max_context
-    longest = (
-        (int(reqs.input_tokens[fits].max()), int(reqs.output_tokens[fits].max()))
-        if fits.any()
-        else (1, 1)
+    lengths = (
+        parse_token_lengths(request.input_len, "input-len"),
+        parse_token_lengths(request.output_len, "output-len"),
     )
-    scheduler = _scheduler(request, engine.max_sequences)
-    scheduler.check_budget(reqs, spec.max_context)
-    budget = scheduler.budget(spec.max_context)
-    model = inputs.serving_model(
-        request.model, request.gpu, request.framework, tp=request.tp,
-        precision=request.precision, kv_precision=request.kv_precision, longest_tokens=longest,
-        max_tokens=max(budget, scheduler.max_num_seqs), price_usd_per_gpu_hour=request.price,
-        providers=request.providers, regions=request.regions, spot=request.spot,
+
+    def traffic_at(
+        rate: float | None, span: float | None, arrivals: str = request.arrivals
+    ) -> inputs.LlmTraffic:
+        return inputs.llm_traffic(
+            arrivals, spec=spec, rate_rps=rate, duration_s=span, time_scale=request.time_scale,
+            input_len=lengths[0], output_len=lengths[1], seed=request.seed,
+        )  # fmt: skip
+
+    duration = inputs.DEFAULT_DURATION_S if request.duration_s is None else request.duration_s
+    sampled = request.clients is not None or (
+        request.find_saturation
+        and request.rate is None
+        and not request.arrivals.startswith("trace:")
+    )  # the run's requests follow from the deployment: first a sample of their lengths
+    kind = "constant" if request.clients is not None else request.arrivals
+    sample_rate = load.SAMPLE_REQUESTS / duration
+    traffic = traffic_at(sample_rate, duration, kind) if sampled else traffic_at(
+        request.rate, request.duration_s
     )  # fmt: skip
+    scheduler = _scheduler(request, engine.max_sequences)
+
+    def model_for(reqs: LlmRequests) -> inputs.ServingModel:
+        fits = (reqs.input_tokens + reqs.output_tokens) <= spec.max_context
+        longest = (
+            (int(reqs.input_tokens[fits].max()), int(reqs.output_tokens[fits].max()))
+            if fits.any()
+            else (1, 1)
+        )
+        scheduler.check_budget(reqs, spec.max_context)
+        return inputs.serving_model(
+            request.model, request.gpu, request.framework, tp=request.tp,
+            precision=request.precision, kv_precision=request.kv_precision,
+            longest_tokens=longest, max_tokens=max(budget, scheduler.max_num_seqs),
+            price_usd_per_gpu_hour=request.price, providers=request.providers,
+            regions=request.regions, spot=request.spot,
+        )  # fmt: skip
+
+    budget = scheduler.budget(spec.max_context)
+    model = model_for(traffic.requests)
+    if request.clients is not None:  # the pool of the users' requests, sized by the capacity
+        from gpucast.domain.limits import check_work
+        from gpucast.simulate.llm_load import analytic_capacity_rps
+
+        capacity = analytic_capacity_rps(
+            traffic.requests, model.cost, scheduler.max_num_seqs, instances=request.replicas
+        )
+        size = load.pool_size(request.clients, duration, capacity)
+        check_work(
+            "clients", size, what="requests drawn for the users (the most the analytic "
+            "capacity serves in --duration-s)", bytes_per_item=LLM_REQUEST_BYTES,
+            allow_large=request.allow_large, fix="use fewer --clients or a shorter --duration-s",
+        )  # fmt: skip
+        traffic = traffic_at(size / duration, duration, "constant")
+        model = model_for(traffic.requests)
+    reqs = traffic.requests
     disagg = None
     link_source = ""
     if request.prefill_instances:
@@ -574,16 +636,62 @@ def simulate_llm_serve(
         "price": model.price_per_gpu.source,
     }
 
-    def run(cost: IterationCost) -> LlmServingResult:
+    slo_ttft_s = None if request.slo_ttft_ms is None else request.slo_ttft_ms / 1e3
+    slo_tpot_s = None if request.slo_tpot_ms is None else request.slo_tpot_ms / 1e3
+
+    def serve(cost: IterationCost, served: LlmRequests, until_s: float | None) -> LlmServingResult:
         return simulate_llm_serving(
-            reqs, cost, scheduler, max_context=spec.max_context,
+            served, cost, scheduler, max_context=spec.max_context,
             replicas=1 if disagg else request.replicas, disaggregation=disagg,
-            price_usd_per_hour=price,
-            slo_ttft_s=None if request.slo_ttft_ms is None else request.slo_ttft_ms / 1e3,
-            slo_tpot_s=None if request.slo_tpot_ms is None else request.slo_tpot_ms / 1e3,
-            until_s=request.horizon_s, swap_gbps=inputs.swap_gbps(model.gpu), sources=sources,
+            price_usd_per_hour=price, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
+            until_s=until_s, swap_gbps=inputs.swap_gbps(model.gpu), sources=sources,
         )  # fmt: skip
 
+    saturation = None
+    if request.find_saturation:
+        saturation = load.search(
+            lambda rate, span: serve(model.cost, traffic_at(rate, span).requests, span),
+            reqs, model.cost, scheduler.max_num_seqs, replicas=request.replicas,
+            prefill_instances=request.prefill_instances,
+            decode_instances=request.decode_instances, duration_s=duration,
+        )  # fmt: skip
+        if sampled:  # no --rate: the run is at the rate found
+            found = load.run_rate(saturation)
+            check_simulated_requests(
+                "duration-s", found, duration, request.allow_large,
+                bytes_per_request=LLM_REQUEST_BYTES,
+            )  # fmt: skip
+            traffic = traffic_at(found, request.duration_s)
+            reqs = traffic.requests
+            sources.update(
+                arrivals=f"{traffic.source}, the saturation rate found (--rate sets another)",
+                lengths=traffic.lengths,
+            )
+    loop = (
+        None
+        if request.clients is None
+        else ClosedLoop(clients=request.clients, think_s=request.think_ms / 1e3, think="constant")
+    )
+    pool_spent = False
+
+    def run(cost: IterationCost) -> LlmServingResult:
+        nonlocal pool_spent
+        if loop is None:
+            return serve(cost, reqs, request.horizon_s)
+        out, pool_spent = simulate_llm_closed_loop(
+            reqs, cost, scheduler, loop=loop, duration_s=duration, max_context=spec.max_context,
+            replicas=request.replicas, price_usd_per_hour=price, slo_ttft_s=slo_ttft_s,
+            slo_tpot_s=slo_tpot_s, until_s=request.horizon_s,
+            swap_gbps=inputs.swap_gbps(model.gpu), sources=sources,
+        )  # fmt: skip
+        return out
+
+    if loop is not None:
+        sources["arrivals"] = (
+            f"{loop.describe()}, sending until {duration:g} s (--duration-s); token counts "
+            f"drawn for {reqs.count:,} requests, as many as the analytic capacity could serve "
+            "at most"
+        )
     result = run(model.cost)
     band = None
     if request.band:
@@ -592,10 +700,17 @@ def simulate_llm_serve(
         low, high = infer_band(model.engine, model.gpu).latency
         band = (low, high, run(model.cost.scaled(low)), run(model.cost.scaled(high)))
     warnings = list(traffic.warnings)
+    if pool_spent:
+        warnings.append(
+            f"the closed loop sent every one of the {reqs.count:,} requests drawn before "
+            f"{duration:g} s: its users stopped early (the rates are over the time they sent)"
+        )
     others = {k: v for k, v in result.drop_reasons.items() if "context" not in k}
     if others:  # those beyond the context window were named with the traffic
         reasons = ", ".join(f"{n} {why}" for why, n in others.items())
-        warnings.append(f"{sum(others.values())} of {reqs.count} requests dropped: {reasons}")
+        warnings.append(
+            f"{sum(others.values())} of {result.requests.count} requests dropped: {reasons}"
+        )
     warnings += _overload_warning(result)
     if (kv_link := result.kv_link) is not None and kv_link.bound:
         from gpucast.plan.llm_serve import link_text
@@ -605,7 +720,9 @@ def simulate_llm_serve(
         "gpus": f"{model.tp} x {model.gpu.name} per instance ({model.tp_source})",
         "engine": model.engine.provenance(),
         "scheduler": scheduler.describe(spec.max_context),
-        "routing": "round robin in arrival order over the instances",
+        "routing": "round robin in arrival order over the instances"
+        if loop is None
+        else "users dealt round robin to the replicas, each keeping its replica",
         "precision": f"{model.precision} weights"
         + ("" if request.precision else " (the engine's default)"),
     }
@@ -637,7 +754,11 @@ def simulate_llm_serve(
         warnings=tuple(warnings),
         validation=llm_validation(model.engine.name, model.gpu.name, model.precision, model.tp),
         band=band,
-        arrival_process=traffic.source,
+        arrival_process=sources["arrivals"],
+        saturation=saturation,
+        closed_loop=None
+        if loop is None
+        else load.closed_loop_dict(result, loop.clients, loop.think_s),
     )
 
 

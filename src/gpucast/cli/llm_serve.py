@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
+from gpucast.app._llm_load import closed_loop_text
 from gpucast.app.llm_serve import (
     PlanLlmServeRequest,
     SimulateLlmServeRequest,
@@ -183,6 +184,12 @@ def print_llm_serving(result: SimulateLlmServeResult) -> None:
             highlight=False,
         )
     console.print(f"  {cost_text(out)}", highlight=False)
+    if result.closed_loop is not None:
+        console.print(f"  {closed_loop_text(result.closed_loop)}", highlight=False)
+    if result.saturation is not None:
+        from gpucast.cli._saturation import print_saturation
+
+        print_saturation(result.saturation, probes=True)
     for line in result.instance_lines():
         console.print(f"  {line}", highlight=False)
     for key, value in {**out["sources"], **out["assumptions"]}.items():

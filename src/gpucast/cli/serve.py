@@ -286,14 +286,10 @@ def print_serving(result: SimulateServeResult) -> None:
             f"{c.requests} requests, missed {c.deadline_miss_rate:.1%}, worst {worst} ms",
             highlight=False,
         )
-    sat = result.saturation
-    if sat is not None:
-        console.print(
-            f"  saturation: holds {sat.saturation_rps:.1f} req/s offered; peak throughput "
-            f"{sat.peak_throughput_rps:.1f} req/s ({len(sat.probes)} rates tried)",
-            highlight=False,
-        )
-        console.print(f"[dim]  {escape(str(sat.criterion))}[/dim]", highlight=False)
+    if result.saturation is not None:
+        from gpucast.cli._saturation import print_saturation
+
+        print_saturation(result.saturation)
     for key, value in result.sources.items():
         console.print(f"[dim]{escape(f'{key}: {value}')}[/dim]", highlight=False)
     print_validation(result.validation)

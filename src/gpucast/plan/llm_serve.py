@@ -45,6 +45,7 @@ from gpucast.predict.llm_infer import (
     split_problem,
     tp_fix,
 )
+from gpucast.simulate.llm_load import work_s
 from gpucast.simulate.llm_serving import (
     KvLinkLoad,
     LlmServingResult,
@@ -433,20 +434,8 @@ def link_text(link: KvLinkLoad) -> str:
 
 def _work_s(s: _Setting, cost: IterationCost) -> float:
     """Instance-seconds the requests need at best (prompts batched, decodes at the largest
-    batch): a lower bound on the replicas."""
-    req = s.requests
-    inp = req.input_tokens.astype(np.float64)
-    out = req.output_tokens.astype(np.float64)
-    prefill = (
-        cost.token_s * inp + cost.kv_s_per_token * inp + cost.attention_s_per_unit * inp * inp / 2.0
-    )
-    n = s.scheduler.max_num_seqs
-    per_seq = (
-        float(cost.pass_s[min(n, cost.max_tokens)]) + (cost.token_s + cost.sequence_s) * n
-    ) / n
-    ctx = inp + out / 2.0
-    decode = (out - 1.0) * (per_seq + (cost.kv_s_per_token + cost.attention_s_per_unit) * ctx)
-    return float(prefill.sum() + decode.sum())
+    batch): a lower bound on the replicas (:func:`gpucast.simulate.llm_load.work_s`)."""
+    return sum(work_s(s.requests, cost, s.scheduler.max_num_seqs))
 
 
 def plan_llm_serving(
@@ -825,13 +814,8 @@ def _search_split(
     side. A run of more than :data:`SAMPLED_REQUESTS` requests searches in ``m`` alike pods
     (:func:`_evaluate`): totals and pools in steps of ``m``."""
     req = s.requests
-    inp = req.input_tokens.astype(np.float64)
-    prefill = float(
-        np.sum(
-            cost.token_s * inp + cost.kv_s_per_token * inp + cost.attention_s_per_unit * inp**2 / 2
-        )
-    )
-    share = prefill / max(_work_s(s, cost), 1e-12)
+    prefill, decode = work_s(req, cost, s.scheduler.max_num_seqs)
+    share = prefill / max(prefill + decode, 1e-12)
     m = max(1, min(req.count // SAMPLED_REQUESTS, colocated // 2))
     top = max(colocated // m, 2)  # instances per pod at most
 

@@ -58,7 +58,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -572,6 +572,13 @@ def _share_inside(
 
 
 # -- one instance ----------------------------------------------------------------------------
+class ClientLoop(Protocol):
+    """A closed loop's source of requests (:mod:`gpucast.simulate.llm_closed_loop`)."""
+
+    def finished(self, t: float, count: int) -> None:
+        """``count`` requests finished at ``t``: their clients' next requests are queued."""
+
+
 @dataclass(slots=True)
 class _Shared:
     """Per-request state shared by the instance loops (Python lists: fast scalar access)."""
@@ -627,9 +634,12 @@ def _run_instance(
     until: float,
     swap_s_per_block: float,
     swap_blocks: int,
+    clients: ClientLoop | None = None,
 ) -> _Outcome:
     """Continuous batching on one instance (module docstring). ``prefilled``: the requests
-    arrive with their KV cache (a decode instance) and join without a prefill."""
+    arrive with their KV cache (a decode instance) and join without a prefill. ``clients``
+    (a closed loop): each finish may append the next request to ``ids`` / ``ready`` (lists,
+    in time order), which the loop reads as they grow."""
     inp, out, gen, first, finish = st.inp, st.out, st.gen, st.first, st.finish
     state, preempted = st.state, st.preempted
     itl_lo, itl_hi, itl_w = st.itl_lo, st.itl_hi, st.itl_w
@@ -681,7 +691,7 @@ def _run_instance(
     def prefill_done(r: int, stored: int, now: float, at: int) -> None:
         """The prefill of ``r`` (``stored`` tokens) ended at ``now``: its next token is out;
         it finishes or joins the decodes from step ``at``."""
-        nonlocal used
+        nonlocal used, m
         res.tokens += 1
         g = gen[r] + 1
         gen[r] = g
@@ -696,6 +706,9 @@ def _run_instance(
             finish[r] = now
             state[r] = _DONE
             used -= -(-stored // bs)
+            if clients is not None:
+                clients.finished(now, 1)
+                m = len(ids)
         else:
             join(r, stored, at)
 
@@ -910,10 +923,14 @@ def _run_instance(
                     del partial[r]
                     partial_order.remove(r)
                     prefill_done(r, L, t, G)
+                before = n
                 n, S, used = _finish_due(
                     G, t, fin_heap, fin_step, base, state, finish, inp, out, gen, hist, bs, n,
                     S, used,
                 )  # fmt: skip
+                if clients is not None and n < before:
+                    clients.finished(t, before - n)
+                    m = len(ids)
                 continue
         if n == 0:
             if nxt >= m:
@@ -989,9 +1006,13 @@ def _run_instance(
         used += need
         if used > res.peak_blocks:
             res.peak_blocks = used
+        before = n
         n, S, used = _finish_due(
             G, t, fin_heap, fin_step, base, state, finish, inp, out, gen, hist, bs, n, S, used
         )
+        if clients is not None and n < before:
+            clients.finished(t, before - n)
+            m = len(ids)
     # every block handed out comes back: what is left is held by the sequences still in
     assert used >= 0 and (used > 0) == (n > 0 or bool(partial)), (used, n, len(partial))
     return res
@@ -1267,66 +1288,25 @@ def simulate_llm_serving(
     """Serve ``requests`` on ``replicas`` instances (or the pools of ``disaggregation``) of
     ``cost.gpus`` GPUs each (module docstring). ``price_usd_per_hour`` is the whole
     deployment's; ``until_s`` stops the run (default: every request finishes)."""
-    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
-        raise InvalidSpecError("replicas", "must be an integer >= 1", got=replicas)
-    for name, value in (("slo-ttft", slo_ttft_s), ("slo-tpot", slo_tpot_s), ("until", until_s)):
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise InvalidSpecError(name, "must be > 0 seconds", got=value)
-    if not (math.isfinite(price_usd_per_hour) and price_usd_per_hour >= 0):
-        raise InvalidSpecError("price", "must be >= 0 US$/h", got=price_usd_per_hour)
-    if not (math.isfinite(swap_gbps) and swap_gbps > 0):
-        raise InvalidSpecError("swap-gbps", "must be > 0", got=swap_gbps)
-    bs = scheduler.block_size
-    total_blocks = cost.kv_capacity_tokens // bs
-    budget = scheduler.budget(max_context)
-    if budget > cost.max_tokens:
-        raise InvalidSpecError(
-            "max-batched-tokens",
-            f"exceeds the iteration cost table ({cost.max_tokens} tokens)",
-            got=budget,
-            fix="build the iteration cost with max_tokens >= the token budget",
-        )
-    n_req = requests.count
-    dropped, reasons = _drops(
-        requests, cost, scheduler, max_context=max_context, budget=budget,
-        total_blocks=total_blocks,
+    run = RunSetup.of(
+        requests, cost, scheduler, max_context=max_context, replicas=replicas,
+        price_usd_per_hour=price_usd_per_hour, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
+        until_s=until_s, swap_gbps=swap_gbps,
     )  # fmt: skip
-    nan = math.nan
-    st = _Shared(
-        inp=requests.input_tokens.tolist(),
-        out=requests.output_tokens.tolist(),
-        gen=[0] * n_req,
-        first=[nan] * n_req,
-        finish=[nan] * n_req,
-        state=[_DROP if d else _WAITING for d in dropped.tolist()],
-        preempted=[0] * n_req,
-        itl_lo=[],
-        itl_hi=[],
-        itl_w=[],
-    )
-    until = math.inf if until_s is None else float(until_s)
-    block_bytes = bs * cost.kv_bytes_per_token
-    swap_s_per_block = block_bytes * 8.0 / (swap_gbps * 1e9)
-    swap_blocks = int(scheduler.swap_space_gib * GIB // block_bytes) if block_bytes > 0 else 0
     arrival = requests.arrival_s
-    live = np.flatnonzero(~dropped)
+    live = np.flatnonzero(~run.dropped)
     stats: list[InstanceStats] = []
+    until = run.until
 
     def run_pool(
         role: str, count: int, order: IntArray, ready: FloatArray, prefilled: bool
     ) -> None:
         for k in range(count):
             mine = order[k::count]
-            ids = mine.tolist()
-            times = ready[k::count].tolist()
-            o = _run_instance(
-                ids, times, st, cost, scheduler, budget=budget, total_blocks=total_blocks,
-                prefilled=prefilled, until=until, swap_s_per_block=swap_s_per_block,
-                swap_blocks=swap_blocks,
-            )  # fmt: skip
+            o = run.instance(mine.tolist(), ready[k::count].tolist(), prefilled=prefilled)
             # the requests that arrived by the horizon (those after it never reached it)
             arrived = int(np.count_nonzero(arrival[mine] <= until))
-            stats.append(_stats(role, k, arrived, o, cost.gpus, total_blocks))
+            stats.append(run.stats(role, k, arrived, o))
 
     ready_all: FloatArray | None = None
     if disaggregation is None:
@@ -1334,49 +1314,184 @@ def simulate_llm_serving(
         instances = replicas
     else:
         p, d = disaggregation.prefill_instances, disaggregation.decode_instances
-        ready_all = np.full(n_req, np.inf)
+        ready_all = np.full(requests.count, np.inf)
         for k in range(p):
             mine = live[k::p]
             o = _run_prefill_pool(
-                mine.tolist(), arrival[mine].tolist(), st, cost, scheduler, budget=budget,
-                total_blocks=total_blocks, until=until, transfer=disaggregation,
+                mine.tolist(), arrival[mine].tolist(), run.st, cost, scheduler,
+                budget=run.budget, total_blocks=run.total_blocks, until=until,
+                transfer=disaggregation,
             )  # fmt: skip
             ready_all[mine] = np.asarray(o.ready_out, dtype=np.float64)
             arrived = int(np.count_nonzero(arrival[mine] <= until))
-            stats.append(_stats("prefill", k, arrived, o, cost.gpus, total_blocks))
+            stats.append(run.stats("prefill", k, arrived, o))
         going = np.flatnonzero(np.isfinite(ready_all))
         going = going[np.argsort(ready_all[going], kind="stable")]
         run_pool("decode", d, going, ready_all[going], True)
         instances = p + d
-    first = np.asarray(st.first, dtype=np.float64)
-    finish = np.asarray(st.finish, dtype=np.float64)
-    status = np.where(dropped, DROPPED, np.where(np.isfinite(finish), FINISHED, RUNNING))
-    if until_s is not None:  # arriving after the horizon: never queued, so never running
-        status = np.where((status == RUNNING) & (arrival > until), UNARRIVED, status)
-    end = run_end_s(arrival, finish, bool(np.any(status == RUNNING)), until_s)
-    start = float(arrival[0]) if n_req else 0.0
-    span = max(end - start, 0.0)
-    stats = [_with_busy_fraction(s, span) for s in sorted(stats, key=lambda s: (s.role, s.replica))]
-    return LlmServingResult(
-        requests=requests,
-        first_token_s=first,
-        finish_s=finish,
-        status=status.astype(np.int64),
-        preemptions=np.asarray(st.preempted, dtype=np.int64),
-        instances=tuple(stats),
-        price_usd_per_hour=price_usd_per_hour,
-        gpus=instances * cost.gpus,
-        itl_lo_s=np.asarray(st.itl_lo, dtype=np.float64),
-        itl_hi_s=np.asarray(st.itl_hi, dtype=np.float64),
-        itl_weight=np.asarray(st.itl_w, dtype=np.float64),
-        slo_ttft_s=slo_ttft_s,
-        slo_tpot_s=slo_tpot_s,
-        until_s=until_s,
-        kv_link_gbps=None if disaggregation is None else disaggregation.kv_link_gbps,
-        decode_ready_s=ready_all,
-        drop_reasons=reasons,
-        sources=sources or {},
-    )
+    return run.result(
+        requests, np.arange(requests.count), stats, instances=instances,
+        price_usd_per_hour=price_usd_per_hour, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
+        until_s=until_s, disaggregation=disaggregation, decode_ready_s=ready_all,
+        sources=sources,
+    )  # fmt: skip
+
+
+@dataclass(slots=True)
+class RunSetup:
+    """What one run of :func:`simulate_llm_serving` (or of a closed loop,
+    :mod:`gpucast.simulate.llm_closed_loop`) sets up before its instances run: the checked
+    limits, the requests that cannot fit, the shared per-request state."""
+
+    cost: IterationCost
+    scheduler: SchedulerConfig
+    budget: int
+    total_blocks: int
+    until: float
+    swap_s_per_block: float
+    swap_blocks: int
+    dropped: npt.NDArray[np.bool_]
+    reasons: dict[str, int]
+    st: _Shared
+
+    @classmethod
+    def of(
+        cls,
+        requests: LlmRequests,
+        cost: IterationCost,
+        scheduler: SchedulerConfig,
+        *,
+        max_context: int,
+        replicas: int,
+        price_usd_per_hour: float,
+        slo_ttft_s: float | None,
+        slo_tpot_s: float | None,
+        until_s: float | None,
+        swap_gbps: float,
+    ) -> RunSetup:
+        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
+            raise InvalidSpecError("replicas", "must be an integer >= 1", got=replicas)
+        for name, value in (("slo-ttft", slo_ttft_s), ("slo-tpot", slo_tpot_s), ("until", until_s)):
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise InvalidSpecError(name, "must be > 0 seconds", got=value)
+        if not (math.isfinite(price_usd_per_hour) and price_usd_per_hour >= 0):
+            raise InvalidSpecError("price", "must be >= 0 US$/h", got=price_usd_per_hour)
+        if not (math.isfinite(swap_gbps) and swap_gbps > 0):
+            raise InvalidSpecError("swap-gbps", "must be > 0", got=swap_gbps)
+        bs = scheduler.block_size
+        total_blocks = cost.kv_capacity_tokens // bs
+        budget = scheduler.budget(max_context)
+        if budget > cost.max_tokens:
+            raise InvalidSpecError(
+                "max-batched-tokens",
+                f"exceeds the iteration cost table ({cost.max_tokens} tokens)",
+                got=budget,
+                fix="build the iteration cost with max_tokens >= the token budget",
+            )
+        n_req = requests.count
+        dropped, reasons = _drops(
+            requests, cost, scheduler, max_context=max_context, budget=budget,
+            total_blocks=total_blocks,
+        )  # fmt: skip
+        nan = math.nan
+        st = _Shared(
+            inp=requests.input_tokens.tolist(),
+            out=requests.output_tokens.tolist(),
+            gen=[0] * n_req,
+            first=[nan] * n_req,
+            finish=[nan] * n_req,
+            state=[_DROP if d else _WAITING for d in dropped.tolist()],
+            preempted=[0] * n_req,
+            itl_lo=[],
+            itl_hi=[],
+            itl_w=[],
+        )
+        block_bytes = bs * cost.kv_bytes_per_token
+        return cls(
+            cost=cost,
+            scheduler=scheduler,
+            budget=budget,
+            total_blocks=total_blocks,
+            until=math.inf if until_s is None else float(until_s),
+            swap_s_per_block=block_bytes * 8.0 / (swap_gbps * 1e9),
+            swap_blocks=(
+                int(scheduler.swap_space_gib * GIB // block_bytes) if block_bytes > 0 else 0
+            ),
+            dropped=dropped,
+            reasons=reasons,
+            st=st,
+        )
+
+    def instance(
+        self,
+        ids: list[int],
+        ready: list[float],
+        *,
+        prefilled: bool = False,
+        clients: ClientLoop | None = None,
+    ) -> _Outcome:
+        """One instance serving ``ids`` arriving at ``ready`` (:func:`_run_instance`)."""
+        return _run_instance(
+            ids, ready, self.st, self.cost, self.scheduler, budget=self.budget,
+            total_blocks=self.total_blocks, prefilled=prefilled, until=self.until,
+            swap_s_per_block=self.swap_s_per_block, swap_blocks=self.swap_blocks,
+            clients=clients,
+        )  # fmt: skip
+
+    def stats(self, role: str, replica: int, requests: int, o: _Outcome) -> InstanceStats:
+        return _stats(role, replica, requests, o, self.cost.gpus, self.total_blocks)
+
+    def result(
+        self,
+        requests: LlmRequests,
+        index: IntArray,
+        stats: list[InstanceStats],
+        *,
+        instances: int,
+        price_usd_per_hour: float,
+        slo_ttft_s: float | None,
+        slo_tpot_s: float | None,
+        until_s: float | None,
+        disaggregation: Disaggregation | None = None,
+        decode_ready_s: FloatArray | None = None,
+        sources: Mapping[str, str] | None = None,
+        drop_reasons: Mapping[str, int] | None = None,
+    ) -> LlmServingResult:
+        """The run as a result: ``requests`` (sorted by arrival) are the setup's at ``index``
+        (all of them in an open loop; those a closed loop sent, in arrival order, with the
+        ``drop_reasons`` of those)."""
+        st = self.st
+        arrival = requests.arrival_s
+        first = np.asarray(st.first, dtype=np.float64)[index]
+        finish = np.asarray(st.finish, dtype=np.float64)[index]
+        dropped = self.dropped[index]
+        status = np.where(dropped, DROPPED, np.where(np.isfinite(finish), FINISHED, RUNNING))
+        if until_s is not None:  # arriving after the horizon: never queued, so never running
+            status = np.where((status == RUNNING) & (arrival > self.until), UNARRIVED, status)
+        end = run_end_s(arrival, finish, bool(np.any(status == RUNNING)), until_s)
+        start = float(arrival[0]) if arrival.size else 0.0
+        span = max(end - start, 0.0)
+        ordered = sorted(stats, key=lambda s: (s.role, s.replica))
+        return LlmServingResult(
+            requests=requests,
+            first_token_s=first,
+            finish_s=finish,
+            status=status.astype(np.int64),
+            preemptions=np.asarray(st.preempted, dtype=np.int64)[index],
+            instances=tuple(_with_busy_fraction(s, span) for s in ordered),
+            price_usd_per_hour=price_usd_per_hour,
+            gpus=instances * self.cost.gpus,
+            itl_lo_s=np.asarray(st.itl_lo, dtype=np.float64),
+            itl_hi_s=np.asarray(st.itl_hi, dtype=np.float64),
+            itl_weight=np.asarray(st.itl_w, dtype=np.float64),
+            slo_ttft_s=slo_ttft_s,
+            slo_tpot_s=slo_tpot_s,
+            until_s=until_s,
+            kv_link_gbps=None if disaggregation is None else disaggregation.kv_link_gbps,
+            decode_ready_s=decode_ready_s,
+            drop_reasons=self.reasons if drop_reasons is None else drop_reasons,
+            sources=sources or {},
+        )
 
 
 def _stats(

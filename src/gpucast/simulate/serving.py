@@ -118,6 +118,8 @@ __all__ = [
     "device_slowdown",
     "find_saturation",
     "latency_summary",
+    "probe_rate",
+    "search_saturation",
     "simulate_closed_loop",
     "simulate_serving",
     "single_server",
@@ -1035,8 +1037,9 @@ def calibrate_host_path(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SaturationProbe:
-    """One offered rate tried by :func:`find_saturation`, measured over the second half of
-    the run (after the queues settled)."""
+    """One offered rate tried by :func:`search_saturation`, measured over the second half of
+    the run (after the queues settled). A language model's probe adds its TTFT / TPOT
+    percentiles, output tokens/s and the share of its requests preempted (None for a CNN's)."""
 
     offered_rps: float
     served_rps: float
@@ -1044,9 +1047,17 @@ class SaturationProbe:
     held: bool
     p50_s: float
     p99_s: float
+    ttft_p50_s: float | None = None
+    ttft_p99_s: float | None = None
+    tpot_p50_s: float | None = None
+    tpot_p99_s: float | None = None
+    tokens_per_s: float | None = None
+    preempted_fraction: float | None = None
+    #: seconds the probe simulated (its second half measured)
+    run_s: float | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "offered_rps": self.offered_rps,
             "served_rps": self.served_rps,
             "dropped_fraction": self.dropped_fraction,
@@ -1054,37 +1065,43 @@ class SaturationProbe:
             "p50_s": self.p50_s,
             "p99_s": self.p99_s,
         }
+        for key in ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "tokens_per_s",
+                    "preempted_fraction", "run_s"):  # fmt: skip
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Saturation:
     """The highest rate held (``saturation_rps``: the highest offered rate the deployment
     kept up with, counted as what it served there) and the most it carried at any offered
-    rate (``peak_throughput_rps``); ``probes`` in the order they ran."""
+    rate (``peak_throughput_rps``); ``probes`` in the order they ran; ``criterion``: what
+    "held" meant, in words."""
 
     saturation_rps: float
     peak_throughput_rps: float
-    tolerance: float
-    duration_s: float
+    criterion: str
     probes: tuple[SaturationProbe, ...]
-    max_requests: int = 100_000
 
     @property
-    def criterion(self) -> str:
-        return (
-            f"held = over the second half of a {self.duration_s:g} s run (shorter where it "
-            f"would offer over {self.max_requests:,} requests), at least "
-            f"{1 - self.tolerance:.0%} of the offered requests completed and at most "
-            f"{self.tolerance:.0%} were dropped (the queue stops growing)"
-        )
+    def at_saturation(self) -> SaturationProbe | None:
+        """The held probe of the highest offered rate (None when none held)."""
+        held = [p for p in self.probes if p.held]
+        return max(held, key=lambda p: p.offered_rps) if held else None
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "saturation_rps": self.saturation_rps,
             "peak_throughput_rps": self.peak_throughput_rps,
             "criterion": self.criterion,
-            "probes": [p.to_dict() for p in self.probes],
         }
+        top = self.at_saturation
+        if top is not None and top.tokens_per_s is not None:
+            out["tokens_per_s_at_saturation"] = top.tokens_per_s
+        out["probes"] = [p.to_dict() for p in self.probes]
+        return out
 
 
 def probe_rate(
@@ -1095,7 +1112,8 @@ def probe_rate(
     tolerance: float = 0.01,
     seed: int | None = 0,
 ) -> SaturationProbe:
-    """Whether ``deployment`` holds ``arrivals`` over ``duration_s`` (see :class:`Saturation`)."""
+    """Whether ``deployment`` holds ``arrivals`` over ``duration_s`` (the criterion of
+    :func:`find_saturation`)."""
     half = 0.5 * duration_s
     run = simulate_serving(deployment, arrivals, seed=seed, warmup_s=half, horizon_s=duration_s)
     counts = run.counts()
@@ -1107,44 +1125,29 @@ def probe_rate(
     held = served >= (1.0 - tolerance) * offered and dropped <= tolerance
     return SaturationProbe(
         offered_rps=offered, served_rps=served, dropped_fraction=dropped, held=held,
-        p50_s=p50, p99_s=p99,
+        p50_s=p50, p99_s=p99, run_s=duration_s,
     )  # fmt: skip
 
 
-def find_saturation(
-    deployment: Deployment,
-    arrivals_at: Callable[[float, float], Mapping[str, FloatArray]],
+def search_saturation(
+    probe: Callable[[float], SaturationProbe],
     *,
-    duration_s: float,
     start_rps: float,
-    tolerance: float = 0.01,
+    criterion: str,
     precision: float = 0.005,
     max_probes: int = 30,
-    max_requests: int = 100_000,
-    seed: int | None = 0,
 ) -> Saturation:
-    """Search the highest total offered rate ``deployment`` holds.
-
-    ``arrivals_at(rate, duration)`` gives each model's arrivals over ``duration`` seconds at
-    a total mean ``rate`` (the caller's process: Poisson, constant, a time-scaled trace; the
-    models in their mix). Each probe runs ``duration_s``, shortened so it offers at most
-    ``max_requests`` (fast servers settle in far less time than slow ones). Starting from
-    ``start_rps`` (e.g. the analytic capacity), the rate doubles or halves until it brackets
-    the edge, then bisects (geometrically) to ``precision``.
-    """
+    """The highest offered rate ``probe(rate)`` holds: starting from ``start_rps`` (e.g. the
+    analytic capacity) the rate doubles or halves until it brackets the edge, then bisects
+    (geometrically) to ``precision``; at most ``max_probes`` probes. Any kind of server:
+    ``probe`` runs its simulator at one rate and says whether it held (``criterion``)."""
     if not (math.isfinite(start_rps) and start_rps > 0):
         raise InvalidSpecError("saturation start rate", "must be > 0", got=start_rps)
-    if not (math.isfinite(duration_s) and duration_s > 0):
-        raise InvalidSpecError("duration", "must be > 0 seconds", got=duration_s)
     probes: list[SaturationProbe] = []
 
     def held(rate: float) -> bool:
-        span = min(duration_s, max_requests / rate)
-        probe = probe_rate(
-            deployment, arrivals_at(rate, span), span, tolerance=tolerance, seed=seed
-        )
-        probes.append(probe)
-        return probe.held
+        probes.append(probe(rate))
+        return probes[-1].held
 
     lo, hi = 0.0, start_rps
     if held(hi):
@@ -1169,17 +1172,53 @@ def find_saturation(
             lo = mid
         else:
             hi = mid
-    peak = max((p.served_rps for p in probes), default=math.nan)
     return Saturation(
         saturation_rps=max(
             (min(p.offered_rps, p.served_rps) for p in probes if p.held), default=0.0
         ),
-        peak_throughput_rps=peak,
-        tolerance=tolerance,
-        duration_s=duration_s,
+        peak_throughput_rps=max((p.served_rps for p in probes), default=math.nan),
+        criterion=criterion,
         probes=tuple(probes),
-        max_requests=max_requests,
     )
+
+
+def find_saturation(
+    deployment: Deployment,
+    arrivals_at: Callable[[float, float], Mapping[str, FloatArray]],
+    *,
+    duration_s: float,
+    start_rps: float,
+    tolerance: float = 0.01,
+    precision: float = 0.005,
+    max_probes: int = 30,
+    max_requests: int = 100_000,
+    seed: int | None = 0,
+) -> Saturation:
+    """Search the highest total offered rate ``deployment`` holds (:func:`search_saturation`
+    with :func:`probe_rate`).
+
+    ``arrivals_at(rate, duration)`` gives each model's arrivals over ``duration`` seconds at
+    a total mean ``rate`` (the caller's process: Poisson, constant, a time-scaled trace; the
+    models in their mix). Each probe runs ``duration_s``, shortened so it offers at most
+    ``max_requests`` (fast servers settle in far less time than slow ones).
+    """
+    if not (math.isfinite(duration_s) and duration_s > 0):
+        raise InvalidSpecError("duration", "must be > 0 seconds", got=duration_s)
+
+    def probe(rate: float) -> SaturationProbe:
+        span = min(duration_s, max_requests / rate)
+        return probe_rate(deployment, arrivals_at(rate, span), span, tolerance=tolerance, seed=seed)
+
+    criterion = (
+        f"held = over the second half of a {duration_s:g} s run (shorter where it "
+        f"would offer over {max_requests:,} requests), at least "
+        f"{1 - tolerance:.0%} of the offered requests completed and at most "
+        f"{tolerance:.0%} were dropped (the queue stops growing)"
+    )
+    return search_saturation(
+        probe, start_rps=start_rps, criterion=criterion, precision=precision,
+        max_probes=max_probes,
+    )  # fmt: skip
 
 
 def single_server(

@@ -1,0 +1,187 @@
+"""How much load a language-model deployment holds: the work its requests cost, the analytic
+capacity that follows, and one probe of the saturation search.
+
+Pure, as :mod:`gpucast.simulate.llm_serving`: requests, iteration costs and a run function
+in, numbers out. The search itself is the CNN path's
+(:func:`gpucast.simulate.serving.search_saturation`); this module gives it a probe that
+knows LLM requests take seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.llm_serving import IterationCost, LlmRequests
+from gpucast.simulate.llm_serving import DROPPED, FINISHED, FloatArray, LlmServingResult
+from gpucast.simulate.serving import Saturation, SaturationProbe, search_saturation
+
+#: A probe runs at least this many median request latencies (its second half, measured, at
+#: least half as many): a request that takes seconds must be seen arriving and leaving many
+#: times over before "completed as many as offered" means the queue stopped growing.
+LATENCIES_PER_PROBE = 40
+#: Held: at least 1 - this share of the requests offered in the measured half completed there.
+LLM_TOLERANCE = 0.02
+#: Most requests one probe offers (its run is shortened to this): bounded work per probe.
+LLM_MAX_REQUESTS = 20_000
+#: Fewest requests one probe offers (its first run is lengthened to this, a short
+#: ``duration_s`` at a low rate would offer none).
+LLM_MIN_REQUESTS = 200
+
+
+def work_s(requests: LlmRequests, cost: IterationCost, max_num_seqs: int) -> tuple[float, float]:
+    """Instance-seconds ``requests`` need at best, as (prefill, decode): prompts batched
+    (their token, KV and attention terms), decodes at the largest batch ``max_num_seqs``
+    (the per-pass cost shared by the batch, each sequence's own token and context terms at
+    its mean context). A lower bound on the work, so an upper bound on the capacity."""
+    inp = requests.input_tokens.astype(np.float64)
+    out = requests.output_tokens.astype(np.float64)
+    prefill = (
+        cost.token_s * inp + cost.kv_s_per_token * inp + cost.attention_s_per_unit * inp * inp / 2.0
+    )
+    n = max_num_seqs
+    per_seq = (
+        float(cost.pass_s[min(n, cost.max_tokens)]) + (cost.token_s + cost.sequence_s) * n
+    ) / n
+    ctx = inp + out / 2.0
+    decode = (out - 1.0) * (per_seq + (cost.kv_s_per_token + cost.attention_s_per_unit) * ctx)
+    return float(prefill.sum()), float(decode.sum())
+
+
+def analytic_capacity_rps(
+    requests: LlmRequests,
+    cost: IterationCost,
+    max_num_seqs: int,
+    *,
+    instances: int = 1,
+    prefill_instances: int = 0,
+    decode_instances: int = 0,
+) -> float:
+    """Requests/s the deployment could serve if every instance were busy with no waste:
+    ``instances`` colocated ones split the whole work; disaggregated pools each their part
+    (the slower pool bounds it). An upper bound: the saturation search starts here."""
+    count = requests.count
+    prefill, decode = work_s(requests, cost, max_num_seqs)
+    if count == 0 or prefill + decode <= 0:
+        return math.inf
+    if prefill_instances:
+        per_req_p, per_req_d = prefill / count, decode / count
+        return min(
+            prefill_instances / per_req_p if per_req_p > 0 else math.inf,
+            decode_instances / per_req_d if per_req_d > 0 else math.inf,
+        )
+    return instances * count / (prefill + decode)
+
+
+def llm_criterion(duration_s: float, tolerance: float, max_requests: int) -> str:
+    """What :func:`probe_llm_rate` calls held, in words."""
+    return (
+        f"held = over the second half of a run of at least {duration_s:g} s, "
+        f"{LLM_MIN_REQUESTS} requests and {LATENCIES_PER_PROBE} median request latencies "
+        f"(shorter where it would offer over {max_requests:,} requests), at least "
+        f"{1 - tolerance:.0%} as many requests completed as arrived there (the queue stops "
+        "growing) and, when requests were preempted for KV-cache blocks, the requests/s "
+        "served did not fall below a lower rate's (a preemption storm)"
+    )
+
+
+def probe_llm_rate(
+    run: Callable[[float, float], LlmServingResult],
+    rate_rps: float,
+    *,
+    duration_s: float,
+    tolerance: float = LLM_TOLERANCE,
+    max_requests: int = LLM_MAX_REQUESTS,
+    best_below_rps: float = 0.0,
+) -> SaturationProbe:
+    """Whether the deployment ``run(rate, seconds)`` simulates (arrivals at ``rate`` over
+    ``seconds``, stopped there) holds ``rate`` (:func:`llm_criterion`). The run lasts
+    ``duration_s`` (or long enough to offer :data:`LLM_MIN_REQUESTS`), longer when that is
+    under :data:`LATENCIES_PER_PROBE` median latencies
+    of its finished requests (one rerun), shorter when it would offer over ``max_requests``.
+    ``best_below_rps``: the most requests/s a lower offered rate served (a throughput that
+    falls under it, with preemptions, is a storm: not held)."""
+    cap_s = max_requests / rate_rps
+    span = min(max(duration_s, LLM_MIN_REQUESTS / rate_rps), cap_s)
+    result = run(rate_rps, span)
+    latency = result.latency_s
+    done = latency[np.isfinite(latency)]
+    if done.size:
+        want = LATENCIES_PER_PROBE * float(np.median(done))
+        if want > span and span < cap_s:
+            span = min(want, cap_s)
+            result = run(rate_rps, span)
+    return _measure(result, rate_rps, span, tolerance, best_below_rps)
+
+
+def _measure(
+    result: LlmServingResult, rate_rps: float, span_s: float, tolerance: float, best_below: float
+) -> SaturationProbe:
+    """The second half of ``result`` (a run stopped at ``span_s``) as one probe. Requests
+    that cannot run at all (beyond the context window or the KV cache: dropped whatever the
+    load) count in the offered rate and the dropped share, not against holding."""
+    half = 0.5 * span_s
+    length = span_s - half
+    arrival, finish, status = result.requests.arrival_s, result.finish_s, result.status
+    with np.errstate(invalid="ignore"):
+        arrived = (arrival >= half) & (arrival < span_s)
+        completed = (status == FINISHED) & (finish >= half) & (finish <= span_s)
+    n_arrived = int(np.count_nonzero(arrived))
+    n_dropped = int(np.count_nonzero(arrived & (status == DROPPED)))
+    runnable = (n_arrived - n_dropped) / length
+    served = int(np.count_nonzero(completed)) / length
+    preempted = float(np.mean(result.preemptions[arrived] > 0)) if n_arrived else 0.0
+    mine = arrived & (status == FINISHED)
+
+    def pct(values: FloatArray, q: float) -> float:
+        v = values[mine & np.isfinite(values)]
+        return float(np.percentile(v, q)) if v.size else math.nan
+
+    storm = preempted > 0 and served < (1.0 - tolerance) * best_below
+    held = runnable > 0 and served >= (1.0 - tolerance) * runnable and not storm
+    latency, ttft, tpot = result.latency_s, result.ttft_s, result.tpot_s
+    return SaturationProbe(
+        offered_rps=n_arrived / length, served_rps=served,
+        dropped_fraction=n_dropped / n_arrived if n_arrived else 0.0, held=held,
+        p50_s=pct(latency, 50), p99_s=pct(latency, 99),
+        ttft_p50_s=pct(ttft, 50), ttft_p99_s=pct(ttft, 99),
+        tpot_p50_s=pct(tpot, 50), tpot_p99_s=pct(tpot, 99),
+        tokens_per_s=float(result.requests.output_tokens[completed].sum()) / length,
+        preempted_fraction=preempted, run_s=span_s,
+    )  # fmt: skip
+
+
+def find_llm_saturation(
+    run: Callable[[float, float], LlmServingResult],
+    *,
+    start_rps: float,
+    duration_s: float,
+    tolerance: float = LLM_TOLERANCE,
+    precision: float = 0.01,
+    max_probes: int = 30,
+    max_requests: int = LLM_MAX_REQUESTS,
+) -> Saturation:
+    """The highest request rate the deployment ``run`` simulates holds: the CNN path's search
+    (:func:`gpucast.simulate.serving.search_saturation`) over :func:`probe_llm_rate`, each
+    probe knowing the most requests/s any lower offered rate served (a preemption storm's
+    fall)."""
+    if not (math.isfinite(duration_s) and duration_s > 0):
+        raise InvalidSpecError("duration-s", "must be > 0 seconds", got=duration_s)
+    done: list[SaturationProbe] = []
+
+    def probe(rate: float) -> SaturationProbe:
+        below = max((p.served_rps for p in done if p.offered_rps < rate), default=0.0)
+        found = probe_llm_rate(
+            run, rate, duration_s=duration_s, tolerance=tolerance, max_requests=max_requests,
+            best_below_rps=below,
+        )  # fmt: skip
+        done.append(found)
+        return found
+
+    return search_saturation(
+        probe, start_rps=start_rps, criterion=llm_criterion(duration_s, tolerance, max_requests),
+        precision=precision, max_probes=max_probes,
+    )  # fmt: skip
