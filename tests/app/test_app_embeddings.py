@@ -178,6 +178,22 @@ def test_cluster_options_are_checked(tmp_path: Path) -> None:
     assert mine.hardware.link_gbps == pytest.approx(64.0)
 
 
+def test_the_given_gpu_is_the_gpu_of_a_cluster_from_flags() -> None:
+    """--gpu with --cluster-set was refused as 'cluster.gpu: is required' (QA 35 R #13)."""
+    shape = "gpus_per_node=8,intra_node=nvswitch,intra_node_gbps=900,inter_node_gbps=400"
+    settings = tuple(tuple(kv.split("=")) for kv in shape.split(","))
+    result = gpucast.plan_embeddings(
+        model="dlrm-dcnv2", gpu="H100-SXM", gpus=8, cluster_set=settings
+    )
+    assert result.gpu == "H100-SXM" and "--cluster-set" in result.assumptions["node"]
+    # one the cluster names wins, and a --gpu naming another type is refused as with --cluster
+    with pytest.raises(InvalidSpecError, match="has A100-80GB GPUs"):
+        gpucast.plan_embeddings(
+            model="dlrm-dcnv2", gpu="H100-SXM", gpus=8,
+            cluster_set=(*settings, ("gpu", "A100-80GB")),
+        )  # fmt: skip
+
+
 @pytest.mark.parametrize("name", ["wide-deep", "two-tower"])
 def test_shipped_wide_deep_and_two_tower_price_their_dense_part(name: str) -> None:
     result = gpucast.plan_embeddings(model=name, gpu="A100-80GB", gpus=8)

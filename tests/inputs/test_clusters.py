@@ -109,6 +109,18 @@ def test_flags_alone_describe_a_cluster() -> None:
     assert load_cluster(None, load_catalog()) is None
 
 
+def test_a_verbs_gpu_fills_a_cluster_that_names_none(tmp_path: Path) -> None:
+    """--gpu H100-SXM with --cluster-set was 'cluster.gpu: is required' (QA 35 R #13)."""
+    settings = (("gpus_per_node", "1"),)
+    spec = load_cluster(None, load_catalog(), settings=settings, gpu="H100-SXM")
+    assert spec is not None and spec.gpu == "H100-SXM"
+    path = write(tmp_path, "lab.yaml", YAML.replace("gpu: H100\n", ""))
+    spec = load_cluster(str(path), load_catalog(), gpu="L4")
+    assert spec is not None and spec.gpu == "L4" and spec.set_by == ("--gpu L4",)
+    spec = load_cluster(None, load_catalog(), settings=(*settings, ("gpu", "L4")), gpu="T4")
+    assert spec is not None and spec.gpu == "L4"  # the cluster's own; cluster_gpu refuses T4
+
+
 def test_the_file_wins_over_nothing_and_flags_win_over_the_file(tmp_path: Path) -> None:
     path = write(tmp_path, "lab.yaml", YAML)
     spec = load_cluster(str(path), load_catalog(), nodes=1, settings=(("network", "roce"),))

@@ -263,7 +263,7 @@ def _hardware(
     from gpucast.predict.embeddings import ShardingHardware
 
     catalog = load_catalog(offers_file(request.offers_file))
-    cluster = request_cluster(request, catalog)
+    cluster = request_cluster(request, catalog, request.gpu)
     gpu = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
     offers = [o for o in catalog.find_offers(gpu=gpu.name) if o.gpus > 0]
     notes: dict[str, str] = {}

@@ -453,14 +453,18 @@ class NamesCluster(Protocol):
     def cluster_set(self) -> ClusterSettings: ...
 
 
-def request_cluster(request: NamesCluster, catalog: Catalog) -> ClusterSpec | None:
-    """The cluster a request's options name (:func:`load_cluster`; ``None`` when none)."""
+def request_cluster(
+    request: NamesCluster, catalog: Catalog, gpu: str | None = None
+) -> ClusterSpec | None:
+    """The cluster a request's options name (:func:`load_cluster`; ``None`` when none);
+    ``gpu``: the request's ``--gpu``, the GPU of a cluster that names none."""
     return load_cluster(
         request.cluster,
         catalog,
         nodes=request.cluster_nodes,
         price_usd_per_gpu_hour=request.cluster_price_usd_per_gpu_hour,
         settings=request.cluster_set,
+        gpu=gpu,
     )
 
 
@@ -509,8 +513,11 @@ def load_cluster(
     nodes: int | None = None,
     price_usd_per_gpu_hour: float | None = None,
     settings: ClusterSettings = (),
+    gpu: str | None = None,
 ) -> ClusterSpec | None:
-    """The cluster the options name (``None`` when they name none); see the module docstring."""
+    """The cluster the options name (``None`` when they name none); see the module docstring.
+    ``gpu`` (a verb's ``--gpu``) is the cluster's GPU where the file or ``--cluster-set``
+    names none."""
     if ref is None and not settings:
         return None
     if ref is None:
@@ -544,6 +551,10 @@ def load_cluster(
         values[key] = value
         origin.flagged[key] = f"--cluster-set {key}"
         changed.append(f"--cluster-set {key}={value}")
+    if gpu is not None and not str(values.get("gpu") or "").strip():
+        values["gpu"] = gpu
+        origin.flagged["gpu"] = "--gpu"
+        changed.append(f"--gpu {gpu}")
     if nodes is not None:
         values["nodes"] = nodes
         origin.flagged["nodes"] = "--nodes"
