@@ -178,6 +178,16 @@ def test_cluster_options_are_checked(tmp_path: Path) -> None:
     assert mine.hardware.link_gbps == pytest.approx(64.0)
 
 
+def test_a_batch_that_does_not_split_over_the_gpus() -> None:
+    """--batch 7 on 8 GPUs was priced without a word (QA 35 R #11)."""
+    with pytest.raises(InvalidSpecError, match=r"^batch: 7 samples is fewer than the 8 GPUs"):
+        gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=8, batch=7)
+    uneven = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=8, batch=65537)
+    assert any("1 GPU takes 8,193 samples" in w for w in uneven.warnings)
+    even = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=8, batch=65544)
+    assert not any("split" in w for w in even.warnings)
+
+
 def test_the_given_gpu_is_the_gpu_of_a_cluster_from_flags() -> None:
     """--gpu with --cluster-set was refused as 'cluster.gpu: is required' (QA 35 R #13)."""
     shape = "gpus_per_node=8,intra_node=nvswitch,intra_node_gbps=900,inter_node_gbps=400"

@@ -38,6 +38,7 @@ from gpucast.domain.systems import (
     cluster_price_option,
     cluster_set_option,
 )
+from gpucast.domain.units import count_of
 
 if TYPE_CHECKING:
     from gpucast.domain.embeddings import AccessLocality, RecModel
@@ -354,6 +355,7 @@ def plan_embeddings(
 
     request = resolve(PlanEmbeddingsRequest, request, options)
     model = rec_model_input(request.model, request.tables, request.batch)
+    uneven = _batch_split(model.global_batch, request.gpus, given=request.batch is not None)
     hw, gpu_name, price, notes = _hardware(request)
     curve = hit_rate_curve(request.data_dir, request.locality, request.cache_policy)
     own = table_hit_rates(model, request.data_dir, request.cache_policy)
@@ -373,7 +375,9 @@ def plan_embeddings(
         "gather": f"{emb.GATHER_EFFICIENCY:.0%} of HBM bandwidth, {emb.TRAIN_TRAFFIC_FACTOR:g}x "
         "the gathered bytes per training step (read, gradient, row-wise Adagrad update)",
         "overlap": "phases added, none overlapped (a conservative step)",
-        "hbm": f"{emb.HBM_USABLE_FRACTION:.0%} of HBM for tables and the dense part",
+        "hbm": f"{emb.HBM_USABLE_FRACTION:.0%} of HBM for tables, the dense part and the "
+        "batch's buffers (indices and pooled rows sent and received; the dense MLPs' hidden "
+        "activations not counted)",
         "uvm hit rate": _hit_rate_note(model, curve.source, own.value, own.source),
     }
     if best.ssd_bytes_per_node > 0 or hw.nodes > 1:
@@ -384,7 +388,7 @@ def plan_embeddings(
             f"each node pulls its batch share's distinct rows from their owners and pushes "
             f"their gradients over its NIC; {distinct.source}"
         )
-    warnings = []
+    warnings = [uneven] if uneven else []
     unpriced = _unpriced_dense(model)
     if unpriced:
         notes["dense compute"] = unpriced
@@ -412,6 +416,27 @@ def plan_embeddings(
         assumptions=notes,
         warnings=tuple(warnings),
         dense_priced=not unpriced,
+    )
+
+
+def _batch_split(batch: int, gpus: int, *, given: bool) -> str:
+    """A global batch of fewer samples than GPUs is refused (as ``plan train`` refuses one
+    smaller than its workers); one that does not split evenly is a warning (the step is
+    priced at the mean share); ``given``: ``--batch`` set it (else the model's reference)."""
+    where = "--batch" if given else "the model's reference batch"
+    if batch < gpus:
+        raise InvalidSpecError(
+            "batch", f"{batch:,} samples is fewer than the {gpus} GPUs (each takes >= 1)",
+            fix=f"use --batch {gpus} or more (a multiple of {gpus}), or fewer --gpus",
+        )  # fmt: skip
+    share, rest = divmod(batch, gpus)
+    if not rest:
+        return ""
+    return (
+        f"{where} {batch:,} does not split evenly over {gpus} GPUs: "
+        f"{count_of(rest, 'GPU')} take{'s' if rest == 1 else ''} {share + 1:,} samples, the "
+        f"rest {share:,}; the step is priced at the mean share ({batch / gpus:,.1f}); "
+        f"--batch {(share + 1) * gpus:,} splits evenly"
     )
 
 
