@@ -438,6 +438,10 @@ def test_dorylus_split_prices_three_epochs() -> None:
         (["--split", "--function", "gcf"], "unknown 'gcf'"),
         (["--split", "--function-memory-gb", "64"], "function-memory-gb: must be in"),
         (["--split", "--functions", "0"], "functions"),
+        # 1e9 concurrent Lambdas and 100,000 servers for 1,000 nodes were priced (QA 35 R #12)
+        (["--split", "--functions", "1000000000"], "functions: must be <= 100,000"),
+        (["--split", "--graph-servers", "100000"], "graph-servers: must be <= 10,000"),
+        (["--split", "--graph-servers", "5000"], "graph-servers: 5,000 servers for a graph of"),
     ],
 )
 def test_split_bad_input_is_one_line_exit_2(args: list[str], text: str) -> None:
