@@ -145,6 +145,26 @@ def test_predict_cmd_prices_the_program_on_catalog_instances(tmp_path: Path) -> 
     assert result.to_frame().shape[0] == len(result.predictions)
 
 
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"host_memory_bandwidth_gbs": "1e7"}, r"host-memory-bandwidth-gbs: must be a number in "
+         r"\(0, 10,000\] GB/s .*e\.g\. --host-memory-bandwidth-gbs 100"),
+        ({"host_disk_mb_per_s": "1e7"}, r"host-disk-mb-per-s: must be a number in "
+         r"\(0, 1,000,000\] MB/s .*e\.g\. --host-disk-mb-per-s 500"),
+    ],
+)  # fmt: skip
+def test_predict_cmd_host_figures_beyond_any_machine(options: dict, match: str) -> None:
+    """10 PB/s of host memory bandwidth was accepted (QA 35 R #26)."""
+    from gpucast.app.program import PredictCmdRequest
+    from gpucast.domain.options import build
+
+    with pytest.raises(InvalidInputError, match=match):
+        build(PredictCmdRequest, {"runs": [1], **options})
+    fine = build(PredictCmdRequest, {"runs": [1], "host_memory_bandwidth_gbs": "10000"})
+    assert fine.host_memory_bandwidth_gbs == 10_000.0
+
+
 def test_predict_cmd_refuses_what_it_cannot_use(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     a = gpucast.measure_cmd(command=[PY, "-c", "pass"], repeats=2, target_ci=1.0, db=db)

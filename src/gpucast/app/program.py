@@ -297,13 +297,25 @@ def measure_cmd(
 
 
 # -- predict cmd -----------------------------------------------------------------------------
-def _positive_or_none(flag: str) -> Any:
+#: The most a measuring machine's memory may read (GB/s): two 12-channel DDR5 sockets read
+#: ~900, a Xeon Max's HBM ~1,000 a socket (the catalog's fastest CPU offer: 460.8); 10,000
+#: leaves room for any host, not for 10 PB/s.
+MAX_HOST_MEMORY_BANDWIDTH_GBS = 10_000.0
+#: The most its disk may give (MB/s): ``plan train``'s NVMe ceiling, 1,000 GB/s a node
+#: (:data:`gpucast.domain.plan.MAX_NVME_GBPS`).
+MAX_HOST_DISK_MB_PER_S = 1_000_000.0
+
+
+def _positive_or_none(flag: str, maximum: float, unit: str, example: str) -> Any:
     parse = _number_or_none(flag, float)
 
     def checked(value: Any) -> float | None:
         number = parse(value)
-        if number is not None and not (math.isfinite(number) and 0 < number <= 1e7):
-            raise InvalidSpecError(flag, "must be a number in (0, 1e7] or none", got=value)
+        if number is not None and not (math.isfinite(number) and 0 < number <= maximum):
+            raise InvalidSpecError(
+                flag, f"must be a number in (0, {maximum:,.0f}] {unit} or none", got=value,
+                fix=f"e.g. --{flag} {example}, or leave it out for the default",
+            )  # fmt: skip
         return None if number is None else float(number)
 
     return checked
@@ -328,14 +340,16 @@ class PredictCmdRequest:
     arch: str | None = option(None, help="Only x86_64 or arm64 instances.", example="arm64")
     host_memory_bandwidth_gbs: float | None = option(
         None,
-        parse=_positive_or_none("host-memory-bandwidth-gbs"),
+        parse=_positive_or_none(
+            "host-memory-bandwidth-gbs", MAX_HOST_MEMORY_BANDWIDTH_GBS, "GB/s", "100"
+        ),
         help="The measuring machine's memory bandwidth (GB/s); default: an assumption shown "
         "with the result.",
         example="100",
     )
     host_disk_mb_per_s: float | None = option(
         None,
-        parse=_positive_or_none("host-disk-mb-per-s"),
+        parse=_positive_or_none("host-disk-mb-per-s", MAX_HOST_DISK_MB_PER_S, "MB/s", "500"),
         help="The measuring machine's disk throughput (MB/s); default: the catalog's volume "
         "baseline (I/O time unchanged).",
         example="500",
