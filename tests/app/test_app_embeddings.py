@@ -277,6 +277,15 @@ def test_hit_rate_curve_of_a_window(shared_data: Path) -> None:
     assert out["points"][1]["predicted_hit_rate"] == hits[1] and out["replay_rows"] is None
 
 
+def test_a_cache_of_no_rows_hits_nothing(shared_data: Path) -> None:
+    """--fractions 1e-12 read 'cache rows 0' with a hit rate of 1.4e-09 (QA 35 R #15)."""
+    result = gpucast.predict_embedding_cache(data_dir=shared_data, fractions=(1e-12, 0.01))
+    none, some = result.points
+    assert none.cache_rows == 0 and none.predicted_hit_rate == 0.0
+    assert some.cache_rows > 0 and some.predicted_hit_rate > 0.3
+    assert "under one row" in result.assumptions["cache size"]
+
+
 def test_hit_rate_curve_of_one_trace(shared_data: Path) -> None:
     first = gpucast.predict_embedding_cache(data_dir=shared_data, window="2021")
     third = gpucast.predict_embedding_cache(

@@ -690,7 +690,9 @@ def predict_embedding_cache(
         )
     model = fitted.model
     fractions = np.array(request.fractions, dtype=np.float64)
+    rows = np.round(fractions * fitted.unique_rows)
     predicted = model.hit_rate(fractions, policy=request.policy)  # type: ignore[arg-type]
+    predicted = np.where(rows >= 1, predicted, 0.0)  # a cache of no rows hits nothing
     max_hit = 1.0 - model.compulsory_miss_rate()
     notes = {
         "locality": f"{fitted.describe()}, {fitted.path}",
@@ -713,6 +715,12 @@ def predict_embedding_cache(
         notes["validated range"] = (
             f"{', '.join(f'{f:g}' for f in outside)} outside the {lo:.0%}-{hi:.0%} of the "
             "distinct rows the curve was checked at"
+        )
+    if (rows < 1).any():
+        smallest = 1.0 / fitted.unique_rows
+        notes["cache size"] += (
+            f"; a share under one row ({smallest:.2g} of {fitted.unique_rows:,}) caches "
+            "nothing: hit rate 0"
         )
     replayed: list[float | None] = [None] * len(fractions)
     replay_rows = replay_lookups = None
@@ -754,11 +762,11 @@ def predict_embedding_cache(
         points=tuple(
             CachePoint(
                 fraction=float(f),
-                cache_rows=round(f * fitted.unique_rows),
+                cache_rows=int(n),
                 predicted_hit_rate=float(p),
                 replayed_hit_rate=r,
             )
-            for f, p, r in zip(fractions, predicted, replayed, strict=True)
+            for f, n, p, r in zip(fractions, rows, predicted, replayed, strict=True)
         ),
         max_hit_rate=max_hit,
         validation=validation,
