@@ -98,6 +98,25 @@ def test_bad_input_names_the_field(options: dict, field: str) -> None:
         build(MeasureCmdRequest, options)
 
 
+@pytest.mark.parametrize(
+    ("request_type", "options", "match"),
+    [
+        ("measure", {"command": ["x"], "repeats": 0}, r"^repeats: .*; e\.g\. --repeats 5"),
+        ("measure", {"command": ["x"], "cores": 0}, r"^cores: .*; e\.g\. --cores 2"),
+        ("measure", {"command": ["x"], "target_ci": 0.0}, r"^target-ci: .*; e\.g\. --target"),
+        ("predict", {"runs": [2], "arch": "riscv"}, r"^arch: .*; e\.g\. --arch arm64"),
+    ],
+)
+def test_bad_input_names_a_fix(request_type: str, options: dict, match: str) -> None:
+    """These errors named no fix (QA 35 R #17)."""
+    from gpucast.app.program import PredictCmdRequest
+    from gpucast.domain.options import build
+
+    kind = MeasureCmdRequest if request_type == "measure" else PredictCmdRequest
+    with pytest.raises(InvalidInputError, match=match):
+        build(kind, options)
+
+
 def test_more_cores_than_allowed_is_refused(tmp_path: Path) -> None:
     import os
 

@@ -71,9 +71,9 @@ def test_cli_names_cache_options_that_have_no_effect() -> None:
 def test_cache_options_are_checked() -> None:
     with pytest.raises(InvalidSpecError, match="cache-fraction: applies to a recommendation"):
         gpucast.simulate_serve(model="resnet50", gpu="T4", rate=10.0, cache_fraction=0.1)
-    for bad, match in (
-        ({"cache_fraction": 0.0}, "cache-fraction"),
-        ({"cache_fraction": 0.1, "dram_fraction": 1.5}, "dram-fraction"),
+    for bad, match in (  # each with a fix (QA 35 R #17)
+        ({"cache_fraction": 0.0}, r"cache-fraction: .*; e\.g\. --cache-fraction 0\.1"),
+        ({"cache_fraction": 0.1, "dram_fraction": 1.5}, r"dram-fraction: .*; e\.g\. --dram"),
         ({"cache_fraction": 0.1, "cache_policy": "fifo"}, "cache-policy"),
     ):
         with pytest.raises(InvalidSpecError, match=match):

@@ -135,7 +135,9 @@ class MeasureCmdRequest:
             )
         for field, value, low in (("repeats", self.repeats, 1), ("warmup", self.warmup, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InvalidSpecError(field, f"must be an integer >= {low}", got=value)
+                raise InvalidSpecError(
+                    field, f"must be an integer >= {low}", got=value, fix=f"e.g. --{field} 5"
+                )
         if self.repeats > 10_000:
             raise InvalidSpecError("repeats", "must be <= 10000", got=self.repeats)
         if self.warmup > 1000:
@@ -154,9 +156,15 @@ class MeasureCmdRequest:
 
             check_metric_pattern(self.metric)
         if self.cores is not None and (isinstance(self.cores, bool) or self.cores < 1):
-            raise InvalidSpecError("cores", "must be an integer >= 1", got=self.cores)
+            raise InvalidSpecError(
+                "cores", "must be an integer >= 1", got=self.cores,
+                fix="e.g. --cores 2, or leave it out (every core)",
+            )  # fmt: skip
         if not (math.isfinite(self.target_ci) and 0 < self.target_ci <= 1):
-            raise InvalidSpecError("target-ci", "must be in (0, 1]", got=self.target_ci)
+            raise InvalidSpecError(
+                "target-ci", "must be in (0, 1] (a share of the mean)", got=self.target_ci,
+                fix="e.g. --target-ci 0.05 (the 95% interval within 5% of the mean)",
+            )  # fmt: skip
         if not (math.isfinite(self.max_time_s) and 0 < self.max_time_s <= 30 * 86400):
             raise InvalidSpecError("max-time-s", "must be in (0, 2592000]", got=self.max_time_s)
         if not (math.isfinite(self.sample_interval_s) and 0.01 <= self.sample_interval_s <= 60):
@@ -364,7 +372,10 @@ class PredictCmdRequest:
             if isinstance(run, bool) or not isinstance(run, int) or run < 1:
                 raise InvalidSpecError("runs", "must be run ids >= 1", got=run)
         if self.arch is not None and self.arch not in ("x86_64", "arm64"):
-            raise InvalidSpecError("arch", "must be x86_64 or arm64", got=self.arch)
+            raise InvalidSpecError(
+                "arch", "must be x86_64 or arm64 (the catalog's CPU instances)", got=self.arch,
+                fix="e.g. --arch arm64, or leave it out (both)",
+            )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
