@@ -105,6 +105,8 @@ def test_bad_input_names_the_field(options: dict, field: str) -> None:
         ("measure", {"command": ["x"], "cores": 0}, r"^cores: .*; e\.g\. --cores 2"),
         ("measure", {"command": ["x"], "target_ci": 0.0}, r"^target-ci: .*; e\.g\. --target"),
         ("predict", {"runs": [2], "arch": "riscv"}, r"^arch: .*; e\.g\. --arch arm64"),
+        # RUN_ID is positional: the fix read "e.g. --runs 3" (QA 35 R #19)
+        ("predict", {"runs": "abc"}, r"^runs: .*; e\.g\. 3 \(RUN_ID\.\.\., an argument, no"),
     ],
 )
 def test_bad_input_names_a_fix(request_type: str, options: dict, match: str) -> None:
