@@ -524,6 +524,12 @@ def test_partitioned_epoch_from_the_metis_partition(tmp_path: Path) -> None:
     )  # the 4-GPU figure first
     assert "  epoch on 4 GPUs: compute " in result.output
     assert "$" in result.output and "halo" in result.output
+    single = CliRunner().invoke(
+        app, ["predict", "gnn", "--gpu", "A100-80GB", "--edge-list", str(path), "--nodes",
+              "300", "--parts", "1"],
+    )  # fmt: skip
+    assert single.exit_code == 0, single.output
+    assert "1 GPUs" not in single.output and "epoch on 1 GPU:" in single.output  # QA 35 R #20
 
 
 def test_the_headline_compares_like_with_like_in_one_unit() -> None:

@@ -119,8 +119,8 @@ def test_tiered_plan_uses_the_hit_rate_for_host_traffic() -> None:
 
 def test_tables_larger_than_every_tier() -> None:
     model, hw = _model(big_rows=400_000_000), _hw(gpus=1, hbm_gib=16.0, host_gib=64.0)
-    with pytest.raises(InvalidSpecError, match="more than HBM and host memory"):
-        emb.plan_embeddings(model, hw)
+    with pytest.raises(InvalidSpecError, match="more than HBM and host memory of 1 GPU hold"):
+        emb.plan_embeddings(model, hw)  # was "of 1 GPUs" (QA 35 R #20)
     with pytest.raises(InvalidSpecError, match="cache-fraction"):
         emb.plan_embeddings(_model(), _hw(), cache_fraction=1.5)
 

@@ -790,8 +790,8 @@ def _partitioned_epoch(
     if offer is not None:
         nic_gbit = offer.network_gbps / offer.gpus
         where = (
-            f"{offer.provider} {offer.instance_type} ({offer.region}, {offer.gpus} GPUs, "
-            f"{offer.network_gbps:g} Gbit/s)"
+            f"{offer.provider} {offer.instance_type} ({offer.region}, "
+            f"{count_of(offer.gpus, 'GPU')}, {offer.network_gbps:g} Gbit/s)"
         )
     else:
         nic_gbit = NETWORK_GBPS_PER_GPU * 8.0
@@ -824,8 +824,8 @@ def _partitioned_epoch(
         "exchange": f"every layer, each halo node's input features forward and their gradients "
         "backward but for the first layer's (the input features take no gradient; "
         f"{epoch.bytes_per_halo_node:,.0f} bytes a halo node an epoch) at "
-        f"{GATHER_EFFICIENCY:.0%} of the link: {intra_gbit / 8:g} GB/s per GPU between the "
-        f"{per_node} GPUs of a node, {nic_gbit:g} Gbit/s per GPU across nodes ({where}); "
+        f"{GATHER_EFFICIENCY:.0%} of the link: {intra_gbit / 8:g} GB/s per GPU inside a node "
+        f"of {count_of(per_node, 'GPU')}, {nic_gbit:g} Gbit/s per GPU across nodes ({where}); "
         "the two links run at once, each full duplex",
         "epoch": "the slowest part's compute (at least its kernel launches: assumption "
         "launches) + its halo exchange (NOT overlapped: added) + the "

@@ -81,7 +81,7 @@ from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.gpu_memory import share_bytes
 from gpucast.domain.limits import format_bytes
 from gpucast.domain.serving import LatencyCurve
-from gpucast.domain.units import GIB
+from gpucast.domain.units import GIB, count_of
 from gpucast.predict.comm import DEFAULT_HOP_LATENCY_S, hierarchical_collective_s
 
 #: Share of the HBM bandwidth a random row gather achieves (FBGEMM table-batched embedding).
@@ -772,7 +772,7 @@ def plan_embeddings(
         raise InvalidSpecError(
             "model",
             f"{model.name}'s tables and optimizer state take {total / 2**30:,.0f} GiB, more "
-            f"than {held} of {hw.gpus} GPUs hold ({tiers / 2**30:,.0f} GiB)",
+            f"than {held} of {count_of(hw.gpus, 'GPU')} hold ({tiers / 2**30:,.0f} GiB)",
             fix="use more GPUs (--gpus)"
             + (
                 ", more host memory per node (--host-memory-gib) or more SSDs per node "
@@ -826,7 +826,7 @@ def plan_embeddings(
         raise InvalidSpecError(
             "sharding",
             f"no {'plan' if sharding is None else repr(sharding)} of {model.name} fits on "
-            f"{hw.gpus} GPUs: {best.reason}",
+            f"{count_of(hw.gpus, 'GPU')}: {best.reason}",
             fix=fix,
         )
     return best, costs
