@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 #: Shipped models the sharding model was validated on (``benchmarks/dlrm_mlperf.py``).
 VALIDATED_MODELS = ("dlrm-dcnv2",)
+#: The precision of the runs it was validated on (catalog/data/validation.csv).
+VALIDATED_PRECISION = "mixed"
 #: Achieved share of the GPU's BF16 peak on the dense MLPs (an assumption, shown).
 DENSE_EFFICIENCY = 0.4
 #: Node defaults where the catalog has no offer with the GPU.
@@ -489,7 +491,9 @@ def _validation(model: str, request: PlanEmbeddingsRequest, gpu: str) -> Validat
     from gpucast.domain.provenance import Validation
 
     if request.model is not None and model.lower() in VALIDATED_MODELS:
-        return validation_for("embedding-sharding", [gpu], "fp32", request.gpus)
+        # the MLPerf runs it was checked on train in mixed precision (the plan prices fp32
+        # tables and the dense part at the BF16 peak), not fp32
+        return validation_for("embedding-sharding", [gpu], VALIDATED_PRECISION, request.gpus)
     return Validation(
         model="embedding-sharding",
         regime=f"{model} on {request.gpus} x {gpu} (the sharding model is validated only on "

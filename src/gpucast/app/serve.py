@@ -1564,6 +1564,13 @@ def simulate_serve(
                 "without --cache-fraction (no embedding cache: every row is in HBM); add "
                 "--cache-fraction to put a recommendation model's rows behind an HBM cache"
             )
+    elif request.dram_fraction < request.cache_fraction:
+        warnings.append(
+            f"--dram-fraction {request.dram_fraction:g} is below --cache-fraction "
+            f"{request.cache_fraction:g}: the HBM cache's rows are also in DRAM (inclusive "
+            "tiers), so DRAM serves no lookups and every HBM miss reads the SSD; give "
+            f"--dram-fraction >= {request.cache_fraction:g} for a DRAM tier"
+        )
     base = ModelDeployment(
         model=request.model,
         latency=curve,
