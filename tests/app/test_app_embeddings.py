@@ -178,6 +178,32 @@ def test_cluster_options_are_checked(tmp_path: Path) -> None:
     assert mine.hardware.link_gbps == pytest.approx(64.0)
 
 
+def test_a_batch_that_does_not_split_over_the_gpus() -> None:
+    """--batch 7 on 8 GPUs was priced without a word (QA 35 R #11)."""
+    with pytest.raises(InvalidSpecError, match=r"^batch: 7 samples is fewer than the 8 GPUs"):
+        gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=8, batch=7)
+    uneven = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=8, batch=65537)
+    assert any("1 GPU takes 8,193 samples" in w for w in uneven.warnings)
+    even = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=8, batch=65544)
+    assert not any("split" in w for w in even.warnings)
+
+
+def test_the_given_gpu_is_the_gpu_of_a_cluster_from_flags() -> None:
+    """--gpu with --cluster-set was refused as 'cluster.gpu: is required' (QA 35 R #13)."""
+    shape = "gpus_per_node=8,intra_node=nvswitch,intra_node_gbps=900,inter_node_gbps=400"
+    settings = tuple(tuple(kv.split("=")) for kv in shape.split(","))
+    result = gpucast.plan_embeddings(
+        model="dlrm-dcnv2", gpu="H100-SXM", gpus=8, cluster_set=settings
+    )
+    assert result.gpu == "H100-SXM" and "--cluster-set" in result.assumptions["node"]
+    # one the cluster names wins, and a --gpu naming another type is refused as with --cluster
+    with pytest.raises(InvalidSpecError, match="has A100-80GB GPUs"):
+        gpucast.plan_embeddings(
+            model="dlrm-dcnv2", gpu="H100-SXM", gpus=8,
+            cluster_set=(*settings, ("gpu", "A100-80GB")),
+        )  # fmt: skip
+
+
 @pytest.mark.parametrize("name", ["wide-deep", "two-tower"])
 def test_shipped_wide_deep_and_two_tower_price_their_dense_part(name: str) -> None:
     result = gpucast.plan_embeddings(model=name, gpu="A100-80GB", gpus=8)
@@ -189,6 +215,8 @@ def test_shipped_wide_deep_and_two_tower_price_their_dense_part(name: str) -> No
     assert "DLRM-DCNv2" in result.validation.text() and "13 of 15" not in result.validation.text()
     dlrm = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=8)
     assert dlrm.validation.validated and "13 of 15" in dlrm.validation.text()
+    # the MLPerf runs are mixed precision; the line read "fp32" (QA 35 R #21)
+    assert "(A100-80GB, mixed, 8 GPUs on mlperf" in dlrm.validation.text()
 
 
 def test_wide_deep_dense_mlps_dominate_its_step() -> None:
@@ -249,6 +277,15 @@ def test_hit_rate_curve_of_a_window(shared_data: Path) -> None:
     assert "0.001 outside the 1%-50%" in lru.assumptions["validated range"]
     out = lru.to_dict()
     assert out["points"][1]["predicted_hit_rate"] == hits[1] and out["replay_rows"] is None
+
+
+def test_a_cache_of_no_rows_hits_nothing(shared_data: Path) -> None:
+    """--fractions 1e-12 read 'cache rows 0' with a hit rate of 1.4e-09 (QA 35 R #15)."""
+    result = gpucast.predict_embedding_cache(data_dir=shared_data, fractions=(1e-12, 0.01))
+    none, some = result.points
+    assert none.cache_rows == 0 and none.predicted_hit_rate == 0.0
+    assert some.cache_rows > 0 and some.predicted_hit_rate > 0.3
+    assert "under one row" in result.assumptions["cache size"]
 
 
 def test_hit_rate_curve_of_one_trace(shared_data: Path) -> None:

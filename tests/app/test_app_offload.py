@@ -146,6 +146,26 @@ def test_bad_requests() -> None:
         gpucast.measure_optimizer(sizes=[10], timer="gpu")
 
 
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"sizes": [0]}, r"^sizes: .*; e\.g\. --sizes 1e6"),
+        ({"sizes": [10], "tensors": [0]}, r"^tensors: .*; e\.g\. --tensors 1 for 10 param"),
+        ({"sizes": [3], "tensors": [5]}, r"^tensors: must be at most the largest size's 3 "),
+        ({"sizes": [10], "implementation": "sgd"}, r"^implementation: .*; e\.g\. --impl"),
+        ({"sizes": [10], "timer": "gpu"}, r"^timer: .*; e\.g\. --timer cpu"),
+        ({"sizes": [10], "max_time_s": 0.0}, r"^max-time-s: .*; e\.g\. --max-time-s 20"),
+    ],
+)
+def test_bad_optimizer_requests_name_a_fix(options: dict, match: str) -> None:
+    """Errors without a fix, and --sizes 3 --tensors 5 timed 3 tensors (QA 35 R #17)."""
+    from gpucast.app.offload import MeasureOptimizerRequest
+    from gpucast.domain.options import build
+
+    with pytest.raises(InvalidSpecError, match=match):
+        build(MeasureOptimizerRequest, options)
+
+
 def test_predict_train_names_the_memory_plan() -> None:
     big = gpucast.predict_train(workload="mlp", option=BIG["option"], gpu="T4", batch_size=8)
     mem = big.memory

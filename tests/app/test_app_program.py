@@ -98,6 +98,27 @@ def test_bad_input_names_the_field(options: dict, field: str) -> None:
         build(MeasureCmdRequest, options)
 
 
+@pytest.mark.parametrize(
+    ("request_type", "options", "match"),
+    [
+        ("measure", {"command": ["x"], "repeats": 0}, r"^repeats: .*; e\.g\. --repeats 5"),
+        ("measure", {"command": ["x"], "cores": 0}, r"^cores: .*; e\.g\. --cores 2"),
+        ("measure", {"command": ["x"], "target_ci": 0.0}, r"^target-ci: .*; e\.g\. --target"),
+        ("predict", {"runs": [2], "arch": "riscv"}, r"^arch: .*; e\.g\. --arch arm64"),
+        # RUN_ID is positional: the fix read "e.g. --runs 3" (QA 35 R #19)
+        ("predict", {"runs": "abc"}, r"^runs: .*; e\.g\. 3 \(RUN_ID\.\.\., an argument, no"),
+    ],
+)
+def test_bad_input_names_a_fix(request_type: str, options: dict, match: str) -> None:
+    """These errors named no fix (QA 35 R #17)."""
+    from gpucast.app.program import PredictCmdRequest
+    from gpucast.domain.options import build
+
+    kind = MeasureCmdRequest if request_type == "measure" else PredictCmdRequest
+    with pytest.raises(InvalidInputError, match=match):
+        build(kind, options)
+
+
 def test_more_cores_than_allowed_is_refused(tmp_path: Path) -> None:
     import os
 
@@ -143,6 +164,26 @@ def test_predict_cmd_prices_the_program_on_catalog_instances(tmp_path: Path) -> 
     assert {"host memory bandwidth", "thread demand", "SMT"} <= names
     assert result.validation["model"] == "program-model"
     assert result.to_frame().shape[0] == len(result.predictions)
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"host_memory_bandwidth_gbs": "1e7"}, r"host-memory-bandwidth-gbs: must be a number in "
+         r"\(0, 10,000\] GB/s .*e\.g\. --host-memory-bandwidth-gbs 100"),
+        ({"host_disk_mb_per_s": "1e7"}, r"host-disk-mb-per-s: must be a number in "
+         r"\(0, 1,000,000\] MB/s .*e\.g\. --host-disk-mb-per-s 500"),
+    ],
+)  # fmt: skip
+def test_predict_cmd_host_figures_beyond_any_machine(options: dict, match: str) -> None:
+    """10 PB/s of host memory bandwidth was accepted (QA 35 R #26)."""
+    from gpucast.app.program import PredictCmdRequest
+    from gpucast.domain.options import build
+
+    with pytest.raises(InvalidInputError, match=match):
+        build(PredictCmdRequest, {"runs": [1], **options})
+    fine = build(PredictCmdRequest, {"runs": [1], "host_memory_bandwidth_gbs": "10000"})
+    assert fine.host_memory_bandwidth_gbs == 10_000.0
 
 
 def test_predict_cmd_refuses_what_it_cannot_use(tmp_path: Path) -> None:

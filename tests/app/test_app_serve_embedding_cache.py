@@ -68,12 +68,23 @@ def test_cli_names_cache_options_that_have_no_effect() -> None:
     assert ", pcie 0%" not in used.output  # the misses cross PCIe: "<1%" at the least
 
 
+def test_a_dram_tier_smaller_than_the_hbm_cache_is_named() -> None:
+    """--cache-fraction 0.1 --dram-fraction 0.05 gave DRAM 0% without a word (QA 35 R #21)."""
+    small = gpucast.simulate_serve(**BASE | {"duration_s": 1.0}, cache_fraction=0.1,
+                                   dram_fraction=0.05)  # fmt: skip
+    assert "DRAM 0.0%" in small.sources["embedding cache"]
+    assert any("--dram-fraction 0.05 is below --cache-fraction 0.1" in w for w in small.warnings)
+    fine = gpucast.simulate_serve(**BASE | {"duration_s": 1.0}, cache_fraction=0.1,
+                                  dram_fraction=0.5)  # fmt: skip
+    assert not any("below --cache-fraction" in w for w in fine.warnings)
+
+
 def test_cache_options_are_checked() -> None:
     with pytest.raises(InvalidSpecError, match="cache-fraction: applies to a recommendation"):
         gpucast.simulate_serve(model="resnet50", gpu="T4", rate=10.0, cache_fraction=0.1)
-    for bad, match in (
-        ({"cache_fraction": 0.0}, "cache-fraction"),
-        ({"cache_fraction": 0.1, "dram_fraction": 1.5}, "dram-fraction"),
+    for bad, match in (  # each with a fix (QA 35 R #17)
+        ({"cache_fraction": 0.0}, r"cache-fraction: .*; e\.g\. --cache-fraction 0\.1"),
+        ({"cache_fraction": 0.1, "dram_fraction": 1.5}, r"dram-fraction: .*; e\.g\. --dram"),
         ({"cache_fraction": 0.1, "cache_policy": "fifo"}, "cache-policy"),
     ):
         with pytest.raises(InvalidSpecError, match=match):

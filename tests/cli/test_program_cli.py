@@ -83,3 +83,18 @@ def test_predict_cmd_renders_the_instances(tmp_path: Path) -> None:
     assert "dedicated" in result.output  # the measured table's column (and the assumption)
     bad = runner.invoke(app, ["--db", db, "predict", "cmd", "1", "--arch", "sparc"])
     assert bad.exit_code == 2 and "arch" in bad.output
+
+
+def test_predict_cmd_prices_one_unit_of_work(tmp_path: Path) -> None:
+    """The table read "$ per items" for a metric named items (QA 35 R #20)."""
+    db = str(tmp_path / "runs.db")
+    measured = runner.invoke(
+        app,
+        ["--db", db, "measure", "cmd", "--repeats", "2", "--target-ci", "1", "--metric",
+         r"items=(\d+)", "--", PY, "-c", "print('items=5')"],
+    )  # fmt: skip
+    assert measured.exit_code == 0, measured.output
+    result = runner.invoke(app, ["--db", db, "predict", "cmd", "1", "--instances", "c7g.large"])
+    assert result.exit_code == 0, result.output
+    assert "$ per item" in result.output and "$ per items" not in result.output
+    assert "cheapest per item first" in result.output and "items/s" in result.output

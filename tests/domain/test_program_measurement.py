@@ -77,6 +77,13 @@ def test_a_failed_run_makes_it_failed_and_says_why() -> None:
     assert only_failed.work_per_s is None
 
 
+def test_a_missing_metric_is_quoted_as_typed() -> None:
+    """The pattern items=(\\d+) was shown as 'items=(\\\\d+)' (repr; QA 35 R #19)."""
+    run = _run(0, 1.0, status="no_metric")
+    text = run.failure(metric=r"items=(\d+)")
+    assert text.startswith(r"never printed the metric 'items=(\d+)'")
+
+
 def test_round_trip_through_json_is_exact() -> None:
     m = _measurement([_run(0, 1.0, warmup=True), _run(1, 1.5, metric=2.0)], r"x=(\d+)")
     again = ProgramMeasurement.from_dict(json.loads(json.dumps(m.to_dict())))

@@ -109,6 +109,18 @@ def test_flags_alone_describe_a_cluster() -> None:
     assert load_cluster(None, load_catalog()) is None
 
 
+def test_a_verbs_gpu_fills_a_cluster_that_names_none(tmp_path: Path) -> None:
+    """--gpu H100-SXM with --cluster-set was 'cluster.gpu: is required' (QA 35 R #13)."""
+    settings = (("gpus_per_node", "1"),)
+    spec = load_cluster(None, load_catalog(), settings=settings, gpu="H100-SXM")
+    assert spec is not None and spec.gpu == "H100-SXM"
+    path = write(tmp_path, "lab.yaml", YAML.replace("gpu: H100\n", ""))
+    spec = load_cluster(str(path), load_catalog(), gpu="L4")
+    assert spec is not None and spec.gpu == "L4" and spec.set_by == ("--gpu L4",)
+    spec = load_cluster(None, load_catalog(), settings=(*settings, ("gpu", "L4")), gpu="T4")
+    assert spec is not None and spec.gpu == "L4"  # the cluster's own; cluster_gpu refuses T4
+
+
 def test_the_file_wins_over_nothing_and_flags_win_over_the_file(tmp_path: Path) -> None:
     path = write(tmp_path, "lab.yaml", YAML)
     spec = load_cluster(str(path), load_catalog(), nodes=1, settings=(("network", "roce"),))
@@ -368,3 +380,22 @@ def test_a_catalog_shape_without_a_network_is_one_node_only() -> None:
         load_cluster("tinybox_green", load_catalog(), nodes=2)
     one = load_cluster("tinybox_green", load_catalog())
     assert one is not None and one.nodes == 1 and one.shape.inter_node_gbps is None
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "match"),
+    [
+        ("intra_node_gbps", "1e9", r"at most 18,000 GB/s \(10x the catalog's fastest, DGX-B200"),
+        ("inter_node_gbps", "1e12", r"at most 288,000 Gbit/s \(10x the catalog's fastest, GB200"),
+    ],
+)
+def test_link_figures_beyond_any_hardware_are_refused(key: str, value: str, match: str) -> None:
+    """NVLink at 1e9 GB/s and a 1e12 Gbit/s NIC were accepted and priced (QA 35 R #25)."""
+    settings = (
+        ("gpu", "H100-SXM"), ("gpus_per_node", "8"), ("nodes", "2"), ("intra_node", "nvswitch"),
+        ("intra_node_gbps", "900"), ("inter_node_gbps", "3200"), (key, value),
+    )  # fmt: skip
+    with pytest.raises(InvalidSpecError, match=rf"^cluster\.{key}: must be {match}.*e\.g\. {key}"):
+        load_cluster(None, load_catalog(), settings=settings)
+    fastest = (("intra_node_gbps", "18000"), ("inter_node_gbps", "288000"))
+    assert load_cluster(None, load_catalog(), settings=settings[:-1] + fastest) is not None

@@ -44,7 +44,13 @@ def test_row_wise_memory_and_gather_by_hand() -> None:
     cost = emb.evaluate_plan("row-wise", model, plan, hw)
     state = sum(t.rows for t in model.tables) * emb.OPTIMIZER_BYTES_PER_ROW
     per_gpu = (model.embedding_bytes + state) / 4 + 1e6 * emb.DENSE_BYTES_PER_PARAM
-    assert cost.hbm_bytes_per_gpu == pytest.approx((per_gpu,) * 4)
+    # the batch's buffers: each GPU's partial pooled rows of the whole batch and the indices
+    # it sends, and the pooled rows of its own 2,048 samples it receives
+    rows = sum(t.row_bytes for t in model.tables)
+    sent = 8192 * rows + 2048 * sum(t.pooling for t in model.tables) * emb.INDEX_BYTES
+    batch = sent + 2048 * rows
+    assert cost.batch_bytes_per_gpu == pytest.approx((batch,) * 4)
+    assert cost.hbm_bytes_per_gpu == pytest.approx((per_gpu + batch,) * 4)
     gathered = sum(8192 * t.pooling * t.row_bytes for t in model.tables) / 4
     expect = emb.TRAIN_TRAFFIC_FACTOR * gathered / (2000e9 * emb.GATHER_EFFICIENCY)
     assert cost.gather_s == pytest.approx(expect)
@@ -85,6 +91,19 @@ def test_a_plan_that_violates_memory_is_one_clear_error() -> None:
         emb.plan_embeddings(model, hw, sharding="diagonal")
 
 
+def test_the_batch_buffers_grow_with_the_batch_until_no_plan_fits() -> None:
+    """--batch 1e12 was priced at the HBM of the reference batch (QA 35 R #11)."""
+    small, large = (
+        emb.plan_embeddings(replace(_model(), global_batch=b), _hw())[0] for b in (8192, 2**20)
+    )
+    assert max(large.hbm_bytes_per_gpu) > max(small.hbm_bytes_per_gpu) + 0.5 * GIB
+    assert max(large.batch_bytes_per_gpu) == pytest.approx(
+        max(small.batch_bytes_per_gpu) * 2**20 / 8192, rel=0.01
+    )
+    with pytest.raises(InvalidSpecError, match=r"of it the batch's buffers.*use a smaller --bat"):
+        emb.plan_embeddings(replace(_model(), global_batch=10**12), _hw())
+
+
 def test_tiered_plan_uses_the_hit_rate_for_host_traffic() -> None:
     model, hw = _model(big_rows=400_000_000), _hw(gpus=2, hbm_gib=80.0)
     best, _ = emb.plan_embeddings(model, hw, hit_rate=lambda c: 0.9)
@@ -100,8 +119,8 @@ def test_tiered_plan_uses_the_hit_rate_for_host_traffic() -> None:
 
 def test_tables_larger_than_every_tier() -> None:
     model, hw = _model(big_rows=400_000_000), _hw(gpus=1, hbm_gib=16.0, host_gib=64.0)
-    with pytest.raises(InvalidSpecError, match="more than HBM and host memory"):
-        emb.plan_embeddings(model, hw)
+    with pytest.raises(InvalidSpecError, match="more than HBM and host memory of 1 GPU hold"):
+        emb.plan_embeddings(model, hw)  # was "of 1 GPUs" (QA 35 R #20)
     with pytest.raises(InvalidSpecError, match="cache-fraction"):
         emb.plan_embeddings(_model(), _hw(), cache_fraction=1.5)
 
@@ -123,10 +142,11 @@ def test_column_shards_are_at_least_16_wide_and_spread() -> None:
     cw = dict(emb.candidate_plans(model, hw))["column-wise"]
     assert {p.shards for p in cw} == {8}  # dim 128 / 16
     cost = emb.evaluate_plan("column-wise", model, cw, hw)
-    used = [i for i, b in enumerate(cost.hbm_bytes_per_gpu) if b > 1e6 * 16 + 1]
+    held = np.subtract(cost.hbm_bytes_per_gpu, cost.batch_bytes_per_gpu)  # without buffers
+    used = [i for i, b in enumerate(held) if b > 1e6 * 16 + 1]
     assert len(used) == 24  # three tables x 8 shards on distinct GPUs
     big = model.tables[0]
-    assert max(cost.hbm_bytes_per_gpu) == pytest.approx(
+    assert max(held) == pytest.approx(
         1e6 * 16 + (big.bytes + big.rows * emb.OPTIMIZER_BYTES_PER_ROW) / 8
     )
 
@@ -164,8 +184,9 @@ def test_grid_memory_and_traffic_by_hand() -> None:
     cost = emb.evaluate_plan("grid", model, plan, hw)
     full = hot.bytes + hot.rows * emb.OPTIMIZER_BYTES_PER_ROW
     dense = 1e6 * emb.DENSE_BYTES_PER_PARAM
-    assert cost.hbm_bytes_per_gpu[:16] == pytest.approx((dense + full / 16,) * 16)
-    assert cost.hbm_bytes_per_gpu[16:] == pytest.approx((dense,) * 16)
+    held = np.subtract(cost.hbm_bytes_per_gpu, cost.batch_bytes_per_gpu)  # without buffers
+    assert held[:16] == pytest.approx((dense + full / 16,) * 16)
+    assert held[16:] == pytest.approx((dense,) * 16)
     gathered = model.global_batch * hot.pooling * hot.row_bytes / 16
     expect = emb.TRAIN_TRAFFIC_FACTOR * gathered / (2000e9 * emb.GATHER_EFFICIENCY)
     assert cost.gather_s == pytest.approx(expect)

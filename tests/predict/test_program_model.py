@@ -90,6 +90,17 @@ def test_short_blips_join_the_phase_before() -> None:
     assert got[0][1] == pytest.approx(got[1][0])
 
 
+def test_a_phase_is_named_by_most_of_its_samples() -> None:
+    """A short run: 1 idle then 2 cpu samples read 'phases: idle' beside 'bound by cpu'
+    (the first short run took the others in under its own name; QA 35 R #22)."""
+    idx = PHASE_CLASSES.index
+    classes = np.array([idx("idle"), idx("cpu"), idx("cpu")])
+    got = phases(classes, [0.1, 0.2, 0.3])
+    assert got == [(0.0, pytest.approx(0.3), "cpu")]
+    mixed = np.array([idx("idle")] * 4 + [idx("cpu")] * 2 + [idx("idle")] * 4)
+    assert [p[2] for p in phases(mixed, [0.1 * (i + 1) for i in range(10)])] == ["idle"]
+
+
 def _measurement(series: list[ResourceSeries]) -> ProgramMeasurement:
     runs = tuple(
         ProgramRun(index=i, warmup=i == 0, status="ok", wall_s=1.0, series=s)

@@ -158,3 +158,11 @@ def test_report_renders_in_headless_chromium(plan: TrainPlan, tmp_path: Path) ->
         check=False,
     )
     assert re.search(r"CONSOLE.*Uncaught", bad_run.stderr)
+
+
+def test_a_cost_under_a_cent_is_not_zero() -> None:
+    """A spot pick of 0.0785 GPU-h read "$0.00" (QA 35 R #22)."""
+    from gpucast.report.tables import _usd
+
+    assert _usd(0.0047) == "$0.0047" and _usd(0.0) == "$0.00"
+    assert _usd(0.04) == "$0.04" and _usd(1234.5) == "$1,234"

@@ -115,6 +115,14 @@ def test_missing_file(tmp_path: Path) -> None:
         read_dlrm_locality(tmp_path / "none.txt")
 
 
+def test_a_folder_where_the_file_should_be(tmp_path: Path) -> None:
+    """A folder named like the stats file read 'file not found' (QA 35 R #16)."""
+    folder = tmp_path / "embedding_bag_2022_locality_stats.txt"
+    folder.mkdir()
+    with pytest.raises(DataFormatError, match="is a folder, not a file; move it aside"):
+        read_dlrm_locality(folder)
+
+
 @pytest.mark.shared_data
 def test_published_stats(shared_data: Path) -> None:
     folder = shared_data / "dlrm_datasets"

@@ -38,6 +38,7 @@ from gpucast.domain.systems import (
     cluster_price_option,
     cluster_set_option,
 )
+from gpucast.domain.units import count_of
 
 if TYPE_CHECKING:
     from gpucast.domain.embeddings import AccessLocality, RecModel
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
 
 #: Shipped models the sharding model was validated on (``benchmarks/dlrm_mlperf.py``).
 VALIDATED_MODELS = ("dlrm-dcnv2",)
+#: The precision of the runs it was validated on (catalog/data/validation.csv).
+VALIDATED_PRECISION = "mixed"
 #: Achieved share of the GPU's BF16 peak on the dense MLPs (an assumption, shown).
 DENSE_EFFICIENCY = 0.4
 #: Node defaults where the catalog has no offer with the GPU.
@@ -263,7 +266,7 @@ def _hardware(
     from gpucast.predict.embeddings import ShardingHardware
 
     catalog = load_catalog(offers_file(request.offers_file))
-    cluster = request_cluster(request, catalog)
+    cluster = request_cluster(request, catalog, request.gpu)
     gpu = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
     offers = [o for o in catalog.find_offers(gpu=gpu.name) if o.gpus > 0]
     notes: dict[str, str] = {}
@@ -354,6 +357,7 @@ def plan_embeddings(
 
     request = resolve(PlanEmbeddingsRequest, request, options)
     model = rec_model_input(request.model, request.tables, request.batch)
+    uneven = _batch_split(model.global_batch, request.gpus, given=request.batch is not None)
     hw, gpu_name, price, notes = _hardware(request)
     curve = hit_rate_curve(request.data_dir, request.locality, request.cache_policy)
     own = table_hit_rates(model, request.data_dir, request.cache_policy)
@@ -373,7 +377,9 @@ def plan_embeddings(
         "gather": f"{emb.GATHER_EFFICIENCY:.0%} of HBM bandwidth, {emb.TRAIN_TRAFFIC_FACTOR:g}x "
         "the gathered bytes per training step (read, gradient, row-wise Adagrad update)",
         "overlap": "phases added, none overlapped (a conservative step)",
-        "hbm": f"{emb.HBM_USABLE_FRACTION:.0%} of HBM for tables and the dense part",
+        "hbm": f"{emb.HBM_USABLE_FRACTION:.0%} of HBM for tables, the dense part and the "
+        "batch's buffers (indices and pooled rows sent and received; the dense MLPs' hidden "
+        "activations not counted)",
         "uvm hit rate": _hit_rate_note(model, curve.source, own.value, own.source),
     }
     if best.ssd_bytes_per_node > 0 or hw.nodes > 1:
@@ -384,7 +390,7 @@ def plan_embeddings(
             f"each node pulls its batch share's distinct rows from their owners and pushes "
             f"their gradients over its NIC; {distinct.source}"
         )
-    warnings = []
+    warnings = [uneven] if uneven else []
     unpriced = _unpriced_dense(model)
     if unpriced:
         notes["dense compute"] = unpriced
@@ -412,6 +418,27 @@ def plan_embeddings(
         assumptions=notes,
         warnings=tuple(warnings),
         dense_priced=not unpriced,
+    )
+
+
+def _batch_split(batch: int, gpus: int, *, given: bool) -> str:
+    """A global batch of fewer samples than GPUs is refused (as ``plan train`` refuses one
+    smaller than its workers); one that does not split evenly is a warning (the step is
+    priced at the mean share); ``given``: ``--batch`` set it (else the model's reference)."""
+    where = "--batch" if given else "the model's reference batch"
+    if batch < gpus:
+        raise InvalidSpecError(
+            "batch", f"{batch:,} samples is fewer than the {gpus} GPUs (each takes >= 1)",
+            fix=f"use --batch {gpus} or more (a multiple of {gpus}), or fewer --gpus",
+        )  # fmt: skip
+    share, rest = divmod(batch, gpus)
+    if not rest:
+        return ""
+    return (
+        f"{where} {batch:,} does not split evenly over {gpus} GPUs: "
+        f"{count_of(rest, 'GPU')} take{'s' if rest == 1 else ''} {share + 1:,} samples, the "
+        f"rest {share:,}; the step is priced at the mean share ({batch / gpus:,.1f}); "
+        f"--batch {(share + 1) * gpus:,} splits evenly"
     )
 
 
@@ -464,7 +491,9 @@ def _validation(model: str, request: PlanEmbeddingsRequest, gpu: str) -> Validat
     from gpucast.domain.provenance import Validation
 
     if request.model is not None and model.lower() in VALIDATED_MODELS:
-        return validation_for("embedding-sharding", [gpu], "fp32", request.gpus)
+        # the MLPerf runs it was checked on train in mixed precision (the plan prices fp32
+        # tables and the dense part at the BF16 peak), not fp32
+        return validation_for("embedding-sharding", [gpu], VALIDATED_PRECISION, request.gpus)
     return Validation(
         model="embedding-sharding",
         regime=f"{model} on {request.gpus} x {gpu} (the sharding model is validated only on "
@@ -665,7 +694,9 @@ def predict_embedding_cache(
         )
     model = fitted.model
     fractions = np.array(request.fractions, dtype=np.float64)
+    rows = np.round(fractions * fitted.unique_rows)
     predicted = model.hit_rate(fractions, policy=request.policy)  # type: ignore[arg-type]
+    predicted = np.where(rows >= 1, predicted, 0.0)  # a cache of no rows hits nothing
     max_hit = 1.0 - model.compulsory_miss_rate()
     notes = {
         "locality": f"{fitted.describe()}, {fitted.path}",
@@ -688,6 +719,12 @@ def predict_embedding_cache(
         notes["validated range"] = (
             f"{', '.join(f'{f:g}' for f in outside)} outside the {lo:.0%}-{hi:.0%} of the "
             "distinct rows the curve was checked at"
+        )
+    if (rows < 1).any():
+        smallest = 1.0 / fitted.unique_rows
+        notes["cache size"] += (
+            f"; a share under one row ({smallest:.2g} of {fitted.unique_rows:,}) caches "
+            "nothing: hit rate 0"
         )
     replayed: list[float | None] = [None] * len(fractions)
     replay_rows = replay_lookups = None
@@ -729,11 +766,11 @@ def predict_embedding_cache(
         points=tuple(
             CachePoint(
                 fraction=float(f),
-                cache_rows=round(f * fitted.unique_rows),
+                cache_rows=int(n),
                 predicted_hit_rate=float(p),
                 replayed_hit_rate=r,
             )
-            for f, p, r in zip(fractions, predicted, replayed, strict=True)
+            for f, n, p, r in zip(fractions, rows, predicted, replayed, strict=True)
         ),
         max_hit_rate=max_hit,
         validation=validation,

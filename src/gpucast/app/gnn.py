@@ -63,6 +63,11 @@ HBM_RESERVE_SHARE = 0.1
 NETWORK_GBPS_PER_GPU = 50.0
 #: GPUs per node when neither --gpus-per-node nor a catalog offer says (DGX-style nodes).
 DEFAULT_GPUS_PER_NODE = 8
+#: ``--split``: the most concurrent functions (AWS Lambda's default account concurrency is
+#: 1,000, a quota raised on request; 100,000 leaves room for any raised one, not for 1e9) and
+#: the most graph servers (Dorylus ran its graphs on at most a few dozen).
+MAX_FUNCTIONS = 100_000
+MAX_GRAPH_SERVERS = 10_000
 #: Most CPU sampler workers, and the most a user's sampler rate (sampled edges/s a worker).
 MAX_SAMPLER_WORKERS = 1024
 MAX_SAMPLER_EDGES_PER_S = 1e12
@@ -289,6 +294,17 @@ class PredictGnnRequest:
                 raise InvalidSpecError(flag, "must be an integer >= 1", got=value)
         if self.parts is not None and self.parts > MAX_PARTS:
             raise InvalidSpecError("parts", f"must be <= {MAX_PARTS}", got=self.parts)
+        if self.functions > MAX_FUNCTIONS:
+            raise InvalidSpecError(
+                "functions", f"must be <= {MAX_FUNCTIONS:,} concurrent functions (AWS Lambda's "
+                "default account concurrency is 1,000)", got=self.functions,
+                fix="e.g. --functions 128",
+            )  # fmt: skip
+        if self.graph_servers is not None and self.graph_servers > MAX_GRAPH_SERVERS:
+            raise InvalidSpecError(
+                "graph-servers", f"must be <= {MAX_GRAPH_SERVERS:,}", got=self.graph_servers,
+                fix="e.g. --graph-servers 4, or leave it out (enough memory for the graph)",
+            )  # fmt: skip
         if self.sampler_workers > MAX_SAMPLER_WORKERS:
             raise InvalidSpecError(
                 "sampler-workers", f"must be <= {MAX_SAMPLER_WORKERS}", got=self.sampler_workers
@@ -774,8 +790,8 @@ def _partitioned_epoch(
     if offer is not None:
         nic_gbit = offer.network_gbps / offer.gpus
         where = (
-            f"{offer.provider} {offer.instance_type} ({offer.region}, {offer.gpus} GPUs, "
-            f"{offer.network_gbps:g} Gbit/s)"
+            f"{offer.provider} {offer.instance_type} ({offer.region}, "
+            f"{count_of(offer.gpus, 'GPU')}, {offer.network_gbps:g} Gbit/s)"
         )
     else:
         nic_gbit = NETWORK_GBPS_PER_GPU * 8.0
@@ -808,8 +824,8 @@ def _partitioned_epoch(
         "exchange": f"every layer, each halo node's input features forward and their gradients "
         "backward but for the first layer's (the input features take no gradient; "
         f"{epoch.bytes_per_halo_node:,.0f} bytes a halo node an epoch) at "
-        f"{GATHER_EFFICIENCY:.0%} of the link: {intra_gbit / 8:g} GB/s per GPU between the "
-        f"{per_node} GPUs of a node, {nic_gbit:g} Gbit/s per GPU across nodes ({where}); "
+        f"{GATHER_EFFICIENCY:.0%} of the link: {intra_gbit / 8:g} GB/s per GPU inside a node "
+        f"of {count_of(per_node, 'GPU')}, {nic_gbit:g} Gbit/s per GPU across nodes ({where}); "
         "the two links run at once, each full duplex",
         "epoch": "the slowest part's compute (at least its kernel launches: assumption "
         "launches) + its halo exchange (NOT overlapped: added) + the "
@@ -879,6 +895,12 @@ def _split(
     count = request.graph_servers or max(
         1, math.ceil(graph_bytes / (0.8 * server.memory_gib * 2**30))
     )
+    if count > nodes:
+        raise InvalidSpecError(
+            "graph-servers", f"{count:,} servers for a graph of {nodes:,} nodes leave some "
+            "without a vertex", got=count,
+            fix=f"use --graph-servers {nodes:,} or fewer, or leave it out",
+        )  # fmt: skip
     fn = function_compute(request.function)
     device = cpu_device(server)
     hw = gnn_split.SplitHardware(

@@ -366,7 +366,7 @@ def predict_llm_train(
     request = resolve(PredictLlmTrainRequest, request, options)
     spec = llm_model(request.model)
     catalog = load_catalog()
-    cluster = request_cluster(request, catalog)
+    cluster = request_cluster(request, catalog, request.gpu)
     gpu = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
     # --cluster: all of its GPUs unless --gpus says fewer, as predict train runs on them
     gpus = cluster.used_gpus(request.gpus) if cluster is not None else request.gpus or DEFAULT_GPUS

@@ -98,8 +98,9 @@ class MeasureOptimizerRequest:
         for size in self.sizes:
             if isinstance(size, bool) or not 1 <= size <= MAX_PARAMS:
                 raise InvalidSpecError(
-                    "sizes", f"must be in [1, {MAX_PARAMS:.0e}] parameters", got=size
-                )
+                    "sizes", f"must be in [1, {MAX_PARAMS:.0e}] parameters", got=size,
+                    fix="e.g. --sizes 1e6,1e7,5e7",
+                )  # fmt: skip
         if len(self.tensors) not in (0, 1, len(self.sizes)):
             raise InvalidSpecError(
                 "tensors",
@@ -107,17 +108,29 @@ class MeasureOptimizerRequest:
                 got=len(self.tensors),
                 fix=f"e.g. --tensors {','.join('10' for _ in self.sizes)}",
             )
+        if len(self.tensors) == 1 and self.tensors[0] > max(self.sizes):
+            raise InvalidSpecError(
+                "tensors", f"must be at most the largest size's {max(self.sizes):,} parameters "
+                "(one tensor holds at least one)", got=self.tensors[0],
+                fix=f"e.g. --tensors {max(1, min(self.sizes) // DEFAULT_PARAMS_PER_TENSOR)}",
+            )  # fmt: skip
         for count, size in zip(self.tensors_per_size(), self.sizes, strict=True):
             if not 1 <= count <= size:
                 raise InvalidSpecError(
-                    "tensors", "must be in [1, the size's parameters]", got=count
-                )
+                    "tensors", "must be in [1, the size's parameters]", got=count,
+                    fix=f"e.g. --tensors {max(1, size // DEFAULT_PARAMS_PER_TENSOR)} for "
+                    f"{size:,} parameters",
+                )  # fmt: skip
         if self.implementation not in ("fused", "foreach", "for-loop"):
             raise InvalidSpecError(
-                "implementation", "must be fused, foreach or for-loop", got=self.implementation
-            )
+                "implementation", "must be fused, foreach or for-loop", got=self.implementation,
+                fix="e.g. --implementation foreach (AdamW's; the optimizer is always AdamW)",
+            )  # fmt: skip
         if self.timer not in ("wall", "cpu"):
-            raise InvalidSpecError("timer", "must be wall or cpu", got=self.timer)
+            raise InvalidSpecError(
+                "timer", "must be wall or cpu (the optimizer step runs on the host)",
+                got=self.timer, fix="e.g. --timer cpu --threads 1",
+            )  # fmt: skip
         cores = os.cpu_count() or 1
         if self.threads is not None and (
             isinstance(self.threads, bool) or not 1 <= self.threads <= cores
@@ -129,7 +142,10 @@ class MeasureOptimizerRequest:
                 fix="e.g. --threads 1",
             )
         if not (math.isfinite(self.max_time_s) and 0 < self.max_time_s <= 3600):
-            raise InvalidSpecError("max-time-s", "must be in (0, 3600] s", got=self.max_time_s)
+            raise InvalidSpecError(
+                "max-time-s", "must be in (0, 3600] s", got=self.max_time_s,
+                fix="e.g. --max-time-s 20",
+            )  # fmt: skip
         if not (math.isfinite(self.reserve_gib) and 0 <= self.reserve_gib <= 1024):
             raise InvalidSpecError("reserve-gib", "must be in [0, 1024] GiB", got=self.reserve_gib)
 

@@ -316,7 +316,7 @@ def predict_train(
     request = resolve(PredictTrainRequest, request, options)
     store = Path(db) if db is not None else default_db_path()
     catalog = load_catalog()
-    cluster = request_cluster(request, catalog)
+    cluster = request_cluster(request, catalog, request.gpu)
     spec = cluster_gpu(cluster, catalog, request.gpu, request.gpus)
     check_precision_units(request.precision, spec, catalog)
     has_bf16 = spec.bf16_tflops is not None

@@ -135,7 +135,9 @@ class MeasureCmdRequest:
             )
         for field, value, low in (("repeats", self.repeats, 1), ("warmup", self.warmup, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InvalidSpecError(field, f"must be an integer >= {low}", got=value)
+                raise InvalidSpecError(
+                    field, f"must be an integer >= {low}", got=value, fix=f"e.g. --{field} 5"
+                )
         if self.repeats > 10_000:
             raise InvalidSpecError("repeats", "must be <= 10000", got=self.repeats)
         if self.warmup > 1000:
@@ -154,9 +156,15 @@ class MeasureCmdRequest:
 
             check_metric_pattern(self.metric)
         if self.cores is not None and (isinstance(self.cores, bool) or self.cores < 1):
-            raise InvalidSpecError("cores", "must be an integer >= 1", got=self.cores)
+            raise InvalidSpecError(
+                "cores", "must be an integer >= 1", got=self.cores,
+                fix="e.g. --cores 2, or leave it out (every core)",
+            )  # fmt: skip
         if not (math.isfinite(self.target_ci) and 0 < self.target_ci <= 1):
-            raise InvalidSpecError("target-ci", "must be in (0, 1]", got=self.target_ci)
+            raise InvalidSpecError(
+                "target-ci", "must be in (0, 1] (a share of the mean)", got=self.target_ci,
+                fix="e.g. --target-ci 0.05 (the 95% interval within 5% of the mean)",
+            )  # fmt: skip
         if not (math.isfinite(self.max_time_s) and 0 < self.max_time_s <= 30 * 86400):
             raise InvalidSpecError("max-time-s", "must be in (0, 2592000]", got=self.max_time_s)
         if not (math.isfinite(self.sample_interval_s) and 0.01 <= self.sample_interval_s <= 60):
@@ -297,13 +305,25 @@ def measure_cmd(
 
 
 # -- predict cmd -----------------------------------------------------------------------------
-def _positive_or_none(flag: str) -> Any:
+#: The most a measuring machine's memory may read (GB/s): two 12-channel DDR5 sockets read
+#: ~900, a Xeon Max's HBM ~1,000 a socket (the catalog's fastest CPU offer: 460.8); 10,000
+#: leaves room for any host, not for 10 PB/s.
+MAX_HOST_MEMORY_BANDWIDTH_GBS = 10_000.0
+#: The most its disk may give (MB/s): ``plan train``'s NVMe ceiling, 1,000 GB/s a node
+#: (:data:`gpucast.domain.plan.MAX_NVME_GBPS`).
+MAX_HOST_DISK_MB_PER_S = 1_000_000.0
+
+
+def _positive_or_none(flag: str, maximum: float, unit: str, example: str) -> Any:
     parse = _number_or_none(flag, float)
 
     def checked(value: Any) -> float | None:
         number = parse(value)
-        if number is not None and not (math.isfinite(number) and 0 < number <= 1e7):
-            raise InvalidSpecError(flag, "must be a number in (0, 1e7] or none", got=value)
+        if number is not None and not (math.isfinite(number) and 0 < number <= maximum):
+            raise InvalidSpecError(
+                flag, f"must be a number in (0, {maximum:,.0f}] {unit} or none", got=value,
+                fix=f"e.g. --{flag} {example}, or leave it out for the default",
+            )  # fmt: skip
         return None if number is None else float(number)
 
     return checked
@@ -328,14 +348,16 @@ class PredictCmdRequest:
     arch: str | None = option(None, help="Only x86_64 or arm64 instances.", example="arm64")
     host_memory_bandwidth_gbs: float | None = option(
         None,
-        parse=_positive_or_none("host-memory-bandwidth-gbs"),
+        parse=_positive_or_none(
+            "host-memory-bandwidth-gbs", MAX_HOST_MEMORY_BANDWIDTH_GBS, "GB/s", "100"
+        ),
         help="The measuring machine's memory bandwidth (GB/s); default: an assumption shown "
         "with the result.",
         example="100",
     )
     host_disk_mb_per_s: float | None = option(
         None,
-        parse=_positive_or_none("host-disk-mb-per-s"),
+        parse=_positive_or_none("host-disk-mb-per-s", MAX_HOST_DISK_MB_PER_S, "MB/s", "500"),
         help="The measuring machine's disk throughput (MB/s); default: the catalog's volume "
         "baseline (I/O time unchanged).",
         example="500",
@@ -350,7 +372,10 @@ class PredictCmdRequest:
             if isinstance(run, bool) or not isinstance(run, int) or run < 1:
                 raise InvalidSpecError("runs", "must be run ids >= 1", got=run)
         if self.arch is not None and self.arch not in ("x86_64", "arm64"):
-            raise InvalidSpecError("arch", "must be x86_64 or arm64", got=self.arch)
+            raise InvalidSpecError(
+                "arch", "must be x86_64 or arm64 (the catalog's CPU instances)", got=self.arch,
+                fix="e.g. --arch arm64, or leave it out (both)",
+            )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1158,9 +1158,15 @@ class SimulateServeRequest:
         if self.cache_fraction is not None and not (
             math.isfinite(self.cache_fraction) and 0.0 < self.cache_fraction <= 1.0
         ):
-            raise InvalidSpecError("cache-fraction", "must be in (0, 1]", got=self.cache_fraction)
+            raise InvalidSpecError(
+                "cache-fraction", "must be in (0, 1]", got=self.cache_fraction,
+                fix="e.g. --cache-fraction 0.1, or leave it out (every row in HBM)",
+            )  # fmt: skip
         if not (math.isfinite(self.dram_fraction) and 0.0 <= self.dram_fraction <= 1.0):
-            raise InvalidSpecError("dram-fraction", "must be in [0, 1]", got=self.dram_fraction)
+            raise InvalidSpecError(
+                "dram-fraction", "must be in [0, 1]", got=self.dram_fraction,
+                fix="e.g. --dram-fraction 0.5 (the rest on NVMe), or leave it out (1: all)",
+            )  # fmt: skip
         if self.cache_policy not in ("lru", "lfu"):
             raise InvalidSpecError("cache-policy", "must be lru or lfu", got=self.cache_policy)
 
@@ -1558,6 +1564,13 @@ def simulate_serve(
                 "without --cache-fraction (no embedding cache: every row is in HBM); add "
                 "--cache-fraction to put a recommendation model's rows behind an HBM cache"
             )
+    elif request.dram_fraction < request.cache_fraction:
+        warnings.append(
+            f"--dram-fraction {request.dram_fraction:g} is below --cache-fraction "
+            f"{request.cache_fraction:g}: the HBM cache's rows are also in DRAM (inclusive "
+            "tiers), so DRAM serves no lookups and every HBM miss reads the SSD; give "
+            f"--dram-fraction >= {request.cache_fraction:g} for a DRAM tier"
+        )
     base = ModelDeployment(
         model=request.model,
         latency=curve,

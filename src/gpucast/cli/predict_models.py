@@ -157,10 +157,10 @@ def gnn_lines(result: PredictGnnResult) -> list[str]:
             f"${result.usd_per_gpu_hour:.2f} per GPU-hour)"
         )
         return [
-            f"{what}: {_ms(e.epoch_s)} ms per epoch on {e.gpus} GPUs "
+            f"{what}: {_ms(e.epoch_s)} ms per epoch on {count_of(e.gpus, 'GPU')} "
             f"({result.partition_method} partition); on one GPU {_ms(result.step_time_s)} ms "
             f"(sparse aggregation), {dense}",
-            f"  epoch on {e.gpus} GPUs: compute {_ms(e.compute_s[i])} + halo exchange "
+            f"  epoch on {count_of(e.gpus, 'GPU')}: compute {_ms(e.compute_s[i])} + halo exchange "
             f"{_ms(e.exchange_s[i])} + all-reduce {_ms(e.allreduce_s)} ms (part {i}, the "
             f"slowest); halo {e.halo_share:.0%} of the epoch; {cost}",
         ]

@@ -191,12 +191,14 @@ def print_prediction(result: PredictCmdResult) -> None:
             f"{m['thread_demand']:.2g}",
         )
     console.print(measured)
+    # one unit of work: "items" (a metric's name) is priced "$ per item"
+    one = unit[:-1] if len(unit) > 3 and unit.endswith("s") and not unit.endswith("ss") else unit
     table = Table(
-        title=f"predicted, cheapest per {unit} first"
+        title=f"predicted, cheapest per {one} first"
         + (f" · fitted thread demand {result.thread_demand:.3g}" if result.thread_demand else ""),
         title_justify="left",
     )
-    for column in ("instance", "arch", "vCPUs", "$/h", "run time", f"{unit}/s", f"$ per {unit}"):
+    for column in ("instance", "arch", "vCPUs", "$/h", "run time", f"{unit}/s", f"$ per {one}"):
         table.add_column(column, justify="left" if column in ("instance", "arch") else "right")
     for p in result.predictions:
         d = p.to_dict()

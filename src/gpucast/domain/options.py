@@ -224,6 +224,9 @@ def split_list(value: Any) -> list[str]:
 
 def _fix(f: Field) -> str:
     example = f.info.example
+    if f.info.argument and f.kind == "list":  # positional only (one value also has a flag)
+        name = f.info.metavar or f.info.flag.upper()
+        return f"e.g. {example} ({name}, an argument, no flag)" if example else "see --help"
     return f"e.g. {f.info.cli_flag} {example}" if example else f"see --help for {f.info.cli_flag}"
 
 

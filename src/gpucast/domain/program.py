@@ -262,7 +262,8 @@ class ProgramRun:
             limit = "" if timeout_s is None else f" of {timeout_s:g} s"
             what = f"ran past the timeout{limit} and was killed"
         else:
-            what = f"never printed the metric {metric!r}" if metric else "printed no metric"
+            # quoted as typed: repr would double a pattern's backslashes ('x=(\\d+)')
+            what = f"never printed the metric '{metric}'" if metric else "printed no metric"
         last = next((line for line in reversed(self.stderr_tail) if line.strip()), "")
         return what + (f" (stderr: {last.strip()[:200]})" if last else "")
 

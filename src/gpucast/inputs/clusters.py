@@ -116,6 +116,28 @@ UNITS = {
 #: in GB/s, twice): the link of a one-GPU node, and of a PCIe-only GPU in the hints.
 PCIE_X16_GBYTE_PER_S_BOTH_WAYS = {g: 2.0 * v / 8.0 for g, v in PCIE_X16_GBIT_PER_S.items()}
 SUFFIXES = (".yaml", ".yml", ".toml")
+#: A link figure above this many times the catalog's fastest of its kind (``systems.csv``:
+#: NVLink 5 at 1,800 GB/s per GPU, a GB200 NVL72 rack's 28,800 Gbit/s) is a typo, not a
+#: faster machine: room for a generation or two to come, not for 1e9 GB/s.
+LINK_CEILING_FACTOR = 10.0
+
+
+def link_ceilings() -> dict[str, tuple[float, str]]:
+    """The most ``intra_node_gbps`` / ``inter_node_gbps`` a cluster may state: each
+    :data:`LINK_CEILING_FACTOR` x the catalog's fastest node shape, with the reason the error
+    gives (``"10x the catalog's fastest, DGX-B200's 1,800 GB/s"``)."""
+    from gpucast.catalog.systems import load_systems
+
+    ceilings: dict[str, tuple[float, str]] = {}
+    for key in ("intra_node_gbps", "inter_node_gbps"):
+        rows = [(getattr(s, key), s.name) for s in load_systems() if getattr(s, key)]
+        fastest, name = max(rows, key=lambda row: row[0])
+        unit = UNITS[key].split()[0]
+        ceilings[key] = (
+            LINK_CEILING_FACTOR * fastest,
+            f"{LINK_CEILING_FACTOR:g}x the catalog's fastest, {name}'s {fastest:,g} {unit}",
+        )
+    return ceilings
 
 
 class _Origin:
@@ -185,7 +207,10 @@ def _number(
     minimum: float,
     strict: bool,
     example: str | None = None,
+    maximum: tuple[float, str] | None = None,
 ) -> float | None:
+    """``key``'s number (None where not given): at least ``minimum`` (above it if ``strict``)
+    and at most ``maximum`` (the bound and why), else one line naming the key, bound and fix."""
     raw = values.get(key)
     if raw is None:
         return None
@@ -204,6 +229,11 @@ def _number(
         raise _bad(origin, key, f"must be a number {bound}", got=raw, fix=fix)
     if not math.isfinite(value) or value < minimum or (strict and value == minimum):
         raise _bad(origin, key, f"must be a finite number {bound}", got=raw, fix=fix)
+    if maximum is not None and value > maximum[0]:
+        raise _bad(
+            origin, key, f"must be at most {maximum[0]:,g} {unit} ({maximum[1]})", got=raw,
+            fix=fix,
+        )  # fmt: skip
     return value
 
 
@@ -347,9 +377,11 @@ def _build(
     nodes = _integer(origin, values, "nodes") or 1
     intra_kind = _choice(origin, values, "intra_node", INTRA_NODE_KINDS)
     intra_example = _intra_example(spec)
+    ceilings = link_ceilings()
     intra = _number(
-        origin, values, "intra_node_gbps", minimum=0.0, strict=True, example=intra_example[0]
-    )
+        origin, values, "intra_node_gbps", minimum=0.0, strict=True, example=intra_example[0],
+        maximum=ceilings["intra_node_gbps"],
+    )  # fmt: skip
     if link is not None and per_node > 1:  # the topology's subset decides the link
         intra_kind, intra = "nvswitch", link[1]
     if per_node > 1:
@@ -365,7 +397,10 @@ def _build(
                 fix=origin.add("intra_node", "nvswitch")
                 + f" (one of {', '.join(INTRA_NODE_KINDS)})",
             )
-    inter = _number(origin, values, "inter_node_gbps", minimum=0.0, strict=True)
+    inter = _number(
+        origin, values, "inter_node_gbps", minimum=0.0, strict=True,
+        maximum=ceilings["inter_node_gbps"],
+    )  # fmt: skip
     if nodes > 1 and inter is None:
         raise _required(origin, "inter_node_gbps", "for nodes > 1")
     network = _choice(origin, values, "network", NETWORKS)
@@ -418,14 +453,18 @@ class NamesCluster(Protocol):
     def cluster_set(self) -> ClusterSettings: ...
 
 
-def request_cluster(request: NamesCluster, catalog: Catalog) -> ClusterSpec | None:
-    """The cluster a request's options name (:func:`load_cluster`; ``None`` when none)."""
+def request_cluster(
+    request: NamesCluster, catalog: Catalog, gpu: str | None = None
+) -> ClusterSpec | None:
+    """The cluster a request's options name (:func:`load_cluster`; ``None`` when none);
+    ``gpu``: the request's ``--gpu``, the GPU of a cluster that names none."""
     return load_cluster(
         request.cluster,
         catalog,
         nodes=request.cluster_nodes,
         price_usd_per_gpu_hour=request.cluster_price_usd_per_gpu_hour,
         settings=request.cluster_set,
+        gpu=gpu,
     )
 
 
@@ -474,8 +513,11 @@ def load_cluster(
     nodes: int | None = None,
     price_usd_per_gpu_hour: float | None = None,
     settings: ClusterSettings = (),
+    gpu: str | None = None,
 ) -> ClusterSpec | None:
-    """The cluster the options name (``None`` when they name none); see the module docstring."""
+    """The cluster the options name (``None`` when they name none); see the module docstring.
+    ``gpu`` (a verb's ``--gpu``) is the cluster's GPU where the file or ``--cluster-set``
+    names none."""
     if ref is None and not settings:
         return None
     if ref is None:
@@ -509,6 +551,10 @@ def load_cluster(
         values[key] = value
         origin.flagged[key] = f"--cluster-set {key}"
         changed.append(f"--cluster-set {key}={value}")
+    if gpu is not None and not str(values.get("gpu") or "").strip():
+        values["gpu"] = gpu
+        origin.flagged["gpu"] = "--gpu"
+        changed.append(f"--gpu {gpu}")
     if nodes is not None:
         values["nodes"] = nodes
         origin.flagged["nodes"] = "--nodes"

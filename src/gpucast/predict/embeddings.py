@@ -28,7 +28,13 @@ bandwidth; UVM misses cross the host link (read, then the update written back). 
 embeddings go through an all-to-all forward and backward, and the dense part's gradient (plus
 any data-parallel table's) through an all-reduce, both priced by
 :func:`gpucast.predict.comm.hierarchical_collective_s` (NVLink / PCIe inside a node, the NIC
-across nodes). The dense MLPs run at the GPU's achieved FLOP rate. Phases are added (no
+across nodes). Besides the tables and the dense part's weights and optimizer state, a GPU's
+HBM holds the batch's buffers, as TorchRec's storage estimator counts each shard's input and
+output sizes on top of its 15% reservation: the indices and pooled rows it sends (the ``send``
+column above) and the pooled rows of its own ``b`` samples it receives, the dense part's input
+(``b sum(r)``); the dense MLPs' hidden activations are not counted (the catalog gives the
+dense part by parameters and FLOPs, not widths), so the buffers are a floor that grows with
+the batch. The dense MLPs run at the GPU's achieved FLOP rate. Phases are added (no
 overlap): a conservative step time, said as an assumption.
 
 :func:`plan_embeddings` evaluates uniform plans (every table data-parallel, table-wise,
@@ -73,8 +79,9 @@ import numpy as np
 from gpucast.domain.embeddings import EmbeddingTable, RecModel, ShardingType, SsdSpec
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.gpu_memory import share_bytes
+from gpucast.domain.limits import format_bytes
 from gpucast.domain.serving import LatencyCurve
-from gpucast.domain.units import GIB
+from gpucast.domain.units import GIB, count_of
 from gpucast.predict.comm import DEFAULT_HOP_LATENCY_S, hierarchical_collective_s
 
 #: Share of the HBM bandwidth a random row gather achieves (FBGEMM table-batched embedding).
@@ -193,6 +200,9 @@ class PlanCost:
     ssd_bytes_per_node: float = 0.0
     #: lookup shares served by HBM, host DRAM and SSD (UVM-cached and PS tables)
     tier_shares: tuple[float, float, float] | None = None
+    #: of ``hbm_bytes_per_gpu``, the batch's buffers (indices and pooled rows sent and
+    #: received, module docstring): the part that grows with the batch
+    batch_bytes_per_gpu: tuple[float, ...] = ()
 
     @property
     def step_time_s(self) -> float:
@@ -222,6 +232,7 @@ class PlanCost:
                 "dense_compute": self.dense_s,
             },
             "max_hbm_bytes_per_gpu": max(self.hbm_bytes_per_gpu),
+            "max_batch_bytes_per_gpu": max(self.batch_bytes_per_gpu, default=0.0),
             "host_bytes_per_node": self.host_bytes_per_node,
             "ssd_bytes_per_node": self.ssd_bytes_per_node,
             "uvm_hit_rate": self.hit_rate,
@@ -444,13 +455,12 @@ def evaluate_plan(
     ssd_s = 0.0
     if ssd_io[0] > 0 and hw.ssd is not None:  # read, then the updated row written back
         ssd_s = 2.0 * _ssd_s(float(ssd_io[0]), float(ssd_io[1]), hw.ssd, hw.ssd_drives_per_node)
+    batch_bytes = send + local_b * sum(t.row_bytes for t in model.tables)
+    hbm += batch_bytes
     over = [i for i in range(p) if hbm[i] > hw.table_capacity_bytes * (1 + 1e-9)]
     reason = ""
     if over:
-        reason = (
-            f"GPU {over[0]} needs {hbm[over[0]] / 2**30:.1f} GiB of HBM, "
-            f"{hw.table_capacity_bytes / 2**30:.1f} GiB usable"
-        )
+        reason = _over_hbm(f"GPU {over[0]} needs", hbm[over[0]], batch_bytes[over[0]], hw)
     elif host_per_node > hw.host_bytes_per_node * (1 + 1e-9):
         reason = (
             f"host memory {host_per_node / 2**30:.0f} GiB per node exceeds "
@@ -487,6 +497,17 @@ def evaluate_plan(
         ssd_s=ssd_s,
         ssd_bytes_per_node=ssd_per_node,
         tier_shares=mean_shares,
+        batch_bytes_per_gpu=tuple(float(v) for v in batch_bytes),
+    )
+
+
+def _over_hbm(who: str, need: float, batch: float, hw: ShardingHardware) -> str:
+    """Why a plan does not fit: ``who`` needs ``need`` bytes of HBM, ``batch`` of them the
+    batch's buffers (said where they are a tenth of it or more)."""
+    part = f" ({format_bytes(batch)} of it the batch's buffers)" if batch >= need / 10 else ""
+    return (
+        f"{who} {need / 2**30:,.1f} GiB of HBM{part}, "
+        f"{hw.table_capacity_bytes / 2**30:.1f} GiB usable"
     )
 
 
@@ -546,12 +567,12 @@ def evaluate_parameter_server(
     node_hw = replace(hw, gpus=g)
     gathered = local_b * float(pool @ rb)
     send = local_b * float(rb.sum()) + local_b * float(pool.sum()) * INDEX_BYTES
+    batch_bytes = send + local_b * float(rb.sum())  # sent, and the GPU's own pooled rows
+    hbm += batch_bytes
     reason = ""
     if hbm > hw.table_capacity_bytes:
-        reason = (
-            f"the batch's working set needs {hbm / 2**30:.1f} GiB of HBM per GPU, "
-            f"{hw.table_capacity_bytes / 2**30:.1f} GiB usable"
-        )
+        reason = _over_hbm("the batch's working set needs", hbm, batch_bytes, hw)
+        reason = reason.replace(" of HBM", " of HBM per GPU", 1)
     elif ssd_per_node > hw.ssd_bytes_per_node * (1 + 1e-9):
         reason = (
             f"SSD {ssd_per_node / 2**30:.0f} GiB per node exceeds "
@@ -575,6 +596,7 @@ def evaluate_parameter_server(
         ps_network_s=ps_network_s,
         ssd_bytes_per_node=ssd_per_node,
         tier_shares=share,
+        batch_bytes_per_gpu=(batch_bytes,) * p,
     )
 
 
@@ -682,7 +704,10 @@ def candidate_plans(
     plans.append(("mixed", base + [Placement(table=t.name, sharding="row_wise") for t in large]))
     # tiered: the large tables row-wise over a UVM cache sized to what HBM has left
     if large:
-        fixed = evaluate_plan("fixed", model, base, hw).hbm_bytes_per_gpu
+        # what HBM holds besides the cache: the other tables and every table's batch buffers
+        uncached = [Placement(table=t.name, sharding="row_wise_uvm", cache_fraction=0.0)
+                    for t in large]  # fmt: skip
+        fixed = evaluate_plan("fixed", model, base + uncached, hw).hbm_bytes_per_gpu
         free = hw.table_capacity_bytes - max(fixed)
         large_bytes = sum(t.bytes for t in large)
         c = cache_fraction
@@ -747,7 +772,7 @@ def plan_embeddings(
         raise InvalidSpecError(
             "model",
             f"{model.name}'s tables and optimizer state take {total / 2**30:,.0f} GiB, more "
-            f"than {held} of {hw.gpus} GPUs hold ({tiers / 2**30:,.0f} GiB)",
+            f"than {held} of {count_of(hw.gpus, 'GPU')} hold ({tiers / 2**30:,.0f} GiB)",
             fix="use more GPUs (--gpus)"
             + (
                 ", more host memory per node (--host-memory-gib) or more SSDs per node "
@@ -795,10 +820,13 @@ def plan_embeddings(
             )
         elif sharding == "tiered":
             fix = "use more GPUs (--gpus), a GPU with more memory or more host memory per node"
+        if max(best.batch_bytes_per_gpu, default=0.0) > hw.table_capacity_bytes / 2:
+            more = fix.removeprefix("use ")
+            fix = f"use a smaller --batch than {model.global_batch:,}, or {more}"
         raise InvalidSpecError(
             "sharding",
             f"no {'plan' if sharding is None else repr(sharding)} of {model.name} fits on "
-            f"{hw.gpus} GPUs: {best.reason}",
+            f"{count_of(hw.gpus, 'GPU')}: {best.reason}",
             fix=fix,
         )
     return best, costs

@@ -122,7 +122,9 @@ def classify(series: ResourceSeries, n_cores: int) -> np.ndarray:
 
 
 def phases(classes: np.ndarray, t_s: Sequence[float]) -> list[tuple[float, float, str]]:
-    """(start s, end s, class) runs of one class; short runs join the phase before them."""
+    """(start s, end s, class) runs of one class; short runs join the phase before them, and
+    a phase is named by the class of most of its samples (a run of 1 idle and 2 cpu samples
+    is a cpu phase, as the shares count it, not an idle one)."""
     n = classes.size
     if n == 0:
         return []
@@ -137,8 +139,16 @@ def phases(classes: np.ndarray, t_s: Sequence[float]) -> list[tuple[float, float
             merged[-1][1] = e
         else:
             merged.append([s, e, label])
-    # sample i covers the interval (t[i-1], t[i]]
-    return [(0.0 if s == 0 else float(t[s - 1]), float(t[e - 1]), label) for s, e, label in merged]
+    out: list[tuple[float, float, str]] = []
+    for s, e, _ in merged:
+        counts = np.bincount(classes[s:e], minlength=len(PHASE_CLASSES))
+        label = PHASE_CLASSES[int(np.argmax(counts))]  # ties: the first class listed
+        start = 0.0 if s == 0 else float(t[s - 1])  # sample i covers (t[i-1], t[i]]
+        if out and out[-1][2] == label:
+            out[-1] = (out[-1][0], float(t[e - 1]), label)
+        else:
+            out.append((start, float(t[e - 1]), label))
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

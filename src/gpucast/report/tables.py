@@ -29,6 +29,8 @@ def _hours(seconds: float | None) -> str:
 def _usd(value: float) -> str:
     if not math.isfinite(value):
         return "n/a"
+    if 0 < value < 0.005:  # under a cent: two significant digits, never a priced "$0.00"
+        return f"${value:.2g}"
     return f"${value:,.2f}" if value < 100 else f"${value:,.0f}"
 
 

@@ -190,6 +190,8 @@ def read_dlrm_locality(path: Path | str, *, dataset: str | None = None) -> DlrmL
     """Parse one ``locality_stats.txt``; ``dataset`` defaults to the year in the file's (or
     its folder's) name. Columns in the module docstring."""
     path = Path(path)
+    if path.is_dir():
+        raise DataFormatError(str(path), "is a folder, not a file", fix=f"move it aside and {_FIX}")
     if not path.is_file():
         raise DataFormatError(str(path), "file not found", fix=_FIX)
     try:
