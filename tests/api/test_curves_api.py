@@ -23,7 +23,8 @@ def test_keywords_store_and_frame(tmp_path: Path) -> None:
     (curve,) = out["curves"]
     assert [p["batch_size"] for p in curve["points"]] == [1, 4]
     assert curve["fit"] == {"fixed_s": result.curves[0].fixed_s,
-                            "per_sample_s": result.curves[0].per_sample_s}  # fmt: skip
+                            "per_sample_s": result.curves[0].per_sample_s,
+                            "warning": result.curves[0].fit_warning()}  # fmt: skip
     assert curve["latency_curve"]["batch_sizes"] == [1, 4]
     with Store(db).open(create=False) as store:
         assert store.count_runs(kind="measurement", workload="mlp") == 2
@@ -54,3 +55,22 @@ def test_bad_options_raise_one_typed_error(options: dict[str, object], text: str
     with pytest.raises(InvalidSpecError) as info:
         gpucast.measure_infer_curve(workload="mlp", save=False, **options)
     assert text in str(info.value)
+
+
+def test_a_line_that_misses_the_measured_points_says_so() -> None:
+    """A CPU thread pool can make batch 1 take 0.17 ms and batch 2-8 24 ms: the fitted line
+    (relative least squares) then misses by ~98%; the curve says where, not just the line."""
+    from types import SimpleNamespace
+
+    from gpucast.app.curves import InferCurve
+
+    def point(batch: int, median_s: float) -> SimpleNamespace:
+        return SimpleNamespace(spec=SimpleNamespace(batch_size=batch), median_s=median_s)
+
+    bent = SimpleNamespace(points=[point(1, 0.167e-3), point(2, 24e-3), point(8, 24e-3)])
+    curve = InferCurve(measurement=bent, fixed_s=0.0, per_sample_s=0.182e-3)  # type: ignore[arg-type]
+    warning = curve.fit_warning()
+    assert warning is not None and "at batch 2 the median is 24 ms, the line 0.364 ms" in warning
+    straight = SimpleNamespace(points=[point(1, 1.1e-3), point(4, 2.0e-3), point(8, 3.3e-3)])
+    fit = InferCurve(measurement=straight, fixed_s=0.8e-3, per_sample_s=0.3e-3)  # type: ignore[arg-type]
+    assert fit.fit_warning() is None

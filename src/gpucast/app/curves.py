@@ -98,10 +98,37 @@ class InferCurve:
     fixed_s: float
     per_sample_s: float
 
+    #: a fitted line this far from a measured median (either way) does not describe the curve
+    MISS: ClassVar[float] = 0.5
+
+    def fit_warning(self) -> str | None:
+        """Where the line misses a median by more than :attr:`MISS` (a latency that is not
+        ``fixed + per-sample x batch`` here, e.g. a CPU thread pool that starts at batch 2):
+        the worst such point, said in words; ``None`` where the line holds."""
+        worst: tuple[float, int, float, float] | None = None
+        for m in self.measurement.points:
+            batch = m.spec.batch_size
+            line = self.fixed_s + self.per_sample_s * batch
+            miss = max(line / m.median_s, m.median_s / line) - 1.0
+            if miss > self.MISS and (worst is None or miss > worst[0]):
+                worst = (miss, batch, m.median_s, line)
+        if worst is None:
+            return None
+        _, batch, median, line = worst
+        return (
+            f"the line does not describe these points: at batch {batch} the median is "
+            f"{median * 1e3:.3g} ms, the line {line * 1e3:.3g} ms (latency is not linear in "
+            "the batch here; use the measured points, e.g. as a --latency-table)"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.measurement.to_dict(),
-            "fit": {"fixed_s": self.fixed_s, "per_sample_s": self.per_sample_s},
+            "fit": {
+                "fixed_s": self.fixed_s,
+                "per_sample_s": self.per_sample_s,
+                "warning": self.fit_warning(),
+            },
             "latency_curve": self.measurement.latency_curve().to_dict(),
         }
 

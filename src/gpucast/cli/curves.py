@@ -65,6 +65,8 @@ def print_curves(result: InferCurveResult) -> None:
             + (f"  (runs {c['run_ids']})" if c["run_ids"] else ""),
             highlight=False,
         )
+        if c["fit"]["warning"]:
+            console.print(f"  warning: {c['fit']['warning']}", highlight=False, markup=False)
     if result.colocation is not None:
         co = result.colocation.to_dict()
         console.print("co-location (each alone vs all at once):", highlight=False)
