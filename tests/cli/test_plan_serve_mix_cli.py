@@ -52,3 +52,11 @@ def test_bad_mix_is_one_line_exit_2(argv: list[str], text: str) -> None:
     assert result.exit_code == 2, result.output
     line = result.stderr.strip()
     assert line.startswith("error: ") and "\n" not in line and text in line
+
+
+def test_too_many_requests_from_mix_names_mix_not_rate() -> None:
+    """QA 35 S #13: the rate came from --mix; --rate is not a flag there."""
+    result = runner.invoke(app, ["plan", "serve", "--mix", "resnet50:1e9:50"])
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert "lower the rates in --mix" in line and "--rate" not in line and "\n" not in line

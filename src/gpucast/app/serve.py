@@ -571,6 +571,7 @@ class PlanServeRequest:
             self.run_s,
             None,  # plan serve has no --allow-large
             bytes_per_request=REQUEST_BYTES,
+            fix="lower the rates in --mix (NAME:RATE:SLO_MS) or --duration-s",
         )
         from gpucast.inputs.serving import parse_latency_table_item
 
