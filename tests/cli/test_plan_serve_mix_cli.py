@@ -40,7 +40,9 @@ def test_mix_json() -> None:
     "argv, text",
     [
         (["--mix", "mlp:100"], "each item must be NAME:RATE:SLO_MS"),
-        (["--mix", "mlp:-5:50"], "mix mlp: rate must be > 0"),
+        (["--mix", "mlp:-5:50"], "mix mlp: rate must be a finite number > 0"),
+        (["--mix", "mlp:nan:50"], "rate must be a finite number > 0 (got nan)"),  # QA 35 S #22
+        (["--mix", "mlp:10:inf"], "SLO must be a finite number > 0 (got inf)"),
         (["--mix", "mlp:100:50,mlp:10:50"], "lists a model twice"),
         (["--mix", "mlp:100:50", "--model", "mlp:100"], "drop --model"),
         (["--mix", "mlp:100:50", "--gpu", "T4"], "T4 does not support MIG"),

@@ -597,7 +597,7 @@ class PlanServeRequest:
             for what, value in (("rate", rate), ("SLO", slo_ms)):
                 if not (math.isfinite(value) and value > 0):
                     raise InvalidSpecError(
-                        f"mix {name}", f"{what} must be > 0", got=value,
+                        f"mix {name}", f"{what} must be a finite number > 0", got=value,
                         fix="e.g. --mix resnet50:400:50",
                     )  # fmt: skip
             out.append((name, rate, slo_ms / 1e3))
