@@ -23,6 +23,17 @@ def test_gpus_json() -> None:
     assert a100["mig_profiles"][0]["compute_slices"] == 1 and a100["as_of"]
 
 
+def test_gpus_json_names_its_gb_per_s_bandwidths_as_such() -> None:
+    """QA 35 S #14: ``memory_bandwidth_gbps`` is GB/s where ``network_gbps`` is Gbit/s; the
+    unambiguous keys sit beside the old ones (kept for saved files)."""
+    data = json.loads(runner.invoke(app, ["catalog", "gpus", "--json"]).stdout)
+    k80 = next(g for g in data["gpus"] if g["name"] == "K80")
+    assert k80["memory_bandwidth_gb_per_s"] == k80["memory_bandwidth_gbps"] == 240.0
+    assert k80["interconnect_gb_per_s"] is None
+    h100 = next(g for g in data["gpus"] if g["name"] == "H100-SXM")
+    assert h100["interconnect_gb_per_s"] == h100["interconnect_gbps"] == 900.0
+
+
 def test_gpus_table() -> None:
     result = runner.invoke(app, ["catalog", "gpus"])
     assert result.exit_code == 0 and "H200" in result.stdout

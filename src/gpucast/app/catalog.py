@@ -31,6 +31,24 @@ def _row(value: GpuSpec | Offer | NodeShape) -> dict[str, Any]:
     return out
 
 
+#: A GPU's bandwidths in GB/s (bytes) under keys that say so, each beside the ``_gbps`` key
+#: (GB/s too, the catalog CSV's column) kept for files saved before: ``_gbps`` elsewhere
+#: (``network_gbps``, every ``--*-gbps`` flag of a network) is Gbit/s.
+_GPU_GB_PER_S_KEYS = {
+    "memory_bandwidth_gbps": "memory_bandwidth_gb_per_s",
+    "interconnect_gbps": "interconnect_gb_per_s",
+}
+
+
+def _gpu_row(gpu: GpuSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in _row(gpu).items():
+        out[key] = value
+        if key in _GPU_GB_PER_S_KEYS:
+            out[_GPU_GB_PER_S_KEYS[key]] = value
+    return out
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CatalogGpusRequest:
     """The GPU specs (``gpucast catalog gpus``); there is nothing to choose yet."""
@@ -43,7 +61,7 @@ class GpusResult:
     gpus: tuple[GpuSpec, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"gpus": [_row(g) for g in self.gpus]}
+        return {"gpus": [_gpu_row(g) for g in self.gpus]}
 
     def to_frame(self) -> pd.DataFrame:
         """One row per GPU (MIG profiles as a list per row)."""
