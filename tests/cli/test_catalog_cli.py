@@ -153,6 +153,17 @@ def test_mig_checks_a_layout_and_prices_its_slices() -> None:
     assert "valid: 3g.20gb@0 + 1g.5gb@4" in runner.invoke(app, argv).stdout
 
 
+def test_mig_json_gives_the_gpu_price_as_a_number() -> None:
+    """QA 35 S #15: ``gpu_price`` is a text; its figure has its own ``_usd_per_hour`` key."""
+    argv = ["catalog", "mig", "--gpu", "A100-40GB", "--layout", "3g.20gb", "--json"]
+    data = json.loads(runner.invoke(app, argv).stdout)
+    price = data["gpu_price_usd_per_hour"]
+    assert isinstance(price, float) and data["gpu_price"].startswith(f"{price:.4g} US$/h")
+    assert sum(data["checked"]["prices_usd_per_hour"]) <= price
+    given = json.loads(runner.invoke(app, [*argv, "--price", "7"]).stdout)
+    assert given["gpu_price_usd_per_hour"] == 7.0
+
+
 def test_mig_invalid_layout_is_one_line_exit_2() -> None:
     result = runner.invoke(app, ["catalog", "mig", "--gpu", "A100-40GB", "--layout", "3g.20gb@1"])
     assert result.exit_code == 2

@@ -343,6 +343,8 @@ class MigResult:
     checked_prices_usd_per_hour: tuple[float, ...]
     gpu_price: str  # where the GPU price came from
     source_url: str
+    #: the GPU price the slice prices split (US$/h per GPU), None without one
+    gpu_price_usd_per_hour: float | None = None
     validation: Validation  # of a slice's speed from its shares
     #: the GPU's (compute, memory) slices: (7, 8), an A30's (4, 4)
     slices: tuple[int, int] = (7, 8)
@@ -363,6 +365,7 @@ class MigResult:
                 "prices_usd_per_hour": list(self.checked_prices_usd_per_hour),
             },
             "gpu_price": self.gpu_price,
+            "gpu_price_usd_per_hour": self.gpu_price_usd_per_hour,
             "source_url": self.source_url,
             "slice_speed_validation": self.validation.text(),
         }
@@ -443,6 +446,7 @@ def catalog_mig(request: CatalogMigRequest | None = None, /, **options: Any) -> 
         checked=checked,
         checked_prices_usd_per_hour=prices,
         gpu_price=where,
+        gpu_price_usd_per_hour=price,
         source_url=MIG_SOURCE,
         validation=validation_for("mig-slice", [spec.name], "*"),
         slices=spec.mig_slices,
