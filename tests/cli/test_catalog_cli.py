@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gpucast.cli.app import app
@@ -170,6 +171,15 @@ def test_mig_invalid_layout_is_one_line_exit_2() -> None:
     line = result.stderr.strip()
     assert "\n" not in line and "rule placement" in line
     assert runner.invoke(app, ["catalog", "mig", "--gpu", "V100"]).exit_code == 2
+
+
+@pytest.mark.parametrize("layout", ["", " , "])
+def test_mig_empty_layout_is_refused_not_read_as_no_layout(layout: str) -> None:
+    """QA 35 S #19: ``--layout ''`` listed all 78 A100 layouts."""
+    result = runner.invoke(app, ["catalog", "mig", "--gpu", "A100-40GB", "--layout", layout])
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert line.startswith("error: layout: is empty") and "e.g. --layout 3g.20gb" in line
 
 
 def test_catalog_gpus_and_catalog_mig_agree_on_which_gpus_have_mig_layouts() -> None:

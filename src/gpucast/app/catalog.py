@@ -17,7 +17,7 @@ from gpucast.app._request import resolve
 from gpucast.domain.catalog import GpuSpec, Offer, offers_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_price
-from gpucast.domain.options import option
+from gpucast.domain.options import option, split_list
 from gpucast.domain.provenance import Validation
 from gpucast.domain.systems import NodeShape
 
@@ -283,6 +283,18 @@ def catalog_spot(request: CatalogSpotRequest | None = None, /, **options: Any) -
     return SpotResult(markets=markets, scenarios=tuple(spot_scenarios().values()))
 
 
+def _layout(value: Any) -> tuple[str, ...]:
+    """``--layout``'s profiles; one given empty is refused (it would list every layout)."""
+    profiles = tuple(str(p) for p in split_list(value))
+    if not profiles:
+        raise InvalidSpecError(
+            "layout",
+            "is empty: give the layout's profiles",
+            fix="e.g. --layout 3g.20gb,2g.10gb,1g.5gb, or leave --layout out to list every layout",
+        )
+    return profiles
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CatalogMigRequest:
     """A GPU's MIG profiles and valid layouts (``gpucast catalog mig``)."""
@@ -292,6 +304,7 @@ class CatalogMigRequest:
     gpu: str = option(help="A MIG-capable GPU, e.g. A100-40GB.", example="A100-40GB")
     layout: tuple[str, ...] = option(
         (),
+        parse=_layout,
         help="Check one layout: its profiles, e.g. 3g.20gb,2g.10gb,1g.5gb (PROFILE@START pins "
         "a start offset).",
         example="3g.20gb,2g.10gb,1g.5gb",
