@@ -205,7 +205,8 @@ def parse_slo(text: str) -> tuple[float, float]:
     of every serving verb. A latency without its unit (``p99<2``) is refused, as a keep-alive
     without one is: milliseconds or seconds would be a guess."""
     match = re.fullmatch(
-        r"\s*(?:p(?P<p>\d+(?:\.\d+)?)\s*<=?\s*)?(?P<v>\d+(?:\.\d+)?)\s*(?P<u>ms|s|us)?\s*",
+        r"\s*(?:p(?P<p>\d+(?:\.\d+)?)\s*<=?\s*)?(?P<v>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*"
+        r"(?P<u>ms|s|us)?\s*",
         text,
     )
     if match is None:
@@ -231,8 +232,10 @@ def parse_slo(text: str) -> tuple[float, float]:
             "slo percentile", "must be in (0, 100]", got=percentile,
             fix=f"e.g. --slo 'p99<{match['v']}{unit}' (the share of requests within the latency)",
         )  # fmt: skip
-    if seconds <= 0:
-        raise InvalidSpecError("slo", "must be > 0", got=text, fix="e.g. --slo 'p99<50ms'")
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise InvalidSpecError(
+            "slo", "must be a finite latency > 0", got=text, fix="e.g. --slo 'p99<50ms'"
+        )
     return percentile, seconds
 
 

@@ -11,6 +11,7 @@ its source and date; a measured phase (``gpucast measure coldstart``) replaces i
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
@@ -447,7 +448,14 @@ def parse_policy(text: str, *, flag: str = "policy") -> KeepAlivePolicy:
         try:
             keep_alive_s = parse_duration_s(arg, field=flag, allow_zero=True)
         except InvalidSpecError:
-            keep_alive_s = math.nan  # one message for every bad duration, below
+            number = re.match(r"\d+(?:\.\d+)?", arg)  # fixed:10x: the unit is what is wrong
+            if number is None or float(number[0]) <= 0:
+                keep_alive_s = math.nan  # one message for every bad duration, below
+            else:
+                raise InvalidSpecError(
+                    flag, "fixed:DURATION's unit must be s, m, h or d", got=text,
+                    fix=f"e.g. --{flag} fixed:{number[0]}m for minutes",
+                ) from None  # fmt: skip
         if not 0 < keep_alive_s <= MAX_KEEP_ALIVE_S:
             raise InvalidSpecError(
                 flag, f"fixed:DURATION needs a keep-alive > 0 and <= "
