@@ -17,6 +17,7 @@ from datetime import date
 from typing import Any, Literal
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.units import format_duration
 
 FactKind = Literal["storage", "link", "phase"]
 FACT_KINDS: tuple[str, ...] = ("storage", "link", "phase")
@@ -410,7 +411,7 @@ class KeepAlivePolicy:
 
     def describe(self) -> str:
         if self.kind == "fixed":
-            return f"fixed keep-alive {self.keep_alive_s / 60:g} min"
+            return f"fixed keep-alive {format_duration(self.keep_alive_s)}"
         if self.kind == "histogram":
             return (
                 f"hybrid histogram (Shahrad et al. ATC'20): {self.bin_s:g} s bins up to "
