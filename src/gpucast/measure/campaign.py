@@ -141,7 +141,14 @@ def load_sweep(
     from gpucast.store.yamlfile import compose_yaml
 
     path = Path(path)
-    text = read_input_text(path, "sweep-file", fix="check the path")
+    text = read_input_text(path, "sweep-file", fix="check the path", allow_empty=True)
+    if not text.strip():
+        raise DataFormatError(
+            str(path),
+            "is empty: a sweep needs at least workloads and batch_sizes",
+            fix="e.g. 'workloads: [mlp]' and 'batch_sizes: [32]' on two lines "
+            "(README: 'Campaign sweep file')",
+        )
     root = compose_yaml(text, path)
     if not isinstance(root, yaml.MappingNode):
         raise _bad(
