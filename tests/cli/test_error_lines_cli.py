@@ -131,3 +131,18 @@ def test_a_sweep_file_error_names_its_key_once(tmp_path: Path, text: str, starts
     sweep.write_text(text)
     line = _error(["campaign", "run", str(sweep)])
     assert line.startswith(f"error: {sweep}{starts}"), line
+
+
+@pytest.mark.parametrize(
+    ("argv", "works"),
+    [
+        (["runs", "list", "--db", "s.db"], "gpucast --db s.db runs list"),
+        (["runs", "list", "--db=s.db", "--json"], "gpucast --db=s.db runs list --json"),
+    ],
+)
+def test_db_after_the_verb_says_it_goes_before(argv: list[str], works: str) -> None:
+    """QA 35 S #18: `--db` after the verb was 'No such option: --db', with no hint."""
+    line = _error(argv)
+    assert "No such option: --db" in line
+    assert line.endswith(f"--db is gpucast's own option: give it before the verb, e.g. {works}")
+    assert "gpucast's own option" not in _error(["runs", "list", "--nope"])
