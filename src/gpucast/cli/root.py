@@ -75,17 +75,14 @@ def _global_option_hint(group: click.Command, option: str, given: list[str]) -> 
     say so with the command line that works (``""`` for any other unknown option)."""
     if not any(option in p.opts for p in group.params):
         return ""
-    at = next(
-        (i for i, a in enumerate(given) if a == option or a.startswith(f"{option}=")), None
-    )
+    at = next((i for i, a in enumerate(given) if a == option or a.startswith(f"{option}=")), None)
     if at is None:
         return ""
     takes_value = any(option in p.opts and not getattr(p, "is_flag", False) for p in group.params)
     moved = given[at : at + (2 if takes_value and "=" not in given[at] else 1)]
     rest = given[:at] + given[at + len(moved) :]
-    return (
-        f"; {option} is gpucast's own option: give it before the verb, e.g. gpucast "
-        + " ".join([*moved, *rest])
+    return f"; {option} is gpucast's own option: give it before the verb, e.g. gpucast " + " ".join(
+        [*moved, *rest]
     )
 
 

@@ -119,7 +119,8 @@ def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
             f"{missing} of {duration_s.size} functions have no duration row: they run one "
             "forward pass of their model"
         )
-    long_run = _longer_than_trace(tuple(keys), duration_s, counts.minutes * 60.0, paths["durations"].name)
+    span_s = counts.minutes * 60.0
+    long_run = _longer_than_trace(tuple(keys), duration_s, span_s, paths["durations"].name)
     warnings += [long_run] if long_run else []
     return ServerlessTrace(
         counts=counts.counts,

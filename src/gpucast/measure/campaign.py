@@ -592,9 +592,7 @@ def run_campaign(
     return CampaignResult(campaign_id=campaign_id, status=status, progress=final)
 
 
-def _file_points(
-    states: list[PointState], keys: Sequence[str]
-) -> tuple[list[PointState], int]:
+def _file_points(states: list[PointState], keys: Sequence[str]) -> tuple[list[PointState], int]:
     """The states of a sweep file's points (by their keys, in the file's order; a point not
     stored yet is pending) and how many stored points the file no longer has."""
     stored = {s.key: s for s in states}
