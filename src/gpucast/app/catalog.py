@@ -409,7 +409,7 @@ def catalog_mig(request: CatalogMigRequest | None = None, /, **options: Any) -> 
     request = resolve(CatalogMigRequest, request, options)
     catalog = load_catalog()
     spec = catalog.gpu(request.gpu)
-    usable = placeable_profiles(spec, catalog.mig_gpu_names())
+    usable = placeable_profiles(spec, catalog.mig_gpu_names(), field="gpu")
     price = request.price
     where = f"--price {price:g} US$/h per GPU" if price is not None else "no price"
     if price is None:

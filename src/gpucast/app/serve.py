@@ -710,6 +710,12 @@ def plan_serve(
     from gpucast.plan.serve import plan_serving
 
     request = resolve(PlanServeRequest, request, options, config)
+    from gpucast.inputs.workload import check_workload_name
+
+    for name, _ in (*((m[0], 0) for m in request.mix_models), *request.model_rates):
+        # close matches now, before any profiling, naming the flag that gave the name
+        flag = "mix" if request.mix else "model"
+        check_workload_name(name, language_models=not request.mix, field=flag)
     if request.mix:  # PARIS + ELSA on MIG slices
         return _plan_mig_serve(request)
     loads: list[ModelLoad] = []
@@ -880,7 +886,10 @@ def mig_mix_inputs(request: PlanServeRequest) -> MigMixInputs:
     spec = catalog.gpu(gpu_name)
     precision = request.precision or serving_engine(request.engine).default_precision
     _check_units(precision, spec, catalog)
-    usable = placeable_profiles(spec, catalog.mig_gpu_names())  # one error without placements
+    # one error without placements, naming --gpu where the user gave it
+    usable = placeable_profiles(
+        spec, catalog.mig_gpu_names(), field="gpu" if request.gpus else "mig layout"
+    )
     mix = [MixModel(name=n, rate_rps=r, slo_s=s) for n, r, s in request.mix_models]
     options, targets = inputs.build_server_options(
         gpus=[spec.name],
@@ -1467,6 +1476,9 @@ def simulate_serve(
     )
 
     request = resolve(SimulateServeRequest, request, options, config)
+    from gpucast.inputs.workload import check_workload_name
+
+    check_workload_name(request.model, language_models=True, field="model")  # before profiling
     policy = request.batching
     engine_profile = serving_engine(request.engine)
     precision = request.precision or engine_profile.default_precision
