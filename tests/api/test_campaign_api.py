@@ -89,3 +89,22 @@ def test_status_needs_one_selector_and_a_known_campaign(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="no campaign 'x'"):
         gpucast.campaign_status(campaign="x", db=db)
     assert not db.exists()
+
+
+def test_status_of_a_changed_file_shows_its_points_and_run_says_it_merges(tmp_path: Path) -> None:
+    """QA 35 S #8: a file whose axes changed is matched point by point, not by its name."""
+    db = tmp_path / "c.db"
+    gpucast.campaign_run(sweep_file=sweep(tmp_path), db=db)
+    changed = sweep(tmp_path, f"workloads: [mlp]\nbatch_sizes: [4, 8]\n{FAST}")
+    status = gpucast.campaign_status(CampaignStatusRequest(sweep_file=changed), db=db)
+    assert (status.total, status.done, status.pending) == (2, 1, 1)
+    assert status.status == "interrupted" and status.resumable
+    assert [p["key"] for p in status.points] == ["mlp/bs4/fp32/cpu/single/r0",
+                                                 "mlp/bs8/fp32/cpu/single/r0"]  # fmt: skip
+    assert status.note is not None and "1 point not in this file" in status.note
+    assert "new `name:`" in status.note
+    ran = gpucast.campaign_run(sweep_file=changed, db=db)
+    assert ran.status == "done" and (ran.campaign.total, ran.campaign.done) == (2, 2)
+    assert ran.campaign.note is not None and "added to it" in ran.campaign.note
+    stored = gpucast.campaign_status(campaign="tiny", db=db)
+    assert (stored.total, stored.done, stored.note) == (3, 3, None)  # what was stored is kept

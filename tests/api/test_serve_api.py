@@ -33,6 +33,10 @@ def test_parsers() -> None:
     assert parse_slo("p99<50ms") == (99.0, pytest.approx(0.05))
     assert parse_slo("p95<=0.2s") == (95.0, pytest.approx(0.2))
     assert parse_slo("40ms") == (99.0, pytest.approx(0.04))
+    assert parse_slo("p99<1e-6s") == (99.0, pytest.approx(1e-6))  # QA 35 S #16
+    assert parse_slo("p50<2.5E+1ms") == (50.0, pytest.approx(0.025))
+    with pytest.raises(InvalidSpecError, match="slo: must be a finite latency > 0"):
+        parse_slo("p99<1e999s")
     assert parse_model_rate("resnet50:150", None) == ("resnet50", 150.0)
     assert parse_model_rate("pkg.mod:factory", 3.0) == ("pkg.mod:factory", 3.0)
     with pytest.raises(InvalidSpecError, match="slo"):

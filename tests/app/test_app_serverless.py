@@ -496,3 +496,19 @@ def test_served_by_names_the_functions_a_model_serves(args: tuple, text: str) ->
     from gpucast.app.serverless import served_by
 
     assert served_by(*args) == text
+
+
+def test_a_function_running_longer_than_the_trace_is_named_in_a_warning(tmp_path: Path) -> None:
+    """QA 35 S #9: an Average of 1e9 ms (11.6 days) in a 2-hour trace is run, and named."""
+    folder = _trace(tmp_path, durations="o,a,f0,1e9,24\no,a,f1,10,4\n")
+    sim = gpucast.simulate_serverless(trace=folder, models=["mlp"], durations="trace")
+    plan = gpucast.plan_serverless(
+        trace=folder, models=["mlp"], gpu="T4", price=1.0, durations="trace"
+    )
+    for warnings in (sim.to_dict()["warnings"], plan.to_dict()["warnings"]):
+        (long_run,) = [w for w in warnings if "longer" in w]
+        assert "1 function of function_durations_percentiles" in long_run
+        assert "o/a/f0 (11.6 days)" in long_run and "f1" not in long_run
+        assert "(2 h)" in long_run
+    assert not any("longer" in w for w in gpucast.simulate_serverless(
+        trace=_trace(tmp_path), models=["mlp"]).to_dict()["warnings"])  # fmt: skip

@@ -47,6 +47,13 @@ def test_user_file_and_its_errors(tmp_path: Path) -> None:
     two.write_text(head + "a,gpu0,sw,pcie4,1,32\nb,gpu0,sw,pcie4,1,32\n")
     with pytest.raises(DataFormatError, match="holds 2 topologies"):
         resolve_topology(str(two))
+    warp = tmp_path / "warp.csv"  # QA 35 S #10: a kind is one of the known links
+    warp.write_text(head + "box,gpu0,gpu1,warp,1,32\n")
+    with pytest.raises(DataFormatError, match=r"line 2: link gpu0-gpu1 kind: must be one of"):
+        resolve_topology(str(warp))
+    upper = tmp_path / "upper.csv"
+    upper.write_text(head + "box,gpu0,gpu1,NVLink3,2,25\n")
+    assert resolve_topology(str(upper)).links[0].kind == "nvlink3"
     with pytest.raises(DataFormatError, match="has no links"):
         parse_topologies(head, "empty.csv", sourced=False)
     with pytest.raises(InvalidInputError, match="file not found"):

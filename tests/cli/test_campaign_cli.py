@@ -54,6 +54,18 @@ def test_bad_sweep_is_exit_2_with_key_and_line(tmp_path: Path) -> None:
     assert not (tmp_path / "c.db").exists()
 
 
+def test_an_empty_sweep_says_what_a_sweep_needs(tmp_path: Path) -> None:
+    """QA 35 S #24: a 0-byte sweep said 'is empty; check the path' (the path was right)."""
+    for text in ("", "\n  \n"):
+        sweep = write(tmp_path, text)
+        result = runner.invoke(app, ["--db", str(tmp_path / "c.db"), "campaign", "run", str(sweep)])
+        assert result.exit_code == 2, result.output
+        line = " ".join(result.stderr.split())
+        assert "is empty: a sweep needs at least workloads and batch_sizes" in line
+        assert "check the path" not in line and "'workloads: [mlp]'" in line
+    assert not (tmp_path / "c.db").exists()
+
+
 def test_bad_backend_and_address_are_exit_2_before_anything_runs(tmp_path: Path) -> None:
     sweep = write(tmp_path, "workloads: [mlp]\nbatch_sizes: [2]\n")
     db = tmp_path / "c.db"

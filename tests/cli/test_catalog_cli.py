@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gpucast.cli.app import app
@@ -21,6 +22,17 @@ def test_gpus_json() -> None:
     assert {"K80", "H100-SXM", "MI300X"} <= names
     a100 = next(g for g in data["gpus"] if g["name"] == "A100-40GB")
     assert a100["mig_profiles"][0]["compute_slices"] == 1 and a100["as_of"]
+
+
+def test_gpus_json_names_its_gb_per_s_bandwidths_as_such() -> None:
+    """QA 35 S #14: ``memory_bandwidth_gbps`` is GB/s where ``network_gbps`` is Gbit/s; the
+    unambiguous keys sit beside the old ones (kept for saved files)."""
+    data = json.loads(runner.invoke(app, ["catalog", "gpus", "--json"]).stdout)
+    k80 = next(g for g in data["gpus"] if g["name"] == "K80")
+    assert k80["memory_bandwidth_gb_per_s"] == k80["memory_bandwidth_gbps"] == 240.0
+    assert k80["interconnect_gb_per_s"] is None
+    h100 = next(g for g in data["gpus"] if g["name"] == "H100-SXM")
+    assert h100["interconnect_gb_per_s"] == h100["interconnect_gbps"] == 900.0
 
 
 def test_gpus_table() -> None:
@@ -142,12 +154,32 @@ def test_mig_checks_a_layout_and_prices_its_slices() -> None:
     assert "valid: 3g.20gb@0 + 1g.5gb@4" in runner.invoke(app, argv).stdout
 
 
+def test_mig_json_gives_the_gpu_price_as_a_number() -> None:
+    """QA 35 S #15: ``gpu_price`` is a text; its figure has its own ``_usd_per_hour`` key."""
+    argv = ["catalog", "mig", "--gpu", "A100-40GB", "--layout", "3g.20gb", "--json"]
+    data = json.loads(runner.invoke(app, argv).stdout)
+    price = data["gpu_price_usd_per_hour"]
+    assert isinstance(price, float) and data["gpu_price"].startswith(f"{price:.4g} US$/h")
+    assert sum(data["checked"]["prices_usd_per_hour"]) <= price
+    given = json.loads(runner.invoke(app, [*argv, "--price", "7"]).stdout)
+    assert given["gpu_price_usd_per_hour"] == 7.0
+
+
 def test_mig_invalid_layout_is_one_line_exit_2() -> None:
     result = runner.invoke(app, ["catalog", "mig", "--gpu", "A100-40GB", "--layout", "3g.20gb@1"])
     assert result.exit_code == 2
     line = result.stderr.strip()
     assert "\n" not in line and "rule placement" in line
     assert runner.invoke(app, ["catalog", "mig", "--gpu", "V100"]).exit_code == 2
+
+
+@pytest.mark.parametrize("layout", ["", " , "])
+def test_mig_empty_layout_is_refused_not_read_as_no_layout(layout: str) -> None:
+    """QA 35 S #19: ``--layout ''`` listed all 78 A100 layouts."""
+    result = runner.invoke(app, ["catalog", "mig", "--gpu", "A100-40GB", "--layout", layout])
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert line.startswith("error: layout: is empty") and "e.g. --layout 3g.20gb" in line
 
 
 def test_catalog_gpus_and_catalog_mig_agree_on_which_gpus_have_mig_layouts() -> None:

@@ -131,3 +131,61 @@ def test_a_sweep_file_error_names_its_key_once(tmp_path: Path, text: str, starts
     sweep.write_text(text)
     line = _error(["campaign", "run", str(sweep)])
     assert line.startswith(f"error: {sweep}{starts}"), line
+
+
+@pytest.mark.parametrize(
+    ("argv", "works"),
+    [
+        (["runs", "list", "--db", "s.db"], "gpucast --db s.db runs list"),
+        (["runs", "list", "--db=s.db", "--json"], "gpucast --db=s.db runs list --json"),
+    ],
+)
+def test_db_after_the_verb_says_it_goes_before(argv: list[str], works: str) -> None:
+    """QA 35 S #18: `--db` after the verb was 'No such option: --db', with no hint."""
+    line = _error(argv)
+    assert "No such option: --db" in line
+    assert line.endswith(f"--db is gpucast's own option: give it before the verb, e.g. {works}")
+    assert "gpucast's own option" not in _error(["runs", "list", "--nope"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "starts", "fix"),
+    [
+        (["simulate", "kaas", "--models", ""], "error: models: needs workload names",
+         "e.g. --models resnet50,mlp"),
+        (["simulate", "serverless", "--synthetic", "5", "--models", ""],
+         "error: models: needs workload names", "e.g. --models resnet50,mlp"),
+        (["plan", "serve", "--model", "nope:10", "--slo-ms", "50"],
+         "error: model: unknown workload 'nope'", "module:factory"),
+        (["simulate", "serve", "--model", "nope", "--rate", "5", "--gpu", "T4"],
+         "error: model: unknown workload 'nope'", "module:factory"),
+        (["plan", "serve", "--mix", "nope:10:50"], "error: mix: unknown workload 'nope'",
+         "module:factory"),
+        (["catalog", "mig", "--gpu", "T4"], "error: gpu: T4 does not support MIG",
+         "e.g. --gpu A100-40GB"),
+        (["plan", "serve", "--mix", "mlp:10:50", "--gpu", "T4"],
+         "error: gpu: T4 does not support MIG", "e.g. --gpu A100-40GB"),
+        (["plan", "placement", "--topology", "dgx1-v100", "--gpus", "0"], "error: gpus: must be",
+         "e.g. --gpus 2"),
+        (["plan", "placement", "--topology", "dgx1-v100", "--gpus", "2", "--jobs", "-1"],
+         "error: jobs: must be", "e.g. --jobs 200, or 0 for no simulated queue"),
+        (["plan", "placement", "--topology", "dgx1-v100", "--gpus", "2", "--top", "0"],
+         "error: top: must be", "e.g. --top 5"),
+        (["measure", "coldstart", "mlp", "-o", "hidden=-1"], "error: hidden: must be an integer",
+         "e.g. -o hidden=64 (any N >= 1)"),
+        (["catalog", "offers", "--provider", "ibm"], "error: unknown provider 'ibm'",
+         "e.g. --provider aws"),
+    ],
+)  # fmt: skip
+def test_errors_name_the_typed_flag_and_a_fix(argv: list[str], starts: str, fix: str) -> None:
+    """QA 35 S #17: these named no flag (unknown workload, 'mig layout' for --gpu) or no fix."""
+    line = _error(argv)
+    assert line.startswith(starts) and line.endswith(fix), line
+
+
+def test_a_plan_file_that_is_no_object_names_what_to_pass(tmp_path: Path) -> None:
+    """QA 35 S #17: `report --plan list.json` gave no fix."""
+    path = tmp_path / "list.json"
+    path.write_text("[]")
+    line = _error(["report", "--plan", str(path), "--json"])
+    assert "not a saved plan (not a JSON object); pass a file written by gpucast plan" in line

@@ -103,6 +103,10 @@ def test_unknown_yaml_key_names_it(tmp_path: Path) -> None:
     assert code == 2
     assert "deadlin" in out and "deadline" in out
     assert len(out.strip().splitlines()) == 1
+    # QA 35 S #20: with its line, as a bad value's error has
+    assert " ".join(out.split()).startswith(
+        f"error: {cfg}, line 2, key 'deadlin': is not an option of plan train; did you mean"
+    )
 
 
 @pytest.mark.parametrize(

@@ -40,7 +40,9 @@ def test_mix_json() -> None:
     "argv, text",
     [
         (["--mix", "mlp:100"], "each item must be NAME:RATE:SLO_MS"),
-        (["--mix", "mlp:-5:50"], "mix mlp: rate must be > 0"),
+        (["--mix", "mlp:-5:50"], "mix mlp: rate must be a finite number > 0"),
+        (["--mix", "mlp:nan:50"], "rate must be a finite number > 0 (got nan)"),  # QA 35 S #22
+        (["--mix", "mlp:10:inf"], "SLO must be a finite number > 0 (got inf)"),
         (["--mix", "mlp:100:50,mlp:10:50"], "lists a model twice"),
         (["--mix", "mlp:100:50", "--model", "mlp:100"], "drop --model"),
         (["--mix", "mlp:100:50", "--gpu", "T4"], "T4 does not support MIG"),
@@ -52,3 +54,11 @@ def test_bad_mix_is_one_line_exit_2(argv: list[str], text: str) -> None:
     assert result.exit_code == 2, result.output
     line = result.stderr.strip()
     assert line.startswith("error: ") and "\n" not in line and text in line
+
+
+def test_too_many_requests_from_mix_names_mix_not_rate() -> None:
+    """QA 35 S #13: the rate came from --mix; --rate is not a flag there."""
+    result = runner.invoke(app, ["plan", "serve", "--mix", "resnet50:1e9:50"])
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert "lower the rates in --mix" in line and "--rate" not in line and "\n" not in line

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpucast.cli.app import app
+from gpucast.cli.measure import format_seconds
 from gpucast.domain.measurement import EnvironmentFingerprint, Measurement
 from gpucast.domain.workload import WorkloadSpec
 from gpucast.store import open_store
@@ -196,3 +197,15 @@ def test_every_kind_the_store_writes_can_be_listed(tmp_path: Path) -> None:
     result = runner.invoke(app, ["--db", db, "runs", "list", "--kind", "coldstart", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["runs"] == []
+
+
+def test_a_cold_start_run_lists_its_total_as_a_total(tmp_path: Path) -> None:
+    """QA 35 S #21: a cold-start run's total sat under `median` as if it were one."""
+    import gpucast
+
+    db = tmp_path / "s.db"
+    total_s = gpucast.measure_coldstart("mlp", steady_runs=2, db=db).measurement.total_s
+    result = runner.invoke(app, ["--db", str(db), "runs", "list"], terminal_width=250)
+    assert result.exit_code == 0, result.output
+    (row,) = [line for line in result.stdout.splitlines() if "coldstart" in line]
+    assert f"{format_seconds(total_s)} total" in row

@@ -560,3 +560,32 @@ def test_simulate_kaas_defaults_are_one_mark_and_a_trace_window_a_duration() -> 
     assert text.exit_code == 0, text.output
     assert "for 10 s (--rate, --duration-s default)" in text.stdout
     assert "default) (" not in text.stdout
+
+
+@pytest.mark.parametrize(
+    ("verb", "config", "flags"),
+    [
+        (["simulate", "serverless"], "synthetic: 20\nminutes: 60\nmodels: [mlp]\n",
+         ["--synthetic", "20", "--minutes", "60", "--models", "mlp"]),
+        (["plan", "serverless"], "synthetic: 20\nminutes: 60\nmodels: mlp\nprice: 1.0\n",
+         ["--synthetic", "20", "--minutes", "60", "--models", "mlp", "--price", "1.0"]),
+        (["simulate", "kaas"], "models: [mlp]\nrate: 50\nduration-s: 1\nseed: 3\n",
+         ["--models", "mlp", "--rate", "50", "--duration-s", "1", "--seed", "3"]),
+        (["plan", "placement"], "topology: dgx1-v100\ngpus: 2\ntop: 3\n",
+         ["--topology", "dgx1-v100", "--gpus", "2", "--top", "3"]),
+    ],
+)  # fmt: skip
+def test_config_file_for_serverless_kaas_and_placement(
+    tmp_path: Path, verb: list[str], config: str, flags: list[str]
+) -> None:
+    """QA 35 S #12: these verbs read --config as the other simulate/plan verbs do."""
+    path = tmp_path / "c.yaml"
+    path.write_text(config)
+    from_file = runner.invoke(app, [*verb, "--config", str(path), "--json"])
+    assert from_file.exit_code == 0, from_file.output
+    assert json.loads(from_file.stdout) == json.loads(
+        runner.invoke(app, [*verb, *flags, "--json"]).stdout
+    )
+    path.write_text(config + "nope: 1\n")
+    bad = runner.invoke(app, [*verb, "--config", str(path)])
+    assert bad.exit_code == 2 and "nope" in bad.stderr

@@ -59,11 +59,14 @@ def test_bad_topologies(links: tuple[Link, ...], match: str) -> None:
         ({"links": 0}, "links must be >= 1"),
         ({"gb_per_s_per_link": float("nan")}, "gb_per_s_per_link"),
         ({"gb_per_s_per_link": -1.0}, "gb_per_s_per_link"),
+        # QA 35 S #10: a kind is one of the known links
+        ({"kind": "warp"}, r"kind: must be one of nvlink2, .*qpi, upi \(got 'warp'\)"),
+        ({"kind": "pcie"}, "pcie3, pcie4"),
     ],
 )
 def test_bad_links(kwargs: dict[str, object], match: str) -> None:
     base: dict[str, object] = {
-        "a": "gpu0", "b": "gpu1", "kind": "pcie", "links": 1, "gb_per_s_per_link": 16.0
+        "a": "gpu0", "b": "gpu1", "kind": "pcie4", "links": 1, "gb_per_s_per_link": 16.0
     }  # fmt: skip
     with pytest.raises(InvalidSpecError, match=match):
         Link(**{**base, **kwargs})  # type: ignore[arg-type]

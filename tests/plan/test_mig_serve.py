@@ -176,7 +176,7 @@ def test_an_slo_no_slice_can_meet_is_one_clear_error() -> None:
 
 
 def test_mix_model_rejects_bad_numbers() -> None:
-    with pytest.raises(InvalidSpecError, match="rate must be > 0"):
+    with pytest.raises(InvalidSpecError, match="rate must be a finite number > 0"):
         MixModel(name="x", rate_rps=-1.0, slo_s=0.05)
-    with pytest.raises(InvalidSpecError, match="SLO must be > 0"):
+    with pytest.raises(InvalidSpecError, match="SLO must be a finite number > 0"):
         MixModel(name="x", rate_rps=1.0, slo_s=float("nan"))

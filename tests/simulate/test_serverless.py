@@ -197,6 +197,27 @@ def test_the_example_for_a_duration_without_unit_is_a_valid_policy(text: str, ex
     parse_policy(example)
 
 
+@pytest.mark.parametrize(
+    ("text", "example"), [("fixed:10x", "fixed:10m"), ("fixed:2.5 y", "fixed:2.5m")]
+)
+def test_a_fixed_policy_with_an_unknown_unit_names_the_unit(text: str, example: str) -> None:
+    """QA 35 S #16: fixed:10x said 'needs a keep-alive > 0 and <= 7 days' (the unit is wrong)."""
+    with pytest.raises(InvalidSpecError, match=r"unit must be s, m, h or d") as caught:
+        parse_policy(text)
+    assert f"e.g. --policy {example} for minutes" in str(caught.value)
+    parse_policy(example)
+
+
+@pytest.mark.parametrize(
+    ("text", "header"),
+    [("fixed:1h", "1 h"), ("fixed:10m", "10 min"), ("fixed:90s", "1.5 min"), ("fixed:30s", "30 s"),
+     ("fixed:2d", "2 days")],
+)  # fmt: skip
+def test_a_fixed_policy_is_described_in_the_unit_it_reads_best_in(text: str, header: str) -> None:
+    """QA 35 S #21: fixed:1h was headed 'fixed keep-alive 60 min'."""
+    assert parse_policy(text).describe() == f"fixed keep-alive {header}"
+
+
 def test_policy_text() -> None:
     assert parse_policy("fixed:30s").keep_alive_s == 30.0
     assert parse_policy("fixed:1h").keep_alive_s == 3600.0

@@ -119,6 +119,8 @@ class CampaignStatus:
     done: int
     failed: int
     points: tuple[dict[str, Any], ...]
+    #: One line when the sweep file's points differ from the stored campaign of its name.
+    note: str | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CampaignStatus:
@@ -135,6 +137,7 @@ class CampaignStatus:
             done=int(data["done"]),
             failed=int(data["failed"]),
             points=tuple(dict(p) for p in data["points"]),
+            note=data.get("note"),
         )
 
     @property
@@ -155,6 +158,7 @@ class CampaignStatus:
             "done": self.done,
             "failed": self.failed,
             "points": [dict(p) for p in self.points],
+            "note": self.note,
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -228,7 +232,11 @@ def campaign_run(
         should_stop=should_stop or _never,
         on_progress=on_progress,
     )
-    return CampaignRunResult(campaign=_status(path, result.campaign_id), progress=result.progress)
+    keys = [p.key for p in sweep.points()]
+    return CampaignRunResult(
+        campaign=_status(path, result.campaign_id, keys=keys, merged=True),
+        progress=result.progress,
+    )
 
 
 def campaign_status(
@@ -238,19 +246,21 @@ def campaign_status(
     db: Path | str | None = None,
     **options: Any,
 ) -> CampaignStatus:
-    """A campaign's done / running / failed / pending points and the errors of failures."""
+    """A campaign's done / running / failed / pending points and the errors of failures; of a
+    sweep file, that file's points (matched by their parameters; not run yet: pending)."""
     from gpucast.measure.campaign import load_sweep
 
     request = resolve(CampaignStatusRequest, request, options)
     if request.campaign is not None:
-        campaign_id = request.campaign
-    else:
-        assert request.sweep_file is not None  # the request holds exactly one
-        campaign_id = load_sweep(request.sweep_file, check_workload=_check_workload).name
-    return _status(_db_path(db), campaign_id)
+        return _status(_db_path(db), request.campaign)
+    assert request.sweep_file is not None  # the request holds exactly one
+    sweep = load_sweep(request.sweep_file, check_workload=_check_workload)
+    return _status(_db_path(db), sweep.name, keys=[p.key for p in sweep.points()])
 
 
-def _status(path: Path, campaign_id: str) -> CampaignStatus:
+def _status(
+    path: Path, campaign_id: str, *, keys: list[str] | None = None, merged: bool = False
+) -> CampaignStatus:
     from gpucast.measure.campaign import campaign_status as status_of
 
     if not path.exists():  # say so without creating an empty store
@@ -258,4 +268,4 @@ def _status(path: Path, campaign_id: str) -> CampaignStatus:
             f"no campaign {campaign_id!r}: no store at {path} yet",
             fix="run it with `gpucast campaign run SWEEP.yaml` first",
         )
-    return CampaignStatus.from_dict(status_of(path, campaign_id))
+    return CampaignStatus.from_dict(status_of(path, campaign_id, keys=keys, merged=merged))

@@ -17,7 +17,7 @@ from gpucast.app._request import resolve
 from gpucast.domain.catalog import GpuSpec, Offer, offers_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_price
-from gpucast.domain.options import option
+from gpucast.domain.options import option, split_list
 from gpucast.domain.provenance import Validation
 from gpucast.domain.systems import NodeShape
 
@@ -28,6 +28,24 @@ if TYPE_CHECKING:
 def _row(value: GpuSpec | Offer | NodeShape) -> dict[str, Any]:
     out = asdict(value)
     out["as_of"] = value.as_of.isoformat()
+    return out
+
+
+#: A GPU's bandwidths in GB/s (bytes) under keys that say so, each beside the ``_gbps`` key
+#: (GB/s too, the catalog CSV's column) kept for files saved before: ``_gbps`` elsewhere
+#: (``network_gbps``, every ``--*-gbps`` flag of a network) is Gbit/s.
+_GPU_GB_PER_S_KEYS = {
+    "memory_bandwidth_gbps": "memory_bandwidth_gb_per_s",
+    "interconnect_gbps": "interconnect_gb_per_s",
+}
+
+
+def _gpu_row(gpu: GpuSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in _row(gpu).items():
+        out[key] = value
+        if key in _GPU_GB_PER_S_KEYS:
+            out[_GPU_GB_PER_S_KEYS[key]] = value
     return out
 
 
@@ -43,7 +61,7 @@ class GpusResult:
     gpus: tuple[GpuSpec, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"gpus": [_row(g) for g in self.gpus]}
+        return {"gpus": [_gpu_row(g) for g in self.gpus]}
 
     def to_frame(self) -> pd.DataFrame:
         """One row per GPU (MIG profiles as a list per row)."""
@@ -265,6 +283,18 @@ def catalog_spot(request: CatalogSpotRequest | None = None, /, **options: Any) -
     return SpotResult(markets=markets, scenarios=tuple(spot_scenarios().values()))
 
 
+def _layout(value: Any) -> tuple[str, ...]:
+    """``--layout``'s profiles; one given empty is refused (it would list every layout)."""
+    profiles = tuple(str(p) for p in split_list(value))
+    if not profiles:
+        raise InvalidSpecError(
+            "layout",
+            "is empty: give the layout's profiles",
+            fix="e.g. --layout 3g.20gb,2g.10gb,1g.5gb, or leave --layout out to list every layout",
+        )
+    return profiles
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CatalogMigRequest:
     """A GPU's MIG profiles and valid layouts (``gpucast catalog mig``)."""
@@ -274,6 +304,7 @@ class CatalogMigRequest:
     gpu: str = option(help="A MIG-capable GPU, e.g. A100-40GB.", example="A100-40GB")
     layout: tuple[str, ...] = option(
         (),
+        parse=_layout,
         help="Check one layout: its profiles, e.g. 3g.20gb,2g.10gb,1g.5gb (PROFILE@START pins "
         "a start offset).",
         example="3g.20gb,2g.10gb,1g.5gb",
@@ -325,6 +356,8 @@ class MigResult:
     checked_prices_usd_per_hour: tuple[float, ...]
     gpu_price: str  # where the GPU price came from
     source_url: str
+    #: the GPU price the slice prices split (US$/h per GPU), None without one
+    gpu_price_usd_per_hour: float | None = None
     validation: Validation  # of a slice's speed from its shares
     #: the GPU's (compute, memory) slices: (7, 8), an A30's (4, 4)
     slices: tuple[int, int] = (7, 8)
@@ -345,6 +378,7 @@ class MigResult:
                 "prices_usd_per_hour": list(self.checked_prices_usd_per_hour),
             },
             "gpu_price": self.gpu_price,
+            "gpu_price_usd_per_hour": self.gpu_price_usd_per_hour,
             "source_url": self.source_url,
             "slice_speed_validation": self.validation.text(),
         }
@@ -375,7 +409,7 @@ def catalog_mig(request: CatalogMigRequest | None = None, /, **options: Any) -> 
     request = resolve(CatalogMigRequest, request, options)
     catalog = load_catalog()
     spec = catalog.gpu(request.gpu)
-    usable = placeable_profiles(spec, catalog.mig_gpu_names())
+    usable = placeable_profiles(spec, catalog.mig_gpu_names(), field="gpu")
     price = request.price
     where = f"--price {price:g} US$/h per GPU" if price is not None else "no price"
     if price is None:
@@ -425,6 +459,7 @@ def catalog_mig(request: CatalogMigRequest | None = None, /, **options: Any) -> 
         checked=checked,
         checked_prices_usd_per_hour=prices,
         gpu_price=where,
+        gpu_price_usd_per_hour=price,
         source_url=MIG_SOURCE,
         validation=validation_for("mig-slice", [spec.name], "*"),
         slices=spec.mig_slices,

@@ -41,7 +41,13 @@ def read_config(path: Path | str, request_cls: type | None = None) -> dict[str, 
     out: dict[str, Any] = {}
     for key, value in data.items():
         if request_cls is not None and field_for(request_cls, str(key)) is None:
-            build(request_cls, {str(key): value}, where=str(path))  # raises: unknown key
+            try:
+                build(request_cls, {str(key): value})  # raises: unknown key
+            except InvalidSpecError as exc:  # named with its line, as a bad value is
+                line = line_of(text, str(key))
+                raise DataFormatError(
+                    str(path), exc.detail, line=line, key=str(key), fix=exc.fix
+                ) from None
         out[str(key).strip()] = value
     return out
 

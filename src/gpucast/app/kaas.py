@@ -93,7 +93,9 @@ class SimulateKaasRequest:
         from gpucast.inputs.serving import check_arrival_kind
 
         if not self.models or any(not m.strip() for m in self.models):
-            raise InvalidSpecError("models", "needs workload names", fix="e.g. resnet50")
+            raise InvalidSpecError(
+                "models", "needs workload names", fix="e.g. --models resnet50,mlp"
+            )
         check_arrival_kind(self.arrivals)
         if self.rate is not None and not (math.isfinite(self.rate) and 0 < self.rate <= 1e5):
             raise InvalidSpecError(

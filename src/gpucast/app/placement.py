@@ -55,15 +55,21 @@ class PlanPlacementRequest:
 
     def __post_init__(self) -> None:
         if not 1 <= self.gpus <= 64:
-            raise InvalidSpecError("gpus", "must be 1..64", got=self.gpus)
+            raise InvalidSpecError("gpus", "must be 1..64", got=self.gpus, fix="e.g. --gpus 2")
         w = self.fragmentation_weight
         if not (w == w and 0.0 <= w <= 10.0):
-            raise InvalidSpecError("fragmentation-weight", "must be in [0, 10]", got=w)
+            raise InvalidSpecError(
+                "fragmentation-weight", "must be in [0, 10]", got=w,
+                fix="e.g. --fragmentation-weight 1",
+            )  # fmt: skip
         if not 0 <= self.jobs <= MAX_JOBS:
-            raise InvalidSpecError("jobs", f"must be 0..{MAX_JOBS}", got=self.jobs)
+            raise InvalidSpecError(
+                "jobs", f"must be 0..{MAX_JOBS}", got=self.jobs,
+                fix="e.g. --jobs 200, or 0 for no simulated queue",
+            )  # fmt: skip
         check_seed(self.seed)
         if not 1 <= self.top <= 1000:
-            raise InvalidSpecError("top", "must be 1..1000", got=self.top)
+            raise InvalidSpecError("top", "must be 1..1000", got=self.top, fix="e.g. --top 5")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -64,7 +64,7 @@ def _saved_json(path: Path) -> dict[str, Any]:
             str(path), f"not JSON ({exc.msg})", line=exc.lineno, fix=_SAVED_FIX
         ) from None
     if not isinstance(data, dict):
-        raise DataFormatError(str(path), "not a saved plan (not a JSON object)")
+        raise DataFormatError(str(path), "not a saved plan (not a JSON object)", fix=_SAVED_FIX)
     kind = data.get("kind")
     if kind is not None and kind not in (*SERVE_PLAN_KINDS, LLM_TRAIN_PLAN_KIND):
         # e.g. a fitted model ({"kind": "speed", "schema_version": 1, ...}): not an old plan

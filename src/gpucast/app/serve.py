@@ -205,7 +205,8 @@ def parse_slo(text: str) -> tuple[float, float]:
     of every serving verb. A latency without its unit (``p99<2``) is refused, as a keep-alive
     without one is: milliseconds or seconds would be a guess."""
     match = re.fullmatch(
-        r"\s*(?:p(?P<p>\d+(?:\.\d+)?)\s*<=?\s*)?(?P<v>\d+(?:\.\d+)?)\s*(?P<u>ms|s|us)?\s*",
+        r"\s*(?:p(?P<p>\d+(?:\.\d+)?)\s*<=?\s*)?(?P<v>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*"
+        r"(?P<u>ms|s|us)?\s*",
         text,
     )
     if match is None:
@@ -231,8 +232,10 @@ def parse_slo(text: str) -> tuple[float, float]:
             "slo percentile", "must be in (0, 100]", got=percentile,
             fix=f"e.g. --slo 'p99<{match['v']}{unit}' (the share of requests within the latency)",
         )  # fmt: skip
-    if seconds <= 0:
-        raise InvalidSpecError("slo", "must be > 0", got=text, fix="e.g. --slo 'p99<50ms'")
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise InvalidSpecError(
+            "slo", "must be a finite latency > 0", got=text, fix="e.g. --slo 'p99<50ms'"
+        )
     return percentile, seconds
 
 
@@ -571,6 +574,7 @@ class PlanServeRequest:
             self.run_s,
             None,  # plan serve has no --allow-large
             bytes_per_request=REQUEST_BYTES,
+            fix="lower the rates in --mix (NAME:RATE:SLO_MS) or --duration-s",
         )
         from gpucast.inputs.serving import parse_latency_table_item
 
@@ -596,7 +600,7 @@ class PlanServeRequest:
             for what, value in (("rate", rate), ("SLO", slo_ms)):
                 if not (math.isfinite(value) and value > 0):
                     raise InvalidSpecError(
-                        f"mix {name}", f"{what} must be > 0", got=value,
+                        f"mix {name}", f"{what} must be a finite number > 0", got=value,
                         fix="e.g. --mix resnet50:400:50",
                     )  # fmt: skip
             out.append((name, rate, slo_ms / 1e3))
@@ -706,6 +710,12 @@ def plan_serve(
     from gpucast.plan.serve import plan_serving
 
     request = resolve(PlanServeRequest, request, options, config)
+    from gpucast.inputs.workload import check_workload_name
+
+    for name, _ in (*((m[0], 0) for m in request.mix_models), *request.model_rates):
+        # close matches now, before any profiling, naming the flag that gave the name
+        flag = "mix" if request.mix else "model"
+        check_workload_name(name, language_models=not request.mix, field=flag)
     if request.mix:  # PARIS + ELSA on MIG slices
         return _plan_mig_serve(request)
     loads: list[ModelLoad] = []
@@ -876,7 +886,10 @@ def mig_mix_inputs(request: PlanServeRequest) -> MigMixInputs:
     spec = catalog.gpu(gpu_name)
     precision = request.precision or serving_engine(request.engine).default_precision
     _check_units(precision, spec, catalog)
-    usable = placeable_profiles(spec, catalog.mig_gpu_names())  # one error without placements
+    # one error without placements, naming --gpu where the user gave it
+    usable = placeable_profiles(
+        spec, catalog.mig_gpu_names(), field="gpu" if request.gpus else "mig layout"
+    )
     mix = [MixModel(name=n, rate_rps=r, slo_s=s) for n, r, s in request.mix_models]
     options, targets = inputs.build_server_options(
         gpus=[spec.name],
@@ -1469,6 +1482,9 @@ def simulate_serve(
     )
 
     request = resolve(SimulateServeRequest, request, options, config)
+    from gpucast.inputs.workload import check_workload_name
+
+    check_workload_name(request.model, language_models=True, field="model")  # before profiling
     policy = request.batching
     engine_profile = serving_engine(request.engine)
     precision = request.precision or engine_profile.default_precision

@@ -298,7 +298,9 @@ class ServerlessLoad:
                 fix="lower --synthetic or --minutes",
             )
         if not self.models or any(not m.strip() for m in self.models):
-            raise InvalidSpecError("models", "needs workload names", fix="e.g. resnet50")
+            raise InvalidSpecError(
+                "models", "needs workload names", fix="e.g. --models resnet50,mlp"
+            )
         for m in self.models:  # plan serve's NAME:RATE: the functions' load is the trace's
             head, sep, tail = m.rpartition(":")
             if sep and head and tail.replace(".", "", 1).isdigit():

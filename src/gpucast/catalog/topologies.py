@@ -35,14 +35,14 @@ def parse_topologies(text: str, path: str, *, sourced: bool = True) -> dict[str,
             link = Link(
                 a=require_text(row["a"], path=path, line=line, column="a"),
                 b=require_text(row["b"], path=path, line=line, column="b"),
-                kind=require_text(row["kind"], path=path, line=line, column="kind"),
+                kind=require_text(row["kind"], path=path, line=line, column="kind").lower(),
                 links=parse_int(row["links"], path=path, line=line, column="links", minimum=1),
                 gb_per_s_per_link=require_float(
                     row["gb_per_s_per_link"], path=path, line=line, column="gb_per_s_per_link"
                 ),
             )
         except InvalidSpecError as exc:
-            raise DataFormatError(path, exc.message, line=line) from None
+            raise DataFormatError(path, exc.message, line=line, fix=exc.fix) from None
         if sourced:
             sources.setdefault(
                 name, require_text(row["source_url"], path=path, line=line, column="source_url")

@@ -136,6 +136,8 @@ def status(
 
 
 def print_status(info: CampaignStatus) -> None:
+    if info.note:
+        err_console.print(f"note: {escape(info.note)}", highlight=False)
     summary = Table(title=f"campaign {escape(info.campaign)}: {info.status}", title_justify="left")
     for column in ("total", "done", "running", "failed", "pending"):
         summary.add_column(column, justify="right")

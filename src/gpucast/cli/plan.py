@@ -227,7 +227,7 @@ def _bw(value: float) -> str:
 
 
 @app.command("placement")
-@request_command(PlanPlacementRequest)
+@request_command(PlanPlacementRequest, config=True)
 def placement(
     request: PlanPlacementRequest,
     json_out: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP),

@@ -70,6 +70,22 @@ def _as_typed(text: str, given: list[str]) -> str:
     return text.replace("--models ", "--model ")
 
 
+def _global_option_hint(group: click.Command, option: str, given: list[str]) -> str:
+    """``--db`` typed after the verb is gpucast's own option, taken only before the verb:
+    say so with the command line that works (``""`` for any other unknown option)."""
+    if not any(option in p.opts for p in group.params):
+        return ""
+    at = next((i for i, a in enumerate(given) if a == option or a.startswith(f"{option}=")), None)
+    if at is None:
+        return ""
+    takes_value = any(option in p.opts and not getattr(p, "is_flag", False) for p in group.params)
+    moved = given[at : at + (2 if takes_value and "=" not in given[at] else 1)]
+    rest = given[:at] + given[at + len(moved) :]
+    return f"; {option} is gpucast's own option: give it before the verb, e.g. gpucast " + " ".join(
+        [*moved, *rest]
+    )
+
+
 class GpucastGroup(TyperGroup):
     """Root command group that turns every error into one clear line and an exit code, and
     imports a verb's module only when that verb is used (:mod:`gpucast.cli.verbs`)."""
@@ -119,6 +135,8 @@ class GpucastGroup(TyperGroup):
             message = _one_line(exc.format_message()).rstrip(".")
             if message:  # `gpucast` alone prints help and raises an empty usage error
                 says = "; see --help" if isinstance(exc, click.exceptions.UsageError) else ""
+                if isinstance(exc, click.exceptions.NoSuchOption):
+                    says = _global_option_hint(self, exc.option_name, given) or says
                 if aliased and isinstance(exc, click.exceptions.NoSuchOption):
                     says = SERVERLESS_OPTIONS_HINT
                 err_console.print(

@@ -25,6 +25,8 @@ app = typer.Typer(
 
 
 def runs_table(result: RunsListResult) -> Table:
+    from gpucast.store.coldstart import COLDSTART_KIND
+
     runs, total = result.runs, result.total
     table = Table(title=f"{len(runs)} of {count_of(total, 'run')}", title_justify="left")
     for column, justify in (
@@ -51,7 +53,8 @@ def runs_table(result: RunsListResult) -> Table:
             str(r.batch_size),
             r.precision,
             "-" if r.device is None else r.device + (f" ({r.gpu_name})" if r.gpu_name else ""),
-            format_seconds(r.median_s),
+            # a cold start's row holds its one total, not a median of samples
+            format_seconds(r.median_s) + (" total" if r.kind == COLDSTART_KIND else ""),
             "-" if r.ci_halfwidth_rel is None else f"{r.ci_halfwidth_rel:.1%}",
             "-" if r.samples_per_s is None else f"{r.samples_per_s:,.1f}",
             r.created_at.strftime("%Y-%m-%d %H:%M:%S"),

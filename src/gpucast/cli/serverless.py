@@ -47,7 +47,7 @@ def _footer(d: dict[str, Any]) -> None:
         _say(line)
 
 
-@request_command(SimulateServerlessRequest)
+@request_command(SimulateServerlessRequest, config=True)
 def simulate_command(
     ctx: typer.Context,
     request: SimulateServerlessRequest,
@@ -104,7 +104,7 @@ def _plan_table(d: dict[str, Any], q: str) -> Table:
     return table
 
 
-@request_command(PlanServerlessRequest)
+@request_command(PlanServerlessRequest, config=True)
 def plan_command(
     ctx: typer.Context,
     request: PlanServerlessRequest,
@@ -129,7 +129,7 @@ def plan_command(
     _footer(d)
 
 
-@request_command(SimulateKaasRequest)
+@request_command(SimulateKaasRequest, config=True)
 def kaas_command(
     ctx: typer.Context,
     request: SimulateKaasRequest,

@@ -488,7 +488,7 @@ class Catalog:
     def _provider(self, provider: str) -> str:
         known = self.providers() or PROVIDERS
         if provider.lower() not in known:
-            raise UnknownProviderError(provider, known)
+            raise UnknownProviderError(provider, known, fix=f"e.g. --provider {sorted(known)[0]}")
         return provider.lower()
 
 

@@ -87,10 +87,12 @@ def check_simulated_requests(
     allow_large: bool | None,
     *,
     bytes_per_request: float,
+    fix: str = "lower --rate or --duration-s",
 ) -> None:
     """The requests a serving run simulates (rate x duration) fit the work ceiling;
     ``bytes_per_request``: what one costs its simulator (an LLM's more than a CNN's);
-    ``allow_large`` None: the verb has no ``--allow-large`` (plan serve)."""
+    ``allow_large`` None: the verb has no ``--allow-large`` (plan serve); ``fix`` names the
+    flags the rate came from."""
     if rate_rps is None:
         return
     check_work(
@@ -99,7 +101,7 @@ def check_simulated_requests(
         what="simulated requests (rate x duration)",
         bytes_per_item=bytes_per_request,
         allow_large=allow_large,
-        fix="lower --rate or --duration-s",
+        fix=fix,
     )
 
 

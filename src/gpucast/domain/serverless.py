@@ -11,11 +11,13 @@ its source and date; a measured phase (``gpucast measure coldstart``) replaces i
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.units import format_duration
 
 FactKind = Literal["storage", "link", "phase"]
 FACT_KINDS: tuple[str, ...] = ("storage", "link", "phase")
@@ -409,7 +411,7 @@ class KeepAlivePolicy:
 
     def describe(self) -> str:
         if self.kind == "fixed":
-            return f"fixed keep-alive {self.keep_alive_s / 60:g} min"
+            return f"fixed keep-alive {format_duration(self.keep_alive_s)}"
         if self.kind == "histogram":
             return (
                 f"hybrid histogram (Shahrad et al. ATC'20): {self.bin_s:g} s bins up to "
@@ -447,7 +449,14 @@ def parse_policy(text: str, *, flag: str = "policy") -> KeepAlivePolicy:
         try:
             keep_alive_s = parse_duration_s(arg, field=flag, allow_zero=True)
         except InvalidSpecError:
-            keep_alive_s = math.nan  # one message for every bad duration, below
+            number = re.match(r"\d+(?:\.\d+)?", arg)  # fixed:10x: the unit is what is wrong
+            if number is None or float(number[0]) <= 0:
+                keep_alive_s = math.nan  # one message for every bad duration, below
+            else:
+                raise InvalidSpecError(
+                    flag, "fixed:DURATION's unit must be s, m, h or d", got=text,
+                    fix=f"e.g. --{flag} fixed:{number[0]}m for minutes",
+                ) from None  # fmt: skip
         if not 0 < keep_alive_s <= MAX_KEEP_ALIVE_S:
             raise InvalidSpecError(
                 flag, f"fixed:DURATION needs a keep-alive > 0 and <= "

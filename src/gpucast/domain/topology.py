@@ -18,6 +18,10 @@ from gpucast.domain.errors import InvalidSpecError
 
 _GPU = re.compile(r"^gpu(\d+)$")
 
+#: The kinds of link a topology may hold: NVLink 2/3/4 (GPU to GPU or NVSwitch), PCIe 3/4
+#: (GPU to switch or CPU) and the socket-to-socket QPI/UPI.
+LINK_KINDS: tuple[str, ...] = ("nvlink2", "nvlink3", "nvlink4", "pcie3", "pcie4", "qpi", "upi")
+
 
 def is_gpu(node: str) -> bool:
     return _GPU.match(node) is not None
@@ -26,7 +30,7 @@ def is_gpu(node: str) -> bool:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Link:
     """A full-duplex link between two nodes: ``links`` lanes of ``gb_per_s_per_link`` GB/s each
-    way (``kind``: nvlink2/nvlink3/nvlink4, pcie3/pcie4, qpi/upi)."""
+    way (``kind``: one of :data:`LINK_KINDS`)."""
 
     a: str
     b: str
@@ -37,6 +41,13 @@ class Link:
     def __post_init__(self) -> None:
         if self.a == self.b:
             raise InvalidSpecError("topology link", f"joins {self.a} to itself")
+        if self.kind not in LINK_KINDS:
+            raise InvalidSpecError(
+                f"link {self.a}-{self.b} kind",
+                f"must be one of {', '.join(LINK_KINDS)}",
+                got=self.kind,
+                fix="e.g. nvlink3 for an A100's NVLink, pcie4 for a GPU on a PCIe 4 switch",
+            )
         if self.links < 1:
             raise InvalidSpecError(f"link {self.a}-{self.b}", "links must be >= 1", got=self.links)
         bw = self.gb_per_s_per_link

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError
-from gpucast.domain.units import format_ms, format_span
+from gpucast.domain.units import count_of, format_duration, format_ms, format_span
 from gpucast.inputs.instance_ebs import network_link
 
 if TYPE_CHECKING:
@@ -119,6 +119,9 @@ def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
             f"{missing} of {duration_s.size} functions have no duration row: they run one "
             "forward pass of their model"
         )
+    span_s = counts.minutes * 60.0
+    long_run = _longer_than_trace(tuple(keys), duration_s, span_s, paths["durations"].name)
+    warnings += [long_run] if long_run else []
     return ServerlessTrace(
         counts=counts.counts,
         names=tuple(keys),
@@ -131,6 +134,24 @@ def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
         apps=tuple(apps),
         memory=memory,
         memory_file=memory_path.name,
+    )
+
+
+def _longer_than_trace(
+    names: tuple[str, ...], duration_s: npt.NDArray[np.float64], span_s: float, file_name: str
+) -> str | None:
+    """A warning naming the functions whose average duration is longer than the whole trace
+    (1e9 ms is 11.6 days): not refused -- such a run is recorded, whole, on the day it ends --
+    but every latency and GPU-hour figure of theirs follows from it."""
+    long_run = np.flatnonzero(duration_s > span_s)  # NaN (no row) compares false
+    if not long_run.size:
+        return None
+    shown = ", ".join(f"{names[i]} ({format_duration(duration_s[i])})" for i in long_run[:3])
+    more = f" and {long_run.size - 3} more" if long_run.size > 3 else ""
+    return (
+        f"{count_of(int(long_run.size), 'function')} of {file_name} run longer "
+        f"on average than the whole trace ({format_duration(span_s)}): {shown}{more}; their "
+        "latency and GPU-hours follow from it -- check the file's Average column (ms)"
     )
 
 

@@ -227,12 +227,17 @@ def builtin_workloads() -> list[str]:
 
 
 def check_workload_name(
-    workload: str, *, profile_option: bool = False, language_models: bool = False
+    workload: str,
+    *,
+    profile_option: bool = False,
+    language_models: bool = False,
+    field: str | None = None,
 ) -> None:
     """An unknown built-in name fails now, with close matches (before any default derived
     from the name, or any profiling); ``module:factory`` and ``run:ID`` pass. The fix names
     ``--profile FILE`` only for a verb that has it (``profile_option``), and the language
-    models of ``llm_models.csv`` (close matches among them too) for one that takes them."""
+    models of ``llm_models.csv`` (close matches among them too) for one that takes them;
+    ``field`` (``model``) starts the error with the flag that gave the name."""
     import re
 
     if ":" in workload or re.fullmatch(r"cifar-resnet\d+", workload.strip().lower()):
@@ -251,7 +256,10 @@ def check_workload_name(
                 "a user model as module:factory"
             )
         raise UnknownWorkloadError(
-            workload, choices, fix=fix + (", or --profile FILE" if profile_option else "")
+            workload,
+            choices,
+            fix=fix + (", or --profile FILE" if profile_option else ""),
+            field=field,
         )
 
 

@@ -52,6 +52,7 @@ from gpucast.domain.campaign import (
     CampaignPoint,
     CampaignProgress,
     MeasureSettings,
+    PointState,
     PointStatus,
     Sweep,
 )
@@ -62,6 +63,7 @@ from gpucast.domain.errors import (
     InvalidSpecError,
 )
 from gpucast.domain.options import lower_list
+from gpucast.domain.units import count_of
 from gpucast.measure.distributed._proc import child_env, popen_tied, stop
 
 _AXES: dict[str, str] = {
@@ -139,7 +141,14 @@ def load_sweep(
     from gpucast.store.yamlfile import compose_yaml
 
     path = Path(path)
-    text = read_input_text(path, "sweep-file", fix="check the path")
+    text = read_input_text(path, "sweep-file", fix="check the path", allow_empty=True)
+    if not text.strip():
+        raise DataFormatError(
+            str(path),
+            "is empty: a sweep needs at least workloads and batch_sizes",
+            fix="e.g. 'workloads: [mlp]' and 'batch_sizes: [32]' on two lines "
+            "(README: 'Campaign sweep file')",
+        )
     root = compose_yaml(text, path)
     if not isinstance(root, yaml.MappingNode):
         raise _bad(
@@ -574,17 +583,52 @@ def run_campaign(
                 should_stop=should_stop,
             )
         finally:
-            status = finish_campaign(store, campaign_id, interrupted=interrupted or should_stop())
+            status = finish_campaign(
+                store, campaign_id, interrupted=interrupted or should_stop(), keys=keys
+            )
         final = _progress(store, campaign_id, keys, None, last_error)
     if on_progress is not None:
         on_progress(final)
     return CampaignResult(campaign_id=campaign_id, status=status, progress=final)
 
 
-def campaign_status(db_path: Path | str, campaign_id: str) -> dict[str, Any]:
-    """The campaign row and every point's state, as plain JSON types."""
+def _file_points(states: list[PointState], keys: Sequence[str]) -> tuple[list[PointState], int]:
+    """The states of a sweep file's points (by their keys, in the file's order; a point not
+    stored yet is pending) and how many stored points the file no longer has."""
+    stored = {s.key: s for s in states}
+    mine = [
+        stored.get(key) or PointState(key=key, position=i, status=PointStatus.PENDING)
+        for i, key in enumerate(keys)
+    ]
+    return mine, len(set(stored) - set(keys))
+
+
+def other_points_note(campaign_id: str, others: int, *, merged: bool) -> str | None:
+    """One line when a sweep file's points differ from the stored campaign of its name."""
+    if not others:
+        return None
+    done = (
+        "this file's points were added to it, the others kept"
+        if merged
+        else "shown are this file's points only"
+    )
+    return (
+        f"campaign {campaign_id!r} also holds {count_of(others, 'point')} not in this file "
+        f"(its axes changed since): {done}; give the file a new `name:` to keep the two apart"
+    )
+
+
+def campaign_status(
+    db_path: Path | str,
+    campaign_id: str,
+    *,
+    keys: Sequence[str] | None = None,
+    merged: bool = False,
+) -> dict[str, Any]:
+    """The campaign row and every point's state, as plain JSON types; with ``keys`` (a sweep
+    file's points), only those points, matched by their parameters, not stored ones pending."""
     from gpucast.store import Store
-    from gpucast.store.campaigns import _pid_alive, get_campaign, point_states
+    from gpucast.store.campaigns import _pid_alive, finished_status, get_campaign, point_states
 
     with Store(db_path) as store:
         row = get_campaign(store, campaign_id)
@@ -598,12 +642,17 @@ def campaign_status(db_path: Path | str, campaign_id: str) -> dict[str, Any]:
                 fix="run it with `gpucast campaign run SWEEP.yaml` first",
             )
         states = point_states(store, campaign_id)
+    others = 0
+    if keys is not None:
+        states, others = _file_points(states, keys)
     status = row.status
     if status == "running" and (row.driver_pid is None or not _pid_alive(int(row.driver_pid))):
         status = "interrupted"  # its driver died (SIGKILL, power loss): resumable
     counts = {s.value: 0 for s in PointStatus}
     for s in states:
         counts[s.status.value] += 1
+    if status != "running" and keys is not None:  # the file's own points, not the stored ones
+        status = finished_status(counts)
     if status == "interrupted":
         counts["pending"] += counts["running"]
         counts["running"] = 0
@@ -625,6 +674,7 @@ def campaign_status(db_path: Path | str, campaign_id: str) -> dict[str, Any]:
             }
             for s in states
         ],
+        "note": other_points_note(campaign_id, others, merged=merged),
     }
 
 

@@ -72,7 +72,7 @@ class MixModel:
         for what, value in (("rate", self.rate_rps), ("SLO", self.slo_s)):
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
                 raise InvalidSpecError(
-                    f"mix {self.name}", f"{what} must be > 0", got=value,
+                    f"mix {self.name}", f"{what} must be a finite number > 0", got=value,
                     fix="write NAME:RATE:SLO_MS, e.g. resnet50:400:50",
                 )  # fmt: skip
 

@@ -102,20 +102,24 @@ def _memory_width(profile: MigProfile) -> int:
     return profile.memory_slices or 1
 
 
-def placeable_profiles(gpu: GpuSpec, mig_gpus: Sequence[str] = ()) -> tuple[MigProfile, ...]:
+def placeable_profiles(
+    gpu: GpuSpec, mig_gpus: Sequence[str] = (), *, field: str = "mig layout"
+) -> tuple[MigProfile, ...]:
     """The profiles of ``gpu`` with published placements; one clear error when there are none,
-    whose fix names ``mig_gpus`` (the catalog's GPUs with placements) when given."""
+    whose fix names ``mig_gpus`` (the catalog's GPUs with placements) when given, and whose
+    ``field`` is the flag that named the GPU (``gpu``), when one did."""
+    flag = "" if field == "mig layout" else f"--{field} "
     pick = (
-        f"pick one of {', '.join(mig_gpus)}"
+        f"pick one of {', '.join(mig_gpus)}, e.g. {flag}{mig_gpus[0]}"
         if mig_gpus
         else "pick a GPU with MIG placements (`gpucast catalog gpus`, column MIG)"
     )
     if not gpu.mig_profiles:
-        raise InvalidSpecError("mig layout", f"{gpu.name} does not support MIG", fix=pick)
+        raise InvalidSpecError(field, f"{gpu.name} does not support MIG", fix=pick)
     usable = gpu.placeable_mig_profiles
     if not usable:
         raise InvalidSpecError(
-            "mig layout",
+            field,
             f"the catalog has no published MIG placements for {gpu.name}",
             fix=f"{pick}, or add the start offsets (nvidia-smi mig -lgipp) to "
             "catalog/data/mig_profiles.csv",

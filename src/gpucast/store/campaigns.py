@@ -299,22 +299,28 @@ def release_point(store: Store, campaign_id: str, key: str) -> None:
         )
 
 
-def finish_campaign(store: Store, campaign_id: str, *, interrupted: bool) -> str:
-    """Release the campaign; its status becomes interrupted, incomplete or done."""
+def finished_status(counts: Mapping[str, int], *, interrupted: bool = False) -> str:
+    """A stopped campaign's status from its points' counts by status: interrupted (some are
+    left to run), incomplete (some failed) or done."""
+    if interrupted or counts.get("pending", 0) or counts.get("running", 0):
+        return "interrupted"
+    return "incomplete" if counts.get("failed", 0) else "done"
+
+
+def finish_campaign(
+    store: Store, campaign_id: str, *, interrupted: bool, keys: Iterable[str] | None = None
+) -> str:
+    """Release the campaign; its status becomes interrupted, incomplete or done, counting the
+    points in ``keys`` (the sweep file's) when given, every stored point otherwise."""
+    wanted = None if keys is None else set(keys)
     with store.transaction() as conn:
-        counts = dict(
-            conn.execute(
-                "SELECT status, COUNT(*) FROM campaign_points WHERE campaign_id = ? "
-                "GROUP BY status",
-                (campaign_id,),
-            ).fetchall()
-        )
-        if interrupted or counts.get("pending", 0) or counts.get("running", 0):
-            status = "interrupted"
-        elif counts.get("failed", 0):
-            status = "incomplete"
-        else:
-            status = "done"
+        counts: dict[str, int] = {}
+        for key, point_status in conn.execute(
+            "SELECT point_key, status FROM campaign_points WHERE campaign_id = ?", (campaign_id,)
+        ).fetchall():
+            if wanted is None or key in wanted:
+                counts[point_status] = counts.get(point_status, 0) + 1
+        status = finished_status(counts, interrupted=interrupted)
         conn.execute(
             "UPDATE campaign_points SET status = 'pending' "
             "WHERE campaign_id = ? AND status = 'running'",

@@ -11,7 +11,9 @@ from gpucast.domain.errors import InvalidSpecError
 def positive_int(field: str, value: Any) -> int:
     """``value`` as an int >= 1, or an InvalidSpecError naming ``field``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidSpecError(field, "must be an integer >= 1", got=value)
+        raise InvalidSpecError(
+            field, "must be an integer >= 1", got=value, fix=f"e.g. -o {field}=64 (any N >= 1)"
+        )
     return value
 
 
