@@ -442,3 +442,26 @@ def test_a_negative_checkpoint_cost_names_a_fix() -> None:
         "checkpoint-s: must be a finite number of seconds >= 0 (got -1.0); e.g. --checkpoint-s"
         in (result.output)
     )
+
+
+def test_the_on_demand_runs_are_the_same_beside_spot_as_alone() -> None:
+    """QA 35 E #18: the on-demand block of a --spot run paid the checkpoints of the spot job's
+    Young interval (3.89 h alone, 4.05 h beside --spot): a job never revoked does not take
+    them, so the same on-demand job gives the same runs either way (a given interval stays)."""
+    args = [
+        *("simulate", "train", "--gpu", "V100", "--workers", "2", "--region", "us-east-1"),
+        *("--provider", "aws", "--workload", "cifar-resnet32", "--strategy", "allreduce"),
+        *("--steps", "20000", "--runs", "40", "--speed", "4.5", "--checkpoint-s", "30"),
+        "--json",
+    ]
+    alone = json.loads(runner.invoke(app, args).stdout)["on_demand"]
+    spot = runner.invoke(app, [*args, "--spot", "--hazard-per-hour", "0.5"])
+    assert spot.exit_code == 0, spot.output
+    out = json.loads(spot.stdout)
+    assert "Young's interval" in " ".join(out["notes"])
+    assert out["on_demand"] == alone
+    given = [*args, "--checkpoint-every", "500"]
+    with_ckpt = json.loads(runner.invoke(app, given).stdout)["on_demand"]
+    assert with_ckpt["duration_s"]["mean"] > alone["duration_s"]["mean"]
+    spot_given = json.loads(runner.invoke(app, [*given, "--spot"]).stdout)["on_demand"]
+    assert spot_given == with_ckpt

@@ -828,6 +828,8 @@ def simulate_train(
     else:
         ckpt_s = request.checkpoint_s
         ckpt_src = f"--checkpoint-s {request.checkpoint_s:g} s per checkpoint"
+    # an interval chosen here for the spot lifetimes (not given) is the spot job's alone
+    young = every_s is None and every_steps is None and any(d is not None for d in dists)
     if every_s is not None:
         every_steps = max(1, round(every_s * full_speed))
         if every_steps > total_steps:
@@ -842,7 +844,7 @@ def simulate_train(
             f"--checkpoint-every {request.checkpoint_every} = every {every_steps} steps at the "
             f"full cluster's {full_speed:.3g} steps/s"
         )
-    elif every_steps is None and any(d is not None for d in dists):
+    elif young:
         # what rolls the job back: any node (synchronous), else the chief's node
         spot_dists = [(d, g.count) for d, g in zip(dists, groups, strict=True) if d is not None]
         hazard = sum(c / max(mean_lifetime_s(d), 1.0) for d, c in spot_dists)
@@ -853,7 +855,8 @@ def simulate_train(
             every_steps = int(min(max(round(tau * full_speed), 1), total_steps))
             notes.append(
                 f"checkpoint every {every_steps:,} steps ({tau / 60:.0f} min: Young's interval "
-                f"sqrt(2 C / hazard) from the spot lifetimes; override with --checkpoint-every)"
+                f"sqrt(2 C / hazard) from the spot lifetimes; override with --checkpoint-every); "
+                "the on-demand runs, never revoked, do not checkpoint"
             )
     if every_steps is None:
         ckpt_src += " (not used: no checkpoints; a chief or PS loss restarts from step 0)"
@@ -986,6 +989,8 @@ def simulate_train(
             sources=sources,
             notes=notes,
             move=move,
+            # an interval chosen for the spot lifetimes does not apply on demand (QA 35 E #18)
+            on_demand_checkpoint_every_steps=None if young else "same",
         )
 
     result = simulate(
