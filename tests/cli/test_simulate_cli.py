@@ -265,6 +265,9 @@ def test_runs_that_never_finish_print_no_numpy_warning() -> None:
     # the bill of a run cut at the horizon is no final cost: the cost row says so too
     cost = next(ln for ln in result.output.splitlines() if ln.strip().startswith("cost US$"))
     assert "mean never" in cost, cost
+    # and so are the GPU-hours of such a run (QA 35 E #17: 'GPU-hours mean 2,014')
+    gpu_h = next(ln for ln in result.output.splitlines() if ln.strip().startswith("GPU-hours"))
+    assert "mean never" in gpu_h, gpu_h
     # the way out, named: the default replaces revoked nodes
     assert "(--no-replace: without it a replacement is launched for each revoked node" in (
         result.output
