@@ -390,3 +390,18 @@ def test_an_energy_tie_of_equal_cost_goes_to_the_cleaner_region() -> None:
              and c.energy_kwh <= 1.02 * best.energy_kwh and c.cost_usd == best.cost_usd
              and c.time_s == best.time_s]  # fmt: skip
     assert best.co2e_kg == min(c.co2e_kg for c in twins)  # type: ignore[type-var]
+
+
+def test_a_plan_limit_says_where_the_lowest_limit_is_assumed() -> None:
+    """QA 35 E #16: `--power-limit auto` ran a B200 at 500 W and a P4 at 37.5 W -- half the
+    default, assumed where gpus.csv has no min_power_limit_w -- and the plan did not say so."""
+    plan = gpucast.plan_train(**PLAN, gpu=["V100", "B200"], power_limit="auto")
+    said = {a.name: a for a in plan.assumptions}["power and energy"].value
+    assert "no minimum power limit in the catalog for B200: 50% of the default limit" in (
+        said
+    )
+    assert "V100" not in said.split("no minimum power limit")[1].split(":")[0]
+    default = gpucast.plan_train(**PLAN, gpu=["V100", "B200"])
+    assert "no minimum power limit" not in {a.name: a for a in default.assumptions}[
+        "power and energy"
+    ].value
