@@ -468,3 +468,29 @@ def test_the_on_demand_runs_are_the_same_beside_spot_as_alone() -> None:
     assert with_ckpt["duration_s"]["mean"] > alone["duration_s"]["mean"]
     spot_given = json.loads(runner.invoke(app, [*given, "--spot"]).stdout)["on_demand"]
     assert spot_given == with_ckpt
+
+
+@pytest.mark.parametrize(
+    ("verb", "alias", "flag"),
+    [
+        (["plan", "train", "--workload", "mlp", "--epochs", "1", "--dataset-size", "20000",
+          "--gpu", "T4", "--provider", "aws", "--region", "us-east-1"],
+         "--on-demand", "--no-spot"),
+        (["simulate", "train", "--gpu", "V100", "--workers", "2", "--region", "us-east-1",
+          "--provider", "aws", "--workload", "cifar-resnet32", "--strategy", "ddp",
+          "--steps", "2000", "--runs", "20", "--speed", "4.5"],
+         "--no-spot", "--on-demand"),
+    ],
+)  # fmt: skip
+def test_both_verbs_take_both_spellings_of_on_demand(
+    verb: list[str], alias: str, flag: str
+) -> None:
+    """QA 35 E #35: `plan train --on-demand` was "No such option" (its flag is --no-spot),
+    and `simulate train --no-spot` likewise (its flag is --on-demand)."""
+    by_alias = runner.invoke(app, [*verb, alias, "--json"])
+    assert by_alias.exit_code == 0, by_alias.output
+    by_flag = runner.invoke(app, [*verb, flag, "--json"])
+    assert json.loads(by_alias.stdout) == json.loads(by_flag.stdout)
+    spot = runner.invoke(app, [*verb, "--spot", "--json"])
+    assert spot.exit_code == 0, spot.output
+    assert json.loads(spot.stdout) != json.loads(by_flag.stdout)

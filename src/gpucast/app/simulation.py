@@ -148,7 +148,12 @@ class SimulateTrainRequest:
         help="ps-async | ps-sync | allreduce | fsdp (ddp = allreduce, ps = ps-async).",
         example="allreduce",
     )
-    spot: bool = option(False, negative="on-demand", help="Nodes on spot servers.")
+    spot: bool = option(
+        False,
+        negative="on-demand",
+        negative_alias="no-spot",
+        help="Nodes on spot servers (--on-demand, or --no-spot as in plan train: not).",
+    )
     region: str | None = option(
         None,
         help="Region of the PS and of workers without @REGION, e.g. us-east1 [default: the "
