@@ -81,6 +81,10 @@ def test_json_shape_and_same_seed_same_output(tmp_path: Path) -> None:
     assert 0 <= out["p_miss_deadline"] <= 1 and "p_miss_deadline" in out["on_demand"]
     assert out["on_demand"]["revocations"]["mean"] == 0
     assert out["cost_usd"]["mean"] < out["on_demand"]["cost_usd"]["mean"]
+    # QA 35 E #27: the saving is a fraction, and its key says so (the old key stays)
+    saving = 1 - out["cost_usd"]["mean"] / out["on_demand"]["cost_usd"]["mean"]
+    assert out["saving_vs_on_demand_fraction"] == pytest.approx(saving)
+    assert out["saving_vs_on_demand"] == out["saving_vs_on_demand_fraction"]
     sources = out["sources"]
     assert {"lifetimes", "speed", "startup", "checkpoint", "prices"} <= set(sources)
     assert "user-given hazard" in sources["lifetimes"]
