@@ -498,3 +498,29 @@ def test_both_verbs_take_both_spellings_of_on_demand(
     spot = runner.invoke(app, [*verb, "--spot", "--json"])
     assert spot.exit_code == 0, spot.output
     assert json.loads(spot.stdout) != json.loads(by_flag.stdout)
+
+
+def test_an_allreduce_job_names_no_ps_and_what_a_loss_costs(tmp_path: Path) -> None:
+    """QA 35 E #23: an on-demand all-reduce job on a cluster said "(PS shards on its hosts)"
+    and "a chief or PS loss restarts from step 0" (it has neither, and nothing is revoked)."""
+    lab = tmp_path / "lab.yaml"
+    lab.write_text(
+        "name: lab\ngpu: V100\ngpus_per_node: 4\nnodes: 2\nintra_node: nvlink-bridge\n"
+        "intra_node_gbps: 300\ninter_node_gbps: 25\nnetwork: ethernet\n"
+        "price_usd_per_gpu_hour: 1.5\n",
+        encoding="utf-8",
+    )
+    args = [
+        *("simulate", "train", "--cluster", str(lab), "--workload", "cifar-resnet32"),
+        *("--steps", "2000", "--runs", "20", "--speed", "4.5", "--json"),
+    ]
+    allreduce = runner.invoke(app, [*args, "--strategy", "allreduce"])
+    assert allreduce.exit_code == 0, allreduce.output
+    sources = json.loads(allreduce.stdout)["sources"]
+    assert "PS shards" not in sources["speed"], sources["speed"]
+    assert sources["checkpoint"].endswith(
+        "(not used: no checkpoints; no node is revoked on demand)"
+    )
+    ps = runner.invoke(app, [*args, "--strategy", "ps-async", "--ps", "1"])
+    assert ps.exit_code == 0, ps.output
+    assert "PS shards on its hosts" in json.loads(ps.stdout)["sources"]["speed"]

@@ -863,8 +863,13 @@ def simulate_train(
                 f"sqrt(2 C / hazard) from the spot lifetimes; override with --checkpoint-every); "
                 "the on-demand runs, never revoked, do not checkpoint"
             )
-    if every_steps is None:
-        ckpt_src += " (not used: no checkpoints; a chief or PS loss restarts from step 0)"
+    if every_steps is None:  # what a loss costs without checkpoints (QA 35 E #23)
+        ckpt_src += " (not used: no checkpoints; " + (
+            "no node is revoked on demand)" if all(d is None for d in dists)
+            else "losing any node restarts from step 0)" if synchronous and not request.elastic
+            else "a chief or PS loss restarts from step 0)" if ps
+            else "a chief loss restarts from step 0)"
+        )  # fmt: skip
     scenario = ClusterScenario(
         workers=groups,
         ps_count=ps,
