@@ -524,3 +524,20 @@ def test_an_allreduce_job_names_no_ps_and_what_a_loss_costs(tmp_path: Path) -> N
     ps = runner.invoke(app, [*args, "--strategy", "ps-async", "--ps", "1"])
     assert ps.exit_code == 0, ps.output
     assert "PS shards on its hosts" in json.loads(ps.stdout)["sources"]["speed"]
+
+
+def test_a_gcp_only_spot_kind_is_refused_off_gcp() -> None:
+    """QA 35 E #29: `--spot-kind preemptible` (GCP only, as its help says) was silently
+    ignored on AWS; on GCP it still stops the nodes at 24 h."""
+    args = [
+        *("simulate", "train", "--workers", "2", "--workload", "cifar-resnet32", "--spot"),
+        *("--strategy", "ddp", "--steps", "2000", "--runs", "20", "--speed", "4.5"),
+        *("--spot-kind", "preemptible"),
+    ]
+    aws = runner.invoke(app, [*args, "--gpu", "V100", "--provider", "aws", "--region", "us-east-1"])
+    assert aws.exit_code == 2
+    assert "spot-kind: preemptible applies to GCP VMs only" in aws.output
+    assert "this job runs on aws" in aws.output and "drop --spot-kind" in aws.output
+    gcp = runner.invoke(app, [*args, "--gpu", "K80", "--region", "us-east1"])
+    assert gcp.exit_code == 0, gcp.output
+    assert "stopped at 24 h" in gcp.output

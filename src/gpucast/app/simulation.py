@@ -718,6 +718,15 @@ def simulate_train(
         else spot_inputs.named_lifetimes(store, request.lifetimes),
     )
     dists = [lifetimes(g.gpu, g.region, request.provider or "") if g.spot else None for g in groups]
+    where = {request.provider or lifetimes.provider_of(g.region) for g in groups}
+    if request.spot_kind == "preemptible" and not where & {"gcp", ""}:  # "": can't tell
+        raise InvalidSpecError(  # was silently ignored off GCP (QA 35 E #29)
+            "spot-kind",
+            "preemptible applies to GCP VMs only (stopped at 24 h); this job runs on "
+            + ", ".join(sorted(where)),
+            got=request.spot_kind,
+            fix="drop --spot-kind, or run on GCP (--provider gcp)",
+        )
     startup = spot_inputs.StartupDelays(data_dir=root)
     start_spot = [startup(g.gpu, "spot", g.region) for g in groups]
     start_spot.append(startup("cpu", "spot", request.region))
