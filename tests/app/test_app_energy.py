@@ -405,3 +405,12 @@ def test_a_plan_limit_says_where_the_lowest_limit_is_assumed() -> None:
     assert "no minimum power limit" not in {a.name: a for a in default.assumptions}[
         "power and energy"
     ].value
+
+
+def test_the_step_times_source_is_not_three_parentheses_deep() -> None:
+    """QA 35 E #25: "0.5543 s (roofline step of `predict train` (none: no stored ... ))" --
+    the calibration is said after a semicolon, one level down."""
+    result = gpucast.predict_energy(workload="resnet50", batch_size=256, gpu="V100-PCIe")
+    step = {a.name: a for a in result.assumptions}["step time at the default limit"]
+    assert step.source.startswith("roofline step of `predict train`; calibration: ")
+    assert "))" not in f"({step.source})"
