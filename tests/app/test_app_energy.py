@@ -374,7 +374,7 @@ def test_a_fixed_plan_limit_no_candidate_takes_is_refused() -> None:
         ({"pue": 0.5}, "pue: must be in [1, 3]"),
         ({"eta": 2.0}, "eta: must be in [0, 1]"),
         ({"power_limit": "-3"}, "power-limit: must be a number of watts > 0"),
-        ({"objective": "greenest"}, "objective: must be one of"),
+        ({"objective": "greenest"}, "(got 'greenest'); e.g. --objective cheapest"),
     ],
 )
 def test_bad_energy_options(options: dict[str, object], message: str) -> None:

@@ -370,7 +370,10 @@ class TrainRequest:
             _positive_int("batch-sizes", b, fix="e.g. --batch-sizes 32,64,128")
         if self.objective not in OBJECTIVES:
             raise InvalidSpecError(
-                "objective", f"must be one of {', '.join(OBJECTIVES)}", got=self.objective
+                "objective",
+                f"must be one of {', '.join(OBJECTIVES)}",
+                got=self.objective,
+                fix="e.g. --objective cheapest",
             )
         _finite_positive("critical-batch", self.critical_batch, fix="e.g. --critical-batch 8192")
         check_lr_rule(self.lr_rule, self.optimizer)
