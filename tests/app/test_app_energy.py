@@ -418,14 +418,13 @@ def test_a_plan_limit_says_where_the_lowest_limit_is_assumed() -> None:
     default, assumed where gpus.csv has no min_power_limit_w -- and the plan did not say so."""
     plan = gpucast.plan_train(**PLAN, gpu=["V100", "B200"], power_limit="auto")
     said = {a.name: a for a in plan.assumptions}["power and energy"].value
-    assert "no minimum power limit in the catalog for B200: 50% of the default limit" in (
-        said
-    )
+    assert "no minimum power limit in the catalog for B200: 50% of the default limit" in (said)
     assert "V100" not in said.split("no minimum power limit")[1].split(":")[0]
     default = gpucast.plan_train(**PLAN, gpu=["V100", "B200"])
-    assert "no minimum power limit" not in {a.name: a for a in default.assumptions}[
-        "power and energy"
-    ].value
+    assert (
+        "no minimum power limit"
+        not in {a.name: a for a in default.assumptions}["power and energy"].value
+    )
 
 
 def test_the_step_times_source_is_not_three_parentheses_deep() -> None:

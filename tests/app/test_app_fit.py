@@ -198,7 +198,7 @@ def test_fit_checkpoint_reads_the_published_folder_as_the_other_fits_do(tmp_path
         fit_checkpoint(data=tmp_path / "x.csv", data_dir=root, out=tmp_path / "c.json")
     assert both.value.field == "data"
     (root / "cmdare" / "checkpoint" / "whole_data.csv").unlink()
-    with pytest.raises(InvalidSpecError, match="cmdare/checkpoint/whole_data.csv") as missing:
+    with pytest.raises(InvalidSpecError, match=r"cmdare/checkpoint/whole_data\.csv") as missing:
         fit_checkpoint(data_dir=root, out=tmp_path / "c.json")
     assert missing.value.field == "data-dir"
 

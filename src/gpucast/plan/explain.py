@@ -18,7 +18,6 @@ evaluate` on a few rows), so its number is the model's, not a rule of thumb:
 from __future__ import annotations
 
 import math
-
 from typing import TYPE_CHECKING
 
 import numpy as np

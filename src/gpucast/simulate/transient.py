@@ -1501,7 +1501,7 @@ def simulate_scenario(
     sources: dict[str, str] | None = None,
     notes: Sequence[str] = (),
     move: Move | None = None,
-    on_demand_checkpoint_every_steps: int | None | Literal["same"] = "same",
+    on_demand_checkpoint_every_steps: int | Literal["same"] | None = "same",
 ) -> SimulationResult:
     """The scenario and its on-demand equivalent (same cluster, no revocations, on-demand
     prices), from one seed: two independent streams spawned from ``SeedSequence(seed)``.
@@ -1554,9 +1554,7 @@ def simulate_scenario(
     od_scenario = (
         scenario
         if on_demand_checkpoint_every_steps == "same"
-        else dataclasses.replace(
-            scenario, checkpoint_every_steps=on_demand_checkpoint_every_steps
-        )
+        else dataclasses.replace(scenario, checkpoint_every_steps=on_demand_checkpoint_every_steps)
     )
 
     def one(ss: np.random.SeedSequence, transient: bool) -> RunStatistics:
