@@ -182,6 +182,27 @@ def test_fit_checkpoint(tmp_path: Path) -> None:
     assert set(result.to_dict()) == {"model_file", "rows", "lomo_mape_pct", "skipped"}
 
 
+def test_fit_checkpoint_reads_the_published_folder_as_the_other_fits_do(tmp_path: Path) -> None:
+    """QA 35 E #20: `fit power` and `fit steptime` take --data-dir; `fit checkpoint` took only
+    --data. Both work now (one of them), and the folder must hold CM-DARE's saves."""
+    root = tmp_path / "data"
+    (root / "cmdare" / "checkpoint").mkdir(parents=True)
+    checkpoint_csv(root / "cmdare" / "checkpoint" / "whole_data.csv")
+    by_dir = fit_checkpoint(data_dir=root, out=tmp_path / "a.json")
+    by_file = fit_checkpoint(
+        data=root / "cmdare" / "checkpoint" / "whole_data.csv", out=tmp_path / "b.json"
+    )
+    assert by_dir.rows == by_file.rows == 18
+    assert by_dir.lomo_mape_pct == by_file.lomo_mape_pct
+    with pytest.raises(InvalidSpecError, match="give one") as both:
+        fit_checkpoint(data=tmp_path / "x.csv", data_dir=root, out=tmp_path / "c.json")
+    assert both.value.field == "data"
+    (root / "cmdare" / "checkpoint" / "whole_data.csv").unlink()
+    with pytest.raises(InvalidSpecError, match=r"cmdare/checkpoint/whole_data\.csv") as missing:
+        fit_checkpoint(data_dir=root, out=tmp_path / "c.json")
+    assert missing.value.field == "data-dir"
+
+
 def test_fit_checkpoint_too_few_rows(tmp_path: Path) -> None:
     data = tmp_path / "c.csv"
     data.write_text(

@@ -162,6 +162,11 @@ def test_a_bad_factor_names_its_file_line_and_column(tmp_path: Path) -> None:
     bad.write_text("gpu,factor\na,1.0\nb,\nc,1.1\n")
     with pytest.raises(DataFormatError, match=r"line 3, column 'factor': .* got an empty cell"):
         gpucast.fit_variability(name="x", factors=bad, db=tmp_path / "s.db")
+    # QA 35 E #21: pandas read 'nan' (and 'NA', 'null') as missing: "got an empty cell"
+    for cell in ("nan", "NA", "null"):
+        bad.write_text(f"gpu,factor\na,1.0\nb,{cell}\nc,1.1\n")
+        with pytest.raises(DataFormatError, match=rf"line 3, column 'factor': .* got '{cell}'"):
+            gpucast.fit_variability(name="x", factors=bad, db=tmp_path / "s.db")
 
 
 def test_a_plan_names_its_collective_constants_and_the_overlap_prior() -> None:

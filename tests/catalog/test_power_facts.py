@@ -37,6 +37,7 @@ def _row(idle: str, lo: str, hi: str) -> str:
         ("L40S", 100, 350),
         ("A100-40GB", 100, 400),
         ("A100-80GB", 100, 400),  # a 500 W HGX board's minimum; the datasheet's 400 W kept
+        ("A40", 100, 300),  # QA 35 E #16: `--power-limit auto` assumed 150 W
     ],
 )
 def test_power_limit_ranges_where_a_source_gives_them(name: str, lo: float, hi: float) -> None:

@@ -48,5 +48,16 @@ def test_fit_and_predict_checkpoint_json(shared_data: Path, tmp_path: Path) -> N
          "--output", str(out), "--json"],
     )  # fmt: skip
     assert pred.exit_code == 0, pred.output
-    assert json.loads(pred.stdout) == {"output": str(out), "rows": 2}
+    printed = json.loads(pred.stdout)
+    assert (printed["output"], printed["rows"], len(printed["predictions"])) == (str(out), 2, 2)
     assert out.read_text().splitlines()[0].startswith("Checkpoint Size (MB),Predicted Duration")
+    # QA 35 E #20: --json without --output prints the predictions ("output: is required")
+    only = runner.invoke(
+        app, ["predict", "checkpoint", "--model", str(model), "--input", str(rows), "--json"]
+    )
+    assert only.exit_code == 0, only.output
+    assert json.loads(only.stdout)["predictions"] == printed["predictions"]
+    text = runner.invoke(
+        app, ["predict", "checkpoint", "--model", str(model), "--input", str(rows)]
+    )
+    assert text.stdout.startswith("predicted 2 rows\n  row 1: ")

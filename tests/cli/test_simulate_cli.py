@@ -81,6 +81,10 @@ def test_json_shape_and_same_seed_same_output(tmp_path: Path) -> None:
     assert 0 <= out["p_miss_deadline"] <= 1 and "p_miss_deadline" in out["on_demand"]
     assert out["on_demand"]["revocations"]["mean"] == 0
     assert out["cost_usd"]["mean"] < out["on_demand"]["cost_usd"]["mean"]
+    # QA 35 E #27: the saving is a fraction, and its key says so (the old key stays)
+    saving = 1 - out["cost_usd"]["mean"] / out["on_demand"]["cost_usd"]["mean"]
+    assert out["saving_vs_on_demand_fraction"] == pytest.approx(saving)
+    assert out["saving_vs_on_demand"] == out["saving_vs_on_demand_fraction"]
     sources = out["sources"]
     assert {"lifetimes", "speed", "startup", "checkpoint", "prices"} <= set(sources)
     assert "user-given hazard" in sources["lifetimes"]
@@ -265,6 +269,9 @@ def test_runs_that_never_finish_print_no_numpy_warning() -> None:
     # the bill of a run cut at the horizon is no final cost: the cost row says so too
     cost = next(ln for ln in result.output.splitlines() if ln.strip().startswith("cost US$"))
     assert "mean never" in cost, cost
+    # and so are the GPU-hours of such a run (QA 35 E #17: 'GPU-hours mean 2,014')
+    gpu_h = next(ln for ln in result.output.splitlines() if ln.strip().startswith("GPU-hours"))
+    assert "mean never" in gpu_h, gpu_h
     # the way out, named: the default replaces revoked nodes
     assert "(--no-replace: without it a replacement is launched for each revoked node" in (
         result.output
@@ -442,3 +449,95 @@ def test_a_negative_checkpoint_cost_names_a_fix() -> None:
         "checkpoint-s: must be a finite number of seconds >= 0 (got -1.0); e.g. --checkpoint-s"
         in (result.output)
     )
+
+
+def test_the_on_demand_runs_are_the_same_beside_spot_as_alone() -> None:
+    """QA 35 E #18: the on-demand block of a --spot run paid the checkpoints of the spot job's
+    Young interval (3.89 h alone, 4.05 h beside --spot): a job never revoked does not take
+    them, so the same on-demand job gives the same runs either way (a given interval stays)."""
+    args = [
+        *("simulate", "train", "--gpu", "V100", "--workers", "2", "--region", "us-east-1"),
+        *("--provider", "aws", "--workload", "cifar-resnet32", "--strategy", "allreduce"),
+        *("--steps", "20000", "--runs", "40", "--speed", "4.5", "--checkpoint-s", "30"),
+        "--json",
+    ]
+    alone = json.loads(runner.invoke(app, args).stdout)["on_demand"]
+    spot = runner.invoke(app, [*args, "--spot", "--hazard-per-hour", "0.5"])
+    assert spot.exit_code == 0, spot.output
+    out = json.loads(spot.stdout)
+    assert "Young's interval" in " ".join(out["notes"])
+    assert out["on_demand"] == alone
+    given = [*args, "--checkpoint-every", "500"]
+    with_ckpt = json.loads(runner.invoke(app, given).stdout)["on_demand"]
+    assert with_ckpt["duration_s"]["mean"] > alone["duration_s"]["mean"]
+    spot_given = json.loads(runner.invoke(app, [*given, "--spot"]).stdout)["on_demand"]
+    assert spot_given == with_ckpt
+
+
+@pytest.mark.parametrize(
+    ("verb", "alias", "flag"),
+    [
+        (["plan", "train", "--workload", "mlp", "--epochs", "1", "--dataset-size", "20000",
+          "--gpu", "T4", "--provider", "aws", "--region", "us-east-1"],
+         "--on-demand", "--no-spot"),
+        (["simulate", "train", "--gpu", "V100", "--workers", "2", "--region", "us-east-1",
+          "--provider", "aws", "--workload", "cifar-resnet32", "--strategy", "ddp",
+          "--steps", "2000", "--runs", "20", "--speed", "4.5"],
+         "--no-spot", "--on-demand"),
+    ],
+)  # fmt: skip
+def test_both_verbs_take_both_spellings_of_on_demand(
+    verb: list[str], alias: str, flag: str
+) -> None:
+    """QA 35 E #35: `plan train --on-demand` was "No such option" (its flag is --no-spot),
+    and `simulate train --no-spot` likewise (its flag is --on-demand)."""
+    by_alias = runner.invoke(app, [*verb, alias, "--json"])
+    assert by_alias.exit_code == 0, by_alias.output
+    by_flag = runner.invoke(app, [*verb, flag, "--json"])
+    assert json.loads(by_alias.stdout) == json.loads(by_flag.stdout)
+    spot = runner.invoke(app, [*verb, "--spot", "--json"])
+    assert spot.exit_code == 0, spot.output
+    assert json.loads(spot.stdout) != json.loads(by_flag.stdout)
+
+
+def test_an_allreduce_job_names_no_ps_and_what_a_loss_costs(tmp_path: Path) -> None:
+    """QA 35 E #23: an on-demand all-reduce job on a cluster said "(PS shards on its hosts)"
+    and "a chief or PS loss restarts from step 0" (it has neither, and nothing is revoked)."""
+    lab = tmp_path / "lab.yaml"
+    lab.write_text(
+        "name: lab\ngpu: V100\ngpus_per_node: 4\nnodes: 2\nintra_node: nvlink-bridge\n"
+        "intra_node_gbps: 300\ninter_node_gbps: 25\nnetwork: ethernet\n"
+        "price_usd_per_gpu_hour: 1.5\n",
+        encoding="utf-8",
+    )
+    args = [
+        *("simulate", "train", "--cluster", str(lab), "--workload", "cifar-resnet32"),
+        *("--steps", "2000", "--runs", "20", "--speed", "4.5", "--json"),
+    ]
+    allreduce = runner.invoke(app, [*args, "--strategy", "allreduce"])
+    assert allreduce.exit_code == 0, allreduce.output
+    sources = json.loads(allreduce.stdout)["sources"]
+    assert "PS shards" not in sources["speed"], sources["speed"]
+    assert sources["checkpoint"].endswith(
+        "(not used: no checkpoints; no node is revoked on demand)"
+    )
+    ps = runner.invoke(app, [*args, "--strategy", "ps-async", "--ps", "1"])
+    assert ps.exit_code == 0, ps.output
+    assert "PS shards on its hosts" in json.loads(ps.stdout)["sources"]["speed"]
+
+
+def test_a_gcp_only_spot_kind_is_refused_off_gcp() -> None:
+    """QA 35 E #29: `--spot-kind preemptible` (GCP only, as its help says) was silently
+    ignored on AWS; on GCP it still stops the nodes at 24 h."""
+    args = [
+        *("simulate", "train", "--workers", "2", "--workload", "cifar-resnet32", "--spot"),
+        *("--strategy", "ddp", "--steps", "2000", "--runs", "20", "--speed", "4.5"),
+        *("--spot-kind", "preemptible"),
+    ]
+    aws = runner.invoke(app, [*args, "--gpu", "V100", "--provider", "aws", "--region", "us-east-1"])
+    assert aws.exit_code == 2
+    assert "spot-kind: preemptible applies to GCP VMs only" in aws.output
+    assert "this job runs on aws" in aws.output and "drop --spot-kind" in aws.output
+    gcp = runner.invoke(app, [*args, "--gpu", "K80", "--region", "us-east1"])
+    assert gcp.exit_code == 0, gcp.output
+    assert "stopped at 24 h" in gcp.output

@@ -61,3 +61,18 @@ def test_a_run_that_never_finishes_has_no_final_cost() -> None:
     assert out["central"] == {"duration_s": math.inf, "cost_usd": math.inf}
     done = RunStatistics(duration_s=3600.0 * f, cost_usd=10.0 * f, revocations=np.zeros(6))
     assert done.final_cost_usd.tolist() == (10.0 * f).tolist()
+
+
+def test_a_run_that_never_finishes_has_no_final_gpu_hours() -> None:
+    """QA 35 E #17: 'GPU-hours mean 2,014' beside 'hours mean never' was the bill to the
+    30-day horizon, as the cost was before (#3)."""
+    d = np.array([1.0, math.inf, 2.0]) * 3600.0
+    runs = RunStatistics(
+        duration_s=d, cost_usd=np.ones(3), revocations=np.zeros(3), gpu_s=[7200.0, 9e6, 14400.0]
+    )
+    assert runs.final_gpu_s is not None
+    assert runs.final_gpu_s.tolist() == [7200.0, math.inf, 14400.0]
+    assert runs.summary()["gpu_hours"] == {"mean": math.inf, "median": 4.0, "p10": 2.4,
+                                           "p90": math.inf}  # fmt: skip
+    untracked = RunStatistics(duration_s=d, cost_usd=np.ones(3), revocations=np.zeros(3))
+    assert untracked.final_gpu_s is None and "gpu_hours" not in untracked.summary()

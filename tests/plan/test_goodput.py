@@ -92,3 +92,24 @@ def test_fastest_searches_the_wide_batch_grid_and_cheapest_says_what_it_searched
     cheapest = plan_training(request(objective="cheapest", allow_spot=False), _ctx(2000.0))
     assert {o.per_worker_batch for o in cheapest.batch_choice} <= {32, 64, 128, 256}
     assert "per-worker batches 32-256 searched" in cheapest.batch_why
+
+
+def test_an_efficiency_above_one_says_what_it_is_relative_to() -> None:
+    """QA 35 E #26: "statistical efficiency 1.52" read as Pollux's (<= 1, against the smallest
+    batch); it is relative to the reference batch, and above 1 needs fewer samples than it."""
+    from gpucast.domain.plan import BatchOption
+    from gpucast.plan.goodput import batch_why
+
+    def why(eff: float) -> str:
+        one = BatchOption(
+            global_batch=256, per_worker_batch=256, samples_per_s=3223.0,
+            statistical_efficiency=eff, goodput_samples_per_s=3223.0 * eff, time_s=1.0,
+            cost_usd=1.0, chosen=True,
+        )  # fmt: skip
+        return batch_why((one,), "cost")
+
+    assert "statistical efficiency 1.52 (vs the reference batch; above 1: fewer samples to " in (
+        why(1.52)
+    )
+    assert "statistical efficiency 0.88 (vs the reference batch) = goodput" in why(0.88)
+    assert "statistical efficiency 1.00 (vs the reference batch) = goodput" in why(1.001)

@@ -138,3 +138,29 @@ def test_the_strata_miss_a_tail_the_on_demand_p_meet_counts() -> None:
     p = p_meet_deadline(deadline_x * 3600.0, 0.0, np.array([3600.0]), lo, hi)[0]
     assert all(f <= deadline_x for f in strata(lo, hi))
     assert 0.95 < p < 1.0  # ...the continuous tail does not
+
+
+def test_a_spot_plan_whose_runs_may_never_finish_has_no_final_cost_to_rank_by() -> None:
+    """QA 35 E #17: a spot plan with P(never) > 0 stated the bill up to the 30-day horizon as
+    its mean cost and GPU-hours, so the planner could rank it cheapest on a truncated bill."""
+    from gpucast.domain.simulation import RunStatistics
+    from gpucast.plan.risk import _outcome
+
+    f = np.array([0.5, 1.0, 2.0, 0.5, 1.0, 2.0])
+    done = np.array([1.0, 2.0, 4.0, 1.0, 2.0, 4.0]) * 3600.0
+    runs = {"cost_usd": 10.0 * f, "revocations": np.zeros(6), "gpu_s": 2 * done}
+    job = _job(24 * 3600.0, tuple(f[:3]))
+    finished = _outcome(RunStatistics(duration_s=done, **runs), job, 100, slowdown=f)
+    assert finished.cost_mean_usd == pytest.approx(10.0)
+    assert finished.gpu_hours_mean == pytest.approx(4.0)
+    cut = np.where(np.arange(6) == 5, math.inf, done)
+    never = _outcome(RunStatistics(duration_s=cut, **runs), job, 100, slowdown=f)
+    assert never.p_unfinished == pytest.approx(1 / 6)
+    assert never.cost_mean_usd == math.inf and never.cost_p90_usd == math.inf
+    assert never.gpu_hours_mean == math.inf
+    # the market hint says so rather than "spot costs +inf% more"
+    from gpucast.plan.explain import spot_verdict
+
+    assert spot_verdict(1.0 - never.cost_mean_usd / 50.0) == (
+        "spot has no final cost (some runs never finish)"
+    )

@@ -595,7 +595,7 @@ def predict_energy(
     else:
         step_lo = estimate.lower * ratio * step_band[0]
         step_hi = estimate.upper * ratio * step_band[1]
-        step_source = f"roofline step of `predict train` ({train.calibration_source})"
+        step_source = f"roofline step of `predict train`; calibration: {train.calibration_source}"
     # a cap never speeds a step up: no lower bound under the default limit's own (the power
     # model's band of the ratio reaches below 1, which read 179.7 ms at 200 W under 185.6 at 250)
     step_lo = max(

@@ -260,10 +260,44 @@ class FitCheckpointRequest:
 
     VERB: ClassVar[str] = "fit checkpoint"
 
-    data: Path = option(
-        help="CM-DARE checkpoint CSV (e.g. whole_data.csv)", example="whole_data.csv"
-    )
     out: Path = option(help="where to write the fitted model (JSON)", example="checkpoint.json")
+    data: Path | None = option(
+        None,
+        help="CM-DARE checkpoint CSV (e.g. whole_data.csv); or give --data-dir",
+        example="whole_data.csv",
+    )
+    data_dir: Path | None = option(
+        None,
+        help="Published data folder: fits its cmdare/checkpoint/whole_data.csv, as `fit power` "
+        "and `fit steptime` read theirs (default: $GPUCAST_SHARED_DATA)",
+        example="../shared/data",
+    )
+
+    def __post_init__(self) -> None:
+        if self.data is not None and self.data_dir is not None:
+            raise InvalidSpecError(
+                "data",
+                "and --data-dir name the same input: give one",
+                got=str(self.data),
+                fix="drop --data to fit the published cmdare/checkpoint/whole_data.csv",
+            )
+
+    def csv_path(self) -> Path:
+        """The checkpoint CSV to fit: ``data``, else the published folder's."""
+        from gpucast.inputs.data import data_path, published_data_dir
+
+        if self.data is not None:
+            return require_file(self.data, "data")
+        root = published_data_dir(self.data_dir, needs=("cmdare",))
+        path = data_path(root, "cmdare", "checkpoint", "whole_data.csv")
+        if path is None:
+            raise InvalidSpecError(
+                "data-dir",
+                "must hold cmdare/checkpoint/whole_data.csv (CM-DARE's checkpoint saves)",
+                got=None if root is None else str(root),
+                fix="pass --data-dir ../shared/data, or --data FILE.csv",
+            )
+        return path
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -295,10 +329,11 @@ def fit_checkpoint(
     from gpucast.store.models import save_model
 
     request = resolve(FitCheckpointRequest, request, options)
-    table = read_checkpoint_csv(require_file(request.data, "data"))
+    path = request.csv_path()
+    table = read_checkpoint_csv(path)
     if len(table.frame) < MIN_CHECKPOINT_ROWS:
         raise DataFormatError(
-            str(request.data),
+            str(path),
             f"has fewer than {MIN_CHECKPOINT_ROWS} usable rows",
             fix="check the file",
         )

@@ -740,19 +740,35 @@ class PredictCheckpointRequest:
 
     model: Path = option(help="JSON from `gpucast fit checkpoint`", example="checkpoint.json")
     input: Path = option(help="CSV with Checkpoint Size (MB)", example="rows.csv")
-    output: Path = option(help="CSV to write (input + predictions)", example="out.csv")
+    output: Path | None = option(
+        None,
+        help="CSV to write (input + predictions); without it the predictions are printed",
+        example="out.csv",
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PredictCheckpointResult:
-    """The rows written: the input plus predicted checkpoint duration and its interval."""
+    """The input rows plus predicted checkpoint duration and its interval (written to
+    ``output`` when given)."""
 
-    output: Path
+    output: Path | None
     rows: int
     frame: pd.DataFrame = field(compare=False, repr=False)
 
+    def predictions(self) -> list[dict[str, float]]:
+        """Each row's predicted duration and interval, in input order."""
+        cols = {"duration_s": DURATION_COL, "lower_s": LOWER_COL, "upper_s": UPPER_COL}
+        return [
+            {key: float(row[col]) for key, col in cols.items()} for _, row in self.frame.iterrows()
+        ]
+
     def to_dict(self) -> dict[str, Any]:
-        return {"output": str(self.output), "rows": self.rows}
+        return {
+            "output": None if self.output is None else str(self.output),
+            "rows": self.rows,
+            "predictions": self.predictions(),
+        }
 
     def to_frame(self) -> pd.DataFrame:
         return self.frame.copy()
@@ -780,5 +796,6 @@ def predict_checkpoint(
     out[DURATION_COL] = pred["duration_s"].to_numpy()
     out[LOWER_COL] = pred["lower"].to_numpy()
     out[UPPER_COL] = pred["upper"].to_numpy()
-    write_csv_atomic(out, request.output)
+    if request.output is not None:
+        write_csv_atomic(out, request.output)
     return PredictCheckpointResult(output=request.output, rows=len(out), frame=out)

@@ -148,7 +148,12 @@ class SimulateTrainRequest:
         help="ps-async | ps-sync | allreduce | fsdp (ddp = allreduce, ps = ps-async).",
         example="allreduce",
     )
-    spot: bool = option(False, negative="on-demand", help="Nodes on spot servers.")
+    spot: bool = option(
+        False,
+        negative="on-demand",
+        negative_alias="no-spot",
+        help="Nodes on spot servers (--on-demand, or --no-spot as in plan train: not).",
+    )
     region: str | None = option(
         None,
         help="Region of the PS and of workers without @REGION, e.g. us-east1 [default: the "
@@ -713,6 +718,15 @@ def simulate_train(
         else spot_inputs.named_lifetimes(store, request.lifetimes),
     )
     dists = [lifetimes(g.gpu, g.region, request.provider or "") if g.spot else None for g in groups]
+    where = {request.provider or lifetimes.provider_of(g.region) for g in groups}
+    if request.spot_kind == "preemptible" and not where & {"gcp", ""}:  # "": can't tell
+        raise InvalidSpecError(  # was silently ignored off GCP (QA 35 E #29)
+            "spot-kind",
+            "preemptible applies to GCP VMs only (stopped at 24 h); this job runs on "
+            + ", ".join(sorted(where)),
+            got=request.spot_kind,
+            fix="drop --spot-kind, or run on GCP (--provider gcp)",
+        )
     startup = spot_inputs.StartupDelays(data_dir=root)
     start_spot = [startup(g.gpu, "spot", g.region) for g in groups]
     start_spot.append(startup("cpu", "spot", request.region))
@@ -828,6 +842,8 @@ def simulate_train(
     else:
         ckpt_s = request.checkpoint_s
         ckpt_src = f"--checkpoint-s {request.checkpoint_s:g} s per checkpoint"
+    # an interval chosen here for the spot lifetimes (not given) is the spot job's alone
+    young = every_s is None and every_steps is None and any(d is not None for d in dists)
     if every_s is not None:
         every_steps = max(1, round(every_s * full_speed))
         if every_steps > total_steps:
@@ -842,7 +858,7 @@ def simulate_train(
             f"--checkpoint-every {request.checkpoint_every} = every {every_steps} steps at the "
             f"full cluster's {full_speed:.3g} steps/s"
         )
-    elif every_steps is None and any(d is not None for d in dists):
+    elif young:
         # what rolls the job back: any node (synchronous), else the chief's node
         spot_dists = [(d, g.count) for d, g in zip(dists, groups, strict=True) if d is not None]
         hazard = sum(c / max(mean_lifetime_s(d), 1.0) for d, c in spot_dists)
@@ -853,10 +869,16 @@ def simulate_train(
             every_steps = int(min(max(round(tau * full_speed), 1), total_steps))
             notes.append(
                 f"checkpoint every {every_steps:,} steps ({tau / 60:.0f} min: Young's interval "
-                f"sqrt(2 C / hazard) from the spot lifetimes; override with --checkpoint-every)"
+                f"sqrt(2 C / hazard) from the spot lifetimes; override with --checkpoint-every); "
+                "the on-demand runs, never revoked, do not checkpoint"
             )
-    if every_steps is None:
-        ckpt_src += " (not used: no checkpoints; a chief or PS loss restarts from step 0)"
+    if every_steps is None:  # what a loss costs without checkpoints (QA 35 E #23)
+        ckpt_src += " (not used: no checkpoints; " + (
+            "no node is revoked on demand)" if all(d is None for d in dists)
+            else "losing any node restarts from step 0)" if synchronous and not request.elastic
+            else "a chief or PS loss restarts from step 0)" if ps
+            else "a chief loss restarts from step 0)"
+        )  # fmt: skip
     scenario = ClusterScenario(
         workers=groups,
         ps_count=ps,
@@ -986,6 +1008,8 @@ def simulate_train(
             sources=sources,
             notes=notes,
             move=move,
+            # an interval chosen for the spot lifetimes does not apply on demand (QA 35 E #18)
+            on_demand_checkpoint_every_steps=None if young else "same",
         )
 
     result = simulate(

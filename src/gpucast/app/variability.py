@@ -224,9 +224,15 @@ def _from_csv(path: Path) -> tuple[list[float], str]:
     from gpucast.predict.variability import MAX_OUTLIER_FACTOR
     from gpucast.store.files import read_csv_input
 
-    # blank lines kept as empty rows, then dropped: a row's index + 2 is its line in the file
+    # blank lines kept as empty rows, then dropped: a row's index + 2 is its line in the file;
+    # only an empty cell is missing ('nan' is a bad cell to name as written, QA 35 E #21)
     frame = read_csv_input(
-        path, "factors", fix="check the --factors path", skip_blank_lines=False
+        path,
+        "factors",
+        fix="check the --factors path",
+        skip_blank_lines=False,
+        keep_default_na=False,
+        na_values=[""],
     ).dropna(how="all")
     column = next((c for c in ("step_time_s", "factor") if c in frame.columns), None)
     if column is None:

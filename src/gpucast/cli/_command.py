@@ -67,6 +67,8 @@ def _parameter(f: Field) -> inspect.Parameter:
         annotation = str | None
     elif f.kind == "bool":
         decls = [f"{info.cli_flag}/--{info.negative}" if info.negative else info.cli_flag]
+        if info.negative and info.negative_alias:
+            decls.append(f" /--{info.negative_alias}")  # click: a second "off" spelling
         if info.short:
             decls.append(info.short)
         default = typer.Option(None, *decls, help=_help(f), show_default=False)

@@ -18,6 +18,7 @@ from gpucast.app.predict import (
 )
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, emit_result, state
+from gpucast.domain.units import count_of
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="Predict step time, cluster speed, overheads."
@@ -156,7 +157,7 @@ def speed(
     unseen = result.gpus_from_catalog_only
     emit_result(
         result.to_dict(),
-        f"predicted {result.rows} rows -> {result.output}"
+        f"predicted {count_of(result.rows, 'row')} -> {result.output}"
         + (f" ({', '.join(unseen)} from catalog specs: no training data)" if unseen else ""),
         as_json=json_out,
     )
@@ -173,7 +174,9 @@ def cluster(
 
     result = predict_cluster(request)
     emit_result(
-        result.to_dict(), f"predicted {result.rows} rows -> {result.output}", as_json=json_out
+        result.to_dict(),
+        f"predicted {count_of(result.rows, 'row')} -> {result.output}",
+        as_json=json_out,
     )
 
 
@@ -187,6 +190,12 @@ def checkpoint(
     from gpucast.app import predict_checkpoint
 
     result = predict_checkpoint(request)
-    emit_result(
-        result.to_dict(), f"predicted {result.rows} rows -> {result.output}", as_json=json_out
-    )
+    text = f"predicted {count_of(result.rows, 'row')}"
+    if result.output is not None:
+        text += f" -> {result.output}"
+    else:
+        text += "".join(
+            f"\n  row {i}: {p['duration_s']:.2f} s [{p['lower_s']:.2f}, {p['upper_s']:.2f}]"
+            for i, p in enumerate(result.predictions(), start=1)
+        )
+    emit_result(result.to_dict(), text, as_json=json_out)

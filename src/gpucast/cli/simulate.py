@@ -83,8 +83,9 @@ def print_simulation(result: SimulationResult, request: SimulateTrainRequest) ->
         console.print(f"[bold]{name}[/bold] ({stats.runs} runs)")
         console.print(row("hours", Summary.of(stats.duration_s / 3600.0), ".2f"))
         console.print(row("cost US$", Summary.of(stats.final_cost_usd), ".2f"))
-        if stats.gpu_s is not None:  # billed: capacity gaps are not GPU-hours
-            console.print(row("GPU-hours", Summary.of(stats.gpu_s / 3600.0), format_amount))
+        gpu_s = stats.final_gpu_s
+        if gpu_s is not None:  # billed: capacity gaps are not GPU-hours
+            console.print(row("GPU-hours", Summary.of(gpu_s / 3600.0), format_amount))
         console.print(row("revocations", Summary.of(stats.revocations.astype(float)), ".2f"))
         if stats.stratified:
             hours, usd = (

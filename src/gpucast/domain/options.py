@@ -51,7 +51,9 @@ class OptionInfo:
 
     ``kind`` is what the CLI parses before ``parse`` runs (``text`` when the field's type is
     not what a person types, e.g. a duration); ``item`` is the element kind of a ``list``;
-    ``negative`` names the ``--no-...`` flag of a boolean (``None``: a plain switch);
+    ``negative`` names the ``--no-...`` flag of a boolean (``None``: a plain switch) and
+    ``negative_alias`` a second spelling of it (``plan train --on-demand`` as ``simulate
+    train``'s, ``simulate train --no-spot`` as ``plan train``'s);
     ``argument`` makes it positional; ``cli=False`` keeps it out of the CLI (Python and
     config files only); ``example`` is a value used in "e.g." fixes.
     """
@@ -62,6 +64,7 @@ class OptionInfo:
     item: str = "text"
     parse: Callable[[Any], Any] | None = None
     negative: str | None = None
+    negative_alias: str | None = None
     argument: bool = False
     short: str | None = None
     metavar: str | None = None
@@ -83,6 +86,7 @@ def option(
     item: str = "text",
     parse: Callable[[Any], Any] | None = None,
     negative: str | None = None,
+    negative_alias: str | None = None,
     argument: bool = False,
     short: str | None = None,
     metavar: str | None = None,
@@ -100,6 +104,7 @@ def option(
         item=item,
         parse=parse,
         negative=negative,
+        negative_alias=negative_alias,
         argument=argument,
         short=short,
         metavar=metavar,

@@ -207,7 +207,13 @@ class TrainRequest:
     cluster_nodes: int | None = cluster_nodes_option()
     cluster_price_usd_per_gpu_hour: float | None = cluster_price_option()
     cluster_set: ClusterSettings = cluster_set_option()
-    allow_spot: bool = option(True, flag="spot", negative="no-spot", help="Allow spot servers.")
+    allow_spot: bool = option(
+        True,
+        flag="spot",
+        negative="no-spot",
+        negative_alias="on-demand",
+        help="Allow spot servers (--no-spot, or --on-demand as in simulate train: none).",
+    )
     max_gpus: int = option(64, help="At most this many GPUs.", example="64")
     min_p_meet: float = option(
         0.9, help="Plans must meet the deadline with this probability.", example="0.9"
@@ -364,7 +370,10 @@ class TrainRequest:
             _positive_int("batch-sizes", b, fix="e.g. --batch-sizes 32,64,128")
         if self.objective not in OBJECTIVES:
             raise InvalidSpecError(
-                "objective", f"must be one of {', '.join(OBJECTIVES)}", got=self.objective
+                "objective",
+                f"must be one of {', '.join(OBJECTIVES)}",
+                got=self.objective,
+                fix="e.g. --objective cheapest",
             )
         _finite_positive("critical-batch", self.critical_batch, fix="e.g. --critical-batch 8192")
         check_lr_rule(self.lr_rule, self.optimizer)

@@ -694,6 +694,7 @@ def simulation_prices(
         Network(
             ps_gbps=link,
             worker_gbps=link,
-            source=f"cluster {cluster.name}: {link:g} Gbit/s per node; PS shards on its hosts",
+            source=f"cluster {cluster.name}: {link:g} Gbit/s per node"
+            + ("; PS shards on its hosts" if ps_count else ""),
         ),
     )

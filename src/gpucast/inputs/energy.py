@@ -221,6 +221,14 @@ def plan_power(
         what = f"per GPU type and batch, the limit minimising Zeus's cost (eta {request.eta:g})"
     else:
         what = "every GPU at its default power limit"
+    assumed = sorted(g for g in gpus if g in boards and boards[g].min_power_limit_w is None)
+    if mode != "default" and assumed:
+        # QA 35 E #16: `auto` landed on the assumed floor (B200 500 W, P4 37.5 W) unsaid
+        what += (
+            f" (no minimum power limit in the catalog for {', '.join(assumed)}: "
+            f"{BoardPower.ASSUMED_MIN_SHARE:.0%} of the default limit assumed as the lowest, "
+            "which the board may refuse; check nvidia-smi -q -d power)"
+        )
     note = (
         f"{what}; average board power from the power model (predicted from the roofline's "
         f"shares: leave-one-GPU-out power MAPE 15-29% on the Zeus GPUs); energy = power x "

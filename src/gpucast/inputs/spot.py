@@ -147,7 +147,7 @@ class Lifetimes:
     def lookup(self, gpu: str, region: str, provider: str = "") -> tuple[LifetimeDistribution, str]:
         """The distribution for a node and what it rests on: ``given``, ``named``,
         ``fitted`` or ``scenario``."""
-        provider = provider or self._provider_of(region)
+        provider = provider or self.provider_of(region)
         key = f"{provider or '?'} {self._name(gpu)} {region}"
         dist, kind = self._choose(gpu, region, provider)
         self.used[key] = (kind, dist.source)
@@ -158,7 +158,7 @@ class Lifetimes:
         trace where it applies, the pessimistic scenario's gap where that applies, else 0."""
         from gpucast.catalog.spot import spot_scenarios
 
-        _, kind = self._choose(gpu, region, provider or self._provider_of(region))
+        _, kind = self._choose(gpu, region, provider or self.provider_of(region))
         if kind == "named":
             gaps = self.named[1].get("gaps") if isinstance(self.named[1], dict) else None
             return 0.0 if gaps is None else gaps.sample
@@ -171,7 +171,7 @@ class Lifetimes:
         return f"{name!r} ({' '.join(parts) or 'every node'})"
 
     def rests_on_scenario(self, gpu: str, region: str, provider: str = "") -> bool:
-        return self._choose(gpu, region, provider or self._provider_of(region))[1] == "scenario"
+        return self._choose(gpu, region, provider or self.provider_of(region))[1] == "scenario"
 
     def with_scenario(self, scenario: str) -> Lifetimes:
         """The same rule with the other documented scenario where no data applies."""
@@ -309,7 +309,8 @@ class Lifetimes:
         except UnknownGpuError:
             return gpu
 
-    def _provider_of(self, region: str) -> str:
+    def provider_of(self, region: str) -> str:
+        """The one provider with offers in ``region`` ('': none, or several)."""
         providers = {o.provider for o in self.catalog.find_offers(region=region)}
         return providers.pop() if len(providers) == 1 else ""
 

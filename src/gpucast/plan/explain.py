@@ -17,6 +17,7 @@ evaluate` on a few rows), so its number is the model's, not a rule of thumb:
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -42,7 +43,10 @@ def _pct(new: float, old: float) -> str:
 
 def spot_verdict(saving: float) -> str:
     """What spot does to an on-demand plan's cost: revocations (restarts, lost work, capacity
-    gaps) and another cloud's prices can make it dearer, said as such, never "saves -43%"."""
+    gaps) and another cloud's prices can make it dearer, said as such, never "saves -43%";
+    where some spot runs never finish it has no final cost to compare."""
+    if not math.isfinite(saving):
+        return "spot has no final cost (some runs never finish)"
     return f"spot saves {saving:.0%}" if saving >= 0 else f"spot costs {-saving:+.0%} more"
 
 
@@ -122,7 +126,11 @@ def explain(
     elif spot is not None and twin is not None:
         od_cost = float(ev.cost_usd[twin])
         extra_cost = od_cost / spot.cost_mean_usd - 1.0 if spot.cost_mean_usd > 0 else 0.0
-        line = f"on demand costs {extra_cost:+.0%}"
+        line = (
+            f"on demand costs {extra_cost:+.0%}"
+            if math.isfinite(spot.cost_mean_usd)
+            else "on demand finishes, where some spot runs never do"
+        )
         od_p = float(res.p_model[twin])
         if (
             spot.p_meet_deadline is not None

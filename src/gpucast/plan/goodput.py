@@ -100,9 +100,12 @@ def batch_why(options: tuple[BatchOption, ...], objective: str) -> str:
     if chosen is None:
         return ""
     feasible = [o for o in options if not o.reason]
+    eff = chosen.statistical_efficiency
+    # relative to the reference batch, not Pollux's <= 1 against the smallest (QA 35 E #26)
+    above = "; above 1: fewer samples to target than at it" if round(eff, 2) > 1 else ""
     head = (
         f"global batch {chosen.global_batch:,}: {chosen.samples_per_s:,.0f} samples/s x "
-        f"statistical efficiency {chosen.statistical_efficiency:.2f} = goodput "
+        f"statistical efficiency {eff:.2f} (vs the reference batch{above}) = goodput "
         f"{chosen.goodput_samples_per_s:,.0f} reference samples/s"
     )
     best = max(feasible, key=lambda o: o.goodput_samples_per_s, default=chosen)

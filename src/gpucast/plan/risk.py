@@ -482,15 +482,18 @@ def _outcome(
     """Time, cost and GPU-hours at the central step time (what an on-demand plan states:
     :func:`at_central_step`); the p90s, P(meet deadline) and P(unfinished) over every stratum,
     so they carry the step-time model's uncertainty as an on-demand plan's interval does."""
+    # a run that never finishes has no final cost or GPU-hours (inf): the bill to the horizon
+    # would rank a plan that may never finish as cheap (QA 35 E #17)
     dur = Summary.of(pooled.duration_s)
-    cost = Summary.of(pooled.cost_usd)
+    final_usd, final_gpu_s = pooled.final_cost_usd, pooled.final_gpu_s
+    cost = Summary.of(final_usd)
     p_meet = None if job.deadline_s is None else 1.0 - float(pooled.p_miss_deadline or 0.0)
-    gpu_h = None if pooled.gpu_s is None else at_central_step(pooled.gpu_s, slowdown) / 3600.0
+    gpu_h = None if final_gpu_s is None else at_central_step(final_gpu_s, slowdown) / 3600.0
     return SpotOutcome(
         runs=pooled.runs,
         time_mean_s=at_central_step(pooled.duration_s, slowdown),
         time_p90_s=dur.p90,
-        cost_mean_usd=at_central_step(pooled.cost_usd, slowdown),
+        cost_mean_usd=at_central_step(final_usd, slowdown),
         cost_p90_usd=cost.p90,
         p_meet_deadline=p_meet,
         p_unfinished=pooled.p_unfinished,

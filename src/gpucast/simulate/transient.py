@@ -66,7 +66,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -1501,9 +1501,13 @@ def simulate_scenario(
     sources: dict[str, str] | None = None,
     notes: Sequence[str] = (),
     move: Move | None = None,
+    on_demand_checkpoint_every_steps: int | Literal["same"] | None = "same",
 ) -> SimulationResult:
     """The scenario and its on-demand equivalent (same cluster, no revocations, on-demand
     prices), from one seed: two independent streams spawned from ``SeedSequence(seed)``.
+    ``on_demand_checkpoint_every_steps``: the on-demand equivalent's checkpoint interval where
+    it differs from ``scenario``'s (an interval chosen for the spot lifetimes, as Young's is,
+    does not apply to a job that is never revoked); ``"same"``: ``scenario``'s.
 
     ``speed_factors`` are equally likely strata of the step-time model's uncertainty
     (:func:`gpucast.plan.uncertainty.strata`): the runs are split evenly over them and each
@@ -1547,8 +1551,15 @@ def simulate_scenario(
     k = max(1, min(len(factors), runs))
     split = [runs // k + (1 if j < runs % k else 0) for j in range(k)]
 
+    od_scenario = (
+        scenario
+        if on_demand_checkpoint_every_steps == "same"
+        else dataclasses.replace(scenario, checkpoint_every_steps=on_demand_checkpoint_every_steps)
+    )
+
     def one(ss: np.random.SeedSequence, transient: bool) -> RunStatistics:
         streams = [ss] if k == 1 and factors[0] == 1.0 else ss.spawn(k)
+        job = scenario if transient else od_scenario
         parts = []
         offset = 0
         for factor, n, stream in zip(factors[:k], split, streams, strict=True):
@@ -1557,7 +1568,7 @@ def simulate_scenario(
             offset += n
             parts.append(
                 simulate_runs(
-                    scenario,
+                    job,
                     speed=speed if factor == 1.0 else _scaled(speed, factor),
                     prices=prices,
                     lifetimes=lifetimes,
@@ -1581,10 +1592,10 @@ def simulate_scenario(
             duration_s=np.concatenate([p.duration_s for p in parts]),
             cost_usd=np.concatenate([p.cost_usd for p in parts]),
             revocations=np.concatenate([p.revocations for p in parts]),
-            deadline_s=scenario.deadline_s,
+            deadline_s=job.deadline_s,
             fallbacks=(
                 np.concatenate([p.fallbacks for p in parts if p.fallbacks is not None])
-                if scenario.fallback_after_s is not None
+                if job.fallback_after_s is not None
                 else None
             ),
             moves=(

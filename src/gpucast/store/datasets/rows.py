@@ -66,6 +66,10 @@ def require_columns(frame: pd.DataFrame, path: Path, columns: Sequence[str]) -> 
             )
 
 
+#: The fix for a cell that is no plain finite number.
+_PLAIN = "write a plain number such as 12.5 (no unit, no thousands separator)"
+
+
 def number_column(
     frame: pd.DataFrame,
     path: Path,
@@ -89,25 +93,35 @@ def number_column(
         if not text:
             if optional:
                 continue
-            raise DataFormatError(str(path), "empty cell", line=line, column=column)
+            raise DataFormatError(
+                str(path), "empty cell", line=line, column=column, fix="fill it or drop the row"
+            )
         try:
             value = float(text)
         except ValueError:
             raise DataFormatError(
-                str(path), f"not a number ({text!r})", line=line, column=column
+                str(path), f"not a number ({text!r})", line=line, column=column, fix=_PLAIN
             ) from None
         if not math.isfinite(value):
             raise DataFormatError(
-                str(path), f"not a finite number ({text})", line=line, column=column
+                str(path), f"not a finite number ({text})", line=line, column=column, fix=_PLAIN
             )
         if value < 0 or (value == 0 and not allow_zero):
             bound = ">= 0" if allow_zero else "> 0"
             raise DataFormatError(
-                str(path), f"must be {bound} (got {text})", line=line, column=column
+                str(path),
+                f"must be {bound} (got {text})",
+                line=line,
+                column=column,
+                fix=f"correct the cell to a number {bound}, or drop the row",
             )
         if integer and value != int(value):
             raise DataFormatError(
-                str(path), f"must be a whole number (got {text})", line=line, column=column
+                str(path),
+                f"must be a whole number (got {text})",
+                line=line,
+                column=column,
+                fix=f"e.g. {max(1, round(value))}",
             )
         out[i] = value
     return out
