@@ -173,7 +173,7 @@ def test_db_after_the_verb_says_it_goes_before(argv: list[str], works: str) -> N
          "error: top: must be", "e.g. --top 5"),
         (["measure", "coldstart", "mlp", "-o", "hidden=-1"], "error: hidden: must be an integer",
          "e.g. -o hidden=64 (any N >= 1)"),
-        (["catalog", "offers", "--provider", "ibm"], "error: unknown provider 'ibm'",
+        (["catalog", "offers", "--provider", "ibm"], "error: provider: unknown provider 'ibm'",
          "e.g. --provider aws"),
     ],
 )  # fmt: skip

@@ -22,7 +22,7 @@ def test_infer_curve_json(tmp_path: Path) -> None:
     assert out["workload"] == "mlp" and out["colocation"] is None
     assert [p["batch_size"] for p in out["curves"][0]["points"]] == [1, 4]
     assert len(out["curves"][0]["run_ids"]) == 2
-    assert set(out["curves"][0]["fit"]) == {"fixed_s", "per_sample_s"}
+    assert set(out["curves"][0]["fit"]) == {"fixed_s", "per_sample_s", "warning"}
     text = CliRunner().invoke(app, [*args, "--no-save"])
     assert text.exit_code == 0, text.output
     assert "mlp" in text.stdout and "fit:" in text.stdout and "runs" not in text.stdout
