@@ -142,6 +142,18 @@ def test_a_trace_shorter_than_the_duration_is_offered_at_its_own_rate(
     # the mean batch is per batch, as each server's (requests / batches)
     server = short["servers"][0]
     assert short["mean_batch_size"] == pytest.approx(server["mean_batch_size"], rel=0.02)
+    # a trace longer than 60 s is replayed whole, as a language model's run replays it (QA 34
+    # C #16: a CNN replayed its first 60 s); --duration-s still cuts it
+    long = tmp_path / "long.csv"
+    long.write_text("arrival_s\n" + "\n".join(f"{i * 0.05:.3f}" for i in range(3000)) + "\n")
+    kw["arrivals"] = f"trace:{long}"
+    whole = gpucast.simulate_serve(**kw).to_dict()
+    assert whole["horizon_s"] == pytest.approx(150, rel=0.01)
+    assert whole["requests"] == 3000
+    assert gpucast.simulate_serve(**kw, duration_s=60).to_dict()["horizon_s"] == 60
+    llm = gpucast.simulate_serve(model="llama-3-8b", gpu="H100-SXM", arrivals=f"trace:{long}",
+                                 input_len=64, output_len=8).to_dict()  # fmt: skip
+    assert llm["requests"] == 3000
 
 
 def test_simulate_serve_prices_a_mig_slice_by_the_planner_rule() -> None:

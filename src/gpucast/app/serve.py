@@ -1062,7 +1062,12 @@ class SimulateServeRequest:
     instances: int = option(1, help="Model instances per GPU.", example="2")
     servers: int = option(1, help="Number of GPUs (load balanced).", example="2")
     mig: str | None = option(None, help="Run on one MIG slice, e.g. 1g.10gb.", example="1g.10gb")
-    duration_s: float = option(60.0, help="Simulated seconds.", example="60")
+    duration_s: float | None = option(
+        None,
+        help="Simulated seconds (default 60; a trace: its whole span, as a language model's "
+        "run replays it; given, a trace is cut there).",
+        example="60",
+    )
     slo: str | None = option(
         None,
         parse=lower_text,
@@ -1243,7 +1248,7 @@ class SimulateServeRequest:
         _check_at_most("host-ms", self.host_ms, 1e6, "ms")
         _check_at_most("calibrate-p50-ms", self.calibrate_p50_ms, 1e6, "ms")
         check_simulated_requests(
-            "rate", self.rate, self.duration_s, self.allow_large, bytes_per_request=REQUEST_BYTES
+            "rate", self.rate, self.run_s, self.allow_large, bytes_per_request=REQUEST_BYTES
         )
         _check_host_capacity(self.host_capacity_rps)
         _check_host_ms(self.host_ms)
@@ -1347,6 +1352,21 @@ class SimulateServeRequest:
             max_queue_size=self.max_queue,
             queue_timeout_s=None if self.queue_timeout_ms is None else self.queue_timeout_ms / 1e3,
         )
+
+    @property
+    def run_s(self) -> float:
+        """Seconds a generated stream, a closed loop or a saturation probe runs: --duration-s,
+        default 60."""
+        return 60.0 if self.duration_s is None else float(self.duration_s)
+
+    @property
+    def arrivals_s(self) -> float | None:
+        """The --duration-s the arrivals are cut at: a trace's whole span unless one is given
+        (QA 34 C #16: a CNN replayed a trace's first 60 s where a language model replays it
+        whole), a generated stream's :attr:`run_s`."""
+        if self.duration_s is None and self.arrivals.startswith("trace:"):
+            return None
+        return self.run_s
 
     @property
     def closed_loop(self) -> ClosedLoop | None:
@@ -1556,9 +1576,9 @@ def simulate_serve(
     closed = request.closed_loop
     traffic: dict[str, Any] = {}
     trace = None
-    horizon_s = request.duration_s
+    horizon_s = request.run_s
     if closed is None:
-        arrivals = inputs.arrivals(request.arrivals, request.rate, request.duration_s, request.seed)
+        arrivals = inputs.arrivals(request.arrivals, request.rate, request.arrivals_s, request.seed)
         traffic = {request.model: arrivals.times_s}
         horizon_s = arrivals.duration_s  # a trace shorter than --duration-s ends with it
         process = arrivals.source
@@ -1645,7 +1665,7 @@ def simulate_serve(
         if request.calibrate_p50_ms is not None:
             points.append((traffic, request.calibrate_p50_ms / 1e3))
         for rate, p50_s in request.calibration_points:
-            other = inputs.arrivals(request.arrivals, rate, request.duration_s, request.seed)
+            other = inputs.arrivals(request.arrivals, rate, request.arrivals_s, request.seed)
             points.append(({request.model: other.times_s}, p50_s))
         fit = inputs.calibrated_host_path(
             deployment, points, capacity_rps=request.host_capacity_rps, seed=request.seed
@@ -1663,7 +1683,7 @@ def simulate_serve(
         )  # fmt: skip
     else:
         result = simulate_closed_loop(
-            deployment, {request.model: closed}, request.duration_s, seed=request.seed,
+            deployment, {request.model: closed}, request.run_s, seed=request.seed,
             slo_s=slo_s, sources=sources,
         )  # fmt: skip
     if miss_bytes:
@@ -1675,7 +1695,7 @@ def simulate_serve(
         saturation = find_saturation(
             deployment,
             lambda rate, span: {request.model: at(rate, span)},
-            duration_s=request.duration_s,
+            duration_s=request.run_s,
             start_rps=analytic_capacity_rps(deployment, request.model),
             seed=request.seed,
         )
