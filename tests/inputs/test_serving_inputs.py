@@ -260,3 +260,19 @@ def test_rescaled_arrivals_keep_the_process_at_another_rate() -> None:
     assert fast[0] == 0.0 and np.all(np.diff(fast) > 0) and fast[-1] < 2.0
     assert fast.size / 2.0 == pytest.approx(40.0, rel=0.15)
     np.testing.assert_allclose(np.diff(fast[:5]), np.diff(trace) / 10.0)
+
+
+def test_a_latency_table_says_what_it_leaves_to_extrapolation_and_what_no_device_does() -> None:
+    """QA 34 C #18: a one-row table or a latency that falls with the batch was taken silently."""
+    from gpucast.domain.serving import LatencyCurve
+    from gpucast.inputs.serving import latency_table_warnings
+
+    one = LatencyCurve(batch_sizes=(1,), latency_s=(0.004,), source="measured: t.csv")
+    (w,) = latency_table_warnings(one, 8, "latency-table")
+    assert w.startswith("latency-table: batches up to 8") and "in proportion" in w
+    dips = LatencyCurve(batch_sizes=(1, 2, 4, 8), latency_s=(0.004, 0.006, 0.005, 0.012),
+                        source="measured: t.csv")  # fmt: skip
+    (w,) = latency_table_warnings(dips, 8, "latency-table")
+    assert "falls from batch 2 to batch 4 (1 such step)" in w
+    fine = LatencyCurve(batch_sizes=(1, 8), latency_s=(0.004, 0.012), source="measured: t.csv")
+    assert latency_table_warnings(fine, 8, "latency-table") == []

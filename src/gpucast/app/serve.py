@@ -1450,19 +1450,28 @@ class SimulateServeResult:
 
 
 def serving_validation(
-    gpus: list[str], precision: str, *, calibrated: bool, engine: str = "eager-pytorch"
+    gpus: list[str],
+    precision: str,
+    *,
+    calibrated: bool,
+    engine: str = "eager-pytorch",
+    measured: Path | None = None,
 ) -> dict[str, str]:
     """The serving models' validated error for these GPUs (catalog names) and precision: the
     latency model with a host path given or calibrated, else as predicted from the catalog
-    alone; and the engine's device throughput where it was checked."""
+    alone; and the engine's device throughput where it was checked. ``measured``: a latency
+    table gives the device's batch latency, so no roofline curve's error applies to it."""
     from gpucast.catalog.validation import validation_for
 
     key = "serving" if calibrated else "serving-uncalibrated"
-    out = {
-        "serving latency (roofline curve + simulator)": validation_for(
-            key, sorted(set(gpus)), precision, 1
-        ).text()
-    }
+    text = validation_for(key, sorted(set(gpus)), precision, 1).text()
+    if measured is not None:
+        return {
+            "serving latency (your latency table + simulator)": f"the batch latencies are "
+            f"{measured.name}'s, as measured; the simulator's queueing was validated with the "
+            f"roofline curve: {text}"
+        }
+    out = {"serving latency (roofline curve + simulator)": text}
     if engine != "eager-pytorch":
         out[f"device throughput ({engine})"] = validation_for(
             f"serving-engine:{engine}", sorted(set(gpus)), precision, 1
@@ -1526,8 +1535,10 @@ def simulate_serve(
         sources["payload"] = f"{request.input_kb:g} KB per request (given)"
     else:
         sources["payload"] = inputs.payload_text(work, precision)
+    table_warnings: list[str] = []
     if request.latency_table is not None:
         curve = inputs.read_latency_table(request.latency_table)
+        table_warnings = inputs.latency_table_warnings(curve, policy.largest_batch, "latency-table")
     else:
         curve = inputs.roofline_curve(
             work, server.spec, precision, policy.largest_batch, mig=server.mig,
@@ -1699,7 +1710,7 @@ def simulate_serve(
             start_rps=analytic_capacity_rps(deployment, request.model),
             seed=request.seed,
         )
-    warnings += _overload_warnings(result)
+    warnings += table_warnings + _overload_warnings(result)
     classes = deadline_outcomes(result, deployment) if scheduler is not None else ()
     host_s = deployment.groups[0].server.host_s
     return SimulateServeResult(
@@ -1715,6 +1726,7 @@ def simulate_serve(
             precision,
             calibrated=host_capacity_rps is not None or host_s > 0,
             engine=engine_profile.name,
+            measured=request.latency_table,
         ),
         arrival_process=process,
         engine=engine_profile.name,

@@ -364,6 +364,35 @@ def read_latency_table(path: Path) -> LatencyCurve:
     )
 
 
+def latency_table_warnings(curve: LatencyCurve, largest_batch: int, flag: str) -> list[str]:
+    """What a measured latency table leaves to extrapolation or says that no device does
+    (QA 34 C #18: one row, or a latency that falls with the batch, were taken silently):
+    batches beyond its largest, priced along its last segment (one row: in proportion), and
+    a latency lower at a larger batch."""
+    sizes, lat = curve.batch_sizes, curve.latency_s
+    out = []
+    if largest_batch > sizes[-1]:
+        how = (
+            f"in proportion to the batch from its one row (batch {sizes[0]})"
+            if len(sizes) == 1
+            else f"along its last segment (batch {sizes[-2]} to {sizes[-1]})"
+        )
+        out.append(
+            f"{flag}: batches up to {largest_batch} are served but the table stops at "
+            f"{sizes[-1]}: larger ones are priced {how}; measure them "
+            "(gpucast measure infer-curve --batch-sizes ...)"
+        )
+    falls = [(sizes[k], sizes[k + 1]) for k in range(len(sizes) - 1) if lat[k + 1] < lat[k]]
+    if falls:
+        a, b = falls[0]
+        out.append(
+            f"{flag}: the latency falls from batch {a} to batch {b} "
+            f"({len(falls)} such step{'s' if len(falls) > 1 else ''}): priced as given, though a "
+            "device takes no less time for more work -- check the measurement"
+        )
+    return out
+
+
 def parse_latency_table_item(item: str) -> tuple[str, str, Path]:
     """``MODEL@SERVER=CSV`` -> (model, server, path); one error naming the flag otherwise."""
     key, sep, path = item.partition("=")
