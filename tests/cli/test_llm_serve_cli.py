@@ -307,3 +307,14 @@ def test_a_simulated_gpu_that_misses_is_not_listed_as_not_simulated_and_cells_st
     row = next(line for line in result.stdout.splitlines() if "(misses)" in line)
     ttft_cell = row.split("│")[5].strip()
     assert re.fullmatch(r"\d{1,3}(,\d{3})+", ttft_cell), ttft_cell  # over 10 s, in ms
+
+
+def test_a_limit_below_the_pareto_front_still_shows_the_pick() -> None:
+    # the cheapest row (1 replica) misses and is on the front; --limit 1 used to show only it
+    result = runner.invoke(app, ["plan", "serve", "--model", "llama-3-8b:20", "--duration-s",
+                                 "20", "--gpu", "H100-SXM", "--slo-ttft-ms", "800",
+                                 "--slo-tpot-ms", "60", "--tp", "1", "--max-replicas", "4",
+                                 "--no-disaggregation", "--limit", "1"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.stdout.splitlines() if "replica" in line and "│" in line]
+    assert len(rows) == 1 and "R" in rows[0].split("│")[1] and "(misses)" not in rows[0]
