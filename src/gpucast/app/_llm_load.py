@@ -147,6 +147,31 @@ def closed_loop_dict(result: LlmServingResult, clients: int, think_s: float) -> 
     }
 
 
+#: A closed loop whose run sends for fewer users' cycles (latency + think) than this is still
+#: filling (every user's first request was sent at 0), and :data:`STEADY_CYCLES` cycles is
+#: the --duration-s suggested.
+MIN_CYCLES = 2
+STEADY_CYCLES = 4
+
+
+def closed_loop_warning(loop: dict[str, Any], duration_s: float) -> list[str]:
+    """One line when the run sent for fewer than :data:`MIN_CYCLES` of the users' cycles: its
+    rates are not the steady loop's, and Little's law does not hold over them."""
+    mean = loop["mean_latency_s"]
+    if mean is None:
+        return []
+    cycle = mean + loop["think_s"]
+    if duration_s >= MIN_CYCLES * cycle:
+        return []
+    return [
+        f"the closed loop sent for {duration_s:g} s, fewer than {MIN_CYCLES} of its users' "
+        f"cycles (latency {mean:.2f} s + think {loop['think_s']:g} s): the loop never reached "
+        f"a steady state, so its rates are not the steady loop's (Little's law reads "
+        f"{loop['littles_law_clients']:.1f} users for {loop['clients']}); a --duration-s of "
+        f"at least {math.ceil(STEADY_CYCLES * cycle):,} ({STEADY_CYCLES} cycles) measures it"
+    ]
+
+
 def closed_loop_text(loop: dict[str, Any]) -> str:
     head = (
         f"closed loop: {loop['clients']} users, think {loop['think_s'] * 1e3:g} ms: "

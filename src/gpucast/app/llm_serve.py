@@ -712,6 +712,11 @@ def simulate_llm_serve(
             f"{sum(others.values())} of {result.requests.count} requests dropped: {reasons}"
         )
     warnings += _overload_warning(result)
+    closed_loop = (
+        None if loop is None else load.closed_loop_dict(result, loop.clients, loop.think_s)
+    )
+    if closed_loop is not None:
+        warnings += load.closed_loop_warning(closed_loop, duration)
     if (kv_link := result.kv_link) is not None and kv_link.bound:
         from gpucast.plan.llm_serve import link_text
 
@@ -756,9 +761,7 @@ def simulate_llm_serve(
         band=band,
         arrival_process=sources["arrivals"],
         saturation=saturation,
-        closed_loop=None
-        if loop is None
-        else load.closed_loop_dict(result, loop.clients, loop.think_s),
+        closed_loop=closed_loop,
     )
 
 
