@@ -95,3 +95,14 @@ def test_bad_load_options_are_one_line(options, message) -> None:
     with pytest.raises(InvalidSpecError, match=message) as err:
         gpucast.simulate_llm_serve(**BASE, **options)
     assert "\n" not in str(err.value)
+
+
+def test_more_replicas_than_users_names_the_idle_replicas() -> None:
+    run = gpucast.simulate_llm_serve(**BASE, clients=3, replicas=4, duration_s=30)
+    (line,) = [w for w in run.warnings if "got no user" in w]
+    assert line.startswith("4 replicas for 3 users: 1 replica got no user")
+    assert "--replicas 3 or fewer" in line
+    busy = [s for s in run.to_dict()["servers"] if s["requests"]]
+    assert len(busy) == 3
+    fits = gpucast.simulate_llm_serve(**BASE, clients=4, replicas=4, duration_s=30)
+    assert not any("got no user" in w for w in fits.warnings)

@@ -716,7 +716,7 @@ def simulate_llm_serve(
         None if loop is None else load.closed_loop_dict(result, loop.clients, loop.think_s)
     )
     if closed_loop is not None:
-        warnings += load.closed_loop_warning(closed_loop, duration)
+        warnings += load.closed_loop_warning(closed_loop, duration, request.replicas)
     if (kv_link := result.kv_link) is not None and kv_link.bound:
         from gpucast.plan.llm_serve import link_text
 
