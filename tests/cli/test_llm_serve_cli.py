@@ -318,3 +318,12 @@ def test_a_limit_below_the_pareto_front_still_shows_the_pick() -> None:
     assert result.exit_code == 0, result.output
     rows = [line for line in result.stdout.splitlines() if "replica" in line and "│" in line]
     assert len(rows) == 1 and "R" in rows[0].split("│")[1] and "(misses)" not in rows[0]
+
+
+def test_a_rate_in_the_model_that_is_not_finite_says_so() -> None:
+    for bad in ("nan", "inf"):
+        result = runner.invoke(app, ["plan", "serve", "--model", f"llama-3-8b:{bad}",
+                                     "--slo-ttft-ms", "500"])  # fmt: skip
+        assert result.exit_code == 2
+        assert "rate: must be a finite number (requests per second)" in result.stderr
+        assert "e.g. --model llama-3-8b:5" in result.stderr

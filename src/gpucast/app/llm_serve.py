@@ -908,8 +908,11 @@ class PlanLlmServeRequest:
             raise InvalidSpecError("rate", f"is given twice ({self.model} and --rate)")
         if rate is not None and not (math.isfinite(rate) and rate > 0):
             raise InvalidSpecError(
-                "rate", "must be > 0 requests per second", got=rate,
-                fix=f"e.g. --model {self.model.rpartition(':')[0]}:5",
+                "rate",
+                "must be > 0 requests per second"
+                if math.isfinite(rate)
+                else "must be a finite number (requests per second)",
+                got=rate, fix=f"e.g. --model {self.model.rpartition(':')[0]}:5",
             )  # fmt: skip
         _check_common(self)
         if self.slo_ttft_ms is None and self.slo_tpot_ms is None:
