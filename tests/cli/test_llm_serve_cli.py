@@ -327,3 +327,12 @@ def test_a_rate_in_the_model_that_is_not_finite_says_so() -> None:
         assert result.exit_code == 2
         assert "rate: must be a finite number (requests per second)" in result.stderr
         assert "e.g. --model llama-3-8b:5" in result.stderr
+
+
+def test_simulate_serve_with_plan_serves_name_rate_form_names_rate() -> None:
+    result = runner.invoke(app, ["simulate", "serve", "--model", "llama-3-8b:5", "--gpu",
+                                 "H100-SXM"])  # fmt: skip
+    assert result.exit_code == 2
+    assert "unknown model" not in result.stderr
+    assert "model: takes no rate in simulate serve" in result.stderr
+    assert "--model llama-3-8b --rate 5" in result.stderr

@@ -81,6 +81,30 @@ def _positive(flag: str, value: float | None, what: str = "") -> None:
         raise InvalidSpecError(flag, f"must be > 0{what}", got=value, fix=f"e.g. --{flag} 1")
 
 
+def _no_rate_in_the_name(model: str) -> None:
+    """``simulate serve --model NAME:RATE`` (plan serve's form): one line naming --rate, not
+    an unknown model."""
+    from gpucast.catalog.llm import llm_model
+    from gpucast.domain.errors import UnknownModelError
+
+    head, sep, tail = model.rpartition(":")
+    if not sep:
+        return
+    try:
+        llm_model(model)
+    except UnknownModelError:
+        try:
+            llm_model(head)
+        except UnknownModelError:
+            return
+        raise InvalidSpecError(
+            "model",
+            "takes no rate in simulate serve (NAME:RATE is plan serve's form)",
+            got=model,
+            fix=f"--model {head} --rate {tail}",
+        ) from None
+
+
 def _at_least(flag: str, value: int | None, low: int) -> None:
     if value is not None and (isinstance(value, bool) or value < low):
         raise InvalidSpecError(flag, f"must be an integer >= {low}", got=value,
@@ -320,6 +344,7 @@ class SimulateLlmServeRequest:
 
         if not self.model:
             raise InvalidSpecError("model", "must not be empty", fix="e.g. --model llama-3-8b")
+        _no_rate_in_the_name(self.model)
         check_arrival_kind(self.arrivals)
         _check_common(self)
         _at_least("tp", self.tp, 1)
