@@ -737,6 +737,11 @@ def simulate_llm_serve(
             f"{sum(others.values())} of {result.requests.count} requests dropped: {reasons}"
         )
     warnings += _overload_warning(result)
+    if loop is None:  # a closed loop's own line says its run is too short (closed_loop_warning)
+        arrival = result.requests.arrival_s
+        span = float(arrival[-1] - arrival[0]) if arrival.size else 0.0
+        p50 = result.to_dict()["latency_s"]["p50"]  # type: ignore[index]
+        warnings += short_run_warning(span, p50 if result.finished.any() else None, "its")
     closed_loop = (
         None if loop is None else load.closed_loop_dict(result, loop.clients, loop.think_s)
     )
@@ -793,6 +798,22 @@ def simulate_llm_serve(
 #: A queue grows when each second of arrivals adds at least this many seconds of wait: fewer
 #: than about 90% of the offered requests are served (the CNN path's tolerance).
 OVERLOAD_WAIT_GROWTH = 0.1
+
+
+def short_run_warning(span_s: float, latency_p50_s: float | None, what: str) -> list[str]:
+    """One line when the arrivals span less than two median request latencies: the batch
+    never filled, and the rates (over :attr:`LlmServingResult.rate_window_s`, which then
+    cannot leave the warm-up out) and latencies are a warm-up's, not a steady server's."""
+    if latency_p50_s is None or not math.isfinite(latency_p50_s) or span_s <= 0:
+        return []
+    if span_s >= 2.0 * latency_p50_s:
+        return []
+    return [
+        f"the arrivals span {span_s:.3g} s, less than two of {what} median request latencies "
+        f"({latency_p50_s:.3g} s): the batches never filled, so its rates and latencies are a "
+        f"warm-up's, not a steady server's; a --duration-s of at least "
+        f"{math.ceil(8 * latency_p50_s):,} s (8 latencies) measures them"
+    ]
 
 
 def _overload_warning(result: LlmServingResult) -> list[str]:
@@ -1218,6 +1239,18 @@ def plan_llm_serve(
             ),
             **({} if (tie := plan.tie_note()) is None else {"pick": tie}),
         },
-        warnings=traffic.warnings,
+        warnings=tuple(traffic.warnings)
+        + tuple(
+            []
+            if best is None
+            else short_run_warning(
+                _arrival_span_s(traffic.requests), best.latency_p50_s, "the pick's"
+            )
+        ),
         validation=validation,
     )
+
+
+def _arrival_span_s(requests: LlmRequests) -> float:
+    arrival = requests.arrival_s
+    return float(arrival[-1] - arrival[0]) if arrival.size else 0.0
