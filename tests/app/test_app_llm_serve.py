@@ -879,6 +879,10 @@ def test_a_run_shorter_than_two_request_latencies_says_it_is_a_warm_up() -> None
     assert f"at least {math.ceil(8 * p50):,} s" in line
     steady = gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", rate=5, duration_s=30)
     assert not any("warm-up's" in w for w in steady.warnings)
+    # 3x overloaded: latencies over 60 s are the queue's, said by the overload line alone
+    queue = gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", rate=40)
+    assert any("overloaded" in w for w in queue.warnings)
+    assert not any("warm-up's" in w for w in queue.warnings)
     plan = gpucast.plan_llm_serve(
         model="llama-3-8b", rate=5, gpu="H100-SXM", tp="1", duration_s=3, max_replicas=2,
         slo_ttft_ms=1000, slo_tpot_ms=100, no_disaggregation=True,

@@ -736,8 +736,11 @@ def simulate_llm_serve(
         warnings.append(
             f"{sum(others.values())} of {result.requests.count} requests dropped: {reasons}"
         )
-    warnings += _overload_warning(result)
-    if loop is None:  # a closed loop's own line says its run is too short (closed_loop_warning)
+    overload = _overload_warning(result)
+    warnings += overload
+    # a closed loop's own line says its run is too short (closed_loop_warning); an overloaded
+    # run's latencies are its queue's, not a warm-up's
+    if loop is None and not overload:
         arrival = result.requests.arrival_s
         span = float(arrival[-1] - arrival[0]) if arrival.size else 0.0
         p50 = result.to_dict()["latency_s"]["p50"]  # type: ignore[index]
