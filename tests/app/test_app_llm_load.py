@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 import gpucast
@@ -33,7 +35,23 @@ def test_the_closed_loop_reports_littles_law(clients, think_ms, replicas) -> Non
     assert loop["littles_law_clients"] == pytest.approx(clients, rel=0.03)
     assert loop["think_s"] == think_ms / 1e3
     assert "users dealt round robin" in run.assumptions["routing"]
-    assert not any("sent every one" in w for w in run.warnings)
+    assert not any("sent every one" in w or "steady state" in w for w in run.warnings)
+
+
+@pytest.mark.parametrize(("clients", "think_ms", "duration_s"), [(4096, 0, 60), (8, 60_000, 60)])
+def test_a_run_shorter_than_two_user_cycles_says_it_never_reached_a_steady_state(
+    clients, think_ms, duration_s
+) -> None:
+    # 4096 users at 60 s: each request takes ~284 s, Little's law read 8812.8 users unsaid
+    run = gpucast.simulate_llm_serve(
+        **BASE, clients=clients, think_ms=think_ms, duration_s=duration_s
+    )
+    loop = run.to_dict()["closed_loop"]
+    cycle = loop["mean_latency_s"] + loop["think_s"]
+    assert duration_s < 2 * cycle
+    (line,) = [w for w in run.warnings if "steady state" in w]
+    assert f"Little's law reads {loop['littles_law_clients']:.1f} users for {clients}" in line
+    assert f"--duration-s of at least {math.ceil(4 * cycle):,}" in line
 
 
 def test_a_horizon_before_any_finish_leaves_littles_law_unsaid() -> None:
@@ -77,3 +95,14 @@ def test_bad_load_options_are_one_line(options, message) -> None:
     with pytest.raises(InvalidSpecError, match=message) as err:
         gpucast.simulate_llm_serve(**BASE, **options)
     assert "\n" not in str(err.value)
+
+
+def test_more_replicas_than_users_names_the_idle_replicas() -> None:
+    run = gpucast.simulate_llm_serve(**BASE, clients=3, replicas=4, duration_s=30)
+    (line,) = [w for w in run.warnings if "got no user" in w]
+    assert line.startswith("4 replicas for 3 users: 1 replica got no user")
+    assert "--replicas 3 or fewer" in line
+    busy = [s for s in run.to_dict()["servers"] if s["requests"]]
+    assert len(busy) == 3
+    fits = gpucast.simulate_llm_serve(**BASE, clients=4, replicas=4, duration_s=30)
+    assert not any("got no user" in w for w in fits.warnings)

@@ -865,3 +865,26 @@ def test_the_replica_search_is_exact_below_200_and_within_1_percent_above() -> N
             assert found == need
         assert len(tried) <= 21
     assert fewest_meeting(lambda r: False, 4, 64) is None
+
+
+def test_a_run_shorter_than_two_request_latencies_says_it_is_a_warm_up() -> None:
+    # 1024 + 256 tokens take ~2.9 s on an H100: 3 s of arrivals never fill a batch (a plan
+    # at 1e4 req/s for 2 s picked 596 L40S replicas, a third of what a minute needs)
+    short = gpucast.simulate_llm_serve(
+        model="llama-3-8b", gpu="H100-SXM", rate=5, duration_s=3, seed=1
+    )
+    p50 = short.to_dict()["latency_s"]["p50"]
+    (line,) = [w for w in short.warnings if "warm-up's" in w]
+    assert "less than two of its median request latencies" in line
+    assert f"at least {math.ceil(8 * p50):,} s" in line
+    steady = gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", rate=5, duration_s=30)
+    assert not any("warm-up's" in w for w in steady.warnings)
+    # 3x overloaded: latencies over 60 s are the queue's, said by the overload line alone
+    queue = gpucast.simulate_llm_serve(model="llama-3-8b", gpu="H100-SXM", rate=40)
+    assert any("overloaded" in w for w in queue.warnings)
+    assert not any("warm-up's" in w for w in queue.warnings)
+    plan = gpucast.plan_llm_serve(
+        model="llama-3-8b", rate=5, gpu="H100-SXM", tp="1", duration_s=3, max_replicas=2,
+        slo_ttft_ms=1000, slo_tpot_ms=100, no_disaggregation=True,
+    )  # fmt: skip
+    assert any("the pick's median request latencies" in w for w in plan.warnings)

@@ -66,3 +66,10 @@ def test_bad_load_options_are_one_line_exit_2(extra, message) -> None:
     assert result.exit_code == 2, result.output
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_one_client_is_one_user() -> None:
+    result = runner.invoke(app, ["simulate", "serve", "--model", "llama-3-8b", "--gpu",
+                                 "H100-SXM", "--clients", "1", "--duration-s", "20"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "closed loop: 1 user, think 0 ms" in result.stdout

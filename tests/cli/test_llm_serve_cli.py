@@ -307,3 +307,32 @@ def test_a_simulated_gpu_that_misses_is_not_listed_as_not_simulated_and_cells_st
     row = next(line for line in result.stdout.splitlines() if "(misses)" in line)
     ttft_cell = row.split("│")[5].strip()
     assert re.fullmatch(r"\d{1,3}(,\d{3})+", ttft_cell), ttft_cell  # over 10 s, in ms
+
+
+def test_a_limit_below_the_pareto_front_still_shows_the_pick() -> None:
+    # the cheapest row (1 replica) misses and is on the front; --limit 1 used to show only it
+    result = runner.invoke(app, ["plan", "serve", "--model", "llama-3-8b:20", "--duration-s",
+                                 "20", "--gpu", "H100-SXM", "--slo-ttft-ms", "800",
+                                 "--slo-tpot-ms", "60", "--tp", "1", "--max-replicas", "4",
+                                 "--no-disaggregation", "--limit", "1"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.stdout.splitlines() if "replica" in line and "│" in line]
+    assert len(rows) == 1 and "R" in rows[0].split("│")[1] and "(misses)" not in rows[0]
+
+
+def test_a_rate_in_the_model_that_is_not_finite_says_so() -> None:
+    for bad in ("nan", "inf"):
+        result = runner.invoke(app, ["plan", "serve", "--model", f"llama-3-8b:{bad}",
+                                     "--slo-ttft-ms", "500"])  # fmt: skip
+        assert result.exit_code == 2
+        assert "rate: must be a finite number (requests per second)" in result.stderr
+        assert "e.g. --model llama-3-8b:5" in result.stderr
+
+
+def test_simulate_serve_with_plan_serves_name_rate_form_names_rate() -> None:
+    result = runner.invoke(app, ["simulate", "serve", "--model", "llama-3-8b:5", "--gpu",
+                                 "H100-SXM"])  # fmt: skip
+    assert result.exit_code == 2
+    assert "unknown model" not in result.stderr
+    assert "model: takes no rate in simulate serve" in result.stderr
+    assert "--model llama-3-8b --rate 5" in result.stderr

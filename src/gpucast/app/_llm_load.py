@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.units import count_of
 
 if TYPE_CHECKING:
     from gpucast.domain.llm_serving import IterationCost, LlmRequests
@@ -147,9 +148,46 @@ def closed_loop_dict(result: LlmServingResult, clients: int, think_s: float) -> 
     }
 
 
+#: A closed loop whose run sends for fewer users' cycles (latency + think) than this is still
+#: filling (every user's first request was sent at 0), and :data:`STEADY_CYCLES` cycles is
+#: the --duration-s suggested.
+MIN_CYCLES = 2
+STEADY_CYCLES = 4
+
+
+def closed_loop_warning(loop: dict[str, Any], duration_s: float, replicas: int = 1) -> list[str]:
+    """One line when more replicas than users leaves some without a user (each user keeps
+    the replica it was dealt), and one when the run sent for fewer than :data:`MIN_CYCLES`
+    of the users' cycles: its rates are not the steady loop's, and Little's law does not
+    hold over them."""
+    out = []
+    if replicas > loop["clients"]:
+        idle = replicas - loop["clients"]
+        out.append(
+            f"{count_of(replicas, 'replica')} for {count_of(loop['clients'], 'user')}: "
+            f"{count_of(idle, 'replica')} got no user and served nothing (users are dealt "
+            f"round robin and keep their replica); use --replicas {loop['clients']} or fewer, "
+            f"or --clients {replicas} or more"
+        )
+    mean = loop["mean_latency_s"]
+    if mean is None:
+        return out
+    cycle = mean + loop["think_s"]
+    if duration_s >= MIN_CYCLES * cycle:
+        return out
+    out.append(
+        f"the closed loop sent for {duration_s:g} s, fewer than {MIN_CYCLES} of its users' "
+        f"cycles (latency {mean:.2f} s + think {loop['think_s']:g} s): the loop never reached "
+        f"a steady state, so its rates are not the steady loop's (Little's law reads "
+        f"{loop['littles_law_clients']:.1f} users for {loop['clients']}); a --duration-s of "
+        f"at least {math.ceil(STEADY_CYCLES * cycle):,} ({STEADY_CYCLES} cycles) measures it"
+    )
+    return out
+
+
 def closed_loop_text(loop: dict[str, Any]) -> str:
     head = (
-        f"closed loop: {loop['clients']} users, think {loop['think_s'] * 1e3:g} ms: "
+        f"closed loop: {count_of(loop['clients'], 'user')}, think {loop['think_s'] * 1e3:g} ms: "
         f"{loop['achieved_rps']:.2f} req/s achieved"
     )
     if loop["littles_law_clients"] is None:

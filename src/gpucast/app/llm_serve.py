@@ -81,6 +81,30 @@ def _positive(flag: str, value: float | None, what: str = "") -> None:
         raise InvalidSpecError(flag, f"must be > 0{what}", got=value, fix=f"e.g. --{flag} 1")
 
 
+def _no_rate_in_the_name(model: str) -> None:
+    """``simulate serve --model NAME:RATE`` (plan serve's form): one line naming --rate, not
+    an unknown model."""
+    from gpucast.catalog.llm import llm_model
+    from gpucast.domain.errors import UnknownModelError
+
+    head, sep, tail = model.rpartition(":")
+    if not sep:
+        return
+    try:
+        llm_model(model)
+    except UnknownModelError:
+        try:
+            llm_model(head)
+        except UnknownModelError:
+            return
+        raise InvalidSpecError(
+            "model",
+            "takes no rate in simulate serve (NAME:RATE is plan serve's form)",
+            got=model,
+            fix=f"--model {head} --rate {tail}",
+        ) from None
+
+
 def _at_least(flag: str, value: int | None, low: int) -> None:
     if value is not None and (isinstance(value, bool) or value < low):
         raise InvalidSpecError(flag, f"must be an integer >= {low}", got=value,
@@ -320,6 +344,7 @@ class SimulateLlmServeRequest:
 
         if not self.model:
             raise InvalidSpecError("model", "must not be empty", fix="e.g. --model llama-3-8b")
+        _no_rate_in_the_name(self.model)
         check_arrival_kind(self.arrivals)
         _check_common(self)
         _at_least("tp", self.tp, 1)
@@ -711,7 +736,20 @@ def simulate_llm_serve(
         warnings.append(
             f"{sum(others.values())} of {result.requests.count} requests dropped: {reasons}"
         )
-    warnings += _overload_warning(result)
+    overload = _overload_warning(result)
+    warnings += overload
+    # a closed loop's own line says its run is too short (closed_loop_warning); an overloaded
+    # run's latencies are its queue's, not a warm-up's
+    if loop is None and not overload:
+        arrival = result.requests.arrival_s
+        span = float(arrival[-1] - arrival[0]) if arrival.size else 0.0
+        p50 = result.to_dict()["latency_s"]["p50"]  # type: ignore[index]
+        warnings += short_run_warning(span, p50 if result.finished.any() else None, "its")
+    closed_loop = (
+        None if loop is None else load.closed_loop_dict(result, loop.clients, loop.think_s)
+    )
+    if closed_loop is not None:
+        warnings += load.closed_loop_warning(closed_loop, duration, request.replicas)
     if (kv_link := result.kv_link) is not None and kv_link.bound:
         from gpucast.plan.llm_serve import link_text
 
@@ -756,15 +794,29 @@ def simulate_llm_serve(
         band=band,
         arrival_process=sources["arrivals"],
         saturation=saturation,
-        closed_loop=None
-        if loop is None
-        else load.closed_loop_dict(result, loop.clients, loop.think_s),
+        closed_loop=closed_loop,
     )
 
 
 #: A queue grows when each second of arrivals adds at least this many seconds of wait: fewer
 #: than about 90% of the offered requests are served (the CNN path's tolerance).
 OVERLOAD_WAIT_GROWTH = 0.1
+
+
+def short_run_warning(span_s: float, latency_p50_s: float | None, what: str) -> list[str]:
+    """One line when the arrivals span less than two median request latencies: the batch
+    never filled, and the rates (over :attr:`LlmServingResult.rate_window_s`, which then
+    cannot leave the warm-up out) and latencies are a warm-up's, not a steady server's."""
+    if latency_p50_s is None or not math.isfinite(latency_p50_s) or span_s <= 0:
+        return []
+    if span_s >= 2.0 * latency_p50_s:
+        return []
+    return [
+        f"the arrivals span {span_s:.3g} s, less than two of {what} median request latencies "
+        f"({latency_p50_s:.3g} s): the batches never filled, so its rates and latencies are a "
+        f"warm-up's, not a steady server's; a --duration-s of at least "
+        f"{math.ceil(8 * latency_p50_s):,} s (8 latencies) measures them"
+    ]
 
 
 def _overload_warning(result: LlmServingResult) -> list[str]:
@@ -905,8 +957,11 @@ class PlanLlmServeRequest:
             raise InvalidSpecError("rate", f"is given twice ({self.model} and --rate)")
         if rate is not None and not (math.isfinite(rate) and rate > 0):
             raise InvalidSpecError(
-                "rate", "must be > 0 requests per second", got=rate,
-                fix=f"e.g. --model {self.model.rpartition(':')[0]}:5",
+                "rate",
+                "must be > 0 requests per second"
+                if math.isfinite(rate)
+                else "must be a finite number (requests per second)",
+                got=rate, fix=f"e.g. --model {self.model.rpartition(':')[0]}:5",
             )  # fmt: skip
         _check_common(self)
         if self.slo_ttft_ms is None and self.slo_tpot_ms is None:
@@ -1187,6 +1242,18 @@ def plan_llm_serve(
             ),
             **({} if (tie := plan.tie_note()) is None else {"pick": tie}),
         },
-        warnings=traffic.warnings,
+        warnings=tuple(traffic.warnings)
+        + tuple(
+            []
+            if best is None
+            else short_run_warning(
+                _arrival_span_s(traffic.requests), best.latency_p50_s, "the pick's"
+            )
+        ),
         validation=validation,
     )
+
+
+def _arrival_span_s(requests: LlmRequests) -> float:
+    arrival = requests.arrival_s
+    return float(arrival[-1] - arrival[0]) if arrival.size else 0.0

@@ -240,7 +240,9 @@ def print_llm_plan(result: PlanLlmServeResult, *, limit: int = 15) -> None:
     for col in ("#", "deployment", "US$/h", "US$/M tok", f"TTFT {p} ms", f"TPOT {p} ms", "bound"):
         table.add_column(col, justify="left" if col in ("deployment", "bound") else "right")
     pareto = set(plan.pareto)
-    shown = [i for i in range(len(plan.candidates)) if i in pareto or i == plan.recommended]
+    # the pick first, so that a --limit below the Pareto front's size never hides it
+    shown = [] if plan.recommended is None else [plan.recommended]
+    shown += [i for i in range(len(plan.candidates)) if i in pareto and i not in shown]
     shown += [i for i in range(len(plan.candidates)) if i not in shown]
     for i in sorted(shown[:limit]):
         c = plan.candidates[i]
