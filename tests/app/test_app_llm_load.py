@@ -72,6 +72,10 @@ def test_find_saturation_without_a_rate_runs_at_the_rate_found() -> None:
     )
     assert with_rate.saturation is not None
     assert with_rate.saturation.saturation_rps == pytest.approx(sat.saturation_rps, rel=0.02)
+    # held is judged on the trend of the requests waiting for a first token, not completions
+    # minus arrivals, which swing with the running batch (QA 35 N #9: 18.3 req/s held where
+    # the deployment serves 21.5 req/s at any higher offered rate, with TTFT p99 0.13 s at 19)
+    assert sat.saturation_rps >= 0.95 * sat.peak_throughput_rps
     assert with_rate.to_dict()["offered_rps"] == pytest.approx(2, rel=0.2)
 
 
