@@ -329,6 +329,13 @@ def test_an_overloaded_llm_server_says_so() -> None:
     assert out["throughput_rps"] < 0.5 * out["offered_rps"]
     light = gpucast.simulate_llm_serve(**common, rate=0.5)
     assert not any(w.startswith("overloaded:") for w in light.warnings)
+    # a slow overload (QA 35 N #12): 15 req/s where one H100 serves ~14.5 grows the TTFT by
+    # 0.09 s a second, under the 0.1 the warning asked; just under the saturation, nothing
+    slow = {"model": "llama-3-8b", "gpu": "H100-SXM", "duration_s": 600, "output_len": "128"}
+    over = gpucast.simulate_llm_serve(**slow, rate=23)
+    assert any(w.startswith("overloaded:") for w in over.warnings)
+    under = gpucast.simulate_llm_serve(**slow, rate=19)
+    assert not any(w.startswith("overloaded:") for w in under.warnings)
 
 
 @pytest.mark.parametrize(
