@@ -1710,7 +1710,7 @@ def simulate_serve(
             start_rps=analytic_capacity_rps(deployment, request.model),
             seed=request.seed,
         )
-    warnings += table_warnings + _overload_warnings(result)
+    warnings += table_warnings + _overload_warnings(result, searched=saturation is not None)
     classes = deadline_outcomes(result, deployment) if scheduler is not None else ()
     host_s = deployment.groups[0].server.host_s
     return SimulateServeResult(
@@ -1761,8 +1761,9 @@ def _with_pcie_misses(
     return dataclasses.replace(result, servers=servers)
 
 
-def _overload_warnings(result: ServingResult) -> list[str]:
-    """Shed requests and a backlog the servers did not clear, in words."""
+def _overload_warnings(result: ServingResult, *, searched: bool = False) -> list[str]:
+    """Shed requests and a backlog the servers did not clear, in words (``searched``: the
+    saturation search ran, so its result is pointed to, not the flag)."""
     out: list[str] = []
     counts = result.counts()
     offered, served = result.offered_rps(), result.throughput_rps()
@@ -1777,6 +1778,7 @@ def _overload_warnings(result: ServingResult) -> list[str]:
         out.append(
             f"overloaded: {offered:.1f} req/s offered, {served:.1f} served; "
             f"{counts['in_flight']} requests still queued or running at the end, latency "
-            "grows with the run. Add servers, or see --find-saturation."
+            "grows with the run. Add servers, or "
+            + ("see the saturation found below." if searched else "see --find-saturation.")
         )
     return out

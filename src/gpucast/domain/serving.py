@@ -602,5 +602,6 @@ class ClosedLoop:
 
     def describe(self) -> str:
         return (
-            f"closed loop: {self.clients} clients, think {self.think_s * 1e3:g} ms ({self.think})"
+            f"closed loop: {self.clients} client{'s' if self.clients != 1 else ''}, think "
+            f"{self.think_s * 1e3:g} ms ({self.think})"
         )
