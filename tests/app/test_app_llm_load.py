@@ -22,7 +22,7 @@ def test_one_client_waits_for_each_request_as_predict_infer_times_it() -> None:
     assert run["ttft_s"]["p50"] == pytest.approx(infer.to_dict()["ttft_s"], rel=1e-9)
     loop = run["closed_loop"]
     assert loop["achieved_rps"] == pytest.approx(1 / run["latency_s"]["p50"], rel=0.01)
-    assert run["requests"] == 16 and "closed loop: 1 clients" in run["arrival_process"]
+    assert run["requests"] == 16 and "closed loop: 1 client," in run["arrival_process"]
 
 
 @pytest.mark.parametrize(("clients", "think_ms", "replicas"), [(32, 0, 1), (64, 3000, 2)])
