@@ -130,7 +130,12 @@ class GpucastGroup(TyperGroup):
             err_console.print(f"[red]error:[/red] {escape(text)}", highlight=False, soft_wrap=True)
             sys.exit(exc.exit_code)
         except click.exceptions.ClickException as exc:
-            if debug:
+            # --debug after the verb is itself the error (a global option in the wrong place):
+            # said in one line with where it goes, not as the traceback it asks for
+            misplaced = isinstance(exc, click.exceptions.NoSuchOption) and (
+                exc.option_name == "--debug"
+            )
+            if debug and not misplaced:
                 raise
             message = _one_line(exc.format_message()).rstrip(".")
             if message:  # `gpucast` alone prints help and raises an empty usage error
