@@ -741,10 +741,10 @@ def simulate_llm_serve(
     # a closed loop's own line says its run is too short (closed_loop_warning); an overloaded
     # run's latencies are its queue's, not a warm-up's
     if loop is None and not overload:
-        arrival = result.requests.arrival_s
-        span = float(arrival[-1] - arrival[0]) if arrival.size else 0.0
         p50 = result.to_dict()["latency_s"]["p50"]  # type: ignore[index]
-        warnings += short_run_warning(span, p50 if result.finished.any() else None, "its")
+        warnings += short_run_warning(
+            _arrival_span_s(result.requests), p50 if result.finished.any() else None, "its"
+        )
     closed_loop = (
         None if loop is None else load.closed_loop_dict(result, loop.clients, loop.think_s)
     )

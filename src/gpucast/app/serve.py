@@ -707,14 +707,13 @@ def plan_serve(
     from gpucast.catalog.serving_engines import serving_engine
     from gpucast.domain.serving_plan import ModelLoad
     from gpucast.inputs import serving as inputs
+    from gpucast.inputs.workload import check_workload_name
     from gpucast.plan.serve import plan_serving
 
     request = resolve(PlanServeRequest, request, options, config)
-    from gpucast.inputs.workload import check_workload_name
-
-    for name, _ in (*((m[0], 0) for m in request.mix_models), *request.model_rates):
-        # close matches now, before any profiling, naming the flag that gave the name
-        flag = "mix" if request.mix else "model"
+    # close matches now, before any profiling, naming the flag that gave the name
+    flag = "mix" if request.mix else "model"
+    for name in [m[0] for m in request.mix_models] + [n for n, _ in request.model_rates]:
         check_workload_name(name, language_models=not request.mix, field=flag)
     if request.mix:  # PARIS + ELSA on MIG slices
         return _plan_mig_serve(request)

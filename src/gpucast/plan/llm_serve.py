@@ -432,12 +432,6 @@ def link_text(link: KvLinkLoad) -> str:
     )
 
 
-def _work_s(s: _Setting, cost: IterationCost) -> float:
-    """Instance-seconds the requests need at best (prompts batched, decodes at the largest
-    batch): a lower bound on the replicas (:func:`gpucast.simulate.llm_load.work_s`)."""
-    return sum(work_s(s.requests, cost, s.scheduler.max_num_seqs))
-
-
 def plan_llm_serving(
     requests: LlmRequests,
     spec: TransformerSpec,
@@ -527,7 +521,9 @@ def plan_llm_serving(
                 f"{label}: one sequence's decode step takes {step * 1e3:.1f} ms > TPOT SLO"
             )
             continue
-        low = max(1, math.floor(_work_s(s, cost) / span)) if span > 0 else 1
+        # the replicas the work needs at best (every instance busy): the search's lower bound
+        work = sum(work_s(requests, cost, scheduler.max_num_seqs))
+        low = max(1, math.floor(work / span)) if span > 0 else 1
         searchable.append((choice.price_usd_per_gpu_hour * tp * low, label, choice, tp, cost, low))
     cheapest_met = math.inf  # US$/h of the cheapest deployment found to meet the SLOs
     for least, label, choice, tp, cost, low in sorted(searchable, key=lambda item: item[0]):

@@ -21,9 +21,10 @@ from gpucast.simulate.serving import Saturation, SaturationProbe, search_saturat
 
 #: A probe runs at least this many median request latencies (its second half, measured, at
 #: least half as many): a request that takes seconds must be seen arriving and leaving many
-#: times over before "completed as many as offered" means the queue stopped growing.
+#: times over before a trend of the waiting requests says whether their queue grows.
 LATENCIES_PER_PROBE = 40
-#: Held: at least 1 - this share of the requests offered in the measured half completed there.
+#: Held: the requests waiting for a first token grow by at most this share of the arrival
+#: rate over the measured half (:func:`_waiting_trend`).
 LLM_TOLERANCE = 0.02
 #: Most requests one probe offers (its run is shortened to this): bounded work per probe.
 LLM_MAX_REQUESTS = 20_000
@@ -116,7 +117,7 @@ def probe_llm_rate(
         if want > span and span < cap_s:
             span = min(want, cap_s)
             result = run(rate_rps, span)
-    return _measure(result, rate_rps, span, tolerance, best_below_rps)
+    return _measure(result, span, tolerance, best_below_rps)
 
 
 #: Instants over the second half of a probe at which the requests waiting are counted
@@ -141,14 +142,14 @@ def _waiting_trend(result: LlmServingResult, start_s: float, end_s: float) -> fl
     runs = result.status != DROPPED
     arrival = np.sort(result.requests.arrival_s[runs])
     first = result.first_token_s[runs]
-    finish = np.sort(np.where(np.isfinite(first), first, np.inf))
+    prefilled = np.sort(np.where(np.isfinite(first), first, np.inf))
     t = np.linspace(start_s, end_s, TREND_POINTS)
-    count = np.searchsorted(arrival, t, side="right") - np.searchsorted(finish, t, side="right")
+    count = np.searchsorted(arrival, t, side="right") - np.searchsorted(prefilled, t, side="right")
     return float(np.polyfit(t, count.astype(np.float64), 1)[0])
 
 
 def _measure(
-    result: LlmServingResult, rate_rps: float, span_s: float, tolerance: float, best_below: float
+    result: LlmServingResult, span_s: float, tolerance: float, best_below: float
 ) -> SaturationProbe:
     """The second half of ``result`` (a run stopped at ``span_s``) as one probe. Requests
     that cannot run at all (beyond the context window or the KV cache: dropped whatever the
