@@ -77,7 +77,7 @@ def test_a_trace_takes_neither_minutes_nor_a_day_it_has_not(tmp_path: Path) -> N
     assert gpucast.simulate_serverless(synthetic=5, models=["mlp"]).result.horizon_s == 86400.0
 
 
-def test_fewest_doubles_then_bisects() -> None:
+def test_fewest_grows_then_bisects() -> None:
     asked: list[int] = []
 
     def meets(r: int) -> bool:
@@ -85,7 +85,7 @@ def test_fewest_doubles_then_bisects() -> None:
         return r >= 5
 
     assert fewest(meets, 1, 32) == 5
-    assert asked == [1, 2, 4, 8, 6, 5]
+    assert asked == [1, 2, 3, 6, 4, 5]  # x1.3 (at least +1) twice, then doubling
     assert fewest(lambda r: r >= 5, 7, 32) == 7
     assert fewest(lambda r: False, 3, 10) == 10
 

@@ -40,9 +40,9 @@ SIZING = "plan serve"
 
 
 def fewest(meets: Callable[[int], bool], low: int, high: int) -> int:
-    """The fewest ``r`` in ``[low, high]`` with ``meets(r)`` (doubling from ``low``, then
-    bisecting; ``meets`` rising with ``r``, ``low`` a lower bound: nothing below it is
-    tried), or ``high`` when none does."""
+    """The fewest ``r`` in ``[low, high]`` with ``meets(r)`` (growing from ``low``, then
+    bisecting, as plan serve's replica search; ``meets`` rising with ``r``, ``low`` a lower
+    bound: nothing below it is tried), or ``high`` when none does."""
     from gpucast.plan.llm_serve import fewest_meeting
 
     low = max(1, min(low, high))

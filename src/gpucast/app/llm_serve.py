@@ -942,6 +942,10 @@ class PlanLlmServeRequest:
         help="Re-simulate the pick at the edges of the engine's 80% iteration-time band: "
         "whether it still meets the SLOs when the engine runs slower than predicted.",
     )
+    jobs: int | None = option(
+        None, help="Worker processes searching side by side (default: the CPUs this process "
+        "may use; small plans search here); the plan is the same for any number.", example="4",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         from gpucast.inputs.serving import check_arrival_kind
@@ -987,6 +991,7 @@ class PlanLlmServeRequest:
             _at_least("tp", tp, 1)
         _at_least("max-replicas", self.max_replicas, 1)
         _at_most_instances("max-replicas", self.max_replicas)
+        _at_least("jobs", self.jobs, 1)
         _positive("budget-usd-per-hour", self.budget_usd_per_hour, " US$/h")
         _check_deployment_knobs(self)
         _check_llm_requests(self, self.rate or rate, None)  # no --allow-large, as the CNN's
@@ -1122,6 +1127,7 @@ def plan_llm_serve(
 ) -> PlanLlmServeResult:
     """The cheapest GPU type x tensor-parallel degree x replicas (x disaggregation) that
     serves the requests within the SLOs, with the cost vs latency front (module docstring)."""
+    from gpucast.app._workers import usable_cpus, worker_pool
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
@@ -1186,6 +1192,7 @@ def plan_llm_serve(
     ]
     scheduler = _scheduler(request, engine.max_sequences)
     scheduler.check_budget(traffic.requests, spec.max_context)
+    jobs = request.jobs or usable_cpus()
     plan = plan_llm_serving(
         traffic.requests, spec, engine, choices, scheduler=scheduler,
         slo_ttft_s=None if request.slo_ttft_ms is None else request.slo_ttft_ms / 1e3,
@@ -1194,7 +1201,7 @@ def plan_llm_serve(
         disaggregation=not request.no_disaggregation,
         budget_usd_per_hour=request.budget_usd_per_hour, precision=request.precision,
         kv_precision=request.kv_precision, band_of=_band_of(engine) if request.band else None,
-        skipped=skipped,
+        skipped=skipped, executor=worker_pool(jobs), workers=jobs,
     )  # fmt: skip
     best = plan.best
     validation = (

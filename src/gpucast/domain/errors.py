@@ -21,6 +21,20 @@ class GpucastError(Exception):
         self.fix = fix
         super().__init__(message if fix is None else f"{message}; {fix}")
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # rebuilt as it stands, not through __init__ (whose arguments a subclass names its
+        # own way): an error raised in a worker process reaches the caller whole
+        return _rebuilt, (type(self), self.args, self.__dict__)
+
+
+def _rebuilt(
+    cls: type[GpucastError], args: tuple[object, ...], state: dict[str, object]
+) -> GpucastError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
+
 
 class InvalidInputError(GpucastError):
     """Bad input from the user: a spec, a flag, a file (exit code 2)."""

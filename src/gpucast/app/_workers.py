@@ -1,0 +1,26 @@
+"""Worker processes for searches a verb runs side by side (``plan serve``'s GPU x degree
+searches): how many by default, and the pool (loky's reusable executor: it starts the same
+under every start method, never re-runs the caller's ``__main__``, and is kept for the next
+call in the process)."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Executor
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def worker_pool(jobs: int) -> Executor | None:
+    """``jobs`` worker processes, or None (run here) for one."""
+    if jobs <= 1:
+        return None
+    from loky import get_reusable_executor
+
+    executor: Executor = get_reusable_executor(max_workers=jobs)
+    return executor
