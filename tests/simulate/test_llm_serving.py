@@ -31,6 +31,8 @@ from gpucast.simulate.llm_serving import (
     mixture_quantiles,
     replica_share,
     simulate_llm_serving,
+    summary,
+    tail_percentiles,
 )
 
 SPEC = llm_model("llama-3-8b")
@@ -397,6 +399,55 @@ def test_mixture_quantiles_match_a_sample() -> None:
     )
     got = mixture_quantiles(lo, hi, w, [0.1, 0.5, 0.9])
     assert got == pytest.approx(np.quantile(draws, [0.1, 0.5, 0.9]), abs=0.02)
+
+
+def test_tail_percentiles_are_nearest_rank() -> None:
+    """A percentile is one request's own value: 99 of 1..100 is 99 (interpolation gave 99.01,
+    numpy's "higher" -- plan serve's before -- 100), the median of 1..4 is 2."""
+    assert tail_percentiles(np.arange(1.0, 101.0), [99.0, 100.0, 1.0]) == [99.0, 100.0, 1.0]
+    assert tail_percentiles(np.array([4.0, 1.0, 3.0, 2.0]), [50.0]) == [2.0]
+    assert math.isnan(tail_percentiles(np.array([]), [50.0])[0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(st.one_of(st.floats(0.0, 10.0), st.just(math.nan)), min_size=1, max_size=300),
+    q=st.sampled_from([50.0, 90.0, 95.0, 99.0, 99.9, 33.3]),
+    limit=st.floats(0.0, 10.0),
+)
+def test_a_percentile_is_within_a_limit_exactly_when_the_attainment_is(values, q, limit) -> None:
+    """pNN <= SLO iff at least NN% of the requests meet it, NaN (never reached) a miss: the
+    figure a plan row shows agrees with the share it picks by (QA 35 N #10)."""
+    v = np.asarray(values)
+    share = np.count_nonzero(v <= limit) / v.size
+    assert (tail_percentiles(v, [q])[0] <= limit) == (share >= q / 100.0 - 1e-12)
+
+
+def test_unfinished_requests_stay_in_the_tail_and_say_so() -> None:
+    """Requests still running when the horizon stopped the run count infinitely late: they
+    used to vanish, the p99 being that of the few that finished (QA 35 N #10)."""
+    n = 200
+    out_tokens = np.where(np.arange(n) % 4 == 0, 2000, 20)  # a quarter far longer
+    req = _requests(np.linspace(0.0, 2.0, n), np.full(n, 1000), out_tokens)
+    full = simulate_llm_serving(req, COST, SchedulerConfig(), max_context=SPEC.max_context)
+    cut = simulate_llm_serving(
+        req, COST, SchedulerConfig(), max_context=SPEC.max_context, until_s=8.0
+    )
+    done = full.to_dict()
+    assert done["unfinished_in_percentiles"] is None
+    assert math.isfinite(done["latency_s"]["p99"]) and math.isfinite(done["tpot_s"]["max"])
+    out = cut.to_dict()
+    running = cut.count(RUNNING)
+    assert 0 < running < n // 2  # most finished: the median is finite, the tail is not
+    assert math.isfinite(out["latency_s"]["p50"])
+    assert math.isinf(out["latency_s"]["p99"]) and math.isinf(out["tpot_s"]["p99"])
+    assert out["latency_s"]["mean"] < out["latency_s"]["p99"]  # the mean: of those reached
+    said = out["unfinished_in_percentiles"]
+    assert f"the {running} requests still running at the horizon" in said
+    assert "nearest rank" in out["percentiles"]
+    # a request that got its first token has a TTFT, finished or not
+    assert out["ttft_s"] == summary(cut.counted(cut.ttft_s))
+    assert np.isfinite(cut.counted(cut.ttft_s)).all()
 
 
 def test_bad_values_are_one_line() -> None:

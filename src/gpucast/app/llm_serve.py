@@ -742,9 +742,10 @@ def simulate_llm_serve(
     # run's latencies are its queue's, not a warm-up's
     if loop is None and not overload:
         p50 = result.to_dict()["latency_s"]["p50"]  # type: ignore[index]
-        warnings += short_run_warning(
+        short = short_run_warning(
             _arrival_span_s(result.requests), p50 if result.finished.any() else None, "its"
         )
+        warnings += short or unsteady_warning(result)
     closed_loop = (
         None if loop is None else load.closed_loop_dict(result, loop.clients, loop.think_s)
     )
@@ -818,6 +819,57 @@ def short_run_warning(span_s: float, latency_p50_s: float | None, what: str) -> 
         f"({latency_p50_s:.3g} s): the batches never filled, so its rates and latencies are a "
         f"warm-up's, not a steady server's; a --duration-s of at least "
         f"{math.ceil(8 * latency_p50_s):,} s (8 latencies) measures them"
+    ]
+
+
+#: A steady server serves what arrives: served requests/s this share off the requests
+#: arriving over the rates' window means the requests in flight grew or shrank over it
+#: (:func:`unsteady_warning`).
+STEADY_GAP = 0.02
+#: Median latencies a run spans for its rates to be steady within :data:`STEADY_GAP`: near
+#: capacity a batch fills over several latencies and the requests in flight swing by tens
+#: (llama-3-8b on an H100 at 13 req/s: 2-4% off at 120 s, within 1.4% from 240 s, seeds 0-2,
+#: latency ~15 s).
+STEADY_LATENCIES = 20
+
+
+def unsteady_warning(result: LlmServingResult) -> list[str]:
+    """One line when the run is too short to tell its steady rates: the requests/s served
+    over :attr:`LlmServingResult.rate_window_s` is :data:`STEADY_GAP` or more off the
+    requests arriving there (dropped ones left out) and the arrivals span fewer than
+    :data:`STEADY_LATENCIES` median latencies of the window's requests. It says what a
+    server that keeps up would read, and the --duration-s that measures it (QA 35 N #11:
+    ``--rate 13`` read 11.86 of 12.35 req/s at 60 s, 13.06 of 13.12 at 600 s, US$ per
+    million tokens a few % high, without a word)."""
+    import numpy as np
+
+    window, arriving = result.rate_window_s, result.window_arrival_rps()
+    if window is None or not arriving:
+        return []
+    out = result.to_dict()
+    served = float(out["throughput_rps"])  # type: ignore[arg-type]
+    gap = served / arriving - 1.0
+    lo, hi = window
+    arrival = result.requests.arrival_s
+    latency = result.latency_s[(arrival > lo) & (arrival <= hi) & result.finished]
+    if abs(gap) < STEADY_GAP or latency.size == 0:
+        return []
+    typical = float(np.median(latency))
+    need_s = STEADY_LATENCIES * typical
+    if _arrival_span_s(result.requests) >= need_s:
+        return []
+    cost = float(out["cost_usd_per_million_tokens"])  # type: ignore[arg-type]
+    return [
+        f"the run is too short to tell its steady rates: over its steady window "
+        f"({lo:.1f}-{hi:.1f} s) it served {served:.2f} req/s of the {arriving:.2f} arriving "
+        f"({abs(gap):.1%} {'under' if gap < 0 else 'over'}; {result.in_flight_at(lo):,} "
+        f"requests in flight at the window's start, {result.in_flight_at(hi):,} at its end: "
+        f"{'the batch still filling, or a queue' if gap < 0 else 'a burst draining'}), so "
+        f"the throughput and the {cost:.3f} US$ per million output tokens are off by about as "
+        f"much; a server that keeps up serves what arrives ({arriving:.2f} req/s: "
+        f"{cost * served / arriving:.3f} US$ per million output tokens). A --duration-s of at "
+        f"least {math.ceil(need_s):,} s ({STEADY_LATENCIES} median latencies of the "
+        f"window's requests, {typical:.3g} s) measures them"
     ]
 
 
@@ -1136,6 +1188,7 @@ def plan_llm_serve(
     from gpucast.inputs import llm_serving as inputs
     from gpucast.inputs.serving import PRICE_REPLACES_SPOT
     from gpucast.plan.llm_serve import SAMPLED_REQUESTS, plan_llm_serving
+    from gpucast.simulate.llm_serving import PERCENTILE_RULE
 
     request = resolve(PlanLlmServeRequest, request, options, config)
     name, model_rate = request.model_rate
@@ -1250,6 +1303,11 @@ def plan_llm_serve(
                 else f"{request.kv_link_gbps:g} Gbit/s per GPU (given)"
             ),
             **({} if (tie := plan.tie_note()) is None else {"pick": tie}),
+            **(
+                {"percentiles": f"{PERCENTILE_RULE} (a row's dropped requests: inf)"}
+                if any(c.dropped for c in plan.candidates)
+                else {}
+            ),
         },
         warnings=tuple(traffic.warnings)
         + tuple(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -132,8 +133,11 @@ def dispatch(
 
 # -- rendering --------------------------------------------------------------------------------
 def _ms(summary: dict[str, float], key: str) -> str:
+    """A percentile in ms; ``inf`` (requests that never reached it: ``percentiles:`` line)."""
     value = summary.get(key)
-    return "-" if value is None else format_ms(value)
+    if value is None or math.isnan(value):
+        return "- ms"
+    return "inf" if math.isinf(value) else f"{format_ms(value)} ms"
 
 
 def _run_simulate(request: SimulateLlmServeRequest, cli: Mapping[str, Any]) -> None:
@@ -168,9 +172,11 @@ def print_llm_serving(result: SimulateLlmServeResult) -> None:
     ):
         s = out[key]
         console.print(
-            f"  {label:<8} p50 {_ms(s, 'p50')} ms  p90 {_ms(s, 'p90')} ms  p99 {_ms(s, 'p99')} ms",
+            f"  {label:<8} p50 {_ms(s, 'p50')}  p90 {_ms(s, 'p90')}  p99 {_ms(s, 'p99')}",
             highlight=False,
         )
+    if out["unfinished_in_percentiles"] is not None:
+        console.print(f"  percentiles: {out['unfinished_in_percentiles']}", highlight=False)
     if (band := result.band_text()) is not None:
         console.print(f"  {band}", highlight=False)
     console.print(

@@ -54,6 +54,7 @@ from gpucast.simulate.llm_serving import (
     LlmServingResult,
     replica_share,
     simulate_llm_serving,
+    tail_percentiles,
 )
 
 
@@ -200,14 +201,6 @@ def grouped_reasons(reasons: Sequence[str]) -> list[str]:
     return lines
 
 
-def _percentile(values: np.ndarray, q: float) -> float:
-    """``q``-th percentile where NaN (no token / unfinished) counts as infinitely late."""
-    if values.size == 0:
-        return math.nan
-    filled = np.where(np.isnan(values), np.inf, values)
-    return float(np.percentile(filled, q, method="higher"))
-
-
 #: A colocated deployment's run over more requests than this simulates a share of its
 #: replicas with at least this many requests (:func:`_evaluate`); the pick is re-simulated
 #: whole (:func:`_whole_pick`).
@@ -294,12 +287,11 @@ def _evaluate(
         slo_tpot_s=s.slo_tpot_s, swap_gbps=choice.swap_gbps,
     )  # fmt: skip
     q = s.percentile
-    ttft = result.ttft_s
-    tpot = np.where(s.requests.output_tokens > 1, result.tpot_s, 0.0)
-    tpot = np.where(result.finished, tpot, np.nan)
-    n = max(s.requests.count, 1)
-    ttft_ok = float(np.count_nonzero(ttft <= (s.slo_ttft_s or np.inf))) / n
-    tpot_ok = float(np.count_nonzero(tpot <= (s.slo_tpot_s or np.inf))) / n
+    # the requests simulate serve's percentiles are over, NaN (no token, unfinished) a miss
+    ttft = result.counted(result.ttft_s)
+    tpot = result.counted(result.tpot_s, per_output_token=True)
+    ttft_ok = _share_within(ttft, s.slo_ttft_s)
+    tpot_ok = _share_within(tpot, s.slo_tpot_s)
     need = q / 100.0
     meets = ttft_ok >= need - 1e-12 and tpot_ok >= need - 1e-12
     summary = result.to_dict()
@@ -317,9 +309,9 @@ def _evaluate(
         decode_instances=0 if split is None else split[1],
         gpus=tp * instances,
         cost_usd_per_hour=price,
-        ttft_s=_percentile(ttft, q),
-        tpot_s=_percentile(tpot, q),
-        latency_p50_s=_percentile(result.latency_s, 50.0),
+        ttft_s=tail_percentiles(ttft, [q])[0],
+        tpot_s=tail_percentiles(tpot, [q])[0],
+        latency_p50_s=tail_percentiles(result.counted(result.latency_s), [50.0])[0],
         tokens_per_s=tokens_per_s * scale,
         cost_usd_per_million_tokens=float(summary["cost_usd_per_million_tokens"]),  # type: ignore[arg-type]
         ttft_attainment=ttft_ok,
@@ -331,6 +323,14 @@ def _evaluate(
         bound="",
     )
     return dataclasses.replace(row, bound=_bound(s, row, result, cost)), result
+
+
+def _share_within(values: np.ndarray, limit_s: float | None) -> float:
+    """Share of ``values`` at or under ``limit_s`` (no limit: finite), NaN a miss -- the
+    share :func:`tail_percentiles` agrees with; 1 when no request has the value."""
+    if values.size == 0:
+        return 1.0
+    return float(np.count_nonzero(values <= (limit_s or np.inf))) / values.size
 
 
 #: A TPOT percentile this many times the slowest decode step of the run (at its fullest KV

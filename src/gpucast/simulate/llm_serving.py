@@ -70,7 +70,7 @@ from gpucast.domain.llm_serving import (
     LlmRequests,
     SchedulerConfig,
 )
-from gpucast.domain.units import GIB
+from gpucast.domain.units import GIB, count_of
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -81,6 +81,12 @@ FINISHED, DROPPED, RUNNING, UNARRIVED = 0, 1, 2, 3
 LINK_BOUND_UTILISATION = 0.9
 #: Percentiles every summary reports.
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
+#: How a TTFT / TPOT / latency percentile is taken (:func:`tail_percentiles`), in words.
+PERCENTILE_RULE = (
+    "nearest rank over the requests that arrived (TPOT: those of at least 2 output tokens), "
+    "a request that never reached the figure counting as infinitely late: pNN <= an SLO "
+    "exactly when NN% of the requests meet it"
+)
 #: Default host-to-GPU bandwidth for swapping KV blocks (Gbit/s; PCIe Gen4 x16 ~ 25 GB/s).
 DEFAULT_SWAP_GBPS = 200.0
 
@@ -114,20 +120,33 @@ def run_end_s(
     return float(until_s) if running else min(last, float(until_s))
 
 
+def tail_percentiles(values: FloatArray, qs: Sequence[float]) -> list[float]:
+    """Percentiles (``qs`` in 0-100) of one latency over the requests it counts, NaN -- a
+    request that never reached it (no first token; not finished: dropped, or still running
+    when the run stopped) -- counted infinitely late. Nearest rank: the ``q``-th is the
+    smallest value with at least ``q``% of the requests at or under it, one request's own
+    value, never an interpolation, so it is within a limit exactly when at least ``q``% of
+    the requests are (the SLO attainment), and requests that never finished stay in the tail
+    (an overloaded run's p99 is ``inf``, not the p99 of the few it finished). ``plan serve``'s
+    rows and ``simulate serve``'s summaries both take it."""
+    n = values.size
+    if n == 0:
+        return [math.nan for _ in qs]
+    ordered = np.sort(np.where(np.isnan(values), np.inf, values))
+    # the rank ceil(n q / 100), less a hair of float error (99% of 100 is rank 99, not 100)
+    return [float(ordered[max(math.ceil(n * q / 100.0 - 1e-9), 1) - 1]) for q in qs]
+
+
 def summary(values: FloatArray) -> dict[str, float]:
-    """p50 / p90 / p95 / p99 / mean / max (NaN when empty)."""
-    v = values[np.isfinite(values)]
-    if v.size == 0:
-        nan = math.nan
-        return {"p50": nan, "p90": nan, "p95": nan, "p99": nan, "mean": nan, "max": nan}
-    p = np.percentile(v, PERCENTILES)
+    """p50 / p90 / p95 / p99 by :func:`tail_percentiles` (NaN counts infinitely late), the
+    mean of the values reached and the max (``inf`` when a request never reached it); NaN
+    when no request counts."""
+    *p, most = tail_percentiles(values, (*PERCENTILES, 100.0))
+    reached = values[np.isfinite(values)]
     return {
-        "p50": float(p[0]),
-        "p90": float(p[1]),
-        "p95": float(p[2]),
-        "p99": float(p[3]),
-        "mean": float(v.mean()),
-        "max": float(v.max()),
+        **{f"p{q:g}": x for q, x in zip(PERCENTILES, p, strict=True)},
+        "mean": float(reached.mean()) if reached.size else math.nan,
+        "max": most,
     }
 
 
@@ -312,6 +331,32 @@ class LlmServingResult:
             tpot = (self.finish_s - self.first_token_s) / (out - 1)
         return np.asarray(np.where(out > 1, tpot, np.nan))
 
+    def counted(self, values: FloatArray, *, per_output_token: bool = False) -> FloatArray:
+        """``values`` (:attr:`ttft_s`, :attr:`tpot_s`, :attr:`latency_s`) of the requests a
+        latency percentile is over (:func:`tail_percentiles`): every request that arrived (by
+        ``until_s``), or with ``per_output_token`` those of them with at least two output
+        tokens (the others have no time per output token); NaN stays where the request never
+        reached the value (no first token; not finished), to count infinitely late."""
+        keep = self.status != UNARRIVED
+        if per_output_token:
+            keep &= self.requests.output_tokens > 1
+        return np.asarray(values[keep])
+
+    def unfinished_text(self) -> str | None:
+        """How the percentiles count the requests that arrived and did not finish (dropped,
+        or running when ``until_s`` stopped the run), in words; None when every one finished."""
+        dropped, running = self.count(DROPPED), self.count(RUNNING)
+        parts = ([f"the {count_of(dropped, 'dropped request')}"] if dropped else []) + (
+            [f"the {count_of(running, 'request')} still running at the horizon"] if running else []
+        )
+        if not parts:
+            return None
+        return (
+            f"{' and '.join(parts)} count{'s' if dropped + running == 1 else ''} as infinitely "
+            "late (inf) in the TPOT and latency percentiles, and in TTFT those without a first "
+            "token, as in the SLO attainment"
+        )
+
     def itl_percentiles(self) -> dict[str, float]:
         """Inter-token latency over every token gap of every sequence."""
         qs = mixture_quantiles(
@@ -343,13 +388,18 @@ class LlmServingResult:
     @property
     def rate_window_s(self) -> tuple[float, float] | None:
         """The steady part of the run that tokens/s, requests/s, goodput and the cost per
-        token are measured over (s from 0): from the first arrival plus the median latency of
-        the finished requests (by then the batch has filled; at most half the arrival span)
-        to the last arrival (``until_s`` when sooner). The warm-up and the drain after the
-        last arrival -- the last requests finishing on an emptying server, as long as a
-        request takes however short the run -- are left out: the rates are those of a server
-        that keeps receiving the stream. None (the rates then run over :attr:`span_s`) when
-        the arrivals span no time or no request finished."""
+        token are measured over (s from 0): from when the batch has filled to the last
+        arrival (``until_s`` when sooner). Filled: at the first arrival that finds as many
+        requests in flight as the median arrival of the window's second half finds
+        (:meth:`_filled_at_s`), and no sooner than one median latency of the finished
+        requests after the first arrival; at most half the arrival span. Near its capacity a
+        server's batch fills over several latencies -- each request it admits slows the
+        others' steps -- and a window from one latency on read the served rate a few %
+        under the offered with no queue (QA 35 N #11: 11.86 of 12.35 req/s at 60 s). The
+        warm-up and the drain after the last arrival -- the last requests finishing on an
+        emptying server, as long as a request takes however short the run -- are left out:
+        the rates are those of a server that keeps receiving the stream. None (the rates
+        then run over :attr:`span_s`) when the arrivals span no time or none finished."""
         arrival = self.requests.arrival_s
         fin = self.finished
         if arrival.size < 2 or not fin.any():
@@ -359,7 +409,42 @@ class LlmServingResult:
         if end <= start:
             return None
         warm = float(np.median(self.finish_s[fin] - arrival[fin]))
-        return start + min(warm, (end - start) / 2.0), end
+        filled = self._filled_at_s(start, end) - start
+        return start + min(max(warm, filled), (end - start) / 2.0), end
+
+    def _filled_at_s(self, start_s: float, end_s: float) -> float:
+        """The first arrival (by ``end_s``) that finds at least the median of the requests in
+        flight (that could run) found by the arrivals after the middle of ``[start_s,
+        end_s]``: the batch has grown to the size it keeps."""
+        arrival = self.requests.arrival_s
+        keep = (self.status != DROPPED) & (arrival <= end_s)
+        at, finish = arrival[keep], self.finish_s[keep]
+        done = np.sort(finish[np.isfinite(finish)])
+        found = np.arange(1, at.size + 1) - np.searchsorted(done, at, side="right")
+        later = found[at > (start_s + end_s) / 2.0]
+        if later.size == 0:
+            return start_s
+        return float(at[np.argmax(found >= np.median(later))])
+
+    def in_flight_at(self, t_s: float) -> int:
+        """Requests that could run (not dropped) arrived by ``t_s`` and unfinished at it."""
+        with np.errstate(invalid="ignore"):
+            unfinished = ~(self.finish_s <= t_s)
+        keep = (self.status != DROPPED) & (self.requests.arrival_s <= t_s) & unfinished
+        return int(np.count_nonzero(keep))
+
+    def window_arrival_rps(self) -> float | None:
+        """Requests that could run (not dropped) arriving per second of :attr:`rate_window_s`
+        (None without one): what a server that keeps up serves there, so the served
+        requests/s falls under it only while the requests in flight grow -- a batch still
+        filling, or a queue."""
+        window = self.rate_window_s
+        if window is None:
+            return None
+        lo, hi = window
+        arrival = self.requests.arrival_s
+        inside = (arrival > lo) & (arrival <= hi) & (self.status != DROPPED)
+        return int(np.count_nonzero(inside)) / (hi - lo)
 
     def _steady_rates(self) -> dict[str, float]:
         """Per second of :attr:`rate_window_s` (over :attr:`span_s` without one): requests
@@ -504,10 +589,14 @@ class LlmServingResult:
             "horizon_s": self.horizon_s,
             "warmup_s": 0.0,
             "drop_reasons": dict(self.drop_reasons),
-            "ttft_s": summary(self.ttft_s),
-            "tpot_s": summary(self.tpot_s),
+            "ttft_s": summary(self.counted(self.ttft_s)),
+            "tpot_s": summary(self.counted(self.tpot_s, per_output_token=True)),
             "itl_s": self.itl_percentiles(),
-            "latency_s": summary(self.latency_s),
+            "latency_s": summary(self.counted(self.latency_s)),
+            # how ttft_s / tpot_s / latency_s count: nearest rank over the requests that
+            # arrived; the unfinished ones (when any) infinitely late, null in JSON
+            "percentiles": PERCENTILE_RULE,
+            "unfinished_in_percentiles": self.unfinished_text(),
             "throughput_rps": rps,
             "tokens_per_s": tokens_per_s,
             "total_tokens_per_s": total_per_s,
