@@ -704,6 +704,16 @@ def test_a_run_too_short_for_steady_rates_says_so_and_names_the_duration() -> No
     assert not steady.warnings
     s = steady.serving
     assert s.to_dict()["throughput_rps"] == pytest.approx(s.window_arrival_rps(), rel=0.02)
+    # plan serve says it of its pick, the same run with the same figures
+    plan = gpucast.plan_llm_serve(
+        model="llama-3-8b:13", gpu=["H100-SXM"], tp=[1], no_disaggregation=True,
+        slo_ttft_ms=2000, slo_tpot_ms=100,
+    )  # fmt: skip
+    best = plan.plan.best
+    assert best is not None and best.replicas == 1
+    (pick,) = [w for w in plan.warnings if "too short to tell its steady rates" in w]
+    assert pick == line.replace("the run is", "the pick's run is", 1)
+    assert f"{best.cost_usd_per_million_tokens:.3f} US$ per million output tokens" in pick
 
 
 def test_plan_kv_link_slows_the_disaggregated_rows_only() -> None:

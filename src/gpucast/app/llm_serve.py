@@ -833,7 +833,7 @@ STEADY_GAP = 0.02
 STEADY_LATENCIES = 20
 
 
-def unsteady_warning(result: LlmServingResult) -> list[str]:
+def unsteady_warning(result: LlmServingResult, what: str = "the run") -> list[str]:
     """One line when the run is too short to tell its steady rates: the requests/s served
     over :attr:`LlmServingResult.rate_window_s` is :data:`STEADY_GAP` or more off the
     requests arriving there (dropped ones left out) and the arrivals span fewer than
@@ -860,7 +860,7 @@ def unsteady_warning(result: LlmServingResult) -> list[str]:
         return []
     cost = float(out["cost_usd_per_million_tokens"])  # type: ignore[arg-type]
     return [
-        f"the run is too short to tell its steady rates: over its steady window "
+        f"{what} is too short to tell its steady rates: over its steady window "
         f"({lo:.1f}-{hi:.1f} s) it served {served:.2f} req/s of the {arriving:.2f} arriving "
         f"({abs(gap):.1%} {'under' if gap < 0 else 'over'}; {result.in_flight_at(lo):,} "
         f"requests in flight at the window's start, {result.in_flight_at(hi):,} at its end: "
@@ -1309,16 +1309,20 @@ def plan_llm_serve(
                 else {}
             ),
         },
-        warnings=tuple(traffic.warnings)
-        + tuple(
-            []
-            if best is None
-            else short_run_warning(
-                _arrival_span_s(traffic.requests), best.latency_p50_s, "the pick's"
-            )
-        ),
+        warnings=tuple(traffic.warnings) + tuple(_pick_warnings(plan, traffic.requests)),
         validation=validation,
     )
+
+
+def _pick_warnings(plan: LlmServePlan, requests: LlmRequests) -> list[str]:
+    """The pick's run too short to tell: a warm-up's latencies, or rates not yet steady."""
+    best = plan.best
+    if best is None:
+        return []
+    short = short_run_warning(_arrival_span_s(requests), best.latency_p50_s, "the pick's")
+    if short or plan.best_result is None:
+        return short
+    return unsteady_warning(plan.best_result, "the pick's run")
 
 
 def _arrival_span_s(requests: LlmRequests) -> float:

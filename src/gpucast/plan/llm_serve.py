@@ -142,6 +142,8 @@ class LlmServePlan:
     #: with ``band_of``: (lower factor, upper factor, the pick simulated with every iteration
     #: at the lower factor, at the upper)
     best_band: tuple[float, float, LlmServeCandidate, LlmServeCandidate] | None = None
+    #: the pick's whole run (its requests' times: how steady its rates are), not in the JSON
+    best_result: LlmServingResult | None = None
 
     def band_dict(self) -> dict[str, Any] | None:
         """The pick at the edges of its iteration-time band: SLO percentiles, attainment and
@@ -604,18 +606,24 @@ def plan_llm_serving(
         else:
             for future in [executor.submit(_search_split, *args) for args in splits]:
                 rows.extend(future.result())
-    _whole_pick(s, rows, built, max_replicas)
+    whole = _whole_pick(s, rows, built, max_replicas)
     ranked = tuple(sorted(rows, key=_rank))
     points = np.array([[r.cost_usd_per_hour, _finite(r.ttft_s), _finite(r.tpot_s)] for r in ranked])
     front = tuple(sorted(int(i) for i in nondominated(points))) if len(ranked) else ()
     ok = [i for i, r in enumerate(ranked) if r.meets_slo and r.within_budget]
     pick = min(ok, key=lambda i: _rank(ranked[i])) if ok else None  # a tie: TIE_BREAK
-    best_band = None
-    if band_of is not None and pick is not None:
+    best_band = best_result = None
+    if pick is not None:
         row = ranked[pick]
         choice, cost = built[(row.gpu, row.tp)]
-        f_low, f_high = band_of(choice.gpu)
         split = None if row.mode == "colocated" else (row.prefill_instances, row.decode_instances)
+        best_result = whole.get(id(row))
+        if best_result is None:  # simulated in a search (a worker's): once more, here
+            _, best_result = _evaluate(
+                s, choice, row.tp, cost, replicas=row.replicas or 1, split=split, full=True
+            )
+    if band_of is not None and pick is not None:
+        f_low, f_high = band_of(choice.gpu)
         edges = [
             _evaluate(s, choice, row.tp, cost.scaled(f), replicas=row.replicas or 1, split=split)[0]
             for f in (f_low, f_high)
@@ -628,6 +636,7 @@ def plan_llm_serving(
         infeasible=tuple(infeasible),
         simulated=len(rows),
         best_band=best_band,
+        best_result=best_result,
     )
 
 
@@ -800,21 +809,26 @@ def _whole_pick(
     rows: list[LlmServeCandidate],
     built: dict[tuple[str, int], tuple[GpuChoice, IterationCost]],
     max_replicas: int,
-) -> None:
+) -> dict[int, LlmServingResult]:
     """The pick simulated whole: while the cheapest row meeting the SLOs was simulated from a
     share of its instances (:data:`SAMPLED_REQUESTS`), its row is replaced by the whole
     deployment's; where the whole misses (the share met by the luck of its sample), a
-    colocated GPU x degree is searched on, whole, from one replica more."""
+    colocated GPU x degree is searched on, whole, from one replica more. Returns the runs
+    simulated whole here, by their rows' ``id``."""
+    runs: dict[int, LlmServingResult] = {}
     while True:
         ok = [r for r in rows if r.meets_slo and r.within_budget]
         if not ok:
-            return
+            return runs
         row = min(ok, key=_rank)
         if row.simulated_instances == row.gpus // row.tp:  # whole already
-            return
+            return runs
         choice, cost = built[(row.gpu, row.tp)]
         split = None if row.mode == "colocated" else (row.prefill_instances, row.decode_instances)
-        whole, _ = _evaluate(s, choice, row.tp, cost, replicas=row.replicas, split=split, full=True)
+        whole, run = _evaluate(
+            s, choice, row.tp, cost, replicas=row.replicas, split=split, full=True
+        )
+        runs[id(whole)] = run
         rows[rows.index(row)] = whole
         if not whole.meets_slo and split is None and row.replicas < max_replicas:
             _search_replicas(
