@@ -46,6 +46,7 @@ from gpucast.domain.systems import (
     cluster_set_option,
     used_gpus_text,
 )
+from gpucast.domain.units import usd_per_million
 from gpucast.domain.workload import SOFTWARE_HELP, check_precision_units, check_software
 
 if TYPE_CHECKING:
@@ -575,7 +576,7 @@ def _cost(cluster: Any, paid_gpus: int, tokens_per_s: float) -> dict[str, float]
     usd_per_hour = float(cluster.usd_per_hour(paid_gpus))
     return {
         "usd_per_hour": usd_per_hour,
-        "usd_per_million_tokens": usd_per_hour / 3600.0 / tokens_per_s * 1e6,
+        "usd_per_million_tokens": usd_per_million(usd_per_hour, tokens_per_s),
         "paid_gpus": float(paid_gpus),
     }
 
