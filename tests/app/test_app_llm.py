@@ -738,3 +738,10 @@ def test_predict_llm_train_reaches_a_clusters_network_as_plan_llm_train_does() -
     rdma = gpucast.predict_llm_train(**{**common, "cluster": "p5.48xlarge"}, gpus=64, zero=1)
     assert "TCP" not in rdma.assumptions["node network"]
     assert rdma.best.step_time_s < predicted.best.step_time_s
+    bare = gpucast.predict_llm_train(**{**common, "cluster": None, "cluster_nodes": None},
+                                     gpu="H100", gpus=64, zero=1)  # fmt: skip
+    assert bare.assumptions["node network"] == (
+        "3200 Gbit/s per 8-GPU node (default per GPU type), RDMA-class at its links "
+        "(a TCP network: --cluster with network: ethernet)"
+    )
+    assert bare.best.step_time_s == pytest.approx(rdma.best.step_time_s, rel=1e-9)

@@ -506,9 +506,8 @@ def predict_llm_train(
                 )
                 + f"; inside a node {links.intra_node_gbps / 8:g} GB/s per GPU"
                 if cluster is not None
-                else " (default per GPU type)"
-                if request.node_network_gbps is None
-                else ""
+                else (" (default per GPU type)" if request.node_network_gbps is None else "")
+                + ", RDMA-class at its links (a TCP network: --cluster with network: ethernet)"
             ),
             **({"cluster": f"{cluster.describe()} ({cluster.source})"} if cluster else {}),
             **(
