@@ -141,7 +141,7 @@ def cluster_speed(n: int) -> SpeedTable:
     """ResNet-32 on K80 (CM-DARE sizes), async PS, 1 shard, 10 Gbit/s PS NIC."""
     model = cluster_model(None).value
     work = WorkloadInputs(
-        name="cifar-resnet32",
+        name="cifar-resnet15",  # CM-DARE's ResNet-32: T2T resnet_cifar_32 (blocks=5,5,5)
         param_bytes=4.0 * 1_857_722,
         n_tensors=104,
         max_tensor_bytes=None,

@@ -7,7 +7,8 @@ Calibration uses only:
 * lifetimes: ``transient/lifetime/lifetime.csv``, February 2019 section (the same study period,
   zones and VM shapes), right-censored at the 24 h cap; per region with >= 3 revocations, else
   the K80 pooled fit;
-* speed: CM-DARE's published single-worker ResNet-32 K80 speed (4.516 steps/s, res32k80worker1)
+* speed: CM-DARE's published single-worker ResNet-32 K80 speed (4.516 steps/s, res32k80worker1;
+  T2T's resnet_cifar_32, gpucast's cifar-resnet15 -o blocks=5,5,5)
   scaled to N workers by the cluster model fitted on ``cmdare/cluster_scaling``, with the PS
   NIC of the catalog's 4-vCPU GCP server -- the same path as ``gpucast simulate train``
   (:mod:`gpucast.inputs.transient`);
@@ -42,8 +43,8 @@ from gpucast.inputs.workload import WorkloadInputs
 from gpucast.predict.revocation import RevocationModel, estimate_restart_penalty
 from gpucast.simulate.transient import SpeedTable, simulate_runs
 from gpucast.store.datasets.transient import (
-    PUBLISHED_SINGLE_WORKER_STEPS_PER_S,
     lifetimes_frame,
+    published_single_worker,
     read_chief_rejoining,
     read_lifetimes,
     read_price_table,
@@ -62,7 +63,8 @@ BOOTSTRAP = 100
 
 
 RES32 = WorkloadInputs(
-    name="cifar-resnet32",
+    name="cifar-resnet15",
+    options=(("blocks", "5,5,5"),),
     param_bytes=4.0 * RES32_PARAMS,
     n_tensors=RES32_TENSORS,
     max_tensor_bytes=None,
@@ -74,8 +76,13 @@ RES32 = WorkloadInputs(
 def speed_table(n: int, model: object, network: inputs.Network) -> tuple[SpeedTable, str]:
     """Cluster speed by ready workers 0..n, as `gpucast simulate train` computes it."""
     group = WorkerGroup(gpu="K80", count=n, region="us-east1", spot=True)
-    s1, origin = PUBLISHED_SINGLE_WORKER_STEPS_PER_S[("cifar-resnet32", "K80")]
-    steps = {"K80": inputs.StepTime(step_time_s=1.0 / s1, includes_ps=True, source=origin)}
+    res32 = published_single_worker("cifar-resnet15", {"blocks": "5,5,5"}.items(), "K80")
+    assert res32 is not None  # CM-DARE's ResNet-32 is T2T's resnet_cifar_32
+    steps = {
+        "K80": inputs.StepTime(
+            step_time_s=1.0 / res32.steps_per_s, includes_ps=True, source=res32.source
+        )
+    }
     return inputs.speed_table(
         [group],
         steps,

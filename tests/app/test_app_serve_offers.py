@@ -149,3 +149,25 @@ def test_plan_serve_says_a_mig_row_rents_whole_gpus() -> None:
         models=["resnet50:20"], gpus=["T4"], slo_ms=50, no_cpu=True, duration_s=5, no_mig=True
     )
     assert "MIG" not in whole.plan.assumptions["prices"]
+
+
+def test_cost_per_million_requests_is_per_request_served_in_both_verbs() -> None:
+    """QA 34 C #14: ``plan serve`` divided by the offered rate (0.618) and ``simulate serve``
+    by the served one (0.614) for the same deployment; one rule now: per request served."""
+    from gpucast.domain.units import usd_per_million
+
+    plan = gpucast.plan_serve(models=["resnet50:200"], gpus=["T4"], slo_ms=50, no_mig=True,
+                              no_cpu=True, saturation_s=0)  # fmt: skip
+    best = plan.plan.best
+    assert best is not None
+    (group,) = best.groups
+    (choice,) = group.models
+    run = gpucast.simulate_serve(
+        model="resnet50", gpu="T4", rate=200, max_batch=choice.max_batch_size,
+        max_delay_ms=choice.max_queue_delay_s * 1e3, instances=choice.instances,
+    ).to_dict()  # fmt: skip
+    assert run["throughput_rps"] != pytest.approx(200.0, rel=1e-3)  # a Poisson draw's
+    want = usd_per_million(run["cost_usd_per_hour"], run["throughput_rps"])
+    assert run["cost_usd_per_million"] == pytest.approx(want, rel=1e-12)
+    assert best.cost_usd_per_million == pytest.approx(want, rel=1e-9)
+    assert usd_per_million(1.0, 0.0) == float("inf")  # nothing served

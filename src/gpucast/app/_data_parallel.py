@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpucast.domain.units import usd_per_million
+
 if TYPE_CHECKING:
     from gpucast.domain.catalog import Catalog, GpuSpec
     from gpucast.domain.provenance import Validation
@@ -60,7 +62,7 @@ class DataParallelStep:
     def usd_per_million_samples(self) -> float | None:
         if self.usd_per_hour is None:
             return None
-        return self.usd_per_hour / 3600.0 / self.samples_per_s * 1e6
+        return usd_per_million(self.usd_per_hour, self.samples_per_s)
 
     def gpus_text(self) -> str:
         """Which GPUs, saying a default is one."""

@@ -46,6 +46,7 @@ from gpucast.domain.systems import (
     cluster_set_option,
     used_gpus_text,
 )
+from gpucast.domain.units import usd_per_million
 from gpucast.domain.workload import SOFTWARE_HELP, check_precision_units, check_software
 
 if TYPE_CHECKING:
@@ -404,13 +405,19 @@ def predict_llm_train(
     # at 8,192 tokens; the result states it (sequence_text)
     seq = request.seq_len or spec.max_context
     if cluster is not None:
-        # the GPUs used keep their own share of the node's NICs
-        network = host_link_gbps(cluster, gpu.pcie_generation) * per_node / whole
+        from gpucast.inputs.cluster import perf_params
+
+        # the GPUs used keep their own share of the node's NICs, reached as plan llm-train
+        # reaches a cluster's: RDMA at its links, TCP at the fitted share with a flat ring
+        nic = host_link_gbps(cluster, gpu.pcie_generation) * per_node / whole
+        tcp = perf_params(None).value.collective_tcp
+        network, algorithm = tcp.node_network(nic, rdma=cluster.shape.rdma)
         links = replace(
             cluster_shape(
                 gpu,
                 gpus_per_node=per_node,
                 node_network_gbps=network,
+                collective=algorithm,
                 mesh=cluster.shape.intra_node == "mesh",
             ),
             intra_node_gbps=intra_link_gbps(cluster, catalog, per_node),
@@ -489,13 +496,18 @@ def predict_llm_train(
         assumptions={
             "GPUs": _gpus_text(gpus, per_node, whole, cluster, gpu.name, given=request.gpus),
             "sequence length": sequence_text(spec, seq, given=request.seq_len is not None),
-            "node network": f"{network:g} Gbit/s per {per_node}-GPU node"
+            "node network": f"{network:.4g} Gbit/s per {per_node}-GPU node"
             + (
-                f"; inside a node {links.intra_node_gbps / 8:g} GB/s per GPU"
+                (
+                    ""
+                    if cluster.shape.rdma
+                    else f" (TCP: {tcp.network_efficiency:.3f} of its "
+                    f"{nic:g} Gbit/s NICs, {tcp.algorithm}; {tcp.source})"
+                )
+                + f"; inside a node {links.intra_node_gbps / 8:g} GB/s per GPU"
                 if cluster is not None
-                else " (default per GPU type)"
-                if request.node_network_gbps is None
-                else ""
+                else (" (default per GPU type)" if request.node_network_gbps is None else "")
+                + ", RDMA-class at its links (a TCP network: --cluster with network: ethernet)"
             ),
             **({"cluster": f"{cluster.describe()} ({cluster.source})"} if cluster else {}),
             **(
@@ -575,7 +587,7 @@ def _cost(cluster: Any, paid_gpus: int, tokens_per_s: float) -> dict[str, float]
     usd_per_hour = float(cluster.usd_per_hour(paid_gpus))
     return {
         "usd_per_hour": usd_per_hour,
-        "usd_per_million_tokens": usd_per_hour / 3600.0 / tokens_per_s * 1e6,
+        "usd_per_million_tokens": usd_per_million(usd_per_hour, tokens_per_s),
         "paid_gpus": float(paid_gpus),
     }
 

@@ -249,6 +249,14 @@ class PredictTrainResult:
             )
         return line
 
+    @property
+    def setup(self) -> str:
+        """What the step prices, and the verb that prices the job around it."""
+        return (
+            f"one {self.gpu} alone, {self.software} stack, no parameter server or all-reduce; "
+            "`gpucast simulate train` adds them (e.g. CM-DARE's 1 worker + 1 PS) to this step"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         est = self.estimate
         return {
@@ -266,6 +274,7 @@ class PredictTrainResult:
             "calibrated": self.calibrated,
             "calibration_source": self.calibration_source,
             "software": self.software,
+            "setup": self.setup,
             "step_time_model": self.step_time_model,
             "validation": self.validation.to_dict(),
             "cluster": None if self.cluster is None else self.cluster.to_dict(),

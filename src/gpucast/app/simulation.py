@@ -776,7 +776,7 @@ def simulate_train(
                 tinputs.step_times(
                     [g for g in at_prec if g.gpu == name], work_p, given_speed,
                     request.strategy, root, request.batch_size, prec, catalog, calibration,
-                    efficiency=efficiency, uncalibrated=uncalibrated,
+                    efficiency=efficiency, uncalibrated=uncalibrated, software=request.software,
                 )
             )  # fmt: skip
     assert work is not None  # groups is never empty

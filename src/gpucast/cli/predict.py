@@ -53,6 +53,7 @@ def train(
     )
     for note in est.notes:
         console.print(f"  {note}", highlight=False)
+    console.print(f"  setup: {result.setup}", highlight=False, markup=False)
     console.print(f"  calibration: {result.calibration_source}", highlight=False)
     if result.profile_source:
         console.print(f"  profile: {result.profile_source}", highlight=False, markup=False)

@@ -325,6 +325,8 @@ class ServeCandidate:
     peak throughput where a saturation search ran, else the analytic bound;
     ``latency_headroom`` is ``slo / tail_latency - 1``. ``requests_in`` arrivals simulated,
     ``requests_out`` requests completed (equal by construction; the tests check it).
+    ``cost_usd_per_million``: per million requests *served* (completed in the simulated
+    window), as ``simulate serve`` states it (:func:`gpucast.domain.units.usd_per_million`).
     """
 
     placement: str

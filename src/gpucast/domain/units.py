@@ -23,6 +23,13 @@ _SECONDS_PER = {
 }
 
 
+def usd_per_million(usd_per_hour: float, served_per_s: float) -> float:
+    """US$ per million units (requests, tokens, samples) of what costs ``usd_per_hour`` and
+    serves ``served_per_s`` of them a second: the rate actually served, not the offered one,
+    so it is what one served unit costs (infinite when nothing is served)."""
+    return usd_per_hour / (served_per_s * 3600.0) * 1e6 if served_per_s > 0 else math.inf
+
+
 def parse_duration_s(text: str, *, field: str = "duration", allow_zero: bool = False) -> float:
     """Parse ``"90"``, ``"90s"``, ``"15m"``, ``"24h"`` or ``"2d"`` into seconds (> 0, or >= 0
     with ``allow_zero``: ``"0"``, ``"0h"``)."""

@@ -318,11 +318,15 @@ def step_times(
     calibration: Sourced[Calibration] | None = None,
     efficiency: RooflineEfficiency | None = None,
     uncalibrated: str = "",
+    *,
+    software: str,
 ) -> dict[str, StepTime]:
-    """Single-worker step time per GPU type: a given speed, a published measurement,
-    CM-DARE's single-GPU data, else the roofline prediction from the workload's profile
-    (``uncalibrated``: why no stored measurement calibrates it, where none does)."""
-    from gpucast.store.datasets.transient import PUBLISHED_SINGLE_WORKER_STEPS_PER_S
+    """Single-worker step time per GPU type: a given speed, a published measurement of this
+    architecture in this setup (batch, precision, ``software`` stack), CM-DARE's single-GPU
+    data, else the roofline prediction from the workload's profile (``uncalibrated``: why no
+    stored measurement calibrates it, where none does) -- one GPU alone, the step ``gpucast
+    predict train`` prints, to which the cluster model adds the PS or all-reduce."""
+    from gpucast.store.datasets.transient import published_single_worker
 
     out: dict[str, StepTime] = {}
     for g in groups:
@@ -336,14 +340,17 @@ def step_times(
                 + (" + 1 PS)" if strategy not in ("allreduce", "fsdp") else " alone)"),
             )
             continue
-        published = PUBLISHED_SINGLE_WORKER_STEPS_PER_S.get(
-            (work.name.lower(), catalog.gpu(g.gpu).name)
-        )
-        if published is not None:
+        published = published_single_worker(work.name, work.options, catalog.gpu(g.gpu).name)
+        if published is not None and (batch_size, precision, software) == (
+            published.batch_size,
+            published.precision,
+            published.software,
+        ):
             out[g.gpu] = StepTime(
-                step_time_s=1.0 / published[0],
+                step_time_s=1.0 / published.steps_per_s,
                 includes_ps=True,
-                source=f"{published[0]:g} steps/s (1 worker + 1 PS) from {published[1]}",
+                source=f"{published.steps_per_s:g} steps/s ({published.setup}) from "
+                f"{published.source}",
             )
             continue
         if work.cmdare_key is not None:
@@ -375,7 +382,14 @@ def step_times(
             step_time_s=est.value,
             includes_ps=False,
             source=f"roofline ({est.source}{cal}) {est.value * 1e3:.1f} ms at batch "
-            f"{batch_size} on {spec.name} (range {est.lower * 1e3:.1f}-{est.upper * 1e3:.1f})",
+            f"{batch_size} on {spec.name} alone, {software} stack, as `gpucast predict train` "
+            f"(range {est.lower * 1e3:.1f}-{est.upper * 1e3:.1f})"
+            + (
+                ""
+                if published is None
+                else f"; measured in another setup ({published.setup}): "
+                f"{1e3 / published.steps_per_s:.1f} ms with the PS"
+            ),
             lower_ratio=est.lower / est.value,
             upper_ratio=est.upper / est.value,
             batch_size=batch_size,

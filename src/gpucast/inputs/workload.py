@@ -275,6 +275,7 @@ class WorkloadInputs:
     source: str
     facts: Any = None  # WorkloadFacts for profiled workloads (roofline step time)
     cmdare_key: str | None = None  # CM-DARE model key for measured speeds
+    options: tuple[tuple[str, Any], ...] = ()  # the built-in's ``-o`` options
 
 
 def workload_inputs(
@@ -307,6 +308,7 @@ def workload_inputs(
             f"{prof.parameter_tensors} tensors)"
             + (f"; {origin}" if (origin := profile_origin(prof)) else ""),
             facts=workload_facts(prof),
+            options=tuple((options or {}).items()),
         )
     from gpucast.store.datasets.cmdare_cluster import model_key, read_model_features
 

@@ -458,11 +458,10 @@ def plan_llm(
         gpu = gpus[option.gpu]
         if not fp8_capable(gpu, space.precision):  # no fp8 row for it: the app says it skipped
             continue
-        network = option.network_gbps * (1.0 if option.rdma else tcp.network_efficiency)
+        network, algorithm = tcp.node_network(option.network_gbps, rdma=option.rdma)
         links = cluster_shape(
             gpu, gpus_per_node=option.gpus_per_node, node_network_gbps=network,
-            collective="hierarchical" if option.rdma else tcp.algorithm,
-            mesh=option.node.mesh_gpus > 1,
+            collective=algorithm, mesh=option.node.mesh_gpus > 1,
         )  # fmt: skip
         if option.intra_node_gbps is not None:
             links = dataclasses.replace(links, intra_node_gbps=option.intra_node_gbps)

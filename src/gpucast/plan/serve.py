@@ -65,6 +65,7 @@ from gpucast.domain.serving_plan import (
     ServerGroupChoice,
     ServerOption,
 )
+from gpucast.domain.units import usd_per_million
 from gpucast.plan.pareto import pareto_front_2d, tie_note
 from gpucast.simulate import arrivals as arrival_gen
 from gpucast.simulate.serving import (
@@ -164,6 +165,7 @@ class _Eval:
     meets: bool
     requests_in: int
     requests_out: int
+    served_rps: float  # requests completed in the measuring window over its length
 
 
 def _host_load(request: ServeRequest, unit_models: Sequence[str], option: ServerOption) -> float:
@@ -337,6 +339,7 @@ class _Planner:
             meets=tail <= req.slo_s,
             requests_in=int(sum(self.arrivals[m].size for m in unit.models)),
             requests_out=out,
+            served_rps=result.throughput_rps(),
         )
 
     def search(self, units: list[_Unit], best_cost: float) -> tuple[list[_Eval], float]:
@@ -432,7 +435,7 @@ def _candidate(request: ServeRequest, placement: str, evals: Sequence[_Eval]) ->
         placement=placement,
         groups=groups,
         cost_usd_per_hour=cost,
-        cost_usd_per_million=cost / (request.total_rate_rps * 3600.0) * 1e6,
+        cost_usd_per_million=usd_per_million(cost, sum(ev.served_rps for ev in evals)),
         tail_latency_s=tail,
         latency_s=latency,
         meets_slo=all(ev.meets for ev in evals),

@@ -77,6 +77,16 @@ class CollectiveConstants:
                 "algorithm", f"must be one of {', '.join(ALGORITHMS)}", got=self.algorithm
             )
 
+    def node_network(self, nic_gbps: float, *, rdma: bool) -> tuple[float, str]:
+        """The node network a 3D-parallel step reaches over ``nic_gbps`` of NICs, and the
+        collective's algorithm, where ``self`` are the TCP constants: an RDMA fabric
+        (InfiniBand, RoCE, EFA, Slingshot) at its nominal links, reduced hierarchically; TCP at
+        this share of the NIC with this algorithm. One rule for ``plan llm-train``'s offers and
+        clusters and ``predict llm-train --cluster``."""
+        if rdma:
+            return nic_gbps, "hierarchical"
+        return nic_gbps * self.network_efficiency, self.algorithm
+
     def total_s(
         self,
         data_bytes: npt.ArrayLike,

@@ -70,7 +70,7 @@ from gpucast.domain.llm_serving import (
     LlmRequests,
     SchedulerConfig,
 )
-from gpucast.domain.units import GIB, count_of
+from gpucast.domain.units import GIB, count_of, usd_per_million
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -567,7 +567,7 @@ class LlmServingResult:
         price = self.price_usd_per_hour
 
         def per_million(rate: float) -> float:
-            return price / (rate * 3600.0) * 1e6 if rate > 0 else math.inf
+            return usd_per_million(price, rate)
 
         slo = None
         if self.slo_ttft_s is not None or self.slo_tpot_s is not None:

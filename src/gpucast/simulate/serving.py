@@ -85,6 +85,7 @@ from gpucast.domain.serving import (
     ModelDeployment,
     ServerSpec,
 )
+from gpucast.domain.units import usd_per_million
 from gpucast.simulate.serving_events import (
     DROP_REASONS,
     DeviceRecord,
@@ -326,8 +327,8 @@ class ServingResult:
 
     @property
     def cost_usd_per_million(self) -> float:
-        rps = self.throughput_rps()
-        return self.price_usd_per_hour / (rps * 3600.0) * 1e6 if rps > 0 else math.inf
+        """US$ per million requests served (completed in the window)."""
+        return usd_per_million(self.price_usd_per_hour, self.throughput_rps())
 
     def timeline(self, bins: int = 60) -> dict[str, list[float]]:
         """Per arrival-time bin: request rate, p50 and p99 latency of the requests that ran,

@@ -463,13 +463,69 @@ def read_startup_times(folder: Path) -> pd.DataFrame:
 
 # -- published speeds not in ../shared/data ---------------------------------------------------
 
-#: Single-worker (1 GPU worker + 1 PS) speeds in global steps/s from CM-DARE files that the
-#: shared data subset does not include. ResNet-32 on K80: median of the TensorBoard samples at
-#: steps 501..4901 of ``speed_and_cluster_size/k80/res32k80worker1`` (first 4 are warm-up).
-PUBLISHED_SINGLE_WORKER_STEPS_PER_S: dict[tuple[str, str], tuple[float, str]] = {
-    ("cifar-resnet32", "K80"): (
-        4.516,
-        "CM-DARE data/processed_data/speed_and_cluster_size/k80/res32k80worker1 "
-        "(github.com/cake-lab/CM-DARE @ e3f2dca), median of 45 samples",
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PublishedSingleWorker:
+    """A published single-worker speed (1 GPU worker + 1 PS, global steps/s) of a gpucast
+    workload -- ``workload`` with ``options`` (as ``-o KEY=VALUE`` texts) -- on ``gpu``, and
+    the setup it was measured in: per-GPU batch, precision and software stack."""
+
+    workload: str
+    options: tuple[tuple[str, str], ...]
+    gpu: str
+    steps_per_s: float
+    batch_size: int
+    precision: str
+    software: str  # the ``--software`` stack it prices
+    framework: str  # the code base measured, as its authors name it
+    source: str
+
+    @property
+    def setup(self) -> str:
+        return (
+            f"1 worker + 1 PS, {self.framework} (--software {self.software}), "
+            f"batch {self.batch_size}, {self.precision}"
+        )
+
+
+#: Single-worker speeds from CM-DARE files that the shared data subset does not include.
+#: CM-DARE's "ResNet-32" is Tensor2Tensor's ``resnet_cifar_32``: ``resnet_cifar_15`` with 5
+#: basic blocks per stage (32/64/128 filters, projection shortcuts; 1,857,722 parameters in 104
+#: tensors, ``cmdare/checkpoint/aggregated.csv``), i.e. gpucast's ``cifar-resnet15 -o
+#: blocks=5,5,5`` (1,856,026 in 104) -- not He et al.'s ``cifar-resnet32`` (464,154 parameters,
+#: 16/32/64 filters, ~1/4 of the FLOPs). Median of the TensorBoard samples at steps 501..4901
+#: of ``speed_and_cluster_size/k80/res32k80worker1`` (first 4 are warm-up); TensorFlow 1.10,
+#: FP32, batch 128 as every CM-DARE speed.
+PUBLISHED_SINGLE_WORKER: tuple[PublishedSingleWorker, ...] = (
+    PublishedSingleWorker(
+        workload="cifar-resnet15",
+        options=(("blocks", "5,5,5"),),
+        gpu="K80",
+        steps_per_s=4.516,
+        batch_size=128,
+        precision="fp32",
+        software="tf1",
+        framework="TensorFlow 1.10",
+        source="CM-DARE data/processed_data/speed_and_cluster_size/k80/res32k80worker1 "
+        "(github.com/cake-lab/CM-DARE @ e3f2dca; T2T resnet_cifar_32), median of 45 samples",
     ),
-}
+)
+
+
+def _option_text(value: object) -> str:
+    """An option's value as ``-o`` writes it (``(5, 5, 5)`` and ``"5,5,5"`` alike)."""
+    if isinstance(value, list | tuple):
+        return ",".join(str(v).strip() for v in value)
+    return ",".join(part.strip() for part in str(value).split(","))
+
+
+def published_single_worker(
+    workload: str, options: Iterable[tuple[str, object]], gpu: str
+) -> PublishedSingleWorker | None:
+    """The published single-worker speed of ``workload`` with exactly ``options`` on ``gpu``
+    (a catalog GPU name), or ``None``."""
+    wanted = sorted((key, _option_text(value)) for key, value in options)
+    for row in PUBLISHED_SINGLE_WORKER:
+        if row.workload == workload.lower() and row.gpu == gpu and sorted(row.options) == wanted:
+            return row
+    return None
