@@ -55,7 +55,11 @@ def test_repruned_search_gives_the_same_plan(
 
     def plan_with(rows: int, reprune: int) -> object:
         monkeypatch.setattr(space, "CHUNK_ROWS", rows)
-        monkeypatch.setattr(space.space_chunks, "__kwdefaults__", {"rows": rows})
+        monkeypatch.setattr(
+            space.space_chunks,
+            "__kwdefaults__",
+            {**space.space_chunks.__kwdefaults__, "rows": rows},
+        )
         monkeypatch.setattr(train, "REPRUNE_ROWS", reprune)
         try:
             return plan_training(request(**options), context()).to_dict()
@@ -67,7 +71,9 @@ def test_repruned_search_gives_the_same_plan(
 
 def test_repruning_keeps_fewer_rows_and_counts_every_one(monkeypatch: pytest.MonkeyPatch) -> None:
     req = request(max_gpus=64)
-    monkeypatch.setattr(space.space_chunks, "__kwdefaults__", {"rows": 200})
+    monkeypatch.setattr(
+        space.space_chunks, "__kwdefaults__", {**space.space_chunks.__kwdefaults__, "rows": 200}
+    )
     monkeypatch.setattr(train, "REPRUNE_ROWS", 1 << 30)
     chunked = search(req, context(), compact=True)
     monkeypatch.setattr(train, "REPRUNE_ROWS", 0)

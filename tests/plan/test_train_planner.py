@@ -240,7 +240,11 @@ def test_chunked_search_gives_the_same_plan(
 
     def plan_with(rows: int) -> object:
         monkeypatch.setattr(space, "CHUNK_ROWS", rows)
-        monkeypatch.setattr(space.space_chunks, "__kwdefaults__", {"rows": rows})
+        monkeypatch.setattr(
+            space.space_chunks,
+            "__kwdefaults__",
+            {**space.space_chunks.__kwdefaults__, "rows": rows},
+        )
         try:
             return plan_training(request(**options), context()).to_dict()
         except NoFeasiblePlanError as exc:

@@ -31,9 +31,11 @@ from gpucast.domain.catalog import provider_option, region_option, spot_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import (
     allow_large_option,
+    check_jobs,
     check_price,
     check_seed,
     check_simulated_requests,
+    jobs_option,
 )
 from gpucast.domain.llm_infer import (
     COMPUTE_MODE,
@@ -994,10 +996,7 @@ class PlanLlmServeRequest:
         help="Re-simulate the pick at the edges of the engine's 80% iteration-time band: "
         "whether it still meets the SLOs when the engine runs slower than predicted.",
     )
-    jobs: int | None = option(
-        None, help="Worker processes searching side by side (default: the CPUs this process "
-        "may use; small plans search here); the plan is the same for any number.", example="4",
-    )  # fmt: skip
+    jobs: int | None = jobs_option()
 
     def __post_init__(self) -> None:
         from gpucast.inputs.serving import check_arrival_kind
@@ -1043,7 +1042,7 @@ class PlanLlmServeRequest:
             _at_least("tp", tp, 1)
         _at_least("max-replicas", self.max_replicas, 1)
         _at_most_instances("max-replicas", self.max_replicas)
-        _at_least("jobs", self.jobs, 1)
+        check_jobs(self.jobs)
         _positive("budget-usd-per-hour", self.budget_usd_per_hour, " US$/h")
         _check_deployment_knobs(self)
         _check_llm_requests(self, self.rate or rate, None)  # no --allow-large, as the CNN's

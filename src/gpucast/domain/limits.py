@@ -36,6 +36,22 @@ def allow_large_option() -> Any:
     )
 
 
+def jobs_option() -> Any:
+    """The ``--jobs`` request field (the verbs whose searches run in worker processes)."""
+    return option(
+        None,
+        help="Worker processes searching side by side (default: the CPUs this process may "
+        "use; small searches run here); the result is the same for any number.",
+        example="4",
+    )
+
+
+def check_jobs(jobs: object) -> None:
+    """``--jobs``: None (the default) or an integer >= 1."""
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise InvalidSpecError("jobs", "must be an integer >= 1", got=jobs, fix="e.g. --jobs 1")
+
+
 def format_bytes(n: float) -> str:
     """``n`` bytes as a person reads it (``3.2 GiB``)."""
     if not math.isfinite(n):

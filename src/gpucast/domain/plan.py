@@ -28,7 +28,13 @@ from gpucast.domain.convergence import (
 )
 from gpucast.domain.energy import check_eta, eta_option, power_limit_option
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
-from gpucast.domain.limits import allow_large_option, check_seed, check_work
+from gpucast.domain.limits import (
+    allow_large_option,
+    check_jobs,
+    check_seed,
+    check_work,
+    jobs_option,
+)
 from gpucast.domain.options import (
     build,
     is_default,
@@ -302,10 +308,12 @@ class TrainRequest:
     )
     offers_file: Path | None = offers_option()
     allow_large: bool = allow_large_option()
+    jobs: int | None = jobs_option()
 
     def __post_init__(self) -> None:
         if not self.workload:
             raise InvalidSpecError("workload", "must not be empty", fix="e.g. --workload resnet50")
+        check_jobs(self.jobs)
         if self.epochs is not None and self.steps is not None:
             raise InvalidSpecError(
                 "epochs/steps",

@@ -237,10 +237,7 @@ BYTES_PER_ROW = 16
 
 def space_size(request: TrainRequest, offers: OfferTable) -> int:
     """How many rows :func:`build_space` makes, counted without building them."""
-    gpn = offers.gpus_per_node
-    kmax = request.max_gpus // gpn
-    if offers.max_nodes is not None:
-        kmax = np.minimum(kmax, offers.max_nodes)
+    kmax = _most_nodes(request, offers)
     n_strategies = len(set(request.strategies))
     variants = (
         n_strategies
@@ -306,7 +303,12 @@ def _batches(request: TrainRequest) -> list[int]:
 
 
 def space_chunks(
-    request: TrainRequest, offers: OfferTable, *, rows: int = CHUNK_ROWS
+    request: TrainRequest,
+    offers: OfferTable,
+    *,
+    rows: int = CHUNK_ROWS,
+    part: tuple[int, int] | None = None,
+    mixed_only: bool = False,
 ) -> tuple[Iterator[Space], dict[str, int]]:
     """The rows of :func:`build_space`, in the same order, as chunks of about ``rows`` rows
     (the planner evaluates a chunk at a time, so memory does not grow with the space).
@@ -314,13 +316,13 @@ def space_chunks(
     Each base configuration (offer x nodes, or a mixed pair) keeps its whole block in one
     chunk: on demand first, then spot, the same (strategy, shards, batch) sequence in both
     (see :func:`market_twins`). Also returns the rows never generated (reason -> count).
+    ``part=(k, n)``: the ``k``-th of ``n`` runs of the single-type chunks, in order, and no
+    mixed rows (what one worker process evaluates; :func:`single_chunk_count`);
+    ``mixed_only``: the mixed rows' chunks alone.
     """
     check_space_size(request, offers)
     dropped: dict[str, int] = {}
-    gpn = offers.gpus_per_node
-    kmax = request.max_gpus // gpn
-    if offers.max_nodes is not None:
-        kmax = np.minimum(kmax, offers.max_nodes)
+    kmax = _most_nodes(request, offers)
     too_big = int(np.sum(kmax == 0))
     variants = _variants(request)
     batches = _batches(request)
@@ -332,16 +334,22 @@ def space_chunks(
     starts = np.repeat(np.cumsum(kmax) - kmax, kmax)
     nodes = np.arange(offer_idx.size, dtype=np.int64) - starts + 1
     step = max(1, rows // max(per_offer, 1))
+    starts_at = range(0, offer_idx.size, step)
+    if part is not None:
+        k, n = part
+        starts_at = starts_at[k * len(starts_at) // n : (k + 1) * len(starts_at) // n]
+    elif mixed_only:
+        starts_at = range(0)
 
     def generate() -> Iterator[Space]:
-        yielded = False
-        for lo in range(0, offer_idx.size, step):
+        yielded = part is not None or mixed_only  # a part or the mixed rows may be empty
+        for lo in starts_at:
             yielded = True
             yield _single_rows(
                 request, offers, offer_idx[lo : lo + step], nodes[lo : lo + step],
                 variants, batches, markets,
             )  # fmt: skip
-        if request.allow_mixed:
+        if request.allow_mixed and part is None:
             mixed = build_mixed(request, offers, batches, markets)
             if mixed is not None:
                 yielded = True
@@ -352,6 +360,21 @@ def space_chunks(
     return generate(), dropped
 
 
+def single_chunk_count(request: TrainRequest, offers: OfferTable, *, rows: int = CHUNK_ROWS) -> int:
+    """How many single-type chunks :func:`space_chunks` yields (the runs ``part`` divides)."""
+    per_offer = (2 if request.allow_spot else 1) * len(_variants(request)) * len(_batches(request))
+    step = max(1, rows // max(per_offer, 1))
+    return len(range(0, int(np.sum(_most_nodes(request, offers))), step))
+
+
+def _most_nodes(request: TrainRequest, offers: OfferTable) -> IntArray:
+    """Per offer, the most instances ``--max-gpus`` (and the offer's own cap) allows."""
+    kmax = request.max_gpus // offers.gpus_per_node
+    if offers.max_nodes is not None:
+        kmax = np.minimum(kmax, offers.max_nodes)
+    return np.asarray(kmax, dtype=np.int64)
+
+
 def ps_prototypes(request: TrainRequest, offers: OfferTable) -> Space | None:
     """One on-demand row per offer an instance of which fits ``--max-gpus``, per PS shard
     count and batch, on one instance; None without PS rows or with a global batch (whose
@@ -360,9 +383,7 @@ def ps_prototypes(request: TrainRequest, offers: OfferTable) -> Space | None:
     search meets (:class:`gpucast.plan.evaluate.EvalMemo`) instead of a few per chunk."""
     variants = [v for v in _variants(request) if v[0] == PS]
     batches = _batches(request)
-    kmax = request.max_gpus // offers.gpus_per_node
-    if offers.max_nodes is not None:
-        kmax = np.minimum(kmax, offers.max_nodes)
+    kmax = _most_nodes(request, offers)
     idx = np.flatnonzero(kmax >= 1)
     if not variants or 0 in batches or not idx.size:
         return None

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from concurrent.futures import Executor
 from dataclasses import dataclass, field, fields, replace
 from typing import Protocol
 
@@ -103,10 +104,11 @@ from gpucast.plan.space import (
     concat,
     market_twins,
     ps_prototypes,
+    single_chunk_count,
     space_chunks,
     twin_source,
 )
-from gpucast.plan.spot_rows import hazards, mean_gaps, part_offers, simulate_rows
+from gpucast.plan.spot_rows import hazards, lifetime_of, mean_gaps, part_offers, simulate_rows
 from gpucast.plan.uncertainty import SPOT_STRATA, p_meet_deadline
 from gpucast.predict.convergence import ConvergenceCurve
 from gpucast.predict.roofline import Calibration, RooflineEfficiency
@@ -492,7 +494,14 @@ def make_work(
     )
 
 
-def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) -> SearchResult:
+def search(
+    request: TrainRequest,
+    ctx: PlanContext,
+    *,
+    compact: bool = False,
+    executor: Executor | None = None,
+    workers: int = 1,
+) -> SearchResult:
     """Build and evaluate the whole space; label each row with its first failing reason.
 
     With ``compact`` the space is evaluated a chunk at a time (:func:`space_chunks`) and only
@@ -500,6 +509,8 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
     their columns); the extremes the error message needs are kept from the others
     (:class:`Unkept`). Memory then grows with the survivors, not with the space: the planner
     itself always searches this way, the full arrays are for tests and benchmarks.
+    ``executor`` (``workers`` worker processes) scans runs of the chunks side by side, a
+    space of :data:`PARALLEL_MIN_CHUNKS` chunks or more: the same result.
     """
     cluster = ctx.cluster
     if cluster is None:
@@ -519,76 +530,37 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
         efficiency=ctx.efficiency,
         per_gpu=ctx.per_gpu,
     )
-    chunks, dropped = space_chunks(space_request, offers)
+    count = single_chunk_count(space_request, offers)
+    parts = 0
+    if compact and executor is not None and count >= PARALLEL_MIN_CHUNKS:
+        parts = min(count, 4 * workers)
+    chunks, dropped = space_chunks(space_request, offers, mixed_only=parts > 0)
     work = make_work(request, ctx.facts, ctx.work_curve, ctx.evaluation)
-    marked: dict[str, int] = {}
     memo = EvalMemo(space_request.max_gpus)
     warm = ps_prototypes(space_request, offers)
     if warm is not None:  # every PS network solved once, up front (the memo keeps them)
         evaluate(warm, facts=ctx.facts, gpus=gpus, params=ctx.perf, work=work,
                  startup_s=ctx.risk.startup_mean_s, memo=memo)  # fmt: skip
-
-    def run(
-        chunk: Space,
-    ) -> tuple[Evaluation, npt.NDArray[np.int8], FloatArray, BoolArray, IntArray]:
-        twin = market_twins(chunk)  # chunks keep space_chunks' layout: twins are findable
-        ev = evaluate(
-            chunk,
-            twin=twin,
-            facts=ctx.facts,
-            gpus=gpus,
-            params=ctx.perf,
-            work=work,
-            startup_s=ctx.risk.startup_mean_s,
-            memo=memo,
-        )
-        reason, ok, p_model = _mark(
-            request, ctx, chunk, ev, marked, source=twin_source(chunk, twin)
-        )
-        return ev, reason, p_model, ok, twin
-
+    scan = _Scan(request, ctx, gpus, work, memo)
     if not compact:
         space = _concat_spaces(list(chunks))
-        ev, reason, p_model, ok, _ = run(space)
+        ev, reason, p_model, ok, _ = scan.run(space)
         return SearchResult(
             space=space, evaluation=ev, gpus=gpus, work=work, reason=_REASON_NAMES[reason],
             dropped=dropped,
-            p_model=p_model, marked=marked, ok=ok, evaluated=len(space), unkept=Unkept(),
+            p_model=p_model, marked=scan.marked, ok=ok, evaluated=len(space), unkept=Unkept(),
             passed_on_demand=int(np.count_nonzero(ok & ~space.spot)),
             passed_spot=int(np.count_nonzero(ok & space.spot)),
         )  # fmt: skip
-    kept: list[_Rows] = []
-    unkept = Unkept()
-    evaluated = 0
-    passed = {False: 0, True: 0}
-    cache = _Pruning()
-
-    def let_go(rows: _Rows, twin: IntArray | None = None) -> _Rows:
-        """The rows of ``rows`` worth keeping; the others' extremes go to ``unkept``."""
-        nonlocal unkept
-        part, ev, reason, p_model, ok = rows
-        keep = _worth_keeping(part, ev, ok, ctx, work, cache, elastic=request.elastic, twin=twin)
-        limits = _limits(request, ctx, part, ev, reason, ~keep)
-        unkept = unkept.merge(Unkept.of(part, ev, reason, p_model, ~keep, limits))
-        idx = np.flatnonzero(keep)
-        return part.take(idx), _take(ev, idx), reason[idx], p_model[idx], ok[idx]
-
-    held = 0  # rows in `kept`
+    if parts:  # runs of chunks in worker processes, taken in order
+        args = (request, ctx, space_request, offers, gpus, work, memo)
+        assert executor is not None
+        futures = [executor.submit(_scan_part, *args, (k, parts)) for k in range(parts)]
+        for future in futures:
+            scan.absorb(future.result())
     for chunk in chunks:
-        ev, reason, p_model, ok, twin = run(chunk)
-        evaluated += len(chunk)
-        passed[False] += int(np.count_nonzero(ok & ~chunk.spot))
-        passed[True] += int(np.count_nonzero(ok & chunk.spot))
-        rows = let_go((chunk, ev, reason, p_model, ok), twin)
-        if len(rows[0]) or not kept:  # (the first chunk's rows, even none, set the shapes)
-            kept.append(rows)
-            held += len(rows[0])
-        if held > REPRUNE_ROWS and len(kept) > 1:
-            # what each chunk kept, kept again over all of them: a row another chunk beats
-            # goes (the front of fronts is the front), so `kept` stays near the plan's size
-            kept = [let_go(_concat_rows(kept))]
-            held = len(kept[0][0])
-    rows = _concat_rows(kept)
+        scan.add(chunk)
+    rows = _concat_rows(scan.kept)
     return SearchResult(
         space=rows[0],
         evaluation=rows[1],
@@ -597,13 +569,130 @@ def search(request: TrainRequest, ctx: PlanContext, *, compact: bool = False) ->
         reason=_REASON_NAMES[rows[2]],
         dropped=dropped,
         p_model=rows[3],
-        marked=marked,
+        marked=scan.marked,
         ok=rows[4],
-        evaluated=evaluated,
-        unkept=unkept,
-        passed_on_demand=passed[False],
-        passed_spot=passed[True],
+        evaluated=scan.evaluated,
+        unkept=scan.unkept,
+        passed_on_demand=scan.passed[0],
+        passed_spot=scan.passed[1],
     )
+
+
+#: Single-type chunks below which a search runs in this process: a plan of fewer takes a few
+#: seconds at most, about what starting worker processes costs (``--max-gpus 1024``: 116).
+PARALLEL_MIN_CHUNKS = 24
+
+
+class _Scan:
+    """A compact search's state over the chunks it has evaluated, in order: the rows worth
+    keeping (pruned again over all chunks once they pass :data:`REPRUNE_ROWS`), the extremes
+    of the rows let go, counts. A worker process scans a run of chunks into one
+    (:func:`_scan_part`) and the caller absorbs the runs in order: the same rows as one scan."""
+
+    def __init__(
+        self, request: TrainRequest, ctx: PlanContext, gpus: GpuTable, work: Work, memo: EvalMemo
+    ) -> None:
+        self.request, self.ctx, self.gpus, self.work, self.memo = request, ctx, gpus, work, memo
+        self.marked: dict[str, int] = {}
+        self.kept: list[_Rows] = []
+        self.held = 0  # rows in `kept`
+        self.unkept = Unkept()
+        self.evaluated = 0
+        self.passed = [0, 0]  # on demand, spot
+        self.cache = _Pruning()
+
+    def run(
+        self, chunk: Space
+    ) -> tuple[Evaluation, npt.NDArray[np.int8], FloatArray, BoolArray, IntArray]:
+        twin = market_twins(chunk)  # chunks keep space_chunks' layout: twins are findable
+        ev = evaluate(
+            chunk,
+            twin=twin,
+            facts=self.ctx.facts,
+            gpus=self.gpus,
+            params=self.ctx.perf,
+            work=self.work,
+            startup_s=self.ctx.risk.startup_mean_s,
+            memo=self.memo,
+        )
+        reason, ok, p_model = _mark(
+            self.request, self.ctx, chunk, ev, self.marked, source=twin_source(chunk, twin)
+        )
+        return ev, reason, p_model, ok, twin
+
+    def let_go(self, rows: _Rows, twin: IntArray | None = None) -> _Rows:
+        """The rows of ``rows`` worth keeping; the others' extremes go to ``unkept``."""
+        part, ev, reason, p_model, ok = rows
+        keep = _worth_keeping(
+            part, ev, ok, self.ctx, self.work, self.cache, elastic=self.request.elastic,
+            twin=twin,
+        )  # fmt: skip
+        limits = _limits(self.request, self.ctx, part, ev, reason, ~keep)
+        self.unkept = self.unkept.merge(Unkept.of(part, ev, reason, p_model, ~keep, limits))
+        idx = np.flatnonzero(keep)
+        return part.take(idx), _take(ev, idx), reason[idx], p_model[idx], ok[idx]
+
+    def add(self, chunk: Space) -> None:
+        ev, reason, p_model, ok, twin = self.run(chunk)
+        self.evaluated += len(chunk)
+        self.passed[0] += int(np.count_nonzero(ok & ~chunk.spot))
+        self.passed[1] += int(np.count_nonzero(ok & chunk.spot))
+        self.keep(self.let_go((chunk, ev, reason, p_model, ok), twin))
+
+    def keep(self, rows: _Rows) -> None:
+        if len(rows[0]) or not self.kept:  # (the first chunk's rows, even none, set the shapes)
+            self.kept.append(rows)
+            self.held += len(rows[0])
+        if self.held > REPRUNE_ROWS and len(self.kept) > 1:
+            # what each chunk kept, kept again over all of them: a row another chunk beats
+            # goes (the front of fronts is the front), so `kept` stays near the plan's size
+            self.kept = [self.let_go(_concat_rows(self.kept))]
+            self.held = len(self.kept[0][0])
+
+    def absorb(self, other: _Scanned) -> None:
+        """A worker's run of the next chunks (:func:`_scan_part`), as if scanned here."""
+        for why, k in other.marked.items():
+            self.marked[why] = self.marked.get(why, 0) + k
+        self.unkept = self.unkept.merge(other.unkept)
+        self.evaluated += other.evaluated
+        self.passed = [a + b for a, b in zip(self.passed, other.passed, strict=True)]
+        for key in other.lifetimes:  # looked up here too: the plan's sources name them all
+            lifetime_of(self.ctx, self.cache.lifetimes, key)
+        if other.rows is not None:
+            self.keep(other.rows)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scanned:
+    """What a worker's :class:`_Scan` of a run of chunks hands back."""
+
+    rows: _Rows | None
+    marked: dict[str, int]
+    unkept: Unkept
+    evaluated: int
+    passed: tuple[int, int]
+    lifetimes: tuple[tuple[str, str, str], ...]  # the spot lifetimes its pruning looked up
+
+
+def _scan_part(
+    request: TrainRequest,
+    ctx: PlanContext,
+    space_request: TrainRequest,
+    offers: OfferTable,
+    gpus: GpuTable,
+    work: Work,
+    memo: EvalMemo,
+    part: tuple[int, int],
+) -> _Scanned:
+    """One run of the space's chunks scanned (a task a worker process runs)."""
+    scan = _Scan(request, ctx, gpus, work, memo)
+    chunks, _ = space_chunks(space_request, offers, part=part)
+    for chunk in chunks:
+        scan.add(chunk)
+    rows = _concat_rows(scan.kept) if scan.kept else None
+    passed = (scan.passed[0], scan.passed[1])
+    lifetimes = tuple(scan.cache.lifetimes)
+    return _Scanned(rows, scan.marked, scan.unkept, scan.evaluated, passed, lifetimes)
 
 
 def _mark(
@@ -907,10 +996,17 @@ def no_plan_error(counts: Mapping[str, int], *, fix: str) -> NoFeasiblePlanError
     )
 
 
-def plan_training(request: TrainRequest, ctx: PlanContext) -> TrainPlan:
-    """Search, simulate the surviving spot plans, pick and explain (module docstring)."""
+def plan_training(
+    request: TrainRequest,
+    ctx: PlanContext,
+    *,
+    executor: Executor | None = None,
+    workers: int = 1,
+) -> TrainPlan:
+    """Search, simulate the surviving spot plans, pick and explain (module docstring);
+    ``executor`` (``workers`` worker processes) searches a large space side by side."""
     ctx = with_cluster(ctx)
-    res = search(request, ctx, compact=True)
+    res = search(request, ctx, compact=True, executor=executor, workers=workers)
     space, ev, reason = res.space, res.evaluation, res.reason
     counts: dict[str, int] = dict(res.dropped)
     lifetimes: dict[tuple[str, str, str], object] = {}
