@@ -12,9 +12,11 @@ up to 64 GPUs; spot plans that survive pruning get 1,000 Monte Carlo runs each. 
   space), the ratio, and the largest relative difference between the two (a correctness check);
 * at MLPerf scale (``--large``, default 4096 GPUs; 0 skips it): the full plan of the same
   request up to that many GPUs (~30 million configurations, every one evaluated and
-  counted), its time and the process's peak RSS so far.
+  counted), its time and the process's peak RSS so far; then the same plan with ``--jobs``
+  worker processes (default: the CPUs this process may use; 1 skips it), its time and
+  whether it is the one-process plan (it must be).
 
-    .venv/bin/python benchmarks/plan_speed.py [--repeat 3] [--sample 3000] [--large 4096]
+    .venv/bin/python benchmarks/plan_speed.py [--repeat 3] [--sample 3000] [--large 4096] [--jobs N]
 
 The workload profile is computed once before timing (the CLI caches it on disk).
 """
@@ -29,6 +31,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from gpucast.app._workers import usable_cpus, worker_pool
 from gpucast.catalog import load_catalog
 from gpucast.domain.plan import TrainRequest
 from gpucast.domain.workload import WorkloadSpec
@@ -127,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--sample", type=int, default=3000)
     parser.add_argument("--large", type=int, default=4096, help="max GPUs of the large plan")
+    parser.add_argument("--jobs", type=int, default=usable_cpus(), help="workers, large plan")
     args = parser.parse_args(argv)
 
     prof = profile_workload(WorkloadSpec(name="resnet50", batch_size=16))
@@ -141,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     request = TrainRequest(
         workload="resnet50", epochs=90, dataset_size=1_281_167, deadline_s=24 * 3600.0
     )
-    large_line = _large(request, ctx, args.large) if args.large > 0 else ""
+    large_line = _large(request, ctx, args.large, args.jobs) if args.large > 0 else ""
     search(request, ctx)  # warm caches (catalog parse, imports)
 
     best_search = min(_timed(lambda: search(request, ctx)) for _ in range(args.repeat))
@@ -186,17 +190,28 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _large(request: TrainRequest, ctx: PlanContext, max_gpus: int) -> str:
+def _large(request: TrainRequest, ctx: PlanContext, max_gpus: int, jobs: int) -> str:
     """The full plan up to ``max_gpus`` GPUs, timed; run first, so the process's peak RSS is
-    this plan's (the other measurements hold whole spaces)."""
+    this plan's (the other measurements hold whole spaces); then with ``jobs`` workers."""
+    big_request = replace(request, max_gpus=max_gpus)
     t0 = time.perf_counter()
-    big = plan_training(replace(request, max_gpus=max_gpus), ctx)
+    big = plan_training(big_request, ctx)
     big_s = time.perf_counter() - t0
     rss_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30
-    return (
+    line = (
         f"up to {max_gpus:,} GPUs: {big.evaluated:,} candidates, full plan {big_s:.1f} s, "
         f"peak RSS {rss_gib:.2f} GiB (profile and catalog included)"
     )
+    if jobs > 1:
+        t0 = time.perf_counter()
+        apart = plan_training(big_request, ctx, executor=worker_pool(jobs), workers=jobs)
+        apart_s = time.perf_counter() - t0
+        same = apart.to_dict() == big.to_dict()
+        line += (
+            f"\n  with {jobs} worker processes (starting them included): {apart_s:.1f} s, "
+            f"{big_s / apart_s:.2f}x; the one-process plan: {'yes' if same else 'NO'}"
+        )
+    return line
 
 
 def _timed(fn: object) -> float:
