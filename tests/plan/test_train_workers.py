@@ -11,6 +11,7 @@ import pytest
 import gpucast
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.plan import TrainRequest
+from gpucast.plan.train import _scan_part as _real_scan_part
 
 _JOB: dict[str, Any] = dict(workload="resnet50", epochs=90, dataset_size=1281167)
 
@@ -90,3 +91,31 @@ def test_a_small_space_is_searched_here(monkeypatch: pytest.MonkeyPatch) -> None
 def test_jobs_below_one_is_one_line() -> None:
     with pytest.raises(InvalidSpecError, match=r"^jobs: must be an integer >= 1 \(got 0\)"):
         TrainRequest(workload="resnet50", jobs=0)
+
+
+def test_a_worker_that_dies_is_one_line_naming_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker killed mid-search (the OS for memory, a crash in native code): one line with
+    the fix, exit code 1, not loky's traceback; the next plan builds a new pool and runs."""
+    from typer.testing import CliRunner
+
+    import gpucast.plan.train as planner
+    from gpucast.cli.app import app
+
+    monkeypatch.setattr(planner, "PARALLEL_MIN_CHUNKS", 0)
+
+    def dies(*_args: Any) -> None:  # a local function: sent to the worker by value
+        import os
+
+        os._exit(9)
+
+    monkeypatch.setattr(planner, "_scan_part", dies)
+    flags = ["plan", "train", "--workload", "resnet50", "--epochs", "90", "--dataset-size",
+             "1281167", "--jobs", "2"]  # fmt: skip
+    result = CliRunner().invoke(app, flags)
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    (line,) = [line for line in lines if "worker process" in line]
+    assert line.startswith("error: a worker process of the search stopped before it finished")
+    assert "--jobs 1" in line and "Traceback" not in result.output
+    monkeypatch.setattr(planner, "_scan_part", _real_scan_part)
+    assert gpucast.plan_train(**_JOB, jobs=2).recommended is not None

@@ -6,7 +6,12 @@ call in the process)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from concurrent.futures import Executor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+
+from gpucast.domain.errors import GpucastError
 
 
 def usable_cpus() -> int:
@@ -24,3 +29,18 @@ def worker_pool(jobs: int) -> Executor | None:
 
     executor: Executor = get_reusable_executor(max_workers=jobs)
     return executor
+
+
+@contextmanager
+def worker_failures() -> Iterator[None]:
+    """A worker process that died (killed for memory, a crash in native code) as one line
+    naming ``--jobs``, not loky's traceback; the pool is rebuilt on the next call."""
+    try:
+        yield
+    except BrokenProcessPool as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise GpucastError(
+            f"a worker process of the search stopped before it finished ({first})",
+            fix="rerun with fewer workers (--jobs 1 searches in this process, with the least "
+            "memory)",
+        ) from exc

@@ -1178,7 +1178,7 @@ def plan_llm_serve(
 ) -> PlanLlmServeResult:
     """The cheapest GPU type x tensor-parallel degree x replicas (x disaggregation) that
     serves the requests within the SLOs, with the cost vs latency front (module docstring)."""
-    from gpucast.app._workers import usable_cpus, worker_pool
+    from gpucast.app._workers import usable_cpus, worker_failures, worker_pool
     from gpucast.catalog import load_catalog
     from gpucast.catalog.engines import inference_engine
     from gpucast.catalog.llm import llm_model
@@ -1245,16 +1245,18 @@ def plan_llm_serve(
     scheduler = _scheduler(request, engine.max_sequences)
     scheduler.check_budget(traffic.requests, spec.max_context)
     jobs = request.jobs or usable_cpus()
-    plan = plan_llm_serving(
-        traffic.requests, spec, engine, choices, scheduler=scheduler,
-        slo_ttft_s=None if request.slo_ttft_ms is None else request.slo_ttft_ms / 1e3,
-        slo_tpot_s=None if request.slo_tpot_ms is None else request.slo_tpot_ms / 1e3,
-        percentile=request.slo_percentile, tps=request.tps, max_replicas=request.max_replicas,
-        disaggregation=not request.no_disaggregation,
-        budget_usd_per_hour=request.budget_usd_per_hour, precision=request.precision,
-        kv_precision=request.kv_precision, band_of=_band_of(engine) if request.band else None,
-        skipped=skipped, executor=worker_pool(jobs), workers=jobs,
-    )  # fmt: skip
+    with worker_failures():
+        plan = plan_llm_serving(
+            traffic.requests, spec, engine, choices, scheduler=scheduler,
+            slo_ttft_s=None if request.slo_ttft_ms is None else request.slo_ttft_ms / 1e3,
+            slo_tpot_s=None if request.slo_tpot_ms is None else request.slo_tpot_ms / 1e3,
+            percentile=request.slo_percentile, tps=request.tps,
+            max_replicas=request.max_replicas, disaggregation=not request.no_disaggregation,
+            budget_usd_per_hour=request.budget_usd_per_hour, precision=request.precision,
+            kv_precision=request.kv_precision,
+            band_of=_band_of(engine) if request.band else None, skipped=skipped,
+            executor=worker_pool(jobs), workers=jobs,
+        )  # fmt: skip
     best = plan.best
     validation = (
         llm_validation(

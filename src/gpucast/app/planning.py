@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from gpucast._version import __version__
 from gpucast.app._request import resolve
 from gpucast.app._units import gpus_with_units, skipped_assumption
-from gpucast.app._workers import usable_cpus, worker_pool
+from gpucast.app._workers import usable_cpus, worker_failures, worker_pool
 from gpucast.domain.catalog import OWN_UNIT_PRECISIONS
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import is_default
@@ -383,7 +383,8 @@ def plan_train(
         node_link_gbps=node_link_gbps(catalog, cluster),
     )
     jobs = request.jobs or usable_cpus()
-    plan = plan_training(request, ctx, executor=worker_pool(jobs), workers=jobs)
+    with worker_failures():
+        plan = plan_training(request, ctx, executor=worker_pool(jobs), workers=jobs)
     candidates = tuple(
         _with_validation(c, c.precision or request.precision) for c in plan.candidates
     )
