@@ -553,30 +553,36 @@ def plan_llm_serving(
     cheapest_met = math.inf  # US$/h of the cheapest deployment found to meet the SLOs
     ahead: dict[int, Future[tuple[int | None, list[LlmServeCandidate]]]] = {}
     launched = 0
-    for i, (least, label, choice, tp, cost, low) in enumerate(order):
-        if large and least * PRUNE_MARGIN > cheapest_met:
-            infeasible.append(f"{label}: {PRUNED}")
-            if i in ahead:  # started before the deployment that prunes it was found
-                ahead.pop(i).cancel()
-            continue
-        if executor is None:
-            best, found = _replica_search(s, choice, tp, cost, low, max_replicas)
-        else:
-            # keep the workers busy in search order; one a prefix already prunes never starts
-            # (the cheapest met only falls), the others are taken in order as serially
-            while launched < len(order) and len(ahead) < 2 * workers:
-                j, launched = launched, launched + 1
-                if not (large and order[j][0] * PRUNE_MARGIN > cheapest_met):
-                    ahead[j] = executor.submit(_replica_search, s, *order[j][2:], max_replicas)
-            best, found = ahead.pop(i).result()
-        rows.extend(found)
-        if best is None:
-            infeasible.append(f"{label}: {SLO_MISSED} (up to {count_of(max_replicas, 'replica')})")
-            continue
-        price = choice.price_usd_per_gpu_hour * tp * best
-        colocated_best.append((price, choice, tp, cost, best, span))
-        if s.budget_usd_per_hour is None or price <= s.budget_usd_per_hour:
-            cheapest_met = min(cheapest_met, price)
+    try:
+        for i, (least, label, choice, tp, cost, low) in enumerate(order):
+            if large and least * PRUNE_MARGIN > cheapest_met:
+                infeasible.append(f"{label}: {PRUNED}")
+                if i in ahead:  # started before the deployment that prunes it was found
+                    ahead.pop(i).cancel()
+                continue
+            if executor is None:
+                best, found = _replica_search(s, choice, tp, cost, low, max_replicas)
+            else:
+                # keep the workers busy in search order; one a prefix already prunes never starts
+                # (the cheapest met only falls), the others are taken in order as serially
+                while launched < len(order) and len(ahead) < 2 * workers:
+                    j, launched = launched, launched + 1
+                    if not (large and order[j][0] * PRUNE_MARGIN > cheapest_met):
+                        ahead[j] = executor.submit(_replica_search, s, *order[j][2:], max_replicas)
+                best, found = ahead.pop(i).result()
+            rows.extend(found)
+            if best is None:
+                infeasible.append(
+                    f"{label}: {SLO_MISSED} (up to {count_of(max_replicas, 'replica')})"
+                )
+                continue
+            price = choice.price_usd_per_gpu_hour * tp * best
+            colocated_best.append((price, choice, tp, cost, best, span))
+            if s.budget_usd_per_hour is None or price <= s.budget_usd_per_hour:
+                cheapest_met = min(cheapest_met, price)
+    finally:  # an error (here or in a worker): the searches not started are not
+        for future in ahead.values():
+            future.cancel()
     if fitting == 0:
         _no_fit(spec, engine, choices, tried, pairs, unfit, limits)
     if not rows:

@@ -556,8 +556,12 @@ def search(
         args = (request, ctx, space_request, offers, gpus, work, memo)
         assert executor is not None
         futures = [executor.submit(_scan_part, *args, (k, parts)) for k in range(parts)]
-        for future in futures:
-            scan.absorb(future.result())
+        try:
+            for future in futures:
+                scan.absorb(future.result())
+        finally:  # an error (here or in a worker): the runs not started are not
+            for future in futures:
+                future.cancel()
     for chunk in chunks:
         scan.add(chunk)
     rows = _concat_rows(scan.kept)
