@@ -191,3 +191,18 @@ def test_every_bandwidth_option_states_its_unit() -> None:
             if not re.search(r"\bGB/s|\bGbit/s", text) or "Gb/s" in text:
                 missing.append(f"{' '.join(path)} {'/'.join(p.opts)}: {text}")
     assert seen >= 10 and not missing, missing
+
+
+def test_ctrl_c_says_interrupted_and_exits_130(monkeypatch) -> None:
+    """QA session 36: Ctrl-C in `measure train` exited 130 without a word (Typer turns the
+    KeyboardInterrupt into Exit(130), which click returns, so the `interrupted` line never
+    printed)."""
+    import gpucast.app
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gpucast.app, "runs_list", stopped)
+    result = CliRunner().invoke(app, ["runs", "list"])
+    assert result.exit_code == 130
+    assert result.stderr.strip() == "interrupted"

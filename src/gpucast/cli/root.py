@@ -86,6 +86,9 @@ def _global_option_hint(group: click.Command, option: str, given: list[str]) -> 
     )
 
 
+#: The exit code of a command stopped by Ctrl-C (SIGINT), as shells report it (128 + 2).
+INTERRUPTED = 130
+
 class GpucastGroup(TyperGroup):
     """Root command group that turns every error into one clear line and an exit code, and
     imports a verb's module only when that verb is used (:mod:`gpucast.cli.verbs`)."""
@@ -152,8 +155,10 @@ class GpucastGroup(TyperGroup):
             err_console.print("[red]aborted[/red]")
             sys.exit(1)
         except KeyboardInterrupt:
+            rv = INTERRUPTED
+        if rv == INTERRUPTED:  # Typer turns Ctrl-C into Exit(130), which click returns here
             err_console.print("[red]interrupted[/red]")
-            sys.exit(130)
+            sys.exit(INTERRUPTED)
         if isinstance(rv, int) and rv:
             sys.exit(rv)
         sys.exit(0)
