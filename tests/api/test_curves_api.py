@@ -47,7 +47,10 @@ def test_a_request_object_without_saving(tmp_path: Path) -> None:
         ({"batch_sizes": [0]}, "batch-sizes: must be integers >= 1"),
         ({"precisions": ["fp7"]}, "precision: must be one of"),
         ({"precision": "fp32,fp7"}, "precision: must be one of"),
-        ({"min_samples": 0}, "min-samples: must be >= 1"),
+        ({"min_samples": 1}, "min-samples: must be >= 2"),  # QA session 36: was >= 1, then
+        # the stopping rule's internal `min_samples: must be >= 2` (no fix)
+        ({"min_samples": 10**9}, "min-samples: must be <= 100,000"),
+        ({"target_ci": 5}, "target-ci: must be in (0, 1]"),
         ({"colocate_batch": 0}, "colocate-batch: must be >= 1"),
     ],
 )

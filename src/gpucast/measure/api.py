@@ -14,6 +14,7 @@ import torch
 
 from gpucast.domain.errors import InvalidSpecError, MeasurementError
 from gpucast.domain.kernels import KernelTrace
+from gpucast.domain.limits import MAX_SAMPLES
 from gpucast.domain.measurement import MODES, EnergySummary, Measurement, TelemetrySummary
 from gpucast.domain.workload import Mode, WorkloadSpec
 from gpucast.measure.devices import device_label, resolve_device
@@ -218,7 +219,7 @@ def measure(
     target_ci: float = 0.02,
     max_time_s: float = 60.0,
     min_samples: int = 10,
-    max_samples: int = 100_000,
+    max_samples: int = MAX_SAMPLES,
     confidence: float = 0.95,
     warmup_window: int = 3,
     warmup_tolerance: float = 0.05,
@@ -286,7 +287,7 @@ def _measure(
     target_ci: float = 0.02,
     max_time_s: float = 60.0,
     min_samples: int = 10,
-    max_samples: int = 100_000,
+    max_samples: int = MAX_SAMPLES,
     confidence: float = 0.95,
     warmup_window: int = 3,
     warmup_tolerance: float = 0.05,
