@@ -105,7 +105,15 @@ class InferCurve:
     def fit_warning(self) -> str | None:
         """Where the line misses a median by more than :attr:`MISS` (a latency that is not
         ``fixed + per-sample x batch`` here, e.g. a CPU thread pool that starts at batch 2):
-        the worst such point, said in words; ``None`` where the line holds."""
+        the worst such point, said in words; ``None`` where the line holds. One batch size
+        fixes no line: its fit is the median over the batch, with no fixed part, and says so."""
+        batches = sorted({m.spec.batch_size for m in self.measurement.points})
+        if len(batches) < 2:
+            return (
+                f"one batch size ({batches[0]}) fixes no line: the fit is its median over the "
+                "batch, with no fixed cost measured; measure two or more, e.g. --batch-sizes "
+                f"1,{max(2, 2 * batches[0])}"
+            )
         worst: tuple[float, int, float, float] | None = None
         for m in self.measurement.points:
             batch = m.spec.batch_size
