@@ -27,7 +27,7 @@ from gpucast.measure.energy import (
     nvml_power_limit_w,
     open_rapl,
 )
-from gpucast.measure.environment import fingerprint
+from gpucast.measure.environment import busy_host_warning, fingerprint, host_load_average
 from gpucast.measure.harness import Progress, StoppingRule, run_adaptive
 from gpucast.measure.telemetry import TelemetrySampler, open_nvml_reader
 from gpucast.measure.timing import Clock, StepTimer, timer_for
@@ -165,6 +165,12 @@ def measure_runner(
         if reader is not None:
             reader.close()
 
+    if torch_device.type == "cpu":
+        busy = busy_host_warning(
+            host_load_average(), cores=environment.cpu_cores, threads=environment.torch_threads
+        )
+        if busy is not None:
+            notes.append(busy)
     if min(raw.step_times_s) <= 0:
         raise MeasurementError(
             f"a {mode} step of {spec.name} took no measurable time on {label}",
