@@ -236,3 +236,18 @@ def test_fit_checkpoint_too_few_rows(tmp_path: Path) -> None:
     with pytest.raises(DataFormatError, match="fewer than 3 usable rows"):
         fit_checkpoint(data=data, out=tmp_path / "m.json")
     assert not (tmp_path / "m.json").exists()
+
+
+def test_fit_speed_refuses_a_step_time_beyond_a_day(tmp_path: Path) -> None:
+    """QA session 36: one `Step Time (s)` of 1e300 (a typo) was fitted, and every prediction
+    on its GPU then stated the interval [1.2e-302, 9.9e+299] s."""
+    data = speed_csv(tmp_path / "rows.csv")
+    lines = data.read_text().splitlines()
+    cells = lines[2].split(",")
+    cells[-1] = "1e300"  # Step Time (s) is the last column
+    lines[2] = ",".join(cells)
+    data.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataFormatError, match=r"must be <= 86,400 s") as exc:
+        fit_speed(data=[data], out=tmp_path / "m.json")
+    assert exc.value.line == 3 and exc.value.column == "Step Time (s)"
+    assert not (tmp_path / "m.json").exists()
