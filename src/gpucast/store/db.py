@@ -405,9 +405,9 @@ class Store:
         if kind is not None:
             clauses.append("kind = ?")
             params.append(kind)
-        if workload is not None:
-            clauses.append("workload = ?")
-            params.append(workload)
+        if workload is not None:  # as the measure verbs read it: MLP or " mlp" is mlp
+            clauses.append("workload = ? COLLATE NOCASE")
+            params.append(workload.strip())
         return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
     @staticmethod
