@@ -292,9 +292,8 @@ def write_report(
             fix="measure first (gpucast measure train ...) or pass --db PATH",
         )
     with open_store(store) as opened:
-        rows = [
-            r.to_dict() for r in opened.list_runs(workload=request.workload, limit=request.limit)
-        ]
+        workload = None if request.workload is None else opened.stored_workload(request.workload)
+        rows = [r.to_dict() for r in opened.list_runs(workload=workload, limit=request.limit)]
         # program runs (measure cmd) bring their time series
         programs = {
             int(r["id"]): opened.get_run(int(r["id"])).result

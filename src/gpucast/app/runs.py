@@ -115,8 +115,9 @@ def runs_list(
             _store_folder_exists(path)
         return RunsListResult(runs=(), total=0, store=str(path), store_exists=False)
     with Store(path) as store:
-        runs = store.list_runs(kind=request.kind, workload=request.workload, limit=request.limit)
-        total = store.count_runs(kind=request.kind, workload=request.workload)
+        workload = None if request.workload is None else store.stored_workload(request.workload)
+        runs = store.list_runs(kind=request.kind, workload=workload, limit=request.limit)
+        total = store.count_runs(kind=request.kind, workload=workload)
     return RunsListResult(runs=tuple(runs), total=total, store=str(path))
 
 
@@ -211,5 +212,6 @@ def runs_export(
     chosen = request.chosen_format
     refuse_overwriting_inputs(request.out, [_db_path(db)], field="out")  # the store it reads
     with Store(_db_path(db)).open(create=False) as store:
-        count = store.export(request.out, chosen, kind=request.kind, workload=request.workload)
+        workload = None if request.workload is None else store.stored_workload(request.workload)
+        count = store.export(request.out, chosen, kind=request.kind, workload=workload)
     return ExportResult(out=request.out, format=chosen, count=count)

@@ -405,9 +405,9 @@ class Store:
         if kind is not None:
             clauses.append("kind = ?")
             params.append(kind)
-        if workload is not None:  # as the measure verbs read it: MLP or " mlp" is mlp
-            clauses.append("workload = ? COLLATE NOCASE")
-            params.append(workload.strip())
+        if workload is not None:
+            clauses.append("workload = ?")
+            params.append(workload)
         return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
     @staticmethod
@@ -449,6 +449,19 @@ class Store:
             sql += " LIMIT ?"
             params.append(int(limit))
         return [self._summary(row) for row in self.connection.execute(sql, params)]
+
+    def stored_workload(self, name: str) -> str:
+        """The stored workload name a user's ``name`` means: itself where stored, else the one
+        stored name equal to it with case and surrounding spaces ignored (``measure train MLP``
+        stores ``mlp``), else ``name`` as given."""
+        name = name.strip()
+        found = [
+            str(row[0])
+            for row in self.connection.execute(
+                "SELECT DISTINCT workload FROM runs WHERE workload = ? COLLATE NOCASE", (name,)
+            )
+        ]
+        return found[0] if len(found) == 1 and name not in found else name
 
     def count_runs(self, *, kind: str | None = None, workload: str | None = None) -> int:
         where, params = self._filters(kind, workload)
