@@ -89,6 +89,7 @@ def _global_option_hint(group: click.Command, option: str, given: list[str]) -> 
 #: The exit code of a command stopped by Ctrl-C (SIGINT), as shells report it (128 + 2).
 INTERRUPTED = 130
 
+
 class GpucastGroup(TyperGroup):
     """Root command group that turns every error into one clear line and an exit code, and
     imports a verb's module only when that verb is used (:mod:`gpucast.cli.verbs`)."""

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from gpucast.domain.limits import MAX_PRICE_USD_PER_HOUR
 from gpucast.domain.errors import (
     InvalidSpecError,
     UnknownGpuError,
     UnknownProviderError,
     UnknownRegionError,
 )
+from gpucast.domain.limits import MAX_PRICE_USD_PER_HOUR
 
 
 def _check_positive(owner: str, name: str, value: float | None, *, allow_none: bool) -> None:
