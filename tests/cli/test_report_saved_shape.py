@@ -164,3 +164,21 @@ def test_report_json_without_out_prints_the_saved_plan(
     saved.write_text(json.dumps(bad), encoding="utf-8")
     broken = CliRunner().invoke(app, ["report", "--plan", str(saved), "--json"])
     assert broken.exit_code == 2 and len(broken.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("edit", "part"),
+    [({"request": 5}, "not a saved plan (AttributeError"),
+     ({"candidates": "x"}, "not a saved plan ("),
+     ({"request": {"epochs": 1}}, "not a saved plan (workload: is required)")],
+)  # fmt: skip
+def test_a_hand_edited_train_plan_is_one_line_exit_2(
+    tmp_path: Path, train_plan: dict[str, Any], edit: dict[str, Any], part: str
+) -> None:
+    """QA session 36: `"request": 5` in a saved train plan was a traceback (exit 1), and a
+    request without its workload read `workload: is required; e.g. --workload resnet50`, as
+    if a flag were missing, without naming the file."""
+    code, lines, saved = _report(tmp_path, {**train_plan, **edit})
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"error: {saved}: ") and part in lines[0]
+    assert not (tmp_path / "r.html").exists()
