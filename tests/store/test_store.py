@@ -227,3 +227,19 @@ def test_split_statements_keeps_trigger_bodies_whole() -> None:
     assert statements[1].endswith("END;")
     with pytest.raises(ValueError, match="incomplete"):
         split_statements("CREATE TRIGGER tr AFTER INSERT ON t BEGIN DELETE FROM t;")
+
+
+def test_a_damaged_row_is_one_store_error_and_the_others_still_read(tmp_path: Path) -> None:
+    """QA session 36: a run whose stored JSON did not parse (edited by hand, a broken disk)
+    was a JSONDecodeError traceback in `runs show` and `fit variability --runs`."""
+    path = tmp_path / "s.db"
+    with open_store(path) as store:
+        ids = [store.save_measurement(make_measurement(i)) for i in range(2)]
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE runs SET result_json = '{not json' WHERE id = ?", (ids[0],))
+    with open_store(path) as store:
+        with pytest.raises(StoreError, match=rf"run {ids[0]} in .* is damaged") as info:
+            store.get_measurement(ids[0])
+        assert info.value.exit_code == 1 and "leave this one out" in str(info.value)
+        assert store.get_measurement(ids[1]) == make_measurement(1)
+        assert len(store.list_runs()) == 2

@@ -482,9 +482,23 @@ class Store:
                 f"no run with id {run_id} in {self.path} ({hint})",
                 fix="see `gpucast runs list` for the ids",
             )
+        what = f"run {run_id}"
         return StoredRun(
-            summary=self._summary(row[:-2]), spec=json.loads(row[-2]), result=json.loads(row[-1])
+            summary=self._summary(row[:-2]),
+            spec=self._loads(row[-2], what),
+            result=self._loads(row[-1], what),
         )
+
+    def _loads(self, text: str, what: str) -> Any:
+        """A stored JSON column; a damaged one (edited by hand, a broken disk) is one
+        :class:`StoreError` naming the row, not a traceback."""
+        try:
+            return json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(
+                f"{what} in {self.path} is damaged: its stored JSON does not parse ({exc})",
+                fix="the other runs read as before; leave this one out",
+            ) from None
 
     def get_measurement(self, run_id: int) -> Measurement:
         return self.get_run(run_id).measurement()
@@ -495,7 +509,9 @@ class Store:
         row = self.connection.execute(
             "SELECT trace_json FROM kernel_traces WHERE run_id = ?", (int(run_id),)
         ).fetchone()
-        return None if row is None else KernelTrace.from_dict(json.loads(row[0]))
+        if row is None:
+            return None
+        return KernelTrace.from_dict(self._loads(row[0], f"the operator trace of run {run_id}"))
 
     def kernel_run_ids(self) -> list[int]:
         """Ids of the runs stored with an operator trace, oldest first."""
@@ -543,7 +559,8 @@ class Store:
                 field=field,
                 kind=f"{kind} model",
             )
-        return json.loads(row[0]), json.loads(row[1])
+        what = f"{kind} model {name.strip()!r}"
+        return self._loads(row[0], what), self._loads(row[1], what)
 
     def named_models(self, kind: str) -> list[tuple[str, dict[str, Any]]]:
         """(name, meta) of every model of ``kind``, newest first."""
@@ -551,7 +568,7 @@ class Store:
             "SELECT name, meta_json FROM named_models WHERE kind = ? ORDER BY created_at DESC",
             (kind,),
         ).fetchall()
-        return [(str(r[0]), json.loads(r[1])) for r in rows]
+        return [(str(r[0]), self._loads(r[1], f"{kind} model {r[0]!r}")) for r in rows]
 
     # -- export ----------------------------------------------------------------------------
     def export(
