@@ -134,6 +134,14 @@ def test_a_json_that_is_not_a_plan_says_so(tmp_path: Path, data: dict[str, Any],
     assert "schema_version" not in lines[0]
 
 
+def test_a_plan_without_a_schema_version_is_no_old_plan(tmp_path: Path) -> None:
+    """QA session 36: it said "plan schema_version None is not 2; re-run gpucast plan train
+    --save with this version", as if the file were a plan of an older gpucast."""
+    code, lines, _ = _report(tmp_path, {"request": {}, "candidates": []})
+    assert code == 2 and len(lines) == 1, lines
+    assert "not a saved plan (no 'schema_version' key)" in lines[0] and "None" not in lines[0]
+
+
 def test_an_old_plan_still_names_its_schema_version(
     tmp_path: Path, train_plan: dict[str, Any]
 ) -> None:
