@@ -206,3 +206,21 @@ def test_ctrl_c_says_interrupted_and_exits_130(monkeypatch) -> None:
     result = CliRunner().invoke(app, ["runs", "list"])
     assert result.exit_code == 130
     assert result.stderr.strip() == "interrupted"
+
+
+def test_command_lists_show_each_summary_as_one_paragraph() -> None:
+    """QA session 36: a docstring's wrapped first paragraph broke mid-sentence in the command
+    lists (`report ... without --out,` then `--json prints its data.` on the next line)."""
+    from gpucast.cli.verbs import load, names
+
+    wide = {"COLUMNS": "250"}
+    root = CliRunner().invoke(app, ["--help"], env=wide)
+    assert "without --out, --json prints its data." in root.stdout
+    measure = CliRunner().invoke(app, ["measure", "--help"], env=wide)
+    assert "over batch sizes (and precisions), stored; with --colocate" in measure.stdout
+    for name in names():
+        stack = [load(name)]
+        while stack:
+            command = stack.pop()
+            assert command.short_help is None or "\n" not in command.short_help, command.name
+            stack.extend(getattr(command, "commands", {}).values())
