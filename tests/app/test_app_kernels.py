@@ -58,6 +58,10 @@ def test_predict_kernels_fits_on_the_other_workloads(
     assert any(a.name == "another CPU" for a in other.assumptions)
     same = gpucast.predict_kernels(ids["mlp"], db=db, train_runs=[ids["ncf"], ids["gcn"]])
     assert same.to_dict() == result.to_dict()
+    # QA session 36: a forest of one or two workloads printed the six-model validated error
+    # as its own, with nothing to say it rests on far less
+    assert result.warnings and result.warnings[0].startswith("the forest is fitted on 2 workloads")
+    assert result.to_dict()["warnings"] == list(result.warnings)
 
 
 def test_a_run_without_kernel_data_names_the_flag(
