@@ -243,3 +243,20 @@ def test_a_damaged_row_is_one_store_error_and_the_others_still_read(tmp_path: Pa
         assert info.value.exit_code == 1 and "leave this one out" in str(info.value)
         assert store.get_measurement(ids[1]) == make_measurement(1)
         assert len(store.list_runs()) == 2
+
+
+def test_a_blank_store_path_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA session 36: GPUCAST_DB='   ' stored runs in a file named by three spaces in the
+    current folder (`saved as run 1 in    `)."""
+    from typer.testing import CliRunner
+
+    from gpucast.cli.app import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GPUCAST_DB", "   ")
+    with pytest.raises(InvalidSpecError, match=r"^db: is blank"):
+        default_db_path()
+    for args in (["runs", "list"], ["--db", "  ", "runs", "list"]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2 and result.stderr.startswith("error: db: is blank")
+    assert list(tmp_path.iterdir()) == []

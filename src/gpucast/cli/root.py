@@ -197,4 +197,8 @@ def root(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
+    if db is not None:
+        from gpucast.store.db import check_db_text
+
+        check_db_text(str(db))
     ctx.obj = CliState(db_path=db, debug=debug)

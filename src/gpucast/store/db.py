@@ -604,12 +604,25 @@ class Store:
         return len(frame)
 
 
+def check_db_text(path: str) -> str:
+    """``path`` (``--db`` or ``$GPUCAST_DB``) when it names a file: a blank one (spaces) made
+    a store file named by spaces in the current folder (QA session 36)."""
+    if not path.strip():
+        raise InvalidSpecError(
+            "db",
+            "is blank (spaces only)",
+            got=path,
+            fix="give the store's file (--db runs.db), or unset $GPUCAST_DB for the default",
+        )
+    return path
+
+
 def default_db_path() -> Path:
     """``$GPUCAST_DB``, else ``$XDG_DATA_HOME/gpucast/gpucast.db``, else
     ``~/.local/share/gpucast/gpucast.db``. Creates nothing."""
     explicit = os.environ.get("GPUCAST_DB")
     if explicit:
-        return Path(explicit).expanduser()
+        return Path(check_db_text(explicit)).expanduser()
     data_home = os.environ.get("XDG_DATA_HOME")
     base = Path(data_home).expanduser() if data_home else Path.home() / ".local" / "share"
     return base / "gpucast" / "gpucast.db"
