@@ -56,7 +56,7 @@ def test_show(db: Path) -> None:
 def test_export(db: Path, tmp_path: Path) -> None:
     out = tmp_path / "runs.parquet"
     result = gpucast.runs_export(out=out, db=db)
-    assert result.to_dict() == {"out": str(out), "format": "parquet", "count": 3}
+    assert result.to_dict() == {"out": str(out), "format": "parquet", "count": 3, "warnings": []}
     assert list(pd.read_parquet(out)["id"]) == [1, 2, 3]
     csv = gpucast.runs_export(RunsExportRequest(out=tmp_path / "x.data", workload="mlp"), db=db)
     assert (csv.format, csv.count) == ("csv", 2)
