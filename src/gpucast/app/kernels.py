@@ -196,6 +196,7 @@ def predict_kernels(
             if i != request.run and store.get_run(i).summary.workload != run.summary.workload
         )
         own = run_device(run, catalog)
+        mode_of = {i: store.get_run(i).summary.mode for i in store.kernel_run_ids()}
     if not train_ids:
         raise InvalidInputError(
             f"no other workload's --kernels run in {db_path} to fit the kernel model on",
@@ -297,6 +298,14 @@ def predict_kernels(
     check = validation_for("kernel-forest", regime, run.summary.precision, 1)
     workloads = tuple(sorted({o.workload for o in train}))
     warnings = []
+    mode = run.summary.mode
+    if mode != "train":  # the forest's validation times training steps only
+        modes = sorted({str(mode_of.get(i)) for i in train_ids})
+        warnings.append(
+            f"run {request.run} times {mode} steps; the forest was fitted on "
+            f"{'/'.join(modes)} steps and validated on training steps only, so its validated "
+            "error does not describe this prediction"
+        )
     if len(workloads) < MIN_TRAIN_WORKLOADS:
         warnings.append(
             f"the forest is fitted on {count_of(len(workloads), 'workload')} "
