@@ -125,6 +125,9 @@ def test_measure_infer_request_object_saves_and_reports_progress(tmp_path: Path)
         ({"max_time_s": 0}, "^max-time-s: .*; e.g. --max-time-s"),
         ({"max_time_s": "soon"}, "max-time-s"),
         ({"min_samples": 1}, "^min-samples: .*; e.g. --min-samples"),
+        # QA session 36: was `max_samples: must be >= 1000000000 (got 100000)`, a field no
+        # flag sets
+        ({"min_samples": 10**9}, "^min-samples: must be <= 100,000 .*; e.g. --min-samples"),
         ({"precision": "fp8"}, "precision"),
         ({"device": "tpu"}, "device"),
         ({"distributed": "mpi"}, "distributed"),

@@ -47,7 +47,10 @@ def test_a_request_object_without_saving(tmp_path: Path) -> None:
         ({"batch_sizes": [0]}, "batch-sizes: must be integers >= 1"),
         ({"precisions": ["fp7"]}, "precision: must be one of"),
         ({"precision": "fp32,fp7"}, "precision: must be one of"),
-        ({"min_samples": 0}, "min-samples: must be >= 1"),
+        ({"min_samples": 1}, "min-samples: must be >= 2"),  # QA session 36: was >= 1, then
+        # the stopping rule's internal `min_samples: must be >= 2` (no fix)
+        ({"min_samples": 10**9}, "min-samples: must be <= 100,000"),
+        ({"target_ci": 5}, "target-ci: must be in (0, 1]"),
         ({"colocate_batch": 0}, "colocate-batch: must be >= 1"),
     ],
 )
@@ -74,3 +77,20 @@ def test_a_line_that_misses_the_measured_points_says_so() -> None:
     straight = SimpleNamespace(points=[point(1, 1.1e-3), point(4, 2.0e-3), point(8, 3.3e-3)])
     fit = InferCurve(measurement=straight, fixed_s=0.8e-3, per_sample_s=0.3e-3)  # type: ignore[arg-type]
     assert fit.fit_warning() is None
+
+
+def test_one_batch_size_says_it_fixes_no_line() -> None:
+    """QA session 36: `measure infer-curve mlp --batch-sizes 8` printed `fit: 0.000 ms +
+    1.0966 ms x batch` with no warning: a line through one point, its fixed cost unmeasured."""
+    from types import SimpleNamespace
+
+    from gpucast.app.curves import InferCurve
+
+    def point(batch: int, median_s: float) -> SimpleNamespace:
+        return SimpleNamespace(spec=SimpleNamespace(batch_size=batch), median_s=median_s)
+
+    one = SimpleNamespace(points=[point(8, 8.8e-3)])
+    curve = InferCurve(measurement=one, fixed_s=0.0, per_sample_s=1.1e-3)  # type: ignore[arg-type]
+    warning = curve.fit_warning()
+    assert warning is not None and warning.startswith("one batch size (8) fixes no line")
+    assert "e.g. --batch-sizes 1,16" in warning

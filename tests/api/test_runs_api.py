@@ -56,7 +56,7 @@ def test_show(db: Path) -> None:
 def test_export(db: Path, tmp_path: Path) -> None:
     out = tmp_path / "runs.parquet"
     result = gpucast.runs_export(out=out, db=db)
-    assert result.to_dict() == {"out": str(out), "format": "parquet", "count": 3}
+    assert result.to_dict() == {"out": str(out), "format": "parquet", "count": 3, "warnings": []}
     assert list(pd.read_parquet(out)["id"]) == [1, 2, 3]
     csv = gpucast.runs_export(RunsExportRequest(out=tmp_path / "x.data", workload="mlp"), db=db)
     assert (csv.format, csv.count) == ("csv", 2)
@@ -96,3 +96,14 @@ def test_show_and_export_on_a_missing_store_create_nothing(tmp_path: Path) -> No
 def test_unknown_id_names_the_fix(db: Path) -> None:
     with pytest.raises(InvalidInputError, match=r"no run with id 99.*gpucast runs list"):
         gpucast.runs_show(run_id=99, db=db)
+
+
+def test_a_workload_filter_reads_the_name_as_the_measure_verbs_do(db: Path, tmp_path: Path) -> None:
+    """QA session 36: `measure train MLP` measures mlp, but `runs list --workload MLP`,
+    `runs export --workload MLP` and `report --runs --workload MLP` found nothing."""
+    exact = gpucast.runs_list(workload="mlp", db=db)
+    assert exact.total > 0
+    assert gpucast.runs_list(workload=" MLP", db=db).to_dict()["runs"] == exact.to_dict()["runs"]
+    assert gpucast.runs_export(out=tmp_path / "x.csv", workload="Mlp", db=db).count == exact.total
+    report = gpucast.write_report(runs=True, workload="MLP", db=db)
+    assert len(report.data["runs"]) == exact.total and not report.warnings

@@ -140,6 +140,31 @@ def test_fit_speed_bad_cell_names_file_line_column(tmp_path: Path) -> None:
     assert exc.value.column == "Step Time (s)"
 
 
+def test_fit_speed_out_over_its_data_file_is_refused(tmp_path: Path) -> None:
+    """QA session 36: `fit speed --data rows.csv --out rows.csv` replaced the data with the
+    fitted JSON (exit 0): a list of input files was not checked against --out."""
+    data = speed_csv(tmp_path / "rows.csv")
+    other = speed_csv(tmp_path / "other.csv", seed=1)
+    before = data.read_bytes()
+    for given in ([data], [other, data]):
+        with pytest.raises(InvalidSpecError, match=r"^out: is the input file") as exc:
+            fit_speed(data=given, out=data)
+        assert "choose another --out path" in str(exc.value)
+        assert data.read_bytes() == before
+
+
+def test_fit_out_over_a_file_of_its_data_folder_is_refused(tmp_path: Path) -> None:
+    """QA session 36: `--out` naming a file inside the folder a fit reads replaced it."""
+    folder = cluster_folder(tmp_path)
+    victim = folder / "K80" / "small_1workers.csv"
+    before = victim.read_bytes()
+    with pytest.raises(InvalidSpecError, match=r"^out: is a file inside the input folder"):
+        fit_cluster(data=folder, out=victim)
+    assert victim.read_bytes() == before
+    fit_cluster(data=folder, out=folder / "new.json")  # a new file there is not data: fine
+    assert (folder / "new.json").is_file()
+
+
 # -- fit cluster ----------------------------------------------------------------------------
 def test_fit_cluster(tmp_path: Path) -> None:
     out = tmp_path / "cluster.json"
@@ -210,4 +235,19 @@ def test_fit_checkpoint_too_few_rows(tmp_path: Path) -> None:
     )
     with pytest.raises(DataFormatError, match="fewer than 3 usable rows"):
         fit_checkpoint(data=data, out=tmp_path / "m.json")
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_fit_speed_refuses_a_step_time_beyond_a_day(tmp_path: Path) -> None:
+    """QA session 36: one `Step Time (s)` of 1e300 (a typo) was fitted, and every prediction
+    on its GPU then stated the interval [1.2e-302, 9.9e+299] s."""
+    data = speed_csv(tmp_path / "rows.csv")
+    lines = data.read_text().splitlines()
+    cells = lines[2].split(",")
+    cells[-1] = "1e300"  # Step Time (s) is the last column
+    lines[2] = ",".join(cells)
+    data.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataFormatError, match=r"must be <= 86,400 s") as exc:
+        fit_speed(data=[data], out=tmp_path / "m.json")
+    assert exc.value.line == 3 and exc.value.column == "Step Time (s)"
     assert not (tmp_path / "m.json").exists()

@@ -58,6 +58,29 @@ def test_predict_kernels_fits_on_the_other_workloads(
     assert any(a.name == "another CPU" for a in other.assumptions)
     same = gpucast.predict_kernels(ids["mlp"], db=db, train_runs=[ids["ncf"], ids["gcn"]])
     assert same.to_dict() == result.to_dict()
+    # QA session 36: a forest of one or two workloads printed the six-model validated error
+    # as its own, with nothing to say it rests on far less
+    assert result.warnings and result.warnings[0].startswith("the forest is fitted on 2 workloads")
+    assert result.to_dict()["warnings"] == list(result.warnings)
+
+
+def test_an_inference_run_says_the_forests_validation_is_for_training_steps(
+    kernel_store: tuple[Path, dict[str, int]], tmp_path: Path
+) -> None:
+    """QA session 36: an inference run predicted from training runs' operators (-77%) printed
+    the training-step validation as its footing, without a word."""
+    import shutil
+
+    db = tmp_path / "s.db"
+    shutil.copy(kernel_store[0], db)
+    infer = gpucast.measure_infer("mlp", db=db, kernels=True, **QUICK).run_id
+    result = gpucast.predict_kernels(infer, db=db)
+    assert any(
+        w.startswith(f"run {infer} times infer steps; the forest was fitted on train steps")
+        for w in result.warnings
+    )
+    trained = gpucast.predict_kernels(kernel_store[1]["mlp"], db=kernel_store[0])
+    assert not any("times infer steps" in w for w in trained.warnings)
 
 
 def test_a_run_without_kernel_data_names_the_flag(

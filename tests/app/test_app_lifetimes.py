@@ -129,6 +129,12 @@ def test_bad_input_is_one_typed_error(tmp_path: Path) -> None:
         gpucast.fit_lifetimes(trace="0.1", name=" ")
     with pytest.raises(InvalidSpecError, match="trace: file not found"):
         gpucast.fit_lifetimes(trace=str(tmp_path / "nope.csv"), name="x")
+    # QA session 36: a rate given as --trace was refused as `hazard_per_hour: ...`
+    for rate, said in (("1e9", "must be at most 10"), ("-1", "must be a finite revocation")):
+        with pytest.raises(InvalidSpecError, match=rf"^trace: {said}.*e\.g\. --trace 0\.05"):
+            gpucast.fit_lifetimes(trace=rate, name="x", save=False)
+    with pytest.raises(InvalidSpecError, match=r"^provider: .*; e\.g\. --provider aws$"):
+        gpucast.fit_lifetimes(trace="0.1", name="x", provider="ibm", save=False)
     bad = tmp_path / "bad.json"
     bad.write_text('{"metadata": {"gap_seconds": 300}, "data": [4, -1]}')
     with pytest.raises(DataFormatError):

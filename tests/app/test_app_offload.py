@@ -144,6 +144,22 @@ def test_bad_requests() -> None:
         gpucast.measure_optimizer(sizes=[10, 20], tensors=[1, 2, 3])
     with pytest.raises(InvalidSpecError, match="timer"):
         gpucast.measure_optimizer(sizes=[10], timer="gpu")
+    # QA session 36: nan said `must be whole numbers` without the example -1 gets
+    with pytest.raises(InvalidSpecError, match=r"^sizes: must be whole .*e\.g\. --sizes 1e6"):
+        gpucast.measure_optimizer(sizes="nan")
+
+
+def test_one_stored_run_is_said_as_one(tmp_path: Path) -> None:
+    """QA session 36: `measure optimizer --sizes 1e5` printed `stored as runs 11`."""
+    from typer.testing import CliRunner
+
+    from gpucast.cli.app import app
+
+    args = ["--db", str(tmp_path / "s.db"), "measure", "optimizer", "--sizes", "20000",
+            "--tensors", "2", "--max-time-s", "0.3"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "stored as run 1 in" in result.output and "stored as runs" not in result.output
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,9 @@ def test_fit_variability_from_stored_runs(tmp_path: Path) -> None:
     r = gpucast.fit_variability(name="cpu", runs=",".join(map(str, ids)), db=db, save=False)
     assert r.gpus == 3 and r.saved_in is None
     assert "stored runs" in r.source and r.warnings  # 3 GPUs are few
+    # QA session 36: three runs on this one CPU were fitted as "3 GPUs, 33% outliers up to
+    # 4.11x" without a word that they share one device
+    assert r.warnings[0].startswith("3 runs on 1 device (") and "run-to-run noise" in r.warnings[0]
     other = gpucast.measure_train("mlp", db=db, **{**quick, "batch_size": 8}).run_id
     with pytest.raises(InvalidInputError, match="pick runs of one workload"):
         gpucast.fit_variability(name="x", runs=f"{ids[0]},{ids[1]},{other}", db=db)

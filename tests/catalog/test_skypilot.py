@@ -88,3 +88,23 @@ def test_bad_inputs(tmp_path: Path) -> None:
     with pytest.raises(DataFormatError) as info:
         import_skypilot(broken, "aws")
     assert info.value.line == 1
+
+
+def test_a_price_above_the_ceiling_is_skipped_and_refused_by_the_loader(tmp_path: Path) -> None:
+    """QA session 36: a SkyPilot row priced 1e12 US$/h was imported and listed as an offer,
+    where `--price` refuses more than 1e6 US$/h per GPU as a typo."""
+    vms = tmp_path / "vms.csv"
+    vms.write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region\n"
+        "p3.2xlarge,V100,1,8,61,3.06,0.918,us-east-1\n"
+        "p4d.24xlarge,A100,8,96,1152,1e12,9,us-east-1\n"
+    )
+    offers, skipped = import_skypilot(vms, "aws", as_of=DAY)
+    assert [o.instance_type for o in offers] == ["p3.2xlarge"]
+    assert "line 3 (p4d.24xlarge in us-east-1)" in skipped[0] and "8,000,000 US$/h" in skipped[0]
+    out = tmp_path / "offers.csv"
+    write_offers_csv(offers, out)
+    text = out.read_text().replace(",3.06,", ",2000000,")  # 2e6 US$/h for one GPU
+    out.write_text(text)
+    with pytest.raises(DataFormatError, match="on_demand_usd_per_hour: must be <= 1,000,000"):
+        load_catalog(out)

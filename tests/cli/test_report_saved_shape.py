@@ -134,6 +134,14 @@ def test_a_json_that_is_not_a_plan_says_so(tmp_path: Path, data: dict[str, Any],
     assert "schema_version" not in lines[0]
 
 
+def test_a_plan_without_a_schema_version_is_no_old_plan(tmp_path: Path) -> None:
+    """QA session 36: it said "plan schema_version None is not 2; re-run gpucast plan train
+    --save with this version", as if the file were a plan of an older gpucast."""
+    code, lines, _ = _report(tmp_path, {"request": {}, "candidates": []})
+    assert code == 2 and len(lines) == 1, lines
+    assert "not a saved plan (no 'schema_version' key)" in lines[0] and "None" not in lines[0]
+
+
 def test_an_old_plan_still_names_its_schema_version(
     tmp_path: Path, train_plan: dict[str, Any]
 ) -> None:
@@ -164,3 +172,21 @@ def test_report_json_without_out_prints_the_saved_plan(
     saved.write_text(json.dumps(bad), encoding="utf-8")
     broken = CliRunner().invoke(app, ["report", "--plan", str(saved), "--json"])
     assert broken.exit_code == 2 and len(broken.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("edit", "part"),
+    [({"request": 5}, "not a saved plan (AttributeError"),
+     ({"candidates": "x"}, "not a saved plan ("),
+     ({"request": {"epochs": 1}}, "not a saved plan (workload: is required)")],
+)  # fmt: skip
+def test_a_hand_edited_train_plan_is_one_line_exit_2(
+    tmp_path: Path, train_plan: dict[str, Any], edit: dict[str, Any], part: str
+) -> None:
+    """QA session 36: `"request": 5` in a saved train plan was a traceback (exit 1), and a
+    request without its workload read `workload: is required; e.g. --workload resnet50`, as
+    if a flag were missing, without naming the file."""
+    code, lines, saved = _report(tmp_path, {**train_plan, **edit})
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"error: {saved}: ") and part in lines[0]
+    assert not (tmp_path / "r.html").exists()

@@ -191,3 +191,36 @@ def test_every_bandwidth_option_states_its_unit() -> None:
             if not re.search(r"\bGB/s|\bGbit/s", text) or "Gb/s" in text:
                 missing.append(f"{' '.join(path)} {'/'.join(p.opts)}: {text}")
     assert seen >= 10 and not missing, missing
+
+
+def test_ctrl_c_says_interrupted_and_exits_130(monkeypatch) -> None:
+    """QA session 36: Ctrl-C in `measure train` exited 130 without a word (Typer turns the
+    KeyboardInterrupt into Exit(130), which click returns, so the `interrupted` line never
+    printed)."""
+    import gpucast.app
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gpucast.app, "runs_list", stopped)
+    result = CliRunner().invoke(app, ["runs", "list"])
+    assert result.exit_code == 130
+    assert result.stderr.strip() == "interrupted"
+
+
+def test_command_lists_show_each_summary_as_one_paragraph() -> None:
+    """QA session 36: a docstring's wrapped first paragraph broke mid-sentence in the command
+    lists (`report ... without --out,` then `--json prints its data.` on the next line)."""
+    from gpucast.cli.verbs import load, names
+
+    wide = {"COLUMNS": "250"}
+    root = CliRunner().invoke(app, ["--help"], env=wide)
+    assert "without --out, --json prints its data." in root.stdout
+    measure = CliRunner().invoke(app, ["measure", "--help"], env=wide)
+    assert "over batch sizes (and precisions), stored; with --colocate" in measure.stdout
+    for name in names():
+        stack = [load(name)]
+        while stack:
+            command = stack.pop()
+            assert command.short_help is None or "\n" not in command.short_help, command.name
+            stack.extend(getattr(command, "commands", {}).values())

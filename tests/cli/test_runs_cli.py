@@ -175,7 +175,24 @@ def test_export_json_is_the_result(db: Path, tmp_path: Path) -> None:
     out = tmp_path / "runs.csv"
     result = runner.invoke(app, ["--db", str(db), "runs", "export", "--out", str(out), "--json"])
     assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout) == {"out": str(out), "format": "csv", "count": 4}
+    assert json.loads(result.stdout) == {
+        "out": str(out),
+        "format": "csv",
+        "count": 4,
+        "warnings": [],
+    }
+
+
+def test_an_export_that_matches_nothing_says_so(db: Path, tmp_path: Path) -> None:
+    """QA session 36: `runs export --workload nope` wrote a header-only CSV and said `wrote 0
+    runs`, where `report --runs --workload nope` warns that the report is empty."""
+    out = tmp_path / "none.csv"
+    args = ["--db", str(db), "runs", "export", "--out", str(out), "--workload", "nope"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    assert "wrote 0 runs" in result.stderr
+    assert "warning: no run matches --workload nope in" in result.stderr
+    assert "it holds 4 runs" in result.stderr
 
 
 def test_importing_the_cli_verbs_does_no_work(tmp_path: Path) -> None:

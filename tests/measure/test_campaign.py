@@ -69,6 +69,13 @@ def test_sweep_precisions_take_any_case(tmp_path: Path) -> None:
         ("workloads: [mlp]\nbatch_sizes: [4, x]\n", 2, "'batch_sizes'.*integer"),
         ("workloads: [mlp]\nbatch_sizes: [4]\ndevices: [tpu]\n", 3, "'devices'.*tpu"),
         ("workloads: [mlp]\nbatch_sizes: [4]\nsettings: {steps: 1}\n", 3, "settings.steps"),
+        # QA session 36: both passed the sweep's check, then failed at every point (exit 1)
+        (
+            "workloads: [mlp]\nbatch_sizes: [4]\nsettings: {min_samples: 1000000000}\n",
+            3,
+            "settings.min_samples'.*<= 100,000",
+        ),
+        ("workloads: [mlp]\nbatch_sizes: [4]\nsettings: {target_ci: 5}\n", 3, "target_ci.*1\\]"),
         ("workloads: [mlp]\nbatch_sizes: [4\n", None, "not valid YAML"),
         ("workloads: [mlp]\nbatch_sizes: [4]\nworkloads: [gcn]\n", 3, "'workloads'.*lines 1 and 3"),
         (

@@ -238,3 +238,39 @@ def test_the_cpu_allocators_failure_reads_as_out_of_memory_with_the_fix() -> Non
         _translate_failures(spec, "train", "cpu"),
     ):
         raise failure
+
+
+def test_a_busy_host_is_said_on_a_cpu_measurement(monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA session 36: on a 2-core host at load ~4 an MLP step timed 170 ms at torch's 2 threads
+    and 4 ms at 1; the result said nothing of the load (only that the CI was missed)."""
+    import os
+
+    from gpucast.measure.environment import busy_host_warning
+
+    assert busy_host_warning(None, cores=2, threads=2) is None
+    assert busy_host_warning(2.0, cores=2, threads=2) is None  # this run alone fills the host
+    assert busy_host_warning(2.5, cores=2, threads=2) is None  # less than a task beside it
+    busy = busy_host_warning(4.5, cores=2, threads=2)
+    assert busy is not None and busy.startswith("the host was busy: load average 4.5 on 2 CPU")
+
+    class Runner:
+        samples_per_step = 1
+
+        def __call__(self) -> None:
+            torch.ones(16, 16) @ torch.ones(16, 16)
+
+    def timed() -> tuple[str, ...]:
+        return measure_runner(
+            Runner(),
+            spec=WorkloadSpec(name="matmul", batch_size=1),
+            mode="infer",
+            device="cpu",
+            rule=StoppingRule(max_time_s=0.2, min_samples=3),
+            telemetry=False,
+        ).warnings
+
+    cores = os.cpu_count() or 1
+    monkeypatch.setattr(os, "getloadavg", lambda: (cores + 8.0, 0.0, 0.0))
+    assert any(w.startswith("the host was busy") for w in timed())
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert not any(w.startswith("the host was busy") for w in timed())

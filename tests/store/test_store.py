@@ -66,6 +66,10 @@ def test_measurement_round_trip_and_listing(tmp_path: Path) -> None:
         assert first.summary.host == "test-host" and first.summary.device == "cpu"
         assert first.spec == {"name": "mlp", "batch_size": 8, "precision": "fp32"}
         assert [r.workload for r in store.list_runs(workload="resnet50")] == ["resnet50"] * 2
+        # QA session 36: `measure train MLP` measures mlp, but `runs list --workload MLP` and
+        # `report --runs --workload MLP` matched nothing
+        assert store.stored_workload("ResNet50 ") == store.stored_workload("resnet50") == "resnet50"
+        assert store.stored_workload("nope") == "nope"
         assert len(store.list_runs(limit=2)) == 2
         assert store.count_runs(kind="measurement") == 5
         assert store.list_runs(kind="profile") == []
@@ -223,3 +227,36 @@ def test_split_statements_keeps_trigger_bodies_whole() -> None:
     assert statements[1].endswith("END;")
     with pytest.raises(ValueError, match="incomplete"):
         split_statements("CREATE TRIGGER tr AFTER INSERT ON t BEGIN DELETE FROM t;")
+
+
+def test_a_damaged_row_is_one_store_error_and_the_others_still_read(tmp_path: Path) -> None:
+    """QA session 36: a run whose stored JSON did not parse (edited by hand, a broken disk)
+    was a JSONDecodeError traceback in `runs show` and `fit variability --runs`."""
+    path = tmp_path / "s.db"
+    with open_store(path) as store:
+        ids = [store.save_measurement(make_measurement(i)) for i in range(2)]
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE runs SET result_json = '{not json' WHERE id = ?", (ids[0],))
+    with open_store(path) as store:
+        with pytest.raises(StoreError, match=rf"run {ids[0]} in .* is damaged") as info:
+            store.get_measurement(ids[0])
+        assert info.value.exit_code == 1 and "leave this one out" in str(info.value)
+        assert store.get_measurement(ids[1]) == make_measurement(1)
+        assert len(store.list_runs()) == 2
+
+
+def test_a_blank_store_path_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA session 36: GPUCAST_DB='   ' stored runs in a file named by three spaces in the
+    current folder (`saved as run 1 in    `)."""
+    from typer.testing import CliRunner
+
+    from gpucast.cli.app import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GPUCAST_DB", "   ")
+    with pytest.raises(InvalidSpecError, match=r"^db: is blank"):
+        default_db_path()
+    for args in (["runs", "list"], ["--db", "  ", "runs", "list"]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2 and result.stderr.startswith("error: db: is blank")
+    assert list(tmp_path.iterdir()) == []

@@ -68,3 +68,21 @@ def test_bad_specs_are_invalid_input(spec: str, match: str) -> None:
     with pytest.raises(InvalidSpecError, match=match) as info:
         get_workload(spec)
     assert info.value.exit_code == 2
+
+
+def test_a_model_without_parameters_is_refused_for_training_naming_the_infer_verb(
+    tmp_path: Path,
+) -> None:
+    """QA session 36: the fix said `use --mode infer`, a flag no verb has."""
+    module = tmp_path / "noparams.py"
+    module.write_text(
+        "import torch\n\ndef build():\n    return torch.nn.ReLU(), torch.randn(4, 3)\n"
+    )
+    workload = get_workload(f"{module}:build")
+    spec = WorkloadSpec(name=workload.name, batch_size=4)
+    with pytest.raises(InvalidSpecError, match="has no trainable parameters") as info:
+        make_step(workload, spec, "train", CPU)
+    assert info.value.field == "workload"
+    assert f"gpucast measure infer {workload.name}" in str(info.value)
+    assert "--mode" not in str(info.value)
+    make_step(workload, spec, "infer", CPU)()  # inference still runs

@@ -115,3 +115,16 @@ def test_batches_work_on_meta() -> None:
     for name in ("resnet50", "bert-base", "gpt2-small", "dlrm", "gcn", "mlp", "shake-shake"):
         inputs, _target = get_workload(name).make_batch(3, META)
         assert inputs[0].shape[0] == 3
+
+
+def test_a_whole_number_written_as_a_float_is_that_integer() -> None:
+    """QA session 36: `-o seq_len=1e12` said `must be an integer >= 1` (1e12 is >= 1); the
+    bound it breaks is the model's 512 positions, which `-o seq_len=1000000000000` named."""
+    from gpucast.workloads._options import positive_int
+
+    assert positive_int("seq_len", 128.0) == 128 and isinstance(positive_int("seq_len", 1e2), int)
+    with pytest.raises(InvalidSpecError, match=r"must be <= 512"):
+        get_workload("bert-base", seq_len=1e12)
+    for bad in (2.5, float("inf"), float("nan"), 0.0):
+        with pytest.raises(InvalidSpecError, match="must be an integer >= 1"):
+            positive_int("seq_len", bad)

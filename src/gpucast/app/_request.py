@@ -43,12 +43,16 @@ OUTPUT_FIELDS = ("out", "output")
 def _refuse_output_over_input(request: Any, config: Path | str | None) -> None:
     from gpucast.store.files import refuse_overwriting_inputs
 
+    fields = fields_of(type(request))
     paths = {
         f.name: getattr(request, f.name)
-        for f in fields_of(type(request))
+        for f in fields
         if isinstance(getattr(request, f.name), str | Path) and f.kind == "path"
     }
     inputs = [p for name, p in paths.items() if name not in OUTPUT_FIELDS]
+    for f in fields:  # a list of input files (fit speed --data a.csv,b.csv) is read too
+        if f.kind == "list" and f.info.item == "path" and f.name not in OUTPUT_FIELDS:
+            inputs.extend(p for p in getattr(request, f.name) or () if isinstance(p, str | Path))
     if config is not None:
         inputs.append(config)
     for name in OUTPUT_FIELDS:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
+from gpucast.app.measure import check_min_samples
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.options import lower_list, option
+from gpucast.domain.options import as_flags, lower_list, option
 from gpucast.domain.workload import PRECISIONS
 
 if TYPE_CHECKING:
@@ -79,15 +80,15 @@ class InferCurveRequest:
             )
         if not (math.isfinite(self.max_time_s) and self.max_time_s > 0):
             raise InvalidSpecError("max-time-s", "must be > 0 seconds", got=self.max_time_s)
-        if not (math.isfinite(self.target_ci) and self.target_ci > 0):
+        if not (math.isfinite(self.target_ci) and 0 < self.target_ci <= 1):
             raise InvalidSpecError(
                 "target-ci",
-                "must be > 0 (relative)",
+                "must be in (0, 1] (relative)",
                 got=self.target_ci,
                 fix="e.g. --target-ci 0.02",
             )
-        if isinstance(self.min_samples, bool) or self.min_samples < 1:
-            raise InvalidSpecError("min-samples", "must be >= 1", got=self.min_samples)
+        with as_flags(type(self)):  # the stopping rule's range, named as the flag
+            check_min_samples(self.min_samples)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,7 +105,15 @@ class InferCurve:
     def fit_warning(self) -> str | None:
         """Where the line misses a median by more than :attr:`MISS` (a latency that is not
         ``fixed + per-sample x batch`` here, e.g. a CPU thread pool that starts at batch 2):
-        the worst such point, said in words; ``None`` where the line holds."""
+        the worst such point, said in words; ``None`` where the line holds. One batch size
+        fixes no line: its fit is the median over the batch, with no fixed part, and says so."""
+        batches = sorted({m.spec.batch_size for m in self.measurement.points})
+        if len(batches) < 2:
+            return (
+                f"one batch size ({batches[0]}) fixes no line: the fit is its median over the "
+                "batch, with no fixed cost measured; measure two or more, e.g. --batch-sizes "
+                f"1,{max(2, 2 * batches[0])}"
+            )
         worst: tuple[float, int, float, float] | None = None
         for m in self.measurement.points:
             batch = m.spec.batch_size

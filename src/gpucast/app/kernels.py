@@ -22,6 +22,10 @@ from gpucast.domain.options import option
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.units import count_of
 
+#: Fewer training workloads than this and the forest's validated error (six other models,
+#: benchmarks/kernel_prediction.py) does not describe it: the prediction says so.
+MIN_TRAIN_WORKLOADS = 3
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PredictKernelsRequest:
@@ -113,6 +117,9 @@ class PredictKernelsResult:
     measured_operator_energy_j: float | None = None
     #: why there is no energy prediction ("" when there is one)
     energy_note: str = ""
+    #: what the prediction's footing lacks (e.g. a forest fitted on fewer workloads than the
+    #: one validated)
+    warnings: tuple[str, ...] = ()
 
     @property
     def error_pct(self) -> float | None:
@@ -144,6 +151,7 @@ class PredictKernelsResult:
             "operator_energy_j": self.operator_energy_j,
             "measured_operator_energy_j": self.measured_operator_energy_j,
             "energy_note": self.energy_note,
+            "warnings": list(self.warnings),
         }
 
     def to_frame(self) -> Any:
@@ -188,6 +196,7 @@ def predict_kernels(
             if i != request.run and store.get_run(i).summary.workload != run.summary.workload
         )
         own = run_device(run, catalog)
+        mode_of = {i: store.get_run(i).summary.mode for i in store.kernel_run_ids()}
     if not train_ids:
         raise InvalidInputError(
             f"no other workload's --kernels run in {db_path} to fit the kernel model on",
@@ -287,6 +296,23 @@ def predict_kernels(
     scale = statistics.median(o.step_time_s / roofline_step_s(o.trace, o.device) for o in train)
     regime = ("cpu",) if same_device and device.kind == "cpu" else (device.name,)
     check = validation_for("kernel-forest", regime, run.summary.precision, 1)
+    workloads = tuple(sorted({o.workload for o in train}))
+    warnings = []
+    mode = run.summary.mode
+    if mode != "train":  # the forest's validation times training steps only
+        modes = sorted({str(mode_of.get(i)) for i in train_ids})
+        warnings.append(
+            f"run {request.run} times {mode} steps; the forest was fitted on "
+            f"{'/'.join(modes)} steps and validated on training steps only, so its validated "
+            "error does not describe this prediction"
+        )
+    if len(workloads) < MIN_TRAIN_WORKLOADS:
+        warnings.append(
+            f"the forest is fitted on {count_of(len(workloads), 'workload')} "
+            f"({', '.join(workloads)}); its validated error is that of a forest fitted on six "
+            "other models, so expect a larger one here: measure more workloads with --kernels "
+            "(gpucast measure train WORKLOAD --kernels)"
+        )
     return PredictKernelsResult(
         run_id=request.run,
         workload=run.summary.workload,
@@ -299,7 +325,7 @@ def predict_kernels(
         measured_step_s=run.summary.median_s if same_device else None,
         roofline_step_s=scale * roofline_step_s(trace, device),
         train_runs=tuple(train_ids),
-        train_workloads=tuple(sorted({o.workload for o in train})),
+        train_workloads=workloads,
         assumptions=tuple(assumptions),
         validation={
             "model": "kernel-forest",
@@ -313,4 +339,5 @@ def predict_kernels(
         else None,
         measured_operator_energy_j=trace.energy_j_per_step if same_device else None,
         energy_note=energy_note,
+        warnings=tuple(warnings),
     )

@@ -88,7 +88,10 @@ class FitLifetimesRequest:
                 )
         if self.provider is not None and self.provider not in ("aws", "gcp", "azure"):
             raise InvalidSpecError(
-                "provider", "must be aws, gcp or azure", got=self.provider, fix="--provider aws"
+                "provider",
+                "must be aws, gcp or azure",
+                got=self.provider,
+                fix="e.g. --provider aws",
             )
 
 
@@ -250,7 +253,13 @@ def _fit(
     if fmt == "hazard":
         from gpucast.store.datasets.preemption import read_hazard_spec
 
-        spec = read_hazard_spec(request.trace)
+        try:
+            spec = read_hazard_spec(request.trace)
+        except InvalidSpecError as exc:  # the rate is what --trace gave: named as typed
+            if exc.field != "hazard_per_hour":
+                raise
+            fix = (exc.fix or "").replace("e.g. 0.05", "e.g. --trace 0.05")
+            raise InvalidSpecError("trace", exc.detail, fix=fix or None) from None
         model = bursty.PiecewiseHazardModel.from_dict(
             {
                 "kind": bursty.PiecewiseHazardModel.kind,

@@ -50,6 +50,19 @@ def _check_number(name: str, value: float, *, low: float, high: float = math.inf
         raise InvalidSpecError(name, f"must be {bound}", got=value)
 
 
+def check_min_samples(value: int) -> None:
+    """``--min-samples``: in ``[2, MAX_SAMPLES]`` (a CI needs two steps; the stopping rule
+    times at most ``MAX_SAMPLES``)."""
+    from gpucast.domain.limits import MAX_SAMPLES
+
+    if isinstance(value, bool) or value < 2:
+        raise InvalidSpecError("min_samples", "must be >= 2", got=value)
+    if value > MAX_SAMPLES:
+        raise InvalidSpecError(
+            "min_samples", f"must be <= {MAX_SAMPLES:,} (the most steps one run times)", got=value
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _StepRequest:
     """What both measure verbs take: the workload, where to run it, when to stop."""
@@ -111,8 +124,7 @@ class _StepRequest:
         _ = self.spec_at("fp32" if self.precision == AUTO_PRECISION else self.precision)
         _check_number("target_ci", self.target_ci, low=0.0, high=1.0)
         _check_number("max_time_s", self.max_time_s, low=0.0)
-        if self.min_samples < 2:
-            raise InvalidSpecError("min_samples", "must be >= 2", got=self.min_samples)
+        check_min_samples(self.min_samples)
         if self.timer not in ("wall", "cpu"):
             raise InvalidSpecError("timer", "must be wall or cpu", got=self.timer)
         cores = os.cpu_count() or 1

@@ -48,7 +48,9 @@ def _counts(value: Any) -> tuple[int, ...]:
                 "sizes", "must be parameter counts", got=item, fix="e.g. --sizes 1e6,1e7,5e7"
             ) from None
         if not math.isfinite(number) or number != int(number):
-            raise InvalidSpecError("sizes", "must be whole numbers", got=item)
+            raise InvalidSpecError(
+                "sizes", "must be whole numbers", got=item, fix="e.g. --sizes 1e6,1e7,5e7"
+            )
         out.append(int(number))
     return tuple(out)
 

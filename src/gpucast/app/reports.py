@@ -69,8 +69,10 @@ def _saved_json(path: Path) -> dict[str, Any]:
     if kind is not None and kind not in (*SERVE_PLAN_KINDS, LLM_TRAIN_PLAN_KIND):
         # e.g. a fitted model ({"kind": "speed", "schema_version": 1, ...}): not an old plan
         raise DataFormatError(str(path), f"not a saved plan (its kind is {kind!r})", fix=_SAVED_FIX)
-    missing = [key for key in ("request", "candidates") if key not in data]
-    if kind is None and missing:  # a plan train plan has no kind; those two it always has
+    # a plan train plan has no kind; those three it always has (no schema_version: no old
+    # plan either, where "schema_version None is not 2" read as one)
+    missing = [key for key in ("request", "candidates", "schema_version") if key not in data]
+    if kind is None and missing:
         raise DataFormatError(
             str(path),
             f"not a saved plan (no {' or '.join(map(repr, missing))} key)",
@@ -292,9 +294,8 @@ def write_report(
             fix="measure first (gpucast measure train ...) or pass --db PATH",
         )
     with open_store(store) as opened:
-        rows = [
-            r.to_dict() for r in opened.list_runs(workload=request.workload, limit=request.limit)
-        ]
+        workload = None if request.workload is None else opened.stored_workload(request.workload)
+        rows = [r.to_dict() for r in opened.list_runs(workload=workload, limit=request.limit)]
         # program runs (measure cmd) bring their time series
         programs = {
             int(r["id"]): opened.get_run(int(r["id"])).result

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
+from gpucast.domain.units import count_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,8 +116,9 @@ def runs_list(
             _store_folder_exists(path)
         return RunsListResult(runs=(), total=0, store=str(path), store_exists=False)
     with Store(path) as store:
-        runs = store.list_runs(kind=request.kind, workload=request.workload, limit=request.limit)
-        total = store.count_runs(kind=request.kind, workload=request.workload)
+        workload = None if request.workload is None else store.stored_workload(request.workload)
+        runs = store.list_runs(kind=request.kind, workload=workload, limit=request.limit)
+        total = store.count_runs(kind=request.kind, workload=workload)
     return RunsListResult(runs=tuple(runs), total=total, store=str(path))
 
 
@@ -195,9 +197,16 @@ class ExportResult:
     out: Path
     format: str
     count: int
+    #: e.g. that no run matched the filters (the file then holds the header alone)
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"out": str(self.out), "format": self.format, "count": self.count}
+        return {
+            "out": str(self.out),
+            "format": self.format,
+            "count": self.count,
+            "warnings": list(self.warnings),
+        }
 
 
 def runs_export(
@@ -211,5 +220,19 @@ def runs_export(
     chosen = request.chosen_format
     refuse_overwriting_inputs(request.out, [_db_path(db)], field="out")  # the store it reads
     with Store(_db_path(db)).open(create=False) as store:
-        count = store.export(request.out, chosen, kind=request.kind, workload=request.workload)
-    return ExportResult(out=request.out, format=chosen, count=count)
+        workload = None if request.workload is None else store.stored_workload(request.workload)
+        count = store.export(request.out, chosen, kind=request.kind, workload=workload)
+        held = store.count_runs() if count == 0 else count
+    warnings: tuple[str, ...] = ()
+    if count == 0:  # as report --runs says it: the file holds the header alone
+        which = " and ".join(
+            f"{flag} {value}"
+            for flag, value in (("--kind", request.kind), ("--workload", request.workload))
+            if value is not None
+        )
+        warnings = (
+            f"no run matches {which or 'any filter'} in {_db_path(db)}; it holds "
+            f"{count_of(held, 'run')}: see gpucast runs list ({request.out} holds the header "
+            "alone)",
+        )
+    return ExportResult(out=request.out, format=chosen, count=count, warnings=warnings)

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
 from gpucast.domain.options import option, split_list
+from gpucast.domain.units import count_of
 
 #: Job sizes the result reports the expected synchronous slowdown for.
 REPORT_GPUS: tuple[int, ...] = (8, 64, 256, 1024)
@@ -142,14 +143,16 @@ def fit_variability(
             fix="choose another --name, e.g. --name lab-a100",
         )
     path = Path(db) if db is not None else default_db_path()
+    warnings = []
     if request.runs:
-        times, what = _from_runs(request.runs, path)
+        times, what, shared = _from_runs(request.runs, path)
+        if shared:
+            warnings.append(shared)
     else:
         assert request.factors is not None
         times, what = _from_csv(request.factors)
     factors = np.asarray(times, dtype=np.float64) / float(np.median(times))
     fitted = SpeedVariability.fit(factors, source=f"{len(factors)} GPUs: {what}")
-    warnings = []
     if len(factors) < 16:
         warnings.append(
             f"{len(factors)} GPUs are few to see outliers: the profile's outlier share rests "
@@ -180,8 +183,10 @@ def fit_variability(
     )
 
 
-def _from_runs(ids: tuple[int, ...], db: Path) -> tuple[list[float], str]:
-    """Median step times of stored single-process runs of one workload configuration."""
+def _from_runs(ids: tuple[int, ...], db: Path) -> tuple[list[float], str, str | None]:
+    """Median step times of stored single-process runs of one workload configuration, what
+    they are, and a warning when some ran on one device (their spread is then run-to-run
+    noise, not one GPU against another)."""
     from gpucast.domain.measurement import Measurement
     from gpucast.store.db import Store
 
@@ -214,7 +219,14 @@ def _from_runs(ids: tuple[int, ...], db: Path) -> tuple[list[float], str]:
         f"stored runs {','.join(str(i) for i in ids)} ({first.mode} {first.spec.name}, batch "
         f"{first.spec.batch_size}, {first.spec.precision}; {len(devices)} distinct devices)"
     )
-    return [m.median_s for m in measured], what
+    shared = None
+    if len(devices) < len(ids):
+        shared = (
+            f"{len(ids)} runs on {count_of(len(devices), 'device')} ({', '.join(devices)}): "
+            "their spread is run-to-run noise on one device, not one GPU against another; "
+            "measure each GPU once (gpucast measure train --device cuda:N on each)"
+        )
+    return [m.median_s for m in measured], what, shared
 
 
 def _from_csv(path: Path) -> tuple[list[float], str]:

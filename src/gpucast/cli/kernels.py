@@ -89,3 +89,5 @@ def print_kernels(result: PredictKernelsResult) -> None:
         + (f" ({escape(str(v['command']))})" if v.get("command") else ""),
         highlight=False,
     )
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)

@@ -53,4 +53,5 @@ def measure_command(
             f"28 B/param at {d['model']['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s"
         )
     if d["run_ids"]:
-        _say(f"stored as runs {', '.join(map(str, d['run_ids']))} in {d['db']}")
+        ids = d["run_ids"]
+        _say(f"stored as run{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))} in {d['db']}")

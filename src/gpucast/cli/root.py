@@ -86,6 +86,10 @@ def _global_option_hint(group: click.Command, option: str, given: list[str]) -> 
     )
 
 
+#: The exit code of a command stopped by Ctrl-C (SIGINT), as shells report it (128 + 2).
+INTERRUPTED = 130
+
+
 class GpucastGroup(TyperGroup):
     """Root command group that turns every error into one clear line and an exit code, and
     imports a verb's module only when that verb is used (:mod:`gpucast.cli.verbs`)."""
@@ -152,8 +156,10 @@ class GpucastGroup(TyperGroup):
             err_console.print("[red]aborted[/red]")
             sys.exit(1)
         except KeyboardInterrupt:
+            rv = INTERRUPTED
+        if rv == INTERRUPTED:  # Typer turns Ctrl-C into Exit(130), which click returns here
             err_console.print("[red]interrupted[/red]")
-            sys.exit(130)
+            sys.exit(INTERRUPTED)
         if isinstance(rv, int) and rv:
             sys.exit(rv)
         sys.exit(0)
@@ -191,4 +197,8 @@ def root(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
+    if db is not None:
+        from gpucast.store.db import check_db_text
+
+        check_db_text(str(db))
     ctx.obj = CliState(db_path=db, debug=debug)

@@ -146,6 +146,8 @@ def export(
         emit_json(result.to_dict())
     else:
         err_console.print(
-            f"wrote {result.count} runs to {escape(str(result.out))} ({result.format})",
+            f"wrote {count_of(result.count, 'run')} to {escape(str(result.out))} ({result.format})",
             highlight=False,
         )
+        for warning in result.warnings:
+            err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)

@@ -90,7 +90,20 @@ def load(name: str) -> Any:
         command = typer.main.get_command(single)
     command.name = name
     plain_flags(command)
+    one_line_summaries(command)
     return command
+
+
+def one_line_summaries(command: Any) -> None:
+    """Give ``command`` and every subcommand a one-line summary for the command lists of
+    ``--help``: the first paragraph of its help with its line breaks joined (Typer's rich
+    mode keeps them, so a wrapped docstring printed a broken line: "...; without --out,"
+    then "--json prints its data."). A summary already set is kept."""
+    if getattr(command, "short_help", None) is None and command.help:
+        first = command.help.strip().split("\n\n")[0]
+        command.short_help = " ".join(first.split())
+    for sub in getattr(command, "commands", {}).values():
+        one_line_summaries(sub)
 
 
 def plain_flags(command: Any) -> None:

@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Any, Literal, get_args
 
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.domain.limits import MAX_SWEEP_POINTS
+from gpucast.domain.limits import MAX_SAMPLES, MAX_SWEEP_POINTS
 from gpucast.domain.workload import PRECISIONS
 
 PointStrategy = Literal["single", "ddp", "fsdp", "ps"]
@@ -60,12 +60,20 @@ class MeasureSettings:
                 raise InvalidSpecError(f"settings.{name}", "must be a number", got=value)
             if not (math.isfinite(value) and value > 0):
                 raise InvalidSpecError(f"settings.{name}", "must be a finite number > 0", got=value)
+        if self.target_ci > 1:  # the stopping rule's range: caught here, not at each point
+            raise InvalidSpecError("settings.target_ci", "must be in (0, 1]", got=self.target_ci)
         for name, low in (("min_samples", 2), ("steps", 2), ("warmup_steps", 0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise InvalidSpecError(
                     f"settings.{name}", f"must be an integer >= {low}", got=value
                 )
+        if self.min_samples > MAX_SAMPLES:
+            raise InvalidSpecError(
+                "settings.min_samples",
+                f"must be <= {MAX_SAMPLES:,} (the most steps one run times)",
+                got=self.min_samples,
+            )
         if self.optimizer not in ("sgd", "adam"):
             raise InvalidSpecError("settings.optimizer", "must be sgd or adam", got=self.optimizer)
         if self.gpus_per_point is not None and (

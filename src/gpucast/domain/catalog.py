@@ -19,6 +19,7 @@ from gpucast.domain.errors import (
     UnknownProviderError,
     UnknownRegionError,
 )
+from gpucast.domain.limits import MAX_PRICE_USD_PER_HOUR
 
 
 def _check_positive(owner: str, name: str, value: float | None, *, allow_none: bool) -> None:
@@ -324,6 +325,16 @@ class Offer:
         for name in ("memory_gib", "network_gbps", "on_demand_usd_per_hour"):
             _check_positive(owner, name, getattr(self, name), allow_none=False)
         _check_positive(owner, "spot_usd_per_hour", self.spot_usd_per_hour, allow_none=True)
+        ceiling = MAX_PRICE_USD_PER_HOUR * max(1, self.gpus)  # --price's ceiling, per GPU
+        for name in ("on_demand_usd_per_hour", "spot_usd_per_hour"):
+            price = getattr(self, name)
+            if price is not None and price > ceiling:
+                raise InvalidSpecError(
+                    f"{owner}.{name}",
+                    f"must be <= {ceiling:,.0f} US$/h ({MAX_PRICE_USD_PER_HOUR:,.0f} per GPU, "
+                    "above which a price is a typo, not an offer)",
+                    got=price,
+                )
 
     def price_usd_per_hour(self, *, spot: bool) -> float:
         if spot:

@@ -128,6 +128,9 @@ MAX_SEED = 2**53
 #: ``--price`` of every verb: US$ per GPU-hour in ``(0, MAX_PRICE_USD_PER_HOUR]`` (a price of
 #: 0 makes every candidate's cost a tie; above 1e6 US$/h is a typo, not an offer)
 MAX_PRICE_USD_PER_HOUR = 1e6
+#: ``--min-samples`` of the measure verbs is at most this: the stopping rule times no more
+#: steps than this in one measurement (its ``sample_cap``), so a larger minimum is never met
+MAX_SAMPLES = 100_000
 #: ``--pool-gpus`` of every verb: a pool of ``[1, MAX_POOL_GPUS]`` GPUs
 MAX_POOL_GPUS = 10_000
 

@@ -957,7 +957,14 @@ class TrainPlan:
                 ),
                 learners_why=str(data.get("learners_why", "")),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except InvalidSpecError as exc:  # a saved field its type refuses: the request's own
+            raise DataFormatError(
+                path,
+                f"not a saved plan ({exc.message})",
+                fix="pass a file written by gpucast plan train --save",
+            ) from None
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            # AttributeError: a part of another shape (`"request": 5` has no .items())
             raise DataFormatError(
                 path,
                 f"not a saved plan ({type(exc).__name__}: {exc})",

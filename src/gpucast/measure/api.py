@@ -14,6 +14,7 @@ import torch
 
 from gpucast.domain.errors import InvalidSpecError, MeasurementError
 from gpucast.domain.kernels import KernelTrace
+from gpucast.domain.limits import MAX_SAMPLES
 from gpucast.domain.measurement import MODES, EnergySummary, Measurement, TelemetrySummary
 from gpucast.domain.workload import Mode, WorkloadSpec
 from gpucast.measure.devices import device_label, resolve_device
@@ -26,7 +27,7 @@ from gpucast.measure.energy import (
     nvml_power_limit_w,
     open_rapl,
 )
-from gpucast.measure.environment import fingerprint
+from gpucast.measure.environment import busy_host_warning, fingerprint, host_load_average
 from gpucast.measure.harness import Progress, StoppingRule, run_adaptive
 from gpucast.measure.telemetry import TelemetrySampler, open_nvml_reader
 from gpucast.measure.timing import Clock, StepTimer, timer_for
@@ -164,6 +165,12 @@ def measure_runner(
         if reader is not None:
             reader.close()
 
+    if torch_device.type == "cpu":
+        busy = busy_host_warning(
+            host_load_average(), cores=environment.cpu_cores, threads=environment.torch_threads
+        )
+        if busy is not None:
+            notes.append(busy)
     if min(raw.step_times_s) <= 0:
         raise MeasurementError(
             f"a {mode} step of {spec.name} took no measurable time on {label}",
@@ -218,7 +225,7 @@ def measure(
     target_ci: float = 0.02,
     max_time_s: float = 60.0,
     min_samples: int = 10,
-    max_samples: int = 100_000,
+    max_samples: int = MAX_SAMPLES,
     confidence: float = 0.95,
     warmup_window: int = 3,
     warmup_tolerance: float = 0.05,
@@ -286,7 +293,7 @@ def _measure(
     target_ci: float = 0.02,
     max_time_s: float = 60.0,
     min_samples: int = 10,
-    max_samples: int = 100_000,
+    max_samples: int = MAX_SAMPLES,
     confidence: float = 0.95,
     warmup_window: int = 3,
     warmup_tolerance: float = 0.05,

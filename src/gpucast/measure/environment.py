@@ -67,3 +67,25 @@ def fingerprint(device: torch.device) -> EnvironmentFingerprint:
         gpu_name=gpu_name,
         gpu_memory_bytes=gpu_memory,
     )
+
+
+def host_load_average() -> float | None:
+    """This host's 1-minute load average (runnable tasks), ``None`` where the OS has none."""
+    try:
+        return os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return None
+
+
+def busy_host_warning(load: float | None, *, cores: int, threads: int) -> str | None:
+    """A warning when other processes competed for the CPU a CPU step was timed on: the
+    1-minute load average above the cores, at least one runnable task beyond this run's own
+    ``threads``. On such a host torch's thread pool waits for cores and a step can take many
+    times its idle time (QA session 36: an MLP step 170 ms at 2 threads, 4 ms at 1)."""
+    if load is None or load <= cores or load - threads < 1:
+        return None
+    return (
+        f"the host was busy: load average {load:.1f} on {cores} CPU cores while timing "
+        f"({threads} of them this run's threads); other processes slow and scatter a CPU step "
+        "-- measure on an idle host, or with --threads 1 --timer cpu"
+    )

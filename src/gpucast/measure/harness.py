@@ -32,6 +32,7 @@ from typing import Literal
 import numpy as np
 
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.limits import MAX_SAMPLES
 from gpucast.domain.measurement import StopReason
 from gpucast.measure.timing import Clock, Step, StepTimer, WallClockTimer
 
@@ -59,7 +60,7 @@ class StoppingRule:
     confidence: float = 0.95
     max_time_s: float = 60.0
     min_samples: int = 10
-    max_samples: int = 100_000
+    max_samples: int = MAX_SAMPLES
     warmup_window: int = 3
     warmup_tolerance: float = 0.05
     max_warmup_steps: int = 50

@@ -450,6 +450,19 @@ class Store:
             params.append(int(limit))
         return [self._summary(row) for row in self.connection.execute(sql, params)]
 
+    def stored_workload(self, name: str) -> str:
+        """The stored workload name a user's ``name`` means: itself where stored, else the one
+        stored name equal to it with case and surrounding spaces ignored (``measure train MLP``
+        stores ``mlp``), else ``name`` as given."""
+        name = name.strip()
+        found = [
+            str(row[0])
+            for row in self.connection.execute(
+                "SELECT DISTINCT workload FROM runs WHERE workload = ? COLLATE NOCASE", (name,)
+            )
+        ]
+        return found[0] if len(found) == 1 and name not in found else name
+
     def count_runs(self, *, kind: str | None = None, workload: str | None = None) -> int:
         where, params = self._filters(kind, workload)
         return int(
@@ -469,9 +482,23 @@ class Store:
                 f"no run with id {run_id} in {self.path} ({hint})",
                 fix="see `gpucast runs list` for the ids",
             )
+        what = f"run {run_id}"
         return StoredRun(
-            summary=self._summary(row[:-2]), spec=json.loads(row[-2]), result=json.loads(row[-1])
+            summary=self._summary(row[:-2]),
+            spec=self._loads(row[-2], what),
+            result=self._loads(row[-1], what),
         )
+
+    def _loads(self, text: str, what: str) -> Any:
+        """A stored JSON column; a damaged one (edited by hand, a broken disk) is one
+        :class:`StoreError` naming the row, not a traceback."""
+        try:
+            return json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(
+                f"{what} in {self.path} is damaged: its stored JSON does not parse ({exc})",
+                fix="the other runs read as before; leave this one out",
+            ) from None
 
     def get_measurement(self, run_id: int) -> Measurement:
         return self.get_run(run_id).measurement()
@@ -482,7 +509,9 @@ class Store:
         row = self.connection.execute(
             "SELECT trace_json FROM kernel_traces WHERE run_id = ?", (int(run_id),)
         ).fetchone()
-        return None if row is None else KernelTrace.from_dict(json.loads(row[0]))
+        if row is None:
+            return None
+        return KernelTrace.from_dict(self._loads(row[0], f"the operator trace of run {run_id}"))
 
     def kernel_run_ids(self) -> list[int]:
         """Ids of the runs stored with an operator trace, oldest first."""
@@ -530,7 +559,8 @@ class Store:
                 field=field,
                 kind=f"{kind} model",
             )
-        return json.loads(row[0]), json.loads(row[1])
+        what = f"{kind} model {name.strip()!r}"
+        return self._loads(row[0], what), self._loads(row[1], what)
 
     def named_models(self, kind: str) -> list[tuple[str, dict[str, Any]]]:
         """(name, meta) of every model of ``kind``, newest first."""
@@ -538,7 +568,7 @@ class Store:
             "SELECT name, meta_json FROM named_models WHERE kind = ? ORDER BY created_at DESC",
             (kind,),
         ).fetchall()
-        return [(str(r[0]), json.loads(r[1])) for r in rows]
+        return [(str(r[0]), self._loads(r[1], f"{kind} model {r[0]!r}")) for r in rows]
 
     # -- export ----------------------------------------------------------------------------
     def export(
@@ -574,12 +604,25 @@ class Store:
         return len(frame)
 
 
+def check_db_text(path: str) -> str:
+    """``path`` (``--db`` or ``$GPUCAST_DB``) when it names a file: a blank one (spaces) made
+    a store file named by spaces in the current folder (QA session 36)."""
+    if not path.strip():
+        raise InvalidSpecError(
+            "db",
+            "is blank (spaces only)",
+            got=path,
+            fix="give the store's file (--db runs.db), or unset $GPUCAST_DB for the default",
+        )
+    return path
+
+
 def default_db_path() -> Path:
     """``$GPUCAST_DB``, else ``$XDG_DATA_HOME/gpucast/gpucast.db``, else
     ``~/.local/share/gpucast/gpucast.db``. Creates nothing."""
     explicit = os.environ.get("GPUCAST_DB")
     if explicit:
-        return Path(explicit).expanduser()
+        return Path(check_db_text(explicit)).expanduser()
     data_home = os.environ.get("XDG_DATA_HOME")
     base = Path(data_home).expanduser() if data_home else Path.home() / ".local" / "share"
     return base / "gpucast" / "gpucast.db"

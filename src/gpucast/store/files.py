@@ -200,7 +200,9 @@ def _new_file_mode(path: Path) -> int:
 def refuse_overwriting_inputs(
     output: Path | str | None, inputs: Iterable[Path | str | None], *, field: str = "output"
 ) -> None:
-    """An error when ``output`` is one of ``inputs`` (the same file, by any path)."""
+    """An error when ``output`` is one of ``inputs`` (the same file, by any path) or a file
+    already inside an input folder (a data folder the verb reads: writing would replace one
+    of its files)."""
     if output is None:
         return
     out = Path(output)
@@ -218,6 +220,14 @@ def refuse_overwriting_inputs(
                 f"is the input file {source}; writing it would destroy the input",
                 got=str(out),
                 fix=f"choose another --{field} path",
+            )
+        if source.is_dir() and out.is_file() and out.resolve().is_relative_to(source.resolve()):
+            raise InvalidSpecError(
+                field,
+                f"is a file inside the input folder {source}; writing it would replace "
+                "data this verb reads",
+                got=str(out),
+                fix=f"choose another --{field} path, outside {source}",
             )
 
 

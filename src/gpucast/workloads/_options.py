@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -9,7 +10,10 @@ from gpucast.domain.errors import InvalidSpecError
 
 
 def positive_int(field: str, value: Any) -> int:
-    """``value`` as an int >= 1, or an InvalidSpecError naming ``field``."""
+    """``value`` as an int >= 1, or an InvalidSpecError naming ``field``. A whole number
+    written as a float (``-o seq_len=1e3``) is that integer, as ``--batch-size 1e3`` is."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidSpecError(
             field, "must be an integer >= 1", got=value, fix=f"e.g. -o {field}=64 (any N >= 1)"

@@ -117,9 +117,10 @@ class StepRunner:
             trainable = [p for p in self.model.parameters() if p.requires_grad]
             if not trainable:
                 raise InvalidSpecError(
-                    "mode",
-                    f"train needs trainable parameters; {workload.name} has none",
-                    fix="use --mode infer",
+                    "workload",
+                    f"{workload.name} has no trainable parameters, so a training step has "
+                    "nothing to update",
+                    fix=f"time its inference instead: gpucast measure infer {workload.name}",
                 )
             self.optimizer = make_optimizer(optimizer, trainable)
             if spec.precision == "fp16":

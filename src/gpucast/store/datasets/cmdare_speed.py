@@ -70,6 +70,11 @@ def _line(position: int) -> int:
     return position + 2
 
 
+#: The longest step time a row may give: one training step of a day is a typo (a 1e300 cell
+#: stretched every interval of its GPU to [1e-302, 1e300] s, QA session 36)
+MAX_STEP_TIME_S = 86_400
+
+
 def read_speed_rows(path: Path, *, require_step_time: bool) -> pd.DataFrame:
     """Read and check a CSV in the CM-DARE column format; every column is kept as read.
 
@@ -141,6 +146,15 @@ def read_speed_rows(path: Path, *, require_step_time: bool) -> pd.DataFrame:
                 raise DataFormatError(
                     where,
                     f"must be a finite number > 0 (got {raw[column].iloc[pos].strip()})",
+                    line=_line(pos),
+                    column=column,
+                    fix=_FIX,
+                )
+            if column == STEP_TIME_COL and value > MAX_STEP_TIME_S:
+                raise DataFormatError(
+                    where,
+                    f"must be <= {MAX_STEP_TIME_S:,} s (a day per step is a typo, not a "
+                    f"measurement; got {raw[column].iloc[pos].strip()})",
                     line=_line(pos),
                     column=column,
                     fix=_FIX,
