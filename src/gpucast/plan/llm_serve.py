@@ -610,8 +610,8 @@ def plan_llm_serving(
         if executor is None:
             rows.extend(row for args in splits for row in _search_split(*args))
         else:
-            for future in [executor.submit(_search_split, *args) for args in splits]:
-                rows.extend(future.result())
+            for pending in [executor.submit(_search_split, *args) for args in splits]:
+                rows.extend(pending.result())
     whole = _whole_pick(s, rows, built, max_replicas)
     ranked = tuple(sorted(rows, key=_rank))
     points = np.array([[r.cost_usd_per_hour, _finite(r.ttft_s), _finite(r.tpot_s)] for r in ranked])
