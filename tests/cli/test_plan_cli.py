@@ -189,7 +189,9 @@ def test_report_needs_one_source(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{}", encoding="utf-8")
     code, out = invoke("report", "--plan", str(bad), "--out", str(tmp_path / "x.html"))
-    assert code == 2 and "not a saved plan (no 'request' or 'candidates' key)" in out
+    assert (
+        code == 2 and "not a saved plan (no 'request', 'candidates' or 'schema_version' key)" in out
+    )
 
 
 def test_report_from_the_store(tmp_path: Path) -> None:

@@ -75,7 +75,7 @@ def _saved_json(path: Path) -> dict[str, Any]:
     if kind is None and missing:
         raise DataFormatError(
             str(path),
-            f"not a saved plan (no {' or '.join(map(repr, missing))} key)",
+            f"not a saved plan (no {_either(missing)} key)",
             fix=_SAVED_FIX,
         )
     return data
@@ -322,3 +322,9 @@ def write_report(
         field=_OUT,
     )
     return ReportResult(out=request.out, what=what, warnings=warnings)
+
+
+def _either(names: list[str]) -> str:
+    """``'a'``, ``'a' or 'b'``, ``'a', 'b' or 'c'``."""
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"

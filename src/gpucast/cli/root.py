@@ -198,7 +198,7 @@ def root(
     ),
 ) -> None:
     if db is not None:
-        from gpucast.store.db import check_db_text
+        from gpucast.domain.limits import check_db_text
 
         check_db_text(str(db))
     ctx.obj = CliState(db_path=db, debug=debug)

@@ -52,6 +52,20 @@ def check_jobs(jobs: object) -> None:
         raise InvalidSpecError("jobs", "must be an integer >= 1", got=jobs, fix="e.g. --jobs 1")
 
 
+def check_db_text(path: str) -> str:
+    """``path`` (``--db`` or ``$GPUCAST_DB``) when it names a file: a blank one (spaces) made
+    a store file named by spaces in the current folder (QA session 36). Here, not in the
+    store, so that the CLI's root checks it without loading the numeric stack."""
+    if not path.strip():
+        raise InvalidSpecError(
+            "db",
+            "is blank (spaces only)",
+            got=path,
+            fix="give the store's file (--db runs.db), or unset $GPUCAST_DB for the default",
+        )
+    return path
+
+
 def format_bytes(n: float) -> str:
     """``n`` bytes as a person reads it (``3.2 GiB``)."""
     if not math.isfinite(n):

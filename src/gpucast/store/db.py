@@ -31,6 +31,7 @@ from typing import Any, Literal
 from gpucast._version import __version__
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError, StoreError
 from gpucast.domain.kernels import KernelTrace
+from gpucast.domain.limits import check_db_text
 from gpucast.domain.measurement import Measurement
 from gpucast.domain.program import ProgramMeasurement
 from gpucast.domain.workload import WorkloadSpec
@@ -602,19 +603,6 @@ class Store:
             else:
                 frame.to_parquet(tmp, index=False, engine="pyarrow")
         return len(frame)
-
-
-def check_db_text(path: str) -> str:
-    """``path`` (``--db`` or ``$GPUCAST_DB``) when it names a file: a blank one (spaces) made
-    a store file named by spaces in the current folder (QA session 36)."""
-    if not path.strip():
-        raise InvalidSpecError(
-            "db",
-            "is blank (spaces only)",
-            got=path,
-            fix="give the store's file (--db runs.db), or unset $GPUCAST_DB for the default",
-        )
-    return path
 
 
 def default_db_path() -> Path:
