@@ -575,6 +575,23 @@ def test_a_source_left_out_is_predicted_from_the_others_and_judged_on_its_band()
         source_held_out(rows[rows["source"] == "a"])
 
 
+def test_sources_left_out_side_by_side_give_the_same_rows() -> None:
+    """Each left-out source's refits as a task of worker processes (fit steptime --jobs):
+    the frame one process gives, row for row."""
+    from gpucast.app._workers import worker_pool
+
+    rows = synthetic_steps(noise=0.02, seed=3)
+    rows["source"] = np.select([rows["gpu"] == "A", rows["gpu"] == "B"], ["a", "b"], default="c")
+    rows["samples_known"] = True
+    rows["workload"] = rows["workload_key"]
+    here = source_held_out(rows)
+    pool = worker_pool(2)
+    assert pool is not None
+    apart = source_held_out(rows, executor=pool)
+    assert set(here["source"]) == {"a", "b", "c"}
+    pd.testing.assert_frame_equal(apart, here)
+
+
 @pytest.mark.parametrize("kind", ["fp32 and bf16", "convolutions on tensor cores", "FP32 path"])
 def test_the_fit_s_jacobian_is_the_derivative_of_its_prediction(kind: str) -> None:
     from gpucast.predict.steptime import _Arrays, _extra, _Layout

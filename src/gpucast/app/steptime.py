@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
+from gpucast.app._workers import usable_cpus, worker_failures, worker_pool
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.limits import check_jobs, jobs_option
 from gpucast.domain.options import option
 
 if TYPE_CHECKING:
@@ -57,8 +59,10 @@ class FitStepTimeRequest:
         "leave each source out for the band of a new code base; --no-cross-validate: fit "
         "only, the model then has no validated intervals.",
     )
+    jobs: int | None = jobs_option()
 
     def __post_init__(self) -> None:
+        check_jobs(self.jobs)
         bad = [s for s in self.sources if s not in SOURCES]
         if bad or not self.sources:
             raise InvalidSpecError(
@@ -138,10 +142,17 @@ def fit_steptime(request: FitStepTimeRequest | None = None, /, **options: Any) -
     model = StepTimeModel().fit(observations, fitted_on=described)
     errors: list[dict[str, Any]] = []
     if request.cross_validate:
-        residuals = cross_validated_residuals(observations)
-        # a user's code base is none of the sources: what leaving one out earned widens
-        # every uncalibrated band (predict.intervals.NEW_SOURCE)
-        sources = source_held_out(observations) if len(counts) > 1 else None
+        jobs = request.jobs or usable_cpus()
+        with worker_failures():
+            # the refits of each left-out source and the per-regime ones side by side
+            pool = worker_pool(jobs)
+            pending = None if pool is None else pool.submit(cross_validated_residuals, observations)
+            # a user's code base is none of the sources: what leaving one out earned widens
+            # every uncalibrated band (predict.intervals.NEW_SOURCE)
+            sources = source_held_out(observations, executor=pool) if len(counts) > 1 else None
+            residuals = (
+                cross_validated_residuals(observations) if pending is None else pending.result()
+            )
         model.with_intervals(interval_table(residuals, sources))
         errors = [
             {str(k): v for k, v in e.items()}

@@ -101,6 +101,8 @@ from gpucast.predict.roofline import (
 )
 
 if TYPE_CHECKING:  # pandas loads where a frame is built (fits), not to predict
+    from concurrent.futures import Executor
+
     import pandas as pd
 
 FloatArray = npt.NDArray[np.float64]
@@ -1020,7 +1022,10 @@ def cross_validated_residuals(
 
 
 def source_held_out(
-    frame: pd.DataFrame, *, make_model: Callable[[], StepTimeModel] = StepTimeModel
+    frame: pd.DataFrame,
+    *,
+    make_model: Callable[[], StepTimeModel] = StepTimeModel,
+    executor: Executor | None = None,
 ) -> pd.DataFrame:
     """Leave one *source* out, as a user meets a new lab, framework or code base: per source,
     the model and its interval table are fitted on the other sources alone
@@ -1035,7 +1040,8 @@ def source_held_out(
     regime's band ``low`` and ``high`` (log ratios) and ``inside`` (1 within it), and
     ``widened_low``, ``widened_high``, ``widened_inside``: the band widened to the
     new-code-base one the other sources' rows give (:func:`_widened_limits`), as
-    :meth:`IntervalTable.ratios` states an uncalibrated prediction's."""
+    :meth:`IntervalTable.ratios` states an uncalibrated prediction's. ``executor`` (worker
+    processes) refits the sources side by side: the same result."""
     import pandas as pd
 
     if "source" not in frame.columns or frame["source"].nunique() < 2:
@@ -1043,35 +1049,17 @@ def source_held_out(
             "leaving a source out needs rows from two sources or more",
             fix="give a frame with a source column",
         )
-    out: list[pd.DataFrame] = []
-    for source in sorted(set(frame["source"])):
-        test_mask = (frame["source"] == source).to_numpy()
-        train, test = frame[~test_mask], frame[test_mask]
-        test = test[_scale_known(test)]
-        if not len(test):
-            continue
-        table = interval_table(cross_validated_residuals(train, make_model=make_model))
-        residual = _log_residuals(make_model().fit(train), test, calibrated=False)
-        seen = test["gpu"].isin(set(train["gpu"])).to_numpy()
-        known = _workload_names(train)
-        measured = (
-            test["workload"].astype(str).isin(known).to_numpy()
-            if "workload" in test.columns
-            else np.zeros(len(test), dtype=bool)
-        )
-        regime = np.array(
-            [uncalibrated_regime(g, w) for g, w in zip(seen, measured, strict=True)], dtype=object
-        )
-        bands = {r: np.log(table.ratios(r)) for r in set(regime)}
-        low = np.array([bands[r][0] for r in regime], dtype=np.float64)
-        high = np.array([bands[r][1] for r in regime], dtype=np.float64)
-        keep = [c for c in ("source", "gpu", "workload_key", "stack") if c in test.columns]
-        part = test[keep].copy()
-        part["regime"] = regime
-        part["residual"] = residual
-        part["low"], part["high"] = low, high
-        part["inside"] = ((residual >= low) & (residual <= high)).astype(np.float64)
-        out.append(part)
+    sources = sorted(set(frame["source"]))
+    if executor is None:
+        parts = [_source_held_out(frame, source, make_model) for source in sources]
+    else:  # one source's refits per task, side by side: the same frame
+        parts = [
+            pending.result()
+            for pending in [
+                executor.submit(_source_held_out, frame, source, make_model) for source in sources
+            ]
+        ]
+    out = [part for part in parts if part is not None]
     if not out:
         raise InvalidInputError(
             "no source has rows with an absolute scale to predict",
@@ -1085,6 +1073,39 @@ def source_held_out(
     result["widened_low"], result["widened_high"] = low, high
     result["widened_inside"] = ((r >= low) & (r <= high)).astype(np.float64)
     return result
+
+
+def _source_held_out(
+    frame: pd.DataFrame, source: str, make_model: Callable[[], StepTimeModel]
+) -> pd.DataFrame | None:
+    """:func:`source_held_out`'s rows of one ``source`` (None: none with an absolute scale)."""
+    test_mask = (frame["source"] == source).to_numpy()
+    train, test = frame[~test_mask], frame[test_mask]
+    test = test[_scale_known(test)]
+    if not len(test):
+        return None
+    table = interval_table(cross_validated_residuals(train, make_model=make_model))
+    residual = _log_residuals(make_model().fit(train), test, calibrated=False)
+    seen = test["gpu"].isin(set(train["gpu"])).to_numpy()
+    known = _workload_names(train)
+    measured = (
+        test["workload"].astype(str).isin(known).to_numpy()
+        if "workload" in test.columns
+        else np.zeros(len(test), dtype=bool)
+    )
+    regime = np.array(
+        [uncalibrated_regime(g, w) for g, w in zip(seen, measured, strict=True)], dtype=object
+    )
+    bands = {r: np.log(table.ratios(r)) for r in set(regime)}
+    low = np.array([bands[r][0] for r in regime], dtype=np.float64)
+    high = np.array([bands[r][1] for r in regime], dtype=np.float64)
+    keep = [c for c in ("source", "gpu", "workload_key", "stack") if c in test.columns]
+    part = test[keep].copy()
+    part["regime"] = regime
+    part["residual"] = residual
+    part["low"], part["high"] = low, high
+    part["inside"] = ((residual >= low) & (residual <= high)).astype(np.float64)
+    return part
 
 
 def _widened_limits(
