@@ -1093,9 +1093,8 @@ def _source_held_out(
         if "workload" in test.columns
         else np.zeros(len(test), dtype=bool)
     )
-    regime = np.array(
-        [uncalibrated_regime(g, w) for g, w in zip(seen, measured, strict=True)], dtype=object
-    )
+    names = [uncalibrated_regime(bool(g), bool(w)) for g, w in zip(seen, measured, strict=True)]
+    regime: npt.NDArray[Any] = np.asarray(names, dtype=object)
     bands = {r: np.log(table.ratios(r)) for r in set(regime)}
     low = np.array([bands[r][0] for r in regime], dtype=np.float64)
     high = np.array([bands[r][1] for r in regime], dtype=np.float64)
