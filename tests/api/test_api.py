@@ -50,6 +50,19 @@ def test_profile_request_object_is_saved(tmp_path: Path) -> None:
     assert run.kind == "profile" and run.result["forward_flops"] == result.profile.forward_flops
 
 
+def test_profile_precision_auto_is_fp32_and_says_so(tmp_path: Path) -> None:
+    """--precision auto, as the training verbs take it: fp32 (no GPU to pick bf16 for), said."""
+    db = tmp_path / "runs.db"
+    result = gpucast.profile_workload(workload="mlp", batch_size=4, precision="auto", db=db)
+    assert result.profile.precision == "fp32"
+    assert result.precision_note is not None and result.precision_note.startswith("fp32 by auto")
+    assert result.to_dict()["precision_note"] == result.precision_note
+    with open_store(db) as store:
+        assert store.get_run(1).spec["precision"] == "fp32"
+    given = gpucast.profile_workload(workload="mlp", batch_size=4, precision="fp32", save=False)
+    assert given.precision_note is None and "precision_note" not in given.to_dict()
+
+
 def test_workload_options_from_texts_pairs_and_mappings() -> None:
     expected = (("hidden", (16, 8)), ("seq_len", 4))
     assert parse_workload_options("hidden=16,8,seq_len=4") == expected
