@@ -79,6 +79,11 @@ def test_workload_options_from_texts_pairs_and_mappings() -> None:
     [
         ({"workload": "resnet5"}, UnknownWorkloadError, "resnet50"),
         ({"workload": "mlp", "batch_size": 0}, InvalidSpecError, "^batch-size: .*e.g. --batch"),
+        (
+            {"workload": "mlp", "batch_size": 10**12},
+            InvalidSpecError,
+            r"^batch-size: must be <= 1,048,576 samples per step .*e.g. --batch-size 64",
+        ),
         ({"workload": "mlp", "precision": "fp8"}, InvalidSpecError, "precision"),
         ({"workload": "mlp", "optimizer": "lamb"}, InvalidSpecError, "optimizer"),
         ({"workload": "mlp", "option": "nonsense"}, InvalidSpecError, "option"),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.limits import MAX_PROFILE_BATCH
 from gpucast.domain.options import as_flags, lower_text, option
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.workload import (
@@ -65,6 +66,11 @@ class ProfileRequest:
 
     def _check(self) -> None:
         _ = self.spec  # WorkloadSpec checks the name, the batch size and the precision
+        if self.batch_size > MAX_PROFILE_BATCH:
+            raise InvalidSpecError(
+                "batch-size", f"must be <= {MAX_PROFILE_BATCH:,} samples per step",
+                got=self.batch_size, fix="e.g. --batch-size 64",
+            )  # fmt: skip
         if self.optimizer not in OPTIMIZERS:
             raise InvalidSpecError(
                 "optimizer",
