@@ -108,6 +108,29 @@ def test_profile_optimizers_are_the_training_steps() -> None:
 
 
 # ------------------------------------------------------------------ measure_train / _infer
+def test_measure_train_of_a_nan_model_warns_and_still_stores(tmp_path: Path) -> None:
+    """QA session 36 #31: every loss NaN was timed and stored without a word."""
+    module = tmp_path / "nanmods.py"
+    module.write_text(
+        "import torch\n\n"
+        "def nan_model():\n"
+        "    model = torch.nn.Linear(3, 2)\n"
+        "    torch.nn.init.constant_(model.weight, float('nan'))\n"
+        "    return model, torch.randn(4, 3)\n"
+    )
+    db = tmp_path / "runs.db"
+    result = gpucast.measure_train(workload=f"{module}:nan_model", db=db, **QUICK)
+    assert result.measurement is not None
+    (said,) = [w for w in result.measurement.warnings if "training loss is nan" in w]
+    assert "not finite" in said
+    with open_store(db) as store:
+        assert store.get_run(result.run_id or 0).result["warnings"] == list(
+            result.measurement.warnings
+        )
+    fine = gpucast.measure_train(workload="mlp", save=False, **QUICK).measurement
+    assert fine is not None and not any("training loss" in w for w in fine.warnings)
+
+
 def test_measure_train_with_keyword_options() -> None:
     result = gpucast.measure_train(workload="mlp", save=False, **QUICK)
     meas = result.measurement
