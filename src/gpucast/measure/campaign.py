@@ -196,7 +196,10 @@ def load_sweep(
     if "devices" in nodes:
         for item, device in zip(_items(nodes["devices"][1]), fields["devices"], strict=True):
             if not _DEVICE.match(device.strip().lower()):
-                raise _bad(path, item, "devices", f"{device!r} is not cpu, cuda, cuda:N or auto")
+                raise _bad(
+                    path, item, "devices", f"{device!r} is not cpu, cuda, cuda:N or auto",
+                    fix="e.g. devices: [cpu] or [cuda:0]",
+                )  # fmt: skip
     try:
         sweep = Sweep(**fields)
     except InvalidSpecError as exc:
