@@ -50,6 +50,19 @@ def test_profile_request_object_is_saved(tmp_path: Path) -> None:
     assert run.kind == "profile" and run.result["forward_flops"] == result.profile.forward_flops
 
 
+def test_profile_precision_auto_is_fp32_and_says_so(tmp_path: Path) -> None:
+    """--precision auto, as the training verbs take it: fp32 (no GPU to pick bf16 for), said."""
+    db = tmp_path / "runs.db"
+    result = gpucast.profile_workload(workload="mlp", batch_size=4, precision="auto", db=db)
+    assert result.profile.precision == "fp32"
+    assert result.precision_note is not None and result.precision_note.startswith("fp32 by auto")
+    assert result.to_dict()["precision_note"] == result.precision_note
+    with open_store(db) as store:
+        assert store.get_run(1).spec["precision"] == "fp32"
+    given = gpucast.profile_workload(workload="mlp", batch_size=4, precision="fp32", save=False)
+    assert given.precision_note is None and "precision_note" not in given.to_dict()
+
+
 def test_workload_options_from_texts_pairs_and_mappings() -> None:
     expected = (("hidden", (16, 8)), ("seq_len", 4))
     assert parse_workload_options("hidden=16,8,seq_len=4") == expected
@@ -66,6 +79,11 @@ def test_workload_options_from_texts_pairs_and_mappings() -> None:
     [
         ({"workload": "resnet5"}, UnknownWorkloadError, "resnet50"),
         ({"workload": "mlp", "batch_size": 0}, InvalidSpecError, "^batch-size: .*e.g. --batch"),
+        (
+            {"workload": "mlp", "batch_size": 10**12},
+            InvalidSpecError,
+            r"^batch-size: must be <= 1,048,576 samples per step .*e.g. --batch-size 64",
+        ),
         ({"workload": "mlp", "precision": "fp8"}, InvalidSpecError, "precision"),
         ({"workload": "mlp", "optimizer": "lamb"}, InvalidSpecError, "optimizer"),
         ({"workload": "mlp", "option": "nonsense"}, InvalidSpecError, "option"),
@@ -90,6 +108,29 @@ def test_profile_optimizers_are_the_training_steps() -> None:
 
 
 # ------------------------------------------------------------------ measure_train / _infer
+def test_measure_train_of_a_nan_model_warns_and_still_stores(tmp_path: Path) -> None:
+    """QA session 36 #31: every loss NaN was timed and stored without a word."""
+    module = tmp_path / "nanmods.py"
+    module.write_text(
+        "import torch\n\n"
+        "def nan_model():\n"
+        "    model = torch.nn.Linear(3, 2)\n"
+        "    torch.nn.init.constant_(model.weight, float('nan'))\n"
+        "    return model, torch.randn(4, 3)\n"
+    )
+    db = tmp_path / "runs.db"
+    result = gpucast.measure_train(workload=f"{module}:nan_model", db=db, **QUICK)
+    assert result.measurement is not None
+    (said,) = [w for w in result.measurement.warnings if "training loss is nan" in w]
+    assert "not finite" in said
+    with open_store(db) as store:
+        assert store.get_run(result.run_id or 0).result["warnings"] == list(
+            result.measurement.warnings
+        )
+    fine = gpucast.measure_train(workload="mlp", save=False, **QUICK).measurement
+    assert fine is not None and not any("training loss" in w for w in fine.warnings)
+
+
 def test_measure_train_with_keyword_options() -> None:
     result = gpucast.measure_train(workload="mlp", save=False, **QUICK)
     meas = result.measurement

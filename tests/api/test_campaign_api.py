@@ -91,6 +91,28 @@ def test_status_needs_one_selector_and_a_known_campaign(tmp_path: Path) -> None:
     assert not db.exists()
 
 
+def test_status_of_a_sweep_never_run_shows_every_point_pending(tmp_path: Path) -> None:
+    """QA session 36 #45: `campaign status never.yaml` was an error; the README says a point
+    not run yet is pending. Without a store (none is created) and with one of other runs."""
+    db = tmp_path / "c.db"
+    never = sweep(tmp_path)
+    for _ in range(2):
+        status = gpucast.campaign_status(sweep_file=never, db=db)
+        assert (status.status, status.total, status.pending, status.done) == (
+            "not started", 2, 2, 0,
+        )  # fmt: skip
+        assert [p["status"] for p in status.points] == ["pending", "pending"]
+        assert not status.resumable and status.created_at is None
+        assert status.note is not None and "campaign run" in status.note
+        assert CampaignStatus.from_dict(status.to_dict()) == status
+        if not db.exists():
+            other = tmp_path / "other.yaml"
+            other.write_text(never.read_text().replace("[2, 4]", "[2]") + "name: other\n")
+            gpucast.campaign_run(sweep_file=other, db=db)
+    with pytest.raises(InvalidInputError, match="no campaign 'tiny'"):
+        gpucast.campaign_status(campaign="tiny", db=db)  # by id: still an unknown campaign
+
+
 def test_status_of_a_changed_file_shows_its_points_and_run_says_it_merges(tmp_path: Path) -> None:
     """QA 35 S #8: a file whose axes changed is matched point by point, not by its name."""
     db = tmp_path / "c.db"

@@ -32,6 +32,19 @@ def test_keywords_store_and_frame(tmp_path: Path) -> None:
     assert list(frame["batch_size"]) == [1, 4] and (frame["median_s"] > 0).all()
 
 
+def test_device_defaults_as_measure_train_and_infer() -> None:
+    """One --device default across measure train / infer / infer-curve (auto, as the README's
+    ``measure train --device auto`` example)."""
+    from gpucast.app.measure import MeasureInferRequest, MeasureTrainRequest
+    from gpucast.domain.options import fields_of
+
+    defaults = {
+        next(f.default for f in fields_of(cls) if f.name == "device")
+        for cls in (InferCurveRequest, MeasureTrainRequest, MeasureInferRequest)
+    }
+    assert defaults == {"auto"}
+
+
 def test_a_request_object_without_saving(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     request = InferCurveRequest(workload="mlp", batch_sizes=(2,), save=False, **FAST)

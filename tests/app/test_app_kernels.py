@@ -95,8 +95,11 @@ def test_a_run_without_kernel_data_names_the_flag(
     assert "\n" not in line and "--kernels" in line
     with pytest.raises(InvalidInputError, match="--kernels"):
         gpucast.predict_kernels(ids["mlp"], db=db, train_runs=[ids["plain"]])
-    with pytest.raises(InvalidInputError, match="CPU operator times only"):
+    # QA session 36 #34: these two started with the message, not the flag as `field:`
+    with pytest.raises(InvalidInputError, match=r"^gpu: .*CPU operator times only"):
         gpucast.predict_kernels(ids["mlp"], db=db, gpu="A100-40GB")
+    with pytest.raises(InvalidInputError, match=r"^cpu-instance: unknown CPU instance type 'nope'"):
+        gpucast.predict_kernels(ids["mlp"], db=db, cpu_instance="nope")
 
 
 def test_the_cli_prints_the_class_table_and_what_it_rests_on(

@@ -195,7 +195,31 @@ def test_predict_speed_rows_in_rows_out(tmp_path: Path, speed_json: Path) -> Non
     )
     assert frame["note"].iloc[0] == "keep me"
     assert frame["Predicted Step Time (s)"].iloc[1] < frame["Predicted Step Time (s)"].iloc[0]
-    assert result.to_dict() == {"output": str(out), "rows": 2, "gpus_from_catalog_only": ["V100"]}
+    assert result.to_dict() == {
+        "output": str(out), "rows": 2, "gpus_from_catalog_only": ["V100"],
+        "peak_sources": {"V100": "catalog specs"}, "warnings": [],
+    }  # fmt: skip
+
+
+def test_predict_speed_says_which_peak_and_a_row_tflops_far_from_the_catalog(
+    tmp_path: Path, speed_json: Path
+) -> None:
+    """QA session 36 #26: an unknown GPU and an H100 whose GPU TFLOPS cell was K80's got the
+    same step time, both said to come "from catalog specs"."""
+    rows = tmp_path / "in.csv"
+    rows.write_text(
+        "GPU (temp),GPU TFLOPS,Model FLOPs,Number of Parameters,Number of Tensors\n"
+        "NOPE,4.113,2e9,2.2e6,120\nH100,4.113,2e9,2.2e6,120\nV100,15,2e9,2.2e6,120\n"
+        "T4,,2e9,2.2e6,120\n"
+    )
+    result = predict_speed(model=speed_json, input=rows, output=tmp_path / "o.csv")
+    assert result.peak_sources == {
+        "H100": "the rows' GPU TFLOPS", "NOPE": "the rows' GPU TFLOPS",
+        "T4": "catalog specs", "V100": "the rows' GPU TFLOPS",
+    }  # fmt: skip
+    (warning,) = result.warnings  # V100's 15 is the catalog's 15.7 near enough; NOPE has none
+    assert "the H100 rows give GPU TFLOPS 4.113, the catalog's H100-SXM fp32 peak is 67" in warning
+    assert warning.startswith(str(rows)) and "leave it empty" in warning
 
 
 def test_predict_speed_errors_name_the_option(tmp_path: Path, speed_json: Path) -> None:

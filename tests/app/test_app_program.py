@@ -104,6 +104,12 @@ def test_bad_input_names_the_field(options: dict, field: str) -> None:
         ("measure", {"command": ["x"], "repeats": 0}, r"^repeats: .*; e\.g\. --repeats 5"),
         ("measure", {"command": ["x"], "cores": 0}, r"^cores: .*; e\.g\. --cores 2"),
         ("measure", {"command": ["x"], "target_ci": 0.0}, r"^target-ci: .*; e\.g\. --target"),
+        # QA session 36 #43: these named no fix
+        ("measure", {"command": ["x"], "metric": "bad("}, r"^metric: .*; e\.g\. --metric 'tx/s="),
+        ("measure", {"command": ["x"], "repeats": 10**9}, r"^repeats: .*<= 10000.*; e\.g\. --rep"),
+        ("measure", {"command": ["x"], "warmup": 5000}, r"^warmup: .*; e\.g\. --warmup 1"),
+        ("measure", {"command": ["x"], "max_time_s": 0}, r"^max-time-s: .*; e\.g\. --max-time"),
+        ("measure", {"command": ["x"], "sample_interval": 99}, r"^sample-interval: .*; e\.g\."),
         ("predict", {"runs": [2], "arch": "riscv"}, r"^arch: .*; e\.g\. --arch arm64"),
         # RUN_ID is positional: the fix read "e.g. --runs 3" (QA 35 R #19)
         ("predict", {"runs": "abc"}, r"^runs: .*; e\.g\. 3 \(RUN_ID\.\.\., an argument, no"),

@@ -89,6 +89,20 @@ def test_status_of_a_missing_store_creates_nothing(tmp_path: Path) -> None:
     assert not db.exists()
 
 
+def test_status_of_a_sweep_never_run_is_every_point_pending(tmp_path: Path) -> None:
+    sweep = write(tmp_path, "workloads: [mlp]\nbatch_sizes: [2, 4, 8]\ndevices: [cpu]\n",
+                  name="never.yaml")  # fmt: skip
+    db = tmp_path / "none.db"
+    result = runner.invoke(app, ["--db", str(db), "campaign", "status", str(sweep)])
+    assert result.exit_code == 0, result.stderr
+    assert "campaign never: not started" in result.stdout and "note: " in result.stderr
+    data = json.loads(
+        runner.invoke(app, ["--db", str(db), "campaign", "status", str(sweep), "--json"]).stdout
+    )
+    assert (data["total"], data["pending"], data["status"]) == (3, 3, "not started")
+    assert not db.exists()
+
+
 # ------------------------------------------------------------------ the CLI as a process
 def _gpucast(*args: str, stdout: int | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(

@@ -67,8 +67,27 @@ def test_sweep_precisions_take_any_case(tmp_path: Path) -> None:
         ("batch_sizes: [4]\nworkloads: [cifar-resnet21]\n", 2, "'workloads'.*depth.*got 21"),
         ("workloads: [mlp]\nbatch_sizes: [4]\nsettings:\n  stepz: 3\n", 4, "settings.stepz"),
         ("workloads: [mlp]\nbatch_sizes: [4, x]\n", 2, "'batch_sizes'.*integer"),
-        ("workloads: [mlp]\nbatch_sizes: [4]\ndevices: [tpu]\n", 3, "'devices'.*tpu"),
-        ("workloads: [mlp]\nbatch_sizes: [4]\nsettings: {steps: 1}\n", 3, "settings.steps"),
+        # QA session 36 #24: no fix, and a YAML `nan` was "not a number" rather than not finite
+        (
+            "workloads: [mlp]\nbatch_sizes: [4]\ndevices: [tpu]\n",
+            3,
+            r"'devices'.*tpu.*; e\.g\. devices: \[cpu\]",
+        ),
+        (
+            "workloads: [mlp]\nbatch_sizes: [4]\nsettings: {max_time_s: nan}\n",
+            3,
+            r"'settings.max_time_s'.*finite number > 0 \(got 'nan'\); e\.g\. settings: \{max_t",
+        ),
+        (
+            "workloads: [mlp]\nbatch_sizes: [4]\nsettings: {timeout_s: .inf}\n",
+            3,
+            r"'settings.timeout_s'.*finite number > 0.*; e\.g\. settings: \{timeout_s: 1800\}",
+        ),
+        (
+            "workloads: [mlp]\nbatch_sizes: [4]\nsettings: {steps: 1}\n",
+            3,
+            r"settings.steps.*; e\.g\. settings: \{steps: 20\}",
+        ),
         # QA session 36: both passed the sweep's check, then failed at every point (exit 1)
         (
             "workloads: [mlp]\nbatch_sizes: [4]\nsettings: {min_samples: 1000000000}\n",

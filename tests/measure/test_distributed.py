@@ -32,6 +32,19 @@ def ddp_run() -> DistributedMeasurement:
     return m
 
 
+def test_more_ranks_than_usable_cpus_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA session 36 #32: 64 DDP ranks on 2 cores were stored without a word on contention."""
+    from gpucast.measure.distributed import launcher
+
+    monkeypatch.setattr(launcher, "_cpu_count", lambda: 1)
+    m = measure_distributed("mlp", strategy="ddp", nproc=2, batch_sizes=(8,), **FAST)
+    assert m is not None
+    (said,) = [w for w in m.warnings if "usable CPU" in w]
+    assert said.startswith("2 ranks ran on 1 usable CPU of this node")
+    assert "--nproc 1" in said and said in m.to_dict()["warnings"]
+    assert launcher.oversubscribed_warning(2, 2) is None
+
+
 def test_ddp_measures_compute_communication_and_bytes(ddp_run: DistributedMeasurement) -> None:
     m = ddp_run
     d = m.to_dict()

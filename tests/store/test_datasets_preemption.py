@@ -92,6 +92,13 @@ def test_lifetimes_in_any_order_come_back_sorted_by_start() -> None:
         ("end\n1\n", r"column 'start': missing column"),
         ("start,end\n", r"has a header but no rows"),
         ("start,end\n10,5\n", r"line 2, column 'end': end is 5 s before start.*swap"),
+        # QA session 36 #28: an end in year 9999 fitted a 142-day median spot lifetime
+        (
+            "start,end\n2023-04-22T10:00:00Z,2023-04-22T12:00:00Z\n"
+            "2023-04-22T10:00:00Z,9999-04-22T12:00:00Z\n",
+            r"line 3, column 'end': the instance lived 7,.* years, longer than any spot market"
+            r".*at most 10 years.*; check the end's year",
+        ),
         ("start,end\nyesterday,5\n", r"line 2, column 'start': not an ISO 8601.*2023-04-22"),
         ("start,end\n1,nan\n", r"column 'end': not an ISO 8601"),
         ("start,end\n1,2,3\n", r"line 2: expected 2 cells"),

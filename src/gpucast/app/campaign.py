@@ -98,21 +98,27 @@ class CampaignStatusRequest:
             )
 
 
+def _text_or_none(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CampaignStatus:
     """A campaign and the state of each of its points.
 
-    ``status`` is ``running``, ``done``, ``incomplete`` (some points failed) or
-    ``interrupted`` (stopped or its driver died; resumable). ``points`` are plain JSON
-    dicts (``key``, ``status``, ``attempts``, ``error``, ``run_id``, ...).
+    ``status`` is ``running``, ``done``, ``incomplete`` (some points failed),
+    ``interrupted`` (stopped or its driver died; resumable) or ``not started`` (a sweep file
+    no store holds yet: every point pending; ``created_at`` and ``updated_at`` ``None``).
+    ``points`` are plain JSON dicts (``key``, ``status``, ``attempts``, ``error``, ``run_id``,
+    ...).
     """
 
     campaign: str
     status: str
     resumable: bool
     sweep_path: str | None
-    created_at: str
-    updated_at: str
+    created_at: str | None
+    updated_at: str | None
     total: int
     pending: int
     running: int
@@ -129,8 +135,8 @@ class CampaignStatus:
             status=str(data["status"]),
             resumable=bool(data["resumable"]),
             sweep_path=data["sweep_path"],
-            created_at=str(data["created_at"]),
-            updated_at=str(data["updated_at"]),
+            created_at=_text_or_none(data["created_at"]),
+            updated_at=_text_or_none(data["updated_at"]),
             total=int(data["total"]),
             pending=int(data["pending"]),
             running=int(data["running"]),
@@ -255,17 +261,34 @@ def campaign_status(
         return _status(_db_path(db), request.campaign)
     assert request.sweep_file is not None  # the request holds exactly one
     sweep = load_sweep(request.sweep_file, check_workload=_check_workload)
-    return _status(_db_path(db), sweep.name, keys=[p.key for p in sweep.points()])
+    return _status(
+        _db_path(db),
+        sweep.name,
+        keys=[p.key for p in sweep.points()],
+        sweep_path=str(request.sweep_file.resolve()),
+    )
 
 
 def _status(
-    path: Path, campaign_id: str, *, keys: list[str] | None = None, merged: bool = False
+    path: Path,
+    campaign_id: str,
+    *,
+    keys: list[str] | None = None,
+    merged: bool = False,
+    sweep_path: str | None = None,
 ) -> CampaignStatus:
     from gpucast.measure.campaign import campaign_status as status_of
+    from gpucast.measure.campaign import not_started_status
 
+    if not path.exists() and keys is not None:  # a sweep file never run: every point pending
+        return CampaignStatus.from_dict(
+            not_started_status(path, campaign_id, keys, sweep_path=sweep_path)
+        )
     if not path.exists():  # say so without creating an empty store
         raise InvalidInputError(
             f"no campaign {campaign_id!r}: no store at {path} yet",
             fix="run it with `gpucast campaign run SWEEP.yaml` first",
         )
-    return CampaignStatus.from_dict(status_of(path, campaign_id, keys=keys, merged=merged))
+    return CampaignStatus.from_dict(
+        status_of(path, campaign_id, keys=keys, merged=merged, sweep_path=sweep_path)
+    )

@@ -41,7 +41,9 @@ class InferCurveRequest:
         help="One or more: fp32,fp16.",
         example="fp32,fp16",
     )
-    device: str = option("cpu", help="cpu | cuda | cuda:N | auto.", example="cuda")
+    device: str = option(
+        "auto", help="cpu, cuda, cuda:N, or auto (a GPU if any).", example="cuda:0"
+    )
     colocate: tuple[str, ...] = option(
         (), help="Also run WORKLOAD with this one at once.", example="mlp"
     )

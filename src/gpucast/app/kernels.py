@@ -228,8 +228,8 @@ def predict_kernels(
     if request.gpu is not None:
         if all(o.device.kind != "gpu" for o in train):
             raise InvalidInputError(
-                f"--gpu {request.gpu}: the training runs ({', '.join(map(str, train_ids))}) "
-                "hold CPU operator times only; the forest cannot learn GPU kernels from them",
+                f"gpu: the training runs ({', '.join(map(str, train_ids))}) hold CPU operator "
+                f"times only; the forest cannot learn GPU kernels from them (got {request.gpu!r})",
                 fix="measure runs on a GPU with --kernels and pass them with --train-runs",
             )
         device = gpu_device(catalog, request.gpu, run.summary.precision)

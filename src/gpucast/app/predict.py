@@ -593,12 +593,19 @@ class PredictSpeedResult:
     rows: int
     gpus_from_catalog_only: tuple[str, ...]
     frame: pd.DataFrame = field(compare=False, repr=False)
+    #: each GPU without training data: the peak it was scaled by, the rows' ``GPU TFLOPS``
+    #: or the catalog's (``gpucast.predict.speed.ROWS_PEAK`` / ``CATALOG_PEAK``)
+    peak_sources: dict[str, str] = field(default_factory=dict)
+    #: a row's ``GPU TFLOPS`` used where the catalog gives that GPU a peak far from it
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "output": str(self.output),
             "rows": self.rows,
             "gpus_from_catalog_only": list(self.gpus_from_catalog_only),
+            "peak_sources": dict(self.peak_sources),
+            "warnings": list(self.warnings),
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -634,8 +641,41 @@ def predict_speed(
     out[BOTTLENECK_COL] = pred["bottleneck"].to_numpy()
     write_csv_atomic(out, request.output)
     unseen = sorted(set(rows.loc[pred["source"] == "catalog", GPU_COL]))
+    first = {gpu: pred.loc[rows.index[rows[GPU_COL] == gpu][0]] for gpu in unseen}
     return PredictSpeedResult(
-        output=request.output, rows=len(out), gpus_from_catalog_only=tuple(unseen), frame=out
+        output=request.output,
+        rows=len(out),
+        gpus_from_catalog_only=tuple(unseen),
+        frame=out,
+        peak_sources={gpu: str(p["peak_source"]) for gpu, p in first.items()},
+        warnings=tuple(
+            w
+            for gpu, p in first.items()
+            if (w := _row_peak_warning(gpu, p, specs.get(gpu), source)) is not None
+        ),
+    )
+
+
+#: a row's GPU TFLOPS this many times off the catalog's fp32 peak (either way) is a mistake
+#: (a cell copied from another GPU), not a clock or board difference: CM-DARE's K80 4.113
+#: (boost clock) is 1.47x the catalog's 2.81 (base clock), its P100 9.526 1.02x the 9.3
+_ROW_PEAK_MISMATCH = 2.0
+
+
+def _row_peak_warning(gpu: str, pred: Any, spec: Any, source: Path) -> str | None:
+    """A line where ``gpu``'s prediction used its rows' ``GPU TFLOPS`` and the catalog's fp32
+    peak for that GPU is far from it (QA session 36: an H100 row with K80's 4.113)."""
+    from gpucast.predict.speed import ROWS_PEAK
+
+    if spec is None or pred["peak_source"] != ROWS_PEAK:
+        return None
+    rows_tflops, catalog_tflops = float(pred["peak_tflops"]), spec.matrix_tflops("fp32")
+    if max(rows_tflops / catalog_tflops, catalog_tflops / rows_tflops) <= _ROW_PEAK_MISMATCH:
+        return None
+    return (
+        f"{source}: the {gpu} rows give GPU TFLOPS {rows_tflops:g}, the catalog's {spec.name} "
+        f"fp32 peak is {catalog_tflops:g}; the prediction used the rows' figure -- fix the cell, "
+        "or leave it empty for the catalog's"
     )
 
 

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.limits import MAX_PROFILE_BATCH
 from gpucast.domain.options import as_flags, lower_text, option
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.workload import (
+    AUTO_PRECISION,
     Precision,
     WorkloadOptions,
     WorkloadSpec,
@@ -45,7 +47,13 @@ class ProfileRequest:
         example="resnet50",
     )
     batch_size: int = option(32, short="-b", help="Samples per step.", example="32")
-    precision: str = option("fp32", parse=lower_text, help="fp32, bf16 or fp16.", example="bf16")
+    precision: str = option(
+        "fp32",
+        parse=lower_text,
+        help="fp32, bf16, fp16, or auto: fp32 here (a profile runs on no GPU; auto picks bf16 "
+        "on GPUs with bf16 units only).",
+        example="bf16",
+    )
     optimizer: str = option("sgd", help="sgd (momentum) or adam.", example="adam")
     workload_options: WorkloadOptions = workload_options_field()
     save: bool = option(
@@ -58,6 +66,11 @@ class ProfileRequest:
 
     def _check(self) -> None:
         _ = self.spec  # WorkloadSpec checks the name, the batch size and the precision
+        if self.batch_size > MAX_PROFILE_BATCH:
+            raise InvalidSpecError(
+                "batch-size", f"must be <= {MAX_PROFILE_BATCH:,} samples per step",
+                got=self.batch_size, fix="e.g. --batch-size 64",
+            )  # fmt: skip
         if self.optimizer not in OPTIMIZERS:
             raise InvalidSpecError(
                 "optimizer",
@@ -67,11 +80,26 @@ class ProfileRequest:
             )
 
     @property
+    def profiled_precision(self) -> str:
+        """The precision profiled: as given, or for ``auto`` fp32 (what auto picks off a GPU,
+        as ``measure train --precision auto`` does on the CPU)."""
+        return "fp32" if self.precision == AUTO_PRECISION else self.precision
+
+    @property
+    def precision_note(self) -> str | None:
+        """What chose the precision where ``auto`` did (``None`` where it was given)."""
+        if self.precision != AUTO_PRECISION:
+            return None
+        return (
+            "fp32 by auto: a profile runs on no GPU (auto picks bf16 on GPUs with bf16 units only)"
+        )
+
+    @property
     def spec(self) -> WorkloadSpec:
         return WorkloadSpec(
             name=self.workload,
             batch_size=self.batch_size,
-            precision=cast(Precision, self.precision),
+            precision=cast(Precision, self.profiled_precision),
         )
 
     @property
@@ -87,9 +115,14 @@ class ProfileResult:
     profile: WorkloadProfile
     run_id: int | None
     db: Path | None
+    #: what chose the precision where ``--precision auto`` did (``None`` where it was given)
+    precision_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.profile.to_dict(), "run_id": self.run_id}
+        out = {**self.profile.to_dict(), "run_id": self.run_id}
+        if self.precision_note is not None:
+            out["precision_note"] = self.precision_note
+        return out
 
     def to_frame(self) -> pd.DataFrame:
         """One row per operator class of the training step (forward + backward + optimizer)."""
@@ -127,14 +160,15 @@ def _profile_then_save(request: ProfileRequest, db: Path | str | None) -> Profil
     check_workload_name(request.workload)  # close matches, without importing torch
     result = workload_profile(
         request.workload,
-        request.precision,
+        request.profiled_precision,
         batch_size=request.batch_size,
         options=request.options,
         optimizer=request.optimizer,
     )
+    note = request.precision_note
     if not request.save:
-        return ProfileResult(profile=result, run_id=None, db=None)
+        return ProfileResult(profile=result, run_id=None, db=None, precision_note=note)
     db_path = Path(db) if db is not None else default_db_path()
     with Store(db_path).open() as store:
         run_id = store.save_profile(request.spec, result.to_dict())
-    return ProfileResult(profile=result, run_id=run_id, db=db_path)
+    return ProfileResult(profile=result, run_id=run_id, db=db_path, precision_note=note)

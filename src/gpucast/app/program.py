@@ -139,9 +139,13 @@ class MeasureCmdRequest:
                     field, f"must be an integer >= {low}", got=value, fix=f"e.g. --{field} 5"
                 )
         if self.repeats > 10_000:
-            raise InvalidSpecError("repeats", "must be <= 10000", got=self.repeats)
+            raise InvalidSpecError(
+                "repeats", "must be <= 10000", got=self.repeats, fix="e.g. --repeats 5"
+            )
         if self.warmup > 1000:
-            raise InvalidSpecError("warmup", "must be <= 1000", got=self.warmup)
+            raise InvalidSpecError(
+                "warmup", "must be <= 1000", got=self.warmup, fix="e.g. --warmup 1"
+            )
         if self.timeout_s is not None and not (
             math.isfinite(self.timeout_s) and 0 < self.timeout_s <= 7 * 86400
         ):
@@ -166,11 +170,15 @@ class MeasureCmdRequest:
                 fix="e.g. --target-ci 0.05 (the 95% interval within 5% of the mean)",
             )  # fmt: skip
         if not (math.isfinite(self.max_time_s) and 0 < self.max_time_s <= 30 * 86400):
-            raise InvalidSpecError("max-time-s", "must be in (0, 2592000]", got=self.max_time_s)
+            raise InvalidSpecError(
+                "max-time-s", "must be in (0, 2592000]", got=self.max_time_s,
+                fix="e.g. --max-time-s 300",
+            )  # fmt: skip
         if not (math.isfinite(self.sample_interval_s) and 0.01 <= self.sample_interval_s <= 60):
             raise InvalidSpecError(
-                "sample-interval", "must be in [0.01, 60] seconds", got=self.sample_interval_s
-            )
+                "sample-interval", "must be in [0.01, 60] seconds", got=self.sample_interval_s,
+                fix="e.g. --sample-interval 0.1",
+            )  # fmt: skip
         if self.name is not None and not self.name.strip():
             raise InvalidSpecError("name", "must not be empty", fix="e.g. --name gzip")
 

@@ -101,16 +101,23 @@ def shipped_cpu_instances() -> tuple[CpuInstance, ...]:
 
 
 def cpu_instances(
-    names: tuple[str, ...] = (), *, provider: str | None = None, arch: str | None = None
+    names: tuple[str, ...] = (),
+    *,
+    provider: str | None = None,
+    arch: str | None = None,
+    field: str | None = None,
 ) -> tuple[CpuInstance, ...]:
-    """The catalog's CPU instance types, optionally only ``names``, one provider, one arch."""
+    """The catalog's CPU instance types, optionally only ``names``, one provider, one arch;
+    ``field``: the flag ``names`` came from, starting the line of an unknown one."""
     rows = shipped_cpu_instances()
     if arch is not None and arch not in ARCHES:
         raise InvalidSpecError("arch", f"must be one of {', '.join(ARCHES)}", got=arch)
     known = [r.instance_type for r in rows]
     for name in names:
         if name not in known:
-            raise UnknownInstanceError(name, known, fix="see catalog/data/cpu_instances.csv")
+            raise UnknownInstanceError(
+                name, known, fix="see catalog/data/cpu_instances.csv", field=field
+            )
     return tuple(
         r
         for r in rows

@@ -17,7 +17,14 @@ from gpucast.app.predict import (
     PredictTrainRequest,
 )
 from gpucast.cli._command import request_command
-from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, emit_result, state
+from gpucast.cli._common import (
+    JSON_OPTION_HELP,
+    console,
+    emit_json,
+    emit_result,
+    print_warnings,
+    state,
+)
 from gpucast.domain.units import count_of
 
 app = typer.Typer(
@@ -155,13 +162,14 @@ def speed(
     from gpucast.app import predict_speed
 
     result = predict_speed(request)
-    unseen = result.gpus_from_catalog_only
+    unseen = [f"{gpu} by {result.peak_sources[gpu]}" for gpu in result.gpus_from_catalog_only]
     emit_result(
         result.to_dict(),
         f"predicted {count_of(result.rows, 'row')} -> {result.output}"
-        + (f" ({', '.join(unseen)} from catalog specs: no training data)" if unseen else ""),
+        + (f" ({', '.join(unseen)}: no training data)" if unseen else ""),
         as_json=json_out,
     )
+    print_warnings(result.warnings)
 
 
 @app.command("cluster")

@@ -111,6 +111,8 @@ def command(
         emit_json(result.to_dict())
         return
     render(result.profile)
+    if result.precision_note is not None:
+        err_console.print(f"precision: {escape(result.precision_note)}", highlight=False)
     if result.run_id is not None:
         err_console.print(
             f"saved as run {result.run_id} in {escape(str(result.db))} "

@@ -34,6 +34,12 @@ class PointStatus(StrEnum):
     FAILED = "failed"
 
 
+def _setting_example(name: str) -> str:
+    """The fix of a bad ``settings.NAME``: the key at its default (``MeasureSettings``)."""
+    default = MeasureSettings.__dataclass_fields__[name].default
+    return f"e.g. settings: {{{name}: {default:g}}}"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MeasureSettings:
     """How each point is measured.
@@ -56,34 +62,48 @@ class MeasureSettings:
     def __post_init__(self) -> None:
         for name in ("target_ci", "max_time_s", "timeout_s"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise InvalidSpecError(f"settings.{name}", "must be a number", got=value)
-            if not (math.isfinite(value) and value > 0):
-                raise InvalidSpecError(f"settings.{name}", "must be a finite number > 0", got=value)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not (math.isfinite(value) and value > 0)
+            ):  # a YAML `nan` (a string) as `.nan`: not finite, rather than "not a number"
+                raise InvalidSpecError(
+                    f"settings.{name}", "must be a finite number > 0", got=value,
+                    fix=_setting_example(name),
+                )  # fmt: skip
         if self.target_ci > 1:  # the stopping rule's range: caught here, not at each point
-            raise InvalidSpecError("settings.target_ci", "must be in (0, 1]", got=self.target_ci)
+            raise InvalidSpecError(
+                "settings.target_ci", "must be in (0, 1]", got=self.target_ci,
+                fix=_setting_example("target_ci"),
+            )  # fmt: skip
         for name, low in (("min_samples", 2), ("steps", 2), ("warmup_steps", 0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise InvalidSpecError(
-                    f"settings.{name}", f"must be an integer >= {low}", got=value
-                )
+                    f"settings.{name}", f"must be an integer >= {low}", got=value,
+                    fix=_setting_example(name),
+                )  # fmt: skip
         if self.min_samples > MAX_SAMPLES:
             raise InvalidSpecError(
                 "settings.min_samples",
                 f"must be <= {MAX_SAMPLES:,} (the most steps one run times)",
                 got=self.min_samples,
+                fix=_setting_example("min_samples"),
             )
         if self.optimizer not in ("sgd", "adam"):
-            raise InvalidSpecError("settings.optimizer", "must be sgd or adam", got=self.optimizer)
+            raise InvalidSpecError(
+                "settings.optimizer", "must be sgd or adam", got=self.optimizer,
+                fix="e.g. settings: {optimizer: adam}",
+            )  # fmt: skip
         if self.gpus_per_point is not None and (
             isinstance(self.gpus_per_point, bool)
             or not isinstance(self.gpus_per_point, int | float)
             or self.gpus_per_point < 0
         ):
             raise InvalidSpecError(
-                "settings.gpus_per_point", "must be a number >= 0", got=self.gpus_per_point
-            )
+                "settings.gpus_per_point", "must be a number >= 0", got=self.gpus_per_point,
+                fix="e.g. settings: {gpus_per_point: 1}",
+            )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return {

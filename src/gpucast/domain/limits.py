@@ -147,6 +147,10 @@ MAX_PRICE_USD_PER_HOUR = 1e6
 MAX_SAMPLES = 100_000
 #: ``--pool-gpus`` of every verb: a pool of ``[1, MAX_POOL_GPUS]`` GPUs
 MAX_POOL_GPUS = 10_000
+#: ``profile --batch-size``: samples per step in ``[1, MAX_PROFILE_BATCH]``. The profile runs on
+#: fake tensors, so nothing stops a typo (``-b 1e12``) from printing EFLOPs and PiB as if real;
+#: 2^20 is far above any one step's batch (MLPerf's DLRM trains at 65,536 per step)
+MAX_PROFILE_BATCH = 2**20
 
 
 def check_seed(seed: object) -> None:

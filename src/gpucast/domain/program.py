@@ -51,20 +51,21 @@ def metric_is_rate(name: str) -> bool:
     return name.replace(" ", "").lower().endswith(("/s", "/sec", "persecond", "per_s"))
 
 
+#: the fix of a bad ``--metric``: a pattern with one group around the number
+_METRIC_FIX = r"e.g. --metric 'tx/s=(\d+\.?\d*)'"
+
+
 def check_metric_pattern(pattern: str) -> re.Pattern[str]:
     """The compiled metric regex; it must compile and have a capture group."""
     try:
         compiled = re.compile(pattern)
     except re.error as exc:
         raise InvalidSpecError(
-            "metric", f"is not a valid regular expression ({exc})", got=pattern
+            "metric", f"is not a valid regular expression ({exc})", got=pattern, fix=_METRIC_FIX
         ) from None
     if compiled.groups < 1:
         raise InvalidSpecError(
-            "metric",
-            "needs a capture group around the number",
-            got=pattern,
-            fix=r"e.g. --metric 'tx/s=(\d+\.?\d*)'",
+            "metric", "needs a capture group around the number", got=pattern, fix=_METRIC_FIX
         )
     return compiled
 

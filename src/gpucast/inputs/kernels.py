@@ -41,7 +41,7 @@ def cpu_instance_device(name: str, threads: int) -> KernelDevice:
     """Catalog CPU instance ``name`` at the run's ``threads`` (module docstring)."""
     from gpucast.catalog.cpu_instances import cpu_instances
 
-    instance = cpu_instances((name,))[0]
+    instance = cpu_instances((name,), field="cpu-instance")[0]
     cores = max(1, min(threads, instance.vcpus // max(1, instance.threads_per_core)))
     return KernelDevice(
         name=f"{instance.instance_type} x{cores}",

@@ -380,10 +380,12 @@ def _measure(
                 energy_source=meter_source,
                 energy_note=meter_note,
             )
-    if noise is None and not noise_notes:
+    loss_note = runner.loss_warning()
+    notes = (*noise_notes, *(() if loss_note is None else (loss_note,)))
+    if noise is None and not notes:
         return result, trace
     return dataclasses.replace(
-        result, gradient_noise=noise, warnings=(*result.warnings, *noise_notes)
+        result, gradient_noise=noise, warnings=(*result.warnings, *notes)
     ), trace
 
 

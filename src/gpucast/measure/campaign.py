@@ -196,7 +196,10 @@ def load_sweep(
     if "devices" in nodes:
         for item, device in zip(_items(nodes["devices"][1]), fields["devices"], strict=True):
             if not _DEVICE.match(device.strip().lower()):
-                raise _bad(path, item, "devices", f"{device!r} is not cpu, cuda, cuda:N or auto")
+                raise _bad(
+                    path, item, "devices", f"{device!r} is not cpu, cuda, cuda:N or auto",
+                    fix="e.g. devices: [cpu] or [cuda:0]",
+                )  # fmt: skip
     try:
         sweep = Sweep(**fields)
     except InvalidSpecError as exc:
@@ -618,20 +621,50 @@ def other_points_note(campaign_id: str, others: int, *, merged: bool) -> str | N
     )
 
 
+#: the status of a sweep file's campaign that no store holds yet (every point pending)
+NOT_STARTED = "not started"
+
+
+def not_started_status(
+    db_path: Path | str, campaign_id: str, keys: Sequence[str], *, sweep_path: str | None
+) -> dict[str, Any]:
+    """:func:`campaign_status` of a sweep file never run on ``db_path``: every point pending,
+    as the file's points not stored yet are (the README's ``campaign status sweep.yaml``)."""
+    states, _ = _file_points([], keys)
+    return {
+        "campaign": campaign_id,
+        "status": NOT_STARTED,
+        "resumable": False,
+        "sweep_path": sweep_path,
+        "created_at": None,
+        "updated_at": None,
+        "total": len(states),
+        **{s.value: 0 for s in PointStatus},
+        "pending": len(states),
+        "points": [s.to_dict() for s in states],
+        "note": f"campaign {campaign_id!r} has not run on {db_path} yet: every point is pending; "
+        "start it with `gpucast campaign run` on this file",
+    }
+
+
 def campaign_status(
     db_path: Path | str,
     campaign_id: str,
     *,
     keys: Sequence[str] | None = None,
     merged: bool = False,
+    sweep_path: str | None = None,
 ) -> dict[str, Any]:
     """The campaign row and every point's state, as plain JSON types; with ``keys`` (a sweep
-    file's points), only those points, matched by their parameters, not stored ones pending."""
+    file's points, from ``sweep_path``), only those points, matched by their parameters, not
+    stored ones pending (all of them where the campaign never ran)."""
     from gpucast.store import Store
     from gpucast.store.campaigns import _pid_alive, finished_status, get_campaign, point_states
 
     with Store(db_path) as store:
         row = get_campaign(store, campaign_id)
+        if row is None and keys is not None:
+            return not_started_status(db_path, campaign_id, keys, sweep_path=sweep_path)
         if row is None:
             from gpucast.store.campaigns import list_campaigns
 

@@ -143,6 +143,15 @@ class _Terms:
     log_q_high: float
     source: str
     notes: tuple[str, ...]
+    #: a GPU without training data: the peak it was scaled by and where that came from
+    #: (:data:`ROWS_PEAK` or :data:`CATALOG_PEAK`); ``None`` for a fitted GPU
+    peak_tflops: float | None = None
+    peak_source: str | None = None
+
+
+#: where an unseen GPU's peak came from: its rows' ``GPU TFLOPS`` cells, or the catalog
+ROWS_PEAK = "the rows' GPU TFLOPS"
+CATALOG_PEAK = "catalog specs"
 
 
 def _require_columns(rows: pd.DataFrame, columns: Iterable[str]) -> None:
@@ -529,9 +538,9 @@ class SpeedModel(Estimator):
         given = peak_tflops is not None and math.isfinite(peak_tflops) and peak_tflops > 0
         if given and (precision == _FIT_PRECISION or spec is None):
             assert peak_tflops is not None
-            peak = float(peak_tflops)
+            peak, basis = float(peak_tflops), ROWS_PEAK
         elif spec is not None:
-            peak = spec.matrix_tflops(precision)
+            peak, basis = spec.matrix_tflops(precision), CATALOG_PEAK
         else:
             raise InvalidSpecError(
                 "gpu",
@@ -560,8 +569,10 @@ class SpeedModel(Estimator):
             source="catalog",
             notes=(
                 f"{label} had no training data: scaled from {fitted} by peak "
-                f"{precision} FLOP/s ({peak:g} TFLOP/s); interval from the {how}",
+                f"{precision} FLOP/s ({peak:g} TFLOP/s, {basis}); interval from the {how}",
             ),
+            peak_tflops=peak,
+            peak_source=basis,
         )
         return terms, 1.0
 
@@ -646,7 +657,9 @@ class SpeedModel(Estimator):
         ``gpus`` maps the names in ``GPU (temp)`` to catalog specs (needed for GPUs the fit
         never saw, unless the rows give ``GPU TFLOPS``). Returns a frame with the same index
         and columns ``step_time_s``, ``lower_s``, ``upper_s``, ``bottleneck``, ``source``,
-        one ``<term>_s`` column per breakdown term, and ``note``.
+        one ``<term>_s`` column per breakdown term, ``note``, and for GPUs without training
+        data ``peak_tflops`` and ``peak_source`` (:data:`ROWS_PEAK` or :data:`CATALOG_PEAK`;
+        NaN and ``None`` for fitted GPUs).
         """
         self._require_fitted()
         clean, data = self._prepare(rows, with_target=False)
@@ -665,6 +678,8 @@ class SpeedModel(Estimator):
             "bottleneck": np.empty(n, dtype=object),
             "source": np.empty(n, dtype=object),
             "note": np.empty(n, dtype=object),
+            "peak_tflops": np.full(n, np.nan),
+            "peak_source": np.full(n, None, dtype=object),
         }
         for term in TERMS:
             result[f"{term}_s"] = np.zeros(n)
@@ -689,6 +704,9 @@ class SpeedModel(Estimator):
             result["bottleneck"][idx] = out["bottleneck"]
             result["source"][idx] = terms.source
             result["note"][idx] = "; ".join(terms.notes)
+            if terms.peak_tflops is not None:
+                result["peak_tflops"][idx] = terms.peak_tflops
+            result["peak_source"][idx] = terms.peak_source
             for term in TERMS:
                 result[f"{term}_s"][idx] = out["parts"][term]
         return pd.DataFrame(result, index=rows.index)

@@ -111,6 +111,8 @@ class StepRunner:
             self.model: nn.Module = workload.build_model(device).to(device)
             self.inputs, self.target = workload.make_batch(spec.batch_size, device)
         self.optimizer: torch.optim.Optimizer | None = None
+        #: the last training step's loss, kept on the device (read once, by loss_warning)
+        self.last_loss: torch.Tensor | None = None
         self.scaler: torch.amp.GradScaler | None = None
         if mode == "train":
             self.model.train()
@@ -144,6 +146,7 @@ class StepRunner:
         with autocast_for(self.device, self.spec.precision):
             output = self.model(*self.inputs)
             loss = self.workload.loss(output, self.target)
+        self.last_loss = loss.detach()
         if self.scaler is not None:
             self.scaler.scale(loss).backward()
             self.scaler.step(self.optimizer)
@@ -151,6 +154,17 @@ class StepRunner:
         else:
             loss.backward()
             self.optimizer.step()
+
+    def loss_warning(self) -> str | None:
+        """A line where the last training step's loss is NaN or inf (``None`` where it is
+        finite, or no training step ran). Read after timing: it waits for the device."""
+        if self.last_loss is None or bool(torch.isfinite(self.last_loss).all()):
+            return None
+        return (
+            f"the training loss is {self.last_loss.float().mean().item()} (not finite): the "
+            "model's numbers are broken (NaN/inf weights, inputs or loss), and such a step may "
+            "take a different path than a real one's; the time is kept as measured"
+        )
 
     def _infer_step(self) -> None:
         with torch.inference_mode(), autocast_for(self.device, self.spec.precision):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import socket
 import sys
@@ -134,12 +135,32 @@ def launch(
             return None
         if not out.is_file():
             raise MeasurementError("rank 0 finished without writing its result")
-        return assemble(json.loads(out.read_text()))
+        measured = assemble(json.loads(out.read_text()))
+    note = oversubscribed_warning(config.nproc_per_node, _cpu_count())
+    if note is None:
+        return measured
+    return dataclasses.replace(measured, warnings=(*measured.warnings, note))
+
+
+def oversubscribed_warning(nproc: int, cpus: int) -> str | None:
+    """A line where this node ran more ranks than it has usable CPUs (QA session 36: 64 DDP
+    ranks on 2 cores were stored with only a worker skew): the ranks took turns on the cores,
+    so the step measures that contention, not the strategy."""
+    if nproc <= cpus:
+        return None
+    return (
+        f"{nproc} ranks ran on {cpus} usable CPU{'s' if cpus != 1 else ''} of this node: they "
+        "took turns on the cores, so the step times measure that contention, not the "
+        f"strategy; use --nproc {cpus} or fewer here"
+    )
 
 
 def _cpu_count() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
     import os
 
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1
 
 

@@ -186,6 +186,14 @@ def parse_time_s(text: str) -> float | None:
     return moment.timestamp()
 
 
+#: An instance lifetime longer than this is a typo (an end in year 9999, a date for a
+#: number): no spot market is old enough to have held one instance so long (EC2 spot began
+#: in December 2009), and a fit on it stretches every lifetime (QA session 36: a median of
+#: 142 days from one such row)
+MAX_LIFETIME_YEARS = 10
+_YEAR_S = 365.25 * 86400
+
+
 def parse_instance_lifetimes(text: str, path: str = "lifetimes.csv") -> InstanceLifetimes:
     """Parse an instance-lifetimes CSV (see the module docstring).
 
@@ -224,6 +232,16 @@ def parse_instance_lifetimes(text: str, path: str = "lifetimes.csv") -> Instance
                 line=line,
                 column="end",
                 fix="swap start and end, or give both in the same time zone",
+            )
+        if end - start > MAX_LIFETIME_YEARS * _YEAR_S:
+            raise DataFormatError(
+                path,
+                f"the instance lived {(end - start) / _YEAR_S:,.0f} years, longer than any "
+                f"spot market has held one (at most {MAX_LIFETIME_YEARS} years)",
+                line=line,
+                column="end",
+                fix="check the end's year (and that start and end share one unit); an instance "
+                "still running: its last-seen time, with reason running",
             )
         if previous_start is not None and start < previous_start:
             out_of_order += 1
