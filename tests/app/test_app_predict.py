@@ -133,6 +133,35 @@ def test_a_stored_measurement_calibrates_as_in_the_planner(tmp_path: Path) -> No
     assert uncalibrated.step_time_s != pytest.approx(result.step_time_s)
 
 
+def test_a_stored_run_calibrates_only_the_configuration_it_ran(tmp_path: Path) -> None:
+    """The measure verbs store a workload at its built-in options: such a run scaled the
+    roofline of ``-o hidden=4096`` by the default model's measured/roofline ratio (its step
+    priced as the small one's), without a word. A configured workload is now calibrated by
+    none and says why; the built-in one still is (QA 36 M #39)."""
+    db = tmp_path / "store.db"
+    store_measurement(db, batch=32, step_s=0.004, gpu_name="H100")
+    ask = dict(workload=WORKLOAD, precision="fp32", batch_size=32, gpu="H100", db=db)
+    plain = predict_train(**ask)
+    assert plain.calibrated and "store run #1" in plain.calibration_source
+    wide = predict_train(**ask, workload_options=(("hidden", 4096),))
+    assert not wide.calibrated
+    source = wide.calibration_source
+    assert source.startswith("none: no stored training measurement of mlp -o hidden=4096 at fp32")
+    assert "the store's runs of mlp ran at its built-in options" in source
+    alone = predict_train(
+        **{**ask, "db": tmp_path / "empty.db"}, workload_options=(("hidden", 4096),)
+    )
+    assert wide.step_time_s == pytest.approx(alone.step_time_s, rel=1e-12)
+    # plan train and simulate train read the store the same way
+    plan = gpucast.plan_train(
+        workload=WORKLOAD, workload_options=(("hidden", 4096),), epochs=1, dataset_size=10_000,
+        batch_size=32, gpus=("H100",), db=db, allow_spot=False,
+    )  # fmt: skip
+    said = [a for a in plan.assumptions if a.name == "step-time calibration"]
+    assert said and said[0].value.startswith("none")
+    assert "the store's runs of mlp ran at its built-in options" in said[0].source
+
+
 def test_predict_train_request_object_and_override(tmp_path: Path) -> None:
     request = PredictTrainRequest(workload=WORKLOAD, batch_size=16, gpu="V100")
     base = predict_train(request, db=tmp_path / "s.db")

@@ -29,6 +29,7 @@ from gpucast.domain.workload import (
     TF32,
     TRAIN_PRECISION_CHOICES,
     auto_precision_assumption,
+    configured_name,
     gpu_compute_precision,
     measured_precision,
     precision_assumption,
@@ -167,10 +168,11 @@ def plan_train(
     efficiency = step_time_efficiency(request.software)
     # an fp8 step is calibrated by no bf16 measurement (domain.workload.measured_precision)
     measured_at = measured_precision(FP8) if request.precision == FP8 else None
+    measured = configured_name(request.workload, request.workload_options)
     calibrations = {
         p: store_calibration(
             store,
-            request.workload,
+            measured,
             measured_at or p,
             f,
             catalog,
@@ -257,7 +259,7 @@ def plan_train(
         ),
         _calibration_assumption(
             calibrations,
-            request.workload,
+            configured_name(request.workload, request.workload_options),
             store,
             catalog,
             {n: src for n, (_, src) in own.items()},
@@ -489,8 +491,9 @@ def _own_gpu_calibrations(
     from gpucast.plan.inputs import GpuPrecision
 
     out: dict[str, tuple[GpuPrecision, str]] = {}
+    measured = configured_name(request.workload, request.workload_options)
     for p in dict.fromkeys([precision, *(profiled_precision(q) for q in by_gpu.values())]):
-        for name in measured_gpus(store, request.workload, p):
+        for name in measured_gpus(store, measured, p):
             try:
                 spec = catalog.gpu(name)
             except UnknownGpuError:
@@ -499,7 +502,7 @@ def _own_gpu_calibrations(
             if measured_precision(wanted) != p or spec.name in out:
                 continue
             cal = store_calibration(
-                store, request.workload, p, facts_by[p], catalog,
+                store, measured, p, facts_by[p], catalog,
                 efficiency=efficiency, batch=request.batch_size, gpu=spec.name,
             )  # fmt: skip
             if cal is not None:

@@ -36,6 +36,7 @@ from gpucast.domain.workload import (
     check_precision_units,
     check_software,
     check_train_precision,
+    configured_name,
     practitioner_precision,
     precision_assumption,
     precision_shown,
@@ -346,8 +347,9 @@ def predict_train(
     )
     facts = workload_facts(profile)
     efficiency = step_time_efficiency(request.software)
+    measured = configured_name(request.workload, request.workload_options)
     calibration = store_calibration(  # a measurement on this GPU type first, else any
-        store, request.workload, request.precision, facts, catalog,
+        store, measured, request.precision, facts, catalog,
         efficiency=efficiency.value, batch=request.batch_size, prefer_gpu=spec.name,
     )  # fmt: skip
     estimate = predict_step_time(
@@ -387,7 +389,7 @@ def predict_train(
         calibration_source=(
             calibration.source
             if calibration is not None
-            else "none: " + uncalibrated_source(store, request.workload, request.precision, catalog)
+            else "none: " + uncalibrated_source(store, measured, request.precision, catalog)
         ),
         validation=validation_for("roofline-step", [spec.name], request.precision, 1),
         software=request.software,

@@ -66,6 +66,7 @@ from gpucast.domain.workload import (
     check_precision_units,
     check_software,
     check_train_precision,
+    configured_name,
     gpu_compute_precision,
     measured_precision,
     precision_assumption,
@@ -763,14 +764,15 @@ def simulate_train(
             # a GPU type measured itself: its own measurements; else the nearest batch's
             calibration, uncalibrated = None, ""
             if work_p.facts is not None:
+                measured = configured_name(work_p.name, request.workload_options)
                 calibration = store_calibration(
-                    store, work_p.name, measured_precision(prec), work_p.facts, catalog,
+                    store, measured, measured_precision(prec), work_p.facts, catalog,
                     efficiency=efficiency, batch=request.batch_size,
                     prefer_gpu=catalog.gpu(name).name,
                 )  # fmt: skip
                 if calibration is None:
                     uncalibrated = uncalibrated_source(
-                        store, work_p.name, measured_precision(prec), catalog
+                        store, measured, measured_precision(prec), catalog
                     )
             single.update(
                 tinputs.step_times(

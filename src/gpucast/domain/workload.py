@@ -387,6 +387,21 @@ def parse_workload_options(value: Any) -> WorkloadOptions:
     return (*pairs, *((key, _option_value(text)) for key, text in raw))
 
 
+def configured_name(name: str, options: WorkloadOptions) -> str:
+    """``name`` with its ``-o`` options as typed (``bert-base -o seq_len=512``): the
+    configuration a stored measurement must have run to calibrate it. The measure verbs take
+    no ``-o`` and store the built-in configuration under the plain name, so a configured
+    workload matches none of them (its roofline is not scaled by another configuration's
+    step: a 4x longer sequence was calibrated down by 4x)."""
+    if not options:
+        return name
+
+    def text(value: Any) -> str:
+        return ",".join(map(str, value)) if isinstance(value, tuple | list) else str(value)
+
+    return name + "".join(f" -o {key}={text(value)}" for key, value in sorted(options))
+
+
 def workload_options_field() -> Any:
     """The ``-o/--option KEY=VALUE`` request field (one definition for every verb)."""
     return option(

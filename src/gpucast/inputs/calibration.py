@@ -218,6 +218,12 @@ def uncalibrated_source(db_path: Path | None, workload: str, precision: str, cat
     a CPU or an unknown GPU, at any precision, calibrate none (named, newest first)."""
     where = "" if db_path is None else f" in {db_path}"
     said = f"no stored training measurement of {workload} at {precision} on a GPU{where}"
+    plain = workload.split(" -o ")[0]
+    if plain != workload and training_runs(db_path, plain, None):
+        said += (
+            f"; the store's runs of {plain} ran at its built-in options (the measure verbs "
+            f"take no -o), which calibrate no other configuration"
+        )
     stored = training_runs(db_path, workload, None)
     elsewhere = [
         r for r in stored if r.catalog_gpu(catalog) is not None and r.summary.precision != precision
