@@ -158,6 +158,9 @@ def test_a_stored_run_at_the_requested_limit_gives_measured_step_and_power(
     given = gpucast.predict_energy(**kw, measured_power_w=190.0)  # the flag wins
     assert given.avg_power_w == pytest.approx(190.0, rel=1e-6)
     assert "--power-w" in power_source(given)
+    # a run of the built-in configuration reads nothing of another one's (QA 36 M #39)
+    wider = gpucast.predict_energy(**kw, workload_options=(("num_classes", 10),))
+    assert wider.regime == "predicted_power" and "measured" not in power_source(wider)
 
 
 def test_the_sweep_starts_at_the_catalogs_minimum_limit() -> None:

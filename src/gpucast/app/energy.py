@@ -32,6 +32,7 @@ from gpucast.domain.workload import (
     WorkloadOptions,
     check_software,
     check_train_precision,
+    configured_name,
     precision_shown,
     profiled_precision,
     train_precision_option,
@@ -531,8 +532,9 @@ def predict_energy(
     # batch, its board energy recorded: the measured regime, more accurate than the predicted
     reading = None
     if request.step_time_s is None and request.measured_power_w is None:
-        reading = stored_power_reading(
-            Path(db) if db is not None else default_db_path(), request.workload, precision,
+        reading = stored_power_reading(  # a run of this configuration (configured_name)
+            Path(db) if db is not None else default_db_path(),
+            configured_name(request.workload, request.workload_options), precision,
             request.batch_size, spec, catalog, limit if isinstance(limit, float) else top,
         )  # fmt: skip
     if reading is not None:
