@@ -119,3 +119,16 @@ def test_a_worker_that_dies_is_one_line_naming_jobs(monkeypatch: pytest.MonkeyPa
     assert "--jobs 1" in line and "Traceback" not in result.output
     monkeypatch.setattr(planner, "_scan_part", _real_scan_part)
     assert gpucast.plan_train(**_JOB, jobs=2).recommended is not None
+
+
+def test_a_plan_too_small_to_share_starts_no_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool is fetched at its first task: `make run`'s plan (8 chunks) starts no worker
+    and not even loky's resource tracker."""
+    import loky
+
+    def never(**_kw: Any) -> None:
+        raise AssertionError("a worker pool was started")
+
+    monkeypatch.setattr(loky, "get_reusable_executor", never)
+    plan = gpucast.plan_train(**_JOB, jobs=4)
+    assert plan.recommended is not None

@@ -6,12 +6,15 @@ call in the process)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from concurrent.futures import Executor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from gpucast.domain.errors import GpucastError
+
+T = TypeVar("T")
 
 
 def usable_cpus() -> int:
@@ -22,13 +25,24 @@ def usable_cpus() -> int:
 
 
 def worker_pool(jobs: int) -> Executor | None:
-    """``jobs`` worker processes, or None (run here) for one."""
-    if jobs <= 1:
-        return None
-    from loky import get_reusable_executor
+    """``jobs`` worker processes, or None (run here) for one. Nothing starts until the first
+    task: a search too small to share (most plans) starts no process."""
+    return None if jobs <= 1 else _OnFirstTask(jobs)
 
-    executor: Executor = get_reusable_executor(max_workers=jobs)
-    return executor
+
+class _OnFirstTask(Executor):
+    """loky's reusable executor of ``jobs`` workers, fetched at the first :meth:`submit`."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self._pool: Executor | None = None
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        if self._pool is None:
+            from loky import get_reusable_executor
+
+            self._pool = get_reusable_executor(max_workers=self.jobs)
+        return self._pool.submit(fn, *args, **kwargs)
 
 
 @contextmanager
