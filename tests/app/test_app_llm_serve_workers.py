@@ -25,9 +25,11 @@ class _Counting(Executor):
     def __init__(self, inner: Executor) -> None:
         self.inner = inner
         self.submitted = 0
+        self.tasks: list[str] = []
 
     def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
         self.submitted += 1
+        self.tasks.append(fn.__name__)
         return self.inner.submit(fn, *args, **kwargs)
 
 
@@ -58,6 +60,18 @@ def test_worker_processes_find_the_plan_one_process_finds(monkeypatch: pytest.Mo
     assert made and made[0].submitted >= 6  # every GPU x degree searched by the workers
     assert pooled.to_dict() == here.to_dict()
     assert pooled.plan.best is not None and pooled.plan.best.meets_slo
+
+
+def test_the_picks_band_edges_run_side_by_side(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gpucast.plan.llm_serve as planner
+
+    monkeypatch.setattr(planner, "PARALLEL_MIN_WORK", 0)
+    made = _spy(monkeypatch, lambda jobs: ThreadPoolExecutor(jobs))
+    plan = dict(_PLAN, gpu=["H100-SXM"], band=True)
+    here = gpucast.plan_llm_serve(**plan, jobs=1)
+    apart = gpucast.plan_llm_serve(**plan, jobs=2)
+    assert apart.to_dict() == here.to_dict() and "best_band_80" in here.to_dict()
+    assert made and made[0].tasks.count("_band_edge") == 2
 
 
 def test_a_small_plan_does_not_start_workers(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -630,10 +630,15 @@ def plan_llm_serving(
             )
     if band_of is not None and pick is not None:
         f_low, f_high = band_of(choice.gpu)
-        edges = [
-            _evaluate(s, choice, row.tp, cost.scaled(f), replicas=row.replicas or 1, split=split)[0]
-            for f in (f_low, f_high)
+        args = [
+            (s, choice, row.tp, cost.scaled(f), row.replicas or 1, split) for f in (f_low, f_high)
         ]
+        if executor is None:
+            edges = [_band_edge(*a) for a in args]
+        else:  # both edges side by side
+            edges = [
+                pending.result() for pending in [executor.submit(_band_edge, *a) for a in args]
+            ]
         best_band = (f_low, f_high, edges[0], edges[1])
     return LlmServePlan(
         candidates=ranked,
@@ -808,6 +813,19 @@ def _replica_search(
     start = math.ceil(low * SEARCH_START)
     best = _search_replicas(s, choice, tp, cost, start, max_replicas, rows, failing=low - 1)
     return best, rows
+
+
+def _band_edge(
+    s: _Setting,
+    choice: GpuChoice,
+    tp: int,
+    cost: IterationCost,
+    replicas: int,
+    split: tuple[int, int] | None,
+) -> LlmServeCandidate:
+    """The pick with every iteration at one edge of the engine's band (``cost`` scaled): its
+    row (a task a worker process runs; the run itself stays there)."""
+    return _evaluate(s, choice, tp, cost, replicas=replicas, split=split)[0]
 
 
 def _whole_pick(
