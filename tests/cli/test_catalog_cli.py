@@ -109,7 +109,7 @@ def test_import_then_use_offers(tmp_path: Path) -> None:
             str(tmp_path / "a.csv"),
         ],
     )
-    assert plain.exit_code == 0 and "imported 5 offers, skipped 3" in plain.stdout
+    assert plain.exit_code == 0 and "imported 5 offers, skipped 3 rows" in plain.stdout
 
 
 def test_import_bad_cloud_and_bad_offers_file(tmp_path: Path) -> None:
@@ -126,6 +126,7 @@ def test_import_bad_cloud_and_bad_offers_file(tmp_path: Path) -> None:
         ],
     )
     assert result.exit_code == 2
+    assert "cloud: must be one of aws, gcp, azure (got 'ibm'); e.g. --cloud aws" in result.output
     bad = tmp_path / "bad.csv"
     bad.write_text("provider,region\n")
     result = runner.invoke(app, ["catalog", "offers", "--offers", str(bad)])

@@ -172,7 +172,12 @@ def import_skypilot(
     """
     cloud = cloud.lower()
     if cloud not in CLOUDS:
-        raise InvalidSpecError("cloud", f"must be one of {', '.join(CLOUDS)}", got=cloud)
+        raise InvalidSpecError(
+            "cloud",
+            f"must be one of {', '.join(CLOUDS)}",
+            got=cloud,
+            fix=f"e.g. --cloud {CLOUDS[0]}",
+        )
     from gpucast.store.files import input_file
 
     path = input_file(path, "file", fix="give the path of a SkyPilot vms.csv")

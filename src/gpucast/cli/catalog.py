@@ -23,6 +23,7 @@ from gpucast.app.catalog import (
 )
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, print_warnings
+from gpucast.domain.units import count_of
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -229,7 +230,8 @@ def import_skypilot_cmd(
         return
     skipped = result.skipped_reasons
     console.print(
-        f"imported {len(result.offers)} offers, skipped {len(skipped)} rows -> {result.out}",
+        f"imported {count_of(len(result.offers), 'offer')}, skipped "
+        f"{count_of(len(skipped), 'row')} -> {result.out}",
         highlight=False,
     )
     for reason in skipped[:10]:
