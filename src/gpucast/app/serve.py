@@ -30,7 +30,7 @@ from gpucast.domain.limits import (
     check_seed,
     check_simulated_requests,
 )
-from gpucast.domain.options import lower_list, lower_text, option, split_list
+from gpucast.domain.options import fields_of, lower_list, lower_text, option, split_list
 from gpucast.domain.serving import SERVING_PRECISIONS, BatchingPolicy, ClosedLoop, LatencyCurve
 from gpucast.domain.serving_plan import (
     PLACEMENTS,
@@ -273,6 +273,39 @@ def slo_of_one_latency(flag: str, value: object, verb: str) -> InvalidSpecError:
         fix=f"e.g. --slo-ttft-ms {seconds * 1e3:g} --slo-tpot-ms 50{at} "
         f"(the first token within {seconds * 1e3:g} ms, then 50 ms per token)",
     )
+
+
+def llm_request_values(own_cls: type, llm_cls: type, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The values of ``llm_cls`` (the verb's request for a language model) from ``given``,
+    keyed by the field names of ``own_cls`` (its request for any other model) and those of
+    ``llm_cls`` that ``own_cls`` has no flag for: an option of ``own_cls`` becomes the LLM
+    field of the same flag; one LLM serving has not is one clear error (``--slo``: a language
+    model's SLOs are two)."""
+    llm_flags = {f.name: f.flag for f in fields_of(llm_cls) if f.info.cli}
+    by_flag = {flag: name for name, flag in llm_flags.items()}
+    own_flags = {f.flag: f.name for f in fields_of(own_cls) if f.info.cli}
+    values: dict[str, Any] = {}
+    for flag, name in own_flags.items():
+        value = given.get(name)
+        if value is None or value == []:
+            continue
+        if flag in by_flag:
+            values[by_flag[flag]] = value
+        elif flag in ("slo", "slo-ms"):
+            raise slo_of_one_latency(flag, value, llm_cls.VERB)  # type: ignore[attr-defined]
+        else:
+            raise InvalidSpecError(
+                flag,
+                "is not an option of LLM serving (the model is a language model of "
+                "catalog/data/llm_models.csv)",
+                fix=f"use --framework {value} (a language model's inference engine)"
+                if flag == "engine"
+                else f"see gpucast {llm_cls.VERB} --help for the LLM options",  # type: ignore[attr-defined]
+            )  # fmt: skip
+    for name, flag in llm_flags.items():
+        if flag not in own_flags and given.get(name) is not None:
+            values[name] = given[name]
+    return values
 
 
 def parse_model_rate(text: str, default_rate: float | None) -> tuple[str, float | None]:

@@ -27,7 +27,7 @@ from gpucast.app.llm_serve import (
     cost_text,
     requests_text,
 )
-from gpucast.app.serve import slo_of_one_latency
+from gpucast.app.serve import llm_request_values
 from gpucast.cli._command import request_parameters
 from gpucast.cli._common import console, emit_json, err_console, working
 from gpucast.domain.errors import InvalidSpecError
@@ -89,27 +89,7 @@ def dispatch(
         given = {k: v for k, v in kwargs.items() if k not in _CLI_ONLY}
         check_one_language_model(own_cls.VERB, {"model": given.get(model_key)}, config_file)  # type: ignore[attr-defined]
         if is_llm_serving({"model": given.get(model_key)}, config_file):
-            values: dict[str, Any] = {}
-            for flag, name in own_flags.items():
-                value = given.get(name)
-                if value is None or value == []:
-                    continue
-                if flag in ("slo", "slo-ms") and flag not in llm_flags.values():
-                    raise slo_of_one_latency(flag, value, llm_cls.VERB)  # type: ignore[attr-defined]
-                if flag not in llm_flags.values():
-                    raise InvalidSpecError(
-                        flag,
-                        "is not an option of LLM serving (the model is a language model of "
-                        "catalog/data/llm_models.csv)",
-                        fix=f"use --framework {value} (a language model's inference engine)"
-                        if flag == "engine"
-                        else f"see gpucast {llm_cls.VERB} --help for the LLM options",  # type: ignore[attr-defined]
-                    )
-                field = next(n for n, f in llm_flags.items() if f == flag)
-                values[field] = value
-            for name in llm_only:
-                if given.get(name) is not None:
-                    values[name] = given[name]
+            values = llm_request_values(own_cls, llm_cls, given)
             request = request_from(llm_cls, values, config_file)
             run_llm(request, {k: v for k, v in kwargs.items() if k in _CLI_ONLY})
             return None
