@@ -55,9 +55,11 @@ def store_measurement(
     workload: str = WORKLOAD,
     power_limit_w: float | None = None,
     power_w: float | None = None,
+    options: tuple[tuple[str, object], ...] = (),
 ) -> None:
-    """A training measurement in ``db``; with ``power_limit_w`` (and ``power_w``, the board's
-    average draw) the energy record a ``measure train --power-limits`` run leaves."""
+    """A training measurement in ``db`` (of ``workload`` built with ``options``); with
+    ``power_limit_w`` (and ``power_w``, the board's average draw) the energy record a
+    ``measure train --power-limits`` run leaves."""
     from gpucast.domain.measurement import EnergySummary, EnvironmentFingerprint, Measurement
     from gpucast.domain.workload import WorkloadSpec
     from gpucast.store.db import open_store
@@ -82,7 +84,7 @@ def store_measurement(
             power_limit_w=power_limit_w,
         )
     measurement = Measurement(
-        spec=WorkloadSpec(name=workload, batch_size=batch),
+        spec=WorkloadSpec(name=workload, batch_size=batch, options=options),
         mode="train",
         device="cpu" if gpu_name is None else "cuda",
         step_times_s=(step_s, step_s * 1.01, step_s * 0.99),
@@ -160,6 +162,22 @@ def test_a_stored_run_calibrates_only_the_configuration_it_ran(tmp_path: Path) -
     said = [a for a in plan.assumptions if a.name == "step-time calibration"]
     assert said and said[0].value.startswith("none")
     assert "the store's runs of mlp ran at its built-in options" in said[0].source
+
+
+def test_a_configured_run_calibrates_its_own_configuration(tmp_path: Path) -> None:
+    """``measure train mlp -o hidden=4096`` stores the run as ``mlp -o hidden=4096``: it
+    calibrates that configuration (options in any order or spelling), not the built-in one,
+    nor another configuration (QA 36 M: the measure verbs took no ``-o``)."""
+    db = tmp_path / "store.db"
+    store_measurement(db, batch=32, step_s=0.05, gpu_name="H100", options=(("hidden", 4096),))
+    ask = dict(workload=WORKLOAD, precision="fp32", batch_size=32, gpu="H100", db=db)
+    wide = predict_train(**ask, workload_options=["hidden=4096"])
+    assert wide.calibrated and "store run #1" in wide.calibration_source
+    assert wide.step_time_s == pytest.approx(0.05, rel=0.05)  # the measured step, same batch
+    assert not predict_train(**ask).calibrated  # the built-in mlp: no run of its own
+    other = predict_train(**ask, workload_options=(("hidden", 1024),))
+    assert not other.calibrated
+    assert "no stored training measurement of mlp -o hidden=1024" in other.calibration_source
 
 
 def test_predict_train_request_object_and_override(tmp_path: Path) -> None:

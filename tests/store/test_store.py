@@ -64,7 +64,7 @@ def test_measurement_round_trip_and_listing(tmp_path: Path) -> None:
         assert first.summary.median_s == m.median_s
         assert first.summary.samples_per_s == m.samples_per_s
         assert first.summary.host == "test-host" and first.summary.device == "cpu"
-        assert first.spec == {"name": "mlp", "batch_size": 8, "precision": "fp32"}
+        assert first.spec == {"name": "mlp", "batch_size": 8, "precision": "fp32", "options": []}
         assert [r.workload for r in store.list_runs(workload="resnet50")] == ["resnet50"] * 2
         # QA session 36: `measure train MLP` measures mlp, but `runs list --workload MLP` and
         # `report --runs --workload MLP` matched nothing

@@ -18,7 +18,12 @@ from gpucast.app._request import resolve
 from gpucast.app.measure import check_min_samples
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import as_flags, lower_list, option
-from gpucast.domain.workload import PRECISIONS
+from gpucast.domain.workload import (
+    PRECISIONS,
+    WorkloadOptions,
+    configured_name,
+    workload_options_field,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,6 +38,7 @@ class InferCurveRequest:
     VERB: ClassVar[str] = "measure infer-curve"
 
     workload: str = option(help="Workload, e.g. resnet50 or mlp.", argument=True, example="mlp")
+    workload_options: WorkloadOptions = workload_options_field()
     batch_sizes: tuple[int, ...] = option((1, 2, 4, 8), help="e.g. 1,2,4,8.", example="1,2,4,8")
     precisions: tuple[str, ...] = option(
         ("fp32",),
@@ -73,6 +79,13 @@ class InferCurveRequest:
                     "precision", f"must be one of {', '.join(PRECISIONS)}", got=p,
                     fix="e.g. --precision fp32",
                 )  # fmt: skip
+        if self.workload_options and self.colocate:
+            raise InvalidSpecError(
+                "option",
+                "applies to the curve, not to --colocate (its models run at their built-in "
+                "options)",
+                fix="measure the configured curve and the co-location in two runs",
+            )
         if self.colocate_batch is not None and self.colocate_batch < 1:
             raise InvalidSpecError(
                 "colocate-batch",
@@ -194,7 +207,8 @@ def measure_infer_curve(
     from gpucast.workloads import get_workload
 
     request = resolve(InferCurveRequest, request, options)
-    for name in (request.workload, *request.colocate):  # an unknown name fails now, not later
+    get_workload(request.workload, **dict(request.workload_options))  # fails now, not later
+    for name in request.colocate:
         get_workload(name)
     store = None
     if request.save:
@@ -211,6 +225,7 @@ def measure_infer_curve(
                 max_time_s=request.max_time_s,
                 min_samples=request.min_samples,
                 store=store,
+                options=request.workload_options,
             )
             fixed_s, per_sample_s = curve.fit().coefficients
             curves.append(InferCurve(measurement=curve, fixed_s=fixed_s, per_sample_s=per_sample_s))
@@ -228,4 +243,8 @@ def measure_infer_curve(
     finally:
         if store is not None:
             store.close()
-    return InferCurveResult(workload=request.workload, curves=tuple(curves), colocation=colocation)
+    return InferCurveResult(
+        workload=configured_name(request.workload, request.workload_options),
+        curves=tuple(curves),
+        colocation=colocation,
+    )

@@ -28,9 +28,11 @@ from gpucast.domain.workload import (
     PRECISIONS,
     TRAIN_PRECISION_DEFAULT,
     Precision,
+    WorkloadOptions,
     WorkloadSpec,
     practitioner_precision,
     precision_shown,
+    workload_options_field,
 )
 
 if TYPE_CHECKING:  # these pull in numpy/torch; annotations only here
@@ -70,6 +72,7 @@ class _StepRequest:
     workload: str = option(
         help="A built-in workload name or module:factory.", argument=True, example="mlp"
     )
+    workload_options: WorkloadOptions = workload_options_field()
     device: str = option(
         "auto", help="cpu, cuda, cuda:N, or auto (a GPU if any).", example="cuda:0"
     )
@@ -148,7 +151,10 @@ class _StepRequest:
     def spec_at(self, precision: str) -> WorkloadSpec:
         """The workload measured at ``precision`` (what :meth:`precision_on` chose)."""
         return WorkloadSpec(
-            name=self.workload, batch_size=self.batch_size, precision=cast(Precision, precision)
+            name=self.workload,
+            batch_size=self.batch_size,
+            precision=cast(Precision, precision),
+            options=self.workload_options,
         )
 
     def precision_on(self, devices: tuple[torch.device, ...]) -> str:
@@ -371,7 +377,10 @@ class MeasureTrainRequest(_StepRequest):
     def spec_at(self, precision: str) -> WorkloadSpec:
         batch = self.batch_sizes[0] if self.distributed and self.batch_sizes else self.batch_size
         return WorkloadSpec(
-            name=self.workload, batch_size=batch, precision=cast(Precision, precision)
+            name=self.workload,
+            batch_size=batch,
+            precision=cast(Precision, precision),
+            options=self.workload_options,
         )
 
     def distributed_config(self) -> DistributedConfig | None:
@@ -547,7 +556,7 @@ def _single(
     # checked before a model is built or the store touched
     devices = (resolve_device(request.device),)
     precision = request.precision_on(devices)
-    chosen = get_workload(request.workload)
+    chosen = get_workload(request.workload, **dict(request.workload_options))
     db_path = _db_path(db)
     import torch
 

@@ -222,7 +222,9 @@ class ReportRequest:
         example="plan.json",
     )
     runs: bool = option(False, help="Report the measurements in the store.")
-    workload: str | None = option(None, help="Only runs of this workload.")
+    workload: str | None = option(
+        None, help="Only runs of this workload (its -o configurations too)."
+    )
     limit: int = option(200, help="At most this many runs (newest first).", example="200")
 
     def __post_init__(self) -> None:
@@ -295,7 +297,10 @@ def write_report(
         )
     with open_store(store) as opened:
         workload = None if request.workload is None else opened.stored_workload(request.workload)
-        rows = [r.to_dict() for r in opened.list_runs(workload=workload, limit=request.limit)]
+        rows = [
+            r.to_dict()
+            for r in opened.list_runs(workload=workload, limit=request.limit, configurations=True)
+        ]
         # program runs (measure cmd) bring their time series
         programs = {
             int(r["id"]): opened.get_run(int(r["id"])).result

@@ -69,7 +69,12 @@ class RunsListRequest:
         help=f"Only runs of this kind: {', '.join(RUN_KINDS)}.",
         example="measurement",
     )
-    workload: str | None = option(None, help="Only this workload.", example="resnet50")
+    workload: str | None = option(
+        None,
+        help="Only this workload, its -o configurations too ('mlp -o hidden=64' in quotes: "
+        "that configuration only).",
+        example="resnet50",
+    )
     limit: int = option(50, help="At most this many runs, newest first.", example="50")
 
     def __post_init__(self) -> None:
@@ -117,8 +122,10 @@ def runs_list(
         return RunsListResult(runs=(), total=0, store=str(path), store_exists=False)
     with Store(path) as store:
         workload = None if request.workload is None else store.stored_workload(request.workload)
-        runs = store.list_runs(kind=request.kind, workload=workload, limit=request.limit)
-        total = store.count_runs(kind=request.kind, workload=workload)
+        runs = store.list_runs(
+            kind=request.kind, workload=workload, limit=request.limit, configurations=True
+        )
+        total = store.count_runs(kind=request.kind, workload=workload, configurations=True)
     return RunsListResult(runs=tuple(runs), total=total, store=str(path))
 
 
@@ -170,7 +177,12 @@ class RunsExportRequest:
         example="parquet",
     )
     kind: str | None = option(None, help="Only runs of this kind.", example="measurement")
-    workload: str | None = option(None, help="Only this workload.", example="resnet50")
+    workload: str | None = option(
+        None,
+        help="Only this workload, its -o configurations too ('mlp -o hidden=64' in quotes: "
+        "that configuration only).",
+        example="resnet50",
+    )
 
     def __post_init__(self) -> None:
         from gpucast.store.db import EXPORT_FORMATS
@@ -221,7 +233,9 @@ def runs_export(
     refuse_overwriting_inputs(request.out, [_db_path(db)], field="out")  # the store it reads
     with Store(_db_path(db)).open(create=False) as store:
         workload = None if request.workload is None else store.stored_workload(request.workload)
-        count = store.export(request.out, chosen, kind=request.kind, workload=workload)
+        count = store.export(
+            request.out, chosen, kind=request.kind, workload=workload, configurations=True
+        )
         held = store.count_runs() if count == 0 else count
     warnings: tuple[str, ...] = ()
     if count == 0:  # as report --runs says it: the file holds the header alone

@@ -200,8 +200,8 @@ def _from_runs(ids: tuple[int, ...], db: Path) -> tuple[list[float], str, str | 
     for run_id, m in zip(ids, measured, strict=True):
         if not isinstance(m, Measurement):
             raise InvalidSpecError("runs", f"run {run_id} is not a single-GPU measurement")
-        same = (m.spec.name, m.spec.batch_size, m.spec.precision, m.mode) == (
-            first.spec.name,
+        same = (m.spec.label, m.spec.batch_size, m.spec.precision, m.mode) == (
+            first.spec.label,
             first.spec.batch_size,
             first.spec.precision,
             first.mode,
@@ -209,14 +209,14 @@ def _from_runs(ids: tuple[int, ...], db: Path) -> tuple[list[float], str, str | 
         if not same:
             raise InvalidSpecError(
                 "runs",
-                f"run {run_id} measured {m.mode} {m.spec.name} at batch {m.spec.batch_size} "
-                f"{m.spec.precision}, run {ids[0]} {first.mode} {first.spec.name} at batch "
+                f"run {run_id} measured {m.mode} {m.spec.label} at batch {m.spec.batch_size} "
+                f"{m.spec.precision}, run {ids[0]} {first.mode} {first.spec.label} at batch "
                 f"{first.spec.batch_size} {first.spec.precision}",
                 fix="pick runs of one workload, batch, precision and mode",
             )
     devices = sorted({f"{m.environment.host}/{m.device}" for m in measured})
     what = (
-        f"stored runs {','.join(str(i) for i in ids)} ({first.mode} {first.spec.name}, batch "
+        f"stored runs {','.join(str(i) for i in ids)} ({first.mode} {first.spec.label}, batch "
         f"{first.spec.batch_size}, {first.spec.precision}; {len(devices)} distinct devices)"
     )
     shared = None

@@ -15,6 +15,7 @@ from rich.markup import escape
 from gpucast.app.curves import InferCurveRequest
 from gpucast.cli._command import request_command
 from gpucast.cli._common import JSON_OPTION_HELP, console, emit_json, state, working
+from gpucast.domain.workload import configured_name
 
 if TYPE_CHECKING:
     from gpucast.app.curves import InferCurveResult
@@ -31,7 +32,8 @@ def command(
     from gpucast.app import measure_infer_curve
 
     points = len(request.batch_sizes) * len(request.precisions)
-    with working(f"measuring {points} inference points of {request.workload}"):
+    name = configured_name(request.workload, request.workload_options)
+    with working(f"measuring {points} inference points of {name}"):
         result = measure_infer_curve(request, db=state(ctx).db_path)
     if json_out:
         emit_json(result.to_dict())

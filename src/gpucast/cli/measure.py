@@ -49,7 +49,7 @@ def measurement_table(m: Measurement, *, title: str | None = None) -> Table:
     """A Rich table of a measurement's statistics, environment and telemetry."""
     spec = m.spec
     default_title = (
-        f"{m.mode} {escape(spec.name)} · batch {spec.batch_size} · {spec.precision} · {m.device}"
+        f"{m.mode} {escape(spec.label)} · batch {spec.batch_size} · {spec.precision} · {m.device}"
     )
     table = Table(
         title=title or default_title,
@@ -130,7 +130,7 @@ def distributed_table(d: DistributedMeasurement) -> Table:
     """A Rich table of a DistributedMeasurement: summary, then one row per rank."""
     c = d.config
     title = (
-        f"train {escape(d.spec.name)} · {c.label} · {count_of(c.n_workers, 'worker')}"
+        f"train {escape(d.spec.label)} · {c.label} · {count_of(c.n_workers, 'worker')}"
         + (f" + {c.n_ps} PS" if c.n_ps else "")
         + f" · {d.spec.precision}"
     )
@@ -218,7 +218,7 @@ def render(result: MeasureResult, *, as_json: bool) -> None:
         console.print(
             measurement_table(
                 point.measurement,
-                title=f"train {escape(point.measurement.spec.name)} at a "
+                title=f"train {escape(point.measurement.spec.label)} at a "
                 f"{point.power_limit_w:g} W power limit",
             )
         )

@@ -115,7 +115,7 @@ def show(
         return
     if run.kind == "measurement":
         m = run.measurement()
-        console.print(measurement_table(m, title=f"run {run.id}: {m.mode} {escape(m.spec.name)}"))
+        console.print(measurement_table(m, title=f"run {run.id}: {m.mode} {escape(m.spec.label)}"))
         print_warnings(m)
         return
     s = run.summary

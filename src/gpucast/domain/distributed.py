@@ -34,7 +34,7 @@ from typing import Any, Literal, get_args
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.measurement import EnvironmentFingerprint
-from gpucast.domain.workload import WorkloadSpec
+from gpucast.domain.workload import WorkloadSpec, options_from_json, options_to_json
 
 Strategy = Literal["ddp", "fsdp", "ps"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
@@ -433,6 +433,7 @@ class DistributedMeasurement:
             "schema_version": DISTRIBUTED_SCHEMA_VERSION,
             "kind": "distributed",
             "workload": self.spec.name,
+            "workload_options": options_to_json(self.spec.options),
             "batch_size": self.spec.batch_size,
             "precision": self.spec.precision,
             "mode": "train",
@@ -474,6 +475,7 @@ class DistributedMeasurement:
             name=str(data["workload"]),
             batch_size=int(data["batch_size"]),
             precision=data.get("precision", "fp32"),
+            options=options_from_json(data.get("workload_options")),
         )
         return cls(
             spec=spec,

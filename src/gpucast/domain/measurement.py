@@ -19,7 +19,14 @@ import numpy as np
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.prediction import Estimate
-from gpucast.domain.workload import PRECISIONS, Mode, Precision, WorkloadSpec
+from gpucast.domain.workload import (
+    PRECISIONS,
+    Mode,
+    Precision,
+    WorkloadSpec,
+    options_from_json,
+    options_to_json,
+)
 
 StopReason = Literal["ci_reached", "time_budget", "sample_cap"]
 STOP_REASONS: tuple[str, ...] = get_args(StopReason)
@@ -497,6 +504,7 @@ class Measurement:
         return {
             "schema_version": MEASUREMENT_SCHEMA_VERSION,
             "workload": self.spec.name,
+            "workload_options": options_to_json(self.spec.options),
             "batch_size": self.spec.batch_size,
             "precision": self.spec.precision,
             "mode": self.mode,
@@ -561,6 +569,7 @@ class Measurement:
                     name=str(data["workload"]),
                     batch_size=int(data["batch_size"]),
                     precision=cast(Precision, precision),
+                    options=options_from_json(data.get("workload_options")),
                 ),
                 mode=data["mode"],
                 device=str(data["device"]),

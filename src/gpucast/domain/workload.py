@@ -304,12 +304,14 @@ def check_software(value: str, precision: str | None = None) -> None:
 class WorkloadSpec:
     """A workload to profile or measure.
 
-    ``name`` is a built-in name (``resnet50``, ``cifar-resnet32``...) or ``module:factory``.
+    ``name`` is a built-in name (``resnet50``, ``cifar-resnet32``...) or ``module:factory``;
+    ``options`` its factory's ``-o KEY=VALUE`` options (``()``: the built-in configuration).
     """
 
     name: str
     batch_size: int
     precision: Precision = "fp32"
+    options: WorkloadOptions = ()
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -322,6 +324,23 @@ class WorkloadSpec:
             raise InvalidSpecError(
                 "precision", f"must be one of {', '.join(PRECISIONS)}", got=self.precision
             )
+        # any spelling (a mapping, KEY=VALUE texts, JSON's lists) as the hashable pairs
+        object.__setattr__(self, "options", options_from_json(self.options))
+
+    @property
+    def label(self) -> str:
+        """The name a run of this configuration is stored and looked up under
+        (:func:`configured_name`): ``mlp``, or ``mlp -o hidden=4096``."""
+        return configured_name(self.name, self.options)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as plain JSON (``options`` as ``[key, value]`` pairs)."""
+        return {
+            "name": self.name,
+            "batch_size": self.batch_size,
+            "precision": self.precision,
+            "options": options_to_json(self.options),
+        }
 
 
 # -- workload options (``-o KEY=VALUE``), shared by every verb that builds a workload ---------
@@ -387,12 +406,30 @@ def parse_workload_options(value: Any) -> WorkloadOptions:
     return (*pairs, *((key, _option_value(text)) for key, text in raw))
 
 
+def options_to_json(options: WorkloadOptions) -> list[list[Any]]:
+    """Workload options as JSON: ``[key, value]`` pairs, a tuple value as a list."""
+    return [[key, list(value) if isinstance(value, tuple) else value] for key, value in options]
+
+
+def options_from_json(data: Any) -> WorkloadOptions:
+    """Workload options from :func:`options_to_json`'s output (or any spelling
+    :func:`parse_workload_options` reads): hashable ``(key, value)`` pairs."""
+    if data is None or (isinstance(data, list | tuple) and not data):
+        return ()
+    if isinstance(data, list | tuple) and all(
+        isinstance(item, list | tuple) and len(item) == 2 for item in data
+    ):
+        data = [(k, tuple(v) if isinstance(v, list) else v) for k, v in data]
+    return parse_workload_options(data)
+
+
 def configured_name(name: str, options: WorkloadOptions) -> str:
     """``name`` with its ``-o`` options as typed (``bert-base -o seq_len=512``): the
-    configuration a stored measurement must have run to calibrate it. The measure verbs take
-    no ``-o`` and store the built-in configuration under the plain name, so a configured
-    workload matches none of them (its roofline is not scaled by another configuration's
-    step: a 4x longer sequence was calibrated down by 4x)."""
+    configuration a stored measurement must have run to calibrate it. A run measured with
+    ``-o`` is stored under this name (:attr:`WorkloadSpec.label`), one without under the plain
+    name, so a configured workload is calibrated by runs of its own configuration only (its
+    roofline is not scaled by another configuration's step: a 4x longer sequence was
+    calibrated down by 4x)."""
     if not options:
         return name
 

@@ -221,8 +221,9 @@ def uncalibrated_source(db_path: Path | None, workload: str, precision: str, cat
     plain = workload.split(" -o ")[0]
     if plain != workload and training_runs(db_path, plain, None):
         said += (
-            f"; the store's runs of {plain} ran at its built-in options (the measure verbs "
-            f"take no -o), which calibrate no other configuration"
+            f"; the store's runs of {plain} ran at its built-in options, which calibrate no "
+            f"other configuration (measure this one: `gpucast measure train "
+            f"{workload} --device cuda` on this GPU type)"
         )
     stored = training_runs(db_path, workload, None)
     elsewhere = [

@@ -330,7 +330,7 @@ def _measure(
     from gpucast.workloads import get_workload
     from gpucast.workloads.steps import make_step
 
-    chosen = workload if workload is not None else get_workload(spec.name)
+    chosen = workload if workload is not None else get_workload(spec.name, **dict(spec.options))
     with _translate_failures(spec, checked_mode, device_label(torch_device)):
         runner = make_step(chosen, spec, checked_mode, torch_device)
     noise, noise_notes = None, ()

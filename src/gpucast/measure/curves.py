@@ -32,7 +32,13 @@ import numpy as np
 from gpucast.domain.errors import InvalidSpecError, MeasurementError
 from gpucast.domain.measurement import Measurement
 from gpucast.domain.serving import LatencyCurve
-from gpucast.domain.workload import PRECISIONS, Precision, WorkloadSpec
+from gpucast.domain.workload import (
+    PRECISIONS,
+    Precision,
+    WorkloadOptions,
+    WorkloadSpec,
+    configured_name,
+)
 from gpucast.predict.serving import BatchLatencyModel, colocation_slowdown
 
 if TYPE_CHECKING:
@@ -122,8 +128,10 @@ def measure_curve(
     telemetry: bool = True,
     store: Store | None = None,
     measure_fn: Callable[..., Measurement] | None = None,
+    options: WorkloadOptions = (),
 ) -> CurveMeasurement:
-    """Time ``workload``'s inference step at each of ``batch_sizes`` (``max_time_s`` each)."""
+    """Time ``workload``'s inference step at each of ``batch_sizes`` (``max_time_s`` each),
+    built with ``options`` (its ``-o``; the curve is named :func:`configured_name`)."""
     sizes = _check_batches(batch_sizes)
     if precision not in PRECISIONS:
         raise InvalidSpecError(
@@ -136,7 +144,12 @@ def measure_curve(
     points: list[Measurement] = []
     ids: list[int] = []
     for b in sizes:
-        spec = WorkloadSpec(name=workload, batch_size=b, precision=precision)  # type: ignore[arg-type]
+        spec = WorkloadSpec(
+            name=workload,
+            batch_size=b,
+            precision=precision,  # type: ignore[arg-type]
+            options=options,
+        )
         m = run_one(
             spec,
             mode="infer",
@@ -150,7 +163,7 @@ def measure_curve(
         if store is not None:
             ids.append(store.save_measurement(m))
     return CurveMeasurement(
-        workload=workload,
+        workload=configured_name(workload, options),
         device=points[0].device,
         precision=precision,
         points=tuple(points),

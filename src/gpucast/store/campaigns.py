@@ -46,20 +46,13 @@ def _distributed_row(d: DistributedMeasurement) -> dict[str, Any]:
     steps = np.asarray(d.step_times_s)
     return {
         "kind": DISTRIBUTED_KIND,
-        "workload": d.spec.name,
+        "workload": d.spec.label,
         "batch_size": d.spec.batch_size,
         "precision": d.spec.precision,
         "mode": "train",
         "device": f"{d.config.label}:{d.config.n_workers}x{d.workers[0].device}",
         "created_at": d.created_at.astimezone(UTC).isoformat(),
-        "spec_json": _dumps(
-            {
-                "name": d.spec.name,
-                "batch_size": d.spec.batch_size,
-                "precision": d.spec.precision,
-                "distributed": d.config.to_dict(),
-            }
-        ),
+        "spec_json": _dumps({**d.spec.to_dict(), "distributed": d.config.to_dict()}),
         "result_json": _dumps(d.to_dict()),
         "median_s": d.median_step_s,
         "mean_s": d.mean_step_s,

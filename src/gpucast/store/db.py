@@ -74,21 +74,17 @@ def _dumps(value: Any) -> str:
         ) from None
 
 
-def _spec_dict(spec: WorkloadSpec) -> dict[str, Any]:
-    return {"name": spec.name, "batch_size": spec.batch_size, "precision": spec.precision}
-
-
 def measurement_row(m: Measurement) -> dict[str, Any]:
     """The ``runs`` row of a measurement (``kind`` "measurement")."""
     return {
         "kind": "measurement",
-        "workload": m.spec.name,
+        "workload": m.spec.label,  # ``mlp -o hidden=4096`` for a configured run
         "batch_size": m.spec.batch_size,
         "precision": m.spec.precision,
         "mode": m.mode,
         "device": m.device,
         "created_at": m.created_at.astimezone(UTC).isoformat(),
-        "spec_json": _dumps(_spec_dict(m.spec)),
+        "spec_json": _dumps(m.spec.to_dict()),
         "result_json": _dumps(m.to_dict()),
         "median_s": m.median_s,
         "mean_s": m.mean_s,
@@ -385,13 +381,13 @@ class Store:
         return self.insert_run(
             {
                 "kind": "profile",
-                "workload": spec.name,
+                "workload": spec.label,
                 "batch_size": spec.batch_size,
                 "precision": spec.precision,
                 "mode": None,
                 "device": None,
                 "created_at": when.astimezone(UTC).isoformat(),
-                "spec_json": _dumps(_spec_dict(spec)),
+                "spec_json": _dumps(spec.to_dict()),
                 "result_json": _dumps(dict(profile)),
                 "host": socket.gethostname(),
                 "gpucast_version": __version__,
@@ -400,13 +396,22 @@ class Store:
 
     # -- reads -----------------------------------------------------------------------------
     @staticmethod
-    def _filters(kind: str | None, workload: str | None) -> tuple[str, list[Any]]:
+    def _filters(
+        kind: str | None, workload: str | None, configurations: bool = False
+    ) -> tuple[str, list[Any]]:
+        """``configurations``: ``workload`` also matches its ``-o`` configurations' runs
+        (``mlp`` lists ``mlp -o hidden=64``); without it only the runs of exactly that
+        configuration (what calibrates a prediction of it)."""
         clauses: list[str] = []
         params: list[Any] = []
         if kind is not None:
             clauses.append("kind = ?")
             params.append(kind)
-        if workload is not None:
+        if workload is not None and configurations:
+            escaped = workload.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            clauses.append("(workload = ? OR workload LIKE ? ESCAPE '\\')")
+            params += [workload, escaped + " -o %"]
+        elif workload is not None:
             clauses.append("workload = ?")
             params.append(workload)
         return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
@@ -439,12 +444,18 @@ class Store:
         )
 
     def list_runs(
-        self, *, kind: str | None = None, workload: str | None = None, limit: int | None = 100
+        self,
+        *,
+        kind: str | None = None,
+        workload: str | None = None,
+        limit: int | None = 100,
+        configurations: bool = False,
     ) -> list[RunSummary]:
-        """Runs, newest first, optionally of one kind and/or workload; ``limit=None``: all."""
+        """Runs, newest first, optionally of one kind and/or workload (with
+        ``configurations``, its ``-o`` configurations' too); ``limit=None``: all."""
         if limit is not None and (isinstance(limit, bool) or limit < 1):
             raise InvalidSpecError("limit", "must be >= 1", got=limit)
-        where, params = self._filters(kind, workload)
+        where, params = self._filters(kind, workload, configurations)
         sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs{where} ORDER BY id DESC"
         if limit is not None:
             sql += " LIMIT ?"
@@ -464,8 +475,14 @@ class Store:
         ]
         return found[0] if len(found) == 1 and name not in found else name
 
-    def count_runs(self, *, kind: str | None = None, workload: str | None = None) -> int:
-        where, params = self._filters(kind, workload)
+    def count_runs(
+        self,
+        *,
+        kind: str | None = None,
+        workload: str | None = None,
+        configurations: bool = False,
+    ) -> int:
+        where, params = self._filters(kind, workload, configurations)
         return int(
             self.connection.execute(f"SELECT COUNT(*) FROM runs{where}", params).fetchone()[0]
         )
@@ -579,6 +596,7 @@ class Store:
         *,
         kind: str | None = None,
         workload: str | None = None,
+        configurations: bool = False,
     ) -> int:
         """Write the runs table (every column, JSON kept as text) to CSV or Parquet.
 
@@ -593,7 +611,7 @@ class Store:
             )
         from gpucast.store.files import replacing
 
-        where, params = self._filters(kind, workload)
+        where, params = self._filters(kind, workload, configurations)
         with replacing(path, field="out") as tmp:
             frame = pd.read_sql_query(
                 f"SELECT * FROM runs{where} ORDER BY id", self.connection, params=params

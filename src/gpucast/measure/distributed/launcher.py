@@ -52,7 +52,7 @@ def validate(spec: WorkloadSpec, config: DistributedConfig) -> None:
     from gpucast.measure.devices import resolve_device
     from gpucast.workloads import get_workload
 
-    get_workload(spec.name)
+    get_workload(spec.name, **dict(spec.options))
     for device in config.devices:
         if device not in ("auto", "cuda"):
             resolve_device(device)
@@ -87,11 +87,7 @@ def launch(
         job.write_text(
             json.dumps(
                 {
-                    "spec": {
-                        "name": spec.name,
-                        "batch_size": spec.batch_size,
-                        "precision": spec.precision,
-                    },
+                    "spec": spec.to_dict(),
                     "config": config.to_dict(),
                     "optimizer": optimizer,
                 }
@@ -200,6 +196,7 @@ def assemble(data: dict[str, Any]) -> DistributedMeasurement:
         name=data["spec"]["name"],
         batch_size=int(data["spec"]["batch_size"]),
         precision=data["spec"]["precision"],
+        options=data["spec"].get("options", ()),
     )
     return DistributedMeasurement(
         spec=spec,

@@ -106,7 +106,12 @@ def run_rank(job: dict[str, Any]) -> tuple[RankContext, RankResult, dict[str, An
 
     role = config.role_of(rank)
     batch = config.batch_size_of(rank) if role == "worker" else int(base["batch_size"])
-    spec = WorkloadSpec(name=base["name"], batch_size=batch, precision=base["precision"])
+    spec = WorkloadSpec(
+        name=base["name"],
+        batch_size=batch,
+        precision=base["precision"],
+        options=base.get("options", ()),
+    )
     ctx = RankContext(
         rank=rank,
         world_size=world,
@@ -119,7 +124,7 @@ def run_rank(job: dict[str, Any]) -> tuple[RankContext, RankResult, dict[str, An
         host=socket.gethostname(),
         control=control,
     )
-    workload = get_workload(spec.name)
+    workload = get_workload(spec.name, **dict(spec.options))
     extra: dict[str, Any] = {}
     if role == "ps":
         result = run_ps_shard(ctx, workload)

@@ -1,0 +1,116 @@
+"""The measure verbs build a configured workload (``-o KEY=VALUE``) and store the run under
+the configuration's name, which calibrates predictions of that configuration only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import gpucast
+from gpucast.cli.app import app
+from gpucast.domain.errors import GpucastError
+from gpucast.domain.measurement import Measurement
+from gpucast.store import open_store
+
+QUICK = {"device": "cpu", "batch_size": 4, "max_time_s": 0.5, "min_samples": 3}
+
+
+def _parameters(hidden: tuple[int, ...]) -> int:
+    import torch
+
+    from gpucast.workloads import get_workload
+
+    model = get_workload("mlp", hidden=hidden).build_model(torch.device("cpu"))
+    return sum(p.numel() for p in model.parameters())
+
+
+def test_measure_train_runs_and_stores_the_configuration(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    result = gpucast.measure_train("mlp", db=db, workload_options=["hidden=16,8"], **QUICK)
+    m = result.measurement
+    assert isinstance(m, Measurement) and m.spec.options == (("hidden", (16, 8)),)
+    assert m.spec.label == "mlp -o hidden=16,8"
+    with open_store(db) as store:
+        (run,) = store.list_runs()
+        assert run.workload == "mlp -o hidden=16,8"
+        back = store.get_run(run.id).measurement()
+        assert back.spec == m.spec  # the options survive the store, as hashable pairs
+        # listing by the plain name shows its configurations; exactly, only its own runs
+        assert len(store.list_runs(workload="mlp", configurations=True)) == 1
+        assert store.list_runs(workload="mlp") == []
+        assert store.list_runs(workload="m_p", configurations=True) == []  # LIKE escaped
+    assert result.to_dict()["workload_options"] == [["hidden", [16, 8]]]
+
+
+def test_measure_infer_refuses_an_option_the_workload_lacks_before_storing(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.db"
+    with pytest.raises(GpucastError, match="bogus"):
+        gpucast.measure_infer("mlp", db=db, workload_options=["bogus=1"], **QUICK)
+    assert not db.exists()
+
+
+def test_the_cli_takes_o_and_names_the_configuration(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    args = ["--db", str(db), "measure", "infer", "mlp", "-o", "hidden=8", "--device", "cpu"]
+    out = CliRunner().invoke(app, [*args, "--max-time-s", "0.5", "--min-samples", "3"])
+    assert out.exit_code == 0, out.output
+    assert "infer mlp -o hidden=8" in out.output
+    listed = CliRunner().invoke(app, ["--db", str(db), "runs", "list", "--workload", "mlp"])
+    assert "mlp -o hidden=8" in listed.output
+    bad = CliRunner().invoke(app, [*args[:5], "-o", "hidden", "--device", "cpu"])
+    assert bad.exit_code == 2 and "KEY=VALUE" in bad.output
+    assert len(json.loads(CliRunner().invoke(app, ["--db", str(db), "runs", "list",
+                                                    "--json"]).output)["runs"]) == 1  # fmt: skip
+
+
+def test_a_distributed_run_builds_the_configured_model(tmp_path: Path) -> None:
+    """Every rank builds ``mlp -o hidden=8`` (its parameter count), and the run is stored
+    under that name (gloo, two real processes)."""
+    db = tmp_path / "s.db"
+    result = gpucast.measure_train(
+        "mlp", db=db, workload_options=(("hidden", 8),), distributed="ddp", nproc=2,
+        device="cpu", batch_size=4, steps=3, warmup_steps=1,
+    )  # fmt: skip
+    m = result.measurement
+    assert m is not None and m.n_parameters == _parameters((8,)) != _parameters((512, 512))
+    with open_store(db) as store:
+        (run,) = store.list_runs()
+        assert run.workload == "mlp -o hidden=8"
+        assert store.get_run(run.id).to_dict()["spec"]["options"] == [["hidden", 8]]
+
+
+def test_a_measurement_stored_before_options_reads_back_as_the_built_in_one() -> None:
+    from gpucast.domain.workload import WorkloadSpec
+
+    data = {
+        "workload": "mlp", "batch_size": 4, "precision": "fp32", "mode": "train",
+        "device": "cpu", "created_at": "2026-01-01T00:00:00+00:00", "stop_reason": "ci_reached",
+        "target_ci": 0.02, "samples_per_step": 4, "step_times_s": [0.1, 0.1, 0.1],
+        "environment": {"host": "h", "os": "linux", "python_version": "3.11",
+                        "cpu_model": "c", "cpu_cores": 2, "torch_threads": 1,
+                        "torch_version": "2"},
+    }  # fmt: skip
+    from gpucast.domain.measurement import MEASUREMENT_SCHEMA_VERSION
+
+    m = Measurement.from_dict({**data, "schema_version": MEASUREMENT_SCHEMA_VERSION})
+    assert m.spec == WorkloadSpec(name="mlp", batch_size=4) and m.spec.label == "mlp"
+
+
+def test_infer_curve_measures_the_configuration_and_refuses_it_with_colocate(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.db"
+    quick = {"device": "cpu", "batch_sizes": (1, 2), "max_time_s": 0.5, "min_samples": 3}
+    result = gpucast.measure_infer_curve("mlp", db=db, workload_options=["hidden=8"], **quick)
+    assert result.workload == "mlp -o hidden=8"
+    with open_store(db) as store:
+        assert {r.workload for r in store.list_runs()} == {"mlp -o hidden=8"}
+    with pytest.raises(GpucastError, match="--colocate"):
+        gpucast.measure_infer_curve(
+            "mlp", db=db, workload_options=["hidden=8"], colocate=("mlp",), **quick
+        )
