@@ -149,6 +149,16 @@ def test_export_format_from_suffix_and_bad_format(db: Path, tmp_path: Path) -> N
         app, ["--db", str(db), "runs", "export", "--format", "xlsx", "--out", str(tmp_path / "x")]
     )
     assert bad.exit_code == 2 and "format" in bad.stderr
+    # a suffix of neither format is refused (an .xlsx of CSV text was written, exit 0) ...
+    xlsx = tmp_path / "runs.xlsx"
+    refused = runner.invoke(app, ["--db", str(db), "runs", "export", "--out", str(xlsx)])
+    assert refused.exit_code == 2 and not xlsx.exists()
+    assert "a .xlsx file is neither CSV nor Parquet" in refused.stderr
+    assert "runs.csv" in refused.stderr and "--format csv" in refused.stderr
+    # ... unless the format is named
+    named = ["--format", "csv", "--out", str(xlsx)]
+    assert runner.invoke(app, ["--db", str(db), "runs", "export", *named]).exit_code == 0
+    assert len(pd.read_csv(xlsx)) == 4
 
 
 @pytest.mark.parametrize(

@@ -198,9 +198,18 @@ class RunsExportRequest:
 
     @property
     def chosen_format(self) -> str:
-        """``format``, else ``parquet`` for a ``.parquet``/``.pq`` file, else ``csv``."""
+        """``format``, else ``parquet`` for a ``.parquet``/``.pq`` file, else ``csv`` (a name
+        without a suffix, or ``.csv``/``.txt``); another suffix (``.xlsx``) is refused."""
         if self.format is not None:
             return self.format
+        suffix = Path(self.out).suffix.lower()
+        if suffix not in ("", ".csv", ".txt", ".parquet", ".pq"):
+            raise InvalidSpecError(  # an .xlsx of CSV text was written without a word
+                "out",
+                f"a {suffix} file is neither CSV nor Parquet, the formats runs export writes",
+                got=str(self.out),
+                fix=f"name it {Path(self.out).stem}.csv or .parquet, or pass --format csv",
+            )
         return "parquet" if self.out.suffix.lower() in (".parquet", ".pq") else "csv"
 
 
@@ -229,8 +238,8 @@ def runs_export(
     from gpucast.store.files import refuse_overwriting_inputs
 
     request = resolve(RunsExportRequest, request, options)
-    chosen = request.chosen_format
     refuse_overwriting_inputs(request.out, [_db_path(db)], field="out")  # the store it reads
+    chosen = request.chosen_format
     with Store(_db_path(db)).open(create=False) as store:
         workload = None if request.workload is None else store.stored_workload(request.workload)
         count = store.export(
