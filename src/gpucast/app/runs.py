@@ -163,6 +163,13 @@ def _export_format(value: Any) -> str:
     return str(value).strip().lower()
 
 
+#: ``--out`` suffixes of formats runs export does not write: refused without ``--format``
+OTHER_FORMATS = (
+    ".xlsx", ".xls", ".xlsm", ".ods", ".json", ".jsonl", ".ndjson", ".feather", ".arrow",
+    ".h5", ".hdf5", ".db", ".sqlite", ".tsv", ".html", ".pkl", ".pickle", ".orc", ".avro",
+)  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunsExportRequest:
     """Where and what to export (``gpucast runs export``)."""
@@ -198,12 +205,12 @@ class RunsExportRequest:
 
     @property
     def chosen_format(self) -> str:
-        """``format``, else ``parquet`` for a ``.parquet``/``.pq`` file, else ``csv`` (a name
-        without a suffix, or ``.csv``/``.txt``); another suffix (``.xlsx``) is refused."""
+        """``format``, else ``parquet`` for a ``.parquet``/``.pq`` file, else ``csv``; a suffix
+        of another format (``.xlsx``, ``.json``: :data:`OTHER_FORMATS`) is refused."""
         if self.format is not None:
             return self.format
         suffix = Path(self.out).suffix.lower()
-        if suffix not in ("", ".csv", ".txt", ".parquet", ".pq"):
+        if suffix in OTHER_FORMATS:
             raise InvalidSpecError(  # an .xlsx of CSV text was written without a word
                 "out",
                 f"a {suffix} file is neither CSV nor Parquet, the formats runs export writes",
