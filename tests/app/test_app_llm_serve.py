@@ -209,8 +209,12 @@ def test_the_serving_verbs_take_a_language_model_too() -> None:
     plan = dict(slo_ttft_ms=800, gpu=["H100-SXM"], duration_s=10, tp=[1], max_replicas=2)
     via_serve = gpucast.plan_serve(models=["llama-3-8b:1"], **plan)
     assert via_serve.to_dict() == gpucast.plan_llm_serve(model="llama-3-8b:1", **plan).to_dict()
-    with pytest.raises(InvalidInputError, match="slo_ms: is not an option of plan serve"):
+    # the command line's rule (one end-to-end SLO is two for a language model), not a
+    # generic "is not an option of plan serve"
+    with pytest.raises(InvalidInputError, match="slo-ms: gives one latency, but a language"):
         gpucast.plan_serve(model="llama-3-8b:1", slo_ms=100)
+    with pytest.raises(InvalidInputError, match="slo_tpot_mss: is not an option of plan serve"):
+        gpucast.plan_serve(model="llama-3-8b:1", slo_tpot_mss=100)  # a typo: did you mean
 
 
 def test_a_trace_without_tokens_draws_its_lengths(tmp_path: Path) -> None:

@@ -824,6 +824,16 @@ BAD = [
       "H100-SXM", "--slo-ttft-ms", "1"],
      lambda: gpucast.plan_llm_serve(
          model="llama-3-8b", rate=1, duration_s=10, gpu=["H100-SXM"], slo_ttft_ms=1)),
+    # a language model through plan_serve / simulate_serve: the CLI's one rule
+    # (app.serve.language_model_values; the API passed options on as they came)
+    (["plan", "serve", "--model", "llama-3-8b:10", "--engine", "tensorrt"],
+     lambda: gpucast.plan_serve(models="llama-3-8b:10", engine="tensorrt")),
+    (["simulate", "serve", "--model", "llama-3-8b", "--gpu", "H100", "--rate", "2",
+      "--slo-ms", "500"],
+     lambda: gpucast.simulate_serve(model="llama-3-8b", gpu="H100", rate=2, slo_ms="500")),
+    (["simulate", "serve", "--model", "resnet50", "--gpu", "T4", "--rate", "2",
+      "--slo-tpot-ms", "5"],
+     lambda: gpucast.simulate_serve(model="resnet50", gpu="T4", rate=2, slo_tpot_ms=5)),
     # serverless (issue #19)
     (["simulate", "serverless", "--synthetic", "10", "--policy", "fixed:0m"],
      lambda: gpucast.simulate_serverless(synthetic=10, policy="fixed:0m")),

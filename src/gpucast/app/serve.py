@@ -346,15 +346,33 @@ def _ms(seconds: tuple[float, ...]) -> tuple[float, ...]:
     return tuple(int(m) if m.is_integer() else m for m in ms)
 
 
-def _llm(options: dict[str, Any], config: Path | str | None) -> bool:
-    """Whether ``--model`` names a language model (:mod:`gpucast.app.llm_serve` serves it)."""
-    from gpucast.app.llm_serve import is_llm_serving
+def language_model_values(
+    own_cls: type, llm_cls: type, given: Mapping[str, Any], config: Path | str | None = None
+) -> dict[str, Any] | None:
+    """One rule for the command line and the API of a serving verb that also serves language
+    models: where ``--model`` (or the config file's) names a model of ``llm_models.csv``, the
+    values of ``llm_cls`` (:func:`llm_request_values`; a key neither request has is passed on,
+    so the LLM request refuses it with its "did you mean"); ``None`` where it names none --
+    and then an option only LLM serving has, given, is one clear error rather than ignored.
+    Several models with a language model among them: one error (one LLM a run)."""
+    from gpucast.app.llm_serve import check_one_language_model, is_llm_serving
 
-    return is_llm_serving(options, config)
-
-
-def _llm_options(options: dict[str, Any]) -> dict[str, Any]:
-    return {("model" if k == "models" else k): v for k, v in options.items()}
+    model = {"model": given.get("model", given.get("models"))}
+    check_one_language_model(own_cls.VERB, model, config)  # type: ignore[attr-defined]
+    own = {f.name: f.flag for f in fields_of(own_cls) if f.info.cli}
+    if is_llm_serving(model, config):
+        values = llm_request_values(own_cls, llm_cls, given)
+        values.update({k: v for k, v in given.items() if k not in own and k not in values})
+        return values
+    own_flags = set(own.values())
+    for f in fields_of(llm_cls):
+        if f.info.cli and f.flag not in own_flags and given.get(f.name) not in (None, []):
+            raise InvalidSpecError(
+                f.flag,
+                "applies to language models only (catalog/data/llm_models.csv)",
+                fix="drop it, or serve an LLM, e.g. --model llama-3-8b",
+            )
+    return None
 
 
 # -- plan serve -----------------------------------------------------------------------------
@@ -732,10 +750,13 @@ def plan_serve(
     """The cheapest deployments that serve the models within the SLO (see
     :class:`PlanServeRequest` for the options): server type (GPU, MIG slice, CPU), count,
     batching and co-location, with the Pareto front of cost vs tail latency."""
-    if request is None and _llm(options, config):  # a model of llm_models.csv: token level
-        from gpucast.app.llm_serve import plan_llm_serve
+    from gpucast.app.llm_serve import PlanLlmServeRequest, plan_llm_serve
 
-        return plan_llm_serve(config=config, **_llm_options(options))
+    llm = None
+    if request is None:  # a model of llm_models.csv: token level
+        llm = language_model_values(PlanServeRequest, PlanLlmServeRequest, options, config)
+    if llm is not None:
+        return plan_llm_serve(config=config, **llm)
     from gpucast.catalog import load_catalog, offers_file
     from gpucast.catalog.serving_engines import serving_engine
     from gpucast.domain.serving_plan import ModelLoad
@@ -1523,10 +1544,13 @@ def simulate_serve(
     and with ``find_saturation`` its peak throughput; a model of ``llm_models.csv`` is served
     token by token (:func:`gpucast.app.llm_serve.simulate_llm_serve`).
     """
-    if request is None and _llm(options, config):  # a model of llm_models.csv: token level
-        from gpucast.app.llm_serve import simulate_llm_serve
+    from gpucast.app.llm_serve import SimulateLlmServeRequest, simulate_llm_serve
 
-        return simulate_llm_serve(config=config, **options)
+    llm = None
+    if request is None:  # a model of llm_models.csv: token level
+        llm = language_model_values(SimulateServeRequest, SimulateLlmServeRequest, options, config)
+    if llm is not None:
+        return simulate_llm_serve(config=config, **llm)
     import numpy as np
 
     from gpucast.catalog import load_catalog, offers_file

@@ -27,10 +27,9 @@ from gpucast.app.llm_serve import (
     cost_text,
     requests_text,
 )
-from gpucast.app.serve import llm_request_values
+from gpucast.app.serve import language_model_values
 from gpucast.cli._command import request_parameters
 from gpucast.cli._common import console, emit_json, err_console, working
-from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import fields_of
 from gpucast.domain.units import count_of, format_latency, format_ms
 
@@ -82,24 +81,14 @@ def dispatch(
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from gpucast.app.config import request_from
-        from gpucast.app.llm_serve import check_one_language_model, is_llm_serving
 
         config_file = kwargs.get("config_file")
-        model_key = "model" if "model" in kwargs else "models"
         given = {k: v for k, v in kwargs.items() if k not in _CLI_ONLY}
-        check_one_language_model(own_cls.VERB, {"model": given.get(model_key)}, config_file)  # type: ignore[attr-defined]
-        if is_llm_serving({"model": given.get(model_key)}, config_file):
-            values = llm_request_values(own_cls, llm_cls, given)
+        values = language_model_values(own_cls, llm_cls, given, config_file)
+        if values is not None:
             request = request_from(llm_cls, values, config_file)
             run_llm(request, {k: v for k, v in kwargs.items() if k in _CLI_ONLY})
             return None
-        for name in llm_only:
-            if given.get(name) not in (None, []):
-                raise InvalidSpecError(
-                    llm_flags[name],
-                    "applies to language models only (catalog/data/llm_models.csv)",
-                    fix="drop it, or serve an LLM, e.g. --model llama-3-8b",
-                )
         return command(*args, **{k: v for k, v in kwargs.items() if k not in llm_only})
 
     wrapper.__signature__ = inspect.Signature(merged)  # type: ignore[attr-defined]
