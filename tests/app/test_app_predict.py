@@ -178,6 +178,8 @@ def test_a_configured_run_calibrates_its_own_configuration(tmp_path: Path) -> No
     other = predict_train(**ask, workload_options=(("hidden", 1024),))
     assert not other.calibrated
     assert "no stored training measurement of mlp -o hidden=1024" in other.calibration_source
+    plain = predict_train(**ask).calibration_source  # the built-in one says what is stored
+    assert "the store's runs of mlp -o hidden=4096 calibrate those configurations only" in plain
 
 
 def test_predict_train_request_object_and_override(tmp_path: Path) -> None:

@@ -225,6 +225,15 @@ def uncalibrated_source(db_path: Path | None, workload: str, precision: str, cat
             f"other configuration (measure this one: `gpucast measure train "
             f"{workload} --device cuda` on this GPU type)"
         )
+    if plain == workload:
+        configured = _configurations_measured(db_path, workload)
+        if configured:
+            said += (
+                f"; the store's runs of {', '.join(configured[:3])}"
+                + (f" and {len(configured) - 3} more" if len(configured) > 3 else "")
+                + " calibrate those configurations only (predict with the same -o; an option "
+                "given at its built-in value makes a configuration too: measure without it)"
+            )
     stored = training_runs(db_path, workload, None)
     elsewhere = [
         r for r in stored if r.catalog_gpu(catalog) is not None and r.summary.precision != precision
@@ -386,6 +395,19 @@ def stored_power_reading(
         ):
             return r
     return None
+
+
+def _configurations_measured(db_path: Path | None, workload: str) -> list[str]:
+    """The ``-o`` configurations of ``workload`` with a stored training measurement (their
+    stored names, newest first)."""
+    if db_path is None or not Path(db_path).exists():
+        return []
+    from gpucast.store.db import Store
+
+    with Store(db_path).open(create=False) as store:
+        runs = store.list_runs(kind="measurement", workload=workload, configurations=True)
+    names = [r.workload for r in runs if r.mode in (None, "train") and r.workload != workload]
+    return list(dict.fromkeys(names))
 
 
 def training_runs(
