@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 import gpucast
 from gpucast.catalog import load_catalog
 from gpucast.cli.app import app
+from gpucast.domain.errors import InvalidInputError
 from gpucast.domain.simulation import WorkerGroup
 from gpucast.inputs.calibration import step_time_efficiency
 from gpucast.inputs.transient import StepTime, step_times
@@ -82,3 +83,20 @@ def test_predict_train_says_what_it_prices_and_where_the_job_is() -> None:
     assert out.exit_code == 0, out.output
     assert "setup: one K80 alone, pytorch stack, no parameter server or all-reduce; " in out.stdout
     assert "`gpucast simulate train` adds them" in out.stdout
+
+
+def test_a_cmdare_model_name_refuses_a_setup_its_measurement_did_not_run(
+    shared_data: Path,
+) -> None:
+    """``simulate train --workload Res15 --batch-size 512`` took CM-DARE's measured step at
+    batch 128, unchanged, without a word (the same 18.8 steps/s at either batch)."""
+    work = workload_inputs("Res15", shared_data, "fp32")
+    ask = ("ps-async", shared_data)
+    found = step_times(K80, work, {}, *ask, 128, "fp32", load_catalog(), software="pytorch")
+    assert "batch 128, fp32, TensorFlow 1.x, as measured" in found["K80"].source
+    for batch, precision, field in ((512, "fp32", "batch-size"), (128, "fp16", "precision")):
+        with pytest.raises(InvalidInputError) as caught:
+            step_times(K80, work, {}, *ask, batch, precision, load_catalog(), software="pytorch")
+        text = str(caught.value)
+        assert text.startswith(f"{field}: Res15 is a CM-DARE model name")
+        assert "--batch-size 128 --precision fp32" in text

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpucast.domain.cmdare import CMDARE_BATCH
 from gpucast.domain.errors import InvalidSpecError, UnknownRegionError
 from gpucast.domain.provenance import Sourced
 from gpucast.inputs.data import data_path
@@ -303,7 +304,33 @@ def _cmdare_step_time_s(data_dir: Path | None, gpu: str, key: str) -> tuple[floa
     if rows.empty:
         return None
     median = float(rows["step_time_s"].median())
-    return median, f"CM-DARE {path.name}: median of {len(rows)} samples"
+    return median, (
+        f"CM-DARE {path.name}: median of {len(rows)} samples (batch {CMDARE_BATCH}, fp32, "
+        "TensorFlow 1.x, as measured: --software does not apply)"
+    )
+
+
+def _check_cmdare_setup(name: str, batch_size: int, precision: str) -> None:
+    """A CM-DARE model name prices CM-DARE's measured step, which ran at batch
+    :data:`CMDARE_BATCH` in fp32: another batch or precision is one clear error (it was the
+    measured step, unchanged, without a word)."""
+    given = [
+        text
+        for text, differs in (
+            (f"--batch-size {batch_size}", batch_size != CMDARE_BATCH),
+            (f"--precision {precision}", precision != "fp32"),
+        )
+        if differs
+    ]
+    if given:
+        raise InvalidSpecError(
+            "batch-size" if batch_size != CMDARE_BATCH else "precision",
+            f"{name} is a CM-DARE model name: its step is CM-DARE's measurement at batch "
+            f"{CMDARE_BATCH}, fp32, which {' and '.join(given)} would not change",
+            fix=f"pass --batch-size {CMDARE_BATCH} --precision fp32, or a built-in workload "
+            "whose roofline prices any batch (gpucast profile --help lists them), or "
+            "--speed STEPS_PER_S",
+        )
 
 
 def step_times(
@@ -361,6 +388,7 @@ def step_times(
                     f"CM-DARE has no single-GPU speed of {work.name} on {g.gpu}",
                     fix="pass --speed STEPS_PER_S (e.g. from gpucast predict speed)",
                 )
+            _check_cmdare_setup(work.name, batch_size, precision)
             out[g.gpu] = StepTime(step_time_s=found[0], includes_ps=True, source=found[1])
             continue
         from gpucast.predict.roofline import predict_step_time
