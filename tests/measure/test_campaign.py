@@ -67,6 +67,12 @@ def test_sweep_precisions_take_any_case(tmp_path: Path) -> None:
         ("batch_sizes: [4]\nworkloads: [cifar-resnet21]\n", 2, "'workloads'.*depth.*got 21"),
         ("workloads: [mlp]\nbatch_sizes: [4]\nsettings:\n  stepz: 3\n", 4, "settings.stepz"),
         ("workloads: [mlp]\nbatch_sizes: [4, x]\n", 2, "'batch_sizes'.*integer"),
+        # a configuration among the workloads: its options are checked as its points build it
+        (
+            "batch_sizes: [4]\nworkloads:\n  - mlp\n  - mlp -o bogus=1\n",
+            4,
+            "'workloads'.*mlp option 'bogus'.*mlp takes hidden",
+        ),
         # QA session 36 #24: no fix, and a YAML `nan` was "not a number" rather than not finite
         (
             "workloads: [mlp]\nbatch_sizes: [4]\ndevices: [tpu]\n",
@@ -189,6 +195,29 @@ def test_distributed_points_are_stored_as_distributed_runs(tmp_path: Path) -> No
     with Store(db) as store:
         (m,) = load_distributed(store)
     assert m.config.label == "ps-async" and m.config.n_workers == 1
+
+
+def test_a_configured_workload_is_measured_and_stored_as_configured(tmp_path: Path) -> None:
+    """``workloads: ["mlp -o hidden=8"]``: every point (single and distributed) builds the
+    configured model and stores its run under that name, as ``measure train -o`` does."""
+    sweep = write(
+        tmp_path,
+        'workloads: ["mlp -o hidden=8"]\nbatch_sizes: [4]\ndevices: [cpu]\n'
+        f"strategies: [single, ddp]\nnprocs: [2]\n{FAST_SETTINGS}\n",
+    )
+    db = tmp_path / "c.db"
+    result = run_campaign(load_sweep(sweep), db)
+    assert result.status == "done", campaign_status(db, "sweep")
+    from gpucast.store import Store
+    from gpucast.store.campaigns import load_distributed
+
+    with Store(db) as store:
+        assert {r.workload for r in store.list_runs()} == {"mlp -o hidden=8"}
+        (m,) = load_distributed(store)
+        (single,) = store.list_runs(kind="measurement")
+        spec = store.get_run(single.id).measurement().spec
+    assert spec.options == (("hidden", 8),) and m.spec.options == (("hidden", 8),)
+    assert m.n_parameters == 784 * 8 + 8 + 8 * 10 + 10  # mlp's 784 -> 8 -> 10 layers
 
 
 def test_ray_runner_runs_points_as_tasks(tmp_path: Path) -> None:

@@ -34,13 +34,15 @@ def _check_workload(name: str) -> None:
     the cached names (this driver only starts the points' processes and need not import
     torch); anything else (``module:factory``, another cifar-resnet depth, a typo) by building
     it, so its error comes now and not from every point."""
+    from gpucast.domain.workload import split_configured_name
     from gpucast.inputs.workload import builtin_workloads
 
-    if name.strip().lower() in builtin_workloads():
+    plain, options = split_configured_name(name)  # a configuration: "bert-base -o seq_len=512"
+    if plain.strip().lower() in builtin_workloads() and not options:
         return
     from gpucast.workloads import get_workload
 
-    get_workload(name)
+    get_workload(plain, **dict(options))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

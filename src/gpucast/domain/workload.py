@@ -439,6 +439,14 @@ def configured_name(name: str, options: WorkloadOptions) -> str:
     return name + "".join(f" -o {key}={text(value)}" for key, value in sorted(options))
 
 
+def split_configured_name(text: str) -> tuple[str, WorkloadOptions]:
+    """:func:`configured_name`'s text back to the name and its options
+    (``bert-base -o seq_len=512`` -> ``("bert-base", (("seq_len", 512),))``): how a campaign
+    sweep lists a configuration among its ``workloads``."""
+    name, *options = text.split(" -o ")
+    return name.strip(), parse_workload_options([o.strip() for o in options])
+
+
 def workload_options_field() -> Any:
     """The ``-o/--option KEY=VALUE`` request field (one definition for every verb)."""
     return option(

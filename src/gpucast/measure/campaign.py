@@ -120,9 +120,11 @@ def _axis(path: Path, key: str, node: Any, kind: type) -> tuple[Any, ...]:
 
 
 def _build_workload(name: str) -> None:
+    from gpucast.domain.workload import split_configured_name
     from gpucast.workloads import get_workload
 
-    get_workload(name)
+    plain, options = split_configured_name(name)
+    get_workload(plain, **dict(options))
 
 
 def load_sweep(
@@ -259,15 +261,17 @@ def _settings(path: Path, node: Any) -> MeasureSettings:
 # -- one point ---------------------------------------------------------------------------------
 def run_point(point: CampaignPoint, settings: MeasureSettings) -> tuple[str, dict[str, Any]]:
     """Measure one point in this process: ``("measurement" | "distributed", result dict)``."""
-    from gpucast.domain.workload import WorkloadSpec
+    from gpucast.domain.workload import WorkloadSpec, split_configured_name
 
+    name, options = split_configured_name(point.workload)  # "bert-base -o seq_len=512"
     if point.strategy == "single":
         from gpucast.measure.api import measure
 
         spec = WorkloadSpec(
-            name=point.workload,
+            name=name,
             batch_size=point.batch_size,
             precision=point.precision,  # type: ignore[arg-type]
+            options=options,
         )
         m = measure(
             spec,
@@ -281,7 +285,8 @@ def run_point(point: CampaignPoint, settings: MeasureSettings) -> tuple[str, dic
     from gpucast.measure.distributed.launcher import measure_distributed
 
     dm = measure_distributed(
-        point.workload,
+        name,
+        options=options,
         strategy=point.strategy,
         nproc=point.nproc,
         batch_sizes=(point.batch_size,),

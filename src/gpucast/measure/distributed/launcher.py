@@ -15,7 +15,7 @@ from typing import Any
 from gpucast.domain.distributed import DistributedConfig, DistributedMeasurement, RankResult
 from gpucast.domain.errors import InvalidSpecError, MeasurementError
 from gpucast.domain.measurement import EnvironmentFingerprint
-from gpucast.domain.workload import WorkloadSpec
+from gpucast.domain.workload import WorkloadOptions, WorkloadSpec
 from gpucast.measure.distributed._proc import child_env, popen_tied, stop
 
 #: Seconds the launcher allows for interpreter start and rendezvous on top of the job timeout.
@@ -227,9 +227,11 @@ def measure_distributed(
     master_port: int | None = None,
     optimizer: str = "sgd",
     timeout_s: float = 300.0,
+    options: WorkloadOptions = (),
 ) -> DistributedMeasurement | None:
-    """Measure ``workload`` trained with ``strategy`` (``ddp``, ``fsdp``, ``ps``) over
-    ``nproc`` processes on this node; see :class:`DistributedConfig` for the fields.
+    """Measure ``workload`` (built with ``options``) trained with ``strategy`` (``ddp``,
+    ``fsdp``, ``ps``) over ``nproc`` processes on this node; see :class:`DistributedConfig`
+    for the fields.
 
     ``batch_sizes``/``devices`` hold one value for every worker or one per worker.
     """
@@ -252,5 +254,6 @@ def measure_distributed(
         name=workload,
         batch_size=config.batch_sizes[0],
         precision=precision,  # type: ignore[arg-type]
+        options=options,
     )
     return launch(spec, config, optimizer=optimizer)
