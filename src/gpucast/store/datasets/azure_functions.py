@@ -8,8 +8,9 @@ the day. A file with fewer minute columns (``1`` .. ``N``, consecutive) is accep
 slice of a day works too.
 
 A row with the wrong number of fields, an empty id or trigger, or a count that is not an
-integer >= 0 is skipped and reported (``InvocationCounts.skipped``: ``"file, line N: reason"``)
-rather than guessed; a file whose header is not this format is one :class:`DataFormatError`.
+integer in [0, :data:`MAX_COUNT_PER_MINUTE`] is skipped and reported
+(``InvocationCounts.skipped``: ``"file, line N: reason"``) rather than guessed; a file
+whose header is not this format is one :class:`DataFormatError`.
 This module only parses: :func:`gpucast.inputs.serving.function_arrivals` turns the counts
 into arrival times (uniform inside each minute).
 """
@@ -33,6 +34,11 @@ from gpucast.store.files import check_header, not_utf8, open_input_text
 ID_COLUMNS = ("HashOwner", "HashApp", "HashFunction", "Trigger")
 TRIGGERS = ("http", "timer", "event", "queue", "storage", "orchestration", "others")
 MINUTE_S = 60.0
+#: the most invocations one function may have in one minute (16.7 million a second, far
+#: beyond any function of the trace): a row above it is skipped as malformed, which also keeps
+#: the sums over a day's functions and minutes inside int64 (10^9 x 20,160 minutes x 450,000
+#: functions < 2^63) instead of wrapping around to negative totals
+MAX_COUNT_PER_MINUTE = 10**9
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,11 +128,19 @@ def read_invocation_counts(path: Path) -> InvocationCounts:
                     skipped.append(f"{name}, line {line}: empty owner, app, function or trigger")
                     continue
                 try:
-                    values = np.array([int(v) for v in fields[4:]], dtype=np.int64)
+                    ints = [int(v) for v in fields[4:]]
                 except ValueError:
                     bad = next(v for v in fields[4:] if not v.strip().lstrip("-").isdigit())
                     skipped.append(f"{name}, line {line}: count {bad!r} is not an integer")
                     continue
+                if max(ints) > MAX_COUNT_PER_MINUTE:
+                    minute = next(i for i, v in enumerate(ints) if v > MAX_COUNT_PER_MINUTE)
+                    skipped.append(
+                        f"{name}, line {line}: count {ints[minute]:,} in minute {minute + 1} "
+                        f"is above {MAX_COUNT_PER_MINUTE:,} a minute"
+                    )
+                    continue
+                values = np.array(ints, dtype=np.int64)
                 if np.any(values < 0):
                     minute = int(np.flatnonzero(values < 0)[0]) + 1
                     skipped.append(f"{name}, line {line}: negative count in minute {minute}")
@@ -226,8 +240,12 @@ def _duration_row(get: Callable[[str], str]) -> tuple[str, str, str, float, int]
         count = int(float(get("Count")))
     except ValueError:
         return "Average or Count is not a number"
-    if not (owner and app and func) or not np.isfinite(average) or average < 0:
-        return "empty id or Average < 0"
+    except OverflowError:  # int(inf)
+        return f"Count {get('Count')!r} is not finite"
+    if not (owner and app and func):
+        return "empty id"
+    if not (np.isfinite(average) and average >= 0):
+        return f"Average {get('Average')!r} is not a finite number >= 0"
     return owner, app, func, average, max(count, 0)
 
 
