@@ -411,7 +411,14 @@ class KeepAlivePolicy:
 
     def describe(self) -> str:
         if self.kind == "fixed":
-            return f"fixed keep-alive {format_duration(self.keep_alive_s)}"
+            text = f"fixed keep-alive {format_duration(self.keep_alive_s)}"
+            bins = max(1, math.ceil(self.keep_alive_s / self.bin_s - 1e-9))
+            if bins * self.bin_s != self.keep_alive_s:  # the simulator counts whole bins
+                text += (
+                    f", simulated as {format_duration(bins * self.bin_s)} (whole "
+                    f"{format_duration(self.bin_s)} bins, the trace's granularity)"
+                )
+            return text
         if self.kind == "histogram":
             return (
                 f"hybrid histogram (Shahrad et al. ATC'20): {self.bin_s:g} s bins up to "
