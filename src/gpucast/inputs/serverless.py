@@ -34,6 +34,7 @@ from gpucast.inputs.instance_ebs import network_link
 if TYPE_CHECKING:
     from gpucast.domain.catalog import GpuSpec
     from gpucast.domain.llm import TransformerSpec
+    from gpucast.domain.profile import WorkloadProfile
     from gpucast.domain.provenance import Sourced
     from gpucast.domain.serverless import ColdStartPrediction
     from gpucast.inputs.coldstart import StoredColdStart
@@ -441,6 +442,24 @@ def gpu_cold_start(
     return prediction, assumptions
 
 
+def fitting_memory_gib(model: str, profile: WorkloadProfile, gpu: GpuSpec) -> float:
+    """``model``'s inference peak at batch 1 (GiB, from its ``profile``), refused in one
+    :class:`InvalidSpecError` when more than ``gpu``'s usable memory: the one rule of the
+    serverless functions, simulate kaas and predict coldstart."""
+    from gpucast.domain.gpu_memory import usable_gib, usable_text
+    from gpucast.domain.units import GIB
+
+    memory_gib = profile.memory.inference_peak_bytes / GIB
+    if memory_gib > usable_gib(gpu.memory_gib):
+        raise InvalidSpecError(
+            "models",
+            f"{model} needs {memory_gib:.1f} GiB at batch 1, more than a {gpu.name}'s "
+            f"{usable_text(gpu.memory_gib)}",
+            fix="pick a GPU with more memory (--gpu) or a smaller model",
+        )
+    return float(memory_gib)
+
+
 def gpu_function(
     model: str,
     gpu: GpuSpec,
@@ -455,8 +474,6 @@ def gpu_function(
     ``container_s`` / ``cuda_context_s`` given outright win over the catalog's and over a
     measured run's; ``measured`` (a stored run of ``model``) gives the phases it has."""
     from gpucast.catalog.coldstart import load_coldstart_facts
-    from gpucast.domain.gpu_memory import usable_gib, usable_text
-    from gpucast.domain.units import GIB
     from gpucast.inputs.serving import forward_pass_s
     from gpucast.inputs.workload import check_workload_name, workload_profile
     from gpucast.predict.coldstart import with_measured
@@ -465,14 +482,7 @@ def gpu_function(
     fact = load_coldstart_facts().get("storage", storage)
     links: dict[str, float | None] = {storage: fact.value, **network_link(storage, network_gbps)}
     profile = workload_profile(model, "fp32", batch_size=1)
-    memory_gib = profile.memory.inference_peak_bytes / GIB
-    if memory_gib > usable_gib(gpu.memory_gib):  # the one rule, as predict coldstart's
-        raise InvalidSpecError(
-            "models",
-            f"{model} needs {memory_gib:.1f} GiB at batch 1, more than a {gpu.name}'s "
-            f"{usable_text(gpu.memory_gib)}",
-            fix="pick a GPU with more memory (--gpu) or a smaller model",
-        )
+    memory_gib = fitting_memory_gib(model, profile, gpu)
     forward = forward_pass_s(model, gpu)
     cold, _ = gpu_cold_start(
         profile.memory.weights_bytes,
@@ -732,6 +742,7 @@ def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], 
         )  # fmt: skip
     check_workload_name(model)
     profile = workload_profile(model, "fp32", batch_size=1)
+    fitting_memory_gib(model, profile, gpu)  # every pool GPU holds it (the verb's assumption)
     phase = next(p for p in profile.phases if p.phase == "inference")
     parts = []
     for c in phase.by_class:
