@@ -512,3 +512,17 @@ def test_a_function_running_longer_than_the_trace_is_named_in_a_warning(tmp_path
         assert "(2 h)" in long_run
     assert not any("longer" in w for w in gpucast.simulate_serverless(
         trace=_trace(tmp_path), models=["mlp"]).to_dict()["warnings"])  # fmt: skip
+
+
+def test_a_folder_of_another_day_names_the_days_it_has(tmp_path: Path) -> None:
+    """QA 37 V #7: a folder with day 3's files, read as day 1 (the default), said only that
+    day 1's file was missing; it now names the days there and the --day to give."""
+    _trace(tmp_path)
+    for path in tmp_path.glob("*.d01.csv"):
+        path.rename(path.with_name(path.name.replace(".d01.", ".d03.")))
+    with pytest.raises(
+        InvalidInputError, match=r"missing invocations_per_function_md\.anon\.d01"
+    ) as e:
+        gpucast.simulate_serverless(trace=tmp_path)
+    assert "the folder has day 3: give --day 3" in str(e.value)
+    gpucast.simulate_serverless(trace=tmp_path, day=3, models=["mlp"])

@@ -69,6 +69,15 @@ class ServerlessTrace:
     offsets_s: tuple[float, ...] = field(default=())
 
 
+def _trace_days(folder: Path) -> list[int]:
+    """The days whose invocation-count file ``folder`` holds, in order."""
+    found = (
+        re.fullmatch(r"invocations_per_function_md\.anon\.d(\d\d)\.csv", p.name)
+        for p in folder.iterdir()
+    )
+    return sorted(int(m[1]) for m in found if m)
+
+
 def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
     """One day of the Azure Functions 2019 trace from ``folder`` (module docstring)."""
     from gpucast.inputs.serving import skipped_rows_warning
@@ -93,9 +102,13 @@ def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
     }
     for path in paths.values():
         if not path.is_file():
+            days = _trace_days(folder)
             raise InvalidInputError(
                 f"--trace {folder}: missing {path.name}",
-                fix="the folder needs the invocation counts and the duration percentiles of "
+                fix=f"the folder has {'days' if len(days) > 1 else 'day'} "
+                f"{', '.join(map(str, days))}: give --day {days[0]}"
+                if days and day not in days
+                else "the folder needs the invocation counts and the duration percentiles of "
                 f"day {day} (see ../shared/data/azure_functions_2019), or use --synthetic N",
             )
     counts = read_invocation_counts(paths["invocations"])
