@@ -526,3 +526,14 @@ def test_a_folder_of_another_day_names_the_days_it_has(tmp_path: Path) -> None:
         gpucast.simulate_serverless(trace=tmp_path)
     assert "the folder has day 3: give --day 3" in str(e.value)
     gpucast.simulate_serverless(trace=tmp_path, day=3, models=["mlp"])
+
+
+def test_plan_serverless_lists_a_policy_given_twice_once() -> None:
+    """QA 37 V #8: --policies fixed:5m,fixed:5m listed the same candidate twice; fixed:10m
+    and fixed:600s are one policy too."""
+    d = gpucast.plan_serverless(
+        synthetic=5, minutes=30, models=["mlp"], policies=["fixed:5m", "fixed:5m", "fixed:10m",
+        "fixed:600s", "histogram"],
+    ).to_dict()  # fmt: skip
+    names = sorted(o["name"] for o in d["options"] if o["kind"] == "serverless")
+    assert names == ["serverless fixed:10m", "serverless fixed:5m", "serverless histogram"]

@@ -1166,7 +1166,8 @@ def plan_serverless(
         swap_s=load.swap_s,
         gpu_memory_gib=usable_gib(load.gpu.memory_gib),  # the one rule: what it can fill
         price_usd_per_hour=load.price,
-        policies=[parse_policy(p, flag="policies") for p in request.policies],
+        # one candidate per distinct policy: fixed:5m,fixed:5m (or fixed:10m,fixed:600s) once
+        policies=list(dict.fromkeys(parse_policy(p, flag="policies") for p in request.policies)),
         slo_percentile=percentile,
         slo_s=slo_s,
         billing=request.billing,
