@@ -491,7 +491,7 @@ def gpu_function(
     from gpucast.inputs.workload import check_workload_name, workload_profile
     from gpucast.predict.coldstart import with_measured
 
-    check_workload_name(model)
+    check_workload_name(model, field="models")
     fact = load_coldstart_facts().get("storage", storage)
     links: dict[str, float | None] = {storage: fact.value, **network_link(storage, network_gbps)}
     profile = workload_profile(model, "fp32", batch_size=1)
@@ -753,7 +753,7 @@ def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], 
             "splits a DNN's profiled inference kernels, which a language model has none of",
             fix="give DNN workloads, e.g. --models resnet50,bert-base",
         )  # fmt: skip
-    check_workload_name(model)
+    check_workload_name(model, field="models")
     profile = workload_profile(model, "fp32", batch_size=1)
     fitting_memory_gib(model, profile, gpu)  # every pool GPU holds it (the verb's assumption)
     phase = next(p for p in profile.phases if p.phase == "inference")
