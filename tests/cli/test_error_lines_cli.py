@@ -174,6 +174,13 @@ def test_db_after_the_verb_says_it_goes_before(argv: list[str], works: str) -> N
          "error: model: unknown workload 'nope'", "module:factory"),
         (["simulate", "kaas", "--models", "nope"], "error: models: unknown workload 'nope'",
          "module:factory"),
+        # QA 37 V #14: no fix
+        (["simulate", "serverless", "--synthetic", "5", "--billing", "free"],
+         "error: billing: must be one of instance, execution",
+         "e.g. --billing execution to bill execution and cold starts only"),
+        (["plan", "serverless", "--synthetic", "5", "--durations", "both"],
+         "error: durations: must be model or trace",
+         "e.g. --durations trace for the trace's own average durations"),
         (["catalog", "mig", "--gpu", "T4"], "error: gpu: T4 does not support MIG",
          "e.g. --gpu A100-40GB"),
         (["plan", "serve", "--mix", "mlp:10:50", "--gpu", "T4"],

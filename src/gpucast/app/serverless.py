@@ -272,7 +272,10 @@ class ServerlessLoad:
         _check_phase_s("cuda-context-s", self.cuda_context_s)
         if self.billing not in BILLINGS:
             raise InvalidSpecError(
-                "billing", f"must be one of {', '.join(BILLINGS)}", got=self.billing
+                "billing",
+                f"must be one of {', '.join(BILLINGS)}",
+                got=self.billing,
+                fix="e.g. --billing execution to bill execution and cold starts only",
             )
         if (self.trace is None) == (self.synthetic is None):
             raise InvalidSpecError(
@@ -317,7 +320,10 @@ class ServerlessLoad:
             )
         check_price(self.price)
         if self.durations not in ("model", "trace"):
-            raise InvalidSpecError("durations", "must be model or trace", got=self.durations)
+            raise InvalidSpecError(
+                "durations", "must be model or trace", got=self.durations,
+                fix="e.g. --durations trace for the trace's own average durations",
+            )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
