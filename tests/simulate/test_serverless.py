@@ -209,6 +209,20 @@ def test_a_fixed_policy_with_an_unknown_unit_names_the_unit(text: str, example: 
 
 
 @pytest.mark.parametrize(
+    ("text", "example"), [("fixed:1e3s", "fixed:1000s"), ("fixed:1.5e1m", "fixed:15m")]
+)
+def test_a_fixed_policy_with_an_exponent_names_the_number(text: str, example: str) -> None:
+    """QA 37 V #10: fixed:1e3s said its unit must be s, m, h or d -- its unit is s."""
+    with pytest.raises(InvalidSpecError, match=r"needs a plain decimal number before its unit"):
+        parse_policy(text)
+    with pytest.raises(InvalidSpecError, match=f"e.g. --policy {example}$"):
+        parse_policy(text)
+    assert (
+        parse_policy(example).keep_alive_s == {"fixed:1000s": 1000.0, "fixed:15m": 900.0}[example]
+    )
+
+
+@pytest.mark.parametrize(
     ("text", "header"),
     [("fixed:1h", "1 h"), ("fixed:10m", "10 min"), ("fixed:2d", "2 days"), ("fixed:120s", "2 min"),
      ("fixed:90s", "1.5 min, simulated as 2 min (whole 1 min bins, the trace's granularity)"),

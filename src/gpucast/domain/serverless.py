@@ -431,6 +431,16 @@ class KeepAlivePolicy:
         )
 
 
+def _plain_number(text: str) -> str | None:
+    """``1e3`` -> ``1000``: a number Python reads but a duration does not (an exponent), as a
+    duration would write it; ``""`` for one out of range (``1e400``); None for no number."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return f"{value:.6g}" if math.isfinite(value) and value > 0 else ""
+
+
 def parse_policy(text: str, *, flag: str = "policy") -> KeepAlivePolicy:
     """``fixed:10m`` (a duration with its unit: 90s, 10m, 1h, 1d), ``fixed`` (10 min),
     ``histogram``, ``prewarm``; one :class:`InvalidSpecError` naming ``flag`` (the option
@@ -457,8 +467,15 @@ def parse_policy(text: str, *, flag: str = "policy") -> KeepAlivePolicy:
             keep_alive_s = parse_duration_s(arg, field=flag, allow_zero=True)
         except InvalidSpecError:
             number = re.match(r"\d+(?:\.\d+)?", arg)  # fixed:10x: the unit is what is wrong
-            if number is None or float(number[0]) <= 0:
+            unit = re.search(r"(s|sec|m|min|h|hr|d)$", arg)
+            plain = _plain_number(arg[: unit.start()]) if unit else None
+            if number is None or float(number[0]) <= 0 or plain == "":
                 keep_alive_s = math.nan  # one message for every bad duration, below
+            elif plain is not None:  # fixed:1e3s: the unit is fine, the number is not plain
+                raise InvalidSpecError(
+                    flag, "fixed:DURATION needs a plain decimal number before its unit",
+                    got=text, fix=f"e.g. --{flag} fixed:{plain}{unit[0]}",  # type: ignore[index]
+                ) from None  # fmt: skip
             else:
                 raise InvalidSpecError(
                     flag, "fixed:DURATION's unit must be s, m, h or d", got=text,
