@@ -463,6 +463,15 @@ def test_a_warmup_on_a_trace_folder(tmp_path: Path) -> None:
     assert "warm-up" in p["assumptions"]
 
 
+def test_a_warmup_below_an_hour_reads_in_minutes(tmp_path: Path) -> None:
+    """QA 37 V #11: --warmup 1 (a bare number: 1 s, rounded up to the 1-minute bin) was '1 min'
+    in the header and 'the first 0.01667 h' in the assumption."""
+    d = gpucast.simulate_serverless(trace=_trace(tmp_path), models=["mlp"], warmup="1").to_dict()
+    assert d["warmup_s"] == 60.0
+    assert d["assumptions"]["warm-up"].startswith("the first 1 min simulated")
+    assert "are those of the 1.983 h after it" in d["assumptions"]["warm-up"]
+
+
 @pytest.mark.parametrize(
     ("warmup", "match"),
     [

@@ -47,7 +47,7 @@ from gpucast.domain.limits import (
     check_work,
 )
 from gpucast.domain.options import default_mark, defaults_used, lower_text, option, split_list
-from gpucast.domain.units import format_slo_latency
+from gpucast.domain.units import format_duration, format_slo_latency
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -806,8 +806,10 @@ def _check_pool(pool_gpus: int, load: _Load) -> None:
 
 
 def _hours(seconds: float) -> str:
-    """``3600`` -> ``1 h``, ``5400`` -> ``1.5 h``, ``86400`` -> ``24 h`` (as the header says)."""
-    return f"{seconds / 3600:,.4g} h"
+    """``3600`` -> ``1 h``, ``5400`` -> ``1.5 h``, ``86400`` -> ``24 h`` (as the header says);
+    below an hour in minutes or seconds, as the header has it too: ``60`` -> ``1 min`` (was
+    ``0.01667 h``)."""
+    return f"{seconds / 3600:,.4g} h" if seconds >= 3600 else format_duration(seconds)
 
 
 def _check_warmup(request: ServerlessLoad, load: _Load) -> None:
