@@ -546,3 +546,15 @@ def test_plan_serverless_lists_a_policy_given_twice_once() -> None:
     ).to_dict()  # fmt: skip
     names = sorted(o["name"] for o in d["options"] if o["kind"] == "serverless")
     assert names == ["serverless fixed:10m", "serverless fixed:5m", "serverless histogram"]
+
+
+def test_a_generated_load_without_invocations_says_what_to_raise() -> None:
+    """QA 37 V #18: --synthetic 1 --minutes 1 printed 'nothing to simulate' and no way on."""
+    from gpucast.app.serverless_text import simulate_lines
+
+    d = gpucast.simulate_serverless(synthetic=1, minutes=1, models=["mlp"]).to_dict()
+    assert d["invocations"] == 0
+    assert simulate_lines(d)[-1] == (
+        "  no invocations in the trace: nothing to simulate; 45% of generated functions are "
+        "invoked at most hourly: raise --synthetic or --minutes"
+    )

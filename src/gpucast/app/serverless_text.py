@@ -112,7 +112,13 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
         *_arrivals(d),
     ]
     if d["invocations"] == 0:
-        return [*lines, "  no invocations in the trace: nothing to simulate"]
+        hint = (
+            "; 45% of generated functions are invoked at most hourly: raise --synthetic or "
+            "--minutes"
+            if str(d["arrival_process"]).startswith("generated")
+            else ""
+        )
+        return [*lines, f"  no invocations in the trace: nothing to simulate{hint}"]
     lat = d["latency_s"]
     other = (
         f"execution alone {format_amount(d['execution_gpu_hours'])}"
