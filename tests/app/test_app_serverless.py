@@ -558,3 +558,20 @@ def test_a_generated_load_without_invocations_says_what_to_raise() -> None:
         "  no invocations in the trace: nothing to simulate; 45% of generated functions are "
         "invoked at most hourly: raise --synthetic or --minutes"
     )
+
+
+def test_plan_serverless_without_invocations_is_one_error(tmp_path: Path) -> None:
+    """QA 37 V #19: every candidate 'missed' at p99 nan and the choice line advised cutting
+    the execution ('the lowest is serverless fixed:10m at nan ms')."""
+    with pytest.raises(InvalidInputError, match=r"^synthetic: the load has no invocations") as e:
+        gpucast.plan_serverless(synthetic=1, minutes=1, models=["mlp"])
+    assert str(e.value).endswith("raise --synthetic or --minutes (45% of generated functions "
+                                 "are invoked at most hourly)")  # fmt: skip
+    trace = _trace(tmp_path)
+    path = tmp_path / "invocations_per_function_md.anon.d01.csv"
+    header, *rows = path.read_text().splitlines()
+    ids = [row.split(",")[:4] for row in rows]  # every count 0
+    minutes = len(header.split(",")) - 4
+    path.write_text("\n".join([header, *(",".join([*i, *["0"] * minutes]) for i in ids)]) + "\n")
+    with pytest.raises(InvalidInputError, match=r"^trace: the load has no invocations"):
+        gpucast.plan_serverless(trace=trace, models=["mlp"])

@@ -1156,6 +1156,15 @@ def plan_serverless(
     percentile, slo_s = parse_slo(request.slo or DEFAULT_SLO)
     load = _load(request, db)
     _check_warmup(request, load)
+    if not load.trace.counts.any():  # every candidate would 'miss' at a latency of nan
+        raise InvalidInputError(
+            f"{'synthetic' if request.trace is None else 'trace'}: the load has no invocations: "
+            "nothing to plan",
+            fix="raise --synthetic or --minutes (45% of generated functions are invoked at most "
+            "hourly)"
+            if request.trace is None
+            else "give a trace (or --day) with invocations",
+        )
     always_on: AlwaysOnSizing | None = None
     always_on_warnings: tuple[str, ...] = ()
     if load.trace.tokens:  # language models batch continuously when always on
