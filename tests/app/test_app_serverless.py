@@ -84,6 +84,9 @@ def test_a_model_larger_than_the_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.chdir(tmp_path)
     with pytest.raises(InvalidSpecError, match=r"more than a T4's 14\.2 GiB usable of 16 GiB"):
         gpucast.simulate_serverless(synthetic=5, minutes=10, models=["huge_model:factory"])
+    # QA 37 V #5: KaaS ran it on a T4 under 'every GPU holds every function's weights'
+    with pytest.raises(InvalidSpecError, match=r"^models: huge_model:factory needs 44\.7 GiB"):
+        gpucast.simulate_kaas(models=["resnet50", "huge_model:factory"], gpu="T4")
 
 
 @pytest.mark.parametrize(
