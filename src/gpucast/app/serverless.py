@@ -334,8 +334,9 @@ class SimulateServerlessRequest(ServerlessLoad):
 
     policy: str = option(
         "fixed:10m",
-        help="Keep-alive: fixed:DURATION (e.g. fixed:10m), histogram (hybrid histogram, "
-        "Shahrad et al. ATC'20) or prewarm (from predicted arrivals).",
+        help="Keep-alive: fixed:DURATION (e.g. fixed:10m; counted in whole minutes, the "
+        "trace's bins: fixed:30s runs as 1 min), histogram (hybrid histogram, Shahrad et al. "
+        "ATC'20) or prewarm (from predicted arrivals).",
         example="histogram",
     )
     pool_gpus: int | None = option(
@@ -1034,8 +1035,8 @@ class PlanServerlessRequest(ServerlessLoad):
     )
     policies: tuple[str, ...] = option(
         DEFAULT_PLAN_POLICIES,
-        help="Keep-alive policies of the serverless candidates (fixed:DURATION, histogram, "
-        "prewarm).",
+        help="Keep-alive policies of the serverless candidates (fixed:DURATION in whole "
+        "minutes, histogram, prewarm); one given twice is one candidate.",
         example="fixed:10m,histogram",
     )
     max_utilisation: float = option(
