@@ -578,3 +578,16 @@ def test_plan_serverless_without_invocations_is_one_error(tmp_path: Path) -> Non
     path.write_text("\n".join([header, *(",".join([*i, *["0"] * minutes]) for i in ids)]) + "\n")
     with pytest.raises(InvalidInputError, match=r"^trace: the load has no invocations"):
         gpucast.plan_serverless(trace=trace, models=["mlp"])
+
+
+def test_a_function_on_two_rows_of_the_counts_file_is_said(tmp_path: Path) -> None:
+    """QA 37 V #16: the same HashOwner/HashApp/HashFunction on two rows replayed as two
+    functions without a word."""
+    trace = _trace(tmp_path)
+    path = tmp_path / "invocations_per_function_md.anon.d01.csv"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([*lines, lines[1]]) + "\n")
+    r = gpucast.simulate_serverless(trace=trace, models=["mlp"], unit="function")
+    assert len(r.result.functions) == len(lines)  # each row its own function, as before
+    assert any(w.startswith("1 row of invocations_per_function_md.anon.d01.csv repeats a "
+                            "function of an earlier row") for w in r.warnings)  # fmt: skip

@@ -41,3 +41,16 @@ def test_an_infinite_count_or_average_is_a_skipped_row(tmp_path: Path) -> None:
         "number >= 0",
         "function_durations_percentiles.anon.d01.csv, line 5: empty id",
     )
+
+
+def test_a_function_given_twice_keeps_its_first_row(tmp_path: Path) -> None:
+    """QA 37 V #16: the last of two rows of one function silently won; now the first is kept
+    and the second reported, as the memory file does for an app given twice."""
+    path = tmp_path / "function_durations_percentiles.anon.d01.csv"
+    path.write_text(HEADER + "o,a,f,100,10,1,3\no,a,f,9000,10,1,3\n")
+    frame, skipped = read_function_durations(path)
+    assert frame["average_ms"].tolist() == [100.0]
+    assert skipped == (
+        "function_durations_percentiles.anon.d01.csv, line 3: function o/a/f given again (its "
+        "first row kept)",
+    )

@@ -127,6 +127,14 @@ def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
         warnings.append(skipped_rows_warning(paths["durations"], skipped))
     if memory is not None and memory.skipped:
         warnings.append(skipped_rows_warning(memory_path, memory.skipped))
+    repeated = keys[keys.duplicated()]
+    if len(repeated):  # the dataset documents the three hashes as a function's unique id
+        warnings.append(
+            f"{count_of(len(repeated), 'row')} of {paths['invocations'].name} "
+            f"{'repeats' if len(repeated) == 1 else 'repeat'} a "
+            f"function of an earlier row (first: {repeated.iloc[0]}): each row is replayed as "
+            "a function of its own"
+        )
     missing = int(np.isnan(duration_s).sum())
     if missing:
         warnings.append(

@@ -251,18 +251,18 @@ def _duration_row(get: Callable[[str], str]) -> tuple[str, str, str, float, int]
 
 def read_function_durations(path: Path) -> tuple[pd.DataFrame, tuple[str, ...]]:
     """(``owner``, ``app``, ``function``, ``average_ms``, ``count``) per function of one
-    duration-percentile file, and the malformed rows skipped (``"file, line N: reason"``).
-    Only the columns used are required; the percentile columns may be absent."""
+    duration-percentile file, and the malformed rows skipped (``"file, line N: reason"``; a
+    function given again: its first row kept, as an app of the memory file). Only the columns
+    used are required; the percentile columns may be absent."""
     rows, skipped = _read_rows(
         path,
         DURATION_COLUMNS,
         _duration_row,
         fix="give a function_durations_percentiles.anon.dNN.csv of the Azure Functions 2019 trace",
     )
-    frame = pd.DataFrame(
-        [row for _, row in rows], columns=["owner", "app", "function", "average_ms", "count"]
-    )
-    return frame, skipped
+    kept, again = _first_rows(rows, 3, path, "function")  # the last silently won before
+    frame = pd.DataFrame(kept, columns=["owner", "app", "function", "average_ms", "count"])
+    return frame, skipped + again
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -309,14 +309,24 @@ def read_app_memory(path: Path) -> AppMemory:
         "owner", "app", "sample_count", "average_mb",
         *(f"pct{p}_mb" for p in MEMORY_PERCENTILES),
     ]  # fmt: skip
-    seen: set[tuple[object, object]] = set()
+    kept, again = _first_rows(rows, 2, path, "app")
+    frame = pd.DataFrame(kept, columns=columns)
+    return AppMemory(path=str(path), apps=frame, skipped=skipped + again)
+
+
+def _first_rows(
+    rows: list[tuple[int, _Row]], key_len: int, path: Path, what: str
+) -> tuple[list[_Row], tuple[str, ...]]:
+    """The first row of each id (its first ``key_len`` fields) and, for each later one, the
+    reason it is skipped (``"file, line N: app o/a given again (its first row kept)"``)."""
+    seen: set[tuple[object, ...]] = set()
     kept, again = [], []
     for line, row in rows:
-        if (row[0], row[1]) in seen:
-            again.append(f"{Path(path).name}, line {line}: app {row[0]}/{row[1]} given again "
-                         "(its first row kept)")  # fmt: skip
+        key = tuple(row[:key_len])  # type: ignore[index]
+        if key in seen:
+            again.append(f"{Path(path).name}, line {line}: {what} {'/'.join(map(str, key))} "
+                         "given again (its first row kept)")  # fmt: skip
         else:
-            seen.add((row[0], row[1]))
+            seen.add(key)
             kept.append(row)
-    frame = pd.DataFrame(kept, columns=columns)
-    return AppMemory(path=str(path), apps=frame, skipped=skipped + tuple(again))
+    return kept, tuple(again)
