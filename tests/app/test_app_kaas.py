@@ -116,3 +116,13 @@ def test_a_language_model_is_named_as_one_not_as_unknown() -> None:
     """QA session 35: ``--models llama-2-7b`` said "unknown workload 'llama-2-7b'"."""
     with pytest.raises(InvalidSpecError, match=r"^models: llama-2-7b is a language model"):
         gpucast.simulate_kaas(models=["llama-2-7b"], rate=10, duration_s=1)
+
+
+def test_functions_that_together_exceed_a_gpu_are_refused() -> None:
+    """QA 37 V #5: every pool GPU holds every function's model; 12 bert-large functions
+    (1.25 GiB of weights each) do not fit a T4 together, 9 do."""
+    with pytest.raises(InvalidSpecError, match=r"^models: the 12 functions' weights plus the "
+                       r"largest working set need 15\.2 GiB on every GPU") as e:  # fmt: skip
+        gpucast.simulate_kaas(models=["bert-large"] * 12, gpu="T4", rate=1, duration_s=2)
+    assert "more than a T4's 14.2 GiB usable of 16 GiB" in str(e.value)
+    gpucast.simulate_kaas(models=["bert-large"] * 9, gpu="T4", rate=1, duration_s=2)

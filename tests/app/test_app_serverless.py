@@ -84,6 +84,9 @@ def test_a_model_larger_than_the_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.chdir(tmp_path)
     with pytest.raises(InvalidSpecError, match=r"more than a T4's 14\.2 GiB usable of 16 GiB"):
         gpucast.simulate_serverless(synthetic=5, minutes=10, models=["huge_model:factory"])
+    # QA 37 V #5: KaaS ran it on a T4 under 'every GPU holds every function's weights'
+    with pytest.raises(InvalidSpecError, match=r"^models: huge_model:factory needs 44\.7 GiB"):
+        gpucast.simulate_kaas(models=["resnet50", "huge_model:factory"], gpu="T4")
 
 
 @pytest.mark.parametrize(
@@ -463,6 +466,15 @@ def test_a_warmup_on_a_trace_folder(tmp_path: Path) -> None:
     assert "warm-up" in p["assumptions"]
 
 
+def test_a_warmup_below_an_hour_reads_in_minutes(tmp_path: Path) -> None:
+    """QA 37 V #11: --warmup 1 (a bare number: 1 s, rounded up to the 1-minute bin) was '1 min'
+    in the header and 'the first 0.01667 h' in the assumption."""
+    d = gpucast.simulate_serverless(trace=_trace(tmp_path), models=["mlp"], warmup="1").to_dict()
+    assert d["warmup_s"] == 60.0
+    assert d["assumptions"]["warm-up"].startswith("the first 1 min simulated")
+    assert "are those of the 1.983 h after it" in d["assumptions"]["warm-up"]
+
+
 @pytest.mark.parametrize(
     ("warmup", "match"),
     [
@@ -512,3 +524,70 @@ def test_a_function_running_longer_than_the_trace_is_named_in_a_warning(tmp_path
         assert "(2 h)" in long_run
     assert not any("longer" in w for w in gpucast.simulate_serverless(
         trace=_trace(tmp_path), models=["mlp"]).to_dict()["warnings"])  # fmt: skip
+
+
+def test_a_folder_of_another_day_names_the_days_it_has(tmp_path: Path) -> None:
+    """QA 37 V #7: a folder with day 3's files, read as day 1 (the default), said only that
+    day 1's file was missing; it now names the days there and the --day to give."""
+    _trace(tmp_path)
+    for path in tmp_path.glob("*.d01.csv"):
+        path.rename(path.with_name(path.name.replace(".d01.", ".d03.")))
+    with pytest.raises(
+        InvalidInputError, match=r"missing invocations_per_function_md\.anon\.d01"
+    ) as e:
+        gpucast.simulate_serverless(trace=tmp_path)
+    assert "the folder has day 3: give --day 3" in str(e.value)
+    gpucast.simulate_serverless(trace=tmp_path, day=3, models=["mlp"])
+
+
+def test_plan_serverless_lists_a_policy_given_twice_once() -> None:
+    """QA 37 V #8: --policies fixed:5m,fixed:5m listed the same candidate twice; fixed:10m
+    and fixed:600s are one policy too."""
+    d = gpucast.plan_serverless(
+        synthetic=5, minutes=30, models=["mlp"], policies=["fixed:5m", "fixed:5m", "fixed:10m",
+        "fixed:600s", "histogram"],
+    ).to_dict()  # fmt: skip
+    names = sorted(o["name"] for o in d["options"] if o["kind"] == "serverless")
+    assert names == ["serverless fixed:10m", "serverless fixed:5m", "serverless histogram"]
+
+
+def test_a_generated_load_without_invocations_says_what_to_raise() -> None:
+    """QA 37 V #18: --synthetic 1 --minutes 1 printed 'nothing to simulate' and no way on."""
+    from gpucast.app.serverless_text import simulate_lines
+
+    d = gpucast.simulate_serverless(synthetic=1, minutes=1, models=["mlp"]).to_dict()
+    assert d["invocations"] == 0
+    assert simulate_lines(d)[-1] == (
+        "  no invocations in the trace: nothing to simulate; 45% of generated functions are "
+        "invoked at most hourly: raise --synthetic or --minutes"
+    )
+
+
+def test_plan_serverless_without_invocations_is_one_error(tmp_path: Path) -> None:
+    """QA 37 V #19: every candidate 'missed' at p99 nan and the choice line advised cutting
+    the execution ('the lowest is serverless fixed:10m at nan ms')."""
+    with pytest.raises(InvalidInputError, match=r"^synthetic: the load has no invocations") as e:
+        gpucast.plan_serverless(synthetic=1, minutes=1, models=["mlp"])
+    assert str(e.value).endswith("raise --synthetic or --minutes (45% of generated functions "
+                                 "are invoked at most hourly)")  # fmt: skip
+    trace = _trace(tmp_path)
+    path = tmp_path / "invocations_per_function_md.anon.d01.csv"
+    header, *rows = path.read_text().splitlines()
+    ids = [row.split(",")[:4] for row in rows]  # every count 0
+    minutes = len(header.split(",")) - 4
+    path.write_text("\n".join([header, *(",".join([*i, *["0"] * minutes]) for i in ids)]) + "\n")
+    with pytest.raises(InvalidInputError, match=r"^trace: the load has no invocations"):
+        gpucast.plan_serverless(trace=trace, models=["mlp"])
+
+
+def test_a_function_on_two_rows_of_the_counts_file_is_said(tmp_path: Path) -> None:
+    """QA 37 V #16: the same HashOwner/HashApp/HashFunction on two rows replayed as two
+    functions without a word."""
+    trace = _trace(tmp_path)
+    path = tmp_path / "invocations_per_function_md.anon.d01.csv"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([*lines, lines[1]]) + "\n")
+    r = gpucast.simulate_serverless(trace=trace, models=["mlp"], unit="function")
+    assert len(r.result.functions) == len(lines)  # each row its own function, as before
+    assert any(w.startswith("1 row of invocations_per_function_md.anon.d01.csv repeats a "
+                            "function of an earlier row") for w in r.warnings)  # fmt: skip

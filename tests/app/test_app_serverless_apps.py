@@ -289,3 +289,16 @@ def test_an_app_too_big_for_the_gpu_is_one_error(tmp_path: Path) -> None:
     assert units.cold_s.tolist() == [5.0, 5.0]
     assert units.swap_s.tolist() == pytest.approx([9 * 1024**3 / 16e9] * 2)
     assert units.host_memory_mb.tolist() == [150.0, 400.0]
+
+
+def test_one_app_of_one_function_reads_in_the_singular(tmp_path: Path) -> None:
+    """QA 37 V: 'apps 1 of 1 functions' and 'memory (app_memory_percentiles.anon.d01.csv,
+    1 apps)'."""
+    from gpucast.app.serverless_text import apps_line
+
+    trace = app_trace(tmp_path, memory="o1,a1,1000,150,100,110,120,140,160,200,250,300\n")
+    path = trace / "invocations_per_function_md.anon.d01.csv"
+    path.write_text("\n".join(path.read_text().splitlines()[:2]) + "\n")  # f1 of a1 alone
+    line = apps_line(gpucast.simulate_serverless(trace=trace, **KW).to_dict())
+    assert line is not None and line.startswith("  apps 1 of 1 function (1.00 per app")
+    assert "(app_memory_percentiles.anon.d01.csv, 1 app) AverageAllocatedMb" in line

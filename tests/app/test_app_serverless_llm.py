@@ -173,3 +173,24 @@ def test_each_function_s_model_line_names_its_function(tmp_path: Path) -> None:
     plan = gpucast.plan_serverless(**kw).to_dict()  # type: ignore[arg-type]
     keys = [k for k in plan["sources"] if k.startswith("model ")]
     assert keys == ["model llama-2-7b (function code)", "model llama-2-7b (function conv)"]
+
+
+def test_no_always_on_candidate_for_requests_beyond_the_context_names_them(
+    tmp_path: Path,
+) -> None:
+    """QA 37 V #17: on the published hour llama-2-7b (4,096 tokens) had no always-on
+    candidate 'within 1024 replicas', while every serverless policy met p99 < 10 s: plan
+    serve counts the requests beyond the context window unserved, serverless drops them.
+    The warning now says so."""
+    rows = [(i * 10.0, 2000, 50) for i in range(9)] + [(95.0 + i, 5000, 50) for i in range(3)]
+    r = gpucast.plan_serverless(
+        trace=_file(tmp_path, rows), models=["llama-2-7b"], gpu="A100", price=2.0,
+        slo="p99<10s", policies=["fixed:10m"],
+    )  # fmt: skip
+    assert {o.kind for o in r.plan.options} == {"serverless"}
+    warning = next(w for w in r.warnings if w.startswith("no always-on candidate"))
+    assert warning.endswith(
+        "within 1024 replicas: plan serve counts the 3 of 12 requests beyond llama-2-7b's "
+        "4,096-token context window as unserved, while the serverless candidates drop them; "
+        "a model with a longer context window (llm_models.csv) serves them"
+    )

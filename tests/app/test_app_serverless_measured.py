@@ -125,7 +125,8 @@ def test_a_run_of_another_model_is_refused(tmp_path: Path) -> None:
     twice = [str(_store()), str(_store())]
     with pytest.raises(InvalidInputError, match="both measured mlp"):
         gpucast.simulate_serverless(trace=trace, coldstart_run=twice, **KW)
-    with pytest.raises(InvalidInputError, match="no run with id 99"):
+    # QA 37 V #9: an unknown run id did not name the flag
+    with pytest.raises(InvalidInputError, match=r"^--coldstart-run 99: no run with id 99"):
         gpucast.simulate_serverless(trace=trace, coldstart_run="99", **KW)
     with pytest.raises(InvalidInputError, match="no stored coldstart run of resnet18"):
         gpucast.simulate_serverless(trace=trace, coldstart_run="latest", models=["resnet18"])

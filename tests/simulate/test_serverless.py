@@ -209,13 +209,39 @@ def test_a_fixed_policy_with_an_unknown_unit_names_the_unit(text: str, example: 
 
 
 @pytest.mark.parametrize(
+    ("text", "example"), [("fixed:1e3s", "fixed:1000s"), ("fixed:1.5e1m", "fixed:15m")]
+)
+def test_a_fixed_policy_with_an_exponent_names_the_number(text: str, example: str) -> None:
+    """QA 37 V #10: fixed:1e3s said its unit must be s, m, h or d -- its unit is s."""
+    with pytest.raises(InvalidSpecError, match=r"needs a plain decimal number before its unit"):
+        parse_policy(text)
+    with pytest.raises(InvalidSpecError, match=f"e.g. --policy {example}$"):
+        parse_policy(text)
+    assert (
+        parse_policy(example).keep_alive_s == {"fixed:1000s": 1000.0, "fixed:15m": 900.0}[example]
+    )
+
+
+@pytest.mark.parametrize(
     ("text", "header"),
-    [("fixed:1h", "1 h"), ("fixed:10m", "10 min"), ("fixed:90s", "1.5 min"), ("fixed:30s", "30 s"),
-     ("fixed:2d", "2 days")],
+    [("fixed:1h", "1 h"), ("fixed:10m", "10 min"), ("fixed:2d", "2 days"), ("fixed:120s", "2 min"),
+     ("fixed:90s", "1.5 min, simulated as 2 min (whole 1 min bins, the trace's granularity)"),
+     ("fixed:30s", "30 s, simulated as 1 min (whole 1 min bins, the trace's granularity)")],
 )  # fmt: skip
 def test_a_fixed_policy_is_described_in_the_unit_it_reads_best_in(text: str, header: str) -> None:
-    """QA 35 S #21: fixed:1h was headed 'fixed keep-alive 60 min'."""
+    """QA 35 S #21: fixed:1h was headed 'fixed keep-alive 60 min'. QA 37 V #4: a keep-alive
+    that is not a whole number of bins is simulated as the next whole one, and says so
+    (fixed:1s .. fixed:1m gave the same cold starts under a header of '1 s')."""
     assert parse_policy(text).describe() == f"fixed keep-alive {header}"
+
+
+def test_a_sub_minute_keep_alive_is_simulated_as_one_minute() -> None:
+    """What the description above states: fixed:30s and fixed:1m give the same result."""
+    counts = np.array([[1, 0, 1, 0, 0, 1, 1, 0, 0, 0, 1]])
+    kw = {"exec_s": 0.01, "cold_s": 1.0, "memory_gib": 1.0}
+    short = simulate_keep_alive(counts, policy=parse_policy("fixed:30s"), **kw)
+    minute = simulate_keep_alive(counts, policy=parse_policy("fixed:1m"), **kw)
+    assert short.cold_starts.tolist() == minute.cold_starts.tolist()
 
 
 def test_policy_text() -> None:

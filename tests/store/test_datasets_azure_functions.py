@@ -72,3 +72,19 @@ def test_no_valid_rows_and_unknown_trigger(tmp_path: Path) -> None:
     parsed = read_invocation_counts(_write(tmp_path, GOOD))
     with pytest.raises(InvalidSpecError, match="trigger"):
         parsed.select(trigger="cron")
+
+
+def test_a_count_beyond_int64_or_too_large_to_sum_is_skipped(tmp_path: Path) -> None:
+    """QA 37 V #1-2: a count past int64 raised OverflowError (a traceback), and one that fits
+    int64 wrapped the day's totals around to negative invocations; both rows are malformed."""
+    rows = [
+        *GOOD,
+        "o3,a3,f4,http,99999999999999999999,0,0,0,0,0",
+        "o3,a3,f5,http,0,9000000000000000000,9000000000000000000,0,0,0",
+    ]
+    parsed = read_invocation_counts(_write(tmp_path, rows))
+    assert list(parsed.functions["function"]) == ["f1", "f2", "f3"]
+    assert int(parsed.counts.sum()) == 22
+    assert len(parsed.skipped) == 2
+    assert "line 5" in parsed.skipped[0] and "minute 1 is above 1,000,000,000" in parsed.skipped[0]
+    assert "line 6" in parsed.skipped[1] and "minute 2" in parsed.skipped[1]

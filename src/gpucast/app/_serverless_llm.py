@@ -92,6 +92,28 @@ def _own_percentile(latency: npt.NDArray[np.float64], q: float) -> float:
     return latency_summary(np.zeros(1), ((0.0, 1),), spread=table, qs=(q,))[f"p{q:g}"]
 
 
+def _beyond_context(model: str, path: Path) -> str:
+    """Why plan serve may find no deployment where the serverless candidates serve: the
+    requests of ``path`` beyond ``model``'s context window, which serverless drops and plan
+    serve counts unserved (QA 37 V #17); empty when there are none."""
+    from gpucast.catalog.llm import llm_model
+    from gpucast.domain.units import count_of
+    from gpucast.store.datasets.azure_traces import read_arrival_trace
+
+    frame = read_arrival_trace(path).frame
+    if "context_tokens" not in frame:
+        return ""
+    window = llm_model(model).max_context
+    beyond = int((frame["context_tokens"] + frame["generated_tokens"] > window).sum())
+    if not beyond:
+        return ""
+    return (
+        f": plan serve counts the {beyond:,} of {count_of(len(frame), 'request')} beyond "
+        f"{model}'s {window:,}-token context window as unserved, while the serverless "
+        "candidates drop them; a model with a longer context window (llm_models.csv) serves them"
+    )
+
+
 def _size_one(
     model: str, gpu: str, path: Path, *, q: float, slo_s: float, price: float, after_s: float
 ) -> _Sized:
@@ -109,7 +131,7 @@ def _size_one(
     if best is None:
         raise NoFeasiblePlanError(
             f"no deployment of {model} on {gpu} has TTFT p{q:g} <= {slo_s:g} s within {most} "
-            "replicas"
+            f"replicas{_beyond_context(model, path)}"
         )
     seen: dict[int, npt.NDArray[np.float64]] = {}
 

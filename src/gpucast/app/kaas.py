@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from gpucast.domain.catalog import GpuSpec
     from gpucast.domain.provenance import Validation
     from gpucast.simulate.kaas import KaasResult
 
@@ -277,6 +278,28 @@ def _overload_warning(results: dict[str, KaasResult]) -> list[str]:
     ]
 
 
+def _check_pool_memory(models: tuple[str, ...], gpu: GpuSpec) -> None:
+    """Every pool GPU holds every function's weights (the verb's assumption) and runs one
+    kernel at a time: all the weights plus the largest working set must fit one GPU, by the
+    rule an app's instance of several models meets (QA 37 V #5); one error otherwise."""
+    from gpucast.domain.gpu_memory import usable_gib, usable_text
+    from gpucast.domain.units import GIB
+    from gpucast.inputs.workload import workload_profile
+
+    memory = {m: workload_profile(m, "fp32", batch_size=1).memory for m in dict.fromkeys(models)}
+    weights = sum(memory[m].weights_bytes for m in models)
+    working = max(p.inference_peak_bytes - p.weights_bytes for p in memory.values())
+    need_gib = (weights + working) / GIB
+    if need_gib > usable_gib(gpu.memory_gib):
+        raise InvalidSpecError(
+            "models",
+            f"the {len(models)} functions' weights plus the largest working set need "
+            f"{need_gib:.1f} GiB on every GPU (each holds every function's model), more than a "
+            f"{gpu.name}'s {usable_text(gpu.memory_gib)}",
+            fix="give fewer or smaller --models, or a GPU with more memory (--gpu)",
+        )
+
+
 def simulate_kaas(
     request: SimulateKaasRequest | None = None, /, **options: Any
 ) -> SimulateKaasResult:
@@ -291,6 +314,7 @@ def simulate_kaas(
     gpu = load_catalog().gpu(request.gpu or DEFAULT_GPU)
     pool_gpus = request.pool_gpus or DEFAULT_POOL_GPUS
     by_model = {m: kernel_sequence(m, gpu) for m in dict.fromkeys(request.models)}
+    _check_pool_memory(request.models, gpu)
     sources = {f"model {m}": source for m, (_seq, source) in by_model.items()}
     seqs = [by_model[m][0] for m in request.models]
     sizes = [int(s.size) for s in seqs]

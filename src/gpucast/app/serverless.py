@@ -47,7 +47,7 @@ from gpucast.domain.limits import (
     check_work,
 )
 from gpucast.domain.options import default_mark, defaults_used, lower_text, option, split_list
-from gpucast.domain.units import format_slo_latency
+from gpucast.domain.units import format_duration, format_slo_latency
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -272,7 +272,10 @@ class ServerlessLoad:
         _check_phase_s("cuda-context-s", self.cuda_context_s)
         if self.billing not in BILLINGS:
             raise InvalidSpecError(
-                "billing", f"must be one of {', '.join(BILLINGS)}", got=self.billing
+                "billing",
+                f"must be one of {', '.join(BILLINGS)}",
+                got=self.billing,
+                fix="e.g. --billing execution to bill execution and cold starts only",
             )
         if (self.trace is None) == (self.synthetic is None):
             raise InvalidSpecError(
@@ -317,7 +320,10 @@ class ServerlessLoad:
             )
         check_price(self.price)
         if self.durations not in ("model", "trace"):
-            raise InvalidSpecError("durations", "must be model or trace", got=self.durations)
+            raise InvalidSpecError(
+                "durations", "must be model or trace", got=self.durations,
+                fix="e.g. --durations trace for the trace's own average durations",
+            )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -328,8 +334,9 @@ class SimulateServerlessRequest(ServerlessLoad):
 
     policy: str = option(
         "fixed:10m",
-        help="Keep-alive: fixed:DURATION (e.g. fixed:10m), histogram (hybrid histogram, "
-        "Shahrad et al. ATC'20) or prewarm (from predicted arrivals).",
+        help="Keep-alive: fixed:DURATION (e.g. fixed:10m; counted in whole minutes, the "
+        "trace's bins: fixed:30s runs as 1 min), histogram (hybrid histogram, Shahrad et al. "
+        "ATC'20) or prewarm (from predicted arrivals).",
         example="histogram",
     )
     pool_gpus: int | None = option(
@@ -800,8 +807,10 @@ def _check_pool(pool_gpus: int, load: _Load) -> None:
 
 
 def _hours(seconds: float) -> str:
-    """``3600`` -> ``1 h``, ``5400`` -> ``1.5 h``, ``86400`` -> ``24 h`` (as the header says)."""
-    return f"{seconds / 3600:,.4g} h"
+    """``3600`` -> ``1 h``, ``5400`` -> ``1.5 h``, ``86400`` -> ``24 h`` (as the header says);
+    below an hour in minutes or seconds, as the header has it too: ``60`` -> ``1 min`` (was
+    ``0.01667 h``)."""
+    return f"{seconds / 3600:,.4g} h" if seconds >= 3600 else format_duration(seconds)
 
 
 def _check_warmup(request: ServerlessLoad, load: _Load) -> None:
@@ -1026,8 +1035,8 @@ class PlanServerlessRequest(ServerlessLoad):
     )
     policies: tuple[str, ...] = option(
         DEFAULT_PLAN_POLICIES,
-        help="Keep-alive policies of the serverless candidates (fixed:DURATION, histogram, "
-        "prewarm).",
+        help="Keep-alive policies of the serverless candidates (fixed:DURATION in whole "
+        "minutes, histogram, prewarm); one given twice is one candidate.",
         example="fixed:10m,histogram",
     )
     max_utilisation: float = option(
@@ -1148,6 +1157,15 @@ def plan_serverless(
     percentile, slo_s = parse_slo(request.slo or DEFAULT_SLO)
     load = _load(request, db)
     _check_warmup(request, load)
+    if not load.trace.counts.any():  # every candidate would 'miss' at a latency of nan
+        raise InvalidInputError(
+            f"{'synthetic' if request.trace is None else 'trace'}: the load has no invocations: "
+            "nothing to plan",
+            fix="raise --synthetic or --minutes (45% of generated functions are invoked at most "
+            "hourly)"
+            if request.trace is None
+            else "give a trace (or --day) with invocations",
+        )
     always_on: AlwaysOnSizing | None = None
     always_on_warnings: tuple[str, ...] = ()
     if load.trace.tokens:  # language models batch continuously when always on
@@ -1166,7 +1184,8 @@ def plan_serverless(
         swap_s=load.swap_s,
         gpu_memory_gib=usable_gib(load.gpu.memory_gib),  # the one rule: what it can fill
         price_usd_per_hour=load.price,
-        policies=[parse_policy(p, flag="policies") for p in request.policies],
+        # one candidate per distinct policy: fixed:5m,fixed:5m (or fixed:10m,fixed:600s) once
+        policies=list(dict.fromkeys(parse_policy(p, flag="policies") for p in request.policies)),
         slo_percentile=percentile,
         slo_s=slo_s,
         billing=request.billing,

@@ -58,7 +58,7 @@ def apps_line(d: dict[str, Any]) -> str | None:
     if apps is None:
         return None
     text = (
-        f"  apps {apps['apps']:,} of {apps['functions']:,} functions ("
+        f"  apps {apps['apps']:,} of {count_of(apps['functions'], 'function')} ("
         f"{apps['functions_per_app_mean']:.2f} per app, at most {apps['functions_per_app_max']:,};"
         f" {apps['single_function_app_share']:.0%} with one), keep-alive per {d['unit']}"
     )
@@ -68,8 +68,9 @@ def apps_line(d: dict[str, Any]) -> str | None:
     mb = memory["average_allocated_mb"]
     if mb is None:
         return text + f"; {memory['file']} has no row for them"
+    rows = count_of(memory["apps_with_row"], "app")
     return text + (
-        f"; memory ({memory['file']}, {memory['apps_with_row']:,} apps) AverageAllocatedMb "
+        f"; memory ({memory['file']}, {rows}) AverageAllocatedMb "
         f"p50 {mb['p50']:,.0f} MB, p95 {mb['p95']:,.0f} MB, p99 {mb['p99']:,.0f} MB, max "
         f"{mb['max']:,.0f} MB, total {mb['total']:,.0f} MB"
     )
@@ -112,7 +113,13 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
         *_arrivals(d),
     ]
     if d["invocations"] == 0:
-        return [*lines, "  no invocations in the trace: nothing to simulate"]
+        hint = (
+            "; 45% of generated functions are invoked at most hourly: raise --synthetic or "
+            "--minutes"
+            if str(d["arrival_process"]).startswith("generated")
+            else ""
+        )
+        return [*lines, f"  no invocations in the trace: nothing to simulate{hint}"]
     lat = d["latency_s"]
     other = (
         f"execution alone {format_amount(d['execution_gpu_hours'])}"

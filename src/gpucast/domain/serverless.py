@@ -411,7 +411,14 @@ class KeepAlivePolicy:
 
     def describe(self) -> str:
         if self.kind == "fixed":
-            return f"fixed keep-alive {format_duration(self.keep_alive_s)}"
+            text = f"fixed keep-alive {format_duration(self.keep_alive_s)}"
+            bins = max(1, math.ceil(self.keep_alive_s / self.bin_s - 1e-9))
+            if bins * self.bin_s != self.keep_alive_s:  # the simulator counts whole bins
+                text += (
+                    f", simulated as {format_duration(bins * self.bin_s)} (whole "
+                    f"{format_duration(self.bin_s)} bins, the trace's granularity)"
+                )
+            return text
         if self.kind == "histogram":
             return (
                 f"hybrid histogram (Shahrad et al. ATC'20): {self.bin_s:g} s bins up to "
@@ -422,6 +429,16 @@ class KeepAlivePolicy:
             f"pre-warm from the mean of the last {self.history} idle times "
             f"(±{self.margin:.0%}), fixed {self.keep_alive_s / 60:g} min until then"
         )
+
+
+def _plain_number(text: str) -> str | None:
+    """``1e3`` -> ``1000``: a number Python reads but a duration does not (an exponent), as a
+    duration would write it; ``""`` for one out of range (``1e400``); None for no number."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return f"{value:.6g}" if math.isfinite(value) and value > 0 else ""
 
 
 def parse_policy(text: str, *, flag: str = "policy") -> KeepAlivePolicy:
@@ -450,8 +467,15 @@ def parse_policy(text: str, *, flag: str = "policy") -> KeepAlivePolicy:
             keep_alive_s = parse_duration_s(arg, field=flag, allow_zero=True)
         except InvalidSpecError:
             number = re.match(r"\d+(?:\.\d+)?", arg)  # fixed:10x: the unit is what is wrong
-            if number is None or float(number[0]) <= 0:
+            unit = re.search(r"(s|sec|m|min|h|hr|d)$", arg)
+            plain = _plain_number(arg[: unit.start()]) if unit else None
+            if number is None or float(number[0]) <= 0 or plain == "":
                 keep_alive_s = math.nan  # one message for every bad duration, below
+            elif plain is not None:  # fixed:1e3s: the unit is fine, the number is not plain
+                raise InvalidSpecError(
+                    flag, "fixed:DURATION needs a plain decimal number before its unit",
+                    got=text, fix=f"e.g. --{flag} fixed:{plain}{unit[0]}",  # type: ignore[index]
+                ) from None  # fmt: skip
             else:
                 raise InvalidSpecError(
                     flag, "fixed:DURATION's unit must be s, m, h or d", got=text,

@@ -155,7 +155,12 @@ def stored_cold_starts(
         else:
             for text in runs:
                 run_id = int(text)
-                m = load_coldstart_run(store, run_id)
+                try:
+                    m = load_coldstart_run(store, run_id)
+                except InvalidInputError as exc:  # an unknown id or a run of another kind
+                    raise InvalidInputError(
+                        f"--coldstart-run {run_id}: {exc.message}", fix=exc.fix
+                    ) from None
                 if m.workload not in models:
                     raise InvalidInputError(
                         f"--coldstart-run {run_id}: the run measured {m.workload}, which is not "

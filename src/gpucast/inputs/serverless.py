@@ -34,6 +34,7 @@ from gpucast.inputs.instance_ebs import network_link
 if TYPE_CHECKING:
     from gpucast.domain.catalog import GpuSpec
     from gpucast.domain.llm import TransformerSpec
+    from gpucast.domain.profile import WorkloadProfile
     from gpucast.domain.provenance import Sourced
     from gpucast.domain.serverless import ColdStartPrediction
     from gpucast.inputs.coldstart import StoredColdStart
@@ -68,6 +69,15 @@ class ServerlessTrace:
     offsets_s: tuple[float, ...] = field(default=())
 
 
+def _trace_days(folder: Path) -> list[int]:
+    """The days whose invocation-count file ``folder`` holds, in order."""
+    found = (
+        re.fullmatch(r"invocations_per_function_md\.anon\.d(\d\d)\.csv", p.name)
+        for p in folder.iterdir()
+    )
+    return sorted(int(m[1]) for m in found if m)
+
+
 def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
     """One day of the Azure Functions 2019 trace from ``folder`` (module docstring)."""
     from gpucast.inputs.serving import skipped_rows_warning
@@ -92,9 +102,13 @@ def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
     }
     for path in paths.values():
         if not path.is_file():
+            days = _trace_days(folder)
             raise InvalidInputError(
                 f"--trace {folder}: missing {path.name}",
-                fix="the folder needs the invocation counts and the duration percentiles of "
+                fix=f"the folder has {'days' if len(days) > 1 else 'day'} "
+                f"{', '.join(map(str, days))}: give --day {days[0]}"
+                if days and day not in days
+                else "the folder needs the invocation counts and the duration percentiles of "
                 f"day {day} (see ../shared/data/azure_functions_2019), or use --synthetic N",
             )
     counts = read_invocation_counts(paths["invocations"])
@@ -113,6 +127,14 @@ def trace_from_dir(folder: Path, day: int = 1) -> ServerlessTrace:
         warnings.append(skipped_rows_warning(paths["durations"], skipped))
     if memory is not None and memory.skipped:
         warnings.append(skipped_rows_warning(memory_path, memory.skipped))
+    repeated = keys[keys.duplicated()]
+    if len(repeated):  # the dataset documents the three hashes as a function's unique id
+        warnings.append(
+            f"{count_of(len(repeated), 'row')} of {paths['invocations'].name} "
+            f"{'repeats' if len(repeated) == 1 else 'repeat'} a "
+            f"function of an earlier row (first: {repeated.iloc[0]}): each row is replayed as "
+            "a function of its own"
+        )
     missing = int(np.isnan(duration_s).sum())
     if missing:
         warnings.append(
@@ -441,6 +463,24 @@ def gpu_cold_start(
     return prediction, assumptions
 
 
+def fitting_memory_gib(model: str, profile: WorkloadProfile, gpu: GpuSpec) -> float:
+    """``model``'s inference peak at batch 1 (GiB, from its ``profile``), refused in one
+    :class:`InvalidSpecError` when more than ``gpu``'s usable memory: the one rule of the
+    serverless functions, simulate kaas and predict coldstart."""
+    from gpucast.domain.gpu_memory import usable_gib, usable_text
+    from gpucast.domain.units import GIB
+
+    memory_gib = profile.memory.inference_peak_bytes / GIB
+    if memory_gib > usable_gib(gpu.memory_gib):
+        raise InvalidSpecError(
+            "models",
+            f"{model} needs {memory_gib:.1f} GiB at batch 1, more than a {gpu.name}'s "
+            f"{usable_text(gpu.memory_gib)}",
+            fix="pick a GPU with more memory (--gpu) or a smaller model",
+        )
+    return float(memory_gib)
+
+
 def gpu_function(
     model: str,
     gpu: GpuSpec,
@@ -455,24 +495,15 @@ def gpu_function(
     ``container_s`` / ``cuda_context_s`` given outright win over the catalog's and over a
     measured run's; ``measured`` (a stored run of ``model``) gives the phases it has."""
     from gpucast.catalog.coldstart import load_coldstart_facts
-    from gpucast.domain.gpu_memory import usable_gib, usable_text
-    from gpucast.domain.units import GIB
     from gpucast.inputs.serving import forward_pass_s
     from gpucast.inputs.workload import check_workload_name, workload_profile
     from gpucast.predict.coldstart import with_measured
 
-    check_workload_name(model)
+    check_workload_name(model, field="models")
     fact = load_coldstart_facts().get("storage", storage)
     links: dict[str, float | None] = {storage: fact.value, **network_link(storage, network_gbps)}
     profile = workload_profile(model, "fp32", batch_size=1)
-    memory_gib = profile.memory.inference_peak_bytes / GIB
-    if memory_gib > usable_gib(gpu.memory_gib):  # the one rule, as predict coldstart's
-        raise InvalidSpecError(
-            "models",
-            f"{model} needs {memory_gib:.1f} GiB at batch 1, more than a {gpu.name}'s "
-            f"{usable_text(gpu.memory_gib)}",
-            fix="pick a GPU with more memory (--gpu) or a smaller model",
-        )
+    memory_gib = fitting_memory_gib(model, profile, gpu)
     forward = forward_pass_s(model, gpu)
     cold, _ = gpu_cold_start(
         profile.memory.weights_bytes,
@@ -730,8 +761,9 @@ def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], 
             "splits a DNN's profiled inference kernels, which a language model has none of",
             fix="give DNN workloads, e.g. --models resnet50,bert-base",
         )  # fmt: skip
-    check_workload_name(model)
+    check_workload_name(model, field="models")
     profile = workload_profile(model, "fp32", batch_size=1)
+    fitting_memory_gib(model, profile, gpu)  # every pool GPU holds it (the verb's assumption)
     phase = next(p for p in profile.phases if p.phase == "inference")
     parts = []
     for c in phase.by_class:

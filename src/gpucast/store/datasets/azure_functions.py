@@ -8,8 +8,9 @@ the day. A file with fewer minute columns (``1`` .. ``N``, consecutive) is accep
 slice of a day works too.
 
 A row with the wrong number of fields, an empty id or trigger, or a count that is not an
-integer >= 0 is skipped and reported (``InvocationCounts.skipped``: ``"file, line N: reason"``)
-rather than guessed; a file whose header is not this format is one :class:`DataFormatError`.
+integer in [0, :data:`MAX_COUNT_PER_MINUTE`] is skipped and reported
+(``InvocationCounts.skipped``: ``"file, line N: reason"``) rather than guessed; a file
+whose header is not this format is one :class:`DataFormatError`.
 This module only parses: :func:`gpucast.inputs.serving.function_arrivals` turns the counts
 into arrival times (uniform inside each minute).
 """
@@ -33,6 +34,11 @@ from gpucast.store.files import check_header, not_utf8, open_input_text
 ID_COLUMNS = ("HashOwner", "HashApp", "HashFunction", "Trigger")
 TRIGGERS = ("http", "timer", "event", "queue", "storage", "orchestration", "others")
 MINUTE_S = 60.0
+#: the most invocations one function may have in one minute (16.7 million a second, far
+#: beyond any function of the trace): a row above it is skipped as malformed, which also keeps
+#: the sums over a day's functions and minutes inside int64 (10^9 x 20,160 minutes x 450,000
+#: functions < 2^63) instead of wrapping around to negative totals
+MAX_COUNT_PER_MINUTE = 10**9
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,11 +128,19 @@ def read_invocation_counts(path: Path) -> InvocationCounts:
                     skipped.append(f"{name}, line {line}: empty owner, app, function or trigger")
                     continue
                 try:
-                    values = np.array([int(v) for v in fields[4:]], dtype=np.int64)
+                    ints = [int(v) for v in fields[4:]]
                 except ValueError:
                     bad = next(v for v in fields[4:] if not v.strip().lstrip("-").isdigit())
                     skipped.append(f"{name}, line {line}: count {bad!r} is not an integer")
                     continue
+                if max(ints) > MAX_COUNT_PER_MINUTE:
+                    minute = next(i for i, v in enumerate(ints) if v > MAX_COUNT_PER_MINUTE)
+                    skipped.append(
+                        f"{name}, line {line}: count {ints[minute]:,} in minute {minute + 1} "
+                        f"is above {MAX_COUNT_PER_MINUTE:,} a minute"
+                    )
+                    continue
+                values = np.array(ints, dtype=np.int64)
                 if np.any(values < 0):
                     minute = int(np.flatnonzero(values < 0)[0]) + 1
                     skipped.append(f"{name}, line {line}: negative count in minute {minute}")
@@ -226,25 +240,29 @@ def _duration_row(get: Callable[[str], str]) -> tuple[str, str, str, float, int]
         count = int(float(get("Count")))
     except ValueError:
         return "Average or Count is not a number"
-    if not (owner and app and func) or not np.isfinite(average) or average < 0:
-        return "empty id or Average < 0"
+    except OverflowError:  # int(inf)
+        return f"Count {get('Count')!r} is not finite"
+    if not (owner and app and func):
+        return "empty id"
+    if not (np.isfinite(average) and average >= 0):
+        return f"Average {get('Average')!r} is not a finite number >= 0"
     return owner, app, func, average, max(count, 0)
 
 
 def read_function_durations(path: Path) -> tuple[pd.DataFrame, tuple[str, ...]]:
     """(``owner``, ``app``, ``function``, ``average_ms``, ``count``) per function of one
-    duration-percentile file, and the malformed rows skipped (``"file, line N: reason"``).
-    Only the columns used are required; the percentile columns may be absent."""
+    duration-percentile file, and the malformed rows skipped (``"file, line N: reason"``; a
+    function given again: its first row kept, as an app of the memory file). Only the columns
+    used are required; the percentile columns may be absent."""
     rows, skipped = _read_rows(
         path,
         DURATION_COLUMNS,
         _duration_row,
         fix="give a function_durations_percentiles.anon.dNN.csv of the Azure Functions 2019 trace",
     )
-    frame = pd.DataFrame(
-        [row for _, row in rows], columns=["owner", "app", "function", "average_ms", "count"]
-    )
-    return frame, skipped
+    kept, again = _first_rows(rows, 3, path, "function")  # the last silently won before
+    frame = pd.DataFrame(kept, columns=["owner", "app", "function", "average_ms", "count"])
+    return frame, skipped + again
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -291,14 +309,24 @@ def read_app_memory(path: Path) -> AppMemory:
         "owner", "app", "sample_count", "average_mb",
         *(f"pct{p}_mb" for p in MEMORY_PERCENTILES),
     ]  # fmt: skip
-    seen: set[tuple[object, object]] = set()
+    kept, again = _first_rows(rows, 2, path, "app")
+    frame = pd.DataFrame(kept, columns=columns)
+    return AppMemory(path=str(path), apps=frame, skipped=skipped + again)
+
+
+def _first_rows(
+    rows: list[tuple[int, _Row]], key_len: int, path: Path, what: str
+) -> tuple[list[_Row], tuple[str, ...]]:
+    """The first row of each id (its first ``key_len`` fields) and, for each later one, the
+    reason it is skipped (``"file, line N: app o/a given again (its first row kept)"``)."""
+    seen: set[tuple[object, ...]] = set()
     kept, again = [], []
     for line, row in rows:
-        if (row[0], row[1]) in seen:
-            again.append(f"{Path(path).name}, line {line}: app {row[0]}/{row[1]} given again "
-                         "(its first row kept)")  # fmt: skip
+        key = tuple(row[:key_len])  # type: ignore[index]
+        if key in seen:
+            again.append(f"{Path(path).name}, line {line}: {what} {'/'.join(map(str, key))} "
+                         "given again (its first row kept)")  # fmt: skip
         else:
-            seen.add((row[0], row[1]))
+            seen.add(key)
             kept.append(row)
-    frame = pd.DataFrame(kept, columns=columns)
-    return AppMemory(path=str(path), apps=frame, skipped=skipped + tuple(again))
+    return kept, tuple(again)
