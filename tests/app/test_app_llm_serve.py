@@ -964,3 +964,31 @@ def test_a_run_shorter_than_two_request_latencies_says_it_is_a_warm_up() -> None
         slo_ttft_ms=1000, slo_tpot_ms=100, no_disaggregation=True,
     )  # fmt: skip
     assert any("the pick's median request latencies" in w for w in plan.warnings)
+
+
+def test_a_plan_whose_requests_beyond_the_context_exceed_the_tail_is_refused_at_once(
+    tmp_path: Path,
+) -> None:
+    """Requests beyond the model's context window are dropped by every deployment of it:
+    llama-2-7b on Azure's conversation trace (8.3% of them) searched every GPU up to 1,024
+    replicas, 41 s, to print 'no deployment meets'. Now one error, before any simulation,
+    with the share, a model that holds them, and the percentile that could be met."""
+    rows = _rows(20)
+    for i in (2, 5):  # 2 of 20 (10%) need 4,200 tokens
+        rows[i] = f"2023-11-16 18:15:{i:02d}.5,4150,50"
+    path = _trace(tmp_path, rows)
+    ask = dict(
+        model="llama-2-7b", trace=path, gpus=("H100-SXM",), tp=(1,), slo_ttft_ms=2000,
+        max_replicas=2, no_disaggregation=True,
+    )  # fmt: skip
+    with pytest.raises(NoFeasiblePlanError) as caught:
+        gpucast.plan_llm_serve(**ask)
+    text = str(caught.value)
+    assert text.startswith(
+        "2 of 20 requests (10.0%) need more than llama-2-7b's context window of 4,096 tokens"
+    )
+    assert "none serves 99% of the requests within the SLOs (at most 90.0%)" in text
+    assert "holds 4,200 tokens (e.g. " in text and "at the 90th percentile or lower" in text
+    # at a percentile the servable share holds, the plan runs (the dropped counted as before)
+    plan = gpucast.plan_llm_serve(**ask, slo_percentile=90)
+    assert plan.plan.candidates and all(c.dropped == 2 for c in plan.plan.candidates)

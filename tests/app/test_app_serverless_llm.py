@@ -181,7 +181,8 @@ def test_no_always_on_candidate_for_requests_beyond_the_context_names_them(
     """QA 37 V #17: on the published hour llama-2-7b (4,096 tokens) had no always-on
     candidate 'within 1024 replicas', while every serverless policy met p99 < 10 s: plan
     serve counts the requests beyond the context window unserved, serverless drops them.
-    The warning now says so."""
+    The warning now says so: where they alone exceed the SLO's tail, before any search
+    (session 37, plan serve's own check)."""
     rows = [(i * 10.0, 2000, 50) for i in range(9)] + [(95.0 + i, 5000, 50) for i in range(3)]
     r = gpucast.plan_serverless(
         trace=_file(tmp_path, rows), models=["llama-2-7b"], gpu="A100", price=2.0,
@@ -189,8 +190,12 @@ def test_no_always_on_candidate_for_requests_beyond_the_context_names_them(
     )  # fmt: skip
     assert {o.kind for o in r.plan.options} == {"serverless"}
     warning = next(w for w in r.warnings if w.startswith("no always-on candidate"))
+    assert warning.startswith(
+        "no always-on candidate: code (llama-2-7b) cannot be sized as plan serve sizes it: "
+        "3 of 12 requests (25.0%) need more than llama-2-7b's context window of 4,096 tokens"
+    )
+    assert "every deployment of it drops them, so none serves 99% of the requests" in warning
     assert warning.endswith(
-        "within 1024 replicas: plan serve counts the 3 of 12 requests beyond llama-2-7b's "
-        "4,096-token context window as unserved, while the serverless candidates drop them; "
-        "a model with a longer context window (llm_models.csv) serves them"
+        "serve a model whose context window holds 5,050 tokens (e.g. mistral-7b: 32,768), or "
+        "an SLO at the 75th percentile or lower (plan serve: --slo-percentile)"
     )
