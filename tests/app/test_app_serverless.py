@@ -591,3 +591,12 @@ def test_a_function_on_two_rows_of_the_counts_file_is_said(tmp_path: Path) -> No
     assert len(r.result.functions) == len(lines)  # each row its own function, as before
     assert any(w.startswith("1 row of invocations_per_function_md.anon.d01.csv repeats a "
                             "function of an earlier row") for w in r.warnings)  # fmt: skip
+
+
+def test_a_latency_of_minutes_reads_as_a_duration() -> None:
+    """QA 37 V #12: a 600 s average duration printed `latency p50 600,000.0 ms`."""
+    from gpucast.app.serverless_text import latency_text
+
+    assert latency_text(600.0) == "10 min" and latency_text(12.5) == "12.5 s"
+    assert latency_text(1.27) == "1,270.0 ms" and latency_text(2e-5) == "0.020 ms"
+    assert latency_text(float("nan")) == "- ms" and latency_text(float("inf")) == "inf ms"

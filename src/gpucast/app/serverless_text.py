@@ -20,6 +20,14 @@ from gpucast.domain.units import (
 )
 
 
+def latency_text(seconds: float) -> str:
+    """A latency in ms under 10 s (two significant digits kept: ``0.020 ms``), beyond it as a
+    duration (``10 min``, not ``600,000.0 ms``: QA 37 V #12); NaN ``- ms``, inf ``inf ms``."""
+    if math.isfinite(seconds) and seconds >= 10.0:
+        return format_duration(seconds)
+    return f"{format_ms(seconds)} ms"
+
+
 def hours_text(d: dict[str, Any]) -> str:
     """The trace's length, and its warm-up when it has one, as the house formats durations
     (:func:`~gpucast.domain.units.format_duration`): ``1 day``, ``59 min`` or ``1 day (the
@@ -131,7 +139,7 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
         f"  invocations {d['invocations']:,}, cold starts {d['cold_starts']:,} "
         f"({d['cold_start_rate']:.3%}; 75th percentile of {d['unit']}s "
         f"{d['unit_cold_start_pct_p75']:.1f}%)",
-        f"  latency p50 {format_ms(lat['p50'])} ms, p99 {format_ms(lat['p99'])} ms",
+        f"  latency p50 {latency_text(lat['p50'])}, p99 {latency_text(lat['p99'])}",
         *_slo_lines(d.get("slo")),
         f"  GPU-hours billed {format_amount(d['billed_gpu_hours'])} "
         f"({d['billing']} billing; {other}), "
@@ -144,7 +152,7 @@ def simulate_lines(d: dict[str, Any]) -> list[str]:
     pool = d["pool"]
     if pool is not None:
         p99 = (
-            f"p99 {format_ms(pool['latency_s']['p99'])} ms"
+            f"p99 {latency_text(pool['latency_s']['p99'])}"
             if pool["latency_modelled"]
             else f"p99 not modelled (overloaded in {pool['overloaded_bins']:,} minutes: needs "
             f"{count_of(pool['gpus_needed'], 'GPU')})"
