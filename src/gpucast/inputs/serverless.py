@@ -782,7 +782,7 @@ def kernel_sequence(model: str, gpu: GpuSpec) -> tuple[npt.NDArray[np.float64], 
         seq = seq * (total / seq.sum())
     pass_ms = format_ms(float(seq.sum()), decimals=2)
     return seq, (
-        f"{seq.size} kernels, {pass_ms} ms on {gpu.name} (the serving engine's "
+        f"{count_of(seq.size, 'kernel')}, {pass_ms} ms on {gpu.name} (the serving engine's "
         "batch-1 latency on the device, as simulate serve less its launch overhead, which "
         "--dispatch-us prices here; split over the profiled inference operators by class at "
         "each class's roofline share)"
