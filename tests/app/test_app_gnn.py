@@ -727,3 +727,14 @@ def test_full_graph_gat_and_its_memory_check() -> None:
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1, result.output
     warned = gpucast.predict_gnn(model="gat", degrees="powerlaw:2.1", **PRODUCTS)
     assert warned.step_time_s == r.step_time_s and "changes nothing" in warned.warnings[0]
+
+
+def test_the_dense_step_is_never_below_the_sparse_one_for_its_fetch() -> None:
+    # QA 37: "GPU step 0.661 ms (sparse aggregation; a dense adjacency would take 0.590 ms on
+    # the GPU (0.893x))": the dense step left out the PCIe feature fetch
+    r = gpucast.predict_gnn(
+        model="sage", gpu="A100-80GB", nodes=2_449_029, edges=123_718_280, batch=100,
+        fanouts=(10, 5), degrees="powerlaw:2.1",
+    )  # fmt: skip
+    assert r.gpu_step_time_s is not None and r.feature_fetch_s > 0
+    assert r.dense_step_time_s >= r.gpu_step_time_s

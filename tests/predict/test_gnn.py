@@ -127,3 +127,17 @@ def test_bad_specs() -> None:
     spec = gnn.GnnSpec(model="gcn", feature_dim=8, hidden=4, classes=2)
     with pytest.raises(InvalidSpecError, match="batch"):
         gnn.sampled_cost(spec, nodes=10, edges=10)
+
+
+def test_dense_pricing_fetches_the_same_features() -> None:
+    """QA 37: the dense alternative left out the mini-batch's PCIe feature fetch the sparse
+    step pays, so on a small batch (fetch most of the step) it read faster than sparse."""
+    spec = gnn.GnnSpec(model="sage", feature_dim=128, hidden=8, classes=2, batch=100,
+                       fanouts=(10, 5))  # fmt: skip
+    cost = gnn.sampled_cost(spec, nodes=1_000_000, edges=10_000_000)
+    fetch_s = cost.feature_fetch_bytes / 1e9  # at 1 GB/s
+    assert fetch_s > 1e-3
+    rates = {"tflops": 100.0, "kernel_overhead_s": 1e-5}
+    dense = cost.dense_step_time_s(**rates, host_link_gbps=1.0)
+    assert dense == pytest.approx(cost.dense_step_time_s(**rates) + fetch_s)
+    assert dense >= cost.step_time_s(memory_gbps=1000.0, host_link_gbps=1.0, **rates)

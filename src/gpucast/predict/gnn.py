@@ -144,11 +144,21 @@ class GnnCost:
             t += self.feature_fetch_bytes / (host_link_gbps * 1e9)
         return t
 
-    def dense_step_time_s(self, *, tflops: float, kernel_overhead_s: float = 0.0) -> float:
+    def dense_step_time_s(
+        self,
+        *,
+        tflops: float,
+        kernel_overhead_s: float = 0.0,
+        host_link_gbps: float | None = None,
+    ) -> float:
         """The aggregation priced as a dense adjacency matmul (plus the same transforms), the
-        same kernels launched (:func:`launch_floor_s`)."""
+        same kernels launched (:func:`launch_floor_s`) and the same feature fetches as
+        :meth:`step_time_s`: only the aggregation differs."""
         work = (self.transform_flops + self.dense_aggregation_flops) / (tflops * 1e12)
-        return launch_floor_s(work, self.kernels, kernel_overhead_s)
+        t = launch_floor_s(work, self.kernels, kernel_overhead_s)
+        if host_link_gbps is not None:
+            t += self.feature_fetch_bytes / (host_link_gbps * 1e9)
+        return t
 
 
 def training_kernels(spec: GnnSpec) -> float:
