@@ -85,6 +85,20 @@ def test_cli_warns_of_a_stray_id(tmp_path: Path) -> None:
     assert clean.exit_code == 0 and "warning" not in clean.stderr
 
 
+@pytest.mark.parametrize("model", ["gcn", "gat"])
+def test_a_stray_id_is_named_when_the_full_graph_is_refused(tmp_path: Path, model: str) -> None:
+    # QA 37: one id 90,000,000 among 5 gave only "full-graph training needs 289 GiB": the
+    # stray-id warning is printed on success, and the refusal came first
+    path = tmp_path / "edges.txt"
+    path.write_text("0 1\n1 2\n2 3\n3 3000000\n")  # 3M nodes x 100k features: > 80 GiB
+    argv = ["predict", "gnn", "--model", model, "--gpu", "A100-80GB", "--edge-list", str(path),
+            "--feature-dim", "100000"]  # fmt: skip
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2
+    (line,) = result.output.strip().splitlines()
+    assert "GiB" in line and "a stray id? give --nodes N" in line
+
+
 @pytest.mark.skipif(not HAS_METIS, reason="pymetis not installed (pip install 'gpucast[graph]')")
 def test_partition_halo(tmp_path: Path) -> None:
     result = gpucast.predict_gnn(

@@ -566,9 +566,12 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
                 f"full-graph training needs {graph_bytes / GIB:,.0f} GiB (edges, features, "
                 "activations and gradients), more than one "
                 f"{gpu.name}'s {usable_text(gpu.memory_gib)}",
-                fix="train on mini-batches (e.g. --batch 1024 --fanouts 15,10), partition it "
-                "over --gpus N, price the graph operations on CPU servers (--split) or use a "
-                "GPU with more memory",
+                fix=_stray_first(
+                    "train on mini-batches (e.g. --batch 1024 --fanouts 15,10), partition it "
+                    "over --gpus N, price the graph operations on CPU servers (--split) or use "
+                    "a GPU with more memory",
+                    [] if graph is None else graph.warnings(),
+                ),
             )
         if graph_bytes > hbm_bytes:  # --split / --gpus: the other options are the point
             notes.insert(
@@ -619,7 +622,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
             request, spec, gpu, offer, per_node, loads, tflops, hbm
         )
         if partitioned.gpus > 1:
-            _check_part_memory(spec, loads, gpu)
+            _check_part_memory(spec, loads, gpu, [] if graph is None else graph.warnings())
         usd = None if price is None else partitioned.usd_per_epoch(price)
         assumptions |= partition_notes | hw_notes
     split: tuple[Any, ...] = ()
@@ -835,8 +838,16 @@ def _partitioned_epoch(
     return epoch, price, notes
 
 
-def _check_part_memory(spec: Any, loads: tuple[Any, ...], gpu: Any) -> None:
-    """Each part's nodes, halo and in-edges must fit one GPU's usable HBM (the one rule)."""
+def _stray_first(fix: str, stray: list[str]) -> str:
+    """A memory refusal's fix, led by the edge list's stray-id warning where it has one: the
+    node count a stray id inflated may be all that is wrong (the warning alone is lost when
+    the request is refused)."""
+    return f"{stray[0]}; else {fix}" if stray else fix
+
+
+def _check_part_memory(spec: Any, loads: tuple[Any, ...], gpu: Any, stray: list[str]) -> None:
+    """Each part's nodes, halo and in-edges must fit one GPU's usable HBM (the one rule);
+    ``stray``: the edge list's stray-id warning, if any (:func:`_stray_first`)."""
     from gpucast.domain.gpu_memory import usable_bytes, usable_text
     from gpucast.domain.units import GIB
     from gpucast.predict import gnn_partition
@@ -849,7 +860,10 @@ def _check_part_memory(spec: Any, loads: tuple[Any, ...], gpu: Any) -> None:
             f"part {worst} of {len(loads)} needs {need[worst] / GIB:,.0f} GiB (its nodes, halo "
             f"and edges with features, activations and gradients), more than one {gpu.name}'s "
             f"{usable_text(gpu.memory_gib)}",
-            fix="use more --gpus, mini-batches (--batch, --fanouts) or a GPU with more memory",
+            fix=_stray_first(
+                "use more --gpus, mini-batches (--batch, --fanouts) or a GPU with more memory",
+                stray,
+            ),
         )
 
 
@@ -1011,12 +1025,13 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
         target=request.target,
     )
     if request.batch is None:
+        stray = list(warnings)  # the edge list's (--degrees is refused with one)
         if request.degrees is not None:
             warnings.append(
                 "--degrees changes nothing here: the full-graph step needs only the node and "
                 "edge counts"
             )
-        return _full_graph_gat(request, graph, spec, gpu, notes, warnings)
+        return _full_graph_gat(request, graph, spec, gpu, notes, warnings, stray)
     feature_bytes = FEATURE_BYTES[request.feature_precision]
     cost = gat.gat_cost(graph, spec, feature_bytes_per_value=feature_bytes, degrees=degrees)
     total_features = graph.feature_bytes(feature_bytes)
@@ -1223,9 +1238,10 @@ def _gat_compute_note(gpu: Any) -> str:
 
 def _full_graph_gat(
     request: PredictGnnRequest, graph: Any, spec: Any, gpu: Any, notes: list[str],
-    warnings: list[str],
+    warnings: list[str], stray: list[str],
 ) -> PredictGnnResult:  # fmt: skip
-    """One full-graph GAT training step on one GPU, refused when it does not fit its HBM."""
+    """One full-graph GAT training step on one GPU, refused when it does not fit its HBM
+    (``stray``: the edge list's stray-id warning, :func:`_stray_first`)."""
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.gpu_memory import usable_bytes, usable_text
     from gpucast.domain.units import GIB
@@ -1242,8 +1258,11 @@ def _full_graph_gat(
             f"full-graph gat training needs {need / GIB:,.0f} GiB (the graph, features, every "
             "layer's activations and attention coefficients with their gradients), more than "
             f"one {gpu.name}'s {usable_text(gpu.memory_gib)}",
-            fix="train on mini-batches (e.g. --batch 1024 --fanouts 10,5) or use a GPU with "
-            "more memory",
+            fix=_stray_first(
+                "train on mini-batches (e.g. --batch 1024 --fanouts 10,5) or use a GPU with "
+                "more memory",
+                stray,
+            ),
         )
     cost = gat.full_graph_gat_cost(graph, spec)
     tflops, hbm = _achieved_rates(gpu)
