@@ -115,6 +115,32 @@ def test_metis_cuts_fewer_halo_nodes_than_random() -> None:
     assert metis < random
 
 
+@pytest.mark.skipif(not HAS_METIS, reason="pymetis not installed (pip install 'gpucast[graph]')")
+def test_metis_partitions_the_linked_nodes_and_isolated_ones_fill_the_parts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """QA 37: 3 edges among 1,000,000 ids (--nodes above the ids used, or a stray id) ran
+    METIS for minutes, at 90M ids to "Caught an unknown exception!": it now sees the linked
+    nodes only, and the isolated ones (no halo) even out the parts' node counts."""
+    import pymetis
+
+    seen: list[int] = []
+    real = pymetis.part_graph
+
+    def spy(parts: int, adjacency: object) -> object:
+        seen.append(len(adjacency.adj_starts) - 1)  # type: ignore[attr-defined]
+        return real(parts, adjacency=adjacency)
+
+    monkeypatch.setattr(pymetis, "part_graph", spy)
+    s, d = _power_law_graph(2_000, 8_000)
+    nodes = 100_000  # ids 2,000..99,999 have no edge
+    parts = gnn.metis_partition(nodes, s, d, 4)
+    assert seen == [np.unique(np.concatenate([s, d])).size]  # one call, linked nodes only
+    assert np.bincount(parts, minlength=4).max() - np.bincount(parts).min() <= 1
+    few = gnn.metis_partition(10, np.array([0]), np.array([1]), 4)  # fewer linked than parts
+    assert sorted(np.bincount(few, minlength=4)) == [2, 2, 3, 3] and few[0] != few[1]
+
+
 def test_bad_specs() -> None:
     with pytest.raises(InvalidSpecError, match="fanouts"):
         gnn.GnnSpec(model="gcn", feature_dim=8, hidden=4, classes=2, fanouts=(0, 5))
