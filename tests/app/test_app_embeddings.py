@@ -320,6 +320,25 @@ def test_replay_of_a_matching_stream_agrees_with_the_curve(shared_data: Path, po
     tiny = gpucast.predict_embedding_cache(**kw | {"replay_rows": 1000, "fractions": (1e-4,)})
     assert tiny.points[0].replayed_hit_rate is None
     assert "under one row" in tiny.assumptions["replay"]
+    assert not result.warnings  # 20,000 rows of 2021: 6.7 lookups a row, the window's 6.9
+
+
+def test_a_replay_too_small_to_match_the_window_is_a_warning(shared_data: Path) -> None:
+    # QA 37: 1,000 rows of the 2022 window replayed 16.2% / 49.8% against 34.2% / 60.6%
+    # predicted, silently: the stream had 9.0 lookups a row, the window 12.7
+    argv = ["predict", "embedding-cache", "--data-dir", str(shared_data), "--fractions",
+            "0.01,0.1", "--replay", "--replay-rows", "1000"]  # fmt: skip
+    out = CliRunner().invoke(app, argv)
+    assert out.exit_code == 0, out.output
+    warned = " ".join(out.stderr.split())
+    assert warned.startswith(
+        "warning: --replay-rows 1,000: the replayed stream has 9.0 lookups per distinct row "
+        "where the window has 12.7"
+    )
+    result = gpucast.predict_embedding_cache(
+        data_dir=shared_data, fractions=(0.01,), replay=True, replay_rows=1000
+    )
+    assert result.to_dict()["warnings"] == list(result.warnings) and len(result.warnings) == 1
 
 
 @pytest.mark.parametrize(
