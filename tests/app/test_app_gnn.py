@@ -752,3 +752,27 @@ def test_the_dense_step_is_never_below_the_sparse_one_for_its_fetch() -> None:
     )  # fmt: skip
     assert r.gpu_step_time_s is not None and r.feature_fetch_s > 0
     assert r.dense_step_time_s >= r.gpu_step_time_s
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"model": "gcn", "heads": 8, "feature_location": "gpu"},
+         "--heads 8, --feature-location gpu have no effect on a gcn full-graph step"),
+        ({"model": "gat", "batch": 10, "fanouts": (5, 5), "sampler_workers": 8, "prefetch": False},
+         "--sampler-workers 8, --no-prefetch have no effect on a gat mini-batch step"),
+        ({"model": "sage", "price": 3.0}, "--price 3 has no effect on a sage full-graph step"),
+        ({"model": "gcn", "graph_servers": 3}, "--graph-servers 3 has no effect"),
+        ({"model": "gat", "reverse_relations": False}, "--no-reverse-relations has no effect"),
+    ],
+)  # fmt: skip
+def test_an_option_the_model_does_not_read_is_a_warning(
+    options: dict[str, object], said: str
+) -> None:
+    # QA 37: --heads on gcn, --sampler-workers on gat, --graph-servers without --split were
+    # ignored without a word (other mismatches, e.g. --software tuned on gcn, are refused)
+    r = gpucast.predict_gnn(gpu="H100-SXM", nodes=100, edges=200, **options)
+    assert len(r.warnings) == 1 and r.warnings[0].startswith(said)
+    # the same options where they are read say nothing
+    read = {"model": "sage", "price": 3.0, "gpus": 2}
+    assert gpucast.predict_gnn(gpu="H100-SXM", nodes=100, edges=200, **read).warnings == ()

@@ -36,10 +36,11 @@ MLPerf submissions do, host memory over PCIe, or ``auto``: as much as fits in HB
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from gpucast.app._gnn_options import ignored_options
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_price
@@ -505,8 +506,10 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
     from gpucast.predict.roofline import KERNEL_OVERHEAD_S
 
     request = resolve(PredictGnnRequest, request, options)
+    ignored = ignored_options(request)  # options this model and mode do not read: warnings
     if request.model in GAT_MODELS:
-        return _predict_gat(request)
+        result = _predict_gat(request)
+        return replace(result, warnings=(*ignored, *result.warnings))
     if request.model not in gnn.GNN_MODELS:
         raise InvalidSpecError("model", "must be gcn, sage, gat or rgat", got=request.model)
     gpu = load_catalog().gpu(request.gpu)
@@ -520,7 +523,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         batch=request.batch,
     )
     notes: list[str] = []
-    warnings: list[str] = []
+    warnings: list[str] = ignored
     halo = halo_bytes = None
     k = request.partition_gpus  # GPUs of a partitioned full-graph epoch (None: one, no parts)
     graph = None
