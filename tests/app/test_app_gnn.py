@@ -776,3 +776,21 @@ def test_an_option_the_model_does_not_read_is_a_warning(
     # the same options where they are read say nothing
     read = {"model": "sage", "price": 3.0, "gpus": 2}
     assert gpucast.predict_gnn(gpu="H100-SXM", nodes=100, edges=200, **read).warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("argv", "fix"),
+    [
+        (["--model", "gcn", "--batch", "10", "--fanouts", "10,5,3"],
+         "give 2 (e.g. --fanouts 15,10) or --layers 3"),
+        (["--model", "gat", "--batch", "10", "--fanouts", "10,5", "--layers", "3"],
+         "give 3 (e.g. --fanouts 15,10,5) or --layers 2"),
+        (["--model", "foo"], "e.g. --model sage"),
+    ],
+)  # fmt: skip
+def test_a_fanout_count_or_model_refused_names_a_fix(argv: list[str], fix: str) -> None:
+    # QA 37: "fanouts: needs one fan-out per layer (2) (got (10, 5, 3))" named no fix (gat's
+    # said "e.g. --fanouts 15,10,5" on 2 layers); "--model foo" none either
+    base = ["predict", "gnn", "--gpu", "A100-80GB", "--nodes", "1000", "--edges", "5000"]
+    out = CliRunner().invoke(app, [*base, *argv])
+    assert out.exit_code == 2 and out.output.strip().endswith(fix), out.output

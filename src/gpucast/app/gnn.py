@@ -511,7 +511,9 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         result = _predict_gat(request)
         return replace(result, warnings=(*ignored, *result.warnings))
     if request.model not in gnn.GNN_MODELS:
-        raise InvalidSpecError("model", "must be gcn, sage, gat or rgat", got=request.model)
+        raise InvalidSpecError(
+            "model", "must be gcn, sage, gat or rgat", got=request.model, fix="e.g. --model sage"
+        )
     gpu = load_catalog().gpu(request.gpu)
     spec = gnn.GnnSpec(
         model=request.model,

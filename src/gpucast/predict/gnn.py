@@ -96,8 +96,9 @@ class GnnSpec:
             raise InvalidSpecError("layers", f"must be <= {MAX_LAYERS}", got=self.layers)
         if self.fanouts and len(self.fanouts) != self.layers:
             raise InvalidSpecError(
-                "fanouts", f"needs one fan-out per layer ({self.layers})", got=self.fanouts
-            )
+                "fanouts", f"needs one fan-out per layer ({self.layers})", got=self.fanouts,
+                fix=fanouts_fix(self.layers, len(self.fanouts)),
+            )  # fmt: skip
         for f in self.fanouts:
             if isinstance(f, bool) or not isinstance(f, int | np.integer) or f < 1:
                 raise InvalidSpecError(
@@ -159,6 +160,12 @@ class GnnCost:
         if host_link_gbps is not None:
             t += self.feature_fetch_bytes / (host_link_gbps * 1e9)
         return t
+
+
+def fanouts_fix(layers: int, given: int) -> str:
+    """The fix for ``given`` fan-outs on ``layers`` layers: that many, or as many layers."""
+    example = ",".join(str(f) for f in (15, 10, 5, *[5] * layers)[:layers])
+    return f"give {layers} (e.g. --fanouts {example}) or --layers {given}"
 
 
 def training_kernels(spec: GnnSpec) -> float:
