@@ -69,7 +69,7 @@ def test_edge_list_counts_what_it_skips(tmp_path: Path) -> None:
             and line.split()[0] == line.split()[1])
     )  # fmt: skip
     assert result.notes[0] == f"{self_loops} self-loops skipped"
-    assert result.notes[1] == "1 edges with node ids >= 300 skipped"
+    assert result.notes[1] == "1 edge with node ids >= 300 skipped"  # QA 37: was "1 edges"
     assert result.edges == 3003 - self_loops - 1
 
 
