@@ -235,7 +235,10 @@ def read_degree_histogram(
     that disagree with ``nodes`` / ``edges`` one :class:`InvalidSpecError`."""
     from gpucast.store.files import read_input_text
 
-    text = read_input_text(path, "degrees", fix=_DEGREES_FIX)
+    # not found: it may be a power law mistyped (``powerlaw``, ``zipf:2``), not a file
+    text = read_input_text(
+        path, "degrees", fix=f"{_DEGREES_FIX}; or --degrees powerlaw:ALPHA, e.g. powerlaw:2.1"
+    )
     try:
         rows = list(csv.reader(io.StringIO(text)))
     except csv.Error as exc:
