@@ -434,3 +434,14 @@ def test_a_table_naming_a_trace_its_window_lacks_is_named(
             tables=tables, gpu="A100-80GB", gpus=1, batch=65536, data_dir=shared_data,
             sharding="tiered",
         )  # fmt: skip
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".toml"])
+def test_a_tables_file_in_yaml_is_told_to_be_a_csv(tmp_path: Path, suffix: str) -> None:
+    # QA 37: a YAML --tables read "line 1, column 'table': missing column(s) table, rows, dim,
+    # pooling" (its first line taken as a CSV header)
+    tables = tmp_path / f"tables{suffix}"
+    tables.write_text("tables:\n  - {table: users, rows: 1000, dim: 64, pooling: 1}\n")
+    with pytest.raises(InvalidSpecError, match=r"^tables: must be a CSV file, not") as info:
+        gpucast.plan_embeddings(tables=tables, gpu="A100-80GB", gpus=1, batch=1024)
+    assert "table,rows,dim,pooling" in str(info.value)
