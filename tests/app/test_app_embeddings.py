@@ -320,6 +320,25 @@ def test_replay_of_a_matching_stream_agrees_with_the_curve(shared_data: Path, po
     tiny = gpucast.predict_embedding_cache(**kw | {"replay_rows": 1000, "fractions": (1e-4,)})
     assert tiny.points[0].replayed_hit_rate is None
     assert "under one row" in tiny.assumptions["replay"]
+    assert not result.warnings  # 20,000 rows of 2021: 6.7 lookups a row, the window's 6.9
+
+
+def test_a_replay_too_small_to_match_the_window_is_a_warning(shared_data: Path) -> None:
+    # QA 37: 1,000 rows of the 2022 window replayed 16.2% / 49.8% against 34.2% / 60.6%
+    # predicted, silently: the stream had 9.0 lookups a row, the window 12.7
+    argv = ["predict", "embedding-cache", "--data-dir", str(shared_data), "--fractions",
+            "0.01,0.1", "--replay", "--replay-rows", "1000"]  # fmt: skip
+    out = CliRunner().invoke(app, argv)
+    assert out.exit_code == 0, out.output
+    warned = " ".join(out.stderr.split())
+    assert warned.startswith(
+        "warning: --replay-rows 1,000: the replayed stream has 9.0 lookups per distinct row "
+        "where the window has 12.7"
+    )
+    result = gpucast.predict_embedding_cache(
+        data_dir=shared_data, fractions=(0.01,), replay=True, replay_rows=1000
+    )
+    assert result.to_dict()["warnings"] == list(result.warnings) and len(result.warnings) == 1
 
 
 @pytest.mark.parametrize(
@@ -415,3 +434,14 @@ def test_a_table_naming_a_trace_its_window_lacks_is_named(
             tables=tables, gpu="A100-80GB", gpus=1, batch=65536, data_dir=shared_data,
             sharding="tiered",
         )  # fmt: skip
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".toml"])
+def test_a_tables_file_in_yaml_is_told_to_be_a_csv(tmp_path: Path, suffix: str) -> None:
+    # QA 37: a YAML --tables read "line 1, column 'table': missing column(s) table, rows, dim,
+    # pooling" (its first line taken as a CSV header)
+    tables = tmp_path / f"tables{suffix}"
+    tables.write_text("tables:\n  - {table: users, rows: 1000, dim: 64, pooling: 1}\n")
+    with pytest.raises(InvalidSpecError, match=r"^tables: must be a CSV file, not") as info:
+        gpucast.plan_embeddings(tables=tables, gpu="A100-80GB", gpus=1, batch=1024)
+    assert "table,rows,dim,pooling" in str(info.value)

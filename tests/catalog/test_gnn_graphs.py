@@ -49,9 +49,26 @@ HEADER = "graph,kind,name,src,dst,count,feature_dim,source_url,as_of\n"
         ("g,node,a,,,10,8,u,2026-01-01\ng,relation,r,a,c,5,,u,2026-01-01\n", "line 3"),
         ("g,node,a,,,10,8,u,2026-01-01\ng,relation,r,a,,5,,u,2026-01-01\n", "column 'dst'"),
         ("g,node,a,,,10,8,u,2026-01-01\n", "at least one relation"),
+        # QA 37: 2,000 edges on 10 nodes were priced (--edges is held to nodes x (nodes - 1))
+        (
+            "g,node,a,,,10,8,u,2026-01-01\ng,relation,r,a,a,91,,u,2026-01-01\n",
+            "line 3, column 'count': relation r: 91 edges, more than the 90",
+        ),
+        (
+            "g,node,a,,,10,8,u,2026-01-01\ng,node,b,,,3,8,u,2026-01-01\n"
+            "g,relation,r,a,b,31,,u,2026-01-01\n",
+            "line 4, column 'count'",
+        ),
     ],
 )
 def test_malformed_rows_name_file_and_line(body: str, where: str) -> None:
     with pytest.raises(DataFormatError) as caught:
         parse_graphs(HEADER + body, "graphs.csv")
     assert "graphs.csv" in str(caught.value) and where in str(caught.value)
+
+
+def test_a_relation_may_have_every_edge_its_nodes_allow() -> None:
+    body = "g,node,a,,,10,8,u,2026-01-01\ng,node,b,,,3,8,u,2026-01-01\n"
+    body += "g,relation,r,a,a,90,,u,2026-01-01\ng,relation,s,a,b,30,,u,2026-01-01\n"
+    graph = parse_graphs(HEADER + body, "graphs.csv")["g"]
+    assert [r.edges for r in graph.relations] == [90, 30]

@@ -77,3 +77,11 @@ def test_an_edge_list_gives_its_in_and_out_degrees(tmp_path: Path) -> None:
     pairs = sorted(zip(d.in_degree.tolist(), d.out_degree.tolist(), d.count.tolist(), strict=True))
     assert pairs == [(0, 3, 1), (1, 0, 1), (1, 1, 1), (2, 0, 1)]
     assert np.isclose(d.edges, 4)
+
+
+@pytest.mark.parametrize("text", ["powerlaw", "zipf:2"])
+def test_a_degrees_file_not_found_may_be_a_mistyped_law(text: str) -> None:
+    # QA 37: "degrees: file not found (got 'powerlaw'); a CSV with the header 'degree,count'
+    # ..." did not say --degrees also takes powerlaw:ALPHA
+    with pytest.raises(InvalidSpecError, match=r"file not found.*or --degrees powerlaw:ALPHA"):
+        read_degree_histogram(text)

@@ -22,7 +22,8 @@ def test_counts_what_it_skips(tmp_path: Path) -> None:
     edges = read_edge_list(path, nodes=5)
     assert edges.src.tolist() == [0, 1, 4] and edges.dst.tolist() == [1, 2, 0]
     assert (edges.self_loops_skipped, edges.out_of_range_skipped) == (1, 1)
-    assert edges.notes() == ["1 self-loops skipped", "1 edges with node ids >= 5 skipped"]
+    # QA 37: "1 edges with node ids >= 5 skipped"
+    assert edges.notes() == ["1 self-loop skipped", "1 edge with node ids >= 5 skipped"]
     kept = read_edge_list(path, allow_self_loops=True)
     assert kept.nodes == 10 and len(kept.src) == 5 and kept.self_loops_skipped == 0
 

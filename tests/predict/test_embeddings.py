@@ -91,6 +91,30 @@ def test_a_plan_that_violates_memory_is_one_clear_error() -> None:
         emb.plan_embeddings(model, hw, sharding="diagonal")
 
 
+def test_a_plan_not_offered_here_says_why_and_what_offers_it() -> None:
+    """QA 37: --sharding tiered / grid / hierarchical-ps on 8 GPUs whose tables fit read
+    "must be one of data-parallel, ..., mixed here": no reason, no fix."""
+    model, hw = _model(big_rows=150_000_000), _hw(gpus=4)  # "big" too large to place whole
+    cases = {
+        "hierarchical-ps": ("these 4 GPUs are one node of 8", "use more --gpus than a node"),
+        "grid": ("on 4 GPUs no table has room to", "--sharding column-wise"),
+        "tiered": ("every table fits in HBM here", "give --cache-fraction"),
+    }
+    for sharding, (why, fix) in cases.items():
+        with pytest.raises(InvalidSpecError, match=f"sharding: .*{why}.*; .*{fix}"):
+            emb.plan_embeddings(model, hw, sharding=sharding)
+    with pytest.raises(InvalidSpecError, match=r"this model has none.*; use one of"):
+        emb.plan_embeddings(_model(), hw, sharding="tiered", cache_fraction=0.5)
+    # with --cache-fraction the tiered plan is offered; each named fix gets its plan
+    assert emb.plan_embeddings(model, hw, sharding="tiered", cache_fraction=0.5)[0].name == (
+        "tiered"
+    )
+    assert emb.plan_embeddings(model, _hw(gpus=32), sharding="grid")[0].name == "grid"
+    assert emb.plan_embeddings(model, _hw(gpus=16), sharding="hierarchical-ps")[0].name == (
+        "hierarchical-ps"
+    )
+
+
 def test_the_batch_buffers_grow_with_the_batch_until_no_plan_fits() -> None:
     """--batch 1e12 was priced at the HBM of the reference batch (QA 35 R #11)."""
     small, large = (

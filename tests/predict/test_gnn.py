@@ -115,6 +115,32 @@ def test_metis_cuts_fewer_halo_nodes_than_random() -> None:
     assert metis < random
 
 
+@pytest.mark.skipif(not HAS_METIS, reason="pymetis not installed (pip install 'gpucast[graph]')")
+def test_metis_partitions_the_linked_nodes_and_isolated_ones_fill_the_parts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """QA 37: 3 edges among 1,000,000 ids (--nodes above the ids used, or a stray id) ran
+    METIS for minutes, at 90M ids to "Caught an unknown exception!": it now sees the linked
+    nodes only, and the isolated ones (no halo) even out the parts' node counts."""
+    import pymetis
+
+    seen: list[int] = []
+    real = pymetis.part_graph
+
+    def spy(parts: int, adjacency: object) -> object:
+        seen.append(len(adjacency.adj_starts) - 1)  # type: ignore[attr-defined]
+        return real(parts, adjacency=adjacency)
+
+    monkeypatch.setattr(pymetis, "part_graph", spy)
+    s, d = _power_law_graph(2_000, 8_000)
+    nodes = 100_000  # ids 2,000..99,999 have no edge
+    parts = gnn.metis_partition(nodes, s, d, 4)
+    assert seen == [np.unique(np.concatenate([s, d])).size]  # one call, linked nodes only
+    assert np.bincount(parts, minlength=4).max() - np.bincount(parts).min() <= 1
+    few = gnn.metis_partition(10, np.array([0]), np.array([1]), 4)  # fewer linked than parts
+    assert sorted(np.bincount(few, minlength=4)) == [2, 2, 3, 3] and few[0] != few[1]
+
+
 def test_bad_specs() -> None:
     with pytest.raises(InvalidSpecError, match="fanouts"):
         gnn.GnnSpec(model="gcn", feature_dim=8, hidden=4, classes=2, fanouts=(0, 5))
@@ -127,3 +153,17 @@ def test_bad_specs() -> None:
     spec = gnn.GnnSpec(model="gcn", feature_dim=8, hidden=4, classes=2)
     with pytest.raises(InvalidSpecError, match="batch"):
         gnn.sampled_cost(spec, nodes=10, edges=10)
+
+
+def test_dense_pricing_fetches_the_same_features() -> None:
+    """QA 37: the dense alternative left out the mini-batch's PCIe feature fetch the sparse
+    step pays, so on a small batch (fetch most of the step) it read faster than sparse."""
+    spec = gnn.GnnSpec(model="sage", feature_dim=128, hidden=8, classes=2, batch=100,
+                       fanouts=(10, 5))  # fmt: skip
+    cost = gnn.sampled_cost(spec, nodes=1_000_000, edges=10_000_000)
+    fetch_s = cost.feature_fetch_bytes / 1e9  # at 1 GB/s
+    assert fetch_s > 1e-3
+    rates = {"tflops": 100.0, "kernel_overhead_s": 1e-5}
+    dense = cost.dense_step_time_s(**rates, host_link_gbps=1.0)
+    assert dense == pytest.approx(cost.dense_step_time_s(**rates) + fetch_s)
+    assert dense >= cost.step_time_s(memory_gbps=1000.0, host_link_gbps=1.0, **rates)

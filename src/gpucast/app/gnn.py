@@ -36,10 +36,11 @@ MLPerf submissions do, host memory over PCIe, or ``auto``: as much as fits in HB
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from gpucast.app._gnn_options import ignored_options
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_price
@@ -505,10 +506,14 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
     from gpucast.predict.roofline import KERNEL_OVERHEAD_S
 
     request = resolve(PredictGnnRequest, request, options)
+    ignored = ignored_options(request)  # options this model and mode do not read: warnings
     if request.model in GAT_MODELS:
-        return _predict_gat(request)
+        result = _predict_gat(request)
+        return replace(result, warnings=(*ignored, *result.warnings))
     if request.model not in gnn.GNN_MODELS:
-        raise InvalidSpecError("model", "must be gcn, sage, gat or rgat", got=request.model)
+        raise InvalidSpecError(
+            "model", "must be gcn, sage, gat or rgat", got=request.model, fix="e.g. --model sage"
+        )
     gpu = load_catalog().gpu(request.gpu)
     spec = gnn.GnnSpec(
         model=request.model,
@@ -520,7 +525,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         batch=request.batch,
     )
     notes: list[str] = []
-    warnings: list[str] = []
+    warnings: list[str] = ignored
     halo = halo_bytes = None
     k = request.partition_gpus  # GPUs of a partitioned full-graph epoch (None: one, no parts)
     graph = None
@@ -566,9 +571,12 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
                 f"full-graph training needs {graph_bytes / GIB:,.0f} GiB (edges, features, "
                 "activations and gradients), more than one "
                 f"{gpu.name}'s {usable_text(gpu.memory_gib)}",
-                fix="train on mini-batches (e.g. --batch 1024 --fanouts 15,10), partition it "
-                "over --gpus N, price the graph operations on CPU servers (--split) or use a "
-                "GPU with more memory",
+                fix=_stray_first(
+                    "train on mini-batches (e.g. --batch 1024 --fanouts 15,10), partition it "
+                    "over --gpus N, price the graph operations on CPU servers (--split) or use "
+                    "a GPU with more memory",
+                    [] if graph is None else graph.warnings(),
+                ),
             )
         if graph_bytes > hbm_bytes:  # --split / --gpus: the other options are the point
             notes.insert(
@@ -619,7 +627,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
             request, spec, gpu, offer, per_node, loads, tflops, hbm
         )
         if partitioned.gpus > 1:
-            _check_part_memory(spec, loads, gpu)
+            _check_part_memory(spec, loads, gpu, [] if graph is None else graph.warnings())
         usd = None if price is None else partitioned.usd_per_epoch(price)
         assumptions |= partition_notes | hw_notes
     split: tuple[Any, ...] = ()
@@ -633,7 +641,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         edges=edges,
         step_time_s=step,
         dense_step_time_s=cost.dense_step_time_s(
-            tflops=tflops, kernel_overhead_s=KERNEL_OVERHEAD_S
+            tflops=tflops, kernel_overhead_s=KERNEL_OVERHEAD_S, host_link_gbps=host
         ),
         feature_fetch_s=0.0 if host is None else cost.feature_fetch_bytes / (host * 1e9),
         nodes_per_hop=cost.nodes_per_hop,
@@ -835,8 +843,16 @@ def _partitioned_epoch(
     return epoch, price, notes
 
 
-def _check_part_memory(spec: Any, loads: tuple[Any, ...], gpu: Any) -> None:
-    """Each part's nodes, halo and in-edges must fit one GPU's usable HBM (the one rule)."""
+def _stray_first(fix: str, stray: list[str]) -> str:
+    """A memory refusal's fix, led by the edge list's stray-id warning where it has one: the
+    node count a stray id inflated may be all that is wrong (the warning alone is lost when
+    the request is refused)."""
+    return f"{stray[0]}; else {fix}" if stray else fix
+
+
+def _check_part_memory(spec: Any, loads: tuple[Any, ...], gpu: Any, stray: list[str]) -> None:
+    """Each part's nodes, halo and in-edges must fit one GPU's usable HBM (the one rule);
+    ``stray``: the edge list's stray-id warning, if any (:func:`_stray_first`)."""
     from gpucast.domain.gpu_memory import usable_bytes, usable_text
     from gpucast.domain.units import GIB
     from gpucast.predict import gnn_partition
@@ -849,7 +865,10 @@ def _check_part_memory(spec: Any, loads: tuple[Any, ...], gpu: Any) -> None:
             f"part {worst} of {len(loads)} needs {need[worst] / GIB:,.0f} GiB (its nodes, halo "
             f"and edges with features, activations and gradients), more than one {gpu.name}'s "
             f"{usable_text(gpu.memory_gib)}",
-            fix="use more --gpus, mini-batches (--batch, --fanouts) or a GPU with more memory",
+            fix=_stray_first(
+                "use more --gpus, mini-batches (--batch, --fanouts) or a GPU with more memory",
+                stray,
+            ),
         )
 
 
@@ -1011,12 +1030,13 @@ def _predict_gat(request: PredictGnnRequest) -> PredictGnnResult:
         target=request.target,
     )
     if request.batch is None:
+        stray = list(warnings)  # the edge list's (--degrees is refused with one)
         if request.degrees is not None:
             warnings.append(
                 "--degrees changes nothing here: the full-graph step needs only the node and "
                 "edge counts"
             )
-        return _full_graph_gat(request, graph, spec, gpu, notes, warnings)
+        return _full_graph_gat(request, graph, spec, gpu, notes, warnings, stray)
     feature_bytes = FEATURE_BYTES[request.feature_precision]
     cost = gat.gat_cost(graph, spec, feature_bytes_per_value=feature_bytes, degrees=degrees)
     total_features = graph.feature_bytes(feature_bytes)
@@ -1223,9 +1243,10 @@ def _gat_compute_note(gpu: Any) -> str:
 
 def _full_graph_gat(
     request: PredictGnnRequest, graph: Any, spec: Any, gpu: Any, notes: list[str],
-    warnings: list[str],
+    warnings: list[str], stray: list[str],
 ) -> PredictGnnResult:  # fmt: skip
-    """One full-graph GAT training step on one GPU, refused when it does not fit its HBM."""
+    """One full-graph GAT training step on one GPU, refused when it does not fit its HBM
+    (``stray``: the edge list's stray-id warning, :func:`_stray_first`)."""
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.gpu_memory import usable_bytes, usable_text
     from gpucast.domain.units import GIB
@@ -1242,8 +1263,11 @@ def _full_graph_gat(
             f"full-graph gat training needs {need / GIB:,.0f} GiB (the graph, features, every "
             "layer's activations and attention coefficients with their gradients), more than "
             f"one {gpu.name}'s {usable_text(gpu.memory_gib)}",
-            fix="train on mini-batches (e.g. --batch 1024 --fanouts 10,5) or use a GPU with "
-            "more memory",
+            fix=_stray_first(
+                "train on mini-batches (e.g. --batch 1024 --fanouts 10,5) or use a GPU with "
+                "more memory",
+                stray,
+            ),
         )
     cost = gat.full_graph_gat_cost(graph, spec)
     tflops, hbm = _achieved_rates(gpu)

@@ -95,8 +95,25 @@ def parse_graphs(
             raise DataFormatError(
                 path, prefix + exc.message, line=last_line[graph], fix=exc.fix
             ) from exc
+        _check_edge_counts(out[graph], path, rel_line)
         _check_laws(out[graph], path, rel_line)
     return out
+
+
+def _check_edge_counts(graph: HeteroGraph, path: str, rel_line: dict[tuple[str, str], int]) -> None:
+    """Each relation has at most the edges its node types allow without self-loops or
+    repeats (``--edges`` is held to ``nodes x (nodes - 1)`` the same way), else its line."""
+    counts = {t.name: t.count for t in graph.node_types}
+    for r in graph.relations:
+        n_src, n_dst = counts[r.src], counts[r.dst]
+        most = n_src * n_dst - (n_src if r.src == r.dst else 0)
+        if r.edges > most:
+            raise DataFormatError(
+                path, f"relation {r.name}: {r.edges:,} edges, more than the {most:,} that "
+                f"{n_src:,} {r.src} and {n_dst:,} {r.dst} nodes can have without self-loops or "
+                "repeats", line=rel_line[graph.name, r.name], column="count",
+                fix="check the relation's count (directed edges) and its node types' counts",
+            )  # fmt: skip
 
 
 def _law(row: dict[str, str], column: str, path: str, line: int) -> float | None:

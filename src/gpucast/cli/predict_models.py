@@ -243,6 +243,7 @@ def embedding_cache_command(
     from gpucast.app import predict_embedding_cache
 
     result = predict_embedding_cache(request)
+    print_warnings(result.warnings)
     if json_out:
         emit_json(result.to_dict())
         return

@@ -29,6 +29,13 @@ def published_data_dir(
     given = Path(given)
     if any((given / name).is_dir() for name in needs):
         return given.resolve()
+    if not given.is_dir():  # a mistyped path: say so, not which sub-folders it lacks
+        raise InvalidSpecError(
+            "data-dir",
+            f"is not a folder (from {how})" if given.exists() else f"does not exist (from {how})",
+            got=str(given),
+            fix="point --data-dir at the published data folder (e.g. ../shared/data)",
+        )
     raise InvalidSpecError(
         "data-dir",
         f"has no {' or '.join(f'{name}/' for name in needs)} folder (from {how})",

@@ -41,6 +41,14 @@ def rec_model_input(name: str | None, tables: Path | None, batch: int | None) ->
             fix="e.g. --model dlrm-dcnv2",
         )
     if tables is not None:
+        if Path(tables).suffix.lower() in (".yaml", ".yml", ".toml", ".json"):
+            raise InvalidSpecError(  # its first line read as a CSV header: "missing columns"
+                "tables",
+                f"must be a CSV file, not {Path(tables).suffix.lstrip('.').upper()}",
+                got=str(tables),
+                fix="write one row per table under the header table,rows,dim,pooling "
+                "(e.g. users,1000000,64,1); --config takes YAML/TOML for the other options",
+            )
         text = read_input_text(tables, "tables", fix="a CSV with columns table,rows,dim,pooling")
         models = parse_rec_models(
             text, str(tables), required=TABLE_COLUMNS, default_model=Path(tables).stem

@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import DataFormatError, InvalidSpecError
+from gpucast.domain.units import count_of
 from gpucast.predict import gnn_degrees
 from gpucast.predict.gat import HeteroGraph
 
@@ -60,9 +61,12 @@ class EdgeList:
     def notes(self) -> list[str]:
         out = []
         if self.self_loops_skipped:
-            out.append(f"{self.self_loops_skipped:,} self-loops skipped")
+            out.append(f"{count_of(self.self_loops_skipped, 'self-loop')} skipped")
         if self.out_of_range_skipped:
-            out.append(f"{self.out_of_range_skipped:,} edges with node ids >= {self.nodes} skipped")
+            out.append(
+                f"{count_of(self.out_of_range_skipped, 'edge')} with node ids >= {self.nodes:,} "
+                "skipped"
+            )
         return out
 
     def degree_distribution(self) -> gnn_degrees.DegreeDistribution:
@@ -231,7 +235,10 @@ def read_degree_histogram(
     that disagree with ``nodes`` / ``edges`` one :class:`InvalidSpecError`."""
     from gpucast.store.files import read_input_text
 
-    text = read_input_text(path, "degrees", fix=_DEGREES_FIX)
+    # not found: it may be a power law mistyped (``powerlaw``, ``zipf:2``), not a file
+    text = read_input_text(
+        path, "degrees", fix=f"{_DEGREES_FIX}; or --degrees powerlaw:ALPHA, e.g. powerlaw:2.1"
+    )
     try:
         rows = list(csv.reader(io.StringIO(text)))
     except csv.Error as exc:

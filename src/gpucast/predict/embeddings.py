@@ -738,6 +738,35 @@ def candidate_plans(
     return plans
 
 
+def _not_offered(
+    sharding: str, names: Sequence[str], hw: ShardingHardware, cache_fraction: float | None
+) -> InvalidSpecError:
+    """Why :func:`candidate_plans` has no ``sharding`` plan on this hardware, and the fix."""
+    offered = ", ".join(names)
+    why, fix = {
+        "hierarchical-ps": (
+            f"prices a parameter server across nodes, and these {count_of(hw.gpus, 'GPU')} "
+            f"are one node of {hw.gpus_per_node}",
+            f"use more --gpus than a node holds ({hw.gpus_per_node}), or one of {offered}",
+        ),
+        "grid": (
+            f"spreads a table's column shards ({MIN_COLUMN_SHARD} columns each) row-wise over "
+            f"twice as many GPUs, and on {count_of(hw.gpus, 'GPU')} no table has room to (its "
+            "shards already span more than half of them)",
+            "use more --gpus, or --sharding column-wise",
+        ),
+        "tiered": (
+            "caches the tables too large to place whole, and every table fits in HBM here"
+            if cache_fraction is None
+            else "caches the tables too large to place whole, and this model has none",
+            f"give --cache-fraction to price a cache anyway, or use one of {offered}"
+            if cache_fraction is None
+            else f"use one of {offered}",
+        ),
+    }.get(sharding, (f"must be one of {offered} here", f"e.g. --sharding {names[0]}"))
+    return InvalidSpecError("sharding", why, got=sharding, fix=fix)
+
+
 def dense_priced_step_s(model: RecModel, hw: ShardingHardware) -> float:
     """The step if the embeddings were priced as dense weights, as a roofline over parameters
     does: every GPU reads and updates every table each step and all-reduces its gradient."""
@@ -787,9 +816,7 @@ def plan_embeddings(
     names = [n for n, _ in candidates] + (["hierarchical-ps"] if hw.nodes > 1 else [])
     if sharding is not None:
         if sharding not in names:
-            raise InvalidSpecError(
-                "sharding", f"must be one of {', '.join(names)} here", got=sharding
-            )
+            raise _not_offered(sharding, names, hw, cache_fraction)
         candidates = [(n, pl) for n, pl in candidates if n == sharding]
     costs = [
         evaluate_plan(n, model, pl, hw, hit_rate=hit_rate, table_hit_rates=table_hit_rates)

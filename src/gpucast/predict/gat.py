@@ -46,7 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpucast.domain.errors import InvalidSpecError
-from gpucast.predict.gnn import OPTIMIZER_KERNELS, launch_floor_s
+from gpucast.predict.gnn import OPTIMIZER_KERNELS, fanouts_fix, launch_floor_s
 from gpucast.predict.gnn_degrees import (
     DegreeDistribution,
     RelationDegrees,
@@ -251,7 +251,7 @@ class GatSpec:
         if self.batch is not None and len(self.fanouts) != self.layers:
             raise InvalidSpecError(
                 "fanouts", f"needs one fan-out per layer ({self.layers})", got=self.fanouts,
-                fix="e.g. --fanouts 15,10,5",
+                fix=fanouts_fix(self.layers, len(self.fanouts)),
             )  # fmt: skip
         for f in self.fanouts:
             if isinstance(f, bool) or not isinstance(f, int | np.integer) or f < 1:

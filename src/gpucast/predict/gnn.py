@@ -96,8 +96,9 @@ class GnnSpec:
             raise InvalidSpecError("layers", f"must be <= {MAX_LAYERS}", got=self.layers)
         if self.fanouts and len(self.fanouts) != self.layers:
             raise InvalidSpecError(
-                "fanouts", f"needs one fan-out per layer ({self.layers})", got=self.fanouts
-            )
+                "fanouts", f"needs one fan-out per layer ({self.layers})", got=self.fanouts,
+                fix=fanouts_fix(self.layers, len(self.fanouts)),
+            )  # fmt: skip
         for f in self.fanouts:
             if isinstance(f, bool) or not isinstance(f, int | np.integer) or f < 1:
                 raise InvalidSpecError(
@@ -144,11 +145,27 @@ class GnnCost:
             t += self.feature_fetch_bytes / (host_link_gbps * 1e9)
         return t
 
-    def dense_step_time_s(self, *, tflops: float, kernel_overhead_s: float = 0.0) -> float:
+    def dense_step_time_s(
+        self,
+        *,
+        tflops: float,
+        kernel_overhead_s: float = 0.0,
+        host_link_gbps: float | None = None,
+    ) -> float:
         """The aggregation priced as a dense adjacency matmul (plus the same transforms), the
-        same kernels launched (:func:`launch_floor_s`)."""
+        same kernels launched (:func:`launch_floor_s`) and the same feature fetches as
+        :meth:`step_time_s`: only the aggregation differs."""
         work = (self.transform_flops + self.dense_aggregation_flops) / (tflops * 1e12)
-        return launch_floor_s(work, self.kernels, kernel_overhead_s)
+        t = launch_floor_s(work, self.kernels, kernel_overhead_s)
+        if host_link_gbps is not None:
+            t += self.feature_fetch_bytes / (host_link_gbps * 1e9)
+        return t
+
+
+def fanouts_fix(layers: int, given: int) -> str:
+    """The fix for ``given`` fan-outs on ``layers`` layers: that many, or as many layers."""
+    example = ",".join(str(f) for f in (15, 10, 5, *[5] * layers)[:layers])
+    return f"give {layers} (e.g. --fanouts {example}) or --layers {given}"
 
 
 def training_kernels(spec: GnnSpec) -> float:
@@ -327,7 +344,12 @@ def expected_random_halo(
 
 
 def metis_partition(nodes: int, src: npt.ArrayLike, dst: npt.ArrayLike, parts: int) -> IntArray:
-    """METIS k-way partition of the undirected graph (needs ``pip install gpucast[graph]``)."""
+    """METIS k-way partition of the undirected graph (needs ``pip install gpucast[graph]``).
+
+    Only the nodes with an edge go to METIS; the isolated ones (no halo, no cut) then fill
+    the parts to the same node count. METIS alone took minutes on a few edges among a
+    million ids (ids a user's ``--nodes`` or a stray id left unused) and, at 90 million,
+    failed with "Caught an unknown exception!"."""
     _positive_int("parts", parts)
     s, d = _edges(src, dst, nodes)
     try:
@@ -345,7 +367,30 @@ def metis_partition(nodes: int, src: npt.ArrayLike, dst: npt.ArrayLike, parts: i
     a, b = a[order], b[order]
     dup = np.concatenate([[False], (a[1:] == a[:-1]) & (b[1:] == b[:-1])])
     a, b = a[~dup], b[~dup]
-    xadj = np.concatenate([[0], np.cumsum(np.bincount(a, minlength=nodes))])
-    adjacency = pymetis.CSRAdjacency(xadj.astype(np.int32), b.astype(np.int32))
-    _, membership = pymetis.part_graph(parts, adjacency=adjacency)
-    return np.asarray(membership, dtype=np.int64)
+    degree = np.bincount(a, minlength=nodes)
+    linked = np.flatnonzero(degree)
+    membership = np.zeros(nodes, dtype=np.int64)
+    if linked.size > parts:
+        xadj = np.concatenate([[0], np.cumsum(degree[linked])])
+        renumbered = np.searchsorted(linked, b)  # the linked nodes as 0..m-1
+        adjacency = pymetis.CSRAdjacency(xadj.astype(np.int32), renumbered.astype(np.int32))
+        _, linked_parts = pymetis.part_graph(parts, adjacency=adjacency)
+        membership[linked] = linked_parts
+    else:  # no more linked nodes than parts: one each
+        membership[linked] = np.arange(linked.size)
+    isolated = np.flatnonzero(degree == 0)
+    room = _fill(np.bincount(membership[linked], minlength=parts), isolated.size)
+    membership[isolated] = np.repeat(np.arange(parts), room)
+    return membership
+
+
+def _fill(counts: IntArray, more: int) -> IntArray:
+    """How many of ``more`` nodes each part takes so the parts' counts end as even as they
+    can (water-filling: the fewest first, up to the lowest level that takes them all)."""
+    lo, hi = int(counts.min()), int(counts.max()) + more
+    while lo < hi:  # the lowest level whose room holds them all
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if np.maximum(mid - counts, 0).sum() >= more else (mid + 1, hi)
+    room = np.maximum(lo - 1 - counts, 0)
+    room[np.flatnonzero(counts < lo)[: more - int(room.sum())]] += 1
+    return room
