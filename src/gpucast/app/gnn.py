@@ -587,8 +587,9 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
                 + " priced as if it did",
             )
     tflops, hbm = _achieved_rates(gpu)
-    pcie = PCIE_X16_GBIT_PER_S.get(gpu.pcie_generation, 128.0) / 8.0
-    host = pcie if request.batch is not None else None
+    link = PCIE_X16_GBIT_PER_S.get(gpu.pcie_generation, 128.0) / 8.0
+    # random feature rows over PCIe at the gathers' one rate, as GAT/R-GAT's (MLPerf-fitted)
+    host = link * GATHER_EFFICIENCY if request.batch is not None else None
     step = cost.step_time_s(
         tflops=tflops, memory_gbps=hbm, host_link_gbps=host, kernel_overhead_s=KERNEL_OVERHEAD_S
     )
@@ -596,7 +597,8 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         "compute": f"{FLOP_EFFICIENCY:.0%} of {gpu.name}'s BF16 peak on the transforms",
         "gathers": f"{GATHER_EFFICIENCY:.0%} of HBM bandwidth; x3 for forward + backward",
         "launches": _launch_note(cost.kernels, KERNEL_OVERHEAD_S),
-        "features": "mini-batch features in host memory, fetched over PCIe"
+        "features": f"mini-batch features in host memory, gathered over PCIe at "
+        f"{GATHER_EFFICIENCY:.0%} of its {link:g} GB/s (random rows, as GAT and R-GAT fetch them)"
         if graph_bytes is None
         else f"full graph: edges, features and activations in HBM ({graph_bytes / GIB:,.3g} "
         f"of {usable_text(gpu.memory_gib)})",
