@@ -167,7 +167,9 @@ def test_predict_cmd_prices_the_program_on_catalog_instances(tmp_path: Path) -> 
             p.instance["on_demand_usd_per_hour"] * p.run_time_s / 3600
         )
     names = {a.name for a in result.assumptions}
-    assert {"host memory bandwidth", "thread demand", "SMT"} <= names
+    assert {"host memory bandwidth", "thread demand", "SMT", "prices"} <= names
+    prices = next(a for a in result.assumptions if a.name == "prices").text()
+    assert "catalog/data/cpu_instances.csv" in prices and " as of 20" in prices  # QA 37 V
     assert result.validation["model"] == "program-model"
     assert result.to_frame().shape[0] == len(result.predictions)
 

@@ -19,6 +19,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import urlsplit
 
 from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidInputError, InvalidSpecError, MeasurementError
@@ -522,6 +523,16 @@ def predict_cmd(
             + " other tasks took, per thread from schedstat)",
             source="gpucast.measure.program.contention_s",
         )
+    hosts = sorted({urlsplit(str(i.source_url)).netloc or str(i.source_url) for i in chosen})
+    dates = sorted({str(i.as_of) for i in chosen})
+    notes["prices"] = Assumption(  # the text output named none (QA 37 V; the JSON has each)
+        name="prices",
+        value="on-demand US$ per hour of each instance, from the catalog",
+        source="catalog/data/cpu_instances.csv: each row's source_url ("
+        + ", ".join(hosts)
+        + ") as of "
+        + (dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"),
+    )
     notes["SMT"] = Assumption(
         name="SMT",
         value="a second hardware thread adds 25% of a core",
