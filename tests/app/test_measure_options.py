@@ -114,3 +114,12 @@ def test_infer_curve_measures_the_configuration_and_refuses_it_with_colocate(
         gpucast.measure_infer_curve(
             "mlp", db=db, workload_options=["hidden=8"], colocate=("mlp",), **quick
         )
+
+
+def test_a_profile_of_a_configuration_is_stored_under_its_name(tmp_path: Path) -> None:
+    """``profile mlp -o hidden=32`` was stored as ``mlp`` (its spec left the options out)."""
+    db = tmp_path / "s.db"
+    gpucast.profile_workload("mlp", batch_size=4, workload_options=["hidden=32"], db=db)
+    with open_store(db) as store:
+        (run,) = store.list_runs(kind="profile")
+    assert run.workload == "mlp -o hidden=32"

@@ -100,6 +100,7 @@ class ProfileRequest:
             name=self.workload,
             batch_size=self.batch_size,
             precision=cast(Precision, self.profiled_precision),
+            options=self.workload_options,
         )
 
     @property
