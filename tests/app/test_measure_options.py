@@ -123,3 +123,16 @@ def test_a_profile_of_a_configuration_is_stored_under_its_name(tmp_path: Path) -
     with open_store(db) as store:
         (run,) = store.list_runs(kind="profile")
     assert run.workload == "mlp -o hidden=32"
+
+
+def test_a_built_in_name_in_any_case_is_stored_and_looked_up_as_one(tmp_path: Path) -> None:
+    """``measure train MLP`` stored ``MLP``, which ``predict train --workload mlp`` did not
+    find (built-in names are case-insensitive; a user model ``module:factory`` is as given)."""
+    from gpucast.domain.workload import WorkloadSpec, configured_name
+
+    db = tmp_path / "s.db"
+    gpucast.measure_train(" MLP ", db=db, workload_options=["hidden=8"], **QUICK)
+    with open_store(db) as store:
+        (run,) = store.list_runs()
+    assert run.workload == "mlp -o hidden=8" == configured_name("Mlp", (("hidden", 8),))
+    assert WorkloadSpec(name="My_Model.py:Build", batch_size=1).name == "My_Model.py:Build"

@@ -326,6 +326,7 @@ class WorkloadSpec:
             )
         # any spelling (a mapping, KEY=VALUE texts, JSON's lists) as the hashable pairs
         object.__setattr__(self, "options", options_from_json(self.options))
+        object.__setattr__(self, "name", canonical_workload_name(self.name))
 
     @property
     def label(self) -> str:
@@ -406,6 +407,14 @@ def parse_workload_options(value: Any) -> WorkloadOptions:
     return (*pairs, *((key, _option_value(text)) for key, text in raw))
 
 
+def canonical_workload_name(name: str) -> str:
+    """A built-in workload's name as stored and looked up: built-in names are case-insensitive
+    (``measure train MLP`` measures ``mlp``, and calibrates ``predict train --workload mlp``);
+    a user model ``module:factory`` (or ``run:N``) as given, spaces around it dropped."""
+    text = name.strip()
+    return text if ":" in text else text.lower()
+
+
 def options_to_json(options: WorkloadOptions) -> list[list[Any]]:
     """Workload options as JSON: ``[key, value]`` pairs, a tuple value as a list."""
     return [[key, list(value) if isinstance(value, tuple) else value] for key, value in options]
@@ -430,6 +439,7 @@ def configured_name(name: str, options: WorkloadOptions) -> str:
     name, so a configured workload is calibrated by runs of its own configuration only (its
     roofline is not scaled by another configuration's step: a 4x longer sequence was
     calibrated down by 4x)."""
+    name = canonical_workload_name(name)
     if not options:
         return name
 
