@@ -350,6 +350,8 @@ def test_a_replay_too_small_to_match_the_window_is_a_warning(shared_data: Path) 
         ({"fractions": (0.0, 0.1)}, "fractions: each must be in (0, 1]"),
         ({"fractions": (1.5,)}, "fractions: each must be in (0, 1]"),
         ({"fractions": (0.01,) * 65}, "fractions: needs 1 to 64"),
+        # QA 37 G #17: a repeated size printed the same row twice
+        ({"fractions": (0.1, 0.2, 0.1)}, "fractions: must each be given once (a repeat prints"),
         ({"replay_rows": 10}, "replay-rows: must be an integer in [1,000, 1,000,000]"),
     ],
 )

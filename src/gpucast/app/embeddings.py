@@ -560,7 +560,8 @@ class PredictEmbeddingCacheRequest:
     )
     fractions: tuple[float, ...] = option(
         DEFAULT_FRACTIONS,
-        help="Cache sizes as shares of the window's distinct rows, e.g. 0.001,0.01,0.1.",
+        help="Cache sizes as shares of the window's distinct rows, e.g. 0.001,0.01,0.1 (none "
+        "given, as an empty list: the default ones).",
         example="0.001,0.01,0.1",
         item="float",
     )
@@ -586,7 +587,9 @@ class PredictEmbeddingCacheRequest:
         _window(self.window)
         if self.policy not in ("lru", "lfu"):
             raise InvalidSpecError("policy", "must be lru or lfu", got=self.policy)
-        if not self.fractions or len(self.fractions) > MAX_FRACTIONS:
+        if not self.fractions:  # --fractions "" as fractions=() is: not given (QA 37 G #17)
+            object.__setattr__(self, "fractions", DEFAULT_FRACTIONS)
+        if len(self.fractions) > MAX_FRACTIONS:
             raise InvalidSpecError(
                 "fractions",
                 f"needs 1 to {MAX_FRACTIONS} cache sizes",
@@ -601,6 +604,14 @@ class PredictEmbeddingCacheRequest:
                     got=f,
                     fix="e.g. --fractions 0.001,0.01,0.1",
                 )
+        twice = sorted({f for f in self.fractions if self.fractions.count(f) > 1})
+        if twice:
+            raise InvalidSpecError(
+                "fractions",
+                "must each be given once (a repeat prints the same row twice)",
+                got=",".join(f"{f:g}" for f in twice),
+                fix="drop the repeat",
+            )
         if isinstance(self.replay_rows, bool) or not (
             MIN_REPLAY_ROWS <= self.replay_rows <= MAX_REPLAY_ROWS
         ):
