@@ -220,6 +220,7 @@ def test_shipped_wide_deep_and_two_tower_price_their_dense_part(name: str) -> No
     assert "(A100-80GB, mixed precision, 8 GPUs on mlperf" in dlrm.validation.text()
     two = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=2).validation
     assert "A100-80GB, mixed precision, 2 GPUs (validated only for" in two.text()
+    assert "H200, mixed precision, 4-128 GPUs)" in two.text()
 
 
 def test_wide_deep_dense_mlps_dominate_its_step() -> None:
@@ -450,3 +451,9 @@ def test_a_tables_file_in_yaml_is_told_to_be_a_csv(tmp_path: Path, suffix: str) 
     with pytest.raises(InvalidSpecError, match=r"^tables: must be a CSV file, not") as info:
         gpucast.plan_embeddings(tables=tables, gpu="A100-80GB", gpus=1, batch=1024)
     assert "table,rows,dim,pooling" in str(info.value)
+
+
+def test_a_one_gpu_node_reads_1_gpu() -> None:
+    """QA 37 G #14 leftover: the node assumption read "a2-highgpu-1g (...): 1 GPUs"."""
+    node = gpucast.plan_embeddings(model="two-tower", gpu="A100-40GB", gpus=1).assumptions["node"]
+    assert ": 1 GPU, " in node and "1 GPUs" not in node

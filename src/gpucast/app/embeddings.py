@@ -293,7 +293,8 @@ def _hardware(
         per_node, host_gib, network = offer.gpus, offer.memory_gib, offer.network_gbps
         price = offer.on_demand_usd_per_hour / offer.gpus
         notes["node"] = (
-            f"{offer.provider} {offer.instance_type} ({offer.region}): {per_node} GPUs, "
+            f"{offer.provider} {offer.instance_type} ({offer.region}): "
+            f"{count_of(per_node, 'GPU')}, "
             f"{host_gib:g} GiB host memory, {network:g} Gbit/s, ${price:.2f} per GPU-hour "
             "on demand (the cheapest per GPU among the catalog's widest-enough nodes)"
         )
@@ -498,7 +499,7 @@ def _validation(model: str, request: PlanEmbeddingsRequest, gpu: str) -> Validat
         precision = f", {VALIDATED_PRECISION},"
         return replace(
             checked,
-            regime=checked.regime.replace(precision, f", {VALIDATED_PRECISION} precision,", 1),
+            regime=checked.regime.replace(precision, f", {VALIDATED_PRECISION} precision,"),
         )
     return Validation(
         model="embedding-sharding",
