@@ -350,7 +350,7 @@ def test_a_replay_too_small_to_match_the_window_is_a_warning(shared_data: Path) 
     [
         ({"window": "2023"}, "window: must be a dlrm_datasets window"),
         ({"window": "1.1"}, "window: must be a dlrm_datasets window"),
-        ({"policy": "fifo"}, "policy: must be lru or lfu"),
+        ({"policy": "fifo"}, "policy: must be lru or lfu (got 'fifo'); e.g. --policy lfu"),
         ({"fractions": (0.0, 0.1)}, "fractions: each must be in (0, 1]"),
         ({"fractions": (1.5,)}, "fractions: each must be in (0, 1]"),
         ({"fractions": (0.01,) * 65}, "fractions: needs 1 to 64"),

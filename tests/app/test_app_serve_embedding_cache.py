@@ -85,7 +85,12 @@ def test_cache_options_are_checked() -> None:
     for bad, match in (  # each with a fix (QA 35 R #17)
         ({"cache_fraction": 0.0}, r"cache-fraction: .*; e\.g\. --cache-fraction 0\.1"),
         ({"cache_fraction": 0.1, "dram_fraction": 1.5}, r"dram-fraction: .*; e\.g\. --dram"),
-        ({"cache_fraction": 0.1, "cache_policy": "fifo"}, "cache-policy"),
+        # QA 37 G #11 leftover: no fix
+        (
+            {"cache_fraction": 0.1, "cache_policy": "fifo"},
+            r"cache-policy: must be lru or lfu "
+            r"\(got 'fifo'\); e\.g\. --cache-policy lfu \(per-row counters",
+        ),
     ):
         with pytest.raises(InvalidSpecError, match=match):
             gpucast.simulate_serve(**BASE, **bad)

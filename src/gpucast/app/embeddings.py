@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.catalog import offers_option
+from gpucast.domain.embeddings import check_cache_policy
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_seed
 from gpucast.domain.options import as_flags, option
@@ -166,8 +167,7 @@ class PlanEmbeddingsRequest:
             math.isfinite(self.host_memory_gib) and self.host_memory_gib >= 0
         ):
             raise InvalidSpecError("host-memory-gib", "must be >= 0", got=self.host_memory_gib)
-        if self.cache_policy not in ("lru", "lfu"):
-            raise InvalidSpecError("cache-policy", "must be lru or lfu", got=self.cache_policy)
+        check_cache_policy(self.cache_policy, "cache-policy")
         if self.locality not in ("2021", "2022"):
             raise InvalidSpecError("locality", "must be 2021 or 2022", got=self.locality)
 
@@ -592,8 +592,7 @@ class PredictEmbeddingCacheRequest:
 
     def _check(self) -> None:
         _window(self.window)
-        if self.policy not in ("lru", "lfu"):
-            raise InvalidSpecError("policy", "must be lru or lfu", got=self.policy)
+        check_cache_policy(self.policy, "policy")
         if not self.fractions:  # --fractions "" as fractions=() is: not given (QA 37 G #17)
             object.__setattr__(self, "fractions", DEFAULT_FRACTIONS)
         if len(self.fractions) > MAX_FRACTIONS:

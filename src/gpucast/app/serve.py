@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.app._units import servers_with_units, skipped_assumption
 from gpucast.domain.catalog import offers_option, provider_option, region_option, spot_option
+from gpucast.domain.embeddings import check_cache_policy
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import (
     allow_large_option,
@@ -1238,8 +1239,7 @@ class SimulateServeRequest:
                 "dram-fraction", "must be in [0, 1]", got=self.dram_fraction,
                 fix="e.g. --dram-fraction 0.5 (the rest on NVMe), or leave it out (1: all)",
             )  # fmt: skip
-        if self.cache_policy not in ("lru", "lfu"):
-            raise InvalidSpecError("cache-policy", "must be lru or lfu", got=self.cache_policy)
+        check_cache_policy(self.cache_policy, "cache-policy")
 
         if not self.model:
             raise InvalidSpecError("model", "must not be empty", fix="e.g. --model resnet50")
