@@ -107,6 +107,8 @@ def test_weights_are_a_note_and_percent_comments_are_skipped(tmp_path: Path) -> 
     ]
     plain = read_edge_list(_write(tmp_path, "# two ids # 3 4\n0 1  % 7\n1,2,\n"))
     assert plain.notes() == [] and plain.src.tolist() == [0, 1]
+    deep = read_edge_list(_write(tmp_path, "0 1\r\n" * 50 + "1\t2\t1.5\r\n"))
+    assert deep.extra_columns_in is not None and len(deep.src) == 51  # one line of 51
     # a bad line is still named by the line parser, with % comments stripped there too
     with pytest.raises(DataFormatError, match="line 3: expected two node ids"):
         read_edge_list(_write(tmp_path, "% c\n0 1 % x\n1 x\n"))

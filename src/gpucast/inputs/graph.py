@@ -37,8 +37,9 @@ from gpucast.predict.gat import HeteroGraph
 
 _SPLIT = re.compile(r"[,\s]+")
 _COMMENT = re.compile(r"[#%][^\n]*")
-#: a data line with a third column (``src dst weight``), comments already dropped
-_EXTRA_COLUMN = re.compile(r"^[ \t]*[^\s,#%]+[ \t,]+[^\s,#%]+[ \t,]+[^\s,#%]", re.MULTILINE)
+#: bytes that are not part of a cell: what separates an edge list's cells and lines
+_NOT_CELL = np.ones(256, dtype=bool)
+_NOT_CELL[[ord(c) for c in " \t\r\n,"]] = False
 #: a Matrix Market file: its first line that is not a comment is ``rows cols entries``
 _MATRIX_MARKET = "%%MatrixMarket"
 _FIX = "one edge per line: two integer node ids, e.g. '0 17'"
@@ -100,6 +101,13 @@ class EdgeList:
             f"{self.distinct_ids:,} distinct ids appear: a stray id? give --nodes N (edges with "
             "ids >= N are skipped and counted)"
         ]
+
+
+def _cells(body: str) -> int:
+    """Cells in ``body`` (comments dropped): more than two a pair means a line has a third
+    column (weights). Counted in numpy: a regex over 2M lines took 0.5 s."""
+    cell = _NOT_CELL[np.frombuffer(body.encode(), dtype=np.uint8)]
+    return int(np.count_nonzero(cell[1:] & ~cell[:-1])) + int(cell[:1].sum())
 
 
 def _uncommented(text: str) -> str:
@@ -215,7 +223,7 @@ def read_edge_list(
         self_loops_skipped=0 if allow_self_loops else int(loops.sum()),
         out_of_range_skipped=int((~inside).sum()),
         distinct_ids=None if nodes is not None else _distinct(src, dst, n),
-        extra_columns_in=str(path) if _EXTRA_COLUMN.search(_uncommented(text)) else None,
+        extra_columns_in=str(path) if _cells(_uncommented(text)) > edges.size else None,
     )
 
 
