@@ -216,7 +216,11 @@ def test_shipped_wide_deep_and_two_tower_price_their_dense_part(name: str) -> No
     dlrm = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=8)
     assert dlrm.validation.validated and "13 of 15" in dlrm.validation.text()
     # the MLPerf runs are mixed precision; the line read "fp32" (QA 35 R #21)
-    assert "(A100-80GB, mixed, 8 GPUs on mlperf" in dlrm.validation.text()
+    # ... "mixed" alone read as the plan named mixed (QA 37 G #15)
+    assert "(A100-80GB, mixed precision, 8 GPUs on mlperf" in dlrm.validation.text()
+    two = gpucast.plan_embeddings(model="dlrm-dcnv2", gpu="A100-80GB", gpus=2).validation
+    assert "A100-80GB, mixed precision, 2 GPUs (validated only for" in two.text()
+    assert "H200, mixed precision, 4-128 GPUs)" in two.text()
 
 
 def test_wide_deep_dense_mlps_dominate_its_step() -> None:
@@ -346,10 +350,12 @@ def test_a_replay_too_small_to_match_the_window_is_a_warning(shared_data: Path) 
     [
         ({"window": "2023"}, "window: must be a dlrm_datasets window"),
         ({"window": "1.1"}, "window: must be a dlrm_datasets window"),
-        ({"policy": "fifo"}, "policy: must be lru or lfu"),
+        ({"policy": "fifo"}, "policy: must be lru or lfu (got 'fifo'); e.g. --policy lfu"),
         ({"fractions": (0.0, 0.1)}, "fractions: each must be in (0, 1]"),
         ({"fractions": (1.5,)}, "fractions: each must be in (0, 1]"),
         ({"fractions": (0.01,) * 65}, "fractions: needs 1 to 64"),
+        # QA 37 G #17: a repeated size printed the same row twice
+        ({"fractions": (0.1, 0.2, 0.1)}, "fractions: must each be given once (a repeat prints"),
         ({"replay_rows": 10}, "replay-rows: must be an integer in [1,000, 1,000,000]"),
     ],
 )
@@ -445,3 +451,9 @@ def test_a_tables_file_in_yaml_is_told_to_be_a_csv(tmp_path: Path, suffix: str) 
     with pytest.raises(InvalidSpecError, match=r"^tables: must be a CSV file, not") as info:
         gpucast.plan_embeddings(tables=tables, gpu="A100-80GB", gpus=1, batch=1024)
     assert "table,rows,dim,pooling" in str(info.value)
+
+
+def test_a_one_gpu_node_reads_1_gpu() -> None:
+    """QA 37 G #14 leftover: the node assumption read "a2-highgpu-1g (...): 1 GPUs"."""
+    node = gpucast.plan_embeddings(model="two-tower", gpu="A100-40GB", gpus=1).assumptions["node"]
+    assert ": 1 GPU, " in node and "1 GPUs" not in node

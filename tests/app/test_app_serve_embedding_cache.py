@@ -85,7 +85,12 @@ def test_cache_options_are_checked() -> None:
     for bad, match in (  # each with a fix (QA 35 R #17)
         ({"cache_fraction": 0.0}, r"cache-fraction: .*; e\.g\. --cache-fraction 0\.1"),
         ({"cache_fraction": 0.1, "dram_fraction": 1.5}, r"dram-fraction: .*; e\.g\. --dram"),
-        ({"cache_fraction": 0.1, "cache_policy": "fifo"}, "cache-policy"),
+        # QA 37 G #11 leftover: no fix
+        (
+            {"cache_fraction": 0.1, "cache_policy": "fifo"},
+            r"cache-policy: must be lru or lfu "
+            r"\(got 'fifo'\); e\.g\. --cache-policy lfu \(per-row counters",
+        ),
     ):
         with pytest.raises(InvalidSpecError, match=match):
             gpucast.simulate_serve(**BASE, **bad)
@@ -112,3 +117,16 @@ def test_one_table_given_as_a_number_is_one_table() -> None:
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 0, result.output
     assert "embedding cache: 1 lookups of 256 B per request" in result.output
+
+
+def test_json_gives_the_tier_shares_as_numbers() -> None:
+    """QA 37 G #19: the HBM/DRAM/SSD shares and miss bytes were only inside the text source."""
+    ssd = gpucast.simulate_serve(**BASE | {"duration_s": 1.0}, cache_fraction=0.2,
+                                 dram_fraction=0.5).to_dict()  # fmt: skip
+    assert ssd["embedding_cache"] == pytest.approx({
+        "lookups_per_request": 520, "row_bytes": 512.0, "lookup_share_hbm": 0.2,
+        "lookup_share_dram": 0.3, "lookup_share_ssd": 0.5,
+        "miss_bytes_per_request": 0.8 * 520 * 512,
+    })  # fmt: skip
+    assert "SSD 50.0%" in ssd["sources"]["embedding cache"]  # the text stays
+    assert gpucast.simulate_serve(**BASE | {"duration_s": 1.0}).to_dict()["embedding_cache"] is None

@@ -27,8 +27,12 @@ def test_whole_numbers_pass_and_other_text_says_what_it_is() -> None:
         parse_int("x", minimum=1, **WHERE)
     with pytest.raises(DataFormatError, match="not a finite number"):
         parse_int("inf", minimum=1, **WHERE)
-    with pytest.raises(DataFormatError, match="value is required"):
+    with pytest.raises(DataFormatError) as empty:
         parse_int("", minimum=1, **WHERE)
+    # QA 37 G #11: an empty graph-stats feature_dim said "value is required" and no fix
+    assert str(empty.value) == (
+        "t.csv, line 2, column 'rows': value is required; give a whole number >= 1"
+    )
 
 
 def test_parse_float_keeps_its_sign_rule() -> None:

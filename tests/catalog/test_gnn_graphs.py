@@ -46,6 +46,10 @@ HEADER = "graph,kind,name,src,dst,count,feature_dim,source_url,as_of\n"
     [
         ("g,node,a,,,x,8,u,2026-01-01\n", "line 2, column 'count'"),
         ("g,node,a,,,10,0,u,2026-01-01\n", "line 2, column 'feature_dim'"),
+        (
+            "g,node,a,,,10,,u,2026-01-01\n",
+            "line 2, column 'feature_dim': value is required; give a whole number >= 1",
+        ),
         ("g,node,a,,,10,8,u,2026-01-01\ng,relation,r,a,c,5,,u,2026-01-01\n", "line 3"),
         ("g,node,a,,,10,8,u,2026-01-01\ng,relation,r,a,,5,,u,2026-01-01\n", "column 'dst'"),
         ("g,node,a,,,10,8,u,2026-01-01\n", "at least one relation"),
@@ -58,6 +62,18 @@ HEADER = "graph,kind,name,src,dst,count,feature_dim,source_url,as_of\n"
             "g,node,a,,,10,8,u,2026-01-01\ng,node,b,,,3,8,u,2026-01-01\n"
             "g,relation,r,a,b,31,,u,2026-01-01\n",
             "line 4, column 'count'",
+        ),
+        # QA 37 G #16: a repeated node type was blamed on the graph's last row (line 4)
+        (
+            "g,node,a,,,10,8,u,2026-01-01\ng,node,a,,,3,8,u,2026-01-01\n"
+            "g,relation,r,a,a,5,,u,2026-01-01\n",
+            "line 3, column 'name': node type 'a' appears twice (first on line 2); one row per "
+            "node type",
+        ),
+        (
+            "g,node,a,,,10,8,u,2026-01-01\ng,relation,r,a,a,5,,u,2026-01-01\n"
+            "g,relation,r,a,a,6,,u,2026-01-01\ng,relation,s,a,a,6,,u,2026-01-01\n",
+            "line 4, column 'name': relation 'r' appears twice (first on line 3)",
         ),
     ],
 )

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+import gpucast
+from gpucast.app.embeddings import DEFAULT_FRACTIONS
 from gpucast.cli.app import app
 
 runner = CliRunner()
@@ -51,3 +53,14 @@ def test_bad_input_is_one_line_exit_2(shared_data: Path) -> None:
         assert result.exit_code == 2, result.output
         err = result.stderr or ""
         assert text in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_empty_fractions_list_is_the_default_as_in_the_api(shared_data: Path) -> None:
+    """QA 37 G #17: ``fractions=()`` gave the default sizes while ``--fractions ""`` was
+    refused; both are now "not given"."""
+    base = ["predict", "embedding-cache", "--data-dir", str(shared_data), "--json"]
+    empty = runner.invoke(app, [*base, "--fractions", ""])
+    assert empty.exit_code == 0, empty.output
+    api = gpucast.predict_embedding_cache(data_dir=shared_data, fractions=())
+    assert json.loads(empty.stdout)["points"] == api.to_dict()["points"]
+    assert [p.fraction for p in api.points] == list(DEFAULT_FRACTIONS)

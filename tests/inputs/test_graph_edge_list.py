@@ -93,3 +93,29 @@ def test_an_id_too_large_for_degree_arrays_is_one_error(tmp_path: Path) -> None:
         read_edge_list(_write(tmp_path, "0 1\n1 2\n99999999999999999999999 0\n"))
     kept = read_edge_list(_write(tmp_path, "0 1\n1 2\n99999999999 0\n"), nodes=3)
     assert kept.nodes == 3 and kept.out_of_range_skipped == 1  # --nodes skips the stray id
+
+
+def test_weights_are_a_note_and_percent_comments_are_skipped(tmp_path: Path) -> None:
+    """QA 37 G #13: a third (weight) column was silently ignored; ``%`` comments (KONECT,
+    Matrix Market) were refused while ``#`` ones were read."""
+    weighted = _write(tmp_path, "% weighted\n0 1 0.5\n1 2 2.0\n")
+    edges = read_edge_list(weighted)
+    assert edges.src.tolist() == [0, 1] and edges.dst.tolist() == [1, 2]
+    assert edges.notes() == [
+        f"{weighted}: columns after the two node ids (edge weights?) are ignored: the cost "
+        "counts edges, not their weights"
+    ]
+    plain = read_edge_list(_write(tmp_path, "# two ids # 3 4\n0 1  % 7\n1,2,\n"))
+    assert plain.notes() == [] and plain.src.tolist() == [0, 1]
+    deep = read_edge_list(_write(tmp_path, "0 1\r\n" * 50 + "1\t2\t1.5\r\n"))
+    assert deep.extra_columns_in is not None and len(deep.src) == 51  # one line of 51
+    # a bad line is still named by the line parser, with % comments stripped there too
+    with pytest.raises(DataFormatError, match="line 3: expected two node ids"):
+        read_edge_list(_write(tmp_path, "% c\n0 1 % x\n1 x\n"))
+
+
+def test_a_matrix_market_size_line_is_not_an_edge(tmp_path: Path) -> None:
+    text = "%%MatrixMarket matrix coordinate pattern general\n% c\n3 3 2\n1 2\n2 3\n"
+    edges = read_edge_list(_write(tmp_path, text))
+    assert edges.src.tolist() == [1, 2] and edges.dst.tolist() == [2, 3]
+    assert edges.self_loops_skipped == 0 and edges.notes() == []

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
 from gpucast.domain.catalog import offers_option
+from gpucast.domain.embeddings import check_cache_policy
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_seed
 from gpucast.domain.options import as_flags, option
@@ -166,8 +167,7 @@ class PlanEmbeddingsRequest:
             math.isfinite(self.host_memory_gib) and self.host_memory_gib >= 0
         ):
             raise InvalidSpecError("host-memory-gib", "must be >= 0", got=self.host_memory_gib)
-        if self.cache_policy not in ("lru", "lfu"):
-            raise InvalidSpecError("cache-policy", "must be lru or lfu", got=self.cache_policy)
+        check_cache_policy(self.cache_policy, "cache-policy")
         if self.locality not in ("2021", "2022"):
             raise InvalidSpecError("locality", "must be 2021 or 2022", got=self.locality)
 
@@ -293,7 +293,8 @@ def _hardware(
         per_node, host_gib, network = offer.gpus, offer.memory_gib, offer.network_gbps
         price = offer.on_demand_usd_per_hour / offer.gpus
         notes["node"] = (
-            f"{offer.provider} {offer.instance_type} ({offer.region}): {per_node} GPUs, "
+            f"{offer.provider} {offer.instance_type} ({offer.region}): "
+            f"{count_of(per_node, 'GPU')}, "
             f"{host_gib:g} GiB host memory, {network:g} Gbit/s, ${price:.2f} per GPU-hour "
             "on demand (the cheapest per GPU among the catalog's widest-enough nodes)"
         )
@@ -492,8 +493,14 @@ def _validation(model: str, request: PlanEmbeddingsRequest, gpu: str) -> Validat
 
     if request.model is not None and model.lower() in VALIDATED_MODELS:
         # the MLPerf runs it was checked on train in mixed precision (the plan prices fp32
-        # tables and the dense part at the BF16 peak), not fp32
-        return validation_for("embedding-sharding", [gpu], VALIDATED_PRECISION, request.gpus)
+        # tables and the dense part at the BF16 peak), not fp32; "mixed" alone reads as the
+        # plan named mixed printed above it (QA 37 G #15)
+        checked = validation_for("embedding-sharding", [gpu], VALIDATED_PRECISION, request.gpus)
+        precision = f", {VALIDATED_PRECISION},"
+        return replace(
+            checked,
+            regime=checked.regime.replace(precision, f", {VALIDATED_PRECISION} precision,"),
+        )
     return Validation(
         model="embedding-sharding",
         regime=f"{model} on {request.gpus} x {gpu} (the sharding model is validated only on "
@@ -560,7 +567,8 @@ class PredictEmbeddingCacheRequest:
     )
     fractions: tuple[float, ...] = option(
         DEFAULT_FRACTIONS,
-        help="Cache sizes as shares of the window's distinct rows, e.g. 0.001,0.01,0.1.",
+        help="Cache sizes as shares of the window's distinct rows, e.g. 0.001,0.01,0.1 (none "
+        "given, as an empty list: the default ones).",
         example="0.001,0.01,0.1",
         item="float",
     )
@@ -584,9 +592,10 @@ class PredictEmbeddingCacheRequest:
 
     def _check(self) -> None:
         _window(self.window)
-        if self.policy not in ("lru", "lfu"):
-            raise InvalidSpecError("policy", "must be lru or lfu", got=self.policy)
-        if not self.fractions or len(self.fractions) > MAX_FRACTIONS:
+        check_cache_policy(self.policy, "policy")
+        if not self.fractions:  # --fractions "" as fractions=() is: not given (QA 37 G #17)
+            object.__setattr__(self, "fractions", DEFAULT_FRACTIONS)
+        if len(self.fractions) > MAX_FRACTIONS:
             raise InvalidSpecError(
                 "fractions",
                 f"needs 1 to {MAX_FRACTIONS} cache sizes",
@@ -601,6 +610,14 @@ class PredictEmbeddingCacheRequest:
                     got=f,
                     fix="e.g. --fractions 0.001,0.01,0.1",
                 )
+        twice = sorted({f for f in self.fractions if self.fractions.count(f) > 1})
+        if twice:
+            raise InvalidSpecError(
+                "fractions",
+                "must each be given once (a repeat prints the same row twice)",
+                got=",".join(f"{f:g}" for f in twice),
+                fix="drop the repeat",
+            )
         if isinstance(self.replay_rows, bool) or not (
             MIN_REPLAY_ROWS <= self.replay_rows <= MAX_REPLAY_ROWS
         ):

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucast.app._request import resolve
 from gpucast.app._units import servers_with_units, skipped_assumption
 from gpucast.domain.catalog import offers_option, provider_option, region_option, spot_option
+from gpucast.domain.embeddings import check_cache_policy
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import (
     allow_large_option,
@@ -1238,8 +1239,7 @@ class SimulateServeRequest:
                 "dram-fraction", "must be in [0, 1]", got=self.dram_fraction,
                 fix="e.g. --dram-fraction 0.5 (the rest on NVMe), or leave it out (1: all)",
             )  # fmt: skip
-        if self.cache_policy not in ("lru", "lfu"):
-            raise InvalidSpecError("cache-policy", "must be lru or lfu", got=self.cache_policy)
+        check_cache_policy(self.cache_policy, "cache-policy")
 
         if not self.model:
             raise InvalidSpecError("model", "must not be empty", fix="e.g. --model resnet50")
@@ -1462,6 +1462,8 @@ class SimulateServeResult:
     #: per request class (with --deadline-ms / --request-class): misses, worst latency
     classes: tuple[Any, ...] = ()  # gpucast.simulate.realtime.ClassOutcome
     scheduler: str | None = None
+    #: with --cache-fraction: the tiers' lookup shares and miss bytes (CachedCurve)
+    embedding_cache: Any = None
 
     @property
     def sources(self) -> dict[str, str]:
@@ -1483,6 +1485,9 @@ class SimulateServeResult:
         out["validation"] = dict(self.validation)
         out["scheduler"] = self.scheduler
         out["classes"] = [dataclasses.asdict(c) for c in self.classes]
+        out["embedding_cache"] = (
+            None if self.embedding_cache is None else self.embedding_cache.to_dict()
+        )
         target = self.request.slo_target
         out["slo_percentile"] = None if target is None else target[0]
         # the SLO's percentile is within it when at least that share of requests is (a
@@ -1609,6 +1614,7 @@ def simulate_serve(
     overhead = inputs.request_overhead(work, gbps or math.inf) if gbps else None
     pcie = request.pcie_gbps or inputs.pcie_gbps(server.spec).value / slices
     miss_bytes = 0.0  # a request's embedding misses read over PCIe (--cache-fraction)
+    cached = None
     if request.cache_fraction is not None:
         from gpucast.inputs.embeddings import embedding_cache_curve
 
@@ -1791,6 +1797,7 @@ def simulate_serve(
         saturation=saturation,
         classes=classes,
         scheduler=scheduler,
+        embedding_cache=None if cached is None else cached.value,
     )
 
 

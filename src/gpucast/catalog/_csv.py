@@ -135,7 +135,10 @@ def parse_int(value: str, *, path: str, line: int, column: str, minimum: int = 0
     """A whole number >= ``minimum`` (``"8.0"`` is accepted as 8); one message for the one
     constraint, whatever breaks it (-5, 0 or 2.5 where the minimum is 1)."""
     if value == "":
-        raise DataFormatError(path, "value is required", line=line, column=column)
+        raise DataFormatError(
+            path, "value is required", line=line, column=column,
+            fix=f"give a whole number >= {minimum}",
+        )  # fmt: skip
     number = _finite(value, path=path, line=line, column=column)
     if number != int(number) or number < minimum:
         raise DataFormatError(

@@ -51,6 +51,7 @@ def parse_graphs(
     rels: dict[str, list[Relation]] = {}
     last_line: dict[str, int] = {}
     rel_line: dict[tuple[str, str], int] = {}
+    node_line: dict[tuple[str, str], int] = {}
     for line, row in read_rows(text, path, required):
         graph = require_text(row.get("graph") or default_graph, path=path, line=line,
                              column="graph")  # fmt: skip
@@ -61,12 +62,15 @@ def parse_graphs(
         last_line[graph] = line
         try:
             if kind == "node":
+                _check_once("node type", (graph, name), node_line, path, line)
                 dim = parse_int(row["feature_dim"], path=path, line=line, column="feature_dim",
                                 minimum=1)  # fmt: skip
                 nodes.setdefault(graph, []).append(
                     NodeType(name=name, count=count, feature_dim=dim)
                 )
+                node_line[graph, name] = line
             elif kind == "relation":
+                _check_once("relation", (graph, name), rel_line, path, line)
                 src = require_text(row["src"], path=path, line=line, column="src")
                 dst = require_text(row["dst"], path=path, line=line, column="dst")
                 alphas = [_law(row, column, path, line) for column in DEGREE_COLUMNS]
@@ -98,6 +102,18 @@ def parse_graphs(
         _check_edge_counts(out[graph], path, rel_line)
         _check_laws(out[graph], path, rel_line)
     return out
+
+
+def _check_once(
+    what: str, key: tuple[str, str], seen: dict[tuple[str, str], int], path: str, line: int
+) -> None:
+    """A node type or relation named a second time is an error on its own line (the graph's
+    check, after the last row, named that last row)."""
+    if key in seen:
+        raise DataFormatError(
+            path, f"{what} {key[1]!r} appears twice (first on line {seen[key]})", line=line,
+            column="name", fix=f"one row per {what}",
+        )  # fmt: skip
 
 
 def _check_edge_counts(graph: HeteroGraph, path: str, rel_line: dict[tuple[str, str], int]) -> None:

@@ -23,6 +23,20 @@ ShardingType = Literal[
     "row_wise_uvm",
     "parameter_server",
 ]
+#: Embedding cache policies: ``lru``, and ``lfu`` (per-row counters over all rows, FBGEMM's).
+CACHE_POLICIES = ("lru", "lfu")
+
+
+def check_cache_policy(policy: str, field: str) -> None:
+    """``policy`` is one of :data:`CACHE_POLICIES`, else one error naming ``field`` (the
+    flag) with the fix."""
+    if policy not in CACHE_POLICIES:
+        raise InvalidSpecError(
+            field, "must be lru or lfu", got=policy,
+            fix=f"e.g. --{field} lfu (per-row counters, as FBGEMM's), or leave it out (lru)",
+        )  # fmt: skip
+
+
 #: The built-in ``dlrm`` workload's embedding defaults (``workloads/other.py``): 26 tables of
 #: 10,000 rows, dim 64, one row summed per table and sample.
 DLRM_TABLES = 26

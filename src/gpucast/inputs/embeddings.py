@@ -25,6 +25,22 @@ class CachedCurve:
 
     curve: LatencyCurve
     pcie_bytes_per_request: float
+    lookups_per_request: int = 0
+    row_bytes: float = 0.0
+    #: shares of the lookups served by HBM, host DRAM and SSD (summing to 1)
+    shares: tuple[float, float, float] = (1.0, 0.0, 0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The tiers' numbers ``simulate serve --json`` gives beside its text source."""
+        hbm, dram, ssd = self.shares
+        return {
+            "lookups_per_request": self.lookups_per_request,
+            "row_bytes": self.row_bytes,
+            "lookup_share_hbm": hbm,
+            "lookup_share_dram": dram,
+            "lookup_share_ssd": ssd,
+            "miss_bytes_per_request": self.pcie_bytes_per_request,
+        }
 
 
 def rec_model_input(name: str | None, tables: Path | None, batch: int | None) -> RecModel:
@@ -280,4 +296,8 @@ def embedding_cache_curve(
     if ssd is not None:
         text += f"; SSD reads with one read latency a batch ({ssd.source})"
     misses = lookups * row_bytes * (shares[1] + shares[2])
-    return Sourced(CachedCurve(curve=out, pcie_bytes_per_request=misses), text)
+    cached = CachedCurve(
+        curve=out, pcie_bytes_per_request=misses, lookups_per_request=lookups,
+        row_bytes=row_bytes, shares=shares,
+    )  # fmt: skip
+    return Sourced(cached, text)

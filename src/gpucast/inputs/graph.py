@@ -1,10 +1,12 @@
 """A user's graph as an edge list (``--edge-list FILE``): one ``src dst`` pair per line.
 
-Whitespace- or comma-separated non-negative integers; blank lines and ``#`` comments are
-skipped. Edges whose ids fall outside ``[0, nodes)`` (when ``nodes`` is given) and self-loops
-(unless allowed) are counted and skipped, and the counts are reported; a line that is not two
-integers is one :class:`DataFormatError` naming the file and the line. A node count inferred
-from the largest id that is far above the ids seen (a stray id) is a warning.
+Whitespace- or comma-separated non-negative integers; blank lines and ``#`` or ``%`` comments
+(SNAP, KONECT, Matrix Market) are skipped, and so is a Matrix Market file's size line. Columns
+after the second (edge weights, timestamps) are ignored, and a note says so. Edges whose ids
+fall outside ``[0, nodes)`` (when ``nodes`` is given) and self-loops (unless allowed) are
+counted and skipped, and the counts are reported; a line that is not two integers is one
+:class:`DataFormatError` naming the file and the line. A node count inferred from the largest
+id that is far above the ids seen (a stray id) is a warning.
 
 A well-formed file is parsed in C (:func:`numpy.loadtxt`, about 0.2 s for 2M edges); one it
 rejects is read again line by line, which names the line to blame.
@@ -34,7 +36,12 @@ from gpucast.predict import gnn_degrees
 from gpucast.predict.gat import HeteroGraph
 
 _SPLIT = re.compile(r"[,\s]+")
-_COMMENT = re.compile(r"#[^\n]*")
+_COMMENT = re.compile(r"[#%][^\n]*")
+#: bytes that are not part of a cell: what separates an edge list's cells and lines
+_NOT_CELL = np.ones(256, dtype=bool)
+_NOT_CELL[[ord(c) for c in " \t\r\n,"]] = False
+#: a Matrix Market file: its first line that is not a comment is ``rows cols entries``
+_MATRIX_MARKET = "%%MatrixMarket"
 _FIX = "one edge per line: two integer node ids, e.g. '0 17'"
 #: An inferred node count more than this many times the distinct ids seen is warned about.
 SPARSE_IDS_FACTOR = 2.0
@@ -57,6 +64,8 @@ class EdgeList:
     out_of_range_skipped: int
     #: distinct ids in the file when ``nodes`` was inferred from the largest one (else None)
     distinct_ids: int | None = None
+    #: the file, when some line has a column after the two ids (weights): a note says so
+    extra_columns_in: str | None = None
 
     def notes(self) -> list[str]:
         out = []
@@ -66,6 +75,11 @@ class EdgeList:
             out.append(
                 f"{count_of(self.out_of_range_skipped, 'edge')} with node ids >= {self.nodes:,} "
                 "skipped"
+            )
+        if self.extra_columns_in is not None:
+            out.append(
+                f"{self.extra_columns_in}: columns after the two node ids (edge weights?) are "
+                "ignored: the cost counts edges, not their weights"
             )
         return out
 
@@ -89,11 +103,21 @@ class EdgeList:
         ]
 
 
+def _cells(body: str) -> int:
+    """Cells in ``body`` (comments dropped): more than two a pair means a line has a third
+    column (weights). Counted in numpy: a regex over 2M lines took 0.5 s."""
+    cell = _NOT_CELL[np.frombuffer(body.encode(), dtype=np.uint8)]
+    return int(np.count_nonzero(cell[1:] & ~cell[:-1])) + int(cell[:1].sum())
+
+
+def _uncommented(text: str) -> str:
+    return _COMMENT.sub("", text) if "#" in text or "%" in text else text
+
+
 def _parse_fast(text: str) -> npt.NDArray[np.int64] | None:
     """The ``(src, dst)`` pairs of a well-formed edge list, parsed in C; None where a line
     is not two ids >= 0 (or the file has none): the line-by-line parser then names it."""
-    body = _COMMENT.sub("", text) if "#" in text else text
-    body = body.replace(",", " ")
+    body = _uncommented(text).replace(",", " ")
     if "-" in body or "+" in body:  # signs: a negative id, or one the strict parser rejects
         return None
     try:
@@ -111,7 +135,7 @@ def _parse_lines(text: str, path: Path | str) -> npt.NDArray[np.int64]:
     """Line by line: the first line that is not two ids >= 0 is a :class:`DataFormatError`."""
     pairs: list[tuple[int, int]] = []
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split("#", 1)[0].strip()
+        line = _COMMENT.sub("", raw).strip()
         if not line:
             continue
         cells = _SPLIT.split(line)
@@ -143,6 +167,19 @@ def _distinct(src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64], n: int) ->
     return int(np.unique(np.concatenate((src, dst))).size)
 
 
+def _drop_size_line(text: str) -> str:
+    """A Matrix Market file without its ``rows cols entries`` line (blanked: line numbers
+    hold), which would otherwise read as an edge with a weight."""
+    if not text.lstrip().startswith(_MATRIX_MARKET):
+        return text
+    lines = text.split("\n")
+    for i, raw in enumerate(lines):
+        if _COMMENT.sub("", raw).strip():
+            lines[i] = ""
+            break
+    return "\n".join(lines)
+
+
 def read_edge_list(
     path: Path | str, *, nodes: int | None = None, allow_self_loops: bool = False
 ) -> EdgeList:
@@ -151,7 +188,7 @@ def read_edge_list(
 
     if nodes is not None and (isinstance(nodes, bool) or nodes < 1):
         raise InvalidSpecError("nodes", "must be an integer >= 1", got=nodes)
-    text = read_input_text(path, "edge-list", fix=_FIX)
+    text = _drop_size_line(read_input_text(path, "edge-list", fix=_FIX))
     edges = _parse_fast(text)
     if edges is None:
         edges = _parse_lines(text, path)
@@ -186,6 +223,7 @@ def read_edge_list(
         self_loops_skipped=0 if allow_self_loops else int(loops.sum()),
         out_of_range_skipped=int((~inside).sum()),
         distinct_ids=None if nodes is not None else _distinct(src, dst, n),
+        extra_columns_in=str(path) if _cells(_uncommented(text)) > edges.size else None,
     )
 
 

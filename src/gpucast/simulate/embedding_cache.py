@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from gpucast.domain.embeddings import check_cache_policy
 from gpucast.domain.errors import InvalidSpecError
 
 IntArray = npt.NDArray[np.int64]
@@ -183,8 +184,7 @@ def replay_row_counts(
     """Hit rates of an exact ``policy`` (``lru`` or ``lfu``) cache of each capacity over a
     stream in which row ``i`` is looked up ``counts[i]`` times, in an order drawn from ``rng``
     (independent references); and the stream's length."""
-    if policy not in ("lru", "lfu"):
-        raise InvalidSpecError("policy", "must be lru or lfu", got=policy)
+    check_cache_policy(policy, "policy")
     c = np.asarray(counts)
     if c.ndim != 1 or (c.size and (not np.issubdtype(c.dtype, np.integer) or c.min() < 0)):
         raise InvalidSpecError("counts", "must be a 1-D array of lookup counts >= 0")
