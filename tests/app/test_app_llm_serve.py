@@ -66,7 +66,8 @@ def test_simulate_has_the_cnn_fields_and_the_llm_ones() -> None:
 #: reasons (an LLM's are in ``drop_reasons``)
 # slo_percentile / slo_met: the CNN run's --slo pNN<L; a language model's SLOs are TTFT/TPOT
 CNN_ONLY = {"classes", "host_capacity_rps", "host_s", "latency_curve", "queue_full",
-            "scheduler", "timeout", "slo_percentile", "slo_met"}  # fmt: skip
+            "scheduler", "timeout", "slo_percentile", "slo_met",
+            "embedding_cache"}  # a recommendation model's cache (null without one)  # fmt: skip
 
 
 def test_an_llm_run_has_the_cnn_run_s_keys_with_their_meanings() -> None:
