@@ -55,7 +55,6 @@ def test_bad_input_is_one_line_exit_2(shared_data: Path) -> None:
         assert text in err and len(err.strip().splitlines()) == 1
 
 
-
 def test_a_blank_fractions_list_is_refused_and_an_empty_api_one_is_the_default(
     shared_data: Path,
 ) -> None:
