@@ -76,6 +76,22 @@ def test_too_little_host_memory_is_one_line(tmp_path: Path) -> None:
         gpucast.plan_train(**BIG, offers=str(offers), region=["lab-r1"])
 
 
+def test_host_memory_is_named_though_max_gpus_cut_more_instances(tmp_path: Path) -> None:
+    """An offer of more GPUs than --max-gpus is never searched: it used to out-count the one
+    searched instance that host memory stopped, so the error said 'instance has more GPUs than
+    --max-gpus' cut the most and 'relax the constraints' (session 37 QA)."""
+    offers = tmp_path / "lab.csv"
+    offers.write_text(
+        "provider,region,instance_type,gpu,gpus,vcpus,memory_gib,network_gbps,"
+        "on_demand_usd_per_hour,spot_usd_per_hour,source_url,as_of,note\n"
+        "aws,lab-r1,t4-small-host,T4,1,4,8,10,0.5,,https://example.org,2026-12-01,test\n"
+        "aws,lab-r1,t4x4-host64,T4,4,16,64,10,2.0,,https://example.org,2026-12-01,test\n"
+        "aws,lab-r1,t4x8-host128,T4,8,32,128,10,4.0,,https://example.org,2026-12-01,test\n"
+    )
+    with pytest.raises(NoFeasiblePlanError, match=r"needs at least 18\.0 GiB.*--nvme-gbps"):
+        gpucast.plan_train(**BIG, offers=str(offers), region=["lab-r1"])
+
+
 def _small_host_offers(tmp_path: Path) -> str:
     offers = tmp_path / "lab.csv"
     offers.write_text(
