@@ -214,3 +214,20 @@ def test_predict_train_names_the_memory_plan() -> None:
     small = gpucast.predict_train(workload="mlp", gpu="T4", batch_size=8)
     assert small.memory is not None and small.memory["plan"] == "data-parallel"
     assert small.memory["slowdown"] == 1.0
+
+
+def test_predict_train_offloads_the_parameters_as_plan_train_does() -> None:
+    """A 3.2B-parameter MLP on one T4: plan train plans it with the parameters in host memory
+    too (cpu-offload+params); predict train refused it, "no strategy fits 1 x T4 ... the
+    smallest, cpu-offload, needs 24.0 GiB per GPU" (session 37 QA)."""
+    huge = ["in_features=16384", "hidden=" + ",".join(["16384"] * 12)]
+    one = gpucast.predict_train(workload="mlp", option=huge, gpu="T4", batch_size=8)
+    mem = one.memory
+    assert mem is not None and mem["plan"].endswith("cpu-offload+params")
+    params = 12 * 16384 * 16384 + 16384 * 10
+    assert mem["host_bytes"] == pytest.approx(16 * params, rel=0.02)
+    assert mem["gpu_bytes"] < mem["usable_bytes"]
+    plan = gpucast.plan_train(**{**BIG, "option": huge}).candidates[0]
+    assert plan.memory_plan == mem["plan"]
+    assert one.step_time_s == pytest.approx(plan.step_time_s, rel=1e-6)  # the same model
+    assert "48.0 GiB in host memory" in (one.memory_text() or "")
