@@ -864,3 +864,10 @@ def test_bridged_pairs_reach_their_partner_over_nvlink_and_the_rest_over_pcie(
                                      cluster=replace(gpu_cluster_shape(pcie, 8),
                                                      bridge_pcie_gbps=None))  # fmt: skip
     assert bridged.breakdown["tp_comm"] > 5 * switched.breakdown["tp_comm"]
+
+
+def test_a_zero_stage_out_of_range_names_a_fix() -> None:
+    """--zero 4 read "zero: must be 0, 1, 2 or 3 (got 4)" with no fix (session 37 QA)."""
+    with pytest.raises(InvalidSpecError) as info:
+        FixedLayout(zero=4)
+    assert info.value.fix is not None and "--zero 1" in info.value.fix
