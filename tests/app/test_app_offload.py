@@ -231,3 +231,13 @@ def test_predict_train_offloads_the_parameters_as_plan_train_does() -> None:
     assert plan.memory_plan == mem["plan"]
     assert one.step_time_s == pytest.approx(plan.step_time_s, rel=1e-6)  # the same model
     assert "48.0 GiB in host memory" in (one.memory_text() or "")
+
+
+def test_simulate_train_runs_one_gpu_with_the_parameters_offloaded() -> None:
+    """simulate train refused the 3.2B MLP on one T4 ("the smallest, cpu-offload, needs 24.0
+    GiB") that plan train and predict train run with the parameters in host memory."""
+    huge = ["in_features=16384", "hidden=" + ",".join(["16384"] * 12)]
+    sim = gpucast.simulate_train(workload="mlp", option=huge, gpu="T4", batch_size=8,
+                                 strategy="allreduce", workers=1, region="us-central1",
+                                 steps=10)  # fmt: skip
+    assert any("only with cpu-offload+params" in note for note in sim.notes)

@@ -79,7 +79,9 @@ OFFLOAD_STRATEGIES = (
     "fsdp+checkpointing+cpu-offload",
     "cpu-offload+params",
     "checkpointing+cpu-offload+params",
-)
+)  # the last two: PARAMS_OFFLOAD_PLANS
+#: The parameters in host memory too, on one GPU (``params_offload`` of :func:`fit_memory`)
+PARAMS_OFFLOAD_PLANS = ("cpu-offload+params", "checkpointing+cpu-offload+params")
 #: ZeRO-3 / ZeRO-Infinity offload of the parameters too: the GPU keeps this many of the
 #: largest layer's weights (the layer running and the next one uploading), as plan train
 PARAM_BUFFER_LAYERS = 2.0
@@ -366,10 +368,7 @@ def fit_memory(
         buffer = PARAM_BUFFER_LAYERS * needs.largest_layer_bytes
         candidates += [
             (name, {"parameter_buffer": buffer, "activations": a}, host_state + w)
-            for name, a in (
-                ("cpu-offload+params", acts),
-                ("checkpointing+cpu-offload+params", acts_ckpt),
-            )
+            for name, a in zip(PARAMS_OFFLOAD_PLANS, (acts, acts_ckpt), strict=True)
         ]
     if n > 1:
         candidates.append(
