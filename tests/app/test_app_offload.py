@@ -155,6 +155,21 @@ def test_measured_sizes_are_stored_and_used(tmp_path: Path) -> None:
     assert measured.value.predict_s(1e6, 4)[()] > 0
 
 
+def test_the_fit_takes_the_newest_setting_only(tmp_path: Path) -> None:
+    """Runs of another implementation, thread count or timer were pooled into one fit (and
+    counted as sizes): after a 2-thread wall-clock run and a 1-thread CPU-time one the model
+    mixed both (session 37 QA)."""
+    db = tmp_path / "store.db"
+    old = {"max_time_s": 0.3, "db": db, "implementation": "foreach"}
+    gpucast.measure_optimizer(sizes=[20_000, 40_000, 80_000], tensors=[1, 8, 2], **old)
+    gpucast.measure_optimizer(sizes=[30_000, 60_000], tensors=[2, 4], timer="cpu", **old)
+    assert "catalog/data/cpu_adam.csv" in cpu_adam(db).source  # 2 sizes of the new setting
+    gpucast.measure_optimizer(sizes=[90_000], tensors=[3], timer="cpu", **old)
+    measured = cpu_adam(db)
+    assert "(3 sizes up to 90,000 parameters;" in measured.source
+    assert "foreach" in measured.source and "CPU time" in measured.source
+
+
 def test_bad_requests() -> None:
     with pytest.raises(InvalidSpecError, match="tensors"):
         gpucast.measure_optimizer(sizes=[10, 20], tensors=[1, 2, 3])
