@@ -167,6 +167,21 @@ def test_simulate_serve_prices_a_mig_slice_by_the_planner_rule() -> None:
     assert sim.server == "A100-40GB/3g.20gb"
 
 
+def test_a_mig_slice_states_the_slice_speed_validation() -> None:
+    """simulate serve --mig and plan serve's MIG rows stated only the whole-GPU serving
+    validation; catalog mig and plan serve --mix the slice speed's (session 37 QA)."""
+    sim = gpucast.simulate_serve(model="mlp", gpu="A100-80GB", mig="1g.10gb", rate=50,
+                                 duration_s=2)  # fmt: skip
+    assert "MAPE 8.0%" in sim.validation["MIG slice speed"]
+    whole = gpucast.simulate_serve(model="mlp", gpu="A100-80GB", rate=50, duration_s=2)
+    assert "MIG slice speed" not in whole.validation
+    plan = gpucast.plan_serve(models=["mlp:300"], slo="p99<20ms", migs=["A100-40GB:1g.5gb"],
+                              duration_s=2)  # fmt: skip
+    assert plan.plan.best is not None
+    assert any(g.server.kind == "mig" for g in plan.plan.best.groups)
+    assert "validated only for A100-80GB" in plan.validation["MIG slice speed"]
+
+
 @pytest.mark.parametrize(
     "options, text",
     [

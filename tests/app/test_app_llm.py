@@ -303,6 +303,15 @@ def test_a_fixed_choice_no_layout_can_take_is_named_with_its_rule(
     assert named in str(err.value)
 
 
+def test_a_gpu_count_no_layout_takes_starts_with_its_field() -> None:
+    """--gpus 1000000000 read "no layout of 1000000000 GPUs ...; try another --gpus" with no
+    field first (session 37 QA); every input error starts with its field (QA 34 #15)."""
+    with pytest.raises(NoFeasiblePlanError, match=r"^gpus: no layout of 1,000,000,000 GPUs"):
+        gpucast.predict_llm_train(
+            model="llama-2-70b", gpu="H100", gpus=10**9, seq_len=4096, global_batch=512
+        )
+
+
 def test_the_step_states_the_band_mlperf_runs_of_its_stack_earned() -> None:
     from gpucast.catalog.llm import load_llm_train_intervals
     from gpucast.inputs.mlperf_llm import ANY_STACK, TUNED

@@ -76,6 +76,22 @@ def test_too_little_host_memory_is_one_line(tmp_path: Path) -> None:
         gpucast.plan_train(**BIG, offers=str(offers), region=["lab-r1"])
 
 
+def test_host_memory_is_named_though_max_gpus_cut_more_instances(tmp_path: Path) -> None:
+    """An offer of more GPUs than --max-gpus is never searched: it used to out-count the one
+    searched instance that host memory stopped, so the error said 'instance has more GPUs than
+    --max-gpus' cut the most and 'relax the constraints' (session 37 QA)."""
+    offers = tmp_path / "lab.csv"
+    offers.write_text(
+        "provider,region,instance_type,gpu,gpus,vcpus,memory_gib,network_gbps,"
+        "on_demand_usd_per_hour,spot_usd_per_hour,source_url,as_of,note\n"
+        "aws,lab-r1,t4-small-host,T4,1,4,8,10,0.5,,https://example.org,2026-12-01,test\n"
+        "aws,lab-r1,t4x4-host64,T4,4,16,64,10,2.0,,https://example.org,2026-12-01,test\n"
+        "aws,lab-r1,t4x8-host128,T4,8,32,128,10,4.0,,https://example.org,2026-12-01,test\n"
+    )
+    with pytest.raises(NoFeasiblePlanError, match=r"needs at least 18\.0 GiB.*--nvme-gbps"):
+        gpucast.plan_train(**BIG, offers=str(offers), region=["lab-r1"])
+
+
 def _small_host_offers(tmp_path: Path) -> str:
     offers = tmp_path / "lab.csv"
     offers.write_text(
@@ -139,6 +155,21 @@ def test_measured_sizes_are_stored_and_used(tmp_path: Path) -> None:
     assert measured.value.predict_s(1e6, 4)[()] > 0
 
 
+def test_the_fit_takes_the_newest_setting_only(tmp_path: Path) -> None:
+    """Runs of another implementation, thread count or timer were pooled into one fit (and
+    counted as sizes): after a 2-thread wall-clock run and a 1-thread CPU-time one the model
+    mixed both (session 37 QA)."""
+    db = tmp_path / "store.db"
+    old = {"max_time_s": 0.3, "db": db, "implementation": "foreach"}
+    gpucast.measure_optimizer(sizes=[20_000, 40_000, 80_000], tensors=[1, 8, 2], **old)
+    gpucast.measure_optimizer(sizes=[30_000, 60_000], tensors=[2, 4], timer="cpu", **old)
+    assert "catalog/data/cpu_adam.csv" in cpu_adam(db).source  # 2 sizes of the new setting
+    gpucast.measure_optimizer(sizes=[90_000], tensors=[3], timer="cpu", **old)
+    measured = cpu_adam(db)
+    assert "(3 sizes up to 90,000 parameters;" in measured.source
+    assert "foreach" in measured.source and "CPU time" in measured.source
+
+
 def test_bad_requests() -> None:
     with pytest.raises(InvalidSpecError, match="tensors"):
         gpucast.measure_optimizer(sizes=[10, 20], tensors=[1, 2, 3])
@@ -198,3 +229,30 @@ def test_predict_train_names_the_memory_plan() -> None:
     small = gpucast.predict_train(workload="mlp", gpu="T4", batch_size=8)
     assert small.memory is not None and small.memory["plan"] == "data-parallel"
     assert small.memory["slowdown"] == 1.0
+
+
+def test_predict_train_offloads_the_parameters_as_plan_train_does() -> None:
+    """A 3.2B-parameter MLP on one T4: plan train plans it with the parameters in host memory
+    too (cpu-offload+params); predict train refused it, "no strategy fits 1 x T4 ... the
+    smallest, cpu-offload, needs 24.0 GiB per GPU" (session 37 QA)."""
+    huge = ["in_features=16384", "hidden=" + ",".join(["16384"] * 12)]
+    one = gpucast.predict_train(workload="mlp", option=huge, gpu="T4", batch_size=8)
+    mem = one.memory
+    assert mem is not None and mem["plan"].endswith("cpu-offload+params")
+    params = 12 * 16384 * 16384 + 16384 * 10
+    assert mem["host_bytes"] == pytest.approx(16 * params, rel=0.02)
+    assert mem["gpu_bytes"] < mem["usable_bytes"]
+    plan = gpucast.plan_train(**{**BIG, "option": huge}).candidates[0]
+    assert plan.memory_plan == mem["plan"]
+    assert one.step_time_s == pytest.approx(plan.step_time_s, rel=1e-6)  # the same model
+    assert "48.0 GiB in host memory" in (one.memory_text() or "")
+
+
+def test_simulate_train_runs_one_gpu_with_the_parameters_offloaded() -> None:
+    """simulate train refused the 3.2B MLP on one T4 ("the smallest, cpu-offload, needs 24.0
+    GiB") that plan train and predict train run with the parameters in host memory."""
+    huge = ["in_features=16384", "hidden=" + ",".join(["16384"] * 12)]
+    sim = gpucast.simulate_train(workload="mlp", option=huge, gpu="T4", batch_size=8,
+                                 strategy="allreduce", workers=1, region="us-central1",
+                                 steps=10)  # fmt: skip
+    assert any("only with cpu-offload+params" in note for note in sim.notes)

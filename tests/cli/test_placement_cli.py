@@ -57,3 +57,13 @@ def test_an_out_of_range_weight_names_its_flag() -> None:
         result = runner.invoke(app, [*base, value])
         assert result.exit_code == 2
         assert result.stderr.startswith(f"error: fragmentation-weight: {said}"), result.stderr
+
+
+def test_a_free_gpu_listed_twice_and_an_unknown_topology_name_their_field() -> None:
+    """--free gpu0,gpu0 was read as one free GPU ("needs 1..1 of the 1 free GPUs"), and an
+    unknown topology's line named no field (session 37 QA)."""
+    twice = runner.invoke(app, ["plan", "placement", "--topology", "dgx1-v100", "--free",
+                                "gpu0,gpu0,gpu3", "--gpus", "2"])  # fmt: skip
+    assert twice.exit_code == 2 and "free: lists gpu0 twice" in twice.stderr
+    unknown = runner.invoke(app, ["plan", "placement", "--topology", "nope"])
+    assert unknown.exit_code == 2 and unknown.stderr.startswith("error: topology: ")

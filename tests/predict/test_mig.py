@@ -101,6 +101,7 @@ def test_every_layout_is_valid_distinct_and_maximal_ones_are_a_subset() -> None:
         ("2g.10gb,2g.10gb,3g.20gb@0", "rule placement"),
         ("9g.1gb", "rule profile"),
         ("3g.20gb@x", "is not PROFILE or PROFILE@START"),
+        ("3g.20gb@-1", "START a whole number >= 0"),  # session 37 QA: it said neither
         ("", "is empty"),
     ],
 )

@@ -180,6 +180,26 @@ def test_llama_2_70b_lora_fits_on_8_h100_and_full_fine_tuning_does_not(h100: Gpu
     assert not predict_training_step(spec, h100, fsdp, seq_len=4096).fits
 
 
+def test_a_layout_that_does_not_fit_suggests_only_what_was_not_searched(h100: GpuSpec) -> None:
+    """The fix said "allow ZeRO-3 and full recompute" where both were searched, "train LoRA
+    adapters" where the job was LoRA, and named the API's lora_rank (session 37 QA)."""
+    spec = llm_model("llama-2-70b")
+    with pytest.raises(NoFeasiblePlanError) as full:
+        best_layout(spec, h100, 8, 8, seq_len=4096)  # every ZeRO stage and recompute searched
+    assert "ZeRO-3" not in full.value.fix and "--lora-rank" in full.value.fix
+    narrow = LayoutSpace(zero_stages=(1,), recompute=("selective",))
+    with pytest.raises(NoFeasiblePlanError) as some:
+        best_layout(spec, h100, 8, 8, seq_len=4096, space=narrow)
+    assert "ZeRO-3 and full recompute" in some.value.fix
+    with pytest.raises(NoFeasiblePlanError) as one:  # one GPU: ZeRO has nothing to shard
+        best_layout(spec, h100, 1, 8, seq_len=4096, space=narrow)
+    assert "ZeRO-3" not in one.value.fix and "full recompute" in one.value.fix
+    lora = LayoutSpace(lora_rank=16)
+    with pytest.raises(NoFeasiblePlanError) as adapters:
+        best_layout(llm_model("llama-3.1-405b"), h100, 1, 8, seq_len=4096, space=lora)
+    assert "LoRA" not in adapters.value.fix
+
+
 def test_a_lora_step_moves_its_adapters_and_its_frozen_inputs(h100: GpuSpec) -> None:
     """LoRA on q, k, v, o of a GPT-style layer (h 512, f 2,048; 512 tokens): the MLP input
     and the down projection's input are not kept but still move (4x their 2 s h + 2 s f
@@ -844,3 +864,10 @@ def test_bridged_pairs_reach_their_partner_over_nvlink_and_the_rest_over_pcie(
                                      cluster=replace(gpu_cluster_shape(pcie, 8),
                                                      bridge_pcie_gbps=None))  # fmt: skip
     assert bridged.breakdown["tp_comm"] > 5 * switched.breakdown["tp_comm"]
+
+
+def test_a_zero_stage_out_of_range_names_a_fix() -> None:
+    """--zero 4 read "zero: must be 0, 1, 2 or 3 (got 4)" with no fix (session 37 QA)."""
+    with pytest.raises(InvalidSpecError) as info:
+        FixedLayout(zero=4)
+    assert info.value.fix is not None and "--zero 1" in info.value.fix

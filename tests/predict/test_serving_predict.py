@@ -73,8 +73,13 @@ def test_mig_slice_is_slower_than_the_whole_gpu_and_bad_profile_is_one_line() ->
     assert whole.latency(8) < big.latency(8) < small.latency(8)
     with pytest.raises(InvalidSpecError, match=r"'2g\.99gb' does not exist on A100-40GB"):
         mig_profile(gpu, "2g.99gb")
-    with pytest.raises(InvalidSpecError, match="does not support MIG"):
+    with pytest.raises(InvalidSpecError, match="does not support MIG") as none:
         mig_profile(load_catalog().gpu("P4"), "1g.5gb")
+    # it has no profile to pick (session 37 QA: "pick one of its profiles")
+    assert "its profiles" not in str(none.value.fix) and "catalog mig" in str(none.value.fix)
+    with pytest.raises(InvalidSpecError) as wrong:
+        mig_profile(gpu, "2g.99gb")
+    assert "catalog mig --gpu A100-40GB" in str(wrong.value.fix)
 
 
 def test_colocation_table_and_overhead() -> None:

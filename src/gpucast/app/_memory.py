@@ -51,14 +51,20 @@ def simulated_job_memory(
     activations checkpointed or its optimizer offloaded where that is what fits), FSDP (the
     state sharded over the job's GPUs), a PS worker (no optimizer state: the PS applies the
     update, as ``plan train`` counts it)."""
-    from gpucast.predict.memory import DATA_PARALLEL_PLANS, FSDP_PLANS, fit_memory
+    from gpucast.predict.memory import (
+        DATA_PARALLEL_PLANS,
+        FSDP_PLANS,
+        PARAMS_OFFLOAD_PLANS,
+        fit_memory,
+    )
 
     ps = strategy.startswith("ps")
-    plans = DATA_PARALLEL_PLANS[:2] if ps else DATA_PARALLEL_PLANS
+    plans = DATA_PARALLEL_PLANS[:2] if ps else DATA_PARALLEL_PLANS + PARAMS_OFFLOAD_PLANS
     if strategy == "fsdp" and gpus > 1:
         plans = FSDP_PLANS
     needs = facts.memory_needs(batch, optimizer_on_gpu=not ps)
-    return fit_memory(needs, gpu, gpus, plans=plans)
+    # one GPU: the parameters in host memory too where even they do not fit, as plan train
+    return fit_memory(needs, gpu, gpus, plans=plans, params_offload=not ps)
 
 
 #: The strategy each ``simulate train`` strategy runs when nothing has to give.

@@ -459,10 +459,12 @@ def predict_llm_train(
             )  # fmt: skip
             flags = conflict.flags if conflict else tuple(k for k, v in shown.items() if v)
             dropped = "/".join(f"--{k}" for k in flags)
+            at_fault = conflict.flags[0] if conflict and conflict.flags else None
             raise NoFeasiblePlanError(
-                # the flag at fault first, as every input error starts (QA 34 #15)
-                (f"{conflict.flags[0]}: " if conflict and conflict.flags else "")
-                + f"no layout of {gpus} GPUs with "
+                # the flag at fault first, as every input error starts (QA 34 #15); with
+                # no choice fixed, the GPU count the fix names
+                f"{at_fault or (flags[0] if flags else 'gpus')}: "
+                + f"no layout of {gpus:,} GPUs with "
                 + ", ".join(f"{k}={v or 'any'}" for k, v in shown.items())
                 + f" runs {spec.name} at a global batch of {request.global_batch}"
                 + (f": {conflict.detail}" if conflict else ""),

@@ -68,6 +68,12 @@ class PlanPlacementRequest:
                 fix="e.g. --jobs 200, or 0 for no simulated queue",
             )  # fmt: skip
         check_seed(self.seed)
+        twice = sorted({g for g in self.free if self.free.count(g) > 1})
+        if twice:
+            raise InvalidSpecError(
+                "free", f"lists {', '.join(twice)} twice", got=",".join(self.free),
+                fix="name each free GPU once, e.g. --free gpu0,gpu3,gpu4",
+            )  # fmt: skip
         if not 1 <= self.top <= 1000:
             raise InvalidSpecError("top", "must be 1..1000", got=self.top, fix="e.g. --top 5")
 

@@ -242,7 +242,7 @@ class PredictTrainResult:
         if mem is None:
             return None
         line = str(mem["reason"])
-        if mem["plan"] is not None and str(mem["plan"]).endswith("cpu-offload"):
+        if mem["plan"] is not None and "cpu-offload" in str(mem["plan"]):
             line += (
                 f"; {mem['host_bytes'] / 2**30:.1f} GiB in host memory, step "
                 f"{mem['step_time_s'] * 1e3:.1f} ms with offload (CPU Adam: "
@@ -545,7 +545,7 @@ def _memory_plan(
         pcie_gbps=PCIE_X16_GBIT_PER_S.get(spec.pcie_generation, 128.0) / 8.0,
         cpu_adam=adam.value,
     )
-    fit = fit_memory(needs, spec, 1, offload=costs)
+    fit = fit_memory(needs, spec, 1, offload=costs, params_offload=True)
     refuse_unless_fits(
         fit, workload=request.workload, batch=batch_size,
         fixes=[

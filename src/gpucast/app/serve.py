@@ -884,6 +884,7 @@ def plan_serve(
             precision,
             calibrated=request.host_capacity_rps is not None or request.host_ms is not None,
             engine=engine_profile.name,
+            mig=best is not None and any(g.server.kind == "mig" for g in best.groups),
         ),
     )
 
@@ -1060,11 +1061,8 @@ def _plan_mig_serve(request: PlanServeRequest) -> PlanMigServeResult:
         "added to its round trip)",
     }
     validation = serving_validation(
-        [m_in.gpu], m_in.precision, calibrated=False, engine=m_in.engine
+        [m_in.gpu], m_in.precision, calibrated=False, engine=m_in.engine, mig=True
     )
-    validation["MIG slice speed"] = validation_for(
-        "mig-slice", [m_in.gpu], m_in.precision, 1
-    ).text()
     validation["PARIS + ELSA vs homogeneous layouts"] = validation_for(
         "mig-paris-elsa", [m_in.gpu], m_in.precision, 1
     ).text()
@@ -1514,12 +1512,23 @@ def serving_validation(
     calibrated: bool,
     engine: str = "eager-pytorch",
     measured: Path | None = None,
+    mig: bool = False,
 ) -> dict[str, str]:
     """The serving models' validated error for these GPUs (catalog names) and precision: the
     latency model with a host path given or calibrated, else as predicted from the catalog
     alone; and the engine's device throughput where it was checked. ``measured``: a latency
-    table gives the device's batch latency, so no roofline curve's error applies to it."""
+    table gives the device's batch latency, so no roofline curve's error applies to it.
+    ``mig``: MIG slices serve, so the slice speed's validation too."""
     from gpucast.catalog.validation import validation_for
+
+    if mig:
+        slices = validation_for("mig-slice", sorted(set(gpus)), precision, 1).text()
+        return {
+            **serving_validation(
+                gpus, precision, calibrated=calibrated, engine=engine, measured=measured
+            ),
+            "MIG slice speed": slices,
+        }
 
     key = "serving" if calibrated else "serving-uncalibrated"
     text = validation_for(key, sorted(set(gpus)), precision, 1).text()
@@ -1789,6 +1798,7 @@ def simulate_serve(
             calibrated=host_capacity_rps is not None or host_s > 0,
             engine=engine_profile.name,
             measured=request.latency_table,
+            mig=server.kind == "mig",
         ),
         arrival_process=process,
         engine=engine_profile.name,

@@ -22,6 +22,7 @@ TOPOLOGY_COLUMNS = ("topology", "a", "b", "kind", "links", "gb_per_s_per_link")
 
 class UnknownTopologyError(UnknownNameError):
     kind = "topology"
+    default_field = "topology"
 
 
 def parse_topologies(text: str, path: str, *, sourced: bool = True) -> dict[str, ServerTopology]:

@@ -676,7 +676,11 @@ class FixedLayout:
                     flag, "must be an integer >= 1", got=value, fix=f"e.g. --{flag} 8"
                 )
         if self.zero is not None and (isinstance(self.zero, bool) or self.zero not in (0, 1, 2, 3)):
-            raise InvalidSpecError("zero", "must be 0, 1, 2 or 3", got=self.zero)
+            raise InvalidSpecError(
+                "zero", "must be 0, 1, 2 or 3", got=self.zero,
+                fix="e.g. --zero 1 (ZeRO stage 1 shards the optimizer state, 2 also the "
+                "gradients, 3 also the weights; 0: none)",
+            )  # fmt: skip
         if self.recompute is not None and self.recompute not in RECOMPUTE:
             raise InvalidSpecError(
                 "recompute", f"must be one of {', '.join(RECOMPUTE)}", got=self.recompute

@@ -1,6 +1,7 @@
 """The CPU Adam speed the offload model uses, with its source.
 
-Stored optimizer-step measurements (``gpucast measure optimizer``; three sizes or more) fit
+Stored optimizer-step measurements (``gpucast measure optimizer``; three sizes or more of the
+newest run's implementation, thread count and timer) fit
 :class:`gpucast.predict.offload.CpuAdamModel` on each size's fastest step; without them the
 shipped row of ``catalog/data/cpu_adam.csv`` (measured on the development machine by
 ``benchmarks/offload_accuracy.py``) is used, and the source says so.
@@ -34,15 +35,22 @@ def distinct_sizes(measurements: Sequence[OptimizerStepMeasurement]) -> int:
     return len({(m.n_params, m.n_tensors) for m in measurements})
 
 
-def cpu_adam_from_store(store: Store, *, max_params: float | None = None) -> CpuAdamModel | None:
-    """The model fitted on every stored optimizer measurement (of at most ``max_params``
-    parameters); None with fewer than 3 distinct sizes stored."""
+def _setting(m: OptimizerStepMeasurement) -> tuple[str, int, str]:
+    return (m.implementation, m.threads, m.timer)
+
+
+def newest_setting(
+    store: Store, *, max_params: float | None = None
+) -> list[OptimizerStepMeasurement]:
+    """The stored optimizer measurements (of at most ``max_params`` parameters) of the newest
+    one's implementation, thread count and timer: runs of another setting time another step
+    (a 2-thread wall-clock step is not a 1-thread CPU-time one) and are not pooled with it."""
     from gpucast.store.optimizer import load_optimizer_steps
 
     rows = [
         m for m in load_optimizer_steps(store) if max_params is None or m.n_params <= max_params
     ]
-    return fit_cpu_adam(rows) if distinct_sizes(rows) >= 3 else None
+    return [m for m in rows if _setting(m) == _setting(rows[0])] if rows else []
 
 
 def cpu_adam(db: Path) -> Sourced[CpuAdamModel]:
@@ -51,12 +59,16 @@ def cpu_adam(db: Path) -> Sourced[CpuAdamModel]:
         from gpucast.store.db import Store
 
         with Store(db).open(create=False) as store:
-            fitted = cpu_adam_from_store(store)
-        if fitted is not None:
+            rows = newest_setting(store)
+        if distinct_sizes(rows) >= 3:
+            fitted = fit_cpu_adam(rows)
+            impl, threads, timer = _setting(rows[0])
+            clock = "CPU time" if timer == "cpu" else "wall clock"
             return Sourced(
                 fitted,
-                f"CPU AdamW measured on this host ({fitted.n_rows_} sizes up to "
-                f"{fitted.max_params_:,.0f} parameters, gpucast measure optimizer): "
+                f"CPU AdamW measured on this host ({distinct_sizes(rows)} sizes up to "
+                f"{fitted.max_params_:,.0f} parameters; {impl}, {threads} thread"
+                f"{'s' if threads > 1 else ''}, {clock}; gpucast measure optimizer): "
                 f"{fitted.bandwidth_gbps:.1f} GB/s streamed",
             )
     from gpucast.catalog.offload import load_cpu_adam

@@ -907,7 +907,11 @@ def _no_plan(
     gone = res.unkept or Unkept()  # extremes over the rows a compact search let go
     fix = RELAX.get(worst, "relax the constraints")
     physical = np.isin(reason, ["", R_DEADLINE, R_BUDGET, R_RISK])
-    if worst == R_MEMORY and not ((ev.fits & ev.has_market).any() or gone.any_fits_market):
+    # what stopped the rows searched: those never generated (--max-gpus) out-count them
+    # easily, and their message would hide the memory that stopped every searched instance
+    searched = {k: n - res.dropped.get(k, 0) for k, n in counts.items()}
+    inner = max(searched, key=lambda k: searched[k]) if any(searched.values()) else worst
+    if inner == R_MEMORY and not ((ev.fits & ev.has_market).any() or gone.any_fits_market):
         need = min(float(np.min(ev.mem_bytes, initial=math.inf)), gone.min_mem_bytes) / GIB
         most = float(np.max(res.gpus.usable_bytes)) / GIB
         return NoFeasiblePlanError(
@@ -915,7 +919,7 @@ def _no_plan(
             f"{need:.1f} GiB per GPU, the largest usable is {most:.1f} GiB",
             fix="use a smaller --batch-size, more GPUs for FSDP (--max-gpus) or larger GPUs",
         )
-    if worst == R_HOST_MEMORY and not ((ev.fits & ev.has_market).any() or gone.any_fits_market):
+    if inner == R_HOST_MEMORY and not ((ev.fits & ev.has_market).any() or gone.any_fits_market):
         here = _host_extremes(res.space, ev, np.ones(len(res.space), dtype=bool))
         need = min(here[0], gone.min_host_need_bytes) / GIB
         have = max(here[1], gone.max_host_bytes) / GIB

@@ -74,7 +74,17 @@ SLOWDOWN: Mapping[str, float] = MappingProxyType(
         "fsdp+checkpointing": 1.5,
     }
 )
-OFFLOAD_STRATEGIES = ("cpu-offload", "fsdp+checkpointing+cpu-offload")
+OFFLOAD_STRATEGIES = (
+    "cpu-offload",
+    "fsdp+checkpointing+cpu-offload",
+    "cpu-offload+params",
+    "checkpointing+cpu-offload+params",
+)  # the last two: PARAMS_OFFLOAD_PLANS
+#: The parameters in host memory too, on one GPU (``params_offload`` of :func:`fit_memory`)
+PARAMS_OFFLOAD_PLANS = ("cpu-offload+params", "checkpointing+cpu-offload+params")
+#: ZeRO-3 / ZeRO-Infinity offload of the parameters too: the GPU keeps this many of the
+#: largest layer's weights (the layer running and the next one uploading), as plan train
+PARAM_BUFFER_LAYERS = 2.0
 #: The strategies of a data-parallel (DDP) job -- each GPU holds the whole model state or
 #: offloads the optimizer -- and of an FSDP one (``plans`` of :func:`fit_memory`).
 DATA_PARALLEL_PLANS = ("data-parallel", "data-parallel+checkpointing", "cpu-offload")
@@ -98,7 +108,7 @@ class OffloadCosts:
 def offload_slowdown(strategy: str, needs: MemoryNeeds, costs: OffloadCosts, workers: int) -> float:
     """Step time of an offload strategy over the plain data-parallel step (forward +
     backward), from :func:`gpucast.predict.offload.plan_at`."""
-    ckpt = strategy != "cpu-offload"
+    ckpt = "checkpointing" in strategy
     inputs = OffloadInputs(
         n_params=costs.n_params,
         n_tensors=costs.n_tensors,
@@ -118,7 +128,7 @@ def offload_slowdown(strategy: str, needs: MemoryNeeds, costs: OffloadCosts, wor
         inputs,
         costs.cpu_adam,
         optimizer_on="cpu",
-        params_on="gpu",
+        params_on="cpu" if strategy.endswith("+params") else "gpu",
         recompute_layers=needs.n_layers if ckpt else 0,
     )
     base = costs.forward_s + costs.backward_s
@@ -298,10 +308,13 @@ def fit_memory(
     reserved_fraction: float = RESERVED_FRACTION,
     offload: OffloadCosts | None = None,
     plans: Collection[str] | None = None,
+    params_offload: bool = False,
 ) -> MemoryFit:
     """Per-GPU memory of each strategy on ``workers`` GPUs of type ``gpu``; see module doc.
     ``plans``: only these strategies (e.g. :data:`DATA_PARALLEL_PLANS` for a job that runs
-    DDP); ``None``: every one."""
+    DDP); ``None``: every one. ``params_offload``: on one GPU whose weights and gradients
+    do not fit, also the parameters in host memory (ZeRO-3 / ZeRO-Infinity offload, as
+    ``plan train`` prices a one-GPU row: its host memory is the instance's to check)."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InvalidSpecError("workers", "must be an integer >= 1", got=workers)
     available = usable_bytes(gpu, reserved_gib=reserved_gib, reserved_fraction=reserved_fraction)
@@ -349,6 +362,14 @@ def fit_memory(
     candidates.append(
         ("cpu-offload", {"weights": w, "gradients": g, "activations": acts}, host_state)
     )
+    if params_offload and n == 1 and w + g + acts_ckpt > available:
+        # the parameters too (ZeRO-3 / ZeRO-Infinity offload, uploaded layer by layer), where
+        # even the weights and gradients do not fit: plan train's one-GPU rows
+        buffer = PARAM_BUFFER_LAYERS * needs.largest_layer_bytes
+        candidates += [
+            (name, {"parameter_buffer": buffer, "activations": a}, host_state + w)
+            for name, a in zip(PARAMS_OFFLOAD_PLANS, (acts, acts_ckpt), strict=True)
+        ]
     if n > 1:
         candidates.append(
             (

@@ -204,7 +204,8 @@ def check_layout(gpu: GpuSpec, layout: Sequence[str] | str) -> MigLayout:
         if match is None:
             raise InvalidSpecError(
                 "mig layout",
-                f"{item!r} is not PROFILE or PROFILE@START",
+                f"{item!r} is not PROFILE or PROFILE@START (START a whole number >= 0: the "
+                "slice the instance starts at, as nvidia-smi mig -lgipp lists them)",
                 fix="e.g. 3g.20gb or 3g.20gb@4",
             )
         profile = _profile(gpu, usable, match.group(1))

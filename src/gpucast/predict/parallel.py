@@ -1996,9 +1996,25 @@ def best_layout(
         f"{_describe(smallest)} (micro-batch {smallest.micro_batch_size}): "
         f"needs {mem.total_bytes / GIB:.1f} GiB per GPU of {mem.usable_bytes / GIB:.1f} GiB "
         "usable",
-        fix="use more GPUs or GPUs with more memory, train LoRA adapters (lora_rank), or "
-        "allow ZeRO-3 and full recompute in the search space",
+        fix=_no_fit_fix(layouts),
     )
+
+
+def _no_fit_fix(searched: Sequence[ParallelLayout]) -> str:
+    """What to change when none of ``searched`` fits: only what the search left out (ZeRO-3
+    where some layout had data-parallel ranks to shard over, full recompute, LoRA)."""
+    left_out: list[tuple[str, str]] = []
+    if not any(x.zero_stage == 3 for x in searched) and any(x.dp * x.cp > 1 for x in searched):
+        left_out.append(("ZeRO-3", "--zero 3"))
+    if not any(x.recompute == "full" for x in searched):
+        left_out.append(("full recompute", "--recompute full"))
+    fixes = ["use more GPUs or GPUs with more memory"]
+    if not any(x.lora_rank for x in searched):
+        fixes.append("train LoRA adapters (--lora-rank)")
+    if left_out:
+        names, flags = zip(*left_out, strict=True)
+        fixes.append(f"allow {' and '.join(names)} ({', '.join(flags)})")
+    return ", ".join(fixes[:-1]) + (" or " if len(fixes) > 1 else "") + fixes[-1]
 
 
 __all__ = [

@@ -293,7 +293,9 @@ def mig_profile(gpu: GpuSpec, name: str) -> MigProfile:
         "mig profile",
         f"{name!r} does not exist on {gpu.name}"
         + (f" (it has {have})" if have else " (it does not support MIG)"),
-        fix="pick one of its profiles, see `gpucast catalog gpus`",
+        fix=f"pick one of its profiles (`gpucast catalog mig --gpu {gpu.name}` lists them)"
+        if have
+        else "pick a GPU with MIG (`gpucast catalog mig --gpu A100-40GB` names the others)",
     )
 
 
