@@ -59,7 +59,9 @@ def simulated_job_memory(
     )
 
     ps = strategy.startswith("ps")
-    plans = DATA_PARALLEL_PLANS[:2] if ps else DATA_PARALLEL_PLANS + PARAMS_OFFLOAD_PLANS
+    plans: tuple[str, ...] = (
+        DATA_PARALLEL_PLANS[:2] if ps else DATA_PARALLEL_PLANS + PARAMS_OFFLOAD_PLANS
+    )
     if strategy == "fsdp" and gpus > 1:
         plans = FSDP_PLANS
     needs = facts.memory_needs(batch, optimizer_on_gpu=not ps)
