@@ -346,7 +346,8 @@ def test_fsdp_is_named_where_sharding_the_model_state_makes_the_batch_fit() -> N
 
 
 @pytest.mark.parametrize(("provider", "gpu"), [("aws", "T4"), ("azure", "T4"), ("gcp", "K80"),
-                                                ("aws", "K80"), (None, "K80")])  # fmt: skip
+                                                ("aws", "K80"), (None, "K80"),
+                                                (None, "K80:2,P100:2")])  # fmt: skip
 def test_a_missing_region_suggests_one_of_the_providers(provider: str | None, gpu: str) -> None:
     """The QA pass: --provider aws without --region suggested GCP's us-east1. The example
     is a region where the catalog has the provider's offers (of the GPU, where it sells it)."""
@@ -361,7 +362,7 @@ def test_a_missing_region_suggests_one_of_the_providers(provider: str | None, gp
     region = lines[0].rsplit("--region ", 1)[1].strip()
     catalog = load_catalog()
     sold = catalog.find_offers(provider=provider, region=region)
-    assert sold and any(o.gpu == gpu for o in sold)
+    assert sold and any(o.gpu == gpu.split(":")[0] for o in sold)
 
 
 def test_the_text_names_the_job_and_an_allreduce_has_no_ps_nic() -> None:
@@ -546,3 +547,60 @@ def test_a_gcp_only_spot_kind_is_refused_off_gcp() -> None:
     gcp = runner.invoke(app, [*args, "--gpu", "K80", "--region", "us-east1"])
     assert gcp.exit_code == 0, gcp.output
     assert "stopped at 24 h" in gcp.output
+
+
+def test_the_text_shows_both_spot_scenarios_as_the_json_does() -> None:
+    """QA 37 T #1: without lifetime data the text said "the optimistic one is under
+    'scenarios'" but printed no scenario: only --json had them."""
+    from gpucast.domain.units import format_amount
+
+    args = [
+        *("simulate", "train", "--gpu", "V100", "--workers", "2", "--strategy", "ddp"),
+        *("--provider", "aws", "--region", "us-east-1", "--workload", "cifar-resnet32"),
+        *("--spot", "--steps", "20000", "--runs", "50", "--speed", "4.5", "--deadline", "3h"),
+    ]
+    text = runner.invoke(app, args)
+    assert text.exit_code == 0, text.output
+    data = json.loads(runner.invoke(app, [*args, "--json"]).output)
+    assert set(data["scenarios"]) == {"pessimistic", "optimistic"}
+    for name, out in data["scenarios"].items():
+        line = next(ln for ln in text.output.splitlines() if f"data: {name} scenario" in ln)
+        assert f"P(meet deadline) {out['p_meet_deadline']:.0%}" in line, line
+        assert f"{format_amount(out['revocations'])} revocations" in line, line
+
+
+def test_the_size_refusal_counts_what_it_multiplies() -> None:
+    """QA 37 T #2: "500,000,000 Monte Carlo cells (100,000,000 runs x 3 servers)"."""
+    import re
+
+    args = [
+        *("simulate", "train", "--gpu", "V100", "--workers", "2", "--spot"),
+        *("--provider", "aws", "--region", "us-east-1", "--workload", "cifar-resnet32"),
+        *("--steps", "2000", "--speed", "4.5", "--runs", "100000000"),
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    number = r"([\d,]+)"
+    found = re.search(
+        rf"asks for {number} Monte Carlo cells \({number} runs x \({number} servers \+ 2\)\)",
+        result.output,
+    )
+    assert found, result.output
+    cells, runs, servers = (int(g.replace(",", "")) for g in found.groups())
+    assert (runs, servers) == (100_000_000, 3) and cells == runs * (servers + 2), result.output
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), [
+    ("--provider", "foo", "unknown provider 'foo'"),
+    ("--gpu", "V999", "unknown GPU 'V999'"),
+])  # fmt: skip
+def test_an_unknown_name_is_named_before_a_missing_region(
+    flag: str, value: str, message: str
+) -> None:
+    """QA 37 T #3: `--provider foo` without --region said only "region: is required"."""
+    args = ["simulate", "train", "--workload", "mlp", "--gpu", "V100", "--workers", "2",
+            "--steps", "100", flag, value]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and message in lines[0], result.output

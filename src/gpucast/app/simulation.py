@@ -94,17 +94,14 @@ def _strategy(value: Any) -> str:
 def _region_example(request: Any) -> str:
     """A region to suggest for ``request``'s missing ``--region``: the one with the most
     catalog offers of its ``--gpu`` (of any GPU where none sells it) of its ``--provider``
-    (any provider when none is given); us-east1 where a name is unknown (its own error says
-    which names are)."""
+    (any provider when none is given). An unknown --provider or --gpu raises its own error
+    (which names the known ones): a missing region is not the first thing to fix (QA 37)."""
     from gpucast.catalog import load_catalog
-    from gpucast.domain.errors import UnknownNameError
 
     catalog = load_catalog()
-    try:
-        offers = catalog.find_offers(provider=request.provider)
-        gpu = None if request.gpu is None else catalog.gpu(request.gpu).name
-    except UnknownNameError:
-        return "us-east1"
+    offers = catalog.find_offers(provider=request.provider)
+    first = None if request.gpu is None else request.gpu.split(",")[0].split("@")[0]
+    gpu = None if first is None else catalog.gpu(first.split(":")[0].strip()).name  # of a mix
     selling = [o for o in offers if gpu is not None and o.gpu == gpu] or list(offers)
     counts: dict[str, int] = {}
     for o in selling:
@@ -511,7 +508,7 @@ def _check_size(request: SimulateTrainRequest, groups: Sequence[WorkerGroup], ps
     check_work(
         "runs",
         float(request.runs) * (servers + 2),
-        what=f"Monte Carlo cells ({request.runs:,} runs x {servers:,} servers)",
+        what=f"Monte Carlo cells ({request.runs:,} runs x ({servers:,} servers + 2))",
         bytes_per_item=_BYTES_PER_CELL,
         allow_large=request.allow_large,
         fix="lower --runs (2000 gives percentiles within ~1%) or the cluster size",
@@ -1046,8 +1043,8 @@ def simulate_train(
         }
         notes.append(
             f"no lifetime data for this provider and GPU: the result is the "
-            f"{request.spot_scenario} scenario; the {other} one is under 'scenarios' "
-            "(gpucast fit lifetimes fits your own data; --lifetimes NAME uses it)"
+            f"{request.spot_scenario} scenario; the {other} one is beside it ('scenarios' in "
+            "--json) (gpucast fit lifetimes fits your own data; --lifetimes NAME uses it)"
         )
     gpus = sorted({catalog.gpu(g.gpu).name for g in groups})
     nodes = sum(g.count for g in groups)
