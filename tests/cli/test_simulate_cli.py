@@ -604,3 +604,29 @@ def test_an_unknown_name_is_named_before_a_missing_region(
     assert result.exit_code == 2, result.output
     lines = [ln for ln in result.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and message in lines[0], result.output
+
+
+@pytest.mark.parametrize(
+    "verb",
+    [
+        ["simulate", "train", "--gpu", "V100", "--workers", "2", "--provider", "aws",
+         "--region", "us-east-1", "--workload", "mlp", "--steps", "100"],
+        ["plan", "train", "--workload", "mlp", "--provider", "aws", "--epochs", "1",
+         "--dataset-size", "1000"],
+        ["plan", "llm-train", "--model", "llama-3-8b", "--tokens", "2e9", "--seq-len", "4096",
+         "--global-batch", "64", "--deadline", "2d", "--gpu", "H100"],
+    ],
+)  # fmt: skip
+def test_a_hazard_beside_named_lifetimes_is_refused(verb: list[str], tmp_path: Path) -> None:
+    """QA 37 T #4: --hazard-per-hour silently dropped --lifetimes NAME (every verb)."""
+    db = tmp_path / "s.db"
+    import gpucast
+
+    gpucast.fit_lifetimes(trace="0.2", name="mine", provider="aws", db=db)
+    args = [*verb, "--spot", "--lifetimes", "mine", "--hazard-per-hour", "0.1"]
+    result = runner.invoke(app, ["--db", str(db), *args])
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.output
+    assert "hazard-per-hour: replaces every lifetime model" in lines[0]
+    assert "drop --hazard-per-hour" in lines[0] and "or drop --lifetimes" in lines[0]

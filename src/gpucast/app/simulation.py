@@ -393,7 +393,7 @@ class SimulateTrainRequest:
             raise InvalidSpecError(
                 "inter-region-rtt-ms", "must be >= 0", got=self.inter_region_rtt_ms
             )
-        check_hazard(self.hazard_per_hour)
+        check_hazard(self.hazard_per_hour, self.lifetimes)
         check_seed(self.seed)
         check_spot_options(self.spot_scenario)
 
