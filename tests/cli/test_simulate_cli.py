@@ -630,3 +630,23 @@ def test_a_hazard_beside_named_lifetimes_is_refused(verb: list[str], tmp_path: P
     assert len(lines) == 1, result.output
     assert "hazard-per-hour: replaces every lifetime model" in lines[0]
     assert "drop --hazard-per-hour" in lines[0] and "or drop --lifetimes" in lines[0]
+
+
+def test_prices_that_no_source_gave_are_said_to_be_estimates() -> None:
+    """QA 37 T #7: `plan train` named the offers whose prices are estimates; `simulate train`
+    priced gcp us-east1 n1-standard-4+1xK80 (an estimated row) as "catalog 2026-..."."""
+    from gpucast.catalog import load_catalog
+
+    job = ["simulate", "train", "--workers", "2", "--workload", "cifar-resnet32", "--spot",
+           "--steps", "2000", "--runs", "20", "--speed", "4.5", "--hazard-per-hour", "0.05",
+           "--json"]  # fmt: skip
+    estimated = {
+        (o.provider, o.region, o.instance_type) for o in load_catalog().offers if o.price_estimated
+    }
+    assert ("gcp", "us-east1", "n1-standard-4+1xK80") in estimated
+    assert ("aws", "us-east-1", "p3.2xlarge") not in estimated
+    k80 = runner.invoke(app, [*job, "--gpu", "K80", "--region", "us-east1"])
+    prices = json.loads(k80.output)["sources"]["prices"]
+    assert "estimated prices: gcp/us-east1 n1-standard-4+1xK80 -- not read from any" in prices
+    v100 = runner.invoke(app, [*job, "--gpu", "V100", "--provider", "aws", "--region", "us-east-1"])
+    assert "estimated" not in json.loads(v100.output)["sources"]["prices"]
