@@ -650,3 +650,20 @@ def test_prices_that_no_source_gave_are_said_to_be_estimates() -> None:
     assert "estimated prices: gcp/us-east1 n1-standard-4+1xK80 -- not read from any" in prices
     v100 = runner.invoke(app, [*job, "--gpu", "V100", "--provider", "aws", "--region", "us-east-1"])
     assert "estimated" not in json.loads(v100.output)["sources"]["prices"]
+
+
+def test_a_young_interval_longer_than_the_job_says_no_checkpoint_is_taken() -> None:
+    """QA 37 T #8: the README's K80 run said "checkpoint every 64,000 steps (62 min ...)" for
+    a 64,000-step job: the simulator saves nothing at the last step, so none was taken."""
+    job = ["simulate", "train", "--gpu", "K80", "--workers", "2", "--region", "us-east1",
+           "--workload", "cifar-resnet32", "--steps", "2000", "--runs", "20", "--speed", "4.5",
+           "--spot", "--json"]  # fmt: skip
+    calm = json.loads(runner.invoke(app, [*job, "--hazard-per-hour", "0.001"]).output)
+    notes = " ".join(calm["notes"])
+    assert "no checkpoint within the job: Young's interval" in notes, notes
+    assert "checkpoint every 2,000 steps" not in notes
+    interval = next(a for a in calm["assumptions"] if a["name"] == "checkpoint interval")
+    assert interval["value"] == "none within the job"
+    wild = json.loads(runner.invoke(app, [*job, "--hazard-per-hour", "2"]).output)
+    interval = next(a for a in wild["assumptions"] if a["name"] == "checkpoint interval")
+    assert interval["value"].startswith("every ") and "no checkpoint" not in " ".join(wild["notes"])

@@ -866,10 +866,14 @@ def simulate_train(
         tau = young_interval_s(ckpt_s, hazard)
         if math.isfinite(tau):
             every_steps = int(min(max(round(tau * full_speed), 1), total_steps))
+            young = "Young's interval sqrt(2 C / hazard) from the spot lifetimes"
             notes.append(
-                f"checkpoint every {every_steps:,} steps ({tau / 60:.0f} min: Young's interval "
-                f"sqrt(2 C / hazard) from the spot lifetimes; override with --checkpoint-every); "
-                "the on-demand runs, never revoked, do not checkpoint"
+                f"checkpoint every {every_steps:,} steps ({tau / 60:.0f} min: {young}; override "
+                "with --checkpoint-every); the on-demand runs, never revoked, do not checkpoint"
+                if every_steps < total_steps  # the last step saves nothing (QA 37 T #8)
+                else f"no checkpoint within the job: {young}, {tau / 60:.0f} min, is at least "
+                f"the job ({total_steps:,} steps, ~{total_steps / full_speed / 60:.0f} min at "
+                "full speed); a rollback restarts from step 0 (override with --checkpoint-every)"
             )
     if every_steps is None:  # what a loss costs without checkpoints (QA 35 E #23)
         ckpt_src += " (not used: no checkpoints; " + (
@@ -1072,7 +1076,9 @@ def simulate_train(
         ),
         Assumption(
             name="checkpoint interval",
-            value="none" if every_steps is None else f"every {every_steps:,} steps",
+            value="none" if every_steps is None
+            else "none within the job" if every_steps >= total_steps
+            else f"every {every_steps:,} steps",
             source="given" if request.checkpoint_every else
             ("Young's interval from the lifetimes" if every_steps else "no revocations"),
             override="--checkpoint-every",
