@@ -667,3 +667,21 @@ def test_a_young_interval_longer_than_the_job_says_no_checkpoint_is_taken() -> N
     wild = json.loads(runner.invoke(app, [*job, "--hazard-per-hour", "2"]).output)
     interval = next(a for a in wild["assumptions"] if a["name"] == "checkpoint interval")
     assert interval["value"].startswith("every ") and "no checkpoint" not in " ".join(wild["notes"])
+
+
+def test_named_lifetimes_that_cover_no_node_say_so(tmp_path: Path) -> None:
+    """QA 37 T #11: `--lifetimes NAME` fitted for aws V100 on a T4 job fell back to the
+    scenario with the hint "--lifetimes NAME uses it", as if none had been given."""
+    import gpucast
+
+    db = tmp_path / "s.db"
+    gpucast.fit_lifetimes(trace="0.2", name="v100s", provider="aws", gpu="V100", db=db)
+    job = ["--db", str(db), "simulate", "train", "--workers", "2", "--provider", "aws",
+           "--region", "us-east-1", "--workload", "mlp", "--steps", "2000", "--runs", "20",
+           "--speed", "4.5", "--spot", "--lifetimes", "v100s", "--json"]  # fmt: skip
+    t4 = json.loads(runner.invoke(app, [*job, "--gpu", "T4"]).output)
+    notes = " ".join(t4["notes"])
+    assert "--lifetimes 'v100s' (aws V100) covers none of this job's spot nodes" in notes, notes
+    assert "--lifetimes NAME uses it" not in notes
+    v100 = json.loads(runner.invoke(app, [*job, "--gpu", "V100"]).output)
+    assert v100["scenarios"] == {} and "covers none" not in " ".join(v100["notes"])

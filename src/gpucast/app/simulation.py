@@ -1045,10 +1045,18 @@ def simulate_train(
             request.spot_scenario: _outcome(result),
             other: _outcome(simulate(alt_dists, gaps(alt), {}, moved(alt))),
         }
+        named = (  # QA 37 T #11: the hint named --lifetimes to a job that had given it
+            f"--lifetimes {lifetimes.named_scope(request.lifetimes)} covers "
+            + ("none" if "named" not in lifetimes.kinds_used() else "only some")
+            + " of this job's spot nodes; fit the others' data with gpucast fit lifetimes "
+            "--provider P --gpu G"
+            if request.lifetimes is not None
+            else "gpucast fit lifetimes fits your own data; --lifetimes NAME uses it"
+        )
         notes.append(
             f"no lifetime data for this provider and GPU: the result is the "
             f"{request.spot_scenario} scenario; the {other} one is beside it ('scenarios' in "
-            "--json) (gpucast fit lifetimes fits your own data; --lifetimes NAME uses it)"
+            f"--json) ({named})"
         )
     gpus = sorted({catalog.gpu(g.gpu).name for g in groups})
     nodes = sum(g.count for g in groups)
