@@ -164,6 +164,9 @@ def fit_lifetimes(
     request = resolve(FitLifetimesRequest, request, options)
     if request.gpu is not None:
         load_catalog().gpu(request.gpu)  # an unknown GPU fails with close matches, up front
+    if request.region is not None:  # and a region no offer is in (of the provider): the
+        # model would cover no node (QA 37 T #13: --provider aws --region us-east1 was stored)
+        load_catalog().find_offers(provider=request.provider, region=request.region)
     fmt = _format_of(request)
     notes: list[str] = []
     model, dist, gaps, params = _fit(request, fmt, notes)
