@@ -685,3 +685,22 @@ def test_named_lifetimes_that_cover_no_node_say_so(tmp_path: Path) -> None:
     assert "--lifetimes NAME uses it" not in notes
     v100 = json.loads(runner.invoke(app, [*job, "--gpu", "V100"]).output)
     assert v100["scenarios"] == {} and "covers none" not in " ".join(v100["notes"])
+
+
+@pytest.mark.parametrize(
+    ("value", "fix"),
+    [("10.5", "--checkpoint-every 10 (steps) or 10.5s"), ("1e3", "every 1000 (steps) or 1000s")],
+)
+def test_a_bare_fraction_is_not_taken_for_seconds(value: str, fix: str) -> None:
+    """QA 37 T #14: `--checkpoint-every 10` was 10 steps and `10.5` 10.5 seconds (94 steps)."""
+    args = ["simulate", "train", "--gpu", "K80", "--workers", "2", "--region", "us-east1",
+            "--workload", "cifar-resnet32", "--steps", "2000", "--runs", "20", "--speed", "4.5",
+            "--spot", "--hazard-per-hour", "0.1"]  # fmt: skip
+    result = runner.invoke(app, [*args, "--checkpoint-every", value])
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "a number without a unit is steps" in lines[0] and fix in lines[0]
+    seconds = runner.invoke(app, [*args, "--checkpoint-every", "10.5s", "--json"])
+    assert seconds.exit_code == 0, seconds.output
+    notes = " ".join(json.loads(seconds.output)["notes"])
+    assert "--checkpoint-every 10.5s = every 94 steps" in notes, notes

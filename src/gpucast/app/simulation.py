@@ -619,6 +619,18 @@ def checkpoint_every(text: str | None) -> tuple[int | None, float | None]:
         raise InvalidSpecError(
             "checkpoint-every", "must be >= 1 step", got=text, fix="e.g. --checkpoint-every 4000"
         )
+    try:  # QA 37 T #14: "10" was 10 steps but "10.5" 10.5 seconds
+        bare = float(str(text).strip())
+    except ValueError:
+        bare = None
+    if bare is not None and math.isfinite(bare):
+        raise InvalidSpecError(
+            "checkpoint-every",
+            "a number without a unit is steps, a whole number >= 1",
+            got=text,
+            fix=f"e.g. --checkpoint-every {max(1, round(bare))} (steps)"
+            + (f" or {bare:g}s (seconds)" if bare > 0 else ""),
+        )
     return None, parse_duration_s(str(text), field="checkpoint-every")
 
 
