@@ -184,6 +184,11 @@ def fit_lifetimes(
             "capacity_gaps": None if gaps is None else gaps.to_dict(),
         }
         with Store(path).open() as store:
+            if any(n == request.name.strip() for n, _ in store.named_models(LIFETIMES_KIND)):
+                notes.append(  # QA 37 T #16: the earlier fit was replaced without a word
+                    f"replaced the lifetimes model stored as {request.name.strip()!r} (its "
+                    "earlier fit is gone; --name another keeps both)"
+                )
             store.save_named_model(LIFETIMES_KIND, request.name, model.to_dict(), meta)
         saved = str(path)
     return FitLifetimesResult(
