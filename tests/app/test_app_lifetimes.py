@@ -256,3 +256,27 @@ def test_a_bad_choice_suggests_a_valid_one() -> None:
         gpucast.fit_lifetimes(trace="0.1", name="x", values="foo", save=False)
     with pytest.raises(InvalidSpecError, match=r"model: .*; e.g. --model auto$"):
         gpucast.fit_lifetimes(trace="0.1", name="x", model="foo", save=False)
+
+
+def test_a_scope_region_without_offers_is_refused(tmp_path: Path) -> None:
+    """QA 37 T #13: --region mars (or GCP's us-east1 with --provider aws) was stored as the
+    scope of a model that could then cover no node; --gpu and --provider were checked."""
+    db = tmp_path / "s.db"
+    with pytest.raises(InvalidInputError, match="did you mean us-east-1"):
+        gpucast.fit_lifetimes(trace="0.1", name="x", provider="aws", region="us-east1", db=db)
+    args = ["--db", str(db), "fit", "lifetimes", "--trace", "0.1", "--name", "x"]
+    result = CliRunner().invoke(app, [*args, "--region", "mars"])
+    assert result.exit_code == 2 and "region: unknown region 'mars'" in result.output
+    ok = gpucast.fit_lifetimes(trace="0.1", name="x", provider="aws", region="us-east-1", db=db)
+    assert ok.scope["region"] == "us-east-1"
+
+
+def test_a_second_fit_under_the_same_name_says_it_replaced_the_first(tmp_path: Path) -> None:
+    """QA 37 T #16: fitting again under a stored name replaced the model without a word."""
+    db = tmp_path / "s.db"
+    first = gpucast.fit_lifetimes(trace="0.1", name="aws", provider="aws", db=db)
+    assert not any("replaced" in n for n in first.notes)
+    again = gpucast.fit_lifetimes(trace="0.3", name="aws", provider="aws", db=db)
+    assert any("replaced the lifetimes model stored as 'aws'" in n for n in again.notes)
+    other = gpucast.fit_lifetimes(trace="0.3", name="gcp", provider="gcp", db=db)
+    assert not any("replaced" in n for n in other.notes)

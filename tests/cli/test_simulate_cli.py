@@ -346,7 +346,8 @@ def test_fsdp_is_named_where_sharding_the_model_state_makes_the_batch_fit() -> N
 
 
 @pytest.mark.parametrize(("provider", "gpu"), [("aws", "T4"), ("azure", "T4"), ("gcp", "K80"),
-                                                ("aws", "K80"), (None, "K80")])  # fmt: skip
+                                                ("aws", "K80"), (None, "K80"),
+                                                (None, "K80:2,P100:2")])  # fmt: skip
 def test_a_missing_region_suggests_one_of_the_providers(provider: str | None, gpu: str) -> None:
     """The QA pass: --provider aws without --region suggested GCP's us-east1. The example
     is a region where the catalog has the provider's offers (of the GPU, where it sells it)."""
@@ -361,7 +362,7 @@ def test_a_missing_region_suggests_one_of_the_providers(provider: str | None, gp
     region = lines[0].rsplit("--region ", 1)[1].strip()
     catalog = load_catalog()
     sold = catalog.find_offers(provider=provider, region=region)
-    assert sold and any(o.gpu == gpu for o in sold)
+    assert sold and any(o.gpu == gpu.split(":")[0] for o in sold)
 
 
 def test_the_text_names_the_job_and_an_allreduce_has_no_ps_nic() -> None:
@@ -546,3 +547,160 @@ def test_a_gcp_only_spot_kind_is_refused_off_gcp() -> None:
     gcp = runner.invoke(app, [*args, "--gpu", "K80", "--region", "us-east1"])
     assert gcp.exit_code == 0, gcp.output
     assert "stopped at 24 h" in gcp.output
+
+
+def test_the_text_shows_both_spot_scenarios_as_the_json_does() -> None:
+    """QA 37 T #1: without lifetime data the text said "the optimistic one is under
+    'scenarios'" but printed no scenario: only --json had them."""
+    from gpucast.domain.units import format_amount
+
+    args = [
+        *("simulate", "train", "--gpu", "V100", "--workers", "2", "--strategy", "ddp"),
+        *("--provider", "aws", "--region", "us-east-1", "--workload", "cifar-resnet32"),
+        *("--spot", "--steps", "20000", "--runs", "50", "--speed", "4.5", "--deadline", "3h"),
+    ]
+    text = runner.invoke(app, args)
+    assert text.exit_code == 0, text.output
+    data = json.loads(runner.invoke(app, [*args, "--json"]).output)
+    assert set(data["scenarios"]) == {"pessimistic", "optimistic"}
+    for name, out in data["scenarios"].items():
+        line = next(ln for ln in text.output.splitlines() if f"data: {name} scenario" in ln)
+        assert f"P(meet deadline) {out['p_meet_deadline']:.0%}" in line, line
+        assert f"{format_amount(out['revocations'])} revocations" in line, line
+
+
+def test_the_size_refusal_counts_what_it_multiplies() -> None:
+    """QA 37 T #2: "500,000,000 Monte Carlo cells (100,000,000 runs x 3 servers)"."""
+    import re
+
+    args = [
+        *("simulate", "train", "--gpu", "V100", "--workers", "2", "--spot"),
+        *("--provider", "aws", "--region", "us-east-1", "--workload", "cifar-resnet32"),
+        *("--steps", "2000", "--speed", "4.5", "--runs", "100000000"),
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    number = r"([\d,]+)"
+    found = re.search(
+        rf"asks for {number} Monte Carlo cells \({number} runs x \({number} servers \+ 2\)\)",
+        result.output,
+    )
+    assert found, result.output
+    cells, runs, servers = (int(g.replace(",", "")) for g in found.groups())
+    assert (runs, servers) == (100_000_000, 3) and cells == runs * (servers + 2), result.output
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), [
+    ("--provider", "foo", "unknown provider 'foo'"),
+    ("--gpu", "V999", "unknown GPU 'V999'"),
+])  # fmt: skip
+def test_an_unknown_name_is_named_before_a_missing_region(
+    flag: str, value: str, message: str
+) -> None:
+    """QA 37 T #3: `--provider foo` without --region said only "region: is required"."""
+    args = ["simulate", "train", "--workload", "mlp", "--gpu", "V100", "--workers", "2",
+            "--steps", "100", flag, value]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and message in lines[0], result.output
+
+
+@pytest.mark.parametrize(
+    "verb",
+    [
+        ["simulate", "train", "--gpu", "V100", "--workers", "2", "--provider", "aws",
+         "--region", "us-east-1", "--workload", "mlp", "--steps", "100"],
+        ["plan", "train", "--workload", "mlp", "--provider", "aws", "--epochs", "1",
+         "--dataset-size", "1000"],
+        ["plan", "llm-train", "--model", "llama-3-8b", "--tokens", "2e9", "--seq-len", "4096",
+         "--global-batch", "64", "--deadline", "2d", "--gpu", "H100"],
+    ],
+)  # fmt: skip
+def test_a_hazard_beside_named_lifetimes_is_refused(verb: list[str], tmp_path: Path) -> None:
+    """QA 37 T #4: --hazard-per-hour silently dropped --lifetimes NAME (every verb)."""
+    db = tmp_path / "s.db"
+    import gpucast
+
+    gpucast.fit_lifetimes(trace="0.2", name="mine", provider="aws", db=db)
+    args = [*verb, "--spot", "--lifetimes", "mine", "--hazard-per-hour", "0.1"]
+    result = runner.invoke(app, ["--db", str(db), *args])
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.output
+    assert "hazard-per-hour: replaces every lifetime model" in lines[0]
+    assert "drop --hazard-per-hour" in lines[0] and "or drop --lifetimes" in lines[0]
+
+
+def test_prices_that_no_source_gave_are_said_to_be_estimates() -> None:
+    """QA 37 T #7: `plan train` named the offers whose prices are estimates; `simulate train`
+    priced gcp us-east1 n1-standard-4+1xK80 (an estimated row) as "catalog 2026-..."."""
+    from gpucast.catalog import load_catalog
+
+    job = ["simulate", "train", "--workers", "2", "--workload", "cifar-resnet32", "--spot",
+           "--steps", "2000", "--runs", "20", "--speed", "4.5", "--hazard-per-hour", "0.05",
+           "--json"]  # fmt: skip
+    estimated = {
+        (o.provider, o.region, o.instance_type) for o in load_catalog().offers if o.price_estimated
+    }
+    assert ("gcp", "us-east1", "n1-standard-4+1xK80") in estimated
+    assert ("aws", "us-east-1", "p3.2xlarge") not in estimated
+    k80 = runner.invoke(app, [*job, "--gpu", "K80", "--region", "us-east1"])
+    prices = json.loads(k80.output)["sources"]["prices"]
+    assert "estimated prices: gcp/us-east1 n1-standard-4+1xK80 -- not read from any" in prices
+    v100 = runner.invoke(app, [*job, "--gpu", "V100", "--provider", "aws", "--region", "us-east-1"])
+    assert "estimated" not in json.loads(v100.output)["sources"]["prices"]
+
+
+def test_a_young_interval_longer_than_the_job_says_no_checkpoint_is_taken() -> None:
+    """QA 37 T #8: the README's K80 run said "checkpoint every 64,000 steps (62 min ...)" for
+    a 64,000-step job: the simulator saves nothing at the last step, so none was taken."""
+    job = ["simulate", "train", "--gpu", "K80", "--workers", "2", "--region", "us-east1",
+           "--workload", "cifar-resnet32", "--steps", "2000", "--runs", "20", "--speed", "4.5",
+           "--spot", "--json"]  # fmt: skip
+    calm = json.loads(runner.invoke(app, [*job, "--hazard-per-hour", "0.001"]).output)
+    notes = " ".join(calm["notes"])
+    assert "no checkpoint within the job: Young's interval" in notes, notes
+    assert "checkpoint every 2,000 steps" not in notes
+    interval = next(a for a in calm["assumptions"] if a["name"] == "checkpoint interval")
+    assert interval["value"] == "none within the job"
+    wild = json.loads(runner.invoke(app, [*job, "--hazard-per-hour", "2"]).output)
+    interval = next(a for a in wild["assumptions"] if a["name"] == "checkpoint interval")
+    assert interval["value"].startswith("every ") and "no checkpoint" not in " ".join(wild["notes"])
+
+
+def test_named_lifetimes_that_cover_no_node_say_so(tmp_path: Path) -> None:
+    """QA 37 T #11: `--lifetimes NAME` fitted for aws V100 on a T4 job fell back to the
+    scenario with the hint "--lifetimes NAME uses it", as if none had been given."""
+    import gpucast
+
+    db = tmp_path / "s.db"
+    gpucast.fit_lifetimes(trace="0.2", name="v100s", provider="aws", gpu="V100", db=db)
+    job = ["--db", str(db), "simulate", "train", "--workers", "2", "--provider", "aws",
+           "--region", "us-east-1", "--workload", "mlp", "--steps", "2000", "--runs", "20",
+           "--speed", "4.5", "--spot", "--lifetimes", "v100s", "--json"]  # fmt: skip
+    t4 = json.loads(runner.invoke(app, [*job, "--gpu", "T4"]).output)
+    notes = " ".join(t4["notes"])
+    assert "--lifetimes 'v100s' (aws V100) covers none of this job's spot nodes" in notes, notes
+    assert "--lifetimes NAME uses it" not in notes
+    v100 = json.loads(runner.invoke(app, [*job, "--gpu", "V100"]).output)
+    assert v100["scenarios"] == {} and "covers none" not in " ".join(v100["notes"])
+
+
+@pytest.mark.parametrize(
+    ("value", "fix"),
+    [("10.5", "--checkpoint-every 10 (steps) or 10.5s"), ("1e3", "every 1000 (steps) or 1000s")],
+)
+def test_a_bare_fraction_is_not_taken_for_seconds(value: str, fix: str) -> None:
+    """QA 37 T #14: `--checkpoint-every 10` was 10 steps and `10.5` 10.5 seconds (94 steps)."""
+    args = ["simulate", "train", "--gpu", "K80", "--workers", "2", "--region", "us-east1",
+            "--workload", "cifar-resnet32", "--steps", "2000", "--runs", "20", "--speed", "4.5",
+            "--spot", "--hazard-per-hour", "0.1"]  # fmt: skip
+    result = runner.invoke(app, [*args, "--checkpoint-every", value])
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "a number without a unit is steps" in lines[0] and fix in lines[0]
+    seconds = runner.invoke(app, [*args, "--checkpoint-every", "10.5s", "--json"])
+    assert seconds.exit_code == 0, seconds.output
+    notes = " ".join(json.loads(seconds.output)["notes"])
+    assert "--checkpoint-every 10.5s = every 94 steps" in notes, notes

@@ -561,3 +561,9 @@ def test_invalid_parameters() -> None:
     with pytest.raises(InvalidSpecError, match="horizon_s"):
         BURSTY.environment(rng, 2, math.inf)
     assert BURSTY.sample_at(rng, np.zeros(0), np.zeros(0, dtype=np.int64), env).shape == (0,)
+
+
+def test_a_trace_under_one_node_hour_states_its_exposure() -> None:
+    """QA 37 T #12: 3 revocations in half a node-hour read "3 revocations in 0 node-h"."""
+    fit = fit_mmpp([1, 0, 1, 0, 1, 0, 0, 0, 0, 0], 600.0)
+    assert "(3 revocations in 0.500 node-h)" in fit.lifetime.source, fit.lifetime.source

@@ -164,6 +164,9 @@ def fit_lifetimes(
     request = resolve(FitLifetimesRequest, request, options)
     if request.gpu is not None:
         load_catalog().gpu(request.gpu)  # an unknown GPU fails with close matches, up front
+    if request.region is not None:  # and a region no offer is in (of the provider): the
+        # model would cover no node (QA 37 T #13: --provider aws --region us-east1 was stored)
+        load_catalog().find_offers(provider=request.provider, region=request.region)
     fmt = _format_of(request)
     notes: list[str] = []
     model, dist, gaps, params = _fit(request, fmt, notes)
@@ -181,6 +184,11 @@ def fit_lifetimes(
             "capacity_gaps": None if gaps is None else gaps.to_dict(),
         }
         with Store(path).open() as store:
+            if any(n == request.name.strip() for n, _ in store.named_models(LIFETIMES_KIND)):
+                notes.append(  # QA 37 T #16: the earlier fit was replaced without a word
+                    f"replaced the lifetimes model stored as {request.name.strip()!r} (its "
+                    "earlier fit is gone; --name another keeps both)"
+                )
             store.save_named_model(LIFETIMES_KIND, request.name, model.to_dict(), meta)
         saved = str(path)
     return FitLifetimesResult(

@@ -59,6 +59,7 @@ from gpucast.domain.parallel import (
 )
 from gpucast.domain.plan import check_pue, pue_option
 from gpucast.domain.spot import (
+    check_hazard,
     check_spot_options,
     fallback_after_option,
     hazard_option,
@@ -190,6 +191,7 @@ class PlanLlmTrainRequest:
         import math
 
         check_seed(self.seed)
+        check_hazard(self.hazard_per_hour, self.lifetimes)
         if check_cluster_options(
             self.cluster, self.cluster_nodes, self.cluster_price_usd_per_gpu_hour, self.cluster_set
         ) and (

@@ -94,17 +94,14 @@ def _strategy(value: Any) -> str:
 def _region_example(request: Any) -> str:
     """A region to suggest for ``request``'s missing ``--region``: the one with the most
     catalog offers of its ``--gpu`` (of any GPU where none sells it) of its ``--provider``
-    (any provider when none is given); us-east1 where a name is unknown (its own error says
-    which names are)."""
+    (any provider when none is given). An unknown --provider or --gpu raises its own error
+    (which names the known ones): a missing region is not the first thing to fix (QA 37)."""
     from gpucast.catalog import load_catalog
-    from gpucast.domain.errors import UnknownNameError
 
     catalog = load_catalog()
-    try:
-        offers = catalog.find_offers(provider=request.provider)
-        gpu = None if request.gpu is None else catalog.gpu(request.gpu).name
-    except UnknownNameError:
-        return "us-east1"
+    offers = catalog.find_offers(provider=request.provider)
+    first = None if request.gpu is None else request.gpu.split(",")[0].split("@")[0]
+    gpu = None if first is None else catalog.gpu(first.split(":")[0].strip()).name  # of a mix
     selling = [o for o in offers if gpu is not None and o.gpu == gpu] or list(offers)
     counts: dict[str, int] = {}
     for o in selling:
@@ -396,7 +393,7 @@ class SimulateTrainRequest:
             raise InvalidSpecError(
                 "inter-region-rtt-ms", "must be >= 0", got=self.inter_region_rtt_ms
             )
-        check_hazard(self.hazard_per_hour)
+        check_hazard(self.hazard_per_hour, self.lifetimes)
         check_seed(self.seed)
         check_spot_options(self.spot_scenario)
 
@@ -511,7 +508,7 @@ def _check_size(request: SimulateTrainRequest, groups: Sequence[WorkerGroup], ps
     check_work(
         "runs",
         float(request.runs) * (servers + 2),
-        what=f"Monte Carlo cells ({request.runs:,} runs x {servers:,} servers)",
+        what=f"Monte Carlo cells ({request.runs:,} runs x ({servers:,} servers + 2))",
         bytes_per_item=_BYTES_PER_CELL,
         allow_large=request.allow_large,
         fix="lower --runs (2000 gives percentiles within ~1%) or the cluster size",
@@ -621,6 +618,18 @@ def checkpoint_every(text: str | None) -> tuple[int | None, float | None]:
     if re.fullmatch(r"-\d+", str(text).strip()):
         raise InvalidSpecError(
             "checkpoint-every", "must be >= 1 step", got=text, fix="e.g. --checkpoint-every 4000"
+        )
+    try:  # QA 37 T #14: "10" was 10 steps but "10.5" 10.5 seconds
+        bare = float(str(text).strip())
+    except ValueError:
+        bare = None
+    if bare is not None and math.isfinite(bare):
+        raise InvalidSpecError(
+            "checkpoint-every",
+            "a number without a unit is steps, a whole number >= 1",
+            got=text,
+            fix=f"e.g. --checkpoint-every {max(1, round(bare))} (steps)"
+            + (f" or {bare:g}s (seconds)" if bare > 0 else ""),
         )
     return None, parse_duration_s(str(text), field="checkpoint-every")
 
@@ -869,10 +878,14 @@ def simulate_train(
         tau = young_interval_s(ckpt_s, hazard)
         if math.isfinite(tau):
             every_steps = int(min(max(round(tau * full_speed), 1), total_steps))
+            young = "Young's interval sqrt(2 C / hazard) from the spot lifetimes"
             notes.append(
-                f"checkpoint every {every_steps:,} steps ({tau / 60:.0f} min: Young's interval "
-                f"sqrt(2 C / hazard) from the spot lifetimes; override with --checkpoint-every); "
-                "the on-demand runs, never revoked, do not checkpoint"
+                f"checkpoint every {every_steps:,} steps ({tau / 60:.0f} min: {young}; override "
+                "with --checkpoint-every); the on-demand runs, never revoked, do not checkpoint"
+                if every_steps < total_steps  # the last step saves nothing (QA 37 T #8)
+                else f"no checkpoint within the job: {young}, {tau / 60:.0f} min, is at least "
+                f"the job ({total_steps:,} steps, ~{total_steps / full_speed / 60:.0f} min at "
+                "full speed); a rollback restarts from step 0 (override with --checkpoint-every)"
             )
     if every_steps is None:  # what a loss costs without checkpoints (QA 35 E #23)
         ckpt_src += " (not used: no checkpoints; " + (
@@ -1044,10 +1057,18 @@ def simulate_train(
             request.spot_scenario: _outcome(result),
             other: _outcome(simulate(alt_dists, gaps(alt), {}, moved(alt))),
         }
+        named = (  # QA 37 T #11: the hint named --lifetimes to a job that had given it
+            f"--lifetimes {lifetimes.named_scope(request.lifetimes)} covers "
+            + ("none" if "named" not in lifetimes.kinds_used() else "only some")
+            + " of this job's spot nodes; fit the others' data with gpucast fit lifetimes "
+            "--provider P --gpu G"
+            if request.lifetimes is not None
+            else "gpucast fit lifetimes fits your own data; --lifetimes NAME uses it"
+        )
         notes.append(
             f"no lifetime data for this provider and GPU: the result is the "
-            f"{request.spot_scenario} scenario; the {other} one is under 'scenarios' "
-            "(gpucast fit lifetimes fits your own data; --lifetimes NAME uses it)"
+            f"{request.spot_scenario} scenario; the {other} one is beside it ('scenarios' in "
+            f"--json) ({named})"
         )
     gpus = sorted({catalog.gpu(g.gpu).name for g in groups})
     nodes = sum(g.count for g in groups)
@@ -1075,7 +1096,9 @@ def simulate_train(
         ),
         Assumption(
             name="checkpoint interval",
-            value="none" if every_steps is None else f"every {every_steps:,} steps",
+            value="none" if every_steps is None
+            else "none within the job" if every_steps >= total_steps
+            else f"every {every_steps:,} steps",
             source="given" if request.checkpoint_every else
             ("Young's interval from the lifetimes" if every_steps else "no revocations"),
             override="--checkpoint-every",

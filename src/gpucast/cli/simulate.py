@@ -60,6 +60,7 @@ def print_simulation(result: SimulationResult, request: SimulateTrainRequest) ->
 
     from gpucast.domain.simulation import Summary
     from gpucast.domain.units import format_amount
+    from gpucast.report.tables import scenario_text
 
     console.print(simulation_header(result, request), highlight=False, markup=False)
 
@@ -101,6 +102,15 @@ def print_simulation(result: SimulationResult, request: SimulateTrainRequest) ->
             )
         if stats.p_miss_deadline is not None:
             console.print(f"  P(miss deadline) {stats.p_miss_deadline:.1%}")
+        if name == "transient":  # no lifetime data: each documented scenario, as plan train
+            central = (
+                " (time, cost, revocations: at the central step time)" if stats.stratified else ""
+            )
+            for scenario_name, out in result.scenarios.items():
+                console.print(
+                    f"  no lifetime data: {scenario_name} scenario {scenario_text(out)}{central}",
+                    highlight=False, markup=False,
+                )  # fmt: skip
         if stats.p_unfinished > 0:
             fix = (
                 ""

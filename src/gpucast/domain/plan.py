@@ -421,7 +421,7 @@ class TrainRequest:
         )
         check_train_precision(self.precision)
         check_software(self.software, self.precision)
-        check_hazard(self.hazard_per_hour)
+        check_hazard(self.hazard_per_hour, self.lifetimes)
         check_spot_options(self.spot_scenario)
         check_variability_options(self.gpu_variability, self.exclude_slowest, self.balance_batches)
         check_eta(self.eta)

@@ -220,10 +220,19 @@ def check_move_after(move_after_s: float) -> None:
 MAX_HAZARD_PER_HOUR = 10.0
 
 
-def check_hazard(hazard_per_hour: float | None) -> None:
-    """``--hazard-per-hour``: a finite rate in (0, :data:`MAX_HAZARD_PER_HOUR`]."""
+def check_hazard(hazard_per_hour: float | None, lifetimes: str | None = None) -> None:
+    """``--hazard-per-hour``: a finite rate in (0, :data:`MAX_HAZARD_PER_HOUR`], not beside
+    ``--lifetimes NAME`` (the hazard replaces every lifetime model: the named one was dropped
+    without a word, QA 37 T #4)."""
     if hazard_per_hour is None:
         return
+    if lifetimes is not None:
+        raise InvalidSpecError(
+            "hazard-per-hour",
+            "replaces every lifetime model, so --lifetimes would be ignored",
+            got=f"{hazard_per_hour:g} beside --lifetimes {lifetimes}",
+            fix="drop --hazard-per-hour to use the named lifetimes, or drop --lifetimes",
+        )
     if not (math.isfinite(hazard_per_hour) and hazard_per_hour > 0):
         raise InvalidSpecError(
             "hazard-per-hour",

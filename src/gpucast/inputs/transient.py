@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpucast.domain.catalog import estimated_prices_note
 from gpucast.domain.cmdare import CMDARE_BATCH
 from gpucast.domain.errors import InvalidSpecError, UnknownRegionError
 from gpucast.domain.provenance import Sourced
@@ -213,7 +214,16 @@ def prices_and_network(
             prices[(key, "spot")] = ps_offer.spot_usd_per_hour
         used.append(f"PS {ps_offer.instance_type}")
     snapshot = catalog.snapshot_date.isoformat()
-    return PriceTable(usd_per_hour=prices, source=f"catalog {snapshot}: {'; '.join(used)}"), network
+    servers = [*worker_offers, *([ps_offer] if ps_count and ps_offer is not None else [])]
+    guessed = estimated_prices_note(  # QA 37 T #7: plan train said so, simulate train did not
+        dict.fromkeys(
+            f"{o.provider}/{o.region} {o.instance_type}" for o in servers if o.price_estimated
+        )
+    )
+    estimated = f"; estimated prices: {guessed}" if guessed else ""
+    return PriceTable(
+        usd_per_hour=prices, source=f"catalog {snapshot}: {'; '.join(used)}{estimated}"
+    ), network
 
 
 def check_prices(

@@ -46,6 +46,7 @@ from gpucast.domain.preemption import (
     instance_lifetimes_frame,
     revocations_and_exposure,
 )
+from gpucast.domain.units import format_amount
 from gpucast.predict.base import Estimator, register
 from gpucast.predict.revocation import EmpiricalLifetime, RevocationModel
 
@@ -658,7 +659,7 @@ def _constant_fit(
         storm_mean_h=span_h,
         cap_s=cap_s,
         source=f"constant hazard {hazard_per_hour:.3g}/h fitted on {ticks} ticks of "
-        f"{gap_s:g} s ({events} revocations in {exposure_h:.0f} node-h): {why}",
+        f"{gap_s:g} s ({events} revocations in {format_amount(exposure_h)} node-h): {why}",
     )
     return MMPPFit(
         lifetime=lifetime,
@@ -803,7 +804,7 @@ def fit_mmpp_events(
         cap_s=cap_s,
         source=(
             f"MMPP fitted on {ticks} ticks of {gap:g} s ({events} revocations in "
-            f"{exposure_h:.0f} node-h): calm {h_calm:.3g}/h for {calm_mean_h:.3g} h, "
+            f"{format_amount(exposure_h)} node-h): calm {h_calm:.3g}/h for {calm_mean_h:.3g} h, "
             f"storm {h_storm:.3g}/h for {storm_mean_h:.3g} h "
             f"(log-lik {loglik2:.1f} vs {loglik1:.1f} constant)"
             + ("" if converged else f"; EM stopped after {iterations} iterations")

@@ -41,11 +41,15 @@ def _amount(value: float | None) -> str:
     return format_amount(value)
 
 
-def _scenario(out: Mapping[str, float | None]) -> str:
+def scenario_text(out: Mapping[str, float | None]) -> str:
+    """A spot scenario's outcome (``plan train``'s and ``simulate train``'s ``scenarios``):
+    time, cost, P(meet deadline) where a deadline was set, revocations where counted."""
     p = out.get("p_meet_deadline")
     meet = "" if p is None else f", P(meet deadline) {p:.0%}"
+    revoked = out.get("revocations")
+    revocations = "" if revoked is None else f", {format_amount(revoked)} revocations"
     time_s, cost = out.get("time_s"), out.get("cost_usd")
-    return f"{_hours(time_s)}, {_usd(float('nan') if cost is None else cost)}{meet}"
+    return f"{_hours(time_s)}, {_usd(float('nan') if cost is None else cost)}{meet}{revocations}"
 
 
 def _strategy(c: PlanCandidate) -> str:
@@ -248,7 +252,7 @@ def print_plan(
         if plan.request.objective == "goodput" and len(plan.batch_choice) > 1:
             console.print(batch_choice_table(plan))
         for name, out in best.scenarios.items():
-            console.print(Text(f"  no lifetime data: {name} scenario {_scenario(out)}"))
+            console.print(Text(f"  no lifetime data: {name} scenario {scenario_text(out)}"))
         for model, text in best.validation.items():
             console.print(Text(f"  {model}: {text}", style="dim"))
     if plan.infeasible:
