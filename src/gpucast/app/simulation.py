@@ -878,12 +878,12 @@ def simulate_train(
         tau = young_interval_s(ckpt_s, hazard)
         if math.isfinite(tau):
             every_steps = int(min(max(round(tau * full_speed), 1), total_steps))
-            young = "Young's interval sqrt(2 C / hazard) from the spot lifetimes"
+            rule = "Young's interval sqrt(2 C / hazard) from the spot lifetimes"
             notes.append(
-                f"checkpoint every {every_steps:,} steps ({tau / 60:.0f} min: {young}; override "
+                f"checkpoint every {every_steps:,} steps ({tau / 60:.0f} min: {rule}; override "
                 "with --checkpoint-every); the on-demand runs, never revoked, do not checkpoint"
                 if every_steps < total_steps  # the last step saves nothing (QA 37 T #8)
-                else f"no checkpoint within the job: {young}, {tau / 60:.0f} min, is at least "
+                else f"no checkpoint within the job: {rule}, {tau / 60:.0f} min, is at least "
                 f"the job ({total_steps:,} steps, ~{total_steps / full_speed / 60:.0f} min at "
                 "full speed); a rollback restarts from step 0 (override with --checkpoint-every)"
             )
