@@ -215,3 +215,23 @@ def test_a_fixed_layout_leaves_out_the_shapes_it_cannot_take_and_counts_them() -
     assert _plan(offers).left_out == ()  # type: ignore[attr-defined]
     with pytest.raises(NoFeasiblePlanError, match="tp=16 needs 16 GPUs per node; drop --tp"):
         _plan(offers, fixed=FixedLayout(tp=16))
+
+
+def test_a_budget_that_binds_is_named_even_where_the_deadline_cut_more_rows() -> None:
+    """QA session 37: the deadline is met by the fast rows and the budget excludes them;
+    the slow rows that miss the deadline outnumber them, yet the fix said to relax the
+    deadline (to less than it was). The budget binds: plan train's message, raise --budget."""
+    offers = [_offer("fast", "H100-SXM", 98.0)]
+    rows = _plan(offers).candidates  # type: ignore[attr-defined]
+    by_time = sorted(rows, key=lambda r: r.time_s)
+    deadline_s = by_time[0].time_s * 1.2  # only the fastest row meets it
+    on_time = _plan(offers, deadline_s=deadline_s, min_p_meet=0.0).candidates  # type: ignore[attr-defined]
+    met = [r for r in on_time if r.meets_deadline]
+    assert 0 < len(met) < len(on_time) - len(met)  # the deadline cuts the most rows
+    with pytest.raises(NoFeasiblePlanError) as info:
+        _plan(offers, deadline_s=deadline_s, budget_usd=1.0, min_p_meet=0.0)
+    said = str(info.value)
+    assert said.startswith("no feasible plan: every plan is over the budget ('misses the deadline'")
+    cheapest = min(r.cost_usd for r in met)
+    assert f"meets the deadline costs ${cheapest:,.2f}: raise --budget" in said
+    assert "relax --deadline" not in said
