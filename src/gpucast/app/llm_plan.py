@@ -324,8 +324,9 @@ class PlanLlmTrainResult:
         ]
 
     def verdict(self) -> list[str]:
-        """The lines after the rows: the pick's interval and whether it still holds at the
-        interval's slow edge (a plan without a pick is an error: :func:`plan_llm_train`)."""
+        """The lines after the rows: the pick's interval, whether it still holds at the
+        interval's slow edge (a plan without a pick is an error: :func:`plan_llm_train`) and
+        why GPU counts had no row (``infeasible``, up to three, as the HTML report lists)."""
         if self.recommended is None:
             return []
         pick = self.candidates[self.recommended]
@@ -346,7 +347,7 @@ class PlanLlmTrainResult:
                 f"({format_duration(s.time_low_s)} - {format_duration(s.time_high_s)}), "
                 f"${s.cost_usd:,.0f}"
             )
-        return lines
+        return lines + [f"  dropped: {why}" for why in self.infeasible]
 
     def to_dict(self) -> dict[str, Any]:
         from gpucast.app.reports import LLM_TRAIN_PLAN_KIND
