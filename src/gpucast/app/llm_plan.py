@@ -29,6 +29,7 @@ from gpucast.app.llm import (
     TP_OVERLAP_HELP,
     TRAIN_PRECISIONS,
     check_host_ms,
+    check_lora_rank,
     check_tp_overlap,
     host_seconds,
     host_text,
@@ -542,6 +543,7 @@ def plan_llm_train(
             fix="use durable storage: ebs-gp3-max, ebs-io2 or s3",
         )
     spec = llm_model(request.model)
+    check_lora_rank(spec, request.lora_rank)
     catalog = load_catalog(offers_file(request.offers_file))
     seq = request.seq_len or spec.max_context  # beyond the context: noted, as predict does
     perf = perf_params(None).value
