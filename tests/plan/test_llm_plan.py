@@ -29,11 +29,14 @@ def _offer(
 
 def _plan(offers: list[Offer], model: str = "llama-2-7b", **kw: object) -> object:
     catalog = load_catalog()
+    kw.setdefault(
+        "space",
+        LayoutSpace(micro_batch_sizes=(1, 2), zero_stages=(1,), recompute=("selective",)),
+    )
     return plan_llm(
         llm_model(model), offer_nodes(offers, frozenset({"fast"})),
         {g.name: g for g in catalog.gpus},
         tokens=2e10, global_batch=256, seq_len=2048, max_gpus=64,
-        space=LayoutSpace(micro_batch_sizes=(1, 2), zero_stages=(1,), recompute=("selective",)),
         efficiency=RooflineEfficiency(), tcp=TCP_DEFAULT, **kw,
     )  # fmt: skip
 
@@ -116,8 +119,13 @@ def test_gpu_types_sharing_layouts_plan_each_as_alone() -> None:
 
 
 def test_nothing_runs_says_why() -> None:
-    with pytest.raises(NoFeasiblePlanError, match="no offer runs"):
+    with pytest.raises(NoFeasiblePlanError, match=r"no offer runs.*use LoRA"):
         _plan([_offer("tiny", "T4", 1.0)], model="gpt-3-175b")
+    # QA session 37: LoRA already asked for is not offered as the way out
+    lora = LayoutSpace(micro_batch_sizes=(1,), zero_stages=(1,), recompute=("full",), lora_rank=16)
+    with pytest.raises(NoFeasiblePlanError, match="no offer runs") as info:
+        _plan([_offer("tiny", "T4", 1.0)], model="gpt-3-175b", space=lora)
+    assert "LoRA" not in str(info.value).rsplit("); ", 1)[-1]
 
 
 def test_tcp_rows_are_priced_with_nccls_flat_ring() -> None:

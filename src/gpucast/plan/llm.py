@@ -585,7 +585,9 @@ def plan_llm(
             f"no offer runs {spec.name} with a global batch of {global_batch} sequences of "
             f"{seq_len} tokens on up to {max_gpus} GPUs"
             + (f" ({infeasible[0]})" if infeasible else ""),
-            fix="raise --max-gpus, use LoRA (--lora-rank) or a global batch with more divisors",
+            fix="raise --max-gpus, "
+            + ("use LoRA (--lora-rank) " if space.lora_rank == 0 else "")
+            + "or a global batch with more divisors",
         )
     t = np.array([r.time_s for r in rows])
     c = np.array([r.cost_usd for r in rows])
