@@ -160,9 +160,12 @@ def test_tcp_rows_are_priced_with_nccls_flat_ring() -> None:
 
     flat, tree = best("flat_ring"), best("hierarchical")
     assert row.step_time_s == pytest.approx(flat.step_time_s, rel=1e-9)  # type: ignore[attr-defined]
-    assert row.layout == flat.layout.label() != tree.layout.label()  # type: ignore[attr-defined]
-    # each node's NIC carries the whole ring's share: pure data parallelism no longer wins
-    assert "pp=1" in tree.layout.label() and "pp=1" not in row.layout  # type: ignore[attr-defined]
+    assert row.layout == flat.layout.label()  # type: ignore[attr-defined]
+    # each node's NIC carries the whole ring's share: the same pure data parallelism is
+    # slower over a flat ring (until session 37 a 4-stage pipeline of 4-GPU stages won there,
+    # its sends between the nodes priced on NVLink; over these NICs they cost more)
+    assert "pp=1" in tree.layout.label() and "pp=1" in row.layout  # type: ignore[attr-defined]
+    assert flat.step_time_s > 1.2 * tree.step_time_s
 
 
 def _energy(grid: dict | None = None, pue: float = 1.0) -> object:
