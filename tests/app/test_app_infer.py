@@ -30,6 +30,9 @@ def test_the_issue_example_gives_the_fields_it_asks_for() -> None:
     assert "fitted on no rows" in band["note"]
     for key in ("latency_s", "ttft_s", "tokens_per_s", "total_tokens_per_s"):
         assert band[key][0] < out[key] < band[key][1], key
+    # the latency's parts name their unit, as predict llm-train's breakdown_s (QA session 37)
+    assert "breakdown" not in out
+    assert sum(out["breakdown_s"].values()) == pytest.approx(out["latency_s"])
 
 
 def test_the_band_follows_what_the_prediction_does_not_know() -> None:

@@ -754,3 +754,21 @@ def test_predict_llm_train_reaches_a_clusters_network_as_plan_llm_train_does() -
         "(a TCP network: --cluster with network: ethernet)"
     )
     assert bare.best.step_time_s == pytest.approx(rdma.best.step_time_s, rel=1e-9)
+
+
+def test_a_lora_rank_beyond_the_hidden_size_is_refused_by_both_verbs() -> None:
+    """QA session 37: --lora-rank 100000 on Llama-3-8B (hidden 4,096) was searched and ended
+    in 'does not fit'; a rank past the hidden size adds nothing a full-rank update lacks."""
+    said = r"^lora-rank: must be at most llama-3-8b's hidden size of 4096 \(got 100000\); e\.g\."
+    with pytest.raises(InvalidSpecError, match=said):
+        gpucast.predict_llm_train(
+            model="llama-3-8b", gpu="H100", gpus=8, global_batch=8, lora_rank=100_000
+        )
+    with pytest.raises(InvalidSpecError, match=said):
+        gpucast.plan_llm_train(
+            model="llama-3-8b", tokens=1e9, global_batch=8, gpu=["H100"], lora_rank=100_000
+        )
+    ok = gpucast.predict_llm_train(
+        model="llama-3-8b", gpu="H100", gpus=8, global_batch=8, lora_rank=4096, top=0
+    )
+    assert ok.best.layout.lora_rank == 4096

@@ -548,6 +548,24 @@ def test_table_options_are_checked_before_planning(
     assert (tmp_path / "prof.json").read_text(encoding="utf-8") == "{}"
 
 
+def test_plan_llm_train_says_why_a_node_count_of_the_cluster_has_no_row() -> None:
+    """QA session 37: --cluster DGX-H100 --nodes 3 with tp=2, pp=1 fixed showed 1 and 2 nodes
+    and nothing about 3 (no layout of 24 GPUs divides the batch of 512): the text now says
+    why, as --json's ``infeasible`` and the HTML report did."""
+    args = [
+        "plan", "llm-train", "--model", "llama-3-8b", "--tokens", "2e10", "--seq-len", "8192",
+        "--global-batch", "512", "--tp", "2", "--pp", "1", "--cluster", "DGX-H100",
+        "--nodes", "3",
+    ]  # fmt: skip
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("  dropped: ") == 1  # the terminal may wrap the line
+    data = json.loads(runner.invoke(cli, [*args, "--json"]).stdout)
+    (why,) = data["infeasible"]
+    assert why.startswith("no valid layout of 24 GPUs")
+    assert f"dropped: {why}" in " ".join(result.stdout.split())
+
+
 def test_plan_llm_train_without_a_row_in_time_is_one_line_and_exit_2() -> None:
     """As plan train: no row meets the deadline -- one line naming the limit that cut the
     most rows and the fastest row, exit 2 (it printed the rows and exited 0)."""

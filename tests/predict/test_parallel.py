@@ -871,3 +871,22 @@ def test_a_zero_stage_out_of_range_names_a_fix() -> None:
     with pytest.raises(InvalidSpecError) as info:
         FixedLayout(zero=4)
     assert info.value.fix is not None and "--zero 1" in info.value.fix
+
+
+def test_a_pipeline_that_spans_nodes_sends_over_the_nics_even_with_small_stages(
+    h100: GpuSpec,
+) -> None:
+    """QA session 37: dp=2 cp=2 pp=4 on 2 x 8 GPUs has stages of 4 GPUs, two a node, so the
+    boundary between stages 1 and 2 sits between nodes (module docstring: "when adjacent
+    stages sit on different nodes"); it was priced on NVLink, and a 10 Gbit/s network gave
+    the same step as InfiniBand. Within one node, the NICs stay out of it."""
+    spec = llm_model("llama-3-8b")
+    layout = ParallelLayout(dp=2, cp=2, pp=4, micro_batches=32)
+
+    def p2p(gbps: float, gpus_per_node: int = 8) -> float:
+        links = cluster_shape(h100, gpus_per_node=gpus_per_node, node_network_gbps=gbps)
+        step = predict_training_step(spec, h100, layout, seq_len=8192, cluster=links)
+        return step.breakdown["pp_p2p"]
+
+    assert p2p(10.0) > 20 * p2p(3200.0)
+    assert p2p(10.0, gpus_per_node=16) == p2p(3200.0, gpus_per_node=16)  # one node

@@ -83,6 +83,18 @@ def searched_space(
     )
 
 
+def check_lora_rank(spec: TransformerSpec, lora_rank: int) -> None:
+    """Refuse a LoRA rank past ``spec``'s hidden size: its adapters would be wider than the
+    matrices they adapt, adding nothing a full-rank update lacks (a typo, as 100000)."""
+    if lora_rank > spec.hidden:
+        raise InvalidSpecError(
+            "lora-rank",
+            f"must be at most {spec.name}'s hidden size of {spec.hidden}",
+            got=lora_rank,
+            fix="e.g. --lora-rank 16 (0: train every weight)",
+        )
+
+
 TRAIN_PRECISIONS = ("bf16", "fp16", "fp8")
 
 LORA_FUSED_HELP = (
@@ -366,6 +378,7 @@ def predict_llm_train(
 
     request = resolve(PredictLlmTrainRequest, request, options)
     spec = llm_model(request.model)
+    check_lora_rank(spec, request.lora_rank)
     catalog = load_catalog()
     cluster = request_cluster(request, catalog, request.gpu)
     gpu = cluster_gpu(cluster, catalog, request.gpu, request.gpus)

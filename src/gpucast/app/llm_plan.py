@@ -29,6 +29,7 @@ from gpucast.app.llm import (
     TP_OVERLAP_HELP,
     TRAIN_PRECISIONS,
     check_host_ms,
+    check_lora_rank,
     check_tp_overlap,
     host_seconds,
     host_text,
@@ -326,8 +327,9 @@ class PlanLlmTrainResult:
         ]
 
     def verdict(self) -> list[str]:
-        """The lines after the rows: the pick's interval and whether it still holds at the
-        interval's slow edge (a plan without a pick is an error: :func:`plan_llm_train`)."""
+        """The lines after the rows: the pick's interval, whether it still holds at the
+        interval's slow edge (a plan without a pick is an error: :func:`plan_llm_train`) and
+        why GPU counts had no row (``infeasible``, up to three, as the HTML report lists)."""
         if self.recommended is None:
             return []
         pick = self.candidates[self.recommended]
@@ -348,7 +350,7 @@ class PlanLlmTrainResult:
                 f"({format_duration(s.time_low_s)} - {format_duration(s.time_high_s)}), "
                 f"${s.cost_usd:,.0f}"
             )
-        return lines
+        return lines + [f"  dropped: {why}" for why in self.infeasible]
 
     def to_dict(self) -> dict[str, Any]:
         from gpucast.app.reports import LLM_TRAIN_PLAN_KIND
@@ -543,6 +545,7 @@ def plan_llm_train(
             fix="use durable storage: ebs-gp3-max, ebs-io2 or s3",
         )
     spec = llm_model(request.model)
+    check_lora_rank(spec, request.lora_rank)
     catalog = load_catalog(offers_file(request.offers_file))
     seq = request.seq_len or spec.max_context  # beyond the context: noted, as predict does
     perf = perf_params(None).value

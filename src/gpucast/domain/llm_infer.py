@@ -432,7 +432,7 @@ class InferencePrediction:
             "memory": self.memory.to_dict(),
             "fits": self.fits,
             "bottleneck": self.bottleneck,
-            "breakdown": dict(self.breakdown),
+            "breakdown_s": dict(self.breakdown),  # seconds of the batch's latency, by term
             "notes": list(self.notes),
         }
 

@@ -585,14 +585,16 @@ def plan_llm(
             f"no offer runs {spec.name} with a global batch of {global_batch} sequences of "
             f"{seq_len} tokens on up to {max_gpus} GPUs"
             + (f" ({infeasible[0]})" if infeasible else ""),
-            fix="raise --max-gpus, use LoRA (--lora-rank) or a global batch with more divisors",
+            fix="raise --max-gpus, "
+            + ("use LoRA (--lora-rank) " if space.lora_rank == 0 else "")
+            + "or a global batch with more divisors",
         )
     t = np.array([r.time_s for r in rows])
     c = np.array([r.cost_usd for r in rows])
     front = tuple(int(i) for i in sorted(pareto_front_2d(t, c).tolist()))
     ok = [i for i, r in enumerate(rows) if r.meets_deadline and r.within_budget]
     if not ok:
-        raise _missed_limits(rows, min_p_meet)
+        raise _missed_limits(rows, min_p_meet, deadline_s=deadline_s, budget_usd=budget_usd)
 
     # the cheapest; where no price is given (all $0), the fewest GPU-hours (idle GPUs count)
     def cheapest(i: int) -> tuple[float, float, float]:
@@ -629,16 +631,24 @@ def plan_llm(
     )
 
 
-def _missed_limits(rows: Sequence[LlmCandidate], min_p_meet: float) -> NoFeasiblePlanError:
+def _missed_limits(
+    rows: Sequence[LlmCandidate],
+    min_p_meet: float,
+    *,
+    deadline_s: float | None = None,
+    budget_usd: float | None = None,
+) -> NoFeasiblePlanError:
     """No row meets the deadline and the budget: ``plan train``'s error, the limit that cut
     the most rows (late, ``P(meet)`` below ``min_p_meet``, over budget) and what to relax,
     naming the fastest row (the cheapest of equally fast ones) or, where the budget cut more,
-    the cheapest that meets the deadline."""
-    from gpucast.plan.infeasible import deadline_flag, needed_deadline_s
+    the cheapest that meets the deadline. Where some row meets the deadline the budget binds,
+    however many rows the deadline cut: ``plan train``'s :func:`binding` says so."""
+    from gpucast.plan.infeasible import Limits, binding, deadline_flag, needed_deadline_s
     from gpucast.plan.train import (
         R_BUDGET,
         R_DEADLINE,
         R_RISK,
+        binding_error,
         budget_fix,
         deadline_fix,
         no_plan_error,
@@ -649,6 +659,30 @@ def _missed_limits(rows: Sequence[LlmCandidate], min_p_meet: float) -> NoFeasibl
     for r in rows:
         if not r.meets_deadline:
             counts[r.missed()[0]] += 1
+    if on_time:  # the deadline alone does not bind: relaxing it cannot help
+        time_s = np.array([r.time_s for r in rows])
+        spot = np.array([r.market == "spot" for r in rows])
+        need = needed_deadline_s(
+            time_s=time_s, train_s=time_s,
+            ratio_lower=np.array([r.time_low_s for r in rows]) / time_s,
+            ratio_upper=np.array([r.time_high_s for r in rows]) / time_s,
+            spot=spot, startup_s=0.0, min_p_meet=min_p_meet,
+        )  # fmt: skip
+        met = np.array([r.meets_deadline for r in rows])
+        # a spot row's need is a lower bound: where revocations made it miss, none is named
+        need = np.where(met, np.minimum(need, deadline_s or math.inf), need)
+        need = np.where(spot & ~met, math.inf, need)
+        limits = Limits.of(
+            rows=np.ones(len(rows), dtype=bool),
+            time_s=time_s,
+            need_s=need,
+            cost_usd=np.array([r.cost_usd for r in rows]),
+            deadline_s=deadline_s,
+            budget_usd=budget_usd,
+        )
+        binds = binding(limits, deadline_s=deadline_s, budget_usd=budget_usd, min_p_meet=min_p_meet)
+        if binds is not None:
+            return binding_error(binds, {k: n for k, n in counts.items() if n})
 
     def named(r: LlmCandidate, then: str) -> str:
         spot = ", spot" if r.market == "spot" else ""

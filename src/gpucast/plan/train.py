@@ -947,12 +947,7 @@ def _no_plan(
         min_p_meet=request.min_p_meet,
     )
     if binds is not None:
-        what, fix = binds
-        return NoFeasiblePlanError(
-            f"no feasible plan: {what} ('{worst}' cut the most candidates: "
-            f"{counts[worst]:,} of {sum(counts.values()):,})",
-            fix=fix,
-        )
+        return binding_error(binds, counts)
     fastest = limits.fastest_s
     if worst == R_DEADLINE and math.isfinite(fastest):
         fix = deadline_fix(fastest)
@@ -991,6 +986,18 @@ def budget_fix(cheapest_usd: float, *, plan: str = "") -> str:
     candidate that meets the deadline (``plan``: which one it is)."""
     named = f" ({plan})" if plan else ""
     return f"the cheapest plan costs ${cheapest_usd:,.0f}{named}: raise --budget to at least that"
+
+
+def binding_error(binds: tuple[str, str], counts: Mapping[str, int]) -> NoFeasiblePlanError:
+    """No candidate is feasible and :func:`~gpucast.plan.infeasible.binding` told which limit
+    excludes the plans (``binds``: what, how to relax it); ``counts``: candidates by reason."""
+    what, fix = binds
+    worst = max(counts, key=lambda k: counts[k])
+    return NoFeasiblePlanError(
+        f"no feasible plan: {what} ('{worst}' cut the most candidates: "
+        f"{counts[worst]:,} of {sum(counts.values()):,})",
+        fix=fix,
+    )
 
 
 def no_plan_error(counts: Mapping[str, int], *, fix: str) -> NoFeasiblePlanError:

@@ -1159,7 +1159,11 @@ def _pp_sends(
     m, p, v = layout.micro_batches, layout.pp, layout.virtual_stages
     message = ACTIVATION_BYTES * layout.micro_batch_size * seq_len / layout.cp
     message *= spec.hidden / layout.tp  # Megatron sends 1/t per TP rank
-    return message, 2.0 * (v * m + p - 1), layout.tp * layout.cp * layout.dp >= gpus_per_node
+    # ranks are ordered tp, cp, dp, pp (pp outermost): a pipeline of more GPUs than a node
+    # holds has adjacent stages on different nodes, even where a stage is smaller than a node
+    # (QA session 37: dp=2 cp=2 pp=4 on two 8-GPU nodes was priced on NVLink alone); its
+    # blocking sends wait on the slowest boundary, the NICs
+    return message, 2.0 * (v * m + p - 1), layout.gpus > gpus_per_node
 
 
 def _sends_s(message: _Num, count: _Num, across: _Flag, links: ClusterShape) -> FloatArray:
