@@ -695,7 +695,7 @@ def _missed_limits(
     fastest = min(rows, key=lambda r: (r.time_s, r.cost_usd))
     if worst in (R_DEADLINE, R_RISK):
         # the deadline the fastest row meets with P >= min_p_meet, from its interval
-        need = float(
+        need_s = float(
             needed_deadline_s(
                 time_s=np.array([fastest.time_s]), train_s=np.array([fastest.time_s]),
                 ratio_lower=np.array([fastest.time_low_s / fastest.time_s]),
@@ -706,10 +706,10 @@ def _missed_limits(
         plan = named(fastest, f"${fastest.cost_usd:,.0f}")
         fix = (
             deadline_fix(fastest.time_s, plan=plan, more=more)
-            if need <= fastest.time_s  # its central time is all it needs (--min-p-meet <= 0.5)
+            if need_s <= fastest.time_s  # its central time is all it needs (--min-p-meet <= 0.5)
             else f"the fastest plan takes {format_duration(fastest.time_s)} ({plan}), P(meet) "
             f"{fastest.p_meet_deadline or 0.0:.0%}: relax --deadline to at least "
-            f"{deadline_flag(need)} (P(meet) >= {min_p_meet:g} from its interval), lower "
+            f"{deadline_flag(need_s)} (P(meet) >= {min_p_meet:g} from its interval), lower "
             f"--min-p-meet, or {more}"
         )
     else:
