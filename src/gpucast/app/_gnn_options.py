@@ -6,8 +6,9 @@ as ``simulate serve --dram-fraction`` without ``--cache-fraction`` says it has n
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
+
+from gpucast.domain.options import field_for, is_default
 
 if TYPE_CHECKING:
     from gpucast.app.gnn import PredictGnnRequest
@@ -28,12 +29,15 @@ SPLIT_OPTIONS = ("graph_server", "graph_servers", "functions", "function_memory_
 
 
 def _flag(request: PredictGnnRequest, name: str) -> str:
-    """The option as typed: ``--heads 8``, ``--no-prefetch``."""
+    """The option as typed, by its declared flag: ``--heads 8``, ``--no-prefetch``."""
+    f = field_for(type(request), name)
+    assert f is not None  # the groups above name PredictGnnRequest fields
     value: Any = getattr(request, name)
-    flag = name.replace("_", "-")
     if isinstance(value, bool):
-        return f"--{flag}" if value else f"--no-{flag}"
-    return f"--{flag} {value:g}" if isinstance(value, float) else f"--{flag} {value}"
+        return f.info.cli_flag if value else f"--{f.info.negative or 'no-' + f.flag}"
+    return (
+        f"{f.info.cli_flag} {value:g}" if isinstance(value, float) else f"{f.info.cli_flag} {value}"
+    )
 
 
 def ignored_options(request: PredictGnnRequest) -> list[str]:
@@ -47,10 +51,9 @@ def ignored_options(request: PredictGnnRequest) -> list[str]:
         (gat or request.partition_gpus is None, PARTITION_OPTIONS, "for gcn/sage --gpus N"),
         (not request.split, SPLIT_OPTIONS, "--split options"),
     )
-    defaults = {f.name: f.default for f in dataclasses.fields(request)}
     out = []
     for unread, names, what in groups:
-        given = [_flag(request, n) for n in names if unread and getattr(request, n) != defaults[n]]
+        given = [_flag(request, n) for n in names if unread and not is_default(request, n)]
         if given:
             verb = "has" if len(given) == 1 else "have"
             mode = "mini-batch" if request.batch is not None else "full-graph"

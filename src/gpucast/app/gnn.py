@@ -645,7 +645,7 @@ def predict_gnn(request: PredictGnnRequest | None = None, /, **options: Any) -> 
         dense_step_time_s=cost.dense_step_time_s(
             tflops=tflops, kernel_overhead_s=KERNEL_OVERHEAD_S, host_link_gbps=host
         ),
-        feature_fetch_s=0.0 if host is None else cost.feature_fetch_bytes / (host * 1e9),
+        feature_fetch_s=cost.fetch_s(host),
         nodes_per_hop=cost.nodes_per_hop,
         halo_nodes=halo,
         halo_bytes_per_epoch=halo_bytes,

@@ -58,6 +58,13 @@ def _store_folder_exists(path: Path) -> None:
         )
 
 
+#: ``--workload`` of the verbs that list or export stored runs
+WORKLOAD_HELP = (
+    "Only this workload, its -o configurations too ('mlp -o hidden=64' in quotes: that "
+    "configuration only)."
+)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunsListRequest:
     """Which stored runs to list (``gpucast runs list``), newest first."""
@@ -69,12 +76,7 @@ class RunsListRequest:
         help=f"Only runs of this kind: {', '.join(RUN_KINDS)}.",
         example="measurement",
     )
-    workload: str | None = option(
-        None,
-        help="Only this workload, its -o configurations too ('mlp -o hidden=64' in quotes: "
-        "that configuration only).",
-        example="resnet50",
-    )
+    workload: str | None = option(None, help=WORKLOAD_HELP, example="resnet50")
     limit: int = option(50, help="At most this many runs, newest first.", example="50")
 
     def __post_init__(self) -> None:
@@ -184,12 +186,7 @@ class RunsExportRequest:
         example="parquet",
     )
     kind: str | None = option(None, help="Only runs of this kind.", example="measurement")
-    workload: str | None = option(
-        None,
-        help="Only this workload, its -o configurations too ('mlp -o hidden=64' in quotes: "
-        "that configuration only).",
-        example="resnet50",
-    )
+    workload: str | None = option(None, help=WORKLOAD_HELP, example="resnet50")
 
     def __post_init__(self) -> None:
         from gpucast.store.db import EXPORT_FORMATS
@@ -217,7 +214,7 @@ class RunsExportRequest:
                 got=str(self.out),
                 fix=f"name it {Path(self.out).stem}.csv or .parquet, or pass --format csv",
             )
-        return "parquet" if self.out.suffix.lower() in (".parquet", ".pq") else "csv"
+        return "parquet" if suffix in (".parquet", ".pq") else "csv"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

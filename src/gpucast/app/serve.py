@@ -1521,28 +1521,23 @@ def serving_validation(
     ``mig``: MIG slices serve, so the slice speed's validation too."""
     from gpucast.catalog.validation import validation_for
 
-    if mig:
-        slices = validation_for("mig-slice", sorted(set(gpus)), precision, 1).text()
-        return {
-            **serving_validation(
-                gpus, precision, calibrated=calibrated, engine=engine, measured=measured
-            ),
-            "MIG slice speed": slices,
-        }
-
+    names = sorted(set(gpus))
     key = "serving" if calibrated else "serving-uncalibrated"
-    text = validation_for(key, sorted(set(gpus)), precision, 1).text()
+    text = validation_for(key, names, precision, 1).text()
     if measured is not None:
-        return {
+        out = {
             "serving latency (your latency table + simulator)": f"the batch latencies are "
             f"{measured.name}'s, as measured; the simulator's queueing was validated with the "
             f"roofline curve: {text}"
         }
-    out = {"serving latency (roofline curve + simulator)": text}
-    if engine != "eager-pytorch":
-        out[f"device throughput ({engine})"] = validation_for(
-            f"serving-engine:{engine}", sorted(set(gpus)), precision, 1
-        ).text()
+    else:
+        out = {"serving latency (roofline curve + simulator)": text}
+        if engine != "eager-pytorch":
+            out[f"device throughput ({engine})"] = validation_for(
+                f"serving-engine:{engine}", names, precision, 1
+            ).text()
+    if mig:
+        out["MIG slice speed"] = validation_for("mig-slice", names, precision, 1).text()
     return out
 
 

@@ -114,10 +114,11 @@ def _uncommented(text: str) -> str:
     return _COMMENT.sub("", text) if "#" in text or "%" in text else text
 
 
-def _parse_fast(text: str) -> npt.NDArray[np.int64] | None:
+def _parse_fast(text: str, uncommented: str | None = None) -> npt.NDArray[np.int64] | None:
     """The ``(src, dst)`` pairs of a well-formed edge list, parsed in C; None where a line
-    is not two ids >= 0 (or the file has none): the line-by-line parser then names it."""
-    body = _uncommented(text).replace(",", " ")
+    is not two ids >= 0 (or the file has none): the line-by-line parser then names it.
+    ``uncommented``: ``text`` without its comments, where the caller has it already."""
+    body = (_uncommented(text) if uncommented is None else uncommented).replace(",", " ")
     if "-" in body or "+" in body:  # signs: a negative id, or one the strict parser rejects
         return None
     try:
@@ -189,7 +190,8 @@ def read_edge_list(
     if nodes is not None and (isinstance(nodes, bool) or nodes < 1):
         raise InvalidSpecError("nodes", "must be an integer >= 1", got=nodes)
     text = _drop_size_line(read_input_text(path, "edge-list", fix=_FIX))
-    edges = _parse_fast(text)
+    body = _uncommented(text)  # once: the C parser and the column count both read it
+    edges = _parse_fast(text, body)
     if edges is None:
         edges = _parse_lines(text, path)
     src, dst = edges[:, 0], edges[:, 1]
@@ -223,7 +225,7 @@ def read_edge_list(
         self_loops_skipped=0 if allow_self_loops else int(loops.sum()),
         out_of_range_skipped=int((~inside).sum()),
         distinct_ids=None if nodes is not None else _distinct(src, dst, n),
-        extra_columns_in=str(path) if _cells(_uncommented(text)) > edges.size else None,
+        extra_columns_in=str(path) if _cells(body) > edges.size else None,
     )
 
 

@@ -140,10 +140,7 @@ class GnnCost:
         (:func:`launch_floor_s`; 0: no floor, as on a CPU, which runs its operators in
         turn), feature fetches at ``host_link_gbps`` (None: features already on the device)."""
         work = self.transform_flops / (tflops * 1e12) + self.aggregation_bytes / (memory_gbps * 1e9)
-        t = launch_floor_s(work, self.kernels, kernel_overhead_s)
-        if host_link_gbps is not None:
-            t += self.feature_fetch_bytes / (host_link_gbps * 1e9)
-        return t
+        return launch_floor_s(work, self.kernels, kernel_overhead_s) + self.fetch_s(host_link_gbps)
 
     def dense_step_time_s(
         self,
@@ -156,10 +153,11 @@ class GnnCost:
         same kernels launched (:func:`launch_floor_s`) and the same feature fetches as
         :meth:`step_time_s`: only the aggregation differs."""
         work = (self.transform_flops + self.dense_aggregation_flops) / (tflops * 1e12)
-        t = launch_floor_s(work, self.kernels, kernel_overhead_s)
-        if host_link_gbps is not None:
-            t += self.feature_fetch_bytes / (host_link_gbps * 1e9)
-        return t
+        return launch_floor_s(work, self.kernels, kernel_overhead_s) + self.fetch_s(host_link_gbps)
+
+    def fetch_s(self, host_link_gbps: float | None) -> float:
+        """The feature fetches over the host link (None: the features are on the device)."""
+        return 0.0 if host_link_gbps is None else self.feature_fetch_bytes / (host_link_gbps * 1e9)
 
 
 def fanouts_fix(layers: int, given: int) -> str:
