@@ -81,7 +81,7 @@ def test_a_distributed_run_builds_the_configured_model(tmp_path: Path) -> None:
     with open_store(db) as store:
         (run,) = store.list_runs()
         assert run.workload == "mlp -o hidden=8"
-        assert store.get_run(run.id).to_dict()["spec"]["options"] == [["hidden", 8]]
+        assert store.get_run(run.id).to_dict()["spec"]["options"] == [["hidden", [8]]]
 
 
 def test_a_measurement_stored_before_options_reads_back_as_the_built_in_one() -> None:
@@ -136,3 +136,39 @@ def test_a_built_in_name_in_any_case_is_stored_and_looked_up_as_one(tmp_path: Pa
         (run,) = store.list_runs()
     assert run.workload == "mlp -o hidden=8" == configured_name("Mlp", (("hidden", 8),))
     assert WorkloadSpec(name="My_Model.py:Build", batch_size=1).name == "My_Model.py:Build"
+
+
+def test_an_option_at_its_built_in_value_is_the_built_in_workload(tmp_path: Path) -> None:
+    """``measure train mlp -o hidden=1024,1024`` (mlp's own hidden layers) was stored as a
+    configuration of its own, which calibrated no prediction of plain ``mlp``; now it is
+    ``mlp``, and a prediction of the configuration finds it too."""
+    db = tmp_path / "s.db"
+    result = gpucast.measure_train(
+        "mlp", db=db, workload_options=["hidden=1024,1024", "num_classes=10"], **QUICK
+    )
+    assert result.measurement.spec.options == () and result.measurement.spec.label == "mlp"
+    with open_store(db) as store:
+        (run,) = store.list_runs()
+    assert run.workload == "mlp"
+    for options in ((), ("in_features=784",)):
+        predicted = gpucast.predict_train(
+            workload="mlp", gpu="T4", batch_size=4, db=db, workload_options=list(options)
+        )
+        # the CPU run is found (a CPU calibrates no GPU prediction, and says so by run id)
+        assert "store run #1 (cpu" in predicted.calibration_source, options
+    other = gpucast.predict_train(
+        workload="mlp", gpu="T4", batch_size=4, db=db, workload_options=["hidden=64"]
+    )
+    assert "store run #1" not in other.calibration_source
+
+
+def test_runs_list_finds_a_configuration_typed_at_its_built_in_values(tmp_path: Path) -> None:
+    from gpucast.app.runs import runs_list
+
+    db = tmp_path / "s.db"
+    gpucast.measure_infer("mlp", db=db, workload_options=["hidden=8"], **QUICK)
+    for typed in ("mlp -o hidden=8", "mlp -o hidden=8 -o num_classes=10", "MLP -o hidden=8.0"):
+        assert len(runs_list(db=db, workload=typed).runs) == 1, typed
+    # at the built-in values it is plain mlp, which lists its configurations too
+    assert len(runs_list(db=db, workload="mlp -o hidden=1024,1024").runs) == 1
+    assert runs_list(db=db, workload="mlp -o hidden=16").runs == ()

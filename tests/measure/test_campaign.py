@@ -216,7 +216,7 @@ def test_a_configured_workload_is_measured_and_stored_as_configured(tmp_path: Pa
         (m,) = load_distributed(store)
         (single,) = store.list_runs(kind="measurement")
         spec = store.get_run(single.id).measurement().spec
-    assert spec.options == (("hidden", 8),) and m.spec.options == (("hidden", 8),)
+    assert spec.options == (("hidden", (8,)),) and m.spec.options == (("hidden", (8,)),)
     assert m.n_parameters == 784 * 8 + 8 + 8 * 10 + 10  # mlp's 784 -> 8 -> 10 layers
 
 

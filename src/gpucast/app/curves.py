@@ -21,9 +21,9 @@ from gpucast.domain.options import as_flags, lower_list, option
 from gpucast.domain.workload import (
     PRECISIONS,
     WorkloadOptions,
-    configured_name,
     workload_options_field,
 )
+from gpucast.inputs.workload import measured_name
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -244,7 +244,7 @@ def measure_infer_curve(
         if store is not None:
             store.close()
     return InferCurveResult(
-        workload=configured_name(request.workload, request.workload_options),
+        workload=measured_name(request.workload, request.workload_options),
         curves=tuple(curves),
         colocation=colocation,
     )

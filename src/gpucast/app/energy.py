@@ -32,12 +32,12 @@ from gpucast.domain.workload import (
     WorkloadOptions,
     check_software,
     check_train_precision,
-    configured_name,
     precision_shown,
     profiled_precision,
     train_precision_option,
     workload_options_field,
 )
+from gpucast.inputs.workload import measured_name
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -532,9 +532,9 @@ def predict_energy(
     # batch, its board energy recorded: the measured regime, more accurate than the predicted
     reading = None
     if request.step_time_s is None and request.measured_power_w is None:
-        reading = stored_power_reading(  # a run of this configuration (configured_name)
+        reading = stored_power_reading(  # a run of this configuration (measured_name)
             Path(db) if db is not None else default_db_path(),
-            configured_name(request.workload, request.workload_options), precision,
+            measured_name(request.workload, request.workload_options), precision,
             request.batch_size, spec, catalog, limit if isinstance(limit, float) else top,
         )  # fmt: skip
     if reading is not None:

@@ -29,12 +29,12 @@ from gpucast.domain.workload import (
     TF32,
     TRAIN_PRECISION_CHOICES,
     auto_precision_assumption,
-    configured_name,
     gpu_compute_precision,
     measured_precision,
     precision_assumption,
     profiled_precision,
 )
+from gpucast.inputs.workload import measured_name
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -168,7 +168,7 @@ def plan_train(
     efficiency = step_time_efficiency(request.software)
     # an fp8 step is calibrated by no bf16 measurement (domain.workload.measured_precision)
     measured_at = measured_precision(FP8) if request.precision == FP8 else None
-    measured = configured_name(request.workload, request.workload_options)
+    measured = measured_name(request.workload, request.workload_options)
     calibrations = {
         p: store_calibration(
             store,
@@ -259,7 +259,7 @@ def plan_train(
         ),
         _calibration_assumption(
             calibrations,
-            configured_name(request.workload, request.workload_options),
+            measured_name(request.workload, request.workload_options),
             store,
             catalog,
             {n: src for n, (_, src) in own.items()},
@@ -491,7 +491,7 @@ def _own_gpu_calibrations(
     from gpucast.plan.inputs import GpuPrecision
 
     out: dict[str, tuple[GpuPrecision, str]] = {}
-    measured = configured_name(request.workload, request.workload_options)
+    measured = measured_name(request.workload, request.workload_options)
     for p in dict.fromkeys([precision, *(profiled_precision(q) for q in by_gpu.values())]):
         for name in measured_gpus(store, measured, p):
             try:

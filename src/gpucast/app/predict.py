@@ -36,7 +36,6 @@ from gpucast.domain.workload import (
     check_precision_units,
     check_software,
     check_train_precision,
-    configured_name,
     practitioner_precision,
     precision_assumption,
     precision_shown,
@@ -44,6 +43,7 @@ from gpucast.domain.workload import (
     train_precision_option,
     workload_options_field,
 )
+from gpucast.inputs.workload import measured_name
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -347,7 +347,7 @@ def predict_train(
     )
     facts = workload_facts(profile)
     efficiency = step_time_efficiency(request.software)
-    measured = configured_name(request.workload, request.workload_options)
+    measured = measured_name(request.workload, request.workload_options)
     calibration = store_calibration(  # a measurement on this GPU type first, else any
         store, measured, request.precision, facts, catalog,
         efficiency=efficiency.value, batch=request.batch_size, prefer_gpu=spec.name,

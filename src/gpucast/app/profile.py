@@ -156,6 +156,7 @@ def _profile_then_save(request: ProfileRequest, db: Path | str | None) -> Profil
     first, so that an unknown name, bad options, a module or factory that fails create no
     store."""
     from gpucast.inputs.workload import check_workload_name, workload_profile
+    from gpucast.measure.api import canonical_spec
     from gpucast.store import Store, default_db_path
 
     check_workload_name(request.workload)  # close matches, without importing torch
@@ -171,5 +172,5 @@ def _profile_then_save(request: ProfileRequest, db: Path | str | None) -> Profil
         return ProfileResult(profile=result, run_id=None, db=None, precision_note=note)
     db_path = Path(db) if db is not None else default_db_path()
     with Store(db_path).open() as store:
-        run_id = store.save_profile(request.spec, result.to_dict())
+        run_id = store.save_profile(canonical_spec(request.spec), result.to_dict())
     return ProfileResult(profile=result, run_id=run_id, db=db_path, precision_note=note)

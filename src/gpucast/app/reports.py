@@ -24,6 +24,7 @@ from gpucast.domain.jsonable import json_text
 from gpucast.domain.options import option
 from gpucast.domain.plan import TrainPlan
 from gpucast.domain.units import count_of
+from gpucast.inputs.workload import measured_name_of
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -296,7 +297,11 @@ def write_report(
             fix="measure first (gpucast measure train ...) or pass --db PATH",
         )
     with open_store(store) as opened:
-        workload = None if request.workload is None else opened.stored_workload(request.workload)
+        workload = (
+            None
+            if request.workload is None
+            else opened.stored_workload(measured_name_of(request.workload))
+        )
         rows = [
             r.to_dict()
             for r in opened.list_runs(workload=workload, limit=request.limit, configurations=True)

@@ -16,6 +16,7 @@ from gpucast.app._request import resolve
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.units import count_of
+from gpucast.inputs.workload import measured_name_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -123,7 +124,11 @@ def runs_list(
             _store_folder_exists(path)
         return RunsListResult(runs=(), total=0, store=str(path), store_exists=False)
     with Store(path) as store:
-        workload = None if request.workload is None else store.stored_workload(request.workload)
+        workload = (
+            None
+            if request.workload is None
+            else store.stored_workload(measured_name_of(request.workload))
+        )
         runs = store.list_runs(
             kind=request.kind, workload=workload, limit=request.limit, configurations=True
         )
@@ -245,7 +250,11 @@ def runs_export(
     refuse_overwriting_inputs(request.out, [_db_path(db)], field="out")  # the store it reads
     chosen = request.chosen_format
     with Store(_db_path(db)).open(create=False) as store:
-        workload = None if request.workload is None else store.stored_workload(request.workload)
+        workload = (
+            None
+            if request.workload is None
+            else store.stored_workload(measured_name_of(request.workload))
+        )
         count = store.export(
             request.out, chosen, kind=request.kind, workload=workload, configurations=True
         )

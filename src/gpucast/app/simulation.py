@@ -66,7 +66,6 @@ from gpucast.domain.workload import (
     check_precision_units,
     check_software,
     check_train_precision,
-    configured_name,
     gpu_compute_precision,
     measured_precision,
     precision_assumption,
@@ -74,6 +73,7 @@ from gpucast.domain.workload import (
     train_precision_option,
     workload_options_field,
 )
+from gpucast.inputs.workload import measured_name
 
 if TYPE_CHECKING:  # numpy: loaded when a simulation runs
     from collections.abc import Sequence
@@ -773,7 +773,7 @@ def simulate_train(
             # a GPU type measured itself: its own measurements; else the nearest batch's
             calibration, uncalibrated = None, ""
             if work_p.facts is not None:
-                measured = configured_name(work_p.name, request.workload_options)
+                measured = measured_name(work_p.name, request.workload_options)
                 calibration = store_calibration(
                     store, measured, measured_precision(prec), work_p.facts, catalog,
                     efficiency=efficiency, batch=request.batch_size,

@@ -444,6 +444,8 @@ def configured_name(name: str, options: WorkloadOptions) -> str:
         return name
 
     def text(value: Any) -> str:
+        if isinstance(value, bool):
+            return str(value).lower()  # as typed: tied=false
         return ",".join(map(str, value)) if isinstance(value, tuple | list) else str(value)
 
     return name + "".join(f" -o {key}={text(value)}" for key, value in sorted(options))

@@ -7,7 +7,8 @@
 * :func:`workload_inputs` -- parameter bytes, tensor count and checkpoint size for the
   cluster and checkpoint models: from the profiler, or from CM-DARE's feature table for
   CM-DARE model names;
-* :func:`load_stored_workload` -- ``run:ID``: a profile or training measurement in the store.
+* :func:`load_stored_workload` -- ``run:ID``: a profile or training measurement in the store;
+* :func:`measured_name` -- the name a configuration's runs are stored under.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import dataclasses
 import json
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from gpucast.domain.errors import (
     UnknownWorkloadError,
 )
 from gpucast.domain.units import MIB
+from gpucast.domain.workload import configured_name, split_configured_name
 from gpucast.inputs.data import data_path
 
 if TYPE_CHECKING:
@@ -206,6 +208,27 @@ def workload_facts(profile: WorkloadProfile) -> WorkloadFacts:
     from gpucast.plan.inputs import WorkloadFacts
 
     return WorkloadFacts.from_profile(profile)
+
+
+def measured_name(workload: str, options: Sequence[tuple[str, Any]]) -> str:
+    """The name runs of ``workload`` built with ``options`` are stored under and looked up by:
+    :func:`gpucast.workloads.configuration_name` (an option at its built-in value names the
+    built-in workload, so ``mlp -o hidden=1024,1024`` is calibrated by runs of ``mlp``);
+    without options no model code is imported."""
+    if not options:
+        return configured_name(workload, ())
+    from gpucast.workloads import configuration_name
+
+    return configuration_name(workload, tuple(options))
+
+
+def measured_name_of(text: str) -> str:
+    """:func:`measured_name` of a configuration as typed (``'mlp -o hidden=1024,1024'`` is
+    ``mlp``): how ``runs list --workload`` and ``report --workload`` find its runs."""
+    if " -o " not in text:
+        return text
+    name, options = split_configured_name(text)
+    return measured_name(name, options)
 
 
 def builtin_workloads() -> list[str]:

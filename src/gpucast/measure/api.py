@@ -276,6 +276,17 @@ def measure(
     )[0]
 
 
+def canonical_spec(spec: WorkloadSpec) -> WorkloadSpec:
+    """``spec`` with its options as :func:`gpucast.workloads.canonical_options` gives them
+    (an option at its built-in value dropped): every run is stored under this spec's label,
+    the name predictions look a configuration up by (``inputs.workload.measured_name``)."""
+    if not spec.options:
+        return spec
+    from gpucast.workloads import canonical_options
+
+    return dataclasses.replace(spec, options=canonical_options(spec.name, spec.options))
+
+
 def measure_kernels(
     spec: WorkloadSpec, *, kernel_steps: int = 3, **options: Any
 ) -> tuple[Measurement, KernelTrace | None]:
@@ -330,6 +341,7 @@ def _measure(
     from gpucast.workloads import get_workload
     from gpucast.workloads.steps import make_step
 
+    spec = canonical_spec(spec)  # stored under the name predictions look it up by
     chosen = workload if workload is not None else get_workload(spec.name, **dict(spec.options))
     with _translate_failures(spec, checked_mode, device_label(torch_device)):
         runner = make_step(chosen, spec, checked_mode, torch_device)

@@ -133,6 +133,10 @@ def measure_curve(
     """Time ``workload``'s inference step at each of ``batch_sizes`` (``max_time_s`` each),
     built with ``options`` (its ``-o``; the curve is named :func:`configured_name`)."""
     sizes = _check_batches(batch_sizes)
+    if options:
+        from gpucast.workloads import canonical_options
+
+        options = canonical_options(workload, options)  # as each point's run is stored
     if precision not in PRECISIONS:
         raise InvalidSpecError(
             "precision", f"must be one of {', '.join(PRECISIONS)}", got=precision

@@ -5,6 +5,18 @@ into a zero-argument callable running one training or inference step.
 """
 
 from gpucast.workloads.base import Batch, Workload
-from gpucast.workloads.registry import get_workload, list_workloads
+from gpucast.workloads.registry import (
+    canonical_options,
+    configuration_name,
+    get_workload,
+    list_workloads,
+)
 
-__all__ = ["Batch", "Workload", "get_workload", "list_workloads"]
+__all__ = [
+    "Batch",
+    "Workload",
+    "canonical_options",
+    "configuration_name",
+    "get_workload",
+    "list_workloads",
+]

@@ -30,8 +30,8 @@ def positive_ints(field: str, value: Any, *, min_len: int = 1) -> tuple[int, ...
             raise InvalidSpecError(
                 field, "must be integers separated by commas", got=value, fix="e.g. 512,256,64"
             ) from None
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = (value,)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = (value,)  # one layer; a whole float is that integer (positive_int)
     if not isinstance(value, Sequence) or len(value) < min_len:
         raise InvalidSpecError(field, f"must be a list of at least {min_len} integers", got=value)
     return tuple(positive_int(field, v) for v in value)

@@ -8,8 +8,8 @@ zero-argument callable the measurement harness times.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -31,6 +31,9 @@ class Workload:
         built directly on ``device`` when given (``meta`` for profiling).
     make_batch: ``(batch_size, device) -> Batch``; must work on ``torch.device("meta")``.
     loss: ``(model_output, target) -> scalar tensor``.
+    options: every option the factory reads, as it resolved it (defaults included:
+        ``{"seq_len": 128, "layers": 12, ...}``); empty for a user model. Two option sets
+        that resolve alike build the same model (:func:`gpucast.workloads.canonical_options`).
     """
 
     name: str
@@ -40,3 +43,4 @@ class Workload:
     make_batch: Callable[[int, torch.device], Batch]
     loss: Callable[[Any, Any], torch.Tensor]
     description: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict)

@@ -218,4 +218,10 @@ def retinanet(**options: Any) -> Workload:
         loss=_focal_box_loss,
         description=f"RetinaNet ResNeXt-50 32x4d FPN (MLPerf ssd), {resolution}x{resolution}, "
         f"{num_classes} classes, {anchors:,} anchors",
+        options={
+            "resolution": resolution,
+            "num_classes": num_classes,
+            "trainable_layers": trainable,
+            "foreground": foreground,
+        },
     )

@@ -310,4 +310,10 @@ def stable_diffusion(**options: Any) -> Workload:
         loss=_noise_loss,
         description=f"Stable Diffusion v2 UNet (MLPerf stable_diffusion), {resolution}x"
         f"{resolution} images as {side}x{side} latents, base width {width}, {conditioning}",
+        options={
+            "resolution": resolution,
+            "width": width,
+            "text_encoder": with_text,
+            "text_layers": text_layers,
+        },
     )

@@ -246,6 +246,7 @@ def _bert(
         loss=_token_loss,
         description=f"BERT-{name.removeprefix('bert-')} MLM, {layers} layers, hidden {hidden}, "
         f"{heads} heads, seq {seq_len}",
+        options={"seq_len": seq_len, "layers": layers, "dropout": dropout},
     )
 
 
@@ -288,6 +289,7 @@ def gpt2_small(**options: Any) -> Workload:
         make_batch=make_batch,
         loss=_token_loss,
         description=f"GPT-2 small, {layers} layers, hidden 768, 12 heads, seq {seq_len}",
+        options={"seq_len": seq_len, "layers": layers, "dropout": dropout},
     )
 
 
@@ -439,6 +441,13 @@ def transformer_base(**options: Any) -> Workload:
         loss=loss,
         description=f"Transformer base (Vaswani 2017), {layers}+{layers} layers, d 512, 8 heads, "
         f"vocab {vocab}, seq {seq_len}",
+        options={
+            "seq_len": seq_len,
+            "vocab": vocab,
+            "layers": layers,
+            "dropout": dropout,
+            "label_smoothing": smoothing,
+        },
     )
 
 
@@ -503,4 +512,12 @@ def lstm_lm(**options: Any) -> Workload:
         loss=_token_loss,
         description=f"{layers}-layer LSTM language model, {hidden} hidden, vocab {vocab}, "
         f"{'tied' if tied else 'untied'}, bptt {seq_len}",
+        options={
+            "hidden": hidden,
+            "layers": layers,
+            "seq_len": seq_len,
+            "vocab": vocab,
+            "dropout": dropout,
+            "tied": tied,
+        },
     )

@@ -141,6 +141,14 @@ def dlrm(**options: Any) -> Workload:
         make_batch=make_batch,
         loss=loss,
         description=f"DLRM, {len(table_sizes)} tables x dim {embedding_dim}, dot interaction",
+        options={
+            "table_sizes": table_sizes,
+            "embedding_dim": embedding_dim,
+            "bottom_mlp": bottom_mlp,
+            "top_mlp": top_mlp,
+            "dense_features": dense_features,
+            "lookups": lookups,
+        },
     )
 
 
@@ -246,6 +254,13 @@ def gcn(**options: Any) -> Workload:
         make_batch=make_batch,
         loss=loss,
         description=f"2-layer GCN {in_features}-{hidden}-{num_classes}, avg degree {avg_degree}",
+        options={
+            "in_features": in_features,
+            "hidden": hidden,
+            "num_classes": num_classes,
+            "avg_degree": avg_degree,
+            "dropout": dropout,
+        },
     )
 
 
@@ -280,6 +295,7 @@ def mlp(**options: Any) -> Workload:
         make_batch=make_batch,
         loss=loss,
         description="MLP " + "-".join(str(s) for s in sizes) + " with ReLU",
+        options={"in_features": in_features, "hidden": hidden, "num_classes": num_classes},
     )
 
 
@@ -357,4 +373,12 @@ def ncf(**options: Any) -> Workload:
         loss=loss,
         description=f"NeuMF, {users} users x {items} items, {factors} factors, "
         f"{layers}-layer MLP, {negatives} negatives per positive",
+        options={
+            "factors": factors,
+            "layers": layers,
+            "dropout": dropout,
+            "users": users,
+            "items": items,
+            "negatives": negatives,
+        },
     )

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpucast.domain.errors import UnknownWorkloadError
+from gpucast.domain.workload import WorkloadOptions, configured_name
 from gpucast.workloads import detection, diffusion, language, other, speech, vision
 from gpucast.workloads.base import Workload
 from gpucast.workloads.user import is_user_spec, load_user_workload
@@ -60,3 +61,28 @@ def get_workload(name: str, **options: Any) -> Workload:
             name, list_workloads(), fix="or give a user model as module:factory"
         )
     return factory(**options)
+
+
+def canonical_options(name: str, options: WorkloadOptions) -> WorkloadOptions:
+    """``options`` less those that change nothing, each value as the workload resolves it:
+    ``mlp`` with ``hidden=1024,1024`` (its default) is plain ``mlp``, ``seq_len=1e3`` is
+    ``seq_len=1000``, and ``shufflenetv2`` with ``image_size=224,stem=imagenet`` is
+    ``image_size=224`` (the stem that size takes anyway). An option is dropped when leaving it
+    out builds the same configuration (:attr:`Workload.options`); a user model's options are
+    kept as given (its factory's defaults are its own). Raises as :func:`get_workload` does."""
+    if not options or is_user_spec(name):
+        return tuple(options)
+    given = dict(options)
+    resolved = get_workload(name, **given).options
+    for key in sorted(given):
+        rest = {k: v for k, v in given.items() if k != key}
+        if get_workload(name, **rest).options == resolved:
+            given = rest
+    return tuple((key, resolved[key]) for key in sorted(given))
+
+
+def configuration_name(name: str, options: WorkloadOptions) -> str:
+    """The name a measurement of ``name`` with ``options`` is stored under and looked up by:
+    :func:`gpucast.domain.workload.configured_name` of the :func:`canonical_options`, so an
+    option at its built-in value calibrates (and is calibrated by) the built-in workload."""
+    return configured_name(name, canonical_options(name, options))

@@ -149,4 +149,5 @@ def deepspeech2(**options: Any) -> Workload:
         loss=loss,
         description=f"DeepSpeech2 (deepspeech.pytorch), 2 conv + {layers} BiLSTM x {hidden}, "
         f"{frames} frames, CTC over {CHARACTERS} characters",
+        options={"seq_len": frames, "hidden": hidden, "layers": layers, "chars": chars},
     )

@@ -209,6 +209,8 @@ def cifar_resnet(depth: int, **options: Any) -> Workload:
         make_batch=_image_batch_maker(3, 32, num_classes),
         loss=_classification_loss,
         description=description,
+        options={"width": width, "num_classes": num_classes}
+        | ({"blocks": blocks} if depth == 15 else {}),
     )
 
 
@@ -326,6 +328,7 @@ def shake_shake(**options: Any) -> Workload:
         make_batch=_image_batch_maker(3, 32, num_classes),
         loss=_classification_loss,
         description=f"Shake-Shake-{6 * blocks + 2} 2x{width}d (Gastaldi 2017) for CIFAR",
+        options={"width": width, "num_classes": num_classes, "blocks": blocks},
     )
 
 
@@ -425,6 +428,7 @@ def _imagenet_resnet(
         make_batch=_image_batch_maker(3, 224, num_classes),
         loss=_classification_loss,
         description=f"{name} ({block} blocks, torchvision architecture), 224x224 ImageNet",
+        options={"num_classes": num_classes},
     )
 
 
@@ -546,6 +550,7 @@ def shufflenetv2(**options: Any) -> Workload:
         loss=_classification_loss,
         description=f"ShuffleNet V2 1.0x, {stem} stem, {image_size}x{image_size}, "
         f"{num_classes} classes",
+        options={"num_classes": num_classes, "image_size": image_size, "stem": stem},
     )
 
 
@@ -674,4 +679,10 @@ def unet3d(**options: Any) -> Workload:
         loss=_dice_ce_loss,
         description=f"3D U-Net (MLPerf KiTS19), filters {'/'.join(map(str, filters))}, "
         f"{patch}^3 patches, {num_classes} classes",
+        options={
+            "patch": patch,
+            "num_classes": num_classes,
+            "in_channels": in_channels,
+            "width": width,
+        },
     )

@@ -77,6 +77,9 @@ def launch(
     other nodes. A rank that fails stops the others and raises :class:`MeasurementError`
     naming the rank and its error.
     """
+    from gpucast.measure.api import canonical_spec
+
+    spec = canonical_spec(spec)  # every rank builds, and the run is stored as, this spec
     validate(spec, config)
     port = config.master_port if config.master_port is not None else free_port()
     with contextlib.ExitStack() as stack:
