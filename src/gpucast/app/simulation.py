@@ -662,7 +662,7 @@ def simulate_train(
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.variability import gpu_variability, variability_assumption
     from gpucast.inputs.workload import workload_inputs
-    from gpucast.plan.risk import mean_lifetime_s, young_interval_s
+    from gpucast.plan.risk import MinLifetime, window_hazard_per_s, young_interval_s
     from gpucast.plan.uncertainty import strata
     from gpucast.simulate.transient import simulate_scenario
     from gpucast.store.db import default_db_path
@@ -871,14 +871,21 @@ def simulate_train(
         )
     elif young:
         # what rolls the job back: any node (synchronous), else the chief's node
+        # over the job's run: young nodes go first where the shape is below 1 (QA 37 T #5)
         spot_dists = [(d, g.count) for d, g in zip(dists, groups, strict=True) if d is not None]
-        hazard = sum(c / max(mean_lifetime_s(d), 1.0) for d, c in spot_dists)
+        run_s = total_steps / full_speed
+        hazard = sum(
+            window_hazard_per_s(MinLifetime(base=d, count=c), run_s) for d, c in spot_dists
+        )
         if not synchronous or request.elastic:
-            hazard = 1.0 / max(mean_lifetime_s(spot_dists[0][0]), 1.0)
+            hazard = window_hazard_per_s(spot_dists[0][0], run_s)
         tau = young_interval_s(ckpt_s, hazard)
         if math.isfinite(tau):
             every_steps = int(min(max(round(tau * full_speed), 1), total_steps))
-            rule = "Young's interval sqrt(2 C / hazard) from the spot lifetimes"
+            rule = (
+                "Young's interval sqrt(2 C / hazard), the hazard the spot lifetimes give "
+                "over the job's run"
+            )
             notes.append(
                 f"checkpoint every {every_steps:,} steps ({tau / 60:.0f} min: {rule}; override "
                 "with --checkpoint-every); the on-demand runs, never revoked, do not checkpoint"

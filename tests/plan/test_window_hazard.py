@@ -1,0 +1,55 @@
+"""Young's interval takes the hazard the spot lifetimes give over the job's run
+(``plan.risk.window_hazard_per_s``), not the long-run ``1 / mean lifetime``: with a Weibull
+shape below 1 (GCE's K80 fit: 0.49) young nodes go first, and a one-hour job on them was
+given no checkpoint while a quarter of its runs lost a node (QA 37 T #5)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from gpucast.plan.risk import mean_lifetime_s, window_hazard_per_s, young_interval_s
+from gpucast.predict.revocation import ExponentialLifetime, WeibullLifetime
+
+HOUR = 3600.0
+
+
+def _weibull_expected_renewals(scale_s: float, shape: float, horizon_s: float) -> float:
+    """E[N(horizon)] of the renewal process, by a direct simulation independent of the code
+    under test (a loop of fresh lifetimes)."""
+    rng = np.random.default_rng(7)
+    total = 0
+    for _ in range(20_000):
+        t = scale_s * rng.weibull(shape)
+        while t <= horizon_s:
+            total += 1
+            t += scale_s * rng.weibull(shape)
+    return total / 20_000
+
+
+def test_a_constant_hazard_is_its_own_window_rate() -> None:
+    life = ExponentialLifetime(hazard_per_hour=0.5)
+    assert window_hazard_per_s(life, 2 * HOUR) == pytest.approx(0.5 / HOUR, rel=0.05)
+    assert window_hazard_per_s(ExponentialLifetime(hazard_per_hour=0.0), HOUR) == 0.0
+
+
+@pytest.mark.parametrize(("shape", "above"), [(0.49, True), (3.0, False)])
+def test_a_weibull_window_rate_is_the_renewal_count_over_the_run(shape: float, above: bool) -> None:
+    scale = 260.2 * HOUR if shape < 1 else 10 * HOUR
+    life = WeibullLifetime(scale_s=scale, shape=shape, cap_s=None)
+    horizon = HOUR if shape < 1 else 5 * HOUR
+    rate = window_hazard_per_s(life, horizon)
+    expected = _weibull_expected_renewals(scale, shape, horizon) / horizon
+    assert rate == pytest.approx(expected, rel=0.15)
+    long_run = 1.0 / mean_lifetime_s(life)
+    assert (rate > 10 * long_run) if above else (rate < long_run)
+
+
+def test_the_k80_fit_checkpoints_a_one_hour_job_every_few_minutes_not_never() -> None:
+    life = WeibullLifetime(scale_s=260.2 * HOUR, shape=0.49, cap_s=None)
+    long_run = young_interval_s(3.72, 1.0 / mean_lifetime_s(life))
+    windowed = young_interval_s(3.72, window_hazard_per_s(life, HOUR))
+    assert long_run > HOUR > 5 * windowed  # ~62 min (no checkpoint in a 60 min job) vs ~11
+    assert window_hazard_per_s(life, math.inf) == pytest.approx(1.0 / mean_lifetime_s(life))
