@@ -115,7 +115,7 @@ class PlanLlmTrainRequest:
         flag="deadline",
         kind="text",
         parse=_duration,
-        help="Deadline, e.g. 7d (default: none).",
+        help="Deadline, e.g. 7d (a bare number is seconds; default: none).",
         metavar="DURATION",
         example="7d",
     )

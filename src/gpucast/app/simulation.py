@@ -207,7 +207,9 @@ class SimulateTrainRequest:
         None, help="Seconds one checkpoint takes (default: checkpoint model).", example="3.4"
     )
     deadline: str | None = option(
-        None, help="6h (from launch) or an ISO date-time; reports P(miss).", example="6h"
+        None,
+        help="6h (from launch; a bare number is seconds) or an ISO date-time; reports P(miss).",
+        example="6h",
     )
     seed: int = option(0, help="Seed; the same seed gives the same result.")
     price_table: Path | None = option(

@@ -198,7 +198,7 @@ class TrainRequest:
         flag="deadline",
         kind="text",
         parse=_deadline,
-        help="Deadline, e.g. 24h, 3d or 'none'.",
+        help="Deadline, e.g. 24h, 3d or 'none' (a bare number is seconds).",
         metavar="DURATION",
         example="24h",
     )
