@@ -20,7 +20,8 @@ def _by(offers, region, it):  # type: ignore[no-untyped-def]
 
 
 def test_aws_collapses_zones_and_skips_odd_rows() -> None:
-    offers, skipped = import_skypilot(FIX / "aws_vms.csv", "aws", as_of=DAY)
+    got = import_skypilot(FIX / "aws_vms.csv", "aws", as_of=DAY)
+    offers, skipped = got.offers, got.skipped
     p3 = _by(offers, "us-east-1", "p3.2xlarge")
     assert (p3.gpu, p3.gpus, p3.on_demand_usd_per_hour, p3.spot_usd_per_hour) == (
         "V100-16GB",
@@ -39,7 +40,8 @@ def test_aws_collapses_zones_and_skips_odd_rows() -> None:
 
 
 def test_gcp_adds_accelerator_rows_and_honours_700_sentinel() -> None:
-    offers, skipped = import_skypilot(FIX / "gcp_vms.csv", "gcp", as_of=DAY)
+    got = import_skypilot(FIX / "gcp_vms.csv", "gcp", as_of=DAY)
+    offers, skipped = got.offers, got.skipped
     a2 = _by(offers, "us-central1", "a2-highgpu-1g")
     assert a2.gpu == "A100-40GB" and a2.gpus == 1
     assert a2.on_demand_usd_per_hour == pytest.approx(0.73948 + 2.933908)
@@ -58,7 +60,8 @@ def test_gcp_adds_accelerator_rows_and_honours_700_sentinel() -> None:
 
 
 def test_azure_rows_per_region() -> None:
-    offers, skipped = import_skypilot(FIX / "azure_vms.csv", "azure", as_of=DAY)
+    got = import_skypilot(FIX / "azure_vms.csv", "azure", as_of=DAY)
+    offers, skipped = got.offers, got.skipped
     assert {(o.region, o.instance_type) for o in offers} == {
         ("eastus", "Standard_NC6s_v3"),
         ("westeurope", "Standard_NC6s_v3"),
@@ -70,7 +73,7 @@ def test_azure_rows_per_region() -> None:
 
 
 def test_round_trip_through_loader(tmp_path: Path) -> None:
-    offers, _ = import_skypilot(FIX / "gcp_vms.csv", "gcp", as_of=DAY)
+    offers = import_skypilot(FIX / "gcp_vms.csv", "gcp", as_of=DAY).offers
     out = tmp_path / "offers.csv"
     write_offers_csv(offers, out)
     merged = load_catalog(out)
@@ -99,7 +102,8 @@ def test_a_price_above_the_ceiling_is_skipped_and_refused_by_the_loader(tmp_path
         "p3.2xlarge,V100,1,8,61,3.06,0.918,us-east-1\n"
         "p4d.24xlarge,A100,8,96,1152,1e12,9,us-east-1\n"
     )
-    offers, skipped = import_skypilot(vms, "aws", as_of=DAY)
+    got = import_skypilot(vms, "aws", as_of=DAY)
+    offers, skipped = got.offers, got.skipped
     assert [o.instance_type for o in offers] == ["p3.2xlarge"]
     assert "line 3 (p4d.24xlarge in us-east-1)" in skipped[0] and "8,000,000 US$/h" in skipped[0]
     out = tmp_path / "offers.csv"
@@ -108,3 +112,25 @@ def test_a_price_above_the_ceiling_is_skipped_and_refused_by_the_loader(tmp_path
     out.write_text(text)
     with pytest.raises(DataFormatError, match="on_demand_usd_per_hour: must be <= 1,000,000"):
         load_catalog(out)
+
+
+def test_an_assumed_network_and_a_dropped_spot_price_are_said(tmp_path: Path) -> None:
+    """QA session 38: an instance type the built-in catalog lacks got network_gbps 10 and a
+    spot price above on-demand was dropped, neither said in the row's note or anywhere."""
+    vms = tmp_path / "vms.csv"
+    vms.write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region\n"
+        "p3.2xlarge,V100,1,8,61,3.06,0.918,us-east-1\n"
+        "p9.new,V100,8,96,768,30,40,us-east-1\n"
+    )
+    got = import_skypilot(vms, "aws", as_of=DAY)
+    known, new = _by(got.offers, "us-east-1", "p3.2xlarge"), _by(got.offers, "us-east-1", "p9.new")
+    assert known.network_gbps == 10 and new.network_gbps == 10 and new.spot_usd_per_hour is None
+    assert got.notes[0] == "imported from SkyPilot catalog"  # its network is the built-in one
+    assert "network_gbps 10 assumed" in got.notes[1] and "spot 40 > on-demand 30" in got.notes[1]
+    network, spot = got.warnings
+    assert network.startswith("network_gbps: 10 Gbit/s assumed for 1 of 2 offers (p9.new in")
+    assert spot.startswith("spot_usd_per_hour:") and "1 of 2 offers (p9.new in us-east-1)" in spot
+    out = tmp_path / "offers.csv"
+    write_offers_csv(got.offers, out, notes=got.notes)
+    assert "network_gbps 10 assumed" in out.read_text().splitlines()[2]

@@ -211,6 +211,9 @@ class ImportResult:
     offers: tuple[Offer, ...]
     skipped_reasons: tuple[str, ...]
     out: Path
+    #: One line per assumption made for some offers (a network figure, a dropped spot price);
+    #: each such row's ``note`` in ``out`` says it too.
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -218,6 +221,7 @@ class ImportResult:
             "skipped": len(self.skipped_reasons),
             "skipped_reasons": list(self.skipped_reasons),
             "out": str(self.out),
+            "warnings": list(self.warnings),
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -235,10 +239,11 @@ def import_skypilot(
     from gpucast.catalog.skypilot import import_skypilot as read_skypilot
 
     request = resolve(ImportSkypilotRequest, request, options)
-    imported, skipped = read_skypilot(request.file, request.cloud)
-    notes = ["imported from SkyPilot catalog"] * len(imported)
-    write_offers_csv(imported, request.out, notes=notes)
-    return ImportResult(offers=tuple(imported), skipped_reasons=tuple(skipped), out=request.out)
+    got = read_skypilot(request.file, request.cloud)
+    write_offers_csv(got.offers, request.out, notes=got.notes)
+    return ImportResult(
+        offers=got.offers, skipped_reasons=got.skipped, out=request.out, warnings=got.warnings
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

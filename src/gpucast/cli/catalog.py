@@ -238,6 +238,7 @@ def import_skypilot_cmd(
         console.print(f"  skipped {reason}", highlight=False)
     if len(skipped) > 10:
         console.print(f"  ... and {len(skipped) - 10} more (use --json for all)")
+    print_warnings(result.warnings)
 
 
 def mig_table(result: MigResult) -> Table:
