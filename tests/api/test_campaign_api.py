@@ -130,3 +130,18 @@ def test_status_of_a_changed_file_shows_its_points_and_run_says_it_merges(tmp_pa
     assert ran.campaign.note is not None and "added to it" in ran.campaign.note
     stored = gpucast.campaign_status(campaign="tiny", db=db)
     assert (stored.total, stored.done, stored.note) == (3, 3, None)  # what was stored is kept
+
+
+def test_status_of_a_grown_file_says_its_new_points_never_ran(tmp_path: Path) -> None:
+    """QA session 38: a file given one more batch size after its campaign was done showed
+    `interrupted` with no note, as if a run had been cut; the note now says why."""
+    db = tmp_path / "c.db"
+    gpucast.campaign_run(sweep_file=sweep(tmp_path), db=db)
+    grown = sweep(tmp_path, f"workloads: [mlp]\nbatch_sizes: [2, 4, 8]\n{FAST}")
+    status = gpucast.campaign_status(sweep_file=grown, db=db)
+    assert (status.total, status.done, status.pending) == (3, 2, 1)
+    assert status.note is not None
+    assert status.note.startswith("1 point of this file not in campaign 'tiny' yet")
+    assert "never run" in status.note and "campaign run" in status.note
+    ran = gpucast.campaign_run(sweep_file=grown, db=db)
+    assert (ran.status, ran.campaign.done, ran.campaign.note) == ("done", 3, None)
