@@ -229,3 +229,13 @@ def test_import_says_what_it_assumed(tmp_path: Path) -> None:
     assert "warning: spot_usd_per_hour: above the on-demand price (a stale quote)" in text
     data = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
     assert [w.split(":")[0] for w in data["warnings"]] == ["network_gbps", "spot_usd_per_hour"]
+
+
+def test_mig_says_how_the_profile_table_prices_a_slice() -> None:
+    """QA session 38: the profile table priced 4g.20gb at the whole A100 (a GPU of that profile
+    alone) while the line under it gave only the layout rule, which prices it at 4/7."""
+    result = runner.invoke(app, ["catalog", "mig", "--gpu", "A100-40GB", "--price", "7"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "│ 4g.20gb │ 4/7 │ 4/8 │ 20 │ 56 │ 1 │ 0 │ 51.9 │ 50.0 │ 7.0000 │" in text
+    assert "(the profile table's: a GPU filled with that profile alone, price / max)" in text

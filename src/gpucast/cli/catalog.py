@@ -290,7 +290,8 @@ def mig(
     console.print(
         f"slice price: the GPU's ({result.gpu_price}) split by max(compute/{result.slices[0]}, "
         f"memory/{result.slices[1]}) "
-        f"over the layout's instances; source {result.source_url}",
+        "over the layout's instances (the profile table's: a GPU filled with that profile "
+        f"alone, price / max); source {result.source_url}",
         highlight=False,
     )
     console.print(f"slice speed (SM and memory-slice shares): {result.validation.text()}")
