@@ -109,7 +109,7 @@ def test_status_of_a_sweep_never_run_shows_every_point_pending(tmp_path: Path) -
             other = tmp_path / "other.yaml"
             other.write_text(never.read_text().replace("[2, 4]", "[2]") + "name: other\n")
             gpucast.campaign_run(sweep_file=other, db=db)
-    with pytest.raises(InvalidInputError, match="no campaign 'tiny'"):
+    with pytest.raises(InvalidInputError, match=r"^campaign: no campaign 'tiny'"):
         gpucast.campaign_status(campaign="tiny", db=db)  # by id: still an unknown campaign
 
 

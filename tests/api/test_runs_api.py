@@ -94,7 +94,7 @@ def test_show_and_export_on_a_missing_store_create_nothing(tmp_path: Path) -> No
 
 
 def test_unknown_id_names_the_fix(db: Path) -> None:
-    with pytest.raises(InvalidInputError, match=r"no run with id 99.*gpucast runs list"):
+    with pytest.raises(InvalidInputError, match=r"^run-id: no run with id 99.*gpucast runs list"):
         gpucast.runs_show(run_id=99, db=db)
 
 

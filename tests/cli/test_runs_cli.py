@@ -125,7 +125,8 @@ def test_unknown_or_malformed_id_exits_2(db: Path, run_id: str) -> None:
 
 def test_unknown_id_names_the_fix(db: Path) -> None:
     result = runner.invoke(app, ["--db", str(db), "runs", "show", "99"])
-    assert "no run with id 99" in result.stderr and "gpucast runs list" in result.stderr
+    assert result.stderr.startswith("error: run-id: no run with id 99")  # the field (QA 38 C)
+    assert "gpucast runs list" in result.stderr and result.exit_code == 2
 
 
 @pytest.mark.parametrize(("fmt", "suffix"), [("csv", ".csv"), ("parquet", ".parquet")])

@@ -288,7 +288,7 @@ def _status(
         )
     if not path.exists():  # say so without creating an empty store
         raise InvalidInputError(
-            f"no campaign {campaign_id!r}: no store at {path} yet",
+            f"campaign: no campaign {campaign_id!r}: no store at {path} yet",
             fix="run it with `gpucast campaign run SWEEP.yaml` first",
         )
     return CampaignStatus.from_dict(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
-from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.units import count_of
 
@@ -158,7 +158,10 @@ def runs_show(
 
     request = resolve(RunsShowRequest, request, options)
     with Store(_db_path(db)).open(create=False) as store:
-        return store.get_run(request.run_id)
+        try:
+            return store.get_run(request.run_id)
+        except InvalidInputError as exc:  # an unknown id (a damaged row is a StoreError)
+            raise InvalidInputError(f"run-id: {exc.message}", fix=exc.fix) from None
 
 
 def _export_format(value: Any) -> str:

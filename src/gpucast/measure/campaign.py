@@ -687,7 +687,7 @@ def campaign_status(
 
             known = [c.id for c in list_campaigns(store)]
             raise InvalidInputError(
-                f"no campaign {campaign_id!r} in {db_path}"
+                f"campaign: no campaign {campaign_id!r} in {db_path}"
                 + (f" (known: {', '.join(known)})" if known else " (the store has none)"),
                 fix="run it with `gpucast campaign run SWEEP.yaml` first",
             )
