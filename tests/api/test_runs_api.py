@@ -107,3 +107,11 @@ def test_a_workload_filter_reads_the_name_as_the_measure_verbs_do(db: Path, tmp_
     assert gpucast.runs_export(out=tmp_path / "x.csv", workload="Mlp", db=db).count == exact.total
     report = gpucast.write_report(runs=True, workload="MLP", db=db)
     assert len(report.data["runs"]) == exact.total and not report.warnings
+
+
+def test_a_report_of_one_run_says_one_run(db: Path, tmp_path: Path) -> None:
+    """QA session 38: `report --runs --limit 1` said "1 runs" (page and result)."""
+    out = tmp_path / "one.html"
+    report = gpucast.write_report(runs=True, limit=1, out=out, db=db)
+    assert report.what.startswith("1 run from ")
+    assert ": 1 run.</p>" in out.read_text()
