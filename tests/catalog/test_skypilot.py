@@ -134,3 +134,28 @@ def test_an_assumed_network_and_a_dropped_spot_price_are_said(tmp_path: Path) ->
     out = tmp_path / "offers.csv"
     write_offers_csv(got.offers, out, notes=got.notes)
     assert "network_gbps 10 assumed" in out.read_text().splitlines()[2]
+
+
+def test_a_file_of_another_cloud_is_refused() -> None:
+    """QA session 38: `--cloud aws` on a GCP vms.csv wrote GCP's machines as aws offers in
+    us-central1 (exit 0)."""
+    with pytest.raises(InvalidSpecError) as info:
+        import_skypilot(FIX / "gcp_vms.csv", "aws", as_of=DAY)
+    assert str(info.value).startswith("cloud: is aws, but the regions of gcp_vms.csv (")
+    assert str(info.value).endswith("are gcp's; pass --cloud gcp")
+
+
+def test_an_n1_type_with_attached_gpus_has_its_hosts_network(tmp_path: Path) -> None:
+    """QA session 38: n1-standard-8+2xT4 (no built-in offer of that type) got the assumed
+    10 Gbit/s where its host, n1-standard-8, has 16 in the built-in catalog."""
+    vms = tmp_path / "vms.csv"
+    vms.write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region\n"
+        "n1-standard-8,,,8,30,0.38,0.08,us-central1\n"
+        ",T4,2,,,0.70,0.22,us-central1\n"
+    )
+    got = import_skypilot(vms, "gcp", as_of=DAY)
+    host = load_catalog().find_offers(provider="gcp", region="us-central1", cpu_only=True)
+    n1 = next(o for o in host if o.instance_type == "n1-standard-8")
+    assert _by(got.offers, "us-central1", "n1-standard-8+2xT4").network_gbps == n1.network_gbps
+    assert n1.network_gbps != 10 and not got.warnings

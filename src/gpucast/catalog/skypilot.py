@@ -197,12 +197,29 @@ def import_skypilot(path: Path, cloud: str, *, as_of: date | None = None) -> Sky
     catalog = load_catalog()
     network = {o.instance_type: o.network_gbps for o in catalog.offers}
     rows, skipped = _read(path)
+    _check_cloud(rows, cloud, catalog, path)
     builder = _Builder(cloud, snapshot, network, skipped)
     if cloud == "gcp":
         _gcp(rows, catalog, builder)
     else:
         _per_region(rows, catalog, builder)
     return builder.result()
+
+
+def _check_cloud(rows: list[_Row], cloud: str, catalog: Catalog, path: Path) -> None:
+    """Refuse a file whose regions are all another cloud's (``--cloud`` mistyped): its rows
+    would be written as ``cloud``'s offers in regions ``cloud`` does not have."""
+    regions = {r.region for r in rows if r.region}
+    if not regions or regions & set(catalog.regions(cloud)):
+        return
+    for other in CLOUDS:
+        if other != cloud and regions & set(catalog.regions(other)):
+            shown = ", ".join(sorted(regions)[:3]) + (", ..." if len(regions) > 3 else "")
+            raise InvalidSpecError(
+                "cloud",
+                f"is {cloud}, but the regions of {path.name} ({shown}) are {other}'s",
+                fix=f"pass --cloud {other}",
+            )
 
 
 class _Builder:
@@ -265,7 +282,8 @@ class _Builder:
         if stale:
             notes.append(f"spot {spot:g} > on-demand {price:g} US$/h dropped (a stale quote)")
             spot = None  # a spot price above on-demand is a stale quote, not a discount
-        network = self.network.get(instance_type)
+        # a GCP n1 type with attached GPUs has its host's network ("n1-standard-8+2xT4")
+        network = self.network.get(instance_type) or self.network.get(instance_type.split("+")[0])
         if network is None:
             notes.append(
                 f"network_gbps {DEFAULT_NETWORK_GBPS:g} assumed (SkyPilot has no network "
