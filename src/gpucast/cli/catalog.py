@@ -137,6 +137,7 @@ def offers(
         emit_json(result.to_dict())
     else:
         console.print(offers_table(result))
+        print_warnings(result.warnings)
 
 
 @app.command("systems")
