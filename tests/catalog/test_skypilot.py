@@ -15,6 +15,14 @@ FIX = Path(__file__).resolve().parent / "fixtures"
 DAY = date(2026, 1, 2)
 
 
+def _vms(tmp_path: Path, *rows: str) -> Path:
+    """A SkyPilot vms.csv of ``rows`` with the importer's required columns."""
+    vms = tmp_path / "vms.csv"
+    head = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region"
+    vms.write_text("\n".join([head, *rows]) + "\n")
+    return vms
+
+
 def _by(offers, region, it):  # type: ignore[no-untyped-def]
     return next(o for o in offers if o.region == region and o.instance_type == it)
 
@@ -96,11 +104,10 @@ def test_bad_inputs(tmp_path: Path) -> None:
 def test_a_price_above_the_ceiling_is_skipped_and_refused_by_the_loader(tmp_path: Path) -> None:
     """QA session 36: a SkyPilot row priced 1e12 US$/h was imported and listed as an offer,
     where `--price` refuses more than 1e6 US$/h per GPU as a typo."""
-    vms = tmp_path / "vms.csv"
-    vms.write_text(
-        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region\n"
-        "p3.2xlarge,V100,1,8,61,3.06,0.918,us-east-1\n"
-        "p4d.24xlarge,A100,8,96,1152,1e12,9,us-east-1\n"
+    vms = _vms(
+        tmp_path,
+        "p3.2xlarge,V100,1,8,61,3.06,0.918,us-east-1",
+        "p4d.24xlarge,A100,8,96,1152,1e12,9,us-east-1",
     )
     got = import_skypilot(vms, "aws", as_of=DAY)
     offers, skipped = got.offers, got.skipped
@@ -117,11 +124,10 @@ def test_a_price_above_the_ceiling_is_skipped_and_refused_by_the_loader(tmp_path
 def test_an_assumed_network_and_a_dropped_spot_price_are_said(tmp_path: Path) -> None:
     """QA session 38: an instance type the built-in catalog lacks got network_gbps 10 and a
     spot price above on-demand was dropped, neither said in the row's note or anywhere."""
-    vms = tmp_path / "vms.csv"
-    vms.write_text(
-        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region\n"
-        "p3.2xlarge,V100,1,8,61,3.06,0.918,us-east-1\n"
-        "p9.new,V100,8,96,768,30,40,us-east-1\n"
+    vms = _vms(
+        tmp_path,
+        "p3.2xlarge,V100,1,8,61,3.06,0.918,us-east-1",
+        "p9.new,V100,8,96,768,30,40,us-east-1",
     )
     got = import_skypilot(vms, "aws", as_of=DAY)
     known, new = _by(got.offers, "us-east-1", "p3.2xlarge"), _by(got.offers, "us-east-1", "p9.new")
@@ -148,11 +154,8 @@ def test_a_file_of_another_cloud_is_refused() -> None:
 def test_an_n1_type_with_attached_gpus_has_its_hosts_network(tmp_path: Path) -> None:
     """QA session 38: n1-standard-8+2xT4 (no built-in offer of that type) got the assumed
     10 Gbit/s where its host, n1-standard-8, has 16 in the built-in catalog."""
-    vms = tmp_path / "vms.csv"
-    vms.write_text(
-        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region\n"
-        "n1-standard-8,,,8,30,0.38,0.08,us-central1\n"
-        ",T4,2,,,0.70,0.22,us-central1\n"
+    vms = _vms(
+        tmp_path, "n1-standard-8,,,8,30,0.38,0.08,us-central1", ",T4,2,,,0.70,0.22,us-central1"
     )
     got = import_skypilot(vms, "gcp", as_of=DAY)
     host = load_catalog().find_offers(provider="gcp", region="us-central1", cpu_only=True)
