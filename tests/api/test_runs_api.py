@@ -115,3 +115,15 @@ def test_a_report_of_one_run_says_one_run(db: Path, tmp_path: Path) -> None:
     report = gpucast.write_report(runs=True, limit=1, out=out, db=db)
     assert report.what.startswith("1 run from ")
     assert ": 1 run.</p>" in out.read_text()
+
+
+def test_a_format_its_file_name_contradicts_is_said(db: Path, tmp_path: Path) -> None:
+    """QA session 38: `runs export --format parquet --out runs.csv` wrote Parquet bytes into a
+    .csv without a word."""
+    parquet_in_csv = gpucast.runs_export(out=tmp_path / "runs.csv", format="parquet", db=db)
+    assert parquet_in_csv.format == "parquet"
+    assert parquet_in_csv.warnings[0].startswith("out: ")
+    assert "holds parquet (--format parquet) though its name says csv" in parquet_in_csv.warnings[0]
+    assert "name it runs.parquet" in parquet_in_csv.warnings[0]
+    assert gpucast.runs_export(out=tmp_path / "r.pq", format="parquet", db=db).warnings == ()
+    assert gpucast.runs_export(out=tmp_path / "r.txt", format="parquet", db=db).warnings == ()

@@ -254,13 +254,21 @@ def runs_export(
         )
         held = store.count_runs() if count == 0 else count
     warnings: tuple[str, ...] = ()
+    implied = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}.get(
+        Path(request.out).suffix.lower(), chosen
+    )
+    if implied != chosen:  # --format parquet --out runs.csv: parquet bytes in a .csv
+        warnings += (
+            f"out: {request.out} holds {chosen} (--format {chosen}) though its name says "
+            f"{implied}; name it {Path(request.out).stem}.{chosen} to open it as what it is",
+        )
     if count == 0:  # as report --runs says it: the file holds the header alone
         which = " and ".join(
             f"{flag} {value}"
             for flag, value in (("--kind", request.kind), ("--workload", request.workload))
             if value is not None
         )
-        warnings = (
+        warnings += (
             f"no run matches {which or 'any filter'} in {_db_path(db)}; it holds "
             f"{count_of(held, 'run')}: see gpucast runs list ({request.out} holds the header "
             "alone)",
