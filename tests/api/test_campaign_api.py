@@ -145,3 +145,23 @@ def test_status_of_a_grown_file_says_its_new_points_never_ran(tmp_path: Path) ->
     assert "never run" in status.note and "campaign run" in status.note
     ran = gpucast.campaign_run(sweep_file=grown, db=db)
     assert (ran.status, ran.campaign.done, ran.campaign.note) == ("done", 3, None)
+
+
+def test_a_cuda_sweep_without_cuda_fails_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QA session 38: `devices: [cuda]` on a machine without CUDA passed the file's checks and
+    every point failed at run time (exit 1, "rerun with --retry-failed")."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    db = tmp_path / "c.db"
+    cuda = sweep(tmp_path, f"workloads: [mlp]\nbatch_sizes: [2]\n{FAST}").read_text()
+    path = tmp_path / "cuda.yaml"
+    path.write_text(cuda.replace("devices: [cpu]", "devices: [cpu, cuda]"))
+    with pytest.raises(DataFormatError) as info:
+        gpucast.campaign_run(sweep_file=path, db=db)
+    assert str(info.value).startswith(f"{path}, line 1, key 'devices': device 'cuda': no CUDA")
+    assert "devices: [cpu]" in str(info.value) and not db.exists()
+    status = gpucast.campaign_status(sweep_file=path, db=db)  # status does not need the GPU
+    assert status.status == "not started" and status.total == 2

@@ -128,13 +128,18 @@ def _build_workload(name: str) -> None:
 
 
 def load_sweep(
-    path: Path | str, *, check_workload: Callable[[str], None] = _build_workload
+    path: Path | str,
+    *,
+    check_workload: Callable[[str], None] = _build_workload,
+    check_device: Callable[[str], None] | None = None,
 ) -> Sweep:
     """Parse and check a sweep YAML file; every error names the file, line and key.
 
     ``check_workload`` raises :class:`~gpucast.domain.errors.UnknownWorkloadError` for a name
     that is no workload; by default it builds the workload (torch), which a driver that only
     starts the points' processes can avoid by checking names (``gpucast.app`` does).
+    ``check_device`` (when given) raises an :class:`InvalidInputError` for a device the points
+    will not find (``cuda`` on a machine without one).
     """
     import yaml
 
@@ -202,6 +207,11 @@ def load_sweep(
                     path, item, "devices", f"{device!r} is not cpu, cuda, cuda:N or auto",
                     fix="e.g. devices: [cpu] or [cuda:0]",
                 )  # fmt: skip
+            try:
+                if check_device is not None:
+                    check_device(device)
+            except InvalidInputError as exc:
+                raise _bad(path, item, "devices", exc.message, fix=exc.fix) from None
     try:
         sweep = Sweep(**fields)
     except InvalidSpecError as exc:
