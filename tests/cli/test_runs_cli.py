@@ -105,7 +105,9 @@ def test_show_round_trips_the_measurement(db: Path) -> None:
     assert Measurement.from_dict(data["result"]) == make_measurement(1)
     table = runner.invoke(app, ["--db", str(db), "runs", "show", "2"])
     assert table.exit_code == 0
-    assert "run 2: train resnet50" in table.stdout and "median step" in table.stdout
+    # what was measured, as measure train's title says it (QA 38 C: batch, precision, device)
+    assert "run 2: train resnet50 · batch 9 · fp32 · cpu" in table.stdout
+    assert "median step" in table.stdout
     profile = runner.invoke(app, ["--db", str(db), "runs", "show", "4"])
     assert profile.exit_code == 0 and "25557032" in profile.stdout
     # piped (not a terminal): the stored JSON as is, no line padded to the console width
