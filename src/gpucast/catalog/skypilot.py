@@ -232,11 +232,11 @@ class _Builder:
         self.skipped = skipped
         self.offers: list[Offer] = []
         self.notes: list[str] = []
-        self.assumed_network: list[str] = []  # instance types priced at DEFAULT_NETWORK_GBPS
+        self.assumed_network: list[str] = []  # "type in region" priced at DEFAULT_NETWORK_GBPS
         self.stale_spot: list[str] = []  # where a spot price above on-demand was dropped
 
     def result(self) -> SkypilotImport:
-        warnings = []
+        warnings: list[str] = []
         if self.assumed_network:
             warnings.append(
                 f"network_gbps: {DEFAULT_NETWORK_GBPS:g} Gbit/s assumed for "
