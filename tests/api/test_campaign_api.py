@@ -109,7 +109,7 @@ def test_status_of_a_sweep_never_run_shows_every_point_pending(tmp_path: Path) -
             other = tmp_path / "other.yaml"
             other.write_text(never.read_text().replace("[2, 4]", "[2]") + "name: other\n")
             gpucast.campaign_run(sweep_file=other, db=db)
-    with pytest.raises(InvalidInputError, match="no campaign 'tiny'"):
+    with pytest.raises(InvalidInputError, match=r"^campaign: no campaign 'tiny'"):
         gpucast.campaign_status(campaign="tiny", db=db)  # by id: still an unknown campaign
 
 
@@ -130,3 +130,38 @@ def test_status_of_a_changed_file_shows_its_points_and_run_says_it_merges(tmp_pa
     assert ran.campaign.note is not None and "added to it" in ran.campaign.note
     stored = gpucast.campaign_status(campaign="tiny", db=db)
     assert (stored.total, stored.done, stored.note) == (3, 3, None)  # what was stored is kept
+
+
+def test_status_of_a_grown_file_says_its_new_points_never_ran(tmp_path: Path) -> None:
+    """QA session 38: a file given one more batch size after its campaign was done showed
+    `interrupted` with no note, as if a run had been cut; the note now says why."""
+    db = tmp_path / "c.db"
+    gpucast.campaign_run(sweep_file=sweep(tmp_path), db=db)
+    grown = sweep(tmp_path, f"workloads: [mlp]\nbatch_sizes: [2, 4, 8]\n{FAST}")
+    status = gpucast.campaign_status(sweep_file=grown, db=db)
+    assert (status.total, status.done, status.pending) == (3, 2, 1)
+    assert status.note is not None
+    assert status.note.startswith("1 point of this file not in campaign 'tiny' yet")
+    assert "never run" in status.note and "campaign run" in status.note
+    ran = gpucast.campaign_run(sweep_file=grown, db=db)
+    assert (ran.status, ran.campaign.done, ran.campaign.note) == ("done", 3, None)
+
+
+def test_a_cuda_sweep_without_cuda_fails_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QA session 38: `devices: [cuda]` on a machine without CUDA passed the file's checks and
+    every point failed at run time (exit 1, "rerun with --retry-failed")."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    db = tmp_path / "c.db"
+    cuda = sweep(tmp_path, f"workloads: [mlp]\nbatch_sizes: [2]\n{FAST}").read_text()
+    path = tmp_path / "cuda.yaml"
+    path.write_text(cuda.replace("devices: [cpu]", "devices: [cpu, cuda]"))
+    with pytest.raises(DataFormatError) as info:
+        gpucast.campaign_run(sweep_file=path, db=db)
+    assert str(info.value).startswith(f"{path}, line 1, key 'devices': device 'cuda': no CUDA")
+    assert "devices: [cpu]" in str(info.value) and not db.exists()
+    status = gpucast.campaign_status(sweep_file=path, db=db)  # status does not need the GPU
+    assert status.status == "not started" and status.total == 2

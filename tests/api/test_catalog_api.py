@@ -64,6 +64,7 @@ def test_import_then_use_offers(tmp_path: Path) -> None:
         "skipped": 4,
         "skipped_reasons": list(result.skipped_reasons),
         "out": str(out),
+        "warnings": [],  # every fixture instance type has a built-in network figure
     }
     assert len(result.to_frame()) == 8 and out.is_file()
     offers = gpucast.catalog_offers(offers=out, gpu="T4", region="us-central1")
@@ -87,3 +88,17 @@ def test_bad_imports_are_typed_errors_and_write_nothing(tmp_path: Path) -> None:
     bad.write_text("provider,region\n")
     with pytest.raises(DataFormatError, match=r"bad\.csv"):
         gpucast.catalog_offers(offers=bad)
+
+
+def test_no_offer_says_why() -> None:
+    """QA session 38: `catalog offers --gpu GB200` printed an empty table and nothing else."""
+    none = gpucast.catalog_offers(gpu="GB200")
+    assert none.offers == () and len(none.warnings) == 1
+    assert none.warnings[0].startswith("gpu: no offer of the catalog sells GB200;")
+    assert "catalog systems --gpu GB200" in none.warnings[0]
+    assert none.to_dict()["warnings"] == list(none.warnings)
+    # a GPU that is sold (GCP sells H100 elsewhere), filters that exclude each other
+    filtered = gpucast.catalog_offers(gpu="H100", provider="gcp", region="us-east1", spot=True)
+    assert filtered.offers == ()
+    assert filtered.warnings[0].startswith("no offer matches all of these filters")
+    assert gpucast.catalog_offers(gpu="V100", provider="gcp").warnings == ()

@@ -94,7 +94,7 @@ def test_show_and_export_on_a_missing_store_create_nothing(tmp_path: Path) -> No
 
 
 def test_unknown_id_names_the_fix(db: Path) -> None:
-    with pytest.raises(InvalidInputError, match=r"no run with id 99.*gpucast runs list"):
+    with pytest.raises(InvalidInputError, match=r"^run-id: no run with id 99.*gpucast runs list"):
         gpucast.runs_show(run_id=99, db=db)
 
 
@@ -107,3 +107,23 @@ def test_a_workload_filter_reads_the_name_as_the_measure_verbs_do(db: Path, tmp_
     assert gpucast.runs_export(out=tmp_path / "x.csv", workload="Mlp", db=db).count == exact.total
     report = gpucast.write_report(runs=True, workload="MLP", db=db)
     assert len(report.data["runs"]) == exact.total and not report.warnings
+
+
+def test_a_report_of_one_run_says_one_run(db: Path, tmp_path: Path) -> None:
+    """QA session 38: `report --runs --limit 1` said "1 runs" (page and result)."""
+    out = tmp_path / "one.html"
+    report = gpucast.write_report(runs=True, limit=1, out=out, db=db)
+    assert report.what.startswith("1 run from ")
+    assert ": 1 run.</p>" in out.read_text()
+
+
+def test_a_format_its_file_name_contradicts_is_said(db: Path, tmp_path: Path) -> None:
+    """QA session 38: `runs export --format parquet --out runs.csv` wrote Parquet bytes into a
+    .csv without a word."""
+    parquet_in_csv = gpucast.runs_export(out=tmp_path / "runs.csv", format="parquet", db=db)
+    assert parquet_in_csv.format == "parquet"
+    assert parquet_in_csv.warnings[0].startswith("out: ")
+    assert "holds parquet (--format parquet) though its name says csv" in parquet_in_csv.warnings[0]
+    assert "name it runs.parquet" in parquet_in_csv.warnings[0]
+    assert gpucast.runs_export(out=tmp_path / "r.pq", format="parquet", db=db).warnings == ()
+    assert gpucast.runs_export(out=tmp_path / "r.txt", format="parquet", db=db).warnings == ()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import csv
 import math
+import re
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
@@ -102,3 +105,18 @@ def test_catalog_is_cached_and_snapshot_date() -> None:
     a, b = load_catalog(), load_catalog()
     assert a is b
     assert a.snapshot_date == max(o.as_of for o in a.offers)
+
+
+def test_the_readme_counts_the_offer_rows_as_they_are() -> None:
+    """QA session 38: the README said 251 of 304 offer rows were read from SkyPilot's catalog
+    after nine g6e rows were added (259 of 312)."""
+    root = Path(__file__).resolve().parents[2]
+    with (root / "src/gpucast/catalog/data/offers.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    unverified = [r for r in rows if r["note"].upper().startswith("UNVERIFIED")]
+    read = [r for r in rows if "skypilot-catalog" in r["source_url"] and r not in unverified]
+    text = " ".join((root / "README.md").read_text().split())
+    said = re.search(r"(\d+) of the (\d+) offer rows are read from pinned commits", text)
+    assert said is not None
+    assert (int(said[1]), int(said[2])) == (len(read), len(rows))
+    assert f"the remaining {len(unverified)} (" in text

@@ -95,6 +95,8 @@ def _offers_csv(row: str) -> str:
         ("aws,us-east-1,x,,0,8,16,10,nan,,https://e.com,2025-01-01", "on_demand_usd_per_hour"),
         ("aws,us-east-1,x,,0,8,16,10,-1,,https://e.com,2025-01-01", "on_demand_usd_per_hour"),
         ("aws,us-east-1,x,,0,8,16,10,1.0,inf,https://e.com,2025-01-01", "spot_usd_per_hour"),
+        # QA session 38: a spot price above on-demand (the importer drops it as stale)
+        ("aws,us-east-1,x,,0,8,16,10,1.0,1.5,https://e.com,2025-01-01", "spot_usd_per_hour"),
         ("aws,us-east-1,x,,0,8,16,10,1.0,,https://e.com,yesterday", "as_of"),
         ("aws,us-east-1,x,Z80,1,8,16,10,1.0,,https://e.com,2025-01-01", "gpu"),
         ("aws,us-east-1,x,,0,8,16,10,1.0,,,2025-01-01", "source_url"),

@@ -85,7 +85,7 @@ def test_status_needs_exactly_one_selector(tmp_path: Path) -> None:
 def test_status_of_a_missing_store_creates_nothing(tmp_path: Path) -> None:
     db = tmp_path / "none.db"
     result = runner.invoke(app, ["--db", str(db), "campaign", "status", "--campaign", "x"])
-    assert result.exit_code == 2 and "no campaign 'x'" in result.stderr
+    assert result.exit_code == 2 and "error: campaign: no campaign 'x'" in result.stderr
     assert not db.exists()
 
 

@@ -210,3 +210,32 @@ def test_a_gpu_without_node_shapes_says_so_instead_of_an_empty_table() -> None:
     assert data["count"] == 0 and len(data["warnings"]) == 1
     h100 = json.loads(runner.invoke(app, ["catalog", "systems", "--gpu", "H100", "--json"]).stdout)
     assert h100["count"] > 0 and h100["warnings"] == []
+
+
+def test_import_says_what_it_assumed(tmp_path: Path) -> None:
+    """QA session 38: an unknown instance type's network (10 Gbit/s) and a dropped spot price
+    were silent; now one warning line each on stderr, and the same lines in --json."""
+    vms = tmp_path / "vms.csv"
+    vms.write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region\n"
+        "p9.new,V100,8,96,768,30,40,us-east-1\n"
+    )
+    args = ["catalog", "import-skypilot", str(vms), "--cloud", "aws", "--out", str(tmp_path / "o")]
+    plain = runner.invoke(app, args)
+    assert plain.exit_code == 0, plain.output
+    text = " ".join(plain.stderr.split())  # the console wraps long lines
+    assert text.count("warning:") == 2
+    assert "warning: network_gbps: 10 Gbit/s assumed for 1 of 1 offers (p9.new in" in text
+    assert "warning: spot_usd_per_hour: above the on-demand price (a stale quote)" in text
+    data = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    assert [w.split(":")[0] for w in data["warnings"]] == ["network_gbps", "spot_usd_per_hour"]
+
+
+def test_mig_says_how_the_profile_table_prices_a_slice() -> None:
+    """QA session 38: the profile table priced 4g.20gb at the whole A100 (a GPU of that profile
+    alone) while the line under it gave only the layout rule, which prices it at 4/7."""
+    result = runner.invoke(app, ["catalog", "mig", "--gpu", "A100-40GB", "--price", "7"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "│ 4g.20gb │ 4/7 │ 4/8 │ 20 │ 56 │ 1 │ 0 │ 51.9 │ 50.0 │ 7.0000 │" in text
+    assert "(the profile table's: a GPU filled with that profile alone, price / max)" in text

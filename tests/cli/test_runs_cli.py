@@ -105,7 +105,9 @@ def test_show_round_trips_the_measurement(db: Path) -> None:
     assert Measurement.from_dict(data["result"]) == make_measurement(1)
     table = runner.invoke(app, ["--db", str(db), "runs", "show", "2"])
     assert table.exit_code == 0
-    assert "run 2: train resnet50" in table.stdout and "median step" in table.stdout
+    # what was measured, as measure train's title says it (QA 38 C: batch, precision, device)
+    assert "run 2: train resnet50 · batch 9 · fp32 · cpu" in table.stdout
+    assert "median step" in table.stdout
     profile = runner.invoke(app, ["--db", str(db), "runs", "show", "4"])
     assert profile.exit_code == 0 and "25557032" in profile.stdout
     # piped (not a terminal): the stored JSON as is, no line padded to the console width
@@ -125,7 +127,8 @@ def test_unknown_or_malformed_id_exits_2(db: Path, run_id: str) -> None:
 
 def test_unknown_id_names_the_fix(db: Path) -> None:
     result = runner.invoke(app, ["--db", str(db), "runs", "show", "99"])
-    assert "no run with id 99" in result.stderr and "gpucast runs list" in result.stderr
+    assert result.stderr.startswith("error: run-id: no run with id 99")  # the field (QA 38 C)
+    assert "gpucast runs list" in result.stderr and result.exit_code == 2
 
 
 @pytest.mark.parametrize(("fmt", "suffix"), [("csv", ".csv"), ("parquet", ".parquet")])

@@ -45,6 +45,22 @@ def _check_workload(name: str) -> None:
     get_workload(plain, **dict(options))
 
 
+def _check_device(device: str) -> None:
+    """A sweep's ``cuda``/``cuda:N`` checked on this machine, where the local backend runs
+    its points (torch is imported only for such a device)."""
+    if not device.strip().lower().startswith("cuda"):
+        return
+    from gpucast.domain.errors import DeviceUnavailableError
+    from gpucast.measure.devices import resolve_device
+
+    try:
+        resolve_device(device)
+    except DeviceUnavailableError as exc:
+        raise DeviceUnavailableError(
+            exc.message, fix="use devices: [cpu] here, or --backend ray on a cluster with GPUs"
+        ) from None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CampaignRunRequest:
     """A sweep to run or resume (``gpucast campaign run``)."""
@@ -224,7 +240,11 @@ def campaign_run(
     from gpucast.measure.campaign import PointRunner, load_sweep, run_campaign
 
     request = resolve(CampaignRunRequest, request, options)
-    sweep = load_sweep(request.sweep_file, check_workload=_check_workload)  # every check first
+    sweep = load_sweep(  # every check first; a local run's CUDA devices on this machine
+        request.sweep_file,
+        check_workload=_check_workload,
+        check_device=_check_device if request.backend == "local" else None,
+    )
     runner: PointRunner | None = None
     if request.backend == "ray":
         from gpucast.measure.campaign_ray import RayRunner
@@ -288,7 +308,7 @@ def _status(
         )
     if not path.exists():  # say so without creating an empty store
         raise InvalidInputError(
-            f"no campaign {campaign_id!r}: no store at {path} yet",
+            f"campaign: no campaign {campaign_id!r}: no store at {path} yet",
             fix="run it with `gpucast campaign run SWEEP.yaml` first",
         )
     return CampaignStatus.from_dict(

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
-from gpucast.domain.catalog import GpuSpec, Offer, offers_option
+from gpucast.domain.catalog import Catalog, GpuSpec, Offer, offers_option
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_price
 from gpucast.domain.options import option, split_list
@@ -150,12 +150,15 @@ class CatalogOffersRequest:
 class OffersResult:
     snapshot_date: date
     offers: tuple[Offer, ...]
+    #: one line when nothing matches: why, and where else to look
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "snapshot_date": self.snapshot_date.isoformat(),
             "count": len(self.offers),
             "offers": [_row(o) for o in self.offers],
+            "warnings": list(self.warnings),
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -182,7 +185,20 @@ def catalog_offers(request: CatalogOffersRequest | None = None, /, **options: An
         spot=True if request.spot else None,
         cpu_only=True if request.cpu_only else None,
     )
-    return OffersResult(snapshot_date=catalog.snapshot_date, offers=tuple(found))
+    warnings = () if found else (_no_offer(catalog, request),)
+    return OffersResult(snapshot_date=catalog.snapshot_date, offers=tuple(found), warnings=warnings)
+
+
+def _no_offer(catalog: Catalog, request: CatalogOffersRequest) -> str:
+    """Why no offer matched: a GPU no offer sells, or filters that exclude each other."""
+    if request.gpu is not None and not catalog.find_offers(gpu=request.gpu):
+        gpu = catalog.gpu(request.gpu).name
+        return (
+            f"gpu: no offer of the catalog sells {gpu}; its node shapes are in `gpucast "
+            f"catalog systems --gpu {gpu}` (a --cluster NAME), or add your prices with "
+            "--offers FILE"
+        )
+    return "no offer matches all of these filters; drop one (--region, --spot, --provider, --gpu)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -211,6 +227,9 @@ class ImportResult:
     offers: tuple[Offer, ...]
     skipped_reasons: tuple[str, ...]
     out: Path
+    #: One line per assumption made for some offers (a network figure, a dropped spot price);
+    #: each such row's ``note`` in ``out`` says it too.
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -218,6 +237,7 @@ class ImportResult:
             "skipped": len(self.skipped_reasons),
             "skipped_reasons": list(self.skipped_reasons),
             "out": str(self.out),
+            "warnings": list(self.warnings),
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -235,10 +255,11 @@ def import_skypilot(
     from gpucast.catalog.skypilot import import_skypilot as read_skypilot
 
     request = resolve(ImportSkypilotRequest, request, options)
-    imported, skipped = read_skypilot(request.file, request.cloud)
-    notes = ["imported from SkyPilot catalog"] * len(imported)
-    write_offers_csv(imported, request.out, notes=notes)
-    return ImportResult(offers=tuple(imported), skipped_reasons=tuple(skipped), out=request.out)
+    got = read_skypilot(request.file, request.cloud)
+    write_offers_csv(got.offers, request.out, notes=got.notes)
+    return ImportResult(
+        offers=got.offers, skipped_reasons=got.skipped, out=request.out, warnings=got.warnings
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

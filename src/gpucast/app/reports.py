@@ -322,7 +322,7 @@ def write_report(
             else f"it holds {count_of(held, 'other run')}: see gpucast runs list"
         )
         warnings = (f"the report is empty: {store} holds no run{which}; {fix}",)
-    what = f"{len(rows)} runs from {store}"
+    what = f"{count_of(len(rows), 'run')} from {store}"
     if request.out is None:
         return ReportResult(out=None, what=what, warnings=warnings, data={"runs": rows})
     title = f"gpucast measurements{'' if request.workload is None else ': ' + request.workload}"

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
-from gpucast.domain.errors import InvalidSpecError
+from gpucast.domain.errors import InvalidInputError, InvalidSpecError
 from gpucast.domain.options import option
 from gpucast.domain.units import count_of
 from gpucast.inputs.workload import measured_name_of
@@ -163,7 +163,10 @@ def runs_show(
 
     request = resolve(RunsShowRequest, request, options)
     with Store(_db_path(db)).open(create=False) as store:
-        return store.get_run(request.run_id)
+        try:
+            return store.get_run(request.run_id)
+        except InvalidInputError as exc:  # an unknown id (a damaged row is a StoreError)
+            raise InvalidInputError(f"run-id: {exc.message}", fix=exc.fix) from None
 
 
 def _export_format(value: Any) -> str:
@@ -260,13 +263,21 @@ def runs_export(
         )
         held = store.count_runs() if count == 0 else count
     warnings: tuple[str, ...] = ()
+    implied = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}.get(
+        Path(request.out).suffix.lower(), chosen
+    )
+    if implied != chosen:  # --format parquet --out runs.csv: parquet bytes in a .csv
+        warnings += (
+            f"out: {request.out} holds {chosen} (--format {chosen}) though its name says "
+            f"{implied}; name it {Path(request.out).stem}.{chosen} to open it as what it is",
+        )
     if count == 0:  # as report --runs says it: the file holds the header alone
         which = " and ".join(
             f"{flag} {value}"
             for flag, value in (("--kind", request.kind), ("--workload", request.workload))
             if value is not None
         )
-        warnings = (
+        warnings += (
             f"no run matches {which or 'any filter'} in {_db_path(db)}; it holds "
             f"{count_of(held, 'run')}: see gpucast runs list ({request.out} holds the header "
             "alone)",

@@ -288,6 +288,14 @@ def parse_offers(text: str, path: str, gpus: Sequence[GpuSpec]) -> tuple[Offer, 
             column="spot_usd_per_hour",
             optional=True,
         )
+        if spot is not None and spot > od:  # the importer drops such a quote as stale
+            raise DataFormatError(
+                path,
+                f"must not exceed on_demand_usd_per_hour (got {spot:g} > {od:g}); a spot price "
+                "is a discount: correct it or leave it empty (no spot market)",
+                line=line,
+                column="spot_usd_per_hour",
+            )
         try:
             offers.append(
                 Offer(

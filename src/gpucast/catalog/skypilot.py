@@ -13,7 +13,8 @@ Format notes (from skypilot-org/skypilot-catalog):
 
 Per (instance type, region) the cheapest zone's price is kept. SkyPilot has no network
 column: ``network_gbps`` comes from the built-in offer of the same instance type, else
-10 Gbit/s (said in the row's note).
+10 Gbit/s (said in the row's note and in one warning). A spot price above the on-demand one
+is a stale quote: it is dropped, and the row's note and a warning say so.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ REQUIRED = (
     "SpotPrice",
     "Region",
 )
+IMPORTED_NOTE = "imported from SkyPilot catalog"
 SOURCE_URLS = {
     c: f"https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v8/{c}/vms.csv"
     for c in CLOUDS
@@ -70,6 +72,17 @@ _GCP_BUNDLED: tuple[tuple[re.Pattern[str], str, int | None], ...] = (
 )
 _N1_HOST = "n1-standard-8"
 _N1_GPUS = ("K80", "P4", "P100", "V100", "T4")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkypilotImport:
+    """The offers read (each with its ``note``), why the other rows were skipped, and one
+    warning per assumption the importer made for some offers."""
+
+    offers: tuple[Offer, ...]
+    notes: tuple[str, ...]  # one per offer, for the CSV's note column
+    skipped: tuple[str, ...]
+    warnings: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,10 +175,9 @@ def _cheapest(values: list[float | None]) -> float | None:
     return min(present) if present else None
 
 
-def import_skypilot(
-    path: Path, cloud: str, *, as_of: date | None = None
-) -> tuple[list[Offer], list[str]]:
-    """Offers from a SkyPilot ``vms.csv`` of ``cloud`` and the reasons rows were skipped.
+def import_skypilot(path: Path, cloud: str, *, as_of: date | None = None) -> SkypilotImport:
+    """Offers from a SkyPilot ``vms.csv`` of ``cloud``, the reasons rows were skipped and the
+    assumptions made (a network figure, a dropped spot price), each said in the row's note.
 
     Raises :class:`DataFormatError` for an unreadable file or a missing column;
     :class:`InvalidSpecError` for an unknown cloud.
@@ -185,12 +197,29 @@ def import_skypilot(
     catalog = load_catalog()
     network = {o.instance_type: o.network_gbps for o in catalog.offers}
     rows, skipped = _read(path)
+    _check_cloud(rows, cloud, catalog, path)
     builder = _Builder(cloud, snapshot, network, skipped)
     if cloud == "gcp":
         _gcp(rows, catalog, builder)
     else:
         _per_region(rows, catalog, builder)
-    return builder.offers, builder.skipped
+    return builder.result()
+
+
+def _check_cloud(rows: list[_Row], cloud: str, catalog: Catalog, path: Path) -> None:
+    """Refuse a file whose regions are all another cloud's (``--cloud`` mistyped): its rows
+    would be written as ``cloud``'s offers in regions ``cloud`` does not have."""
+    regions = {r.region for r in rows if r.region}
+    if not regions or regions & set(catalog.regions(cloud)):
+        return
+    for other in CLOUDS:
+        if other != cloud and regions & set(catalog.regions(other)):
+            shown = ", ".join(sorted(regions)[:3]) + (", ..." if len(regions) > 3 else "")
+            raise InvalidSpecError(
+                "cloud",
+                f"is {cloud}, but the regions of {path.name} ({shown}) are {other}'s",
+                fix=f"pass --cloud {other}",
+            )
 
 
 class _Builder:
@@ -202,6 +231,31 @@ class _Builder:
         self.network = network
         self.skipped = skipped
         self.offers: list[Offer] = []
+        self.notes: list[str] = []
+        self.assumed_network: list[str] = []  # "type in region" priced at DEFAULT_NETWORK_GBPS
+        self.stale_spot: list[str] = []  # where a spot price above on-demand was dropped
+
+    def result(self) -> SkypilotImport:
+        warnings: list[str] = []
+        if self.assumed_network:
+            warnings.append(
+                f"network_gbps: {DEFAULT_NETWORK_GBPS:g} Gbit/s assumed for "
+                f"{_some(self.assumed_network, len(self.offers))}: SkyPilot has no network "
+                "column and the built-in catalog no offer of these types; edit their "
+                "network_gbps in the written CSV before planning on several nodes"
+            )
+        if self.stale_spot:
+            warnings.append(
+                "spot_usd_per_hour: above the on-demand price (a stale quote), dropped for "
+                f"{_some(self.stale_spot, len(self.offers))}: they have no spot price in the "
+                "written CSV; import a newer SkyPilot catalog for one"
+            )
+        return SkypilotImport(
+            offers=tuple(self.offers),
+            notes=tuple(self.notes),
+            skipped=tuple(self.skipped),
+            warnings=tuple(warnings),
+        )
 
     def add(
         self,
@@ -223,27 +277,48 @@ class _Builder:
         if vcpus is None or vcpus < 1 or memory_gib is None or memory_gib <= 0:
             self.skipped.append(f"{where}: missing vCPUs or MemoryGiB")
             return
-        if spot is not None and spot > price:
+        notes = [IMPORTED_NOTE]
+        stale = spot is not None and spot > price
+        if stale:
+            notes.append(f"spot {spot:g} > on-demand {price:g} US$/h dropped (a stale quote)")
             spot = None  # a spot price above on-demand is a stale quote, not a discount
+        # a GCP n1 type with attached GPUs has its host's network ("n1-standard-8+2xT4")
+        network = self.network.get(instance_type) or self.network.get(instance_type.split("+")[0])
+        if network is None:
+            notes.append(
+                f"network_gbps {DEFAULT_NETWORK_GBPS:g} assumed (SkyPilot has no network "
+                "column; no built-in offer of this type)"
+            )
         try:
-            self.offers.append(
-                Offer(
-                    provider=self.cloud,
-                    region=region,
-                    instance_type=instance_type,
-                    gpu=gpu,
-                    gpus=gpus,
-                    vcpus=int(vcpus),
-                    memory_gib=memory_gib,
-                    network_gbps=self.network.get(instance_type, DEFAULT_NETWORK_GBPS),
-                    on_demand_usd_per_hour=round(price, 6),
-                    spot_usd_per_hour=None if spot is None else round(spot, 6),
-                    source_url=SOURCE_URLS[self.cloud],
-                    as_of=self.as_of,
-                )
+            offer = Offer(
+                provider=self.cloud,
+                region=region,
+                instance_type=instance_type,
+                gpu=gpu,
+                gpus=gpus,
+                vcpus=int(vcpus),
+                memory_gib=memory_gib,
+                network_gbps=DEFAULT_NETWORK_GBPS if network is None else network,
+                on_demand_usd_per_hour=round(price, 6),
+                spot_usd_per_hour=None if spot is None else round(spot, 6),
+                source_url=SOURCE_URLS[self.cloud],
+                as_of=self.as_of,
             )
         except InvalidSpecError as exc:
             self.skipped.append(f"{where}: {exc.message}")
+            return
+        self.offers.append(offer)
+        self.notes.append("; ".join(notes))
+        if network is None:
+            self.assumed_network.append(f"{instance_type} in {region}")
+        if stale:
+            self.stale_spot.append(f"{instance_type} in {region}")
+
+
+def _some(offers: list[str], total: int) -> str:
+    """``2 of 5 offers (a in r, b in r)``: at most five named."""
+    more = f", ... ({len(offers) - 5} more)" if len(offers) > 5 else ""
+    return f"{len(offers)} of {total} offers ({', '.join(offers[:5])}{more})"
 
 
 def _gpu_of(row: _Row, catalog: Catalog, builder: _Builder) -> tuple[str | None, int] | None:

@@ -137,6 +137,7 @@ def offers(
         emit_json(result.to_dict())
     else:
         console.print(offers_table(result))
+        print_warnings(result.warnings)
 
 
 @app.command("systems")
@@ -238,6 +239,7 @@ def import_skypilot_cmd(
         console.print(f"  skipped {reason}", highlight=False)
     if len(skipped) > 10:
         console.print(f"  ... and {len(skipped) - 10} more (use --json for all)")
+    print_warnings(result.warnings)
 
 
 def mig_table(result: MigResult) -> Table:
@@ -289,7 +291,8 @@ def mig(
     console.print(
         f"slice price: the GPU's ({result.gpu_price}) split by max(compute/{result.slices[0]}, "
         f"memory/{result.slices[1]}) "
-        f"over the layout's instances; source {result.source_url}",
+        "over the layout's instances (the profile table's: a GPU filled with that profile "
+        f"alone, price / max); source {result.source_url}",
         highlight=False,
     )
     console.print(f"slice speed (SM and memory-slice shares): {result.validation.text()}")

@@ -45,11 +45,13 @@ def format_seconds(value: float | None) -> str:
     return f"{format_sig(value)} s"
 
 
-def measurement_table(m: Measurement, *, title: str | None = None) -> Table:
-    """A Rich table of a measurement's statistics, environment and telemetry."""
+def measurement_table(m: Measurement, *, title: str | None = None, prefix: str = "") -> Table:
+    """A Rich table of a measurement's statistics, environment and telemetry; ``prefix``
+    goes before the default title (what was measured: workload, batch, precision, device)."""
     spec = m.spec
     default_title = (
-        f"{m.mode} {escape(spec.label)} · batch {spec.batch_size} · {spec.precision} · {m.device}"
+        f"{prefix}{m.mode} {escape(spec.label)} · batch {spec.batch_size} · {spec.precision} · "
+        f"{m.device}"
     )
     table = Table(
         title=title or default_title,

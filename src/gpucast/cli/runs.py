@@ -115,7 +115,7 @@ def show(
         return
     if run.kind == "measurement":
         m = run.measurement()
-        console.print(measurement_table(m, title=f"run {run.id}: {m.mode} {escape(m.spec.label)}"))
+        console.print(measurement_table(m, prefix=f"run {run.id}: "))
         print_warnings(m)
         return
     s = run.summary

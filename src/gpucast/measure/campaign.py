@@ -128,13 +128,18 @@ def _build_workload(name: str) -> None:
 
 
 def load_sweep(
-    path: Path | str, *, check_workload: Callable[[str], None] = _build_workload
+    path: Path | str,
+    *,
+    check_workload: Callable[[str], None] = _build_workload,
+    check_device: Callable[[str], None] | None = None,
 ) -> Sweep:
     """Parse and check a sweep YAML file; every error names the file, line and key.
 
     ``check_workload`` raises :class:`~gpucast.domain.errors.UnknownWorkloadError` for a name
     that is no workload; by default it builds the workload (torch), which a driver that only
     starts the points' processes can avoid by checking names (``gpucast.app`` does).
+    ``check_device`` (when given) raises an :class:`InvalidInputError` for a device the points
+    will not find (``cuda`` on a machine without one).
     """
     import yaml
 
@@ -202,6 +207,11 @@ def load_sweep(
                     path, item, "devices", f"{device!r} is not cpu, cuda, cuda:N or auto",
                     fix="e.g. devices: [cpu] or [cuda:0]",
                 )  # fmt: skip
+            try:
+                if check_device is not None:
+                    check_device(device)
+            except InvalidInputError as exc:
+                raise _bad(path, item, "devices", exc.message, fix=exc.fix) from None
     try:
         sweep = Sweep(**fields)
     except InvalidSpecError as exc:
@@ -600,29 +610,41 @@ def run_campaign(
     return CampaignResult(campaign_id=campaign_id, status=status, progress=final)
 
 
-def _file_points(states: list[PointState], keys: Sequence[str]) -> tuple[list[PointState], int]:
+def _file_points(
+    states: list[PointState], keys: Sequence[str]
+) -> tuple[list[PointState], int, int]:
     """The states of a sweep file's points (by their keys, in the file's order; a point not
-    stored yet is pending) and how many stored points the file no longer has."""
+    stored yet is pending), how many stored points the file no longer has and how many of its
+    points are not stored yet."""
     stored = {s.key: s for s in states}
     mine = [
         stored.get(key) or PointState(key=key, position=i, status=PointStatus.PENDING)
         for i, key in enumerate(keys)
     ]
-    return mine, len(set(stored) - set(keys))
+    return mine, len(set(stored) - set(keys)), len(set(keys) - set(stored))
 
 
-def other_points_note(campaign_id: str, others: int, *, merged: bool) -> str | None:
-    """One line when a sweep file's points differ from the stored campaign of its name."""
-    if not others:
+def other_points_note(campaign_id: str, others: int, *, merged: bool, new: int = 0) -> str | None:
+    """One line when a sweep file's points differ from the stored campaign of its name:
+    ``others`` stored points the file lacks, ``new`` file points the campaign lacks."""
+    if not others and not new:
         return None
+    keep = "give the file a new `name:` to keep the two apart"
+    if not others:
+        return (
+            f"{count_of(new, 'point')} of this file not in campaign {campaign_id!r} yet (its "
+            f"axes changed since): pending, never run; `gpucast campaign run` on this file adds "
+            f"and runs them; {keep}"
+        )
     done = (
         "this file's points were added to it, the others kept"
         if merged
         else "shown are this file's points only"
+        + (f", {new} of them not run yet (pending)" if new else "")
     )
     return (
         f"campaign {campaign_id!r} also holds {count_of(others, 'point')} not in this file "
-        f"(its axes changed since): {done}; give the file a new `name:` to keep the two apart"
+        f"(its axes changed since): {done}; {keep}"
     )
 
 
@@ -635,7 +657,7 @@ def not_started_status(
 ) -> dict[str, Any]:
     """:func:`campaign_status` of a sweep file never run on ``db_path``: every point pending,
     as the file's points not stored yet are (the README's ``campaign status sweep.yaml``)."""
-    states, _ = _file_points([], keys)
+    states, _, _ = _file_points([], keys)
     return {
         "campaign": campaign_id,
         "status": NOT_STARTED,
@@ -675,14 +697,14 @@ def campaign_status(
 
             known = [c.id for c in list_campaigns(store)]
             raise InvalidInputError(
-                f"no campaign {campaign_id!r} in {db_path}"
+                f"campaign: no campaign {campaign_id!r} in {db_path}"
                 + (f" (known: {', '.join(known)})" if known else " (the store has none)"),
                 fix="run it with `gpucast campaign run SWEEP.yaml` first",
             )
         states = point_states(store, campaign_id)
-    others = 0
+    others = new = 0
     if keys is not None:
-        states, others = _file_points(states, keys)
+        states, others, new = _file_points(states, keys)
     status = row.status
     if status == "running" and (row.driver_pid is None or not _pid_alive(int(row.driver_pid))):
         status = "interrupted"  # its driver died (SIGKILL, power loss): resumable
@@ -712,7 +734,7 @@ def campaign_status(
             }
             for s in states
         ],
-        "note": other_points_note(campaign_id, others, merged=merged),
+        "note": other_points_note(campaign_id, others, merged=merged, new=new),
     }
 
 

@@ -343,7 +343,7 @@ def measurements_html(
 ) -> str:
     """A report of stored runs: a bar chart of median step times, a table of every run and,
     for each program run in ``programs`` (run id -> stored result), its time series."""
-    body = [f"<h1>{_h(title)}</h1>", f"<p>From {_h(source)}: {len(runs)} runs.</p>"]
+    body = [f"<h1>{_h(title)}</h1>", f"<p>From {_h(source)}: {count_of(len(runs), 'run')}.</p>"]
     timed = [r for r in runs if r.get("median_s") is not None]
     labels = [
         f"#{r['id']} {r['workload']} b{r['batch_size']} {r.get('gpu_name') or r.get('device')}"
