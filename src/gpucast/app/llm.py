@@ -26,6 +26,8 @@ from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import lower_text, option
 from gpucast.domain.parallel import (
     INTERVAL_NOTE,
+    PIPELINE_MAX_ZERO,
+    PIPELINE_ZERO_NOTE,
     SEARCHED_VIRTUAL_STAGES,
     FixedLayout,
     LayoutSpace,
@@ -561,6 +563,11 @@ def predict_llm_train(
                 else {}
             ),
             "software": f"{request.software} stack efficiencies",
+            **(
+                {"ZeRO and pipelines": f"searched: {PIPELINE_ZERO_NOTE}"}
+                if max(space.zero_stages) > PIPELINE_MAX_ZERO and fixed.pp is None
+                else {}
+            ),
             "tensor-parallel overlap": tp_overlap_text(request.tp_overlap),
             "host": host_text(request.host_ms_per_layer, efficiency.value),
             "optimizer": "Adam, mixed precision: 16 B per trained parameter",

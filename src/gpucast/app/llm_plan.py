@@ -48,6 +48,8 @@ from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_seed
 from gpucast.domain.options import lower_text, option
 from gpucast.domain.parallel import (
+    PIPELINE_MAX_ZERO,
+    PIPELINE_ZERO_NOTE,
     FixedLayout,
     LayoutSpace,
     cp_option,
@@ -385,7 +387,8 @@ def _search_text(space: LayoutSpace, fixed: FixedLayout) -> str:
     return (
         f"{' x '.join([*split, 'dp'])} over each GPU count{f' at {at}' if at else ''}, "
         f"micro-batch {'/'.join(map(str, space.micro_batch_sizes))}, "
-        f"ZeRO-{'/'.join(map(str, space.zero_stages))}, "
+        f"ZeRO-{'/'.join(map(str, space.zero_stages))}"
+        + (f" ({PIPELINE_ZERO_NOTE}), " if max(space.zero_stages) > PIPELINE_MAX_ZERO else ", ")
         + (", ".join(recompute[:-1]) + " or " if len(recompute) > 1 else "")
         + f"{recompute[-1]} recompute, cp {'/'.join(map(str, space.cp_sizes))}, vpp "
         f"{'/'.join(map(str, space.virtual_stages))} (predict llm-train's search)"
