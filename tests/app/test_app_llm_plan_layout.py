@@ -142,3 +142,26 @@ def test_tp_and_pp_are_one_definition_for_both_verbs() -> None:
         }
 
     assert helps(PlanLlmTrainRequest) == helps(PredictLlmTrainRequest)
+
+
+def test_llm_training_refuses_tensorflow_1_in_both_verbs() -> None:
+    """QA 37 FO#5: Megatron-style layouts were predicted under ``--software tf1``."""
+    with pytest.raises(InvalidSpecError, match="PyTorch family only") as predict:
+        gpucast.predict_llm_train(model="llama-2-7b", gpu="H100", global_batch=8, software="tf1")
+    with pytest.raises(InvalidSpecError) as plan:
+        gpucast.plan_llm_train(model="llama-2-7b", tokens=1e9, global_batch=8, software="tf1")
+    assert str(plan.value) == str(predict.value) and str(plan.value).startswith("software: ")
+    assert "use --software tuned" in str(plan.value)
+
+
+def test_more_gpus_a_node_than_any_catalog_server_of_the_type_is_refused() -> None:
+    """QA 37 FO#5: ``--gpus-per-node 16`` on H100 priced one 16-GPU NVSwitch node that no
+    catalog server has; a partial node (4 of 8) still runs."""
+    with pytest.raises(InvalidSpecError, match=r"no H100-SXM node .* holds 16: the largest has 8"):
+        gpucast.predict_llm_train(
+            model="llama-2-7b", gpu="H100", gpus=32, gpus_per_node=16, global_batch=64
+        )
+    four = gpucast.predict_llm_train(
+        model="llama-2-7b", gpu="H100", gpus=8, gpus_per_node=4, global_batch=64, top=0
+    )
+    assert four.best.layout.gpus == 8

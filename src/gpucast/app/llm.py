@@ -49,7 +49,7 @@ from gpucast.domain.systems import (
     used_gpus_text,
 )
 from gpucast.domain.units import usd_per_million
-from gpucast.domain.workload import SOFTWARE_HELP, check_precision_units, check_software
+from gpucast.domain.workload import check_precision_units, check_software
 
 if TYPE_CHECKING:
     from gpucast.domain.llm import TransformerSpec
@@ -83,6 +83,48 @@ def searched_space(
             lora_rank=lora_rank,
         )
     )
+
+
+#: The software stacks LLM training is predicted for: the PyTorch family's Megatron-style
+#: 3D parallelism (``tuned``: Megatron/NeMo-class, MLPerf's; ``pytorch``: eager)
+LLM_SOFTWARE: tuple[str, ...] = ("tuned", "pytorch")
+LLM_SOFTWARE_HELP = (
+    "Software stack the step time is predicted for: tuned (Megatron/NeMo-class fused kernels, "
+    "as MLPerf runs) or pytorch (eager)."
+)
+
+
+def check_llm_software(value: str) -> None:
+    """:func:`~gpucast.domain.workload.check_software`, and one line for a stack that runs no
+    Megatron-style 3D-parallel LLM training (``tf1``: the CM-DARE TensorFlow 1.x stack; the
+    PyTorch family trains in every precision of :data:`TRAIN_PRECISIONS`)."""
+    check_software(value)
+    if value not in LLM_SOFTWARE:
+        raise InvalidSpecError(
+            "software",
+            f"LLM training (tensor, pipeline and context parallelism, ZeRO) is predicted for "
+            f"the PyTorch family only: {' or '.join(LLM_SOFTWARE)}",
+            got=value,
+            fix="use --software tuned (Megatron/NeMo) or --software pytorch",
+        )
+
+
+def check_node_gpus(gpu: str, gpus_per_node: int | None) -> None:
+    """One line where ``--gpus-per-node`` is more GPUs of type ``gpu`` (a canonical name) than
+    any node of the catalog holds (its instances offered, ``systems.csv``): the node's links
+    would be priced as one such server's across all of them. A GPU the catalog has no node of
+    passes; a server of one's own is a ``--cluster`` file."""
+    from gpucast.inputs.llm_serving import largest_node_gpus
+
+    largest = largest_node_gpus(gpu)
+    if gpus_per_node is not None and 0 < largest < gpus_per_node:
+        raise InvalidSpecError(
+            "gpus-per-node",
+            f"no {gpu} node of the catalog (instances, systems.csv) holds {gpus_per_node}: the "
+            f"largest has {largest} (a node's links are priced as one such server's)",
+            fix=f"use --gpus-per-node {largest} or fewer, or --cluster FILE (gpus_per_node: "
+            f"{gpus_per_node}) for a server of your own",
+        )
 
 
 def check_lora_rank(spec: TransformerSpec, lora_rank: int) -> None:
@@ -257,7 +299,7 @@ class PredictLlmTrainRequest:
     )
     global_batch: int = option(help="Sequences per optimizer step.", example="1024")
     precision: str = option("bf16", parse=lower_text, help="bf16, fp16 or fp8.", example="fp8")
-    software: str = option("tuned", parse=lower_text, help=SOFTWARE_HELP, example="tuned")
+    software: str = option("tuned", parse=lower_text, help=LLM_SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: full fine-tuning / pre-training).")
     lora_fused: bool = option(False, help=LORA_FUSED_HELP)
     tp: int | None = tp_option()
@@ -312,7 +354,7 @@ class PredictLlmTrainRequest:
                 got=self.node_network_gbps,
                 fix="e.g. --node-network-gbps 400 (8 x 400G NICs: 3200)",
             )
-        check_software(self.software, self.precision)
+        check_llm_software(self.software)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -387,6 +429,8 @@ def predict_llm_train(
     # --cluster: all of its GPUs unless --gpus says fewer, as predict train runs on them
     gpus = cluster.used_gpus(request.gpus) if cluster is not None else request.gpus or DEFAULT_GPUS
     check_precision_units(request.precision, gpu, catalog, or_else="", choices=TRAIN_PRECISIONS)
+    if cluster is None:
+        check_node_gpus(gpu.name, request.gpus_per_node)
     per_node = (
         min(cluster.gpus_per_node, gpus)
         if cluster is not None

@@ -24,11 +24,13 @@ from gpucast.app._units import gpus_with_units
 from gpucast.app.llm import (
     CP_SEARCHED,
     HOST_HELP,
+    LLM_SOFTWARE_HELP,
     LORA_FUSED_HELP,
     SEARCHED,
     TP_OVERLAP_HELP,
     TRAIN_PRECISIONS,
     check_host_ms,
+    check_llm_software,
     check_lora_rank,
     check_tp_overlap,
     host_seconds,
@@ -82,7 +84,6 @@ from gpucast.domain.systems import (
 )
 from gpucast.domain.units import count_of, format_duration
 from gpucast.domain.variability import gpu_variability_option
-from gpucast.domain.workload import SOFTWARE_HELP, check_software
 
 if TYPE_CHECKING:
     from gpucast.plan.llm import LlmPlan, NodeOption
@@ -128,7 +129,7 @@ class PlanLlmTrainRequest:
     gpus: tuple[str, ...] = option((), flag="gpu", help="GPU types allowed.", example="H100")
     exclude_gpus: tuple[str, ...] = exclude_gpus_option()
     precision: str = option("bf16", parse=lower_text, help="bf16, fp16 or fp8.", example="fp8")
-    software: str = option("tuned", parse=lower_text, help=SOFTWARE_HELP, example="tuned")
+    software: str = option("tuned", parse=lower_text, help=LLM_SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: all weights trained).")
     lora_fused: bool = option(False, help=LORA_FUSED_HELP)
     tp_overlap: float = option(0.0, help=TP_OVERLAP_HELP, example="0.8")
@@ -246,7 +247,7 @@ class PlanLlmTrainRequest:
         check_tp_overlap(self.tp_overlap)
         check_host_ms(self.host_ms_per_layer)
         FixedLayout.of(self)  # --tp --pp --cp --vpp --micro-batch --zero --recompute
-        check_software(self.software, self.precision)
+        check_llm_software(self.software)
         check_spot_options(self.spot_scenario)
         from gpucast.plan.llm import LLM_OBJECTIVES  # (pure: the planner's own list)
 
