@@ -165,3 +165,13 @@ def test_more_gpus_a_node_than_any_catalog_server_of_the_type_is_refused() -> No
         model="llama-2-7b", gpu="H100", gpus=8, gpus_per_node=4, global_batch=64, top=0
     )
     assert four.best.layout.gpus == 8
+
+
+def test_a_global_batch_past_1e8_sequences_is_refused_by_both_verbs() -> None:
+    """QA 37 FO#6: 1e11 sequences a step ran (342 years a step); capped as --tokens is."""
+    with pytest.raises(InvalidSpecError, match=r"global-batch: must be at most 1e\+08") as one:
+        gpucast.predict_llm_train(model="llama-2-7b", gpu="H100", global_batch=10**8 + 1)
+    with pytest.raises(InvalidSpecError) as plan:
+        gpucast.plan_llm_train(model="llama-2-7b", tokens=1e12, global_batch=10**11)
+    assert str(plan.value).split(" (got")[0] == str(one.value).split(" (got")[0]
+    assert str(plan.value).endswith("e.g. --global-batch 512")

@@ -255,6 +255,23 @@ def positive_or_none(name: str, value: int | None) -> None:
         )
 
 
+#: The most sequences a step of either LLM training verb takes: ~50,000x Llama 3 405B's
+#: 16M-token batch of 8K-token sequences (2,048); more is a typo whose step prints as noise
+MAX_GLOBAL_BATCH = 10**8
+
+
+def check_global_batch(value: int) -> None:
+    """``--global-batch``: a whole number of sequences, 1 to :data:`MAX_GLOBAL_BATCH`."""
+    positive_or_none("global-batch", value)
+    if value > MAX_GLOBAL_BATCH:
+        raise InvalidSpecError(
+            "global-batch",
+            f"must be at most {MAX_GLOBAL_BATCH:.0e} sequences a step (~50,000x Llama 3's 2,048)",
+            got=value,
+            fix=f"e.g. --global-batch {_COUNT_EXAMPLES['global-batch']}",
+        )
+
+
 #: ``predict llm-train --gpu``'s GPUs where ``--gpus`` is not given (a node's worth)
 DEFAULT_GPUS = 8
 
@@ -334,8 +351,9 @@ class PredictLlmTrainRequest:
                 "is the --cluster's to say",
                 fix=f"drop --{flag}, or change the cluster: --cluster-set KEY=VALUE",
             )
-        for name in ("gpus", "gpus_per_node", "seq_len", "global_batch"):
+        for name in ("gpus", "gpus_per_node", "seq_len"):
             positive_or_none(name.replace("_", "-"), getattr(self, name))
+        check_global_batch(self.global_batch)
         FixedLayout.of(self)  # --tp --pp --cp --vpp --micro-batch --zero --recompute
         if isinstance(self.top, bool) or not isinstance(self.top, int) or self.top < 0:
             raise InvalidSpecError(

@@ -29,6 +29,7 @@ from gpucast.app.llm import (
     SEARCHED,
     TP_OVERLAP_HELP,
     TRAIN_PRECISIONS,
+    check_global_batch,
     check_host_ms,
     check_llm_software,
     check_lora_rank,
@@ -232,8 +233,9 @@ class PlanLlmTrainRequest:
                 got=self.tokens,
                 fix="e.g. --tokens 2e11",
             )
-        for name in ("seq_len", "global_batch", "max_gpus"):
+        for name in ("seq_len", "max_gpus"):
             positive_or_none(name.replace("_", "-"), getattr(self, name))
+        check_global_batch(self.global_batch)
         if self.budget_usd is not None and not self.budget_usd > 0:
             raise InvalidSpecError(
                 "budget", "must be > 0", got=self.budget_usd, fix="e.g. --budget 50000 (US$)"
