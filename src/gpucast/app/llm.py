@@ -52,6 +52,9 @@ from gpucast.domain.units import usd_per_million
 from gpucast.domain.workload import check_precision_units, check_software
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from gpucast.domain.catalog import GpuSpec
     from gpucast.domain.llm import TransformerSpec
     from gpucast.domain.parallel import ClusterShape, ParallelStepPrediction
     from gpucast.domain.provenance import Validation
@@ -241,6 +244,25 @@ def precision_note(precision: str, skipped: tuple[str, ...] = ()) -> dict[str, s
         said = skipped_assumption(precision, skipped, auto=False)
         note[said.name] = f"{said.value} ({said.source}; {said.override})"
     return note
+
+
+def mfu_text(precision: str, gpus: Sequence[GpuSpec]) -> str:
+    """The ``MFU`` assumption both LLM training verbs state: the peak their MFU divides by
+    (:attr:`~gpucast.domain.parallel.ParallelStepPrediction.mfu_basis`); at fp8, what the
+    same step reads against the bf16 peak NVIDIA and MLPerf state MFU against, per GPU type
+    of ``gpus``."""
+    text = f"model FLOPs / (step time x GPUs x each GPU's {precision} dense peak)"
+    if precision != "fp8":
+        return text
+    ratios: dict[str, list[str]] = {}
+    for g in sorted(set(gpus), key=lambda g: g.name):
+        ratio = g.peak_tflops("fp8") / g.peak_tflops("bf16")
+        ratios.setdefault(f"x{ratio:.2g}", []).append(g.name)
+    against = ", ".join(f"{r} on {', '.join(names)}" for r, names in ratios.items())
+    return (
+        f"{text}; NVIDIA and MLPerf usually state MFU against the bf16 peak, on which these "
+        f"read {against}"
+    )
 
 
 #: a typical value of each count flag, for its error's "e.g." (8 for the GPU counts)
@@ -625,6 +647,7 @@ def predict_llm_train(
                 else {}
             ),
             "software": f"{request.software} stack efficiencies",
+            "MFU": mfu_text(best.layout.precision, [gpu]),
             **(
                 {"ZeRO and pipelines": f"searched: {PIPELINE_ZERO_NOTE}"}
                 if max(space.zero_stages) > PIPELINE_MAX_ZERO and fixed.pp is None

@@ -38,6 +38,7 @@ from gpucast.app.llm import (
     host_text,
     llm_energy,
     lora_text,
+    mfu_text,
     positive_or_none,
     precision_note,
     searched_space,
@@ -673,6 +674,7 @@ def plan_llm_train(
                 else {}
             ),
             **precision_note(request.precision, units_skipped),
+            "MFU": mfu_text(request.precision, [catalog.gpu(c.gpu) for c in plan.candidates]),
             **_pcie_note(nodes),
             "networks": "instance types with InfiniBand/RoCE/EFA (catalog/data/systems.csv) at "
             f"nominal links; the others at {perf.collective_tcp.network_efficiency:.3f} of "

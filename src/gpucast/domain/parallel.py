@@ -475,6 +475,12 @@ class ParallelStepPrediction:
         )
 
     @property
+    def mfu_basis(self) -> str:
+        """The peak :attr:`mfu` and :attr:`hfu` divide by: the GPU's dense peak at the layout's
+        precision (at fp8 the fp8 one; NVIDIA and MLPerf state MFU against the bf16 peak)."""
+        return f"{self.layout.precision} dense peak"
+
+    @property
     def hfu(self) -> float:
         """Hardware FLOPs utilisation: executed FLOPs / (step time x GPUs x peak)."""
         return self.hardware_flops_per_step / (
@@ -525,6 +531,7 @@ class ParallelStepPrediction:
             "tokens_per_s": self.tokens_per_s,
             "mfu": self.mfu,
             "hfu": self.hfu,
+            "mfu_basis": self.mfu_basis,
             "memory": {
                 "stage": self.memory.stage,
                 **{f"{k}_bytes": v for k, v in self.memory.components().items()},
