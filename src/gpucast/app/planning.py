@@ -412,7 +412,8 @@ def plan_train(
     # what the Monte Carlo actually drew is known only now
     late = {
         "start-up": startup.source(),
-        "spot lifetimes": lifetimes.source(),
+        "spot lifetimes": lifetimes.source()
+        + ("" if (thin := lifetimes.few_revocations()) is None else f"; {thin}"),
     }
     assumed = tuple(
         dataclasses.replace(a, source=late[a.name]) if a.name in late else a
