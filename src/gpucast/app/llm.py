@@ -112,22 +112,23 @@ def check_llm_software(value: str) -> None:
         )
 
 
-def check_node_gpus(gpu: str, gpus_per_node: int | None) -> None:
-    """One line where ``--gpus-per-node`` is more GPUs of type ``gpu`` (a canonical name) than
-    any node of the catalog holds (its instances offered, ``systems.csv``): the node's links
-    would be priced as one such server's across all of them. A GPU the catalog has no node of
-    passes; a server of one's own is a ``--cluster`` file."""
+def node_size_note(gpu: str, gpus_per_node: int | None) -> dict[str, str]:
+    """A ``node size`` assumption where ``--gpus-per-node`` is more GPUs of type ``gpu`` (a
+    canonical name) than any node of the catalog holds (its instances offered, ``systems.csv``):
+    the node's links are priced as one such server's across all of them, which no catalog
+    server has (a machine of one's own may: it is said, not refused). Empty otherwise, and for
+    a GPU the catalog has no node of."""
     from gpucast.inputs.llm_serving import largest_node_gpus
 
     largest = largest_node_gpus(gpu)
-    if gpus_per_node is not None and 0 < largest < gpus_per_node:
-        raise InvalidSpecError(
-            "gpus-per-node",
-            f"no {gpu} node of the catalog (instances, systems.csv) holds {gpus_per_node}: the "
-            f"largest has {largest} (a node's links are priced as one such server's)",
-            fix=f"use --gpus-per-node {largest} or fewer, or --cluster FILE (gpus_per_node: "
-            f"{gpus_per_node}) for a server of your own",
-        )
+    if gpus_per_node is None or not 0 < largest < gpus_per_node:
+        return {}
+    return {
+        "node size": f"warning: no {gpu} node of the catalog (instances, systems.csv) holds "
+        f"{gpus_per_node} GPUs, the largest has {largest}; the {gpus_per_node} are priced as "
+        f"one such server's links (check --gpus-per-node, or describe your server with "
+        f"--cluster FILE)"
+    }
 
 
 def check_lora_rank(spec: TransformerSpec, lora_rank: int) -> None:
@@ -469,8 +470,6 @@ def predict_llm_train(
     # --cluster: all of its GPUs unless --gpus says fewer, as predict train runs on them
     gpus = cluster.used_gpus(request.gpus) if cluster is not None else request.gpus or DEFAULT_GPUS
     check_precision_units(request.precision, gpu, catalog, or_else="", choices=TRAIN_PRECISIONS)
-    if cluster is None:
-        check_node_gpus(gpu.name, request.gpus_per_node)
     per_node = (
         min(cluster.gpus_per_node, gpus)
         if cluster is not None
@@ -596,6 +595,7 @@ def predict_llm_train(
         validation=validation_for("llm-train", [gpu.name], best.layout.precision, best.layout.gpus),
         assumptions={
             "GPUs": _gpus_text(gpus, per_node, whole, cluster, gpu.name, given=request.gpus),
+            **(node_size_note(gpu.name, request.gpus_per_node) if cluster is None else {}),
             "sequence length": sequence_text(spec, seq, given=request.seq_len is not None),
             "node network": f"{network:.4g} Gbit/s per {per_node}-GPU node"
             + (
