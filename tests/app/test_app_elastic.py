@@ -88,3 +88,25 @@ def test_a_mixed_cluster_splits_the_global_batch_in_proportion_to_speed() -> Non
 def test_bad_elastic_input_is_one_line(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):
         gpucast.simulate_train(**{**SIM, **changes})
+
+
+def test_a_cluster_slower_than_fewer_of_its_gpus_is_said_so() -> None:
+    """QA 37 FO#10: 4 x V100 DDP over the default network printed "1 GPU: ... 109% of the full
+    cluster's progress" and nothing else; the numbers stay, and the note now says the cluster
+    is slower than one GPU and what to change. A cluster that scales says nothing of it."""
+    slow = gpucast.simulate_train(
+        gpu="V100", workers=4, region="us-east1", workload="resnet50", strategy="allreduce",
+        spot=True, elastic=True, steps=2000, runs=20, hazard_per_hour=2.0,
+    )  # fmt: skip
+    note = next(n for n in slow.notes if n.startswith("--elastic re-plans"))
+    one = note.split("1 GPU: ")[1].split(";")[0]
+    share = int(one.split("% of the full cluster's progress")[0].rsplit(" ", 1)[1])
+    assert share > 100 and "(more than all 4 make)" in one
+    assert note.endswith(
+        "The full cluster is slower than 1 GPU: its synchronisation costs more than its other "
+        "GPUs add; run fewer GPUs, or give it a faster network"
+    )
+    big = {"workload": "resnet50", "batch_size": 64, "speed": None, "runs": 20}
+    scales = gpucast.simulate_train(**{**SIM, **big}, elastic=True)
+    said = next(n for n in scales.notes if n.startswith("--elastic re-plans"))
+    assert "slower than" not in said and "more than all" not in said

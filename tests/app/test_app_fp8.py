@@ -106,14 +106,16 @@ def test_fp8_is_refused_on_tensorflow_1_by_every_training_verb(tmp_path: Path) -
     calls = [
         lambda: gpucast.predict_train(**h100, db=tmp_path / "s.db"),
         lambda: gpucast.predict_energy(**h100),
-        lambda: gpucast.predict_llm_train(
-            model="llama-3-8b", gpu="H100-SXM", gpus=8, global_batch=64, precision="fp8",
-            software="tf1",
-        ),
     ]  # fmt: skip
     for call in calls:
         with pytest.raises(InvalidSpecError, match=r"software: tf1 \(TensorFlow 1.x\) trains"):
             call()
+    # LLM training refuses tf1 in every precision (the PyTorch family only; QA 37 FO#5)
+    with pytest.raises(InvalidSpecError, match=r"software: LLM training .* PyTorch family only"):
+        gpucast.predict_llm_train(
+            model="llama-3-8b", gpu="H100-SXM", gpus=8, global_batch=64, precision="fp8",
+            software="tf1",
+        )  # fmt: skip
     assert gpucast.predict_train(**{**h100, "software": "pytorch"}, db=tmp_path / "s.db")
 
 

@@ -280,3 +280,24 @@ def test_a_second_fit_under_the_same_name_says_it_replaced_the_first(tmp_path: P
     assert any("replaced the lifetimes model stored as 'aws'" in n for n in again.notes)
     other = gpucast.fit_lifetimes(trace="0.3", name="gcp", provider="gcp", db=db)
     assert not any("replaced" in n for n in other.notes)
+
+
+def test_lifetimes_on_few_revocations_are_said_by_simulate_and_plan_train(
+    tmp_path: Path, shared_data: Path
+) -> None:
+    """QA 37 FO#9: V100's published GCE lifetimes rest on 5 revocations; simulate train's
+    Monte Carlo validated line and plan train's spot lifetimes assumption say so, with the
+    count and the data they were fitted on."""
+    sim = gpucast.simulate_train(
+        gpu="V100", workers=2, region="us-east1", workload="cifar-resnet32", steps=2000,
+        runs=20, spot=True, data_dir=shared_data, db=tmp_path / "s.db",
+    )  # fmt: skip
+    line = sim.validation["transient Monte Carlo"]  # type: ignore[attr-defined]
+    assert "fewer than 20 observed revocations: pooled: V100 all regions (5)" in line
+    assert "lifetime.csv (152 lifetimes of GCE preemptible VMs" in line
+    plan = gpucast.plan_train(
+        workload="cifar-resnet20", gpu=["V100"], deadline="4h", data_dir=shared_data,
+        db=tmp_path / "s.db",
+    )  # fmt: skip
+    said = next(a for a in plan.assumptions if a.name == "spot lifetimes").source
+    assert "fewer than 20 observed revocations: pooled: V100 all regions (5)" in said

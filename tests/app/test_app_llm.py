@@ -772,3 +772,31 @@ def test_a_lora_rank_beyond_the_hidden_size_is_refused_by_both_verbs() -> None:
         model="llama-3-8b", gpu="H100", gpus=8, global_batch=8, lora_rank=4096, top=0
     )
     assert ok.best.layout.lora_rank == 4096
+
+
+def test_mfu_says_which_peak_it_divides_by() -> None:
+    """QA 37 FO#7: an fp8 step's MFU is against the fp8 peak, published MFU (NVIDIA, MLPerf)
+    usually against the bf16 one: the JSON and the text say which; the number is unchanged."""
+    from typer.testing import CliRunner
+
+    from gpucast.app.llm import mfu_text
+    from gpucast.catalog import load_catalog
+    from gpucast.cli.app import app as cli
+
+    fp8 = gpucast.predict_llm_train(
+        model="llama-2-7b", gpu="H100", gpus=8, global_batch=64, precision="fp8", top=0
+    )
+    best = fp8.best
+    assert best.to_dict()["mfu_basis"] == "fp8 dense peak"
+    peak = load_catalog().gpu("H100").peak_tflops("fp8") * 1e12
+    assert best.mfu == pytest.approx(best.model_flops_per_step / (best.step_time_s * 8 * peak))
+    assert "x2 on H100-SXM" in fp8.assumptions["MFU"] and "bf16 peak" in fp8.assumptions["MFU"]
+    catalog = load_catalog()
+    both = mfu_text("fp8", [catalog.gpu("H100"), catalog.gpu("Gaudi3")])
+    assert "x1 on Gaudi3" in both and "x2 on H100-SXM" in both  # Gaudi 3: fp8 = bf16 peak
+    assert mfu_text("bf16", [catalog.gpu("H100")]).endswith("each GPU's bf16 dense peak)")
+    text = CliRunner().invoke(
+        cli, ["predict", "llm-train", "--model", "llama-2-7b", "--gpu", "H100", "--gpus", "8",
+              "--global-batch", "64", "--precision", "fp8", "--top", "0"],
+    ).stdout  # fmt: skip
+    assert f"MFU {best.mfu:.0%} of the fp8 peak," in text

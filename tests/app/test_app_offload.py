@@ -166,7 +166,7 @@ def test_the_fit_takes_the_newest_setting_only(tmp_path: Path) -> None:
     assert "catalog/data/cpu_adam.csv" in cpu_adam(db).source  # 2 sizes of the new setting
     gpucast.measure_optimizer(sizes=[90_000], tensors=[3], timer="cpu", **old)
     measured = cpu_adam(db)
-    assert "(3 sizes up to 90,000 parameters;" in measured.source
+    assert "(3 sizes, 30,000-90,000 parameters;" in measured.source
     assert "foreach" in measured.source and "CPU time" in measured.source
 
 
@@ -256,3 +256,25 @@ def test_simulate_train_runs_one_gpu_with_the_parameters_offloaded() -> None:
                                  strategy="allreduce", workers=1, region="us-central1",
                                  steps=10)  # fmt: skip
     assert any("only with cpu-offload+params" in note for note in sim.notes)
+
+
+def test_a_fitted_cpu_adam_step_used_far_past_its_runs_is_warned(tmp_path: Path) -> None:
+    """QA 37 FO#8: a fit on 1-2M-parameter runs priced a 1.6B-parameter host step silently;
+    past 10x its largest run predict train and plan train say so, naming the runs' range and
+    the measurement to run; within 10x, or with the catalog's constants, nothing is said."""
+    from gpucast.inputs.offload import extrapolation_warning
+
+    db = tmp_path / "store.db"
+    gpucast.measure_optimizer(sizes=[20_000, 40_000, 80_000], max_time_s=0.3, db=db)
+    model = cpu_adam(db).value
+    assert extrapolation_warning(model, 800_000) is None  # 10x: the limit itself
+    said = extrapolation_warning(model, 1.6e9)
+    assert said is not None and "20,000x the largest run" in said
+    assert "(20,000-80,000 parameters)" in said and "--sizes 160000000,530000000,1600000000" in said
+    assert extrapolation_warning(cpu_adam(tmp_path / "none.db").value, 1.6e9) is None
+    one = gpucast.predict_train(workload="mlp", option=BIG["option"], gpu="T4", batch_size=8, db=db)
+    assert one.memory is not None and "x the largest run" in str(one.memory["cpu_adam_warning"])
+    assert "; warning: the CPU Adam step of " in str(one.memory_text())
+    plan = gpucast.plan_train(**BIG, db=db)
+    offload = next(a for a in plan.assumptions if a.name == "offload")
+    assert "; on one GPU the CPU Adam step of" in offload.value

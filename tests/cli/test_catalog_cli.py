@@ -174,6 +174,25 @@ def test_mig_invalid_layout_is_one_line_exit_2() -> None:
     assert runner.invoke(app, ["catalog", "mig", "--gpu", "V100"]).exit_code == 2
 
 
+def test_mig_layout_outside_its_profiles_is_refused_in_python_and_on_the_cli() -> None:
+    """QA 37 FO#2: ``--layout 3g.20gb,2g.10gb --profile 1g.5gb`` checked a layout of profiles
+    --profile left out; refused in one line naming both; a layout within them is honoured."""
+    import gpucast
+    from gpucast.domain.errors import InvalidSpecError
+
+    argv = ["catalog", "mig", "--gpu", "A100-40GB", "--layout", "3g.20gb,2g.10gb"]
+    result = runner.invoke(app, [*argv, "--profile", "1g.5gb"])
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert "\n" not in line and "--layout uses 3g.20gb, 2g.10gb, not among --profile" in line
+    with pytest.raises(InvalidSpecError, match=r"not among --profile 1g\.5gb"):
+        gpucast.catalog_mig(gpu="A100-40GB", layout=["3g.20gb", "2g.10gb"], profiles=["1g.5gb"])
+    both = runner.invoke(app, [*argv, "--profile", "3g.20gb,2g.10gb", "--json"])
+    assert both.exit_code == 0, both.output
+    data = json.loads(both.stdout)
+    assert data["checked"] and data["count"] >= 1
+
+
 @pytest.mark.parametrize("layout", ["", " , "])
 def test_mig_empty_layout_is_refused_not_read_as_no_layout(layout: str) -> None:
     """QA 35 S #19: ``--layout ''`` listed all 78 A100 layouts."""

@@ -91,7 +91,7 @@ def test_bad_options_are_one_line_exit_2(args: list[str], text: str) -> None:
 
 def test_mig_profile_not_on_gpu() -> None:
     code, _out, err = run("--model", "mlp:10", "--slo-ms", "50", "--mig", "T4:1g.5gb")
-    assert code == 2 and "does not exist on T4" in err
+    assert code == 2 and "T4 does not support MIG" in err
 
 
 def test_trace_with_malformed_rows_is_reported(tmp_path: Path) -> None:

@@ -224,3 +224,23 @@ def test_command_lists_show_each_summary_as_one_paragraph() -> None:
             command = stack.pop()
             assert command.short_help is None or "\n" not in command.short_help, command.name
             stack.extend(getattr(command, "commands", {}).values())
+
+
+def test_a_flag_pair_given_both_ways_is_refused_in_one_line() -> None:
+    """QA 37: ``--spot --on-demand`` ran on demand (click keeps the last flag silently);
+    both ways of one flag pair are refused, naming both, before the verb runs. The same
+    flag twice, or the pair's two "off" spellings, are no contradiction."""
+    cases = (
+        (["simulate", "train", "--gpu", "K80", "--spot", "--on-demand"], "--spot", "--on-demand"),
+        (["plan", "train", "--no-spot", "--spot"], "--spot", "--no-spot"),
+        (["fit", "lifetimes", "--save", "--no-save"], "--save", "--no-save"),
+    )
+    for argv, on, off in cases:
+        result = runner.invoke(app, argv)
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert result.exit_code == 2 and len(lines) == 1, (argv, result.stderr)
+        assert on in lines[0] and off in lines[0] and "give one" in lines[0], lines
+    same = runner.invoke(app, ["simulate", "train", "--on-demand", "--no-spot", "--spot", "--help"])
+    assert same.exit_code == 2  # --help does not hide the contradiction
+    ok = runner.invoke(app, ["simulate", "train", "--on-demand", "--no-spot", "--help"])
+    assert ok.exit_code == 0

@@ -47,8 +47,12 @@ def test_server_option_filters() -> None:
     assert [o.name for o in options] == ["T4"]
     with pytest.raises(InvalidSpecError, match="mig: must be GPU:PROFILE"):
         inputs.build_server_options(migs=["1g.5gb"])
-    with pytest.raises(InvalidSpecError, match="does not exist on T4"):
+    with pytest.raises(InvalidSpecError, match="mig: T4 does not support MIG"):
         inputs.build_server_options(migs=["T4:1g.5gb"])
+    with pytest.raises(InvalidSpecError, match="does not exist on A100-40GB"):
+        inputs.build_server_options(migs=["A100-40GB:1g.23gb"])
+    with pytest.raises(InvalidSpecError, match="no published MIG placements for B200"):
+        inputs.gpu_server(load_catalog(), "B200", "1g.23gb", None)  # as catalog mig refuses
 
 
 def test_latency_tables(tmp_path: Path) -> None:

@@ -610,6 +610,9 @@ def test_enumerated_layouts_are_valid_and_cover_the_batch() -> None:
         assert layout.tp <= 8 and spec.heads % layout.tp == 0 and spec.layers % layout.pp == 0
     assert len(set(layouts)) == len(layouts)
     assert all(layout.zero_stage == 0 for layout in layouts if layout.dp == 1)
+    # ZeRO-3 only without a pipeline (DeepSpeed's pipeline engine refuses it; QA 37 FO#4)
+    assert all(layout.zero_stage < 3 for layout in layouts if layout.pp > 1)
+    assert any(layout.zero_stage == 3 for layout in layouts) and any(x.pp > 1 for x in layouts)
 
 
 @settings(max_examples=80, deadline=None)

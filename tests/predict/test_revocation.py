@@ -18,6 +18,7 @@ from gpucast.predict.revocation import (
     RevocationModel,
     WeibullLifetime,
     estimate_restart_penalty,
+    few_revocations_note,
     hazard_from_interruption_band,
     monthly_fraction_to_hazard_per_hour,
 )
@@ -159,3 +160,25 @@ def test_a_model_json_without_a_kind_says_so() -> None:
         estimator_from_dict({"a": 1})
     with pytest.raises(InvalidInputError, match=r"^unknown model kind 'nope'"):
         estimator_from_dict({"kind": "nope"})
+
+
+@pytest.mark.parametrize("method", ["weibull", "km"])
+def test_a_fit_on_few_revocations_is_said_with_its_count(method: str) -> None:
+    """QA 37 FO#9: V100's lifetimes rest on 5 revocations and no line said so; a fitted
+    distribution keeps its count, and fewer than 20 are named once per fitted group."""
+    frame = _frame()
+    few = frame[frame["region"] == "us-central1-c"].head(12).assign(gpu="V100")
+    model = RevocationModel(method=method).fit(pd.concat([frame, few]))
+    central = model.distribution("K80", "us-central1")
+    east = model.distribution("K80", "us-east1")  # pooled: every K80 revocation
+    v100 = model.distribution("V100", "us-central1")
+    assert central.revocations == model.group_stats("K80", "us-central1")["events"] >= 20
+    assert east.revocations == model.group_stats("K80")["events"]
+    events = model.group_stats("V100")["events"]
+    assert 0 < events < 20 and v100.revocations == events
+    note = few_revocations_note([central, east, None, v100, v100])
+    assert note == (
+        f"lifetimes fitted on fewer than 20 observed revocations: fitted: V100 us-central1 "
+        f"({events})"
+    )
+    assert few_revocations_note([central, east, hazard_from_interruption_band("5-10%")]) is None

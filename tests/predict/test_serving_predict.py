@@ -76,7 +76,10 @@ def test_mig_slice_is_slower_than_the_whole_gpu_and_bad_profile_is_one_line() ->
     with pytest.raises(InvalidSpecError, match="does not support MIG") as none:
         mig_profile(load_catalog().gpu("P4"), "1g.5gb")
     # it has no profile to pick (session 37 QA: "pick one of its profiles")
-    assert "its profiles" not in str(none.value.fix) and "catalog mig" in str(none.value.fix)
+    assert "its profiles" not in str(none.value.fix) and "catalog gpus" in str(none.value.fix)
+    # refused as `catalog mig` refuses it: profiles without published placements (QA 37 FO#3)
+    with pytest.raises(InvalidSpecError, match="no published MIG placements for B200"):
+        mig_profile(load_catalog().gpu("B200"), "1g.23gb")
     with pytest.raises(InvalidSpecError) as wrong:
         mig_profile(gpu, "2g.99gb")
     assert "catalog mig --gpu A100-40GB" in str(wrong.value.fix)

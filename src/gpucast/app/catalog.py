@@ -414,6 +414,23 @@ class MigResult:
 MIG_SOURCE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html"
 
 
+def _check_layout_in_profiles(checked: Any | None, profiles: tuple[str, ...]) -> None:
+    """--layout and --profile together: the checked layout's profiles must be among
+    --profile (which limits the layouts listed beside it), else one line naming both."""
+    outside = (
+        []
+        if checked is None or not profiles
+        else [i.profile.name for i in checked.instances if i.profile.name not in profiles]
+    )
+    if outside:
+        raise InvalidSpecError(
+            "profile",
+            f"--layout uses {', '.join(dict.fromkeys(outside))}, not among --profile "
+            f"{','.join(profiles)} (--profile limits the layouts listed beside the checked one)",
+            fix="add them to --profile, or drop --profile",
+        )
+
+
 def catalog_mig(request: CatalogMigRequest | None = None, /, **options: Any) -> MigResult:
     """A GPU's MIG profiles (slices, SMs, start offsets, share, price) and every valid layout;
     ``layout=`` checks one and names the rule it breaks."""
@@ -472,6 +489,7 @@ def catalog_mig(request: CatalogMigRequest | None = None, /, **options: Any) -> 
     layouts = enumerate_layouts(
         spec, profiles=request.profiles or None, maximal=not request.all_layouts
     )
+    _check_layout_in_profiles(checked, request.profiles)
     return MigResult(
         gpu=spec.name,
         maximal=not request.all_layouts,

@@ -11,6 +11,10 @@ from typing import TYPE_CHECKING, Any
 from gpucast.domain.provenance import Assumption
 from gpucast.domain.units import count_of
 
+#: Fewer ready GPUs making at least this share of the full cluster's progress (101% as
+#: printed) mean the cluster is slower than they are: said, with what to change
+SLOWER_CLUSTER_RATIO = 1.005
+
 if TYPE_CHECKING:
     from gpucast.app.simulation import SimulateTrainRequest
     from gpucast.domain.simulation import WorkerGroup
@@ -130,6 +134,7 @@ def elastic_speed(
             else f"all {full} GPUs: {b} on every GPU (proportional batches do not fit or "
             "do not pay)"
         )
+    faster: int | None = None  # the fewest shown GPUs that out-run the full cluster
     for k in reversed(shown):
         cell = int(np.flatnonzero(gpus == k)[-1])  # (the last such cell: the most of group 0)
         alive = [int(x) for x in np.unravel_index(cell, shape)]
@@ -148,18 +153,27 @@ def elastic_speed(
             else f"{b} per GPU (global {int(el.global_batch[cell]):,}, statistical "
             f"efficiency x{float(el.efficiency[cell]):.2f})"
         )
+        ratio = float(el.progress_steps_per_s[cell]) / full_rate
         parts.append(
-            f"{count_of(k, 'GPU')}: {how}, "
-            f"{float(el.progress_steps_per_s[cell]) / full_rate:.0%} of the full cluster's progress"
+            f"{count_of(k, 'GPU')}: {how}, {ratio:.0%} of the full cluster's progress"
+            + (f" (more than all {full} make)" if ratio >= SLOWER_CLUSTER_RATIO else "")
         )
+        if ratio >= SLOWER_CLUSTER_RATIO:
+            faster = k
     why = (
         f" (keeping the global batch needs the roofline: {', '.join(measured)} has a "
         "measured step time only)"
         if measured
         else ""
     )
+    slower = (
+        f". The full cluster is slower than {count_of(faster, 'GPU')}: its synchronisation "
+        f"costs more than its other GPUs add; run fewer GPUs, or give it a faster network"
+        if faster is not None
+        else ""
+    )
     text = (
-        "--elastic re-plans the batch as nodes come and go: " + "; ".join(parts) + why
+        "--elastic re-plans the batch as nodes come and go: " + "; ".join(parts) + why + slower
         if parts
         else "--elastic: one node, nothing to re-plan (without it the job waits for its "
         "replacement either way)"

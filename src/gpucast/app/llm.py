@@ -26,6 +26,8 @@ from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import lower_text, option
 from gpucast.domain.parallel import (
     INTERVAL_NOTE,
+    PIPELINE_MAX_ZERO,
+    PIPELINE_ZERO_NOTE,
     SEARCHED_VIRTUAL_STAGES,
     FixedLayout,
     LayoutSpace,
@@ -47,9 +49,12 @@ from gpucast.domain.systems import (
     used_gpus_text,
 )
 from gpucast.domain.units import usd_per_million
-from gpucast.domain.workload import SOFTWARE_HELP, check_precision_units, check_software
+from gpucast.domain.workload import check_precision_units, check_software
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from gpucast.domain.catalog import GpuSpec
     from gpucast.domain.llm import TransformerSpec
     from gpucast.domain.parallel import ClusterShape, ParallelStepPrediction
     from gpucast.domain.provenance import Validation
@@ -81,6 +86,49 @@ def searched_space(
             lora_rank=lora_rank,
         )
     )
+
+
+#: The software stacks LLM training is predicted for: the PyTorch family's Megatron-style
+#: 3D parallelism (``tuned``: Megatron/NeMo-class, MLPerf's; ``pytorch``: eager)
+LLM_SOFTWARE: tuple[str, ...] = ("tuned", "pytorch")
+LLM_SOFTWARE_HELP = (
+    "Software stack the step time is predicted for: tuned (Megatron/NeMo-class fused kernels, "
+    "as MLPerf runs) or pytorch (eager)."
+)
+
+
+def check_llm_software(value: str) -> None:
+    """:func:`~gpucast.domain.workload.check_software`, and one line for a stack that runs no
+    Megatron-style 3D-parallel LLM training (``tf1``: the CM-DARE TensorFlow 1.x stack; the
+    PyTorch family trains in every precision of :data:`TRAIN_PRECISIONS`)."""
+    check_software(value)
+    if value not in LLM_SOFTWARE:
+        raise InvalidSpecError(
+            "software",
+            f"LLM training (tensor, pipeline and context parallelism, ZeRO) is predicted for "
+            f"the PyTorch family only: {' or '.join(LLM_SOFTWARE)}",
+            got=value,
+            fix="use --software tuned (Megatron/NeMo) or --software pytorch",
+        )
+
+
+def node_size_note(gpu: str, gpus_per_node: int | None) -> dict[str, str]:
+    """A ``node size`` assumption where ``--gpus-per-node`` is more GPUs of type ``gpu`` (a
+    canonical name) than any node of the catalog holds (its instances offered, ``systems.csv``):
+    the node's links are priced as one such server's across all of them, which no catalog
+    server has (a machine of one's own may: it is said, not refused). Empty otherwise, and for
+    a GPU the catalog has no node of."""
+    from gpucast.inputs.llm_serving import largest_node_gpus
+
+    largest = largest_node_gpus(gpu)
+    if gpus_per_node is None or not 0 < largest < gpus_per_node:
+        return {}
+    return {
+        "node size": f"warning: no {gpu} node of the catalog (instances, systems.csv) holds "
+        f"{gpus_per_node} GPUs, the largest has {largest}; the {gpus_per_node} are priced as "
+        f"one such server's links (check --gpus-per-node, or describe your server with "
+        f"--cluster FILE)"
+    }
 
 
 def check_lora_rank(spec: TransformerSpec, lora_rank: int) -> None:
@@ -199,6 +247,25 @@ def precision_note(precision: str, skipped: tuple[str, ...] = ()) -> dict[str, s
     return note
 
 
+def mfu_text(precision: str, gpus: Sequence[GpuSpec]) -> str:
+    """The ``MFU`` assumption both LLM training verbs state: the peak their MFU divides by
+    (:attr:`~gpucast.domain.parallel.ParallelStepPrediction.mfu_basis`); at fp8, what the
+    same step reads against the bf16 peak NVIDIA and MLPerf state MFU against, per GPU type
+    of ``gpus``."""
+    text = f"model FLOPs / (step time x GPUs x each GPU's {precision} dense peak)"
+    if precision != "fp8":
+        return text
+    ratios: dict[str, list[str]] = {}
+    for g in sorted(set(gpus), key=lambda g: g.name):
+        ratio = g.peak_tflops("fp8") / g.peak_tflops("bf16")
+        ratios.setdefault(f"x{ratio:.2g}", []).append(g.name)
+    against = ", ".join(f"{r} on {', '.join(names)}" for r, names in ratios.items())
+    return (
+        f"{text}; NVIDIA and MLPerf usually state MFU against the bf16 peak, on which these "
+        f"read {against}"
+    )
+
+
 #: a typical value of each count flag, for its error's "e.g." (8 for the GPU counts)
 _COUNT_EXAMPLES = {"seq-len": "4096", "global-batch": "512", "max-gpus": "256"}
 
@@ -208,6 +275,23 @@ def positive_or_none(name: str, value: int | None) -> None:
         example = _COUNT_EXAMPLES.get(name, "8")
         raise InvalidSpecError(
             name, "must be an integer >= 1", got=value, fix=f"e.g. --{name} {example}"
+        )
+
+
+#: The most sequences a step of either LLM training verb takes: ~50,000x Llama 3 405B's
+#: 16M-token batch of 8K-token sequences (2,048); more is a typo whose step prints as noise
+MAX_GLOBAL_BATCH = 10**8
+
+
+def check_global_batch(value: int) -> None:
+    """``--global-batch``: a whole number of sequences, 1 to :data:`MAX_GLOBAL_BATCH`."""
+    positive_or_none("global-batch", value)
+    if value > MAX_GLOBAL_BATCH:
+        raise InvalidSpecError(
+            "global-batch",
+            f"must be at most {MAX_GLOBAL_BATCH:.0e} sequences a step (~50,000x Llama 3's 2,048)",
+            got=value,
+            fix=f"e.g. --global-batch {_COUNT_EXAMPLES['global-batch']}",
         )
 
 
@@ -255,7 +339,7 @@ class PredictLlmTrainRequest:
     )
     global_batch: int = option(help="Sequences per optimizer step.", example="1024")
     precision: str = option("bf16", parse=lower_text, help="bf16, fp16 or fp8.", example="fp8")
-    software: str = option("tuned", parse=lower_text, help=SOFTWARE_HELP, example="tuned")
+    software: str = option("tuned", parse=lower_text, help=LLM_SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: full fine-tuning / pre-training).")
     lora_fused: bool = option(False, help=LORA_FUSED_HELP)
     tp: int | None = tp_option()
@@ -290,8 +374,9 @@ class PredictLlmTrainRequest:
                 "is the --cluster's to say",
                 fix=f"drop --{flag}, or change the cluster: --cluster-set KEY=VALUE",
             )
-        for name in ("gpus", "gpus_per_node", "seq_len", "global_batch"):
+        for name in ("gpus", "gpus_per_node", "seq_len"):
             positive_or_none(name.replace("_", "-"), getattr(self, name))
+        check_global_batch(self.global_batch)
         FixedLayout.of(self)  # --tp --pp --cp --vpp --micro-batch --zero --recompute
         if isinstance(self.top, bool) or not isinstance(self.top, int) or self.top < 0:
             raise InvalidSpecError(
@@ -310,7 +395,7 @@ class PredictLlmTrainRequest:
                 got=self.node_network_gbps,
                 fix="e.g. --node-network-gbps 400 (8 x 400G NICs: 3200)",
             )
-        check_software(self.software, self.precision)
+        check_llm_software(self.software)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -510,6 +595,7 @@ def predict_llm_train(
         validation=validation_for("llm-train", [gpu.name], best.layout.precision, best.layout.gpus),
         assumptions={
             "GPUs": _gpus_text(gpus, per_node, whole, cluster, gpu.name, given=request.gpus),
+            **(node_size_note(gpu.name, request.gpus_per_node) if cluster is None else {}),
             "sequence length": sequence_text(spec, seq, given=request.seq_len is not None),
             "node network": f"{network:.4g} Gbit/s per {per_node}-GPU node"
             + (
@@ -561,6 +647,12 @@ def predict_llm_train(
                 else {}
             ),
             "software": f"{request.software} stack efficiencies",
+            "MFU": mfu_text(best.layout.precision, [gpu]),
+            **(
+                {"ZeRO and pipelines": f"searched: {PIPELINE_ZERO_NOTE}"}
+                if max(space.zero_stages) > PIPELINE_MAX_ZERO and fixed.pp is None
+                else {}
+            ),
             "tensor-parallel overlap": tp_overlap_text(request.tp_overlap),
             "host": host_text(request.host_ms_per_layer, efficiency.value),
             "optimizer": "Adam, mixed precision: 16 B per trained parameter",

@@ -24,17 +24,21 @@ from gpucast.app._units import gpus_with_units
 from gpucast.app.llm import (
     CP_SEARCHED,
     HOST_HELP,
+    LLM_SOFTWARE_HELP,
     LORA_FUSED_HELP,
     SEARCHED,
     TP_OVERLAP_HELP,
     TRAIN_PRECISIONS,
+    check_global_batch,
     check_host_ms,
+    check_llm_software,
     check_lora_rank,
     check_tp_overlap,
     host_seconds,
     host_text,
     llm_energy,
     lora_text,
+    mfu_text,
     positive_or_none,
     precision_note,
     searched_space,
@@ -48,6 +52,8 @@ from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.limits import check_seed
 from gpucast.domain.options import lower_text, option
 from gpucast.domain.parallel import (
+    PIPELINE_MAX_ZERO,
+    PIPELINE_ZERO_NOTE,
     FixedLayout,
     LayoutSpace,
     cp_option,
@@ -80,7 +86,6 @@ from gpucast.domain.systems import (
 )
 from gpucast.domain.units import count_of, format_duration
 from gpucast.domain.variability import gpu_variability_option
-from gpucast.domain.workload import SOFTWARE_HELP, check_software
 
 if TYPE_CHECKING:
     from gpucast.plan.llm import LlmPlan, NodeOption
@@ -126,7 +131,7 @@ class PlanLlmTrainRequest:
     gpus: tuple[str, ...] = option((), flag="gpu", help="GPU types allowed.", example="H100")
     exclude_gpus: tuple[str, ...] = exclude_gpus_option()
     precision: str = option("bf16", parse=lower_text, help="bf16, fp16 or fp8.", example="fp8")
-    software: str = option("tuned", parse=lower_text, help=SOFTWARE_HELP, example="tuned")
+    software: str = option("tuned", parse=lower_text, help=LLM_SOFTWARE_HELP, example="tuned")
     lora_rank: int = option(0, help="LoRA rank (0: all weights trained).")
     lora_fused: bool = option(False, help=LORA_FUSED_HELP)
     tp_overlap: float = option(0.0, help=TP_OVERLAP_HELP, example="0.8")
@@ -229,8 +234,9 @@ class PlanLlmTrainRequest:
                 got=self.tokens,
                 fix="e.g. --tokens 2e11",
             )
-        for name in ("seq_len", "global_batch", "max_gpus"):
+        for name in ("seq_len", "max_gpus"):
             positive_or_none(name.replace("_", "-"), getattr(self, name))
+        check_global_batch(self.global_batch)
         if self.budget_usd is not None and not self.budget_usd > 0:
             raise InvalidSpecError(
                 "budget", "must be > 0", got=self.budget_usd, fix="e.g. --budget 50000 (US$)"
@@ -244,7 +250,7 @@ class PlanLlmTrainRequest:
         check_tp_overlap(self.tp_overlap)
         check_host_ms(self.host_ms_per_layer)
         FixedLayout.of(self)  # --tp --pp --cp --vpp --micro-batch --zero --recompute
-        check_software(self.software, self.precision)
+        check_llm_software(self.software)
         check_spot_options(self.spot_scenario)
         from gpucast.plan.llm import LLM_OBJECTIVES  # (pure: the planner's own list)
 
@@ -385,7 +391,8 @@ def _search_text(space: LayoutSpace, fixed: FixedLayout) -> str:
     return (
         f"{' x '.join([*split, 'dp'])} over each GPU count{f' at {at}' if at else ''}, "
         f"micro-batch {'/'.join(map(str, space.micro_batch_sizes))}, "
-        f"ZeRO-{'/'.join(map(str, space.zero_stages))}, "
+        f"ZeRO-{'/'.join(map(str, space.zero_stages))}"
+        + (f" ({PIPELINE_ZERO_NOTE}), " if max(space.zero_stages) > PIPELINE_MAX_ZERO else ", ")
         + (", ".join(recompute[:-1]) + " or " if len(recompute) > 1 else "")
         + f"{recompute[-1]} recompute, cp {'/'.join(map(str, space.cp_sizes))}, vpp "
         f"{'/'.join(map(str, space.virtual_stages))} (predict llm-train's search)"
@@ -667,6 +674,7 @@ def plan_llm_train(
                 else {}
             ),
             **precision_note(request.precision, units_skipped),
+            "MFU": mfu_text(request.precision, [catalog.gpu(c.gpu) for c in plan.candidates]),
             **_pcie_note(nodes),
             "networks": "instance types with InfiniBand/RoCE/EFA (catalog/data/systems.csv) at "
             f"nominal links; the others at {perf.collective_tcp.network_efficiency:.3f} of "

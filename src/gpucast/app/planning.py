@@ -70,7 +70,7 @@ def plan_train(
     from gpucast.inputs.convergence import target_evaluations
     from gpucast.inputs.data import published_data_dir
     from gpucast.inputs.energy import plan_power
-    from gpucast.inputs.offload import cpu_adam
+    from gpucast.inputs.offload import cpu_adam, extrapolation_warning
     from gpucast.inputs.spot import spot_risk_inputs
     from gpucast.inputs.variability import gpu_variability, variability_assumption
     from gpucast.inputs.workload import (
@@ -216,6 +216,8 @@ def plan_train(
         request, catalog, facts, efficiency.value, planned_gpus(request, catalog, cluster)
     )
     adam = cpu_adam(store)
+    # (a one-GPU row's host steps all the parameters: fp32 weights, 4 B each)
+    adam_warning = extrapolation_warning(adam.value, facts.weights_bytes / 4.0)
     perf = dataclasses.replace(
         perf,
         value=dataclasses.replace(
@@ -350,7 +352,8 @@ def plan_train(
                 else f"; where host memory is short, master weights and optimizer state on "
                 f"the node's NVMe at {request.nvme_gbps:g} GB/s shared by its GPUs, read "
                 "and written each step (ZeRO-Infinity; its capacity is not checked)"
-            ),
+            )
+            + (f"; on one GPU {adam_warning}" if adam_warning else ""),
             source=adam.source,
             override="gpucast measure optimizer (on the training host), --nvme-gbps",
         ),
@@ -409,7 +412,8 @@ def plan_train(
     # what the Monte Carlo actually drew is known only now
     late = {
         "start-up": startup.source(),
-        "spot lifetimes": lifetimes.source(),
+        "spot lifetimes": lifetimes.source()
+        + ("" if (thin := lifetimes.few_revocations()) is None else f"; {thin}"),
     }
     assumed = tuple(
         dataclasses.replace(a, source=late[a.name]) if a.name in late else a

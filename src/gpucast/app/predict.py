@@ -248,6 +248,8 @@ class PredictTrainResult:
                 f"{mem['step_time_s'] * 1e3:.1f} ms with offload (CPU Adam: "
                 f"{mem['cpu_adam_source']})"
             )
+        if mem.get("cpu_adam_warning"):
+            line += f"; warning: {mem['cpu_adam_warning']}"
         return line
 
     @property
@@ -529,7 +531,7 @@ def _memory_plan(
     from gpucast.app._memory import refuse_unless_fits
     from gpucast.catalog.validation import validation_for
     from gpucast.domain.catalog import PCIE_X16_GBIT_PER_S
-    from gpucast.inputs.offload import cpu_adam
+    from gpucast.inputs.offload import cpu_adam, extrapolation_warning
     from gpucast.predict.comm import DEFAULT_BACKWARD_FRACTION
     from gpucast.predict.memory import OffloadCosts, fit_memory
 
@@ -566,6 +568,10 @@ def _memory_plan(
         "reason": fit.reason,
         "cpu_adam_source": adam.source,
         "cpu_adam_validation": validation_for("cpu-adam", ["cpu"], "fp32").text(),
+        # (the host steps the offloaded parameters: one GPU's, all of them)
+        "cpu_adam_warning": None
+        if best is None or "offload" not in best.strategy
+        else extrapolation_warning(adam.value, costs.n_params),
     }
 
 

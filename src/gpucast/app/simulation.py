@@ -1150,7 +1150,12 @@ def simulate_train(
         notes=tuple(notes),
         assumptions=assumptions,
         validation=_validation(
-            request, gpus, nodes * gpn, modelled, "+".join(dict.fromkeys(by_gpu.values()))
+            request,
+            gpus,
+            nodes * gpn,
+            modelled,
+            "+".join(dict.fromkeys(by_gpu.values())),
+            lifetimes.few_revocations(named_source=True),
         ),
         scenarios=scenarios,
     )
@@ -1174,15 +1179,23 @@ def _outcome(result: SimulationResult) -> dict[str, float | None]:
 
 
 def _validation(
-    request: SimulateTrainRequest, gpus: list[str], workers: int, modelled: bool, precision: str
+    request: SimulateTrainRequest,
+    gpus: list[str],
+    workers: int,
+    modelled: bool,
+    precision: str,
+    few_revocations: str | None = None,
 ) -> dict[str, str]:
-    """Validated errors of the models behind this scenario, in its regime."""
+    """Validated errors of the models behind this scenario, in its regime; the Monte Carlo's
+    says where its lifetimes rest on few revocations (``few_revocations``)."""
     from gpucast.catalog.validation import validation_for
 
     scaling = {"ps-async": "ps-cluster", "ps-sync": "ps-cluster"}.get(request.strategy, "allreduce")
+    monte_carlo = validation_for("spot-training", gpus, precision, workers).text()
     out = {
         f"scaling ({request.strategy})": validation_for(scaling, gpus, precision, workers).text(),
-        "transient Monte Carlo": validation_for("spot-training", gpus, precision, workers).text(),
+        "transient Monte Carlo": monte_carlo
+        + ("" if few_revocations is None else f"; {few_revocations}"),
     }
     if modelled:
         out["step time (roofline)"] = validation_for("roofline-step", gpus, precision, 1).text()

@@ -178,3 +178,38 @@ def request_command(request_cls: type, *, config: bool = False) -> Callable[[F],
         return command  # type: ignore[return-value]
 
     return decorate
+
+
+def refuse_contradicting_flags(command: Any) -> None:
+    """Make ``command`` and every subcommand refuse a flag pair given both ways (``--spot
+    --on-demand``): click keeps the last one silently. One line naming both, exit 2.
+    Idempotent, as :func:`gpucast.cli.verbs.plain_flags` (``main`` calls it on every run)."""
+    if not getattr(command, "_gpucast_one_way", False) and hasattr(command, "parse_args"):
+        parse = command.parse_args
+
+        def parse_args(ctx: Any, args: list[str]) -> list[str]:
+            _refuse_both_ways(command, args)
+            return parse(ctx, args)
+
+        command.parse_args = parse_args
+        command._gpucast_one_way = True
+    for sub in getattr(command, "commands", {}).values():
+        refuse_contradicting_flags(sub)
+
+
+def _refuse_both_ways(command: Any, args: list[str]) -> None:
+    words = args[: args.index("--")] if "--" in args else args
+    for param in command.params:
+        off = getattr(param, "secondary_opts", None)
+        if not off or not getattr(param, "is_flag", False):
+            continue
+        on = next((w for w in words if w in param.opts), None)
+        no = next((w for w in words if w in off), None)
+        if on is not None and no is not None:
+            from gpucast.domain.errors import InvalidSpecError
+
+            raise InvalidSpecError(
+                param.opts[0].lstrip("-"),
+                f"{on} and {no} are both given and contradict",
+                fix="give one",
+            )

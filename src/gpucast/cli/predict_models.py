@@ -39,7 +39,8 @@ def llm_train_command(
         console.print(
             f"{'best' if i == 0 else f'  #{i + 1}'}: {p.layout.label()}: "
             f"{p.step_time_s:.3g} s/step{band}, {p.tokens_per_s:,.0f} tokens/s, MFU "
-            f"{p.mfu:.0%}, {mem.total_bytes / 2**30:.1f} of {mem.usable_bytes / 2**30:.1f} GiB "
+            f"{p.mfu:.0%}{' of the fp8 peak' if p.layout.precision == 'fp8' else ''}, "
+            f"{mem.total_bytes / 2**30:.1f} of {mem.usable_bytes / 2**30:.1f} GiB "
             f"per GPU, bound by {p.bottleneck}",
             highlight=False,
             markup=False,

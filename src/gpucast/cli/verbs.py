@@ -71,6 +71,8 @@ def load(name: str) -> Any:
     import typer
     import typer.main
 
+    from gpucast.cli._command import refuse_contradicting_flags
+
     entry = VERBS.get(name)
     if entry is None:
         return None
@@ -90,6 +92,7 @@ def load(name: str) -> Any:
         command = typer.main.get_command(single)
     command.name = name
     plain_flags(command)
+    refuse_contradicting_flags(command)
     one_line_summaries(command)
     return command
 

@@ -39,6 +39,17 @@ RECOMPUTE: tuple[str, ...] = get_args(Recompute)
 #: 175B on 10,752-11,616 H100 with 8 virtual stages per GPU, Llama-2-70B LoRA with cp=2)
 SEARCHED_CP_SIZES: tuple[int, ...] = (1, 2)
 SEARCHED_VIRTUAL_STAGES: tuple[int, ...] = (1, 2, 4, 8)
+#: The highest ZeRO stage a pipeline (pp > 1) is planned with: ZeRO-3 (FSDP full shard)
+#: with pipeline stages is what DeepSpeed's pipeline engine refuses
+#: (deepspeed/runtime/pipe/engine.py asserts "ZeRO-2 and ZeRO-3 are incompatible with
+#: pipeline parallelism"); ZeRO-2 is kept, as torchtitan runs FSDP2 under a pipeline without
+#: resharding the weights after forward. Both LLM training verbs refuse it given, and leave
+#: it out of their search (:data:`PIPELINE_ZERO_NOTE`).
+PIPELINE_MAX_ZERO = 2
+PIPELINE_ZERO_NOTE = (
+    f"ZeRO-{PIPELINE_MAX_ZERO + 1} only at pp=1: DeepSpeed's pipeline engine refuses it with "
+    "pipeline stages"
+)
 #: Tokens per context-parallel rank above which a longer sequence is also searched at wider
 #: cp (:func:`searched_cp_sizes`), and the widest searched
 CP_TOKENS_PER_RANK = 8192
@@ -464,6 +475,12 @@ class ParallelStepPrediction:
         )
 
     @property
+    def mfu_basis(self) -> str:
+        """The peak :attr:`mfu` and :attr:`hfu` divide by: the GPU's dense peak at the layout's
+        precision (at fp8 the fp8 one; NVIDIA and MLPerf state MFU against the bf16 peak)."""
+        return f"{self.layout.precision} dense peak"
+
+    @property
     def hfu(self) -> float:
         """Hardware FLOPs utilisation: executed FLOPs / (step time x GPUs x peak)."""
         return self.hardware_flops_per_step / (
@@ -514,6 +531,7 @@ class ParallelStepPrediction:
             "tokens_per_s": self.tokens_per_s,
             "mfu": self.mfu,
             "hfu": self.hfu,
+            "mfu_basis": self.mfu_basis,
             "memory": {
                 "stage": self.memory.stage,
                 **{f"{k}_bytes": v for k, v in self.memory.components().items()},
@@ -684,6 +702,18 @@ class FixedLayout:
         if self.recompute is not None and self.recompute not in RECOMPUTE:
             raise InvalidSpecError(
                 "recompute", f"must be one of {', '.join(RECOMPUTE)}", got=self.recompute
+            )
+        staged = f"pp={self.pp}" if (self.pp or 1) > 1 else f"vpp={self.vpp} (pp > 1)"
+        if (
+            self.zero is not None
+            and self.zero > PIPELINE_MAX_ZERO
+            and max(self.pp or 1, self.vpp or 1) > 1
+        ):
+            raise InvalidSpecError(
+                "zero",
+                f"ZeRO-{self.zero} with {staged} is not planned: DeepSpeed's pipeline engine "
+                f"refuses ZeRO-{PIPELINE_MAX_ZERO + 1} with pipeline stages",
+                fix="use --zero 1, or --pp 1" + (" without --vpp" if self.vpp else ""),
             )
 
     @classmethod

@@ -21,6 +21,32 @@ if TYPE_CHECKING:
     from gpucast.store.db import Store
 
 
+#: How far past its largest measured run (x) a fitted CPU Adam step is used without a warning
+EXTRAPOLATION_LIMIT = 10.0
+
+
+def extrapolation_warning(model: CpuAdamModel, n_params: float) -> str | None:
+    """One line where the host's Adam step of ``n_params`` parameters extrapolates more than
+    :data:`EXTRAPOLATION_LIMIT` times past the largest run ``model`` was fitted on, naming the
+    runs' range and how to measure a larger one; ``None`` otherwise (or for the catalog's
+    constants, which name their own range)."""
+    times = model.extrapolation(n_params)
+    if times <= EXTRAPOLATION_LIMIT:
+        return None
+    return (
+        f"the CPU Adam step of {n_params:,.0f} parameters is {times:,.0f}x the largest run its "
+        f"fit measured ({model.min_params_:,.0f}-{model.max_params_:,.0f} parameters): "
+        f"measure larger ones on the host, e.g. gpucast measure optimizer --sizes "
+        f"{_round_size(n_params / 10)},{_round_size(n_params / 3)},{_round_size(n_params)} "
+        "(the host needs 16 B a parameter free)"
+    )
+
+
+def _round_size(n: float) -> str:
+    """``n`` to 2 significant digits, as a --sizes value (``160000000``)."""
+    return f"{float(f'{n:.2g}'):.0f}"
+
+
 def fit_cpu_adam(measurements: Sequence[OptimizerStepMeasurement]) -> CpuAdamModel:
     """:class:`CpuAdamModel` fitted on measured steps (each size's fastest step: the least
     disturbed by other processes on a shared machine; an offload node's CPU is the job's)."""
@@ -66,8 +92,9 @@ def cpu_adam(db: Path) -> Sourced[CpuAdamModel]:
             clock = "CPU time" if timer == "cpu" else "wall clock"
             return Sourced(
                 fitted,
-                f"CPU AdamW measured on this host ({distinct_sizes(rows)} sizes up to "
-                f"{fitted.max_params_:,.0f} parameters; {impl}, {threads} thread"
+                f"CPU AdamW measured on this host ({distinct_sizes(rows)} sizes, "
+                f"{fitted.min_params_:,.0f}-{fitted.max_params_:,.0f} parameters; {impl}, "
+                f"{threads} thread"
                 f"{'s' if threads > 1 else ''}, {clock}; gpucast measure optimizer): "
                 f"{fitted.bandwidth_gbps:.1f} GB/s streamed",
             )

@@ -141,7 +141,7 @@ def gpu_server(
     from gpucast.predict.serving import mig_profile
 
     spec = catalog.gpu(gpu)
-    profile = mig_profile(spec, mig) if mig else None
+    profile = mig_profile(spec, mig, catalog.mig_gpu_names(), field="gpu") if mig else None
     any_: list[str | None] = [None]
     offers = [
         o
@@ -233,7 +233,9 @@ def build_server_options(
                 "mig", "must be GPU:PROFILE", got=item, fix="e.g. --mig A100-40GB:1g.5gb"
             )
         spec = catalog.gpu(gpu_name)
-        pserve.mig_profile(spec, prof_name)  # one clear error when the GPU has no such profile
+        mig_gpus = catalog.mig_gpu_names()  # one clear error when the GPU has no such profile
+        example = f"{mig_gpus[0]}:{catalog.gpu(mig_gpus[0]).placeable_mig_profiles[0].name}"
+        pserve.mig_profile(spec, prof_name, mig_gpus, field="mig", example=example)
         mig_wanted.setdefault(spec.name, set()).add(prof_name)
         if gpus:
             wanted.add(spec.name)

@@ -105,6 +105,8 @@ class Lifetimes:
     gcp_kind: str = "spot"
     named: Any = None  # (distribution, meta) of a model fitted by `gpucast fit lifetimes`
     used: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: the distribution each key of ``used`` drew
+    drawn: dict[str, LifetimeDistribution] = field(default_factory=dict)
     _model: Any = None
     _fitted_on: str = ""
     _tried: bool = False
@@ -151,7 +153,17 @@ class Lifetimes:
         key = f"{provider or '?'} {self._name(gpu)} {region}"
         dist, kind = self._choose(gpu, region, provider)
         self.used[key] = (kind, dist.source)
+        self.drawn[key] = dist
         return dist, kind
+
+    def few_revocations(self, *, named_source: bool = False) -> str | None:
+        """Which drawn lifetimes rest on few observed revocations, with their counts
+        (:func:`gpucast.predict.revocation.few_revocations_note`; ``None``: none), and with
+        ``named_source`` the data they were fitted on."""
+        from gpucast.predict.revocation import few_revocations_note
+
+        note = few_revocations_note(self.drawn.values())
+        return f"{note} ({self.fitted_on})" if note and named_source else note
 
     def capacity_gap(self, gpu: str, region: str, provider: str = "") -> Delay:
         """How long a spot replacement waits for capacity: the gaps of the named model's

@@ -103,14 +103,19 @@ def _memory_width(profile: MigProfile) -> int:
 
 
 def placeable_profiles(
-    gpu: GpuSpec, mig_gpus: Sequence[str] = (), *, field: str = "mig layout"
+    gpu: GpuSpec,
+    mig_gpus: Sequence[str] = (),
+    *,
+    field: str = "mig layout",
+    example: str | None = None,
 ) -> tuple[MigProfile, ...]:
     """The profiles of ``gpu`` with published placements; one clear error when there are none,
     whose fix names ``mig_gpus`` (the catalog's GPUs with placements) when given, and whose
-    ``field`` is the flag that named the GPU (``gpu``), when one did."""
+    ``field`` is the flag that named the GPU (``gpu``), when one did; ``example`` is the value
+    its "e.g." shows (default: the first of ``mig_gpus``)."""
     flag = "" if field == "mig layout" else f"--{field} "
     pick = (
-        f"pick one of {', '.join(mig_gpus)}, e.g. {flag}{mig_gpus[0]}"
+        f"pick one of {', '.join(mig_gpus)}, e.g. {flag}{example or mig_gpus[0]}"
         if mig_gpus
         else "pick a GPU with MIG placements (`gpucast catalog gpus`, column MIG)"
     )

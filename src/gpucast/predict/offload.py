@@ -76,6 +76,8 @@ class CpuAdamModel(Estimator):
     def __init__(self) -> None:
         self.coef_: dict[str, float] | None = None
         self.n_rows_: int = 0
+        #: the smallest and largest measured run fitted on (0: constants, not a fit)
+        self.min_params_: float = 0.0
         self.max_params_: float = 0.0
 
     @property
@@ -115,6 +117,7 @@ class CpuAdamModel(Estimator):
         return {
             "coef": dict(self._coefficients()),
             "n_rows": self.n_rows_,
+            "min_params": self.min_params_,
             "max_params": self.max_params_,
         }
 
@@ -124,6 +127,7 @@ class CpuAdamModel(Estimator):
             coef = {k: float(state["coef"][k]) for k in _CPU_ADAM_TERMS}
             n_rows = int(state["n_rows"])
             max_params = float(state["max_params"])
+            min_params = float(state.get("min_params", max_params))  # (saved before it was)
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidInputError(f"cpu_adam state is malformed ({exc})", fix="refit it") from exc
         if not all(math.isfinite(v) and v >= 0 for v in coef.values()):
@@ -131,6 +135,7 @@ class CpuAdamModel(Estimator):
         model = cls()
         model.coef_ = coef
         model.n_rows_ = n_rows
+        model.min_params_ = min_params
         model.max_params_ = max_params
         return model
 
@@ -156,8 +161,14 @@ class CpuAdamModel(Estimator):
         coef = coef / scale
         self.coef_ = dict(zip(_CPU_ADAM_TERMS, (float(c) for c in coef), strict=True))
         self.n_rows_ = len(y)
+        self.min_params_ = float(n.min())
         self.max_params_ = float(n.max())
         return self
+
+    def extrapolation(self, n_params: float) -> float:
+        """How many times its largest fitted run ``n_params`` is (0: a model of constants,
+        fitted on no run)."""
+        return 0.0 if self.max_params_ <= 0 else float(n_params) / self.max_params_
 
     def predict_s(
         self,

@@ -120,6 +120,7 @@ from gpucast.domain.catalog import PCIE_X16_GBIT_PER_S, GpuSpec
 from gpucast.domain.errors import InvalidSpecError, NoFeasiblePlanError
 from gpucast.domain.llm import TransformerSpec
 from gpucast.domain.parallel import (
+    PIPELINE_MAX_ZERO,
     STEP_TERMS,
     SWITCHED,
     ClusterShape,
@@ -1363,7 +1364,7 @@ def enumerate_layouts(
 
     ``dp * tp * pp * cp = gpus``, ``dp * micro_batch_size * micro_batches = global_batch``;
     ``space`` bounds the other choices. ZeRO stages above 0 are only tried when ``dp * cp >
-    1`` (they shard nothing otherwise).
+    1`` (they shard nothing otherwise), and ZeRO-3 only at ``pp = 1`` (:data:`PIPELINE_MAX_ZERO`).
     """
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise InvalidSpecError("gpus", "must be an integer >= 1", got=gpus)
@@ -1398,6 +1399,8 @@ def enumerate_layouts(
                         continue
                     m = per_replica // b
                     zeros = sorted(set(sp.zero_stages if dp * cp > 1 else (0,)))
+                    if pp > 1:  # ZeRO-3 with a pipeline is not planned (PIPELINE_ZERO_NOTE)
+                        zeros = [z for z in zeros if z <= PIPELINE_MAX_ZERO]
                     sized = functools.partial(
                         ParallelLayout, dp=dp, tp=tp, pp=pp, cp=cp,
                         sequence_parallel=sp.sequence_parallel, micro_batch_size=b,

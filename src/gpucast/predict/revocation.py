@@ -21,7 +21,7 @@ inverse-CDF), ``survival(t_s)`` and ``source``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
@@ -129,6 +129,8 @@ class WeibullLifetime:
     shape: float
     cap_s: float | None = GCP_PREEMPTIBLE_CAP_S
     source: str = "weibull"
+    #: the observed revocations it was fitted on (``None``: not a fit of observations)
+    revocations: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("scale_s", "shape"):
@@ -162,6 +164,8 @@ class EmpiricalLifetime:
     survival_after: tuple[float, ...]
     cap_s: float | None = GCP_PREEMPTIBLE_CAP_S
     source: str = "kaplan-meier"
+    #: the observed revocations it was fitted on (``None``: not a fit of observations)
+    revocations: int | None = None
 
     def __post_init__(self) -> None:
         t = np.asarray(self.times_s, dtype=np.float64)
@@ -195,6 +199,26 @@ class EmpiricalLifetime:
         if self.cap_s is not None:
             out = np.where(t_eval >= self.cap_s, 0.0, out)
         return np.asarray(out, dtype=np.float64)
+
+
+#: Fewer observed revocations than this under a fitted lifetime distribution are said beside
+#: the Monte Carlo's validated error (a Weibull or Kaplan-Meier fit on 5 events is a guess)
+FEW_REVOCATIONS = 20
+
+
+def few_revocations_note(dists: Iterable[LifetimeDistribution | None]) -> str | None:
+    """Which of ``dists`` rest on fewer than :data:`FEW_REVOCATIONS` observed revocations:
+    each fitted group once (``pooled: V100 all regions``), with its count; ``None``: none."""
+    thin: dict[str, int] = {}
+    for d in dists:
+        count = getattr(d, "revocations", None)
+        if d is not None and count is not None and count < FEW_REVOCATIONS:
+            thin[d.source.split(" (n=")[0]] = count  # the group, not why a region pooled
+    if not thin:
+        return None
+    return f"lifetimes fitted on fewer than {FEW_REVOCATIONS} observed revocations: " + ", ".join(
+        f"{group} ({count})" for group, count in thin.items()
+    )
 
 
 # -- published interruption bands ---------------------------------------------------------
@@ -404,12 +428,14 @@ class RevocationModel(Estimator):
                 cap_s=self.cap_s,
                 source=f"{detail}, weibull shape {group['weibull_shape']:.2f} "
                 f"scale {group['weibull_scale_s'] / 3600:.1f} h",
+                revocations=int(events),
             )
         return EmpiricalLifetime(
             times_s=tuple(group["km_times_s"]),
             survival_after=tuple(group["km_survival"]),
             cap_s=self.cap_s,
             source=f"{detail}, kaplan-meier",
+            revocations=int(events),
         )
 
     def distribution(

@@ -51,7 +51,7 @@ from gpucast.domain.prediction import Estimate
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.serving import LatencyCurve
 from gpucast.predict.base import Estimator, register
-from gpucast.predict.mig import mig_share
+from gpucast.predict.mig import mig_share, placeable_profiles
 from gpucast.predict.roofline import (
     DeviceRoofline,
     RooflineEfficiency,
@@ -283,19 +283,26 @@ def cpu_device(offer: Offer) -> DeviceRoofline:
     )
 
 
-def mig_profile(gpu: GpuSpec, name: str) -> MigProfile:
-    """The MIG profile ``name`` of ``gpu``; one clear error when it has no such profile."""
-    for p in gpu.mig_profiles:
+def mig_profile(
+    gpu: GpuSpec,
+    name: str,
+    mig_gpus: Sequence[str] = (),
+    *,
+    field: str = "mig profile",
+    example: str | None = None,
+) -> MigProfile:
+    """The MIG profile ``name`` of ``gpu``; one clear error when it has no such profile, or no
+    MIG profile with published placements (refused as ``catalog mig`` refuses it, by
+    :func:`gpucast.predict.mig.placeable_profiles`, whose fix names ``mig_gpus`` and
+    ``example`` under the flag ``field``)."""
+    usable = placeable_profiles(gpu, mig_gpus, field=field, example=example)
+    for p in usable:
         if p.name == name:
             return p
-    have = ", ".join(p.name for p in gpu.mig_profiles)
     raise InvalidSpecError(
         "mig profile",
-        f"{name!r} does not exist on {gpu.name}"
-        + (f" (it has {have})" if have else " (it does not support MIG)"),
-        fix=f"pick one of its profiles (`gpucast catalog mig --gpu {gpu.name}` lists them)"
-        if have
-        else "pick a GPU with MIG (`gpucast catalog mig --gpu A100-40GB` names the others)",
+        f"{name!r} does not exist on {gpu.name} (it has {', '.join(p.name for p in usable)})",
+        fix=f"pick one of its profiles (`gpucast catalog mig --gpu {gpu.name}` lists them)",
     )
 
 
