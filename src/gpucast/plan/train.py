@@ -1454,7 +1454,9 @@ def _candidate(
             notes.append(note)
     if ctx.cluster is not None and not ctx.cluster.priced:
         notes.append("no price given: cost shown as $0")
-    epochs = float(ev.samples_needed[i]) / (res.work.dataset_size or float(ev.samples_needed[i]))
+    # without a dataset size the work is samples (--steps, Nsamples@B): no epoch count exists
+    size = res.work.dataset_size
+    epochs = float(ev.samples_needed[i]) / size if size else None
     breakdown = {
         "compute_s": float(ev.compute_s[i]),
         "communication_s": float(ev.comm_s[i]),
@@ -1479,7 +1481,7 @@ def _candidate(
         ps_shards=int(space.shards[i]) if space.strategy[i] in (PS, PS_SYNC) else 0,
         per_worker_batch=int(ev.batch[i]),
         global_batch=int(ev.global_batch[i]),
-        epochs=epochs if res.work.dataset_size else float(ev.samples_needed[i]),
+        epochs=epochs,
         steps=int(ev.steps[i]),
         step_time_s=float(ev.step_s[i]),
         time_s=time_s,
