@@ -220,7 +220,11 @@ class TrainRequest:
         negative_alias="on-demand",
         help="Allow spot servers (--no-spot, or --on-demand as in simulate train: none).",
     )
-    max_gpus: int = option(64, help="At most this many GPUs.", example="64")
+    max_gpus: int = option(
+        64,
+        help="At most this many GPUs [default: 64; with --cluster, all of the cluster's GPUs].",
+        example="64",
+    )
     min_p_meet: float = option(
         0.9, help="Plans must meet the deadline with this probability.", example="0.9"
     )
