@@ -445,14 +445,7 @@ def within_cluster(request: TrainRequest, cluster: ClusterSpec) -> TrainRequest:
     """The request the cluster's space is built from: its whole size unless ``--max-gpus``
     says less, and on demand only unless the cluster has a spot price. A budget needs a
     price: without one every plan costs $0 and ``--budget`` would hold whatever it is."""
-    if request.budget_usd is not None and not cluster.priced:
-        raise InvalidSpecError(
-            "budget",
-            f"cannot bind: the cluster {cluster.name} has no price, so every plan costs $0",
-            got=request.budget_usd,
-            fix="give the cluster a price (--price-per-gpu-hour P, or price_usd_per_gpu_hour "
-            "in its file), or drop --budget",
-        )
+    cluster.check_budget(request.budget_usd)
     max_gpus = cluster.max_gpus if is_default(request, "max_gpus") else request.max_gpus
     return replace(request, max_gpus=max_gpus, allow_spot=request.allow_spot and cluster.has_spot)
 

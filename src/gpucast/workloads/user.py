@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import copy
 import importlib
-import inspect
 import importlib.util
+import inspect
 import re
 import sys
 from collections.abc import Callable
