@@ -123,7 +123,6 @@ def test_help_shows_the_cluster_options() -> None:
         assert "--cluster" in result.output and "--cluster-set" in result.output
 
 
-
 def test_plan_train_help_says_max_gpus_defaults_to_the_whole_cluster() -> None:
     """QA session 38: `--max-gpus ... [default: 64]` while --cluster DGX-H100 --nodes 128
     planned 152 GPUs (plan.train.within_cluster: the cluster's size unless given)."""

@@ -101,7 +101,6 @@ def test_an_option_the_factory_does_not_take_names_the_option_and_its_parameters
     assert info.value.exit_code == 2
     module = tmp_path / "anykw.py"  # a factory taking **kwargs takes any option
     module.write_text(
-        "import torch\n\ndef build(**kw):\n"
-        "    return torch.nn.Linear(3, 2), torch.randn(4, 3)\n"
+        "import torch\n\ndef build(**kw):\n    return torch.nn.Linear(3, 2), torch.randn(4, 3)\n"
     )
     assert get_workload(f"{module}:build", depth=3).family == "user"
