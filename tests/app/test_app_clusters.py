@@ -145,6 +145,16 @@ def test_catalog_systems_lists_the_cluster_names() -> None:
     assert plan.best.gpu == "H100-SXM"
 
 
+def test_a_budget_on_an_unpriced_cluster_is_refused(onprem: Path) -> None:
+    """QA session 38: every plan of a cluster without a price costs $0, so --budget 0.01 was
+    silently met; now one line naming the fix (a price, or no budget)."""
+    with pytest.raises(InvalidSpecError, match="budget: cannot bind") as info:
+        gpucast.plan_train(**WORK, cluster=str(onprem), budget=0.01)
+    assert "--price-per-gpu-hour" in str(info.value) and info.value.exit_code == 2
+    priced = gpucast.plan_train(**WORK, cluster=str(onprem), budget=1000, price_per_gpu_hour=2)
+    assert priced.best is not None and priced.best.cost_usd <= 1000
+
+
 def test_an_unpriced_cluster_keeps_the_front_on_gpu_hours() -> None:
     """QA2 #3: without a price every plan costs $0, so a front on $ was one point and the
     single-node layouts (3-8 GPUs) vanished; on GPU-hours the same rows as at $2/GPU-h stay."""

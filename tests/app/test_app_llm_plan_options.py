@@ -86,6 +86,12 @@ def test_a_cluster_takes_no_catalog_filter(flag: str) -> None:
         gpucast.plan_llm_train(**SMALL, cluster="DGX-H100", cluster_nodes=2, **{flag: ["us-east4"]})
 
 
+def test_a_budget_on_an_unpriced_cluster_is_refused_as_in_plan_train() -> None:
+    """QA session 38: a cluster without a price costs $0, so --budget 0.01 was met."""
+    with pytest.raises(InvalidSpecError, match="budget: cannot bind: the cluster DGX-H100"):
+        gpucast.plan_llm_train(**SMALL, cluster="DGX-H100", cluster_nodes=2, budget_usd=0.01)
+
+
 def test_shown_rows_follow_plan_trains_limit(h100: PlanLlmTrainResult) -> None:
     plan = h100
     front = set(plan.pareto) | {plan.recommended}

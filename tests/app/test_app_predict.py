@@ -690,3 +690,32 @@ def test_plan_serve_states_its_picks_tensor_parallel_link() -> None:
     )  # fmt: skip
     assert plan.plan.best is not None and plan.plan.best.tp > 1
     assert "the pick's: 900 GB/s per GPU" in plan.assumptions["tensor parallelism"]
+
+
+def test_predict_cluster_all_reduce_rows_take_a_bare_step_and_no_servers(
+    tmp_path: Path, cluster_json: Path
+) -> None:
+    """QA session 38: an all-reduce row needed Parameter Servers >= 1 and its step was read as
+    1 worker + 1 PS, the PS time taken out: ResNet-50's 0.26 s step on 1 all-reduce worker
+    came out at 50 steps/s (13x a lone GPU's 3.85), 4 workers at 30.9."""
+    rows = tmp_path / "rows.csv"
+    rows.write_text(
+        "Number of Parameters,Number of Tensors,Workers,Parameter Servers,Step Time (s),Strategy\n"
+        "25557032,161,1,0,0.26,allreduce\n"
+        "25557032,161,4,0,0.26,allreduce\n"
+        "25557032,161,4,0,0.26,fsdp\n"
+        "25557032,161,4,1,0.26,allreduce\n"
+    )
+    frame = predict_cluster(model=cluster_json, input=rows, output=tmp_path / "o.csv").to_frame()
+    speed = frame["Predicted Speed (steps/sec)"]
+    assert speed.iloc[0] == pytest.approx(1 / 0.26, rel=0.02)  # one GPU: its own step
+    assert speed.iloc[1] <= 4 / 0.26 * 1.001 and speed.iloc[2] <= 4 / 0.26 * 1.001
+    assert speed.iloc[3] == pytest.approx(speed.iloc[1])  # a PS count is ignored, not priced
+    assert (frame["PS Shards Needed"] == 0).all()
+    rows.write_text(
+        "Number of Parameters,Number of Tensors,Workers,Parameter Servers,Step Time (s),Strategy\n"
+        "25557032,161,4,0,0.26,ps-async\n"
+    )
+    with pytest.raises(DataFormatError, match="must be >= 1 for strategy ps-async") as exc:
+        predict_cluster(model=cluster_json, input=rows, output=tmp_path / "o2.csv")
+    assert exc.value.line == 2 and exc.value.column == "Parameter Servers"

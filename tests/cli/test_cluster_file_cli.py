@@ -123,6 +123,14 @@ def test_help_shows_the_cluster_options() -> None:
         assert "--cluster" in result.output and "--cluster-set" in result.output
 
 
+def test_plan_train_help_says_max_gpus_defaults_to_the_whole_cluster() -> None:
+    """QA session 38: `--max-gpus ... [default: 64]` while --cluster DGX-H100 --nodes 128
+    planned 152 GPUs (plan.train.within_cluster: the cluster's size unless given)."""
+    result = runner.invoke(cli, ["plan", "train", "--help"], terminal_width=300)
+    line = " ".join(result.output.replace("│", " ").split())
+    assert "with --cluster, all of the cluster's GPUs" in line
+
+
 def test_predict_llm_train_on_a_cluster_says_its_gpus_and_prices_them() -> None:
     """All of the cluster's GPUs by default, said so; --price-per-gpu-hour gives $/h and $ per
     million tokens in the text and in --json."""

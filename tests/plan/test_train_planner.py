@@ -271,3 +271,26 @@ def test_spot_dearer_than_on_demand_is_said_so() -> None:
     assert spot_verdict(0.0) == "spot saves 0%"
     # revocations (or another cloud's prices) made the spot twin dearer: no "saves -43%"
     assert spot_verdict(-0.43) == "spot costs +43% more"
+
+
+def test_work_in_steps_gives_no_epoch_count() -> None:
+    """--steps without --dataset-size: a candidate has no epochs (it held the samples,
+    1000 steps x 128 = 128,000 "epochs", in the JSON, the CSV and the HTML report)."""
+    plan = plan_training(
+        request(epochs=None, dataset_size=None, steps=1000, reference_batch=128, allow_spot=False),
+        context(),
+    )
+    assert plan.candidates
+    for c in plan.candidates:
+        assert c.epochs is None and c.to_dict()["epochs"] is None
+        assert c.steps * c.global_batch >= 128_000 * 0.99  # the work is in steps x batch
+    with_size = plan_training(request(allow_spot=False), context())
+    assert all(c.epochs is not None and 1.9 < c.epochs < 4 for c in with_size.candidates)
+
+
+def test_the_spot_hint_states_a_short_p90_in_minutes() -> None:
+    """QA session 38: a 3-minute job's hint read "spot saves 73% at 0.0% risk of missing the
+    deadline (p90 0.0 h)"."""
+    plan = plan_training(request(epochs=0.05, deadline_s=3600.0), context())
+    hints = [h for c in plan.candidates for h in c.help if "(p90 " in h]
+    assert hints and all("p90 0.0 h" not in h and " min)" in h for h in hints)

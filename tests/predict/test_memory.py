@@ -191,3 +191,22 @@ def test_offload_strategies_are_priced_by_the_offload_model() -> None:
     assert by_name["fsdp+checkpointing+cpu-offload"].slowdown == pytest.approx(ckpt / 3.0)
     assert priced.best is not None and priced.best.strategy == "fsdp+checkpointing+cpu-offload"
     assert "slow-down x" in priced.reason
+
+
+def test_a_small_model_says_its_memory_in_mib_not_zero_gib() -> None:
+    """QA session 38: a 374k-parameter user model "needs 0.0 GiB of 37.0 GiB"."""
+    small = MemoryNeeds(
+        weights_bytes=1.5e6, gradients_bytes=1.5e6, optimizer_bytes=1.5e6,
+        activations_bytes=55e6, n_layers=4,
+    )  # fmt: skip
+    reason = fit_memory(small, H100, plans=DATA_PARALLEL_PLANS).reason
+    assert "needs 56.7 MiB of " in reason and "0.0 GiB" not in reason
+    half = 0.5 * GIB
+    two_gib = MemoryNeeds(
+        weights_bytes=half,
+        gradients_bytes=half,
+        optimizer_bytes=half,
+        activations_bytes=half,
+        n_layers=4,
+    )
+    assert "needs 2.0 GiB of" in fit_memory(two_gib, H100, plans=DATA_PARALLEL_PLANS).reason

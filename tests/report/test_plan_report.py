@@ -166,3 +166,26 @@ def test_a_cost_under_a_cent_is_not_zero() -> None:
 
     assert _usd(0.0047) == "$0.0047" and _usd(0.0) == "$0.00"
     assert _usd(0.04) == "$0.04" and _usd(1234.5) == "$1,234"
+
+
+def test_a_spot_mean_above_its_interval_is_explained_under_the_table(plan: TrainPlan) -> None:
+    """QA session 38: a spot row read "4m [2m, 3m]" with p90 3m (a few runs' long waits
+    for capacity pull the Monte Carlo mean above p90) and nothing said why."""
+    from dataclasses import replace
+
+    from rich.console import Console
+
+    from gpucast.report.tables import mean_above_band, print_plan
+
+    def text(p: TrainPlan) -> str:
+        console = Console(record=True, width=200)
+        print_plan(p, console, limit=None)
+        return console.export_text()
+
+    assert not any(mean_above_band(c) for c in plan.candidates)
+    assert "the time is the mean of the Monte Carlo runs" not in text(plan)
+    k, c = next((k, c) for k, c in enumerate(plan.candidates) if c.market == "spot")
+    tail = replace(c, time_s=c.time_upper_s * 1.5)
+    skewed = replace(plan, candidates=(*plan.candidates[:k], tail, *plan.candidates[k + 1 :]))
+    assert mean_above_band(tail)
+    assert f"spot row #{k}: the time is the mean of the Monte Carlo runs" in text(skewed)

@@ -86,3 +86,21 @@ def test_a_model_without_parameters_is_refused_for_training_naming_the_infer_ver
     assert f"gpucast measure infer {workload.name}" in str(info.value)
     assert "--mode" not in str(info.value)
     make_step(workload, spec, "infer", CPU)()  # inference still runs
+
+
+def test_an_option_the_factory_does_not_take_names_the_option_and_its_parameters(
+    tmp_path: Path,
+) -> None:
+    """QA session 38: `-o depth=3` on build(features, hidden) read as a bug in the user's
+    code ("raised TypeError ...; fix the user model"); it is the option that is wrong."""
+    with pytest.raises(InvalidSpecError) as info:
+        get_workload(f"{FILE}:build", depth=3)
+    text = str(info.value)
+    assert "option 'depth'" in text and "is not an option" in text
+    assert "features, hidden" in text and "fix the user model" not in text
+    assert info.value.exit_code == 2
+    module = tmp_path / "anykw.py"  # a factory taking **kwargs takes any option
+    module.write_text(
+        "import torch\n\ndef build(**kw):\n    return torch.nn.Linear(3, 2), torch.randn(4, 3)\n"
+    )
+    assert get_workload(f"{module}:build", depth=3).family == "user"

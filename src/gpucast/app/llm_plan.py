@@ -562,6 +562,7 @@ def plan_llm_train(
         request, catalog, cluster, request.precision, choices=TRAIN_PRECISIONS
     )
     if cluster is not None:
+        cluster.check_budget(request.budget_usd)
         gpu = cluster_gpu(cluster, catalog, None)
         nodes = [
             NodeOption(

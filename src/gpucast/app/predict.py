@@ -732,7 +732,7 @@ def predict_cluster(
 
     from gpucast.domain.cmdare import GPU_COL, MODEL_COL, STEP_TIME_COL
     from gpucast.predict.cluster import STRATEGIES, ClusterModel
-    from gpucast.store.datasets.rows import line_of, read_cluster_rows, text_cell
+    from gpucast.store.datasets.rows import PS_COL, line_of, read_cluster_rows, text_cell
     from gpucast.store.files import write_csv_atomic
 
     request = resolve(PredictClusterRequest, request, options)
@@ -740,6 +740,19 @@ def predict_cluster(
     rows = read_cluster_rows(request.input, STRATEGIES)
     steps = rows.single_worker_step_time_s.copy()
     where = str(request.input)
+    # a PS strategy needs its servers; all-reduce and FSDP have none (0, or a CM-DARE row's 1)
+    with_ps = np.isin(rows.strategy, ("ps-async", "ps-sync"))
+    for i in np.flatnonzero(with_ps & (rows.ps_shards < 1)):
+        raise DataFormatError(
+            where,
+            f"must be >= 1 for strategy {rows.strategy[i]} (got 0)",
+            line=line_of(int(i)),
+            column=PS_COL,
+            fix="give its parameter servers, or Strategy allreduce / fsdp (no servers)",
+        )
+    # the step a row gives of an all-reduce or FSDP job is one GPU's alone (no PS time to take
+    # out of it); a step looked up from the fit data (CM-DARE) was measured with 1 PS
+    includes_ps = with_ps | np.isnan(steps)
     for i in rows.missing_step_time():
         for col in (GPU_COL, MODEL_COL):
             if not text_cell(rows.raw, col, i):
@@ -765,11 +778,12 @@ def predict_cluster(
         {
             "single_worker_step_time_s": steps,
             "workers": rows.workers.astype(np.int64),
-            "ps_shards": rows.ps_shards,
+            "ps_shards": np.maximum(rows.ps_shards, 1.0),  # unused without a PS
             "param_bytes": rows.n_parameters * fitted.bytes_per_parameter,
             "n_tensors": rows.n_tensors,
             "max_tensor_bytes": rows.max_tensor_mb * 1e6,
             "strategy": rows.strategy,
+            "step_includes_ps": includes_ps,
         }
     )
     pred = fitted.predict_frame(frame)
@@ -778,7 +792,7 @@ def predict_cluster(
     out[SPEED_LOWER_COL] = pred["lower"].to_numpy()
     out[SPEED_UPPER_COL] = pred["upper"].to_numpy()
     out[BOTTLENECK_COL] = pred["bottleneck"].to_numpy()
-    out[SHARDS_NEEDED_COL] = pred["ps_shards_needed"].to_numpy()
+    out[SHARDS_NEEDED_COL] = np.where(with_ps, pred["ps_shards_needed"].to_numpy(), 0)
     write_csv_atomic(out, request.output)
     counts = out[BOTTLENECK_COL].astype(str).value_counts()
     return PredictClusterResult(

@@ -220,7 +220,11 @@ class TrainRequest:
         negative_alias="on-demand",
         help="Allow spot servers (--no-spot, or --on-demand as in simulate train: none).",
     )
-    max_gpus: int = option(64, help="At most this many GPUs.", example="64")
+    max_gpus: int = option(
+        64,
+        help="At most this many GPUs [default: 64; with --cluster, all of the cluster's GPUs].",
+        example="64",
+    )
     min_p_meet: float = option(
         0.9, help="Plans must meet the deadline with this probability.", example="0.9"
     )
@@ -549,7 +553,9 @@ class PlanCandidate:
     deadline) covers the step-time model's uncertainty and, for spot, revocations.
     ``breakdown_s`` holds one step's terms (compute, exposed communication...). ``parts``
     (``workers`` in JSON) lists each GPU type of the cluster; a mixed cluster has two and its
-    ``gpu`` / ``instance_type`` read e.g. ``K80+P100``.
+    ``gpu`` / ``instance_type`` read e.g. ``K80+P100``. ``epochs`` is the passes over the
+    dataset the candidate's global batch needs; None when the work has no dataset size
+    (``--steps``, ``Nsamples@B``): ``steps`` x ``global_batch`` is the work then.
     """
 
     provider: str
@@ -563,7 +569,7 @@ class PlanCandidate:
     ps_shards: int
     per_worker_batch: int
     global_batch: int
-    epochs: float
+    epochs: float | None
     steps: int
     step_time_s: float
     time_s: float

@@ -254,6 +254,18 @@ class ClusterSpec:
     def has_spot(self) -> bool:
         return self.spot_usd_per_gpu_hour is not None
 
+    def check_budget(self, budget_usd: float | None) -> None:
+        """Refuse a budget on a cluster without a price: every plan costs $0 there, so any
+        budget would hold (``plan train`` and ``plan llm-train``)."""
+        if budget_usd is not None and not self.priced:
+            raise InvalidSpecError(
+                "budget",
+                f"cannot bind: the cluster {self.name} has no price, so every plan costs $0",
+                got=budget_usd,
+                fix="give the cluster a price (--price-per-gpu-hour P, or "
+                "price_usd_per_gpu_hour in its file), or drop --budget",
+            )
+
     def used_gpus(self, gpus: int | None) -> int:
         """The GPUs a verb runs on: ``--gpus``, or by default (None) all of the cluster's."""
         return self.max_gpus if gpus is None else gpus

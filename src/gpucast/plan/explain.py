@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gpucast.domain.units import format_duration
 from gpucast.plan.evaluate import BOTTLENECKS, evaluate_like
 from gpucast.plan.space import PS, PS_SYNC
 from gpucast.plan.uncertainty import SPOT_STRATA
@@ -119,10 +120,10 @@ def explain(
             risk = 1.0 - out.p_meet_deadline
             hints.append(
                 f"{verdict} at {risk:.1%} risk of missing the deadline "
-                f"(p90 {out.time_p90_s / 3600:.1f} h)"
+                f"(p90 {format_duration(out.time_p90_s)})"
             )
         else:
-            hints.append(f"{verdict} (p90 {out.time_p90_s / 3600:.1f} h)")
+            hints.append(f"{verdict} (p90 {format_duration(out.time_p90_s)})")
     elif spot is not None and twin is not None:
         od_cost = float(ev.cost_usd[twin])
         extra_cost = od_cost / spot.cost_mean_usd - 1.0 if spot.cost_mean_usd > 0 else 0.0

@@ -443,7 +443,9 @@ def with_cluster(ctx: PlanContext) -> PlanContext:
 
 def within_cluster(request: TrainRequest, cluster: ClusterSpec) -> TrainRequest:
     """The request the cluster's space is built from: its whole size unless ``--max-gpus``
-    says less, and on demand only unless the cluster has a spot price."""
+    says less, and on demand only unless the cluster has a spot price. A budget needs a
+    price: without one every plan costs $0 and ``--budget`` would hold whatever it is."""
+    cluster.check_budget(request.budget_usd)
     max_gpus = cluster.max_gpus if is_default(request, "max_gpus") else request.max_gpus
     return replace(request, max_gpus=max_gpus, allow_spot=request.allow_spot and cluster.has_spot)
 
@@ -1454,7 +1456,9 @@ def _candidate(
             notes.append(note)
     if ctx.cluster is not None and not ctx.cluster.priced:
         notes.append("no price given: cost shown as $0")
-    epochs = float(ev.samples_needed[i]) / (res.work.dataset_size or float(ev.samples_needed[i]))
+    # without a dataset size the work is samples (--steps, Nsamples@B): no epoch count exists
+    size = res.work.dataset_size
+    epochs = float(ev.samples_needed[i]) / size if size else None
     breakdown = {
         "compute_s": float(ev.compute_s[i]),
         "communication_s": float(ev.comm_s[i]),
@@ -1479,7 +1483,7 @@ def _candidate(
         ps_shards=int(space.shards[i]) if space.strategy[i] in (PS, PS_SYNC) else 0,
         per_worker_batch=int(ev.batch[i]),
         global_batch=int(ev.global_batch[i]),
-        epochs=epochs if res.work.dataset_size else float(ev.samples_needed[i]),
+        epochs=epochs,
         steps=int(ev.steps[i]),
         step_time_s=float(ev.step_s[i]),
         time_s=time_s,

@@ -588,8 +588,10 @@ class ClusterModel(Estimator):
         ``lower``, ``upper``, ``bottleneck`` and ``ps_shards_needed``.
 
         Reads :data:`FRAME_COLUMNS` plus optional ``ps_shards`` (1), ``strategy``
-        (ps-async) and ``max_tensor_bytes``. Asynchronous-PS rows are solved together;
-        other strategies row by row.
+        (ps-async), ``max_tensor_bytes`` and ``step_includes_ps`` (True: the step was measured
+        with 1 worker + 1 PS, CM-DARE's setup, whose PS time comes out of it; False: a bare
+        one-GPU step, as an all-reduce or FSDP job's). Asynchronous-PS rows are solved
+        together; other strategies row by row.
         """
         self._require_fitted()
         assert self.network_efficiency_ is not None and self.per_tensor_cost_s_ is not None
@@ -678,6 +680,11 @@ class ClusterModel(Estimator):
                     break
             need = np.where(still, float(_MAX_SHARDS_SEARCHED), need)
             needed[sel] = need
+        includes_ps = (
+            frame["step_includes_ps"].to_numpy(dtype=bool)
+            if "step_includes_ps" in frame.columns
+            else np.ones(n_rows, dtype=bool)
+        )
         for i in np.flatnonzero(~is_async):
             row = frame.iloc[i]
             mtb = row.get("max_tensor_bytes") if "max_tensor_bytes" in frame.columns else None
@@ -689,6 +696,7 @@ class ClusterModel(Estimator):
                 param_bytes=float(param_bytes[i]),
                 n_tensors=int(tensors[i]),
                 max_tensor_bytes=None if mtb is None or pd.isna(mtb) else float(mtb),
+                step_time_includes_ps=bool(includes_ps[i]),
             )
             speed[i], lower[i], upper[i] = est.value, est.lower, est.upper
             bottleneck[i] = est.bottleneck

@@ -47,6 +47,7 @@ from gpucast.domain import gpu_memory
 from gpucast.domain.catalog import GpuSpec
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.gpu_memory import RESERVED_FRACTION, RESERVED_GIB
+from gpucast.domain.limits import format_bytes
 from gpucast.domain.profile import WorkloadProfile
 from gpucast.domain.units import GIB, MIB
 from gpucast.predict.offload import CpuAdamModel, OffloadInputs, plan_at
@@ -299,6 +300,12 @@ def usable_bytes(
     )
 
 
+def _needed(n_bytes: float) -> str:
+    """GiB with one decimal, as the usable memory beside it; below 0.1 GiB in the unit that
+    shows it (a small model "needed 0.0 GiB")."""
+    return f"{n_bytes / GIB:.1f} GiB" if n_bytes >= 0.1 * GIB else format_bytes(n_bytes)
+
+
 def fit_memory(
     needs: MemoryNeeds,
     gpu: GpuSpec,
@@ -405,7 +412,7 @@ def fit_memory(
     avail_gib = available / GIB
     if best is not None:
         reason = (
-            f"{best.strategy} needs {best.bytes_needed / GIB:.1f} GiB of {avail_gib:.1f} GiB "
+            f"{best.strategy} needs {_needed(best.bytes_needed)} of {avail_gib:.1f} GiB "
             f"usable per {gpu.name} (x{n}); "
             + (
                 f"expected slow-down x{best.slowdown:.3g}"

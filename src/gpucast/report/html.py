@@ -145,13 +145,14 @@ def _candidate_rows(plan: TrainPlan) -> str:
         helps = "".join(f"<li>{_h(h)}</li>" for h in c.help)
         p_meet = "" if c.p_meet_deadline is None else f"{c.p_meet_deadline:.1%}"
         mark = ("*" if k in pareto else "") + (" (pick)" if k == plan.recommended else "")
+        epochs = "" if c.epochs is None else f"{c.epochs:.1f}"  # none without a dataset size
         body.append(
             f'<tr class="{" ".join(classes)}"><td>{k}{_h(mark)}</td>'
             f"<td>{_h(c.provider)} / {_h(c.region)}</td><td>{_h(c.instance_type)}</td>"
             f'<td class="num">{_h(_gpus(c))}</td><td class="num">{c.nodes}</td>'
             f"<td>{_h(c.market)}</td><td>{_h(strat)}</td>"
             f'<td class="num">{_h(_batches(c))} ({c.global_batch:,})</td>'
-            f'<td class="num">{c.epochs:.1f}</td>'
+            f'<td class="num">{epochs}</td>'
             f'<td class="num">{_hours(c.time_s)} [{_hours(c.time_lower_s)}, '
             f"{_hours(c.time_upper_s)}]</td>"
             f'<td class="num">{_hours(c.time_p90_s)}</td><td class="num">{p_meet}</td>'

@@ -164,6 +164,12 @@ def plan_table(
     return table
 
 
+def mean_above_band(c: PlanCandidate) -> bool:
+    """A spot row whose time (the Monte Carlo mean) lies above its own interval, whose top is
+    at least its p90: a heavy tail the table's "time [interval]" alone would hide."""
+    return c.market == "spot" and c.time_s > c.time_upper_s
+
+
 def _plan_rows(plan: TrainPlan, limit: int | None) -> list[int]:
     """The candidates :func:`plan_table` shows: ``limit`` rows, beyond it where the Pareto
     front and the pick need more."""
@@ -208,6 +214,17 @@ def print_plan(
         hints.append("--columns all every column")
     if hints:
         console.print(Text(f"({', '.join(hints)}, --csv FILE writes them all)", style="dim"))
+    skewed = [k for k in _plan_rows(plan, limit) if mean_above_band(plan.candidates[k])]
+    if skewed:
+        rows = ", ".join(f"#{k}" for k in skewed)
+        console.print(
+            Text(
+                f"(spot {'row' if len(skewed) == 1 else 'rows'} {rows}: the time is the mean of "
+                "the Monte Carlo runs, above the row's p90 and interval -- a few runs took far "
+                "longer (revocations, waits for capacity); p90 and P(meet) describe most runs)",
+                style="dim",
+            )
+        )
     best = plan.best
     if best is not None:
         extra = (

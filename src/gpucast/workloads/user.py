@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import importlib
 import importlib.util
+import inspect
 import re
 import sys
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from torch import nn
 
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.workload import current_folder_importable
+from gpucast.workloads._options import reject_unknown
 from gpucast.workloads.base import Batch, Workload
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -97,6 +99,20 @@ def _user_code_failed(what: str, exc: BaseException) -> InvalidSpecError:
         f"{what} raised {detail}",
         fix="fix the user model (`gpucast --debug ...` shows the traceback)",
     )
+
+
+def _reject_options_not_taken(name: str, factory: Any, options: dict[str, Any]) -> None:
+    """Refuse a ``-o KEY=VALUE`` the factory has no parameter for, naming the ones it has, as
+    a built-in's options are (the TypeError it would raise read as a bug in the user's code).
+    A factory taking ``**kwargs``, or one whose signature Python cannot read, takes any."""
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    reject_unknown(name, options, [p.name for p in params if p.kind in named])
 
 
 def _as_batch_tuple(example: Any) -> tuple[torch.Tensor, ...]:
@@ -209,6 +225,7 @@ def load_user_workload(name: str, **options: Any) -> Workload:
             f"module {module_part!r} has no callable {factory_name!r}",
             fix=f"callables there: {', '.join(public[:8]) or 'none'}",
         )
+    _reject_options_not_taken(name, factory, options)
     try:
         result = factory(**options)
     except Exception as exc:

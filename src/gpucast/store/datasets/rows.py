@@ -179,8 +179,9 @@ def read_cluster_rows(
     path: Path, strategies: Sequence[str], *, default_strategy: str = "ps-async"
 ) -> ClusterRows:
     """Rows with ``Number of Parameters``, ``Number of Tensors``, ``Workers`` and ``Parameter
-    Servers``; optional ``Step Time (s)`` (the single-worker step time), ``Max Tensor Size
-    (MB)`` and ``Strategy`` (one of ``strategies``; empty: ``default_strategy``)."""
+    Servers`` (0 allowed: a strategy without parameter servers; the caller checks the rest);
+    optional ``Step Time (s)`` (the single-worker step time), ``Max Tensor Size (MB)`` and
+    ``Strategy`` (one of ``strategies``; empty: ``default_strategy``)."""
     path = Path(path)
     raw = read_rows(path)
     require_columns(raw, path, CLUSTER_COLUMNS)
@@ -190,7 +191,7 @@ def read_cluster_rows(
         n_parameters=number_column(raw, path, PARAMS_COL),
         n_tensors=number_column(raw, path, TENSORS_COL),
         workers=number_column(raw, path, WORKERS_COL, integer=True),
-        ps_shards=number_column(raw, path, PS_COL, integer=True),
+        ps_shards=number_column(raw, path, PS_COL, integer=True, allow_zero=True),
         single_worker_step_time_s=number_column(raw, path, STEP_TIME_COL, optional=True),
         max_tensor_mb=number_column(raw, path, MAX_TENSOR_COL, optional=True),
         strategy=choice_column(raw, path, STRATEGY_COL, strategies, default=default_strategy),
