@@ -742,11 +742,11 @@ def predict_cluster(
     where = str(request.input)
     # a PS strategy needs its servers; all-reduce and FSDP have none (0, or a CM-DARE row's 1)
     with_ps = np.isin(rows.strategy, ("ps-async", "ps-sync"))
-    for i in np.flatnonzero(with_ps & (rows.ps_shards < 1)):
+    for bad in np.flatnonzero(with_ps & (rows.ps_shards < 1)).tolist():
         raise DataFormatError(
             where,
-            f"must be >= 1 for strategy {rows.strategy[i]} (got 0)",
-            line=line_of(int(i)),
+            f"must be >= 1 for strategy {rows.strategy[bad]} (got 0)",
+            line=line_of(bad),
             column=PS_COL,
             fix="give its parameter servers, or Strategy allreduce / fsdp (no servers)",
         )
