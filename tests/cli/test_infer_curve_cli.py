@@ -58,3 +58,42 @@ def test_help_shows_the_workload_argument_and_flags() -> None:
                  "--colocate-batch", "--max-time-s", "--target-ci", "--min-samples",
                  "--no-save", "--json"):  # fmt: skip
         assert text in result.output, text
+
+
+def test_text_shows_each_points_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA 38 I #1: a busy host, a CI target the time budget missed -- every point's warnings
+    were in --json only; the text showed a ±159% point as if it were sound."""
+    from datetime import UTC, datetime
+
+    import gpucast.app
+    from gpucast.app.curves import InferCurve, InferCurveResult
+    from gpucast.domain.measurement import EnvironmentFingerprint, Measurement
+    from gpucast.domain.workload import WorkloadSpec
+    from gpucast.measure.curves import measure_curve
+
+    env = EnvironmentFingerprint(
+        host="h", os="linux", python_version="3.11", cpu_model="cpu", cpu_cores=2,
+        torch_threads=2, torch_version="2",
+    )  # fmt: skip
+    busy = "the host was busy: load average 4.6 on 2 CPU cores"
+
+    def fake(spec: WorkloadSpec, **_: object) -> Measurement:
+        return Measurement(
+            spec=spec, mode="infer", device="cpu",
+            step_times_s=tuple(0.001 * spec.batch_size * (1 + 0.01 * k) for k in range(12)),
+            samples_per_step=spec.batch_size, stop_reason="time_budget", target_ci=0.001,
+            environment=env, created_at=datetime.now(UTC), warnings=(busy,),
+        )  # fmt: skip
+
+    curve = measure_curve("mlp", [1, 4], measure_fn=fake)
+    fixed, per = curve.fit().coefficients
+    result = InferCurveResult(
+        workload="mlp", curves=(InferCurve(measurement=curve, fixed_s=fixed, per_sample_s=per),)
+    )
+    monkeypatch.setattr(gpucast.app, "measure_infer_curve", lambda *a, **k: result)
+    out = CliRunner().invoke(app, ["measure", "infer-curve", "mlp", "--batch-sizes", "1,4"])
+    assert out.exit_code == 0, out.output
+    assert f"warning (batch 1, 4): {busy}" in out.output  # once, with the points it came from
+    assert out.output.count(busy) == 1
+    budget = [ln for ln in out.output.splitlines() if "time budget ran out" in ln]
+    assert budget and all(ln.strip().startswith("warning (batch") for ln in budget), budget
