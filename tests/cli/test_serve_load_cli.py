@@ -140,6 +140,8 @@ def test_plan_reports_the_measured_peak_of_its_recommendation() -> None:
         (["--host-ms", "nan", "--rate", "10"], "host-ms: must be >= 0 ms"),
         (["--host-concurrency", "0", "--rate", "10"], "host-concurrency: must be >= 1"),
         (["--think-ms", "-3", "--clients", "2"], "think-ms: must be >= 0 ms"),
+        # QA 38 I #2: open-loop traffic ignored a think time without a word
+        (["--think-ms", "50", "--rate", "10"], "think-ms: is the closed loop's think time"),
         (["--clients", "2", "--find-saturation"], "find-saturation: offers ever higher"),
         ([], "rate: is required"),
         (["--rate", "10", "-o", "nope=1"], "nope"),

@@ -1223,6 +1223,7 @@ class SimulateServeRequest:
     )
 
     def __post_init__(self) -> None:
+        from gpucast.app._llm_load import check_think_needs_clients
         from gpucast.inputs.serving import check_arrival_kind
 
         if self.cache_fraction is not None and not (
@@ -1261,6 +1262,7 @@ class SimulateServeRequest:
             raise InvalidSpecError(
                 "think-ms", "must be >= 0 ms", got=self.think_ms, fix="e.g. --think-ms 10"
             )
+        check_think_needs_clients(self.think_ms, self.clients)
         _check_at_least("max-batch", self.max_batch, 1)
         if not (math.isfinite(self.max_delay_ms) and self.max_delay_ms >= 0):
             raise InvalidSpecError(
