@@ -142,6 +142,8 @@ def test_plan_reports_the_measured_peak_of_its_recommendation() -> None:
         (["--think-ms", "-3", "--clients", "2"], "think-ms: must be >= 0 ms"),
         # QA 38 I #2: open-loop traffic ignored a think time without a word
         (["--think-ms", "50", "--rate", "10"], "think-ms: is the closed loop's think time"),
+        # QA 38 I #4: the fix offered 4,8, itself refused under --max-batch 4
+        (["--rate", "10", "--max-batch", "4", "--preferred", "4,8"], "e.g. --preferred 2,4,"),
         (["--clients", "2", "--find-saturation"], "find-saturation: offers ever higher"),
         ([], "rate: is required"),
         (["--rate", "10", "-o", "nope=1"], "nope"),

@@ -1270,9 +1270,11 @@ class SimulateServeRequest:
             )
         for b in self.preferred:
             if isinstance(b, bool) or not 1 <= b <= self.max_batch:
+                fits = sorted({max(1, self.max_batch // 2), self.max_batch})  # a fix that holds
                 raise InvalidSpecError(
                     "preferred", f"must be between 1 and --max-batch {self.max_batch}",
-                    got=list(self.preferred), fix="e.g. --preferred 4,8",
+                    got=list(self.preferred),
+                    fix=f"e.g. --preferred {','.join(map(str, fits))}, or raise --max-batch",
                 )  # fmt: skip
         if self.max_queue is not None:
             _check_at_least("max-queue", self.max_queue, 1)
