@@ -97,3 +97,33 @@ def test_text_shows_each_points_warnings(monkeypatch: pytest.MonkeyPatch) -> Non
     assert out.output.count(busy) == 1
     budget = [ln for ln in out.output.splitlines() if "time budget ran out" in ln]
     assert budget and all(ln.strip().startswith("warning (batch") for ln in budget), budget
+
+
+def test_csv_writes_the_latency_table_serve_reads(tmp_path: Path) -> None:
+    """QA 38 I #3: the curve's warnings said 'use the measured points as a --latency-table' but
+    nothing wrote one; --csv writes the medians, which simulate serve reads back as they are."""
+    from gpucast.inputs.serving import read_latency_table
+
+    table = tmp_path / "lat.csv"
+    args = ["measure", "infer-curve", "mlp", "--batch-sizes", "1,2", *FAST, "--no-save"]
+    out = CliRunner().invoke(app, [*args, "--csv", str(table), "--json"])
+    assert out.exit_code == 0, out.output
+    medians = [p["median_s"] for p in json.loads(out.stdout)["curves"][0]["points"]]
+    assert json.loads(out.stdout)["latency_table"] == str(table)
+    curve = read_latency_table(table)
+    assert curve.batch_sizes == (1, 2) and list(curve.latency_s) == medians
+    text = CliRunner().invoke(app, [*args, "--csv", str(table)])
+    assert f"latency table: {table}" in text.output
+
+
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (["--precision", "fp32,fp16", "--csv", "t.csv"], "csv: holds one latency table"),
+        (["--csv", "/no/such/dir/t.csv"], "csv: folder /no/such/dir does not exist"),
+    ],
+)
+def test_csv_refusals_come_before_timing(args: list[str], text: str) -> None:
+    result = CliRunner().invoke(app, ["measure", "infer-curve", "mlp", "--no-save", *args])
+    assert result.exit_code == 2, result.output
+    assert text in result.output and len(result.output.strip().splitlines()) == 1

@@ -62,6 +62,12 @@ class InferCurveRequest:
     save: bool = option(
         True, negative="no-save", help="Write the results to the store (--no-save: do not)."
     )
+    csv: Path | None = option(
+        None,
+        help="Also write the measured medians as a latency table (batch_size,latency_s) for "
+        "simulate serve --latency-table FILE / plan serve --latency-table MODEL@GPU=FILE.",
+        example="lat.csv",
+    )
 
     def __post_init__(self) -> None:
         if not self.workload:
@@ -104,6 +110,11 @@ class InferCurveRequest:
             )
         with as_flags(type(self)):  # the stopping rule's range, named as the flag
             check_min_samples(self.min_samples)
+        if self.csv is not None and len(self.precisions) > 1:
+            raise InvalidSpecError(
+                "csv", "holds one latency table, one precision's", got=list(self.precisions),
+                fix="measure one --precision per --csv file",
+            )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,7 +153,8 @@ class InferCurve:
         return (
             f"the line does not describe these points: at batch {batch} the median is "
             f"{median * 1e3:.3g} ms, the line {line * 1e3:.3g} ms (latency is not linear in "
-            "the batch here; use the measured points, e.g. as a --latency-table)"
+            "the batch here; use the measured points: --csv FILE writes them as a "
+            "--latency-table)"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -164,6 +176,8 @@ class InferCurveResult:
     workload: str
     curves: tuple[InferCurve, ...]
     colocation: ColocationResult | None = None
+    #: where ``csv`` wrote the latency table (``None``: not asked)
+    latency_table: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """What ``gpucast measure infer-curve --json`` prints."""
@@ -171,6 +185,7 @@ class InferCurveResult:
             "workload": self.workload,
             "curves": [c.to_dict() for c in self.curves],
             "colocation": None if self.colocation is None else self.colocation.to_dict(),
+            "latency_table": None if self.latency_table is None else str(self.latency_table),
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -204,10 +219,13 @@ def measure_infer_curve(
     ``save=False``; with ``colocate``, the slowdown of running the models at once."""
     from gpucast.measure.curves import measure_colocated, measure_curve
     from gpucast.store.db import Store, default_db_path
+    from gpucast.store.files import output_file, write_text_atomic
     from gpucast.workloads import get_workload
 
     request = resolve(InferCurveRequest, request, options)
     get_workload(request.workload, **dict(request.workload_options))  # fails now, not later
+    if request.csv is not None:
+        output_file(request.csv, "csv")  # a path that cannot be written fails before timing
     for name in request.colocate:
         get_workload(name)
     store = None
@@ -243,8 +261,19 @@ def measure_infer_curve(
     finally:
         if store is not None:
             store.close()
+    if request.csv is not None:
+        write_text_atomic(request.csv, latency_table_csv(curves[0].measurement), field="csv")
     return InferCurveResult(
         workload=configured_name(request.workload, request.workload_options),
         curves=tuple(curves),
         colocation=colocation,
+        latency_table=request.csv,
     )
+
+
+def latency_table_csv(curve: CurveMeasurement) -> str:
+    """The medians of ``curve`` as the ``batch_size,latency_s`` table that
+    :func:`gpucast.inputs.serving.read_latency_table` reads back."""
+    lc = curve.latency_curve()
+    rows = (f"{b},{t!r}" for b, t in zip(lc.batch_sizes, lc.latency_s, strict=True))
+    return "batch_size,latency_s\n" + "".join(f"{r}\n" for r in rows)

@@ -85,6 +85,13 @@ def print_curves(result: InferCurveResult) -> None:
                 highlight=False,
                 markup=False,
             )
+    if result.latency_table is not None:
+        path = escape(str(result.latency_table))
+        console.print(
+            f"latency table: {path} (batch_size,latency_s: the medians; simulate serve "
+            f"--latency-table {path})",
+            highlight=False,
+        )
     if result.colocation is not None:
         co = result.colocation.to_dict()
         console.print("co-location (each alone vs all at once):", highlight=False)

@@ -380,7 +380,7 @@ def latency_table_warnings(curve: LatencyCurve, largest_batch: int, flag: str) -
         out.append(
             f"{flag}: batches up to {largest_batch} are served but the table stops at "
             f"{sizes[-1]}: larger ones are priced {how}; measure them "
-            "(gpucast measure infer-curve --batch-sizes ...)"
+            "(gpucast measure infer-curve --batch-sizes ... --csv FILE)"
         )
     falls = [(sizes[k], sizes[k + 1]) for k in range(len(sizes) - 1) if lat[k + 1] < lat[k]]
     if falls:
