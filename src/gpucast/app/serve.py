@@ -1278,7 +1278,8 @@ class SimulateServeRequest:
                 )  # fmt: skip
         if self.max_queue is not None:
             _check_at_least("max-queue", self.max_queue, 1)
-        _check_positive("queue-timeout-ms", self.queue_timeout_ms, "ms", "e.g. 100")
+        _check_positive("queue-timeout-ms", self.queue_timeout_ms, "ms",
+                        "e.g. --queue-timeout-ms 100")  # fmt: skip
         _check_at_least("instances", self.instances, 1)
         _check_at_least("servers", self.servers, 1)
         _check_positive("duration-s", self.duration_s, "", "e.g. --duration-s 60")
