@@ -127,3 +127,34 @@ def test_csv_refusals_come_before_timing(args: list[str], text: str) -> None:
     result = CliRunner().invoke(app, ["measure", "infer-curve", "mlp", "--no-save", *args])
     assert result.exit_code == 2, result.output
     assert text in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_threads_and_cpu_timer_as_the_busy_host_warning_says() -> None:
+    """QA 38 I #5: a busy host's warning on a curve point says 'or with --threads 1 --timer
+    cpu', flags infer-curve did not take; it takes them as measure infer does."""
+    import torch
+
+    before = torch.get_num_threads()
+    args = ["measure", "infer-curve", "mlp", "--batch-sizes", "1", *FAST, "--no-save"]
+    out = CliRunner().invoke(
+        app, [*args, "--device", "cpu", "--threads", "1", "--timer", "cpu", "--json"]
+    )
+    assert out.exit_code == 0, out.output
+    warnings = json.loads(out.stdout)["curves"][0]["points"][0]["warnings"]
+    assert any("CPU time (--timer cpu)" in w for w in warnings), warnings
+    assert torch.get_num_threads() == before  # the thread count is put back
+
+
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (["--threads", "0"], "threads: must be an integer in [1,"),
+        (["--timer", "cpu", "--device", "cuda"], "timer: cpu times the host's CPU time"),
+        (["--timer", "gpu"], "timer: must be wall or cpu"),
+        (["--colocate", "mlp", "--threads", "1"], "threads: applies to the curve, not to"),
+    ],
+)
+def test_threads_and_timer_refusals(args: list[str], text: str) -> None:
+    result = CliRunner().invoke(app, ["measure", "infer-curve", "mlp", "--no-save", *args])
+    assert result.exit_code == 2, result.output
+    assert text in result.output and len(result.output.strip().splitlines()) == 1

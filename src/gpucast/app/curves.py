@@ -9,13 +9,15 @@ unless ``save=False``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
-from gpucast.app.measure import check_min_samples
+from gpucast.app.measure import THREADS_HELP, check_min_samples, check_threads_and_timer
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import as_flags, lower_list, option
 from gpucast.domain.workload import (
@@ -28,6 +30,8 @@ from gpucast.domain.workload import (
 if TYPE_CHECKING:
     import pandas as pd
 
+    from gpucast.domain.measurement import Measurement
+    from gpucast.domain.workload import WorkloadSpec
     from gpucast.measure.curves import ColocationResult, CurveMeasurement
 
 
@@ -59,6 +63,13 @@ class InferCurveRequest:
     max_time_s: float = option(10.0, help="Seconds per point.", example="10")
     target_ci: float = option(0.02, help="Relative 95% CI target.", example="0.02")
     min_samples: int = option(10, help="Least steps per point.", example="10")
+    timer: str = option(
+        "wall",
+        help="wall, or cpu: time steps by this process's CPU time, steadier on a shared "
+        "machine (--device cpu only; use with --threads 1).",
+        example="cpu",
+    )
+    threads: int | None = option(None, help=THREADS_HELP, example="1")
     save: bool = option(
         True, negative="no-save", help="Write the results to the store (--no-save: do not)."
     )
@@ -85,13 +96,20 @@ class InferCurveRequest:
                     "precision", f"must be one of {', '.join(PRECISIONS)}", got=p,
                     fix="e.g. --precision fp32",
                 )  # fmt: skip
-        if self.workload_options and self.colocate:
-            raise InvalidSpecError(
-                "option",
-                "applies to the curve, not to --colocate (its models run at their built-in "
-                "options)",
-                fix="measure the configured curve and the co-location in two runs",
-            )
+        curve_only = (
+            ("option", bool(self.workload_options)),
+            ("threads", self.threads is not None),
+            ("timer", self.timer != "wall"),
+        )
+        for flag, given in curve_only:
+            if given and self.colocate:
+                raise InvalidSpecError(
+                    flag,
+                    "applies to the curve, not to --colocate (its models run in processes "
+                    "of their own, at their built-in options)",
+                    fix="measure the configured curve and the co-location in two runs",
+                )
+        check_threads_and_timer(self.threads, self.timer, self.device)
         if self.colocate_batch is not None and self.colocate_batch < 1:
             raise InvalidSpecError(
                 "colocate-batch",
@@ -217,6 +235,10 @@ def measure_infer_curve(
     """Latency and throughput of a workload's inference step over batch sizes (and
     precisions), stored in ``db`` (default: ``$GPUCAST_DB`` or the user store) unless
     ``save=False``; with ``colocate``, the slowdown of running the models at once."""
+    import torch
+
+    from gpucast.app.measure import cpu_timer_note
+    from gpucast.measure.api import measure
     from gpucast.measure.curves import measure_colocated, measure_curve
     from gpucast.store.db import Store, default_db_path
     from gpucast.store.files import output_file, write_text_atomic
@@ -231,7 +253,16 @@ def measure_infer_curve(
     store = None
     if request.save:
         store = Store(Path(db) if db is not None else default_db_path()).open()
+    threads_before = torch.get_num_threads()
     try:
+        if request.threads is not None:
+            torch.set_num_threads(request.threads)
+        note = cpu_timer_note(torch.get_num_threads()) if request.timer == "cpu" else None
+
+        def timed(spec: WorkloadSpec, **kw: Any) -> Measurement:
+            m = measure(spec, clock=time.process_time if note else None, **kw)
+            return m if note is None else dataclasses.replace(m, warnings=(*m.warnings, note))
+
         curves = []
         for precision in request.precisions:
             curve = measure_curve(
@@ -244,6 +275,7 @@ def measure_infer_curve(
                 min_samples=request.min_samples,
                 store=store,
                 options=request.workload_options,
+                measure_fn=timed,
             )
             fixed_s, per_sample_s = curve.fit().coefficients
             curves.append(InferCurve(measurement=curve, fixed_s=fixed_s, per_sample_s=per_sample_s))
@@ -259,6 +291,7 @@ def measure_infer_curve(
                 store=store,
             )
     finally:
+        torch.set_num_threads(threads_before)
         if store is not None:
             store.close()
     if request.csv is not None:
