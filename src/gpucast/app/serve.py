@@ -876,6 +876,15 @@ def plan_serve(
     )
     best = plan.best
     gpus = [] if best is None else [g.server.gpu or "cpu" for g in best.groups]
+    # the pick's batch latencies are a measured table's where one was given for it
+    items = map(inputs.parse_latency_table_item, request.latency_tables)
+    tables = {(m, s): path for m, s, path in items}
+    used = [
+        tables[(m.model, g.server.name)]
+        for g in (() if best is None else best.groups)
+        for m in g.models
+        if (m.model, g.server.name) in tables
+    ]
     return PlanServeResult(
         plan=plan,
         warnings=tuple(warnings),
@@ -884,6 +893,7 @@ def plan_serve(
             precision,
             calibrated=request.host_capacity_rps is not None or request.host_ms is not None,
             engine=engine_profile.name,
+            measured=used[0] if used else None,
             mig=best is not None and any(g.server.kind == "mig" for g in best.groups),
         ),
     )

@@ -662,6 +662,7 @@ def model_profiles(
                 input_bytes=work.input_bytes_per_sample,
                 transfer_s=_transfer_s(work.input_bytes_per_sample, option),
             )
+    _check_tables_used(measured, profiles, [load.name for load in loads], options)
     tables = ", ".join(f"{m}@{s}" for m, s in measured)
     how = f"{engine.engine} efficiencies" if engine is not None else "roofline priors"
     source = (
@@ -669,6 +670,28 @@ def model_profiles(
         f"slice / CPU ({how})" + (f"; measured tables for {tables}" if measured else "")
     )
     return Sourced(profiles, source)
+
+
+def _check_tables_used(
+    measured: Mapping[tuple[str, str], LatencyCurve],
+    profiles: Mapping[tuple[str, str], ModelProfile],
+    models: Sequence[str],
+    options: Sequence[ServerOption],
+) -> None:
+    """A ``--latency-table MODEL@SERVER`` that names no planned model on a searched server
+    would be dropped without a word while the output said it was used: one error instead."""
+    unused = [f"{m}@{s}" for m, s in measured if (m, s) not in profiles]
+    if not unused:
+        return
+    servers = [o.name for o in options]
+    shown = ", ".join(servers[:8]) + (f", ... ({len(servers)})" if len(servers) > 8 else "")
+    raise InvalidSpecError(
+        "latency-table",
+        f"{unused[0]} names no model on a server this plan searches (models: "
+        f"{', '.join(models)}; servers: {shown})",
+        fix=f"spell both as listed, e.g. --latency-table {models[0]}@{servers[0]}=FILE, or "
+        "add the server with --gpu",
+    )
 
 
 # -- arrivals -------------------------------------------------------------------------------
