@@ -144,6 +144,8 @@ def test_plan_reports_the_measured_peak_of_its_recommendation() -> None:
         (["--think-ms", "50", "--rate", "10"], "think-ms: is the closed loop's think time"),
         # QA 38 I #4: the fix offered 4,8, itself refused under --max-batch 4
         (["--rate", "10", "--max-batch", "4", "--preferred", "4,8"], "e.g. --preferred 2,4,"),
+        # QA 38 I #16: 1e12 ms held requests 31 years and read as an overloaded server
+        (["--rate", "10", "--max-delay-ms", "1e12"], "max-delay-ms: must be at most 60,000 ms"),
         (["--clients", "2", "--find-saturation"], "find-saturation: offers ever higher"),
         ([], "rate: is required"),
         (["--rate", "10", "-o", "nope=1"], "nope"),
@@ -163,6 +165,7 @@ def test_simulate_serve_bad_input_is_one_line_exit_2(extra: list[str], text: str
         (["--model", "mlp:5", "--engine", "tensorrt", "--precision", "int4"], "precision: must be"),
         (["--model", "mlp:5", "--precision", "fp8"], "fp8 is not run by eager PyTorch"),
         (["--model", "mlp:5", "--saturation-s", "-1"], "saturation-s: must be >= 0"),
+        (["--model", "mlp:5", "--max-delays-ms", "0,1e9"], "max-delays-ms: must be at most"),
         (["--model", "mlp:5", "--trace", "a.csv", "--arrivals", "constant"],
          "trace: and --arrivals name two different"),
     ],
@@ -172,3 +175,13 @@ def test_plan_serve_bad_input_is_one_line_exit_2(extra: list[str], text: str) ->
     assert result.exit_code == 2, result.output
     assert text in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_run_that_serves_nothing_has_no_cost_per_request(tmp_path: Path) -> None:
+    """QA 38 I #16: a run in which no request completed printed 'inf US$ per million'."""
+    slow = tmp_path / "slow.csv"
+    slow.write_text("batch_size,latency_s\n1,1000\n8,8000\n")
+    result = runner.invoke(app, [*SIM, "--latency-table", str(slow), "--rate", "10"])
+    assert result.exit_code == 0, result.output
+    assert "no request served in the run: no cost per request" in result.stdout
+    assert "inf" not in result.stdout

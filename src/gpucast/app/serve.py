@@ -123,6 +123,9 @@ MAX_BATCH_SIZE = 65_536
 MAX_SERVERS = 10_000
 MAX_INSTANCES = 1_024
 MAX_DURATION_S = 30 * 86_400.0
+#: a dynamic batcher's queue delay is micro- to milliseconds; a minute or more is a typo (1e12
+#: ms held requests for 31 years and read as an overloaded server: QA 38 I #16)
+MAX_DELAY_MS = 60_000.0
 #: bytes a simulated request costs (arrival, batch, latency arrays and per-stage times)
 REQUEST_BYTES = 96
 
@@ -549,6 +552,8 @@ class PlanServeRequest:
                 "max-delays-ms", "must be ms >= 0", got=list(self.max_delays_ms),
                 fix="e.g. --max-delays-ms 0,2,5,10",
             )  # fmt: skip
+        for d in self.max_delays_ms:
+            _check_at_most("max-delays-ms", d, MAX_DELAY_MS, "ms (a minute)")
         for i in self.instances:
             _check_at_least("instances", i, 1)
         if not self.instances:
@@ -1305,6 +1310,7 @@ class SimulateServeRequest:
         check_price(self.price)
         check_seed(self.seed)
         _check_at_most("max-batch", self.max_batch, MAX_BATCH_SIZE)
+        _check_at_most("max-delay-ms", self.max_delay_ms, MAX_DELAY_MS, "ms (a minute)")
         _check_at_most("servers", self.servers, MAX_SERVERS)
         _check_at_most("instances", self.instances, MAX_INSTANCES)
         _check_at_most("duration-s", self.duration_s, MAX_DURATION_S, "s (30 days)")
