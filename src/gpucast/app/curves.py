@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpucast.app._request import resolve
-from gpucast.app.measure import THREADS_HELP, check_min_samples, check_threads_and_timer
+from gpucast.app.measure import (
+    check_min_samples,
+    check_threads_and_timer,
+    threads_option,
+    timer_option,
+)
 from gpucast.domain.errors import InvalidSpecError
 from gpucast.domain.options import as_flags, lower_list, option
 from gpucast.domain.workload import (
@@ -63,13 +68,8 @@ class InferCurveRequest:
     max_time_s: float = option(10.0, help="Seconds per point.", example="10")
     target_ci: float = option(0.02, help="Relative 95% CI target.", example="0.02")
     min_samples: int = option(10, help="Least steps per point.", example="10")
-    timer: str = option(
-        "wall",
-        help="wall, or cpu: time steps by this process's CPU time, steadier on a shared "
-        "machine (--device cpu only; use with --threads 1).",
-        example="cpu",
-    )
-    threads: int | None = option(None, help=THREADS_HELP, example="1")
+    timer: str = timer_option("steps")
+    threads: int | None = threads_option()
     save: bool = option(
         True, negative="no-save", help="Write the results to the store (--no-save: do not)."
     )

@@ -65,7 +65,21 @@ def check_min_samples(value: int) -> None:
         )
 
 
-THREADS_HELP = "torch intra-op threads while measuring (default: torch's)."
+def timer_option(what: str) -> Any:
+    """``--timer`` of a verb that times CPU steps (``what``: the things it times)."""
+    return option(
+        "wall",
+        help=f"wall, or cpu: time {what} by this process's CPU time, steadier on a shared "
+        "machine (--device cpu only; use with --threads 1).",
+        example="cpu",
+    )
+
+
+def threads_option() -> Any:
+    """``--threads`` of a verb that times CPU steps."""
+    return option(
+        None, help="torch intra-op threads while measuring (default: torch's).", example="1"
+    )
 
 
 def check_threads_and_timer(threads: int | None, timer: str, device: str) -> None:
@@ -133,13 +147,8 @@ class _StepRequest:
     save: bool = option(
         True, negative="no-save", help="Write the result to the store (--no-save: do not)."
     )
-    timer: str = option(
-        "wall",
-        help="wall, or cpu: time steps (and --kernels operator calls) by this process's CPU "
-        "time, steadier on a shared machine (--device cpu only; use with --threads 1).",
-        example="cpu",
-    )
-    threads: int | None = option(None, help=THREADS_HELP, example="1")
+    timer: str = timer_option("steps (and --kernels operator calls)")
+    threads: int | None = threads_option()
     kernels: bool = option(
         False,
         negative="no-kernels",
