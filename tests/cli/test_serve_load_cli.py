@@ -146,6 +146,8 @@ def test_plan_reports_the_measured_peak_of_its_recommendation() -> None:
         (["--rate", "10", "--max-batch", "4", "--preferred", "4,8"], "e.g. --preferred 2,4,"),
         # QA 38 I #16: 1e12 ms held requests 31 years and read as an overloaded server
         (["--rate", "10", "--max-delay-ms", "1e12"], "max-delay-ms: must be at most 60,000 ms"),
+        # QA 38 I #17: a scheduler with nothing to order was ignored without a word
+        (["--rate", "10", "--scheduler", "edf"], "scheduler: orders requests by their deadlines"),
         (["--clients", "2", "--find-saturation"], "find-saturation: offers ever higher"),
         ([], "rate: is required"),
         (["--rate", "10", "-o", "nope=1"], "nope"),

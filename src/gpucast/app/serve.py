@@ -1359,6 +1359,13 @@ class SimulateServeRequest:
                 "scheduler", "must be fifo, edf or priority", got=self.scheduler, fix="e.g. edf"
             )
         classes = self.classes
+        if self.scheduler != "fifo" and not classes and self.deadline_ms is None:
+            raise InvalidSpecError(  # it was ignored without a word (QA 38 I #17)
+                "scheduler", "orders requests by their deadlines or classes, and none is given",
+                got=self.scheduler,
+                fix="add --deadline-ms D or --request-class NAME:SHARE:DEADLINE_MS:PRIORITY,..., "
+                "or drop --scheduler",
+            )  # fmt: skip
         if classes and self.deadline_ms is not None:
             raise InvalidSpecError(
                 "deadline-ms", "is per class with --request-class",
