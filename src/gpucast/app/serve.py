@@ -332,8 +332,13 @@ def _model_items(value: Any) -> tuple[str, ...]:
     out: list[str] = []
     for item in items:
         if isinstance(item, dict):
+            if not item.get("name") or set(item) - {"name", "rate"}:  # QA 38 I #19: "None:150"
+                raise InvalidSpecError(
+                    "model", "a mapping takes the keys name and rate", got=item,
+                    fix="e.g. {name: resnet50, rate: 150}, or the text resnet50:150",
+                )  # fmt: skip
             rate = item.get("rate")
-            out.append(str(item.get("name")) + ("" if rate is None else f":{rate}"))
+            out.append(str(item["name"]) + ("" if rate is None else f":{rate}"))
         else:
             out += [str(v) for v in split_list(item)]
     return tuple(out)
