@@ -187,3 +187,14 @@ def test_a_run_that_serves_nothing_has_no_cost_per_request(tmp_path: Path) -> No
     assert result.exit_code == 0, result.output
     assert "no request served in the run: no cost per request" in result.stdout
     assert "inf" not in result.stdout
+
+
+def test_json_carries_the_warnings_the_text_prints(tmp_path: Path) -> None:
+    """QA 38 I #22: --json dropped the overload / shed-load warnings (stderr only), where a
+    language model's simulate serve --json has them; plan serve's JSON has them too."""
+    sim = _json([*SIM, "--rate", "1e5", "--max-queue", "4"])
+    assert any("requests were rejected" in w for w in sim["warnings"])  # type: ignore[union-attr]
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s\n" + "".join(f"{0.01 * k:.2f}\n" for k in range(1, 300)) + "x\n")
+    plan = _json([*PLAN, "--model", "mlp", "--trace", str(trace)])
+    assert any("malformed row" in w for w in plan["warnings"])  # type: ignore[union-attr]

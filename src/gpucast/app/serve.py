@@ -722,8 +722,13 @@ class PlanServeResult:
 
     def to_dict(self) -> dict[str, Any]:
         """What ``gpucast plan serve --json`` prints: :meth:`ServePlan.to_dict` and the
-        validated error of the recommended deployment's regime."""
-        return {**self.plan.to_dict(), "validation": dict(self.validation)}
+        validated error of the recommended deployment's regime, and the warnings the text
+        prints on stderr (QA 38 I #22: --json dropped them)."""
+        return {
+            **self.plan.to_dict(),
+            "validation": dict(self.validation),
+            "warnings": list(self.warnings),
+        }
 
     def to_frame(self) -> pd.DataFrame:
         """One row per candidate (cheapest first), with its Pareto and recommended marks."""
@@ -1514,6 +1519,7 @@ class SimulateServeResult:
         out["latency_curve"] = self.latency_curve.to_dict()
         out["saturation"] = None if self.saturation is None else self.saturation.to_dict()
         out["validation"] = dict(self.validation)
+        out["warnings"] = list(self.warnings)  # as a language model's run has them
         out["scheduler"] = self.scheduler
         out["classes"] = [dataclasses.asdict(c) for c in self.classes]
         out["embedding_cache"] = (
