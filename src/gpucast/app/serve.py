@@ -471,7 +471,8 @@ class PlanServeRequest:
     latency_tables: tuple[str, ...] = option(
         (),
         flag="latency-table",
-        help="MODEL@SERVER=CSV measured curve (batch_size,latency_s).",
+        help="MODEL@SERVER=CSV measured curve (batch_size,latency_s; measure infer-curve "
+        "--csv writes one).",
         example="resnet50@T4=t4.csv",
     )
     duration_s: float | None = option(
@@ -1154,7 +1155,9 @@ class SimulateServeRequest:
     )
     slo_ms: float | None = option(None, help="Latency SLO, ms (= --slo p99<Lms).", example="100")
     latency_table: Path | None = option(
-        None, help="CSV batch_size,latency_s measured per batch.", example="lat.csv"
+        None,
+        help="CSV batch_size,latency_s measured per batch (measure infer-curve --csv writes one).",
+        example="lat.csv",
     )
     engine: str = option("eager-pytorch", help=ENGINE_HELP, example="tensorrt")
     precision: str | None = option(
