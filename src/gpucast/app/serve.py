@@ -1776,8 +1776,8 @@ def simulate_serve(
         groups=(ServerGroup(server=spec, count=request.servers),),
         scheduling=scheduler or "none",  # type: ignore[arg-type]
     )
-    if scheduler is not None:
-        check_deadlines(deployment)
+    if scheduler is not None:  # named as the flag the deadlines came from
+        check_deadlines(deployment, "request-class" if request.classes else "deadline-ms")
     host_capacity_rps = request.host_capacity_rps
     if request.calibrate_p50_ms is not None or request.calibrate_at:
         points: list[tuple[Mapping[str, Any], float]] = []
