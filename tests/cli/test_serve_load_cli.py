@@ -198,3 +198,14 @@ def test_json_carries_the_warnings_the_text_prints(tmp_path: Path) -> None:
     trace.write_text("arrival_s\n" + "".join(f"{0.01 * k:.2f}\n" for k in range(1, 300)) + "x\n")
     plan = _json([*PLAN, "--model", "mlp", "--trace", str(trace)])
     assert any("malformed row" in w for w in plan["warnings"])  # type: ignore[union-attr]
+
+
+def test_a_trace_s_last_request_in_flight_is_no_overload(tmp_path: Path) -> None:
+    """QA 38 I #6: a trace ends on an arrival, so its last request is always in flight at the
+    horizon; on a 3-request trace (2% busy) that read as 'overloaded ... latency grows'."""
+    trace = tmp_path / "three.csv"
+    trace.write_text("arrival_s\n0.5\n0.2\n0.3\n")
+    result = runner.invoke(app, [*SIM[:6], "--arrivals", f"trace:{trace}"])
+    assert result.exit_code == 0, result.output
+    assert "in flight at the end 1" in result.stdout
+    assert "overloaded" not in result.stderr

@@ -1871,6 +1871,19 @@ def _with_pcie_misses(
     return dataclasses.replace(result, servers=servers)
 
 
+def _steady_backlog(result: ServingResult, served_rps: float) -> float:
+    """The requests a server that keeps up still holds at the horizon (Little's law at the
+    served requests' median latency), plus the one arriving at it: a backlog beyond this
+    grew; one within it is the tail of the traffic (a trace ends on an arrival, so its last
+    request is always in flight: a 3-request trace read as overloaded, QA 38 I #6)."""
+    import numpy as np
+
+    done = result.arrival_s + result.latency_s  # NaN where dropped
+    ran = (result.arrival_s >= result.warmup_s) & (done <= result.horizon_s)
+    lat = result.latency_s[ran]
+    return 1.0 + (served_rps * float(np.median(lat)) if lat.size else 0.0)
+
+
 def _overload_warnings(result: ServingResult, *, searched: bool = False) -> list[str]:
     """Shed requests and a backlog the servers did not clear, in words (``searched``: the
     saturation search ran, so its result is pointed to, not the flag)."""
@@ -1884,7 +1897,11 @@ def _overload_warnings(result: ServingResult, *, searched: bool = False) -> list
             "the servers shed load. Add servers or instances."
         )
     dropped_rps = counts["dropped"] / result.window_s if result.window_s > 0 else 0.0
-    if counts["requests"] and served + dropped_rps < 0.98 * offered and counts["in_flight"] > 0:
+    if (
+        counts["requests"]
+        and served + dropped_rps < 0.98 * offered
+        and counts["in_flight"] > _steady_backlog(result, served)
+    ):
         out.append(
             f"overloaded: {offered:.1f} req/s offered, {served:.1f} served; "
             f"{counts['in_flight']} requests still queued or running at the end, latency "
