@@ -81,6 +81,8 @@ def test_rate_must_be_positive(model: str) -> None:
         (["--model", "mlp:10", "--slo-ms", "50", "--latency-table", "t4.csv"], "MODEL@SERVER=CSV"),
         (["--model", "mlp:10", "--slo-ms", "50", "--precision", "fp7"], "precision: must be"),
         (["--model", "mlp:10,mlp:20", "--slo-ms", "50"], "model: lists a model twice"),
+        # QA 38 I #8: the fix named --rate alone, where plan serve's rates are in --model
+        (["--model", "mlp:1e12", "--slo-ms", "50"], "lower the rates in --model (NAME:RATE)"),
     ],
 )
 def test_bad_options_are_one_line_exit_2(args: list[str], text: str) -> None:

@@ -584,6 +584,7 @@ class PlanServeRequest:
             self.run_s,
             None,  # plan serve has no --allow-large
             bytes_per_request=REQUEST_BYTES,
+            fix="lower the rates in --model (NAME:RATE) or --rate, or --duration-s",
         )
         if not (math.isfinite(self.saturation_s) and self.saturation_s >= 0):
             raise InvalidSpecError(
