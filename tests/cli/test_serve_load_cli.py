@@ -4,13 +4,16 @@ verbs and the process named in the output, and one-line refusals."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from gpucast.app.serve import SimulateServeRequest
 from gpucast.cli.app import app
+from gpucast.domain.options import META_KEY
 
 runner = CliRunner()
 SIM = ["simulate", "serve", "--model", "mlp", "--gpu", "T4", "--duration-s", "10"]
@@ -209,3 +212,18 @@ def test_a_trace_s_last_request_in_flight_is_no_overload(tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     assert "in flight at the end 1" in result.stdout
     assert "overloaded" not in result.stderr
+
+
+def test_servers_and_mig_help_say_what_the_run_does() -> None:
+    """QA 38 I #23: --mig said 'Run on one MIG slice' and --servers 'Number of GPUs', while
+    --mig 1g.5gb --servers 3 runs (and prices) three slices."""
+    import gpucast
+
+    helps = {f.name: f.metadata[META_KEY].help for f in dataclasses.fields(SimulateServeRequest)}
+    assert "MIG slices with --mig" in helps["servers"]
+    assert "--servers of them" in helps["mig"]
+    run = gpucast.simulate_serve(model="mlp", gpu="A100-40GB", mig="1g.5gb", servers=3, rate=50,
+                                 duration_s=2)  # fmt: skip
+    assert len(run.serving.servers) == 3
+    per_slice = run.serving.servers[0].price_usd_per_hour
+    assert run.to_dict()["cost_usd_per_hour"] == pytest.approx(3 * per_slice)

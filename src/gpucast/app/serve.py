@@ -1139,8 +1139,15 @@ class SimulateServeRequest:
         "arrived, ms.", example="100",
     )  # fmt: skip
     instances: int = option(1, help="Model instances per GPU.", example="2")
-    servers: int = option(1, help="Number of GPUs (load balanced).", example="2")
-    mig: str | None = option(None, help="Run on one MIG slice, e.g. 1g.10gb.", example="1g.10gb")
+    servers: int = option(
+        1, help="Number of GPUs, or of MIG slices with --mig (load balanced).", example="2"
+    )
+    mig: str | None = option(
+        None,
+        help="Run on MIG slices of this profile (--servers of them, each priced at its share "
+        "of the GPU), e.g. 1g.10gb.",
+        example="1g.10gb",
+    )
     duration_s: float | None = option(
         None,
         help="Simulated seconds (default 60; a trace: its whole span, as a language model's "
