@@ -1097,6 +1097,12 @@ def _plan_mig_serve(request: PlanServeRequest) -> PlanMigServeResult:
 
 
 # -- simulate serve -------------------------------------------------------------------------
+_MIG_HELP = (
+    "Run on MIG slices of this profile (--servers of them, each priced at its share of the "
+    "GPU), e.g. 1g.10gb."
+)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimulateServeRequest:
     """Traffic through one model on catalog GPUs with dynamic batching
@@ -1142,12 +1148,7 @@ class SimulateServeRequest:
     servers: int = option(
         1, help="Number of GPUs, or of MIG slices with --mig (load balanced).", example="2"
     )
-    mig: str | None = option(
-        None,
-        help="Run on MIG slices of this profile (--servers of them, each priced at its share "
-        "of the GPU), e.g. 1g.10gb.",
-        example="1g.10gb",
-    )
+    mig: str | None = option(None, help=_MIG_HELP, example="1g.10gb")
     duration_s: float | None = option(
         None,
         help="Simulated seconds (default 60; a trace: its whole span, as a language model's "
